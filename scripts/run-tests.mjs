@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+// Runs node-tap over the compiled tests, streams its TAP output, and ends with the plain line
+// "N passed, N failed, N skipped" that CI reads (tap prints none). Exit code is tap's.
+// A test case is a subtest directly inside a test file; a file that fails without any failing
+// test case (it crashed, or timed out) counts as one failure.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+const args = process.argv.slice(2);
+const files = args.length > 0 ? args : ['dist/test/**/*.test.js'];
+const tap = spawn('node_modules/.bin/tap', [
+  '--reporter=tap', '--disable-coverage', '--timeout=300', '--jobs=2',
+  ...files,
+], { stdio: ['ignore', 'pipe', 'inherit'] });
+
+let passed = 0, failed = 0, skipped = 0, fileFailures = 0;
+const rl = createInterface({ input: tap.stdout });
+rl.on('line', (line) => {
+  process.stdout.write(line + '\n');
+  const inner = /^ {4}(not )?ok \d+ - .*?(# (SKIP|TODO)\b)?/i.exec(line);
+  if (inner !== null && /^ {4}(not )?ok \d+/.test(line)) {
+    if (inner[2] !== undefined) skipped++;
+    else if (inner[1] !== undefined) { failed++; fileFailures++; }
+    else passed++;
+    return;
+  }
+  const top = /^(not )?ok \d+ - /.exec(line);
+  if (top !== null) {
+    if (top[1] !== undefined && fileFailures === 0) failed++;
+    fileFailures = 0;
+  }
+});
+tap.on('close', (code, signal) => {
+  rl.close();
+  const exit = code ?? (signal ? 1 : 0);
+  if (exit !== 0 && failed === 0) failed = 1; // tap failed for a reason no test case shows
+  process.stdout.write(`${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+  process.exit(exit);
+});

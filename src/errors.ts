@@ -1,0 +1,117 @@
+// One error type for every expected failure, with a code from one of two tables:
+// LOCAL_ERRORS (what this process reports and exits with) and WIRE_ERRORS (numbers sent to a
+// peer in a protocol Error message). Programming bugs stay TypeError/AssertionError and are
+// never wrapped. The README's exit-code table is checked against EXIT_CODES by a test.
+
+/** Process exit codes: the CLI contract. */
+export const EXIT_CODES = {
+  ok: 0,
+  failure: 1,
+  usage: 2,
+  auth: 3,
+  unreachable: 4,
+  exists: 5,
+} as const;
+export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
+
+interface LocalErrorSpec {
+  readonly message: string;
+  readonly retryable: boolean;
+  readonly exit: ExitCode;
+}
+
+/** Local error codes. `message` is the generic text; instances carry a specific one. */
+export const LOCAL_ERRORS = {
+  INTERNAL: { message: 'internal error', retryable: false, exit: EXIT_CODES.failure },
+  USAGE: { message: 'invalid argument', retryable: false, exit: EXIT_CODES.usage },
+  CONFIG_INVALID: { message: 'invalid configuration', retryable: false, exit: EXIT_CODES.usage },
+  IDENTITY_MISSING: { message: 'no identity: run `clawpeer init`', retryable: false, exit: EXIT_CODES.failure },
+  IDENTITY_EXISTS: { message: 'identity already exists (use --force to replace it)', retryable: false, exit: EXIT_CODES.exists },
+  IDENTITY_INSECURE: { message: 'identity key file is readable by group or others', retryable: false, exit: EXIT_CODES.failure },
+  IDENTITY_CORRUPT: { message: 'identity key file is corrupt', retryable: false, exit: EXIT_CODES.failure },
+  PEER_UNKNOWN: { message: 'no such paired peer', retryable: false, exit: EXIT_CODES.usage },
+  PEER_NOT_PAIRED: { message: 'peer is not paired', retryable: false, exit: EXIT_CODES.auth },
+  AUTH_FAILED: { message: 'peer authentication failed', retryable: false, exit: EXIT_CODES.auth },
+  UNREACHABLE: { message: 'peer unreachable', retryable: true, exit: EXIT_CODES.unreachable },
+  TIMEOUT: { message: 'timed out', retryable: true, exit: EXIT_CODES.unreachable },
+  CONNECTION_CLOSED: { message: 'connection closed', retryable: true, exit: EXIT_CODES.unreachable },
+  PROTOCOL: { message: 'protocol violation by peer', retryable: false, exit: EXIT_CODES.failure },
+  VERSION_MISMATCH: { message: 'no protocol version in common', retryable: false, exit: EXIT_CODES.failure },
+  FRAME_TOO_LARGE: { message: 'frame exceeds the maximum size', retryable: false, exit: EXIT_CODES.failure },
+  DECRYPT_FAILED: { message: 'frame failed authentication', retryable: false, exit: EXIT_CODES.failure },
+  HASH_MISMATCH: { message: 'content hash mismatch', retryable: false, exit: EXIT_CODES.failure },
+  PATH_INVALID: { message: 'path refused', retryable: false, exit: EXIT_CODES.failure },
+  FILE_EXISTS: { message: 'refusing to overwrite an existing file (use --force)', retryable: false, exit: EXIT_CODES.exists },
+  SHARE_UNKNOWN: { message: 'no such share', retryable: false, exit: EXIT_CODES.failure },
+  SHARE_READ_ONLY: { message: 'share is read-only', retryable: false, exit: EXIT_CODES.failure },
+  IO: { message: 'file system error', retryable: false, exit: EXIT_CODES.failure },
+  REMOTE: { message: 'the peer reported an error', retryable: false, exit: EXIT_CODES.failure },
+  TRANSPORT_UNAVAILABLE: { message: 'transport backend unavailable on this runtime', retryable: false, exit: EXIT_CODES.failure },
+  ADDRESS_IN_USE: { message: 'address already in use', retryable: false, exit: EXIT_CODES.failure },
+  ABORTED: { message: 'aborted', retryable: false, exit: EXIT_CODES.failure },
+} as const satisfies Record<string, LocalErrorSpec>;
+export type LocalErrorCode = keyof typeof LOCAL_ERRORS;
+
+/** Wire error codes: stable numbers, sent in protocol Error messages. Never reuse a number. */
+export const WIRE_ERRORS = {
+  INTERNAL: { wire: 1, local: 'REMOTE' },
+  NOT_PAIRED: { wire: 2, local: 'PEER_NOT_PAIRED' },
+  AUTH_FAILED: { wire: 3, local: 'AUTH_FAILED' },
+  VERSION_MISMATCH: { wire: 4, local: 'VERSION_MISMATCH' },
+  PROTOCOL: { wire: 5, local: 'PROTOCOL' },
+  FRAME_TOO_LARGE: { wire: 6, local: 'FRAME_TOO_LARGE' },
+  DECRYPT_FAILED: { wire: 7, local: 'DECRYPT_FAILED' },
+  HASH_MISMATCH: { wire: 8, local: 'HASH_MISMATCH' },
+  PATH_INVALID: { wire: 9, local: 'PATH_INVALID' },
+  FILE_EXISTS: { wire: 10, local: 'FILE_EXISTS' },
+  SHARE_UNKNOWN: { wire: 11, local: 'SHARE_UNKNOWN' },
+  SHARE_READ_ONLY: { wire: 12, local: 'SHARE_READ_ONLY' },
+  IO: { wire: 13, local: 'IO' },
+  TIMEOUT: { wire: 14, local: 'TIMEOUT' },
+  SHUTTING_DOWN: { wire: 15, local: 'CONNECTION_CLOSED' },
+} as const satisfies Record<string, { wire: number; local: LocalErrorCode }>;
+export type WireErrorCode = keyof typeof WIRE_ERRORS;
+
+export class ClawpeerError extends Error {
+  override readonly name = 'ClawpeerError';
+  readonly code: LocalErrorCode;
+  /** Set when the error came from (or is to be sent to) a peer. */
+  readonly wire: WireErrorCode | undefined;
+
+  constructor(code: LocalErrorCode, message?: string, options?: { cause?: unknown; wire?: WireErrorCode }) {
+    super(message ?? LOCAL_ERRORS[code].message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.wire = options?.wire;
+  }
+
+  get retryable(): boolean {
+    return LOCAL_ERRORS[this.code].retryable;
+  }
+
+  get exitCode(): ExitCode {
+    return LOCAL_ERRORS[this.code].exit;
+  }
+}
+
+export function isClawpeerError(err: unknown, code?: LocalErrorCode): err is ClawpeerError {
+  return err instanceof ClawpeerError && (code === undefined || err.code === code);
+}
+
+/** Builds the local error for a wire error a peer sent us. Unknown numbers map to REMOTE. */
+export function errorFromWire(wire: number, message: string): ClawpeerError {
+  for (const [name, spec] of Object.entries(WIRE_ERRORS) as [WireErrorCode, (typeof WIRE_ERRORS)[WireErrorCode]][]) {
+    if (spec.wire === wire) return new ClawpeerError(spec.local, `peer: ${message}`, { wire: name });
+  }
+  return new ClawpeerError('REMOTE', `peer error ${wire}: ${message}`);
+}
+
+/** The wire number to send for a local error (INTERNAL when there is no better one). */
+export function wireCodeFor(err: unknown): { code: number; name: WireErrorCode } {
+  if (err instanceof ClawpeerError) {
+    if (err.wire !== undefined) return { code: WIRE_ERRORS[err.wire].wire, name: err.wire };
+    for (const [name, spec] of Object.entries(WIRE_ERRORS) as [WireErrorCode, (typeof WIRE_ERRORS)[WireErrorCode]][]) {
+      if (spec.local === err.code && name !== 'INTERNAL') return { code: spec.wire, name };
+    }
+  }
+  return { code: WIRE_ERRORS.INTERNAL.wire, name: 'INTERNAL' };
+}
