@@ -4,10 +4,20 @@
 // A test case is a subtest directly inside a test file; a file that fails without any failing
 // test case (it crashed, or timed out) counts as one failure.
 import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
+// Default: every compiled test file except the slow suites under test/slow/.
+function defaultTestFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'slow' ? [] : defaultTestFiles(p);
+    return e.name.endsWith('.test.js') ? [p] : [];
+  }).sort();
+}
 const args = process.argv.slice(2);
-const files = args.length > 0 ? args : ['dist/test/**/*.test.js'];
+const files = args.length > 0 ? args : defaultTestFiles('dist/test');
 const tap = spawn('node_modules/.bin/tap', [
   '--reporter=tap', '--disable-coverage', '--timeout=300', '--jobs=2',
   ...files,

@@ -1,0 +1,27 @@
+// What every command handler gets: resolved home, output, logger. Built once from global options.
+import { createLogger, type Logger } from '../logger.js';
+import { resolveHome, type HomeLayout } from '../node/home.js';
+import { Output } from './output.js';
+
+export interface GlobalOptions {
+  readonly home?: string | undefined;
+  readonly json?: boolean | undefined;
+  readonly v?: number | undefined;
+}
+
+export interface CommandContext {
+  readonly home: HomeLayout;
+  readonly out: Output;
+  readonly log: Logger;
+  /** Aborted on SIGINT/SIGTERM. */
+  readonly signal: AbortSignal;
+}
+
+export function makeContext(options: GlobalOptions, signal: AbortSignal): CommandContext {
+  return {
+    home: resolveHome(options.home),
+    out: new Output(options.json === true),
+    log: createLogger('clawpeer', options.v ?? 0),
+    signal,
+  };
+}

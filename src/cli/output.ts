@@ -1,0 +1,20 @@
+// The only place that writes results to stdout. Human mode prints lines; --json prints one
+// JSON object per line (NDJSON) and nothing else on stdout.
+export class Output {
+  constructor(
+    readonly json: boolean,
+    private readonly stdout: (text: string) => void = (t) => process.stdout.write(t),
+    private readonly stderr: (text: string) => void = (t) => process.stderr.write(t),
+  ) {}
+
+  /** One result: `record` in --json mode, `human` (a line or lines) otherwise. */
+  emit(record: Record<string, unknown>, human: string): void {
+    this.stdout(this.json ? JSON.stringify(record) + '\n' : human + '\n');
+  }
+
+  /** A failure: a JSON error record on stdout in --json mode, and always a line on stderr. */
+  error(code: string, message: string, exitCode: number): void {
+    if (this.json) this.stdout(JSON.stringify({ event: 'error', code, message, exitCode }) + '\n');
+    this.stderr(`clawpeer: ${message}\n`);
+  }
+}

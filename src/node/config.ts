@@ -1,0 +1,64 @@
+// Node settings: one complete defaults object, and resolveConfig() that validates a partial
+// override, rejects unknown keys and freezes the result. Units are in the names.
+import { ClawpeerError } from '../errors.js';
+
+export type TransportChoice = 'quic' | 'tcp' | 'auto';
+
+export interface NodeConfig {
+  /** quic, tcp (TLS over TCP for networks that block UDP), or auto (QUIC, then TCP). */
+  readonly transport: TransportChoice;
+  /** Connection idle timeout; also bounds a QUIC connect to a dead host. */
+  readonly idleTimeoutMs: number;
+  readonly keepAliveMs: number;
+  /** How long auto waits for QUIC before trying TCP. */
+  readonly connectTimeoutMs: number;
+  readonly handshakeTimeoutMs: number;
+  /** Largest frame accepted from a peer: checked before allocating. */
+  readonly maxFrameBytes: number;
+  readonly maxStreams: number;
+  /** On SIGINT/SIGTERM, how long open connections get to finish before being cut. */
+  readonly shutdownGraceMs: number;
+}
+
+export const DEFAULT_CONFIG: NodeConfig = Object.freeze({
+  transport: 'auto',
+  idleTimeoutMs: 15_000,
+  keepAliveMs: 4_000,
+  connectTimeoutMs: 5_000,
+  handshakeTimeoutMs: 10_000,
+  maxFrameBytes: 16 << 20, // 16 MiB
+  maxStreams: 64,
+  shutdownGraceMs: 3_000,
+});
+
+const LIMITS: Record<Exclude<keyof NodeConfig, 'transport'>, readonly [number, number]> = {
+  idleTimeoutMs: [100, 3_600_000],
+  keepAliveMs: [50, 600_000],
+  connectTimeoutMs: [50, 600_000],
+  handshakeTimeoutMs: [50, 600_000],
+  maxFrameBytes: [1024, 256 << 20],
+  maxStreams: [1, 1024],
+  shutdownGraceMs: [0, 60_000],
+};
+
+export function resolveConfig(partial: Partial<Record<string, unknown>> = {}): NodeConfig {
+  for (const key of Object.keys(partial)) {
+    if (!(key in DEFAULT_CONFIG)) throw new ClawpeerError('CONFIG_INVALID', `unknown setting ${JSON.stringify(key)}`);
+  }
+  const transport = partial['transport'] ?? DEFAULT_CONFIG.transport;
+  if (transport !== 'quic' && transport !== 'tcp' && transport !== 'auto') {
+    throw new ClawpeerError('CONFIG_INVALID', `transport must be quic, tcp or auto, got ${JSON.stringify(transport)}`);
+  }
+  const out: Record<string, unknown> = { transport };
+  for (const [key, [min, max]] of Object.entries(LIMITS)) {
+    const value = partial[key] ?? DEFAULT_CONFIG[key as keyof typeof LIMITS];
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      throw new ClawpeerError('CONFIG_INVALID', `${key} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
+    }
+    out[key] = value;
+  }
+  if ((out['keepAliveMs'] as number) >= (out['idleTimeoutMs'] as number)) {
+    throw new ClawpeerError('CONFIG_INVALID', `keepAliveMs (${String(out['keepAliveMs'])}) must be below idleTimeoutMs (${String(out['idleTimeoutMs'])})`);
+  }
+  return Object.freeze(out as unknown as NodeConfig);
+}

@@ -1,0 +1,117 @@
+// The paired set: the only keys this node will talk to. Stored as JSON in the home dir and
+// re-read on every inbound connection, so `pair remove` takes effect on the next connect
+// without restarting a listener.
+import { mkdir, readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { ClawpeerError } from '../errors.js';
+import { isNodeId, publicKeyFromNodeId } from '../crypto/node-id.js';
+import { writeFileAtomic } from './atomic-file.js';
+import { parseHostPort } from './address.js';
+
+export interface PeerEntry {
+  readonly id: string;
+  readonly name: string;
+  /** HOST:PORT where the peer listens, when known. */
+  readonly addr?: string;
+  readonly addedAt: string;
+}
+
+interface PeersFile {
+  readonly version: 1;
+  readonly peers: PeerEntry[];
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+const MAX_PEERS_FILE_BYTES = 4 << 20; // 4 MiB: far above any real pair list
+
+export function validatePeerName(name: string): string {
+  if (!NAME_PATTERN.test(name)) {
+    throw new ClawpeerError('USAGE', `invalid peer name ${JSON.stringify(name)}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+  }
+  if (isNodeId(name)) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} looks like a node id; pick a short name`);
+  return name;
+}
+
+export class PeerStore {
+  constructor(readonly file: string) {}
+
+  async list(): Promise<PeerEntry[]> {
+    let text: string;
+    try {
+      text = await readFile(this.file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw new ClawpeerError('IO', `cannot read ${this.file}: ${(err as Error).message}`, { cause: err });
+    }
+    if (text.length > MAX_PEERS_FILE_BYTES) throw new ClawpeerError('CONFIG_INVALID', `${this.file} is larger than ${MAX_PEERS_FILE_BYTES} bytes`);
+    return parsePeersFile(text, this.file).peers;
+  }
+
+  /** Adds a peer, or updates name/addr of an already paired id. Returns the entry and whether it was new. */
+  async add(id: string, name: string, addr?: string): Promise<{ entry: PeerEntry; created: boolean }> {
+    publicKeyFromNodeId(id); // throws USAGE naming the bad id
+    validatePeerName(name);
+    if (addr !== undefined) parseHostPort(addr);
+    const peers = await this.list();
+    const clash = peers.find((p) => p.name === name && p.id !== id);
+    if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} is already used by ${clash.id}`);
+    const existing = peers.find((p) => p.id === id);
+    const entry: PeerEntry = {
+      id,
+      name,
+      ...(addr !== undefined ? { addr } : existing?.addr !== undefined ? { addr: existing.addr } : {}),
+      addedAt: existing?.addedAt ?? new Date().toISOString(),
+    };
+    const next = existing === undefined ? [...peers, entry] : peers.map((p) => (p.id === id ? entry : p));
+    await this.save(next);
+    return { entry, created: existing === undefined };
+  }
+
+  /** Removes by id or name; returns the removed entry. */
+  async remove(idOrName: string): Promise<PeerEntry> {
+    const peers = await this.list();
+    const entry = findPeer(peers, idOrName);
+    if (entry === undefined) throw new ClawpeerError('PEER_UNKNOWN', `no paired peer named or with id ${JSON.stringify(idOrName)}`);
+    await this.save(peers.filter((p) => p.id !== entry.id));
+    return entry;
+  }
+
+  async find(idOrName: string): Promise<PeerEntry | undefined> {
+    return findPeer(await this.list(), idOrName);
+  }
+
+  async isPaired(id: string): Promise<boolean> {
+    return (await this.list()).some((p) => p.id === id);
+  }
+
+  private async save(peers: PeerEntry[]): Promise<void> {
+    await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
+    const body: PeersFile = { version: 1, peers };
+    await writeFileAtomic(this.file, JSON.stringify(body, null, 2) + '\n', 0o600);
+  }
+}
+
+function findPeer(peers: readonly PeerEntry[], idOrName: string): PeerEntry | undefined {
+  return peers.find((p) => p.id === idOrName) ?? peers.find((p) => p.name === idOrName);
+}
+
+function parsePeersFile(text: string, file: string): PeersFile {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (cause) {
+    throw new ClawpeerError('CONFIG_INVALID', `${file} is not valid JSON: ${(cause as Error).message}`, { cause });
+  }
+  if (typeof raw !== 'object' || raw === null || (raw as { version?: unknown }).version !== 1 || !Array.isArray((raw as { peers?: unknown }).peers)) {
+    throw new ClawpeerError('CONFIG_INVALID', `${file} is not a clawpeer peers file (expected {"version":1,"peers":[...]})`);
+  }
+  const peers: PeerEntry[] = [];
+  for (const [i, p] of ((raw as { peers: unknown[] }).peers).entries()) {
+    const e = p as Partial<Record<keyof PeerEntry, unknown>>;
+    if (typeof e.id !== 'string' || !isNodeId(e.id) || typeof e.name !== 'string' || (e.addr !== undefined && typeof e.addr !== 'string')) {
+      throw new ClawpeerError('CONFIG_INVALID', `${file}: peer #${i} is malformed (needs a node id and a name)`);
+    }
+    peers.push({ id: e.id, name: e.name, ...(typeof e.addr === 'string' ? { addr: e.addr } : {}), addedAt: typeof e.addedAt === 'string' ? e.addedAt : '' });
+  }
+  return { version: 1, peers };
+}

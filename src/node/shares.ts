@@ -1,0 +1,50 @@
+// Shared folders a listener serves: NAME=DIR[:ro]. Without --share, a read-write `inbox`
+// under the home directory.
+import { mkdir, realpath } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { ClawpeerError } from '../errors.js';
+
+export interface Share {
+  readonly name: string;
+  /** Real path of the share root (symlinks resolved), so confinement checks compare like with like. */
+  readonly dir: string;
+  readonly readOnly: boolean;
+}
+
+export const DEFAULT_SHARE_NAME = 'inbox';
+const SHARE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+export function parseShareSpec(spec: string): { name: string; dir: string; readOnly: boolean } {
+  const eq = spec.indexOf('=');
+  if (eq <= 0) throw new ClawpeerError('USAGE', `invalid --share ${JSON.stringify(spec)}: expected NAME=DIR or NAME=DIR:ro`);
+  const name = spec.slice(0, eq);
+  let dir = spec.slice(eq + 1);
+  let readOnly = false;
+  if (dir.endsWith(':ro')) {
+    readOnly = true;
+    dir = dir.slice(0, -3);
+  } else if (dir.endsWith(':rw')) {
+    dir = dir.slice(0, -3);
+  }
+  if (!SHARE_NAME.test(name)) throw new ClawpeerError('USAGE', `invalid share name ${JSON.stringify(name)} in --share ${JSON.stringify(spec)}: use letters, digits, '.', '_' or '-'`);
+  if (dir === '') throw new ClawpeerError('USAGE', `--share ${JSON.stringify(spec)} names no directory`);
+  return { name, dir: resolve(dir), readOnly };
+}
+
+/** Resolves share specs (creating missing read-write dirs); rejects duplicate names. */
+export async function resolveShares(specs: readonly string[], inboxDir: string): Promise<Share[]> {
+  const parsed = specs.length === 0 ? [{ name: DEFAULT_SHARE_NAME, dir: inboxDir, readOnly: false }] : specs.map(parseShareSpec);
+  const seen = new Set<string>();
+  const shares: Share[] = [];
+  for (const s of parsed) {
+    if (seen.has(s.name)) throw new ClawpeerError('USAGE', `share ${JSON.stringify(s.name)} is given twice`);
+    seen.add(s.name);
+    try {
+      if (!s.readOnly) await mkdir(s.dir, { recursive: true });
+      shares.push({ name: s.name, dir: await realpath(s.dir), readOnly: s.readOnly });
+    } catch (err) {
+      throw new ClawpeerError('USAGE', `share ${s.name}: directory ${s.dir} is not usable: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  return shares;
+}

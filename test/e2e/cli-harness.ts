@@ -1,0 +1,113 @@
+// Runs the real CLI (bin/clawpeer.js over the compiled dist/) as a user would, with its own
+// CLAWPEER home per node. Used by the end-to-end tests.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const CLI = fileURLToPath(new URL('../../../bin/clawpeer.js', import.meta.url));
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export async function tempHome(label: string): Promise<string> {
+  return mkdtemp(join(tmpdir(), `clawpeer-${label}-`));
+}
+
+export function runCli(args: readonly string[], options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`clawpeer ${args.join(' ')} did not finish in ${options.timeoutMs ?? 30_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, options.timeoutMs ?? 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Parses NDJSON stdout, failing loudly on any non-JSON line (the --json contract). */
+export function jsonLines(stdout: string): Record<string, unknown>[] {
+  return stdout
+    .split('\n')
+    .filter((l) => l.length > 0)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+export async function initNode(label: string): Promise<{ home: string; id: string }> {
+  const home = await tempHome(label);
+  const r = await runCli(['--home', home, 'init', '--json']);
+  if (r.code !== 0) throw new Error(`init failed: ${r.stderr}`);
+  const id = jsonLines(r.stdout)[0]?.['id'];
+  if (typeof id !== 'string') throw new Error(`init printed no id: ${r.stdout}`);
+  return { home, id };
+}
+
+export interface RunningListener {
+  readonly child: ChildProcess;
+  readonly host: string;
+  readonly port: number;
+  readonly id: string;
+  readonly ready: Record<string, unknown>;
+  /** stderr so far (logs). */
+  stderr(): string;
+  /** stdout lines after the ready line. */
+  lines(): string[];
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export function startListener(home: string, extra: readonly string[] = [], timeoutMs = 20_000): Promise<RunningListener> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, '--home', home, 'listen', '--host', '127.0.0.1', '--port', '0', '--json', ...extra], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    const lines: string[] = [];
+    const exited = new Promise<number | null>((res) => child.on('close', (code) => res(code)));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`listener not ready in ${timeoutMs} ms; stderr: ${stderr}`));
+    }, timeoutMs);
+    let ready: Record<string, unknown> | undefined;
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      if (ready !== undefined) {
+        lines.push(line);
+        return;
+      }
+      clearTimeout(timer);
+      ready = JSON.parse(line) as Record<string, unknown>;
+      const r = ready;
+      resolve({
+        child,
+        host: String(r['host']),
+        port: Number(r['port']),
+        id: String(r['id']),
+        ready: r,
+        stderr: () => stderr,
+        lines: () => lines,
+        stop: async (signal: NodeJS.Signals = 'SIGINT') => {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          return exited;
+        },
+      });
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      if (ready === undefined) reject(new Error(`listener exited ${String(code)} before ready; stderr: ${stderr}`));
+    });
+  });
+}
