@@ -1,0 +1,121 @@
+import path from 'node:path';
+import fc from 'fast-check';
+import t from 'tap';
+import { ClawpeerError, isClawpeerError } from '../../src/errors.js';
+import { isConfinedRealpath, MAX_PATH_BYTES, MAX_PATH_SEGMENT_BYTES, normalizeSharePath } from '../../src/transfer/paths.js';
+
+function refusal(raw: string): string {
+  try {
+    normalizeSharePath(raw);
+  } catch (err) {
+    if (isClawpeerError(err, 'PATH_INVALID')) return err.message;
+    throw err;
+  }
+  throw new Error(`accepted ${JSON.stringify(raw)}`);
+}
+
+t.test('accepts and normalises ordinary relative paths', async (t) => {
+  t.equal(normalizeSharePath('a.txt'), 'a.txt');
+  t.equal(normalizeSharePath('dir/sub/file.tar.gz'), 'dir/sub/file.tar.gz');
+  t.equal(normalizeSharePath('./a/./b'), 'a/b', '"." segments are dropped');
+  t.equal(normalizeSharePath('.hidden/..dots/x..y'), '.hidden/..dots/x..y', 'dots inside names are fine');
+  t.equal(normalizeSharePath('CONFIG/console.log/nul1/com0/lpt10'), 'CONFIG/console.log/nul1/com0/lpt10', 'near-miss device names are fine');
+  t.equal(normalizeSharePath('e\u0301t\u00e9'), '\u00e9t\u00e9', 'NFD becomes NFC');
+  t.equal(normalizeSharePath('emoji/\u{1f600}'), 'emoji/\u{1f600}', 'astral characters survive');
+  t.equal(normalizeSharePath('x'.repeat(MAX_PATH_SEGMENT_BYTES)), 'x'.repeat(MAX_PATH_SEGMENT_BYTES));
+});
+
+t.test('refuses unsafe paths with PATH_INVALID naming the path', async (t) => {
+  const cases: [string, RegExp][] = [
+    ['', /empty path/],
+    ['..', /"\.\."/],
+    ['a/../b', /"\.\."/],
+    ['../etc/passwd', /"\.\."/],
+    ['/etc/passwd', /absolute/],
+    ['a\\b', /backslash/],
+    ['..\\evil', /backslash/],
+    ['C:evil', /drive letter/],
+    ['./c:/x', /drive letter/],
+    ['a\u0000b', /control/],
+    ['a\nb', /control/],
+    ['a\u007fb', /control/],
+    ['a\u0085b', /control/],
+    ['a//b', /empty path segment/],
+    ['a/', /empty path segment/],
+    ['.', /share root/],
+    ['./.', /share root/],
+    ['x'.repeat(MAX_PATH_SEGMENT_BYTES + 1), /longer than 255 bytes/],
+    ['\u00e9'.repeat(128), /longer than 255 bytes/], // 256 UTF-8 bytes in 128 characters
+    [Array.from({ length: 20 }, () => 'y'.repeat(250)).join('/'), /longer than 4096 bytes/],
+    ['CON', /device name/],
+    ['dir/con', /device name/],
+    ['nul.txt', /device name/],
+    ['Com1.tar.gz', /device name/],
+    ['LPT9', /device name/],
+    ['com\u00b9', /device name/],
+    ['conout$', /device name/],
+    ['aux .txt', /device name/],
+    ['name.', /dot or space/],
+    ['name ', /dot or space/],
+    ['dir./x', /dot or space/],
+    ['a\ud800b', /surrogate/],
+  ];
+  for (const [raw, why] of cases) {
+    const message = refusal(raw);
+    t.match(message, why, `${JSON.stringify(raw).slice(0, 40)}: ${message.slice(0, 80)}`);
+    t.match(message, /^path ".*" refused/s, 'names the path');
+  }
+  t.ok(MAX_PATH_BYTES === 4096);
+});
+
+t.test('error is a ClawpeerError with a printable message', async (t) => {
+  const err = t.throws(() => normalizeSharePath('a\u0000b')) as unknown;
+  t.ok(err instanceof ClawpeerError);
+  t.match((err as ClawpeerError).message, /a\\u0000b/);
+  t.equal((err as ClawpeerError).code, 'PATH_INVALID');
+});
+
+t.test('property: accepted paths never escape the share and are canonical', async (t) => {
+  const segment = fc.oneof(
+    fc.constantFrom('.', '..', '', 'a', 'B', 'con', 'CON.txt', 'x.', 'y ', ' z', '...', '.a', 'a\\b', '\u0000', 'e\u0301', '/', 'C:'),
+    fc.string({ maxLength: 6 }),
+    fc.string({ unit: 'grapheme', maxLength: 4 }),
+  );
+  const rawPath = fc.array(segment, { minLength: 0, maxLength: 6 }).map((s) => s.join('/'));
+  let accepted = 0;
+  fc.assert(
+    fc.property(rawPath, (raw) => {
+      let result: string;
+      try {
+        result = normalizeSharePath(raw);
+      } catch (err) {
+        if (isClawpeerError(err, 'PATH_INVALID')) return;
+        throw err;
+      }
+      accepted++;
+      const joined = path.posix.join('/share', result);
+      if (!joined.startsWith('/share/')) throw new Error(`${JSON.stringify(raw)} -> ${joined} escapes`);
+      if (path.posix.normalize(result) !== result) throw new Error(`${JSON.stringify(result)} is not POSIX-normal`);
+      if (result.split('/').some((s) => s === '' || s === '.' || s === '..')) throw new Error(`bad segment in ${result}`);
+      if (normalizeSharePath(result) !== result) throw new Error(`not idempotent on ${result}`);
+      if (!isConfinedRealpath('/share', joined, path.posix)) throw new Error(`${joined} not confined`);
+    }),
+    { numRuns: 3000, seed: 20261130 },
+  );
+  t.ok(accepted > 100, `the generator produced accepted paths too (${accepted})`);
+});
+
+t.test('isConfinedRealpath compares by segment', async (t) => {
+  const p = path.posix;
+  t.ok(isConfinedRealpath('/srv/share', '/srv/share', p), 'the root itself');
+  t.ok(isConfinedRealpath('/srv/share', '/srv/share/a/b', p));
+  t.ok(isConfinedRealpath('/srv/share', '/srv/share/..x', p), 'a name starting with .. is inside');
+  t.notOk(isConfinedRealpath('/srv/share', '/srv/share-evil/a', p), 'sibling with a common prefix');
+  t.notOk(isConfinedRealpath('/srv/share', '/srv', p));
+  t.notOk(isConfinedRealpath('/srv/share', '/etc/passwd', p));
+  const w = path.win32;
+  t.ok(isConfinedRealpath('C:\\share', 'C:\\share\\a', w));
+  t.notOk(isConfinedRealpath('C:\\share', 'D:\\share\\a', w), 'other drive');
+  t.notOk(isConfinedRealpath('C:\\share', 'C:\\shared', w));
+  t.throws(() => isConfinedRealpath('share', '/share/a', p), TypeError);
+});
