@@ -1,0 +1,663 @@
+// Stream multiplexer over one reliable byte pipe (a TLS socket): the DuplexStream and
+// connection semantics of transport/types.ts, built on the frames of mux-codec.ts.
+//
+// Goals: many independent streams over one socket (yamux / HTTP/2 style); per-stream
+// credit-based flow control so a stream nobody reads stalls only its own writer and buffers at
+// most its receive window; write() that resolves only when the peer's window had room and the
+// socket took the bytes; RTT from PING/PONG; keep-alive and idle timeout; graceful close
+// (GOAWAY, then the socket's end) and hard failure on any protocol violation.
+// Non-goals: authentication (the TLS layer proves keys), a connection-level window (memory is
+// bounded by maxStreams x streamWindowBytes instead), stream priorities.
+import type { Duplex } from 'node:stream';
+import { performance } from 'node:perf_hooks';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
+import { ByteQueue } from './byte-queue.js';
+import {
+  FrameDecoder,
+  FrameType,
+  GoAwayCode,
+  MAX_DATA_FRAME_BYTES,
+  MAX_STREAM_ID,
+  PING_PAYLOAD_BYTES,
+  ResetCode,
+  encodeFrame,
+  type MuxFrame,
+} from './mux-codec.js';
+import type { CloseInfo, DuplexStream, TransportStats } from './types.js';
+
+/** Credit every stream starts with in each direction, before any WINDOW_UPDATE (wire constant). */
+export const INITIAL_WINDOW_BYTES = 256 * 1024;
+/**
+ * Default receive window per stream (4 MiB): enough for ~80 MiB/s per stream at 50 ms RTT.
+ * The receiver raises the peer's credit from INITIAL_WINDOW_BYTES to this right after OPEN.
+ */
+export const DEFAULT_STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
+export const DEFAULT_MAX_STREAMS = 128;
+export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
+export const DEFAULT_KEEP_ALIVE_MS = 10_000;
+/** How long close() waits for the peer to end its side before destroying the socket (ms). */
+const CLOSE_LINGER_MS = 2_000;
+/** Largest send credit a peer may grant (bytes); more is a flow-control violation (as in HTTP/2). */
+const MAX_SEND_CREDIT_BYTES = 2 ** 31 - 1;
+/** Default and largest read() size when the caller gives none (bytes). */
+const DEFAULT_READ_BYTES = MAX_DATA_FRAME_BYTES;
+/** Timer granularity floor for idle/keep-alive checks (ms). */
+const MIN_TICK_MS = 10;
+
+export interface MuxSessionOptions {
+  /** True on the connecting side: it opens odd stream ids, the accepting side even ones. */
+  readonly initiator: boolean;
+  readonly idleTimeoutMs?: number;
+  /** PING interval (ms); 0 disables keep-alive pings after the first (RTT) ping. */
+  readonly keepAliveMs?: number;
+  readonly maxStreams?: number;
+  readonly streamWindowBytes?: number;
+  /** Largest DATA payload accepted from the peer (bytes). */
+  readonly maxDataFrameBytes?: number;
+}
+
+interface Waiter<T> {
+  resolve(value: T): void;
+  reject(err: unknown): void;
+}
+
+type SessionState = 'open' | 'closing' | 'closed';
+
+const closedError = (message: string, cause?: unknown): ClawpeerError =>
+  new ClawpeerError('CONNECTION_CLOSED', message, cause === undefined ? undefined : { cause });
+
+/** Rejects with ABORTED when `signal` fires; the returned cleanup removes the listener. */
+function onAbort(signal: AbortSignal | undefined, reject: (err: unknown) => void, what: string): () => void {
+  if (signal === undefined) return () => {};
+  const listener = (): void => reject(new ClawpeerError('ABORTED', `${what} aborted`, { cause: signal.reason }));
+  if (signal.aborted) {
+    listener();
+    return () => {};
+  }
+  signal.addEventListener('abort', listener, { once: true });
+  return () => signal.removeEventListener('abort', listener);
+}
+
+export class MuxSession {
+  readonly closed: Promise<CloseInfo>;
+  readonly #socket: Duplex;
+  readonly #initiator: boolean;
+  readonly #idleTimeoutMs: number;
+  readonly #keepAliveMs: number;
+  readonly #maxStreams: number;
+  readonly #streamWindowBytes: number;
+  readonly #decoder: FrameDecoder;
+  readonly #streams = new Map<number, MuxStream>();
+  #nextLocalId: number;
+  /** Highest id the peer opened; OPEN ids must increase. */
+  #lastPeerId = 0;
+  #localCount = 0;
+  #peerCount = 0;
+  readonly #acceptQueue: MuxStream[] = [];
+  readonly #acceptWaiters = new Set<Waiter<MuxStream | null>>();
+  readonly #openWaiters = new Set<Waiter<void>>();
+  #state: SessionState = 'open';
+  /** Why the session failed (for pending and later operations); set once. */
+  #error: ClawpeerError | undefined;
+  #resolveClosed!: (info: CloseInfo) => void;
+  #closePromise: Promise<void> | undefined;
+  #closeInfo: CloseInfo | undefined;
+  #remoteGoAway: { code: number; reason: string } | undefined;
+  #socketClosed = false;
+  #waitSocketClose: Promise<void>;
+  // Stats and timers.
+  #bytesSent = 0;
+  #bytesReceived = 0;
+  #srttMs: number | undefined;
+  #pingNonce = 0n;
+  #pingOutstanding: { nonce: bigint; sentAtMs: number } | undefined;
+  #lastPingAtMs = 0;
+  #lastReceiveAtMs: number;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(socket: Duplex, options: MuxSessionOptions) {
+    this.#socket = socket;
+    this.#initiator = options.initiator;
+    this.#idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    this.#keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
+    this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
+    this.#streamWindowBytes = options.streamWindowBytes ?? DEFAULT_STREAM_WINDOW_BYTES;
+    if (this.#streamWindowBytes < INITIAL_WINDOW_BYTES || this.#streamWindowBytes > MAX_SEND_CREDIT_BYTES) {
+      throw new RangeError(`streamWindowBytes must be ${INITIAL_WINDOW_BYTES}..${MAX_SEND_CREDIT_BYTES}, got ${this.#streamWindowBytes}`);
+    }
+    if (!(this.#maxStreams >= 1)) throw new RangeError(`maxStreams must be >= 1, got ${this.#maxStreams}`);
+    if (!(this.#idleTimeoutMs > 0)) throw new RangeError(`idleTimeoutMs must be > 0, got ${this.#idleTimeoutMs}`);
+    this.#decoder = new FrameDecoder(options.maxDataFrameBytes ?? MAX_DATA_FRAME_BYTES);
+    this.#nextLocalId = options.initiator ? 1 : 2;
+    this.#lastReceiveAtMs = performance.now();
+    this.closed = new Promise((resolve) => {
+      this.#resolveClosed = resolve;
+    });
+    this.#waitSocketClose = new Promise((resolve) => socket.once('close', () => resolve()));
+
+    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    socket.on('end', () => this.#onEnd());
+    socket.on('error', (err: Error) => this.#onSocketError(err));
+    socket.on('close', () => this.#onSocketClose());
+
+    this.#sendPing(); // first RTT sample right away
+    this.#armTimer();
+  }
+
+  stats(): TransportStats {
+    return { rttMs: this.#srttMs ?? 0, bytesSent: this.#bytesSent, bytesReceived: this.#bytesReceived };
+  }
+
+  async openStream(): Promise<DuplexStream> {
+    for (;;) {
+      this.#throwIfNotOpen('openStream');
+      if (this.#localCount < this.#maxStreams) break;
+      // QUIC-like: wait for one of our streams to end rather than have the peer refuse it.
+      await new Promise<void>((resolve, reject) => {
+        const waiter: Waiter<void> = { resolve, reject };
+        this.#openWaiters.add(waiter);
+      });
+    }
+    const id = this.#nextLocalId;
+    if (id > MAX_STREAM_ID) throw new ClawpeerError('PROTOCOL', 'mux: stream ids exhausted on this connection; reconnect');
+    this.#nextLocalId += 2;
+    const stream = new MuxStream(this, id, this.#streamWindowBytes);
+    this.#streams.set(id, stream);
+    this.#localCount++;
+    this.sendFrame({ type: FrameType.OPEN, streamId: id });
+    this.#grantInitialWindow(id);
+    return stream;
+  }
+
+  acceptStream(options?: { signal?: AbortSignal }): Promise<DuplexStream | null> {
+    const queued = this.#acceptQueue.shift();
+    if (queued !== undefined) return Promise.resolve(queued);
+    if (this.#state !== 'open' || this.#remoteGoAway !== undefined) return Promise.resolve(null);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter<MuxStream | null> = {
+        resolve: (v) => {
+          cleanup();
+          resolve(v);
+        },
+        reject: (e) => {
+          cleanup();
+          reject(e);
+        },
+      };
+      const cleanup = onAbort(options?.signal, (err) => {
+        this.#acceptWaiters.delete(waiter);
+        reject(err);
+      }, 'acceptStream');
+      if (options?.signal?.aborted === true) return;
+      this.#acceptWaiters.add(waiter);
+    });
+  }
+
+  /** Graceful: GOAWAY, flush what the socket holds, end it, wait for the peer's end. Idempotent. */
+  close(reason?: string): Promise<void> {
+    if (this.#closePromise !== undefined) return this.#closePromise;
+    this.#closePromise = (async () => {
+      if (this.#state === 'open') {
+        this.#state = 'closing';
+        this.#closeInfo = reason === undefined ? { local: true } : { local: true, reason };
+        this.sendFrame({ type: FrameType.GOAWAY, code: GoAwayCode.NORMAL, reason: reason ?? '' });
+        this.#failStreams(closedError(`connection closed locally${reason === undefined ? '' : `: ${reason}`}`));
+        if (!this.#socket.writableEnded) this.#socket.end();
+        const linger = setTimeout(() => this.#socket.destroy(), CLOSE_LINGER_MS);
+        linger.unref();
+        await this.#waitSocketClose;
+        clearTimeout(linger);
+      }
+      await this.closed;
+    })();
+    return this.#closePromise;
+  }
+
+  // ---- sending ------------------------------------------------------------------------------
+
+  /** Writes one control frame (fire and forget; dropped once the socket is ending). */
+  sendFrame(frame: MuxFrame): void {
+    if (this.#socket.writableEnded || this.#socket.destroyed) return;
+    const parts = encodeFrame(frame);
+    this.#write(parts, undefined);
+  }
+
+  /**
+   * Writes one DATA frame. Settles once the socket has handed the bytes on (so the caller may
+   * reuse its buffer): this is the socket-level backpressure.
+   */
+  sendData(streamId: number, payload: Uint8Array): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.#error !== undefined) return reject(this.#error);
+      if (this.#socket.writableEnded || this.#socket.destroyed) return reject(closedError('connection closed'));
+      const parts = encodeFrame({ type: FrameType.DATA, streamId, payload });
+      this.#write(parts, (err) => {
+        if (err === null || err === undefined) resolve();
+        else reject(this.#error ?? closedError('connection lost while writing', err));
+      });
+    });
+  }
+
+  #write(parts: Uint8Array[], done: ((err: Error | null | undefined) => void) | undefined): void {
+    const socket = this.#socket;
+    if (parts.length > 1) socket.cork();
+    for (let i = 0; i < parts.length; i++) {
+      const part = parts[i] as Uint8Array;
+      this.#bytesSent += part.length;
+      if (i === parts.length - 1 && done !== undefined) socket.write(part, done);
+      else socket.write(part);
+    }
+    if (parts.length > 1) socket.uncork();
+  }
+
+  #grantInitialWindow(streamId: number): void {
+    const extra = this.#streamWindowBytes - INITIAL_WINDOW_BYTES;
+    if (extra > 0) this.sendFrame({ type: FrameType.WINDOW_UPDATE, streamId, increment: extra });
+  }
+
+  #sendPing(): void {
+    if (this.#pingOutstanding !== undefined || this.#state !== 'open') return;
+    this.#pingNonce++;
+    const payload = new Uint8Array(PING_PAYLOAD_BYTES);
+    new DataView(payload.buffer).setBigUint64(0, this.#pingNonce);
+    const now = performance.now();
+    this.#pingOutstanding = { nonce: this.#pingNonce, sentAtMs: now };
+    this.#lastPingAtMs = now;
+    this.sendFrame({ type: FrameType.PING, payload });
+  }
+
+  // ---- receiving ----------------------------------------------------------------------------
+
+  #onData(chunk: Buffer): void {
+    this.#bytesReceived += chunk.length;
+    this.#lastReceiveAtMs = performance.now();
+    if (this.#state === 'closed') return;
+    this.#decoder.push(chunk);
+    try {
+      for (;;) {
+        const result = this.#decoder.next();
+        if (result.kind === 'need-more') return;
+        if (this.#state !== 'open') continue; // closing: drain and drop
+        if (result.kind === 'data') this.#onDataPiece(result.streamId, result.bytes);
+        else this.#onFrame(result.frame);
+      }
+    } catch (err) {
+      if (!isClawpeerError(err)) throw err; // a bug, not the peer's fault
+      this.#fail(err, violationGoAwayCodes.get(err) ?? GoAwayCode.PROTOCOL_ERROR);
+    }
+  }
+
+  /** The stream a frame names, undefined for one that already ended (late frames are normal). */
+  #streamFor(streamId: number, what: string): MuxStream | undefined {
+    const stream = this.#streams.get(streamId);
+    if (stream !== undefined) return stream;
+    const local = (streamId % 2 === 1) === this.#initiator;
+    const seen = local ? streamId < this.#nextLocalId : streamId <= this.#lastPeerId;
+    if (!seen) throw new ClawpeerError('PROTOCOL', `mux: ${what} on stream ${streamId}, which was never opened`, { wire: 'PROTOCOL' });
+    return undefined;
+  }
+
+  #onDataPiece(streamId: number, bytes: Uint8Array): void {
+    this.#streamFor(streamId, 'DATA')?.onData(bytes);
+  }
+
+  #onFrame(frame: Exclude<MuxFrame, { type: typeof FrameType.DATA }>): void {
+    switch (frame.type) {
+      case FrameType.OPEN:
+        this.#onOpen(frame.streamId);
+        return;
+      case FrameType.FIN:
+        this.#streamFor(frame.streamId, 'FIN')?.onFin();
+        return;
+      case FrameType.RESET:
+        this.#streamFor(frame.streamId, 'RESET')?.onReset(frame.code);
+        return;
+      case FrameType.WINDOW_UPDATE:
+        this.#streamFor(frame.streamId, 'WINDOW_UPDATE')?.onCredit(frame.increment);
+        return;
+      case FrameType.PING:
+        this.sendFrame({ type: FrameType.PONG, payload: frame.payload });
+        return;
+      case FrameType.PONG:
+        this.#onPong(frame.payload);
+        return;
+      case FrameType.GOAWAY:
+        this.#remoteGoAway = { code: frame.code, reason: frame.reason };
+        // No new streams from either side; the peer ends the socket next.
+        for (const w of this.#acceptWaiters) w.resolve(null);
+        this.#acceptWaiters.clear();
+        return;
+      default: {
+        const unknown: never = frame;
+        throw new TypeError(`unhandled frame ${String(unknown)}`);
+      }
+    }
+  }
+
+  #onOpen(streamId: number): void {
+    if ((streamId % 2 === 1) === this.#initiator) {
+      throw new ClawpeerError('PROTOCOL', `mux: peer opened stream ${streamId}, an id of our parity`, { wire: 'PROTOCOL' });
+    }
+    if (streamId <= this.#lastPeerId) {
+      throw new ClawpeerError('PROTOCOL', `mux: peer reopened stream ${streamId} (ids must increase; last was ${this.#lastPeerId})`, { wire: 'PROTOCOL' });
+    }
+    this.#lastPeerId = streamId;
+    if (this.#peerCount >= this.#maxStreams || this.#remoteGoAway !== undefined) {
+      this.sendFrame({ type: FrameType.RESET, streamId, code: ResetCode.REFUSED });
+      return;
+    }
+    const stream = new MuxStream(this, streamId, this.#streamWindowBytes);
+    this.#streams.set(streamId, stream);
+    this.#peerCount++;
+    this.#grantInitialWindow(streamId);
+    const [waiter] = this.#acceptWaiters;
+    if (waiter !== undefined) {
+      this.#acceptWaiters.delete(waiter);
+      waiter.resolve(stream);
+    } else {
+      this.#acceptQueue.push(stream); // bounded: it holds only counted peer streams (<= maxStreams)
+    }
+  }
+
+  #onPong(payload: Uint8Array): void {
+    const outstanding = this.#pingOutstanding;
+    if (outstanding === undefined) return;
+    const nonce = new DataView(payload.buffer, payload.byteOffset, payload.length).getBigUint64(0);
+    if (nonce !== outstanding.nonce) return; // a stale or unsolicited PONG: ignore
+    this.#pingOutstanding = undefined;
+    const sampleMs = Math.max(0, performance.now() - outstanding.sentAtMs);
+    // RFC 6298 smoothing (alpha = 1/8).
+    this.#srttMs = this.#srttMs === undefined ? sampleMs : this.#srttMs + (sampleMs - this.#srttMs) / 8;
+  }
+
+  #onEnd(): void {
+    // The peer ended its side (after a GOAWAY when it closed gracefully).
+    const reason = this.#remoteGoAway?.reason;
+    this.#terminate(
+      this.#closeInfo ?? (reason === undefined || reason === '' ? { local: false } : { local: false, reason }),
+      closedError(`connection closed by the peer${reason === undefined || reason === '' ? '' : `: ${reason}`}`),
+    );
+  }
+
+  #onSocketError(err: Error): void {
+    const code = (err as NodeJS.ErrnoException).code;
+    const reason = `connection lost: ${code ?? err.message}`;
+    this.#terminate(this.#closeInfo ?? { local: false, reason }, closedError(reason, err));
+  }
+
+  #onSocketClose(): void {
+    this.#socketClosed = true;
+    this.#terminate(this.#closeInfo ?? { local: false, reason: 'connection lost' }, closedError('connection lost'));
+  }
+
+  // ---- failure and teardown -----------------------------------------------------------------
+
+  /** A peer violation or timeout: tell the peer why (best effort), then drop the connection. */
+  #fail(err: ClawpeerError, goAwayCode: number): void {
+    if (this.#state === 'closed') return;
+    this.sendFrame({ type: FrameType.GOAWAY, code: goAwayCode, reason: err.message });
+    this.#terminate({ local: false, reason: err.message }, err);
+  }
+
+  #terminate(info: CloseInfo, err: ClawpeerError): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    this.#error ??= err;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#failStreams(this.#error);
+    // The socket closes by itself after end (allowHalfOpen false); settle `closed` when it has.
+    void this.#waitSocketClose.then(() => this.#resolveClosed(info));
+    if (!this.#socketClosed && !this.#socket.writableEnded) this.#socket.end();
+    if (!this.#socketClosed) {
+      const linger = setTimeout(() => this.#socket.destroy(), CLOSE_LINGER_MS);
+      linger.unref();
+    }
+  }
+
+  #failStreams(err: ClawpeerError): void {
+    this.#error ??= err;
+    for (const stream of this.#streams.values()) stream.onConnectionClosed(err);
+    this.#streams.clear();
+    for (const s of this.#acceptQueue) s.onConnectionClosed(err);
+    this.#acceptQueue.length = 0;
+    for (const w of this.#acceptWaiters) w.resolve(null);
+    this.#acceptWaiters.clear();
+    for (const w of this.#openWaiters) w.reject(err);
+    this.#openWaiters.clear();
+  }
+
+  #throwIfNotOpen(what: string): void {
+    if (this.#state !== 'open') throw this.#error ?? closedError(`${what}: connection is closed`);
+    if (this.#remoteGoAway !== undefined) throw closedError(`${what}: the peer is closing the connection${this.#remoteGoAway.reason === '' ? '' : `: ${this.#remoteGoAway.reason}`}`);
+  }
+
+  // ---- timers -------------------------------------------------------------------------------
+
+  #armTimer(): void {
+    const keepAlive = this.#keepAliveMs > 0 ? this.#keepAliveMs : Number.POSITIVE_INFINITY;
+    const tickMs = Math.max(MIN_TICK_MS, Math.min(keepAlive, this.#idleTimeoutMs / 4));
+    this.#timer = setTimeout(() => this.#onTick(), tickMs);
+    this.#timer.unref(); // the socket keeps the process alive while the connection is open
+  }
+
+  #onTick(): void {
+    if (this.#state !== 'open') return;
+    const now = performance.now();
+    const idleMs = now - this.#lastReceiveAtMs;
+    if (idleMs >= this.#idleTimeoutMs) {
+      this.#fail(new ClawpeerError('TIMEOUT', `no data from the peer for ${Math.round(idleMs)} ms (idle timeout ${this.#idleTimeoutMs} ms)`), GoAwayCode.IDLE_TIMEOUT);
+      return;
+    }
+    if (this.#keepAliveMs > 0 && now - this.#lastPingAtMs >= this.#keepAliveMs) this.#sendPing();
+    this.#armTimer();
+  }
+
+  // ---- called by MuxStream ------------------------------------------------------------------
+
+  /** Forgets a stream whose both directions ended (or that was reset). */
+  streamEnded(stream: MuxStream): void {
+    if (this.#streams.get(stream.id) !== stream) return;
+    this.#streams.delete(stream.id);
+    if ((stream.id % 2 === 1) === this.#initiator) {
+      this.#localCount--;
+      const [waiter] = this.#openWaiters;
+      if (waiter !== undefined) {
+        this.#openWaiters.delete(waiter);
+        waiter.resolve();
+      }
+    } else {
+      this.#peerCount--;
+      const i = this.#acceptQueue.indexOf(stream);
+      if (i >= 0) this.#acceptQueue.splice(i, 1);
+    }
+  }
+
+}
+
+/** The GOAWAY code to send for a violation, when it is not PROTOCOL_ERROR. */
+const violationGoAwayCodes = new WeakMap<ClawpeerError, number>();
+
+/** A peer violation detected by a stream; the session answers it with GOAWAY(goAwayCode). */
+function violation(message: string, goAwayCode: number = GoAwayCode.PROTOCOL_ERROR): ClawpeerError {
+  const err = new ClawpeerError('PROTOCOL', `mux: ${message}`, { wire: 'PROTOCOL' });
+  violationGoAwayCodes.set(err, goAwayCode);
+  return err;
+}
+
+/** One multiplexed stream. Created only by MuxSession. */
+export class MuxStream implements DuplexStream {
+  readonly id: number;
+  readonly #session: MuxSession;
+  readonly #windowBytes: number;
+  // Receive side.
+  readonly #received = new ByteQueue();
+  /** Bytes the peer may still send before it needs a WINDOW_UPDATE. */
+  #receiveCredit = INITIAL_WINDOW_BYTES;
+  /** Bytes read by the application since the last WINDOW_UPDATE. */
+  #consumedSinceUpdate = 0;
+  #remoteFin = false;
+  readonly #readWaiters: { maxBytes: number; waiter: Waiter<Uint8Array | null> }[] = [];
+  // Send side.
+  /** Bytes we may send before the peer grants more. */
+  #sendCredit = INITIAL_WINDOW_BYTES;
+  #creditWaiter: Waiter<void> | undefined;
+  /** Serialises write() and finish() calls so frames keep the caller's order. */
+  #writeChain: Promise<void> = Promise.resolve();
+  #localFin = false;
+  #localFinQueued = false;
+  /** Set when the stream can no longer carry data: reset (either side) or connection loss. */
+  #error: ClawpeerError | undefined;
+
+  constructor(session: MuxSession, id: number, windowBytes: number) {
+    this.#session = session;
+    this.id = id;
+    this.#windowBytes = windowBytes;
+    this.#receiveCredit = windowBytes; // the session grants the difference to the peer right away
+  }
+
+  write(data: Uint8Array): Promise<void> {
+    if (this.#localFinQueued) return Promise.reject(new ClawpeerError('USAGE', `stream ${this.id}: write after finish()`));
+    const run = this.#writeChain.then(() => this.#writeAll(data));
+    this.#writeChain = run.catch(() => {}); // later calls see the failure through #error
+    return run;
+  }
+
+  async #writeAll(data: Uint8Array): Promise<void> {
+    if (this.#error !== undefined) throw this.#error;
+    for (let offset = 0; offset < data.length; ) {
+      if (this.#error !== undefined) throw this.#error;
+      if (this.#sendCredit === 0) {
+        await new Promise<void>((resolve, reject) => {
+          this.#creditWaiter = { resolve, reject };
+        });
+        continue;
+      }
+      const n = Math.min(data.length - offset, this.#sendCredit, MAX_DATA_FRAME_BYTES);
+      this.#sendCredit -= n;
+      // Awaiting the socket's callback is the backpressure, and after it the caller may reuse `data`.
+      await this.#session.sendData(this.id, data.subarray(offset, offset + n));
+      offset += n;
+    }
+  }
+
+  finish(): Promise<void> {
+    if (this.#localFinQueued) return this.#writeChain;
+    this.#localFinQueued = true;
+    const run = this.#writeChain.then(() => {
+      if (this.#error !== undefined) throw this.#error;
+      this.#session.sendFrame({ type: FrameType.FIN, streamId: this.id });
+      this.#localFin = true;
+      this.#maybeEnded();
+    });
+    this.#writeChain = run.catch(() => {});
+    return run;
+  }
+
+  reset(): void {
+    if (this.#error !== undefined || (this.#localFin && this.#remoteFin)) return;
+    this.#session.sendFrame({ type: FrameType.RESET, streamId: this.id, code: ResetCode.CANCEL });
+    this.#abort(new ClawpeerError('ABORTED', `stream ${this.id} was reset locally`));
+  }
+
+  read(maxBytes: number = DEFAULT_READ_BYTES): Promise<Uint8Array | null> {
+    if (!(maxBytes >= 1)) return Promise.reject(new RangeError(`read(maxBytes) needs maxBytes >= 1, got ${maxBytes}`));
+    if (this.#readWaiters.length === 0) {
+      const ready = this.#take(maxBytes);
+      if (ready !== undefined) return Promise.resolve(ready);
+      if (this.#remoteFin) return Promise.resolve(null);
+      if (this.#error !== undefined) return Promise.reject(this.#error);
+    }
+    return new Promise((resolve, reject) => this.#readWaiters.push({ maxBytes, waiter: { resolve, reject } }));
+  }
+
+  #take(maxBytes: number): Uint8Array | undefined {
+    const bytes = this.#received.shift(maxBytes);
+    if (bytes === undefined) return undefined;
+    this.#consumedSinceUpdate += bytes.length;
+    // Return credit in batches (half a window) so WINDOW_UPDATEs stay rare; never after FIN.
+    if (!this.#remoteFin && this.#error === undefined && this.#consumedSinceUpdate >= this.#windowBytes / 2) {
+      this.#receiveCredit += this.#consumedSinceUpdate;
+      this.#session.sendFrame({ type: FrameType.WINDOW_UPDATE, streamId: this.id, increment: this.#consumedSinceUpdate });
+      this.#consumedSinceUpdate = 0;
+    }
+    return bytes;
+  }
+
+  #serveReaders(): void {
+    while (this.#readWaiters.length > 0) {
+      const head = this.#readWaiters[0];
+      if (head === undefined) return;
+      const bytes = this.#take(head.maxBytes);
+      if (bytes !== undefined) head.waiter.resolve(bytes);
+      else if (this.#remoteFin) head.waiter.resolve(null);
+      else if (this.#error !== undefined) head.waiter.reject(this.#error);
+      else return;
+      this.#readWaiters.shift();
+    }
+  }
+
+  // ---- called by MuxSession -----------------------------------------------------------------
+
+  onData(bytes: Uint8Array): void {
+    if (this.#remoteFin) throw violation(`DATA on stream ${this.id} after its FIN`);
+    if (bytes.length > this.#receiveCredit) {
+      throw violation(`flow control: stream ${this.id} received ${bytes.length} bytes with only ${this.#receiveCredit} of window left`, GoAwayCode.FLOW_CONTROL_ERROR);
+    }
+    this.#receiveCredit -= bytes.length;
+    if (this.#error !== undefined) return; // reset locally: the peer has not seen our RESET yet
+    this.#received.push(bytes);
+    this.#serveReaders();
+  }
+
+  onFin(): void {
+    if (this.#remoteFin) throw violation(`second FIN on stream ${this.id}`);
+    this.#remoteFin = true;
+    this.#serveReaders();
+    this.#maybeEnded();
+  }
+
+  onReset(code: number): void {
+    const message =
+      code === ResetCode.REFUSED
+        ? `stream ${this.id} refused by the peer: it has its maximum of concurrent streams`
+        : code === ResetCode.CLOSING
+          ? `stream ${this.id} reset: the peer is closing the connection`
+          : `stream ${this.id} was reset by the peer`;
+    this.#abort(new ClawpeerError(code === ResetCode.CLOSING ? 'CONNECTION_CLOSED' : 'REMOTE', message));
+  }
+
+  onCredit(increment: number): void {
+    if (this.#sendCredit + increment > MAX_SEND_CREDIT_BYTES) {
+      throw violation(`flow control: WINDOW_UPDATE on stream ${this.id} raises the window past ${MAX_SEND_CREDIT_BYTES} bytes`, GoAwayCode.FLOW_CONTROL_ERROR);
+    }
+    this.#sendCredit += increment;
+    const waiter = this.#creditWaiter;
+    this.#creditWaiter = undefined;
+    waiter?.resolve();
+  }
+
+  onConnectionClosed(err: ClawpeerError): void {
+    if (this.#error !== undefined) return;
+    // Data that arrived before a FIN stays readable; everything else fails.
+    this.#error = err;
+    const waiter = this.#creditWaiter;
+    this.#creditWaiter = undefined;
+    waiter?.reject(err);
+    this.#serveReaders();
+  }
+
+  #abort(err: ClawpeerError): void {
+    this.#error = err;
+    this.#received.clear();
+    this.#remoteFin = false;
+    const waiter = this.#creditWaiter;
+    this.#creditWaiter = undefined;
+    waiter?.reject(err);
+    this.#serveReaders();
+    this.#session.streamEnded(this);
+  }
+
+  #maybeEnded(): void {
+    if (this.#localFin && this.#remoteFin) this.#session.streamEnded(this);
+  }
+}
