@@ -5,13 +5,18 @@
 // src/protocol/messages.ts, so the generated verify/fromObject/toJSON helpers would be dead
 // code. uint64 fields are typed `number|Long` here on purpose: messages.ts converts them, so
 // no Long escapes the protocol layer. Run from the repository root: `npm run proto`.
+// `--check` regenerates into a temporary directory and exits 1 if the committed files differ
+// (a test runs it, so a .proto edit without regeneration cannot go unnoticed).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const outDir = join(root, 'src/protocol/gen');
+const committedDir = join(root, 'src/protocol/gen');
+const check = process.argv.includes('--check');
+const outDir = check ? mkdtempSync(join(tmpdir(), 'clawpeer-proto-')) : committedDir;
 const js = join(outDir, 'clawpeer.js');
 const dts = join(outDir, 'clawpeer.d.ts');
 const bin = (name) => join(root, 'node_modules/.bin', name);
@@ -34,4 +39,22 @@ for (const file of [js, dts]) {
   const text = readFileSync(file, 'utf8').replace(/from "protobufjs"/g, 'from "protobufjs/minimal.js"');
   writeFileSync(file, banner + text);
 }
-process.stdout.write(`wrote ${js}\nwrote ${dts}\n`);
+if (check) {
+  const stale = ['clawpeer.js', 'clawpeer.d.ts'].filter((name) => {
+    let committed = '';
+    try {
+      committed = readFileSync(join(committedDir, name), 'utf8');
+    } catch {
+      // missing counts as stale
+    }
+    return committed !== readFileSync(join(outDir, name), 'utf8');
+  });
+  rmSync(outDir, { recursive: true, force: true });
+  if (stale.length > 0) {
+    process.stderr.write(`src/protocol/gen is stale (${stale.join(', ')}): run \`npm run proto\`\n`);
+    process.exit(1);
+  }
+  process.stdout.write('src/protocol/gen is up to date\n');
+} else {
+  process.stdout.write(`wrote ${js}\nwrote ${dts}\n`);
+}
