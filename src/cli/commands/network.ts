@@ -1,5 +1,133 @@
+// `listen` and `ping`: the commands that talk to the network.
 import type { Argv } from 'yargs';
+import { ClawpeerError } from '../../errors.js';
+import { resolveConfig, type NodeConfig } from '../../node/config.js';
+import { createIdentity, identityExists, loadIdentity } from '../../node/identity-store.js';
+import { PeerStore } from '../../node/peer-store.js';
+import { resolvePeer } from '../../node/peer-resolve.js';
+import { resolveShares } from '../../node/shares.js';
+import { formatHostPort } from '../../node/address.js';
 import type { CommandContext } from '../context.js';
-export function registerNetworkCommands(cli: Argv, _run: (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>): Argv {
-  return cli;
+
+type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
+
+const TRANSPORT_OPTION = { type: 'string', choices: ['quic', 'tcp', 'auto'], default: 'auto', describe: 'quic, tcp (TLS over TCP, when UDP is blocked) or auto (QUIC, then TCP)' } as const;
+
+function configFrom(args: Record<string, unknown>): NodeConfig {
+  const timeout = args['connect-timeout'];
+  return resolveConfig({ transport: args['transport'], ...(timeout !== undefined ? { connectTimeoutMs: timeout } : {}) });
+}
+
+function positiveInt(value: unknown, flag: string, min: number, max: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
+  return cli
+    .command(
+      'listen',
+      'serve shares to paired peers until SIGINT/SIGTERM',
+      (y) =>
+        y
+          .option('host', { type: 'string', default: '0.0.0.0', describe: 'address to listen on' })
+          .option('port', { type: 'number', default: 7700, describe: 'port (UDP for QUIC, TCP for the fallback); 0 picks a free one' })
+          .option('share', { type: 'string', array: true, default: [] as string[], describe: 'NAME=DIR[:ro], repeatable (default: a read-write "inbox" under the home)' })
+          .option('transport', TRANSPORT_OPTION)
+          .option('init', { type: 'boolean', default: false, describe: 'create an identity first if there is none' }),
+      run(async (ctx, args) => {
+        const config = configFrom(args);
+        const port = positiveInt(args['port'], '--port', 0, 65535);
+        if (args['init'] === true && !(await identityExists(ctx.home.identityKeyFile))) {
+          const created = await createIdentity(ctx.home.identityKeyFile);
+          ctx.log.warn(`created identity ${created.nodeId} in ${ctx.home.dir}`);
+        }
+        const identity = await loadIdentity(ctx.home.identityKeyFile);
+        const shares = await resolveShares(args['share'] as string[], ctx.home.inboxDir);
+        const { NodeServer } = await import('../../node/server.js');
+        const { answerPings } = await import('../../node/ping.js');
+        const server = await NodeServer.start(
+          { identity, peers: new PeerStore(ctx.home.peersFile), shares, host: String(args['host']), port, config, log: ctx.log.child('listen') },
+          (session, signal) => answerPings(session, signal),
+        );
+        const first = server.bound[0];
+        if (first === undefined) throw new TypeError('server bound no transport');
+        ctx.out.emit(
+          {
+            event: 'listening',
+            host: first.host,
+            port: first.port,
+            id: identity.nodeId,
+            transports: server.bound.map((b) => b.transport),
+            shares: shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly })),
+          },
+          `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
+        );
+        if (!ctx.out.json) {
+          process.stderr.write(
+            `transports: ${server.bound.map((b) => b.transport).join(', ')}; shares: ${shares.map((s) => `${s.name}=${s.dir}${s.readOnly ? ' (read-only)' : ''}`).join(', ')}\n` +
+              `to pair, on the other machine run: clawpeer pair add ${identity.nodeId} --name <NAME> --addr <THIS_HOST>:${first.port}\n` +
+              `and here: clawpeer pair add <ITS_ID> --name <NAME>\n`,
+          );
+        }
+        await new Promise<void>((resolve) => {
+          if (ctx.signal.aborted) resolve();
+          else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        ctx.log.info('shutting down');
+        await server.close();
+        if (ctx.out.json) ctx.out.emit({ event: 'stopped' }, '');
+      }),
+    )
+    .command(
+      'ping <peer>',
+      'handshake with a paired peer and measure round trips',
+      (y) =>
+        y
+          .positional('peer', { type: 'string', describe: 'pair name or node id' })
+          .option('count', { alias: 'c', type: 'number', default: 4, describe: 'probes to send' })
+          .option('interval', { type: 'number', default: 1000, describe: 'milliseconds between probes' })
+          .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
+          .option('transport', TRANSPORT_OPTION)
+          .option('connect-timeout', { type: 'number', describe: 'milliseconds to wait for each transport to connect (default 5000)' }),
+      run(async (ctx, args) => {
+        const config = configFrom(args);
+        const count = positiveInt(args['count'], '--count', 1, 1_000_000);
+        const intervalMs = positiveInt(args['interval'], '--interval', 0, 3_600_000);
+        const identity = await loadIdentity(ctx.home.identityKeyFile);
+        const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), String(args['peer']), args['addr'] as string | undefined);
+        const { dialPeer } = await import('../../node/dialer.js');
+        const { pingPeer } = await import('../../node/ping.js');
+        const { describeCapabilities } = await import('../../node/session.js');
+        const session = await dialPeer({ identity, peer, config, log: ctx.log.child('ping'), signal: ctx.signal });
+        try {
+          const caps = describeCapabilities(session.caps);
+          if (!ctx.out.json) {
+            ctx.out.emit({}, `connected to ${peer.name} (${peer.id}) at ${formatHostPort(peer.address)} via ${session.transport}, protocol v${session.version}\ncapabilities: ${caps.join(' ')}`);
+          }
+          const rtts: number[] = [];
+          for await (const p of pingPeer(session, { count, intervalMs, timeoutMs: config.idleTimeoutMs, signal: ctx.signal })) {
+            rtts.push(p.rttMs);
+            ctx.out.emit(
+              { event: 'pong', peer: peer.id, seq: p.seq, rttMs: round3(p.rttMs), transportRttMs: round3(p.transportRttMs), version: session.version, caps, transport: session.transport },
+              `pong from ${peer.name}: seq=${p.seq} rtt=${p.rttMs.toFixed(3)} ms (transport ${p.transportRttMs.toFixed(3)} ms)`,
+            );
+          }
+          if (rtts.length > 0) {
+            const min = Math.min(...rtts), max = Math.max(...rtts), avg = rtts.reduce((a, b) => a + b, 0) / rtts.length;
+            ctx.out.emit(
+              { event: 'summary', peer: peer.id, sent: count, received: rtts.length, minMs: round3(min), avgMs: round3(avg), maxMs: round3(max) },
+              `${rtts.length}/${count} answered, rtt min/avg/max = ${min.toFixed(3)}/${avg.toFixed(3)}/${max.toFixed(3)} ms`,
+            );
+          }
+        } finally {
+          await session.close();
+        }
+      }),
+    );
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
 }

@@ -1,0 +1,80 @@
+// Connecting to a paired peer: dial the transport (auto: QUIC, then TLS over TCP), check the
+// proven key is the pinned one before anything else, then run the client handshake.
+import type { Identity } from '../crypto/identity.js';
+import { nodeIdFromPublicKey } from '../crypto/node-id.js';
+import { ClawpeerError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { backendByName } from '../transport/backends.js';
+import type { Connection, TransportName } from '../transport/types.js';
+import { formatHostPort } from './address.js';
+import type { NodeConfig } from './config.js';
+import { clientHandshake } from './control-channel.js';
+import type { ResolvedPeer } from './peer-resolve.js';
+import { PeerSession } from './session.js';
+
+export interface DialOptions {
+  readonly identity: Identity;
+  readonly peer: ResolvedPeer;
+  readonly config: NodeConfig;
+  readonly log: Logger;
+  readonly signal?: AbortSignal;
+}
+
+/** Failures worth another transport: the path did not work, not the peer refusing us. */
+function isPathFailure(err: unknown): boolean {
+  return err instanceof ClawpeerError && (err.code === 'UNREACHABLE' || err.code === 'TIMEOUT' || err.code === 'TRANSPORT_UNAVAILABLE');
+}
+
+async function connectWith(name: TransportName, options: DialOptions, timeoutMs: number): Promise<Connection> {
+  const backend = await backendByName(name);
+  const { host, port } = options.peer.address;
+  return backend.connect({
+    host,
+    port,
+    identity: options.identity,
+    idleTimeoutMs: Math.min(options.config.idleTimeoutMs, timeoutMs),
+    keepAliveMs: Math.min(options.config.keepAliveMs, Math.max(50, Math.floor(timeoutMs / 2))),
+    maxStreams: options.config.maxStreams,
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  });
+}
+
+async function connectTransport(options: DialOptions): Promise<Connection> {
+  const { config, log } = options;
+  const where = formatHostPort(options.peer.address);
+  if (config.transport !== 'auto') return connectWith(config.transport, options, config.connectTimeoutMs);
+  try {
+    return await connectWith('quic', options, config.connectTimeoutMs);
+  } catch (quicErr) {
+    if (!isPathFailure(quicErr)) throw quicErr;
+    log.info('QUIC did not connect, trying TLS over TCP', { addr: where, error: (quicErr as Error).message });
+    try {
+      return await connectWith('tcp', options, config.connectTimeoutMs);
+    } catch (tcpErr) {
+      if (!isPathFailure(tcpErr)) throw tcpErr;
+      throw new ClawpeerError((tcpErr as ClawpeerError).code, `peer ${options.peer.name} unreachable at ${where}: QUIC: ${(quicErr as Error).message}; TCP: ${(tcpErr as Error).message}`, { cause: tcpErr });
+    }
+  }
+}
+
+export async function dialPeer(options: DialOptions): Promise<PeerSession> {
+  const { peer, config } = options;
+  const conn = await connectTransport(options);
+  try {
+    const provenId = nodeIdFromPublicKey(conn.remotePublicKey);
+    if (provenId !== peer.id) {
+      throw new ClawpeerError('AUTH_FAILED', `the node at ${formatHostPort(peer.address)} is ${provenId}, not ${peer.name} (${peer.id}); refusing to talk to it`);
+    }
+    const stream = await conn.openStream();
+    const handshake = await clientHandshake(stream, {
+      identity: options.identity,
+      expectedRemoteKey: peer.publicKey,
+      timeoutMs: config.handshakeTimeoutMs,
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    });
+    return new PeerSession(conn, handshake);
+  } catch (err) {
+    await conn.close().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,44 @@
+// Application-level ping over the control channel: measures the round trip through the whole
+// stack (transport, frames, control loop), which is what a transfer's acks will see.
+import { performance } from 'node:perf_hooks';
+import { ClawpeerError } from '../errors.js';
+import type { PeerSession } from './session.js';
+import { sleep, withTimeout } from './timeouts.js';
+
+export interface PingResult {
+  readonly seq: number;
+  readonly rttMs: number;
+  /** The transport's own smoothed RTT estimate at that moment. */
+  readonly transportRttMs: number;
+}
+
+export async function* pingPeer(session: PeerSession, options: { count: number; intervalMs: number; timeoutMs: number; signal?: AbortSignal }): AsyncGenerator<PingResult> {
+  for (let seq = 1; seq <= options.count; seq++) {
+    if (options.signal?.aborted === true) return;
+    const start = performance.now();
+    await session.control.send({ type: 'ping', seq, sentTimeUs: Math.round(start * 1000) });
+    const reply = await withTimeout(session.control.receive(options.signal !== undefined ? { signal: options.signal } : {}), options.timeoutMs, `pong ${seq} from ${session.peerId}`);
+    const rttMs = performance.now() - start;
+    if (reply === null) throw new ClawpeerError('CONNECTION_CLOSED', `peer ${session.peerId} closed the control stream before answering ping ${seq}`);
+    if (reply.type !== 'pong' || reply.seq !== seq) throw new ClawpeerError('PROTOCOL', `expected pong ${seq} from ${session.peerId}, got ${reply.type}`);
+    yield { seq, rttMs, transportRttMs: session.connection.stats().rttMs };
+    if (seq < options.count) await sleep(options.intervalMs);
+  }
+}
+
+/** Server side: answers pings until the peer finishes the control stream. */
+export async function answerPings(session: PeerSession, signal: AbortSignal): Promise<void> {
+  for (;;) {
+    const msg = await session.control.receive({ signal });
+    if (msg === null) return;
+    switch (msg.type) {
+      case 'ping':
+        await session.control.send({ type: 'pong', seq: msg.seq, echoedTimeUs: msg.sentTimeUs });
+        break;
+      case 'pong':
+        break; // unsolicited: harmless
+      default:
+        throw new ClawpeerError('PROTOCOL', `unexpected ${msg.type} message from ${session.peerId}`);
+    }
+  }
+}

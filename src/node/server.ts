@@ -1,0 +1,154 @@
+// The listening node: accepts connections on every configured transport, pins the proven key
+// against the paired set BEFORE reading any application message, runs the server handshake,
+// then serves the peer's requests. One misbehaving peer costs only its own connection.
+import { nodeIdFromPublicKey } from '../crypto/node-id.js';
+import type { Identity } from '../crypto/identity.js';
+import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { encodeControlFrame } from '../protocol/messages.js';
+import { backendByName } from '../transport/backends.js';
+import type { Connection, Listener, TransportName } from '../transport/types.js';
+import { formatHostPort } from './address.js';
+import type { NodeConfig } from './config.js';
+import { serverHandshake } from './control-channel.js';
+import type { PeerStore } from './peer-store.js';
+import { PeerSession } from './session.js';
+import type { Share } from './shares.js';
+import { sleep, withTimeout } from './timeouts.js';
+
+export interface ServerOptions {
+  readonly identity: Identity;
+  readonly peers: PeerStore;
+  readonly shares: readonly Share[];
+  readonly host: string;
+  readonly port: number;
+  readonly config: NodeConfig;
+  readonly log: Logger;
+}
+
+/** Serves one authenticated session until it ends; the server owns closing the connection. */
+export type SessionHandler = (session: PeerSession, signal: AbortSignal) => Promise<void>;
+
+export interface BoundTransport {
+  readonly transport: TransportName;
+  readonly host: string;
+  readonly port: number;
+}
+
+const PORT_RETRIES = 8; // port 0 with auto: QUIC's random UDP port may be taken on TCP
+
+export class NodeServer {
+  readonly #listeners: Listener[];
+  readonly #options: ServerOptions;
+  readonly #handler: SessionHandler;
+  readonly #connections = new Set<Connection>();
+  readonly #tasks = new Set<Promise<void>>();
+  readonly #stop = new AbortController();
+  readonly bound: readonly BoundTransport[];
+
+  private constructor(listeners: Listener[], bound: BoundTransport[], options: ServerOptions, handler: SessionHandler) {
+    this.#listeners = listeners;
+    this.bound = bound;
+    this.#options = options;
+    this.#handler = handler;
+    for (const l of listeners) this.#track(this.#acceptLoop(l));
+  }
+
+  static async start(options: ServerOptions, handler: SessionHandler): Promise<NodeServer> {
+    const names: TransportName[] = options.config.transport === 'auto' ? ['quic', 'tcp'] : [options.config.transport];
+    const transportOptions = { host: options.host, identity: options.identity, idleTimeoutMs: options.config.idleTimeoutMs, keepAliveMs: options.config.keepAliveMs, maxStreams: options.config.maxStreams };
+    for (let attempt = 0; ; attempt++) {
+      const listeners: Listener[] = [];
+      try {
+        let port = options.port;
+        for (const name of names) {
+          const backend = await backendByName(name);
+          const listener = await backend.listen({ ...transportOptions, port });
+          listeners.push(listener);
+          port = listener.address.port; // the other transports take the same port number
+        }
+        const bound = listeners.map((l, i) => ({ transport: names[i] ?? 'quic', host: l.address.host, port: l.address.port }));
+        return new NodeServer(listeners, bound, options, handler);
+      } catch (err) {
+        await Promise.all(listeners.map((l) => l.close().catch(() => undefined)));
+        const inUse = err instanceof ClawpeerError && err.code === 'ADDRESS_IN_USE';
+        if (!(inUse && options.port === 0 && listeners.length > 0 && attempt < PORT_RETRIES)) throw err;
+      }
+    }
+  }
+
+  get port(): number {
+    return this.bound[0]?.port ?? 0;
+  }
+
+  /** Stops accepting, asks every session to finish, and cuts what is left after the grace period. */
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await Promise.all(this.#listeners.map((l) => l.close().catch(() => undefined)));
+    const graceful = Promise.all([...this.#connections].map((c) => c.close('listener shutting down').catch(() => undefined)));
+    await Promise.race([Promise.all([graceful, ...this.#tasks]), sleep(this.#options.config.shutdownGraceMs)]);
+  }
+
+  #track(task: Promise<void>): void {
+    this.#tasks.add(task);
+    void task.finally(() => this.#tasks.delete(task));
+  }
+
+  async #acceptLoop(listener: Listener): Promise<void> {
+    for (;;) {
+      let conn: Connection | null;
+      try {
+        conn = await listener.accept({ signal: this.#stop.signal });
+      } catch (err) {
+        if (this.#stop.signal.aborted) return;
+        this.#options.log.warn('accept failed', { error: (err as Error).message });
+        continue;
+      }
+      if (conn === null) return;
+      this.#connections.add(conn);
+      const c = conn;
+      this.#track(
+        this.#serveConnection(c).finally(() => {
+          this.#connections.delete(c);
+        }),
+      );
+    }
+  }
+
+  async #serveConnection(conn: Connection): Promise<void> {
+    const { log, config, identity, peers } = this.#options;
+    const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
+    const where = formatHostPort(conn.remoteAddress);
+    try {
+      const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), config.handshakeTimeoutMs, `control stream from ${peerId} at ${where}`);
+      if (stream === null) return;
+      // Pinning comes first: an unpaired key gets a wire error and nothing else is read.
+      if (!(await peers.isPaired(peerId))) {
+        log.warn('rejected unpaired peer', { id: peerId, addr: where, transport: conn.transport });
+        const message = `node ${peerId} is not paired with ${identity.nodeId}; its owner can run: clawpeer pair add ${peerId} --name <NAME>`;
+        await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.NOT_PAIRED.wire, message })), 1_000, 'sending NOT_PAIRED').catch(() => undefined);
+        await stream.finish().catch(() => undefined);
+        return;
+      }
+      const handshake = await serverHandshake(stream, {
+        identity,
+        expectedRemoteKey: conn.remotePublicKey,
+        timeoutMs: config.handshakeTimeoutMs,
+        signal: this.#stop.signal,
+      });
+      const session = new PeerSession(conn, handshake);
+      log.info('peer connected', { id: peerId, addr: where, transport: conn.transport, version: session.version });
+      await this.#handler(session, this.#stop.signal);
+      log.info('peer disconnected', { id: peerId, addr: where });
+    } catch (err) {
+      if (!(err instanceof ClawpeerError)) {
+        // A bug, not the peer's fault: log it loudly with its stack, but keep serving others.
+        log.error('internal error serving peer', { id: peerId, addr: where, stack: (err as Error).stack ?? String(err) });
+        return;
+      }
+      if (!this.#stop.signal.aborted) log.warn('peer session failed', { id: peerId, addr: where, code: err.code, error: err.message });
+    } finally {
+      await conn.close().catch(() => undefined);
+    }
+  }
+}

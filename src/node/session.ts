@@ -1,0 +1,50 @@
+// A pinned, handshaken connection to one peer: the transport connection, the control channel,
+// the negotiated version and capabilities, and the session keys for the data plane.
+import { nodeIdFromPublicKey } from '../crypto/node-id.js';
+import type { SessionKeys } from '../crypto/session-keys.js';
+import type { SessionCapabilities } from '../protocol/capabilities.js';
+import type { Connection, TransportName } from '../transport/types.js';
+import type { ControlChannel, ControlHandshakeResult } from './control-channel.js';
+
+export class PeerSession {
+  readonly peerId: string;
+  readonly version: number;
+  readonly caps: SessionCapabilities;
+  readonly keys: SessionKeys;
+  readonly control: ControlChannel;
+
+  constructor(
+    readonly connection: Connection,
+    handshake: ControlHandshakeResult,
+  ) {
+    this.peerId = nodeIdFromPublicKey(handshake.remotePublicKey);
+    this.version = handshake.version;
+    this.caps = handshake.caps;
+    this.keys = handshake.keys;
+    this.control = handshake.channel;
+  }
+
+  get transport(): TransportName {
+    return this.connection.transport;
+  }
+
+  /** Finishes the control stream, then closes the connection gracefully. */
+  async close(reason = 'done'): Promise<void> {
+    await this.control.close().catch(() => undefined);
+    await this.connection.close(reason);
+  }
+}
+
+/** The effective capabilities as short strings, for `ping` output and logs. */
+export function describeCapabilities(caps: SessionCapabilities): string[] {
+  const c = caps.chunking;
+  return [
+    `aead:${caps.aeadSuite}`,
+    ...caps.compression.map((x) => `compression:${x}`),
+    `chunking:${c.minBytes}/${c.avgBytes}/${c.maxBytes}`,
+    `window:${caps.maxWindowChunks}`,
+    `streams:${caps.maxStreams}`,
+    `frame:${caps.maxFrameBytes}`,
+    ...caps.features,
+  ];
+}

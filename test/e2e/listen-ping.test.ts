@@ -1,0 +1,132 @@
+// The node end to end, through the real CLI on loopback: pairing, listen, ping over QUIC and
+// TCP, pinning on both sides, garbage on the control stream, clean shutdown.
+import t from 'tap';
+import { initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
+import { loadIdentity } from '../../src/node/identity-store.js';
+import { backendByName } from '../../src/transport/backends.js';
+import { join } from 'node:path';
+
+const a = await initNode('a');
+const b = await initNode('b');
+const c = await initNode('c'); // knows A, but A does not know C
+const listener: RunningListener = await startListener(a.home);
+const addr = `127.0.0.1:${listener.port}`;
+await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', addr]);
+await runCli(['--home', c.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', addr]);
+await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
+t.teardown(() => listener.stop('SIGKILL'));
+
+t.test('listener reports where it listens', async (t) => {
+  t.match(listener.ready, { event: 'listening', host: '127.0.0.1', id: a.id, transports: ['quic', 'tcp'] });
+  t.ok(listener.port > 0, '--port 0 picked a real port');
+  t.match(listener.ready['shares'], [{ name: 'inbox', readOnly: false }]);
+});
+
+for (const transport of ['quic', 'tcp'] as const) {
+  t.test(`ping over ${transport}`, async (t) => {
+    const r = await runCli(['--home', b.home, 'ping', 'alice', '--count', '3', '--interval', '10', '--transport', transport, '--json']);
+    t.equal(r.code, 0, r.stderr);
+    const events = jsonLines(r.stdout);
+    const pongs = events.filter((e) => e['event'] === 'pong');
+    t.equal(pongs.length, 3);
+    for (const p of pongs) {
+      t.equal(p['transport'], transport);
+      t.equal(p['version'], 1);
+      t.ok(typeof p['rttMs'] === 'number' && (p['rttMs'] as number) > 0);
+      t.ok((p['caps'] as string[]).includes('aead:aes-256-gcm'));
+    }
+    t.match(events.at(-1), { event: 'summary', sent: 3, received: 3 });
+  });
+}
+
+t.test('ping by node id, human output', async (t) => {
+  const r = await runCli(['--home', b.home, 'ping', a.id, '--count', '1']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /via quic, protocol v1/);
+  t.match(r.stdout, /pong from alice: seq=1 rtt=/);
+});
+
+t.test('an unpaired node is refused with exit 3 and the listener keeps serving', async (t) => {
+  const r = await runCli(['--home', c.home, 'ping', 'alice', '--count', '1']);
+  t.equal(r.code, 3, r.stderr);
+  t.match(r.stderr, new RegExp(`node ${c.id} is not paired with ${a.id}`));
+  const again = await runCli(['--home', b.home, 'ping', 'alice', '--count', '1', '--json']);
+  t.equal(again.code, 0, 'a paired peer still gets in');
+  t.match(listener.stderr(), new RegExp(`rejected unpaired peer id=${c.id}`));
+});
+
+t.test('client side pinning: an unpaired id is not dialled, a wrong key at the address is refused', async (t) => {
+  const r = await runCli(['--home', b.home, 'ping', c.id, '--addr', addr, '--count', '1']);
+  t.equal(r.code, 3);
+  t.match(r.stderr, new RegExp(`peer ${c.id} is not paired`));
+  // B pins C's id under a name but points it at A's address: A proves a different key.
+  await runCli(['--home', b.home, 'pair', 'add', c.id, '--name', 'carol', '--addr', addr]);
+  const wrong = await runCli(['--home', b.home, 'ping', 'carol', '--count', '1']);
+  t.equal(wrong.code, 3);
+  t.match(wrong.stderr, new RegExp(`the node at ${addr.replace(/\./g, '\\.')} is ${a.id}, not carol`));
+});
+
+t.test('unreachable peer exits 4 naming the address', async (t) => {
+  const r = await runCli(['--home', b.home, 'ping', 'alice', '--addr', '127.0.0.1:9', '--count', '1', '--connect-timeout', '500']);
+  t.equal(r.code, 4, r.stderr);
+  t.match(r.stderr, /127\.0\.0\.1:9/);
+});
+
+t.test('unknown peer name and bad flags exit 2', async (t) => {
+  t.equal((await runCli(['--home', b.home, 'ping', 'nobody'])).code, 2);
+  t.equal((await runCli(['--home', b.home, 'ping', 'alice', '--count', '0'])).code, 2);
+  t.equal((await runCli(['--home', b.home, 'ping', 'alice', '--addr', 'nowhere'])).code, 2);
+});
+
+t.test('garbage on the control stream closes that connection only', async (t) => {
+  const identity = await loadIdentity(join(b.home, 'identity.key'));
+  for (const name of ['quic', 'tcp'] as const) {
+    const backend = await backendByName(name);
+    const conn = await backend.connect({ host: '127.0.0.1', port: listener.port, identity, idleTimeoutMs: 5000 });
+    const stream = await conn.openStream();
+    await stream.write(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
+    // The listener answers with an Error frame (type 1 = control) and ends the stream.
+    const chunks: Uint8Array[] = [];
+    for (;;) {
+      const piece = await stream.read().catch(() => null);
+      if (piece === null) break;
+      chunks.push(piece);
+    }
+    const reply = Buffer.concat(chunks);
+    t.equal(reply[0], 1, `${name}: a control frame came back`);
+    t.match(reply.toString('latin1'), /frame|protocol|type/i, `${name}: it explains the problem`);
+    await conn.close();
+  }
+  const r = await runCli(['--home', b.home, 'ping', 'alice', '--count', '1']);
+  t.equal(r.code, 0, 'the listener still serves');
+});
+
+t.test('a removed pair is refused on its next connect', async (t) => {
+  const rm = await runCli(['--home', a.home, 'pair', 'remove', 'bob']);
+  t.equal(rm.code, 0);
+  const r = await runCli(['--home', b.home, 'ping', 'alice', '--count', '1']);
+  t.equal(r.code, 3);
+  await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
+  t.equal((await runCli(['--home', b.home, 'ping', 'alice', '--count', '1'])).code, 0, 're-pairing lets it back in');
+});
+
+t.test('SIGINT stops the listener cleanly, even with a peer connected', async (t) => {
+  const l2 = await startListener(a.home);
+  const identity = await loadIdentity(join(b.home, 'identity.key'));
+  const conn = await (await backendByName('quic')).connect({ host: '127.0.0.1', port: l2.port, identity, idleTimeoutMs: 10_000 });
+  const started = Date.now();
+  const code = await l2.stop('SIGINT');
+  t.equal(code, 0);
+  t.ok(Date.now() - started < 5000, 'exits within 5 s');
+  t.match(l2.lines().map((l) => JSON.parse(l) as unknown), [{ event: 'stopped' }]);
+  await conn.close();
+});
+
+t.test('listen refuses a port in use and a bad share, with exit codes', async (t) => {
+  const busy = await runCli(['--home', a.home, 'listen', '--host', '127.0.0.1', '--port', String(listener.port)]);
+  t.equal(busy.code, 1);
+  t.match(busy.stderr, /in use/);
+  const share = await runCli(['--home', a.home, 'listen', '--port', '0', '--share', 'nodir']);
+  t.equal(share.code, 2);
+  t.match(share.stderr, /NAME=DIR/);
+});
