@@ -1,0 +1,414 @@
+// What a receiver already holds: chunk id -> where those bytes are on disk in this share.
+//
+// Goals: answer a sender's manifest with only the chunks we lack, by indexing the chunks of
+// every file in the share (through chunking/'s file chunker) and of the partial files an earlier,
+// interrupted attempt left behind; keep a warm cache keyed by (path, size, mtimeNs, inode),
+// persisted in `.clawpeer/index.bin`, so unchanged files are not re-hashed on the next run; and
+// never let a stale entry poison a transfer: readChunk re-hashes the bytes it reads and drops the
+// file's entries on a mismatch.
+// Non-goals: the transfer plan (transfer/), watching the file system (a refresh rescans; the sync
+// scanner will feed changes later), history of deleted content.
+//
+// Memory: ids and small records only, never chunk bytes: per chunk one map entry (a 32-char
+// latin1 key plus a small object, ~100 bytes in V8), per file one record with its chunk list
+// packed at 36 bytes per chunk. A 16 GiB share at the default 16 KiB average chunk is ~1 M chunks,
+// ~130 MiB. A share much larger than that wants an on-disk hash table (not built yet).
+//
+// Racy entries (git's "racily clean" problem): a file modified within the file system's timestamp
+// granularity of when we hashed it can keep size and mtime. A cache entry is trusted only when
+// the file's mtime is at least RACY_WINDOW_MS older than the moment it was hashed.
+//
+// index.bin format (integers big-endian), version 1:
+//   "CLAWIDX1" | u32 version | u32 minBytes | u32 avgBytes | u32 maxBytes | u8 normalization
+//   | u32 fileCount | files... | 32-byte BLAKE3 of everything before it
+//   file: u16 pathBytes | path | u64 size | u64 mtimeNs | u64 ino | f64 hashedAtMs | 32 root
+//         | u32 chunkCount | chunkCount x (32 id | u32 length)
+// A file that fails its check (torn write, other chunking parameters, other version) is ignored:
+// the cache is rebuilt by hashing.
+
+import { lstat, mkdir, open, readFile, realpath } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
+import path from 'node:path';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
+import { BLAKE3_OUT_BYTES, blake3, bytesEqual } from '../chunking/blake3.js';
+import type { ChunkingParams } from '../chunking/fastcdc.js';
+import { chunkFile } from '../chunking/file-chunker.js';
+import type { FileManifest } from '../chunking/manifest.js';
+import { isConfinedRealpath } from '../transfer/paths.js';
+import { writeFileAtomic } from './atomic-file.js';
+import { INTERNAL_DIR_NAME, isInternalPath } from './partial-store.js';
+import type { PartialStore } from './partial-store.js';
+import { scanTree } from './tree-scan.js';
+
+/** Cache entries for files modified less than this before they were hashed are re-hashed: 2 s. */
+export const RACY_WINDOW_MS = 2000;
+/** Name of the persisted index inside `.clawpeer/`. */
+export const INDEX_FILE_NAME = 'index.bin';
+
+const INDEX_MAGIC = Buffer.from('CLAWIDX1', 'latin1');
+const INDEX_VERSION = 1;
+const CHUNK_ENTRY_BYTES = BLAKE3_OUT_BYTES + 4;
+
+/** Where a chunk's bytes are. */
+export interface ChunkLocation {
+  /** Path inside the share of the file holding it (for a partial: its data file's share path). */
+  readonly relPath: string;
+  readonly absPath: string;
+  readonly offset: number;
+  readonly length: number;
+  readonly source: 'file' | 'partial';
+}
+
+/** The identity of a file version on disk: unchanged key = unchanged content (modulo racy window). */
+interface FileKey {
+  readonly size: number;
+  readonly mtimeNs: bigint;
+  readonly ino: bigint;
+}
+
+interface FileRecord extends FileKey {
+  readonly relPath: string;
+  readonly absPath: string;
+  readonly source: 'file' | 'partial';
+  readonly hashedAtMs: number;
+  readonly root: Uint8Array;
+  /** Packed (32-byte id, u32 length) per chunk, in file order. */
+  readonly chunks: Buffer;
+}
+
+interface Entry {
+  readonly file: FileRecord;
+  readonly offset: number;
+  readonly length: number;
+}
+
+export interface ChunkIndexOptions {
+  /** Share root (resolved with realpath here). */
+  readonly shareRoot: string;
+  /** The chunking the ids were made with; a cache made with other parameters is ignored. */
+  readonly chunking: ChunkingParams;
+  readonly partials?: PartialStore;
+}
+
+export interface RefreshStats {
+  readonly files: number;
+  /** Files hashed because the cache had no trustworthy entry for them. */
+  readonly hashed: number;
+  readonly chunks: number;
+  readonly partialChunks: number;
+}
+
+function keyOf(id: Uint8Array): string {
+  return Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('latin1');
+}
+
+function ioError(what: string, file: string, err: unknown): ClawpeerError {
+  if (isClawpeerError(err)) return err;
+  const detail = err instanceof Error ? err.message : String(err);
+  return new ClawpeerError('IO', `cannot ${what} ${file}: ${detail}`, { cause: err });
+}
+
+function sameKey(a: FileKey, b: FileKey): boolean {
+  return a.size === b.size && a.mtimeNs === b.mtimeNs && a.ino === b.ino;
+}
+
+function trustworthy(rec: FileRecord, st: FileKey): boolean {
+  const mtimeMs = Number(st.mtimeNs / 1_000_000n);
+  return sameKey(rec, st) && mtimeMs + RACY_WINDOW_MS <= rec.hashedAtMs;
+}
+
+function keyFromStat(st: BigIntStats): FileKey {
+  return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino };
+}
+
+/** Index of the chunks a share already holds. Build with ChunkIndex.open, then refresh(). */
+export class ChunkIndex {
+  readonly shareRoot: string;
+  readonly indexPath: string;
+  readonly #chunking: ChunkingParams;
+  readonly #partials: PartialStore | undefined;
+  readonly #files = new Map<string, FileRecord>();
+  readonly #chunks = new Map<string, Entry>();
+
+  private constructor(options: ChunkIndexOptions) {
+    this.shareRoot = options.shareRoot;
+    this.indexPath = path.join(options.shareRoot, INTERNAL_DIR_NAME, INDEX_FILE_NAME);
+    this.#chunking = options.chunking;
+    this.#partials = options.partials;
+  }
+
+  /** Opens the index, loading the persisted cache when it is intact and made with these parameters. */
+  static async open(options: ChunkIndexOptions): Promise<ChunkIndex> {
+    let shareRoot: string;
+    try {
+      shareRoot = await realpath(options.shareRoot);
+    } catch (err) {
+      throw ioError('open share', options.shareRoot, err);
+    }
+    const index = new ChunkIndex({ ...options, shareRoot });
+    await index.#load();
+    return index;
+  }
+
+  get fileCount(): number {
+    return [...this.#files.values()].filter((f) => f.source === 'file').length;
+  }
+
+  get chunkCount(): number {
+    return this.#chunks.size;
+  }
+
+  /** Where the chunk with this id is, if we hold it. */
+  lookup(id: Uint8Array): ChunkLocation | undefined {
+    const e = this.#chunks.get(keyOf(id));
+    if (e === undefined) return undefined;
+    return { relPath: e.file.relPath, absPath: e.file.absPath, offset: e.offset, length: e.length, source: e.file.source };
+  }
+
+  has(id: Uint8Array): boolean {
+    return this.#chunks.has(keyOf(id));
+  }
+
+  /**
+   * The content root of `relPath` if the cache has a trustworthy entry for its current stat
+   * (the publisher's identical-file check uses this to avoid re-hashing).
+   */
+  cachedRoot(relPath: string, st: BigIntStats): Uint8Array | undefined {
+    const rec = this.#files.get(relPath);
+    if (rec === undefined || rec.source !== 'file') return undefined;
+    return trustworthy(rec, keyFromStat(st)) ? rec.root : undefined;
+  }
+
+  /**
+   * The chunk's bytes, read from where the index says and verified against `id`. Undefined when
+   * we do not hold it, or when the bytes there no longer match (the file changed since it was
+   * indexed): then every entry of that file is dropped, so the chunk is requested from the peer.
+   */
+  async readChunk(id: Uint8Array): Promise<Uint8Array | undefined> {
+    const e = this.#chunks.get(keyOf(id));
+    if (e === undefined) return undefined;
+    const bytes = Buffer.alloc(e.length);
+    let ok = false;
+    try {
+      const handle = await open(e.file.absPath, 'r');
+      try {
+        let filled = 0;
+        while (filled < e.length) {
+          const { bytesRead } = await handle.read(bytes, filled, e.length - filled, e.offset + filled);
+          if (bytesRead === 0) break;
+          filled += bytesRead;
+        }
+        ok = filled === e.length && bytesEqual(blake3(bytes), id);
+      } finally {
+        await handle.close();
+      }
+    } catch {
+      ok = false; // vanished or unreadable: as stale as changed
+    }
+    if (ok) return bytes;
+    // One location per id: other copies of this chunk come back with the next refresh().
+    this.#dropFile(e.file);
+    return undefined;
+  }
+
+  /** Which of `ids` we do not hold (the receiver's answer to a manifest), in input order. */
+  missing(ids: readonly Uint8Array[]): Uint8Array[] {
+    return ids.filter((id) => !this.#chunks.has(keyOf(id)));
+  }
+
+  #dropFile(rec: FileRecord): void {
+    if (this.#files.get(rec.relPath) === rec) this.#files.delete(rec.relPath);
+    for (let at = 0; at < rec.chunks.length; at += CHUNK_ENTRY_BYTES) {
+      const k = rec.chunks.subarray(at, at + BLAKE3_OUT_BYTES).toString('latin1');
+      if (this.#chunks.get(k)?.file === rec) this.#chunks.delete(k);
+    }
+  }
+
+  #addRecord(rec: FileRecord): void {
+    const old = this.#files.get(rec.relPath);
+    if (old !== undefined) this.#dropFile(old);
+    this.#files.set(rec.relPath, rec);
+    let offset = 0;
+    for (let at = 0; at < rec.chunks.length; at += CHUNK_ENTRY_BYTES) {
+      const k = rec.chunks.subarray(at, at + BLAKE3_OUT_BYTES).toString('latin1');
+      const length = rec.chunks.readUInt32BE(at + BLAKE3_OUT_BYTES);
+      if (!this.#chunks.has(k)) this.#chunks.set(k, { file: rec, offset, length });
+      offset += length;
+    }
+  }
+
+  /**
+   * Records a file just published (or otherwise known) with its manifest, so it is indexed
+   * without hashing it again. `st` must be the file's stat after it reached its final path.
+   */
+  addFile(relPath: string, manifest: FileManifest, st: BigIntStats, hashedAtMs: number = Date.now()): void {
+    const chunks = Buffer.alloc(manifest.chunks.length * CHUNK_ENTRY_BYTES);
+    manifest.chunks.forEach((c, i) => {
+      chunks.set(c.id, i * CHUNK_ENTRY_BYTES);
+      chunks.writeUInt32BE(c.length, i * CHUNK_ENTRY_BYTES + BLAKE3_OUT_BYTES);
+    });
+    this.#addRecord({
+      relPath,
+      absPath: path.join(this.shareRoot, ...relPath.split('/')),
+      source: 'file',
+      ...keyFromStat(st),
+      hashedAtMs,
+      root: manifest.root,
+      chunks,
+    });
+  }
+
+  /**
+   * Rescans the share: files whose cache entry is trustworthy are kept, others are hashed,
+   * vanished ones dropped; then the partial store's journaled chunks are added, and the cache is
+   * saved. Internal paths (`.clawpeer/`, temp files) are never indexed as content.
+   */
+  async refresh(options: { signal?: AbortSignal } = {}): Promise<RefreshStats> {
+    const { signal } = options;
+    const seen = new Set<string>();
+    let files = 0;
+    let hashed = 0;
+    for await (const entry of scanTree(this.shareRoot, { rootName: null, onIssue: () => undefined, ...(signal === undefined ? {} : { signal }) })) {
+      if (entry.kind !== 'file' || isInternalPath(entry.relPath)) continue;
+      files++;
+      seen.add(entry.relPath);
+      const key: FileKey = { size: entry.size, mtimeNs: entry.mtimeNs, ino: entry.ino };
+      const rec = this.#files.get(entry.relPath);
+      if (rec !== undefined && rec.source === 'file' && trustworthy(rec, key)) continue;
+      hashed++;
+      await this.#hashFile(entry.relPath, key, signal);
+    }
+    for (const rec of [...this.#files.values()]) {
+      if (rec.source === 'partial' || !seen.has(rec.relPath)) this.#dropFile(rec);
+    }
+    let partialChunks = 0;
+    if (this.#partials !== undefined) {
+      for (const p of await this.#partials.list()) {
+        // A partial's chunks are not contiguous: one record per chunk, keyed by data path + offset.
+        for (const c of p.chunks) {
+          const chunks = Buffer.alloc(CHUNK_ENTRY_BYTES);
+          chunks.set(c.id, 0);
+          chunks.writeUInt32BE(c.length, BLAKE3_OUT_BYTES);
+          const relPath = path.relative(this.shareRoot, p.dataPath).split(path.sep).join('/');
+          const k = keyOf(c.id);
+          if (this.#chunks.has(k)) continue;
+          const rec: FileRecord = { relPath: `${relPath}#${c.offset}`, absPath: p.dataPath, source: 'partial', size: p.size, mtimeNs: 0n, ino: 0n, hashedAtMs: 0, root: p.root, chunks };
+          this.#files.set(rec.relPath, rec);
+          this.#chunks.set(k, { file: rec, offset: c.offset, length: c.length });
+          partialChunks++;
+        }
+      }
+    }
+    await this.save();
+    return { files, hashed, chunks: this.#chunks.size, partialChunks };
+  }
+
+  async #hashFile(relPath: string, key: FileKey, signal: AbortSignal | undefined): Promise<void> {
+    const absPath = path.join(this.shareRoot, ...relPath.split('/'));
+    const hashedAtMs = Date.now();
+    const parts: Buffer[] = [];
+    let root: Uint8Array | undefined;
+    try {
+      for await (const ev of chunkFile(absPath, this.#chunking, signal === undefined ? {} : { signal })) {
+        if (ev.kind === 'chunk') {
+          const entry = Buffer.alloc(CHUNK_ENTRY_BYTES);
+          entry.set(ev.chunk.id, 0);
+          entry.writeUInt32BE(ev.chunk.length, BLAKE3_OUT_BYTES);
+          parts.push(entry);
+        } else {
+          root = ev.root;
+        }
+      }
+      // A file written while we read it is not indexed: its chunks may mix two versions.
+      const after = keyFromStat(await lstat(absPath, { bigint: true }));
+      if (!sameKey(after, key) || root === undefined) return;
+    } catch (err) {
+      if (isClawpeerError(err, 'ABORTED')) throw err;
+      return; // unreadable or vanished: simply not indexed
+    }
+    this.#addRecord({ relPath, absPath, source: 'file', ...key, hashedAtMs, root, chunks: Buffer.concat(parts) });
+  }
+
+  /** Writes the cache of share files (not partials: their journals are their own record). */
+  async save(): Promise<void> {
+    const parts: Buffer[] = [];
+    const header = Buffer.alloc(8 + 4 + 4 * 3 + 1 + 4);
+    let at = INDEX_MAGIC.copy(header, 0);
+    at = header.writeUInt32BE(INDEX_VERSION, at);
+    at = header.writeUInt32BE(this.#chunking.minBytes, at);
+    at = header.writeUInt32BE(this.#chunking.avgBytes, at);
+    at = header.writeUInt32BE(this.#chunking.maxBytes, at);
+    at = header.writeUInt8(this.#chunking.normalization, at);
+    const records = [...this.#files.values()].filter((f) => f.source === 'file');
+    header.writeUInt32BE(records.length, at);
+    parts.push(header);
+    for (const rec of records) {
+      const p = Buffer.from(rec.relPath, 'utf8');
+      const fixed = Buffer.alloc(2 + p.length + 8 * 3 + 8 + BLAKE3_OUT_BYTES + 4);
+      let o = fixed.writeUInt16BE(p.length, 0);
+      o += p.copy(fixed, o);
+      o = fixed.writeBigUInt64BE(BigInt(rec.size), o);
+      o = fixed.writeBigUInt64BE(rec.mtimeNs, o);
+      o = fixed.writeBigUInt64BE(rec.ino, o);
+      o = fixed.writeDoubleBE(rec.hashedAtMs, o);
+      o += Buffer.from(rec.root).copy(fixed, o);
+      fixed.writeUInt32BE(rec.chunks.length / CHUNK_ENTRY_BYTES, o);
+      parts.push(fixed, rec.chunks);
+    }
+    const body = Buffer.concat(parts);
+    const dir = path.dirname(this.indexPath);
+    try {
+      await mkdir(dir, { recursive: true });
+      const real = await realpath(dir);
+      if (!isConfinedRealpath(this.shareRoot, real)) {
+        throw new ClawpeerError('PATH_INVALID', `${dir} resolves to ${real}, outside the share ${this.shareRoot}`);
+      }
+    } catch (err) {
+      throw ioError('create', dir, err);
+    }
+    await writeFileAtomic(this.indexPath, Buffer.concat([body, blake3(body)]), 0o600);
+  }
+
+  async #load(): Promise<void> {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(this.indexPath);
+    } catch {
+      return; // no cache yet
+    }
+    if (bytes.length < BLAKE3_OUT_BYTES + 29) return;
+    const body = bytes.subarray(0, bytes.length - BLAKE3_OUT_BYTES);
+    if (!bytesEqual(blake3(body), bytes.subarray(body.length))) return;
+    if (!body.subarray(0, 8).equals(INDEX_MAGIC) || body.readUInt32BE(8) !== INDEX_VERSION) return;
+    const c = this.#chunking;
+    if (body.readUInt32BE(12) !== c.minBytes || body.readUInt32BE(16) !== c.avgBytes || body.readUInt32BE(20) !== c.maxBytes || body.readUInt8(24) !== c.normalization) return;
+    const count = body.readUInt32BE(25);
+    const records: FileRecord[] = [];
+    let at = 29;
+    try {
+      for (let i = 0; i < count; i++) {
+        const pathLen = body.readUInt16BE(at);
+        at += 2;
+        const relPath = body.subarray(at, at + pathLen).toString('utf8');
+        at += pathLen;
+        const size = Number(body.readBigUInt64BE(at));
+        const mtimeNs = body.readBigUInt64BE(at + 8);
+        const ino = body.readBigUInt64BE(at + 16);
+        const hashedAtMs = body.readDoubleBE(at + 24);
+        at += 32;
+        const root = new Uint8Array(body.subarray(at, at + BLAKE3_OUT_BYTES));
+        at += BLAKE3_OUT_BYTES;
+        const n = body.readUInt32BE(at);
+        at += 4;
+        if (at + n * CHUNK_ENTRY_BYTES > body.length) return;
+        const chunks = Buffer.from(body.subarray(at, at + n * CHUNK_ENTRY_BYTES));
+        at += n * CHUNK_ENTRY_BYTES;
+        if (isInternalPath(relPath)) continue;
+        records.push({ relPath, absPath: path.join(this.shareRoot, ...relPath.split('/')), source: 'file', size, mtimeNs, ino, hashedAtMs, root, chunks });
+      }
+    } catch {
+      return; // truncated despite the checksum (not ours): ignore the cache
+    }
+    for (const rec of records) this.#addRecord(rec);
+  }
+}

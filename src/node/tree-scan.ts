@@ -1,0 +1,254 @@
+// Walks a local file or directory tree into the entries a push sends and a sync compares.
+//
+// Goals: every file, directory (empty ones too) and symlink under a path, each with the metadata
+// a receiver needs to recreate it (size, permission bits, mtime to the nanosecond, inode for
+// change detection); symlinks recorded as their target text and never followed, with links whose
+// target could leave the tree flagged so the receiver can refuse them; names the wire cannot
+// carry (normalizeSharePath refuses them) reported by name, never silently skipped; one
+// deterministic order (depth-first pre-order, siblings in UTF-8 byte order of their names), so a
+// parent always comes before its children and two scans of the same tree list the same sequence.
+// Non-goals: hashing contents (chunking/), filtering by ignore patterns (the caller filters the
+// stream), noticing changes during the scan (the sender re-stats a file when it reads it).
+//
+// Memory: the walk holds, per directory level on the current path, that directory's sorted name
+// list (readdir has to be complete to sort); each entry is a fixed handful of fields.
+
+import { lstat, readdir, readlink } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
+import path from 'node:path';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
+import { normalizeSharePath } from '../transfer/paths.js';
+
+export type TreeEntryKind = 'file' | 'dir' | 'symlink';
+
+export interface TreeEntry {
+  /** Relative POSIX path, as normalizeSharePath returns it. */
+  readonly relPath: string;
+  readonly kind: TreeEntryKind;
+  /** Bytes: file length; for a symlink the length of its target text; 0 for a directory. */
+  readonly size: number;
+  /** Permission bits (st_mode & 0o7777). */
+  readonly mode: number;
+  /** Modification time in ms since the epoch, with sub-ms precision as a fraction. */
+  readonly mtimeMs: number;
+  /** Modification time in ns since the epoch, exact (the sync scanner's change key). */
+  readonly mtimeNs: bigint;
+  /** Inode and device: with size and mtimeNs, the key that says a file is unchanged. */
+  readonly ino: bigint;
+  readonly dev: bigint;
+  /** Symlinks only: the link's target text, as stored (never resolved). */
+  readonly linkTarget?: string;
+  /**
+   * Symlinks only: true when the target is absolute or could resolve outside the scanned tree
+   * (see symlinkTargetIsConfined). Such links are listed so the user is told, but a receiver
+   * refuses to create them.
+   */
+  readonly linkEscapes?: boolean;
+}
+
+/** Something under the scanned path that cannot be sent; the scan goes on after it if reported. */
+export interface TreeScanIssue {
+  /** Absolute local path of the offending entry. */
+  readonly localPath: string;
+  readonly error: ClawpeerError;
+}
+
+export interface ScanTreeOptions {
+  /**
+   * relPath of the scanned path itself. Default: its base name. `null` (directories only) lists
+   * the directory's contents at the top level and omits the directory's own entry.
+   */
+  readonly rootName?: string | null;
+  /**
+   * Called for an entry that cannot be sent (a name normalizeSharePath refuses, a socket or
+   * device, an entry that vanished mid-scan); the entry (and, for a directory, its contents) is
+   * skipped. Without it the first such issue is thrown.
+   */
+  readonly onIssue?: (issue: TreeScanIssue) => void;
+  readonly signal?: AbortSignal;
+}
+
+const PERMISSION_BITS = 0o7777;
+const NS_PER_MS = 1_000_000n;
+
+/** Byte order of UTF-8 names: what Go, Rust and `LC_ALL=C ls` sort by. */
+function compareUtf8(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+function mtimeMsOf(ns: bigint): number {
+  return Number(ns / NS_PER_MS) + Number(ns % NS_PER_MS) / 1e6;
+}
+
+/**
+ * True when a symlink with target `target`, placed in a directory `linkDirDepth` levels below
+ * the tree root (0 = directly in it), resolves inside the tree whatever the tree contains,
+ * provided every other link in the tree passes the same test. The rule is conservative:
+ * absolute targets are refused; `..` segments may only lead the target (at most linkDirDepth of
+ * them), because a `..` after a name can climb out through a symlinked directory
+ * (`sub/link/..` is `sub` on paper but the link's parent's parent on disk).
+ */
+export function symlinkTargetIsConfined(linkDirDepth: number, target: string): boolean {
+  if (target === '' || target.includes('\0')) return false;
+  if (target.startsWith('/') || target.startsWith('\\') || /^[a-zA-Z]:/.test(target)) return false;
+  let ups = 0;
+  let sawName = false;
+  for (const segment of target.split(/[/\\]/)) {
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') {
+      if (sawName) return false;
+      ups++;
+    } else {
+      sawName = true;
+    }
+  }
+  return ups <= linkDirDepth;
+}
+
+function vanished(localPath: string, err: unknown): ClawpeerError {
+  const detail = err instanceof Error ? err.message : String(err);
+  return new ClawpeerError('IO', `cannot read ${localPath}: ${detail}`, { cause: err });
+}
+
+interface Frame {
+  readonly localDir: string;
+  readonly relDir: string | null;
+  readonly names: string[];
+  next: number;
+}
+
+/**
+ * Yields the entries of the file or tree at `localPath` in depth-first pre-order with siblings
+ * in UTF-8 byte order. Throws ClawpeerError IO when `localPath` itself cannot be read, ABORTED
+ * on the signal, and (without `onIssue`) PATH_INVALID / IO for the first entry that cannot be sent.
+ */
+export async function* scanTree(localPath: string, options: ScanTreeOptions = {}): AsyncGenerator<TreeEntry, void, undefined> {
+  const { signal } = options;
+  const checkAborted = (): void => {
+    if (signal?.aborted === true) throw new ClawpeerError('ABORTED', `scan of ${localPath} aborted`, { cause: signal.reason });
+  };
+  const report = (issue: TreeScanIssue): void => {
+    if (options.onIssue === undefined) throw issue.error;
+    options.onIssue(issue);
+  };
+  checkAborted();
+
+  const rootLocal = path.resolve(localPath);
+  let rootStat: BigIntStats;
+  try {
+    rootStat = await lstat(rootLocal, { bigint: true });
+  } catch (err) {
+    throw vanished(rootLocal, err);
+  }
+
+  let rootRel: string | null;
+  if (options.rootName === null) {
+    if (!rootStat.isDirectory()) throw new ClawpeerError('USAGE', `${rootLocal} is not a directory, so it needs a name`);
+    rootRel = null;
+  } else {
+    rootRel = normalizeSharePath(options.rootName ?? path.basename(rootLocal));
+  }
+
+  // Builds one entry from its lstat; undefined (after reporting) for kinds we do not send.
+  const entryOf = async (local: string, rel: string, st: BigIntStats): Promise<TreeEntry | undefined> => {
+    const common = {
+      relPath: rel,
+      mode: Number(st.mode) & PERMISSION_BITS,
+      mtimeMs: mtimeMsOf(st.mtimeNs),
+      mtimeNs: st.mtimeNs,
+      ino: st.ino,
+      dev: st.dev,
+    };
+    if (st.isFile()) return { ...common, kind: 'file', size: Number(st.size) };
+    if (st.isDirectory()) return { ...common, kind: 'dir', size: 0 };
+    if (st.isSymbolicLink()) {
+      let target: string;
+      try {
+        target = await readlink(local);
+      } catch (err) {
+        report({ localPath: local, error: vanished(local, err) });
+        return undefined;
+      }
+      // The link lives in the directory of `rel`, which is (depth of rel - 1) levels below the
+      // top of the tree; with rootName the tree's top is the root directory itself.
+      const linkDirDepth = rel.split('/').length - 1 - (rootRel === null ? 0 : 1);
+      return {
+        ...common,
+        kind: 'symlink',
+        size: Buffer.byteLength(target, 'utf8'),
+        linkTarget: target,
+        linkEscapes: !symlinkTargetIsConfined(Math.max(0, linkDirDepth), target),
+      };
+    }
+    const what = st.isSocket() ? 'a socket' : st.isFIFO() ? 'a FIFO' : 'a device';
+    report({
+      localPath: local,
+      error: new ClawpeerError('IO', `${local} is ${what}: only files, directories and symlinks are sent`),
+    });
+    return undefined;
+  };
+
+  if (!rootStat.isDirectory()) {
+    const entry = await entryOf(rootLocal, rootRel ?? '', rootStat);
+    // A lone symlink's target is relative to a directory the receiver does not get: depth 0.
+    if (entry !== undefined) yield entry;
+    return;
+  }
+
+  const readNames = async (dir: string): Promise<string[] | undefined> => {
+    try {
+      return (await readdir(dir)).sort(compareUtf8);
+    } catch (err) {
+      report({ localPath: dir, error: vanished(dir, err) });
+      return undefined;
+    }
+  };
+
+  if (rootRel !== null) {
+    const rootEntry = await entryOf(rootLocal, rootRel, rootStat);
+    if (rootEntry !== undefined) yield rootEntry;
+  }
+  const rootNames = await readNames(rootLocal);
+  if (rootNames === undefined) return;
+  const stack: Frame[] = [{ localDir: rootLocal, relDir: rootRel, names: rootNames, next: 0 }];
+
+  while (stack.length > 0) {
+    checkAborted();
+    const frame = stack[stack.length - 1]!;
+    const name = frame.names[frame.next++];
+    if (name === undefined) {
+      stack.pop();
+      continue;
+    }
+    const local = path.join(frame.localDir, name);
+    let rel: string;
+    try {
+      rel = normalizeSharePath(frame.relDir === null ? name : `${frame.relDir}/${name}`);
+    } catch (err) {
+      if (!isClawpeerError(err)) throw err;
+      report({ localPath: local, error: new ClawpeerError('PATH_INVALID', `cannot send ${local}: ${err.message}`, { cause: err }) });
+      continue;
+    }
+    let st: BigIntStats;
+    try {
+      st = await lstat(local, { bigint: true });
+    } catch (err) {
+      report({ localPath: local, error: vanished(local, err) });
+      continue;
+    }
+    const entry = await entryOf(local, rel, st);
+    if (entry === undefined) continue;
+    yield entry;
+    if (entry.kind === 'dir') {
+      const names = await readNames(local);
+      if (names !== undefined) stack.push({ localDir: local, relDir: rel, names, next: 0 });
+    }
+  }
+}
+
+/** Collects a scan into an array (tests and small trees; the driver streams). */
+export async function scanTreeToArray(localPath: string, options: ScanTreeOptions = {}): Promise<TreeEntry[]> {
+  const out: TreeEntry[] = [];
+  for await (const entry of scanTree(localPath, options)) out.push(entry);
+  return out;
+}

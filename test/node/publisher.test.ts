@@ -1,0 +1,319 @@
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
+import { manifestFromBytes } from '../../src/chunking/manifest.js';
+import { manifestFromFile } from '../../src/chunking/file-chunker.js';
+import { Publisher, removeStaleTempFiles } from '../../src/node/publisher.js';
+import type { PublishDir, StagedFile } from '../../src/node/publisher.js';
+import { scanTreeToArray } from '../../src/node/tree-scan.js';
+import type { TreeEntry } from '../../src/node/tree-scan.js';
+
+// Small chunks so a few KiB make many chunks (the limits' floor values).
+const PARAMS: ChunkingParams = { minBytes: 64, avgBytes: 256, maxBytes: 1024, normalization: 2 };
+
+async function tempDir(tag: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `clawpeer-${tag}-`));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function sourceTree(): Promise<string> {
+  const root = await tempDir('src');
+  const top = join(root, 'top');
+  await mkdir(join(top, 'nested/deeper/deepest'), { recursive: true });
+  await mkdir(join(top, 'empty-dir'));
+  await mkdir(join(top, 'private'));
+  await writeFile(join(top, 'empty-file'), '');
+  await writeFile(join(top, 'small.txt'), 'hello, world\n');
+  await writeFile(join(top, 'nested/big.bin'), randomBytes(20_000));
+  await writeFile(join(top, 'nested/deeper/deepest/leaf'), randomBytes(3000));
+  await writeFile(join(top, 'private/secret'), randomBytes(500));
+  await writeFile(join(top, 'script.sh'), '#!/bin/sh\necho hi\n');
+  await writeFile(join(top, 'readonly.txt'), 'do not touch');
+  await chmod(join(top, 'script.sh'), 0o755);
+  await chmod(join(top, 'readonly.txt'), 0o444);
+  await chmod(join(top, 'private/secret'), 0o600);
+  await symlink('../small.txt', join(top, 'nested/link-up'));
+  await symlink('deeper/deepest', join(top, 'nested/dir-link'));
+  let when = 1_500_000_000;
+  for (const rel of ['empty-file', 'small.txt', 'nested/big.bin', 'nested/deeper/deepest/leaf', 'private/secret', 'script.sh', 'readonly.txt']) {
+    await utimes(join(top, rel), when, when + 0.25);
+    when += 1000;
+  }
+  // Directories last (writing files into them changed their mtimes); private is 0700.
+  await chmod(join(top, 'private'), 0o700);
+  for (const rel of ['nested/deeper/deepest', 'nested/deeper', 'nested', 'empty-dir', 'private', '.']) {
+    await utimes(join(top, rel), when, when + 0.5);
+    when += 1000;
+  }
+  return top;
+}
+
+interface PublishResult {
+  published: number;
+  identical: number;
+  symlinks: number;
+}
+
+/**
+ * What the driver will do, with the bytes read from a local source instead of the network:
+ * dirs, then files staged and written in reverse chunk order (out of order), committed in
+ * batches, then symlinks, then directory metadata.
+ */
+async function publishTree(srcTop: string, entries: readonly TreeEntry[], pub: Publisher, batchSize = 3): Promise<PublishResult> {
+  const result: PublishResult = { published: 0, identical: 0, symlinks: 0 };
+  const dirs: PublishDir[] = [];
+  let batch: StagedFile[] = [];
+  const srcOf = (rel: string): string => join(srcTop, ...rel.split('/').slice(1));
+  for (const e of entries) {
+    if (e.kind === 'dir') {
+      await pub.makeDir(e.relPath);
+      dirs.push({ relPath: e.relPath, mode: e.mode, mtimeMs: e.mtimeMs });
+    } else if (e.kind === 'file') {
+      const bytes = await readFile(srcOf(e.relPath));
+      const manifest = manifestFromBytes(bytes, PARAMS);
+      const staged = await pub.stageFile({ relPath: e.relPath, manifest, mode: e.mode, mtimeMs: e.mtimeMs });
+      if (staged === null) {
+        result.identical++;
+        continue;
+      }
+      for (const i of staged.missingChunks().reverse()) {
+        const c = manifest.chunks[i]!;
+        await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+      }
+      batch.push(staged);
+      if (batch.length >= batchSize) {
+        await pub.commit(batch);
+        result.published += batch.length;
+        batch = [];
+      }
+    }
+  }
+  await pub.commit(batch);
+  result.published += batch.length;
+  for (const e of entries) {
+    if (e.kind === 'symlink' && e.linkEscapes !== true) {
+      if ((await pub.makeSymlink(e.relPath, e.linkTarget!, e.mtimeMs)) === 'created') result.symlinks++;
+    }
+  }
+  await pub.setDirMetadata(dirs);
+  return result;
+}
+
+function comparable(e: TreeEntry): unknown {
+  return { relPath: e.relPath, kind: e.kind, size: e.size, mode: e.mode, mtimeMs: Math.round(e.mtimeMs), linkTarget: e.linkTarget };
+}
+
+async function allNames(dir: string): Promise<string[]> {
+  return (await readdir(dir, { recursive: true })).map(String);
+}
+
+t.test('a tree round-trips: contents, empty files and dirs, nesting, modes, mtimes, symlinks', async (t) => {
+  const src = await sourceTree();
+  const share = await tempDir('share');
+  const entries = await scanTreeToArray(src);
+  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
+  const r = await publishTree(src, entries, pub);
+  t.equal(r.published, 7);
+  t.equal(r.symlinks, 2);
+
+  const out = await scanTreeToArray(join(share, 'top'));
+  t.same(out.map(comparable), entries.map(comparable), 'same entries, sizes, modes, mtimes (to the ms) and link targets');
+  for (const e of entries.filter((x) => x.kind === 'file')) {
+    const rel = e.relPath.split('/').slice(1).join('/');
+    t.same(await readFile(join(share, 'top', rel)), await readFile(join(src, rel)), `${rel} is byte-identical`);
+  }
+  const leaf = out.find((e) => e.relPath === 'top/nested/big.bin')!;
+  const orig = entries.find((e) => e.relPath === 'top/nested/big.bin')!;
+  t.ok(Math.abs(Number(leaf.mtimeNs - orig.mtimeNs)) < 1000, 'mtime kept to within a microsecond');
+  t.notOk((await allNames(share)).some((n) => n.includes('.clawpeer-tmp-')), 'no temp file left behind');
+
+  // Again: everything is identical, so nothing is written.
+  const before = (await lstat(join(share, 'top/nested/big.bin'))).ino;
+  const again = await publishTree(src, entries, await Publisher.open({ shareRoot: share, chunking: PARAMS }));
+  t.same(again, { published: 0, identical: 7, symlinks: 0 }, 'identical content is a no-op');
+  t.equal((await lstat(join(share, 'top/nested/big.bin'))).ino, before, 'the file was not replaced');
+});
+
+t.test('no-clobber: a different existing file is refused by name unless force', async (t) => {
+  const share = await tempDir('share');
+  await writeFile(join(share, 'a.txt'), 'old content');
+  const bytes = Buffer.from('new content!');
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  const file = { relPath: 'a.txt', manifest, mode: 0o644, mtimeMs: 1_600_000_000_000 };
+  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
+  await t.rejects(pub.stageFile(file), { code: 'FILE_EXISTS', message: /a\.txt.*--force/ });
+  t.equal(await readFile(join(share, 'a.txt'), 'utf8'), 'old content');
+
+  const forced = await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true });
+  const staged = (await forced.stageFile(file))!;
+  await staged.writeChunk(0, bytes);
+  await forced.commit([staged]);
+  t.equal(await readFile(join(share, 'a.txt'), 'utf8'), 'new content!');
+  t.equal((await lstat(join(share, 'a.txt'))).mtimeMs, 1_600_000_000_000);
+
+  // Same size, different content: still different (the root decides, not the size).
+  await writeFile(join(share, 'b.txt'), 'AAAAAAAAAAAA');
+  await t.rejects(pub.stageFile({ ...file, relPath: 'b.txt' }), { code: 'FILE_EXISTS', message: /b\.txt/ });
+
+  // A file that appears at the final path while we assemble ours is not replaced either.
+  const late = (await pub.stageFile({ ...file, relPath: 'late.txt' }))!;
+  const other = (await pub.stageFile({ ...file, relPath: 'other.txt' }))!;
+  await late.writeChunk(0, bytes);
+  await other.writeChunk(0, bytes);
+  await writeFile(join(share, 'late.txt'), 'someone else');
+  await t.rejects(pub.commit([late, other]), { code: 'FILE_EXISTS', message: /late\.txt/ });
+  t.equal(await readFile(join(share, 'late.txt'), 'utf8'), 'someone else');
+  t.equal(await readFile(join(share, 'other.txt'), 'utf8'), 'new content!', 'the rest of the batch is published');
+  t.notOk((await allNames(share)).some((n) => n.includes('.clawpeer-tmp-')));
+});
+
+t.test('a directory where a file goes, and a file where a directory goes, are clear errors', async (t) => {
+  const share = await tempDir('share');
+  await mkdir(join(share, 'd'));
+  await writeFile(join(share, 'f'), 'x');
+  const manifest = manifestFromBytes(Buffer.from('y'), PARAMS);
+  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true });
+  await t.rejects(pub.stageFile({ relPath: 'd', manifest, mode: 0o644, mtimeMs: 0 }), { code: 'FILE_EXISTS', message: /d is a directory where a file should be/ });
+  await t.rejects(pub.stageFile({ relPath: 'f/x', manifest, mode: 0o644, mtimeMs: 0 }), { code: 'FILE_EXISTS', message: /f is a file where a directory should be/ });
+  await t.rejects(pub.makeDir('f'), { code: 'FILE_EXISTS' });
+  await t.rejects(pub.makeSymlink('d', 'f'), { code: 'FILE_EXISTS' });
+});
+
+t.test('paths outside the share are refused and nothing is written outside', async (t) => {
+  const share = await tempDir('share');
+  const outside = await tempDir('outside');
+  await symlink(outside, join(share, 'evil'));
+  await mkdir(join(share, 'real'));
+  await symlink('real', join(share, 'alias'));
+  const bytes = Buffer.from('payload');
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true });
+  for (const relPath of ['../x', '/etc/x', 'a/../../x', 'evil/x', 'evil/sub/x', '.clawpeer/partial/x', 'a/.clawpeer-tmp-1-x', 'nul\0byte', 'CON']) {
+    await t.rejects(pub.stageFile({ relPath, manifest, mode: 0o644, mtimeMs: 0 }), { code: 'PATH_INVALID' }, `${JSON.stringify(relPath)} refused`);
+  }
+  await t.rejects(pub.makeDir('evil/sub'), { code: 'PATH_INVALID', message: /outside the share/ });
+  await t.rejects(pub.makeSymlink('l1', '../outside'), { code: 'PATH_INVALID', message: /leaves the share/ });
+  await t.rejects(pub.makeSymlink('l2', '/etc/passwd'), { code: 'PATH_INVALID' });
+  await t.rejects(pub.makeSymlink('real/l3', 'x/../../..'), { code: 'PATH_INVALID' });
+  t.same(await readdir(outside), [], 'nothing written outside the share');
+
+  // A symlinked directory that stays inside the share is fine.
+  const staged = (await pub.stageFile({ relPath: 'alias/in.txt', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  await staged.writeChunk(0, bytes);
+  await pub.commit([staged]);
+  t.equal(await readFile(join(share, 'real/in.txt'), 'utf8'), 'payload');
+  t.equal(await pub.makeSymlink('real/up', '../alias/in.txt'), 'created');
+  t.equal(await readlink(join(share, 'real/up')), '../alias/in.txt');
+});
+
+t.test('a read-only share refuses to publish', async (t) => {
+  const share = await tempDir('share');
+  await t.rejects(Publisher.open({ shareRoot: share, chunking: PARAMS, readOnly: true }), { code: 'SHARE_READ_ONLY', message: new RegExp(share) });
+});
+
+t.test('chunks may arrive in any order; a bad chunk is refused and nothing is published', async (t) => {
+  const share = await tempDir('share');
+  const bytes = randomBytes(10_000);
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  t.ok(manifest.chunks.length > 8, 'many chunks');
+  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
+  const staged = (await pub.stageFile({ relPath: 'shuffled.bin', manifest, mode: 0o600, mtimeMs: 1_000 }))!;
+  const order = manifest.chunks.map((_, i) => i).sort((a, b) => ((a * 7919) % 13) - ((b * 7919) % 13));
+  await Promise.all(order.slice(0, 5).map((i) => staged.writeChunk(i, bytes.subarray(manifest.chunks[i]!.offset, manifest.chunks[i]!.offset + manifest.chunks[i]!.length))));
+  await t.rejects(pub.commit([staged]), TypeError, 'an incomplete file cannot be committed');
+  const bad = Buffer.from(bytes.subarray(manifest.chunks[order[5]!]!.offset, manifest.chunks[order[5]!]!.offset + manifest.chunks[order[5]!]!.length));
+  bad[0] = bad[0]! ^ 1;
+  await t.rejects(staged.writeChunk(order[5]!, bad), { code: 'HASH_MISMATCH', message: /shuffled\.bin/ });
+  for (const i of order.slice(5)) {
+    const c = manifest.chunks[i]!;
+    await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+  }
+  t.ok(staged.complete);
+  await pub.commit([staged]);
+  t.same(await readFile(join(share, 'shuffled.bin')), bytes);
+  t.equal((await lstat(join(share, 'shuffled.bin'))).mode & 0o777, 0o600);
+
+  // A manifest whose root does not match its chunk list is refused before anything is staged.
+  await t.rejects(pub.stageFile({ relPath: 'lie.bin', manifest: { ...manifest, root: new Uint8Array(32) }, mode: 0o644, mtimeMs: 0 }), { code: 'HASH_MISMATCH' });
+});
+
+t.test('abort removes temp files and leaves no final file', async (t) => {
+  const share = await tempDir('share');
+  const bytes = randomBytes(4000);
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
+  const staged = (await pub.stageFile({ relPath: 'dir/half.bin', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  const c = manifest.chunks[0]!;
+  await staged.writeChunk(0, bytes.subarray(c.offset, c.offset + c.length));
+  t.ok((await readdir(join(share, 'dir'))).some((n) => n.startsWith('.clawpeer-tmp-')), 'the temp file is in the destination directory');
+  await pub.abort();
+  t.same(await readdir(join(share, 'dir')), [], 'no temp and no final file');
+});
+
+t.test('setuid bits from a peer are dropped; existing identical file with a cached root is not re-hashed', async (t) => {
+  const share = await tempDir('share');
+  const bytes = Buffer.from('#!/bin/sh\n');
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  let lookups = 0;
+  const pub = await Publisher.open({
+    shareRoot: share,
+    chunking: PARAMS,
+    knownRoot: () => {
+      lookups++;
+      return manifest.root;
+    },
+  });
+  const staged = (await pub.stageFile({ relPath: 'suid', manifest, mode: 0o4755, mtimeMs: 0 }))!;
+  await staged.writeChunk(0, bytes);
+  await pub.commit([staged]);
+  t.equal((await lstat(join(share, 'suid'))).mode & 0o7777, 0o755);
+  t.equal(await pub.stageFile({ relPath: 'suid', manifest, mode: 0o755, mtimeMs: 0 }), null);
+  t.equal(lookups, 1, 'the identical check asked the warm cache');
+  t.same((await manifestFromFile(join(share, 'suid'), PARAMS)).root, manifest.root);
+});
+
+// ENOSPC needs a tiny file system: a 64 KiB tmpfs, which only root can mount.
+async function tinyFs(): Promise<string | undefined> {
+  if (process.getuid?.() !== 0 || process.platform !== 'linux') return undefined;
+  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-tinyfs-'));
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir]).status === 0;
+  t.teardown(async () => {
+    if (mounted) spawnSync('umount', [dir]);
+    await rm(dir, { recursive: true, force: true });
+  });
+  if (!mounted) return undefined;
+  return dir;
+}
+const tinyShare = await tinyFs();
+
+t.test('a full disk is an IO error naming the file; nothing is half-published', { skip: tinyShare === undefined ? 'needs root to mount a 64 KiB tmpfs' : false }, async (t) => {
+  const share = tinyShare!;
+  const bytes = randomBytes(200_000);
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
+  const staged = (await pub.stageFile({ relPath: 'huge.bin', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  let error: unknown;
+  try {
+    for (const [i, c] of manifest.chunks.entries()) await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+  } catch (err) {
+    error = err;
+  }
+  t.match(error, { code: 'IO', message: /huge\.bin.*disk is full/ });
+  await pub.abort();
+  t.same(await readdir(share), [], 'no temp file, no final file');
+});
+
+t.test('temp files left by a killed process are swept once stale', async (t) => {
+  const share = await tempDir('share');
+  await mkdir(join(share, 'd'));
+  await writeFile(join(share, 'd', '.clawpeer-tmp-0a0b0c-left.bin'), 'x');
+  await writeFile(join(share, 'd', 'keep.bin'), 'y');
+  t.equal(await removeStaleTempFiles(share, { nowMs: Date.now() }), 0, 'a fresh temp file may belong to a live transfer');
+  t.equal(await removeStaleTempFiles(share, { nowMs: Date.now() + 2 * 3600 * 1000 }), 1);
+  t.same(await readdir(join(share, 'd')), ['keep.bin']);
+});

@@ -1,0 +1,110 @@
+import t from 'tap';
+import { chmod, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { scanTreeToArray, symlinkTargetIsConfined } from '../../src/node/tree-scan.js';
+import type { TreeScanIssue } from '../../src/node/tree-scan.js';
+
+async function fixture(): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), 'clawpeer-scan-'));
+  t.teardown(() => rm(root, { recursive: true, force: true }));
+  const top = join(root, 'top');
+  await mkdir(join(top, 'b/deep/er'), { recursive: true });
+  await mkdir(join(top, 'empty'));
+  await writeFile(join(top, 'a.txt'), 'hello');
+  await writeFile(join(top, 'b/zero'), '');
+  await writeFile(join(top, 'b/deep/er/x.bin'), Buffer.alloc(1000, 7));
+  await writeFile(join(top, 'a.b'), 'dot');
+  await chmod(join(top, 'a.txt'), 0o640);
+  await utimes(join(top, 'a.txt'), 1_600_000_000, 1_600_000_000.5);
+  await symlink('a.txt', join(top, 'link-in'));
+  await symlink('../../a.txt', join(top, 'b/deep/up2'));
+  await symlink('../../../outside', join(top, 'b/deep/escape'));
+  await symlink('/etc/passwd', join(top, 'abs'));
+  return top;
+}
+
+t.test('a tree scans into sorted pre-order entries with metadata; links are not followed', async (t) => {
+  const top = await fixture();
+  const entries = await scanTreeToArray(top);
+  t.same(
+    entries.map((e) => `${e.kind}:${e.relPath}`),
+    [
+      'dir:top',
+      'file:top/a.b',
+      'file:top/a.txt',
+      'symlink:top/abs',
+      'dir:top/b',
+      'dir:top/b/deep',
+      'dir:top/b/deep/er',
+      'file:top/b/deep/er/x.bin',
+      'symlink:top/b/deep/escape',
+      'symlink:top/b/deep/up2',
+      'file:top/b/zero',
+      'dir:top/empty',
+      'symlink:top/link-in',
+    ],
+    'parents before children, siblings in byte order, empty dir and empty file included',
+  );
+  const byPath = new Map(entries.map((e) => [e.relPath, e]));
+  const a = byPath.get('top/a.txt')!;
+  t.equal(a.size, 5);
+  t.equal(a.mode, 0o640);
+  t.equal(a.mtimeNs, 1_600_000_000_500_000_000n);
+  t.equal(a.mtimeMs, 1_600_000_000_500);
+  t.type(a.ino, 'bigint');
+  t.equal(byPath.get('top/b/zero')!.size, 0);
+  t.equal(byPath.get('top/link-in')!.linkTarget, 'a.txt');
+  t.equal(byPath.get('top/link-in')!.linkEscapes, false);
+  t.equal(byPath.get('top/b/deep/up2')!.linkEscapes, false, 'two levels up from depth 2 stays inside');
+  t.equal(byPath.get('top/b/deep/escape')!.linkEscapes, true, 'three levels up from depth 2 escapes');
+  t.equal(byPath.get('top/abs')!.linkEscapes, true, 'absolute targets escape');
+
+  const flat = await scanTreeToArray(top, { rootName: null });
+  t.equal(flat[0]?.relPath, 'a.b', 'rootName null lists the contents at the top');
+  t.equal(flat.find((e) => e.relPath === 'b/deep/up2')?.linkEscapes, false);
+  t.equal(flat.find((e) => e.relPath === 'b/deep/escape')?.linkEscapes, true);
+  t.same(await scanTreeToArray(top), entries, 'a second scan is identical');
+});
+
+t.test('a single file scans to one entry named by its base name or rootName', async (t) => {
+  const top = await fixture();
+  const one = await scanTreeToArray(join(top, 'a.txt'));
+  t.same(one.map((e) => [e.relPath, e.kind, e.size]), [['a.txt', 'file', 5]]);
+  const renamed = await scanTreeToArray(join(top, 'a.txt'), { rootName: 'dir/new.txt' });
+  t.equal(renamed[0]?.relPath, 'dir/new.txt');
+  await t.rejects(scanTreeToArray(join(top, 'a.txt'), { rootName: null }), { code: 'USAGE' });
+  await t.rejects(scanTreeToArray(join(top, 'missing')), { code: 'IO', message: /missing/ });
+});
+
+t.test('names the wire refuses are reported by path, not skipped silently', async (t) => {
+  const top = await fixture();
+  await writeFile(join(top, 'b', 'bad\\name'), 'x');
+  await writeFile(join(top, 'b', 'trailing.'), 'x');
+  await t.rejects(scanTreeToArray(top), { code: 'PATH_INVALID', message: /bad\\name/ });
+  const issues: TreeScanIssue[] = [];
+  const entries = await scanTreeToArray(top, { onIssue: (i) => issues.push(i) });
+  t.same(issues.map((i) => i.localPath.slice(top.length + 1)).sort(), ['b/bad\\name', 'b/trailing.']);
+  t.ok(issues.every((i) => i.error.code === 'PATH_INVALID'));
+  t.notOk(entries.some((e) => e.relPath.includes('bad')), 'the refused entries are not listed');
+  t.equal(entries.length, 13, 'everything else still is');
+});
+
+t.test('abort stops the scan', async (t) => {
+  const top = await fixture();
+  const ac = new AbortController();
+  ac.abort();
+  await t.rejects(scanTreeToArray(top, { signal: ac.signal }), { code: 'ABORTED' });
+});
+
+t.test('symlinkTargetIsConfined is conservative about ".." after a name', async (t) => {
+  t.equal(symlinkTargetIsConfined(0, 'x/y'), true);
+  t.equal(symlinkTargetIsConfined(0, '../x'), false);
+  t.equal(symlinkTargetIsConfined(1, '../x'), true);
+  t.equal(symlinkTargetIsConfined(3, 'sub/link/..'), false, 'a ".." after a name can climb through a symlink');
+  t.equal(symlinkTargetIsConfined(3, './../x'), true);
+  t.equal(symlinkTargetIsConfined(3, ''), false);
+  t.equal(symlinkTargetIsConfined(3, '/abs'), false);
+  t.equal(symlinkTargetIsConfined(3, 'C:\\x'), false);
+  t.equal(symlinkTargetIsConfined(3, '..\\..\\..\\..\\x'), false, 'backslashes count as separators');
+});
