@@ -8,6 +8,7 @@ import { Output } from './output.js';
 import { registerIdentityCommands } from './commands/identity.js';
 import { registerPairCommands } from './commands/pair.js';
 import { registerNetworkCommands } from './commands/network.js';
+import { registerTransferCommands } from './commands/transfer.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -49,6 +50,7 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
   cli = registerIdentityCommands(cli, run);
   cli = registerPairCommands(cli, run);
   cli = registerNetworkCommands(cli, run);
+  cli = registerTransferCommands(cli, run);
 
   try {
     await cli.parseAsync();

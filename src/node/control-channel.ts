@@ -185,6 +185,12 @@ export class ControlChannel {
           throw new ClawpeerError('PROTOCOL', `unexpected ${message.type} after the handshake`);
         case 'ping':
         case 'pong':
+        case 'transfer-request':
+        case 'transfer-accept':
+        case 'manifest':
+        case 'want':
+        case 'data-open':
+        case 'transfer-done':
           return message;
         default: {
           const unreachable: never = message;

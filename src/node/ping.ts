@@ -25,20 +25,3 @@ export async function* pingPeer(session: PeerSession, options: { count: number; 
     if (seq < options.count) await sleep(options.intervalMs);
   }
 }
-
-/** Server side: answers pings until the peer finishes the control stream. */
-export async function answerPings(session: PeerSession, signal: AbortSignal): Promise<void> {
-  for (;;) {
-    const msg = await session.control.receive({ signal });
-    if (msg === null) return;
-    switch (msg.type) {
-      case 'ping':
-        await session.control.send({ type: 'pong', seq: msg.seq, echoedTimeUs: msg.sentTimeUs });
-        break;
-      case 'pong':
-        break; // unsolicited: harmless
-      default:
-        throw new ClawpeerError('PROTOCOL', `unexpected ${msg.type} message from ${session.peerId}`);
-    }
-  }
-}

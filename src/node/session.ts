@@ -1,5 +1,6 @@
 // A pinned, handshaken connection to one peer: the transport connection, the control channel,
 // the negotiated version and capabilities, and the session keys for the data plane.
+import { DataOpener, DataSealer } from '../crypto/aead.js';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { SessionKeys } from '../crypto/session-keys.js';
 import type { SessionCapabilities } from '../protocol/capabilities.js';
@@ -12,6 +13,11 @@ export class PeerSession {
   readonly caps: SessionCapabilities;
   readonly keys: SessionKeys;
   readonly control: ControlChannel;
+  /** Seals our DATA frames / opens the peer's: one key per direction for the whole session. */
+  readonly sealer: DataSealer;
+  readonly opener: DataOpener;
+  #nextDataStreamId = 1;
+  #nextTransferId = 1;
 
   constructor(
     readonly connection: Connection,
@@ -22,6 +28,18 @@ export class PeerSession {
     this.caps = handshake.caps;
     this.keys = handshake.keys;
     this.control = handshake.channel;
+    this.sealer = new DataSealer(this.keys.suite, this.keys.sendKey);
+    this.opener = new DataOpener(this.keys.suite, this.keys.receiveKey);
+  }
+
+  /** A fresh id for a data stream we open: it is the stream part of every AEAD nonce on it. */
+  allocateDataStreamId(): number {
+    if (this.#nextDataStreamId > 0xffff_ffff) throw new TypeError('data stream ids exhausted for this session');
+    return this.#nextDataStreamId++;
+  }
+
+  allocateTransferId(): number {
+    return this.#nextTransferId++;
   }
 
   get transport(): TransportName {

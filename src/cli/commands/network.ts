@@ -46,10 +46,11 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const identity = await loadIdentity(ctx.home.identityKeyFile);
         const shares = await resolveShares(args['share'] as string[], ctx.home.inboxDir);
         const { NodeServer } = await import('../../node/server.js');
-        const { answerPings } = await import('../../node/ping.js');
+        const { serveSession } = await import('../../node/transfer-service.js');
+        const log = ctx.log.child('listen');
         const server = await NodeServer.start(
-          { identity, peers: new PeerStore(ctx.home.peersFile), shares, host: String(args['host']), port, config, log: ctx.log.child('listen') },
-          (session, signal) => answerPings(session, signal),
+          { identity, peers: new PeerStore(ctx.home.peersFile), shares, host: String(args['host']), port, config, log },
+          (session, signal) => serveSession(session, { shares, config, log }, signal),
         );
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');

@@ -1,0 +1,99 @@
+// `push` and `pull`: move files and trees to and from a paired peer's shares.
+import type { Argv } from 'yargs';
+import { ClawpeerError } from '../../errors.js';
+import { resolveConfig } from '../../node/config.js';
+import { loadIdentity } from '../../node/identity-store.js';
+import { PeerStore } from '../../node/peer-store.js';
+import { resolvePeer } from '../../node/peer-resolve.js';
+import type { TransferResult } from '../../node/transfer-client.js';
+import type { CommandContext } from '../context.js';
+import { createProgress, human } from '../progress.js';
+
+type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
+
+/** Streams and window when the user does not say: see bench/results for the measurements. */
+export const DEFAULT_STREAMS = 4;
+export const DEFAULT_WINDOW = 32;
+
+export interface RemoteSpec {
+  readonly peer: string;
+  readonly share: string;
+  readonly path: string;
+}
+
+/** PEER[:SHARE[/SUBPATH]] — peer names and node ids never contain ':'. */
+export function parseRemote(text: string, requireShare: boolean): RemoteSpec {
+  const colon = text.indexOf(':');
+  const peer = colon < 0 ? text : text.slice(0, colon);
+  const rest = colon < 0 ? '' : text.slice(colon + 1);
+  if (peer === '') throw new ClawpeerError('USAGE', `invalid remote ${JSON.stringify(text)}: expected PEER[:SHARE[/PATH]]`);
+  if (requireShare && rest === '') throw new ClawpeerError('USAGE', `invalid remote ${JSON.stringify(text)}: name the share, as PEER:SHARE[/PATH]`);
+  const slash = rest.indexOf('/');
+  const share = slash < 0 ? rest : rest.slice(0, slash);
+  const sub = slash < 0 ? '' : rest.slice(slash + 1).replace(/\/+$/, '');
+  return { peer, share, path: sub };
+}
+
+function int(value: unknown, flag: string, min: number, max: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+const transferOptions = (y: Argv): Argv =>
+  y
+    .option('streams', { type: 'number', default: DEFAULT_STREAMS, describe: 'parallel data streams' })
+    .option('window', { type: 'number', default: DEFAULT_WINDOW, describe: 'unacknowledged chunks in flight per stream' })
+    .option('force', { type: 'boolean', default: false, describe: 'replace existing different files' })
+    .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
+    .option('transport', { type: 'string', choices: ['quic', 'tcp', 'auto'], default: 'auto' });
+
+function report(ctx: CommandContext, verb: string, r: TransferResult): void {
+  ctx.out.emit(
+    { event: 'done', files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, streams: r.streams, window: r.window, seconds: Math.round(r.seconds * 1000) / 1000 },
+    `${verb} ${r.files} files, ${human(r.bytes)} in ${r.seconds.toFixed(2)} s (${human(r.bytes / Math.max(r.seconds, 0.001))}/s); ` +
+      `${r.chunksSent} chunks sent, ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${r.streams} streams, window ${r.window}`,
+  );
+}
+
+async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
+  const remote = parseRemote(String(direction === 'push' ? args['remote'] : args['remote']), direction === 'pull');
+  const localPath = String(args['local']);
+  const streams = int(args['streams'], '--streams', 1, 64);
+  const window = int(args['window'], '--window', 1, 4096);
+  const config = resolveConfig({ transport: args['transport'] });
+  const identity = await loadIdentity(ctx.home.identityKeyFile);
+  const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
+  const { dialPeer } = await import('../../node/dialer.js');
+  const { push, pull } = await import('../../node/transfer-client.js');
+  const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal });
+  const progress = createProgress(ctx.out, () => 0);
+  try {
+    const options = {
+      session, share: remote.share, remotePath: remote.path, localPath, force: args['force'] === true, streams, window,
+      idleTimeoutMs: config.idleTimeoutMs, log: ctx.log.child(direction), signal: ctx.signal, onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p),
+    };
+    const result = direction === 'push' ? await push(options) : await pull(options);
+    progress.stop();
+    report(ctx, direction === 'push' ? 'pushed' : 'pulled', result);
+  } finally {
+    progress.stop();
+    await session.close();
+  }
+}
+
+export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
+  return cli
+    .command(
+      'push <local> <remote>',
+      'send a file or tree to a peer: REMOTE is PEER[:SHARE[/PATH]] (default share: inbox); LOCAL lands inside PATH',
+      (y) => transferOptions(y.positional('local', { type: 'string' }).positional('remote', { type: 'string' })),
+      runner((ctx, args) => run(ctx, args, 'push')),
+    )
+    .command(
+      'pull <remote> <local>',
+      'fetch a file or tree from a peer: REMOTE is PEER:SHARE[/PATH]; it lands inside the LOCAL directory',
+      (y) => transferOptions(y.positional('remote', { type: 'string' }).positional('local', { type: 'string' })),
+      runner((ctx, args) => run(ctx, args, 'pull')),
+    );
+}

@@ -1,0 +1,67 @@
+// Transfer progress for people and machines: a cli-progress bar on a TTY (bytes, rate, ETA,
+// files), NDJSON progress events (at most every 500 ms) with --json, nothing otherwise.
+import cliProgress from 'cli-progress';
+import type { TransferProgress } from '../node/transfer-client.js';
+import type { Output } from './output.js';
+
+const JSON_INTERVAL_MS = 500;
+
+export interface ProgressReporter {
+  update(p: TransferProgress): void;
+  stop(): void;
+}
+
+export function createProgress(out: Output, totalHint: () => number): ProgressReporter {
+  if (out.json) {
+    let last = 0;
+    return {
+      update(p) {
+        const now = Date.now();
+        if (now - last < JSON_INTERVAL_MS) return;
+        last = now;
+        out.emit({ event: 'progress', phase: p.phase, bytes: p.bytes, totalBytes: p.totalBytes || totalHint(), files: p.files, totalFiles: p.totalFiles }, '');
+      },
+      stop() {},
+    };
+  }
+  if (process.stderr.isTTY !== true) return { update() {}, stop() {} };
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: process.stderr,
+      format: '{phase} |{bar}| {percentage}% {value_h}/{total_h} {speed} ETA {eta_formatted} files {totalFiles}',
+      hideCursor: true,
+      etaBuffer: 50,
+      formatValue: (v, _o, type) => (type === 'value' || type === 'total' ? String(v) : String(v)),
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  let started = false;
+  const t0 = Date.now();
+  return {
+    update(p) {
+      const total = p.totalBytes || totalHint();
+      const payload = { phase: p.phase.padEnd(10), value_h: human(p.bytes), total_h: human(total), speed: `${human(p.bytes / Math.max(0.001, (Date.now() - t0) / 1000))}/s`, totalFiles: p.totalFiles };
+      if (!started) {
+        bar.start(Math.max(total, 1), p.bytes, payload);
+        started = true;
+      } else {
+        bar.setTotal(Math.max(total, p.bytes, 1));
+        bar.update(p.bytes, payload);
+      }
+    },
+    stop() {
+      if (started) bar.stop();
+    },
+  };
+}
+
+export function human(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = bytes;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v.toFixed(u === 0 ? 0 : 1)} ${units[u]}`;
+}

@@ -1,0 +1,49 @@
+// The order both sides give the distinct chunks of a transfer: first appearance over the
+// manifest entries in order. The receiver's Want is a bitmap over this order, so it costs one
+// bit per distinct chunk instead of a 32-byte id.
+import { ClawpeerError } from '../errors.js';
+import { bitmapBytes, bitmapGet, bitmapSet, newBitmap, type ManifestEntry } from '../protocol/messages.js';
+
+export const CHUNK_ID_BYTES = 32;
+
+export function chunkIdAt(entry: ManifestEntry, index: number): Uint8Array {
+  return entry.chunkIds.subarray(index * CHUNK_ID_BYTES, (index + 1) * CHUNK_ID_BYTES);
+}
+
+export function hexKey(id: Uint8Array): string {
+  return Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('hex');
+}
+
+/** Distinct chunk ids (as hex keys) in first-appearance order, with their ids. */
+export function uniqueChunks(entries: readonly ManifestEntry[]): { keys: string[]; ids: Map<string, Uint8Array> } {
+  const ids = new Map<string, Uint8Array>();
+  for (const entry of entries) {
+    for (let i = 0; i < entry.chunkLengths.length; i++) {
+      const id = chunkIdAt(entry, i);
+      const key = hexKey(id);
+      if (!ids.has(key)) ids.set(key, id);
+    }
+  }
+  return { keys: [...ids.keys()], ids };
+}
+
+/** The ids a Want bitmap asks for; PROTOCOL when it does not match the announced chunk count. */
+export function lackingFromBitmap(keys: readonly string[], ids: ReadonlyMap<string, Uint8Array>, bitmap: Uint8Array, uniqueCount: number): Uint8Array[] {
+  if (uniqueCount !== keys.length) {
+    throw new ClawpeerError('PROTOCOL', `want covers ${uniqueCount} chunks, but the manifest has ${keys.length} distinct chunks`);
+  }
+  if (bitmap.length !== bitmapBytes(keys.length)) throw new ClawpeerError('PROTOCOL', `want bitmap has ${bitmap.length} bytes for ${keys.length} chunks`);
+  const out: Uint8Array[] = [];
+  keys.forEach((key, i) => {
+    if (bitmapGet(bitmap, i)) out.push(ids.get(key) ?? new Uint8Array(0));
+  });
+  return out;
+}
+
+export function bitmapFromKeys(keys: readonly string[], lacking: ReadonlySet<string>): Uint8Array {
+  const bitmap = newBitmap(keys.length);
+  keys.forEach((key, i) => {
+    if (lacking.has(key)) bitmapSet(bitmap, i);
+  });
+  return bitmap;
+}

@@ -1,0 +1,59 @@
+// Reads chunk bytes from the sender's files, keeping a bounded set of files open, and checks
+// each chunk against its id: a file that changed since it was hashed is reported, never sent
+// as if it were the announced content.
+import { open, type FileHandle } from 'node:fs/promises';
+import { blake3, bytesEqual } from '../chunking/blake3.js';
+import { ClawpeerError } from '../errors.js';
+
+/** Open files kept for reuse; each unit of work reads one file, so a few per stream suffice. */
+const MAX_OPEN_FILES = 64;
+
+export class ChunkReader {
+  readonly #handles = new Map<string, Promise<FileHandle>>();
+
+  async read(localPath: string, offset: number, length: number, id: Uint8Array): Promise<Uint8Array> {
+    const handle = await this.#handle(localPath);
+    const bytes = Buffer.allocUnsafe(length);
+    let done = 0;
+    try {
+      while (done < length) {
+        const { bytesRead } = await handle.read(bytes, done, length - done, offset + done);
+        if (bytesRead === 0) break;
+        done += bytesRead;
+      }
+    } catch (err) {
+      throw new ClawpeerError('IO', `cannot read ${localPath}: ${(err as Error).message}`, { cause: err });
+    }
+    if (done !== length || !bytesEqual(blake3(bytes), id)) {
+      throw new ClawpeerError('IO', `${localPath} changed while being sent (bytes ${offset}..${offset + length} differ from when it was hashed); run the command again to send the new content`);
+    }
+    return bytes;
+  }
+
+  #handle(localPath: string): Promise<FileHandle> {
+    const cached = this.#handles.get(localPath);
+    if (cached !== undefined) {
+      // Refresh its place in the LRU order.
+      this.#handles.delete(localPath);
+      this.#handles.set(localPath, cached);
+      return cached;
+    }
+    if (this.#handles.size >= MAX_OPEN_FILES) {
+      const [oldest, handle] = this.#handles.entries().next().value as [string, Promise<FileHandle>];
+      this.#handles.delete(oldest);
+      void handle.then((h) => h.close()).catch(() => undefined);
+    }
+    const opened = open(localPath, 'r').catch((err: unknown) => {
+      this.#handles.delete(localPath);
+      throw new ClawpeerError('IO', `cannot open ${localPath}: ${(err as Error).message}`, { cause: err });
+    });
+    this.#handles.set(localPath, opened);
+    return opened;
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.#handles.values()];
+    this.#handles.clear();
+    await Promise.all(all.map((h) => h.then((x) => x.close()).catch(() => undefined)));
+  }
+}

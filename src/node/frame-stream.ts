@@ -1,0 +1,50 @@
+// Frames over one transport stream: a FrameDecoder fed by large reads, and serialised writes.
+// Used by data streams (DATA frames one way, ACK frames the other). Every wait is bounded by
+// the caller's idle timeout, so a peer that stalls a stream frees it.
+import { ClawpeerError } from '../errors.js';
+import { FrameDecoder, type Frame } from '../protocol/frame-codec.js';
+import type { DuplexStream } from '../transport/types.js';
+import { withTimeout } from './timeouts.js';
+
+/** Bytes asked of the transport per read: 256 KiB (quinn allocates per call; PLATFORM.md). */
+export const DATA_READ_BYTES = 256 << 10;
+
+export class FrameStream {
+  readonly #decoder: FrameDecoder;
+  #ended = false;
+
+  constructor(
+    readonly stream: DuplexStream,
+    maxFrameBytes: number,
+    private readonly idleTimeoutMs: number,
+    private readonly what: string,
+  ) {
+    this.#decoder = new FrameDecoder({ maxFrameBytes });
+  }
+
+  /** The next frame, or null at the peer's FIN. TIMEOUT when nothing arrives for idleTimeoutMs. */
+  async next(signal?: AbortSignal): Promise<Frame | null> {
+    for (;;) {
+      const decoded = this.#decoder.next();
+      if (decoded.kind === 'frame') return decoded.frame;
+      if (this.#ended) return null;
+      const bytes = await withTimeout(this.stream.read(DATA_READ_BYTES), this.idleTimeoutMs, `waiting for data on ${this.what}`, signal);
+      if (bytes === null) {
+        this.#ended = true;
+        this.#decoder.end(); // PROTOCOL if the peer stopped inside a frame
+        continue;
+      }
+      this.#decoder.push(bytes);
+    }
+  }
+
+  write(frame: Uint8Array): Promise<void> {
+    return this.stream.write(frame);
+  }
+}
+
+export function expectFrame<T extends Frame['type']>(frame: Frame | null, type: T, what: string): Extract<Frame, { type: T }> {
+  if (frame === null) throw new ClawpeerError('PROTOCOL', `${what}: stream ended, expected a ${type} frame`);
+  if (frame.type !== type) throw new ClawpeerError('PROTOCOL', `${what}: expected a ${type} frame, got ${frame.type}`);
+  return frame as Extract<Frame, { type: T }>;
+}

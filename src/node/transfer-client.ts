@@ -1,0 +1,159 @@
+// The initiating side of push and pull: scans or prepares locally, talks to the listener over
+// the control channel, and runs the data plane in the right direction.
+import { mkdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { ClawpeerError, wireCodeFor } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { TransferDoneMessage } from '../protocol/messages.js';
+import { DataStreamRouter } from './data-stream-router.js';
+import type { PeerSession } from './session.js';
+import { expectMessage, receiveManifest, sendManifest } from './transfer-control.js';
+import { TransferReceiver } from './transfer-receive.js';
+import { sendChunks } from './transfer-send.js';
+import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
+import { scanSource } from './transfer-source.js';
+import { sleep } from './timeouts.js';
+
+/** After a local send failure, how long to wait for the peer's own explanation. */
+const PEER_REASON_WAIT_MS = 2_000;
+
+export interface TransferProgress {
+  readonly phase: 'scanning' | 'sending' | 'receiving' | 'publishing';
+  /** Payload bytes moved (or hashed, while scanning) so far. */
+  readonly bytes: number;
+  readonly totalBytes: number;
+  readonly files: number;
+  readonly totalFiles: number;
+}
+
+export interface TransferOptions {
+  readonly session: PeerSession;
+  readonly share: string;
+  readonly remotePath: string;
+  readonly localPath: string;
+  readonly force: boolean;
+  readonly streams: number;
+  readonly window: number;
+  readonly idleTimeoutMs: number;
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+  readonly onProgress?: (p: TransferProgress) => void;
+}
+
+export interface TransferResult {
+  readonly files: number;
+  readonly bytes: number;
+  /** Bytes that crossed the connection (both directions, transport overhead included). */
+  readonly wireBytes: number;
+  readonly chunksSent: number;
+  readonly chunksSkipped: number;
+  readonly streams: number;
+  readonly window: number;
+  readonly seconds: number;
+}
+
+function wireBytesOf(session: PeerSession): number {
+  const s = session.connection.stats();
+  return s.bytesSent + s.bytesReceived;
+}
+
+export async function push(o: TransferOptions): Promise<TransferResult> {
+  const { session } = o;
+  const started = performance.now();
+  const wireStart = wireBytesOf(session);
+  try {
+    await stat(o.localPath);
+  } catch {
+    throw new ClawpeerError('USAGE', `nothing to push: ${o.localPath} does not exist`);
+  }
+  let hashed = 0;
+  const source = await scanSource(o.localPath, {
+    chunking: sessionChunking(session), log: o.log, signal: o.signal,
+    onFileHashed: (bytes) => {
+      hashed += bytes;
+      o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: 0, totalFiles: 0 });
+    },
+  });
+  const totalFiles = source.files.size;
+  const id = session.allocateTransferId();
+  await session.control.send({ type: 'transfer-request', transferId: id, direction: 'push', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window });
+  const accept = await expectMessage(session, 'transfer-accept', id, o.idleTimeoutMs, o.signal);
+  await sendManifest(session, id, source.entries);
+  const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
+
+  // While chunks flow, the receiver may fail (its Error arrives on the control channel): stop sending then.
+  const abort = new AbortController();
+  const onOuter = (): void => abort.abort();
+  o.signal.addEventListener('abort', onOuter, { once: true });
+  const done = expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal);
+  done.catch(() => abort.abort());
+  let sent = 0;
+  try {
+    const stats = await sendChunks({
+      session, transferId: id, source, lacking: want.lacking, uniqueCount: want.uniqueChunks,
+      streams: accept.streams, window: accept.window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
+      onChunkSent: (bytes) => {
+        sent += bytes;
+        o.onProgress?.({ phase: 'sending', bytes: sent, totalBytes: 0, files: 0, totalFiles });
+      },
+    }).catch(async (err: unknown) => {
+      // If the peer reported why (its Error follows shortly), its reason beats our "aborted".
+      await Promise.race([done, sleep(PEER_REASON_WAIT_MS)]);
+      throw err;
+    });
+    o.onProgress?.({ phase: 'publishing', bytes: sent, totalBytes: stats.bytesSent, files: 0, totalFiles });
+    const result: TransferDoneMessage = await done;
+    return {
+      files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
+      chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, streams: stats.streamsUsed, window: accept.window,
+      seconds: (performance.now() - started) / 1000,
+    };
+  } finally {
+    o.signal.removeEventListener('abort', onOuter);
+  }
+}
+
+export async function pull(o: TransferOptions): Promise<TransferResult> {
+  const { session } = o;
+  const started = performance.now();
+  const wireStart = wireBytesOf(session);
+  const root = path.resolve(o.localPath);
+  try {
+    await mkdir(root, { recursive: true });
+  } catch (err) {
+    throw new ClawpeerError('IO', `cannot create ${root}: ${(err as Error).message}`, { cause: err });
+  }
+  const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, o.idleTimeoutMs, o.log);
+  void router.run(o.signal);
+  const id = session.allocateTransferId();
+  await session.control.send({ type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window });
+  const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
+  const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
+  const totalFiles = entries.filter((e) => e.kind === 'file').length;
+  let received = 0;
+  const receiver = new TransferReceiver({
+    session, router, transferId: id, entries, chunking: sessionChunking(session), signal: o.signal, log: o.log,
+    destination: { root, readOnly: false, basePath: '' },
+    force: o.force,
+    onChunkWritten: (bytes) => {
+      received += bytes;
+      o.onProgress?.({ phase: 'receiving', bytes: received, totalBytes: 0, files: 0, totalFiles });
+    },
+  });
+  try {
+    const plan = await receiver.prepare();
+    await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
+    const stats = await receiver.receive();
+    await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
+    return {
+      files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
+      chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, streams: accept.streams, window: accept.window,
+      seconds: (performance.now() - started) / 1000,
+    };
+  } catch (err) {
+    await receiver.abort();
+    // Tell the sender why we stopped, unless it was the sender that told us.
+    if (err instanceof ClawpeerError && err.wire === undefined) await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,38 @@
+// Small helpers for the control-channel side of a transfer: expect a given message, collect
+// manifest batches (bounded), send a manifest in frame-sized batches.
+import { ClawpeerError } from '../errors.js';
+import { splitManifest, type ControlMessage, type ManifestEntry } from '../protocol/messages.js';
+import { DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
+import type { PeerSession } from './session.js';
+import { withTimeout } from './timeouts.js';
+
+type Of<T extends ControlMessage['type']> = Extract<ControlMessage, { type: T }>;
+
+/** The next control message, which must be of `type` for `transferId`; bounded by `timeoutMs`. */
+export async function expectMessage<T extends ControlMessage['type']>(session: PeerSession, type: T, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<Of<T>> {
+  const msg = await withTimeout(session.control.receive(signal !== undefined ? { signal } : {}), timeoutMs, `waiting for ${type} from ${session.peerId}`);
+  if (msg === null) throw new ClawpeerError('CONNECTION_CLOSED', `peer ${session.peerId} closed the control stream while we waited for ${type}`);
+  if (msg.type !== type) throw new ClawpeerError('PROTOCOL', `expected ${type} from ${session.peerId}, got ${msg.type}`);
+  const withId = msg as Of<T> & { transferId?: number };
+  if (withId.transferId !== undefined && withId.transferId !== transferId) {
+    throw new ClawpeerError('PROTOCOL', `${type} for transfer ${withId.transferId}, expected transfer ${transferId}`);
+  }
+  return msg as Of<T>;
+}
+
+/** Collects manifest batches until `last`; refuses more entries than a transfer may have. */
+export async function receiveManifest(session: PeerSession, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<ManifestEntry[]> {
+  const entries: ManifestEntry[] = [];
+  for (;;) {
+    const batch = await expectMessage(session, 'manifest', transferId, timeoutMs, signal);
+    if (entries.length + batch.entries.length > DEFAULT_PLAN_LIMITS.maxFiles) {
+      throw new ClawpeerError('PROTOCOL', `manifest of transfer ${transferId} exceeds ${DEFAULT_PLAN_LIMITS.maxFiles} entries`);
+    }
+    entries.push(...batch.entries);
+    if (batch.last) return entries;
+  }
+}
+
+export async function sendManifest(session: PeerSession, transferId: number, entries: readonly ManifestEntry[]): Promise<void> {
+  for (const batch of splitManifest(transferId, entries, session.caps.maxFrameBytes - 64)) await session.control.send(batch);
+}

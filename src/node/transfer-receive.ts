@@ -1,0 +1,295 @@
+// The data receiver: validates and confines every announced path, stages files (resumable
+// partials for big ones), fills what it already holds locally, asks for exactly the rest, then
+// writes, verifies and acks chunks as they arrive and publishes files atomically in batches.
+import path from 'node:path';
+import { ClawpeerError } from '../errors.js';
+import type { ChunkingParams } from '../chunking/fastcdc.js';
+import type { ChunkRef, FileManifest } from '../chunking/manifest.js';
+import type { Logger } from '../logger.js';
+import { encodeAckFrame } from '../protocol/ack-codec.js';
+import type { ManifestEntry } from '../protocol/messages.js';
+import { normalizeSharePath } from '../transfer/paths.js';
+import { DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
+import { ChunkIndex } from './chunk-index.js';
+import { bitmapFromKeys, chunkIdAt, hexKey, uniqueChunks } from './chunk-order.js';
+import type { DataStreamRouter, IncomingDataStream } from './data-stream-router.js';
+import { isInternalPath, PartialStore } from './partial-store.js';
+import { Publisher, type PublishDir, type StagedFile } from './publisher.js';
+import type { PeerSession } from './session.js';
+
+/** Files of at least this size are staged as resumable partials (journaled chunks survive a crash). */
+export const RESUMABLE_MIN_BYTES = 1 << 20; // 1 MiB
+/** Publish completed files in batches: one fsync round and one dir fsync per batch. */
+const COMMIT_BATCH_FILES = 256;
+const COMMIT_BATCH_BYTES = 64 << 20; // 64 MiB
+
+export interface Destination {
+  /** Root directory writes are confined to (a share, or the local target of a pull). */
+  readonly root: string;
+  readonly readOnly: boolean;
+  /** Where inside the root the entries land ('' = the root itself). */
+  readonly basePath: string;
+}
+
+export interface ReceivePlan {
+  /** Bitmap over the distinct chunks, set = wanted from the peer. */
+  readonly lacking: Uint8Array;
+  readonly uniqueCount: number;
+  readonly chunksWanted: number;
+  readonly bytesWanted: number;
+}
+
+export interface ReceiveStats {
+  readonly files: number;
+  readonly bytes: number;
+  readonly chunksReceived: number;
+  readonly chunksSkipped: number;
+  readonly filesUnchanged: number;
+}
+
+interface Placement {
+  readonly file: StagedFile;
+  readonly indices: number[];
+}
+
+export interface ReceiverOptions {
+  readonly session: PeerSession;
+  readonly router: DataStreamRouter;
+  readonly transferId: number;
+  readonly entries: readonly ManifestEntry[];
+  readonly destination: Destination;
+  readonly force: boolean;
+  readonly chunking: ChunkingParams;
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  readonly onChunkWritten?: (bytes: number) => void;
+}
+
+/** Maps announced entry paths to confined paths under the destination; refuses anything odd. */
+export function destinationPaths(entries: readonly ManifestEntry[], basePath: string): string[] {
+  if (entries.length > DEFAULT_PLAN_LIMITS.maxFiles) throw new ClawpeerError('PROTOCOL', `transfer announces ${entries.length} entries, more than ${DEFAULT_PLAN_LIMITS.maxFiles}`);
+  const seen = new Set<string>();
+  return entries.map((e) => {
+    const rel = normalizeSharePath(e.path);
+    const full = basePath === '' ? rel : normalizeSharePath(path.posix.join(basePath, rel));
+    if (isInternalPath(full)) throw new ClawpeerError('PATH_INVALID', `refusing to write ${JSON.stringify(e.path)}: .clawpeer names are reserved for clawpeer's own files`);
+    if (seen.has(full)) throw new ClawpeerError('PROTOCOL', `path ${JSON.stringify(e.path)} is announced twice`);
+    seen.add(full);
+    return full;
+  });
+}
+
+function chunkingManifest(entry: ManifestEntry): FileManifest {
+  const chunks: ChunkRef[] = [];
+  let offset = 0;
+  entry.chunkLengths.forEach((length, i) => {
+    chunks.push({ offset, length, id: chunkIdAt(entry, i) });
+    offset += length;
+  });
+  if (offset !== entry.size) throw new ClawpeerError('PROTOCOL', `${entry.path}: chunk lengths add up to ${offset}, but the size is ${entry.size}`);
+  return { size: entry.size, chunks, root: entry.root };
+}
+
+export class TransferReceiver {
+  readonly #o: ReceiverOptions;
+  readonly #paths: string[];
+  #publisher: Publisher | undefined;
+  readonly #staged: StagedFile[] = [];
+  readonly #wanted = new Map<string, Placement[]>();
+  readonly #toCommit: StagedFile[] = [];
+  #toCommitBytes = 0;
+  #commitChain: Promise<void> = Promise.resolve();
+  #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, filesUnchanged: 0 };
+  #allReceived: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
+  #failure: unknown;
+
+  constructor(options: ReceiverOptions) {
+    this.#o = options;
+    this.#paths = destinationPaths(options.entries, options.destination.basePath);
+    let resolve!: () => void, reject!: (err: unknown) => void;
+    const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+    promise.catch(() => undefined);
+    this.#allReceived = { promise, resolve, reject };
+  }
+
+  /**
+   * Stages everything and works out what must come from the peer. Throws FILE_EXISTS,
+   * SHARE_READ_ONLY, PATH_INVALID before a single chunk travels.
+   */
+  async prepare(): Promise<ReceivePlan> {
+    const { destination, entries, chunking, signal } = this.#o;
+    const partials = await PartialStore.open(destination.root);
+    const index = await ChunkIndex.open({ shareRoot: destination.root, chunking, partials });
+    await index.refresh({ signal });
+    const publisher = await Publisher.open({
+      shareRoot: destination.root,
+      readOnly: destination.readOnly,
+      force: this.#o.force,
+      chunking,
+      partials,
+      knownRoot: (p, st) => index.cachedRoot(p, st),
+      signal,
+    });
+    this.#publisher = publisher;
+    if (destination.basePath !== '') await publisher.makeDir(destination.basePath);
+
+    const local = new Map<string, Placement[]>();
+    for (const [i, entry] of entries.entries()) {
+      const rel = this.#paths[i] ?? '';
+      if (entry.kind === 'dir') {
+        await publisher.makeDir(rel);
+        continue;
+      }
+      if (entry.kind !== 'file') continue;
+      const manifest = chunkingManifest(entry);
+      const staged = await publisher.stageFile({ relPath: rel, manifest, mode: entry.mode, mtimeMs: entry.mtimeMs }, { resumable: entry.size >= RESUMABLE_MIN_BYTES });
+      if (staged === null) {
+        this.#stats.filesUnchanged++;
+        this.#stats.chunksSkipped += manifest.chunks.length;
+        continue;
+      }
+      this.#staged.push(staged);
+      this.#stats.chunksSkipped += manifest.chunks.length - staged.missingChunks().length;
+      const byKey = new Map<string, number[]>();
+      for (const c of staged.missingChunks()) {
+        const key = hexKey(chunkIdAt(entry, c));
+        const list = byKey.get(key);
+        if (list === undefined) byKey.set(key, [c]);
+        else list.push(c);
+      }
+      for (const [key, indices] of byKey) {
+        const target = index.has(chunkIdAt(entry, indices[0] ?? 0)) ? local : this.#wanted;
+        const list = target.get(key);
+        if (list === undefined) target.set(key, [{ file: staged, indices }]);
+        else list.push({ file: staged, indices });
+      }
+    }
+    // Fill from chunks we already hold; a chunk whose source changed since indexing is wanted instead.
+    for (const [key, placements] of local) {
+      const bytes = await index.readChunk(Buffer.from(key, 'hex'));
+      if (bytes === undefined) {
+        this.#wanted.set(key, [...(this.#wanted.get(key) ?? []), ...placements]);
+        continue;
+      }
+      for (const p of placements) {
+        await p.file.writeChunk(p.indices, bytes);
+        this.#stats.chunksSkipped += p.indices.length;
+      }
+    }
+    for (const f of this.#staged) if (f.complete) this.#queueCommit(f);
+
+    const { keys } = uniqueChunks(entries);
+    let bytesWanted = 0;
+    for (const placements of this.#wanted.values()) bytesWanted += placements[0]?.file.manifest.chunks[placements[0].indices[0] ?? 0]?.length ?? 0;
+    if (this.#wanted.size === 0) this.#allReceived.resolve();
+    return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length, chunksWanted: this.#wanted.size, bytesWanted };
+  }
+
+  /** Takes data streams from the router until every wanted chunk is in, then publishes the rest. */
+  async receive(): Promise<ReceiveStats> {
+    const { router, transferId, signal } = this.#o;
+    const streams: Promise<void>[] = [];
+    const unregister = router.register(transferId, (incoming) => {
+      streams.push(
+        this.#serveStream(incoming).catch((err: unknown) => {
+          this.#fail(err);
+        }),
+      );
+    });
+    const onAbort = (): void => this.#fail(new ClawpeerError('ABORTED', `transfer ${transferId} aborted`));
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      await this.#allReceived.promise;
+      await Promise.all(streams);
+      if (this.#failure !== undefined) throw this.#failure;
+      await this.#flushCommits(true);
+      await this.#finishTree();
+      return { ...this.#stats };
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      unregister();
+    }
+  }
+
+  /** Deletes temp files (keeps resumable partials for the next attempt). */
+  async abort(): Promise<void> {
+    await this.#publisher?.abort().catch(() => undefined);
+  }
+
+  #fail(err: unknown): void {
+    if (this.#failure === undefined) this.#failure = err;
+    this.#allReceived.reject(err);
+  }
+
+  async #serveStream(incoming: IncomingDataStream): Promise<void> {
+    const { session, signal } = this.#o;
+    const { frames, streamId } = incoming;
+    let expectedSeq = 0;
+    try {
+      for (;;) {
+        if (this.#failure !== undefined) throw this.#failure;
+        const frame = await frames.next(signal);
+        if (frame === null) break;
+        if (frame.type !== 'data') throw new ClawpeerError('PROTOCOL', `expected a data frame on data stream ${streamId}, got ${frame.type}`);
+        const header = frame.header;
+        const sequence = expectedSeq++;
+        const plain = session.opener.open(frame, { streamId, sequence });
+        if (header.compressed) throw new ClawpeerError('PROTOCOL', `data stream ${streamId} sent a compressed chunk, but no codec was negotiated`);
+        const key = hexKey(header.chunkId);
+        const placements = this.#wanted.get(key);
+        if (placements === undefined) throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
+        if (plain.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${plain.length} bytes, header says ${header.chunkBytes}`);
+        this.#wanted.delete(key);
+        for (const p of placements) {
+          await p.file.writeChunk(p.indices, plain); // verifies BLAKE3 against the manifest
+          if (p.file.complete) this.#queueCommit(p.file);
+        }
+        this.#stats.chunksReceived++;
+        this.#o.onChunkWritten?.(plain.length);
+        await frames.write(encodeAckFrame(streamId, sequence));
+        if (this.#wanted.size === 0) this.#allReceived.resolve();
+        await this.#flushCommits(false);
+      }
+    } catch (err) {
+      frames.stream.reset();
+      throw err;
+    }
+    await frames.stream.finish().catch(() => undefined);
+  }
+
+  #queueCommit(file: StagedFile): void {
+    this.#toCommit.push(file);
+    this.#toCommitBytes += file.manifest.size;
+  }
+
+  /** Commits the queued complete files when the batch is full (or `all`); commits never overlap. */
+  #flushCommits(all: boolean): Promise<void> {
+    if (this.#toCommit.length === 0) return this.#commitChain;
+    if (!all && this.#toCommit.length < COMMIT_BATCH_FILES && this.#toCommitBytes < COMMIT_BATCH_BYTES) return Promise.resolve();
+    const batch = this.#toCommit.splice(0);
+    this.#toCommitBytes = 0;
+    const publisher = this.#publisher;
+    if (publisher === undefined) throw new TypeError('receive before prepare');
+    this.#commitChain = this.#commitChain.then(async () => {
+      await publisher.commit(batch);
+      for (const f of batch) {
+        this.#stats.files++;
+        this.#stats.bytes += f.manifest.size;
+      }
+    });
+    return this.#commitChain;
+  }
+
+  async #finishTree(): Promise<void> {
+    const publisher = this.#publisher;
+    if (publisher === undefined) throw new TypeError('receive before prepare');
+    const dirs: PublishDir[] = [];
+    for (const [i, entry] of this.#o.entries.entries()) {
+      const rel = this.#paths[i] ?? '';
+      if (entry.kind === 'symlink') await publisher.makeSymlink(rel, entry.linkTarget, entry.mtimeMs);
+      else if (entry.kind === 'dir') dirs.push({ relPath: rel, mode: entry.mode, mtimeMs: entry.mtimeMs });
+    }
+    await publisher.setDirMetadata(dirs);
+    await publisher.flushDirs();
+  }
+}

@@ -1,0 +1,177 @@
+// The data sender: given what the receiver lacks, plans the unique chunks, spreads them over N
+// streams by LPT (with work stealing), and keeps up to W sealed chunks unacknowledged on each.
+// Acks mean "written and BLAKE3-verified" on the receiver, which is what makes resume exact.
+import { performance } from 'node:perf_hooks';
+import { ClawpeerError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { decodeAckBody } from '../protocol/ack-codec.js';
+import { encodeControlFrame } from '../protocol/messages.js';
+import { DEFAULT_MAX_UNIT_BYTES, DEFAULT_PER_UNIT_OVERHEAD_BYTES, scheduleLpt, splitIntoUnits, WorkQueue, type WorkUnit } from '../transfer/lpt-scheduler.js';
+import { planTransfer, type FileManifest as PlanFile, type TransferPlan } from '../transfer/plan.js';
+import { SendWindow } from '../transfer/send-window.js';
+import { ChunkReader } from './chunk-reader.js';
+import { lackingFromBitmap, uniqueChunks, chunkIdAt } from './chunk-order.js';
+import { expectFrame, FrameStream } from './frame-stream.js';
+import type { PeerSession } from './session.js';
+import type { SourceFile, TransferSource } from './transfer-source.js';
+
+export interface SendChunksOptions {
+  readonly session: PeerSession;
+  readonly transferId: number;
+  readonly source: TransferSource;
+  readonly lacking: Uint8Array;
+  readonly uniqueCount: number;
+  readonly streams: number;
+  readonly window: number;
+  readonly idleTimeoutMs: number;
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  /** Called after each chunk is handed to the transport (payload bytes). */
+  readonly onChunkSent?: (bytes: number) => void;
+}
+
+export interface SendStats {
+  readonly chunksSent: number;
+  readonly chunksSkipped: number;
+  readonly bytesSent: number;
+  readonly streamsUsed: number;
+}
+
+/** Wakes the sender waiting on acks; a notify with nobody waiting is remembered, never lost. */
+class AckSignal {
+  #waiter: (() => void) | undefined;
+  #pending = false;
+  notify(): void {
+    const w = this.#waiter;
+    this.#waiter = undefined;
+    if (w === undefined) this.#pending = true;
+    else w();
+  }
+  wait(): Promise<void> {
+    if (this.#pending) {
+      this.#pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => (this.#waiter = resolve));
+  }
+}
+
+export async function sendChunks(options: SendChunksOptions): Promise<SendStats> {
+  const { session, source } = options;
+  const { keys, ids } = uniqueChunks(source.entries);
+  const lacking = lackingFromBitmap(keys, ids, options.lacking, options.uniqueCount);
+
+  // The plan covers files only, in entry order; planIndex -> source file.
+  const planFiles: PlanFile[] = [];
+  const sources: SourceFile[] = [];
+  source.entries.forEach((entry, i) => {
+    const file = source.files.get(i);
+    if (file === undefined) return;
+    planFiles.push({ path: entry.path, size: entry.size, mode: entry.mode, mtimeMs: entry.mtimeMs, chunks: entry.chunkLengths.map((length, c) => ({ id: chunkIdAt(entry, c), length })) });
+    sources.push(file);
+  });
+  const plan = planTransfer(planFiles, lacking);
+  const units = splitIntoUnits(plan, { maxUnitBytes: DEFAULT_MAX_UNIT_BYTES, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
+  const streamCount = Math.max(0, Math.min(options.streams, units.length));
+  const stats = { chunksSent: plan.chunks.length, chunksSkipped: plan.stats.chunkRefs - plan.chunks.length, bytesSent: plan.totalBytes, streamsUsed: streamCount };
+  if (streamCount === 0) return stats;
+
+  const queue = new WorkQueue(scheduleLpt(units, streamCount), { steal: true });
+  const reader = new ChunkReader();
+  const abort = new AbortController();
+  const onOuterAbort = (): void => abort.abort();
+  options.signal.addEventListener('abort', onOuterAbort, { once: true });
+  try {
+    await Promise.all(
+      Array.from({ length: streamCount }, (_, s) =>
+        runStream(s, { ...options, signal: abort.signal }, plan, sources, queue, reader).catch((err: unknown) => {
+          abort.abort();
+          throw err;
+        }),
+      ),
+    );
+  } finally {
+    options.signal.removeEventListener('abort', onOuterAbort);
+    await reader.close();
+  }
+  return stats;
+}
+
+async function runStream(
+  index: number,
+  options: SendChunksOptions,
+  plan: TransferPlan,
+  sources: readonly SourceFile[],
+  queue: WorkQueue<WorkUnit>,
+  reader: ChunkReader,
+): Promise<void> {
+  const { session, signal } = options;
+  const raw = await session.connection.openStream();
+  const streamId = session.allocateDataStreamId();
+  const frames = new FrameStream(raw, session.caps.maxFrameBytes, options.idleTimeoutMs, `data stream ${streamId} of transfer ${options.transferId}`);
+  const window = new SendWindow({ maxInFlightChunks: options.window, stallTimeoutMs: options.idleTimeoutMs });
+  const wake = new AckSignal();
+  let ackError: unknown;
+  let acksEnded = false;
+
+  const ackLoop = (async () => {
+    try {
+      for (;;) {
+        const frame = await frames.next(signal);
+        if (frame === null) break;
+        const ack = decodeAckBody(expectFrame(frame, 'ack', `data stream ${streamId}`).body);
+        if (ack.streamId !== streamId) throw new ClawpeerError('PROTOCOL', `ack for stream ${ack.streamId} arrived on data stream ${streamId}`);
+        window.onAck(ack.ackedThroughSeq, performance.now());
+        wake.notify();
+      }
+    } catch (err) {
+      ackError = err;
+    } finally {
+      acksEnded = true;
+      wake.notify();
+    }
+  })();
+  const waitForRoom = async (bytes: number): Promise<void> => {
+    while (!window.canSend(bytes)) {
+      if (ackError !== undefined) throw ackError;
+      if (acksEnded) throw new ClawpeerError('PROTOCOL', `receiver closed data stream ${streamId} with chunks unacknowledged`);
+      await wake.wait();
+    }
+  };
+
+  try {
+    await frames.write(encodeControlFrame({ type: 'data-open', transferId: options.transferId, streamId }));
+    for (;;) {
+      const work = queue.next(index);
+      if (work.kind === 'empty') break;
+      const unit = work.job;
+      const file = sources[unit.fileIndex];
+      if (file === undefined) throw new TypeError(`plan names file ${unit.fileIndex}, which has no source`);
+      for (let i = unit.first; i < unit.end; i++) {
+        signal.throwIfAborted();
+        const chunk = plan.chunks[i];
+        const ref = chunk === undefined ? undefined : file.manifest.chunks[chunk.chunkIndex];
+        if (chunk === undefined || ref === undefined) throw new TypeError(`plan chunk ${i} is out of range`);
+        await waitForRoom(chunk.length);
+        const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id);
+        const seq = window.nextSeq;
+        const frame = session.sealer.seal({ streamId, sequence: seq, chunkId: chunk.id, compressed: false, chunkBytes: chunk.length }, bytes);
+        await frames.write(frame);
+        window.onSent(seq, chunk.id, chunk.length, performance.now());
+        options.onChunkSent?.(chunk.length);
+      }
+    }
+    window.finish();
+    while (window.inFlightChunks > 0) {
+      if (ackError !== undefined) throw ackError;
+      if (acksEnded) throw new ClawpeerError('PROTOCOL', `receiver closed data stream ${streamId} with ${window.inFlightChunks} chunks unacknowledged`);
+      await wake.wait();
+    }
+    await raw.finish();
+    await ackLoop;
+    if (ackError !== undefined) throw ackError;
+  } catch (err) {
+    raw.reset();
+    throw err instanceof Error && err.name === 'AbortError' ? new ClawpeerError('ABORTED', `transfer ${options.transferId} aborted`, { cause: err }) : err;
+  }
+}

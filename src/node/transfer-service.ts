@@ -1,0 +1,126 @@
+// The listener's side of a session: answers pings and serves push (we receive) and pull (we
+// send) requests against its shares. One transfer at a time per session; an error is reported
+// to the peer as a wire Error and ends that session only.
+import { realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { DEFAULT_CHUNKING, type ChunkingParams } from '../chunking/fastcdc.js';
+import { ClawpeerError, wireCodeFor } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { TransferRequestMessage } from '../protocol/messages.js';
+import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
+import type { NodeConfig } from './config.js';
+import { DataStreamRouter } from './data-stream-router.js';
+import { isInternalPath } from './partial-store.js';
+import type { PeerSession } from './session.js';
+import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
+import { expectMessage, receiveManifest, sendManifest } from './transfer-control.js';
+import { TransferReceiver } from './transfer-receive.js';
+import { sendChunks } from './transfer-send.js';
+import { scanSource } from './transfer-source.js';
+
+/** How long the other side may take to hash, stage or publish before answering (big trees take a while). */
+export const PREPARE_TIMEOUT_MS = 30 * 60_000;
+
+export interface ServiceContext {
+  readonly shares: readonly Share[];
+  readonly config: NodeConfig;
+  readonly log: Logger;
+}
+
+/** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */
+export function sessionChunking(session: PeerSession): ChunkingParams {
+  const c = session.caps.chunking;
+  return { minBytes: c.minBytes, avgBytes: c.avgBytes, maxBytes: c.maxBytes, normalization: DEFAULT_CHUNKING.normalization };
+}
+
+export function findShare(shares: readonly Share[], name: string): Share {
+  const wanted = name === '' ? DEFAULT_SHARE_NAME : name;
+  const share = shares.find((s) => s.name === wanted) ?? (name === '' ? shares[0] : undefined);
+  if (share === undefined) {
+    throw new ClawpeerError('SHARE_UNKNOWN', `no share named ${JSON.stringify(wanted)} here (shares: ${shares.map((s) => s.name).join(', ') || 'none'})`);
+  }
+  return share;
+}
+
+export async function serveSession(session: PeerSession, ctx: ServiceContext, signal: AbortSignal): Promise<void> {
+  const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, ctx.config.idleTimeoutMs, ctx.log);
+  void router.run(signal);
+  for (;;) {
+    const msg = await session.control.receive({ signal });
+    if (msg === null) return;
+    switch (msg.type) {
+      case 'ping':
+        await session.control.send({ type: 'pong', seq: msg.seq, echoedTimeUs: msg.sentTimeUs });
+        break;
+      case 'pong':
+        break;
+      case 'transfer-request':
+        try {
+          await serveTransfer(session, router, msg, ctx, signal);
+        } catch (err) {
+          if (err instanceof ClawpeerError && err.wire === undefined) {
+            await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
+          }
+          throw err;
+        }
+        break;
+      default:
+        throw new ClawpeerError('PROTOCOL', `unexpected ${msg.type} from ${session.peerId} outside a transfer`);
+    }
+  }
+}
+
+async function serveTransfer(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal): Promise<void> {
+  const { config, log } = ctx;
+  const share = findShare(ctx.shares, req.share);
+  const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
+  const streams = Math.max(1, Math.min(req.streams, session.caps.maxStreams));
+  const window = Math.max(1, Math.min(req.window, session.caps.maxWindowChunks));
+  const chunking = sessionChunking(session);
+  const id = req.transferId;
+  log.info(`${req.direction} requested`, { peer: session.peerId, share: share.name, path: basePath, streams, window });
+
+  if (req.direction === 'push') {
+    if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
+    await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
+    const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
+    const receiver = new TransferReceiver({
+      session, router, transferId: id, entries, chunking, signal, log,
+      destination: { root: share.dir, readOnly: share.readOnly, basePath },
+      force: req.force,
+    });
+    try {
+      const plan = await receiver.prepare();
+      await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
+      const stats = await receiver.receive();
+      await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
+      log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes });
+    } catch (err) {
+      await receiver.abort();
+      throw err;
+    }
+    return;
+  }
+
+  // Pull: the requested path must exist inside the share, symlinks included.
+  const local = path.join(share.dir, ...basePath.split('/').filter((s) => s !== ''));
+  let real: string;
+  try {
+    real = await realpath(local);
+    await stat(real);
+  } catch {
+    throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} does not exist`);
+  }
+  if (!isConfinedRealpath(share.dir, real)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads outside the share`);
+  const source = await scanSource(local, {
+    chunking, log, signal,
+    rootName: basePath === '' ? null : path.posix.basename(basePath),
+    exclude: (rel) => basePath === '' && isInternalPath(rel),
+  });
+  await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
+  await sendManifest(session, id, source.entries);
+  const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, signal);
+  await sendChunks({ session, transferId: id, source, lacking: want.lacking, uniqueCount: want.uniqueChunks, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log });
+  const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
+  log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });
+}

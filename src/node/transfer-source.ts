@@ -1,0 +1,85 @@
+// The sending side's view of a local file or tree: scanned, chunked and hashed into the
+// manifest entries a transfer announces, with where each file's bytes live on disk.
+import path from 'node:path';
+import { ClawpeerError } from '../errors.js';
+import type { ChunkingParams } from '../chunking/fastcdc.js';
+import { manifestFromFile } from '../chunking/file-chunker.js';
+import type { FileManifest } from '../chunking/manifest.js';
+import type { ManifestEntry } from '../protocol/messages.js';
+import type { Logger } from '../logger.js';
+import { scanTree, type ScanTreeOptions } from './tree-scan.js';
+
+export interface SourceFile {
+  readonly entryIndex: number;
+  readonly localPath: string;
+  readonly manifest: FileManifest;
+}
+
+export interface TransferSource {
+  readonly entries: ManifestEntry[];
+  /** Files by entry index (dirs and symlinks have none). */
+  readonly files: Map<number, SourceFile>;
+  readonly totalBytes: number;
+}
+
+export interface ScanSourceOptions {
+  readonly chunking: ChunkingParams;
+  /** `null`: list a directory's contents at the top level (pulling a whole share). */
+  readonly rootName?: string | null;
+  /** Paths (relative, as scanned) to leave out: the share's internal `.clawpeer` files. */
+  readonly exclude?: (relPath: string) => boolean;
+  readonly log: Logger;
+  readonly signal?: AbortSignal;
+  readonly onFileHashed?: (bytes: number) => void;
+}
+
+function packIds(manifest: FileManifest): { chunkIds: Uint8Array; chunkLengths: number[] } {
+  const chunkIds = new Uint8Array(manifest.chunks.length * 32);
+  manifest.chunks.forEach((c, i) => chunkIds.set(c.id, i * 32));
+  return { chunkIds, chunkLengths: manifest.chunks.map((c) => c.length) };
+}
+
+/** Scans and hashes `localPath` (a file or a directory tree). Escaping symlinks are skipped with a warning. */
+export async function scanSource(localPath: string, options: ScanSourceOptions): Promise<TransferSource> {
+  const absRoot = path.resolve(localPath);
+  const scanOptions: ScanTreeOptions = {
+    ...(options.rootName !== undefined ? { rootName: options.rootName } : {}),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  };
+  // relPaths start with the root's name (or, with rootName null, are inside the root).
+  const base = options.rootName === null ? absRoot : path.dirname(absRoot);
+  const entries: ManifestEntry[] = [];
+  const files = new Map<number, SourceFile>();
+  let totalBytes = 0;
+  for await (const e of scanTree(absRoot, scanOptions)) {
+    if (options.exclude?.(e.relPath) === true) continue;
+    const mtimeMs = Math.floor(e.mtimeMs);
+    const mode = e.mode & 0o777;
+    switch (e.kind) {
+      case 'dir':
+        entries.push({ path: e.relPath, kind: 'dir', size: 0, mode, mtimeMs, linkTarget: '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] });
+        break;
+      case 'symlink':
+        if (e.linkEscapes === true) {
+          options.log.warn('skipping a symlink that points outside the tree', { path: e.relPath, target: e.linkTarget ?? '' });
+          break;
+        }
+        entries.push({ path: e.relPath, kind: 'symlink', size: 0, mode, mtimeMs, linkTarget: e.linkTarget ?? '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] });
+        break;
+      case 'file': {
+        const local = path.join(base, ...e.relPath.split('/'));
+        const manifest = await manifestFromFile(local, options.chunking, options.signal !== undefined ? { signal: options.signal } : {});
+        options.onFileHashed?.(manifest.size);
+        files.set(entries.length, { entryIndex: entries.length, localPath: local, manifest });
+        entries.push({ path: e.relPath, kind: 'file', size: manifest.size, mode, mtimeMs, linkTarget: '', root: manifest.root, ...packIds(manifest) });
+        totalBytes += manifest.size;
+        break;
+      }
+      default: {
+        const unreachable: never = e.kind;
+        throw new ClawpeerError('INTERNAL', `unknown entry kind ${String(unreachable)}`);
+      }
+    }
+  }
+  return { entries, files, totalBytes };
+}
