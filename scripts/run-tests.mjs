@@ -27,9 +27,9 @@ let passed = 0, failed = 0, skipped = 0, fileFailures = 0;
 const rl = createInterface({ input: tap.stdout });
 rl.on('line', (line) => {
   process.stdout.write(line + '\n');
-  const inner = /^ {4}(not )?ok \d+ - .*?(# (SKIP|TODO)\b)?/i.exec(line);
-  if (inner !== null && /^ {4}(not )?ok \d+/.test(line)) {
-    if (inner[2] !== undefined) skipped++;
+  const inner = /^ {4}(not )?ok \d+\b/.exec(line);
+  if (inner !== null) {
+    if (/# (SKIP|TODO)\b/i.test(line)) skipped++;
     else if (inner[1] !== undefined) { failed++; fileFailures++; }
     else passed++;
     return;
