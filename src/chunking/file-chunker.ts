@@ -1,0 +1,127 @@
+// The file adapter for the chunking core: streams a file from disk through FastCDC and BLAKE3.
+//
+// Goals: bounded memory whatever the file size (one sliding buffer of a few MiB, never the whole
+// file), the same chunks and root as manifestFromBytes() on the same bytes, and chunk bytes handed
+// to the caller as they are cut, so a sender can seal them without reading the file twice.
+// Non-goals: noticing a file that changes while it is read (the caller compares size/mtime before
+// and after, and re-chunks), choosing which chunks to send (transfer/).
+// This is the one module of chunking/ that does I/O; the cutting and hashing stay in the cores.
+
+import { open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { ClawpeerError } from '../errors.js';
+import { blake3 } from './blake3.js';
+import { FastCdcChunker } from './fastcdc.js';
+import type { ChunkingParams } from './fastcdc.js';
+import { ManifestRootBuilder } from './manifest.js';
+import type { ChunkRef, FileManifest } from './manifest.js';
+
+/** Default sliding-buffer size: 4 MiB (at least 2 x maxBytes is always used). */
+export const DEFAULT_CHUNK_BUFFER_BYTES = 4 << 20;
+
+export interface ChunkFileOptions {
+  /** Sliding-buffer size in bytes; raised to 2 x maxBytes if smaller. */
+  readonly bufferBytes?: number;
+  readonly signal?: AbortSignal;
+}
+
+export type FileChunkEvent =
+  | {
+      readonly kind: 'chunk';
+      readonly chunk: ChunkRef;
+      /** The chunk's bytes: a view into the sliding buffer, valid only until the next iteration. */
+      readonly bytes: Uint8Array;
+    }
+  | { readonly kind: 'end'; readonly size: number; readonly chunkCount: number; readonly root: Uint8Array };
+
+function ioError(path: string, what: string, err: unknown): ClawpeerError {
+  const detail = err instanceof Error ? err.message : String(err);
+  return new ClawpeerError('IO', `cannot ${what} ${path}: ${detail}`, { cause: err });
+}
+
+function checkAborted(signal: AbortSignal | undefined, path: string): void {
+  if (signal?.aborted === true) {
+    throw new ClawpeerError('ABORTED', `chunking ${path} aborted`, { cause: signal.reason });
+  }
+}
+
+/**
+ * Chunks the file at `path`: yields one 'chunk' event per chunk in file order, then one 'end'
+ * event with the size and manifest root. Throws ClawpeerError IO (open/read failed) or ABORTED.
+ */
+export async function* chunkFile(
+  path: string,
+  params: ChunkingParams,
+  options: ChunkFileOptions = {},
+): AsyncGenerator<FileChunkEvent, void, undefined> {
+  const chunker = new FastCdcChunker(params);
+  const bufferBytes = Math.max(options.bufferBytes ?? DEFAULT_CHUNK_BUFFER_BYTES, 2 * chunker.params.maxBytes);
+  const { signal } = options;
+  checkAborted(signal, path);
+
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch (err) {
+    throw ioError(path, 'open', err);
+  }
+  try {
+    const buffer = new Uint8Array(bufferBytes);
+    const root = new ManifestRootBuilder();
+    // buffer[0, fill) holds file bytes [bufferBase, bufferBase + fill); the current chunk starts at
+    // buffer index chunkStart. Invariant: fill - chunkStart = chunker.pendingBytes < maxBytes.
+    let bufferBase = 0;
+    let fill = 0;
+    let chunkStart = 0;
+
+    const cut = (end: number): FileChunkEvent => {
+      const startAbs = bufferBase + chunkStart;
+      const bytes = buffer.subarray(chunkStart, end - bufferBase);
+      const id = blake3(bytes);
+      root.add(id, bytes.length);
+      chunkStart = end - bufferBase;
+      return { kind: 'chunk', chunk: { offset: startAbs, length: bytes.length, id }, bytes };
+    };
+
+    for (;;) {
+      checkAborted(signal, path);
+      if (fill === buffer.length) {
+        // Full: slide the unfinished chunk (< maxBytes <= half the buffer) to the front.
+        buffer.copyWithin(0, chunkStart, fill);
+        bufferBase += chunkStart;
+        fill -= chunkStart;
+        chunkStart = 0;
+      }
+      let bytesRead: number;
+      try {
+        ({ bytesRead } = await handle.read(buffer, fill, buffer.length - fill, null));
+      } catch (err) {
+        throw ioError(path, 'read', err);
+      }
+      if (bytesRead === 0) break;
+      const ends = chunker.push(buffer.subarray(fill, fill + bytesRead));
+      fill += bytesRead;
+      for (const end of ends) yield cut(end);
+    }
+    const last = chunker.finish();
+    if (last !== undefined) yield cut(last);
+    const size = bufferBase + fill;
+    yield { kind: 'end', size, chunkCount: root.count, root: root.finish() };
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The whole manifest of the file at `path` (chunk list in memory: ~100 bytes per chunk). */
+export async function manifestFromFile(
+  path: string,
+  params: ChunkingParams,
+  options: ChunkFileOptions = {},
+): Promise<FileManifest> {
+  const chunks: ChunkRef[] = [];
+  for await (const event of chunkFile(path, params, options)) {
+    if (event.kind === 'chunk') chunks.push(event.chunk);
+    else return { size: event.size, chunks, root: event.root };
+  }
+  throw new TypeError('chunkFile ended without an end event');
+}

@@ -1,0 +1,67 @@
+// The FastCDC gear table: 256 fixed pseudo-random 32-bit values, one per byte value.
+//
+// Goal: both peers must find the same chunk boundaries for the same parameters, so this table is
+// part of the wire contract (as much as min/avg/max). It is a literal, never computed at run time,
+// and a test regenerates it and pins its BLAKE3 hash. Changing one value changes every boundary:
+// that needs a new chunking version in the handshake, not an edit here.
+//
+// How the values were made (reproducible, "nothing up my sleeve"):
+//   for k in 0..31: d = BLAKE3(ASCII "clawpeer/fastcdc/gear/v1" || byte k)   (32-byte digest)
+//                   GEAR[8k + m] = little-endian uint32 of d[4m .. 4m+4), m in 0..7
+// BLAKE3 over the table as 256 little-endian uint32s (1024 bytes) is GEAR_TABLE_BLAKE3_HEX.
+// 32-bit values (not the paper's 64-bit ones) keep the rolling hash in int32 arithmetic, which V8
+// runs without BigInt or heap numbers; see fastcdc.ts for the window this gives.
+
+/** Version tag of this table; bump together with any change to it or to the mask layout. */
+export const GEAR_TABLE_VERSION = 1;
+
+/** BLAKE3 of the table serialised as 256 little-endian uint32 values. */
+export const GEAR_TABLE_BLAKE3_HEX = 'ecfef10e0ddb5fc1538773b48757c303afede7e108561c57f08d54be4eb99ff4';
+
+/** The seed string hashed (with a one-byte counter) to generate the table. */
+export const GEAR_TABLE_SEED = 'clawpeer/fastcdc/gear/v1';
+
+// prettier-ignore
+const GEAR_VALUES: readonly number[] = [
+  0x601a4703, 0x84e7c4c7, 0x7c2e0143, 0xafd9925f, 0x4231558a, 0x334998ec, 0x80cfe4a5, 0xe9c7a385,
+  0xd2f62d7e, 0xe0af3796, 0xa892ccde, 0x89cea816, 0xf0cfbcce, 0x06514586, 0xc07602ca, 0x1dbaaabe,
+  0x73495f54, 0xa8235772, 0xfcd4ec7c, 0xcd33c8d7, 0xdbabcb59, 0xe4e68ae3, 0x2d293edd, 0x609655fa,
+  0xf8686a58, 0x99cfb745, 0xc20ec134, 0x6f845ce4, 0x474d879a, 0xdaa60aa5, 0x4b428122, 0x24038287,
+  0x52f585b8, 0x7d03daef, 0xf59adf84, 0xdd8e288b, 0xc3df7710, 0x5fce474a, 0x06957ed6, 0x4d9e9366,
+  0x714c5499, 0xcdb6cf66, 0x989496c6, 0xb0f39907, 0x0115c46f, 0x690ead3f, 0x08de8b1c, 0xaffd29a9,
+  0x3c0e8a4a, 0x512a4182, 0xd830b6dd, 0x74afaa25, 0x2512b8ae, 0x92503130, 0xd37b46b0, 0x8753b02e,
+  0xaa2f8872, 0x03be620c, 0x1b9efa7f, 0x2ecbc2bb, 0x40c6ccc0, 0x864879a6, 0x7e7ffac8, 0xc3c4bcb5,
+  0xff8e166c, 0xc335a2b6, 0x1454abcc, 0xbf768a6c, 0x34aa63a7, 0x13a84ed7, 0x1b74c97f, 0x7965455b,
+  0x5ea120b2, 0x1cef9bc5, 0x1eaa1a8a, 0xe5b4cbad, 0xfdaa20fd, 0x8db6370c, 0x6612d42f, 0x1f4ac42d,
+  0x851ed59c, 0x238945fa, 0x6de58f72, 0x01686879, 0x1a44045f, 0xc6d9efbc, 0x5f41b6bb, 0xaecb07fe,
+  0x74b81806, 0x05d0c0e7, 0x80ea3ff2, 0x3124bc83, 0x280a8a28, 0x62a9ba2d, 0x784fa10b, 0xe6aee366,
+  0xc40ce518, 0x6a9aaae1, 0xb1722e62, 0xaf9f1a02, 0x8aba1412, 0x3884cef4, 0x6493d239, 0x2dcfe41a,
+  0x8a22612b, 0xa451f472, 0xa7351c3c, 0x66228679, 0x65dff4fe, 0x57ebeeeb, 0xf8243dcd, 0x57e346a1,
+  0x008cedc9, 0x45f06875, 0xbb45e447, 0xe8772000, 0xa08efded, 0xda18a595, 0xca10d43d, 0x5ea24647,
+  0xf7ab548d, 0x7e2208e6, 0xff44743c, 0xe1e88e4e, 0x3c725cb4, 0xc272459a, 0x11b0a5e5, 0x38e63d5e,
+  0x16fab1b2, 0x2a99cbdd, 0xc62f67d5, 0x25ba9282, 0x11b3e05c, 0xb0d37dc0, 0x30827338, 0x742db968,
+  0xf689b2b7, 0xe7e8c01e, 0x504fa06f, 0x9f35bd42, 0x19737c9a, 0x308f8144, 0x65d2142f, 0xd7481382,
+  0x84a9dcf2, 0xd95901e8, 0x73131877, 0xef390f68, 0x795560d9, 0xa4f3e458, 0x2b9812b9, 0xeb5549fb,
+  0x8ec40f53, 0x2c63b137, 0x2acf1506, 0xc1e5d6b8, 0x598798c1, 0x6d087504, 0x806a01db, 0x92bf6b62,
+  0x10d09d8a, 0xbc36c1ef, 0xfc9fc46a, 0xbee6bd5b, 0xdb2c5dbc, 0xd5fbba5f, 0xc60c2767, 0xe7c3c7ad,
+  0xdb370b4c, 0xccdd5e4f, 0xefa9bd46, 0x8f6c6742, 0x16434c0b, 0xba1a40d1, 0xa43fe0c2, 0x98d89e00,
+  0xf1b1d79b, 0xa0ef0ad4, 0x6fbb1183, 0x4e8c84fa, 0xf310af41, 0x00747ccb, 0x11bffda2, 0x82a2ed9a,
+  0xc134b9d3, 0x8519ded4, 0xbfb1383b, 0x0477ba2a, 0x5ec7e684, 0x60c82fa1, 0x82bafc8b, 0x25dfb40a,
+  0x467cdf44, 0x51147899, 0xfc057f75, 0x8db55b9f, 0x648adb32, 0x20b9e381, 0x5f25c3b9, 0x893061b8,
+  0x3aff7195, 0xaee76411, 0x8af2af77, 0x4d4625d1, 0xd24bade8, 0xd035566b, 0xfdba656d, 0x94a2881e,
+  0x317231fd, 0x5026b47e, 0x332c718c, 0xab2baf5c, 0x0ee14658, 0xfb080fc9, 0x75a0ccb5, 0x4144ffe1,
+  0xee1e59f7, 0xc4027bef, 0x38d85a1f, 0xec2abc60, 0x761c74ca, 0x5631ec06, 0x69e26b8a, 0x8dc289ce,
+  0xb7875c02, 0x89bfe4a0, 0xc70d28dc, 0x0a0a5bf4, 0x63b90d8b, 0x3e9972a5, 0x2b73dad4, 0x043f2616,
+  0x8235e00b, 0x70a89616, 0xee33a774, 0x9cb490db, 0xdccb1cde, 0x6e7138ef, 0x87c2e272, 0x4b799038,
+  0x40640347, 0x7e1a373e, 0x0e6bcc13, 0xb8b38b7a, 0x7a565250, 0x64d759aa, 0x3fca2549, 0xdea5e6a8,
+  0xfc1b9340, 0xb21a6b0f, 0x37d2c39b, 0x285da460, 0x30b1048a, 0xe54e9cdf, 0x69d71de7, 0xc85af892,
+];
+
+/** Gear values as unsigned 32-bit integers (the documented form). Do not mutate. */
+export const GEAR_TABLE: Uint32Array = Uint32Array.from(GEAR_VALUES);
+
+/**
+ * The same bits viewed as signed int32: the hot loop adds these with `| 0`, which keeps every
+ * intermediate a small integer in V8 (an unsigned value above 2^31 would be a heap double).
+ */
+export const GEAR_TABLE_I32: Int32Array = new Int32Array(GEAR_TABLE.buffer, GEAR_TABLE.byteOffset, GEAR_TABLE.length);

@@ -1,0 +1,199 @@
+// File manifests: a file as its ordered chunk list, its size and a root hash over both.
+//
+// Goals: one 32-byte root that names a file's content AND its chunking, so a receiver that has
+// every chunk can check it assembled exactly the announced file; an incremental root builder, so
+// a file of millions of chunks is rooted without holding its encoding; a structural check for
+// manifests that come from a peer.
+// Non-goals: the wire format of a manifest (protocol/), storage of chunk lists (node/).
+//
+// Canonical encoding, version 1 (what the root hashes; fixed-width, so it is unambiguous):
+//   "clawpeer/manifest/v1" 0x00        21 bytes: domain separation from every other BLAKE3 use
+//   per chunk, in file order:
+//     id                               32 bytes: BLAKE3 of the chunk's bytes
+//     length                           uint32 big-endian (chunks are at most 16 MiB)
+//   chunk count                        uint64 big-endian
+//   file size                          uint64 big-endian (= sum of lengths)
+//   root = BLAKE3(encoding)
+// Offsets are not encoded: lengths in order determine them, so the root commits to content,
+// order and position. The root depends on the chunking parameters (other boundaries give other
+// ids), so peers compare roots only under the same negotiated parameters; an empty file has zero
+// chunks and the root of an encoding with just the header and trailer.
+
+import { ClawpeerError } from '../errors.js';
+import { BLAKE3_OUT_BYTES, blake3, bytesEqual, createBlake3Hasher, toHex } from './blake3.js';
+import type { Blake3Hasher } from './blake3.js';
+import { CHUNKING_LIMITS, FastCdcChunker } from './fastcdc.js';
+import type { ChunkingParams } from './fastcdc.js';
+
+/** A chunk of a file: its byte range and its content id. */
+export interface ChunkRef {
+  readonly offset: number;
+  readonly length: number;
+  /** BLAKE3 of the chunk's bytes (32 bytes). */
+  readonly id: Uint8Array;
+}
+
+export interface FileManifest {
+  readonly size: number;
+  readonly chunks: readonly ChunkRef[];
+  /** BLAKE3 of the canonical encoding above. */
+  readonly root: Uint8Array;
+}
+
+/** ASCII "clawpeer/manifest/v1" followed by a zero byte. */
+export const MANIFEST_DOMAIN: Uint8Array = new TextEncoder().encode('clawpeer/manifest/v1\0');
+/** Bytes per chunk entry in the canonical encoding: 32-byte id + uint32 length. */
+export const MANIFEST_ENTRY_BYTES = BLAKE3_OUT_BYTES + 4;
+/** Bytes of the trailer: uint64 count + uint64 size. */
+export const MANIFEST_TRAILER_BYTES = 16;
+
+const UINT32_LIMIT = 2 ** 32;
+// Entries are batched before each hasher update: one native call per 1024 chunks, not per chunk.
+const ENTRY_BATCH_COUNT = 1024;
+
+function writeUint64BE(view: DataView, at: number, value: number): void {
+  view.setUint32(at, Math.floor(value / UINT32_LIMIT));
+  view.setUint32(at + 4, value >>> 0);
+}
+
+/**
+ * Computes a manifest root incrementally: `add` each chunk in file order, then `finish`.
+ * Memory is one batch of entries (36 KiB), whatever the number of chunks.
+ */
+export class ManifestRootBuilder {
+  #hasher: Blake3Hasher | undefined;
+  readonly #batch = new Uint8Array(ENTRY_BATCH_COUNT * MANIFEST_ENTRY_BYTES);
+  readonly #batchView = new DataView(this.#batch.buffer);
+  #batchFill = 0;
+  #count = 0;
+  #size = 0;
+
+  constructor() {
+    this.#hasher = createBlake3Hasher().update(MANIFEST_DOMAIN);
+  }
+
+  /** Bytes covered so far (the offset the next chunk must have). */
+  get size(): number {
+    return this.#size;
+  }
+
+  get count(): number {
+    return this.#count;
+  }
+
+  add(id: Uint8Array, length: number): void {
+    const hasher = this.#hasher;
+    if (hasher === undefined) throw new TypeError('ManifestRootBuilder used after finish()');
+    if (id.length !== BLAKE3_OUT_BYTES) throw new TypeError(`chunk id has ${id.length} bytes, expected ${BLAKE3_OUT_BYTES}`);
+    if (!Number.isSafeInteger(length) || length <= 0 || length >= UINT32_LIMIT) {
+      throw new TypeError(`chunk length ${length} not in 1..2^32-1`);
+    }
+    const at = this.#batchFill;
+    this.#batch.set(id, at);
+    this.#batchView.setUint32(at + BLAKE3_OUT_BYTES, length);
+    this.#batchFill = at + MANIFEST_ENTRY_BYTES;
+    this.#count++;
+    this.#size += length;
+    if (this.#batchFill === this.#batch.length) this.#flush(hasher);
+  }
+
+  /** The root; ends the builder. */
+  finish(): Uint8Array {
+    const hasher = this.#hasher;
+    if (hasher === undefined) throw new TypeError('ManifestRootBuilder finished twice');
+    this.#flush(hasher);
+    const trailer = new Uint8Array(MANIFEST_TRAILER_BYTES);
+    const view = new DataView(trailer.buffer);
+    writeUint64BE(view, 0, this.#count);
+    writeUint64BE(view, 8, this.#size);
+    hasher.update(trailer);
+    this.#hasher = undefined;
+    return hasher.digest();
+  }
+
+  #flush(hasher: Blake3Hasher): void {
+    if (this.#batchFill === 0) return;
+    hasher.update(this.#batch.subarray(0, this.#batchFill));
+    this.#batchFill = 0;
+  }
+}
+
+/** The canonical encoding of a chunk list (for tests, debugging and pinning; roots use the builder). */
+export function encodeManifestCanonical(chunks: readonly Pick<ChunkRef, 'id' | 'length'>[]): Uint8Array {
+  const out = new Uint8Array(MANIFEST_DOMAIN.length + chunks.length * MANIFEST_ENTRY_BYTES + MANIFEST_TRAILER_BYTES);
+  const view = new DataView(out.buffer);
+  out.set(MANIFEST_DOMAIN, 0);
+  let at = MANIFEST_DOMAIN.length;
+  let size = 0;
+  for (const c of chunks) {
+    if (c.id.length !== BLAKE3_OUT_BYTES) throw new TypeError(`chunk id has ${c.id.length} bytes, expected ${BLAKE3_OUT_BYTES}`);
+    out.set(c.id, at);
+    view.setUint32(at + BLAKE3_OUT_BYTES, c.length);
+    at += MANIFEST_ENTRY_BYTES;
+    size += c.length;
+  }
+  writeUint64BE(view, at, chunks.length);
+  writeUint64BE(view, at + 8, size);
+  return out;
+}
+
+/** The root of a chunk list (ids and lengths, in order). */
+export function manifestRoot(chunks: readonly Pick<ChunkRef, 'id' | 'length'>[]): Uint8Array {
+  const builder = new ManifestRootBuilder();
+  for (const c of chunks) builder.add(c.id, c.length);
+  return builder.finish();
+}
+
+/** Chunks and hashes an in-memory buffer: the reference the streaming file chunker must equal. */
+export function manifestFromBytes(bytes: Uint8Array, params: ChunkingParams): FileManifest {
+  const chunker = new FastCdcChunker(params);
+  const ends = chunker.push(bytes);
+  const last = chunker.finish();
+  if (last !== undefined) ends.push(last);
+  const builder = new ManifestRootBuilder();
+  const chunks: ChunkRef[] = [];
+  let offset = 0;
+  for (const end of ends) {
+    const id = blake3(bytes.subarray(offset, end));
+    chunks.push({ offset, length: end - offset, id });
+    builder.add(id, end - offset);
+    offset = end;
+  }
+  return { size: bytes.length, chunks, root: builder.finish() };
+}
+
+/**
+ * Checks a manifest received from a peer before acting on it: at most `maxChunkCount` chunks,
+ * each at most `maxChunkBytes` long (the negotiated maxBytes), contiguous from offset 0, summing
+ * to `size`, with 32-byte ids, and a root that matches. Throws ClawpeerError PROTOCOL for a
+ * malformed list and HASH_MISMATCH for a root that does not match the list.
+ */
+export function verifyManifest(
+  manifest: FileManifest,
+  limits: { maxChunkBytes: number; maxChunkCount: number } = {
+    maxChunkBytes: CHUNKING_LIMITS.maxBytesCeiling,
+    maxChunkCount: Number.MAX_SAFE_INTEGER,
+  },
+): void {
+  const { chunks, size, root } = manifest;
+  if (!Number.isSafeInteger(size) || size < 0) throw new ClawpeerError('PROTOCOL', `manifest size ${size} is not a byte count`);
+  if (chunks.length > limits.maxChunkCount) {
+    throw new ClawpeerError('PROTOCOL', `manifest has ${chunks.length} chunks, limit ${limits.maxChunkCount}`);
+  }
+  if (root.length !== BLAKE3_OUT_BYTES) throw new ClawpeerError('PROTOCOL', `manifest root has ${root.length} bytes`);
+  let offset = 0;
+  for (let i = 0; i < chunks.length; i++) {
+    const c = chunks[i]!;
+    if (c.offset !== offset) throw new ClawpeerError('PROTOCOL', `manifest chunk ${i} at offset ${c.offset}, expected ${offset}`);
+    if (!Number.isSafeInteger(c.length) || c.length <= 0 || c.length > limits.maxChunkBytes) {
+      throw new ClawpeerError('PROTOCOL', `manifest chunk ${i} length ${c.length} not in 1..${limits.maxChunkBytes}`);
+    }
+    if (c.id.length !== BLAKE3_OUT_BYTES) throw new ClawpeerError('PROTOCOL', `manifest chunk ${i} id has ${c.id.length} bytes`);
+    offset += c.length;
+  }
+  if (offset !== size) throw new ClawpeerError('PROTOCOL', `manifest chunks cover ${offset} bytes, size says ${size}`);
+  const expected = manifestRoot(chunks);
+  if (!bytesEqual(expected, root)) {
+    throw new ClawpeerError('HASH_MISMATCH', `manifest root ${toHex(root)} does not match its chunk list (${toHex(expected)})`);
+  }
+}
