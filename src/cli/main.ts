@@ -9,6 +9,7 @@ import { registerIdentityCommands } from './commands/identity.js';
 import { registerPairCommands } from './commands/pair.js';
 import { registerNetworkCommands } from './commands/network.js';
 import { registerTransferCommands } from './commands/transfer.js';
+import { registerRelayCommands } from './commands/relay.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -51,6 +52,7 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
   cli = registerPairCommands(cli, run);
   cli = registerNetworkCommands(cli, run);
   cli = registerTransferCommands(cli, run);
+  cli = registerRelayCommands(cli, run);
 
   try {
     await cli.parseAsync();

@@ -1,0 +1,138 @@
+// Shared helpers of the micro-benchmarks: the machine conditions every result carries, a median,
+// a timed sampling loop, and where results are written.
+//
+// Goals: one definition of "conditions" so results of different benches compare (a number without
+// its machine, runtime and date is worthless); a sampler that times whole batches of calls
+// (performance.now() per call would cost more than a 16 KiB AES-GCM seal) and reports per-run
+// rates so the median and spread are visible.
+// Non-goals: statistics beyond median/min/max (runs are few on a shared 2-core machine; the
+// ratio to a baseline measured in the same run is the robust number), and printing.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { arch, cpus, loadavg, platform, release, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+/** The repository root: compiled benches live in <outDir>/bench/, two levels below it. */
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');
+
+export const KiB = 1 << 10;
+export const MiB = 1 << 20;
+const GiB = 1 << 30;
+
+export interface BenchConditions {
+  /** os.cpus()[0].model */
+  readonly cpuModel: string;
+  /** Logical cores. */
+  readonly cores: number;
+  /** Total memory, GiB (2 decimals). */
+  readonly memGiB: number;
+  /** process.version */
+  readonly node: string;
+  /** platform release arch, e.g. "linux 6.8.0 x64". */
+  readonly os: string;
+  /** ISO 8601, when the conditions were taken. */
+  readonly date: string;
+  /** 1-minute load average when taken: other processes share this machine. */
+  readonly loadAverage1m: number;
+}
+
+export function machineConditions(): BenchConditions {
+  const cpu = cpus();
+  return {
+    cpuModel: cpu[0]?.model.trim() ?? 'unknown',
+    cores: cpu.length,
+    memGiB: round(totalmem() / GiB, 2),
+    node: process.version,
+    os: `${platform()} ${release()} ${arch()}`,
+    date: new Date().toISOString(),
+    loadAverage1m: round(loadavg()[0] ?? Number.NaN, 2),
+  };
+}
+
+/** Median of `xs` (mean of the two middle values for an even count); NaN when empty. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+export function round(x: number, digits = 1): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+/** a / b rounded to 3 decimals: the form every ratio to a baseline is reported in. */
+export function ratio(a: number, b: number): number {
+  return round(a / b, 3);
+}
+
+export interface SampleOptions {
+  /** Timed samples (one rate each). */
+  readonly runs: number;
+  /** Each sample repeats the operation until this process has used at least this much CPU, ms. */
+  readonly minSampleMs: number;
+  /** Untimed samples first (JIT, allocator, cipher contexts). Default 1. */
+  readonly warmupRuns?: number;
+}
+
+export interface SampleRates {
+  /** Operations per CPU-second of this process (user + system), one per run: robust to other
+   *  processes sharing the cores, which wall time is not. Ratios are taken from these. */
+  readonly cpuOpsPerSec: number[];
+  /** Operations per wall-clock second, one per run. */
+  readonly wallOpsPerSec: number[];
+}
+
+function cpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
+/**
+ * Rates of the synchronous `op`, one per run. Each run calls `op` in batches that double until
+ * the process has spent `minSampleMs` of CPU, so the clocks are read about log2(calls) times
+ * per run. CPU time counts every thread of the process (GC helpers too), which is the honest
+ * cost of `op` as long as nothing else runs in the process.
+ */
+export function sampleRates(op: () => void, options: SampleOptions): SampleRates {
+  const cpu: number[] = [];
+  const wall: number[] = [];
+  const warmup = options.warmupRuns ?? 1;
+  for (let run = 0; run < warmup + options.runs; run++) {
+    let calls = 0;
+    let batch = 1;
+    const wall0 = performance.now();
+    const cpu0 = cpuMs();
+    let cpuElapsed = 0;
+    while (cpuElapsed < options.minSampleMs) {
+      for (let i = 0; i < batch; i++) op();
+      calls += batch;
+      batch *= 2;
+      cpuElapsed = cpuMs() - cpu0;
+    }
+    const wallElapsed = performance.now() - wall0;
+    if (run >= warmup) {
+      cpu.push((calls * 1000) / cpuElapsed);
+      wall.push((calls * 1000) / wallElapsed);
+    }
+  }
+  return { cpuOpsPerSec: cpu, wallOpsPerSec: wall };
+}
+
+/** Writes `json` to bench/results/<name>.json (pretty, trailing newline); returns the path. */
+export async function writeResult(name: string, json: unknown): Promise<string> {
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new RangeError(`bench result name must be kebab-case, got ${JSON.stringify(name)}`);
+  const file = join(RESULTS_DIR, `${name}.json`);
+  await mkdir(dirname(file), { recursive: true });
+  await writeFile(file, JSON.stringify(json, null, 2) + '\n');
+  return file;
+}
+
+/** True when the module at `moduleUrl` is the script node was started with. */
+export function isMainModule(moduleUrl: string): boolean {
+  const script = process.argv[1];
+  return script !== undefined && moduleUrl === pathToFileURL(script).href;
+}
