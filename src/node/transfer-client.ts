@@ -97,6 +97,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
         o.onProgress?.({ phase: 'sending', bytes: sent, totalBytes: 0, files: 0, totalFiles });
       },
     }).catch(async (err: unknown) => {
+      o.log.warn('sending stopped', { error: (err as Error).message });
       // If the peer reported why (its Error follows shortly), its reason beats our "aborted".
       await Promise.race([done, sleep(PEER_REASON_WAIT_MS)]);
       throw err;

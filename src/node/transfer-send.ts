@@ -14,6 +14,10 @@ import { lackingFromBitmap, uniqueChunks, chunkIdAt } from './chunk-order.js';
 import { expectFrame, FrameStream } from './frame-stream.js';
 import type { PeerSession } from './session.js';
 import type { SourceFile, TransferSource } from './transfer-source.js';
+import { TEST_HOOKS } from './test-hooks.js';
+import { sleep } from './timeouts.js';
+
+let framesSent = 0; // process-wide, for TEST_HOOKS.tamperDataFrame
 
 export interface SendChunksOptions {
   readonly session: PeerSession;
@@ -156,8 +160,11 @@ async function runStream(
         const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id);
         const seq = window.nextSeq;
         const frame = session.sealer.seal({ streamId, sequence: seq, chunkId: chunk.id, compressed: false, chunkBytes: chunk.length }, bytes);
-        await frames.write(frame);
+        if (TEST_HOOKS.delayPerChunkMs !== undefined) await sleep(TEST_HOOKS.delayPerChunkMs);
+        if (framesSent++ === TEST_HOOKS.tamperDataFrame) frame[frame.length - 20] = (frame[frame.length - 20] ?? 0) ^ 0x01;
+        // Recorded before the write: on a fast link the ack can arrive before write() resolves.
         window.onSent(seq, chunk.id, chunk.length, performance.now());
+        await frames.write(frame);
         options.onChunkSent?.(chunk.length);
       }
     }

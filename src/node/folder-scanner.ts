@@ -1,0 +1,220 @@
+// Turns the state of a shared folder on disk into local revisions in its revision log.
+//
+// Goals: one pass over the tree (tree-scan.ts) that records a new local revision for every path
+// that was added or changed since the last scan and a tombstone for every path that vanished;
+// unchanged files are recognised by the warm index (size + mtimeNs + inode + device, certified
+// for the current head) and never re-hashed, so a no-op rescan of a big tree reads metadata only;
+// changes are committed in batches (one transaction per `batchSize` changes, one in all for a
+// typical scan), so a crash leaves whole batches. Non-goals: watching (the driver rescans on
+// events), ignore patterns, applying remote revisions (the sync driver), hashing in parallel.
+//
+// What counts as a change: a new path; another kind; a file's content root; a symlink's target;
+// permission bits. A file whose mtime moved but whose content root did not (touch, or a rewrite
+// with the same bytes) gets no revision, only a fresh warm entry: mtime alone is not content.
+// A directory's mtime moves with its entries, so directories change on kind and mode only.
+//
+// Safety rules:
+//   - Racily clean files (modified within `racyWindowMs` of the scan, the file system's
+//     timestamp granularity can hide a second write) are hashed but not certified warm, so the
+//     next scan hashes them again.
+//   - A file that changes while it is hashed (size, mtime or inode differ after) is skipped and
+//     counted `unstable`; the next scan picks it up.
+//   - Paths under anything the walk could not read (an unreadable directory, a file that failed
+//     to hash) are never tombstoned: an I/O error must not become a deletion that propagates to
+//     every peer.
+//   - The `.clawpeer` directory and publisher temp files (isInternalPath) are never recorded.
+
+import { lstat } from 'node:fs/promises';
+import path from 'node:path';
+import { bytesEqual } from '../chunking/blake3.js';
+import type { ChunkingParams } from '../chunking/fastcdc.js';
+import { manifestFromFile } from '../chunking/file-chunker.js';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
+import type { RevisionEntry } from '../sync/revision.js';
+import { RACY_WINDOW_MS } from './chunk-index.js';
+import { isInternalPath } from './partial-store.js';
+import type { RevisionDraft, RevisionStore, WarmStat } from './revision-store.js';
+import { scanTree } from './tree-scan.js';
+import type { TreeEntry, TreeScanIssue } from './tree-scan.js';
+
+/** Changes committed per transaction: bounds the memory of pending drafts (~300 bytes each). */
+export const DEFAULT_SCAN_BATCH_CHANGES = 1000;
+
+export interface ScanFolderOptions {
+  /** Chunking parameters of the folder's content roots (must match what peers use). */
+  readonly chunking: ChunkingParams;
+  /** Time of the scan, ns since the epoch (tombstone mtimes, racy check). Default: now. */
+  readonly nowNs?: bigint;
+  /** Files modified less than this before `nowNs` are not certified warm. Default RACY_WINDOW_MS (2 s). */
+  readonly racyWindowMs?: number;
+  /** Changes per transaction. Default DEFAULT_SCAN_BATCH_CHANGES. */
+  readonly batchChanges?: number;
+  /** Told about entries that cannot be recorded; without it the first such problem is thrown. */
+  readonly onIssue?: (issue: TreeScanIssue) => void;
+  readonly signal?: AbortSignal;
+}
+
+export interface ScanFolderResult {
+  /** Paths with a new revision and no live head before (new, or back after a deletion). */
+  readonly added: number;
+  /** Paths whose live head changed (content, kind or mode). */
+  readonly changed: number;
+  /** Tombstones recorded. */
+  readonly deleted: number;
+  /** Paths seen and left as they were. */
+  readonly unchanged: number;
+  /** Files that changed while being hashed (not recorded; the next scan retries). */
+  readonly unstable: number;
+  /** Bytes read to compute content roots. */
+  readonly hashedBytes: number;
+  /** Transactions committed. */
+  readonly commits: number;
+}
+
+interface PendingChange {
+  readonly draft: RevisionDraft | undefined; // undefined: warm index update only
+  readonly relPath: string;
+  readonly warm: WarmStat | undefined;
+}
+
+const NS_PER_MS = 1_000_000n;
+const NO_ROOT = new Uint8Array(0);
+
+function statOf(e: Pick<TreeEntry, 'size' | 'mtimeNs' | 'ino' | 'dev'>): WarmStat {
+  return { size: e.size, mtimeNs: e.mtimeNs, ino: e.ino, dev: e.dev };
+}
+
+function sameStat(a: WarmStat, b: WarmStat): boolean {
+  return a.size === b.size && a.mtimeNs === b.mtimeNs && a.ino === b.ino && a.dev === b.dev;
+}
+
+/** True when `relPath` is `prefix` or inside it. */
+function isUnder(relPath: string, prefix: string): boolean {
+  return prefix === '' || relPath === prefix || relPath.startsWith(prefix + '/');
+}
+
+/**
+ * Scans `folder` and records its changes in `store` as revisions made by `store.nodeId`.
+ * Throws ClawpeerError IO when the folder cannot be read, ABORTED on the signal, and (without
+ * `onIssue`) the first entry problem.
+ */
+export async function scanFolder(store: RevisionStore, folder: string, options: ScanFolderOptions): Promise<ScanFolderResult> {
+  const root = path.resolve(folder);
+  const nowNs = options.nowNs ?? BigInt(Date.now()) * NS_PER_MS;
+  const racyNs = BigInt(Math.round((options.racyWindowMs ?? RACY_WINDOW_MS) * 1e6));
+  const batchChanges = options.batchChanges ?? DEFAULT_SCAN_BATCH_CHANGES;
+  if (!Number.isSafeInteger(batchChanges) || batchChanges < 1) throw new ClawpeerError('USAGE', `batchChanges must be a positive integer, got ${batchChanges}`);
+  const { signal } = options;
+
+  let added = 0;
+  let changed = 0;
+  let deleted = 0;
+  let unchanged = 0;
+  let unstable = 0;
+  let hashedBytes = 0;
+  let commits = 0;
+  const seen = new Set<string>();
+  const unreadable: string[] = []; // relative paths under which nothing may be tombstoned
+  let pending: PendingChange[] = [];
+
+  const report = (issue: TreeScanIssue): void => {
+    const rel = path.relative(root, issue.localPath).split(path.sep).join('/');
+    unreadable.push(rel.startsWith('..') ? '' : rel);
+    if (options.onIssue === undefined) throw issue.error;
+    options.onIssue(issue);
+  };
+
+  const flush = (): void => {
+    if (pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    store.write((w) => {
+      for (const change of batch) {
+        if (change.draft !== undefined) w.recordLocal(change.draft);
+        if (change.warm !== undefined) w.setWarm(change.relPath, change.warm);
+      }
+    });
+    commits++;
+  };
+  const enqueue = (change: PendingChange): void => {
+    pending.push(change);
+    if (pending.length >= batchChanges) flush();
+  };
+  const certify = (e: TreeEntry): WarmStat | undefined => (e.mtimeNs + racyNs <= nowNs ? statOf(e) : undefined);
+
+  for await (const entry of scanTree(root, { rootName: null, onIssue: report, ...(signal === undefined ? {} : { signal }) })) {
+    const rel = entry.relPath;
+    if (isInternalPath(rel)) continue;
+    seen.add(rel);
+    const head = store.head(rel);
+    const live: RevisionEntry | undefined = head !== undefined && !head.revision.deleted ? head : undefined;
+    const base = { path: rel, kind: entry.kind, mode: entry.mode, mtimeNs: entry.mtimeNs, deleted: false } as const;
+
+    if (entry.kind === 'file') {
+      const sameMeta = live !== undefined && live.revision.kind === 'file' && live.revision.mode === entry.mode;
+      if (sameMeta) {
+        const warm = store.warm(rel);
+        if (warm !== undefined && bytesEqual(warm.headId, live.id) && sameStat(warm.stat, statOf(entry))) {
+          unchanged++;
+          continue;
+        }
+      }
+      const abs = path.join(root, ...rel.split('/'));
+      let contentRoot: Uint8Array;
+      try {
+        const manifest = await manifestFromFile(abs, options.chunking, signal === undefined ? {} : { signal });
+        hashedBytes += manifest.size;
+        const after = await lstat(abs, { bigint: true });
+        const stable = manifest.size === entry.size && after.size === BigInt(entry.size) && after.mtimeNs === entry.mtimeNs && after.ino === entry.ino;
+        if (!stable) {
+          unstable++;
+          continue;
+        }
+        contentRoot = manifest.root;
+      } catch (err) {
+        // The file vanished or became unreadable mid-scan: an issue, never a deletion.
+        const errno = !isClawpeerError(err) && err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string';
+        if (!isClawpeerError(err, 'IO') && !errno) throw err;
+        const error = isClawpeerError(err) ? err : new ClawpeerError('IO', `cannot read ${abs}: ${(err as Error).message}`, { cause: err });
+        report({ localPath: abs, error });
+        continue;
+      }
+      if (sameMeta && bytesEqual(live.revision.contentRoot, contentRoot)) {
+        unchanged++;
+        const warm = certify(entry);
+        if (warm !== undefined) enqueue({ draft: undefined, relPath: rel, warm });
+        continue;
+      }
+      if (live === undefined) added++;
+      else changed++;
+      enqueue({ draft: { ...base, contentRoot, size: entry.size, linkTarget: '' }, relPath: rel, warm: certify(entry) });
+      continue;
+    }
+
+    const target = entry.kind === 'symlink' ? (entry.linkTarget ?? '') : '';
+    const same = live !== undefined && live.revision.kind === entry.kind && live.revision.mode === entry.mode && live.revision.linkTarget === target;
+    if (same) {
+      unchanged++;
+      continue;
+    }
+    if (live === undefined) added++;
+    else changed++;
+    enqueue({ draft: { ...base, contentRoot: NO_ROOT, size: entry.kind === 'symlink' ? entry.size : 0, linkTarget: target }, relPath: rel, warm: undefined });
+  }
+
+  // Everything with a live head that the walk did not see is gone, unless it lies under
+  // something the walk could not read.
+  for (const head of store.heads()) {
+    const rev = head.revision;
+    if (rev.deleted || seen.has(rev.path) || isInternalPath(rev.path)) continue;
+    if (unreadable.some((prefix) => isUnder(rev.path, prefix))) continue;
+    deleted++;
+    enqueue({
+      draft: { path: rev.path, kind: rev.kind, contentRoot: NO_ROOT, size: 0, mode: rev.mode, mtimeNs: nowNs, deleted: true, linkTarget: '' },
+      relPath: rev.path,
+      warm: undefined,
+    });
+  }
+  flush();
+  return { added, changed, deleted, unchanged, unstable, hashedBytes, commits };
+}

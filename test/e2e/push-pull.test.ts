@@ -1,0 +1,140 @@
+// Push and pull through the real CLI over loopback: byte-identical trees, no-clobber, --force,
+// read-only shares, refused paths, a tampered frame, and resume after SIGKILL of either side.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
+import { makeTree, snapshot } from './tree-helpers.js';
+
+const a = await initNode('pa');
+const b = await initNode('pb');
+const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-pp-'));
+const roShare = path.join(work, 'ro');
+await mkdir(roShare);
+await writeFile(path.join(roShare, 'readme.txt'), 'read me\n');
+await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
+let listener: RunningListener = await startListener(a.home, ['--share', `inbox=${path.join(work, 'inbox')}`, '--share', `ro=${roShare}:ro`]);
+const pairAlice = async (): Promise<void> => {
+  await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]);
+};
+await pairAlice();
+t.teardown(() => listener.stop('SIGKILL'));
+
+const done = (stdout: string): Record<string, unknown> => {
+  const last = jsonLines(stdout).at(-1);
+  if (last?.['event'] !== 'done') throw new Error(`no done event in ${stdout}`);
+  return last;
+};
+
+t.test('push a tree, then pull it back: byte-identical with modes, mtimes, empty files/dirs, symlinks', async (t) => {
+  const src = path.join(work, 'tree');
+  await makeTree(src);
+  const push = await runCli(['--home', b.home, 'push', src, 'alice', '--json']);
+  t.equal(push.code, 0, push.stderr);
+  const d = done(push.stdout);
+  t.match(d, { files: 6, chunksSkipped: 0 });
+  t.ok((d['wireBytes'] as number) >= (d['bytes'] as number), 'wireBytes counts at least the payload');
+  t.same(await snapshot(path.join(work, 'inbox', 'tree')), await snapshot(src));
+
+  const again = await runCli(['--home', b.home, 'push', src, 'alice:inbox', '--json']);
+  t.equal(again.code, 0);
+  t.match(done(again.stdout), { files: 0, chunksSent: 0 }, 'identical content is a no-op');
+
+  const dest = path.join(work, 'pulled');
+  const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/tree', dest, '--json', '--streams', '2', '--window', '4']);
+  t.equal(pull.code, 0, pull.stderr);
+  t.match(done(pull.stdout), { streams: 2, window: 4 });
+  t.same(await snapshot(path.join(dest, 'tree')), await snapshot(src));
+});
+
+t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {
+  const src = path.join(work, 'clash');
+  await mkdir(src);
+  await writeFile(path.join(src, 'f.txt'), 'one');
+  t.equal((await runCli(['--home', b.home, 'push', src, 'alice'])).code, 0);
+  await writeFile(path.join(src, 'f.txt'), 'two!');
+  const refused = await runCli(['--home', b.home, 'push', src, 'alice']);
+  t.equal(refused.code, 5, refused.stderr);
+  t.match(refused.stderr, /clash\/f\.txt exists .*use --force/);
+  t.same((await snapshot(path.join(work, 'inbox', 'clash'))).map((i) => i.size), [3], 'old content kept');
+  const forced = await runCli(['--home', b.home, 'push', src, 'alice', '--force']);
+  t.equal(forced.code, 0, forced.stderr);
+  t.same(await snapshot(path.join(work, 'inbox', 'clash')), await snapshot(src));
+});
+
+t.test('read-only share refuses pushes; unknown share and traversal are refused', async (t) => {
+  const src = path.join(work, 'small.txt');
+  await writeFile(src, 'x');
+  const ro = await runCli(['--home', b.home, 'push', src, 'alice:ro']);
+  t.equal(ro.code, 1);
+  t.match(ro.stderr, /share ro is read-only/);
+  t.same((await readdir(roShare)).filter((n) => n !== '.clawpeer'), ['readme.txt']);
+  const unknown = await runCli(['--home', b.home, 'push', src, 'alice:nope']);
+  t.match(unknown.stderr, /no share named "nope"/);
+  for (const bad of ['alice:inbox/../escape', 'alice:inbox/.clawpeer/x', 'alice:inbox//abs']) {
+    const r = await runCli(['--home', b.home, 'push', src, bad]);
+    t.not(r.code, 0, bad);
+    t.match(r.stderr, /refused|reserved|path/i, bad);
+  }
+  const pullOut = await runCli(['--home', b.home, 'pull', 'alice:ro/../inbox', path.join(work, 'x')]);
+  t.not(pullOut.code, 0);
+  const pulled = await runCli(['--home', b.home, 'pull', 'alice:ro', path.join(work, 'ro-copy')]);
+  t.equal(pulled.code, 0, 'a read-only share can be pulled');
+});
+
+t.test('a tampered DATA frame is refused and nothing is published', async (t) => {
+  const src = path.join(work, 'tamper');
+  await mkdir(src);
+  await writeFile(path.join(src, 'data.bin'), randomBytes(2 << 20));
+  const r = await runCli(['--home', b.home, 'push', src, 'alice'], { env: { CLAWPEER_TEST_TAMPER_FRAME: '2' } });
+  t.not(r.code, 0);
+  t.match(r.stderr, /authentic|decrypt|tag/i);
+  const names = await readdir(path.join(work, 'inbox', 'tamper')).catch(() => [] as string[]);
+  t.notOk(names.includes('data.bin'), 'no file at the final path');
+  const ok = await runCli(['--home', b.home, 'push', src, 'alice']);
+  t.equal(ok.code, 0, 'the listener still serves');
+});
+
+/** Runs a push with a per-chunk delay and SIGKILLs `victim` once some bytes have gone. */
+async function interruptedPush(src: string, victim: 'sender' | 'receiver'): Promise<void> {
+  const child = spawn(process.execPath, [CLI, '--home', b.home, 'push', src, 'alice', '--json', '--streams', '1', '--window', '2'], {
+    env: { ...process.env, CLAWPEER_TEST_DELAY_PER_CHUNK_MS: '15' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  await new Promise<void>((resolve) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const e = JSON.parse(line) as Record<string, unknown>;
+      if (e['event'] === 'progress' && e['phase'] === 'sending' && (e['bytes'] as number) > (6 << 20)) resolve();
+    });
+    child.on('close', () => resolve());
+  });
+  if (victim === 'receiver') await listener.stop('SIGKILL');
+  // The sender goes too (for the receiver case it would only wait for its idle timeout).
+  const closed = new Promise((r) => child.on('close', r));
+  child.kill('SIGKILL');
+  await closed;
+}
+
+for (const victim of ['sender', 'receiver'] as const) {
+  t.test(`resume after SIGKILL of the ${victim}`, async (t) => {
+    const src = path.join(work, `resume-${victim}`);
+    await mkdir(src);
+    await writeFile(path.join(src, 'big.bin'), randomBytes(24 << 20));
+    await interruptedPush(src, victim);
+    t.same((await readdir(path.join(work, 'inbox', `resume-${victim}`)).catch(() => [])).filter((n) => !n.startsWith('.clawpeer')), [], 'no partial file at the final path');
+    if (victim === 'receiver') {
+      listener = await startListener(a.home, ['--share', `inbox=${path.join(work, 'inbox')}`, '--share', `ro=${roShare}:ro`]);
+      await pairAlice();
+    }
+    const rerun = await runCli(['--home', b.home, 'push', src, 'alice', '--json']);
+    t.equal(rerun.code, 0, rerun.stderr);
+    const d = done(rerun.stdout);
+    t.ok((d['chunksSkipped'] as number) > 0, `chunks already there were skipped (${String(d['chunksSkipped'])})`);
+    t.ok((d['wireBytes'] as number) < 0.8 * (24 << 20), `the rerun sent ${String(d['wireBytes'])} bytes, well below ${24 << 20}`);
+    t.same(await snapshot(path.join(work, 'inbox', `resume-${victim}`)), await snapshot(src));
+  });
+}
