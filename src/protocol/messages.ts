@@ -7,13 +7,20 @@
 // Non-goals: framing (frame-codec.ts), semantic checks such as version or capability
 // negotiation (capabilities.ts, handshake.ts).
 //
-// uint64 fields (Ping/Pong seq and times) are numbers: our encoders never exceed 2^53-1 and a
-// decoded value above it is a PROTOCOL error.
+// uint64 fields (Ping/Pong seq and times, sizes, counters) are numbers: our encoders never
+// exceed 2^53-1 and a decoded value above it is a PROTOCOL error (the sint64 mtime likewise
+// outside +-(2^53-1)).
+//
+// Transfer messages (envelope fields 16-21) carry whole manifests, so they get structural
+// checks here (chunk id/length counts, root length, sizes that add up, bounded path lengths,
+// at most MAX_MANIFEST_ENTRIES_PER_MESSAGE entries, counted before protobufjs allocates them);
+// splitManifest cuts a tree into batches that each fit the negotiated frame size. Path
+// confinement and normalisation are src/transfer/paths.ts's job, not this module's.
 import protobuf from 'protobufjs/minimal.js';
 import { ClawpeerError } from '../errors.js';
 import type { AeadSuiteName, Capabilities, ChunkingParams, CompressionName, FeatureName } from './capabilities.js';
 import { MAX_CAPABILITY_LIST_ENTRIES } from './capabilities.js';
-import { encodeFrame } from './frame-codec.js';
+import { CHUNK_ID_BYTES, encodeFrame } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';
 
 const pb = clawpeer.v1;
@@ -71,11 +78,132 @@ export interface PongMessage {
   readonly echoedTimeUs: number;
 }
 
-export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage;
+export type EntryKind = 'file' | 'dir' | 'symlink';
+
+/** One file, directory or symlink of a transfer tree (proto ManifestEntry). */
+export interface ManifestEntry {
+  /** Relative POSIX path inside the transfer root, 1..MAX_ENTRY_PATH_BYTES UTF-8 bytes (normalised by the caller). */
+  readonly path: string;
+  readonly kind: EntryKind;
+  /** Bytes; for a file the sum of chunkLengths. Not interpreted for dir/symlink (0 by convention). */
+  readonly size: number;
+  /** Permission bits, 0..0o7777 (no file type bits). */
+  readonly mode: number;
+  /** Integer milliseconds since the epoch (may be 0 or negative). */
+  readonly mtimeMs: number;
+  /** Symlink target text (non-empty for symlinks), '' otherwise. */
+  readonly linkTarget: string;
+  /** 32-byte manifest root (src/chunking/manifest.ts) for files; empty for dir/symlink. */
+  readonly root: Uint8Array;
+  /** Concatenated 32-byte chunk ids in file order (length = 32 * n); empty for dir/symlink. */
+  readonly chunkIds: Uint8Array;
+  /** n chunk lengths in bytes (1..2^32-1), same order as chunkIds. */
+  readonly chunkLengths: readonly number[];
+}
+
+export interface TransferRequestMessage {
+  readonly type: 'transfer-request';
+  /** Chosen by the client, unique per session (uint32). */
+  readonly transferId: number;
+  readonly direction: 'push' | 'pull';
+  /** Share name ('' = the server's default share). */
+  readonly share: string;
+  /** Sub path inside the share ('' = the share root). */
+  readonly path: string;
+  /** Replace existing files whose content differs. */
+  readonly force: boolean;
+  /** Data streams the client wants to use (uint32). */
+  readonly streams: number;
+  /** Chunks in flight per stream (uint32). */
+  readonly window: number;
+}
+
+export interface TransferAcceptMessage {
+  readonly type: 'transfer-accept';
+  readonly transferId: number;
+  /** The granted stream count (<= requested, <= the session's maxStreams). */
+  readonly streams: number;
+  /** The granted window in chunks per stream. */
+  readonly window: number;
+}
+
+export interface ManifestMessage {
+  readonly type: 'manifest';
+  readonly transferId: number;
+  /** At most MAX_MANIFEST_ENTRIES_PER_MESSAGE entries. */
+  readonly entries: readonly ManifestEntry[];
+  /** True on the final batch. */
+  readonly last: boolean;
+}
+
+export interface WantMessage {
+  readonly type: 'want';
+  readonly transferId: number;
+  /**
+   * Bitmap over the sender's unique chunk ids in first-appearance order across all manifest
+   * batches: bit i (LSB-first within each byte) = 1 -> the receiver lacks chunk i and wants it.
+   * Exactly ceil(uniqueChunks / 8) bytes; the padding bits of the last byte are 0.
+   */
+  readonly lacking: Uint8Array;
+  /** Number of meaningful bits (uint32). */
+  readonly uniqueChunks: number;
+}
+
+export interface DataOpenMessage {
+  /** The first frame on each data stream, sent by the data sender. */
+  readonly type: 'data-open';
+  readonly transferId: number;
+  /** The data stream's id as carried in DATA frame headers (uint32). */
+  readonly streamId: number;
+}
+
+export interface TransferDoneMessage {
+  /** Sent by the receiver once everything is published. */
+  readonly type: 'transfer-done';
+  readonly transferId: number;
+  readonly files: number;
+  /** Payload bytes published. */
+  readonly bytes: number;
+  readonly chunksReceived: number;
+  readonly chunksSkipped: number;
+}
+
+export type TransferControlMessage =
+  | TransferRequestMessage
+  | TransferAcceptMessage
+  | ManifestMessage
+  | WantMessage
+  | DataOpenMessage
+  | TransferDoneMessage;
+
+export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | TransferControlMessage;
 export type ControlMessageType = ControlMessage['type'];
 
 /** Field number of each envelope member (proto/clawpeer.proto, message Control). */
-export const CONTROL_FIELDS = { hello: 1, welcome: 2, finished: 3, error: 4, ping: 5, pong: 6 } as const satisfies Record<ControlMessageType, number>;
+export const CONTROL_FIELDS = {
+  hello: 1,
+  welcome: 2,
+  finished: 3,
+  error: 4,
+  ping: 5,
+  pong: 6,
+  'transfer-request': 16,
+  'transfer-accept': 17,
+  manifest: 18,
+  want: 19,
+  'data-open': 20,
+  'transfer-done': 21,
+} as const satisfies Record<ControlMessageType, number>;
+
+/** Entries per Manifest message: bounds what one frame makes a receiver allocate. */
+export const MAX_MANIFEST_ENTRIES_PER_MESSAGE = 100_000;
+/** UTF-8 bytes of a path, symlink target or share name (Linux PATH_MAX). */
+export const MAX_ENTRY_PATH_BYTES = 4096;
+/** Permission bits a ManifestEntry may carry (rwx for all, setuid, setgid, sticky). */
+export const MAX_ENTRY_MODE = 0o7777;
+/** Field number of the entries inside Manifest (counted before decoding). */
+const MANIFEST_ENTRIES_FIELD = 2;
+const UINT32_MAX = 0xffff_ffff;
 /** Field numbers of the signature inside Hello and Welcome: excluded from the signed bytes. */
 export const HELLO_SIGNATURE_FIELD = 7;
 export const WELCOME_SIGNATURE_FIELD = 6;
@@ -97,7 +225,19 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
   return new Map((Object.entries(table) as [K, number][]).map(([k, v]) => [v, k]));
 }
+const ENTRY_KIND_TO_WIRE: Record<EntryKind, number> = {
+  file: pb.EntryKind.ENTRY_KIND_FILE,
+  dir: pb.EntryKind.ENTRY_KIND_DIR,
+  symlink: pb.EntryKind.ENTRY_KIND_SYMLINK,
+};
+const DIRECTION_TO_WIRE: Record<TransferRequestMessage['direction'], number> = {
+  push: pb.TransferDirection.TRANSFER_DIRECTION_PUSH,
+  pull: pb.TransferDirection.TRANSFER_DIRECTION_PULL,
+};
+
 const AEAD_FROM_WIRE = invert(AEAD_TO_WIRE);
+const ENTRY_KIND_FROM_WIRE = invert(ENTRY_KIND_TO_WIRE);
+const DIRECTION_FROM_WIRE = invert(DIRECTION_TO_WIRE);
 const COMPRESSION_FROM_WIRE = invert(COMPRESSION_TO_WIRE);
 const FEATURE_FROM_WIRE = invert(FEATURE_TO_WIRE);
 
@@ -118,6 +258,136 @@ function capsToWire(caps: Capabilities): clawpeer.v1.Capabilities.$Properties {
 
 function checkUint(name: string, value: number, max: number): void {
   if (!Number.isInteger(value) || value < 0 || value > max) throw new RangeError(`${name} must be an integer in 0..${max}, got ${value}`);
+}
+
+function checkInt(name: string, value: number, min: number, max: number): void {
+  if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`${name} must be an integer in ${min}..${max}, got ${value}`);
+}
+
+function checkTextBytes(name: string, value: string): void {
+  const bytes = protobuf.util.utf8.length(value);
+  if (bytes > MAX_ENTRY_PATH_BYTES) throw new RangeError(`${name} is ${bytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`);
+}
+
+/** A peer's (or caller's) path quoted for an error message: escaped and cut to 200 characters. */
+function quote(text: string): string {
+  return JSON.stringify(text.length <= 200 ? text : `${text.slice(0, 199)}…`);
+}
+
+/**
+ * What is structurally wrong with an entry, or undefined. Shared by the encoder (RangeError:
+ * our own bug) and the decoder (PROTOCOL: the peer's), so both enforce the same rules.
+ */
+function manifestEntryProblem(e: ManifestEntry): string | undefined {
+  const pathBytes = protobuf.util.utf8.length(e.path);
+  if (pathBytes === 0) return 'path is empty';
+  if (pathBytes > MAX_ENTRY_PATH_BYTES) return `path is ${pathBytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`;
+  const targetBytes = protobuf.util.utf8.length(e.linkTarget);
+  if (targetBytes > MAX_ENTRY_PATH_BYTES) return `linkTarget is ${targetBytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`;
+  if (!Number.isSafeInteger(e.size) || e.size < 0) return `size ${e.size} is not an integer in 0..2^53-1`;
+  if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > MAX_ENTRY_MODE) return `mode ${e.mode} is not in 0..0o7777`;
+  if (!Number.isSafeInteger(e.mtimeMs)) return `mtimeMs ${e.mtimeMs} is not an integer within +-(2^53-1)`;
+  const chunks = e.chunkLengths.length;
+  if (e.kind !== 'file') {
+    if (e.root.length !== 0) return `root must be empty for a ${e.kind}, got ${e.root.length} bytes`;
+    if (e.chunkIds.length !== 0 || chunks !== 0) return `a ${e.kind} carries no chunks, got ${e.chunkIds.length} id bytes and ${chunks} lengths`;
+    if (e.kind === 'symlink' && targetBytes === 0) return 'linkTarget is empty for a symlink';
+    if (e.kind === 'dir' && targetBytes !== 0) return 'linkTarget must be empty for a dir';
+    return undefined;
+  }
+  if (targetBytes !== 0) return 'linkTarget must be empty for a file';
+  if (e.root.length !== CHUNK_ID_BYTES) return `root must be ${CHUNK_ID_BYTES} bytes for a file, got ${e.root.length}`;
+  if (e.chunkIds.length % CHUNK_ID_BYTES !== 0) return `chunkIds is ${e.chunkIds.length} bytes, not a multiple of ${CHUNK_ID_BYTES}`;
+  if (e.chunkIds.length / CHUNK_ID_BYTES !== chunks) {
+    return `chunkIds holds ${e.chunkIds.length / CHUNK_ID_BYTES} ids but chunkLengths holds ${chunks} lengths`;
+  }
+  let sum = 0;
+  for (let i = 0; i < chunks; i++) {
+    const length = e.chunkLengths[i] ?? 0;
+    if (!Number.isInteger(length) || length < 1 || length > UINT32_MAX) return `chunk ${i} length ${length} is not in 1..2^32-1`;
+    sum += length;
+  }
+  if (sum !== e.size) return `chunk lengths add up to ${sum} bytes but size is ${e.size}`;
+  return undefined;
+}
+
+function manifestEntryToWire(e: ManifestEntry): clawpeer.v1.ManifestEntry.$Properties {
+  const kind = ENTRY_KIND_TO_WIRE[e.kind];
+  if (kind === undefined) throw new RangeError(`ManifestEntry ${quote(e.path)}: unknown kind ${String(e.kind)}`);
+  const problem = manifestEntryProblem(e);
+  if (problem !== undefined) throw new RangeError(`ManifestEntry ${quote(e.path)}: ${problem}`);
+  return {
+    path: e.path,
+    kind,
+    size: e.size,
+    mode: e.mode,
+    mtimeMs: e.mtimeMs,
+    linkTarget: e.linkTarget,
+    root: e.root,
+    chunkIds: e.chunkIds,
+    chunkLengths: e.chunkLengths as number[], // read only by the encoder
+  };
+}
+
+function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$Properties {
+  checkUint(`${message.type} transferId`, message.transferId, UINT32_MAX);
+  switch (message.type) {
+    case 'transfer-request': {
+      const direction = DIRECTION_TO_WIRE[message.direction];
+      if (direction === undefined) throw new RangeError(`TransferRequest.direction must be push or pull, got ${String(message.direction)}`);
+      checkTextBytes('TransferRequest.share', message.share);
+      checkTextBytes('TransferRequest.path', message.path);
+      checkUint('TransferRequest.streams', message.streams, UINT32_MAX);
+      checkUint('TransferRequest.window', message.window, UINT32_MAX);
+      return {
+        transferRequest: {
+          transferId: message.transferId,
+          direction,
+          share: message.share,
+          path: message.path,
+          force: message.force,
+          streams: message.streams,
+          window: message.window,
+        },
+      };
+    }
+    case 'transfer-accept':
+      checkUint('TransferAccept.streams', message.streams, UINT32_MAX);
+      checkUint('TransferAccept.window', message.window, UINT32_MAX);
+      return { transferAccept: { transferId: message.transferId, streams: message.streams, window: message.window } };
+    case 'manifest':
+      if (message.entries.length > MAX_MANIFEST_ENTRIES_PER_MESSAGE) {
+        throw new RangeError(`Manifest has ${message.entries.length} entries, more than ${MAX_MANIFEST_ENTRIES_PER_MESSAGE}: use splitManifest`);
+      }
+      return { manifest: { transferId: message.transferId, entries: message.entries.map(manifestEntryToWire), last: message.last } };
+    case 'want': {
+      checkUint('Want.uniqueChunks', message.uniqueChunks, UINT32_MAX);
+      const problem = bitmapProblem(message.lacking, message.uniqueChunks);
+      if (problem !== undefined) throw new RangeError(`Want.lacking: ${problem}`);
+      return { want: { transferId: message.transferId, lacking: message.lacking, uniqueChunks: message.uniqueChunks } };
+    }
+    case 'data-open':
+      checkUint('DataOpen.streamId', message.streamId, UINT32_MAX);
+      return { dataOpen: { transferId: message.transferId, streamId: message.streamId } };
+    case 'transfer-done':
+      checkUint('TransferDone.files', message.files, Number.MAX_SAFE_INTEGER);
+      checkUint('TransferDone.bytes', message.bytes, Number.MAX_SAFE_INTEGER);
+      checkUint('TransferDone.chunksReceived', message.chunksReceived, Number.MAX_SAFE_INTEGER);
+      checkUint('TransferDone.chunksSkipped', message.chunksSkipped, Number.MAX_SAFE_INTEGER);
+      return {
+        transferDone: {
+          transferId: message.transferId,
+          files: message.files,
+          bytes: message.bytes,
+          chunksReceived: message.chunksReceived,
+          chunksSkipped: message.chunksSkipped,
+        },
+      };
+    default: {
+      const unreachable: never = message;
+      throw new TypeError(`unknown transfer message ${JSON.stringify(unreachable)}`);
+    }
+  }
 }
 
 function helloToWire(m: Omit<HelloMessage, 'type'>): clawpeer.v1.Hello.$Properties {
@@ -172,6 +442,13 @@ function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {
       checkUint('Pong.seq', message.seq, Number.MAX_SAFE_INTEGER);
       checkUint('Pong.echoedTimeUs', message.echoedTimeUs, Number.MAX_SAFE_INTEGER);
       return { pong: { seq: message.seq, echoedTimeUs: message.echoedTimeUs } };
+    case 'transfer-request':
+    case 'transfer-accept':
+    case 'manifest':
+    case 'want':
+    case 'data-open':
+    case 'transfer-done':
+      return transferToWire(message);
     default: {
       const unreachable: never = message;
       throw new TypeError(`unknown control message ${JSON.stringify(unreachable)}`);
@@ -222,6 +499,15 @@ function u64ToNumber(field: string, value: number | LongLike): number {
   return Number(big);
 }
 
+function s64ToNumber(field: string, value: number | LongLike): number {
+  if (typeof value === 'number') return value;
+  const big = BigInt.asIntN(64, (BigInt(value.high >>> 0) << 32n) | BigInt(value.low >>> 0));
+  if (big > BigInt(Number.MAX_SAFE_INTEGER) || big < -BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new ClawpeerError('PROTOCOL', `${field} ${big} is outside +-(2^53-1)`);
+  }
+  return Number(big);
+}
+
 function fixedBytes(field: string, value: Uint8Array | null | undefined, length: number): Uint8Array {
   const got = value?.length ?? 0;
   if (value === null || value === undefined || got !== length) {
@@ -260,6 +546,108 @@ function capsFromWire(owner: string, caps: clawpeer.v1.Capabilities.$Properties 
     maxFrameBytes: caps.maxFrameBytes ?? 0,
     features: enumList(`${owner}.caps.features`, caps.features, FEATURE_FROM_WIRE),
   };
+}
+
+function wireEnum<K extends string>(field: string, value: number | null | undefined, table: ReadonlyMap<number, K>): K {
+  const name = table.get(value ?? 0);
+  if (name === undefined) {
+    const what = (value ?? 0) === 0 ? 'unspecified (0)' : `unknown value ${value ?? 0}`;
+    throw new ClawpeerError('PROTOCOL', `${field} is ${what}`);
+  }
+  return name;
+}
+
+function wireText(field: string, value: string | null | undefined): string {
+  const text = value ?? '';
+  const bytes = protobuf.util.utf8.length(text);
+  if (bytes > MAX_ENTRY_PATH_BYTES) throw new ClawpeerError('PROTOCOL', `${field} is ${bytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`);
+  return text;
+}
+
+/** A copy: decoded bytes are views into the frame buffer. */
+function copyBytes(value: Uint8Array | null | undefined): Uint8Array {
+  return value === null || value === undefined ? new Uint8Array(0) : new Uint8Array(value);
+}
+
+function manifestEntryFromWire(index: number, w: clawpeer.v1.ManifestEntry.$Properties | null | undefined): ManifestEntry {
+  const path = w?.path ?? '';
+  const owner = `Manifest.entries[${index}] ${quote(path)}`;
+  if (w === null || w === undefined) throw new ClawpeerError('PROTOCOL', `${owner} is missing`);
+  const entry: ManifestEntry = {
+    path,
+    kind: wireEnum(`${owner} kind`, w.kind, ENTRY_KIND_FROM_WIRE),
+    size: u64ToNumber(`${owner} size`, w.size ?? 0),
+    mode: w.mode ?? 0,
+    mtimeMs: s64ToNumber(`${owner} mtimeMs`, w.mtimeMs ?? 0),
+    linkTarget: w.linkTarget ?? '',
+    root: copyBytes(w.root),
+    chunkIds: copyBytes(w.chunkIds),
+    chunkLengths: w.chunkLengths ?? [],
+  };
+  const problem = manifestEntryProblem(entry);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `${owner}: ${problem}`);
+  return entry;
+}
+
+function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage | undefined {
+  switch (control.body) {
+    case 'transferRequest': {
+      const r = control.transferRequest;
+      if (r === null || r === undefined) return undefined;
+      return {
+        type: 'transfer-request',
+        transferId: r.transferId ?? 0,
+        direction: wireEnum('TransferRequest.direction', r.direction, DIRECTION_FROM_WIRE),
+        share: wireText('TransferRequest.share', r.share),
+        path: wireText('TransferRequest.path', r.path),
+        force: r.force ?? false,
+        streams: r.streams ?? 0,
+        window: r.window ?? 0,
+      };
+    }
+    case 'transferAccept': {
+      const a = control.transferAccept;
+      if (a === null || a === undefined) return undefined;
+      return { type: 'transfer-accept', transferId: a.transferId ?? 0, streams: a.streams ?? 0, window: a.window ?? 0 };
+    }
+    case 'manifest': {
+      const m = control.manifest;
+      if (m === null || m === undefined) return undefined;
+      const raw = m.entries ?? [];
+      if (raw.length > MAX_MANIFEST_ENTRIES_PER_MESSAGE) {
+        throw new ClawpeerError('PROTOCOL', `Manifest has ${raw.length} entries, more than ${MAX_MANIFEST_ENTRIES_PER_MESSAGE}`);
+      }
+      return { type: 'manifest', transferId: m.transferId ?? 0, entries: raw.map((e, i) => manifestEntryFromWire(i, e)), last: m.last ?? false };
+    }
+    case 'want': {
+      const w = control.want;
+      if (w === null || w === undefined) return undefined;
+      const uniqueChunks = w.uniqueChunks ?? 0;
+      const lacking = copyBytes(w.lacking);
+      const problem = bitmapProblem(lacking, uniqueChunks);
+      if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `Want.lacking: ${problem}`);
+      return { type: 'want', transferId: w.transferId ?? 0, lacking, uniqueChunks };
+    }
+    case 'dataOpen': {
+      const d = control.dataOpen;
+      if (d === null || d === undefined) return undefined;
+      return { type: 'data-open', transferId: d.transferId ?? 0, streamId: d.streamId ?? 0 };
+    }
+    case 'transferDone': {
+      const d = control.transferDone;
+      if (d === null || d === undefined) return undefined;
+      return {
+        type: 'transfer-done',
+        transferId: d.transferId ?? 0,
+        files: u64ToNumber('TransferDone.files', d.files ?? 0),
+        bytes: u64ToNumber('TransferDone.bytes', d.bytes ?? 0),
+        chunksReceived: u64ToNumber('TransferDone.chunksReceived', d.chunksReceived ?? 0),
+        chunksSkipped: u64ToNumber('TransferDone.chunksSkipped', d.chunksSkipped ?? 0),
+      };
+    }
+    default:
+      return undefined;
+  }
 }
 
 function fromWire(control: clawpeer.v1.Control): ControlMessage {
@@ -310,6 +698,16 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
       const p = control.pong;
       if (p === null || p === undefined) break;
       return { type: 'pong', seq: u64ToNumber('Pong.seq', p.seq ?? 0), echoedTimeUs: u64ToNumber('Pong.echoedTimeUs', p.echoedTimeUs ?? 0) };
+    }
+    case 'transferRequest':
+    case 'transferAccept':
+    case 'manifest':
+    case 'want':
+    case 'dataOpen':
+    case 'transferDone': {
+      const message = transferFromWire(control);
+      if (message === undefined) break;
+      return message;
     }
     case undefined:
       break;
@@ -391,12 +789,9 @@ export function decodeControlWithRaw(bytes: Uint8Array, options: { readonly maxB
     throw new ClawpeerError('FRAME_TOO_LARGE', `control message of ${bytes.length} bytes exceeds the maximum of ${options.maxBytes}`);
   }
   let spans: FieldSpan[];
-  let control: clawpeer.v1.Control;
   try {
     spans = scanFields(bytes);
-    control = pb.Control.decode(bytes);
   } catch (cause) {
-    if (cause instanceof ClawpeerError) throw cause;
     throw new ClawpeerError('PROTOCOL', `malformed control message: ${(cause as Error).message}`, { cause });
   }
   const [span, ...extra] = spans;
@@ -408,17 +803,123 @@ export function decodeControlWithRaw(bytes: Uint8Array, options: { readonly maxB
     throw new ClawpeerError('PROTOCOL', `unknown control message (envelope field ${span.field})`);
   }
   if (span.wireType !== 2) throw new ClawpeerError('PROTOCOL', `control message field ${span.field} has wire type ${span.wireType}, expected 2`);
+  const raw = bytes.subarray(span.valueStart, span.end);
   let message: ControlMessage;
   try {
-    message = fromWire(control);
+    // Count manifest entries before protobufjs builds an object for each: a 16 MiB frame of
+    // empty entries would otherwise become 8 million objects before the limit is checked.
+    if (span.field === CONTROL_FIELDS.manifest) {
+      const entries = scanFields(raw).filter((s) => s.field === MANIFEST_ENTRIES_FIELD).length;
+      if (entries > MAX_MANIFEST_ENTRIES_PER_MESSAGE) {
+        throw new ClawpeerError('PROTOCOL', `Manifest has ${entries} entries, more than ${MAX_MANIFEST_ENTRIES_PER_MESSAGE}`);
+      }
+    }
+    message = fromWire(pb.Control.decode(bytes));
   } catch (cause) {
     if (cause instanceof ClawpeerError) throw cause;
     throw new ClawpeerError('PROTOCOL', `malformed control message: ${(cause as Error).message}`, { cause });
   }
-  return { message, raw: bytes.subarray(span.valueStart, span.end) };
+  return { message, raw };
 }
 
 /** Decodes a CONTROL frame body; see decodeControlWithRaw. */
 export function decodeControl(bytes: Uint8Array, options: { readonly maxBytes: number }): ControlMessage {
   return decodeControlWithRaw(bytes, options).message;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Manifest batching
+
+function varintBytes(value: number): number {
+  let n = 1;
+  for (let v = value; v >= 0x80; v = Math.floor(v / 0x80)) n++;
+  return n;
+}
+
+/** Envelope tag of Control.manifest (field 18, LEN): two varint bytes. */
+const MANIFEST_ENVELOPE_TAG_BYTES = varintBytes((CONTROL_FIELDS.manifest << 3) | 2);
+/** `last = true` inside Manifest: tag byte + one varint byte. */
+const MANIFEST_LAST_FIELD_BYTES = 2;
+
+/** Encoded bytes of one entry inside a Manifest message: tag, length prefix and body. Validates it. */
+export function manifestEntryWireBytes(entry: ManifestEntry): number {
+  const body = pb.ManifestEntry.encode(manifestEntryToWire(entry)).finish().length;
+  return 1 + varintBytes(body) + body;
+}
+
+/** Control envelope bytes of a Manifest whose entries take `entryBytes` (sum of manifestEntryWireBytes). */
+function manifestEnvelopeBytes(transferId: number, entryBytes: number): number {
+  const inner = (transferId === 0 ? 0 : 1 + varintBytes(transferId)) + entryBytes + MANIFEST_LAST_FIELD_BYTES;
+  return MANIFEST_ENVELOPE_TAG_BYTES + varintBytes(inner) + inner;
+}
+
+/**
+ * Cuts a tree's entries, in order, into Manifest messages whose Control envelopes (the CONTROL
+ * frame body) each take at most `maxBytes` (pass the session's maxFrameBytes) and hold at most
+ * MAX_MANIFEST_ENTRIES_PER_MESSAGE entries. Only the final batch has last = true; an empty list
+ * gives one empty batch with last = true. An entry too large for a frame on its own (a file
+ * with very many chunks) is a FRAME_TOO_LARGE ClawpeerError naming its path and chunk count.
+ * Entries are validated as encodeControl would (RangeError on a malformed one).
+ */
+export function splitManifest(transferId: number, entries: readonly ManifestEntry[], maxBytes: number): ManifestMessage[] {
+  checkUint('transferId', transferId, UINT32_MAX);
+  checkUint('maxBytes', maxBytes, Number.MAX_SAFE_INTEGER);
+  const batches: ManifestMessage[] = [];
+  let batch: ManifestEntry[] = [];
+  let batchBytes = 0;
+  for (const entry of entries) {
+    const bytes = manifestEntryWireBytes(entry);
+    if (manifestEnvelopeBytes(transferId, bytes) > maxBytes) {
+      throw new ClawpeerError(
+        'FRAME_TOO_LARGE',
+        `manifest entry ${quote(entry.path)} with ${entry.chunkLengths.length} chunks needs ${manifestEnvelopeBytes(transferId, bytes)} bytes, more than the ${maxBytes}-byte frame limit`,
+      );
+    }
+    if (batch.length === MAX_MANIFEST_ENTRIES_PER_MESSAGE || manifestEnvelopeBytes(transferId, batchBytes + bytes) > maxBytes) {
+      batches.push({ type: 'manifest', transferId, entries: batch, last: false });
+      batch = [];
+      batchBytes = 0;
+    }
+    batch.push(entry);
+    batchBytes += bytes;
+  }
+  batches.push({ type: 'manifest', transferId, entries: batch, last: true });
+  return batches;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Want bitmaps (bit i is bit i % 8 of byte i >> 3: LSB first)
+
+/** Bytes of a bitmap of `bits` bits. */
+export function bitmapBytes(bits: number): number {
+  return Math.ceil(bits / 8);
+}
+
+/** An all-zero bitmap of `bits` bits (ceil(bits / 8) bytes). */
+export function newBitmap(bits: number): Uint8Array {
+  checkUint('bitmap bits', bits, UINT32_MAX);
+  return new Uint8Array(bitmapBytes(bits));
+}
+
+function bitmapIndex(bitmap: Uint8Array, i: number): void {
+  if (!Number.isInteger(i) || i < 0 || i >= bitmap.length * 8) throw new RangeError(`bit ${i} is outside a ${bitmap.length}-byte bitmap`);
+}
+
+export function bitmapSet(bitmap: Uint8Array, i: number): void {
+  bitmapIndex(bitmap, i);
+  bitmap[i >>> 3] = (bitmap[i >>> 3] ?? 0) | (1 << (i & 7));
+}
+
+export function bitmapGet(bitmap: Uint8Array, i: number): boolean {
+  bitmapIndex(bitmap, i);
+  return ((bitmap[i >>> 3] ?? 0) & (1 << (i & 7))) !== 0;
+}
+
+/** What is wrong with a `bits`-bit bitmap, or undefined: its length and its padding bits. */
+function bitmapProblem(bitmap: Uint8Array, bits: number): string | undefined {
+  const expected = bitmapBytes(bits);
+  if (bitmap.length !== expected) return `${bitmap.length} bytes for ${bits} chunks, expected ${expected}`;
+  const used = bits & 7;
+  if (used !== 0 && ((bitmap[expected - 1] ?? 0) >> used) !== 0) return `padding bits after chunk ${bits - 1} are set`;
+  return undefined;
 }

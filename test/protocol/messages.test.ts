@@ -163,6 +163,7 @@ t.test('malformed envelopes are PROTOCOL errors that say what was wrong', async 
   const cases: [string, string, RegExp][] = [
     ['empty', '', /no body/],
     ['unknown member (field 9)', '4a 00', /unknown control message \(envelope field 9\)/],
+    ['unknown transfer-range member (field 22)', 'b201 00', /unknown control message \(envelope field 22\)/],
     ['two members', '2a 00 32 00', /2 fields \(5, 6\); exactly one expected/],
     ['truncated length', '2a 0b 08', /malformed control message/],
     ['bad wire type', '2f', /malformed control message/],

@@ -638,6 +638,584 @@ export namespace clawpeer {
             type $Shape = clawpeer.v1.Pong.$Properties;
         }
 
+        /** EntryKind enum. */
+        enum EntryKind {
+
+            /** ENTRY_KIND_UNSPECIFIED value */
+            ENTRY_KIND_UNSPECIFIED = 0,
+
+            /** ENTRY_KIND_FILE value */
+            ENTRY_KIND_FILE = 1,
+
+            /** ENTRY_KIND_DIR value */
+            ENTRY_KIND_DIR = 2,
+
+            /** ENTRY_KIND_SYMLINK value */
+            ENTRY_KIND_SYMLINK = 3
+        }
+
+        /** TransferDirection enum. */
+        enum TransferDirection {
+
+            /** TRANSFER_DIRECTION_UNSPECIFIED value */
+            TRANSFER_DIRECTION_UNSPECIFIED = 0,
+
+            /** TRANSFER_DIRECTION_PUSH value */
+            TRANSFER_DIRECTION_PUSH = 1,
+
+            /** TRANSFER_DIRECTION_PULL value */
+            TRANSFER_DIRECTION_PULL = 2
+        }
+
+        /**
+         * Properties of a ManifestEntry.
+         * @deprecated Use clawpeer.v1.ManifestEntry.$Properties instead.
+         */
+        interface IManifestEntry extends clawpeer.v1.ManifestEntry.$Properties {
+        }
+
+        /** Represents a ManifestEntry. */
+        class ManifestEntry {
+
+            /**
+             * Constructs a new ManifestEntry.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.ManifestEntry.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** ManifestEntry path. */
+            path: string;
+
+            /** ManifestEntry kind. */
+            kind: clawpeer.v1.EntryKind;
+
+            /** ManifestEntry size. */
+            size: (number|Long);
+
+            /** ManifestEntry mode. */
+            mode: number;
+
+            /** ManifestEntry mtimeMs. */
+            mtimeMs: (number|Long);
+
+            /** ManifestEntry linkTarget. */
+            linkTarget: string;
+
+            /** ManifestEntry root. */
+            root: Uint8Array;
+
+            /** ManifestEntry chunkIds. */
+            chunkIds: Uint8Array;
+
+            /** ManifestEntry chunkLengths. */
+            chunkLengths: number[];
+
+            /**
+             * Encodes the specified ManifestEntry message. Does not implicitly {@link clawpeer.v1.ManifestEntry.verify|verify} messages.
+             * @param message ManifestEntry message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.ManifestEntry.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a ManifestEntry message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.ManifestEntry & clawpeer.v1.ManifestEntry.$Shape} ManifestEntry
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.ManifestEntry & clawpeer.v1.ManifestEntry.$Shape;
+        }
+
+        namespace ManifestEntry {
+
+            /** Properties of a ManifestEntry. */
+            interface $Properties {
+
+                /** ManifestEntry path */
+                path?: (string|null);
+
+                /** ManifestEntry kind */
+                kind?: (clawpeer.v1.EntryKind|null);
+
+                /** ManifestEntry size */
+                size?: (number|Long|null);
+
+                /** ManifestEntry mode */
+                mode?: (number|null);
+
+                /** ManifestEntry mtimeMs */
+                mtimeMs?: (number|Long|null);
+
+                /** ManifestEntry linkTarget */
+                linkTarget?: (string|null);
+
+                /** ManifestEntry root */
+                root?: (Uint8Array|null);
+
+                /** ManifestEntry chunkIds */
+                chunkIds?: (Uint8Array|null);
+
+                /** ManifestEntry chunkLengths */
+                chunkLengths?: (number[]|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a ManifestEntry. */
+            type $Shape = clawpeer.v1.ManifestEntry.$Properties;
+        }
+
+        /**
+         * Properties of a TransferRequest.
+         * @deprecated Use clawpeer.v1.TransferRequest.$Properties instead.
+         */
+        interface ITransferRequest extends clawpeer.v1.TransferRequest.$Properties {
+        }
+
+        /** Represents a TransferRequest. */
+        class TransferRequest {
+
+            /**
+             * Constructs a new TransferRequest.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.TransferRequest.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** TransferRequest transferId. */
+            transferId: number;
+
+            /** TransferRequest direction. */
+            direction: clawpeer.v1.TransferDirection;
+
+            /** TransferRequest share. */
+            share: string;
+
+            /** TransferRequest path. */
+            path: string;
+
+            /** TransferRequest force. */
+            force: boolean;
+
+            /** TransferRequest streams. */
+            streams: number;
+
+            /** TransferRequest window. */
+            window: number;
+
+            /**
+             * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
+             * @param message TransferRequest message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.TransferRequest.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a TransferRequest message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.TransferRequest & clawpeer.v1.TransferRequest.$Shape} TransferRequest
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.TransferRequest & clawpeer.v1.TransferRequest.$Shape;
+        }
+
+        namespace TransferRequest {
+
+            /** Properties of a TransferRequest. */
+            interface $Properties {
+
+                /** TransferRequest transferId */
+                transferId?: (number|null);
+
+                /** TransferRequest direction */
+                direction?: (clawpeer.v1.TransferDirection|null);
+
+                /** TransferRequest share */
+                share?: (string|null);
+
+                /** TransferRequest path */
+                path?: (string|null);
+
+                /** TransferRequest force */
+                force?: (boolean|null);
+
+                /** TransferRequest streams */
+                streams?: (number|null);
+
+                /** TransferRequest window */
+                window?: (number|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a TransferRequest. */
+            type $Shape = clawpeer.v1.TransferRequest.$Properties;
+        }
+
+        /**
+         * Properties of a TransferAccept.
+         * @deprecated Use clawpeer.v1.TransferAccept.$Properties instead.
+         */
+        interface ITransferAccept extends clawpeer.v1.TransferAccept.$Properties {
+        }
+
+        /** Represents a TransferAccept. */
+        class TransferAccept {
+
+            /**
+             * Constructs a new TransferAccept.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.TransferAccept.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** TransferAccept transferId. */
+            transferId: number;
+
+            /** TransferAccept streams. */
+            streams: number;
+
+            /** TransferAccept window. */
+            window: number;
+
+            /**
+             * Encodes the specified TransferAccept message. Does not implicitly {@link clawpeer.v1.TransferAccept.verify|verify} messages.
+             * @param message TransferAccept message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.TransferAccept.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a TransferAccept message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.TransferAccept & clawpeer.v1.TransferAccept.$Shape} TransferAccept
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.TransferAccept & clawpeer.v1.TransferAccept.$Shape;
+        }
+
+        namespace TransferAccept {
+
+            /** Properties of a TransferAccept. */
+            interface $Properties {
+
+                /** TransferAccept transferId */
+                transferId?: (number|null);
+
+                /** TransferAccept streams */
+                streams?: (number|null);
+
+                /** TransferAccept window */
+                window?: (number|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a TransferAccept. */
+            type $Shape = clawpeer.v1.TransferAccept.$Properties;
+        }
+
+        /**
+         * Properties of a Manifest.
+         * @deprecated Use clawpeer.v1.Manifest.$Properties instead.
+         */
+        interface IManifest extends clawpeer.v1.Manifest.$Properties {
+        }
+
+        /** Represents a Manifest. */
+        class Manifest {
+
+            /**
+             * Constructs a new Manifest.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.Manifest.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** Manifest transferId. */
+            transferId: number;
+
+            /** Manifest entries. */
+            entries: clawpeer.v1.ManifestEntry.$Properties[];
+
+            /** Manifest last. */
+            last: boolean;
+
+            /**
+             * Encodes the specified Manifest message. Does not implicitly {@link clawpeer.v1.Manifest.verify|verify} messages.
+             * @param message Manifest message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.Manifest.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a Manifest message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.Manifest & clawpeer.v1.Manifest.$Shape} Manifest
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.Manifest & clawpeer.v1.Manifest.$Shape;
+        }
+
+        namespace Manifest {
+
+            /** Properties of a Manifest. */
+            interface $Properties {
+
+                /** Manifest transferId */
+                transferId?: (number|null);
+
+                /** Manifest entries */
+                entries?: (clawpeer.v1.ManifestEntry.$Properties[]|null);
+
+                /** Manifest last */
+                last?: (boolean|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a Manifest. */
+            type $Shape = clawpeer.v1.Manifest.$Properties;
+        }
+
+        /**
+         * Properties of a Want.
+         * @deprecated Use clawpeer.v1.Want.$Properties instead.
+         */
+        interface IWant extends clawpeer.v1.Want.$Properties {
+        }
+
+        /** Represents a Want. */
+        class Want {
+
+            /**
+             * Constructs a new Want.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.Want.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** Want transferId. */
+            transferId: number;
+
+            /** Want lacking. */
+            lacking: Uint8Array;
+
+            /** Want uniqueChunks. */
+            uniqueChunks: number;
+
+            /**
+             * Encodes the specified Want message. Does not implicitly {@link clawpeer.v1.Want.verify|verify} messages.
+             * @param message Want message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.Want.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a Want message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.Want & clawpeer.v1.Want.$Shape} Want
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.Want & clawpeer.v1.Want.$Shape;
+        }
+
+        namespace Want {
+
+            /** Properties of a Want. */
+            interface $Properties {
+
+                /** Want transferId */
+                transferId?: (number|null);
+
+                /** Want lacking */
+                lacking?: (Uint8Array|null);
+
+                /** Want uniqueChunks */
+                uniqueChunks?: (number|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a Want. */
+            type $Shape = clawpeer.v1.Want.$Properties;
+        }
+
+        /**
+         * Properties of a DataOpen.
+         * @deprecated Use clawpeer.v1.DataOpen.$Properties instead.
+         */
+        interface IDataOpen extends clawpeer.v1.DataOpen.$Properties {
+        }
+
+        /** Represents a DataOpen. */
+        class DataOpen {
+
+            /**
+             * Constructs a new DataOpen.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.DataOpen.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** DataOpen transferId. */
+            transferId: number;
+
+            /** DataOpen streamId. */
+            streamId: number;
+
+            /**
+             * Encodes the specified DataOpen message. Does not implicitly {@link clawpeer.v1.DataOpen.verify|verify} messages.
+             * @param message DataOpen message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.DataOpen.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a DataOpen message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.DataOpen & clawpeer.v1.DataOpen.$Shape} DataOpen
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.DataOpen & clawpeer.v1.DataOpen.$Shape;
+        }
+
+        namespace DataOpen {
+
+            /** Properties of a DataOpen. */
+            interface $Properties {
+
+                /** DataOpen transferId */
+                transferId?: (number|null);
+
+                /** DataOpen streamId */
+                streamId?: (number|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a DataOpen. */
+            type $Shape = clawpeer.v1.DataOpen.$Properties;
+        }
+
+        /**
+         * Properties of a TransferDone.
+         * @deprecated Use clawpeer.v1.TransferDone.$Properties instead.
+         */
+        interface ITransferDone extends clawpeer.v1.TransferDone.$Properties {
+        }
+
+        /** Represents a TransferDone. */
+        class TransferDone {
+
+            /**
+             * Constructs a new TransferDone.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.TransferDone.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** TransferDone transferId. */
+            transferId: number;
+
+            /** TransferDone files. */
+            files: (number|Long);
+
+            /** TransferDone bytes. */
+            bytes: (number|Long);
+
+            /** TransferDone chunksReceived. */
+            chunksReceived: (number|Long);
+
+            /** TransferDone chunksSkipped. */
+            chunksSkipped: (number|Long);
+
+            /**
+             * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
+             * @param message TransferDone message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.TransferDone.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a TransferDone message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.TransferDone & clawpeer.v1.TransferDone.$Shape} TransferDone
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.TransferDone & clawpeer.v1.TransferDone.$Shape;
+        }
+
+        namespace TransferDone {
+
+            /** Properties of a TransferDone. */
+            interface $Properties {
+
+                /** TransferDone transferId */
+                transferId?: (number|null);
+
+                /** TransferDone files */
+                files?: (number|Long|null);
+
+                /** TransferDone bytes */
+                bytes?: (number|Long|null);
+
+                /** TransferDone chunksReceived */
+                chunksReceived?: (number|Long|null);
+
+                /** TransferDone chunksSkipped */
+                chunksSkipped?: (number|Long|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a TransferDone. */
+            type $Shape = clawpeer.v1.TransferDone.$Properties;
+        }
+
         /**
          * Properties of a Control.
          * @deprecated Use clawpeer.v1.Control.$Properties instead.
@@ -675,8 +1253,26 @@ export namespace clawpeer {
             /** Control pong. */
             pong?: (clawpeer.v1.Pong.$Properties|null);
 
+            /** Control transferRequest. */
+            transferRequest?: (clawpeer.v1.TransferRequest.$Properties|null);
+
+            /** Control transferAccept. */
+            transferAccept?: (clawpeer.v1.TransferAccept.$Properties|null);
+
+            /** Control manifest. */
+            manifest?: (clawpeer.v1.Manifest.$Properties|null);
+
+            /** Control want. */
+            want?: (clawpeer.v1.Want.$Properties|null);
+
+            /** Control dataOpen. */
+            dataOpen?: (clawpeer.v1.DataOpen.$Properties|null);
+
+            /** Control transferDone. */
+            transferDone?: (clawpeer.v1.TransferDone.$Properties|null);
+
             /** Control body. */
-            body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong");
+            body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone");
 
             /**
              * Encodes the specified Control message. Does not implicitly {@link clawpeer.v1.Control.verify|verify} messages.
@@ -720,8 +1316,26 @@ export namespace clawpeer {
                 /** Control pong */
                 pong?: (clawpeer.v1.Pong.$Properties|null);
 
+                /** Control transferRequest */
+                transferRequest?: (clawpeer.v1.TransferRequest.$Properties|null);
+
+                /** Control transferAccept */
+                transferAccept?: (clawpeer.v1.TransferAccept.$Properties|null);
+
+                /** Control manifest */
+                manifest?: (clawpeer.v1.Manifest.$Properties|null);
+
+                /** Control want */
+                want?: (clawpeer.v1.Want.$Properties|null);
+
+                /** Control dataOpen */
+                dataOpen?: (clawpeer.v1.DataOpen.$Properties|null);
+
+                /** Control transferDone */
+                transferDone?: (clawpeer.v1.TransferDone.$Properties|null);
+
                 /** Control body */
-                body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong");
+                body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone");
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -735,9 +1349,15 @@ export namespace clawpeer {
               error?: clawpeer.v1.Error.$Shape|null;
               ping?: clawpeer.v1.Ping.$Shape|null;
               pong?: clawpeer.v1.Pong.$Shape|null;
+              transferRequest?: clawpeer.v1.TransferRequest.$Shape|null;
+              transferAccept?: clawpeer.v1.TransferAccept.$Shape|null;
+              manifest?: clawpeer.v1.Manifest.$Shape|null;
+              want?: clawpeer.v1.Want.$Shape|null;
+              dataOpen?: clawpeer.v1.DataOpen.$Shape|null;
+              transferDone?: clawpeer.v1.TransferDone.$Shape|null;
               $unknowns?: Uint8Array[];
             } & (
-              ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape })
+              ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape })
             );
         }
     }

@@ -1618,6 +1618,1499 @@ export const clawpeer = $root.clawpeer = (() => {
             return Pong;
         })();
 
+        /**
+         * EntryKind enum.
+         * @name clawpeer.v1.EntryKind
+         * @enum {number}
+         * @property {number} ENTRY_KIND_UNSPECIFIED=0 ENTRY_KIND_UNSPECIFIED value
+         * @property {number} ENTRY_KIND_FILE=1 ENTRY_KIND_FILE value
+         * @property {number} ENTRY_KIND_DIR=2 ENTRY_KIND_DIR value
+         * @property {number} ENTRY_KIND_SYMLINK=3 ENTRY_KIND_SYMLINK value
+         */
+        v1.EntryKind = (function() {
+            const valuesById = $Object.create(null), values = $Object.create(valuesById);
+            values[valuesById[0] = "ENTRY_KIND_UNSPECIFIED"] = 0;
+            values[valuesById[1] = "ENTRY_KIND_FILE"] = 1;
+            values[valuesById[2] = "ENTRY_KIND_DIR"] = 2;
+            values[valuesById[3] = "ENTRY_KIND_SYMLINK"] = 3;
+            return values;
+        })();
+
+        /**
+         * TransferDirection enum.
+         * @name clawpeer.v1.TransferDirection
+         * @enum {number}
+         * @property {number} TRANSFER_DIRECTION_UNSPECIFIED=0 TRANSFER_DIRECTION_UNSPECIFIED value
+         * @property {number} TRANSFER_DIRECTION_PUSH=1 TRANSFER_DIRECTION_PUSH value
+         * @property {number} TRANSFER_DIRECTION_PULL=2 TRANSFER_DIRECTION_PULL value
+         */
+        v1.TransferDirection = (function() {
+            const valuesById = $Object.create(null), values = $Object.create(valuesById);
+            values[valuesById[0] = "TRANSFER_DIRECTION_UNSPECIFIED"] = 0;
+            values[valuesById[1] = "TRANSFER_DIRECTION_PUSH"] = 1;
+            values[valuesById[2] = "TRANSFER_DIRECTION_PULL"] = 2;
+            return values;
+        })();
+
+        v1.ManifestEntry = (function() {
+
+            /**
+             * Properties of a ManifestEntry.
+             * @typedef {Object} clawpeer.v1.ManifestEntry.$Properties
+             * @property {string|null} [path] ManifestEntry path
+             * @property {clawpeer.v1.EntryKind|null} [kind] ManifestEntry kind
+             * @property {number|Long|null} [size] ManifestEntry size
+             * @property {number|null} [mode] ManifestEntry mode
+             * @property {number|Long|null} [mtimeMs] ManifestEntry mtimeMs
+             * @property {string|null} [linkTarget] ManifestEntry linkTarget
+             * @property {Uint8Array|null} [root] ManifestEntry root
+             * @property {Uint8Array|null} [chunkIds] ManifestEntry chunkIds
+             * @property {Array.<number>|null} [chunkLengths] ManifestEntry chunkLengths
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a ManifestEntry.
+             * @memberof clawpeer.v1
+             * @interface IManifestEntry
+             * @augments clawpeer.v1.ManifestEntry.$Properties
+             * @deprecated Use clawpeer.v1.ManifestEntry.$Properties instead.
+             */
+
+            /**
+             * Shape of a ManifestEntry.
+             * @typedef {clawpeer.v1.ManifestEntry.$Properties} clawpeer.v1.ManifestEntry.$Shape
+             */
+
+            /**
+             * Constructs a new ManifestEntry.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a ManifestEntry.
+             * @constructor
+             * @param {clawpeer.v1.ManifestEntry.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const ManifestEntry = function (properties) {
+                this.chunkLengths = [];
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * ManifestEntry path.
+             * @member {string} path
+             * @memberof clawpeer.v1.ManifestEntry
+             * @instance
+             */
+            ManifestEntry.prototype.path = "";
+
+            /**
+             * ManifestEntry kind.
+             * @member {clawpeer.v1.EntryKind} kind
+             * @memberof clawpeer.v1.ManifestEntry
+             * @instance
+             */
+            ManifestEntry.prototype.kind = 0;
+
+            /**
+             * ManifestEntry size.
+             * @member {number|Long} size
+             * @memberof clawpeer.v1.ManifestEntry
+             * @instance
+             */
+            ManifestEntry.prototype.size = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
+             * ManifestEntry mode.
+             * @member {number} mode
+             * @memberof clawpeer.v1.ManifestEntry
+             * @instance
+             */
+            ManifestEntry.prototype.mode = 0;
+
+            /**
+             * ManifestEntry mtimeMs.
+             * @member {number|Long} mtimeMs
+             * @memberof clawpeer.v1.ManifestEntry
+             * @instance
+             */
+            ManifestEntry.prototype.mtimeMs = $util.Long ? $util.Long.fromBits(0,0,false) : 0;
+
+            /**
+             * ManifestEntry linkTarget.
+             * @member {string} linkTarget
+             * @memberof clawpeer.v1.ManifestEntry
+             * @instance
+             */
+            ManifestEntry.prototype.linkTarget = "";
+
+            /**
+             * ManifestEntry root.
+             * @member {Uint8Array} root
+             * @memberof clawpeer.v1.ManifestEntry
+             * @instance
+             */
+            ManifestEntry.prototype.root = $util.newBuffer([]);
+
+            /**
+             * ManifestEntry chunkIds.
+             * @member {Uint8Array} chunkIds
+             * @memberof clawpeer.v1.ManifestEntry
+             * @instance
+             */
+            ManifestEntry.prototype.chunkIds = $util.newBuffer([]);
+
+            /**
+             * ManifestEntry chunkLengths.
+             * @member {Array.<number>} chunkLengths
+             * @memberof clawpeer.v1.ManifestEntry
+             * @instance
+             */
+            ManifestEntry.prototype.chunkLengths = $util.emptyArray;
+
+            /**
+             * Encodes the specified ManifestEntry message. Does not implicitly {@link clawpeer.v1.ManifestEntry.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.ManifestEntry
+             * @static
+             * @param {clawpeer.v1.ManifestEntry.$Properties} message ManifestEntry message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            ManifestEntry.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.path != null && $Object.hasOwnProperty.call(message, "path") && message.path !== "")
+                    writer.uint32(/* id 1, wireType 2 =*/10).string(message.path);
+                if (message.kind != null && $Object.hasOwnProperty.call(message, "kind") && message.kind !== 0)
+                    writer.uint32(/* id 2, wireType 0 =*/16).int32(message.kind);
+                if (message.size != null && $Object.hasOwnProperty.call(message, "size") && (typeof message.size === "object" ? message.size.low || message.size.high : message.size !== 0))
+                    writer.uint32(/* id 3, wireType 0 =*/24).uint64(message.size);
+                if (message.mode != null && $Object.hasOwnProperty.call(message, "mode") && message.mode !== 0)
+                    writer.uint32(/* id 4, wireType 0 =*/32).uint32(message.mode);
+                if (message.mtimeMs != null && $Object.hasOwnProperty.call(message, "mtimeMs") && (typeof message.mtimeMs === "object" ? message.mtimeMs.low || message.mtimeMs.high : message.mtimeMs !== 0))
+                    writer.uint32(/* id 5, wireType 0 =*/40).sint64(message.mtimeMs);
+                if (message.linkTarget != null && $Object.hasOwnProperty.call(message, "linkTarget") && message.linkTarget !== "")
+                    writer.uint32(/* id 6, wireType 2 =*/50).string(message.linkTarget);
+                if (message.root != null && $Object.hasOwnProperty.call(message, "root") && message.root.length)
+                    writer.uint32(/* id 7, wireType 2 =*/58).bytes(message.root);
+                if (message.chunkIds != null && $Object.hasOwnProperty.call(message, "chunkIds") && message.chunkIds.length)
+                    writer.uint32(/* id 8, wireType 2 =*/66).bytes(message.chunkIds);
+                if (message.chunkLengths != null && message.chunkLengths.length)
+                    writer.uint32(/* id 9, wireType 2 =*/74).uint32s(message.chunkLengths);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a ManifestEntry message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.ManifestEntry
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.ManifestEntry & clawpeer.v1.ManifestEntry.$Shape} ManifestEntry
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            ManifestEntry.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.ManifestEntry();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.path = value;
+                            else
+                                delete message.path;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.int32())
+                                message.kind = value;
+                            else
+                                delete message.kind;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.size = value;
+                            else
+                                delete message.size;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.mode = value;
+                            else
+                                delete message.mode;
+                            continue;
+                        }
+                    case 5: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.sint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.mtimeMs = value;
+                            else
+                                delete message.mtimeMs;
+                            continue;
+                        }
+                    case 6: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.linkTarget = value;
+                            else
+                                delete message.linkTarget;
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.root = value;
+                            else
+                                delete message.root;
+                            continue;
+                        }
+                    case 8: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.chunkIds = value;
+                            else
+                                delete message.chunkIds;
+                            continue;
+                        }
+                    case 9: {
+                            if (wireType === 2) {
+                                if (!(message.chunkLengths && message.chunkLengths.length))
+                                    message.chunkLengths = [];
+                                reader.uint32s(message.chunkLengths);
+                                continue;
+                            }
+                            if (wireType !== 0)
+                                break;
+                            if (!(message.chunkLengths && message.chunkLengths.length))
+                                message.chunkLengths = [];
+                            message.chunkLengths.push(reader.uint32());
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return ManifestEntry;
+        })();
+
+        v1.TransferRequest = (function() {
+
+            /**
+             * Properties of a TransferRequest.
+             * @typedef {Object} clawpeer.v1.TransferRequest.$Properties
+             * @property {number|null} [transferId] TransferRequest transferId
+             * @property {clawpeer.v1.TransferDirection|null} [direction] TransferRequest direction
+             * @property {string|null} [share] TransferRequest share
+             * @property {string|null} [path] TransferRequest path
+             * @property {boolean|null} [force] TransferRequest force
+             * @property {number|null} [streams] TransferRequest streams
+             * @property {number|null} [window] TransferRequest window
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a TransferRequest.
+             * @memberof clawpeer.v1
+             * @interface ITransferRequest
+             * @augments clawpeer.v1.TransferRequest.$Properties
+             * @deprecated Use clawpeer.v1.TransferRequest.$Properties instead.
+             */
+
+            /**
+             * Shape of a TransferRequest.
+             * @typedef {clawpeer.v1.TransferRequest.$Properties} clawpeer.v1.TransferRequest.$Shape
+             */
+
+            /**
+             * Constructs a new TransferRequest.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a TransferRequest.
+             * @constructor
+             * @param {clawpeer.v1.TransferRequest.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const TransferRequest = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * TransferRequest transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.transferId = 0;
+
+            /**
+             * TransferRequest direction.
+             * @member {clawpeer.v1.TransferDirection} direction
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.direction = 0;
+
+            /**
+             * TransferRequest share.
+             * @member {string} share
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.share = "";
+
+            /**
+             * TransferRequest path.
+             * @member {string} path
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.path = "";
+
+            /**
+             * TransferRequest force.
+             * @member {boolean} force
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.force = false;
+
+            /**
+             * TransferRequest streams.
+             * @member {number} streams
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.streams = 0;
+
+            /**
+             * TransferRequest window.
+             * @member {number} window
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.window = 0;
+
+            /**
+             * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.TransferRequest
+             * @static
+             * @param {clawpeer.v1.TransferRequest.$Properties} message TransferRequest message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            TransferRequest.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.direction != null && $Object.hasOwnProperty.call(message, "direction") && message.direction !== 0)
+                    writer.uint32(/* id 2, wireType 0 =*/16).int32(message.direction);
+                if (message.share != null && $Object.hasOwnProperty.call(message, "share") && message.share !== "")
+                    writer.uint32(/* id 3, wireType 2 =*/26).string(message.share);
+                if (message.path != null && $Object.hasOwnProperty.call(message, "path") && message.path !== "")
+                    writer.uint32(/* id 4, wireType 2 =*/34).string(message.path);
+                if (message.force != null && $Object.hasOwnProperty.call(message, "force") && message.force !== false)
+                    writer.uint32(/* id 5, wireType 0 =*/40).bool(message.force);
+                if (message.streams != null && $Object.hasOwnProperty.call(message, "streams") && message.streams !== 0)
+                    writer.uint32(/* id 6, wireType 0 =*/48).uint32(message.streams);
+                if (message.window != null && $Object.hasOwnProperty.call(message, "window") && message.window !== 0)
+                    writer.uint32(/* id 7, wireType 0 =*/56).uint32(message.window);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a TransferRequest message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.TransferRequest
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.TransferRequest & clawpeer.v1.TransferRequest.$Shape} TransferRequest
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            TransferRequest.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.TransferRequest();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.int32())
+                                message.direction = value;
+                            else
+                                delete message.direction;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.share = value;
+                            else
+                                delete message.share;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.path = value;
+                            else
+                                delete message.path;
+                            continue;
+                        }
+                    case 5: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.force = value;
+                            else
+                                delete message.force;
+                            continue;
+                        }
+                    case 6: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.streams = value;
+                            else
+                                delete message.streams;
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.window = value;
+                            else
+                                delete message.window;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return TransferRequest;
+        })();
+
+        v1.TransferAccept = (function() {
+
+            /**
+             * Properties of a TransferAccept.
+             * @typedef {Object} clawpeer.v1.TransferAccept.$Properties
+             * @property {number|null} [transferId] TransferAccept transferId
+             * @property {number|null} [streams] TransferAccept streams
+             * @property {number|null} [window] TransferAccept window
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a TransferAccept.
+             * @memberof clawpeer.v1
+             * @interface ITransferAccept
+             * @augments clawpeer.v1.TransferAccept.$Properties
+             * @deprecated Use clawpeer.v1.TransferAccept.$Properties instead.
+             */
+
+            /**
+             * Shape of a TransferAccept.
+             * @typedef {clawpeer.v1.TransferAccept.$Properties} clawpeer.v1.TransferAccept.$Shape
+             */
+
+            /**
+             * Constructs a new TransferAccept.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a TransferAccept.
+             * @constructor
+             * @param {clawpeer.v1.TransferAccept.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const TransferAccept = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * TransferAccept transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.TransferAccept
+             * @instance
+             */
+            TransferAccept.prototype.transferId = 0;
+
+            /**
+             * TransferAccept streams.
+             * @member {number} streams
+             * @memberof clawpeer.v1.TransferAccept
+             * @instance
+             */
+            TransferAccept.prototype.streams = 0;
+
+            /**
+             * TransferAccept window.
+             * @member {number} window
+             * @memberof clawpeer.v1.TransferAccept
+             * @instance
+             */
+            TransferAccept.prototype.window = 0;
+
+            /**
+             * Encodes the specified TransferAccept message. Does not implicitly {@link clawpeer.v1.TransferAccept.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.TransferAccept
+             * @static
+             * @param {clawpeer.v1.TransferAccept.$Properties} message TransferAccept message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            TransferAccept.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.streams != null && $Object.hasOwnProperty.call(message, "streams") && message.streams !== 0)
+                    writer.uint32(/* id 2, wireType 0 =*/16).uint32(message.streams);
+                if (message.window != null && $Object.hasOwnProperty.call(message, "window") && message.window !== 0)
+                    writer.uint32(/* id 3, wireType 0 =*/24).uint32(message.window);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a TransferAccept message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.TransferAccept
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.TransferAccept & clawpeer.v1.TransferAccept.$Shape} TransferAccept
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            TransferAccept.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.TransferAccept();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.streams = value;
+                            else
+                                delete message.streams;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.window = value;
+                            else
+                                delete message.window;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return TransferAccept;
+        })();
+
+        v1.Manifest = (function() {
+
+            /**
+             * Properties of a Manifest.
+             * @typedef {Object} clawpeer.v1.Manifest.$Properties
+             * @property {number|null} [transferId] Manifest transferId
+             * @property {Array.<clawpeer.v1.ManifestEntry.$Properties>|null} [entries] Manifest entries
+             * @property {boolean|null} [last] Manifest last
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a Manifest.
+             * @memberof clawpeer.v1
+             * @interface IManifest
+             * @augments clawpeer.v1.Manifest.$Properties
+             * @deprecated Use clawpeer.v1.Manifest.$Properties instead.
+             */
+
+            /**
+             * Shape of a Manifest.
+             * @typedef {clawpeer.v1.Manifest.$Properties} clawpeer.v1.Manifest.$Shape
+             */
+
+            /**
+             * Constructs a new Manifest.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a Manifest.
+             * @constructor
+             * @param {clawpeer.v1.Manifest.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const Manifest = function (properties) {
+                this.entries = [];
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * Manifest transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.Manifest
+             * @instance
+             */
+            Manifest.prototype.transferId = 0;
+
+            /**
+             * Manifest entries.
+             * @member {Array.<clawpeer.v1.ManifestEntry.$Properties>} entries
+             * @memberof clawpeer.v1.Manifest
+             * @instance
+             */
+            Manifest.prototype.entries = $util.emptyArray;
+
+            /**
+             * Manifest last.
+             * @member {boolean} last
+             * @memberof clawpeer.v1.Manifest
+             * @instance
+             */
+            Manifest.prototype.last = false;
+
+            /**
+             * Encodes the specified Manifest message. Does not implicitly {@link clawpeer.v1.Manifest.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.Manifest
+             * @static
+             * @param {clawpeer.v1.Manifest.$Properties} message Manifest message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            Manifest.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.entries != null && message.entries.length)
+                    for (let i = 0; i < message.entries.length; ++i)
+                        $root.clawpeer.v1.ManifestEntry.encode(message.entries[i], writer.uint32(/* id 2, wireType 2 =*/18).fork(), _depth + 1).ldelim();
+                if (message.last != null && $Object.hasOwnProperty.call(message, "last") && message.last !== false)
+                    writer.uint32(/* id 3, wireType 0 =*/24).bool(message.last);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a Manifest message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.Manifest
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.Manifest & clawpeer.v1.Manifest.$Shape} Manifest
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            Manifest.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.Manifest();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.entries && message.entries.length))
+                                message.entries = [];
+                            message.entries.push($root.clawpeer.v1.ManifestEntry.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.last = value;
+                            else
+                                delete message.last;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return Manifest;
+        })();
+
+        v1.Want = (function() {
+
+            /**
+             * Properties of a Want.
+             * @typedef {Object} clawpeer.v1.Want.$Properties
+             * @property {number|null} [transferId] Want transferId
+             * @property {Uint8Array|null} [lacking] Want lacking
+             * @property {number|null} [uniqueChunks] Want uniqueChunks
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a Want.
+             * @memberof clawpeer.v1
+             * @interface IWant
+             * @augments clawpeer.v1.Want.$Properties
+             * @deprecated Use clawpeer.v1.Want.$Properties instead.
+             */
+
+            /**
+             * Shape of a Want.
+             * @typedef {clawpeer.v1.Want.$Properties} clawpeer.v1.Want.$Shape
+             */
+
+            /**
+             * Constructs a new Want.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a Want.
+             * @constructor
+             * @param {clawpeer.v1.Want.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const Want = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * Want transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.Want
+             * @instance
+             */
+            Want.prototype.transferId = 0;
+
+            /**
+             * Want lacking.
+             * @member {Uint8Array} lacking
+             * @memberof clawpeer.v1.Want
+             * @instance
+             */
+            Want.prototype.lacking = $util.newBuffer([]);
+
+            /**
+             * Want uniqueChunks.
+             * @member {number} uniqueChunks
+             * @memberof clawpeer.v1.Want
+             * @instance
+             */
+            Want.prototype.uniqueChunks = 0;
+
+            /**
+             * Encodes the specified Want message. Does not implicitly {@link clawpeer.v1.Want.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.Want
+             * @static
+             * @param {clawpeer.v1.Want.$Properties} message Want message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            Want.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.lacking != null && $Object.hasOwnProperty.call(message, "lacking") && message.lacking.length)
+                    writer.uint32(/* id 2, wireType 2 =*/18).bytes(message.lacking);
+                if (message.uniqueChunks != null && $Object.hasOwnProperty.call(message, "uniqueChunks") && message.uniqueChunks !== 0)
+                    writer.uint32(/* id 3, wireType 0 =*/24).uint32(message.uniqueChunks);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a Want message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.Want
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.Want & clawpeer.v1.Want.$Shape} Want
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            Want.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.Want();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.lacking = value;
+                            else
+                                delete message.lacking;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.uniqueChunks = value;
+                            else
+                                delete message.uniqueChunks;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return Want;
+        })();
+
+        v1.DataOpen = (function() {
+
+            /**
+             * Properties of a DataOpen.
+             * @typedef {Object} clawpeer.v1.DataOpen.$Properties
+             * @property {number|null} [transferId] DataOpen transferId
+             * @property {number|null} [streamId] DataOpen streamId
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a DataOpen.
+             * @memberof clawpeer.v1
+             * @interface IDataOpen
+             * @augments clawpeer.v1.DataOpen.$Properties
+             * @deprecated Use clawpeer.v1.DataOpen.$Properties instead.
+             */
+
+            /**
+             * Shape of a DataOpen.
+             * @typedef {clawpeer.v1.DataOpen.$Properties} clawpeer.v1.DataOpen.$Shape
+             */
+
+            /**
+             * Constructs a new DataOpen.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a DataOpen.
+             * @constructor
+             * @param {clawpeer.v1.DataOpen.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const DataOpen = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * DataOpen transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.DataOpen
+             * @instance
+             */
+            DataOpen.prototype.transferId = 0;
+
+            /**
+             * DataOpen streamId.
+             * @member {number} streamId
+             * @memberof clawpeer.v1.DataOpen
+             * @instance
+             */
+            DataOpen.prototype.streamId = 0;
+
+            /**
+             * Encodes the specified DataOpen message. Does not implicitly {@link clawpeer.v1.DataOpen.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.DataOpen
+             * @static
+             * @param {clawpeer.v1.DataOpen.$Properties} message DataOpen message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            DataOpen.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.streamId != null && $Object.hasOwnProperty.call(message, "streamId") && message.streamId !== 0)
+                    writer.uint32(/* id 2, wireType 0 =*/16).uint32(message.streamId);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a DataOpen message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.DataOpen
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.DataOpen & clawpeer.v1.DataOpen.$Shape} DataOpen
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            DataOpen.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.DataOpen();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.streamId = value;
+                            else
+                                delete message.streamId;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return DataOpen;
+        })();
+
+        v1.TransferDone = (function() {
+
+            /**
+             * Properties of a TransferDone.
+             * @typedef {Object} clawpeer.v1.TransferDone.$Properties
+             * @property {number|null} [transferId] TransferDone transferId
+             * @property {number|Long|null} [files] TransferDone files
+             * @property {number|Long|null} [bytes] TransferDone bytes
+             * @property {number|Long|null} [chunksReceived] TransferDone chunksReceived
+             * @property {number|Long|null} [chunksSkipped] TransferDone chunksSkipped
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a TransferDone.
+             * @memberof clawpeer.v1
+             * @interface ITransferDone
+             * @augments clawpeer.v1.TransferDone.$Properties
+             * @deprecated Use clawpeer.v1.TransferDone.$Properties instead.
+             */
+
+            /**
+             * Shape of a TransferDone.
+             * @typedef {clawpeer.v1.TransferDone.$Properties} clawpeer.v1.TransferDone.$Shape
+             */
+
+            /**
+             * Constructs a new TransferDone.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a TransferDone.
+             * @constructor
+             * @param {clawpeer.v1.TransferDone.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const TransferDone = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * TransferDone transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.transferId = 0;
+
+            /**
+             * TransferDone files.
+             * @member {number|Long} files
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.files = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
+             * TransferDone bytes.
+             * @member {number|Long} bytes
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.bytes = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
+             * TransferDone chunksReceived.
+             * @member {number|Long} chunksReceived
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.chunksReceived = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
+             * TransferDone chunksSkipped.
+             * @member {number|Long} chunksSkipped
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.chunksSkipped = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
+             * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.TransferDone
+             * @static
+             * @param {clawpeer.v1.TransferDone.$Properties} message TransferDone message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            TransferDone.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.files != null && $Object.hasOwnProperty.call(message, "files") && (typeof message.files === "object" ? message.files.low || message.files.high : message.files !== 0))
+                    writer.uint32(/* id 2, wireType 0 =*/16).uint64(message.files);
+                if (message.bytes != null && $Object.hasOwnProperty.call(message, "bytes") && (typeof message.bytes === "object" ? message.bytes.low || message.bytes.high : message.bytes !== 0))
+                    writer.uint32(/* id 3, wireType 0 =*/24).uint64(message.bytes);
+                if (message.chunksReceived != null && $Object.hasOwnProperty.call(message, "chunksReceived") && (typeof message.chunksReceived === "object" ? message.chunksReceived.low || message.chunksReceived.high : message.chunksReceived !== 0))
+                    writer.uint32(/* id 4, wireType 0 =*/32).uint64(message.chunksReceived);
+                if (message.chunksSkipped != null && $Object.hasOwnProperty.call(message, "chunksSkipped") && (typeof message.chunksSkipped === "object" ? message.chunksSkipped.low || message.chunksSkipped.high : message.chunksSkipped !== 0))
+                    writer.uint32(/* id 5, wireType 0 =*/40).uint64(message.chunksSkipped);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a TransferDone message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.TransferDone
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.TransferDone & clawpeer.v1.TransferDone.$Shape} TransferDone
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            TransferDone.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.TransferDone();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.files = value;
+                            else
+                                delete message.files;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.bytes = value;
+                            else
+                                delete message.bytes;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.chunksReceived = value;
+                            else
+                                delete message.chunksReceived;
+                            continue;
+                        }
+                    case 5: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.chunksSkipped = value;
+                            else
+                                delete message.chunksSkipped;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return TransferDone;
+        })();
+
         v1.Control = (function() {
 
             /**
@@ -1629,7 +3122,13 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {clawpeer.v1.Error.$Properties|null} [error] Control error
              * @property {clawpeer.v1.Ping.$Properties|null} [ping] Control ping
              * @property {clawpeer.v1.Pong.$Properties|null} [pong] Control pong
-             * @property {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"} [body] Control body
+             * @property {clawpeer.v1.TransferRequest.$Properties|null} [transferRequest] Control transferRequest
+             * @property {clawpeer.v1.TransferAccept.$Properties|null} [transferAccept] Control transferAccept
+             * @property {clawpeer.v1.Manifest.$Properties|null} [manifest] Control manifest
+             * @property {clawpeer.v1.Want.$Properties|null} [want] Control want
+             * @property {clawpeer.v1.DataOpen.$Properties|null} [dataOpen] Control dataOpen
+             * @property {clawpeer.v1.TransferDone.$Properties|null} [transferDone] Control transferDone
+             * @property {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"} [body] Control body
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -1650,9 +3149,15 @@ export const clawpeer = $root.clawpeer = (() => {
              *   error?: clawpeer.v1.Error.$Shape|null;
              *   ping?: clawpeer.v1.Ping.$Shape|null;
              *   pong?: clawpeer.v1.Pong.$Shape|null;
+             *   transferRequest?: clawpeer.v1.TransferRequest.$Shape|null;
+             *   transferAccept?: clawpeer.v1.TransferAccept.$Shape|null;
+             *   manifest?: clawpeer.v1.Manifest.$Shape|null;
+             *   want?: clawpeer.v1.Want.$Shape|null;
+             *   dataOpen?: clawpeer.v1.DataOpen.$Shape|null;
+             *   transferDone?: clawpeer.v1.TransferDone.$Shape|null;
              *   $unknowns?: Array.<Uint8Array>;
              * } & (
-             *   ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape })
+             *   ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape })
              * )} clawpeer.v1.Control.$Shape
              */
 
@@ -1719,17 +3224,65 @@ export const clawpeer = $root.clawpeer = (() => {
              */
             Control.prototype.pong = null;
 
+            /**
+             * Control transferRequest.
+             * @member {clawpeer.v1.TransferRequest.$Properties|null|undefined} transferRequest
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.transferRequest = null;
+
+            /**
+             * Control transferAccept.
+             * @member {clawpeer.v1.TransferAccept.$Properties|null|undefined} transferAccept
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.transferAccept = null;
+
+            /**
+             * Control manifest.
+             * @member {clawpeer.v1.Manifest.$Properties|null|undefined} manifest
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.manifest = null;
+
+            /**
+             * Control want.
+             * @member {clawpeer.v1.Want.$Properties|null|undefined} want
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.want = null;
+
+            /**
+             * Control dataOpen.
+             * @member {clawpeer.v1.DataOpen.$Properties|null|undefined} dataOpen
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.dataOpen = null;
+
+            /**
+             * Control transferDone.
+             * @member {clawpeer.v1.TransferDone.$Properties|null|undefined} transferDone
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.transferDone = null;
+
             // OneOf field names bound to virtual getters and setters
             let $oneOfFields;
 
             /**
              * Control body.
-             * @member {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|undefined} body
+             * @member {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|undefined} body
              * @memberof clawpeer.v1.Control
              * @instance
              */
             $Object.defineProperty(Control.prototype, "body", {
-                get: $util.oneOfGetter($oneOfFields = ["hello", "welcome", "finished", "error", "ping", "pong"]),
+                get: $util.oneOfGetter($oneOfFields = ["hello", "welcome", "finished", "error", "ping", "pong", "transferRequest", "transferAccept", "manifest", "want", "dataOpen", "transferDone"]),
                 set: $util.oneOfSetter($oneOfFields)
             });
 
@@ -1761,6 +3314,18 @@ export const clawpeer = $root.clawpeer = (() => {
                     $root.clawpeer.v1.Ping.encode(message.ping, writer.uint32(/* id 5, wireType 2 =*/42).fork(), _depth + 1).ldelim();
                 if (message.pong != null && $Object.hasOwnProperty.call(message, "pong"))
                     $root.clawpeer.v1.Pong.encode(message.pong, writer.uint32(/* id 6, wireType 2 =*/50).fork(), _depth + 1).ldelim();
+                if (message.transferRequest != null && $Object.hasOwnProperty.call(message, "transferRequest"))
+                    $root.clawpeer.v1.TransferRequest.encode(message.transferRequest, writer.uint32(/* id 16, wireType 2 =*/130).fork(), _depth + 1).ldelim();
+                if (message.transferAccept != null && $Object.hasOwnProperty.call(message, "transferAccept"))
+                    $root.clawpeer.v1.TransferAccept.encode(message.transferAccept, writer.uint32(/* id 17, wireType 2 =*/138).fork(), _depth + 1).ldelim();
+                if (message.manifest != null && $Object.hasOwnProperty.call(message, "manifest"))
+                    $root.clawpeer.v1.Manifest.encode(message.manifest, writer.uint32(/* id 18, wireType 2 =*/146).fork(), _depth + 1).ldelim();
+                if (message.want != null && $Object.hasOwnProperty.call(message, "want"))
+                    $root.clawpeer.v1.Want.encode(message.want, writer.uint32(/* id 19, wireType 2 =*/154).fork(), _depth + 1).ldelim();
+                if (message.dataOpen != null && $Object.hasOwnProperty.call(message, "dataOpen"))
+                    $root.clawpeer.v1.DataOpen.encode(message.dataOpen, writer.uint32(/* id 20, wireType 2 =*/162).fork(), _depth + 1).ldelim();
+                if (message.transferDone != null && $Object.hasOwnProperty.call(message, "transferDone"))
+                    $root.clawpeer.v1.TransferDone.encode(message.transferDone, writer.uint32(/* id 21, wireType 2 =*/170).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -1845,6 +3410,48 @@ export const clawpeer = $root.clawpeer = (() => {
                                 break;
                             message.pong = $root.clawpeer.v1.Pong.decode(reader, reader.size(), $undefined, _depth + 1, message.pong);
                             message.body = "pong";
+                            continue;
+                        }
+                    case 16: {
+                            if (wireType !== 2)
+                                break;
+                            message.transferRequest = $root.clawpeer.v1.TransferRequest.decode(reader, reader.size(), $undefined, _depth + 1, message.transferRequest);
+                            message.body = "transferRequest";
+                            continue;
+                        }
+                    case 17: {
+                            if (wireType !== 2)
+                                break;
+                            message.transferAccept = $root.clawpeer.v1.TransferAccept.decode(reader, reader.size(), $undefined, _depth + 1, message.transferAccept);
+                            message.body = "transferAccept";
+                            continue;
+                        }
+                    case 18: {
+                            if (wireType !== 2)
+                                break;
+                            message.manifest = $root.clawpeer.v1.Manifest.decode(reader, reader.size(), $undefined, _depth + 1, message.manifest);
+                            message.body = "manifest";
+                            continue;
+                        }
+                    case 19: {
+                            if (wireType !== 2)
+                                break;
+                            message.want = $root.clawpeer.v1.Want.decode(reader, reader.size(), $undefined, _depth + 1, message.want);
+                            message.body = "want";
+                            continue;
+                        }
+                    case 20: {
+                            if (wireType !== 2)
+                                break;
+                            message.dataOpen = $root.clawpeer.v1.DataOpen.decode(reader, reader.size(), $undefined, _depth + 1, message.dataOpen);
+                            message.body = "dataOpen";
+                            continue;
+                        }
+                    case 21: {
+                            if (wireType !== 2)
+                                break;
+                            message.transferDone = $root.clawpeer.v1.TransferDone.decode(reader, reader.size(), $undefined, _depth + 1, message.transferDone);
+                            message.body = "transferDone";
                             continue;
                         }
                     }

@@ -1,0 +1,415 @@
+import fc from 'fast-check';
+import t, { type Test } from 'tap';
+import { isClawpeerError } from '../../src/errors.js';
+import { FRAME_HEADER_BYTES } from '../../src/protocol/frame-codec.js';
+import { clawpeer } from '../../src/protocol/gen/clawpeer.js';
+import {
+  bitmapGet,
+  bitmapSet,
+  decodeControl,
+  encodeControl,
+  encodeControlFrame,
+  manifestEntryWireBytes,
+  MAX_ENTRY_PATH_BYTES,
+  MAX_MANIFEST_ENTRIES_PER_MESSAGE,
+  newBitmap,
+  splitManifest,
+  type ControlMessage,
+  type ManifestEntry,
+  type ManifestMessage,
+} from '../../src/protocol/messages.js';
+import { hex, toHex } from './hex.js';
+
+const pb = clawpeer.v1;
+const fill = (byte: number, n: number): Uint8Array => new Uint8Array(n).fill(byte);
+const EMPTY = new Uint8Array(0);
+const MAX_BYTES = 16 << 20;
+
+const dir = (path: string): ManifestEntry => ({
+  path, kind: 'dir', size: 0, mode: 0o755, mtimeMs: 0, linkTarget: '', root: EMPTY, chunkIds: EMPTY, chunkLengths: [],
+});
+
+/** A file of `lengths.length` chunks whose ids are filled with their index byte. */
+function file(path: string, lengths: readonly number[], mtimeMs = 1_700_000_000_000): ManifestEntry {
+  const chunkIds = new Uint8Array(32 * lengths.length);
+  lengths.forEach((_, i) => chunkIds.fill((i + 1) & 0xff, 32 * i, 32 * (i + 1)));
+  return {
+    path, kind: 'file', size: lengths.reduce((a, b) => a + b, 0), mode: 0o644, mtimeMs, linkTarget: '',
+    root: fill(0xaa, 32), chunkIds, chunkLengths: lengths,
+  };
+}
+
+// Every transfer message as a whole CONTROL frame, byte for byte. Envelope fields 16..21 take
+// two-byte tags: (field << 3 | 2) as a varint.
+const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
+  {
+    name: 'TransferRequest',
+    message: { type: 'transfer-request', transferId: 7, direction: 'push', share: 'docs', path: 'a/b', force: true, streams: 4, window: 64 },
+    wire: `
+      01 00000018                 # frame: type CONTROL, body 24 bytes
+      8201 15                     # Control.transfer_request (field 16, LEN) 21 bytes
+      08 07                       #   transfer_id (1) = 7
+      10 01                       #   direction (2) = PUSH
+      1a 04 646f6373              #   share (3) = "docs"
+      22 03 612f62                #   path (4) = "a/b"
+      28 01                       #   force (5) = true
+      30 04                       #   streams (6) = 4
+      38 40                       #   window (7) = 64
+    `,
+  },
+  {
+    name: 'TransferRequest (pull, defaults omitted)',
+    message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8 },
+    wire: `
+      01 00000009                 # frame: type CONTROL, body 9 bytes
+      8201 06                     # Control.transfer_request (field 16, LEN) 6 bytes
+      10 02                       #   direction (2) = PULL (zero and empty fields are not sent)
+      30 01                       #   streams (6) = 1
+      38 08                       #   window (7) = 8
+    `,
+  },
+  {
+    name: 'TransferAccept',
+    message: { type: 'transfer-accept', transferId: 7, streams: 2, window: 32 },
+    wire: `
+      01 00000009                 # frame: type CONTROL, body 9 bytes
+      8a01 06                     # Control.transfer_accept (field 17, LEN) 6 bytes
+      08 07                       #   transfer_id (1) = 7
+      10 02                       #   streams (2) = 2
+      18 20                       #   window (3) = 32
+    `,
+  },
+  {
+    name: 'Manifest',
+    message: {
+      type: 'manifest', transferId: 7, last: true,
+      entries: [
+        dir('a'),
+        file('a/x.bin', [200, 100]),
+        { path: 'a/l', kind: 'symlink', size: 0, mode: 0o777, mtimeMs: -1000, linkTarget: 'x.bin', root: EMPTY, chunkIds: EMPTY, chunkLengths: [] },
+      ],
+    },
+    wire: `
+      01 000000ac                 # frame: type CONTROL, body 172 bytes
+      9201 a801                   # Control.manifest (field 18, LEN) 168 bytes
+      08 07                       #   transfer_id (1) = 7
+      12 08                       #   entries (2): ManifestEntry, 8 bytes
+        0a 01 61                  #     path (1) = "a"
+        10 02                     #     kind (2) = DIR
+        20 ed03                   #     mode (4) = 0o755 (size, mtime, target, root, chunks empty)
+      12 8101                     #   entries (2): ManifestEntry, 129 bytes
+        0a 07 612f782e62696e      #     path (1) = "a/x.bin"
+        10 01                     #     kind (2) = FILE
+        18 ac02                   #     size (3) = 300
+        20 a403                   #     mode (4) = 0o644
+        28 80a0abfef962           #     mtime_ms (5) = 1.7e12 (sint64 zigzag: 3.4e12)
+        3a 20 aa*32               #     root (7): 32 bytes
+        42 40 01*32 02*32         #     chunk_ids (8): 2 ids of 32 bytes
+        4a 03 c801 64             #     chunk_lengths (9, packed) = [200, 100]
+      12 14                       #   entries (2): ManifestEntry, 20 bytes
+        0a 03 612f6c              #     path (1) = "a/l"
+        10 03                     #     kind (2) = SYMLINK
+        20 ff03                   #     mode (4) = 0o777
+        28 cf0f                   #     mtime_ms (5) = -1000 (zigzag 1999)
+        32 05 782e62696e          #     link_target (6) = "x.bin"
+      18 01                       #   last (3) = true
+    `,
+  },
+  {
+    name: 'Want',
+    message: { type: 'want', transferId: 7, lacking: Uint8Array.of(0b0000_1001, 0b0000_0010), uniqueChunks: 10 },
+    wire: `
+      01 0000000b                 # frame: type CONTROL, body 11 bytes
+      9a01 08                     # Control.want (field 19, LEN) 8 bytes
+      08 07                       #   transfer_id (1) = 7
+      12 02 09 02                 #   lacking (2): chunks 0, 3 (byte 0) and 9 (byte 1), LSB first
+      18 0a                       #   unique_chunks (3) = 10
+    `,
+  },
+  {
+    name: 'DataOpen',
+    message: { type: 'data-open', transferId: 7, streamId: 3 },
+    wire: `
+      01 00000007                 # frame: type CONTROL, body 7 bytes
+      a201 04                     # Control.data_open (field 20, LEN) 4 bytes
+      08 07                       #   transfer_id (1) = 7
+      10 03                       #   stream_id (2) = 3
+    `,
+  },
+  {
+    name: 'TransferDone',
+    message: { type: 'transfer-done', transferId: 7, files: 2, bytes: 300, chunksReceived: 1, chunksSkipped: 1 },
+    wire: `
+      01 0000000e                 # frame: type CONTROL, body 14 bytes
+      aa01 0b                     # Control.transfer_done (field 21, LEN) 11 bytes
+      08 07                       #   transfer_id (1) = 7
+      10 02                       #   files (2) = 2
+      18 ac02                     #   bytes (3) = 300
+      20 01                       #   chunks_received (4) = 1
+      28 01                       #   chunks_skipped (5) = 1
+    `,
+  },
+];
+
+for (const vector of VECTORS) {
+  t.test(`${vector.name}: exact wire bytes and round trip`, async (t) => {
+    const wire = hex(vector.wire);
+    t.equal(toHex(encodeControlFrame(vector.message)), toHex(wire));
+    const decoded = decodeControl(wire.subarray(FRAME_HEADER_BYTES), { maxBytes: 1024 });
+    t.same(decoded, vector.message);
+  });
+}
+
+t.test('decoded bytes are copies, not views of the frame buffer', async (t) => {
+  const manifest = VECTORS.find((v) => v.name === 'Manifest')?.message;
+  if (manifest === undefined) throw new Error('no Manifest vector');
+  const body = encodeControl(manifest);
+  const decoded = decodeControl(body, { maxBytes: 1024 });
+  if (decoded.type !== 'manifest') throw new Error('not a manifest');
+  const root = decoded.entries[1]?.root;
+  body.fill(0);
+  t.equal(root?.[0], 0xaa);
+});
+
+t.test('uint64 counters and sizes decode as plain numbers up to 2^53-1', async (t) => {
+  const big = Number.MAX_SAFE_INTEGER;
+  const done: ControlMessage = { type: 'transfer-done', transferId: 0xffff_ffff, files: big, bytes: big, chunksReceived: 2 ** 40, chunksSkipped: 0 };
+  const decoded = decodeControl(encodeControl(done), { maxBytes: 64 });
+  t.same(decoded, done);
+  if (decoded.type !== 'transfer-done') throw new Error('not transfer-done');
+  t.equal(typeof decoded.bytes, 'number');
+  const extremes = [file('big', [0xffff_ffff, 0xffff_ffff], -Number.MAX_SAFE_INTEGER), file('late', [1], Number.MAX_SAFE_INTEGER)];
+  const manifest: ControlMessage = { type: 'manifest', transferId: 1, entries: extremes, last: false };
+  t.same(decodeControl(encodeControl(manifest), { maxBytes: 4096 }), manifest);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Properties
+
+const arbPath = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 24 });
+const arbMeta = { mode: fc.integer({ min: 0, max: 0o7777 }), mtimeMs: fc.maxSafeInteger() };
+const arbFile: fc.Arbitrary<ManifestEntry> = fc
+  .record({
+    path: arbPath,
+    ...arbMeta,
+    root: fc.uint8Array({ minLength: 32, maxLength: 32 }),
+    chunks: fc.array(fc.tuple(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.integer({ min: 1, max: 0xffff_ffff })), { maxLength: 8 }),
+  })
+  .map(({ path, mode, mtimeMs, root, chunks }) => {
+    const chunkIds = new Uint8Array(32 * chunks.length);
+    chunks.forEach(([id], i) => chunkIds.set(id, 32 * i));
+    const chunkLengths = chunks.map(([, length]) => length);
+    return { path, kind: 'file', size: chunkLengths.reduce((a, b) => a + b, 0), mode, mtimeMs, linkTarget: '', root, chunkIds, chunkLengths };
+  });
+const arbDir: fc.Arbitrary<ManifestEntry> = fc
+  .record({ path: arbPath, ...arbMeta })
+  .map((m) => ({ ...m, kind: 'dir', size: 0, linkTarget: '', root: EMPTY, chunkIds: EMPTY, chunkLengths: [] }));
+const arbSymlink: fc.Arbitrary<ManifestEntry> = fc
+  .record({ path: arbPath, ...arbMeta, linkTarget: arbPath })
+  .map((m) => ({ ...m, kind: 'symlink', size: 0, root: EMPTY, chunkIds: EMPTY, chunkLengths: [] }));
+const arbEntry = fc.oneof({ weight: 3, arbitrary: arbFile }, { weight: 1, arbitrary: arbDir }, { weight: 1, arbitrary: arbSymlink });
+const arbU32 = fc.integer({ min: 0, max: 0xffff_ffff });
+
+const arbBitmap = fc.array(fc.boolean(), { maxLength: 70 }).map((bits) => {
+  const lacking = newBitmap(bits.length);
+  bits.forEach((b, i) => b && bitmapSet(lacking, i));
+  return { lacking, uniqueChunks: bits.length, bits };
+});
+
+const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
+  fc.record({
+    type: fc.constant('transfer-request' as const), transferId: arbU32, direction: fc.constantFrom('push' as const, 'pull' as const),
+    share: fc.string({ unit: 'grapheme', maxLength: 10 }), path: fc.string({ unit: 'grapheme', maxLength: 30 }),
+    force: fc.boolean(), streams: arbU32, window: arbU32,
+  }),
+  fc.record({ type: fc.constant('transfer-accept' as const), transferId: arbU32, streams: arbU32, window: arbU32 }),
+  fc.record({ type: fc.constant('manifest' as const), transferId: arbU32, entries: fc.array(arbEntry, { maxLength: 12 }), last: fc.boolean() }),
+  fc.tuple(arbU32, arbBitmap).map(([transferId, b]) => ({ type: 'want' as const, transferId, lacking: b.lacking, uniqueChunks: b.uniqueChunks })),
+  fc.record({ type: fc.constant('data-open' as const), transferId: arbU32, streamId: arbU32 }),
+  fc.record({
+    type: fc.constant('transfer-done' as const), transferId: arbU32, files: fc.maxSafeNat(), bytes: fc.maxSafeNat(),
+    chunksReceived: fc.maxSafeNat(), chunksSkipped: fc.maxSafeNat(),
+  }),
+);
+
+t.test('property: every transfer message round-trips exactly', async (t) => {
+  fc.assert(
+    fc.property(arbMessage, (message) => {
+      t.same(decodeControl(encodeControl(message), { maxBytes: MAX_BYTES }), message);
+    }),
+    { numRuns: 300 },
+  );
+});
+
+t.test('property: bitmap helpers agree with a boolean array and survive a Want round trip', async (t) => {
+  fc.assert(
+    fc.property(arbBitmap, ({ lacking, uniqueChunks, bits }) => {
+      const decoded = decodeControl(encodeControl({ type: 'want', transferId: 1, lacking, uniqueChunks }), { maxBytes: 1024 });
+      if (decoded.type !== 'want') throw new Error('not a want');
+      t.same(bits.map((_, i) => bitmapGet(decoded.lacking, i)), bits);
+    }),
+    { numRuns: 200 },
+  );
+});
+
+t.test('bitmap helpers: size, LSB-first layout, range checks', async (t) => {
+  t.equal(newBitmap(0).length, 0);
+  t.equal(newBitmap(8).length, 1);
+  t.equal(newBitmap(9).length, 2);
+  const b = newBitmap(16);
+  bitmapSet(b, 0);
+  bitmapSet(b, 9);
+  t.equal(toHex(b), '0102');
+  t.equal(bitmapGet(b, 9), true);
+  t.equal(bitmapGet(b, 8), false);
+  t.throws(() => bitmapSet(b, 16), RangeError);
+  t.throws(() => bitmapGet(b, -1), RangeError);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Malformed input
+
+/** A Control envelope built by the generated encoder, bypassing our validation. */
+const raw = (control: clawpeer.v1.Control.$Properties): Uint8Array => pb.Control.encode(control).finish();
+const wireFile = (over: clawpeer.v1.ManifestEntry.$Properties): clawpeer.v1.Control.$Properties => ({
+  manifest: {
+    transferId: 1,
+    entries: [{ path: 'a/f', kind: pb.EntryKind.ENTRY_KIND_FILE, size: 64, root: fill(0xaa, 32), chunkIds: fill(1, 64), chunkLengths: [32, 32], ...over }],
+  },
+});
+
+t.test('malformed transfer messages are PROTOCOL errors naming what was wrong', async (t) => {
+  const cases: [string, Uint8Array, RegExp][] = [
+    ['id/length count mismatch', raw(wireFile({ chunkLengths: [64] })), /entries\[0\] "a\/f": chunkIds holds 2 ids but chunkLengths holds 1 lengths/],
+    ['chunkIds not a multiple of 32', raw(wireFile({ chunkIds: fill(1, 33), size: 64 })), /"a\/f": chunkIds is 33 bytes, not a multiple of 32/],
+    ['short root', raw(wireFile({ root: fill(0xaa, 31) })), /"a\/f": root must be 32 bytes for a file, got 31/],
+    ['file without root', raw(wireFile({ root: EMPTY })), /"a\/f": root must be 32 bytes for a file, got 0/],
+    ['dir with a root', raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_DIR, size: 0, chunkIds: EMPTY, chunkLengths: [] })), /"a\/f": root must be empty for a dir, got 32 bytes/],
+    ['dir with chunks', raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_DIR, root: EMPTY })), /"a\/f": a dir carries no chunks/],
+    ['unspecified kind', raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_UNSPECIFIED })), /entries\[0\] "a\/f" kind is unspecified \(0\)/],
+    ['unknown kind', raw(wireFile({ kind: 9 as clawpeer.v1.EntryKind })), /"a\/f" kind is unknown value 9/],
+    ['sizes do not add up', raw(wireFile({ size: 65 })), /"a\/f": chunk lengths add up to 64 bytes but size is 65/],
+    ['zero-length chunk', raw(wireFile({ size: 32, chunkLengths: [32, 0] })), /"a\/f": chunk 1 length 0 is not in 1\.\.2\^32-1/],
+    ['empty path', raw(wireFile({ path: '' })), /entries\[0\] "": path is empty/],
+    ['path too long', raw(wireFile({ path: 'é'.repeat(2049) })), /path is 4098 UTF-8 bytes, more than 4096/],
+    ['mode with file type bits', raw(wireFile({ mode: 0o100644 })), /"a\/f": mode 33188 is not in 0\.\.0o7777/],
+    ['symlink without target', raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_SYMLINK, size: 0, root: EMPTY, chunkIds: EMPTY, chunkLengths: [] })), /linkTarget is empty for a symlink/],
+    ['file with a link target', raw(wireFile({ linkTarget: '../x' })), /linkTarget must be empty for a file/],
+    ['size above 2^53-1', raw(wireFile({ size: 2 ** 53 })), /"a\/f" size 9007199254740992 exceeds 2\^53-1/],
+    ['mtime below -(2^53-1)', raw(wireFile({ mtimeMs: -(2 ** 53) })), /mtimeMs -9007199254740992 is outside/],
+    ['unspecified direction', raw({ transferRequest: { transferId: 1, streams: 1, window: 1 } }), /TransferRequest\.direction is unspecified \(0\)/],
+    ['unknown direction', raw({ transferRequest: { transferId: 1, direction: 3 as clawpeer.v1.TransferDirection } }), /TransferRequest\.direction is unknown value 3/],
+    ['share name too long', raw({ transferRequest: { direction: 1, share: 'x'.repeat(MAX_ENTRY_PATH_BYTES + 1) } }), /TransferRequest\.share is 4097 UTF-8 bytes/],
+    ['oversize bitmap', raw({ want: { transferId: 1, lacking: fill(0, 3), uniqueChunks: 10 } }), /Want\.lacking: 3 bytes for 10 chunks, expected 2/],
+    ['short bitmap', raw({ want: { transferId: 1, lacking: fill(0, 1), uniqueChunks: 10 } }), /Want\.lacking: 1 bytes for 10 chunks, expected 2/],
+    ['bitmap padding bits set', raw({ want: { transferId: 1, lacking: Uint8Array.of(0, 0b0000_0100), uniqueChunks: 10 } }), /padding bits after chunk 9 are set/],
+    ['TransferDone bytes above 2^53-1', raw({ transferDone: { bytes: 2 ** 60 } }), /TransferDone\.bytes 1152921504606846976 exceeds 2\^53-1/],
+  ];
+  for (const [name, body, message] of cases) {
+    t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message }, name);
+  }
+});
+
+t.test('a Manifest with too many entries is refused before they are decoded', async (t) => {
+  const count = MAX_MANIFEST_ENTRIES_PER_MESSAGE + 1;
+  // Control.manifest { entries: count x empty ManifestEntry (12 00) }: the length prefix is
+  // 2 * count = 200002 = varint c2 9a 0c.
+  const body = new Uint8Array(2 + 3 + 2 * count);
+  body.set(hex('9201 c29a0c'));
+  for (let i = 0; i < count; i++) body.set([0x12, 0x00], 5 + 2 * i);
+  t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /Manifest has 100001 entries, more than 100000/ });
+});
+
+t.test('encode refuses entries and messages the wire cannot carry (RangeError: a local bug)', async (t) => {
+  const manifest = (entry: ManifestEntry): ControlMessage => ({ type: 'manifest', transferId: 1, entries: [entry], last: true });
+  const good = file('a/f', [10, 20]);
+  t.throws(() => encodeControl(manifest({ ...good, chunkLengths: [30] })), { name: 'RangeError', message: /"a\/f": chunkIds holds 2 ids but chunkLengths holds 1/ });
+  t.throws(() => encodeControl(manifest({ ...good, size: 31 })), { name: 'RangeError', message: /add up to 30 bytes but size is 31/ });
+  t.throws(() => encodeControl(manifest({ ...good, mtimeMs: 1.5 })), { name: 'RangeError', message: /mtimeMs 1\.5/ });
+  t.throws(() => encodeControl(manifest({ ...good, path: '' })), { name: 'RangeError', message: /path is empty/ });
+  t.throws(() => encodeControl(manifest({ ...good, root: fill(1, 31) })), { name: 'RangeError', message: /root must be 32 bytes/ });
+  t.throws(() => encodeControl({ type: 'want', transferId: 1, lacking: fill(0, 2), uniqueChunks: 8 }), { name: 'RangeError', message: /2 bytes for 8 chunks, expected 1/ });
+  t.throws(() => encodeControl({ type: 'data-open', transferId: 2 ** 32, streamId: 0 }), RangeError);
+  t.throws(() => encodeControl({ type: 'transfer-done', transferId: 1, files: 0, bytes: 2 ** 53, chunksReceived: 0, chunksSkipped: 0 }), RangeError);
+});
+
+t.test('random bytes inside transfer envelope members never escape as anything but ClawpeerError', async (t) => {
+  let seed = 4242;
+  const rand = (): number => (seed = (seed * 1103515245 + 12345) >>> 0) >>> 24;
+  for (let i = 0; i < 3000; i++) {
+    const field = 16 + (i % 6);
+    const inner = Uint8Array.from({ length: rand() % 48 }, rand);
+    const body = new Uint8Array([(field << 3) | 2 | 0x80, 0x01, inner.length, ...inner]);
+    try {
+      decodeControl(body, { maxBytes: 1024 });
+    } catch (err) {
+      if (!isClawpeerError(err)) t.fail(`non-ClawpeerError for ${toHex(body)}: ${String(err)}`);
+    }
+  }
+  t.pass('3000 random transfer bodies decoded or rejected cleanly');
+});
+
+// ---------------------------------------------------------------------------------------------
+// splitManifest
+
+function checkBatches(t: Test, batches: readonly ManifestMessage[], entries: readonly ManifestEntry[], maxBytes: number, transferId: number): void {
+  t.ok(batches.length >= 1, 'at least one batch');
+  t.same(batches.map((b) => b.last), batches.map((_, i) => i === batches.length - 1), 'last only on the final batch');
+  t.ok(batches.every((b) => b.transferId === transferId && b.type === 'manifest'));
+  const flat = batches.flatMap((b) => b.entries);
+  t.equal(flat.length, entries.length);
+  t.ok(flat.every((e, i) => e === entries[i]), 'concatenation equals the input, in order');
+  batches.forEach((b, i) => {
+    const size = encodeControl(b).length;
+    if (size > maxBytes) t.fail(`batch ${i} encodes to ${size} > ${maxBytes} bytes`);
+    if (b.entries.length > MAX_MANIFEST_ENTRIES_PER_MESSAGE) t.fail(`batch ${i} has ${b.entries.length} entries`);
+    if (batches.length > 1 && b.entries.length === 0) t.fail(`batch ${i} of ${batches.length} is empty`);
+    // Greedy: a batch is only cut when the next entry would not fit.
+    const next = batches[i + 1]?.entries[0];
+    if (next !== undefined && b.entries.length < MAX_MANIFEST_ENTRIES_PER_MESSAGE) {
+      const grown = encodeControl({ ...b, entries: [...b.entries, next] }).length;
+      if (grown <= maxBytes) t.fail(`batch ${i} was cut although the next entry fits (${grown} <= ${maxBytes})`);
+    }
+  });
+}
+
+t.test('property: splitManifest batches fit the limit and concatenate to the input', async (t) => {
+  fc.assert(
+    fc.property(fc.array(arbEntry, { maxLength: 40 }), fc.integer({ min: 700, max: 4000 }), arbU32, (entries, maxBytes, transferId) => {
+      const batches = splitManifest(transferId, entries, maxBytes);
+      checkBatches(t, batches, entries, maxBytes, transferId);
+      for (const b of batches) t.same(decodeControl(encodeControl(b), { maxBytes }), b);
+    }),
+    { numRuns: 150 },
+  );
+});
+
+t.test('splitManifest: an empty list gives one batch with last = true', async (t) => {
+  t.same(splitManifest(3, [], 64), [{ type: 'manifest', transferId: 3, entries: [], last: true }]);
+});
+
+t.test('splitManifest: a 10,000-file tree with 16 chunks per file fits 64 KiB frames', async (t) => {
+  const maxBytes = 64 << 10;
+  const entries = Array.from({ length: 10_000 }, (_, i) => file(`dir${i % 50}/file-${i}.dat`, Array.from({ length: 16 }, (_, j) => 65_536 + j)));
+  const batches = splitManifest(9, entries, maxBytes);
+  checkBatches(t, batches, entries, maxBytes, 9);
+  // ~600 bytes per entry: about 100 entries per 64 KiB batch.
+  t.ok(batches.length > 80 && batches.length < 120, `${batches.length} batches`);
+  const entryBytes = manifestEntryWireBytes(entries[0] ?? dir('x'));
+  t.ok(entryBytes > 16 * 36 && entryBytes < 16 * 36 + 64, `${entryBytes} bytes per entry`);
+});
+
+t.test('splitManifest: at most MAX_MANIFEST_ENTRIES_PER_MESSAGE entries per batch', async (t) => {
+  const entries = Array.from({ length: MAX_MANIFEST_ENTRIES_PER_MESSAGE + 1 }, () => dir('d'));
+  const batches = splitManifest(1, entries, MAX_BYTES);
+  t.same(batches.map((b) => [b.entries.length, b.last]), [[MAX_MANIFEST_ENTRIES_PER_MESSAGE, false], [1, true]]);
+});
+
+t.test('splitManifest: an entry that alone exceeds the limit names its path and chunk count', async (t) => {
+  const huge = file('video/huge.mkv', Array.from({ length: 2000 }, () => 1 << 20));
+  t.throws(() => splitManifest(1, [dir('video'), huge], 64 << 10), {
+    code: 'FRAME_TOO_LARGE',
+    message: /"video\/huge\.mkv" with 2000 chunks needs \d+ bytes, more than the 65536-byte frame limit/,
+  });
+  t.throws(() => splitManifest(1, [{ ...huge, size: 1 }], MAX_BYTES), RangeError, 'entries are validated');
+});
