@@ -27,7 +27,7 @@
 //                                                local edit dominates everything seen)
 //   roots        content root (32)            -> u32 number of stored revisions referencing it
 //   warm         pathKey (32)                 -> head id (32) | size u64 | mtimeNs i64 | ino u64 | dev u64
-//   meta         ascii name                   -> 'format' u32, 'counter' u64, 'seq' u64
+//   meta         ascii name                   -> 'format', 'counter', 'seq': each a u64
 // pathKey = BLAKE3(UTF-8 path): paths reach 4096 bytes, LMDB keys stop at ~2 KB.
 
 import { mkdir } from 'node:fs/promises';
@@ -39,7 +39,7 @@ import { ClawpeerError } from '../errors.js';
 import { MerkleIdSet } from '../sync/merkle-root.js';
 import { decodeRevision, revisionEntry, revisionIdOf } from '../sync/revision.js';
 import type { Revision, RevisionEntry } from '../sync/revision.js';
-import { EMPTY_VECTOR, counterOf, decodeVector, encodeVector, incrementVector, mergeVectors } from '../sync/version-vector.js';
+import { EMPTY_VECTOR, checkNodeId, counterOf, decodeVector, encodeVector, incrementVector, mergeVectors } from '../sync/version-vector.js';
 import type { VersionVector } from '../sync/version-vector.js';
 import { INTERNAL_DIR_NAME } from './partial-store.js';
 
@@ -175,6 +175,8 @@ export class RevisionStore {
    */
   static async open(folder: string, options: OpenRevisionStoreOptions): Promise<RevisionStore> {
     const dir = path.join(path.resolve(folder), INTERNAL_DIR_NAME, REVLOG_DIR_NAME);
+    const badId = checkNodeId(options.nodeId);
+    if (badId !== undefined) throw new ClawpeerError('USAGE', `revision store for ${folder}: ${badId}`);
     let env: RootDatabase<Buffer, Buffer>;
     try {
       await mkdir(dir, { recursive: true });
@@ -183,16 +185,16 @@ export class RevisionStore {
       throw new ClawpeerError('IO', `cannot open the revision log in ${dir}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     const sub = (name: string): Database<Buffer, Buffer> => env.openDB<Buffer, Buffer>({ name, encoding: 'binary', keyEncoding: 'binary' });
-    const db: Dbs = {
-      revs: sub('revs'),
-      heads: sub('heads'),
-      history: sub('history'),
-      pathVectors: sub('pathvectors'),
-      roots: sub('roots'),
-      warm: sub('warm'),
-      meta: sub('meta'),
-    };
     try {
+      const db: Dbs = {
+        revs: sub('revs'),
+        heads: sub('heads'),
+        history: sub('history'),
+        pathVectors: sub('pathvectors'),
+        roots: sub('roots'),
+        warm: sub('warm'),
+        meta: sub('meta'),
+      };
       const format = db.meta.get(META_FORMAT);
       if (format === undefined) {
         env.transactionSync(() => {
@@ -342,7 +344,8 @@ export class RevisionStore {
   /**
    * Drops, for every path, the revisions older than its `keepLast` most recent ones, never the
    * head (so a path keeps keepLast revisions, or keepLast + 1 when its head is older than
-   * those). One transaction. Returns the content roots no remaining revision references.
+   * those). One transaction; memory bounded by the longest history. Returns the content roots no
+   * remaining revision references.
    */
   gc(keepLast: number): GcResult {
     this.#checkOpen();
@@ -350,13 +353,19 @@ export class RevisionStore {
     const dropped: Uint8Array[] = [];
     const released: Uint8Array[] = [];
     this.#env.transactionSync(() => {
-      // History keys are grouped by path key; collect one path's keys at a time.
-      let group: { key: Buffer; id: Buffer }[] = [];
-      const flush = (): void => {
-        if (group.length <= keepLast) return;
-        const pk = group[0]!.key.subarray(0, BLAKE3_OUT_BYTES);
-        const headId = this.#db.heads.get(pk);
-        for (const { key, id } of group.slice(0, group.length - keepLast)) {
+      // History keys are grouped by path key: visit one path's range at a time, so memory is
+      // bounded by the longest history, not the store.
+      let cursor: { start: Buffer; exclusiveStart: boolean } = { start: Buffer.alloc(0), exclusiveStart: false };
+      for (;;) {
+        let first: Buffer | undefined;
+        for (const { key } of this.#db.history.getRange({ ...cursor, limit: 1 })) first = key;
+        if (first === undefined) break;
+        const range = historyRange(first.subarray(0, BLAKE3_OUT_BYTES));
+        cursor = { start: range.end, exclusiveStart: true };
+        const group = [...this.#db.history.getRange(range)];
+        if (group.length <= keepLast) continue;
+        const headId = this.#db.heads.get(first.subarray(0, BLAKE3_OUT_BYTES));
+        for (const { key, value: id } of group.slice(0, group.length - keepLast)) {
           if (headId !== undefined && bytesEqual(headId, id)) continue;
           const encoded = this.#db.revs.get(id);
           if (encoded === undefined) throw corrupt(this.dir, `history lists missing revision ${toHex(id)}`);
@@ -366,17 +375,7 @@ export class RevisionStore {
           if (rev.contentRoot.length > 0 && this.#unref(rev.contentRoot)) released.push(rev.contentRoot);
           dropped.push(id);
         }
-      };
-      const keys: { key: Buffer; id: Buffer }[] = [];
-      for (const { key, value } of this.#db.history.getRange({})) keys.push({ key, id: value });
-      for (const k of keys) {
-        if (group.length > 0 && !bytesEqual(group[0]!.key.subarray(0, BLAKE3_OUT_BYTES), k.key.subarray(0, BLAKE3_OUT_BYTES))) {
-          flush();
-          group = [];
-        }
-        group.push(k);
       }
-      flush();
     });
     for (const id of dropped) this.#ids.delete(id);
     return { removedRevisions: dropped.length, releasedContentRoots: released };

@@ -1,0 +1,185 @@
+// What to do when a peer's revision of a path meets ours: keep ours, take theirs, or keep both.
+//
+// Goals: a pure decision that both peers compute identically from the same two revisions, so
+// they converge on the same head without another message; nothing silently lost (a concurrent
+// edit that loses is kept beside the winner under a conflict name; an edit always beats a
+// deletion); conflict names that stay valid share paths. Non-goals: touching the file system
+// (the driver renames/publishes), detecting that the conflict name is already taken (the driver
+// checks and picks another, e.g. by appending "-2" before the extension).
+//
+// The rule, for two revisions L (our head) and R (theirs) of one path:
+//   1. same id, or R's vector is before or equal to L's: keep local (we have seen R).
+//   2. R's vector is after L's: take remote (a plain fast-forward).
+//   3. concurrent (neither has seen the other), pick a winner by, in order:
+//      a. an edit beats a deletion: nothing a user wrote is lost to a delete on another machine,
+//         and the deleted side has nothing to keep, so there is no conflict copy (Syncthing
+//         resurrects the edited file the same way);
+//      b. the later mtime wins (the last writer, as the user most likely expects);
+//      c. equal mtimes: the smaller origin node id wins (Syncthing makes the device with the
+//         larger id the conflicting one; any fixed order works, this one matches the tool users
+//         know);
+//      d. same origin and mtime (only a peer that reused a counter can produce this): the
+//         smaller revision id wins, so the order is total and never depends on who asks.
+//      If the two revisions leave the same content (sameContent), it is no conflict: the
+//      winner's metadata is taken or kept and no copy is made. Otherwise the loser is kept as
+//      `<stem>.sync-conflict-<YYYYMMDD-HHMMSS>-<short id>[.<ext>]` in the same directory, the
+//      date being the loser's mtime in UTC and the short id its origin's (see shortNodeId).
+// Both peers resolve every concurrent pair the same way, so after they exchange the loser's
+// content each holds the winner at the path and the loser under the same conflict name.
+
+import { compareIds } from './merkle-root.js';
+import { sameContent } from './revision.js';
+import type { Revision, RevisionEntry } from './revision.js';
+import { compareVectors } from './version-vector.js';
+import type { VectorOrder } from './version-vector.js';
+
+export type ResolutionReason =
+  | 'no-local' // we have no revision of this path
+  | 'same-revision' // identical ids
+  | 'local-newer' // L has seen R (R before or equal)
+  | 'remote-newer' // R has seen L
+  | 'edit-beats-delete' // concurrent, one side deleted
+  | 'same-content' // concurrent, same content: metadata only
+  | 'concurrent-edit'; // concurrent, different content: a conflict copy is kept
+
+export type Resolution =
+  | { readonly action: 'keep-local'; readonly reason: ResolutionReason; readonly order: VectorOrder | undefined }
+  | { readonly action: 'take-remote'; readonly reason: ResolutionReason; readonly order: VectorOrder | undefined }
+  | {
+      readonly action: 'conflict';
+      readonly reason: 'concurrent-edit';
+      readonly order: 'concurrent';
+      readonly winner: 'local' | 'remote';
+      /** The losing revision, whose content goes to `loserPath`. */
+      readonly loser: Revision;
+      /** Share path the loser is kept under. */
+      readonly loserPath: string;
+    };
+
+/** The prefix every real node id starts with (base58 of the libp2p Ed25519 key header). */
+export const NODE_ID_COMMON_PREFIX = '12D3KooW';
+/** Characters of a node id that go into conflict names. */
+export const SHORT_NODE_ID_LENGTH = 7;
+/** Marker that names a conflict copy. */
+export const CONFLICT_MARKER = '.sync-conflict-';
+const MAX_SEGMENT_BYTES = 255;
+
+/**
+ * The node id as short as conflict names carry it: the first 7 characters after the common
+ * "12D3KooW" prefix (which every Ed25519 node id shares, so it tells nothing apart), or the
+ * first 7 characters of an id without that prefix. 7 base58 characters are ~41 bits: enough to
+ * tell the handful of machines sharing a folder apart by eye.
+ */
+export function shortNodeId(nodeId: string): string {
+  const rest = nodeId.startsWith(NODE_ID_COMMON_PREFIX) && nodeId.length > NODE_ID_COMMON_PREFIX.length ? nodeId.slice(NODE_ID_COMMON_PREFIX.length) : nodeId;
+  return rest.slice(0, SHORT_NODE_ID_LENGTH);
+}
+
+const NS_PER_MS = 1_000_000n;
+// Dates outside 0000..9999 would not fit YYYYMMDD: clamp to the range (only bogus mtimes).
+const MIN_DATE_MS = new Date(0).setUTCFullYear(0, 0, 1);
+const MAX_DATE_MS = Date.UTC(9999, 11, 31, 23, 59, 59);
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width, '0');
+}
+
+/** `YYYYMMDD-HHMMSS` of a time in ns since the epoch, UTC (seconds truncated). */
+export function conflictTimestamp(mtimeNs: bigint): string {
+  // Floor division so -1 ns is 1969-12-31 23:59:59, not 1970-01-01.
+  let ms = mtimeNs / NS_PER_MS;
+  if (mtimeNs < 0n && mtimeNs % NS_PER_MS !== 0n) ms -= 1n;
+  const clamped = Math.min(MAX_DATE_MS, Math.max(MIN_DATE_MS, Number(ms)));
+  const d = new Date(clamped);
+  return (
+    pad(d.getUTCFullYear(), 4) + pad(d.getUTCMonth() + 1, 2) + pad(d.getUTCDate(), 2) + '-' +
+    pad(d.getUTCHours(), 2) + pad(d.getUTCMinutes(), 2) + pad(d.getUTCSeconds(), 2)
+  );
+}
+
+function utf8Length(s: string): number {
+  return Buffer.byteLength(s, 'utf8');
+}
+
+/** Cuts `s` to at most `maxBytes` of UTF-8 without splitting a code point. */
+function truncateUtf8(s: string, maxBytes: number): string {
+  let out = '';
+  let bytes = 0;
+  for (const ch of s) {
+    const n = utf8Length(ch);
+    if (bytes + n > maxBytes) break;
+    out += ch;
+    bytes += n;
+  }
+  return out;
+}
+
+/**
+ * The name a losing revision is kept under: `dir/<stem>.sync-conflict-<date>-<short id>.<ext>`.
+ * The extension is what follows the last dot of the file name, unless that dot is the first
+ * character (a dotfile such as `.bashrc` has no extension: `.bashrc.sync-conflict-...`), so the
+ * copy still opens with the same application. A name too long for one path segment (255 bytes)
+ * has its stem shortened; trailing dots and spaces that shortening exposes are dropped, since
+ * share paths refuse them.
+ */
+export function conflictPath(path: string, mtimeNs: bigint, origin: string): string {
+  const slash = path.lastIndexOf('/');
+  const dir = slash >= 0 ? path.slice(0, slash + 1) : '';
+  const name = path.slice(slash + 1);
+  const dot = name.lastIndexOf('.');
+  const hasExt = dot > 0 && dot < name.length - 1;
+  const stem = hasExt ? name.slice(0, dot) : name;
+  const ext = hasExt ? name.slice(dot) : '';
+  const suffix = `${CONFLICT_MARKER}${conflictTimestamp(mtimeNs)}-${shortNodeId(origin)}${ext}`;
+  let keptStem = stem;
+  const room = MAX_SEGMENT_BYTES - utf8Length(suffix);
+  if (utf8Length(stem) > room) keptStem = truncateUtf8(stem, Math.max(1, room)).replace(/[. ]+$/, '') || '_';
+  return `${dir}${keptStem}${suffix}`;
+}
+
+/** True if `a` wins over `b` under rules 3a-3d (for two concurrent revisions of one path). */
+function winsConcurrent(a: RevisionEntry, b: RevisionEntry): boolean {
+  const ra = a.revision;
+  const rb = b.revision;
+  if (ra.deleted !== rb.deleted) return !ra.deleted; // 3a
+  if (ra.mtimeNs !== rb.mtimeNs) return ra.mtimeNs > rb.mtimeNs; // 3b
+  if (ra.origin !== rb.origin) return ra.origin < rb.origin; // 3c (ASCII ids: string order = byte order)
+  return compareIds(a.id, 0, b.id, 0) < 0; // 3d
+}
+
+/**
+ * Decides what to do with remote revision `remote` of a path given our head `local` (undefined
+ * if we have none). Pure and symmetric: resolve(L, R) and resolve(R, L) pick the same winner.
+ */
+export function resolveRevision(local: RevisionEntry | undefined, remote: RevisionEntry): Resolution {
+  if (local === undefined) return { action: 'take-remote', reason: 'no-local', order: undefined };
+  if (local.revision.path !== remote.revision.path) {
+    throw new TypeError(`resolving revisions of different paths: ${local.revision.path} vs ${remote.revision.path}`);
+  }
+  if (compareIds(local.id, 0, remote.id, 0) === 0) return { action: 'keep-local', reason: 'same-revision', order: 'equal' };
+  const order = compareVectors(local.revision.vector, remote.revision.vector);
+  // 'equal' vectors with different ids break the rule that every new revision increments its
+  // origin's counter (a peer that lost its store, or a faulty one): treated as concurrent, so
+  // both sides still pick the same winner and nothing is lost.
+  if (order === 'after') return { action: 'keep-local', reason: 'local-newer', order };
+  if (order === 'before') return { action: 'take-remote', reason: 'remote-newer', order };
+
+  const localWins = winsConcurrent(local, remote);
+  const action = localWins ? 'keep-local' : 'take-remote';
+  if (local.revision.deleted !== remote.revision.deleted) return { action, reason: 'edit-beats-delete', order };
+  if (sameContent(local.revision, remote.revision)) return { action, reason: 'same-content', order };
+  const loser = localWins ? remote.revision : local.revision;
+  return {
+    action: 'conflict',
+    reason: 'concurrent-edit',
+    order: 'concurrent',
+    winner: localWins ? 'local' : 'remote',
+    loser,
+    loserPath: conflictPath(loser.path, loser.mtimeNs, loser.origin),
+  };
+}
+
+/** True if `path`'s last segment is a conflict copy's name. */
+export function isConflictPath(path: string): boolean {
+  return /\.sync-conflict-\d{8}-\d{6}-[^/.]+(\.[^/]*)?$/.test(path);
+}

@@ -1,0 +1,205 @@
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { blake3 } from '../../src/chunking/blake3.js';
+import { RevisionStore } from '../../src/node/revision-store.js';
+import type { RevisionDraft } from '../../src/node/revision-store.js';
+import { EMPTY_SET_ROOT, MerkleIdSet } from '../../src/sync/merkle-root.js';
+import { revisionEntry } from '../../src/sync/revision.js';
+import { compareVectors, counterOf, vectorFrom } from '../../src/sync/version-vector.js';
+
+const NODE = 'local-node';
+const PEER = 'peer-node';
+
+async function tempFolder(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-revlog-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function content(n: number): Uint8Array {
+  return blake3(Buffer.from(`content ${n}`));
+}
+
+function fileDraft(path: string, n: number, mtimeNs = BigInt(n)): RevisionDraft {
+  return { path, kind: 'file', contentRoot: content(n), size: n, mode: 0o644, mtimeNs, deleted: false, linkTarget: '' };
+}
+
+function hex(b: Uint8Array): string {
+  return Buffer.from(b).toString('hex');
+}
+
+t.test('a batch of 100 local revisions commits once; ids, heads, root and counter persist across reopen', async (t) => {
+  const folder = await tempFolder();
+  const store = await RevisionStore.open(folder, { nodeId: NODE });
+  t.equal(store.size, 0);
+  t.equal(hex(store.root()), hex(EMPTY_SET_ROOT));
+  const entries = store.write((w) => Array.from({ length: 100 }, (_, i) => w.recordLocal(fileDraft(`dir/f${i}.txt`, i))));
+  t.equal(store.size, 100);
+  t.equal(store.localCounter(), 100, 'one counter across paths, one step per revision');
+  t.same(entries.map((e) => counterOf(e.revision.vector, NODE)), Array.from({ length: 100 }, (_, i) => i + 1));
+  t.equal(hex(store.root()), hex(MerkleIdSet.fromIds(entries.map((e) => e.id)).root()));
+  t.equal([...store.heads()].length, 100);
+  t.equal(hex(store.head('dir/f7.txt')!.id), hex(entries[7]!.id));
+  t.same(store.checkInvariants(), []);
+  const root = store.root();
+  await store.close();
+
+  const again = await RevisionStore.open(folder, { nodeId: NODE });
+  t.equal(again.size, 100);
+  t.equal(hex(again.root()), hex(root));
+  t.equal(again.localCounter(), 100);
+  t.equal(hex(again.getEncoded(entries[3]!.id)!), hex(entries[3]!.encoded));
+  t.equal(again.get(entries[3]!.id)!.revision.path, 'dir/f3.txt');
+  const next = again.write((w) => w.recordLocal(fileDraft('dir/f3.txt', 1000)));
+  t.equal(counterOf(next.revision.vector, NODE), 101, 'counter continues after reopen');
+  t.equal(compareVectors(entries[3]!.revision.vector, next.revision.vector), 'before');
+  t.same(again.history('dir/f3.txt').map((e) => hex(e.id)), [hex(entries[3]!.id), hex(next.id)]);
+  t.same(again.checkInvariants(), []);
+  await again.close();
+});
+
+t.test('a write that throws leaves nothing behind', async (t) => {
+  const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
+  t.teardown(() => store.close());
+  store.write((w) => w.recordLocal(fileDraft('a', 1)));
+  const root = store.root();
+  t.throws(
+    () =>
+      store.write((w) => {
+        w.recordLocal(fileDraft('a', 2));
+        w.recordLocal(fileDraft('b', 3));
+        throw new Error('scan failed half-way');
+      }),
+    /half-way/,
+  );
+  t.equal(store.size, 1);
+  t.equal(hex(store.root()), hex(root));
+  t.equal(store.localCounter(), 1);
+  t.equal(store.head('b'), undefined);
+  t.equal(store.head('a')!.revision.size, 1);
+  t.same(store.checkInvariants(), []);
+});
+
+t.test('remote revisions: put is idempotent and does not move the head; a later local edit dominates them', async (t) => {
+  const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
+  t.teardown(() => store.close());
+  const mine = store.write((w) => w.recordLocal(fileDraft('doc', 1)));
+  const theirs = revisionEntry({ ...fileDraft('doc', 2), origin: PEER, vector: vectorFrom({ [PEER]: 40 }) });
+  const first = store.write((w) => w.put(theirs));
+  const second = store.write((w) => w.put(theirs));
+  t.ok(first.added);
+  t.notOk(second.added);
+  t.equal(store.size, 2);
+  t.ok(store.has(theirs.id));
+  t.equal(hex(store.head('doc')!.id), hex(mine.id), 'head unchanged by put');
+  t.equal(compareVectors(mine.revision.vector, theirs.revision.vector), 'concurrent');
+  store.write((w) => w.setHead(theirs.id));
+  t.equal(hex(store.head('doc')!.id), hex(theirs.id));
+  const edit = store.write((w) => w.recordLocal(fileDraft('doc', 3)));
+  t.equal(compareVectors(mine.revision.vector, edit.revision.vector), 'before');
+  t.equal(compareVectors(theirs.revision.vector, edit.revision.vector), 'before');
+  t.same(store.pathVector('doc'), vectorFrom({ [NODE]: 2, [PEER]: 40 }));
+  t.throws(() => store.write((w) => w.setHead(new Uint8Array(32))), TypeError);
+  t.throws(() => store.write((w) => w.put({ ...theirs, id: new Uint8Array(32) })), /does not hash to its id/);
+  t.same(store.checkInvariants(), []);
+});
+
+t.test('gc keeps the last N per path and the head, and releases only unreferenced content roots', async (t) => {
+  const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
+  t.teardown(() => store.close());
+  const revs = store.write((w) => [1, 2, 3, 4, 5].map((n) => w.recordLocal(fileDraft('a', n))));
+  store.write((w) => w.recordLocal(fileDraft('b', 1))); // shares content 1 with a's first revision
+  const c = store.write((w) => [10, 11, 12, 13].map((n) => w.recordLocal(fileDraft('c', n))));
+  store.write((w) => w.setHead(c[0]!.id)); // c's head is its oldest revision
+  t.equal(store.size, 10);
+
+  const result = store.gc(2);
+  t.equal(result.removedRevisions, 4, 'a loses 3 (keeps 4, 5); c loses 11 (keeps newest 12, 13 and its head 10)');
+  t.same(result.releasedContentRoots.map(hex).sort(), [content(2), content(3), content(11)].map(hex).sort(), 'content 1 is still used by b');
+  t.same(store.history('a').map((e) => hex(e.id)), [revs[3]!, revs[4]!].map((e) => hex(e.id)));
+  t.same(store.history('c').map((e) => e.revision.size), [10, 12, 13]);
+  t.equal(store.get(revs[0]!.id), undefined);
+  t.notOk(store.has(revs[0]!.id));
+  t.equal(hex(store.root()), hex(MerkleIdSet.fromPacked(store.allIds()).root()));
+  t.same(store.checkInvariants(), []);
+  t.same(store.gc(2), { removedRevisions: 0, releasedContentRoots: [] }, 'idempotent');
+  t.throws(() => store.gc(0), { code: 'USAGE' });
+});
+
+t.test('warm entries are certified for one head', async (t) => {
+  const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
+  t.teardown(() => store.close());
+  const stat = { size: 5, mtimeNs: 123n, ino: 77n, dev: 9n };
+  const first = store.write((w) => {
+    const e = w.recordLocal(fileDraft('f', 5));
+    w.setWarm('f', stat);
+    return e;
+  });
+  t.same(store.warm('f'), { headId: Buffer.from(first.id), stat });
+  const second = store.write((w) => w.recordLocal(fileDraft('f', 6)));
+  t.not(hex(store.warm('f')!.headId), hex(second.id), 'a moved head makes the warm entry stale');
+  store.write((w) => w.setWarm('f', undefined));
+  t.equal(store.warm('f'), undefined);
+  t.throws(() => store.write((w) => w.setWarm('nope', stat)), TypeError);
+});
+
+// A child process writes batches of 100 edits (and runs gc now and then) as fast as it can; we
+// SIGKILL it mid-stream, reopen, and check the store is exactly some committed prefix.
+const CHILD = `
+const { RevisionStore } = await import(process.argv[1]);
+const { blake3 } = await import(process.argv[2]);
+const store = await RevisionStore.open(process.argv[3], { nodeId: 'crash-node' });
+for (let batch = 1; ; batch++) {
+  store.write((w) => {
+    for (let i = 0; i < 100; i++) {
+      w.recordLocal({ path: 'p' + i, kind: 'file', contentRoot: blake3(Buffer.from(batch + '/' + i)), size: batch,
+        mode: 0o644, mtimeNs: BigInt(batch), deleted: false, linkTarget: '' });
+    }
+  });
+  if (batch % 4 === 0) store.gc(2);
+  process.stdout.write(batch + '\\n');
+}
+`;
+
+async function runAndKill(folder: string, killAfterBatches: number): Promise<number> {
+  const storeUrl = new URL('../../src/node/revision-store.js', import.meta.url).href;
+  const blakeUrl = new URL('../../src/chunking/blake3.js', import.meta.url).href;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD, storeUrl, blakeUrl, folder], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let seen = 0;
+  const lines = createInterface({ input: child.stdout });
+  await new Promise<void>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code, signal) => (signal === 'SIGKILL' ? resolve() : reject(new Error(`child exited with ${code ?? signal}`))));
+    lines.on('line', (line) => {
+      seen = Number(line);
+      if (seen === killAfterBatches) child.kill('SIGKILL');
+    });
+  });
+  return seen;
+}
+
+t.test('SIGKILL mid-write leaves a consistent store that holds whole batches', async (t) => {
+  const folder = await tempFolder();
+  for (const [round, killAfter] of [3, 9].entries()) {
+    const reported = await runAndKill(folder, killAfter);
+    const store = await RevisionStore.open(folder, { nodeId: 'crash-node' });
+    t.same(store.checkInvariants(), [], `consistent after kill at batch ${killAfter}`);
+    const heads = [...store.heads()];
+    t.equal(heads.length, 100);
+    const batches = new Set(heads.map((h) => h.revision.mtimeNs));
+    t.equal(batches.size, 1, 'every head from the same batch: a batch commits whole or not at all');
+    const lastBatch = Number([...batches][0]);
+    t.ok(lastBatch >= reported, `batch ${lastBatch} >= last reported ${reported}`);
+    t.equal(store.localCounter() % 100, round, 'counter: whole batches plus one edit per earlier round');
+    t.ok(heads.every((h) => store.history(h.revision.path).length <= 8), 'gc ran: short histories');
+    // Carry on writing after the crash: the counter moves on, nothing collides.
+    const after = store.write((w) => w.recordLocal(fileDraft('p0', 99_999)));
+    t.equal(counterOf(after.revision.vector, 'crash-node'), store.localCounter());
+    t.same(store.checkInvariants(), []);
+    await store.close();
+  }
+});
