@@ -96,7 +96,7 @@ export class FolderLock {
 
   /**
    * Takes the sync lock of `folder`, breaking a stale one, waiting up to `waitMs` for a live one.
-   * Throws ClawpeerError TIMEOUT naming the holder when it stays held, ABORTED on the signal, IO
+   * Throws ClawpeerError FOLDER_BUSY naming the holder when it stays held, ABORTED on the signal, IO
    * when the lock file cannot be created or read.
    */
   static async acquire(folder: string, options: AcquireFolderLockOptions = {}): Promise<FolderLock> {
@@ -129,7 +129,7 @@ export class FolderLock {
       if (performance.now() >= deadline) {
         const who = holder === undefined ? 'an unreadable lock file' : `pid ${holder.pid} on ${holder.host}`;
         throw new ClawpeerError(
-          'TIMEOUT',
+          'FOLDER_BUSY',
           `folder ${path.resolve(folder)} is being synced by ${who} (lock file ${file}${waitMs > 0 ? `, waited ${waitMs} ms` : ''}); if no clawpeer is running there, delete the lock file`,
         );
       }

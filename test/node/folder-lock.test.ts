@@ -61,7 +61,7 @@ t.test('a second process waits for the first to release', async (t) => {
   t.same(parseLockFile(text), { pid: h.child.pid, host: hostname() });
 
   const err = await FolderLock.acquire(folder).catch((e: unknown) => e);
-  t.ok(isClawpeerError(err, 'TIMEOUT'), 'held: fails at once without waitMs');
+  t.ok(isClawpeerError(err, 'FOLDER_BUSY'), 'held: fails at once without waitMs');
   t.match((err as Error).message, new RegExp(`synced by pid ${h.child.pid} on .*sync\\.lock`));
 
   const events: string[] = [];
@@ -92,7 +92,7 @@ t.test('the lock of a killed process is stale and broken', async (t) => {
 t.test('in one process the lock is exclusive too; release is idempotent and only removes our own file', async (t) => {
   const folder = await tempFolder();
   const a = await FolderLock.acquire(folder);
-  await t.rejects(FolderLock.acquire(folder), { code: 'TIMEOUT' });
+  await t.rejects(FolderLock.acquire(folder), { code: 'FOLDER_BUSY' });
   await a.release();
   await a.release();
   t.ok(a.released);
@@ -109,14 +109,14 @@ t.test('unparsable and foreign locks', async (t) => {
   await mkdir(join(folder, '.clawpeer'), { recursive: true });
   // A torn lock (writer died before writing its pid) is waited for while young...
   await writeFile(file, '');
-  await t.rejects(FolderLock.acquire(folder), { code: 'TIMEOUT', message: /unreadable lock file/ });
+  await t.rejects(FolderLock.acquire(folder), { code: 'FOLDER_BUSY', message: /unreadable lock file/ });
   // ...and broken once old.
   await utimes(file, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
   const lock = await FolderLock.acquire(folder);
   await lock.release();
   // A lock from another host cannot be checked, so it is never broken.
   await writeFile(file, '999999 some-other-host\n');
-  await t.rejects(FolderLock.acquire(folder), { code: 'TIMEOUT', message: /pid 999999 on some-other-host/ });
+  await t.rejects(FolderLock.acquire(folder), { code: 'FOLDER_BUSY', message: /pid 999999 on some-other-host/ });
   // A dead pid on this host is stale.
   await writeFile(file, `999999 ${hostname()}\n`);
   const again = await FolderLock.acquire(folder);
