@@ -50,7 +50,6 @@ export const LOCAL_ERRORS = {
   ADDRESS_IN_USE: { message: 'address already in use', retryable: false, exit: EXIT_CODES.failure },
   ABORTED: { message: 'aborted', retryable: false, exit: EXIT_CODES.failure },
   FOLDER_BUSY: { message: 'folder is locked by another sync', retryable: true, exit: EXIT_CODES.failure },
-  STREAM_RESET: { message: 'stream reset by the peer', retryable: true, exit: EXIT_CODES.failure },
 } as const satisfies Record<string, LocalErrorSpec>;
 export type LocalErrorCode = keyof typeof LOCAL_ERRORS;
 
