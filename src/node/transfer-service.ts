@@ -1,5 +1,5 @@
-// The listener's side of a session: answers pings and serves push (we receive) and pull (we
-// send) requests against its shares. One transfer at a time per session; an error is reported
+// The listener's side of a session: answers pings and serves push (we receive), pull (we
+// send) and sync (sync-service.ts) requests against its shares. One transfer at a time per session; an error is reported
 // to the peer as a wire Error and ends that session only.
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -17,6 +17,7 @@ import { expectMessage, receiveManifest, sendManifest } from './transfer-control
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
+import { serveSync } from './sync-service.js';
 
 /** How long the other side may take to hash, stage or publish before answering (big trees take a while). */
 export const PREPARE_TIMEOUT_MS = 30 * 60_000;
@@ -25,6 +26,8 @@ export interface ServiceContext {
   readonly shares: readonly Share[];
   readonly config: NodeConfig;
   readonly log: Logger;
+  /** This node's id, needed to serve syncs (the origin of the revisions its scans record). */
+  readonly nodeId?: string;
 }
 
 /** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */
@@ -55,8 +58,10 @@ export async function serveSession(session: PeerSession, ctx: ServiceContext, si
       case 'pong':
         break;
       case 'transfer-request':
+      case 'sync-request':
         try {
-          await serveTransfer(session, router, msg, ctx, signal);
+          if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal);
+          else await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal);
         } catch (err) {
           if (err instanceof ClawpeerError && err.wire === undefined) {
             await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);

@@ -16,6 +16,8 @@
 // at most MAX_MANIFEST_ENTRIES_PER_MESSAGE entries, counted before protobufjs allocates them);
 // splitManifest cuts a tree into batches that each fit the negotiated frame size. Path
 // confinement and normalisation are src/transfer/paths.ts's job, not this module's.
+// Sync messages (envelope fields 48-53) carry opaque reconciliation payloads and revision
+// records, bounded here by size and count; their contents are checked by src/sync/ decoders.
 import protobuf from 'protobufjs/minimal.js';
 import { ClawpeerError } from '../errors.js';
 import type { AeadSuiteName, Capabilities, ChunkingParams, CompressionName, FeatureName } from './capabilities.js';
@@ -176,7 +178,65 @@ export type TransferControlMessage =
   | DataOpenMessage
   | TransferDoneMessage;
 
-export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | TransferControlMessage;
+export type SyncModeName = 'two-way' | 'send-only' | 'receive-only';
+
+export interface SyncRequestMessage {
+  readonly type: 'sync-request';
+  /** Chosen by the client, unique per session (uint32); every later sync message carries it. */
+  readonly transferId: number;
+  /** Share name ('' = the server's default share). */
+  readonly share: string;
+  /** The client's mode. */
+  readonly mode: SyncModeName;
+  /** The first reconciliation message (src/sync/reconcile-codec.ts), 1..MAX_SYNC_RECONCILE_BYTES. */
+  readonly reconcile: Uint8Array;
+}
+
+export interface SyncAcceptMessage {
+  readonly type: 'sync-accept';
+  readonly transferId: number;
+}
+
+export interface SyncReconcileMessage {
+  readonly type: 'sync-reconcile';
+  readonly transferId: number;
+  /** One reconciliation message, 1..MAX_SYNC_RECONCILE_BYTES. */
+  readonly payload: Uint8Array;
+}
+
+export interface SyncRevisionsMessage {
+  readonly type: 'sync-revisions';
+  readonly transferId: number;
+  /** Canonical revision records, each 1..MAX_SYNC_RECORD_BYTES; at most MAX_SYNC_ITEMS_PER_MESSAGE. */
+  readonly records: readonly Uint8Array[];
+  readonly last: boolean;
+}
+
+export interface SyncFetchItem {
+  /** The content owner's path (normalised by the caller). */
+  readonly path: string;
+  /** 32-byte manifest root the content must have. */
+  readonly root: Uint8Array;
+}
+
+export interface SyncFetchMessage {
+  readonly type: 'sync-fetch';
+  readonly transferId: number;
+  /** Data-plane transfer id of the content (Manifest, Want, DataOpen, TransferDone). */
+  readonly fetchId: number;
+  /** At most MAX_SYNC_ITEMS_PER_MESSAGE. */
+  readonly items: readonly SyncFetchItem[];
+  readonly last: boolean;
+}
+
+export interface SyncDoneMessage {
+  readonly type: 'sync-done';
+  readonly transferId: number;
+}
+
+export type SyncControlMessage = SyncRequestMessage | SyncAcceptMessage | SyncReconcileMessage | SyncRevisionsMessage | SyncFetchMessage | SyncDoneMessage;
+
+export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | TransferControlMessage | SyncControlMessage;
 export type ControlMessageType = ControlMessage['type'];
 
 /** Field number of each envelope member (proto/clawpeer.proto, message Control). */
@@ -193,7 +253,26 @@ export const CONTROL_FIELDS = {
   want: 19,
   'data-open': 20,
   'transfer-done': 21,
+  'sync-request': 48,
+  'sync-accept': 49,
+  'sync-reconcile': 50,
+  'sync-revisions': 51,
+  'sync-fetch': 52,
+  'sync-done': 53,
 } as const satisfies Record<ControlMessageType, number>;
+
+/**
+ * Largest reconciliation payload, bytes: reconcile-codec.ts's 1 MiB message limit plus its
+ * length prefix (at most 3 varint bytes for 1 MiB); the sync driver decodes it with that limit.
+ */
+export const MAX_SYNC_RECONCILE_BYTES = (1 << 20) + 8;
+/** Largest revision record, bytes (src/sync/revision.ts MAX_REVISION_BYTES). */
+export const MAX_SYNC_RECORD_BYTES = 128 << 10;
+/** Records per SyncRevisions and items per SyncFetch: bounds what one frame makes us allocate. */
+export const MAX_SYNC_ITEMS_PER_MESSAGE = 100_000;
+/** Field numbers of the repeated members counted before decoding (records, items). */
+const SYNC_REVISIONS_RECORDS_FIELD = 2;
+const SYNC_FETCH_ITEMS_FIELD = 3;
 
 /** Entries per Manifest message: bounds what one frame makes a receiver allocate. */
 export const MAX_MANIFEST_ENTRIES_PER_MESSAGE = 100_000;
@@ -390,6 +469,69 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
   }
 }
 
+const SYNC_MODE_TO_WIRE: Record<SyncModeName, number> = {
+  'two-way': pb.SyncMode.SYNC_MODE_TWO_WAY,
+  'send-only': pb.SyncMode.SYNC_MODE_SEND_ONLY,
+  'receive-only': pb.SyncMode.SYNC_MODE_RECEIVE_ONLY,
+};
+const SYNC_MODE_FROM_WIRE = invert(SYNC_MODE_TO_WIRE);
+
+function checkBlob(name: string, value: Uint8Array, min: number, max: number): void {
+  if (value.length < min || value.length > max) throw new RangeError(`${name} is ${value.length} bytes, expected ${min}..${max}`);
+}
+
+function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Properties {
+  checkUint(`${message.type} transferId`, message.transferId, UINT32_MAX);
+  switch (message.type) {
+    case 'sync-request': {
+      const mode = SYNC_MODE_TO_WIRE[message.mode];
+      if (mode === undefined) throw new RangeError(`SyncRequest.mode must be two-way, send-only or receive-only, got ${String(message.mode)}`);
+      checkTextBytes('SyncRequest.share', message.share);
+      checkBlob('SyncRequest.reconcile', message.reconcile, 1, MAX_SYNC_RECONCILE_BYTES);
+      return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile } };
+    }
+    case 'sync-accept':
+      return { syncAccept: { transferId: message.transferId } };
+    case 'sync-reconcile':
+      checkBlob('SyncReconcile.payload', message.payload, 1, MAX_SYNC_RECONCILE_BYTES);
+      return { syncReconcile: { transferId: message.transferId, payload: message.payload } };
+    case 'sync-revisions':
+      if (message.records.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new RangeError(`SyncRevisions has ${message.records.length} records, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      message.records.forEach((r, i) => checkBlob(`SyncRevisions.records[${i}]`, r, 1, MAX_SYNC_RECORD_BYTES));
+      return { syncRevisions: { transferId: message.transferId, records: message.records as Uint8Array[], last: message.last } };
+    case 'sync-fetch':
+      checkUint('SyncFetch.fetchId', message.fetchId, UINT32_MAX);
+      if (message.items.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new RangeError(`SyncFetch has ${message.items.length} items, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      return {
+        syncFetch: {
+          transferId: message.transferId,
+          fetchId: message.fetchId,
+          items: message.items.map((item, i) => {
+            const problem = fetchItemProblem(item);
+            if (problem !== undefined) throw new RangeError(`SyncFetch.items[${i}]: ${problem}`);
+            return { path: item.path, root: item.root };
+          }),
+          last: message.last,
+        },
+      };
+    case 'sync-done':
+      return { syncDone: { transferId: message.transferId } };
+    default: {
+      const unreachable: never = message;
+      throw new TypeError(`unknown sync message ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** What is structurally wrong with a fetch item, or undefined (shared by encoder and decoder). */
+function fetchItemProblem(item: SyncFetchItem): string | undefined {
+  const pathBytes = protobuf.util.utf8.length(item.path);
+  if (pathBytes === 0) return 'path is empty';
+  if (pathBytes > MAX_ENTRY_PATH_BYTES) return `path is ${pathBytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`;
+  if (item.root.length !== CHUNK_ID_BYTES) return `root must be ${CHUNK_ID_BYTES} bytes, got ${item.root.length}`;
+  return undefined;
+}
+
 function helloToWire(m: Omit<HelloMessage, 'type'>): clawpeer.v1.Hello.$Properties {
   return {
     minVersion: m.minVersion,
@@ -449,6 +591,13 @@ function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {
     case 'data-open':
     case 'transfer-done':
       return transferToWire(message);
+    case 'sync-request':
+    case 'sync-accept':
+    case 'sync-reconcile':
+    case 'sync-revisions':
+    case 'sync-fetch':
+    case 'sync-done':
+      return syncToWire(message);
     default: {
       const unreachable: never = message;
       throw new TypeError(`unknown control message ${JSON.stringify(unreachable)}`);
@@ -650,6 +799,70 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
   }
 }
 
+function blobFromWire(field: string, value: Uint8Array | null | undefined, min: number, max: number): Uint8Array {
+  const got = value?.length ?? 0;
+  if (got < min || got > max) throw new ClawpeerError('PROTOCOL', `${field} is ${got} bytes, expected ${min}..${max}`);
+  return copyBytes(value);
+}
+
+function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage | undefined {
+  switch (control.body) {
+    case 'syncRequest': {
+      const r = control.syncRequest;
+      if (r === null || r === undefined) return undefined;
+      return {
+        type: 'sync-request',
+        transferId: r.transferId ?? 0,
+        share: wireText('SyncRequest.share', r.share),
+        mode: wireEnum('SyncRequest.mode', r.mode, SYNC_MODE_FROM_WIRE),
+        reconcile: blobFromWire('SyncRequest.reconcile', r.reconcile, 1, MAX_SYNC_RECONCILE_BYTES),
+      };
+    }
+    case 'syncAccept': {
+      const a = control.syncAccept;
+      if (a === null || a === undefined) return undefined;
+      return { type: 'sync-accept', transferId: a.transferId ?? 0 };
+    }
+    case 'syncReconcile': {
+      const r = control.syncReconcile;
+      if (r === null || r === undefined) return undefined;
+      return { type: 'sync-reconcile', transferId: r.transferId ?? 0, payload: blobFromWire('SyncReconcile.payload', r.payload, 1, MAX_SYNC_RECONCILE_BYTES) };
+    }
+    case 'syncRevisions': {
+      const r = control.syncRevisions;
+      if (r === null || r === undefined) return undefined;
+      const raw = r.records ?? [];
+      if (raw.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new ClawpeerError('PROTOCOL', `SyncRevisions has ${raw.length} records, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      return {
+        type: 'sync-revisions',
+        transferId: r.transferId ?? 0,
+        records: raw.map((rec, i) => blobFromWire(`SyncRevisions.records[${i}]`, rec, 1, MAX_SYNC_RECORD_BYTES)),
+        last: r.last ?? false,
+      };
+    }
+    case 'syncFetch': {
+      const f = control.syncFetch;
+      if (f === null || f === undefined) return undefined;
+      const raw = f.items ?? [];
+      if (raw.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new ClawpeerError('PROTOCOL', `SyncFetch has ${raw.length} items, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      const items = raw.map((w, i): SyncFetchItem => {
+        const item = { path: wireText(`SyncFetch.items[${i}].path`, w.path), root: copyBytes(w.root) };
+        const problem = fetchItemProblem(item);
+        if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `SyncFetch.items[${i}] ${quote(item.path)}: ${problem}`);
+        return item;
+      });
+      return { type: 'sync-fetch', transferId: f.transferId ?? 0, fetchId: f.fetchId ?? 0, items, last: f.last ?? false };
+    }
+    case 'syncDone': {
+      const d = control.syncDone;
+      if (d === null || d === undefined) return undefined;
+      return { type: 'sync-done', transferId: d.transferId ?? 0 };
+    }
+    default:
+      return undefined;
+  }
+}
+
 function fromWire(control: clawpeer.v1.Control): ControlMessage {
   switch (control.body) {
     case 'hello': {
@@ -706,6 +919,16 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
     case 'dataOpen':
     case 'transferDone': {
       const message = transferFromWire(control);
+      if (message === undefined) break;
+      return message;
+    }
+    case 'syncRequest':
+    case 'syncAccept':
+    case 'syncReconcile':
+    case 'syncRevisions':
+    case 'syncFetch':
+    case 'syncDone': {
+      const message = syncFromWire(control);
       if (message === undefined) break;
       return message;
     }
@@ -812,6 +1035,13 @@ export function decodeControlWithRaw(bytes: Uint8Array, options: { readonly maxB
       const entries = scanFields(raw).filter((s) => s.field === MANIFEST_ENTRIES_FIELD).length;
       if (entries > MAX_MANIFEST_ENTRIES_PER_MESSAGE) {
         throw new ClawpeerError('PROTOCOL', `Manifest has ${entries} entries, more than ${MAX_MANIFEST_ENTRIES_PER_MESSAGE}`);
+      }
+    }
+    if (span.field === CONTROL_FIELDS['sync-revisions'] || span.field === CONTROL_FIELDS['sync-fetch']) {
+      const field = span.field === CONTROL_FIELDS['sync-revisions'] ? SYNC_REVISIONS_RECORDS_FIELD : SYNC_FETCH_ITEMS_FIELD;
+      const items = scanFields(raw).filter((s) => s.field === field).length;
+      if (items > MAX_SYNC_ITEMS_PER_MESSAGE) {
+        throw new ClawpeerError('PROTOCOL', `${span.field === CONTROL_FIELDS['sync-revisions'] ? 'SyncRevisions' : 'SyncFetch'} has ${items} items, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
       }
     }
     message = fromWire(pb.Control.decode(bytes));

@@ -1216,6 +1216,481 @@ export namespace clawpeer {
             type $Shape = clawpeer.v1.TransferDone.$Properties;
         }
 
+        /** SyncMode enum. */
+        enum SyncMode {
+
+            /** SYNC_MODE_UNSPECIFIED value */
+            SYNC_MODE_UNSPECIFIED = 0,
+
+            /** SYNC_MODE_TWO_WAY value */
+            SYNC_MODE_TWO_WAY = 1,
+
+            /** SYNC_MODE_SEND_ONLY value */
+            SYNC_MODE_SEND_ONLY = 2,
+
+            /** SYNC_MODE_RECEIVE_ONLY value */
+            SYNC_MODE_RECEIVE_ONLY = 3
+        }
+
+        /**
+         * Properties of a SyncRequest.
+         * @deprecated Use clawpeer.v1.SyncRequest.$Properties instead.
+         */
+        interface ISyncRequest extends clawpeer.v1.SyncRequest.$Properties {
+        }
+
+        /** Represents a SyncRequest. */
+        class SyncRequest {
+
+            /**
+             * Constructs a new SyncRequest.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.SyncRequest.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** SyncRequest transferId. */
+            transferId: number;
+
+            /** SyncRequest share. */
+            share: string;
+
+            /** SyncRequest mode. */
+            mode: clawpeer.v1.SyncMode;
+
+            /** SyncRequest reconcile. */
+            reconcile: Uint8Array;
+
+            /**
+             * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
+             * @param message SyncRequest message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.SyncRequest.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a SyncRequest message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncRequest & clawpeer.v1.SyncRequest.$Shape} SyncRequest
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.SyncRequest & clawpeer.v1.SyncRequest.$Shape;
+        }
+
+        namespace SyncRequest {
+
+            /** Properties of a SyncRequest. */
+            interface $Properties {
+
+                /** SyncRequest transferId */
+                transferId?: (number|null);
+
+                /** SyncRequest share */
+                share?: (string|null);
+
+                /** SyncRequest mode */
+                mode?: (clawpeer.v1.SyncMode|null);
+
+                /** SyncRequest reconcile */
+                reconcile?: (Uint8Array|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a SyncRequest. */
+            type $Shape = clawpeer.v1.SyncRequest.$Properties;
+        }
+
+        /**
+         * Properties of a SyncAccept.
+         * @deprecated Use clawpeer.v1.SyncAccept.$Properties instead.
+         */
+        interface ISyncAccept extends clawpeer.v1.SyncAccept.$Properties {
+        }
+
+        /** Represents a SyncAccept. */
+        class SyncAccept {
+
+            /**
+             * Constructs a new SyncAccept.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.SyncAccept.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** SyncAccept transferId. */
+            transferId: number;
+
+            /**
+             * Encodes the specified SyncAccept message. Does not implicitly {@link clawpeer.v1.SyncAccept.verify|verify} messages.
+             * @param message SyncAccept message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.SyncAccept.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a SyncAccept message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncAccept & clawpeer.v1.SyncAccept.$Shape} SyncAccept
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.SyncAccept & clawpeer.v1.SyncAccept.$Shape;
+        }
+
+        namespace SyncAccept {
+
+            /** Properties of a SyncAccept. */
+            interface $Properties {
+
+                /** SyncAccept transferId */
+                transferId?: (number|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a SyncAccept. */
+            type $Shape = clawpeer.v1.SyncAccept.$Properties;
+        }
+
+        /**
+         * Properties of a SyncReconcile.
+         * @deprecated Use clawpeer.v1.SyncReconcile.$Properties instead.
+         */
+        interface ISyncReconcile extends clawpeer.v1.SyncReconcile.$Properties {
+        }
+
+        /** Represents a SyncReconcile. */
+        class SyncReconcile {
+
+            /**
+             * Constructs a new SyncReconcile.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.SyncReconcile.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** SyncReconcile transferId. */
+            transferId: number;
+
+            /** SyncReconcile payload. */
+            payload: Uint8Array;
+
+            /**
+             * Encodes the specified SyncReconcile message. Does not implicitly {@link clawpeer.v1.SyncReconcile.verify|verify} messages.
+             * @param message SyncReconcile message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.SyncReconcile.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a SyncReconcile message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncReconcile & clawpeer.v1.SyncReconcile.$Shape} SyncReconcile
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.SyncReconcile & clawpeer.v1.SyncReconcile.$Shape;
+        }
+
+        namespace SyncReconcile {
+
+            /** Properties of a SyncReconcile. */
+            interface $Properties {
+
+                /** SyncReconcile transferId */
+                transferId?: (number|null);
+
+                /** SyncReconcile payload */
+                payload?: (Uint8Array|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a SyncReconcile. */
+            type $Shape = clawpeer.v1.SyncReconcile.$Properties;
+        }
+
+        /**
+         * Properties of a SyncRevisions.
+         * @deprecated Use clawpeer.v1.SyncRevisions.$Properties instead.
+         */
+        interface ISyncRevisions extends clawpeer.v1.SyncRevisions.$Properties {
+        }
+
+        /** Represents a SyncRevisions. */
+        class SyncRevisions {
+
+            /**
+             * Constructs a new SyncRevisions.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.SyncRevisions.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** SyncRevisions transferId. */
+            transferId: number;
+
+            /** SyncRevisions records. */
+            records: Uint8Array[];
+
+            /** SyncRevisions last. */
+            last: boolean;
+
+            /**
+             * Encodes the specified SyncRevisions message. Does not implicitly {@link clawpeer.v1.SyncRevisions.verify|verify} messages.
+             * @param message SyncRevisions message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.SyncRevisions.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a SyncRevisions message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncRevisions & clawpeer.v1.SyncRevisions.$Shape} SyncRevisions
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.SyncRevisions & clawpeer.v1.SyncRevisions.$Shape;
+        }
+
+        namespace SyncRevisions {
+
+            /** Properties of a SyncRevisions. */
+            interface $Properties {
+
+                /** SyncRevisions transferId */
+                transferId?: (number|null);
+
+                /** SyncRevisions records */
+                records?: (Uint8Array[]|null);
+
+                /** SyncRevisions last */
+                last?: (boolean|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a SyncRevisions. */
+            type $Shape = clawpeer.v1.SyncRevisions.$Properties;
+        }
+
+        /**
+         * Properties of a SyncFetchItem.
+         * @deprecated Use clawpeer.v1.SyncFetchItem.$Properties instead.
+         */
+        interface ISyncFetchItem extends clawpeer.v1.SyncFetchItem.$Properties {
+        }
+
+        /** Represents a SyncFetchItem. */
+        class SyncFetchItem {
+
+            /**
+             * Constructs a new SyncFetchItem.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.SyncFetchItem.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** SyncFetchItem path. */
+            path: string;
+
+            /** SyncFetchItem root. */
+            root: Uint8Array;
+
+            /**
+             * Encodes the specified SyncFetchItem message. Does not implicitly {@link clawpeer.v1.SyncFetchItem.verify|verify} messages.
+             * @param message SyncFetchItem message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.SyncFetchItem.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a SyncFetchItem message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncFetchItem & clawpeer.v1.SyncFetchItem.$Shape} SyncFetchItem
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.SyncFetchItem & clawpeer.v1.SyncFetchItem.$Shape;
+        }
+
+        namespace SyncFetchItem {
+
+            /** Properties of a SyncFetchItem. */
+            interface $Properties {
+
+                /** SyncFetchItem path */
+                path?: (string|null);
+
+                /** SyncFetchItem root */
+                root?: (Uint8Array|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a SyncFetchItem. */
+            type $Shape = clawpeer.v1.SyncFetchItem.$Properties;
+        }
+
+        /**
+         * Properties of a SyncFetch.
+         * @deprecated Use clawpeer.v1.SyncFetch.$Properties instead.
+         */
+        interface ISyncFetch extends clawpeer.v1.SyncFetch.$Properties {
+        }
+
+        /** Represents a SyncFetch. */
+        class SyncFetch {
+
+            /**
+             * Constructs a new SyncFetch.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.SyncFetch.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** SyncFetch transferId. */
+            transferId: number;
+
+            /** SyncFetch fetchId. */
+            fetchId: number;
+
+            /** SyncFetch items. */
+            items: clawpeer.v1.SyncFetchItem.$Properties[];
+
+            /** SyncFetch last. */
+            last: boolean;
+
+            /**
+             * Encodes the specified SyncFetch message. Does not implicitly {@link clawpeer.v1.SyncFetch.verify|verify} messages.
+             * @param message SyncFetch message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.SyncFetch.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a SyncFetch message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncFetch & clawpeer.v1.SyncFetch.$Shape} SyncFetch
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.SyncFetch & clawpeer.v1.SyncFetch.$Shape;
+        }
+
+        namespace SyncFetch {
+
+            /** Properties of a SyncFetch. */
+            interface $Properties {
+
+                /** SyncFetch transferId */
+                transferId?: (number|null);
+
+                /** SyncFetch fetchId */
+                fetchId?: (number|null);
+
+                /** SyncFetch items */
+                items?: (clawpeer.v1.SyncFetchItem.$Properties[]|null);
+
+                /** SyncFetch last */
+                last?: (boolean|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a SyncFetch. */
+            type $Shape = clawpeer.v1.SyncFetch.$Properties;
+        }
+
+        /**
+         * Properties of a SyncDone.
+         * @deprecated Use clawpeer.v1.SyncDone.$Properties instead.
+         */
+        interface ISyncDone extends clawpeer.v1.SyncDone.$Properties {
+        }
+
+        /** Represents a SyncDone. */
+        class SyncDone {
+
+            /**
+             * Constructs a new SyncDone.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.SyncDone.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** SyncDone transferId. */
+            transferId: number;
+
+            /**
+             * Encodes the specified SyncDone message. Does not implicitly {@link clawpeer.v1.SyncDone.verify|verify} messages.
+             * @param message SyncDone message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.SyncDone.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a SyncDone message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncDone & clawpeer.v1.SyncDone.$Shape} SyncDone
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.SyncDone & clawpeer.v1.SyncDone.$Shape;
+        }
+
+        namespace SyncDone {
+
+            /** Properties of a SyncDone. */
+            interface $Properties {
+
+                /** SyncDone transferId */
+                transferId?: (number|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a SyncDone. */
+            type $Shape = clawpeer.v1.SyncDone.$Properties;
+        }
+
         /**
          * Properties of a Control.
          * @deprecated Use clawpeer.v1.Control.$Properties instead.
@@ -1271,8 +1746,26 @@ export namespace clawpeer {
             /** Control transferDone. */
             transferDone?: (clawpeer.v1.TransferDone.$Properties|null);
 
+            /** Control syncRequest. */
+            syncRequest?: (clawpeer.v1.SyncRequest.$Properties|null);
+
+            /** Control syncAccept. */
+            syncAccept?: (clawpeer.v1.SyncAccept.$Properties|null);
+
+            /** Control syncReconcile. */
+            syncReconcile?: (clawpeer.v1.SyncReconcile.$Properties|null);
+
+            /** Control syncRevisions. */
+            syncRevisions?: (clawpeer.v1.SyncRevisions.$Properties|null);
+
+            /** Control syncFetch. */
+            syncFetch?: (clawpeer.v1.SyncFetch.$Properties|null);
+
+            /** Control syncDone. */
+            syncDone?: (clawpeer.v1.SyncDone.$Properties|null);
+
             /** Control body. */
-            body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone");
+            body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone");
 
             /**
              * Encodes the specified Control message. Does not implicitly {@link clawpeer.v1.Control.verify|verify} messages.
@@ -1334,8 +1827,26 @@ export namespace clawpeer {
                 /** Control transferDone */
                 transferDone?: (clawpeer.v1.TransferDone.$Properties|null);
 
+                /** Control syncRequest */
+                syncRequest?: (clawpeer.v1.SyncRequest.$Properties|null);
+
+                /** Control syncAccept */
+                syncAccept?: (clawpeer.v1.SyncAccept.$Properties|null);
+
+                /** Control syncReconcile */
+                syncReconcile?: (clawpeer.v1.SyncReconcile.$Properties|null);
+
+                /** Control syncRevisions */
+                syncRevisions?: (clawpeer.v1.SyncRevisions.$Properties|null);
+
+                /** Control syncFetch */
+                syncFetch?: (clawpeer.v1.SyncFetch.$Properties|null);
+
+                /** Control syncDone */
+                syncDone?: (clawpeer.v1.SyncDone.$Properties|null);
+
                 /** Control body */
-                body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone");
+                body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone");
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -1355,9 +1866,15 @@ export namespace clawpeer {
               want?: clawpeer.v1.Want.$Shape|null;
               dataOpen?: clawpeer.v1.DataOpen.$Shape|null;
               transferDone?: clawpeer.v1.TransferDone.$Shape|null;
+              syncRequest?: clawpeer.v1.SyncRequest.$Shape|null;
+              syncAccept?: clawpeer.v1.SyncAccept.$Shape|null;
+              syncReconcile?: clawpeer.v1.SyncReconcile.$Shape|null;
+              syncRevisions?: clawpeer.v1.SyncRevisions.$Shape|null;
+              syncFetch?: clawpeer.v1.SyncFetch.$Shape|null;
+              syncDone?: clawpeer.v1.SyncDone.$Shape|null;
               $unknowns?: Uint8Array[];
             } & (
-              ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape })
+              ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape })
             );
         }
     }

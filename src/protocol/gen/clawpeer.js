@@ -3111,6 +3111,1178 @@ export const clawpeer = $root.clawpeer = (() => {
             return TransferDone;
         })();
 
+        /**
+         * SyncMode enum.
+         * @name clawpeer.v1.SyncMode
+         * @enum {number}
+         * @property {number} SYNC_MODE_UNSPECIFIED=0 SYNC_MODE_UNSPECIFIED value
+         * @property {number} SYNC_MODE_TWO_WAY=1 SYNC_MODE_TWO_WAY value
+         * @property {number} SYNC_MODE_SEND_ONLY=2 SYNC_MODE_SEND_ONLY value
+         * @property {number} SYNC_MODE_RECEIVE_ONLY=3 SYNC_MODE_RECEIVE_ONLY value
+         */
+        v1.SyncMode = (function() {
+            const valuesById = $Object.create(null), values = $Object.create(valuesById);
+            values[valuesById[0] = "SYNC_MODE_UNSPECIFIED"] = 0;
+            values[valuesById[1] = "SYNC_MODE_TWO_WAY"] = 1;
+            values[valuesById[2] = "SYNC_MODE_SEND_ONLY"] = 2;
+            values[valuesById[3] = "SYNC_MODE_RECEIVE_ONLY"] = 3;
+            return values;
+        })();
+
+        v1.SyncRequest = (function() {
+
+            /**
+             * Properties of a SyncRequest.
+             * @typedef {Object} clawpeer.v1.SyncRequest.$Properties
+             * @property {number|null} [transferId] SyncRequest transferId
+             * @property {string|null} [share] SyncRequest share
+             * @property {clawpeer.v1.SyncMode|null} [mode] SyncRequest mode
+             * @property {Uint8Array|null} [reconcile] SyncRequest reconcile
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a SyncRequest.
+             * @memberof clawpeer.v1
+             * @interface ISyncRequest
+             * @augments clawpeer.v1.SyncRequest.$Properties
+             * @deprecated Use clawpeer.v1.SyncRequest.$Properties instead.
+             */
+
+            /**
+             * Shape of a SyncRequest.
+             * @typedef {clawpeer.v1.SyncRequest.$Properties} clawpeer.v1.SyncRequest.$Shape
+             */
+
+            /**
+             * Constructs a new SyncRequest.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a SyncRequest.
+             * @constructor
+             * @param {clawpeer.v1.SyncRequest.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const SyncRequest = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * SyncRequest transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.transferId = 0;
+
+            /**
+             * SyncRequest share.
+             * @member {string} share
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.share = "";
+
+            /**
+             * SyncRequest mode.
+             * @member {clawpeer.v1.SyncMode} mode
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.mode = 0;
+
+            /**
+             * SyncRequest reconcile.
+             * @member {Uint8Array} reconcile
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.reconcile = $util.newBuffer([]);
+
+            /**
+             * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.SyncRequest
+             * @static
+             * @param {clawpeer.v1.SyncRequest.$Properties} message SyncRequest message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            SyncRequest.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.share != null && $Object.hasOwnProperty.call(message, "share") && message.share !== "")
+                    writer.uint32(/* id 2, wireType 2 =*/18).string(message.share);
+                if (message.mode != null && $Object.hasOwnProperty.call(message, "mode") && message.mode !== 0)
+                    writer.uint32(/* id 3, wireType 0 =*/24).int32(message.mode);
+                if (message.reconcile != null && $Object.hasOwnProperty.call(message, "reconcile") && message.reconcile.length)
+                    writer.uint32(/* id 4, wireType 2 =*/34).bytes(message.reconcile);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a SyncRequest message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.SyncRequest
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncRequest & clawpeer.v1.SyncRequest.$Shape} SyncRequest
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            SyncRequest.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.SyncRequest();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.share = value;
+                            else
+                                delete message.share;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.int32())
+                                message.mode = value;
+                            else
+                                delete message.mode;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.reconcile = value;
+                            else
+                                delete message.reconcile;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return SyncRequest;
+        })();
+
+        v1.SyncAccept = (function() {
+
+            /**
+             * Properties of a SyncAccept.
+             * @typedef {Object} clawpeer.v1.SyncAccept.$Properties
+             * @property {number|null} [transferId] SyncAccept transferId
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a SyncAccept.
+             * @memberof clawpeer.v1
+             * @interface ISyncAccept
+             * @augments clawpeer.v1.SyncAccept.$Properties
+             * @deprecated Use clawpeer.v1.SyncAccept.$Properties instead.
+             */
+
+            /**
+             * Shape of a SyncAccept.
+             * @typedef {clawpeer.v1.SyncAccept.$Properties} clawpeer.v1.SyncAccept.$Shape
+             */
+
+            /**
+             * Constructs a new SyncAccept.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a SyncAccept.
+             * @constructor
+             * @param {clawpeer.v1.SyncAccept.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const SyncAccept = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * SyncAccept transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.SyncAccept
+             * @instance
+             */
+            SyncAccept.prototype.transferId = 0;
+
+            /**
+             * Encodes the specified SyncAccept message. Does not implicitly {@link clawpeer.v1.SyncAccept.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.SyncAccept
+             * @static
+             * @param {clawpeer.v1.SyncAccept.$Properties} message SyncAccept message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            SyncAccept.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a SyncAccept message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.SyncAccept
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncAccept & clawpeer.v1.SyncAccept.$Shape} SyncAccept
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            SyncAccept.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.SyncAccept();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return SyncAccept;
+        })();
+
+        v1.SyncReconcile = (function() {
+
+            /**
+             * Properties of a SyncReconcile.
+             * @typedef {Object} clawpeer.v1.SyncReconcile.$Properties
+             * @property {number|null} [transferId] SyncReconcile transferId
+             * @property {Uint8Array|null} [payload] SyncReconcile payload
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a SyncReconcile.
+             * @memberof clawpeer.v1
+             * @interface ISyncReconcile
+             * @augments clawpeer.v1.SyncReconcile.$Properties
+             * @deprecated Use clawpeer.v1.SyncReconcile.$Properties instead.
+             */
+
+            /**
+             * Shape of a SyncReconcile.
+             * @typedef {clawpeer.v1.SyncReconcile.$Properties} clawpeer.v1.SyncReconcile.$Shape
+             */
+
+            /**
+             * Constructs a new SyncReconcile.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a SyncReconcile.
+             * @constructor
+             * @param {clawpeer.v1.SyncReconcile.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const SyncReconcile = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * SyncReconcile transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.SyncReconcile
+             * @instance
+             */
+            SyncReconcile.prototype.transferId = 0;
+
+            /**
+             * SyncReconcile payload.
+             * @member {Uint8Array} payload
+             * @memberof clawpeer.v1.SyncReconcile
+             * @instance
+             */
+            SyncReconcile.prototype.payload = $util.newBuffer([]);
+
+            /**
+             * Encodes the specified SyncReconcile message. Does not implicitly {@link clawpeer.v1.SyncReconcile.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.SyncReconcile
+             * @static
+             * @param {clawpeer.v1.SyncReconcile.$Properties} message SyncReconcile message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            SyncReconcile.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.payload != null && $Object.hasOwnProperty.call(message, "payload") && message.payload.length)
+                    writer.uint32(/* id 2, wireType 2 =*/18).bytes(message.payload);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a SyncReconcile message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.SyncReconcile
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncReconcile & clawpeer.v1.SyncReconcile.$Shape} SyncReconcile
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            SyncReconcile.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.SyncReconcile();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.payload = value;
+                            else
+                                delete message.payload;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return SyncReconcile;
+        })();
+
+        v1.SyncRevisions = (function() {
+
+            /**
+             * Properties of a SyncRevisions.
+             * @typedef {Object} clawpeer.v1.SyncRevisions.$Properties
+             * @property {number|null} [transferId] SyncRevisions transferId
+             * @property {Array.<Uint8Array>|null} [records] SyncRevisions records
+             * @property {boolean|null} [last] SyncRevisions last
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a SyncRevisions.
+             * @memberof clawpeer.v1
+             * @interface ISyncRevisions
+             * @augments clawpeer.v1.SyncRevisions.$Properties
+             * @deprecated Use clawpeer.v1.SyncRevisions.$Properties instead.
+             */
+
+            /**
+             * Shape of a SyncRevisions.
+             * @typedef {clawpeer.v1.SyncRevisions.$Properties} clawpeer.v1.SyncRevisions.$Shape
+             */
+
+            /**
+             * Constructs a new SyncRevisions.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a SyncRevisions.
+             * @constructor
+             * @param {clawpeer.v1.SyncRevisions.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const SyncRevisions = function (properties) {
+                this.records = [];
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * SyncRevisions transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.SyncRevisions
+             * @instance
+             */
+            SyncRevisions.prototype.transferId = 0;
+
+            /**
+             * SyncRevisions records.
+             * @member {Array.<Uint8Array>} records
+             * @memberof clawpeer.v1.SyncRevisions
+             * @instance
+             */
+            SyncRevisions.prototype.records = $util.emptyArray;
+
+            /**
+             * SyncRevisions last.
+             * @member {boolean} last
+             * @memberof clawpeer.v1.SyncRevisions
+             * @instance
+             */
+            SyncRevisions.prototype.last = false;
+
+            /**
+             * Encodes the specified SyncRevisions message. Does not implicitly {@link clawpeer.v1.SyncRevisions.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.SyncRevisions
+             * @static
+             * @param {clawpeer.v1.SyncRevisions.$Properties} message SyncRevisions message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            SyncRevisions.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.records != null && message.records.length)
+                    for (let i = 0; i < message.records.length; ++i)
+                        writer.uint32(/* id 2, wireType 2 =*/18).bytes(message.records[i]);
+                if (message.last != null && $Object.hasOwnProperty.call(message, "last") && message.last !== false)
+                    writer.uint32(/* id 3, wireType 0 =*/24).bool(message.last);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a SyncRevisions message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.SyncRevisions
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncRevisions & clawpeer.v1.SyncRevisions.$Shape} SyncRevisions
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            SyncRevisions.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.SyncRevisions();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.records && message.records.length))
+                                message.records = [];
+                            message.records.push(reader.bytes());
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.last = value;
+                            else
+                                delete message.last;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return SyncRevisions;
+        })();
+
+        v1.SyncFetchItem = (function() {
+
+            /**
+             * Properties of a SyncFetchItem.
+             * @typedef {Object} clawpeer.v1.SyncFetchItem.$Properties
+             * @property {string|null} [path] SyncFetchItem path
+             * @property {Uint8Array|null} [root] SyncFetchItem root
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a SyncFetchItem.
+             * @memberof clawpeer.v1
+             * @interface ISyncFetchItem
+             * @augments clawpeer.v1.SyncFetchItem.$Properties
+             * @deprecated Use clawpeer.v1.SyncFetchItem.$Properties instead.
+             */
+
+            /**
+             * Shape of a SyncFetchItem.
+             * @typedef {clawpeer.v1.SyncFetchItem.$Properties} clawpeer.v1.SyncFetchItem.$Shape
+             */
+
+            /**
+             * Constructs a new SyncFetchItem.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a SyncFetchItem.
+             * @constructor
+             * @param {clawpeer.v1.SyncFetchItem.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const SyncFetchItem = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * SyncFetchItem path.
+             * @member {string} path
+             * @memberof clawpeer.v1.SyncFetchItem
+             * @instance
+             */
+            SyncFetchItem.prototype.path = "";
+
+            /**
+             * SyncFetchItem root.
+             * @member {Uint8Array} root
+             * @memberof clawpeer.v1.SyncFetchItem
+             * @instance
+             */
+            SyncFetchItem.prototype.root = $util.newBuffer([]);
+
+            /**
+             * Encodes the specified SyncFetchItem message. Does not implicitly {@link clawpeer.v1.SyncFetchItem.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.SyncFetchItem
+             * @static
+             * @param {clawpeer.v1.SyncFetchItem.$Properties} message SyncFetchItem message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            SyncFetchItem.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.path != null && $Object.hasOwnProperty.call(message, "path") && message.path !== "")
+                    writer.uint32(/* id 1, wireType 2 =*/10).string(message.path);
+                if (message.root != null && $Object.hasOwnProperty.call(message, "root") && message.root.length)
+                    writer.uint32(/* id 2, wireType 2 =*/18).bytes(message.root);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a SyncFetchItem message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.SyncFetchItem
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncFetchItem & clawpeer.v1.SyncFetchItem.$Shape} SyncFetchItem
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            SyncFetchItem.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.SyncFetchItem();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.path = value;
+                            else
+                                delete message.path;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.root = value;
+                            else
+                                delete message.root;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return SyncFetchItem;
+        })();
+
+        v1.SyncFetch = (function() {
+
+            /**
+             * Properties of a SyncFetch.
+             * @typedef {Object} clawpeer.v1.SyncFetch.$Properties
+             * @property {number|null} [transferId] SyncFetch transferId
+             * @property {number|null} [fetchId] SyncFetch fetchId
+             * @property {Array.<clawpeer.v1.SyncFetchItem.$Properties>|null} [items] SyncFetch items
+             * @property {boolean|null} [last] SyncFetch last
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a SyncFetch.
+             * @memberof clawpeer.v1
+             * @interface ISyncFetch
+             * @augments clawpeer.v1.SyncFetch.$Properties
+             * @deprecated Use clawpeer.v1.SyncFetch.$Properties instead.
+             */
+
+            /**
+             * Shape of a SyncFetch.
+             * @typedef {clawpeer.v1.SyncFetch.$Properties} clawpeer.v1.SyncFetch.$Shape
+             */
+
+            /**
+             * Constructs a new SyncFetch.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a SyncFetch.
+             * @constructor
+             * @param {clawpeer.v1.SyncFetch.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const SyncFetch = function (properties) {
+                this.items = [];
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * SyncFetch transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.SyncFetch
+             * @instance
+             */
+            SyncFetch.prototype.transferId = 0;
+
+            /**
+             * SyncFetch fetchId.
+             * @member {number} fetchId
+             * @memberof clawpeer.v1.SyncFetch
+             * @instance
+             */
+            SyncFetch.prototype.fetchId = 0;
+
+            /**
+             * SyncFetch items.
+             * @member {Array.<clawpeer.v1.SyncFetchItem.$Properties>} items
+             * @memberof clawpeer.v1.SyncFetch
+             * @instance
+             */
+            SyncFetch.prototype.items = $util.emptyArray;
+
+            /**
+             * SyncFetch last.
+             * @member {boolean} last
+             * @memberof clawpeer.v1.SyncFetch
+             * @instance
+             */
+            SyncFetch.prototype.last = false;
+
+            /**
+             * Encodes the specified SyncFetch message. Does not implicitly {@link clawpeer.v1.SyncFetch.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.SyncFetch
+             * @static
+             * @param {clawpeer.v1.SyncFetch.$Properties} message SyncFetch message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            SyncFetch.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.fetchId != null && $Object.hasOwnProperty.call(message, "fetchId") && message.fetchId !== 0)
+                    writer.uint32(/* id 2, wireType 0 =*/16).uint32(message.fetchId);
+                if (message.items != null && message.items.length)
+                    for (let i = 0; i < message.items.length; ++i)
+                        $root.clawpeer.v1.SyncFetchItem.encode(message.items[i], writer.uint32(/* id 3, wireType 2 =*/26).fork(), _depth + 1).ldelim();
+                if (message.last != null && $Object.hasOwnProperty.call(message, "last") && message.last !== false)
+                    writer.uint32(/* id 4, wireType 0 =*/32).bool(message.last);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a SyncFetch message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.SyncFetch
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncFetch & clawpeer.v1.SyncFetch.$Shape} SyncFetch
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            SyncFetch.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.SyncFetch();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.fetchId = value;
+                            else
+                                delete message.fetchId;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.items && message.items.length))
+                                message.items = [];
+                            message.items.push($root.clawpeer.v1.SyncFetchItem.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.last = value;
+                            else
+                                delete message.last;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return SyncFetch;
+        })();
+
+        v1.SyncDone = (function() {
+
+            /**
+             * Properties of a SyncDone.
+             * @typedef {Object} clawpeer.v1.SyncDone.$Properties
+             * @property {number|null} [transferId] SyncDone transferId
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a SyncDone.
+             * @memberof clawpeer.v1
+             * @interface ISyncDone
+             * @augments clawpeer.v1.SyncDone.$Properties
+             * @deprecated Use clawpeer.v1.SyncDone.$Properties instead.
+             */
+
+            /**
+             * Shape of a SyncDone.
+             * @typedef {clawpeer.v1.SyncDone.$Properties} clawpeer.v1.SyncDone.$Shape
+             */
+
+            /**
+             * Constructs a new SyncDone.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a SyncDone.
+             * @constructor
+             * @param {clawpeer.v1.SyncDone.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const SyncDone = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * SyncDone transferId.
+             * @member {number} transferId
+             * @memberof clawpeer.v1.SyncDone
+             * @instance
+             */
+            SyncDone.prototype.transferId = 0;
+
+            /**
+             * Encodes the specified SyncDone message. Does not implicitly {@link clawpeer.v1.SyncDone.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.SyncDone
+             * @static
+             * @param {clawpeer.v1.SyncDone.$Properties} message SyncDone message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            SyncDone.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a SyncDone message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.SyncDone
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncDone & clawpeer.v1.SyncDone.$Shape} SyncDone
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            SyncDone.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.SyncDone();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.transferId = value;
+                            else
+                                delete message.transferId;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return SyncDone;
+        })();
+
         v1.Control = (function() {
 
             /**
@@ -3128,7 +4300,13 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {clawpeer.v1.Want.$Properties|null} [want] Control want
              * @property {clawpeer.v1.DataOpen.$Properties|null} [dataOpen] Control dataOpen
              * @property {clawpeer.v1.TransferDone.$Properties|null} [transferDone] Control transferDone
-             * @property {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"} [body] Control body
+             * @property {clawpeer.v1.SyncRequest.$Properties|null} [syncRequest] Control syncRequest
+             * @property {clawpeer.v1.SyncAccept.$Properties|null} [syncAccept] Control syncAccept
+             * @property {clawpeer.v1.SyncReconcile.$Properties|null} [syncReconcile] Control syncReconcile
+             * @property {clawpeer.v1.SyncRevisions.$Properties|null} [syncRevisions] Control syncRevisions
+             * @property {clawpeer.v1.SyncFetch.$Properties|null} [syncFetch] Control syncFetch
+             * @property {clawpeer.v1.SyncDone.$Properties|null} [syncDone] Control syncDone
+             * @property {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"} [body] Control body
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3155,9 +4333,15 @@ export const clawpeer = $root.clawpeer = (() => {
              *   want?: clawpeer.v1.Want.$Shape|null;
              *   dataOpen?: clawpeer.v1.DataOpen.$Shape|null;
              *   transferDone?: clawpeer.v1.TransferDone.$Shape|null;
+             *   syncRequest?: clawpeer.v1.SyncRequest.$Shape|null;
+             *   syncAccept?: clawpeer.v1.SyncAccept.$Shape|null;
+             *   syncReconcile?: clawpeer.v1.SyncReconcile.$Shape|null;
+             *   syncRevisions?: clawpeer.v1.SyncRevisions.$Shape|null;
+             *   syncFetch?: clawpeer.v1.SyncFetch.$Shape|null;
+             *   syncDone?: clawpeer.v1.SyncDone.$Shape|null;
              *   $unknowns?: Array.<Uint8Array>;
              * } & (
-             *   ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape })
+             *   ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape })
              * )} clawpeer.v1.Control.$Shape
              */
 
@@ -3272,17 +4456,65 @@ export const clawpeer = $root.clawpeer = (() => {
              */
             Control.prototype.transferDone = null;
 
+            /**
+             * Control syncRequest.
+             * @member {clawpeer.v1.SyncRequest.$Properties|null|undefined} syncRequest
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.syncRequest = null;
+
+            /**
+             * Control syncAccept.
+             * @member {clawpeer.v1.SyncAccept.$Properties|null|undefined} syncAccept
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.syncAccept = null;
+
+            /**
+             * Control syncReconcile.
+             * @member {clawpeer.v1.SyncReconcile.$Properties|null|undefined} syncReconcile
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.syncReconcile = null;
+
+            /**
+             * Control syncRevisions.
+             * @member {clawpeer.v1.SyncRevisions.$Properties|null|undefined} syncRevisions
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.syncRevisions = null;
+
+            /**
+             * Control syncFetch.
+             * @member {clawpeer.v1.SyncFetch.$Properties|null|undefined} syncFetch
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.syncFetch = null;
+
+            /**
+             * Control syncDone.
+             * @member {clawpeer.v1.SyncDone.$Properties|null|undefined} syncDone
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.syncDone = null;
+
             // OneOf field names bound to virtual getters and setters
             let $oneOfFields;
 
             /**
              * Control body.
-             * @member {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|undefined} body
+             * @member {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|undefined} body
              * @memberof clawpeer.v1.Control
              * @instance
              */
             $Object.defineProperty(Control.prototype, "body", {
-                get: $util.oneOfGetter($oneOfFields = ["hello", "welcome", "finished", "error", "ping", "pong", "transferRequest", "transferAccept", "manifest", "want", "dataOpen", "transferDone"]),
+                get: $util.oneOfGetter($oneOfFields = ["hello", "welcome", "finished", "error", "ping", "pong", "transferRequest", "transferAccept", "manifest", "want", "dataOpen", "transferDone", "syncRequest", "syncAccept", "syncReconcile", "syncRevisions", "syncFetch", "syncDone"]),
                 set: $util.oneOfSetter($oneOfFields)
             });
 
@@ -3326,6 +4558,18 @@ export const clawpeer = $root.clawpeer = (() => {
                     $root.clawpeer.v1.DataOpen.encode(message.dataOpen, writer.uint32(/* id 20, wireType 2 =*/162).fork(), _depth + 1).ldelim();
                 if (message.transferDone != null && $Object.hasOwnProperty.call(message, "transferDone"))
                     $root.clawpeer.v1.TransferDone.encode(message.transferDone, writer.uint32(/* id 21, wireType 2 =*/170).fork(), _depth + 1).ldelim();
+                if (message.syncRequest != null && $Object.hasOwnProperty.call(message, "syncRequest"))
+                    $root.clawpeer.v1.SyncRequest.encode(message.syncRequest, writer.uint32(/* id 48, wireType 2 =*/386).fork(), _depth + 1).ldelim();
+                if (message.syncAccept != null && $Object.hasOwnProperty.call(message, "syncAccept"))
+                    $root.clawpeer.v1.SyncAccept.encode(message.syncAccept, writer.uint32(/* id 49, wireType 2 =*/394).fork(), _depth + 1).ldelim();
+                if (message.syncReconcile != null && $Object.hasOwnProperty.call(message, "syncReconcile"))
+                    $root.clawpeer.v1.SyncReconcile.encode(message.syncReconcile, writer.uint32(/* id 50, wireType 2 =*/402).fork(), _depth + 1).ldelim();
+                if (message.syncRevisions != null && $Object.hasOwnProperty.call(message, "syncRevisions"))
+                    $root.clawpeer.v1.SyncRevisions.encode(message.syncRevisions, writer.uint32(/* id 51, wireType 2 =*/410).fork(), _depth + 1).ldelim();
+                if (message.syncFetch != null && $Object.hasOwnProperty.call(message, "syncFetch"))
+                    $root.clawpeer.v1.SyncFetch.encode(message.syncFetch, writer.uint32(/* id 52, wireType 2 =*/418).fork(), _depth + 1).ldelim();
+                if (message.syncDone != null && $Object.hasOwnProperty.call(message, "syncDone"))
+                    $root.clawpeer.v1.SyncDone.encode(message.syncDone, writer.uint32(/* id 53, wireType 2 =*/426).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -3452,6 +4696,48 @@ export const clawpeer = $root.clawpeer = (() => {
                                 break;
                             message.transferDone = $root.clawpeer.v1.TransferDone.decode(reader, reader.size(), $undefined, _depth + 1, message.transferDone);
                             message.body = "transferDone";
+                            continue;
+                        }
+                    case 48: {
+                            if (wireType !== 2)
+                                break;
+                            message.syncRequest = $root.clawpeer.v1.SyncRequest.decode(reader, reader.size(), $undefined, _depth + 1, message.syncRequest);
+                            message.body = "syncRequest";
+                            continue;
+                        }
+                    case 49: {
+                            if (wireType !== 2)
+                                break;
+                            message.syncAccept = $root.clawpeer.v1.SyncAccept.decode(reader, reader.size(), $undefined, _depth + 1, message.syncAccept);
+                            message.body = "syncAccept";
+                            continue;
+                        }
+                    case 50: {
+                            if (wireType !== 2)
+                                break;
+                            message.syncReconcile = $root.clawpeer.v1.SyncReconcile.decode(reader, reader.size(), $undefined, _depth + 1, message.syncReconcile);
+                            message.body = "syncReconcile";
+                            continue;
+                        }
+                    case 51: {
+                            if (wireType !== 2)
+                                break;
+                            message.syncRevisions = $root.clawpeer.v1.SyncRevisions.decode(reader, reader.size(), $undefined, _depth + 1, message.syncRevisions);
+                            message.body = "syncRevisions";
+                            continue;
+                        }
+                    case 52: {
+                            if (wireType !== 2)
+                                break;
+                            message.syncFetch = $root.clawpeer.v1.SyncFetch.decode(reader, reader.size(), $undefined, _depth + 1, message.syncFetch);
+                            message.body = "syncFetch";
+                            continue;
+                        }
+                    case 53: {
+                            if (wireType !== 2)
+                                break;
+                            message.syncDone = $root.clawpeer.v1.SyncDone.decode(reader, reader.size(), $undefined, _depth + 1, message.syncDone);
+                            message.body = "syncDone";
                             continue;
                         }
                     }
