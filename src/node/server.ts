@@ -15,6 +15,7 @@ import type { PeerStore } from './peer-store.js';
 import { PeerSession } from './session.js';
 import type { Share } from './shares.js';
 import { sleep, withTimeout } from './timeouts.js';
+import { watchFile } from './watch-file.js';
 
 export interface ServerOptions {
   readonly identity: Identity;
@@ -42,6 +43,9 @@ export class NodeServer {
   readonly #options: ServerOptions;
   readonly #handler: SessionHandler;
   readonly #connections = new Set<Connection>();
+  /** Authenticated sessions by peer id, so unpairing a peer can drop it at once. */
+  readonly #sessions = new Map<PeerSession, string>();
+  #pairWatch: { close(): void } | undefined;
   readonly #tasks = new Set<Promise<void>>();
   readonly #stop = new AbortController();
   readonly bound: readonly BoundTransport[];
@@ -52,6 +56,7 @@ export class NodeServer {
     this.#options = options;
     this.#handler = handler;
     for (const l of listeners) this.#track(this.#acceptLoop(l));
+    this.#pairWatch = watchFile(options.peers.file, () => void this.#dropUnpaired());
   }
 
   static async start(options: ServerOptions, handler: SessionHandler): Promise<NodeServer> {
@@ -84,9 +89,31 @@ export class NodeServer {
   /** Stops accepting, asks every session to finish, and cuts what is left after the grace period. */
   async close(): Promise<void> {
     this.#stop.abort();
+    this.#pairWatch?.close();
     await Promise.all(this.#listeners.map((l) => l.close().catch(() => undefined)));
     const graceful = Promise.all([...this.#connections].map((c) => c.close('listener shutting down').catch(() => undefined)));
     await Promise.race([Promise.all([graceful, ...this.#tasks]), sleep(this.#options.config.shutdownGraceMs)]);
+  }
+
+  /** Re-reads the pair list and drops every session whose peer is no longer paired. */
+  async #dropUnpaired(): Promise<void> {
+    if (this.#sessions.size === 0) return;
+    let paired: Set<string>;
+    try {
+      paired = new Set((await this.#options.peers.list()).map((p) => p.id));
+    } catch (err) {
+      this.#options.log.warn('cannot re-read the pair list', { error: (err as Error).message });
+      return;
+    }
+    for (const [session, peerId] of this.#sessions) {
+      if (paired.has(peerId)) continue;
+      this.#sessions.delete(session);
+      this.#options.log.warn('peer unpaired: dropping its connection', { id: peerId });
+      void session.control
+        .sendError('NOT_PAIRED', `node ${peerId} was unpaired by ${this.#options.identity.nodeId}`)
+        .catch(() => undefined)
+        .finally(() => void session.connection.close('unpaired').catch(() => undefined));
+    }
   }
 
   #track(task: Promise<void>): void {
@@ -137,8 +164,13 @@ export class NodeServer {
         signal: this.#stop.signal,
       });
       const session = new PeerSession(conn, handshake);
+      this.#sessions.set(session, peerId);
       log.info('peer connected', { id: peerId, addr: where, transport: conn.transport, version: session.version });
-      await this.#handler(session, this.#stop.signal);
+      try {
+        await this.#handler(session, this.#stop.signal);
+      } finally {
+        this.#sessions.delete(session);
+      }
       log.info('peer disconnected', { id: peerId, addr: where });
     } catch (err) {
       if (!(err instanceof ClawpeerError)) {

@@ -1,7 +1,9 @@
 // The node end to end, through the real CLI on loopback: pairing, listen, ping over QUIC and
 // TCP, pinning on both sides, garbage on the control stream, clean shutdown.
 import t from 'tap';
-import { initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
 import { loadIdentity } from '../../src/node/identity-store.js';
 import { backendByName } from '../../src/transport/backends.js';
 import { join } from 'node:path';
@@ -108,6 +110,21 @@ t.test('a removed pair is refused on its next connect', async (t) => {
   t.equal(r.code, 3);
   await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
   t.equal((await runCli(['--home', b.home, 'ping', 'alice', '--count', '1'])).code, 0, 're-pairing lets it back in');
+});
+
+t.test('a pair removed while its connection is open is dropped at once', async (t) => {
+  const child = spawn(process.execPath, [CLI, '--home', b.home, 'ping', 'alice', '--count', '600', '--interval', '50', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  await new Promise<void>((resolve) => createInterface({ input: child.stdout }).once('line', () => resolve()));
+  const removedAt = Date.now();
+  t.equal((await runCli(['--home', a.home, 'pair', 'remove', 'bob'])).code, 0);
+  const code = await exited;
+  t.equal(code, 3, `the connected peer is told it was unpaired (${stderr.trim()})`);
+  t.match(stderr, /was unpaired/);
+  t.ok(Date.now() - removedAt < 10_000, 'well before its 600 probes would have ended');
+  await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 });
 
 t.test('SIGINT stops the listener cleanly, even with a peer connected', async (t) => {
