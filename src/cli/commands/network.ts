@@ -1,6 +1,5 @@
 // `listen` and `ping`: the commands that talk to the network.
 import type { Argv } from 'yargs';
-import { ClawpeerError } from '../../errors.js';
 import { resolveConfig, type NodeConfig } from '../../node/config.js';
 import { createIdentity, identityExists, loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
@@ -8,20 +7,14 @@ import { resolvePeer } from '../../node/peer-resolve.js';
 import { resolveShares } from '../../node/shares.js';
 import { formatHostPort } from '../../node/address.js';
 import type { CommandContext } from '../context.js';
+import { intOption, TRANSPORT_OPTION } from '../args.js';
 
 type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
 
-const TRANSPORT_OPTION = { type: 'string', choices: ['quic', 'tcp', 'auto'], default: 'auto', describe: 'quic, tcp (TLS over TCP, when UDP is blocked) or auto (QUIC, then TCP)' } as const;
 
 function configFrom(args: Record<string, unknown>): NodeConfig {
   const timeout = args['connect-timeout'];
   return resolveConfig({ transport: args['transport'], ...(timeout !== undefined ? { connectTimeoutMs: timeout } : {}) });
-}
-
-function positiveInt(value: unknown, flag: string, min: number, max: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
-  return n;
 }
 
 export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
@@ -38,7 +31,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           .option('init', { type: 'boolean', default: false, describe: 'create an identity first if there is none' }),
       run(async (ctx, args) => {
         const config = configFrom(args);
-        const port = positiveInt(args['port'], '--port', 0, 65535);
+        const port = intOption(args['port'], '--port', 0, 65535);
         if (args['init'] === true && !(await identityExists(ctx.home.identityKeyFile))) {
           const created = await createIdentity(ctx.home.identityKeyFile);
           ctx.log.warn(`created identity ${created.nodeId} in ${ctx.home.dir}`);
@@ -94,8 +87,8 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           .option('connect-timeout', { type: 'number', describe: 'milliseconds to wait for each transport to connect (default 5000)' }),
       run(async (ctx, args) => {
         const config = configFrom(args);
-        const count = positiveInt(args['count'], '--count', 1, 1_000_000);
-        const intervalMs = positiveInt(args['interval'], '--interval', 0, 3_600_000);
+        const count = intOption(args['count'], '--count', 1, 1_000_000);
+        const intervalMs = intOption(args['interval'], '--interval', 0, 3_600_000);
         const identity = await loadIdentity(ctx.home.identityKeyFile);
         const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), String(args['peer']), args['addr'] as string | undefined);
         const { dialPeer } = await import('../../node/dialer.js');

@@ -7,6 +7,7 @@ import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
 import type { CommandContext } from '../context.js';
+import { intOption, TRANSPORT_OPTION } from '../args.js';
 import { createProgress, human } from '../progress.js';
 
 type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
@@ -34,19 +35,13 @@ export function parseRemote(text: string, requireShare: boolean): RemoteSpec {
   return { peer, share, path: sub };
 }
 
-function int(value: unknown, flag: string, min: number, max: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
-  return n;
-}
-
 const transferOptions = (y: Argv): Argv =>
   y
     .option('streams', { type: 'number', default: DEFAULT_STREAMS, describe: 'parallel data streams' })
     .option('window', { type: 'number', default: DEFAULT_WINDOW, describe: 'unacknowledged chunks in flight per stream' })
     .option('force', { type: 'boolean', default: false, describe: 'replace existing different files' })
     .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
-    .option('transport', { type: 'string', choices: ['quic', 'tcp', 'auto'], default: 'auto' });
+    .option('transport', TRANSPORT_OPTION);
 
 function report(ctx: CommandContext, verb: string, r: TransferResult): void {
   ctx.out.emit(
@@ -59,8 +54,8 @@ function report(ctx: CommandContext, verb: string, r: TransferResult): void {
 async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
   const remote = parseRemote(String(direction === 'push' ? args['remote'] : args['remote']), direction === 'pull');
   const localPath = String(args['local']);
-  const streams = int(args['streams'], '--streams', 1, 64);
-  const window = int(args['window'], '--window', 1, 4096);
+  const streams = intOption(args['streams'], '--streams', 1, 64);
+  const window = intOption(args['window'], '--window', 1, 4096);
   const config = resolveConfig({ transport: args['transport'] });
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
