@@ -191,6 +191,12 @@ export class ControlChannel {
         case 'want':
         case 'data-open':
         case 'transfer-done':
+        case 'sync-request':
+        case 'sync-accept':
+        case 'sync-reconcile':
+        case 'sync-revisions':
+        case 'sync-fetch':
+        case 'sync-done':
           return message;
         default: {
           const unreachable: never = message;

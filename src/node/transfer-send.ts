@@ -115,6 +115,9 @@ async function runStream(
   const frames = new FrameStream(raw, session.caps.maxFrameBytes, options.idleTimeoutMs, `data stream ${streamId} of transfer ${options.transferId}`);
   const window = new SendWindow({ maxInFlightChunks: options.window, stallTimeoutMs: options.idleTimeoutMs });
   const wake = new AckSignal();
+  // Chunk bytes are read into this one buffer (grown to the largest chunk seen, <= the
+  // negotiated maxBytes): the sealer copies them into the frame before the next read.
+  let readBuffer = Buffer.allocUnsafe(0);
   let ackError: unknown;
   let acksEnded = false;
 
@@ -157,7 +160,8 @@ async function runStream(
         const ref = chunk === undefined ? undefined : file.manifest.chunks[chunk.chunkIndex];
         if (chunk === undefined || ref === undefined) throw new TypeError(`plan chunk ${i} is out of range`);
         await waitForRoom(chunk.length);
-        const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id);
+        if (readBuffer.length < ref.length) readBuffer = Buffer.allocUnsafe(Math.max(ref.length, session.caps.chunking.maxBytes));
+        const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id, readBuffer);
         const seq = window.nextSeq;
         const frame = session.sealer.seal({ streamId, sequence: seq, chunkId: chunk.id, compressed: false, chunkBytes: chunk.length }, bytes);
         if (TEST_HOOKS.delayPerChunkMs !== undefined) await sleep(TEST_HOOKS.delayPerChunkMs);

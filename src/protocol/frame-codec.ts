@@ -140,11 +140,14 @@ export function encodeDataHeader(header: DataHeader): Uint8Array {
 /**
  * Allocates a whole DATA frame (frame header, data header, room for the payload) and returns
  * it with views on its parts, so a sealer can write the ciphertext in place: one allocation,
- * no concatenation. `payloadBytes` in `header` decides the size.
+ * no concatenation. `payloadBytes` in `header` decides the size. The payload is NOT zeroed:
+ * the caller must write every byte of it.
  */
 export function allocateDataFrame(header: DataHeader): { frame: Uint8Array; headerBytes: Uint8Array; payload: Uint8Array } {
   const bodyBytes = DATA_HEADER_BYTES + header.payloadBytes;
-  const frame = new Uint8Array(FRAME_HEADER_BYTES + bodyBytes);
+  // Not zero-filled: both headers are written here and the caller overwrites the whole payload
+  // (the sealer: ciphertext || tag). Zeroing a 256 KiB frame first cost ~3% of a push's CPU.
+  const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + bodyBytes);
   writeFrameHeader(frame, 0, 'data', bodyBytes);
   writeDataHeader(frame, FRAME_HEADER_BYTES, header);
   return {
@@ -376,7 +379,9 @@ export class FrameDecoder {
       this.#consume(n);
       return view;
     }
-    const out = new Uint8Array(n); // n <= maxFrameBytes, checked from the header
+    // n <= maxFrameBytes, checked from the header. Not zero-filled: the loop below writes all n
+    // bytes (a DATA frame spanning reads is the common case, so this runs per chunk).
+    const out = Buffer.allocUnsafe(n);
     let filled = 0;
     while (filled < n) {
       const chunk = this.#chunks[this.#head];

@@ -339,10 +339,6 @@ function checkUint(name: string, value: number, max: number): void {
   if (!Number.isInteger(value) || value < 0 || value > max) throw new RangeError(`${name} must be an integer in 0..${max}, got ${value}`);
 }
 
-function checkInt(name: string, value: number, min: number, max: number): void {
-  if (!Number.isInteger(value) || value < min || value > max) throw new RangeError(`${name} must be an integer in ${min}..${max}, got ${value}`);
-}
-
 function checkTextBytes(name: string, value: string): void {
   const bytes = protobuf.util.utf8.length(value);
   if (bytes > MAX_ENTRY_PATH_BYTES) throw new RangeError(`${name} is ${bytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`);
