@@ -10,6 +10,7 @@ import { registerPairCommands } from './commands/pair.js';
 import { registerNetworkCommands } from './commands/network.js';
 import { registerTransferCommands } from './commands/transfer.js';
 import { registerRelayCommands } from './commands/relay.js';
+import { registerSyncCommands } from './commands/sync.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -53,6 +54,7 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
   cli = registerNetworkCommands(cli, run);
   cli = registerTransferCommands(cli, run);
   cli = registerRelayCommands(cli, run);
+  cli = registerSyncCommands(cli, run);
 
   try {
     await cli.parseAsync();

@@ -43,7 +43,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const log = ctx.log.child('listen');
         const server = await NodeServer.start(
           { identity, peers: new PeerStore(ctx.home.peersFile), shares, host: String(args['host']), port, config, log },
-          (session, signal) => serveSession(session, { shares, config, log }, signal),
+          (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId }, signal),
         );
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');

@@ -1,0 +1,147 @@
+// The initiating side of a revision sync: `clawpeer sync DIR PEER:SHARE`.
+//
+// Goals: one call that locks and scans the local folder, reconciles it with the peer's share
+// (opening with the reconciliation hello inside SyncRequest, so equal folders cost one round
+// trip), moves records and content in the directions the mode allows, and checks the outcome
+// with a second reconciliation; the summary counts what the user asked to see (round trips and
+// bytes of the first reconciliation, records, chunks, wire bytes, conflicts).
+// Non-goals: dialing and printing (cli/commands/sync.ts), watching (the CLI loops).
+import { performance } from 'node:perf_hooks';
+import type { Logger } from '../logger.js';
+import type { SyncModeName } from '../protocol/messages.js';
+import { encodeReconcileMessage } from '../sync/reconcile-codec.js';
+import { ReconcileInitiator } from '../sync/reconcile.js';
+import type { ReconcileResult } from '../sync/reconcile.js';
+import type { RevisionEntry } from '../sync/revision.js';
+import { bytesEqual } from '../chunking/blake3.js';
+import { DataStreamRouter } from './data-stream-router.js';
+import type { PeerSession } from './session.js';
+import { applyRemote } from './sync-apply.js';
+import { fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
+import { openSyncedFolder } from './synced-folder.js';
+import { expectMessage } from './transfer-control.js';
+import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
+
+/** How long the client waits for another local sync of the folder, ms. */
+export const CLIENT_LOCK_WAIT_MS = 5_000;
+
+export interface SyncFolderOptions {
+  readonly session: PeerSession;
+  /** Local folder (created if missing). */
+  readonly dir: string;
+  /** Share on the peer ('' = its default). */
+  readonly share: string;
+  readonly mode: SyncModeName;
+  /** This node's id (origin of the revisions local scans record). */
+  readonly nodeId: string;
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+}
+
+export interface SyncFolderResult {
+  /** After this sync, nothing remains to move in the directions the mode allows. */
+  readonly inSync: boolean;
+  /** Request/response exchanges of the first reconciliation (1 when the folders were equal). */
+  readonly roundTrips: number;
+  /** Bytes of the first reconciliation, both ways (roots, cells, id lists). */
+  readonly reconcileBytes: number;
+  readonly revisionsSent: number;
+  readonly revisionsReceived: number;
+  /** Chunks that crossed the connection, both directions. */
+  readonly chunksSent: number;
+  /** Bytes that crossed the connection, both directions, transport overhead included. */
+  readonly wireBytes: number;
+  readonly conflicts: number;
+  readonly seconds: number;
+  /** Paths left as they are this time (see sync-apply.ts). */
+  readonly skipped: readonly string[];
+  /** Receive-only: paths whose local revision the peer does not have (not sent). */
+  readonly localOnly: readonly string[];
+}
+
+function wireBytesOf(session: PeerSession): number {
+  const s = session.connection.stats();
+  return s.bytesSent + s.bytesReceived;
+}
+
+function inSyncFor(mode: SyncModeName, check: ReconcileResult): boolean {
+  switch (mode) {
+    case 'two-way':
+      return check.idsWeLack.length === 0 && check.idsTheyLack.length === 0;
+    case 'send-only':
+      return check.idsTheyLack.length === 0;
+    case 'receive-only':
+      return check.idsWeLack.length === 0;
+    default: {
+      const never: never = mode;
+      throw new TypeError(`unknown mode ${String(never)}`);
+    }
+  }
+}
+
+export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult> {
+  const { session, log, signal } = o;
+  const started = performance.now();
+  const wireStart = wireBytesOf(session);
+  const chunking = sessionChunking(session);
+  const sends = o.mode !== 'receive-only';
+  const receives = o.mode !== 'send-only';
+  const folder = await openSyncedFolder(o.dir, { nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: true });
+  try {
+    const { store } = folder;
+    const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, log);
+    void router.run(signal);
+    const transferId = session.allocateTransferId();
+    const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log };
+    const initiator = new ReconcileInitiator(store.snapshotIdSet());
+    const [hello] = initiator.start();
+    if (hello === undefined) throw new TypeError('reconciliation produced no hello');
+    await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: encodeReconcileMessage(hello) });
+    await expectMessage(session, 'sync-accept', transferId, PREPARE_TIMEOUT_MS, signal);
+    const result = await runReconcile(ch, initiator, []);
+    const roundTrips = initiator.stats.roundTrips;
+    const reconcileBytes = initiator.stats.bytesSent + initiator.stats.bytesReceived;
+    const summary = (extra: Partial<SyncFolderResult> & Pick<SyncFolderResult, 'inSync'>): SyncFolderResult => ({
+      roundTrips, reconcileBytes, revisionsSent: 0, revisionsReceived: 0, chunksSent: 0, conflicts: 0, skipped: [], localOnly: [],
+      wireBytes: wireBytesOf(session) - wireStart, seconds: (performance.now() - started) / 1000, ...extra,
+    });
+    if (result.method === 'equal') return summary({ inSync: true });
+
+    let revisionsSent = 0;
+    let received: RevisionEntry[] = [];
+    if (sends) revisionsSent = await sendRevisions(ch, store, result.idsTheyLack);
+    if (receives) received = await receiveRevisions(ch, result.idsWeLack);
+    let chunks = 0;
+    if (sends) {
+      const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
+      chunks += await serveFetch(ch, fetch, store, o.dir, chunking);
+    }
+    let conflicts = 0;
+    let skipped: string[] = [];
+    if (receives) {
+      const applied = await applyRemote(received, {
+        store, folder: o.dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', log,
+        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: o.dir, chunking, beforePublish }),
+      });
+      chunks += applied.chunksReceived;
+      conflicts = applied.conflicts;
+      skipped = applied.skipped;
+    }
+    const check = new ReconcileInitiator(store.snapshotIdSet());
+    const outcome = await runReconcile(ch, check, check.start());
+    await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
+    const localOnly: string[] = [];
+    if (o.mode === 'receive-only') {
+      for (const id of outcome.idsTheyLack) {
+        const entry = store.get(id);
+        const head = entry === undefined ? undefined : store.head(entry.revision.path);
+        if (entry !== undefined && head !== undefined && bytesEqual(head.id, entry.id)) localOnly.push(entry.revision.path);
+      }
+    }
+    return summary({
+      inSync: inSyncFor(o.mode, outcome), revisionsSent, revisionsReceived: received.length, chunksSent: chunks, conflicts, skipped, localOnly: localOnly.sort(),
+    });
+  } finally {
+    await folder.close();
+  }
+}

@@ -1,0 +1,77 @@
+// The listener's side of a revision sync: serves a share as a synced folder.
+//
+// Goals: one sync of a share at a time (its folder lock is held from the scan to the end); the
+// share's log matches its disk when reconciliation starts (scanned under the lock); the client's
+// mode decides the directions (its revisions applied here unless it is receive-only, ours sent
+// unless it is send-only); a read-only share only serves receive-only clients. Non-goals: the
+// message phases (sync-exchange.ts), the decisions (sync-apply.ts).
+import { ClawpeerError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { SyncRequestMessage } from '../protocol/messages.js';
+import { ReconcileResponder } from '../sync/reconcile.js';
+import type { RevisionEntry } from '../sync/revision.js';
+import type { NodeConfig } from './config.js';
+import type { DataStreamRouter } from './data-stream-router.js';
+import type { PeerSession } from './session.js';
+import type { Share } from './shares.js';
+import { applyRemote } from './sync-apply.js';
+import { decodeReconcilePayload, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
+import { openSyncedFolder } from './synced-folder.js';
+import { expectMessage } from './transfer-control.js';
+import { findShare, PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
+
+/** How long a sync waits for another sync of the same share to finish, ms. */
+export const SERVER_LOCK_WAIT_MS = 30_000;
+
+export interface SyncServiceContext {
+  readonly shares: readonly Share[];
+  readonly config: NodeConfig;
+  readonly log: Logger;
+  /** This node's id: the origin of revisions the listener's scans record. */
+  readonly nodeId: string | undefined;
+}
+
+/** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
+export async function serveSync(session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext, signal: AbortSignal): Promise<void> {
+  const { log } = ctx;
+  if (ctx.nodeId === undefined) throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
+  const share = findShare(ctx.shares, req.share);
+  const clientSends = req.mode !== 'receive-only';
+  const clientReceives = req.mode !== 'send-only';
+  if (clientSends && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
+  const hello = decodeReconcilePayload(req.reconcile);
+  const chunking = sessionChunking(session);
+  log.info('sync requested', { peer: session.peerId, share: share.name, mode: req.mode });
+  const folder = await openSyncedFolder(share.dir, { nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal });
+  try {
+    const { store } = folder;
+    const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log };
+    const responder = new ReconcileResponder(store.snapshotIdSet());
+    const first = responder.receive(hello);
+    await session.control.send({ type: 'sync-accept', transferId: req.transferId });
+    const result = await runReconcile(ch, responder, first);
+    if (result.method === 'equal') return;
+
+    let received: RevisionEntry[] = [];
+    if (clientSends) received = await receiveRevisions(ch, result.idsWeLack);
+    if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack);
+    if (clientSends) {
+      const applied = await applyRemote(received, {
+        store, folder: share.dir, chunking, keepConcurrentLocal: false, log,
+        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, chunking, beforePublish }),
+      });
+      log.info('sync applied', { peer: session.peerId, share: share.name, applied: applied.applied, conflicts: applied.conflicts, skipped: applied.skipped.length });
+    }
+    if (clientReceives) {
+      const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
+      await serveFetch(ch, fetch, store, share.dir, chunking);
+    }
+    // The client checks the outcome with a second reconciliation.
+    const check = new ReconcileResponder(store.snapshotIdSet());
+    const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);
+    await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
+    await session.control.send({ type: 'sync-done', transferId: req.transferId });
+  } finally {
+    await folder.close();
+  }
+}

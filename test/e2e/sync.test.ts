@@ -1,0 +1,154 @@
+// Two-way revision sync through the real CLI over loopback: new files, edits, deletions,
+// renames, conflicts, receive-only, the no-op round trip, history (log/restore/gc), and a
+// client killed mid-sync.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { CLI, initNode, jsonLines, runCli, startListener } from './cli-harness.js';
+import { snapshot as fullSnapshot, type TreeItem } from './tree-helpers.js';
+
+/** The tree without directory mtimes: a directory's mtime moves with its entries, sync does not carry it. */
+async function snapshot(root: string): Promise<TreeItem[]> {
+  return (await fullSnapshot(root)).map((i) => (i.kind === 'dir' ? { ...i, mtimeS: 0 } : i));
+}
+
+const a = await initNode('sa');
+const b = await initNode('sb');
+const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
+await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
+const shares: string[] = [];
+for (const name of ['two', 'edits', 'conflict', 'ro', 'kill']) {
+  await mkdir(path.join(work, 'server', name), { recursive: true });
+  shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
+}
+const listener = await startListener(a.home, shares);
+await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]);
+t.teardown(() => listener.stop('SIGKILL'));
+
+const server = (share: string, ...p: string[]): string => path.join(work, 'server', share, ...p);
+const client = (share: string, ...p: string[]): string => path.join(work, 'client', share, ...p);
+
+async function sync(share: string, extra: string[] = []): Promise<Record<string, unknown>> {
+  const r = await runCli(['--home', b.home, 'sync', client(share), `alice:${share}`, '--json', ...extra]);
+  if (r.code !== 0) throw new Error(`sync ${share} exited ${String(r.code)}: ${r.stderr}`);
+  const lines = jsonLines(r.stdout);
+  const last = lines.at(-1);
+  if (last?.['event'] !== 'done') throw new Error(`no done event: ${r.stdout}`);
+  return { ...last, lines };
+}
+
+/** Sets an mtime in the past, so later edits are clearly newer (conflict winners go by mtime). */
+async function age(file: string, secondsAgo: number): Promise<void> {
+  const when = new Date(Date.now() - secondsAgo * 1000);
+  await utimes(file, when, when);
+}
+
+t.test('new files both ways converge; then a no-op sync is one round trip under 200 bytes', async (t) => {
+  await mkdir(client('two', 'docs'), { recursive: true });
+  await writeFile(client('two', 'docs', 'c.txt'), 'from the client\n');
+  await writeFile(server('two', 's.txt'), 'from the server\n');
+  await mkdir(server('two', 'empty'), { recursive: true });
+  const first = await sync('two');
+  t.match(first, { event: 'done', inSync: true, revisionsSent: 2, conflicts: 0 });
+  t.same(Object.keys(first).filter((k) => k !== 'lines').sort(), ['chunksSent', 'conflicts', 'event', 'inSync', 'reconcileBytes', 'revisionsReceived', 'revisionsSent', 'roundTrips', 'seconds', 'wireBytes'].sort());
+  t.same(await snapshot(client('two')), await snapshot(server('two')));
+  const again = await sync('two');
+  t.match(again, { inSync: true, roundTrips: 1, revisionsSent: 0, revisionsReceived: 0, chunksSent: 0 });
+  t.ok((again['reconcileBytes'] as number) < 200, `reconcileBytes ${String(again['reconcileBytes'])} < 200`);
+});
+
+t.test('edits on both sides, delete vs edit, rename', async (t) => {
+  await mkdir(client('edits'), { recursive: true });
+  await writeFile(server('edits', 'a.txt'), 'a v1\n');
+  await writeFile(server('edits', 'b.txt'), 'b v1\n');
+  await writeFile(server('edits', 'gone.txt'), 'will be edited on one side, deleted on the other\n');
+  await writeFile(server('edits', 'old-name.bin'), randomBytes(300_000));
+  await sync('edits');
+  t.same(await snapshot(client('edits')), await snapshot(server('edits')));
+
+  await writeFile(client('edits', 'a.txt'), 'a v2 from the client\n');
+  await writeFile(server('edits', 'b.txt'), 'b v2 from the server\n');
+  await rm(server('edits', 'gone.txt'));
+  await writeFile(client('edits', 'gone.txt'), 'edited on the client: must survive the deletion\n');
+  await rename(client('edits', 'old-name.bin'), client('edits', 'new-name.bin'));
+  const r = await sync('edits');
+  t.match(r, { inSync: true, conflicts: 0 });
+  t.same(await snapshot(client('edits')), await snapshot(server('edits')));
+  t.equal(await readFile(server('edits', 'a.txt'), 'utf8'), 'a v2 from the client\n');
+  t.equal(await readFile(client('edits', 'b.txt'), 'utf8'), 'b v2 from the server\n');
+  t.equal(await readFile(server('edits', 'gone.txt'), 'utf8'), 'edited on the client: must survive the deletion\n', 'edit beats delete');
+  t.same((await readdir(server('edits'))).filter((n) => n !== '.clawpeer').sort(), ['a.txt', 'b.txt', 'gone.txt', 'new-name.bin']);
+  t.equal(r['chunksSent'], 3, 'the renamed 300 KB file travels as no chunks; the three small edits as one chunk each');
+
+  // History: the server's old a.txt is kept and can be restored.
+  const log = await runCli(['--home', a.home, 'log', server('edits', 'a.txt'), '--json']);
+  t.equal(log.code, 0, log.stderr);
+  const revs = jsonLines(log.stdout);
+  t.equal(revs.length, 2);
+  const old = revs.find((e) => e['head'] === false);
+  if (old === undefined) throw new Error('no old revision');
+  const restored = await runCli(['--home', a.home, 'restore', server('edits', 'a.txt'), '--rev', String(old['id'])]);
+  t.equal(restored.code, 0, restored.stderr);
+  t.equal(await readFile(server('edits', 'a.txt'), 'utf8'), 'a v1\n');
+  const gc = await runCli(['--home', a.home, 'gc', server('edits'), '--keep-last', '1', '--json']);
+  t.equal(gc.code, 0, gc.stderr);
+  t.ok((jsonLines(gc.stdout)[0]?.['removedRevisions'] as number) > 0);
+});
+
+t.test('a true conflict: the same winner on both sides, the loser kept as a conflict copy on both', async (t) => {
+  await mkdir(client('conflict'), { recursive: true });
+  await writeFile(server('conflict', 'notes.txt'), 'base\n');
+  await sync('conflict');
+  await writeFile(client('conflict', 'notes.txt'), 'client edit (older)\n');
+  await age(client('conflict', 'notes.txt'), 120);
+  await writeFile(server('conflict', 'notes.txt'), 'server edit (newer)\n');
+  const r = await sync('conflict');
+  t.match(r, { inSync: true, conflicts: 1 });
+  for (const side of [client('conflict'), server('conflict')]) {
+    t.equal(await readFile(path.join(side, 'notes.txt'), 'utf8'), 'server edit (newer)\n', 'the later edit wins');
+    const names = (await readdir(side)).filter((n) => n !== '.clawpeer');
+    const copy = names.find((n) => /^notes\.sync-conflict-\d{8}-\d{6}-[^.]+\.txt$/.test(n));
+    t.ok(copy, `conflict copy in ${names.join(', ')}`);
+    if (copy !== undefined) t.equal(await readFile(path.join(side, copy), 'utf8'), 'client edit (older)\n');
+  }
+  t.same(await snapshot(client('conflict')), await snapshot(server('conflict')));
+  t.match(await sync('conflict'), { roundTrips: 1, inSync: true });
+});
+
+t.test('receive-only keeps local edits local and reports them; a newer remote revision still applies', async (t) => {
+  await writeFile(server('ro', 'shared.txt'), 'v1\n');
+  await writeFile(server('ro', 'mine.txt'), 'v1\n');
+  await sync('ro', ['--mode', 'receive-only']);
+  await writeFile(client('ro', 'mine.txt'), 'local edit, not for the server\n');
+  await writeFile(client('ro', 'extra.txt'), 'local only\n');
+  await writeFile(server('ro', 'shared.txt'), 'v2 from the server\n');
+  const r = await sync('ro', ['--mode', 'receive-only']);
+  t.equal(await readFile(client('ro', 'shared.txt'), 'utf8'), 'v2 from the server\n');
+  t.equal(await readFile(client('ro', 'mine.txt'), 'utf8'), 'local edit, not for the server\n', 'local edit kept');
+  t.equal(await readFile(server('ro', 'mine.txt'), 'utf8'), 'v1\n', 'and not sent');
+  t.notOk((await readdir(server('ro'))).includes('extra.txt'));
+  t.match(r, { inSync: true, revisionsSent: 0 });
+  const reported = (r['lines'] as Record<string, unknown>[]).filter((l) => l['event'] === 'local-only').map((l) => l['path']);
+  t.same(reported.sort(), ['extra.txt', 'mine.txt']);
+});
+
+t.test('SIGKILL of the client mid-sync, then a rerun converges', async (t) => {
+  await mkdir(client('kill'), { recursive: true });
+  await writeFile(client('kill', 'big.bin'), randomBytes(12 << 20));
+  await writeFile(client('kill', 'small.txt'), 'small\n');
+  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client('kill'), 'alice:kill', '--json'], {
+    env: { ...process.env, CLAWPEER_TEST_DELAY_PER_CHUNK_MS: '40' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const closed = new Promise((r) => child.on('close', r));
+  await new Promise((r) => setTimeout(r, 2500));
+  child.kill('SIGKILL');
+  await closed;
+  const r = await sync('kill');
+  t.match(r, { inSync: true });
+  t.same(await snapshot(client('kill')), await snapshot(server('kill')));
+  t.match(await sync('kill'), { roundTrips: 1, inSync: true });
+});

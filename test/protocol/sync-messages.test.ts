@@ -1,0 +1,131 @@
+// Sync control messages (envelope fields 48-53): pinned bytes, round trips, and the structural
+// checks a peer's messages must pass.
+import t, { type Test } from 'tap';
+import { isClawpeerError } from '../../src/errors.js';
+import { clawpeer } from '../../src/protocol/gen/clawpeer.js';
+import {
+  decodeControl,
+  encodeControl,
+  encodeControlFrame,
+  MAX_SYNC_ITEMS_PER_MESSAGE,
+  MAX_SYNC_RECONCILE_BYTES,
+  MAX_SYNC_RECORD_BYTES,
+  type ControlMessage,
+} from '../../src/protocol/messages.js';
+import { hex, toHex } from './hex.js';
+
+const pb = clawpeer.v1;
+const MAX_BYTES = 16 << 20;
+
+// Envelope fields 48..53 take two-byte tags: (field << 3 | 2) as a varint, 0x82 0x03 for 48.
+const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
+  {
+    name: 'SyncRequest',
+    message: { type: 'sync-request', transferId: 3, share: 'docs', mode: 'two-way', reconcile: Uint8Array.of(1, 2) },
+    wire: `
+      01 00000011                 # frame: type CONTROL, body 17 bytes
+      8203 0e                     # Control.sync_request (field 48, LEN) 14 bytes
+      08 03                       #   transfer_id (1) = 3
+      12 04 646f6373              #   share (2) = "docs"
+      18 01                       #   mode (3) = TWO_WAY
+      22 02 0102                  #   reconcile (4): 2 bytes
+    `,
+  },
+  {
+    name: 'SyncAccept',
+    message: { type: 'sync-accept', transferId: 3 },
+    wire: `
+      01 00000005                 # frame: type CONTROL, body 5 bytes
+      8a03 02                     # Control.sync_accept (field 49, LEN) 2 bytes
+      08 03                       #   transfer_id (1) = 3
+    `,
+  },
+  {
+    name: 'SyncReconcile',
+    message: { type: 'sync-reconcile', transferId: 3, payload: Uint8Array.of(1, 2) },
+    wire: `
+      01 00000009                 # frame: type CONTROL, body 9 bytes
+      9203 06                     # Control.sync_reconcile (field 50, LEN) 6 bytes
+      08 03                       #   transfer_id (1) = 3
+      12 02 0102                  #   payload (2): 2 bytes
+    `,
+  },
+  {
+    name: 'SyncRevisions',
+    message: { type: 'sync-revisions', transferId: 3, records: [Uint8Array.of(0xaa, 0xbb), Uint8Array.of(0xcc)], last: true },
+    wire: `
+      01 0000000e                 # frame: type CONTROL, body 14 bytes
+      9a03 0b                     # Control.sync_revisions (field 51, LEN) 11 bytes
+      08 03                       #   transfer_id (1) = 3
+      12 02 aabb                  #   records (2) [0]
+      12 01 cc                    #   records (2) [1]
+      18 01                       #   last (3) = true
+    `,
+  },
+  {
+    name: 'SyncFetch',
+    message: { type: 'sync-fetch', transferId: 3, fetchId: 4, items: [{ path: 'a', root: new Uint8Array(32).fill(0x11) }], last: true },
+    wire: `
+      01 00000030                 # frame: type CONTROL, body 48 bytes
+      a203 2d                     # Control.sync_fetch (field 52, LEN) 45 bytes
+      08 03                       #   transfer_id (1) = 3
+      10 04                       #   fetch_id (2) = 4
+      1a 25                       #   items (3): 37 bytes
+      0a 01 61                    #     path (1) = "a"
+      12 20 11*32                 #     root (2): 32 bytes
+      20 01                       #   last (4) = true
+    `,
+  },
+  {
+    name: 'SyncDone',
+    message: { type: 'sync-done', transferId: 3 },
+    wire: `
+      01 00000005                 # frame: type CONTROL, body 5 bytes
+      aa03 02                     # Control.sync_done (field 53, LEN) 2 bytes
+      08 03                       #   transfer_id (1) = 3
+    `,
+  },
+];
+
+for (const v of VECTORS) {
+  t.test(`${v.name}: exact bytes and round trip`, async (t) => {
+    t.equal(toHex(encodeControlFrame(v.message)), toHex(hex(v.wire)));
+    t.same(decodeControl(encodeControl(v.message), { maxBytes: MAX_BYTES }), v.message);
+  });
+}
+
+t.test('every mode round-trips', async (t) => {
+  for (const mode of ['two-way', 'send-only', 'receive-only'] as const) {
+    const m: ControlMessage = { type: 'sync-request', transferId: 1, share: '', mode, reconcile: Uint8Array.of(9) };
+    t.same(decodeControl(encodeControl(m), { maxBytes: MAX_BYTES }), m);
+  }
+});
+
+function refuses(t: Test, bytes: Uint8Array, pattern: RegExp, what: string): void {
+  try {
+    decodeControl(bytes, { maxBytes: MAX_BYTES });
+    t.fail(`${what}: decoded`);
+  } catch (err) {
+    t.ok(isClawpeerError(err, 'PROTOCOL') && pattern.test(err.message), `${what}: ${(err as Error).message}`);
+  }
+}
+
+t.test("a peer's malformed sync messages are PROTOCOL errors naming the field", async (t) => {
+  const enc = (body: clawpeer.v1.Control.$Properties): Uint8Array => pb.Control.encode(body).finish();
+  refuses(t, enc({ syncRequest: { transferId: 1, share: 's', mode: 0, reconcile: Uint8Array.of(1) } }), /SyncRequest\.mode is unspecified/, 'mode 0');
+  refuses(t, enc({ syncRequest: { transferId: 1, share: 's', mode: 9 as clawpeer.v1.SyncMode, reconcile: Uint8Array.of(1) } }), /SyncRequest\.mode is unknown value 9/, 'unknown mode');
+  refuses(t, enc({ syncRequest: { transferId: 1, share: 's', mode: 1 } }), /SyncRequest\.reconcile is 0 bytes/, 'no hello');
+  refuses(t, enc({ syncReconcile: { transferId: 1, payload: new Uint8Array(MAX_SYNC_RECONCILE_BYTES + 1) } }), /SyncReconcile\.payload is \d+ bytes/, 'oversized payload');
+  refuses(t, enc({ syncRevisions: { transferId: 1, records: [new Uint8Array(MAX_SYNC_RECORD_BYTES + 1)], last: true } }), /SyncRevisions\.records\[0\] is \d+ bytes/, 'oversized record');
+  refuses(t, enc({ syncRevisions: { transferId: 1, records: [new Uint8Array(0)], last: true } }), /records\[0\] is 0 bytes/, 'empty record');
+  refuses(t, enc({ syncFetch: { transferId: 1, fetchId: 2, items: [{ path: 'a', root: new Uint8Array(31) }] } }), /SyncFetch\.items\[0\] "a": root must be 32 bytes/, 'short root');
+  refuses(t, enc({ syncFetch: { transferId: 1, fetchId: 2, items: [{ path: '', root: new Uint8Array(32) }] } }), /path is empty/, 'empty path');
+  const many = Array.from({ length: MAX_SYNC_ITEMS_PER_MESSAGE + 1 }, () => Uint8Array.of(1));
+  refuses(t, enc({ syncRevisions: { transferId: 1, records: many, last: true } }), /has 100001 items/, 'too many records, counted before decoding');
+});
+
+t.test('the encoder refuses what the decoder would (our own bug, RangeError)', async (t) => {
+  t.throws(() => encodeControl({ type: 'sync-reconcile', transferId: 1, payload: new Uint8Array(0) }), RangeError);
+  t.throws(() => encodeControl({ type: 'sync-fetch', transferId: 1, fetchId: 1, items: [{ path: 'x', root: new Uint8Array(3) }], last: true }), RangeError);
+  t.throws(() => encodeControl({ type: 'sync-request', transferId: 1, share: '', mode: 'both' as never, reconcile: Uint8Array.of(1) }), RangeError);
+});
