@@ -36,6 +36,8 @@ export interface BoundTransport {
   readonly port: number;
 }
 
+/** After a parting Error, how long the peer gets to read it and close before we cut it off. */
+const PARTING_GRACE_MS = 2_000;
 const PORT_RETRIES = 8; // port 0 with auto: QUIC's random UDP port may be taken on TCP
 
 export class NodeServer {
@@ -109,9 +111,11 @@ export class NodeServer {
       if (paired.has(peerId)) continue;
       this.#sessions.delete(session);
       this.#options.log.warn('peer unpaired: dropping its connection', { id: peerId });
+      // Tell it why, give it a moment to read that and hang up itself, then cut it off.
       void session.control
         .sendError('NOT_PAIRED', `node ${peerId} was unpaired by ${this.#options.identity.nodeId}`)
         .catch(() => undefined)
+        .then(() => Promise.race([session.connection.closed, sleep(PARTING_GRACE_MS)]))
         .finally(() => void session.connection.close('unpaired').catch(() => undefined));
     }
   }
