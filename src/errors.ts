@@ -44,6 +44,7 @@ export const LOCAL_ERRORS = {
   FILE_EXISTS: { message: 'refusing to overwrite an existing file (use --force)', retryable: false, exit: EXIT_CODES.exists },
   SHARE_UNKNOWN: { message: 'no such share', retryable: false, exit: EXIT_CODES.failure },
   SHARE_READ_ONLY: { message: 'share is read-only', retryable: false, exit: EXIT_CODES.failure },
+  SHARE_FORBIDDEN: { message: 'this peer may not use that share', retryable: false, exit: EXIT_CODES.auth },
   IO: { message: 'file system error', retryable: false, exit: EXIT_CODES.failure },
   REMOTE: { message: 'the peer reported an error', retryable: false, exit: EXIT_CODES.failure },
   TRANSPORT_UNAVAILABLE: { message: 'transport backend unavailable on this runtime', retryable: false, exit: EXIT_CODES.failure },
@@ -70,6 +71,7 @@ export const WIRE_ERRORS = {
   IO: { wire: 13, local: 'IO' },
   TIMEOUT: { wire: 14, local: 'TIMEOUT' },
   SHUTTING_DOWN: { wire: 15, local: 'CONNECTION_CLOSED' },
+  SHARE_FORBIDDEN: { wire: 16, local: 'SHARE_FORBIDDEN' },
 } as const satisfies Record<string, { wire: number; local: LocalErrorCode }>;
 export type WireErrorCode = keyof typeof WIRE_ERRORS;
 

@@ -9,6 +9,8 @@ export interface Share {
   /** Real path of the share root (symlinks resolved), so confinement checks compare like with like. */
   readonly dir: string;
   readonly readOnly: boolean;
+  /** Node ids allowed to use this share; undefined = every paired peer. */
+  readonly allow?: readonly string[];
 }
 
 export const DEFAULT_SHARE_NAME = 'inbox';
@@ -47,4 +49,29 @@ export async function resolveShares(specs: readonly string[], inboxDir: string):
     }
   }
   return shares;
+}
+
+/**
+ * Applies `--allow SHARE=PEER[,PEER...]` specs (peers by pair name or node id, resolved now:
+ * an allow list names keys, not names that could later be re-pointed).
+ */
+export function applyAllowLists(shares: readonly Share[], specs: readonly string[], resolvePeerId: (nameOrId: string) => string | undefined): Share[] {
+  const allow = new Map<string, string[]>();
+  for (const spec of specs) {
+    const eq = spec.indexOf('=');
+    const share = spec.slice(0, eq);
+    const peers = spec.slice(eq + 1).split(',').map((p) => p.trim()).filter((p) => p !== '');
+    if (eq <= 0 || peers.length === 0) throw new ClawpeerError('USAGE', `invalid --allow ${JSON.stringify(spec)}: expected SHARE=PEER[,PEER...]`);
+    if (!shares.some((s) => s.name === share)) throw new ClawpeerError('USAGE', `--allow names share ${JSON.stringify(share)}, which is not served (shares: ${shares.map((s) => s.name).join(', ')})`);
+    const ids = peers.map((p) => {
+      const id = resolvePeerId(p);
+      if (id === undefined) throw new ClawpeerError('USAGE', `--allow ${share}=...: ${JSON.stringify(p)} is not a paired peer name or id`);
+      return id;
+    });
+    allow.set(share, [...(allow.get(share) ?? []), ...ids]);
+  }
+  return shares.map((s) => {
+    const ids = allow.get(s.name);
+    return ids === undefined ? s : { ...s, allow: ids };
+  });
 }

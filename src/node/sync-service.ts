@@ -35,7 +35,7 @@ export interface SyncServiceContext {
 export async function serveSync(session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext, signal: AbortSignal): Promise<void> {
   const { log } = ctx;
   if (ctx.nodeId === undefined) throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
-  const share = findShare(ctx.shares, req.share);
+  const share = findShare(ctx.shares, req.share, session.peerId);
   const clientSends = req.mode !== 'receive-only';
   const clientReceives = req.mode !== 'send-only';
   if (clientSends && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);

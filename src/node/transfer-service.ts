@@ -36,11 +36,14 @@ export function sessionChunking(session: PeerSession): ChunkingParams {
   return { minBytes: c.minBytes, avgBytes: c.avgBytes, maxBytes: c.maxBytes, normalization: DEFAULT_CHUNKING.normalization };
 }
 
-export function findShare(shares: readonly Share[], name: string): Share {
+export function findShare(shares: readonly Share[], name: string, peerId: string): Share {
   const wanted = name === '' ? DEFAULT_SHARE_NAME : name;
   const share = shares.find((s) => s.name === wanted) ?? (name === '' ? shares[0] : undefined);
   if (share === undefined) {
     throw new ClawpeerError('SHARE_UNKNOWN', `no share named ${JSON.stringify(wanted)} here (shares: ${shares.map((s) => s.name).join(', ') || 'none'})`);
+  }
+  if (share.allow !== undefined && !share.allow.includes(peerId)) {
+    throw new ClawpeerError('SHARE_FORBIDDEN', `node ${peerId} is not on the allow list of share ${share.name}`);
   }
   return share;
 }
@@ -77,7 +80,7 @@ export async function serveSession(session: PeerSession, ctx: ServiceContext, si
 
 async function serveTransfer(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal): Promise<void> {
   const { config, log } = ctx;
-  const share = findShare(ctx.shares, req.share);
+  const share = findShare(ctx.shares, req.share, session.peerId);
   const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
   const streams = Math.max(1, Math.min(req.streams, session.caps.maxStreams));
   const window = Math.max(1, Math.min(req.window, session.caps.maxWindowChunks));

@@ -16,8 +16,12 @@ const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-pp-'));
 const roShare = path.join(work, 'ro');
 await mkdir(roShare);
 await writeFile(path.join(roShare, 'readme.txt'), 'read me\n');
+const c = await initNode('pc');
+const privShare = path.join(work, 'private');
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
-let listener: RunningListener = await startListener(a.home, ['--share', `inbox=${path.join(work, 'inbox')}`, '--share', `ro=${roShare}:ro`]);
+await runCli(['--home', a.home, 'pair', 'add', c.id, '--name', 'carol']);
+const shareArgs = ['--share', `inbox=${path.join(work, 'inbox')}`, '--share', `ro=${roShare}:ro`, '--share', `private=${privShare}`, '--allow', 'private=carol'];
+let listener: RunningListener = await startListener(a.home, shareArgs);
 const pairAlice = async (): Promise<void> => {
   await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]);
 };
@@ -86,6 +90,24 @@ t.test('read-only share refuses pushes; unknown share and traversal are refused'
   t.equal(pulled.code, 0, 'a read-only share can be pulled');
 });
 
+t.test('a share with an allow list serves only the peers on it', async (t) => {
+  t.match(listener.ready['shares'], [{ name: 'inbox' }, { name: 'ro' }, { name: 'private', allow: [c.id] }]);
+  const src = path.join(work, 'allowed.txt');
+  await writeFile(src, 'for carol');
+  const bob = await runCli(['--home', b.home, 'push', src, 'alice:private']);
+  t.equal(bob.code, 3, bob.stderr);
+  t.match(bob.stderr, /not on the allow list of share private/);
+  const bobPull = await runCli(['--home', b.home, 'pull', 'alice:private', path.join(work, 'bob-private')]);
+  t.equal(bobPull.code, 3);
+  await runCli(['--home', c.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]);
+  const carol = await runCli(['--home', c.home, 'push', src, 'alice:private']);
+  t.equal(carol.code, 0, carol.stderr);
+  t.same((await readdir(privShare)).filter((n) => n !== '.clawpeer'), ['allowed.txt']);
+  const badAllow = await runCli(['--home', a.home, 'listen', '--port', '0', '--share', `x=${work}`, '--allow', 'x=nobody']);
+  t.equal(badAllow.code, 2);
+  t.match(badAllow.stderr, /"nobody" is not a paired peer/);
+});
+
 t.test('a tampered DATA frame is refused and nothing is published', async (t) => {
   const src = path.join(work, 'tamper');
   await mkdir(src);
@@ -127,7 +149,7 @@ for (const victim of ['sender', 'receiver'] as const) {
     await interruptedPush(src, victim);
     t.same((await readdir(path.join(work, 'inbox', `resume-${victim}`)).catch(() => [])).filter((n) => !n.startsWith('.clawpeer')), [], 'no partial file at the final path');
     if (victim === 'receiver') {
-      listener = await startListener(a.home, ['--share', `inbox=${path.join(work, 'inbox')}`, '--share', `ro=${roShare}:ro`]);
+      listener = await startListener(a.home, shareArgs);
       await pairAlice();
     }
     const rerun = await runCli(['--home', b.home, 'push', src, 'alice', '--json']);

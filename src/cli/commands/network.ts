@@ -4,7 +4,7 @@ import { resolveConfig, type NodeConfig } from '../../node/config.js';
 import { createIdentity, identityExists, loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
-import { resolveShares } from '../../node/shares.js';
+import { applyAllowLists, resolveShares } from '../../node/shares.js';
 import { formatHostPort } from '../../node/address.js';
 import type { CommandContext } from '../context.js';
 import { intOption, TRANSPORT_OPTION } from '../args.js';
@@ -27,6 +27,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           .option('host', { type: 'string', default: '0.0.0.0', describe: 'address to listen on' })
           .option('port', { type: 'number', default: 7700, describe: 'port (UDP for QUIC, TCP for the fallback); 0 picks a free one' })
           .option('share', { type: 'string', array: true, default: [] as string[], describe: 'NAME=DIR[:ro], repeatable (default: a read-write "inbox" under the home)' })
+          .option('allow', { type: 'string', array: true, default: [] as string[], describe: 'SHARE=PEER[,PEER...]: only these paired peers may use SHARE (repeatable; default: every paired peer)' })
           .option('transport', TRANSPORT_OPTION)
           .option('init', { type: 'boolean', default: false, describe: 'create an identity first if there is none' }),
       run(async (ctx, args) => {
@@ -37,12 +38,14 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           ctx.log.warn(`created identity ${created.nodeId} in ${ctx.home.dir}`);
         }
         const identity = await loadIdentity(ctx.home.identityKeyFile);
-        const shares = await resolveShares(args['share'] as string[], ctx.home.inboxDir);
+        const peerStore = new PeerStore(ctx.home.peersFile);
+        const pairs = await peerStore.list();
+        const shares = applyAllowLists(await resolveShares(args['share'] as string[], ctx.home.inboxDir), args['allow'] as string[], (p) => (pairs.find((e) => e.id === p) ?? pairs.find((e) => e.name === p))?.id);
         const { NodeServer } = await import('../../node/server.js');
         const { serveSession } = await import('../../node/transfer-service.js');
         const log = ctx.log.child('listen');
         const server = await NodeServer.start(
-          { identity, peers: new PeerStore(ctx.home.peersFile), shares, host: String(args['host']), port, config, log },
+          { identity, peers: peerStore, shares, host: String(args['host']), port, config, log },
           (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId }, signal),
         );
         const first = server.bound[0];
@@ -54,7 +57,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
             port: first.port,
             id: identity.nodeId,
             transports: server.bound.map((b) => b.transport),
-            shares: shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly })),
+            shares: shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.allow !== undefined ? { allow: s.allow } : {}) })),
           },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
         );
