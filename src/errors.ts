@@ -50,6 +50,7 @@ export const LOCAL_ERRORS = {
   TRANSPORT_UNAVAILABLE: { message: 'transport backend unavailable on this runtime', retryable: false, exit: EXIT_CODES.failure },
   ADDRESS_IN_USE: { message: 'address already in use', retryable: false, exit: EXIT_CODES.failure },
   ABORTED: { message: 'aborted', retryable: false, exit: EXIT_CODES.failure },
+  CHECK_FAILED: { message: 'a health check failed', retryable: false, exit: EXIT_CODES.failure },
   FOLDER_BUSY: { message: 'folder is locked by another sync', retryable: true, exit: EXIT_CODES.failure },
 } as const satisfies Record<string, LocalErrorSpec>;
 export type LocalErrorCode = keyof typeof LOCAL_ERRORS;

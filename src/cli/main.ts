@@ -11,6 +11,7 @@ import { registerNetworkCommands } from './commands/network.js';
 import { registerTransferCommands } from './commands/transfer.js';
 import { registerRelayCommands } from './commands/relay.js';
 import { registerSyncCommands } from './commands/sync.js';
+import { registerDoctorCommands } from './commands/doctor.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -55,6 +56,7 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
   cli = registerTransferCommands(cli, run);
   cli = registerRelayCommands(cli, run);
   cli = registerSyncCommands(cli, run);
+  cli = registerDoctorCommands(cli, run);
 
   try {
     await cli.parseAsync();

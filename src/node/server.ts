@@ -94,7 +94,11 @@ export class NodeServer {
     this.#pairWatch?.close();
     await Promise.all(this.#listeners.map((l) => l.close().catch(() => undefined)));
     const graceful = Promise.all([...this.#connections].map((c) => c.close('listener shutting down').catch(() => undefined)));
-    await Promise.race([Promise.all([graceful, ...this.#tasks]), sleep(this.#options.config.shutdownGraceMs)]);
+    // Bounded by the grace period; the timer is cleared so an idle listener exits at once.
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#options.config.shutdownGraceMs)));
+    await Promise.race([Promise.all([graceful, ...this.#tasks]), grace]);
+    clearTimeout(timer);
   }
 
   /** Re-reads the pair list and drops every session whose peer is no longer paired. */

@@ -1,0 +1,77 @@
+// `doctor`: runs the health checks of node/doctor.ts and prints each as it completes: a table
+// row (ok / warn / FAIL, what was found, the fix) or, with --json, one
+// {"event":"check","name","status","detail","fix"} line per check and a final
+// {"event":"summary","ok","warn","fail","checks"}. Exits 1 when any check failed (warnings
+// alone exit 0), so `clawpeer doctor --expect-listener --no-peers` works as a health check.
+import type { Argv } from 'yargs';
+import { ClawpeerError, type LocalErrorCode } from '../../errors.js';
+import { DEFAULT_PEER_TIMEOUT_MS, runDoctor, summarize, type CheckResult } from '../../node/doctor.js';
+import type { CommandContext } from '../context.js';
+
+type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
+
+/**
+ * The error that turns failed checks into exit 1 (after the summary is printed). INTERNAL is
+ * the only generic exit-1 code in src/errors.ts today; a dedicated CHECK_FAILED code belongs
+ * there.
+ */
+const CHECKS_FAILED_CODE: LocalErrorCode = 'CHECK_FAILED';
+
+const STATUS_LABEL: Record<CheckResult['status'], string> = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' };
+/** Wide enough for the fixed check names; peer names longer than this just push the column. */
+const NAME_COLUMN_CHARS = 12;
+
+function intIn(value: unknown, flag: string, min: number, max: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function humanRow(r: CheckResult): string {
+  const row = `${STATUS_LABEL[r.status]}  ${r.name.padEnd(NAME_COLUMN_CHARS)}  ${r.detail}`;
+  return r.fix === undefined || r.status === 'ok' ? row : `${row}\n${' '.repeat(6 + NAME_COLUMN_CHARS + 2)}fix: ${r.fix}`;
+}
+
+export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
+  return cli.command(
+    'doctor',
+    'check this machine for clawpeer: UDP buffers, port, identity, QUIC and BLAKE3 bindings, clock, paired peers; says how to fix each',
+    (y) =>
+      y
+        .option('port', { type: 'number', default: 7700, describe: 'the port `clawpeer listen` uses (UDP and TCP)' })
+        .option('host', { type: 'string', array: true, describe: 'addresses to test the port on (default: 0.0.0.0 and 127.0.0.1)' })
+        .option('peers', { type: 'boolean', default: true, describe: 'dial paired peers that have an address (--no-peers skips it)' })
+        .option('peer-timeout', { type: 'number', default: DEFAULT_PEER_TIMEOUT_MS, describe: 'milliseconds each peer gets to connect and answer one ping' })
+        .option('expect-listener', { type: 'boolean', default: false, describe: 'health check: fail unless this node\'s own listener holds the port' })
+        .example('$0 doctor', 'run every check')
+        .example('$0 doctor --expect-listener --no-peers', 'container/systemd health check: is our listener up?'),
+    run(async (ctx, args) => {
+      const port = intIn(args['port'], '--port', 0, 65535);
+      const peerTimeoutMs = intIn(args['peer-timeout'], '--peer-timeout', 100, 60_000);
+      const hosts = args['host'] as string[] | undefined;
+      const results: CheckResult[] = [];
+      for await (const r of runDoctor({
+        home: ctx.home,
+        port,
+        log: ctx.log.child('doctor'),
+        peers: args['peers'] !== false,
+        peerTimeoutMs,
+        expectListener: args['expect-listener'] === true,
+        signal: ctx.signal,
+        ...(hosts !== undefined && hosts.length > 0 ? { portHosts: hosts } : {}),
+      })) {
+        results.push(r);
+        ctx.out.emit({ event: 'check', name: r.name, status: r.status, detail: r.detail, fix: r.fix ?? null }, humanRow(r));
+      }
+      const s = summarize(results);
+      ctx.out.emit(
+        { event: 'summary', ok: s.ok, warn: s.warn, fail: s.fail, checks: results.length },
+        `\n${s.ok} ok, ${s.warn} warning${s.warn === 1 ? '' : 's'}, ${s.fail} failed`,
+      );
+      if (s.fail > 0) {
+        const failed = results.filter((r) => r.status === 'fail').map((r) => r.name);
+        throw new ClawpeerError(CHECKS_FAILED_CODE, `${s.fail} check${s.fail === 1 ? '' : 's'} failed: ${failed.join(', ')} (fixes above)`);
+      }
+    }),
+  );
+}
