@@ -12,6 +12,7 @@ import { registerTransferCommands } from './commands/transfer.js';
 import { registerRelayCommands } from './commands/relay.js';
 import { registerSyncCommands } from './commands/sync.js';
 import { registerDoctorCommands } from './commands/doctor.js';
+import { registerBenchCommands } from './commands/bench.js';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -57,6 +58,7 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
   cli = registerRelayCommands(cli, run);
   cli = registerSyncCommands(cli, run);
   cli = registerDoctorCommands(cli, run);
+  cli = registerBenchCommands(cli, run);
 
   try {
     await cli.parseAsync();

@@ -340,6 +340,7 @@ function checkUint(name: string, value: number, max: number): void {
 }
 
 function checkTextBytes(name: string, value: string): void {
+  if (LONE_SURROGATE.test(value)) throw new RangeError(`${name} is not valid Unicode (unpaired surrogate)`);
   const bytes = protobuf.util.utf8.length(value);
   if (bytes > MAX_ENTRY_PATH_BYTES) throw new RangeError(`${name} is ${bytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`);
 }
@@ -354,6 +355,7 @@ function quote(text: string): string {
  * our own bug) and the decoder (PROTOCOL: the peer's), so both enforce the same rules.
  */
 function manifestEntryProblem(e: ManifestEntry): string | undefined {
+  if (LONE_SURROGATE.test(e.path) || LONE_SURROGATE.test(e.linkTarget)) return 'path or linkTarget is not valid Unicode (unpaired surrogate)';
   const pathBytes = protobuf.util.utf8.length(e.path);
   if (pathBytes === 0) return 'path is empty';
   if (pathBytes > MAX_ENTRY_PATH_BYTES) return `path is ${pathBytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`;
@@ -521,6 +523,7 @@ function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Propertie
 
 /** What is structurally wrong with a fetch item, or undefined (shared by encoder and decoder). */
 function fetchItemProblem(item: SyncFetchItem): string | undefined {
+  if (LONE_SURROGATE.test(item.path)) return 'path is not valid Unicode (unpaired surrogate)';
   const pathBytes = protobuf.util.utf8.length(item.path);
   if (pathBytes === 0) return 'path is empty';
   if (pathBytes > MAX_ENTRY_PATH_BYTES) return `path is ${pathBytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`;
@@ -555,9 +558,13 @@ function welcomeToWire(m: Omit<WelcomeMessage, 'type'>): clawpeer.v1.Welcome.$Pr
  * Cuts to MAX_ERROR_MESSAGE_CHARS and replaces control and bidi-override characters with spaces:
  * a peer's text reaches terminals and logs, where escapes could repaint or disguise output.
  */
+/** An unpaired UTF-16 surrogate: protobufjs would write it as invalid UTF-8 that its own decoder refuses. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
 export function sanitizeErrorText(text: string): string {
   // eslint-disable-next-line no-control-regex
-  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, ' ');
+  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, ' ').replace(LONE_SURROGATES, '\ufffd');
   return clean.length <= MAX_ERROR_MESSAGE_CHARS ? clean : `${clean.slice(0, MAX_ERROR_MESSAGE_CHARS - 1)}…`;
 }
 

@@ -82,7 +82,8 @@ const I64_MIN = -(1n << 63n);
 const I64_MAX = (1n << 63n) - 1n;
 
 const utf8Encoder = new TextEncoder();
-const utf8Decoder = new TextDecoder('utf-8', { fatal: true });
+// ignoreBOM: a leading U+FEFF is content, not a byte-order mark (else one record has two encodings).
+const utf8Decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** What breaks the canonical-form rules in `rev`, or undefined when it is valid. */
 export function checkRevision(rev: Revision): string | undefined {

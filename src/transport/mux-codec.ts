@@ -242,7 +242,7 @@ function decodeControl(header: FrameHeader, payload: Uint8Array): Exclude<MuxFra
     case FrameType.GOAWAY: {
       let reason: string;
       try {
-        reason = new TextDecoder('utf-8', { fatal: true }).decode(payload.subarray(4));
+        reason = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(payload.subarray(4));
       } catch (cause) {
         throw new ClawpeerError('PROTOCOL', 'mux: GOAWAY reason is not valid UTF-8', { cause, wire: 'PROTOCOL' });
       }

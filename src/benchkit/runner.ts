@@ -1,0 +1,480 @@
+// Runs a bench plan: for each setting, a fresh workload pushed through clawpeer's own data plane
+// (dialPeer + push, the same calls `clawpeer push` makes), timed, with the link's and the QUIC
+// connection's view of what happened.
+//
+// Goals:
+// - --simulate: everything on this machine. An in-process listener (NodeServer + serveSession,
+//   a temp home, fresh identities pinned both ways) behind an impairment relay: UDP on its own
+//   worker thread for QUIC (its timers must not wait for the endpoints' JavaScript), the TCP
+//   relay for the TLS fallback. Before the runs, each distinct link is measured by the relay
+//   self-check (relay/accuracy.ts) on the same worker placement the runs use; a link off by
+//   more than 5% in RTT or rate, or 0.2 points in loss, is flagged (relayAccurate: false).
+// - --peer: a real paired peer, dialled at its pair address; runs push into the bench-specific
+//   subpath clawpeer-bench/<timestamp>/run-<i> of its default share (left there: we cannot
+//   delete on the peer; the report says where).
+// - Per run: goodput (payload bytes / wall seconds of the whole push, as a user sees it, and of
+//   the data phase alone: first chunk sent to transfer done), % of the simulated link rate,
+//   application RTT (pings over the control channel before the push) and the transport's
+//   smoothed RTT, QUIC lost packets and congestion window per connection, wire bytes, and the
+//   relay's own drop counters.
+// - --connections N stripes a run: the workload is laid out as N parts (byte ranges of the large
+//   file as N files; the small files dealt into N directories), each pushed concurrently on its
+//   own QUIC connection, so each has its own congestion window. They share the one simulated
+//   bottleneck (the relay has one queue per direction). The receiver gets N part files.
+// - A run that fails is recorded with its error; the bench goes on with the next setting.
+// Non-goals: printing (cli/commands/bench.ts), formatting (report.ts), congestion-control
+// choice (the quinn binding's CUBIC is fixed: no BBR to select here).
+import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { machineConditions, type BenchConditions } from '../../bench/common.js';
+import { generateIdentity, type Identity } from '../crypto/identity.js';
+import { ClawpeerError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { resolveConfig, type NodeConfig } from '../node/config.js';
+import { dialPeer } from '../node/dialer.js';
+import type { ResolvedPeer } from '../node/peer-resolve.js';
+import { PeerStore } from '../node/peer-store.js';
+import { pingPeer } from '../node/ping.js';
+import { NodeServer } from '../node/server.js';
+import type { PeerSession } from '../node/session.js';
+import type { Share } from '../node/shares.js';
+import { push, type TransferResult } from '../node/transfer-client.js';
+import { serveSession } from '../node/transfer-service.js';
+import { probeRelayAccuracy, startUdpEcho, type AccuracyProbeOptions, type AccuracyReport } from '../relay/accuracy.js';
+import { formatImpairSpec, type ImpairSpec } from '../relay/impair-spec.js';
+import type { ImpairmentCounters } from '../relay/impairment.js';
+import { startUdpRelayWorker } from '../relay/relay-worker.js';
+import { startTcpRelay, TCP_RELAY_LIMITATION } from '../relay/tcp-relay.js';
+import type { HostPort } from '../transport/types.js';
+import { workloadBytes, workloadFiles, type BenchPlan, type BenchRunSetting, type BenchTransport } from './bench-plan.js';
+import { prepareWorkload, type PreparedWorkload } from './workloads.js';
+
+/** Pings over the control channel before each push: the application-level RTT. */
+export const PING_COUNT = 5;
+/** PRNG seed of every simulated link: the same seed gives the same drops and jitter. */
+export const RELAY_SEED = 1;
+
+export const STRIPING_NOTE =
+  '--connections N stripes a run over N independent QUIC connections, each with its own congestion window: ' +
+  'the large file is written as N byte-range part files, small files are dealt into N directories, and each part is pushed ' +
+  'concurrently on its own connection (the receiver keeps N part files; nothing reassembles them). All connections share the one simulated bottleneck. ' +
+  'Simulated listener: each connection pushes into its own share (concurrent pushes into one share race on its chunk index: see writeFileAtomic); with --peer they all go to its default share.';
+
+export interface BenchProgress {
+  /** 1-based run number and total. */
+  readonly run: number;
+  readonly runs: number;
+  readonly label: string;
+  readonly phase: 'relay-check' | 'preparing' | 'scanning' | 'sending' | 'publishing' | 'done';
+  readonly bytes: number;
+  readonly totalBytes: number;
+}
+
+export interface RunnerOptions {
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+  readonly onProgress?: (p: BenchProgress) => void;
+  /** --peer only: this node's identity and the resolved peer (its pinned key and address). */
+  readonly peer?: { readonly identity: Identity; readonly resolved: ResolvedPeer };
+  /** Relay self-check probe sizes (tests shrink them); defaults are the probe's own. */
+  readonly accuracyProbe?: Pick<AccuracyProbeOptions, 'rttProbes' | 'rateDurationMs' | 'lossProbes'>;
+  /** Skip the relay self-check (tests of the runner only; the CLI always runs it). */
+  readonly skipRelayCheck?: boolean;
+  /** Where workloads and the simulated listener's share are written (default: the OS temp dir). */
+  readonly workDir?: string;
+}
+
+export interface RelayCheckResult {
+  readonly link: string;
+  readonly ok: boolean;
+  readonly report: AccuracyReport;
+  readonly placement: 'worker';
+}
+
+export interface RelayRunCounters {
+  readonly droppedLoss: number;
+  readonly droppedQueue: number;
+  readonly droppedOverflow: number;
+  readonly forwarded: number;
+}
+
+export interface BenchRunResult {
+  readonly index: number;
+  readonly repeat: number;
+  readonly transport: BenchTransport;
+  readonly link: string;
+  readonly rttMs: number | null;
+  readonly lossPct: number | null;
+  readonly window: number;
+  readonly streams: number;
+  readonly connections: number;
+  readonly ok: boolean;
+  readonly error: string | null;
+  /** What the listener granted (it may clamp streams and window). */
+  readonly effectiveWindow: number | null;
+  readonly effectiveStreams: number | null;
+  readonly payloadBytes: number;
+  readonly files: number;
+  /** Wall time of the whole push (scan, manifest, data, publish), s. */
+  readonly seconds: number;
+  /** First chunk sent to transfer done, s; null for revisions-seq (many pushes). */
+  readonly dataSeconds: number | null;
+  readonly goodputBitsPerSec: number;
+  readonly dataGoodputBitsPerSec: number | null;
+  /** Goodput as % of the configured link rate; null without a rate. */
+  readonly linkPct: number | null;
+  /** Revision workloads: revisions per second over the whole run. */
+  readonly revisionsPerSec: number | null;
+  readonly pingMs: { readonly min: number; readonly median: number; readonly max: number; readonly samples: number } | null;
+  /** Transport's smoothed RTT at the end of the push, per connection, ms. */
+  readonly transportRttMs: number[];
+  /** QUIC packets declared lost, per connection; null when the transport does not say (TCP). */
+  readonly lostPackets: number[] | null;
+  /** Congestion window at the end of the push, per connection, bytes; null when unknown. */
+  readonly congestionWindowBytes: number[] | null;
+  readonly wireBytes: number;
+  readonly chunksSent: number;
+  readonly chunksSkipped: number;
+  /** The relay's counters over this run, both directions summed; null with --peer. */
+  readonly relay: RelayRunCounters | null;
+}
+
+export interface BenchRunnerReport {
+  readonly conditions: BenchConditions & { readonly loadAverageStart: number[]; readonly loadAverageEnd: number[] };
+  readonly plan: BenchPlan;
+  readonly relayChecks: RelayCheckResult[];
+  readonly relayAccurate: boolean;
+  readonly runs: BenchRunResult[];
+  /** Where the runs pushed, inside the destination share. */
+  readonly remoteBase: string;
+  readonly notes: string[];
+  readonly startedAt: string;
+  readonly wallSeconds: number;
+}
+
+interface LinkHandle {
+  readonly address: HostPort;
+  counters(): Promise<ImpairmentCounters | undefined>;
+  close(): Promise<void>;
+}
+
+interface Environment {
+  readonly identity: Identity;
+  /** Starts what stands between client and listener for one run (a relay, or nothing). */
+  openLink(setting: BenchRunSetting): Promise<LinkHandle>;
+  peerAt(address: HostPort): ResolvedPeer;
+  /** The share connection `k` (0-based) pushes into ('' = the peer's default share). */
+  shareFor(k: number): string;
+  /** Removes what a run pushed, when it is ours to remove (simulate: our temp share). */
+  discard(remotePath: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+const round3 = (x: number): number => Math.round(x * 1000) / 1000;
+const loads = (): number[] => loadavg().map((x) => Math.round(x * 100) / 100);
+
+function sumCounters(c: ImpairmentCounters): RelayRunCounters {
+  const a = c.toServer, b = c.toClient;
+  return { droppedLoss: a.droppedLoss + b.droppedLoss, droppedQueue: a.droppedQueue + b.droppedQueue, droppedOverflow: a.droppedOverflow + b.droppedOverflow, forwarded: a.forwarded + b.forwarded };
+}
+
+async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logger): Promise<Environment> {
+  const serverIdentity = generateIdentity();
+  const identity = generateIdentity();
+  const serverHome = path.join(workDir, 'listener');
+  const peers = new PeerStore(path.join(serverHome, 'peers.json'));
+  await peers.add(identity.nodeId, 'bench-client');
+  // One share per striped connection: concurrent pushes into one share race on its chunk index
+  // (writeFileAtomic's temp name is pid + ms, so two index writes in the same ms collide).
+  const shareCount = Math.max(1, ...plan.settings.map((s) => s.connections));
+  const shares: Share[] = [];
+  for (let k = 0; k < shareCount; k++) {
+    const name = k === 0 ? 'inbox' : `stripe-${k + 1}`;
+    const dir = path.join(serverHome, name);
+    await mkdir(dir, { recursive: true });
+    shares.push({ name, dir: await realpath(dir), readOnly: false });
+  }
+  const needsTcp = plan.settings.some((s) => s.transport === 'tcp');
+  const config: NodeConfig = resolveConfig({ transport: needsTcp ? 'auto' : 'quic' });
+  const serverLog = log.child('listener');
+  const server = await NodeServer.start(
+    { identity: serverIdentity, peers, shares, host: '127.0.0.1', port: 0, config, log: serverLog },
+    (session, signal) => serveSession(session, { shares, config, log: serverLog }, signal),
+  );
+  const target: HostPort = { host: '127.0.0.1', port: server.port };
+  return {
+    identity,
+    async openLink(setting) {
+      const spec = setting.spec;
+      if (spec === undefined) throw new TypeError('simulated run without a spec');
+      const listen = { host: '127.0.0.1', port: 0 };
+      if (setting.transport === 'tcp') {
+        const relay = await startTcpRelay({ listen, target, spec, seed: RELAY_SEED, logger: log.child('tcp-relay') });
+        return { address: relay.address, counters: () => Promise.resolve(relay.stats().counters), close: () => relay.close() };
+      }
+      const relay = await startUdpRelayWorker({ listen, target, spec, seed: RELAY_SEED });
+      return { address: relay.address, counters: async () => (await relay.stats()).counters, close: () => relay.close() };
+    },
+    peerAt: (address) => ({ id: serverIdentity.nodeId, name: 'bench-listener', publicKey: serverIdentity.publicKey, address }),
+    shareFor: (k) => shares[k]?.name ?? '',
+    discard: async (remotePath) => {
+      await Promise.all(shares.map((s) => rm(path.join(s.dir, ...remotePath.split('/')), { recursive: true, force: true })));
+    },
+    close: () => server.close(),
+  };
+}
+
+function peerEnvironment(peer: NonNullable<RunnerOptions['peer']>): Environment {
+  return {
+    identity: peer.identity,
+    openLink: () => Promise.resolve({ address: peer.resolved.address, counters: () => Promise.resolve(undefined), close: () => Promise.resolve() }),
+    peerAt: (address) => ({ ...peer.resolved, address }),
+    shareFor: () => '',
+    discard: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+  };
+}
+
+/** Measures one link with the relay self-check, on a worker thread like the runs' relay. */
+export async function checkSimulatedLink(spec: ImpairSpec, probe: RunnerOptions['accuracyProbe'] = {}, signal?: AbortSignal): Promise<RelayCheckResult> {
+  const echo = await startUdpEcho();
+  try {
+    const relay = await startUdpRelayWorker({ listen: { host: '127.0.0.1', port: 0 }, target: echo.address, spec, seed: RELAY_SEED });
+    try {
+      const report = await probeRelayAccuracy({ ...probe, spec, relay: relay.address, echo, ...(signal === undefined ? {} : { signal }) });
+      return { link: formatImpairSpec(spec), ok: report.ok, report, placement: 'worker' };
+    } finally {
+      await relay.close();
+    }
+  } finally {
+    await echo.close();
+  }
+}
+
+function describeSetting(s: BenchRunSetting): string {
+  return `${s.transport} ${s.link} W=${s.window} streams=${s.streams} conns=${s.connections}${s.repeat > 0 ? ` #${s.repeat + 1}` : ''}`;
+}
+
+async function pingMs(session: PeerSession, idleTimeoutMs: number, signal: AbortSignal): Promise<number[]> {
+  const out: number[] = [];
+  for await (const p of pingPeer(session, { count: PING_COUNT, intervalMs: 0, timeoutMs: idleTimeoutMs, signal })) out.push(p.rttMs);
+  return out;
+}
+
+function summarizePings(ms: number[]): BenchRunResult['pingMs'] {
+  if (ms.length === 0) return null;
+  const s = [...ms].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  const median = s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+  return { min: round3(s[0] ?? 0), median: round3(median), max: round3(s[s.length - 1] ?? 0), samples: s.length };
+}
+
+interface RunContext {
+  readonly plan: BenchPlan;
+  readonly env: Environment;
+  readonly options: RunnerOptions;
+  readonly workDir: string;
+}
+
+async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchRunResult> {
+  const { plan, env, options } = ctx;
+  const { log, signal } = options;
+  const runs = plan.settings.length;
+  const label = describeSetting(setting);
+  const payloadTotal = workloadBytes(plan.workload);
+  const progress = (phase: BenchProgress['phase'], bytes: number): void =>
+    options.onProgress?.({ run: setting.index + 1, runs, label, phase, bytes, totalBytes: payloadTotal });
+  const config = resolveConfig({ transport: setting.transport });
+  const remotePath = `${plan.remoteBase}/run-${String(setting.index + 1).padStart(4, '0')}`;
+  const base: Omit<BenchRunResult, 'ok' | 'error' | 'effectiveWindow' | 'effectiveStreams' | 'seconds' | 'dataSeconds' | 'goodputBitsPerSec' | 'dataGoodputBitsPerSec' | 'linkPct' | 'revisionsPerSec' | 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'wireBytes' | 'chunksSent' | 'chunksSkipped' | 'relay'> = {
+    index: setting.index, repeat: setting.repeat, transport: setting.transport, link: setting.link, rttMs: setting.rttMs ?? null, lossPct: setting.lossPct ?? null,
+    window: setting.window, streams: setting.streams, connections: setting.connections,
+    payloadBytes: payloadTotal, files: workloadFiles(plan.workload),
+  };
+
+  progress('preparing', 0);
+  const workloadDir = await mkdtemp(path.join(ctx.workDir, 'workload-'));
+  let workload: PreparedWorkload | undefined;
+  let link: LinkHandle | undefined;
+  const sessions: PeerSession[] = [];
+  try {
+    workload = await prepareWorkload(plan.workload, workloadDir, { connections: setting.connections, signal });
+    link = await env.openLink(setting);
+    const peer = env.peerAt(link.address);
+    const countersBefore = await link.counters();
+    for (let k = 0; k < workload.parts.length; k++) {
+      sessions.push(await dialPeer({ identity: env.identity, peer, config, log: log.child('dial'), signal }));
+    }
+    const first = sessions[0];
+    if (first === undefined) throw new TypeError('no session');
+    if (plan.warmupBytes > 0) await warmUp(ctx, sessions, `${remotePath}-warmup`, setting);
+    const pings = await pingMs(first, config.idleTimeoutMs, signal);
+
+    let sent = 0;
+    let firstChunkAt: number | undefined;
+    const onProgress = (p: { phase: string; bytes: number }, delta: number): void => {
+      if (p.phase === 'sending') {
+        firstChunkAt ??= performance.now();
+        sent += delta;
+        progress('sending', sent);
+      } else if (p.phase === 'scanning') {
+        progress('scanning', 0);
+      }
+    };
+    const started = performance.now();
+    const results: TransferResult[] = [];
+    if (workload.kind === 'revisions-seq') {
+      const write = workload.writeRevision;
+      const part = workload.parts[0];
+      if (write === undefined || part === undefined) throw new TypeError('revisions-seq workload without its page');
+      for (let i = 0; i < workloadFiles(plan.workload); i++) {
+        if (i > 0) await write(i);
+        results.push(await push({
+          session: first, share: '', remotePath, localPath: part.localPath, force: true,
+          streams: setting.streams, window: setting.window, idleTimeoutMs: config.idleTimeoutMs, log: log.child('push'), signal,
+        }));
+        sent += part.bytes;
+        progress('sending', sent);
+      }
+    } else {
+      const parts = workload.parts;
+      results.push(...(await Promise.all(parts.map((part, k) => {
+        const session = sessions[k];
+        if (session === undefined) throw new TypeError('missing session');
+        let last = 0;
+        return push({
+          session, share: env.shareFor(k), remotePath: parts.length === 1 ? remotePath : `${remotePath}/conn-${k + 1}`, localPath: part.localPath, force: false,
+          streams: setting.streams, window: setting.window, idleTimeoutMs: config.idleTimeoutMs, log: log.child('push'), signal,
+          onProgress: (p) => {
+            const delta = p.phase === 'sending' ? p.bytes - last : 0;
+            if (p.phase === 'sending') last = p.bytes;
+            onProgress(p, delta);
+          },
+        });
+      }))));
+    }
+    const ended = performance.now();
+    progress('done', sent);
+    const stats = sessions.map((s) => s.connection.stats());
+    const countersAfter = await link.counters();
+    const seconds = (ended - started) / 1000;
+    const dataSeconds = workload.kind === 'revisions-seq' || firstChunkAt === undefined ? null : (ended - firstChunkAt) / 1000;
+    const bytes = results.reduce((a, r) => a + r.bytes, 0);
+    const goodput = (bytes * 8) / seconds;
+    const rate = setting.spec?.rateBitsPerSec;
+    const isRevisions = plan.workload.kind === 'revisions' || plan.workload.kind === 'revisions-seq';
+    const chunksSkipped = results.reduce((a, r) => a + r.chunksSkipped, 0);
+    if (chunksSkipped > 0) log.warn('the receiver already held some chunks of a fresh random workload: this run moved less than its payload', { run: setting.index + 1, chunksSkipped });
+    const lost = stats.map((s) => s.lostPackets);
+    const cwnd = stats.map((s) => s.congestionWindowBytes);
+    return {
+      ...base,
+      ok: true, error: null,
+      effectiveWindow: results[0]?.window ?? null,
+      effectiveStreams: results.length === 0 ? null : Math.max(...results.map((r) => r.streams)),
+      payloadBytes: bytes,
+      seconds: round3(seconds),
+      dataSeconds: dataSeconds === null ? null : round3(dataSeconds),
+      goodputBitsPerSec: Math.round(goodput),
+      dataGoodputBitsPerSec: dataSeconds === null || dataSeconds <= 0 ? null : Math.round((bytes * 8) / dataSeconds),
+      linkPct: rate === undefined ? null : round3((100 * goodput) / rate),
+      revisionsPerSec: isRevisions ? round3(workloadFiles(plan.workload) / seconds) : null,
+      pingMs: summarizePings(pings),
+      transportRttMs: stats.map((s) => round3(s.rttMs)),
+      lostPackets: lost.every((x): x is number => x !== undefined) ? lost : null,
+      congestionWindowBytes: cwnd.every((x): x is number => x !== undefined) ? cwnd : null,
+      wireBytes: results.reduce((a, r) => a + r.wireBytes, 0),
+      chunksSent: results.reduce((a, r) => a + r.chunksSent, 0),
+      chunksSkipped,
+      relay: countersBefore === undefined || countersAfter === undefined ? null : diffCounters(sumCounters(countersBefore), sumCounters(countersAfter)),
+    };
+  } catch (err) {
+    if (signal.aborted) throw err;
+    if (!(err instanceof ClawpeerError)) throw err;
+    log.warn('bench run failed', { run: setting.index + 1, setting: label, code: err.code, error: err.message });
+    return {
+      ...base,
+      ok: false, error: `${err.code}: ${err.message}`,
+      effectiveWindow: null, effectiveStreams: null, seconds: 0, dataSeconds: null, goodputBitsPerSec: 0, dataGoodputBitsPerSec: null,
+      linkPct: null, revisionsPerSec: null, pingMs: null, transportRttMs: [], lostPackets: null, congestionWindowBytes: null,
+      wireBytes: 0, chunksSent: 0, chunksSkipped: 0, relay: null,
+    };
+  } finally {
+    await Promise.all(sessions.map((s) => s.close().catch(() => undefined)));
+    await link?.close().catch(() => undefined);
+    await rm(workloadDir, { recursive: true, force: true });
+    await env.discard(remotePath).catch(() => undefined);
+  }
+}
+
+/** Pushes `plan.warmupBytes` of fresh random bytes on every session, untimed, so the timed push
+ *  starts on connections past slow start (a long-lived sync connection), not cold ones. */
+async function warmUp(ctx: RunContext, sessions: readonly PeerSession[], remotePath: string, setting: BenchRunSetting): Promise<void> {
+  const { log, signal } = ctx.options;
+  const dir = await mkdtemp(path.join(ctx.workDir, 'warmup-'));
+  try {
+    const w = await prepareWorkload({ kind: 'large', bytes: ctx.plan.warmupBytes * sessions.length }, dir, { connections: sessions.length, signal });
+    const idleTimeoutMs = resolveConfig({ transport: setting.transport }).idleTimeoutMs;
+    await Promise.all(w.parts.map((part, k) => {
+      const session = sessions[k];
+      if (session === undefined) throw new TypeError('missing session');
+      return push({ session, share: ctx.env.shareFor(k), remotePath: `${remotePath}/conn-${k + 1}`, localPath: part.localPath, force: false, streams: setting.streams, window: setting.window, idleTimeoutMs, log: log.child('warmup'), signal });
+    }));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+    await ctx.env.discard(remotePath).catch(() => undefined);
+  }
+}
+
+function diffCounters(a: RelayRunCounters, b: RelayRunCounters): RelayRunCounters {
+  return { droppedLoss: b.droppedLoss - a.droppedLoss, droppedQueue: b.droppedQueue - a.droppedQueue, droppedOverflow: b.droppedOverflow - a.droppedOverflow, forwarded: b.forwarded - a.forwarded };
+}
+
+/** Runs every setting of `plan` in order; see the module comment. */
+export async function runBench(plan: BenchPlan, options: RunnerOptions): Promise<BenchRunnerReport> {
+  const startedAt = new Date().toISOString();
+  const t0 = performance.now();
+  const loadAverageStart = loads();
+  const conditions = machineConditions();
+  const notes: string[] = [];
+  if (plan.settings.some((s) => s.connections > 1)) notes.push(STRIPING_NOTE);
+  if (plan.settings.some((s) => s.transport === 'tcp')) notes.push(`${TCP_RELAY_LIMITATION}; it runs in this process (no worker thread) and the relay self-check measures the UDP relay only`);
+  if (plan.workload.kind === 'revisions-seq') notes.push('revisions-seq: each revision is its own push (request, manifest, want, one chunk, done) and waits for the previous one: the window cannot matter');
+  if (plan.workload.kind === 'revisions') notes.push('revisions: every revision is its own 4 KiB-chunk file in one push; the sender keeps up to W unacknowledged per stream (the sliding window), the receiver acks each once written and verified');
+  if (plan.warmupBytes > 0) notes.push(`warm connections: before each timed push, ${plan.warmupBytes} bytes were pushed untimed on every connection (out of slow start, as a long-lived connection would be); QUIC loss and cwnd include the warm-up`);
+  notes.push('congestion control: the quinn binding\'s CUBIC is fixed (no BBR to select); node:quic, which has a cc option, is not in this Node build');
+
+  const workDir = await mkdtemp(path.join(options.workDir ?? tmpdir(), 'clawpeer-bench-'));
+  const relayChecks: RelayCheckResult[] = [];
+  let env: Environment | undefined;
+  try {
+    if (plan.target.kind === 'simulate') {
+      if (options.skipRelayCheck !== true) {
+        for (const [i, spec] of plan.links.entries()) {
+          options.onProgress?.({ run: 0, runs: plan.settings.length, label: `relay self-check ${i + 1}/${plan.links.length}: ${formatImpairSpec(spec)}`, phase: 'relay-check', bytes: 0, totalBytes: 0 });
+          relayChecks.push(await checkSimulatedLink(spec, options.accuracyProbe, options.signal));
+        }
+      }
+      env = await simulatedEnvironment(plan, workDir, options.log);
+    } else {
+      if (options.peer === undefined) throw new TypeError('--peer plan without a resolved peer');
+      env = peerEnvironment(options.peer);
+      notes.push(`pushed into ${plan.remoteBase}/run-NNNN of the peer's default share; left there (remove it on the peer when done)`);
+    }
+    const runs: BenchRunResult[] = [];
+    for (const setting of plan.settings) {
+      if (options.signal.aborted) throw new ClawpeerError('ABORTED', `bench aborted before run ${setting.index + 1} of ${plan.settings.length}`);
+      runs.push(await runOne({ plan, env, options, workDir }, setting));
+    }
+    return {
+      conditions: { ...conditions, loadAverageStart, loadAverageEnd: loads() },
+      plan, relayChecks, relayAccurate: relayChecks.every((c) => c.ok), runs, remoteBase: plan.remoteBase, notes, startedAt,
+      wallSeconds: round3((performance.now() - t0) / 1000),
+    };
+  } finally {
+    await env?.close().catch(() => undefined);
+    await rm(workDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,107 @@
+// `clawpeer bench --simulate` end to end, as a user runs it (a spawned process: the real CLI once
+// main.ts registers the command, see bench-cli-harness.ts): the JSON document's structure, the
+// SVG's structure, CSV output, and usage errors. Timings are not asserted (shared, loaded CI).
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { findAll, parseXml } from './xml.js';
+
+const HARNESS = fileURLToPath(new URL('./bench-cli-harness.js', import.meta.url));
+const RUN_TIMEOUT_MS = 60_000;
+
+function bench(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [HARNESS, 'bench', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`bench ${args.join(' ')} did not finish in ${RUN_TIMEOUT_MS} ms; stderr: ${stderr}`));
+    }, RUN_TIMEOUT_MS);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-bench-e2e-'));
+t.teardown(() => rm(work, { recursive: true, force: true }));
+
+t.test('--simulate --json --svg: one JSON object with every condition, and a chart', async (t) => {
+  const svgFile = path.join(work, 'chart.svg');
+  const r = await bench(['--simulate', 'rtt=10ms,rate=50mbit', '--size', '256KiB', '--window', '1,4', '--streams', '1', '--json', '--svg', svgFile]);
+  t.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n');
+  t.equal(lines.length, 1, 'one JSON object on stdout, nothing else');
+  const json = JSON.parse(lines[0] ?? '{}') as Record<string, unknown>;
+  t.match(json, {
+    event: 'bench',
+    tool: 'clawpeer bench',
+    conditions: { cpuModel: String, cores: Number, node: process.version, loadAverageStart: Array, loadAverageEnd: Array },
+    workload: { kind: 'large', bytes: 262144, payloadBytes: 262144, dataType: /incompressible/ },
+    target: { kind: 'simulate', spec: 'rtt=10ms,rate=50mbit', linkRateBitsPerSec: 50e6 },
+    settings: { transports: ['quic'], windows: [1, 4], streams: [1], connections: [1], runs: 2 },
+    relayAccurate: Boolean,
+    thresholds: { rttPct: 5, ratePct: 5, lossPoints: 0.2 },
+  });
+  const accuracy = json['relayAccuracy'] as Record<string, unknown>[];
+  t.equal(accuracy.length, 1);
+  t.match(accuracy[0], { link: 'rtt=10ms,rate=50mbit', ok: Boolean, rtt: { configuredMs: 10, measuredMs: Number }, rate: { configuredBitsPerSec: 50e6, measuredBitsPerSec: Number }, loss: { configuredPct: 0 } });
+  t.equal(json['relayAccurate'], accuracy[0]?.['ok']);
+  if (json['relayAccurate'] === false) t.match(r.stderr, /WARNING: relay inaccurate for rtt=10ms,rate=50mbit/, 'an inaccurate relay is said on stderr');
+  const runs = json['runs'] as Record<string, unknown>[];
+  t.equal(runs.length, 2);
+  for (const [i, run] of runs.entries()) {
+    t.match(run, {
+      ok: true, error: null, transport: 'quic', window: [1, 4][i], streams: 1, connections: 1, effectiveWindow: [1, 4][i],
+      payloadBytes: 262144, seconds: Number, goodputBitsPerSec: Number, linkPct: Number,
+      pingMs: { samples: 5, median: Number }, transportRttMs: [Number], lostPackets: [Number], congestionWindowBytes: [Number],
+      chunksSkipped: 0, relay: { droppedLoss: 0, forwarded: Number },
+    });
+    t.ok((run['wireBytes'] as number) >= 262144, 'the payload crossed the wire');
+    t.ok((run['pingMs'] as { median: number }).median >= 10, 'pings cross the simulated 10 ms');
+  }
+  t.equal((json['summary'] as unknown[]).length, 2);
+
+  const doc = parseXml(await readFile(svgFile, 'utf8'));
+  const root = doc.children[0];
+  t.equal(root?.name, 'svg');
+  t.equal(findAll(root!, 'polyline').length, 1, 'one series: only the window was swept');
+  const texts = findAll(root!, 'text').map((e) => e.text);
+  t.ok(texts.includes('window W (unacknowledged chunks per stream)'), 'x label');
+  t.ok(texts.some((x) => x.startsWith('goodput, Mbit/s')), 'y label');
+});
+
+t.test('--csv: a header and one row per run; striping over 2 connections moves every file', async (t) => {
+  const r = await bench(['--simulate', 'none', '--workload', 'small', '--files', '20', '--file-size', '1KiB', '--streams', '2', '--connections', '1,2', '--csv']);
+  t.equal(r.code, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n');
+  t.equal(lines.length, 3);
+  t.match(lines[0], /^index,repeat,transport,link,/);
+  t.match(lines[1], /^0,0,quic,none,/);
+  t.match(lines[2], /^1,0,quic,none,/);
+  const header = lines[0]?.split(',') ?? [];
+  const row = lines[2]?.split(',') ?? [];
+  const col = (name: string): string | undefined => row[header.indexOf(name)];
+  t.equal(col('connections'), '2');
+  t.equal(col('ok'), 'true', r.stderr);
+  t.equal(col('payloadBytes'), String(20 * 1024), 'both stripes arrived');
+  t.equal(col('transportRttMs')?.split(';').length, 2, 'one RTT per connection');
+});
+
+t.test('usage errors exit 2 and name the flag', async (t) => {
+  const none = await bench(['--size', '1MiB']);
+  t.equal(none.code, 2);
+  t.match(none.stderr, /--peer NAME .* or --simulate SPEC/);
+  const bad = await bench(['--simulate', 'rtt=5ms', '--window', '1,zero']);
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /--window "1,zero"/);
+  const both = await bench(['--simulate', 'rtt=5ms', '--json', '--csv']);
+  t.equal(both.code, 2);
+});
