@@ -8,7 +8,6 @@
 // Non-goals: statistics beyond median/min/max (runs are few on a shared 2-core machine; the
 // ratio to a baseline measured in the same run is the robust number), and printing.
 import { mkdir, writeFile } from 'node:fs/promises';
-import { arch, cpus, loadavg, platform, release, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -19,37 +18,9 @@ export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');
 
 export const KiB = 1 << 10;
 export const MiB = 1 << 20;
-const GiB = 1 << 30;
 
-export interface BenchConditions {
-  /** os.cpus()[0].model */
-  readonly cpuModel: string;
-  /** Logical cores. */
-  readonly cores: number;
-  /** Total memory, GiB (2 decimals). */
-  readonly memGiB: number;
-  /** process.version */
-  readonly node: string;
-  /** platform release arch, e.g. "linux 6.8.0 x64". */
-  readonly os: string;
-  /** ISO 8601, when the conditions were taken. */
-  readonly date: string;
-  /** 1-minute load average when taken: other processes share this machine. */
-  readonly loadAverage1m: number;
-}
-
-export function machineConditions(): BenchConditions {
-  const cpu = cpus();
-  return {
-    cpuModel: cpu[0]?.model.trim() ?? 'unknown',
-    cores: cpu.length,
-    memGiB: round(totalmem() / GiB, 2),
-    node: process.version,
-    os: `${platform()} ${release()} ${arch()}`,
-    date: new Date().toISOString(),
-    loadAverage1m: round(loadavg()[0] ?? Number.NaN, 2),
-  };
-}
+// The conditions record lives in src/ (the `clawpeer bench` command records it too).
+export { machineConditions, type BenchConditions } from '../src/benchkit/machine.js';
 
 /** Median of `xs` (mean of the two middle values for an even count); NaN when empty. */
 export function median(xs: readonly number[]): number {

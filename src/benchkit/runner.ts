@@ -28,7 +28,7 @@ import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { machineConditions, type BenchConditions } from '../../bench/common.js';
+import { machineConditions, type BenchConditions } from './machine.js';
 import { generateIdentity, type Identity } from '../crypto/identity.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';

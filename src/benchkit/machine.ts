@@ -1,0 +1,36 @@
+// The machine a measurement was taken on: every benchmark result carries it, because a number
+// without its machine, runtime, load and date is worthless.
+import { arch, cpus, loadavg, platform, release, totalmem } from 'node:os';
+
+const GiB = 1 << 30;
+
+export interface BenchConditions {
+  /** os.cpus()[0].model */
+  readonly cpuModel: string;
+  /** Logical cores. */
+  readonly cores: number;
+  /** Total memory, GiB (2 decimals). */
+  readonly memGiB: number;
+  /** process.version */
+  readonly node: string;
+  /** platform release arch, e.g. "linux 6.8.0 x64". */
+  readonly os: string;
+  /** ISO 8601, when the conditions were taken. */
+  readonly date: string;
+  /** 1-minute load average when taken: other processes share this machine. */
+  readonly loadAverage1m: number;
+}
+
+export function machineConditions(): BenchConditions {
+  const cpu = cpus();
+  return {
+    cpuModel: cpu[0]?.model.trim() ?? 'unknown',
+    cores: cpu.length,
+    memGiB: Math.round((totalmem() / GiB) * 100) / 100,
+    node: process.version,
+    os: `${platform()} ${release()} ${arch()}`,
+    date: new Date().toISOString(),
+    loadAverage1m: Math.round((loadavg()[0] ?? Number.NaN) * 100) / 100,
+  };
+}
+
