@@ -140,7 +140,11 @@ export class MuxSession {
     socket.on('error', (err: Error) => this.#onSocketError(err));
     socket.on('close', () => this.#onSocketClose());
 
-    this.#sendPing(); // first RTT sample right away
+    // First RTT sample right away from the accepting side, whose session starts only once TLS
+    // (client certificate included) is done. The initiator's session starts before the peer has
+    // checked its certificate, so its first ping would time that check, not the path: it pings
+    // when the peer's first PING arrives instead (see #onFrame).
+    if (!this.#initiator) this.#sendPing();
     this.#armTimer();
   }
 
@@ -317,6 +321,7 @@ export class MuxSession {
         return;
       case FrameType.PING:
         this.sendFrame({ type: FrameType.PONG, payload: frame.payload });
+        if (this.#srttMs === undefined) this.#sendPing(); // our first sample, on a path now known to be up
         return;
       case FrameType.PONG:
         this.#onPong(frame.payload);
