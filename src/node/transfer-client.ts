@@ -77,8 +77,10 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   const totalFiles = source.files.size;
   const id = session.allocateTransferId();
   await session.control.send({ type: 'transfer-request', transferId: id, direction: 'push', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window });
-  const accept = await expectMessage(session, 'transfer-accept', id, o.idleTimeoutMs, o.signal);
+  // The manifest follows the request without waiting for the accept: one round trip less.
+  // If the listener refuses, its Error arrives instead of the accept and the batches are moot.
   await sendManifest(session, id, source.entries);
+  const accept = await expectMessage(session, 'transfer-accept', id, o.idleTimeoutMs, o.signal);
   const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
 
   // While chunks flow, the receiver may fail (its Error arrives on the control channel): stop sending then.
