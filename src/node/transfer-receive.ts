@@ -101,6 +101,8 @@ export class TransferReceiver {
   #commitChain: Promise<void> = Promise.resolve();
   #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, filesUnchanged: 0 };
   #allReceived: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
+  /** Chunks taken off #wanted whose writes (and acks) are still in progress. */
+  #writing = 0;
   #failure: unknown;
 
   constructor(options: ReceiverOptions) {
@@ -188,19 +190,17 @@ export class TransferReceiver {
   /** Takes data streams from the router until every wanted chunk is in, then publishes the rest. */
   async receive(): Promise<ReceiveStats> {
     const { router, transferId, signal } = this.#o;
-    const streams: Promise<void>[] = [];
     const unregister = router.register(transferId, (incoming) => {
-      streams.push(
-        this.#serveStream(incoming).catch((err: unknown) => {
-          this.#fail(err);
-        }),
-      );
+      void this.#serveStream(incoming).catch((err: unknown) => {
+        this.#fail(err);
+      });
     });
     const onAbort = (): void => this.#fail(new ClawpeerError('ABORTED', `transfer ${transferId} aborted`));
     signal.addEventListener('abort', onAbort, { once: true });
     try {
+      // Every wanted chunk is written and verified: publish now. The streams themselves end when
+      // the sender's FIN arrives; waiting for that would cost a round trip for nothing.
       await this.#allReceived.promise;
-      await Promise.all(streams);
       if (this.#failure !== undefined) throw this.#failure;
       await this.#flushCommits(true);
       await this.#finishTree();
@@ -240,6 +240,7 @@ export class TransferReceiver {
         if (placements === undefined) throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
         if (plain.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${plain.length} bytes, header says ${header.chunkBytes}`);
         this.#wanted.delete(key);
+        this.#writing++;
         for (const p of placements) {
           await p.file.writeChunk(p.indices, plain); // verifies BLAKE3 against the manifest
           if (p.file.complete) this.#queueCommit(p.file);
@@ -247,7 +248,8 @@ export class TransferReceiver {
         this.#stats.chunksReceived++;
         this.#o.onChunkWritten?.(plain.length);
         await frames.write(encodeAckFrame(streamId, sequence));
-        if (this.#wanted.size === 0) this.#allReceived.resolve();
+        this.#writing--;
+        if (this.#wanted.size === 0 && this.#writing === 0) this.#allReceived.resolve();
         await this.#flushCommits(false);
       }
     } catch (err) {
