@@ -2,6 +2,7 @@
 // streams by LPT (with work stealing), and keeps up to W sealed chunks unacknowledged on each.
 // Acks mean "written and BLAKE3-verified" on the receiver, which is what makes resume exact.
 import { performance } from 'node:perf_hooks';
+import type { SealedFrameParts } from '../crypto/aead.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { decodeAckBody } from '../protocol/ack-codec.js';
@@ -57,6 +58,18 @@ class AckSignal {
       return Promise.resolve();
     }
     return new Promise((resolve) => (this.#waiter = resolve));
+  }
+}
+
+/** Test hook: flips the byte `fromEnd` bytes before the end of the frame the parts make up. */
+function flipByteFromEnd(frame: SealedFrameParts, fromEnd: number): void {
+  let at = fromEnd;
+  for (const piece of [frame.tag, frame.ciphertext, frame.prefix]) {
+    if (at <= piece.length) {
+      piece[piece.length - at] = (piece[piece.length - at] ?? 0) ^ 0x01;
+      return;
+    }
+    at -= piece.length;
   }
 }
 
@@ -163,12 +176,16 @@ async function runStream(
         if (readBuffer.length < ref.length) readBuffer = Buffer.allocUnsafe(Math.max(ref.length, session.caps.chunking.maxBytes));
         const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id, readBuffer);
         const seq = window.nextSeq;
-        const frame = session.sealer.seal({ streamId, sequence: seq, chunkId: chunk.id, compressed: false, chunkBytes: chunk.length }, bytes);
+        // Three pieces, one frame on the wire: no frame-sized buffer is built (aead.ts sealParts).
+        const frame = session.sealer.sealParts({ streamId, sequence: seq, chunkId: chunk.id, compressed: false, chunkBytes: chunk.length }, bytes);
         if (TEST_HOOKS.delayPerChunkMs !== undefined) await sleep(TEST_HOOKS.delayPerChunkMs);
-        if (framesSent++ === TEST_HOOKS.tamperDataFrame) frame[frame.length - 20] = (frame[frame.length - 20] ?? 0) ^ 0x01;
+        if (framesSent++ === TEST_HOOKS.tamperDataFrame) flipByteFromEnd(frame, 20);
         // Recorded before the write: on a fast link the ack can arrive before write() resolves.
         window.onSent(seq, chunk.id, chunk.length, performance.now());
-        await frames.write(frame);
+        // Sequential awaits: pieces written concurrently could be reordered on the stream.
+        await frames.write(frame.prefix);
+        await frames.write(frame.ciphertext);
+        await frames.write(frame.tag);
         options.onChunkSent?.(chunk.length);
       }
     }

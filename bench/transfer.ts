@@ -1,0 +1,809 @@
+// Macro benchmark of push: the real CLI over loopback against a raw quinn stream of the same
+// bytes, scp and rsync over a private sshd, all measured side by side in one run.
+//
+// Cases: (a) one big incompressible file (1 GiB); (b) many small files (10,000 x 64 KiB, one
+// directory). Every tool copies from the same page-cached source into a fresh directory on the
+// same disk; runs of the tools are interleaved so a burst of load on this shared machine hits
+// them alike, `sync` runs (untimed) between runs so one tool's dirty pages are not flushed on
+// another's clock, and destinations are deleted after each run.
+//
+// What is timed:
+//   - clawpeer `seconds`: the CLI's own figure (push() start to the receiver's done): includes
+//     the sender's scan + BLAKE3 hashing, the manifest exchange, receiving, fsync and publish;
+//     excludes node start-up and the connect/handshake.
+//   - clawpeer `dataSeconds`: `seconds` minus the scan+hash phase. For one file that phase comes
+//     from the NDJSON progress events (the 'scanning' event is emitted as the file is hashed:
+//     exact); for a tree the events are throttled, so the phase is estimated as the smaller of
+//     the same scan (scanSource, same chunking) timed in the bench process after the push and
+//     the time to the first 'sending' event (an upper bound): approximate.
+//   - clawpeer `processSeconds`, scp, rsync: wall time of the whole client process (start-up,
+//     connect, authentication, transfer). scp and rsync do not fsync; clawpeer does (batched).
+//   - raw quinn: one connection, one stream, the file read in 1 MiB pieces and written; from the
+//     first write until the sink (a separate process, like the listener) has read every byte and
+//     answered. No hashing, AEAD of our own, framing or fsync: the ceiling clawpeer aims at.
+//
+// Ratios: clawpeer / raw quinn on throughput (goal >= 0.8, issue 3) for both clawpeer figures;
+// small files: clawpeer process time / scp and / rsync (goal < 1).
+// ssh tools: installed from Debian packages when `sshd` is missing (apt-get), run as a private
+// sshd on 127.0.0.1 with throwaway host and client keys in a temp dir; stopped afterwards.
+// Smoke mode: 8 MiB and 50 files, one run, no ssh tools, nothing written: seconds, for CI.
+// Run: node <outDir>/bench/transfer.js [--smoke] [--runs N] [--only big|small] [--streams N]
+//      [--window W] [--no-ssh] [--cpu-prof DIR] [--node-flags "--flag ..."] [--out FILE] [--keep]
+//   (the CLI it spawns is the one compiled next to it: <outDir>/src/cli/main.js).
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir, userInfo } from 'node:os';
+import { dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { DEFAULT_CHUNKING } from '../src/chunking/fastcdc.js';
+import { generateIdentity } from '../src/crypto/identity.js';
+import { silentLogger } from '../src/logger.js';
+import { scanSource } from '../src/node/transfer-source.js';
+import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
+import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
+import { isMainModule, KiB, machineConditions, median, MiB, ratio, round, writeResult } from './common.js';
+
+const execFileAsync = promisify(execFile);
+/** USER_HZ of /proc/<pid>/stat times: 100 on every Linux build that matters. */
+const CLOCK_TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+export interface TransferBenchOptions {
+  /** 8 MiB and 50 files, one run, no ssh tools; writes nothing unless outFile is set. */
+  readonly smoke?: boolean;
+  /** Timed runs per tool and case (default 3; smoke 1). */
+  readonly runs?: number;
+  /** Only one case. */
+  readonly only?: 'big' | 'small';
+  /** Passed to clawpeer push as --streams / --window (default: the CLI's defaults). */
+  readonly streams?: number;
+  readonly window?: number;
+  /** Skip scp/rsync (and never install anything). */
+  readonly noSsh?: boolean;
+  /** Extra node flags for both clawpeer processes (e.g. ['--no-memory-reducer']): to test runtime tuning. */
+  readonly nodeFlags?: readonly string[];
+  /** Run both clawpeer processes with --cpu-prof, profiles written into this directory. */
+  readonly cpuProfDir?: string;
+  /** Result file (default bench/results/transfer.json for a real run, none for smoke). */
+  readonly outFile?: string;
+  /** Keep the temp directory (source data, homes) for inspection. */
+  readonly keep?: boolean;
+  /** Progress to stderr (default true when run from the command line). */
+  readonly verbose?: boolean;
+}
+
+const BIG_BYTES = 1 << 30; // 1 GiB
+const SMALL_FILES = 10_000;
+const SMALL_FILE_BYTES = 64 * KiB;
+const SMOKE_BIG_BYTES = 8 * MiB;
+const SMOKE_SMALL_FILES = 50;
+/** Source data is written in distinct random blocks of this size (incompressible, no dedup). */
+const FILL_BLOCK_BYTES = 8 * MiB;
+/** Raw quinn: bytes read from the file and written to the stream per call. */
+const RAW_PIECE_BYTES = 1 * MiB;
+const RAW_READ_BYTES = 256 * KiB;
+/** A clawpeer, scp or rsync run that takes longer than this is a failure (1 GiB at ~2 MiB/s). */
+const RUN_TIMEOUT_MS = 10 * 60_000;
+const SINK_FLAG = '--raw-quinn-sink';
+/** Prefix of the line on which a launched CLI reports its CPU time at exit. */
+const CPU_MARK = '@@clawpeer-bench-cpu ';
+
+const here = dirname(fileURLToPath(import.meta.url));
+/** The CLI compiled next to this bench (same outDir), so a bench of a build measures that build. */
+const CLI_MAIN_URL = pathToFileURL(join(here, '..', 'src', 'cli', 'main.js')).href;
+
+type Log = (msg: string) => void;
+
+// ---------------------------------------------------------------------------------------------
+// Source data
+
+async function writeRandomFile(file: string, bytes: number): Promise<void> {
+  const h = await open(file, 'w');
+  try {
+    for (let done = 0; done < bytes; ) {
+      const n = Math.min(FILL_BLOCK_BYTES, bytes - done);
+      await h.write(randomBytes(n), 0, n, done);
+      done += n;
+    }
+  } finally {
+    await h.close();
+  }
+}
+
+async function makeSmallTree(dir: string, files: number): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const width = String(files - 1).length;
+  for (let i = 0; i < files; i++) await writeFile(join(dir, `f${String(i).padStart(width, '0')}.bin`), randomBytes(SMALL_FILE_BYTES));
+}
+
+/** Files and bytes under `dir`, leaving out clawpeer's own `.clawpeer*` state. */
+async function treeBytes(dir: string): Promise<{ files: number; bytes: number }> {
+  let files = 0;
+  let bytes = 0;
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (!e.isFile() || join(e.parentPath, e.name).slice(dir.length).split('/').some((s) => s.startsWith('.clawpeer'))) continue;
+    files++;
+    bytes += (await stat(join(e.parentPath, e.name))).size;
+  }
+  return { files, bytes };
+}
+
+/** CPU seconds (user + system, all threads) a launched CLI reported at exit, if it did. */
+function reportedCpuSeconds(stderr: string): number | undefined {
+  const line = stderr.split('\n').find((l) => l.startsWith(CPU_MARK));
+  if (line === undefined) return undefined;
+  const u = JSON.parse(line.slice(CPU_MARK.length)) as { user: number; system: number };
+  return (u.user + u.system) / 1e6;
+}
+
+/** CPU seconds (user + system, all threads) a live process has used so far; Linux only. */
+function procCpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  const r = spawnSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' });
+  if (r.status !== 0) return undefined;
+  // Fields after the command name (which may contain spaces) start after the last ')'.
+  const fields = r.stdout.slice(r.stdout.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15)
+  return ticks / CLOCK_TICKS_PER_SECOND;
+}
+
+/** Flushes dirty pages (untimed) so the next run does not pay for the previous one's writeback. */
+function syncDisks(): void {
+  spawnSync('sync', { stdio: 'ignore' });
+}
+
+// ---------------------------------------------------------------------------------------------
+// clawpeer through the real CLI
+
+interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** ms since the child was spawned, one per stdout line. */
+  readonly lineTimesMs: number[];
+  readonly lines: string[];
+  readonly wallMs: number;
+}
+
+/** Node flags for every launched CLI (set once by main from options.nodeFlags). */
+let extraNodeFlags: readonly string[] = [];
+
+function cliArgs(args: readonly string[], cpuProfDir: string | undefined, profName: string): string[] {
+  const prof = [...extraNodeFlags, ...(cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', cpuProfDir, '--cpu-prof-name', `${profName}.cpuprofile`])];
+  // At exit the launcher reports the process's CPU time (all threads: libuv pool, quinn's runtime)
+  // on stderr; stderr is a pipe, which node writes synchronously on Linux and macOS.
+  const launcher = [
+    `import { main } from ${JSON.stringify(CLI_MAIN_URL)};`,
+    `process.on('exit', () => { const u = process.cpuUsage(); process.stderr.write('\\n${CPU_MARK}' + JSON.stringify(u) + '\\n'); });`,
+    'main(process.argv.slice(1)).then((c) => { process.exitCode = c; });',
+  ].join(' ');
+  return [...prof, '--input-type=module', '-e', launcher, '--', ...args];
+}
+
+function runCli(args: readonly string[], options: { cpuProfDir?: string; profName?: string } = {}): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(process.execPath, cliArgs(args, options.cpuProfDir, options.profName ?? 'cli'), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const lines: string[] = [];
+    const lineTimesMs: number[] = [];
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      lineTimesMs.push(performance.now() - t0);
+      lines.push(line);
+      stdout += line + '\n';
+    });
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, lines, lineTimesMs, wallMs: performance.now() - t0 });
+    });
+  });
+}
+
+async function cliOk(args: readonly string[]): Promise<Record<string, unknown>[]> {
+  const r = await runCli(args);
+  if (r.code !== 0) throw new Error(`clawpeer ${args.join(' ')} exited ${String(r.code)}: ${r.stderr}`);
+  return r.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+interface Listener {
+  readonly child: ChildProcess;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+function startListener(home: string, shares: readonly string[], cpuProfDir: string | undefined): Promise<Listener> {
+  return new Promise((resolve, reject) => {
+    const args = ['--home', home, 'listen', '--host', '127.0.0.1', '--port', '0', '--transport', 'quic', '--json', ...shares.flatMap((s) => ['--share', s])];
+    const child = spawn(process.execPath, cliArgs(args, cpuProfDir, 'listener'), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<void>((res) => child.on('close', () => res()));
+    let ready = false;
+    createInterface({ input: child.stdout }).once('line', (line) => {
+      ready = true;
+      const port = Number((JSON.parse(line) as Record<string, unknown>)['port']);
+      resolve({
+        child,
+        port,
+        stop: async () => {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+          await exited;
+        },
+      });
+    });
+    child.on('close', (code) => {
+      if (!ready) reject(new Error(`listener exited ${String(code)} before ready: ${stderr}`));
+    });
+  });
+}
+
+interface ClawpeerSetup {
+  readonly senderHome: string;
+  readonly listener: Listener;
+  readonly shareDirs: string[];
+}
+
+/** Two homes, paired both ways; a listener serving one fresh share per planned run. */
+async function setUpClawpeer(root: string, shareCount: number, cpuProfDir: string | undefined): Promise<ClawpeerSetup> {
+  const recvHome = join(root, 'home-recv');
+  const sendHome = join(root, 'home-send');
+  const recvId = String((await cliOk(['--home', recvHome, 'init', '--json']))[0]?.['id']);
+  const sendId = String((await cliOk(['--home', sendHome, 'init', '--json']))[0]?.['id']);
+  await cliOk(['--home', recvHome, 'pair', 'add', sendId, '--name', 'sender', '--json']);
+  const shareDirs = Array.from({ length: shareCount }, (_, i) => join(root, 'clawpeer-dest', `s${i}`));
+  for (const d of shareDirs) await mkdir(d, { recursive: true });
+  const listener = await startListener(recvHome, shareDirs.map((d, i) => `s${i}=${d}`), cpuProfDir);
+  await cliOk(['--home', sendHome, 'pair', 'add', recvId, '--name', 'recv', '--addr', `127.0.0.1:${listener.port}`, '--json']);
+  return { senderHome: sendHome, listener, shareDirs };
+}
+
+interface ClawpeerSample {
+  readonly seconds: number;
+  readonly dataSeconds: number;
+  readonly scanSeconds: number;
+  readonly processSeconds: number;
+  readonly wireBytes: number;
+  readonly chunksSent: number;
+  readonly streams: number;
+  readonly window: number;
+  /** CPU seconds of the sending CLI process and of the listener during this push. */
+  readonly cpuSender: number | undefined;
+  readonly cpuReceiver: number | undefined;
+}
+
+/**
+ * Scan+hash time of a one-file push from its progress events: the CLI emits a 'scanning' event
+ * as each file is hashed (the first one unthrottled), so for one file it marks the end of
+ * hashing; push() started `seconds` before the done event. Undefined for a tree.
+ */
+function scanSecondsFromEvents(run: CliRun, done: Record<string, unknown>, totalBytes: number): number | undefined {
+  const pushStartMs = (run.lineTimesMs[run.lines.length - 1] ?? 0) - Number(done['seconds']) * 1000;
+  for (const [i, line] of run.lines.entries()) {
+    const e = JSON.parse(line) as Record<string, unknown>;
+    if (e['event'] === 'progress' && e['phase'] === 'scanning') return Number(e['bytes']) === totalBytes ? Math.max(0, (run.lineTimesMs[i] ?? 0) - pushStartMs) / 1000 : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Seconds from push() start to the first 'sending' progress event: an upper bound on the scan
+ * phase (it also covers the manifest exchange, the receiver's staging and the event throttle).
+ */
+function firstSendingSeconds(run: CliRun, done: Record<string, unknown>): number | undefined {
+  const pushStartMs = (run.lineTimesMs[run.lines.length - 1] ?? 0) - Number(done['seconds']) * 1000;
+  for (const [i, line] of run.lines.entries()) {
+    const e = JSON.parse(line) as Record<string, unknown>;
+    if (e['event'] === 'progress' && e['phase'] === 'sending') return Math.max(0, (run.lineTimesMs[i] ?? 0) - pushStartMs) / 1000;
+  }
+  return undefined;
+}
+
+/** The sender's scan+hash of `source` timed in this process (same scanner and chunking as the CLI, page-cached data). */
+async function scanSecondsInProcess(source: string): Promise<number> {
+  const c = DEFAULT_CAPABILITIES.chunking[0]!;
+  const t0 = performance.now();
+  await scanSource(source, { chunking: { minBytes: c.minBytes, avgBytes: c.avgBytes, maxBytes: c.maxBytes, normalization: DEFAULT_CHUNKING.normalization }, log: silentLogger });
+  return (performance.now() - t0) / 1000;
+}
+
+async function clawpeerPush(setup: ClawpeerSetup, source: string, share: number, totalBytes: number, o: TransferBenchOptions, profName: string): Promise<ClawpeerSample> {
+  const extra = [...(o.streams === undefined ? [] : ['--streams', String(o.streams)]), ...(o.window === undefined ? [] : ['--window', String(o.window)])];
+  const recvCpu0 = procCpuSeconds(setup.listener.child.pid);
+  const run = await runCli(['--home', setup.senderHome, 'push', source, `recv:s${share}`, '--json', ...extra], o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir, profName });
+  const recvCpu1 = procCpuSeconds(setup.listener.child.pid);
+  if (run.code !== 0) throw new Error(`clawpeer push exited ${String(run.code)}: ${run.stderr}`);
+  const lines = run.lines.filter((l) => l.startsWith('{'));
+  if (lines.length !== run.lines.length) throw new Error(`clawpeer push printed non-JSON lines: ${run.stdout}`);
+  const done = JSON.parse(run.lines.at(-1) ?? '{}') as Record<string, unknown>;
+  if (done['event'] !== 'done' || Number(done['bytes']) !== totalBytes) throw new Error(`clawpeer push: unexpected final event ${run.lines.at(-1) ?? ''}`);
+  const seconds = Number(done['seconds']);
+  const scanSeconds = scanSecondsFromEvents(run, done, totalBytes) ?? Math.min(await scanSecondsInProcess(source), firstSendingSeconds(run, done) ?? Number.POSITIVE_INFINITY);
+  return {
+    seconds,
+    scanSeconds,
+    dataSeconds: seconds - scanSeconds,
+    processSeconds: run.wallMs / 1000,
+    wireBytes: Number(done['wireBytes']),
+    chunksSent: Number(done['chunksSent']),
+    streams: Number(done['streams']),
+    window: Number(done['window']),
+    cpuSender: reportedCpuSeconds(run.stderr),
+    cpuReceiver: recvCpu0 === undefined || recvCpu1 === undefined ? undefined : recvCpu1 - recvCpu0,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Raw quinn: one connection, one stream, the same bytes, sink in its own process
+
+/** The sink process: accepts one connection and one stream, reads to FIN, answers the count. */
+async function rawQuinnSink(): Promise<void> {
+  const backend = new QuinnBackend();
+  const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: generateIdentity() });
+  const accepted = listener.accept();
+  process.stdout.write(JSON.stringify({ port: listener.address.port }) + '\n');
+  const conn = await accepted;
+  if (conn === null) throw new Error('raw quinn sink: listener closed');
+  const stream = await conn.acceptStream();
+  if (stream === null) throw new Error('raw quinn sink: no stream');
+  let got = 0;
+  for (;;) {
+    const bytes = await stream.read(RAW_READ_BYTES);
+    if (bytes === null) break;
+    got += bytes.length;
+  }
+  const u = process.cpuUsage();
+  const answer = Buffer.alloc(16);
+  answer.writeBigUInt64BE(BigInt(got));
+  answer.writeBigUInt64BE(BigInt(u.user + u.system), 8); // µs of CPU so far (this process does nothing else)
+  await stream.write(answer);
+  await stream.finish();
+  // The sender closes once it has the answer; wait for that (bounded) so nothing is cut.
+  await Promise.race([conn.closed, new Promise((r) => setTimeout(r, 5_000))]);
+  await listener.close();
+}
+
+interface RawSample {
+  readonly seconds: number;
+  /** CPU seconds of the bench process while sending (it does nothing else meanwhile). */
+  readonly cpuSender: number;
+  /** CPU seconds of the sink process, start-up included (~0.1 s). */
+  readonly cpuReceiver: number;
+}
+
+async function rawQuinnPush(file: string, bytes: number): Promise<RawSample> {
+  const sink = spawn(process.execPath, [fileURLToPath(import.meta.url), SINK_FLAG], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<number | null>((res) => sink.on('close', (code) => res(code)));
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      createInterface({ input: sink.stdout! }).once('line', (line) => resolve(Number((JSON.parse(line) as { port: number }).port)));
+      sink.once('close', (code) => reject(new Error(`raw quinn sink exited ${String(code)} before listening`)));
+    });
+    const conn = await new QuinnBackend().connect({ host: '127.0.0.1', port, identity: generateIdentity() });
+    const h = await open(file, 'r');
+    try {
+      const stream = await conn.openStream();
+      const t0 = performance.now();
+      const cpu0 = process.cpuUsage();
+      for (let done = 0; done < bytes; ) {
+        // A fresh buffer per piece: quinn may still hold the previous one until write() resolves.
+        const buf = Buffer.allocUnsafe(Math.min(RAW_PIECE_BYTES, bytes - done));
+        const { bytesRead } = await h.read(buf, 0, buf.length, done);
+        if (bytesRead === 0) throw new Error(`${file} ended at ${done} of ${bytes} bytes`);
+        await stream.write(buf.subarray(0, bytesRead));
+        done += bytesRead;
+      }
+      await stream.finish();
+      const answer = await stream.read(16);
+      const seconds = (performance.now() - t0) / 1000;
+      const cpu = process.cpuUsage(cpu0);
+      if (answer === null || answer.length !== 16 || Buffer.from(answer).readBigUInt64BE(0) !== BigInt(bytes)) throw new Error('raw quinn sink did not confirm every byte');
+      await conn.close();
+      return { seconds, cpuSender: (cpu.user + cpu.system) / 1e6, cpuReceiver: Number(Buffer.from(answer).readBigUInt64BE(8)) / 1e6 };
+    } finally {
+      await h.close();
+    }
+  } finally {
+    if (sink.exitCode === null) setTimeout(() => sink.kill('SIGKILL'), 6_000).unref();
+    await exited;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// scp and rsync over a private sshd
+
+interface SshSetup {
+  readonly port: number;
+  readonly user: string;
+  /** Options common to ssh and scp: no user config, our key, no host key prompts, quiet. */
+  readonly commonArgs: string[];
+  /** commonArgs plus port and user, for ssh. */
+  readonly sshArgs: string[];
+  readonly versions: Record<string, string>;
+  readonly installed: boolean;
+  stop(): Promise<void>;
+}
+
+function commandExists(name: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
+}
+
+function findSshd(): string | undefined {
+  for (const p of ['/usr/sbin/sshd', '/usr/local/sbin/sshd', '/sbin/sshd']) {
+    if (spawnSync('test', ['-x', p]).status === 0) return p;
+  }
+  const r = spawnSync('sh', ['-c', 'command -v sshd'], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+/** Installs openssh-server, openssh-client and rsync from the Debian archive when sshd is missing. */
+async function ensureSshTools(log: Log): Promise<boolean> {
+  if (findSshd() !== undefined && commandExists('rsync') && commandExists('scp')) return false;
+  log('installing openssh-server, openssh-client, rsync (apt-get)');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const sudo = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
+  const run = async (args: string[]): Promise<void> => {
+    const [cmd, ...rest] = [...sudo, ...args];
+    await execFileAsync(cmd!, rest, { env, maxBuffer: 64 * MiB });
+  };
+  await run(['apt-get', 'update']);
+  await run(['apt-get', 'install', '-y', '--no-install-recommends', 'openssh-server', 'rsync', 'openssh-client']);
+  return true;
+}
+
+function freeTcpPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function startSshd(dir: string, log: Log): Promise<SshSetup> {
+  const installed = await ensureSshTools(log);
+  const sshd = findSshd();
+  if (sshd === undefined) throw new Error('sshd not found after installing openssh-server');
+  await mkdir(dir, { recursive: true });
+  const hostKey = join(dir, 'host_ed25519');
+  const clientKey = join(dir, 'client_ed25519');
+  for (const key of [hostKey, clientKey]) await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]);
+  const authorized = join(dir, 'authorized_keys');
+  await writeFile(authorized, await readFile(`${clientKey}.pub`), { mode: 0o600 });
+  // Privilege separation needs this directory when sshd starts as root (the service would create it).
+  if (process.getuid?.() === 0) await mkdir('/run/sshd', { recursive: true, mode: 0o755 });
+  const port = await freeTcpPort();
+  const config = join(dir, 'sshd_config');
+  await writeFile(
+    config,
+    [
+      `Port ${port}`,
+      'ListenAddress 127.0.0.1',
+      `HostKey ${hostKey}`,
+      `AuthorizedKeysFile ${authorized}`,
+      `PidFile ${join(dir, 'sshd.pid')}`,
+      'PubkeyAuthentication yes',
+      'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no',
+      'UsePAM no',
+      'StrictModes no',
+      'PermitRootLogin prohibit-password',
+      'Subsystem sftp internal-sftp',
+      'LogLevel ERROR',
+      '',
+    ].join('\n'),
+  );
+  const child = spawn(sshd, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((res) => child.on('close', () => res()));
+  const user = userInfo().username;
+  const commonArgs = [
+    '-F', '/dev/null', '-i', clientKey, '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes',
+    '-o', 'StrictHostKeyChecking=no', '-o', `UserKnownHostsFile=${join(dir, 'known_hosts')}`, '-o', 'LogLevel=ERROR',
+  ];
+  const sshArgs = [...commonArgs, '-p', String(port), '-l', user];
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  // Wait until it accepts a login.
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    const r = spawnSync('ssh', [...sshArgs, '127.0.0.1', 'true'], { encoding: 'utf8' });
+    if (r.status === 0) break;
+    if (performance.now() > deadline || child.exitCode !== null) {
+      await stop();
+      throw new Error(`private sshd did not accept a login: ${r.stderr} ${stderr}`);
+    }
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  const versionOf = (cmd: string, args: string[]): string => {
+    const r = spawnSync(cmd, args, { encoding: 'utf8' });
+    return `${r.stdout}${r.stderr}`.split('\n')[0]?.trim() ?? 'unknown';
+  };
+  // Which cipher the defaults negotiate (the first of the client's list the server also has).
+  const cipherLine = spawnSync('ssh', [...sshArgs, '-v', '127.0.0.1', 'true'], { encoding: 'utf8' }).stderr.split('\n').find((l) => l.includes('kex: server->client cipher'));
+  return {
+    port,
+    user,
+    commonArgs,
+    sshArgs,
+    installed,
+    versions: {
+      ssh: versionOf('ssh', ['-V']),
+      rsync: versionOf('rsync', ['--version']),
+      cipher: cipherLine?.replace(/^debug1: /, '').trim() ?? 'unknown',
+    },
+    stop,
+  };
+}
+
+async function timedProcess(cmd: string, args: readonly string[]): Promise<number> {
+  const t0 = performance.now();
+  const r = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr });
+    });
+  });
+  if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${String(r.code)}: ${r.stderr}`);
+  return (performance.now() - t0) / 1000;
+}
+
+function sshCommand(ssh: SshSetup): string {
+  return ['ssh', ...ssh.sshArgs].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+}
+
+/** `scp` copies `source` (file or, with -r, directory) into `destDir`. */
+function scpCopy(ssh: SshSetup, source: string, destDir: string, recursive: boolean): Promise<number> {
+  // scp takes -P for the port and the user in the target (no -l).
+  return timedProcess('scp', [...ssh.commonArgs, '-P', String(ssh.port), '-q', ...(recursive ? ['-r'] : []), source, `${ssh.user}@127.0.0.1:${destDir}/`]);
+}
+
+function rsyncCopy(ssh: SshSetup, source: string, destDir: string): Promise<number> {
+  return timedProcess('rsync', ['-a', '-e', sshCommand(ssh), source, `127.0.0.1:${destDir}/`]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+interface ToolResult {
+  readonly tool: string;
+  readonly measure: string;
+  readonly secondsAll: number[];
+  readonly secondsMedian: number;
+  readonly MiBps: number;
+  readonly extra?: Record<string, unknown>;
+}
+
+function toolResult(tool: string, measure: string, secs: number[], bytes: number, extra?: Record<string, unknown>): ToolResult {
+  const m = median(secs);
+  return { tool, measure, secondsAll: secs.map((s) => round(s, 3)), secondsMedian: round(m, 3), MiBps: round(bytes / MiB / m, 1), ...(extra === undefined ? {} : { extra }) };
+}
+
+interface CaseSpec {
+  readonly name: 'big' | 'small';
+  readonly description: string;
+  readonly source: string;
+  readonly files: number;
+  readonly bytes: number;
+}
+
+async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup; shareBase: number; runs: number; ssh: SshSetup | undefined; o: TransferBenchOptions; log: Log }): Promise<Record<string, unknown>> {
+  const { runs, ssh, o, log } = ctx;
+  const claw: ClawpeerSample[] = [];
+  const raw: RawSample[] = [];
+  const scp: number[] = [];
+  const rsync: number[] = [];
+  const MiBs = (s: number): string => `${round(spec.bytes / MiB / s, 1)} MiB/s`;
+  for (let r = 0; r < runs; r++) {
+    if (spec.name === 'big') {
+      syncDisks();
+      raw.push(await rawQuinnPush(spec.source, spec.bytes));
+      const rs = raw.at(-1)!;
+      log(`  ${spec.name} run ${r + 1}/${runs}: raw quinn ${MiBs(rs.seconds)} (cpu: sender ${round(rs.cpuSender, 2)} s, sink ${round(rs.cpuReceiver, 2)} s)`);
+    }
+    syncDisks();
+    const share = ctx.shareBase + r;
+    const s = await clawpeerPush(ctx.setup, spec.source, share, spec.bytes, o, `push-${spec.name}-${r}`);
+    claw.push(s);
+    log(`  ${spec.name} run ${r + 1}/${runs}: clawpeer ${MiBs(s.seconds)} (seconds ${round(s.seconds, 2)}, scan ${round(s.scanSeconds, 2)}, process ${round(s.processSeconds, 2)}; cpu: sender ${round(s.cpuSender ?? NaN, 2)} s, receiver ${round(s.cpuReceiver ?? NaN, 2)} s)`);
+    const landed = await treeBytes(ctx.setup.shareDirs[share]!);
+    if (landed.bytes !== spec.bytes || landed.files !== spec.files) throw new Error(`clawpeer delivered ${landed.files} files / ${landed.bytes} bytes, expected ${spec.files} / ${spec.bytes}`);
+    await rm(ctx.setup.shareDirs[share]!, { recursive: true, force: true });
+    if (ssh !== undefined) {
+      for (const tool of ['scp', 'rsync'] as const) {
+        const dest = join(ctx.root, `${tool}-dest-${spec.name}-${r}`);
+        await mkdir(dest, { recursive: true });
+        syncDisks();
+        const secs = tool === 'scp' ? await scpCopy(ssh, spec.source, dest, spec.name === 'small') : await rsyncCopy(ssh, spec.source, dest);
+        (tool === 'scp' ? scp : rsync).push(secs);
+        const landedSsh = await treeBytes(dest);
+        if (landedSsh.bytes !== spec.bytes) throw new Error(`${tool} delivered ${landedSsh.bytes} bytes, expected ${spec.bytes}`);
+        await rm(dest, { recursive: true, force: true });
+        log(`  ${spec.name} run ${r + 1}/${runs}: ${tool} ${MiBs(secs)}`);
+      }
+    }
+  }
+  const clawSeconds = toolResult('clawpeer push', 'CLI "seconds": scan+hash, manifest, transfer, fsync, publish (no process start, no connect)', claw.map((c) => c.seconds), spec.bytes, {
+    cpuSecondsSender: claw.map((c) => round(c.cpuSender ?? Number.NaN, 2)),
+    cpuSecondsReceiver: claw.map((c) => round(c.cpuReceiver ?? Number.NaN, 2)),
+    wireBytes: claw.map((c) => c.wireBytes),
+    chunksSent: claw.map((c) => c.chunksSent),
+    streams: claw[0]?.streams,
+    window: claw[0]?.window,
+  });
+  const clawData = toolResult(
+    'clawpeer push',
+    spec.name === 'big' ? 'CLI "seconds" minus the scan+hash phase (exact: from the scanning progress event)' : 'CLI "seconds" minus the scan+hash phase (approximate: min of the same scan timed in the bench process and the first sending event)',
+    claw.map((c) => c.dataSeconds),
+    spec.bytes,
+    { scanSecondsAll: claw.map((c) => round(c.scanSeconds, 3)) },
+  );
+  const clawProcess = toolResult('clawpeer push', 'wall time of the client process (node start-up, connect, everything)', claw.map((c) => c.processSeconds), spec.bytes);
+  const rows: ToolResult[] = [clawSeconds, clawData, clawProcess];
+  const ratios: Record<string, number> = {};
+  if (raw.length > 0) {
+    const rawRow = toolResult('raw quinn stream', 'first write until the sink confirmed every byte (1 connection, 1 stream, 1 MiB writes read from the file)', raw.map((x) => x.seconds), spec.bytes, {
+      cpuSecondsSender: raw.map((x) => round(x.cpuSender, 2)),
+      cpuSecondsReceiver: raw.map((x) => round(x.cpuReceiver, 2)),
+    });
+    rows.push(rawRow);
+    ratios['clawpeerSecondsPerRawQuinn'] = ratio(clawSeconds.MiBps, rawRow.MiBps);
+    ratios['clawpeerDataPerRawQuinn'] = ratio(clawData.MiBps, rawRow.MiBps);
+  }
+  if (scp.length > 0) {
+    const row = toolResult('scp', `wall time of the scp process${spec.name === 'small' ? ' (-r)' : ''}`, scp, spec.bytes);
+    rows.push(row);
+    ratios['clawpeerProcessTimePerScpTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
+  }
+  if (rsync.length > 0) {
+    const row = toolResult('rsync -a over ssh', 'wall time of the rsync process', rsync, spec.bytes);
+    rows.push(row);
+    ratios['clawpeerProcessTimePerRsyncTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
+  }
+  return { case: spec.name, description: spec.description, files: spec.files, bytes: spec.bytes, runs, results: rows, ratios };
+}
+
+export async function main(options: TransferBenchOptions = {}): Promise<Record<string, unknown>> {
+  const smoke = options.smoke === true;
+  const o = options;
+  const log: Log = (msg) => {
+    if (options.verbose === true) process.stderr.write(`${msg}\n`);
+  };
+  const runs = options.runs ?? (smoke ? 1 : 3);
+  const bigBytes = smoke ? SMOKE_BIG_BYTES : BIG_BYTES;
+  const smallFiles = smoke ? SMOKE_SMALL_FILES : SMALL_FILES;
+  const useSsh = !smoke && options.noSsh !== true;
+  const cases = (['big', 'small'] as const).filter((c) => options.only === undefined || options.only === c);
+  extraNodeFlags = options.nodeFlags ?? [];
+  const loadBefore = loadavg().map((x) => round(x, 2));
+  const conditions = machineConditions();
+  const root = await mkdtemp(join(tmpdir(), 'clawpeer-bench-transfer-'));
+  let ssh: SshSetup | undefined;
+  let setup: ClawpeerSetup | undefined;
+  const notes: string[] = [];
+  try {
+    const specs: CaseSpec[] = [];
+    if (cases.includes('big')) {
+      const file = join(root, 'src-big', 'big.bin');
+      await mkdir(dirname(file), { recursive: true });
+      log(`writing ${bigBytes / MiB} MiB of random bytes`);
+      await writeRandomFile(file, bigBytes);
+      specs.push({ name: 'big', description: `one ${bigBytes / MiB} MiB incompressible file`, source: file, files: 1, bytes: bigBytes });
+    }
+    if (cases.includes('small')) {
+      const dir = join(root, 'src-small', 'tree');
+      log(`writing ${smallFiles} files x ${SMALL_FILE_BYTES / KiB} KiB`);
+      await makeSmallTree(dir, smallFiles);
+      specs.push({ name: 'small', description: `${smallFiles} files x ${SMALL_FILE_BYTES / KiB} KiB of random bytes in one directory`, source: dir, files: smallFiles, bytes: smallFiles * SMALL_FILE_BYTES });
+    }
+    if (useSsh) {
+      try {
+        ssh = await startSshd(join(root, 'ssh'), log);
+        log(`private sshd on 127.0.0.1:${ssh.port} (${ssh.versions['ssh'] ?? ''})`);
+      } catch (err) {
+        notes.push(`scp/rsync skipped: ${(err as Error).message}`);
+        log(notes.at(-1)!);
+      }
+    } else {
+      notes.push(smoke ? 'smoke mode: scp/rsync not run (no ssh tools needed in CI)' : 'scp/rsync not run (--no-ssh)');
+    }
+    if (options.cpuProfDir !== undefined) await mkdir(options.cpuProfDir, { recursive: true });
+    setup = await setUpClawpeer(root, runs * specs.length, options.cpuProfDir);
+    const results: Record<string, unknown>[] = [];
+    for (const [i, spec] of specs.entries()) {
+      log(`case ${spec.name}: ${spec.description}, ${runs} run(s)`);
+      results.push(await runCase(spec, { root, setup, shareBase: i * runs, runs, ssh, o, log }));
+    }
+    const caps = DEFAULT_CAPABILITIES;
+    const result = {
+      bench: 'transfer',
+      smoke,
+      conditions: {
+        ...conditions,
+        loadAverageBefore: loadBefore,
+        loadAverageAfter: loadavg().map((x) => round(x, 2)),
+        note: 'shared 2-core machine: other engineers\' test runs may be running (see load averages [1, 5, 15 min]); runs of the tools are interleaved',
+        network: 'loopback 127.0.0.1; sender and receiver are separate processes on the same 2 cores',
+        data: 'incompressible (crypto.randomBytes, distinct 8 MiB blocks / distinct files), page-cached source, destination on the same disk',
+        durability: 'clawpeer fsyncs every file (batched) before rename; scp and rsync do not fsync',
+        clawpeer: {
+          streams: options.streams ?? 'CLI default',
+          window: options.window ?? 'CLI default',
+          chunking: caps.chunking[0],
+          maxWindowChunks: caps.maxWindowChunks,
+          maxStreams: caps.maxStreams,
+          aead: caps.aeadSuites[0],
+          transport: 'quic (quinn)',
+          nodeFlags: extraNodeFlags,
+          quinnTuning: QUINN_TUNING_DEFAULTS,
+        },
+        ssh: ssh === undefined ? undefined : { ...ssh.versions, installedByThisRun: ssh.installed, options: 'OpenSSH defaults, private sshd on 127.0.0.1' },
+        notes,
+      },
+      cases: results,
+    };
+    const outFile = options.outFile ?? (smoke ? undefined : 'transfer');
+    if (outFile !== undefined) {
+      const written = outFile.includes('/') ? (await mkdir(dirname(outFile), { recursive: true }), await writeFile(outFile, JSON.stringify(result, null, 2) + '\n'), outFile) : await writeResult(outFile, result);
+      log(`wrote ${written}`);
+    }
+    return result;
+  } finally {
+    await setup?.listener.stop();
+    await ssh?.stop();
+    if (options.keep !== true) await rm(root, { recursive: true, force: true });
+    else log(`kept ${root}`);
+  }
+}
+
+function argValue(argv: readonly string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  return i < 0 ? undefined : argv[i + 1];
+}
+
+if (isMainModule(import.meta.url)) {
+  const argv = process.argv.slice(2);
+  const num = (flag: string): number | undefined => {
+    const v = argValue(argv, flag);
+    return v === undefined ? undefined : Number(v);
+  };
+  const only = argValue(argv, '--only');
+  const run = argv.includes(SINK_FLAG)
+    ? rawQuinnSink()
+    : main({
+        smoke: argv.includes('--smoke'),
+        verbose: true,
+        noSsh: argv.includes('--no-ssh'),
+        keep: argv.includes('--keep'),
+        ...(num('--runs') === undefined ? {} : { runs: num('--runs')! }),
+        ...(num('--streams') === undefined ? {} : { streams: num('--streams')! }),
+        ...(num('--window') === undefined ? {} : { window: num('--window')! }),
+        ...(only === 'big' || only === 'small' ? { only } : {}),
+        ...(argValue(argv, '--cpu-prof') === undefined ? {} : { cpuProfDir: argValue(argv, '--cpu-prof')! }),
+        ...(argValue(argv, '--node-flags') === undefined ? {} : { nodeFlags: argValue(argv, '--node-flags')!.split(' ').filter((f) => f !== '') }),
+        ...(argValue(argv, '--out') === undefined ? {} : { outFile: argValue(argv, '--out')! }),
+      }).then((r) => {
+        process.stdout.write(JSON.stringify(r, null, 2) + '\n');
+      });
+  run.catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,41 @@
+// scanSource: small files are hashed from one whole read, larger ones streamed; either way each
+// file's manifest must equal the streaming chunker's (the receiver recomputes and compares).
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { DEFAULT_CHUNKING, type ChunkingParams } from '../../src/chunking/fastcdc.js';
+import { manifestFromFile } from '../../src/chunking/file-chunker.js';
+import { silentLogger } from '../../src/logger.js';
+import { scanSource, WHOLE_READ_MAX_BYTES } from '../../src/node/transfer-source.js';
+
+const chunking: ChunkingParams = { ...DEFAULT_CHUNKING };
+
+t.test('manifests match the streaming chunker on both sides of the whole-read limit', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-src-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const root = path.join(dir, 'tree');
+  await mkdir(root);
+  const sizes = [0, 1, 4095, 70_000, WHOLE_READ_MAX_BYTES, WHOLE_READ_MAX_BYTES + 1, 3 * WHOLE_READ_MAX_BYTES + 17];
+  for (const [i, size] of sizes.entries()) await writeFile(path.join(root, `f${i}.bin`), randomBytes(size));
+  const source = await scanSource(root, { chunking, log: silentLogger });
+  t.equal(source.files.size, sizes.length);
+  t.equal(source.totalBytes, sizes.reduce((a, b) => a + b, 0));
+  for (const file of source.files.values()) {
+    const expected = await manifestFromFile(file.localPath, chunking);
+    t.same(file.manifest, expected, `${path.basename(file.localPath)} (${expected.size} bytes)`);
+  }
+});
+
+t.test('an unreadable file is an IO error naming it', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-src-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'secret.bin');
+  await writeFile(file, 'x', { mode: 0o000 });
+  if (process.getuid?.() === 0) {
+    t.pass('root reads any file: nothing to check here');
+    return;
+  }
+  await t.rejects(scanSource(file, { chunking, log: silentLogger }), { code: 'IO', message: /secret\.bin/ });
+});
