@@ -1,0 +1,475 @@
+// Macro benchmark of `clawpeer sync` against `rsync -a` over ssh (issue 4, benchmarks 2 and 3):
+// (2) a no-op sync of a many-file tree, goal: at most half of rsync's time; (3) 1% of the files
+// changed: wire bytes and time against rsync.
+//
+// Both sides run on this machine through the real CLI (bin/clawpeer.js, i.e. the dist/ build):
+// two homes paired both ways, a listener serving share `docs`, and `sync LOCALDIR alice:docs`.
+// rsync runs against a private sshd on 127.0.0.1 (throwaway host and client keys in a temp dir).
+//
+// Sequence: write the tree (4 KiB incompressible files in nested directories); initial sync of
+// each tool (timed once, reported separately); no-op syncs, interleaved clawpeer / rsync, median
+// of `runs`; rewrite 1% of the files (every 100th, new random bytes, same size, new mtime); one
+// sync of each tool. After every sync the destination is checked against the source.
+//
+// What is timed:
+//   - clawpeer `seconds`: the CLI's own figure (sync start to done: scan, reconciliation,
+//     transfer, publish); excludes node start-up and the QUIC connect/handshake.
+//   - clawpeer `processSeconds` and rsync: wall time of the whole client process (start-up,
+//     connect, authentication, everything). The goal ratio is taken on these (like for like).
+// Wire bytes: clawpeer's `wireBytes`; rsync's `--stats` "Total bytes sent" + "received", which
+// is rsync's protocol stream and leaves out ssh's own framing, MAC and key exchange (a few KiB).
+// Non-goals: CPU accounting, fsync parity (clawpeer publishes durably, rsync does not fsync).
+// Smoke mode: 50 files, one run, no ssh tools, nothing written: seconds, for CI.
+// Run: node <outDir>/bench/sync.js [--smoke] [--files N] [--runs N] [--no-ssh] [--keep]
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { loadavg, tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { isMainModule, KiB, machineConditions, median, MiB, ratio, REPO_ROOT, round, writeResult } from './common.js';
+
+const execFileAsync = promisify(execFile);
+
+export interface SyncBenchOptions {
+  /** 50 files, one run, no ssh tools; writes nothing. */
+  readonly smoke?: boolean;
+  /** Files in the tree (default 10,000; smoke 50). */
+  readonly files?: number;
+  /** Timed no-op runs per tool (default 3; smoke 1). */
+  readonly runs?: number;
+  /** Skip rsync (and never install anything). */
+  readonly noSsh?: boolean;
+  /** Keep the temp directory for inspection. */
+  readonly keep?: boolean;
+  /** Progress to stderr (default true when run from the command line). */
+  readonly verbose?: boolean;
+}
+
+const DEFAULT_FILES = 10_000;
+const SMOKE_FILES = 50;
+const FILE_BYTES = 4 * KiB;
+/** Tree shape: files per leaf directory, leaf directories per top-level directory. */
+const FILES_PER_DIR = 100;
+const DIRS_PER_TOP = 10;
+/** One file in this many is rewritten for benchmark 3 (1%). */
+const CHANGE_EVERY_FILES = 100;
+/** A sync (or rsync) that takes longer than this is a failure, ms. */
+const RUN_TIMEOUT_MS = 15 * 60_000;
+/** How long the private sshd may take to accept its first login, ms. */
+const SSHD_START_TIMEOUT_MS = 10_000;
+const CLI = join(REPO_ROOT, 'bin', 'clawpeer.js');
+/** clawpeer's state inside a synced folder (.clawpeer/, .clawpeer-tmp-*): rsync leaves it out. */
+const CLAWPEER_STATE_GLOB = '.clawpeer*';
+
+type Log = (msg: string) => void;
+
+// ---------------------------------------------------------------------------------------------
+// The tree
+
+function relPath(i: number, files: number): string {
+  const width = String(files - 1).length;
+  const leaf = Math.floor(i / FILES_PER_DIR);
+  return join(`d${Math.floor(leaf / DIRS_PER_TOP)}`, `e${leaf % DIRS_PER_TOP}`, `f${String(i).padStart(width, '0')}.bin`);
+}
+
+async function makeTree(dir: string, files: number): Promise<void> {
+  for (let i = 0; i < files; i++) {
+    const file = join(dir, relPath(i, files));
+    if (i % FILES_PER_DIR === 0) await mkdir(join(file, '..'), { recursive: true });
+    await writeFile(file, randomBytes(FILE_BYTES));
+  }
+}
+
+/** Rewrites every CHANGE_EVERY_FILES-th file with new random bytes of the same size; returns their paths. */
+async function changeFiles(dir: string, files: number): Promise<string[]> {
+  const changed: string[] = [];
+  for (let i = 0; i < files; i += CHANGE_EVERY_FILES) {
+    changed.push(relPath(i, files));
+    await writeFile(join(dir, relPath(i, files)), randomBytes(FILE_BYTES));
+  }
+  return changed;
+}
+
+/** Files and bytes under `dir`, leaving out clawpeer's own `.clawpeer*` state. */
+async function treeBytes(dir: string): Promise<{ files: number; bytes: number }> {
+  let files = 0;
+  let bytes = 0;
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    const rel = join(e.parentPath, e.name).slice(dir.length);
+    if (!e.isFile() || rel.split('/').some((s) => s.startsWith('.clawpeer'))) continue;
+    files++;
+    bytes += (await stat(join(e.parentPath, e.name))).size;
+  }
+  return { files, bytes };
+}
+
+/** Throws unless `dest` holds as many files and bytes as `source` and the `sample` files are equal. */
+async function checkCopy(tool: string, source: string, dest: string, sample: readonly string[]): Promise<void> {
+  const [a, b] = await Promise.all([treeBytes(source), treeBytes(dest)]);
+  if (a.files !== b.files || a.bytes !== b.bytes) throw new Error(`${tool}: destination has ${b.files} files / ${b.bytes} bytes, source ${a.files} / ${a.bytes}`);
+  for (const rel of sample) {
+    if (!(await readFile(join(source, rel))).equals(await readFile(join(dest, rel)))) throw new Error(`${tool}: ${rel} differs from the source`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+interface ProcessRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly wallSeconds: number;
+}
+
+function runProcess(cmd: string, args: readonly string[]): Promise<ProcessRun> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, wallSeconds: (performance.now() - t0) / 1000 });
+    });
+  });
+}
+
+async function cliJson(args: readonly string[]): Promise<{ lines: Record<string, unknown>[]; wallSeconds: number }> {
+  const r = await runProcess(process.execPath, [CLI, ...args]);
+  if (r.code !== 0) throw new Error(`clawpeer ${args.join(' ')} exited ${String(r.code)}: ${r.stderr}`);
+  const lines = r.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+  return { lines, wallSeconds: r.wallSeconds };
+}
+
+// ---------------------------------------------------------------------------------------------
+// clawpeer
+
+interface ClawpeerSetup {
+  readonly bobHome: string;
+  readonly shareDir: string;
+  readonly listener: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** alice listens with share docs=shareDir; bob has alice paired at the listener's address. */
+async function setUpClawpeer(root: string): Promise<ClawpeerSetup> {
+  const aliceHome = join(root, 'home-alice');
+  const bobHome = join(root, 'home-bob');
+  const shareDir = join(root, 'clawpeer-dest');
+  await mkdir(shareDir, { recursive: true });
+  const aliceId = String((await cliJson(['--home', aliceHome, 'init', '--json'])).lines[0]?.['id']);
+  const bobId = String((await cliJson(['--home', bobHome, 'init', '--json'])).lines[0]?.['id']);
+  await cliJson(['--home', aliceHome, 'pair', 'add', bobId, '--name', 'bob', '--json']);
+  const listener = spawn(process.execPath, [CLI, '--home', aliceHome, 'listen', '--host', '127.0.0.1', '--port', '0', '--share', `docs=${shareDir}`, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  listener.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((res) => listener.on('close', () => res()));
+  const stop = async (): Promise<void> => {
+    if (listener.exitCode === null && listener.signalCode === null) listener.kill('SIGTERM');
+    await exited;
+  };
+  const port = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: listener.stdout }).once('line', (line) => resolve(Number((JSON.parse(line) as Record<string, unknown>)['port'])));
+    listener.once('close', (code) => reject(new Error(`listener exited ${String(code)} before ready: ${stderr}`)));
+  });
+  await cliJson(['--home', bobHome, 'pair', 'add', aliceId, '--name', 'alice', '--addr', `127.0.0.1:${port}`, '--json']);
+  return { bobHome, shareDir, listener, stop };
+}
+
+interface ClawpeerSync {
+  readonly seconds: number;
+  readonly processSeconds: number;
+  readonly wireBytes: number;
+  readonly roundTrips: number;
+  readonly reconcileBytes: number;
+  readonly revisionsSent: number;
+  readonly chunksSent: number;
+}
+
+async function clawpeerSync(setup: ClawpeerSetup, localDir: string): Promise<ClawpeerSync> {
+  const r = await cliJson(['--home', setup.bobHome, 'sync', localDir, 'alice:docs', '--json']);
+  const done = r.lines.at(-1) ?? {};
+  if (done['event'] !== 'done' || done['inSync'] !== true) throw new Error(`clawpeer sync: unexpected final line ${JSON.stringify(done)} (all: ${JSON.stringify(r.lines.slice(0, 5))})`);
+  const n = (k: string): number => Number(done[k]);
+  return {
+    seconds: n('seconds'),
+    processSeconds: round(r.wallSeconds, 3),
+    wireBytes: n('wireBytes'),
+    roundTrips: n('roundTrips'),
+    reconcileBytes: n('reconcileBytes'),
+    revisionsSent: n('revisionsSent'),
+    chunksSent: n('chunksSent'),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// rsync over a private sshd
+
+interface Sshd {
+  /** The `-e` argument of rsync: ssh with our key, port, and no host-key prompts. */
+  readonly rshCommand: string;
+  readonly versions: Record<string, string>;
+  readonly installed: boolean;
+  stop(): Promise<void>;
+}
+
+function findSshd(): string | undefined {
+  for (const p of ['/usr/sbin/sshd', '/usr/local/sbin/sshd', '/sbin/sshd']) if (spawnSync('test', ['-x', p]).status === 0) return p;
+  return undefined;
+}
+
+function commandExists(name: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
+}
+
+/** Installs openssh-server, openssh-client and rsync from the Debian archive when one is missing. */
+async function ensureSshTools(log: Log): Promise<boolean> {
+  if (findSshd() !== undefined && commandExists('rsync') && commandExists('ssh')) return false;
+  log('installing openssh-server, openssh-client, rsync (apt-get)');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const sudo = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
+  for (const args of [['apt-get', 'update'], ['apt-get', 'install', '-y', '--no-install-recommends', 'openssh-server', 'openssh-client', 'rsync']]) {
+    const [cmd, ...rest] = [...sudo, ...args];
+    await execFileAsync(cmd!, rest, { env, maxBuffer: 64 * MiB });
+  }
+  return true;
+}
+
+function freeTcpPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function startSshd(dir: string, log: Log): Promise<Sshd> {
+  const installed = await ensureSshTools(log);
+  const sshd = findSshd();
+  if (sshd === undefined) throw new Error('sshd not found (openssh-server)');
+  await mkdir(dir, { recursive: true });
+  const hostKey = join(dir, 'host_ed25519');
+  const clientKey = join(dir, 'client_ed25519');
+  for (const key of [hostKey, clientKey]) await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]);
+  const authorized = join(dir, 'authorized_keys');
+  await writeFile(authorized, await readFile(`${clientKey}.pub`), { mode: 0o600 });
+  // Privilege separation needs this directory when sshd starts as root (the service would create it).
+  if (process.getuid?.() === 0) await mkdir('/run/sshd', { recursive: true, mode: 0o755 });
+  const port = await freeTcpPort();
+  const config = join(dir, 'sshd_config');
+  await writeFile(config, [
+    `Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${hostKey}`, `AuthorizedKeysFile ${authorized}`, `PidFile ${join(dir, 'sshd.pid')}`,
+    'PubkeyAuthentication yes', 'PasswordAuthentication no', 'KbdInteractiveAuthentication no', 'UsePAM no', 'StrictModes no',
+    'PermitRootLogin prohibit-password', 'LogLevel ERROR', '',
+  ].join('\n'));
+  const child = spawn(sshd, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((res) => child.on('close', () => res()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  const sshArgs = [
+    '-F', '/dev/null', '-i', clientKey, '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no',
+    '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-p', String(port), '-l', userInfo().username,
+  ];
+  const deadline = performance.now() + SSHD_START_TIMEOUT_MS;
+  for (;;) {
+    const r = spawnSync('ssh', [...sshArgs, '127.0.0.1', 'true'], { encoding: 'utf8' });
+    if (r.status === 0) break;
+    if (performance.now() > deadline || child.exitCode !== null) {
+      await stop();
+      throw new Error(`private sshd did not accept a login: ${r.stderr} ${stderr}`);
+    }
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  const firstLine = (cmd: string, args: string[]): string => {
+    const r = spawnSync(cmd, args, { encoding: 'utf8' });
+    return `${r.stdout}${r.stderr}`.split('\n')[0]?.trim() ?? 'unknown';
+  };
+  // The paths have no spaces or quotes (mkdtemp under tmpdir), so a plain join is a valid -e.
+  return { rshCommand: ['ssh', ...sshArgs].join(' '), versions: { ssh: firstLine('ssh', ['-V']), rsync: firstLine('rsync', ['--version']) }, installed, stop };
+}
+
+interface RsyncRun {
+  readonly seconds: number;
+  readonly wireBytes: number;
+  readonly bytesSent: number;
+  readonly bytesReceived: number;
+  readonly filesTransferred: number;
+}
+
+async function rsyncSync(ssh: Sshd, source: string, dest: string): Promise<RsyncRun> {
+  const r = await runProcess('rsync', ['-a', '--stats', `--exclude=${CLAWPEER_STATE_GLOB}`, '-e', ssh.rshCommand, `${source}/`, `127.0.0.1:${dest}/`]);
+  if (r.code !== 0) throw new Error(`rsync exited ${String(r.code)}: ${r.stderr}`);
+  const num = (label: string): number => {
+    const m = new RegExp(`^${label}: ([\\d,]+)`, 'm').exec(r.stdout);
+    if (m === null) throw new Error(`rsync --stats has no "${label}": ${r.stdout}`);
+    return Number(m[1]!.replace(/,/g, ''));
+  };
+  const sent = num('Total bytes sent');
+  const received = num('Total bytes received');
+  return { seconds: round(r.wallSeconds, 3), wireBytes: sent + received, bytesSent: sent, bytesReceived: received, filesTransferred: num('Number of regular files transferred') };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+export async function main(options: SyncBenchOptions = {}): Promise<Record<string, unknown>> {
+  const smoke = options.smoke === true;
+  const log: Log = (msg) => {
+    if (options.verbose === true) process.stderr.write(`${msg}\n`);
+  };
+  const files = options.files ?? (smoke ? SMOKE_FILES : DEFAULT_FILES);
+  const runs = options.runs ?? (smoke ? 1 : 3);
+  const useSsh = !smoke && options.noSsh !== true;
+  const loadBefore = loadavg().map((x) => round(x, 2));
+  const conditions = machineConditions();
+  const root = await mkdtemp(join(tmpdir(), 'clawpeer-bench-sync-'));
+  const notes: string[] = [];
+  let setup: ClawpeerSetup | undefined;
+  let ssh: Sshd | undefined;
+  try {
+    const source = join(root, 'local');
+    log(`writing ${files} files x ${FILE_BYTES / KiB} KiB`);
+    await makeTree(source, files);
+    const sample = [relPath(0, files), relPath(files - 1, files)];
+    if (useSsh) {
+      try {
+        ssh = await startSshd(join(root, 'ssh'), log);
+      } catch (err) {
+        notes.push(`rsync skipped: ${(err as Error).message}`);
+        log(notes.at(-1)!);
+      }
+    } else {
+      notes.push(smoke ? 'smoke mode: rsync not run (no ssh tools needed in CI)' : 'rsync not run (--no-ssh)');
+    }
+    setup = await setUpClawpeer(root);
+    const rsyncDest = join(root, 'rsync-dest');
+    await mkdir(rsyncDest, { recursive: true });
+
+    // Initial syncs (everything travels): timed once, reported apart.
+    const clawInitial = await clawpeerSync(setup, source);
+    await checkCopy('clawpeer initial sync', source, setup.shareDir, sample);
+    log(`initial: clawpeer ${clawInitial.seconds} s (process ${clawInitial.processSeconds} s), ${clawInitial.wireBytes} wire bytes`);
+    const rsyncInitial = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncDest);
+    if (rsyncInitial !== undefined) {
+      await checkCopy('rsync initial', source, rsyncDest, sample);
+      log(`initial: rsync ${rsyncInitial.seconds} s, ${rsyncInitial.wireBytes} wire bytes`);
+    }
+
+    // Benchmark 2: no-op syncs, interleaved so a burst of load hits both tools alike.
+    const clawNoop: ClawpeerSync[] = [];
+    const rsyncNoop: RsyncRun[] = [];
+    for (let r = 0; r < runs; r++) {
+      clawNoop.push(await clawpeerSync(setup, source));
+      log(`no-op ${r + 1}/${runs}: clawpeer ${clawNoop.at(-1)!.seconds} s (process ${clawNoop.at(-1)!.processSeconds} s), ${clawNoop.at(-1)!.wireBytes} wire bytes, ${clawNoop.at(-1)!.roundTrips} round trips`);
+      if (ssh !== undefined) {
+        rsyncNoop.push(await rsyncSync(ssh, source, rsyncDest));
+        log(`no-op ${r + 1}/${runs}: rsync ${rsyncNoop.at(-1)!.seconds} s, ${rsyncNoop.at(-1)!.wireBytes} wire bytes`);
+      }
+    }
+
+    // Benchmark 3: 1% of the files rewritten.
+    const changed = await changeFiles(source, files);
+    const clawChanged = await clawpeerSync(setup, source);
+    await checkCopy('clawpeer 1% sync', source, setup.shareDir, changed);
+    log(`1% changed (${changed.length} files): clawpeer ${clawChanged.seconds} s (process ${clawChanged.processSeconds} s), ${clawChanged.wireBytes} wire bytes`);
+    const rsyncChanged = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncDest);
+    if (rsyncChanged !== undefined) {
+      await checkCopy('rsync 1%', source, rsyncDest, changed);
+      log(`1% changed: rsync ${rsyncChanged.seconds} s, ${rsyncChanged.wireBytes} wire bytes`);
+    }
+
+    const noopProcess = median(clawNoop.map((c) => c.processSeconds));
+    const noopSeconds = median(clawNoop.map((c) => c.seconds));
+    const rsyncNoopMedian = median(rsyncNoop.map((x) => x.seconds));
+    const ratios: Record<string, number> = {};
+    if (rsyncNoop.length > 0 && rsyncChanged !== undefined) {
+      ratios['noopProcessTimePerRsync'] = ratio(noopProcess, rsyncNoopMedian);
+      ratios['noopCliSecondsPerRsync'] = ratio(noopSeconds, rsyncNoopMedian);
+      ratios['noopWireBytesPerRsync'] = ratio(median(clawNoop.map((c) => c.wireBytes)), median(rsyncNoop.map((x) => x.wireBytes)));
+      ratios['changedProcessTimePerRsync'] = ratio(clawChanged.processSeconds, rsyncChanged.seconds);
+      ratios['changedCliSecondsPerRsync'] = ratio(clawChanged.seconds, rsyncChanged.seconds);
+      ratios['changedWireBytesPerRsync'] = ratio(clawChanged.wireBytes, rsyncChanged.wireBytes);
+    }
+    const result = {
+      bench: 'sync',
+      smoke,
+      conditions: {
+        ...conditions,
+        loadAverageBefore: loadBefore,
+        loadAverageAfter: loadavg().map((x) => round(x, 2)),
+        note: 'shared 2-core machine: other engineers\' runs may be using the cores (see load averages [1, 5, 15 min]); no-op runs of the two tools are interleaved',
+        tree: { files, fileBytes: FILE_BYTES, totalBytes: files * FILE_BYTES, layout: `d<top>/e<leaf>/f<i>.bin: ${FILES_PER_DIR} files per leaf directory, ${DIRS_PER_TOP} leaves per top directory` },
+        data: 'incompressible (crypto.randomBytes, distinct per file), page-cached source, both destinations on the same disk',
+        change: `every ${CHANGE_EVERY_FILES}th file rewritten whole with new random bytes, same size, new mtime (${changed.length} files)`,
+        network: 'loopback 127.0.0.1; both sides of each tool are separate processes on the same cores',
+        clawpeer: { cli: 'node bin/clawpeer.js (dist/ build)', command: 'sync LOCALDIR alice:docs --json (two-way, transport auto)', listener: 'listen --host 127.0.0.1 --port 0 --share docs=DIR' },
+        rsync: ssh === undefined ? undefined : { ...ssh.versions, command: `rsync -a --stats --exclude=${CLAWPEER_STATE_GLOB} -e ssh SRC/ 127.0.0.1:DEST/`, sshd: 'private sshd on 127.0.0.1, OpenSSH defaults, ed25519 keys', installedByThisRun: ssh.installed },
+        measures: {
+          clawpeerSeconds: 'CLI "seconds": sync start to done (no node start-up, no connect)',
+          clawpeerProcessSeconds: 'wall time of the sync client process (node start-up, connect, everything)',
+          rsyncSeconds: 'wall time of the rsync process (ssh start, key exchange, everything)',
+          clawpeerWireBytes: 'the CLI\'s wireBytes',
+          rsyncWireBytes: 'rsync --stats "Total bytes sent" + "Total bytes received" (rsync protocol stream; excludes ssh framing, MAC and key exchange)',
+          durability: 'clawpeer publishes received files durably; rsync does not fsync',
+        },
+        runs,
+        notes,
+      },
+      initial: { clawpeer: clawInitial, rsync: rsyncInitial },
+      noop: {
+        goal: 'clawpeer at most half of rsync\'s time (noopProcessTimePerRsync <= 0.5)',
+        clawpeer: { all: clawNoop, secondsMedian: round(noopSeconds, 3), processSecondsMedian: round(noopProcess, 3) },
+        rsync: rsyncNoop.length === 0 ? undefined : { all: rsyncNoop, secondsMedian: round(rsyncNoopMedian, 3) },
+      },
+      changed1pct: { changedFiles: changed.length, changedBytes: changed.length * FILE_BYTES, clawpeer: clawChanged, rsync: rsyncChanged },
+      ratios,
+    };
+    if (!smoke) log(`wrote ${await writeResult('sync', result)}`);
+    return result;
+  } finally {
+    await setup?.stop();
+    await ssh?.stop();
+    if (options.keep !== true) await rm(root, { recursive: true, force: true });
+    else log(`kept ${root}`);
+  }
+}
+
+function argValue(argv: readonly string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  return i < 0 ? undefined : argv[i + 1];
+}
+
+if (isMainModule(import.meta.url)) {
+  const argv = process.argv.slice(2);
+  const files = argValue(argv, '--files');
+  const runs = argValue(argv, '--runs');
+  main({
+    smoke: argv.includes('--smoke'),
+    verbose: true,
+    noSsh: argv.includes('--no-ssh'),
+    keep: argv.includes('--keep'),
+    ...(files === undefined ? {} : { files: Number(files) }),
+    ...(runs === undefined ? {} : { runs: Number(runs) }),
+  })
+    .then((r) => process.stdout.write(JSON.stringify(r, null, 2) + '\n'))
+    .catch((err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exitCode = 1;
+    });
+}
