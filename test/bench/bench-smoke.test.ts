@@ -10,7 +10,8 @@ import t from 'tap';
 import { findBenchModules } from '../../bench/run-all.js';
 
 /** Per bench, ms: the slowest smoke run (transport: QUIC + TLS handshakes, 4 MiB) takes ~1-2 s here. */
-const SMOKE_TIMEOUT_MS = 20_000;
+// Generous: the transfer and sync smokes spawn real CLI processes, slow on a loaded 2-core machine.
+const SMOKE_TIMEOUT_MS = 120_000;
 const BENCH_DIR = new URL('../../bench/', import.meta.url);
 const TEST_ROOT = new URL('../', import.meta.url);
 const SELF = fileURLToPath(import.meta.url);
