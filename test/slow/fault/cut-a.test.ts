@@ -1,0 +1,7 @@
+// Fault injection, full run: cut trials 0..6 of 20 (seeded; alternating push and pull). See test/fault/README.md.
+import t from 'tap';
+import { trialSuite } from '../../fault/fault-harness.js';
+
+const TRIALS = Number(process.env['FAULT_TRIALS'] ?? 20);
+const FIRST = Math.floor((TRIALS * 0) / 20);
+await trialSuite(t, { kind: 'cut', first: FIRST, count: Math.floor((TRIALS * 7) / 20) - FIRST, seed: Number(process.env['FAULT_SEED'] ?? 20261130), bigBytes: 8 << 20, cutMs: 10_000, delayPerChunkMs: 100 });
