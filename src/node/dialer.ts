@@ -28,15 +28,26 @@ function isPathFailure(err: unknown): boolean {
 async function connectWith(name: TransportName, options: DialOptions, timeoutMs: number): Promise<Connection> {
   const backend = await backendByName(name);
   const { host, port } = options.peer.address;
-  return backend.connect({
-    host,
-    port,
-    identity: options.identity,
-    idleTimeoutMs: Math.min(options.config.idleTimeoutMs, timeoutMs),
-    keepAliveMs: Math.min(options.config.keepAliveMs, Math.max(50, Math.floor(timeoutMs / 2))),
-    maxStreams: options.config.maxStreams,
-    ...(options.signal !== undefined ? { signal: options.signal } : {}),
-  });
+  // The connect timeout bounds only the connect: the connection keeps the configured idle
+  // timeout, so a link that drops for a few seconds mid-transfer does not end it.
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const signal = options.signal === undefined ? deadline : AbortSignal.any([options.signal, deadline]);
+  try {
+    return await backend.connect({
+      host,
+      port,
+      identity: options.identity,
+      idleTimeoutMs: options.config.idleTimeoutMs,
+      keepAliveMs: options.config.keepAliveMs,
+      maxStreams: options.config.maxStreams,
+      signal,
+    });
+  } catch (err) {
+    if (deadline.aborted && options.signal?.aborted !== true) {
+      throw new ClawpeerError('TIMEOUT', `${name} connect to ${formatHostPort(options.peer.address)} timed out after ${timeoutMs} ms`, { cause: err });
+    }
+    throw err;
+  }
 }
 
 async function connectTransport(options: DialOptions): Promise<Connection> {

@@ -1,10 +1,12 @@
 // Shared helpers of the fault-injection, disk-full, load and security suites: a listener and a
 // client home paired with each other, the impairment relay and a link that can be cut, CLI runs
-// that can be killed at a seeded random moment, a watcher that fails the test the moment a file
-// at a final path does not match its source, and RSS sampling of the listener process.
+// that can be killed at a seeded random moment, a watcher that records every file at a final
+// path that does not match its source while a transfer runs, the trial runner, RSS sampling of
+// the listener process, and the load scenario.
 //
-// Everything drives the real CLI (bin/clawpeer.js over dist/) as the e2e tests do, so what is
-// tested is what users run. Loopback only.
+// Transfers, listeners and pings run the real CLI (bin/clawpeer.js over dist/) as the e2e tests
+// do, so what is tested is what users run; homes (identity + pair files) are made in process.
+// Loopback only. Seeds: trees, kill moments and cut moments come from prng(seed).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import dgram from 'node:dgram';
@@ -13,11 +15,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Test } from 'tap';
-import { CLI, initNode, jsonLines, runCli, type CliResult } from '../e2e/cli-harness.js';
+import { CLI, jsonLines, runCli, type CliResult } from '../e2e/cli-harness.js';
 import { snapshot, type TreeItem } from '../e2e/tree-helpers.js';
 import { startUdpRelay, type UdpRelay } from '../../src/relay/udp-relay.js';
+import { createIdentity } from '../../src/node/identity-store.js';
+import { PeerStore } from '../../src/node/peer-store.js';
 
-export { CLI, initNode, jsonLines, runCli, snapshot, type CliResult, type TreeItem };
+export { CLI, jsonLines, runCli, snapshot, type CliResult, type TreeItem };
 
 /** mulberry32: a small seeded PRNG, so a failing trial can be replayed from its seed. */
 export function prng(seed: number): () => number {
@@ -106,6 +110,13 @@ export function startListenerOn(home: string, port: number, extra: readonly stri
   });
 }
 
+/** A fresh CLAWPEER_HOME with an identity, made in process; returns its dir and node id. */
+export async function newHome(label: string): Promise<{ home: string; id: string }> {
+  const home = await mkdtemp(path.join(tmpdir(), `clawpeer-${label}-`));
+  const identity = await createIdentity(path.join(home, 'identity.key'));
+  return { home, id: identity.nodeId };
+}
+
 /** A listener home A serving `share`, and a client home B that A has paired and that pins A as "alice". */
 export interface Rig {
   readonly work: string;
@@ -122,14 +133,16 @@ export interface Rig {
 
 export async function startRig(label: string, options: { share?: string; listenArgs?: readonly string[]; listenEnv?: NodeJS.ProcessEnv } = {}): Promise<Rig> {
   const work = await mkdtemp(path.join(tmpdir(), `clawpeer-fault-${label}-`));
-  const [a, b] = await Promise.all([initNode(`${label}-a`), initNode(`${label}-b`)]);
+  // Homes are made in process (the same identity and pair stores `init` and `pair add` use,
+  // which test/e2e covers): four CLI start-ups fewer per rig on a 2-core machine.
+  const [a, b] = await Promise.all([newHome(`${label}-a`), newHome(`${label}-b`)]);
   const share = options.share ?? path.join(work, 'inbox');
   await mkdir(share, { recursive: true });
   const listenArgs = ['--share', `inbox=${share}`, ...(options.listenArgs ?? [])];
-  await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
+  await new PeerStore(path.join(a.home, 'peers.json')).add(b.id, 'bob');
   let listener = await startListenerOn(a.home, 0, listenArgs, options.listenEnv);
   const port = listener.port;
-  await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${port}`]);
+  await new PeerStore(path.join(b.home, 'peers.json')).add(a.id, 'alice', `127.0.0.1:${port}`);
   const rig: Rig = {
     work, a, b, share,
     get listener() {
@@ -481,7 +494,6 @@ export const IMPAIRMENTS: Readonly<Record<'loss' | 'reorder' | 'dup' | 'jitter',
 
 /** Slows each DATA frame a sender writes, so kills and cuts land mid-transfer (test-hooks.ts). */
 export const DELAY_PER_CHUNK_MS = 4;
-export const DELAY_ENV = { CLAWPEER_TEST_DELAY_PER_CHUNK_MS: String(DELAY_PER_CHUNK_MS) };
 
 export interface TrialOptions {
   readonly rig: Rig;
@@ -491,8 +503,10 @@ export interface TrialOptions {
   readonly direction: 'push' | 'pull';
   /** Size of the big file of the trial's tree. */
   readonly bigBytes: number;
-  /** Kill trials: the moment is uniform in [0, killWindowMs] after the client starts. */
+  /** Kill trials: the moment is uniform in [0, killWindowMs] after the client starts... */
   readonly killWindowMs?: number;
+  /** ...or after its first progress event while data moves, so the kill lands mid-transfer. */
+  readonly killAfterProgress?: boolean;
   /** Cut trials: how long the link stays cut. */
   readonly cutMs?: number;
   /** Longest a first run may take before the trial fails. */
@@ -591,6 +605,7 @@ export async function runTrial(o: TrialOptions): Promise<TrialResult> {
   try {
     if (o.kind === 'kill-sender' || o.kind === 'kill-receiver') {
       const delay = Math.floor(rand() * (o.killWindowMs ?? 3000));
+      if (o.killAfterProgress === true) await first.waitFor((e) => e['event'] === 'progress' && (e['phase'] === 'sending' || e['phase'] === 'receiving'));
       await Promise.race([sleep(delay), first.exited]);
       faultAtMs = Date.now() - started;
       // push: the client sends, the listener receives; pull: the other way round.
@@ -760,7 +775,7 @@ export interface LoadFigures {
   readonly rssKiB: {
     readonly idle: number;
     readonly pushPeak: number;
-    readonly afterPushes: number;
+    readonly afterPushesAndSyncs: number;
     readonly baselineAfterWarmup: number;
     readonly cyclesPeak: number;
     readonly afterCycles: number;
@@ -781,8 +796,6 @@ async function openFds(pid: number): Promise<number> {
 
 /** Runs the load scenario against a fresh listener; returns the measured figures (the caller asserts). */
 export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
-  const { createIdentity } = await import('../../src/node/identity-store.js');
-  const { PeerStore } = await import('../../src/node/peer-store.js');
   const { resolvePeer } = await import('../../src/node/peer-resolve.js');
   const { dialPeer } = await import('../../src/node/dialer.js');
   const { pingPeer } = await import('../../src/node/ping.js');
@@ -791,7 +804,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
   const os = await import('node:os');
 
   const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-fault-load-'));
-  const a = await initNode('load-a');
+  const a = await newHome('load-a');
   const share = path.join(work, 'inbox');
   await mkdir(share);
   // Peers are made in process (identity + pair files), not by 2 x 16 CLI runs.
@@ -864,7 +877,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
       };
     }
     await sleep(1000);
-    const afterPushes = await rssKiB(pid);
+    const afterPushesAndSyncs = await rssKiB(pid);
 
     // 2. Connect / handshake / ping / disconnect cycles, in process, spread over the peers.
     const config = resolveConfig({ transport: 'quic' });
@@ -923,7 +936,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
         listener: 'clawpeer listen (CLI process), defaults', rss: '/proc/<pid>/status VmRSS',
       },
       rssKiB: {
-        idle, pushPeak: Math.max(idle, ...pushSamples), afterPushes, baselineAfterWarmup,
+        idle, pushPeak: Math.max(idle, ...pushSamples), afterPushesAndSyncs, baselineAfterWarmup,
         cyclesPeak: Math.max(baselineAfterWarmup, ...cycleSamples), afterCycles, afterSettle, afterEach100Cycles: afterBatches,
       },
       openFds: { baseline: fdBaseline, afterCycles: fdAfterCycles, afterSettle: fdAfterSettle },

@@ -31,7 +31,7 @@ import { FRAME_HEADER_BYTES } from '../../src/protocol/frame-codec.js';
 import { silentLogger } from '../../src/logger.js';
 import { backendByName } from '../../src/transport/backends.js';
 import type { Connection, DuplexStream } from '../../src/transport/types.js';
-import { initNode, runCli, seededBytes, startRig } from './fault-harness.js';
+import { newHome, runCli, seededBytes, startRig } from './fault-harness.js';
 
 const rig = await startRig('sec');
 t.teardown(() => rig.close());
@@ -61,8 +61,8 @@ function nextControl(session: PeerSession, ms = 20_000): Promise<unknown> {
 }
 
 t.test('an unpaired key is refused over the TCP fallback, and the listener keeps serving', async (t) => {
-  const c = await initNode('sec-c');
-  await runCli(['--home', c.home, 'pair', 'add', rig.a.id, '--name', 'alice', '--addr', `127.0.0.1:${rig.listener.port}`]);
+  const c = await newHome('sec-c');
+  await new PeerStore(path.join(c.home, 'peers.json')).add(rig.a.id, 'alice', `127.0.0.1:${rig.listener.port}`);
   const r = await runCli(['--home', c.home, 'ping', 'alice', '--count', '1', '--transport', 'tcp']);
   t.equal(r.code, 3, r.stderr);
   t.match(r.stderr, new RegExp(`node ${c.id} is not paired with ${rig.a.id}`));
@@ -296,8 +296,6 @@ t.test('stalled peers are freed by timeouts (short-timeout listener)', async (t)
   });
 
   await legitPing(t, server.port, 'after every stall');
-  const cliPing = await rig.cli(['ping', 'alice', '--addr', `127.0.0.1:${server.port}`, '--count', '1']);
-  t.equal(cliPing.code, 0, `the CLI pings the short-timeout listener too; ${cliPing.stderr}`);
 });
 
 t.test('the CLI listener answers a CLI ping after all of the above', async (t) => {
