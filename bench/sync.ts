@@ -21,18 +21,16 @@
 // Non-goals: CPU accounting, fsync parity (clawpeer publishes durably, rsync does not fsync).
 // Smoke mode: 50 files, one run, no ssh tools, nothing written: seconds, for CI.
 // Run: node <outDir>/bench/sync.js [--smoke] [--files N] [--runs N] [--no-ssh] [--keep]
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir, userInfo } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { promisify } from 'node:util';
-import { isMainModule, KiB, machineConditions, median, MiB, ratio, REPO_ROOT, round, writeResult } from './common.js';
+import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
+import { isMainModule, KiB, machineConditions, median, ratio, REPO_ROOT, round, writeResult } from './common.js';
 
-const execFileAsync = promisify(execFile);
 
 export interface SyncBenchOptions {
   /** 50 files, one run, no ssh tools; writes nothing. */
@@ -59,8 +57,6 @@ const DIRS_PER_TOP = 10;
 const CHANGE_EVERY_FILES = 100;
 /** A sync (or rsync) that takes longer than this is a failure, ms. */
 const RUN_TIMEOUT_MS = 15 * 60_000;
-/** How long the private sshd may take to accept its first login, ms. */
-const SSHD_START_TIMEOUT_MS = 10_000;
 const CLI = join(REPO_ROOT, 'bin', 'clawpeer.js');
 /** clawpeer's state inside a synced folder (.clawpeer/, .clawpeer-tmp-*): rsync leaves it out. */
 const CLAWPEER_STATE_GLOB = '.clawpeer*';
@@ -214,96 +210,6 @@ async function clawpeerSync(setup: ClawpeerSetup, localDir: string): Promise<Cla
 // ---------------------------------------------------------------------------------------------
 // rsync over a private sshd
 
-interface Sshd {
-  /** The `-e` argument of rsync: ssh with our key, port, and no host-key prompts. */
-  readonly rshCommand: string;
-  readonly versions: Record<string, string>;
-  readonly installed: boolean;
-  stop(): Promise<void>;
-}
-
-function findSshd(): string | undefined {
-  for (const p of ['/usr/sbin/sshd', '/usr/local/sbin/sshd', '/sbin/sshd']) if (spawnSync('test', ['-x', p]).status === 0) return p;
-  return undefined;
-}
-
-function commandExists(name: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
-}
-
-/** Installs openssh-server, openssh-client and rsync from the Debian archive when one is missing. */
-async function ensureSshTools(log: Log): Promise<boolean> {
-  if (findSshd() !== undefined && commandExists('rsync') && commandExists('ssh')) return false;
-  log('installing openssh-server, openssh-client, rsync (apt-get)');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const sudo = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
-  for (const args of [['apt-get', 'update'], ['apt-get', 'install', '-y', '--no-install-recommends', 'openssh-server', 'openssh-client', 'rsync']]) {
-    const [cmd, ...rest] = [...sudo, ...args];
-    await execFileAsync(cmd!, rest, { env, maxBuffer: 64 * MiB });
-  }
-  return true;
-}
-
-function freeTcpPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function startSshd(dir: string, log: Log): Promise<Sshd> {
-  const installed = await ensureSshTools(log);
-  const sshd = findSshd();
-  if (sshd === undefined) throw new Error('sshd not found (openssh-server)');
-  await mkdir(dir, { recursive: true });
-  const hostKey = join(dir, 'host_ed25519');
-  const clientKey = join(dir, 'client_ed25519');
-  for (const key of [hostKey, clientKey]) await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]);
-  const authorized = join(dir, 'authorized_keys');
-  await writeFile(authorized, await readFile(`${clientKey}.pub`), { mode: 0o600 });
-  // Privilege separation needs this directory when sshd starts as root (the service would create it).
-  if (process.getuid?.() === 0) await mkdir('/run/sshd', { recursive: true, mode: 0o755 });
-  const port = await freeTcpPort();
-  const config = join(dir, 'sshd_config');
-  await writeFile(config, [
-    `Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${hostKey}`, `AuthorizedKeysFile ${authorized}`, `PidFile ${join(dir, 'sshd.pid')}`,
-    'PubkeyAuthentication yes', 'PasswordAuthentication no', 'KbdInteractiveAuthentication no', 'UsePAM no', 'StrictModes no',
-    'PermitRootLogin prohibit-password', 'LogLevel ERROR', '',
-  ].join('\n'));
-  const child = spawn(sshd, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<void>((res) => child.on('close', () => res()));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
-  };
-  const sshArgs = [
-    '-F', '/dev/null', '-i', clientKey, '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no',
-    '-o', 'UserKnownHostsFile=/dev/null', '-o', 'LogLevel=ERROR', '-p', String(port), '-l', userInfo().username,
-  ];
-  const deadline = performance.now() + SSHD_START_TIMEOUT_MS;
-  for (;;) {
-    const r = spawnSync('ssh', [...sshArgs, '127.0.0.1', 'true'], { encoding: 'utf8' });
-    if (r.status === 0) break;
-    if (performance.now() > deadline || child.exitCode !== null) {
-      await stop();
-      throw new Error(`private sshd did not accept a login: ${r.stderr} ${stderr}`);
-    }
-    await new Promise((res) => setTimeout(res, 100));
-  }
-  const firstLine = (cmd: string, args: string[]): string => {
-    const r = spawnSync(cmd, args, { encoding: 'utf8' });
-    return `${r.stdout}${r.stderr}`.split('\n')[0]?.trim() ?? 'unknown';
-  };
-  // The paths have no spaces or quotes (mkdtemp under tmpdir), so a plain join is a valid -e.
-  return { rshCommand: ['ssh', ...sshArgs].join(' '), versions: { ssh: firstLine('ssh', ['-V']), rsync: firstLine('rsync', ['--version']) }, installed, stop };
-}
-
 interface RsyncRun {
   readonly seconds: number;
   readonly wireBytes: number;
@@ -312,8 +218,8 @@ interface RsyncRun {
   readonly filesTransferred: number;
 }
 
-async function rsyncSync(ssh: Sshd, source: string, dest: string): Promise<RsyncRun> {
-  const r = await runProcess('rsync', ['-a', '--stats', `--exclude=${CLAWPEER_STATE_GLOB}`, '-e', ssh.rshCommand, `${source}/`, `127.0.0.1:${dest}/`]);
+async function rsyncSync(ssh: SshSetup, source: string, dest: string): Promise<RsyncRun> {
+  const r = await runProcess('rsync', ['-a', '--stats', `--exclude=${CLAWPEER_STATE_GLOB}`, '-e', sshCommand(ssh), `${source}/`, `127.0.0.1:${dest}/`]);
   if (r.code !== 0) throw new Error(`rsync exited ${String(r.code)}: ${r.stderr}`);
   const num = (label: string): number => {
     const m = new RegExp(`^${label}: ([\\d,]+)`, 'm').exec(r.stdout);
@@ -341,7 +247,7 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
   const root = await mkdtemp(join(tmpdir(), 'clawpeer-bench-sync-'));
   const notes: string[] = [];
   let setup: ClawpeerSetup | undefined;
-  let ssh: Sshd | undefined;
+  let ssh: SshSetup | undefined;
   try {
     const source = join(root, 'local');
     log(`writing ${files} files x ${FILE_BYTES / KiB} KiB`);

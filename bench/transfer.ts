@@ -30,25 +30,23 @@
 // Run: node <outDir>/bench/transfer.js [--smoke] [--runs N] [--only big|small] [--streams N]
 //      [--window W] [--no-ssh] [--cpu-prof DIR] [--node-flags "--flag ..."] [--out FILE] [--keep]
 //   (the CLI it spawns is the one compiled next to it: <outDir>/src/cli/main.js).
-import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
-import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { loadavg, tmpdir, userInfo } from 'node:os';
+import { mkdir, mkdtemp, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
 import { DEFAULT_CHUNKING } from '../src/chunking/fastcdc.js';
 import { generateIdentity } from '../src/crypto/identity.js';
 import { silentLogger } from '../src/logger.js';
 import { scanSource } from '../src/node/transfer-source.js';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
 import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
+import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
 import { isMainModule, KiB, machineConditions, median, MiB, ratio, round, writeResult } from './common.js';
 
-const execFileAsync = promisify(execFile);
 /** USER_HZ of /proc/<pid>/stat times: 100 on every Linux build that matters. */
 const CLOCK_TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
@@ -419,135 +417,6 @@ async function rawQuinnPush(file: string, bytes: number): Promise<RawSample> {
 // ---------------------------------------------------------------------------------------------
 // scp and rsync over a private sshd
 
-interface SshSetup {
-  readonly port: number;
-  readonly user: string;
-  /** Options common to ssh and scp: no user config, our key, no host key prompts, quiet. */
-  readonly commonArgs: string[];
-  /** commonArgs plus port and user, for ssh. */
-  readonly sshArgs: string[];
-  readonly versions: Record<string, string>;
-  readonly installed: boolean;
-  stop(): Promise<void>;
-}
-
-function commandExists(name: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' }).status === 0;
-}
-
-function findSshd(): string | undefined {
-  for (const p of ['/usr/sbin/sshd', '/usr/local/sbin/sshd', '/sbin/sshd']) {
-    if (spawnSync('test', ['-x', p]).status === 0) return p;
-  }
-  const r = spawnSync('sh', ['-c', 'command -v sshd'], { encoding: 'utf8' });
-  return r.status === 0 ? r.stdout.trim() : undefined;
-}
-
-/** Installs openssh-server, openssh-client and rsync from the Debian archive when sshd is missing. */
-async function ensureSshTools(log: Log): Promise<boolean> {
-  if (findSshd() !== undefined && commandExists('rsync') && commandExists('scp')) return false;
-  log('installing openssh-server, openssh-client, rsync (apt-get)');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  const sudo = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
-  const run = async (args: string[]): Promise<void> => {
-    const [cmd, ...rest] = [...sudo, ...args];
-    await execFileAsync(cmd!, rest, { env, maxBuffer: 64 * MiB });
-  };
-  await run(['apt-get', 'update']);
-  await run(['apt-get', 'install', '-y', '--no-install-recommends', 'openssh-server', 'rsync', 'openssh-client']);
-  return true;
-}
-
-function freeTcpPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function startSshd(dir: string, log: Log): Promise<SshSetup> {
-  const installed = await ensureSshTools(log);
-  const sshd = findSshd();
-  if (sshd === undefined) throw new Error('sshd not found after installing openssh-server');
-  await mkdir(dir, { recursive: true });
-  const hostKey = join(dir, 'host_ed25519');
-  const clientKey = join(dir, 'client_ed25519');
-  for (const key of [hostKey, clientKey]) await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]);
-  const authorized = join(dir, 'authorized_keys');
-  await writeFile(authorized, await readFile(`${clientKey}.pub`), { mode: 0o600 });
-  // Privilege separation needs this directory when sshd starts as root (the service would create it).
-  if (process.getuid?.() === 0) await mkdir('/run/sshd', { recursive: true, mode: 0o755 });
-  const port = await freeTcpPort();
-  const config = join(dir, 'sshd_config');
-  await writeFile(
-    config,
-    [
-      `Port ${port}`,
-      'ListenAddress 127.0.0.1',
-      `HostKey ${hostKey}`,
-      `AuthorizedKeysFile ${authorized}`,
-      `PidFile ${join(dir, 'sshd.pid')}`,
-      'PubkeyAuthentication yes',
-      'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no',
-      'UsePAM no',
-      'StrictModes no',
-      'PermitRootLogin prohibit-password',
-      'Subsystem sftp internal-sftp',
-      'LogLevel ERROR',
-      '',
-    ].join('\n'),
-  );
-  const child = spawn(sshd, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<void>((res) => child.on('close', () => res()));
-  const user = userInfo().username;
-  const commonArgs = [
-    '-F', '/dev/null', '-i', clientKey, '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes',
-    '-o', 'StrictHostKeyChecking=no', '-o', `UserKnownHostsFile=${join(dir, 'known_hosts')}`, '-o', 'LogLevel=ERROR',
-  ];
-  const sshArgs = [...commonArgs, '-p', String(port), '-l', user];
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
-  };
-  // Wait until it accepts a login.
-  const deadline = performance.now() + 10_000;
-  for (;;) {
-    const r = spawnSync('ssh', [...sshArgs, '127.0.0.1', 'true'], { encoding: 'utf8' });
-    if (r.status === 0) break;
-    if (performance.now() > deadline || child.exitCode !== null) {
-      await stop();
-      throw new Error(`private sshd did not accept a login: ${r.stderr} ${stderr}`);
-    }
-    await new Promise((res) => setTimeout(res, 100));
-  }
-  const versionOf = (cmd: string, args: string[]): string => {
-    const r = spawnSync(cmd, args, { encoding: 'utf8' });
-    return `${r.stdout}${r.stderr}`.split('\n')[0]?.trim() ?? 'unknown';
-  };
-  // Which cipher the defaults negotiate (the first of the client's list the server also has).
-  const cipherLine = spawnSync('ssh', [...sshArgs, '-v', '127.0.0.1', 'true'], { encoding: 'utf8' }).stderr.split('\n').find((l) => l.includes('kex: server->client cipher'));
-  return {
-    port,
-    user,
-    commonArgs,
-    sshArgs,
-    installed,
-    versions: {
-      ssh: versionOf('ssh', ['-V']),
-      rsync: versionOf('rsync', ['--version']),
-      cipher: cipherLine?.replace(/^debug1: /, '').trim() ?? 'unknown',
-    },
-    stop,
-  };
-}
-
 async function timedProcess(cmd: string, args: readonly string[]): Promise<number> {
   const t0 = performance.now();
   const r = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
@@ -565,9 +434,6 @@ async function timedProcess(cmd: string, args: readonly string[]): Promise<numbe
   return (performance.now() - t0) / 1000;
 }
 
-function sshCommand(ssh: SshSetup): string {
-  return ['ssh', ...ssh.sshArgs].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
-}
 
 /** `scp` copies `source` (file or, with -r, directory) into `destDir`. */
 function scpCopy(ssh: SshSetup, source: string, destDir: string, recursive: boolean): Promise<number> {
