@@ -14,15 +14,16 @@
 // runs tiny sizes and writes nothing.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { arch, cpus, loadavg, platform, tmpdir, totalmem } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { chunkBoundaries, DEFAULT_CHUNKING } from '../src/chunking/fastcdc.js';
 import type { ChunkingParams, NormalizationLevel } from '../src/chunking/fastcdc.js';
 import { activeBlake3Backend, blake3, blake3Implementation, toHex } from '../src/chunking/blake3.js';
 import { MANIFEST_ENTRY_BYTES, manifestFromBytes } from '../src/chunking/manifest.js';
 import { manifestFromFile } from '../src/chunking/file-chunker.js';
+import { isMainModule, writeJsonFile, writeResult } from './common.js';
 
 export interface ChunkingBenchOptions {
   /** Tiny sizes for CI: checks the benchmark runs, measures nothing meaningful, writes nothing. */
@@ -492,15 +493,12 @@ export async function main(options: ChunkingBenchOptions = {}) {
   };
 
   if (!smoke || options.outFile !== undefined) {
-    const outFile = options.outFile ?? join(REPO_ROOT, 'bench', 'results', 'chunking.json');
-    await mkdir(dirname(outFile), { recursive: true });
-    await writeFile(outFile, JSON.stringify(result, null, 2) + '\n');
-    log(`wrote ${outFile}`);
+    log(`wrote ${await (options.outFile === undefined ? writeResult('chunking', result) : writeJsonFile(options.outFile, result))}`);
   }
   return result;
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (isMainModule(import.meta.url)) {
   const smoke = process.argv.includes('--smoke');
   main({ smoke, verbose: true }).catch((err: unknown) => {
     process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

@@ -96,7 +96,11 @@ export function sampleRates(op: () => void, options: SampleOptions): SampleRates
 /** Writes `json` to bench/results/<name>.json (pretty, trailing newline); returns the path. */
 export async function writeResult(name: string, json: unknown): Promise<string> {
   if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new RangeError(`bench result name must be kebab-case, got ${JSON.stringify(name)}`);
-  const file = join(RESULTS_DIR, `${name}.json`);
+  return writeJsonFile(join(RESULTS_DIR, `${name}.json`), json);
+}
+
+/** Writes `json` (pretty-printed) to `file`, creating its directory; returns the path. */
+export async function writeJsonFile(file: string, json: unknown): Promise<string> {
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(json, null, 2) + '\n');
   return file;

@@ -13,13 +13,11 @@
 // runs tiny sizes and writes nothing.
 
 import { randomBytes } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
 import { arch, cpus, platform, totalmem } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MerkleIdSet, REVISION_ID_BYTES } from '../src/sync/merkle-root.js';
 import { decodeReconcileMessage, encodeReconcileMessage, type ReconcileMessage } from '../src/sync/reconcile-codec.js';
 import { DEFAULT_FIRST_BATCH_CELLS, ReconcileInitiator, ReconcileResponder } from '../src/sync/reconcile.js';
+import { isMainModule, writeJsonFile, writeResult } from './common.js';
 
 export interface ReconcileBenchOptions {
   /** Tiny sizes for CI: checks the benchmark runs, measures nothing meaningful, writes nothing. */
@@ -30,7 +28,6 @@ export interface ReconcileBenchOptions {
   readonly verbose?: boolean;
 }
 
-const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 interface ExchangeCost {
   bytes: number;
@@ -302,15 +299,12 @@ export async function main(options: ReconcileBenchOptions = {}): Promise<unknown
     rows,
   };
   if (!smoke || options.outFile !== undefined) {
-    const outFile = options.outFile ?? join(REPO_ROOT, 'bench', 'results', 'reconcile.json');
-    await mkdir(dirname(outFile), { recursive: true });
-    await writeFile(outFile, JSON.stringify(result, null, 2) + '\n');
-    log(`wrote ${outFile}`);
+    log(`wrote ${await (options.outFile === undefined ? writeResult('reconcile', result) : writeJsonFile(options.outFile, result))}`);
   }
   return result;
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (isMainModule(import.meta.url)) {
   const smoke = process.argv.includes('--smoke');
   main({ smoke, verbose: true }).catch((err: unknown) => {
     process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

@@ -13,15 +13,13 @@
 // Probe payloads are zero-filled (content is irrelevant to a relay that never reads it).
 // Run: node .build-x/bench/relay-accuracy.js  (writes bench/results/relay-accuracy.json);
 // main({ smoke: true }) runs one tiny setting and writes nothing.
-import { mkdir, writeFile } from 'node:fs/promises';
 import { arch, cpus, loadavg, platform, release } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AccuracyProbeOptions, AccuracyReport } from '../src/relay/accuracy.js';
 import { LOSS_TOLERANCE_POINTS, probeRelayAccuracy, RATE_TOLERANCE_PCT, RTT_TOLERANCE_PCT, startUdpEcho } from '../src/relay/accuracy.js';
 import { startUdpRelayWorker } from '../src/relay/relay-worker.js';
 import { startUdpRelay } from '../src/relay/udp-relay.js';
+import { isMainModule, writeJsonFile, writeResult } from './common.js';
 
 export interface RelayAccuracyBenchOptions {
   /** One tiny setting: checks the benchmark runs; writes nothing unless outFile is set. */
@@ -32,7 +30,6 @@ export interface RelayAccuracyBenchOptions {
   readonly verbose?: boolean;
 }
 
-const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const RTTS_MS = [1, 5, 50, 100];
 const RATES_MBIT = [10, 100];
 const LOSSES_PCT = [0, 0.1, 1];
@@ -144,15 +141,12 @@ export async function main(options: RelayAccuracyBenchOptions = {}) {
   };
 
   if (!smoke || options.outFile !== undefined) {
-    const outFile = options.outFile ?? join(REPO_ROOT, 'bench', 'results', 'relay-accuracy.json');
-    await mkdir(dirname(outFile), { recursive: true });
-    await writeFile(outFile, JSON.stringify(result, null, 2) + '\n');
-    log(`wrote ${outFile}`);
+    log(`wrote ${await (options.outFile === undefined ? writeResult('relay-accuracy', result) : writeJsonFile(options.outFile, result))}`);
   }
   return result;
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (isMainModule(import.meta.url)) {
   const smoke = process.argv.includes('--smoke');
   const placement = process.argv.includes('--in-process') ? 'in-process' : 'worker';
   main({ smoke, placement, verbose: true }).catch((err: unknown) => {

@@ -11,16 +11,16 @@
 // main({ smoke: true }) moves 4 MiB, does 2 handshakes, and writes nothing.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { arch, cpus, platform, release, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import * as tls from 'node:tls';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { generateIdentity } from '../src/crypto/identity.js';
 import { MemoryBackend } from '../src/transport/memory.js';
 import { NodeQuicBackend } from '../src/transport/node-quic.js';
 import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
 import type { TransportBackend } from '../src/transport/types.js';
+import { isMainModule, writeJsonFile, writeResult } from './common.js';
 
 export interface TransportBenchOptions {
   /** 4 MiB and 2 handshakes: checks the benchmark runs; writes nothing unless outFile is set. */
@@ -35,7 +35,6 @@ const KiB = 1 << 10;
 const BLOCK_BYTES = 8 * MiB;
 const WRITE_BYTES = 256 * KiB;
 const READ_BYTES = 256 * KiB;
-const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 interface Row {
   readonly name: string;
@@ -250,16 +249,12 @@ export async function main(options: TransportBenchOptions = {}): Promise<Record<
     backends: rows,
     skipped,
   };
-  const outFile = options.outFile ?? (smoke ? undefined : join(REPO_ROOT, 'bench', 'results', 'transport.json'));
-  if (outFile !== undefined) {
-    await mkdir(dirname(outFile), { recursive: true });
-    await writeFile(outFile, JSON.stringify(result, null, 2) + '\n');
-    log(`wrote ${outFile}`);
-  }
+  if (options.outFile !== undefined) log(`wrote ${await writeJsonFile(options.outFile, result)}`);
+  else if (!smoke) log(`wrote ${await writeResult('transport', result)}`);
   return result;
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (isMainModule(import.meta.url)) {
   const smoke = process.argv.includes('--smoke');
   main({ smoke, verbose: true }).then(
     (r) => process.stdout.write(JSON.stringify(r, null, 2) + '\n'),
