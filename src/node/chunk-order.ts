@@ -3,15 +3,10 @@
 // bit per distinct chunk instead of a 32-byte id.
 import { ClawpeerError } from '../errors.js';
 import { bitmapBytes, bitmapGet, bitmapSet, newBitmap, type ManifestEntry } from '../protocol/messages.js';
-
-export const CHUNK_ID_BYTES = 32;
+import { CHUNK_ID_BYTES, chunkKey } from '../transfer/plan.js';
 
 export function chunkIdAt(entry: ManifestEntry, index: number): Uint8Array {
   return entry.chunkIds.subarray(index * CHUNK_ID_BYTES, (index + 1) * CHUNK_ID_BYTES);
-}
-
-export function hexKey(id: Uint8Array): string {
-  return Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('hex');
 }
 
 /** Distinct chunk ids (as hex keys) in first-appearance order, with their ids. */
@@ -20,7 +15,7 @@ export function uniqueChunks(entries: readonly ManifestEntry[]): { keys: string[
   for (const entry of entries) {
     for (let i = 0; i < entry.chunkLengths.length; i++) {
       const id = chunkIdAt(entry, i);
-      const key = hexKey(id);
+      const key = chunkKey(id);
       if (!ids.has(key)) ids.set(key, id);
     }
   }

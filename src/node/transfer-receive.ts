@@ -9,9 +9,9 @@ import type { Logger } from '../logger.js';
 import { encodeAckFrame } from '../protocol/ack-codec.js';
 import type { ManifestEntry } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
-import { DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
+import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { ChunkIndex } from './chunk-index.js';
-import { bitmapFromKeys, chunkIdAt, hexKey, uniqueChunks } from './chunk-order.js';
+import { bitmapFromKeys, chunkIdAt, uniqueChunks } from './chunk-order.js';
 import type { DataStreamRouter, IncomingDataStream } from './data-stream-router.js';
 import { isInternalPath, PartialStore } from './partial-store.js';
 import { Publisher, type PublishDir, type StagedFile } from './publisher.js';
@@ -35,8 +35,6 @@ export interface ReceivePlan {
   /** Bitmap over the distinct chunks, set = wanted from the peer. */
   readonly lacking: Uint8Array;
   readonly uniqueCount: number;
-  readonly chunksWanted: number;
-  readonly bytesWanted: number;
 }
 
 export interface ReceiveStats {
@@ -154,7 +152,7 @@ export class TransferReceiver {
       this.#stats.chunksSkipped += manifest.chunks.length - staged.missingChunks().length;
       const byKey = new Map<string, number[]>();
       for (const c of staged.missingChunks()) {
-        const key = hexKey(chunkIdAt(entry, c));
+        const key = chunkKey(chunkIdAt(entry, c));
         const list = byKey.get(key);
         if (list === undefined) byKey.set(key, [c]);
         else list.push(c);
@@ -181,10 +179,8 @@ export class TransferReceiver {
     for (const f of this.#staged) if (f.complete) this.#queueCommit(f);
 
     const { keys } = uniqueChunks(entries);
-    let bytesWanted = 0;
-    for (const placements of this.#wanted.values()) bytesWanted += placements[0]?.file.manifest.chunks[placements[0].indices[0] ?? 0]?.length ?? 0;
     if (this.#wanted.size === 0) this.#allReceived.resolve();
-    return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length, chunksWanted: this.#wanted.size, bytesWanted };
+    return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length };
   }
 
   /** Takes data streams from the router until every wanted chunk is in, then publishes the rest. */
@@ -235,7 +231,7 @@ export class TransferReceiver {
         const sequence = expectedSeq++;
         const plain = session.opener.open(frame, { streamId, sequence });
         if (header.compressed) throw new ClawpeerError('PROTOCOL', `data stream ${streamId} sent a compressed chunk, but no codec was negotiated`);
-        const key = hexKey(header.chunkId);
+        const key = chunkKey(header.chunkId);
         const placements = this.#wanted.get(key);
         if (placements === undefined) throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
         if (plain.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${plain.length} bytes, header says ${header.chunkBytes}`);
