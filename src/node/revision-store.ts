@@ -27,6 +27,8 @@
 //                                                local edit dominates everything seen)
 //   roots        content root (32)            -> u32 number of stored revisions referencing it
 //   warm         pathKey (32)                 -> head id (32) | size u64 | mtimeNs i64 | ino u64 | dev u64
+//                                                | mode u32 (a 64-byte entry without the mode, as
+//                                                written before, reads as absent: one re-hash)
 //   meta         ascii name                   -> 'format', 'counter', 'seq': each a u64
 // pathKey = BLAKE3(UTF-8 path): paths reach 4096 bytes, LMDB keys stop at ~2 KB.
 
@@ -49,7 +51,8 @@ export const REVLOG_DIR_NAME = 'revlog';
 export const REVLOG_FORMAT_VERSION = 1;
 const MAX_DBS = 12;
 const SEQ_BYTES = 8;
-const WARM_VALUE_BYTES = BLAKE3_OUT_BYTES + 8 + 8 + 8 + 8;
+const WARM_VALUE_BYTES = BLAKE3_OUT_BYTES + 8 + 8 + 8 + 8 + 4;
+const LEGACY_WARM_VALUE_BYTES = BLAKE3_OUT_BYTES + 8 + 8 + 8 + 8;
 const META_FORMAT = Buffer.from('format', 'latin1');
 const META_COUNTER = Buffer.from('counter', 'latin1');
 const META_SEQ = Buffer.from('seq', 'latin1');
@@ -57,12 +60,17 @@ const META_SEQ = Buffer.from('seq', 'latin1');
 /** A revision made here, before the store gives it an origin and a version vector. */
 export type RevisionDraft = Omit<Revision, 'origin' | 'vector'>;
 
-/** The stat fields that say a file is unchanged since it was hashed. */
+/**
+ * The stat fields that say a file is unchanged since it was hashed, and its permission bits
+ * (chmod moves ctime, not mtime). Certified for a head that is a live file with this mode, so
+ * a matching entry answers "unchanged" without decoding the head.
+ */
 export interface WarmStat {
   readonly size: number;
   readonly mtimeNs: bigint;
   readonly ino: bigint;
   readonly dev: bigint;
+  readonly mode: number;
 }
 
 export interface WarmEntry {
@@ -105,8 +113,18 @@ export interface OpenRevisionStoreOptions {
   readonly nodeId: string;
 }
 
+// A scan or an apply looks one path up several times in a row (head, warm, vector, history):
+// remember the last few keys rather than hash the path each time.
+const PATH_KEY_CACHE_MAX = 1024;
+const pathKeyCache = new Map<string, Buffer>();
+
 function pathKey(relPath: string): Buffer {
-  return Buffer.from(blake3(Buffer.from(relPath, 'utf8')));
+  const cached = pathKeyCache.get(relPath);
+  if (cached !== undefined) return cached;
+  const key = Buffer.from(blake3(Buffer.from(relPath, 'utf8')));
+  if (pathKeyCache.size >= PATH_KEY_CACHE_MAX) pathKeyCache.clear();
+  pathKeyCache.set(relPath, key);
+  return key;
 }
 
 function u64(n: number | bigint): Buffer {
@@ -270,6 +288,46 @@ export class RevisionStore {
     return this.#head(relPath);
   }
 
+  /** The key headPathKeys() lists `relPath` under (latin1 string of its 32-byte path key). */
+  static pathKeyOf(relPath: string): string {
+    return pathKey(relPath).toString('latin1');
+  }
+
+  /** The id of the head revision of `relPath`, without decoding the record. */
+  headId(relPath: string): Uint8Array | undefined {
+    this.#checkOpen();
+    return this.#db.heads.get(pathKey(relPath));
+  }
+
+  /**
+   * True when the path under `key` (pathKeyOf) has a warm entry certified for its current head
+   * with exactly this stat and mode: the scanner's no-op fast path (two reads, nothing decoded).
+   */
+  isWarm(key: string, stat: WarmStat): boolean {
+    this.#checkOpen();
+    const k = Buffer.from(key, 'latin1');
+    const v = this.#db.warm.get(k);
+    if (v === undefined || v.length !== WARM_VALUE_BYTES) return false;
+    const headId = this.#db.heads.get(k);
+    if (headId === undefined || !bytesEqual(headId, v.subarray(0, BLAKE3_OUT_BYTES))) return false;
+    const o = BLAKE3_OUT_BYTES;
+    return Number(v.readBigUInt64BE(o)) === stat.size && v.readBigInt64BE(o + 8) === stat.mtimeNs && v.readBigUInt64BE(o + 16) === stat.ino
+      && v.readBigUInt64BE(o + 24) === stat.dev && v.readUInt32BE(o + 32) === stat.mode;
+  }
+
+  /** Every path key (pathKeyOf) that has a head: a scan finds unseen paths without decoding each head. */
+  *headPathKeys(): Generator<string, void, undefined> {
+    this.#checkOpen();
+    for (const key of this.#db.heads.getKeys({ snapshot: true })) yield key.toString('latin1');
+  }
+
+  /** The head under a key from headPathKeys(). */
+  headByKey(key: string): RevisionEntry | undefined {
+    this.#checkOpen();
+    const id = this.#db.heads.get(Buffer.from(key, 'latin1'));
+    return id === undefined ? undefined : this.#get(id);
+  }
+
   /** Every head (one per path ever seen, tombstones included), in no particular order. */
   *heads(): Generator<RevisionEntry, void, undefined> {
     this.#checkOpen();
@@ -308,12 +366,14 @@ export class RevisionStore {
   warm(relPath: string): WarmEntry | undefined {
     this.#checkOpen();
     const v = this.#db.warm.get(pathKey(relPath));
-    if (v === undefined) return undefined;
+    if (v === undefined || v.length === LEGACY_WARM_VALUE_BYTES) return undefined;
     if (v.length !== WARM_VALUE_BYTES) throw corrupt(this.dir, `warm entry of ${relPath} has ${v.length} bytes`);
     const o = BLAKE3_OUT_BYTES;
     return {
       headId: v.subarray(0, o),
-      stat: { size: Number(v.readBigUInt64BE(o)), mtimeNs: v.readBigInt64BE(o + 8), ino: v.readBigUInt64BE(o + 16), dev: v.readBigUInt64BE(o + 24) },
+      stat: {
+        size: Number(v.readBigUInt64BE(o)), mtimeNs: v.readBigInt64BE(o + 8), ino: v.readBigUInt64BE(o + 16), dev: v.readBigUInt64BE(o + 24), mode: v.readUInt32BE(o + 32),
+      },
     };
   }
 
@@ -489,6 +549,10 @@ export class RevisionStore {
 
   #writer(added: Uint8Array[]): RevisionWriter {
     const db = this.#db;
+    // Entries stored by this transaction, by id (latin1), so setHead and setWarm need not read
+    // and decode what put() just wrote.
+    const fresh = new Map<string, RevisionEntry>();
+    const lookup = (id: Uint8Array): RevisionEntry | undefined => fresh.get(Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('latin1')) ?? this.#get(id);
     const put = (input: Revision | RevisionEntry): { entry: RevisionEntry; added: boolean } => {
       const entry = 'encoded' in input ? input : revisionEntry(input);
       if ('encoded' in input && !bytesEqual(revisionIdOf(entry.encoded), entry.id)) {
@@ -509,10 +573,11 @@ export class RevisionStore {
         db.roots.putSync(rootKey, v);
       }
       added.push(Uint8Array.from(entry.id));
+      fresh.set(idKey.toString('latin1'), entry);
       return { entry, added: true };
     };
     const setHead = (id: Uint8Array): void => {
-      const entry = this.#get(id);
+      const entry = lookup(id);
       if (entry === undefined) throw new TypeError(`setHead: revision ${toHex(id)} is not stored`);
       db.heads.putSync(pathKey(entry.revision.path), Buffer.from(id));
     };
@@ -538,6 +603,10 @@ export class RevisionStore {
         }
         const headId = db.heads.get(pk);
         if (headId === undefined) throw new TypeError(`setWarm: ${relPath} has no head`);
+        const head = lookup(headId)?.revision;
+        if (head === undefined || head.deleted || head.kind !== 'file' || head.mode !== stat.mode) {
+          throw new TypeError(`setWarm: the head of ${relPath} is not a live file with mode ${stat.mode.toString(8)}`);
+        }
         const v = Buffer.alloc(WARM_VALUE_BYTES);
         v.set(headId, 0);
         let o = BLAKE3_OUT_BYTES;
@@ -545,6 +614,7 @@ export class RevisionStore {
         v.writeBigInt64BE(stat.mtimeNs, (o += 8));
         v.writeBigUInt64BE(stat.ino, (o += 8));
         v.writeBigUInt64BE(stat.dev, (o += 8));
+        v.writeUInt32BE(stat.mode, (o += 8));
         db.warm.putSync(pk, v);
       },
     };

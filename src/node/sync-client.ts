@@ -1,8 +1,8 @@
 // The initiating side of a revision sync: `clawpeer sync DIR PEER:SHARE`.
 //
 // Goals: one call that locks and scans the local folder, reconciles it with the peer's share
-// (opening with the reconciliation hello inside SyncRequest, so equal folders cost one round
-// trip), moves records and content in the directions the mode allows, and checks the outcome
+// (the SyncRequest goes first so the listener scans its share while we scan ours; our hello
+// follows, so equal folders cost one round trip after the slower scan), moves records and content in the directions the mode allows, and checks the outcome
 // with a second reconciliation; the summary counts what the user asked to see (round trips and
 // bytes of the first reconciliation, records, chunks, wire bytes, conflicts).
 // Non-goals: dialing and printing (cli/commands/sync.ts), watching (the CLI loops).
@@ -86,17 +86,18 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
   const chunking = sessionChunking(session);
   const sends = o.mode !== 'receive-only';
   const receives = o.mode !== 'send-only';
+  const transferId = session.allocateTransferId();
+  await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0) });
   const folder = await openSyncedFolder(o.dir, { nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: true });
   try {
     const { store } = folder;
     const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, log);
     void router.run(signal);
-    const transferId = session.allocateTransferId();
     const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log };
     const initiator = new ReconcileInitiator(store.snapshotIdSet());
     const [hello] = initiator.start();
     if (hello === undefined) throw new TypeError('reconciliation produced no hello');
-    await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: encodeReconcileMessage(hello) });
+    await session.control.send({ type: 'sync-reconcile', transferId, payload: encodeReconcileMessage(hello) });
     await expectMessage(session, 'sync-accept', transferId, PREPARE_TIMEOUT_MS, signal);
     const result = await runReconcile(ch, initiator, []);
     const roundTrips = initiator.stats.roundTrips;

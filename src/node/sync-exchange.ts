@@ -9,7 +9,7 @@
 // claimed to have), fetched content must carry exactly the roots asked for; content lands
 // through TransferReceiver (staged, verified, renamed into place), never written directly.
 // Non-goals: deciding what to apply (sync-apply.ts), locks and stores (the callers).
-import { lstat } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { bytesEqual, toHex } from '../chunking/blake3.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -212,7 +212,7 @@ async function locate(folder: string, store: RevisionStore, relPath: string, roo
   for (const p of byRoot().get(toHex(root)) ?? []) candidates.push(path.join(folder, ...p.split('/')));
   for (const abs of candidates) {
     try {
-      const st = await lstat(abs);
+      const st = lstatSync(abs);
       if (!st.isFile()) continue;
       const manifest = await manifestFromFile(abs, chunking);
       if (bytesEqual(manifest.root, root)) return { entryIndex: -1, localPath: abs, manifest };

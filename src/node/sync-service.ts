@@ -39,13 +39,15 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   const clientSends = req.mode !== 'receive-only';
   const clientReceives = req.mode !== 'send-only';
   if (clientSends && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
-  const hello = decodeReconcilePayload(req.reconcile);
+  // An empty hello follows as the first SyncReconcile: the client scans while we do.
+  const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
   const chunking = sessionChunking(session);
   log.info('sync requested', { peer: session.peerId, share: share.name, mode: req.mode });
   const folder = await openSyncedFolder(share.dir, { nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal });
   try {
     const { store } = folder;
     const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log };
+    const hello = early ?? decodeReconcilePayload((await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal)).payload);
     const responder = new ReconcileResponder(store.snapshotIdSet());
     const first = responder.receive(hello);
     await session.control.send({ type: 'sync-accept', transferId: req.transferId });

@@ -9,7 +9,6 @@ import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { scanFolder, type ScanFolderResult } from './folder-scanner.js';
 import { FolderLock } from './folder-lock.js';
-import { removeStaleTempFiles } from './publisher.js';
 import { RevisionStore } from './revision-store.js';
 
 export interface SyncedFolder {
@@ -42,8 +41,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
   const lock = await FolderLock.acquire(dir, { waitMs: o.lockWaitMs, ...(o.signal === undefined ? {} : { signal: o.signal }) });
   let store: RevisionStore | undefined;
   try {
-    // Temp files of a publish killed mid-way are not content: drop old ones before scanning.
-    await removeStaleTempFiles(dir, { nowMs: Date.now() });
+    // The scan also removes old temp files of a publish killed mid-way (they are not content).
     store = await RevisionStore.open(dir, { nodeId: o.nodeId });
     const scan = await scanFolder(store, dir, {
       chunking: o.chunking,

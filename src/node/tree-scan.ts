@@ -12,12 +12,18 @@
 //
 // Memory: the walk holds, per directory level on the current path, that directory's sorted name
 // list (readdir has to be complete to sort); each entry is a fixed handful of fields.
+//
+// Speed: the walk uses the synchronous readdir/lstat/readlink calls. Each promise-based lstat
+// costs a thread-pool round trip (measured here: 10,000 files in ~900 ms awaited one by one vs
+// ~60 ms synchronous), and a no-op sync of a big tree is nothing but this walk. To keep a
+// listener serving other peers meanwhile, the walk yields to the event loop every
+// YIELD_EVERY_ENTRIES entries.
 
-import { lstat, readdir, readlink } from 'node:fs/promises';
+import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
-import { normalizeSharePath } from '../transfer/paths.js';
+import { joinSharePath, normalizeSharePath } from '../transfer/paths.js';
 
 export type TreeEntryKind = 'file' | 'dir' | 'symlink';
 
@@ -65,15 +71,34 @@ export interface ScanTreeOptions {
    * skipped. Without it the first such issue is thrown.
    */
   readonly onIssue?: (issue: TreeScanIssue) => void;
+  /**
+   * Directories (by relPath) to leave out whole: neither yielded nor entered. The sync scanner
+   * skips `.clawpeer/`, whose partial store and revision log can be large.
+   */
+  readonly skipDir?: (relPath: string) => boolean;
   readonly signal?: AbortSignal;
 }
 
 const PERMISSION_BITS = 0o7777;
 const NS_PER_MS = 1_000_000n;
+/** Entries walked between yields to the event loop (~5 ms of lstat calls here). */
+const YIELD_EVERY_ENTRIES = 512;
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** Byte order of UTF-8 names: what Go, Rust and `LC_ALL=C ls` sort by. */
 function compareUtf8(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+// Outside the surrogate range, JavaScript's UTF-16 order is code point order, which is UTF-8
+// byte order; only names with astral characters need the byte comparison.
+const SURROGATE = /[\ud800-\udfff]/;
+
+/** Sorts directory entry names in UTF-8 byte order. */
+function sortNames(names: string[]): string[] {
+  if (names.some((n) => SURROGATE.test(n))) return names.sort(compareUtf8);
+  return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 function mtimeMsOf(ns: bigint): number {
@@ -136,7 +161,7 @@ export async function* scanTree(localPath: string, options: ScanTreeOptions = {}
   const rootLocal = path.resolve(localPath);
   let rootStat: BigIntStats;
   try {
-    rootStat = await lstat(rootLocal, { bigint: true });
+    rootStat = lstatSync(rootLocal, { bigint: true });
   } catch (err) {
     throw vanished(rootLocal, err);
   }
@@ -150,21 +175,16 @@ export async function* scanTree(localPath: string, options: ScanTreeOptions = {}
   }
 
   // Builds one entry from its lstat; undefined (after reporting) for kinds we do not send.
-  const entryOf = async (local: string, rel: string, st: BigIntStats): Promise<TreeEntry | undefined> => {
-    const common = {
-      relPath: rel,
-      mode: Number(st.mode) & PERMISSION_BITS,
-      mtimeMs: mtimeMsOf(st.mtimeNs),
-      mtimeNs: st.mtimeNs,
-      ino: st.ino,
-      dev: st.dev,
-    };
-    if (st.isFile()) return { ...common, kind: 'file', size: Number(st.size) };
-    if (st.isDirectory()) return { ...common, kind: 'dir', size: 0 };
+  const entryOf = (local: string, rel: string, st: BigIntStats): TreeEntry | undefined => {
+    const mode = Number(st.mode) & PERMISSION_BITS;
+    // Files and directories (nearly every entry) as plain literals: no spread on the hot path.
+    if (st.isFile()) return { relPath: rel, kind: 'file', size: Number(st.size), mode, mtimeMs: mtimeMsOf(st.mtimeNs), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev };
+    if (st.isDirectory()) return { relPath: rel, kind: 'dir', size: 0, mode, mtimeMs: mtimeMsOf(st.mtimeNs), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev };
+    const common = { relPath: rel, mode, mtimeMs: mtimeMsOf(st.mtimeNs), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev };
     if (st.isSymbolicLink()) {
       let target: string;
       try {
-        target = await readlink(local);
+        target = readlinkSync(local);
       } catch (err) {
         report({ localPath: local, error: vanished(local, err) });
         return undefined;
@@ -189,15 +209,15 @@ export async function* scanTree(localPath: string, options: ScanTreeOptions = {}
   };
 
   if (!rootStat.isDirectory()) {
-    const entry = await entryOf(rootLocal, rootRel ?? '', rootStat);
+    const entry = entryOf(rootLocal, rootRel ?? '', rootStat);
     // A lone symlink's target is relative to a directory the receiver does not get: depth 0.
     if (entry !== undefined) yield entry;
     return;
   }
 
-  const readNames = async (dir: string): Promise<string[] | undefined> => {
+  const readNames = (dir: string): string[] | undefined => {
     try {
-      return (await readdir(dir)).sort(compareUtf8);
+      return sortNames(readdirSync(dir));
     } catch (err) {
       report({ localPath: dir, error: vanished(dir, err) });
       return undefined;
@@ -205,14 +225,16 @@ export async function* scanTree(localPath: string, options: ScanTreeOptions = {}
   };
 
   if (rootRel !== null) {
-    const rootEntry = await entryOf(rootLocal, rootRel, rootStat);
+    const rootEntry = entryOf(rootLocal, rootRel, rootStat);
     if (rootEntry !== undefined) yield rootEntry;
   }
-  const rootNames = await readNames(rootLocal);
+  const rootNames = readNames(rootLocal);
   if (rootNames === undefined) return;
   const stack: Frame[] = [{ localDir: rootLocal, relDir: rootRel, names: rootNames, next: 0 }];
 
+  let walked = 0;
   while (stack.length > 0) {
+    if (++walked % YIELD_EVERY_ENTRIES === 0) await yieldToEventLoop();
     checkAborted();
     const frame = stack[stack.length - 1]!;
     const name = frame.names[frame.next++];
@@ -223,7 +245,8 @@ export async function* scanTree(localPath: string, options: ScanTreeOptions = {}
     const local = path.join(frame.localDir, name);
     let rel: string;
     try {
-      rel = normalizeSharePath(frame.relDir === null ? name : `${frame.relDir}/${name}`);
+      // The parent's relPath is canonical already: only the new name needs checking.
+      rel = joinSharePath(frame.relDir, name);
     } catch (err) {
       if (!isClawpeerError(err)) throw err;
       report({ localPath: local, error: new ClawpeerError('PATH_INVALID', `cannot send ${local}: ${err.message}`, { cause: err }) });
@@ -231,16 +254,17 @@ export async function* scanTree(localPath: string, options: ScanTreeOptions = {}
     }
     let st: BigIntStats;
     try {
-      st = await lstat(local, { bigint: true });
+      st = lstatSync(local, { bigint: true });
     } catch (err) {
       report({ localPath: local, error: vanished(local, err) });
       continue;
     }
-    const entry = await entryOf(local, rel, st);
+    if (st.isDirectory() && options.skipDir?.(rel) === true) continue;
+    const entry = entryOf(local, rel, st);
     if (entry === undefined) continue;
     yield entry;
     if (entry.kind === 'dir') {
-      const names = await readNames(local);
+      const names = readNames(local);
       if (names !== undefined) stack.push({ localDir: local, relDir: rel, names, next: 0 });
     }
   }

@@ -188,7 +188,10 @@ export interface SyncRequestMessage {
   readonly share: string;
   /** The client's mode. */
   readonly mode: SyncModeName;
-  /** The first reconciliation message (src/sync/reconcile-codec.ts), 1..MAX_SYNC_RECONCILE_BYTES. */
+  /**
+   * The first reconciliation message (src/sync/reconcile-codec.ts), at most MAX_SYNC_RECONCILE_BYTES;
+   * empty when it follows as the first SyncReconcile (the client scans while the server does).
+   */
   readonly reconcile: Uint8Array;
 }
 
@@ -485,7 +488,7 @@ function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Propertie
       const mode = SYNC_MODE_TO_WIRE[message.mode];
       if (mode === undefined) throw new RangeError(`SyncRequest.mode must be two-way, send-only or receive-only, got ${String(message.mode)}`);
       checkTextBytes('SyncRequest.share', message.share);
-      checkBlob('SyncRequest.reconcile', message.reconcile, 1, MAX_SYNC_RECONCILE_BYTES);
+      checkBlob('SyncRequest.reconcile', message.reconcile, 0, MAX_SYNC_RECONCILE_BYTES);
       return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile } };
     }
     case 'sync-accept':
@@ -818,7 +821,7 @@ function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage | undefi
         transferId: r.transferId ?? 0,
         share: wireText('SyncRequest.share', r.share),
         mode: wireEnum('SyncRequest.mode', r.mode, SYNC_MODE_FROM_WIRE),
-        reconcile: blobFromWire('SyncRequest.reconcile', r.reconcile, 1, MAX_SYNC_RECONCILE_BYTES),
+        reconcile: blobFromWire('SyncRequest.reconcile', r.reconcile, 0, MAX_SYNC_RECONCILE_BYTES),
       };
     }
     case 'syncAccept': {

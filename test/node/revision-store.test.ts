@@ -133,7 +133,8 @@ t.test('gc keeps the last N per path and the head, and releases only unreference
 t.test('warm entries are certified for one head', async (t) => {
   const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
   t.teardown(() => store.close());
-  const stat = { size: 5, mtimeNs: 123n, ino: 77n, dev: 9n };
+  const mode = fileDraft('f', 5).mode;
+  const stat = { size: 5, mtimeNs: 123n, ino: 77n, dev: 9n, mode };
   const first = store.write((w) => {
     const e = w.recordLocal(fileDraft('f', 5));
     w.setWarm('f', stat);
@@ -145,6 +146,14 @@ t.test('warm entries are certified for one head', async (t) => {
   store.write((w) => w.setWarm('f', undefined));
   t.equal(store.warm('f'), undefined);
   t.throws(() => store.write((w) => w.setWarm('nope', stat)), TypeError);
+  t.throws(() => store.write((w) => w.setWarm('f', { ...stat, mode: mode ^ 0o100 })), TypeError, 'the mode must be the head\'s');
+  store.write((w) => w.recordLocal({ ...fileDraft('f', 0), kind: 'dir', contentRoot: new Uint8Array(0) }));
+  t.throws(() => store.write((w) => w.setWarm('f', stat)), TypeError, 'only a live file head can be warm');
+  t.equal(hex(store.headId('f')!), hex(store.head('f')!.id), 'headId is the head\'s id');
+  const keys = [...store.headPathKeys()];
+  t.equal(keys.length, 1);
+  t.equal(keys[0], RevisionStore.pathKeyOf('f'));
+  t.equal(store.headByKey(keys[0]!)?.revision.path, 'f');
 });
 
 // A child process writes batches of 100 edits (and runs gc now and then) as fast as it can; we

@@ -114,7 +114,7 @@ t.test("a peer's malformed sync messages are PROTOCOL errors naming the field", 
   const enc = (body: clawpeer.v1.Control.$Properties): Uint8Array => pb.Control.encode(body).finish();
   refuses(t, enc({ syncRequest: { transferId: 1, share: 's', mode: 0, reconcile: Uint8Array.of(1) } }), /SyncRequest\.mode is unspecified/, 'mode 0');
   refuses(t, enc({ syncRequest: { transferId: 1, share: 's', mode: 9 as clawpeer.v1.SyncMode, reconcile: Uint8Array.of(1) } }), /SyncRequest\.mode is unknown value 9/, 'unknown mode');
-  refuses(t, enc({ syncRequest: { transferId: 1, share: 's', mode: 1 } }), /SyncRequest\.reconcile is 0 bytes/, 'no hello');
+  refuses(t, enc({ syncRequest: { transferId: 1, share: 's', mode: 1, reconcile: new Uint8Array(MAX_SYNC_RECONCILE_BYTES + 1) } }), /SyncRequest\.reconcile is \d+ bytes/, 'oversized hello');
   refuses(t, enc({ syncReconcile: { transferId: 1, payload: new Uint8Array(MAX_SYNC_RECONCILE_BYTES + 1) } }), /SyncReconcile\.payload is \d+ bytes/, 'oversized payload');
   refuses(t, enc({ syncRevisions: { transferId: 1, records: [new Uint8Array(MAX_SYNC_RECORD_BYTES + 1)], last: true } }), /SyncRevisions\.records\[0\] is \d+ bytes/, 'oversized record');
   refuses(t, enc({ syncRevisions: { transferId: 1, records: [new Uint8Array(0)], last: true } }), /records\[0\] is 0 bytes/, 'empty record');
@@ -128,4 +128,11 @@ t.test('the encoder refuses what the decoder would (our own bug, RangeError)', a
   t.throws(() => encodeControl({ type: 'sync-reconcile', transferId: 1, payload: new Uint8Array(0) }), RangeError);
   t.throws(() => encodeControl({ type: 'sync-fetch', transferId: 1, fetchId: 1, items: [{ path: 'x', root: new Uint8Array(3) }], last: true }), RangeError);
   t.throws(() => encodeControl({ type: 'sync-request', transferId: 1, share: '', mode: 'both' as never, reconcile: Uint8Array.of(1) }), RangeError);
+});
+
+t.test('a SyncRequest may leave its hello for the first SyncReconcile (empty reconcile)', async (t) => {
+  const m: ControlMessage = { type: 'sync-request', transferId: 7, share: 'docs', mode: 'send-only', reconcile: new Uint8Array(0) };
+  const back = decodeControl(encodeControl(m), { maxBytes: MAX_BYTES });
+  t.equal(back.type, 'sync-request');
+  t.equal(back.type === 'sync-request' ? back.reconcile.length : -1, 0);
 });

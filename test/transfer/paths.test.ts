@@ -2,7 +2,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import t from 'tap';
 import { ClawpeerError, isClawpeerError } from '../../src/errors.js';
-import { isConfinedRealpath, MAX_PATH_BYTES, MAX_PATH_SEGMENT_BYTES, normalizeSharePath } from '../../src/transfer/paths.js';
+import { isConfinedRealpath, joinSharePath, MAX_PATH_BYTES, MAX_PATH_SEGMENT_BYTES, normalizeSharePath } from '../../src/transfer/paths.js';
 
 function refusal(raw: string): string {
   try {
@@ -103,6 +103,37 @@ t.test('property: accepted paths never escape the share and are canonical', asyn
     { numRuns: 3000, seed: 20261130 },
   );
   t.ok(accepted > 100, `the generator produced accepted paths too (${accepted})`);
+});
+
+t.test('joinSharePath(parent, name) agrees with normalizeSharePath(parent/name)', async (t) => {
+  const outcome = (f: () => string): string => {
+    try {
+      return `ok ${f()}`;
+    } catch (err) {
+      if (isClawpeerError(err, 'PATH_INVALID')) return 'refused';
+      throw err;
+    }
+  };
+  const nameChars = fc.constantFrom('a', 'Z', '0', '.', ' ', '-', '_', ':', 'é', 'e\u0301', '\\', '\u0000', 'con', 'LPT1', '\ud800', '~', '#');
+  const name = fc.array(nameChars, { minLength: 1, maxLength: 6 }).map((parts) => parts.join(''));
+  const longName = fc.integer({ min: 250, max: 260 }).map((n) => 'x'.repeat(n));
+  // Parents are canonical (a tree walk only ever extends what it accepted); the long one is near MAX_PATH_BYTES.
+  let fastPathHits = 0;
+  fc.assert(
+    fc.property(fc.option(fc.constantFrom('a', 'dir/sub', Array(20).fill('y'.repeat(200)).join('/')), { nil: null }), fc.oneof(name, longName), (parent, n) => {
+      const joined = outcome(() => joinSharePath(parent, n));
+      const reference = outcome(() => normalizeSharePath(parent === null ? n : `${parent}/${n}`));
+      if (/^[A-Za-z0-9]/.test(n) && !n.includes('\\')) fastPathHits++;
+      // "." alone is dropped by normalizeSharePath; a directory listing never holds it.
+      if (n === '.') return;
+      if (joined !== reference) throw new Error(`${JSON.stringify(parent)} + ${JSON.stringify(n)}: join ${joined}, normalize ${reference}`);
+    }),
+    { numRuns: 5000, seed: 20261130 },
+  );
+  t.ok(fastPathHits > 500, `plain names were generated (${fastPathHits})`);
+  t.equal(joinSharePath('docs', 'a.txt'), 'docs/a.txt');
+  t.throws(() => joinSharePath('docs', 'nul.txt'), { code: 'PATH_INVALID' });
+  t.throws(() => joinSharePath('docs', 'x'.repeat(256)), { code: 'PATH_INVALID' });
 });
 
 t.test('isConfinedRealpath compares by segment', async (t) => {
