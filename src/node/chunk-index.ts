@@ -26,7 +26,8 @@
 // A file that fails its check (torn write, other chunking parameters, other version) is ignored:
 // the cache is rebuilt by hashing.
 
-import { lstat, mkdir, open, readFile, realpath } from 'node:fs/promises';
+import { closeSync, lstatSync, openSync, readSync } from 'node:fs';
+import { mkdir, readFile, realpath } from 'node:fs/promises';
 import type { BigIntStats } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
@@ -190,17 +191,19 @@ export class ChunkIndex {
     const bytes = Buffer.alloc(e.length);
     let ok = false;
     try {
-      const handle = await open(e.file.absPath, 'r');
+      // Synchronous: one chunk (at most maxBytes) from the page cache costs less than the
+      // thread-pool round trips of awaited calls.
+      const fd = openSync(e.file.absPath, 'r');
       try {
         let filled = 0;
         while (filled < e.length) {
-          const { bytesRead } = await handle.read(bytes, filled, e.length - filled, e.offset + filled);
+          const bytesRead = readSync(fd, bytes, filled, e.length - filled, e.offset + filled);
           if (bytesRead === 0) break;
           filled += bytesRead;
         }
         ok = filled === e.length && bytesEqual(blake3(bytes), id);
       } finally {
-        await handle.close();
+        closeSync(fd);
       }
     } catch {
       ok = false; // vanished or unreadable: as stale as changed
@@ -268,7 +271,8 @@ export class ChunkIndex {
     const seen = new Set<string>();
     let files = 0;
     let hashed = 0;
-    for await (const entry of scanTree(this.shareRoot, { rootName: null, onIssue: () => undefined, ...(signal === undefined ? {} : { signal }) })) {
+    const walk = scanTree(this.shareRoot, { rootName: null, onIssue: () => undefined, skipDir: (rel) => rel === INTERNAL_DIR_NAME, ...(signal === undefined ? {} : { signal }) });
+    for await (const entry of walk) {
       if (entry.kind !== 'file' || isInternalPath(entry.relPath)) continue;
       files++;
       seen.add(entry.relPath);
@@ -320,7 +324,7 @@ export class ChunkIndex {
         }
       }
       // A file written while we read it is not indexed: its chunks may mix two versions.
-      const after = keyFromStat(await lstat(absPath, { bigint: true }));
+      const after = keyFromStat(lstatSync(absPath, { bigint: true }));
       if (!sameKey(after, key) || root === undefined) return;
     } catch (err) {
       if (isClawpeerError(err, 'ABORTED')) throw err;

@@ -12,6 +12,7 @@
 // A path whose content the peer could not deliver is left out entirely (its records are not
 // stored, so the next sync asks again).
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
+import { lstatSync } from 'node:fs';
 import { chmod, lstat, realpath, rmdir, unlink, link, copyFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -21,8 +22,9 @@ import { resolveRevision } from '../sync/conflict.js';
 import type { RevisionEntry, Revision } from '../sync/revision.js';
 import { revisionEntry, sameContent } from '../sync/revision.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
+import { RACY_WINDOW_MS } from './chunk-index.js';
 import { Publisher } from './publisher.js';
-import type { RevisionStore } from './revision-store.js';
+import type { RevisionStore, WarmStat } from './revision-store.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from './sync-history.js';
 
@@ -132,6 +134,23 @@ async function confined(folderReal: string, rel: string): Promise<string> {
   }
   if (!isConfinedRealpath(folderReal, parentReal)) throw new ClawpeerError('PATH_INVALID', `${rel} refused: its directory resolves outside the folder`);
   return path.join(parentReal, path.basename(abs));
+}
+
+/**
+ * The warm stat of a file this sync just published as `rev`, or undefined when it cannot be
+ * certified: gone or replaced since, another mode on disk, or modified within the racy window
+ * (a local write right after the publish could hide behind an equal mtime).
+ */
+function publishedStat(folderReal: string, rev: Revision, nowNs: bigint): WarmStat | undefined {
+  try {
+    const st = lstatSync(path.join(folderReal, ...rev.path.split('/')), { bigint: true });
+    const mode = Number(st.mode) & 0o7777;
+    const racy = st.mtimeNs + BigInt(RACY_WINDOW_MS) * 1_000_000n > nowNs;
+    if (!st.isFile() || racy || Number(st.size) !== rev.size || mode !== rev.mode) return undefined;
+    return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode };
+  } catch {
+    return undefined;
+  }
 }
 
 /** Plans and applies `received` (records the peer has and we lacked). */
@@ -284,7 +303,9 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   }
   await publisher.flushDirs();
 
-  // 3. The log, in one transaction: every record of a settled path, the new heads, the copies.
+  // 3. The log, in one transaction: every record of a settled path, the new heads, the copies,
+  // and a warm entry for each file just published, so the next scan does not hash it again.
+  const nowNs = BigInt(Date.now()) * 1_000_000n;
   let applied = 0;
   store.write((w) => {
     for (const plan of done) {
@@ -292,6 +313,10 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       if (plan.head !== undefined) {
         w.setHead(plan.head.id);
         applied++;
+        if (plan.action.kind === 'fetch') {
+          const warm = publishedStat(folderReal, plan.head.revision, nowNs);
+          if (warm !== undefined) w.setWarm(plan.path, warm);
+        }
       }
       if (plan.copy !== undefined) {
         w.put(plan.copy.entry);

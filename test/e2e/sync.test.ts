@@ -4,9 +4,12 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
+import { scanFolder } from '../../src/node/folder-scanner.js';
+import { RevisionStore } from '../../src/node/revision-store.js';
 import { CLI, initNode, jsonLines, runCli, startListener } from './cli-harness.js';
 import { snapshot as fullSnapshot, type TreeItem } from './tree-helpers.js';
 
@@ -58,6 +61,23 @@ t.test('new files both ways converge; then a no-op sync is one round trip under 
   const again = await sync('two');
   t.match(again, { inSync: true, roundTrips: 1, revisionsSent: 0, revisionsReceived: 0, chunksSent: 0 });
   t.ok((again['reconcileBytes'] as number) < 200, `reconcileBytes ${String(again['reconcileBytes'])} < 200`);
+});
+
+t.test('a file a sync publishes is certified warm: the next scan does not hash it again', async (t) => {
+  await writeFile(server('two', 'old.bin'), randomBytes(5000));
+  await age(server('two', 'old.bin'), 3600); // outside the racy window once it lands
+  t.match(await sync('two'), { inSync: true, revisionsReceived: 1 });
+  const store = await RevisionStore.open(client('two'), { nodeId: b.id });
+  t.teardown(() => store.close());
+  const st = await lstat(client('two', 'old.bin'), { bigint: true });
+  const stat = { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode: Number(st.mode) & 0o7777 };
+  t.ok(store.isWarm(RevisionStore.pathKeyOf('old.bin'), stat), 'warm entry for the published file');
+  t.notOk(store.isWarm(RevisionStore.pathKeyOf('old.bin'), { ...stat, mode: stat.mode ^ 0o100 }), 'a chmod is not warm');
+  // Any chunking: nothing may be hashed (a wrong root would show up as a change, not as bytes).
+  const scan = await scanFolder(store, client('two'), { chunking: DEFAULT_CHUNKING });
+  // The 16-byte files of the first test may still be racily clean (re-hashed); old.bin is 5000.
+  t.ok(scan.hashedBytes < 5000, `old.bin not re-hashed (hashed ${scan.hashedBytes} bytes)`);
+  t.equal(scan.added + scan.changed + scan.deleted, 0, 'no change recorded');
 });
 
 t.test('edits on both sides, delete vs edit, rename', async (t) => {
