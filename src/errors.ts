@@ -52,6 +52,7 @@ export const LOCAL_ERRORS = {
   ABORTED: { message: 'aborted', retryable: false, exit: EXIT_CODES.failure },
   CHECK_FAILED: { message: 'a health check failed', retryable: false, exit: EXIT_CODES.failure },
   FOLDER_BUSY: { message: 'folder is locked by another sync', retryable: true, exit: EXIT_CODES.failure },
+  PEER_BUSY: { message: 'the peer is busy (a connection cap or a destination in use): try again later', retryable: true, exit: EXIT_CODES.unreachable },
 } as const satisfies Record<string, LocalErrorSpec>;
 export type LocalErrorCode = keyof typeof LOCAL_ERRORS;
 
@@ -73,6 +74,7 @@ export const WIRE_ERRORS = {
   TIMEOUT: { wire: 14, local: 'TIMEOUT' },
   SHUTTING_DOWN: { wire: 15, local: 'CONNECTION_CLOSED' },
   SHARE_FORBIDDEN: { wire: 16, local: 'SHARE_FORBIDDEN' },
+  BUSY: { wire: 17, local: 'PEER_BUSY' },
 } as const satisfies Record<string, { wire: number; local: LocalErrorCode }>;
 export type WireErrorCode = keyof typeof WIRE_ERRORS;
 
@@ -116,6 +118,8 @@ export function wireCodeFor(err: unknown): { code: number; name: WireErrorCode }
     for (const [name, spec] of Object.entries(WIRE_ERRORS) as [WireErrorCode, (typeof WIRE_ERRORS)[WireErrorCode]][]) {
       if (spec.local === err.code && name !== 'INTERNAL') return { code: spec.wire, name };
     }
+    // A folder locked here is "busy, retry" to the peer.
+    if (err.code === 'FOLDER_BUSY') return { code: WIRE_ERRORS.BUSY.wire, name: 'BUSY' };
   }
   return { code: WIRE_ERRORS.INTERNAL.wire, name: 'INTERNAL' };
 }

@@ -18,6 +18,15 @@ export interface NodeConfig {
   readonly maxStreams: number;
   /** On SIGINT/SIGTERM, how long open connections get to finish before being cut. */
   readonly shutdownGraceMs: number;
+  /**
+   * Listener: a session with no control message and no transfer in progress for this long is
+   * closed. Transport keep-alives keep an abandoned connection alive forever otherwise.
+   */
+  readonly sessionIdleTimeoutMs: number;
+  /** Listener: connections served at once, all peers together; more are refused with a wire error. */
+  readonly maxConnections: number;
+  /** Listener: connections served at once for one peer key. */
+  readonly maxConnectionsPerPeer: number;
 }
 
 export const DEFAULT_CONFIG: NodeConfig = Object.freeze({
@@ -29,9 +38,15 @@ export const DEFAULT_CONFIG: NodeConfig = Object.freeze({
   maxFrameBytes: 16 << 20, // 16 MiB
   maxStreams: 64,
   shutdownGraceMs: 3_000,
+  sessionIdleTimeoutMs: 5 * 60_000, // 5 minutes
+  maxConnections: 256,
+  maxConnectionsPerPeer: 16,
 });
 
-const LIMITS: Record<Exclude<keyof NodeConfig, 'transport'>, readonly [number, number]> = {
+type NumericKey = Exclude<keyof NodeConfig, 'transport'>;
+
+/** Inclusive [min, max] of every numeric setting (the CLI checks its flags against these too). */
+export const CONFIG_LIMITS: Readonly<Record<NumericKey, readonly [number, number]>> = Object.freeze({
   idleTimeoutMs: [100, 3_600_000],
   keepAliveMs: [50, 600_000],
   connectTimeoutMs: [50, 600_000],
@@ -39,7 +54,10 @@ const LIMITS: Record<Exclude<keyof NodeConfig, 'transport'>, readonly [number, n
   maxFrameBytes: [1024, 256 << 20],
   maxStreams: [1, 1024],
   shutdownGraceMs: [0, 60_000],
-};
+  sessionIdleTimeoutMs: [100, 7 * 24 * 3_600_000], // up to a week
+  maxConnections: [1, 65_536],
+  maxConnectionsPerPeer: [1, 65_536],
+});
 
 export function resolveConfig(partial: Partial<Record<string, unknown>> = {}): NodeConfig {
   for (const key of Object.keys(partial)) {
@@ -50,8 +68,8 @@ export function resolveConfig(partial: Partial<Record<string, unknown>> = {}): N
     throw new ClawpeerError('CONFIG_INVALID', `transport must be quic, tcp or auto, got ${JSON.stringify(transport)}`);
   }
   const out: Record<string, unknown> = { transport };
-  for (const [key, [min, max]] of Object.entries(LIMITS)) {
-    const value = partial[key] ?? DEFAULT_CONFIG[key as keyof typeof LIMITS];
+  for (const [key, [min, max]] of Object.entries(CONFIG_LIMITS)) {
+    const value = partial[key] ?? DEFAULT_CONFIG[key as NumericKey];
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
       throw new ClawpeerError('CONFIG_INVALID', `${key} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
     }
@@ -61,4 +79,9 @@ export function resolveConfig(partial: Partial<Record<string, unknown>> = {}): N
     throw new ClawpeerError('CONFIG_INVALID', `keepAliveMs (${String(out['keepAliveMs'])}) must be below idleTimeoutMs (${String(out['idleTimeoutMs'])})`);
   }
   return Object.freeze(out as unknown as NodeConfig);
+}
+
+/** A keep-alive interval that fits `idleTimeoutMs`: the default, or a third of the timeout when that is shorter. */
+export function keepAliveFor(idleTimeoutMs: number): number {
+  return Math.min(DEFAULT_CONFIG.keepAliveMs, Math.max(CONFIG_LIMITS.keepAliveMs[0], Math.floor(idleTimeoutMs / 3)));
 }

@@ -23,14 +23,14 @@
 //     to hash) are never tombstoned: an I/O error must not become a deletion that propagates to
 //     every peer.
 //   - The `.clawpeer` directory and publisher temp files (isInternalPath) are never recorded.
-//     Temp files a killed publish left (status unchanged for STALE_TEMP_AGE_MS) are removed on
-//     the way, so a sync walks the tree once.
+//     Temp files a killed publish left (writer gone, or status unchanged for STALE_TEMP_AGE_MS)
+//     are removed on the way, so a sync walks the tree once.
 //
 // Speed: a no-op scan is one lstat per entry plus two LMDB reads per file (head id, warm
 // entry: RevisionStore.isWarm); no record is decoded unless something changed. Vanished paths
 // are found by comparing path keys, decoding only the heads the walk did not see.
 
-import { lstatSync, unlinkSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { bytesEqual } from '../chunking/blake3.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -39,7 +39,7 @@ import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import { RACY_WINDOW_MS } from './chunk-index.js';
 import { INTERNAL_DIR_NAME, isInternalPath, TEMP_FILE_PREFIX } from './partial-store.js';
-import { STALE_TEMP_AGE_MS } from './publisher.js';
+import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from './publisher.js';
 import { RevisionStore } from './revision-store.js';
 import type { RevisionDraft, WarmStat } from './revision-store.js';
 import { scanTree } from './tree-scan.js';
@@ -94,17 +94,6 @@ const NO_ROOT = new Uint8Array(0);
 
 function statOf(e: Pick<TreeEntry, 'size' | 'mtimeNs' | 'ino' | 'dev' | 'mode'>): WarmStat {
   return { size: e.size, mtimeNs: e.mtimeNs, ino: e.ino, dev: e.dev, mode: e.mode };
-}
-
-/** Removes `abs` if it is a temp file whose status has not changed for `minAgeMs`; true if removed. */
-function removeIfStale(abs: string, nowMs: number, minAgeMs: number): boolean {
-  try {
-    if (nowMs - lstatSync(abs).ctimeMs < minAgeMs) return false; // may belong to a live publish
-    unlinkSync(abs);
-    return true;
-  } catch {
-    return false; // gone already, or not ours to delete
-  }
 }
 
 /** True when `relPath` is `prefix` or inside it. */
@@ -169,7 +158,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     const rel = entry.relPath;
     if (isInternalPath(rel)) {
       const isTemp = entry.kind === 'file' && path.posix.basename(rel).startsWith(TEMP_FILE_PREFIX);
-      if (isTemp && removeIfStale(path.join(root, ...rel.split('/')), nowMs, staleTempAgeMs)) removedTempFiles++;
+      if (isTemp && removeTempFileIfStale(path.join(root, ...rel.split('/')), { nowMs, minAgeMs: staleTempAgeMs })) removedTempFiles++;
       continue;
     }
     const key = RevisionStore.pathKeyOf(rel);

@@ -1,6 +1,8 @@
 // The listening node: accepts connections on every configured transport, pins the proven key
 // against the paired set BEFORE reading any application message, runs the server handshake,
 // then serves the peer's requests. One misbehaving peer costs only its own connection.
+// Connections are capped in total (maxConnections) and per peer key (maxConnectionsPerPeer): one
+// over a cap is told why with a wire Error on its control stream and closed; the others go on.
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { Identity } from '../crypto/identity.js';
 import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
@@ -39,12 +41,23 @@ export interface BoundTransport {
 /** After a parting Error, how long the peer gets to read it and close before we cut it off. */
 const PARTING_GRACE_MS = 2_000;
 const PORT_RETRIES = 8; // port 0 with auto: QUIC's random UDP port may be taken on TCP
+/** Longest an over-cap connection is kept to tell it why, ms (then it is cut off). */
+const REFUSAL_TIMEOUT_MS = 2_000;
+/**
+ * Over-cap connections being told why at once; beyond this they are closed without a reason, so
+ * a flood of connections costs at most this many pending refusals.
+ */
+const MAX_PENDING_REFUSALS = 64;
 
 export class NodeServer {
   readonly #listeners: Listener[];
   readonly #options: ServerOptions;
   readonly #handler: SessionHandler;
+  /** Admitted connections (those being refused are not counted). */
   readonly #connections = new Set<Connection>();
+  /** Admitted connections per peer id (the key the transport proved; paired or not). */
+  readonly #perPeer = new Map<string, number>();
+  #pendingRefusals = 0;
   /** Authenticated sessions by peer id, so unpairing a peer can drop it at once. */
   readonly #sessions = new Map<PeerSession, string>();
   #pairWatch: { close(): void } | undefined;
@@ -140,14 +153,68 @@ export class NodeServer {
         continue;
       }
       if (conn === null) return;
-      this.#connections.add(conn);
       const c = conn;
+      const peerId = nodeIdFromPublicKey(c.remotePublicKey);
+      const refusal = this.#overCap(peerId);
+      if (refusal !== undefined) {
+        this.#refuse(c, peerId, refusal);
+        continue;
+      }
+      this.#connections.add(c);
+      this.#perPeer.set(peerId, (this.#perPeer.get(peerId) ?? 0) + 1);
       this.#track(
         this.#serveConnection(c).finally(() => {
           this.#connections.delete(c);
+          const left = (this.#perPeer.get(peerId) ?? 1) - 1;
+          if (left > 0) this.#perPeer.set(peerId, left);
+          else this.#perPeer.delete(peerId);
         }),
       );
     }
+  }
+
+  /** Why a new connection from `peerId` may not be admitted now, or undefined. */
+  #overCap(peerId: string): string | undefined {
+    const { maxConnections, maxConnectionsPerPeer } = this.#options.config;
+    const mine = this.#perPeer.get(peerId) ?? 0;
+    if (mine >= maxConnectionsPerPeer) {
+      return `too many connections from node ${peerId}: ${mine} open, at most ${maxConnectionsPerPeer} per peer; close some and retry`;
+    }
+    if (this.#connections.size >= maxConnections) {
+      return `too many connections: ${this.#connections.size} open, at most ${maxConnections}; retry later`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Tells an over-cap connection why on the control stream it opens (wire Error BUSY: retry
+   * later), then closes it. Bounded in time
+   * (REFUSAL_TIMEOUT_MS) and in number (MAX_PENDING_REFUSALS: beyond, closed at once).
+   */
+  #refuse(conn: Connection, peerId: string, reason: string): void {
+    const { log } = this.#options;
+    const where = formatHostPort(conn.remoteAddress);
+    log.warn('refused connection over the cap', { id: peerId, addr: where, transport: conn.transport, reason });
+    if (this.#pendingRefusals >= MAX_PENDING_REFUSALS) {
+      void conn.close(reason).catch(() => undefined);
+      return;
+    }
+    this.#pendingRefusals++;
+    const tell = async (): Promise<void> => {
+      const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), REFUSAL_TIMEOUT_MS, `control stream from ${peerId} at ${where}`);
+      if (stream === null) return;
+      await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.BUSY.wire, message: reason })), REFUSAL_TIMEOUT_MS, 'sending the refusal');
+      await stream.finish().catch(() => undefined);
+      await Promise.race([conn.closed, sleep(REFUSAL_TIMEOUT_MS)]);
+    };
+    this.#track(
+      tell()
+        .catch(() => undefined)
+        .finally(() => {
+          this.#pendingRefusals--;
+          return conn.close(reason).catch(() => undefined);
+        }),
+    );
   }
 
   async #serveConnection(conn: Connection): Promise<void> {

@@ -1,6 +1,7 @@
 // The data receiver: validates and confines every announced path, stages files (resumable
 // partials for big ones), fills what it already holds locally, asks for exactly the rest, then
 // writes, verifies and acks chunks as they arrive and publishes files atomically in batches.
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -16,12 +17,19 @@ import type { DataStreamRouter, IncomingDataStream } from './data-stream-router.
 import { isInternalPath, PartialStore } from './partial-store.js';
 import { Publisher, type PublishDir, type StagedFile } from './publisher.js';
 import type { PeerSession } from './session.js';
+import type { DuplexStream } from '../transport/types.js';
+import { withTimeout } from './timeouts.js';
 
 /** Files of at least this size are staged as resumable partials (journaled chunks survive a crash). */
 export const RESUMABLE_MIN_BYTES = 1 << 20; // 1 MiB
 /** Publish completed files in batches: one fsync round and one dir fsync per batch. */
 const COMMIT_BATCH_FILES = 256;
 const COMMIT_BATCH_BYTES = 64 << 20; // 64 MiB
+/**
+ * abort() waits this long for the data-stream tasks it reset to finish their current chunk write,
+ * ms: a local write of one chunk (at most the max chunk size) takes far less.
+ */
+const ABORT_SETTLE_MS = 5_000;
 
 export interface Destination {
   /** Root directory writes are confined to (a share, or the local target of a pull). */
@@ -92,6 +100,8 @@ export class TransferReceiver {
   readonly #o: ReceiverOptions;
   readonly #paths: string[];
   #publisher: Publisher | undefined;
+  /** What the share holds; files this transfer publishes are added, so the next one need not hash them. */
+  #index: ChunkIndex | undefined;
   readonly #staged: StagedFile[] = [];
   readonly #wanted = new Map<string, Placement[]>();
   readonly #toCommit: StagedFile[] = [];
@@ -102,6 +112,9 @@ export class TransferReceiver {
   /** Chunks taken off #wanted whose writes (and acks) are still in progress. */
   #writing = 0;
   #failure: unknown;
+  /** Data streams being served and their tasks, so abort() can stop them and wait for them. */
+  readonly #streams = new Set<DuplexStream>();
+  readonly #streamTasks = new Set<Promise<void>>();
 
   constructor(options: ReceiverOptions) {
     this.#o = options;
@@ -121,6 +134,7 @@ export class TransferReceiver {
     const partials = await PartialStore.open(destination.root);
     const index = await ChunkIndex.open({ shareRoot: destination.root, chunking, partials });
     await index.refresh({ signal });
+    this.#index = index;
     const publisher = await Publisher.open({
       shareRoot: destination.root,
       readOnly: destination.readOnly,
@@ -187,12 +201,16 @@ export class TransferReceiver {
   async receive(): Promise<ReceiveStats> {
     const { router, transferId, signal } = this.#o;
     const unregister = router.register(transferId, (incoming) => {
-      void this.#serveStream(incoming).catch((err: unknown) => {
+      const task = this.#serveStream(incoming).catch((err: unknown) => {
         this.#fail(err);
       });
+      this.#streamTasks.add(task);
+      void task.finally(() => this.#streamTasks.delete(task));
     });
-    const onAbort = (): void => this.#fail(new ClawpeerError('ABORTED', `transfer ${transferId} aborted`));
+    // A ClawpeerError reason says why (e.g. superseded by a newer push); anything else is a plain abort.
+    const onAbort = (): void => this.#fail(signal.reason instanceof ClawpeerError ? signal.reason : new ClawpeerError('ABORTED', `transfer ${transferId} aborted`));
     signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort(); // aborted during prepare(): the listener above never fires
     try {
       // Every wanted chunk is written and verified: publish now. The streams themselves end when
       // the sender's FIN arrives; waiting for that would cost a round trip for nothing.
@@ -200,6 +218,7 @@ export class TransferReceiver {
       if (this.#failure !== undefined) throw this.#failure;
       await this.#flushCommits(true);
       await this.#finishTree();
+      await this.#index?.save().catch((err: unknown) => this.#o.log.warn('cannot save the chunk index (the next transfer re-hashes)', { error: (err as Error).message }));
       return { ...this.#stats };
     } finally {
       signal.removeEventListener('abort', onAbort);
@@ -207,8 +226,16 @@ export class TransferReceiver {
     }
   }
 
-  /** Deletes temp files (keeps resumable partials for the next attempt). */
+  /**
+   * Stops the transfer and deletes its temp files (resumable partials are kept for the next
+   * attempt). When it resolves, this receiver touches the destination no more: its data streams
+   * are reset and their tasks done (bounded by ABORT_SETTLE_MS), and no commit is in progress.
+   */
   async abort(): Promise<void> {
+    this.#fail(new ClawpeerError('ABORTED', `transfer ${this.#o.transferId} aborted`));
+    for (const s of this.#streams) s.reset();
+    await withTimeout(Promise.allSettled([...this.#streamTasks]), ABORT_SETTLE_MS, `stopping the data streams of transfer ${this.#o.transferId}`).catch(() => undefined);
+    await this.#commitChain.catch(() => undefined);
     await this.#publisher?.abort().catch(() => undefined);
   }
 
@@ -221,6 +248,7 @@ export class TransferReceiver {
     const { session, signal } = this.#o;
     const { frames, streamId } = incoming;
     let expectedSeq = 0;
+    this.#streams.add(frames.stream);
     try {
       for (;;) {
         if (this.#failure !== undefined) throw this.#failure;
@@ -251,6 +279,8 @@ export class TransferReceiver {
     } catch (err) {
       frames.stream.reset();
       throw err;
+    } finally {
+      this.#streams.delete(frames.stream);
     }
     await frames.stream.finish().catch(() => undefined);
   }
@@ -262,6 +292,8 @@ export class TransferReceiver {
 
   /** Commits the queued complete files when the batch is full (or `all`); commits never overlap. */
   #flushCommits(all: boolean): Promise<void> {
+    // A failed (or aborted) transfer publishes nothing more: abort() is discarding its staging.
+    if (this.#failure !== undefined) return this.#commitChain;
     if (this.#toCommit.length === 0) return this.#commitChain;
     if (!all && this.#toCommit.length < COMMIT_BATCH_FILES && this.#toCommitBytes < COMMIT_BATCH_BYTES) return Promise.resolve();
     const batch = this.#toCommit.splice(0);
@@ -273,6 +305,8 @@ export class TransferReceiver {
       for (const f of batch) {
         this.#stats.files++;
         this.#stats.bytes += f.manifest.size;
+        const st = lstatSync(f.finalPath, { bigint: true, throwIfNoEntry: false });
+        if (st?.isFile() === true) this.#index?.addFile(f.relPath, f.manifest, st);
       }
     });
     return this.#commitChain;

@@ -1,26 +1,38 @@
 // The listener's side of a session: answers pings and serves push (we receive), pull (we
-// send) and sync (sync-service.ts) requests against its shares. One transfer at a time per session; an error is reported
-// to the peer as a wire Error and ends that session only.
+// send) and sync (sync-service.ts) requests against its shares. One transfer at a time per
+// session; an error is reported to the peer as a wire Error and ends that session only. A
+// session with no control message and no transfer for sessionIdleTimeoutMs is closed. A push
+// holds a destination lock (destination-locks.ts) from staging to publish, so a rerun after a
+// killed client supersedes the stale receiver instead of racing it.
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_CHUNKING, type ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { TransferRequestMessage } from '../protocol/messages.js';
+import type { ControlMessage, ManifestEntry, TransferRequestMessage } from '../protocol/messages.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { NodeConfig } from './config.js';
 import { DataStreamRouter } from './data-stream-router.js';
+import { claimPaths, DestinationLocks, type DestinationLease } from './destination-locks.js';
 import { isInternalPath } from './partial-store.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
 import { expectMessage, receiveManifest, sendManifest } from './transfer-control.js';
-import { TransferReceiver } from './transfer-receive.js';
+import { destinationPaths, TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
 import { serveSync } from './sync-service.js';
 
 /** How long the other side may take to hash, stage or publish before answering (big trees take a while). */
 export const PREPARE_TIMEOUT_MS = 30 * 60_000;
+/**
+ * How long a push waits for another peer's push into the same destination to finish, ms; then
+ * it fails with FOLDER_BUSY. Also bounds the cleanup of a superseded push of the same peer.
+ */
+export const DESTINATION_WAIT_MS = 30_000;
+
+/** The destination locks of this process: every session of a listener shares them. */
+const PROCESS_DESTINATION_LOCKS = new DestinationLocks();
 
 export interface ServiceContext {
   readonly shares: readonly Share[];
@@ -28,6 +40,8 @@ export interface ServiceContext {
   readonly log: Logger;
   /** This node's id, needed to serve syncs (the origin of the revisions its scans record). */
   readonly nodeId?: string;
+  /** Locks of push destinations shared by the sessions of one listener. Default: one set per process. */
+  readonly destinationLocks?: DestinationLocks;
 }
 
 /** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */
@@ -52,7 +66,12 @@ export async function serveSession(session: PeerSession, ctx: ServiceContext, si
   const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, ctx.config.idleTimeoutMs, ctx.log);
   void router.run(signal);
   for (;;) {
-    const msg = await session.control.receive({ signal });
+    const msg = await receiveWithin(session, ctx.config.sessionIdleTimeoutMs, signal);
+    if (msg === 'idle') {
+      ctx.log.info('closing idle session', { peer: session.peerId, idleMs: ctx.config.sessionIdleTimeoutMs });
+      await session.control.sendError('TIMEOUT', `session idle for ${ctx.config.sessionIdleTimeoutMs} ms (no request, no transfer): closed by ${ctx.nodeId ?? 'the listener'}`).catch(() => undefined);
+      return;
+    }
     if (msg === null) return;
     switch (msg.type) {
       case 'ping':
@@ -78,6 +97,33 @@ export async function serveSession(session: PeerSession, ctx: ServiceContext, si
   }
 }
 
+/**
+ * The peer's next control message, null at its FIN, or 'idle' when none came for `idleMs`. The
+ * wait is cancelled through the channel's signal, which leaves the channel usable.
+ */
+async function receiveWithin(session: PeerSession, idleMs: number, signal: AbortSignal): Promise<ControlMessage | null | 'idle'> {
+  // One controller for both causes (not AbortSignal.any: a listener on the long-lived session
+  // signal per message, removed again below, keeps nothing alive).
+  const wait = new AbortController();
+  let idle = false;
+  const timer = setTimeout(() => {
+    idle = true;
+    wait.abort();
+  }, idleMs);
+  const onSession = (): void => wait.abort(signal.reason);
+  signal.addEventListener('abort', onSession, { once: true });
+  if (signal.aborted) wait.abort(signal.reason);
+  try {
+    return await session.control.receive({ signal: wait.signal });
+  } catch (err) {
+    if (idle && !signal.aborted && err instanceof ClawpeerError && err.code === 'ABORTED') return 'idle';
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', onSession);
+  }
+}
+
 async function serveTransfer(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal): Promise<void> {
   const { config, log } = ctx;
   const share = findShare(ctx.shares, req.share, session.peerId);
@@ -92,20 +138,33 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
     if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
     await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
     const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
-    const receiver = new TransferReceiver({
-      session, router, transferId: id, entries, chunking, signal, log,
-      destination: { root: share.dir, readOnly: share.readOnly, basePath },
-      force: req.force,
-    });
+    // This transfer's own signal: the session ending, or a newer push of the same peer into the
+    // same destination (then this one is a leftover of a killed client), stops it.
+    const stop = new AbortController();
+    const onSession = (): void => stop.abort(signal.reason);
+    signal.addEventListener('abort', onSession, { once: true });
+    let lease: DestinationLease | undefined;
     try {
-      const plan = await receiver.prepare();
-      await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
-      const stats = await receiver.receive();
-      await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
-      log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes });
-    } catch (err) {
-      await receiver.abort();
-      throw err;
+      lease = await lockDestination(session, share, basePath, entries, ctx, stop, signal);
+      const receiver = new TransferReceiver({
+        session, router, transferId: id, entries, chunking, signal: stop.signal, log,
+        destination: { root: share.dir, readOnly: share.readOnly, basePath },
+        force: req.force,
+      });
+      try {
+        const plan = await receiver.prepare();
+        await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
+        const stats = await receiver.receive();
+        await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
+        log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes });
+      } catch (err) {
+        await receiver.abort();
+        if (stop.signal.aborted && !signal.aborted && stop.signal.reason instanceof ClawpeerError) throw stop.signal.reason;
+        throw err;
+      }
+    } finally {
+      lease?.release(); // only after abort() finished: the next push finds no cleanup in progress
+      signal.removeEventListener('abort', onSession);
     }
     return;
   }
@@ -131,4 +190,33 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   await sendChunks({ session, transferId: id, source, lacking: want.lacking, uniqueCount: want.uniqueChunks, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });
+}
+
+/**
+ * Claims the top-level paths a push writes (see destination-locks.ts). An overlapping push of
+ * the same peer is aborted through its `stop` controller and its cleanup awaited; one of
+ * another peer is waited for, at most DESTINATION_WAIT_MS.
+ */
+async function lockDestination(
+  session: PeerSession, share: Share, basePath: string, entries: readonly ManifestEntry[],
+  ctx: ServiceContext, stop: AbortController, signal: AbortSignal,
+): Promise<DestinationLease> {
+  const locks = ctx.destinationLocks ?? PROCESS_DESTINATION_LOCKS;
+  const root = await realpath(share.dir).catch(() => path.resolve(share.dir));
+  const paths = claimPaths(root, basePath, destinationPaths(entries, basePath));
+  const shown = paths.slice(0, 3).map((p) => `${share.name}/${path.relative(root, p).split(path.sep).join('/')}`);
+  const label = `a push from node ${session.peerId} into ${shown.join(', ')}${paths.length > shown.length ? ` and ${paths.length - shown.length} more` : ''}`;
+  return locks.acquire(
+    {
+      paths,
+      peerId: session.peerId,
+      label,
+      supersede: (by) => stop.abort(new ClawpeerError('ABORTED', `${label} was superseded by ${by.label} (a rerun after this client vanished?)`)),
+    },
+    {
+      waitMs: DESTINATION_WAIT_MS,
+      signal,
+      onSupersede: (older) => ctx.log.warn('aborting an earlier push into the same destination: its client is presumably gone', { peer: session.peerId, share: share.name, path: basePath, older: older.label }),
+    },
+  );
 }

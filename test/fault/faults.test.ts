@@ -3,9 +3,12 @@
 // push's client) and of the receiver (a pull's client) at a seeded random moment while data
 // moves. Every trial: no file at a final path ever differs from its source (polled during the
 // run), and a clean rerun completes byte-identical. Killing the listener costs its client's idle
-// timeout per trial: that case runs in the slow suite.
+// timeout per trial: that case runs in the slow suite. Right after each rerun, no staging file
+// (`.clawpeer-tmp-*`) is left in the destination: a stale receiver of a killed or cut-off push
+// client is superseded by the rerun (destination lock), and a pull sweeps the temp files a killed
+// earlier pull left.
 import t from 'tap';
-import { checkTrial, runTrial, startRig, type TrialKind } from './fault-harness.js';
+import { checkTrial, isClawpeerInternal, runTrial, snapshot, startRig, type TrialKind } from './fault-harness.js';
 
 const SEED = Number(process.env['FAULT_SEED'] ?? 20261130);
 // Senders (the client of a push, the listener of a pull) wait 150 ms per DATA frame, so kills and
@@ -27,5 +30,9 @@ t.test('loss, kill-sender, kill-receiver and cut trials, at once', async (t) => 
     rig, kind: c.kind, direction: c.direction, index: i, seed: SEED + i, bigBytes: 2 << 20, killWindowMs: 400, killAfterProgress: true, cutMs: 2000,
     ...(c.delayPerChunkMs === undefined ? {} : { delayPerChunkMs: c.delayPerChunkMs }),
   })));
-  for (const r of results) checkTrial(t, r, r.kind === 'loss');
+  for (const r of results) {
+    checkTrial(t, r, r.kind === 'loss');
+    const staging = (await snapshot(r.dest)).map((i) => i.path).filter((p) => p.split('/').some(isClawpeerInternal));
+    t.same(staging, [], `${r.kind} ${r.direction}: no staging files left right after the rerun`);
+  }
 });

@@ -6,7 +6,8 @@
 //   session closed with DECRYPT_FAILED, nothing is published, and the listener serves others;
 // - a peer that opens thousands of streams gets at most the stream limit;
 // - stalled handshakes, stalled data streams and stalled transfers are freed by timeouts (on an
-//   in-process listener with short timeouts: `clawpeer listen` has no option to shorten them).
+//   in-process listener with short timeouts, so the stream limit and the idle timeout can be set
+//   together; the CLI's timeout and connection-cap flags are covered by listener-limits.test.ts).
 // After each attack the listener still answers a legitimate ping.
 import t, { type Test } from 'tap';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';

@@ -29,3 +29,12 @@ t.test('README documents the same exit codes', async (t) => {
     t.match(readme, new RegExp(`^\\| ${code} \\| \`${name}\` \\|`, 'm'), `README row for ${name}=${code}`);
   }
 });
+
+t.test('busy: a locked folder and a connection cap travel as BUSY and come back retryable', async (t) => {
+  t.same(wireCodeFor(new ClawpeerError('FOLDER_BUSY', 'inbox/tree is busy')), { code: WIRE_ERRORS.BUSY.wire, name: 'BUSY' });
+  t.same(wireCodeFor(new ClawpeerError('PEER_BUSY', 'too many connections')), { code: WIRE_ERRORS.BUSY.wire, name: 'BUSY' });
+  const back = errorFromWire(WIRE_ERRORS.BUSY.wire, 'too many connections');
+  t.equal(back.code, 'PEER_BUSY');
+  t.ok(back.retryable);
+  t.equal(back.exitCode, EXIT_CODES.unreachable);
+});

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { manifestFromFile } from '../../src/chunking/file-chunker.js';
-import { Publisher, removeStaleTempFiles } from '../../src/node/publisher.js';
+import { IN_MEMORY_MAX_BYTES, Publisher, removeStaleTempFiles } from '../../src/node/publisher.js';
 import type { PublishDir, StagedFile } from '../../src/node/publisher.js';
 import { scanTreeToArray } from '../../src/node/tree-scan.js';
 import type { TreeEntry } from '../../src/node/tree-scan.js';
@@ -244,13 +244,22 @@ t.test('chunks may arrive in any order; a bad chunk is refused and nothing is pu
 
 t.test('abort removes temp files and leaves no final file', async (t) => {
   const share = await tempDir('share');
-  const bytes = randomBytes(4000);
-  const manifest = manifestFromBytes(bytes, PARAMS);
-  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
+  // Above IN_MEMORY_MAX_BYTES, a file is staged in a temp file next to its final path.
+  const bytes = randomBytes(IN_MEMORY_MAX_BYTES + 4000);
+  const manifest = manifestFromBytes(bytes, { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 });
+  const pub = await Publisher.open({ shareRoot: share, chunking: { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 } });
   const staged = (await pub.stageFile({ relPath: 'dir/half.bin', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  t.notOk(staged.inMemory);
   const c = manifest.chunks[0]!;
   await staged.writeChunk(0, bytes.subarray(c.offset, c.offset + c.length));
   t.ok((await readdir(join(share, 'dir'))).some((n) => n.startsWith('.clawpeer-tmp-')), 'the temp file is in the destination directory');
+  // A small file is assembled in memory: nothing on disk until its commit.
+  const small = randomBytes(4000);
+  const smallManifest = manifestFromBytes(small, PARAMS);
+  const smallStaged = (await pub.stageFile({ relPath: 'dir/small.bin', manifest: smallManifest, mode: 0o644, mtimeMs: 0 }))!;
+  t.ok(smallStaged.inMemory);
+  for (const [i, ch] of smallManifest.chunks.entries()) await smallStaged.writeChunk(i, small.subarray(ch.offset, ch.offset + ch.length));
+  t.equal((await readdir(join(share, 'dir'))).filter((n) => n.startsWith('.clawpeer-tmp-')).length, 1, 'only the big file has a temp file');
   await pub.abort();
   t.same(await readdir(join(share, 'dir')), [], 'no temp and no final file');
 });
@@ -300,6 +309,7 @@ t.test('a full disk is an IO error naming the file; nothing is half-published', 
   let error: unknown;
   try {
     for (const [i, c] of manifest.chunks.entries()) await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+    await pub.commit([staged]); // a small file is assembled in memory: the disk fills at commit
   } catch (err) {
     error = err;
   }

@@ -1,20 +1,80 @@
 // `listen` and `ping`: the commands that talk to the network.
 import type { Argv } from 'yargs';
-import { resolveConfig, type NodeConfig } from '../../node/config.js';
+import { ClawpeerError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import { CONFIG_LIMITS, DEFAULT_CONFIG, keepAliveFor, resolveConfig, type NodeConfig } from '../../node/config.js';
 import { createIdentity, identityExists, loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
-import { applyAllowLists, resolveShares } from '../../node/shares.js';
+import { applyAllowLists, resolveShares, type Share } from '../../node/shares.js';
 import { formatHostPort } from '../../node/address.js';
 import type { CommandContext } from '../context.js';
 import { intOption, TRANSPORT_OPTION } from '../args.js';
 
 type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
 
-
 function configFrom(args: Record<string, unknown>): NodeConfig {
   const timeout = args['connect-timeout'];
   return resolveConfig({ transport: args['transport'], ...(timeout !== undefined ? { connectTimeoutMs: timeout } : {}) });
+}
+
+/**
+ * A duration flag given in seconds (decimals allowed), as whole ms within [minMs, maxMs];
+ * undefined when the flag is absent. A USAGE error naming the flag otherwise.
+ */
+function secondsFlag(args: Record<string, unknown>, flag: string, minMs: number, maxMs: number): number | undefined {
+  const raw = args[flag];
+  if (raw === undefined) return undefined;
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : Number.NaN;
+  const ms = Math.round(n * 1000);
+  if (!Number.isFinite(n) || ms < minMs || ms > maxMs) {
+    throw new ClawpeerError('USAGE', `--${flag} must be a number of seconds in ${minMs / 1000}..${maxMs / 1000}, got ${JSON.stringify(raw)}`);
+  }
+  return ms;
+}
+
+/** A count flag within [min, max]; undefined when absent. A USAGE error naming the flag otherwise. */
+function countFlag(args: Record<string, unknown>, flag: string, [min, max]: readonly [number, number]): number | undefined {
+  const raw = args[flag];
+  return raw === undefined ? undefined : intOption(typeof raw === 'string' && raw.trim() === '' ? Number.NaN : raw, `--${flag}`, min, max);
+}
+
+/** The listener's settings: defaults, overridden by its flags (each checked and named on error). */
+export function listenConfigFrom(args: Record<string, unknown>): NodeConfig {
+  const idleTimeoutMs = secondsFlag(args, 'idle-timeout', ...CONFIG_LIMITS.idleTimeoutMs);
+  const handshakeTimeoutMs = secondsFlag(args, 'handshake-timeout', ...CONFIG_LIMITS.handshakeTimeoutMs);
+  const sessionIdleTimeoutMs = secondsFlag(args, 'session-idle-timeout', ...CONFIG_LIMITS.sessionIdleTimeoutMs);
+  const maxConnections = countFlag(args, 'max-connections', CONFIG_LIMITS.maxConnections);
+  const maxConnectionsPerPeer = countFlag(args, 'max-connections-per-peer', CONFIG_LIMITS.maxConnectionsPerPeer);
+  return resolveConfig({
+    transport: args['transport'],
+    // A shorter idle timeout brings the keep-alive down with it (it must stay below).
+    ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs, keepAliveMs: keepAliveFor(idleTimeoutMs) }),
+    ...(handshakeTimeoutMs === undefined ? {} : { handshakeTimeoutMs }),
+    ...(sessionIdleTimeoutMs === undefined ? {} : { sessionIdleTimeoutMs }),
+    ...(maxConnections === undefined ? {} : { maxConnections }),
+    ...(maxConnectionsPerPeer === undefined ? {} : { maxConnectionsPerPeer }),
+  });
+}
+
+/**
+ * Removes the `.clawpeer-tmp-*` files a killed receiver left in the writable shares: those of a
+ * writer that is no longer running, and any older than publisher.ts STALE_TEMP_AGE_MS (younger
+ * ones of a live process may belong to its transfer in progress). Runs while the listener
+ * serves (a big share takes a while to walk; our own new temp files are never swept, as we are
+ * alive). Logs the count per share.
+ */
+async function sweepStaleTempFiles(shares: readonly Share[], log: Logger, signal: AbortSignal): Promise<void> {
+  const { removeStaleTempFiles } = await import('../../node/publisher.js');
+  for (const share of shares) {
+    if (share.readOnly || signal.aborted) continue;
+    try {
+      const removed = await removeStaleTempFiles(share.dir, { nowMs: Date.now(), signal });
+      log.info('swept stale temp files', { share: share.name, removed });
+    } catch (err) {
+      if (!signal.aborted) log.warn('cannot sweep stale temp files', { share: share.name, error: (err as Error).message });
+    }
+  }
 }
 
 export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
@@ -29,9 +89,15 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           .option('share', { type: 'string', array: true, default: [] as string[], describe: 'NAME=DIR[:ro], repeatable (default: a read-write "inbox" under the home)' })
           .option('allow', { type: 'string', array: true, default: [] as string[], describe: 'SHARE=PEER[,PEER...]: only these paired peers may use SHARE (repeatable; default: every paired peer)' })
           .option('transport', TRANSPORT_OPTION)
-          .option('init', { type: 'boolean', default: false, describe: 'create an identity first if there is none' }),
+          .option('init', { type: 'boolean', default: false, describe: 'create an identity first if there is none' })
+          // Strings, checked by listenConfigFrom: an error can then quote what was typed.
+          .option('idle-timeout', { type: 'string', requiresArg: true, describe: `seconds without any packet before a connection is dropped (default ${DEFAULT_CONFIG.idleTimeoutMs / 1000})` })
+          .option('handshake-timeout', { type: 'string', requiresArg: true, describe: `seconds a new connection gets to open its control stream and finish the handshake (default ${DEFAULT_CONFIG.handshakeTimeoutMs / 1000})` })
+          .option('session-idle-timeout', { type: 'string', requiresArg: true, describe: `seconds a session may sit with no request and no transfer before it is closed (default ${DEFAULT_CONFIG.sessionIdleTimeoutMs / 1000})` })
+          .option('max-connections', { type: 'string', requiresArg: true, describe: `connections served at once, all peers together (default ${DEFAULT_CONFIG.maxConnections})` })
+          .option('max-connections-per-peer', { type: 'string', requiresArg: true, describe: `connections served at once for one peer (default ${DEFAULT_CONFIG.maxConnectionsPerPeer})` }),
       run(async (ctx, args) => {
-        const config = configFrom(args);
+        const config = listenConfigFrom(args);
         const port = intOption(args['port'], '--port', 0, 65535);
         if (args['init'] === true && !(await identityExists(ctx.home.identityKeyFile))) {
           const created = await createIdentity(ctx.home.identityKeyFile);
@@ -48,6 +114,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           { identity, peers: peerStore, shares, host: String(args['host']), port, config, log },
           (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId }, signal),
         );
+        const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');
         ctx.out.emit(
@@ -73,7 +140,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
         });
         ctx.log.info('shutting down');
-        await server.close();
+        await Promise.all([server.close(), sweep]);
         if (ctx.out.json) ctx.out.emit({ event: 'stopped' }, '');
       }),
     )

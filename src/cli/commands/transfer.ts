@@ -57,6 +57,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const streams = intOption(args['streams'], '--streams', 1, 64);
   const window = intOption(args['window'], '--window', 1, 4096);
   const config = resolveConfig({ transport: args['transport'] });
+  if (direction === 'pull') await sweepPullDestination(ctx, localPath, remote.path);
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
   const { dialPeer } = await import('../../node/dialer.js');
@@ -74,6 +75,24 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   } finally {
     progress.stop();
     await session.close();
+  }
+}
+
+/**
+ * Before a pull: removes stale `.clawpeer-tmp-*` files a killed earlier pull left where this one
+ * stages (LOCAL itself, and the tree it lands in: LOCAL/<last segment of the remote path>, or all
+ * of LOCAL for a whole share): those of a writer that is no longer running, and any older than
+ * publisher.ts STALE_TEMP_AGE_MS; a younger one of a live process may belong to a pull running
+ * right now. A failure here is logged, never fatal.
+ */
+async function sweepPullDestination(ctx: CommandContext, localPath: string, remotePath: string): Promise<void> {
+  const { removeStaleTempFilesAt } = await import('../../node/publisher.js');
+  const lands = remotePath === '' ? '' : (remotePath.split('/').filter((s) => s !== '').at(-1) ?? '');
+  try {
+    const removed = await removeStaleTempFilesAt(localPath, lands, { nowMs: Date.now(), signal: ctx.signal });
+    if (removed > 0) ctx.log.info('removed stale temp files left by an earlier pull', { dir: localPath, removed });
+  } catch (err) {
+    ctx.log.warn('cannot sweep stale temp files', { dir: localPath, error: (err as Error).message });
   }
 }
 
