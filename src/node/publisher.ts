@@ -226,9 +226,10 @@ export class StagedFile {
 
   /**
    * @internal Commit, in-memory files: creates the temp file (O_EXCL), writes the bytes, sets
-   * mode and mtime, all synchronously; then fsyncs it (awaited: fsyncs of a batch overlap).
+   * mode and mtime, all synchronously. The caller fsyncs (syncStaging) once the whole batch is
+   * written: creating files while other fsyncs force journal commits made each create wait.
    */
-  async writeOut(atime: Date): Promise<void> {
+  writeOut(atime: Date): void {
     const bytes = this.#memory ?? Buffer.alloc(0);
     try {
       this.#fd = openSync(this.stagingPath, 'wx', 0o600);
@@ -241,6 +242,11 @@ export class StagedFile {
       throw ioError('write', this.relPath, err);
     }
     this.#memory = undefined;
+  }
+
+  /** @internal fsyncs an in-memory file's temp file after writeOut. */
+  async syncStaging(): Promise<void> {
+    if (this.#fd === undefined) throw new TypeError(`${this.relPath} was not written out`);
     await fsyncAsync(this.#fd);
   }
 
@@ -569,10 +575,19 @@ export class Publisher {
     }
     const failed = new Map<StagedFile, unknown>();
     const atime = new Date();
+    for (const f of files) {
+      if (!f.inMemory) continue;
+      try {
+        f.writeOut(atime);
+      } catch (err) {
+        failed.set(f, err);
+      }
+    }
     await forEachBounded(files, COMMIT_FSYNC_CONCURRENCY, async (f) => {
+      if (failed.has(f)) return;
       try {
         if (f.inMemory) {
-          await f.writeOut(atime);
+          await f.syncStaging();
         } else {
           await f.handle.chmod(f.mode);
           await f.handle.utimes(atime, toSeconds(f.mtimeMs));

@@ -17,6 +17,7 @@ import type { PeerSession } from './session.js';
 import type { SourceFile, TransferSource } from './transfer-source.js';
 import { TEST_HOOKS } from './test-hooks.js';
 import { sleep } from './timeouts.js';
+import { WriteCoalescer } from './write-coalescer.js';
 
 let framesSent = 0; // process-wide, for TEST_HOOKS.tamperDataFrame
 
@@ -161,6 +162,9 @@ async function runStream(
 
   try {
     await frames.write(encodeControlFrame({ type: 'data-open', transferId: options.transferId, streamId }));
+    // Sealed frames are queued and written in batches by one writer (write-coalescer.ts); the
+    // window bounds what is queued, as it counts every frame from onSent on.
+    const out = new WriteCoalescer((bytes) => frames.write(bytes));
     for (;;) {
       const work = queue.next(index);
       if (work.kind === 'empty') break;
@@ -182,13 +186,11 @@ async function runStream(
         if (framesSent++ === TEST_HOOKS.tamperDataFrame) flipByteFromEnd(frame, 20);
         // Recorded before the write: on a fast link the ack can arrive before write() resolves.
         window.onSent(seq, chunk.id, chunk.length, performance.now());
-        // Sequential awaits: pieces written concurrently could be reordered on the stream.
-        await frames.write(frame.prefix);
-        await frames.write(frame.ciphertext);
-        await frames.write(frame.tag);
+        out.push(frame.prefix, frame.ciphertext, frame.tag);
         options.onChunkSent?.(chunk.length);
       }
     }
+    await out.drained();
     window.finish();
     while (window.inFlightChunks > 0) {
       if (ackError !== undefined) throw ackError;

@@ -1,6 +1,6 @@
 // The sending side's view of a local file or tree: scanned, chunked and hashed into the
 // manifest entries a transfer announces, with where each file's bytes live on disk.
-import { open, type FileHandle } from 'node:fs/promises';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -8,6 +8,7 @@ import { manifestFromFile } from '../chunking/file-chunker.js';
 import { manifestFromBytes, type FileManifest } from '../chunking/manifest.js';
 import type { ManifestEntry } from '../protocol/messages.js';
 import type { Logger } from '../logger.js';
+import { INTERNAL_DIR_NAME, TEMP_FILE_PREFIX } from './partial-store.js';
 import { scanTree, type ScanTreeOptions } from './tree-scan.js';
 
 export interface SourceFile {
@@ -45,22 +46,24 @@ export const WHOLE_READ_MAX_BYTES = 1 << 20; // 1 MiB
 /**
  * The whole content of `file` if it is at most `maxBytes` long when read, else undefined (it
  * grew past its stat size or the limit: the caller streams it instead). IO errors name the file.
+ * Synchronous: for a small file the thread-pool round trips of awaited open/stat/read/close
+ * cost more than the read (see chunking/file-chunker.ts SYNC_READ_MAX_BYTES).
  */
-async function readSmallFile(file: string, maxBytes: number): Promise<Buffer | undefined> {
-  let handle: FileHandle;
+function readSmallFile(file: string, maxBytes: number): Buffer | undefined {
+  let fd: number;
   try {
-    handle = await open(file, 'r');
+    fd = openSync(file, 'r');
   } catch (err) {
     throw new ClawpeerError('IO', `cannot open ${file}: ${(err as Error).message}`, { cause: err });
   }
   try {
-    const { size } = await handle.stat();
+    const { size } = fstatSync(fd);
     if (size > maxBytes) return undefined;
     // One byte more than the stat size: filling it means the file grew since.
     const buf = Buffer.allocUnsafe(size + 1);
     let filled = 0;
     while (filled < buf.length) {
-      const { bytesRead } = await handle.read(buf, filled, buf.length - filled, filled);
+      const bytesRead = readSync(fd, buf, filled, buf.length - filled, filled);
       if (bytesRead === 0) break;
       filled += bytesRead;
     }
@@ -68,7 +71,7 @@ async function readSmallFile(file: string, maxBytes: number): Promise<Buffer | u
   } catch (err) {
     throw new ClawpeerError('IO', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
   } finally {
-    await handle.close().catch(() => undefined);
+    closeSync(fd);
   }
 }
 
@@ -76,7 +79,7 @@ async function readSmallFile(file: string, maxBytes: number): Promise<Buffer | u
 async function manifestOf(file: string, size: number, chunking: ChunkingParams, signal: AbortSignal | undefined): Promise<FileManifest> {
   if (signal?.aborted === true) throw new ClawpeerError('ABORTED', `chunking ${file} aborted`, { cause: signal.reason });
   if (size <= WHOLE_READ_MAX_BYTES) {
-    const whole = await readSmallFile(file, WHOLE_READ_MAX_BYTES);
+    const whole = readSmallFile(file, WHOLE_READ_MAX_BYTES);
     if (whole !== undefined) return manifestFromBytes(whole, chunking);
   }
   return manifestFromFile(file, chunking, signal !== undefined ? { signal } : {});
@@ -91,7 +94,10 @@ function packIds(manifest: FileManifest): { chunkIds: Uint8Array; chunkLengths: 
 /** Scans and hashes `localPath` (a file or a directory tree). Escaping symlinks are skipped with a warning. */
 export async function scanSource(localPath: string, options: ScanSourceOptions): Promise<TransferSource> {
   const absRoot = path.resolve(localPath);
+  // clawpeer's own state never travels: a synced folder's `.clawpeer/` (its revision log and
+  // partials are about this machine) and temp files of a publish in progress.
   const scanOptions: ScanTreeOptions = {
+    skipDir: (rel) => path.posix.basename(rel) === INTERNAL_DIR_NAME,
     ...(options.rootName !== undefined ? { rootName: options.rootName } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
@@ -101,7 +107,7 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
   const files = new Map<number, SourceFile>();
   let totalBytes = 0;
   for await (const e of scanTree(absRoot, scanOptions)) {
-    if (options.exclude?.(e.relPath) === true) continue;
+    if (options.exclude?.(e.relPath) === true || path.posix.basename(e.relPath).startsWith(TEMP_FILE_PREFIX)) continue;
     const mtimeMs = Math.floor(e.mtimeMs);
     const mode = e.mode & 0o777;
     switch (e.kind) {

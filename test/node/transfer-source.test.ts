@@ -39,3 +39,18 @@ t.test('an unreadable file is an IO error naming it', async (t) => {
   }
   await t.rejects(scanSource(file, { chunking, log: silentLogger }), { code: 'IO', message: /secret\.bin/ });
 });
+
+t.test("clawpeer's own state is never sent: .clawpeer directories and temp files", async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-src-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const root = path.join(dir, 'synced');
+  await mkdir(path.join(root, '.clawpeer', 'revlog'), { recursive: true });
+  await mkdir(path.join(root, 'sub', '.clawpeer'), { recursive: true });
+  await writeFile(path.join(root, '.clawpeer', 'revlog', 'data.mdb'), 'state');
+  await writeFile(path.join(root, 'sub', '.clawpeer', 'index.bin'), 'state');
+  await writeFile(path.join(root, 'sub', '.clawpeer-tmp-p1-0a0b0c0d0e0f-a.txt'), 'half');
+  await writeFile(path.join(root, 'sub', 'a.txt'), 'content');
+  await writeFile(path.join(root, '.clawpeerish'), 'a user file whose name only starts alike');
+  const source = await scanSource(root, { chunking, log: silentLogger });
+  t.same(source.entries.map((e) => e.path).sort(), ['synced', 'synced/.clawpeerish', 'synced/sub', 'synced/sub/a.txt']);
+});
