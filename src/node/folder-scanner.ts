@@ -35,6 +35,7 @@ import path from 'node:path';
 import { bytesEqual } from '../chunking/blake3.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { manifestFromFile } from '../chunking/file-chunker.js';
+import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import { RACY_WINDOW_MS } from './chunk-index.js';
@@ -59,6 +60,8 @@ export interface ScanFolderOptions {
   readonly staleTempAgeMs?: number;
   /** Changes per transaction. Default DEFAULT_SCAN_BATCH_CHANGES. */
   readonly batchChanges?: number;
+  /** Told about every file it hashed whose stat did not move meanwhile (a sync reuses the manifest). */
+  readonly onHashed?: (relPath: string, manifest: FileManifest, stat: WarmStat) => void;
   /** Told about entries that cannot be recorded; without it the first such problem is thrown. */
   readonly onIssue?: (issue: TreeScanIssue) => void;
   readonly signal?: AbortSignal;
@@ -185,6 +188,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
           continue;
         }
         contentRoot = manifest.root;
+        options.onHashed?.(rel, manifest, statOf(entry));
       } catch (err) {
         // The file vanished or became unreadable mid-scan: an issue, never a deletion.
         const errno = !isClawpeerError(err) && err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string';

@@ -115,7 +115,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     let chunks = 0;
     if (sends) {
       const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
-      chunks += await serveFetch(ch, fetch, store, o.dir, chunking);
+      chunks += await serveFetch(ch, fetch, store, o.dir, chunking, folder.manifests);
     }
     let conflicts = 0;
     let skipped: string[] = [];

@@ -24,6 +24,7 @@ import { decodeRevisionWithId, MAX_REVISION_BYTES } from '../sync/revision.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import type { DataStreamRouter } from './data-stream-router.js';
+import type { ManifestCache } from './manifest-cache.js';
 import { isInternalPath } from './partial-store.js';
 import type { RevisionStore } from './revision-store.js';
 import type { PeerSession } from './session.js';
@@ -207,8 +208,11 @@ export async function fetchContent(ch: SyncChannel, requests: readonly FetchRequ
  * head with that root (a conflict copy made earlier in this sync). Each candidate is hashed:
  * only a file whose manifest has exactly that root is served.
  */
-async function locate(folder: string, store: RevisionStore, relPath: string, root: Uint8Array, chunking: ChunkingParams, byRoot: () => Map<string, string[]>): Promise<SourceFile | undefined> {
-  const candidates = [path.join(folder, ...relPath.split('/')), historyBlobPath(folder, root)];
+async function locate(folder: string, relPath: string, root: Uint8Array, chunking: ChunkingParams, byRoot: () => Map<string, string[]>, cache: ManifestCache | undefined): Promise<SourceFile | undefined> {
+  const here = path.join(folder, ...relPath.split('/'));
+  const cached = cache?.get(relPath, here);
+  if (cached !== undefined && bytesEqual(cached.root, root)) return { entryIndex: -1, localPath: here, manifest: cached };
+  const candidates = [here, historyBlobPath(folder, root)];
   for (const p of byRoot().get(toHex(root)) ?? []) candidates.push(path.join(folder, ...p.split('/')));
   for (const abs of candidates) {
     try {
@@ -229,7 +233,7 @@ async function locate(folder: string, store: RevisionStore, relPath: string, roo
  * still here (a file edited since the scan is left out: the next sync carries its new revision),
  * then sends the chunks the peer lacks. Returns the chunks sent.
  */
-export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store: RevisionStore, folder: string, chunking: ChunkingParams): Promise<number> {
+export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store: RevisionStore, folder: string, chunking: ChunkingParams, cache?: ManifestCache): Promise<number> {
   const { session } = ch;
   const items: SyncFetchItem[] = [...first.items];
   let last = first.last;
@@ -262,7 +266,7 @@ export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store
     const rel = normalizeSharePath(item.path);
     if (isInternalPath(rel) || seen.has(rel)) throw new ClawpeerError('PROTOCOL', `sync fetch names ${JSON.stringify(item.path)} twice or inside .clawpeer`);
     seen.add(rel);
-    const found = await locate(folder, store, rel, item.root, chunking, byRoot);
+    const found = await locate(folder, rel, item.root, chunking, byRoot, cache);
     if (found === undefined) {
       ch.log.info('sync: content asked for is no longer here (changed since the scan)', { path: rel });
       continue;

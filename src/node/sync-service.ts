@@ -66,7 +66,7 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
     }
     if (clientReceives) {
       const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
-      await serveFetch(ch, fetch, store, share.dir, chunking);
+      await serveFetch(ch, fetch, store, share.dir, chunking, folder.manifests);
     }
     // The client checks the outcome with a second reconciliation.
     const check = new ReconcileResponder(store.snapshotIdSet());

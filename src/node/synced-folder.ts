@@ -9,12 +9,15 @@ import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { scanFolder, type ScanFolderResult } from './folder-scanner.js';
 import { FolderLock } from './folder-lock.js';
+import { ManifestCache } from './manifest-cache.js';
 import { RevisionStore } from './revision-store.js';
 
 export interface SyncedFolder {
   readonly dir: string;
   readonly store: RevisionStore;
   readonly scan: ScanFolderResult;
+  /** Manifests the scan computed, for serving the peer's fetch without hashing again. */
+  readonly manifests: ManifestCache;
   /** Closes the log and releases the lock. */
   close(): Promise<void>;
 }
@@ -43,14 +46,16 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
   try {
     // The scan also removes old temp files of a publish killed mid-way (they are not content).
     store = await RevisionStore.open(dir, { nodeId: o.nodeId });
+    const manifests = new ManifestCache();
     const scan = await scanFolder(store, dir, {
       chunking: o.chunking,
+      onHashed: (rel, manifest, stat) => manifests.add(rel, manifest, stat),
       onIssue: (issue) => o.log.warn('sync: cannot read an entry; it is left out of this sync', { path: issue.localPath, error: issue.error.message }),
       ...(o.signal === undefined ? {} : { signal: o.signal }),
     });
     const opened = store;
     return {
-      dir, store: opened, scan,
+      dir, store: opened, scan, manifests,
       close: async () => {
         await opened.close();
         await lock.release();

@@ -1,0 +1,42 @@
+// ManifestCache: a manifest computed by the scan is reused only while the file is unchanged.
+import t from 'tap';
+import { lstat, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
+import { manifestFromFile } from '../../src/chunking/file-chunker.js';
+import { ManifestCache, MAX_CACHED_CHUNKS } from '../../src/node/manifest-cache.js';
+
+t.test('hit while unchanged; a rewrite, a touch or a deletion is a miss', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-mcache-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'a.bin');
+  await writeFile(file, 'first version');
+  const st = await lstat(file, { bigint: true });
+  const manifest = await manifestFromFile(file, DEFAULT_CHUNKING);
+  const cache = new ManifestCache();
+  cache.add('a.bin', manifest, { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino });
+  t.equal(cache.get('a.bin', file), manifest, 'unchanged: the cached manifest');
+  t.equal(cache.get('b.bin', path.join(dir, 'b.bin')), undefined, 'never cached: a miss');
+  await utimes(file, new Date(), new Date(Date.now() + 5000));
+  t.equal(cache.get('a.bin', file), undefined, 'a new mtime: a miss');
+  await rm(file);
+  t.equal(cache.get('a.bin', file), undefined, 'gone: a miss');
+});
+
+t.test('bounded by the chunks it holds', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-mcache-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'one-more');
+  await writeFile(file, 'x');
+  const st = await lstat(file, { bigint: true });
+  const stat = { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino };
+  const small = await manifestFromFile(file, DEFAULT_CHUNKING);
+  const control = new ManifestCache();
+  control.add('one-more', small, stat);
+  t.equal(control.get('one-more', file), small, 'with room, it is cached');
+  const full = new ManifestCache();
+  full.add('big', { size: 1, root: new Uint8Array(32), chunks: new Array(MAX_CACHED_CHUNKS).fill({ offset: 0, length: 1, id: new Uint8Array(32) }) }, stat);
+  full.add('one-more', small, stat);
+  t.equal(full.get('one-more', file), undefined, 'not cached once the budget is spent');
+});
