@@ -1,5 +1,6 @@
 // The machine a measurement was taken on: every benchmark result carries it, because a number
 // without its machine, runtime, load and date is worthless.
+import { readFileSync } from 'node:fs';
 import { arch, cpus, loadavg, platform, release, totalmem } from 'node:os';
 
 const GiB = 1 << 30;
@@ -19,6 +20,21 @@ export interface BenchConditions {
   readonly date: string;
   /** 1-minute load average when taken: other processes share this machine. */
   readonly loadAverage1m: number;
+  /**
+   * Linux UDP socket buffer settings, bytes (null where unreadable). The QUIC binding does not
+   * apply its own buffer size, so `net.core.rmem_default` decides how many datagrams a burst
+   * can drop (see src/node/doctor.ts).
+   */
+  readonly udpBuffers: { readonly rmemMax: number | null; readonly wmemMax: number | null; readonly rmemDefault: number | null; readonly wmemDefault: number | null };
+}
+
+function sysctlBytes(key: string): number | null {
+  try {
+    const text = readFileSync(`/proc/sys/net/core/${key}`, 'utf8').trim();
+    return /^\d{1,15}$/.test(text) ? Number(text) : null;
+  } catch {
+    return null;
+  }
 }
 
 export function machineConditions(): BenchConditions {
@@ -31,6 +47,7 @@ export function machineConditions(): BenchConditions {
     os: `${platform()} ${release()} ${arch()}`,
     date: new Date().toISOString(),
     loadAverage1m: Math.round((loadavg()[0] ?? Number.NaN) * 100) / 100,
+    udpBuffers: { rmemMax: sysctlBytes('rmem_max'), wmemMax: sysctlBytes('wmem_max'), rmemDefault: sysctlBytes('rmem_default'), wmemDefault: sysctlBytes('wmem_default') },
   };
 }
 

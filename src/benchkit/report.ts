@@ -11,6 +11,8 @@ import { LOSS_TOLERANCE_POINTS, RATE_TOLERANCE_PCT, RTT_TOLERANCE_PCT } from '..
 import { formatImpairSpec } from '../relay/impair-spec.js';
 import { describeWorkload, workloadBytes, workloadFiles, type BenchTransport } from './bench-plan.js';
 import type { BenchRunnerReport, BenchRunResult, RelayCheckResult } from './runner.js';
+import type { BenchConditions } from './machine.js';
+import { MIN_UDP_BUFFER_BYTES } from '../node/doctor.js';
 
 export const DATA_TYPE = 'incompressible: random bytes, fresh for every run (the receiver cannot dedup them)';
 
@@ -238,6 +240,7 @@ export function formatTable(json: BenchJson): string {
   const lines = [
     `clawpeer bench: ${String(json.workload.description)}; ${json.workload.dataType}`,
     `machine: ${c.cpuModel}, ${c.cores} cores, node ${c.node}, ${c.os}; load average ${c.loadAverageStart.join(' ')} at start, ${c.loadAverageEnd.join(' ')} at end`,
+    describeUdpBuffers(c.udpBuffers),
     `baseline of "x baseline": W=${json.summary[0]?.baseline.window ?? '-'} streams=${json.summary[0]?.baseline.streams ?? '-'} conns=${json.summary[0]?.baseline.connections ?? '-'} on the same transport and link`,
     ...json.relayAccuracy.map(describeAccuracy),
     '',
@@ -246,6 +249,14 @@ export function formatTable(json: BenchJson): string {
   if (json.notes.length > 0) lines.push('', ...json.notes.map((n) => `note: ${n}`));
   if (json.warnings.length > 0) lines.push('', ...json.warnings);
   return lines.join('\n');
+}
+
+/** The socket-buffer line: QUIC's sockets get net.core.rmem_default (the binding ignores its own size). */
+function describeUdpBuffers(b: BenchConditions['udpBuffers']): string {
+  const kib = (n: number | null): string => (n === null ? 'unknown' : `${Math.round(n / 1024)} KiB`);
+  const text = `UDP buffers: rmem_default ${kib(b.rmemDefault)}, wmem_default ${kib(b.wmemDefault)}, rmem_max ${kib(b.rmemMax)}`;
+  const small = b.rmemDefault !== null && b.rmemDefault < MIN_UDP_BUFFER_BYTES;
+  return small ? `${text}: SMALL, QUIC sockets drop bursts at this size (see clawpeer doctor for the sysctl fix)` : text;
 }
 
 const CSV_COLUMNS = [

@@ -49,6 +49,7 @@ t.test('an inaccurate relay: relayAccurate false, a WARNING line in warnings and
 t.test('table: a header, one line per setting, the machine and load', async (t) => {
   const table = formatTable(toBenchJson(fakeReport()));
   t.match(table, /machine: Test CPU, 2 cores, node v20\.0\.0/);
+  t.match(table, /UDP buffers: rmem_default 208 KiB, wmem_default 208 KiB, rmem_max 4096 KiB: SMALL, QUIC sockets drop bursts/, 'a small socket-buffer default is called out');
   t.match(table, /load average 1\.5 1\.2 1 at start/);
   const lines = table.split('\n');
   const header = lines.findIndex((l) => l.startsWith('transport'));

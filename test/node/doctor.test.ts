@@ -30,11 +30,13 @@ import { generateIdentity } from '../../src/crypto/identity.js';
 
 const LOCAL = ['127.0.0.1'];
 
-async function fakeProc(values: { rmem?: string; wmem?: string }): Promise<string> {
+async function fakeProc(values: { rmem?: string; wmem?: string; rmemDefault?: string; wmemDefault?: string }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'clawpeer-proc-'));
   await mkdir(join(dir, 'sys', 'net', 'core'), { recursive: true });
   if (values.rmem !== undefined) await writeFile(join(dir, 'sys', 'net', 'core', 'rmem_max'), values.rmem);
   if (values.wmem !== undefined) await writeFile(join(dir, 'sys', 'net', 'core', 'wmem_max'), values.wmem);
+  if (values.rmemDefault !== undefined) await writeFile(join(dir, 'sys', 'net', 'core', 'rmem_default'), values.rmemDefault);
+  if (values.wmemDefault !== undefined) await writeFile(join(dir, 'sys', 'net', 'core', 'wmem_default'), values.wmemDefault);
   return dir;
 }
 
@@ -79,6 +81,16 @@ t.test('udp buffers: a distribution default (208 KiB) warns with the sysctl fix'
   t.match(r.detail, /net\.core\.rmem_max 212992 \(208 KiB\)/);
   t.match(r.fix, /sysctl -w net\.core\.rmem_max=7500000 net\.core\.wmem_max=7500000/);
   t.match(r.fix, /\/etc\/sysctl\.d\//, 'says how to keep it across reboots');
+});
+
+t.test('udp buffers: big maxima but small defaults warn (the QUIC binding keeps the default)', async (t) => {
+  const procDir = await fakeProc({ rmem: '7500000\n', wmem: '7500000\n', rmemDefault: '212992\n', wmemDefault: '212992\n' });
+  const r = await checkUdpBuffers({ procDir, platform: 'linux' });
+  t.equal(r.status, 'warn');
+  t.match(r.detail, /net\.core\.rmem_default 212992 \(208 KiB\)/);
+  t.match(r.fix, /sysctl -w net\.core\.rmem_default=4194304 net\.core\.wmem_default=4194304/);
+  const fine = await checkUdpBuffers({ procDir: await fakeProc({ rmem: '7500000', wmem: '7500000', rmemDefault: '4194304', wmemDefault: '4194304' }), platform: 'linux' });
+  t.equal(fine.status, 'ok');
 });
 
 t.test('udp buffers: unreadable or garbage /proc warns, other platforms are not checked', async (t) => {
