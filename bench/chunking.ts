@@ -16,14 +16,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { arch, cpus, loadavg, platform, tmpdir, totalmem } from 'node:os';
-import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, relative } from 'node:path';
 import { chunkBoundaries, DEFAULT_CHUNKING } from '../src/chunking/fastcdc.js';
 import type { ChunkingParams, NormalizationLevel } from '../src/chunking/fastcdc.js';
 import { activeBlake3Backend, blake3, blake3Implementation, toHex } from '../src/chunking/blake3.js';
 import { MANIFEST_ENTRY_BYTES, manifestFromBytes } from '../src/chunking/manifest.js';
 import { manifestFromFile } from '../src/chunking/file-chunker.js';
-import { isMainModule, writeJsonFile, writeResult } from './common.js';
+import { isMainModule, KiB, MiB, REPO_ROOT, writeJsonFile, writeResult } from './common.js';
 
 export interface ChunkingBenchOptions {
   /** Tiny sizes for CI: checks the benchmark runs, measures nothing meaningful, writes nothing. */
@@ -36,9 +35,6 @@ export interface ChunkingBenchOptions {
   readonly verbose?: boolean;
 }
 
-const MiB = 1 << 20;
-const KiB = 1 << 10;
-const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 const sizesLabel = (p: ChunkingParams): string =>
   `${p.minBytes / KiB}K/${p.avgBytes / KiB}K/${p.maxBytes / KiB}K n${p.normalization}`;

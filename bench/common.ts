@@ -7,7 +7,7 @@
 // rates so the median and spread are visible.
 // Non-goals: statistics beyond median/min/max (runs are few on a shared 2-core machine; the
 // ratio to a baseline measured in the same run is the robust number), and printing.
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -104,6 +104,25 @@ export async function writeJsonFile(file: string, json: unknown): Promise<string
   await mkdir(dirname(file), { recursive: true });
   await writeFile(file, JSON.stringify(json, null, 2) + '\n');
   return file;
+}
+
+/** Files and bytes under `dir`, leaving out clawpeer's own `.clawpeer*` state. */
+export async function treeBytes(dir: string): Promise<{ files: number; bytes: number }> {
+  let files = 0;
+  let bytes = 0;
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    const rel = join(e.parentPath, e.name).slice(dir.length);
+    if (!e.isFile() || rel.split('/').some((s) => s.startsWith('.clawpeer'))) continue;
+    files++;
+    bytes += (await stat(join(e.parentPath, e.name))).size;
+  }
+  return { files, bytes };
+}
+
+/** The word after `flag` on a bench script's command line, if the flag is there. */
+export function argValue(argv: readonly string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  return i < 0 ? undefined : argv[i + 1];
 }
 
 /** True when the module at `moduleUrl` is the script node was started with. */

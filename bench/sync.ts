@@ -23,13 +23,13 @@
 // Run: node <outDir>/bench/sync.js [--smoke] [--files N] [--runs N] [--no-ssh] [--keep]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
-import { isMainModule, KiB, machineConditions, median, ratio, REPO_ROOT, round, writeResult } from './common.js';
+import { argValue, isMainModule, KiB, machineConditions, median, ratio, REPO_ROOT, round, treeBytes, writeResult } from './common.js';
 
 
 export interface SyncBenchOptions {
@@ -90,18 +90,6 @@ async function changeFiles(dir: string, files: number): Promise<string[]> {
   return changed;
 }
 
-/** Files and bytes under `dir`, leaving out clawpeer's own `.clawpeer*` state. */
-async function treeBytes(dir: string): Promise<{ files: number; bytes: number }> {
-  let files = 0;
-  let bytes = 0;
-  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    const rel = join(e.parentPath, e.name).slice(dir.length);
-    if (!e.isFile() || rel.split('/').some((s) => s.startsWith('.clawpeer'))) continue;
-    files++;
-    bytes += (await stat(join(e.parentPath, e.name))).size;
-  }
-  return { files, bytes };
-}
 
 /** Throws unless `dest` holds as many files and bytes as `source` and the `sample` files are equal. */
 async function checkCopy(tool: string, source: string, dest: string, sample: readonly string[]): Promise<void> {
@@ -354,11 +342,6 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
     if (options.keep !== true) await rm(root, { recursive: true, force: true });
     else log(`kept ${root}`);
   }
-}
-
-function argValue(argv: readonly string[], flag: string): string | undefined {
-  const i = argv.indexOf(flag);
-  return i < 0 ? undefined : argv[i + 1];
 }
 
 if (isMainModule(import.meta.url)) {

@@ -32,7 +32,7 @@
 //   (the CLI it spawns is the one compiled next to it: <outDir>/src/cli/main.js).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -45,7 +45,7 @@ import { scanSource } from '../src/node/transfer-source.js';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
 import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
-import { isMainModule, KiB, machineConditions, median, MiB, ratio, round, writeResult } from './common.js';
+import { argValue, isMainModule, KiB, machineConditions, median, MiB, ratio, round, treeBytes, writeJsonFile, writeResult } from './common.js';
 
 /** USER_HZ of /proc/<pid>/stat times: 100 on every Linux build that matters. */
 const CLOCK_TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -118,17 +118,6 @@ async function makeSmallTree(dir: string, files: number): Promise<void> {
   for (let i = 0; i < files; i++) await writeFile(join(dir, `f${String(i).padStart(width, '0')}.bin`), randomBytes(SMALL_FILE_BYTES));
 }
 
-/** Files and bytes under `dir`, leaving out clawpeer's own `.clawpeer*` state. */
-async function treeBytes(dir: string): Promise<{ files: number; bytes: number }> {
-  let files = 0;
-  let bytes = 0;
-  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (!e.isFile() || join(e.parentPath, e.name).slice(dir.length).split('/').some((s) => s.startsWith('.clawpeer'))) continue;
-    files++;
-    bytes += (await stat(join(e.parentPath, e.name))).size;
-  }
-  return { files, bytes };
-}
 
 /** CPU seconds (user + system, all threads) a launched CLI reported at exit, if it did. */
 function reportedCpuSeconds(stderr: string): number | undefined {
@@ -627,7 +616,7 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
     };
     const outFile = options.outFile ?? (smoke ? undefined : 'transfer');
     if (outFile !== undefined) {
-      const written = outFile.includes('/') ? (await mkdir(dirname(outFile), { recursive: true }), await writeFile(outFile, JSON.stringify(result, null, 2) + '\n'), outFile) : await writeResult(outFile, result);
+      const written = outFile.includes('/') ? await writeJsonFile(outFile, result) : await writeResult(outFile, result);
       log(`wrote ${written}`);
     }
     return result;
@@ -637,11 +626,6 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
     if (options.keep !== true) await rm(root, { recursive: true, force: true });
     else log(`kept ${root}`);
   }
-}
-
-function argValue(argv: readonly string[], flag: string): string | undefined {
-  const i = argv.indexOf(flag);
-  return i < 0 ? undefined : argv[i + 1];
 }
 
 if (isMainModule(import.meta.url)) {

@@ -20,7 +20,7 @@ import { MemoryBackend } from '../src/transport/memory.js';
 import { NodeQuicBackend } from '../src/transport/node-quic.js';
 import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
 import type { TransportBackend } from '../src/transport/types.js';
-import { isMainModule, writeJsonFile, writeResult } from './common.js';
+import { isMainModule, KiB, MiB, writeJsonFile, writeResult } from './common.js';
 
 export interface TransportBenchOptions {
   /** 4 MiB and 2 handshakes: checks the benchmark runs; writes nothing unless outFile is set. */
@@ -30,8 +30,6 @@ export interface TransportBenchOptions {
   readonly verbose?: boolean;
 }
 
-const MiB = 1 << 20;
-const KiB = 1 << 10;
 const BLOCK_BYTES = 8 * MiB;
 const WRITE_BYTES = 256 * KiB;
 const READ_BYTES = 256 * KiB;

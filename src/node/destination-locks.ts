@@ -16,6 +16,7 @@
 // pulls (they only read).
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
+import { withTimeout } from './timeouts.js';
 
 /** More distinct top-level names than this in one push: claim its base directory instead. */
 export const MAX_CLAIM_PATHS = 64;
@@ -109,7 +110,8 @@ export class DestinationLocks {
         h.claim.supersede(claim);
       }
       const remainingMs = deadline - performance.now();
-      const released = remainingMs > 0 && (await waitAny(conflicts.map((h) => h.released), remainingMs, options.signal));
+      const released = remainingMs > 0
+        && (await withTimeout(Promise.race(conflicts.map((h) => h.released)), remainingMs, claim.label, options.signal).then(() => true, () => false));
       if (!released && !aborted()) {
         const first = conflicts[0];
         const where = first?.claim.paths.find((p) => claim.paths.some((q) => pathsOverlap(p, q))) ?? claim.paths[0] ?? '';
@@ -132,22 +134,4 @@ export class DestinationLocks {
       },
     };
   }
-}
-
-/** True once any of `promises` settles, false after `ms` or on abort. */
-function waitAny(promises: readonly Promise<void>[], ms: number, signal: AbortSignal | undefined): Promise<boolean> {
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = (value: boolean): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      resolve(value);
-    };
-    const onAbort = (): void => finish(false);
-    const timer = setTimeout(() => finish(false), ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    for (const p of promises) void p.then(() => finish(true));
-  });
 }

@@ -39,7 +39,7 @@ import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import { RACY_WINDOW_MS } from './chunk-index.js';
-import { INTERNAL_DIR_NAME, isInternalPath, TEMP_FILE_PREFIX } from './partial-store.js';
+import { INTERNAL_DIR_NAME, isInternalPath, isTempFileName } from './partial-store.js';
 import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from './publisher.js';
 import { RevisionStore } from './revision-store.js';
 import type { RevisionDraft, WarmStat } from './revision-store.js';
@@ -160,7 +160,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
   for await (const entry of walk) {
     const rel = entry.relPath;
     if (isInternalPath(rel)) {
-      const isTemp = entry.kind === 'file' && path.posix.basename(rel).startsWith(TEMP_FILE_PREFIX);
+      const isTemp = entry.kind === 'file' && isTempFileName(path.posix.basename(rel));
       if (isTemp && removeTempFileIfStale(path.join(root, ...rel.split('/')), { nowMs, minAgeMs: staleTempAgeMs })) removedTempFiles++;
       continue;
     }
@@ -170,7 +170,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
       unchanged++;
       continue;
     }
-    const head = store.head(rel);
+    const head = store.headByKey(key);
     const live: RevisionEntry | undefined = head !== undefined && !head.revision.deleted ? head : undefined;
     const base = { path: rel, kind: entry.kind, mode: entry.mode, mtimeNs: entry.mtimeNs, deleted: false } as const;
 

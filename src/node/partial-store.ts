@@ -53,7 +53,12 @@ const JOURNAL_SUFFIX = '.journal';
 export function isInternalPath(relPath: string): boolean {
   const segments = relPath.split('/');
   if (segments[0] === INTERNAL_DIR_NAME) return true;
-  return segments.some((s) => s.startsWith(TEMP_FILE_PREFIX));
+  return segments.some(isTempFileName);
+}
+
+/** True for the name (last segment) of a publisher temp file (tempNameFor). */
+export function isTempFileName(name: string): boolean {
+  return name.startsWith(TEMP_FILE_PREFIX);
 }
 
 /** A chunk the journal says is in the data file. */

@@ -91,7 +91,8 @@ export class PeerStore {
   }
 }
 
-function findPeer(peers: readonly PeerEntry[], idOrName: string): PeerEntry | undefined {
+/** The entry with this id, or else this name. */
+export function findPeer(peers: readonly PeerEntry[], idOrName: string): PeerEntry | undefined {
   return peers.find((p) => p.id === idOrName) ?? peers.find((p) => p.name === idOrName);
 }
 

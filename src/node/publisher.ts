@@ -51,7 +51,7 @@ import { manifestFromFile } from '../chunking/file-chunker.js';
 import { verifyManifest } from '../chunking/manifest.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
-import { isInternalPath, syncDir, TEMP_FILE_PREFIX } from './partial-store.js';
+import { isInternalPath, syncDir, isTempFileName, TEMP_FILE_PREFIX } from './partial-store.js';
 import type { Partial, PartialStore } from './partial-store.js';
 import { scanTree, symlinkTargetIsConfined } from './tree-scan.js';
 
@@ -813,7 +813,7 @@ export async function removeStaleTempFiles(shareRoot: string, options: StaleTemp
   let removed = 0;
   const scan = scanTree(shareRoot, { rootName: null, onIssue: () => undefined, ...(options.signal === undefined ? {} : { signal: options.signal }) });
   for await (const entry of scan) {
-    if (entry.kind === 'dir' || !path.posix.basename(entry.relPath).startsWith(TEMP_FILE_PREFIX)) continue;
+    if (entry.kind === 'dir' || !isTempFileName(path.posix.basename(entry.relPath))) continue;
     if (removeTempFileIfStale(path.join(shareRoot, ...entry.relPath.split('/')), options)) removed++;
   }
   return removed;
@@ -833,7 +833,7 @@ export async function removeStaleTempFilesAt(root: string, relPath: string, opti
   const parent = path.join(root, ...segments.slice(0, -1));
   let removed = 0;
   for (const name of await readdir(parent).catch(() => [] as string[])) {
-    if (name.startsWith(TEMP_FILE_PREFIX) && removeTempFileIfStale(path.join(parent, name), options)) removed++;
+    if (isTempFileName(name) && removeTempFileIfStale(path.join(parent, name), options)) removed++;
   }
   const target = path.join(root, ...segments);
   if (await isDir(target)) removed += await removeStaleTempFiles(target, options);

@@ -145,7 +145,7 @@ function publishedStat(folderReal: string, rev: Revision, nowNs: bigint): WarmSt
   try {
     const st = lstatSync(path.join(folderReal, ...rev.path.split('/')), { bigint: true });
     const mode = Number(st.mode) & 0o7777;
-    const racy = st.mtimeNs + BigInt(RACY_WINDOW_MS) * 1_000_000n > nowNs;
+    const racy = st.mtimeNs + BigInt(RACY_WINDOW_MS) * NS_PER_MS > nowNs;
     if (!st.isFile() || racy || Number(st.size) !== rev.size || mode !== rev.mode) return undefined;
     return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode };
   } catch {
@@ -305,7 +305,14 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
 
   // 3. The log, in one transaction: every record of a settled path, the new heads, the copies,
   // and a warm entry for each file just published, so the next scan does not hash it again.
-  const nowNs = BigInt(Date.now()) * 1_000_000n;
+  // The stats are taken before the write transaction: no file I/O while LMDB's lock is held.
+  const nowNs = BigInt(Date.now()) * NS_PER_MS;
+  const published = new Map<PathPlan, WarmStat>();
+  for (const plan of done) {
+    if (plan.head === undefined || plan.action.kind !== 'fetch') continue;
+    const warm = publishedStat(folderReal, plan.head.revision, nowNs);
+    if (warm !== undefined) published.set(plan, warm);
+  }
   let applied = 0;
   store.write((w) => {
     for (const plan of done) {
@@ -313,10 +320,8 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       if (plan.head !== undefined) {
         w.setHead(plan.head.id);
         applied++;
-        if (plan.action.kind === 'fetch') {
-          const warm = publishedStat(folderReal, plan.head.revision, nowNs);
-          if (warm !== undefined) w.setWarm(plan.path, warm);
-        }
+        const warm = published.get(plan);
+        if (warm !== undefined) w.setWarm(plan.path, warm);
       }
       if (plan.copy !== undefined) {
         w.put(plan.copy.entry);

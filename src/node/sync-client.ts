@@ -88,7 +88,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
   const receives = o.mode !== 'send-only';
   const transferId = session.allocateTransferId();
   await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0) });
-  const folder = await openSyncedFolder(o.dir, { nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: true });
+  const folder = await openSyncedFolder(o.dir, { nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: true, cacheManifests: sends });
   try {
     const { store } = folder;
     const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, log);

@@ -43,7 +43,7 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
   const chunking = sessionChunking(session);
   log.info('sync requested', { peer: session.peerId, share: share.name, mode: req.mode });
-  const folder = await openSyncedFolder(share.dir, { nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal });
+  const folder = await openSyncedFolder(share.dir, { nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives });
   try {
     const { store } = folder;
     const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log };

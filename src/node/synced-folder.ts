@@ -5,12 +5,13 @@
 // a log that matches the disk as of the scan. Non-goals: watching for changes (the CLI).
 import { mkdir } from 'node:fs/promises';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
+import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { scanFolder, type ScanFolderResult } from './folder-scanner.js';
 import { FolderLock } from './folder-lock.js';
 import { ManifestCache } from './manifest-cache.js';
-import { RevisionStore } from './revision-store.js';
+import { RevisionStore, type WarmStat } from './revision-store.js';
 
 export interface SyncedFolder {
   readonly dir: string;
@@ -29,6 +30,8 @@ export interface OpenSyncedFolderOptions {
   readonly lockWaitMs: number;
   readonly log: Logger;
   readonly signal?: AbortSignal;
+  /** Keep the manifests the scan computes (only a side that will serve the peer's fetch needs them). */
+  readonly cacheManifests?: boolean;
   /** Create the folder when missing (the client's side). */
   readonly create?: boolean;
 }
@@ -49,7 +52,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     const manifests = new ManifestCache();
     const scan = await scanFolder(store, dir, {
       chunking: o.chunking,
-      onHashed: (rel, manifest, stat) => manifests.add(rel, manifest, stat),
+      ...(o.cacheManifests === true ? { onHashed: (rel: string, manifest: FileManifest, stat: WarmStat) => manifests.add(rel, manifest, stat) } : {}),
       onIssue: (issue) => o.log.warn('sync: cannot read an entry; it is left out of this sync', { path: issue.localPath, error: issue.error.message }),
       ...(o.signal === undefined ? {} : { signal: o.signal }),
     });

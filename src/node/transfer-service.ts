@@ -40,8 +40,6 @@ export interface ServiceContext {
   readonly log: Logger;
   /** This node's id, needed to serve syncs (the origin of the revisions its scans record). */
   readonly nodeId?: string;
-  /** Locks of push destinations shared by the sessions of one listener. Default: one set per process. */
-  readonly destinationLocks?: DestinationLocks;
 }
 
 /** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */
@@ -201,8 +199,8 @@ async function lockDestination(
   session: PeerSession, share: Share, basePath: string, entries: readonly ManifestEntry[],
   ctx: ServiceContext, stop: AbortController, signal: AbortSignal,
 ): Promise<DestinationLease> {
-  const locks = ctx.destinationLocks ?? PROCESS_DESTINATION_LOCKS;
-  const root = await realpath(share.dir).catch(() => path.resolve(share.dir));
+  const locks = PROCESS_DESTINATION_LOCKS;
+  const root = share.dir; // resolveShares stores the realpath
   const paths = claimPaths(root, basePath, destinationPaths(entries, basePath));
   const shown = paths.slice(0, 3).map((p) => `${share.name}/${path.relative(root, p).split(path.sep).join('/')}`);
   const label = `a push from node ${session.peerId} into ${shown.join(', ')}${paths.length > shown.length ? ` and ${paths.length - shown.length} more` : ''}`;

@@ -8,7 +8,7 @@ import { manifestFromFile } from '../chunking/file-chunker.js';
 import { manifestFromBytes, type FileManifest } from '../chunking/manifest.js';
 import type { ManifestEntry } from '../protocol/messages.js';
 import type { Logger } from '../logger.js';
-import { INTERNAL_DIR_NAME, TEMP_FILE_PREFIX } from './partial-store.js';
+import { INTERNAL_DIR_NAME, isTempFileName } from './partial-store.js';
 import { scanTree, type ScanTreeOptions } from './tree-scan.js';
 
 export interface SourceFile {
@@ -107,7 +107,7 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
   const files = new Map<number, SourceFile>();
   let totalBytes = 0;
   for await (const e of scanTree(absRoot, scanOptions)) {
-    if (options.exclude?.(e.relPath) === true || path.posix.basename(e.relPath).startsWith(TEMP_FILE_PREFIX)) continue;
+    if (options.exclude?.(e.relPath) === true || isTempFileName(path.posix.basename(e.relPath))) continue;
     const mtimeMs = Math.floor(e.mtimeMs);
     const mode = e.mode & 0o777;
     switch (e.kind) {

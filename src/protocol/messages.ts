@@ -24,6 +24,7 @@ import type { AeadSuiteName, Capabilities, ChunkingParams, CompressionName, Feat
 import { MAX_CAPABILITY_LIST_ENTRIES } from './capabilities.js';
 import { CHUNK_ID_BYTES, encodeFrame } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';
+import { LONE_SURROGATE } from '../transfer/paths.js';
 
 const pb = clawpeer.v1;
 
@@ -557,14 +558,14 @@ function welcomeToWire(m: Omit<WelcomeMessage, 'type'>): clawpeer.v1.Welcome.$Pr
   };
 }
 
+// An unpaired UTF-16 surrogate (paths.ts): protobufjs would write it as invalid UTF-8 that its
+// own decoder refuses.
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
 /**
  * Cuts to MAX_ERROR_MESSAGE_CHARS and replaces control and bidi-override characters with spaces:
  * a peer's text reaches terminals and logs, where escapes could repaint or disguise output.
  */
-/** An unpaired UTF-16 surrogate: protobufjs would write it as invalid UTF-8 that its own decoder refuses. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
-
 export function sanitizeErrorText(text: string): string {
   // eslint-disable-next-line no-control-regex
   const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, ' ').replace(LONE_SURROGATES, '\ufffd');

@@ -28,7 +28,7 @@ const WINDOWS_DEVICE_NAME = /^(con|prn|aux|nul|conin\$|conout\$|(com|lpt)[1-9\u0
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHAR = /[\u0000-\u001f\u007f-\u009f]/;
 // An unpaired UTF-16 surrogate cannot be encoded as UTF-8: the name would change on the way to disk.
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 function refuse(raw: string, why: string): never {
   // JSON.stringify shows control characters and surrogates escaped, so the message is printable.
@@ -36,7 +36,7 @@ function refuse(raw: string, why: string): never {
 }
 
 // Names made only of these need no Unicode checks or normalisation (the common case, fast).
-const PLAIN_NAME = /^[A-Za-z0-9_+,=@%~#-][A-Za-z0-9_+,=@%~#. -]*$/;
+const PLAIN_NAME = /^\.?[A-Za-z0-9_+,=@%~#-][A-Za-z0-9_+,=@%~#. -]*$/; // a dotfile too, never . or ..
 
 /** Refuses a single name that may not be a path segment (the rules of normalizeSharePath). */
 function checkSegment(raw: string, segment: string): void {

@@ -1,33 +1,17 @@
-// `clawpeer bench --simulate` end to end, as a user runs it (a spawned process: the real CLI once
-// main.ts registers the command, see bench-cli-harness.ts): the JSON document's structure, the
+// `clawpeer bench --simulate` end to end, as a user runs it (the real CLI as a spawned process,
+// through test/e2e/cli-harness.ts): the JSON document's structure, the
 // SVG's structure, CSV output, and usage errors. Timings are not asserted (shared, loaded CI).
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { runCli, type CliResult } from '../e2e/cli-harness.js';
 import { findAll, parseXml } from './xml.js';
 
-const HARNESS = fileURLToPath(new URL('./bench-cli-harness.js', import.meta.url));
 const RUN_TIMEOUT_MS = 60_000;
 
-function bench(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [HARNESS, 'bench', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`bench ${args.join(' ')} did not finish in ${RUN_TIMEOUT_MS} ms; stderr: ${stderr}`));
-    }, RUN_TIMEOUT_MS);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function bench(args: readonly string[]): Promise<CliResult> {
+  return runCli(['bench', ...args], { timeoutMs: RUN_TIMEOUT_MS });
 }
 
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-bench-e2e-'));

@@ -23,17 +23,9 @@ import { PeerStore } from '../../src/node/peer-store.js';
 
 export { CLI, jsonLines, runCli, snapshot, type CliResult, type TreeItem };
 
-/** mulberry32: a small seeded PRNG, so a failing trial can be replayed from its seed. */
-export function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let x = s;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32, seeded: a failing run can be replayed from its seed (the in-memory transport's PRNG). */
+import { seededRandom as prng } from '../../src/transport/memory.js';
+export { prng };
 
 /** Incompressible bytes from a seeded PRNG (same seed, same file). */
 export function seededBytes(seed: number, length: number): Buffer {

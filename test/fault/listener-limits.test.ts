@@ -25,7 +25,7 @@ import type { PeerSession } from '../../src/node/session.js';
 import { withTimeout } from '../../src/node/timeouts.js';
 import { silentLogger } from '../../src/logger.js';
 import {
-  doneEvent, isClawpeerInternal, makeSeededTree, newHome, runCli, snapshot, spawnCli, startRig, treeDiff, withoutInternals, type Rig,
+  doneEvent, isClawpeerInternal, makeSeededTree, newHome, runCli, sleep, snapshot, spawnCli, startRig, treeDiff, withoutInternals, type Rig,
 } from './fault-harness.js';
 
 /** A pid that belonged to a process that has exited (so `kill(pid, 0)` says ESRCH). */
@@ -90,7 +90,7 @@ t.teardown(() => rig.close());
 
 t.test('listen sweeps dead writers\' temp files from writable shares; live and read-only ones stay', async (t) => {
   const swept = await withTimeout((async () => {
-    while (!/swept stale temp files share=inbox removed=\d+/.test(rig.listener.stderr())) await new Promise((r) => setTimeout(r, 50));
+    while (!/swept stale temp files share=inbox removed=\d+/.test(rig.listener.stderr())) await sleep(50);
   })(), 20_000, 'the sweep log line').then(() => true, () => false);
   t.ok(swept, `the listener logs the sweep: ${rig.listener.stderr()}`);
   t.match(rig.listener.stderr(), /swept stale temp files share=inbox removed=3/);
@@ -127,7 +127,7 @@ t.test('a rerun right after the pushing client was SIGKILLed supersedes the stal
 
   // The older connection is gone at once (not after its 15 s idle timeout): nothing more happens
   // to the tree. A second look after a moment still finds it identical.
-  await new Promise((r) => setTimeout(r, 1_000));
+  await sleep(1_000);
   t.same(await snapshot(dest), got, 'the tree is unchanged a second later');
 });
 
@@ -178,7 +178,7 @@ t.test('connection caps: over the per-peer and the total cap a clear wire error;
     for (;;) {
       const r = await rig.cli(['ping', 'alice', '--count', '1']);
       if (r.code === 0) return r;
-      await new Promise((res) => setTimeout(res, 200)); // the close may take a moment to be seen
+      await sleep(200); // the close may take a moment to be seen
     }
   })(), 20_000, 'a ping after a slot was freed').then(() => true, () => false);
   t.ok(ok, 'after one connection closed, a ping is answered');

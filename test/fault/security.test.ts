@@ -32,7 +32,7 @@ import { FRAME_HEADER_BYTES } from '../../src/protocol/frame-codec.js';
 import { silentLogger } from '../../src/logger.js';
 import { backendByName } from '../../src/transport/backends.js';
 import type { Connection, DuplexStream } from '../../src/transport/types.js';
-import { newHome, runCli, seededBytes, startRig } from './fault-harness.js';
+import { newHome, runCli, seededBytes, sleep, startRig } from './fault-harness.js';
 
 const rig = await startRig('sec');
 t.teardown(() => rig.close());
@@ -197,7 +197,7 @@ for (const transport of ['quic', 'tcp'] as const) {
       if (r === 'reset') refusedOrReset.push(s.id);
     });
     void Promise.allSettled(attempts);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await sleep(1_000);
     const limit = DEFAULT_CONFIG.maxStreams;
     t.ok(opened.length >= 1, `some streams opened (${opened.length})`);
     // QUIC: opens beyond the peer's MAX_STREAMS wait for credit. TCP mux: the listener refuses the excess (RESET).

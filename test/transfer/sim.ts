@@ -120,17 +120,9 @@ function less(a: SimEvent, b: SimEvent): boolean {
   return a.at < b.at || (a.at === b.at && a.order < b.order);
 }
 
-/** mulberry32: a tiny seeded PRNG, good enough for loss decisions. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32, seeded: a failing run can be replayed from its seed (the in-memory transport's PRNG). */
+import { seededRandom as prng } from '../../src/transport/memory.js';
+export { prng };
 
 /** A distinct, deterministic 32-byte chunk id for `n`. */
 export function fakeChunkId(n: number): ChunkId {

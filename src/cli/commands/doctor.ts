@@ -4,28 +4,16 @@
 // {"event":"summary","ok","warn","fail","checks"}. Exits 1 when any check failed (warnings
 // alone exit 0), so `clawpeer doctor --expect-listener --no-peers` works as a health check.
 import type { Argv } from 'yargs';
-import { ClawpeerError, type LocalErrorCode } from '../../errors.js';
+import { ClawpeerError } from '../../errors.js';
+import { intOption } from '../args.js';
 import { DEFAULT_PEER_TIMEOUT_MS, runDoctor, summarize, type CheckResult } from '../../node/doctor.js';
 import type { CommandContext } from '../context.js';
 
 type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
 
-/**
- * The error that turns failed checks into exit 1 (after the summary is printed). INTERNAL is
- * the only generic exit-1 code in src/errors.ts today; a dedicated CHECK_FAILED code belongs
- * there.
- */
-const CHECKS_FAILED_CODE: LocalErrorCode = 'CHECK_FAILED';
-
 const STATUS_LABEL: Record<CheckResult['status'], string> = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' };
 /** Wide enough for the fixed check names; peer names longer than this just push the column. */
 const NAME_COLUMN_CHARS = 12;
-
-function intIn(value: unknown, flag: string, min: number, max: number): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
-  return n;
-}
 
 function humanRow(r: CheckResult): string {
   const row = `${STATUS_LABEL[r.status]}  ${r.name.padEnd(NAME_COLUMN_CHARS)}  ${r.detail}`;
@@ -46,8 +34,8 @@ export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
         .example('$0 doctor', 'run every check')
         .example('$0 doctor --expect-listener --no-peers', 'container/systemd health check: is our listener up?'),
     run(async (ctx, args) => {
-      const port = intIn(args['port'], '--port', 0, 65535);
-      const peerTimeoutMs = intIn(args['peer-timeout'], '--peer-timeout', 100, 60_000);
+      const port = intOption(args['port'], '--port', 0, 65535);
+      const peerTimeoutMs = intOption(args['peer-timeout'], '--peer-timeout', 100, 60_000);
       const hosts = args['host'] as string[] | undefined;
       const results: CheckResult[] = [];
       for await (const r of runDoctor({
@@ -70,7 +58,7 @@ export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
       );
       if (s.fail > 0) {
         const failed = results.filter((r) => r.status === 'fail').map((r) => r.name);
-        throw new ClawpeerError(CHECKS_FAILED_CODE, `${s.fail} check${s.fail === 1 ? '' : 's'} failed: ${failed.join(', ')} (fixes above)`);
+        throw new ClawpeerError('CHECK_FAILED', `${s.fail} check${s.fail === 1 ? '' : 's'} failed: ${failed.join(', ')} (fixes above)`);
       }
     }),
   );

@@ -4,7 +4,7 @@ import { ClawpeerError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { CONFIG_LIMITS, DEFAULT_CONFIG, keepAliveFor, resolveConfig, type NodeConfig } from '../../node/config.js';
 import { createIdentity, identityExists, loadIdentity } from '../../node/identity-store.js';
-import { PeerStore } from '../../node/peer-store.js';
+import { findPeer, PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import { applyAllowLists, resolveShares, type Share } from '../../node/shares.js';
 import { formatHostPort } from '../../node/address.js';
@@ -105,8 +105,9 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         }
         const identity = await loadIdentity(ctx.home.identityKeyFile);
         const peerStore = new PeerStore(ctx.home.peersFile);
-        const pairs = await peerStore.list();
-        const shares = applyAllowLists(await resolveShares(args['share'] as string[], ctx.home.inboxDir), args['allow'] as string[], (p) => (pairs.find((e) => e.id === p) ?? pairs.find((e) => e.name === p))?.id);
+        const allow = args['allow'] as string[];
+        const pairs = allow.length > 0 ? await peerStore.list() : []; // names in allow lists are resolved against the pairs
+        const shares = applyAllowLists(await resolveShares(args['share'] as string[], ctx.home.inboxDir), allow, (p) => findPeer(pairs, p)?.id);
         const { NodeServer } = await import('../../node/server.js');
         const { serveSession } = await import('../../node/transfer-service.js');
         const log = ctx.log.child('listen');

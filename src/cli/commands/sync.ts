@@ -9,7 +9,8 @@ import { manifestFromFile } from '../../chunking/file-chunker.js';
 import { ClawpeerError } from '../../errors.js';
 import { resolveConfig } from '../../node/config.js';
 import { identityExists, loadIdentity } from '../../node/identity-store.js';
-import { INTERNAL_DIR_NAME, TEMP_FILE_PREFIX } from '../../node/partial-store.js';
+import { INTERNAL_DIR_NAME, isTempFileName } from '../../node/partial-store.js';
+import { tempNameFor } from '../../node/publisher.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import { REVLOG_DIR_NAME } from '../../node/revision-store.js';
@@ -108,7 +109,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const onEvent = (_event: string, name: string | Buffer | null): void => {
     const rel = name === null ? '' : name.toString();
     const first = rel.split(path.sep)[0] ?? '';
-    if (first === INTERNAL_DIR_NAME || path.basename(rel).startsWith(TEMP_FILE_PREFIX)) return;
+    if (first === INTERNAL_DIR_NAME || isTempFileName(path.basename(rel))) return;
     dirty = true;
     clearTimeout(debounce);
     debounce = setTimeout(() => wake?.(), WATCH_DEBOUNCE_MS);
@@ -209,7 +210,7 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
       const rev = matches[0]!.revision;
       const abs = path.join(folder, ...rel.split('/'));
       const chunking = defaultFolderChunking();
-      const tmp = path.join(path.dirname(abs), `${TEMP_FILE_PREFIX}restore-${process.pid}-${path.basename(abs)}`);
+      const tmp = path.join(path.dirname(abs), tempNameFor(path.basename(abs)));
       if (rev.deleted) {
         await unlink(abs).catch((err: unknown) => {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
