@@ -17,14 +17,7 @@ import { MIN_UDP_BUFFER_BYTES } from '../node/doctor.js';
 export const DATA_TYPE = 'incompressible: random bytes, fresh for every run (the receiver cannot dedup them)';
 
 /** One setting, its repeats folded: medians over the successful runs. */
-export interface SummaryRow {
-  readonly transport: BenchTransport;
-  readonly link: string;
-  readonly rttMs: number | null;
-  readonly lossPct: number | null;
-  readonly window: number;
-  readonly streams: number;
-  readonly connections: number;
+export interface SummaryRow extends Pick<BenchRunResult, 'transport' | 'link' | 'rttMs' | 'lossPct' | 'window' | 'streams' | 'connections'> {
   readonly runs: number;
   readonly failed: number;
   readonly goodputBitsPerSec: number | null;
