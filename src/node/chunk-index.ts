@@ -130,6 +130,9 @@ export class ChunkIndex {
   readonly #partials: PartialStore | undefined;
   readonly #files = new Map<string, FileRecord>();
   readonly #chunks = new Map<string, Entry>();
+  /** Share-file records changed since the last load or save: a save would write something new. */
+  #dirty = false;
+  #saving: Promise<void> = Promise.resolve();
 
   private constructor(options: ChunkIndexOptions) {
     this.shareRoot = options.shareRoot;
@@ -219,7 +222,13 @@ export class ChunkIndex {
     return ids.filter((id) => !this.#chunks.has(keyOf(id)));
   }
 
+  /** True when a save would write something the persisted cache lacks. */
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
   #dropFile(rec: FileRecord): void {
+    if (rec.source === 'file') this.#dirty = true;
     if (this.#files.get(rec.relPath) === rec) this.#files.delete(rec.relPath);
     for (let at = 0; at < rec.chunks.length; at += CHUNK_ENTRY_BYTES) {
       const k = rec.chunks.subarray(at, at + BLAKE3_OUT_BYTES).toString('latin1');
@@ -230,6 +239,7 @@ export class ChunkIndex {
   #addRecord(rec: FileRecord): void {
     const old = this.#files.get(rec.relPath);
     if (old !== undefined) this.#dropFile(old);
+    if (rec.source === 'file') this.#dirty = true;
     this.#files.set(rec.relPath, rec);
     let offset = 0;
     for (let at = 0; at < rec.chunks.length; at += CHUNK_ENTRY_BYTES) {
@@ -263,8 +273,8 @@ export class ChunkIndex {
 
   /**
    * Rescans the share: files whose cache entry is trustworthy are kept, others are hashed,
-   * vanished ones dropped; then the partial store's journaled chunks are added, and the cache is
-   * saved. Internal paths (`.clawpeer/`, temp files) are never indexed as content.
+   * vanished ones dropped; then the partial store's journaled chunks are added. Internal paths
+   * (`.clawpeer/`, temp files) are never indexed as content. The caller saves (when `dirty`).
    */
   async refresh(options: { signal?: AbortSignal } = {}): Promise<RefreshStats> {
     const { signal } = options;
@@ -303,7 +313,6 @@ export class ChunkIndex {
         }
       }
     }
-    await this.save();
     return { files, hashed, chunks: this.#chunks.size, partialChunks };
   }
 
@@ -333,8 +342,28 @@ export class ChunkIndex {
     this.#addRecord({ relPath, absPath, source: 'file', ...key, hashedAtMs, root, chunks: Buffer.concat(parts) });
   }
 
-  /** Writes the cache of share files (not partials: their journals are their own record). */
-  async save(): Promise<void> {
+  /**
+   * Writes the cache of share files (not partials: their journals are their own record) when it
+   * changed since the last load or save. Saves run one at a time, each writing the state as of
+   * its start.
+   */
+  save(): Promise<void> {
+    const run = this.#saving.catch(() => undefined).then(() => (this.#dirty ? this.#write() : undefined));
+    this.#saving = run;
+    return run;
+  }
+
+  async #write(): Promise<void> {
+    this.#dirty = false;
+    try {
+      await this.#writeFile();
+    } catch (err) {
+      this.#dirty = true; // still unsaved: the next save tries again
+      throw err;
+    }
+  }
+
+  async #writeFile(): Promise<void> {
     const parts: Buffer[] = [];
     const header = Buffer.alloc(8 + 4 + 4 * 3 + 1 + 4);
     let at = INDEX_MAGIC.copy(header, 0);
@@ -414,5 +443,6 @@ export class ChunkIndex {
       return; // truncated despite the checksum (not ours): ignore the cache
     }
     for (const rec of records) this.#addRecord(rec);
+    this.#dirty = false; // what was just loaded is what is on disk
   }
 }

@@ -12,6 +12,7 @@
 import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { bytesEqual, toHex } from '../chunking/blake3.js';
+import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { manifestFromFile } from '../chunking/file-chunker.js';
 import { ClawpeerError } from '../errors.js';
@@ -142,6 +143,8 @@ export interface FetchOptions {
   readonly chunking: ChunkingParams;
   /** Runs after the peer said what it can deliver and before anything is published (conflict copies, history). */
   readonly beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>;
+  /** A listener's in-memory chunk indexes (see chunk-index-pool.ts). */
+  readonly indexes?: ChunkIndexPool;
 }
 
 /** Asks the peer for `requests` and publishes what it delivers into the folder (replacing files). */
@@ -190,6 +193,7 @@ export async function fetchContent(ch: SyncChannel, requests: readonly FetchRequ
     session, router: options.router, transferId: fetchId, entries, chunking: options.chunking, signal: ch.signal, log: ch.log,
     destination: { root: options.folder, readOnly: false, basePath: '' },
     force: true,
+    ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
   });
   try {
     const plan = await receiver.prepare();

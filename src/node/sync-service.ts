@@ -7,6 +7,7 @@
 // message phases (sync-exchange.ts), the decisions (sync-apply.ts).
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { SyncRequestMessage } from '../protocol/messages.js';
 import { ReconcileResponder } from '../sync/reconcile.js';
 import type { RevisionEntry } from '../sync/revision.js';
@@ -29,6 +30,7 @@ export interface SyncServiceContext {
   readonly log: Logger;
   /** This node's id: the origin of revisions the listener's scans record. */
   readonly nodeId: string | undefined;
+  readonly indexes?: ChunkIndexPool;
 }
 
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
@@ -60,7 +62,7 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
     if (clientSends) {
       const applied = await applyRemote(received, {
         store, folder: share.dir, chunking, keepConcurrentLocal: false, log,
-        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, chunking, beforePublish }),
+        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }) }),
       });
       log.info('sync applied', { peer: session.peerId, share: share.name, applied: applied.applied, conflicts: applied.conflicts, skipped: applied.skipped.length });
     }

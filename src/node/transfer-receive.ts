@@ -12,6 +12,7 @@ import type { ManifestEntry } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { ChunkIndex } from './chunk-index.js';
+import type { ChunkIndexPool } from './chunk-index-pool.js';
 import { bitmapFromKeys, chunkIdAt, uniqueChunks } from './chunk-order.js';
 import type { DataStreamRouter, IncomingDataStream } from './data-stream-router.js';
 import { isInternalPath, PartialStore } from './partial-store.js';
@@ -70,6 +71,8 @@ export interface ReceiverOptions {
   readonly signal: AbortSignal;
   readonly log: Logger;
   readonly onChunkWritten?: (bytes: number) => void;
+  /** A listener's in-memory chunk indexes; without it the share's index is loaded and saved here. */
+  readonly indexes?: ChunkIndexPool;
 }
 
 /** Maps announced entry paths to confined paths under the destination; refuses anything odd. */
@@ -135,8 +138,7 @@ export class TransferReceiver {
   async prepare(): Promise<ReceivePlan> {
     const { destination, entries, chunking, signal } = this.#o;
     const partials = await PartialStore.open(destination.root);
-    const index = await ChunkIndex.open({ shareRoot: destination.root, chunking, partials });
-    await index.refresh({ signal });
+    const index = await this.#openIndex(partials);
     this.#index = index;
     const publisher = await Publisher.open({
       shareRoot: destination.root,
@@ -200,6 +202,24 @@ export class TransferReceiver {
     return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length };
   }
 
+  async #openIndex(partials: PartialStore): Promise<ChunkIndex> {
+    const { destination, chunking, signal } = this.#o;
+    if (this.#o.indexes !== undefined) return this.#o.indexes.acquire(destination.root, chunking, partials, signal);
+    const index = await ChunkIndex.open({ shareRoot: destination.root, chunking, partials });
+    await index.refresh({ signal });
+    await this.#saveIndex(index); // what the refresh hashed survives a failed transfer
+    return index;
+  }
+
+  /** One-shot receivers save now; a listener's pool saves in the background (release). */
+  async #saveIndex(index: ChunkIndex): Promise<void> {
+    if (this.#o.indexes !== undefined) {
+      this.#o.indexes.release(index);
+      return;
+    }
+    await index.save().catch((err: unknown) => this.#o.log.warn('cannot save the chunk index (the next transfer re-hashes)', { error: (err as Error).message }));
+  }
+
   /** Takes data streams from the router until every wanted chunk is in, then publishes the rest. */
   async receive(): Promise<ReceiveStats> {
     const { router, transferId, signal } = this.#o;
@@ -221,7 +241,7 @@ export class TransferReceiver {
       if (this.#failure !== undefined) throw this.#failure;
       await this.#flushCommits(true);
       await this.#finishTree();
-      await this.#index?.save().catch((err: unknown) => this.#o.log.warn('cannot save the chunk index (the next transfer re-hashes)', { error: (err as Error).message }));
+      if (this.#index !== undefined) await this.#saveIndex(this.#index);
       return { ...this.#stats };
     } finally {
       signal.removeEventListener('abort', onAbort);
@@ -240,6 +260,7 @@ export class TransferReceiver {
     await withTimeout(Promise.allSettled([...this.#streamTasks]), ABORT_SETTLE_MS, `stopping the data streams of transfer ${this.#o.transferId}`).catch(() => undefined);
     await this.#commitChain.catch(() => undefined);
     await this.#publisher?.abort().catch(() => undefined);
+    if (this.#index !== undefined) this.#o.indexes?.release(this.#index);
   }
 
   #fail(err: unknown): void {

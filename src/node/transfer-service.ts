@@ -11,6 +11,7 @@ import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ControlMessage, ManifestEntry, TransferRequestMessage } from '../protocol/messages.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
+import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { NodeConfig } from './config.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { claimPaths, DestinationLocks, type DestinationLease } from './destination-locks.js';
@@ -40,6 +41,8 @@ export interface ServiceContext {
   readonly log: Logger;
   /** This node's id, needed to serve syncs (the origin of the revisions its scans record). */
   readonly nodeId?: string;
+  /** The listener's in-memory chunk indexes, one per share (see chunk-index-pool.ts). */
+  readonly indexes?: ChunkIndexPool;
 }
 
 /** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */
@@ -148,6 +151,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
         session, router, transferId: id, entries, chunking, signal: stop.signal, log,
         destination: { root: share.dir, readOnly: share.readOnly, basePath },
         force: req.force,
+        ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
       });
       try {
         const plan = await receiver.prepare();

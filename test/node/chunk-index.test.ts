@@ -61,11 +61,20 @@ t.test('a file modified after indexing does not poison a transfer', async (t) =>
 
 t.test('the warm cache skips unchanged files, re-hashes changed and racy ones, survives reopen', async (t) => {
   const { dir } = await share();
-  await (await ChunkIndex.open({ shareRoot: dir, chunking: PARAMS })).refresh();
+  const first = await ChunkIndex.open({ shareRoot: dir, chunking: PARAMS });
+  await first.refresh();
+  t.equal(first.dirty, true, 'what the refresh hashed is not saved yet');
+  await first.save();
+  t.equal(first.dirty, false);
 
   const reopened = await ChunkIndex.open({ shareRoot: dir, chunking: PARAMS });
   t.ok(reopened.chunkCount > 0, 'loaded from .clawpeer/index.bin');
+  t.equal(reopened.dirty, false, 'a loaded cache is clean');
   t.equal((await reopened.refresh()).hashed, 0, 'nothing re-hashed');
+  t.equal(reopened.dirty, false, 'an unchanged share leaves the cache clean');
+  const savedAt = (await lstat(reopened.indexPath, { bigint: true })).mtimeNs;
+  await reopened.save();
+  t.equal((await lstat(reopened.indexPath, { bigint: true })).mtimeNs, savedAt, 'saving a clean cache writes nothing');
 
   const changed = randomBytes(4000);
   await writeFile(join(dir, 'a.bin'), changed);
@@ -74,6 +83,7 @@ t.test('the warm cache skips unchanged files, re-hashes changed and racy ones, s
   const stats = await reopened.refresh();
   t.equal(stats.hashed, 2, 'the changed file and the new one');
   t.ok(reopened.has(manifestFromBytes(changed, PARAMS).chunks[0]!.id));
+  await reopened.save();
   t.equal((await (await ChunkIndex.open({ shareRoot: dir, chunking: PARAMS })).refresh()).hashed, 1, 'the racy file is hashed again until its mtime is old enough');
 
   const other = await ChunkIndex.open({ shareRoot: dir, chunking: { ...PARAMS, avgBytes: 512 } });

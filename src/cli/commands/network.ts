@@ -110,10 +110,12 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const shares = applyAllowLists(await resolveShares(args['share'] as string[], ctx.home.inboxDir), allow, (p) => findPeer(pairs, p)?.id);
         const { NodeServer } = await import('../../node/server.js');
         const { serveSession } = await import('../../node/transfer-service.js');
+        const { ChunkIndexPool } = await import('../../node/chunk-index-pool.js');
         const log = ctx.log.child('listen');
+        const indexes = new ChunkIndexPool({ log });
         const server = await NodeServer.start(
           { identity, peers: peerStore, shares, host: String(args['host']), port, config, log },
-          (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId }, signal),
+          (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId, indexes }, signal),
         );
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
         const first = server.bound[0];
@@ -142,6 +144,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         });
         ctx.log.info('shutting down');
         await Promise.all([server.close(), sweep]);
+        await indexes.close(); // after the sessions: their last changes are saved too
         if (ctx.out.json) ctx.out.emit({ event: 'stopped' }, '');
       }),
     )
