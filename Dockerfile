@@ -17,7 +17,7 @@ COPY src ./src
 COPY bench ./bench
 COPY bin ./bin
 # src/ and bench/ are compiled (`clawpeer bench` loads bench/common.js); test/ is not copied.
-# rootDir is "." so the output keeps the dist/src/... layout bin/clawpeer.js imports.
+# rootDir is "." so the output keeps the dist/src/... layout bin/clawpeer.cjs imports.
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # --- runtime ----------------------------------------------------------------------------------
@@ -40,8 +40,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/bin ./bin
 COPY deploy/docker-entrypoint.sh /usr/local/bin/clawpeer-entrypoint
-RUN chmod 0755 /app/bin/clawpeer.js /usr/local/bin/clawpeer-entrypoint \
- && ln -s /app/bin/clawpeer.js /usr/local/bin/clawpeer
+RUN chmod 0755 /app/bin/clawpeer.cjs /usr/local/bin/clawpeer-entrypoint \
+ && ln -s /app/bin/clawpeer.cjs /usr/local/bin/clawpeer
 USER clawpeer
 VOLUME ["/data"]
 EXPOSE 7700/udp 7700/tcp

@@ -2,7 +2,7 @@
 // (2) a no-op sync of a many-file tree, goal: at most half of rsync's time; (3) 1% of the files
 // changed: wire bytes and time against rsync.
 //
-// Both sides run on this machine through the real CLI (bin/clawpeer.js, i.e. the dist/ build):
+// Both sides run on this machine through the real CLI (bin/clawpeer.cjs, i.e. the dist/ build):
 // two homes paired both ways, a listener serving share `docs`, and `sync LOCALDIR alice:docs`.
 // rsync runs against a private sshd on 127.0.0.1 (throwaway host and client keys in a temp dir).
 //
@@ -57,7 +57,7 @@ const DIRS_PER_TOP = 10;
 const CHANGE_EVERY_FILES = 100;
 /** A sync (or rsync) that takes longer than this is a failure, ms. */
 const RUN_TIMEOUT_MS = 15 * 60_000;
-const CLI = join(REPO_ROOT, 'bin', 'clawpeer.js');
+const CLI = join(REPO_ROOT, 'bin', 'clawpeer.cjs');
 /** clawpeer's state inside a synced folder (.clawpeer/, .clawpeer-tmp-*): rsync leaves it out. */
 const CLAWPEER_STATE_GLOB = '.clawpeer*';
 
@@ -312,7 +312,7 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
         data: 'incompressible (crypto.randomBytes, distinct per file), page-cached source, both destinations on the same disk',
         change: `every ${CHANGE_EVERY_FILES}th file rewritten whole with new random bytes, same size, new mtime (${changed.length} files)`,
         network: 'loopback 127.0.0.1; both sides of each tool are separate processes on the same cores',
-        clawpeer: { cli: 'node bin/clawpeer.js (dist/ build)', command: 'sync LOCALDIR alice:docs --json (two-way, transport auto)', listener: 'listen --host 127.0.0.1 --port 0 --share docs=DIR' },
+        clawpeer: { cli: 'node bin/clawpeer.cjs (dist/ build)', command: 'sync LOCALDIR alice:docs --json (two-way, transport auto)', listener: 'listen --host 127.0.0.1 --port 0 --share docs=DIR' },
         rsync: ssh === undefined ? undefined : { ...ssh.versions, command: `rsync -a --stats --exclude=${CLAWPEER_STATE_GLOB} -e ssh SRC/ 127.0.0.1:DEST/`, sshd: 'private sshd on 127.0.0.1, OpenSSH defaults, ed25519 keys', installedByThisRun: ssh.installed },
         measures: {
           clawpeerSeconds: 'CLI "seconds": sync start to done (no node start-up, no connect)',

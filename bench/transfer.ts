@@ -45,7 +45,7 @@ import { scanSource } from '../src/node/transfer-source.js';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
 import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
-import { argValue, isMainModule, KiB, machineConditions, median, MiB, ratio, round, treeBytes, writeJsonFile, writeResult } from './common.js';
+import { argValue, isMainModule, KiB, REPO_ROOT, machineConditions, median, MiB, ratio, round, treeBytes, writeJsonFile, writeResult } from './common.js';
 
 /** USER_HZ of /proc/<pid>/stat times: 100 on every Linux build that matters. */
 const CLOCK_TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -93,6 +93,7 @@ const CPU_MARK = '@@clawpeer-bench-cpu ';
 const here = dirname(fileURLToPath(import.meta.url));
 /** The CLI compiled next to this bench (same outDir), so a bench of a build measures that build. */
 const CLI_MAIN_URL = pathToFileURL(join(here, '..', 'src', 'cli', 'main.js')).href;
+const THREAD_POOL_SETUP = join(REPO_ROOT, 'bin', 'thread-pool.cjs');
 
 type Log = (msg: string) => void;
 
@@ -168,7 +169,8 @@ function cliArgs(args: readonly string[], cpuProfDir: string | undefined, profNa
     `process.on('exit', () => { const u = process.cpuUsage(); process.stderr.write('\\n${CPU_MARK}' + JSON.stringify(u) + '\\n'); });`,
     'main(process.argv.slice(1)).then((c) => { process.exitCode = c; });',
   ].join(' ');
-  return [...prof, '--input-type=module', '-e', launcher, '--', ...args];
+  // --require: the thread-pool size bin/clawpeer.cjs gives the CLI, before the pool's first use.
+  return [...prof, '--require', THREAD_POOL_SETUP, '--input-type=module', '-e', launcher, '--', ...args];
 }
 
 function runCli(args: readonly string[], options: { cpuProfDir?: string; profName?: string } = {}): Promise<CliRun> {
@@ -480,7 +482,8 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     log(`  ${spec.name} run ${r + 1}/${runs}: clawpeer ${MiBs(s.seconds)} (seconds ${round(s.seconds, 2)}, scan ${round(s.scanSeconds, 2)}, process ${round(s.processSeconds, 2)}; cpu: sender ${round(s.cpuSender ?? NaN, 2)} s, receiver ${round(s.cpuReceiver ?? NaN, 2)} s)`);
     const landed = await treeBytes(ctx.setup.shareDirs[share]!);
     if (landed.bytes !== spec.bytes || landed.files !== spec.files) throw new Error(`clawpeer delivered ${landed.files} files / ${landed.bytes} bytes, expected ${spec.files} / ${spec.bytes}`);
-    await rm(ctx.setup.shareDirs[share]!, { recursive: true, force: true });
+    // Retried: the listener may still be saving the share's chunk index (chunk-index-pool.ts).
+    await rm(ctx.setup.shareDirs[share]!, { recursive: true, force: true, maxRetries: 5 });
     if (ssh !== undefined) {
       for (const tool of ['scp', 'rsync'] as const) {
         const dest = join(ctx.root, `${tool}-dest-${spec.name}-${r}`);

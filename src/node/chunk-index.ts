@@ -293,7 +293,19 @@ export class ChunkIndex {
       await this.#hashFile(entry.relPath, key, signal);
     }
     for (const rec of [...this.#files.values()]) {
-      if (rec.source === 'partial' || !seen.has(rec.relPath)) this.#dropFile(rec);
+      if (rec.source === 'file' && !seen.has(rec.relPath)) this.#dropFile(rec);
+    }
+    const partialChunks = await this.refreshPartials();
+    return { files, hashed, chunks: this.#chunks.size, partialChunks };
+  }
+
+  /**
+   * Re-reads the partial store only: the chunks interrupted transfers left behind (a rerun after
+   * a kill resumes from them), without rescanning the share. Returns how many chunks it added.
+   */
+  async refreshPartials(): Promise<number> {
+    for (const rec of [...this.#files.values()]) {
+      if (rec.source === 'partial') this.#dropFile(rec);
     }
     let partialChunks = 0;
     if (this.#partials !== undefined) {
@@ -313,7 +325,7 @@ export class ChunkIndex {
         }
       }
     }
-    return { files, hashed, chunks: this.#chunks.size, partialChunks };
+    return partialChunks;
   }
 
   async #hashFile(relPath: string, key: FileKey, signal: AbortSignal | undefined): Promise<void> {
@@ -391,7 +403,10 @@ export class ChunkIndex {
     const body = Buffer.concat(parts);
     const dir = path.dirname(this.indexPath);
     try {
-      await mkdir(dir, { recursive: true });
+      // Not recursive: a share deleted under a running listener is not brought back by a save.
+      await mkdir(dir).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
       const real = await realpath(dir);
       if (!isConfinedRealpath(this.shareRoot, real)) {
         throw new ClawpeerError('PATH_INVALID', `${dir} resolves to ${real}, outside the share ${this.shareRoot}`);

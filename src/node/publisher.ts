@@ -59,8 +59,8 @@ import { scanTree, symlinkTargetIsConfined } from './tree-scan.js';
 export const IN_MEMORY_MAX_BYTES = 1 << 20;
 const fsyncAsync = promisify(fsync);
 
-/** fsyncs in flight at once during a batch commit: enough to keep a device queue busy. */
-export const COMMIT_FSYNC_CONCURRENCY = 16;
+/** fsyncs in flight at once during a batch commit: one per thread of the pool bin/thread-pool.cjs sizes, so they share journal commits. */
+export const COMMIT_FSYNC_CONCURRENCY = 32;
 /** Permission bits a peer may set: rwx for user/group/other; never setuid, setgid or sticky. */
 export const PUBLISH_MODE_MASK = 0o777;
 const NAME_MAX_BYTES = 255;

@@ -325,12 +325,19 @@ export class TransferReceiver {
     this.#toCommitBytes += file.manifest.size;
   }
 
-  /** Commits the queued complete files when the batch is full (or `all`); commits never overlap. */
+  /**
+   * Group commit: with no commit running, the complete files queued so far are committed at once,
+   * so on a slow link files are published while the next chunks travel and little is left for the
+   * end (a fixed batch of 256 made 100 small files all wait for one commit after the last chunk).
+   * While a commit runs, files queue up to a full batch (or `all`), and what queued meanwhile is
+   * committed when it finishes: the faster chunks arrive, the larger the batches. Commits never
+   * overlap.
+   */
   #flushCommits(all: boolean): Promise<void> {
     // A failed (or aborted) transfer publishes nothing more: abort() is discarding its staging.
     if (this.#failure !== undefined) return this.#commitChain;
     if (this.#toCommit.length === 0) return this.#commitChain;
-    if (!all && this.#toCommit.length < COMMIT_BATCH_FILES && this.#toCommitBytes < COMMIT_BATCH_BYTES) return Promise.resolve();
+    if (!all && this.#commitsInFlight > 0 && this.#toCommit.length < COMMIT_BATCH_FILES && this.#toCommitBytes < COMMIT_BATCH_BYTES) return Promise.resolve();
     const batch = this.#toCommit.splice(0);
     this.#toCommitBytes = 0;
     const publisher = this.#publisher;
@@ -346,6 +353,7 @@ export class TransferReceiver {
       }
     }).finally(() => {
       this.#commitsInFlight--;
+      if (this.#commitsInFlight === 0) this.#flushCommits(false).catch((err: unknown) => this.#fail(err));
     });
     return this.#commitChain;
   }

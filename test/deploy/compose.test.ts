@@ -359,7 +359,7 @@ async function startEntrypoint(bin: string, env: Record<string, string>): Promis
   };
 }
 
-/** A `clawpeer` on PATH, as in the image (there a symlink to bin/clawpeer.js). */
+/** A `clawpeer` on PATH, as in the image (there a symlink to bin/clawpeer.cjs). */
 async function cliOnPath(dir: string): Promise<string> {
   const bin = join(dir, 'bin');
   await mkdir(bin);

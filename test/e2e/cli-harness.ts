@@ -1,4 +1,4 @@
-// Runs the real CLI (bin/clawpeer.js over the compiled dist/) as a user would, with its own
+// Runs the real CLI (bin/clawpeer.cjs over the compiled dist/) as a user would, with its own
 // CLAWPEER home per node. Used by the end-to-end tests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-export const CLI = fileURLToPath(new URL('../../../bin/clawpeer.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../../bin/clawpeer.cjs', import.meta.url));
 
 export interface CliResult {
   readonly code: number | null;

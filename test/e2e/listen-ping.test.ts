@@ -7,6 +7,7 @@ import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener }
 import { loadIdentity } from '../../src/node/identity-store.js';
 import { backendByName } from '../../src/transport/backends.js';
 import { join } from 'node:path';
+import { readdir } from 'node:fs/promises';
 
 const a = await initNode('a');
 const b = await initNode('b');
@@ -22,6 +23,17 @@ t.test('listener reports where it listens', async (t) => {
   t.match(listener.ready, { event: 'listening', host: '127.0.0.1', id: a.id, transports: ['quic', 'tcp'] });
   t.ok(listener.port > 0, '--port 0 picked a real port');
   t.match(listener.ready['shares'], [{ name: 'inbox', readOnly: false }]);
+});
+
+t.test('the launcher sizes libuv\'s thread pool before its first use (fsync batches need it)', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {
+  // Through `env -i`: tap's spawn hook puts its own preload into a child's environment, and that
+  // loads a module through the pool before the launcher runs.
+  const child = spawn('/usr/bin/env', ['-i', `PATH=${process.env['PATH'] ?? ''}`, process.execPath, CLI, '--home', c.home, 'listen', '--host', '127.0.0.1', '--port', '0', '--json'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  t.teardown(() => child.kill('SIGKILL'));
+  await new Promise<void>((resolve) => createInterface({ input: child.stdout! }).once('line', () => resolve()));
+  const threads = (await readdir(`/proc/${child.pid}/task`)).length;
+  // The default pool is 4 threads; with the main thread, V8's and quinn's, a listener had 14.
+  t.ok(threads > 32, `${threads} threads: the 32-thread pool of bin/thread-pool.cjs is running`);
 });
 
 for (const transport of ['quic', 'tcp'] as const) {

@@ -4,7 +4,7 @@
 // path that does not match its source while a transfer runs, the trial runner, RSS sampling of
 // the listener process, and the load scenario.
 //
-// Transfers, listeners and pings run the real CLI (bin/clawpeer.js over dist/) as the e2e tests
+// Transfers, listeners and pings run the real CLI (bin/clawpeer.cjs over dist/) as the e2e tests
 // do, so what is tested is what users run; homes (identity + pair files) are made in process.
 // Loopback only. Seeds: trees, kill moments and cut moments come from prng(seed).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';

@@ -27,25 +27,43 @@ async function exists(file: string): Promise<boolean> {
   return lstat(file).then(() => true, () => false);
 }
 
-t.test('one index per share stays in memory and is refreshed on every acquire', async (t) => {
+t.test('one index per share stays in memory; the share is rescanned at most every interval', async (t) => {
   const { dir, partials } = await share(t);
-  const pool = new ChunkIndexPool({ log: silentLogger, saveDelayMs: 60_000 });
+  const pool = new ChunkIndexPool({ log: silentLogger, saveDelayMs: 60_000, rescanIntervalMs: 60_000 });
   t.teardown(() => pool.close());
   const first = await pool.acquire(dir, PARAMS, partials);
+  t.equal(first.fileCount, 1, 'the first transfer rescans');
   const added = randomBytes(2000);
   await writeFile(join(dir, 'b.bin'), added);
   const second = await pool.acquire(dir, PARAMS, partials);
   t.equal(second, first, 'the same in-memory index');
-  t.ok(second.has(manifestFromBytes(added, PARAMS).chunks[0]!.id), 'a file added between transfers is found by the refresh');
+  t.notOk(second.has(manifestFromBytes(added, PARAMS).chunks[0]!.id), 'within the interval the share is not rescanned');
+
+  // An interrupted transfer's chunks count at once: a rerun resumes from them.
+  const bytes = randomBytes(3000);
+  const m = manifestFromBytes(bytes, PARAMS);
+  const p = await partials.openPartial({ relPath: 'incoming.bin', root: m.root, size: m.size });
+  const c = m.chunks[1]!;
+  await p.write(c, bytes.subarray(c.offset, c.offset + c.length));
+  await p.close();
+  t.equal((await pool.acquire(dir, PARAMS, partials)).lookup(c.id)?.source, 'partial', 'the partial store is re-read for every transfer');
+
   const other = await pool.acquire(dir, { ...PARAMS, avgBytes: 512 }, partials);
   t.not(other, first, 'other chunking parameters get their own index');
   const [x, y] = await Promise.all([pool.acquire(dir, PARAMS, partials), pool.acquire(dir, PARAMS, partials)]);
   t.equal(x, y, 'concurrent transfers share it');
+
+  const eager = new ChunkIndexPool({ log: silentLogger, saveDelayMs: 60_000, rescanIntervalMs: 0 });
+  t.teardown(() => eager.close());
+  await eager.acquire(dir, PARAMS, partials);
+  const more = randomBytes(2000);
+  await writeFile(join(dir, 'c.bin'), more);
+  t.ok((await eager.acquire(dir, PARAMS, partials)).has(manifestFromBytes(more, PARAMS).chunks[0]!.id), 'after the interval a file added between transfers is found');
 });
 
 t.test('changes are saved after a quiet period and on close, never on the transfer path', async (t) => {
   const { dir, partials } = await share(t);
-  const pool = new ChunkIndexPool({ log: silentLogger, saveDelayMs: 50 });
+  const pool = new ChunkIndexPool({ log: silentLogger, saveDelayMs: 50, rescanIntervalMs: 0 });
   const index = await pool.acquire(dir, PARAMS, partials);
   t.equal(index.dirty, true, 'the first refresh hashed a.bin');
   t.equal(await exists(index.indexPath), false, 'acquire does not save');
