@@ -45,7 +45,7 @@ import { scanSource } from '../src/node/transfer-source.js';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
 import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
-import { argValue, isMainModule, KiB, REPO_ROOT, machineConditions, median, MiB, ratio, round, treeBytes, writeJsonFile, writeResult } from './common.js';
+import { argValue, fileCreateMicros, isMainModule, KiB, REPO_ROOT, machineConditions, median, MiB, ratio, round, treeBytes, writeJsonFile, writeResult } from './common.js';
 
 /** USER_HZ of /proc/<pid>/stat times: 100 on every Linux build that matters. */
 const CLOCK_TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -555,6 +555,7 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
   const root = await mkdtemp(join(tmpdir(), 'clawpeer-bench-transfer-'));
   let ssh: SshSetup | undefined;
   let setup: ClawpeerSetup | undefined;
+  const createMicros = fileCreateMicros(root);
   const notes: string[] = [];
   try {
     const specs: CaseSpec[] = [];
@@ -601,6 +602,7 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
         network: 'loopback 127.0.0.1; sender and receiver are separate processes on the same 2 cores',
         data: 'incompressible (crypto.randomBytes, distinct 8 MiB blocks / distinct files), page-cached source, destination on the same disk',
         durability: 'clawpeer fsyncs every file (batched) before rename; scp and rsync do not fsync',
+        fileCreateMicros: { dir: root, median: createMicros, note: 'one empty-file create in a fresh directory beside the destinations, before the runs: every tool pays it per file' },
         clawpeer: {
           streams: options.streams ?? 'CLI default',
           window: options.window ?? 'CLI default',
