@@ -22,7 +22,7 @@ import {
 } from 'node:crypto';
 import { ClawpeerError } from '../errors.js';
 import type { AeadSuiteName } from '../protocol/capabilities.js';
-import { AEAD_TAG_BYTES, DATA_HEADER_BYTES, FRAME_HEADER_BYTES, allocateDataFrame, encodeDataFramePrefix, type DataFrame, type DataHeader } from '../protocol/frame-codec.js';
+import { AEAD_TAG_BYTES, DATA_HEADER_BYTES, FRAME_HEADER_BYTES, encodeDataFramePrefix, type DataFrame, type DataHeader } from '../protocol/frame-codec.js';
 import { SESSION_KEY_BYTES } from './session-keys.js';
 
 export const AEAD_NONCE_BYTES = 12;
@@ -58,9 +58,19 @@ function secretKey(key: Uint8Array | KeyObject): KeyObject {
   return createSecretKey(key);
 }
 
+/** The two outputs of sealing: the cipher's own ciphertext buffer and the 16-byte tag. */
+function sealPieces(suite: AeadSuiteName, key: KeyObject, nonce: Uint8Array, aad: Uint8Array, plaintext: Uint8Array): { ciphertext: Buffer; tag: Buffer } {
+  const cipher = cipherFor(suite, key, nonce);
+  cipher.setAAD(aad, { plaintextLength: plaintext.length });
+  const ciphertext = cipher.update(plaintext);
+  const rest = cipher.final(); // empty for both suites (stream modes)
+  if (rest.length !== 0) throw new TypeError(`${suite} final() returned ${rest.length} bytes; expected none`);
+  return { ciphertext, tag: cipher.getAuthTag() };
+}
+
 /**
  * Seals `plaintext` into `out` (ciphertext || tag, exactly plaintext.length + 16 bytes).
- * The low-level primitive under DataSealer; also what the interop test compares to libsodium.
+ * The low-level primitive; also what the interop test compares to libsodium.
  */
 export function aeadSealInto(
   suite: AeadSuiteName,
@@ -71,13 +81,9 @@ export function aeadSealInto(
   out: Uint8Array,
 ): void {
   if (out.length !== plaintext.length + AEAD_TAG_BYTES) throw new RangeError(`output must be ${plaintext.length + AEAD_TAG_BYTES} bytes, got ${out.length}`);
-  const cipher = cipherFor(suite, secretKey(key), nonce);
-  cipher.setAAD(aad, { plaintextLength: plaintext.length });
-  const ciphertext = cipher.update(plaintext);
-  const rest = cipher.final(); // empty for both suites (stream modes), kept for correctness
+  const { ciphertext, tag } = sealPieces(suite, secretKey(key), nonce, aad, plaintext);
   out.set(ciphertext, 0);
-  out.set(rest, ciphertext.length);
-  out.set(cipher.getAuthTag(), plaintext.length);
+  out.set(tag, plaintext.length);
 }
 
 /** Seals into a new buffer: ciphertext || tag. */
@@ -123,26 +129,12 @@ export class DataSealer {
   }
 
   /**
-   * Returns a complete DATA frame (frame header, data header, ciphertext || tag) in one
-   * allocation, ready to write. `plaintext` is the chunk's payload as sent (compressed when
-   * header.compressed); the caller keeps chunkBytes and chunkId honest.
-   */
-  seal(header: Omit<DataHeader, 'payloadBytes'>, plaintext: Uint8Array): Uint8Array {
-    const last = this.#lastSequence.get(header.streamId);
-    if (last !== undefined && header.sequence <= last) {
-      throw new TypeError(`nonce reuse refused: stream ${header.streamId} sequence ${header.sequence} after ${last}`);
-    }
-    const parts = allocateDataFrame({ ...header, payloadBytes: plaintext.length + AEAD_TAG_BYTES });
-    aeadSealInto(this.suite, this.#key, dataNonce(header.streamId, header.sequence), parts.headerBytes, plaintext, parts.payload);
-    this.#lastSequence.set(header.streamId, header.sequence);
-    return parts.frame;
-  }
-
-  /**
-   * The same frame as seal(), as three pieces: the ciphertext is the cipher's own output, so
-   * no frame-sized buffer is allocated, zeroed or copied into. The bulk path uses this: per
-   * 256 KiB chunk it saves one allocation and one copy of the chunk, and the garbage that
-   * drives V8's full collections (bench/transfer.ts). Same nonce-reuse guard as seal().
+   * A DATA frame (frame header, data header, ciphertext || tag) as three pieces written in that
+   * order: the ciphertext is the cipher's own output, so no frame-sized buffer is allocated,
+   * zeroed or copied into. Per 256 KiB chunk that saves one allocation and one copy, and the
+   * garbage that drives V8's full collections (bench/transfer.ts). `plaintext` is the chunk's
+   * payload as sent (compressed when header.compressed); the caller keeps chunkBytes and chunkId
+   * honest. Refuses a sequence that does not increase on its stream (nonce reuse).
    */
   sealParts(header: Omit<DataHeader, 'payloadBytes'>, plaintext: Uint8Array): SealedFrameParts {
     const last = this.#lastSequence.get(header.streamId);
@@ -150,19 +142,24 @@ export class DataSealer {
       throw new TypeError(`nonce reuse refused: stream ${header.streamId} sequence ${header.sequence} after ${last}`);
     }
     const prefix = encodeDataFramePrefix({ ...header, payloadBytes: plaintext.length + AEAD_TAG_BYTES });
-    const cipher = cipherFor(this.suite, this.#key, dataNonce(header.streamId, header.sequence));
-    cipher.setAAD(prefix.subarray(FRAME_HEADER_BYTES), { plaintextLength: plaintext.length });
-    const ciphertext = cipher.update(plaintext);
-    const rest = cipher.final(); // empty for both suites (stream modes)
-    if (rest.length !== 0) throw new TypeError(`${this.suite} final() returned ${rest.length} bytes; expected none`);
-    const tag = cipher.getAuthTag();
+    const { ciphertext, tag } = sealPieces(this.suite, this.#key, dataNonce(header.streamId, header.sequence), prefix.subarray(FRAME_HEADER_BYTES), plaintext);
     this.#lastSequence.set(header.streamId, header.sequence);
     return { prefix, ciphertext, tag };
+  }
+
+  /** The frame of sealParts() in one buffer (tests and tools; the bulk path writes the parts). */
+  seal(header: Omit<DataHeader, 'payloadBytes'>, plaintext: Uint8Array): Uint8Array {
+    const { prefix, ciphertext, tag } = this.sealParts(header, plaintext);
+    const frame = new Uint8Array(prefix.length + ciphertext.length + tag.length);
+    frame.set(prefix, 0);
+    frame.set(ciphertext, prefix.length);
+    frame.set(tag, prefix.length + ciphertext.length);
+    return frame;
   }
 }
 
 /**
- * A DATA frame as three pieces whose concatenation is exactly what DataSealer.seal returns:
+ * A DATA frame as three pieces (DataSealer.sealParts; DataSealer.seal joins them):
  * frame and data headers, ciphertext, tag. Written in order on one stream, they are the frame.
  */
 export interface SealedFrameParts {

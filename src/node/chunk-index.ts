@@ -14,9 +14,7 @@
 // packed at 36 bytes per chunk. A 16 GiB share at the default 16 KiB average chunk is ~1 M chunks,
 // ~130 MiB. A share much larger than that wants an on-disk hash table (not built yet).
 //
-// Racy entries (git's "racily clean" problem): a file modified within the file system's timestamp
-// granularity of when we hashed it can keep size and mtime. A cache entry is trusted only when
-// the file's mtime is at least RACY_WINDOW_MS older than the moment it was hashed.
+// Racy entries: a cache entry is trusted only outside the racy window (file-key.ts).
 //
 // index.bin format (integers big-endian), version 1:
 //   "CLAWIDX1" | u32 version | u32 minBytes | u32 avgBytes | u32 maxBytes | u8 normalization
@@ -37,12 +35,11 @@ import { chunkFile } from '../chunking/file-chunker.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { writeFileAtomic } from './atomic-file.js';
+import { fileKeyOf, isRacy, msToNs, sameFileKey, type FileKey } from './file-key.js';
 import { INTERNAL_DIR_NAME, isInternalPath } from './partial-store.js';
 import type { PartialStore } from './partial-store.js';
 import { scanTree } from './tree-scan.js';
 
-/** Cache entries for files modified less than this before they were hashed are re-hashed: 2 s. */
-export const RACY_WINDOW_MS = 2000;
 /** Name of the persisted index inside `.clawpeer/`. */
 export const INDEX_FILE_NAME = 'index.bin';
 
@@ -58,13 +55,6 @@ export interface ChunkLocation {
   readonly offset: number;
   readonly length: number;
   readonly source: 'file' | 'partial';
-}
-
-/** The identity of a file version on disk: unchanged key = unchanged content (modulo racy window). */
-interface FileKey {
-  readonly size: number;
-  readonly mtimeNs: bigint;
-  readonly ino: bigint;
 }
 
 interface FileRecord extends FileKey {
@@ -109,17 +99,8 @@ function ioError(what: string, file: string, err: unknown): ClawpeerError {
   return new ClawpeerError('IO', `cannot ${what} ${file}: ${detail}`, { cause: err });
 }
 
-function sameKey(a: FileKey, b: FileKey): boolean {
-  return a.size === b.size && a.mtimeNs === b.mtimeNs && a.ino === b.ino;
-}
-
 function trustworthy(rec: FileRecord, st: FileKey): boolean {
-  const mtimeMs = Number(st.mtimeNs / 1_000_000n);
-  return sameKey(rec, st) && mtimeMs + RACY_WINDOW_MS <= rec.hashedAtMs;
-}
-
-function keyFromStat(st: BigIntStats): FileKey {
-  return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino };
+  return sameFileKey(rec, st) && !isRacy(st.mtimeNs, msToNs(rec.hashedAtMs));
 }
 
 /** Index of the chunks a share already holds. Build with ChunkIndex.open, then refresh(). */
@@ -180,7 +161,7 @@ export class ChunkIndex {
   cachedRoot(relPath: string, st: BigIntStats): Uint8Array | undefined {
     const rec = this.#files.get(relPath);
     if (rec === undefined || rec.source !== 'file') return undefined;
-    return trustworthy(rec, keyFromStat(st)) ? rec.root : undefined;
+    return trustworthy(rec, fileKeyOf(st)) ? rec.root : undefined;
   }
 
   /**
@@ -264,7 +245,7 @@ export class ChunkIndex {
       relPath,
       absPath: path.join(this.shareRoot, ...relPath.split('/')),
       source: 'file',
-      ...keyFromStat(st),
+      ...fileKeyOf(st),
       hashedAtMs,
       root: manifest.root,
       chunks,
@@ -345,8 +326,8 @@ export class ChunkIndex {
         }
       }
       // A file written while we read it is not indexed: its chunks may mix two versions.
-      const after = keyFromStat(lstatSync(absPath, { bigint: true }));
-      if (!sameKey(after, key) || root === undefined) return;
+      const after = fileKeyOf(lstatSync(absPath, { bigint: true }));
+      if (!sameFileKey(after, key) || root === undefined) return;
     } catch (err) {
       if (isClawpeerError(err, 'ABORTED')) throw err;
       return; // unreadable or vanished: simply not indexed

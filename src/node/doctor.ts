@@ -18,6 +18,7 @@ import { nodeIdFromPublicKey, publicKeyFromNodeId } from '../crypto/node-id.js';
 import { isClawpeerError, type LocalErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { HostPort, TransportName } from '../transport/types.js';
+import { forEachBounded } from './for-each-bounded.js';
 import { formatHostPort, parseHostPort } from './address.js';
 import { resolveConfig } from './config.js';
 import type { HomeLayout } from './home.js';
@@ -486,11 +487,9 @@ export async function checkPeer(entry: PeerEntry, options: PeerCheckOptions): Pr
 /** Checks peers MAX_CONCURRENT_PEER_CHECKS at a time; results in pair-list order. */
 export async function checkPeers(peers: readonly PeerEntry[], options: PeerCheckOptions): Promise<CheckResult[]> {
   const results: CheckResult[] = new Array<CheckResult>(peers.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let i = next++; i < peers.length; i = next++) results[i] = await checkPeer(peers[i]!, options);
-  };
-  await Promise.all(Array.from({ length: Math.min(MAX_CONCURRENT_PEER_CHECKS, peers.length) }, worker));
+  await forEachBounded(peers, MAX_CONCURRENT_PEER_CHECKS, async (peer, i) => {
+    results[i] = await checkPeer(peer, options);
+  });
   return results;
 }
 

@@ -38,7 +38,7 @@ import { manifestFromFile } from '../chunking/file-chunker.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { RevisionEntry } from '../sync/revision.js';
-import { RACY_WINDOW_MS } from './chunk-index.js';
+import { fileKeyOf, isRacy, RACY_WINDOW_MS, sameFileKey } from './file-key.js';
 import { INTERNAL_DIR_NAME, isInternalPath, isTempFileName } from './partial-store.js';
 import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from './publisher.js';
 import { RevisionStore } from './revision-store.js';
@@ -112,7 +112,7 @@ function isUnder(relPath: string, prefix: string): boolean {
 export async function scanFolder(store: RevisionStore, folder: string, options: ScanFolderOptions): Promise<ScanFolderResult> {
   const root = path.resolve(folder);
   const nowNs = options.nowNs ?? BigInt(Date.now()) * NS_PER_MS;
-  const racyNs = BigInt(Math.round((options.racyWindowMs ?? RACY_WINDOW_MS) * 1e6));
+  const racyWindowMs = options.racyWindowMs ?? RACY_WINDOW_MS;
   const batchChanges = options.batchChanges ?? DEFAULT_SCAN_BATCH_CHANGES;
   if (!Number.isSafeInteger(batchChanges) || batchChanges < 1) throw new ClawpeerError('USAGE', `batchChanges must be a positive integer, got ${batchChanges}`);
   const { signal } = options;
@@ -154,7 +154,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     pending.push(change);
     if (pending.length >= batchChanges) flush();
   };
-  const certify = (e: TreeEntry): WarmStat | undefined => (e.mtimeNs + racyNs <= nowNs ? statOf(e) : undefined);
+  const certify = (e: TreeEntry): WarmStat | undefined => (isRacy(e.mtimeNs, nowNs, racyWindowMs) ? undefined : statOf(e));
 
   const walk = scanTree(root, { rootName: null, onIssue: report, skipDir: (rel) => rel === INTERNAL_DIR_NAME, ...(signal === undefined ? {} : { signal }) });
   for await (const entry of walk) {
@@ -182,7 +182,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
         const manifest = await manifestFromFile(abs, options.chunking, signal === undefined ? {} : { signal });
         hashedBytes += manifest.size;
         const after = lstatSync(abs, { bigint: true });
-        const stable = manifest.size === entry.size && after.size === BigInt(entry.size) && after.mtimeNs === entry.mtimeNs && after.ino === entry.ino;
+        const stable = manifest.size === entry.size && sameFileKey(fileKeyOf(after), entry);
         if (!stable) {
           unstable++;
           continue;

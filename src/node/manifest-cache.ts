@@ -7,6 +7,7 @@
 // number of chunks held, so a huge tree costs at most MAX_CACHED_CHUNKS entries.
 import { lstatSync } from 'node:fs';
 import type { FileManifest } from '../chunking/manifest.js';
+import { fileKeyOf, sameFileKey } from './file-key.js';
 
 /** Chunk references held at most (~100 bytes each). */
 export const MAX_CACHED_CHUNKS = 1 << 20;
@@ -34,7 +35,7 @@ export class ManifestCache {
     const c = this.#byPath.get(relPath);
     if (c === undefined) return undefined;
     const st = lstatSync(absPath, { bigint: true, throwIfNoEntry: false });
-    if (st === undefined || !st.isFile() || Number(st.size) !== c.size || st.mtimeNs !== c.mtimeNs || st.ino !== c.ino) return undefined;
+    if (st === undefined || !st.isFile() || !sameFileKey(fileKeyOf(st), c)) return undefined;
     return c.manifest;
   }
 }

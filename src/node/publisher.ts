@@ -51,6 +51,7 @@ import { manifestFromFile } from '../chunking/file-chunker.js';
 import { verifyManifest } from '../chunking/manifest.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
+import { forEachBounded } from './for-each-bounded.js';
 import { isInternalPath, syncDir, isTempFileName, TEMP_FILE_PREFIX } from './partial-store.js';
 import type { Partial, PartialStore } from './partial-store.js';
 import { scanTree, symlinkTargetIsConfined } from './tree-scan.js';
@@ -128,26 +129,6 @@ export function tempNameFor(baseName: string, pid = process.pid): string {
 
 function toSeconds(ms: number): number {
   return ms / 1000;
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight; rejects with the first error after all settle. */
-async function forEachBounded<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let firstError: unknown;
-  let failed = false;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      try {
-        await fn(item);
-      } catch (err) {
-        if (!failed) firstError = err;
-        failed = true;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failed) throw firstError;
 }
 
 /**

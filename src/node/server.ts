@@ -16,7 +16,7 @@ import { serverHandshake } from './control-channel.js';
 import type { PeerStore } from './peer-store.js';
 import { PeerSession } from './session.js';
 import type { Share } from './shares.js';
-import { sleep, withTimeout } from './timeouts.js';
+import { settledWithin, withTimeout } from './timeouts.js';
 import { watchFile } from './watch-file.js';
 
 export interface ServerOptions {
@@ -132,7 +132,7 @@ export class NodeServer {
       void session.control
         .sendError('NOT_PAIRED', `node ${peerId} was unpaired by ${this.#options.identity.nodeId}`)
         .catch(() => undefined)
-        .then(() => Promise.race([session.connection.closed, sleep(PARTING_GRACE_MS)]))
+        .then(() => settledWithin(session.connection.closed, PARTING_GRACE_MS))
         .finally(() => void session.connection.close('unpaired').catch(() => undefined));
     }
   }
@@ -205,7 +205,7 @@ export class NodeServer {
       if (stream === null) return;
       await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.BUSY.wire, message: reason })), REFUSAL_TIMEOUT_MS, 'sending the refusal');
       await stream.finish().catch(() => undefined);
-      await Promise.race([conn.closed, sleep(REFUSAL_TIMEOUT_MS)]);
+      await settledWithin(conn.closed, REFUSAL_TIMEOUT_MS);
     };
     this.#track(
       tell()

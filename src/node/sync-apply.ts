@@ -22,7 +22,7 @@ import { resolveRevision } from '../sync/conflict.js';
 import type { RevisionEntry, Revision } from '../sync/revision.js';
 import { revisionEntry, sameContent } from '../sync/revision.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
-import { RACY_WINDOW_MS } from './chunk-index.js';
+import { isRacy, msToNs } from './file-key.js';
 import { Publisher } from './publisher.js';
 import type { RevisionStore, WarmStat } from './revision-store.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
@@ -145,8 +145,7 @@ function publishedStat(folderReal: string, rev: Revision, nowNs: bigint): WarmSt
   try {
     const st = lstatSync(path.join(folderReal, ...rev.path.split('/')), { bigint: true });
     const mode = Number(st.mode) & 0o7777;
-    const racy = st.mtimeNs + BigInt(RACY_WINDOW_MS) * NS_PER_MS > nowNs;
-    if (!st.isFile() || racy || Number(st.size) !== rev.size || mode !== rev.mode) return undefined;
+    if (!st.isFile() || isRacy(st.mtimeNs, nowNs) || Number(st.size) !== rev.size || mode !== rev.mode) return undefined;
     return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode };
   } catch {
     return undefined;
@@ -306,7 +305,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   // 3. The log, in one transaction: every record of a settled path, the new heads, the copies,
   // and a warm entry for each file just published, so the next scan does not hash it again.
   // The stats are taken before the write transaction: no file I/O while LMDB's lock is held.
-  const nowNs = BigInt(Date.now()) * NS_PER_MS;
+  const nowNs = msToNs(Date.now());
   const published = new Map<PathPlan, WarmStat>();
   for (const plan of done) {
     if (plan.head === undefined || plan.action.kind !== 'fetch') continue;

@@ -21,6 +21,24 @@ export async function withTimeout<T>(promise: Promise<T>, ms: number, what: stri
   }
 }
 
+/**
+ * Waits until `promise` settles or `ms` pass, whichever comes first, and says how it settled
+ * (undefined: it did not in time). Unlike racing a sleep(), no timer outlives the wait.
+ */
+export async function settledWithin<T>(promise: Promise<T>, ms: number): Promise<PromiseSettledResult<T> | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)));
+  const settled = promise.then(
+    (value): PromiseSettledResult<T> => ({ status: 'fulfilled', value }),
+    (reason: unknown): PromiseSettledResult<T> => ({ status: 'rejected', reason }),
+  );
+  try {
+    return await Promise.race([settled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -12,7 +12,7 @@ import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 import { scanSource } from './transfer-source.js';
-import { sleep } from './timeouts.js';
+import { settledWithin } from './timeouts.js';
 
 /** After a local send failure, how long to wait for the peer's own explanation. */
 const PEER_REASON_WAIT_MS = 2_000;
@@ -101,7 +101,8 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     }).catch(async (err: unknown) => {
       o.log.warn('sending stopped', { error: (err as Error).message });
       // If the peer reported why (its Error follows shortly), its reason beats our "aborted".
-      await Promise.race([done, sleep(PEER_REASON_WAIT_MS)]);
+      const peer = await settledWithin(done, PEER_REASON_WAIT_MS);
+      if (peer?.status === 'rejected') throw peer.reason;
       throw err;
     });
     o.onProgress?.({ phase: 'publishing', bytes: sent, totalBytes: stats.bytesSent, files: 0, totalFiles });

@@ -76,7 +76,7 @@ export interface ReceiverOptions {
 }
 
 /** Maps announced entry paths to confined paths under the destination; refuses anything odd. */
-export function destinationPaths(entries: readonly ManifestEntry[], basePath: string): string[] {
+function destinationPaths(entries: readonly ManifestEntry[], basePath: string): string[] {
   if (entries.length > DEFAULT_PLAN_LIMITS.maxFiles) throw new ClawpeerError('PROTOCOL', `transfer announces ${entries.length} entries, more than ${DEFAULT_PLAN_LIMITS.maxFiles}`);
   const seen = new Set<string>();
   return entries.map((e) => {
@@ -129,6 +129,11 @@ export class TransferReceiver {
     const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
     promise.catch(() => undefined);
     this.#allReceived = { promise, resolve, reject };
+  }
+
+  /** Where each announced entry lands, relative to the share root (confined, normalised), in entry order. */
+  get destinationPaths(): readonly string[] {
+    return this.#paths;
   }
 
   /**

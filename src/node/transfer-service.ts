@@ -9,7 +9,7 @@ import path from 'node:path';
 import { DEFAULT_CHUNKING, type ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { ControlMessage, ManifestEntry, TransferRequestMessage } from '../protocol/messages.js';
+import type { ControlMessage, TransferRequestMessage } from '../protocol/messages.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { NodeConfig } from './config.js';
@@ -19,7 +19,7 @@ import { isInternalPath } from './partial-store.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
 import { expectMessage, receiveManifest, sendManifest } from './transfer-control.js';
-import { destinationPaths, TransferReceiver } from './transfer-receive.js';
+import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
 import { serveSync } from './sync-service.js';
@@ -146,13 +146,14 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
     signal.addEventListener('abort', onSession, { once: true });
     let lease: DestinationLease | undefined;
     try {
-      lease = await lockDestination(session, share, basePath, entries, ctx, stop, signal);
+      // Built first: it confines the announced paths, and the lock claims exactly those.
       const receiver = new TransferReceiver({
         session, router, transferId: id, entries, chunking, signal: stop.signal, log,
         destination: { root: share.dir, readOnly: share.readOnly, basePath },
         force: req.force,
         ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
       });
+      lease = await lockDestination(session, share, basePath, receiver.destinationPaths, ctx, stop, signal);
       try {
         const plan = await receiver.prepare();
         await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
@@ -200,12 +201,12 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
  * another peer is waited for, at most DESTINATION_WAIT_MS.
  */
 async function lockDestination(
-  session: PeerSession, share: Share, basePath: string, entries: readonly ManifestEntry[],
+  session: PeerSession, share: Share, basePath: string, destRelPaths: readonly string[],
   ctx: ServiceContext, stop: AbortController, signal: AbortSignal,
 ): Promise<DestinationLease> {
   const locks = PROCESS_DESTINATION_LOCKS;
   const root = share.dir; // resolveShares stores the realpath
-  const paths = claimPaths(root, basePath, destinationPaths(entries, basePath));
+  const paths = claimPaths(root, basePath, destRelPaths);
   const shown = paths.slice(0, 3).map((p) => `${share.name}/${path.relative(root, p).split(path.sep).join('/')}`);
   const label = `a push from node ${session.peerId} into ${shown.join(', ')}${paths.length > shown.length ? ` and ${paths.length - shown.length} more` : ''}`;
   return locks.acquire(

@@ -1,11 +1,10 @@
 // The sending side's view of a local file or tree: scanned, chunked and hashed into the
 // manifest entries a transfer announces, with where each file's bytes live on disk.
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { manifestFromFile } from '../chunking/file-chunker.js';
-import { manifestFromBytes, type FileManifest } from '../chunking/manifest.js';
+import type { FileManifest } from '../chunking/manifest.js';
 import type { ManifestEntry } from '../protocol/messages.js';
 import type { Logger } from '../logger.js';
 import { INTERNAL_DIR_NAME, isTempFileName } from './partial-store.js';
@@ -33,56 +32,6 @@ export interface ScanSourceOptions {
   readonly log: Logger;
   readonly signal?: AbortSignal;
   readonly onFileHashed?: (bytes: number) => void;
-}
-
-/**
- * Files up to this size are chunked and hashed from one read of the whole file into a buffer of
- * its size. The streaming chunker allocates (and zeroes) a 4 MiB window per file: pushing
- * 10,000 x 64 KiB files cost the sender 30 CPU-seconds with it and 19 without (45.7 s -> 29.3 s
- * wall, bench/transfer.ts, same run). Memory stays bounded by this size.
- */
-export const WHOLE_READ_MAX_BYTES = 1 << 20; // 1 MiB
-
-/**
- * The whole content of `file` if it is at most `maxBytes` long when read, else undefined (it
- * grew past its stat size or the limit: the caller streams it instead). IO errors name the file.
- * Synchronous: for a small file the thread-pool round trips of awaited open/stat/read/close
- * cost more than the read (see chunking/file-chunker.ts SYNC_READ_MAX_BYTES).
- */
-function readSmallFile(file: string, maxBytes: number): Buffer | undefined {
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch (err) {
-    throw new ClawpeerError('IO', `cannot open ${file}: ${(err as Error).message}`, { cause: err });
-  }
-  try {
-    const { size } = fstatSync(fd);
-    if (size > maxBytes) return undefined;
-    // One byte more than the stat size: filling it means the file grew since.
-    const buf = Buffer.allocUnsafe(size + 1);
-    let filled = 0;
-    while (filled < buf.length) {
-      const bytesRead = readSync(fd, buf, filled, buf.length - filled, filled);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
-    }
-    return filled > size ? undefined : buf.subarray(0, filled);
-  } catch (err) {
-    throw new ClawpeerError('IO', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Chunks and hashes one file: small ones from a single read, others streamed. Same manifest either way. */
-async function manifestOf(file: string, size: number, chunking: ChunkingParams, signal: AbortSignal | undefined): Promise<FileManifest> {
-  if (signal?.aborted === true) throw new ClawpeerError('ABORTED', `chunking ${file} aborted`, { cause: signal.reason });
-  if (size <= WHOLE_READ_MAX_BYTES) {
-    const whole = readSmallFile(file, WHOLE_READ_MAX_BYTES);
-    if (whole !== undefined) return manifestFromBytes(whole, chunking);
-  }
-  return manifestFromFile(file, chunking, signal !== undefined ? { signal } : {});
 }
 
 function packIds(manifest: FileManifest): { chunkIds: Uint8Array; chunkLengths: number[] } {
@@ -123,7 +72,7 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
         break;
       case 'file': {
         const local = path.join(base, ...e.relPath.split('/'));
-        const manifest = await manifestOf(local, e.size, options.chunking, options.signal);
+        const manifest = await manifestFromFile(local, options.chunking, options.signal !== undefined ? { signal: options.signal } : {});
         options.onFileHashed?.(manifest.size);
         files.set(entries.length, { entryIndex: entries.length, localPath: local, manifest });
         entries.push({ path: e.relPath, kind: 'file', size: manifest.size, mode, mtimeMs, linkTarget: '', root: manifest.root, ...packIds(manifest) });

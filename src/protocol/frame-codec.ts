@@ -143,7 +143,7 @@ export function encodeDataHeader(header: DataHeader): Uint8Array {
  * no concatenation. `payloadBytes` in `header` decides the size. The payload is NOT zeroed:
  * the caller must write every byte of it.
  */
-export function allocateDataFrame(header: DataHeader): { frame: Uint8Array; headerBytes: Uint8Array; payload: Uint8Array } {
+function allocateDataFrame(header: DataHeader): { frame: Uint8Array; headerBytes: Uint8Array; payload: Uint8Array } {
   const bodyBytes = DATA_HEADER_BYTES + header.payloadBytes;
   // Not zero-filled: both headers are written here and the caller overwrites the whole payload
   // (the sealer: ciphertext || tag). Zeroing a 256 KiB frame first cost ~3% of a push's CPU.

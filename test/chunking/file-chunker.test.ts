@@ -2,8 +2,8 @@ import t from 'tap';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chunkFile, manifestFromFile } from '../../src/chunking/file-chunker.js';
-import { manifestFromBytes } from '../../src/chunking/manifest.js';
+import { chunkFile, manifestFromFile, WHOLE_READ_MAX_BYTES } from '../../src/chunking/file-chunker.js';
+import { manifestFromBytes, type ChunkRef, type FileManifest } from '../../src/chunking/manifest.js';
 import { blake3, bytesEqual, toHex } from '../../src/chunking/blake3.js';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
@@ -32,10 +32,21 @@ t.test('a file chunks exactly like the same bytes in memory, for any buffer size
     const bytes = pseudoRandomBytes(size, size + 1);
     const path = join(dir, `f-${size}-${bufferBytes ?? 'default'}`);
     await writeFile(path, bytes);
-    const fromFile = await manifestFromFile(path, params, bufferBytes === undefined ? {} : { bufferBytes });
-    t.same(summary(fromFile), summary(manifestFromBytes(bytes, params)), name);
+    const expected = summary(manifestFromBytes(bytes, params));
+    t.same(summary(await streamed(path, params, bufferBytes)), expected, `${name}: streamed`);
+    t.same(summary(await manifestFromFile(path, params)), expected, `${name}: manifestFromFile (${size <= WHOLE_READ_MAX_BYTES ? 'one whole read' : 'streamed'})`);
   }
 });
+
+/** The manifest from chunkFile's events: always the sliding-buffer path, whatever the size. */
+async function streamed(path: string, params: ChunkingParams, bufferBytes: number | undefined): Promise<FileManifest> {
+  const chunks: ChunkRef[] = [];
+  for await (const ev of chunkFile(path, params, bufferBytes === undefined ? {} : { bufferBytes })) {
+    if (ev.kind === 'chunk') chunks.push(ev.chunk);
+    else return { size: ev.size, chunks, root: ev.root };
+  }
+  throw new Error('no end event');
+}
 
 t.test('chunk events carry the chunk bytes, then one end event', async (t) => {
   const bytes = pseudoRandomBytes(200_000, 77);

@@ -8,7 +8,8 @@ import t from 'tap';
 import { DEFAULT_CHUNKING, type ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromFile } from '../../src/chunking/file-chunker.js';
 import { silentLogger } from '../../src/logger.js';
-import { scanSource, WHOLE_READ_MAX_BYTES } from '../../src/node/transfer-source.js';
+import { scanSource } from '../../src/node/transfer-source.js';
+import { WHOLE_READ_MAX_BYTES } from '../../src/chunking/file-chunker.js';
 
 const chunking: ChunkingParams = { ...DEFAULT_CHUNKING };
 
