@@ -22,7 +22,7 @@ import type { ChunkingParams, NormalizationLevel } from '../src/chunking/fastcdc
 import { activeBlake3Backend, blake3, blake3Implementation, toHex } from '../src/chunking/blake3.js';
 import { MANIFEST_ENTRY_BYTES, manifestFromBytes } from '../src/chunking/manifest.js';
 import { manifestFromFile } from '../src/chunking/file-chunker.js';
-import { isMainModule, KiB, MiB, REPO_ROOT, writeJsonFile, writeResult } from './common.js';
+import { isMainModule, KiB, median, MiB, REPO_ROOT, writeJsonFile, writeResult } from './common.js';
 
 export interface ChunkingBenchOptions {
   /** Tiny sizes for CI: checks the benchmark runs, measures nothing meaningful, writes nothing. */
@@ -42,11 +42,6 @@ const sizesLabel = (p: ChunkingParams): string =>
 function params(avgKiB: number, normalization: NormalizationLevel = 1): ChunkingParams {
   const avgBytes = avgKiB * KiB;
   return { minBytes: avgBytes / 4, avgBytes, maxBytes: avgBytes * 4, normalization };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 interface Rate {

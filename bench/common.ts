@@ -23,13 +23,9 @@ export const MiB = 1 << 20;
 // The conditions record lives in src/ (the `clawpeer bench` command records it too).
 export { machineConditions, type BenchConditions } from '../src/benchkit/machine.js';
 
-/** Median of `xs` (mean of the two middle values for an even count); NaN when empty. */
-export function median(xs: readonly number[]): number {
-  if (xs.length === 0) return Number.NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
+import { median } from '../src/benchkit/stats.js';
+
+export { median };
 
 export function round(x: number, digits = 1): number {
   const f = 10 ** digits;

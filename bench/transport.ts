@@ -20,7 +20,7 @@ import { MemoryBackend } from '../src/transport/memory.js';
 import { NodeQuicBackend } from '../src/transport/node-quic.js';
 import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
 import type { TransportBackend } from '../src/transport/types.js';
-import { isMainModule, KiB, MiB, writeJsonFile, writeResult } from './common.js';
+import { isMainModule, KiB, median, MiB, writeJsonFile, writeResult } from './common.js';
 
 export interface TransportBenchOptions {
   /** 4 MiB and 2 handshakes: checks the benchmark runs; writes nothing unless outFile is set. */
@@ -43,11 +43,6 @@ interface Row {
   readonly throughputMiBpsAll: number[];
   handshakeRatioToTls?: number;
   throughputRatioToTls?: number;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? Number.NaN;
 }
 
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;

@@ -134,51 +134,52 @@ export function parseByteSize(text: string, flag: string): number {
   return bytes;
 }
 
-/** "1,4,16" -> [1, 4, 16], each an integer in min..max; duplicates removed, order kept. */
-export function parseIntList(text: string, flag: string, min: number, max: number): number[] {
+/**
+ * A comma-separated list of at most MAX_LIST_ITEMS values, each parsed by `parse` (which throws
+ * the USAGE error naming the bad item); duplicates removed, order kept.
+ */
+function parseList(text: string, flag: string, parse: (item: string) => number): number[] {
   const parts = text.split(',').map((s) => s.trim());
   if (parts.length > MAX_LIST_ITEMS) throw usage(`${flag}: at most ${MAX_LIST_ITEMS} values`);
   const out: number[] = [];
   for (const p of parts) {
-    const n = /^[0-9]+$/.test(p) ? Number(p) : Number.NaN;
-    if (!Number.isInteger(n) || n < min || n > max) {
-      throw usage(`${flag} ${JSON.stringify(text)}: ${JSON.stringify(p)} is not an integer in ${min}..${max} (give a comma-separated list, e.g. 1,4,16)`);
-    }
+    const n = parse(p);
     if (!out.includes(n)) out.push(n);
   }
   return out;
 }
 
+/** "1,4,16" -> [1, 4, 16], each an integer in min..max; duplicates removed, order kept. */
+export function parseIntList(text: string, flag: string, min: number, max: number): number[] {
+  return parseList(text, flag, (p) => {
+    const n = /^[0-9]+$/.test(p) ? Number(p) : Number.NaN;
+    if (!Number.isInteger(n) || n < min || n > max) {
+      throw usage(`${flag} ${JSON.stringify(text)}: ${JSON.stringify(p)} is not an integer in ${min}..${max} (give a comma-separated list, e.g. 1,4,16)`);
+    }
+    return n;
+  });
+}
+
 /** "0,0.1,1%" -> percent values (a trailing % is optional). */
 export function parseLossList(text: string, flag: string): number[] {
-  const parts = text.split(',').map((s) => s.trim());
-  if (parts.length > MAX_LIST_ITEMS) throw usage(`${flag}: at most ${MAX_LIST_ITEMS} values`);
-  const out: number[] = [];
-  for (const p of parts) {
+  return parseList(text, flag, (p) => {
     const m = /^([0-9]+(?:\.[0-9]+)?)\s*%?$/.exec(p);
     const pct = m?.[1] === undefined ? Number.NaN : Number(m[1]);
     if (!(pct >= 0 && pct <= 100)) throw usage(`${flag} ${JSON.stringify(text)}: ${JSON.stringify(p)} is not a percentage in 0..100 (e.g. 0,0.1,0.5,1)`);
-    if (!out.includes(pct)) out.push(pct);
-  }
-  return out;
+    return pct;
+  });
 }
 
 /** "1,5,50ms,0.1s" -> ms values; a bare number is ms. Parsed by the impairment-spec grammar. */
 export function parseRttList(text: string, flag: string): number[] {
-  const parts = text.split(',').map((s) => s.trim());
-  if (parts.length > MAX_LIST_ITEMS) throw usage(`${flag}: at most ${MAX_LIST_ITEMS} values`);
-  const out: number[] = [];
-  for (const p of parts) {
+  return parseList(text, flag, (p) => {
     const withUnit = /^[0-9.]+$/.test(p) ? `${p}ms` : p;
-    let ms: number;
     try {
-      ms = parseImpairSpec(`rtt=${withUnit}`).rttMs;
+      return parseImpairSpec(`rtt=${withUnit}`).rttMs;
     } catch (err) {
       throw new ClawpeerError('USAGE', `${flag} ${JSON.stringify(text)}: ${JSON.stringify(p)} is not a time (e.g. 1,5,50,100 in ms, or 250us, 0.1s)`, { cause: err });
     }
-    if (!out.includes(ms)) out.push(ms);
-  }
-  return out;
+  });
 }
 
 function parseWorkload(input: BenchPlanInput): WorkloadSpec {

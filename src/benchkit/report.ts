@@ -13,6 +13,7 @@ import { describeWorkload, workloadBytes, workloadFiles, type BenchTransport } f
 import type { BenchRunnerReport, BenchRunResult, RelayCheckResult } from './runner.js';
 import type { BenchConditions } from './machine.js';
 import { MIN_UDP_BUFFER_BYTES } from '../node/doctor.js';
+import { median } from './stats.js';
 
 export const DATA_TYPE = 'incompressible: random bytes, fresh for every run (the receiver cannot dedup them)';
 
@@ -78,11 +79,9 @@ export interface BenchJson {
 
 const unique = <T>(xs: readonly T[]): T[] => [...new Set(xs)];
 
-function median(xs: readonly number[]): number | null {
-  if (xs.length === 0) return null;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? (s[mid] ?? null) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+/** Median, or null for no samples (a setting whose runs all failed). */
+function medianOrNull(xs: readonly number[]): number | null {
+  return xs.length === 0 ? null : median(xs);
 }
 
 const round = (x: number | null, digits = 3): number | null => (x === null ? null : Math.round(x * 10 ** digits) / 10 ** digits);
@@ -134,7 +133,7 @@ export function summarize(report: BenchRunnerReport): SummaryRow[] {
     const ok = runs.filter((r) => r.ok);
     const first = runs[0];
     if (first === undefined) throw new TypeError('empty group');
-    const pick = (f: (r: BenchRunResult) => number | null): number | null => median(ok.map(f).filter((x): x is number => x !== null));
+    const pick = (f: (r: BenchRunResult) => number | null): number | null => medianOrNull(ok.map(f).filter((x): x is number => x !== null));
     return {
       transport: first.transport, link: first.link, rttMs: first.rttMs, lossPct: first.lossPct, window: first.window, streams: first.streams, connections: first.connections,
       runs: runs.length, failed: runs.length - ok.length,

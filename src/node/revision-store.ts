@@ -52,7 +52,6 @@ export const REVLOG_FORMAT_VERSION = 1;
 const MAX_DBS = 12;
 const SEQ_BYTES = 8;
 const WARM_VALUE_BYTES = BLAKE3_OUT_BYTES + 8 + 8 + 8 + 8 + 4;
-const LEGACY_WARM_VALUE_BYTES = BLAKE3_OUT_BYTES + 8 + 8 + 8 + 8;
 const META_FORMAT = Buffer.from('format', 'latin1');
 const META_COUNTER = Buffer.from('counter', 'latin1');
 const META_SEQ = Buffer.from('seq', 'latin1');
@@ -71,12 +70,6 @@ export interface WarmStat {
   readonly ino: bigint;
   readonly dev: bigint;
   readonly mode: number;
-}
-
-export interface WarmEntry {
-  /** The head this stat was recorded for; stale (ignore it) if the head has moved since. */
-  readonly headId: Uint8Array;
-  readonly stat: WarmStat;
 }
 
 export interface GcResult {
@@ -293,12 +286,6 @@ export class RevisionStore {
     return pathKey(relPath).toString('latin1');
   }
 
-  /** The id of the head revision of `relPath`, without decoding the record. */
-  headId(relPath: string): Uint8Array | undefined {
-    this.#checkOpen();
-    return this.#db.heads.get(pathKey(relPath));
-  }
-
   /**
    * True when the path under `key` (pathKeyOf) has a warm entry certified for its current head
    * with exactly this stat and mode: the scanner's no-op fast path (two reads, nothing decoded).
@@ -360,21 +347,6 @@ export class RevisionStore {
   localCounter(): number {
     this.#checkOpen();
     return readU64(this.#db.meta.get(META_COUNTER));
-  }
-
-  /** The warm index entry of `relPath`, if any (compare headId with the current head). */
-  warm(relPath: string): WarmEntry | undefined {
-    this.#checkOpen();
-    const v = this.#db.warm.get(pathKey(relPath));
-    if (v === undefined || v.length === LEGACY_WARM_VALUE_BYTES) return undefined;
-    if (v.length !== WARM_VALUE_BYTES) throw corrupt(this.dir, `warm entry of ${relPath} has ${v.length} bytes`);
-    const o = BLAKE3_OUT_BYTES;
-    return {
-      headId: v.subarray(0, o),
-      stat: {
-        size: Number(v.readBigUInt64BE(o)), mtimeNs: v.readBigInt64BE(o + 8), ino: v.readBigUInt64BE(o + 16), dev: v.readBigUInt64BE(o + 24), mode: v.readUInt32BE(o + 32),
-      },
-    };
   }
 
   /**

@@ -61,23 +61,40 @@ export interface RunningListener {
   readonly port: number;
   readonly id: string;
   readonly ready: Record<string, unknown>;
-  /** stderr so far (logs). */
+  /** stderr so far (logs; the last MiB or more of a long run). */
   stderr(): string;
   /** stdout lines after the ready line. */
   lines(): string[];
+  /** Resolves with the exit code (null when killed by a signal). */
+  readonly exited: Promise<number | null>;
   /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function startListener(home: string, extra: readonly string[] = [], timeoutMs = 20_000): Promise<RunningListener> {
+export interface ListenerOptions {
+  /** UDP/TCP port on 127.0.0.1 (default 0: any). */
+  readonly port?: number;
+  /** Added to this process's environment. */
+  readonly env?: NodeJS.ProcessEnv;
+  /** How long to wait for the ready line (default 20 s). */
+  readonly timeoutMs?: number;
+}
+
+/** Starts `clawpeer listen --json` on 127.0.0.1 and waits for its ready line. */
+export function startListener(home: string, extra: readonly string[] = [], options: ListenerOptions = {}): Promise<RunningListener> {
+  const timeoutMs = options.timeoutMs ?? 20_000;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, '--home', home, 'listen', '--host', '127.0.0.1', '--port', '0', '--json', ...extra], {
+    const child = spawn(process.execPath, [CLI, '--home', home, 'listen', '--host', '127.0.0.1', '--port', String(options.port ?? 0), '--json', ...extra], {
+      env: { ...process.env, ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
     const lines: string[] = [];
     const exited = new Promise<number | null>((res) => child.on('close', (code) => res(code)));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (stderr.length > 4 << 20) stderr = stderr.slice(-(1 << 20)); // bounded: a long run logs a lot
+    });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`listener not ready in ${timeoutMs} ms; stderr: ${stderr}`));
@@ -99,13 +116,14 @@ export function startListener(home: string, extra: readonly string[] = [], timeo
         ready: r,
         stderr: () => stderr,
         lines: () => lines,
+        exited,
         stop: async (signal: NodeJS.Signals = 'SIGINT') => {
           if (child.exitCode === null && child.signalCode === null) child.kill(signal);
           return exited;
         },
       });
     });
-    child.on('close', (code) => {
+    void exited.then((code) => {
       clearTimeout(timer);
       if (ready === undefined) reject(new Error(`listener exited ${String(code)} before ready; stderr: ${stderr}`));
     });

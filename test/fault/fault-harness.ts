@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Test } from 'tap';
-import { CLI, jsonLines, runCli, type CliResult } from '../e2e/cli-harness.js';
+import { CLI, jsonLines, runCli, startListener, type CliResult, type RunningListener } from '../e2e/cli-harness.js';
 import { snapshot, type TreeItem } from '../e2e/tree-helpers.js';
 import { startUdpRelay, type UdpRelay } from '../../src/relay/udp-relay.js';
 import { createIdentity } from '../../src/node/identity-store.js';
@@ -51,55 +51,11 @@ export function sleep(ms: number): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Listener process
 
-export interface ListenerProcess {
-  readonly child: ChildProcess;
-  readonly port: number;
-  readonly id: string;
-  readonly ready: Record<string, unknown>;
-  stderr(): string;
-  /** Resolves with the exit code (null when killed by a signal). */
-  readonly exited: Promise<number | null>;
-  stop(signal?: NodeJS.Signals): Promise<number | null>;
-}
+export type ListenerProcess = RunningListener;
 
-/** Starts `clawpeer listen` on 127.0.0.1:`port` (0 = any) and waits for its ready line. */
+/** Starts `clawpeer listen -v` on 127.0.0.1:`port` (0 = any) and waits for its ready line. */
 export function startListenerOn(home: string, port: number, extra: readonly string[] = [], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<ListenerProcess> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, '--home', home, 'listen', '--host', '127.0.0.1', '--port', String(port), '--json', '-v', ...extra], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    let ready: Record<string, unknown> | undefined;
-    const exited = new Promise<number | null>((res) => child.on('close', (code) => res(code)));
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-      if (stderr.length > 4 << 20) stderr = stderr.slice(-(1 << 20)); // bounded: a long run logs a lot
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`listener not ready in ${timeoutMs} ms; stderr: ${stderr}`));
-    }, timeoutMs);
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      if (ready !== undefined) return;
-      clearTimeout(timer);
-      const r = JSON.parse(line) as Record<string, unknown>;
-      ready = r;
-      resolve({
-        child,
-        port: Number(r['port']),
-        id: String(r['id']),
-        ready: r,
-        stderr: () => stderr,
-        exited,
-        stop: async (signal: NodeJS.Signals = 'SIGINT') => {
-          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-          return exited;
-        },
-      });
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      if (ready === undefined) reject(new Error(`listener exited ${String(code)} before ready; stderr: ${stderr}`));
-    });
-  });
+  return startListener(home, ['-v', ...extra], { port, env, timeoutMs });
 }
 
 /** A fresh CLAWPEER_HOME with an identity, made in process; returns its dir and node id. */

@@ -140,16 +140,22 @@ t.test('warm entries are certified for one head', async (t) => {
     w.setWarm('f', stat);
     return e;
   });
-  t.same(store.warm('f'), { headId: Buffer.from(first.id), stat });
-  const second = store.write((w) => w.recordLocal(fileDraft('f', 6)));
-  t.not(hex(store.warm('f')!.headId), hex(second.id), 'a moved head makes the warm entry stale');
+  const key = RevisionStore.pathKeyOf('f');
+  t.equal(store.isWarm(key, stat), true, `warm for ${hex(first.id)}`);
+  for (const [field, changed] of [['size', { ...stat, size: 6 }], ['mtime', { ...stat, mtimeNs: 124n }], ['inode', { ...stat, ino: 78n }], ['device', { ...stat, dev: 10n }], ['mode', { ...stat, mode: mode ^ 0o100 }]] as const) {
+    t.equal(store.isWarm(key, changed), false, `another ${field} is not warm`);
+  }
+  t.equal(store.isWarm(RevisionStore.pathKeyOf('g'), stat), false, 'a path without an entry');
+  store.write((w) => w.recordLocal(fileDraft('f', 6)));
+  t.equal(store.isWarm(key, stat), false, 'a moved head makes the warm entry stale');
+  store.write((w) => w.setWarm('f', stat));
+  t.equal(store.isWarm(key, stat), true, 'certified again for the new head');
   store.write((w) => w.setWarm('f', undefined));
-  t.equal(store.warm('f'), undefined);
+  t.equal(store.isWarm(key, stat), false, 'removed');
   t.throws(() => store.write((w) => w.setWarm('nope', stat)), TypeError);
   t.throws(() => store.write((w) => w.setWarm('f', { ...stat, mode: mode ^ 0o100 })), TypeError, 'the mode must be the head\'s');
   store.write((w) => w.recordLocal({ ...fileDraft('f', 0), kind: 'dir', contentRoot: new Uint8Array(0) }));
   t.throws(() => store.write((w) => w.setWarm('f', stat)), TypeError, 'only a live file head can be warm');
-  t.equal(hex(store.headId('f')!), hex(store.head('f')!.id), 'headId is the head\'s id');
   const keys = [...store.headPathKeys()];
   t.equal(keys.length, 1);
   t.equal(keys[0], RevisionStore.pathKeyOf('f'));
