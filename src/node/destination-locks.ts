@@ -1,5 +1,5 @@
-// Per-destination locks inside one listener process: at most one push writes a given path of a
-// share at a time.
+// Per-destination locks inside one listener process: at most one push or sync writes a given
+// path of a share at a time (a sync claims its whole share).
 //
 // Why: a client killed mid-push leaves its session on the listener until the transport's idle
 // timeout (15 s by default). If the user reruns the push at once, the rerun and the stale receiver
@@ -83,6 +83,10 @@ export function claimPaths(root: string, basePath: string, destRelPaths: readonl
   return tops.size === 0 ? [abs(basePath)] : [...tops].map(abs);
 }
 
+/**
+ * The listener's locks: pushes (transfer-service.ts) and syncs (sync-service.ts) of one process
+ * claim their destinations here, so a rerun of either supersedes its stale predecessor.
+ */
 export class DestinationLocks {
   readonly #held = new Set<Held>();
 
@@ -135,3 +139,6 @@ export class DestinationLocks {
     };
   }
 }
+
+/** The one set of destination locks of this process (a listener serves all its shares from it). */
+export const PROCESS_DESTINATION_LOCKS = new DestinationLocks();

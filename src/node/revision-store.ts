@@ -362,8 +362,10 @@ export class RevisionStore {
     let result: T;
     try {
       result = this.#env.transactionSync(() => {
-        const out = fn(this.#writer(added));
+        const { writer, finish } = this.#writer(added);
+        const out = fn(writer);
         if (out instanceof Promise) throw new TypeError('RevisionStore.write() callback must be synchronous');
+        finish();
         return out;
       });
     } finally {
@@ -519,8 +521,16 @@ export class RevisionStore {
     return false;
   }
 
-  #writer(added: Uint8Array[]): RevisionWriter {
+  #writer(added: Uint8Array[]): { writer: RevisionWriter; finish: () => void } {
     const db = this.#db;
+    // The arrival sequence and the local counter are read once and written once per transaction
+    // (finish), not per record: a scan recording 10,000 new files makes 40,000 LMDB calls less.
+    let seq: number | undefined;
+    let counter: number | undefined;
+    const finish = (): void => {
+      if (seq !== undefined) db.meta.putSync(META_SEQ, u64(seq));
+      if (counter !== undefined) db.meta.putSync(META_COUNTER, u64(counter));
+    };
     // Entries stored by this transaction, by id (latin1), so setHead and setWarm need not read
     // and decode what put() just wrote.
     const fresh = new Map<string, RevisionEntry>();
@@ -533,8 +543,7 @@ export class RevisionStore {
       const idKey = Buffer.from(entry.id);
       if (db.revs.get(idKey) !== undefined) return { entry, added: false };
       const pk = pathKey(entry.revision.path);
-      const seq = readU64(db.meta.get(META_SEQ)) + 1;
-      db.meta.putSync(META_SEQ, u64(seq));
+      seq = (seq ?? readU64(db.meta.get(META_SEQ))) + 1;
       db.revs.putSync(idKey, Buffer.from(entry.encoded));
       db.history.putSync(historyKey(pk, seq), idKey);
       db.pathVectors.putSync(pk, Buffer.from(encodeVector(mergeVectors(this.#pathVector(pk), entry.revision.vector))));
@@ -553,17 +562,17 @@ export class RevisionStore {
       if (entry === undefined) throw new TypeError(`setHead: revision ${toHex(id)} is not stored`);
       db.heads.putSync(pathKey(entry.revision.path), Buffer.from(id));
     };
-    return {
+    const writer: RevisionWriter = {
       get: (id) => this.#get(id),
       head: (relPath) => this.#head(relPath),
       put,
       setHead,
       recordLocal: (draft) => {
-        const counter = readU64(db.meta.get(META_COUNTER));
-        const vector = incrementVector(this.#pathVector(pathKey(draft.path)), this.nodeId, counter + 1);
+        const current = counter ?? readU64(db.meta.get(META_COUNTER));
+        const vector = incrementVector(this.#pathVector(pathKey(draft.path)), this.nodeId, current + 1);
         const revision: Revision = { ...draft, origin: this.nodeId, vector };
         const { entry } = put(revision);
-        db.meta.putSync(META_COUNTER, u64(counterOf(vector, this.nodeId)));
+        counter = counterOf(vector, this.nodeId);
         setHead(entry.id);
         return entry;
       },
@@ -590,5 +599,6 @@ export class RevisionStore {
         db.warm.putSync(pk, v);
       },
     };
+    return { writer, finish };
   }
 }

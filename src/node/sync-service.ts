@@ -7,7 +7,9 @@
 // message phases (sync-exchange.ts), the decisions (sync-apply.ts).
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
+import { PROCESS_DESTINATION_LOCKS, type DestinationLease } from './destination-locks.js';
 import type { SyncRequestMessage } from '../protocol/messages.js';
 import { ReconcileResponder } from '../sync/reconcile.js';
 import type { RevisionEntry } from '../sync/revision.js';
@@ -38,13 +40,59 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   const { log } = ctx;
   if (ctx.nodeId === undefined) throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
   const share = findShare(ctx.shares, req.share, session.peerId);
-  const clientSends = req.mode !== 'receive-only';
-  const clientReceives = req.mode !== 'send-only';
-  if (clientSends && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
-  // An empty hello follows as the first SyncReconcile: the client scans while we do.
-  const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
+  if (req.mode !== 'receive-only' && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
   const chunking = sessionChunking(session);
   log.info('sync requested', { peer: session.peerId, share: share.name, mode: req.mode });
+  // This sync's own signal: the session ending, or a newer sync of the same peer superseding it.
+  const stop = new AbortController();
+  const onSession = (): void => stop.abort(signal.reason);
+  signal.addEventListener('abort', onSession, { once: true });
+  if (signal.aborted) onSession();
+  let lease: DestinationLease | undefined;
+  try {
+    lease = await claimShare(session, share, stop, log, signal);
+    await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, stop.signal);
+  } catch (err) {
+    if (stop.signal.aborted && !signal.aborted && stop.signal.reason instanceof ClawpeerError) throw stop.signal.reason;
+    throw err;
+  } finally {
+    lease?.release(); // after the folder is closed: the next sync finds it free
+    signal.removeEventListener('abort', onSession);
+  }
+}
+
+/**
+ * Claims the whole share for a sync (destination-locks.ts): a client killed mid-sync leaves its
+ * session here until the transport's idle timeout, holding the folder lock; its rerun from the
+ * same peer supersedes that stale sync instead of waiting it out. Another peer's transfer or
+ * sync in the share is waited for (SERVER_LOCK_WAIT_MS), then FOLDER_BUSY.
+ */
+function claimShare(session: PeerSession, share: Share, stop: AbortController, log: Logger, signal: AbortSignal): Promise<DestinationLease> {
+  const label = `a sync from node ${session.peerId} of share ${share.name}`;
+  return PROCESS_DESTINATION_LOCKS.acquire(
+    {
+      paths: [share.dir],
+      peerId: session.peerId,
+      label,
+      supersede: (by) => stop.abort(new ClawpeerError('ABORTED', `${label} was superseded by ${by.label} (a rerun after this client vanished?)`)),
+    },
+    {
+      waitMs: SERVER_LOCK_WAIT_MS,
+      signal,
+      onSupersede: (older) => log.warn('aborting an earlier sync or push of the same peer in this share: its client is presumably gone', { peer: session.peerId, share: share.name, older: older.label }),
+    },
+  );
+}
+
+async function serveClaimedSync(
+  session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext & { nodeId: string },
+  share: Share, chunking: ChunkingParams, signal: AbortSignal,
+): Promise<void> {
+  const { log } = ctx;
+  const clientSends = req.mode !== 'receive-only';
+  const clientReceives = req.mode !== 'send-only';
+  // An empty hello follows as the first SyncReconcile: the client scans while we do.
+  const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
   const folder = await openSyncedFolder(share.dir, { nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives });
   try {
     const { store } = folder;

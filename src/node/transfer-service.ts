@@ -14,7 +14,7 @@ import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { NodeConfig } from './config.js';
 import { DataStreamRouter } from './data-stream-router.js';
-import { claimPaths, DestinationLocks, type DestinationLease } from './destination-locks.js';
+import { claimPaths, PROCESS_DESTINATION_LOCKS, type DestinationLease } from './destination-locks.js';
 import { isInternalPath } from './partial-store.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
@@ -33,7 +33,6 @@ export const PREPARE_TIMEOUT_MS = 30 * 60_000;
 export const DESTINATION_WAIT_MS = 30_000;
 
 /** The destination locks of this process: every session of a listener shares them. */
-const PROCESS_DESTINATION_LOCKS = new DestinationLocks();
 
 export interface ServiceContext {
   readonly shares: readonly Share[];

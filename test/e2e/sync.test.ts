@@ -164,11 +164,19 @@ t.test('SIGKILL of the client mid-sync, then a rerun converges', async (t) => {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const closed = new Promise((r) => child.on('close', r));
-  await new Promise((r) => setTimeout(r, 2500));
+  // Killed once the listener is fetching big.bin (its resumable partial exists), so the listener
+  // holds the share for that stale session.
+  const partials = server('kill', '.clawpeer', 'partial');
+  const fetching = async (): Promise<boolean> => (await readdir(partials).catch(() => [] as string[])).some((n) => n.endsWith('.data'));
+  for (let waited = 0; !(await fetching()) && waited < 20_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  t.ok(await fetching(), 'the listener began fetching before the kill');
   child.kill('SIGKILL');
   await closed;
   const r = await sync('kill');
   t.match(r, { inSync: true });
+  // The stale session would hold the share until the transport's idle timeout (15 s): the rerun
+  // from the same peer superseded it instead of waiting.
+  t.match(listener.stderr(), /aborting an earlier sync or push of the same peer/, 'the rerun superseded the stale sync');
   t.same(await snapshot(client('kill')), await snapshot(server('kill')));
   t.match(await sync('kill'), { roundTrips: 1, inSync: true });
 });

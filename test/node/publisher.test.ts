@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { manifestFromFile } from '../../src/chunking/file-chunker.js';
-import { IN_MEMORY_MAX_BYTES, Publisher, removeStaleTempFiles } from '../../src/node/publisher.js';
+import { IN_MEMORY_MAX_BYTES, Publisher, removeStaleTempFiles, tempFileOwnerPid, tempNameFor } from '../../src/node/publisher.js';
 import type { PublishDir, StagedFile } from '../../src/node/publisher.js';
 import { scanTreeToArray } from '../../src/node/tree-scan.js';
 import type { TreeEntry } from '../../src/node/tree-scan.js';
@@ -326,4 +326,13 @@ t.test('temp files left by a killed process are swept once stale', async (t) => 
   t.equal(await removeStaleTempFiles(share, { nowMs: Date.now() }), 0, 'a fresh temp file may belong to a live transfer');
   t.equal(await removeStaleTempFiles(share, { nowMs: Date.now() + 2 * 3600 * 1000 }), 1);
   t.same(await readdir(join(share, 'd')), ['keep.bin']);
+});
+
+t.test('temp names are unique per process, name their writer and fit NAME_MAX', async (t) => {
+  const names = Array.from({ length: 1000 }, () => tempNameFor('file.bin'));
+  t.equal(new Set(names).size, names.length, 'no two alike');
+  t.ok(names.every((n) => tempFileOwnerPid(n) === process.pid && n.endsWith('-file.bin')), 'each carries this pid and the base name');
+  t.equal(tempFileOwnerPid(tempNameFor('x', 4242)), 4242);
+  const long = tempNameFor('é'.repeat(200));
+  t.ok(Buffer.byteLength(long, 'utf8') <= 255, `a long base name is cut (${Buffer.byteLength(long, 'utf8')} bytes)`);
 });
