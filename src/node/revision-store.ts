@@ -131,6 +131,19 @@ function readU64(b: Uint8Array | undefined): number {
   return Number(Buffer.from(b.buffer, b.byteOffset, b.byteLength).readBigUInt64BE(0));
 }
 
+/** A warm entry: the head id it is certified for, then size, mtimeNs, ino, dev (u64 BE) and mode (u32 BE). */
+function encodeWarm(headId: Uint8Array, stat: WarmStat): Buffer {
+  const v = Buffer.alloc(WARM_VALUE_BYTES);
+  v.set(headId, 0);
+  let o = BLAKE3_OUT_BYTES;
+  v.writeBigUInt64BE(BigInt(stat.size), o);
+  v.writeBigInt64BE(stat.mtimeNs, (o += 8));
+  v.writeBigUInt64BE(stat.ino, (o += 8));
+  v.writeBigUInt64BE(stat.dev, (o += 8));
+  v.writeUInt32BE(stat.mode, (o += 8));
+  return v;
+}
+
 function corrupt(dir: string, detail: string, cause?: unknown): ClawpeerError {
   return new ClawpeerError('IO', `revision log in ${dir} is corrupt: ${detail}`, cause === undefined ? undefined : { cause });
 }
@@ -296,10 +309,7 @@ export class RevisionStore {
     const v = this.#db.warm.get(k);
     if (v === undefined || v.length !== WARM_VALUE_BYTES) return false;
     const headId = this.#db.heads.get(k);
-    if (headId === undefined || !bytesEqual(headId, v.subarray(0, BLAKE3_OUT_BYTES))) return false;
-    const o = BLAKE3_OUT_BYTES;
-    return Number(v.readBigUInt64BE(o)) === stat.size && v.readBigInt64BE(o + 8) === stat.mtimeNs && v.readBigUInt64BE(o + 16) === stat.ino
-      && v.readBigUInt64BE(o + 24) === stat.dev && v.readUInt32BE(o + 32) === stat.mode;
+    return headId !== undefined && v.equals(encodeWarm(headId, stat));
   }
 
   /** Every path key (pathKeyOf) that has a head: a scan finds unseen paths without decoding each head. */
@@ -588,15 +598,7 @@ export class RevisionStore {
         if (head === undefined || head.deleted || head.kind !== 'file' || head.mode !== stat.mode) {
           throw new TypeError(`setWarm: the head of ${relPath} is not a live file with mode ${stat.mode.toString(8)}`);
         }
-        const v = Buffer.alloc(WARM_VALUE_BYTES);
-        v.set(headId, 0);
-        let o = BLAKE3_OUT_BYTES;
-        v.writeBigUInt64BE(BigInt(stat.size), o);
-        v.writeBigInt64BE(stat.mtimeNs, (o += 8));
-        v.writeBigUInt64BE(stat.ino, (o += 8));
-        v.writeBigUInt64BE(stat.dev, (o += 8));
-        v.writeUInt32BE(stat.mode, (o += 8));
-        db.warm.putSync(pk, v);
+        db.warm.putSync(pk, encodeWarm(headId, stat));
       },
     };
     return { writer, finish };
