@@ -105,11 +105,11 @@ export async function writeJsonFile(file: string, json: unknown): Promise<string
 
 /**
  * Microseconds to create (and close) one empty file in a fresh directory under `dir`, the median
- * of `files` creates. A receiver's time on many small files depends on it, and it is not a
- * constant of the machine: on this one's ext4 a create took 10-20 µs under one directory and
- * 300-350 µs (kernel time) under /tmp, where files are created and deleted by the thousand.
+ * of `files` creates, as a bench condition. A receiver's time on many small files depends on it,
+ * and it is not a constant of the machine: on this one's ext4, 5,000 creates took 10-20 µs each
+ * under some directories and 300-350 µs (kernel time) under others.
  */
-export function fileCreateMicros(dir: string, files = 500): number {
+export function fileCreateCondition(dir: string, files = 500): { dir: string; median: number; note: string } {
   const probe = mkdtempSync(join(dir, 'create-probe-'));
   try {
     const took: number[] = [];
@@ -118,7 +118,8 @@ export function fileCreateMicros(dir: string, files = 500): number {
       closeSync(openSync(join(probe, `f${i}`), 'wx'));
       took.push((performance.now() - t0) * 1000);
     }
-    return round(median(took), 1);
+    const note = 'one empty-file create in a fresh directory beside the destinations, before the runs: every tool pays it per file';
+    return { dir, median: round(median(took), 1), note };
   } finally {
     rmSync(probe, { recursive: true, force: true });
   }

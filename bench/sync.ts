@@ -29,8 +29,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
-import { argValue, fileCreateMicros, isMainModule, KiB, machineConditions, median, ratio, REPO_ROOT, round, treeBytes, writeResult } from './common.js';
-
+import { argValue, fileCreateCondition, isMainModule, KiB, machineConditions, median, ratio, REPO_ROOT, round, treeBytes, writeResult } from './common.js';
 
 export interface SyncBenchOptions {
   /** 50 files, one run, no ssh tools; writes nothing. */
@@ -89,7 +88,6 @@ async function changeFiles(dir: string, files: number): Promise<string[]> {
   }
   return changed;
 }
-
 
 /** Throws unless `dest` holds as many files and bytes as `source` and the `sample` files are equal. */
 async function checkCopy(tool: string, source: string, dest: string, sample: readonly string[]): Promise<void> {
@@ -233,7 +231,7 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
   const loadBefore = loadavg().map((x) => round(x, 2));
   const conditions = machineConditions();
   const root = await mkdtemp(join(tmpdir(), 'clawpeer-bench-sync-'));
-  const createMicros = fileCreateMicros(root);
+  const fileCreate = fileCreateCondition(root);
   const notes: string[] = [];
   let setup: ClawpeerSetup | undefined;
   let ssh: SshSetup | undefined;
@@ -313,7 +311,7 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
         data: 'incompressible (crypto.randomBytes, distinct per file), page-cached source, both destinations on the same disk',
         change: `every ${CHANGE_EVERY_FILES}th file rewritten whole with new random bytes, same size, new mtime (${changed.length} files)`,
         network: 'loopback 127.0.0.1; both sides of each tool are separate processes on the same cores',
-        fileCreateMicros: { dir: root, median: createMicros, note: 'one empty-file create in a fresh directory beside the destinations, before the runs: every tool pays it per file' },
+        fileCreateMicros: fileCreate,
         clawpeer: { cli: 'node bin/clawpeer.cjs (dist/ build)', command: 'sync LOCALDIR alice:docs --json (two-way, transport auto)', listener: 'listen --host 127.0.0.1 --port 0 --share docs=DIR' },
         rsync: ssh === undefined ? undefined : { ...ssh.versions, command: `rsync -a --stats --exclude=${CLAWPEER_STATE_GLOB} -e ssh SRC/ 127.0.0.1:DEST/`, sshd: 'private sshd on 127.0.0.1, OpenSSH defaults, ed25519 keys', installedByThisRun: ssh.installed },
         measures: {

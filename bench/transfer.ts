@@ -45,7 +45,7 @@ import { scanSource } from '../src/node/transfer-source.js';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
 import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
-import { argValue, fileCreateMicros, isMainModule, KiB, REPO_ROOT, machineConditions, median, MiB, ratio, round, treeBytes, writeJsonFile, writeResult } from './common.js';
+import { argValue, fileCreateCondition, isMainModule, KiB, REPO_ROOT, machineConditions, median, MiB, ratio, round, treeBytes, writeJsonFile, writeResult } from './common.js';
 
 /** USER_HZ of /proc/<pid>/stat times: 100 on every Linux build that matters. */
 const CLOCK_TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -118,7 +118,6 @@ async function makeSmallTree(dir: string, files: number): Promise<void> {
   const width = String(files - 1).length;
   for (let i = 0; i < files; i++) await writeFile(join(dir, `f${String(i).padStart(width, '0')}.bin`), randomBytes(SMALL_FILE_BYTES));
 }
-
 
 /** CPU seconds (user + system, all threads) a launched CLI reported at exit, if it did. */
 function reportedCpuSeconds(stderr: string): number | undefined {
@@ -425,7 +424,6 @@ async function timedProcess(cmd: string, args: readonly string[]): Promise<numbe
   return (performance.now() - t0) / 1000;
 }
 
-
 /** `scp` copies `source` (file or, with -r, directory) into `destDir`. */
 function scpCopy(ssh: SshSetup, source: string, destDir: string, recursive: boolean): Promise<number> {
   // scp takes -P for the port and the user in the target (no -l).
@@ -555,7 +553,7 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
   const root = await mkdtemp(join(tmpdir(), 'clawpeer-bench-transfer-'));
   let ssh: SshSetup | undefined;
   let setup: ClawpeerSetup | undefined;
-  const createMicros = fileCreateMicros(root);
+  const fileCreate = fileCreateCondition(root);
   const notes: string[] = [];
   try {
     const specs: CaseSpec[] = [];
@@ -602,7 +600,7 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
         network: 'loopback 127.0.0.1; sender and receiver are separate processes on the same 2 cores',
         data: 'incompressible (crypto.randomBytes, distinct 8 MiB blocks / distinct files), page-cached source, destination on the same disk',
         durability: 'clawpeer fsyncs every file (batched) before rename; scp and rsync do not fsync',
-        fileCreateMicros: { dir: root, median: createMicros, note: 'one empty-file create in a fresh directory beside the destinations, before the runs: every tool pays it per file' },
+        fileCreateMicros: fileCreate,
         clawpeer: {
           streams: options.streams ?? 'CLI default',
           window: options.window ?? 'CLI default',

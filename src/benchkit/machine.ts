@@ -1,6 +1,6 @@
 // The machine a measurement was taken on: every benchmark result carries it, because a number
 // without its machine, runtime, load and date is worthless.
-import { readFileSync } from 'node:fs';
+import { readNetCoreBytes, type NetCoreBufferKey } from '../node/udp-buffers.js';
 import { arch, cpus, loadavg, platform, release, totalmem } from 'node:os';
 
 const GiB = 1 << 30;
@@ -28,10 +28,9 @@ export interface BenchConditions {
   readonly udpBuffers: { readonly rmemMax: number | null; readonly wmemMax: number | null; readonly rmemDefault: number | null; readonly wmemDefault: number | null };
 }
 
-function sysctlBytes(key: string): number | null {
+function sysctlBytes(key: NetCoreBufferKey): number | null {
   try {
-    const text = readFileSync(`/proc/sys/net/core/${key}`, 'utf8').trim();
-    return /^\d{1,15}$/.test(text) ? Number(text) : null;
+    return readNetCoreBytes(key);
   } catch {
     return null;
   }

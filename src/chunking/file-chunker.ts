@@ -1,8 +1,9 @@
 // The file adapter for the chunking core: streams a file from disk through FastCDC and BLAKE3.
 //
 // Goals: bounded memory whatever the file size (one sliding buffer of a few MiB; only a file of
-// at most WHOLE_READ_MAX_BYTES is read whole, by manifestFromFile), the same chunks and root as manifestFromBytes() on the same bytes, and chunk bytes handed
-// to the caller as they are cut, so a sender can seal them without reading the file twice.
+// at most WHOLE_READ_MAX_BYTES is read whole, by manifestFromFile), the same chunks and root as
+// manifestFromBytes() on the same bytes, and chunk bytes handed to the caller as they are cut,
+// so a sender can seal them without reading the file twice.
 // Non-goals: noticing a file that changes while it is read (the caller compares size/mtime before
 // and after, and re-chunks), choosing which chunks to send (transfer/).
 // This is the one module of chunking/ that does I/O; the cutting and hashing stay in the cores.

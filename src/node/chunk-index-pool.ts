@@ -28,8 +28,6 @@ export const INDEX_SAVE_DELAY_MS = 2_000;
 
 interface PoolEntry {
   readonly opening: Promise<ChunkIndex>;
-  /** Set once `opening` resolved. */
-  index: ChunkIndex | undefined;
   refreshing: Promise<void> | undefined;
   /** When the last full rescan finished (performance.now()), or undefined before the first. */
   rescannedAt: number | undefined;
@@ -44,6 +42,7 @@ export interface ChunkIndexPoolOptions {
 
 export class ChunkIndexPool {
   readonly #entries = new Map<string, PoolEntry>();
+  /** The entries whose index has opened. */
   readonly #byIndex = new Map<ChunkIndex, PoolEntry>();
   readonly #log: Logger;
   readonly #saveDelayMs: number;
@@ -67,13 +66,10 @@ export class ChunkIndexPool {
     let entry = this.#entries.get(key);
     if (entry === undefined) {
       const opening = ChunkIndex.open({ shareRoot, chunking, partials });
-      const created: PoolEntry = { opening, index: undefined, refreshing: undefined, rescannedAt: undefined, saveTimer: undefined };
+      const created: PoolEntry = { opening, refreshing: undefined, rescannedAt: undefined, saveTimer: undefined };
       this.#entries.set(key, created);
       opening.then(
-        (index) => {
-          created.index = index;
-          this.#byIndex.set(index, created);
-        },
+        (index) => this.#byIndex.set(index, created),
         () => this.#entries.delete(key), // the next transfer tries again
       );
       entry = created;
@@ -126,10 +122,10 @@ export class ChunkIndexPool {
   async close(): Promise<void> {
     this.#closed = true;
     const saves: Promise<void>[] = [];
-    for (const entry of this.#entries.values()) {
+    for (const [index, entry] of this.#byIndex) {
       clearTimeout(entry.saveTimer);
       entry.saveTimer = undefined;
-      if (entry.index !== undefined) saves.push(this.#save(entry.index));
+      saves.push(this.#save(index));
     }
     await Promise.all(saves);
   }

@@ -31,7 +31,7 @@ import path from 'node:path';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import { BLAKE3_OUT_BYTES, blake3, bytesEqual } from '../chunking/blake3.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
-import { chunkFile } from '../chunking/file-chunker.js';
+import { manifestFromFile } from '../chunking/file-chunker.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { writeFileAtomic } from './atomic-file.js';
@@ -99,6 +99,16 @@ function ioError(what: string, file: string, err: unknown): ClawpeerError {
   return new ClawpeerError('IO', `cannot ${what} ${file}: ${detail}`, { cause: err });
 }
 
+/** A manifest's chunk list as a record stores it: (32-byte id, u32 length) per chunk. */
+function packChunks(manifest: FileManifest): Buffer {
+  const chunks = Buffer.alloc(manifest.chunks.length * CHUNK_ENTRY_BYTES);
+  manifest.chunks.forEach((c, i) => {
+    chunks.set(c.id, i * CHUNK_ENTRY_BYTES);
+    chunks.writeUInt32BE(c.length, i * CHUNK_ENTRY_BYTES + BLAKE3_OUT_BYTES);
+  });
+  return chunks;
+}
+
 function trustworthy(rec: FileRecord, st: FileKey): boolean {
   return sameFileKey(rec, st) && !isRacy(st.mtimeNs, msToNs(rec.hashedAtMs));
 }
@@ -111,6 +121,8 @@ export class ChunkIndex {
   readonly #partials: PartialStore | undefined;
   readonly #files = new Map<string, FileRecord>();
   readonly #chunks = new Map<string, Entry>();
+  /** The records (also in #files) of partial-store chunks: refreshPartials replaces just these. */
+  readonly #partialRecords = new Set<FileRecord>();
   /** Share-file records changed since the last load or save: a save would write something new. */
   #dirty = false;
   #saving: Promise<void> = Promise.resolve();
@@ -210,6 +222,7 @@ export class ChunkIndex {
 
   #dropFile(rec: FileRecord): void {
     if (rec.source === 'file') this.#dirty = true;
+    else this.#partialRecords.delete(rec);
     if (this.#files.get(rec.relPath) === rec) this.#files.delete(rec.relPath);
     for (let at = 0; at < rec.chunks.length; at += CHUNK_ENTRY_BYTES) {
       const k = rec.chunks.subarray(at, at + BLAKE3_OUT_BYTES).toString('latin1');
@@ -236,11 +249,6 @@ export class ChunkIndex {
    * without hashing it again. `st` must be the file's stat after it reached its final path.
    */
   addFile(relPath: string, manifest: FileManifest, st: BigIntStats, hashedAtMs: number = Date.now()): void {
-    const chunks = Buffer.alloc(manifest.chunks.length * CHUNK_ENTRY_BYTES);
-    manifest.chunks.forEach((c, i) => {
-      chunks.set(c.id, i * CHUNK_ENTRY_BYTES);
-      chunks.writeUInt32BE(c.length, i * CHUNK_ENTRY_BYTES + BLAKE3_OUT_BYTES);
-    });
     this.#addRecord({
       relPath,
       absPath: path.join(this.shareRoot, ...relPath.split('/')),
@@ -248,7 +256,7 @@ export class ChunkIndex {
       ...fileKeyOf(st),
       hashedAtMs,
       root: manifest.root,
-      chunks,
+      chunks: packChunks(manifest),
     });
   }
 
@@ -285,9 +293,8 @@ export class ChunkIndex {
    * a kill resumes from them), without rescanning the share. Returns how many chunks it added.
    */
   async refreshPartials(): Promise<number> {
-    for (const rec of [...this.#files.values()]) {
-      if (rec.source === 'partial') this.#dropFile(rec);
-    }
+    // Only the partial records: this runs for every transfer, and the share may hold millions of files.
+    for (const rec of [...this.#partialRecords]) this.#dropFile(rec);
     let partialChunks = 0;
     if (this.#partials !== undefined) {
       for (const p of await this.#partials.list()) {
@@ -301,6 +308,7 @@ export class ChunkIndex {
           if (this.#chunks.has(k)) continue;
           const rec: FileRecord = { relPath: `${relPath}#${c.offset}`, absPath: p.dataPath, source: 'partial', size: p.size, mtimeNs: 0n, ino: 0n, hashedAtMs: 0, root: p.root, chunks };
           this.#files.set(rec.relPath, rec);
+          this.#partialRecords.add(rec);
           this.#chunks.set(k, { file: rec, offset: c.offset, length: c.length });
           partialChunks++;
         }
@@ -312,27 +320,17 @@ export class ChunkIndex {
   async #hashFile(relPath: string, key: FileKey, signal: AbortSignal | undefined): Promise<void> {
     const absPath = path.join(this.shareRoot, ...relPath.split('/'));
     const hashedAtMs = Date.now();
-    const parts: Buffer[] = [];
-    let root: Uint8Array | undefined;
+    let manifest: FileManifest;
     try {
-      for await (const ev of chunkFile(absPath, this.#chunking, signal === undefined ? {} : { signal })) {
-        if (ev.kind === 'chunk') {
-          const entry = Buffer.alloc(CHUNK_ENTRY_BYTES);
-          entry.set(ev.chunk.id, 0);
-          entry.writeUInt32BE(ev.chunk.length, BLAKE3_OUT_BYTES);
-          parts.push(entry);
-        } else {
-          root = ev.root;
-        }
-      }
+      manifest = await manifestFromFile(absPath, this.#chunking, signal === undefined ? {} : { signal });
       // A file written while we read it is not indexed: its chunks may mix two versions.
       const after = fileKeyOf(lstatSync(absPath, { bigint: true }));
-      if (!sameFileKey(after, key) || root === undefined) return;
+      if (!sameFileKey(after, key)) return;
     } catch (err) {
       if (isClawpeerError(err, 'ABORTED')) throw err;
       return; // unreadable or vanished: simply not indexed
     }
-    this.#addRecord({ relPath, absPath, source: 'file', ...key, hashedAtMs, root, chunks: Buffer.concat(parts) });
+    this.#addRecord({ relPath, absPath, source: 'file', ...key, hashedAtMs, root: manifest.root, chunks: packChunks(manifest) });
   }
 
   /**

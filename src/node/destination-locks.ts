@@ -140,5 +140,58 @@ export class DestinationLocks {
   }
 }
 
+/**
+ * One push's or sync's hold on its destination, with the signal its work runs under. The signal
+ * fires when the session ends, or when a newer claim of the same peer supersedes this one (its
+ * reason then says so, and errorFor() reports that instead of the plain abort it caused).
+ * release() after the work's cleanup: the superseding claim waits for exactly that.
+ */
+export class DestinationHold {
+  readonly #locks: DestinationLocks;
+  readonly #peerId: string;
+  readonly #session: AbortSignal;
+  readonly #stop = new AbortController();
+  readonly #onSession = (): void => this.#stop.abort(this.#session.reason);
+  #lease: DestinationLease | undefined;
+
+  constructor(locks: DestinationLocks, peerId: string, session: AbortSignal) {
+    this.#locks = locks;
+    this.#peerId = peerId;
+    this.#session = session;
+    session.addEventListener('abort', this.#onSession, { once: true });
+    if (session.aborted) this.#onSession();
+  }
+
+  /** Fires when the session ends or this hold is superseded. */
+  get signal(): AbortSignal {
+    return this.#stop.signal;
+  }
+
+  /** Claims `paths` (DestinationLocks.acquire: supersedes this peer's older claims, waits for others'). */
+  async claim(paths: readonly string[], label: string, options: Omit<AcquireOptions, 'signal'>): Promise<void> {
+    this.#lease = await this.#locks.acquire(
+      {
+        paths,
+        peerId: this.#peerId,
+        label,
+        supersede: (by) => this.#stop.abort(new ClawpeerError('ABORTED', `${label} was superseded by ${by.label} (a rerun after this client vanished?)`)),
+      },
+      { ...options, signal: this.#session },
+    );
+  }
+
+  /** What to report for `err`, a failure of the held work: the supersede when that stopped it. */
+  errorFor(err: unknown): unknown {
+    const reason: unknown = this.#stop.signal.reason;
+    return this.#stop.signal.aborted && !this.#session.aborted && reason instanceof ClawpeerError ? reason : err;
+  }
+
+  /** Releases the claim (idempotent). */
+  release(): void {
+    this.#lease?.release();
+    this.#session.removeEventListener('abort', this.#onSession);
+  }
+}
+
 /** The one set of destination locks of this process (a listener serves all its shares from it). */
 export const PROCESS_DESTINATION_LOCKS = new DestinationLocks();

@@ -9,9 +9,8 @@
 // the statuses).
 import { execFile } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { createServer, isIPv6 } from 'node:net';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateIdentity, type Identity } from '../crypto/identity.js';
 import { nodeIdFromPublicKey, publicKeyFromNodeId } from '../crypto/node-id.js';
@@ -19,6 +18,7 @@ import { isClawpeerError, type LocalErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { HostPort, TransportName } from '../transport/types.js';
 import { forEachBounded } from './for-each-bounded.js';
+import { MIN_UDP_BUFFER_BYTES, netCoreFile, readNetCoreBytes, RECOMMENDED_UDP_BUFFER_BYTES, type NetCoreBufferKey } from './udp-buffers.js';
 import { formatHostPort, parseHostPort } from './address.js';
 import { resolveConfig } from './config.js';
 import type { HomeLayout } from './home.js';
@@ -45,15 +45,6 @@ export interface DoctorSummary {
 
 // --- UDP buffer limits -------------------------------------------------------------------------
 
-/**
- * QUIC asks for multi-MiB socket buffers and the kernel silently clamps them to
- * net.core.{r,w}mem_max; below ~4 MiB a fast or long link overflows the receive buffer in
- * bursts and throughput collapses into loss recovery.
- */
-export const MIN_UDP_BUFFER_BYTES = 4 << 20; // 4 MiB
-/** What the fix sets: 7.5 MB, the value quic-go and quinn users settle on for >1 Gbit/s. */
-export const RECOMMENDED_UDP_BUFFER_BYTES = 7_500_000;
-
 const UDP_BUFFER_FIX =
   `sudo sysctl -w net.core.rmem_max=${RECOMMENDED_UDP_BUFFER_BYTES} net.core.wmem_max=${RECOMMENDED_UDP_BUFFER_BYTES}` +
   ` (keep it across reboots: printf 'net.core.rmem_max=${RECOMMENDED_UDP_BUFFER_BYTES}\\nnet.core.wmem_max=${RECOMMENDED_UDP_BUFFER_BYTES}\\n' | sudo tee /etc/sysctl.d/60-clawpeer.conf;` +
@@ -74,10 +65,8 @@ function formatBytes(bytes: number): string {
   return `${bytes} B`;
 }
 
-async function readSysctlBytes(file: string): Promise<number> {
-  const text = (await readFile(file, 'utf8')).trim();
-  if (!/^\d{1,15}$/.test(text)) throw new Error(`${file} holds ${JSON.stringify(text.slice(0, 40))}, not a byte count`);
-  return Number(text);
+function describeBuffers(found: readonly { key: NetCoreBufferKey; bytes: number }[]): string {
+  return found.map((f) => `net.core.${f.key} ${f.bytes} (${formatBytes(f.bytes)})`).join(', ');
 }
 
 export async function checkUdpBuffers(options: { procDir?: string; platform?: NodeJS.Platform } = {}): Promise<CheckResult> {
@@ -85,21 +74,20 @@ export async function checkUdpBuffers(options: { procDir?: string; platform?: No
   const platform = options.platform ?? process.platform;
   if (platform !== 'linux') return { name, status: 'ok', detail: `not checked on ${platform}: net.core.rmem_max/wmem_max are Linux settings` };
   const procDir = options.procDir ?? '/proc';
-  const found: { key: string; bytes: number }[] = [];
-  for (const key of ['rmem_max', 'wmem_max']) {
-    const file = join(procDir, 'sys', 'net', 'core', key);
+  const found: { key: NetCoreBufferKey; bytes: number }[] = [];
+  for (const key of ['rmem_max', 'wmem_max'] as const) {
     try {
-      found.push({ key, bytes: await readSysctlBytes(file) });
+      found.push({ key, bytes: readNetCoreBytes(key, procDir) });
     } catch (err) {
       return {
         name,
         status: 'warn',
-        detail: `cannot read ${file} (${(err as Error).message}): QUIC throughput may be capped by small UDP buffers`,
+        detail: `cannot read ${netCoreFile(key, procDir)} (${(err as Error).message}): QUIC throughput may be capped by small UDP buffers`,
         fix: `check on the host: sysctl net.core.rmem_max net.core.wmem_max; if below ${MIN_UDP_BUFFER_BYTES}: ${UDP_BUFFER_FIX}`,
       };
     }
   }
-  const text = found.map((f) => `net.core.${f.key} ${f.bytes} (${formatBytes(f.bytes)})`).join(', ');
+  const text = describeBuffers(found);
   const small = found.filter((f) => f.bytes < MIN_UDP_BUFFER_BYTES);
   if (small.length > 0) {
     return {
@@ -110,18 +98,21 @@ export async function checkUdpBuffers(options: { procDir?: string; platform?: No
     };
   }
   // The defaults matter too (see UDP_DEFAULT_FIX); a host that does not expose them is not judged.
-  const defaults: { key: string; bytes: number }[] = [];
-  for (const key of ['rmem_default', 'wmem_default']) {
-    const bytes = await readSysctlBytes(join(procDir, 'sys', 'net', 'core', key)).catch(() => undefined);
-    if (bytes !== undefined) defaults.push({ key, bytes });
+  const smallDefaults: { key: NetCoreBufferKey; bytes: number }[] = [];
+  for (const key of ['rmem_default', 'wmem_default'] as const) {
+    let bytes: number;
+    try {
+      bytes = readNetCoreBytes(key, procDir);
+    } catch {
+      continue;
+    }
+    if (bytes < MIN_UDP_BUFFER_BYTES) smallDefaults.push({ key, bytes });
   }
-  const smallDefaults = defaults.filter((f) => f.bytes < MIN_UDP_BUFFER_BYTES);
   if (smallDefaults.length > 0) {
-    const d = smallDefaults.map((f) => `net.core.${f.key} ${f.bytes} (${formatBytes(f.bytes)})`).join(', ');
     return {
       name,
       status: 'warn',
-      detail: `${text}, but ${d}: the QUIC binding does not apply its own buffer size, so its sockets get the default and drop datagrams in bursts`,
+      detail: `${text}, but ${describeBuffers(smallDefaults)}: the QUIC binding does not apply its own buffer size, so its sockets get the default and drop datagrams in bursts`,
       fix: UDP_DEFAULT_FIX,
     };
   }

@@ -7,16 +7,15 @@
 // number of chunks held, so a huge tree costs at most MAX_CACHED_CHUNKS entries.
 import { lstatSync } from 'node:fs';
 import type { FileManifest } from '../chunking/manifest.js';
-import { fileKeyOf, sameFileKey } from './file-key.js';
+import { fileKeyOf, sameFileKey, type FileKey } from './file-key.js';
 
 /** Chunk references held at most (~100 bytes each). */
 export const MAX_CACHED_CHUNKS = 1 << 20;
 
 interface Cached {
   readonly manifest: FileManifest;
-  readonly size: number;
-  readonly mtimeNs: bigint;
-  readonly ino: bigint;
+  /** The stat the scan hashed the file with. */
+  readonly key: FileKey;
 }
 
 export class ManifestCache {
@@ -24,9 +23,9 @@ export class ManifestCache {
   #chunks = 0;
 
   /** Remembers the manifest of `relPath` as hashed with this stat; ignored once the cache is full. */
-  add(relPath: string, manifest: FileManifest, stat: { size: number; mtimeNs: bigint; ino: bigint }): void {
+  add(relPath: string, manifest: FileManifest, stat: FileKey): void {
     if (this.#chunks + manifest.chunks.length > MAX_CACHED_CHUNKS || this.#byPath.has(relPath)) return;
-    this.#byPath.set(relPath, { manifest, size: stat.size, mtimeNs: stat.mtimeNs, ino: stat.ino });
+    this.#byPath.set(relPath, { manifest, key: { size: stat.size, mtimeNs: stat.mtimeNs, ino: stat.ino } });
     this.#chunks += manifest.chunks.length;
   }
 
@@ -35,7 +34,7 @@ export class ManifestCache {
     const c = this.#byPath.get(relPath);
     if (c === undefined) return undefined;
     const st = lstatSync(absPath, { bigint: true, throwIfNoEntry: false });
-    if (st === undefined || !st.isFile() || !sameFileKey(fileKeyOf(st), c)) return undefined;
+    if (st === undefined || !st.isFile() || !sameFileKey(fileKeyOf(st), c.key)) return undefined;
     return c.manifest;
   }
 }

@@ -60,7 +60,10 @@ import { scanTree, symlinkTargetIsConfined } from './tree-scan.js';
 export const IN_MEMORY_MAX_BYTES = 1 << 20;
 const fsyncAsync = promisify(fsync);
 
-/** fsyncs in flight at once during a batch commit: one per thread of the pool bin/thread-pool.cjs sizes, so they share journal commits. */
+/**
+ * fsyncs in flight at once during a batch commit: one per thread of the pool bin/thread-pool.cjs
+ * sizes, so they share journal commits.
+ */
 export const COMMIT_FSYNC_CONCURRENCY = 32;
 /** Permission bits a peer may set: rwx for user/group/other; never setuid, setgid or sticky. */
 export const PUBLISH_MODE_MASK = 0o777;
@@ -271,8 +274,9 @@ export class StagedFile {
   /**
    * Verifies `bytes` against the id of the chunk at each position in `indices` (all must name
    * the same id) and writes them there. A small file assembled in memory may keep a reference
-   * to `bytes` until it is committed: callers must not reuse that buffer. Throws HASH_MISMATCH naming the file and position (the
-   * driver aborts the file), IO for write failures (a full disk says so).
+   * to `bytes` until it is committed: callers must not reuse that buffer. Throws HASH_MISMATCH
+   * naming the file and position (the driver aborts the file), IO for write failures (a full
+   * disk says so).
    */
   async writeChunk(indices: number | readonly number[], bytes: Uint8Array): Promise<void> {
     if (this.#state !== 'open') throw new TypeError(`${this.relPath} is already ${this.#state}`);

@@ -9,7 +9,7 @@ import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
-import { PROCESS_DESTINATION_LOCKS, type DestinationLease } from './destination-locks.js';
+import { DestinationHold, PROCESS_DESTINATION_LOCKS } from './destination-locks.js';
 import type { SyncRequestMessage } from '../protocol/messages.js';
 import { ReconcileResponder } from '../sync/reconcile.js';
 import type { RevisionEntry } from '../sync/revision.js';
@@ -43,45 +43,22 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   if (req.mode !== 'receive-only' && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
   const chunking = sessionChunking(session);
   log.info('sync requested', { peer: session.peerId, share: share.name, mode: req.mode });
-  // This sync's own signal: the session ending, or a newer sync of the same peer superseding it.
-  const stop = new AbortController();
-  const onSession = (): void => stop.abort(signal.reason);
-  signal.addEventListener('abort', onSession, { once: true });
-  if (signal.aborted) onSession();
-  let lease: DestinationLease | undefined;
+  // The whole share is claimed (destination-locks.ts): a client killed mid-sync leaves its
+  // session here until the transport's idle timeout, holding the folder lock; its rerun from the
+  // same peer supersedes that stale sync instead of waiting it out. Another peer's push or sync
+  // in the share is waited for (SERVER_LOCK_WAIT_MS), then FOLDER_BUSY.
+  const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
   try {
-    lease = await claimShare(session, share, stop, log, signal);
-    await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, stop.signal);
-  } catch (err) {
-    if (stop.signal.aborted && !signal.aborted && stop.signal.reason instanceof ClawpeerError) throw stop.signal.reason;
-    throw err;
-  } finally {
-    lease?.release(); // after the folder is closed: the next sync finds it free
-    signal.removeEventListener('abort', onSession);
-  }
-}
-
-/**
- * Claims the whole share for a sync (destination-locks.ts): a client killed mid-sync leaves its
- * session here until the transport's idle timeout, holding the folder lock; its rerun from the
- * same peer supersedes that stale sync instead of waiting it out. Another peer's transfer or
- * sync in the share is waited for (SERVER_LOCK_WAIT_MS), then FOLDER_BUSY.
- */
-function claimShare(session: PeerSession, share: Share, stop: AbortController, log: Logger, signal: AbortSignal): Promise<DestinationLease> {
-  const label = `a sync from node ${session.peerId} of share ${share.name}`;
-  return PROCESS_DESTINATION_LOCKS.acquire(
-    {
-      paths: [share.dir],
-      peerId: session.peerId,
-      label,
-      supersede: (by) => stop.abort(new ClawpeerError('ABORTED', `${label} was superseded by ${by.label} (a rerun after this client vanished?)`)),
-    },
-    {
+    await hold.claim([share.dir], `a sync from node ${session.peerId} of share ${share.name}`, {
       waitMs: SERVER_LOCK_WAIT_MS,
-      signal,
       onSupersede: (older) => log.warn('aborting an earlier sync or push of the same peer in this share: its client is presumably gone', { peer: session.peerId, share: share.name, older: older.label }),
-    },
-  );
+    });
+    await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal);
+  } catch (err) {
+    throw hold.errorFor(err);
+  } finally {
+    hold.release(); // after the folder is closed: the next sync finds it free
+  }
 }
 
 async function serveClaimedSync(

@@ -14,7 +14,7 @@ import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { NodeConfig } from './config.js';
 import { DataStreamRouter } from './data-stream-router.js';
-import { claimPaths, PROCESS_DESTINATION_LOCKS, type DestinationLease } from './destination-locks.js';
+import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from './destination-locks.js';
 import { isInternalPath } from './partial-store.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
@@ -140,19 +140,16 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
     const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
     // This transfer's own signal: the session ending, or a newer push of the same peer into the
     // same destination (then this one is a leftover of a killed client), stops it.
-    const stop = new AbortController();
-    const onSession = (): void => stop.abort(signal.reason);
-    signal.addEventListener('abort', onSession, { once: true });
-    let lease: DestinationLease | undefined;
+    const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
     try {
       // Built first: it confines the announced paths, and the lock claims exactly those.
       const receiver = new TransferReceiver({
-        session, router, transferId: id, entries, chunking, signal: stop.signal, log,
+        session, router, transferId: id, entries, chunking, signal: hold.signal, log,
         destination: { root: share.dir, readOnly: share.readOnly, basePath },
         force: req.force,
         ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
       });
-      lease = await lockDestination(session, share, basePath, receiver.destinationPaths, ctx, stop, signal);
+      await claimPushDestination(hold, session, share, basePath, receiver.destinationPaths, ctx);
       try {
         const plan = await receiver.prepare();
         await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
@@ -161,12 +158,10 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
         log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes });
       } catch (err) {
         await receiver.abort();
-        if (stop.signal.aborted && !signal.aborted && stop.signal.reason instanceof ClawpeerError) throw stop.signal.reason;
-        throw err;
+        throw hold.errorFor(err);
       }
     } finally {
-      lease?.release(); // only after abort() finished: the next push finds no cleanup in progress
-      signal.removeEventListener('abort', onSession);
+      hold.release(); // only after abort() finished: the next push finds no cleanup in progress
     }
     return;
   }
@@ -196,29 +191,16 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
 
 /**
  * Claims the top-level paths a push writes (see destination-locks.ts). An overlapping push of
- * the same peer is aborted through its `stop` controller and its cleanup awaited; one of
- * another peer is waited for, at most DESTINATION_WAIT_MS.
+ * the same peer is aborted through its hold and its cleanup awaited; one of another peer is
+ * waited for, at most DESTINATION_WAIT_MS.
  */
-async function lockDestination(
-  session: PeerSession, share: Share, basePath: string, destRelPaths: readonly string[],
-  ctx: ServiceContext, stop: AbortController, signal: AbortSignal,
-): Promise<DestinationLease> {
-  const locks = PROCESS_DESTINATION_LOCKS;
+function claimPushDestination(hold: DestinationHold, session: PeerSession, share: Share, basePath: string, destRelPaths: readonly string[], ctx: ServiceContext): Promise<void> {
   const root = share.dir; // resolveShares stores the realpath
   const paths = claimPaths(root, basePath, destRelPaths);
   const shown = paths.slice(0, 3).map((p) => `${share.name}/${path.relative(root, p).split(path.sep).join('/')}`);
   const label = `a push from node ${session.peerId} into ${shown.join(', ')}${paths.length > shown.length ? ` and ${paths.length - shown.length} more` : ''}`;
-  return locks.acquire(
-    {
-      paths,
-      peerId: session.peerId,
-      label,
-      supersede: (by) => stop.abort(new ClawpeerError('ABORTED', `${label} was superseded by ${by.label} (a rerun after this client vanished?)`)),
-    },
-    {
-      waitMs: DESTINATION_WAIT_MS,
-      signal,
-      onSupersede: (older) => ctx.log.warn('aborting an earlier push into the same destination: its client is presumably gone', { peer: session.peerId, share: share.name, path: basePath, older: older.label }),
-    },
-  );
+  return hold.claim(paths, label, {
+    waitMs: DESTINATION_WAIT_MS,
+    onSupersede: (older) => ctx.log.warn('aborting an earlier push into the same destination: its client is presumably gone', { peer: session.peerId, share: share.name, path: basePath, older: older.label }),
+  });
 }

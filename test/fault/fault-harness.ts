@@ -51,10 +51,9 @@ export function sleep(ms: number): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Listener process
 
-export type ListenerProcess = RunningListener;
 
 /** Starts `clawpeer listen -v` on 127.0.0.1:`port` (0 = any) and waits for its ready line. */
-export function startListenerOn(home: string, port: number, extra: readonly string[] = [], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<ListenerProcess> {
+export function startListenerOn(home: string, port: number, extra: readonly string[] = [], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<RunningListener> {
   return startListener(home, ['-v', ...extra], { port, env, timeoutMs });
 }
 
@@ -71,7 +70,7 @@ export interface Rig {
   readonly a: { home: string; id: string };
   readonly b: { home: string; id: string };
   readonly share: string;
-  listener: ListenerProcess;
+  listener: RunningListener;
   /** Restarts A's listener on the same port (after a SIGKILL, or to apply new options). */
   restart(): Promise<void>;
   /** B's CLI with its home. */
@@ -96,7 +95,7 @@ export async function startRig(label: string, options: { share?: string; listenA
     get listener() {
       return listener;
     },
-    set listener(l: ListenerProcess) {
+    set listener(l: RunningListener) {
       listener = l;
     },
     async restart() {

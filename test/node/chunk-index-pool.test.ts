@@ -10,6 +10,7 @@ import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { ChunkIndex } from '../../src/node/chunk-index.js';
 import { ChunkIndexPool } from '../../src/node/chunk-index-pool.js';
 import { PartialStore } from '../../src/node/partial-store.js';
+import { leavePartialChunk } from './partial-fixture.js';
 import { silentLogger } from '../../src/logger.js';
 
 const PARAMS: ChunkingParams = { minBytes: 64, avgBytes: 256, maxBytes: 1024, normalization: 2 };
@@ -40,12 +41,7 @@ t.test('one index per share stays in memory; the share is rescanned at most ever
   t.notOk(second.has(manifestFromBytes(added, PARAMS).chunks[0]!.id), 'within the interval the share is not rescanned');
 
   // An interrupted transfer's chunks count at once: a rerun resumes from them.
-  const bytes = randomBytes(3000);
-  const m = manifestFromBytes(bytes, PARAMS);
-  const p = await partials.openPartial({ relPath: 'incoming.bin', root: m.root, size: m.size });
-  const c = m.chunks[1]!;
-  await p.write(c, bytes.subarray(c.offset, c.offset + c.length));
-  await p.close();
+  const { chunk: c } = await leavePartialChunk(partials, 'incoming.bin', randomBytes(3000), PARAMS, 1);
   t.equal((await pool.acquire(dir, PARAMS, partials)).lookup(c.id)?.source, 'partial', 'the partial store is re-read for every transfer');
 
   const other = await pool.acquire(dir, { ...PARAMS, avgBytes: 512 }, partials);

@@ -7,6 +7,7 @@ import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { ChunkIndex } from '../../src/node/chunk-index.js';
 import { PartialStore } from '../../src/node/partial-store.js';
+import { leavePartialChunk } from './partial-fixture.js';
 
 const PARAMS: ChunkingParams = { minBytes: 64, avgBytes: 256, maxBytes: 1024, normalization: 2 };
 // An mtime safely outside the racy window: a day ago, in seconds.
@@ -96,11 +97,7 @@ t.test('chunks of interrupted partials are indexed; clawpeer state is never inde
   const { dir } = await share();
   const partials = await PartialStore.open(dir);
   const bytes = randomBytes(5000);
-  const m = manifestFromBytes(bytes, PARAMS);
-  const p = await partials.openPartial({ relPath: 'incoming.bin', root: m.root, size: m.size });
-  const c = m.chunks[2]!;
-  await p.write(c, bytes.subarray(c.offset, c.offset + c.length));
-  await p.close();
+  const { chunk: c, chunks } = await leavePartialChunk(partials, 'incoming.bin', bytes, PARAMS, 2);
   await writeFile(join(dir, 'sub', '.clawpeer-tmp-abc-x'), randomBytes(400));
 
   const index = await ChunkIndex.open({ shareRoot: dir, chunking: PARAMS, partials });
@@ -109,5 +106,5 @@ t.test('chunks of interrupted partials are indexed; clawpeer state is never inde
   t.equal(stats.partialChunks, 1);
   t.equal(index.lookup(c.id)?.source, 'partial');
   t.same(await index.readChunk(c.id), bytes.subarray(c.offset, c.offset + c.length));
-  t.equal(index.has(m.chunks[0]!.id), false, 'chunks the partial does not have are not claimed');
+  t.equal(index.has(chunks[0]!.id), false, 'chunks the partial does not have are not claimed');
 });

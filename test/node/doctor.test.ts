@@ -6,9 +6,9 @@ import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MIN_UDP_BUFFER_BYTES } from '../../src/node/udp-buffers.js';
 import {
   CLOCK_BEFORE_BUILD_TOLERANCE_MS,
-  MIN_UDP_BUFFER_BYTES,
   checkBlake3,
   checkClock,
   checkIdentity,

@@ -1,21 +1,28 @@
 // ManifestCache: a manifest computed by the scan is reused only while the file is unchanged.
 import t from 'tap';
+import type { Test } from 'tap';
 import { lstat, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { manifestFromFile } from '../../src/chunking/file-chunker.js';
+import type { FileManifest } from '../../src/chunking/manifest.js';
+import { fileKeyOf, type FileKey } from '../../src/node/file-key.js';
 import { ManifestCache, MAX_CACHED_CHUNKS } from '../../src/node/manifest-cache.js';
 
-t.test('hit while unchanged; a rewrite, a touch or a deletion is a miss', async (t) => {
+/** A file written in a fresh directory, with its manifest and the stat it was hashed with. */
+async function hashedFile(t: Test, name: string, content: string): Promise<{ dir: string; file: string; manifest: FileManifest; stat: FileKey }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-mcache-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'a.bin');
-  await writeFile(file, 'first version');
-  const st = await lstat(file, { bigint: true });
-  const manifest = await manifestFromFile(file, DEFAULT_CHUNKING);
+  const file = path.join(dir, name);
+  await writeFile(file, content);
+  return { dir, file, manifest: await manifestFromFile(file, DEFAULT_CHUNKING), stat: fileKeyOf(await lstat(file, { bigint: true })) };
+}
+
+t.test('hit while unchanged; a rewrite, a touch or a deletion is a miss', async (t) => {
+  const { dir, file, manifest, stat } = await hashedFile(t, 'a.bin', 'first version');
   const cache = new ManifestCache();
-  cache.add('a.bin', manifest, { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino });
+  cache.add('a.bin', manifest, stat);
   t.equal(cache.get('a.bin', file), manifest, 'unchanged: the cached manifest');
   t.equal(cache.get('b.bin', path.join(dir, 'b.bin')), undefined, 'never cached: a miss');
   await utimes(file, new Date(), new Date(Date.now() + 5000));
@@ -25,13 +32,7 @@ t.test('hit while unchanged; a rewrite, a touch or a deletion is a miss', async 
 });
 
 t.test('bounded by the chunks it holds', async (t) => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-mcache-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'one-more');
-  await writeFile(file, 'x');
-  const st = await lstat(file, { bigint: true });
-  const stat = { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino };
-  const small = await manifestFromFile(file, DEFAULT_CHUNKING);
+  const { file, manifest: small, stat } = await hashedFile(t, 'one-more', 'x');
   const control = new ManifestCache();
   control.add('one-more', small, stat);
   t.equal(control.get('one-more', file), small, 'with room, it is cached');
