@@ -38,6 +38,11 @@ export class FrameStream {
     }
   }
 
+  /** Hands a frame back once nothing uses it any more (FrameDecoder.recycle). */
+  recycle(frame: Frame): void {
+    this.#decoder.recycle(frame);
+  }
+
   write(frame: Uint8Array): Promise<void> {
     return this.stream.write(frame);
   }

@@ -295,6 +295,7 @@ export class TransferReceiver {
         const plain = session.opener.open(frame, { streamId, sequence });
         if (header.compressed) throw new ClawpeerError('PROTOCOL', `data stream ${streamId} sent a compressed chunk, but no codec was negotiated`);
         const key = chunkKey(header.chunkId);
+        frames.recycle(frame); // opened and keyed: its buffer may take the next frame
         const placements = this.#wanted.get(key);
         if (placements === undefined) throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
         if (plain.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${plain.length} bytes, header says ${header.chunkBytes}`);

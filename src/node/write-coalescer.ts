@@ -7,7 +7,10 @@
 // they go out together whenever the previous write finished, so acking never holds up the next
 // frame. One writer keeps the byte order of the stream.
 // Memory: the queue holds what the caller pushed and the writer has not taken; callers bound it
-// (the send window bounds frames in flight, one ack per frame received).
+// (the send window bounds frames in flight, one ack per frame received). Parts are joined into
+// one buffer kept for the next join (a stream may reuse a buffer once its write resolved,
+// transport/types.ts): a fresh buffer per join was a GiB of garbage per GiB sent, and the
+// major GCs that external memory triggers cost more CPU than the copy itself.
 
 /** A write is built from queued parts up to about this many bytes (more for one big part). */
 export const COALESCE_MAX_BYTES = 256 << 10;
@@ -15,6 +18,8 @@ export const COALESCE_MAX_BYTES = 256 << 10;
 export class WriteCoalescer {
   readonly #write: (bytes: Uint8Array) => Promise<void>;
   #queue: Uint8Array[] = [];
+  /** Where parts are joined; grown to the largest join (<= COALESCE_MAX_BYTES + one part). */
+  #joinBuffer = Buffer.allocUnsafe(0);
   #running: Promise<void> | undefined;
   #error: unknown;
 
@@ -45,7 +50,7 @@ export class WriteCoalescer {
         let bytes = 0;
         while (take < this.#queue.length && bytes < COALESCE_MAX_BYTES) bytes += this.#queue[take++]!.length;
         const parts = this.#queue.splice(0, take);
-        await this.#write(parts.length === 1 ? parts[0]! : Buffer.concat(parts, bytes));
+        await this.#write(parts.length === 1 ? parts[0]! : this.#join(parts, bytes));
       }
     } catch (err) {
       this.#error = err;
@@ -53,5 +58,16 @@ export class WriteCoalescer {
     } finally {
       this.#running = undefined;
     }
+  }
+
+  /** `parts` copied into the join buffer; valid until the next join (after this write resolved). */
+  #join(parts: readonly Uint8Array[], bytes: number): Uint8Array {
+    if (this.#joinBuffer.length < bytes) this.#joinBuffer = Buffer.allocUnsafe(bytes);
+    let at = 0;
+    for (const p of parts) {
+      this.#joinBuffer.set(p, at);
+      at += p.length;
+    }
+    return this.#joinBuffer.subarray(0, bytes);
   }
 }

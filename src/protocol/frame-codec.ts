@@ -245,6 +245,9 @@ export interface FrameDecoderOptions {
  * inside one pushed buffer is returned as a view of it, a frame spanning several is copied once
  * into a buffer of exactly its size. Memory is bounded by the caller pulling frames before
  * pushing more: at most one partial frame (<= header + maxFrameBytes) plus the last push.
+ * A caller done with a frame may hand it back with recycle(): the next frame that spans pushes
+ * is then copied into that frame's buffer instead of a new one (a bulk receiver otherwise
+ * allocates one frame-sized buffer per chunk, and that garbage drives major GCs).
  * After an error the stream is unusable (framing is lost); the decoder stays failed.
  */
 export class FrameDecoder {
@@ -254,6 +257,9 @@ export class FrameDecoder {
   #offset = 0; // bytes already consumed from #chunks[#head]
   #buffered = 0;
   #failed: ClawpeerError | undefined;
+  /** The buffer the last spanning frame was copied into, and one handed back for reuse. */
+  #lastCopy: Buffer | undefined;
+  #spare: Buffer | undefined;
 
   constructor(options: FrameDecoderOptions = {}) {
     this.#maxFrameBytes = checkMaxFrameBytes(options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES);
@@ -274,6 +280,19 @@ export class FrameDecoder {
   /** Bytes pushed but not yet returned as frames. */
   get bufferedBytes(): number {
     return this.#buffered;
+  }
+
+  /**
+   * Hands back a frame the caller no longer uses (nor any view of it, such as a data header's
+   * chunkId): its buffer may then hold the next frame. Frames that are views of pushed buffers
+   * are ignored, so any frame from next() may be passed.
+   */
+  recycle(frame: Frame): void {
+    const bytes = frame.type === 'data' ? frame.headerBytes : frame.body;
+    const copy = this.#lastCopy;
+    if (copy === undefined || bytes.buffer !== copy.buffer || bytes.byteOffset !== copy.byteOffset) return;
+    this.#lastCopy = undefined;
+    if (this.#spare === undefined || this.#spare.length < copy.length) this.#spare = copy;
   }
 
   push(bytes: Uint8Array): void {
@@ -393,7 +412,11 @@ export class FrameDecoder {
     }
     // n <= maxFrameBytes, checked from the header. Not zero-filled: the loop below writes all n
     // bytes (a DATA frame spanning reads is the common case, so this runs per chunk).
-    const out = Buffer.allocUnsafe(n);
+    const spare = this.#spare;
+    const buffer = spare !== undefined && spare.length >= n ? spare : Buffer.allocUnsafe(n);
+    if (buffer === spare) this.#spare = undefined;
+    this.#lastCopy = buffer;
+    const out = buffer.subarray(0, n);
     let filled = 0;
     while (filled < n) {
       const chunk = this.#chunks[this.#head];

@@ -228,7 +228,7 @@ export class MerkleIdSet {
       this.#root = rehashAbove(this.#levels, this.#dirty, this.#size);
       this.#dirty.clear();
     }
-    return this.#root.slice();
+    return new Uint8Array(this.#root);
   }
 
   /**
@@ -250,9 +250,9 @@ export class MerkleIdSet {
     for (const id of adds) entry(id).adds.push(id);
     for (const id of removes) entry(id).removes.push(id);
     const levels: TreeLevels = {
-      leaf: this.#levels.leaf.slice(),
-      level1: this.#levels.level1.slice(),
-      level2: this.#levels.level2.slice(),
+      leaf: new Uint8Array(this.#levels.leaf),
+      level1: new Uint8Array(this.#levels.level1),
+      level2: new Uint8Array(this.#levels.level2),
     };
     const byId = (x: Uint8Array, y: Uint8Array): number => compareIds(x, 0, y, 0);
     for (const [b, change] of touched) {

@@ -250,7 +250,7 @@ export function decodeRevisionWithId(bytes: Uint8Array, expectedId: Uint8Array, 
   if (!bytesEqual(id, expectedId)) {
     throw new ClawpeerError('HASH_MISMATCH', `revision record of ${JSON.stringify(revision.path)} does not hash to the id it was sent for`);
   }
-  return { id, revision, encoded: bytes.slice() };
+  return { id, revision, encoded: new Uint8Array(bytes) }; // a copy: not a view pinning the whole message
 }
 
 /**

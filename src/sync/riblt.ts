@@ -111,7 +111,7 @@ function wordsOf(packed: Uint8Array): Uint32Array {
     throw new TypeError(`packed ids must be a multiple of ${RIBLT_ID_BYTES} bytes, got ${packed.length}`);
   }
   // A word view needs 4-byte alignment; copy when the caller's subarray is not aligned.
-  const aligned = packed.byteOffset % 4 === 0 ? packed : packed.slice();
+  const aligned = packed.byteOffset % 4 === 0 ? packed : new Uint8Array(packed); // a copy at offset 0 (Buffer#slice keeps the offset)
   return new Uint32Array(aligned.buffer, aligned.byteOffset, aligned.length / 4);
 }
 

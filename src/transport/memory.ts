@@ -339,7 +339,7 @@ class MemoryStream implements DuplexStream {
         continue;
       }
       const n = Math.min(credit, segmentBytes, data.length - off);
-      const segment = data.slice(off, off + n); // a copy: the caller may reuse `data` once write resolves
+      const segment = new Uint8Array(data.subarray(off, off + n)); // a copy (Buffer#slice is not): the caller may reuse `data` once write resolves
       off += n;
       this.#sent += n;
       this.#side.bytesSent += n;

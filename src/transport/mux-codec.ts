@@ -326,7 +326,7 @@ export class FrameDecoder {
     if (header.length > MAX_CONTROL_PAYLOAD_BYTES) throw new TypeError('checkFrameHeader let an oversized control frame through');
     if (this.#buffered < FRAME_HEADER_BYTES + header.length) return NEED_MORE;
     this.#consume(FRAME_HEADER_BYTES);
-    const payload = header.length === 0 ? new Uint8Array(0) : this.#peek(header.length).slice();
+    const payload = header.length === 0 ? new Uint8Array(0) : new Uint8Array(this.#peek(header.length));
     this.#consume(header.length);
     return { kind: 'frame', frame: decodeControl(header, payload) };
   }
@@ -336,7 +336,7 @@ export class FrameDecoder {
     if (chunk === undefined) return NEED_MORE;
     const take = Math.min(this.#dataRemaining, chunk.length - this.#offset);
     let bytes = chunk.subarray(this.#offset, this.#offset + take);
-    if (take * 2 < chunk.buffer.byteLength) bytes = bytes.slice();
+    if (take * 2 < chunk.buffer.byteLength) bytes = new Uint8Array(bytes); // a copy, so the big socket buffer can go (Buffer#slice would be a view)
     this.#consume(take);
     this.#dataRemaining -= take;
     return { kind: 'data', streamId: this.#dataStreamId, bytes, last: this.#dataRemaining === 0 };

@@ -121,7 +121,7 @@ class NodeQuicStream implements DuplexStream {
     if (this.#writer === undefined) throw new ClawpeerError('TRANSPORT_UNAVAILABLE', 'this node:quic stream has no writable side');
     try {
       await this.#writer.ready;
-      await this.#writer.write(data.slice()); // a copy: the caller may reuse `data` once we resolve
+      await this.#writer.write(new Uint8Array(data)); // a copy (Buffer#slice is not): the caller may reuse `data` once we resolve
     } catch (cause) {
       throw new ClawpeerError('CONNECTION_CLOSED', `node:quic stream ${this.id} write failed`, { cause });
     }

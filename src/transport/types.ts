@@ -24,7 +24,10 @@ export interface TransportStats {
 /** A reliable, ordered, bidirectional byte stream inside a connection. */
 export interface DuplexStream {
   readonly id: number;
-  /** Resolves once the bytes are accepted (this is the backpressure). Do not mutate `data` before. */
+  /**
+   * Resolves once the bytes are accepted (this is the backpressure). Do not mutate `data` before;
+   * once it resolves the caller may reuse it (the write coalescer joins frames in one buffer).
+   */
   write(data: Uint8Array): Promise<void>;
   /** Next bytes (at most `maxBytes`), or null at the peer's FIN. Rejects on reset/connection loss. */
   read(maxBytes?: number): Promise<Uint8Array | null>;

@@ -28,6 +28,31 @@ t.test('parts go out in order, joined while a write is in progress, up to the si
   t.equal(writes.length, 4);
 });
 
+t.test('joins reuse one buffer, never while a write of it is pending', async (t) => {
+  const writes: { bytes: Uint8Array; atCall: number[]; atRelease?: number[] }[] = [];
+  let release: (() => void) | undefined;
+  const out = new WriteCoalescer(async (bytes) => {
+    const w = { bytes, atCall: [...bytes] };
+    writes.push(w);
+    await new Promise<void>((r) => (release = r));
+    (w as { atRelease?: number[] }).atRelease = [...bytes];
+  });
+  const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+  out.push(Uint8Array.of(1));
+  out.push(Uint8Array.of(2), Uint8Array.of(3, 4));
+  release!();
+  await settle();
+  out.push(Uint8Array.of(5), Uint8Array.of(6)); // queued while the join [2, 3, 4] is being written
+  release!();
+  await settle();
+  release!();
+  await out.drained();
+  t.same(writes.map((w) => w.atCall), [[1], [2, 3, 4], [5, 6]], 'each write carries its parts in order');
+  t.same(writes.map((w) => w.atRelease), [[1], [2, 3, 4], [5, 6]], 'no write changed before it resolved');
+  const [a, b] = [writes[1]!.bytes, writes[2]!.bytes];
+  t.ok(a.buffer === b.buffer && a.byteOffset === b.byteOffset, 'the second join reused the first join\'s buffer');
+});
+
 t.test('a failed write fails drained() and every later push', async (t) => {
   const out = new WriteCoalescer(() => Promise.reject(new Error('stream reset')));
   out.push(Uint8Array.of(1));

@@ -126,6 +126,45 @@ t.test('garbage: unknown type, short DATA frame, truncation at EOF', async (t) =
   t.doesNotThrow(() => clean.end());
 });
 
+t.test('recycle: a spanning frame handed back holds the next spanning frame; views are never reused', async (t) => {
+  const payloads = [10_000, 9_000, 12_000, 50].map((n, i) => new Uint8Array(n).fill(i + 1));
+  const frames = payloads.map((p, i) => encodeDataFrame({ ...DATA_HEADER, sequence: i }, p));
+  const decoder = new FrameDecoder();
+  const spanning = (bytes: Uint8Array): Frame => {
+    decoder.push(bytes.subarray(0, 100)); // split: the frame spans two pushes, so it is copied
+    decoder.push(bytes.subarray(100));
+    const r = decoder.next();
+    if (r.kind !== 'frame' || r.frame.type !== 'data') throw new Error('expected a data frame');
+    return r.frame;
+  };
+  const first = spanning(frames[0]!);
+  const firstBuffer = first.type === 'data' ? first.headerBytes.buffer : undefined;
+  decoder.recycle(first);
+  const second = spanning(frames[1]!);
+  if (second.type !== 'data') throw new Error('expected a data frame');
+  t.equal(second.headerBytes.buffer, firstBuffer, 'the recycled buffer holds the next spanning frame');
+  t.ok(Buffer.from(second.payload).equals(payloads[1]!), 'with the right bytes');
+  t.equal(second.header.sequence, 1);
+  // Not recycled: the next spanning frame gets its own buffer and `second` stays intact.
+  const third = spanning(frames[2]!);
+  if (third.type !== 'data') throw new Error('expected a data frame');
+  t.not(third.headerBytes.buffer, second.headerBytes.buffer, 'an unrecycled frame is never overwritten');
+  t.ok(Buffer.from(second.payload).equals(payloads[1]!));
+  t.ok(Buffer.from(third.payload).equals(payloads[2]!), 'and holds its own bytes');
+  // A frame that is a view of a pushed buffer is ignored by recycle().
+  decoder.push(frames[3]!);
+  const view = decoder.next();
+  if (view.kind !== 'frame') throw new Error('expected a frame');
+  decoder.recycle(view.frame);
+  decoder.recycle(third);
+  decoder.recycle(third); // twice: ignored
+  const fourth = spanning(frames[0]!);
+  if (fourth.type !== 'data' || view.frame.type !== 'data') throw new Error('expected data frames');
+  t.equal(fourth.headerBytes.buffer, third.headerBytes.buffer, 'the recycled copy is reused, not the pushed buffer');
+  t.ok(Buffer.from(view.frame.payload).equals(payloads[3]!), 'the pushed buffer was left alone');
+  t.ok(Buffer.from(fourth.payload).equals(payloads[0]!));
+});
+
 t.test('the limit can change between frames', async (t) => {
   const decoder = new FrameDecoder({ maxFrameBytes: 64 });
   decoder.push(encodeFrame('control', new Uint8Array(100)));

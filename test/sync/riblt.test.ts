@@ -114,4 +114,11 @@ t.test('unaligned input is accepted', async (t) => {
   const enc = new RibltEncoder(shifted);
   while (dec.add(enc.produce(8)) === 'need-more');
   t.same(sortedHexOf(dec.remote()), naiveDifference(a, b));
+  // A Buffer view (what protobufjs decodes bytes fields to): Buffer#slice is not a copy.
+  const fromBuffer = Buffer.alloc(a.length + 1).subarray(1);
+  fromBuffer.set(a);
+  const dec2 = new RibltDecoder(b, Infinity);
+  const enc2 = new RibltEncoder(fromBuffer);
+  while (dec2.add(enc2.produce(8)) === 'need-more');
+  t.same(sortedHexOf(dec2.remote()), naiveDifference(a, b), 'an unaligned Buffer view works too');
 });

@@ -284,6 +284,27 @@ export function transportCompliance(name: string, makeBackend: () => TransportBa
       t.equal(received, BACKPRESSURE_TOTAL_BYTES, 'all bytes arrived');
     });
 
+    await t.test('a writer may refill its buffer once write() resolved: the peer gets what was written', sub, async (t) => {
+      const { client, server } = await makePair(t, makeBackend());
+      const buffer = Buffer.alloc(200 * 1024);
+      const rounds = 40;
+      const expected = createHash('sha256');
+      const [c, s] = await openAccepted(client, server, Buffer.from('x'));
+      expected.update('x');
+      const writing = (async () => {
+        for (let i = 0; i < rounds; i++) {
+          buffer.fill(i + 1); // overwrites what the previous (resolved) write carried
+          expected.update(buffer);
+          await within(c.write(buffer), STEP_TIMEOUT_MS, `write ${i}`);
+        }
+        await within(c.finish(), STEP_TIMEOUT_MS, 'finish');
+      })();
+      const got = await readAll(s, 'read the refilled writes');
+      await writing;
+      t.equal(got.length, 1 + rounds * buffer.length, 'every byte arrived');
+      t.equal(sha256(got), expected.digest('hex'), 'each write arrived as it was when written, not as refilled later');
+    });
+
     await t.test('half-close: read returns null after FIN, the other direction still works', sub, async (t) => {
       const { client, server } = await makePair(t, makeBackend());
       const [c, s] = await openAccepted(client, server, Buffer.from('ping'));
