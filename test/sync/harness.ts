@@ -1,7 +1,7 @@
 // Shared helpers for the sync tests: random id sets, a naive set-difference oracle, and a
 // loop that runs both reconcile roles against each other through the real codec.
 
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { MerkleIdSet, REVISION_ID_BYTES } from '../../src/sync/merkle-root.js';
 import { decodeReconcileMessage, encodeReconcileMessage, type ReconcileMessage } from '../../src/sync/reconcile-codec.js';
 import { ReconcileInitiator, ReconcileResponder, type ReconcileOptions } from '../../src/sync/reconcile.js';
@@ -15,6 +15,19 @@ export function randomSets(common: number, onlyA: number, onlyB: number, bytes: 
   const xa = all.subarray(common * REVISION_ID_BYTES, (common + onlyA) * REVISION_ID_BYTES);
   const xb = all.subarray((common + onlyA) * REVISION_ID_BYTES);
   return { a: Buffer.concat([c, xa]), b: Buffer.concat([xb, c]) };
+}
+
+/**
+ * A deterministic stand-in for randomBytes: SHA-256 in counter mode from `seed`, fresh bytes on
+ * every call. For statistical assertions, which must not fail on a rare draw.
+ */
+export function seededBytes(seed: string): (n: number) => Uint8Array {
+  let counter = 0;
+  return (n) => {
+    const out = Buffer.allocUnsafe(n);
+    for (let at = 0; at < n; at += 32) createHash('sha256').update(`${seed}/${counter++}`).digest().copy(out, at);
+    return out;
+  };
 }
 
 /** The obvious set difference: hex ids of `a` not in `b`, sorted. */

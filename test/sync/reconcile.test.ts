@@ -8,10 +8,10 @@ import { MerkleIdSet } from '../../src/sync/merkle-root.js';
 import { ReconcileInitiator, ReconcileResponder } from '../../src/sync/reconcile.js';
 import type { ReconcileMessage } from '../../src/sync/reconcile-codec.js';
 import { allocateSymbols } from '../../src/sync/riblt.js';
-import { naiveDifference, randomSets, reconcile, sortedHex } from './harness.js';
+import { naiveDifference, randomSets, reconcile, seededBytes, sortedHex } from './harness.js';
 
-function checkAgainstOracle(t: Test, common: number, onlyA: number, onlyB: number): ReturnType<typeof reconcile> {
-  const { a, b } = randomSets(common, onlyA, onlyB);
+function checkAgainstOracle(t: Test, common: number, onlyA: number, onlyB: number, bytes?: (n: number) => Uint8Array): ReturnType<typeof reconcile> {
+  const { a, b } = randomSets(common, onlyA, onlyB, bytes);
   const run = reconcile(a, b);
   const ri = run.initiator.result;
   const rr = run.responder.result;
@@ -62,7 +62,10 @@ t.test('property: random sets up to 20,000 ids match the oracle', async (t) => {
 
 t.test('D >= 10: at most 2.5 cells per difference on average, independent of N', async (t) => {
   // Small D has a heavy tail (RIBLT itself needs 10-60 cells for D = 10), so the mean is taken
-  // over enough runs for its standard error to be ~0.1.
+  // over enough runs for its standard error to be ~0.1 (measured: 2.07 at D = 10 over 8,000
+  // runs). The sets are drawn from a fixed seed: with random ones, one batch in a few hundred
+  // landed above 2.5 by the tail alone.
+  const bytes = seededBytes('reconcile cells per difference');
   for (const [common, d, runs] of [
     [2000, 10, 40],
     [2000, 100, 10],
@@ -70,7 +73,7 @@ t.test('D >= 10: at most 2.5 cells per difference on average, independent of N',
     [20_000, 2000, 3],
   ] as const) {
     let cells = 0;
-    for (let k = 0; k < runs; k++) cells += checkAgainstOracle(t, common, d / 2, d / 2).initiator.stats.cells;
+    for (let k = 0; k < runs; k++) cells += checkAgainstOracle(t, common, d / 2, d / 2, bytes).initiator.stats.cells;
     t.ok(cells / runs / d <= 2.5, `N = ${common + d}, D = ${d}: ${(cells / runs / d).toFixed(2)} cells per difference`);
   }
 });
