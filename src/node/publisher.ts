@@ -65,6 +65,13 @@ const fsyncAsync = promisify(fsync);
  * sizes, so they share journal commits.
  */
 export const COMMIT_FSYNC_CONCURRENCY = 32;
+/**
+ * A file-backed staging file starts writing back its data (a background fdatasync) each time
+ * this much more was written to it. Without it the kernel held a large file's pages dirty until
+ * the commit's fsync, which then wrote the whole file while the sender waited: 1.5-2.7 s for
+ * 1 GiB on this machine's disk. Early writeback overlaps the disk with the network.
+ */
+export const EARLY_WRITEBACK_BYTES = 64 << 20;
 /** Permission bits a peer may set: rwx for user/group/other; never setuid, setgid or sticky. */
 export const PUBLISH_MODE_MASK = 0o777;
 const NAME_MAX_BYTES = 255;
@@ -105,6 +112,8 @@ export interface PublisherOptions {
   readonly maxChunkBytes?: number;
   readonly maxChunkCount?: number;
   readonly signal?: AbortSignal;
+  /** Override EARLY_WRITEBACK_BYTES (tests). */
+  readonly earlyWritebackBytes?: number;
 }
 
 function ioError(what: string, file: string, err: unknown): ClawpeerError {
@@ -165,9 +174,23 @@ export class StagedFile {
   readonly #written: Uint8Array;
   #missing: number;
   #state: 'open' | 'committed' | 'discarded' = 'open';
+  /** Early writeback (EARLY_WRITEBACK_BYTES): bytes since the last one, the one in flight, its failure. */
+  readonly #writebackEvery: number;
+  #unsyncedBytes = 0;
+  #writeback: Promise<void> | undefined;
+  #writebackError: unknown;
+  #writebacksStarted = 0;
 
   /** @internal created by Publisher.stageFile */
-  constructor(file: PublishFile & { relPath: string }, finalPath: string, stagingPath: string, handle: FileHandle | 'memory', partial: Partial | undefined) {
+  constructor(
+    file: PublishFile & { relPath: string },
+    finalPath: string,
+    stagingPath: string,
+    handle: FileHandle | 'memory',
+    partial: Partial | undefined,
+    writebackEvery = EARLY_WRITEBACK_BYTES,
+  ) {
+    this.#writebackEvery = writebackEvery;
     this.relPath = file.relPath;
     this.finalPath = finalPath;
     this.manifest = file.manifest;
@@ -320,7 +343,38 @@ export class StagedFile {
         }
       }
       this.#markWritten(index);
+      if (this.#handle !== undefined) this.#noteWritten(bytes.length);
     }
+  }
+
+  /** Starts a background fdatasync once EARLY_WRITEBACK_BYTES more were written (one at a time). */
+  #noteWritten(bytes: number): void {
+    this.#unsyncedBytes += bytes;
+    const handle = this.#handle;
+    if (this.#unsyncedBytes < this.#writebackEvery || this.#writeback !== undefined || handle === undefined) return;
+    this.#unsyncedBytes = 0;
+    this.#writebacksStarted++;
+    // A failed fsync is reported once and may clear the error: keep it, so the commit cannot
+    // succeed on a later fsync after data was lost.
+    this.#writeback = handle
+      .datasync()
+      .catch((err: unknown) => {
+        this.#writebackError ??= err;
+      })
+      .finally(() => {
+        this.#writeback = undefined;
+      });
+  }
+
+  /** @internal Early writebacks started so far (tests). */
+  get writebacksStarted(): number {
+    return this.#writebacksStarted;
+  }
+
+  /** @internal Waits for a writeback in flight; throws IO if any early writeback failed. */
+  async settleWriteback(): Promise<void> {
+    await this.#writeback;
+    if (this.#writebackError !== undefined) throw ioError('sync', this.relPath, this.#writebackError);
   }
 
   /**
@@ -339,6 +393,7 @@ export class StagedFile {
   async discard(options: { keepPartial?: boolean } = {}): Promise<void> {
     if (this.#state !== 'open') return;
     this.#state = 'discarded';
+    await this.#writeback; // never fails (its error is kept); the handle closes after it
     if (this.#partial !== undefined) {
       if (options.keepPartial ?? true) await this.#partial.close().catch(() => undefined);
       else await this.#partial.discard();
@@ -533,7 +588,7 @@ export class Publisher {
         { relPath: rel, root: file.manifest.root, size: file.manifest.size },
         this.#options.signal === undefined ? {} : { signal: this.#options.signal },
       );
-      staged = new StagedFile(normalized, finalPath, partial.dataPath, partial.dataHandle, partial);
+      staged = new StagedFile(normalized, finalPath, partial.dataPath, partial.dataHandle, partial, this.#options.earlyWritebackBytes);
     } else if (file.manifest.size <= IN_MEMORY_MAX_BYTES) {
       staged = new StagedFile(normalized, finalPath, path.join(dirAbs, tempNameFor(path.posix.basename(rel))), 'memory', undefined);
     } else {
@@ -552,7 +607,7 @@ export class Publisher {
         await rm(stagingPath, { force: true });
         throw ioError('allocate', finalPath, err);
       }
-      staged = new StagedFile(normalized, finalPath, stagingPath, handle, undefined);
+      staged = new StagedFile(normalized, finalPath, stagingPath, handle, undefined, this.#options.earlyWritebackBytes);
     }
     this.#open.add(staged);
     return staged;
@@ -588,6 +643,7 @@ export class Publisher {
         if (f.inMemory) {
           await f.syncStaging();
         } else {
+          await f.settleWriteback();
           await f.handle.chmod(f.mode);
           await f.handle.utimes(atime, toSeconds(f.mtimeMs));
           await f.handle.sync();

@@ -264,7 +264,7 @@ export class RevisionStore {
 
   /** A copy of the id set that later commits do not change. */
   snapshotIdSet(): MerkleIdSet {
-    return MerkleIdSet.fromPacked(this.#ids.toPacked());
+    return this.#ids.clone();
   }
 
   /** All stored ids, ascending, packed back to back (size x 32 bytes). */

@@ -217,6 +217,26 @@ export class MerkleIdSet {
     return true;
   }
 
+  /**
+   * An independent copy: later changes to either set do not show in the other. Copies the sorted
+   * buckets and the computed tree (no sorting, no hashing), unlike a round trip through toPacked.
+   */
+  clone(): MerkleIdSet {
+    this.root(); // flush pending changes: the copy starts from a current tree
+    const copy = new MerkleIdSet();
+    for (let b = 0; b < MERKLE_LEAF_COUNT; b++) {
+      const count = this.#counts[b]!;
+      if (count > 0) copy.#buckets[b] = new Uint8Array(this.#buckets[b]!.subarray(0, count * REVISION_ID_BYTES));
+    }
+    copy.#counts.set(this.#counts);
+    copy.#levels.leaf.set(this.#levels.leaf);
+    copy.#levels.level1.set(this.#levels.level1);
+    copy.#levels.level2.set(this.#levels.level2);
+    copy.#size = this.#size;
+    copy.#root = this.#root; // never changed in place (root() hands out copies)
+    return copy;
+  }
+
   /** The 32-byte root (a copy). Recomputes only the buckets changed since the last call. */
   root(): Uint8Array {
     if (this.#root === undefined) {

@@ -242,6 +242,31 @@ t.test('chunks may arrive in any order; a bad chunk is refused and nothing is pu
   await t.rejects(pub.stageFile({ relPath: 'lie.bin', manifest: { ...manifest, root: new Uint8Array(32) }, mode: 0o644, mtimeMs: 0 }), { code: 'HASH_MISMATCH' });
 });
 
+t.test('a large file writes back early while it arrives; a failed writeback fails its commit', async (t) => {
+  const share = await tempDir('share');
+  const chunking: ChunkingParams = { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 };
+  const bytes = randomBytes(IN_MEMORY_MAX_BYTES + 300_000);
+  const manifest = manifestFromBytes(bytes, chunking);
+  const pub = await Publisher.open({ shareRoot: share, chunking, earlyWritebackBytes: 100_000 });
+  const writeAll = async (f: StagedFile): Promise<void> => {
+    for (const [i, c] of manifest.chunks.entries()) await f.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+  };
+  const good = (await pub.stageFile({ relPath: 'big.bin', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  t.notOk(good.inMemory);
+  await writeAll(good);
+  t.ok(good.writebacksStarted >= 2, `writebacks started while writing (${good.writebacksStarted} for ${bytes.length} bytes)`);
+  await pub.commit([good]);
+  t.same(await readFile(join(share, 'big.bin')), bytes, 'published intact');
+
+  // fsync reports an error once: a failed early writeback must fail the commit, not vanish.
+  const bad = (await pub.stageFile({ relPath: 'lost.bin', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  const handle = bad.handle as unknown as { datasync: () => Promise<void> };
+  handle.datasync = () => Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+  await writeAll(bad);
+  await t.rejects(pub.commit([bad]), { code: 'IO', message: /lost\.bin.*EIO/ }, 'the commit names the file and the error');
+  t.same((await readdir(share)).sort(), ['big.bin'], 'nothing published at lost.bin, no temp file left');
+});
+
 t.test('abort removes temp files and leaves no final file', async (t) => {
   const share = await tempDir('share');
   // Above IN_MEMORY_MAX_BYTES, a file is staged in a temp file next to its final path.
