@@ -5,7 +5,10 @@
 // directory). Every tool copies from the same page-cached source into a fresh directory on the
 // same disk; runs of the tools are interleaved so a burst of load on this shared machine hits
 // them alike, `sync` runs (untimed) between runs so one tool's dirty pages are not flushed on
-// another's clock, and destinations are deleted after each run.
+// another's clock, and destinations are deleted after the case's last run: ext4 skips inodes freed
+// in the last ~30 s when it allocates new ones (recently_deleted() in its inode allocator), so a
+// run that followed the deletion of 10,000 files paid 150-600 us per create instead of ~40 us,
+// and which tool paid depended on the order of the runs.
 //
 // What is timed:
 //   - clawpeer `seconds`: the CLI's own figure (push() start to the receiver's done): includes
@@ -466,6 +469,7 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
   const scp: number[] = [];
   const rsync: number[] = [];
   const MiBs = (s: number): string => `${round(spec.bytes / MiB / s, 1)} MiB/s`;
+  const removeAfterCase: string[] = []; // see the header: no deletes between runs
   for (let r = 0; r < runs; r++) {
     if (spec.name === 'big') {
       syncDisks();
@@ -480,8 +484,7 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     log(`  ${spec.name} run ${r + 1}/${runs}: clawpeer ${MiBs(s.seconds)} (seconds ${round(s.seconds, 2)}, scan ${round(s.scanSeconds, 2)}, process ${round(s.processSeconds, 2)}; cpu: sender ${round(s.cpuSender ?? NaN, 2)} s, receiver ${round(s.cpuReceiver ?? NaN, 2)} s)`);
     const landed = await treeBytes(ctx.setup.shareDirs[share]!);
     if (landed.bytes !== spec.bytes || landed.files !== spec.files) throw new Error(`clawpeer delivered ${landed.files} files / ${landed.bytes} bytes, expected ${spec.files} / ${spec.bytes}`);
-    // Retried: the listener may still be saving the share's chunk index (chunk-index-pool.ts).
-    await rm(ctx.setup.shareDirs[share]!, { recursive: true, force: true, maxRetries: 5 });
+    removeAfterCase.push(ctx.setup.shareDirs[share]!);
     if (ssh !== undefined) {
       for (const tool of ['scp', 'rsync'] as const) {
         const dest = join(ctx.root, `${tool}-dest-${spec.name}-${r}`);
@@ -491,11 +494,13 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
         (tool === 'scp' ? scp : rsync).push(secs);
         const landedSsh = await treeBytes(dest);
         if (landedSsh.bytes !== spec.bytes) throw new Error(`${tool} delivered ${landedSsh.bytes} bytes, expected ${spec.bytes}`);
-        await rm(dest, { recursive: true, force: true });
+        removeAfterCase.push(dest);
         log(`  ${spec.name} run ${r + 1}/${runs}: ${tool} ${MiBs(secs)}`);
       }
     }
   }
+  // Retried: the listener may still be saving a share's chunk index (chunk-index-pool.ts).
+  for (const dir of removeAfterCase) await rm(dir, { recursive: true, force: true, maxRetries: 5 });
   const clawSeconds = toolResult('clawpeer push', 'CLI "seconds": scan+hash, manifest, transfer, fsync, publish (no process start, no connect)', claw.map((c) => c.seconds), spec.bytes, {
     cpuSecondsSender: claw.map((c) => round(c.cpuSender ?? Number.NaN, 2)),
     cpuSecondsReceiver: claw.map((c) => round(c.cpuReceiver ?? Number.NaN, 2)),
