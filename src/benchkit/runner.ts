@@ -3,12 +3,13 @@
 // connection's view of what happened.
 //
 // Goals:
-// - --simulate: everything on this machine. An in-process listener (NodeServer + serveSession,
-//   a temp home, fresh identities pinned both ways) behind an impairment relay: UDP on its own
-//   worker thread for QUIC (its timers must not wait for the endpoints' JavaScript), the TCP
-//   relay for the TLS fallback. Before the runs, each distinct link is measured by the relay
-//   self-check (relay/accuracy.ts) on the same worker placement the runs use; a link off by
-//   more than 5% in RTT or rate, or 0.2 points in loss, is flagged (relayAccurate: false).
+// - --simulate: everything on this machine. A listener on its own thread (listener-worker.ts:
+//   NodeServer + serveSession, a temp home, fresh identities pinned both ways) behind an
+//   impairment relay: UDP on its own worker thread for QUIC (its timers must not wait for the
+//   endpoints' JavaScript), the TCP relay for the TLS fallback. Before the runs, each distinct
+//   link is measured by the relay self-check (relay/accuracy.ts) on the same worker placement
+//   the runs use; a link off by more than 5% in RTT or rate, or 0.2 points in loss, is flagged
+//   (relayAccurate: false).
 // - --peer: a real paired peer, dialled at its pair address; runs push into the bench-specific
 //   subpath clawpeer-bench/<timestamp>/run-<i> of its default share (left there: we cannot
 //   delete on the peer; the report says where).
@@ -28,20 +29,18 @@ import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { startListenerWorker } from './listener-worker.js';
 import { machineConditions, type BenchConditions } from './machine.js';
 import { generateIdentity, type Identity } from '../crypto/identity.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { resolveConfig, type NodeConfig } from '../node/config.js';
+import { resolveConfig } from '../node/config.js';
 import { dialPeer } from '../node/dialer.js';
 import type { ResolvedPeer } from '../node/peer-resolve.js';
-import { PeerStore } from '../node/peer-store.js';
 import { pingPeer } from '../node/ping.js';
-import { NodeServer } from '../node/server.js';
 import type { PeerSession } from '../node/session.js';
 import type { Share } from '../node/shares.js';
 import { push, type TransferResult } from '../node/transfer-client.js';
-import { serveSession } from '../node/transfer-service.js';
 import { probeRelayAccuracy, startUdpEcho, type AccuracyProbeOptions, type AccuracyReport } from '../relay/accuracy.js';
 import { formatImpairSpec, type ImpairSpec } from '../relay/impair-spec.js';
 import type { ImpairmentCounters } from '../relay/impairment.js';
@@ -181,11 +180,8 @@ function sumCounters(c: ImpairmentCounters): RelayRunCounters {
 }
 
 async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logger): Promise<Environment> {
-  const serverIdentity = generateIdentity();
   const identity = generateIdentity();
   const serverHome = path.join(workDir, 'listener');
-  const peers = new PeerStore(path.join(serverHome, 'peers.json'));
-  await peers.add(identity.nodeId, 'bench-client');
   // One share per striped connection: concurrent pushes into one share race on its chunk index
   // (writeFileAtomic's temp name is pid + ms, so two index writes in the same ms collide).
   const shareCount = Math.max(1, ...plan.settings.map((s) => s.connections));
@@ -197,12 +193,8 @@ async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logge
     shares.push({ name, dir: await realpath(dir), readOnly: false });
   }
   const needsTcp = plan.settings.some((s) => s.transport === 'tcp');
-  const config: NodeConfig = resolveConfig({ transport: needsTcp ? 'auto' : 'quic' });
-  const serverLog = log.child('listener');
-  const server = await NodeServer.start(
-    { identity: serverIdentity, peers, shares, host: '127.0.0.1', port: 0, config, log: serverLog },
-    (session, signal) => serveSession(session, { shares, config, log: serverLog }, signal),
-  );
+  // The peer runs on its own thread, beside the sender, as on another machine (listener-worker.ts).
+  const server = await startListenerWorker({ home: serverHome, shares, clientNodeId: identity.nodeId, transport: needsTcp ? 'auto' : 'quic' });
   const target: HostPort = { host: '127.0.0.1', port: server.port };
   return {
     identity,
@@ -217,7 +209,7 @@ async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logge
       const relay = await startUdpRelayWorker({ listen, target, spec, seed: RELAY_SEED });
       return { address: relay.address, counters: async () => (await relay.stats()).counters, close: () => relay.close() };
     },
-    peerAt: (address) => ({ id: serverIdentity.nodeId, name: 'bench-listener', publicKey: serverIdentity.publicKey, address }),
+    peerAt: (address) => ({ id: server.nodeId, name: 'bench-listener', publicKey: server.publicKey, address }),
     shareFor: (k) => shares[k]?.name ?? '',
     discard: async (remotePath) => {
       await Promise.all(shares.map((s) => rm(path.join(s.dir, ...remotePath.split('/')), { recursive: true, force: true })));
@@ -458,6 +450,7 @@ export async function runBench(plan: BenchPlan, options: RunnerOptions): Promise
         }
       }
       env = await simulatedEnvironment(plan, workDir, options.log);
+      notes.push('simulated peer: a listener on its own thread of this process (its own event loop beside the sender\'s, as on another machine, but sharing this machine\'s cores)');
     } else {
       if (options.peer === undefined) throw new TypeError('--peer plan without a resolved peer');
       env = peerEnvironment(options.peer);

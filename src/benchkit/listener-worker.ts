@@ -1,0 +1,118 @@
+// The simulated peer of `clawpeer bench --simulate`: a listener on its own thread.
+//
+// Why: two machines run their sender and receiver side by side. With the listener in the
+// bench's own thread, every chunk's receive work (open, verify, stage, ack, commit) queued
+// behind the sender's (read, hash, seal) on one event loop, so a per-chunk-bound workload such
+// as 100 x 4 KiB revisions measured the sum of both sides: at 5 ms RTT and W=16 the data phase
+// spent ~0.7 ms per chunk there. On its own thread the receiver works in parallel, as a real
+// peer does (it still shares this machine's cores; the report says so).
+// Non-goals: isolation from a crash (a real `clawpeer listen` in another process is that).
+//
+// The same module is the worker's entry point (like relay/relay-worker.ts): loaded in a worker
+// with the marker in workerData, it starts the listener and serves one close request.
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { ClawpeerError } from '../errors.js';
+import { generateIdentity } from '../crypto/identity.js';
+import { silentLogger } from '../logger.js';
+import { resolveConfig } from '../node/config.js';
+import { PeerStore } from '../node/peer-store.js';
+import { NodeServer } from '../node/server.js';
+import type { Share } from '../node/shares.js';
+import { serveSession } from '../node/transfer-service.js';
+
+const WORKER_MARKER = 'clawpeer-bench-listener-worker';
+/** How long start waits for the worker to listen, ms. */
+const WORKER_START_TIMEOUT_MS = 15_000;
+
+export interface ListenerWorkerOptions {
+  /** Where the listener keeps its peer list. */
+  readonly home: string;
+  /** Shares it serves (directories created by the caller). */
+  readonly shares: readonly Share[];
+  /** The one client key it pins. */
+  readonly clientNodeId: string;
+  readonly transport: 'quic' | 'auto';
+}
+
+export interface ListenerWorker {
+  readonly port: number;
+  /** The listener's identity, for the client to pin. */
+  readonly nodeId: string;
+  readonly publicKey: Uint8Array;
+  close(): Promise<void>;
+}
+
+type FromWorker =
+  | { readonly type: 'ready'; readonly port: number; readonly nodeId: string; readonly publicKey: Uint8Array }
+  | { readonly type: 'failed'; readonly message: string }
+  | { readonly type: 'closed' };
+
+/** Starts the listener on a worker thread; resolves once it accepts connections. */
+export function startListenerWorker(options: ListenerWorkerOptions): Promise<ListenerWorker> {
+  // Compiled JS needs no loader: without the parent's execArgv (a test runner's hooks) the
+  // worker starts fast. Run from .ts source, it keeps the parent's loader.
+  const compiled = import.meta.url.endsWith('.js');
+  const worker = new Worker(new URL(import.meta.url), { workerData: { marker: WORKER_MARKER, options }, ...(compiled ? { execArgv: [] } : {}) });
+  return new Promise<ListenerWorker>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new ClawpeerError('TIMEOUT', `bench listener thread did not start within ${WORKER_START_TIMEOUT_MS} ms`));
+      void worker.terminate();
+    }, WORKER_START_TIMEOUT_MS);
+    worker.once('error', (err) => {
+      clearTimeout(timer);
+      reject(new ClawpeerError('INTERNAL', `bench listener thread failed: ${err.message}`, { cause: err }));
+    });
+    worker.once('message', (msg: FromWorker) => {
+      clearTimeout(timer);
+      if (msg.type !== 'ready') {
+        reject(new ClawpeerError('INTERNAL', `bench listener thread: ${msg.type === 'failed' ? msg.message : 'closed before it started'}`));
+        void worker.terminate();
+        return;
+      }
+      let closed: Promise<void> | undefined;
+      resolve({
+        port: msg.port,
+        nodeId: msg.nodeId,
+        publicKey: msg.publicKey,
+        close: () => {
+          closed ??= new Promise<void>((res) => {
+            worker.once('exit', () => res());
+            worker.postMessage('close');
+          });
+          return closed;
+        },
+      });
+    });
+  });
+}
+
+async function runWorker(port: NonNullable<typeof parentPort>, options: ListenerWorkerOptions): Promise<void> {
+  let server: NodeServer;
+  const identity = generateIdentity();
+  try {
+    const peers = new PeerStore(`${options.home}/peers.json`);
+    await peers.add(options.clientNodeId, 'bench-client');
+    const config = resolveConfig({ transport: options.transport });
+    const ctx = { shares: [...options.shares], config, log: silentLogger };
+    server = await NodeServer.start(
+      { identity, peers, shares: ctx.shares, host: '127.0.0.1', port: 0, config, log: silentLogger },
+      (session, signal) => serveSession(session, ctx, signal),
+    );
+  } catch (err) {
+    port.postMessage({ type: 'failed', message: err instanceof Error ? err.message : String(err) } satisfies FromWorker);
+    port.close();
+    return;
+  }
+  port.once('message', () => {
+    void server.close().finally(() => {
+      port.postMessage({ type: 'closed' } satisfies FromWorker);
+      port.close();
+    });
+  });
+  port.postMessage({ type: 'ready', port: server.port, nodeId: identity.nodeId, publicKey: identity.publicKey } satisfies FromWorker);
+}
+
+const data: unknown = workerData;
+if (!isMainThread && parentPort !== null && typeof data === 'object' && data !== null && (data as { marker?: unknown }).marker === WORKER_MARKER) {
+  void runWorker(parentPort, (data as { options: ListenerWorkerOptions }).options);
+}
