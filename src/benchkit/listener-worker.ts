@@ -8,10 +8,9 @@
 // peer does (it still shares this machine's cores; the report says so).
 // Non-goals: isolation from a crash (a real `clawpeer listen` in another process is that).
 //
-// The same module is the worker's entry point (like relay/relay-worker.ts): loaded in a worker
-// with the marker in workerData, it starts the listener and serves one close request.
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { ClawpeerError } from '../errors.js';
+// The same module is the worker's entry point (self-worker.ts): in the worker it starts the
+// listener and serves one close request.
+import { parentPort } from 'node:worker_threads';
 import { generateIdentity } from '../crypto/identity.js';
 import { silentLogger } from '../logger.js';
 import { resolveConfig } from '../node/config.js';
@@ -19,6 +18,7 @@ import { PeerStore } from '../node/peer-store.js';
 import { NodeServer } from '../node/server.js';
 import type { Share } from '../node/shares.js';
 import { serveSession } from '../node/transfer-service.js';
+import { selfWorkerOptions, startSelfWorker, stopperFor, type SelfWorkerFailed } from '../self-worker.js';
 
 const WORKER_MARKER = 'clawpeer-bench-listener-worker';
 /** How long start waits for the worker to listen, ms. */
@@ -44,46 +44,13 @@ export interface ListenerWorker {
 
 type FromWorker =
   | { readonly type: 'ready'; readonly port: number; readonly nodeId: string; readonly publicKey: Uint8Array }
-  | { readonly type: 'failed'; readonly message: string }
+  | SelfWorkerFailed
   | { readonly type: 'closed' };
 
 /** Starts the listener on a worker thread; resolves once it accepts connections. */
-export function startListenerWorker(options: ListenerWorkerOptions): Promise<ListenerWorker> {
-  // Compiled JS needs no loader: without the parent's execArgv (a test runner's hooks) the
-  // worker starts fast. Run from .ts source, it keeps the parent's loader.
-  const compiled = import.meta.url.endsWith('.js');
-  const worker = new Worker(new URL(import.meta.url), { workerData: { marker: WORKER_MARKER, options }, ...(compiled ? { execArgv: [] } : {}) });
-  return new Promise<ListenerWorker>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(new ClawpeerError('TIMEOUT', `bench listener thread did not start within ${WORKER_START_TIMEOUT_MS} ms`));
-      void worker.terminate();
-    }, WORKER_START_TIMEOUT_MS);
-    worker.once('error', (err) => {
-      clearTimeout(timer);
-      reject(new ClawpeerError('INTERNAL', `bench listener thread failed: ${err.message}`, { cause: err }));
-    });
-    worker.once('message', (msg: FromWorker) => {
-      clearTimeout(timer);
-      if (msg.type !== 'ready') {
-        reject(new ClawpeerError('INTERNAL', `bench listener thread: ${msg.type === 'failed' ? msg.message : 'closed before it started'}`));
-        void worker.terminate();
-        return;
-      }
-      let closed: Promise<void> | undefined;
-      resolve({
-        port: msg.port,
-        nodeId: msg.nodeId,
-        publicKey: msg.publicKey,
-        close: () => {
-          closed ??= new Promise<void>((res) => {
-            worker.once('exit', () => res());
-            worker.postMessage('close');
-          });
-          return closed;
-        },
-      });
-    });
-  });
+export async function startListenerWorker(options: ListenerWorkerOptions): Promise<ListenerWorker> {
+  const { worker, ready } = await startSelfWorker<Extract<FromWorker, { type: 'ready' }>>(import.meta.url, WORKER_MARKER, options, 'bench listener thread', WORKER_START_TIMEOUT_MS);
+  return { port: ready.port, nodeId: ready.nodeId, publicKey: ready.publicKey, close: stopperFor(worker, 'close') };
 }
 
 async function runWorker(port: NonNullable<typeof parentPort>, options: ListenerWorkerOptions): Promise<void> {
@@ -112,7 +79,5 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Listener
   port.postMessage({ type: 'ready', port: server.port, nodeId: identity.nodeId, publicKey: identity.publicKey } satisfies FromWorker);
 }
 
-const data: unknown = workerData;
-if (!isMainThread && parentPort !== null && typeof data === 'object' && data !== null && (data as { marker?: unknown }).marker === WORKER_MARKER) {
-  void runWorker(parentPort, (data as { options: ListenerWorkerOptions }).options);
-}
+const workerOptions = selfWorkerOptions<ListenerWorkerOptions>(WORKER_MARKER);
+if (workerOptions !== undefined && parentPort !== null) void runWorker(parentPort, workerOptions);

@@ -12,7 +12,7 @@ import { closeSync, fstatSync, openSync, read, readSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { ClawpeerError } from '../errors.js';
 import { blake3 } from './blake3.js';
-import { FastCdcChunker, validateChunkingParams } from './fastcdc.js';
+import { FastCdcChunker } from './fastcdc.js';
 import type { ChunkingParams } from './fastcdc.js';
 import { ManifestRootBuilder, manifestFromBytes } from './manifest.js';
 import type { ChunkRef, FileManifest } from './manifest.js';
@@ -79,6 +79,22 @@ function checkAborted(signal: AbortSignal | undefined, path: string): void {
   }
 }
 
+/** Opens `path` for reading and stats it: both failures are IO errors naming the file. */
+function openForChunking(path: string): { fd: number; size: number } {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    throw ioError(path, 'open', err);
+  }
+  try {
+    return { fd, size: fstatSync(fd).size };
+  } catch (err) {
+    closeSync(fd);
+    throw ioError(path, 'stat', err);
+  }
+}
+
 /**
  * Chunks the file at `path`: yields one 'chunk' event per chunk in file order, then one 'end'
  * event with the size and manifest root. Throws ClawpeerError IO (open/read failed) or ABORTED.
@@ -89,26 +105,31 @@ export async function* chunkFile(
   options: ChunkFileOptions = {},
 ): AsyncGenerator<FileChunkEvent, void, undefined> {
   const chunker = new FastCdcChunker(params);
+  checkAborted(options.signal, path);
+  const { fd, size } = openForChunking(path);
+  try {
+    yield* chunkOpenFile(fd, size, path, chunker, options);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * chunkFile's work on a file already open at `fd` (read from its current position, which must
+ * be the start; `statSize` picks synchronous reads for small files). The caller closes `fd`.
+ */
+async function* chunkOpenFile(
+  fd: number,
+  statSize: number,
+  path: string,
+  chunker: FastCdcChunker,
+  options: ChunkFileOptions,
+): AsyncGenerator<FileChunkEvent, void, undefined> {
   const bufferBytes = Math.max(options.bufferBytes ?? DEFAULT_CHUNK_BUFFER_BYTES, 2 * chunker.params.maxBytes);
   const { signal } = options;
-  checkAborted(signal, path);
-
-  let fd: number;
-  let taken: Uint8Array | undefined;
+  const small = statSize <= SYNC_READ_MAX_BYTES;
+  const buffer = takeBuffer(bufferBytes);
   try {
-    fd = openSync(path, 'r');
-  } catch (err) {
-    throw ioError(path, 'open', err);
-  }
-  try {
-    let small: boolean;
-    try {
-      small = fstatSync(fd).size <= SYNC_READ_MAX_BYTES;
-    } catch (err) {
-      throw ioError(path, 'stat', err);
-    }
-    const buffer = takeBuffer(bufferBytes);
-    taken = buffer;
     const root = new ManifestRootBuilder();
     // buffer[0, fill) holds file bytes [bufferBase, bufferBase + fill); the current chunk starts at
     // buffer index chunkStart. Invariant: fill - chunkStart = chunker.pendingBytes < maxBytes.
@@ -151,40 +172,31 @@ export async function* chunkFile(
     const size = bufferBase + fill;
     yield { kind: 'end', size, chunkCount: root.count, root: root.finish() };
   } finally {
-    if (taken !== undefined) returnBuffer(taken);
-    closeSync(fd);
+    returnBuffer(buffer);
   }
 }
 
 /**
- * The whole content of `path` if it is at most `maxBytes` long when read, else undefined (it is
- * larger, or grew past its stat size while read: the caller streams it instead). IO errors name
- * the file. Synchronous, like the small reads of chunkFile (SYNC_READ_MAX_BYTES).
+ * The whole content of the open file `fd` if it is at most `maxBytes` long when read, else
+ * undefined (it is larger, or grew past its stat size while read: the caller streams it
+ * instead). Reads at explicit positions, so the file position stays at the start.
+ * Synchronous, like the small reads of chunkFile (SYNC_READ_MAX_BYTES).
  */
-function readSmallFile(path: string, maxBytes: number): Buffer | undefined {
-  let fd: number;
+function readWholeIfSmall(fd: number, statSize: number, path: string, maxBytes: number): Buffer | undefined {
+  if (statSize > maxBytes) return undefined;
+  // One byte more than the stat size: filling it means the file grew since.
+  const buf = Buffer.allocUnsafe(statSize + 1);
+  let filled = 0;
   try {
-    fd = openSync(path, 'r');
-  } catch (err) {
-    throw ioError(path, 'open', err);
-  }
-  try {
-    const { size } = fstatSync(fd);
-    if (size > maxBytes) return undefined;
-    // One byte more than the stat size: filling it means the file grew since.
-    const buf = Buffer.allocUnsafe(size + 1);
-    let filled = 0;
     while (filled < buf.length) {
       const bytesRead = readSync(fd, buf, filled, buf.length - filled, filled);
       if (bytesRead === 0) break;
       filled += bytesRead;
     }
-    return filled > size ? undefined : buf.subarray(0, filled);
   } catch (err) {
     throw ioError(path, 'read', err);
-  } finally {
-    closeSync(fd);
   }
+  return filled > statSize ? undefined : buf.subarray(0, filled);
 }
 
 /**
@@ -197,14 +209,19 @@ export async function manifestFromFile(
   params: ChunkingParams,
   options: ChunkFileOptions = {},
 ): Promise<FileManifest> {
-  validateChunkingParams(params); // before touching the file, like chunkFile
+  const chunker = new FastCdcChunker(params); // validates before touching the file, like chunkFile
   checkAborted(options.signal, path);
-  const whole = readSmallFile(path, WHOLE_READ_MAX_BYTES);
-  if (whole !== undefined) return manifestFromBytes(whole, params);
-  const chunks: ChunkRef[] = [];
-  for await (const event of chunkFile(path, params, options)) {
-    if (event.kind === 'chunk') chunks.push(event.chunk);
-    else return { size: event.size, chunks, root: event.root };
+  const { fd, size } = openForChunking(path);
+  try {
+    const whole = readWholeIfSmall(fd, size, path, WHOLE_READ_MAX_BYTES);
+    if (whole !== undefined) return manifestFromBytes(whole, chunker.params);
+    const chunks: ChunkRef[] = [];
+    for await (const event of chunkOpenFile(fd, size, path, chunker, options)) {
+      if (event.kind === 'chunk') chunks.push(event.chunk);
+      else return { size: event.size, chunks, root: event.root };
+    }
+    throw new TypeError('chunkFile ended without an end event');
+  } finally {
+    closeSync(fd);
   }
-  throw new TypeError('chunkFile ended without an end event');
 }

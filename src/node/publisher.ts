@@ -179,7 +179,6 @@ export class StagedFile {
   #unsyncedBytes = 0;
   #writeback: Promise<void> | undefined;
   #writebackError: unknown;
-  #writebacksStarted = 0;
 
   /** @internal created by Publisher.stageFile */
   constructor(
@@ -343,17 +342,20 @@ export class StagedFile {
         }
       }
       this.#markWritten(index);
-      if (this.#handle !== undefined) this.#noteWritten(bytes.length);
+      this.#noteWritten(bytes.length);
     }
   }
 
-  /** Starts a background fdatasync once EARLY_WRITEBACK_BYTES more were written (one at a time). */
+  /**
+   * File-backed staging only: starts a background fdatasync once EARLY_WRITEBACK_BYTES more were
+   * written (one at a time).
+   */
   #noteWritten(bytes: number): void {
-    this.#unsyncedBytes += bytes;
     const handle = this.#handle;
-    if (this.#unsyncedBytes < this.#writebackEvery || this.#writeback !== undefined || handle === undefined) return;
+    if (handle === undefined) return;
+    this.#unsyncedBytes += bytes;
+    if (this.#unsyncedBytes < this.#writebackEvery || this.#writeback !== undefined) return;
     this.#unsyncedBytes = 0;
-    this.#writebacksStarted++;
     // A failed fsync is reported once and may clear the error: keep it, so the commit cannot
     // succeed on a later fsync after data was lost.
     this.#writeback = handle
@@ -364,11 +366,6 @@ export class StagedFile {
       .finally(() => {
         this.#writeback = undefined;
       });
-  }
-
-  /** @internal Early writebacks started so far (tests). */
-  get writebacksStarted(): number {
-    return this.#writebacksStarted;
   }
 
   /** @internal Waits for a writeback in flight; throws IO if any early writeback failed. */

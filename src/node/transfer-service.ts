@@ -32,8 +32,6 @@ export const PREPARE_TIMEOUT_MS = 30 * 60_000;
  */
 export const DESTINATION_WAIT_MS = 30_000;
 
-/** The destination locks of this process: every session of a listener shares them. */
-
 export interface ServiceContext {
   readonly shares: readonly Share[];
   readonly config: NodeConfig;

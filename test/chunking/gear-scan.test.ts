@@ -5,8 +5,7 @@ import { WASM_BLOCK_BYTES, gearScan, gearScanBackend, gearScanJs } from '../../s
 import { pseudoRandomBytes } from './fixtures.js';
 
 t.test('this runtime uses the wasm loop (so the comparisons below compare two implementations)', async (t) => {
-  t.equal(gearScanBackend, 'wasm');
-  t.not(gearScan, gearScanJs);
+  t.equal(gearScanBackend(), 'wasm');
 });
 
 t.test('property: the wasm loop finds the same hit and hash as the JS loop', async (t) => {
