@@ -5,14 +5,47 @@ import yargs, { type Argv } from 'yargs';
 import { ClawpeerError, EXIT_CODES, type ExitCode } from '../errors.js';
 import { makeContext, type CommandContext, type GlobalOptions } from './context.js';
 import { Output } from './output.js';
-import { registerIdentityCommands } from './commands/identity.js';
-import { registerPairCommands } from './commands/pair.js';
-import { registerNetworkCommands } from './commands/network.js';
-import { registerTransferCommands } from './commands/transfer.js';
-import { registerRelayCommands } from './commands/relay.js';
-import { registerSyncCommands } from './commands/sync.js';
-import { registerDoctorCommands } from './commands/doctor.js';
-import { registerBenchCommands } from './commands/bench.js';
+
+type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
+type Register = (cli: Argv, run: Runner) => Argv;
+
+// Command modules by the commands they register. A run imports only the module of the command
+// it names (every module for --help, --version, no command or an unknown one): importing all
+// eight cost ~190 ms of every start, most of it in modules the command never calls (lmdb for a
+// push, the relay and bench code for a sync).
+const identity = (): Promise<Register> => import('./commands/identity.js').then((m) => m.registerIdentityCommands);
+const pair = (): Promise<Register> => import('./commands/pair.js').then((m) => m.registerPairCommands);
+const network = (): Promise<Register> => import('./commands/network.js').then((m) => m.registerNetworkCommands);
+const transfer = (): Promise<Register> => import('./commands/transfer.js').then((m) => m.registerTransferCommands);
+const relay = (): Promise<Register> => import('./commands/relay.js').then((m) => m.registerRelayCommands);
+const sync = (): Promise<Register> => import('./commands/sync.js').then((m) => m.registerSyncCommands);
+const doctor = (): Promise<Register> => import('./commands/doctor.js').then((m) => m.registerDoctorCommands);
+const bench = (): Promise<Register> => import('./commands/bench.js').then((m) => m.registerBenchCommands);
+const ALL_MODULES = [identity, pair, network, transfer, relay, sync, doctor, bench];
+const MODULE_OF_COMMAND: ReadonlyMap<string, () => Promise<Register>> = new Map([
+  ['init', identity], ['id', identity], ['pair', pair], ['listen', network], ['ping', network], ['push', transfer], ['pull', transfer],
+  ['relay', relay], ['sync', sync], ['log', sync], ['restore', sync], ['gc', sync], ['doctor', doctor], ['bench', bench],
+]);
+/** Global options that take a value (the word after them is not the command). */
+const GLOBAL_VALUE_OPTIONS = new Set(['--home']);
+
+/** The command word of `argv` (the first word that is neither an option nor an option's value). */
+export function commandWord(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') return undefined;
+    if (GLOBAL_VALUE_OPTIONS.has(a)) i++;
+    else if (!a.startsWith('-')) return a;
+  }
+  return undefined;
+}
+
+/** The registration functions `argv` needs: its command's module, or all of them. */
+export async function registrationsFor(argv: readonly string[]): Promise<Register[]> {
+  const word = commandWord(argv);
+  const one = word === undefined ? undefined : MODULE_OF_COMMAND.get(word);
+  return Promise.all((one === undefined ? ALL_MODULES : [one]).map((load) => load()));
+}
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -51,14 +84,7 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
       throw new ClawpeerError('USAGE', message ?? err?.message ?? 'invalid usage', err === undefined ? undefined : { cause: err });
     })
     .wrap(Math.min(100, process.stdout.columns ?? 100));
-  cli = registerIdentityCommands(cli, run);
-  cli = registerPairCommands(cli, run);
-  cli = registerNetworkCommands(cli, run);
-  cli = registerTransferCommands(cli, run);
-  cli = registerRelayCommands(cli, run);
-  cli = registerSyncCommands(cli, run);
-  cli = registerDoctorCommands(cli, run);
-  cli = registerBenchCommands(cli, run);
+  for (const register of await registrationsFor(argv)) cli = register(cli, run);
 
   try {
     await cli.parseAsync();

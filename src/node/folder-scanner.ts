@@ -43,7 +43,7 @@ import { INTERNAL_DIR_NAME, isInternalPath, isTempFileName } from './partial-sto
 import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from './publisher.js';
 import { RevisionStore } from './revision-store.js';
 import type { RevisionDraft, WarmStat } from './revision-store.js';
-import { scanTree } from './tree-scan.js';
+import { scanTreeBatches } from './tree-scan.js';
 import type { TreeEntry, TreeScanIssue } from './tree-scan.js';
 
 /** Changes committed per transaction: bounds the memory of pending drafts (~300 bytes each). */
@@ -156,8 +156,8 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
   };
   const certify = (e: TreeEntry): WarmStat | undefined => (isRacy(e.mtimeNs, nowNs, racyWindowMs) ? undefined : statOf(e));
 
-  const walk = scanTree(root, { rootName: null, onIssue: report, skipDir: (rel) => rel === INTERNAL_DIR_NAME, ...(signal === undefined ? {} : { signal }) });
-  for await (const entry of walk) {
+  const walk = scanTreeBatches(root, { rootName: null, onIssue: report, skipDir: (rel) => rel === INTERNAL_DIR_NAME, ...(signal === undefined ? {} : { signal }) });
+  for await (const batch of walk) for (const entry of batch) {
     const rel = entry.relPath;
     if (isInternalPath(rel)) {
       const isTemp = entry.kind === 'file' && isTempFileName(path.posix.basename(rel));
@@ -166,7 +166,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     }
     const key = RevisionStore.pathKeyOf(rel);
     seen.add(key);
-    if (entry.kind === 'file' && store.isWarm(key, statOf(entry))) {
+    if (entry.kind === 'file' && store.isWarm(key, entry)) { // an entry is its own WarmStat
       unchanged++;
       continue;
     }

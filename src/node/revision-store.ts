@@ -111,10 +111,16 @@ export interface OpenRevisionStoreOptions {
 const PATH_KEY_CACHE_MAX = 1024;
 const pathKeyCache = new Map<string, Buffer>();
 
+/** BLAKE3 of the UTF-8 path, as a Buffer view of the digest (no copy). */
+function hashPath(relPath: string): Buffer {
+  const digest = blake3(Buffer.from(relPath, 'utf8'));
+  return Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength);
+}
+
 function pathKey(relPath: string): Buffer {
   const cached = pathKeyCache.get(relPath);
   if (cached !== undefined) return cached;
-  const key = Buffer.from(blake3(Buffer.from(relPath, 'utf8')));
+  const key = hashPath(relPath);
   if (pathKeyCache.size >= PATH_KEY_CACHE_MAX) pathKeyCache.clear();
   pathKeyCache.set(relPath, key);
   return key;
@@ -132,8 +138,8 @@ function readU64(b: Uint8Array | undefined): number {
 }
 
 /** A warm entry: the head id it is certified for, then size, mtimeNs, ino, dev (u64 BE) and mode (u32 BE). */
-function encodeWarm(headId: Uint8Array, stat: WarmStat): Buffer {
-  const v = Buffer.alloc(WARM_VALUE_BYTES);
+function encodeWarm(headId: Uint8Array, stat: WarmStat, into: Buffer = Buffer.alloc(WARM_VALUE_BYTES)): Buffer {
+  const v = into;
   v.set(headId, 0);
   let o = BLAKE3_OUT_BYTES;
   v.writeBigUInt64BE(BigInt(stat.size), o);
@@ -181,6 +187,8 @@ export class RevisionStore {
   readonly #env: RootDatabase<Buffer, Buffer>;
   readonly #db: Dbs;
   readonly #ids: MerkleIdSet;
+  readonly #scratchHead = Buffer.alloc(BLAKE3_OUT_BYTES);
+  readonly #scratchWarm = Buffer.alloc(WARM_VALUE_BYTES);
   #inTransaction = false;
   #closed = false;
 
@@ -296,7 +304,8 @@ export class RevisionStore {
 
   /** The key headPathKeys() lists `relPath` under (latin1 string of its 32-byte path key). */
   static pathKeyOf(relPath: string): string {
-    return pathKey(relPath).toString('latin1');
+    // A scan asks once per path and never again: the cache would only churn.
+    return hashPath(relPath).toString('latin1');
   }
 
   /**
@@ -306,10 +315,20 @@ export class RevisionStore {
   isWarm(key: string, stat: WarmStat): boolean {
     this.#checkOpen();
     const k = Buffer.from(key, 'latin1');
-    const v = this.#db.warm.get(k);
+    // A no-op scan asks this once per file: read through lmdb's shared value buffer and compare
+    // against scratch buffers, so the answer allocates nothing per file. That buffer is valid
+    // until the next read and only its `length` property says the value's size (the typed array
+    // is larger, so Buffer methods would see its stale tail): plain byte loops, and the head id
+    // is copied out before the second read.
+    const head = this.#db.heads.getBinaryFast(k);
+    if (head === undefined || head.length !== BLAKE3_OUT_BYTES) return false;
+    const scratchHead = this.#scratchHead;
+    for (let i = 0; i < BLAKE3_OUT_BYTES; i++) scratchHead[i] = head[i]!;
+    const v = this.#db.warm.getBinaryFast(k);
     if (v === undefined || v.length !== WARM_VALUE_BYTES) return false;
-    const headId = this.#db.heads.get(k);
-    return headId !== undefined && v.equals(encodeWarm(headId, stat));
+    const expected = encodeWarm(scratchHead, stat, this.#scratchWarm);
+    for (let i = 0; i < WARM_VALUE_BYTES; i++) if (v[i] !== expected[i]) return false;
+    return true;
   }
 
   /** Every path key (pathKeyOf) that has a head: a scan finds unseen paths without decoding each head. */

@@ -4,7 +4,7 @@ import { DataOpener, DataSealer } from '../crypto/aead.js';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { SessionKeys } from '../crypto/session-keys.js';
 import type { SessionCapabilities } from '../protocol/capabilities.js';
-import type { Connection, TransportName } from '../transport/types.js';
+import type { CloseOptions, Connection, TransportName } from '../transport/types.js';
 import type { ControlChannel, ControlHandshakeResult } from './control-channel.js';
 
 export class PeerSession {
@@ -47,9 +47,10 @@ export class PeerSession {
   }
 
   /** Finishes the control stream, then closes the connection gracefully. */
-  async close(reason = 'done'): Promise<void> {
+  /** Finishes the control stream and closes the connection (see CloseOptions for `linger`). */
+  async close(reason = 'done', options?: CloseOptions): Promise<void> {
     await this.control.close().catch(() => undefined);
-    await this.connection.close(reason);
+    await this.connection.close(reason, options);
   }
 }
 

@@ -17,7 +17,9 @@
 // costs a thread-pool round trip (measured here: 10,000 files in ~900 ms awaited one by one vs
 // ~60 ms synchronous), and a no-op sync of a big tree is nothing but this walk. To keep a
 // listener serving other peers meanwhile, the walk yields to the event loop every
-// YIELD_EVERY_ENTRIES entries.
+// YIELD_EVERY_ENTRIES entries. The walk itself is a synchronous generator and scanTreeBatches
+// hands its entries out a batch at a time: an async generator pays a promise and a microtask
+// per entry, which cost a cold no-op scan of 10,000 files ~150 ms against ~70 ms in batches.
 
 import { lstatSync, readdirSync, readlinkSync } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
@@ -148,6 +150,31 @@ interface Frame {
  * on the signal, and (without `onIssue`) PATH_INVALID / IO for the first entry that cannot be sent.
  */
 export async function* scanTree(localPath: string, options: ScanTreeOptions = {}): AsyncGenerator<TreeEntry, void, undefined> {
+  for await (const batch of scanTreeBatches(localPath, options)) yield* batch;
+}
+
+/**
+ * scanTree's entries in order, in arrays of up to YIELD_EVERY_ENTRIES, with a turn of the event
+ * loop between arrays: for callers whose per-entry work is cheap (a no-op sync scan).
+ */
+export async function* scanTreeBatches(localPath: string, options: ScanTreeOptions = {}): AsyncGenerator<TreeEntry[], void, undefined> {
+  const walk = walkTree(localPath, options);
+  for (;;) {
+    const batch: TreeEntry[] = [];
+    for (let r = walk.next(); ; r = walk.next()) {
+      if (r.done === true) {
+        if (batch.length > 0) yield batch;
+        return;
+      }
+      batch.push(r.value);
+      if (batch.length >= YIELD_EVERY_ENTRIES) break;
+    }
+    yield batch;
+    await yieldToEventLoop();
+  }
+}
+
+function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeEntry, void, undefined> {
   const { signal } = options;
   const checkAborted = (): void => {
     if (signal?.aborted === true) throw new ClawpeerError('ABORTED', `scan of ${localPath} aborted`, { cause: signal.reason });
@@ -232,9 +259,7 @@ export async function* scanTree(localPath: string, options: ScanTreeOptions = {}
   if (rootNames === undefined) return;
   const stack: Frame[] = [{ localDir: rootLocal, relDir: rootRel, names: rootNames, next: 0 }];
 
-  let walked = 0;
   while (stack.length > 0) {
-    if (++walked % YIELD_EVERY_ENTRIES === 0) await yieldToEventLoop();
     checkAborted();
     const frame = stack[stack.length - 1]!;
     const name = frame.names[frame.next++];

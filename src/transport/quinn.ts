@@ -30,6 +30,7 @@ import {
 } from './quinn-napi.js';
 import type {
   CloseInfo,
+  CloseOptions,
   ConnectOptions,
   Connection,
   DuplexStream,
@@ -326,13 +327,13 @@ class QuinnConnection implements Connection {
    * (3) then CONNECTION_CLOSE. What the peer already received stays readable after the close.
    * Only an application-level ack proves delivery; the node layer does that before closing.
    */
-  close(reason?: string): Promise<void> {
+  close(reason?: string, options?: CloseOptions): Promise<void> {
     this.#closePromise ??= (async () => {
       this.#closing = true;
       this.#closeReason = reason;
       this.#streams.close();
       if (!this.#gone) {
-        await this.#linger();
+        if (options?.linger !== false) await this.#linger();
         this.#native.abort();
       }
       await this.closed;

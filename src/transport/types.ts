@@ -43,6 +43,16 @@ export interface CloseInfo {
   readonly reason?: string;
 }
 
+export interface CloseOptions {
+  /**
+   * false: the peer's application has already acknowledged everything this side sent (a done
+   * message came back), so waiting for the transport to see its tail acknowledged buys nothing.
+   * Only quinn waits (its close linger, 30-80 ms at the end of every command here); the other
+   * transports ignore this. Default true.
+   */
+  readonly linger?: boolean;
+}
+
 export interface Connection {
   readonly transport: TransportName;
   /** The peer's Ed25519 public key (32 bytes), proven by the transport handshake. */
@@ -54,7 +64,7 @@ export interface Connection {
   acceptStream(options?: { signal?: AbortSignal }): Promise<DuplexStream | null>;
   stats(): TransportStats;
   /** Close gracefully (data already acknowledged by the application is delivered). Idempotent. */
-  close(reason?: string): Promise<void>;
+  close(reason?: string, options?: CloseOptions): Promise<void>;
   /** Settles when the connection is gone, for whatever reason. Never rejects. */
   readonly closed: Promise<CloseInfo>;
 }

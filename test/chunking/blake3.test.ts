@@ -9,6 +9,7 @@ import {
   bytesEqual,
   createBlake3Hasher,
   fromHex,
+  SMALL_INPUT_MAX_BYTES,
   toHex,
   useBlake3Backend,
 } from '../../src/chunking/blake3.js';
@@ -54,6 +55,15 @@ t.test('official test vectors, one-shot and incremental, on every backend', asyn
       for (let at = 0; at < length; at += 1000) hasher.update(input.subarray(at, Math.min(length, at + 1000)));
       t.equal(toHex(hasher.digest()), hex, `${impl.backend} incremental(${length})`);
     }
+  }
+});
+
+t.test('blake3() gives the official digests on both sides of the small-input switch to wasm', async (t) => {
+  // Vectors 0 and 1 go through the small-input path, the rest through the active backend.
+  for (const [length, hex] of VECTORS) t.equal(toHex(blake3(blake3VectorInput(length))), hex, `blake3(${length})`);
+  for (const length of [SMALL_INPUT_MAX_BYTES - 1, SMALL_INPUT_MAX_BYTES, SMALL_INPUT_MAX_BYTES + 1]) {
+    const input = pseudoRandomBytes(length, length);
+    for (const impl of backends) t.equal(toHex(blake3(input)), toHex(impl.hash(input)), `blake3(${length} bytes) = ${impl.backend}`);
   }
 });
 

@@ -90,10 +90,12 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const log = ctx.log.child('sync');
   const once = async (): Promise<void> => {
     const session = await dialPeer({ identity, peer, config, log, signal: ctx.signal });
+    let delivered = false;
     try {
       report(ctx, await syncFolder({ session, dir, share: remote.share, mode, nodeId: identity.nodeId, log, signal: ctx.signal }));
+      delivered = true; // it ended on the listener's sync-done: nothing of ours is left unanswered
     } finally {
-      await session.close();
+      await session.close('done', { linger: !delivered });
     }
   };
   if (args['watch'] !== true) {

@@ -71,6 +71,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const { push, pull } = await import('../../node/transfer-client.js');
   const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal });
   const progress = createProgress(ctx.out, () => 0);
+  let delivered = false;
   try {
     const options = {
       session, share: remote.share, remotePath: remote.path, localPath, force: args['force'] === true, streams, window,
@@ -79,9 +80,12 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
     const result = direction === 'push' ? await push(options) : await pull(options);
     progress.stop();
     report(ctx, direction === 'push' ? 'pushed' : 'pulled', result);
+    // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
+    // pull ends on our own transfer-done, which the linger sees delivered.
+    delivered = direction === 'push';
   } finally {
     progress.stop();
-    await session.close();
+    await session.close('done', { linger: !delivered });
   }
 }
 

@@ -1,0 +1,24 @@
+// main.ts loads only the module of the command a run names; these check which one it picks.
+import t from 'tap';
+import { commandWord, registrationsFor } from '../../src/cli/main.js';
+
+t.test('commandWord skips options and the values of global options', async (t) => {
+  t.equal(commandWord(['sync', 'dir', 'peer:share']), 'sync');
+  t.equal(commandWord(['--home', '/tmp/h', 'push', 'a', 'b:c']), 'push', '--home takes the next word');
+  t.equal(commandWord(['--home=/tmp/h', '--json', '-vv', 'pull', 'b:c', 'a']), 'pull');
+  t.equal(commandWord(['--json']), undefined);
+  t.equal(commandWord(['--help']), undefined);
+  t.equal(commandWord(['--', 'sync']), undefined, 'nothing after -- is a command');
+});
+
+t.test('a known command loads one module; help, version and typos load all of them', async (t) => {
+  t.equal((await registrationsFor(['sync', 'd', 'p:s'])).length, 1);
+  t.equal((await registrationsFor(['log', 'd'])).length, 1, 'log lives in the sync module');
+  const all = await registrationsFor(['--help']);
+  t.equal(all.length, 8);
+  t.equal(new Set(all).size, 8, 'eight different modules');
+  t.equal((await registrationsFor(['--version'])).length, 8);
+  t.equal((await registrationsFor(['synk', 'd'])).length, 8, 'a typo gets every command, so yargs can suggest one');
+  const [syncOnly] = await registrationsFor(['restore', 'x']);
+  t.ok(all.includes(syncOnly!), 'the one module is one of the eight');
+});
