@@ -1,7 +1,11 @@
 // Routes the data streams a peer opens to the transfer they belong to. The first frame on a
-// data stream is a control `data-open` naming the transfer; a stream for no registered transfer
-// (or with anything else first) is reset. Registration happens before the receiver sends its
-// Want, and the sender opens streams only after reading it, so there is no race.
+// data stream is a control `data-open` naming the transfer; a stream with anything else first is
+// reset. A sender with the early-chunks feature opens its streams right after its Manifest, so a
+// stream can arrive before the request that announces its transfer has been read (another QUIC
+// stream, no order between them) and long before the receiver registers: such streams wait, at
+// most MAX_WAITING_STREAMS of them for WAITING_STREAM_MS, and register() takes them. A stream for
+// a transfer that already ended (its receiver had everything before reading it: the sender's
+// early chunks were all unwanted) is reset at once.
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { decodeControl } from '../protocol/messages.js';
@@ -16,9 +20,24 @@ export interface IncomingDataStream {
 
 type Sink = (stream: IncomingDataStream) => void;
 
+/** Streams held for transfers not registered yet, in all (beyond: reset at once). */
+export const MAX_WAITING_STREAMS = 64;
+/** How long a stream waits for its transfer to register before it is reset, ms. */
+export const WAITING_STREAM_MS = 10_000;
+const ENDED_TRANSFERS_KEPT = 256;
+
+interface Waiting {
+  readonly streams: IncomingDataStream[];
+  readonly timer: NodeJS.Timeout;
+}
+
 export class DataStreamRouter {
   readonly #sinks = new Map<number, Sink>();
   readonly #seenStreamIds = new Set<number>();
+  readonly #waiting = new Map<number, Waiting>();
+  #waitingCount = 0;
+  /** Recently ended transfers (insertion order), whose late streams are reset without waiting. */
+  readonly #ended = new Set<number>();
 
   constructor(
     private readonly connection: Connection,
@@ -40,7 +59,38 @@ export class DataStreamRouter {
   register(transferId: number, sink: Sink): () => void {
     if (this.#sinks.has(transferId)) throw new ClawpeerError('PROTOCOL', `transfer ${transferId} is already running`);
     this.#sinks.set(transferId, sink);
-    return () => this.#sinks.delete(transferId);
+    for (const stream of this.#takeWaiting(transferId)) sink(stream);
+    return () => {
+      this.#sinks.delete(transferId);
+      this.#ended.add(transferId);
+      if (this.#ended.size > ENDED_TRANSFERS_KEPT) this.#ended.delete(this.#ended.values().next().value as number);
+    };
+  }
+
+  #takeWaiting(transferId: number): IncomingDataStream[] {
+    const w = this.#waiting.get(transferId);
+    if (w === undefined) return [];
+    clearTimeout(w.timer);
+    this.#waiting.delete(transferId);
+    this.#waitingCount -= w.streams.length;
+    return w.streams;
+  }
+
+  #hold(transferId: number, stream: IncomingDataStream): void {
+    if (this.#waitingCount >= MAX_WAITING_STREAMS) throw new ClawpeerError('PROTOCOL', `data stream for unknown transfer ${transferId} (${MAX_WAITING_STREAMS} streams already wait for theirs)`);
+    let w = this.#waiting.get(transferId);
+    if (w === undefined) {
+      const timer = setTimeout(() => {
+        const streams = this.#takeWaiting(transferId);
+        if (streams.length > 0) this.log.warn('reset data streams whose transfer never started', { transferId, streams: streams.length, waitedMs: WAITING_STREAM_MS });
+        for (const s of streams) s.frames.stream.reset();
+      }, WAITING_STREAM_MS);
+      timer.unref();
+      w = { streams: [], timer };
+      this.#waiting.set(transferId, w);
+    }
+    w.streams.push(stream);
+    this.#waitingCount++;
   }
 
   async #route(frames: FrameStream): Promise<void> {
@@ -48,13 +98,14 @@ export class DataStreamRouter {
       const first = expectFrame(await frames.next(), 'control', 'new data stream');
       const msg = decodeControl(first.body, { maxBytes: this.maxFrameBytes });
       if (msg.type !== 'data-open') throw new ClawpeerError('PROTOCOL', `a data stream must start with data-open, got ${msg.type}`);
-      const sink = this.#sinks.get(msg.transferId);
-      if (sink === undefined) throw new ClawpeerError('PROTOCOL', `data stream for unknown transfer ${msg.transferId}`);
       // A stream id names the AEAD nonce space: reusing one within a session would let a peer
       // replay frames across streams, so each may be opened once.
       if (this.#seenStreamIds.has(msg.streamId)) throw new ClawpeerError('PROTOCOL', `data stream id ${msg.streamId} opened twice`);
       this.#seenStreamIds.add(msg.streamId);
-      sink({ frames, streamId: msg.streamId });
+      const sink = this.#sinks.get(msg.transferId);
+      if (sink !== undefined) sink({ frames, streamId: msg.streamId });
+      else if (this.#ended.has(msg.transferId)) frames.stream.reset(); // nothing in it was wanted
+      else this.#hold(msg.transferId, { frames, streamId: msg.streamId });
     } catch (err) {
       this.log.warn('refused a data stream', { error: (err as Error).message });
       frames.stream.reset();

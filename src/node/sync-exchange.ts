@@ -30,9 +30,9 @@ import { isInternalPath } from './partial-store.js';
 import type { RevisionStore } from './revision-store.js';
 import type { PeerSession } from './session.js';
 import { historyBlobPath } from './sync-history.js';
-import { expectMessage, receiveManifest, sendManifest } from './transfer-control.js';
+import { expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
-import { sendChunks } from './transfer-send.js';
+import { sendChunks, sendsEarly } from './transfer-send.js';
 import type { SourceFile } from './transfer-source.js';
 
 /** Data streams and window a content fetch uses (bounded again by the session's caps). */
@@ -283,9 +283,9 @@ export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store
     totalBytes += m.size;
   }
   await sendManifest(session, first.fetchId, entries);
-  const want = await expectMessage(session, 'want', first.fetchId, ch.timeoutMs, ch.signal);
+  const want = expectWant(session, first.fetchId, ch.timeoutMs, ch.signal);
   const stats = await sendChunks({
-    session, transferId: first.fetchId, source: { entries, files, totalBytes }, lacking: want.lacking, uniqueCount: want.uniqueChunks,
+    session, transferId: first.fetchId, source: { entries, files, totalBytes }, want: sendsEarly(session) ? want : await want,
     streams: Math.max(1, Math.min(SYNC_FETCH_STREAMS, session.caps.maxStreams)), window: Math.max(1, Math.min(SYNC_FETCH_WINDOW, session.caps.maxWindowChunks)),
     idleTimeoutMs: ch.timeoutMs, signal: ch.signal, log: ch.log,
   });

@@ -7,9 +7,9 @@ import type { Logger } from '../logger.js';
 import type { TransferDoneMessage } from '../protocol/messages.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import type { PeerSession } from './session.js';
-import { expectMessage, receiveManifest, sendManifest } from './transfer-control.js';
+import { expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
-import { sendChunks } from './transfer-send.js';
+import { sendChunks, sendsEarly } from './transfer-send.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 import { scanSource } from './transfer-source.js';
 import { settledWithin } from './timeouts.js';
@@ -80,20 +80,33 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   // The manifest follows the request without waiting for the accept: one round trip less.
   // If the listener refuses, its Error arrives instead of the accept and the batches are moot.
   await sendManifest(session, id, source.entries);
-  const accept = await expectMessage(session, 'transfer-accept', id, o.idleTimeoutMs, o.signal);
-  const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
+  // With early chunks the data streams start now, before the accept and the Want; the listener
+  // clamps streams and window to the session's caps, so we know them already.
+  const early = sendsEarly(session);
+  const streams = Math.max(1, Math.min(o.streams, session.caps.maxStreams));
+  const window = Math.max(1, Math.min(o.window, session.caps.maxWindowChunks));
+  const accepted = (async () => {
+    const accept = await expectMessage(session, 'transfer-accept', id, o.idleTimeoutMs, o.signal);
+    if (accept.streams !== streams || accept.window !== window) {
+      throw new ClawpeerError('PROTOCOL', `listener accepted ${accept.streams} streams and a window of ${accept.window}, expected ${streams} and ${window}`);
+    }
+    return expectWant(session, id, PREPARE_TIMEOUT_MS, o.signal);
+  })();
+  accepted.catch(() => undefined); // awaited below or by sendChunks; this only marks it handled
+  const want = early ? accepted : await accepted;
 
   // While chunks flow, the receiver may fail (its Error arrives on the control channel): stop sending then.
   const abort = new AbortController();
   const onOuter = (): void => abort.abort();
   o.signal.addEventListener('abort', onOuter, { once: true });
-  const done = expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal);
+  // One receive() at a time on the control channel: the done is read after the Want.
+  const done = accepted.then(() => expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal));
   done.catch(() => abort.abort());
   let sent = 0;
   try {
     const stats = await sendChunks({
-      session, transferId: id, source, lacking: want.lacking, uniqueCount: want.uniqueChunks,
-      streams: accept.streams, window: accept.window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
+      session, transferId: id, source, want,
+      streams, window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
       onChunkSent: (bytes) => {
         sent += bytes;
         o.onProgress?.({ phase: 'sending', bytes: sent, totalBytes: 0, files: 0, totalFiles });
@@ -109,7 +122,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     const result: TransferDoneMessage = await done;
     return {
       files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
-      chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, streams: stats.streamsUsed, window: accept.window,
+      chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, streams: stats.streamsUsed, window,
       seconds: (performance.now() - started) / 1000,
     };
   } finally {

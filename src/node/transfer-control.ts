@@ -20,6 +20,12 @@ export async function expectMessage<T extends ControlMessage['type']>(session: P
   return msg as Of<T>;
 }
 
+/** The receiver's Want of `transferId`, as sendChunks takes it. */
+export async function expectWant(session: PeerSession, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<{ lacking: Uint8Array; uniqueCount: number }> {
+  const want = await expectMessage(session, 'want', transferId, timeoutMs, signal);
+  return { lacking: want.lacking, uniqueCount: want.uniqueChunks };
+}
+
 /** Collects manifest batches until `last`; refuses more entries than a transfer may have. */
 export async function receiveManifest(session: PeerSession, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<ManifestEntry[]> {
   const entries: ManifestEntry[] = [];

@@ -52,6 +52,8 @@ export interface ReceiveStats {
   readonly bytes: number;
   readonly chunksReceived: number;
   readonly chunksSkipped: number;
+  /** Early chunks that arrived although we held them already (dropped, not written). */
+  readonly chunksDropped: number;
   readonly filesUnchanged: number;
 }
 
@@ -108,12 +110,14 @@ export class TransferReceiver {
   #index: ChunkIndex | undefined;
   readonly #staged: StagedFile[] = [];
   readonly #wanted = new Map<string, Placement[]>();
+  /** Every distinct chunk key of the manifest: an early frame may carry any of them. */
+  #announced: ReadonlySet<string> = new Set();
   readonly #toCommit: StagedFile[] = [];
   #toCommitBytes = 0;
   #commitChain: Promise<void> = Promise.resolve();
   /** Batches handed to #commitChain and not finished: receiving waits only when two are. */
   #commitsInFlight = 0;
-  #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, filesUnchanged: 0 };
+  #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, chunksDropped: 0, filesUnchanged: 0 };
   #allReceived: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
   /** Chunks taken off #wanted whose writes (and acks) are still in progress. */
   #writing = 0;
@@ -203,6 +207,7 @@ export class TransferReceiver {
     for (const f of this.#staged) if (f.complete) this.#queueCommit(f);
 
     const { keys } = uniqueChunks(entries);
+    this.#announced = new Set(keys);
     if (this.#wanted.size === 0) this.#allReceived.resolve();
     return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length };
   }
@@ -297,7 +302,17 @@ export class TransferReceiver {
         const key = chunkKey(header.chunkId);
         frames.recycle(frame); // opened and keyed: its buffer may take the next frame
         const placements = this.#wanted.get(key);
-        if (placements === undefined) throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
+        if (placements === undefined) {
+          // An early frame left the sender before our Want: it may carry a chunk we hold. Ack and
+          // drop it, if it is in the manifest and within the first window of its stream.
+          if (header.early === true && sequence < session.caps.maxWindowChunks && this.#announced.has(key)) {
+            if (plain.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${plain.length} bytes, header says ${header.chunkBytes}`);
+            this.#stats.chunksDropped++;
+            acks.push(encodeAckFrame(streamId, sequence));
+            continue;
+          }
+          throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
+        }
         if (plain.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${plain.length} bytes, header says ${header.chunkBytes}`);
         this.#wanted.delete(key);
         this.#writing++;

@@ -1,6 +1,14 @@
 // The data sender: given what the receiver lacks, plans the unique chunks, spreads them over N
 // streams by LPT (with work stealing), and keeps up to W sealed chunks unacknowledged on each.
 // Acks mean "written and BLAKE3-verified" on the receiver, which is what makes resume exact.
+//
+// Early chunks (feature early-chunks). Given a promise of the Want instead of the Want, each
+// stream starts at once with the plan's first chunks, flagged early, up to its window and
+// EARLY_MAX_BYTES for the whole transfer, and waits for the Want only then. That saves the
+// Manifest/Want round trip (a push of 100 x 4 KiB at 100 ms went from ~8.5 round trips to ~7.5);
+// an early chunk the receiver already held costs its bytes and is dropped there. A stream whose
+// unacknowledged frames are all such unwanted early chunks does not wait for their acks: the
+// receiver may finish (it has all it asked for) without ever reading that stream.
 import { performance } from 'node:perf_hooks';
 import type { SealedFrameParts } from '../crypto/aead.js';
 import { ClawpeerError } from '../errors.js';
@@ -8,7 +16,7 @@ import type { Logger } from '../logger.js';
 import { decodeAckBody } from '../protocol/ack-codec.js';
 import { encodeControlFrame } from '../protocol/messages.js';
 import { DEFAULT_MAX_UNIT_BYTES, DEFAULT_PER_UNIT_OVERHEAD_BYTES, scheduleLpt, splitIntoUnits, WorkQueue, type WorkUnit } from '../transfer/lpt-scheduler.js';
-import { planTransfer, type FileManifest as PlanFile, type TransferPlan } from '../transfer/plan.js';
+import { chunkKey, planTransfer, type FileManifest as PlanFile, type TransferPlan } from '../transfer/plan.js';
 import { SendWindow } from '../transfer/send-window.js';
 import { ChunkReader } from './chunk-reader.js';
 import { lackingFromBitmap, uniqueChunks, chunkIdAt } from './chunk-order.js';
@@ -21,12 +29,33 @@ import { WriteCoalescer } from './write-coalescer.js';
 
 let framesSent = 0; // process-wide, for TEST_HOOKS.tamperDataFrame
 
+/**
+ * Bytes of early chunks one transfer may send before the Want (all streams together). What an
+ * early chunk saves is one round trip, which matters to small transfers; what it can waste is
+ * its bytes, when the receiver holds them (a repeated push, a resume). 256 KiB covers a push of
+ * small files whole (64 revisions of 4 KiB) and is one average chunk of a big file.
+ */
+export const EARLY_MAX_BYTES = 256 << 10;
+
+/** True when the peer takes early chunks (both sides announced the feature). */
+export function sendsEarly(session: PeerSession): boolean {
+  return session.caps.features.includes('early-chunks');
+}
+
+/** The receiver's Want: a bitmap over the manifest's distinct chunks (set = lacking). */
+export interface WantInfo {
+  readonly lacking: Uint8Array;
+  readonly uniqueCount: number;
+}
+
 export interface SendChunksOptions {
   readonly session: PeerSession;
   readonly transferId: number;
   readonly source: TransferSource;
-  readonly lacking: Uint8Array;
-  readonly uniqueCount: number;
+  /** The Want, or a promise of it: then early chunks go first (see the header). */
+  readonly want: WantInfo | Promise<WantInfo>;
+  /** Early chunks' budget (default EARLY_MAX_BYTES); 0 waits for the Want. */
+  readonly earlyMaxBytes?: number;
   readonly streams: number;
   readonly window: number;
   readonly idleTimeoutMs: number;
@@ -41,6 +70,40 @@ export interface SendStats {
   readonly chunksSkipped: number;
   readonly bytesSent: number;
   readonly streamsUsed: number;
+}
+
+/** What the receiver lacks: known from the start, or once its Want arrives; early budget till then. */
+class WantGate {
+  /** Keys of the chunks the receiver asked for; undefined until the Want is in. */
+  lacking: ReadonlySet<string> | undefined;
+  /** Settles when `lacking` is known; rejects when the Want never comes. */
+  readonly ready: Promise<void>;
+  #earlyBytesLeft: number;
+
+  constructor(keys: readonly string[], ids: ReadonlyMap<string, Uint8Array>, want: WantInfo | Promise<WantInfo>, earlyMaxBytes: number) {
+    const known = (w: WantInfo): void => {
+      this.lacking = new Set(lackingFromBitmap(keys, ids, w.lacking, w.uniqueCount).map(chunkKey));
+    };
+    if (want instanceof Promise) {
+      this.#earlyBytesLeft = earlyMaxBytes;
+      this.ready = want.then(known);
+      this.ready.catch(() => undefined); // awaited by the streams; this only marks it handled
+    } else {
+      this.#earlyBytesLeft = 0;
+      known(want);
+      this.ready = Promise.resolve();
+    }
+  }
+
+  /** Takes `bytes` from the early budget; false (and the budget is closed) when they do not fit. */
+  takeEarly(bytes: number): boolean {
+    if (bytes > this.#earlyBytesLeft) {
+      this.#earlyBytesLeft = 0;
+      return false;
+    }
+    this.#earlyBytesLeft -= bytes;
+    return true;
+  }
 }
 
 /** Wakes the sender waiting on acks; a notify with nobody waiting is remembered, never lost. */
@@ -77,7 +140,7 @@ function flipByteFromEnd(frame: SealedFrameParts, fromEnd: number): void {
 export async function sendChunks(options: SendChunksOptions): Promise<SendStats> {
   const { source } = options;
   const { keys, ids } = uniqueChunks(source.entries);
-  const lacking = lackingFromBitmap(keys, ids, options.lacking, options.uniqueCount);
+  const gate = new WantGate(keys, ids, options.want, options.earlyMaxBytes ?? EARLY_MAX_BYTES);
 
   // The plan covers files only, in entry order; planIndex -> source file.
   const planFiles: PlanFile[] = [];
@@ -88,11 +151,19 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
     planFiles.push({ path: entry.path, size: entry.size, mode: entry.mode, mtimeMs: entry.mtimeMs, chunks: entry.chunkLengths.map((length, c) => ({ id: chunkIdAt(entry, c), length })) });
     sources.push(file);
   });
-  const plan = planTransfer(planFiles, lacking);
+  // Before the Want, every distinct chunk is planned; chunks the Want leaves out are skipped.
+  const plan = planTransfer(planFiles, gate.lacking === undefined ? ids.values() : [...gate.lacking].map((k) => ids.get(k) ?? new Uint8Array(0)));
   const units = splitIntoUnits(plan, { maxUnitBytes: DEFAULT_MAX_UNIT_BYTES, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
   const streamCount = Math.max(0, Math.min(options.streams, units.length));
-  const stats = { chunksSent: plan.chunks.length, chunksSkipped: plan.stats.chunkRefs - plan.chunks.length, bytesSent: plan.totalBytes, streamsUsed: streamCount };
-  if (streamCount === 0) return stats;
+  const sent = { chunks: 0, bytes: 0 };
+  const statsNow = (): SendStats => ({
+    chunksSent: sent.chunks, bytesSent: sent.bytes, streamsUsed: streamCount,
+    chunksSkipped: plan.stats.chunkRefs - (gate.lacking?.size ?? plan.chunks.length),
+  });
+  if (streamCount === 0) {
+    await gate.ready;
+    return statsNow();
+  }
 
   const queue = new WorkQueue(scheduleLpt(units, streamCount), { steal: true });
   const reader = new ChunkReader();
@@ -102,7 +173,7 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   try {
     await Promise.all(
       Array.from({ length: streamCount }, (_, s) =>
-        runStream(s, { ...options, signal: abort.signal }, plan, sources, queue, reader).catch((err: unknown) => {
+        runStream(s, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate, sent).catch((err: unknown) => {
           abort.abort();
           throw err;
         }),
@@ -112,7 +183,8 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
     options.signal.removeEventListener('abort', onOuterAbort);
     await reader.close();
   }
-  return stats;
+  await gate.ready; // a transfer sent wholly early still needs the Want's verdict for its stats
+  return statsNow();
 }
 
 async function runStream(
@@ -122,6 +194,8 @@ async function runStream(
   sources: readonly SourceFile[],
   queue: WorkQueue<WorkUnit>,
   reader: ChunkReader,
+  gate: WantGate,
+  sent: { chunks: number; bytes: number },
 ): Promise<void> {
   const { session, signal } = options;
   const raw = await session.connection.openStream();
@@ -134,6 +208,9 @@ async function runStream(
   let readBuffer = Buffer.allocUnsafe(0);
   let ackError: unknown;
   let acksEnded = false;
+  // seq -> chunk key of this stream's early frames, to tell which the receiver did not want.
+  const earlyKeys = new Map<number, string>();
+  void gate.ready.then(() => wake.notify(), () => wake.notify());
 
   const ackLoop = (async () => {
     try {
@@ -176,23 +253,42 @@ async function runStream(
         const chunk = plan.chunks[i];
         const ref = chunk === undefined ? undefined : file.manifest.chunks[chunk.chunkIndex];
         if (chunk === undefined || ref === undefined) throw new TypeError(`plan chunk ${i} is out of range`);
+        let early = false;
+        if (gate.lacking === undefined) {
+          if (earlyKeys.size < options.window && gate.takeEarly(chunk.length)) early = true;
+          else await gate.ready;
+        }
+        if (!early && gate.lacking?.has(chunk.key) !== true) continue; // the receiver holds it
         await waitForRoom(chunk.length);
         if (readBuffer.length < ref.length) readBuffer = Buffer.allocUnsafe(Math.max(ref.length, session.caps.chunking.maxBytes));
         const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id, readBuffer);
         const seq = window.nextSeq;
         // Three pieces, one frame on the wire: no frame-sized buffer is built (aead.ts sealParts).
-        const frame = session.sealer.sealParts({ streamId, sequence: seq, chunkId: chunk.id, compressed: false, chunkBytes: chunk.length }, bytes);
+        const frame = session.sealer.sealParts({ streamId, sequence: seq, chunkId: chunk.id, compressed: false, early, chunkBytes: chunk.length }, bytes);
+        if (early) earlyKeys.set(seq, chunk.key);
         if (TEST_HOOKS.delayPerChunkMs !== undefined) await sleep(TEST_HOOKS.delayPerChunkMs);
         if (framesSent++ === TEST_HOOKS.tamperDataFrame) flipByteFromEnd(frame, 20);
         // Recorded before the write: on a fast link the ack can arrive before write() resolves.
         window.onSent(seq, chunk.id, chunk.length, performance.now());
         out.push(frame.prefix, frame.ciphertext, frame.tag);
+        sent.chunks++;
+        sent.bytes += chunk.length;
         options.onChunkSent?.(chunk.length);
       }
     }
     await out.drained();
     window.finish();
-    while (window.inFlightChunks > 0) {
+    // Unwanted early frames only: the receiver may have finished without reading this stream.
+    const onlyUnwantedInFlight = (): boolean => {
+      const lacking = gate.lacking;
+      if (lacking === undefined) return false;
+      for (let seq = window.nextSeq - window.inFlightChunks; seq < window.nextSeq; seq++) {
+        const key = earlyKeys.get(seq);
+        if (key === undefined || lacking.has(key)) return false;
+      }
+      return true;
+    };
+    while (window.inFlightChunks > 0 && !onlyUnwantedInFlight()) {
       if (ackError !== undefined) throw ackError;
       if (acksEnded) throw new ClawpeerError('PROTOCOL', `receiver closed data stream ${streamId} with ${window.inFlightChunks} chunks unacknowledged`);
       await wake.wait();

@@ -18,9 +18,9 @@ import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from './destin
 import { isInternalPath } from './partial-store.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
-import { expectMessage, receiveManifest, sendManifest } from './transfer-control.js';
+import { expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
-import { sendChunks } from './transfer-send.js';
+import { sendChunks, sendsEarly } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
 import { serveSync } from './sync-service.js';
 
@@ -181,8 +181,8 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   });
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   await sendManifest(session, id, source.entries);
-  const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, signal);
-  await sendChunks({ session, transferId: id, source, lacking: want.lacking, uniqueCount: want.uniqueChunks, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log });
+  const want = expectWant(session, id, PREPARE_TIMEOUT_MS, signal);
+  await sendChunks({ session, transferId: id, source, want: sendsEarly(session) ? want : await want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });
 }

@@ -18,7 +18,9 @@ export const AEAD_SUITES = ['aes-256-gcm', 'chacha20-poly1305'] as const;
 export type AeadSuiteName = (typeof AEAD_SUITES)[number];
 export const COMPRESSION_CODECS = ['none', 'zstd'] as const;
 export type CompressionName = (typeof COMPRESSION_CODECS)[number];
-export const FEATURES = ['sync', 'resume', 'history'] as const;
+// early-chunks: a sender may send a stream's first window of DATA frames (flagged early) before
+// it has the receiver's Want, which saves the round trip of the Manifest/Want exchange.
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */
@@ -89,7 +91,7 @@ export const DEFAULT_CAPABILITIES: Capabilities = Object.freeze({
   maxWindowChunks: 64,
   maxStreams: 8,
   maxFrameBytes: 16 << 20,
-  features: Object.freeze(['sync', 'resume', 'history'] as const),
+  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks'] as const),
 });
 
 function describeChunking(c: ChunkingParams): string {

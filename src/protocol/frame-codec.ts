@@ -18,7 +18,9 @@
 //   offset 4   u64      sequence      frame number on that stream, 0, 1, 2, ... (< 2^53)
 //   offset 12  u8[32]   chunkId       BLAKE3 of the chunk's plaintext (uncompressed) bytes
 //   offset 44  u8       flags         bit 0 = payload is compressed (the session's codec);
-//                                     other bits reserved, must be 0
+//                                     bit 1 = early: sent before the sender read the
+//                                     receiver's Want, so the receiver may hold it already
+//                                     (feature early-chunks); other bits reserved, must be 0
 //   offset 45  u8[3]    reserved      must be 0
 //   offset 48  u32      payloadBytes  sealed bytes after the header (== bodyBytes - 56)
 //   offset 52  u32      chunkBytes    the chunk's plaintext length (bounds decompression)
@@ -43,13 +45,16 @@ export const FRAME_TYPES = { control: 1, data: 2, ack: 3 } as const;
 export type FrameType = keyof typeof FRAME_TYPES;
 
 const DATA_FLAG_COMPRESSED = 0x01;
-const DATA_FLAGS_KNOWN = DATA_FLAG_COMPRESSED;
+const DATA_FLAG_EARLY = 0x02;
+const DATA_FLAGS_KNOWN = DATA_FLAG_COMPRESSED | DATA_FLAG_EARLY;
 
 export interface DataHeader {
   readonly streamId: number;
   readonly sequence: number;
   readonly chunkId: Uint8Array;
   readonly compressed: boolean;
+  /** Sent before the sender had the receiver's Want (absent: false). */
+  readonly early?: boolean;
   /** Sealed payload length (ciphertext plus tag) that follows the header. */
   readonly payloadBytes: number;
   /** Plaintext chunk length after decompression. */
@@ -124,7 +129,7 @@ export function writeDataHeader(out: Uint8Array, offset: number, header: DataHea
   view.setUint32(0, header.streamId);
   view.setBigUint64(4, BigInt(header.sequence));
   out.set(header.chunkId, offset + 12);
-  view.setUint8(44, header.compressed ? DATA_FLAG_COMPRESSED : 0);
+  view.setUint8(44, (header.compressed ? DATA_FLAG_COMPRESSED : 0) | (header.early === true ? DATA_FLAG_EARLY : 0));
   view.setUint8(45, 0);
   view.setUint16(46, 0);
   view.setUint32(48, header.payloadBytes);
@@ -198,6 +203,7 @@ export function decodeDataHeader(bytes: Uint8Array): DataHeader {
     sequence: Number(sequence),
     chunkId: bytes.subarray(12, 12 + CHUNK_ID_BYTES),
     compressed: (flags & DATA_FLAG_COMPRESSED) !== 0,
+    early: (flags & DATA_FLAG_EARLY) !== 0,
     payloadBytes: view.getUint32(48),
     chunkBytes: view.getUint32(52),
   };

@@ -303,6 +303,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   sync: pb.Feature.FEATURE_SYNC,
   resume: pb.Feature.FEATURE_RESUME,
   history: pb.Feature.FEATURE_HISTORY,
+  'early-chunks': pb.Feature.FEATURE_EARLY_CHUNKS,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
 import { makeTree, snapshot } from './tree-helpers.js';
+import { EARLY_MAX_BYTES } from '../../src/node/transfer-send.js';
 
 const a = await initNode('pa');
 const b = await initNode('pb');
@@ -46,13 +47,33 @@ t.test('push a tree, then pull it back: byte-identical with modes, mtimes, empty
 
   const again = await runCli(['--home', b.home, 'push', src, 'alice:inbox', '--json']);
   t.equal(again.code, 0);
-  t.match(done(again.stdout), { files: 0, chunksSent: 0 }, 'identical content is a no-op');
+  const a = done(again.stdout);
+  t.match(a, { files: 0, bytes: 0 }, 'identical content is a no-op');
+  // Early chunks (sent before the Want says the listener has them) are the only data that moves.
+  t.ok((a['wireBytes'] as number) < EARLY_MAX_BYTES + (64 << 10), `the repeat sent ${String(a['wireBytes'])} bytes, at most the early-chunk budget`);
 
   const dest = path.join(work, 'pulled');
   const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/tree', dest, '--json', '--streams', '2', '--window', '4']);
   t.equal(pull.code, 0, pull.stderr);
   t.match(done(pull.stdout), { streams: 2, window: 4 });
   t.same(await snapshot(path.join(dest, 'tree')), await snapshot(src));
+});
+
+t.test('early chunks: a stream sends its first window before the Want; the listener drops the ones it holds', async (t) => {
+  const src = path.join(work, 'pages');
+  await mkdir(src);
+  for (let i = 0; i < 30; i++) await writeFile(path.join(src, `p${String(i).padStart(2, '0')}.bin`), randomBytes(4096));
+  const args = ['--home', b.home, 'push', src, 'alice', '--json', '--streams', '1', '--window', '16'];
+  const first = await runCli(args);
+  t.equal(first.code, 0, first.stderr);
+  t.match(done(first.stdout), { files: 30, chunksSent: 30, chunksSkipped: 0 });
+  t.same(await snapshot(path.join(work, 'inbox', 'pages')), await snapshot(src));
+  // Again: the listener holds every chunk. One stream, window 16, 4 KiB chunks: exactly the
+  // first window goes early (64 KiB, inside the budget), the Want then says nothing is lacking.
+  const again = await runCli(args);
+  t.equal(again.code, 0, again.stderr);
+  t.match(done(again.stdout), { files: 0, chunksSent: 16, chunksSkipped: 30 });
+  t.same(await snapshot(path.join(work, 'inbox', 'pages')), await snapshot(src), 'nothing changed at the destination');
 });
 
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {

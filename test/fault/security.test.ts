@@ -29,6 +29,7 @@ import { withTimeout } from '../../src/node/timeouts.js';
 import { encodeControlFrame } from '../../src/protocol/messages.js';
 import { decodeAckBody } from '../../src/protocol/ack-codec.js';
 import { FRAME_HEADER_BYTES } from '../../src/protocol/frame-codec.js';
+import { blake3 } from '../../src/chunking/blake3.js';
 import { silentLogger } from '../../src/logger.js';
 import { backendByName } from '../../src/transport/backends.js';
 import type { Connection, DuplexStream } from '../../src/transport/types.js';
@@ -100,14 +101,14 @@ async function pushUpToWant(name: string): Promise<DataPlane> {
 }
 
 /** Frame `i` of the file sealed for (streamId, sequence), as the real sender would build it. */
-function sealChunk(p: DataPlane, i: number, streamId: number, sequence: number): Uint8Array {
+function sealChunk(p: DataPlane, i: number, streamId: number, sequence: number, early = false): Uint8Array {
   const entryIndex = p.source.entries.findIndex((e) => e.kind === 'file');
   const entry = p.source.entries[entryIndex];
   const file = p.source.files.get(entryIndex);
   const ref = file?.manifest.chunks[i];
   if (entry === undefined || file === undefined || ref === undefined) throw new TypeError(`no chunk ${i}`);
   const bytes = seededBytes(p.name.length * 7919, VICTIM_BYTES).subarray(ref.offset, ref.offset + ref.length);
-  return p.session.sealer.seal({ streamId, sequence, chunkId: chunkIdAt(entry, i), compressed: false, chunkBytes: ref.length }, bytes);
+  return p.session.sealer.seal({ streamId, sequence, chunkId: chunkIdAt(entry, i), compressed: false, early, chunkBytes: ref.length }, bytes);
 }
 
 async function openDataStream(p: DataPlane): Promise<{ raw: DuplexStream; frames: FrameStream; streamId: number }> {
@@ -177,6 +178,40 @@ t.test('a frame captured on one data stream and replayed on another ends the ses
   await expectAck(s1.frames, 0);
   await s2.frames.write(sealChunk(p, 1, s1.streamId, 1)).catch(() => undefined); // sealed for stream 1, sent on stream 2
   await expectRefused(t, p, new RegExp(`stream ${s1.streamId} sequence 1, expected stream ${s2.streamId} sequence 0`));
+});
+
+// Early chunks (sent before the Want) may repeat what the listener holds; only within the first
+// window of a stream, only chunks of the manifest, and only when flagged early.
+t.test('an early repeat within the first window is acked and dropped; unflagged, it ends the session', async (t) => {
+  const p = await pushUpToWant('early-repeat');
+  const s = await openDataStream(p);
+  await s.frames.write(sealChunk(p, 0, s.streamId, 0, true));
+  await expectAck(s.frames, 0);
+  await s.frames.write(sealChunk(p, 0, s.streamId, 1, true)); // chunk 0 again: held now
+  await expectAck(s.frames, 1);
+  await s.frames.write(sealChunk(p, 0, s.streamId, 2)).catch(() => undefined);
+  await expectRefused(t, p, /peer sent chunk [0-9a-f]+, which was not asked for \(or was already received\)/);
+});
+
+t.test('an early frame past the first window of its stream ends the session', async (t) => {
+  const p = await pushUpToWant('early-window');
+  const s = await openDataStream(p);
+  const window = p.session.caps.maxWindowChunks;
+  for (let seq = 0; seq < window; seq++) {
+    await s.frames.write(sealChunk(p, 0, s.streamId, seq, true));
+    await expectAck(s.frames, seq);
+  }
+  await s.frames.write(sealChunk(p, 0, s.streamId, window, true)).catch(() => undefined);
+  await expectRefused(t, p, /which was not asked for/);
+});
+
+t.test('an early frame for a chunk outside the manifest ends the session', async (t) => {
+  const p = await pushUpToWant('early-foreign');
+  const s = await openDataStream(p);
+  const bytes = seededBytes(4242, 70_000);
+  const foreign = p.session.sealer.seal({ streamId: s.streamId, sequence: 0, chunkId: blake3(bytes), compressed: false, early: true, chunkBytes: bytes.length }, bytes);
+  await s.frames.write(foreign).catch(() => undefined);
+  await expectRefused(t, p, /which was not asked for/);
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ const DATA_HEADER: DataHeader = {
   sequence: 2 ** 32 + 1,
   chunkId: new Uint8Array(32).fill(0xaa),
   compressed: true,
+  early: false,
   payloadBytes: 20,
   chunkBytes: 4096,
 };
@@ -70,13 +71,21 @@ t.test('data frame: exact bytes and decode to views of the input', async (t) => 
   t.same(decoder.next(), { kind: 'need-more' });
 });
 
+t.test('data header: the early flag is bit 1 and survives a round trip', async (t) => {
+  const early = encodeDataHeader({ ...DATA_HEADER, compressed: false, early: true });
+  t.equal(early[44], 0x02);
+  t.same(decodeDataHeader(early), { ...DATA_HEADER, compressed: false, early: true });
+  const { early: _omitted, ...withoutEarly } = DATA_HEADER;
+  t.equal(encodeDataHeader(withoutEarly)[44], 0x01, 'absent means not early');
+});
+
 t.test('data header fields are validated', async (t) => {
   const bad = (patch: (b: Uint8Array) => void): Uint8Array => {
     const b = hex(DATA_HEADER_HEX);
     patch(b);
     return b;
   };
-  t.throws(() => decodeDataHeader(bad((b) => (b[44] = 0x03))), { code: 'PROTOCOL', message: /unknown flag bits 0x03/ });
+  t.throws(() => decodeDataHeader(bad((b) => (b[44] = 0x05))), { code: 'PROTOCOL', message: /unknown flag bits 0x05/ });
   t.throws(() => decodeDataHeader(bad((b) => (b[46] = 1))), { code: 'PROTOCOL', message: /reserved/ });
   t.throws(() => decodeDataHeader(bad((b) => b.fill(0xff, 4, 12))), { code: 'PROTOCOL', message: /sequence .* exceeds 2\^53-1/ });
   t.throws(() => decodeDataHeader(new Uint8Array(10)), { code: 'PROTOCOL', message: /shorter than its 56-byte header/ });
@@ -180,6 +189,7 @@ const arbDataHeader = fc.record({
   sequence: fc.maxSafeNat(),
   chunkId: fc.uint8Array({ minLength: 32, maxLength: 32 }),
   compressed: fc.boolean(),
+  early: fc.boolean(),
   chunkBytes: fc.nat({ max: 4096 }),
 });
 

@@ -47,7 +47,10 @@ export namespace clawpeer {
             FEATURE_RESUME = 2,
 
             /** FEATURE_HISTORY value */
-            FEATURE_HISTORY = 3
+            FEATURE_HISTORY = 3,
+
+            /** FEATURE_EARLY_CHUNKS value */
+            FEATURE_EARLY_CHUNKS = 4
         }
 
         /**

@@ -67,6 +67,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_SYNC=1 FEATURE_SYNC value
          * @property {number} FEATURE_RESUME=2 FEATURE_RESUME value
          * @property {number} FEATURE_HISTORY=3 FEATURE_HISTORY value
+         * @property {number} FEATURE_EARLY_CHUNKS=4 FEATURE_EARLY_CHUNKS value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -74,6 +75,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[1] = "FEATURE_SYNC"] = 1;
             values[valuesById[2] = "FEATURE_RESUME"] = 2;
             values[valuesById[3] = "FEATURE_HISTORY"] = 3;
+            values[valuesById[4] = "FEATURE_EARLY_CHUNKS"] = 4;
             return values;
         })();
 
