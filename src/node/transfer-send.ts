@@ -5,7 +5,7 @@
 // Early chunks (feature early-chunks). Given a promise of the Want instead of the Want, each
 // stream starts at once with the plan's first chunks, flagged early, up to its window and
 // EARLY_MAX_BYTES for the whole transfer, and waits for the Want only then. That saves the
-// Manifest/Want round trip (a push of 100 x 4 KiB at 100 ms went from ~8.5 round trips to ~7.5);
+// Manifest/Want round trip (100 revisions of 4 KiB at 100 ms, W=16: 8.5 round trips before, 7.8-8.3 after);
 // an early chunk the receiver already held costs its bytes and is dropped there. A stream whose
 // unacknowledged frames are all such unwanted early chunks does not wait for their acks: the
 // receiver may finish (it has all it asked for) without ever reading that stream.
@@ -54,8 +54,6 @@ export interface SendChunksOptions {
   readonly source: TransferSource;
   /** The Want, or a promise of it: then early chunks go first (see the header). */
   readonly want: WantInfo | Promise<WantInfo>;
-  /** Early chunks' budget (default EARLY_MAX_BYTES); 0 waits for the Want. */
-  readonly earlyMaxBytes?: number;
   readonly streams: number;
   readonly window: number;
   readonly idleTimeoutMs: number;
@@ -80,12 +78,12 @@ class WantGate {
   readonly ready: Promise<void>;
   #earlyBytesLeft: number;
 
-  constructor(keys: readonly string[], ids: ReadonlyMap<string, Uint8Array>, want: WantInfo | Promise<WantInfo>, earlyMaxBytes: number) {
+  constructor(keys: readonly string[], ids: ReadonlyMap<string, Uint8Array>, want: WantInfo | Promise<WantInfo>) {
     const known = (w: WantInfo): void => {
       this.lacking = new Set(lackingFromBitmap(keys, ids, w.lacking, w.uniqueCount).map(chunkKey));
     };
     if (want instanceof Promise) {
-      this.#earlyBytesLeft = earlyMaxBytes;
+      this.#earlyBytesLeft = EARLY_MAX_BYTES;
       this.ready = want.then(known);
       this.ready.catch(() => undefined); // awaited by the streams; this only marks it handled
     } else {
@@ -140,7 +138,7 @@ function flipByteFromEnd(frame: SealedFrameParts, fromEnd: number): void {
 export async function sendChunks(options: SendChunksOptions): Promise<SendStats> {
   const { source } = options;
   const { keys, ids } = uniqueChunks(source.entries);
-  const gate = new WantGate(keys, ids, options.want, options.earlyMaxBytes ?? EARLY_MAX_BYTES);
+  const gate = new WantGate(keys, ids, options.want);
 
   // The plan covers files only, in entry order; planIndex -> source file.
   const planFiles: PlanFile[] = [];
