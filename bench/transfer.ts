@@ -5,9 +5,9 @@
 // directory). Every tool copies from the same page-cached source into a fresh directory on the
 // same disk; runs of the tools are interleaved so a burst of load on this shared machine hits
 // them alike, `sync` runs (untimed) between runs so one tool's dirty pages are not flushed on
-// another's clock, and destinations are deleted after the case's last run: ext4 skips inodes freed
-// in the last ~30 s when it allocates new ones (recently_deleted() in its inode allocator), so a
-// run that followed the deletion of 10,000 files paid 150-600 us per create instead of ~40 us,
+// another's clock, and destinations are deleted after the case's last run: ext4 without a journal
+// (this disk) skips inodes freed less than 60 s ago (5 min while their inode-table block is dirty)
+// when it allocates new ones (recently_deleted() in its inode allocator), so a run that followed the deletion of 10,000 files paid 150-600 us per create instead of ~40 us,
 // and which tool paid depended on the order of the runs.
 //
 // What is timed:

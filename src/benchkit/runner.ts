@@ -273,11 +273,11 @@ interface RunContext {
 }
 
 /**
- * Removes a run's files now (one large file) or when the bench ends (many files). ext4 skips
- * inodes freed in the last ~30 s when it allocates (recently_deleted() in its inode allocator):
- * after a run's thousands of deletes, every create of the next run scanned past them, and the
- * revisions workload at 5 ms spent most of its time in that scan, on the 32 fs threads fighting
- * over the allocator lock. A single big file frees one inode, and deferring it would hold GiBs.
+ * Removes a run's files now (one large file) or when the bench ends (many files). ext4 without
+ * a journal (this disk) does not reuse an inode freed less than 60 s ago (5 min while its
+ * inode-table block is dirty): its allocator reads and skips each one (recently_deleted()).
+ * After thousands of deletes, every create paid that scan: 10,000 creates took ~250 µs each
+ * instead of ~10 µs here. A single big file frees one inode, and deferring it would hold GiBs.
  */
 async function removeAfterRun(ctx: RunContext, remove: () => Promise<void>): Promise<void> {
   if (ctx.plan.workload.kind === 'large') await remove();

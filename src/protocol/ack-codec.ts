@@ -12,7 +12,7 @@
 //                                    verified (cumulative; < 2^53)
 // A receiver that has verified nothing yet sends no ACK (there is no "none" value).
 import { ClawpeerError } from '../errors.js';
-import { encodeFrame, FRAME_HEADER_BYTES } from './frame-codec.js';
+import { FRAME_HEADER_BYTES, FRAME_TYPES } from './frame-codec.js';
 
 export const ACK_BODY_BYTES = 12;
 /** A whole ACK frame: 5-byte frame header + 12-byte body. */
@@ -31,11 +31,13 @@ export function encodeAckFrame(streamId: number, ackedThroughSeq: number): Uint8
   if (!Number.isSafeInteger(ackedThroughSeq) || ackedThroughSeq < 0) {
     throw new RangeError(`ACK ackedThroughSeq must be an integer in 0..2^53-1, got ${ackedThroughSeq}`);
   }
-  const body = new Uint8Array(ACK_BODY_BYTES);
-  const view = new DataView(body.buffer);
-  view.setUint32(0, streamId);
-  view.setBigUint64(4, BigInt(ackedThroughSeq));
-  return encodeFrame('ack', body);
+  // One receiver sends one per chunk: frame header and body in one (pooled) allocation.
+  const frame = Buffer.allocUnsafe(ACK_FRAME_BYTES);
+  frame[0] = FRAME_TYPES.ack;
+  frame.writeUInt32BE(ACK_BODY_BYTES, 1);
+  frame.writeUInt32BE(streamId, FRAME_HEADER_BYTES);
+  frame.writeBigUInt64BE(BigInt(ackedThroughSeq), FRAME_HEADER_BYTES + 4);
+  return frame;
 }
 
 /** Parses an ACK frame body; PROTOCOL error on a wrong length or a sequence of 2^53 or more. */
