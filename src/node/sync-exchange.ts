@@ -149,8 +149,18 @@ export interface FetchOptions {
 
 /** Asks the peer for `requests` and publishes what it delivers into the folder (replacing files). */
 export async function fetchContent(ch: SyncChannel, requests: readonly FetchRequest[], options: FetchOptions): Promise<FetchOutcome> {
+  const fetchId = ch.session.allocateTransferId();
+  // The peer's data streams (early chunks) may come while we stage: they wait for our receiver.
+  const forget = options.router.expect(fetchId);
+  try {
+    return await fetchWith(ch, fetchId, requests, options);
+  } finally {
+    forget();
+  }
+}
+
+async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly FetchRequest[], options: FetchOptions): Promise<FetchOutcome> {
   const { session } = ch;
-  const fetchId = session.allocateTransferId();
   const bySource = new Map<string, FetchRequest>();
   for (const r of requests) {
     if (bySource.has(r.sourcePath)) throw new TypeError(`content of ${r.sourcePath} requested twice`);

@@ -12,4 +12,8 @@ export const TEST_HOOKS = Object.freeze({
   tamperDataFrame: envInt('CLAWPEER_TEST_TAMPER_FRAME'),
   /** Sleep this many ms before each DATA frame, so a test can kill a transfer midway. */
   delayPerChunkMs: envInt('CLAWPEER_TEST_DELAY_PER_CHUNK_MS'),
+  /** Sleep this many ms before a receiver prepares (a slow destination lock or share rescan). */
+  delayPrepareMs: envInt('CLAWPEER_TEST_DELAY_PREPARE_MS'),
+  /** How long a data stream of a transfer nobody expects is held (data-stream-router.ts). */
+  waitingStreamMs: envInt('CLAWPEER_TEST_WAITING_STREAM_MS'),
 });

@@ -143,6 +143,17 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
   const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, o.idleTimeoutMs, o.log);
   void router.run(o.signal);
   const id = session.allocateTransferId();
+  // The listener's data streams (early chunks) may come while we stage: they wait for our receiver.
+  const forget = router.expect(id);
+  try {
+    return await pullWith(o, router, id, started, wireStart, root);
+  } finally {
+    forget();
+  }
+}
+
+async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number, started: number, wireStart: number, root: string): Promise<TransferResult> {
+  const { session } = o;
   await session.control.send({ type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window });
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);

@@ -19,6 +19,7 @@ import { isInternalPath, PartialStore } from './partial-store.js';
 import { Publisher, type PublishDir, type StagedFile } from './publisher.js';
 import type { PeerSession } from './session.js';
 import type { DuplexStream } from '../transport/types.js';
+import { TEST_HOOKS } from './test-hooks.js';
 import { withTimeout } from './timeouts.js';
 import { WriteCoalescer } from './write-coalescer.js';
 
@@ -146,6 +147,7 @@ export class TransferReceiver {
    */
   async prepare(): Promise<ReceivePlan> {
     const { destination, entries, chunking, signal } = this.#o;
+    if (TEST_HOOKS.delayPrepareMs !== undefined) await new Promise((r) => setTimeout(r, TEST_HOOKS.delayPrepareMs));
     const partials = await PartialStore.open(destination.root);
     const index = await this.#openIndex(partials);
     this.#index = index;

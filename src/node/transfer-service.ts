@@ -133,33 +133,39 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   log.info(`${req.direction} requested`, { peer: session.peerId, share: share.name, path: basePath, streams, window });
 
   if (req.direction === 'push') {
-    if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
-    await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
-    const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
-    // This transfer's own signal: the session ending, or a newer push of the same peer into the
-    // same destination (then this one is a leftover of a killed client), stops it.
-    const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
+    // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
+    const forget = router.expect(id);
     try {
-      // Built first: it confines the announced paths, and the lock claims exactly those.
-      const receiver = new TransferReceiver({
-        session, router, transferId: id, entries, chunking, signal: hold.signal, log,
-        destination: { root: share.dir, readOnly: share.readOnly, basePath },
-        force: req.force,
-        ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
-      });
-      await claimPushDestination(hold, session, share, basePath, receiver.destinationPaths, ctx);
+      if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
+      await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
+      const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
+      // This transfer's own signal: the session ending, or a newer push of the same peer into the
+      // same destination (then this one is a leftover of a killed client), stops it.
+      const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
       try {
-        const plan = await receiver.prepare();
-        await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
-        const stats = await receiver.receive();
-        await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
-        log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes });
-      } catch (err) {
-        await receiver.abort();
-        throw hold.errorFor(err);
+        // Built first: it confines the announced paths, and the lock claims exactly those.
+        const receiver = new TransferReceiver({
+          session, router, transferId: id, entries, chunking, signal: hold.signal, log,
+          destination: { root: share.dir, readOnly: share.readOnly, basePath },
+          force: req.force,
+          ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
+        });
+        await claimPushDestination(hold, session, share, basePath, receiver.destinationPaths, ctx);
+        try {
+          const plan = await receiver.prepare();
+          await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
+          const stats = await receiver.receive();
+          await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
+          log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes });
+        } catch (err) {
+          await receiver.abort();
+          throw hold.errorFor(err);
+        }
+      } finally {
+        hold.release(); // only after abort() finished: the next push finds no cleanup in progress
       }
     } finally {
-      hold.release(); // only after abort() finished: the next push finds no cleanup in progress
+      forget();
     }
     return;
   }

@@ -76,6 +76,22 @@ t.test('early chunks: a stream sends its first window before the Want; the liste
   t.same(await snapshot(path.join(work, 'inbox', 'pages')), await snapshot(src), 'nothing changed at the destination');
 });
 
+t.test('early chunks wait for a receiver that prepares longer than an unannounced stream may wait', async (t) => {
+  // This listener holds a stream of a transfer it has not heard of for 200 ms, and prepares for
+  // 1.5 s: the push's early streams must wait for the receiver because the request is read.
+  const slow = await startListener(a.home, ['--share', `inbox=${path.join(work, 'slow-inbox')}`], {
+    env: { CLAWPEER_TEST_WAITING_STREAM_MS: '200', CLAWPEER_TEST_DELAY_PREPARE_MS: '1500' },
+  });
+  t.teardown(() => slow.stop('SIGKILL'));
+  const src = path.join(work, 'slow-pages');
+  await mkdir(src);
+  for (let i = 0; i < 5; i++) await writeFile(path.join(src, `p${i}.bin`), randomBytes(4096));
+  const push = await runCli(['--home', b.home, 'push', src, 'alice', '--json', '--addr', `127.0.0.1:${slow.port}`]);
+  t.equal(push.code, 0, push.stderr);
+  t.match(done(push.stdout), { files: 5, chunksSent: 5 });
+  t.same(await snapshot(path.join(work, 'slow-inbox', 'slow-pages')), await snapshot(src));
+});
+
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {
   const src = path.join(work, 'clash');
   await mkdir(src);

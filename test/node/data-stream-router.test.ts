@@ -75,3 +75,30 @@ t.test(`at most ${MAX_WAITING_STREAMS} streams wait; the next is reset at once`,
   await client.close();
   await server.close();
 });
+
+t.test('an unexpected transfer\'s streams are reset after the wait; an expected one\'s wait for register()', async (t) => {
+  const { client, server } = await pair();
+  const router = new DataStreamRouter(server, MAX_FRAME, 10_000, silentLogger, 100);
+  void router.run();
+  const stray = await openFor(client, 21);
+  t.equal(await resetWithin(stray, 2_000), true, 'nobody expects transfer 21: reset after the wait');
+
+  const early = await openFor(client, 22); // arrives before its request is read
+  await new Promise((r) => setTimeout(r, 20));
+  const forget = router.expect(22); // the request is read: no deadline any more
+  await openFor(client, 22); // arrives after: waits the same way
+  t.equal(await resetWithin(early, 400), false, 'still waiting well past the unexpected wait');
+  const got: IncomingDataStream[] = [];
+  const unregister = router.register(22, (s) => got.push(s));
+  t.equal(got.length, 2, 'both handed over at register()');
+  unregister();
+  forget();
+
+  const forgetAbandoned = router.expect(23); // a transfer that fails before its receiver registers
+  const abandoned = await openFor(client, 23);
+  await new Promise((r) => setTimeout(r, 50));
+  forgetAbandoned();
+  t.equal(await resetWithin(abandoned, 2_000), true, 'its waiting stream is reset when the wait ends');
+  await client.close();
+  await server.close();
+});
