@@ -17,6 +17,9 @@ export interface CommandContext {
   readonly signal: AbortSignal;
 }
 
+/** What main hands each command module: wraps a handler with the context and the exit code. */
+export type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
+
 export function makeContext(options: GlobalOptions, signal: AbortSignal): CommandContext {
   return {
     home: resolveHome(options.home),

@@ -3,10 +3,8 @@
 import { readFileSync } from 'node:fs';
 import yargs, { type Argv } from 'yargs';
 import { ClawpeerError, EXIT_CODES, type ExitCode } from '../errors.js';
-import { makeContext, type CommandContext, type GlobalOptions } from './context.js';
+import { makeContext, type CommandContext, type GlobalOptions, type Runner } from './context.js';
 import { Output } from './output.js';
-
-type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
 type Register = (cli: Argv, run: Runner) => Argv;
 
 // Command modules by the commands they register. A run imports only the module of the command

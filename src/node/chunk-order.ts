@@ -22,15 +22,22 @@ export function uniqueChunks(entries: readonly ManifestEntry[]): { keys: string[
   return { keys: [...ids.keys()], ids };
 }
 
-/** The ids a Want bitmap asks for; PROTOCOL when it does not match the announced chunk count. */
-export function lackingFromBitmap(keys: readonly string[], ids: ReadonlyMap<string, Uint8Array>, bitmap: Uint8Array, uniqueCount: number): Uint8Array[] {
+/** The receiver's Want: a bitmap over the distinct chunks in this order (set = lacking). */
+export interface WantInfo {
+  readonly lacking: Uint8Array;
+  readonly uniqueCount: number;
+}
+
+/** The keys a Want asks for; PROTOCOL when it does not match the announced chunk count. */
+export function lackingKeys(keys: readonly string[], want: WantInfo): Set<string> {
+  const { lacking: bitmap, uniqueCount } = want;
   if (uniqueCount !== keys.length) {
     throw new ClawpeerError('PROTOCOL', `want covers ${uniqueCount} chunks, but the manifest has ${keys.length} distinct chunks`);
   }
   if (bitmap.length !== bitmapBytes(keys.length)) throw new ClawpeerError('PROTOCOL', `want bitmap has ${bitmap.length} bytes for ${keys.length} chunks`);
-  const out: Uint8Array[] = [];
+  const out = new Set<string>();
   keys.forEach((key, i) => {
-    if (bitmapGet(bitmap, i)) out.push(ids.get(key) ?? new Uint8Array(0));
+    if (bitmapGet(bitmap, i)) out.add(key);
   });
   return out;
 }

@@ -81,6 +81,16 @@ export class DataStreamRouter {
     };
   }
 
+  /** Runs `body` with `transferId` expected (see expect), and ends the wait after it. */
+  async expecting<T>(transferId: number, body: () => Promise<T>): Promise<T> {
+    const forget = this.expect(transferId);
+    try {
+      return await body();
+    } finally {
+      forget();
+    }
+  }
+
   /** Delivers the data streams of `transferId` to `sink` until the returned function is called. */
   register(transferId: number, sink: Sink): () => void {
     if (this.#sinks.has(transferId)) throw new ClawpeerError('PROTOCOL', `transfer ${transferId} is already running`);

@@ -138,8 +138,7 @@ function readU64(b: Uint8Array | undefined): number {
 }
 
 /** A warm entry: the head id it is certified for, then size, mtimeNs, ino, dev (u64 BE) and mode (u32 BE). */
-function encodeWarm(headId: Uint8Array, stat: WarmStat, into: Buffer = Buffer.alloc(WARM_VALUE_BYTES)): Buffer {
-  const v = into;
+function encodeWarm(headId: Uint8Array, stat: WarmStat, v: Buffer = Buffer.alloc(WARM_VALUE_BYTES)): Buffer {
   v.set(headId, 0);
   let o = BLAKE3_OUT_BYTES;
   v.writeBigUInt64BE(BigInt(stat.size), o);

@@ -46,7 +46,6 @@ export class PeerSession {
     return this.connection.transport;
   }
 
-  /** Finishes the control stream, then closes the connection gracefully. */
   /** Finishes the control stream and closes the connection (see CloseOptions for `linger`). */
   async close(reason = 'done', options?: CloseOptions): Promise<void> {
     await this.control.close().catch(() => undefined);

@@ -32,7 +32,7 @@ import type { PeerSession } from './session.js';
 import { historyBlobPath } from './sync-history.js';
 import { expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
-import { sendChunks, sendsEarly } from './transfer-send.js';
+import { sendChunks } from './transfer-send.js';
 import type { SourceFile } from './transfer-source.js';
 
 /** Data streams and window a content fetch uses (bounded again by the session's caps). */
@@ -151,12 +151,7 @@ export interface FetchOptions {
 export async function fetchContent(ch: SyncChannel, requests: readonly FetchRequest[], options: FetchOptions): Promise<FetchOutcome> {
   const fetchId = ch.session.allocateTransferId();
   // The peer's data streams (early chunks) may come while we stage: they wait for our receiver.
-  const forget = options.router.expect(fetchId);
-  try {
-    return await fetchWith(ch, fetchId, requests, options);
-  } finally {
-    forget();
-  }
+  return options.router.expecting(fetchId, () => fetchWith(ch, fetchId, requests, options));
 }
 
 async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly FetchRequest[], options: FetchOptions): Promise<FetchOutcome> {
@@ -293,9 +288,8 @@ export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store
     totalBytes += m.size;
   }
   await sendManifest(session, first.fetchId, entries);
-  const want = expectWant(session, first.fetchId, ch.timeoutMs, ch.signal);
   const stats = await sendChunks({
-    session, transferId: first.fetchId, source: { entries, files, totalBytes }, want: sendsEarly(session) ? want : await want,
+    session, transferId: first.fetchId, source: { entries, files, totalBytes }, want: expectWant(session, first.fetchId, ch.timeoutMs, ch.signal),
     streams: Math.max(1, Math.min(SYNC_FETCH_STREAMS, session.caps.maxStreams)), window: Math.max(1, Math.min(SYNC_FETCH_WINDOW, session.caps.maxWindowChunks)),
     idleTimeoutMs: ch.timeoutMs, signal: ch.signal, log: ch.log,
   });

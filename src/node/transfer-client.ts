@@ -9,7 +9,7 @@ import { DataStreamRouter } from './data-stream-router.js';
 import type { PeerSession } from './session.js';
 import { expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
-import { sendChunks, sendsEarly } from './transfer-send.js';
+import { sendChunks } from './transfer-send.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 import { scanSource } from './transfer-source.js';
 import { settledWithin } from './timeouts.js';
@@ -82,7 +82,6 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   await sendManifest(session, id, source.entries);
   // With early chunks the data streams start now, before the accept and the Want; the listener
   // clamps streams and window to the session's caps, so we know them already.
-  const early = sendsEarly(session);
   const streams = Math.max(1, Math.min(o.streams, session.caps.maxStreams));
   const window = Math.max(1, Math.min(o.window, session.caps.maxWindowChunks));
   const accepted = (async () => {
@@ -92,8 +91,6 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     }
     return expectWant(session, id, PREPARE_TIMEOUT_MS, o.signal);
   })();
-  accepted.catch(() => undefined); // awaited below or by sendChunks; this only marks it handled
-  const want = early ? accepted : await accepted;
 
   // While chunks flow, the receiver may fail (its Error arrives on the control channel): stop sending then.
   const abort = new AbortController();
@@ -105,7 +102,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   let sent = 0;
   try {
     const stats = await sendChunks({
-      session, transferId: id, source, want,
+      session, transferId: id, source, want: accepted,
       streams, window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
       onChunkSent: (bytes) => {
         sent += bytes;
@@ -144,12 +141,7 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
   void router.run(o.signal);
   const id = session.allocateTransferId();
   // The listener's data streams (early chunks) may come while we stage: they wait for our receiver.
-  const forget = router.expect(id);
-  try {
-    return await pullWith(o, router, id, started, wireStart, root);
-  } finally {
-    forget();
-  }
+  return router.expecting(id, () => pullWith(o, router, id, started, wireStart, root));
 }
 
 async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number, started: number, wireStart: number, root: string): Promise<TransferResult> {

@@ -3,6 +3,7 @@
 import { ClawpeerError } from '../errors.js';
 import { splitManifest, type ControlMessage, type ManifestEntry } from '../protocol/messages.js';
 import { DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
+import type { WantInfo } from './chunk-order.js';
 import type { PeerSession } from './session.js';
 import { withTimeout } from './timeouts.js';
 
@@ -21,7 +22,7 @@ export async function expectMessage<T extends ControlMessage['type']>(session: P
 }
 
 /** The receiver's Want of `transferId`, as sendChunks takes it. */
-export async function expectWant(session: PeerSession, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<{ lacking: Uint8Array; uniqueCount: number }> {
+export async function expectWant(session: PeerSession, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<WantInfo> {
   const want = await expectMessage(session, 'want', transferId, timeoutMs, signal);
   return { lacking: want.lacking, uniqueCount: want.uniqueChunks };
 }

@@ -303,19 +303,18 @@ export class TransferReceiver {
         if (header.compressed) throw new ClawpeerError('PROTOCOL', `data stream ${streamId} sent a compressed chunk, but no codec was negotiated`);
         const key = chunkKey(header.chunkId);
         frames.recycle(frame); // opened and keyed: its buffer may take the next frame
+        if (plain.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${plain.length} bytes, header says ${header.chunkBytes}`);
         const placements = this.#wanted.get(key);
         if (placements === undefined) {
           // An early frame left the sender before our Want: it may carry a chunk we hold. Ack and
           // drop it, if it is in the manifest and within the first window of its stream.
           if (header.early === true && sequence < session.caps.maxWindowChunks && this.#announced.has(key)) {
-            if (plain.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${plain.length} bytes, header says ${header.chunkBytes}`);
             this.#stats.chunksDropped++;
             acks.push(encodeAckFrame(streamId, sequence));
             continue;
           }
           throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
         }
-        if (plain.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${plain.length} bytes, header says ${header.chunkBytes}`);
         this.#wanted.delete(key);
         this.#writing++;
         for (const p of placements) {

@@ -2,8 +2,8 @@
 // streams by LPT (with work stealing), and keeps up to W sealed chunks unacknowledged on each.
 // Acks mean "written and BLAKE3-verified" on the receiver, which is what makes resume exact.
 //
-// Early chunks (feature early-chunks). Given a promise of the Want instead of the Want, each
-// stream starts at once with the plan's first chunks, flagged early, up to its window and
+// Early chunks (feature early-chunks, when both sides announced it). Each stream starts before
+// the Want arrives with the plan's first chunks, flagged early, up to its window and
 // EARLY_MAX_BYTES for the whole transfer, and waits for the Want only then. That saves the
 // Manifest/Want round trip (100 revisions of 4 KiB at 100 ms, W=16: 8.5 round trips before, 7.8-8.3 after);
 // an early chunk the receiver already held costs its bytes and is dropped there. A stream whose
@@ -16,10 +16,10 @@ import type { Logger } from '../logger.js';
 import { decodeAckBody } from '../protocol/ack-codec.js';
 import { encodeControlFrame } from '../protocol/messages.js';
 import { DEFAULT_MAX_UNIT_BYTES, DEFAULT_PER_UNIT_OVERHEAD_BYTES, scheduleLpt, splitIntoUnits, WorkQueue, type WorkUnit } from '../transfer/lpt-scheduler.js';
-import { chunkKey, planTransfer, type FileManifest as PlanFile, type TransferPlan } from '../transfer/plan.js';
+import { planTransfer, type FileManifest as PlanFile, type TransferPlan } from '../transfer/plan.js';
 import { SendWindow } from '../transfer/send-window.js';
 import { ChunkReader } from './chunk-reader.js';
-import { lackingFromBitmap, uniqueChunks, chunkIdAt } from './chunk-order.js';
+import { lackingKeys, uniqueChunks, chunkIdAt, type WantInfo } from './chunk-order.js';
 import { expectFrame, FrameStream } from './frame-stream.js';
 import type { PeerSession } from './session.js';
 import type { SourceFile, TransferSource } from './transfer-source.js';
@@ -37,23 +37,12 @@ let framesSent = 0; // process-wide, for TEST_HOOKS.tamperDataFrame
  */
 export const EARLY_MAX_BYTES = 256 << 10;
 
-/** True when the peer takes early chunks (both sides announced the feature). */
-export function sendsEarly(session: PeerSession): boolean {
-  return session.caps.features.includes('early-chunks');
-}
-
-/** The receiver's Want: a bitmap over the manifest's distinct chunks (set = lacking). */
-export interface WantInfo {
-  readonly lacking: Uint8Array;
-  readonly uniqueCount: number;
-}
-
 export interface SendChunksOptions {
   readonly session: PeerSession;
   readonly transferId: number;
   readonly source: TransferSource;
-  /** The Want, or a promise of it: then early chunks go first (see the header). */
-  readonly want: WantInfo | Promise<WantInfo>;
+  /** The receiver's Want, when it comes (early chunks go first meanwhile, see the header). */
+  readonly want: Promise<WantInfo>;
   readonly streams: number;
   readonly window: number;
   readonly idleTimeoutMs: number;
@@ -70,7 +59,7 @@ export interface SendStats {
   readonly streamsUsed: number;
 }
 
-/** What the receiver lacks: known from the start, or once its Want arrives; early budget till then. */
+/** What the receiver lacks, once its Want is in; the early budget till then. */
 class WantGate {
   /** Keys of the chunks the receiver asked for; undefined until the Want is in. */
   lacking: ReadonlySet<string> | undefined;
@@ -78,19 +67,19 @@ class WantGate {
   readonly ready: Promise<void>;
   #earlyBytesLeft: number;
 
-  constructor(keys: readonly string[], ids: ReadonlyMap<string, Uint8Array>, want: WantInfo | Promise<WantInfo>) {
-    const known = (w: WantInfo): void => {
-      this.lacking = new Set(lackingFromBitmap(keys, ids, w.lacking, w.uniqueCount).map(chunkKey));
-    };
-    if (want instanceof Promise) {
-      this.#earlyBytesLeft = EARLY_MAX_BYTES;
-      this.ready = want.then(known);
-      this.ready.catch(() => undefined); // awaited by the streams; this only marks it handled
-    } else {
-      this.#earlyBytesLeft = 0;
-      known(want);
-      this.ready = Promise.resolve();
-    }
+  private constructor(keys: readonly string[], want: Promise<WantInfo>, earlyBytes: number) {
+    this.#earlyBytesLeft = earlyBytes;
+    this.ready = want.then((w) => {
+      this.lacking = lackingKeys(keys, w);
+    });
+    this.ready.catch(() => undefined); // awaited by the streams; this only marks it handled
+  }
+
+  /** Without early chunks (a peer that does not take them), the Want is awaited here. */
+  static async open(keys: readonly string[], want: Promise<WantInfo>, early: boolean): Promise<WantGate> {
+    const gate = new WantGate(keys, want, early ? EARLY_MAX_BYTES : 0);
+    if (!early) await gate.ready;
+    return gate;
   }
 
   /** Takes `bytes` from the early budget; false (and the budget is closed) when they do not fit. */
@@ -138,7 +127,7 @@ function flipByteFromEnd(frame: SealedFrameParts, fromEnd: number): void {
 export async function sendChunks(options: SendChunksOptions): Promise<SendStats> {
   const { source } = options;
   const { keys, ids } = uniqueChunks(source.entries);
-  const gate = new WantGate(keys, ids, options.want);
+  const gate = await WantGate.open(keys, options.want, options.session.caps.features.includes('early-chunks'));
 
   // The plan covers files only, in entry order; planIndex -> source file.
   const planFiles: PlanFile[] = [];
@@ -153,25 +142,26 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const plan = planTransfer(planFiles, gate.lacking === undefined ? ids.values() : [...gate.lacking].map((k) => ids.get(k) ?? new Uint8Array(0)));
   const units = splitIntoUnits(plan, { maxUnitBytes: DEFAULT_MAX_UNIT_BYTES, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
   const streamCount = Math.max(0, Math.min(options.streams, units.length));
-  const sent = { chunks: 0, bytes: 0 };
-  const statsNow = (): SendStats => ({
-    chunksSent: sent.chunks, bytesSent: sent.bytes, streamsUsed: streamCount,
-    chunksSkipped: plan.stats.chunkRefs - (gate.lacking?.size ?? plan.chunks.length),
-  });
-  if (streamCount === 0) {
+  // The Want's verdict is needed for the stats even when everything went early.
+  const statsAfter = async (sent: readonly { chunksSent: number; bytesSent: number }[]): Promise<SendStats> => {
     await gate.ready;
-    return statsNow();
-  }
+    return {
+      chunksSent: sent.reduce((a, s) => a + s.chunksSent, 0), bytesSent: sent.reduce((a, s) => a + s.bytesSent, 0), streamsUsed: streamCount,
+      chunksSkipped: plan.stats.chunkRefs - (gate.lacking?.size ?? 0),
+    };
+  };
+  if (streamCount === 0) return statsAfter([]);
 
   const queue = new WorkQueue(scheduleLpt(units, streamCount), { steal: true });
   const reader = new ChunkReader();
   const abort = new AbortController();
   const onOuterAbort = (): void => abort.abort();
   options.signal.addEventListener('abort', onOuterAbort, { once: true });
+  let sent: { chunksSent: number; bytesSent: number }[];
   try {
-    await Promise.all(
+    sent = await Promise.all(
       Array.from({ length: streamCount }, (_, s) =>
-        runStream(s, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate, sent).catch((err: unknown) => {
+        runStream(s, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate).catch((err: unknown) => {
           abort.abort();
           throw err;
         }),
@@ -181,8 +171,7 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
     options.signal.removeEventListener('abort', onOuterAbort);
     await reader.close();
   }
-  await gate.ready; // a transfer sent wholly early still needs the Want's verdict for its stats
-  return statsNow();
+  return statsAfter(sent);
 }
 
 async function runStream(
@@ -193,8 +182,7 @@ async function runStream(
   queue: WorkQueue<WorkUnit>,
   reader: ChunkReader,
   gate: WantGate,
-  sent: { chunks: number; bytes: number },
-): Promise<void> {
+): Promise<{ chunksSent: number; bytesSent: number }> {
   const { session, signal } = options;
   const raw = await session.connection.openStream();
   const streamId = session.allocateDataStreamId();
@@ -269,8 +257,6 @@ async function runStream(
         // Recorded before the write: on a fast link the ack can arrive before write() resolves.
         window.onSent(seq, chunk.id, chunk.length, performance.now());
         out.push(frame.prefix, frame.ciphertext, frame.tag);
-        sent.chunks++;
-        sent.bytes += chunk.length;
         options.onChunkSent?.(chunk.length);
       }
     }
@@ -296,6 +282,8 @@ async function runStream(
     // ack reader is left to finish on its own instead of costing another round trip.
     await raw.finish().catch(() => undefined);
     void ackLoop;
+    const { chunksSent, bytesSent } = window.counters;
+    return { chunksSent, bytesSent };
   } catch (err) {
     raw.reset();
     throw err instanceof Error && err.name === 'AbortError' ? new ClawpeerError('ABORTED', `transfer ${options.transferId} aborted`, { cause: err }) : err;

@@ -20,7 +20,7 @@ import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
 import { expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
-import { sendChunks, sendsEarly } from './transfer-send.js';
+import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
 import { serveSync } from './sync-service.js';
 
@@ -134,8 +134,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
 
   if (req.direction === 'push') {
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
-    const forget = router.expect(id);
-    try {
+    await router.expecting(id, async () => {
       if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
       await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
       const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
@@ -164,9 +163,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
       } finally {
         hold.release(); // only after abort() finished: the next push finds no cleanup in progress
       }
-    } finally {
-      forget();
-    }
+    });
     return;
   }
 
@@ -188,7 +185,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   await sendManifest(session, id, source.entries);
   const want = expectWant(session, id, PREPARE_TIMEOUT_MS, signal);
-  await sendChunks({ session, transferId: id, source, want: sendsEarly(session) ? want : await want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log });
+  await sendChunks({ session, transferId: id, source, want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });
 }

@@ -12,7 +12,7 @@
 //                                    verified (cumulative; < 2^53)
 // A receiver that has verified nothing yet sends no ACK (there is no "none" value).
 import { ClawpeerError } from '../errors.js';
-import { FRAME_HEADER_BYTES, FRAME_TYPES } from './frame-codec.js';
+import { FRAME_HEADER_BYTES, writeFrameHeader } from './frame-codec.js';
 
 export const ACK_BODY_BYTES = 12;
 /** A whole ACK frame: 5-byte frame header + 12-byte body. */
@@ -33,8 +33,7 @@ export function encodeAckFrame(streamId: number, ackedThroughSeq: number): Uint8
   }
   // One receiver sends one per chunk: frame header and body in one (pooled) allocation.
   const frame = Buffer.allocUnsafe(ACK_FRAME_BYTES);
-  frame[0] = FRAME_TYPES.ack;
-  frame.writeUInt32BE(ACK_BODY_BYTES, 1);
+  writeFrameHeader(frame, 0, 'ack', ACK_BODY_BYTES);
   frame.writeUInt32BE(streamId, FRAME_HEADER_BYTES);
   frame.writeBigUInt64BE(BigInt(ackedThroughSeq), FRAME_HEADER_BYTES + 4);
   return frame;

@@ -97,7 +97,7 @@ function checkU32(name: string, value: number): void {
 }
 
 /** Encodes a frame header into `out` at `offset`. */
-function writeFrameHeader(out: Uint8Array, offset: number, type: FrameType, bodyBytes: number): void {
+export function writeFrameHeader(out: Uint8Array, offset: number, type: FrameType, bodyBytes: number): void {
   checkU32('frame body length', bodyBytes);
   out[offset] = FRAME_TYPES[type];
   new DataView(out.buffer, out.byteOffset + offset + 1, 4).setUint32(0, bodyBytes);

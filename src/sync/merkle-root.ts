@@ -84,11 +84,16 @@ const EMPTY_LEAF = leafDigest(new Uint8Array(0));
 const EMPTY_LEVEL1 = nodeDigest(DOMAIN_LEVEL1, repeatDigest(EMPTY_LEAF, FANOUT));
 const EMPTY_LEVEL2 = nodeDigest(DOMAIN_LEVEL2, repeatDigest(EMPTY_LEVEL1, FANOUT));
 
-/** Digests of every node below the root; copied wholesale (136 KiB) by `rootAfter`. */
+/** Digests of every node below the root; copied wholesale (136 KiB) by `rootAfter` and `clone`. */
 interface TreeLevels {
   leaf: Uint8Array; // MERKLE_LEAF_COUNT * 32
   level1: Uint8Array; // LEVEL1_COUNT * 32
   level2: Uint8Array; // LEVEL2_COUNT * 32
+}
+
+/** An independent copy of the tree's levels. */
+function copyLevels(l: TreeLevels): TreeLevels {
+  return { leaf: new Uint8Array(l.leaf), level1: new Uint8Array(l.level1), level2: new Uint8Array(l.level2) };
 }
 
 /** Recomputes the level-1, level-2 nodes above the given dirty leaves, then the root. */
@@ -115,7 +120,7 @@ function rehashAbove(levels: TreeLevels, dirtyLeaves: Iterable<number>, size: nu
 export class MerkleIdSet {
   readonly #buckets: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(MERKLE_LEAF_COUNT);
   readonly #counts = new Uint32Array(MERKLE_LEAF_COUNT);
-  readonly #levels: TreeLevels = {
+  #levels: TreeLevels = {
     leaf: repeatDigest(EMPTY_LEAF, MERKLE_LEAF_COUNT),
     level1: repeatDigest(EMPTY_LEVEL1, LEVEL1_COUNT),
     level2: repeatDigest(EMPTY_LEVEL2, LEVEL2_COUNT),
@@ -229,9 +234,7 @@ export class MerkleIdSet {
       if (count > 0) copy.#buckets[b] = new Uint8Array(this.#buckets[b]!.subarray(0, count * REVISION_ID_BYTES));
     }
     copy.#counts.set(this.#counts);
-    copy.#levels.leaf.set(this.#levels.leaf);
-    copy.#levels.level1.set(this.#levels.level1);
-    copy.#levels.level2.set(this.#levels.level2);
+    copy.#levels = copyLevels(this.#levels);
     copy.#size = this.#size;
     copy.#root = this.#root; // never changed in place (root() hands out copies)
     return copy;
@@ -269,11 +272,7 @@ export class MerkleIdSet {
     };
     for (const id of adds) entry(id).adds.push(id);
     for (const id of removes) entry(id).removes.push(id);
-    const levels: TreeLevels = {
-      leaf: new Uint8Array(this.#levels.leaf),
-      level1: new Uint8Array(this.#levels.level1),
-      level2: new Uint8Array(this.#levels.level2),
-    };
+    const levels = copyLevels(this.#levels);
     const byId = (x: Uint8Array, y: Uint8Array): number => compareIds(x, 0, y, 0);
     for (const [b, change] of touched) {
       const count = this.#counts[b]!;

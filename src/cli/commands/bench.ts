@@ -13,11 +13,9 @@ import { ClawpeerError } from '../../errors.js';
 import { loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
-import type { CommandContext } from '../context.js';
+import type { Runner } from '../context.js';
 import { human } from '../progress.js';
 import { DEFAULT_STREAMS, DEFAULT_WINDOW } from './transfer.js';
-
-type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
 
 /** Redraw the progress line at most this often, ms. */
 const PROGRESS_INTERVAL_MS = 200;

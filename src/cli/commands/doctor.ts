@@ -7,9 +7,7 @@ import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { intOption } from '../args.js';
 import { DEFAULT_PEER_TIMEOUT_MS, runDoctor, summarize, type CheckResult } from '../../node/doctor.js';
-import type { CommandContext } from '../context.js';
-
-type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
+import type { Runner } from '../context.js';
 
 const STATUS_LABEL: Record<CheckResult['status'], string> = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' };
 /** Wide enough for the fixed check names; peer names longer than this just push the column. */

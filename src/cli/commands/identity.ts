@@ -1,9 +1,9 @@
 // `init` and `id`: create and show the node identity.
 import type { Argv } from 'yargs';
 import { createIdentity, loadIdentity } from '../../node/identity-store.js';
-import type { CommandContext } from '../context.js';
+import type { Runner } from '../context.js';
 
-export function registerIdentityCommands(cli: Argv, run: (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>): Argv {
+export function registerIdentityCommands(cli: Argv, run: Runner): Argv {
   return cli
     .command(
       'init',

@@ -8,10 +8,8 @@ import { findPeer, PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import { applyAllowLists, resolveShares, type Share } from '../../node/shares.js';
 import { formatHostPort } from '../../node/address.js';
-import type { CommandContext } from '../context.js';
+import type { Runner } from '../context.js';
 import { intOption, TRANSPORT_OPTION } from '../args.js';
-
-type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
 
 function configFrom(args: Record<string, unknown>): NodeConfig {
   const timeout = args['connect-timeout'];

@@ -1,9 +1,7 @@
 // `pair add|list|remove`: manage the set of pinned peer keys.
 import type { Argv } from 'yargs';
 import { PeerStore } from '../../node/peer-store.js';
-import type { CommandContext } from '../context.js';
-
-type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
+import type { Runner } from '../context.js';
 
 export function registerPairCommands(cli: Argv, run: Runner): Argv {
   return cli.command('pair', 'manage paired peers (pinned keys)', (y) =>

@@ -12,9 +12,7 @@ import type { ImpairmentCounters, PipeCounters } from '../../relay/impairment.js
 import { TCP_RELAY_LIMITATION, startTcpRelay } from '../../relay/tcp-relay.js';
 import { isLoopbackHost, startUdpRelay } from '../../relay/udp-relay.js';
 import type { HostPort } from '../../transport/types.js';
-import type { CommandContext } from '../context.js';
-
-type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
+import type { Runner } from '../context.js';
 
 /** Seeds are 32-bit: the relay's PRNG state is seeded from one 32-bit word. */
 const MAX_SEED = 0xffff_ffff;

@@ -21,10 +21,8 @@ import type { RevisionEntry } from '../../sync/revision.js';
 import { formatVector } from '../../sync/version-vector.js';
 import { normalizeSharePath } from '../../transfer/paths.js';
 import { TRANSPORT_OPTION } from '../args.js';
-import type { CommandContext } from '../context.js';
+import type { CommandContext, Runner } from '../context.js';
 import { parseRemote } from './transfer.js';
-
-type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
 
 /** Quiet time after the last file-system event before --watch syncs, ms. */
 export const WATCH_DEBOUNCE_MS = 500;

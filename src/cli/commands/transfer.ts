@@ -6,11 +6,9 @@ import { loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
-import type { CommandContext } from '../context.js';
+import type { CommandContext, Runner } from '../context.js';
 import { intOption, TRANSPORT_OPTION } from '../args.js';
 import { createProgress, human } from '../progress.js';
-
-type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
 
 /**
  * Streams and window when the user does not say (bench/results). Streams: 10,000 x 4 KiB at
