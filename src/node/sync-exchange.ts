@@ -30,7 +30,7 @@ import { isInternalPath } from './partial-store.js';
 import type { RevisionStore } from './revision-store.js';
 import type { PeerSession } from './session.js';
 import { historyBlobPath } from './sync-history.js';
-import { expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
+import { effectiveStreamsAndWindow, expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import type { SourceFile } from './transfer-source.js';
@@ -290,7 +290,7 @@ export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store
   await sendManifest(session, first.fetchId, entries);
   const stats = await sendChunks({
     session, transferId: first.fetchId, source: { entries, files, totalBytes }, want: expectWant(session, first.fetchId, ch.timeoutMs, ch.signal),
-    streams: Math.max(1, Math.min(SYNC_FETCH_STREAMS, session.caps.maxStreams)), window: Math.max(1, Math.min(SYNC_FETCH_WINDOW, session.caps.maxWindowChunks)),
+    ...effectiveStreamsAndWindow(session, SYNC_FETCH_STREAMS, SYNC_FETCH_WINDOW),
     idleTimeoutMs: ch.timeoutMs, signal: ch.signal, log: ch.log,
   });
   await expectMessage(session, 'transfer-done', first.fetchId, ch.timeoutMs, ch.signal);

@@ -7,7 +7,7 @@ import type { Logger } from '../logger.js';
 import type { TransferDoneMessage } from '../protocol/messages.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import type { PeerSession } from './session.js';
-import { expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
+import { effectiveStreamsAndWindow, expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
@@ -82,8 +82,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   await sendManifest(session, id, source.entries);
   // With early chunks the data streams start now, before the accept and the Want; the listener
   // clamps streams and window to the session's caps, so we know them already.
-  const streams = Math.max(1, Math.min(o.streams, session.caps.maxStreams));
-  const window = Math.max(1, Math.min(o.window, session.caps.maxWindowChunks));
+  const { streams, window } = effectiveStreamsAndWindow(session, o.streams, o.window);
   const accepted = (async () => {
     const accept = await expectMessage(session, 'transfer-accept', id, o.idleTimeoutMs, o.signal);
     if (accept.streams !== streams || accept.window !== window) {

@@ -21,6 +21,17 @@ export async function expectMessage<T extends ControlMessage['type']>(session: P
   return msg as Of<T>;
 }
 
+/**
+ * Streams and window a transfer runs with: what was asked, within the session's caps (at least
+ * 1). The listener answers with these, and an early-sending client starts with them before.
+ */
+export function effectiveStreamsAndWindow(session: PeerSession, streams: number, window: number): { streams: number; window: number } {
+  return {
+    streams: Math.max(1, Math.min(streams, session.caps.maxStreams)),
+    window: Math.max(1, Math.min(window, session.caps.maxWindowChunks)),
+  };
+}
+
 /** The receiver's Want of `transferId`, as sendChunks takes it. */
 export async function expectWant(session: PeerSession, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<WantInfo> {
   const want = await expectMessage(session, 'want', transferId, timeoutMs, signal);

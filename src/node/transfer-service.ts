@@ -18,7 +18,7 @@ import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from './destin
 import { isInternalPath } from './partial-store.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
-import { expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
+import { effectiveStreamsAndWindow, expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
@@ -126,8 +126,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   const { config, log } = ctx;
   const share = findShare(ctx.shares, req.share, session.peerId);
   const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
-  const streams = Math.max(1, Math.min(req.streams, session.caps.maxStreams));
-  const window = Math.max(1, Math.min(req.window, session.caps.maxWindowChunks));
+  const { streams, window } = effectiveStreamsAndWindow(session, req.streams, req.window);
   const chunking = sessionChunking(session);
   const id = req.transferId;
   log.info(`${req.direction} requested`, { peer: session.peerId, share: share.name, path: basePath, streams, window });
