@@ -290,6 +290,9 @@ export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store
   await sendManifest(session, first.fetchId, entries);
   const stats = await sendChunks({
     session, transferId: first.fetchId, source: { entries, files, totalBytes }, want: expectWant(session, first.fetchId, ch.timeoutMs, ch.signal),
+    // No early chunks: the fetching side often holds the content already (a rename, a copy, an
+    // earlier version), which only its Want can tell, and a rename must cost no chunk at all.
+    early: false,
     ...effectiveStreamsAndWindow(session, SYNC_FETCH_STREAMS, SYNC_FETCH_WINDOW),
     idleTimeoutMs: ch.timeoutMs, signal: ch.signal, log: ch.log,
   });

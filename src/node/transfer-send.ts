@@ -43,6 +43,8 @@ export interface SendChunksOptions {
   readonly source: TransferSource;
   /** The receiver's Want, when it comes (early chunks go first meanwhile, see the header). */
   readonly want: Promise<WantInfo>;
+  /** false: wait for the Want even when the peer takes early chunks (see serveFetch). */
+  readonly early?: boolean;
   readonly streams: number;
   readonly window: number;
   readonly idleTimeoutMs: number;
@@ -127,7 +129,8 @@ function flipByteFromEnd(frame: SealedFrameParts, fromEnd: number): void {
 export async function sendChunks(options: SendChunksOptions): Promise<SendStats> {
   const { source } = options;
   const { keys, ids } = uniqueChunks(source.entries);
-  const gate = await WantGate.open(keys, options.want, options.session.caps.features.includes('early-chunks'));
+  const early = options.early !== false && options.session.caps.features.includes('early-chunks');
+  const gate = await WantGate.open(keys, options.want, early);
 
   // The plan covers files only, in entry order; planIndex -> source file.
   const planFiles: PlanFile[] = [];
