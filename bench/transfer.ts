@@ -103,7 +103,7 @@ type Log = (msg: string) => void;
 // ---------------------------------------------------------------------------------------------
 // Source data
 
-async function writeRandomFile(file: string, bytes: number): Promise<void> {
+export async function writeRandomFile(file: string, bytes: number): Promise<void> {
   const h = await open(file, 'w');
   try {
     for (let done = 0; done < bytes; ) {
@@ -123,7 +123,7 @@ async function makeSmallTree(dir: string, files: number): Promise<void> {
 }
 
 /** CPU seconds (user + system, all threads) a launched CLI reported at exit, if it did. */
-function reportedCpuSeconds(stderr: string): number | undefined {
+export function reportedCpuSeconds(stderr: string): number | undefined {
   const line = stderr.split('\n').find((l) => l.startsWith(CPU_MARK));
   if (line === undefined) return undefined;
   const u = JSON.parse(line.slice(CPU_MARK.length)) as { user: number; system: number };
@@ -131,7 +131,7 @@ function reportedCpuSeconds(stderr: string): number | undefined {
 }
 
 /** CPU seconds (user + system, all threads) a live process has used so far; Linux only. */
-function procCpuSeconds(pid: number | undefined): number | undefined {
+export function procCpuSeconds(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   const r = spawnSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' });
   if (r.status !== 0) return undefined;
@@ -142,14 +142,14 @@ function procCpuSeconds(pid: number | undefined): number | undefined {
 }
 
 /** Flushes dirty pages (untimed) so the next run does not pay for the previous one's writeback. */
-function syncDisks(): void {
+export function syncDisks(): void {
   spawnSync('sync', { stdio: 'ignore' });
 }
 
 // ---------------------------------------------------------------------------------------------
 // clawpeer through the real CLI
 
-interface CliRun {
+export interface CliRun {
   readonly code: number | null;
   readonly stdout: string;
   readonly stderr: string;
@@ -175,7 +175,7 @@ function cliArgs(args: readonly string[], cpuProfDir: string | undefined, profNa
   return [...prof, '--require', THREAD_POOL_SETUP, '--input-type=module', '-e', launcher, '--', ...args];
 }
 
-function runCli(args: readonly string[], options: { cpuProfDir?: string; profName?: string } = {}): Promise<CliRun> {
+export function runCli(args: readonly string[], options: { cpuProfDir?: string; profName?: string } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(process.execPath, cliArgs(args, options.cpuProfDir, options.profName ?? 'cli'), { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -204,7 +204,7 @@ async function cliOk(args: readonly string[]): Promise<Record<string, unknown>[]
   return r.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-interface Listener {
+export interface Listener {
   readonly child: ChildProcess;
   readonly port: number;
   stop(): Promise<void>;
@@ -236,14 +236,14 @@ function startListener(home: string, shares: readonly string[], cpuProfDir: stri
   });
 }
 
-interface ClawpeerSetup {
+export interface ClawpeerSetup {
   readonly senderHome: string;
   readonly listener: Listener;
   readonly shareDirs: string[];
 }
 
 /** Two homes, paired both ways; a listener serving one fresh share per planned run. */
-async function setUpClawpeer(root: string, shareCount: number, cpuProfDir: string | undefined): Promise<ClawpeerSetup> {
+export async function setUpClawpeer(root: string, shareCount: number, cpuProfDir: string | undefined): Promise<ClawpeerSetup> {
   const recvHome = join(root, 'home-recv');
   const sendHome = join(root, 'home-send');
   const recvId = String((await cliOk(['--home', recvHome, 'init', '--json']))[0]?.['id']);

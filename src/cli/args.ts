@@ -8,6 +8,17 @@ export const TRANSPORT_OPTION = {
   describe: 'quic, tcp (TLS over TCP, when UDP is blocked) or auto (QUIC, then TCP)',
 } as const;
 
+export const COMPRESS_OPTION = {
+  type: 'boolean',
+  default: true,
+  describe: 'zstd-compress chunks when both sides can and it saves space (--no-compress: never)',
+} as const;
+
+/** The config's compression setting from the --compress / --no-compress flag. */
+export function compressionFrom(args: Record<string, unknown>): 'auto' | 'none' {
+  return args['compress'] === false ? 'none' : 'auto';
+}
+
 /** An integer flag within [min, max]; a USAGE error naming the flag otherwise. */
 export function intOption(value: unknown, flag: string, min: number, max: number): number {
   const n = Number(value);

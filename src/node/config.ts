@@ -3,10 +3,13 @@
 import { ClawpeerError } from '../errors.js';
 
 export type TransportChoice = 'quic' | 'tcp' | 'auto';
+/** auto: offer zstd for DATA chunks when its binding loads (chunk-compression.ts); none: never. */
+export type CompressionChoice = 'auto' | 'none';
 
 export interface NodeConfig {
   /** quic, tcp (TLS over TCP for networks that block UDP), or auto (QUIC, then TCP). */
   readonly transport: TransportChoice;
+  readonly compression: CompressionChoice;
   /** Connection idle timeout; also bounds a QUIC connect to a dead host. */
   readonly idleTimeoutMs: number;
   readonly keepAliveMs: number;
@@ -31,6 +34,7 @@ export interface NodeConfig {
 
 export const DEFAULT_CONFIG: NodeConfig = Object.freeze({
   transport: 'auto',
+  compression: 'auto',
   idleTimeoutMs: 15_000,
   keepAliveMs: 4_000,
   connectTimeoutMs: 5_000,
@@ -43,7 +47,7 @@ export const DEFAULT_CONFIG: NodeConfig = Object.freeze({
   maxConnectionsPerPeer: 16,
 });
 
-type NumericKey = Exclude<keyof NodeConfig, 'transport'>;
+type NumericKey = Exclude<keyof NodeConfig, 'transport' | 'compression'>;
 
 /** Inclusive [min, max] of every numeric setting (the CLI checks its flags against these too). */
 export const CONFIG_LIMITS: Readonly<Record<NumericKey, readonly [number, number]>> = Object.freeze({
@@ -67,7 +71,11 @@ export function resolveConfig(partial: Partial<Record<string, unknown>> = {}): N
   if (transport !== 'quic' && transport !== 'tcp' && transport !== 'auto') {
     throw new ClawpeerError('CONFIG_INVALID', `transport must be quic, tcp or auto, got ${JSON.stringify(transport)}`);
   }
-  const out: Record<string, unknown> = { transport };
+  const compression = partial['compression'] ?? DEFAULT_CONFIG.compression;
+  if (compression !== 'auto' && compression !== 'none') {
+    throw new ClawpeerError('CONFIG_INVALID', `compression must be auto or none, got ${JSON.stringify(compression)}`);
+  }
+  const out: Record<string, unknown> = { transport, compression };
   for (const [key, [min, max]] of Object.entries(CONFIG_LIMITS)) {
     const value = partial[key] ?? DEFAULT_CONFIG[key as NumericKey];
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {

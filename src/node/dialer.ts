@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import { backendByName } from '../transport/backends.js';
 import type { Connection, TransportName } from '../transport/types.js';
 import { formatHostPort } from './address.js';
+import { localCapabilities } from './chunk-compression.js';
 import type { NodeConfig } from './config.js';
 import { clientHandshake } from './control-channel.js';
 import type { ResolvedPeer } from './peer-resolve.js';
@@ -80,6 +81,7 @@ export async function dialPeer(options: DialOptions): Promise<PeerSession> {
     const handshake = await clientHandshake(stream, {
       identity: options.identity,
       expectedRemoteKey: peer.publicKey,
+      caps: localCapabilities(config.compression),
       timeoutMs: config.handshakeTimeoutMs,
       ...(options.signal !== undefined ? { signal: options.signal } : {}),
     });

@@ -12,6 +12,7 @@ import { backendByName } from '../transport/backends.js';
 import type { Connection, Listener, TransportName } from '../transport/types.js';
 import { formatHostPort } from './address.js';
 import type { NodeConfig } from './config.js';
+import { localCapabilities } from './chunk-compression.js';
 import { serverHandshake } from './control-channel.js';
 import type { PeerStore } from './peer-store.js';
 import { PeerSession } from './session.js';
@@ -235,6 +236,7 @@ export class NodeServer {
       const handshake = await serverHandshake(stream, {
         identity,
         expectedRemoteKey: conn.remotePublicKey,
+        caps: localCapabilities(config.compression),
         timeoutMs: config.handshakeTimeoutMs,
         signal: this.#stop.signal,
       });

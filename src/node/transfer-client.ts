@@ -47,6 +47,8 @@ export interface TransferResult {
   readonly wireBytes: number;
   readonly chunksSent: number;
   readonly chunksSkipped: number;
+  /** Of chunksSent, those that travelled zstd-compressed. */
+  readonly chunksCompressed: number;
   readonly streams: number;
   readonly window: number;
   readonly seconds: number;
@@ -118,7 +120,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     const result: TransferDoneMessage = await done;
     return {
       files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
-      chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, streams: stats.streamsUsed, window,
+      chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
       seconds: (performance.now() - started) / 1000,
     };
   } finally {
@@ -166,7 +168,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
     await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
     return {
       files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
-      chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, streams: accept.streams, window: accept.window,
+      chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,
       seconds: (performance.now() - started) / 1000,
     };
   } catch (err) {

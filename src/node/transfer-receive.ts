@@ -11,6 +11,7 @@ import { encodeAckFrame } from '../protocol/ack-codec.js';
 import type { ManifestEntry } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
+import { decompressChunk, receiverCodec } from './chunk-compression.js';
 import { ChunkIndex } from './chunk-index.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
 import { bitmapFromKeys, chunkIdAt, uniqueChunks } from './chunk-order.js';
@@ -55,6 +56,8 @@ export interface ReceiveStats {
   readonly chunksSkipped: number;
   /** Early chunks that arrived although we held them already (dropped, not written). */
   readonly chunksDropped: number;
+  /** Chunks that arrived zstd-compressed (a subset of chunksReceived). */
+  readonly chunksCompressed: number;
   readonly filesUnchanged: number;
 }
 
@@ -118,7 +121,7 @@ export class TransferReceiver {
   #commitChain: Promise<void> = Promise.resolve();
   /** Batches handed to #commitChain and not finished: receiving waits only when two are. */
   #commitsInFlight = 0;
-  #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, chunksDropped: 0, filesUnchanged: 0 };
+  #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, chunksDropped: 0, chunksCompressed: 0, filesUnchanged: 0 };
   #allReceived: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
   /** Chunks taken off #wanted whose writes (and acks) are still in progress. */
   #writing = 0;
@@ -299,11 +302,11 @@ export class TransferReceiver {
         if (frame.type !== 'data') throw new ClawpeerError('PROTOCOL', `expected a data frame on data stream ${streamId}, got ${frame.type}`);
         const header = frame.header;
         const sequence = expectedSeq++;
-        const plain = session.opener.open(frame, { streamId, sequence });
-        if (header.compressed) throw new ClawpeerError('PROTOCOL', `data stream ${streamId} sent a compressed chunk, but no codec was negotiated`);
+        const payload = session.opener.open(frame, { streamId, sequence });
         const key = chunkKey(header.chunkId);
         frames.recycle(frame); // opened and keyed: its buffer may take the next frame
-        if (plain.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${plain.length} bytes, header says ${header.chunkBytes}`);
+        const zstd = header.compressed ? receiverCodec(session.caps, streamId) : null;
+        if (zstd === null && payload.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${payload.length} bytes, header says ${header.chunkBytes}`);
         const placements = this.#wanted.get(key);
         if (placements === undefined) {
           // An early frame left the sender before our Want: it may carry a chunk we hold. Ack and
@@ -317,6 +320,9 @@ export class TransferReceiver {
         }
         this.#wanted.delete(key);
         this.#writing++;
+        // Decompressed only now: an early chunk we hold already is dropped without the work.
+        const plain = zstd === null ? payload : await decompressChunk(zstd, payload, header.chunkBytes, key);
+        if (zstd !== null) this.#stats.chunksCompressed++;
         for (const p of placements) {
           await p.file.writeChunk(p.indices, plain); // verifies BLAKE3 against the manifest
           if (p.file.complete) this.#queueCommit(p.file);

@@ -18,6 +18,7 @@ import { encodeControlFrame } from '../protocol/messages.js';
 import { DEFAULT_MAX_UNIT_BYTES, DEFAULT_PER_UNIT_OVERHEAD_BYTES, scheduleLpt, splitIntoUnits, WorkQueue, type WorkUnit } from '../transfer/lpt-scheduler.js';
 import { planTransfer, type FileManifest as PlanFile, type TransferPlan } from '../transfer/plan.js';
 import { SendWindow } from '../transfer/send-window.js';
+import { ChunkCompressor, senderCodec } from './chunk-compression.js';
 import { ChunkReader } from './chunk-reader.js';
 import { lackingKeys, uniqueChunks, chunkIdAt, type WantInfo } from './chunk-order.js';
 import { expectFrame, FrameStream } from './frame-stream.js';
@@ -56,6 +57,8 @@ export interface SendChunksOptions {
 
 export interface SendStats {
   readonly chunksSent: number;
+  /** Chunks that went zstd-compressed (a subset of chunksSent, early ones included). */
+  readonly chunksCompressed: number;
   readonly chunksSkipped: number;
   readonly bytesSent: number;
   readonly streamsUsed: number;
@@ -146,10 +149,13 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const units = splitIntoUnits(plan, { maxUnitBytes: DEFAULT_MAX_UNIT_BYTES, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
   const streamCount = Math.max(0, Math.min(options.streams, units.length));
   // The Want's verdict is needed for the stats even when everything went early.
+  const zstd = senderCodec(options.session.caps);
+  const compressor = zstd === null ? undefined : new ChunkCompressor(zstd);
   const statsAfter = async (sent: readonly { chunksSent: number; bytesSent: number }[]): Promise<SendStats> => {
     await gate.ready;
     return {
       chunksSent: sent.reduce((a, s) => a + s.chunksSent, 0), bytesSent: sent.reduce((a, s) => a + s.bytesSent, 0), streamsUsed: streamCount,
+      chunksCompressed: compressor?.compressedChunks ?? 0,
       chunksSkipped: plan.stats.chunkRefs - (gate.lacking?.size ?? 0),
     };
   };
@@ -164,7 +170,7 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   try {
     sent = await Promise.all(
       Array.from({ length: streamCount }, (_, s) =>
-        runStream(s, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate).catch((err: unknown) => {
+        runStream(s, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate, compressor).catch((err: unknown) => {
           abort.abort();
           throw err;
         }),
@@ -185,6 +191,7 @@ async function runStream(
   queue: WorkQueue<WorkUnit>,
   reader: ChunkReader,
   gate: WantGate,
+  compressor: ChunkCompressor | undefined,
 ): Promise<{ chunksSent: number; bytesSent: number }> {
   const { session, signal } = options;
   const raw = await session.connection.openStream();
@@ -251,9 +258,10 @@ async function runStream(
         await waitForRoom(chunk.length);
         if (readBuffer.length < ref.length) readBuffer = Buffer.allocUnsafe(Math.max(ref.length, session.caps.chunking.maxBytes));
         const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id, readBuffer);
+        const packed = compressor === undefined ? null : await compressor.compress(bytes, file.localPath);
         const seq = window.nextSeq;
         // Three pieces, one frame on the wire: no frame-sized buffer is built (aead.ts sealParts).
-        const frame = session.sealer.sealParts({ streamId, sequence: seq, chunkId: chunk.id, compressed: false, early, chunkBytes: chunk.length }, bytes);
+        const frame = session.sealer.sealParts({ streamId, sequence: seq, chunkId: chunk.id, compressed: packed !== null, early, chunkBytes: chunk.length }, packed ?? bytes);
         if (early) earlyKeys.set(seq, chunk.key);
         if (TEST_HOOKS.delayPerChunkMs !== undefined) await sleep(TEST_HOOKS.delayPerChunkMs);
         if (framesSent++ === TEST_HOOKS.tamperDataFrame) flipByteFromEnd(frame, 20);

@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
 import { makeTree, snapshot } from './tree-helpers.js';
 import { EARLY_MAX_BYTES } from '../../src/node/transfer-send.js';
+import { zstdCodec } from '../../src/node/chunk-compression.js';
 
 const a = await initNode('pa');
 const b = await initNode('pb');
@@ -63,7 +64,8 @@ t.test('early chunks: a stream sends its first window before the Want; the liste
   const src = path.join(work, 'pages');
   await mkdir(src);
   for (let i = 0; i < 30; i++) await writeFile(path.join(src, `p${String(i).padStart(2, '0')}.bin`), randomBytes(4096));
-  const args = ['--home', b.home, 'push', src, 'alice', '--json', '--streams', '1', '--window', '16'];
+  // Without compression: its attempts are async hops that let the Want overtake the early window.
+  const args = ['--home', b.home, 'push', src, 'alice', '--json', '--streams', '1', '--window', '16', '--no-compress'];
   const first = await runCli(args);
   t.equal(first.code, 0, first.stderr);
   t.match(done(first.stdout), { files: 30, chunksSent: 30, chunksSkipped: 0 });
@@ -90,6 +92,41 @@ t.test('early chunks wait for a receiver that prepares longer than an unannounce
   t.equal(push.code, 0, push.stderr);
   t.match(done(push.stdout), { files: 5, chunksSent: 5 });
   t.same(await snapshot(path.join(work, 'slow-inbox', 'slow-pages')), await snapshot(src));
+});
+
+t.test('zstd: text travels compressed both ways, random bytes raw; --no-compress sends everything raw', { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false }, async (t) => {
+  const src = path.join(work, 'zlogs');
+  await mkdir(path.join(src, 'old'), { recursive: true });
+  const lines = (n: number, tag: string): string => Array.from({ length: n }, (_, i) => `2026-11-30T12:${String(i % 60).padStart(2, '0')}:00Z ${tag} request ${i} served in ${i % 97} ms\n`).join('');
+  await writeFile(path.join(src, 'app.log'), lines(40_000, 'INFO')); // ~2.2 MB
+  await writeFile(path.join(src, 'old', 'app.1.log'), lines(5_000, 'WARN'));
+  await writeFile(path.join(src, 'noise.bin'), randomBytes(1 << 20));
+  const push = await runCli(['--home', b.home, 'push', src, 'alice:inbox/z1', '--json']);
+  t.equal(push.code, 0, push.stderr);
+  const d = done(push.stdout);
+  const bytes = d['bytes'] as number;
+  t.ok((d['wireBytes'] as number) < 0.6 * bytes, `compressed push: ${String(d['wireBytes'])} wire bytes for ${bytes}`);
+  t.ok((d['wireBytes'] as number) > 1 << 20, 'the random megabyte still crossed whole');
+  t.ok((d['chunksCompressed'] as number) >= 1 && (d['chunksCompressed'] as number) < (d['chunksSent'] as number), `${String(d['chunksCompressed'])} of ${String(d['chunksSent'])} chunks went compressed (not the random ones)`);
+  t.same(await snapshot(path.join(work, 'inbox', 'z1', 'zlogs')), await snapshot(src));
+
+  // Other text (the listener would deduplicate the same): with --no-compress, all of it crosses.
+  const other = path.join(work, 'zraw');
+  await mkdir(other);
+  await writeFile(path.join(other, 'app.log'), lines(40_000, 'DBUG'));
+  const raw = await runCli(['--home', b.home, 'push', other, 'alice:inbox/z2', '--json', '--no-compress']);
+  t.equal(raw.code, 0, raw.stderr);
+  const r = done(raw.stdout);
+  t.equal(r['chunksCompressed'], 0, '--no-compress: no chunk compressed');
+  t.ok((r['wireBytes'] as number) >= (r['bytes'] as number), `--no-compress: ${String(r['wireBytes'])} wire bytes for ${String(r['bytes'])}`);
+  t.same(await snapshot(path.join(work, 'inbox', 'z2', 'zraw')), await snapshot(other));
+
+  // Pull: the listener is the sender and compresses too.
+  const dest = path.join(work, 'zpulled');
+  const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/z1/zlogs', dest, '--json']);
+  t.equal(pull.code, 0, pull.stderr);
+  t.ok((done(pull.stdout)['wireBytes'] as number) < 0.6 * bytes, 'the pull came compressed');
+  t.same(await snapshot(path.join(dest, 'zlogs')), await snapshot(src));
 });
 
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {

@@ -25,6 +25,7 @@ import { serveSession, sessionChunking } from '../../src/node/transfer-service.j
 import { expectMessage, sendManifest } from '../../src/node/transfer-control.js';
 import { scanSource, type TransferSource } from '../../src/node/transfer-source.js';
 import { chunkIdAt } from '../../src/node/chunk-order.js';
+import { zstdCodec } from '../../src/node/chunk-compression.js';
 import { withTimeout } from '../../src/node/timeouts.js';
 import { encodeControlFrame } from '../../src/protocol/messages.js';
 import { decodeAckBody } from '../../src/protocol/ack-codec.js';
@@ -86,11 +87,11 @@ interface DataPlane {
 }
 
 /** A legitimate push up to the Want: transfer-request, manifest, want (every chunk lacking). */
-async function pushUpToWant(name: string): Promise<DataPlane> {
+async function pushUpToWant(name: string, config?: NodeConfig): Promise<DataPlane> {
   const dir = path.join(rig.work, 'adversary', name);
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, 'victim.bin'), seededBytes(name.length * 7919, VICTIM_BYTES)); // several chunks at the negotiated sizes
-  const session = await dial(rig.listener.port);
+  const session = await dial(rig.listener.port, config);
   const source = await scanSource(dir, { chunking: sessionChunking(session), log: silentLogger });
   const transferId = session.allocateTransferId();
   await session.control.send({ type: 'transfer-request', transferId, direction: 'push', share: 'inbox', path: '', force: false, streams: 2, window: 8 });
@@ -212,6 +213,41 @@ t.test('an early frame for a chunk outside the manifest ends the session', async
   const foreign = p.session.sealer.seal({ streamId: s.streamId, sequence: 0, chunkId: blake3(bytes), compressed: false, early: true, chunkBytes: bytes.length }, bytes);
   await s.frames.write(foreign).catch(() => undefined);
   await expectRefused(t, p, /which was not asked for/);
+});
+
+// ---------------------------------------------------------------------------------------------
+// Compressed chunks (zstd): the frame is checked before the decoder runs.
+
+/** Chunk `i` of the victim as its header would be, with `payload` as its (compressed) bytes. */
+function sealCompressed(p: DataPlane, i: number, streamId: number, payload: Uint8Array): Uint8Array {
+  const entryIndex = p.source.entries.findIndex((e) => e.kind === 'file');
+  const entry = p.source.entries[entryIndex];
+  const ref = p.source.files.get(entryIndex)?.manifest.chunks[i];
+  if (entry === undefined || ref === undefined) throw new TypeError(`no chunk ${i}`);
+  return p.session.sealer.seal({ streamId, sequence: 0, chunkId: chunkIdAt(entry, i), compressed: true, chunkBytes: ref.length }, payload);
+}
+
+t.test('a compressed frame that would decode to far more than its chunk (a zstd bomb) ends the session', { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false }, async (t) => {
+  const p = await pushUpToWant('zstd-bomb-victim');
+  t.same(p.session.caps.compression, ['zstd', 'none'], 'zstd was negotiated');
+  // 512 RLE blocks of 128 KiB: 2 KiB of frame that would decode to 64 MiB.
+  const blocks: number[] = [];
+  for (let i = 0; i < 512; i++) {
+    const h = ((128 << 10) << 3) | (1 << 1) | (i === 511 ? 1 : 0);
+    blocks.push(h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff, 0x41);
+  }
+  const bomb = Uint8Array.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38, ...blocks]);
+  const s = await openDataStream(p);
+  await s.frames.write(sealCompressed(p, 0, s.streamId, bomb)).catch(() => undefined);
+  await expectRefused(t, p, /compressed chunk [0-9a-f]+ refused: its blocks decode to 67108864\.\.67108864 bytes, the chunk has \d+/);
+});
+
+t.test('a compressed frame in a session without a codec ends it', async (t) => {
+  const p = await pushUpToWant('zstd-without-codec-victim', resolveConfig({ transport: 'quic', compression: 'none' }));
+  t.same(p.session.caps.compression, ['none'], 'the client offered no codec');
+  const s = await openDataStream(p);
+  await s.frames.write(sealCompressed(p, 0, s.streamId, Uint8Array.of(1, 2, 3))).catch(() => undefined);
+  await expectRefused(t, p, /sent a compressed chunk, but no codec was negotiated/);
 });
 
 // ---------------------------------------------------------------------------------------------

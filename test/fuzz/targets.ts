@@ -33,6 +33,7 @@ import {
   type Frame,
 } from '../../src/protocol/frame-codec.js';
 import { Handshake, transcriptHash } from '../../src/protocol/handshake.js';
+import { readZstdFrame, ZSTD_MAX_BLOCK_BYTES, ZstdFrameError } from '../../src/transfer/zstd-frame.js';
 import {
   decodeControl,
   decodeControlWithRaw,
@@ -94,9 +95,10 @@ export const CI_ITERATIONS: Readonly<Record<TargetName, number>> = {
   'version-vector': 10_000,
   'share-path': 10_000,
   handshake: 3_000,
+  'zstd-frame': 10_000,
 };
 export const DEEP_ITERATIONS = 1_000_000;
-/** Per-target time box of the deep suite (ms): 10 targets x 60 s keeps it near 10 minutes. */
+/** Per-target time box of the deep suite (ms): 11 targets x 60 s keeps it near 11 minutes. */
 export const DEEP_TIME_BUDGET_MS = 60_000;
 /** Base seed of the CI runs: fixed, so CI is deterministic; the deep suite picks a fresh one. */
 export const CI_SEED = 0x00c1a3;
@@ -1301,6 +1303,62 @@ function checkSession(h: Handshake, where: string): void {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 11. zstd frame structure of a compressed chunk (src/transfer/zstd-frame.ts), read before the
+// decoder runs: it must refuse or bound, never crash or under-count.
+
+/** A well-formed frame of random blocks, as an encoder could write it. */
+function randomZstdFrame(rng: Rng): Uint8Array {
+  const singleSegment = rng.bool(0.2);
+  const fcsFlag = rng.int(4);
+  const checksum = rng.bool(0.3);
+  const parts: number[] = [0x28, 0xb5, 0x2f, 0xfd, (fcsFlag << 6) | (singleSegment ? 0x20 : 0) | (checksum ? 0x04 : 0)];
+  const blocks: number[] = [];
+  let content = 0;
+  const windowLog = rng.range(10, 20);
+  const blockMax = Math.min(2 ** windowLog, ZSTD_MAX_BLOCK_BYTES);
+  const count = rng.range(1, 6);
+  for (let i = 0; i < count; i++) {
+    const type = rng.int(3);
+    const size = rng.int(Math.min(blockMax, 300) + 1);
+    const h = (size << 3) | (type << 1) | (i === count - 1 ? 1 : 0);
+    blocks.push(h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff);
+    if (type === 1) blocks.push(rng.int(256));
+    else blocks.push(...rng.bytes(size));
+    content += type === 2 ? 0 : size;
+  }
+  if (!singleSegment) parts.push((windowLog - 10) << 3);
+  const fcsBytes = fcsFlag === 0 ? (singleSegment ? 1 : 0) : 1 << fcsFlag;
+  const fcs = new DataView(new ArrayBuffer(8));
+  fcs.setBigUint64(0, BigInt(fcsBytes === 2 ? Math.max(0, content - 256) : content), true);
+  parts.push(...new Uint8Array(fcs.buffer).subarray(0, fcsBytes), ...blocks);
+  if (checksum) parts.push(...rng.bytes(4));
+  return Uint8Array.from(parts);
+}
+
+export const zstdFrameTarget: FuzzTarget<Uint8Array> = {
+  name: 'zstd-frame',
+  generate(rng) {
+    const valid = randomZstdFrame(rng);
+    return rng.bool(0.3) ? valid : mutate(rng, valid);
+  },
+  check(payload) {
+    let shape;
+    try {
+      shape = readZstdFrame(payload);
+    } catch (err) {
+      if (err instanceof ZstdFrameError) return;
+      throw new FuzzViolation(`readZstdFrame threw ${(err as Error).name}: ${(err as Error).message} (only ZstdFrameError is allowed)`);
+    }
+    if (!(shape.blocks >= 1 && shape.exactBytes <= shape.maxOutputBytes)) violation(`inconsistent shape ${JSON.stringify(shape)}`);
+    if (shape.maxOutputBytes > shape.blocks * ZSTD_MAX_BLOCK_BYTES) violation(`bound ${shape.maxOutputBytes} exceeds ${shape.blocks} blocks of 128 KiB`);
+    if (shape.blocks > payload.length / 3) violation(`${shape.blocks} blocks in ${payload.length} bytes`);
+    if (shape.contentSize !== undefined && (shape.contentSize < shape.exactBytes || shape.contentSize > shape.maxOutputBytes)) violation(`content size ${shape.contentSize} outside the blocks' ${shape.exactBytes}..${shape.maxOutputBytes}`);
+  },
+  toJson: (b) => hex(b),
+  fromJson: (j) => unhex(j),
+};
+
+// ---------------------------------------------------------------------------------------------
 
 export const TARGETS = {
   'frame-decoder': frameDecoderTarget,
@@ -1313,6 +1371,7 @@ export const TARGETS = {
   'version-vector': versionVectorTarget,
   'share-path': sharePathTarget,
   handshake: handshakeTarget,
+  'zstd-frame': zstdFrameTarget,
 } as const;
 export type TargetName = keyof typeof TARGETS;
 

@@ -13,6 +13,9 @@ t.test('overrides validated, unknown keys rejected', async (t) => {
   t.throws(() => resolveConfig({ idleTimeout: 5 }), { code: 'CONFIG_INVALID', message: /unknown setting "idleTimeout"/ });
   t.throws(() => resolveConfig({ maxFrameBytes: 10 }), { code: 'CONFIG_INVALID', message: /maxFrameBytes must be an integer in 1024/ });
   t.throws(() => resolveConfig({ transport: 'udp' }), { code: 'CONFIG_INVALID', message: /quic, tcp or auto/ });
+  t.equal(resolveConfig().compression, 'auto', 'compression is on by default (when the zstd binding loads)');
+  t.equal(resolveConfig({ compression: 'none' }).compression, 'none');
+  t.throws(() => resolveConfig({ compression: 'gzip' }), { code: 'CONFIG_INVALID', message: /compression must be auto or none, got "gzip"/ });
   t.throws(() => resolveConfig({ keepAliveMs: 20_000 }), { message: /must be below idleTimeoutMs/ });
   t.equal(resolveConfig({ shutdownGraceMs: 0 }).shutdownGraceMs, 0, '0 is a value, not a missing one');
 });

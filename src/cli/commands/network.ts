@@ -9,7 +9,7 @@ import { resolvePeer } from '../../node/peer-resolve.js';
 import { applyAllowLists, resolveShares, type Share } from '../../node/shares.js';
 import { formatHostPort } from '../../node/address.js';
 import type { Runner } from '../context.js';
-import { intOption, TRANSPORT_OPTION } from '../args.js';
+import { COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 
 function configFrom(args: Record<string, unknown>): NodeConfig {
   const timeout = args['connect-timeout'];
@@ -46,6 +46,7 @@ export function listenConfigFrom(args: Record<string, unknown>): NodeConfig {
   const maxConnectionsPerPeer = countFlag(args, 'max-connections-per-peer', CONFIG_LIMITS.maxConnectionsPerPeer);
   return resolveConfig({
     transport: args['transport'],
+    compression: compressionFrom(args),
     // A shorter idle timeout brings the keep-alive down with it (it must stay below).
     ...(idleTimeoutMs === undefined ? {} : { idleTimeoutMs, keepAliveMs: keepAliveFor(idleTimeoutMs) }),
     ...(handshakeTimeoutMs === undefined ? {} : { handshakeTimeoutMs }),
@@ -87,6 +88,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           .option('share', { type: 'string', array: true, default: [] as string[], describe: 'NAME=DIR[:ro], repeatable (default: a read-write "inbox" under the home)' })
           .option('allow', { type: 'string', array: true, default: [] as string[], describe: 'SHARE=PEER[,PEER...]: only these paired peers may use SHARE (repeatable; default: every paired peer)' })
           .option('transport', TRANSPORT_OPTION)
+          .option('compress', { ...COMPRESS_OPTION, describe: 'accept zstd-compressed chunks and compress what is pulled, when the peer agrees (--no-compress: never)' })
           .option('init', { type: 'boolean', default: false, describe: 'create an identity first if there is none' })
           // Strings, checked by listenConfigFrom: an error can then quote what was typed.
           .option('idle-timeout', { type: 'string', requiresArg: true, describe: `seconds without any packet before a connection is dropped (default ${DEFAULT_CONFIG.idleTimeoutMs / 1000})` })

@@ -20,7 +20,7 @@ import type { SyncModeName } from '../../protocol/messages.js';
 import type { RevisionEntry } from '../../sync/revision.js';
 import { formatVector } from '../../sync/version-vector.js';
 import { normalizeSharePath } from '../../transfer/paths.js';
-import { TRANSPORT_OPTION } from '../args.js';
+import { COMPRESS_OPTION, compressionFrom, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { parseRemote } from './transfer.js';
 
@@ -80,7 +80,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const remote = parseRemote(String(args['remote']), true);
   if (remote.path !== '') throw new ClawpeerError('USAGE', `sync works on whole shares: use PEER:SHARE, not ${JSON.stringify(String(args['remote']))}`);
   const mode = parseMode(args['mode']);
-  const config = resolveConfig({ transport: args['transport'] });
+  const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
   const { dialPeer } = await import('../../node/dialer.js');
@@ -301,7 +301,8 @@ export function registerSyncCommands(cli: Argv, run: Runner): Argv {
           .option('mode', { type: 'string', choices: ['two-way', 'send-only', 'receive-only'], default: 'two-way', describe: 'which directions changes travel (of this side)' })
           .option('watch', { type: 'boolean', default: false, describe: 'keep syncing as files change, until SIGINT' })
           .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
-          .option('transport', TRANSPORT_OPTION),
+          .option('transport', TRANSPORT_OPTION)
+          .option('compress', COMPRESS_OPTION),
       run(runSync),
     )
     .command('log <target>', 'revision history of a synced folder or a path in it', (y) => y.positional('target', { type: 'string' }), run(runLog))

@@ -7,7 +7,7 @@ import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
 import type { CommandContext, Runner } from '../context.js';
-import { intOption, TRANSPORT_OPTION } from '../args.js';
+import { COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 import { createProgress, human } from '../progress.js';
 
 /**
@@ -46,13 +46,14 @@ const transferOptions = (y: Argv): Argv =>
     .option('window', { type: 'number', default: DEFAULT_WINDOW, describe: 'unacknowledged chunks in flight per stream' })
     .option('force', { type: 'boolean', default: false, describe: 'replace existing different files' })
     .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
-    .option('transport', TRANSPORT_OPTION);
+    .option('transport', TRANSPORT_OPTION)
+    .option('compress', COMPRESS_OPTION);
 
 function report(ctx: CommandContext, verb: string, r: TransferResult): void {
   ctx.out.emit(
-    { event: 'done', files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, streams: r.streams, window: r.window, seconds: Math.round(r.seconds * 1000) / 1000 },
+    { event: 'done', files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, chunksCompressed: r.chunksCompressed, streams: r.streams, window: r.window, seconds: Math.round(r.seconds * 1000) / 1000 },
     `${verb} ${r.files} files, ${human(r.bytes)} in ${r.seconds.toFixed(2)} s (${human(r.bytes / Math.max(r.seconds, 0.001))}/s); ` +
-      `${r.chunksSent} chunks sent, ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${r.streams} streams, window ${r.window}`,
+      `${r.chunksSent} chunks sent (${r.chunksCompressed} compressed), ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${r.streams} streams, window ${r.window}`,
   );
 }
 
@@ -61,7 +62,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const localPath = String(args['local']);
   const streams = intOption(args['streams'], '--streams', 1, 64);
   const window = intOption(args['window'], '--window', 1, 4096);
-  const config = resolveConfig({ transport: args['transport'] });
+  const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   if (direction === 'pull') await sweepPullDestination(ctx, localPath, remote.path);
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
