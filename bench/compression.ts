@@ -70,6 +70,12 @@ async function zstdReference(file: string): Promise<number | null> {
   return round(packed / raw, 3);
 }
 
+/** A /proc/sys value (the UDP buffer defaults QUIC sockets get), or null where unreadable. */
+function readSysctl(name: string): number | null {
+  const r = spawnSync('cat', [`/proc/sys/${name}`], { encoding: 'utf8' });
+  return r.status === 0 ? Number(r.stdout.trim()) : null;
+}
+
 /** A `clawpeer relay` child between the sender and the listener; resolves with its port. */
 function startRelay(targetPort: number, spec: string): Promise<{ port: number; child: ChildProcess }> {
   return new Promise((resolve, reject) => {
@@ -173,6 +179,7 @@ export async function main(options: CompressionBenchOptions = {}): Promise<Recor
         corpus: `first ${bytes / MiB} MiB of a tar of ${CORPUS_DIRS.join(' and ')} (real text, headers and already-gzipped changelogs); the WAN case takes the first ${wanBytes / MiB} MiB`,
         random: `${bytes / MiB} MiB of crypto.randomBytes (incompressible)`,
         zstdReferenceRatio: { corpus: await zstdReference(corpus), random: await zstdReference(random), note: 'zstd level 3 over 256 KiB pieces in this process: compressed/original, pieces that do not shrink counted raw' },
+        udpBufferDefaultBytes: { rmem: readSysctl('net/core/rmem_default'), wmem: readSysctl('net/core/wmem_default') },
         links: { loopback: '127.0.0.1, sender and listener processes on the same 2 cores', wan: `clawpeer relay --impair ${WAN_LINK} between them (UDP relay in its own process)` },
         clawpeer: 'CLI defaults (streams, window, chunking); compression: auto (zstd level 3, a chunk goes compressed when that saves > 5%) vs --no-compress',
         runs,
