@@ -318,6 +318,10 @@ export class TransferReceiver {
           }
           throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
         }
+        // The manifest's length, not the frame's claim, bounds what a compressed chunk may decode to.
+        const first = placements[0];
+        const manifestBytes = first?.file.manifest.chunks[first.indices[0] ?? -1]?.length;
+        if (manifestBytes !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${String(manifestBytes)} bytes in the manifest, its frame says ${header.chunkBytes}`);
         this.#wanted.delete(key);
         this.#writing++;
         // Decompressed only now: an early chunk we hold already is dropped without the work.

@@ -219,12 +219,12 @@ t.test('an early frame for a chunk outside the manifest ends the session', async
 // Compressed chunks (zstd): the frame is checked before the decoder runs.
 
 /** Chunk `i` of the victim as its header would be, with `payload` as its (compressed) bytes. */
-function sealCompressed(p: DataPlane, i: number, streamId: number, payload: Uint8Array): Uint8Array {
+function sealCompressed(p: DataPlane, i: number, streamId: number, payload: Uint8Array, claimedBytes?: number): Uint8Array {
   const entryIndex = p.source.entries.findIndex((e) => e.kind === 'file');
   const entry = p.source.entries[entryIndex];
   const ref = p.source.files.get(entryIndex)?.manifest.chunks[i];
   if (entry === undefined || ref === undefined) throw new TypeError(`no chunk ${i}`);
-  return p.session.sealer.seal({ streamId, sequence: 0, chunkId: chunkIdAt(entry, i), compressed: true, chunkBytes: ref.length }, payload);
+  return p.session.sealer.seal({ streamId, sequence: 0, chunkId: chunkIdAt(entry, i), compressed: true, chunkBytes: claimedBytes ?? ref.length }, payload);
 }
 
 t.test('a compressed frame that would decode to far more than its chunk (a zstd bomb) ends the session', { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false }, async (t) => {
@@ -240,6 +240,15 @@ t.test('a compressed frame that would decode to far more than its chunk (a zstd 
   const s = await openDataStream(p);
   await s.frames.write(sealCompressed(p, 0, s.streamId, bomb)).catch(() => undefined);
   await expectRefused(t, p, /compressed chunk [0-9a-f]+ refused: its blocks decode to 67108864\.\.67108864 bytes, the chunk has \d+/);
+});
+
+t.test('a compressed frame claiming a larger chunk than the manifest ends the session before decoding', { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false }, async (t) => {
+  const p = await pushUpToWant('zstd-claims-more-than-manifest');
+  // A real zstd frame of 8 MiB of zeros: within the bound of the 16 MiB its header claims.
+  const big = await zstdCodec()!.compress(Buffer.alloc(8 << 20), 3);
+  const s = await openDataStream(p);
+  await s.frames.write(sealCompressed(p, 0, s.streamId, big, 16 << 20)).catch(() => undefined);
+  await expectRefused(t, p, /chunk [0-9a-f]+ has \d+ bytes in the manifest, its frame says 16777216/);
 });
 
 t.test('a compressed frame in a session without a codec ends it', async (t) => {
