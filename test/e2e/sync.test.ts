@@ -10,6 +10,7 @@ import path from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { scanFolder } from '../../src/node/folder-scanner.js';
 import { RevisionStore } from '../../src/node/revision-store.js';
+import { zstdCodec } from '../../src/node/chunk-compression.js';
 import { CLI, initNode, jsonLines, runCli, startListener } from './cli-harness.js';
 import { snapshot as fullSnapshot, type TreeItem } from './tree-helpers.js';
 
@@ -23,7 +24,7 @@ const b = await initNode('sb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 const shares: string[] = [];
-for (const name of ['two', 'edits', 'conflict', 'ro', 'kill']) {
+for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd']) {
   await mkdir(path.join(work, 'server', name), { recursive: true });
   shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
 }
@@ -61,6 +62,25 @@ t.test('new files both ways converge; then a no-op sync is one round trip under 
   const again = await sync('two');
   t.match(again, { inSync: true, roundTrips: 1, revisionsSent: 0, revisionsReceived: 0, chunksSent: 0 });
   t.ok((again['reconcileBytes'] as number) < 200, `reconcileBytes ${String(again['reconcileBytes'])} < 200`);
+});
+
+t.test('sync content travels zstd-compressed both ways; --no-compress sends it raw', { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false }, async (t) => {
+  const log = (tag: string): string => Array.from({ length: 30_000 }, (_, i) => `${tag} ${i} request served in ${i % 89} ms\n`).join('');
+  await mkdir(client('zstd'), { recursive: true });
+  await writeFile(client('zstd', 'up.log'), log('UP'));
+  const size = log('UP').length;
+  const up = await sync('zstd');
+  t.match(up, { inSync: true, revisionsSent: 1 });
+  t.ok((up['wireBytes'] as number) < 0.5 * size, `client to server: ${String(up['wireBytes'])} wire bytes for a ${size}-byte log`);
+  await writeFile(server('zstd', 'down.log'), log('DOWN'));
+  const down = await sync('zstd');
+  t.match(down, { inSync: true, revisionsReceived: 1 });
+  t.ok((down['wireBytes'] as number) < 0.5 * size, `server to client: ${String(down['wireBytes'])} wire bytes`);
+  await writeFile(client('zstd', 'raw.log'), log('RAW'));
+  const raw = await sync('zstd', ['--no-compress']);
+  t.match(raw, { inSync: true, revisionsSent: 1 });
+  t.ok((raw['wireBytes'] as number) >= size, `--no-compress: ${String(raw['wireBytes'])} wire bytes`);
+  t.same(await snapshot(client('zstd')), await snapshot(server('zstd')));
 });
 
 t.test('a file a sync publishes is certified warm: the next scan does not hash it again', async (t) => {
