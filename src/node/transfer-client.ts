@@ -5,6 +5,7 @@ import path from 'node:path';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { TransferDoneMessage } from '../protocol/messages.js';
+import type { ExcludeRules } from '../transfer/exclude.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import type { PeerSession } from './session.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
@@ -38,6 +39,8 @@ export interface TransferOptions {
   readonly log: Logger;
   readonly signal: AbortSignal;
   readonly onProgress?: (p: TransferProgress) => void;
+  /** Push: files and directories of the local tree to leave out (--exclude). */
+  readonly excludeRules?: ExcludeRules;
 }
 
 export interface TransferResult {
@@ -71,6 +74,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   let hashed = 0;
   const source = await scanSource(o.localPath, {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
+    ...(o.excludeRules === undefined ? {} : { excludeRules: o.excludeRules }),
     onFileHashed: (bytes) => {
       hashed += bytes;
       o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: 0, totalFiles: 0 });

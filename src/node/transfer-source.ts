@@ -6,6 +6,7 @@ import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { manifestFromFile } from '../chunking/file-chunker.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import type { ManifestEntry } from '../protocol/messages.js';
+import type { ExcludeRules } from '../transfer/exclude.js';
 import type { Logger } from '../logger.js';
 import { INTERNAL_DIR_NAME, isTempFileName } from './partial-store.js';
 import { scanTree, type ScanTreeOptions } from './tree-scan.js';
@@ -29,6 +30,8 @@ export interface ScanSourceOptions {
   readonly rootName?: string | null;
   /** Paths (relative, as scanned) to leave out: the share's internal `.clawpeer` files. */
   readonly exclude?: (relPath: string) => boolean;
+  /** The user's --exclude patterns, matched relative to the scanned directory (not entered when a directory matches). */
+  readonly excludeRules?: ExcludeRules;
   readonly log: Logger;
   readonly signal?: AbortSignal;
   readonly onFileHashed?: (bytes: number) => void;
@@ -45,8 +48,12 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
   const absRoot = path.resolve(localPath);
   // clawpeer's own state never travels: a synced folder's `.clawpeer/` (its revision log and
   // partials are about this machine) and temp files of a publish in progress.
+  // The rules see paths below the scanned directory; relPaths start with its name unless rootName is null.
+  const rules = options.excludeRules;
+  const inner = (rel: string): string => (options.rootName === null ? rel : rel.slice(rel.indexOf('/') + 1 || rel.length));
+  const excluded = (rel: string, isDir: boolean): boolean => rules !== undefined && rules.excludes(inner(rel), isDir);
   const scanOptions: ScanTreeOptions = {
-    skipDir: (rel) => path.posix.basename(rel) === INTERNAL_DIR_NAME,
+    skipDir: (rel) => path.posix.basename(rel) === INTERNAL_DIR_NAME || excluded(rel, true),
     ...(options.rootName !== undefined ? { rootName: options.rootName } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
@@ -57,6 +64,7 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
   let totalBytes = 0;
   for await (const e of scanTree(absRoot, scanOptions)) {
     if (options.exclude?.(e.relPath) === true || isTempFileName(path.posix.basename(e.relPath))) continue;
+    if (e.kind !== 'dir' && excluded(e.relPath, false)) continue;
     const mtimeMs = Math.floor(e.mtimeMs);
     const mode = e.mode & 0o777;
     switch (e.kind) {

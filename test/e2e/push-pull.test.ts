@@ -129,6 +129,24 @@ t.test('zstd: text travels compressed both ways, random bytes raw; --no-compress
   t.same(await snapshot(path.join(dest, 'zlogs')), await snapshot(src));
 });
 
+t.test('--exclude leaves out matching files and directories (rsync-style patterns)', async (t) => {
+  const src = path.join(work, 'exc');
+  for (const d of ['sub', 'node_modules/x', 'build', 'src/build', 'tmp/deep']) await mkdir(path.join(src, d), { recursive: true });
+  const files: Record<string, string> = {
+    'keep.txt': 'kept', 'a.log': 'log', 'sub/b.log': 'log', 'sub/keep.md': 'kept', 'node_modules/x/y.js': 'dep',
+    'build/out.bin': 'built', 'src/build/inner.txt': 'kept: /build is anchored', cache: 'a file named cache', 'tmp/deep/t.txt': 'scratch',
+  };
+  for (const [rel, text] of Object.entries(files)) await writeFile(path.join(src, rel), text);
+  const r = await runCli(['--home', b.home, 'push', src, 'alice:inbox/ex', '--json', '--exclude', '*.log', '--exclude', 'node_modules', '--exclude', '/build', '--exclude', 'tmp/', '--exclude', 'cache/']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(done(r.stdout), { files: 4 });
+  const got = (await snapshot(path.join(work, 'inbox', 'ex', 'exc'))).map((i) => i.path).sort();
+  t.same(got, ['cache', 'keep.txt', 'src', 'src/build', 'src/build/inner.txt', 'sub', 'sub/keep.md'].sort(), 'only what no pattern matched arrived');
+  const bad = await runCli(['--home', b.home, 'push', src, 'alice:inbox/ex2', '--exclude', '[oops']);
+  t.equal(bad.code, 2, bad.stderr);
+  t.match(bad.stderr, /--exclude "\[oops": has a \[ without its \]/);
+});
+
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {
   const src = path.join(work, 'clash');
   await mkdir(src);

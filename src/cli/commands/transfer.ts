@@ -7,6 +7,7 @@ import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
 import type { CommandContext, Runner } from '../context.js';
+import { compileExcludes } from '../../transfer/exclude.js';
 import { COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 import { createProgress, human } from '../progress.js';
 
@@ -63,6 +64,8 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const streams = intOption(args['streams'], '--streams', 1, 64);
   const window = intOption(args['window'], '--window', 1, 4096);
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
+  const excludes = (args['exclude'] as string[] | undefined) ?? [];
+  const excludeRules = excludes.length === 0 ? undefined : compileExcludes(excludes.map(String));
   if (direction === 'pull') await sweepPullDestination(ctx, localPath, remote.path);
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
@@ -75,6 +78,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
     const options = {
       session, share: remote.share, remotePath: remote.path, localPath, force: args['force'] === true, streams, window,
       idleTimeoutMs: config.idleTimeoutMs, log: ctx.log.child(direction), signal: ctx.signal, onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p),
+      ...(excludeRules === undefined ? {} : { excludeRules }),
     };
     const result = direction === 'push' ? await push(options) : await pull(options);
     progress.stop();
@@ -111,7 +115,9 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
     .command(
       'push <local> <remote>',
       'send a file or tree to a peer: REMOTE is PEER[:SHARE[/PATH]] (default share: inbox); LOCAL lands inside PATH',
-      (y) => transferOptions(y.positional('local', { type: 'string' }).positional('remote', { type: 'string' })),
+      (y) =>
+        transferOptions(y.positional('local', { type: 'string' }).positional('remote', { type: 'string' }))
+          .option('exclude', { type: 'string', array: true, default: [] as string[], describe: 'leave out matching files and directories (repeatable; rsync-style: *.log, node_modules/, /build)' }),
       runner((ctx, args) => run(ctx, args, 'push')),
     )
     .command(

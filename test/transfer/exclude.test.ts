@@ -1,0 +1,48 @@
+import t, { type Test } from 'tap';
+import { compileExcludes, MAX_EXCLUDE_PATTERNS } from '../../src/transfer/exclude.js';
+
+/** [relPath, isDir, excluded?] against one pattern. */
+function check(t: Test, pattern: string, cases: readonly [string, boolean, boolean][]): void {
+  const rules = compileExcludes([pattern]);
+  for (const [rel, isDir, want] of cases) t.equal(rules.excludes(rel, isDir), want, `${pattern} ${want ? 'excludes' : 'keeps'} ${rel}${isDir ? '/' : ''}`);
+}
+
+t.test('a pattern without a slash matches a name at any depth', async (t) => {
+  check(t, '*.log', [['a.log', false, true], ['x/y/b.log', false, true], ['a.log.txt', false, false], ['logs/a.txt', false, false], ['dir.log', true, true]]);
+  check(t, 'node_modules', [['node_modules', true, true], ['pkg/node_modules', true, true], ['node_modules_x', true, false]]);
+  check(t, 'f?.txt', [['f1.txt', false, true], ['f12.txt', false, false], ['d/f2.txt', false, true]]);
+  check(t, '[ab]*', [['apple', false, true], ['banana', false, true], ['cherry', false, false]]);
+  check(t, '[!ab]*', [['apple', false, false], ['cherry', false, true]]);
+  check(t, '[a-c].md', [['b.md', false, true], ['d.md', false, false]]);
+});
+
+t.test('a slash anchors the pattern at the pushed directory', async (t) => {
+  check(t, '/build', [['build', true, true], ['src/build', true, false]]);
+  check(t, 'docs/*.tmp', [['docs/a.tmp', false, true], ['x/docs/a.tmp', false, false], ['docs/sub/a.tmp', false, false]]);
+  check(t, 'docs/**/*.tmp', [['docs/a.tmp', false, true], ['docs/sub/deep/a.tmp', false, true], ['other/a.tmp', false, false]]);
+  check(t, '**/cache', [['cache', true, true], ['a/b/cache', true, true]]);
+});
+
+t.test('a trailing slash matches directories only', async (t) => {
+  check(t, 'cache/', [['cache', true, true], ['cache', false, false], ['x/cache', true, true]]);
+});
+
+t.test('escapes and literal regex characters', async (t) => {
+  check(t, 'a\\*b', [['a*b', false, true], ['axb', false, false]]);
+  check(t, 'v1.0(final)+', [['v1.0(final)+', false, true], ['v1x0(final)+', false, false]]);
+  check(t, '$HOME^', [['$HOME^', false, true]]);
+});
+
+t.test('the pushed root itself is never excluded', async (t) => {
+  t.equal(compileExcludes(['*']).excludes('', true), false);
+  t.equal(compileExcludes(['*']).excludes('anything', false), true);
+});
+
+t.test('bad patterns are usage errors naming the pattern', async (t) => {
+  t.throws(() => compileExcludes(['']), { code: 'USAGE', message: /--exclude "": is empty/ });
+  t.throws(() => compileExcludes(['//']), { code: 'USAGE', message: /matches nothing/ });
+  t.throws(() => compileExcludes(['a\\']), { code: 'USAGE', message: /lone backslash/ });
+  t.throws(() => compileExcludes(['[abc']), { code: 'USAGE', message: /\[ without its \]/ });
+  t.throws(() => compileExcludes(['a\0b']), { code: 'USAGE', message: /NUL/ });
+  t.throws(() => compileExcludes(new Array<string>(MAX_EXCLUDE_PATTERNS + 1).fill('x')), { code: 'USAGE', message: /more than 1024/ });
+});
