@@ -39,7 +39,7 @@ export interface TransferOptions {
   readonly log: Logger;
   readonly signal: AbortSignal;
   readonly onProgress?: (p: TransferProgress) => void;
-  /** Push: files and directories of the local tree to leave out (--exclude). */
+  /** Files and directories to leave out (--exclude): a push applies them, a pull sends them to the listener. */
   readonly excludeRules?: ExcludeRules;
 }
 
@@ -151,7 +151,12 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
 
 async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number, started: number, wireStart: number, root: string): Promise<TransferResult> {
   const { session } = o;
-  await session.control.send({ type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window });
+  const exclude = o.excludeRules?.patterns;
+  // A listener without the feature would ignore the patterns and send everything.
+  if (exclude !== undefined && !session.caps.features.includes('exclude')) {
+    throw new ClawpeerError('USAGE', `peer ${session.peerId} does not apply exclude patterns to pulls (an older clawpeer): pull without --exclude`);
+  }
+  await session.control.send({ type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window, ...(exclude === undefined ? {} : { exclude }) });
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   const totalFiles = entries.filter((e) => e.kind === 'file').length;

@@ -10,6 +10,7 @@ import { DEFAULT_CHUNKING, type ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ControlMessage, TransferRequestMessage } from '../protocol/messages.js';
+import { compileExcludes, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { NodeConfig } from './config.js';
@@ -132,6 +133,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   log.info(`${req.direction} requested`, { peer: session.peerId, share: share.name, path: basePath, streams, window });
 
   if (req.direction === 'push') {
+    if (req.exclude !== undefined) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls; a push leaves out files on the sending side');
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
     await router.expecting(id, async () => {
       if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
@@ -180,6 +182,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
     chunking, log, signal,
     rootName: basePath === '' ? null : path.posix.basename(basePath),
     exclude: (rel) => basePath === '' && isInternalPath(rel),
+    ...(req.exclude === undefined ? {} : { excludeRules: peerExcludes(req.exclude) }),
   });
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   await sendManifest(session, id, source.entries);
@@ -187,6 +190,15 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   await sendChunks({ session, transferId: id, source, want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });
+}
+
+/** A pull's exclude patterns; a malformed one is the peer's fault (its CLI checks them first). */
+function peerExcludes(patterns: readonly string[]): ExcludeRules {
+  try {
+    return compileExcludes(patterns);
+  } catch (err) {
+    throw new ClawpeerError('PROTOCOL', `bad exclude pattern in the pull request: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 /**

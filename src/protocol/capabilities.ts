@@ -20,7 +20,9 @@ export const COMPRESSION_CODECS = ['none', 'zstd'] as const;
 export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // early-chunks: a sender may send a stream's first window of DATA frames (flagged early) before
 // it has the receiver's Want, which saves the round trip of the Manifest/Want exchange.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks'] as const;
+// exclude: a pull's request may carry exclude patterns (transfer/exclude.ts) the server applies;
+// a server without it would send everything, so a client does not ask one that lacks it.
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */
@@ -91,7 +93,7 @@ export const DEFAULT_CAPABILITIES: Capabilities = Object.freeze({
   maxWindowChunks: 64,
   maxStreams: 8,
   maxFrameBytes: 16 << 20,
-  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks'] as const),
+  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude'] as const),
 });
 
 function describeChunking(c: ChunkingParams): string {

@@ -19,6 +19,7 @@
 // Sync messages (envelope fields 48-53) carry opaque reconciliation payloads and revision
 // records, bounded here by size and count; their contents are checked by src/sync/ decoders.
 import protobuf from 'protobufjs/minimal.js';
+import { MAX_EXCLUDE_PATTERNS } from '../transfer/exclude.js';
 import { ClawpeerError } from '../errors.js';
 import type { AeadSuiteName, Capabilities, ChunkingParams, CompressionName, FeatureName } from './capabilities.js';
 import { MAX_CAPABILITY_LIST_ENTRIES } from './capabilities.js';
@@ -119,6 +120,8 @@ export interface TransferRequestMessage {
   readonly streams: number;
   /** Chunks in flight per stream (uint32). */
   readonly window: number;
+  /** Pull: patterns the server leaves out (transfer/exclude.ts; feature 'exclude'). */
+  readonly exclude?: readonly string[];
 }
 
 export interface TransferAcceptMessage {
@@ -304,6 +307,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   resume: pb.Feature.FEATURE_RESUME,
   history: pb.Feature.FEATURE_HISTORY,
   'early-chunks': pb.Feature.FEATURE_EARLY_CHUNKS,
+  exclude: pb.Feature.FEATURE_EXCLUDE,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -421,6 +425,9 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       checkTextBytes('TransferRequest.path', message.path);
       checkUint('TransferRequest.streams', message.streams, UINT32_MAX);
       checkUint('TransferRequest.window', message.window, UINT32_MAX);
+      const exclude = message.exclude ?? [];
+      if (exclude.length > MAX_EXCLUDE_PATTERNS) throw new RangeError(`TransferRequest.exclude has ${exclude.length} patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
+      for (const pattern of exclude) checkTextBytes('TransferRequest.exclude', pattern);
       return {
         transferRequest: {
           transferId: message.transferId,
@@ -430,6 +437,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           force: message.force,
           streams: message.streams,
           window: message.window,
+          exclude: [...exclude],
         },
       };
     }
@@ -721,6 +729,11 @@ function wireText(field: string, value: string | null | undefined): string {
   return text;
 }
 
+function excludeFromWire(patterns: readonly string[]): string[] {
+  if (patterns.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('PROTOCOL', `TransferRequest.exclude has ${patterns.length} patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
+  return patterns.map((p) => wireText('TransferRequest.exclude', p));
+}
+
 /** A copy: decoded bytes are views into the frame buffer. */
 function copyBytes(value: Uint8Array | null | undefined): Uint8Array {
   return value === null || value === undefined ? new Uint8Array(0) : new Uint8Array(value);
@@ -760,6 +773,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         force: r.force ?? false,
         streams: r.streams ?? 0,
         window: r.window ?? 0,
+        ...(r.exclude === null || r.exclude === undefined || r.exclude.length === 0 ? {} : { exclude: excludeFromWire(r.exclude) }),
       };
     }
     case 'transferAccept': {

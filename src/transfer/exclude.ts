@@ -86,9 +86,10 @@ export function compileExcludes(patterns: readonly string[]): ExcludeRules {
     const anchored = body.includes('/');
     body = body.replace(/^\/+/, '');
     if (body.length === 0) throw usage(pattern, 'matches nothing (only slashes)');
+    const source = globToRegex(body, pattern);
     let regex: RegExp;
     try {
-      regex = new RegExp(`^${globToRegex(body, pattern)}$`, 'u');
+      regex = new RegExp(`^${source}$`, 'u');
     } catch (err) {
       throw usage(pattern, `is not a valid pattern (${(err as Error).message})`);
     }

@@ -129,7 +129,7 @@ t.test('zstd: text travels compressed both ways, random bytes raw; --no-compress
   t.same(await snapshot(path.join(dest, 'zlogs')), await snapshot(src));
 });
 
-t.test('--exclude leaves out matching files and directories (rsync-style patterns)', async (t) => {
+t.test('--exclude leaves out matching files and directories on push and pull (rsync-style patterns)', async (t) => {
   const src = path.join(work, 'exc');
   for (const d of ['sub', 'node_modules/x', 'build', 'src/build', 'tmp/deep']) await mkdir(path.join(src, d), { recursive: true });
   const files: Record<string, string> = {
@@ -142,6 +142,15 @@ t.test('--exclude leaves out matching files and directories (rsync-style pattern
   t.match(done(r.stdout), { files: 4 });
   const got = (await snapshot(path.join(work, 'inbox', 'ex', 'exc'))).map((i) => i.path).sort();
   t.same(got, ['cache', 'keep.txt', 'src', 'src/build', 'src/build/inner.txt', 'sub', 'sub/keep.md'].sort(), 'only what no pattern matched arrived');
+  // Pull applies the same patterns on the listener's side: push the whole tree, pull it back filtered.
+  const full = await runCli(['--home', b.home, 'push', src, 'alice:inbox/exfull', '--json']);
+  t.equal(full.code, 0, full.stderr);
+  t.match(done(full.stdout), { files: 9 });
+  const dest = path.join(work, 'expulled');
+  const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/exfull/exc', dest, '--json', '--exclude', '*.log', '--exclude', 'node_modules', '--exclude', '/build', '--exclude', 'tmp/', '--exclude', 'cache/']);
+  t.equal(pull.code, 0, pull.stderr);
+  t.match(done(pull.stdout), { files: 4 });
+  t.same((await snapshot(path.join(dest, 'exc'))).map((i) => i.path).sort(), got, 'a filtered pull brings the same files a filtered push sent');
   const bad = await runCli(['--home', b.home, 'push', src, 'alice:inbox/ex2', '--exclude', '[oops']);
   t.equal(bad.code, 2, bad.stderr);
   t.match(bad.stderr, /--exclude "\[oops": has a \[ without its \]/);

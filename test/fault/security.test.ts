@@ -259,6 +259,21 @@ t.test('a compressed frame in a session without a codec ends it', async (t) => {
   await expectRefused(t, p, /sent a compressed chunk, but no codec was negotiated/);
 });
 
+t.test('a pull with a malformed exclude pattern, or a push with any, ends the session; the listener serves on', async (t) => {
+  for (const [direction, exclude, pattern] of [
+    ['pull', ['[unclosed'], /bad exclude pattern in the pull request: --exclude "\[unclosed": has a \[ without its \]/],
+    ['push', ['*.log'], /exclude patterns apply to pulls/],
+  ] as const) {
+    const session = await dial(rig.listener.port);
+    t.ok(session.caps.features.includes('exclude'), 'the listener takes exclude patterns');
+    await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction, share: 'inbox', path: '', force: false, streams: 1, window: 4, exclude: [...exclude] });
+    const answer = await nextControl(session);
+    t.match(String(answer), pattern, `${direction}: ${String(answer)}`);
+    await session.connection.close().catch(() => undefined);
+  }
+  await legitPing(t, rig.listener.port, 'after the bad requests');
+});
+
 // ---------------------------------------------------------------------------------------------
 // Stream floods
 

@@ -69,6 +69,21 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'TransferRequest (pull with exclude patterns)',
+    message: { type: 'transfer-request', transferId: 1, direction: 'pull', share: 's', path: '', force: false, streams: 1, window: 8, exclude: ['*.log', 'tmp/'] },
+    wire: `
+      01 0000001b                 # frame: type CONTROL, body 27 bytes
+      8201 18                     # Control.transfer_request (field 16, LEN) 24 bytes
+      08 01                       #   transfer_id (1) = 1
+      10 02                       #   direction (2) = PULL
+      1a 01 73                    #   share (3) = "s"
+      30 01                       #   streams (6) = 1
+      38 08                       #   window (7) = 8
+      42 05 2a2e6c6f67            #   exclude (8) = "*.log"
+      42 04 746d702f              #   exclude (8) = "tmp/"
+    `,
+  },
+  {
     name: 'TransferAccept',
     message: { type: 'transfer-accept', transferId: 7, streams: 2, window: 32 },
     wire: `
@@ -221,7 +236,7 @@ const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
     type: fc.constant('transfer-request' as const), transferId: arbU32, direction: fc.constantFrom('push' as const, 'pull' as const),
     share: fc.string({ unit: 'grapheme', maxLength: 10 }), path: fc.string({ unit: 'grapheme', maxLength: 30 }),
     force: fc.boolean(), streams: arbU32, window: arbU32,
-  }),
+  }).chain((r) => fc.option(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((exclude) => (exclude === undefined ? r : { ...r, exclude }))),
   fc.record({ type: fc.constant('transfer-accept' as const), transferId: arbU32, streams: arbU32, window: arbU32 }),
   fc.record({ type: fc.constant('manifest' as const), transferId: arbU32, entries: fc.array(arbEntry, { maxLength: 12 }), last: fc.boolean() }),
   fc.tuple(arbU32, arbBitmap).map(([transferId, b]) => ({ type: 'want' as const, transferId, lacking: b.lacking, uniqueChunks: b.uniqueChunks })),
@@ -318,6 +333,18 @@ t.test('a Manifest with too many entries is refused before they are decoded', as
   body.set(hex('9201 c29a0c'));
   for (let i = 0; i < count; i++) body.set([0x12, 0x00], 5 + 2 * i);
   t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /Manifest has 100001 entries, more than 100000/ });
+});
+
+t.test('a TransferRequest with more than 1024 exclude patterns is refused both ways', async (t) => {
+  // Control.transfer_request { direction: PULL (10 02), exclude: 1025 x "a" (42 01 61) }:
+  // 3077 bytes = varint 85 18.
+  const count = 1025;
+  const body = new Uint8Array(2 + 2 + 2 + 3 * count);
+  body.set(hex('8201 8518 1002'));
+  for (let i = 0; i < count; i++) body.set([0x42, 0x01, 0x61], 6 + 3 * i);
+  t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /TransferRequest\.exclude has 1025 patterns, more than 1024/ });
+  const request: ControlMessage = { type: 'transfer-request', transferId: 1, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 1, exclude: new Array<string>(count).fill('a') };
+  t.throws(() => encodeControl(request), { name: 'RangeError', message: /1025 patterns, more than 1024/ });
 });
 
 t.test('encode refuses entries and messages the wire cannot carry (RangeError: a local bug)', async (t) => {

@@ -48,7 +48,8 @@ const transferOptions = (y: Argv): Argv =>
     .option('force', { type: 'boolean', default: false, describe: 'replace existing different files' })
     .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
     .option('transport', TRANSPORT_OPTION)
-    .option('compress', COMPRESS_OPTION);
+    .option('compress', COMPRESS_OPTION)
+    .option('exclude', { type: 'string', array: true, default: [] as string[], describe: 'leave out matching files and directories (repeatable; rsync-style: *.log, node_modules/, /build)' });
 
 function report(ctx: CommandContext, verb: string, r: TransferResult): void {
   ctx.out.emit(
@@ -115,9 +116,7 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
     .command(
       'push <local> <remote>',
       'send a file or tree to a peer: REMOTE is PEER[:SHARE[/PATH]] (default share: inbox); LOCAL lands inside PATH',
-      (y) =>
-        transferOptions(y.positional('local', { type: 'string' }).positional('remote', { type: 'string' }))
-          .option('exclude', { type: 'string', array: true, default: [] as string[], describe: 'leave out matching files and directories (repeatable; rsync-style: *.log, node_modules/, /build)' }),
+      (y) => transferOptions(y.positional('local', { type: 'string' }).positional('remote', { type: 'string' })),
       runner((ctx, args) => run(ctx, args, 'push')),
     )
     .command(

@@ -50,7 +50,10 @@ export namespace clawpeer {
             FEATURE_HISTORY = 3,
 
             /** FEATURE_EARLY_CHUNKS value */
-            FEATURE_EARLY_CHUNKS = 4
+            FEATURE_EARLY_CHUNKS = 4,
+
+            /** FEATURE_EXCLUDE value */
+            FEATURE_EXCLUDE = 5
         }
 
         /**
@@ -815,6 +818,9 @@ export namespace clawpeer {
             /** TransferRequest window. */
             window: number;
 
+            /** TransferRequest exclude. */
+            exclude: string[];
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -859,6 +865,9 @@ export namespace clawpeer {
 
                 /** TransferRequest window */
                 window?: (number|null);
+
+                /** TransferRequest exclude */
+                exclude?: (string[]|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

@@ -68,6 +68,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_RESUME=2 FEATURE_RESUME value
          * @property {number} FEATURE_HISTORY=3 FEATURE_HISTORY value
          * @property {number} FEATURE_EARLY_CHUNKS=4 FEATURE_EARLY_CHUNKS value
+         * @property {number} FEATURE_EXCLUDE=5 FEATURE_EXCLUDE value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -76,6 +77,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[2] = "FEATURE_RESUME"] = 2;
             values[valuesById[3] = "FEATURE_HISTORY"] = 3;
             values[valuesById[4] = "FEATURE_EARLY_CHUNKS"] = 4;
+            values[valuesById[5] = "FEATURE_EXCLUDE"] = 5;
             return values;
         })();
 
@@ -1968,6 +1970,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {boolean|null} [force] TransferRequest force
              * @property {number|null} [streams] TransferRequest streams
              * @property {number|null} [window] TransferRequest window
+             * @property {Array.<string>|null} [exclude] TransferRequest exclude
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -1993,6 +1996,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
             const TransferRequest = function (properties) {
+                this.exclude = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -2056,6 +2060,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.window = 0;
 
             /**
+             * TransferRequest exclude.
+             * @member {Array.<string>} exclude
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.exclude = $util.emptyArray;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2085,6 +2097,9 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 6, wireType 0 =*/48).uint32(message.streams);
                 if (message.window != null && $Object.hasOwnProperty.call(message, "window") && message.window !== 0)
                     writer.uint32(/* id 7, wireType 0 =*/56).uint32(message.window);
+                if (message.exclude != null && message.exclude.length)
+                    for (let i = 0; i < message.exclude.length; ++i)
+                        writer.uint32(/* id 8, wireType 2 =*/66).string(message.exclude[i]);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2190,6 +2205,14 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.window = value;
                             else
                                 delete message.window;
+                            continue;
+                        }
+                    case 8: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.exclude && message.exclude.length))
+                                message.exclude = [];
+                            message.exclude.push(reader.stringVerify());
                             continue;
                         }
                     }
