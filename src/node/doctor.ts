@@ -1,5 +1,5 @@
 // Health checks behind `clawpeer doctor`. Each check looks at one thing a listener or a dial
-// depends on (kernel UDP buffer limits, the port, the identity key, the native QUIC and BLAKE3
+// depends on (kernel UDP buffer limits, the port, the identity key, the native QUIC, BLAKE3 and zstd
 // bindings, the clock, the paired peers) and returns ok / warn / fail with the fix in words a
 // user can paste into a shell.
 // Goals: every input is injectable (the /proc root, the clock, the sync probe, the listener
@@ -28,7 +28,7 @@ import { PeerStore, type PeerEntry } from './peer-store.js';
 export type CheckStatus = 'ok' | 'warn' | 'fail';
 
 export interface CheckResult {
-  /** Stable kebab-case id: udp-buffers, port-udp, port-tcp, identity, quic, blake3, clock, peer:<name>. */
+  /** Stable kebab-case id: udp-buffers, port-udp, port-tcp, identity, quic, blake3, zstd, clock, peer:<name>. */
   readonly name: string;
   readonly status: CheckStatus;
   /** What was found, with the numbers and paths that matter. */
@@ -306,6 +306,19 @@ export async function checkBlake3(active?: () => Promise<string>): Promise<Check
   };
 }
 
+/** The optional zstd binding: without it every chunk travels uncompressed (a warning, not a failure). */
+export async function checkZstd(loaded?: () => Promise<boolean>): Promise<CheckResult> {
+  const name = 'zstd';
+  const ok = await (loaded ?? (async () => (await import('./chunk-compression.js')).zstdCodec() !== null))();
+  if (ok) return { name, status: 'ok', detail: 'zstd chunk compression available (@mongodb-js/zstd); on unless --no-compress' };
+  return {
+    name,
+    status: 'warn',
+    detail: 'zstd binding not installed: chunks travel uncompressed, and peers cannot send this node compressed chunks',
+    fix: `run npm install on this machine so the optional @mongodb-js/zstd and its prebuilt package for ${process.platform}-${process.arch} are installed`,
+  };
+}
+
 // --- clock ------------------------------------------------------------------------------------
 
 export interface ClockSync {
@@ -521,6 +534,7 @@ export async function* runDoctor(options: DoctorOptions): AsyncGenerator<CheckRe
   }
   yield await checkQuic();
   yield await checkBlake3();
+  yield await checkZstd();
   yield await checkClock({ nowMs: options.nowMs ?? Date.now(), buildTimeMs: options.buildTimeMs ?? (await buildTimeMs()), sync: options.clockSync ?? probeClockSync });
   if (options.peers === false) return;
   let peers: PeerEntry[];

@@ -10,6 +10,7 @@ import { MIN_UDP_BUFFER_BYTES } from '../../src/node/udp-buffers.js';
 import {
   CLOCK_BEFORE_BUILD_TOLERANCE_MS,
   checkBlake3,
+  checkZstd,
   checkClock,
   checkIdentity,
   checkPeer,
@@ -225,6 +226,11 @@ t.test('quic and blake3: a missing native binding warns with the fix', async (t)
     { status: 'fail' },
   );
   t.match(await checkBlake3(), { status: /ok|warn/ }, 'the real backend loads on this machine');
+  t.match(await checkZstd(async () => true), { name: 'zstd', status: 'ok' });
+  const noZstd = await checkZstd(async () => false);
+  t.equal(noZstd.status, 'warn', 'compression is optional: a warning, not a failure');
+  t.match(noZstd.detail, /chunks travel uncompressed/);
+  t.match(noZstd.fix, /@mongodb-js\/zstd/);
 });
 
 t.test('clock: before the build fails; sync status from timedatectl or chronyc', async (t) => {
@@ -286,7 +292,7 @@ t.test('runDoctor: every check in order, peers from the pair list', async (t) =>
   }
   t.same(
     results.map((r) => r.name),
-    ['identity', 'udp-buffers', 'port-udp', 'port-tcp', 'quic', 'blake3', 'clock', 'peer:nomad'],
+    ['identity', 'udp-buffers', 'port-udp', 'port-tcp', 'quic', 'blake3', 'zstd', 'clock', 'peer:nomad'],
   );
   t.equal(results[1]?.status, process.platform === 'linux' ? 'warn' : 'ok', 'the injected /proc is what is read');
   t.equal(summarize(results).fail, 0, `nothing fails on a healthy home: ${JSON.stringify(results.filter((r) => r.status === 'fail'))}`);
