@@ -21,6 +21,25 @@ t.test('a slash anchors the pattern at the pushed directory', async (t) => {
   check(t, 'docs/*.tmp', [['docs/a.tmp', false, true], ['x/docs/a.tmp', false, false], ['docs/sub/a.tmp', false, false]]);
   check(t, 'docs/**/*.tmp', [['docs/a.tmp', false, true], ['docs/sub/deep/a.tmp', false, true], ['other/a.tmp', false, false]]);
   check(t, '**/cache', [['cache', true, true], ['a/b/cache', true, true]]);
+  check(t, 'logs/**', [['logs/a', false, true], ['logs/a/b.txt', false, true], ['other/a', false, false]]);
+  check(t, 'a/**/b', [['a/b', true, true], ['a/x/y/b', true, true], ['a/x/c', true, false]]);
+  check(t, 'a**b', [['axxb', false, true], ['a/b', false, false]]); // `**` inside a segment is `*`
+});
+
+t.test('patterns that make backtracking regexes explode stay linear', async (t) => {
+  // As a regex, `^[^/]*a[^/]*a...b$` on 40 a's took 37 s. Here each is a quick miss.
+  const rules = compileExcludes(['*a*a*a*a*a*a*a*a*a*a*a*a*b', '**/**/**/**/**/**/**/**/x', '/**/a*a*a*a*a*a*c/**/z']);
+  const long = 'a'.repeat(255);
+  const deep = Array.from({ length: 200 }, () => 'a'.repeat(20)).join('/');
+  t.equal(rules.excludes(long, false), false);
+  t.equal(rules.excludes(deep, false), false);
+  t.equal(rules.excludes(`${deep}/x`, false), true, 'and still matches what it should');
+});
+
+t.test('non-ASCII names: ? and classes take one character', async (t) => {
+  check(t, 'caf?.txt', [['café.txt', false, true], ['cafe.txt', false, true], ['caffe.txt', false, false]]);
+  check(t, '[é]*', [['été', false, true], ['ete', false, false]]);
+  check(t, '?.md', [['😀.md', false, true]]);
 });
 
 t.test('a trailing slash matches directories only', async (t) => {
