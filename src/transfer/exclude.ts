@@ -16,7 +16,12 @@ import { ClawpeerError } from '../errors.js';
 
 /** More than this many patterns is almost certainly a mistake (a glob expanded by the shell). */
 export const MAX_EXCLUDE_PATTERNS = 1024;
-const MAX_PATTERN_CHARS = 4096;
+const MAX_PATTERN_CHARS = 1024;
+/**
+ * All patterns together. Matching one entry costs at most (pattern characters x path
+ * characters) steps, so this bounds what a peer's patterns can make a listener do per entry.
+ */
+export const MAX_EXCLUDE_TOTAL_CHARS = 16 << 10;
 
 /** One position of a segment pattern. */
 type Token =
@@ -162,6 +167,8 @@ function matchPath(segments: readonly Segment[], parts: readonly (readonly strin
 /** Compiles `patterns`; USAGE naming the pattern for an empty, over-long or malformed one. */
 export function compileExcludes(patterns: readonly string[]): ExcludeRules {
   if (patterns.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('USAGE', `${patterns.length} --exclude patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
+  const total = patterns.reduce((sum, p) => sum + p.length, 0);
+  if (total > MAX_EXCLUDE_TOTAL_CHARS) throw new ClawpeerError('USAGE', `--exclude patterns add up to ${total} characters, more than ${MAX_EXCLUDE_TOTAL_CHARS}`);
   const rules: Rule[] = patterns.map((pattern) => {
     if (pattern.length === 0) throw usage(pattern, 'is empty');
     if (pattern.length > MAX_PATTERN_CHARS) throw usage(pattern.slice(0, 40) + '...', `is longer than ${MAX_PATTERN_CHARS} characters`);

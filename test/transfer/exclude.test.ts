@@ -64,4 +64,6 @@ t.test('bad patterns are usage errors naming the pattern', async (t) => {
   t.throws(() => compileExcludes(['[abc']), { code: 'USAGE', message: /\[ without its \]/ });
   t.throws(() => compileExcludes(['a\0b']), { code: 'USAGE', message: /NUL/ });
   t.throws(() => compileExcludes(new Array<string>(MAX_EXCLUDE_PATTERNS + 1).fill('x')), { code: 'USAGE', message: /more than 1024/ });
+  t.throws(() => compileExcludes(['x'.repeat(1025)]), { code: 'USAGE', message: /longer than 1024 characters/ });
+  t.throws(() => compileExcludes(new Array<string>(17).fill('y'.repeat(1000))), { code: 'USAGE', message: /add up to 17000 characters, more than 16384/ });
 });
