@@ -11,8 +11,8 @@
 import { ClawpeerError } from '../errors.js';
 import { formatImpairSpec, parseImpairSpec, type ImpairSpec } from '../relay/impair-spec.js';
 
-export type WorkloadKind = 'large' | 'small' | 'revisions' | 'revisions-seq';
-export const WORKLOAD_KINDS: readonly WorkloadKind[] = ['large', 'small', 'revisions', 'revisions-seq'];
+export type WorkloadKind = 'large' | 'small' | 'revisions' | 'revisions-seq' | 'sync';
+export const WORKLOAD_KINDS: readonly WorkloadKind[] = ['large', 'small', 'revisions', 'revisions-seq', 'sync'];
 export type BenchTransport = 'quic' | 'tcp';
 
 /** What is pushed in each run. Every byte is random (incompressible) and fresh per run. */
@@ -27,7 +27,10 @@ export type WorkloadSpec =
   | { readonly kind: 'revisions'; readonly revisions: number; readonly pageBytes: number }
   /** The same revisions as separate, sequential pushes of one file (each waits for the last):
    *  the per-push round trips of the request/manifest/want/done exchange. W cannot matter here. */
-  | { readonly kind: 'revisions-seq'; readonly revisions: number; readonly pageBytes: number };
+  | { readonly kind: 'revisions-seq'; readonly revisions: number; readonly pageBytes: number }
+  /** A folder of `folderFiles` files of `fileBytes`, synced once (untimed); then `changed` of them
+   *  are rewritten and the second, timed sync finds and moves exactly those (0: a no-op sync). */
+  | { readonly kind: 'sync'; readonly folderFiles: number; readonly fileBytes: number; readonly changed: number };
 
 export type BenchTarget =
   | { readonly kind: 'simulate'; readonly spec: ImpairSpec }
@@ -84,6 +87,8 @@ export interface BenchPlanInput {
   readonly repeat?: number;
   /** Untimed push per connection before each run, e.g. 1MiB; absent or 0: a cold connection. */
   readonly warmup?: string;
+  /** Sync workload: files rewritten between the two syncs. */
+  readonly changed?: number;
 }
 
 export interface BenchDefaults {
@@ -98,6 +103,8 @@ export const DEFAULT_SMALL_FILE_BYTES = 4 << 10;
 /** The published sliding-window benchmark: 100 revisions of one 4 KiB page. */
 export const DEFAULT_REVISIONS = 100;
 export const DEFAULT_PAGE_BYTES = 4 << 10;
+/** Sync workload: files changed between the two syncs. */
+export const DEFAULT_SYNC_CHANGED = 10;
 
 /** Bounds. 64 GiB and 1M files are far beyond a useful bench here, but still bounds. */
 export const MAX_WORKLOAD_BYTES = 64 * 2 ** 30;
@@ -210,6 +217,15 @@ function parseWorkload(input: BenchPlanInput): WorkloadSpec {
       if (revisions * pageBytes > MAX_WORKLOAD_BYTES) throw usage(`${revisions} revisions of ${pageBytes} bytes is more than 64 GiB`);
       return { kind, revisions, pageBytes };
     }
+    case 'sync': {
+      if (input.size !== undefined) throw usage('--size does not apply to the sync workload: use --files, --file-size and --changed');
+      const fileBytes = input.fileSize === undefined ? DEFAULT_SMALL_FILE_BYTES : parseByteSize(input.fileSize, '--file-size');
+      const n = files ?? DEFAULT_SMALL_FILES;
+      if (n * fileBytes > MAX_WORKLOAD_BYTES) throw usage(`--files ${n} x --file-size ${fileBytes} bytes is more than 64 GiB`);
+      const changed = input.changed ?? Math.min(DEFAULT_SYNC_CHANGED, n);
+      if (!Number.isInteger(changed) || changed < 0 || changed > n) throw usage(`--changed must be an integer in 0..${n} (the --files), got ${JSON.stringify(input.changed)}`);
+      return { kind, folderFiles: n, fileBytes, changed };
+    }
     default: {
       const never: never = kind;
       throw new TypeError(`unhandled workload ${String(never)}`);
@@ -259,6 +275,14 @@ export function planBench(input: BenchPlanInput, defaults: BenchDefaults, timest
   if (workload.kind === 'revisions-seq' && connections.some((c) => c > 1)) {
     throw usage('--connections > 1 cannot stripe the revisions-seq workload: its pushes are sequential by definition (use --workload revisions, small or large)');
   }
+  if (input.changed !== undefined && workload.kind !== 'sync') throw usage('--changed applies to --workload sync only');
+  if (workload.kind === 'sync') {
+    if (target.kind === 'peer') throw usage('--workload sync runs with --simulate only: a two-way sync of a real peer\'s share would change it');
+    if (connections.some((c) => c > 1)) throw usage('--connections > 1 cannot stripe the sync workload: a sync is one session');
+    if (windows.length > 1 || streams.length > 1 || input.window !== undefined || input.streams !== undefined) {
+      throw usage('--window and --streams do not apply to --workload sync: a sync fetches with the session\'s defaults');
+    }
+  }
   if (workload.kind === 'revisions-seq' && windows.length > 1) {
     throw usage('--window with several values and --workload revisions-seq: each sequential push is one chunk, so the window cannot matter; use --workload revisions for the window sweep');
   }
@@ -307,13 +331,15 @@ export function planBench(input: BenchPlanInput, defaults: BenchDefaults, timest
   };
 }
 
-/** Payload bytes one run moves (every revision counted once). */
+/** Payload bytes one run moves (every revision counted once; a sync: the changed files). */
 export function workloadBytes(w: WorkloadSpec): number {
   switch (w.kind) {
     case 'large':
       return w.bytes;
     case 'small':
       return w.files * w.fileBytes;
+    case 'sync':
+      return w.changed * w.fileBytes;
     case 'revisions':
     case 'revisions-seq':
       return w.revisions * w.pageBytes;
@@ -324,13 +350,15 @@ export function workloadBytes(w: WorkloadSpec): number {
   }
 }
 
-/** Files one run pushes. */
+/** Files one run moves (a sync: the changed ones). */
 export function workloadFiles(w: WorkloadSpec): number {
   switch (w.kind) {
     case 'large':
       return 1;
     case 'small':
       return w.files;
+    case 'sync':
+      return w.changed;
     case 'revisions':
     case 'revisions-seq':
       return w.revisions;
@@ -352,6 +380,8 @@ export function describeWorkload(w: WorkloadSpec): string {
       return `${w.revisions} revisions of one ${w.pageBytes}-byte page, pipelined in one push (up to W in flight)`;
     case 'revisions-seq':
       return `${w.revisions} revisions of one ${w.pageBytes}-byte page, one push each, sequential`;
+    case 'sync':
+      return `a two-way sync of ${w.folderFiles} files of ${w.fileBytes} bytes after ${w.changed} of them changed (the first sync untimed)`;
     default: {
       const never: never = w;
       throw new TypeError(`unhandled workload ${JSON.stringify(never)}`);

@@ -60,7 +60,8 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Listener
     const peers = new PeerStore(`${options.home}/peers.json`);
     await peers.add(options.clientNodeId, 'bench-client');
     const config = resolveConfig({ transport: options.transport });
-    const ctx = { shares: [...options.shares], config, log: silentLogger };
+    // nodeId: a sync (the sync workload) records the listener's revisions under it.
+    const ctx = { shares: [...options.shares], config, log: silentLogger, nodeId: identity.nodeId };
     server = await NodeServer.start(
       { identity, peers, shares: ctx.shares, host: '127.0.0.1', port: 0, config, log: silentLogger },
       (session, signal) => serveSession(session, ctx, signal),

@@ -33,6 +33,10 @@ export interface SummaryRow extends Pick<BenchRunResult, 'transport' | 'link' | 
   readonly congestionWindowBytes: number | null;
   readonly relayDroppedLoss: number | null;
   readonly relayDroppedQueue: number | null;
+  /** Sync workload: bytes spent finding the difference and round trips of the timed sync. */
+  readonly reconcileBytes: number | null;
+  readonly roundTrips: number | null;
+  readonly wireBytes: number | null;
   /** goodput / the baseline row's goodput (same transport and link; first window, streams, connections). */
   readonly ratioToBaseline: number | null;
   readonly dataRatioToBaseline: number | null;
@@ -148,6 +152,9 @@ export function summarize(report: BenchRunnerReport): SummaryRow[] {
       congestionWindowBytes: round(pick((r) => (r.congestionWindowBytes === null ? null : sum(r.congestionWindowBytes))), 0),
       relayDroppedLoss: round(pick((r) => r.relay?.droppedLoss ?? null), 1),
       relayDroppedQueue: round(pick((r) => r.relay?.droppedQueue ?? null), 1),
+      reconcileBytes: round(pick((r) => r.reconcileBytes), 0),
+      roundTrips: round(pick((r) => r.roundTrips), 1),
+      wireBytes: round(pick((r) => r.wireBytes), 0),
     };
   });
   // Baseline per transport and link: the first value of each swept list (as planned).
@@ -217,11 +224,17 @@ export function formatColumns(header: readonly string[], rows: readonly (readonl
 /** The human table: one row per setting. */
 export function formatTable(json: BenchJson): string {
   const revisions = json.workload['kind'] === 'revisions' || json.workload['kind'] === 'revisions-seq';
-  const header = ['transport', 'link', 'W', 'streams', 'conns', 'goodput Mbit/s', '% link', 'data-phase Mbit/s', ...(revisions ? ['rev/s'] : []), 'x baseline', 'ping ms', 'transport RTT ms', 'lost pkts', 'cwnd KiB', 'relay drops loss/queue', 'ok/runs'];
+  const sync = json.workload['kind'] === 'sync';
+  const header = [
+    'transport', 'link', 'W', 'streams', 'conns', 'goodput Mbit/s', '% link', 'data-phase Mbit/s', ...(revisions ? ['rev/s'] : []),
+    ...(sync ? ['sync s', 'reconcile B', 'round trips', 'wire KiB'] : []),
+    'x baseline', 'ping ms', 'transport RTT ms', 'lost pkts', 'cwnd KiB', 'relay drops loss/queue', 'ok/runs',
+  ];
   const rows = json.summary.map((r) => [
     r.transport, r.link, String(r.window), String(r.streams), String(r.connections),
     mbit(r.goodputBitsPerSec), num(r.linkPct), mbit(r.dataGoodputBitsPerSec),
     ...(revisions ? [num(r.revisionsPerSec)] : []),
+    ...(sync ? [num(r.seconds, 3), num(r.reconcileBytes, 0), num(r.roundTrips, 1), r.wireBytes === null ? '-' : (r.wireBytes / 1024).toFixed(1)] : []),
     r.ratioToBaseline === null ? '-' : `${r.ratioToBaseline.toFixed(2)}x`,
     num(r.pingMedianMs, 2), num(r.transportRttMs, 1), num(r.lostPackets, 0),
     r.congestionWindowBytes === null ? '-' : (r.congestionWindowBytes / 1024).toFixed(0),
@@ -255,6 +268,7 @@ const CSV_COLUMNS = [
   'index', 'repeat', 'transport', 'link', 'rttMs', 'lossPct', 'window', 'streams', 'connections', 'ok', 'error', 'effectiveWindow', 'effectiveStreams',
   'payloadBytes', 'files', 'seconds', 'dataSeconds', 'goodputBitsPerSec', 'dataGoodputBitsPerSec', 'linkPct', 'revisionsPerSec',
   'pingMedianMs', 'transportRttMs', 'lostPackets', 'congestionWindowBytes', 'wireBytes', 'chunksSent', 'chunksSkipped', 'relayDroppedLoss', 'relayDroppedQueue',
+  'reconcileBytes', 'roundTrips',
 ] as const;
 
 function csvCell(v: unknown): string {

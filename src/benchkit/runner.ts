@@ -22,6 +22,10 @@
 //   file as N files; the small files dealt into N directories), each pushed concurrently on its
 //   own QUIC connection, so each has its own congestion window. They share the one simulated
 //   bottleneck (the relay has one queue per direction). The receiver gets N part files.
+// - The sync workload (simulate only) syncs a fresh folder with its own share of the listener
+//   once, untimed, on a session of its own (one sync per session, as `clawpeer sync` does),
+//   rewrites D files, and times the second sync on the run's session: seconds, reconcile bytes,
+//   round trips, wire bytes.
 // - A run that fails is recorded with its error; the bench goes on with the next setting.
 // Non-goals: printing (cli/commands/bench.ts), formatting (report.ts), congestion-control
 // choice (the quinn binding's CUBIC is fixed: no BBR to select here).
@@ -40,6 +44,7 @@ import type { ResolvedPeer } from '../node/peer-resolve.js';
 import { pingPeer } from '../node/ping.js';
 import type { PeerSession } from '../node/session.js';
 import type { Share } from '../node/shares.js';
+import { syncFolder, type SyncFolderResult } from '../node/sync-client.js';
 import { push, type TransferResult } from '../node/transfer-client.js';
 import { probeRelayAccuracy, startUdpEcho, type AccuracyProbeOptions, type AccuracyReport } from '../relay/accuracy.js';
 import { formatImpairSpec, type ImpairSpec } from '../relay/impair-spec.js';
@@ -138,6 +143,9 @@ export interface BenchRunResult {
   readonly chunksSkipped: number;
   /** The relay's counters over this run, both directions summed; null with --peer. */
   readonly relay: RelayRunCounters | null;
+  /** Sync workload: bytes spent finding the difference, and the round trips of the timed sync; null otherwise. */
+  readonly reconcileBytes: number | null;
+  readonly roundTrips: number | null;
 }
 
 export interface BenchRunnerReport {
@@ -166,6 +174,8 @@ interface Environment {
   peerAt(address: HostPort): ResolvedPeer;
   /** The share connection `k` (0-based) pushes into ('' = the peer's default share). */
   shareFor(k: number): string;
+  /** The share run `index` syncs with (the sync workload: a fresh share per run, simulate only). */
+  syncShareFor(index: number): string;
   /** Removes what a run pushed, when it is ours to remove (simulate: our temp share). */
   discard(remotePath: string): Promise<void>;
   close(): Promise<void>;
@@ -192,6 +202,17 @@ async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logge
     await mkdir(dir, { recursive: true });
     shares.push({ name, dir: await realpath(dir), readOnly: false });
   }
+  // A sync is of a whole share: each sync run gets its own, empty at the start.
+  const syncShares = new Map<number, string>();
+  if (plan.workload.kind === 'sync') {
+    for (const setting of plan.settings) {
+      const name = `sync-${String(setting.index + 1).padStart(4, '0')}`;
+      const dir = path.join(serverHome, name);
+      await mkdir(dir, { recursive: true });
+      shares.push({ name, dir: await realpath(dir), readOnly: false });
+      syncShares.set(setting.index, name);
+    }
+  }
   const needsTcp = plan.settings.some((s) => s.transport === 'tcp');
   // The peer runs on its own thread, beside the sender, as on another machine (listener-worker.ts).
   const server = await startListenerWorker({ home: serverHome, shares, clientNodeId: identity.nodeId, transport: needsTcp ? 'auto' : 'quic' });
@@ -211,6 +232,11 @@ async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logge
     },
     peerAt: (address) => ({ id: server.nodeId, name: 'bench-listener', publicKey: server.publicKey, address }),
     shareFor: (k) => shares[k]?.name ?? '',
+    syncShareFor: (index) => {
+      const name = syncShares.get(index);
+      if (name === undefined) throw new TypeError(`run ${index} has no sync share`);
+      return name;
+    },
     discard: async (remotePath) => {
       await Promise.all(shares.map((s) => rm(path.join(s.dir, ...remotePath.split('/')), { recursive: true, force: true })));
     },
@@ -224,6 +250,9 @@ function peerEnvironment(peer: NonNullable<RunnerOptions['peer']>): Environment 
     openLink: () => Promise.resolve({ address: peer.resolved.address, counters: () => Promise.resolve(undefined), close: () => Promise.resolve() }),
     peerAt: (address) => ({ ...peer.resolved, address }),
     shareFor: () => '',
+    syncShareFor: () => {
+      throw new ClawpeerError('USAGE', 'the sync workload runs with --simulate only');
+    },
     discard: () => Promise.resolve(),
     close: () => Promise.resolve(),
   };
@@ -298,6 +327,7 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     index: setting.index, repeat: setting.repeat, transport: setting.transport, link: setting.link, rttMs: setting.rttMs ?? null, lossPct: setting.lossPct ?? null,
     window: setting.window, streams: setting.streams, connections: setting.connections,
     payloadBytes: payloadTotal, files: workloadFiles(plan.workload),
+    reconcileBytes: null, roundTrips: null,
   };
 
   progress('preparing', 0);
@@ -317,6 +347,47 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     if (first === undefined) throw new TypeError('no session');
     if (plan.warmupBytes > 0) await warmUp(ctx, sessions, `${remotePath}-warmup`, setting);
     const pings = await pingMs(first, config.idleTimeoutMs, signal);
+    if (workload.kind === 'sync') {
+      const part = workload.parts[0];
+      const change = workload.changeFiles;
+      if (part === undefined || change === undefined) throw new TypeError('sync workload without its folder');
+      // One sync per session, as `clawpeer sync` does (each runs its own data-stream router).
+      const syncOn = (session: PeerSession): Promise<SyncFolderResult> =>
+        syncFolder({ session, dir: part.localPath, share: env.syncShareFor(setting.index), mode: 'two-way', nodeId: env.identity.nodeId, log: log.child('sync'), signal });
+      progress('scanning', 0);
+      const seed = await dialPeer({ identity: env.identity, peer, config, log: log.child('dial'), signal });
+      try {
+        const initial = await syncOn(seed); // untimed: both sides hold the folder after it
+        if (!initial.inSync) throw new ClawpeerError('INTERNAL', 'the untimed first sync did not converge');
+      } finally {
+        await seed.close().catch(() => undefined);
+      }
+      await change();
+      const started = performance.now();
+      const r = await syncOn(first);
+      const seconds = (performance.now() - started) / 1000;
+      progress('done', payloadTotal);
+      const stat = first.connection.stats();
+      const countersAfter = await link.counters();
+      const goodput = (payloadTotal * 8) / seconds;
+      const rate = setting.spec?.rateBitsPerSec;
+      return {
+        ...base,
+        ok: r.inSync, error: r.inSync ? null : 'the timed sync did not converge',
+        effectiveWindow: null, effectiveStreams: null,
+        seconds: round3(seconds), dataSeconds: null,
+        goodputBitsPerSec: Math.round(goodput), dataGoodputBitsPerSec: null,
+        linkPct: rate === undefined ? null : round3((100 * goodput) / rate),
+        revisionsPerSec: null,
+        pingMs: summarizePings(pings),
+        transportRttMs: [round3(stat.rttMs)],
+        lostPackets: stat.lostPackets === undefined ? null : [stat.lostPackets],
+        congestionWindowBytes: stat.congestionWindowBytes === undefined ? null : [stat.congestionWindowBytes],
+        wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: 0,
+        relay: countersBefore === undefined || countersAfter === undefined ? null : diffCounters(sumCounters(countersBefore), sumCounters(countersAfter)),
+        reconcileBytes: r.reconcileBytes, roundTrips: r.roundTrips,
+      };
+    }
 
     let sent = 0;
     let firstChunkAt: number | undefined;

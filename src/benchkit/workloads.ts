@@ -11,7 +11,7 @@
 // Non-goals: compressible or structured data (throughput is measured on incompressible bytes),
 // cleaning up the receiver's copy (runner.ts).
 import { randomFill } from 'node:crypto';
-import { mkdir, open, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, rm, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import type { WorkloadKind, WorkloadSpec } from './bench-plan.js';
@@ -43,6 +43,8 @@ export interface PreparedWorkload {
   readonly files: number;
   /** revisions-seq only: writes fresh random content for revision `i` into the page file (parts[0]). */
   readonly writeRevision?: (i: number) => Promise<void>;
+  /** sync only: rewrites the files the second sync is to find changed (fresh random bytes). */
+  readonly changeFiles?: () => Promise<void>;
 }
 
 export interface PrepareOptions {
@@ -145,7 +147,23 @@ const revisionsSeq: Generator<'revisions-seq'> = async (w, root, o) => {
   return { kind: 'revisions-seq', root, parts: [{ localPath: page, bytes: w.pageBytes, files: 1 }], bytes: w.revisions * w.pageBytes, files: w.revisions, writeRevision };
 };
 
-/** One generator per kind; a new workload (sync with D changed files) adds a case here. */
+/** Files this old count as settled: a sync certifies them warm, so the timed scan reads metadata only. */
+const SETTLED_AGE_MS = 3_600_000;
+
+const sync: Generator<'sync'> = async (w, root, o) => {
+  if (o.connections !== 1) throw new ClawpeerError('USAGE', 'the sync workload is one folder: it is not striped over connections');
+  const dir = path.join(root, 'folder');
+  await mkdir(dir);
+  const width = String(w.folderFiles).length;
+  const nameOf = (i: number): string => path.join(dir, `f${padded(i, width)}.bin`);
+  await writeSmallFiles(w.folderFiles, w.fileBytes, nameOf, o.signal);
+  const settled = new Date(Date.now() - SETTLED_AGE_MS);
+  for (let i = 0; i < w.folderFiles; i++) await utimes(nameOf(i), settled, settled);
+  const changeFiles = (): Promise<void> => writeSmallFiles(w.changed, w.fileBytes, nameOf, o.signal);
+  return { kind: 'sync', root, parts: [{ localPath: dir, bytes: w.folderFiles * w.fileBytes, files: w.folderFiles }], bytes: w.changed * w.fileBytes, files: w.changed, changeFiles };
+};
+
+/** One generator per kind. */
 function generate(w: WorkloadSpec, root: string, o: PrepareOptions): Promise<PreparedWorkload> {
   switch (w.kind) {
     case 'large':
@@ -156,6 +174,8 @@ function generate(w: WorkloadSpec, root: string, o: PrepareOptions): Promise<Pre
       return revisions(w, root, o);
     case 'revisions-seq':
       return revisionsSeq(w, root, o);
+    case 'sync':
+      return sync(w, root, o);
     default: {
       const never: never = w;
       throw new TypeError(`unhandled workload ${JSON.stringify(never)}`);

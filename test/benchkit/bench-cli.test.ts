@@ -79,6 +79,19 @@ t.test('--csv: a header and one row per run; striping over 2 connections moves e
   t.equal(col('transportRttMs')?.split(';').length, 2, 'one RTT per connection');
 });
 
+t.test('--workload sync: a timed second sync after D files changed, with its reconciliation cost', async (t) => {
+  const r = await bench(['--simulate', 'rtt=2ms', '--workload', 'sync', '--files', '30', '--changed', '3', '--json']);
+  t.equal(r.code, 0, r.stderr);
+  const json = JSON.parse(r.stdout.trim()) as Record<string, unknown>;
+  t.match(json, { workload: { kind: 'sync', folderFiles: 30, changed: 3, files: 3, payloadBytes: 3 * 4096 } });
+  const run = (json['runs'] as Record<string, unknown>[])[0];
+  t.match(run, { ok: true, error: null, payloadBytes: 3 * 4096, files: 3, seconds: Number, reconcileBytes: Number, roundTrips: Number });
+  t.ok((run?.['reconcileBytes'] as number) > 0, 'finding the difference cost bytes');
+  t.ok((run?.['roundTrips'] as number) >= 1);
+  t.ok((run?.['wireBytes'] as number) >= 3 * 4096, 'the changed files crossed the wire');
+  t.ok((run?.['wireBytes'] as number) < 30 * 4096, 'but not the unchanged ones');
+});
+
 t.test('usage errors exit 2 and name the flag', async (t) => {
   const none = await bench(['--size', '1MiB']);
   t.equal(none.code, 2);

@@ -69,11 +69,26 @@ t.test('a real peer: no spec, no sweeps of the link', async (t) => {
   t.throws(() => planBench({ peer: 'bob', rtt: '1,5' }, DEFAULTS, 'ts'), { ...usage, message: /--rtt and --loss sweep a simulated link/ });
 });
 
+t.test('the sync workload: files, file size and changed files; simulate only, one session, no W/streams sweep', async (t) => {
+  const plan = planBench({ simulate: 'rtt=5ms', workload: 'sync', files: 200, changed: 5 }, DEFAULTS, 'ts');
+  t.same(plan.workload, { kind: 'sync', folderFiles: 200, fileBytes: 4096, changed: 5 });
+  t.equal(workloadBytes(plan.workload), 5 * 4096, 'the payload is what changed');
+  t.equal(workloadFiles(plan.workload), 5);
+  t.same(planBench({ simulate: 'rtt=5ms', workload: 'sync', files: 3 }, DEFAULTS, 'ts').workload, { kind: 'sync', folderFiles: 3, fileBytes: 4096, changed: 3 }, 'default changed: 10, at most the files');
+  t.equal((planBench({ simulate: 'rtt=5ms', workload: 'sync', changed: 0 }, DEFAULTS, 'ts').workload as { changed: number }).changed, 0, 'a no-op sync');
+  t.throws(() => planBench({ peer: 'bob', workload: 'sync' }, DEFAULTS, 'ts'), { ...usage, message: /--simulate only/ });
+  t.throws(() => planBench({ simulate: 'rtt=5ms', workload: 'sync', connections: '1,2' }, DEFAULTS, 'ts'), { ...usage, message: /a sync is one session/ });
+  t.throws(() => planBench({ simulate: 'rtt=5ms', workload: 'sync', window: '1,16' }, DEFAULTS, 'ts'), { ...usage, message: /--window and --streams do not apply/ });
+  t.throws(() => planBench({ simulate: 'rtt=5ms', workload: 'sync', files: 10, changed: 11 }, DEFAULTS, 'ts'), { ...usage, message: /--changed must be an integer in 0\.\.10/ });
+  t.throws(() => planBench({ simulate: 'rtt=5ms', workload: 'small', changed: 1 }, DEFAULTS, 'ts'), { ...usage, message: /--changed applies to --workload sync only/ });
+  t.throws(() => planBench({ simulate: 'rtt=5ms', workload: 'sync', size: '1MiB' }, DEFAULTS, 'ts'), { ...usage, message: /--size does not apply to the sync workload/ });
+});
+
 t.test('refusals name what is wrong', async (t) => {
   t.throws(() => planBench({}, DEFAULTS, 'ts'), { ...usage, message: /exactly one link: --peer NAME .* or --simulate SPEC/ });
   t.throws(() => planBench({ peer: 'a', simulate: 'rtt=1ms' }, DEFAULTS, 'ts'), usage);
   t.throws(() => planBench({ simulate: 'rtt=fast' }, DEFAULTS, 'ts'), { ...usage, message: /^--simulate: impairment spec: rtt=fast/ });
-  t.throws(() => planBench({ simulate: 'rtt=1ms', workload: 'huge' }, DEFAULTS, 'ts'), { ...usage, message: /--workload "huge": expected one of large, small, revisions, revisions-seq/ });
+  t.throws(() => planBench({ simulate: 'rtt=1ms', workload: 'huge' }, DEFAULTS, 'ts'), { ...usage, message: /--workload "huge": expected one of large, small, revisions, revisions-seq, sync/ });
   t.throws(() => planBench({ simulate: 'loss=1%', transport: 'quic,tcp' }, DEFAULTS, 'ts'), { ...usage, message: /TCP relay cannot model loss/ });
   t.throws(() => planBench({ simulate: 'rtt=5ms', loss: '0,1', transport: 'tcp' }, DEFAULTS, 'ts'), usage);
   t.throws(() => planBench({ simulate: 'rtt=1ms', transport: 'udp' }, DEFAULTS, 'ts'), usage);

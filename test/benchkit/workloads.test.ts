@@ -57,3 +57,22 @@ t.test('revisions: one directory of pages; revisions-seq: one page rewritten per
   t.not(Buffer.compare(before, after), 0, 'a new revision has new content');
   await t.rejects(seq.writeRevision?.(3) ?? Promise.resolve(), RangeError);
 });
+
+t.test('sync: a folder of settled files (old mtimes); changeFiles rewrites exactly the first D', async (t) => {
+  const w = await prepareWorkload({ kind: 'sync', folderFiles: 8, fileBytes: 1024, changed: 3 }, path.join(root, 's'), { connections: 1 });
+  const dir = w.parts[0]?.localPath ?? '';
+  const names = (await readdir(dir)).sort();
+  t.equal(names.length, 8);
+  t.same([w.bytes, w.files], [3 * 1024, 3], 'the payload is what changes');
+  const hourAgo = Date.now() - 30 * 60_000;
+  const before = new Map<string, Buffer>();
+  for (const n of names) {
+    t.ok((await stat(path.join(dir, n))).mtimeMs < hourAgo, `${n} is settled`);
+    before.set(n, await readFile(path.join(dir, n)));
+  }
+  await w.changeFiles?.();
+  const changed = [];
+  for (const n of names) if (!(await readFile(path.join(dir, n))).equals(before.get(n) ?? Buffer.alloc(0))) changed.push(n);
+  t.same(changed, names.slice(0, 3), 'the first three files have new content, the rest are untouched');
+  await t.rejects(prepareWorkload({ kind: 'sync', folderFiles: 2, fileBytes: 10, changed: 1 }, path.join(root, 's2'), { connections: 2 }), { code: 'USAGE' });
+});

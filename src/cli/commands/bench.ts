@@ -41,6 +41,7 @@ export function benchInputFromArgs(args: Record<string, unknown>): BenchPlanInpu
     transport: optionalString(args['transport']),
     repeat: optionalNumber(args['repeat']),
     warmup: optionalString(args['warmup']),
+    changed: optionalNumber(args['changed']),
   };
   for (const k of Object.keys(input)) if (input[k] === undefined) delete input[k];
   return input as BenchPlanInput;
@@ -77,10 +78,11 @@ export function registerBenchCommands(cli: Argv, run: Runner): Argv {
         .option('peer', { type: 'string', describe: 'pair name or node id of a listening peer; runs push into clawpeer-bench/<timestamp> of its default share' })
         .option('addr', { type: 'string', describe: 'HOST:PORT of the peer (default: the pair entry\'s address)' })
         .option('simulate', { type: 'string', describe: 'simulated link, e.g. rtt=50ms,jitter=5ms,loss=1%,rate=100mbit (listener, relay and client on this machine)' })
-        .option('workload', { type: 'string', choices: ['large', 'small', 'revisions', 'revisions-seq'], describe: 'large: one file (--size); small: --files of --file-size; revisions: --files (100) revisions of a --file-size (4KiB) page in one push, W in flight; revisions-seq: the same as sequential pushes' })
+        .option('workload', { type: 'string', choices: ['large', 'small', 'revisions', 'revisions-seq', 'sync'], describe: 'large: one file (--size); small: --files of --file-size; revisions: --files (100) revisions of a --file-size (4KiB) page in one push, W in flight; revisions-seq: the same as sequential pushes; sync: a two-way sync of --files after --changed of them changed (--simulate only)' })
         .option('size', { type: 'string', describe: 'large workload size, e.g. 256MiB, 1GiB (default 64MiB)' })
         .option('files', { type: 'number', describe: 'files (small, default 1000) or revisions (revisions, default 100)' })
         .option('file-size', { type: 'string', describe: 'size of each small file or page (default 4KiB)' })
+        .option('changed', { type: 'number', describe: 'sync workload: files rewritten between the untimed first sync and the timed second (default 10; 0: a no-op sync)' })
         .option('window', { type: 'string', describe: `windows to sweep, e.g. 1,4,16,64 (default ${DEFAULT_WINDOW})` })
         .option('streams', { type: 'string', describe: `streams per connection to sweep, e.g. 1,2,4,8 (default ${DEFAULT_STREAMS})` })
         .option('connections', { type: 'string', describe: 'QUIC connections to stripe each run over, e.g. 1,8 (default 1)' })
