@@ -10,15 +10,16 @@
 //
 // Not regular expressions: patterns come from a peer too (a pull's request), and a backtracking
 // regex of a pattern like `*a*a*a*a*b` took 37 s on a 40-character name. Here a segment is matched
-// by the two-pointer wildcard algorithm (O(name x pattern)) and `**` by a table over segments
-// (O(path segments x pattern segments)).
+// by the two-pointer wildcard algorithm (O(name x segment pattern)), and a path segment by
+// segment against the set of pattern positions it can be at (`**` stays, others move on), kept
+// per directory: an entry costs its own name against the pattern, not its whole path.
 import { ClawpeerError } from '../errors.js';
 
 /** More than this many patterns is almost certainly a mistake (a glob expanded by the shell). */
 export const MAX_EXCLUDE_PATTERNS = 1024;
 const MAX_PATTERN_CHARS = 1024;
 /**
- * All patterns together. Matching one entry costs at most (pattern characters x path
+ * All patterns together. Matching one entry costs at most (pattern characters x name
  * characters) steps, so this bounds what a peer's patterns can make a listener do per entry.
  */
 export const MAX_EXCLUDE_TOTAL_CHARS = 16 << 10;
@@ -33,11 +34,10 @@ type Token =
 /** A path segment pattern, or `**` (any number of segments). */
 type Segment = readonly Token[] | 'globstar';
 
-interface Rule {
+/** A pattern without a slash: it matches an entry's name. */
+interface NameRule {
   readonly segments: readonly Segment[];
   readonly dirOnly: boolean;
-  /** Matched against the whole relative path (the pattern had a slash), else against the name. */
-  readonly anchored: boolean;
 }
 
 export interface ExcludeRules {
@@ -145,23 +145,81 @@ function matchSegment(tokens: readonly Token[], name: readonly string[]): boolea
   return ti === tokens.length;
 }
 
-/** Segments against path segments; `**` takes any number of them. A table, not recursion. */
-function matchPath(segments: readonly Segment[], parts: readonly (readonly string[])[]): boolean {
-  // can[i][j]: segments from i match parts from j.
-  const rows = segments.length + 1;
-  const cols = parts.length + 1;
-  const can = new Uint8Array(rows * cols);
-  can[segments.length * cols + parts.length] = 1;
-  for (let i = segments.length - 1; i >= 0; i--) {
+/**
+ * Which segments of a pattern can come next after a path prefix (index i set: segments[i] is
+ * next; index segments.length set: the whole pattern matched). `**` may match no segment, so
+ * it lets the one after it in at once.
+ */
+type MatchState = Uint8Array;
+
+function close(segments: readonly Segment[], state: MatchState): MatchState {
+  // A trailing `**` must take at least one segment: `logs/**` is what is inside logs, not logs.
+  for (let i = 0; i < segments.length - 1; i++) if (state[i] === 1 && segments[i] === 'globstar') state[i + 1] = 1;
+  return state;
+}
+
+function startState(segments: readonly Segment[]): MatchState {
+  const state = new Uint8Array(segments.length + 1);
+  state[0] = 1;
+  return close(segments, state);
+}
+
+/** The state after one more path segment: `**` takes it and stays, a segment pattern moves on. */
+function step(segments: readonly Segment[], state: MatchState, part: readonly string[]): MatchState {
+  const next = new Uint8Array(segments.length + 1);
+  for (let i = 0; i < segments.length; i++) {
+    if (state[i] !== 1) continue;
     const seg = segments[i];
-    for (let j = parts.length; j >= 0; j--) {
-      let ok = false;
-      if (seg === 'globstar') ok = can[(i + 1) * cols + j] === 1 || (j < parts.length && can[i * cols + j + 1] === 1);
-      else if (seg !== undefined && j < parts.length) ok = matchSegment(seg, parts[j] ?? []) && can[(i + 1) * cols + j + 1] === 1;
-      can[i * cols + j] = ok ? 1 : 0;
-    }
+    if (seg === 'globstar') {
+      next[i] = 1;
+      if (i === segments.length - 1) next[i + 1] = 1; // a trailing ** has taken one: a match
+    } else if (seg !== undefined && matchSegment(seg, part)) next[i + 1] = 1;
   }
-  return can[0] === 1;
+  return close(segments, next);
+}
+
+/** Directories whose states are kept (all anchored rules packed in one array each); past this the cache starts over. */
+const MAX_CACHED_DIRS = 1024;
+
+interface Anchored {
+  readonly segments: readonly Segment[];
+  readonly dirOnly: boolean;
+  /** Where this rule's state sits in a directory's packed array. */
+  readonly offset: number;
+}
+
+/**
+ * The anchored rules' matcher. The scanner asks about a directory before its entries, so each
+ * directory's states are kept: an entry costs one step per rule (its own name against the
+ * pattern's segments), not a walk of its whole path. The cache is bounded (a depth-first walk
+ * needs only the current directory's ancestors, and a miss recomputes them).
+ */
+function anchoredMatcher(rules: readonly Anchored[]): (relPath: string, isDir: boolean) => boolean {
+  const width = rules.reduce((n, r) => n + r.segments.length + 1, 0);
+  const root = new Uint8Array(width);
+  for (const r of rules) root.set(startState(r.segments), r.offset);
+  const dirs = new Map<string, Uint8Array>();
+  const advance = (parent: Uint8Array, name: string): Uint8Array => {
+    const part = Array.from(name);
+    const out = new Uint8Array(width);
+    for (const r of rules) out.set(step(r.segments, parent.subarray(r.offset, r.offset + r.segments.length + 1), part), r.offset);
+    return out;
+  };
+  const dirState = (relPath: string): Uint8Array => {
+    if (relPath === '') return root;
+    const cached = dirs.get(relPath);
+    if (cached !== undefined) return cached;
+    const slash = relPath.lastIndexOf('/');
+    const state = advance(dirState(slash < 0 ? '' : relPath.slice(0, slash)), relPath.slice(slash + 1));
+    if (dirs.size >= MAX_CACHED_DIRS) dirs.clear();
+    dirs.set(relPath, state);
+    return state;
+  };
+  return (relPath, isDir) => {
+    const slash = relPath.lastIndexOf('/');
+    const state = isDir ? dirState(relPath) : advance(dirState(slash < 0 ? '' : relPath.slice(0, slash)), relPath.slice(slash + 1));
+    return rules.some((r) => (isDir || !r.dirOnly) && state[r.offset + r.segments.length] === 1);
+  };
 }
 
 /** Compiles `patterns`; USAGE naming the pattern for an empty, over-long or malformed one. */
@@ -169,30 +227,39 @@ export function compileExcludes(patterns: readonly string[]): ExcludeRules {
   if (patterns.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('USAGE', `${patterns.length} --exclude patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
   const total = patterns.reduce((sum, p) => sum + p.length, 0);
   if (total > MAX_EXCLUDE_TOTAL_CHARS) throw new ClawpeerError('USAGE', `--exclude patterns add up to ${total} characters, more than ${MAX_EXCLUDE_TOTAL_CHARS}`);
-  const rules: Rule[] = patterns.map((pattern) => {
+  const byName: NameRule[] = [];
+  const anchored: Anchored[] = [];
+  let offset = 0;
+  for (const pattern of patterns) {
     if (pattern.length === 0) throw usage(pattern, 'is empty');
     if (pattern.length > MAX_PATTERN_CHARS) throw usage(pattern.slice(0, 40) + '...', `is longer than ${MAX_PATTERN_CHARS} characters`);
     if (pattern.includes('\0')) throw usage(pattern, 'contains a NUL character');
     let body = pattern;
     const dirOnly = body.endsWith('/') && !body.endsWith('\\/');
     if (dirOnly) body = body.replace(/\/+$/, '');
-    const anchored = body.includes('/');
+    const hasSlash = body.includes('/');
     body = body.replace(/^\/+/, '');
     if (body.length === 0) throw usage(pattern, 'matches nothing (only slashes)');
     const segments = body.split('/').filter((s) => s !== '').map((s) => parseSegment(s, pattern));
-    return { segments, dirOnly, anchored };
-  });
+    if (hasSlash) {
+      anchored.push({ segments, dirOnly, offset });
+      offset += segments.length + 1;
+    } else {
+      byName.push({ segments, dirOnly });
+    }
+  }
+  const matchesAnchored = anchored.length === 0 ? () => false : anchoredMatcher(anchored);
+  const starts = byName.map((r) => startState(r.segments));
   return {
     patterns: [...patterns],
     excludes(relPath: string, isDir: boolean): boolean {
       if (relPath === '') return false; // the transferred root itself
-      const parts = relPath.split('/').map((p) => Array.from(p));
-      const name = parts.slice(-1);
-      for (const r of rules) {
+      const name = Array.from(relPath.slice(relPath.lastIndexOf('/') + 1));
+      for (const [k, r] of byName.entries()) {
         if (r.dirOnly && !isDir) continue;
-        if (matchPath(r.segments, r.anchored ? parts : name)) return true;
+        if (step(r.segments, starts[k] ?? new Uint8Array(0), name)[r.segments.length] === 1) return true;
       }
-      return false;
+      return matchesAnchored(relPath, isDir);
     },
   };
 }

@@ -21,7 +21,7 @@ t.test('a slash anchors the pattern at the pushed directory', async (t) => {
   check(t, 'docs/*.tmp', [['docs/a.tmp', false, true], ['x/docs/a.tmp', false, false], ['docs/sub/a.tmp', false, false]]);
   check(t, 'docs/**/*.tmp', [['docs/a.tmp', false, true], ['docs/sub/deep/a.tmp', false, true], ['other/a.tmp', false, false]]);
   check(t, '**/cache', [['cache', true, true], ['a/b/cache', true, true]]);
-  check(t, 'logs/**', [['logs/a', false, true], ['logs/a/b.txt', false, true], ['other/a', false, false]]);
+  check(t, 'logs/**', [['logs', true, false], ['logs/a', false, true], ['logs/a/b.txt', false, true], ['other/a', false, false]]);
   check(t, 'a/**/b', [['a/b', true, true], ['a/x/y/b', true, true], ['a/x/c', true, false]]);
   check(t, 'a**b', [['axxb', false, true], ['a/b', false, false]]); // `**` inside a segment is `*`
 });
@@ -67,3 +67,26 @@ t.test('bad patterns are usage errors naming the pattern', async (t) => {
   t.throws(() => compileExcludes(['x'.repeat(1025)]), { code: 'USAGE', message: /longer than 1024 characters/ });
   t.throws(() => compileExcludes(new Array<string>(17).fill('y'.repeat(1000))), { code: 'USAGE', message: /add up to 17000 characters, more than 16384/ });
 });
+
+t.test('anchored rules against a depth-first walk agree with asking each path cold', async (t) => {
+  const patterns = ['/a/*/c', 'a/**/d', '**/b/**', 'x?/y', '/a/b/'];
+  const walked = compileExcludes(patterns);
+  const paths: [string, boolean][] = [];
+  for (const a of ['a', 'x1', 'b']) {
+    paths.push([a, true]);
+    for (const b of ['b', 'y', 'z']) {
+      paths.push([`${a}/${b}`, true]);
+      for (const c of ['c', 'd', 'e']) paths.push([`${a}/${b}/${c}`, false], [`${a}/${b}/${c}`, true]);
+    }
+  }
+  for (const [rel, isDir] of paths) {
+    const cold = compileExcludes(patterns).excludes(rel, isDir); // a fresh matcher: no cached parents
+    t.equal(walked.excludes(rel, isDir), cold, `${rel}${isDir ? '/' : ''}`);
+  }
+  t.equal(walked.excludes('a/z/c', false), true, '/a/*/c');
+  t.equal(walked.excludes('a/b', true), true, '/a/b/ (a directory)');
+  t.equal(walked.excludes('b/y/e', false), true, '**/b/** takes what is inside any b');
+  t.equal(walked.excludes('x1/y', true), true, 'x?/y');
+  t.equal(walked.excludes('a/y/e', false), false);
+});
+
