@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { zstdCodec } from '../src/node/chunk-compression.js';
 import { argValue, isMainModule, machineConditions, median, MiB, ratio, REPO_ROOT, round, writeJsonFile, writeResult } from './common.js';
-import { procCpuSeconds, reportedCpuSeconds, runCli, setUpClawpeer, syncDisks, writeRandomFile, type ClawpeerSetup } from './transfer.js';
+import { clawpeerPush, setUpClawpeer, syncDisks, writeRandomFile, type ClawpeerSample, type ClawpeerSetup } from './transfer.js';
 
 const CORPUS_BYTES = 96 * MiB;
 const WAN_BYTES = 32 * MiB;
@@ -32,13 +32,6 @@ export interface CompressionBenchOptions {
   readonly runs?: number;
   readonly outFile?: string;
   readonly keep?: boolean;
-}
-
-interface PushSample {
-  readonly seconds: number;
-  readonly wireBytes: number;
-  readonly cpuSender: number | undefined;
-  readonly cpuReceiver: number | undefined;
 }
 
 /** `bytes` of a tar of the corpus directories (the tar is cut, not padded: it must be long enough). */
@@ -70,12 +63,6 @@ async function zstdReference(file: string): Promise<number | null> {
   return round(packed / raw, 3);
 }
 
-/** A /proc/sys value (the UDP buffer defaults QUIC sockets get), or null where unreadable. */
-function readSysctl(name: string): number | null {
-  const r = spawnSync('cat', [`/proc/sys/${name}`], { encoding: 'utf8' });
-  return r.status === 0 ? Number(r.stdout.trim()) : null;
-}
-
 /** A `clawpeer relay` child between the sender and the listener; resolves with its port. */
 function startRelay(targetPort: number, spec: string): Promise<{ port: number; child: ChildProcess }> {
   return new Promise((resolve, reject) => {
@@ -87,25 +74,14 @@ function startRelay(targetPort: number, spec: string): Promise<{ port: number; c
   });
 }
 
-async function push(setup: ClawpeerSetup, file: string, share: number, compress: boolean, addr: string | undefined): Promise<PushSample> {
+/** One push of `file` (a fresh share each time), compressed or not, directly or through the relay at `addr`. */
+function push(setup: ClawpeerSetup, file: string, share: number, bytes: number, compress: boolean, addr: string | undefined): Promise<ClawpeerSample> {
   syncDisks();
-  const recv0 = procCpuSeconds(setup.listener.child.pid);
-  const args = ['--home', setup.senderHome, 'push', file, `recv:s${share}`, '--json', ...(compress ? [] : ['--no-compress']), ...(addr === undefined ? [] : ['--addr', addr])];
-  const run = await runCli(args);
-  const recv1 = procCpuSeconds(setup.listener.child.pid);
-  if (run.code !== 0) throw new Error(`clawpeer push exited ${String(run.code)}: ${run.stderr}`);
-  const done = JSON.parse(run.lines.at(-1) ?? '{}') as Record<string, unknown>;
-  if (done['event'] !== 'done') throw new Error(`clawpeer push: unexpected final event ${run.lines.at(-1) ?? ''}`);
-  return {
-    seconds: Number(done['seconds']),
-    wireBytes: Number(done['wireBytes']),
-    cpuSender: reportedCpuSeconds(run.stderr),
-    cpuReceiver: recv0 === undefined || recv1 === undefined ? undefined : round(recv1 - recv0, 2),
-  };
+  return clawpeerPush(setup, file, share, bytes, {}, 'push', [...(compress ? [] : ['--no-compress']), ...(addr === undefined ? [] : ['--addr', addr])]);
 }
 
-function summary(samples: readonly PushSample[], bytes: number): Record<string, unknown> {
-  const pick = (f: (s: PushSample) => number | undefined): number[] => samples.map(f).filter((x): x is number => x !== undefined);
+function summary(samples: readonly ClawpeerSample[], bytes: number): Record<string, unknown> {
+  const pick = (f: (s: ClawpeerSample) => number | undefined): number[] => samples.map(f).filter((x): x is number => x !== undefined);
   const seconds = median(pick((s) => s.seconds));
   return {
     secondsAll: pick((s) => s.seconds),
@@ -114,7 +90,7 @@ function summary(samples: readonly PushSample[], bytes: number): Record<string, 
     wireBytesMedian: median(pick((s) => s.wireBytes)),
     wirePctOfPayload: round((100 * median(pick((s) => s.wireBytes))) / bytes, 1),
     cpuSecondsSender: pick((s) => s.cpuSender),
-    cpuSecondsReceiver: pick((s) => s.cpuReceiver),
+    cpuSecondsReceiver: pick((s) => s.cpuReceiver).map((x) => round(x, 2)),
   };
 }
 
@@ -143,18 +119,18 @@ export async function main(options: CompressionBenchOptions = {}): Promise<Recor
     const wanRuns = smoke ? 1 : Math.max(1, runs - 1);
     setup = await setUpClawpeer(root, runs * 4 + wanRuns * 2, undefined);
     let share = 0;
-    const samples = new Map<string, PushSample[]>();
-    const record = (key: string, s: PushSample): void => void samples.set(key, [...(samples.get(key) ?? []), s]);
+    const samples = new Map<string, ClawpeerSample[]>();
+    const record = (key: string, s: ClawpeerSample): void => void samples.set(key, [...(samples.get(key) ?? []), s]);
     // Interleaved: a burst of load on this shared machine hits both settings alike.
     for (let r = 0; r < runs; r++) {
       for (const [name, file] of loopbackCases) {
-        for (const compress of [true, false]) record(`loopback/${name}/${compress ? 'zstd' : 'none'}`, await push(setup, file, share++, compress, undefined));
+        for (const compress of [true, false]) record(`loopback/${name}/${compress ? 'zstd' : 'none'}`, await push(setup, file, share++, bytes, compress, undefined));
       }
     }
     const started = await startRelay(setup.listener.port, WAN_LINK);
     relay = started.child;
     for (let r = 0; r < wanRuns; r++) {
-      for (const compress of [true, false]) record(`wan/corpus/${compress ? 'zstd' : 'none'}`, await push(setup, wan, share++, compress, `127.0.0.1:${started.port}`));
+      for (const compress of [true, false]) record(`wan/corpus/${compress ? 'zstd' : 'none'}`, await push(setup, wan, share++, wanBytes, compress, `127.0.0.1:${started.port}`));
     }
     const cases = [...samples.entries()].map(([key, list]) => {
       const [link, data, codec] = key.split('/');
@@ -179,7 +155,6 @@ export async function main(options: CompressionBenchOptions = {}): Promise<Recor
         corpus: `first ${bytes / MiB} MiB of a tar of ${CORPUS_DIRS.join(' and ')} (real text, headers and already-gzipped changelogs); the WAN case takes the first ${wanBytes / MiB} MiB`,
         random: `${bytes / MiB} MiB of crypto.randomBytes (incompressible)`,
         zstdReferenceRatio: { corpus: await zstdReference(corpus), random: await zstdReference(random), note: 'zstd level 3 over 256 KiB pieces in this process: compressed/original, pieces that do not shrink counted raw' },
-        udpBufferDefaultBytes: { rmem: readSysctl('net/core/rmem_default'), wmem: readSysctl('net/core/wmem_default') },
         links: { loopback: '127.0.0.1, sender and listener processes on the same 2 cores', wan: `clawpeer relay --impair ${WAN_LINK} between them (UDP relay in its own process)` },
         clawpeer: 'CLI defaults (streams, window, chunking); compression: auto (zstd level 3, a chunk goes compressed when that saves > 5%) vs --no-compress',
         runs,

@@ -123,7 +123,7 @@ async function makeSmallTree(dir: string, files: number): Promise<void> {
 }
 
 /** CPU seconds (user + system, all threads) a launched CLI reported at exit, if it did. */
-export function reportedCpuSeconds(stderr: string): number | undefined {
+function reportedCpuSeconds(stderr: string): number | undefined {
   const line = stderr.split('\n').find((l) => l.startsWith(CPU_MARK));
   if (line === undefined) return undefined;
   const u = JSON.parse(line.slice(CPU_MARK.length)) as { user: number; system: number };
@@ -131,7 +131,7 @@ export function reportedCpuSeconds(stderr: string): number | undefined {
 }
 
 /** CPU seconds (user + system, all threads) a live process has used so far; Linux only. */
-export function procCpuSeconds(pid: number | undefined): number | undefined {
+function procCpuSeconds(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   const r = spawnSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' });
   if (r.status !== 0) return undefined;
@@ -149,7 +149,7 @@ export function syncDisks(): void {
 // ---------------------------------------------------------------------------------------------
 // clawpeer through the real CLI
 
-export interface CliRun {
+interface CliRun {
   readonly code: number | null;
   readonly stdout: string;
   readonly stderr: string;
@@ -175,7 +175,7 @@ function cliArgs(args: readonly string[], cpuProfDir: string | undefined, profNa
   return [...prof, '--require', THREAD_POOL_SETUP, '--input-type=module', '-e', launcher, '--', ...args];
 }
 
-export function runCli(args: readonly string[], options: { cpuProfDir?: string; profName?: string } = {}): Promise<CliRun> {
+function runCli(args: readonly string[], options: { cpuProfDir?: string; profName?: string } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(process.execPath, cliArgs(args, options.cpuProfDir, options.profName ?? 'cli'), { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -204,7 +204,7 @@ async function cliOk(args: readonly string[]): Promise<Record<string, unknown>[]
   return r.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-export interface Listener {
+interface Listener {
   readonly child: ChildProcess;
   readonly port: number;
   stop(): Promise<void>;
@@ -256,7 +256,7 @@ export async function setUpClawpeer(root: string, shareCount: number, cpuProfDir
   return { senderHome: sendHome, listener, shareDirs };
 }
 
-interface ClawpeerSample {
+export interface ClawpeerSample {
   readonly seconds: number;
   readonly dataSeconds: number;
   readonly scanSeconds: number;
@@ -305,8 +305,9 @@ async function scanSecondsInProcess(source: string): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
-async function clawpeerPush(setup: ClawpeerSetup, source: string, share: number, totalBytes: number, o: TransferBenchOptions, profName: string): Promise<ClawpeerSample> {
-  const extra = [...(o.streams === undefined ? [] : ['--streams', String(o.streams)]), ...(o.window === undefined ? [] : ['--window', String(o.window)])];
+/** One timed `clawpeer push` of `source` into share `share`; `extraArgs` go to the CLI as they are. */
+export async function clawpeerPush(setup: ClawpeerSetup, source: string, share: number, totalBytes: number, o: TransferBenchOptions, profName: string, extraArgs: readonly string[] = []): Promise<ClawpeerSample> {
+  const extra = [...(o.streams === undefined ? [] : ['--streams', String(o.streams)]), ...(o.window === undefined ? [] : ['--window', String(o.window)]), ...extraArgs];
   const recvCpu0 = procCpuSeconds(setup.listener.child.pid);
   const run = await runCli(['--home', setup.senderHome, 'push', source, `recv:s${share}`, '--json', ...extra], o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir, profName });
   const recvCpu1 = procCpuSeconds(setup.listener.child.pid);

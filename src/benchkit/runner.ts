@@ -348,43 +348,19 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     if (plan.warmupBytes > 0) await warmUp(ctx, sessions, `${remotePath}-warmup`, setting);
     const pings = await pingMs(first, config.idleTimeoutMs, signal);
     if (workload.kind === 'sync') {
-      const part = workload.parts[0];
-      const change = workload.changeFiles;
-      if (part === undefined || change === undefined) throw new TypeError('sync workload without its folder');
-      // One sync per session, as `clawpeer sync` does (each runs its own data-stream router).
-      const syncOn = (session: PeerSession): Promise<SyncFolderResult> =>
-        syncFolder({ session, dir: part.localPath, share: env.syncShareFor(setting.index), mode: 'two-way', nodeId: env.identity.nodeId, log: log.child('sync'), signal });
       progress('scanning', 0);
-      const seed = await dialPeer({ identity: env.identity, peer, config, log: log.child('dial'), signal });
-      try {
-        const initial = await syncOn(seed); // untimed: both sides hold the folder after it
-        if (!initial.inSync) throw new ClawpeerError('INTERNAL', 'the untimed first sync did not converge');
-      } finally {
-        await seed.close().catch(() => undefined);
-      }
-      await change();
-      const started = performance.now();
-      const r = await syncOn(first);
-      const seconds = (performance.now() - started) / 1000;
+      const { result: r, seconds } = await timedSync(ctx, setting, workload, first, () => dialPeer({ identity: env.identity, peer, config, log: log.child('dial'), signal }));
       progress('done', payloadTotal);
-      const stat = first.connection.stats();
-      const countersAfter = await link.counters();
       const goodput = (payloadTotal * 8) / seconds;
-      const rate = setting.spec?.rateBitsPerSec;
       return {
         ...base,
         ok: r.inSync, error: r.inSync ? null : 'the timed sync did not converge',
         effectiveWindow: null, effectiveStreams: null,
         seconds: round3(seconds), dataSeconds: null,
         goodputBitsPerSec: Math.round(goodput), dataGoodputBitsPerSec: null,
-        linkPct: rate === undefined ? null : round3((100 * goodput) / rate),
-        revisionsPerSec: null,
-        pingMs: summarizePings(pings),
-        transportRttMs: [round3(stat.rttMs)],
-        lostPackets: stat.lostPackets === undefined ? null : [stat.lostPackets],
-        congestionWindowBytes: stat.congestionWindowBytes === undefined ? null : [stat.congestionWindowBytes],
+        linkPct: linkPctOf(goodput, setting), revisionsPerSec: null,
+        ...(await linkMeasures(sessions, pings, countersBefore, link)),
         wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: 0,
-        relay: countersBefore === undefined || countersAfter === undefined ? null : diffCounters(sumCounters(countersBefore), sumCounters(countersAfter)),
         reconcileBytes: r.reconcileBytes, roundTrips: r.roundTrips,
       };
     }
@@ -434,18 +410,13 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     }
     const ended = performance.now();
     progress('done', sent);
-    const stats = sessions.map((s) => s.connection.stats());
-    const countersAfter = await link.counters();
     const seconds = (ended - started) / 1000;
     const dataSeconds = workload.kind === 'revisions-seq' || firstChunkAt === undefined ? null : (ended - firstChunkAt) / 1000;
     const bytes = results.reduce((a, r) => a + r.bytes, 0);
     const goodput = (bytes * 8) / seconds;
-    const rate = setting.spec?.rateBitsPerSec;
     const isRevisions = plan.workload.kind === 'revisions' || plan.workload.kind === 'revisions-seq';
     const chunksSkipped = results.reduce((a, r) => a + r.chunksSkipped, 0);
     if (chunksSkipped > 0) log.warn('the receiver already held some chunks of a fresh random workload: this run moved less than its payload', { run: setting.index + 1, chunksSkipped });
-    const lost = stats.map((s) => s.lostPackets);
-    const cwnd = stats.map((s) => s.congestionWindowBytes);
     return {
       ...base,
       ok: true, error: null,
@@ -456,16 +427,12 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
       dataSeconds: dataSeconds === null ? null : round3(dataSeconds),
       goodputBitsPerSec: Math.round(goodput),
       dataGoodputBitsPerSec: dataSeconds === null || dataSeconds <= 0 ? null : Math.round((bytes * 8) / dataSeconds),
-      linkPct: rate === undefined ? null : round3((100 * goodput) / rate),
+      linkPct: linkPctOf(goodput, setting),
       revisionsPerSec: isRevisions ? round3(workloadFiles(plan.workload) / seconds) : null,
-      pingMs: summarizePings(pings),
-      transportRttMs: stats.map((s) => round3(s.rttMs)),
-      lostPackets: lost.every((x): x is number => x !== undefined) ? lost : null,
-      congestionWindowBytes: cwnd.every((x): x is number => x !== undefined) ? cwnd : null,
+      ...(await linkMeasures(sessions, pings, countersBefore, link)),
       wireBytes: results.reduce((a, r) => a + r.wireBytes, 0),
       chunksSent: results.reduce((a, r) => a + r.chunksSent, 0),
       chunksSkipped,
-      relay: countersBefore === undefined || countersAfter === undefined ? null : diffCounters(sumCounters(countersBefore), sumCounters(countersAfter)),
     };
   } catch (err) {
     if (signal.aborted) throw err;
@@ -484,6 +451,62 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     await removeAfterRun(ctx, () => rm(workloadDir, { recursive: true, force: true }));
     await removeAfterRun(ctx, () => env.discard(remotePath).catch(() => undefined));
   }
+}
+
+/** Goodput as % of the simulated link's rate; null without a rate. */
+function linkPctOf(goodputBitsPerSec: number, setting: BenchRunSetting): number | null {
+  const rate = setting.spec?.rateBitsPerSec;
+  return rate === undefined ? null : round3((100 * goodputBitsPerSec) / rate);
+}
+
+/** What the connections and the relay saw over a run (read at its end). */
+async function linkMeasures(
+  sessions: readonly PeerSession[],
+  pings: number[],
+  countersBefore: ImpairmentCounters | undefined,
+  link: LinkHandle,
+): Promise<Pick<BenchRunResult, 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'relay'>> {
+  const stats = sessions.map((s) => s.connection.stats());
+  const countersAfter = await link.counters();
+  const lost = stats.map((s) => s.lostPackets);
+  const cwnd = stats.map((s) => s.congestionWindowBytes);
+  return {
+    pingMs: summarizePings(pings),
+    transportRttMs: stats.map((s) => round3(s.rttMs)),
+    lostPackets: lost.every((x): x is number => x !== undefined) ? lost : null,
+    congestionWindowBytes: cwnd.every((x): x is number => x !== undefined) ? cwnd : null,
+    relay: countersBefore === undefined || countersAfter === undefined ? null : diffCounters(sumCounters(countersBefore), sumCounters(countersAfter)),
+  };
+}
+
+/**
+ * The sync workload: the first sync (untimed) on a session of its own, as `clawpeer sync` dials
+ * once per sync; then the change; then the timed sync on `session`.
+ */
+async function timedSync(
+  ctx: RunContext,
+  setting: BenchRunSetting,
+  workload: PreparedWorkload,
+  session: PeerSession,
+  dial: () => Promise<PeerSession>,
+): Promise<{ result: SyncFolderResult; seconds: number }> {
+  const { log, signal } = ctx.options;
+  const part = workload.parts[0];
+  const change = workload.changeFiles;
+  if (part === undefined || change === undefined) throw new TypeError('sync workload without its folder');
+  const syncOn = (s: PeerSession): Promise<SyncFolderResult> =>
+    syncFolder({ session: s, dir: part.localPath, share: ctx.env.syncShareFor(setting.index), mode: 'two-way', nodeId: ctx.env.identity.nodeId, log: log.child('sync'), signal });
+  const seed = await dial();
+  try {
+    const initial = await syncOn(seed); // both sides hold the folder after it
+    if (!initial.inSync) throw new ClawpeerError('INTERNAL', 'the untimed first sync did not converge');
+  } finally {
+    await seed.close().catch(() => undefined);
+  }
+  await change();
+  const started = performance.now();
+  const result = await syncOn(session);
+  return { result, seconds: (performance.now() - started) / 1000 };
 }
 
 /** Pushes `plan.warmupBytes` of fresh random bytes on every session, untimed, so the timed push

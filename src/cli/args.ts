@@ -1,5 +1,6 @@
 // Option checks and option specs shared by several commands.
 import { ClawpeerError } from '../errors.js';
+import type { CompressionChoice } from '../node/config.js';
 
 export const TRANSPORT_OPTION = {
   type: 'string',
@@ -15,7 +16,7 @@ export const COMPRESS_OPTION = {
 } as const;
 
 /** The config's compression setting from the --compress / --no-compress flag. */
-export function compressionFrom(args: Record<string, unknown>): 'auto' | 'none' {
+export function compressionFrom(args: Record<string, unknown>): CompressionChoice {
   return args['compress'] === false ? 'none' : 'auto';
 }
 

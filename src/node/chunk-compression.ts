@@ -116,9 +116,14 @@ export function receiverCodec(caps: SessionCapabilities, streamId: number): Zstd
   return zstd;
 }
 
+/** The extension that tells a kind of file (lower case, with the dot; '' for none). */
+function extensionOf(filePath: string): string {
+  return path.extname(filePath).toLowerCase();
+}
+
 /** True for names of formats that are compressed already (by extension). */
 export function looksCompressed(filePath: string): boolean {
-  return COMPRESSED_EXTENSIONS.has(path.extname(filePath).toLowerCase());
+  return COMPRESSED_EXTENSIONS.has(extensionOf(filePath));
 }
 
 /** Misses of one kind of file: how many chunks to send raw untried, and how many after the next miss. */
@@ -150,8 +155,8 @@ export class ChunkCompressor {
     return this.#compressed;
   }
 
-  #backoffFor(filePath: string): Backoff {
-    let kind = path.extname(filePath).toLowerCase();
+  #backoffFor(extension: string): Backoff {
+    let kind = extension;
     if (!this.#backoff.has(kind) && this.#backoff.size >= MAX_TRACKED_EXTENSIONS) kind = '*';
     let b = this.#backoff.get(kind);
     if (b === undefined) this.#backoff.set(kind, (b = { skip: 0, next: 0 }));
@@ -160,8 +165,9 @@ export class ChunkCompressor {
 
   /** The compressed payload of `plain` (a chunk of `filePath`), or null to send it raw. */
   async compress(plain: Uint8Array, filePath: string): Promise<Uint8Array | null> {
-    if (plain.length < MIN_COMPRESS_BYTES || looksCompressed(filePath)) return null;
-    const backoff = this.#backoffFor(filePath);
+    const extension = extensionOf(filePath);
+    if (plain.length < MIN_COMPRESS_BYTES || COMPRESSED_EXTENSIONS.has(extension)) return null;
+    const backoff = this.#backoffFor(extension);
     if (backoff.skip > 0) {
       backoff.skip--;
       return null;

@@ -63,19 +63,24 @@ export const CONFIG_LIMITS: Readonly<Record<NumericKey, readonly [number, number
   maxConnectionsPerPeer: [1, 65_536],
 });
 
+/** A setting that is one of `allowed` (the default when absent); CONFIG_INVALID naming them otherwise. */
+function choiceSetting<K extends 'transport' | 'compression'>(partial: Partial<Record<string, unknown>>, key: K, allowed: readonly NodeConfig[K][]): NodeConfig[K] {
+  const value = partial[key] ?? DEFAULT_CONFIG[key];
+  if (!(allowed as readonly unknown[]).includes(value)) {
+    const names = `${allowed.slice(0, -1).join(', ')} or ${String(allowed.at(-1))}`;
+    throw new ClawpeerError('CONFIG_INVALID', `${key} must be ${names}, got ${JSON.stringify(value)}`);
+  }
+  return value as NodeConfig[K];
+}
+
 export function resolveConfig(partial: Partial<Record<string, unknown>> = {}): NodeConfig {
   for (const key of Object.keys(partial)) {
     if (!(key in DEFAULT_CONFIG)) throw new ClawpeerError('CONFIG_INVALID', `unknown setting ${JSON.stringify(key)}`);
   }
-  const transport = partial['transport'] ?? DEFAULT_CONFIG.transport;
-  if (transport !== 'quic' && transport !== 'tcp' && transport !== 'auto') {
-    throw new ClawpeerError('CONFIG_INVALID', `transport must be quic, tcp or auto, got ${JSON.stringify(transport)}`);
-  }
-  const compression = partial['compression'] ?? DEFAULT_CONFIG.compression;
-  if (compression !== 'auto' && compression !== 'none') {
-    throw new ClawpeerError('CONFIG_INVALID', `compression must be auto or none, got ${JSON.stringify(compression)}`);
-  }
-  const out: Record<string, unknown> = { transport, compression };
+  const out: Record<string, unknown> = {
+    transport: choiceSetting(partial, 'transport', ['quic', 'tcp', 'auto']),
+    compression: choiceSetting(partial, 'compression', ['auto', 'none']),
+  };
   for (const [key, [min, max]] of Object.entries(CONFIG_LIMITS)) {
     const value = partial[key] ?? DEFAULT_CONFIG[key as NumericKey];
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {

@@ -123,52 +123,67 @@ async function receiveWithin(session: PeerSession, idleMs: number, signal: Abort
   }
 }
 
+/** What serving one transfer request starts from: the request, resolved against the share and the session. */
+interface TransferSetup {
+  readonly id: number;
+  readonly share: Share;
+  readonly basePath: string;
+  readonly streams: number;
+  readonly window: number;
+  readonly chunking: ChunkingParams;
+}
+
 async function serveTransfer(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal): Promise<void> {
-  const { config, log } = ctx;
   const share = findShare(ctx.shares, req.share, session.peerId);
   const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
-  const { streams, window } = effectiveStreamsAndWindow(session, req.streams, req.window);
-  const chunking = sessionChunking(session);
-  const id = req.transferId;
-  log.info(`${req.direction} requested`, { peer: session.peerId, share: share.name, path: basePath, streams, window });
-
+  const t: TransferSetup = { id: req.transferId, share, basePath, ...effectiveStreamsAndWindow(session, req.streams, req.window), chunking: sessionChunking(session) };
+  ctx.log.info(`${req.direction} requested`, { peer: session.peerId, share: share.name, path: basePath, streams: t.streams, window: t.window });
   if (req.direction === 'push') {
     if (req.exclude !== undefined) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls; a push leaves out files on the sending side');
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
-    await router.expecting(id, async () => {
-      if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
-      await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
-      const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
-      // This transfer's own signal: the session ending, or a newer push of the same peer into the
-      // same destination (then this one is a leftover of a killed client), stops it.
-      const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
-      try {
-        // Built first: it confines the announced paths, and the lock claims exactly those.
-        const receiver = new TransferReceiver({
-          session, router, transferId: id, entries, chunking, signal: hold.signal, log,
-          destination: { root: share.dir, readOnly: share.readOnly, basePath },
-          force: req.force,
-          ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
-        });
-        await claimPushDestination(hold, session, share, basePath, receiver.destinationPaths, ctx);
-        try {
-          const plan = await receiver.prepare();
-          await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
-          const stats = await receiver.receive();
-          await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
-          log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes });
-        } catch (err) {
-          await receiver.abort();
-          throw hold.errorFor(err);
-        }
-      } finally {
-        hold.release(); // only after abort() finished: the next push finds no cleanup in progress
-      }
-    });
-    return;
+    await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t));
+  } else {
+    await servePull(session, req, ctx, signal, t);
   }
+}
 
-  // Pull: the requested path must exist inside the share, symlinks included.
+async function servePush(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, t: TransferSetup): Promise<void> {
+  const { config, log } = ctx;
+  const { id, share, basePath, streams, window, chunking } = t;
+  if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
+  await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
+  const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
+  // This transfer's own signal: the session ending, or a newer push of the same peer into the
+  // same destination (then this one is a leftover of a killed client), stops it.
+  const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
+  try {
+    // Built first: it confines the announced paths, and the lock claims exactly those.
+    const receiver = new TransferReceiver({
+      session, router, transferId: id, entries, chunking, signal: hold.signal, log,
+      destination: { root: share.dir, readOnly: share.readOnly, basePath },
+      force: req.force,
+      ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
+    });
+    await claimPushDestination(hold, session, share, basePath, receiver.destinationPaths, ctx);
+    try {
+      const plan = await receiver.prepare();
+      await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
+      const stats = await receiver.receive();
+      await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
+      log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes });
+    } catch (err) {
+      await receiver.abort();
+      throw hold.errorFor(err);
+    }
+  } finally {
+    hold.release(); // only after abort() finished: the next push finds no cleanup in progress
+  }
+}
+
+async function servePull(session: PeerSession, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, t: TransferSetup): Promise<void> {
+  const { config, log } = ctx;
+  const { id, share, basePath, streams, window, chunking } = t;
+  // The requested path must exist inside the share, symlinks included.
   const local = path.join(share.dir, ...basePath.split('/').filter((s) => s !== ''));
   let real: string;
   try {

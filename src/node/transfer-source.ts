@@ -46,12 +46,12 @@ function packIds(manifest: FileManifest): { chunkIds: Uint8Array; chunkLengths: 
 /** Scans and hashes `localPath` (a file or a directory tree). Escaping symlinks are skipped with a warning. */
 export async function scanSource(localPath: string, options: ScanSourceOptions): Promise<TransferSource> {
   const absRoot = path.resolve(localPath);
-  // clawpeer's own state never travels: a synced folder's `.clawpeer/` (its revision log and
-  // partials are about this machine) and temp files of a publish in progress.
-  // The rules see paths below the scanned directory; relPaths start with its name unless rootName is null.
+  // The user's rules see paths below the scanned directory; relPaths start with its name unless rootName is null.
   const rules = options.excludeRules;
   const inner = (rel: string): string => (options.rootName === null ? rel : rel.slice(rel.indexOf('/') + 1 || rel.length));
   const excluded = (rel: string, isDir: boolean): boolean => rules !== undefined && rules.excludes(inner(rel), isDir);
+  // clawpeer's own state never travels: a synced folder's `.clawpeer/` (its revision log and
+  // partials are about this machine) and temp files of a publish in progress.
   const scanOptions: ScanTreeOptions = {
     skipDir: (rel) => path.posix.basename(rel) === INTERNAL_DIR_NAME || excluded(rel, true),
     ...(options.rootName !== undefined ? { rootName: options.rootName } : {}),

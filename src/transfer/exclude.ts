@@ -34,9 +34,9 @@ type Token =
 /** A path segment pattern, or `**` (any number of segments). */
 type Segment = readonly Token[] | 'globstar';
 
-/** A pattern without a slash: it matches an entry's name. */
+/** A pattern without a slash: one segment, matched against an entry's name. */
 interface NameRule {
-  readonly segments: readonly Segment[];
+  readonly segment: Segment;
   readonly dirOnly: boolean;
 }
 
@@ -148,25 +148,17 @@ function matchSegment(tokens: readonly Token[], name: readonly string[]): boolea
 /**
  * Which segments of a pattern can come next after a path prefix (index i set: segments[i] is
  * next; index segments.length set: the whole pattern matched). `**` may match no segment, so
- * it lets the one after it in at once.
+ * it lets the one after it in at once; a trailing `**` must take at least one segment:
+ * `logs/**` is what is inside logs, not logs.
  */
 type MatchState = Uint8Array;
 
-function close(segments: readonly Segment[], state: MatchState): MatchState {
-  // A trailing `**` must take at least one segment: `logs/**` is what is inside logs, not logs.
+function close(segments: readonly Segment[], state: MatchState): void {
   for (let i = 0; i < segments.length - 1; i++) if (state[i] === 1 && segments[i] === 'globstar') state[i + 1] = 1;
-  return state;
 }
 
-function startState(segments: readonly Segment[]): MatchState {
-  const state = new Uint8Array(segments.length + 1);
-  state[0] = 1;
-  return close(segments, state);
-}
-
-/** The state after one more path segment: `**` takes it and stays, a segment pattern moves on. */
-function step(segments: readonly Segment[], state: MatchState, part: readonly string[]): MatchState {
-  const next = new Uint8Array(segments.length + 1);
+/** Writes into `next` (zeroed) the state after one more path segment: `**` takes it and stays, a segment pattern moves on. */
+function step(segments: readonly Segment[], state: MatchState, part: readonly string[], next: MatchState): void {
   for (let i = 0; i < segments.length; i++) {
     if (state[i] !== 1) continue;
     const seg = segments[i];
@@ -175,16 +167,16 @@ function step(segments: readonly Segment[], state: MatchState, part: readonly st
       if (i === segments.length - 1) next[i + 1] = 1; // a trailing ** has taken one: a match
     } else if (seg !== undefined && matchSegment(seg, part)) next[i + 1] = 1;
   }
-  return close(segments, next);
+  close(segments, next);
 }
 
 /** Directories whose states are kept (all anchored rules packed in one array each); past this the cache starts over. */
 const MAX_CACHED_DIRS = 1024;
 
-interface Anchored {
+interface AnchoredRule {
   readonly segments: readonly Segment[];
   readonly dirOnly: boolean;
-  /** Where this rule's state sits in a directory's packed array. */
+  /** Where this rule's state sits in a directory's packed array (segments.length + 1 entries). */
   readonly offset: number;
 }
 
@@ -194,30 +186,34 @@ interface Anchored {
  * pattern's segments), not a walk of its whole path. The cache is bounded (a depth-first walk
  * needs only the current directory's ancestors, and a miss recomputes them).
  */
-function anchoredMatcher(rules: readonly Anchored[]): (relPath: string, isDir: boolean) => boolean {
+function anchoredMatcher(rules: readonly AnchoredRule[]): (relPath: string, name: readonly string[], isDir: boolean) => boolean {
   const width = rules.reduce((n, r) => n + r.segments.length + 1, 0);
   const root = new Uint8Array(width);
-  for (const r of rules) root.set(startState(r.segments), r.offset);
-  const dirs = new Map<string, Uint8Array>();
-  const advance = (parent: Uint8Array, name: string): Uint8Array => {
-    const part = Array.from(name);
+  for (const r of rules) {
+    root[r.offset] = 1;
+    close(r.segments, root.subarray(r.offset, r.offset + r.segments.length + 1));
+  }
+  const dirs = new Map<string, MatchState>();
+  const advance = (parent: MatchState, name: readonly string[]): MatchState => {
     const out = new Uint8Array(width);
-    for (const r of rules) out.set(step(r.segments, parent.subarray(r.offset, r.offset + r.segments.length + 1), part), r.offset);
+    for (const r of rules) {
+      const end = r.offset + r.segments.length + 1;
+      step(r.segments, parent.subarray(r.offset, end), name, out.subarray(r.offset, end));
+    }
     return out;
   };
-  const dirState = (relPath: string): Uint8Array => {
+  const parentOf = (relPath: string): string => relPath.slice(0, Math.max(0, relPath.lastIndexOf('/')));
+  const dirState = (relPath: string): MatchState => {
     if (relPath === '') return root;
     const cached = dirs.get(relPath);
     if (cached !== undefined) return cached;
-    const slash = relPath.lastIndexOf('/');
-    const state = advance(dirState(slash < 0 ? '' : relPath.slice(0, slash)), relPath.slice(slash + 1));
+    const state = advance(dirState(parentOf(relPath)), Array.from(relPath.slice(relPath.lastIndexOf('/') + 1)));
     if (dirs.size >= MAX_CACHED_DIRS) dirs.clear();
     dirs.set(relPath, state);
     return state;
   };
-  return (relPath, isDir) => {
-    const slash = relPath.lastIndexOf('/');
-    const state = isDir ? dirState(relPath) : advance(dirState(slash < 0 ? '' : relPath.slice(0, slash)), relPath.slice(slash + 1));
+  return (relPath, name, isDir) => {
+    const state = isDir ? dirState(relPath) : advance(dirState(parentOf(relPath)), name);
     return rules.some((r) => (isDir || !r.dirOnly) && state[r.offset + r.segments.length] === 1);
   };
 }
@@ -228,7 +224,7 @@ export function compileExcludes(patterns: readonly string[]): ExcludeRules {
   const total = patterns.reduce((sum, p) => sum + p.length, 0);
   if (total > MAX_EXCLUDE_TOTAL_CHARS) throw new ClawpeerError('USAGE', `--exclude patterns add up to ${total} characters, more than ${MAX_EXCLUDE_TOTAL_CHARS}`);
   const byName: NameRule[] = [];
-  const anchored: Anchored[] = [];
+  const anchored: AnchoredRule[] = [];
   let offset = 0;
   for (const pattern of patterns) {
     if (pattern.length === 0) throw usage(pattern, 'is empty');
@@ -245,21 +241,20 @@ export function compileExcludes(patterns: readonly string[]): ExcludeRules {
       anchored.push({ segments, dirOnly, offset });
       offset += segments.length + 1;
     } else {
-      byName.push({ segments, dirOnly });
+      byName.push({ segment: segments[0] ?? 'globstar', dirOnly });
     }
   }
   const matchesAnchored = anchored.length === 0 ? () => false : anchoredMatcher(anchored);
-  const starts = byName.map((r) => startState(r.segments));
   return {
     patterns: [...patterns],
     excludes(relPath: string, isDir: boolean): boolean {
       if (relPath === '') return false; // the transferred root itself
       const name = Array.from(relPath.slice(relPath.lastIndexOf('/') + 1));
-      for (const [k, r] of byName.entries()) {
+      for (const r of byName) {
         if (r.dirOnly && !isDir) continue;
-        if (step(r.segments, starts[k] ?? new Uint8Array(0), name)[r.segments.length] === 1) return true;
+        if (r.segment === 'globstar' || matchSegment(r.segment, name)) return true;
       }
-      return matchesAnchored(relPath, isDir);
+      return matchesAnchored(relPath, name, isDir);
     },
   };
 }
