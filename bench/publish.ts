@@ -20,8 +20,15 @@ import { argValue, fileCreateCondition, isMainModule, KiB, machineConditions, me
 
 const CHUNKING = { minBytes: 64 * KiB, avgBytes: 256 * KiB, maxBytes: 1024 * KiB, normalization: DEFAULT_CHUNKING.normalization };
 
-/** Runs `body` while a 1 ms timer ticks; returns body's wall ms and the largest tick gap, ms. */
-async function withTimerGaps(body: () => Promise<void>): Promise<{ wallMs: number; maxGapMs: number }> {
+interface CommitSample {
+  wallMs: number;
+  maxGapMs: number;
+  /** CPU of the whole process (event loop and thread pool), user + system. */
+  cpuMs: number;
+}
+
+/** Runs `body` while a 1 ms timer ticks; returns body's wall ms, CPU ms and the largest tick gap, ms. */
+async function withTimerGaps(body: () => Promise<void>): Promise<CommitSample> {
   let maxGap = 0;
   let last = performance.now();
   const timer = setInterval(() => {
@@ -30,15 +37,17 @@ async function withTimerGaps(body: () => Promise<void>): Promise<{ wallMs: numbe
     last = now;
   }, 1);
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   try {
     await body();
   } finally {
     clearInterval(timer);
   }
-  return { wallMs: performance.now() - t0, maxGapMs: Math.max(maxGap, performance.now() - last) };
+  const cpu = process.cpuUsage(cpu0);
+  return { wallMs: performance.now() - t0, maxGapMs: Math.max(maxGap, performance.now() - last), cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
-async function commitOnce(root: string, files: number, fileBytes: number): Promise<{ wallMs: number; maxGapMs: number }> {
+async function commitOnce(root: string, files: number, fileBytes: number): Promise<CommitSample> {
   const dir = await mkdtemp(join(root, 'batch-'));
   const partials = await PartialStore.open(dir);
   const publisher = await Publisher.open({ shareRoot: dir, readOnly: false, force: false, chunking: CHUNKING, partials });
@@ -70,6 +79,8 @@ export async function main(options: { smoke?: boolean; outFile?: string } = {}):
       cases.push({
         files, fileBytes,
         commitWallMsMedian: round(wall, 1),
+        commitCpuMsMedian: round(median(samples.map((s) => s.cpuMs)), 1),
+        baselineIdleCpuMsMedian: round(median(idle.map((s) => s.cpuMs)), 1),
         maxEventLoopGapMsMedian: round(median(samples.map((s) => s.maxGapMs)), 1),
         maxEventLoopGapMsAll: samples.map((s) => round(s.maxGapMs, 1)),
         baselineIdleMaxGapMsMedian: round(median(idle.map((s) => s.maxGapMs)), 1),
@@ -84,7 +95,7 @@ export async function main(options: { smoke?: boolean; outFile?: string } = {}):
         loadAverageAfter: loadavg().map((x) => round(x, 2)),
         fileCreateMicros: fileCreate,
         data: 'random bytes, one chunk per file, staged in memory; committed as one batch into a fresh directory (ext4 here)',
-        measure: 'largest gap between ticks of a 1 ms setInterval during Publisher.commit; baseline: the same over an idle wait as long as the median commit',
+        measure: 'largest gap between ticks of a 1 ms setInterval during Publisher.commit, and the process CPU (user + system, all threads) it took; baseline: the same over an idle wait as long as the median commit',
         runs,
       },
       cases,
