@@ -21,7 +21,8 @@
 //   record: u64 offset | u32 length | 32 id | u32 check                       (48 bytes each)
 //   check = first 4 bytes of BLAKE3 over the preceding bytes of that header/record.
 
-import { mkdir, open, readdir, realpath, rm, stat, truncate, unlink } from 'node:fs/promises';
+import { mkdirSync, readdirSync, realpathSync } from 'node:fs';
+import { open, rm, stat, truncate, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
@@ -322,10 +323,12 @@ export class PartialStore {
     let rootReal: string;
     let dirReal: string;
     const dir = path.join(shareRoot, INTERNAL_DIR_NAME, 'partial');
+    // Synchronous metadata calls, as in #names: each awaited one is a thread-pool round trip,
+    // which on a busy host cost more than the call (milliseconds before every transfer).
     try {
-      rootReal = await realpath(shareRoot);
-      await mkdir(dir, { recursive: true });
-      dirReal = await realpath(dir);
+      rootReal = realpathSync.native(shareRoot);
+      mkdirSync(dir, { recursive: true });
+      dirReal = realpathSync.native(dir);
     } catch (err) {
       throw ioError('create', dir, err);
     }
@@ -408,7 +411,7 @@ export class PartialStore {
 
   async #names(): Promise<string[]> {
     try {
-      return await readdir(this.dir);
+      return readdirSync(this.dir); // synchronous: one small directory, read before every transfer
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw ioError('list', this.dir, err);

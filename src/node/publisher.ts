@@ -38,9 +38,9 @@
 // the driver commits in batches, which bounds that memory.
 
 import { randomInt } from 'node:crypto';
-import { chmod, copyFile, lstat, lutimes, mkdir, open, readdir, readlink, realpath, rename, rm, stat, symlink, utimes } from 'node:fs/promises';
+import { chmod, copyFile, lstat, lutimes, open, readdir, readlink, realpath, rename, rm, stat, symlink, utimes } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { closeSync, fchmodSync, fsync, futimesSync, linkSync, lstatSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fchmodSync, fsync, futimesSync, linkSync, lstatSync, mkdirSync, openSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type { BigIntStats, Stats } from 'node:fs';
 import path from 'node:path';
@@ -470,7 +470,9 @@ export class Publisher {
    * Makes sure the directory `relDir` ('' = share root) exists as a real directory inside the
    * share, creating missing levels when `create`, and returns its absolute path.
    */
-  async #confinedDir(relDir: string, create: boolean): Promise<string> {
+  // Synchronous metadata calls: a few us each, while an awaited one is a thread-pool round trip
+  // that on a busy host took milliseconds, paid per new directory before the first chunk.
+  #confinedDir(relDir: string, create: boolean): string {
     let abs = this.shareRoot;
     if (relDir === '') return abs;
     let fresh = false;
@@ -481,14 +483,14 @@ export class Publisher {
       fresh = true;
       let st: Stats | undefined;
       try {
-        st = await lstat(abs);
+        st = lstatSync(abs, { throwIfNoEntry: false });
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('inspect', abs, err);
+        throw ioError('inspect', abs, err);
       }
       if (st === undefined) {
         if (!create) throw new ClawpeerError('IO', `directory ${abs} does not exist`);
         try {
-          await mkdir(abs);
+          mkdirSync(abs);
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError('create directory', abs, err);
           // Lost a race with another writer: start over and inspect what is there now.
@@ -501,14 +503,14 @@ export class Publisher {
       if (st.isSymbolicLink()) {
         let real: string;
         try {
-          real = await realpath(abs);
+          real = realpathSync.native(abs);
         } catch (err) {
           throw new ClawpeerError('PATH_INVALID', `${relDir} refused: ${abs} is a symlink that does not resolve`, { cause: err });
         }
         if (!isConfinedRealpath(this.shareRoot, real)) {
           throw new ClawpeerError('PATH_INVALID', `${relDir} refused: ${abs} is a symlink to ${real}, outside the share`);
         }
-        if (!(await stat(real)).isDirectory()) {
+        if (!statSync(real).isDirectory()) {
           throw new ClawpeerError('FILE_EXISTS', `${abs} is a symlink to a non-directory where a directory should be`);
         }
       } else if (!st.isDirectory()) {
@@ -520,7 +522,7 @@ export class Publisher {
       // Belt and braces, once per new directory: however we got here, it resolves inside the share.
       let real: string;
       try {
-        real = await realpath(abs);
+        real = realpathSync.native(abs);
       } catch (err) {
         throw ioError('resolve', abs, err);
       }
@@ -534,7 +536,7 @@ export class Publisher {
   /** Creates directory `relPath` (and missing parents) inside the share. */
   async makeDir(relPath: string): Promise<void> {
     this.#checkAborted();
-    await this.#confinedDir(this.#normalize(relPath), true);
+    this.#confinedDir(this.#normalize(relPath), true);
   }
 
   async #rootOf(rel: string, abs: string): Promise<Uint8Array> {
@@ -581,7 +583,7 @@ export class Publisher {
       maxChunkCount: this.#options.maxChunkCount ?? Number.MAX_SAFE_INTEGER,
     });
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
-    const dirAbs = await this.#confinedDir(relDir, true);
+    const dirAbs = this.#confinedDir(relDir, true);
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
     const existing = await this.#existing(rel, finalPath, file.manifest);
     if (existing.kind === 'identical') return null;
@@ -769,7 +771,7 @@ export class Publisher {
     this.#checkAborted();
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
-    const dirAbs = await this.#confinedDir(relDir, true);
+    const dirAbs = this.#confinedDir(relDir, true);
     const dirReal = await realpath(dirAbs);
     const depth = path.relative(this.shareRoot, dirReal).split(path.sep).filter((s) => s !== '').length;
     if (!symlinkTargetIsConfined(depth, target)) {
@@ -817,7 +819,7 @@ export class Publisher {
     const resolved: { abs: string; depth: number; dir: PublishDir }[] = [];
     for (const dir of dirs) {
       const rel = this.#normalize(dir.relPath);
-      resolved.push({ abs: await this.#confinedDir(rel, false), depth: rel.split('/').length, dir });
+      resolved.push({ abs: this.#confinedDir(rel, false), depth: rel.split('/').length, dir });
     }
     resolved.sort((a, b) => b.depth - a.depth);
     for (const { abs, dir } of resolved) {
