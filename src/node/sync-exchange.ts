@@ -30,7 +30,7 @@ import { isInternalPath } from './partial-store.js';
 import type { RevisionStore } from './revision-store.js';
 import type { PeerSession } from './session.js';
 import { historyBlobPath } from './sync-history.js';
-import { effectiveStreamsAndWindow, expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
+import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import type { SourceFile } from './transfer-source.js';
@@ -287,7 +287,7 @@ export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store
     entries.push({ path: item.path, kind: 'file', size: m.size, mode: 0o644, mtimeMs: 0, linkTarget: '', root: m.root, chunkIds, chunkLengths: m.chunks.map((c) => c.length) });
     totalBytes += m.size;
   }
-  await sendManifest(session, first.fetchId, entries);
+  await session.control.sendAll(manifestMessages(session, first.fetchId, entries));
   const stats = await sendChunks({
     session, transferId: first.fetchId, source: { entries, files, totalBytes }, want: expectWant(session, first.fetchId, ch.timeoutMs, ch.signal),
     // No early chunks: the fetching side often holds the content already (a rename, a copy, an

@@ -4,11 +4,11 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { TransferDoneMessage } from '../protocol/messages.js';
+import type { ControlMessage, TransferDoneMessage } from '../protocol/messages.js';
 import type { ExcludeRules } from '../transfer/exclude.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import type { PeerSession } from './session.js';
-import { effectiveStreamsAndWindow, expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
+import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
@@ -82,10 +82,10 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   });
   const totalFiles = source.files.size;
   const id = session.allocateTransferId();
-  await session.control.send({ type: 'transfer-request', transferId: id, direction: 'push', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window });
   // The manifest follows the request without waiting for the accept: one round trip less.
   // If the listener refuses, its Error arrives instead of the accept and the batches are moot.
-  await sendManifest(session, id, source.entries);
+  const request: ControlMessage = { type: 'transfer-request', transferId: id, direction: 'push', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window };
+  await session.control.sendAll([request, ...manifestMessages(session, id, source.entries)]);
   // With early chunks the data streams start now, before the accept and the Want; the listener
   // clamps streams and window to the session's caps, so we know them already.
   const { streams, window } = effectiveStreamsAndWindow(session, o.streams, o.window);

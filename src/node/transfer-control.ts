@@ -1,7 +1,7 @@
 // Small helpers for the control-channel side of a transfer: expect a given message, collect
 // manifest batches (bounded), send a manifest in frame-sized batches.
 import { ClawpeerError } from '../errors.js';
-import { splitManifest, type ControlMessage, type ManifestEntry } from '../protocol/messages.js';
+import { splitManifest, type ControlMessage, type ManifestEntry, type ManifestMessage } from '../protocol/messages.js';
 import { DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import type { WantInfo } from './chunk-order.js';
 import type { PeerSession } from './session.js';
@@ -51,6 +51,7 @@ export async function receiveManifest(session: PeerSession, transferId: number, 
   }
 }
 
-export async function sendManifest(session: PeerSession, transferId: number, entries: readonly ManifestEntry[]): Promise<void> {
-  for (const batch of splitManifest(transferId, entries, session.caps.maxFrameBytes - 64)) await session.control.send(batch);
+/** The manifest as control messages (batches within the session's frame limit), for ControlChannel.sendAll. */
+export function manifestMessages(session: PeerSession, transferId: number, entries: readonly ManifestEntry[]): ManifestMessage[] {
+  return splitManifest(transferId, entries, session.caps.maxFrameBytes - 64);
 }

@@ -234,10 +234,11 @@ async function runStream(
   };
 
   try {
-    await frames.write(encodeControlFrame({ type: 'data-open', transferId: options.transferId, streamId }));
     // Sealed frames are queued and written in batches by one writer (write-coalescer.ts); the
-    // window bounds what is queued, as it counts every frame from onSent on.
+    // window bounds what is queued, as it counts every frame from onSent on. The data-open goes
+    // first in that queue, in one write with the first chunks rather than an awaited one before.
     const out = new WriteCoalescer((bytes) => frames.write(bytes));
+    out.push(encodeControlFrame({ type: 'data-open', transferId: options.transferId, streamId }));
     for (;;) {
       const work = queue.next(index);
       if (work.kind === 'empty') break;

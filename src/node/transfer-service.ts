@@ -19,7 +19,7 @@ import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from './destin
 import { isInternalPath } from './partial-store.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
-import { effectiveStreamsAndWindow, expectMessage, expectWant, receiveManifest, sendManifest } from './transfer-control.js';
+import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
@@ -199,8 +199,7 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
     exclude: (rel) => basePath === '' && isInternalPath(rel),
     ...(req.exclude === undefined ? {} : { excludeRules: peerExcludes(req.exclude) }),
   });
-  await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
-  await sendManifest(session, id, source.entries);
+  await session.control.sendAll([{ type: 'transfer-accept', transferId: id, streams, window }, ...manifestMessages(session, id, source.entries)]);
   const want = expectWant(session, id, PREPARE_TIMEOUT_MS, signal);
   await sendChunks({ session, transferId: id, source, want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);

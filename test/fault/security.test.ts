@@ -22,7 +22,7 @@ import { pingPeer } from '../../src/node/ping.js';
 import { NodeServer } from '../../src/node/server.js';
 import type { PeerSession } from '../../src/node/session.js';
 import { serveSession, sessionChunking } from '../../src/node/transfer-service.js';
-import { expectMessage, sendManifest } from '../../src/node/transfer-control.js';
+import { expectMessage, manifestMessages } from '../../src/node/transfer-control.js';
 import { scanSource, type TransferSource } from '../../src/node/transfer-source.js';
 import { chunkIdAt } from '../../src/node/chunk-order.js';
 import { zstdCodec } from '../../src/node/chunk-compression.js';
@@ -96,7 +96,7 @@ async function pushUpToWant(name: string, config?: NodeConfig): Promise<DataPlan
   const transferId = session.allocateTransferId();
   await session.control.send({ type: 'transfer-request', transferId, direction: 'push', share: 'inbox', path: '', force: false, streams: 2, window: 8 });
   await expectMessage(session, 'transfer-accept', transferId, 10_000);
-  await sendManifest(session, transferId, source.entries);
+  await session.control.sendAll(manifestMessages(session, transferId, source.entries));
   await expectMessage(session, 'want', transferId, 30_000);
   return { session, source, transferId, name };
 }
@@ -379,7 +379,7 @@ t.test('stalled peers are freed by timeouts (short-timeout listener)', async (t)
     const transferId = session.allocateTransferId();
     await session.control.send({ type: 'transfer-request', transferId, direction: 'push', share: 'inbox', path: '', force: false, streams: 1, window: 4 });
     await expectMessage(session, 'transfer-accept', transferId, 10_000);
-    await sendManifest(session, transferId, source.entries);
+    await session.control.sendAll(manifestMessages(session, transferId, source.entries));
     await expectMessage(session, 'want', transferId, 10_000);
     const raw = await session.connection.openStream();
     await raw.write(encodeControlFrame({ type: 'data-open', transferId, streamId: session.allocateDataStreamId() }));
