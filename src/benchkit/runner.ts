@@ -545,7 +545,7 @@ export async function runBench(plan: BenchPlan, options: RunnerOptions): Promise
   if (plan.workload.kind === 'revisions') notes.push('revisions: every revision is its own 4 KiB-chunk file in one push; the sender keeps up to W unacknowledged per stream (the sliding window), the receiver acks each once written and verified');
   if (plan.warmupBytes > 0) notes.push(`warm connections: before each timed push, ${plan.warmupBytes} bytes were pushed untimed on every connection (out of slow start, as a long-lived connection would be); QUIC loss and cwnd include the warm-up`);
   notes.push('congestion control: the quinn binding\'s CUBIC is fixed (no BBR to select); node:quic, which has a cc option, is not in this Node build');
-  notes.push('compression: zstd negotiated when both sides have it (the default); the workloads are random bytes, so nearly every chunk goes raw untried (the miss backoff), as with --no-compress');
+  notes.push('compression: zstd negotiated when both sides have it (the default); the workloads are random bytes, so every chunk goes raw untried (its sampled byte entropy is near 8 bits), as with --no-compress');
   notes.push('data phase: first DATA frame sent to transfer done; with early chunks (a peer of this version) the first window leaves with the manifest, so it includes the Want\'s round trip');
 
   const workDir = await mkdtemp(path.join(options.workDir ?? tmpdir(), 'clawpeer-bench-'));
