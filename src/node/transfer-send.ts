@@ -206,6 +206,7 @@ async function runStream(
   let acksEnded = false;
   // seq -> chunk key of this stream's early frames, to tell which the receiver did not want.
   const earlyKeys = new Map<number, string>();
+  let plainFramesSent = 0; // frames sent after the Want: each one the receiver asked for
   void gate.ready.then(() => wake.notify(), () => wake.notify());
 
   const ackLoop = (async () => {
@@ -264,6 +265,7 @@ async function runStream(
         // Three pieces, one frame on the wire: no frame-sized buffer is built (aead.ts sealParts).
         const frame = session.sealer.sealParts({ streamId, sequence: seq, chunkId: chunk.id, compressed: packed !== null, early, chunkBytes: chunk.length }, packed ?? bytes);
         if (early) earlyKeys.set(seq, chunk.key);
+        else plainFramesSent++;
         if (TEST_HOOKS.delayPerChunkMs !== undefined) await sleep(TEST_HOOKS.delayPerChunkMs);
         if (framesSent++ === TEST_HOOKS.tamperDataFrame) flipByteFromEnd(frame, 20);
         // Recorded before the write: on a fast link the ack can arrive before write() resolves.
@@ -298,6 +300,23 @@ async function runStream(
     return { chunksSent, bytesSent };
   } catch (err) {
     raw.reset();
+    if (await stoppedUnneeded(err)) return window.counters;
     throw err instanceof Error && err.name === 'AbortError' ? new ClawpeerError('ABORTED', `transfer ${options.transferId} aborted`, { cause: err }) : err;
+  }
+
+  /**
+   * True when the receiver stopped or reset this stream and nothing on it was wanted: it had
+   * everything the stream's early frames carried and finished without reading it (the router
+   * resets a late stream of an ended transfer). Writes then fail with "stopped by peer", which
+   * ends this stream, not the transfer; the receiver's done or Error decides that.
+   */
+  async function stoppedUnneeded(err: unknown): Promise<boolean> {
+    if (!(err instanceof ClawpeerError) || err.code !== 'REMOTE' || plainFramesSent > 0) return false;
+    // The stop can overtake the Want: they travel on different streams.
+    await gate.ready.catch(() => undefined);
+    const lacking = gate.lacking;
+    if (lacking === undefined) return false;
+    for (const key of earlyKeys.values()) if (lacking.has(key)) return false;
+    return true;
   }
 }

@@ -1,0 +1,79 @@
+// sendChunks against a receiver that stops a data stream: harmless when every frame on it was an
+// early chunk the receiver turned out to hold (it finished without reading the stream: the
+// router resets late streams of ended transfers), an error when the stream carried a wanted one.
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { generateIdentity } from '../../src/crypto/identity.js';
+import { silentLogger } from '../../src/logger.js';
+import { bitmapFromKeys, uniqueChunks, type WantInfo } from '../../src/node/chunk-order.js';
+import { clientHandshake, serverHandshake } from '../../src/node/control-channel.js';
+import { PeerSession } from '../../src/node/session.js';
+import { sendChunks } from '../../src/node/transfer-send.js';
+import { scanSource, type TransferSource } from '../../src/node/transfer-source.js';
+import { MemoryBackend } from '../../src/transport/memory.js';
+import type { Connection } from '../../src/transport/types.js';
+import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
+
+async function sessionPair(): Promise<{ sender: PeerSession; receiver: Connection }> {
+  const backend = new MemoryBackend();
+  const a = generateIdentity();
+  const b = generateIdentity();
+  const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: b });
+  const accepted = listener.accept();
+  const client = await backend.connect({ host: '127.0.0.1', port: listener.address.port, identity: a });
+  const server = await accepted;
+  if (server === null) throw new Error('no server connection');
+  await listener.close();
+  const serverControl = server.acceptStream();
+  const clientStream = await client.openStream();
+  const clientSide = clientHandshake(clientStream, { identity: a, expectedRemoteKey: b.publicKey, timeoutMs: 5000 });
+  const serverStream = await serverControl;
+  if (serverStream === null) throw new Error('no control stream');
+  const [handshake] = await Promise.all([clientSide, serverHandshake(serverStream, { identity: b, expectedRemoteKey: a.publicKey, timeoutMs: 5000 })]);
+  return { sender: new PeerSession(client, handshake), receiver: server };
+}
+
+async function smallFiles(n: number): Promise<TransferSource> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-send-'));
+  for (let i = 0; i < n; i++) await writeFile(path.join(dir, `p${i}.bin`), randomBytes(4096));
+  return scanSource(dir, { chunking: DEFAULT_CHUNKING, log: silentLogger });
+}
+
+/** Plays the receiver: resets every data stream as it arrives; the Want comes `afterMs` later. */
+function stopEveryStream(receiver: Connection, source: TransferSource, lacking: (keys: readonly string[]) => Set<string>, afterMs: number): Promise<WantInfo> {
+  void (async () => {
+    for (;;) {
+      const s = await receiver.acceptStream().catch(() => null);
+      if (s === null) return;
+      s.reset();
+    }
+  })();
+  const { keys } = uniqueChunks(source.entries);
+  return new Promise((resolve) => setTimeout(() => resolve({ lacking: bitmapFromKeys(keys, lacking(keys)), uniqueCount: keys.length }), afterMs));
+}
+
+const options = (sender: PeerSession, source: TransferSource, want: Promise<WantInfo>): Parameters<typeof sendChunks>[0] => ({
+  session: sender, transferId: 1, source, want, streams: 1, window: 16, idleTimeoutMs: 5000, signal: new AbortController().signal, log: silentLogger,
+});
+
+t.test('a stream stopped by a receiver that wanted none of its early chunks ends quietly', async (t) => {
+  const { sender, receiver } = await sessionPair();
+  const source = await smallFiles(4);
+  // All four chunks go early (one window); the receiver holds them all and stops the stream.
+  const want = stopEveryStream(receiver, source, () => new Set(), 100);
+  const stats = await sendChunks(options(sender, source, want));
+  t.equal(stats.chunksSent, 4, 'the early frames were sent');
+  t.equal(stats.chunksSkipped, 4, 'and none was wanted');
+  await sender.connection.close();
+});
+
+t.test('a stream stopped while it carried a wanted chunk fails the transfer', async (t) => {
+  const { sender, receiver } = await sessionPair();
+  const source = await smallFiles(4);
+  const want = stopEveryStream(receiver, source, (keys) => new Set(keys.slice(0, 1)), 100);
+  await t.rejects(sendChunks(options(sender, source, want)), { code: 'REMOTE' });
+  await sender.connection.close();
+});
