@@ -166,7 +166,7 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const abort = new AbortController();
   const onOuterAbort = (): void => abort.abort();
   options.signal.addEventListener('abort', onOuterAbort, { once: true });
-  let sent: { chunksSent: number; bytesSent: number }[];
+  let sent: StreamResult[];
   try {
     sent = await Promise.all(
       Array.from({ length: streamCount }, (_, s) =>
@@ -180,7 +180,36 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
     options.signal.removeEventListener('abort', onOuterAbort);
     await reader.close();
   }
+  // A stream the receiver stopped ended without sending the rest of its work; that is fine only
+  // when nothing of it (nor of what no stream took) was wanted.
+  const stopped = sent.filter((r) => r.stop !== undefined);
+  if (stopped.length > 0 && wantedLeft(plan, queue, stopped, gate)) throw stopped[0]?.stop;
   return statsAfter(sent);
+}
+
+interface StreamResult {
+  readonly chunksSent: number;
+  readonly bytesSent: number;
+  /** The receiver stopped the stream when nothing sent on it was wanted (see stoppedUnneeded). */
+  readonly stop?: unknown;
+  /** Plan chunk indices [first, end) of the unit it was in then, not sent. */
+  readonly unsent?: { readonly first: number; readonly end: number };
+}
+
+/** True when a chunk the receiver lacks was left unsent by stopped streams or in the queue. */
+function wantedLeft(plan: TransferPlan, queue: WorkQueue<WorkUnit>, stopped: readonly StreamResult[], gate: WantGate): boolean {
+  const lacking = gate.lacking;
+  if (lacking === undefined) return true;
+  const anyWanted = (first: number, end: number): boolean => {
+    for (let i = first; i < end; i++) if (lacking.has(plan.chunks[i]?.key ?? '')) return true;
+    return false;
+  };
+  for (const r of stopped) if (r.unsent !== undefined && anyWanted(r.unsent.first, r.unsent.end)) return true;
+  for (;;) {
+    const work = queue.next(0); // with stealing: every stream's leftovers
+    if (work.kind === 'empty') return false;
+    if (anyWanted(work.job.first, work.job.end)) return true;
+  }
 }
 
 async function runStream(
@@ -192,7 +221,7 @@ async function runStream(
   reader: ChunkReader,
   gate: WantGate,
   compressor: ChunkCompressor | undefined,
-): Promise<{ chunksSent: number; bytesSent: number }> {
+): Promise<StreamResult> {
   const { session, signal } = options;
   const raw = await session.connection.openStream();
   const streamId = session.allocateDataStreamId();
@@ -207,6 +236,7 @@ async function runStream(
   // seq -> chunk key of this stream's early frames, to tell which the receiver did not want.
   const earlyKeys = new Map<number, string>();
   let plainFramesSent = 0; // frames sent after the Want: each one the receiver asked for
+  let current: { end: number; next: number } | undefined; // the unit in progress: its unsent part
   void gate.ready.then(() => wake.notify(), () => wake.notify());
 
   const ackLoop = (async () => {
@@ -246,7 +276,9 @@ async function runStream(
       const unit = work.job;
       const file = sources[unit.fileIndex];
       if (file === undefined) throw new TypeError(`plan names file ${unit.fileIndex}, which has no source`);
+      current = { end: unit.end, next: unit.first };
       for (let i = unit.first; i < unit.end; i++) {
+        current.next = i;
         signal.throwIfAborted();
         const chunk = plan.chunks[i];
         const ref = chunk === undefined ? undefined : file.manifest.chunks[chunk.chunkIndex];
@@ -271,8 +303,10 @@ async function runStream(
         // Recorded before the write: on a fast link the ack can arrive before write() resolves.
         window.onSent(seq, chunk.id, chunk.length, performance.now());
         out.push(frame.prefix, frame.ciphertext, frame.tag);
+        current.next = i + 1;
         options.onChunkSent?.(chunk.length);
       }
+      current = undefined;
     }
     await out.drained();
     window.finish();
@@ -300,7 +334,10 @@ async function runStream(
     return { chunksSent, bytesSent };
   } catch (err) {
     raw.reset();
-    if (await stoppedUnneeded(err)) return window.counters;
+    if (await stoppedUnneeded(err)) {
+      const { chunksSent, bytesSent } = window.counters;
+      return { chunksSent, bytesSent, stop: err, ...(current === undefined ? {} : { unsent: { first: current.next, end: current.end } }) };
+    }
     throw err instanceof Error && err.name === 'AbortError' ? new ClawpeerError('ABORTED', `transfer ${options.transferId} aborted`, { cause: err }) : err;
   }
 
@@ -308,7 +345,8 @@ async function runStream(
    * True when the receiver stopped or reset this stream and nothing on it was wanted: it had
    * everything the stream's early frames carried and finished without reading it (the router
    * resets a late stream of an ended transfer). Writes then fail with "stopped by peer", which
-   * ends this stream, not the transfer; the receiver's done or Error decides that.
+   * ends this stream, not the transfer: sendChunks fails it only if a wanted chunk was left
+   * unsent, and otherwise the receiver's done or Error decides.
    */
   async function stoppedUnneeded(err: unknown): Promise<boolean> {
     if (!(err instanceof ClawpeerError) || err.code !== 'REMOTE' || plainFramesSent > 0) return false;

@@ -1,6 +1,7 @@
 // sendChunks against a receiver that stops a data stream: harmless when every frame on it was an
-// early chunk the receiver turned out to hold (it finished without reading the stream: the
-// router resets late streams of ended transfers), an error when the stream carried a wanted one.
+// early chunk the receiver turned out to hold and nothing wanted was left unsent (it finished
+// without reading the stream: the router resets late streams of ended transfers), an error when
+// the stream carried a wanted chunk or stopped before sending one.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
@@ -55,8 +56,8 @@ function stopEveryStream(receiver: Connection, source: TransferSource, lacking: 
   return new Promise((resolve) => setTimeout(() => resolve({ lacking: bitmapFromKeys(keys, lacking(keys)), uniqueCount: keys.length }), afterMs));
 }
 
-const options = (sender: PeerSession, source: TransferSource, want: Promise<WantInfo>): Parameters<typeof sendChunks>[0] => ({
-  session: sender, transferId: 1, source, want, streams: 1, window: 16, idleTimeoutMs: 5000, signal: new AbortController().signal, log: silentLogger,
+const options = (sender: PeerSession, source: TransferSource, want: Promise<WantInfo>, window = 16): Parameters<typeof sendChunks>[0] => ({
+  session: sender, transferId: 1, source, want, streams: 1, window, idleTimeoutMs: 5000, signal: new AbortController().signal, log: silentLogger,
 });
 
 t.test('a stream stopped by a receiver that wanted none of its early chunks ends quietly', async (t) => {
@@ -75,5 +76,15 @@ t.test('a stream stopped while it carried a wanted chunk fails the transfer', as
   const source = await smallFiles(4);
   const want = stopEveryStream(receiver, source, (keys) => new Set(keys.slice(0, 1)), 100);
   await t.rejects(sendChunks(options(sender, source, want)), { code: 'REMOTE' });
+  await sender.connection.close();
+});
+
+t.test('a stream stopped before it could send a wanted chunk fails the transfer, though what it sent was unwanted', async (t) => {
+  const { sender, receiver } = await sessionPair();
+  const source = await smallFiles(4);
+  // Window 2: two early frames (held by the receiver), then the stream waits; the Want asks for
+  // the last chunk, which the stopped stream never sent.
+  const want = stopEveryStream(receiver, source, (keys) => new Set(keys.slice(3)), 100);
+  await t.rejects(sendChunks(options(sender, source, want, 2)), { code: 'REMOTE' });
   await sender.connection.close();
 });
