@@ -177,15 +177,24 @@ async function* chunkOpenFile(
 }
 
 /**
+ * Where readWholeIfSmall reads, grown to the largest small file seen (at most
+ * WHOLE_READ_MAX_BYTES + 1). A fresh buffer per file cost more than the read itself: new memory
+ * is faulted in page by page (a scan of 10,000 x 64 KiB spent ~0.9 s of CPU in these reads).
+ */
+let wholeReadBuffer = Buffer.allocUnsafe(0);
+
+/**
  * The whole content of the open file `fd` if it is at most `maxBytes` long when read, else
  * undefined (it is larger, or grew past its stat size while read: the caller streams it
  * instead). Reads at explicit positions, so the file position stays at the start.
- * Synchronous, like the small reads of chunkFile (SYNC_READ_MAX_BYTES).
+ * Synchronous, like the small reads of chunkFile (SYNC_READ_MAX_BYTES). The bytes are a view
+ * of wholeReadBuffer: valid until the next call, so the caller consumes them before it awaits.
  */
 function readWholeIfSmall(fd: number, statSize: number, path: string, maxBytes: number): Buffer | undefined {
   if (statSize > maxBytes) return undefined;
   // One byte more than the stat size: filling it means the file grew since.
-  const buf = Buffer.allocUnsafe(statSize + 1);
+  if (wholeReadBuffer.length < statSize + 1) wholeReadBuffer = Buffer.allocUnsafe(statSize + 1);
+  const buf = wholeReadBuffer.subarray(0, statSize + 1);
   let filled = 0;
   try {
     while (filled < buf.length) {
@@ -214,7 +223,7 @@ export async function manifestFromFile(
   const { fd, size } = openForChunking(path);
   try {
     const whole = readWholeIfSmall(fd, size, path, WHOLE_READ_MAX_BYTES);
-    if (whole !== undefined) return manifestFromBytes(whole, chunker.params);
+    if (whole !== undefined) return manifestFromBytes(whole, chunker.params); // synchronous: the view is still valid
     const chunks: ChunkRef[] = [];
     for await (const event of chunkOpenFile(fd, size, path, chunker, options)) {
       if (event.kind === 'chunk') chunks.push(event.chunk);
