@@ -21,7 +21,8 @@
 //   record: u64 offset | u32 length | 32 id | u32 check                       (48 bytes each)
 //   check = first 4 bytes of BLAKE3 over the preceding bytes of that header/record.
 
-import { mkdirSync, readdirSync, realpathSync } from 'node:fs';
+import { closeSync, fsync, mkdirSync, openSync, readdirSync, realpathSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { open, rm, stat, truncate, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -45,6 +46,8 @@ export const JOURNAL_RECORD_BYTES = 8 + 4 + BLAKE3_OUT_BYTES + CHECK_BYTES;
 const MAX_HEADER_BYTES = 8 + 4 + 8 + BLAKE3_OUT_BYTES + 2 + 4096 + CHECK_BYTES;
 const DATA_SUFFIX = '.data';
 const JOURNAL_SUFFIX = '.journal';
+/** fsync on the thread pool: it waits on the disk. */
+const fsyncAsync = promisify(fsync);
 
 /**
  * True for paths that are clawpeer's own bookkeeping, never content: anything under
@@ -500,12 +503,16 @@ async function verifyChunks(data: FileHandle, chunks: readonly PartialChunk[], s
   return good;
 }
 
-/** fsync a directory so a rename or create in it is durable (no-op where unsupported). */
+/**
+ * fsync a directory so a rename or create in it is durable (no-op where unsupported). Opening
+ * and closing it are synchronous (microseconds); only the fsync, which waits on the disk, goes to
+ * the thread pool: every commit syncs its directories, and each awaited call was a wake-up.
+ */
 export async function syncDir(dir: string): Promise<void> {
-  let handle: FileHandle | undefined;
+  let fd: number | undefined;
   try {
-    handle = await open(dir, 'r');
-    await handle.sync();
+    fd = openSync(dir, 'r');
+    await fsyncAsync(fd);
   } catch (err) {
     // Windows cannot open directories; some file systems refuse fsync on them.
     const code = (err as NodeJS.ErrnoException).code;
@@ -513,6 +520,6 @@ export async function syncDir(dir: string): Promise<void> {
       throw ioError('sync directory', dir, err);
     }
   } finally {
-    await handle?.close();
+    if (fd !== undefined) closeSync(fd);
   }
 }
