@@ -38,7 +38,7 @@
 // the driver commits in batches, which bounds that memory.
 
 import { randomInt } from 'node:crypto';
-import { chmod, copyFile, lstat, lutimes, open, readdir, readlink, realpath, rename, rm, stat, symlink, utimes } from 'node:fs/promises';
+import { chmod, copyFile, lstat, lutimes, open, readdir, readlink, realpath, rename, rm, symlink, utimes } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { closeSync, fchmodSync, fsync, futimesSync, linkSync, lstatSync, mkdirSync, openSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
@@ -446,8 +446,9 @@ export class Publisher {
     }
     let root: string;
     try {
-      root = await realpath(options.shareRoot);
-      if (!(await stat(root)).isDirectory()) throw new ClawpeerError('IO', `share root ${options.shareRoot} is not a directory`);
+      // Synchronous, as the directory checks: two awaited calls took 2.7-3.7 ms before a push.
+      root = realpathSync.native(options.shareRoot);
+      if (!statSync(root).isDirectory()) throw new ClawpeerError('IO', `share root ${options.shareRoot} is not a directory`);
     } catch (err) {
       throw ioError('open share', options.shareRoot, err);
     }
