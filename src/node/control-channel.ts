@@ -161,6 +161,13 @@ export class ControlChannel {
       }
     }
     if (this.#finished) return Promise.reject(new ClawpeerError('CONNECTION_CLOSED', 'control channel is closed for sending'));
+    // Every message is encoded before anything is written: a malformed one sends none of them.
+    let frames: Uint8Array[];
+    try {
+      frames = messages.map((m) => encodeControlFrame(m));
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const writes: Promise<void>[] = [];
     let group: Uint8Array[] = [];
     let groupBytes = 0;
@@ -170,8 +177,7 @@ export class ControlChannel {
       group = [];
       groupBytes = 0;
     };
-    for (const message of messages) {
-      const frame = encodeControlFrame(message);
+    for (const frame of frames) {
       if (groupBytes + frame.length > SEND_ALL_JOIN_BYTES) flush();
       group.push(frame);
       groupBytes += frame.length;

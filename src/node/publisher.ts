@@ -469,10 +469,10 @@ export class Publisher {
 
   /**
    * Makes sure the directory `relDir` ('' = share root) exists as a real directory inside the
-   * share, creating missing levels when `create`, and returns its absolute path.
+   * share, creating missing levels when `create`, and returns its absolute path. Synchronous
+   * metadata calls: a few us each, while an awaited one is a thread-pool round trip that on a
+   * busy host took milliseconds, paid per new directory before the first chunk.
    */
-  // Synchronous metadata calls: a few us each, while an awaited one is a thread-pool round trip
-  // that on a busy host took milliseconds, paid per new directory before the first chunk.
   #confinedDir(relDir: string, create: boolean): string {
     let abs = this.shareRoot;
     if (relDir === '') return abs;

@@ -117,6 +117,24 @@ t.test('handshake over a stream pair, then control messages both ways, then FIN'
   await t.rejects(client.channel.send({ type: 'finished', signature: new Uint8Array(64) }), TypeError);
 });
 
+t.test('sendAll: messages arrive in order from one write; with a malformed one, none is sent', async (t) => {
+  const [plain, b] = streamPair();
+  let writes = 0;
+  const a: DuplexStream = { ...plain, write: (data) => ((writes += 1), plain.write(data)) };
+  const [client, server] = await Promise.all([clientHandshake(a, clientOptions()), serverHandshake(b, serverOptions())]);
+  const pings = [1, 2, 3].map((seq) => ({ type: 'ping' as const, seq, sentTimeUs: seq * 10 }));
+  const before = writes;
+  await client.channel.sendAll(pings);
+  t.equal(writes - before, 1, 'three messages, one write');
+  for (const p of pings) t.same(await server.channel.receive(), p, `ping ${p.seq} in order`);
+  // The second message cannot be encoded (negative seq): the first is not sent either.
+  const mid = writes;
+  await t.rejects(client.channel.sendAll([{ type: 'ping', seq: 4, sentTimeUs: 0 }, { type: 'ping', seq: -1, sentTimeUs: 0 }]), RangeError);
+  t.equal(writes, mid, 'nothing written');
+  await client.channel.send({ type: 'ping', seq: 5, sentTimeUs: 0 });
+  t.same(await server.channel.receive(), { type: 'ping', seq: 5, sentTimeUs: 0 }, 'the channel still works, and ping 4 never arrived');
+});
+
 t.test('a message the client pipelines right after Finished reaches the server channel', async (t) => {
   const [a, b] = streamPair();
   const serverSide = serverHandshake(b, serverOptions());
