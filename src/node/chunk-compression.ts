@@ -8,12 +8,12 @@
 // The sender compresses when the session's first codec is 'zstd'.
 // Sender policy: a chunk goes compressed only if that saves more than 5% (else raw, flag clear).
 // Incompressible data would cost a compression attempt per chunk (a thread-pool round trip each,
-// which on a busy host made 4 KiB revisions wait ~1 ms apiece), so three filters come first:
-// files whose names say they are compressed already (.zip, .jpg, .zst, ...) are never tried; a
-// chunk of 1 KiB or more whose sampled byte entropy is near 8 bits (byte-entropy.ts) goes raw
-// untried; and after a miss, the next 1, 2, 4 .. 64 chunks of that kind of file (by extension)
-// go raw untried. The entropy test is what catches random files named page.r001, page.r002 ..,
-// each its own "kind" for the backoff.
+// which on a busy host made 4 KiB revisions wait ~1 ms apiece), so three filters come first,
+// cheapest first: files whose names say they are compressed already (.zip, .jpg, .zst, ...) are
+// never tried; after a miss, the next 1, 2, 4 .. 64 chunks of that kind of file (by extension)
+// go raw untried; and a chunk of 1 KiB or more whose sampled byte entropy is near 8 bits
+// (byte-entropy.ts) goes raw untried. The entropy test is what catches random files named
+// page.r001, page.r002 .., each its own "kind" for the backoff.
 // Receiver: the frame's block headers are read first (zstd-frame.ts) and a frame that could
 // decode to more than the chunk allows is refused before the decoder runs; the output must be
 // exactly the header's chunkBytes, and BLAKE3 is checked on it as on any chunk.
@@ -184,12 +184,12 @@ export class ChunkCompressor {
   async compress(plain: Uint8Array, filePath: string): Promise<Uint8Array | null> {
     const extension = extensionOf(filePath);
     if (plain.length < MIN_COMPRESS_BYTES || COMPRESSED_EXTENSIONS.has(extension)) return null;
-    if (plain.length >= ENTROPY_MIN_BYTES && sampledEntropyBits(plain) > INCOMPRESSIBLE_BITS_PER_BYTE) return null;
     const backoff = this.#backoffFor(extension);
     if (backoff.skip > 0) {
       backoff.skip--;
       return null;
     }
+    if (plain.length >= ENTROPY_MIN_BYTES && sampledEntropyBits(plain) > INCOMPRESSIBLE_BITS_PER_BYTE) return null;
     const packed = await this.#zstd.compress(Buffer.from(plain.buffer, plain.byteOffset, plain.byteLength), ZSTD_LEVEL);
     // Our own frames must pass the receiver's bound too; one that would not goes raw.
     if (packed.length > plain.length * MAX_COMPRESSED_RATIO || frameProblem(packed, plain.length) !== undefined) {

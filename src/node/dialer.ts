@@ -7,7 +7,6 @@ import type { Logger } from '../logger.js';
 import { backendByName } from '../transport/backends.js';
 import type { Connection, TransportName } from '../transport/types.js';
 import { formatHostPort } from './address.js';
-import type { Capabilities } from '../protocol/capabilities.js';
 import { localCapabilities } from './chunk-compression.js';
 import type { NodeConfig } from './config.js';
 import { clientHandshake } from './control-channel.js';
@@ -75,13 +74,7 @@ export async function dialPeer(options: DialOptions): Promise<PeerSession> {
   const connecting = connectTransport(options);
   // Loading the zstd binding takes ~10 ms and blocks: do it while the transport handshake is in
   // flight rather than before the Hello (a failed connect leaves it loaded, which is harmless).
-  const caps = new Promise<Capabilities>((resolve, reject) => setImmediate(() => {
-    try {
-      resolve(localCapabilities(config.compression));
-    } catch (err) {
-      reject(err);
-    }
-  }));
+  const caps = new Promise((resolve) => setImmediate(resolve)).then(() => localCapabilities(config.compression));
   caps.catch(() => undefined); // awaited below once connected; a failed connect ignores it
   const conn = await connecting;
   try {

@@ -235,7 +235,6 @@ async function runStream(
   let acksEnded = false;
   // seq -> chunk key of this stream's early frames, to tell which the receiver did not want.
   const earlyKeys = new Map<number, string>();
-  let plainFramesSent = 0; // frames sent after the Want: each one the receiver asked for
   let current: { end: number; next: number } | undefined; // the unit in progress: its unsent part
   void gate.ready.then(() => wake.notify(), () => wake.notify());
 
@@ -256,6 +255,16 @@ async function runStream(
       wake.notify();
     }
   })();
+  // Unwanted early frames only: the receiver may have finished without reading this stream.
+  const onlyUnwantedInFlight = (): boolean => {
+    const lacking = gate.lacking;
+    if (lacking === undefined) return false;
+    for (let seq = window.nextSeq - window.inFlightChunks; seq < window.nextSeq; seq++) {
+      const key = earlyKeys.get(seq);
+      if (key === undefined || lacking.has(key)) return false;
+    }
+    return true;
+  };
   const waitForRoom = async (bytes: number): Promise<void> => {
     while (!window.canSend(bytes)) {
       if (ackError !== undefined) throw ackError;
@@ -297,7 +306,6 @@ async function runStream(
         // Three pieces, one frame on the wire: no frame-sized buffer is built (aead.ts sealParts).
         const frame = session.sealer.sealParts({ streamId, sequence: seq, chunkId: chunk.id, compressed: packed !== null, early, chunkBytes: chunk.length }, packed ?? bytes);
         if (early) earlyKeys.set(seq, chunk.key);
-        else plainFramesSent++;
         if (TEST_HOOKS.delayPerChunkMs !== undefined) await sleep(TEST_HOOKS.delayPerChunkMs);
         if (framesSent++ === TEST_HOOKS.tamperDataFrame) flipByteFromEnd(frame, 20);
         // Recorded before the write: on a fast link the ack can arrive before write() resolves.
@@ -310,16 +318,6 @@ async function runStream(
     }
     await out.drained();
     window.finish();
-    // Unwanted early frames only: the receiver may have finished without reading this stream.
-    const onlyUnwantedInFlight = (): boolean => {
-      const lacking = gate.lacking;
-      if (lacking === undefined) return false;
-      for (let seq = window.nextSeq - window.inFlightChunks; seq < window.nextSeq; seq++) {
-        const key = earlyKeys.get(seq);
-        if (key === undefined || lacking.has(key)) return false;
-      }
-      return true;
-    };
     while (window.inFlightChunks > 0 && !onlyUnwantedInFlight()) {
       if (ackError !== undefined) throw ackError;
       if (acksEnded) throw new ClawpeerError('PROTOCOL', `receiver closed data stream ${streamId} with ${window.inFlightChunks} chunks unacknowledged`);
@@ -342,19 +340,16 @@ async function runStream(
   }
 
   /**
-   * True when the receiver stopped or reset this stream and nothing on it was wanted: it had
-   * everything the stream's early frames carried and finished without reading it (the router
-   * resets a late stream of an ended transfer). Writes then fail with "stopped by peer", which
-   * ends this stream, not the transfer: sendChunks fails it only if a wanted chunk was left
-   * unsent, and otherwise the receiver's done or Error decides.
+   * True when the receiver stopped or reset this stream while everything unacknowledged on it
+   * was an early chunk it did not want: it had those and finished without reading the stream
+   * (the router resets a late stream of an ended transfer). Writes then fail with "stopped by
+   * peer", which ends this stream, not the transfer: sendChunks fails it only if a wanted chunk
+   * was left unsent, and otherwise the receiver's done or Error decides.
    */
   async function stoppedUnneeded(err: unknown): Promise<boolean> {
-    if (!(err instanceof ClawpeerError) || err.code !== 'REMOTE' || plainFramesSent > 0) return false;
+    if (!(err instanceof ClawpeerError) || err.code !== 'REMOTE') return false;
     // The stop can overtake the Want: they travel on different streams.
     await gate.ready.catch(() => undefined);
-    const lacking = gate.lacking;
-    if (lacking === undefined) return false;
-    for (const key of earlyKeys.values()) if (lacking.has(key)) return false;
-    return true;
+    return onlyUnwantedInFlight();
   }
 }
