@@ -26,9 +26,12 @@
 //     Temp files a killed publish left (writer gone, or status unchanged for STALE_TEMP_AGE_MS)
 //     are removed on the way, so a sync walks the tree once.
 //
-// Speed: a no-op scan is one lstat per entry plus two LMDB reads per file (head id, warm
-// entry: RevisionStore.isWarm); no record is decoded unless something changed. Vanished paths
-// are found by comparing path keys, decoding only the heads the walk did not see.
+// Speed: a no-op scan is one lstat and one LMDB read per file (the warm entry:
+// RevisionStore.isWarm, keyed without hashing the path); no record is decoded unless something
+// changed. Vanished paths: when the walk saw as many paths with a live head as the store counts
+// live heads, every live head was seen and nothing vanished (the common case: no per-path work).
+// Otherwise the seen paths are compared with every head's path key, decoding only the heads
+// the walk did not see.
 
 import { lstatSync } from 'node:fs';
 import path from 'node:path';
@@ -127,7 +130,8 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
   let removedTempFiles = 0;
   const staleTempAgeMs = options.staleTempAgeMs ?? STALE_TEMP_AGE_MS;
   const nowMs = Number(nowNs / NS_PER_MS);
-  const seen = new Set<string>(); // path keys (RevisionStore.pathKeyOf)
+  const seenPaths: string[] = []; // every path walked (not internal ones)
+  let liveSeen = 0; // of those, the paths with a live head once the walk has recorded its changes
   const unreadable: string[] = []; // relative paths under which nothing may be tombstoned
   let pending: PendingChange[] = [];
 
@@ -164,14 +168,15 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
       if (isTemp && removeTempFileIfStale(path.join(root, ...rel.split('/')), { nowMs, minAgeMs: staleTempAgeMs })) removedTempFiles++;
       continue;
     }
-    const key = RevisionStore.pathKeyOf(rel);
-    seen.add(key);
-    if (entry.kind === 'file' && store.isWarm(key, entry)) { // an entry is its own WarmStat
+    seenPaths.push(rel);
+    if (entry.kind === 'file' && store.isWarm(rel, entry)) { // an entry is its own WarmStat
       unchanged++;
+      liveSeen++; // a warm entry is certified for a live head
       continue;
     }
-    const head = store.headByKey(key);
+    const head = store.head(rel);
     const live: RevisionEntry | undefined = head !== undefined && !head.revision.deleted ? head : undefined;
+    if (live !== undefined) liveSeen++; // an added path counts once its revision is queued
     const base = { path: rel, kind: entry.kind, mode: entry.mode, mtimeNs: entry.mtimeNs, deleted: false } as const;
 
     if (entry.kind === 'file') {
@@ -203,8 +208,12 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
         if (warm !== undefined) enqueue({ draft: undefined, relPath: rel, warm });
         continue;
       }
-      if (live === undefined) added++;
-      else changed++;
+      if (live === undefined) {
+        added++;
+        liveSeen++;
+      } else {
+        changed++;
+      }
       enqueue({ draft: { ...base, contentRoot, size: entry.size, linkTarget: '' }, relPath: rel, warm: certify(entry) });
       continue;
     }
@@ -215,13 +224,21 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
       unchanged++;
       continue;
     }
-    if (live === undefined) added++;
-    else changed++;
+    if (live === undefined) {
+      added++;
+      liveSeen++;
+    } else {
+      changed++;
+    }
     enqueue({ draft: { ...base, contentRoot: NO_ROOT, size: entry.kind === 'symlink' ? entry.size : 0, linkTarget: target }, relPath: rel, warm: undefined });
   }
 
   // Everything with a live head that the walk did not see is gone, unless it lies under
-  // something the walk could not read.
+  // something the walk could not read. The walk's own changes are committed first, so the
+  // store's count of live heads includes the paths it added.
+  flush();
+  if (store.liveHeadCount() === liveSeen) return { added, changed, deleted, unchanged, unstable, hashedBytes, commits, removedTempFiles };
+  const seen = new Set(seenPaths.map((rel) => RevisionStore.pathKeyOf(rel)));
   for (const key of store.headPathKeys()) {
     if (seen.has(key)) continue;
     const rev = store.headByKey(key)?.revision;

@@ -55,6 +55,8 @@ const fsyncAsync = promisify(fsync);
  * Scanners, the chunk index and the serving side skip them; the publisher refuses to write them.
  */
 export function isInternalPath(relPath: string): boolean {
+  // Both kinds of name start with INTERNAL_DIR_NAME: most paths are ruled out without a split.
+  if (!relPath.includes(INTERNAL_DIR_NAME)) return false;
   const segments = relPath.split('/');
   if (segments[0] === INTERNAL_DIR_NAME) return true;
   return segments.some(isTempFileName);

@@ -6,7 +6,8 @@
 // counter; several records written in one atomic transaction (a scan with 100 changes commits
 // once); `gc(keepLast)` that drops old non-head revisions and says which content roots nothing
 // references any more, so chunk storage can be reclaimed; a warm index (size, mtimeNs, inode,
-// device per path, certified for one head) so the scanner does not re-hash unchanged files.
+// device per file, certified for one head) so the scanner does not re-hash unchanged files, and
+// a count of live heads so a scan that saw that many live paths knows nothing vanished.
 // Non-goals: deciding heads for remote revisions (sync/conflict.ts), file content, networking,
 // several writer processes at once (the sync folder lock serialises them; this process's
 // in-memory Merkle set would go stale if another process wrote).
@@ -26,11 +27,17 @@
 //                                                stored for the path (survives gc, so a new
 //                                                local edit dominates everything seen)
 //   roots        content root (32)            -> u32 number of stored revisions referencing it
-//   warm         pathKey (32)                 -> head id (32) | size u64 | mtimeNs i64 | ino u64 | dev u64
-//                                                | mode u32 (a 64-byte entry without the mode, as
-//                                                written before, reads as absent: one re-hash)
-//   meta         ascii name                   -> 'format', 'counter', 'seq': each a u64
+//   warmfiles    dirKey (32) | UTF-8 name     -> head id (32) | size u64 | mtimeNs i64 | ino u64 | dev u64
+//                                                | mode u32
+//   meta         ascii name                   -> 'format', 'counter', 'seq', 'liveheads': each a u64
 // pathKey = BLAKE3(UTF-8 path): paths reach 4096 bytes, LMDB keys stop at ~2 KB.
+// dirKey = pathKey of the file's directory ('' for the folder's top). A warm key is built from
+// one hash per directory, not one per file: a no-op scan of 10,000 files spent ~45 ms hashing
+// paths. A name is at most 255 bytes (MAX_PATH_SEGMENT_BYTES), so the key fits.
+// A warm entry is removed whenever its path's head moves (setHead), so an entry that exists is
+// certified for the current head, which is a live file: the scan reads it alone, not the head.
+// Format 1 kept warm entries under pathKey in 'warm' and had no 'liveheads'; open() upgrades it
+// in one transaction (the entries move, nothing is re-hashed).
 
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -43,18 +50,24 @@ import { decodeRevision, revisionEntry, revisionIdOf } from '../sync/revision.js
 import type { Revision, RevisionEntry } from '../sync/revision.js';
 import { EMPTY_VECTOR, checkNodeId, counterOf, decodeVector, encodeVector, incrementVector, mergeVectors } from '../sync/version-vector.js';
 import type { VersionVector } from '../sync/version-vector.js';
+import { MAX_PATH_SEGMENT_BYTES } from '../transfer/paths.js';
 import { INTERNAL_DIR_NAME } from './partial-store.js';
 
 /** Directory of the LMDB environment inside `.clawpeer/`. */
 export const REVLOG_DIR_NAME = 'revlog';
 /** On-disk layout version; a store with another is refused rather than misread. */
-export const REVLOG_FORMAT_VERSION = 1;
+export const REVLOG_FORMAT_VERSION = 2;
+/** The layout open() upgrades in place. */
+const REVLOG_FORMAT_V1 = 1;
 const MAX_DBS = 12;
 const SEQ_BYTES = 8;
 const WARM_VALUE_BYTES = BLAKE3_OUT_BYTES + 8 + 8 + 8 + 8 + 4;
 const META_FORMAT = Buffer.from('format', 'latin1');
 const META_COUNTER = Buffer.from('counter', 'latin1');
 const META_SEQ = Buffer.from('seq', 'latin1');
+const META_LIVE_HEADS = Buffer.from('liveheads', 'latin1');
+/** Longest warm key: a directory key and a name of MAX_PATH_SEGMENT_BYTES. */
+const WARM_KEY_MAX_BYTES = BLAKE3_OUT_BYTES + MAX_PATH_SEGMENT_BYTES;
 
 /** A revision made here, before the store gives it an origin and a version vector. */
 export type RevisionDraft = Omit<Revision, 'origin' | 'vector'>;
@@ -126,6 +139,22 @@ function pathKey(relPath: string): Buffer {
   return key;
 }
 
+/**
+ * The warm index key of `relPath`: its directory's path key, then its name. Written into `out`
+ * when given (a scan reuses one buffer); the result is a view of it.
+ */
+function warmKey(relPath: string, out: Buffer = Buffer.allocUnsafe(WARM_KEY_MAX_BYTES)): Buffer {
+  const slash = relPath.lastIndexOf('/');
+  out.set(pathKey(slash < 0 ? '' : relPath.slice(0, slash)), 0);
+  const name = slash < 0 ? relPath : relPath.slice(slash + 1);
+  const n = out.write(name, BLAKE3_OUT_BYTES, 'utf8');
+  // write() stops at the buffer's end without saying so: a name that filled it may be cut.
+  if (n >= MAX_PATH_SEGMENT_BYTES && Buffer.byteLength(name, 'utf8') > MAX_PATH_SEGMENT_BYTES) {
+    throw new TypeError(`warm key: the name of ${relPath} is longer than ${MAX_PATH_SEGMENT_BYTES} bytes`);
+  }
+  return out.subarray(0, BLAKE3_OUT_BYTES + n);
+}
+
 function u64(n: number | bigint): Buffer {
   const b = Buffer.alloc(8);
   b.writeBigUInt64BE(BigInt(n));
@@ -138,8 +167,14 @@ function readU64(b: Uint8Array | undefined): number {
 }
 
 /** A warm entry: the head id it is certified for, then size, mtimeNs, ino, dev (u64 BE) and mode (u32 BE). */
-function encodeWarm(headId: Uint8Array, stat: WarmStat, v: Buffer = Buffer.alloc(WARM_VALUE_BYTES)): Buffer {
+function encodeWarm(headId: Uint8Array, stat: WarmStat): Buffer {
+  const v = Buffer.alloc(WARM_VALUE_BYTES);
   v.set(headId, 0);
+  return encodeWarmStat(stat, v);
+}
+
+/** Writes the stat part of a warm entry (after the head id) into `v`. */
+function encodeWarmStat(stat: WarmStat, v: Buffer): Buffer {
   let o = BLAKE3_OUT_BYTES;
   v.writeBigUInt64BE(BigInt(stat.size), o);
   v.writeBigInt64BE(stat.mtimeNs, (o += 8));
@@ -169,6 +204,29 @@ function historyRange(pk: Uint8Array): { start: Buffer; end: Buffer } {
   return { start, end };
 }
 
+/**
+ * Format 1 -> 2, inside the caller's write transaction: counts the live heads and moves each
+ * warm entry that is still certified for its path's head from the pathKey-keyed `oldWarm` to
+ * the directory-keyed index (the others would never match again), then empties `oldWarm`.
+ */
+function upgradeFromV1(dir: string, db: Dbs, oldWarm: Database<Buffer, Buffer>): void {
+  let live = 0;
+  for (const { key: pk, value: headId } of [...db.heads.getRange()]) {
+    const encoded = db.revs.get(headId);
+    if (encoded === undefined) throw corrupt(dir, `head ${toHex(headId)} is not a stored revision`);
+    const rev = decodeRevision(encoded);
+    if (rev.deleted) continue;
+    live++;
+    const w = oldWarm.get(pk);
+    if (rev.kind !== 'file' || w === undefined || w.length !== WARM_VALUE_BYTES || !bytesEqual(w.subarray(0, BLAKE3_OUT_BYTES), headId)) continue;
+    if (w.readUInt32BE(WARM_VALUE_BYTES - 4) !== rev.mode) continue;
+    db.warm.putSync(warmKey(rev.path), Buffer.from(w));
+  }
+  oldWarm.clearSync();
+  db.meta.putSync(META_LIVE_HEADS, u64(live));
+  db.meta.putSync(META_FORMAT, u64(REVLOG_FORMAT_VERSION));
+}
+
 interface Dbs {
   readonly revs: Database<Buffer, Buffer>;
   readonly heads: Database<Buffer, Buffer>;
@@ -186,7 +244,7 @@ export class RevisionStore {
   readonly #env: RootDatabase<Buffer, Buffer>;
   readonly #db: Dbs;
   readonly #ids: MerkleIdSet;
-  readonly #scratchHead = Buffer.alloc(BLAKE3_OUT_BYTES);
+  readonly #scratchKey = Buffer.alloc(WARM_KEY_MAX_BYTES);
   readonly #scratchWarm = Buffer.alloc(WARM_VALUE_BYTES);
   #inTransaction = false;
   #closed = false;
@@ -223,7 +281,7 @@ export class RevisionStore {
         history: sub('history'),
         pathVectors: sub('pathvectors'),
         roots: sub('roots'),
-        warm: sub('warm'),
+        warm: sub('warmfiles'),
         meta: sub('meta'),
       };
       const format = db.meta.get(META_FORMAT);
@@ -231,8 +289,12 @@ export class RevisionStore {
         env.transactionSync(() => {
           if (db.meta.get(META_FORMAT) === undefined) db.meta.putSync(META_FORMAT, u64(REVLOG_FORMAT_VERSION));
         });
+      } else if (readU64(format) === REVLOG_FORMAT_V1) {
+        env.transactionSync(() => {
+          if (readU64(db.meta.get(META_FORMAT)) === REVLOG_FORMAT_V1) upgradeFromV1(dir, db, sub('warm'));
+        });
       } else if (readU64(format) !== REVLOG_FORMAT_VERSION) {
-        throw corrupt(dir, `layout version ${readU64(format)}, this version of clawpeer reads ${REVLOG_FORMAT_VERSION}`);
+        throw corrupt(dir, `layout version ${readU64(format)}, this version of clawpeer reads ${REVLOG_FORMAT_V1} and ${REVLOG_FORMAT_VERSION}`);
       }
       const count = db.revs.getKeysCount();
       const packed = new Uint8Array(count * BLAKE3_OUT_BYTES);
@@ -303,31 +365,33 @@ export class RevisionStore {
 
   /** The key headPathKeys() lists `relPath` under (latin1 string of its 32-byte path key). */
   static pathKeyOf(relPath: string): string {
-    // A scan asks once per path and never again: the cache would only churn.
+    // Asked once per path and never again: the cache would only churn.
     return hashPath(relPath).toString('latin1');
   }
 
   /**
-   * True when the path under `key` (pathKeyOf) has a warm entry certified for its current head
-   * with exactly this stat and mode: the scanner's no-op fast path (two reads, nothing decoded).
+   * True when `relPath` has a warm entry with exactly this stat and mode: it is certified for
+   * the current head, a live file (setHead removes the entries of paths whose head moves). The
+   * scanner's no-op fast path: one read, no path hash (the directory's key is cached), nothing
+   * decoded.
    */
-  isWarm(key: string, stat: WarmStat): boolean {
+  isWarm(relPath: string, stat: WarmStat): boolean {
     this.#checkOpen();
-    const k = Buffer.from(key, 'latin1');
     // A no-op scan asks this once per file: read through lmdb's shared value buffer and compare
-    // against scratch buffers, so the answer allocates nothing per file. That buffer is valid
+    // against a scratch buffer, so the answer allocates nothing per file. That buffer is valid
     // until the next read and only its `length` property says the value's size (the typed array
-    // is larger, so Buffer methods would see its stale tail): plain byte loops, and the head id
-    // is copied out before the second read.
-    const head = this.#db.heads.getBinaryFast(k);
-    if (head === undefined || head.length !== BLAKE3_OUT_BYTES) return false;
-    const scratchHead = this.#scratchHead;
-    for (let i = 0; i < BLAKE3_OUT_BYTES; i++) scratchHead[i] = head[i]!;
-    const v = this.#db.warm.getBinaryFast(k);
+    // is larger, so Buffer methods would see its stale tail): plain byte loops.
+    const v = this.#db.warm.getBinaryFast(warmKey(relPath, this.#scratchKey));
     if (v === undefined || v.length !== WARM_VALUE_BYTES) return false;
-    const expected = encodeWarm(scratchHead, stat, this.#scratchWarm);
-    for (let i = 0; i < WARM_VALUE_BYTES; i++) if (v[i] !== expected[i]) return false;
+    const expected = encodeWarmStat(stat, this.#scratchWarm);
+    for (let i = BLAKE3_OUT_BYTES; i < WARM_VALUE_BYTES; i++) if (v[i] !== expected[i]) return false;
     return true;
+  }
+
+  /** Number of heads that are not tombstones (one per live path). */
+  liveHeadCount(): number {
+    this.#checkOpen();
+    return readU64(this.#db.meta.get(META_LIVE_HEADS));
   }
 
   /** Every path key (pathKeyOf) that has a head: a scan finds unseen paths without decoding each head. */
@@ -447,8 +511,9 @@ export class RevisionStore {
    * Checks the store's invariants and returns what is wrong (empty when consistent): every head
    * and history entry names a stored revision of that path; every revision is in its path's
    * history exactly once and hashes to its id; content-root reference counts match; the local
-   * counter is at least every counter of this node in a stored vector; the in-memory Merkle set
-   * holds exactly the stored ids. O(N): for tests and `doctor`, not the hot path.
+   * counter is at least every counter of this node in a stored vector; the live-head count is
+   * right; every warm entry is certified for its path's head, a live file; the in-memory Merkle
+   * set holds exactly the stored ids. O(N): for tests and `doctor`, not the hot path.
    */
   checkInvariants(): string[] {
     this.#checkOpen();
@@ -484,10 +549,24 @@ export class RevisionStore {
       const n = inHistory.get(idHex) ?? 0;
       if (n !== 1) problems.push(`revision ${idHex} appears ${n} times in history`);
     }
+    let live = 0;
+    const warmable = new Map<string, { headId: Uint8Array; mode: number }>(); // warm key (hex) -> its live file head
     for (const { key, value } of this.#db.heads.getRange({ snapshot: true })) {
       const pk = revPathKey.get(toHex(value));
       if (pk === undefined) problems.push(`head ${toHex(value)} is not a stored revision`);
       else if (pk !== toHex(key)) problems.push(`head ${toHex(value)} is stored under another path`);
+      const head = pk === undefined ? undefined : this.#get(value)?.revision;
+      if (head === undefined || head.deleted) continue;
+      live++;
+      if (head.kind === 'file') warmable.set(toHex(warmKey(head.path)), { headId: value, mode: head.mode });
+    }
+    if (live !== this.liveHeadCount()) problems.push(`${live} live heads, count says ${this.liveHeadCount()}`);
+    for (const { key, value } of this.#db.warm.getRange({ snapshot: true })) {
+      const head = warmable.get(toHex(key));
+      if (head === undefined) problems.push(`warm entry ${toHex(key)} is not under a live file head`);
+      else if (!bytesEqual(value.subarray(0, BLAKE3_OUT_BYTES), head.headId) || value.readUInt32BE(WARM_VALUE_BYTES - 4) !== head.mode) {
+        problems.push(`warm entry ${toHex(key)} is not certified for its head`);
+      }
     }
     const storedRefs = new Map<string, number>();
     for (const { key, value } of this.#db.roots.getRange({ snapshot: true })) storedRefs.set(toHex(key), value.readUInt32BE(0));
@@ -555,9 +634,11 @@ export class RevisionStore {
     // (finish), not per record: a scan recording 10,000 new files makes 40,000 LMDB calls less.
     let seq: number | undefined;
     let counter: number | undefined;
+    let liveHeads: number | undefined;
     const finish = (): void => {
       if (seq !== undefined) db.meta.putSync(META_SEQ, u64(seq));
       if (counter !== undefined) db.meta.putSync(META_COUNTER, u64(counter));
+      if (liveHeads !== undefined) db.meta.putSync(META_LIVE_HEADS, u64(liveHeads));
     };
     // Entries stored by this transaction, by id (latin1), so setHead and setWarm need not read
     // and decode what put() just wrote.
@@ -588,7 +669,19 @@ export class RevisionStore {
     const setHead = (id: Uint8Array): void => {
       const entry = lookup(id);
       if (entry === undefined) throw new TypeError(`setHead: revision ${toHex(id)} is not stored`);
-      db.heads.putSync(pathKey(entry.revision.path), Buffer.from(id));
+      const pk = pathKey(entry.revision.path);
+      const before = db.heads.get(pk);
+      if (before !== undefined && bytesEqual(before, id)) return;
+      let wasLive = false;
+      if (before !== undefined) {
+        const old = lookup(before);
+        if (old === undefined) throw corrupt(this.dir, `head of ${entry.revision.path} (${toHex(before)}) is not a stored revision`);
+        wasLive = !old.revision.deleted;
+      }
+      liveHeads = (liveHeads ?? readU64(db.meta.get(META_LIVE_HEADS))) + (entry.revision.deleted ? 0 : 1) - (wasLive ? 1 : 0);
+      // The warm entry was certified for the old head.
+      db.warm.removeSync(warmKey(entry.revision.path));
+      db.heads.putSync(pk, Buffer.from(id));
     };
     const writer: RevisionWriter = {
       get: (id) => this.#get(id),
@@ -605,18 +698,17 @@ export class RevisionStore {
         return entry;
       },
       setWarm: (relPath, stat) => {
-        const pk = pathKey(relPath);
         if (stat === undefined) {
-          db.warm.removeSync(pk);
+          db.warm.removeSync(warmKey(relPath));
           return;
         }
-        const headId = db.heads.get(pk);
+        const headId = db.heads.get(pathKey(relPath));
         if (headId === undefined) throw new TypeError(`setWarm: ${relPath} has no head`);
         const head = lookup(headId)?.revision;
         if (head === undefined || head.deleted || head.kind !== 'file' || head.mode !== stat.mode) {
           throw new TypeError(`setWarm: the head of ${relPath} is not a live file with mode ${stat.mode.toString(8)}`);
         }
-        db.warm.putSync(pk, encodeWarm(headId, stat));
+        db.warm.putSync(warmKey(relPath), encodeWarm(headId, stat));
       },
     };
     return { writer, finish };

@@ -44,6 +44,12 @@ export function compareIds(a: Uint8Array, aOff: number, b: Uint8Array, bOff: num
   return 0;
 }
 
+/** True when the `n` packed ids are in strictly ascending byte order (sorted, no duplicates). */
+function isStrictlyAscending(packed: Uint8Array, n: number): boolean {
+  for (let i = 1; i < n; i++) if (compareIds(packed, (i - 1) * REVISION_ID_BYTES, packed, i * REVISION_ID_BYTES) >= 0) return false;
+  return true;
+}
+
 function bucketOf(bytes: Uint8Array, off: number): number {
   return (bytes[off]! << 4) | (bytes[off + 1]! >>> 4);
 }
@@ -136,6 +142,21 @@ export class MerkleIdSet {
     }
     const set = new MerkleIdSet();
     const n = packed.length / REVISION_ID_BYTES;
+    if (isStrictlyAscending(packed, n)) {
+      // The store lists its ids in key order: each bucket is already a sorted, duplicate-free run.
+      let start = 0;
+      while (start < n) {
+        const b = bucketOf(packed, start * REVISION_ID_BYTES);
+        let end = start + 1;
+        while (end < n && bucketOf(packed, end * REVISION_ID_BYTES) === b) end++;
+        set.#buckets[b] = packed.slice(start * REVISION_ID_BYTES, end * REVISION_ID_BYTES);
+        set.#counts[b] = end - start;
+        set.#dirty.add(b);
+        start = end;
+      }
+      set.#size = n;
+      return set;
+    }
     const perBucket = new Uint32Array(MERKLE_LEAF_COUNT);
     for (let i = 0; i < n; i++) perBucket[bucketOf(packed, i * REVISION_ID_BYTES)]!++;
     const scratch: Uint8Array[] = [];

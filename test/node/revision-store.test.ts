@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { open } from 'lmdb';
 import { blake3 } from '../../src/chunking/blake3.js';
 import { RevisionStore } from '../../src/node/revision-store.js';
 import type { RevisionDraft } from '../../src/node/revision-store.js';
@@ -140,18 +141,17 @@ t.test('warm entries are certified for one head', async (t) => {
     w.setWarm('f', stat);
     return e;
   });
-  const key = RevisionStore.pathKeyOf('f');
-  t.equal(store.isWarm(key, stat), true, `warm for ${hex(first.id)}`);
+  t.equal(store.isWarm('f', stat), true, `warm for ${hex(first.id)}`);
   for (const [field, changed] of [['size', { ...stat, size: 6 }], ['mtime', { ...stat, mtimeNs: 124n }], ['inode', { ...stat, ino: 78n }], ['device', { ...stat, dev: 10n }], ['mode', { ...stat, mode: mode ^ 0o100 }]] as const) {
-    t.equal(store.isWarm(key, changed), false, `another ${field} is not warm`);
+    t.equal(store.isWarm('f', changed), false, `another ${field} is not warm`);
   }
-  t.equal(store.isWarm(RevisionStore.pathKeyOf('g'), stat), false, 'a path without an entry');
+  t.equal(store.isWarm('g', stat), false, 'a path without an entry');
   store.write((w) => w.recordLocal(fileDraft('f', 6)));
-  t.equal(store.isWarm(key, stat), false, 'a moved head makes the warm entry stale');
+  t.equal(store.isWarm('f', stat), false, 'a moved head makes the warm entry stale');
   store.write((w) => w.setWarm('f', stat));
-  t.equal(store.isWarm(key, stat), true, 'certified again for the new head');
+  t.equal(store.isWarm('f', stat), true, 'certified again for the new head');
   store.write((w) => w.setWarm('f', undefined));
-  t.equal(store.isWarm(key, stat), false, 'removed');
+  t.equal(store.isWarm('f', stat), false, 'removed');
   t.throws(() => store.write((w) => w.setWarm('nope', stat)), TypeError);
   t.throws(() => store.write((w) => w.setWarm('f', { ...stat, mode: mode ^ 0o100 })), TypeError, 'the mode must be the head\'s');
   store.write((w) => w.recordLocal({ ...fileDraft('f', 0), kind: 'dir', contentRoot: new Uint8Array(0) }));
@@ -160,6 +160,98 @@ t.test('warm entries are certified for one head', async (t) => {
   t.equal(keys.length, 1);
   t.equal(keys[0], RevisionStore.pathKeyOf('f'));
   t.equal(store.headByKey(keys[0]!)?.revision.path, 'f');
+});
+
+t.test('the live-head count follows adds, edits, tombstones, comebacks and remote heads', async (t) => {
+  const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
+  t.teardown(() => store.close());
+  const tombstone = (path: string): RevisionDraft => ({ ...fileDraft(path, 0), contentRoot: new Uint8Array(0), deleted: true });
+  const steps: [string, () => void, number][] = [
+    ['two new files', () => store.write((w) => [w.recordLocal(fileDraft('a', 1)), w.recordLocal(fileDraft('b', 2))]), 2],
+    ['an edit', () => store.write((w) => w.recordLocal(fileDraft('a', 3))), 2],
+    ['a tombstone', () => store.write((w) => w.recordLocal(tombstone('b'))), 1],
+    ['a second tombstone of a deleted path', () => store.write((w) => w.recordLocal(tombstone('b'))), 1],
+    ['a tombstone for a path never seen', () => store.write((w) => w.recordLocal(tombstone('c'))), 1],
+    ['a comeback', () => store.write((w) => w.recordLocal(fileDraft('b', 4))), 2],
+    ['a remote revision stored, head not moved', () => store.write((w) => w.put(revisionEntry({ ...tombstone('a'), origin: PEER, vector: vectorFrom({ [PEER]: 1 }) }))), 2],
+    ['a remote tombstone made the head', () => store.write((w) => {
+      const e = w.put(revisionEntry({ ...tombstone('a'), origin: PEER, vector: vectorFrom({ [PEER]: 2, [NODE]: 9 }) })).entry;
+      w.setHead(e.id);
+      w.setHead(e.id); // again: no change
+    }), 1],
+  ];
+  for (const [what, step, expected] of steps) {
+    step();
+    t.equal(store.liveHeadCount(), expected, what);
+    t.same(store.checkInvariants(), [], `${what}: invariants`);
+  }
+  t.throws(() => store.write((w) => {
+    w.recordLocal(fileDraft('z', 1));
+    throw new Error('rolled back');
+  }), /rolled back/);
+  t.equal(store.liveHeadCount(), 1, 'a rolled-back write leaves the count');
+});
+
+t.test('a format 1 store is upgraded in place: warm entries still certified move, stale ones go', async (t) => {
+  const folder = await tempFolder();
+  const mode = fileDraft('x', 1).mode;
+  const stat = (n: number): { size: number; mtimeNs: bigint; ino: bigint; dev: bigint; mode: number } => ({ size: n, mtimeNs: BigInt(n), ino: BigInt(n), dev: 1n, mode });
+  const store = await RevisionStore.open(folder, { nodeId: NODE });
+  store.write((w) => {
+    for (const [p, n] of [['top.txt', 1], ['dir/sub/deep.txt', 2], ['dir/stale.txt', 3], ['gone.txt', 4]] as const) {
+      w.recordLocal(fileDraft(p, n));
+      w.setWarm(p, stat(n));
+    }
+    w.recordLocal({ ...fileDraft('gone.txt', 0), contentRoot: new Uint8Array(0), deleted: true });
+  });
+  const staleHead = store.head('dir/stale.txt')!.id;
+  store.write((w) => w.recordLocal(fileDraft('dir/stale.txt', 5)));
+  await store.close();
+
+  // Rewrite it as format 1 wrote it: warm entries under the path's key (BLAKE3 of the path) in
+  // 'warm', no live-head count. One entry is certified for a head that has moved since.
+  const env = open<Buffer, Buffer>({ path: join(folder, '.clawpeer', 'revlog'), maxDbs: 12, encoding: 'binary', keyEncoding: 'binary' });
+  const sub = (name: string) => env.openDB<Buffer, Buffer>({ name, encoding: 'binary', keyEncoding: 'binary' });
+  const [heads, oldWarm, newWarm, meta] = [sub('heads'), sub('warm'), sub('warmfiles'), sub('meta')];
+  const pathKey = (p: string): Buffer => Buffer.from(blake3(Buffer.from(p, 'utf8')));
+  const v1Entry = (headId: Uint8Array, n: number): Buffer => {
+    const v = Buffer.alloc(68);
+    v.set(headId, 0);
+    v.writeBigUInt64BE(BigInt(n), 32);
+    v.writeBigInt64BE(BigInt(n), 40);
+    v.writeBigUInt64BE(BigInt(n), 48);
+    v.writeBigUInt64BE(1n, 56);
+    v.writeUInt32BE(mode, 64);
+    return v;
+  };
+  env.transactionSync(() => {
+    newWarm.clearSync();
+    for (const [p, n] of [['top.txt', 1], ['dir/sub/deep.txt', 2]] as const) oldWarm.putSync(pathKey(p), v1Entry(heads.get(pathKey(p))!, n));
+    oldWarm.putSync(pathKey('dir/stale.txt'), v1Entry(staleHead, 3));
+    meta.removeSync(Buffer.from('liveheads', 'latin1'));
+    const v = Buffer.alloc(8);
+    v.writeBigUInt64BE(1n);
+    meta.putSync(Buffer.from('format', 'latin1'), v);
+  });
+  await env.close();
+
+  const upgraded = await RevisionStore.open(folder, { nodeId: NODE });
+  t.equal(upgraded.isWarm('top.txt', stat(1)), true, 'a top-level entry moved');
+  t.equal(upgraded.isWarm('dir/sub/deep.txt', stat(2)), true, 'a nested entry moved');
+  t.equal(upgraded.isWarm('dir/stale.txt', stat(3)), false, 'an entry certified for an old head is dropped');
+  t.equal(upgraded.liveHeadCount(), 3, 'live heads counted (the tombstone is not)');
+  t.same(upgraded.checkInvariants(), []);
+  await upgraded.close();
+  const again = await RevisionStore.open(folder, { nodeId: NODE });
+  t.equal(again.isWarm('top.txt', stat(1)), true, 'the upgrade persisted');
+  await again.close();
+
+  const env3 = open<Buffer, Buffer>({ path: join(folder, '.clawpeer', 'revlog'), maxDbs: 12, encoding: 'binary', keyEncoding: 'binary' });
+  const v3 = Buffer.alloc(8);
+  v3.writeBigUInt64BE(3n);
+  env3.transactionSync(() => env3.openDB<Buffer, Buffer>({ name: 'meta', encoding: 'binary', keyEncoding: 'binary' }).putSync(Buffer.from('format', 'latin1'), v3));
+  await env3.close();
+  await t.rejects(RevisionStore.open(folder, { nodeId: NODE }), { code: 'IO', message: /layout version 3/ }, 'a newer layout is refused, not misread');
 });
 
 // A child process writes batches of 100 edits (and runs gc now and then) as fast as it can; we

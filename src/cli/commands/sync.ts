@@ -81,15 +81,18 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   if (remote.path !== '') throw new ClawpeerError('USAGE', `sync works on whole shares: use PEER:SHARE, not ${JSON.stringify(String(args['remote']))}`);
   const mode = parseMode(args['mode']);
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
+  // The sync modules (~20 ms to load) are read while the identity is loaded and the peer dialled.
+  const syncClient = import('../../node/sync-client.js');
+  syncClient.catch(() => undefined); // a failure surfaces where it is awaited, not as unhandled
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
   const { dialPeer } = await import('../../node/dialer.js');
-  const { syncFolder } = await import('../../node/sync-client.js');
   const log = ctx.log.child('sync');
   const once = async (): Promise<void> => {
     const session = await dialPeer({ identity, peer, config, log, signal: ctx.signal });
     let delivered = false;
     try {
+      const { syncFolder } = await syncClient;
       report(ctx, await syncFolder({ session, dir, share: remote.share, mode, nodeId: identity.nodeId, log, signal: ctx.signal }));
       delivered = true; // it ended on the listener's sync-done: nothing of ours is left unanswered
     } finally {
