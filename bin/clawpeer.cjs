@@ -2,8 +2,18 @@
 // Thin launcher: the compiled CLI lives in dist/ (built by `npm run build`, run by `npm start`/`npm test`).
 // CommonJS on purpose: it runs before anything submits work to libuv's thread pool, so the pool
 // size set in thread-pool.cjs still applies (an ES module entry is itself read through the pool).
+// It runs the bundled CLI (scripts/bundle-cli.mjs: fewer files to load, a faster start) unless
+// tsc has rebuilt dist/src since the bundle was made, then the modules themselves.
 'use strict';
 require('./thread-pool.cjs');
-import('../dist/src/cli/main.js').then(({ main }) => main(process.argv.slice(2))).then((code) => {
+const { statSync } = require('node:fs');
+const { join } = require('node:path');
+
+const dist = join(__dirname, '..', 'dist');
+const mtimeMs = (file) => statSync(file, { throwIfNoEntry: false })?.mtimeMs;
+const bundled = mtimeMs(join(dist, 'bundle', 'cli', 'main.js'));
+const compiled = mtimeMs(join(dist, '.tsbuildinfo'));
+const entry = bundled !== undefined && (compiled === undefined || bundled >= compiled) ? '../dist/bundle/cli/main.js' : '../dist/src/cli/main.js';
+import(entry).then(({ main }) => main(process.argv.slice(2))).then((code) => {
   process.exitCode = code;
 });

@@ -5,15 +5,12 @@ import path from 'node:path';
 import type { Argv } from 'yargs';
 import { bytesEqual, toHex } from '../../chunking/blake3.js';
 import { DEFAULT_CHUNKING, type ChunkingParams } from '../../chunking/fastcdc.js';
-import { manifestFromFile } from '../../chunking/file-chunker.js';
 import { ClawpeerError } from '../../errors.js';
 import { resolveConfig } from '../../node/config.js';
 import { identityExists, loadIdentity } from '../../node/identity-store.js';
 import { INTERNAL_DIR_NAME, isTempFileName } from '../../node/partial-store.js';
-import { tempNameFor } from '../../node/publisher.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
-import { REVLOG_DIR_NAME } from '../../node/revision-store.js';
 import type { SyncFolderResult } from '../../node/sync-client.js';
 import { DEFAULT_CAPABILITIES } from '../../protocol/capabilities.js';
 import type { SyncModeName } from '../../protocol/messages.js';
@@ -81,7 +78,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   if (remote.path !== '') throw new ClawpeerError('USAGE', `sync works on whole shares: use PEER:SHARE, not ${JSON.stringify(String(args['remote']))}`);
   const mode = parseMode(args['mode']);
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
-  // The sync modules (~20 ms to load) are read while the identity is loaded and the peer dialled.
+  // The sync modules (~60 ms to load, lmdb most of it) load while the identity is read and the
+  // peer dialled: this command's own imports are kept light for that reason.
   const syncClient = import('../../node/sync-client.js');
   syncClient.catch(() => undefined); // a failure surfaces where it is awaited, not as unhandled
   const identity = await loadIdentity(ctx.home.identityKeyFile);
@@ -145,6 +143,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
 
 /** The synced folder containing `target` (the nearest directory with a revision log) and the path inside it. */
 async function locateFolder(target: string): Promise<{ folder: string; rel: string }> {
+  const { REVLOG_DIR_NAME } = await import('../../node/revision-store.js');
   const abs = path.resolve(target);
   for (let dir = abs; ; dir = path.dirname(dir)) {
     try {
@@ -202,6 +201,8 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
   const { FolderLock } = await import('../../node/folder-lock.js');
   const { scanFolder } = await import('../../node/folder-scanner.js');
   const { historyBlobPath } = await import('../../node/sync-history.js');
+  const { tempNameFor } = await import('../../node/publisher.js');
+  const { manifestFromFile } = await import('../../chunking/file-chunker.js');
   const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: ctx.signal });
   try {
     const store = await RevisionStore.open(folder, { nodeId: (await loadIdentity(ctx.home.identityKeyFile)).nodeId });
