@@ -643,19 +643,23 @@ export class RevisionStore {
     // Entries stored by this transaction, by id (latin1), so setHead and setWarm need not read
     // and decode what put() just wrote.
     const fresh = new Map<string, RevisionEntry>();
+    // Heads set by this transaction, by path key (latin1): setWarm right after need not read them.
+    const freshHeads = new Map<string, Buffer>();
     const lookup = (id: Uint8Array): RevisionEntry | undefined => fresh.get(Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('latin1')) ?? this.#get(id);
-    const put = (input: Revision | RevisionEntry): { entry: RevisionEntry; added: boolean } => {
+    // `mergedVector`: the path's vector after this revision, when the caller knows it already.
+    const put = (input: Revision | RevisionEntry, mergedVector?: VersionVector): { entry: RevisionEntry; added: boolean } => {
       const entry = 'encoded' in input ? input : revisionEntry(input);
       if ('encoded' in input && !bytesEqual(revisionIdOf(entry.encoded), entry.id)) {
         throw new TypeError(`revision entry of ${entry.revision.path} does not hash to its id`);
       }
       const idKey = Buffer.from(entry.id);
-      if (db.revs.get(idKey) !== undefined) return { entry, added: false };
+      if (db.revs.doesExist(idKey)) return { entry, added: false };
       const pk = pathKey(entry.revision.path);
       seq = (seq ?? readU64(db.meta.get(META_SEQ))) + 1;
       db.revs.putSync(idKey, Buffer.from(entry.encoded));
       db.history.putSync(historyKey(pk, seq), idKey);
-      db.pathVectors.putSync(pk, Buffer.from(encodeVector(mergeVectors(this.#pathVector(pk), entry.revision.vector))));
+      const vector = mergedVector ?? mergeVectors(this.#pathVector(pk), entry.revision.vector);
+      db.pathVectors.putSync(pk, Buffer.from(encodeVector(vector)));
       if (entry.revision.contentRoot.length > 0) {
         const rootKey = Buffer.from(entry.revision.contentRoot);
         const v = Buffer.alloc(4);
@@ -670,18 +674,20 @@ export class RevisionStore {
       const entry = lookup(id);
       if (entry === undefined) throw new TypeError(`setHead: revision ${toHex(id)} is not stored`);
       const pk = pathKey(entry.revision.path);
-      const before = db.heads.get(pk);
+      const before = freshHeads.get(pk.toString('latin1')) ?? db.heads.get(pk);
       if (before !== undefined && bytesEqual(before, id)) return;
       let wasLive = false;
       if (before !== undefined) {
         const old = lookup(before);
         if (old === undefined) throw corrupt(this.dir, `head of ${entry.revision.path} (${toHex(before)}) is not a stored revision`);
         wasLive = !old.revision.deleted;
+        // The warm entry was certified for the old head (a path without a head has none).
+        db.warm.removeSync(warmKey(entry.revision.path));
       }
       liveHeads = (liveHeads ?? readU64(db.meta.get(META_LIVE_HEADS))) + (entry.revision.deleted ? 0 : 1) - (wasLive ? 1 : 0);
-      // The warm entry was certified for the old head.
-      db.warm.removeSync(warmKey(entry.revision.path));
-      db.heads.putSync(pk, Buffer.from(id));
+      const headId = Buffer.from(id);
+      db.heads.putSync(pk, headId);
+      freshHeads.set(pk.toString('latin1'), headId);
     };
     const writer: RevisionWriter = {
       get: (id) => this.#get(id),
@@ -692,7 +698,7 @@ export class RevisionStore {
         const current = counter ?? readU64(db.meta.get(META_COUNTER));
         const vector = incrementVector(this.#pathVector(pathKey(draft.path)), this.nodeId, current + 1);
         const revision: Revision = { ...draft, origin: this.nodeId, vector };
-        const { entry } = put(revision);
+        const { entry } = put(revision, vector); // it raised the path's vector: the merge is itself
         counter = counterOf(vector, this.nodeId);
         setHead(entry.id);
         return entry;
@@ -702,7 +708,8 @@ export class RevisionStore {
           db.warm.removeSync(warmKey(relPath));
           return;
         }
-        const headId = db.heads.get(pathKey(relPath));
+        const pk = pathKey(relPath);
+        const headId = freshHeads.get(pk.toString('latin1')) ?? db.heads.get(pk);
         if (headId === undefined) throw new TypeError(`setWarm: ${relPath} has no head`);
         const head = lookup(headId)?.revision;
         if (head === undefined || head.deleted || head.kind !== 'file' || head.mode !== stat.mode) {
