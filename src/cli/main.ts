@@ -83,6 +83,7 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
     })
     .wrap(Math.min(100, process.stdout.columns ?? 100));
   for (const register of await registrationsFor(argv)) cli = register(cli, run);
+  skipHelpCache(cli);
 
   try {
     await cli.parseAsync();
@@ -94,6 +95,20 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
     process.off('SIGTERM', onSignal);
   }
   return exitCode;
+}
+
+/**
+ * yargs renders the whole help text right after it starts a command's handler, to show it if
+ * the handler fails later. Our handlers report their own errors, and the render (the width of
+ * every row of every command) took ~30 ms of every command's start, in the middle of its first
+ * network wait. `--help` still renders on demand. Internal yargs API (the version is pinned):
+ * if it is not there, nothing changes.
+ */
+export function skipHelpCache(cli: Argv): void {
+  type Usage = { cacheHelpMessage?: () => void };
+  const internal = (cli as unknown as { getInternalMethods?: () => { getUsageInstance?: () => Usage } }).getInternalMethods?.();
+  const usage = internal?.getUsageInstance?.();
+  if (typeof usage?.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => undefined;
 }
 
 function reportError(err: unknown, out: Output): ExitCode {

@@ -1,6 +1,7 @@
 // main.ts loads only the module of the command a run names; these check which one it picks.
 import t from 'tap';
-import { commandWord, registrationsFor } from '../../src/cli/main.js';
+import yargs, { type Argv } from 'yargs';
+import { commandWord, registrationsFor, skipHelpCache } from '../../src/cli/main.js';
 
 t.test('commandWord skips options and the values of global options', async (t) => {
   t.equal(commandWord(['sync', 'dir', 'peer:share']), 'sync');
@@ -21,4 +22,26 @@ t.test('a known command loads one module; help, version and typos load all of th
   t.equal((await registrationsFor(['synk', 'd'])).length, 8, 'a typo gets every command, so yargs can suggest one');
   const [syncOnly] = await registrationsFor(['restore', 'x']);
   t.ok(all.includes(syncOnly!), 'the one module is one of the eight');
+});
+
+t.test('running a command does not render the help text; asking for help still does', async (t) => {
+  const build = (): { cli: Argv; renders: () => number } => {
+    const cli = yargs(['hello']).scriptName('x').command('hello', 'says hello', () => undefined, async () => undefined).exitProcess(false);
+    const usage = (cli as unknown as { getInternalMethods: () => { getUsageInstance: () => { help: () => string } } }).getInternalMethods().getUsageInstance();
+    const help = usage.help.bind(usage);
+    let n = 0;
+    usage.help = () => {
+      n++;
+      return help();
+    };
+    return { cli, renders: () => n };
+  };
+  const plain = build();
+  await plain.cli.parseAsync();
+  t.equal(plain.renders(), 1, 'yargs on its own renders the help after starting the handler');
+  const skipped = build();
+  skipHelpCache(skipped.cli);
+  await skipped.cli.parseAsync();
+  t.equal(skipped.renders(), 0, 'with skipHelpCache it does not');
+  t.match(await skipped.cli.getHelp(), /says hello/, 'the help still renders on demand');
 });
