@@ -20,13 +20,14 @@
 //     the same scan (scanSource, same chunking) timed in the bench process after the push and
 //     the time to the first 'sending' event (an upper bound): approximate.
 //   - clawpeer `processSeconds`, scp, rsync: wall time of the whole client process (start-up,
-//     connect, authentication, transfer). scp and rsync do not fsync; clawpeer does (batched).
+//     connect, authentication, transfer). scp and rsync -a do not fsync; clawpeer does (batched);
+//     `rsync -a --fsync` (every file fsync'd) is the like-for-like baseline for durability.
 //   - raw quinn: one connection, one stream, the file read in 1 MiB pieces and written; from the
 //     first write until the sink (a separate process, like the listener) has read every byte and
 //     answered. No hashing, AEAD of our own, framing or fsync: the ceiling clawpeer aims at.
 //
 // Ratios: clawpeer / raw quinn on throughput (goal >= 0.8, issue 3) for both clawpeer figures;
-// small files: clawpeer process time / scp and / rsync (goal < 1).
+// small files: clawpeer process time / scp and / rsync (goal < 1), and / rsync --fsync.
 // ssh tools: installed from Debian packages when `sshd` is missing (apt-get), run as a private
 // sshd on 127.0.0.1 with throwaway host and client keys in a temp dir; stopped afterwards.
 // Smoke mode: 8 MiB and 50 files, one run, no ssh tools, nothing written: seconds, for CI.
@@ -434,8 +435,9 @@ function scpCopy(ssh: SshSetup, source: string, destDir: string, recursive: bool
   return timedProcess('scp', [...ssh.commonArgs, '-P', String(ssh.port), '-q', ...(recursive ? ['-r'] : []), source, `${ssh.user}@127.0.0.1:${destDir}/`]);
 }
 
-function rsyncCopy(ssh: SshSetup, source: string, destDir: string): Promise<number> {
-  return timedProcess('rsync', ['-a', '-e', sshCommand(ssh), source, `127.0.0.1:${destDir}/`]);
+/** `fsync`: rsync's --fsync (every written file), the durability clawpeer always gives. */
+function rsyncCopy(ssh: SshSetup, source: string, destDir: string, fsync = false): Promise<number> {
+  return timedProcess('rsync', ['-a', ...(fsync ? ['--fsync'] : []), '-e', sshCommand(ssh), source, `127.0.0.1:${destDir}/`]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -469,6 +471,7 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
   const raw: RawSample[] = [];
   const scp: number[] = [];
   const rsync: number[] = [];
+  const rsyncFsync: number[] = [];
   const MiBs = (s: number): string => `${round(spec.bytes / MiB / s, 1)} MiB/s`;
   const removeAfterCase: string[] = []; // see the header: no deletes between runs
   for (let r = 0; r < runs; r++) {
@@ -487,12 +490,12 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     if (landed.bytes !== spec.bytes || landed.files !== spec.files) throw new Error(`clawpeer delivered ${landed.files} files / ${landed.bytes} bytes, expected ${spec.files} / ${spec.bytes}`);
     removeAfterCase.push(ctx.setup.shareDirs[share]!);
     if (ssh !== undefined) {
-      for (const tool of ['scp', 'rsync'] as const) {
+      for (const tool of ['scp', 'rsync', 'rsync-fsync'] as const) {
         const dest = join(ctx.root, `${tool}-dest-${spec.name}-${r}`);
         await mkdir(dest, { recursive: true });
         syncDisks();
-        const secs = tool === 'scp' ? await scpCopy(ssh, spec.source, dest, spec.name === 'small') : await rsyncCopy(ssh, spec.source, dest);
-        (tool === 'scp' ? scp : rsync).push(secs);
+        const secs = tool === 'scp' ? await scpCopy(ssh, spec.source, dest, spec.name === 'small') : await rsyncCopy(ssh, spec.source, dest, tool === 'rsync-fsync');
+        ({ scp, rsync, 'rsync-fsync': rsyncFsync })[tool].push(secs);
         const landedSsh = await treeBytes(dest);
         if (landedSsh.bytes !== spec.bytes) throw new Error(`${tool} delivered ${landedSsh.bytes} bytes, expected ${spec.bytes}`);
         removeAfterCase.push(dest);
@@ -538,6 +541,11 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     const row = toolResult('rsync -a over ssh', 'wall time of the rsync process', rsync, spec.bytes);
     rows.push(row);
     ratios['clawpeerProcessTimePerRsyncTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
+  }
+  if (rsyncFsync.length > 0) {
+    const row = toolResult('rsync -a --fsync over ssh', 'wall time of the rsync process; --fsync: every file fsync\'d, like clawpeer', rsyncFsync, spec.bytes);
+    rows.push(row);
+    ratios['clawpeerProcessTimePerRsyncFsyncTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
   }
   return { case: spec.name, description: spec.description, files: spec.files, bytes: spec.bytes, runs, results: rows, ratios };
 }
@@ -605,7 +613,7 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
         note: 'shared 2-core machine: other engineers\' test runs may be running (see load averages [1, 5, 15 min]); runs of the tools are interleaved',
         network: 'loopback 127.0.0.1; sender and receiver are separate processes on the same 2 cores',
         data: 'incompressible (crypto.randomBytes, distinct 8 MiB blocks / distinct files), page-cached source, destination on the same disk',
-        durability: 'clawpeer fsyncs every file (batched) before rename; scp and rsync do not fsync',
+        durability: 'clawpeer fsyncs every file (batched) before rename; scp and rsync -a do not fsync; rsync -a --fsync fsyncs every file it writes (a like-for-like baseline)',
         fileCreateMicros: fileCreate,
         clawpeer: {
           streams: options.streams ?? 'CLI default',
