@@ -18,7 +18,9 @@
 //     connect, authentication, everything). The goal ratio is taken on these (like for like).
 // Wire bytes: clawpeer's `wireBytes`; rsync's `--stats` "Total bytes sent" + "received", which
 // is rsync's protocol stream and leaves out ssh's own framing, MAC and key exchange (a few KiB).
-// Non-goals: CPU accounting, fsync parity (clawpeer publishes durably, rsync does not fsync).
+// Durability: clawpeer publishes durably (fsync); rsync -a does not. `rsync -a --fsync` runs the
+// initial and the 1% syncs into a destination of its own as the like-for-like baseline.
+// Non-goals: CPU accounting.
 // Smoke mode: 50 files, one run, no ssh tools, nothing written: seconds, for CI.
 // Run: node <outDir>/bench/sync.js [--smoke] [--files N] [--runs N] [--no-ssh] [--keep]
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -204,8 +206,9 @@ interface RsyncRun {
   readonly filesTransferred: number;
 }
 
-async function rsyncSync(ssh: SshSetup, source: string, dest: string): Promise<RsyncRun> {
-  const r = await runProcess('rsync', ['-a', '--stats', `--exclude=${CLAWPEER_STATE_GLOB}`, '-e', sshCommand(ssh), `${source}/`, `127.0.0.1:${dest}/`]);
+/** `fsync`: rsync's --fsync (every written file), the durability clawpeer always gives. */
+async function rsyncSync(ssh: SshSetup, source: string, dest: string, fsync = false): Promise<RsyncRun> {
+  const r = await runProcess('rsync', ['-a', ...(fsync ? ['--fsync'] : []), '--stats', `--exclude=${CLAWPEER_STATE_GLOB}`, '-e', sshCommand(ssh), `${source}/`, `127.0.0.1:${dest}/`]);
   if (r.code !== 0) throw new Error(`rsync exited ${String(r.code)}: ${r.stderr}`);
   const num = (label: string): number => {
     const m = new RegExp(`^${label}: ([\\d,]+)`, 'm').exec(r.stdout);
@@ -253,6 +256,8 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
     setup = await setUpClawpeer(root);
     const rsyncDest = join(root, 'rsync-dest');
     await mkdir(rsyncDest, { recursive: true });
+    const rsyncFsyncDest = join(root, 'rsync-fsync-dest'); // synced initially and after the change only
+    await mkdir(rsyncFsyncDest, { recursive: true });
 
     // Initial syncs (everything travels): timed once, reported apart.
     const clawInitial = await clawpeerSync(setup, source);
@@ -262,6 +267,11 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
     if (rsyncInitial !== undefined) {
       await checkCopy('rsync initial', source, rsyncDest, sample);
       log(`initial: rsync ${rsyncInitial.seconds} s, ${rsyncInitial.wireBytes} wire bytes`);
+    }
+    const rsyncFsyncInitial = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncFsyncDest, true);
+    if (rsyncFsyncInitial !== undefined) {
+      await checkCopy('rsync --fsync initial', source, rsyncFsyncDest, sample);
+      log(`initial: rsync --fsync ${rsyncFsyncInitial.seconds} s`);
     }
 
     // Benchmark 2: no-op syncs, interleaved so a burst of load hits both tools alike.
@@ -286,6 +296,11 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
       await checkCopy('rsync 1%', source, rsyncDest, changed);
       log(`1% changed: rsync ${rsyncChanged.seconds} s, ${rsyncChanged.wireBytes} wire bytes`);
     }
+    const rsyncFsyncChanged = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncFsyncDest, true);
+    if (rsyncFsyncChanged !== undefined) {
+      await checkCopy('rsync --fsync 1%', source, rsyncFsyncDest, changed);
+      log(`1% changed: rsync --fsync ${rsyncFsyncChanged.seconds} s`);
+    }
 
     const noopProcess = median(clawNoop.map((c) => c.processSeconds));
     const noopSeconds = median(clawNoop.map((c) => c.seconds));
@@ -298,6 +313,11 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
       ratios['changedProcessTimePerRsync'] = ratio(clawChanged.processSeconds, rsyncChanged.seconds);
       ratios['changedCliSecondsPerRsync'] = ratio(clawChanged.seconds, rsyncChanged.seconds);
       ratios['changedWireBytesPerRsync'] = ratio(clawChanged.wireBytes, rsyncChanged.wireBytes);
+    }
+    if (rsyncInitial !== undefined) ratios['initialProcessTimePerRsync'] = ratio(clawInitial.processSeconds, rsyncInitial.seconds);
+    if (rsyncFsyncInitial !== undefined && rsyncFsyncChanged !== undefined) {
+      ratios['initialProcessTimePerRsyncFsync'] = ratio(clawInitial.processSeconds, rsyncFsyncInitial.seconds);
+      ratios['changedProcessTimePerRsyncFsync'] = ratio(clawChanged.processSeconds, rsyncFsyncChanged.seconds);
     }
     const result = {
       bench: 'sync',
@@ -320,18 +340,18 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
           rsyncSeconds: 'wall time of the rsync process (ssh start, key exchange, everything)',
           clawpeerWireBytes: 'the CLI\'s wireBytes',
           rsyncWireBytes: 'rsync --stats "Total bytes sent" + "Total bytes received" (rsync protocol stream; excludes ssh framing, MAC and key exchange)',
-          durability: 'clawpeer publishes received files durably; rsync does not fsync',
+          durability: 'clawpeer publishes received files durably; rsync -a does not fsync; rsync -a --fsync (initial and 1% only, into its own destination) fsyncs every file it writes, the like-for-like baseline',
         },
         runs,
         notes,
       },
-      initial: { clawpeer: clawInitial, rsync: rsyncInitial },
+      initial: { clawpeer: clawInitial, rsync: rsyncInitial, rsyncFsync: rsyncFsyncInitial },
       noop: {
         goal: 'clawpeer at most half of rsync\'s time (noopProcessTimePerRsync <= 0.5)',
         clawpeer: { all: clawNoop, secondsMedian: round(noopSeconds, 3), processSecondsMedian: round(noopProcess, 3) },
         rsync: rsyncNoop.length === 0 ? undefined : { all: rsyncNoop, secondsMedian: round(rsyncNoopMedian, 3) },
       },
-      changed1pct: { changedFiles: changed.length, changedBytes: changed.length * FILE_BYTES, clawpeer: clawChanged, rsync: rsyncChanged },
+      changed1pct: { changedFiles: changed.length, changedBytes: changed.length * FILE_BYTES, clawpeer: clawChanged, rsync: rsyncChanged, rsyncFsync: rsyncFsyncChanged },
       ratios,
     };
     if (!smoke) log(`wrote ${await writeResult('sync', result)}`);
