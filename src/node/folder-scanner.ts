@@ -5,7 +5,8 @@
 // unchanged files are recognised by the warm index (size + mtimeNs + inode + device, certified
 // for the current head) and never re-hashed, so a no-op rescan of a big tree reads metadata only;
 // changes are committed in batches (one transaction per `batchSize` changes, one in all for a
-// typical scan), so a crash leaves whole batches. Non-goals: watching (the driver rescans on
+// typical scan; tombstones in one more, after the walk's changes), so a crash leaves whole
+// batches. Non-goals: watching (the driver rescans on
 // events), ignore patterns, applying remote revisions (the sync driver), hashing in parallel.
 //
 // What counts as a change: a new path; another kind; a file's content root; a symlink's target;
