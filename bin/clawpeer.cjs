@@ -13,6 +13,10 @@ const dist = join(__dirname, '..', 'dist');
 const mtimeMs = (file) => statSync(file, { throwIfNoEntry: false })?.mtimeMs;
 const bundled = mtimeMs(join(dist, 'bundle', 'cli', 'main.js'));
 const compiled = mtimeMs(join(dist, '.tsbuildinfo'));
+if (bundled === undefined && mtimeMs(join(dist, 'src', 'cli', 'main.js')) === undefined) {
+  process.stderr.write(`clawpeer: not built yet: run \`npm run build\` in ${join(__dirname, '..')}\n`);
+  process.exit(1);
+}
 const entry = bundled !== undefined && (compiled === undefined || bundled >= compiled) ? '../dist/bundle/cli/main.js' : '../dist/src/cli/main.js';
 import(entry).then(({ main }) => main(process.argv.slice(2))).then((code) => {
   process.exitCode = code;
