@@ -148,8 +148,9 @@ function warmKey(relPath: string, out: Buffer = Buffer.allocUnsafe(WARM_KEY_MAX_
   out.set(pathKey(slash < 0 ? '' : relPath.slice(0, slash)), 0);
   const name = slash < 0 ? relPath : relPath.slice(slash + 1);
   const n = out.write(name, BLAKE3_OUT_BYTES, 'utf8');
-  // write() stops at the buffer's end without saying so: a name that filled it may be cut.
-  if (n >= MAX_PATH_SEGMENT_BYTES && Buffer.byteLength(name, 'utf8') > MAX_PATH_SEGMENT_BYTES) {
+  // write() stops before a character that does not fit, without saying so: a name that came
+  // within a character (up to 4 bytes) of the end may have been cut.
+  if (n > MAX_PATH_SEGMENT_BYTES - 4 && Buffer.byteLength(name, 'utf8') !== n) {
     throw new TypeError(`warm key: the name of ${relPath} is longer than ${MAX_PATH_SEGMENT_BYTES} bytes`);
   }
   return out.subarray(0, BLAKE3_OUT_BYTES + n);

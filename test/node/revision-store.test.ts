@@ -146,6 +146,10 @@ t.test('warm entries are certified for one head', async (t) => {
     t.equal(store.isWarm('f', changed), false, `another ${field} is not warm`);
   }
   t.equal(store.isWarm('g', stat), false, 'a path without an entry');
+  t.equal(store.isWarm(`d/${'é'.repeat(126)}€`, stat), false, 'a name of exactly 255 bytes has a key');
+  // 256 bytes, cut by the key buffer 2 bytes short of its end (before the 3-byte '€'): refused,
+  // never a shorter key that another name could share.
+  t.throws(() => store.isWarm(`d/${'é'.repeat(126)}a€`, stat), TypeError);
   store.write((w) => w.recordLocal(fileDraft('f', 6)));
   t.equal(store.isWarm('f', stat), false, 'a moved head makes the warm entry stale');
   store.write((w) => w.setWarm('f', stat));
