@@ -166,3 +166,26 @@ t.test('a path the scan cannot read is reported, never tombstoned; mode changes 
   t.match(m, { changed: 1, deleted: 1, hashedBytes: 4 });
   t.equal(store.head('sub/deep/c.md')!.revision.mode, 0o600);
 });
+
+t.test('a rescan that saw every live path skips the pass over all heads; one that did not finds what vanished', async (t) => {
+  const { folder, store } = await fixture();
+  await scanFolder(store, folder, options);
+  let passes = 0;
+  const headPathKeys = store.headPathKeys.bind(store);
+  store.headPathKeys = function* () {
+    passes++;
+    yield* headPathKeys();
+  };
+  t.match(await scanFolder(store, folder, options), { added: 0, changed: 0, deleted: 0 });
+  t.equal(passes, 0, 'no-op: the live-head count proves nothing vanished');
+  await writeFile(join(folder, 'new.txt'), 'new');
+  t.match(await scanFolder(store, folder, options), { added: 1, deleted: 0 });
+  t.equal(passes, 0, 'an added path is counted once its revision is recorded');
+  // One gone, one new: as many paths as before, but not the same ones.
+  await rename(join(folder, 'a.txt'), join(folder, 'renamed.txt'));
+  t.match(await scanFolder(store, folder, options), { added: 1, deleted: 1 });
+  t.equal(passes, 1, 'the count differs, so every head is checked');
+  t.equal(store.head('a.txt')!.revision.deleted, true);
+  t.equal(store.liveHeadCount(), [...store.heads()].filter((h) => !h.revision.deleted).length);
+  t.same(store.checkInvariants(), []);
+});
