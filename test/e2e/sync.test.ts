@@ -1,4 +1,4 @@
-// Two-way revision sync through the real CLI over loopback: new files, edits, deletions,
+// Two-way revision sync through the real CLI over loopback: new files, edits, deletions, --watch,
 // renames, conflicts, receive-only, the no-op round trip, history (log/restore/gc), and a
 // client killed mid-sync.
 import t from 'tap';
@@ -24,7 +24,7 @@ const b = await initNode('sb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 const shares: string[] = [];
-for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd']) {
+for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch']) {
   await mkdir(path.join(work, 'server', name), { recursive: true });
   shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
 }
@@ -199,4 +199,42 @@ t.test('SIGKILL of the client mid-sync, then a rerun converges', async (t) => {
   t.match(listener.stderr(), /aborting an earlier sync or push of the same peer/, 'the rerun superseded the stale sync');
   t.same(await snapshot(client('kill')), await snapshot(server('kill')));
   t.match(await sync('kill'), { roundTrips: 1, inSync: true });
+});
+
+t.test('sync --watch follows local adds, edits and deletions until SIGINT, which ends it with exit 0', async (t) => {
+  await mkdir(client('watch', 'sub'), { recursive: true });
+  await writeFile(client('watch', 'first.txt'), 'first\n');
+  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client('watch'), 'alice:watch', '--watch', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const until = async (what: string, ok: () => Promise<boolean>): Promise<void> => {
+    for (let waited = 0; waited < 20_000; waited += 50) {
+      if (await ok()) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    t.fail(`${what} within 20 s; stderr: ${stderr}`);
+  };
+  const content = (file: string): Promise<string | undefined> => readFile(file, 'utf8').catch(() => undefined);
+
+  await until('the first sync', async () => (await content(server('watch', 'first.txt'))) === 'first\n');
+  const synced = (): number => jsonLines(stdout).filter((l) => l['event'] === 'done').length;
+  const before = synced();
+  await writeFile(client('watch', 'sub', 'added.txt'), 'added while watching\n');
+  await until('a file added while watching', async () => (await content(server('watch', 'sub', 'added.txt'))) === 'added while watching\n');
+  await writeFile(client('watch', 'first.txt'), 'edited while watching\n');
+  await until('an edit', async () => (await content(server('watch', 'first.txt'))) === 'edited while watching\n');
+  await rm(client('watch', 'sub', 'added.txt'));
+  await until('a deletion', async () => (await content(server('watch', 'sub', 'added.txt'))) === undefined);
+  t.ok(synced() > before, `${synced() - before} more syncs ran after the first`);
+  t.ok(jsonLines(stdout).filter((l) => l['event'] === 'done').every((l) => l['inSync'] === true), 'every sync ended in sync');
+
+  child.kill('SIGINT');
+  t.equal(await exited, 0, `SIGINT ends --watch with exit 0; stderr: ${stderr}`);
+  t.same(await snapshot(client('watch')), await snapshot(server('watch')));
 });
