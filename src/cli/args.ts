@@ -23,6 +23,8 @@ export function compressionFrom(args: Record<string, unknown>): CompressionChoic
 /** An integer flag within [min, max]; a USAGE error naming the flag otherwise. */
 export function intOption(value: unknown, flag: string, min: number, max: number): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
+  // A number option yargs could not parse arrives as NaN (JSON would print it as null).
+  const shown = typeof value === 'number' ? String(value) : JSON.stringify(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${shown}`);
   return n;
 }

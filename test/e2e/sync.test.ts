@@ -201,10 +201,10 @@ t.test('SIGKILL of the client mid-sync, then a rerun converges', async (t) => {
   t.match(await sync('kill'), { roundTrips: 1, inSync: true });
 });
 
-t.test('sync --watch follows local adds, edits and deletions until SIGINT, which ends it with exit 0', async (t) => {
+t.test('sync --watch follows local adds, edits and deletions, and the peer\'s changes every --interval, until SIGINT (exit 0)', async (t) => {
   await mkdir(client('watch', 'sub'), { recursive: true });
   await writeFile(client('watch', 'first.txt'), 'first\n');
-  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client('watch'), 'alice:watch', '--watch', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client('watch'), 'alice:watch', '--watch', '--interval', '1', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -232,9 +232,24 @@ t.test('sync --watch follows local adds, edits and deletions until SIGINT, which
   await rm(client('watch', 'sub', 'added.txt'));
   await until('a deletion', async () => (await content(server('watch', 'sub', 'added.txt'))) === undefined);
   t.ok(synced() > before, `${synced() - before} more syncs ran after the first`);
+  // Nothing changes here: the peer's new file comes with the next interval's sync.
+  await writeFile(server('watch', 'from-peer.txt'), 'written on the peer\n');
+  await until('the peer\'s change', async () => (await content(client('watch', 'from-peer.txt'))) === 'written on the peer\n');
   t.ok(jsonLines(stdout).filter((l) => l['event'] === 'done').every((l) => l['inSync'] === true), 'every sync ended in sync');
 
   child.kill('SIGINT');
   t.equal(await exited, 0, `SIGINT ends --watch with exit 0; stderr: ${stderr}`);
   t.same(await snapshot(client('watch')), await snapshot(server('watch')));
+});
+
+t.test('--interval is checked before anything connects', async (t) => {
+  for (const [args, message] of [
+    [['--interval', '5'], /--interval applies to --watch only/],
+    [['--watch', '--interval', '0'], /--interval must be an integer in 1\.\.86400, got 0/],
+    [['--watch', '--interval', 'soon'], /--interval must be an integer in 1\.\.86400, got NaN/],
+  ] as const) {
+    const r = await runCli(['--home', b.home, 'sync', client('watch'), 'alice:watch', ...args]);
+    t.equal(r.code, 2, `${args.join(' ')}: usage error`);
+    t.match(r.stderr, message);
+  }
 });

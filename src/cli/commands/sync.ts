@@ -17,14 +17,17 @@ import type { SyncModeName } from '../../protocol/messages.js';
 import type { RevisionEntry } from '../../sync/revision.js';
 import { formatVector } from '../../sync/version-vector.js';
 import { normalizeSharePath } from '../../transfer/paths.js';
-import { COMPRESS_OPTION, compressionFrom, TRANSPORT_OPTION } from '../args.js';
+import { COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { parseRemote } from './transfer.js';
 
 /** Quiet time after the last file-system event before --watch syncs, ms. */
 export const WATCH_DEBOUNCE_MS = 500;
-/** --watch also syncs this often without local events, to pick up the peer's changes, ms. */
+/** --watch also syncs this often without local events, to pick up the peer's changes, ms (default of --interval). */
 export const WATCH_INTERVAL_MS = 30_000;
+/** --interval bounds, seconds: every sync rescans the peer's share too, so not below 1 s; at most a day. */
+const WATCH_INTERVAL_MIN_S = 1;
+const WATCH_INTERVAL_MAX_S = 86_400;
 /** How long restore/gc wait for a running sync of the folder, ms. */
 const LOCK_WAIT_MS = 5_000;
 /** Node id used to open a log read-only when this home has no identity yet. */
@@ -77,6 +80,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const remote = parseRemote(String(args['remote']), true);
   if (remote.path !== '') throw new ClawpeerError('USAGE', `sync works on whole shares: use PEER:SHARE, not ${JSON.stringify(String(args['remote']))}`);
   const mode = parseMode(args['mode']);
+  if (args['interval'] !== undefined && args['watch'] !== true) throw new ClawpeerError('USAGE', '--interval applies to --watch only');
+  const intervalMs = args['interval'] === undefined ? WATCH_INTERVAL_MS : intOption(args['interval'], '--interval', WATCH_INTERVAL_MIN_S, WATCH_INTERVAL_MAX_S) * 1000;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   // The sync modules (~60 ms to load, lmdb most of it) load while the identity is read and the
   // peer dialled: this command's own imports are kept light for that reason.
@@ -132,7 +137,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
         ctx.log.warn('sync failed; retrying at the next change or interval', { error: err.message });
       }
       if (dirty) continue;
-      await waitFor(WATCH_INTERVAL_MS, ctx.signal, (w) => (wake = w));
+      await waitFor(intervalMs, ctx.signal, (w) => (wake = w));
       wake = undefined;
     }
   } finally {
@@ -304,6 +309,7 @@ export function registerSyncCommands(cli: Argv, run: Runner): Argv {
           .positional('remote', { type: 'string' })
           .option('mode', { type: 'string', choices: ['two-way', 'send-only', 'receive-only'], default: 'two-way', describe: 'which directions changes travel (of this side)' })
           .option('watch', { type: 'boolean', default: false, describe: 'keep syncing as files change, until SIGINT' })
+          .option('interval', { type: 'number', describe: `with --watch: seconds between syncs when nothing changed here, i.e. how soon the peer's changes arrive (default ${WATCH_INTERVAL_MS / 1000})` })
           .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
           .option('transport', TRANSPORT_OPTION)
           .option('compress', COMPRESS_OPTION),
