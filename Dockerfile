@@ -16,8 +16,11 @@ COPY tsconfig.json ./
 COPY src ./src
 COPY bench ./bench
 COPY bin ./bin
+COPY scripts/bundle-cli.mjs ./scripts/
 # src/ and bench/ are compiled (`clawpeer bench` loads bench/common.js); test/ is not copied.
-# rootDir is "." so the output keeps the dist/src/... layout bin/clawpeer.cjs imports.
+# rootDir is "." so the output keeps the dist/src/... layout; `npm run build` then bundles the
+# CLI into dist/bundle/ (esbuild, a dev dependency: it runs here, before the prune), which
+# bin/clawpeer.cjs prefers.
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # --- runtime ----------------------------------------------------------------------------------
