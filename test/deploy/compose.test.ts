@@ -222,6 +222,23 @@ t.test('Dockerfile: every COPY source from the context exists and is not exclude
   for (const secret of ['identity.key', 'home/identity.key', 'node_modules', '.git', 'dist']) t.ok(isIgnored(secret), `${secret} stays out of the build context`);
 });
 
+t.test('Dockerfile: the build stage copies every file `npm run build` needs before it runs it', async (t) => {
+  const build = String(obj(obj(JSON.parse(read('package.json')), 'package.json')['scripts'], 'scripts')['build']);
+  // The files the build script names (`node scripts/x.mjs`, `tsc -p tsconfig.json`).
+  const needed = [...build.matchAll(/(?:^|\s)((?:[\w.-]+\/)*[\w.-]+\.(?:mjs|cjs|js|json))(?=\s|$)/g)].map((m) => m[1]!);
+  t.ok(needed.includes('tsconfig.json') && needed.some((f) => f.startsWith('scripts/')), `the build names its files (${needed.join(', ')})`);
+  const stage = dockerfile.slice(0, dockerfile.findIndex((i, n) => i.op === 'FROM' && n > 0));
+  const runAt = stage.findIndex((i) => i.op === 'RUN' && /\bnpm run build\b/.test(i.args));
+  t.ok(runAt > 0, 'the first stage runs npm run build');
+  const copiedBefore = stage.slice(0, runAt).filter((i) => i.op === 'COPY').flatMap((i) => {
+    const operands = i.args.split(/\s+/).filter((w) => !w.startsWith('--'));
+    return operands.slice(0, -1).map((src) => src.replace(/^\.\//, '').replace(/\/$/, ''));
+  });
+  for (const file of needed) {
+    t.ok(copiedBefore.some((src) => file === src || file.startsWith(`${src}/`)), `${file} is copied into the build stage before npm run build`);
+  }
+});
+
 // --- scripts ----------------------------------------------------------------------------------
 
 t.test('entrypoint script: exists, executable, bash syntax', async (t) => {
