@@ -1,5 +1,6 @@
 // Transfer progress for people and machines: a cli-progress bar on a TTY (bytes, rate, ETA,
-// files), NDJSON progress events (at most every 500 ms) with --json, nothing otherwise.
+// files), NDJSON progress events with --json (at most every 500 ms, and at each new phase),
+// nothing otherwise. Push, pull and sync report through it.
 import cliProgress from 'cli-progress';
 import type { TransferProgress } from '../node/transfer-client.js';
 import type { Output } from './output.js';
@@ -14,11 +15,13 @@ export interface ProgressReporter {
 export function createProgress(out: Output, totalHint: () => number): ProgressReporter {
   if (out.json) {
     let last = 0;
+    let lastPhase = '';
     return {
       update(p) {
         const now = Date.now();
-        if (now - last < JSON_INTERVAL_MS) return;
+        if (p.phase === lastPhase && now - last < JSON_INTERVAL_MS) return; // a new phase is told at once
         last = now;
+        lastPhase = p.phase;
         out.emit({ event: 'progress', phase: p.phase, bytes: p.bytes, totalBytes: p.totalBytes || totalHint(), files: p.files, totalFiles: p.totalFiles }, '');
       },
       stop() {},
@@ -36,9 +39,15 @@ export function createProgress(out: Output, totalHint: () => number): ProgressRe
     cliProgress.Presets.shades_classic,
   );
   let started = false;
-  const t0 = Date.now();
+  let t0 = Date.now();
+  let phase = '';
   return {
     update(p) {
+      if (p.phase !== phase) {
+        // The rate is the phase's own: hashing speed is not sending speed.
+        phase = p.phase;
+        t0 = Date.now();
+      }
       const total = p.totalBytes || totalHint();
       const payload = { phase: p.phase.padEnd(10), value_h: human(p.bytes), total_h: human(total), speed: `${human(p.bytes / Math.max(0.001, (Date.now() - t0) / 1000))}/s`, totalFiles: p.totalFiles };
       if (!started) {

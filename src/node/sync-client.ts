@@ -21,6 +21,7 @@ import { fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch
 import { openSyncedFolder } from './synced-folder.js';
 import { expectMessage } from './transfer-control.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
+import type { TransferProgress } from './transfer-client.js';
 
 /** How long the client waits for another local sync of the folder, ms. */
 export const CLIENT_LOCK_WAIT_MS = 5_000;
@@ -36,6 +37,8 @@ export interface SyncFolderOptions {
   readonly nodeId: string;
   readonly log: Logger;
   readonly signal: AbortSignal;
+  /** Progress, as a push reports it: hashing while scanning, then content sent and received. */
+  readonly onProgress?: (p: TransferProgress) => void;
 }
 
 export interface SyncFolderResult {
@@ -88,7 +91,13 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
   const receives = o.mode !== 'send-only';
   const transferId = session.allocateTransferId();
   await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0) });
-  const folder = await openSyncedFolder(o.dir, { nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: true, cacheManifests: sends });
+  const progress = o.onProgress;
+  let hashed = 0;
+  let hashedFiles = 0;
+  const folder = await openSyncedFolder(o.dir, {
+    nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: true, cacheManifests: sends,
+    ...(progress === undefined ? {} : { onHashed: (_rel: string, m: { size: number }) => progress({ phase: 'scanning', bytes: (hashed += m.size), totalBytes: 0, files: ++hashedFiles, totalFiles: 0 }) }),
+  });
   try {
     const { store } = folder;
     const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, log);
@@ -115,14 +124,18 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     let chunks = 0;
     if (sends) {
       const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
-      chunks += await serveFetch(ch, fetch, store, o.dir, chunking, folder.manifests);
+      chunks += await serveFetch(ch, fetch, store, o.dir, chunking, folder.manifests,
+        progress === undefined ? undefined : (bytes, totalBytes, totalFiles) => progress({ phase: 'sending', bytes, totalBytes, files: 0, totalFiles }));
     }
     let conflicts = 0;
     let skipped: string[] = [];
     if (receives) {
       const applied = await applyRemote(received, {
         store, folder: o.dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', log,
-        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: o.dir, chunking, beforePublish }),
+        fetch: (requests, beforePublish) => fetchContent(ch, requests, {
+          router, folder: o.dir, chunking, beforePublish,
+          ...(progress === undefined ? {} : { onReceived: (bytes: number, totalBytes: number, totalFiles: number) => progress({ phase: 'receiving', bytes, totalBytes, files: 0, totalFiles }) }),
+        }),
       });
       chunks += applied.chunksReceived;
       conflicts = applied.conflicts;

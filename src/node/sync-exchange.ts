@@ -145,6 +145,8 @@ export interface FetchOptions {
   readonly beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>;
   /** A listener's in-memory chunk indexes (see chunk-index-pool.ts). */
   readonly indexes?: ChunkIndexPool;
+  /** Progress: payload bytes written so far, of `totalBytes` in `totalFiles` files. */
+  readonly onReceived?: (bytes: number, totalBytes: number, totalFiles: number) => void;
 }
 
 /** Asks the peer for `requests` and publishes what it delivers into the folder (replacing files). */
@@ -194,11 +196,15 @@ async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly Fe
     entries.push({ ...e, path: req.destPath, mode: req.mode & 0o777, mtimeMs: req.mtimeMs });
   }
   await options.beforePublish(delivered);
+  const totalBytes = entries.reduce((sum, e) => sum + e.size, 0);
+  let received = 0;
+  const onReceived = options.onReceived;
   const receiver = new TransferReceiver({
     session, router: options.router, transferId: fetchId, entries, chunking: options.chunking, signal: ch.signal, log: ch.log,
     destination: { root: options.folder, readOnly: false, basePath: '' },
     force: true,
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
+    ...(onReceived === undefined ? {} : { onChunkWritten: (bytes: number) => onReceived((received += bytes), totalBytes, entries.length) }),
   });
   try {
     const plan = await receiver.prepare();
@@ -240,9 +246,18 @@ async function locate(folder: string, relPath: string, root: Uint8Array, chunkin
 /**
  * Serves the peer's SyncFetch (its first batch is `first`): offers each item whose content is
  * still here (a file edited since the scan is left out: the next sync carries its new revision),
- * then sends the chunks the peer lacks. Returns the chunks sent.
+ * then sends the chunks the peer lacks. Returns the chunks sent. `onSent` (progress): payload
+ * bytes sent so far, of `totalBytes` in `totalFiles` files.
  */
-export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store: RevisionStore, folder: string, chunking: ChunkingParams, cache?: ManifestCache): Promise<number> {
+export async function serveFetch(
+  ch: SyncChannel,
+  first: SyncFetchMessage,
+  store: RevisionStore,
+  folder: string,
+  chunking: ChunkingParams,
+  cache?: ManifestCache,
+  onSent?: (bytes: number, totalBytes: number, totalFiles: number) => void,
+): Promise<number> {
   const { session } = ch;
   const items: SyncFetchItem[] = [...first.items];
   let last = first.last;
@@ -288,6 +303,7 @@ export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store
     totalBytes += m.size;
   }
   await session.control.sendAll(manifestMessages(session, first.fetchId, entries));
+  let sent = 0;
   const stats = await sendChunks({
     session, transferId: first.fetchId, source: { entries, files, totalBytes }, want: expectWant(session, first.fetchId, ch.timeoutMs, ch.signal),
     // No early chunks: the fetching side often holds the content already (a rename, a copy, an
@@ -295,6 +311,7 @@ export async function serveFetch(ch: SyncChannel, first: SyncFetchMessage, store
     early: false,
     ...effectiveStreamsAndWindow(session, SYNC_FETCH_STREAMS, SYNC_FETCH_WINDOW),
     idleTimeoutMs: ch.timeoutMs, signal: ch.signal, log: ch.log,
+    ...(onSent === undefined ? {} : { onChunkSent: (bytes: number) => onSent((sent += bytes), totalBytes, entries.length) }),
   });
   await expectMessage(session, 'transfer-done', first.fetchId, ch.timeoutMs, ch.signal);
   return stats.chunksSent;

@@ -32,6 +32,8 @@ export interface OpenSyncedFolderOptions {
   readonly signal?: AbortSignal;
   /** Keep the manifests the scan computes (only a side that will serve the peer's fetch needs them). */
   readonly cacheManifests?: boolean;
+  /** Told about every file the scan hashed (progress). */
+  readonly onHashed?: (relPath: string, manifest: FileManifest) => void;
   /** Create the folder when missing (the client's side). */
   readonly create?: boolean;
 }
@@ -52,7 +54,10 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     const manifests = new ManifestCache();
     const scan = await scanFolder(store, dir, {
       chunking: o.chunking,
-      ...(o.cacheManifests === true ? { onHashed: (rel: string, manifest: FileManifest, stat: WarmStat) => manifests.add(rel, manifest, stat) } : {}),
+      onHashed: (rel: string, manifest: FileManifest, stat: WarmStat) => {
+        if (o.cacheManifests === true) manifests.add(rel, manifest, stat);
+        o.onHashed?.(rel, manifest);
+      },
       onIssue: (issue) => o.log.warn('sync: cannot read an entry; it is left out of this sync', { path: issue.localPath, error: issue.error.message }),
       ...(o.signal === undefined ? {} : { signal: o.signal }),
     });

@@ -24,7 +24,7 @@ const b = await initNode('sb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 const shares: string[] = [];
-for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch']) {
+for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'progress']) {
   await mkdir(path.join(work, 'server', name), { recursive: true });
   shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
 }
@@ -252,4 +252,19 @@ t.test('--interval is checked before anything connects', async (t) => {
     t.equal(r.code, 2, `${args.join(' ')}: usage error`);
     t.match(r.stderr, message);
   }
+});
+
+t.test('--json progress: hashing while scanning, then content sent and received, each phase told', async (t) => {
+  await mkdir(client('progress'), { recursive: true });
+  await writeFile(client('progress', 'up.bin'), randomBytes(300_000));
+  await writeFile(server('progress', 'down.bin'), randomBytes(200_000));
+  const r = await sync('progress');
+  t.match(r, { inSync: true, revisionsSent: 1, revisionsReceived: 1 });
+  const events = (r['lines'] as Record<string, unknown>[]).filter((l) => l['event'] === 'progress');
+  const last = (phase: string): Record<string, unknown> | undefined => events.filter((e) => e['phase'] === phase).at(-1);
+  t.match(last('scanning'), { bytes: 300_000, files: 1 }, 'the scan hashed the new local file');
+  t.match(last('sending'), { totalBytes: 300_000, totalFiles: 1 }, 'the listener fetched it from us');
+  t.match(last('receiving'), { totalBytes: 200_000, totalFiles: 1 }, 'we fetched its new file');
+  for (const e of events) t.ok((e['bytes'] as number) > 0 && (e['totalBytes'] === 0 || (e['bytes'] as number) <= (e['totalBytes'] as number)), `${String(e['phase'])}: ${String(e['bytes'])} of ${String(e['totalBytes'])}`);
+  t.same(await snapshot(client('progress')), await snapshot(server('progress')));
 });

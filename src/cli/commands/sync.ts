@@ -19,6 +19,7 @@ import { formatVector } from '../../sync/version-vector.js';
 import { normalizeSharePath } from '../../transfer/paths.js';
 import { COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
+import { createProgress } from '../progress.js';
 import { parseRemote } from './transfer.js';
 
 /** Quiet time after the last file-system event before --watch syncs, ms. */
@@ -96,7 +97,14 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     let delivered = false;
     try {
       const { syncFolder } = await syncClient;
-      report(ctx, await syncFolder({ session, dir, share: remote.share, mode, nodeId: identity.nodeId, log, signal: ctx.signal }));
+      const progress = createProgress(ctx.out, () => 0);
+      let result;
+      try {
+        result = await syncFolder({ session, dir, share: remote.share, mode, nodeId: identity.nodeId, log, signal: ctx.signal, onProgress: (p) => progress.update(p) });
+      } finally {
+        progress.stop();
+      }
+      report(ctx, result);
       delivered = true; // it ended on the listener's sync-done: nothing of ours is left unanswered
     } finally {
       await session.close('done', { linger: !delivered });
