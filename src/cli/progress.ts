@@ -16,12 +16,16 @@ export function createProgress(out: Output, totalHint: () => number): ProgressRe
   if (out.json) {
     let last = 0;
     let lastPhase = '';
+    let lastFiles = 0;
     return {
       update(p) {
         const now = Date.now();
-        if (p.phase === lastPhase && now - last < JSON_INTERVAL_MS) return; // a new phase is told at once
+        // A new phase, and the last file of a phase, are told at once; the rest every 500 ms.
+        const allFiles = p.totalFiles > 0 && p.files === p.totalFiles && lastFiles !== p.files;
+        if (p.phase === lastPhase && !allFiles && now - last < JSON_INTERVAL_MS) return;
         last = now;
         lastPhase = p.phase;
+        lastFiles = p.files;
         out.emit({ event: 'progress', phase: p.phase, bytes: p.bytes, totalBytes: p.totalBytes || totalHint(), files: p.files, totalFiles: p.totalFiles }, '');
       },
       stop() {},
@@ -31,7 +35,7 @@ export function createProgress(out: Output, totalHint: () => number): ProgressRe
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,
-      format: '{phase} |{bar}| {percentage}% {value_h}/{total_h} {speed} ETA {eta_formatted} files {totalFiles}',
+      format: '{phase} |{bar}| {percentage}% {value_h}/{total_h} {speed} ETA {eta_formatted} files {files}',
       hideCursor: true,
       etaBuffer: 50,
       formatValue: (v, _o, type) => (type === 'value' || type === 'total' ? String(v) : String(v)),
@@ -49,7 +53,9 @@ export function createProgress(out: Output, totalHint: () => number): ProgressRe
         t0 = Date.now();
       }
       const total = p.totalBytes || totalHint();
-      const payload = { phase: p.phase.padEnd(10), value_h: human(p.bytes), total_h: human(total), speed: `${human(p.bytes / Math.max(0.001, (Date.now() - t0) / 1000))}/s`, totalFiles: p.totalFiles };
+      // Files done are known where files are published (receiving); a sender shows the total.
+      const files = p.files > 0 ? `${p.files}/${p.totalFiles}` : String(p.totalFiles);
+      const payload = { phase: p.phase.padEnd(10), value_h: human(p.bytes), total_h: human(total), speed: `${human(p.bytes / Math.max(0.001, (Date.now() - t0) / 1000))}/s`, files };
       if (!started) {
         bar.start(Math.max(total, 1), p.bytes, payload);
         started = true;

@@ -134,7 +134,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
         store, folder: o.dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', log,
         fetch: (requests, beforePublish) => fetchContent(ch, requests, {
           router, folder: o.dir, chunking, beforePublish,
-          ...(progress === undefined ? {} : { onReceived: (bytes: number, totalBytes: number, totalFiles: number) => progress({ phase: 'receiving', bytes, totalBytes, files: 0, totalFiles }) }),
+          ...(progress === undefined ? {} : { onReceived: (bytes: number, totalBytes: number, files: number, totalFiles: number) => progress({ phase: 'receiving', bytes, totalBytes, files, totalFiles }) }),
         }),
       });
       chunks += applied.chunksReceived;

@@ -145,8 +145,8 @@ export interface FetchOptions {
   readonly beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>;
   /** A listener's in-memory chunk indexes (see chunk-index-pool.ts). */
   readonly indexes?: ChunkIndexPool;
-  /** Progress: payload bytes written so far, of `totalBytes` in `totalFiles` files. */
-  readonly onReceived?: (bytes: number, totalBytes: number, totalFiles: number) => void;
+  /** Progress: payload bytes written so far, of `totalBytes`; files published, of `totalFiles`. */
+  readonly onReceived?: (bytes: number, totalBytes: number, files: number, totalFiles: number) => void;
 }
 
 /** Asks the peer for `requests` and publishes what it delivers into the folder (replacing files). */
@@ -198,13 +198,17 @@ async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly Fe
   await options.beforePublish(delivered);
   const totalBytes = entries.reduce((sum, e) => sum + e.size, 0);
   let received = 0;
+  let published = 0;
   const onReceived = options.onReceived;
   const receiver = new TransferReceiver({
     session, router: options.router, transferId: fetchId, entries, chunking: options.chunking, signal: ch.signal, log: ch.log,
     destination: { root: options.folder, readOnly: false, basePath: '' },
     force: true,
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
-    ...(onReceived === undefined ? {} : { onChunkWritten: (bytes: number) => onReceived((received += bytes), totalBytes, entries.length) }),
+    ...(onReceived === undefined ? {} : {
+      onChunkWritten: (bytes: number) => onReceived((received += bytes), totalBytes, published, entries.length),
+      onPublished: (files: number) => onReceived(received, totalBytes, (published = files), entries.length),
+    }),
   });
   try {
     const plan = await receiver.prepare();

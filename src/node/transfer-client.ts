@@ -161,13 +161,18 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   const totalFiles = entries.filter((e) => e.kind === 'file').length;
   let received = 0;
+  let published = 0;
   const receiver = new TransferReceiver({
     session, router, transferId: id, entries, chunking: sessionChunking(session), signal: o.signal, log: o.log,
     destination: { root, readOnly: false, basePath: '' },
     force: o.force,
     onChunkWritten: (bytes) => {
       received += bytes;
-      o.onProgress?.({ phase: 'receiving', bytes: received, totalBytes: 0, files: 0, totalFiles });
+      o.onProgress?.({ phase: 'receiving', bytes: received, totalBytes: 0, files: published, totalFiles });
+    },
+    onPublished: (files) => {
+      published = files;
+      o.onProgress?.({ phase: 'receiving', bytes: received, totalBytes: 0, files: published, totalFiles });
     },
   });
   try {

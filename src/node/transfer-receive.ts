@@ -77,6 +77,8 @@ export interface ReceiverOptions {
   readonly signal: AbortSignal;
   readonly log: Logger;
   readonly onChunkWritten?: (bytes: number) => void;
+  /** Told the number of files published so far, after each commit batch (progress). */
+  readonly onPublished?: (files: number) => void;
   /** A listener's in-memory chunk indexes; without it the share's index is loaded and saved here. */
   readonly indexes?: ChunkIndexPool;
 }
@@ -383,6 +385,7 @@ export class TransferReceiver {
         const st = lstatSync(f.finalPath, { bigint: true, throwIfNoEntry: false });
         if (st?.isFile() === true) this.#index?.addFile(f.relPath, f.manifest, st);
       }
+      this.#o.onPublished?.(this.#stats.files);
     }).finally(() => {
       this.#commitsInFlight--;
       if (this.#commitsInFlight === 0) this.#flushCommits(false).catch((err: unknown) => this.#fail(err));

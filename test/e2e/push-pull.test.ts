@@ -57,6 +57,11 @@ t.test('push a tree, then pull it back: byte-identical with modes, mtimes, empty
   const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/tree', dest, '--json', '--streams', '2', '--window', '4']);
   t.equal(pull.code, 0, pull.stderr);
   t.match(done(pull.stdout), { streams: 2, window: 4 });
+  // Receiving progress counts files published: its last event has them all.
+  const receiving = jsonLines(pull.stdout).filter((l) => l['event'] === 'progress' && l['phase'] === 'receiving');
+  t.ok(receiving.length > 0, 'the pull reported receiving progress');
+  const lastEvent = receiving.at(-1)!;
+  t.ok((lastEvent['totalFiles'] as number) > 0 && lastEvent['files'] === lastEvent['totalFiles'], `last receiving event: ${JSON.stringify(lastEvent)}`);
   t.same(await snapshot(path.join(dest, 'tree')), await snapshot(src));
 });
 
