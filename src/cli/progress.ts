@@ -53,7 +53,8 @@ export function createProgress(out: Output, totalHint: () => number): ProgressRe
         t0 = Date.now();
       }
       const total = p.totalBytes || totalHint();
-      // Files done are known where files are published (receiving); a sender shows the total.
+      // Files done: published (receiving), or held completely by the peer (sending); the
+      // total alone until the first is done.
       const files = p.files > 0 ? `${p.files}/${p.totalFiles}` : String(p.totalFiles);
       const payload = { phase: p.phase.padEnd(10), value_h: human(p.bytes), total_h: human(total), speed: `${human(p.bytes / Math.max(0.001, (Date.now() - t0) / 1000))}/s`, files };
       if (!started) {

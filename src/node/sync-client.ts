@@ -125,7 +125,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     if (sends) {
       const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
       chunks += await serveFetch(ch, fetch, store, o.dir, chunking, folder.manifests,
-        progress === undefined ? undefined : (bytes, totalBytes, totalFiles) => progress({ phase: 'sending', bytes, totalBytes, files: 0, totalFiles }));
+        progress === undefined ? undefined : (bytes, totalBytes, files, totalFiles) => progress({ phase: 'sending', bytes, totalBytes, files, totalFiles }));
     }
     let conflicts = 0;
     let skipped: string[] = [];

@@ -251,7 +251,7 @@ async function locate(folder: string, relPath: string, root: Uint8Array, chunkin
  * Serves the peer's SyncFetch (its first batch is `first`): offers each item whose content is
  * still here (a file edited since the scan is left out: the next sync carries its new revision),
  * then sends the chunks the peer lacks. Returns the chunks sent. `onSent` (progress): payload
- * bytes sent so far, of `totalBytes` in `totalFiles` files.
+ * bytes sent so far, of `totalBytes`; files the peer holds completely, of `totalFiles`.
  */
 export async function serveFetch(
   ch: SyncChannel,
@@ -260,7 +260,7 @@ export async function serveFetch(
   folder: string,
   chunking: ChunkingParams,
   cache?: ManifestCache,
-  onSent?: (bytes: number, totalBytes: number, totalFiles: number) => void,
+  onSent?: (bytes: number, totalBytes: number, files: number, totalFiles: number) => void,
 ): Promise<number> {
   const { session } = ch;
   const items: SyncFetchItem[] = [...first.items];
@@ -308,6 +308,7 @@ export async function serveFetch(
   }
   await session.control.sendAll(manifestMessages(session, first.fetchId, entries));
   let sent = 0;
+  let delivered = 0;
   const stats = await sendChunks({
     session, transferId: first.fetchId, source: { entries, files, totalBytes }, want: expectWant(session, first.fetchId, ch.timeoutMs, ch.signal),
     // No early chunks: the fetching side often holds the content already (a rename, a copy, an
@@ -315,7 +316,10 @@ export async function serveFetch(
     early: false,
     ...effectiveStreamsAndWindow(session, SYNC_FETCH_STREAMS, SYNC_FETCH_WINDOW),
     idleTimeoutMs: ch.timeoutMs, signal: ch.signal, log: ch.log,
-    ...(onSent === undefined ? {} : { onChunkSent: (bytes: number) => onSent((sent += bytes), totalBytes, entries.length) }),
+    ...(onSent === undefined ? {} : {
+      onChunkSent: (bytes: number) => onSent((sent += bytes), totalBytes, delivered, entries.length),
+      onFilesDelivered: (files: number) => onSent(sent, totalBytes, (delivered = files), entries.length),
+    }),
   });
   await expectMessage(session, 'transfer-done', first.fetchId, ch.timeoutMs, ch.signal);
   return stats.chunksSent;

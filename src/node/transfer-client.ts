@@ -105,13 +105,18 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   const done = accepted.then(() => expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal));
   done.catch(() => abort.abort());
   let sent = 0;
+  let delivered = 0;
   try {
     const stats = await sendChunks({
       session, transferId: id, source, want: accepted,
       streams, window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
       onChunkSent: (bytes) => {
         sent += bytes;
-        o.onProgress?.({ phase: 'sending', bytes: sent, totalBytes: 0, files: 0, totalFiles });
+        o.onProgress?.({ phase: 'sending', bytes: sent, totalBytes: 0, files: delivered, totalFiles });
+      },
+      onFilesDelivered: (files) => {
+        delivered = files;
+        o.onProgress?.({ phase: 'sending', bytes: sent, totalBytes: 0, files: delivered, totalFiles });
       },
     }).catch(async (err: unknown) => {
       o.log.warn('sending stopped', { error: (err as Error).message });
@@ -120,7 +125,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       if (peer?.status === 'rejected') throw peer.reason;
       throw err;
     });
-    o.onProgress?.({ phase: 'publishing', bytes: sent, totalBytes: stats.bytesSent, files: 0, totalFiles });
+    o.onProgress?.({ phase: 'publishing', bytes: sent, totalBytes: stats.bytesSent, files: delivered, totalFiles });
     const result: TransferDoneMessage = await done;
     return {
       files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,

@@ -16,7 +16,8 @@ import type { Logger } from '../logger.js';
 import { decodeAckBody } from '../protocol/ack-codec.js';
 import { encodeControlFrame } from '../protocol/messages.js';
 import { DEFAULT_MAX_UNIT_BYTES, DEFAULT_PER_UNIT_OVERHEAD_BYTES, scheduleLpt, splitIntoUnits, WorkQueue, type WorkUnit } from '../transfer/lpt-scheduler.js';
-import { planTransfer, type FileManifest as PlanFile, type TransferPlan } from '../transfer/plan.js';
+import { FileDelivery } from '../transfer/file-delivery.js';
+import { chunkKey, planTransfer, type FileManifest as PlanFile, type TransferPlan } from '../transfer/plan.js';
 import { SendWindow } from '../transfer/send-window.js';
 import { ChunkCompressor, senderCodec } from './chunk-compression.js';
 import { ChunkReader } from './chunk-reader.js';
@@ -53,6 +54,8 @@ export interface SendChunksOptions {
   readonly log: Logger;
   /** Called after each chunk is handed to the transport (payload bytes). */
   readonly onChunkSent?: (bytes: number) => void;
+  /** Progress: files the receiver holds completely so far (see transfer/file-delivery.ts). */
+  readonly onFilesDelivered?: (files: number) => void;
 }
 
 export interface SendStats {
@@ -144,6 +147,14 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
     planFiles.push({ path: entry.path, size: entry.size, mode: entry.mode, mtimeMs: entry.mtimeMs, chunks: entry.chunkLengths.map((length, c) => ({ id: chunkIdAt(entry, c), length })) });
     sources.push(file);
   });
+  const onFiles = options.onFilesDelivered;
+  const delivery = onFiles === undefined ? undefined : new FileDelivery(planFiles.map((f) => f.chunks.map((c) => chunkKey(c.id))));
+  if (delivery !== undefined && onFiles !== undefined) {
+    gate.ready.then(() => {
+      if (gate.lacking !== undefined) delivery.wantArrived(gate.lacking);
+      if (delivery.done > 0) onFiles(delivery.done); // files held already, or empty
+    }, () => undefined);
+  }
   // Before the Want, every distinct chunk is planned; chunks the Want leaves out are skipped.
   const plan = planTransfer(planFiles, gate.lacking === undefined ? ids.values() : [...gate.lacking].map((k) => ids.get(k) ?? new Uint8Array(0)));
   const units = splitIntoUnits(plan, { maxUnitBytes: DEFAULT_MAX_UNIT_BYTES, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
@@ -170,7 +181,7 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   try {
     sent = await Promise.all(
       Array.from({ length: streamCount }, (_, s) =>
-        runStream(s, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate, compressor).catch((err: unknown) => {
+        runStream(s, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate, compressor, delivery).catch((err: unknown) => {
           abort.abort();
           throw err;
         }),
@@ -221,6 +232,7 @@ async function runStream(
   reader: ChunkReader,
   gate: WantGate,
   compressor: ChunkCompressor | undefined,
+  delivery: FileDelivery | undefined,
 ): Promise<StreamResult> {
   const { session, signal } = options;
   const raw = await session.connection.openStream();
@@ -245,7 +257,8 @@ async function runStream(
         if (frame === null) break;
         const ack = decodeAckBody(expectFrame(frame, 'ack', `data stream ${streamId}`).body);
         if (ack.streamId !== streamId) throw new ClawpeerError('PROTOCOL', `ack for stream ${ack.streamId} arrived on data stream ${streamId}`);
-        window.onAck(ack.ackedThroughSeq, performance.now());
+        const { acked } = window.onAck(ack.ackedThroughSeq, performance.now());
+        if (delivery?.deliver(acked.map((a) => a.key)) === true) options.onFilesDelivered?.(delivery.done);
         wake.notify();
       }
     } catch (err) {

@@ -74,6 +74,8 @@ t.test('early chunks: a stream sends its first window before the Want; the liste
   const first = await runCli(args);
   t.equal(first.code, 0, first.stderr);
   t.match(done(first.stdout), { files: 30, chunksSent: 30, chunksSkipped: 0 });
+  const sending = jsonLines(first.stdout).filter((l) => l['event'] === 'progress' && l['phase'] === 'sending');
+  t.match(sending.at(-1), { files: 30, totalFiles: 30 }, 'the last sending event: the listener holds all 30 files');
   t.same(await snapshot(path.join(work, 'inbox', 'pages')), await snapshot(src));
   // Again: the listener holds every chunk. One stream, window 16, 4 KiB chunks: exactly the
   // first window goes early (64 KiB, inside the budget), the Want then says nothing is lacking.

@@ -263,8 +263,11 @@ t.test('--json progress: hashing while scanning, then content sent and received,
   const events = (r['lines'] as Record<string, unknown>[]).filter((l) => l['event'] === 'progress');
   const last = (phase: string): Record<string, unknown> | undefined => events.filter((e) => e['phase'] === phase).at(-1);
   t.match(last('scanning'), { bytes: 300_000, files: 1 }, 'the scan hashed the new local file');
-  t.match(last('sending'), { totalBytes: 300_000, totalFiles: 1 }, 'the listener fetched it from us');
+  t.match(last('sending'), { totalBytes: 300_000, files: 1, totalFiles: 1 }, 'the listener fetched it from us, and holds it');
   t.match(last('receiving'), { bytes: 200_000, totalBytes: 200_000, files: 1, totalFiles: 1 }, 'we fetched its new file, and the event for its publication came');
-  for (const e of events) t.ok((e['bytes'] as number) > 0 && (e['totalBytes'] === 0 || (e['bytes'] as number) <= (e['totalBytes'] as number)), `${String(e['phase'])}: ${String(e['bytes'])} of ${String(e['totalBytes'])}`);
+  for (const e of events) {
+    const [bytes, total, files, totalFiles] = ['bytes', 'totalBytes', 'files', 'totalFiles'].map((k) => e[k] as number);
+    t.ok(bytes! >= 0 && (total === 0 || bytes! <= total!) && (totalFiles === 0 || files! <= totalFiles!), `${String(e['phase'])}: ${bytes} of ${total} bytes, ${files} of ${totalFiles} files`);
+  }
   t.same(await snapshot(client('progress')), await snapshot(server('progress')));
 });
