@@ -2,17 +2,19 @@
 // files), NDJSON progress events with --json (at most every 500 ms, and at each new phase),
 // nothing otherwise. Push, pull and sync report through it.
 import cliProgress from 'cli-progress';
-import type { TransferProgress } from '../node/transfer-client.js';
+import type { TransferProgress } from '../node/transfer-progress.js';
 import type { Output } from './output.js';
 
 const JSON_INTERVAL_MS = 500;
 
 export interface ProgressReporter {
+  /** False when nothing is shown (no --json, no TTY): callers then skip the bookkeeping. */
+  readonly active: boolean;
   update(p: TransferProgress): void;
   stop(): void;
 }
 
-export function createProgress(out: Output, totalHint: () => number): ProgressReporter {
+export function createProgress(out: Output): ProgressReporter {
   if (out.json) {
     let last = 0;
     let lastPhase = '';
@@ -26,12 +28,13 @@ export function createProgress(out: Output, totalHint: () => number): ProgressRe
         last = now;
         lastPhase = p.phase;
         lastFiles = p.files;
-        out.emit({ event: 'progress', phase: p.phase, bytes: p.bytes, totalBytes: p.totalBytes || totalHint(), files: p.files, totalFiles: p.totalFiles }, '');
+        out.emit({ event: 'progress', phase: p.phase, bytes: p.bytes, totalBytes: p.totalBytes, files: p.files, totalFiles: p.totalFiles }, '');
       },
+      active: true,
       stop() {},
     };
   }
-  if (process.stderr.isTTY !== true) return { update() {}, stop() {} };
+  if (process.stderr.isTTY !== true) return { active: false, update() {}, stop() {} };
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,
@@ -46,13 +49,14 @@ export function createProgress(out: Output, totalHint: () => number): ProgressRe
   let t0 = Date.now();
   let phase = '';
   return {
+    active: true,
     update(p) {
       if (p.phase !== phase) {
         // The rate is the phase's own: hashing speed is not sending speed.
         phase = p.phase;
         t0 = Date.now();
       }
-      const total = p.totalBytes || totalHint();
+      const total = p.totalBytes;
       // Files done: published (receiving), or held completely by the peer (sending); the
       // total alone until the first is done.
       const files = p.files > 0 ? `${p.files}/${p.totalFiles}` : String(p.totalFiles);

@@ -365,7 +365,7 @@ export class PartialStore {
 
     // Other roots for the same path: stale.
     const prefix = this.#pathKey(target.relPath) + '-';
-    for (const name of await this.#names()) {
+    for (const name of this.#names()) {
       if (name.startsWith(prefix) && !name.startsWith(base + '.')) await rm(path.join(this.dir, name), { force: true });
     }
 
@@ -414,7 +414,7 @@ export class PartialStore {
     return new Partial(target, dataPath, journalPath, data, journal, chunks);
   }
 
-  async #names(): Promise<string[]> {
+  #names(): string[] {
     try {
       return readdirSync(this.dir); // synchronous: one small directory, read before every transfer
     } catch (err) {
@@ -441,7 +441,7 @@ export class PartialStore {
   /** Every partial on disk (journals whose header parses), for the chunk index and for cleanup. */
   async list(): Promise<PartialInfo[]> {
     const out: PartialInfo[] = [];
-    for (const name of await this.#names()) {
+    for (const name of this.#names()) {
       if (!name.endsWith(JOURNAL_SUFFIX)) continue;
       const journalPath = path.join(this.dir, name);
       const dataPath = journalPath.slice(0, -JOURNAL_SUFFIX.length) + DATA_SUFFIX;
@@ -476,7 +476,7 @@ export class PartialStore {
         live.add(path.basename(p.journalPath, JOURNAL_SUFFIX));
       }
     }
-    for (const name of await this.#names()) {
+    for (const name of this.#names()) {
       const base = name.endsWith(DATA_SUFFIX) ? name.slice(0, -DATA_SUFFIX.length) : name.endsWith(JOURNAL_SUFFIX) ? name.slice(0, -JOURNAL_SUFFIX.length) : undefined;
       if (base === undefined || live.has(base)) continue;
       await rm(path.join(this.dir, name), { force: true });

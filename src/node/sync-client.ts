@@ -21,7 +21,7 @@ import { fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch
 import { openSyncedFolder } from './synced-folder.js';
 import { expectMessage } from './transfer-control.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
-import type { TransferProgress } from './transfer-client.js';
+import type { TransferProgress } from './transfer-progress.js';
 
 /** How long the client waits for another local sync of the folder, ms. */
 export const CLIENT_LOCK_WAIT_MS = 5_000;
@@ -124,8 +124,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     let chunks = 0;
     if (sends) {
       const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
-      chunks += await serveFetch(ch, fetch, store, o.dir, chunking, folder.manifests,
-        progress === undefined ? undefined : (bytes, totalBytes, files, totalFiles) => progress({ phase: 'sending', bytes, totalBytes, files, totalFiles }));
+      chunks += await serveFetch(ch, fetch, store, o.dir, chunking, folder.manifests, progress);
     }
     let conflicts = 0;
     let skipped: string[] = [];
@@ -134,7 +133,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
         store, folder: o.dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', log,
         fetch: (requests, beforePublish) => fetchContent(ch, requests, {
           router, folder: o.dir, chunking, beforePublish,
-          ...(progress === undefined ? {} : { onReceived: (bytes: number, totalBytes: number, files: number, totalFiles: number) => progress({ phase: 'receiving', bytes, totalBytes, files, totalFiles }) }),
+          ...(progress === undefined ? {} : { onProgress: progress }),
         }),
       });
       chunks += applied.chunksReceived;

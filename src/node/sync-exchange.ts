@@ -33,6 +33,7 @@ import { historyBlobPath } from './sync-history.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
+import { ProgressCounter, type TransferProgress } from './transfer-progress.js';
 import type { SourceFile } from './transfer-source.js';
 
 /** Data streams and window a content fetch uses (bounded again by the session's caps). */
@@ -145,8 +146,8 @@ export interface FetchOptions {
   readonly beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>;
   /** A listener's in-memory chunk indexes (see chunk-index-pool.ts). */
   readonly indexes?: ChunkIndexPool;
-  /** Progress: payload bytes written so far, of `totalBytes`; files published, of `totalFiles`. */
-  readonly onReceived?: (bytes: number, totalBytes: number, files: number, totalFiles: number) => void;
+  /** Progress of the content received: payload bytes written, files published. */
+  readonly onProgress?: (p: TransferProgress) => void;
 }
 
 /** Asks the peer for `requests` and publishes what it delivers into the folder (replacing files). */
@@ -197,18 +198,14 @@ async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly Fe
   }
   await options.beforePublish(delivered);
   const totalBytes = entries.reduce((sum, e) => sum + e.size, 0);
-  let received = 0;
-  let published = 0;
-  const onReceived = options.onReceived;
+  const onProgress = options.onProgress;
+  const receiving = onProgress === undefined ? undefined : new ProgressCounter(onProgress, 'receiving', totalBytes, entries.length);
   const receiver = new TransferReceiver({
     session, router: options.router, transferId: fetchId, entries, chunking: options.chunking, signal: ch.signal, log: ch.log,
     destination: { root: options.folder, readOnly: false, basePath: '' },
     force: true,
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
-    ...(onReceived === undefined ? {} : {
-      onChunkWritten: (bytes: number) => onReceived((received += bytes), totalBytes, published, entries.length),
-      onPublished: (files: number) => onReceived(received, totalBytes, (published = files), entries.length),
-    }),
+    ...(receiving === undefined ? {} : { onChunkWritten: (bytes: number) => receiving.addBytes(bytes), onPublished: (files: number) => receiving.setFiles(files) }),
   });
   try {
     const plan = await receiver.prepare();
@@ -250,8 +247,8 @@ async function locate(folder: string, relPath: string, root: Uint8Array, chunkin
 /**
  * Serves the peer's SyncFetch (its first batch is `first`): offers each item whose content is
  * still here (a file edited since the scan is left out: the next sync carries its new revision),
- * then sends the chunks the peer lacks. Returns the chunks sent. `onSent` (progress): payload
- * bytes sent so far, of `totalBytes`; files the peer holds completely, of `totalFiles`.
+ * then sends the chunks the peer lacks. Returns the chunks sent. `onProgress`: payload bytes
+ * sent, files the peer holds completely.
  */
 export async function serveFetch(
   ch: SyncChannel,
@@ -260,7 +257,7 @@ export async function serveFetch(
   folder: string,
   chunking: ChunkingParams,
   cache?: ManifestCache,
-  onSent?: (bytes: number, totalBytes: number, files: number, totalFiles: number) => void,
+  onProgress?: (p: TransferProgress) => void,
 ): Promise<number> {
   const { session } = ch;
   const items: SyncFetchItem[] = [...first.items];
@@ -307,8 +304,7 @@ export async function serveFetch(
     totalBytes += m.size;
   }
   await session.control.sendAll(manifestMessages(session, first.fetchId, entries));
-  let sent = 0;
-  let delivered = 0;
+  const sending = onProgress === undefined ? undefined : new ProgressCounter(onProgress, 'sending', totalBytes, entries.length);
   const stats = await sendChunks({
     session, transferId: first.fetchId, source: { entries, files, totalBytes }, want: expectWant(session, first.fetchId, ch.timeoutMs, ch.signal),
     // No early chunks: the fetching side often holds the content already (a rename, a copy, an
@@ -316,10 +312,7 @@ export async function serveFetch(
     early: false,
     ...effectiveStreamsAndWindow(session, SYNC_FETCH_STREAMS, SYNC_FETCH_WINDOW),
     idleTimeoutMs: ch.timeoutMs, signal: ch.signal, log: ch.log,
-    ...(onSent === undefined ? {} : {
-      onChunkSent: (bytes: number) => onSent((sent += bytes), totalBytes, delivered, entries.length),
-      onFilesDelivered: (files: number) => onSent(sent, totalBytes, (delivered = files), entries.length),
-    }),
+    ...(sending === undefined ? {} : { onChunkSent: (bytes: number) => sending.addBytes(bytes), onFilesDelivered: (files: number) => sending.setFiles(files) }),
   });
   await expectMessage(session, 'transfer-done', first.fetchId, ch.timeoutMs, ch.signal);
   return stats.chunksSent;

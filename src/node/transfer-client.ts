@@ -14,18 +14,10 @@ import { sendChunks } from './transfer-send.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 import { scanSource } from './transfer-source.js';
 import { settledWithin } from './timeouts.js';
+import { ProgressCounter, type TransferProgress } from './transfer-progress.js';
 
 /** After a local send failure, how long to wait for the peer's own explanation. */
 const PEER_REASON_WAIT_MS = 2_000;
-
-export interface TransferProgress {
-  readonly phase: 'scanning' | 'sending' | 'receiving' | 'publishing';
-  /** Payload bytes moved (or hashed, while scanning) so far. */
-  readonly bytes: number;
-  readonly totalBytes: number;
-  readonly files: number;
-  readonly totalFiles: number;
-}
 
 export interface TransferOptions {
   readonly session: PeerSession;
@@ -104,20 +96,13 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   // One receive() at a time on the control channel: the done is read after the Want.
   const done = accepted.then(() => expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal));
   done.catch(() => abort.abort());
-  let sent = 0;
-  let delivered = 0;
+  const sending = new ProgressCounter((p) => o.onProgress?.(p), 'sending', 0, totalFiles);
   try {
     const stats = await sendChunks({
       session, transferId: id, source, want: accepted,
       streams, window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
-      onChunkSent: (bytes) => {
-        sent += bytes;
-        o.onProgress?.({ phase: 'sending', bytes: sent, totalBytes: 0, files: delivered, totalFiles });
-      },
-      onFilesDelivered: (files) => {
-        delivered = files;
-        o.onProgress?.({ phase: 'sending', bytes: sent, totalBytes: 0, files: delivered, totalFiles });
-      },
+      onChunkSent: (bytes) => sending.addBytes(bytes),
+      ...(o.onProgress === undefined ? {} : { onFilesDelivered: (files: number) => sending.setFiles(files) }),
     }).catch(async (err: unknown) => {
       o.log.warn('sending stopped', { error: (err as Error).message });
       // If the peer reported why (its Error follows shortly), its reason beats our "aborted".
@@ -125,7 +110,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       if (peer?.status === 'rejected') throw peer.reason;
       throw err;
     });
-    o.onProgress?.({ phase: 'publishing', bytes: sent, totalBytes: stats.bytesSent, files: delivered, totalFiles });
+    o.onProgress?.({ phase: 'publishing', bytes: sending.bytes, totalBytes: stats.bytesSent, files: sending.files, totalFiles });
     const result: TransferDoneMessage = await done;
     return {
       files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
@@ -165,20 +150,13 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   const totalFiles = entries.filter((e) => e.kind === 'file').length;
-  let received = 0;
-  let published = 0;
+  const receiving = new ProgressCounter((p) => o.onProgress?.(p), 'receiving', 0, totalFiles);
   const receiver = new TransferReceiver({
     session, router, transferId: id, entries, chunking: sessionChunking(session), signal: o.signal, log: o.log,
     destination: { root, readOnly: false, basePath: '' },
     force: o.force,
-    onChunkWritten: (bytes) => {
-      received += bytes;
-      o.onProgress?.({ phase: 'receiving', bytes: received, totalBytes: 0, files: published, totalFiles });
-    },
-    onPublished: (files) => {
-      published = files;
-      o.onProgress?.({ phase: 'receiving', bytes: received, totalBytes: 0, files: published, totalFiles });
-    },
+    onChunkWritten: (bytes) => receiving.addBytes(bytes),
+    onPublished: (files) => receiving.setFiles(files),
   });
   try {
     const plan = await receiver.prepare();

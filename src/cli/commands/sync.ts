@@ -97,10 +97,13 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     let delivered = false;
     try {
       const { syncFolder } = await syncClient;
-      const progress = createProgress(ctx.out, () => 0);
+      const progress = createProgress(ctx.out);
       let result;
       try {
-        result = await syncFolder({ session, dir, share: remote.share, mode, nodeId: identity.nodeId, log, signal: ctx.signal, onProgress: (p) => progress.update(p) });
+        result = await syncFolder({
+          session, dir, share: remote.share, mode, nodeId: identity.nodeId, log, signal: ctx.signal,
+          ...(progress.active ? { onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p) } : {}),
+        });
       } finally {
         progress.stop();
       }

@@ -73,12 +73,13 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const { dialPeer } = await import('../../node/dialer.js');
   const { push, pull } = await import('../../node/transfer-client.js');
   const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal });
-  const progress = createProgress(ctx.out, () => 0);
+  const progress = createProgress(ctx.out);
   let delivered = false;
   try {
     const options = {
       session, share: remote.share, remotePath: remote.path, localPath, force: args['force'] === true, streams, window,
-      idleTimeoutMs: config.idleTimeoutMs, log: ctx.log.child(direction), signal: ctx.signal, onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p),
+      idleTimeoutMs: config.idleTimeoutMs, log: ctx.log.child(direction), signal: ctx.signal,
+      ...(progress.active ? { onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p) } : {}),
       ...(excludeRules === undefined ? {} : { excludeRules }),
     };
     const result = direction === 'push' ? await push(options) : await pull(options);
