@@ -5,7 +5,8 @@
 // follows, so equal folders cost one round trip after the slower scan), moves records and content in the directions the mode allows, and checks the outcome
 // with a second reconciliation; the summary counts what the user asked to see (round trips and
 // bytes of the first reconciliation, records, chunks, wire bytes, conflicts).
-// Non-goals: dialing and printing (cli/commands/sync.ts), watching (the CLI loops).
+// syncWithPeer adds the dial, for the CLI and for a resident listener running a sync for it.
+// Non-goals: printing (cli/commands/sync.ts), the --watch loop (the CLI).
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logger.js';
 import type { SyncModeName } from '../protocol/messages.js';
@@ -22,6 +23,11 @@ import { openSyncedFolder } from './synced-folder.js';
 import { expectMessage } from './transfer-control.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 import type { TransferProgress } from './transfer-progress.js';
+import type { ScanGate } from './folder-watcher.js';
+import type { Identity } from '../crypto/identity.js';
+import type { NodeConfig } from './config.js';
+import { dialPeer } from './dialer.js';
+import type { ResolvedPeer } from './peer-resolve.js';
 
 /** How long the client waits for another local sync of the folder, ms. */
 export const CLIENT_LOCK_WAIT_MS = 5_000;
@@ -39,6 +45,8 @@ export interface SyncFolderOptions {
   readonly signal: AbortSignal;
   /** Progress, as a push reports it: hashing while scanning, then content sent and received. */
   readonly onProgress?: (p: TransferProgress) => void;
+  /** A resident node's watcher of `dir`: no scan when it vouches nothing changed. */
+  readonly watcher?: ScanGate;
 }
 
 export interface SyncFolderResult {
@@ -56,6 +64,8 @@ export interface SyncFolderResult {
   readonly wireBytes: number;
   readonly conflicts: number;
   readonly seconds: number;
+  /** The local folder was scanned (false: its watcher vouched nothing changed since the last scan). */
+  readonly scanned: boolean;
   /** Paths left as they are this time (see sync-apply.ts). */
   readonly skipped: readonly string[];
   /** Receive-only: paths whose local revision the peer does not have (not sent). */
@@ -96,6 +106,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
   let hashedFiles = 0;
   const folder = await openSyncedFolder(o.dir, {
     nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: true, cacheManifests: sends,
+    ...(o.watcher === undefined ? {} : { watcher: o.watcher }),
     ...(progress === undefined ? {} : { onHashed: (_rel: string, m: { size: number }) => progress({ phase: 'scanning', bytes: (hashed += m.size), totalBytes: 0, files: ++hashedFiles, totalFiles: 0 }) }),
   });
   try {
@@ -112,7 +123,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     const roundTrips = initiator.stats.roundTrips;
     const reconcileBytes = initiator.stats.bytesSent + initiator.stats.bytesReceived;
     const summary = (extra: Partial<SyncFolderResult> & Pick<SyncFolderResult, 'inSync'>): SyncFolderResult => ({
-      roundTrips, reconcileBytes, revisionsSent: 0, revisionsReceived: 0, chunksSent: 0, conflicts: 0, skipped: [], localOnly: [],
+      roundTrips, reconcileBytes, scanned: folder.scan !== undefined, revisionsSent: 0, revisionsReceived: 0, chunksSent: 0, conflicts: 0, skipped: [], localOnly: [],
       wireBytes: wireBytesOf(session) - wireStart, seconds: (performance.now() - started) / 1000, ...extra,
     });
     if (result.method === 'equal') return summary({ inSync: true });
@@ -156,5 +167,25 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     });
   } finally {
     await folder.close();
+  }
+}
+
+export interface SyncWithPeerOptions extends Omit<SyncFolderOptions, 'session' | 'nodeId'> {
+  readonly identity: Identity;
+  readonly peer: ResolvedPeer;
+  readonly config: NodeConfig;
+}
+
+/** Dials `peer`, syncs `dir` with its share, closes the session. */
+export async function syncWithPeer(o: SyncWithPeerOptions): Promise<SyncFolderResult> {
+  const { identity, peer, config, ...rest } = o;
+  const session = await dialPeer({ identity, peer, config, log: o.log, signal: o.signal });
+  let delivered = false;
+  try {
+    const result = await syncFolder({ ...rest, session, nodeId: identity.nodeId });
+    delivered = true; // it ended on the listener's sync-done: nothing of ours is left unanswered
+    return result;
+  } finally {
+    await session.close('done', { linger: !delivered });
   }
 }

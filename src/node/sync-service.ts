@@ -9,6 +9,7 @@ import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
+import type { FolderWatchers } from './folder-watcher.js';
 import { DestinationHold, PROCESS_DESTINATION_LOCKS } from './destination-locks.js';
 import type { SyncRequestMessage } from '../protocol/messages.js';
 import { ReconcileResponder } from '../sync/reconcile.js';
@@ -33,6 +34,7 @@ export interface SyncServiceContext {
   /** This node's id: the origin of revisions the listener's scans record. */
   readonly nodeId: string | undefined;
   readonly indexes?: ChunkIndexPool;
+  readonly watchers?: FolderWatchers;
 }
 
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
@@ -70,7 +72,10 @@ async function serveClaimedSync(
   const clientReceives = req.mode !== 'send-only';
   // An empty hello follows as the first SyncReconcile: the client scans while we do.
   const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
-  const folder = await openSyncedFolder(share.dir, { nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives });
+  const folder = await openSyncedFolder(share.dir, {
+    nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives,
+    ...(ctx.watchers === undefined ? {} : { watcher: ctx.watchers.forFolder(share.dir) }),
+  });
   try {
     const { store } = folder;
     const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log };

@@ -2,13 +2,16 @@
 //
 // Goals: the one way both the client and the listener start a sync, so both hold the folder
 // lock for the whole exchange (no second sync, scan or restore interleaves) and both reconcile
-// a log that matches the disk as of the scan. Non-goals: watching for changes (the CLI).
+// a log that matches the disk as of the scan. A resident node passes its folder watcher: when
+// nothing changed since the last scan began, the log still matches the disk and the scan is
+// skipped (folder-watcher.ts). Non-goals: the watching itself, the --watch loop (the CLI).
 import { mkdir } from 'node:fs/promises';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { scanFolder, type ScanFolderResult } from './folder-scanner.js';
+import type { ScanGate } from './folder-watcher.js';
 import { FolderLock } from './folder-lock.js';
 import { ManifestCache } from './manifest-cache.js';
 import { RevisionStore, type WarmStat } from './revision-store.js';
@@ -16,7 +19,8 @@ import { RevisionStore, type WarmStat } from './revision-store.js';
 export interface SyncedFolder {
   readonly dir: string;
   readonly store: RevisionStore;
-  readonly scan: ScanFolderResult;
+  /** The scan's counts; undefined when the watcher vouched that nothing changed (no scan ran). */
+  readonly scan: ScanFolderResult | undefined;
   /** Manifests the scan computed, for serving the peer's fetch without hashing again. */
   readonly manifests: ManifestCache;
   /** Closes the log and releases the lock. */
@@ -36,6 +40,8 @@ export interface OpenSyncedFolderOptions {
   readonly onHashed?: (relPath: string, manifest: FileManifest) => void;
   /** Create the folder when missing (the client's side). */
   readonly create?: boolean;
+  /** A resident node's watcher of this folder: the scan is skipped when it vouches nothing changed. */
+  readonly watcher?: ScanGate;
 }
 
 export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions): Promise<SyncedFolder> {
@@ -51,24 +57,30 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
   try {
     // The scan also removes old temp files of a publish killed mid-way (they are not content).
     store = await RevisionStore.open(dir, { nodeId: o.nodeId });
+    const opened = store;
     const manifests = new ManifestCache();
-    const scan = await scanFolder(store, dir, {
+    const close = async (): Promise<void> => {
+      await opened.close();
+      await lock.release();
+    };
+    if (o.watcher?.canSkipScan() === true) return { dir, store: opened, scan: undefined, manifests, close };
+    const scanEnded = o.watcher?.scanStarting();
+    let issues = 0;
+    const scan = await scanFolder(opened, dir, {
       chunking: o.chunking,
       onHashed: (rel: string, manifest: FileManifest, stat: WarmStat) => {
         if (o.cacheManifests === true) manifests.add(rel, manifest, stat);
         o.onHashed?.(rel, manifest);
       },
-      onIssue: (issue) => o.log.warn('sync: cannot read an entry; it is left out of this sync', { path: issue.localPath, error: issue.error.message }),
+      onIssue: (issue) => {
+        issues++;
+        o.log.warn('sync: cannot read an entry; it is left out of this sync', { path: issue.localPath, error: issue.error.message });
+      },
       ...(o.signal === undefined ? {} : { signal: o.signal }),
     });
-    const opened = store;
-    return {
-      dir, store: opened, scan, manifests,
-      close: async () => {
-        await opened.close();
-        await lock.release();
-      },
-    };
+    // Entries left unrecorded (changing while hashed, unreadable) must be looked at again.
+    scanEnded?.(scan.unstable === 0 && issues === 0);
+    return { dir, store: opened, scan, manifests, close };
   } catch (err) {
     await store?.close();
     await lock.release();

@@ -24,6 +24,7 @@ import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
 import { serveSync } from './sync-service.js';
+import type { FolderWatchers } from './folder-watcher.js';
 
 /** How long the other side may take to hash, stage or publish before answering (big trees take a while). */
 export const PREPARE_TIMEOUT_MS = 30 * 60_000;
@@ -41,6 +42,8 @@ export interface ServiceContext {
   readonly nodeId?: string;
   /** The listener's in-memory chunk indexes, one per share (see chunk-index-pool.ts). */
   readonly indexes?: ChunkIndexPool;
+  /** The listener's folder watchers: a sync of an unchanged share skips its scan (folder-watcher.ts). */
+  readonly watchers?: FolderWatchers;
 }
 
 /** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */

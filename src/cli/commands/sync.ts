@@ -1,6 +1,6 @@
 // `sync`, `log`, `restore`, `gc`: revision sync of a folder with a peer's share, and its history.
 import { watch, type FSWatcher } from 'node:fs';
-import { copyFile, lstat, mkdir, open, rename, rm, stat, symlink, unlink } from 'node:fs/promises';
+import { copyFile, lstat, mkdir, open, realpath, rename, rm, stat, symlink, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import { bytesEqual, toHex } from '../../chunking/blake3.js';
@@ -12,6 +12,7 @@ import { INTERNAL_DIR_NAME, isTempFileName } from '../../node/partial-store.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import type { SyncFolderResult } from '../../node/sync-client.js';
+import type { TransferProgress } from '../../node/transfer-progress.js';
 import { DEFAULT_CAPABILITIES } from '../../protocol/capabilities.js';
 import type { SyncModeName } from '../../protocol/messages.js';
 import type { RevisionEntry } from '../../sync/revision.js';
@@ -20,6 +21,7 @@ import { normalizeSharePath } from '../../transfer/paths.js';
 import { COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { createProgress } from '../progress.js';
+import { syncViaListener } from '../resident-client.js';
 import { parseRemote } from './transfer.js';
 
 /** Quiet time after the last file-system event before --watch syncs, ms. */
@@ -44,16 +46,18 @@ function defaultFolderChunking(): ChunkingParams {
   return { minBytes: c.minBytes, avgBytes: c.avgBytes, maxBytes: c.maxBytes, normalization: DEFAULT_CHUNKING.normalization };
 }
 
-function report(ctx: CommandContext, r: SyncFolderResult): void {
+function report(ctx: CommandContext, r: SyncFolderResult, resident: boolean): void {
   for (const p of r.localOnly) ctx.out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${p}`);
   for (const p of r.skipped) ctx.out.emit({ event: 'skipped', path: p }, `left as is this time: ${p}`);
   ctx.out.emit(
     {
       event: 'done', inSync: r.inSync, roundTrips: r.roundTrips, reconcileBytes: r.reconcileBytes, revisionsSent: r.revisionsSent,
       revisionsReceived: r.revisionsReceived, chunksSent: r.chunksSent, wireBytes: r.wireBytes, conflicts: r.conflicts, seconds: Math.round(r.seconds * 1000) / 1000,
+      scanned: r.scanned, resident,
     },
     `${r.inSync ? 'in sync' : 'NOT in sync'}: ${r.revisionsSent} revisions sent, ${r.revisionsReceived} received, ${r.chunksSent} chunks, ${r.conflicts} conflicts; ` +
-      `reconciliation ${r.reconcileBytes} bytes in ${r.roundTrips} round trips, ${r.wireBytes} bytes on the wire, ${r.seconds.toFixed(2)} s`,
+      `reconciliation ${r.reconcileBytes} bytes in ${r.roundTrips} round trips, ${r.wireBytes} bytes on the wire, ${r.seconds.toFixed(2)} s` +
+      `${resident ? ' (run by the listener' + (r.scanned ? ')' : ', folder unchanged since its last scan)') : ''}`,
   );
 }
 
@@ -84,34 +88,41 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   if (args['interval'] !== undefined && args['watch'] !== true) throw new ClawpeerError('USAGE', '--interval applies to --watch only');
   const intervalMs = args['interval'] === undefined ? WATCH_INTERVAL_MS : intOption(args['interval'], '--interval', WATCH_INTERVAL_MIN_S, WATCH_INTERVAL_MAX_S) * 1000;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
-  // The sync modules (~60 ms to load, lmdb most of it) load while the identity is read and the
-  // peer dialled: this command's own imports are kept light for that reason.
-  const syncClient = import('../../node/sync-client.js');
-  syncClient.catch(() => undefined); // a failure surfaces where it is awaited, not as unhandled
-  const identity = await loadIdentity(ctx.home.identityKeyFile);
-  const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
-  const { dialPeer } = await import('../../node/dialer.js');
   const log = ctx.log.child('sync');
+  // A listener of this home that serves `dir` runs the sync itself: it watches its shares, so
+  // an unchanged folder is not scanned again (node/folder-watcher.ts). Otherwise this process
+  // syncs; its modules (~60 ms to load, lmdb most of it) load while the peer is dialled.
+  const realDir = await realpath(dir).catch(() => undefined);
+  const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
+    const syncClient = import('../../node/sync-client.js');
+    syncClient.catch(() => undefined); // a failure surfaces where it is awaited, not as unhandled
+    const identity = await loadIdentity(ctx.home.identityKeyFile);
+    const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
+    const { syncWithPeer } = await syncClient;
+    return syncWithPeer({ identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, ...(onProgress === undefined ? {} : { onProgress }) });
+  };
   const once = async (): Promise<void> => {
-    const session = await dialPeer({ identity, peer, config, log, signal: ctx.signal });
-    let delivered = false;
+    const progress = createProgress(ctx.out);
+    const onProgress = progress.active ? (p: TransferProgress) => progress.update(p) : undefined;
+    let result: SyncFolderResult;
+    let resident = false;
     try {
-      const { syncFolder } = await syncClient;
-      const progress = createProgress(ctx.out);
-      let result;
-      try {
-        result = await syncFolder({
-          session, dir, share: remote.share, mode, nodeId: identity.nodeId, log, signal: ctx.signal,
-          ...(progress.active ? { onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p) } : {}),
-        });
-      } finally {
-        progress.stop();
+      const outcome = realDir === undefined ? undefined : await syncViaListener(ctx.home.dir, {
+        op: 'sync', dir: realDir, peer: remote.peer, share: remote.share, mode, compression: config.compression, progress: onProgress !== undefined,
+        ...(args['addr'] === undefined ? {} : { addr: String(args['addr']) }),
+        ...(args['transport'] === undefined ? {} : { transport: String(args['transport']) }),
+      }, onProgress, ctx.signal);
+      if (outcome?.kind === 'done') {
+        result = outcome.result;
+        resident = true;
+      } else {
+        if (outcome !== undefined) log.debug('syncing in this process', { why: outcome.reason });
+        result = await inProcess(onProgress);
       }
-      report(ctx, result);
-      delivered = true; // it ended on the listener's sync-done: nothing of ours is left unanswered
     } finally {
-      await session.close('done', { linger: !delivered });
+      progress.stop();
     }
+    report(ctx, result, resident);
   };
   if (args['watch'] !== true) {
     await once();

@@ -1,0 +1,86 @@
+// `clawpeer sync` asks a running listener of the same home to run the sync (resident-protocol.ts).
+// Loads nothing heavy: when the listener takes the sync, the CLI never loads the sync modules.
+import { createConnection } from 'node:net';
+import { ClawpeerError, LOCAL_ERRORS, type LocalErrorCode } from '../errors.js';
+import { controlSocketPath, type ResidentSyncReply, type ResidentSyncRequest } from '../node/resident-protocol.js';
+import type { SyncFolderResult } from '../node/sync-client.js';
+import type { TransferProgress } from '../node/transfer-progress.js';
+
+/** How long connecting to the local socket may take before the CLI syncs by itself, ms. */
+const CONNECT_TIMEOUT_MS = 2_000;
+
+export type ResidentOutcome = { readonly kind: 'done'; readonly result: SyncFolderResult } | { readonly kind: 'not-served'; readonly reason: string };
+
+/**
+ * Runs the sync in the listener of `homeDir`. Resolves `not-served` when there is no listener
+ * (no socket, or nobody behind it) or it does not serve the folder; throws the listener's error.
+ */
+export function syncViaListener(homeDir: string, req: ResidentSyncRequest, onProgress: ((p: TransferProgress) => void) | undefined, signal: AbortSignal): Promise<ResidentOutcome> {
+  const socketPath = controlSocketPath(homeDir);
+  if (socketPath === undefined) return Promise.resolve({ kind: 'not-served', reason: 'no control socket for this home' });
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(socketPath);
+    let connected = false;
+    let settled = false;
+    let buffered = '';
+    const finish = (f: () => void): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+      socket.destroy();
+      f();
+    };
+    const timer = setTimeout(() => finish(() => resolve({ kind: 'not-served', reason: 'the control socket did not answer' })), CONNECT_TIMEOUT_MS);
+    const onAbort = (): void => finish(() => reject(new ClawpeerError('ABORTED', 'interrupted')));
+    signal.addEventListener('abort', onAbort, { once: true });
+    socket.setEncoding('utf8');
+    socket.once('connect', () => {
+      connected = true;
+      clearTimeout(timer);
+      socket.write(JSON.stringify(req) + '\n');
+    });
+    socket.on('error', (err: NodeJS.ErrnoException) => {
+      if (!connected) finish(() => resolve({ kind: 'not-served', reason: `no listener on ${socketPath} (${err.code ?? err.message})` }));
+      else finish(() => reject(new ClawpeerError('IO', `the listener's control socket failed mid-sync: ${err.message}`)));
+    });
+    socket.on('close', () => {
+      if (connected) finish(() => reject(new ClawpeerError('IO', 'the listener closed the control socket before the sync ended')));
+    });
+    socket.on('data', (piece: string) => {
+      buffered += piece;
+      for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        let reply: ResidentSyncReply;
+        try {
+          reply = JSON.parse(line) as ResidentSyncReply;
+        } catch {
+          finish(() => reject(new ClawpeerError('IO', 'the listener sent a control reply that is not JSON')));
+          return;
+        }
+        switch (reply.type) {
+          case 'progress': {
+            const { type: _type, ...p } = reply;
+            onProgress?.(p);
+            break;
+          }
+          case 'result':
+            finish(() => resolve({ kind: 'done', result: reply.result }));
+            return;
+          case 'not-served':
+            finish(() => resolve({ kind: 'not-served', reason: reply.reason }));
+            return;
+          case 'error': {
+            const code = (Object.hasOwn(LOCAL_ERRORS, reply.code) ? reply.code : 'INTERNAL') as LocalErrorCode;
+            finish(() => reject(new ClawpeerError(code, reply.message)));
+            return;
+          }
+          default:
+            finish(() => reject(new ClawpeerError('IO', 'the listener sent an unknown control reply')));
+            return;
+        }
+      }
+    });
+  });
+}

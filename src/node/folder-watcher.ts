@@ -1,0 +1,260 @@
+// Tells a resident node when a synced folder's scan can be skipped: nothing in the tree changed
+// since the last scan began.
+//
+// Goals: a no-op sync of a large folder without stat'ing every file (Syncthing's model: a
+// watcher, plus a full rescan every so often). One inotify watch per directory (not per file,
+// as Node's recursive fs.watch does on Linux), each set before its directory is read, so an
+// entry created after the read raises an event. The answer errs one way only: any event, any
+// watcher error, a directory still being added, or an old scan means "scan".
+// Why a boolean is enough even when the kernel drops events (inotify queue overflow): a drop
+// happens only behind a full queue of undelivered events, and those still arrive and mark the
+// folder changed; the scan that follows reads the disk as it is.
+// Non-goals: telling which paths changed (a scan still walks the whole tree with its warm
+// index), network file systems (their remote changes raise no events: never skipped there).
+import { watch, type FSWatcher } from 'node:fs';
+import { lstat, readdir, statfs } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../logger.js';
+import { INTERNAL_DIR_NAME } from './partial-store.js';
+
+/** A skipped scan is never trusted for longer than this after the last real one (Syncthing rescans hourly). */
+export const MAX_SCAN_SKIP_AGE_MS = 3_600_000;
+
+/**
+ * statfs magic numbers of file systems whose changes may come from elsewhere without an event
+ * here: NFS, SMB/CIFS, FUSE (sshfs and friends), 9p, Ceph, AFS.
+ */
+const REMOTE_FS_TYPES = new Set([0x6969, 0xff534d42, 0xfe534d42, 0x517b, 0x65735546, 0x01021997, 0x00c36400, 0x5346414f]);
+
+/** What openSyncedFolder asks of a watcher. */
+export interface ScanGate {
+  /** True when the folder is known unchanged since the last scan began: that scan's record still holds. */
+  canSkipScan(): boolean;
+  /** Call as a scan starts; call the result when it ends: `certified` when it recorded everything it saw (no unstable or unreadable entries). */
+  scanStarting(): (certified: boolean) => void;
+}
+
+export interface FolderWatcherOptions {
+  readonly log: Logger;
+  /** Clock for the skip age, ms (tests). */
+  readonly now?: () => number;
+  readonly maxSkipAgeMs?: number;
+}
+
+export class FolderWatcher implements ScanGate {
+  readonly root: string;
+  readonly #log: Logger;
+  readonly #now: () => number;
+  readonly #maxSkipAgeMs: number;
+  readonly #watchers = new Map<string, FSWatcher>();
+  /** Bumped by every event and every completed addition of watches. */
+  #generation = 0;
+  /** Watch additions (walks) in progress. */
+  #pending = 0;
+  /** Set for good by a watcher error or an unwatchable file system: never skip again. */
+  #broken: string | undefined;
+  #closed = false;
+  /** Generation at the start of the last certified scan, and when it started. */
+  #certified: { generation: number; atMs: number } | undefined;
+  /** Paths named by events, to check for new or vanished directories. */
+  readonly #toCheck = new Set<string>();
+  #checkScheduled = false;
+  #idleWaiters: Array<() => void> = [];
+
+  private constructor(root: string, o: FolderWatcherOptions) {
+    this.root = root;
+    this.#log = o.log;
+    this.#now = o.now ?? Date.now;
+    this.#maxSkipAgeMs = o.maxSkipAgeMs ?? MAX_SCAN_SKIP_AGE_MS;
+  }
+
+  /** Starts watching `root` (a real path). The tree is walked in the background; until that ends, no scan is skipped. */
+  static start(root: string, o: FolderWatcherOptions): FolderWatcher {
+    const w = new FolderWatcher(root, o);
+    w.#pending++;
+    void w.#startWalk().finally(() => w.#additionDone());
+    return w;
+  }
+
+  async #startWalk(): Promise<void> {
+    try {
+      const fs = await statfs(this.root);
+      if (REMOTE_FS_TYPES.has(fs.type)) {
+        this.#break(`${this.root} is on a network or FUSE file system (type 0x${fs.type.toString(16)}): its changes may raise no events here`);
+        return;
+      }
+    } catch (err) {
+      this.#break(`cannot statfs ${this.root}: ${(err as Error).message}`);
+      return;
+    }
+    await this.#walk(this.root);
+  }
+
+  get broken(): string | undefined {
+    return this.#broken;
+  }
+
+  /** Directories watched (tests, doctor). */
+  get watchedDirs(): number {
+    return this.#watchers.size;
+  }
+
+  canSkipScan(): boolean {
+    const c = this.#certified;
+    return c !== undefined && !this.#closed && this.#broken === undefined && this.#pending === 0 && c.generation === this.#generation && this.#now() - c.atMs < this.#maxSkipAgeMs;
+  }
+
+  scanStarting(): (certified: boolean) => void {
+    const covered = this.#pending === 0 && this.#broken === undefined && !this.#closed;
+    const generation = this.#generation;
+    const atMs = this.#now();
+    this.#certified = undefined;
+    return (certified) => {
+      if (covered && certified) this.#certified = { generation, atMs };
+    };
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const w of this.#watchers.values()) w.close();
+    this.#watchers.clear();
+  }
+
+  #break(reason: string): void {
+    if (this.#broken !== undefined) return;
+    this.#broken = reason;
+    this.#generation++;
+    this.#log.warn('folder watcher off: every sync of this folder scans it', { folder: this.root, reason });
+    for (const w of this.#watchers.values()) w.close();
+    this.#watchers.clear();
+  }
+
+  #additionDone(): void {
+    this.#pending--;
+    this.#generation++; // a scan that began while watches were being added did not have them all
+    if (this.#pending === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
+  }
+
+  /** Resolves once no directory walk is in progress (the tree is covered as far as events told). */
+  whenIdle(): Promise<void> {
+    if (this.#pending === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /** Watches `dir`, then reads it and walks its subdirectories (watch first: see the header). */
+  async #walk(dir: string): Promise<void> {
+    if (this.#closed || this.#broken !== undefined || this.#watchers.has(dir)) return;
+    try {
+      const w = watch(dir, { persistent: false }, (_event, name) => this.#onEvent(dir, name));
+      w.on('error', (err) => this.#onWatchError(dir, err));
+      this.#watchers.set(dir, w);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return; // gone already: its parent's event says so
+      this.#break(code === 'ENOSPC' ? `out of inotify watches (fs.inotify.max_user_watches) at ${dir}` : `cannot watch ${dir}: ${(err as Error).message}`);
+      return;
+    }
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch {
+      this.#unwatchUnder(dir); // vanished meanwhile
+      return;
+    }
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      if (dir === this.root && e.name === INTERNAL_DIR_NAME) continue; // our own log and staging
+      await this.#walk(path.join(dir, e.name));
+    }
+  }
+
+  #onEvent(dir: string, name: string | Buffer | null): void {
+    const entry = name === null ? null : name.toString();
+    if (dir === this.root && entry === INTERNAL_DIR_NAME) return;
+    this.#generation++;
+    this.#toCheck.add(entry === null ? dir : path.join(dir, entry));
+    if (this.#checkScheduled) return;
+    this.#checkScheduled = true;
+    this.#pending++;
+    setImmediate(() => {
+      this.#checkScheduled = false;
+      void this.#checkEntries().finally(() => this.#additionDone());
+    });
+  }
+
+  /** New directories get watches; watches of vanished ones are closed. */
+  async #checkEntries(): Promise<void> {
+    const paths = [...this.#toCheck];
+    this.#toCheck.clear();
+    for (const p of paths) {
+      if (this.#closed || this.#broken !== undefined) return;
+      let isDir = false;
+      try {
+        isDir = (await lstat(p)).isDirectory();
+      } catch {
+        isDir = false;
+      }
+      if (isDir) {
+        // An existing watched dir whose event named itself (null name) is rewalked for new children.
+        if (this.#watchers.has(p)) await this.#walkChildren(p);
+        else await this.#walk(p);
+      } else {
+        this.#unwatchUnder(p);
+      }
+    }
+  }
+
+  async #walkChildren(dir: string): Promise<void> {
+    let entries;
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const e of entries) if (e.isDirectory() && !(dir === this.root && e.name === INTERNAL_DIR_NAME)) await this.#walk(path.join(dir, e.name));
+  }
+
+  #unwatchUnder(p: string): void {
+    const prefix = p + path.sep;
+    for (const [dir, w] of this.#watchers) {
+      if (dir === p || dir.startsWith(prefix)) {
+        w.close();
+        this.#watchers.delete(dir);
+      }
+    }
+  }
+
+  #onWatchError(dir: string, err: Error): void {
+    // A watched directory that is removed ends its watch; anything else leaves an unwatched hole.
+    if (!this.#watchers.has(dir)) return;
+    this.#generation++;
+    this.#watchers.get(dir)?.close();
+    this.#watchers.delete(dir);
+    this.#log.debug('folder watcher error; rechecking the directory', { dir, error: err.message });
+    this.#onEvent(path.dirname(dir), path.basename(dir));
+  }
+}
+
+/** A listener's watchers, one per folder, started at a folder's first sync and kept until close. */
+export class FolderWatchers {
+  readonly #log: Logger;
+  readonly #byRoot = new Map<string, FolderWatcher>();
+
+  constructor(o: { log: Logger }) {
+    this.#log = o.log;
+  }
+
+  forFolder(root: string): FolderWatcher {
+    let w = this.#byRoot.get(root);
+    if (w === undefined) {
+      w = FolderWatcher.start(root, { log: this.#log });
+      this.#byRoot.set(root, w);
+    }
+    return w;
+  }
+
+  close(): void {
+    for (const w of this.#byRoot.values()) w.close();
+    this.#byRoot.clear();
+  }
+}

@@ -1,0 +1,171 @@
+// The listener's side of the local control socket (resident-protocol.ts): runs `clawpeer sync`
+// of one of its shares for the CLI, with the share's folder watcher, so a sync of an unchanged
+// folder skips its scan.
+//
+// Goals: a misbehaving local client (bad JSON, an over-long line, a vanished socket) costs its
+// own connection only; the CLI leaving aborts its sync; a second listener of the same home
+// does not steal a live socket, and a dead one's stale socket file is replaced.
+// Non-goals: the sync itself (sync-client.ts), any other command.
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { chmod, unlink } from 'node:fs/promises';
+import { ClawpeerError } from '../errors.js';
+import type { Identity } from '../crypto/identity.js';
+import type { Logger } from '../logger.js';
+import type { SyncModeName } from '../protocol/messages.js';
+import { resolveConfig } from './config.js';
+import type { FolderWatchers } from './folder-watcher.js';
+import { resolvePeer } from './peer-resolve.js';
+import type { PeerStore } from './peer-store.js';
+import { MAX_REQUEST_BYTES, type ResidentSyncReply, type ResidentSyncRequest } from './resident-protocol.js';
+import type { Share } from './shares.js';
+
+export interface ResidentSyncContext {
+  readonly shares: readonly Share[];
+  readonly watchers: FolderWatchers;
+  readonly identity: Identity;
+  readonly peers: PeerStore;
+  readonly log: Logger;
+}
+
+const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
+
+/** The request on one line of JSON, checked field by field; a USAGE error names what is wrong. */
+export function parseResidentRequest(line: string): ResidentSyncRequest {
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    throw new ClawpeerError('USAGE', 'control request is not JSON');
+  }
+  const r = v as Record<string, unknown>;
+  const str = (k: string, optional = false): void => {
+    if (optional && r[k] === undefined) return;
+    if (typeof r[k] !== 'string' || (r[k] as string).length > 4096) throw new ClawpeerError('USAGE', `control request field ${k} must be a string`);
+  };
+  if (typeof v !== 'object' || v === null || r['op'] !== 'sync') throw new ClawpeerError('USAGE', 'control request op must be "sync"');
+  str('dir');
+  str('peer');
+  str('share');
+  str('addr', true);
+  str('transport', true);
+  if (!MODES.includes(r['mode'] as SyncModeName)) throw new ClawpeerError('USAGE', `control request mode must be one of ${MODES.join(', ')}`);
+  if (r['compression'] !== 'auto' && r['compression'] !== 'none') throw new ClawpeerError('USAGE', 'control request compression must be auto or none');
+  if (typeof r['progress'] !== 'boolean') throw new ClawpeerError('USAGE', 'control request progress must be a boolean');
+  return v as ResidentSyncRequest;
+}
+
+export class ResidentSyncServer {
+  readonly socketPath: string;
+  readonly #server: Server;
+  readonly #ctx: ResidentSyncContext;
+  readonly #running = new Set<AbortController>();
+
+  private constructor(socketPath: string, server: Server, ctx: ResidentSyncContext) {
+    this.socketPath = socketPath;
+    this.#server = server;
+    this.#ctx = ctx;
+  }
+
+  /** Listens on `socketPath`; undefined (logged) when another live listener of this home holds it or it cannot be made. */
+  static async start(socketPath: string, ctx: ResidentSyncContext): Promise<ResidentSyncServer | undefined> {
+    if (await socketAnswers(socketPath)) {
+      ctx.log.warn('another listener of this home holds the control socket: syncs run in the CLI, not here', { socket: socketPath });
+      return undefined;
+    }
+    await unlink(socketPath).catch(() => undefined); // a dead listener's socket file
+    const server = createServer({ allowHalfOpen: false });
+    const resident = new ResidentSyncServer(socketPath, server, ctx);
+    server.on('connection', (socket) => resident.#serve(socket));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(socketPath, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      await chmod(socketPath, 0o600);
+    } catch (err) {
+      server.close();
+      ctx.log.warn('cannot open the control socket: syncs run in the CLI, not here', { socket: socketPath, error: (err as Error).message });
+      return undefined;
+    }
+    server.on('error', (err) => ctx.log.warn('control socket error', { error: err.message }));
+    return resident;
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.#running) c.abort(new ClawpeerError('ABORTED', 'the listener is shutting down'));
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    await unlink(this.socketPath).catch(() => undefined);
+  }
+
+  #serve(socket: Socket): void {
+    let buffered = '';
+    let started = false;
+    const abort = new AbortController();
+    const send = (reply: ResidentSyncReply): void => {
+      if (!socket.destroyed) socket.write(JSON.stringify(reply) + '\n');
+    };
+    socket.setEncoding('utf8');
+    socket.on('error', () => undefined);
+    socket.on('close', () => abort.abort(new ClawpeerError('ABORTED', 'the sync command went away')));
+    socket.on('data', (piece: string) => {
+      if (started) return; // one request per connection
+      buffered += piece;
+      const nl = buffered.indexOf('\n');
+      if (nl < 0) {
+        if (buffered.length > MAX_REQUEST_BYTES) {
+          send({ type: 'error', code: 'USAGE', message: `control request longer than ${MAX_REQUEST_BYTES} bytes` });
+          socket.end();
+          started = true;
+        }
+        return;
+      }
+      started = true;
+      this.#running.add(abort);
+      void this.#handle(buffered.slice(0, nl), send, abort.signal)
+        .catch((err: unknown) => {
+          const e = err instanceof ClawpeerError ? err : new ClawpeerError('INTERNAL', (err as Error).message);
+          if (!abort.signal.aborted) this.#ctx.log.info('sync for the CLI failed', { error: e.message });
+          send({ type: 'error', code: e.code, message: e.message });
+        })
+        .finally(() => {
+          this.#running.delete(abort);
+          socket.end();
+        });
+    });
+  }
+
+  async #handle(line: string, send: (r: ResidentSyncReply) => void, signal: AbortSignal): Promise<void> {
+    const req = parseResidentRequest(line);
+    const share = this.#ctx.shares.find((s) => s.dir === req.dir);
+    if (share === undefined || share.readOnly) {
+      send({ type: 'not-served', reason: share === undefined ? `${req.dir} is not a share of this listener` : `share ${share.name} is read-only here` });
+      return;
+    }
+    const config = resolveConfig({ ...(req.transport === undefined ? {} : { transport: req.transport }), compression: req.compression });
+    const peer = await resolvePeer(this.#ctx.peers, req.peer, req.addr);
+    const log = this.#ctx.log.child('sync');
+    log.info('syncing for the CLI', { share: share.name, peer: peer.name, mode: req.mode });
+    const { syncWithPeer } = await import('./sync-client.js');
+    const result = await syncWithPeer({
+      identity: this.#ctx.identity, peer, config, dir: share.dir, share: req.share, mode: req.mode, log, signal,
+      watcher: this.#ctx.watchers.forFolder(share.dir),
+      ...(req.progress ? { onProgress: (p) => send({ type: 'progress', ...p }) } : {}),
+    });
+    send({ type: 'result', result });
+  }
+}
+
+/** True when something accepts connections on `socketPath`. */
+function socketAnswers(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection(socketPath);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}

@@ -1,0 +1,127 @@
+import t from 'tap';
+import { appendFile, chmod, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
+import { silentLogger } from '../../src/logger.js';
+import { FolderWatcher } from '../../src/node/folder-watcher.js';
+import { openSyncedFolder } from '../../src/node/synced-folder.js';
+
+// Events arrive asynchronously: poll for the state the watcher must reach, with a deadline.
+async function eventually(what: string, check: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function tree(): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), 'clawpeer-watch-'));
+  await mkdir(join(root, 'a/b'), { recursive: true });
+  await mkdir(join(root, '.clawpeer'));
+  await writeFile(join(root, 'top.txt'), 'top');
+  await writeFile(join(root, 'a/b/deep.txt'), 'deep');
+  t.teardown(() => rm(root, { recursive: true, force: true }));
+  return root;
+}
+
+async function started(root: string, o: { now?: () => number; maxSkipAgeMs?: number } = {}): Promise<FolderWatcher> {
+  const w = FolderWatcher.start(root, { log: silentLogger, ...o });
+  t.teardown(() => w.close());
+  await w.whenIdle();
+  return w;
+}
+
+/**
+ * A scan with nothing left out, as openSyncedFolder reports it, once the watcher has followed
+ * up its last events (a scan that starts while it still adds watches is not certified).
+ */
+async function certify(w: FolderWatcher): Promise<void> {
+  await w.whenIdle();
+  w.scanStarting()(true);
+}
+
+t.test('no skip before a certified scan; after one, skip until something changes anywhere in the tree', async (t) => {
+  const root = await tree();
+  const w = await started(root);
+  t.equal(w.watchedDirs, 3, 'root, a, a/b: one watch per directory, none for .clawpeer or files');
+  t.notOk(w.canSkipScan(), 'never scanned under this watcher');
+  await certify(w);
+  t.ok(w.canSkipScan());
+  await appendFile(join(root, 'a/b/deep.txt'), 'more');
+  await eventually('edit deep in the tree seen', () => !w.canSkipScan());
+  await certify(w);
+  t.ok(w.canSkipScan(), 'a new scan certifies again');
+  await chmod(join(root, 'top.txt'), 0o600);
+  await eventually('mode change seen', () => !w.canSkipScan());
+  await certify(w);
+  await rm(join(root, 'top.txt'));
+  await eventually('deletion seen', () => !w.canSkipScan());
+});
+
+t.test('new directories are watched before their contents count, vanished ones are dropped', async (t) => {
+  const root = await tree();
+  const w = await started(root);
+  await mkdir(join(root, 'a/new/inner'), { recursive: true });
+  await eventually('new directories watched', () => w.watchedDirs === 5);
+  await certify(w);
+  t.ok(w.canSkipScan());
+  await writeFile(join(root, 'a/new/inner/file.txt'), 'x');
+  await eventually('a file in a directory made after the start seen', () => !w.canSkipScan());
+  await rename(join(root, 'a/new'), join(root, 'moved'));
+  await eventually('moved directory tree rewatched at its new place', () => w.watchedDirs === 5);
+  await rm(join(root, 'moved'), { recursive: true });
+  await eventually('watches of a removed tree closed', () => w.watchedDirs === 3);
+  await certify(w);
+  await writeFile(join(root, 'a/b/again.txt'), 'y');
+  await eventually('still watching the rest', () => !w.canSkipScan());
+});
+
+t.test('changes in .clawpeer (the log, staging) do not count; an uncertified scan or an old one never skips', async (t) => {
+  const root = await tree();
+  let now = 1_000;
+  const w = await started(root, { now: () => now, maxSkipAgeMs: 60_000 });
+  await certify(w);
+  await writeFile(join(root, '.clawpeer/log'), 'internal');
+  await new Promise((r) => setTimeout(r, 200));
+  t.ok(w.canSkipScan(), 'internal writes are not changes of the folder');
+  w.scanStarting()(false); // entries left unrecorded: must be looked at again
+  t.notOk(w.canSkipScan());
+  await certify(w);
+  now += 60_000;
+  t.notOk(w.canSkipScan(), 'a full scan again once the last is MAX age old');
+});
+
+t.test('a scan that begins while the tree is still being walked does not certify', async (t) => {
+  const root = await tree();
+  const w = FolderWatcher.start(root, { log: silentLogger });
+  t.teardown(() => w.close());
+  const ended = w.scanStarting(); // the walk has not even read the root yet
+  ended(true);
+  await w.whenIdle();
+  t.notOk(w.canSkipScan(), 'watches added after the scan began: it may have missed a change');
+  await certify(w);
+  t.ok(w.canSkipScan());
+});
+
+t.test('openSyncedFolder skips the scan only when the watcher vouches, and a change is recorded at the next sync', async (t) => {
+  const root = await tree();
+  const w = await started(root);
+  const open = () => openSyncedFolder(root, { nodeId: 'n1', chunking: DEFAULT_CHUNKING, lockWaitMs: 1_000, log: silentLogger, watcher: w });
+  let f = await open();
+  t.not(f.scan, undefined, 'first sync scans');
+  t.equal(f.store.head('top.txt')?.revision.size, 3);
+  await f.close();
+  f = await open();
+  t.equal(f.scan, undefined, 'nothing changed: no scan');
+  t.equal(f.store.head('top.txt')?.revision.size, 3, 'the log is as the last scan left it');
+  await f.close();
+  await writeFile(join(root, 'top.txt'), 'changed!');
+  await eventually('edit seen', () => !w.canSkipScan());
+  f = await open();
+  t.not(f.scan, undefined);
+  t.equal(f.scan?.changed, 1);
+  t.equal(f.store.head('top.txt')?.revision.size, 8);
+  await f.close();
+});
