@@ -56,6 +56,8 @@ const FILES_PER_DIR = 100;
 const DIRS_PER_TOP = 10;
 /** One file in this many is rewritten for benchmark 3 (1%). */
 const CHANGE_EVERY_FILES = 100;
+/** Untimed syncs through bob's listener, at most, until its watcher vouches for the folder (the first scans certify it). */
+const RESIDENT_WARMUP_MAX = 10;
 /** A sync (or rsync) that takes longer than this is a failure, ms. */
 const RUN_TIMEOUT_MS = 15 * 60_000;
 const CLI = join(REPO_ROOT, 'bin', 'clawpeer.cjs');
@@ -140,8 +142,31 @@ async function cliJson(args: readonly string[]): Promise<{ lines: Record<string,
 interface ClawpeerSetup {
   readonly bobHome: string;
   readonly shareDir: string;
-  readonly listener: ChildProcess;
+  readonly listener: ListenerProcess;
   stop(): Promise<void>;
+}
+
+interface ListenerProcess {
+  readonly child: ChildProcess;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** `clawpeer listen` of `home` on a free loopback port, serving `shares` (NAME=DIR). */
+async function startListenerProcess(home: string, shares: readonly string[]): Promise<ListenerProcess> {
+  const child = spawn(process.execPath, [CLI, '--home', home, 'listen', '--host', '127.0.0.1', '--port', '0', ...shares.flatMap((x) => ['--share', x]), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<void>((res) => child.on('close', () => res()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  const port = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', (line) => resolve(Number((JSON.parse(line) as Record<string, unknown>)['port'])));
+    child.once('close', (code) => reject(new Error(`listener exited ${String(code)} before ready: ${stderr}`)));
+  });
+  return { child, port, stop };
 }
 
 /** alice listens with share docs=shareDir; bob has alice paired at the listener's address. */
@@ -153,20 +178,9 @@ async function setUpClawpeer(root: string): Promise<ClawpeerSetup> {
   const aliceId = String((await cliJson(['--home', aliceHome, 'init', '--json'])).lines[0]?.['id']);
   const bobId = String((await cliJson(['--home', bobHome, 'init', '--json'])).lines[0]?.['id']);
   await cliJson(['--home', aliceHome, 'pair', 'add', bobId, '--name', 'bob', '--json']);
-  const listener = spawn(process.execPath, [CLI, '--home', aliceHome, 'listen', '--host', '127.0.0.1', '--port', '0', '--share', `docs=${shareDir}`, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  listener.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<void>((res) => listener.on('close', () => res()));
-  const stop = async (): Promise<void> => {
-    if (listener.exitCode === null && listener.signalCode === null) listener.kill('SIGTERM');
-    await exited;
-  };
-  const port = await new Promise<number>((resolve, reject) => {
-    createInterface({ input: listener.stdout }).once('line', (line) => resolve(Number((JSON.parse(line) as Record<string, unknown>)['port'])));
-    listener.once('close', (code) => reject(new Error(`listener exited ${String(code)} before ready: ${stderr}`)));
-  });
-  await cliJson(['--home', bobHome, 'pair', 'add', aliceId, '--name', 'alice', '--addr', `127.0.0.1:${port}`, '--json']);
-  return { bobHome, shareDir, listener, stop };
+  const listener = await startListenerProcess(aliceHome, [`docs=${shareDir}`]);
+  await cliJson(['--home', bobHome, 'pair', 'add', aliceId, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`, '--json']);
+  return { bobHome, shareDir, listener, stop: listener.stop };
 }
 
 interface ClawpeerSync {
@@ -177,6 +191,10 @@ interface ClawpeerSync {
   readonly reconcileBytes: number;
   readonly revisionsSent: number;
   readonly chunksSent: number;
+  /** The local folder was scanned (false: a listener's watcher vouched it unchanged). */
+  readonly scanned: boolean;
+  /** Run by a listener of bob's home (its control socket), not in the CLI's process. */
+  readonly resident: boolean;
 }
 
 async function clawpeerSync(setup: ClawpeerSetup, localDir: string): Promise<ClawpeerSync> {
@@ -192,6 +210,8 @@ async function clawpeerSync(setup: ClawpeerSetup, localDir: string): Promise<Cla
     reconcileBytes: n('reconcileBytes'),
     revisionsSent: n('revisionsSent'),
     chunksSent: n('chunksSent'),
+    scanned: done['scanned'] === true,
+    resident: done['resident'] === true,
   };
 }
 
@@ -238,6 +258,7 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
   const notes: string[] = [];
   let setup: ClawpeerSetup | undefined;
   let ssh: SshSetup | undefined;
+  let bobListener: ListenerProcess | undefined;
   try {
     const source = join(root, 'local');
     log(`writing ${files} files x ${FILE_BYTES / KiB} KiB`);
@@ -302,6 +323,36 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
       log(`1% changed: rsync --fsync ${rsyncFsyncChanged.seconds} s`);
     }
 
+    // Benchmarks 2 and 3 again with bob's own listener serving the folder: `sync` runs in it, and
+    // its watcher lets an unchanged folder go unscanned (how a folder left syncing is used).
+    bobListener = await startListenerProcess(setup.bobHome, [`local=${source}`]);
+    let warmupSyncs = 0;
+    for (; warmupSyncs < RESIDENT_WARMUP_MAX; warmupSyncs++) {
+      const w = await clawpeerSync(setup, source);
+      if (!w.resident) throw new Error('bob\'s listener did not take the sync (resident: false)');
+      if (!w.scanned) break;
+    }
+    log(`resident: ${warmupSyncs + 1} untimed syncs until the watcher vouched for the folder`);
+    const residentNoop: ClawpeerSync[] = [];
+    const rsyncNoop2: RsyncRun[] = [];
+    for (let r = 0; r < runs; r++) {
+      residentNoop.push(await clawpeerSync(setup, source));
+      log(`resident no-op ${r + 1}/${runs}: clawpeer ${residentNoop.at(-1)!.seconds} s (process ${residentNoop.at(-1)!.processSeconds} s, scanned ${String(residentNoop.at(-1)!.scanned)})`);
+      if (ssh !== undefined) {
+        rsyncNoop2.push(await rsyncSync(ssh, source, rsyncDest));
+        log(`resident no-op ${r + 1}/${runs}: rsync ${rsyncNoop2.at(-1)!.seconds} s`);
+      }
+    }
+    const changed2 = await changeFiles(source, files);
+    const residentChanged = await clawpeerSync(setup, source);
+    await checkCopy('clawpeer resident 1% sync', source, setup.shareDir, changed2);
+    log(`resident 1% changed: clawpeer ${residentChanged.seconds} s (process ${residentChanged.processSeconds} s)`);
+    const rsyncChanged2 = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncDest);
+    const rsyncFsyncChanged2 = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncFsyncDest, true);
+    if (rsyncFsyncChanged2 !== undefined) await checkCopy('rsync --fsync resident-round 1%', source, rsyncFsyncDest, changed2);
+    await bobListener.stop();
+    bobListener = undefined;
+
     const noopProcess = median(clawNoop.map((c) => c.processSeconds));
     const noopSeconds = median(clawNoop.map((c) => c.seconds));
     const rsyncNoopMedian = median(rsyncNoop.map((x) => x.seconds));
@@ -313,6 +364,11 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
       ratios['changedProcessTimePerRsync'] = ratio(clawChanged.processSeconds, rsyncChanged.seconds);
       ratios['changedCliSecondsPerRsync'] = ratio(clawChanged.seconds, rsyncChanged.seconds);
       ratios['changedWireBytesPerRsync'] = ratio(clawChanged.wireBytes, rsyncChanged.wireBytes);
+    }
+    if (rsyncNoop2.length > 0 && rsyncChanged2 !== undefined && rsyncFsyncChanged2 !== undefined) {
+      ratios['residentNoopProcessTimePerRsync'] = ratio(median(residentNoop.map((c) => c.processSeconds)), median(rsyncNoop2.map((x) => x.seconds)));
+      ratios['residentChangedProcessTimePerRsync'] = ratio(residentChanged.processSeconds, rsyncChanged2.seconds);
+      ratios['residentChangedProcessTimePerRsyncFsync'] = ratio(residentChanged.processSeconds, rsyncFsyncChanged2.seconds);
     }
     if (rsyncInitial !== undefined) ratios['initialProcessTimePerRsync'] = ratio(clawInitial.processSeconds, rsyncInitial.seconds);
     if (rsyncFsyncInitial !== undefined && rsyncFsyncChanged !== undefined) {
@@ -351,12 +407,23 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
         clawpeer: { all: clawNoop, secondsMedian: round(noopSeconds, 3), processSecondsMedian: round(noopProcess, 3) },
         rsync: rsyncNoop.length === 0 ? undefined : { all: rsyncNoop, secondsMedian: round(rsyncNoopMedian, 3) },
       },
+      resident: {
+        setup: 'bob runs `listen --share local=LOCALDIR` too: `clawpeer sync LOCALDIR alice:docs` runs in that listener (control socket in bob\'s home), whose watcher vouches for an unchanged folder and whose revision log stays open; alice\'s listener likewise',
+        warmupSyncs: warmupSyncs + 1,
+        noop: {
+          goal: 'clawpeer at most half of rsync\'s time (residentNoopProcessTimePerRsync <= 0.5)',
+          clawpeer: { all: residentNoop, secondsMedian: round(median(residentNoop.map((c) => c.seconds)), 3), processSecondsMedian: round(median(residentNoop.map((c) => c.processSeconds)), 3) },
+          rsync: rsyncNoop2.length === 0 ? undefined : { all: rsyncNoop2, secondsMedian: round(median(rsyncNoop2.map((x) => x.seconds)), 3) },
+        },
+        changed1pct: { changedFiles: changed2.length, clawpeer: residentChanged, rsync: rsyncChanged2, rsyncFsync: rsyncFsyncChanged2 },
+      },
       changed1pct: { changedFiles: changed.length, changedBytes: changed.length * FILE_BYTES, clawpeer: clawChanged, rsync: rsyncChanged, rsyncFsync: rsyncFsyncChanged },
       ratios,
     };
     if (!smoke) log(`wrote ${await writeResult('sync', result)}`);
     return result;
   } finally {
+    await bobListener?.stop();
     await setup?.stop();
     await ssh?.stop();
     if (options.keep !== true) await rm(root, { recursive: true, force: true });

@@ -18,7 +18,7 @@ import { PeerStore } from '../node/peer-store.js';
 import { NodeServer } from '../node/server.js';
 import type { Share } from '../node/shares.js';
 import { serveSession } from '../node/transfer-service.js';
-import { FolderWatchers } from '../node/folder-watcher.js';
+import { ResidentFolders } from '../node/synced-folder.js';
 import { selfWorkerOptions, startSelfWorker, stopperFor, type SelfWorkerFailed } from '../self-worker.js';
 
 const WORKER_MARKER = 'clawpeer-bench-listener-worker';
@@ -56,16 +56,16 @@ export async function startListenerWorker(options: ListenerWorkerOptions): Promi
 
 async function runWorker(port: NonNullable<typeof parentPort>, options: ListenerWorkerOptions): Promise<void> {
   let server: NodeServer;
-  let watchers: FolderWatchers | undefined;
+  let resident: ResidentFolders | undefined;
   const identity = generateIdentity();
   try {
     const peers = new PeerStore(`${options.home}/peers.json`);
     await peers.add(options.clientNodeId, 'bench-client');
     const config = resolveConfig({ transport: options.transport });
     // nodeId: a sync (the sync workload) records the listener's revisions under it.
-    // watchers: as a real listener, a sync of an unchanged share skips its scan.
-    watchers = new FolderWatchers({ log: silentLogger });
-    const ctx = { shares: [...options.shares], config, log: silentLogger, nodeId: identity.nodeId, watchers };
+    // resident: as a real listener, a sync of an unchanged share skips its scan and keeps its log open.
+    resident = new ResidentFolders({ log: silentLogger });
+    const ctx = { shares: [...options.shares], config, log: silentLogger, nodeId: identity.nodeId, resident };
     server = await NodeServer.start(
       { identity, peers, shares: ctx.shares, host: '127.0.0.1', port: 0, config, log: silentLogger },
       (session, signal) => serveSession(session, ctx, signal),
@@ -76,8 +76,8 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Listener
     return;
   }
   port.once('message', () => {
-    void server.close().finally(() => {
-      watchers?.close();
+    void server.close().finally(async () => {
+      await resident?.close();
       port.postMessage({ type: 'closed' } satisfies FromWorker);
       port.close();
     });

@@ -28,3 +28,21 @@ export function intOption(value: unknown, flag: string, min: number, max: number
   if (!Number.isInteger(n) || n < min || n > max) throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${shown}`);
   return n;
 }
+
+export interface RemoteSpec {
+  readonly peer: string;
+  readonly share: string;
+  readonly path: string;
+}
+
+export function parseRemote(text: string, requireShare: boolean): RemoteSpec {
+  const colon = text.indexOf(':');
+  const peer = colon < 0 ? text : text.slice(0, colon);
+  const rest = colon < 0 ? '' : text.slice(colon + 1);
+  if (peer === '') throw new ClawpeerError('USAGE', `invalid remote ${JSON.stringify(text)}: expected PEER[:SHARE[/PATH]]`);
+  if (requireShare && rest === '') throw new ClawpeerError('USAGE', `invalid remote ${JSON.stringify(text)}: name the share, as PEER:SHARE[/PATH]`);
+  const slash = rest.indexOf('/');
+  const share = slash < 0 ? rest : rest.slice(0, slash);
+  const sub = slash < 0 ? '' : rest.slice(slash + 1).replace(/\/+$/, '');
+  return { peer, share, path: sub };
+}

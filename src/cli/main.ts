@@ -17,12 +17,13 @@ const network = (): Promise<Register> => import('./commands/network.js').then((m
 const transfer = (): Promise<Register> => import('./commands/transfer.js').then((m) => m.registerTransferCommands);
 const relay = (): Promise<Register> => import('./commands/relay.js').then((m) => m.registerRelayCommands);
 const sync = (): Promise<Register> => import('./commands/sync.js').then((m) => m.registerSyncCommands);
+const history = (): Promise<Register> => import('./commands/history.js').then((m) => m.registerHistoryCommands);
 const doctor = (): Promise<Register> => import('./commands/doctor.js').then((m) => m.registerDoctorCommands);
 const bench = (): Promise<Register> => import('./commands/bench.js').then((m) => m.registerBenchCommands);
-const ALL_MODULES = [identity, pair, network, transfer, relay, sync, doctor, bench];
+const ALL_MODULES = [identity, pair, network, transfer, relay, sync, history, doctor, bench];
 const MODULE_OF_COMMAND: ReadonlyMap<string, () => Promise<Register>> = new Map([
   ['init', identity], ['id', identity], ['pair', pair], ['listen', network], ['ping', network], ['push', transfer], ['pull', transfer],
-  ['relay', relay], ['sync', sync], ['log', sync], ['restore', sync], ['gc', sync], ['doctor', doctor], ['bench', bench],
+  ['relay', relay], ['sync', sync], ['log', history], ['restore', history], ['gc', history], ['doctor', doctor], ['bench', bench],
 ]);
 /** Global options that take a value (the word after them is not the command). */
 const GLOBAL_VALUE_OPTIONS = new Set(['--home']);

@@ -1,11 +1,14 @@
 // Transfer progress for people and machines: a cli-progress bar on a TTY (bytes, rate, ETA,
 // files), NDJSON progress events with --json (at most every 500 ms, and at each new phase),
 // nothing otherwise. Push, pull and sync report through it.
-import cliProgress from 'cli-progress';
+import type cliProgressModule from 'cli-progress';
+import { createRequire } from 'node:module';
 import type { TransferProgress } from '../node/transfer-progress.js';
 import type { Output } from './output.js';
 
 const JSON_INTERVAL_MS = 500;
+// cli-progress (~10 ms to load) is loaded only when a bar is drawn.
+const requireCjs = createRequire(import.meta.url);
 
 export interface ProgressReporter {
   /** False when nothing is shown (no --json, no TTY): callers then skip the bookkeeping. */
@@ -35,6 +38,7 @@ export function createProgress(out: Output): ProgressReporter {
     };
   }
   if (process.stderr.isTTY !== true) return { active: false, update() {}, stop() {} };
+  const cliProgress = requireCjs('cli-progress') as typeof cliProgressModule;
   const bar = new cliProgress.SingleBar(
     {
       stream: process.stderr,

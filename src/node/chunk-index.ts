@@ -36,7 +36,7 @@ import type { FileManifest } from '../chunking/manifest.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { writeFileAtomic } from './atomic-file.js';
 import { fileKeyOf, isRacy, msToNs, sameFileKey, type FileKey } from './file-key.js';
-import { INTERNAL_DIR_NAME, isInternalPath } from './partial-store.js';
+import { INTERNAL_DIR_NAME, isInternalPath } from './internal-names.js';
 import type { PartialStore } from './partial-store.js';
 import { scanTree } from './tree-scan.js';
 

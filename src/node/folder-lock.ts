@@ -25,7 +25,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClawpeerError } from '../errors.js';
-import { INTERNAL_DIR_NAME } from './partial-store.js';
+import { INTERNAL_DIR_NAME } from './internal-names.js';
 
 /** Name of the lock file inside `.clawpeer/`. */
 export const SYNC_LOCK_FILE_NAME = 'sync.lock';

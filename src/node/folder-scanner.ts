@@ -43,7 +43,7 @@ import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import { fileKeyOf, isRacy, RACY_WINDOW_MS, sameFileKey } from './file-key.js';
-import { INTERNAL_DIR_NAME, isInternalPath, isTempFileName } from './partial-store.js';
+import { INTERNAL_DIR_NAME, isInternalPath, isTempFileName } from './internal-names.js';
 import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from './publisher.js';
 import { RevisionStore } from './revision-store.js';
 import type { RevisionDraft, WarmStat } from './revision-store.js';

@@ -15,7 +15,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { lstat, readdir, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
-import { INTERNAL_DIR_NAME } from './partial-store.js';
+import { INTERNAL_DIR_NAME } from './internal-names.js';
 
 /** A skipped scan is never trusted for longer than this after the last real one (Syncthing rescans hourly). */
 export const MAX_SCAN_SKIP_AGE_MS = 3_600_000;

@@ -29,11 +29,8 @@ import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { BLAKE3_OUT_BYTES, blake3, bytesEqual, toHex } from '../chunking/blake3.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
+import { INTERNAL_DIR_NAME } from './internal-names.js';
 
-/** Name of the per-share hidden directory that holds clawpeer's own state. */
-export const INTERNAL_DIR_NAME = '.clawpeer';
-/** Prefix of the publisher's temp files in destination directories. */
-export const TEMP_FILE_PREFIX = '.clawpeer-tmp-';
 /** Partials untouched for this long are stale: 7 days. */
 export const DEFAULT_PARTIAL_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
 
@@ -48,24 +45,6 @@ const DATA_SUFFIX = '.data';
 const JOURNAL_SUFFIX = '.journal';
 /** fsync on the thread pool: it waits on the disk. */
 const fsyncAsync = promisify(fsync);
-
-/**
- * True for paths that are clawpeer's own bookkeeping, never content: anything under
- * `.clawpeer/` at the share root and the publisher's `.clawpeer-tmp-*` files in any directory.
- * Scanners, the chunk index and the serving side skip them; the publisher refuses to write them.
- */
-export function isInternalPath(relPath: string): boolean {
-  // Both kinds of name start with INTERNAL_DIR_NAME: most paths are ruled out without a split.
-  if (!relPath.includes(INTERNAL_DIR_NAME)) return false;
-  const segments = relPath.split('/');
-  if (segments[0] === INTERNAL_DIR_NAME) return true;
-  return segments.some(isTempFileName);
-}
-
-/** True for the name (last segment) of a publisher temp file (tempNameFor). */
-export function isTempFileName(name: string): boolean {
-  return name.startsWith(TEMP_FILE_PREFIX);
-}
 
 /** A chunk the journal says is in the data file. */
 export interface PartialChunk {

@@ -53,7 +53,8 @@ import { verifyManifest } from '../chunking/manifest.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import { forEachBounded } from './for-each-bounded.js';
-import { isInternalPath, syncDir, isTempFileName, TEMP_FILE_PREFIX } from './partial-store.js';
+import { syncDir } from './partial-store.js';
+import { isInternalPath, isTempFileName, TEMP_FILE_PREFIX } from './internal-names.js';
 import type { Partial, PartialStore } from './partial-store.js';
 import { scanTree, symlinkTargetIsConfined } from './tree-scan.js';
 

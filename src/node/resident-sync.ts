@@ -13,15 +13,15 @@ import type { Identity } from '../crypto/identity.js';
 import type { Logger } from '../logger.js';
 import type { SyncModeName } from '../protocol/messages.js';
 import { resolveConfig } from './config.js';
-import type { FolderWatchers } from './folder-watcher.js';
 import { resolvePeer } from './peer-resolve.js';
 import type { PeerStore } from './peer-store.js';
 import { MAX_REQUEST_BYTES, type ResidentSyncReply, type ResidentSyncRequest } from './resident-protocol.js';
 import type { Share } from './shares.js';
+import type { ResidentFolders } from './synced-folder.js';
 
 export interface ResidentSyncContext {
   readonly shares: readonly Share[];
-  readonly watchers: FolderWatchers;
+  readonly resident: ResidentFolders;
   readonly identity: Identity;
   readonly peers: PeerStore;
   readonly log: Logger;
@@ -151,7 +151,7 @@ export class ResidentSyncServer {
     const { syncWithPeer } = await import('./sync-client.js');
     const result = await syncWithPeer({
       identity: this.#ctx.identity, peer, config, dir: share.dir, share: req.share, mode: req.mode, log, signal,
-      watcher: this.#ctx.watchers.forFolder(share.dir),
+      resident: this.#ctx.resident,
       ...(req.progress ? { onProgress: (p) => send({ type: 'progress', ...p }) } : {}),
     });
     send({ type: 'result', result });

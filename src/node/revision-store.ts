@@ -51,7 +51,7 @@ import type { Revision, RevisionEntry } from '../sync/revision.js';
 import { EMPTY_VECTOR, checkNodeId, counterOf, decodeVector, encodeVector, incrementVector, mergeVectors } from '../sync/version-vector.js';
 import type { VersionVector } from '../sync/version-vector.js';
 import { MAX_PATH_SEGMENT_BYTES } from '../transfer/paths.js';
-import { INTERNAL_DIR_NAME } from './partial-store.js';
+import { INTERNAL_DIR_NAME } from './internal-names.js';
 
 /** Directory of the LMDB environment inside `.clawpeer/`. */
 export const REVLOG_DIR_NAME = 'revlog';
@@ -66,6 +66,11 @@ const META_FORMAT = Buffer.from('format', 'latin1');
 const META_COUNTER = Buffer.from('counter', 'latin1');
 const META_SEQ = Buffer.from('seq', 'latin1');
 const META_LIVE_HEADS = Buffer.from('liveheads', 'latin1');
+/**
+ * Bumped by every transaction that adds or drops ids, so a store kept open in a long-lived
+ * process can tell that another process changed the id set under it (isCurrent).
+ */
+const META_ID_CHANGES = Buffer.from('idchanges', 'latin1');
 /** Longest warm key: a directory key and a name of MAX_PATH_SEGMENT_BYTES. */
 const WARM_KEY_MAX_BYTES = BLAKE3_OUT_BYTES + MAX_PATH_SEGMENT_BYTES;
 
@@ -249,13 +254,17 @@ export class RevisionStore {
   readonly #scratchWarm = Buffer.alloc(WARM_VALUE_BYTES);
   #inTransaction = false;
   #closed = false;
+  /** META_ID_CHANGES as of the in-memory id set; #stale once another process was seen changing it. */
+  #idChanges: number;
+  #stale = false;
 
-  private constructor(dir: string, nodeId: string, env: RootDatabase<Buffer, Buffer>, db: Dbs, ids: MerkleIdSet) {
+  private constructor(dir: string, nodeId: string, env: RootDatabase<Buffer, Buffer>, db: Dbs, ids: MerkleIdSet, idChanges: number) {
     this.dir = dir;
     this.nodeId = nodeId;
     this.#env = env;
     this.#db = db;
     this.#ids = ids;
+    this.#idChanges = idChanges;
   }
 
   /**
@@ -297,6 +306,8 @@ export class RevisionStore {
       } else if (readU64(format) !== REVLOG_FORMAT_VERSION) {
         throw corrupt(dir, `layout version ${readU64(format)}, this version of clawpeer reads ${REVLOG_FORMAT_V1} and ${REVLOG_FORMAT_VERSION}`);
       }
+      // Read before the ids: a change committed in between makes the store look stale, never current.
+      const idChanges = readU64(db.meta.get(META_ID_CHANGES));
       const count = db.revs.getKeysCount();
       const packed = new Uint8Array(count * BLAKE3_OUT_BYTES);
       let o = 0;
@@ -306,11 +317,28 @@ export class RevisionStore {
         o += BLAKE3_OUT_BYTES;
       }
       const ids = MerkleIdSet.fromPacked(packed.subarray(0, o));
-      return new RevisionStore(dir, options.nodeId, env, db, ids);
+      return new RevisionStore(dir, options.nodeId, env, db, ids, idChanges);
     } catch (err) {
       await env.close();
       throw err;
     }
+  }
+
+  /**
+   * True when the in-memory id set still matches the stored ids: no other process added or
+   * dropped revisions since this store was opened (a long-lived process reuses an open store
+   * only then; see revision-store-pool.ts).
+   */
+  isCurrent(): boolean {
+    return !this.#closed && !this.#stale && readU64(this.#db.meta.get(META_ID_CHANGES)) === this.#idChanges;
+  }
+
+  /** Inside a write transaction that changes the id set. */
+  #bumpIdChanges(): void {
+    const stored = readU64(this.#db.meta.get(META_ID_CHANGES));
+    if (stored !== this.#idChanges) this.#stale = true; // another process changed the ids meanwhile
+    this.#idChanges = stored + 1;
+    this.#db.meta.putSync(META_ID_CHANGES, u64(this.#idChanges));
   }
 
   /** Number of stored revisions. */
@@ -459,6 +487,7 @@ export class RevisionStore {
         const out = fn(writer);
         if (out instanceof Promise) throw new TypeError('RevisionStore.write() callback must be synchronous');
         finish();
+        if (added.length > 0) this.#bumpIdChanges();
         return out;
       });
     } finally {
@@ -503,6 +532,7 @@ export class RevisionStore {
           dropped.push(id);
         }
       }
+      if (dropped.length > 0) this.#bumpIdChanges();
     });
     for (const id of dropped) this.#ids.delete(id);
     return { removedRevisions: dropped.length, releasedContentRoots: released };

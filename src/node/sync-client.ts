@@ -19,11 +19,10 @@ import { DataStreamRouter } from './data-stream-router.js';
 import type { PeerSession } from './session.js';
 import { applyRemote } from './sync-apply.js';
 import { fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
-import { openSyncedFolder } from './synced-folder.js';
+import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { expectMessage } from './transfer-control.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 import type { TransferProgress } from './transfer-progress.js';
-import type { ScanGate } from './folder-watcher.js';
 import type { Identity } from '../crypto/identity.js';
 import type { NodeConfig } from './config.js';
 import { dialPeer } from './dialer.js';
@@ -45,8 +44,8 @@ export interface SyncFolderOptions {
   readonly signal: AbortSignal;
   /** Progress, as a push reports it: hashing while scanning, then content sent and received. */
   readonly onProgress?: (p: TransferProgress) => void;
-  /** A resident node's watcher of `dir`: no scan when it vouches nothing changed. */
-  readonly watcher?: ScanGate;
+  /** A listener's folder state: no scan when the folder's watcher vouches nothing changed, the log kept open. */
+  readonly resident?: ResidentFolders;
 }
 
 export interface SyncFolderResult {
@@ -106,7 +105,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
   let hashedFiles = 0;
   const folder = await openSyncedFolder(o.dir, {
     nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: true, cacheManifests: sends,
-    ...(o.watcher === undefined ? {} : { watcher: o.watcher }),
+    ...(o.resident === undefined ? {} : { resident: o.resident }),
     ...(progress === undefined ? {} : { onHashed: (_rel: string, m: { size: number }) => progress({ phase: 'scanning', bytes: (hashed += m.size), totalBytes: 0, files: ++hashedFiles, totalFiles: 0 }) }),
   });
   try {

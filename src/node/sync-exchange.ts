@@ -26,7 +26,7 @@ import type { RevisionEntry } from '../sync/revision.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import type { DataStreamRouter } from './data-stream-router.js';
 import type { ManifestCache } from './manifest-cache.js';
-import { isInternalPath } from './partial-store.js';
+import { isInternalPath } from './internal-names.js';
 import type { RevisionStore } from './revision-store.js';
 import type { PeerSession } from './session.js';
 import { historyBlobPath } from './sync-history.js';

@@ -13,7 +13,7 @@ import { copyFile, link, lstat, mkdir, readdir, rename, rm, unlink } from 'node:
 import path from 'node:path';
 import { fromHex, toHex } from '../chunking/blake3.js';
 import { ClawpeerError } from '../errors.js';
-import { INTERNAL_DIR_NAME } from './partial-store.js';
+import { INTERNAL_DIR_NAME } from './internal-names.js';
 
 /** Directory of history blobs inside `.clawpeer/`. */
 export const HISTORY_DIR_NAME = 'history';

@@ -9,7 +9,6 @@ import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
-import type { FolderWatchers } from './folder-watcher.js';
 import { DestinationHold, PROCESS_DESTINATION_LOCKS } from './destination-locks.js';
 import type { SyncRequestMessage } from '../protocol/messages.js';
 import { ReconcileResponder } from '../sync/reconcile.js';
@@ -20,7 +19,7 @@ import type { PeerSession } from './session.js';
 import type { Share } from './shares.js';
 import { applyRemote } from './sync-apply.js';
 import { decodeReconcilePayload, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
-import { openSyncedFolder } from './synced-folder.js';
+import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { expectMessage } from './transfer-control.js';
 import { findShare, PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 
@@ -34,7 +33,7 @@ export interface SyncServiceContext {
   /** This node's id: the origin of revisions the listener's scans record. */
   readonly nodeId: string | undefined;
   readonly indexes?: ChunkIndexPool;
-  readonly watchers?: FolderWatchers;
+  readonly resident?: ResidentFolders;
 }
 
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
@@ -74,7 +73,7 @@ async function serveClaimedSync(
   const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
   const folder = await openSyncedFolder(share.dir, {
     nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives,
-    ...(ctx.watchers === undefined ? {} : { watcher: ctx.watchers.forFolder(share.dir) }),
+    ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
   });
   try {
     const { store } = folder;

@@ -11,7 +11,8 @@ import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { scanFolder, type ScanFolderResult } from './folder-scanner.js';
-import type { ScanGate } from './folder-watcher.js';
+import { FolderWatchers } from './folder-watcher.js';
+import { RevisionStorePool } from './revision-store-pool.js';
 import { FolderLock } from './folder-lock.js';
 import { ManifestCache } from './manifest-cache.js';
 import { RevisionStore, type WarmStat } from './revision-store.js';
@@ -40,8 +41,23 @@ export interface OpenSyncedFolderOptions {
   readonly onHashed?: (relPath: string, manifest: FileManifest) => void;
   /** Create the folder when missing (the client's side). */
   readonly create?: boolean;
-  /** A resident node's watcher of this folder: the scan is skipped when it vouches nothing changed. */
-  readonly watcher?: ScanGate;
+  /** A long-lived process's folder state: the scan is skipped when the folder's watcher vouches nothing changed, and the log stays open between syncs. */
+  readonly resident?: ResidentFolders;
+}
+
+/** What a long-lived process (a listener) keeps per synced folder between syncs: its watcher and its open log. */
+export class ResidentFolders {
+  readonly watchers: FolderWatchers;
+  readonly stores = new RevisionStorePool();
+
+  constructor(o: { log: Logger }) {
+    this.watchers = new FolderWatchers(o);
+  }
+
+  async close(): Promise<void> {
+    this.watchers.close();
+    await this.stores.close();
+  }
 }
 
 export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions): Promise<SyncedFolder> {
@@ -56,15 +72,20 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
   let store: RevisionStore | undefined;
   try {
     // The scan also removes old temp files of a publish killed mid-way (they are not content).
-    store = await RevisionStore.open(dir, { nodeId: o.nodeId });
+    const resident = o.resident;
+    store = resident === undefined ? await RevisionStore.open(dir, { nodeId: o.nodeId }) : await resident.stores.acquire(dir, o.nodeId);
     const opened = store;
     const manifests = new ManifestCache();
     const close = async (): Promise<void> => {
-      await opened.close();
+      await (resident === undefined ? opened.close() : resident.stores.release(opened));
       await lock.release();
     };
-    if (o.watcher?.canSkipScan() === true) return { dir, store: opened, scan: undefined, manifests, close };
-    const scanEnded = o.watcher?.scanStarting();
+    const watcher = resident?.watchers.forFolder(dir);
+    if (watcher?.canSkipScan() === true) {
+      o.log.debug('scan skipped: the folder watcher saw no change since the last scan', { folder: dir });
+      return { dir, store: opened, scan: undefined, manifests, close };
+    }
+    const scanEnded = watcher?.scanStarting();
     let issues = 0;
     const scan = await scanFolder(opened, dir, {
       chunking: o.chunking,
@@ -82,7 +103,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     scanEnded?.(scan.unstable === 0 && issues === 0);
     return { dir, store: opened, scan, manifests, close };
   } catch (err) {
-    await store?.close();
+    if (store !== undefined) await (o.resident === undefined ? store.close() : o.resident.stores.release(store));
     await lock.release();
     throw err;
   }

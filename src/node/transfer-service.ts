@@ -16,7 +16,7 @@ import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { NodeConfig } from './config.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from './destination-locks.js';
-import { isInternalPath } from './partial-store.js';
+import { isInternalPath } from './internal-names.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
@@ -24,7 +24,7 @@ import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
 import { serveSync } from './sync-service.js';
-import type { FolderWatchers } from './folder-watcher.js';
+import type { ResidentFolders } from './synced-folder.js';
 
 /** How long the other side may take to hash, stage or publish before answering (big trees take a while). */
 export const PREPARE_TIMEOUT_MS = 30 * 60_000;
@@ -42,8 +42,8 @@ export interface ServiceContext {
   readonly nodeId?: string;
   /** The listener's in-memory chunk indexes, one per share (see chunk-index-pool.ts). */
   readonly indexes?: ChunkIndexPool;
-  /** The listener's folder watchers: a sync of an unchanged share skips its scan (folder-watcher.ts). */
-  readonly watchers?: FolderWatchers;
+  /** The listener's synced-folder state (watchers, open logs): a sync of an unchanged share skips its scan. */
+  readonly resident?: ResidentFolders;
 }
 
 /** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */

@@ -8,7 +8,7 @@ import type { FileManifest } from '../chunking/manifest.js';
 import type { ManifestEntry } from '../protocol/messages.js';
 import type { ExcludeRules } from '../transfer/exclude.js';
 import type { Logger } from '../logger.js';
-import { INTERNAL_DIR_NAME, isTempFileName } from './partial-store.js';
+import { INTERNAL_DIR_NAME, isTempFileName } from './internal-names.js';
 import { scanTree, type ScanTreeOptions } from './tree-scan.js';
 
 export interface SourceFile {

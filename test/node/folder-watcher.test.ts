@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { silentLogger } from '../../src/logger.js';
 import { FolderWatcher } from '../../src/node/folder-watcher.js';
-import { openSyncedFolder } from '../../src/node/synced-folder.js';
+import { openSyncedFolder, ResidentFolders } from '../../src/node/synced-folder.js';
 
 // Events arrive asynchronously: poll for the state the watcher must reach, with a deadline.
 async function eventually(what: string, check: () => boolean, ms = 5_000): Promise<void> {
@@ -107,14 +107,19 @@ t.test('a scan that begins while the tree is still being walked does not certify
 
 t.test('openSyncedFolder skips the scan only when the watcher vouches, and a change is recorded at the next sync', async (t) => {
   const root = await tree();
-  const w = await started(root);
-  const open = () => openSyncedFolder(root, { nodeId: 'n1', chunking: DEFAULT_CHUNKING, lockWaitMs: 1_000, log: silentLogger, watcher: w });
+  const resident = new ResidentFolders({ log: silentLogger });
+  t.teardown(() => resident.close());
+  const w = resident.watchers.forFolder(root);
+  await w.whenIdle();
+  const open = () => openSyncedFolder(root, { nodeId: 'n1', chunking: DEFAULT_CHUNKING, lockWaitMs: 1_000, log: silentLogger, resident });
   let f = await open();
   t.not(f.scan, undefined, 'first sync scans');
   t.equal(f.store.head('top.txt')?.revision.size, 3);
+  const firstStore = f.store;
   await f.close();
   f = await open();
   t.equal(f.scan, undefined, 'nothing changed: no scan');
+  t.equal(f.store, firstStore, 'the log stayed open between syncs');
   t.equal(f.store.head('top.txt')?.revision.size, 3, 'the log is as the last scan left it');
   await f.close();
   await writeFile(join(root, 'top.txt'), 'changed!');

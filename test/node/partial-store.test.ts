@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import type { FileManifest } from '../../src/chunking/manifest.js';
-import { isInternalPath, JOURNAL_RECORD_BYTES, PartialStore } from '../../src/node/partial-store.js';
+import { JOURNAL_RECORD_BYTES, PartialStore } from '../../src/node/partial-store.js';
+import { isInternalPath } from '../../src/node/internal-names.js';
 import type { Partial } from '../../src/node/partial-store.js';
 import { Publisher } from '../../src/node/publisher.js';
 

@@ -112,19 +112,19 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const { serveSession } = await import('../../node/transfer-service.js');
         const { ChunkIndexPool } = await import('../../node/chunk-index-pool.js');
         const log = ctx.log.child('listen');
-        const { FolderWatchers } = await import('../../node/folder-watcher.js');
+        const { ResidentFolders } = await import('../../node/synced-folder.js');
         const indexes = new ChunkIndexPool({ log });
-        const watchers = new FolderWatchers({ log });
+        const resident = new ResidentFolders({ log });
         const server = await NodeServer.start(
           { identity, peers: peerStore, shares, host: String(args['host']), port, config, log },
-          (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId, indexes, watchers }, signal),
+          (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId, indexes, resident }, signal),
         );
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
         // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
         const { controlSocketPath } = await import('../../node/resident-protocol.js');
         const socketPath = controlSocketPath(ctx.home.dir);
         const { ResidentSyncServer } = await import('../../node/resident-sync.js');
-        const resident = socketPath === undefined ? undefined : await ResidentSyncServer.start(socketPath, { shares, watchers, identity, peers: peerStore, log });
+        const control = socketPath === undefined ? undefined : await ResidentSyncServer.start(socketPath, { shares, resident, identity, peers: peerStore, log });
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');
         ctx.out.emit(
@@ -150,9 +150,9 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
         });
         ctx.log.info('shutting down');
-        await Promise.all([server.close(), sweep, resident?.close()]);
+        await Promise.all([server.close(), sweep, control?.close()]);
         await indexes.close(); // after the sessions: their last changes are saved too
-        watchers.close();
+        await resident.close();
         if (ctx.out.json) ctx.out.emit({ event: 'stopped' }, '');
       }),
     )

@@ -1,28 +1,19 @@
-// `sync`, `log`, `restore`, `gc`: revision sync of a folder with a peer's share, and its history.
+// `sync`: revision sync of a folder with a peer's share (its history: history.ts). Light imports:
+// when a listener runs the sync (resident-client.ts), this process loads little else.
 import { watch, type FSWatcher } from 'node:fs';
-import { copyFile, lstat, mkdir, open, realpath, rename, rm, stat, symlink, unlink } from 'node:fs/promises';
+import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { Argv } from 'yargs';
-import { bytesEqual, toHex } from '../../chunking/blake3.js';
-import { DEFAULT_CHUNKING, type ChunkingParams } from '../../chunking/fastcdc.js';
 import { ClawpeerError } from '../../errors.js';
 import { resolveConfig } from '../../node/config.js';
-import { identityExists, loadIdentity } from '../../node/identity-store.js';
-import { INTERNAL_DIR_NAME, isTempFileName } from '../../node/partial-store.js';
-import { PeerStore } from '../../node/peer-store.js';
-import { resolvePeer } from '../../node/peer-resolve.js';
+import { INTERNAL_DIR_NAME, isTempFileName } from '../../node/internal-names.js';
 import type { SyncFolderResult } from '../../node/sync-client.js';
 import type { TransferProgress } from '../../node/transfer-progress.js';
-import { DEFAULT_CAPABILITIES } from '../../protocol/capabilities.js';
 import type { SyncModeName } from '../../protocol/messages.js';
-import type { RevisionEntry } from '../../sync/revision.js';
-import { formatVector } from '../../sync/version-vector.js';
-import { normalizeSharePath } from '../../transfer/paths.js';
-import { COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
+import { COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { createProgress } from '../progress.js';
 import { syncViaListener } from '../resident-client.js';
-import { parseRemote } from './transfer.js';
 
 /** Quiet time after the last file-system event before --watch syncs, ms. */
 export const WATCH_DEBOUNCE_MS = 500;
@@ -31,21 +22,6 @@ export const WATCH_INTERVAL_MS = 30_000;
 /** --interval bounds, seconds: every sync rescans the peer's share too, so not below 1 s; at most a day. */
 const WATCH_INTERVAL_MIN_S = 1;
 const WATCH_INTERVAL_MAX_S = 86_400;
-/** How long restore/gc wait for a running sync of the folder, ms. */
-const LOCK_WAIT_MS = 5_000;
-/** Node id used to open a log read-only when this home has no identity yet. */
-const ANONYMOUS_NODE_ID = 'local';
-
-/**
- * The chunking content roots are computed with when no session says otherwise: the listener's
- * default first choice, which is what sessions negotiate unless configured differently.
- */
-function defaultFolderChunking(): ChunkingParams {
-  const c = DEFAULT_CAPABILITIES.chunking[0];
-  if (c === undefined) throw new TypeError('no default chunking');
-  return { minBytes: c.minBytes, avgBytes: c.avgBytes, maxBytes: c.maxBytes, normalization: DEFAULT_CHUNKING.normalization };
-}
-
 function report(ctx: CommandContext, r: SyncFolderResult, resident: boolean): void {
   for (const p of r.localOnly) ctx.out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${p}`);
   for (const p of r.skipped) ctx.out.emit({ event: 'skipped', path: p }, `left as is this time: ${p}`);
@@ -96,6 +72,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
     const syncClient = import('../../node/sync-client.js');
     syncClient.catch(() => undefined); // a failure surfaces where it is awaited, not as unhandled
+    const [{ loadIdentity }, { PeerStore }, { resolvePeer }] = await Promise.all([import('../../node/identity-store.js'), import('../../node/peer-store.js'), import('../../node/peer-resolve.js')]);
     const identity = await loadIdentity(ctx.home.identityKeyFile);
     const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
     const { syncWithPeer } = await syncClient;
@@ -168,158 +145,6 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   }
 }
 
-/** The synced folder containing `target` (the nearest directory with a revision log) and the path inside it. */
-async function locateFolder(target: string): Promise<{ folder: string; rel: string }> {
-  const { REVLOG_DIR_NAME } = await import('../../node/revision-store.js');
-  const abs = path.resolve(target);
-  for (let dir = abs; ; dir = path.dirname(dir)) {
-    try {
-      if ((await stat(path.join(dir, INTERNAL_DIR_NAME, REVLOG_DIR_NAME))).isDirectory()) {
-        const rel = path.relative(dir, abs).split(path.sep).join('/');
-        return { folder: dir, rel: rel === '' ? '' : normalizeSharePath(rel) };
-      }
-    } catch {
-      // not this level
-    }
-    if (path.dirname(dir) === dir) break;
-  }
-  throw new ClawpeerError('USAGE', `${abs} is not inside a synced folder (no ${INTERNAL_DIR_NAME}/${REVLOG_DIR_NAME} above it)`);
-}
-
-async function localNodeId(ctx: CommandContext): Promise<string> {
-  return (await identityExists(ctx.home.identityKeyFile)) ? (await loadIdentity(ctx.home.identityKeyFile)).nodeId : ANONYMOUS_NODE_ID;
-}
-
-function revisionRecord(e: RevisionEntry, isHead: boolean): Record<string, unknown> {
-  const r = e.revision;
-  return {
-    event: 'revision', path: r.path, id: toHex(e.id), head: isHead, kind: r.kind, deleted: r.deleted, size: r.size, mode: r.mode,
-    mtime: new Date(Number(r.mtimeNs / 1_000_000n)).toISOString(), origin: r.origin, vector: Object.fromEntries(r.vector),
-    contentRoot: toHex(r.contentRoot),
-  };
-}
-
-async function runLog(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
-  const { folder, rel } = await locateFolder(String(args['target']));
-  const { RevisionStore } = await import('../../node/revision-store.js');
-  const store = await RevisionStore.open(folder, { nodeId: await localNodeId(ctx) });
-  try {
-    const under = (p: string): boolean => rel === '' || p === rel || p.startsWith(rel + '/');
-    const paths = [...store.heads()].map((h) => h.revision.path).filter(under).sort();
-    for (const p of paths) {
-      const head = store.head(p);
-      for (const e of store.history(p).reverse()) {
-        const isHead = head !== undefined && bytesEqual(head.id, e.id);
-        const r = e.revision;
-        const what = r.deleted ? 'deleted' : r.kind === 'file' ? `${r.size} bytes` : r.kind;
-        ctx.out.emit(revisionRecord(e, isHead), `${toHex(e.id).slice(0, 16)} ${isHead ? '*' : ' '} ${p}  ${what}  ${new Date(Number(r.mtimeNs / 1_000_000n)).toISOString()}  by ${r.origin.slice(-8)} ${formatVector(r.vector)}`);
-      }
-    }
-  } finally {
-    await store.close();
-  }
-}
-
-async function runRestore(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
-  const { folder, rel } = await locateFolder(String(args['target']));
-  if (rel === '') throw new ClawpeerError('USAGE', 'name a path inside the folder to restore');
-  const revHex = String(args['rev']).toLowerCase();
-  const { RevisionStore } = await import('../../node/revision-store.js');
-  const { FolderLock } = await import('../../node/folder-lock.js');
-  const { scanFolder } = await import('../../node/folder-scanner.js');
-  const { historyBlobPath } = await import('../../node/sync-history.js');
-  const { tempNameFor } = await import('../../node/publisher.js');
-  const { manifestFromFile } = await import('../../chunking/file-chunker.js');
-  const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: ctx.signal });
-  try {
-    const store = await RevisionStore.open(folder, { nodeId: (await loadIdentity(ctx.home.identityKeyFile)).nodeId });
-    try {
-      const matches = store.history(rel).filter((e) => toHex(e.id).startsWith(revHex));
-      if (revHex.length < 8 || matches.length !== 1) {
-        throw new ClawpeerError('USAGE', `--rev ${revHex} names ${matches.length === 0 ? 'no revision' : 'several revisions'} of ${rel} (see \`clawpeer log\`; give at least 8 hex digits)`);
-      }
-      const rev = matches[0]!.revision;
-      const abs = path.join(folder, ...rel.split('/'));
-      const chunking = defaultFolderChunking();
-      const tmp = path.join(path.dirname(abs), tempNameFor(path.basename(abs)));
-      if (rev.deleted) {
-        await unlink(abs).catch((err: unknown) => {
-          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-        });
-      } else if (rev.kind === 'dir') {
-        await mkdir(abs, { recursive: true, mode: rev.mode });
-      } else if (rev.kind === 'symlink') {
-        await mkdir(path.dirname(abs), { recursive: true });
-        await symlink(rev.linkTarget, tmp);
-        await rename(tmp, abs);
-      } else {
-        // The content: its history blob, or a live file with the same root.
-        const candidates = [historyBlobPath(folder, rev.contentRoot), abs];
-        for (const h of store.heads()) if (!h.revision.deleted && h.revision.kind === 'file' && bytesEqual(h.revision.contentRoot, rev.contentRoot)) candidates.push(path.join(folder, ...h.revision.path.split('/')));
-        let source: string | undefined;
-        for (const c of candidates) {
-          try {
-            if (!(await lstat(c)).isFile()) continue;
-            if (bytesEqual((await manifestFromFile(c, chunking)).root, rev.contentRoot)) {
-              source = c;
-              break;
-            }
-          } catch {
-            continue;
-          }
-        }
-        if (source === undefined) throw new ClawpeerError('IO', `the content of revision ${toHex(matches[0]!.id).slice(0, 16)} of ${rel} is no longer kept here (collected by gc, or overwritten before a scan saw it)`);
-        await mkdir(path.dirname(abs), { recursive: true });
-        await copyFile(source, tmp);
-        try {
-          const h = await open(tmp, 'r+');
-          try {
-            await h.chmod(rev.mode & 0o777);
-            await h.sync();
-          } finally {
-            await h.close();
-          }
-          if (!bytesEqual((await manifestFromFile(tmp, chunking)).root, rev.contentRoot)) throw new ClawpeerError('HASH_MISMATCH', `restored copy of ${rel} does not match its revision`);
-          await rename(tmp, abs);
-        } catch (err) {
-          await rm(tmp, { force: true });
-          throw err;
-        }
-      }
-      // Record the restore as a new local edit, so it wins over what it replaced on every peer.
-      await scanFolder(store, folder, { chunking });
-      const head = store.head(rel);
-      ctx.out.emit({ event: 'restored', path: rel, rev: toHex(matches[0]!.id), newRev: head === undefined ? null : toHex(head.id) }, `restored ${rel} to revision ${toHex(matches[0]!.id).slice(0, 16)}`);
-    } finally {
-      await store.close();
-    }
-  } finally {
-    await lock.release();
-  }
-}
-
-async function runGc(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
-  const keepLast = Number(args['keep-last']);
-  if (!Number.isInteger(keepLast) || keepLast < 1) throw new ClawpeerError('USAGE', `--keep-last must be an integer >= 1, got ${JSON.stringify(args['keep-last'])}`);
-  const { folder } = await locateFolder(String(args['dir']));
-  const { RevisionStore } = await import('../../node/revision-store.js');
-  const { FolderLock } = await import('../../node/folder-lock.js');
-  const { removeHistoryBlobs } = await import('../../node/sync-history.js');
-  const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: ctx.signal });
-  try {
-    const store = await RevisionStore.open(folder, { nodeId: await localNodeId(ctx) });
-    try {
-      const result = store.gc(keepLast);
-      const blobs = await removeHistoryBlobs(folder, result.releasedContentRoots);
-      ctx.out.emit({ event: 'gc', removedRevisions: result.removedRevisions, removedBlobs: blobs }, `removed ${result.removedRevisions} old revisions and ${blobs} history files`);
-    } finally {
-      await store.close();
-    }
-  } finally {
-    await lock.release();
-  }
-}
-
 export function registerSyncCommands(cli: Argv, run: Runner): Argv {
   return cli
     .command(
@@ -336,18 +161,5 @@ export function registerSyncCommands(cli: Argv, run: Runner): Argv {
           .option('transport', TRANSPORT_OPTION)
           .option('compress', COMPRESS_OPTION),
       run(runSync),
-    )
-    .command('log <target>', 'revision history of a synced folder or a path in it', (y) => y.positional('target', { type: 'string' }), run(runLog))
-    .command(
-      'restore <target>',
-      'bring back an earlier revision of DIR/PATH (atomically; recorded as a new edit)',
-      (y) => y.positional('target', { type: 'string' }).option('rev', { type: 'string', demandOption: true, describe: 'revision id (hex, at least 8 digits) from `clawpeer log`' }),
-      run(runRestore),
-    )
-    .command(
-      'gc <dir>',
-      'drop old revisions and the history content only they referenced',
-      (y) => y.positional('dir', { type: 'string' }).option('keep-last', { type: 'number', demandOption: true, describe: 'revisions to keep per path (the current one always stays)' }),
-      run(runGc),
     );
 }

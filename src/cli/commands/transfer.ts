@@ -1,6 +1,5 @@
 // `push` and `pull`: move files and trees to and from a paired peer's shares.
 import type { Argv } from 'yargs';
-import { ClawpeerError } from '../../errors.js';
 import { resolveConfig } from '../../node/config.js';
 import { loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
@@ -8,7 +7,7 @@ import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileExcludes } from '../../transfer/exclude.js';
-import { COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
+import { COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { createProgress, human } from '../progress.js';
 
 /**
@@ -22,25 +21,7 @@ import { createProgress, human } from '../progress.js';
 export const DEFAULT_STREAMS = 4;
 export const DEFAULT_WINDOW = 32;
 
-export interface RemoteSpec {
-  readonly peer: string;
-  readonly share: string;
-  readonly path: string;
-}
-
 /** PEER[:SHARE[/SUBPATH]] — peer names and node ids never contain ':'. */
-export function parseRemote(text: string, requireShare: boolean): RemoteSpec {
-  const colon = text.indexOf(':');
-  const peer = colon < 0 ? text : text.slice(0, colon);
-  const rest = colon < 0 ? '' : text.slice(colon + 1);
-  if (peer === '') throw new ClawpeerError('USAGE', `invalid remote ${JSON.stringify(text)}: expected PEER[:SHARE[/PATH]]`);
-  if (requireShare && rest === '') throw new ClawpeerError('USAGE', `invalid remote ${JSON.stringify(text)}: name the share, as PEER:SHARE[/PATH]`);
-  const slash = rest.indexOf('/');
-  const share = slash < 0 ? rest : rest.slice(0, slash);
-  const sub = slash < 0 ? '' : rest.slice(slash + 1).replace(/\/+$/, '');
-  return { peer, share, path: sub };
-}
-
 const transferOptions = (y: Argv): Argv =>
   y
     .option('streams', { type: 'number', default: DEFAULT_STREAMS, describe: 'parallel data streams' })
