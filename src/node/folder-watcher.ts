@@ -11,7 +11,7 @@
 // folder changed; the scan that follows reads the disk as it is.
 // Non-goals: telling which paths changed (a scan still walks the whole tree with its warm
 // index), network file systems (their remote changes raise no events: never skipped there).
-import { watch, type FSWatcher } from 'node:fs';
+import { lstatSync, watch, type FSWatcher } from 'node:fs';
 import { lstat, readdir, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
@@ -46,7 +46,8 @@ export class FolderWatcher implements ScanGate {
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #maxSkipAgeMs: number;
-  readonly #watchers = new Map<string, FSWatcher>();
+  /** Watched directories and the inode each watch is on (a path can later name another directory). */
+  readonly #watchers = new Map<string, { readonly watcher: FSWatcher; readonly ino: bigint }>();
   /** Bumped by every event and every completed addition of watches. */
   #generation = 0;
   /** Watch additions (walks) in progress. */
@@ -56,8 +57,11 @@ export class FolderWatcher implements ScanGate {
   #closed = false;
   /** Generation at the start of the last certified scan, and when it started. */
   #certified: { generation: number; atMs: number } | undefined;
-  /** Paths named by events, to check for new or vanished directories. */
-  readonly #toCheck = new Set<string>();
+  /**
+   * Paths named by events, to check for new, replaced or vanished directories: 'fresh' (named by
+   * its parent's event, or its own: watch it anew) or 'children' (an event without a name).
+   */
+  readonly #toCheck = new Map<string, 'fresh' | 'children'>();
   #checkScheduled = false;
   #idleWaiters: Array<() => void> = [];
 
@@ -101,10 +105,16 @@ export class FolderWatcher implements ScanGate {
 
   canSkipScan(): boolean {
     const c = this.#certified;
-    return c !== undefined && !this.#closed && this.#broken === undefined && this.#pending === 0 && c.generation === this.#generation && this.#now() - c.atMs < this.#maxSkipAgeMs;
+    return c !== undefined && !this.#closed && this.#broken === undefined && this.#pending === 0 && c.generation === this.#generation && this.#now() - c.atMs < this.#maxSkipAgeMs && this.#rootIsWatched();
   }
 
   scanStarting(): (certified: boolean) => void {
+    if (!this.#closed && this.#broken === undefined && this.#pending === 0 && !this.#rootIsWatched()) {
+      // The folder itself was replaced (removed and made again): nothing of ours watches the new one.
+      this.#unwatchUnder(this.root);
+      this.#pending++;
+      void this.#walk(this.root).finally(() => this.#additionDone());
+    }
     const covered = this.#pending === 0 && this.#broken === undefined && !this.#closed;
     const generation = this.#generation;
     const atMs = this.#now();
@@ -116,8 +126,18 @@ export class FolderWatcher implements ScanGate {
 
   close(): void {
     this.#closed = true;
-    for (const w of this.#watchers.values()) w.close();
-    this.#watchers.clear();
+    this.#unwatchUnder(this.root);
+  }
+
+  /** The root's watch is on the directory now at the root's path (its parent is not watched: no event tells). */
+  #rootIsWatched(): boolean {
+    const watched = this.#watchers.get(this.root);
+    if (watched === undefined) return false;
+    try {
+      return lstatSync(this.root, { bigint: true }).ino === watched.ino;
+    } catch {
+      return false;
+    }
   }
 
   #break(reason: string): void {
@@ -125,8 +145,7 @@ export class FolderWatcher implements ScanGate {
     this.#broken = reason;
     this.#generation++;
     this.#log.warn('folder watcher off: every sync of this folder scans it', { folder: this.root, reason });
-    for (const w of this.#watchers.values()) w.close();
-    this.#watchers.clear();
+    this.#unwatchUnder(this.root);
   }
 
   #additionDone(): void {
@@ -141,16 +160,32 @@ export class FolderWatcher implements ScanGate {
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
-  /** Watches `dir`, then reads it and walks its subdirectories (watch first: see the header). */
+  /**
+   * Watches `dir`, then reads it and walks its subdirectories (watch first: see the header). A
+   * path watched on another inode (the directory was replaced) is watched afresh.
+   */
   async #walk(dir: string): Promise<void> {
-    if (this.#closed || this.#broken !== undefined || this.#watchers.has(dir)) return;
+    if (this.#closed || this.#broken !== undefined) return;
+    const ino = await inoOf(dir);
+    if (ino === undefined) return; // gone already: its parent's event says so
+    const watched = this.#watchers.get(dir);
+    if (watched?.ino === ino) return;
+    if (watched !== undefined) this.#unwatchUnder(dir);
     try {
       const w = watch(dir, { persistent: false }, (_event, name) => this.#onEvent(dir, name));
       w.on('error', (err) => this.#onWatchError(dir, err));
-      this.#watchers.set(dir, w);
+      // The watch is on whatever was at `dir` when it was set: if that is not the inode read
+      // before, the directory was replaced in between and its parent's event will recheck it.
+      // A concurrent walk of the same directory may have set its watch meanwhile: keep one.
+      if ((await inoOf(dir)) !== ino || this.#watchers.get(dir)?.ino === ino) {
+        w.close();
+        return;
+      }
+      this.#watchers.get(dir)?.watcher.close();
+      this.#watchers.set(dir, { watcher: w, ino });
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') return; // gone already: its parent's event says so
+      if (code === 'ENOENT' || code === 'ENOTDIR') return;
       this.#break(code === 'ENOSPC' ? `out of inotify watches (fs.inotify.max_user_watches) at ${dir}` : `cannot watch ${dir}: ${(err as Error).message}`);
       return;
     }
@@ -172,7 +207,14 @@ export class FolderWatcher implements ScanGate {
     const entry = name === null ? null : name.toString();
     if (dir === this.root && entry === INTERNAL_DIR_NAME) return;
     this.#generation++;
-    this.#toCheck.add(entry === null ? dir : path.join(dir, entry));
+    if (entry === null) {
+      if (!this.#toCheck.has(dir)) this.#toCheck.set(dir, 'children');
+    } else {
+      this.#toCheck.set(path.join(dir, entry), 'fresh');
+      // A watched directory that is removed or moved reports it under its own name; its inode
+      // number may come back at once for a new directory, so only a new watch is sure.
+      if (entry === path.basename(dir)) this.#toCheck.set(dir, 'fresh');
+    }
     if (this.#checkScheduled) return;
     this.#checkScheduled = true;
     this.#pending++;
@@ -186,20 +228,17 @@ export class FolderWatcher implements ScanGate {
   async #checkEntries(): Promise<void> {
     const paths = [...this.#toCheck];
     this.#toCheck.clear();
-    for (const p of paths) {
+    for (const [p, how] of paths) {
       if (this.#closed || this.#broken !== undefined) return;
-      let isDir = false;
-      try {
-        isDir = (await lstat(p)).isDirectory();
-      } catch {
-        isDir = false;
-      }
-      if (isDir) {
-        // An existing watched dir whose event named itself (null name) is rewalked for new children.
-        if (this.#watchers.has(p)) await this.#walkChildren(p);
-        else await this.#walk(p);
+      const ino = await inoOf(p);
+      // Most events name files: nothing to do unless the path was a watched directory.
+      if (ino === undefined) {
+        if (this.#watchers.has(p)) this.#unwatchUnder(p);
+      } else if (how === 'children' && this.#watchers.get(p)?.ino === ino) {
+        await this.#walkChildren(p);
       } else {
-        this.#unwatchUnder(p);
+        if (this.#watchers.has(p)) this.#unwatchUnder(p);
+        await this.#walk(p);
       }
     }
   }
@@ -218,7 +257,7 @@ export class FolderWatcher implements ScanGate {
     const prefix = p + path.sep;
     for (const [dir, w] of this.#watchers) {
       if (dir === p || dir.startsWith(prefix)) {
-        w.close();
+        w.watcher.close();
         this.#watchers.delete(dir);
       }
     }
@@ -228,7 +267,7 @@ export class FolderWatcher implements ScanGate {
     // A watched directory that is removed ends its watch; anything else leaves an unwatched hole.
     if (!this.#watchers.has(dir)) return;
     this.#generation++;
-    this.#watchers.get(dir)?.close();
+    this.#watchers.get(dir)?.watcher.close();
     this.#watchers.delete(dir);
     this.#log.debug('folder watcher error; rechecking the directory', { dir, error: err.message });
     this.#onEvent(path.dirname(dir), path.basename(dir));
@@ -256,5 +295,14 @@ export class FolderWatchers {
   close(): void {
     for (const w of this.#byRoot.values()) w.close();
     this.#byRoot.clear();
+  }
+}
+
+async function inoOf(dir: string): Promise<bigint | undefined> {
+  try {
+    const st = await lstat(dir, { bigint: true });
+    return st.isDirectory() ? st.ino : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -78,6 +78,31 @@ t.test('new directories are watched before their contents count, vanished ones a
   await eventually('still watching the rest', () => !w.canSkipScan());
 });
 
+t.test('a directory removed and made again, or the folder itself replaced, is watched afresh', async (t) => {
+  const root = await tree();
+  const w = await started(root);
+  await rm(join(root, 'a/b'), { recursive: true });
+  await mkdir(join(root, 'a/b'));
+  await eventually('the new a/b watched', () => w.watchedDirs === 3);
+  await certify(w);
+  t.ok(w.canSkipScan());
+  await writeFile(join(root, 'a/b/in-new.txt'), 'x');
+  await eventually('a change in the new a/b seen', () => !w.canSkipScan());
+
+  await certify(w);
+  await rename(root, root + '.old');
+  t.teardown(() => rm(root + '.old', { recursive: true, force: true }));
+  await mkdir(root);
+  t.notOk(w.canSkipScan(), 'the folder at this path is not the watched one');
+  // Either the move's event or the scan starting (the root's inode changed) watches it anew; a
+  // scan that starts before that is not certified.
+  await certify(w);
+  if (!w.canSkipScan()) await certify(w);
+  t.ok(w.canSkipScan(), 'the new folder is watched');
+  await writeFile(join(root, 'fresh.txt'), 'x');
+  await eventually('a change in the new folder seen', () => !w.canSkipScan());
+});
+
 t.test('changes in .clawpeer (the log, staging) do not count; an uncertified scan or an old one never skips', async (t) => {
   const root = await tree();
   let now = 1_000;
