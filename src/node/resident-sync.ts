@@ -28,6 +28,8 @@ export interface ResidentSyncContext {
 }
 
 const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
+/** A connection that has not sent its request line by then is closed, ms. */
+const REQUEST_TIMEOUT_MS = 10_000;
 
 /** The request on one line of JSON, checked field by field; a USAGE error names what is wrong. */
 export function parseResidentRequest(line: string): ResidentSyncRequest {
@@ -59,6 +61,8 @@ export class ResidentSyncServer {
   readonly #server: Server;
   readonly #ctx: ResidentSyncContext;
   readonly #running = new Set<AbortController>();
+  /** Connections that have not sent their request yet (closed at shutdown; running ones end with their sync). */
+  readonly #waiting = new Set<Socket>();
 
   private constructor(socketPath: string, server: Server, ctx: ResidentSyncContext) {
     this.socketPath = socketPath;
@@ -96,7 +100,9 @@ export class ResidentSyncServer {
 
   async close(): Promise<void> {
     for (const c of this.#running) c.abort(new ClawpeerError('ABORTED', 'the listener is shutting down'));
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    for (const s of this.#waiting) s.destroy();
+    await closed;
     await unlink(this.socketPath).catch(() => undefined);
   }
 
@@ -107,9 +113,17 @@ export class ResidentSyncServer {
     const send = (reply: ResidentSyncReply): void => {
       if (!socket.destroyed) socket.write(JSON.stringify(reply) + '\n');
     };
+    this.#waiting.add(socket);
     socket.setEncoding('utf8');
     socket.on('error', () => undefined);
-    socket.on('close', () => abort.abort(new ClawpeerError('ABORTED', 'the sync command went away')));
+    socket.on('close', () => {
+      this.#waiting.delete(socket);
+      abort.abort(new ClawpeerError('ABORTED', 'the sync command went away'));
+    });
+    const idle = setTimeout(() => {
+      if (!started) socket.destroy();
+    }, REQUEST_TIMEOUT_MS);
+    idle.unref();
     socket.on('data', (piece: string) => {
       if (started) return; // one request per connection
       buffered += piece;
@@ -123,6 +137,8 @@ export class ResidentSyncServer {
         return;
       }
       started = true;
+      clearTimeout(idle);
+      this.#waiting.delete(socket);
       this.#running.add(abort);
       void this.#handle(buffered.slice(0, nl), send, abort.signal)
         .catch((err: unknown) => {

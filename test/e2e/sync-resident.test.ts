@@ -102,3 +102,16 @@ t.test('a killed listener leaves its socket file: the CLI syncs by itself, and a
   own = await startListener(b.home, ['--share', `mine=${local()}`]);
   t.match(await sync(local()), { resident: true, inSync: true });
 });
+
+t.test('a control connection that never sends its request does not hold up the listener\'s shutdown', async (t) => {
+  const idle = createConnection(path.join(b.home, 'control.sock'));
+  await new Promise<void>((resolve, reject) => {
+    idle.once('connect', resolve);
+    idle.once('error', reject);
+  });
+  idle.on('error', () => undefined);
+  const closedByListener = new Promise<void>((resolve) => idle.once('close', () => resolve()));
+  t.equal(await own.stop('SIGINT'), 0, 'SIGINT: clean exit');
+  await closedByListener;
+  await t.rejects(lstat(path.join(b.home, 'control.sock')), { code: 'ENOENT' }, 'the socket file is removed on a clean exit');
+});
