@@ -19,6 +19,7 @@ import { NodeServer } from '../node/server.js';
 import type { Share } from '../node/shares.js';
 import { serveSession } from '../node/transfer-service.js';
 import { ResidentFolders } from '../node/synced-folder.js';
+import { ChunkIndexPool } from '../node/chunk-index-pool.js';
 import { selfWorkerOptions, startSelfWorker, stopperFor, type SelfWorkerFailed } from '../self-worker.js';
 
 const WORKER_MARKER = 'clawpeer-bench-listener-worker';
@@ -57,15 +58,18 @@ export async function startListenerWorker(options: ListenerWorkerOptions): Promi
 async function runWorker(port: NonNullable<typeof parentPort>, options: ListenerWorkerOptions): Promise<void> {
   let server: NodeServer;
   let resident: ResidentFolders | undefined;
+  let indexes: ChunkIndexPool | undefined;
   const identity = generateIdentity();
   try {
     const peers = new PeerStore(`${options.home}/peers.json`);
     await peers.add(options.clientNodeId, 'bench-client');
     const config = resolveConfig({ transport: options.transport });
     // nodeId: a sync (the sync workload) records the listener's revisions under it.
-    // resident: as a real listener, a sync of an unchanged share skips its scan and keeps its log open.
+    // As `clawpeer listen`: chunk indexes kept in memory between pushes (not loaded and rescanned
+    // on each push's critical path), and synced folders' watchers and logs kept between syncs.
+    indexes = new ChunkIndexPool({ log: silentLogger });
     resident = new ResidentFolders({ log: silentLogger });
-    const ctx = { shares: [...options.shares], config, log: silentLogger, nodeId: identity.nodeId, resident };
+    const ctx = { shares: [...options.shares], config, log: silentLogger, nodeId: identity.nodeId, resident, indexes };
     server = await NodeServer.start(
       { identity, peers, shares: ctx.shares, host: '127.0.0.1', port: 0, config, log: silentLogger },
       (session, signal) => serveSession(session, ctx, signal),
@@ -78,6 +82,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Listener
   port.once('message', () => {
     void server.close().finally(async () => {
       await resident?.close();
+      await indexes?.close();
       port.postMessage({ type: 'closed' } satisfies FromWorker);
       port.close();
     });
