@@ -61,10 +61,7 @@ export function createProgress(out: Output): ProgressReporter {
         t0 = Date.now();
       }
       const total = p.totalBytes;
-      // Files done: published (receiving), or held completely by the peer (sending); the
-      // total alone until the first is done.
-      const files = p.files > 0 ? `${p.files}/${p.totalFiles}` : String(p.totalFiles);
-      const payload = { phase: p.phase.padEnd(10), value_h: human(p.bytes), total_h: human(total), speed: `${human(p.bytes / Math.max(0.001, (Date.now() - t0) / 1000))}/s`, files };
+      const payload = { phase: p.phase.padEnd(10), value_h: human(p.bytes), total_h: human(total), speed: `${human(p.bytes / Math.max(0.001, (Date.now() - t0) / 1000))}/s`, files: filesLabel(p) };
       if (!started) {
         bar.start(Math.max(total, 1), p.bytes, payload);
         started = true;
@@ -77,6 +74,16 @@ export function createProgress(out: Output): ProgressReporter {
       if (started) bar.stop();
     },
   };
+}
+
+/**
+ * The bar's files field. Files done: published (receiving), or held completely by the peer
+ * (sending); the total alone until the first is done; the count alone while the total is
+ * unknown (a sync's scan hashes as it walks).
+ */
+export function filesLabel(p: Pick<TransferProgress, 'files' | 'totalFiles'>): string {
+  if (p.totalFiles === 0) return String(p.files);
+  return p.files > 0 ? `${p.files}/${p.totalFiles}` : String(p.totalFiles);
 }
 
 export function human(bytes: number): string {

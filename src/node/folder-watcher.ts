@@ -17,6 +17,11 @@ import path from 'node:path';
 import type { Logger } from '../logger.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
 
+/** Quiet time after the last event before the watcher follows up on a burst of them, ms. */
+const FOLLOW_UP_DELAY_MS = 100;
+/** Longest a follow-up waits under a steady stream of events, ms. */
+const FOLLOW_UP_MAX_DELAY_MS = 1_000;
+
 /** A skipped scan is never trusted for longer than this after the last real one (Syncthing rescans hourly). */
 export const MAX_SCAN_SKIP_AGE_MS = 3_600_000;
 
@@ -57,12 +62,12 @@ export class FolderWatcher implements ScanGate {
   #closed = false;
   /** Generation at the start of the last certified scan, and when it started. */
   #certified: { generation: number; atMs: number } | undefined;
-  /**
-   * Paths named by events, to check for new, replaced or vanished directories: 'fresh' (named by
-   * its parent's event, or its own: watch it anew) or 'children' (an event without a name).
-   */
-  readonly #toCheck = new Map<string, 'fresh' | 'children'>();
-  #checkScheduled = false;
+  /** Directories with events since the last follow-up: re-read for new subdirectories. */
+  readonly #dirtyDirs = new Set<string>();
+  /** Watched directories an event named (removed, moved, or made again): watched anew if still there. */
+  readonly #fresh = new Set<string>();
+  #followUp: NodeJS.Timeout | undefined;
+  #followUpDeadline = 0;
   #idleWaiters: Array<() => void> = [];
 
   private constructor(root: string, o: FolderWatcherOptions) {
@@ -126,6 +131,7 @@ export class FolderWatcher implements ScanGate {
 
   close(): void {
     this.#closed = true;
+    clearTimeout(this.#followUp);
     this.#unwatchUnder(this.root);
   }
 
@@ -203,43 +209,50 @@ export class FolderWatcher implements ScanGate {
     }
   }
 
+  /**
+   * Events cost no system call here (a copy into the folder raises several per file): the
+   * directory is marked, and a watched directory the event names is marked to be watched anew.
+   * The follow-up (re-reading marked directories) runs once events pause, FOLLOW_UP_DELAY_MS,
+   * or at the latest FOLLOW_UP_MAX_DELAY_MS after the first; until it ran, no scan certifies.
+   */
   #onEvent(dir: string, name: string | Buffer | null): void {
     const entry = name === null ? null : name.toString();
     if (dir === this.root && entry === INTERNAL_DIR_NAME) return;
     this.#generation++;
-    if (entry === null) {
-      if (!this.#toCheck.has(dir)) this.#toCheck.set(dir, 'children');
-    } else {
-      this.#toCheck.set(path.join(dir, entry), 'fresh');
+    this.#dirtyDirs.add(dir);
+    if (entry !== null) {
+      const named = path.join(dir, entry);
+      if (this.#watchers.has(named)) this.#fresh.add(named);
       // A watched directory that is removed or moved reports it under its own name; its inode
       // number may come back at once for a new directory, so only a new watch is sure.
-      if (entry === path.basename(dir)) this.#toCheck.set(dir, 'fresh');
+      if (entry === path.basename(dir)) this.#fresh.add(dir);
     }
-    if (this.#checkScheduled) return;
-    this.#checkScheduled = true;
-    this.#pending++;
-    setImmediate(() => {
-      this.#checkScheduled = false;
-      void this.#checkEntries().finally(() => this.#additionDone());
-    });
+    const now = Date.now();
+    if (this.#followUp === undefined) {
+      this.#pending++;
+      this.#followUpDeadline = now + FOLLOW_UP_MAX_DELAY_MS;
+    } else {
+      clearTimeout(this.#followUp);
+    }
+    this.#followUp = setTimeout(() => {
+      this.#followUp = undefined;
+      void this.#followUpEvents().finally(() => this.#additionDone());
+    }, Math.max(0, Math.min(FOLLOW_UP_DELAY_MS, this.#followUpDeadline - now)));
   }
 
-  /** New directories get watches; watches of vanished ones are closed. */
-  async #checkEntries(): Promise<void> {
-    const paths = [...this.#toCheck];
-    this.#toCheck.clear();
-    for (const [p, how] of paths) {
+  /** New directories get watches, replaced ones new watches, vanished ones none. */
+  async #followUpEvents(): Promise<void> {
+    const dirs = new Set(this.#dirtyDirs);
+    this.#dirtyDirs.clear();
+    for (const p of this.#fresh) {
+      if (this.#watchers.has(p)) this.#unwatchUnder(p);
+      dirs.add(p === this.root ? p : path.dirname(p)); // its parent's listing watches it again if it is there
+    }
+    this.#fresh.clear();
+    for (const d of dirs) {
       if (this.#closed || this.#broken !== undefined) return;
-      const ino = await inoOf(p);
-      // Most events name files: nothing to do unless the path was a watched directory.
-      if (ino === undefined) {
-        if (this.#watchers.has(p)) this.#unwatchUnder(p);
-      } else if (how === 'children' && this.#watchers.get(p)?.ino === ino) {
-        await this.#walkChildren(p);
-      } else {
-        if (this.#watchers.has(p)) this.#unwatchUnder(p);
-        await this.#walk(p);
-      }
+      if (this.#watchers.has(d)) await this.#walkChildren(d);
+      else if (d === this.root) await this.#walk(d);
     }
   }
 
