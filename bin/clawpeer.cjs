@@ -17,7 +17,13 @@ if (bundled === undefined && mtimeMs(join(dist, 'src', 'cli', 'main.js')) === un
   process.stderr.write(`clawpeer: not built yet: run \`npm run build\` in ${join(__dirname, '..')}\n`);
   process.exit(1);
 }
-const entry = bundled !== undefined && (compiled === undefined || bundled >= compiled) ? '../dist/bundle/cli/main.js' : '../dist/src/cli/main.js';
-import(entry).then(({ main }) => main(process.argv.slice(2))).then((code) => {
-  process.exitCode = code;
-});
+const dir = bundled !== undefined && (compiled === undefined || bundled >= compiled) ? '../dist/bundle/cli/' : '../dist/src/cli/';
+const argv = process.argv.slice(2);
+// A sync a running listener of this home can take is handed over without loading yargs
+// (src/cli/sync-fast-path.ts); it declines anything but the plain forms.
+const fast = argv.includes('sync') ? import(`${dir}sync-fast-path.js`).then(({ runFastSync }) => runFastSync(argv)) : Promise.resolve(undefined);
+fast
+  .then((code) => (code !== undefined ? code : import(`${dir}main.js`).then(({ main }) => main(argv))))
+  .then((code) => {
+    process.exitCode = code;
+  });

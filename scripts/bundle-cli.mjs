@@ -19,7 +19,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = join(root, 'dist/bundle/cli');
 rmSync(outdir, { recursive: true, force: true });
 await build({
-  entryPoints: [join(root, 'dist/src/cli/main.js')],
+  // sync-fast-path: the launcher's first try for `sync` (a listener's folder, no yargs).
+  entryPoints: [join(root, 'dist/src/cli/main.js'), join(root, 'dist/src/cli/sync-fast-path.js')],
   outdir,
   bundle: true,
   splitting: true,

@@ -20,6 +20,20 @@ export interface CommandContext {
 /** What main hands each command module: wraps a handler with the context and the exit code. */
 export type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
 
+/** An AbortSignal for SIGINT/SIGTERM while `fn` runs (the handlers are removed after). */
+export async function withInterrupt<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const abort = new AbortController();
+  const onSignal = (): void => abort.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await fn(abort.signal);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
 export function makeContext(options: GlobalOptions, signal: AbortSignal): CommandContext {
   return {
     home: resolveHome(options.home),

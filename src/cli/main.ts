@@ -3,8 +3,8 @@
 import { readFileSync } from 'node:fs';
 import yargs, { type Argv } from 'yargs';
 import { ClawpeerError, EXIT_CODES, type ExitCode } from '../errors.js';
-import { makeContext, type CommandContext, type GlobalOptions, type Runner } from './context.js';
-import { Output } from './output.js';
+import { makeContext, withInterrupt, type CommandContext, type GlobalOptions, type Runner } from './context.js';
+import { Output, reportError } from './output.js';
 type Register = (cli: Argv, run: Runner) => Argv;
 
 // Command modules by the commands they register. A run imports only the module of the command
@@ -48,17 +48,17 @@ export async function registrationsFor(argv: readonly string[]): Promise<Registe
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-export async function main(argv: readonly string[]): Promise<ExitCode> {
-  const abort = new AbortController();
-  const onSignal = (): void => abort.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+export function main(argv: readonly string[]): Promise<ExitCode> {
+  return withInterrupt((signal) => runCli(argv, signal));
+}
+
+async function runCli(argv: readonly string[], signal: AbortSignal): Promise<ExitCode> {
   let exitCode: ExitCode = EXIT_CODES.ok;
   const json = argv.includes('--json');
 
   // Each handler runs inside this wrapper: it builds the context and records the exit code.
   const run = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => async (args: Record<string, unknown>): Promise<void> => {
-    const ctx = makeContext(args as GlobalOptions, abort.signal);
+    const ctx = makeContext(args as GlobalOptions, signal);
     try {
       await fn(ctx, args);
     } catch (err) {
@@ -91,9 +91,6 @@ export async function main(argv: readonly string[]): Promise<ExitCode> {
   } catch (err) {
     exitCode = reportError(err, new Output(json));
     if (exitCode === EXIT_CODES.usage && !json) process.stderr.write('run `clawpeer --help` for usage\n');
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
   }
   return exitCode;
 }
@@ -112,12 +109,3 @@ export function skipHelpCache(cli: Argv): void {
   if (typeof usage?.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => undefined;
 }
 
-function reportError(err: unknown, out: Output): ExitCode {
-  if (err instanceof ClawpeerError) {
-    out.error(err.code, err.message, err.exitCode);
-    return err.exitCode;
-  }
-  // A bug, not an expected failure: show the stack so it gets reported and fixed.
-  out.error('INTERNAL', err instanceof Error ? (err.stack ?? err.message) : String(err), EXIT_CODES.failure);
-  return EXIT_CODES.failure;
-}

@@ -1,5 +1,7 @@
 // The only place that writes results to stdout. Human mode prints lines; --json prints one
 // JSON object per line (NDJSON) and nothing else on stdout.
+import { ClawpeerError, EXIT_CODES, type ExitCode } from '../errors.js';
+
 export class Output {
   constructor(
     readonly json: boolean,
@@ -17,4 +19,15 @@ export class Output {
     if (this.json) this.stdout(JSON.stringify({ event: 'error', code, message, exitCode }) + '\n');
     this.stderr(`clawpeer: ${message}\n`);
   }
+}
+
+/** Prints a failure the way every command does and returns its exit code. */
+export function reportError(err: unknown, out: Output): ExitCode {
+  if (err instanceof ClawpeerError) {
+    out.error(err.code, err.message, err.exitCode);
+    return err.exitCode;
+  }
+  // A bug, not an expected failure: show the stack so it gets reported and fixed.
+  out.error('INTERNAL', err instanceof Error ? (err.stack ?? err.message) : String(err), EXIT_CODES.failure);
+  return EXIT_CODES.failure;
 }

@@ -5,9 +5,23 @@ import { ClawpeerError, LOCAL_ERRORS, type LocalErrorCode } from '../errors.js';
 import { controlSocketPath, type ResidentSyncReply, type ResidentSyncRequest } from '../node/resident-protocol.js';
 import type { SyncFolderResult } from '../node/sync-client.js';
 import type { TransferProgress } from '../node/transfer-progress.js';
+import type { CompressionChoice } from '../node/config.js';
+import type { SyncModeName } from '../protocol/messages.js';
+import type { RemoteSpec } from './args.js';
 
 /** How long connecting to the local socket may take before the CLI syncs by itself, ms. */
 const CONNECT_TIMEOUT_MS = 2_000;
+
+/** The control request for a sync of `dir` (its real path) with `remote`. */
+export function residentRequest(o: {
+  dir: string; remote: RemoteSpec; mode: SyncModeName; compression: CompressionChoice; progress: boolean; addr: string | undefined; transport: string | undefined;
+}): ResidentSyncRequest {
+  return {
+    op: 'sync', dir: o.dir, peer: o.remote.peer, share: o.remote.share, mode: o.mode, compression: o.compression, progress: o.progress,
+    ...(o.addr === undefined ? {} : { addr: o.addr }),
+    ...(o.transport === undefined ? {} : { transport: o.transport }),
+  };
+}
 
 export type ResidentOutcome = { readonly kind: 'done'; readonly result: SyncFolderResult } | { readonly kind: 'not-served'; readonly reason: string };
 

@@ -68,6 +68,18 @@ t.test('the listener runs the sync; an unchanged folder is not rescanned, edits 
   t.match(after, { scanned: true, inSync: true, revisionsSent: 0 }, 'the file the sync wrote counts as a change: the next sync checks the folder');
 });
 
+t.test('without --json the listener\'s sync prints the usual line; a usage error is the full CLI\'s', async (t) => {
+  const human = await runCli(['--home', b.home, 'sync', local(), 'alice:docs']);
+  t.equal(human.code, 0);
+  t.match(human.stdout, /^in sync: 0 revisions sent, 0 received, .* \(run by the listener/);
+  const bad = await runCli(['--home', b.home, 'sync', local(), 'alice:docs', '--mode', 'both']);
+  t.equal(bad.code, 2, 'usage error exit code');
+  t.match(bad.stderr, /Choices: "two-way", "send-only", "receive-only"/);
+  const watchless = await runCli(['--home', b.home, 'sync', local(), 'alice:docs', '--json', '-v']);
+  t.equal(watchless.code, 0, 'a form the fast path declines still syncs through the listener');
+  t.match(jsonLines(watchless.stdout).at(-1), { event: 'done', resident: true });
+});
+
 t.test('a folder the listener does not serve is synced by the CLI itself', async (t) => {
   const other = path.join(work, 'other');
   await mkdir(other);

@@ -13,7 +13,8 @@ import type { SyncModeName } from '../../protocol/messages.js';
 import { COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { createProgress } from '../progress.js';
-import { syncViaListener } from '../resident-client.js';
+import { residentRequest, syncViaListener } from '../resident-client.js';
+import { reportSync } from '../sync-report.js';
 
 /** Quiet time after the last file-system event before --watch syncs, ms. */
 export const WATCH_DEBOUNCE_MS = 500;
@@ -22,21 +23,6 @@ export const WATCH_INTERVAL_MS = 30_000;
 /** --interval bounds, seconds: every sync rescans the peer's share too, so not below 1 s; at most a day. */
 const WATCH_INTERVAL_MIN_S = 1;
 const WATCH_INTERVAL_MAX_S = 86_400;
-function report(ctx: CommandContext, r: SyncFolderResult, resident: boolean): void {
-  for (const p of r.localOnly) ctx.out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${p}`);
-  for (const p of r.skipped) ctx.out.emit({ event: 'skipped', path: p }, `left as is this time: ${p}`);
-  ctx.out.emit(
-    {
-      event: 'done', inSync: r.inSync, roundTrips: r.roundTrips, reconcileBytes: r.reconcileBytes, revisionsSent: r.revisionsSent,
-      revisionsReceived: r.revisionsReceived, chunksSent: r.chunksSent, wireBytes: r.wireBytes, conflicts: r.conflicts, seconds: Math.round(r.seconds * 1000) / 1000,
-      scanned: r.scanned, resident,
-    },
-    `${r.inSync ? 'in sync' : 'NOT in sync'}: ${r.revisionsSent} revisions sent, ${r.revisionsReceived} received, ${r.chunksSent} chunks, ${r.conflicts} conflicts; ` +
-      `reconciliation ${r.reconcileBytes} bytes in ${r.roundTrips} round trips, ${r.wireBytes} bytes on the wire, ${r.seconds.toFixed(2)} s` +
-      `${resident ? ' (run by the listener' + (r.scanned ? ')' : ', folder unchanged since its last scan)') : ''}`,
-  );
-}
-
 function parseMode(value: unknown): SyncModeName {
   if (value === 'two-way' || value === 'send-only' || value === 'receive-only') return value;
   throw new ClawpeerError('USAGE', `--mode must be two-way, send-only or receive-only, got ${JSON.stringify(value)}`);
@@ -84,11 +70,10 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     let result: SyncFolderResult;
     let resident = false;
     try {
-      const outcome = realDir === undefined ? undefined : await syncViaListener(ctx.home.dir, {
-        op: 'sync', dir: realDir, peer: remote.peer, share: remote.share, mode, compression: config.compression, progress: onProgress !== undefined,
-        ...(args['addr'] === undefined ? {} : { addr: String(args['addr']) }),
-        ...(args['transport'] === undefined ? {} : { transport: String(args['transport']) }),
-      }, onProgress, ctx.signal);
+      const outcome = realDir === undefined ? undefined : await syncViaListener(ctx.home.dir, residentRequest({
+        dir: realDir, remote, mode, compression: config.compression, progress: onProgress !== undefined,
+        addr: args['addr'] as string | undefined, transport: args['transport'] as string | undefined,
+      }), onProgress, ctx.signal);
       if (outcome?.kind === 'done') {
         result = outcome.result;
         resident = true;
@@ -99,7 +84,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     } finally {
       progress.stop();
     }
-    report(ctx, result, resident);
+    reportSync(ctx.out, result, resident);
   };
   if (args['watch'] !== true) {
     await once();
