@@ -44,6 +44,8 @@ export interface FolderWatcherOptions {
   /** Clock for the skip age, ms (tests). */
   readonly now?: () => number;
   readonly maxSkipAgeMs?: number;
+  /** Told about every event outside .clawpeer: the directory and the entry name (null: not given). */
+  readonly onEvent?: (dir: string, name: string | null) => void;
 }
 
 export class FolderWatcher implements ScanGate {
@@ -51,6 +53,7 @@ export class FolderWatcher implements ScanGate {
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #maxSkipAgeMs: number;
+  readonly #onEventHook: ((dir: string, name: string | null) => void) | undefined;
   /** Watched directories and the inode each watch is on (a path can later name another directory). */
   readonly #watchers = new Map<string, { readonly watcher: FSWatcher; readonly ino: bigint }>();
   /** Bumped by every event and every completed addition of watches. */
@@ -75,6 +78,7 @@ export class FolderWatcher implements ScanGate {
     this.#log = o.log;
     this.#now = o.now ?? Date.now;
     this.#maxSkipAgeMs = o.maxSkipAgeMs ?? MAX_SCAN_SKIP_AGE_MS;
+    this.#onEventHook = o.onEvent;
   }
 
   /** Starts watching `root` (a real path). The tree is walked in the background; until that ends, no scan is skipped. */
@@ -150,7 +154,7 @@ export class FolderWatcher implements ScanGate {
     if (this.#broken !== undefined) return;
     this.#broken = reason;
     this.#generation++;
-    this.#log.warn('folder watcher off: every sync of this folder scans it', { folder: this.root, reason });
+    this.#log.warn('folder watcher off: changes in this folder are found by scanning only', { folder: this.root, reason });
     this.#unwatchUnder(this.root);
   }
 
@@ -219,6 +223,7 @@ export class FolderWatcher implements ScanGate {
     const entry = name === null ? null : name.toString();
     if (dir === this.root && entry === INTERNAL_DIR_NAME) return;
     this.#generation++;
+    this.#onEventHook?.(dir, entry);
     this.#dirtyDirs.add(dir);
     if (entry !== null) {
       const named = path.join(dir, entry);

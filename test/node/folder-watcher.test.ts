@@ -103,6 +103,18 @@ t.test('a directory removed and made again, or the folder itself replaced, is wa
   await eventually('a change in the new folder seen', () => !w.canSkipScan());
 });
 
+t.test('onEvent hears every event outside .clawpeer, with its directory and name', async (t) => {
+  const root = await tree();
+  const heard: string[] = [];
+  const w = FolderWatcher.start(root, { log: silentLogger, onEvent: (dir, name) => heard.push(join(dir, name ?? '')) });
+  t.teardown(() => w.close());
+  await w.whenIdle();
+  await writeFile(join(root, '.clawpeer/internal'), 'x');
+  await writeFile(join(root, 'a/b/new.txt'), 'x');
+  await eventually('the new file heard', () => heard.includes(join(root, 'a/b/new.txt')));
+  t.notOk(heard.some((p) => p.includes('.clawpeer')), 'nothing from .clawpeer');
+});
+
 t.test('changes in .clawpeer (the log, staging) do not count; an uncertified scan or an old one never skips', async (t) => {
   const root = await tree();
   let now = 1_000;

@@ -1,12 +1,11 @@
 // `sync`: revision sync of a folder with a peer's share (its history: history.ts). Light imports:
 // when a listener runs the sync (resident-client.ts), this process loads little else.
-import { watch, type FSWatcher } from 'node:fs';
 import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { resolveConfig } from '../../node/config.js';
-import { INTERNAL_DIR_NAME, isTempFileName } from '../../node/internal-names.js';
+import { isTempFileName } from '../../node/internal-names.js';
 import type { SyncFolderResult } from '../../node/sync-client.js';
 import type { TransferProgress } from '../../node/transfer-progress.js';
 import type { SyncModeName } from '../../protocol/messages.js';
@@ -96,20 +95,18 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   let dirty = false;
   let wake: (() => void) | undefined;
   let debounce: NodeJS.Timeout | undefined;
-  const onEvent = (_event: string, name: string | Buffer | null): void => {
-    const rel = name === null ? '' : name.toString();
-    const first = rel.split(path.sep)[0] ?? '';
-    if (first === INTERNAL_DIR_NAME || isTempFileName(path.basename(rel))) return;
-    dirty = true;
-    clearTimeout(debounce);
-    debounce = setTimeout(() => wake?.(), WATCH_DEBOUNCE_MS);
-  };
-  let watcher: FSWatcher;
-  try {
-    watcher = watch(dir, { recursive: true }, onEvent);
-  } catch {
-    watcher = watch(dir, {}, onEvent); // no recursive watching here: top level only, plus the interval
-  }
+  // One watch per directory (node/folder-watcher.ts; Node's recursive fs.watch on Linux sets one
+  // per file). Publisher temp files are our own sync's, not changes; .clawpeer is not watched.
+  const { FolderWatcher } = await import('../../node/folder-watcher.js');
+  const watcher = FolderWatcher.start(await realpath(dir), {
+    log: ctx.log,
+    onEvent: (_dir, name) => {
+      if (name !== null && isTempFileName(name)) return;
+      dirty = true;
+      clearTimeout(debounce);
+      debounce = setTimeout(() => wake?.(), WATCH_DEBOUNCE_MS);
+    },
+  });
   try {
     while (!ctx.signal.aborted) {
       dirty = false;
