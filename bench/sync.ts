@@ -296,32 +296,41 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
     }
 
     // Benchmark 2: no-op syncs, interleaved so a burst of load hits both tools alike.
-    const clawNoop: ClawpeerSync[] = [];
-    const rsyncNoop: RsyncRun[] = [];
-    for (let r = 0; r < runs; r++) {
-      clawNoop.push(await clawpeerSync(setup, source));
-      log(`no-op ${r + 1}/${runs}: clawpeer ${clawNoop.at(-1)!.seconds} s (process ${clawNoop.at(-1)!.processSeconds} s), ${clawNoop.at(-1)!.wireBytes} wire bytes, ${clawNoop.at(-1)!.roundTrips} round trips`);
-      if (ssh !== undefined) {
-        rsyncNoop.push(await rsyncSync(ssh, source, rsyncDest));
-        log(`no-op ${r + 1}/${runs}: rsync ${rsyncNoop.at(-1)!.seconds} s, ${rsyncNoop.at(-1)!.wireBytes} wire bytes`);
+    const clawpeer = setup;
+    const noopRounds = async (tag: string): Promise<{ claw: ClawpeerSync[]; rsync: RsyncRun[] }> => {
+      const claw: ClawpeerSync[] = [];
+      const rsync: RsyncRun[] = [];
+      for (let r = 0; r < runs; r++) {
+        const c = await clawpeerSync(clawpeer, source);
+        claw.push(c);
+        log(`${tag}no-op ${r + 1}/${runs}: clawpeer ${c.seconds} s (process ${c.processSeconds} s, scanned ${String(c.scanned)}), ${c.wireBytes} wire bytes, ${c.roundTrips} round trips`);
+        if (ssh !== undefined) {
+          rsync.push(await rsyncSync(ssh, source, rsyncDest));
+          log(`${tag}no-op ${r + 1}/${runs}: rsync ${rsync.at(-1)!.seconds} s, ${rsync.at(-1)!.wireBytes} wire bytes`);
+        }
       }
-    }
-
-    // Benchmark 3: 1% of the files rewritten.
-    const changed = await changeFiles(source, files);
-    const clawChanged = await clawpeerSync(setup, source);
-    await checkCopy('clawpeer 1% sync', source, setup.shareDir, changed);
-    log(`1% changed (${changed.length} files): clawpeer ${clawChanged.seconds} s (process ${clawChanged.processSeconds} s), ${clawChanged.wireBytes} wire bytes`);
-    const rsyncChanged = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncDest);
-    if (rsyncChanged !== undefined) {
-      await checkCopy('rsync 1%', source, rsyncDest, changed);
-      log(`1% changed: rsync ${rsyncChanged.seconds} s, ${rsyncChanged.wireBytes} wire bytes`);
-    }
-    const rsyncFsyncChanged = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncFsyncDest, true);
-    if (rsyncFsyncChanged !== undefined) {
-      await checkCopy('rsync --fsync 1%', source, rsyncFsyncDest, changed);
-      log(`1% changed: rsync --fsync ${rsyncFsyncChanged.seconds} s`);
-    }
+      return { claw, rsync };
+    };
+    // Benchmark 3: 1% of the files rewritten, then each tool's copy checked.
+    const changedRound = async (tag: string): Promise<{ changed: string[]; claw: ClawpeerSync; rsync: RsyncRun | undefined; rsyncFsync: RsyncRun | undefined }> => {
+      const changed = await changeFiles(source, files);
+      const claw = await clawpeerSync(clawpeer, source);
+      await checkCopy(`clawpeer ${tag}1% sync`, source, clawpeer.shareDir, changed);
+      log(`${tag}1% changed (${changed.length} files): clawpeer ${claw.seconds} s (process ${claw.processSeconds} s), ${claw.wireBytes} wire bytes`);
+      const rsync = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncDest);
+      if (rsync !== undefined) {
+        await checkCopy(`rsync ${tag}1%`, source, rsyncDest, changed);
+        log(`${tag}1% changed: rsync ${rsync.seconds} s, ${rsync.wireBytes} wire bytes`);
+      }
+      const rsyncFsync = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncFsyncDest, true);
+      if (rsyncFsync !== undefined) {
+        await checkCopy(`rsync --fsync ${tag}1%`, source, rsyncFsyncDest, changed);
+        log(`${tag}1% changed: rsync --fsync ${rsyncFsync.seconds} s`);
+      }
+      return { changed, claw, rsync, rsyncFsync };
+    };
+    const { claw: clawNoop, rsync: rsyncNoop } = await noopRounds('');
+    const { changed, claw: clawChanged, rsync: rsyncChanged, rsyncFsync: rsyncFsyncChanged } = await changedRound('');
 
     // Benchmarks 2 and 3 again with bob's own listener serving the folder: `sync` runs in it, and
     // its watcher lets an unchanged folder go unscanned (how a folder left syncing is used).
@@ -333,23 +342,8 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
       if (!w.scanned) break;
     }
     log(`resident: ${warmupSyncs + 1} untimed syncs until the watcher vouched for the folder`);
-    const residentNoop: ClawpeerSync[] = [];
-    const rsyncNoop2: RsyncRun[] = [];
-    for (let r = 0; r < runs; r++) {
-      residentNoop.push(await clawpeerSync(setup, source));
-      log(`resident no-op ${r + 1}/${runs}: clawpeer ${residentNoop.at(-1)!.seconds} s (process ${residentNoop.at(-1)!.processSeconds} s, scanned ${String(residentNoop.at(-1)!.scanned)})`);
-      if (ssh !== undefined) {
-        rsyncNoop2.push(await rsyncSync(ssh, source, rsyncDest));
-        log(`resident no-op ${r + 1}/${runs}: rsync ${rsyncNoop2.at(-1)!.seconds} s`);
-      }
-    }
-    const changed2 = await changeFiles(source, files);
-    const residentChanged = await clawpeerSync(setup, source);
-    await checkCopy('clawpeer resident 1% sync', source, setup.shareDir, changed2);
-    log(`resident 1% changed: clawpeer ${residentChanged.seconds} s (process ${residentChanged.processSeconds} s)`);
-    const rsyncChanged2 = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncDest);
-    const rsyncFsyncChanged2 = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncFsyncDest, true);
-    if (rsyncFsyncChanged2 !== undefined) await checkCopy('rsync --fsync resident-round 1%', source, rsyncFsyncDest, changed2);
+    const { claw: residentNoop, rsync: rsyncNoop2 } = await noopRounds('resident ');
+    const { changed: changed2, claw: residentChanged, rsync: rsyncChanged2, rsyncFsync: rsyncFsyncChanged2 } = await changedRound('resident ');
     await bobListener.stop();
     bobListener = undefined;
 

@@ -12,12 +12,15 @@ import type { RemoteSpec } from './args.js';
 /** How long connecting to the local socket may take before the CLI syncs by itself, ms. */
 const CONNECT_TIMEOUT_MS = 2_000;
 
+/** What the CLI asks the listener to run; progress lines are asked for when there is someone to show them to (syncViaListener). */
+export type ResidentSyncAsk = Omit<ResidentSyncRequest, 'progress'>;
+
 /** The control request for a sync of `dir` (its real path) with `remote`. */
 export function residentRequest(o: {
-  dir: string; remote: RemoteSpec; mode: SyncModeName; compression: CompressionChoice; progress: boolean; addr: string | undefined; transport: string | undefined;
-}): ResidentSyncRequest {
+  dir: string; remote: RemoteSpec; mode: SyncModeName; compression: CompressionChoice; addr: string | undefined; transport: string | undefined;
+}): ResidentSyncAsk {
   return {
-    op: 'sync', dir: o.dir, peer: o.remote.peer, share: o.remote.share, mode: o.mode, compression: o.compression, progress: o.progress,
+    op: 'sync', dir: o.dir, peer: o.remote.peer, share: o.remote.share, mode: o.mode, compression: o.compression,
     ...(o.addr === undefined ? {} : { addr: o.addr }),
     ...(o.transport === undefined ? {} : { transport: o.transport }),
   };
@@ -29,7 +32,8 @@ export type ResidentOutcome = { readonly kind: 'done'; readonly result: SyncFold
  * Runs the sync in the listener of `homeDir`. Resolves `not-served` when there is no listener
  * (no socket, or nobody behind it) or it does not serve the folder; throws the listener's error.
  */
-export function syncViaListener(homeDir: string, req: ResidentSyncRequest, onProgress: ((p: TransferProgress) => void) | undefined, signal: AbortSignal): Promise<ResidentOutcome> {
+export function syncViaListener(homeDir: string, ask: ResidentSyncAsk, onProgress: ((p: TransferProgress) => void) | undefined, signal: AbortSignal): Promise<ResidentOutcome> {
+  const req: ResidentSyncRequest = { ...ask, progress: onProgress !== undefined };
   const socketPath = controlSocketPath(homeDir);
   if (socketPath === undefined) return Promise.resolve({ kind: 'not-served', reason: 'no control socket for this home' });
   return new Promise((resolve, reject) => {

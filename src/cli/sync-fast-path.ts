@@ -89,7 +89,7 @@ export async function runFastSync(argv: readonly string[]): Promise<ExitCode | u
   return withInterrupt(async (signal) => {
     const progress = createProgress(out);
     const onProgress = progress.active ? (p: Parameters<typeof progress.update>[0]) => progress.update(p) : undefined;
-    const request = residentRequest({ dir: realDir, remote: o.remote, mode: o.mode, compression: o.compress ? 'auto' : 'none', progress: onProgress !== undefined, addr: o.addr, transport: o.transport });
+    const request = residentRequest({ dir: realDir, remote: o.remote, mode: o.mode, compression: o.compress ? 'auto' : 'none', addr: o.addr, transport: o.transport });
     let outcome;
     try {
       outcome = await syncViaListener(homeDir, request, onProgress, signal);

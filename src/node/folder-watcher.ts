@@ -31,14 +31,6 @@ export const MAX_SCAN_SKIP_AGE_MS = 3_600_000;
  */
 const REMOTE_FS_TYPES = new Set([0x6969, 0xff534d42, 0xfe534d42, 0x517b, 0x65735546, 0x01021997, 0x00c36400, 0x5346414f]);
 
-/** What openSyncedFolder asks of a watcher. */
-export interface ScanGate {
-  /** True when the folder is known unchanged since the last scan began: that scan's record still holds. */
-  canSkipScan(): boolean;
-  /** Call as a scan starts; call the result when it ends: `certified` when it recorded everything it saw (no unstable or unreadable entries). */
-  scanStarting(): (certified: boolean) => void;
-}
-
 export interface FolderWatcherOptions {
   readonly log: Logger;
   /** Clock for the skip age, ms (tests). */
@@ -48,7 +40,7 @@ export interface FolderWatcherOptions {
   readonly onEvent?: (dir: string, name: string | null) => void;
 }
 
-export class FolderWatcher implements ScanGate {
+export class FolderWatcher {
   readonly root: string;
   readonly #log: Logger;
   readonly #now: () => number;
@@ -103,20 +95,18 @@ export class FolderWatcher implements ScanGate {
     await this.#walk(this.root);
   }
 
-  get broken(): string | undefined {
-    return this.#broken;
-  }
-
-  /** Directories watched (tests, doctor). */
+  /** Directories watched (tests). */
   get watchedDirs(): number {
     return this.#watchers.size;
   }
 
+  /** True when the folder is known unchanged since the last scan began: that scan's record still holds. */
   canSkipScan(): boolean {
     const c = this.#certified;
     return c !== undefined && !this.#closed && this.#broken === undefined && this.#pending === 0 && c.generation === this.#generation && this.#now() - c.atMs < this.#maxSkipAgeMs && this.#rootIsWatched();
   }
 
+  /** Call as a scan starts; call the result when it ends: `certified` when it recorded everything it saw (no unstable or unreadable entries). */
   scanStarting(): (certified: boolean) => void {
     if (!this.#closed && this.#broken === undefined && this.#pending === 0 && !this.#rootIsWatched()) {
       // The folder itself was replaced (removed and made again): nothing of ours watches the new one.
@@ -199,18 +189,7 @@ export class FolderWatcher implements ScanGate {
       this.#break(code === 'ENOSPC' ? `out of inotify watches (fs.inotify.max_user_watches) at ${dir}` : `cannot watch ${dir}: ${(err as Error).message}`);
       return;
     }
-    let entries;
-    try {
-      entries = await readdir(dir, { withFileTypes: true });
-    } catch {
-      this.#unwatchUnder(dir); // vanished meanwhile
-      return;
-    }
-    for (const e of entries) {
-      if (!e.isDirectory()) continue;
-      if (dir === this.root && e.name === INTERNAL_DIR_NAME) continue; // our own log and staging
-      await this.#walk(path.join(dir, e.name));
-    }
+    if (!(await this.#walkChildren(dir))) this.#unwatchUnder(dir); // vanished meanwhile
   }
 
   /**
@@ -261,14 +240,16 @@ export class FolderWatcher implements ScanGate {
     }
   }
 
-  async #walkChildren(dir: string): Promise<void> {
+  /** Walks the subdirectories of `dir` (not .clawpeer, our own log and staging); false when `dir` cannot be read. */
+  async #walkChildren(dir: string): Promise<boolean> {
     let entries;
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch {
-      return;
+      return false;
     }
     for (const e of entries) if (e.isDirectory() && !(dir === this.root && e.name === INTERNAL_DIR_NAME)) await this.#walk(path.join(dir, e.name));
+    return true;
   }
 
   #unwatchUnder(p: string): void {
@@ -284,11 +265,10 @@ export class FolderWatcher implements ScanGate {
   #onWatchError(dir: string, err: Error): void {
     // A watched directory that is removed ends its watch; anything else leaves an unwatched hole.
     if (!this.#watchers.has(dir)) return;
-    this.#generation++;
     this.#watchers.get(dir)?.watcher.close();
     this.#watchers.delete(dir);
     this.#log.debug('folder watcher error; rechecking the directory', { dir, error: err.message });
-    this.#onEvent(path.dirname(dir), path.basename(dir));
+    this.#onEvent(path.dirname(dir), path.basename(dir)); // counts as a change; the parent is re-read
   }
 }
 

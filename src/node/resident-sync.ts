@@ -15,7 +15,7 @@ import type { SyncModeName } from '../protocol/messages.js';
 import { resolveConfig } from './config.js';
 import { resolvePeer } from './peer-resolve.js';
 import type { PeerStore } from './peer-store.js';
-import { MAX_REQUEST_BYTES, type ResidentSyncReply, type ResidentSyncRequest } from './resident-protocol.js';
+import { controlSocketPath, MAX_REQUEST_BYTES, type ResidentSyncReply, type ResidentSyncRequest } from './resident-protocol.js';
 import type { Share } from './shares.js';
 import type { ResidentFolders } from './synced-folder.js';
 
@@ -70,8 +70,17 @@ export class ResidentSyncServer {
     this.#ctx = ctx;
   }
 
-  /** Listens on `socketPath`; undefined (logged) when another live listener of this home holds it or it cannot be made. */
-  static async start(socketPath: string, ctx: ResidentSyncContext): Promise<ResidentSyncServer | undefined> {
+  /**
+   * Listens on the control socket of the home at `homeDir`; undefined (logged) when the home has
+   * none (its path is too long for one), another live listener of this home holds it, or it
+   * cannot be made.
+   */
+  static async start(homeDir: string, ctx: ResidentSyncContext): Promise<ResidentSyncServer | undefined> {
+    const socketPath = controlSocketPath(homeDir);
+    if (socketPath === undefined) {
+      ctx.log.warn('no control socket for this home (a Unix socket path of at most 107 bytes is needed): `clawpeer sync` of these shares runs in the CLI, not here', { home: homeDir });
+      return undefined;
+    }
     if (await socketAnswers(socketPath)) {
       ctx.log.warn('another listener of this home holds the control socket: syncs run in the CLI, not here', { socket: socketPath });
       return undefined;
@@ -164,7 +173,7 @@ export class ResidentSyncServer {
     const peer = await resolvePeer(this.#ctx.peers, req.peer, req.addr);
     const log = this.#ctx.log.child('sync');
     log.info('syncing for the CLI', { share: share.name, peer: peer.name, mode: req.mode });
-    const { syncWithPeer } = await import('./sync-client.js');
+    const { syncWithPeer } = await import('./sync-with-peer.js');
     const result = await syncWithPeer({
       identity: this.#ctx.identity, peer, config, dir: share.dir, share: req.share, mode: req.mode, log, signal,
       resident: this.#ctx.resident,

@@ -4,15 +4,16 @@
 // Merkle tree again (~25 ms at 10,000 revisions): the open store's id set is kept current by
 // its own writes. Safe against other processes (restore, gc, a CLI sync of the same folder):
 // a store whose ids another process changed, or whose directory was replaced, is reopened.
-// Callers hold the folder lock while they use a store (synced-folder.ts), so one user at a time.
+// Callers hold the folder lock while they use a store (synced-folder.ts), so one user at a time;
+// a store stays open when its user is done, and is closed with the pool.
 // Non-goals: the lock itself, eviction (a listener serves a fixed set of shares).
 import { stat } from 'node:fs/promises';
 import { RevisionStore } from './revision-store.js';
 
 interface Pooled {
   readonly store: RevisionStore;
-  /** Inode of the store's directory when it was opened: a replaced folder is a new store. */
-  readonly ino: bigint;
+  /** Inode of the store's directory when it was opened: a replaced folder is a new store (undefined: never reused). */
+  readonly ino: bigint | undefined;
 }
 
 export class RevisionStorePool {
@@ -25,20 +26,13 @@ export class RevisionStorePool {
     const kept = this.#byFolder.get(folder);
     if (kept !== undefined) {
       const ino = await dirIno(kept.store.dir);
-      if (kept.store.nodeId === nodeId && ino === kept.ino && kept.store.isCurrent()) return kept.store;
+      if (kept.store.nodeId === nodeId && ino !== undefined && ino === kept.ino && kept.store.isCurrent()) return kept.store;
       this.#byFolder.delete(folder);
       await kept.store.close();
     }
     const store = await RevisionStore.open(folder, { nodeId });
-    const ino = await dirIno(store.dir);
-    if (ino !== undefined) this.#byFolder.set(folder, { store, ino });
+    this.#byFolder.set(folder, { store, ino: await dirIno(store.dir) });
     return store;
-  }
-
-  /** Ends a use of `store`: it stays open for the next sync, unless it is not pooled (then it is closed). */
-  async release(store: RevisionStore): Promise<void> {
-    for (const p of this.#byFolder.values()) if (p.store === store) return;
-    await store.close();
   }
 
   async close(): Promise<void> {

@@ -5,8 +5,7 @@
 // follows, so equal folders cost one round trip after the slower scan), moves records and content in the directions the mode allows, and checks the outcome
 // with a second reconciliation; the summary counts what the user asked to see (round trips and
 // bytes of the first reconciliation, records, chunks, wire bytes, conflicts).
-// syncWithPeer adds the dial, for the CLI and for a resident listener running a sync for it.
-// Non-goals: printing (cli/commands/sync.ts), the --watch loop (the CLI).
+// The dial is sync-with-peer.ts's. Non-goals: printing (cli/commands/sync.ts), the --watch loop (the CLI).
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logger.js';
 import type { SyncModeName } from '../protocol/messages.js';
@@ -23,10 +22,6 @@ import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { expectMessage } from './transfer-control.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 import type { TransferProgress } from './transfer-progress.js';
-import type { Identity } from '../crypto/identity.js';
-import type { NodeConfig } from './config.js';
-import { dialPeer } from './dialer.js';
-import type { ResolvedPeer } from './peer-resolve.js';
 
 /** How long the client waits for another local sync of the folder, ms. */
 export const CLIENT_LOCK_WAIT_MS = 5_000;
@@ -166,25 +161,5 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     });
   } finally {
     await folder.close();
-  }
-}
-
-export interface SyncWithPeerOptions extends Omit<SyncFolderOptions, 'session' | 'nodeId'> {
-  readonly identity: Identity;
-  readonly peer: ResolvedPeer;
-  readonly config: NodeConfig;
-}
-
-/** Dials `peer`, syncs `dir` with its share, closes the session. */
-export async function syncWithPeer(o: SyncWithPeerOptions): Promise<SyncFolderResult> {
-  const { identity, peer, config, ...rest } = o;
-  const session = await dialPeer({ identity, peer, config, log: o.log, signal: o.signal });
-  let delivered = false;
-  try {
-    const result = await syncFolder({ ...rest, session, nodeId: identity.nodeId });
-    delivered = true; // it ended on the listener's sync-done: nothing of ours is left unanswered
-    return result;
-  } finally {
-    await session.close('done', { linger: !delivered });
   }
 }

@@ -69,15 +69,17 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     }
   }
   const lock = await FolderLock.acquire(dir, { waitMs: o.lockWaitMs, ...(o.signal === undefined ? {} : { signal: o.signal }) });
+  const resident = o.resident;
+  // A resident process's log stays open in its pool for the next sync.
+  const closeStore = async (s: RevisionStore): Promise<void> => (resident === undefined ? s.close() : undefined);
   let store: RevisionStore | undefined;
   try {
     // The scan also removes old temp files of a publish killed mid-way (they are not content).
-    const resident = o.resident;
     store = resident === undefined ? await RevisionStore.open(dir, { nodeId: o.nodeId }) : await resident.stores.acquire(dir, o.nodeId);
     const opened = store;
     const manifests = new ManifestCache();
     const close = async (): Promise<void> => {
-      await (resident === undefined ? opened.close() : resident.stores.release(opened));
+      await closeStore(opened);
       await lock.release();
     };
     const watcher = resident?.watchers.forFolder(dir);
@@ -103,7 +105,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     scanEnded?.(scan.unstable === 0 && issues === 0);
     return { dir, store: opened, scan, manifests, close };
   } catch (err) {
-    if (store !== undefined) await (o.resident === undefined ? store.close() : o.resident.stores.release(store));
+    if (store !== undefined) await closeStore(store);
     await lock.release();
     throw err;
   }

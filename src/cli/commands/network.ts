@@ -121,11 +121,8 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         );
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
         // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
-        const { controlSocketPath } = await import('../../node/resident-protocol.js');
-        const socketPath = controlSocketPath(ctx.home.dir);
         const { ResidentSyncServer } = await import('../../node/resident-sync.js');
-        if (socketPath === undefined) log.warn('no control socket for this home (a Unix socket path of at most 107 bytes is needed): `clawpeer sync` of these shares runs in the CLI, not here', { home: ctx.home.dir });
-        const control = socketPath === undefined ? undefined : await ResidentSyncServer.start(socketPath, { shares, resident, identity, peers: peerStore, log });
+        const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log });
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');
         ctx.out.emit(

@@ -19,7 +19,7 @@ import { reportSync } from '../sync-report.js';
 export const WATCH_DEBOUNCE_MS = 500;
 /** --watch also syncs this often without local events, to pick up the peer's changes, ms (default of --interval). */
 export const WATCH_INTERVAL_MS = 30_000;
-/** --interval bounds, seconds: every sync rescans the peer's share too, so not below 1 s; at most a day. */
+/** --interval bounds, seconds: every sync costs the peer a session and a reconciliation (a rescan when its share changed), so not below 1 s; at most a day. */
 const WATCH_INTERVAL_MIN_S = 1;
 const WATCH_INTERVAL_MAX_S = 86_400;
 function parseMode(value: unknown): SyncModeName {
@@ -52,15 +52,13 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const log = ctx.log.child('sync');
   // A listener of this home that serves `dir` runs the sync itself: it watches its shares, so
   // an unchanged folder is not scanned again (node/folder-watcher.ts). Otherwise this process
-  // syncs; its modules (~60 ms to load, lmdb most of it) load while the peer is dialled.
-  const realDir = await realpath(dir).catch(() => undefined);
+  // syncs (node/sync-with-peer.ts loads the sync modules while it dials).
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
-    const syncClient = import('../../node/sync-client.js');
-    syncClient.catch(() => undefined); // a failure surfaces where it is awaited, not as unhandled
-    const [{ loadIdentity }, { PeerStore }, { resolvePeer }] = await Promise.all([import('../../node/identity-store.js'), import('../../node/peer-store.js'), import('../../node/peer-resolve.js')]);
+    const [{ loadIdentity }, { PeerStore }, { resolvePeer }, { syncWithPeer }] = await Promise.all([
+      import('../../node/identity-store.js'), import('../../node/peer-store.js'), import('../../node/peer-resolve.js'), import('../../node/sync-with-peer.js'),
+    ]);
     const identity = await loadIdentity(ctx.home.identityKeyFile);
     const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
-    const { syncWithPeer } = await syncClient;
     return syncWithPeer({ identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, ...(onProgress === undefined ? {} : { onProgress }) });
   };
   const once = async (): Promise<void> => {
@@ -69,9 +67,9 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     let result: SyncFolderResult;
     let resident = false;
     try {
+      const realDir = await realpath(dir).catch(() => undefined); // per run: --watch may have made it
       const outcome = realDir === undefined ? undefined : await syncViaListener(ctx.home.dir, residentRequest({
-        dir: realDir, remote, mode, compression: config.compression, progress: onProgress !== undefined,
-        addr: args['addr'] as string | undefined, transport: args['transport'] as string | undefined,
+        dir: realDir, remote, mode, compression: config.compression, addr: args['addr'] as string | undefined, transport: args['transport'] as string | undefined,
       }), onProgress, ctx.signal);
       if (outcome?.kind === 'done') {
         result = outcome.result;
