@@ -21,9 +21,9 @@ export interface BenchConditions {
   /** 1-minute load average when taken: other processes share this machine. */
   readonly loadAverage1m: number;
   /**
-   * Linux UDP socket buffer settings, bytes (null where unreadable). The QUIC binding does not
-   * apply its own buffer size, so `net.core.rmem_default` decides how many datagrams a burst
-   * can drop (see src/node/doctor.ts).
+   * Linux UDP socket buffer settings, bytes (null where unreadable). QUIC's sockets ask for
+   * 4 MiB (a listener's through transport/udp-socket-buffers.ts) and `net.core.{r,w}mem_max`
+   * clamp what they get.
    */
   readonly udpBuffers: { readonly rmemMax: number | null; readonly wmemMax: number | null; readonly rmemDefault: number | null; readonly wmemDefault: number | null };
 }

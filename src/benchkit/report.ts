@@ -33,6 +33,8 @@ export interface SummaryRow extends Pick<BenchRunResult, 'transport' | 'link' | 
   readonly congestionWindowBytes: number | null;
   readonly relayDroppedLoss: number | null;
   readonly relayDroppedQueue: number | null;
+  /** Datagrams the kernel dropped at full UDP socket buffers during the run (any process on this machine). */
+  readonly kernelUdpDrops: number | null;
   /** Sync workload: bytes spent finding the difference and round trips of the timed sync. */
   readonly reconcileBytes: number | null;
   readonly roundTrips: number | null;
@@ -152,6 +154,7 @@ export function summarize(report: BenchRunnerReport): SummaryRow[] {
       congestionWindowBytes: round(pick((r) => (r.congestionWindowBytes === null ? null : sum(r.congestionWindowBytes))), 0),
       relayDroppedLoss: round(pick((r) => r.relay?.droppedLoss ?? null), 1),
       relayDroppedQueue: round(pick((r) => r.relay?.droppedQueue ?? null), 1),
+      kernelUdpDrops: round(pick((r) => r.kernelUdpDrops), 1),
       reconcileBytes: round(pick((r) => r.reconcileBytes), 0),
       roundTrips: round(pick((r) => r.roundTrips), 1),
       wireBytes: round(pick((r) => r.wireBytes), 0),
@@ -179,6 +182,8 @@ export function toBenchJson(report: BenchRunnerReport): BenchJson {
   const accuracy = report.relayChecks.map(summarizeAccuracy);
   const warnings = accuracy.filter((a) => !a.ok).map(inaccuracyWarning);
   for (const run of report.runs) if (!run.ok) warnings.push(`run ${run.index + 1} (${run.transport} ${run.link} W=${run.window} streams=${run.streams} conns=${run.connections}) failed: ${run.error ?? 'unknown'}`);
+  const kernelDrops = report.runs.reduce((a, r) => a + (r.kernelUdpDrops ?? 0), 0);
+  if (kernelDrops > 0) warnings.push(`the kernel dropped ${kernelDrops} UDP datagrams at full socket buffers during the runs (machine-wide, not the relay's doing): losses beyond the configured link`);
   if (report.runs.some((r) => r.chunksSkipped > 0)) warnings.push('some runs moved less than their payload: the receiver already held chunks of the workload');
   const settings = plan.settings;
   return {
@@ -256,19 +261,19 @@ export function formatTable(json: BenchJson): string {
   return lines.join('\n');
 }
 
-/** The socket-buffer line: QUIC's sockets get net.core.rmem_default (the binding ignores its own size). */
+/** The socket-buffer line: QUIC's sockets ask for 4 MiB, and net.core.{r,w}mem_max clamp what they get. */
 function describeUdpBuffers(b: BenchConditions['udpBuffers']): string {
   const kib = (n: number | null): string => (n === null ? 'unknown' : `${Math.round(n / 1024)} KiB`);
-  const text = `UDP buffers: rmem_default ${kib(b.rmemDefault)}, wmem_default ${kib(b.wmemDefault)}, rmem_max ${kib(b.rmemMax)}`;
-  const small = b.rmemDefault !== null && b.rmemDefault < MIN_UDP_BUFFER_BYTES;
-  return small ? `${text}: SMALL, QUIC sockets drop bursts at this size (see clawpeer doctor for the sysctl fix)` : text;
+  const text = `UDP buffers: rmem_max ${kib(b.rmemMax)}, wmem_max ${kib(b.wmemMax)} (defaults ${kib(b.rmemDefault)}, ${kib(b.wmemDefault)})`;
+  const small = (b.rmemMax !== null && b.rmemMax < MIN_UDP_BUFFER_BYTES) || (b.wmemMax !== null && b.wmemMax < MIN_UDP_BUFFER_BYTES);
+  return small ? `${text}: SMALL, the kernel clamps QUIC's socket buffers and bursts are dropped (see clawpeer doctor for the sysctl fix)` : text;
 }
 
 const CSV_COLUMNS = [
   'index', 'repeat', 'transport', 'link', 'rttMs', 'lossPct', 'window', 'streams', 'connections', 'ok', 'error', 'effectiveWindow', 'effectiveStreams',
   'payloadBytes', 'files', 'seconds', 'dataSeconds', 'goodputBitsPerSec', 'dataGoodputBitsPerSec', 'linkPct', 'revisionsPerSec',
   'pingMedianMs', 'transportRttMs', 'lostPackets', 'congestionWindowBytes', 'wireBytes', 'chunksSent', 'chunksSkipped', 'relayDroppedLoss', 'relayDroppedQueue',
-  'reconcileBytes', 'roundTrips',
+  'kernelUdpDrops', 'reconcileBytes', 'roundTrips',
 ] as const;
 
 function csvCell(v: unknown): string {

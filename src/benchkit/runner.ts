@@ -52,6 +52,7 @@ import type { ImpairmentCounters } from '../relay/impairment.js';
 import { startUdpRelayWorker } from '../relay/relay-worker.js';
 import { startTcpRelay, TCP_RELAY_LIMITATION } from '../relay/tcp-relay.js';
 import type { HostPort } from '../transport/types.js';
+import { udpBufferDrops } from '../node/udp-buffers.js';
 import { workloadBytes, workloadFiles, type BenchPlan, type BenchRunSetting, type BenchTransport } from './bench-plan.js';
 import { prepareWorkload, type PreparedWorkload } from './workloads.js';
 
@@ -143,6 +144,11 @@ export interface BenchRunResult {
   readonly chunksSkipped: number;
   /** The relay's counters over this run, both directions summed; null with --peer. */
   readonly relay: RelayRunCounters | null;
+  /**
+   * Datagrams this machine's kernel dropped at full UDP socket buffers during the run (any
+   * process's: /proc/net/snmp); loss the relay did not decide. Null where unknown (not Linux).
+   */
+  readonly kernelUdpDrops: number | null;
   /** Sync workload: bytes spent finding the difference, and the round trips of the timed sync; null otherwise. */
   readonly reconcileBytes: number | null;
   readonly roundTrips: number | null;
@@ -323,7 +329,7 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     options.onProgress?.({ run: setting.index + 1, runs, label, phase, bytes, totalBytes: payloadTotal });
   const config = resolveConfig({ transport: setting.transport });
   const remotePath = `${plan.remoteBase}/run-${String(setting.index + 1).padStart(4, '0')}`;
-  const base: Omit<BenchRunResult, 'ok' | 'error' | 'effectiveWindow' | 'effectiveStreams' | 'seconds' | 'dataSeconds' | 'goodputBitsPerSec' | 'dataGoodputBitsPerSec' | 'linkPct' | 'revisionsPerSec' | 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'wireBytes' | 'chunksSent' | 'chunksSkipped' | 'relay'> = {
+  const base: Omit<BenchRunResult, 'ok' | 'error' | 'effectiveWindow' | 'effectiveStreams' | 'seconds' | 'dataSeconds' | 'goodputBitsPerSec' | 'dataGoodputBitsPerSec' | 'linkPct' | 'revisionsPerSec' | 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'wireBytes' | 'chunksSent' | 'chunksSkipped' | 'relay' | 'kernelUdpDrops'> = {
     index: setting.index, repeat: setting.repeat, transport: setting.transport, link: setting.link, rttMs: setting.rttMs ?? null, lossPct: setting.lossPct ?? null,
     window: setting.window, streams: setting.streams, connections: setting.connections,
     payloadBytes: payloadTotal, files: workloadFiles(plan.workload),
@@ -340,6 +346,7 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     link = await env.openLink(setting);
     const peer = env.peerAt(link.address);
     const countersBefore = await link.counters();
+    const dropsBefore = udpBufferDrops();
     for (let k = 0; k < workload.parts.length; k++) {
       sessions.push(await dialPeer({ identity: env.identity, peer, config, log: log.child('dial'), signal }));
     }
@@ -359,7 +366,7 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
         seconds: round3(seconds), dataSeconds: null,
         goodputBitsPerSec: Math.round(goodput), dataGoodputBitsPerSec: null,
         linkPct: linkPctOf(goodput, setting), revisionsPerSec: null,
-        ...(await linkMeasures(sessions, pings, countersBefore, link)),
+        ...(await linkMeasures(sessions, pings, countersBefore, link, dropsBefore)),
         wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: 0,
         reconcileBytes: r.reconcileBytes, roundTrips: r.roundTrips,
       };
@@ -429,7 +436,7 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
       dataGoodputBitsPerSec: dataSeconds === null || dataSeconds <= 0 ? null : Math.round((bytes * 8) / dataSeconds),
       linkPct: linkPctOf(goodput, setting),
       revisionsPerSec: isRevisions ? round3(workloadFiles(plan.workload) / seconds) : null,
-      ...(await linkMeasures(sessions, pings, countersBefore, link)),
+      ...(await linkMeasures(sessions, pings, countersBefore, link, dropsBefore)),
       wireBytes: results.reduce((a, r) => a + r.wireBytes, 0),
       chunksSent: results.reduce((a, r) => a + r.chunksSent, 0),
       chunksSkipped,
@@ -443,7 +450,7 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
       ok: false, error: `${err.code}: ${err.message}`,
       effectiveWindow: null, effectiveStreams: null, seconds: 0, dataSeconds: null, goodputBitsPerSec: 0, dataGoodputBitsPerSec: null,
       linkPct: null, revisionsPerSec: null, pingMs: null, transportRttMs: [], lostPackets: null, congestionWindowBytes: null,
-      wireBytes: 0, chunksSent: 0, chunksSkipped: 0, relay: null,
+      wireBytes: 0, chunksSent: 0, chunksSkipped: 0, relay: null, kernelUdpDrops: null,
     };
   } finally {
     await Promise.all(sessions.map((s) => s.close().catch(() => undefined)));
@@ -465,9 +472,11 @@ async function linkMeasures(
   pings: number[],
   countersBefore: ImpairmentCounters | undefined,
   link: LinkHandle,
-): Promise<Pick<BenchRunResult, 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'relay'>> {
+  dropsBefore: number | null,
+): Promise<Pick<BenchRunResult, 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'relay' | 'kernelUdpDrops'>> {
   const stats = sessions.map((s) => s.connection.stats());
   const countersAfter = await link.counters();
+  const dropsAfter = udpBufferDrops();
   const lost = stats.map((s) => s.lostPackets);
   const cwnd = stats.map((s) => s.congestionWindowBytes);
   return {
@@ -476,6 +485,7 @@ async function linkMeasures(
     lostPackets: lost.every((x): x is number => x !== undefined) ? lost : null,
     congestionWindowBytes: cwnd.every((x): x is number => x !== undefined) ? cwnd : null,
     relay: countersBefore === undefined || countersAfter === undefined ? null : diffCounters(sumCounters(countersBefore), sumCounters(countersAfter)),
+    kernelUdpDrops: dropsBefore === null || dropsAfter === null ? null : dropsAfter - dropsBefore,
   };
 }
 

@@ -50,15 +50,6 @@ const UDP_BUFFER_FIX =
   ` (keep it across reboots: printf 'net.core.rmem_max=${RECOMMENDED_UDP_BUFFER_BYTES}\\nnet.core.wmem_max=${RECOMMENDED_UDP_BUFFER_BYTES}\\n' | sudo tee /etc/sysctl.d/60-clawpeer.conf;` +
   ' in a container, set it on the host)';
 
-/**
- * The quinn binding of @chainsafe/libp2p-quic 2.1.1 accepts a socket buffer size but never
- * applies it (its sockets show net.core.rmem_default in `ss -uam`), so the defaults are what
- * QUIC gets; measured here: 208 KiB dropped 19-113 datagrams per loopback transfer.
- */
-const UDP_DEFAULT_FIX =
-  `sudo sysctl -w net.core.rmem_default=${MIN_UDP_BUFFER_BYTES} net.core.wmem_default=${MIN_UDP_BUFFER_BYTES}` +
-  ` (keep it: add both lines to /etc/sysctl.d/60-clawpeer.conf; this raises every non-TCP socket's default buffer)`;
-
 function formatBytes(bytes: number): string {
   if (bytes >= 1 << 20) return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
   if (bytes >= 1 << 10) return `${(bytes / (1 << 10)).toFixed(0)} KiB`;
@@ -97,25 +88,8 @@ export async function checkUdpBuffers(options: { procDir?: string; platform?: No
       fix: UDP_BUFFER_FIX,
     };
   }
-  // The defaults matter too (see UDP_DEFAULT_FIX); a host that does not expose them is not judged.
-  const smallDefaults: { key: NetCoreBufferKey; bytes: number }[] = [];
-  for (const key of ['rmem_default', 'wmem_default'] as const) {
-    let bytes: number;
-    try {
-      bytes = readNetCoreBytes(key, procDir);
-    } catch {
-      continue;
-    }
-    if (bytes < MIN_UDP_BUFFER_BYTES) smallDefaults.push({ key, bytes });
-  }
-  if (smallDefaults.length > 0) {
-    return {
-      name,
-      status: 'warn',
-      detail: `${text}, but ${describeBuffers(smallDefaults)}: the QUIC binding does not apply its own buffer size, so its sockets get the default and drop datagrams in bursts`,
-      fix: UDP_DEFAULT_FIX,
-    };
-  }
+  // The defaults are not judged: a listener's socket, which the QUIC binding leaves at
+  // net.core.rmem_default, gets its size set by clawpeer (transport/udp-socket-buffers.ts).
   return { name, status: 'ok', detail: `${text}: enough for QUIC's socket buffers` };
 }
 

@@ -26,3 +26,23 @@ export function readNetCoreBytes(key: NetCoreBufferKey, procDir = '/proc'): numb
   if (!/^\d{1,15}$/.test(text)) throw new Error(`${file} holds ${JSON.stringify(text.slice(0, 40))}, not a byte count`);
   return Number(text);
 }
+
+/**
+ * Datagrams this host's kernel dropped for a full UDP socket buffer so far (Udp RcvbufErrors +
+ * SndbufErrors in /proc/net/snmp): machine-wide, so a difference over a run counts every
+ * process's drops. Null where unreadable (not Linux).
+ */
+export function udpBufferDrops(procDir = '/proc'): number | null {
+  let text: string;
+  try {
+    text = readFileSync(join(procDir, 'net', 'snmp'), 'utf8');
+  } catch {
+    return null;
+  }
+  const rows = text.split('\n').filter((l) => l.startsWith('Udp: '));
+  const names = rows[0]?.split(/\s+/) ?? [];
+  const values = rows[1]?.split(/\s+/) ?? [];
+  const at = (name: string): number => Number(values[names.indexOf(name)]);
+  const drops = at('RcvbufErrors') + at('SndbufErrors');
+  return Number.isFinite(drops) ? drops : null;
+}

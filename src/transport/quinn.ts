@@ -9,6 +9,7 @@
 // Non-goals: trust decisions (the node layer pins keys), datagrams, migration, congestion
 // control choice (the binding fixes CUBIC), 0-RTT.
 import { lookup } from 'node:dns/promises';
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { debuglog } from 'node:util';
 import type { Identity } from '../crypto/identity.js';
@@ -16,6 +17,7 @@ import { libp2pPrivateKeyProto } from '../crypto/identity.js';
 import { publicKeyFromNodeId } from '../crypto/node-id.js';
 import { ClawpeerError, type LocalErrorCode } from '../errors.js';
 import { BoundedQueue } from './bounded-queue.js';
+import { findUdpSocketFd, setUdpSocketBuffers } from './udp-socket-buffers.js';
 import {
   loadQuinnNapi,
   quinnMaybeAvailable,
@@ -469,6 +471,38 @@ function checkPort(port: number, what: string): void {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ClawpeerError('USAGE', `${what} port must be 0..65535, got ${port}`);
 }
 
+/** net.core.`key` in bytes, or undefined where unreadable (not Linux). */
+function netCoreDefault(key: 'rmem_default' | 'wmem_default'): number | undefined {
+  try {
+    const n = Number(readFileSync(`/proc/sys/net/core/${key}`, 'utf8').trim());
+    return Number.isFinite(n) ? n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Gives the server's socket the buffer size its config asked for, which the binding does not
+ * apply to a Server (udp-socket-buffers.ts). Skipped where the kernel's defaults are already as
+ * large; a failure is logged and the listener keeps the defaults.
+ */
+async function applyServerSocketBuffers(port: number, family: 4 | 6, bytes: number): Promise<void> {
+  const rmem = netCoreDefault('rmem_default');
+  const wmem = netCoreDefault('wmem_default');
+  if (rmem === undefined || wmem === undefined || (rmem >= bytes && wmem >= bytes)) return;
+  const fd = findUdpSocketFd(port);
+  if (fd === undefined) {
+    log('no descriptor found for the server socket on port %d: it keeps the default buffers', port);
+    return;
+  }
+  try {
+    const sizes = await setUdpSocketBuffers(fd, family, bytes);
+    log('server socket buffers on port %d: recv %d, send %d', port, sizes.recv, sizes.send);
+  } catch (err) {
+    log('server socket on port %d keeps the default buffers: %s', port, (err as Error).message);
+  }
+}
+
 export class QuinnBackend implements TransportBackend {
   readonly name = 'quic' as const;
   readonly #tuning: QuinnTuning;
@@ -484,7 +518,7 @@ export class QuinnBackend implements TransportBackend {
   async listen(options: ListenOptions): Promise<Listener> {
     checkPort(options.port, 'listen');
     const napi = await loadQuinnNapi();
-    const { address } = await resolveHost(options.host);
+    const { address, family } = await resolveHost(options.host);
     const config = nativeConfig(napi, options.identity, options, this.#tuning);
     let server: NativeServer;
     try {
@@ -492,6 +526,7 @@ export class QuinnBackend implements TransportBackend {
     } catch (err) {
       throw mapQuinnError(err, `listening on udp ${address}:${options.port}`);
     }
+    await applyServerSocketBuffers(server.port(), family, this.#tuning.udpBufferBytes);
     return new QuinnListener(server, { host: address, port: server.port() }, options.maxStreams ?? DEFAULT_MAX_STREAMS, this.#tuning);
   }
 

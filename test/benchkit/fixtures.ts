@@ -30,6 +30,7 @@ export function fakeRun(plan: BenchPlan, index: number, goodput: (w: number, rtt
     pingMs: { min: s.rttMs ?? 1, median: (s.rttMs ?? 1) + 1, max: (s.rttMs ?? 1) + 2, samples: 5 },
     transportRttMs: [s.rttMs ?? 1], lostPackets: [index % 3], congestionWindowBytes: [12_000 * s.window],
     wireBytes: 450_000, chunksSent: 100, chunksSkipped: 0, relay: { droppedLoss: 0, droppedQueue: 1, droppedOverflow: 0, forwarded: 500 },
+    kernelUdpDrops: 0,
     reconcileBytes: null, roundTrips: null,
   };
 }

@@ -49,7 +49,10 @@ t.test('an inaccurate relay: relayAccurate false, a WARNING line in warnings and
 t.test('table: a header, one line per setting, the machine and load', async (t) => {
   const table = formatTable(toBenchJson(fakeReport()));
   t.match(table, /machine: Test CPU, 2 cores, node v20\.0\.0/);
-  t.match(table, /UDP buffers: rmem_default 208 KiB, wmem_default 208 KiB, rmem_max 4096 KiB: SMALL, QUIC sockets drop bursts/, 'a small socket-buffer default is called out');
+  t.match(table, /UDP buffers: rmem_max 4096 KiB, wmem_max 4096 KiB \(defaults 208 KiB, 208 KiB\)\n/, 'maxima of 4 MiB are enough: no warning');
+  const small = fakeReport();
+  const clamped = formatTable(toBenchJson({ ...small, conditions: { ...small.conditions, udpBuffers: { ...small.conditions.udpBuffers, rmemMax: 212992 } } }));
+  t.match(clamped, /UDP buffers: rmem_max 208 KiB, .*: SMALL, the kernel clamps QUIC's socket buffers/, 'a small maximum is called out');
   t.match(table, /load average 1\.5 1\.2 1 at start/);
   const lines = table.split('\n');
   const header = lines.findIndex((l) => l.startsWith('transport'));
@@ -86,4 +89,19 @@ t.test('CSV: a header and one row per run, per-connection values joined, quoting
   const quoted = toCsv({ ...json, runs: [{ ...json.runs[0]!, error: 'a, "b"' }] });
   t.match(quoted, /"a, ""b"""/);
   for (const l of lines.slice(1)) t.equal(csvFields(l).length, header.length, 'every row has every column');
+});
+
+t.test('kernel UDP drops during runs: in the summary and the CSV, and a warning naming the count', async (t) => {
+  const clean = toBenchJson(fakeReport());
+  t.notOk(clean.warnings.some((w) => /kernel dropped/.test(w)), 'no drops, no warning');
+  const r = fakeReport();
+  const dropped = { ...r, runs: r.runs.map((run, i) => (i === 0 ? { ...run, kernelUdpDrops: 7 } : run)) };
+  const json = toBenchJson(dropped);
+  t.match(json.warnings, [/the kernel dropped 7 UDP datagrams at full socket buffers/]);
+  const first = dropped.runs[0];
+  const row = json.summary.find((s) => first !== undefined && s.link === first.link && s.window === first.window && s.streams === first.streams);
+  t.ok(row !== undefined && row.kernelUdpDrops !== null && row.kernelUdpDrops > 0, 'the summary row carries the drops');
+  const csv = toCsv(json).split('\n');
+  const header = csvFields(csv[0] ?? '');
+  t.equal(csvFields(csv[1] ?? '')[header.indexOf('kernelUdpDrops')], '7');
 });
