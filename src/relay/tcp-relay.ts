@@ -24,6 +24,7 @@ import type { ImpairSpec } from './impair-spec.js';
 import { formatImpairSpec, MAX_QUEUE_BYTES, parseImpairSpec, resolveQueueLimit } from './impair-spec.js';
 import type { Direction, ImpairmentCounters } from './impairment.js';
 import { Impairment } from './impairment.js';
+import { dueHorizon, wakeDelayMs } from './release-timing.js';
 import { INITIAL_TIMER_LATENESS_MS, isLoopbackHost } from './udp-relay.js';
 
 /** Largest piece the byte stream is cut into, bytes: 4 KiB is 0.33 ms at 100 Mbit/s. */
@@ -247,11 +248,12 @@ class TcpRelayDriver implements TcpRelay {
     conn.server.socket.destroy();
   }
 
-  #flushAndArm(): void {
+  #flushAndArm(atWakeUp = false): void {
     if (this.#closing !== undefined) return;
     const now = performance.now();
-    // Same release rule as the UDP relay (udp-relay.ts): send what is closer to now than to the next wake-up.
-    for (const p of this.#core.pollTransmit(now + (1 + INITIAL_TIMER_LATENESS_MS) / 2)) {
+    // Same release rule as the UDP relay (release-timing.ts): what is due, and at a timer
+    // wake-up what the dithered horizon takes.
+    for (const p of this.#core.pollTransmit(atWakeUp ? dueHorizon(now, INITIAL_TIMER_LATENESS_MS) : now)) {
       const conn = p.tag.conn;
       if (conn.closed) continue;
       const [from, to] = p.direction === 'toServer' ? [conn.client, conn.server] : [conn.server, conn.client];
@@ -262,7 +264,7 @@ class TcpRelayDriver implements TcpRelay {
     this.#resumeIfRoom(now);
     const next = this.#core.pollTimeout();
     if (next === undefined) return;
-    const wholeMs = Math.max(1, Math.round(next - now - INITIAL_TIMER_LATENESS_MS));
+    const wholeMs = wakeDelayMs(next, now, INITIAL_TIMER_LATENESS_MS);
     const fireAt = now + wholeMs;
     if (this.#timer !== undefined && this.#timerAt <= fireAt) return;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
@@ -270,7 +272,7 @@ class TcpRelayDriver implements TcpRelay {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#timerAt = Infinity;
-      this.#flushAndArm();
+      this.#flushAndArm(true);
     }, wholeMs);
   }
 

@@ -8,18 +8,15 @@
 // bounded); loopback only unless the caller explicitly allows remote addresses.
 // Non-goals: the shaping model (impairment.ts); TCP (tcp-relay.ts); NAT-style port reuse.
 //
-// Driver rules (quinn's): after every receive, try to send; after every send, re-arm the one
-// timer for the core's next deadline. Timers, measured here (Node 20, Linux): setTimeout(d)
-// fires after max(1, floor(d)) ms plus a small, steady lateness L (median ~0.12 ms; occasional
-// multi-ms outliers when the loop is busy). So the driver never asks for fractional delays: it
-// rounds. At a wake-up it sends every packet due within (1 + L) / 2 ms (closer to now than to
-// the earliest next wake-up: early by at most that), and for the next deadline D ms away asks
-// for round(D - L) whole ms, which lands within +-0.5 ms of D. The per-packet release error is
-// then within about +-0.6 ms with a mean near 0 (release times fall at random phases of the
-// millisecond grid), so medians and rates hold; L is tracked online (a running median of the
-// timers' measured lateness). Busy-waiting would be sharper but costs a core, which on 2 cores
-// starves the endpoints under test (PLATFORM.md "Simulating a WAN here"). stats().timing
-// records the achieved release error.
+// Driver rules (quinn's): after every receive, send what is due; after every send, re-arm the
+// one timer for the core's next deadline. setTimeout has whole-ms granularity plus a small,
+// steady lateness L (tracked online: a running median of the timers' measured lateness), so a
+// packet due between two possible wake-ups is released at one of them, chosen at random so that
+// its expected release is its due time (release-timing.ts: rounding to the nearer wake-up was
+// biased for request-response traffic, whose due times all fall at one phase of the ms grid).
+// Per-packet error is within about +-1 ms at mean zero, so medians and rates hold. Busy-waiting
+// would be sharper but costs a core, which on 2 cores starves the endpoints under test
+// (PLATFORM.md "Simulating a WAN here"). stats().timing records the achieved release error.
 import dgram from 'node:dgram';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
@@ -32,6 +29,7 @@ import type { ImpairSpec } from './impair-spec.js';
 import { formatImpairSpec, parseImpairSpec } from './impair-spec.js';
 import type { DuePacket, ImpairmentCounters } from './impairment.js';
 import { Impairment } from './impairment.js';
+import { dueHorizon, wakeDelayMs } from './release-timing.js';
 
 /** Starting estimate of setTimeout's lateness beyond the whole ms asked for, ms (measured median here). */
 export const INITIAL_TIMER_LATENESS_MS = 0.12;
@@ -326,11 +324,14 @@ class UdpRelayDriver implements UdpRelay {
     }
   }
 
-  /** Sends everything better sent now than at the next possible wake-up, then arms the one timer. */
-  #flushAndArm(): void {
+  /**
+   * Sends what is due (at a timer wake-up, also what the dithered horizon takes: see
+   * release-timing.ts), then arms the one timer.
+   */
+  #flushAndArm(atWakeUp = false): void {
     if (this.#closed) return;
     const now = performance.now();
-    const due = this.#core.pollTransmit(now + (1 + this.#latenessMs) / 2);
+    const due = this.#core.pollTransmit(atWakeUp ? dueHorizon(now, this.#latenessMs) : now);
     for (const p of due) this.#send(p, now);
     this.#arm(now);
   }
@@ -356,12 +357,13 @@ class UdpRelayDriver implements UdpRelay {
       this.#clearTimer();
       return;
     }
-    // Whole ms only (see the module comment): lands within +-0.5 ms of the deadline.
-    const wholeMs = Math.max(1, Math.round(next - now - this.#latenessMs));
+    // The last possible wake-up before the deadline (release-timing.ts).
+    const wholeMs = wakeDelayMs(next, now, this.#latenessMs);
     const fireAt = now + wholeMs + this.#latenessMs;
     // An armed timer that fires no later than needed stays: an early wake-up just polls and
     // re-arms, which is cheaper than clearTimeout + setTimeout on every packet at 10k packets/s.
-    if ((this.#timer !== undefined || this.#immediate !== undefined) && this.#timerAt <= fireAt + 0.5) return;
+    // (One up to 0.5 ms later used to stay too; with dithering that made releases late.)
+    if ((this.#timer !== undefined || this.#immediate !== undefined) && this.#timerAt <= fireAt) return;
     this.#clearTimer();
     this.#timerAt = fireAt;
     if (next <= now) {
@@ -393,7 +395,7 @@ class UdpRelayDriver implements UdpRelay {
     this.#immediate = undefined;
     this.#timerAt = Infinity;
     this.#wakeups++;
-    this.#flushAndArm();
+    this.#flushAndArm(true);
   };
 
   stats(): UdpRelayStats {
