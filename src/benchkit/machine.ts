@@ -1,6 +1,6 @@
 // The machine a measurement was taken on: every benchmark result carries it, because a number
 // without its machine, runtime, load and date is worthless.
-import { readNetCoreBytes, type NetCoreBufferKey } from '../node/udp-buffers.js';
+import { readNetCoreBytes, type NetCoreBufferKey } from '../transport/udp-buffers.js';
 import { arch, cpus, loadavg, platform, release, totalmem } from 'node:os';
 
 const GiB = 1 << 30;

@@ -12,7 +12,7 @@ import { formatImpairSpec } from '../relay/impair-spec.js';
 import { describeWorkload, workloadBytes, workloadFiles, type BenchTransport } from './bench-plan.js';
 import type { BenchRunnerReport, BenchRunResult, RelayCheckResult } from './runner.js';
 import type { BenchConditions } from './machine.js';
-import { MIN_UDP_BUFFER_BYTES } from '../node/udp-buffers.js';
+import { MIN_UDP_BUFFER_BYTES } from '../transport/udp-buffers.js';
 import { median } from './stats.js';
 
 export const DATA_TYPE = 'incompressible: random bytes, fresh for every run (the receiver cannot dedup them)';

@@ -52,7 +52,7 @@ import type { ImpairmentCounters } from '../relay/impairment.js';
 import { startUdpRelayWorker } from '../relay/relay-worker.js';
 import { startTcpRelay, TCP_RELAY_LIMITATION } from '../relay/tcp-relay.js';
 import type { HostPort } from '../transport/types.js';
-import { udpBufferDrops } from '../node/udp-buffers.js';
+import { udpBufferDrops } from '../transport/udp-buffers.js';
 import { workloadBytes, workloadFiles, type BenchPlan, type BenchRunSetting, type BenchTransport } from './bench-plan.js';
 import { prepareWorkload, type PreparedWorkload } from './workloads.js';
 

@@ -18,7 +18,7 @@ import { isClawpeerError, type LocalErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { HostPort, TransportName } from '../transport/types.js';
 import { forEachBounded } from './for-each-bounded.js';
-import { MIN_UDP_BUFFER_BYTES, netCoreFile, readNetCoreBytes, RECOMMENDED_UDP_BUFFER_BYTES, type NetCoreBufferKey } from './udp-buffers.js';
+import { MIN_UDP_BUFFER_BYTES, netCoreFile, readNetCoreBytes, RECOMMENDED_UDP_BUFFER_BYTES, type NetCoreBufferKey } from '../transport/udp-buffers.js';
 import { formatHostPort, parseHostPort } from './address.js';
 import { resolveConfig } from './config.js';
 import type { HomeLayout } from './home.js';

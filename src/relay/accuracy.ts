@@ -35,13 +35,6 @@ export const ZERO_RTT_TOLERANCE_MS = 0.5;
 const PROBE_HEADER_BYTES = 6;
 /** Share of RTT samples dropped from each end before averaging. */
 const RTT_TRIM = 0.1;
-
-/** Mean of sorted `values` without the lowest and highest `trim` share of them (NaN when empty). */
-export function trimmedMean(sorted: readonly number[], trim: number): number {
-  const cut = Math.floor(sorted.length * trim);
-  const kept = sorted.slice(cut, sorted.length - cut);
-  return kept.length === 0 ? NaN : kept.reduce((a, b) => a + b, 0) / kept.length;
-}
 const KIND_ECHO = 1;
 const KIND_COUNT = 2;
 export const RTT_PROBE_BYTES = 64;
@@ -199,6 +192,13 @@ const allocPhase = (): number => {
 function percentile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+}
+
+/** Mean of sorted `values` without the lowest and highest `trim` share of them (NaN when empty). */
+export function trimmedMean(sorted: readonly number[], trim: number): number {
+  const cut = Math.floor(sorted.length * trim);
+  const kept = sorted.slice(cut, sorted.length - cut);
+  return kept.length === 0 ? NaN : kept.reduce((a, b) => a + b, 0) / kept.length;
 }
 
 function probe(kind: number, phase: number, seq: number, bytes: number): Buffer {

@@ -9,7 +9,6 @@
 // Non-goals: trust decisions (the node layer pins keys), datagrams, migration, congestion
 // control choice (the binding fixes CUBIC), 0-RTT.
 import { lookup } from 'node:dns/promises';
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { debuglog } from 'node:util';
 import type { Identity } from '../crypto/identity.js';
@@ -17,6 +16,7 @@ import { libp2pPrivateKeyProto } from '../crypto/identity.js';
 import { publicKeyFromNodeId } from '../crypto/node-id.js';
 import { ClawpeerError, type LocalErrorCode } from '../errors.js';
 import { BoundedQueue } from './bounded-queue.js';
+import { readNetCoreBytes } from './udp-buffers.js';
 import { findUdpSocketFd, setUdpSocketBuffers } from './udp-socket-buffers.js';
 import {
   loadQuinnNapi,
@@ -471,25 +471,19 @@ function checkPort(port: number, what: string): void {
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ClawpeerError('USAGE', `${what} port must be 0..65535, got ${port}`);
 }
 
-/** net.core.`key` in bytes, or undefined where unreadable (not Linux). */
-function netCoreDefault(key: 'rmem_default' | 'wmem_default'): number | undefined {
-  try {
-    const n = Number(readFileSync(`/proc/sys/net/core/${key}`, 'utf8').trim());
-    return Number.isFinite(n) ? n : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Gives the server's socket the buffer size its config asked for, which the binding does not
  * apply to a Server (udp-socket-buffers.ts). Skipped where the kernel's defaults are already as
  * large; a failure is logged and the listener keeps the defaults.
  */
 async function applyServerSocketBuffers(port: number, family: 4 | 6, bytes: number): Promise<void> {
-  const rmem = netCoreDefault('rmem_default');
-  const wmem = netCoreDefault('wmem_default');
-  if (rmem === undefined || wmem === undefined || (rmem >= bytes && wmem >= bytes)) return;
+  let defaults: number[];
+  try {
+    defaults = [readNetCoreBytes('rmem_default'), readNetCoreBytes('wmem_default')];
+  } catch {
+    return; // no /proc (not Linux): nothing to find the socket by either
+  }
+  if (defaults.every((d) => d >= bytes)) return;
   const fd = findUdpSocketFd(port);
   if (fd === undefined) {
     log('no descriptor found for the server socket on port %d: it keeps the default buffers', port);

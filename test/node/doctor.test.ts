@@ -6,7 +6,7 @@ import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MIN_UDP_BUFFER_BYTES, udpBufferDrops } from '../../src/node/udp-buffers.js';
+import { MIN_UDP_BUFFER_BYTES, udpBufferDrops } from '../../src/transport/udp-buffers.js';
 import {
   CLOCK_BEFORE_BUILD_TOLERANCE_MS,
   checkBlake3,

@@ -1,5 +1,6 @@
-// Linux's UDP socket-buffer settings (net.core.{r,w}mem_{max,default}): what QUIC's sockets get.
-// One reader and one threshold for `doctor` (which judges them) and the bench (which records them).
+// Linux's UDP socket-buffer settings (net.core.{r,w}mem_{max,default}) and drop counters: what
+// QUIC's sockets get and lose. One reader for the transport (which sizes a listener's socket),
+// `doctor` (which judges the limits) and the bench (which records them).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
