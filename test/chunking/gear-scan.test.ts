@@ -30,7 +30,7 @@ t.test('property: the wasm loop finds the same hit and hash as the JS loop', asy
 t.test('runs longer than one wasm block: hits in later blocks, misses, and Buffer views', async (t) => {
   const long = pseudoRandomBytes(Math.floor(2.5 * WASM_BLOCK_BYTES), 7);
   let hitPastFirstBlock = false;
-  for (const bits of [12, 20, 21, 22, 23, 31]) {
+  for (const bits of [12, 15, 16, 17, 18, 20, 31]) {
     const mask = fastCdcMask(bits) | 0;
     const wasm = gearScan(long, 3, long.length, 0, mask);
     t.same(wasm, gearScanJs(long, 3, long.length, 0, mask), `${bits} mask bits`);
