@@ -51,6 +51,9 @@ t.test('--simulate --json --svg: one JSON object with every condition, and a cha
     t.ok((run['wireBytes'] as number) >= 262144, 'the payload crossed the wire');
     t.ok((run['pingMs'] as { median: number }).median >= 10, 'pings cross the simulated 10 ms');
   }
+  // Both runs share one relay (started once per link): its counters must still be per run.
+  const forwarded = runs.map((run) => (run['relay'] as { forwarded: number }).forwarded);
+  t.ok(forwarded[1]! < 1.6 * forwarded[0]!, `the second run's relay count is its own, not the total (${forwarded.join(', ')} packets)`);
   t.equal((json['summary'] as unknown[]).length, 2);
 
   const doc = parseXml(await readFile(svgFile, 'utf8'));
