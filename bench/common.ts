@@ -7,7 +7,6 @@
 // rates so the median and spread are visible.
 // Non-goals: statistics beyond median/min/max (runs are few on a shared 2-core machine; the
 // ratio to a baseline measured in the same run is the robust number), and printing.
-import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -23,6 +22,7 @@ export const MiB = 1 << 20;
 // The conditions record lives in src/ (the `clawpeer bench` command records it too).
 export { machineConditions, type BenchConditions } from '../src/benchkit/machine.js';
 
+import { fileCreateMicros } from '../src/benchkit/machine.js';
 import { median } from '../src/benchkit/stats.js';
 
 export { median };
@@ -103,26 +103,10 @@ export async function writeJsonFile(file: string, json: unknown): Promise<string
   return file;
 }
 
-/**
- * Microseconds to create (and close) one empty file in a fresh directory under `dir`, the median
- * of `files` creates, as a bench condition. A receiver's time on many small files depends on it,
- * and it is not a constant of the machine: on this one's ext4, 5,000 creates took 10-20 µs each
- * under some directories and 300-350 µs (kernel time) under others.
- */
+/** fileCreateMicros (src/benchkit/machine.ts) as a bench condition, with what it means. */
 export function fileCreateCondition(dir: string, files = 500): { dir: string; median: number; note: string } {
-  const probe = mkdtempSync(join(dir, 'create-probe-'));
-  try {
-    const took: number[] = [];
-    for (let i = 0; i < files; i++) {
-      const t0 = performance.now();
-      closeSync(openSync(join(probe, `f${i}`), 'wx'));
-      took.push((performance.now() - t0) * 1000);
-    }
-    const note = 'one empty-file create in a fresh directory beside the destinations, before the runs: every tool pays it per file';
-    return { dir, median: round(median(took), 1), note };
-  } finally {
-    rmSync(probe, { recursive: true, force: true });
-  }
+  const note = 'one empty-file create in a fresh directory beside the destinations, before the runs: every tool pays it per file';
+  return { dir, median: fileCreateMicros(dir, files), note };
 }
 
 /** Files and bytes under `dir`, leaving out clawpeer's own `.clawpeer*` state. */

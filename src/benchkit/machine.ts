@@ -1,7 +1,11 @@
 // The machine a measurement was taken on: every benchmark result carries it, because a number
 // without its machine, runtime, load and date is worthless.
-import { readNetCoreBytes, type NetCoreBufferKey } from '../transport/udp-buffers.js';
+import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { arch, cpus, loadavg, platform, release, totalmem } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { readNetCoreBytes, type NetCoreBufferKey } from '../transport/udp-buffers.js';
+import { median } from './stats.js';
 
 const GiB = 1 << 30;
 
@@ -50,3 +54,29 @@ export function machineConditions(): BenchConditions {
   };
 }
 
+
+/** Creates slower than this (median, µs) make a receiver's per-file cost the disk's, not clawpeer's. */
+export const SLOW_FILE_CREATE_MICROS = 100;
+
+/**
+ * Microseconds to create (and close) one empty file in a fresh directory under `dir`: the median
+ * of `files` creates. A receiver pays it per file, and it is not a constant of the machine: ext4
+ * without a journal (this disk) does not reuse an inode freed less than 60 s ago (5 min while its
+ * inode-table block is dirty), and its allocator reads and skips each such inode. After a few
+ * thousand deletes in a directory's block group, creates there took 100-550 µs instead of ~10 µs,
+ * while another directory on the same disk stayed at ~10 µs.
+ */
+export function fileCreateMicros(dir: string, files = 500): number {
+  const probe = mkdtempSync(path.join(dir, 'create-probe-'));
+  try {
+    const took: number[] = [];
+    for (let i = 0; i < files; i++) {
+      const t0 = performance.now();
+      closeSync(openSync(path.join(probe, `f${i}`), 'wx'));
+      took.push((performance.now() - t0) * 1000);
+    }
+    return Math.round(median(took) * 10) / 10;
+  } finally {
+    rmSync(probe, { recursive: true, force: true });
+  }
+}

@@ -11,7 +11,7 @@ import { LOSS_TOLERANCE_POINTS, RATE_TOLERANCE_PCT, RTT_TOLERANCE_PCT } from '..
 import { formatImpairSpec } from '../relay/impair-spec.js';
 import { describeWorkload, workloadBytes, workloadFiles, type BenchTransport } from './bench-plan.js';
 import type { BenchRunnerReport, BenchRunResult, RelayCheckResult } from './runner.js';
-import type { BenchConditions } from './machine.js';
+import { SLOW_FILE_CREATE_MICROS, type BenchConditions } from './machine.js';
 import { MIN_UDP_BUFFER_BYTES } from '../transport/udp-buffers.js';
 import { median } from './stats.js';
 
@@ -185,6 +185,10 @@ export function toBenchJson(report: BenchRunnerReport): BenchJson {
   const kernelDrops = report.runs.reduce((a, r) => a + (r.kernelUdpDrops ?? 0), 0);
   if (kernelDrops > 0) warnings.push(`the kernel dropped ${kernelDrops} UDP datagrams at full socket buffers during the runs (machine-wide, not the relay's doing): losses beyond the configured link`);
   if (report.runs.some((r) => r.chunksSkipped > 0)) warnings.push('some runs moved less than their payload: the receiver already held chunks of the workload');
+  const create = report.conditions.fileCreate;
+  if (create !== null && create.medianMicros > SLOW_FILE_CREATE_MICROS) {
+    warnings.push(`WARNING: creating a file under ${create.dir} takes ${create.medianMicros} µs (median; ~10 µs on a healthy disk): the simulated peer pays that per received file, so per-file results measure the disk (on ext4 without a journal, recently deleted files slow creates for 1-5 minutes); wait, or give --work-dir on another file system or directory`);
+  }
   const settings = plan.settings;
   return {
     tool: 'clawpeer bench',
@@ -251,6 +255,7 @@ export function formatTable(json: BenchJson): string {
     `clawpeer bench: ${String(json.workload.description)}; ${json.workload.dataType}`,
     `machine: ${c.cpuModel}, ${c.cores} cores, node ${c.node}, ${c.os}; load average ${c.loadAverageStart.join(' ')} at start, ${c.loadAverageEnd.join(' ')} at end`,
     describeUdpBuffers(c.udpBuffers),
+    ...(c.fileCreate === null ? [] : [`file create: ${c.fileCreate.medianMicros} µs (median) under ${c.fileCreate.dir}, where the simulated peer writes`]),
     `baseline of "x baseline": W=${json.summary[0]?.baseline.window ?? '-'} streams=${json.summary[0]?.baseline.streams ?? '-'} conns=${json.summary[0]?.baseline.connections ?? '-'} on the same transport and link`,
     ...json.relayAccuracy.map(describeAccuracy),
     '',

@@ -34,7 +34,7 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startListenerWorker } from './listener-worker.js';
-import { machineConditions, type BenchConditions } from './machine.js';
+import { fileCreateMicros, machineConditions, type BenchConditions } from './machine.js';
 import { generateIdentity, type Identity } from '../crypto/identity.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -155,7 +155,15 @@ export interface BenchRunResult {
 }
 
 export interface BenchRunnerReport {
-  readonly conditions: BenchConditions & { readonly loadAverageStart: number[]; readonly loadAverageEnd: number[] };
+  readonly conditions: BenchConditions & {
+    readonly loadAverageStart: number[];
+    readonly loadAverageEnd: number[];
+    /**
+     * --simulate: median µs to create one file in the bench's work directory, where the simulated
+     * peer's shares are (fileCreateMicros): the receiver pays it per file. Null for --peer.
+     */
+    readonly fileCreate: { readonly dir: string; readonly medianMicros: number } | null;
+  };
   readonly plan: BenchPlan;
   readonly relayChecks: RelayCheckResult[];
   readonly relayAccurate: boolean;
@@ -574,7 +582,9 @@ export async function runBench(plan: BenchPlan, options: RunnerOptions): Promise
   notes.push('compression: zstd negotiated when both sides have it (the default); the workloads are random bytes, so every chunk goes raw untried (its sampled byte entropy is near 8 bits), as with --no-compress');
   notes.push('data phase: first DATA frame sent to transfer done; with early chunks (a peer of this version) the first window leaves with the manifest, so it includes the Want\'s round trip');
 
-  const workDir = await mkdtemp(path.join(options.workDir ?? tmpdir(), 'clawpeer-bench-'));
+  const workRoot = options.workDir ?? tmpdir();
+  const workDir = await mkdtemp(path.join(workRoot, 'clawpeer-bench-'));
+  const fileCreate = plan.target.kind === 'simulate' ? { dir: workRoot, medianMicros: fileCreateMicros(workDir) } : null;
   const relayChecks: RelayCheckResult[] = [];
   const deferred: Array<() => Promise<void>> = [];
   let env: Environment | undefined;
@@ -600,7 +610,7 @@ export async function runBench(plan: BenchPlan, options: RunnerOptions): Promise
       runs.push(await runOne(ctx, setting));
     }
     return {
-      conditions: { ...conditions, loadAverageStart, loadAverageEnd: loads() },
+      conditions: { ...conditions, loadAverageStart, loadAverageEnd: loads(), fileCreate },
       plan, relayChecks, relayAccurate: relayChecks.every((c) => c.ok), runs, remoteBase: plan.remoteBase, notes, startedAt,
       wallSeconds: round3((performance.now() - t0) / 1000),
     };

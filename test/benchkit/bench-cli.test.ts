@@ -1,7 +1,7 @@
 // `clawpeer bench --simulate` end to end, as a user runs it (the real CLI as a spawned process,
 // through test/e2e/cli-harness.ts): the JSON document's structure, the
 // SVG's structure, CSV output, and usage errors. Timings are not asserted (shared, loaded CI).
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -19,7 +19,7 @@ t.teardown(() => rm(work, { recursive: true, force: true }));
 
 t.test('--simulate --json --svg: one JSON object with every condition, and a chart', async (t) => {
   const svgFile = path.join(work, 'chart.svg');
-  const r = await bench(['--simulate', 'rtt=10ms,rate=50mbit', '--size', '256KiB', '--window', '1,4', '--streams', '1', '--json', '--svg', svgFile]);
+  const r = await bench(['--simulate', 'rtt=10ms,rate=50mbit', '--size', '256KiB', '--window', '1,4', '--streams', '1', '--json', '--svg', svgFile, '--work-dir', work]);
   t.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split('\n');
   t.equal(lines.length, 1, 'one JSON object on stdout, nothing else');
@@ -27,7 +27,7 @@ t.test('--simulate --json --svg: one JSON object with every condition, and a cha
   t.match(json, {
     event: 'bench',
     tool: 'clawpeer bench',
-    conditions: { cpuModel: String, cores: Number, node: process.version, loadAverageStart: Array, loadAverageEnd: Array },
+    conditions: { cpuModel: String, cores: Number, node: process.version, loadAverageStart: Array, loadAverageEnd: Array, fileCreate: { dir: work, medianMicros: Number } },
     workload: { kind: 'large', bytes: 262144, payloadBytes: 262144, dataType: /incompressible/ },
     target: { kind: 'simulate', spec: 'rtt=10ms,rate=50mbit', linkRateBitsPerSec: 50e6 },
     settings: { transports: ['quic'], windows: [1, 4], streams: [1], connections: [1], runs: 2 },
@@ -104,4 +104,12 @@ t.test('usage errors exit 2 and name the flag', async (t) => {
   t.match(bad.stderr, /--window "1,zero"/);
   const both = await bench(['--simulate', 'rtt=5ms', '--json', '--csv']);
   t.equal(both.code, 2);
+  const missing = path.join(work, 'no-such-dir');
+  const noDir = await bench(['--simulate', 'rtt=5ms', '--work-dir', missing]);
+  t.equal(noDir.code, 2);
+  t.match(noDir.stderr, `--work-dir ${missing}: no such directory`);
+  await writeFile(path.join(work, 'a-file'), '');
+  const notDir = await bench(['--simulate', 'rtt=5ms', '--work-dir', path.join(work, 'a-file')]);
+  t.equal(notDir.code, 2);
+  t.match(notDir.stderr, /--work-dir .*a-file: not a directory/);
 });

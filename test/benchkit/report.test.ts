@@ -50,6 +50,7 @@ t.test('table: a header, one line per setting, the machine and load', async (t) 
   const table = formatTable(toBenchJson(fakeReport()));
   t.match(table, /machine: Test CPU, 2 cores, node v20\.0\.0/);
   t.match(table, /UDP buffers: rmem_max 4096 KiB, wmem_max 4096 KiB \(defaults 208 KiB, 208 KiB\)\n/, 'maxima of 4 MiB are enough: no warning');
+  t.match(table, /\nfile create: 12\.5 µs \(median\) under \/tmp, where the simulated peer writes\n/);
   const small = fakeReport();
   const clamped = formatTable(toBenchJson({ ...small, conditions: { ...small.conditions, udpBuffers: { ...small.conditions.udpBuffers, rmemMax: 212992 } } }));
   t.match(clamped, /UDP buffers: rmem_max 208 KiB, .*: SMALL, the kernel clamps QUIC's socket buffers/, 'a small maximum is called out');
@@ -104,4 +105,14 @@ t.test('kernel UDP drops during runs: in the summary and the CSV, and a warning 
   const csv = toCsv(json).split('\n');
   const header = csvFields(csv[0] ?? '');
   t.equal(csvFields(csv[1] ?? '')[header.indexOf('kernelUdpDrops')], '7');
+});
+
+t.test('slow file creates in the work directory: a warning naming the directory and the cost', async (t) => {
+  t.notOk(toBenchJson(fakeReport()).warnings.some((w) => /creating a file/.test(w)), '12.5 µs: no warning');
+  const r = fakeReport();
+  const slow = toBenchJson({ ...r, conditions: { ...r.conditions, fileCreate: { dir: '/tmp', medianMicros: 260.4 } } });
+  t.match(slow.warnings, [/^WARNING: creating a file under \/tmp takes 260\.4 µs .*--work-dir/]);
+  t.same(slow.conditions.fileCreate, { dir: '/tmp', medianMicros: 260.4 }, 'the JSON records the condition');
+  const peer = toBenchJson({ ...r, conditions: { ...r.conditions, fileCreate: null } });
+  t.notOk(peer.warnings.some((w) => /creating a file/.test(w)), 'a real peer: not measured, no warning');
 });

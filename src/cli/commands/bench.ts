@@ -3,7 +3,8 @@
 // of windows, streams, connections and simulated RTTs/losses. Prints a table (or --json, one
 // object with every condition; or --csv, one row per run), writes --svg FILE, shows a progress
 // line on stderr while it runs (TTY only). The work is in src/benchkit/.
-import { writeFile } from 'node:fs/promises';
+import { stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { Argv } from 'yargs';
 import { planBench, type BenchPlanInput } from '../../benchkit/bench-plan.js';
 import { formatTable, toBenchJson, toCsv } from '../../benchkit/report.js';
@@ -45,6 +46,14 @@ export function benchInputFromArgs(args: Record<string, unknown>): BenchPlanInpu
   };
   for (const k of Object.keys(input)) if (input[k] === undefined) delete input[k];
   return input as BenchPlanInput;
+}
+
+/** `dir` resolved, when it is an existing directory; else USAGE naming `flag`. */
+async function existingDir(dir: string, flag: string): Promise<string> {
+  const st = await stat(dir).catch(() => undefined);
+  if (st === undefined) throw new ClawpeerError('USAGE', `${flag} ${dir}: no such directory`);
+  if (!st.isDirectory()) throw new ClawpeerError('USAGE', `${flag} ${dir}: not a directory`);
+  return path.resolve(dir);
 }
 
 function progressLine(): { update(p: BenchProgress): void; stop(): void } {
@@ -94,6 +103,7 @@ export function registerBenchCommands(cli: Argv, run: Runner): Argv {
         .option('csv', { type: 'boolean', default: false, describe: 'one CSV row per run on stdout instead of the table' })
         .option('svg', { type: 'string', describe: 'write a chart (goodput vs RTT/loss/window/streams, one line per other setting) to FILE' })
         .option('out', { type: 'string', describe: 'also write the full JSON document to FILE' })
+        .option('work-dir', { type: 'string', describe: 'simulate: directory for the workload files and the simulated peer\'s shares (default: the OS temp dir); the JSON records how fast files are created there' })
         .example('$0 bench --simulate rtt=50ms,rate=100mbit --size 256MiB --window 4,16,64', 'a large file through a simulated 50 ms, 100 Mbit/s link')
         .example('$0 bench --simulate rate=100mbit --workload revisions --rtt 1,5,50,100 --window 1,4,16 --svg rev.svg', 'the sliding-window benchmark')
         .example('$0 bench --peer bob --size 1GiB --streams 1,4', 'a real link to the paired peer bob'),
@@ -108,11 +118,12 @@ export function registerBenchCommands(cli: Argv, run: Runner): Argv {
         const resolved = await resolvePeer(new PeerStore(ctx.home.peersFile), plan.target.peer, plan.target.addr);
         peer = { identity, resolved };
       }
+      const workDir = args['work-dir'] === undefined ? undefined : await existingDir(String(args['work-dir']), '--work-dir');
       const { runBench } = await import('../../benchkit/runner.js');
       const progress = progressLine();
       let report;
       try {
-        report = await runBench(plan, { log: ctx.log.child('bench'), signal: ctx.signal, onProgress: (p) => progress.update(p), ...(peer === undefined ? {} : { peer }) });
+        report = await runBench(plan, { log: ctx.log.child('bench'), signal: ctx.signal, onProgress: (p) => progress.update(p), ...(peer === undefined ? {} : { peer }), ...(workDir === undefined ? {} : { workDir }) });
       } finally {
         progress.stop();
       }
