@@ -24,7 +24,7 @@ import type { ImpairSpec } from './impair-spec.js';
 import { formatImpairSpec, MAX_QUEUE_BYTES, parseImpairSpec, resolveQueueLimit } from './impair-spec.js';
 import type { Direction, ImpairmentCounters } from './impairment.js';
 import { Impairment } from './impairment.js';
-import { dueHorizon, wakeDelayMs } from './release-timing.js';
+import { dueHorizon, ReleaseBias, wakeDelayMs } from './release-timing.js';
 import { INITIAL_TIMER_LATENESS_MS, isLoopbackHost } from './udp-relay.js';
 
 /** Largest piece the byte stream is cut into, bytes: 4 KiB is 0.33 ms at 100 Mbit/s. */
@@ -127,6 +127,7 @@ class TcpRelayDriver implements TcpRelay {
   #address: HostPort = { host: '', port: 0 };
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Infinity;
+  readonly #bias = new ReleaseBias();
   #nextId = 1;
   #accepted = 0;
   #rejected = 0;
@@ -253,7 +254,8 @@ class TcpRelayDriver implements TcpRelay {
     const now = performance.now();
     // Same release rule as the UDP relay (release-timing.ts): what is due, and at a timer
     // wake-up what the dithered horizon takes.
-    for (const p of this.#core.pollTransmit(atWakeUp ? dueHorizon(now, INITIAL_TIMER_LATENESS_MS) : now)) {
+    for (const p of this.#core.pollTransmit(atWakeUp ? dueHorizon(now, INITIAL_TIMER_LATENESS_MS, Math.random, this.#bias.biasMs) : now)) {
+      if (atWakeUp) this.#bias.observe(now - p.releaseAt);
       const conn = p.tag.conn;
       if (conn.closed) continue;
       const [from, to] = p.direction === 'toServer' ? [conn.client, conn.server] : [conn.server, conn.client];

@@ -29,7 +29,7 @@ import type { ImpairSpec } from './impair-spec.js';
 import { formatImpairSpec, parseImpairSpec } from './impair-spec.js';
 import type { DuePacket, ImpairmentCounters } from './impairment.js';
 import { Impairment } from './impairment.js';
-import { dueHorizon, wakeDelayMs } from './release-timing.js';
+import { dueHorizon, ReleaseBias, wakeDelayMs } from './release-timing.js';
 
 /** Starting estimate of setTimeout's lateness beyond the whole ms asked for, ms (measured median here). */
 export const INITIAL_TIMER_LATENESS_MS = 0.12;
@@ -84,6 +84,8 @@ export interface UdpRelayStats {
   readonly timing: {
     /** Current estimate of timer lateness beyond the whole ms asked for. */
     readonly timerLatenessMs: number;
+    /** How far the release horizon is shifted to cancel the measured mean release error (ReleaseBias). */
+    readonly releaseBiasMs: number;
     /** Timer callbacks run. */
     readonly wakeups: number;
     /** Send time minus model release time over all forwarded packets, ms (negative: early). */
@@ -191,6 +193,7 @@ class UdpRelayDriver implements UdpRelay {
   #armedAt = 0;
   #armedMs = 0;
   #latenessMs = INITIAL_TIMER_LATENESS_MS;
+  readonly #bias = new ReleaseBias();
   #immediate: NodeJS.Immediate | undefined;
   #sweeper: NodeJS.Timeout | undefined;
   #closed = false;
@@ -331,8 +334,11 @@ class UdpRelayDriver implements UdpRelay {
   #flushAndArm(atWakeUp = false): void {
     if (this.#closed) return;
     const now = performance.now();
-    const due = this.#core.pollTransmit(atWakeUp ? dueHorizon(now, this.#latenessMs) : now);
-    for (const p of due) this.#send(p, now);
+    const due = this.#core.pollTransmit(atWakeUp ? dueHorizon(now, this.#latenessMs, Math.random, this.#bias.biasMs) : now);
+    for (const p of due) {
+      this.#send(p, now);
+      if (atWakeUp) this.#bias.observe(now - p.releaseAt);
+    }
     this.#arm(now);
   }
 
@@ -412,6 +418,7 @@ class UdpRelayDriver implements UdpRelay {
       counters: this.#core.counters(),
       timing: {
         timerLatenessMs: Math.round(this.#latenessMs * 1000) / 1000,
+        releaseBiasMs: Math.round(this.#bias.biasMs * 1000) / 1000,
         wakeups: this.#wakeups,
         releaseErrorMs: {
           mean: this.#errN === 0 ? 0 : this.#errSum / this.#errN,
