@@ -75,6 +75,8 @@ export interface BenchJson {
   };
   readonly relayAccurate: boolean;
   readonly relayAccuracy: RelayAccuracySummary[];
+  /** The relay thread's own forwarding latency, taken off each UDP link's RTT (relay-floor.ts). */
+  readonly relayFloor: BenchRunnerReport['relayFloor'];
   readonly thresholds: { readonly rttPct: number; readonly ratePct: number; readonly lossPoints: number };
   readonly warnings: string[];
   readonly notes: string[];
@@ -211,6 +213,7 @@ export function toBenchJson(report: BenchRunnerReport): BenchJson {
     },
     relayAccurate: report.relayAccurate,
     relayAccuracy: accuracy,
+    relayFloor: report.relayFloor,
     thresholds: { rttPct: RTT_TOLERANCE_PCT, ratePct: RATE_TOLERANCE_PCT, lossPoints: LOSS_TOLERANCE_POINTS },
     warnings,
     notes: report.notes,
@@ -257,6 +260,7 @@ export function formatTable(json: BenchJson): string {
     describeUdpBuffers(c.udpBuffers),
     ...(c.fileCreate === null ? [] : [`file create: ${c.fileCreate.medianMicros} µs (median) under ${c.fileCreate.dir}, where the simulated peer writes`]),
     `baseline of "x baseline": W=${json.summary[0]?.baseline.window ?? '-'} streams=${json.summary[0]?.baseline.streams ?? '-'} conns=${json.summary[0]?.baseline.connections ?? '-'} on the same transport and link`,
+    ...(json.relayFloor === null ? [] : [`relay floor: ${json.relayFloor.compensationMs} ms per round trip (a relay thread delaying ${json.relayFloor.referenceRttMs} ms: ${json.relayFloor.relayedMs} ms; direct loopback ${json.relayFloor.directMs} ms), taken off each UDP link's RTT`]),
     ...json.relayAccuracy.map(describeAccuracy),
     '',
     formatColumns(header, rows),

@@ -35,6 +35,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startListenerWorker } from './listener-worker.js';
 import { fileCreateMicros, machineConditions, type BenchConditions } from './machine.js';
+import { compensatedSpec, measureRelayFloor, type RelayFloor } from './relay-floor.js';
 import { generateIdentity, type Identity } from '../crypto/identity.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -167,6 +168,8 @@ export interface BenchRunnerReport {
   readonly plan: BenchPlan;
   readonly relayChecks: RelayCheckResult[];
   readonly relayAccurate: boolean;
+  /** --simulate: the relay thread's own forwarding latency, taken off each UDP link's RTT (relay-floor.ts); null when not measured. */
+  readonly relayFloor: RelayFloor | null;
   readonly runs: BenchRunResult[];
   /** Where the runs pushed, inside the destination share. */
   readonly remoteBase: string;
@@ -203,7 +206,7 @@ function sumCounters(c: ImpairmentCounters): RelayRunCounters {
   return { droppedLoss: a.droppedLoss + b.droppedLoss, droppedQueue: a.droppedQueue + b.droppedQueue, droppedOverflow: a.droppedOverflow + b.droppedOverflow, forwarded: a.forwarded + b.forwarded };
 }
 
-async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logger): Promise<Environment> {
+async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logger, compensationMs: number): Promise<Environment> {
   const identity = generateIdentity();
   const serverHome = path.join(workDir, 'listener');
   // One share per striped connection: concurrent pushes into one share race on its chunk index
@@ -242,7 +245,7 @@ async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logge
       const listen = { host: '127.0.0.1', port: 0 };
       relay = transport === 'tcp'
         ? startTcpRelay({ listen, target, spec, seed: RELAY_SEED, logger: log.child('tcp-relay') }).then((r) => ({ address: r.address, counters: () => Promise.resolve(r.stats().counters), close: () => r.close() }))
-        : startUdpRelayWorker({ listen, target, spec, seed: RELAY_SEED }).then((r) => ({ address: r.address, counters: async () => (await r.stats()).counters, close: () => r.close() }));
+        : startUdpRelayWorker({ listen, target, spec: compensatedSpec(spec, compensationMs), seed: RELAY_SEED }).then((r) => ({ address: r.address, counters: async () => (await r.stats()).counters, close: () => r.close() }));
       relays.set(key, relay);
       relay.catch(() => relays.delete(key)); // a relay that failed to start is retried by the next run
     }
@@ -289,10 +292,10 @@ function peerEnvironment(peer: NonNullable<RunnerOptions['peer']>): Environment 
 }
 
 /** Measures one link with the relay self-check, on a worker thread like the runs' relay. */
-export async function checkSimulatedLink(spec: ImpairSpec, probe: RunnerOptions['accuracyProbe'] = {}, signal?: AbortSignal): Promise<RelayCheckResult> {
+export async function checkSimulatedLink(spec: ImpairSpec, probe: RunnerOptions['accuracyProbe'] = {}, signal?: AbortSignal, compensationMs = 0): Promise<RelayCheckResult> {
   const echo = await startUdpEcho();
   try {
-    const relay = await startUdpRelayWorker({ listen: { host: '127.0.0.1', port: 0 }, target: echo.address, spec, seed: RELAY_SEED });
+    const relay = await startUdpRelayWorker({ listen: { host: '127.0.0.1', port: 0 }, target: echo.address, spec: compensatedSpec(spec, compensationMs), seed: RELAY_SEED });
     try {
       const report = await probeRelayAccuracy({ ...probe, spec, relay: relay.address, echo, ...(signal === undefined ? {} : { signal }) });
       return { link: formatImpairSpec(spec), ok: report.ok, report, placement: 'worker' };
@@ -588,15 +591,20 @@ export async function runBench(plan: BenchPlan, options: RunnerOptions): Promise
   const relayChecks: RelayCheckResult[] = [];
   const deferred: Array<() => Promise<void>> = [];
   let env: Environment | undefined;
+  let relayFloor: RelayFloor | null = null;
   try {
     if (plan.target.kind === 'simulate') {
       if (options.skipRelayCheck !== true) {
+        options.onProgress?.({ run: 0, runs: plan.settings.length, label: 'relay floor: its own forwarding latency', phase: 'relay-check', bytes: 0, totalBytes: 0 });
+        const rttProbes = options.accuracyProbe?.rttProbes;
+        relayFloor = await measureRelayFloor({ seed: RELAY_SEED, ...(rttProbes === undefined ? {} : { probes: rttProbes }), signal: options.signal });
+        if (relayFloor.compensationMs > 0) notes.push(`relay floor: a relay thread delaying ${relayFloor.referenceRttMs} ms added ${relayFloor.compensationMs} ms more to a direct loopback round trip (${relayFloor.relayedMs} ms vs ${relayFloor.referenceRttMs} + ${relayFloor.directMs} ms); each UDP link's relay was started with that much less RTT, and the self-check measured the result against the configured RTT`);
         for (const [i, spec] of plan.links.entries()) {
           options.onProgress?.({ run: 0, runs: plan.settings.length, label: `relay self-check ${i + 1}/${plan.links.length}: ${formatImpairSpec(spec)}`, phase: 'relay-check', bytes: 0, totalBytes: 0 });
-          relayChecks.push(await checkSimulatedLink(spec, options.accuracyProbe, options.signal));
+          relayChecks.push(await checkSimulatedLink(spec, options.accuracyProbe, options.signal, relayFloor.compensationMs));
         }
       }
-      env = await simulatedEnvironment(plan, workDir, options.log);
+      env = await simulatedEnvironment(plan, workDir, options.log, relayFloor?.compensationMs ?? 0);
       notes.push('simulated peer: a listener on its own thread of this process (its own event loop beside the sender\'s, as on another machine, but sharing this machine\'s cores)');
     } else {
       if (options.peer === undefined) throw new TypeError('--peer plan without a resolved peer');
@@ -611,7 +619,7 @@ export async function runBench(plan: BenchPlan, options: RunnerOptions): Promise
     }
     return {
       conditions: { ...conditions, loadAverageStart, loadAverageEnd: loads(), fileCreate },
-      plan, relayChecks, relayAccurate: relayChecks.every((c) => c.ok), runs, remoteBase: plan.remoteBase, notes, startedAt,
+      plan, relayChecks, relayAccurate: relayChecks.every((c) => c.ok), relayFloor, runs, remoteBase: plan.remoteBase, notes, startedAt,
       wallSeconds: round3((performance.now() - t0) / 1000),
     };
   } finally {

@@ -32,6 +32,7 @@ t.test('--simulate --json --svg: one JSON object with every condition, and a cha
     target: { kind: 'simulate', spec: 'rtt=10ms,rate=50mbit', linkRateBitsPerSec: 50e6 },
     settings: { transports: ['quic'], windows: [1, 4], streams: [1], connections: [1], runs: 2 },
     relayAccurate: Boolean,
+    relayFloor: { directMs: Number, relayedMs: Number, referenceRttMs: 20, compensationMs: Number },
     thresholds: { rttPct: 5, ratePct: 5, lossPoints: 0.2 },
   });
   const accuracy = json['relayAccuracy'] as Record<string, unknown>[];

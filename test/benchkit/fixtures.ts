@@ -46,6 +46,7 @@ export function fakeReport(options: { accurate?: boolean; repeat?: number; failI
     plan,
     relayChecks: plan.links.map((l, i) => accuracy(`rtt=${l.rttMs}ms,rate=100mbit`, options.accurate !== false || i !== 2)),
     relayAccurate: options.accurate !== false,
+    relayFloor: { directMs: 0.09, relayedMs: 20.41, referenceRttMs: 20, compensationMs: 0.32 },
     runs,
     remoteBase: plan.remoteBase,
     notes: ['a note'],

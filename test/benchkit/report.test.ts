@@ -51,6 +51,7 @@ t.test('table: a header, one line per setting, the machine and load', async (t) 
   t.match(table, /machine: Test CPU, 2 cores, node v20\.0\.0/);
   t.match(table, /UDP buffers: rmem_max 4096 KiB, wmem_max 4096 KiB \(defaults 208 KiB, 208 KiB\)\n/, 'maxima of 4 MiB are enough: no warning');
   t.match(table, /\nfile create: 12\.5 µs \(median\) under \/tmp, where the simulated peer writes\n/);
+  t.match(table, /\nrelay floor: 0\.32 ms per round trip \(a relay thread delaying 20 ms: 20\.41 ms; direct loopback 0\.09 ms\), taken off each UDP link's RTT\n/);
   const small = fakeReport();
   const clamped = formatTable(toBenchJson({ ...small, conditions: { ...small.conditions, udpBuffers: { ...small.conditions.udpBuffers, rmemMax: 212992 } } }));
   t.match(clamped, /UDP buffers: rmem_max 208 KiB, .*: SMALL, the kernel clamps QUIC's socket buffers/, 'a small maximum is called out');
