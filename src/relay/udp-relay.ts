@@ -14,7 +14,9 @@
 // packet due between two possible wake-ups is released at one of them, chosen at random so that
 // its expected release is its due time (release-timing.ts: rounding to the nearer wake-up was
 // biased for request-response traffic, whose due times all fall at one phase of the ms grid).
-// Per-packet error is within about +-1 ms at mean zero, so medians and rates hold. Busy-waiting
+// A packet arriving to an empty relay is drawn for at once as well (the "now" of its arrival is
+// a possible release too), so delays under one timer tick are simulated; a measured mean release
+// error left over is cancelled by a small integral correction (ReleaseBias). Per-packet error is within about +-1 ms at mean zero, so medians and rates hold. Busy-waiting
 // would be sharper but costs a core, which on 2 cores starves the endpoints under test
 // (PLATFORM.md "Simulating a WAN here"). stats().timing records the achieved release error.
 import dgram from 'node:dgram';
@@ -273,7 +275,7 @@ class UdpRelayDriver implements UdpRelay {
     }
     flow.lastActiveMs = now;
     this.#core.onPacket(now, msg, 'toServer', flow);
-    this.#flushAndArm();
+    this.#flushAndArm(this.#core.pendingPackets === 1);
   }
 
   #openFlow(key: string, client: HostPort, now: number): Flow | undefined {
@@ -299,7 +301,7 @@ class UdpRelayDriver implements UdpRelay {
       const t = performance.now();
       flow.lastActiveMs = t;
       this.#core.onPacket(t, msg, 'toClient', flow);
-      this.#flushAndArm();
+      this.#flushAndArm(this.#core.pendingPackets === 1);
     });
     this.#flows.set(key, flow);
     this.#flowsOpened++;
@@ -328,16 +330,20 @@ class UdpRelayDriver implements UdpRelay {
   }
 
   /**
-   * Sends what is due (at a timer wake-up, also what the dithered horizon takes: see
-   * release-timing.ts), then arms the one timer.
+   * Sends what is due, then arms the one timer. With `dither` (at a timer wake-up, and when a
+   * packet arrives to an otherwise empty relay) it also sends what the dithered horizon takes
+   * (release-timing.ts). The lone arrival matters for delays under one timer tick (a 1 ms RTT
+   * is 0.5 ms each way): without a draw at arrival the first chance to send was the next
+   * wake-up, 1 + L ms later, and rtt=1ms measured 2.1-2.6 ms. Only a lone packet is drawn for at
+   * arrival: a packet queued behind others would get a draw at every arrival, early on average.
    */
-  #flushAndArm(atWakeUp = false): void {
+  #flushAndArm(dither: boolean): void {
     if (this.#closed) return;
     const now = performance.now();
-    const due = this.#core.pollTransmit(atWakeUp ? dueHorizon(now, this.#latenessMs, Math.random, this.#bias.biasMs) : now);
+    const due = this.#core.pollTransmit(dither ? dueHorizon(now, this.#latenessMs, Math.random, this.#bias.biasMs) : now);
     for (const p of due) {
       this.#send(p, now);
-      if (atWakeUp) this.#bias.observe(now - p.releaseAt);
+      if (dither) this.#bias.observe(now - p.releaseAt);
     }
     this.#arm(now);
   }

@@ -81,6 +81,23 @@ t.test('wake-ups with a late tail: dithering alone is late on average; ReleaseBi
   t.equal(b.biasMs, 1, 'the bias is bounded');
 });
 
+t.test('a lone packet due within one wake-up gap: a draw at arrival makes its mean release its due time', async (t) => {
+  const lateness = 0.12;
+  for (const delay of [0.1, 0.3, 0.5, 0.9]) {
+    const random = lcg(11);
+    let withDraw = 0;
+    let without = 0;
+    const n = 20_000;
+    for (let i = 0; i < n; i++) {
+      // Arrival at 0: with the draw, sent now if the horizon takes it, else at the next wake-up.
+      withDraw += delay <= dueHorizon(0, lateness, random) ? 0 : releaseAt(delay, lateness, random);
+      without += releaseAt(delay, lateness, random);
+    }
+    t.ok(Math.abs(withDraw / n - delay) < 0.02, `delay ${delay}: mean release ${(withDraw / n).toFixed(3)} ms with the draw at arrival`);
+    t.ok(without / n > 1, `delay ${delay}: ${(without / n).toFixed(3)} ms when only wake-ups release (a whole tick late)`);
+  }
+});
+
 t.test('one horizon per wake-up releases packets in due order', async (t) => {
   const random = lcg(7);
   const dues = [0.1, 0.3, 0.5, 0.7, 0.9, 1.05];
