@@ -6,10 +6,12 @@
 // - --simulate: everything on this machine. A listener on its own thread (listener-worker.ts:
 //   NodeServer + serveSession, a temp home, fresh identities pinned both ways) behind an
 //   impairment relay: UDP on its own worker thread for QUIC (its timers must not wait for the
-//   endpoints' JavaScript), the TCP relay for the TLS fallback. Before the runs, each distinct
-//   link is measured by the relay self-check (relay/accuracy.ts) on the same worker placement
-//   the runs use; a link off by more than 5% in RTT or rate, or 0.2 points in loss, is flagged
-//   (relayAccurate: false).
+//   endpoints' JavaScript), the TCP relay for the TLS fallback; one relay per link, shared by
+//   the runs on it. Before the runs, the relay thread's own latency is measured and taken off
+//   each UDP link's RTT (relay-floor.ts), then each distinct link is measured by the relay
+//   self-check (relay/accuracy.ts) on the same worker placement the runs use; a link off by more
+//   than 5% in RTT or rate, or 0.2 points in loss, is flagged (relayAccurate: false). How fast
+//   files are created where the simulated peer writes is recorded (a slow disk is warned about).
 // - --peer: a real paired peer, dialled at its pair address; runs push into the bench-specific
 //   subpath clawpeer-bench/<timestamp>/run-<i> of its default share (left there: we cannot
 //   delete on the peer; the report says where).
@@ -587,13 +589,14 @@ export async function runBench(plan: BenchPlan, options: RunnerOptions): Promise
 
   const workRoot = options.workDir ?? tmpdir();
   const workDir = await mkdtemp(path.join(workRoot, 'clawpeer-bench-'));
-  const fileCreate = plan.target.kind === 'simulate' ? { dir: workRoot, medianMicros: fileCreateMicros(workDir) } : null;
   const relayChecks: RelayCheckResult[] = [];
   const deferred: Array<() => Promise<void>> = [];
   let env: Environment | undefined;
   let relayFloor: RelayFloor | null = null;
+  let fileCreate: BenchRunnerReport['conditions']['fileCreate'] = null;
   try {
     if (plan.target.kind === 'simulate') {
+      fileCreate = { dir: workRoot, medianMicros: fileCreateMicros(workDir) };
       if (options.skipRelayCheck !== true) {
         options.onProgress?.({ run: 0, runs: plan.settings.length, label: 'relay floor: its own forwarding latency', phase: 'relay-check', bytes: 0, totalBytes: 0 });
         const rttProbes = options.accuracyProbe?.rttProbes;

@@ -103,7 +103,7 @@ export function registerBenchCommands(cli: Argv, run: Runner): Argv {
         .option('csv', { type: 'boolean', default: false, describe: 'one CSV row per run on stdout instead of the table' })
         .option('svg', { type: 'string', describe: 'write a chart (goodput vs RTT/loss/window/streams, one line per other setting) to FILE' })
         .option('out', { type: 'string', describe: 'also write the full JSON document to FILE' })
-        .option('work-dir', { type: 'string', describe: 'simulate: directory for the workload files and the simulated peer\'s shares (default: the OS temp dir); the JSON records how fast files are created there' })
+        .option('work-dir', { type: 'string', describe: 'directory for the workload files and, with --simulate, the simulated peer\'s shares (default: the OS temp dir); with --simulate the JSON records how fast files are created there' })
         .example('$0 bench --simulate rtt=50ms,rate=100mbit --size 256MiB --window 4,16,64', 'a large file through a simulated 50 ms, 100 Mbit/s link')
         .example('$0 bench --simulate rate=100mbit --workload revisions --rtt 1,5,50,100 --window 1,4,16 --svg rev.svg', 'the sliding-window benchmark')
         .example('$0 bench --peer bob --size 1GiB --streams 1,4', 'a real link to the paired peer bob'),
