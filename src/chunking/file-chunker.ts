@@ -15,6 +15,7 @@ import { blake3 } from './blake3.js';
 import { FastCdcChunker } from './fastcdc.js';
 import type { ChunkingParams } from './fastcdc.js';
 import { ManifestRootBuilder, manifestFromBytes } from './manifest.js';
+import { parallelManifest } from './parallel-manifest.js';
 import type { ChunkRef, FileManifest } from './manifest.js';
 
 /** Default sliding-buffer size: 4 MiB (at least 2 x maxBytes is always used). */
@@ -210,8 +211,9 @@ function readWholeIfSmall(fd: number, statSize: number, path: string, maxBytes: 
 
 /**
  * The whole manifest of the file at `path` (chunk list in memory: ~100 bytes per chunk): small
- * files from one read (WHOLE_READ_MAX_BYTES), others streamed through chunkFile. Same manifest
- * either way.
+ * files from one read (WHOLE_READ_MAX_BYTES), large ones on several threads where there are
+ * cores for them (parallel-manifest.ts), others streamed through chunkFile. Same manifest
+ * every way.
  */
 export async function manifestFromFile(
   path: string,
@@ -224,6 +226,8 @@ export async function manifestFromFile(
   try {
     const whole = readWholeIfSmall(fd, size, path, WHOLE_READ_MAX_BYTES);
     if (whole !== undefined) return manifestFromBytes(whole, chunker.params); // synchronous: the view is still valid
+    const parallel = await parallelManifest(fd, size, path, chunker.params, options.signal);
+    if (parallel !== undefined) return parallel;
     const chunks: ChunkRef[] = [];
     for await (const event of chunkOpenFile(fd, size, path, chunker, options)) {
       if (event.kind === 'chunk') chunks.push(event.chunk);
