@@ -231,6 +231,8 @@ export class ControlChannel {
         case 'sync-revisions':
         case 'sync-fetch':
         case 'sync-done':
+        case 'watch-share':
+        case 'share-changed':
           return message;
         default: {
           const unreachable: never = message;

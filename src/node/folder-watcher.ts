@@ -46,6 +46,8 @@ export class FolderWatcher {
   readonly #now: () => number;
   readonly #maxSkipAgeMs: number;
   readonly #onEventHook: ((dir: string, name: string | null) => void) | undefined;
+  /** Told about every event too, added and removed at any time (a listener's share watches). */
+  readonly #subscribers = new Set<(dir: string, name: string | null) => void>();
   /** Watched directories and the inode each watch is on (a path can later name another directory). */
   readonly #watchers = new Map<string, { readonly watcher: FSWatcher; readonly ino: bigint }>();
   /** Bumped by every event and every completed addition of watches. */
@@ -123,8 +125,15 @@ export class FolderWatcher {
     };
   }
 
+  /** Calls `listener` with every event outside .clawpeer from now on, until the returned function is called. */
+  subscribe(listener: (dir: string, name: string | null) => void): () => void {
+    this.#subscribers.add(listener);
+    return () => this.#subscribers.delete(listener);
+  }
+
   close(): void {
     this.#closed = true;
+    this.#subscribers.clear();
     clearTimeout(this.#followUp);
     this.#unwatchUnder(this.root);
   }
@@ -203,6 +212,7 @@ export class FolderWatcher {
     if (dir === this.root && entry === INTERNAL_DIR_NAME) return;
     this.#generation++;
     this.#onEventHook?.(dir, entry);
+    for (const listener of this.#subscribers) listener(dir, entry);
     this.#dirtyDirs.add(dir);
     if (entry !== null) {
       const named = path.join(dir, entry);

@@ -25,6 +25,7 @@ import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
 import { serveSync } from './sync-service.js';
 import type { ResidentFolders } from './synced-folder.js';
+import { ShareWatches } from './share-watch-service.js';
 
 /** How long the other side may take to hash, stage or publish before answering (big trees take a while). */
 export const PREPARE_TIMEOUT_MS = 30 * 60_000;
@@ -65,10 +66,20 @@ export function findShare(shares: readonly Share[], name: string, peerId: string
 }
 
 export async function serveSession(session: PeerSession, ctx: ServiceContext, signal: AbortSignal): Promise<void> {
+  const watches = new ShareWatches(session, { log: ctx.log, ...(ctx.resident === undefined ? {} : { resident: ctx.resident }) });
+  try {
+    await serveRequests(session, ctx, watches, signal);
+  } finally {
+    watches.close();
+  }
+}
+
+async function serveRequests(session: PeerSession, ctx: ServiceContext, watches: ShareWatches, signal: AbortSignal): Promise<void> {
   const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, ctx.config.idleTimeoutMs, ctx.log);
   void router.run(signal);
   for (;;) {
     const msg = await receiveWithin(session, ctx.config.sessionIdleTimeoutMs, signal);
+    if (msg === 'idle' && watches.size > 0) continue; // a watching client waits for news, not idle
     if (msg === 'idle') {
       ctx.log.info('closing idle session', { peer: session.peerId, idleMs: ctx.config.sessionIdleTimeoutMs });
       await session.control.sendError('TIMEOUT', `session idle for ${ctx.config.sessionIdleTimeoutMs} ms (no request, no transfer): closed by ${ctx.nodeId ?? 'the listener'}`).catch(() => undefined);
@@ -83,9 +94,11 @@ export async function serveSession(session: PeerSession, ctx: ServiceContext, si
         break;
       case 'transfer-request':
       case 'sync-request':
+      case 'watch-share':
         try {
           if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal);
-          else await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal);
+          else if (msg.type === 'sync-request') await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal);
+          else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
         } catch (err) {
           if (err instanceof ClawpeerError && err.wire === undefined) {
             await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);

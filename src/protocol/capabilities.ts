@@ -22,7 +22,8 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // it has the receiver's Want, which saves the round trip of the Manifest/Want exchange.
 // exclude: a pull's request may carry exclude patterns (transfer/exclude.ts) the server applies;
 // a server without it would send everything, so a client does not ask one that lacks it.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude'] as const;
+// watch: a client may ask to be told when a share changes (WatchShare / ShareChanged).
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */
@@ -93,7 +94,7 @@ export const DEFAULT_CAPABILITIES: Capabilities = Object.freeze({
   maxWindowChunks: 64,
   maxStreams: 8,
   maxFrameBytes: 16 << 20,
-  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude'] as const),
+  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch'] as const),
 });
 
 function describeChunking(c: ChunkingParams): string {

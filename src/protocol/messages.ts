@@ -243,7 +243,23 @@ export interface SyncDoneMessage {
 
 export type SyncControlMessage = SyncRequestMessage | SyncAcceptMessage | SyncReconcileMessage | SyncRevisionsMessage | SyncFetchMessage | SyncDoneMessage;
 
-export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | TransferControlMessage | SyncControlMessage;
+/** Client -> server: tell me when this share changes, for the rest of the session (feature 'watch'). */
+export interface WatchShareMessage {
+  readonly type: 'watch-share';
+  /** Share name; '' = the server's default share. */
+  readonly share: string;
+}
+
+/** Server -> client: the watched share changed (seq >= 1); seq 0 confirms the WatchShare. */
+export interface ShareChangedMessage {
+  readonly type: 'share-changed';
+  readonly share: string;
+  readonly seq: number;
+}
+
+export type WatchControlMessage = WatchShareMessage | ShareChangedMessage;
+
+export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | TransferControlMessage | SyncControlMessage | WatchControlMessage;
 export type ControlMessageType = ControlMessage['type'];
 
 /** Field number of each envelope member (proto/clawpeer.proto, message Control). */
@@ -266,6 +282,8 @@ export const CONTROL_FIELDS = {
   'sync-revisions': 51,
   'sync-fetch': 52,
   'sync-done': 53,
+  'watch-share': 54,
+  'share-changed': 55,
 } as const satisfies Record<ControlMessageType, number>;
 
 /**
@@ -308,6 +326,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   history: pb.Feature.FEATURE_HISTORY,
   'early-chunks': pb.Feature.FEATURE_EARLY_CHUNKS,
   exclude: pb.Feature.FEATURE_EXCLUDE,
+  watch: pb.Feature.FEATURE_WATCH,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -614,6 +633,13 @@ function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {
     case 'sync-fetch':
     case 'sync-done':
       return syncToWire(message);
+    case 'watch-share':
+      checkTextBytes('WatchShare.share', message.share);
+      return { watchShare: { share: message.share } };
+    case 'share-changed':
+      checkTextBytes('ShareChanged.share', message.share);
+      checkUint('ShareChanged.seq', message.seq, Number.MAX_SAFE_INTEGER);
+      return { shareChanged: { share: message.share, seq: message.seq } };
     default: {
       const unreachable: never = message;
       throw new TypeError(`unknown control message ${JSON.stringify(unreachable)}`);
@@ -953,6 +979,16 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
       const message = syncFromWire(control);
       if (message === undefined) break;
       return message;
+    }
+    case 'watchShare': {
+      const w = control.watchShare;
+      if (w === null || w === undefined) break;
+      return { type: 'watch-share', share: wireText('WatchShare.share', w.share) };
+    }
+    case 'shareChanged': {
+      const c = control.shareChanged;
+      if (c === null || c === undefined) break;
+      return { type: 'share-changed', share: wireText('ShareChanged.share', c.share), seq: u64ToNumber('ShareChanged.seq', c.seq ?? 0) };
     }
     case undefined:
       break;

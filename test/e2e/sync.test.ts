@@ -24,7 +24,7 @@ const b = await initNode('sb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 const shares: string[] = [];
-for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'progress']) {
+for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress']) {
   await mkdir(path.join(work, 'server', name), { recursive: true });
   shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
 }
@@ -232,7 +232,7 @@ t.test('sync --watch follows local adds, edits and deletions, and the peer\'s ch
   await rm(client('watch', 'sub', 'added.txt'));
   await until('a deletion', async () => (await content(server('watch', 'sub', 'added.txt'))) === undefined);
   t.ok(synced() > before, `${synced() - before} more syncs ran after the first`);
-  // Nothing changes here: the peer's new file comes with the next interval's sync.
+  // Nothing changes here: the peer's listener tells of its new file (or the next interval's sync brings it).
   await writeFile(server('watch', 'from-peer.txt'), 'written on the peer\n');
   await until('the peer\'s change', async () => (await content(client('watch', 'from-peer.txt'))) === 'written on the peer\n');
   t.ok(jsonLines(stdout).filter((l) => l['event'] === 'done').every((l) => l['inSync'] === true), 'every sync ended in sync');
@@ -240,6 +240,43 @@ t.test('sync --watch follows local adds, edits and deletions, and the peer\'s ch
   child.kill('SIGINT');
   t.equal(await exited, 0, `SIGINT ends --watch with exit 0; stderr: ${stderr}`);
   t.same(await snapshot(client('watch')), await snapshot(server('watch')));
+});
+
+t.test('sync --watch hears of the peer\'s changes from its listener at once, not at the next --interval', async (t) => {
+  await mkdir(client('peerwatch'), { recursive: true });
+  // An interval of an hour: only the listener's notice can bring the peer's change in time.
+  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client('peerwatch'), 'alice:peerwatch', '--watch', '--interval', '3600', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const until = async (what: string, ok: () => Promise<boolean>): Promise<void> => {
+    for (let waited = 0; waited < 20_000; waited += 50) {
+      if (await ok()) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    t.fail(`${what} within 20 s; stderr: ${stderr}`);
+  };
+  const content = (file: string): Promise<string | undefined> => readFile(file, 'utf8').catch(() => undefined);
+  const synced = (): number => jsonLines(stdout).filter((l) => l['event'] === 'done').length;
+
+  await until('the first sync', async () => synced() >= 1);
+  // The watch is asked for beside the first sync: give it a moment to be confirmed.
+  await new Promise((r) => setTimeout(r, 1_000));
+  await writeFile(server('peerwatch', 'from-peer.txt'), 'written on the peer\n');
+  await until('the peer\'s new file', async () => (await content(client('peerwatch', 'from-peer.txt'))) === 'written on the peer\n');
+  await mkdir(server('peerwatch', 'sub'), { recursive: true });
+  await writeFile(server('peerwatch', 'sub', 'second.txt'), 'second\n');
+  await until('the peer\'s second change', async () => (await content(client('peerwatch', 'sub', 'second.txt'))) === 'second\n');
+  t.ok(jsonLines(stdout).filter((l) => l['event'] === 'done').every((l) => l['inSync'] === true), 'every sync ended in sync');
+
+  child.kill('SIGINT');
+  t.equal(await exited, 0, `SIGINT ends --watch with exit 0; stderr: ${stderr}`);
+  t.same(await snapshot(client('peerwatch')), await snapshot(server('peerwatch')));
 });
 
 t.test('--interval is checked before anything connects', async (t) => {

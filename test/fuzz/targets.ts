@@ -449,6 +449,10 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
       };
     case 'sync-done':
       return { type, transferId: u32() };
+    case 'watch-share':
+      return { type, share: wfText(rng, 12) };
+    case 'share-changed':
+      return { type, share: wfText(rng, 12), seq: u53() };
     default: {
       const never: never = type;
       throw new TypeError(`unknown type ${String(never)}`);

@@ -4,7 +4,10 @@ import { mkdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { resolveConfig } from '../../node/config.js';
+import { resolveConfig, type NodeConfig } from '../../node/config.js';
+import type { Identity } from '../../crypto/identity.js';
+import type { Logger } from '../../logger.js';
+import type { ResolvedPeer } from '../../node/peer-resolve.js';
 import { isTempFileName } from '../../node/internal-names.js';
 import type { SyncFolderResult } from '../../node/sync-client.js';
 import type { TransferProgress } from '../../node/transfer-progress.js';
@@ -17,8 +20,10 @@ import { reportSync } from '../sync-report.js';
 
 /** Quiet time after the last file-system event before --watch syncs, ms. */
 export const WATCH_DEBOUNCE_MS = 500;
-/** --watch also syncs this often without local events, to pick up the peer's changes, ms (default of --interval). */
+/** --watch also syncs this often without local events or the peer's notices (an older peer tells none), ms (default of --interval). */
 export const WATCH_INTERVAL_MS = 30_000;
+/** After the peer's change notices stop (its listener restarted, the link dropped), --watch asks again this often, ms. */
+const PEER_WATCH_RETRY_MS = 10_000;
 /** --interval bounds, seconds: every sync costs the peer a session and a reconciliation (a rescan when its share changed), so not below 1 s; at most a day. */
 const WATCH_INTERVAL_MIN_S = 1;
 const WATCH_INTERVAL_MAX_S = 86_400;
@@ -53,12 +58,15 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   // A listener of this home that serves `dir` runs the sync itself: it watches its shares, so
   // an unchanged folder is not scanned again (node/folder-watcher.ts). Otherwise this process
   // syncs (node/sync-with-peer.ts loads the sync modules while it dials).
-  const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
-    const [{ loadIdentity }, { PeerStore }, { resolvePeer }, { syncWithPeer }] = await Promise.all([
-      import('../../node/identity-store.js'), import('../../node/peer-store.js'), import('../../node/peer-resolve.js'), import('../../node/sync-with-peer.js'),
+  const selfAndPeer = async (): Promise<{ identity: Identity; peer: ResolvedPeer }> => {
+    const [{ loadIdentity }, { PeerStore }, { resolvePeer }] = await Promise.all([
+      import('../../node/identity-store.js'), import('../../node/peer-store.js'), import('../../node/peer-resolve.js'),
     ]);
     const identity = await loadIdentity(ctx.home.identityKeyFile);
-    const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
+    return { identity, peer: await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined) };
+  };
+  const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
+    const [{ identity, peer }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../node/sync-with-peer.js')]);
     return syncWithPeer({ identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, ...(onProgress === undefined ? {} : { onProgress }) });
   };
   const once = async (): Promise<void> => {
@@ -88,11 +96,20 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     return;
   }
 
-  // --watch: sync now, then after every burst of local changes (debounced) and every interval.
+  // --watch: sync now, then after every burst of local changes (debounced), whenever the peer
+  // says its share changed, and every interval.
   await mkdir(dir, { recursive: true });
   let dirty = false;
   let wake: (() => void) | undefined;
   let debounce: NodeJS.Timeout | undefined;
+  const stopWatchingPeer = new AbortController();
+  const peerWatch = mode === 'send-only' ? Promise.resolve() : followPeerChanges({
+    selfAndPeer, config, share: remote.share, log, signal: AbortSignal.any([ctx.signal, stopWatchingPeer.signal]),
+    onChange: () => {
+      dirty = true;
+      wake?.();
+    },
+  });
   // One watch per directory (node/folder-watcher.ts; Node's recursive fs.watch on Linux sets one
   // per file). Publisher temp files are our own sync's, not changes; .clawpeer is not watched.
   const { FolderWatcher } = await import('../../node/folder-watcher.js');
@@ -122,6 +139,46 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   } finally {
     clearTimeout(debounce);
     watcher.close();
+    stopWatchingPeer.abort();
+    await peerWatch;
+  }
+}
+
+/**
+ * Keeps a watch on the peer's share (node/share-watch-client.ts) while --watch runs, so its
+ * changes start a sync at once; --interval stays the fallback. A watch that ends is asked for
+ * again every PEER_WATCH_RETRY_MS, and a renewed one starts a sync (changes in between were not
+ * told). A peer whose clawpeer cannot tell changes is asked once. Never throws.
+ */
+async function followPeerChanges(o: {
+  selfAndPeer: () => Promise<{ identity: Identity; peer: ResolvedPeer }>;
+  config: NodeConfig;
+  share: string;
+  log: Logger;
+  signal: AbortSignal;
+  onChange: () => void;
+}): Promise<void> {
+  let lost = false;
+  while (!o.signal.aborted) {
+    try {
+      const [{ identity, peer }, { watchPeerShare }] = await Promise.all([o.selfAndPeer(), import('../../node/share-watch-client.js')]);
+      const outcome = await watchPeerShare({
+        identity, peer, config: o.config, share: o.share, log: o.log, signal: o.signal, onChange: o.onChange,
+        onWatching: () => {
+          if (lost) o.onChange();
+          o.log.debug('the peer tells this process when its share changes', { share: o.share });
+        },
+      });
+      if (outcome === 'unsupported') {
+        o.log.info('the peer cannot tell when its share changes (an older clawpeer): its changes arrive every --interval');
+        return;
+      }
+    } catch (err) {
+      if (o.signal.aborted) return;
+      o.log.debug('watching the peer\'s share failed; its changes arrive every --interval until a retry works', { error: (err as Error).message });
+    }
+    lost = true;
+    await waitFor(PEER_WATCH_RETRY_MS, o.signal, () => undefined);
   }
 }
 
@@ -136,7 +193,7 @@ export function registerSyncCommands(cli: Argv, run: Runner): Argv {
           .positional('remote', { type: 'string' })
           .option('mode', { type: 'string', choices: ['two-way', 'send-only', 'receive-only'], default: 'two-way', describe: 'which directions changes travel (of this side)' })
           .option('watch', { type: 'boolean', default: false, describe: 'keep syncing as files change, until SIGINT' })
-          .option('interval', { type: 'number', describe: `with --watch: seconds between syncs when nothing changed here, i.e. how soon the peer's changes arrive (default ${WATCH_INTERVAL_MS / 1000})` })
+          .option('interval', { type: 'number', describe: `with --watch: seconds between syncs when nothing changed here and the peer told of no change (its listener tells at once; an older peer's changes wait this long) (default ${WATCH_INTERVAL_MS / 1000})` })
           .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
           .option('transport', TRANSPORT_OPTION)
           .option('compress', COMPRESS_OPTION),
