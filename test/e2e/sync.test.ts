@@ -1,7 +1,7 @@
 // Two-way revision sync through the real CLI over loopback: new files, edits, deletions, --watch,
 // renames, conflicts, receive-only, the no-op round trip, history (log/restore/gc), and a
 // client killed mid-sync.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
@@ -201,10 +201,9 @@ t.test('SIGKILL of the client mid-sync, then a rerun converges', async (t) => {
   t.match(await sync('kill'), { roundTrips: 1, inSync: true });
 });
 
-t.test('sync --watch follows local adds, edits and deletions, and the peer\'s changes every --interval, until SIGINT (exit 0)', async (t) => {
-  await mkdir(client('watch', 'sub'), { recursive: true });
-  await writeFile(client('watch', 'first.txt'), 'first\n');
-  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client('watch'), 'alice:watch', '--watch', '--interval', '1', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** `sync --watch` of `share` as a child process, with waits on its effects (20 s each at most). */
+function watching(t: Test, share: string, interval: string) {
+  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client(share), `alice:${share}`, '--watch', '--interval', interval, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -213,69 +212,64 @@ t.test('sync --watch follows local adds, edits and deletions, and the peer\'s ch
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
-  const until = async (what: string, ok: () => Promise<boolean>): Promise<void> => {
-    for (let waited = 0; waited < 20_000; waited += 50) {
-      if (await ok()) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    t.fail(`${what} within 20 s; stderr: ${stderr}`);
+  const dones = (): Record<string, unknown>[] => jsonLines(stdout).filter((l) => l['event'] === 'done');
+  return {
+    until: async (what: string, ok: () => Promise<boolean>): Promise<void> => {
+      for (let waited = 0; waited < 20_000; waited += 50) {
+        if (await ok()) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      t.fail(`${what} within 20 s; stderr: ${stderr}`);
+    },
+    synced: (): number => dones().length,
+    allInSync: (): boolean => dones().every((l) => l['inSync'] === true),
+    /** SIGINT, then the exit code. */
+    interrupt: async (): Promise<{ code: number | null; stderr: string }> => {
+      child.kill('SIGINT');
+      return { code: await exited, stderr };
+    },
   };
-  const content = (file: string): Promise<string | undefined> => readFile(file, 'utf8').catch(() => undefined);
+}
 
-  await until('the first sync', async () => (await content(server('watch', 'first.txt'))) === 'first\n');
-  const synced = (): number => jsonLines(stdout).filter((l) => l['event'] === 'done').length;
-  const before = synced();
+const content = (file: string): Promise<string | undefined> => readFile(file, 'utf8').catch(() => undefined);
+
+t.test('sync --watch follows local adds, edits and deletions, and the peer\'s changes, until SIGINT (exit 0)', async (t) => {
+  await mkdir(client('watch', 'sub'), { recursive: true });
+  await writeFile(client('watch', 'first.txt'), 'first\n');
+  const w = watching(t, 'watch', '1');
+  await w.until('the first sync', async () => (await content(server('watch', 'first.txt'))) === 'first\n');
+  const before = w.synced();
   await writeFile(client('watch', 'sub', 'added.txt'), 'added while watching\n');
-  await until('a file added while watching', async () => (await content(server('watch', 'sub', 'added.txt'))) === 'added while watching\n');
+  await w.until('a file added while watching', async () => (await content(server('watch', 'sub', 'added.txt'))) === 'added while watching\n');
   await writeFile(client('watch', 'first.txt'), 'edited while watching\n');
-  await until('an edit', async () => (await content(server('watch', 'first.txt'))) === 'edited while watching\n');
+  await w.until('an edit', async () => (await content(server('watch', 'first.txt'))) === 'edited while watching\n');
   await rm(client('watch', 'sub', 'added.txt'));
-  await until('a deletion', async () => (await content(server('watch', 'sub', 'added.txt'))) === undefined);
-  t.ok(synced() > before, `${synced() - before} more syncs ran after the first`);
+  await w.until('a deletion', async () => (await content(server('watch', 'sub', 'added.txt'))) === undefined);
+  t.ok(w.synced() > before, `${w.synced() - before} more syncs ran after the first`);
   // Nothing changes here: the peer's listener tells of its new file (or the next interval's sync brings it).
   await writeFile(server('watch', 'from-peer.txt'), 'written on the peer\n');
-  await until('the peer\'s change', async () => (await content(client('watch', 'from-peer.txt'))) === 'written on the peer\n');
-  t.ok(jsonLines(stdout).filter((l) => l['event'] === 'done').every((l) => l['inSync'] === true), 'every sync ended in sync');
-
-  child.kill('SIGINT');
-  t.equal(await exited, 0, `SIGINT ends --watch with exit 0; stderr: ${stderr}`);
+  await w.until('the peer\'s change', async () => (await content(client('watch', 'from-peer.txt'))) === 'written on the peer\n');
+  t.ok(w.allInSync(), 'every sync ended in sync');
+  const end = await w.interrupt();
+  t.equal(end.code, 0, `SIGINT ends --watch with exit 0; stderr: ${end.stderr}`);
   t.same(await snapshot(client('watch')), await snapshot(server('watch')));
 });
 
 t.test('sync --watch hears of the peer\'s changes from its listener at once, not at the next --interval', async (t) => {
   await mkdir(client('peerwatch'), { recursive: true });
   // An interval of an hour: only the listener's notice can bring the peer's change in time.
-  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client('peerwatch'), 'alice:peerwatch', '--watch', '--interval', '3600', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  const until = async (what: string, ok: () => Promise<boolean>): Promise<void> => {
-    for (let waited = 0; waited < 20_000; waited += 50) {
-      if (await ok()) return;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    t.fail(`${what} within 20 s; stderr: ${stderr}`);
-  };
-  const content = (file: string): Promise<string | undefined> => readFile(file, 'utf8').catch(() => undefined);
-  const synced = (): number => jsonLines(stdout).filter((l) => l['event'] === 'done').length;
-
-  await until('the first sync', async () => synced() >= 1);
+  const w = watching(t, 'peerwatch', '3600');
+  await w.until('the first sync', async () => w.synced() >= 1);
   // The watch is asked for beside the first sync: give it a moment to be confirmed.
   await new Promise((r) => setTimeout(r, 1_000));
   await writeFile(server('peerwatch', 'from-peer.txt'), 'written on the peer\n');
-  await until('the peer\'s new file', async () => (await content(client('peerwatch', 'from-peer.txt'))) === 'written on the peer\n');
+  await w.until('the peer\'s new file', async () => (await content(client('peerwatch', 'from-peer.txt'))) === 'written on the peer\n');
   await mkdir(server('peerwatch', 'sub'), { recursive: true });
   await writeFile(server('peerwatch', 'sub', 'second.txt'), 'second\n');
-  await until('the peer\'s second change', async () => (await content(client('peerwatch', 'sub', 'second.txt'))) === 'second\n');
-  t.ok(jsonLines(stdout).filter((l) => l['event'] === 'done').every((l) => l['inSync'] === true), 'every sync ended in sync');
-
-  child.kill('SIGINT');
-  t.equal(await exited, 0, `SIGINT ends --watch with exit 0; stderr: ${stderr}`);
+  await w.until('the peer\'s second change', async () => (await content(client('peerwatch', 'sub', 'second.txt'))) === 'second\n');
+  t.ok(w.allInSync(), 'every sync ended in sync');
+  const end = await w.interrupt();
+  t.equal(end.code, 0, `SIGINT ends --watch with exit 0; stderr: ${end.stderr}`);
   t.same(await snapshot(client('peerwatch')), await snapshot(server('peerwatch')));
 });
 
