@@ -202,8 +202,8 @@ t.test('SIGKILL of the client mid-sync, then a rerun converges', async (t) => {
 });
 
 /** `sync --watch` of `share` as a child process, with waits on its effects (20 s each at most). */
-function watching(t: Test, share: string, interval: string) {
-  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client(share), `alice:${share}`, '--watch', '--interval', interval, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+function watching(t: Test, share: string, interval: string, extra: readonly string[] = []) {
+  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client(share), `alice:${share}`, '--watch', '--interval', interval, '--json', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -222,6 +222,7 @@ function watching(t: Test, share: string, interval: string) {
       t.fail(`${what} within 20 s; stderr: ${stderr}`);
     },
     synced: (): number => dones().length,
+    stderr: (): string => stderr,
     allInSync: (): boolean => dones().every((l) => l['inSync'] === true),
     /** SIGINT, then the exit code. */
     interrupt: async (): Promise<{ code: number | null; stderr: string }> => {
@@ -258,10 +259,10 @@ t.test('sync --watch follows local adds, edits and deletions, and the peer\'s ch
 t.test('sync --watch hears of the peer\'s changes from its listener at once, not at the next --interval', async (t) => {
   await mkdir(client('peerwatch'), { recursive: true });
   // An interval of an hour: only the listener's notice can bring the peer's change in time.
-  const w = watching(t, 'peerwatch', '3600');
+  const w = watching(t, 'peerwatch', '3600', ['-vv']);
   await w.until('the first sync', async () => w.synced() >= 1);
-  // The watch is asked for beside the first sync: give it a moment to be confirmed.
-  await new Promise((r) => setTimeout(r, 1_000));
+  // The watch is asked for beside the first sync; its confirmation is logged at debug level.
+  await w.until('the watch confirmed', async () => /the peer tells this process when its share changes/.test(w.stderr()));
   await writeFile(server('peerwatch', 'from-peer.txt'), 'written on the peer\n');
   await w.until('the peer\'s new file', async () => (await content(client('peerwatch', 'from-peer.txt'))) === 'written on the peer\n');
   await mkdir(server('peerwatch', 'sub'), { recursive: true });
