@@ -16,6 +16,7 @@ import { libp2pPrivateKeyProto } from '../crypto/identity.js';
 import { publicKeyFromNodeId } from '../crypto/node-id.js';
 import { ClawpeerError, type LocalErrorCode } from '../errors.js';
 import { BoundedQueue } from './bounded-queue.js';
+import { Counter32 } from './counter32.js';
 import { readNetCoreBytes } from './udp-buffers.js';
 import { findUdpSocketFd, setUdpSocketBuffers } from './udp-socket-buffers.js';
 import {
@@ -78,6 +79,8 @@ const DEFAULT_MAX_STREAMS = 256;
 const DEFAULT_READ_BYTES = 256 * 1024;
 const MAX_READ_BYTES = 1024 * 1024;
 /** Linger polling period and the minimum quiet time that counts as "sent and acknowledged". */
+/** How often a connection reads its byte counters to widen them (a 32-bit wrap needs 4 GiB in that time). */
+const COUNTER_SAMPLE_MS = 1_000;
 const LINGER_POLL_MS = 5;
 const LINGER_QUIET_MIN_MS = 25; // >= quinn's default max_ack_delay (25 ms)
 /** Backoff after an unexpected accept-loop error so a broken endpoint cannot spin a core. */
@@ -242,6 +245,10 @@ class QuinnConnection implements Connection {
   readonly #tuning: QuinnTuning;
   #closing = false;
   #gone = false;
+  /** The binding's byte counters are 32-bit: widened here, sampled often enough never to miss a wrap. */
+  readonly #txBytes: Counter32;
+  readonly #rxBytes: Counter32;
+  readonly #sampler: NodeJS.Timeout;
   #closeReason: string | undefined;
   #closePromise: Promise<void> | undefined;
 
@@ -257,11 +264,17 @@ class QuinnConnection implements Connection {
     this.localAddress = init.localAddress;
     this.#tuning = init.tuning;
     this.#streams = new BoundedQueue(init.maxStreams);
+    const first = native.stats();
+    this.#txBytes = new Counter32(first.udpTxBytes);
+    this.#rxBytes = new Counter32(first.udpRxBytes);
+    this.#sampler = setInterval(() => this.#sampleBytes(), COUNTER_SAMPLE_MS);
+    this.#sampler.unref();
     this.closed = native.closed().then(
       (): CloseInfo => this.#closeInfo(undefined),
       (err: unknown): CloseInfo => this.#closeInfo(err),
     );
     void this.closed.then(() => {
+      clearInterval(this.#sampler);
       this.#gone = true;
       this.#streams.close();
       init.onGone();
@@ -310,12 +323,24 @@ class QuinnConnection implements Connection {
     return this.#streams.shift(options?.signal);
   }
 
+  #sampleBytes(): NativeConnectionStats | undefined {
+    let s: NativeConnectionStats;
+    try {
+      s = this.#native.stats();
+    } catch {
+      return undefined; // connection already gone: the totals stay as last read
+    }
+    this.#txBytes.update(s.udpTxBytes);
+    this.#rxBytes.update(s.udpRxBytes);
+    return s;
+  }
+
   stats(): TransportStats {
     const s = this.#native.stats();
     return {
       rttMs: this.#native.rtt(),
-      bytesSent: s.udpTxBytes,
-      bytesReceived: s.udpRxBytes,
+      bytesSent: this.#txBytes.update(s.udpTxBytes),
+      bytesReceived: this.#rxBytes.update(s.udpRxBytes),
       lostPackets: s.pathLostPackets,
       congestionWindowBytes: s.pathCwnd,
     };
