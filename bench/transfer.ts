@@ -91,13 +91,14 @@ const RAW_READ_BYTES = 256 * KiB;
 /** A clawpeer, scp or rsync run that takes longer than this is a failure (1 GiB at ~2 MiB/s). */
 const RUN_TIMEOUT_MS = 10 * 60_000;
 const SINK_FLAG = '--raw-quinn-sink';
-/** Prefix of the line on which a launched CLI reports its CPU time at exit. */
+/** Prefix of the line on which a launched CLI reports its CPU time (and peak RSS, Linux) at exit. */
 const CPU_MARK = '@@clawpeer-bench-cpu ';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** The CLI compiled next to this bench (same outDir), so a bench of a build measures that build. */
 const CLI_MAIN_URL = pathToFileURL(join(here, '..', 'src', 'cli', 'main.js')).href;
 const THREAD_POOL_SETUP = join(REPO_ROOT, 'bin', 'thread-pool.cjs');
+const PROC_STATUS_URL = pathToFileURL(join(here, 'proc-status.js')).href;
 
 type Log = (msg: string) => void;
 
@@ -123,12 +124,12 @@ async function makeSmallTree(dir: string, files: number): Promise<void> {
   for (let i = 0; i < files; i++) await writeFile(join(dir, `f${String(i).padStart(width, '0')}.bin`), randomBytes(SMALL_FILE_BYTES));
 }
 
-/** CPU seconds (user + system, all threads) a launched CLI reported at exit, if it did. */
-function reportedCpuSeconds(stderr: string): number | undefined {
+/** What a launched CLI reported at exit: CPU seconds (user + system, all threads) and its peak RSS. */
+function reportedAtExit(stderr: string): { cpuSeconds?: number; peakRssKiB?: number } {
   const line = stderr.split('\n').find((l) => l.startsWith(CPU_MARK));
-  if (line === undefined) return undefined;
-  const u = JSON.parse(line.slice(CPU_MARK.length)) as { user: number; system: number };
-  return (u.user + u.system) / 1e6;
+  if (line === undefined) return {};
+  const u = JSON.parse(line.slice(CPU_MARK.length)) as { user: number; system: number; peakRssKiB?: number | null };
+  return { cpuSeconds: (u.user + u.system) / 1e6, ...(typeof u.peakRssKiB === 'number' ? { peakRssKiB: u.peakRssKiB } : {}) };
 }
 
 /** CPU seconds (user + system, all threads) a live process has used so far; Linux only. */
@@ -169,7 +170,8 @@ function cliArgs(args: readonly string[], cpuProfDir: string | undefined, profNa
   // on stderr; stderr is a pipe, which node writes synchronously on Linux and macOS.
   const launcher = [
     `import { main } from ${JSON.stringify(CLI_MAIN_URL)};`,
-    `process.on('exit', () => { const u = process.cpuUsage(); process.stderr.write('\\n${CPU_MARK}' + JSON.stringify(u) + '\\n'); });`,
+    `import { peakRssKiBOf } from ${JSON.stringify(PROC_STATUS_URL)};`,
+    `process.on('exit', () => { const u = process.cpuUsage(); process.stderr.write('\\n${CPU_MARK}' + JSON.stringify({ ...u, peakRssKiB: peakRssKiBOf('self') }) + '\\n'); });`,
     'main(process.argv.slice(1)).then((c) => { process.exitCode = c; });',
   ].join(' ');
   // --require: the thread-pool size bin/clawpeer.cjs gives the CLI, before the pool's first use.
@@ -269,6 +271,8 @@ export interface ClawpeerSample {
   /** CPU seconds of the sending CLI process and of the listener during this push. */
   readonly cpuSender: number | undefined;
   readonly cpuReceiver: number | undefined;
+  /** The sending CLI process's peak RSS (VmHWM at exit; Linux), KiB. */
+  readonly peakRssKiBSender: number | undefined;
 }
 
 /**
@@ -328,7 +332,8 @@ export async function clawpeerPush(setup: ClawpeerSetup, source: string, share: 
     chunksSent: Number(done['chunksSent']),
     streams: Number(done['streams']),
     window: Number(done['window']),
-    cpuSender: reportedCpuSeconds(run.stderr),
+    cpuSender: reportedAtExit(run.stderr).cpuSeconds,
+    peakRssKiBSender: reportedAtExit(run.stderr).peakRssKiB,
     cpuReceiver: recvCpu0 === undefined || recvCpu1 === undefined ? undefined : recvCpu1 - recvCpu0,
   };
 }
@@ -508,6 +513,7 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
   const clawSeconds = toolResult('clawpeer push', 'CLI "seconds": scan+hash, manifest, transfer, fsync, publish (no process start, no connect)', claw.map((c) => c.seconds), spec.bytes, {
     cpuSecondsSender: claw.map((c) => round(c.cpuSender ?? Number.NaN, 2)),
     cpuSecondsReceiver: claw.map((c) => round(c.cpuReceiver ?? Number.NaN, 2)),
+    peakRssKiBSender: claw.map((c) => c.peakRssKiBSender ?? null),
     wireBytes: claw.map((c) => c.wireBytes),
     chunksSent: claw.map((c) => c.chunksSent),
     streams: claw[0]?.streams,

@@ -4,13 +4,13 @@
 // Why: FastCDC and BLAKE3 of one file in one pass use one core (~1 GiB/s here), and a push, a
 // sync scan or a chunk-index refresh of a large file waits for the whole manifest before its
 // first chunk travels; the other cores sat idle meanwhile.
-// The threads are started on first use and kept for later files, unreferenced while idle so they
-// never keep the process alive. Fresh threads load the wasm chunker and BLAKE3 and run
-// unoptimized code at first, so the first large file gains less: 1 GiB at 4K/16K/64K took ~1.0 s
-// in one pass, ~1.0 s on 2 fresh threads and ~0.55 s on warm ones (this 2-core machine; at
-// 64K/256K/1M, the session default: 0.71 s, 0.45 s fresh, 0.38 s warm). Each task gets the
-// descriptor the caller opened (descriptors are per process), so every segment reads the same
-// file even if its path is renamed meanwhile.
+// The threads are started on first use and kept for files that follow within IDLE_STOP_MS,
+// unreferenced while idle so they never keep the process alive. Fresh threads load the wasm
+// chunker and BLAKE3 and run unoptimized code at first, so the first large file gains less: 1 GiB
+// at 4K/16K/64K took ~1.0 s in one pass, ~1.0 s on 2 fresh threads and ~0.55 s on warm ones (this
+// 2-core machine; at 64K/256K/1M, the session default: 0.71 s, 0.45 s fresh, 0.38 s warm). Each
+// task gets the descriptor the caller opened (descriptors are per process), so every segment
+// reads the same file even if its path is renamed meanwhile.
 // Non-goals: files below PARALLEL_MIN_BYTES (a thread round trip is not worth it), noticing a
 // file that changes while read (the callers compare size and mtime, as for one pass).
 
@@ -30,6 +30,12 @@ export const PARALLEL_MIN_BYTES = 128 << 20;
 const SEGMENT_MIN_BYTES = 64 << 20;
 /** Threads at most: each re-reads its overlap and holds a 4 MiB buffer; more was not measured (2 cores here). */
 const MAX_THREADS = 4;
+/**
+ * Threads idle this long are stopped, ms: each holds ~15-20 MB (its isolate and read buffer), and
+ * a 4 GiB push peaked at 275-296 MB of RSS with them kept through its send phase against 251 MB
+ * without threads. Files hashed back to back (a tree of large files) reuse them.
+ */
+export const IDLE_STOP_MS = 1_000;
 const WORKER_MARKER = 'clawpeer-chunking-worker';
 const WORKER_START_TIMEOUT_MS = 10_000;
 
@@ -55,9 +61,13 @@ class ChunkingThreads {
   #current = new Set<Worker>();
   #nextId = 0;
   readonly #pending = new Map<number, { resolve: (s: ChunkedSegment) => void; reject: (err: Error) => void }>();
+  /** Segments running; at zero the idle timer starts. */
+  #running = 0;
+  #idleTimer: NodeJS.Timeout | undefined;
 
   /** The threads, started on first call; rejects if they cannot start (callers fall back to one pass). */
   threads(count: number): Promise<Worker[]> {
+    clearTimeout(this.#idleTimer);
     this.#threads ??= Promise.all(Array.from({ length: count }, () => this.#start())).catch((err: unknown) => {
       this.#lost(err as Error);
       throw err;
@@ -83,22 +93,35 @@ class ChunkingThreads {
   }
 
   #lost(err: Error): void {
+    this.#stop();
+    for (const waiter of this.#pending.values()) waiter.reject(err);
+    this.#pending.clear();
+  }
+
+  /** Stops the threads (their exits are not losses: they leave #current first). */
+  #stop(): void {
     const workers = [...this.#current];
     this.#current = new Set();
     this.#threads = undefined;
+    clearTimeout(this.#idleTimer);
     for (const w of workers) void w.terminate();
-    for (const waiter of this.#pending.values()) waiter.reject(err);
-    this.#pending.clear();
   }
 
   /** Runs one segment on `worker` (referenced meanwhile: the caller is waiting on it). */
   run(worker: Worker, task: Omit<SegmentTask, 'type' | 'id'>): Promise<ChunkedSegment> {
     const id = this.#nextId++;
     worker.ref();
+    this.#running++;
+    clearTimeout(this.#idleTimer);
     return new Promise<ChunkedSegment>((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       worker.postMessage({ type: 'segment', id, ...task } satisfies SegmentTask);
-    }).finally(() => worker.unref());
+    }).finally(() => {
+      worker.unref();
+      if (--this.#running > 0) return;
+      this.#idleTimer = setTimeout(() => this.#stop(), IDLE_STOP_MS);
+      this.#idleTimer.unref();
+    });
   }
 }
 

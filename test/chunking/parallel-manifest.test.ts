@@ -1,6 +1,6 @@
 import t from 'tap';
 import fc from 'fast-check';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync } from 'node:fs';
 import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { toHex } from '../../src/chunking/blake3.js';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes, type ChunkRef } from '../../src/chunking/manifest.js';
-import { PARALLEL_MIN_BYTES, parallelManifest, threadsFor } from '../../src/chunking/parallel-manifest.js';
+import { IDLE_STOP_MS, PARALLEL_MIN_BYTES, parallelManifest, threadsFor } from '../../src/chunking/parallel-manifest.js';
 import { chunkSegment, SEGMENT_OVERLAP_MAX_CHUNKS, segmentRanges, stitchSegments, type ChunkedSegment } from '../../src/chunking/segments.js';
 import { concatBytes, pseudoRandomBytes } from './fixtures.js';
 
@@ -133,6 +133,13 @@ t.test('a large file\'s manifest from the threads equals the one-pass manifest',
     t.equal(threaded.size, size);
   } finally {
     await handle.close();
+  }
+  if (existsSync('/proc/self/task')) {
+    // Idle threads are stopped: their memory is not held through the rest of a push.
+    const tasks = (): number => readdirSync('/proc/self/task').length;
+    const busy = tasks();
+    await new Promise((r) => setTimeout(r, IDLE_STOP_MS + 1_000));
+    t.ok(tasks() <= busy - threadsFor(size), `the chunking threads stopped when idle (${busy} -> ${tasks()} threads)`);
   }
   t.equal(toHex((await manifestFromFile(path, DEFAULT_CHUNKING)).root), onePassRoot, 'manifestFromFile takes the same path');
 });
