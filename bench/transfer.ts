@@ -316,6 +316,7 @@ export async function clawpeerPush(setup: ClawpeerSetup, source: string, share: 
   const recvCpu0 = procCpuSeconds(setup.listener.child.pid);
   const run = await runCli(['--home', setup.senderHome, 'push', source, `recv:s${share}`, '--json', ...extra], o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir, profName });
   const recvCpu1 = procCpuSeconds(setup.listener.child.pid);
+  const atExit = reportedAtExit(run.stderr);
   if (run.code !== 0) throw new Error(`clawpeer push exited ${String(run.code)}: ${run.stderr}`);
   const lines = run.lines.filter((l) => l.startsWith('{'));
   if (lines.length !== run.lines.length) throw new Error(`clawpeer push printed non-JSON lines: ${run.stdout}`);
@@ -332,8 +333,8 @@ export async function clawpeerPush(setup: ClawpeerSetup, source: string, share: 
     chunksSent: Number(done['chunksSent']),
     streams: Number(done['streams']),
     window: Number(done['window']),
-    cpuSender: reportedAtExit(run.stderr).cpuSeconds,
-    peakRssKiBSender: reportedAtExit(run.stderr).peakRssKiB,
+    cpuSender: atExit.cpuSeconds,
+    peakRssKiBSender: atExit.peakRssKiB,
     cpuReceiver: recvCpu0 === undefined || recvCpu1 === undefined ? undefined : recvCpu1 - recvCpu0,
   };
 }

@@ -16,6 +16,7 @@ import { lstat, readdir, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
+import { QuietTimer } from './quiet-timer.js';
 
 /** Quiet time after the last event before the watcher follows up on a burst of them, ms. */
 const FOLLOW_UP_DELAY_MS = 100;
@@ -45,8 +46,7 @@ export class FolderWatcher {
   readonly #log: Logger;
   readonly #now: () => number;
   readonly #maxSkipAgeMs: number;
-  readonly #onEventHook: ((dir: string, name: string | null) => void) | undefined;
-  /** Told about every event too, added and removed at any time (a listener's share watches). */
+  /** Told about every event: the onEvent option, and subscribers added and removed at any time (a listener's share watches). */
   readonly #subscribers = new Set<(dir: string, name: string | null) => void>();
   /** Watched directories and the inode each watch is on (a path can later name another directory). */
   readonly #watchers = new Map<string, { readonly watcher: FSWatcher; readonly ino: bigint }>();
@@ -63,8 +63,9 @@ export class FolderWatcher {
   readonly #dirtyDirs = new Set<string>();
   /** Watched directories an event named (removed, moved, or made again): watched anew if still there. */
   readonly #fresh = new Set<string>();
-  #followUp: NodeJS.Timeout | undefined;
-  #followUpDeadline = 0;
+  readonly #followUp = new QuietTimer(FOLLOW_UP_DELAY_MS, FOLLOW_UP_MAX_DELAY_MS, () => {
+    void this.#followUpEvents().finally(() => this.#additionDone());
+  });
   #idleWaiters: Array<() => void> = [];
 
   private constructor(root: string, o: FolderWatcherOptions) {
@@ -72,7 +73,7 @@ export class FolderWatcher {
     this.#log = o.log;
     this.#now = o.now ?? Date.now;
     this.#maxSkipAgeMs = o.maxSkipAgeMs ?? MAX_SCAN_SKIP_AGE_MS;
-    this.#onEventHook = o.onEvent;
+    if (o.onEvent !== undefined) this.#subscribers.add(o.onEvent);
   }
 
   /** Starts watching `root` (a real path). The tree is walked in the background; until that ends, no scan is skipped. */
@@ -134,7 +135,7 @@ export class FolderWatcher {
   close(): void {
     this.#closed = true;
     this.#subscribers.clear();
-    clearTimeout(this.#followUp);
+    this.#followUp.cancel();
     this.#unwatchUnder(this.root);
   }
 
@@ -211,7 +212,6 @@ export class FolderWatcher {
     const entry = name === null ? null : name.toString();
     if (dir === this.root && entry === INTERNAL_DIR_NAME) return;
     this.#generation++;
-    this.#onEventHook?.(dir, entry);
     for (const listener of this.#subscribers) listener(dir, entry);
     this.#dirtyDirs.add(dir);
     if (entry !== null) {
@@ -221,17 +221,7 @@ export class FolderWatcher {
       // number may come back at once for a new directory, so only a new watch is sure.
       if (entry === path.basename(dir)) this.#fresh.add(dir);
     }
-    const now = Date.now();
-    if (this.#followUp === undefined) {
-      this.#pending++;
-      this.#followUpDeadline = now + FOLLOW_UP_MAX_DELAY_MS;
-    } else {
-      clearTimeout(this.#followUp);
-    }
-    this.#followUp = setTimeout(() => {
-      this.#followUp = undefined;
-      void this.#followUpEvents().finally(() => this.#additionDone());
-    }, Math.max(0, Math.min(FOLLOW_UP_DELAY_MS, this.#followUpDeadline - now)));
+    if (this.#followUp.poke()) this.#pending++;
   }
 
   /** New directories get watches, replaced ones new watches, vanished ones none. */

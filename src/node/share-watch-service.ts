@@ -16,6 +16,7 @@ import type { Logger } from '../logger.js';
 import type { WatchShareMessage } from '../protocol/messages.js';
 import { FolderWatcher } from './folder-watcher.js';
 import { isTempFileName } from './internal-names.js';
+import { QuietTimer } from './quiet-timer.js';
 import type { PeerSession } from './session.js';
 import type { Share } from './shares.js';
 import type { ResidentFolders } from './synced-folder.js';
@@ -72,28 +73,21 @@ export class ShareWatches {
   }
 
   #start(share: Share, name: string): Watch {
-    const own = this.#resident === undefined ? FolderWatcher.start(share.dir, { log: this.#log }) : undefined;
-    const watcher = own ?? (this.#resident as ResidentFolders).watchers.forFolder(share.dir);
+    const watcher = this.#resident?.watchers.forFolder(share.dir) ?? FolderWatcher.start(share.dir, { log: this.#log });
+    const own = this.#resident === undefined ? watcher : undefined;
     let seq = 0;
-    let timer: NodeJS.Timeout | undefined;
-    let firstAt = 0;
-    const tell = (): void => {
-      timer = undefined;
+    const notice = new QuietTimer(SHARE_CHANGED_QUIET_MS, SHARE_CHANGED_MAX_DELAY_MS, () => {
       this.#session.control.send({ type: 'share-changed', share: name, seq: ++seq }).catch(() => undefined); // the session is ending
-    };
+    });
     const unsubscribe = watcher.subscribe((_dir, entry) => {
-      if (entry !== null && isTempFileName(entry)) return;
-      const now = Date.now();
-      if (timer === undefined) firstAt = now;
-      clearTimeout(timer);
-      timer = setTimeout(tell, Math.max(0, Math.min(SHARE_CHANGED_QUIET_MS, firstAt + SHARE_CHANGED_MAX_DELAY_MS - now)));
+      if (entry === null || !isTempFileName(entry)) notice.poke();
     });
     let coverTimer: NodeJS.Timeout | undefined;
     const covered = Promise.race([watcher.whenIdle(), new Promise<void>((resolve) => (coverTimer = setTimeout(resolve, WATCH_COVER_WAIT_MS)))]).finally(() => clearTimeout(coverTimer));
     return {
       covered,
       stop: () => {
-        clearTimeout(timer);
+        notice.cancel();
         clearTimeout(coverTimer);
         unsubscribe();
         own?.close();

@@ -78,9 +78,9 @@ const DEFAULT_MAX_STREAMS = 256;
 /** read() default and cap: the binding allocates `maxBytes` per call (64–256 KiB is the sweet spot). */
 const DEFAULT_READ_BYTES = 256 * 1024;
 const MAX_READ_BYTES = 1024 * 1024;
-/** Linger polling period and the minimum quiet time that counts as "sent and acknowledged". */
 /** How often a connection reads its byte counters to widen them (a 32-bit wrap needs 4 GiB in that time). */
 const COUNTER_SAMPLE_MS = 1_000;
+/** Linger polling period and the minimum quiet time that counts as "sent and acknowledged". */
 const LINGER_POLL_MS = 5;
 const LINGER_QUIET_MIN_MS = 25; // >= quinn's default max_ack_delay (25 ms)
 /** Backoff after an unexpected accept-loop error so a broken endpoint cannot spin a core. */
@@ -323,16 +323,15 @@ class QuinnConnection implements Connection {
     return this.#streams.shift(options?.signal);
   }
 
-  #sampleBytes(): NativeConnectionStats | undefined {
+  #sampleBytes(): void {
     let s: NativeConnectionStats;
     try {
       s = this.#native.stats();
     } catch {
-      return undefined; // connection already gone: the totals stay as last read
+      return; // connection already gone: the totals stay as last read
     }
     this.#txBytes.update(s.udpTxBytes);
     this.#rxBytes.update(s.udpRxBytes);
-    return s;
   }
 
   stats(): TransportStats {

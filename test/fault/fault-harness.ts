@@ -25,6 +25,7 @@ export { CLI, jsonLines, runCli, snapshot, type CliResult, type TreeItem };
 
 /** mulberry32, seeded: a failing run can be replayed from its seed (the in-memory transport's PRNG). */
 import { seededRandom as prng } from '../../src/transport/memory.js';
+import { procStatusKiB } from '../../bench/proc-status.js';
 export { prng };
 
 /** Incompressible bytes from a seeded PRNG (same seed, same file). */
@@ -400,10 +401,9 @@ export class CuttableLink {
 
 /** Resident set size of a process, KiB (Linux /proc). */
 export async function rssKiB(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
-  if (m === null || m[1] === undefined) throw new Error(`no VmRSS for pid ${pid}`);
-  return Number(m[1]);
+  const kib = procStatusKiB(pid, 'VmRSS');
+  if (kib === undefined) throw new Error(`no VmRSS for pid ${pid}`);
+  return kib;
 }
 
 /** Samples a process's RSS every `intervalMs` until stopped; returns the samples, KiB. */
