@@ -12,6 +12,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { threadsFor } from '../src/chunking/parallel-manifest.js';
+import { DEFAULT_STREAMS, DEFAULT_WINDOW } from '../src/cli/commands/transfer.js';
+import { TRANSFER_WINDOW_BYTES } from '../src/node/transfer-send.js';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
 import { argValue, isMainModule, machineConditions, MiB, round, writeResult } from './common.js';
 import { peakRssKiBOf, procStatusKiB } from './proc-status.js';
@@ -57,7 +59,7 @@ export async function main(options: PushRssOptions = {}): Promise<Record<string,
           data: 'incompressible (crypto.randomBytes, distinct 8 MiB blocks), page-cached source, destination on the same disk',
           transport: 'quic (quinn), loopback 127.0.0.1; sender and listener are separate processes on the same cores',
           chunking: DEFAULT_CAPABILITIES.chunking[0],
-          streamsAndWindow: 'CLI defaults',
+          streamsAndWindow: `CLI defaults (--streams ${DEFAULT_STREAMS} --window ${DEFAULT_WINDOW}), at most ${TRANSFER_WINDOW_BYTES / MiB} MiB unacknowledged per transfer`,
           manifestThreads: threadsFor(bytes),
           measure: 'VmHWM of each process (/proc/<pid>/status): the peak RSS; the listener was started fresh for this push',
         },

@@ -37,10 +37,12 @@ async function sessionPair(): Promise<{ sender: PeerSession; receiver: Connectio
   return { sender: new PeerSession(client, handshake), receiver: server };
 }
 
+const smallChunked = (dir: string): Promise<TransferSource> => scanSource(dir, { chunking: DEFAULT_CHUNKING, log: silentLogger });
+
 async function smallFiles(n: number): Promise<TransferSource> {
   const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-send-'));
   for (let i = 0; i < n; i++) await writeFile(path.join(dir, `p${i}.bin`), randomBytes(4096));
-  return scanSource(dir, { chunking: DEFAULT_CHUNKING, log: silentLogger });
+  return smallChunked(dir);
 }
 
 /** Plays the receiver: resets every data stream as it arrives; the Want comes `afterMs` later. */
@@ -86,5 +88,47 @@ t.test('a stream stopped before it could send a wanted chunk fails the transfer,
   // the last chunk, which the stopped stream never sent.
   const want = stopEveryStream(receiver, source, (keys) => new Set(keys.slice(3)), 100);
   await t.rejects(sendChunks(options(sender, source, want, 2)), { code: 'REMOTE' });
+  await sender.connection.close();
+});
+
+t.test('the byte window bounds what a transfer keeps unacknowledged, split over its streams', async (t) => {
+  const { sender, receiver } = await sessionPair();
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-send-'));
+  // Two files (two units of work, so two streams) of ~190 chunks of 4-64 KiB each.
+  for (const name of ['a.bin', 'b.bin']) await writeFile(path.join(dir, name), randomBytes(3 << 20));
+  const source = await smallChunked(dir);
+  const { keys } = uniqueChunks(source.entries);
+  const maxChunk = Math.max(...source.entries.flatMap((e) => e.chunkLengths));
+  // The receiver wants everything, reads every data stream to the end and never acks.
+  const received: number[] = [];
+  void (async () => {
+    for (;;) {
+      const s = await receiver.acceptStream().catch(() => null);
+      if (s === null) return;
+      const slot = received.push(0) - 1;
+      void (async () => {
+        for (let b = await s.read().catch(() => null); b !== null; b = await s.read().catch(() => null)) received[slot] = (received[slot] ?? 0) + b.length;
+      })();
+    }
+  })();
+  const windowBytes = 2 << 20;
+  const abort = new AbortController();
+  const sending = sendChunks({ ...options(sender, source, Promise.resolve({ lacking: bitmapFromKeys(keys, new Set(keys)), uniqueCount: keys.length }), 1000), streams: 2, windowBytes, signal: abort.signal });
+  sending.catch(() => undefined);
+  // Wait until nothing more arrives: every stream sits at its byte window.
+  let last = -1;
+  for (let total = 0; total !== last; ) {
+    last = total;
+    await new Promise((r) => setTimeout(r, 300));
+    total = received.reduce((a, b) => a + b, 0);
+  }
+  const frameOverhead = 1024; // data-open, frame headers and tags: far below one chunk
+  t.equal(received.length, 2, 'two data streams');
+  for (const bytes of received) {
+    t.ok(bytes >= windowBytes / 2 - maxChunk, `a stream filled its share (${bytes} bytes)`);
+    t.ok(bytes <= windowBytes / 2 + maxChunk + frameOverhead, `and stopped there: ${bytes} <= its 1 MiB share + one chunk`);
+  }
+  abort.abort();
+  await t.rejects(sending, { code: 'ABORTED' });
   await sender.connection.close();
 });
