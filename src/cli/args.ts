@@ -46,3 +46,37 @@ export function parseRemote(text: string, requireShare: boolean): RemoteSpec {
   const sub = slash < 0 ? '' : rest.slice(slash + 1).replace(/\/+$/, '');
   return { peer, share, path: sub };
 }
+
+/** Per-second units of --bwlimit: bytes (binary for K/M/G, as rsync) or bits. */
+const BWLIMIT_UNITS: Readonly<Record<string, number>> = {
+  b: 1, k: 1024, kib: 1024, kb: 1e3, m: 1 << 20, mib: 1 << 20, mb: 1e6, g: 2 ** 30, gib: 2 ** 30, gb: 1e9,
+  kbit: 1e3 / 8, mbit: 1e6 / 8, gbit: 1e9 / 8,
+};
+/** The wire field is a uint32 of bytes per second. */
+export const MAX_BWLIMIT_BYTES_PER_SEC = 0xffff_ffff;
+const MIN_BWLIMIT_BYTES_PER_SEC = 1024;
+
+/**
+ * --bwlimit RATE -> bytes per second: "500" (KiB/s, as rsync), "2MiB", "10MB/s", "100mbit".
+ * undefined when the flag is absent; a USAGE error naming the flag otherwise.
+ */
+export function bwlimitOption(value: unknown, flag = '--bwlimit'): number | undefined {
+  if (value === undefined) return undefined;
+  const text = String(value).trim();
+  const m = /^([0-9]+(?:\.[0-9]+)?)\s*([a-z]*?)(?:\/s)?$/i.exec(text);
+  const unit = m?.[2]?.toLowerCase() ?? '';
+  const per = unit === '' ? 1024 : BWLIMIT_UNITS[unit];
+  if (m?.[1] === undefined || per === undefined) {
+    throw new ClawpeerError('USAGE', `${flag} ${JSON.stringify(text)}: expected a rate such as 500 (KiB/s), 2MiB, 10MB/s or 100mbit`);
+  }
+  const bytes = Math.round(Number(m[1]) * per);
+  if (bytes < MIN_BWLIMIT_BYTES_PER_SEC || bytes > MAX_BWLIMIT_BYTES_PER_SEC) {
+    throw new ClawpeerError('USAGE', `${flag} ${JSON.stringify(text)}: must be between 1 KiB/s and 4 GiB/s`);
+  }
+  return bytes;
+}
+
+export const BWLIMIT_OPTION = {
+  type: 'string',
+  describe: 'cap the rate this side sends at, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit; a pull asks the peer to cap its sending',
+} as const;

@@ -14,6 +14,8 @@ export const TEST_HOOKS = Object.freeze({
   delayPerChunkMs: envInt('CLAWPEER_TEST_DELAY_PER_CHUNK_MS'),
   /** Sleep this many ms before a receiver prepares (a slow destination lock or share rescan). */
   delayPrepareMs: envInt('CLAWPEER_TEST_DELAY_PREPARE_MS'),
+  /** How long a push waits for the listener's done after its last chunk (PREPARE_TIMEOUT_MS otherwise). */
+  publishTimeoutMs: envInt('CLAWPEER_TEST_PUBLISH_TIMEOUT_MS'),
   /** How long a data stream of a transfer nobody expects is held (data-stream-router.ts). */
   waitingStreamMs: envInt('CLAWPEER_TEST_WAITING_STREAM_MS'),
 });

@@ -13,11 +13,15 @@ import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 import { scanSource } from './transfer-source.js';
-import { settledWithin } from './timeouts.js';
+import { settledWithin, withTimeout } from './timeouts.js';
+import { RateLimiter } from '../transfer/rate-limiter.js';
+import { TEST_HOOKS } from './test-hooks.js';
 import { ProgressCounter, type TransferProgress } from './transfer-progress.js';
 
 /** After a local send failure, how long to wait for the peer's own explanation. */
 const PEER_REASON_WAIT_MS = 2_000;
+/** setTimeout's longest delay: a wait that another deadline bounds (see push()). */
+const UNBOUNDED_MS = 2 ** 31 - 1;
 
 export interface TransferOptions {
   readonly session: PeerSession;
@@ -33,6 +37,8 @@ export interface TransferOptions {
   readonly onProgress?: (p: TransferProgress) => void;
   /** Files and directories to leave out (--exclude): a push applies them, a pull sends them to the listener. */
   readonly excludeRules?: ExcludeRules;
+  /** --bwlimit, bytes per second: a push caps its own sending, a pull asks the listener to cap its. */
+  readonly bwlimit?: number;
 }
 
 export interface TransferResult {
@@ -93,14 +99,18 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   const abort = new AbortController();
   const onOuter = (): void => abort.abort();
   o.signal.addEventListener('abort', onOuter, { once: true });
-  // One receive() at a time on the control channel: the done is read after the Want.
-  const done = accepted.then(() => expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal));
+  // One receive() at a time on the control channel: the done is read after the Want, while the
+  // chunks flow (an Error instead stops the sending). That read has no deadline of its own: the
+  // data streams' ack deadlines and the connection's idle timeout bound the sending, however
+  // long a big or rate-capped push takes; the listener's publish after it gets PREPARE_TIMEOUT_MS.
+  const done = accepted.then(() => expectMessage(session, 'transfer-done', id, UNBOUNDED_MS, o.signal));
   done.catch(() => abort.abort());
   const sending = new ProgressCounter((p) => o.onProgress?.(p), 'sending', 0, totalFiles);
   try {
     const stats = await sendChunks({
       session, transferId: id, source, want: accepted,
       streams, window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
+      ...(o.bwlimit === undefined ? {} : { rateLimiter: new RateLimiter(o.bwlimit) }),
       onChunkSent: (bytes) => sending.addBytes(bytes),
       ...(o.onProgress === undefined ? {} : { onFilesDelivered: (files: number) => sending.setFiles(files) }),
     }).catch(async (err: unknown) => {
@@ -111,7 +121,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       throw err;
     });
     o.onProgress?.({ phase: 'publishing', bytes: sending.bytes, totalBytes: stats.bytesSent, files: sending.files, totalFiles });
-    const result: TransferDoneMessage = await done;
+    const result: TransferDoneMessage = await withTimeout(done, TEST_HOOKS.publishTimeoutMs ?? PREPARE_TIMEOUT_MS, `waiting for transfer-done from ${session.peerId}`);
     return {
       files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
@@ -146,7 +156,15 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   if (exclude !== undefined && !session.caps.features.includes('exclude')) {
     throw new ClawpeerError('USAGE', `peer ${session.peerId} does not apply exclude patterns to pulls (an older clawpeer): pull without --exclude`);
   }
-  await session.control.send({ type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window, ...(exclude === undefined ? {} : { exclude }) });
+  // Likewise a listener without 'rate-limit' would send at full speed.
+  if (o.bwlimit !== undefined && !session.caps.features.includes('rate-limit')) {
+    throw new ClawpeerError('USAGE', `peer ${session.peerId} cannot cap the rate it sends a pull at (an older clawpeer): pull without --bwlimit`);
+  }
+  await session.control.send({
+    type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window,
+    ...(exclude === undefined ? {} : { exclude }),
+    ...(o.bwlimit === undefined ? {} : { rateLimit: o.bwlimit }),
+  });
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   const totalFiles = entries.filter((e) => e.kind === 'file').length;

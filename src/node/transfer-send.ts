@@ -19,6 +19,7 @@ import { DEFAULT_MAX_UNIT_BYTES, DEFAULT_PER_UNIT_OVERHEAD_BYTES, scheduleLpt, s
 import { FileDelivery } from '../transfer/file-delivery.js';
 import { chunkKey, planTransfer, type FileManifest as PlanFile, type TransferPlan } from '../transfer/plan.js';
 import { SendWindow } from '../transfer/send-window.js';
+import { pacedWrite, type RateLimiter } from '../transfer/rate-limiter.js';
 import { ChunkCompressor, senderCodec } from './chunk-compression.js';
 import { ChunkReader } from './chunk-reader.js';
 import { lackingKeys, uniqueChunks, chunkIdAt, type WantInfo } from './chunk-order.js';
@@ -49,6 +50,12 @@ export const EARLY_MAX_BYTES = 256 << 10;
  */
 export const TRANSFER_WINDOW_BYTES = 16 << 20;
 
+/**
+ * Under a rate cap, a transfer keeps at most this many seconds' worth unacknowledged: more only
+ * waits here for the limiter, and the deadline for acks grows with what is in flight.
+ */
+const RATE_CAPPED_WINDOW_SECONDS = 2;
+
 export interface SendChunksOptions {
   readonly session: PeerSession;
   readonly transferId: number;
@@ -61,6 +68,8 @@ export interface SendChunksOptions {
   readonly window: number;
   /** Unacknowledged payload bytes of the whole transfer (TRANSFER_WINDOW_BYTES unless set). */
   readonly windowBytes?: number;
+  /** Caps the rate of what the data streams write (--bwlimit); may be shared with other transfers. */
+  readonly rateLimiter?: RateLimiter;
   readonly idleTimeoutMs: number;
   readonly signal: AbortSignal;
   readonly log: Logger;
@@ -247,12 +256,20 @@ async function runStream(
   compressor: ChunkCompressor | undefined,
   delivery: FileDelivery | undefined,
 ): Promise<StreamResult> {
-  const { session, signal } = options;
+  const { session, signal, rateLimiter } = options;
   const raw = await session.connection.openStream();
   const streamId = session.allocateDataStreamId();
-  const frames = new FrameStream(raw, session.caps.maxFrameBytes, options.idleTimeoutMs, `data stream ${streamId} of transfer ${options.transferId}`);
+  let windowBytes = options.windowBytes ?? TRANSFER_WINDOW_BYTES;
+  let ackWaitMs = options.idleTimeoutMs;
+  if (rateLimiter !== undefined) {
+    windowBytes = Math.min(windowBytes, Math.max(session.caps.chunking.maxBytes, rateLimiter.bytesPerSecond * RATE_CAPPED_WINDOW_SECONDS));
+    // An ack comes once its chunk is through the cap, behind at most the window and one
+    // chunk per stream (each may send one alone): waiting that long too is not a stall.
+    ackWaitMs += ((windowBytes + streamCount * session.caps.chunking.maxBytes) * 1000) / rateLimiter.bytesPerSecond;
+  }
+  const frames = new FrameStream(raw, session.caps.maxFrameBytes, ackWaitMs, `data stream ${streamId} of transfer ${options.transferId}`);
   // A chunk larger than this stream's share still goes alone (SendWindow.canSend).
-  const maxInFlightBytes = Math.ceil((options.windowBytes ?? TRANSFER_WINDOW_BYTES) / streamCount);
+  const maxInFlightBytes = Math.ceil(windowBytes / streamCount);
   const window = new SendWindow({ maxInFlightChunks: options.window, maxInFlightBytes, stallTimeoutMs: options.idleTimeoutMs });
   const wake = new AckSignal();
   // Chunk bytes are read into this one buffer (grown to the largest chunk seen, <= the
@@ -305,7 +322,8 @@ async function runStream(
     // Sealed frames are queued and written in batches by one writer (write-coalescer.ts); the
     // window bounds what is queued, as it counts every frame from onSent on. The data-open goes
     // first in that queue, in one write with the first chunks rather than an awaited one before.
-    const out = new WriteCoalescer((bytes) => frames.write(bytes));
+    const write = (bytes: Uint8Array): Promise<void> => frames.write(bytes);
+    const out = new WriteCoalescer(rateLimiter === undefined ? write : pacedWrite(rateLimiter, write, signal));
     out.push(encodeControlFrame({ type: 'data-open', transferId: options.transferId, streamId }));
     for (;;) {
       const work = queue.next(index);

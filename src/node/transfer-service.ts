@@ -26,6 +26,7 @@ import { scanSource } from './transfer-source.js';
 import { serveSync } from './sync-service.js';
 import type { ResidentFolders } from './synced-folder.js';
 import { ShareWatches } from './share-watch-service.js';
+import { RateLimiter } from '../transfer/rate-limiter.js';
 
 /** How long the other side may take to hash, stage or publish before answering (big trees take a while). */
 export const PREPARE_TIMEOUT_MS = 30 * 60_000;
@@ -156,6 +157,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   ctx.log.info(`${req.direction} requested`, { peer: session.peerId, share: share.name, path: basePath, streams: t.streams, window: t.window });
   if (req.direction === 'push') {
     if (req.exclude !== undefined) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls; a push leaves out files on the sending side');
+    if (req.rateLimit !== undefined) throw new ClawpeerError('PROTOCOL', 'a rate limit applies to pulls; a push caps its own sending');
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
     await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t));
   } else {
@@ -217,7 +219,10 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
   });
   await session.control.sendAll([{ type: 'transfer-accept', transferId: id, streams, window }, ...manifestMessages(session, id, source.entries)]);
   const want = expectWant(session, id, PREPARE_TIMEOUT_MS, signal);
-  await sendChunks({ session, transferId: id, source, want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log });
+  await sendChunks({
+    session, transferId: id, source, want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log,
+    ...(req.rateLimit === undefined ? {} : { rateLimiter: new RateLimiter(req.rateLimit) }),
+  });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });
 }

@@ -23,7 +23,9 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // exclude: a pull's request may carry exclude patterns (transfer/exclude.ts) the server applies;
 // a server without it would send everything, so a client does not ask one that lacks it.
 // watch: a client may ask to be told when a share changes (WatchShare / ShareChanged).
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch'] as const;
+// rate-limit: a pull's request may carry a rate (bytes per second) the server sends within
+// (--bwlimit); a server without it would send at full speed, so a client does not ask one.
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */
@@ -94,7 +96,7 @@ export const DEFAULT_CAPABILITIES: Capabilities = Object.freeze({
   maxWindowChunks: 64,
   maxStreams: 8,
   maxFrameBytes: 16 << 20,
-  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch'] as const),
+  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit'] as const),
 });
 
 function describeChunking(c: ChunkingParams): string {

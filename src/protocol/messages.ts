@@ -122,6 +122,8 @@ export interface TransferRequestMessage {
   readonly window: number;
   /** Pull: patterns the server leaves out (transfer/exclude.ts; feature 'exclude'). */
   readonly exclude?: readonly string[];
+  /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
+  readonly rateLimit?: number;
 }
 
 export interface TransferAcceptMessage {
@@ -327,6 +329,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'early-chunks': pb.Feature.FEATURE_EARLY_CHUNKS,
   exclude: pb.Feature.FEATURE_EXCLUDE,
   watch: pb.Feature.FEATURE_WATCH,
+  'rate-limit': pb.Feature.FEATURE_RATE_LIMIT,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -447,6 +450,8 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       const exclude = message.exclude ?? [];
       if (exclude.length > MAX_EXCLUDE_PATTERNS) throw new RangeError(`TransferRequest.exclude has ${exclude.length} patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
       for (const pattern of exclude) checkTextBytes('TransferRequest.exclude', pattern);
+      if (message.rateLimit !== undefined) checkUint('TransferRequest.rateLimit', message.rateLimit, UINT32_MAX);
+      if (message.rateLimit === 0) throw new RangeError('TransferRequest.rateLimit must be > 0 (leave it out for no limit)');
       return {
         transferRequest: {
           transferId: message.transferId,
@@ -457,6 +462,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           streams: message.streams,
           window: message.window,
           exclude: [...exclude],
+          rateLimit: message.rateLimit ?? 0,
         },
       };
     }
@@ -800,6 +806,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         streams: r.streams ?? 0,
         window: r.window ?? 0,
         ...(r.exclude === null || r.exclude === undefined || r.exclude.length === 0 ? {} : { exclude: excludeFromWire(r.exclude) }),
+        ...(r.rateLimit === null || r.rateLimit === undefined || r.rateLimit === 0 ? {} : { rateLimit: r.rateLimit }),
       };
     }
     case 'transferAccept': {

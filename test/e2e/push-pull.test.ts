@@ -163,6 +163,30 @@ t.test('--exclude leaves out matching files and directories on push and pull (rs
   t.match(bad.stderr, /--exclude "\[oops": has a \[ without its \]/);
 });
 
+t.test('--bwlimit caps what a push sends and what the listener sends a pull; a bad rate is a usage error', async (t) => {
+  const src = path.join(work, 'capped');
+  await mkdir(src);
+  await writeFile(path.join(src, 'one.bin'), randomBytes(1 << 20));
+  // 1 MiB at 512 KiB/s, less the limiter's burst (a tenth of a second's worth): >= 1.8 s. The
+  // listener's publish deadline is cut to 0.5 s: a push that is slow to send is not late.
+  const minSeconds = 1.5;
+  const push = await runCli(['--home', b.home, 'push', src, 'alice:inbox', '--json', '--bwlimit', '512KiB'], { env: { CLAWPEER_TEST_PUBLISH_TIMEOUT_MS: '500' } });
+  t.equal(push.code, 0, push.stderr);
+  const pushed = done(push.stdout);
+  t.match(pushed, { files: 1, bytes: 1 << 20 });
+  t.ok(Number(pushed['seconds']) >= minSeconds, `the push took ${String(pushed['seconds'])} s, no less than the cap allows`);
+  t.same(await snapshot(path.join(work, 'inbox', 'capped')), await snapshot(src), 'byte-identical');
+  const dest = path.join(work, 'capped-pulled');
+  const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/capped', dest, '--json', '--bwlimit', '4mbit']);
+  t.equal(pull.code, 0, pull.stderr);
+  const pulled = done(pull.stdout);
+  t.ok(Number(pulled['seconds']) >= minSeconds, `the pull took ${String(pulled['seconds'])} s: the listener sent within 4 Mbit/s`);
+  t.same(await snapshot(path.join(dest, 'capped')), await snapshot(src), 'byte-identical');
+  const bad = await runCli(['--home', b.home, 'push', src, 'alice:inbox/c2', '--bwlimit', 'fast']);
+  t.equal(bad.code, 2, bad.stderr);
+  t.match(bad.stderr, /--bwlimit "fast": expected a rate such as 500 \(KiB\/s\), 2MiB, 10MB\/s or 100mbit/);
+});
+
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {
   const src = path.join(work, 'clash');
   await mkdir(src);

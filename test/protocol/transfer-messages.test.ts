@@ -84,6 +84,18 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'TransferRequest (pull with a rate limit)',
+    message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8, rateLimit: 1 << 20 },
+    wire: `
+      01 0000000d                 # frame: type CONTROL, body 13 bytes
+      8201 0a                     # Control.transfer_request (field 16, LEN) 10 bytes
+      10 02                       #   direction (2) = PULL
+      30 01                       #   streams (6) = 1
+      38 08                       #   window (7) = 8
+      48 808040                   #   rate_limit (9) = 1048576 bytes per second
+    `,
+  },
+  {
     name: 'TransferAccept',
     message: { type: 'transfer-accept', transferId: 7, streams: 2, window: 32 },
     wire: `
@@ -236,7 +248,8 @@ const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
     type: fc.constant('transfer-request' as const), transferId: arbU32, direction: fc.constantFrom('push' as const, 'pull' as const),
     share: fc.string({ unit: 'grapheme', maxLength: 10 }), path: fc.string({ unit: 'grapheme', maxLength: 30 }),
     force: fc.boolean(), streams: arbU32, window: arbU32,
-  }).chain((r) => fc.option(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((exclude) => (exclude === undefined ? r : { ...r, exclude }))),
+  }).chain((r) => fc.option(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((exclude) => (exclude === undefined ? r : { ...r, exclude })))
+    .chain((r) => fc.option(fc.integer({ min: 1, max: 0xffff_ffff }), { nil: undefined }).map((rateLimit) => (rateLimit === undefined ? r : { ...r, rateLimit }))),
   fc.record({ type: fc.constant('transfer-accept' as const), transferId: arbU32, streams: arbU32, window: arbU32 }),
   fc.record({ type: fc.constant('manifest' as const), transferId: arbU32, entries: fc.array(arbEntry, { maxLength: 12 }), last: fc.boolean() }),
   fc.tuple(arbU32, arbBitmap).map(([transferId, b]) => ({ type: 'want' as const, transferId, lacking: b.lacking, uniqueChunks: b.uniqueChunks })),

@@ -7,7 +7,7 @@ import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileExcludes } from '../../transfer/exclude.js';
-import { COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
+import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { createProgress, human } from '../progress.js';
 
 /**
@@ -30,7 +30,8 @@ const transferOptions = (y: Argv): Argv =>
     .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
     .option('transport', TRANSPORT_OPTION)
     .option('compress', COMPRESS_OPTION)
-    .option('exclude', { type: 'string', array: true, default: [] as string[], describe: 'leave out matching files and directories (repeatable; rsync-style: *.log, node_modules/, /build)' });
+    .option('exclude', { type: 'string', array: true, default: [] as string[], describe: 'leave out matching files and directories (repeatable; rsync-style: *.log, node_modules/, /build)' })
+    .option('bwlimit', BWLIMIT_OPTION);
 
 function report(ctx: CommandContext, verb: string, r: TransferResult): void {
   ctx.out.emit(
@@ -45,6 +46,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const localPath = String(args['local']);
   const streams = intOption(args['streams'], '--streams', 1, 64);
   const window = intOption(args['window'], '--window', 1, 4096);
+  const bwlimit = bwlimitOption(args['bwlimit']);
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   const excludes = (args['exclude'] as string[] | undefined) ?? [];
   const excludeRules = excludes.length === 0 ? undefined : compileExcludes(excludes.map(String));
@@ -62,6 +64,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       idleTimeoutMs: config.idleTimeoutMs, log: ctx.log.child(direction), signal: ctx.signal,
       ...(progress.active ? { onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p) } : {}),
       ...(excludeRules === undefined ? {} : { excludeRules }),
+      ...(bwlimit === undefined ? {} : { bwlimit }),
     };
     const result = direction === 'push' ? await push(options) : await pull(options);
     progress.stop();

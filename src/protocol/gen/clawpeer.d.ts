@@ -56,7 +56,10 @@ export namespace clawpeer {
             FEATURE_EXCLUDE = 5,
 
             /** FEATURE_WATCH value */
-            FEATURE_WATCH = 6
+            FEATURE_WATCH = 6,
+
+            /** FEATURE_RATE_LIMIT value */
+            FEATURE_RATE_LIMIT = 7
         }
 
         /**
@@ -824,6 +827,9 @@ export namespace clawpeer {
             /** TransferRequest exclude. */
             exclude: string[];
 
+            /** TransferRequest rateLimit. */
+            rateLimit: number;
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -871,6 +877,9 @@ export namespace clawpeer {
 
                 /** TransferRequest exclude */
                 exclude?: (string[]|null);
+
+                /** TransferRequest rateLimit */
+                rateLimit?: (number|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

@@ -70,6 +70,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_EARLY_CHUNKS=4 FEATURE_EARLY_CHUNKS value
          * @property {number} FEATURE_EXCLUDE=5 FEATURE_EXCLUDE value
          * @property {number} FEATURE_WATCH=6 FEATURE_WATCH value
+         * @property {number} FEATURE_RATE_LIMIT=7 FEATURE_RATE_LIMIT value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -80,6 +81,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[4] = "FEATURE_EARLY_CHUNKS"] = 4;
             values[valuesById[5] = "FEATURE_EXCLUDE"] = 5;
             values[valuesById[6] = "FEATURE_WATCH"] = 6;
+            values[valuesById[7] = "FEATURE_RATE_LIMIT"] = 7;
             return values;
         })();
 
@@ -1973,6 +1975,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|null} [streams] TransferRequest streams
              * @property {number|null} [window] TransferRequest window
              * @property {Array.<string>|null} [exclude] TransferRequest exclude
+             * @property {number|null} [rateLimit] TransferRequest rateLimit
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2070,6 +2073,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.exclude = $util.emptyArray;
 
             /**
+             * TransferRequest rateLimit.
+             * @member {number} rateLimit
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.rateLimit = 0;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2102,6 +2113,8 @@ export const clawpeer = $root.clawpeer = (() => {
                 if (message.exclude != null && message.exclude.length)
                     for (let i = 0; i < message.exclude.length; ++i)
                         writer.uint32(/* id 8, wireType 2 =*/66).string(message.exclude[i]);
+                if (message.rateLimit != null && $Object.hasOwnProperty.call(message, "rateLimit") && message.rateLimit !== 0)
+                    writer.uint32(/* id 9, wireType 0 =*/72).uint32(message.rateLimit);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2215,6 +2228,15 @@ export const clawpeer = $root.clawpeer = (() => {
                             if (!(message.exclude && message.exclude.length))
                                 message.exclude = [];
                             message.exclude.push(reader.stringVerify());
+                            continue;
+                        }
+                    case 9: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.rateLimit = value;
+                            else
+                                delete message.rateLimit;
                             continue;
                         }
                     }
