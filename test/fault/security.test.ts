@@ -274,6 +274,15 @@ t.test('a pull with a malformed exclude pattern, or a push with any, ends the se
   await legitPing(t, rig.listener.port, 'after the bad requests');
 });
 
+t.test('a push request carrying a rate limit ends the session; the listener serves on', async (t) => {
+  const session = await dial(rig.listener.port);
+  t.ok(session.caps.features.includes('rate-limit'), 'the listener takes rate limits on pulls');
+  await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction: 'push', share: 'inbox', path: '', force: false, streams: 1, window: 4, rateLimit: 4096 });
+  t.match(String(await nextControl(session)), /a rate limit applies to pulls/);
+  await session.connection.close().catch(() => undefined);
+  await legitPing(t, rig.listener.port, 'after the bad request');
+});
+
 // ---------------------------------------------------------------------------------------------
 // Stream floods
 

@@ -1,0 +1,60 @@
+// The initiating side's checks against what the listener announced: a pull that needs a feature
+// the listener lacks is refused before anything is asked, instead of being silently ignored.
+import t from 'tap';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { generateIdentity } from '../../src/crypto/identity.js';
+import { silentLogger } from '../../src/logger.js';
+import { clientHandshake, serverHandshake } from '../../src/node/control-channel.js';
+import { PeerSession } from '../../src/node/session.js';
+import { pull } from '../../src/node/transfer-client.js';
+import type { FeatureName } from '../../src/protocol/capabilities.js';
+import { MemoryBackend } from '../../src/transport/memory.js';
+
+/** A client session whose listener announced every feature but `missing`; the listener side stays silent. */
+async function sessionWithout(missing: FeatureName): Promise<{ session: PeerSession; sent: () => Promise<boolean> }> {
+  const backend = new MemoryBackend();
+  const a = generateIdentity();
+  const b = generateIdentity();
+  const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: b });
+  const accepted = listener.accept();
+  const client = await backend.connect({ host: '127.0.0.1', port: listener.address.port, identity: a });
+  const server = await accepted;
+  if (server === null) throw new Error('no server connection');
+  await listener.close();
+  const serverControl = server.acceptStream();
+  const clientSide = clientHandshake(await client.openStream(), { identity: a, expectedRemoteKey: b.publicKey, timeoutMs: 5000 });
+  const serverStream = await serverControl;
+  if (serverStream === null) throw new Error('no control stream');
+  const [handshake] = await Promise.all([clientSide, serverHandshake(serverStream, { identity: b, expectedRemoteKey: a.publicKey, timeoutMs: 5000 })]);
+  const caps = { ...handshake.caps, features: handshake.caps.features.filter((f) => f !== missing) };
+  // Anything the client sends after the handshake would be readable on the server's control stream.
+  const sent = async (): Promise<boolean> => {
+    const bytes = await Promise.race([serverStream.read(), new Promise<null>((r) => setTimeout(() => r(null), 200))]);
+    return bytes !== null;
+  };
+  return { session: new PeerSession(client, { ...handshake, caps }), sent };
+}
+
+t.test('pull --bwlimit from a listener without rate-limit is refused before the request', async (t) => {
+  const { session, sent } = await sessionWithout('rate-limit');
+  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
+  await t.rejects(
+    pull({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, bwlimit: 65536 }),
+    { code: 'USAGE', message: /cannot cap the rate it sends a pull at \(an older clawpeer\): pull without --bwlimit/ },
+  );
+  t.notOk(await sent(), 'no request went out');
+  await session.connection.close();
+});
+
+t.test('without --bwlimit the same pull does send its request (what the check above watches for)', async (t) => {
+  const { session, sent } = await sessionWithout('rate-limit');
+  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
+  const abort = new AbortController();
+  const pulling = pull({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: abort.signal });
+  pulling.catch(() => undefined);
+  t.ok(await sent(), 'the request went out');
+  abort.abort();
+  await session.connection.close();
+});
