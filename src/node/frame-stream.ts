@@ -12,6 +12,8 @@ export const DATA_READ_BYTES = 256 << 10;
 export class FrameStream {
   readonly #decoder: FrameDecoder;
   #ended = false;
+  /** A read still pending when a deadline passed that `busy` waived: the next wait continues it. */
+  #pendingRead: Promise<Uint8Array | null> | undefined;
 
   constructor(
     readonly stream: DuplexStream,
@@ -22,13 +24,28 @@ export class FrameStream {
     this.#decoder = new FrameDecoder({ maxFrameBytes });
   }
 
-  /** The next frame, or null at the peer's FIN. TIMEOUT when nothing arrives for idleTimeoutMs. */
-  async next(signal?: AbortSignal): Promise<Frame | null> {
+  /**
+   * The next frame, or null at the peer's FIN. TIMEOUT when nothing arrives for idleTimeoutMs,
+   * unless `busy()` says then that this side itself is still making progress (a sender whose
+   * writes still move: the acks it waits for come behind them), which waives that deadline.
+   */
+  async next(signal?: AbortSignal, busy?: () => boolean): Promise<Frame | null> {
     for (;;) {
       const decoded = this.#decoder.next();
       if (decoded.kind === 'frame') return decoded.frame;
       if (this.#ended) return null;
-      const bytes = await withTimeout(this.stream.read(DATA_READ_BYTES), this.idleTimeoutMs, `waiting for data on ${this.what}`, signal);
+      const read = (this.#pendingRead ??= this.stream.read(DATA_READ_BYTES));
+      let bytes: Uint8Array | null;
+      try {
+        bytes = await withTimeout(read, this.idleTimeoutMs, `waiting for data on ${this.what}`, signal);
+      } catch (err) {
+        // Waived: #pendingRead stays, and the next wait continues the same read.
+        if (err instanceof ClawpeerError && err.code === 'TIMEOUT' && busy?.() === true) continue;
+        this.#pendingRead = undefined;
+        read.catch(() => undefined); // abandoned: its failure is nobody's to handle
+        throw err;
+      }
+      this.#pendingRead = undefined;
       if (bytes === null) {
         this.#ended = true;
         this.#decoder.end(); // PROTOCOL if the peer stopped inside a frame

@@ -6,6 +6,7 @@
 // own connection only; the CLI leaving aborts its sync; a second listener of the same home
 // does not steal a live socket, and a dead one's stale socket file is replaced.
 // Non-goals: the sync itself (sync-client.ts), any other command.
+import type { RateLimiter } from '../transfer/rate-limiter.js';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { chmod, unlink } from 'node:fs/promises';
 import { ClawpeerError } from '../errors.js';
@@ -25,6 +26,8 @@ export interface ResidentSyncContext {
   readonly identity: Identity;
   readonly peers: PeerStore;
   readonly log: Logger;
+  /** listen --bwlimit: the syncs run here send within it too. */
+  readonly sendLimiter?: RateLimiter;
 }
 
 const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
@@ -177,6 +180,7 @@ export class ResidentSyncServer {
     const result = await syncWithPeer({
       identity: this.#ctx.identity, peer, config, dir: share.dir, share: req.share, mode: req.mode, log, signal,
       resident: this.#ctx.resident,
+      ...(this.#ctx.sendLimiter === undefined ? {} : { rateLimiters: [this.#ctx.sendLimiter] }),
       ...(req.progress ? { onProgress: (p) => send({ type: 'progress', ...p }) } : {}),
     });
     send({ type: 'result', result });

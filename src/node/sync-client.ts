@@ -6,6 +6,7 @@
 // with a second reconciliation; the summary counts what the user asked to see (round trips and
 // bytes of the first reconciliation, records, chunks, wire bytes, conflicts).
 // The dial is sync-with-peer.ts's. Non-goals: printing (cli/commands/sync.ts), the --watch loop (the CLI).
+import type { RateLimiter } from '../transfer/rate-limiter.js';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logger.js';
 import type { SyncModeName } from '../protocol/messages.js';
@@ -41,6 +42,8 @@ export interface SyncFolderOptions {
   readonly onProgress?: (p: TransferProgress) => void;
   /** A listener's folder state: no scan when the folder's watcher vouches nothing changed, the log kept open. */
   readonly resident?: ResidentFolders;
+  /** Caps on what this side sends the peer (a listener's --bwlimit, for the syncs it runs). */
+  readonly rateLimiters?: readonly RateLimiter[];
 }
 
 export interface SyncFolderResult {
@@ -107,7 +110,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     const { store } = folder;
     const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, log);
     void router.run(signal);
-    const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log };
+    const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, ...(o.rateLimiters === undefined ? {} : { rateLimiters: o.rateLimiters }) };
     const initiator = new ReconcileInitiator(store.snapshotIdSet());
     const [hello] = initiator.start();
     if (hello === undefined) throw new TypeError('reconciliation produced no hello');

@@ -23,6 +23,7 @@ import type { ReconcileMessage } from '../sync/reconcile-codec.js';
 import type { ReconcileEndpoint, ReconcileResult } from '../sync/reconcile.js';
 import { decodeRevisionWithId, MAX_REVISION_BYTES } from '../sync/revision.js';
 import type { RevisionEntry } from '../sync/revision.js';
+import type { RateLimiter } from '../transfer/rate-limiter.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import type { DataStreamRouter } from './data-stream-router.js';
 import type { ManifestCache } from './manifest-cache.js';
@@ -52,6 +53,8 @@ export interface SyncChannel {
   readonly timeoutMs: number;
   readonly signal: AbortSignal;
   readonly log: Logger;
+  /** Caps on what this side sends the peer (listen --bwlimit). */
+  readonly rateLimiters?: readonly RateLimiter[];
 }
 
 /** Decodes a SyncReconcile payload: exactly one reconciliation message, nothing after it. */
@@ -312,6 +315,7 @@ export async function serveFetch(
     early: false,
     ...effectiveStreamsAndWindow(session, SYNC_FETCH_STREAMS, SYNC_FETCH_WINDOW),
     idleTimeoutMs: ch.timeoutMs, signal: ch.signal, log: ch.log,
+    ...(ch.rateLimiters === undefined ? {} : { rateLimiters: ch.rateLimiters }),
     ...(sending === undefined ? {} : { onChunkSent: (bytes: number) => sending.addBytes(bytes), onFilesDelivered: (files: number) => sending.setFiles(files) }),
   });
   await expectMessage(session, 'transfer-done', first.fetchId, ch.timeoutMs, ch.signal);

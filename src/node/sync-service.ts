@@ -5,6 +5,7 @@
 // mode decides the directions (its revisions applied here unless it is receive-only, ours sent
 // unless it is send-only); a read-only share only serves receive-only clients. Non-goals: the
 // message phases (sync-exchange.ts), the decisions (sync-apply.ts).
+import type { RateLimiter } from '../transfer/rate-limiter.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -34,6 +35,8 @@ export interface SyncServiceContext {
   readonly nodeId: string | undefined;
   readonly indexes?: ChunkIndexPool;
   readonly resident?: ResidentFolders;
+  /** listen --bwlimit: caps what the listener sends, all peers together. */
+  readonly sendLimiter?: RateLimiter;
 }
 
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
@@ -77,7 +80,7 @@ async function serveClaimedSync(
   });
   try {
     const { store } = folder;
-    const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log };
+    const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, ...(ctx.sendLimiter === undefined ? {} : { rateLimiters: [ctx.sendLimiter] }) };
     const hello = early ?? decodeReconcilePayload((await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal)).payload);
     const responder = new ReconcileResponder(store.snapshotIdSet());
     const first = responder.receive(hello);

@@ -110,7 +110,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     const stats = await sendChunks({
       session, transferId: id, source, want: accepted,
       streams, window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
-      ...(o.bwlimit === undefined ? {} : { rateLimiter: new RateLimiter(o.bwlimit) }),
+      ...(o.bwlimit === undefined ? {} : { rateLimiters: [new RateLimiter(o.bwlimit)] }),
       onChunkSent: (bytes) => sending.addBytes(bytes),
       ...(o.onProgress === undefined ? {} : { onFilesDelivered: (files: number) => sending.setFiles(files) }),
     }).catch(async (err: unknown) => {

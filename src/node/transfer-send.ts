@@ -68,8 +68,8 @@ export interface SendChunksOptions {
   readonly window: number;
   /** Unacknowledged payload bytes of the whole transfer (TRANSFER_WINDOW_BYTES unless set). */
   readonly windowBytes?: number;
-  /** Caps the rate of what the data streams write (--bwlimit); may be shared with other transfers. */
-  readonly rateLimiter?: RateLimiter;
+  /** Caps on the rate the data streams write at (--bwlimit; listen --bwlimit shares one among transfers). */
+  readonly rateLimiters?: readonly RateLimiter[];
   readonly idleTimeoutMs: number;
   readonly signal: AbortSignal;
   readonly log: Logger;
@@ -256,18 +256,19 @@ async function runStream(
   compressor: ChunkCompressor | undefined,
   delivery: FileDelivery | undefined,
 ): Promise<StreamResult> {
-  const { session, signal, rateLimiter } = options;
+  const { session, signal } = options;
+  const limiters = options.rateLimiters ?? [];
   const raw = await session.connection.openStream();
   const streamId = session.allocateDataStreamId();
   let windowBytes = options.windowBytes ?? TRANSFER_WINDOW_BYTES;
-  let ackWaitMs = options.idleTimeoutMs;
-  if (rateLimiter !== undefined) {
-    windowBytes = Math.min(windowBytes, Math.max(session.caps.chunking.maxBytes, rateLimiter.bytesPerSecond * RATE_CAPPED_WINDOW_SECONDS));
-    // An ack comes once its chunk is through the cap, behind at most the window and one
-    // chunk per stream (each may send one alone): waiting that long too is not a stall.
-    ackWaitMs += ((windowBytes + streamCount * session.caps.chunking.maxBytes) * 1000) / rateLimiter.bytesPerSecond;
-  }
-  const frames = new FrameStream(raw, session.caps.maxFrameBytes, ackWaitMs, `data stream ${streamId} of transfer ${options.transferId}`);
+  // Under a cap, the tightest one bounds the window (a shared cap may give us less still).
+  if (limiters.length > 0) windowBytes = Math.min(windowBytes, Math.max(session.caps.chunking.maxBytes, Math.min(...limiters.map((l) => l.bytesPerSecond)) * RATE_CAPPED_WINDOW_SECONDS));
+  const frames = new FrameStream(raw, session.caps.maxFrameBytes, options.idleTimeoutMs, `data stream ${streamId} of transfer ${options.transferId}`);
+  // When the cap (or the cap and the link) let this stream's bytes out, or the transport last
+  // took some. An ack is late only when it is overdue and this has not moved for as long:
+  // behind a slow or shared cap, or a slow link, acks come as slowly as the bytes leave.
+  let lastProgressAt = performance.now();
+  const progressing = (): boolean => performance.now() - lastProgressAt < options.idleTimeoutMs;
   // A chunk larger than this stream's share still goes alone (SendWindow.canSend).
   const maxInFlightBytes = Math.ceil(windowBytes / streamCount);
   const window = new SendWindow({ maxInFlightChunks: options.window, maxInFlightBytes, stallTimeoutMs: options.idleTimeoutMs });
@@ -285,7 +286,7 @@ async function runStream(
   const ackLoop = (async () => {
     try {
       for (;;) {
-        const frame = await frames.next(signal);
+        const frame = await frames.next(signal, progressing);
         if (frame === null) break;
         const ack = decodeAckBody(expectFrame(frame, 'ack', `data stream ${streamId}`).body);
         if (ack.streamId !== streamId) throw new ClawpeerError('PROTOCOL', `ack for stream ${ack.streamId} arrived on data stream ${streamId}`);
@@ -322,8 +323,12 @@ async function runStream(
     // Sealed frames are queued and written in batches by one writer (write-coalescer.ts); the
     // window bounds what is queued, as it counts every frame from onSent on. The data-open goes
     // first in that queue, in one write with the first chunks rather than an awaited one before.
-    const write = (bytes: Uint8Array): Promise<void> => frames.write(bytes);
-    const out = new WriteCoalescer(rateLimiter === undefined ? write : pacedWrite(rateLimiter, write, signal));
+    const write = async (bytes: Uint8Array): Promise<void> => {
+      lastProgressAt = performance.now();
+      await frames.write(bytes);
+      lastProgressAt = performance.now();
+    };
+    const out = new WriteCoalescer(pacedWrite(limiters, write, signal));
     out.push(encodeControlFrame({ type: 'data-open', transferId: options.transferId, streamId }));
     for (;;) {
       const work = queue.next(index);

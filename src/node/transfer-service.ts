@@ -46,6 +46,8 @@ export interface ServiceContext {
   readonly indexes?: ChunkIndexPool;
   /** The listener's synced-folder state (watchers, open logs): a sync of an unchanged share skips its scan. */
   readonly resident?: ResidentFolders;
+  /** listen --bwlimit: one cap on everything the listener sends, all peers and transfers together. */
+  readonly sendLimiter?: RateLimiter;
 }
 
 /** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */
@@ -221,7 +223,7 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
   const want = expectWant(session, id, PREPARE_TIMEOUT_MS, signal);
   await sendChunks({
     session, transferId: id, source, want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log,
-    ...(req.rateLimit === undefined ? {} : { rateLimiter: new RateLimiter(req.rateLimit) }),
+    rateLimiters: [...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]), ...(ctx.sendLimiter === undefined ? [] : [ctx.sendLimiter])],
   });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });

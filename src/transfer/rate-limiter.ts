@@ -89,14 +89,17 @@ export class RateLimiter {
 }
 
 /**
- * `write` under the cap: each buffer goes out in sliceBytes pieces, each taken from `limiter`
- * first. Resolves once the last piece is written, so the caller may reuse the buffer then.
+ * `write` under every cap in `limiters` (a transfer's own and a listener-wide one, say): each
+ * buffer goes out in pieces of the smallest sliceBytes, each taken from every limiter first.
+ * Resolves once the last piece is written, so the caller may reuse the buffer then.
  */
-export function pacedWrite(limiter: RateLimiter, write: (bytes: Uint8Array) => Promise<void>, signal?: AbortSignal): (bytes: Uint8Array) => Promise<void> {
+export function pacedWrite(limiters: readonly RateLimiter[], write: (bytes: Uint8Array) => Promise<void>, signal?: AbortSignal): (bytes: Uint8Array) => Promise<void> {
+  if (limiters.length === 0) return write;
+  const slice = Math.min(...limiters.map((l) => l.sliceBytes));
   return async (bytes) => {
-    for (let at = 0; at < bytes.length; at += limiter.sliceBytes) {
-      const piece = bytes.subarray(at, Math.min(bytes.length, at + limiter.sliceBytes));
-      await limiter.take(piece.length, signal);
+    for (let at = 0; at < bytes.length; at += slice) {
+      const piece = bytes.subarray(at, Math.min(bytes.length, at + slice));
+      for (const limiter of limiters) await limiter.take(piece.length, signal);
       await write(piece);
     }
   };

@@ -163,7 +163,7 @@ t.test('--exclude leaves out matching files and directories on push and pull (rs
   t.match(bad.stderr, /--exclude "\[oops": has a \[ without its \]/);
 });
 
-t.test('--bwlimit caps what a push sends and what the listener sends a pull; a bad rate is a usage error', async (t) => {
+t.test('--bwlimit caps what a push sends, what the listener sends a pull, and listen --bwlimit all it sends; a bad rate is a usage error', async (t) => {
   const src = path.join(work, 'capped');
   await mkdir(src);
   await writeFile(path.join(src, 'one.bin'), randomBytes(1 << 20));
@@ -185,6 +185,18 @@ t.test('--bwlimit caps what a push sends and what the listener sends a pull; a b
   const bad = await runCli(['--home', b.home, 'push', src, 'alice:inbox/c2', '--bwlimit', 'fast']);
   t.equal(bad.code, 2, bad.stderr);
   t.match(bad.stderr, /--bwlimit "fast": expected a rate such as 500 \(KiB\/s\), 2MiB, 10MB\/s or 100mbit/);
+
+  // listen --bwlimit caps what the listener sends, though the pull asks for no cap.
+  const capped = await startListener(a.home, ['--share', `inbox=${path.join(work, 'inbox')}`, '--bwlimit', '512KiB']);
+  t.teardown(() => capped.stop('SIGKILL'));
+  const dest2 = path.join(work, 'capped-pulled-2');
+  const pull2 = await runCli(['--home', b.home, 'pull', 'alice:inbox/capped', dest2, '--json', '--addr', `127.0.0.1:${capped.port}`]);
+  t.equal(pull2.code, 0, pull2.stderr);
+  t.ok(Number(done(pull2.stdout)['seconds']) >= minSeconds, `the pull took ${String(done(pull2.stdout)['seconds'])} s: the listener kept to its own cap`);
+  t.same(await snapshot(path.join(dest2, 'capped')), await snapshot(src), 'byte-identical');
+  const badListen = await runCli(['--home', a.home, 'listen', '--port', '0', '--bwlimit', '0']);
+  t.equal(badListen.code, 2, badListen.stderr);
+  t.match(badListen.stderr, /--bwlimit "0": must be between 1 KiB\/s and 4 GiB\/s/);
 });
 
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {

@@ -91,7 +91,7 @@ t.test('pacedWrite slices a write and takes each slice first', async (t) => {
   const limiter = new RateLimiter(20_480, { clock }); // 20 KiB/s: slices of 1 KiB
   t.equal(limiter.sliceBytes, 1024, 'a twentieth of a second per slice');
   const writes: { at: number; bytes: number }[] = [];
-  const write = pacedWrite(limiter, async (b) => {
+  const write = pacedWrite([limiter], async (b) => {
     writes.push({ at: clock.now(), bytes: b.length });
   });
   const done = write(new Uint8Array(10 * 1024 + 10));
@@ -100,6 +100,22 @@ t.test('pacedWrite slices a write and takes each slice first', async (t) => {
   t.equal(writes.length, 11, 'ten full slices and the rest');
   t.equal(writes.reduce((n, w) => n + w.bytes, 0), 10 * 1024 + 10, 'every byte written once');
   t.ok((writes.at(-1)?.at ?? 0) > 0, 'later slices waited for the cap');
+});
+
+t.test('pacedWrite under two caps keeps to the tighter, slicing by the smaller slice', async (t) => {
+  const clock = new VirtualClock();
+  const own = new RateLimiter(100_000, { burstBytes: 5_000, clock });
+  const shared = new RateLimiter(20_000, { burstBytes: 1_000, clock });
+  let written = 0;
+  const write = pacedWrite([own, shared], async (b) => {
+    written += b.length;
+  });
+  const done = write(new Uint8Array(21_000));
+  await clock.run();
+  await done;
+  t.equal(written, 21_000);
+  t.equal(clock.now(), 1_000, '21 kB under 20 kB/s with a 1 kB burst: 1 s, the tighter cap');
+  t.same(pacedWrite([], write), write, 'no cap: the write itself');
 });
 
 t.test('an aborted take rejects with the reason; bad arguments are refused', async (t) => {

@@ -9,7 +9,7 @@ import { resolvePeer } from '../../node/peer-resolve.js';
 import { applyAllowLists, resolveShares, type Share } from '../../node/shares.js';
 import { formatHostPort } from '../../node/address.js';
 import type { Runner } from '../context.js';
-import { COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
+import { bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 
 function configFrom(args: Record<string, unknown>): NodeConfig {
   const timeout = args['connect-timeout'];
@@ -90,6 +90,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           .option('transport', TRANSPORT_OPTION)
           .option('compress', { ...COMPRESS_OPTION, describe: 'accept zstd-compressed chunks and compress what is pulled, when the peer agrees (--no-compress: never)' })
           .option('init', { type: 'boolean', default: false, describe: 'create an identity first if there is none' })
+          .option('bwlimit', { type: 'string', describe: 'cap the rate this listener sends at, all peers, pulls and syncs together, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit' })
           // Strings, checked by listenConfigFrom: an error can then quote what was typed.
           .option('idle-timeout', { type: 'string', requiresArg: true, describe: `seconds without any packet before a connection is dropped (default ${DEFAULT_CONFIG.idleTimeoutMs / 1000})` })
           .option('handshake-timeout', { type: 'string', requiresArg: true, describe: `seconds a new connection gets to open its control stream and finish the handshake (default ${DEFAULT_CONFIG.handshakeTimeoutMs / 1000})` })
@@ -99,6 +100,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
       run(async (ctx, args) => {
         const config = listenConfigFrom(args);
         const port = intOption(args['port'], '--port', 0, 65535);
+        const bwlimit = bwlimitOption(args['bwlimit']);
         if (args['init'] === true && !(await identityExists(ctx.home.identityKeyFile))) {
           const created = await createIdentity(ctx.home.identityKeyFile);
           ctx.log.warn(`created identity ${created.nodeId} in ${ctx.home.dir}`);
@@ -115,14 +117,18 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const { ResidentFolders } = await import('../../node/synced-folder.js');
         const indexes = new ChunkIndexPool({ log });
         const resident = new ResidentFolders({ log });
+        const { RateLimiter } = await import('../../transfer/rate-limiter.js');
+        // One cap for everything this listener sends: every peer, pull and sync together.
+        const sendLimiter = bwlimit === undefined ? undefined : new RateLimiter(bwlimit);
+        const limited = sendLimiter === undefined ? {} : { sendLimiter };
         const server = await NodeServer.start(
           { identity, peers: peerStore, shares, host: String(args['host']), port, config, log },
-          (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId, indexes, resident }, signal),
+          (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId, indexes, resident, ...limited }, signal),
         );
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
         // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
         const { ResidentSyncServer } = await import('../../node/resident-sync.js');
-        const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log });
+        const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, ...limited });
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');
         ctx.out.emit(
