@@ -17,12 +17,13 @@ export type ResidentSyncAsk = Omit<ResidentSyncRequest, 'progress'>;
 
 /** The control request for a sync of `dir` (its real path) with `remote`. */
 export function residentRequest(o: {
-  dir: string; remote: RemoteSpec; mode: SyncModeName; compression: CompressionChoice; addr: string | undefined; transport: string | undefined;
+  dir: string; remote: RemoteSpec; mode: SyncModeName; compression: CompressionChoice; addr: string | undefined; transport: string | undefined; bwlimit?: number | undefined;
 }): ResidentSyncAsk {
   return {
     op: 'sync', dir: o.dir, peer: o.remote.peer, share: o.remote.share, mode: o.mode, compression: o.compression,
     ...(o.addr === undefined ? {} : { addr: o.addr }),
     ...(o.transport === undefined ? {} : { transport: o.transport }),
+    ...(o.bwlimit === undefined ? {} : { bwlimit: o.bwlimit }),
   };
 }
 

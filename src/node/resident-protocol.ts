@@ -29,6 +29,8 @@ export interface ResidentSyncRequest {
   readonly mode: SyncModeName;
   readonly transport?: string;
   readonly compression: 'auto' | 'none';
+  /** sync --bwlimit, bytes per second. */
+  readonly bwlimit?: number;
   /** Send progress lines. */
   readonly progress: boolean;
 }

@@ -56,6 +56,8 @@ export function parseResidentRequest(line: string): ResidentSyncRequest {
   if (!MODES.includes(r['mode'] as SyncModeName)) throw new ClawpeerError('USAGE', `control request mode must be one of ${MODES.join(', ')}`);
   if (r['compression'] !== 'auto' && r['compression'] !== 'none') throw new ClawpeerError('USAGE', 'control request compression must be auto or none');
   if (typeof r['progress'] !== 'boolean') throw new ClawpeerError('USAGE', 'control request progress must be a boolean');
+  const bw = r['bwlimit'];
+  if (bw !== undefined && !(Number.isInteger(bw) && (bw as number) >= 1 && (bw as number) <= 0xffff_ffff)) throw new ClawpeerError('USAGE', 'control request bwlimit must be an integer of bytes per second in 1..4294967295');
   return v as ResidentSyncRequest;
 }
 
@@ -180,6 +182,7 @@ export class ResidentSyncServer {
     const result = await syncWithPeer({
       identity: this.#ctx.identity, peer, config, dir: share.dir, share: req.share, mode: req.mode, log, signal,
       resident: this.#ctx.resident,
+      ...(req.bwlimit === undefined ? {} : { bwlimit: req.bwlimit }),
       ...(this.#ctx.sendLimiter === undefined ? {} : { rateLimiters: [this.#ctx.sendLimiter] }),
       ...(req.progress ? { onProgress: (p) => send({ type: 'progress', ...p }) } : {}),
     });

@@ -6,7 +6,8 @@
 // with a second reconciliation; the summary counts what the user asked to see (round trips and
 // bytes of the first reconciliation, records, chunks, wire bytes, conflicts).
 // The dial is sync-with-peer.ts's. Non-goals: printing (cli/commands/sync.ts), the --watch loop (the CLI).
-import type { RateLimiter } from '../transfer/rate-limiter.js';
+import { ClawpeerError } from '../errors.js';
+import { RateLimiter } from '../transfer/rate-limiter.js';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logger.js';
 import type { SyncModeName } from '../protocol/messages.js';
@@ -42,7 +43,9 @@ export interface SyncFolderOptions {
   readonly onProgress?: (p: TransferProgress) => void;
   /** A listener's folder state: no scan when the folder's watcher vouches nothing changed, the log kept open. */
   readonly resident?: ResidentFolders;
-  /** Caps on what this side sends the peer (a listener's --bwlimit, for the syncs it runs). */
+  /** sync --bwlimit, bytes per second: caps what this side sends, and the peer is asked to cap what it sends. */
+  readonly bwlimit?: number;
+  /** More caps on what this side sends (a listener's --bwlimit, for the syncs it runs). */
   readonly rateLimiters?: readonly RateLimiter[];
 }
 
@@ -96,8 +99,13 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
   const chunking = sessionChunking(session);
   const sends = o.mode !== 'receive-only';
   const receives = o.mode !== 'send-only';
+  // A listener without 'rate-limit' would send at full speed.
+  if (o.bwlimit !== undefined && receives && !session.caps.features.includes('rate-limit')) {
+    throw new ClawpeerError('USAGE', `peer ${session.peerId} cannot cap the rate it sends a sync at (an older clawpeer): sync without --bwlimit, or with --mode send-only`);
+  }
+  const limiters = [...(o.bwlimit === undefined ? [] : [new RateLimiter(o.bwlimit)]), ...(o.rateLimiters ?? [])];
   const transferId = session.allocateTransferId();
-  await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0) });
+  await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0), ...(o.bwlimit === undefined || !receives ? {} : { rateLimit: o.bwlimit }) });
   const progress = o.onProgress;
   let hashed = 0;
   let hashedFiles = 0;
@@ -110,7 +118,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     const { store } = folder;
     const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, log);
     void router.run(signal);
-    const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, ...(o.rateLimiters === undefined ? {} : { rateLimiters: o.rateLimiters }) };
+    const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, rateLimiters: limiters };
     const initiator = new ReconcileInitiator(store.snapshotIdSet());
     const [hello] = initiator.start();
     if (hello === undefined) throw new TypeError('reconciliation produced no hello');

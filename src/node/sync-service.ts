@@ -5,7 +5,7 @@
 // mode decides the directions (its revisions applied here unless it is receive-only, ours sent
 // unless it is send-only); a read-only share only serves receive-only clients. Non-goals: the
 // message phases (sync-exchange.ts), the decisions (sync-apply.ts).
-import type { RateLimiter } from '../transfer/rate-limiter.js';
+import { RateLimiter } from '../transfer/rate-limiter.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -80,7 +80,9 @@ async function serveClaimedSync(
   });
   try {
     const { store } = folder;
-    const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, ...(ctx.sendLimiter === undefined ? {} : { rateLimiters: [ctx.sendLimiter] }) };
+    // What we send: within the client's rate (sync --bwlimit) and this listener's own (listen --bwlimit).
+    const rateLimiters = [...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]), ...(ctx.sendLimiter === undefined ? [] : [ctx.sendLimiter])];
+    const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, rateLimiters };
     const hello = early ?? decodeReconcilePayload((await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal)).payload);
     const responder = new ReconcileResponder(store.snapshotIdSet());
     const first = responder.receive(hello);

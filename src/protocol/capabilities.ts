@@ -23,8 +23,8 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // exclude: a pull's request may carry exclude patterns (transfer/exclude.ts) the server applies;
 // a server without it would send everything, so a client does not ask one that lacks it.
 // watch: a client may ask to be told when a share changes (WatchShare / ShareChanged).
-// rate-limit: a pull's request may carry a rate (bytes per second) the server sends within
-// (--bwlimit); a server without it would send at full speed, so a client does not ask one.
+// rate-limit: a pull's or a sync's request may carry a rate (bytes per second) the server sends
+// within (--bwlimit); a server without it would send at full speed, so a client does not ask one.
 export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 

@@ -199,6 +199,8 @@ export interface SyncRequestMessage {
    * empty when it follows as the first SyncReconcile (the client scans while the server does).
    */
   readonly reconcile: Uint8Array;
+  /** The most bytes per second the server sends this sync's content at (uint32 > 0; feature 'rate-limit'). */
+  readonly rateLimit?: number;
 }
 
 export interface SyncAcceptMessage {
@@ -366,6 +368,13 @@ function capsToWire(caps: Capabilities): clawpeer.v1.Capabilities.$Properties {
   };
 }
 
+/** A rate limit is left out for none; present, it is a uint32 > 0 (0 on the wire means none). */
+function checkRateLimit(name: string, value: number | undefined): void {
+  if (value === undefined) return;
+  checkUint(name, value, UINT32_MAX);
+  if (value === 0) throw new RangeError(`${name} must be > 0 (leave it out for no limit)`);
+}
+
 function checkUint(name: string, value: number, max: number): void {
   if (!Number.isInteger(value) || value < 0 || value > max) throw new RangeError(`${name} must be an integer in 0..${max}, got ${value}`);
 }
@@ -450,8 +459,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       const exclude = message.exclude ?? [];
       if (exclude.length > MAX_EXCLUDE_PATTERNS) throw new RangeError(`TransferRequest.exclude has ${exclude.length} patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
       for (const pattern of exclude) checkTextBytes('TransferRequest.exclude', pattern);
-      if (message.rateLimit !== undefined) checkUint('TransferRequest.rateLimit', message.rateLimit, UINT32_MAX);
-      if (message.rateLimit === 0) throw new RangeError('TransferRequest.rateLimit must be > 0 (leave it out for no limit)');
+      checkRateLimit('TransferRequest.rateLimit', message.rateLimit);
       return {
         transferRequest: {
           transferId: message.transferId,
@@ -524,7 +532,8 @@ function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Propertie
       if (mode === undefined) throw new RangeError(`SyncRequest.mode must be two-way, send-only or receive-only, got ${String(message.mode)}`);
       checkTextBytes('SyncRequest.share', message.share);
       checkBlob('SyncRequest.reconcile', message.reconcile, 0, MAX_SYNC_RECONCILE_BYTES);
-      return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile } };
+      checkRateLimit('SyncRequest.rateLimit', message.rateLimit);
+      return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile, rateLimit: message.rateLimit ?? 0 } };
     }
     case 'sync-accept':
       return { syncAccept: { transferId: message.transferId } };
@@ -871,6 +880,7 @@ function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage | undefi
         share: wireText('SyncRequest.share', r.share),
         mode: wireEnum('SyncRequest.mode', r.mode, SYNC_MODE_FROM_WIRE),
         reconcile: blobFromWire('SyncRequest.reconcile', r.reconcile, 0, MAX_SYNC_RECONCILE_BYTES),
+        ...(r.rateLimit === null || r.rateLimit === undefined || r.rateLimit === 0 ? {} : { rateLimit: r.rateLimit }),
       };
     }
     case 'syncAccept': {

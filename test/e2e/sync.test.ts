@@ -24,7 +24,7 @@ const b = await initNode('sb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 const shares: string[] = [];
-for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress']) {
+for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped']) {
   await mkdir(path.join(work, 'server', name), { recursive: true });
   shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
 }
@@ -49,6 +49,21 @@ async function age(file: string, secondsAgo: number): Promise<void> {
   const when = new Date(Date.now() - secondsAgo * 1000);
   await utimes(file, when, when);
 }
+
+t.test('sync --bwlimit caps what this side sends, and the listener sends within it too', async (t) => {
+  // 1 MiB each way at 512 KiB/s, less a tenth of a second's burst: >= 1.8 s per direction.
+  const minSeconds = 1.5;
+  await mkdir(client('capped'), { recursive: true });
+  await writeFile(client('capped', 'up.bin'), randomBytes(1 << 20));
+  const up = await sync('capped', ['--bwlimit', '512KiB']);
+  t.match(up, { inSync: true, revisionsSent: 1 });
+  t.ok(Number(up['seconds']) >= minSeconds, `sending 1 MiB took ${String(up['seconds'])} s`);
+  await writeFile(server('capped', 'down.bin'), randomBytes(1 << 20));
+  const down = await sync('capped', ['--bwlimit', '512KiB']);
+  t.match(down, { inSync: true, revisionsReceived: 1 });
+  t.ok(Number(down['seconds']) >= minSeconds, `receiving 1 MiB took ${String(down['seconds'])} s: the listener kept to the asked rate`);
+  t.same(await snapshot(client('capped')), await snapshot(server('capped')), 'converged');
+});
 
 t.test('new files both ways converge; then a no-op sync is one round trip under 200 bytes', async (t) => {
   await mkdir(client('two', 'docs'), { recursive: true });

@@ -1,4 +1,4 @@
-// The initiating side's checks against what the listener announced: a pull that needs a feature
+// The initiating side's checks against what the listener announced: a pull or sync that needs a feature
 // the listener lacks is refused before anything is asked, instead of being silently ignored.
 import t from 'tap';
 import { mkdtemp } from 'node:fs/promises';
@@ -9,6 +9,7 @@ import { silentLogger } from '../../src/logger.js';
 import { clientHandshake, serverHandshake } from '../../src/node/control-channel.js';
 import { PeerSession } from '../../src/node/session.js';
 import { pull } from '../../src/node/transfer-client.js';
+import { syncFolder } from '../../src/node/sync-client.js';
 import type { FeatureName } from '../../src/protocol/capabilities.js';
 import { MemoryBackend } from '../../src/transport/memory.js';
 
@@ -30,8 +31,11 @@ async function sessionWithout(missing: FeatureName): Promise<{ session: PeerSess
   const [handshake] = await Promise.all([clientSide, serverHandshake(serverStream, { identity: b, expectedRemoteKey: a.publicKey, timeoutMs: 5000 })]);
   const caps = { ...handshake.caps, features: handshake.caps.features.filter((f) => f !== missing) };
   // Anything the client sends after the handshake would be readable on the server's control stream.
+  let reading: Promise<Uint8Array | null> | undefined; // one read at a time, kept across calls
   const sent = async (): Promise<boolean> => {
-    const bytes = await Promise.race([serverStream.read(), new Promise<null>((r) => setTimeout(() => r(null), 200))]);
+    reading ??= serverStream.read().catch(() => null);
+    const bytes = await Promise.race([reading, new Promise<null>((r) => setTimeout(() => r(null), 200))]);
+    if (bytes !== null) reading = undefined;
     return bytes !== null;
   };
   return { session: new PeerSession(client, { ...handshake, caps }), sent };
@@ -55,6 +59,21 @@ t.test('without --bwlimit the same pull does send its request (what the check ab
   const pulling = pull({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: abort.signal });
   pulling.catch(() => undefined);
   t.ok(await sent(), 'the request went out');
+  abort.abort();
+  await session.connection.close();
+});
+
+t.test('sync --bwlimit from a listener without rate-limit is refused before the request, unless nothing comes back', async (t) => {
+  const { session, sent } = await sessionWithout('rate-limit');
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
+  const o = { session, dir, share: 'docs', nodeId: 'n', log: silentLogger, signal: new AbortController().signal, bwlimit: 65536 };
+  await t.rejects(syncFolder({ ...o, mode: 'two-way' }), { code: 'USAGE', message: /cannot cap the rate it sends a sync at \(an older clawpeer\)/ });
+  t.notOk(await sent(), 'no request went out');
+  // send-only: the peer sends no content, so only our own cap matters and the request goes.
+  const abort = new AbortController();
+  const sending = syncFolder({ ...o, mode: 'send-only', signal: abort.signal });
+  sending.catch(() => undefined);
+  t.ok(await sent(), 'a send-only sync does send its request');
   abort.abort();
   await session.connection.close();
 });

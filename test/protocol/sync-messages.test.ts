@@ -32,6 +32,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'SyncRequest (with a rate limit, hello to follow)',
+    message: { type: 'sync-request', transferId: 3, share: '', mode: 'two-way', reconcile: new Uint8Array(0), rateLimit: 1 << 20 },
+    wire: `
+      01 0000000b                 # frame: type CONTROL, body 11 bytes
+      8203 08                     # Control.sync_request (field 48, LEN) 8 bytes
+      08 03                       #   transfer_id (1) = 3
+      18 01                       #   mode (3) = TWO_WAY
+      28 808040                   #   rate_limit (5) = 1048576 bytes per second
+    `,
+  },
+  {
     name: 'SyncAccept',
     message: { type: 'sync-accept', transferId: 3 },
     wire: `
@@ -128,6 +139,7 @@ t.test('the encoder refuses what the decoder would (our own bug, RangeError)', a
   t.throws(() => encodeControl({ type: 'sync-reconcile', transferId: 1, payload: new Uint8Array(0) }), RangeError);
   t.throws(() => encodeControl({ type: 'sync-fetch', transferId: 1, fetchId: 1, items: [{ path: 'x', root: new Uint8Array(3) }], last: true }), RangeError);
   t.throws(() => encodeControl({ type: 'sync-request', transferId: 1, share: '', mode: 'both' as never, reconcile: Uint8Array.of(1) }), RangeError);
+  t.throws(() => encodeControl({ type: 'sync-request', transferId: 1, share: '', mode: 'two-way', reconcile: Uint8Array.of(1), rateLimit: 0 }), /rateLimit must be > 0/);
 });
 
 t.test('a SyncRequest may leave its hello for the first SyncReconcile (empty reconcile)', async (t) => {

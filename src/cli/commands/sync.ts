@@ -12,7 +12,7 @@ import { isTempFileName } from '../../node/internal-names.js';
 import type { SyncFolderResult } from '../../node/sync-client.js';
 import type { TransferProgress } from '../../node/transfer-progress.js';
 import type { SyncModeName } from '../../protocol/messages.js';
-import { COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
+import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { createProgress } from '../progress.js';
 import { residentRequest, syncViaListener } from '../resident-client.js';
@@ -54,6 +54,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   if (args['interval'] !== undefined && args['watch'] !== true) throw new ClawpeerError('USAGE', '--interval applies to --watch only');
   const intervalMs = args['interval'] === undefined ? WATCH_INTERVAL_MS : intOption(args['interval'], '--interval', WATCH_INTERVAL_MIN_S, WATCH_INTERVAL_MAX_S) * 1000;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
+  const bwlimit = bwlimitOption(args['bwlimit']);
   const log = ctx.log.child('sync');
   // A listener of this home that serves `dir` runs the sync itself: it watches its shares, so
   // an unchanged folder is not scanned again (node/folder-watcher.ts). Otherwise this process
@@ -67,7 +68,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   };
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
     const [{ identity, peer }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../node/sync-with-peer.js')]);
-    return syncWithPeer({ identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, ...(onProgress === undefined ? {} : { onProgress }) });
+    return syncWithPeer({ identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, ...(onProgress === undefined ? {} : { onProgress }), ...(bwlimit === undefined ? {} : { bwlimit }) });
   };
   const once = async (): Promise<void> => {
     const progress = createProgress(ctx.out);
@@ -77,7 +78,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     try {
       const realDir = await realpath(dir).catch(() => undefined); // per run: --watch may have made it
       const outcome = realDir === undefined ? undefined : await syncViaListener(ctx.home.dir, residentRequest({
-        dir: realDir, remote, mode, compression: config.compression, addr: args['addr'] as string | undefined, transport: args['transport'] as string | undefined,
+        dir: realDir, remote, mode, compression: config.compression, addr: args['addr'] as string | undefined, transport: args['transport'] as string | undefined, bwlimit,
       }), onProgress, ctx.signal);
       if (outcome?.kind === 'done') {
         result = outcome.result;
@@ -196,6 +197,7 @@ export function registerSyncCommands(cli: Argv, run: Runner): Argv {
           .option('interval', { type: 'number', describe: `with --watch: seconds between syncs when nothing changed here and the peer told of no change (its listener tells at once; an older peer's changes wait this long) (default ${WATCH_INTERVAL_MS / 1000})` })
           .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
           .option('transport', TRANSPORT_OPTION)
+          .option('bwlimit', { ...BWLIMIT_OPTION, describe: 'cap the rate this side sends at, and ask the peer to cap its sending the same, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit' })
           .option('compress', COMPRESS_OPTION),
       run(runSync),
     );

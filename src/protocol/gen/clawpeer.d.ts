@@ -1287,6 +1287,9 @@ export namespace clawpeer {
             /** SyncRequest reconcile. */
             reconcile: Uint8Array;
 
+            /** SyncRequest rateLimit. */
+            rateLimit: number;
+
             /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @param message SyncRequest message or plain object to encode
@@ -1322,6 +1325,9 @@ export namespace clawpeer {
 
                 /** SyncRequest reconcile */
                 reconcile?: (Uint8Array|null);
+
+                /** SyncRequest rateLimit */
+                rateLimit?: (number|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

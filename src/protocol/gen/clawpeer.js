@@ -3187,6 +3187,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {string|null} [share] SyncRequest share
              * @property {clawpeer.v1.SyncMode|null} [mode] SyncRequest mode
              * @property {Uint8Array|null} [reconcile] SyncRequest reconcile
+             * @property {number|null} [rateLimit] SyncRequest rateLimit
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3251,6 +3252,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncRequest.prototype.reconcile = $util.newBuffer([]);
 
             /**
+             * SyncRequest rateLimit.
+             * @member {number} rateLimit
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.rateLimit = 0;
+
+            /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncRequest
@@ -3274,6 +3283,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 3, wireType 0 =*/24).int32(message.mode);
                 if (message.reconcile != null && $Object.hasOwnProperty.call(message, "reconcile") && message.reconcile.length)
                     writer.uint32(/* id 4, wireType 2 =*/34).bytes(message.reconcile);
+                if (message.rateLimit != null && $Object.hasOwnProperty.call(message, "rateLimit") && message.rateLimit !== 0)
+                    writer.uint32(/* id 5, wireType 0 =*/40).uint32(message.rateLimit);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -3352,6 +3363,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.reconcile = value;
                             else
                                 delete message.reconcile;
+                            continue;
+                        }
+                    case 5: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.rateLimit = value;
+                            else
+                                delete message.rateLimit;
                             continue;
                         }
                     }
