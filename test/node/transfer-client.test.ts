@@ -4,31 +4,16 @@ import t from 'tap';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { generateIdentity } from '../../src/crypto/identity.js';
 import { silentLogger } from '../../src/logger.js';
-import { clientHandshake, serverHandshake } from '../../src/node/control-channel.js';
 import { PeerSession } from '../../src/node/session.js';
 import { pull } from '../../src/node/transfer-client.js';
 import { syncFolder } from '../../src/node/sync-client.js';
 import type { FeatureName } from '../../src/protocol/capabilities.js';
-import { MemoryBackend } from '../../src/transport/memory.js';
+import { memoryHandshake } from './memory-session.js';
 
 /** A client session whose listener announced every feature but `missing`; the listener side stays silent. */
 async function sessionWithout(missing: FeatureName): Promise<{ session: PeerSession; sent: () => Promise<boolean> }> {
-  const backend = new MemoryBackend();
-  const a = generateIdentity();
-  const b = generateIdentity();
-  const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: b });
-  const accepted = listener.accept();
-  const client = await backend.connect({ host: '127.0.0.1', port: listener.address.port, identity: a });
-  const server = await accepted;
-  if (server === null) throw new Error('no server connection');
-  await listener.close();
-  const serverControl = server.acceptStream();
-  const clientSide = clientHandshake(await client.openStream(), { identity: a, expectedRemoteKey: b.publicKey, timeoutMs: 5000 });
-  const serverStream = await serverControl;
-  if (serverStream === null) throw new Error('no control stream');
-  const [handshake] = await Promise.all([clientSide, serverHandshake(serverStream, { identity: b, expectedRemoteKey: a.publicKey, timeoutMs: 5000 })]);
+  const { client, handshake, serverControl: serverStream } = await memoryHandshake();
   const caps = { ...handshake.caps, features: handshake.caps.features.filter((f) => f !== missing) };
   // Anything the client sends after the handshake would be readable on the server's control stream.
   let reading: Promise<Uint8Array | null> | undefined; // one read at a time, kept across calls

@@ -7,33 +7,17 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { generateIdentity } from '../../src/crypto/identity.js';
 import { silentLogger } from '../../src/logger.js';
 import { bitmapFromKeys, uniqueChunks, type WantInfo } from '../../src/node/chunk-order.js';
-import { clientHandshake, serverHandshake } from '../../src/node/control-channel.js';
 import { PeerSession } from '../../src/node/session.js';
 import { sendChunks } from '../../src/node/transfer-send.js';
 import { scanSource, type TransferSource } from '../../src/node/transfer-source.js';
-import { MemoryBackend } from '../../src/transport/memory.js';
 import type { Connection } from '../../src/transport/types.js';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
+import { memoryHandshake } from './memory-session.js';
 
 async function sessionPair(): Promise<{ sender: PeerSession; receiver: Connection }> {
-  const backend = new MemoryBackend();
-  const a = generateIdentity();
-  const b = generateIdentity();
-  const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: b });
-  const accepted = listener.accept();
-  const client = await backend.connect({ host: '127.0.0.1', port: listener.address.port, identity: a });
-  const server = await accepted;
-  if (server === null) throw new Error('no server connection');
-  await listener.close();
-  const serverControl = server.acceptStream();
-  const clientStream = await client.openStream();
-  const clientSide = clientHandshake(clientStream, { identity: a, expectedRemoteKey: b.publicKey, timeoutMs: 5000 });
-  const serverStream = await serverControl;
-  if (serverStream === null) throw new Error('no control stream');
-  const [handshake] = await Promise.all([clientSide, serverHandshake(serverStream, { identity: b, expectedRemoteKey: a.publicKey, timeoutMs: 5000 })]);
+  const { client, handshake, server } = await memoryHandshake();
   return { sender: new PeerSession(client, handshake), receiver: server };
 }
 
