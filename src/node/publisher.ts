@@ -475,6 +475,17 @@ export class Publisher {
    * busy host took milliseconds, paid per new directory before the first chunk.
    */
   #confinedDir(relDir: string, create: boolean): string {
+    const abs = this.#walkDir(relDir, create ? 'create' : 'require');
+    if (abs === undefined) throw new TypeError(`${relDir}: a directory walk that creates or requires returned nothing`);
+    return abs;
+  }
+
+  /**
+   * The walk of #confinedDir. `probe` creates nothing: it returns undefined at the first missing
+   * level (all below it would be new), and refuses what is in the way as `create` would.
+   */
+  #walkDir(relDir: string, mode: 'create' | 'require' | 'probe'): string | undefined {
+    const create = mode === 'create';
     let abs = this.shareRoot;
     if (relDir === '') return abs;
     let fresh = false;
@@ -490,13 +501,14 @@ export class Publisher {
         throw ioError('inspect', abs, err);
       }
       if (st === undefined) {
+        if (mode === 'probe') return undefined;
         if (!create) throw new ClawpeerError('IO', `directory ${abs} does not exist`);
         try {
           mkdirSync(abs);
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError('create directory', abs, err);
           // Lost a race with another writer: start over and inspect what is there now.
-          return this.#confinedDir(relDir, create);
+          return this.#walkDir(relDir, mode);
         }
         this.#dirtyDirs.add(parentAbs);
         this.#checkedDirs.add(abs);
@@ -535,6 +547,12 @@ export class Publisher {
     return abs;
   }
 
+  /** Checks, creating nothing, that directory `relPath` could be made (dry runs): throws what makeDir would. */
+  probeDir(relPath: string): void {
+    this.#checkAborted();
+    this.#walkDir(this.#normalize(relPath), 'probe');
+  }
+
   /** Creates directory `relPath` (and missing parents) inside the share. */
   async makeDir(relPath: string): Promise<void> {
     this.#checkAborted();
@@ -564,6 +582,29 @@ export class Publisher {
     if (st.size !== manifest.size) return { kind: 'different', what: `a different file (${st.size} bytes, incoming ${manifest.size})` };
     const root = await this.#rootOf(rel, abs);
     return bytesEqual(root, manifest.root) ? { kind: 'identical' } : { kind: 'different', what: 'a file with different content' };
+  }
+
+  /**
+   * What stageFile would do with `file`, creating nothing: 'new', 'identical' (nothing to do) or
+   * 'replace' (force); throws what stageFile would (FILE_EXISTS, PATH_INVALID, PROTOCOL). For
+   * dry runs.
+   */
+  async verdict(file: PublishFile): Promise<'new' | 'identical' | 'replace'> {
+    this.#checkAborted();
+    const rel = this.#normalize(file.relPath);
+    verifyManifest(file.manifest, {
+      maxChunkBytes: this.#options.maxChunkBytes ?? this.#options.chunking.maxBytes,
+      maxChunkCount: this.#options.maxChunkCount ?? Number.MAX_SAFE_INTEGER,
+    });
+    const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
+    const dirAbs = this.#walkDir(relDir, 'probe');
+    if (dirAbs === undefined) return 'new';
+    const finalPath = path.join(dirAbs, path.posix.basename(rel));
+    const existing = await this.#existing(rel, finalPath, file.manifest);
+    if (existing.kind === 'absent') return 'new';
+    if (existing.kind === 'identical') return 'identical';
+    if (!this.#force) this.#refuseExisting(finalPath, existing.what);
+    return 'replace';
   }
 
   #refuseExisting(abs: string, what: string): never {

@@ -1,12 +1,15 @@
 // The initiating side of push and pull: scans or prepares locally, talks to the listener over
 // the control channel, and runs the data plane in the right direction.
+import { existsSync } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { ControlMessage, TransferDoneMessage } from '../protocol/messages.js';
+import { bitmapSet, newBitmap, type ControlMessage, type ManifestEntry, type TransferDoneMessage } from '../protocol/messages.js';
 import type { ExcludeRules } from '../transfer/exclude.js';
+import { bitmapFromKeys, uniqueChunks } from './chunk-order.js';
 import { DataStreamRouter } from './data-stream-router.js';
+import { dryRunReport, type DryRunReport } from './dry-run.js';
 import type { PeerSession } from './session.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
@@ -39,6 +42,8 @@ export interface TransferOptions {
   readonly excludeRules?: ExcludeRules;
   /** --bwlimit, bytes per second: a push caps its own sending, a pull asks the listener to cap its. */
   readonly bwlimit?: number;
+  /** --dry-run: plan only; the receiving side writes nothing and no chunk travels. */
+  readonly dryRun?: boolean;
 }
 
 export interface TransferResult {
@@ -53,6 +58,15 @@ export interface TransferResult {
   readonly streams: number;
   readonly window: number;
   readonly seconds: number;
+  /** A dry run's plan (files, chunks and bytes are then what would be, and nothing was written). */
+  readonly dryRun?: DryRunReport;
+}
+
+/** A listener without 'dry-run' would carry the transfer out: refuse before asking it. */
+function checkDryRunSupported(session: PeerSession): void {
+  if (!session.caps.features.includes('dry-run')) {
+    throw new ClawpeerError('USAGE', `peer ${session.peerId} cannot do a dry run (an older clawpeer): run without --dry-run`);
+  }
 }
 
 function wireBytesOf(session: PeerSession): number {
@@ -79,6 +93,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     },
   });
   const totalFiles = source.files.size;
+  if (o.dryRun === true) return pushDryRun(o, source.entries, started, wireStart);
   const id = session.allocateTransferId();
   // The manifest follows the request without waiting for the accept: one round trip less.
   // If the listener refuses, its Error arrives instead of the accept and the batches are moot.
@@ -132,11 +147,36 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   }
 }
 
+/** The push's dry run: the listener answers the manifest with its Want and what it would publish. */
+async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[], started: number, wireStart: number): Promise<TransferResult> {
+  const { session } = o;
+  checkDryRunSupported(session);
+  const id = session.allocateTransferId();
+  await session.control.sendAll([
+    { type: 'transfer-request', transferId: id, direction: 'push', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window, dryRun: true },
+    ...manifestMessages(session, id, entries),
+  ]);
+  const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
+  const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
+  if (want.publish === undefined && entries.some((e) => e.kind === 'file')) throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a dry run without saying what it would publish`);
+  const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal);
+  const report = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, want.publish ?? new Uint8Array(0));
+  return dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart);
+}
+
+function dryRunResult(session: PeerSession, files: number, bytes: number, report: DryRunReport, accept: { streams: number; window: number }, started: number, wireStart: number): TransferResult {
+  return {
+    files, bytes, wireBytes: wireBytesOf(session) - wireStart, chunksSent: 0, chunksSkipped: 0, chunksCompressed: 0,
+    streams: accept.streams, window: accept.window, seconds: (performance.now() - started) / 1000, dryRun: report,
+  };
+}
+
 export async function pull(o: TransferOptions): Promise<TransferResult> {
   const { session } = o;
   const started = performance.now();
   const wireStart = wireBytesOf(session);
   const root = path.resolve(o.localPath);
+  if (o.dryRun === true) return pullDryRun(o, root, started, wireStart);
   try {
     await mkdir(root, { recursive: true });
   } catch (err) {
@@ -147,6 +187,44 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
   const id = session.allocateTransferId();
   // The listener's data streams (early chunks) may come while we stage: they wait for our receiver.
   return router.expecting(id, () => pullWith(o, router, id, started, wireStart, root));
+}
+
+/** The pull's dry run: the listener sends its manifest; we plan here, write nothing, and end it. */
+async function pullDryRun(o: TransferOptions, root: string, started: number, wireStart: number): Promise<TransferResult> {
+  const { session } = o;
+  checkDryRunSupported(session);
+  const exclude = o.excludeRules?.patterns;
+  const id = session.allocateTransferId();
+  await session.control.send({
+    type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window, dryRun: true,
+    ...(exclude === undefined ? {} : { exclude }),
+  });
+  const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
+  const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
+  let plan: { lacking: Uint8Array; uniqueCount: number; publish: Uint8Array };
+  if (existsSync(root)) {
+    // Its router is never run: no data stream comes in a dry run.
+    const receiver = new TransferReceiver({
+      session, router: new DataStreamRouter(session.connection, session.caps.maxFrameBytes, o.idleTimeoutMs, o.log), transferId: id, entries, chunking: sessionChunking(session), signal: o.signal, log: o.log,
+      destination: { root, readOnly: false, basePath: '' }, force: o.force,
+    });
+    plan = await receiver.dryRun();
+  } else {
+    // Nothing there yet: every file is new and every chunk travels.
+    const { keys } = uniqueChunks(entries);
+    const files = entries.filter((e) => e.kind === 'file').length;
+    plan = { lacking: bitmapFromKeys(keys, new Set(keys)), uniqueCount: keys.length, publish: allSet(files) };
+  }
+  const report = dryRunReport(entries, plan, plan.publish);
+  const bytes = report.files.reduce((n, f) => n + f.bytes, 0);
+  await session.control.send({ type: 'transfer-done', transferId: id, files: report.files.length, bytes, chunksReceived: 0, chunksSkipped: 0 });
+  return dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart);
+}
+
+function allSet(bits: number): Uint8Array {
+  const bitmap = newBitmap(bits);
+  for (let i = 0; i < bits; i++) bitmapSet(bitmap, i);
+  return bitmap;
 }
 
 async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number, started: number, wireStart: number, root: string): Promise<TransferResult> {

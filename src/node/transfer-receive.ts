@@ -8,7 +8,7 @@ import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { ChunkRef, FileManifest } from '../chunking/manifest.js';
 import type { Logger } from '../logger.js';
 import { encodeAckFrame } from '../protocol/ack-codec.js';
-import type { ManifestEntry } from '../protocol/messages.js';
+import { bitmapSet, newBitmap, type ManifestEntry } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from './chunk-compression.js';
@@ -48,6 +48,16 @@ export interface ReceivePlan {
   /** Bitmap over the distinct chunks, set = wanted from the peer. */
   readonly lacking: Uint8Array;
   readonly uniqueCount: number;
+}
+
+/** What a transfer would do (dryRun): nothing was written. */
+export interface DryRunPlan extends ReceivePlan {
+  /** Bitmap over the file entries, in manifest order: set = would be published (new or different). */
+  readonly publish: Uint8Array;
+  /** Files that would be published, and their bytes. */
+  readonly files: number;
+  readonly bytes: number;
+  readonly filesUnchanged: number;
 }
 
 export interface ReceiveStats {
@@ -218,6 +228,61 @@ export class TransferReceiver {
     this.#announced = new Set(keys);
     if (this.#wanted.size === 0) this.#allReceived.resolve();
     return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length };
+  }
+
+  /**
+   * Plans without writing anything at the destination: which files would be published (new or
+   * different; FILE_EXISTS, PATH_INVALID and SHARE_READ_ONLY as prepare() would throw them) and
+   * which chunks would be asked for: those of the files to publish that no file of the
+   * destination holds. Unlike prepare(), chunks of interrupted earlier transfers (partials) and
+   * stale index entries are not counted, so the estimate errs high. A listener's chunk index may
+   * be refreshed (its own cache, under .clawpeer); a one-shot receiver's is not saved.
+   */
+  async dryRun(): Promise<DryRunPlan> {
+    const { destination, entries, chunking, signal } = this.#o;
+    let index: ChunkIndex;
+    const pool = this.#o.indexes;
+    if (pool !== undefined) {
+      index = await pool.acquire(destination.root, chunking, await PartialStore.open(destination.root), signal);
+    } else {
+      index = await ChunkIndex.open({ shareRoot: destination.root, chunking });
+      await index.refresh({ signal });
+    }
+    try {
+      const publisher = await Publisher.open({
+        shareRoot: destination.root, readOnly: destination.readOnly, force: this.#o.force, chunking, knownRoot: (p, st) => index.cachedRoot(p, st), signal,
+      });
+      if (destination.basePath !== '') publisher.probeDir(destination.basePath);
+      const fileCount = entries.filter((e) => e.kind === 'file').length;
+      const publish = newBitmap(fileCount);
+      const wanted = new Set<string>();
+      let files = 0;
+      let bytes = 0;
+      let filesUnchanged = 0;
+      let fileIndex = 0;
+      for (const [i, entry] of entries.entries()) {
+        const rel = this.#paths[i] ?? '';
+        if (entry.kind === 'dir') publisher.probeDir(rel);
+        if (entry.kind !== 'file') continue;
+        const k = fileIndex++;
+        const verdict = await publisher.verdict({ relPath: rel, manifest: chunkingManifest(entry), mode: entry.mode, mtimeMs: entry.mtimeMs });
+        if (verdict === 'identical') {
+          filesUnchanged++;
+          continue;
+        }
+        bitmapSet(publish, k);
+        files++;
+        bytes += entry.size;
+        for (let c = 0; c < entry.chunkLengths.length; c++) {
+          const id = chunkIdAt(entry, c);
+          if (!index.has(id)) wanted.add(chunkKey(id));
+        }
+      }
+      const { keys } = uniqueChunks(entries);
+      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, publish, files, bytes, filesUnchanged };
+    } finally {
+      pool?.release(index);
+    }
   }
 
   async #openIndex(partials: PartialStore): Promise<ChunkIndex> {

@@ -173,6 +173,21 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
+  if (req.dryRun === true) {
+    // Plans only: no lock (nothing is written), no data stream; the Want says what would travel.
+    const receiver = new TransferReceiver({
+      session, router, transferId: id, entries, chunking, signal, log,
+      destination: { root: share.dir, readOnly: share.readOnly, basePath }, force: req.force,
+      ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
+    });
+    const plan = await receiver.dryRun();
+    await session.control.sendAll([
+      { type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount, publish: plan.publish },
+      { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0 },
+    ]);
+    log.info('push dry run answered', { peer: session.peerId, share: share.name, files: plan.files, bytes: plan.bytes });
+    return;
+  }
   // This transfer's own signal: the session ending, or a newer push of the same peer into the
   // same destination (then this one is a leftover of a killed client), stops it.
   const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
@@ -220,6 +235,12 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
     ...(req.exclude === undefined ? {} : { excludeRules: peerExcludes(req.exclude) }),
   });
   await session.control.sendAll([{ type: 'transfer-accept', transferId: id, streams, window }, ...manifestMessages(session, id, source.entries)]);
+  if (req.dryRun === true) {
+    // The client plans on its side and ends the transfer: nothing to send.
+    await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
+    log.info('pull dry run served', { peer: session.peerId, share: share.name });
+    return;
+  }
   const want = expectWant(session, id, PREPARE_TIMEOUT_MS, signal);
   await sendChunks({
     session, transferId: id, source, want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log,

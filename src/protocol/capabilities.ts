@@ -25,7 +25,9 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // watch: a client may ask to be told when a share changes (WatchShare / ShareChanged).
 // rate-limit: a pull's or a sync's request may carry a rate (bytes per second) the server sends
 // within (--bwlimit); a server without it would send at full speed, so a client does not ask one.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit'] as const;
+// dry-run: a transfer request may be a dry run (nothing written, no chunk sent); a server
+// without it would carry the transfer out, so a client does not ask one.
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */
@@ -96,7 +98,7 @@ export const DEFAULT_CAPABILITIES: Capabilities = Object.freeze({
   maxWindowChunks: 64,
   maxStreams: 8,
   maxFrameBytes: 16 << 20,
-  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit'] as const),
+  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run'] as const),
 });
 
 function describeChunking(c: ChunkingParams): string {

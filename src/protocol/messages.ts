@@ -124,6 +124,8 @@ export interface TransferRequestMessage {
   readonly exclude?: readonly string[];
   /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
+  /** Plan only: nothing is written, no chunk travels (feature 'dry-run'). */
+  readonly dryRun?: boolean;
 }
 
 export interface TransferAcceptMessage {
@@ -155,6 +157,8 @@ export interface WantMessage {
   readonly lacking: Uint8Array;
   /** Number of meaningful bits (uint32). */
   readonly uniqueChunks: number;
+  /** Dry runs: bitmap over the manifest's file entries, set = would be published (new or different). */
+  readonly publish?: Uint8Array;
 }
 
 export interface DataOpenMessage {
@@ -332,6 +336,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   exclude: pb.Feature.FEATURE_EXCLUDE,
   watch: pb.Feature.FEATURE_WATCH,
   'rate-limit': pb.Feature.FEATURE_RATE_LIMIT,
+  'dry-run': pb.Feature.FEATURE_DRY_RUN,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -471,6 +476,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           window: message.window,
           exclude: [...exclude],
           rateLimit: message.rateLimit ?? 0,
+          dryRun: message.dryRun ?? false,
         },
       };
     }
@@ -487,7 +493,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       checkUint('Want.uniqueChunks', message.uniqueChunks, UINT32_MAX);
       const problem = bitmapProblem(message.lacking, message.uniqueChunks);
       if (problem !== undefined) throw new RangeError(`Want.lacking: ${problem}`);
-      return { want: { transferId: message.transferId, lacking: message.lacking, uniqueChunks: message.uniqueChunks } };
+      return { want: { transferId: message.transferId, lacking: message.lacking, uniqueChunks: message.uniqueChunks, ...(message.publish === undefined ? {} : { publish: message.publish }) } };
     }
     case 'data-open':
       checkUint('DataOpen.streamId', message.streamId, UINT32_MAX);
@@ -816,6 +822,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         window: r.window ?? 0,
         ...(r.exclude === null || r.exclude === undefined || r.exclude.length === 0 ? {} : { exclude: excludeFromWire(r.exclude) }),
         ...(r.rateLimit === null || r.rateLimit === undefined || r.rateLimit === 0 ? {} : { rateLimit: r.rateLimit }),
+        ...(r.dryRun === true ? { dryRun: true } : {}),
       };
     }
     case 'transferAccept': {
@@ -839,7 +846,9 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
       const lacking = copyBytes(w.lacking);
       const problem = bitmapProblem(lacking, uniqueChunks);
       if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `Want.lacking: ${problem}`);
-      return { type: 'want', transferId: w.transferId ?? 0, lacking, uniqueChunks };
+      // Its length is checked by the client, which knows how many files it announced.
+      const publish = w.publish === null || w.publish === undefined || w.publish.length === 0 ? undefined : copyBytes(w.publish);
+      return { type: 'want', transferId: w.transferId ?? 0, lacking, uniqueChunks, ...(publish === undefined ? {} : { publish }) };
     }
     case 'dataOpen': {
       const d = control.dataOpen;

@@ -3,7 +3,8 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -197,6 +198,62 @@ t.test('--bwlimit caps what a push sends, what the listener sends a pull, and li
   const badListen = await runCli(['--home', a.home, 'listen', '--port', '0', '--bwlimit', '0']);
   t.equal(badListen.code, 2, badListen.stderr);
   t.match(badListen.stderr, /--bwlimit "0": must be between 1 KiB\/s and 4 GiB\/s/);
+});
+
+t.test('--dry-run (-n) lists what push and pull would publish and send, and writes nothing', async (t) => {
+  const src = path.join(work, 'dry');
+  await mkdir(path.join(src, 'sub'), { recursive: true });
+  const big = randomBytes(2 << 20);
+  await writeFile(path.join(src, 'big.bin'), big);
+  await writeFile(path.join(src, 'note.txt'), 'first\n');
+  await writeFile(path.join(src, 'sub', 'small.bin'), randomBytes(300 << 10));
+  const inbox = path.join(work, 'inbox');
+  const events = (stdout: string): Record<string, unknown>[] => jsonLines(stdout).filter((e) => e['event'] === 'would-publish');
+
+  // Nothing there yet: every file, every byte.
+  const before = await snapshot(inbox);
+  const first = await runCli(['--home', b.home, 'push', src, 'alice', '--json', '-n']);
+  t.equal(first.code, 0, first.stderr);
+  t.same(events(first.stdout).map((e) => e['path']).sort(), ['dry/big.bin', 'dry/note.txt', 'dry/sub/small.bin']);
+  t.match(done(first.stdout), { dryRun: true, files: 3, filesUnchanged: 0, bytesToSend: (2 << 20) + 6 + (300 << 10) });
+  t.same(await snapshot(inbox), before, 'the listener wrote nothing: no directory, no temp file');
+
+  // After the real push, one byte of big.bin changes and a file is added: only those, and of
+  // big.bin only its changed chunk.
+  t.equal((await runCli(['--home', b.home, 'push', src, 'alice'])).code, 0);
+  big[1 << 20] = (big[1 << 20] ?? 0) ^ 0xff;
+  await writeFile(path.join(src, 'big.bin'), big);
+  await writeFile(path.join(src, 'sub', 'new.txt'), 'new\n');
+  const pushed = await snapshot(inbox);
+  const second = await runCli(['--home', b.home, 'push', src, 'alice', '--json', '--dry-run', '--force']);
+  t.equal(second.code, 0, second.stderr);
+  const listed = events(second.stdout);
+  t.same(listed.map((e) => e['path']).sort(), ['dry/big.bin', 'dry/sub/new.txt']);
+  const bigSend = Number(listed.find((e) => e['path'] === 'dry/big.bin')?.['sendBytes']);
+  t.ok(bigSend > 0 && bigSend <= 2 << 20 >> 1, `only the changed chunks of big.bin would travel (${bigSend} of ${2 << 20} bytes)`);
+  t.match(done(second.stdout), { dryRun: true, files: 2, filesUnchanged: 2 });
+  t.same(await snapshot(inbox), pushed, 'still nothing written');
+  // Without --force the changed file is refused, as the real push would be.
+  const clash = await runCli(['--home', b.home, 'push', src, 'alice', '-n']);
+  t.equal(clash.code, 5, clash.stderr);
+  t.match(clash.stderr, /big\.bin exists and is a file with different content: not replaced \(use --force\)/);
+
+  // Pull: into a copy holding the old big.bin, and into a directory that does not exist.
+  const local = path.join(work, 'dry-local');
+  t.equal((await runCli(['--home', b.home, 'pull', 'alice:inbox/dry', local])).code, 0);
+  await writeFile(path.join(local, 'dry', 'note.txt'), 'changed here\n');
+  const localBefore = await snapshot(local);
+  const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/dry', local, '--json', '-n', '--force']);
+  t.equal(pull.code, 0, pull.stderr);
+  t.same(events(pull.stdout).map((e) => e['path']), ['dry/note.txt']);
+  t.match(done(pull.stdout), { dryRun: true, files: 1, filesUnchanged: 2, bytesToSend: 6 });
+  t.same(await snapshot(local), localBefore, 'the local copy is untouched');
+  t.equal(await readFile(path.join(local, 'dry', 'note.txt'), 'utf8'), 'changed here\n');
+  const nowhere = path.join(work, 'dry-nowhere');
+  const fresh = await runCli(['--home', b.home, 'pull', 'alice:inbox/dry', nowhere, '--json', '-n']);
+  t.equal(fresh.code, 0, fresh.stderr);
+  t.match(done(fresh.stdout), { dryRun: true, files: 3 });
+  t.notOk(existsSync(nowhere), 'the missing destination was not created');
 });
 
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {

@@ -5,6 +5,7 @@ import { loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
+import type { DryRunReport } from '../../node/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileExcludes } from '../../transfer/exclude.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
@@ -31,7 +32,19 @@ const transferOptions = (y: Argv): Argv =>
     .option('transport', TRANSPORT_OPTION)
     .option('compress', COMPRESS_OPTION)
     .option('exclude', { type: 'string', array: true, default: [] as string[], describe: 'leave out matching files and directories (repeatable; rsync-style: *.log, node_modules/, /build)' })
-    .option('bwlimit', BWLIMIT_OPTION);
+    .option('bwlimit', BWLIMIT_OPTION)
+    .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' });
+
+/** A dry run: one line (event) per file that would be published, then the totals. */
+function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: DryRunReport): void {
+  for (const f of d.files) {
+    ctx.out.emit({ event: 'would-publish', path: f.path, bytes: f.bytes, sendBytes: f.sendBytes }, `${f.path} (${human(f.bytes)}, ${human(f.sendBytes)} to send)`);
+  }
+  ctx.out.emit(
+    { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
+    `dry run: would have ${verb} ${r.files} files, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${d.chunksToSend} chunks; ${d.filesUnchanged} files unchanged. Nothing was written.`,
+  );
+}
 
 function report(ctx: CommandContext, verb: string, r: TransferResult): void {
   ctx.out.emit(
@@ -47,10 +60,11 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const streams = intOption(args['streams'], '--streams', 1, 64);
   const window = intOption(args['window'], '--window', 1, 4096);
   const bwlimit = bwlimitOption(args['bwlimit']);
+  const dryRun = args['dry-run'] === true;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   const excludes = (args['exclude'] as string[] | undefined) ?? [];
   const excludeRules = excludes.length === 0 ? undefined : compileExcludes(excludes.map(String));
-  if (direction === 'pull') await sweepPullDestination(ctx, localPath, remote.path);
+  if (direction === 'pull' && !dryRun) await sweepPullDestination(ctx, localPath, remote.path);
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
   const { dialPeer } = await import('../../node/dialer.js');
@@ -65,10 +79,13 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       ...(progress.active ? { onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p) } : {}),
       ...(excludeRules === undefined ? {} : { excludeRules }),
       ...(bwlimit === undefined ? {} : { bwlimit }),
+      ...(dryRun ? { dryRun } : {}),
     };
     const result = direction === 'push' ? await push(options) : await pull(options);
     progress.stop();
-    report(ctx, direction === 'push' ? 'pushed' : 'pulled', result);
+    const verb = direction === 'push' ? 'pushed' : 'pulled';
+    if (result.dryRun === undefined) report(ctx, verb, result);
+    else reportDryRun(ctx, verb, result, result.dryRun);
     // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
     // pull ends on our own transfer-done, which the linger sees delivered.
     delivered = direction === 'push';

@@ -59,7 +59,10 @@ export namespace clawpeer {
             FEATURE_WATCH = 6,
 
             /** FEATURE_RATE_LIMIT value */
-            FEATURE_RATE_LIMIT = 7
+            FEATURE_RATE_LIMIT = 7,
+
+            /** FEATURE_DRY_RUN value */
+            FEATURE_DRY_RUN = 8
         }
 
         /**
@@ -830,6 +833,9 @@ export namespace clawpeer {
             /** TransferRequest rateLimit. */
             rateLimit: number;
 
+            /** TransferRequest dryRun. */
+            dryRun: boolean;
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -880,6 +886,9 @@ export namespace clawpeer {
 
                 /** TransferRequest rateLimit */
                 rateLimit?: (number|null);
+
+                /** TransferRequest dryRun */
+                dryRun?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -1055,6 +1064,9 @@ export namespace clawpeer {
             /** Want uniqueChunks. */
             uniqueChunks: number;
 
+            /** Want publish. */
+            publish: Uint8Array;
+
             /**
              * Encodes the specified Want message. Does not implicitly {@link clawpeer.v1.Want.verify|verify} messages.
              * @param message Want message or plain object to encode
@@ -1087,6 +1099,9 @@ export namespace clawpeer {
 
                 /** Want uniqueChunks */
                 uniqueChunks?: (number|null);
+
+                /** Want publish */
+                publish?: (Uint8Array|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

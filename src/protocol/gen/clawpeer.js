@@ -71,6 +71,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_EXCLUDE=5 FEATURE_EXCLUDE value
          * @property {number} FEATURE_WATCH=6 FEATURE_WATCH value
          * @property {number} FEATURE_RATE_LIMIT=7 FEATURE_RATE_LIMIT value
+         * @property {number} FEATURE_DRY_RUN=8 FEATURE_DRY_RUN value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -82,6 +83,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[5] = "FEATURE_EXCLUDE"] = 5;
             values[valuesById[6] = "FEATURE_WATCH"] = 6;
             values[valuesById[7] = "FEATURE_RATE_LIMIT"] = 7;
+            values[valuesById[8] = "FEATURE_DRY_RUN"] = 8;
             return values;
         })();
 
@@ -1976,6 +1978,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|null} [window] TransferRequest window
              * @property {Array.<string>|null} [exclude] TransferRequest exclude
              * @property {number|null} [rateLimit] TransferRequest rateLimit
+             * @property {boolean|null} [dryRun] TransferRequest dryRun
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2081,6 +2084,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.rateLimit = 0;
 
             /**
+             * TransferRequest dryRun.
+             * @member {boolean} dryRun
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.dryRun = false;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2115,6 +2126,8 @@ export const clawpeer = $root.clawpeer = (() => {
                         writer.uint32(/* id 8, wireType 2 =*/66).string(message.exclude[i]);
                 if (message.rateLimit != null && $Object.hasOwnProperty.call(message, "rateLimit") && message.rateLimit !== 0)
                     writer.uint32(/* id 9, wireType 0 =*/72).uint32(message.rateLimit);
+                if (message.dryRun != null && $Object.hasOwnProperty.call(message, "dryRun") && message.dryRun !== false)
+                    writer.uint32(/* id 10, wireType 0 =*/80).bool(message.dryRun);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2237,6 +2250,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.rateLimit = value;
                             else
                                 delete message.rateLimit;
+                            continue;
+                        }
+                    case 10: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.dryRun = value;
+                            else
+                                delete message.dryRun;
                             continue;
                         }
                     }
@@ -2620,6 +2642,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|null} [transferId] Want transferId
              * @property {Uint8Array|null} [lacking] Want lacking
              * @property {number|null} [uniqueChunks] Want uniqueChunks
+             * @property {Uint8Array|null} [publish] Want publish
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2676,6 +2699,14 @@ export const clawpeer = $root.clawpeer = (() => {
             Want.prototype.uniqueChunks = 0;
 
             /**
+             * Want publish.
+             * @member {Uint8Array} publish
+             * @memberof clawpeer.v1.Want
+             * @instance
+             */
+            Want.prototype.publish = $util.newBuffer([]);
+
+            /**
              * Encodes the specified Want message. Does not implicitly {@link clawpeer.v1.Want.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.Want
@@ -2697,6 +2728,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 2, wireType 2 =*/18).bytes(message.lacking);
                 if (message.uniqueChunks != null && $Object.hasOwnProperty.call(message, "uniqueChunks") && message.uniqueChunks !== 0)
                     writer.uint32(/* id 3, wireType 0 =*/24).uint32(message.uniqueChunks);
+                if (message.publish != null && $Object.hasOwnProperty.call(message, "publish") && message.publish.length)
+                    writer.uint32(/* id 4, wireType 2 =*/34).bytes(message.publish);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2766,6 +2799,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.uniqueChunks = value;
                             else
                                 delete message.uniqueChunks;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.publish = value;
+                            else
+                                delete message.publish;
                             continue;
                         }
                     }

@@ -1,0 +1,55 @@
+// What a dry run reports (push/pull --dry-run): from the manifest and the receiver's plan (which
+// files it would publish, which distinct chunks it lacks), the files that would change and the
+// bytes that would travel. A chunk several files need travels once: it is counted for the first.
+import { ClawpeerError } from '../errors.js';
+import { bitmapBytes, bitmapGet, type ManifestEntry } from '../protocol/messages.js';
+import { chunkKey } from '../transfer/plan.js';
+import { chunkIdAt, lackingKeys, uniqueChunks, type WantInfo } from './chunk-order.js';
+
+export interface DryRunFile {
+  readonly path: string;
+  /** The file's size. */
+  readonly bytes: number;
+  /** Chunk bytes that would travel for it. */
+  readonly sendBytes: number;
+}
+
+export interface DryRunReport {
+  /** Files that would be published (new or different), manifest order. */
+  readonly files: readonly DryRunFile[];
+  readonly filesUnchanged: number;
+  readonly chunksToSend: number;
+  readonly bytesToSend: number;
+}
+
+/**
+ * The report of `entries` given the receiver's Want and `publish` (bitmap over the file entries,
+ * set = would be published). PROTOCOL when either bitmap does not fit the manifest.
+ */
+export function dryRunReport(entries: readonly ManifestEntry[], want: WantInfo, publish: Uint8Array): DryRunReport {
+  const fileEntries = entries.filter((e) => e.kind === 'file');
+  if (publish.length !== bitmapBytes(fileEntries.length)) {
+    throw new ClawpeerError('PROTOCOL', `dry-run publish bitmap has ${publish.length} bytes for ${fileEntries.length} files`);
+  }
+  const lacking = lackingKeys(uniqueChunks(entries).keys, want);
+  const counted = new Set<string>();
+  const files: DryRunFile[] = [];
+  let filesUnchanged = 0;
+  let bytesToSend = 0;
+  fileEntries.forEach((entry, k) => {
+    if (!bitmapGet(publish, k)) {
+      filesUnchanged++;
+      return;
+    }
+    let sendBytes = 0;
+    entry.chunkLengths.forEach((length, c) => {
+      const key = chunkKey(chunkIdAt(entry, c));
+      if (!lacking.has(key) || counted.has(key)) return;
+      counted.add(key);
+      sendBytes += length;
+    });
+    bytesToSend += sendBytes;
+    files.push({ path: entry.path, bytes: entry.size, sendBytes });
+  });
+  return { files, filesUnchanged, chunksToSend: counted.size, bytesToSend };
+}
