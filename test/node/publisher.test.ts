@@ -369,3 +369,28 @@ t.test('temp names are unique per process, name their writer and fit NAME_MAX', 
   const long = tempNameFor('é'.repeat(200));
   t.ok(Buffer.byteLength(long, 'utf8') <= 255, `a long base name is cut (${Buffer.byteLength(long, 'utf8')} bytes)`);
 });
+
+t.test('verdict and probeDir (dry runs) say what stageFile and makeDir would do, creating nothing', async (t) => {
+  const share = await tempDir('verdict');
+  const outside = await tempDir('verdict-outside');
+  await mkdir(join(share, 'd'));
+  await writeFile(join(share, 'd', 'same.txt'), 'same');
+  await writeFile(join(share, 'd', 'other.txt'), 'old');
+  await writeFile(join(share, 'blocker'), 'a file where a directory would go');
+  await symlink(outside, join(share, 'escape'));
+  const file = (relPath: string, text: string) => ({ relPath, manifest: manifestFromBytes(Buffer.from(text), PARAMS), mode: 0o644, mtimeMs: 0 });
+  const before = await allNames(share);
+  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
+  t.equal(await pub.verdict(file('d/same.txt', 'same')), 'identical');
+  t.equal(await pub.verdict(file('d/new.txt', 'x')), 'new');
+  t.equal(await pub.verdict(file('deep/er/new.txt', 'x')), 'new', 'under directories that do not exist yet');
+  await t.rejects(pub.verdict(file('d/other.txt', 'new')), { code: 'FILE_EXISTS', message: /other\.txt.*--force/ });
+  t.equal(await (await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true })).verdict(file('d/other.txt', 'new')), 'replace');
+  await t.rejects(pub.verdict(file('blocker/x.txt', 'x')), { code: 'FILE_EXISTS', message: /blocker is a file where a directory should be/ });
+  await t.rejects(pub.verdict(file('escape/x.txt', 'x')), { code: 'PATH_INVALID', message: /outside the share/ });
+  await t.rejects(pub.verdict(file('../x.txt', 'x')), { code: 'PATH_INVALID' });
+  t.doesNotThrow(() => pub.probeDir('new/dirs'));
+  t.throws(() => pub.probeDir('blocker/sub'), { code: 'FILE_EXISTS' });
+  t.same(await allNames(share), before, 'nothing was created');
+  t.same(await readdir(outside), [], 'nor outside');
+});

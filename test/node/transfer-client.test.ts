@@ -62,3 +62,14 @@ t.test('sync --bwlimit from a listener without rate-limit is refused before the 
   abort.abort();
   await session.connection.close();
 });
+
+t.test('pull --dry-run from a listener without dry-run is refused before the request', async (t) => {
+  const { session, sent } = await sessionWithout('dry-run');
+  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
+  await t.rejects(
+    pull({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, dryRun: true }),
+    { code: 'USAGE', message: /cannot do a dry run \(an older clawpeer\): run without --dry-run/ },
+  );
+  t.notOk(await sent(), 'no request went out');
+  await session.connection.close();
+});

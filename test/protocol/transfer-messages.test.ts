@@ -96,6 +96,18 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'TransferRequest (pull, dry run)',
+    message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8, dryRun: true },
+    wire: `
+      01 0000000b                 # frame: type CONTROL, body 11 bytes
+      8201 08                     # Control.transfer_request (field 16, LEN) 8 bytes
+      10 02                       #   direction (2) = PULL
+      30 01                       #   streams (6) = 1
+      38 08                       #   window (7) = 8
+      50 01                       #   dry_run (10) = true
+    `,
+  },
+  {
     name: 'TransferAccept',
     message: { type: 'transfer-accept', transferId: 7, streams: 2, window: 32 },
     wire: `
@@ -151,6 +163,18 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
       08 07                       #   transfer_id (1) = 7
       12 02 09 02                 #   lacking (2): chunks 0, 3 (byte 0) and 9 (byte 1), LSB first
       18 0a                       #   unique_chunks (3) = 10
+    `,
+  },
+  {
+    name: 'Want (a dry run: which files would be published)',
+    message: { type: 'want', transferId: 7, lacking: Uint8Array.of(0b0000_0001), uniqueChunks: 2, publish: Uint8Array.of(0b0000_0101) },
+    wire: `
+      01 0000000d                 # frame: type CONTROL, body 13 bytes
+      9a01 0a                     # Control.want (field 19, LEN) 10 bytes
+      08 07                       #   transfer_id (1) = 7
+      12 01 01                    #   lacking (2): chunk 0
+      18 02                       #   unique_chunks (3) = 2
+      22 01 05                    #   publish (4): files 0 and 2
     `,
   },
   {
@@ -249,7 +273,8 @@ const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
     share: fc.string({ unit: 'grapheme', maxLength: 10 }), path: fc.string({ unit: 'grapheme', maxLength: 30 }),
     force: fc.boolean(), streams: arbU32, window: arbU32,
   }).chain((r) => fc.option(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((exclude) => (exclude === undefined ? r : { ...r, exclude })))
-    .chain((r) => fc.option(fc.integer({ min: 1, max: 0xffff_ffff }), { nil: undefined }).map((rateLimit) => (rateLimit === undefined ? r : { ...r, rateLimit }))),
+    .chain((r) => fc.option(fc.integer({ min: 1, max: 0xffff_ffff }), { nil: undefined }).map((rateLimit) => (rateLimit === undefined ? r : { ...r, rateLimit })))
+    .chain((r) => fc.boolean().map((dryRun) => (dryRun ? { ...r, dryRun } : r))),
   fc.record({ type: fc.constant('transfer-accept' as const), transferId: arbU32, streams: arbU32, window: arbU32 }),
   fc.record({ type: fc.constant('manifest' as const), transferId: arbU32, entries: fc.array(arbEntry, { maxLength: 12 }), last: fc.boolean() }),
   fc.tuple(arbU32, arbBitmap).map(([transferId, b]) => ({ type: 'want' as const, transferId, lacking: b.lacking, uniqueChunks: b.uniqueChunks })),
