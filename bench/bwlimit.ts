@@ -25,10 +25,10 @@ export interface BwlimitBenchOptions {
 
 /** Caps measured, MiB per second (64: about half of what this machine pushes uncapped). */
 const CAPS_MIB = [1, 8, 32, 64];
-const SMOKE_CAPS_MIB = [2];
+const SMOKE_CAPS_MIB = [4];
 /** Each capped push moves about this many seconds' worth at its cap. */
 const SECONDS_PER_CAP = 8;
-const SMOKE_SECONDS = 1;
+const SMOKE_SECONDS = 0.25;
 
 interface Case {
   readonly capMiB: number | null;

@@ -51,8 +51,8 @@ export const EARLY_MAX_BYTES = 256 << 10;
 export const TRANSFER_WINDOW_BYTES = 16 << 20;
 
 /**
- * Under a rate cap, a transfer keeps at most this many seconds' worth unacknowledged: more only
- * waits here for the limiter, and the deadline for acks grows with what is in flight.
+ * Under a rate cap, a transfer keeps at most this many seconds' worth unacknowledged: more would
+ * only wait in this process for the limiter.
  */
 const RATE_CAPPED_WINDOW_SECONDS = 2;
 

@@ -167,14 +167,14 @@ t.test('--exclude leaves out matching files and directories on push and pull (rs
 t.test('--bwlimit caps what a push sends, what the listener sends a pull, and listen --bwlimit all it sends; a bad rate is a usage error', async (t) => {
   const src = path.join(work, 'capped');
   await mkdir(src);
-  await writeFile(path.join(src, 'one.bin'), randomBytes(1 << 20));
-  // 1 MiB at 512 KiB/s, less the limiter's burst (a tenth of a second's worth): >= 1.8 s. The
-  // listener's publish deadline is cut to 0.5 s: a push that is slow to send is not late.
-  const minSeconds = 1.5;
-  const push = await runCli(['--home', b.home, 'push', src, 'alice:inbox', '--json', '--bwlimit', '512KiB'], { env: { CLAWPEER_TEST_PUBLISH_TIMEOUT_MS: '500' } });
+  await writeFile(path.join(src, 'one.bin'), randomBytes(512 << 10));
+  // 512 KiB at 512 KiB/s, less the limiter's burst (a tenth of a second's worth): >= 0.9 s. The
+  // listener's publish deadline is cut to 0.3 s: a push that is slow to send is not late.
+  const minSeconds = 0.75;
+  const push = await runCli(['--home', b.home, 'push', src, 'alice:inbox', '--json', '--bwlimit', '512KiB'], { env: { CLAWPEER_TEST_PUBLISH_TIMEOUT_MS: '300' } });
   t.equal(push.code, 0, push.stderr);
   const pushed = done(push.stdout);
-  t.match(pushed, { files: 1, bytes: 1 << 20 });
+  t.match(pushed, { files: 1, bytes: 512 << 10 });
   t.ok(Number(pushed['seconds']) >= minSeconds, `the push took ${String(pushed['seconds'])} s, no less than the cap allows`);
   t.same(await snapshot(path.join(work, 'inbox', 'capped')), await snapshot(src), 'byte-identical');
   const dest = path.join(work, 'capped-pulled');
