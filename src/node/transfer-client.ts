@@ -160,7 +160,9 @@ async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[],
   const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
   if (want.publish === undefined && entries.some((e) => e.kind === 'file')) throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a dry run without saying what it would publish`);
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal);
-  const report = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, want.publish ?? new Uint8Array(0));
+  const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, want.publish ?? new Uint8Array(0));
+  // Paths as they would land in the share: under the remote path.
+  const report = o.remotePath === '' ? planned : { ...planned, files: planned.files.map((f) => ({ ...f, path: path.posix.join(o.remotePath, f.path) })) };
   return dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart);
 }
 

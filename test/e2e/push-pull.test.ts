@@ -234,6 +234,11 @@ t.test('--dry-run (-n) lists what push and pull would publish and send, and writ
   t.match(done(second.stdout), { dryRun: true, files: 2, filesUnchanged: 2 });
   t.same(await snapshot(inbox), pushed, 'still nothing written');
   // Without --force the changed file is refused, as the real push would be.
+  // Listed where they would land: under the remote path.
+  const under = await runCli(['--home', b.home, 'push', src, 'alice:inbox/elsewhere', '--json', '-n']);
+  t.equal(under.code, 0, under.stderr);
+  t.same(events(under.stdout).map((e) => e['path']).sort(), ['elsewhere/dry/big.bin', 'elsewhere/dry/note.txt', 'elsewhere/dry/sub/new.txt', 'elsewhere/dry/sub/small.bin']);
+  t.equal(done(under.stdout)['bytesToSend'], bigSend + 4, 'a copy elsewhere sends only what the share holds nowhere');
   const clash = await runCli(['--home', b.home, 'push', src, 'alice', '-n']);
   t.equal(clash.code, 5, clash.stderr);
   t.match(clash.stderr, /big\.bin exists and is a file with different content: not replaced \(use --force\)/);
