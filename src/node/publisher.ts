@@ -590,13 +590,7 @@ export class Publisher {
    * dry runs.
    */
   async verdict(file: PublishFile): Promise<'new' | 'identical' | 'replace'> {
-    this.#checkAborted();
-    const rel = this.#normalize(file.relPath);
-    verifyManifest(file.manifest, {
-      maxChunkBytes: this.#options.maxChunkBytes ?? this.#options.chunking.maxBytes,
-      maxChunkCount: this.#options.maxChunkCount ?? Number.MAX_SAFE_INTEGER,
-    });
-    const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
+    const { rel, relDir } = this.#checkedFile(file);
     const dirAbs = this.#walkDir(relDir, 'probe');
     if (dirAbs === undefined) return 'new';
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
@@ -605,6 +599,17 @@ export class Publisher {
     if (existing.kind === 'identical') return 'identical';
     if (!this.#force) this.#refuseExisting(finalPath, existing.what);
     return 'replace';
+  }
+
+  /** What stageFile and verdict check first: not aborted, a path inside the share, a sane manifest. */
+  #checkedFile(file: PublishFile): { rel: string; relDir: string } {
+    this.#checkAborted();
+    const rel = this.#normalize(file.relPath);
+    verifyManifest(file.manifest, {
+      maxChunkBytes: this.#options.maxChunkBytes ?? this.#options.chunking.maxBytes,
+      maxChunkCount: this.#options.maxChunkCount ?? Number.MAX_SAFE_INTEGER,
+    });
+    return { rel, relDir: path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel) };
   }
 
   #refuseExisting(abs: string, what: string): never {
@@ -619,13 +624,7 @@ export class Publisher {
    * (when the publisher has one), so received chunks survive a crash.
    */
   async stageFile(file: PublishFile, options: { resumable?: boolean } = {}): Promise<StagedFile | null> {
-    this.#checkAborted();
-    const rel = this.#normalize(file.relPath);
-    verifyManifest(file.manifest, {
-      maxChunkBytes: this.#options.maxChunkBytes ?? this.#options.chunking.maxBytes,
-      maxChunkCount: this.#options.maxChunkCount ?? Number.MAX_SAFE_INTEGER,
-    });
-    const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
+    const { rel, relDir } = this.#checkedFile(file);
     const dirAbs = this.#confinedDir(relDir, true);
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
     const existing = await this.#existing(rel, finalPath, file.manifest);

@@ -26,11 +26,16 @@ async function sessionWithout(missing: FeatureName): Promise<{ session: PeerSess
   return { session: new PeerSession(client, { ...handshake, caps }), sent };
 }
 
+/** A pull of the whole share 'inbox' into a fresh directory, with `extra` options. */
+async function pullInto(session: PeerSession, extra: Partial<Parameters<typeof pull>[0]>): Promise<void> {
+  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
+  await pull({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, ...extra });
+}
+
 t.test('pull --bwlimit from a listener without rate-limit is refused before the request', async (t) => {
   const { session, sent } = await sessionWithout('rate-limit');
-  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
   await t.rejects(
-    pull({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, bwlimit: 65536 }),
+    pullInto(session, { bwlimit: 65536 }),
     { code: 'USAGE', message: /cannot cap the rate it sends a pull at \(an older clawpeer\): pull without --bwlimit/ },
   );
   t.notOk(await sent(), 'no request went out');
@@ -39,9 +44,8 @@ t.test('pull --bwlimit from a listener without rate-limit is refused before the 
 
 t.test('without --bwlimit the same pull does send its request (what the check above watches for)', async (t) => {
   const { session, sent } = await sessionWithout('rate-limit');
-  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
   const abort = new AbortController();
-  const pulling = pull({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: abort.signal });
+  const pulling = pullInto(session, { signal: abort.signal });
   pulling.catch(() => undefined);
   t.ok(await sent(), 'the request went out');
   abort.abort();
@@ -65,9 +69,8 @@ t.test('sync --bwlimit from a listener without rate-limit is refused before the 
 
 t.test('pull --dry-run from a listener without dry-run is refused before the request', async (t) => {
   const { session, sent } = await sessionWithout('dry-run');
-  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
   await t.rejects(
-    pull({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, dryRun: true }),
+    pullInto(session, { dryRun: true }),
     { code: 'USAGE', message: /cannot do a dry run \(an older clawpeer\): run without --dry-run/ },
   );
   t.notOk(await sent(), 'no request went out');
