@@ -3,7 +3,8 @@
 import { DataOpener, DataSealer } from '../crypto/aead.js';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { SessionKeys } from '../crypto/session-keys.js';
-import type { SessionCapabilities } from '../protocol/capabilities.js';
+import { ClawpeerError } from '../errors.js';
+import type { FeatureName, SessionCapabilities } from '../protocol/capabilities.js';
 import type { CloseOptions, Connection, TransportName } from '../transport/types.js';
 import type { ControlChannel, ControlHandshakeResult } from './control-channel.js';
 
@@ -40,6 +41,15 @@ export class PeerSession {
 
   allocateTransferId(): number {
     return this.#nextTransferId++;
+  }
+
+  /**
+   * USAGE unless the peer announced `feature`: an option whose request an older peer would
+   * ignore (exclude, a rate limit, a dry run) is refused before it is asked, not carried out
+   * without it. `cannot` says what the peer cannot do, `instead` what the user may do.
+   */
+  requireFeature(feature: FeatureName, cannot: string, instead: string): void {
+    if (!this.caps.features.includes(feature)) throw new ClawpeerError('USAGE', `peer ${this.peerId} ${cannot} (an older clawpeer): ${instead}`);
   }
 
   get transport(): TransportName {

@@ -6,7 +6,6 @@
 // with a second reconciliation; the summary counts what the user asked to see (round trips and
 // bytes of the first reconciliation, records, chunks, wire bytes, conflicts).
 // The dial is sync-with-peer.ts's. Non-goals: printing (cli/commands/sync.ts), the --watch loop (the CLI).
-import { ClawpeerError } from '../errors.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../logger.js';
@@ -99,10 +98,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
   const chunking = sessionChunking(session);
   const sends = o.mode !== 'receive-only';
   const receives = o.mode !== 'send-only';
-  // A listener without 'rate-limit' would send at full speed.
-  if (o.bwlimit !== undefined && receives && !session.caps.features.includes('rate-limit')) {
-    throw new ClawpeerError('USAGE', `peer ${session.peerId} cannot cap the rate it sends a sync at (an older clawpeer): sync without --bwlimit, or with --mode send-only`);
-  }
+  if (o.bwlimit !== undefined && receives) session.requireFeature('rate-limit', 'cannot cap the rate it sends a sync at', 'sync without --bwlimit, or with --mode send-only');
   const limiters = [...(o.bwlimit === undefined ? [] : [new RateLimiter(o.bwlimit)]), ...(o.rateLimiters ?? [])];
   const transferId = session.allocateTransferId();
   await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0), ...(o.bwlimit === undefined || !receives ? {} : { rateLimit: o.bwlimit }) });

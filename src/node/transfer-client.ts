@@ -7,7 +7,7 @@ import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { bitmapSet, newBitmap, type ControlMessage, type ManifestEntry, type TransferDoneMessage } from '../protocol/messages.js';
 import type { ExcludeRules } from '../transfer/exclude.js';
-import { bitmapFromKeys, uniqueChunks } from './chunk-order.js';
+import { uniqueChunks } from './chunk-order.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { dryRunReport, type DryRunReport } from './dry-run.js';
 import type { PeerSession } from './session.js';
@@ -62,11 +62,20 @@ export interface TransferResult {
   readonly dryRun?: DryRunReport;
 }
 
-/** A listener without 'dry-run' would carry the transfer out: refuse before asking it. */
-function checkDryRunSupported(session: PeerSession): void {
-  if (!session.caps.features.includes('dry-run')) {
-    throw new ClawpeerError('USAGE', `peer ${session.peerId} cannot do a dry run (an older clawpeer): run without --dry-run`);
-  }
+/** A listener without 'dry-run' would carry the transfer out. */
+function requireDryRun(session: PeerSession): void {
+  session.requireFeature('dry-run', 'cannot do a dry run', 'run without --dry-run');
+}
+
+/** A pull's request: patterns, rate and dry run as the options say (the caller checked the peer takes them). */
+function pullRequest(o: TransferOptions, id: number): ControlMessage {
+  const exclude = o.excludeRules?.patterns;
+  return {
+    type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window,
+    ...(exclude === undefined ? {} : { exclude }),
+    ...(o.bwlimit === undefined ? {} : { rateLimit: o.bwlimit }),
+    ...(o.dryRun === true ? { dryRun: true } : {}),
+  };
 }
 
 function wireBytesOf(session: PeerSession): number {
@@ -150,7 +159,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
 /** The push's dry run: the listener answers the manifest with its Want and what it would publish. */
 async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[], started: number, wireStart: number): Promise<TransferResult> {
   const { session } = o;
-  checkDryRunSupported(session);
+  requireDryRun(session);
   const id = session.allocateTransferId();
   await session.control.sendAll([
     { type: 'transfer-request', transferId: id, direction: 'push', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window, dryRun: true },
@@ -194,13 +203,9 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
 /** The pull's dry run: the listener sends its manifest; we plan here, write nothing, and end it. */
 async function pullDryRun(o: TransferOptions, root: string, started: number, wireStart: number): Promise<TransferResult> {
   const { session } = o;
-  checkDryRunSupported(session);
-  const exclude = o.excludeRules?.patterns;
+  requireDryRun(session);
   const id = session.allocateTransferId();
-  await session.control.send({
-    type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window, dryRun: true,
-    ...(exclude === undefined ? {} : { exclude }),
-  });
+  await session.control.send(pullRequest(o, id));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   let plan: { lacking: Uint8Array; uniqueCount: number; publish: Uint8Array };
@@ -215,7 +220,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
     // Nothing there yet: every file is new and every chunk travels.
     const { keys } = uniqueChunks(entries);
     const files = entries.filter((e) => e.kind === 'file').length;
-    plan = { lacking: bitmapFromKeys(keys, new Set(keys)), uniqueCount: keys.length, publish: allSet(files) };
+    plan = { lacking: allSet(keys.length), uniqueCount: keys.length, publish: allSet(files) };
   }
   const report = dryRunReport(entries, plan, plan.publish);
   const bytes = report.files.reduce((n, f) => n + f.bytes, 0);
@@ -231,20 +236,10 @@ function allSet(bits: number): Uint8Array {
 
 async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number, started: number, wireStart: number, root: string): Promise<TransferResult> {
   const { session } = o;
-  const exclude = o.excludeRules?.patterns;
-  // A listener without the feature would ignore the patterns and send everything.
-  if (exclude !== undefined && !session.caps.features.includes('exclude')) {
-    throw new ClawpeerError('USAGE', `peer ${session.peerId} does not apply exclude patterns to pulls (an older clawpeer): pull without --exclude`);
-  }
-  // Likewise a listener without 'rate-limit' would send at full speed.
-  if (o.bwlimit !== undefined && !session.caps.features.includes('rate-limit')) {
-    throw new ClawpeerError('USAGE', `peer ${session.peerId} cannot cap the rate it sends a pull at (an older clawpeer): pull without --bwlimit`);
-  }
-  await session.control.send({
-    type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window,
-    ...(exclude === undefined ? {} : { exclude }),
-    ...(o.bwlimit === undefined ? {} : { rateLimit: o.bwlimit }),
-  });
+  // A listener without these would send everything, at full speed.
+  if (o.excludeRules !== undefined) session.requireFeature('exclude', 'does not apply exclude patterns to pulls', 'pull without --exclude');
+  if (o.bwlimit !== undefined) session.requireFeature('rate-limit', 'cannot cap the rate it sends a pull at', 'pull without --bwlimit');
+  await session.control.send(pullRequest(o, id));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   const totalFiles = entries.filter((e) => e.kind === 'file').length;

@@ -173,14 +173,16 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
-  if (req.dryRun === true) {
-    // Plans only: no lock (nothing is written), no data stream; the Want says what would travel.
-    const receiver = new TransferReceiver({
-      session, router, transferId: id, entries, chunking, signal, log,
-      destination: { root: share.dir, readOnly: share.readOnly, basePath }, force: req.force,
+  const receiverUntil = (until: AbortSignal): TransferReceiver =>
+    new TransferReceiver({
+      session, router, transferId: id, entries, chunking, signal: until, log,
+      destination: { root: share.dir, readOnly: share.readOnly, basePath },
+      force: req.force,
       ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
     });
-    const plan = await receiver.dryRun();
+  if (req.dryRun === true) {
+    // Plans only: no lock (nothing is written), no data stream; the Want says what would travel.
+    const plan = await receiverUntil(signal).dryRun();
     await session.control.sendAll([
       { type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount, publish: plan.publish },
       { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0 },
@@ -193,12 +195,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
   try {
     // Built first: it confines the announced paths, and the lock claims exactly those.
-    const receiver = new TransferReceiver({
-      session, router, transferId: id, entries, chunking, signal: hold.signal, log,
-      destination: { root: share.dir, readOnly: share.readOnly, basePath },
-      force: req.force,
-      ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
-    });
+    const receiver = receiverUntil(hold.signal);
     await claimPushDestination(hold, session, share, basePath, receiver.destinationPaths, ctx);
     try {
       const plan = await receiver.prepare();

@@ -373,6 +373,11 @@ function capsToWire(caps: Capabilities): clawpeer.v1.Capabilities.$Properties {
   };
 }
 
+/** The optional rateLimit field from its wire value (0 or absent: none). */
+function rateLimitFromWire(value: number | null | undefined): { rateLimit?: number } {
+  return value === null || value === undefined || value === 0 ? {} : { rateLimit: value };
+}
+
 /** A rate limit is left out for none; present, it is a uint32 > 0 (0 on the wire means none). */
 function checkRateLimit(name: string, value: number | undefined): void {
   if (value === undefined) return;
@@ -821,7 +826,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         streams: r.streams ?? 0,
         window: r.window ?? 0,
         ...(r.exclude === null || r.exclude === undefined || r.exclude.length === 0 ? {} : { exclude: excludeFromWire(r.exclude) }),
-        ...(r.rateLimit === null || r.rateLimit === undefined || r.rateLimit === 0 ? {} : { rateLimit: r.rateLimit }),
+        ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
       };
     }
@@ -889,7 +894,7 @@ function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage | undefi
         share: wireText('SyncRequest.share', r.share),
         mode: wireEnum('SyncRequest.mode', r.mode, SYNC_MODE_FROM_WIRE),
         reconcile: blobFromWire('SyncRequest.reconcile', r.reconcile, 0, MAX_SYNC_RECONCILE_BYTES),
-        ...(r.rateLimit === null || r.rateLimit === undefined || r.rateLimit === 0 ? {} : { rateLimit: r.rateLimit }),
+        ...rateLimitFromWire(r.rateLimit),
       };
     }
     case 'syncAccept': {

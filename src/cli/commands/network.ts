@@ -9,7 +9,7 @@ import { resolvePeer } from '../../node/peer-resolve.js';
 import { applyAllowLists, resolveShares, type Share } from '../../node/shares.js';
 import { formatHostPort } from '../../node/address.js';
 import type { Runner } from '../context.js';
-import { bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
+import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 
 function configFrom(args: Record<string, unknown>): NodeConfig {
   const timeout = args['connect-timeout'];
@@ -90,7 +90,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           .option('transport', TRANSPORT_OPTION)
           .option('compress', { ...COMPRESS_OPTION, describe: 'accept zstd-compressed chunks and compress what is pulled, when the peer agrees (--no-compress: never)' })
           .option('init', { type: 'boolean', default: false, describe: 'create an identity first if there is none' })
-          .option('bwlimit', { type: 'string', describe: 'cap the rate this listener sends at, all peers, pulls and syncs together, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit' })
+          .option('bwlimit', { ...BWLIMIT_OPTION, describe: 'cap the rate this listener sends at, all peers, pulls and syncs together, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit' })
           // Strings, checked by listenConfigFrom: an error can then quote what was typed.
           .option('idle-timeout', { type: 'string', requiresArg: true, describe: `seconds without any packet before a connection is dropped (default ${DEFAULT_CONFIG.idleTimeoutMs / 1000})` })
           .option('handshake-timeout', { type: 'string', requiresArg: true, describe: `seconds a new connection gets to open its control stream and finish the handshake (default ${DEFAULT_CONFIG.handshakeTimeoutMs / 1000})` })

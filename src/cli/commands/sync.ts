@@ -9,6 +9,7 @@ import type { Identity } from '../../crypto/identity.js';
 import type { Logger } from '../../logger.js';
 import type { ResolvedPeer } from '../../node/peer-resolve.js';
 import { isTempFileName } from '../../node/internal-names.js';
+import { QuietTimer } from '../../node/quiet-timer.js';
 import type { SyncFolderResult } from '../../node/sync-client.js';
 import type { TransferProgress } from '../../node/transfer-progress.js';
 import type { SyncModeName } from '../../protocol/messages.js';
@@ -102,7 +103,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   await mkdir(dir, { recursive: true });
   let dirty = false;
   let wake: (() => void) | undefined;
-  let debounce: NodeJS.Timeout | undefined;
+  // A plain debounce: a quiet timer without a longest delay.
+  const debounce = new QuietTimer(WATCH_DEBOUNCE_MS, Infinity, () => wake?.());
   const stopWatchingPeer = new AbortController();
   const peerWatch = mode === 'send-only' ? Promise.resolve() : followPeerChanges({
     selfAndPeer, config, share: remote.share, log, signal: AbortSignal.any([ctx.signal, stopWatchingPeer.signal]),
@@ -119,8 +121,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     onEvent: (_dir, name) => {
       if (name !== null && isTempFileName(name)) return;
       dirty = true;
-      clearTimeout(debounce);
-      debounce = setTimeout(() => wake?.(), WATCH_DEBOUNCE_MS);
+      debounce.poke();
     },
   });
   try {
@@ -138,7 +139,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
       wake = undefined;
     }
   } finally {
-    clearTimeout(debounce);
+    debounce.cancel();
     watcher.close();
     stopWatchingPeer.abort();
     await peerWatch;
