@@ -54,8 +54,15 @@ type FromWorker =
   | { readonly type: 'segment'; readonly id: number; readonly segment: ChunkedSegment }
   | { readonly type: 'segment-failed'; readonly id: number; readonly message: string };
 
+/** Starts one chunking thread and resolves once it is ready. */
+export type StartThread = () => Promise<Worker>;
+
+const startChunkingThread: StartThread = async () =>
+  (await startSelfWorker(import.meta.url, WORKER_MARKER, {}, 'chunking thread', WORKER_START_TIMEOUT_MS)).worker;
+
 /** Lazily started worker threads, shared by every parallel manifest of this process. */
-class ChunkingThreads {
+export class ChunkingThreads {
+  readonly #startThread: StartThread;
   #threads: Promise<Worker[]> | undefined;
   /** The workers of #threads as they start: a death of one of these (not of an older set) counts. */
   #current = new Set<Worker>();
@@ -64,6 +71,10 @@ class ChunkingThreads {
   /** Segments running; at zero the idle timer starts. */
   #running = 0;
   #idleTimer: NodeJS.Timeout | undefined;
+
+  constructor(startThread: StartThread = startChunkingThread) {
+    this.#startThread = startThread;
+  }
 
   /** The threads, started on first call; rejects if they cannot start (callers fall back to one pass). */
   threads(count: number): Promise<Worker[]> {
@@ -76,7 +87,14 @@ class ChunkingThreads {
   }
 
   async #start(): Promise<Worker> {
-    const { worker } = await startSelfWorker(import.meta.url, WORKER_MARKER, {}, 'chunking thread', WORKER_START_TIMEOUT_MS);
+    const generation = this.#current;
+    const worker = await this.#startThread();
+    // Another thread of this set failed to start meanwhile and the set was stopped: this one
+    // belongs to no set, so nothing would ever stop it.
+    if (this.#current !== generation) {
+      void worker.terminate();
+      throw new Error('chunking threads were stopped while this one started');
+    }
     this.#current.add(worker);
     worker.unref();
     worker.on('message', (msg: FromWorker) => {

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { closeSync, existsSync, openSync, readdirSync } from 'node:fs';
 import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { isClawpeerError } from '../../src/errors.js';
 import { chunkFile, manifestFromFile } from '../../src/chunking/file-chunker.js';
@@ -10,7 +11,7 @@ import { toHex } from '../../src/chunking/blake3.js';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes, type ChunkRef } from '../../src/chunking/manifest.js';
-import { IDLE_STOP_MS, PARALLEL_MIN_BYTES, parallelManifest, threadsFor } from '../../src/chunking/parallel-manifest.js';
+import { ChunkingThreads, IDLE_STOP_MS, PARALLEL_MIN_BYTES, parallelManifest, threadsFor } from '../../src/chunking/parallel-manifest.js';
 import { chunkSegment, SEGMENT_OVERLAP_MAX_CHUNKS, segmentRanges, stitchSegments, type ChunkedSegment } from '../../src/chunking/segments.js';
 import { concatBytes, pseudoRandomBytes } from './fixtures.js';
 
@@ -153,4 +154,23 @@ t.test('a read that fails on a thread is an IO error naming the file', { skip: o
   } finally {
     await handle.close();
   }
+});
+
+t.test('a thread that starts after another failed to start is stopped, not left running', async (t) => {
+  // The first start fails at once; the second thread is ready only after the set was given up.
+  let release: () => void = () => undefined;
+  const released = new Promise<void>((r) => (release = r));
+  const late = new Worker('setInterval(() => {}, 1000)', { eval: true });
+  const lateExited = new Promise<number>((r) => late.once('exit', r));
+  let starts = 0;
+  const threads = new ChunkingThreads(async () => {
+    if (starts++ === 0) throw new Error('no thread for you');
+    await released;
+    return late;
+  });
+  await t.rejects(threads.threads(2), /no thread for you/);
+  release();
+  const exited = await Promise.race([lateExited, new Promise<string>((r) => setTimeout(() => r('still running'), 5_000).unref())]);
+  if (exited === 'still running') void late.terminate();
+  t.type(exited, 'number', 'the late thread was terminated');
 });
