@@ -1,10 +1,42 @@
 // What `clawpeer sync` prints at the end, whether it ran in the CLI, in a listener, or through
 // the fast path (sync-fast-path.ts).
-import type { SyncFolderResult } from '../node/sync-client.js';
+import type { PlannedChange } from '../node/sync-apply.js';
+import type { SyncDryRun, SyncFolderResult } from '../node/sync-client.js';
 import type { Output } from './output.js';
+
+const sumBytes = (changes: readonly PlannedChange[]): number => changes.reduce((n, c) => n + c.bytes, 0);
+
+/** A dry run: one line per change on each side, then what the real sync would move. */
+function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void {
+  const line = (side: 'receive' | 'send', c: PlannedChange): void => {
+    const record = { event: `would-${side}`, path: c.path, change: c.change, kind: c.kind, bytes: c.bytes, ...(c.copy === undefined ? {} : { copy: c.copy }) };
+    const detail = c.copy !== undefined ? ` (the losing version kept as ${c.copy})` : c.bytes > 0 ? ` (${c.bytes} bytes)` : '';
+    out.emit(record, `${side.padEnd(7)} ${c.change.padEnd(8)} ${c.kind === 'dir' ? `${c.path}/` : c.path}${detail}`);
+  };
+  for (const c of plan.receive) line('receive', c);
+  for (const c of plan.send) line('send', c);
+  for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `would be left as is: ${p}`);
+  const conflicts = plan.receive.filter((c) => c.change === 'conflict').length;
+  const bytesToReceive = sumBytes(plan.receive);
+  const bytesToSend = sumBytes(plan.send.filter((c) => c.change !== 'conflict'));
+  out.emit(
+    {
+      event: 'done', dryRun: true, inSync: r.inSync, toReceive: plan.receive.length, toSend: plan.send.length, conflicts, bytesToReceive, bytesToSend,
+      roundTrips: r.roundTrips, reconcileBytes: r.reconcileBytes, revisionsReceived: r.revisionsReceived, wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000,
+    },
+    r.inSync
+      ? 'dry run: in sync, nothing would change'
+      : `dry run: ${plan.receive.length} changes would arrive here (${bytesToReceive} bytes of content at most), ${plan.send.length} would go to the peer ` +
+        `(${bytesToSend} bytes at most), ${conflicts} conflicts; nothing was changed or sent`,
+  );
+}
 
 /** The end of a sync: receive-only local changes, paths left alone, then the done record. `resident`: run by a listener. */
 export function reportSync(out: Output, r: SyncFolderResult, resident: boolean): void {
+  if (r.dryRun !== undefined) {
+    reportDryRun(out, r, r.dryRun);
+    return;
+  }
   for (const p of r.localOnly) out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${p}`);
   for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `left as is this time: ${p}`);
   out.emit(

@@ -19,7 +19,7 @@ import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { resolveRevision } from '../sync/conflict.js';
-import type { RevisionEntry, Revision } from '../sync/revision.js';
+import type { RevisionEntry, Revision, RevisionKind } from '../sync/revision.js';
 import { revisionEntry, sameContent } from '../sync/revision.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { isRacy, msToNs } from './file-key.js';
@@ -152,10 +152,9 @@ function publishedStat(folderReal: string, rev: Revision, nowNs: bigint): WarmSt
   }
 }
 
-/** Plans and applies `received` (records the peer has and we lacked). */
-export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOptions): Promise<ApplyResult> {
+/** What to do per path with `received`, decided against `store`'s heads; touches nothing. */
+function planRemote(received: readonly RevisionEntry[], o: Pick<ApplyOptions, 'store' | 'keepConcurrentLocal' | 'log'>): { plans: PathPlan[]; skipped: string[] } {
   const { store, log } = o;
-  const folderReal = await realpath(o.folder);
   const groups = new Map<string, RevisionEntry[]>();
   for (const e of received) groups.set(e.revision.path, [...(groups.get(e.revision.path) ?? []), e]);
 
@@ -208,6 +207,63 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       });
     }
   }
+  return { plans, skipped };
+}
+
+/** One path a sync would change in this folder (sync --dry-run). */
+export interface PlannedChange {
+  readonly path: string;
+  /** conflict: both sides changed the path; the loser's content would be kept at `copy`. */
+  readonly change: 'create' | 'update' | 'mode' | 'delete' | 'conflict';
+  readonly kind: RevisionKind;
+  /** Content bytes that would be fetched (whole files; chunks held here already would not travel). */
+  readonly bytes: number;
+  readonly copy?: string;
+}
+
+/** The changes applying `received` would make, path order; and the paths it would leave as they are. */
+export function plannedChanges(received: readonly RevisionEntry[], o: Pick<ApplyOptions, 'store' | 'keepConcurrentLocal' | 'log'>): { changes: PlannedChange[]; skipped: string[] } {
+  const { plans, skipped } = planRemote(received, o);
+  const changes: PlannedChange[] = [];
+  for (const plan of plans) {
+    const fetched = plan.action.kind === 'fetch' ? plan.action.request : plan.copyFetch;
+    const bytes = fetched === undefined ? 0 : (plan.head ?? plan.copy?.entry)?.revision.size ?? 0;
+    const remote = plan.head?.revision;
+    const localLive = plan.local !== undefined && !plan.local.revision.deleted;
+    if (plan.copy !== undefined) {
+      changes.push({ path: plan.path, change: 'conflict', kind: 'file', bytes, copy: plan.copy.entry.revision.path });
+      continue;
+    }
+    switch (plan.action.kind) {
+      case 'none':
+        continue; // the log moves, the disk already matches
+      case 'delete':
+        changes.push({ path: plan.path, change: 'delete', kind: plan.local?.revision.kind ?? 'file', bytes: 0 });
+        continue;
+      case 'chmod':
+        changes.push({ path: plan.path, change: 'mode', kind: 'file', bytes: 0 });
+        continue;
+      case 'mkdir':
+        changes.push({ path: plan.path, change: localLive ? 'mode' : 'create', kind: 'dir', bytes: 0 });
+        continue;
+      case 'fetch':
+      case 'symlink':
+        changes.push({ path: plan.path, change: localLive ? 'update' : 'create', kind: remote?.kind ?? 'file', bytes });
+        continue;
+      default: {
+        const never: never = plan.action;
+        throw new TypeError(`unknown action ${JSON.stringify(never)}`);
+      }
+    }
+  }
+  return { changes: changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), skipped: skipped.sort() };
+}
+
+/** Plans and applies `received` (records the peer has and we lacked). */
+export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOptions): Promise<ApplyResult> {
+  const { store, log } = o;
+  const folderReal = await realpath(o.folder);
+  const { plans, skipped } = planRemote(received, o);
 
   // 1. Content: fetch, and just before it is published keep what it replaces.
   const requests: FetchRequest[] = [];

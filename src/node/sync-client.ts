@@ -6,8 +6,12 @@
 // with a second reconciliation; the summary counts what the user asked to see (round trips and
 // bytes of the first reconciliation, records, chunks, wire bytes, conflicts).
 // The dial is sync-with-peer.ts's. Non-goals: printing (cli/commands/sync.ts), the --watch loop (the CLI).
-import { RateLimiter } from '../transfer/rate-limiter.js';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { ClawpeerError } from '../errors.js';
+import { RateLimiter } from '../transfer/rate-limiter.js';
 import type { Logger } from '../logger.js';
 import type { SyncModeName } from '../protocol/messages.js';
 import { encodeReconcileMessage } from '../sync/reconcile-codec.js';
@@ -17,7 +21,8 @@ import type { RevisionEntry } from '../sync/revision.js';
 import { bytesEqual } from '../chunking/blake3.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import type { PeerSession } from './session.js';
-import { applyRemote } from './sync-apply.js';
+import { applyRemote, plannedChanges, type PlannedChange } from './sync-apply.js';
+import type { RevisionStore } from './revision-store.js';
 import { fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { expectMessage } from './transfer-control.js';
@@ -46,6 +51,20 @@ export interface SyncFolderOptions {
   readonly bwlimit?: number;
   /** More caps on what this side sends (a listener's --bwlimit, for the syncs it runs). */
   readonly rateLimiters?: readonly RateLimiter[];
+  /**
+   * Plan only (sync --dry-run): reconcile, learn the peer's records, report what would change on
+   * each side, and change nothing (the folder's log still records its scan, as any sync does
+   * first; a missing folder is planned as an empty one and not created).
+   */
+  readonly dryRun?: boolean;
+}
+
+/** What a sync would do (sync --dry-run). */
+export interface SyncDryRun {
+  /** Changes this folder would take from the peer (none in send-only mode). */
+  readonly receive: readonly PlannedChange[];
+  /** Paths whose version here the peer would take (none in receive-only mode): update, delete or conflict. */
+  readonly send: readonly PlannedChange[];
 }
 
 export interface SyncFolderResult {
@@ -69,6 +88,8 @@ export interface SyncFolderResult {
   readonly skipped: readonly string[];
   /** Receive-only: paths whose local revision the peer does not have (not sent). */
   readonly localOnly: readonly string[];
+  /** A dry run's plan (nothing was moved or applied). */
+  readonly dryRun?: SyncDryRun;
 }
 
 function wireBytesOf(session: PeerSession): number {
@@ -91,8 +112,42 @@ function inSyncFor(mode: SyncModeName, check: ReconcileResult): boolean {
   }
 }
 
+/** Of `ids`, the revisions that are their path's head in `store` (the current version here). */
+function headsAmong(store: RevisionStore, ids: readonly Uint8Array[]): RevisionEntry[] {
+  const heads: RevisionEntry[] = [];
+  for (const id of ids) {
+    const entry = store.get(id);
+    const head = entry === undefined ? undefined : store.head(entry.revision.path);
+    if (entry !== undefined && head !== undefined && bytesEqual(head.id, entry.id)) heads.push(entry);
+  }
+  return heads;
+}
+
 export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult> {
+  if (o.dryRun !== true) return syncFolderIn(o.dir, o);
+  o.session.requireFeature('sync-dry-run', 'cannot plan a sync without carrying it out', 'sync without --dry-run');
+  if (await isDirectory(o.dir)) return syncFolderIn(o.dir, o);
+  // Nothing here yet: planned against an empty folder that is removed afterwards.
+  const empty = await mkdtemp(path.join(tmpdir(), 'clawpeer-dry-sync-'));
+  try {
+    return await syncFolderIn(empty, o);
+  } finally {
+    await rm(empty, { recursive: true, force: true });
+  }
+}
+
+async function isDirectory(dir: string): Promise<boolean> {
+  try {
+    return (await stat(dir)).isDirectory();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw new ClawpeerError('IO', `cannot read ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFolderResult> {
   const { session, log, signal } = o;
+  const dryRun = o.dryRun === true;
   const started = performance.now();
   const wireStart = wireBytesOf(session);
   const chunking = sessionChunking(session);
@@ -101,12 +156,15 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
   if (o.bwlimit !== undefined && receives) session.requireFeature('rate-limit', 'cannot cap the rate it sends a sync at', 'sync without --bwlimit, or with --mode send-only');
   const limiters = [...(o.bwlimit === undefined ? [] : [new RateLimiter(o.bwlimit)]), ...(o.rateLimiters ?? [])];
   const transferId = session.allocateTransferId();
-  await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0), ...(o.bwlimit === undefined || !receives ? {} : { rateLimit: o.bwlimit }) });
+  await session.control.send({
+    type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0),
+    ...(o.bwlimit === undefined || !receives || dryRun ? {} : { rateLimit: o.bwlimit }), ...(dryRun ? { dryRun } : {}),
+  });
   const progress = o.onProgress;
   let hashed = 0;
   let hashedFiles = 0;
-  const folder = await openSyncedFolder(o.dir, {
-    nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: true, cacheManifests: sends,
+  const folder = await openSyncedFolder(dir, {
+    nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: !dryRun, cacheManifests: sends && !dryRun,
     ...(o.resident === undefined ? {} : { resident: o.resident }),
     ...(progress === undefined ? {} : { onHashed: (_rel: string, m: { size: number }) => progress({ phase: 'scanning', bytes: (hashed += m.size), totalBytes: 0, files: ++hashedFiles, totalFiles: 0 }) }),
   });
@@ -127,7 +185,18 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
       roundTrips, reconcileBytes, scanned: folder.scan !== undefined, revisionsSent: 0, revisionsReceived: 0, chunksSent: 0, conflicts: 0, skipped: [], localOnly: [],
       wireBytes: wireBytesOf(session) - wireStart, seconds: (performance.now() - started) / 1000, ...extra,
     });
-    if (result.method === 'equal') return summary({ inSync: true });
+    if (result.method === 'equal') return summary({ inSync: true, ...(dryRun ? { dryRun: { receive: [], send: [] } } : {}) });
+    if (dryRun) {
+      // The peer sends its records (as for a real sync) and then its done; nothing else moves.
+      const received = receives ? await receiveRevisions(ch, result.idsWeLack) : [];
+      const { changes, skipped } = plannedChanges(received, { store, keepConcurrentLocal: o.mode === 'receive-only', log });
+      const conflicted = new Set(changes.filter((c) => c.change === 'conflict').map((c) => c.path));
+      const send = (sends ? headsAmong(store, result.idsTheyLack) : []).map(({ revision: r }): PlannedChange => ({
+        path: r.path, change: conflicted.has(r.path) ? 'conflict' : r.deleted ? 'delete' : 'update', kind: r.kind, bytes: r.deleted || r.kind !== 'file' ? 0 : r.size,
+      })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+      await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
+      return summary({ inSync: false, revisionsReceived: received.length, skipped, dryRun: { receive: changes, send } });
+    }
 
     let revisionsSent = 0;
     let received: RevisionEntry[] = [];
@@ -136,15 +205,15 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     let chunks = 0;
     if (sends) {
       const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
-      chunks += await serveFetch(ch, fetch, store, o.dir, chunking, folder.manifests, progress);
+      chunks += await serveFetch(ch, fetch, store, dir, chunking, folder.manifests, progress);
     }
     let conflicts = 0;
     let skipped: string[] = [];
     if (receives) {
       const applied = await applyRemote(received, {
-        store, folder: o.dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', log,
+        store, folder: dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', log,
         fetch: (requests, beforePublish) => fetchContent(ch, requests, {
-          router, folder: o.dir, chunking, beforePublish,
+          router, folder: dir, chunking, beforePublish,
           ...(progress === undefined ? {} : { onProgress: progress }),
         }),
       });
@@ -155,14 +224,7 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
     const check = new ReconcileInitiator(store.snapshotIdSet());
     const outcome = await runReconcile(ch, check, check.start());
     await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
-    const localOnly: string[] = [];
-    if (o.mode === 'receive-only') {
-      for (const id of outcome.idsTheyLack) {
-        const entry = store.get(id);
-        const head = entry === undefined ? undefined : store.head(entry.revision.path);
-        if (entry !== undefined && head !== undefined && bytesEqual(head.id, entry.id)) localOnly.push(entry.revision.path);
-      }
-    }
+    const localOnly = o.mode === 'receive-only' ? headsAmong(store, outcome.idsTheyLack).map((e) => e.revision.path) : [];
     return summary({
       inSync: inSyncFor(o.mode, outcome), revisionsSent, revisionsReceived: received.length, chunksSent: chunks, conflicts, skipped, localOnly: localOnly.sort(),
     });

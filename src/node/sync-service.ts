@@ -3,7 +3,8 @@
 // Goals: one sync of a share at a time (its folder lock is held from the scan to the end); the
 // share's log matches its disk when reconciliation starts (scanned under the lock); the client's
 // mode decides the directions (its revisions applied here unless it is receive-only, ours sent
-// unless it is send-only); a read-only share only serves receive-only clients. Non-goals: the
+// unless it is send-only); a read-only share only serves receive-only clients, dry runs included
+// (a dry run only sends our records: the client plans, nothing is applied). Non-goals: the
 // message phases (sync-exchange.ts), the decisions (sync-apply.ts).
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import { ClawpeerError } from '../errors.js';
@@ -46,7 +47,7 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   const share = findShare(ctx.shares, req.share, session.peerId);
   if (req.mode !== 'receive-only' && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
   const chunking = sessionChunking(session);
-  log.info('sync requested', { peer: session.peerId, share: share.name, mode: req.mode });
+  log.info('sync requested', { peer: session.peerId, share: share.name, mode: req.mode, ...(req.dryRun === true ? { dryRun: true } : {}) });
   // The whole share is claimed (destination-locks.ts): a client killed mid-sync leaves its
   // session here until the transport's idle timeout, holding the folder lock; its rerun from the
   // same peer supersedes that stale sync instead of waiting it out. Another peer's push or sync
@@ -75,7 +76,7 @@ async function serveClaimedSync(
   // An empty hello follows as the first SyncReconcile: the client scans while we do.
   const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
   const folder = await openSyncedFolder(share.dir, {
-    nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives,
+    nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives && req.dryRun !== true,
     ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
   });
   try {
@@ -89,6 +90,12 @@ async function serveClaimedSync(
     await session.control.send({ type: 'sync-accept', transferId: req.transferId });
     const result = await runReconcile(ch, responder, first);
     if (result.method === 'equal') return;
+    if (req.dryRun === true) {
+      // The client plans from our records; it sends none, and nothing is applied or served.
+      if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack);
+      await session.control.send({ type: 'sync-done', transferId: req.transferId });
+      return;
+    }
 
     let received: RevisionEntry[] = [];
     if (clientSends) received = await receiveRevisions(ch, result.idsWeLack);

@@ -27,7 +27,8 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // within (--bwlimit); a server without it would send at full speed, so a client does not ask one.
 // dry-run: a transfer request may be a dry run (nothing written, no chunk sent); a server
 // without it would carry the transfer out, so a client does not ask one.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run'] as const;
+// sync-dry-run: the same for a sync request (the server sends its records and applies nothing).
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */
@@ -98,7 +99,7 @@ export const DEFAULT_CAPABILITIES: Capabilities = Object.freeze({
   maxWindowChunks: 64,
   maxStreams: 8,
   maxFrameBytes: 16 << 20,
-  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run'] as const),
+  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run'] as const),
 });
 
 function describeChunking(c: ChunkingParams): string {

@@ -205,6 +205,8 @@ export interface SyncRequestMessage {
   readonly reconcile: Uint8Array;
   /** The most bytes per second the server sends this sync's content at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
+  /** Plan only: the server sends its records and SyncDone, applies nothing (feature 'sync-dry-run'). */
+  readonly dryRun?: boolean;
 }
 
 export interface SyncAcceptMessage {
@@ -337,6 +339,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   watch: pb.Feature.FEATURE_WATCH,
   'rate-limit': pb.Feature.FEATURE_RATE_LIMIT,
   'dry-run': pb.Feature.FEATURE_DRY_RUN,
+  'sync-dry-run': pb.Feature.FEATURE_SYNC_DRY_RUN,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -544,7 +547,7 @@ function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Propertie
       checkTextBytes('SyncRequest.share', message.share);
       checkBlob('SyncRequest.reconcile', message.reconcile, 0, MAX_SYNC_RECONCILE_BYTES);
       checkRateLimit('SyncRequest.rateLimit', message.rateLimit);
-      return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile, rateLimit: message.rateLimit ?? 0 } };
+      return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile, rateLimit: message.rateLimit ?? 0, dryRun: message.dryRun ?? false } };
     }
     case 'sync-accept':
       return { syncAccept: { transferId: message.transferId } };
@@ -895,6 +898,7 @@ function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage | undefi
         mode: wireEnum('SyncRequest.mode', r.mode, SYNC_MODE_FROM_WIRE),
         reconcile: blobFromWire('SyncRequest.reconcile', r.reconcile, 0, MAX_SYNC_RECONCILE_BYTES),
         ...rateLimitFromWire(r.rateLimit),
+        ...(r.dryRun === true ? { dryRun: true } : {}),
       };
     }
     case 'syncAccept': {

@@ -24,7 +24,7 @@ const b = await initNode('sb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 const shares: string[] = [];
-for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped']) {
+for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped', 'dry']) {
   await mkdir(path.join(work, 'server', name), { recursive: true });
   shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
 }
@@ -171,6 +171,48 @@ t.test('a true conflict: the same winner on both sides, the loser kept as a conf
   }
   t.same(await snapshot(client('conflict')), await snapshot(server('conflict')));
   t.match(await sync('conflict'), { roundTrips: 1, inSync: true });
+});
+
+t.test('sync --dry-run (-n) lists what would arrive, what would go and the conflicts, and changes neither side', async (t) => {
+  await mkdir(client('dry'), { recursive: true });
+  for (const name of ['keep.txt', 'edit-here.txt', 'edit-there.txt', 'gone.txt', 'clash.txt']) await writeFile(server('dry', name), `${name} v1\n`);
+  await sync('dry');
+  await writeFile(client('dry', 'edit-here.txt'), 'edited here\n');
+  await writeFile(client('dry', 'new-here.txt'), 'new here\n');
+  await writeFile(server('dry', 'edit-there.txt'), 'edited there, longer\n');
+  await mkdir(server('dry', 'new-there'));
+  await writeFile(server('dry', 'new-there', 'x.bin'), randomBytes(3000));
+  await rm(server('dry', 'gone.txt'));
+  await writeFile(client('dry', 'clash.txt'), 'clash: the client\n');
+  await age(client('dry', 'clash.txt'), 120);
+  await writeFile(server('dry', 'clash.txt'), 'clash: the server\n');
+  const before = { here: await snapshot(client('dry')), there: await snapshot(server('dry')) };
+
+  const r = await sync('dry', ['-n']);
+  const lines = r['lines'] as Record<string, unknown>[];
+  const listed = (event: string): string[] => lines.filter((l) => l['event'] === event).map((l) => `${String(l['change'])} ${String(l['path'])}`);
+  t.same(listed('would-receive'), ['conflict clash.txt', 'update edit-there.txt', 'delete gone.txt', 'create new-there', 'create new-there/x.bin']);
+  t.same(listed('would-send'), ['conflict clash.txt', 'update edit-here.txt', 'update new-here.txt']);
+  t.match(lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'new-there/x.bin'), { kind: 'file', bytes: 3000 });
+  t.match(lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'clash.txt'), { copy: /^clash\.sync-conflict-/ });
+  t.match(r, { event: 'done', dryRun: true, inSync: false, toReceive: 5, toSend: 3, conflicts: 1, bytesToSend: 'edited here\n'.length + 'new here\n'.length });
+  t.same({ here: await snapshot(client('dry')), there: await snapshot(server('dry')) }, before, 'neither side changed');
+
+  // The real sync does what the dry run said; after it, a dry run finds nothing.
+  t.match(await sync('dry'), { inSync: true, conflicts: 1 });
+  t.same(await snapshot(client('dry')), await snapshot(server('dry')));
+  t.match(await sync('dry', ['--dry-run']), { dryRun: true, inSync: true, toReceive: 0, toSend: 0 });
+
+  // Into a folder that does not exist: everything would arrive, and nothing is created.
+  const nowhere = path.join(work, 'client', 'dry-nowhere');
+  const fresh = await runCli(['--home', b.home, 'sync', nowhere, 'alice:dry', '-n']);
+  t.equal(fresh.code, 0, fresh.stderr);
+  t.match(fresh.stdout, /^receive +create +new-there\/x\.bin \(3000 bytes\)$/m);
+  t.match(fresh.stdout, /dry run: 8 changes would arrive here .* 0 would go to the peer .*nothing was changed or sent/);
+  t.notOk(await lstat(nowhere).then(() => true, () => false), 'the missing folder was not created');
+  const watching = await runCli(['--home', b.home, 'sync', client('dry'), 'alice:dry', '-n', '--watch']);
+  t.equal(watching.code, 2);
+  t.match(watching.stderr, /--dry-run plans one sync: it cannot be combined with --watch/);
 });
 
 t.test('receive-only keeps local edits local and reports them; a newer remote revision still applies', async (t) => {

@@ -76,3 +76,14 @@ t.test('pull --dry-run from a listener without dry-run is refused before the req
   t.notOk(await sent(), 'no request went out');
   await session.connection.close();
 });
+
+t.test('sync --dry-run from a listener without sync-dry-run is refused before the request (it would carry the sync out)', async (t) => {
+  const { session, sent } = await sessionWithout('sync-dry-run');
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
+  await t.rejects(
+    syncFolder({ session, dir, share: 'docs', nodeId: 'n', mode: 'two-way', log: silentLogger, signal: new AbortController().signal, dryRun: true }),
+    { code: 'USAGE', message: /cannot plan a sync without carrying it out \(an older clawpeer\): sync without --dry-run/ },
+  );
+  t.notOk(await sent(), 'no request went out');
+  await session.connection.close();
+});

@@ -43,6 +43,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'SyncRequest (dry run)',
+    message: { type: 'sync-request', transferId: 3, share: '', mode: 'two-way', reconcile: new Uint8Array(0), dryRun: true },
+    wire: `
+      01 00000009                 # frame: type CONTROL, body 9 bytes
+      8203 06                     # Control.sync_request (field 48, LEN) 6 bytes
+      08 03                       #   transfer_id (1) = 3
+      18 01                       #   mode (3) = TWO_WAY
+      30 01                       #   dry_run (6) = true
+    `,
+  },
+  {
     name: 'SyncAccept',
     message: { type: 'sync-accept', transferId: 3 },
     wire: `

@@ -53,6 +53,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   if (remote.path !== '') throw new ClawpeerError('USAGE', `sync works on whole shares: use PEER:SHARE, not ${JSON.stringify(String(args['remote']))}`);
   const mode = parseMode(args['mode']);
   if (args['interval'] !== undefined && args['watch'] !== true) throw new ClawpeerError('USAGE', '--interval applies to --watch only');
+  const dryRun = args['dry-run'] === true;
+  if (dryRun && args['watch'] === true) throw new ClawpeerError('USAGE', '--dry-run plans one sync: it cannot be combined with --watch');
   const intervalMs = args['interval'] === undefined ? WATCH_INTERVAL_MS : intOption(args['interval'], '--interval', WATCH_INTERVAL_MIN_S, WATCH_INTERVAL_MAX_S) * 1000;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   const bwlimit = bwlimitOption(args['bwlimit']);
@@ -69,7 +71,10 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   };
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
     const [{ identity, peer }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../node/sync-with-peer.js')]);
-    return syncWithPeer({ identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, ...(onProgress === undefined ? {} : { onProgress }), ...(bwlimit === undefined ? {} : { bwlimit }) });
+    return syncWithPeer({
+      identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun,
+      ...(onProgress === undefined ? {} : { onProgress }), ...(bwlimit === undefined ? {} : { bwlimit }),
+    });
   };
   const once = async (): Promise<void> => {
     const progress = createProgress(ctx.out);
@@ -77,7 +82,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     let result: SyncFolderResult;
     let resident = false;
     try {
-      const realDir = await realpath(dir).catch(() => undefined); // per run: --watch may have made it
+      // A dry run is planned here: a listener of this home runs real syncs only.
+      const realDir = dryRun ? undefined : await realpath(dir).catch(() => undefined); // per run: --watch may have made it
       const outcome = realDir === undefined ? undefined : await syncViaListener(ctx.home.dir, residentRequest({
         dir: realDir, remote, mode, compression: config.compression, addr: args['addr'] as string | undefined, transport: args['transport'] as string | undefined, bwlimit,
       }), onProgress, ctx.signal);
@@ -195,6 +201,7 @@ export function registerSyncCommands(cli: Argv, run: Runner): Argv {
           .positional('remote', { type: 'string' })
           .option('mode', { type: 'string', choices: ['two-way', 'send-only', 'receive-only'], default: 'two-way', describe: 'which directions changes travel (of this side)' })
           .option('watch', { type: 'boolean', default: false, describe: 'keep syncing as files change, until SIGINT' })
+          .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would change on each side (and conflicts), without changing or sending any file' })
           .option('interval', { type: 'number', describe: `with --watch: seconds between syncs when nothing changed here and the peer told of no change (its listener tells at once; an older peer's changes wait this long) (default ${WATCH_INTERVAL_MS / 1000})` })
           .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
           .option('transport', TRANSPORT_OPTION)

@@ -62,7 +62,10 @@ export namespace clawpeer {
             FEATURE_RATE_LIMIT = 7,
 
             /** FEATURE_DRY_RUN value */
-            FEATURE_DRY_RUN = 8
+            FEATURE_DRY_RUN = 8,
+
+            /** FEATURE_SYNC_DRY_RUN value */
+            FEATURE_SYNC_DRY_RUN = 9
         }
 
         /**
@@ -1305,6 +1308,9 @@ export namespace clawpeer {
             /** SyncRequest rateLimit. */
             rateLimit: number;
 
+            /** SyncRequest dryRun. */
+            dryRun: boolean;
+
             /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @param message SyncRequest message or plain object to encode
@@ -1343,6 +1349,9 @@ export namespace clawpeer {
 
                 /** SyncRequest rateLimit */
                 rateLimit?: (number|null);
+
+                /** SyncRequest dryRun */
+                dryRun?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

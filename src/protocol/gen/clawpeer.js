@@ -72,6 +72,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_WATCH=6 FEATURE_WATCH value
          * @property {number} FEATURE_RATE_LIMIT=7 FEATURE_RATE_LIMIT value
          * @property {number} FEATURE_DRY_RUN=8 FEATURE_DRY_RUN value
+         * @property {number} FEATURE_SYNC_DRY_RUN=9 FEATURE_SYNC_DRY_RUN value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -84,6 +85,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[6] = "FEATURE_WATCH"] = 6;
             values[valuesById[7] = "FEATURE_RATE_LIMIT"] = 7;
             values[valuesById[8] = "FEATURE_DRY_RUN"] = 8;
+            values[valuesById[9] = "FEATURE_SYNC_DRY_RUN"] = 9;
             return values;
         })();
 
@@ -3230,6 +3232,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {clawpeer.v1.SyncMode|null} [mode] SyncRequest mode
              * @property {Uint8Array|null} [reconcile] SyncRequest reconcile
              * @property {number|null} [rateLimit] SyncRequest rateLimit
+             * @property {boolean|null} [dryRun] SyncRequest dryRun
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3302,6 +3305,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncRequest.prototype.rateLimit = 0;
 
             /**
+             * SyncRequest dryRun.
+             * @member {boolean} dryRun
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.dryRun = false;
+
+            /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncRequest
@@ -3327,6 +3338,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 4, wireType 2 =*/34).bytes(message.reconcile);
                 if (message.rateLimit != null && $Object.hasOwnProperty.call(message, "rateLimit") && message.rateLimit !== 0)
                     writer.uint32(/* id 5, wireType 0 =*/40).uint32(message.rateLimit);
+                if (message.dryRun != null && $Object.hasOwnProperty.call(message, "dryRun") && message.dryRun !== false)
+                    writer.uint32(/* id 6, wireType 0 =*/48).bool(message.dryRun);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -3414,6 +3427,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.rateLimit = value;
                             else
                                 delete message.rateLimit;
+                            continue;
+                        }
+                    case 6: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.dryRun = value;
+                            else
+                                delete message.dryRun;
                             continue;
                         }
                     }
