@@ -6,8 +6,10 @@
 // for the current head) and never re-hashed, so a no-op rescan of a big tree reads metadata only;
 // changes are committed in batches (one transaction per `batchSize` changes, one in all for a
 // typical scan; tombstones in one more, after the walk's changes), so a crash leaves whole
-// batches. Non-goals: watching (the driver rescans on
-// events), ignore patterns, applying remote revisions (the sync driver), hashing in parallel.
+// batches. Ignored paths (sync-ignore.ts: the folder's .clawpeerignore, loaded by the caller)
+// are neither entered nor recorded, and a head under one is not tombstoned: ignoring a path
+// is not deleting it. Non-goals: watching (the driver rescans on events), applying remote
+// revisions (the sync driver), hashing in parallel.
 //
 // What counts as a change: a new path; another kind; a file's content root; a symlink's target;
 // permission bits. A file whose mtime moved but whose content root did not (touch, or a rewrite
@@ -47,6 +49,7 @@ import { INTERNAL_DIR_NAME, isInternalPath, isTempFileName } from './internal-na
 import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from './publisher.js';
 import { RevisionStore } from './revision-store.js';
 import type { RevisionDraft, WarmStat } from './revision-store.js';
+import { syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';
 import { scanTreeBatches } from './tree-scan.js';
 import type { TreeEntry, TreeScanIssue } from './tree-scan.js';
 
@@ -68,6 +71,8 @@ export interface ScanFolderOptions {
   readonly onHashed?: (relPath: string, manifest: FileManifest, stat: WarmStat) => void;
   /** Told about entries that cannot be recorded; without it the first such problem is thrown. */
   readonly onIssue?: (issue: TreeScanIssue) => void;
+  /** The folder's ignore rules (loadSyncIgnore). Default: nothing is ignored but the ignore file. */
+  readonly ignore?: SyncIgnore;
   readonly signal?: AbortSignal;
 }
 
@@ -161,9 +166,12 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
   };
   const certify = (e: TreeEntry): WarmStat | undefined => (isRacy(e.mtimeNs, nowNs, racyWindowMs) ? undefined : statOf(e));
 
-  const walk = scanTreeBatches(root, { rootName: null, onIssue: report, skipDir: (rel) => rel === INTERNAL_DIR_NAME, ...(signal === undefined ? {} : { signal }) });
+  const ignore = options.ignore ?? syncIgnoreFrom([]);
+  const skipDir = (rel: string): boolean => rel === INTERNAL_DIR_NAME || ignore.matches(rel, true);
+  const walk = scanTreeBatches(root, { rootName: null, onIssue: report, skipDir, ...(signal === undefined ? {} : { signal }) });
   for await (const batch of walk) for (const entry of batch) {
     const rel = entry.relPath;
+    if (entry.kind !== 'dir' && ignore.matches(rel, false)) continue;
     if (isInternalPath(rel)) {
       const isTemp = entry.kind === 'file' && isTempFileName(path.posix.basename(rel));
       if (isTemp && removeTempFileIfStale(path.join(root, ...rel.split('/')), { nowMs, minAgeMs: staleTempAgeMs })) removedTempFiles++;
@@ -245,6 +253,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     const rev = store.headByKey(key)?.revision;
     if (rev === undefined || rev.deleted || isInternalPath(rev.path)) continue;
     if (unreadable.some((prefix) => isUnder(rev.path, prefix))) continue;
+    if (ignore.ignores(rev.path, rev.kind === 'dir')) continue;
     deleted++;
     enqueue({
       draft: { path: rev.path, kind: rev.kind, contentRoot: NO_ROOT, size: 0, mode: rev.mode, mtimeNs: nowNs, deleted: true, linkTarget: '' },

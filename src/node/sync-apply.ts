@@ -27,6 +27,7 @@ import { Publisher } from './publisher.js';
 import type { RevisionStore, WarmStat } from './revision-store.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from './sync-history.js';
+import type { SyncIgnore } from './sync-ignore.js';
 
 export interface ApplyOptions {
   readonly store: RevisionStore;
@@ -37,6 +38,8 @@ export interface ApplyOptions {
    * (remote newer); concurrent local edits stay, are not overwritten and are reported.
    */
   readonly keepConcurrentLocal: boolean;
+  /** This folder's ignore rules: the peer's revisions of an ignored path are recorded, its disk is left alone. */
+  readonly ignore?: SyncIgnore;
   readonly log: Logger;
   /** Fetches content from the peer; calls `beforePublish` once it knows what will arrive. */
   readonly fetch: (requests: readonly FetchRequest[], beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>) => Promise<FetchOutcome>;
@@ -152,8 +155,10 @@ function publishedStat(folderReal: string, rev: Revision, nowNs: bigint): WarmSt
   }
 }
 
+type PlanOptions = Pick<ApplyOptions, 'store' | 'keepConcurrentLocal' | 'ignore' | 'log'>;
+
 /** What to do per path with `received`, decided against `store`'s heads; touches nothing. */
-function planRemote(received: readonly RevisionEntry[], o: Pick<ApplyOptions, 'store' | 'keepConcurrentLocal' | 'log'>): { plans: PathPlan[]; skipped: string[] } {
+function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans: PathPlan[]; skipped: string[] } {
   const { store, log } = o;
   const groups = new Map<string, RevisionEntry[]>();
   for (const e of received) groups.set(e.revision.path, [...(groups.get(e.revision.path) ?? []), e]);
@@ -163,8 +168,13 @@ function planRemote(received: readonly RevisionEntry[], o: Pick<ApplyOptions, 's
   for (const [p, records] of groups) {
     const local = store.head(p);
     const remote = remoteCandidate(records);
-    const res = resolveRevision(local, remote);
     const base = { path: p, records, local, copy: undefined, copyFetch: undefined };
+    // Ignored here: the records are kept (the logs converge), the head and the disk stay.
+    if (o.ignore?.ignores(p, remote.revision.kind === 'dir') === true) {
+      plans.push({ ...base, head: undefined, action: { kind: 'none' } });
+      continue;
+    }
+    const res = resolveRevision(local, remote);
     if (res.action === 'keep-local') {
       plans.push({ ...base, head: undefined, action: { kind: 'none' } });
       continue;
@@ -222,7 +232,7 @@ export interface PlannedChange {
 }
 
 /** The changes applying `received` would make, path order; and the paths it would leave as they are. */
-export function plannedChanges(received: readonly RevisionEntry[], o: Pick<ApplyOptions, 'store' | 'keepConcurrentLocal' | 'log'>): { changes: PlannedChange[]; skipped: string[] } {
+export function plannedChanges(received: readonly RevisionEntry[], o: PlanOptions): { changes: PlannedChange[]; skipped: string[] } {
   const { plans, skipped } = planRemote(received, o);
   const changes: PlannedChange[] = [];
   for (const plan of plans) {

@@ -189,7 +189,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     if (dryRun) {
       // The peer sends its records (as for a real sync) and then its done; nothing else moves.
       const received = receives ? await receiveRevisions(ch, result.idsWeLack) : [];
-      const { changes, skipped } = plannedChanges(received, { store, keepConcurrentLocal: o.mode === 'receive-only', log });
+      const { changes, skipped } = plannedChanges(received, { store, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log });
       const conflicted = new Set(changes.filter((c) => c.change === 'conflict').map((c) => c.path));
       const send = (sends ? headsAmong(store, result.idsTheyLack) : []).map(({ revision: r }): PlannedChange => ({
         path: r.path, change: conflicted.has(r.path) ? 'conflict' : r.deleted ? 'delete' : 'update', kind: r.kind, bytes: r.deleted || r.kind !== 'file' ? 0 : r.size,
@@ -211,7 +211,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     let skipped: string[] = [];
     if (receives) {
       const applied = await applyRemote(received, {
-        store, folder: dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', log,
+        store, folder: dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log,
         fetch: (requests, beforePublish) => fetchContent(ch, requests, {
           router, folder: dir, chunking, beforePublish,
           ...(progress === undefined ? {} : { onProgress: progress }),

@@ -15,6 +15,7 @@ import { FolderWatchers } from './folder-watcher.js';
 import { RevisionStorePool } from './revision-store-pool.js';
 import { FolderLock } from './folder-lock.js';
 import { ManifestCache } from './manifest-cache.js';
+import { loadSyncIgnore, type SyncIgnore } from './sync-ignore.js';
 import { RevisionStore, type WarmStat } from './revision-store.js';
 
 export interface SyncedFolder {
@@ -24,6 +25,8 @@ export interface SyncedFolder {
   readonly scan: ScanFolderResult | undefined;
   /** Manifests the scan computed, for serving the peer's fetch without hashing again. */
   readonly manifests: ManifestCache;
+  /** The folder's ignore rules (its .clawpeerignore): what this side neither records nor applies. */
+  readonly ignore: SyncIgnore;
   /** Closes the log and releases the lock. */
   close(): Promise<void>;
 }
@@ -68,6 +71,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
       throw new ClawpeerError('IO', `cannot create ${dir}: ${(err as Error).message}`, { cause: err });
     }
   }
+  const ignore = await loadSyncIgnore(dir); // before the lock: a malformed file fails at once
   const lock = await FolderLock.acquire(dir, { waitMs: o.lockWaitMs, ...(o.signal === undefined ? {} : { signal: o.signal }) });
   const resident = o.resident;
   // A resident process's log stays open in its pool for the next sync.
@@ -85,12 +89,13 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     const watcher = resident?.watchers.forFolder(dir);
     if (watcher?.canSkipScan() === true) {
       o.log.debug('scan skipped: the folder watcher saw no change since the last scan', { folder: dir });
-      return { dir, store: opened, scan: undefined, manifests, close };
+      return { dir, store: opened, scan: undefined, manifests, ignore, close };
     }
     const scanEnded = watcher?.scanStarting();
     let issues = 0;
     const scan = await scanFolder(opened, dir, {
       chunking: o.chunking,
+      ignore,
       onHashed: (rel: string, manifest: FileManifest, stat: WarmStat) => {
         if (o.cacheManifests === true) manifests.add(rel, manifest, stat);
         o.onHashed?.(rel, manifest);
@@ -103,7 +108,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     });
     // Entries left unrecorded (changing while hashed, unreadable) must be looked at again.
     scanEnded?.(scan.unstable === 0 && issues === 0);
-    return { dir, store: opened, scan, manifests, close };
+    return { dir, store: opened, scan, manifests, ignore, close };
   } catch (err) {
     if (store !== undefined) await closeStore(store);
     await lock.release();

@@ -24,7 +24,7 @@ const b = await initNode('sb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 const shares: string[] = [];
-for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped', 'dry']) {
+for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped', 'dry', 'ignored']) {
   await mkdir(path.join(work, 'server', name), { recursive: true });
   shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
 }
@@ -213,6 +213,34 @@ t.test('sync --dry-run (-n) lists what would arrive, what would go and the confl
   const watching = await runCli(['--home', b.home, 'sync', client('dry'), 'alice:dry', '-n', '--watch']);
   t.equal(watching.code, 2);
   t.match(watching.stderr, /--dry-run plans one sync: it cannot be combined with --watch/);
+});
+
+t.test('.clawpeerignore: each side leaves out what its own file matches, and the logs still converge', async (t) => {
+  await mkdir(client('ignored', 'build'), { recursive: true });
+  await writeFile(client('ignored', '.clawpeerignore'), '# not synced\n*.tmp\nbuild/\n');
+  await writeFile(client('ignored', 'keep.txt'), 'kept\n');
+  await writeFile(client('ignored', 'scratch.tmp'), 'mine only\n');
+  await writeFile(client('ignored', 'build', 'out.o'), 'object\n');
+  await writeFile(server('ignored', 'srv.txt'), 'from the server\n');
+  await writeFile(server('ignored', 'server.tmp'), 'the server syncs its .tmp files\n');
+  const first = await sync('ignored');
+  t.match(first, { inSync: true, revisionsSent: 1, revisionsReceived: 2 });
+  const names = async (dir: string): Promise<string[]> => (await readdir(dir)).filter((n) => n !== '.clawpeer').sort();
+  t.same(await names(server('ignored')), ['keep.txt', 'server.tmp', 'srv.txt'], 'nothing ignored here reached the server, nor the ignore file');
+  t.same(await names(client('ignored')), ['.clawpeerignore', 'build', 'keep.txt', 'scratch.tmp', 'srv.txt'], 'the server\'s .tmp file was not applied here');
+  // The client keeps the server's record of server.tmp: the next sync finds equal logs.
+  t.match(await sync('ignored'), { inSync: true, roundTrips: 1, revisionsSent: 0, revisionsReceived: 0 });
+  await writeFile(server('ignored', 'server.tmp'), 'changed on the server\n');
+  await writeFile(client('ignored', 'scratch.tmp'), 'changed here\n');
+  const plan = await sync('ignored', ['-n']);
+  t.match(plan, { dryRun: true, toReceive: 0, toSend: 0 }, 'a dry run lists nothing ignored');
+  t.match(await sync('ignored'), { inSync: true, revisionsSent: 0 });
+  t.notOk((await readdir(client('ignored'))).includes('server.tmp'));
+  // A malformed pattern stops the sync before anything connects, naming the file and line.
+  await writeFile(client('ignored', '.clawpeerignore'), '*.tmp\n[oops\n');
+  const bad = await runCli(['--home', b.home, 'sync', client('ignored'), 'alice:ignored']);
+  t.equal(bad.code, 2, bad.stderr);
+  t.match(bad.stderr, /\.clawpeerignore line 2: "\[oops": has a \[ without its \]/);
 });
 
 t.test('receive-only keeps local edits local and reports them; a newer remote revision still applies', async (t) => {

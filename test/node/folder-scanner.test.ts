@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { scanFolder } from '../../src/node/folder-scanner.js';
+import { parseIgnoreFile, syncIgnoreFrom } from '../../src/node/sync-ignore.js';
 import type { ScanFolderOptions } from '../../src/node/folder-scanner.js';
 import { RevisionStore } from '../../src/node/revision-store.js';
 import type { TreeScanIssue } from '../../src/node/tree-scan.js';
@@ -188,4 +189,27 @@ t.test('a rescan that saw every live path skips the pass over all heads; one tha
   t.equal(store.head('a.txt')!.revision.deleted, true);
   t.equal(store.liveHeadCount(), [...store.heads()].filter((h) => !h.revision.deleted).length);
   t.same(store.checkInvariants(), []);
+});
+
+t.test('ignored paths are neither entered nor recorded; ignoring a recorded path does not delete it', async (t) => {
+  const { folder, store } = await fixture();
+  await mkdir(join(folder, 'build/out'), { recursive: true });
+  await writeFile(join(folder, 'build/out/x.o'), 'obj');
+  await writeFile(join(folder, 'notes.tmp'), 'scratch');
+  await writeFile(join(folder, '.clawpeerignore'), 'build/\n*.tmp\n');
+  const ignore = syncIgnoreFrom(parseIgnoreFile('build/\n*.tmp\n'));
+  const first = await scanFolder(store, folder, { ...options, ignore });
+  t.match(first, { added: 7 }, 'the fixture only: no build/, no *.tmp, no ignore file');
+  const paths = (): string[] => [...store.heads()].filter((h) => !h.revision.deleted).map((h) => h.revision.path).sort();
+  t.same(paths(), ['a.txt', 'empty', 'link', 'sub', 'sub/b.bin', 'sub/deep', 'sub/deep/c.md']);
+  // sub/ is ignored now: its recorded heads stay live (ignoring is not deleting), nothing in it is looked at.
+  await writeFile(join(folder, 'sub/new.txt'), 'not seen');
+  const again = await scanFolder(store, folder, { ...options, ignore: syncIgnoreFrom(parseIgnoreFile('sub\n')) });
+  t.match(again, { added: 4, deleted: 0 }, 'build, build/out, build/out/x.o and notes.tmp arrive once no longer ignored; sub/ is not tombstoned');
+  t.notOk(paths().includes('sub/new.txt'), 'nothing inside an ignored directory is recorded');
+  t.ok(paths().includes('sub/deep/c.md'), 'the heads under it stay live');
+  // Without rules, only the ignore file itself stays out.
+  const all = await scanFolder(store, folder, options);
+  t.match(all, { added: 1, deleted: 0 }, 'sub/new.txt');
+  t.notOk(paths().includes('.clawpeerignore'), 'the ignore file is never recorded');
 });

@@ -7,6 +7,7 @@ import { DEFAULT_CHUNKING, type ChunkingParams } from '../../chunking/fastcdc.js
 import { ClawpeerError } from '../../errors.js';
 import { identityExists, loadIdentity } from '../../node/identity-store.js';
 import { INTERNAL_DIR_NAME } from '../../node/internal-names.js';
+import { loadSyncIgnore } from '../../node/sync-ignore.js';
 import { DEFAULT_CAPABILITIES } from '../../protocol/capabilities.js';
 import type { RevisionEntry } from '../../sync/revision.js';
 import { formatVector } from '../../sync/version-vector.js';
@@ -147,7 +148,7 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
         }
       }
       // Record the restore as a new local edit, so it wins over what it replaced on every peer.
-      await scanFolder(store, folder, { chunking });
+      await scanFolder(store, folder, { chunking, ignore: await loadSyncIgnore(folder) });
       const head = store.head(rel);
       ctx.out.emit({ event: 'restored', path: rel, rev: toHex(matches[0]!.id), newRev: head === undefined ? null : toHex(head.id) }, `restored ${rel} to revision ${toHex(matches[0]!.id).slice(0, 16)}`);
     } finally {

@@ -10,6 +10,7 @@ import type { Logger } from '../../logger.js';
 import type { ResolvedPeer } from '../../node/peer-resolve.js';
 import { isTempFileName } from '../../node/internal-names.js';
 import { QuietTimer } from '../../node/quiet-timer.js';
+import { loadSyncIgnore } from '../../node/sync-ignore.js';
 import type { SyncFolderResult } from '../../node/sync-client.js';
 import type { TransferProgress } from '../../node/transfer-progress.js';
 import type { SyncModeName } from '../../protocol/messages.js';
@@ -77,6 +78,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     });
   };
   const once = async (): Promise<void> => {
+    await loadSyncIgnore(dir); // a malformed .clawpeerignore is named before anything connects
     const progress = createProgress(ctx.out);
     const onProgress = progress.active ? (p: TransferProgress) => progress.update(p) : undefined;
     let result: SyncFolderResult;

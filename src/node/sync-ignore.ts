@@ -1,0 +1,87 @@
+// A synced folder's ignore file: `.clawpeerignore` at its root, one pattern per line, with the
+// rules of push's --exclude (transfer/exclude.ts: `*.log`, `node_modules/`, `/build`, `a/**/b`).
+// Lines that are empty or start with `#` are skipped.
+//
+// What it means (as Syncthing's .stignore): this side does not sync the paths it matches. Its
+// scan does not enter or record them, and a path that was synced before and is ignored now is
+// not recorded as deleted; the peer's revisions of them are kept in the log, so both logs still
+// converge, but the folder's files are not touched. The file itself is never synced: each side
+// keeps its own. Limit: the peer's revisions of a path that arrived while it was ignored are
+// not applied when it stops being ignored; the next change of that path, on either side, is.
+// Non-goals: negation (`!pattern`), patterns in subdirectories' own files.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ClawpeerError } from '../errors.js';
+import { compileExcludes, type ExcludeRules } from '../transfer/exclude.js';
+
+export const IGNORE_FILE_NAME = '.clawpeerignore';
+
+export interface SyncIgnore {
+  /** The patterns, in file order. */
+  readonly patterns: readonly string[];
+  /** True when the entry itself matches (a walk that does not enter ignored directories asks this). */
+  matches(relPath: string, isDir: boolean): boolean;
+  /** True when the path or any directory above it is ignored. */
+  ignores(relPath: string, isDir: boolean): boolean;
+}
+
+/** One pattern of an ignore file and its line (1-based). */
+export interface IgnorePattern {
+  readonly pattern: string;
+  readonly line: number;
+}
+
+/** The patterns of an ignore file's text: one per line; blank lines and `#` comments are skipped. */
+export function parseIgnoreFile(text: string): IgnorePattern[] {
+  return text.split('\n').flatMap((raw, i) => {
+    const pattern = raw.replace(/\r$/, '');
+    return pattern.trim().length === 0 || pattern.startsWith('#') ? [] : [{ pattern, line: i + 1 }];
+  });
+}
+
+/** The rules of `patterns`; USAGE naming `source` and the line of a malformed pattern. */
+export function syncIgnoreFrom(patterns: readonly IgnorePattern[], source = IGNORE_FILE_NAME): SyncIgnore {
+  // compileExcludes names the flag it expects its patterns from: say the file and line instead.
+  const refused = (err: unknown, where: string): unknown =>
+    err instanceof ClawpeerError ? new ClawpeerError('USAGE', `${where}: ${err.message.replace(/^--exclude /, '')}`, { cause: err }) : err;
+  for (const p of patterns) {
+    try {
+      compileExcludes([p.pattern]);
+    } catch (err) {
+      throw refused(err, `${source} line ${p.line}`);
+    }
+  }
+  let rules: ExcludeRules | undefined;
+  try {
+    rules = patterns.length === 0 ? undefined : compileExcludes(patterns.map((p) => p.pattern));
+  } catch (err) {
+    throw refused(err, source); // too many patterns, or too long in all
+  }
+  const matches = (relPath: string, isDir: boolean): boolean => relPath === IGNORE_FILE_NAME || (rules?.excludes(relPath, isDir) ?? false);
+  return {
+    patterns: patterns.map((p) => p.pattern),
+    matches,
+    ignores(relPath: string, isDir: boolean): boolean {
+      if (relPath === IGNORE_FILE_NAME) return true;
+      if (rules === undefined) return false;
+      for (let slash = relPath.indexOf('/'); slash >= 0; slash = relPath.indexOf('/', slash + 1)) {
+        if (rules.excludes(relPath.slice(0, slash), true)) return true;
+      }
+      return rules.excludes(relPath, isDir);
+    },
+  };
+}
+
+/** The ignore rules of the synced folder `dir` (only the ignore file itself when it has none). */
+export async function loadSyncIgnore(dir: string): Promise<SyncIgnore> {
+  const file = path.join(dir, IGNORE_FILE_NAME);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return syncIgnoreFrom([]);
+    throw new ClawpeerError('IO', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  return syncIgnoreFrom(parseIgnoreFile(text), file);
+}
