@@ -189,8 +189,8 @@ t.test('unknown enum values from a newer peer are ignored, duplicates collapse',
   const body = encodeControl({ ...hello, caps: { ...CAPS, aeadSuites: ['chacha20-poly1305', 'chacha20-poly1305'] } });
   const decoded = decodeControl(body, { maxBytes: 1024 });
   t.same(decoded.type === 'hello' ? decoded.caps.aeadSuites : null, ['chacha20-poly1305']);
-  // Hand-built caps with aead_suites [7, 1] (7 is unknown) and features [9]:
-  const caps = hex('0a 02 07 01  3a 01 09');
+  // Hand-built caps with aead_suites [7, 1] (7 is unknown) and features [99] (unknown):
+  const caps = hex('0a 02 07 01  3a 01 63');
   const helloBody = hex(`
     1a 20 11*32  22 ${caps.length.toString(16).padStart(2, '0')} ${toHex(caps)}
     2a 20 22*32  32 20 33*32  3a 40 44*64`);
