@@ -126,7 +126,7 @@ function headsAmong(store: RevisionStore, ids: readonly Uint8Array[]): RevisionE
 export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult> {
   if (o.dryRun !== true) return syncFolderIn(o.dir, o);
   o.session.requireFeature('sync-dry-run', 'cannot plan a sync without carrying it out', 'sync without --dry-run');
-  if (await isDirectory(o.dir)) return syncFolderIn(o.dir, o);
+  if (await existingDirectory(o.dir)) return syncFolderIn(o.dir, o);
   // Nothing here yet: planned against an empty folder that is removed afterwards.
   const empty = await mkdtemp(path.join(tmpdir(), 'clawpeer-dry-sync-'));
   try {
@@ -136,13 +136,17 @@ export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult
   }
 }
 
-async function isDirectory(dir: string): Promise<boolean> {
+/** True when `dir` is a directory, false when nothing is there; USAGE when something else is. */
+async function existingDirectory(dir: string): Promise<boolean> {
+  let isDir: boolean;
   try {
-    return (await stat(dir)).isDirectory();
+    isDir = (await stat(dir)).isDirectory();
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
     throw new ClawpeerError('IO', `cannot read ${dir}: ${(err as Error).message}`, { cause: err });
   }
+  if (!isDir) throw new ClawpeerError('USAGE', `${dir} is not a directory`);
+  return true;
 }
 
 async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFolderResult> {

@@ -210,6 +210,9 @@ t.test('sync --dry-run (-n) lists what would arrive, what would go and the confl
   t.match(fresh.stdout, /^receive +create +new-there\/x\.bin \(3000 bytes\)$/m);
   t.match(fresh.stdout, /dry run: 8 changes would arrive here .* 0 would go to the peer .*nothing was changed or sent/);
   t.notOk(await lstat(nowhere).then(() => true, () => false), 'the missing folder was not created');
+  const notDir = await runCli(['--home', b.home, 'sync', client('dry', 'new-here.txt'), 'alice:dry', '-n']);
+  t.equal(notDir.code, 2, notDir.stderr);
+  t.match(notDir.stderr, /new-here\.txt is not a directory/);
   const watching = await runCli(['--home', b.home, 'sync', client('dry'), 'alice:dry', '-n', '--watch']);
   t.equal(watching.code, 2);
   t.match(watching.stderr, /--dry-run plans one sync: it cannot be combined with --watch/);
