@@ -10,6 +10,7 @@ import type { ExcludeRules } from '../transfer/exclude.js';
 import { uniqueChunks } from './chunk-order.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { dryRunReport, type DryRunReport } from './dry-run.js';
+import { removeExtraneous, transferExtraneous, type Extraneous } from './extraneous.js';
 import type { PeerSession } from './session.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
@@ -44,6 +45,8 @@ export interface TransferOptions {
   readonly bwlimit?: number;
   /** --dry-run: plan only; the receiving side writes nothing and no chunk travels. */
   readonly dryRun?: boolean;
+  /** --delete: once all is published, remove what the transferred directories hold beyond the source (extraneous.ts). */
+  readonly delete?: boolean;
 }
 
 export interface TransferResult {
@@ -60,6 +63,34 @@ export interface TransferResult {
   readonly seconds: number;
   /** A dry run's plan (files, chunks and bytes are then what would be, and nothing was written). */
   readonly dryRun?: DryRunReport;
+  /**
+   * --delete: the paths removed (in a dry run: that would be), each directory after its contents;
+   * relative to the share for a push (its listener lists at most MAX_LISTED_DELETIONS), to the
+   * local directory for a pull.
+   */
+  readonly deleted?: readonly string[];
+  /** How many were removed, all of them. */
+  readonly deletedCount?: number;
+}
+
+/** A listener without 'delete' would leave what the source lacks in place. */
+function requireDelete(session: PeerSession): void {
+  session.requireFeature('delete', 'cannot remove what the source lacks', 'push without --delete');
+}
+
+/** A push's request; with --delete, the exclude patterns go along: what they match is never removed. */
+function pushRequest(o: TransferOptions, id: number): ControlMessage {
+  const exclude = o.excludeRules?.patterns;
+  return {
+    type: 'transfer-request', transferId: id, direction: 'push', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window,
+    ...(o.dryRun === true ? { dryRun: true } : {}),
+    ...(o.delete === true ? { delete: true, ...(exclude === undefined ? {} : { exclude }) } : {}),
+  };
+}
+
+/** The result's --delete fields from what the receiver removed. */
+function deletedOf(o: TransferOptions, paths: readonly string[] | undefined, count: number | undefined): Pick<TransferResult, 'deleted' | 'deletedCount'> {
+  return o.delete === true ? { deleted: paths ?? [], deletedCount: count ?? paths?.length ?? 0 } : {};
 }
 
 /** A listener without 'dry-run' would carry the transfer out. */
@@ -102,12 +133,12 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     },
   });
   const totalFiles = source.files.size;
+  if (o.delete === true) requireDelete(session);
   if (o.dryRun === true) return pushDryRun(o, source.entries, started, wireStart);
   const id = session.allocateTransferId();
   // The manifest follows the request without waiting for the accept: one round trip less.
   // If the listener refuses, its Error arrives instead of the accept and the batches are moot.
-  const request: ControlMessage = { type: 'transfer-request', transferId: id, direction: 'push', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window };
-  await session.control.sendAll([request, ...manifestMessages(session, id, source.entries)]);
+  await session.control.sendAll([pushRequest(o, id), ...manifestMessages(session, id, source.entries)]);
   // With early chunks the data streams start now, before the accept and the Want; the listener
   // clamps streams and window to the session's caps, so we know them already.
   const { streams, window } = effectiveStreamsAndWindow(session, o.streams, o.window);
@@ -149,7 +180,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     return {
       files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
-      seconds: (performance.now() - started) / 1000,
+      seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount),
     };
   } finally {
     o.signal.removeEventListener('abort', onOuter);
@@ -161,10 +192,7 @@ async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[],
   const { session } = o;
   requireDryRun(session);
   const id = session.allocateTransferId();
-  await session.control.sendAll([
-    { type: 'transfer-request', transferId: id, direction: 'push', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window, dryRun: true },
-    ...manifestMessages(session, id, entries),
-  ]);
+  await session.control.sendAll([pushRequest(o, id), ...manifestMessages(session, id, entries)]);
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
   if (want.publish === undefined && entries.some((e) => e.kind === 'file')) throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a dry run without saying what it would publish`);
@@ -172,7 +200,7 @@ async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[],
   const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, want.publish ?? new Uint8Array(0));
   // Paths as they would land in the share: under the remote path.
   const report = o.remotePath === '' ? planned : { ...planned, files: planned.files.map((f) => ({ ...f, path: path.posix.join(o.remotePath, f.path) })) };
-  return dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart);
+  return { ...dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart), ...deletedOf(o, done.deleted, done.deletedCount) };
 }
 
 function dryRunResult(session: PeerSession, files: number, bytes: number, report: DryRunReport, accept: { streams: number; window: number }, started: number, wireStart: number): TransferResult {
@@ -209,6 +237,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   let plan: { lacking: Uint8Array; uniqueCount: number; publish: Uint8Array };
+  let wouldRemove: string[] = [];
   if (existsSync(root)) {
     // Its router is never run: no data stream comes in a dry run.
     const receiver = new TransferReceiver({
@@ -216,6 +245,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
       destination: { root, readOnly: false, basePath: '' }, force: o.force,
     });
     plan = await receiver.dryRun();
+    if (o.delete === true) wouldRemove = (await pulledExtraneous(o, root, entries, receiver)).map((e) => e.path);
   } else {
     // Nothing there yet: every file is new and every chunk travels.
     const { keys } = uniqueChunks(entries);
@@ -225,7 +255,16 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   const report = dryRunReport(entries, plan, plan.publish);
   const bytes = report.files.reduce((n, f) => n + f.bytes, 0);
   await session.control.send({ type: 'transfer-done', transferId: id, files: report.files.length, bytes, chunksReceived: 0, chunksSkipped: 0 });
-  return dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart);
+  return { ...dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart), ...deletedOf(o, wouldRemove, undefined) };
+}
+
+/** --delete after a pull: what the pulled directories hold here beyond the listener's tree. */
+function pulledExtraneous(o: TransferOptions, root: string, entries: readonly ManifestEntry[], receiver: TransferReceiver): Promise<Extraneous[]> {
+  return transferExtraneous({
+    root, basePath: '', entries, destPaths: receiver.destinationPaths,
+    contentsOnly: o.remotePath === '', // a whole share lands as LOCAL's contents
+    ...(o.excludeRules === undefined ? {} : { exclude: o.excludeRules }),
+  });
 }
 
 function allSet(bits: number): Uint8Array {
@@ -256,10 +295,12 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
     await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
     const stats = await receiver.receive();
     await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
+    // Only once everything is published: a failed pull removes nothing.
+    const removed = o.delete === true ? (await removeExtraneous(root, await pulledExtraneous(o, root, entries, receiver))).map((e) => e.path) : [];
     return {
       files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,
-      seconds: (performance.now() - started) / 1000,
+      seconds: (performance.now() - started) / 1000, ...deletedOf(o, removed, undefined),
     };
   } catch (err) {
     await receiver.abort();

@@ -9,13 +9,14 @@ import path from 'node:path';
 import { DEFAULT_CHUNKING, type ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { ControlMessage, TransferRequestMessage } from '../protocol/messages.js';
+import { MAX_LISTED_DELETIONS, type ControlMessage, type TransferRequestMessage } from '../protocol/messages.js';
 import { compileExcludes, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { NodeConfig } from './config.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from './destination-locks.js';
+import { removeExtraneous, transferExtraneous, type Extraneous } from './extraneous.js';
 import { isInternalPath } from './internal-names.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
@@ -158,7 +159,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   const t: TransferSetup = { id: req.transferId, share, basePath, ...effectiveStreamsAndWindow(session, req.streams, req.window), chunking: sessionChunking(session) };
   ctx.log.info(`${req.direction} requested`, { peer: session.peerId, share: share.name, path: basePath, streams: t.streams, window: t.window });
   if (req.direction === 'push') {
-    if (req.exclude !== undefined) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls; a push leaves out files on the sending side');
+    if (req.exclude !== undefined && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls, and to what a push with delete may remove; a push leaves out files on the sending side');
     if (req.rateLimit !== undefined) throw new ClawpeerError('PROTOCOL', 'a rate limit applies to pulls; a push caps its own sending');
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
     await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t));
@@ -180,12 +181,18 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       force: req.force,
       ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
     });
+  // --delete: what the pushed directories hold beyond the source, the client's patterns spared.
+  const protect = req.exclude === undefined ? undefined : peerExcludes(req.exclude);
+  const extraneous = async (receiver: TransferReceiver): Promise<Extraneous[]> =>
+    req.delete !== true ? [] : transferExtraneous({ root: share.dir, basePath, entries, destPaths: receiver.destinationPaths, contentsOnly: false, ...(protect === undefined ? {} : { exclude: protect }) });
   if (req.dryRun === true) {
     // Plans only: no lock (nothing is written), no data stream; the Want says what would travel.
-    const plan = await receiverUntil(signal).dryRun();
+    const receiver = receiverUntil(signal);
+    const plan = await receiver.dryRun();
+    const wouldRemove = await extraneous(receiver);
     await session.control.sendAll([
       { type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount, publish: plan.publish },
-      { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0 },
+      { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0, ...deletedFields(wouldRemove) },
     ]);
     log.info('push dry run answered', { peer: session.peerId, share: share.name, files: plan.files, bytes: plan.bytes });
     return;
@@ -201,8 +208,10 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       const plan = await receiver.prepare();
       await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
       const stats = await receiver.receive();
-      await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
-      log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes });
+      // Only once everything is published: a failed push removes nothing.
+      const removed = req.delete === true ? await removeExtraneous(share.dir, await extraneous(receiver)) : [];
+      await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, ...deletedFields(removed) });
+      log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes, ...(req.delete === true ? { deleted: removed.length } : {}) });
     } catch (err) {
       await receiver.abort();
       throw hold.errorFor(err);
@@ -247,12 +256,17 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });
 }
 
-/** A pull's exclude patterns; a malformed one is the peer's fault (its CLI checks them first). */
+/** TransferDone's fields for removed paths: the first MAX_LISTED_DELETIONS listed, all counted. */
+function deletedFields(list: readonly Extraneous[]): { deleted?: string[]; deletedCount?: number } {
+  return list.length === 0 ? {} : { deleted: list.slice(0, MAX_LISTED_DELETIONS).map((e) => e.path), deletedCount: list.length };
+}
+
+/** A request's exclude patterns; a malformed one is the peer's fault (its CLI checks them first). */
 function peerExcludes(patterns: readonly string[]): ExcludeRules {
   try {
     return compileExcludes(patterns);
   } catch (err) {
-    throw new ClawpeerError('PROTOCOL', `bad exclude pattern in the pull request: ${(err as Error).message}`, { cause: err });
+    throw new ClawpeerError('PROTOCOL', `bad exclude pattern in the transfer request: ${(err as Error).message}`, { cause: err });
   }
 }
 

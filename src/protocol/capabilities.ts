@@ -28,7 +28,9 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // dry-run: a transfer request may be a dry run (nothing written, no chunk sent); a server
 // without it would carry the transfer out, so a client does not ask one.
 // sync-dry-run: the same for a sync request (the server sends its records and applies nothing).
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run'] as const;
+// delete: a push may ask the server to remove what the pushed directories hold beyond the source
+// (--delete); a server without it would leave them, so a client does not ask one.
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */
@@ -99,7 +101,7 @@ export const DEFAULT_CAPABILITIES: Capabilities = Object.freeze({
   maxWindowChunks: 64,
   maxStreams: 8,
   maxFrameBytes: 16 << 20,
-  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run'] as const),
+  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete'] as const),
 });
 
 function describeChunking(c: ChunkingParams): string {

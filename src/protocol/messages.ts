@@ -120,12 +120,14 @@ export interface TransferRequestMessage {
   readonly streams: number;
   /** Chunks in flight per stream (uint32). */
   readonly window: number;
-  /** Pull: patterns the server leaves out (transfer/exclude.ts; feature 'exclude'). */
+  /** Pull: patterns the server leaves out (transfer/exclude.ts; feature 'exclude'). Push with delete: patterns never removed. */
   readonly exclude?: readonly string[];
   /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
   /** Plan only: nothing is written, no chunk travels (feature 'dry-run'). */
   readonly dryRun?: boolean;
+  /** Push: remove what the pushed directories hold beyond the source (feature 'delete'). */
+  readonly delete?: boolean;
 }
 
 export interface TransferAcceptMessage {
@@ -178,7 +180,14 @@ export interface TransferDoneMessage {
   readonly bytes: number;
   readonly chunksReceived: number;
   readonly chunksSkipped: number;
+  /** A push with delete: paths removed (or, in a dry run, to be removed), at most MAX_LISTED_DELETIONS. */
+  readonly deleted?: readonly string[];
+  /** All of them (>= deleted.length). */
+  readonly deletedCount?: number;
 }
+
+/** TransferDone lists at most this many removed paths (the count covers the rest). */
+export const MAX_LISTED_DELETIONS = 1000;
 
 export type TransferControlMessage =
   | TransferRequestMessage
@@ -340,6 +349,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'rate-limit': pb.Feature.FEATURE_RATE_LIMIT,
   'dry-run': pb.Feature.FEATURE_DRY_RUN,
   'sync-dry-run': pb.Feature.FEATURE_SYNC_DRY_RUN,
+  delete: pb.Feature.FEATURE_DELETE,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -485,6 +495,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           exclude: [...exclude],
           rateLimit: message.rateLimit ?? 0,
           dryRun: message.dryRun ?? false,
+          delete: message.delete ?? false,
         },
       };
     }
@@ -511,6 +522,9 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       checkUint('TransferDone.bytes', message.bytes, Number.MAX_SAFE_INTEGER);
       checkUint('TransferDone.chunksReceived', message.chunksReceived, Number.MAX_SAFE_INTEGER);
       checkUint('TransferDone.chunksSkipped', message.chunksSkipped, Number.MAX_SAFE_INTEGER);
+      const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
+      if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
+      for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
       return {
         transferDone: {
           transferId: message.transferId,
@@ -518,6 +532,8 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           bytes: message.bytes,
           chunksReceived: message.chunksReceived,
           chunksSkipped: message.chunksSkipped,
+          deleted: [...(message.deleted ?? [])],
+          deletedCount: message.deletedCount ?? 0,
         },
       };
     default: {
@@ -784,6 +800,19 @@ function wireText(field: string, value: string | null | undefined): string {
   return text;
 }
 
+/** What is wrong with TransferDone's removed paths, if anything: too many listed, or a count below the list. */
+function deletedProblem(deleted: readonly string[], count: number): string | undefined {
+  if (deleted.length > MAX_LISTED_DELETIONS) return `TransferDone.deleted lists ${deleted.length} paths, more than ${MAX_LISTED_DELETIONS}`;
+  if (!Number.isSafeInteger(count) || count < deleted.length) return `TransferDone.deletedCount ${count} is less than the ${deleted.length} paths listed`;
+  return undefined;
+}
+
+function deletedFromWire(deleted: readonly string[], count: number): { deleted?: string[]; deletedCount?: number } {
+  const problem = deletedProblem(deleted, count);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
+  return count === 0 ? {} : { deleted: deleted.map((p) => wireText('TransferDone.deleted', p)), deletedCount: count };
+}
+
 function excludeFromWire(patterns: readonly string[]): string[] {
   if (patterns.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('PROTOCOL', `TransferRequest.exclude has ${patterns.length} patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
   return patterns.map((p) => wireText('TransferRequest.exclude', p));
@@ -831,6 +860,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         ...(r.exclude === null || r.exclude === undefined || r.exclude.length === 0 ? {} : { exclude: excludeFromWire(r.exclude) }),
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
+        ...(r.delete === true ? { delete: true } : {}),
       };
     }
     case 'transferAccept': {
@@ -873,6 +903,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         bytes: u64ToNumber('TransferDone.bytes', d.bytes ?? 0),
         chunksReceived: u64ToNumber('TransferDone.chunksReceived', d.chunksReceived ?? 0),
         chunksSkipped: u64ToNumber('TransferDone.chunksSkipped', d.chunksSkipped ?? 0),
+        ...deletedFromWire(d.deleted ?? [], u64ToNumber('TransferDone.deletedCount', d.deletedCount ?? 0)),
       };
     }
     default:

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -259,6 +259,43 @@ t.test('--dry-run (-n) lists what push and pull would publish and send, and writ
   t.equal(fresh.code, 0, fresh.stderr);
   t.match(done(fresh.stdout), { dryRun: true, files: 3 });
   t.notOk(existsSync(nowhere), 'the missing destination was not created');
+});
+
+t.test('--delete removes what the pushed or pulled directories hold beyond the source, after a dry run shows it', async (t) => {
+  const src = path.join(work, 'mirror');
+  await mkdir(path.join(src, 'sub'), { recursive: true });
+  await writeFile(path.join(src, 'a.txt'), 'a');
+  await writeFile(path.join(src, 'sub', 'b.txt'), 'b');
+  t.equal((await runCli(['--home', b.home, 'push', src, 'alice:inbox/m'])).code, 0);
+  const copy = path.join(work, 'inbox', 'm', 'mirror');
+  await rm(path.join(src, 'sub'), { recursive: true });
+  await writeFile(path.join(copy, 'extra.txt'), 'not in the source');
+  await writeFile(path.join(copy, 'notes.log'), 'excluded: protected');
+  await writeFile(path.join(work, 'inbox', 'm', 'sibling.txt'), 'beside the pushed directory');
+  const listed = (stdout: string, event: string): unknown[] => jsonLines(stdout).filter((e) => e['event'] === event).map((e) => e['path']);
+  const before = await snapshot(path.join(work, 'inbox', 'm'));
+  const dry = await runCli(['--home', b.home, 'push', src, 'alice:inbox/m', '--delete', '--exclude', '*.log', '-n', '--json']);
+  t.equal(dry.code, 0, dry.stderr);
+  t.same(listed(dry.stdout, 'would-delete'), ['m/mirror/extra.txt', 'm/mirror/sub/b.txt', 'm/mirror/sub'], 'contents before their directory; the excluded file and the sibling are not listed');
+  t.match(done(dry.stdout), { dryRun: true, deleted: 3 });
+  t.same(await snapshot(path.join(work, 'inbox', 'm')), before, 'the dry run removed nothing');
+  const real = await runCli(['--home', b.home, 'push', src, 'alice:inbox/m', '--delete', '--exclude', '*.log', '--json']);
+  t.equal(real.code, 0, real.stderr);
+  t.same(listed(real.stdout, 'deleted'), ['m/mirror/extra.txt', 'm/mirror/sub/b.txt', 'm/mirror/sub']);
+  t.match(done(real.stdout), { deleted: 3 });
+  t.same((await readdir(copy)).sort(), ['a.txt', 'notes.log']);
+  t.ok(existsSync(path.join(work, 'inbox', 'm', 'sibling.txt')), 'the sibling of the pushed directory stays');
+
+  // pull --delete: the local copy of the pulled directory loses what the share's lacks; beside it, nothing.
+  const local = path.join(work, 'mirror-pulled');
+  t.equal((await runCli(['--home', b.home, 'pull', 'alice:inbox/m/mirror', local])).code, 0);
+  await writeFile(path.join(local, 'mirror', 'junk.txt'), 'local only');
+  await writeFile(path.join(local, 'other.txt'), 'beside the pulled directory');
+  const pulled = await runCli(['--home', b.home, 'pull', 'alice:inbox/m/mirror', local, '--delete', '--json']);
+  t.equal(pulled.code, 0, pulled.stderr);
+  t.same(listed(pulled.stdout, 'deleted'), ['mirror/junk.txt']);
+  t.same(await snapshot(path.join(local, 'mirror')), await snapshot(copy));
+  t.ok(existsSync(path.join(local, 'other.txt')));
 });
 
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {

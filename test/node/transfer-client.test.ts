@@ -1,12 +1,12 @@
 // The initiating side's checks against what the listener announced: a pull or sync that needs a feature
 // the listener lacks is refused before anything is asked, instead of being silently ignored.
 import t from 'tap';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { silentLogger } from '../../src/logger.js';
 import { PeerSession } from '../../src/node/session.js';
-import { pull } from '../../src/node/transfer-client.js';
+import { pull, push } from '../../src/node/transfer-client.js';
 import { syncFolder } from '../../src/node/sync-client.js';
 import type { FeatureName } from '../../src/protocol/capabilities.js';
 import { memoryHandshake } from './memory-session.js';
@@ -83,6 +83,18 @@ t.test('sync --dry-run from a listener without sync-dry-run is refused before th
   await t.rejects(
     syncFolder({ session, dir, share: 'docs', nodeId: 'n', mode: 'two-way', log: silentLogger, signal: new AbortController().signal, dryRun: true }),
     { code: 'USAGE', message: /cannot plan a sync without carrying it out \(an older clawpeer\): sync without --dry-run/ },
+  );
+  t.notOk(await sent(), 'no request went out');
+  await session.connection.close();
+});
+
+t.test('push --delete to a listener without delete is refused before the request (it would leave the extra files)', async (t) => {
+  const { session, sent } = await sessionWithout('delete');
+  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
+  await writeFile(path.join(localPath, 'a.txt'), 'a');
+  await t.rejects(
+    push({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, delete: true }),
+    { code: 'USAGE', message: /cannot remove what the source lacks \(an older clawpeer\): push without --delete/ },
   );
   t.notOk(await sent(), 'no request went out');
   await session.connection.close();

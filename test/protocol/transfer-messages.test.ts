@@ -200,6 +200,33 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
       28 01                       #   chunks_skipped (5) = 1
     `,
   },
+  {
+    name: 'TransferRequest (push, delete)',
+    message: { type: 'transfer-request', transferId: 0, direction: 'push', share: '', path: '', force: false, streams: 1, window: 8, delete: true },
+    wire: `
+      01 0000000b                 # frame: type CONTROL, body 11 bytes
+      8201 08                     # Control.transfer_request (field 16, LEN) 8 bytes
+      10 01                       #   direction (2) = PUSH
+      30 01                       #   streams (6) = 1
+      38 08                       #   window (7) = 8
+      58 01                       #   delete (11) = true
+    `,
+  },
+  {
+    name: 'TransferDone (a push with delete)',
+    message: { type: 'transfer-done', transferId: 1, files: 2, bytes: 3, chunksReceived: 4, chunksSkipped: 5, deleted: ['a/b'], deletedCount: 2 },
+    wire: `
+      01 00000014                 # frame: type CONTROL, body 20 bytes
+      aa01 11                     # Control.transfer_done (field 21, LEN) 17 bytes
+      08 01                       #   transfer_id (1) = 1
+      10 02                       #   files (2) = 2
+      18 03                       #   bytes (3) = 3
+      20 04                       #   chunks_received (4) = 4
+      28 05                       #   chunks_skipped (5) = 5
+      32 03 612f62                #   deleted (6) = "a/b"
+      38 02                       #   deleted_count (7) = 2 (one more than listed)
+    `,
+  },
 ];
 
 for (const vector of VECTORS) {
@@ -274,7 +301,8 @@ const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
     force: fc.boolean(), streams: arbU32, window: arbU32,
   }).chain((r) => fc.option(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((exclude) => (exclude === undefined ? r : { ...r, exclude })))
     .chain((r) => fc.option(fc.integer({ min: 1, max: 0xffff_ffff }), { nil: undefined }).map((rateLimit) => (rateLimit === undefined ? r : { ...r, rateLimit })))
-    .chain((r) => fc.boolean().map((dryRun) => (dryRun ? { ...r, dryRun } : r))),
+    .chain((r) => fc.boolean().map((dryRun) => (dryRun ? { ...r, dryRun } : r)))
+    .chain((r) => fc.boolean().map((del) => (del ? { ...r, delete: del } : r))),
   fc.record({ type: fc.constant('transfer-accept' as const), transferId: arbU32, streams: arbU32, window: arbU32 }),
   fc.record({ type: fc.constant('manifest' as const), transferId: arbU32, entries: fc.array(arbEntry, { maxLength: 12 }), last: fc.boolean() }),
   fc.tuple(arbU32, arbBitmap).map(([transferId, b]) => ({ type: 'want' as const, transferId, lacking: b.lacking, uniqueChunks: b.uniqueChunks })),
@@ -357,6 +385,8 @@ t.test('malformed transfer messages are PROTOCOL errors naming what was wrong', 
     ['short bitmap', raw({ want: { transferId: 1, lacking: fill(0, 1), uniqueChunks: 10 } }), /Want\.lacking: 1 bytes for 10 chunks, expected 2/],
     ['bitmap padding bits set', raw({ want: { transferId: 1, lacking: Uint8Array.of(0, 0b0000_0100), uniqueChunks: 10 } }), /padding bits after chunk 9 are set/],
     ['TransferDone bytes above 2^53-1', raw({ transferDone: { bytes: 2 ** 60 } }), /TransferDone\.bytes 1152921504606846976 exceeds 2\^53-1/],
+    ['TransferDone listing more removed paths than it counts', raw({ transferDone: { deleted: ['a', 'b'], deletedCount: 1 } }), /TransferDone\.deletedCount 1 is less than the 2 paths listed/],
+    ['TransferDone listing too many removed paths', raw({ transferDone: { deleted: Array.from({ length: 1001 }, () => 'x'), deletedCount: 5000 } }), /TransferDone\.deleted lists 1001 paths, more than 1000/],
   ];
   for (const [name, body, message] of cases) {
     t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message }, name);

@@ -33,7 +33,19 @@ const transferOptions = (y: Argv): Argv =>
     .option('compress', COMPRESS_OPTION)
     .option('exclude', { type: 'string', array: true, default: [] as string[], describe: 'leave out matching files and directories (repeatable; rsync-style: *.log, node_modules/, /build)' })
     .option('bwlimit', BWLIMIT_OPTION)
-    .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' });
+    .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' })
+    .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); --exclude patterns are never removed' });
+
+/** --delete: one line (event) per removed path (a dry run: per path it would remove); a push's listener lists the first 1,000. */
+function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean): void {
+  if (r.deleted === undefined) return;
+  for (const p of r.deleted) ctx.out.emit({ event: dryRun ? 'would-delete' : 'deleted', path: p }, `${dryRun ? 'would delete' : 'deleting'} ${p}`);
+  const unlisted = (r.deletedCount ?? 0) - r.deleted.length;
+  if (unlisted > 0) ctx.out.emit({ event: dryRun ? 'would-delete-more' : 'deleted-more', count: unlisted }, `... and ${unlisted} more`);
+}
+
+/** The done record's --delete count, when --delete was given. */
+const deletedField = (r: TransferResult): { deleted?: number } => (r.deletedCount === undefined ? {} : { deleted: r.deletedCount });
 
 /** A dry run: one line (event) per file that would be published, then the totals. */
 function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: DryRunReport): void {
@@ -41,16 +53,18 @@ function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: D
     ctx.out.emit({ event: 'would-publish', path: f.path, bytes: f.bytes, sendBytes: f.sendBytes }, `${f.path} (${human(f.bytes)}, ${human(f.sendBytes)} to send)`);
   }
   ctx.out.emit(
-    { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
-    `dry run: would have ${verb} ${r.files} files, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${d.chunksToSend} chunks; ${d.filesUnchanged} files unchanged. Nothing was written.`,
+    { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, ...deletedField(r), wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
+    `dry run: would have ${verb} ${r.files} files, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${d.chunksToSend} chunks; ${d.filesUnchanged} files unchanged` +
+      `${r.deletedCount === undefined ? '' : `; ${r.deletedCount} paths to delete`}. Nothing was written.`,
   );
 }
 
 function report(ctx: CommandContext, verb: string, r: TransferResult): void {
   ctx.out.emit(
-    { event: 'done', files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, chunksCompressed: r.chunksCompressed, streams: r.streams, window: r.window, seconds: Math.round(r.seconds * 1000) / 1000 },
+    { event: 'done', files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, chunksCompressed: r.chunksCompressed, streams: r.streams, window: r.window, ...deletedField(r), seconds: Math.round(r.seconds * 1000) / 1000 },
     `${verb} ${r.files} files, ${human(r.bytes)} in ${r.seconds.toFixed(2)} s (${human(r.bytes / Math.max(r.seconds, 0.001))}/s); ` +
-      `${r.chunksSent} chunks sent (${r.chunksCompressed} compressed), ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${r.streams} streams, window ${r.window}`,
+      `${r.chunksSent} chunks sent (${r.chunksCompressed} compressed), ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${r.streams} streams, window ${r.window}` +
+      `${r.deletedCount === undefined ? '' : `; ${r.deletedCount} deleted`}`,
   );
 }
 
@@ -80,10 +94,12 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       ...(excludeRules === undefined ? {} : { excludeRules }),
       ...(bwlimit === undefined ? {} : { bwlimit }),
       ...(dryRun ? { dryRun } : {}),
+      ...(args['delete'] === true ? { delete: true } : {}),
     };
     const result = direction === 'push' ? await push(options) : await pull(options);
     progress.stop();
     const verb = direction === 'push' ? 'pushed' : 'pulled';
+    reportDeleted(ctx, result, result.dryRun !== undefined);
     if (result.dryRun === undefined) report(ctx, verb, result);
     else reportDryRun(ctx, verb, result, result.dryRun);
     // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A

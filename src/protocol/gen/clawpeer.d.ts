@@ -65,7 +65,10 @@ export namespace clawpeer {
             FEATURE_DRY_RUN = 8,
 
             /** FEATURE_SYNC_DRY_RUN value */
-            FEATURE_SYNC_DRY_RUN = 9
+            FEATURE_SYNC_DRY_RUN = 9,
+
+            /** FEATURE_DELETE value */
+            FEATURE_DELETE = 10
         }
 
         /**
@@ -839,6 +842,9 @@ export namespace clawpeer {
             /** TransferRequest dryRun. */
             dryRun: boolean;
 
+            /** TransferRequest delete. */
+            delete: boolean;
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -892,6 +898,9 @@ export namespace clawpeer {
 
                 /** TransferRequest dryRun */
                 dryRun?: (boolean|null);
+
+                /** TransferRequest delete */
+                "delete"?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -1211,6 +1220,12 @@ export namespace clawpeer {
             /** TransferDone chunksSkipped. */
             chunksSkipped: (number|Long);
 
+            /** TransferDone deleted. */
+            deleted: string[];
+
+            /** TransferDone deletedCount. */
+            deletedCount: (number|Long);
+
             /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @param message TransferDone message or plain object to encode
@@ -1249,6 +1264,12 @@ export namespace clawpeer {
 
                 /** TransferDone chunksSkipped */
                 chunksSkipped?: (number|Long|null);
+
+                /** TransferDone deleted */
+                deleted?: (string[]|null);
+
+                /** TransferDone deletedCount */
+                deletedCount?: (number|Long|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

@@ -73,6 +73,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_RATE_LIMIT=7 FEATURE_RATE_LIMIT value
          * @property {number} FEATURE_DRY_RUN=8 FEATURE_DRY_RUN value
          * @property {number} FEATURE_SYNC_DRY_RUN=9 FEATURE_SYNC_DRY_RUN value
+         * @property {number} FEATURE_DELETE=10 FEATURE_DELETE value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -86,6 +87,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[7] = "FEATURE_RATE_LIMIT"] = 7;
             values[valuesById[8] = "FEATURE_DRY_RUN"] = 8;
             values[valuesById[9] = "FEATURE_SYNC_DRY_RUN"] = 9;
+            values[valuesById[10] = "FEATURE_DELETE"] = 10;
             return values;
         })();
 
@@ -1981,6 +1983,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {Array.<string>|null} [exclude] TransferRequest exclude
              * @property {number|null} [rateLimit] TransferRequest rateLimit
              * @property {boolean|null} [dryRun] TransferRequest dryRun
+             * @property {boolean|null} ["delete"] TransferRequest delete
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2094,6 +2097,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.dryRun = false;
 
             /**
+             * TransferRequest delete.
+             * @member {boolean} delete
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype["delete"] = false;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2130,6 +2141,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 9, wireType 0 =*/72).uint32(message.rateLimit);
                 if (message.dryRun != null && $Object.hasOwnProperty.call(message, "dryRun") && message.dryRun !== false)
                     writer.uint32(/* id 10, wireType 0 =*/80).bool(message.dryRun);
+                if (message["delete"] != null && $Object.hasOwnProperty.call(message, "delete") && message["delete"] !== false)
+                    writer.uint32(/* id 11, wireType 0 =*/88).bool(message["delete"]);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2261,6 +2274,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.dryRun = value;
                             else
                                 delete message.dryRun;
+                            continue;
+                        }
+                    case 11: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message["delete"] = value;
+                            else
+                                delete message["delete"];
                             continue;
                         }
                     }
@@ -2998,6 +3020,8 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|Long|null} [bytes] TransferDone bytes
              * @property {number|Long|null} [chunksReceived] TransferDone chunksReceived
              * @property {number|Long|null} [chunksSkipped] TransferDone chunksSkipped
+             * @property {Array.<string>|null} [deleted] TransferDone deleted
+             * @property {number|Long|null} [deletedCount] TransferDone deletedCount
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3023,6 +3047,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
             const TransferDone = function (properties) {
+                this.deleted = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -3070,6 +3095,22 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferDone.prototype.chunksSkipped = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
 
             /**
+             * TransferDone deleted.
+             * @member {Array.<string>} deleted
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.deleted = $util.emptyArray;
+
+            /**
+             * TransferDone deletedCount.
+             * @member {number|Long} deletedCount
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.deletedCount = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferDone
@@ -3095,6 +3136,11 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 4, wireType 0 =*/32).uint64(message.chunksReceived);
                 if (message.chunksSkipped != null && $Object.hasOwnProperty.call(message, "chunksSkipped") && (typeof message.chunksSkipped === "object" ? message.chunksSkipped.low || message.chunksSkipped.high : message.chunksSkipped !== 0))
                     writer.uint32(/* id 5, wireType 0 =*/40).uint64(message.chunksSkipped);
+                if (message.deleted != null && message.deleted.length)
+                    for (let i = 0; i < message.deleted.length; ++i)
+                        writer.uint32(/* id 6, wireType 2 =*/50).string(message.deleted[i]);
+                if (message.deletedCount != null && $Object.hasOwnProperty.call(message, "deletedCount") && (typeof message.deletedCount === "object" ? message.deletedCount.low || message.deletedCount.high : message.deletedCount !== 0))
+                    writer.uint32(/* id 7, wireType 0 =*/56).uint64(message.deletedCount);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -3182,6 +3228,23 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.chunksSkipped = value;
                             else
                                 delete message.chunksSkipped;
+                            continue;
+                        }
+                    case 6: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.deleted && message.deleted.length))
+                                message.deleted = [];
+                            message.deleted.push(reader.stringVerify());
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.deletedCount = value;
+                            else
+                                delete message.deletedCount;
                             continue;
                         }
                     }

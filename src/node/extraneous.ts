@@ -1,0 +1,128 @@
+// What --delete removes (rsync's --delete): the entries of the destination's copies of the
+// source's directories that the source does not have.
+//
+// Goals: a transfer that mirrors a directory leaves its copy equal to it. Only directories the
+// source lists are looked in (a pushed file, or the siblings of a pushed directory, are never
+// touched); nothing outside the destination root is looked at (a directory reached through a
+// symlink is not walked); clawpeer's own state (`.clawpeer` at any depth, publisher temp files)
+// and what the transfer's exclude patterns match are never removed, nor anything inside them,
+// so a directory holding a protected entry stays. Directories come after their contents: the
+// list is the order to delete in, and what a dry run shows.
+// Non-goals: keeping removed content (sync's history is for synced folders), a transfer that
+// failed (the callers remove only after everything was published).
+import { lstat, readdir, realpath, rmdir, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { ClawpeerError } from '../errors.js';
+import type { ExcludeRules } from '../transfer/exclude.js';
+import { isConfinedRealpath } from '../transfer/paths.js';
+import { INTERNAL_DIR_NAME, isTempFileName } from './internal-names.js';
+
+export interface Extraneous {
+  /** Relative to the destination root, '/'-separated. */
+  readonly path: string;
+  readonly kind: 'file' | 'dir' | 'symlink';
+}
+
+export interface ExtraneousOptions {
+  /** The destination root (a share, or a pull's local directory). */
+  readonly root: string;
+  /** Directories (relative to the root) whose entries the source lists in full. */
+  readonly dirs: readonly string[];
+  /** Every path (relative to the root) the source has. */
+  readonly keep: ReadonlySet<string>;
+  /** Paths (relative to the root) never removed, nor what is inside them: the exclude patterns. */
+  readonly protect?: (relPath: string, isDir: boolean) => boolean;
+}
+
+const joinRel = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
+
+/** The entries to remove, each directory after its contents. */
+export async function findExtraneous(o: ExtraneousOptions): Promise<Extraneous[]> {
+  const rootReal = await realpath(o.root);
+  const out: Extraneous[] = [];
+  const spared = (rel: string, name: string, isDir: boolean): boolean => name === INTERNAL_DIR_NAME || isTempFileName(name) || o.protect?.(rel, isDir) === true;
+  /** Adds everything under `rel` (a directory not in the source); true when all of it goes, the directory too. */
+  const collect = async (rel: string, abs: string): Promise<boolean> => {
+    let whole = true;
+    for (const d of (await readdir(abs, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const childRel = joinRel(rel, d.name);
+      if (spared(childRel, d.name, d.isDirectory())) {
+        whole = false;
+        continue;
+      }
+      if (d.isDirectory()) whole = (await collect(childRel, path.join(abs, d.name))) && whole;
+      else out.push({ path: childRel, kind: d.isSymbolicLink() ? 'symlink' : 'file' });
+    }
+    if (whole) out.push({ path: rel, kind: 'dir' });
+    return whole;
+  };
+  for (const dir of [...new Set(o.dirs)].sort()) {
+    const abs = path.join(rootReal, ...dir.split('/').filter((s) => s !== ''));
+    let real: string;
+    try {
+      real = await realpath(abs);
+    } catch {
+      continue; // not there: nothing in it to remove
+    }
+    // A symlink on the way (or out of the root): not the directory the source describes.
+    if (real !== abs || !isConfinedRealpath(rootReal, real) || !(await lstat(real)).isDirectory()) continue;
+    for (const d of (await readdir(real, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const rel = joinRel(dir, d.name);
+      if (o.keep.has(rel) || spared(rel, d.name, d.isDirectory())) continue;
+      if (d.isDirectory()) await collect(rel, path.join(real, d.name));
+      else out.push({ path: rel, kind: d.isSymbolicLink() ? 'symlink' : 'file' });
+    }
+  }
+  return out;
+}
+
+/**
+ * Removes `list` (from findExtraneous) in order and returns what it removed. An entry already
+ * gone, or a directory something appeared in meanwhile, is left out; any other failure is an IO
+ * error naming the path (what was removed before it stays removed).
+ */
+export async function removeExtraneous(root: string, list: readonly Extraneous[]): Promise<Extraneous[]> {
+  const rootReal = await realpath(root);
+  const removed: Extraneous[] = [];
+  for (const e of list) {
+    const abs = path.join(rootReal, ...e.path.split('/'));
+    try {
+      if (e.kind === 'dir') await rmdir(abs);
+      else await unlink(abs);
+      removed.push(e);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTEMPTY' || code === 'EEXIST') continue;
+      throw new ClawpeerError('IO', `cannot remove ${abs} (--delete): ${(err as Error).message}`, { cause: err });
+    }
+  }
+  return removed;
+}
+
+export interface TransferExtraneousOptions {
+  /** The destination root, and where in it the transfer lands ('' = the root). */
+  readonly root: string;
+  readonly basePath: string;
+  /** The manifest's entries and where each lands (TransferReceiver.destinationPaths), in order. */
+  readonly entries: readonly { readonly kind: string }[];
+  readonly destPaths: readonly string[];
+  /** The source was a directory's contents (a pull of a whole share): basePath itself is its copy. */
+  readonly contentsOnly: boolean;
+  /** The transfer's exclude patterns: what they match is never removed. */
+  readonly exclude?: ExcludeRules;
+}
+
+/** What --delete removes after one transfer: its directories' entries beyond its own. */
+export function transferExtraneous(o: TransferExtraneousOptions): Promise<Extraneous[]> {
+  const dirs = o.destPaths.filter((_, i) => o.entries[i]?.kind === 'dir');
+  if (o.contentsOnly) dirs.push(o.basePath);
+  const rules = o.exclude;
+  // The patterns see paths below the transferred directory, as when the source was scanned
+  // (transfer-source.ts): without the base path, and without the directory's own name.
+  const protect = rules === undefined ? undefined : (rel: string, isDir: boolean): boolean => {
+    const underBase = o.basePath === '' ? rel : rel.slice(o.basePath.length + 1);
+    const inner = o.contentsOnly ? underBase : underBase.slice(underBase.indexOf('/') + 1 || underBase.length);
+    return inner !== '' && rules.excludes(inner, isDir);
+  };
+  return findExtraneous({ root: o.root, dirs, keep: new Set(o.destPaths), ...(protect === undefined ? {} : { protect }) });
+}
