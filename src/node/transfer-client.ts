@@ -78,16 +78,6 @@ function requireDelete(session: PeerSession): void {
   session.requireFeature('delete', 'cannot remove what the source lacks', 'push without --delete');
 }
 
-/** A push's request; with --delete, the exclude patterns go along: what they match is never removed. */
-function pushRequest(o: TransferOptions, id: number): ControlMessage {
-  const exclude = o.excludeRules?.patterns;
-  return {
-    type: 'transfer-request', transferId: id, direction: 'push', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window,
-    ...(o.dryRun === true ? { dryRun: true } : {}),
-    ...(o.delete === true ? { delete: true, ...(exclude === undefined ? {} : { exclude }) } : {}),
-  };
-}
-
 /** The result's --delete fields from what the receiver removed. */
 function deletedOf(o: TransferOptions, paths: readonly string[] | undefined, count: number | undefined): Pick<TransferResult, 'deleted' | 'deletedCount'> {
   return o.delete === true ? { deleted: paths ?? [], deletedCount: count ?? paths?.length ?? 0 } : {};
@@ -98,14 +88,19 @@ function requireDryRun(session: PeerSession): void {
   session.requireFeature('dry-run', 'cannot do a dry run', 'run without --dry-run');
 }
 
-/** A pull's request: patterns, rate and dry run as the options say (the caller checked the peer takes them). */
-function pullRequest(o: TransferOptions, id: number): ControlMessage {
-  const exclude = o.excludeRules?.patterns;
+/**
+ * A push's or pull's request, with what the options ask for (the caller checked the peer takes
+ * it). A pull's patterns filter what the listener sends; a push's go along only with --delete,
+ * naming what is never removed. A push caps its own rate.
+ */
+function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pull'): ControlMessage {
+  const exclude = direction === 'pull' || o.delete === true ? o.excludeRules?.patterns : undefined;
   return {
-    type: 'transfer-request', transferId: id, direction: 'pull', share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window,
+    type: 'transfer-request', transferId: id, direction, share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window,
     ...(exclude === undefined ? {} : { exclude }),
-    ...(o.bwlimit === undefined ? {} : { rateLimit: o.bwlimit }),
+    ...(direction === 'pull' && o.bwlimit !== undefined ? { rateLimit: o.bwlimit } : {}),
     ...(o.dryRun === true ? { dryRun: true } : {}),
+    ...(direction === 'push' && o.delete === true ? { delete: true } : {}),
   };
 }
 
@@ -138,7 +133,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   const id = session.allocateTransferId();
   // The manifest follows the request without waiting for the accept: one round trip less.
   // If the listener refuses, its Error arrives instead of the accept and the batches are moot.
-  await session.control.sendAll([pushRequest(o, id), ...manifestMessages(session, id, source.entries)]);
+  await session.control.sendAll([transferRequest(o, id, 'push'), ...manifestMessages(session, id, source.entries)]);
   // With early chunks the data streams start now, before the accept and the Want; the listener
   // clamps streams and window to the session's caps, so we know them already.
   const { streams, window } = effectiveStreamsAndWindow(session, o.streams, o.window);
@@ -192,7 +187,7 @@ async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[],
   const { session } = o;
   requireDryRun(session);
   const id = session.allocateTransferId();
-  await session.control.sendAll([pushRequest(o, id), ...manifestMessages(session, id, entries)]);
+  await session.control.sendAll([transferRequest(o, id, 'push'), ...manifestMessages(session, id, entries)]);
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
   if (want.publish === undefined && entries.some((e) => e.kind === 'file')) throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a dry run without saying what it would publish`);
@@ -233,7 +228,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   const { session } = o;
   requireDryRun(session);
   const id = session.allocateTransferId();
-  await session.control.send(pullRequest(o, id));
+  await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   let plan: { lacking: Uint8Array; uniqueCount: number; publish: Uint8Array };
@@ -278,7 +273,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   // A listener without these would send everything, at full speed.
   if (o.excludeRules !== undefined) session.requireFeature('exclude', 'does not apply exclude patterns to pulls', 'pull without --exclude');
   if (o.bwlimit !== undefined) session.requireFeature('rate-limit', 'cannot cap the rate it sends a pull at', 'pull without --bwlimit');
-  await session.control.send(pullRequest(o, id));
+  await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   const totalFiles = entries.filter((e) => e.kind === 'file').length;

@@ -172,6 +172,8 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   const { config, log } = ctx;
   const { id, share, basePath, streams, window, chunking } = t;
   if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
+  // --delete: what the pushed directories hold beyond the source goes, the client's patterns spared.
+  const protect = req.exclude === undefined ? undefined : peerExcludes(req.exclude);
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
   const receiverUntil = (until: AbortSignal): TransferReceiver =>
@@ -181,8 +183,6 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       force: req.force,
       ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
     });
-  // --delete: what the pushed directories hold beyond the source, the client's patterns spared.
-  const protect = req.exclude === undefined ? undefined : peerExcludes(req.exclude);
   const extraneous = async (receiver: TransferReceiver): Promise<Extraneous[]> =>
     req.delete !== true ? [] : transferExtraneous({ root: share.dir, basePath, entries, destPaths: receiver.destinationPaths, contentsOnly: false, ...(protect === undefined ? {} : { exclude: protect }) });
   if (req.dryRun === true) {

@@ -259,14 +259,17 @@ t.test('a compressed frame in a session without a codec ends it', async (t) => {
   await expectRefused(t, p, /sent a compressed chunk, but no codec was negotiated/);
 });
 
-t.test('a pull with a malformed exclude pattern, or a push with any, ends the session; the listener serves on', async (t) => {
-  for (const [direction, exclude, pattern] of [
-    ['pull', ['[unclosed'], /bad exclude pattern in the pull request: --exclude "\[unclosed": has a \[ without its \]/],
-    ['push', ['*.log'], /exclude patterns apply to pulls/],
+t.test('a malformed exclude pattern, or a push with patterns but without delete, ends the session; the listener serves on', async (t) => {
+  for (const [direction, exclude, del, pattern] of [
+    ['pull', ['[unclosed'], false, /bad exclude pattern in the transfer request: --exclude "\[unclosed": has a \[ without its \]/],
+    ['push', ['*.log'], false, /exclude patterns apply to pulls/],
+    ['push', ['[unclosed'], true, /bad exclude pattern in the transfer request: --exclude "\[unclosed"/],
   ] as const) {
     const session = await dial(rig.listener.port);
     t.ok(session.caps.features.includes('exclude'), 'the listener takes exclude patterns');
-    await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction, share: 'inbox', path: '', force: false, streams: 1, window: 4, exclude: [...exclude] });
+    await session.control.send({
+      type: 'transfer-request', transferId: session.allocateTransferId(), direction, share: 'inbox', path: '', force: false, streams: 1, window: 4, exclude: [...exclude], ...(del ? { delete: true } : {}),
+    });
     const answer = await nextControl(session);
     t.match(String(answer), pattern, `${direction}: ${String(answer)}`);
     await session.connection.close().catch(() => undefined);
