@@ -231,6 +231,9 @@ export interface PlannedChange {
   readonly copy?: string;
 }
 
+/** Orders planned changes by path. */
+export const byPath = (a: PlannedChange, b: PlannedChange): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+
 /** The changes applying `received` would make, path order; and the paths it would leave as they are. */
 export function plannedChanges(received: readonly RevisionEntry[], o: PlanOptions): { changes: PlannedChange[]; skipped: string[] } {
   const { plans, skipped } = planRemote(received, o);
@@ -266,7 +269,7 @@ export function plannedChanges(received: readonly RevisionEntry[], o: PlanOption
       }
     }
   }
-  return { changes: changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), skipped: skipped.sort() };
+  return { changes: changes.sort(byPath), skipped: skipped.sort() };
 }
 
 /** Plans and applies `received` (records the peer has and we lacked). */

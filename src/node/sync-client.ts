@@ -21,7 +21,7 @@ import type { RevisionEntry } from '../sync/revision.js';
 import { bytesEqual } from '../chunking/blake3.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import type { PeerSession } from './session.js';
-import { applyRemote, plannedChanges, type PlannedChange } from './sync-apply.js';
+import { applyRemote, byPath, plannedChanges, type PlannedChange } from './sync-apply.js';
 import type { RevisionStore } from './revision-store.js';
 import { fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
@@ -197,7 +197,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       const conflicted = new Set(changes.filter((c) => c.change === 'conflict').map((c) => c.path));
       const send = (sends ? headsAmong(store, result.idsTheyLack) : []).map(({ revision: r }): PlannedChange => ({
         path: r.path, change: conflicted.has(r.path) ? 'conflict' : r.deleted ? 'delete' : 'update', kind: r.kind, bytes: r.deleted || r.kind !== 'file' ? 0 : r.size,
-      })).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+      })).sort(byPath);
       await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
       return summary({ inSync: false, revisionsReceived: received.length, skipped, dryRun: { receive: changes, send } });
     }
