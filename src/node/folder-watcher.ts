@@ -9,6 +9,13 @@
 // Why a boolean is enough even when the kernel drops events (inotify queue overflow): a drop
 // happens only behind a full queue of undelivered events, and those still arrive and mark the
 // folder changed; the scan that follows reads the disk as it is.
+// Ignored paths (the folder's .clawpeerignore, sync-ignore.ts) are what a scan neither enters nor
+// records, so a change there changes nothing a scan would find: ignored directories get no watch
+// (a node_modules tree would take thousands), and an event of a path ignored whatever its kind
+// is dropped (no rescan, and peers that watch the share are not told). An edit of the ignore
+// file itself counts, and the rules are read again before the follow-up re-reads the root, so a
+// directory no longer ignored gets its watches. A malformed file means no rules: more events,
+// never fewer (the sync reports the file's error).
 // Non-goals: telling which paths changed (a scan still walks the whole tree with its warm
 // index), network file systems (their remote changes raise no events: never skipped there).
 import { lstatSync, watch, type FSWatcher } from 'node:fs';
@@ -16,6 +23,7 @@ import { lstat, readdir, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
+import { IGNORE_FILE_NAME, loadSyncIgnore, syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';
 import { QuietTimer } from './quiet-timer.js';
 
 /** Quiet time after the last event before the watcher follows up on a burst of them, ms. */
@@ -67,6 +75,10 @@ export class FolderWatcher {
     void this.#followUpEvents().finally(() => this.#additionDone());
   });
   #idleWaiters: Array<() => void> = [];
+  /** The folder's ignore rules, as last read. */
+  #ignore: SyncIgnore = syncIgnoreFrom([]);
+  /** The ignore file changed since it was read: read it again before the follow-up. */
+  #ignoreStale = false;
 
   private constructor(root: string, o: FolderWatcherOptions) {
     this.root = root;
@@ -95,7 +107,23 @@ export class FolderWatcher {
       this.#break(`cannot statfs ${this.root}: ${(err as Error).message}`);
       return;
     }
+    await this.#readIgnore();
     await this.#walk(this.root);
+  }
+
+  async #readIgnore(): Promise<void> {
+    this.#ignoreStale = false;
+    try {
+      this.#ignore = await loadSyncIgnore(this.root);
+    } catch (err) {
+      this.#ignore = syncIgnoreFrom([]);
+      this.#log.debug('folder watcher: the ignore file cannot be used; watching everything', { folder: this.root, error: (err as Error).message });
+    }
+  }
+
+  /** The root-relative '/'-path of `abs`. */
+  #relOf(abs: string): string {
+    return path.relative(this.root, abs).split(path.sep).join('/');
   }
 
   /** Directories watched (tests). */
@@ -211,6 +239,11 @@ export class FolderWatcher {
   #onEvent(dir: string, name: string | Buffer | null): void {
     const entry = name === null ? null : name.toString();
     if (dir === this.root && entry === INTERNAL_DIR_NAME) return;
+    if (entry !== null) {
+      const rel = this.#relOf(path.join(dir, entry));
+      if (rel === IGNORE_FILE_NAME) this.#ignoreStale = true;
+      else if (this.#ignore.ignores(rel, false) && this.#ignore.ignores(rel, true)) return; // ignored as a file and as a directory
+    }
     this.#generation++;
     for (const listener of this.#subscribers) listener(dir, entry);
     this.#dirtyDirs.add(dir);
@@ -226,6 +259,7 @@ export class FolderWatcher {
 
   /** New directories get watches, replaced ones new watches, vanished ones none. */
   async #followUpEvents(): Promise<void> {
+    if (this.#ignoreStale) await this.#readIgnore(); // the root is among the dirty directories: re-read with the new rules
     const dirs = new Set(this.#dirtyDirs);
     this.#dirtyDirs.clear();
     for (const p of this.#fresh) {
@@ -240,7 +274,7 @@ export class FolderWatcher {
     }
   }
 
-  /** Walks the subdirectories of `dir` (not .clawpeer, our own log and staging); false when `dir` cannot be read. */
+  /** Walks the subdirectories of `dir` (not .clawpeer, our own log and staging, nor ignored ones); false when `dir` cannot be read. */
   async #walkChildren(dir: string): Promise<boolean> {
     let entries;
     try {
@@ -248,7 +282,11 @@ export class FolderWatcher {
     } catch {
       return false;
     }
-    for (const e of entries) if (e.isDirectory() && !(dir === this.root && e.name === INTERNAL_DIR_NAME)) await this.#walk(path.join(dir, e.name));
+    for (const e of entries) {
+      if (!e.isDirectory() || (dir === this.root && e.name === INTERNAL_DIR_NAME)) continue;
+      const child = path.join(dir, e.name);
+      if (!this.#ignore.matches(this.#relOf(child), true)) await this.#walk(child);
+    }
     return true;
   }
 

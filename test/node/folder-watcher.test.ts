@@ -115,6 +115,31 @@ t.test('onEvent hears every event outside .clawpeer, with its directory and name
   t.notOk(heard.some((p) => p.includes('.clawpeer')), 'nothing from .clawpeer');
 });
 
+t.test('ignored paths: no watch on an ignored directory, no event for an ignored file; an edit of the ignore file counts and re-reads the rules', async (t) => {
+  const root = await tree();
+  await mkdir(join(root, 'build/out'), { recursive: true });
+  await writeFile(join(root, '.clawpeerignore'), '*.tmp\nbuild/\n');
+  const heard: string[] = [];
+  const w = FolderWatcher.start(root, { log: silentLogger, onEvent: (dir, name) => heard.push(join(dir, name ?? '')) });
+  t.teardown(() => w.close());
+  await w.whenIdle();
+  t.equal(w.watchedDirs, 3, 'root, a, a/b: nothing under build/');
+  await certify(w);
+  await writeFile(join(root, 'a/scratch.tmp'), 'x');
+  await writeFile(join(root, 'build/out/obj.o'), 'x');
+  // A change that does count, after them: once it is heard, the ignored ones were not.
+  await writeFile(join(root, 'a/b/seen.txt'), 'x');
+  await eventually('the change that counts heard', () => heard.includes(join(root, 'a/b/seen.txt')));
+  t.notOk(heard.some((p) => p.endsWith('.tmp') || p.includes('build')), `no ignored path heard: ${heard.join(', ')}`);
+  await certify(w);
+  await writeFile(join(root, 'a/other.tmp'), 'x');
+  await new Promise((r) => setTimeout(r, 300));
+  t.ok(w.canSkipScan(), 'an ignored file alone leaves the scan skippable');
+  await writeFile(join(root, '.clawpeerignore'), '*.tmp\n');
+  await eventually('the ignore file\'s edit counts', () => !w.canSkipScan());
+  await eventually('build/ and build/out are watched once no longer ignored', () => w.watchedDirs === 5);
+});
+
 t.test('changes in .clawpeer (the log, staging) do not count; an uncertified scan or an old one never skips', async (t) => {
   const root = await tree();
   let now = 1_000;
