@@ -9,8 +9,8 @@ const sumBytes = (changes: readonly PlannedChange[]): number => changes.reduce((
 /** A dry run: one line per change on each side, then what the real sync would move. */
 function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void {
   const line = (side: 'receive' | 'send', c: PlannedChange): void => {
-    const record = { event: `would-${side}`, path: c.path, change: c.change, kind: c.kind, bytes: c.bytes, ...(c.copy === undefined ? {} : { copy: c.copy }) };
-    const detail = c.copy !== undefined ? ` (the losing version kept as ${c.copy})` : c.bytes > 0 ? ` (${c.bytes} bytes)` : '';
+    const record = { event: `would-${side}`, path: c.path, change: c.change, kind: c.kind, bytes: c.bytes, ...(c.copy === undefined ? {} : { copy: c.copy }), ...(c.target === undefined ? {} : { target: c.target }) };
+    const detail = c.copy !== undefined ? ` (the losing version kept as ${c.copy})` : c.target !== undefined ? ` -> ${c.target}` : c.bytes > 0 ? ` (${c.bytes} bytes)` : '';
     out.emit(record, `${side.padEnd(7)} ${c.change.padEnd(8)} ${c.kind === 'dir' ? `${c.path}/` : c.path}${detail}`);
   };
   for (const c of plan.receive) line('receive', c);

@@ -229,6 +229,8 @@ export interface PlannedChange {
   /** Content bytes that would be fetched (whole files; chunks held here already would not travel). */
   readonly bytes: number;
   readonly copy?: string;
+  /** A symlink's target. */
+  readonly target?: string;
 }
 
 /** Orders planned changes by path. */
@@ -241,7 +243,6 @@ export function plannedChanges(received: readonly RevisionEntry[], o: PlanOption
   for (const plan of plans) {
     const fetched = plan.action.kind === 'fetch' ? plan.action.request : plan.copyFetch;
     const bytes = fetched === undefined ? 0 : (plan.head ?? plan.copy?.entry)?.revision.size ?? 0;
-    const remote = plan.head?.revision;
     const localLive = plan.local !== undefined && !plan.local.revision.deleted;
     if (plan.copy !== undefined) {
       changes.push({ path: plan.path, change: 'conflict', kind: 'file', bytes, copy: plan.copy.entry.revision.path });
@@ -260,8 +261,10 @@ export function plannedChanges(received: readonly RevisionEntry[], o: PlanOption
         changes.push({ path: plan.path, change: localLive ? 'mode' : 'create', kind: 'dir', bytes: 0 });
         continue;
       case 'fetch':
+        changes.push({ path: plan.path, change: localLive ? 'update' : 'create', kind: 'file', bytes });
+        continue;
       case 'symlink':
-        changes.push({ path: plan.path, change: localLive ? 'update' : 'create', kind: remote?.kind ?? 'file', bytes });
+        changes.push({ path: plan.path, change: localLive ? 'update' : 'create', kind: 'symlink', bytes: 0, target: plan.action.target });
         continue;
       default: {
         const never: never = plan.action;

@@ -18,7 +18,7 @@ import { encodeReconcileMessage } from '../sync/reconcile-codec.js';
 import { ReconcileInitiator } from '../sync/reconcile.js';
 import type { ReconcileResult } from '../sync/reconcile.js';
 import type { RevisionEntry } from '../sync/revision.js';
-import { bytesEqual } from '../chunking/blake3.js';
+import { bytesEqual, toHex } from '../chunking/blake3.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import type { PeerSession } from './session.js';
 import { applyRemote, byPath, plannedChanges, type PlannedChange } from './sync-apply.js';
@@ -63,7 +63,7 @@ export interface SyncFolderOptions {
 export interface SyncDryRun {
   /** Changes this folder would take from the peer (none in send-only mode). */
   readonly receive: readonly PlannedChange[];
-  /** Paths whose version here the peer would take (none in receive-only mode): update, delete or conflict. */
+  /** Paths whose version here the peer would take (none in receive-only mode): create, update, delete or conflict. */
   readonly send: readonly PlannedChange[];
 }
 
@@ -195,9 +195,17 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       const received = receives ? await receiveRevisions(ch, result.idsWeLack) : [];
       const { changes, skipped } = plannedChanges(received, { store, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log });
       const conflicted = new Set(changes.filter((c) => c.change === 'conflict').map((c) => c.path));
-      const send = (sends ? headsAmong(store, result.idsTheyLack) : []).map(({ revision: r }): PlannedChange => ({
-        path: r.path, change: conflicted.has(r.path) ? 'conflict' : r.deleted ? 'delete' : 'update', kind: r.kind, bytes: r.deleted || r.kind !== 'file' ? 0 : r.size,
-      })).sort(byPath);
+      // What the peer holds at a path: the revisions of it we have and it does not lack.
+      const theyLack = new Set(result.idsTheyLack.map(toHex));
+      const peerHasLive = (p: string): boolean => store.history(p).some((e) => !e.revision.deleted && !theyLack.has(toHex(e.id)));
+      const send: PlannedChange[] = [];
+      for (const { revision: r } of sends ? headsAmong(store, result.idsTheyLack) : []) {
+        const had = peerHasLive(r.path);
+        if (r.deleted && !had) continue; // a deletion of what the peer never had changes nothing there
+        const change = conflicted.has(r.path) ? 'conflict' : r.deleted ? 'delete' : had ? 'update' : 'create';
+        send.push({ path: r.path, change, kind: r.kind, bytes: r.deleted || r.kind !== 'file' ? 0 : r.size, ...(r.kind === 'symlink' && !r.deleted ? { target: r.linkTarget } : {}) });
+      }
+      send.sort(byPath);
       await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
       return summary({ inSync: false, revisionsReceived: received.length, skipped, dryRun: { receive: changes, send } });
     }

@@ -4,7 +4,7 @@
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
@@ -183,6 +183,8 @@ t.test('sync --dry-run (-n) lists what would arrive, what would go and the confl
   await mkdir(server('dry', 'new-there'));
   await writeFile(server('dry', 'new-there', 'x.bin'), randomBytes(3000));
   await rm(server('dry', 'gone.txt'));
+  await symlink('keep.txt', server('dry', 'link-there'));
+  await symlink('keep.txt', client('dry', 'link-here'));
   await writeFile(client('dry', 'clash.txt'), 'clash: the client\n');
   await age(client('dry', 'clash.txt'), 120);
   await writeFile(server('dry', 'clash.txt'), 'clash: the server\n');
@@ -191,11 +193,12 @@ t.test('sync --dry-run (-n) lists what would arrive, what would go and the confl
   const r = await sync('dry', ['-n']);
   const lines = r['lines'] as Record<string, unknown>[];
   const listed = (event: string): string[] => lines.filter((l) => l['event'] === event).map((l) => `${String(l['change'])} ${String(l['path'])}`);
-  t.same(listed('would-receive'), ['conflict clash.txt', 'update edit-there.txt', 'delete gone.txt', 'create new-there', 'create new-there/x.bin']);
-  t.same(listed('would-send'), ['conflict clash.txt', 'update edit-here.txt', 'update new-here.txt']);
+  t.same(listed('would-receive'), ['conflict clash.txt', 'update edit-there.txt', 'delete gone.txt', 'create link-there', 'create new-there', 'create new-there/x.bin']);
+  t.same(listed('would-send'), ['conflict clash.txt', 'update edit-here.txt', 'create link-here', 'create new-here.txt'], 'create: the peer never had new-here.txt');
+  t.match(lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'link-there'), { kind: 'symlink', target: 'keep.txt' });
   t.match(lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'new-there/x.bin'), { kind: 'file', bytes: 3000 });
   t.match(lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'clash.txt'), { copy: /^clash\.sync-conflict-/ });
-  t.match(r, { event: 'done', dryRun: true, inSync: false, toReceive: 5, toSend: 3, conflicts: 1, bytesToSend: 'edited here\n'.length + 'new here\n'.length });
+  t.match(r, { event: 'done', dryRun: true, inSync: false, toReceive: 6, toSend: 4, conflicts: 1, bytesToSend: 'edited here\n'.length + 'new here\n'.length });
   t.same({ here: await snapshot(client('dry')), there: await snapshot(server('dry')) }, before, 'neither side changed');
 
   // The real sync does what the dry run said; after it, a dry run finds nothing.
@@ -208,7 +211,8 @@ t.test('sync --dry-run (-n) lists what would arrive, what would go and the confl
   const fresh = await runCli(['--home', b.home, 'sync', nowhere, 'alice:dry', '-n']);
   t.equal(fresh.code, 0, fresh.stderr);
   t.match(fresh.stdout, /^receive +create +new-there\/x\.bin \(3000 bytes\)$/m);
-  t.match(fresh.stdout, /dry run: 8 changes would arrive here .* 0 would go to the peer .*nothing was changed or sent/);
+  t.match(fresh.stdout, /^receive +create +link-here -> keep\.txt$/m);
+  t.match(fresh.stdout, /dry run: 10 changes would arrive here .* 0 would go to the peer .*nothing was changed or sent/);
   t.notOk(await lstat(nowhere).then(() => true, () => false), 'the missing folder was not created');
   const notDir = await runCli(['--home', b.home, 'sync', client('dry', 'new-here.txt'), 'alice:dry', '-n']);
   t.equal(notDir.code, 2, notDir.stderr);
