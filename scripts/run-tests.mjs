@@ -59,19 +59,42 @@ function countCases(output) {
   return counts;
 }
 
+/**
+ * Test files running now, each the leader of its own process group, so stopping one stops the
+ * CLIs and listeners it started too: on a timeout, and when this runner is stopped (Ctrl-C, or
+ * CI giving up).
+ */
+const running = new Set();
+const killGroup = (child) => {
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // the group is gone already
+  }
+};
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    for (const child of running) killGroup(child);
+    process.exit(130);
+  });
+}
+
 /** Runs one test file; resolves with its TAP output, exit status and time. */
 function runFile(file, env) {
   const started = process.hrtime.bigint();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--enable-source-maps', file], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--enable-source-maps', file], { env, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    running.add(child);
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (d) => (output += d));
     let timedOut = false;
     const killer = setTimeout(() => {
       timedOut = true;
-      child.kill('SIGKILL');
+      killGroup(child);
     }, FILE_TIMEOUT_S * 1000 + KILL_GRACE_MS);
     child.on('close', (code, signal) => {
+      running.delete(child);
+      killGroup(child); // what the file left running (a listener a failed test never stopped)
       clearTimeout(killer);
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       resolve({ output, ok: code === 0 && !timedOut, why: timedOut ? 'timed out' : code !== 0 ? `exit ${code ?? signal}` : '', ms });
