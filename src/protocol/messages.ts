@@ -375,6 +375,11 @@ const FEATURE_FROM_WIRE = invert(FEATURE_TO_WIRE);
 // Encoding
 
 function capsToWire(caps: Capabilities): clawpeer.v1.Capabilities.$Properties {
+  // The decoder refuses longer lists: what this encodes must decode (found by the deep fuzzer
+  // once a generated list of every feature, twice over, passed 16 entries).
+  for (const [name, list] of [['aeadSuites', caps.aeadSuites], ['compression', caps.compression], ['chunking', caps.chunking], ['features', caps.features]] as const) {
+    if (list.length > MAX_CAPABILITY_LIST_ENTRIES) throw new RangeError(`caps.${name} has ${list.length} entries, more than ${MAX_CAPABILITY_LIST_ENTRIES}`);
+  }
   return {
     aeadSuites: caps.aeadSuites.map((s) => AEAD_TO_WIRE[s]),
     compression: caps.compression.map((c) => COMPRESSION_TO_WIRE[c]),

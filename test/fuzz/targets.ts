@@ -21,6 +21,7 @@ import {
   COMPRESSION_CODECS,
   DEFAULT_CAPABILITIES,
   FEATURES,
+  MAX_CAPABILITY_LIST_ENTRIES,
   validateCapabilities,
   type Capabilities,
 } from '../../src/protocol/capabilities.js';
@@ -357,7 +358,8 @@ const CONTROL_TYPES: readonly ControlMessageType[] = [
 function subset<T>(rng: Rng, items: readonly T[], min: number): T[] {
   const out = items.filter(() => rng.bool());
   while (out.length < min) out.push(rng.pick(items));
-  return rng.bool(0.1) ? [...out, ...out] : out;
+  // Duplicates, as a peer may send them; within the lists' limit, which the encoder enforces.
+  return rng.bool(0.1) ? [...out, ...out].slice(0, MAX_CAPABILITY_LIST_ENTRIES) : out;
 }
 
 function randomCaps(rng: Rng): Capabilities {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { isClawpeerError } from '../../src/errors.js';
-import type { Capabilities } from '../../src/protocol/capabilities.js';
+import { FEATURES, type Capabilities } from '../../src/protocol/capabilities.js';
 import {
   decodeControl,
   decodeControlWithRaw,
@@ -181,6 +181,17 @@ t.test('Hello without caps is rejected', async (t) => {
   if (hello?.type !== 'hello') throw new Error('vector 0 is the Hello');
   const body = encodeControlFromRaw('hello', stripField(encodeHelloBody(hello), 4));
   t.throws(() => decodeControl(body, { maxBytes: 1024 }), { code: 'PROTOCOL', message: /Hello\.caps is missing/ });
+});
+
+t.test('a capability list longer than the decoder takes is refused by the encoder too', async (t) => {
+  const hello = VECTORS[0]?.message;
+  if (hello?.type !== 'hello') throw new Error('vector 0 is the Hello');
+  const features = [...FEATURES, ...FEATURES]; // every feature twice: over 16 entries
+  t.ok(features.length > 16);
+  t.throws(() => encodeControl({ ...hello, caps: { ...CAPS, features } }), { name: 'RangeError', message: /caps\.features has \d+ entries, more than 16/ });
+  const sixteen = features.slice(0, 16);
+  const decoded = decodeControl(encodeControl({ ...hello, caps: { ...CAPS, features: sixteen } }), { maxBytes: 1024 });
+  t.same(decoded.type === 'hello' ? decoded.caps.features : null, [...new Set(sixteen)], 'at 16 it encodes, and duplicates collapse');
 });
 
 t.test('unknown enum values from a newer peer are ignored, duplicates collapse', async (t) => {
