@@ -10,6 +10,7 @@
 // list is the order to delete in, and what a dry run shows.
 // Non-goals: keeping removed content (sync's history is for synced folders), a transfer that
 // failed (the callers remove only after everything was published).
+import type { Dirent } from 'node:fs';
 import { lstat, readdir, realpath, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
@@ -36,6 +37,15 @@ export interface ExtraneousOptions {
 
 const joinRel = (dir: string, name: string): string => (dir === '' ? name : `${dir}/${name}`);
 
+/** A directory's entries by name; an IO error naming it when it cannot be listed. */
+async function listDir(abs: string): Promise<Dirent[]> {
+  try {
+    return (await readdir(abs, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1));
+  } catch (err) {
+    throw new ClawpeerError('IO', `cannot list ${abs} (--delete): ${(err as Error).message}`, { cause: err });
+  }
+}
+
 /** The entries to remove, each directory after its contents. */
 export async function findExtraneous(o: ExtraneousOptions): Promise<Extraneous[]> {
   const rootReal = await realpath(o.root);
@@ -44,7 +54,7 @@ export async function findExtraneous(o: ExtraneousOptions): Promise<Extraneous[]
   /** Adds everything under `rel` (a directory not in the source); true when all of it goes, the directory too. */
   const collect = async (rel: string, abs: string): Promise<boolean> => {
     let whole = true;
-    for (const d of (await readdir(abs, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    for (const d of await listDir(abs)) {
       const childRel = joinRel(rel, d.name);
       if (spared(childRel, d.name, d.isDirectory())) {
         whole = false;
@@ -65,8 +75,8 @@ export async function findExtraneous(o: ExtraneousOptions): Promise<Extraneous[]
       continue; // not there: nothing in it to remove
     }
     // A symlink on the way (or out of the root): not the directory the source describes.
-    if (real !== abs || !isConfinedRealpath(rootReal, real) || !(await lstat(real)).isDirectory()) continue;
-    for (const d of (await readdir(real, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    if (real !== abs || !isConfinedRealpath(rootReal, real) || (await lstat(real).catch(() => undefined))?.isDirectory() !== true) continue;
+    for (const d of await listDir(real)) {
       const rel = joinRel(dir, d.name);
       if (o.keep.has(rel) || spared(rel, d.name, d.isDirectory())) continue;
       if (d.isDirectory()) await collect(rel, path.join(real, d.name));
