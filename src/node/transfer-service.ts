@@ -164,6 +164,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
     await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t));
   } else {
+    if (req.delete === true) throw new ClawpeerError('PROTOCOL', 'delete applies to pushes; a pull removes what the source lacks on its own side');
     await servePull(session, req, ctx, signal, t);
   }
 }

@@ -277,6 +277,15 @@ t.test('a malformed exclude pattern, or a push with patterns but without delete,
   await legitPing(t, rig.listener.port, 'after the bad requests');
 });
 
+t.test('a pull request asking the listener to delete ends the session; the listener serves on', async (t) => {
+  const session = await dial(rig.listener.port);
+  t.ok(session.caps.features.includes('delete'), 'the listener takes delete on pushes');
+  await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction: 'pull', share: 'inbox', path: '', force: false, streams: 1, window: 4, delete: true });
+  t.match(String(await nextControl(session)), /delete applies to pushes/);
+  await session.connection.close().catch(() => undefined);
+  await legitPing(t, rig.listener.port, 'after the bad request');
+});
+
 t.test('a push request carrying a rate limit ends the session; the listener serves on', async (t) => {
   const session = await dial(rig.listener.port);
   t.ok(session.caps.features.includes('rate-limit'), 'the listener takes rate limits on pulls');
