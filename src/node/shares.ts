@@ -1,5 +1,6 @@
-// Shared folders a listener serves: NAME=DIR[:ro]. Without --share, a read-write `inbox`
-// under the home directory.
+// Shared folders a listener serves: NAME=DIR[:ro|:nodelete]. Without --share, a read-write
+// `inbox` under the home directory. `:nodelete` takes pushes but refuses push --delete (rsync
+// daemons' `refuse options = delete`); a sync still carries deletions, as syncing means.
 import { mkdir, realpath } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ClawpeerError } from '../errors.js';
@@ -9,6 +10,8 @@ export interface Share {
   /** Real path of the share root (symlinks resolved), so confinement checks compare like with like. */
   readonly dir: string;
   readonly readOnly: boolean;
+  /** Pushes may not remove files (push --delete is refused). */
+  readonly noDelete?: boolean;
   /** Node ids allowed to use this share; undefined = every paired peer. */
   readonly allow?: readonly string[];
 }
@@ -16,21 +19,25 @@ export interface Share {
 export const DEFAULT_SHARE_NAME = 'inbox';
 const SHARE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-export function parseShareSpec(spec: string): { name: string; dir: string; readOnly: boolean } {
+export function parseShareSpec(spec: string): { name: string; dir: string; readOnly: boolean; noDelete?: boolean } {
   const eq = spec.indexOf('=');
-  if (eq <= 0) throw new ClawpeerError('USAGE', `invalid --share ${JSON.stringify(spec)}: expected NAME=DIR or NAME=DIR:ro`);
+  if (eq <= 0) throw new ClawpeerError('USAGE', `invalid --share ${JSON.stringify(spec)}: expected NAME=DIR, NAME=DIR:ro or NAME=DIR:nodelete`);
   const name = spec.slice(0, eq);
   let dir = spec.slice(eq + 1);
   let readOnly = false;
+  let noDelete = false;
   if (dir.endsWith(':ro')) {
     readOnly = true;
     dir = dir.slice(0, -3);
+  } else if (dir.endsWith(':nodelete')) {
+    noDelete = true;
+    dir = dir.slice(0, -':nodelete'.length);
   } else if (dir.endsWith(':rw')) {
     dir = dir.slice(0, -3);
   }
   if (!SHARE_NAME.test(name)) throw new ClawpeerError('USAGE', `invalid share name ${JSON.stringify(name)} in --share ${JSON.stringify(spec)}: use letters, digits, '.', '_' or '-'`);
   if (dir === '') throw new ClawpeerError('USAGE', `--share ${JSON.stringify(spec)} names no directory`);
-  return { name, dir: resolve(dir), readOnly };
+  return { name, dir: resolve(dir), readOnly, ...(noDelete ? { noDelete } : {}) };
 }
 
 /** Resolves share specs (creating missing read-write dirs); rejects duplicate names. */
@@ -43,7 +50,7 @@ export async function resolveShares(specs: readonly string[], inboxDir: string):
     seen.add(s.name);
     try {
       if (!s.readOnly) await mkdir(s.dir, { recursive: true });
-      shares.push({ name: s.name, dir: await realpath(s.dir), readOnly: s.readOnly });
+      shares.push({ name: s.name, dir: await realpath(s.dir), readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}) });
     } catch (err) {
       throw new ClawpeerError('USAGE', `share ${s.name}: directory ${s.dir} is not usable: ${(err as Error).message}`, { cause: err });
     }

@@ -173,6 +173,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   const { config, log } = ctx;
   const { id, share, basePath, streams, window, chunking } = t;
   if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
+  if (req.delete === true && share.noDelete === true) throw new ClawpeerError('SHARE_FORBIDDEN', `share ${share.name} refuses push --delete (it is served with :nodelete): push without --delete`);
   // --delete: what the pushed directories hold beyond the source goes, the client's patterns spared.
   const protect = req.exclude === undefined ? undefined : peerExcludes(req.exclude);
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });

@@ -23,7 +23,8 @@ const c = await initNode('pc');
 const privShare = path.join(work, 'private');
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 await runCli(['--home', a.home, 'pair', 'add', c.id, '--name', 'carol']);
-const shareArgs = ['--share', `inbox=${path.join(work, 'inbox')}`, '--share', `ro=${roShare}:ro`, '--share', `private=${privShare}`, '--allow', 'private=carol'];
+const keepShare = path.join(work, 'keep');
+const shareArgs = ['--share', `inbox=${path.join(work, 'inbox')}`, '--share', `ro=${roShare}:ro`, '--share', `private=${privShare}`, '--allow', 'private=carol', '--share', `keep=${keepShare}:nodelete`];
 let listener: RunningListener = await startListener(a.home, shareArgs);
 const pairAlice = async (): Promise<void> => {
   await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]);
@@ -296,6 +297,13 @@ t.test('--delete removes what the pushed or pulled directories hold beyond the s
   t.same(listed(pulled.stdout, 'deleted'), ['mirror/junk.txt']);
   t.same(await snapshot(path.join(local, 'mirror')), await snapshot(copy));
   t.ok(existsSync(path.join(local, 'other.txt')));
+
+  // A share served with :nodelete takes pushes, but not --delete (nor its dry run).
+  t.match(listener.ready['shares'], [{}, {}, {}, { name: 'keep', noDelete: true }]);
+  t.equal((await runCli(['--home', b.home, 'push', src, 'alice:keep'])).code, 0, 'a plain push is taken');
+  const refused = await runCli(['--home', b.home, 'push', src, 'alice:keep', '--delete', '-n']);
+  t.equal(refused.code, 3, refused.stderr);
+  t.match(refused.stderr, /share keep refuses push --delete \(it is served with :nodelete\)/);
 });
 
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {

@@ -41,6 +41,8 @@ t.test('listener limits: defaults, ranges, and a keep-alive that fits a short id
 t.test('share specs', async (t) => {
   t.match(parseShareSpec('docs=/tmp/d:ro'), { name: 'docs', dir: '/tmp/d', readOnly: true });
   t.match(parseShareSpec('docs=/tmp/d'), { name: 'docs', readOnly: false });
+  t.match(parseShareSpec('docs=/tmp/d:nodelete'), { name: 'docs', dir: '/tmp/d', readOnly: false, noDelete: true });
+  t.notOk('noDelete' in parseShareSpec('docs=/tmp/d:ro'), ':ro writes nothing at all: no delete flag of its own');
   t.throws(() => parseShareSpec('/tmp/d'), { code: 'USAGE', message: /NAME=DIR/ });
   t.throws(() => parseShareSpec('a b=/tmp'), { code: 'USAGE', message: /invalid share name/ });
 });

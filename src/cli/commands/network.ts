@@ -85,7 +85,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         y
           .option('host', { type: 'string', default: '0.0.0.0', describe: 'address to listen on' })
           .option('port', { type: 'number', default: 7700, describe: 'port (UDP for QUIC, TCP for the fallback); 0 picks a free one' })
-          .option('share', { type: 'string', array: true, default: [] as string[], describe: 'NAME=DIR[:ro], repeatable (default: a read-write "inbox" under the home)' })
+          .option('share', { type: 'string', array: true, default: [] as string[], describe: 'NAME=DIR[:ro|:nodelete], repeatable (default: a read-write "inbox" under the home); :nodelete refuses push --delete' })
           .option('allow', { type: 'string', array: true, default: [] as string[], describe: 'SHARE=PEER[,PEER...]: only these paired peers may use SHARE (repeatable; default: every paired peer)' })
           .option('transport', TRANSPORT_OPTION)
           .option('compress', { ...COMPRESS_OPTION, describe: 'accept zstd-compressed chunks and compress what is pulled, when the peer agrees (--no-compress: never)' })
@@ -138,13 +138,13 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
             port: first.port,
             id: identity.nodeId,
             transports: server.bound.map((b) => b.transport),
-            shares: shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.allow !== undefined ? { allow: s.allow } : {}) })),
+            shares: shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.allow !== undefined ? { allow: s.allow } : {}) })),
           },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
         );
         if (!ctx.out.json) {
           process.stderr.write(
-            `transports: ${server.bound.map((b) => b.transport).join(', ')}; shares: ${shares.map((s) => `${s.name}=${s.dir}${s.readOnly ? ' (read-only)' : ''}`).join(', ')}\n` +
+            `transports: ${server.bound.map((b) => b.transport).join(', ')}; shares: ${shares.map((s) => `${s.name}=${s.dir}${s.readOnly ? ' (read-only)' : s.noDelete === true ? ' (no push --delete)' : ''}`).join(', ')}\n` +
               `to pair, on the other machine run: clawpeer pair add ${identity.nodeId} --name <NAME> --addr <THIS_HOST>:${first.port}\n` +
               `and here: clawpeer pair add <ITS_ID> --name <NAME>\n`,
           );
