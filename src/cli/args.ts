@@ -1,6 +1,7 @@
 // Option checks and option specs shared by several commands.
 import { ClawpeerError } from '../errors.js';
 import type { CompressionChoice } from '../node/config.js';
+import { MAX_RATE_BYTES_PER_SEC } from '../transfer/rate-limiter.js';
 
 export const TRANSPORT_OPTION = {
   type: 'string',
@@ -52,8 +53,6 @@ const BWLIMIT_UNITS: Readonly<Record<string, number>> = {
   b: 1, k: 1024, kib: 1024, kb: 1e3, m: 1 << 20, mib: 1 << 20, mb: 1e6, g: 2 ** 30, gib: 2 ** 30, gb: 1e9,
   kbit: 1e3 / 8, mbit: 1e6 / 8, gbit: 1e9 / 8,
 };
-/** The wire field is a uint32 of bytes per second. */
-export const MAX_BWLIMIT_BYTES_PER_SEC = 0xffff_ffff;
 const MIN_BWLIMIT_BYTES_PER_SEC = 1024;
 
 /**
@@ -70,7 +69,7 @@ export function bwlimitOption(value: unknown, flag = '--bwlimit'): number | unde
     throw new ClawpeerError('USAGE', `${flag} ${JSON.stringify(text)}: expected a rate such as 500 (KiB/s), 2MiB, 10MB/s or 100mbit`);
   }
   const bytes = Math.round(Number(m[1]) * per);
-  if (bytes < MIN_BWLIMIT_BYTES_PER_SEC || bytes > MAX_BWLIMIT_BYTES_PER_SEC) {
+  if (bytes < MIN_BWLIMIT_BYTES_PER_SEC || bytes > MAX_RATE_BYTES_PER_SEC) {
     throw new ClawpeerError('USAGE', `${flag} ${JSON.stringify(text)}: must be between 1 KiB/s and 4 GiB/s`);
   }
   return bytes;

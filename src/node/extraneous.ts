@@ -14,7 +14,7 @@ import type { Dirent } from 'node:fs';
 import { lstat, readdir, realpath, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
-import type { ExcludeRules } from '../transfer/exclude.js';
+import { belowTransferRoot, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { INTERNAL_DIR_NAME, isTempFileName } from './internal-names.js';
 
@@ -127,11 +127,9 @@ export function transferExtraneous(o: TransferExtraneousOptions): Promise<Extran
   const dirs = o.destPaths.filter((_, i) => o.entries[i]?.kind === 'dir');
   if (o.contentsOnly) dirs.push(o.basePath);
   const rules = o.exclude;
-  // The patterns see paths below the transferred directory, as when the source was scanned
-  // (transfer-source.ts): without the base path, and without the directory's own name.
+  // The patterns see paths as when the source was scanned (transfer-source.ts): without the base path.
   const protect = rules === undefined ? undefined : (rel: string, isDir: boolean): boolean => {
-    const underBase = o.basePath === '' ? rel : rel.slice(o.basePath.length + 1);
-    const inner = o.contentsOnly ? underBase : underBase.slice(underBase.indexOf('/') + 1 || underBase.length);
+    const inner = belowTransferRoot(o.basePath === '' ? rel : rel.slice(o.basePath.length + 1), o.contentsOnly);
     return inner !== '' && rules.excludes(inner, isDir);
   };
   return findExtraneous({ root: o.root, dirs, keep: new Set(o.destPaths), ...(protect === undefined ? {} : { protect }) });

@@ -242,7 +242,7 @@ export class FolderWatcher {
     if (entry !== null) {
       const rel = this.#relOf(path.join(dir, entry));
       if (rel === IGNORE_FILE_NAME) this.#ignoreStale = true;
-      else if (this.#ignore.ignores(rel, false) && this.#ignore.ignores(rel, true)) return; // ignored as a file and as a directory
+      else if (this.#ignore.ignores(rel, 'either')) return; // ignored as a file and as a directory
     }
     this.#generation++;
     for (const listener of this.#subscribers) listener(dir, entry);

@@ -6,7 +6,7 @@
 // own connection only; the CLI leaving aborts its sync; a second listener of the same home
 // does not steal a live socket, and a dead one's stale socket file is replaced.
 // Non-goals: the sync itself (sync-client.ts), any other command.
-import type { RateLimiter } from '../transfer/rate-limiter.js';
+import { MAX_RATE_BYTES_PER_SEC, type RateLimiter } from '../transfer/rate-limiter.js';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { chmod, unlink } from 'node:fs/promises';
 import { ClawpeerError } from '../errors.js';
@@ -57,7 +57,7 @@ export function parseResidentRequest(line: string): ResidentSyncRequest {
   if (r['compression'] !== 'auto' && r['compression'] !== 'none') throw new ClawpeerError('USAGE', 'control request compression must be auto or none');
   if (typeof r['progress'] !== 'boolean') throw new ClawpeerError('USAGE', 'control request progress must be a boolean');
   const bw = r['bwlimit'];
-  if (bw !== undefined && !(Number.isInteger(bw) && (bw as number) >= 1 && (bw as number) <= 0xffff_ffff)) throw new ClawpeerError('USAGE', 'control request bwlimit must be an integer of bytes per second in 1..4294967295');
+  if (bw !== undefined && !(Number.isInteger(bw) && (bw as number) >= 1 && (bw as number) <= MAX_RATE_BYTES_PER_SEC)) throw new ClawpeerError('USAGE', `control request bwlimit must be an integer of bytes per second in 1..${MAX_RATE_BYTES_PER_SEC}`);
   return v as ResidentSyncRequest;
 }
 

@@ -21,8 +21,11 @@ export interface SyncIgnore {
   readonly patterns: readonly string[];
   /** True when the entry itself matches (a walk that does not enter ignored directories asks this). */
   matches(relPath: string, isDir: boolean): boolean;
-  /** True when the path or any directory above it is ignored. */
-  ignores(relPath: string, isDir: boolean): boolean;
+  /**
+   * True when the path or any directory above it is ignored. `isDir` 'either': the kind is not
+   * known (a watch event), so the path itself must be ignored as a file and as a directory.
+   */
+  ignores(relPath: string, isDir: boolean | 'either'): boolean;
 }
 
 /** One pattern of an ignore file and its line (1-based). */
@@ -44,30 +47,31 @@ export function syncIgnoreFrom(patterns: readonly IgnorePattern[], source = IGNO
   // compileExcludes names the flag it expects its patterns from: say the file and line instead.
   const refused = (err: unknown, where: string): unknown =>
     err instanceof ClawpeerError ? new ClawpeerError('USAGE', `${where}: ${err.message.replace(/^--exclude /, '')}`, { cause: err }) : err;
-  for (const p of patterns) {
-    try {
-      compileExcludes([p.pattern]);
-    } catch (err) {
-      throw refused(err, `${source} line ${p.line}`);
-    }
-  }
   let rules: ExcludeRules | undefined;
   try {
     rules = patterns.length === 0 ? undefined : compileExcludes(patterns.map((p) => p.pattern));
   } catch (err) {
+    // Which line? Only now, on the way to an error, each pattern is compiled alone.
+    for (const p of patterns) {
+      try {
+        compileExcludes([p.pattern]);
+      } catch (lineErr) {
+        throw refused(lineErr, `${source} line ${p.line}`);
+      }
+    }
     throw refused(err, source); // too many patterns, or too long in all
   }
   const matches = (relPath: string, isDir: boolean): boolean => relPath === IGNORE_FILE_NAME || (rules?.excludes(relPath, isDir) ?? false);
   return {
     patterns: patterns.map((p) => p.pattern),
     matches,
-    ignores(relPath: string, isDir: boolean): boolean {
+    ignores(relPath: string, isDir: boolean | 'either'): boolean {
       if (relPath === IGNORE_FILE_NAME) return true;
       if (rules === undefined) return false;
       for (let slash = relPath.indexOf('/'); slash >= 0; slash = relPath.indexOf('/', slash + 1)) {
         if (rules.excludes(relPath.slice(0, slash), true)) return true;
       }
-      return rules.excludes(relPath, isDir);
+      return isDir === 'either' ? rules.excludes(relPath, false) && rules.excludes(relPath, true) : rules.excludes(relPath, isDir);
     },
   };
 }

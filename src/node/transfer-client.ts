@@ -118,6 +118,9 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   } catch {
     throw new ClawpeerError('USAGE', `nothing to push: ${o.localPath} does not exist`);
   }
+  // Before the scan: a listener that cannot take the options is refused without hashing the tree.
+  if (o.delete === true) requireDelete(session);
+  if (o.dryRun === true) requireDryRun(session);
   let hashed = 0;
   const source = await scanSource(o.localPath, {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
@@ -128,7 +131,6 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     },
   });
   const totalFiles = source.files.size;
-  if (o.delete === true) requireDelete(session);
   if (o.dryRun === true) return pushDryRun(o, source.entries, started, wireStart);
   const id = session.allocateTransferId();
   // The manifest follows the request without waiting for the accept: one round trip less.
@@ -185,7 +187,6 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
 /** The push's dry run: the listener answers the manifest with its Want and what it would publish. */
 async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[], started: number, wireStart: number): Promise<TransferResult> {
   const { session } = o;
-  requireDryRun(session);
   const id = session.allocateTransferId();
   await session.control.sendAll([transferRequest(o, id, 'push'), ...manifestMessages(session, id, entries)]);
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);

@@ -162,20 +162,12 @@ export class TransferReceiver {
    * SHARE_READ_ONLY, PATH_INVALID before a single chunk travels.
    */
   async prepare(): Promise<ReceivePlan> {
-    const { destination, entries, chunking, signal } = this.#o;
+    const { destination, entries } = this.#o;
     if (TEST_HOOKS.delayPrepareMs !== undefined) await new Promise((r) => setTimeout(r, TEST_HOOKS.delayPrepareMs));
     const partials = await PartialStore.open(destination.root);
-    const index = await this.#openIndex(partials);
+    const index = await this.#openIndex(partials, true);
     this.#index = index;
-    const publisher = await Publisher.open({
-      shareRoot: destination.root,
-      readOnly: destination.readOnly,
-      force: this.#o.force,
-      chunking,
-      partials,
-      knownRoot: (p, st) => index.cachedRoot(p, st),
-      signal,
-    });
+    const publisher = await this.#openPublisher(index, partials);
     this.#publisher = publisher;
     if (destination.basePath !== '') await publisher.makeDir(destination.basePath);
 
@@ -239,19 +231,10 @@ export class TransferReceiver {
    * be refreshed (its own cache, under .clawpeer); a one-shot receiver's is not saved.
    */
   async dryRun(): Promise<DryRunPlan> {
-    const { destination, entries, chunking, signal } = this.#o;
-    let index: ChunkIndex;
-    const pool = this.#o.indexes;
-    if (pool !== undefined) {
-      index = await pool.acquire(destination.root, chunking, await PartialStore.open(destination.root), signal);
-    } else {
-      index = await ChunkIndex.open({ shareRoot: destination.root, chunking });
-      await index.refresh({ signal });
-    }
+    const { destination, entries } = this.#o;
+    const index = await this.#openIndex(undefined, false);
     try {
-      const publisher = await Publisher.open({
-        shareRoot: destination.root, readOnly: destination.readOnly, force: this.#o.force, chunking, knownRoot: (p, st) => index.cachedRoot(p, st), signal,
-      });
+      const publisher = await this.#openPublisher(index, undefined);
       if (destination.basePath !== '') publisher.probeDir(destination.basePath);
       const fileCount = entries.filter((e) => e.kind === 'file').length;
       const publish = newBitmap(fileCount);
@@ -281,17 +264,33 @@ export class TransferReceiver {
       const { keys } = uniqueChunks(entries);
       return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, publish, files, bytes, filesUnchanged };
     } finally {
-      pool?.release(index);
+      this.#o.indexes?.release(index);
     }
   }
 
-  async #openIndex(partials: PartialStore): Promise<ChunkIndex> {
+  /**
+   * The destination's chunk index, refreshed: a listener's from its pool (released by the
+   * caller), else opened here. `partials` (the interrupted transfers' chunks) counts them as
+   * held; a dry run passes none (the pool opens its own). A one-shot receiver saves the index
+   * when `save`: what the refresh hashed survives a failed transfer.
+   */
+  async #openIndex(partials: PartialStore | undefined, save: boolean): Promise<ChunkIndex> {
     const { destination, chunking, signal } = this.#o;
-    if (this.#o.indexes !== undefined) return this.#o.indexes.acquire(destination.root, chunking, partials, signal);
-    const index = await ChunkIndex.open({ shareRoot: destination.root, chunking, partials });
+    if (this.#o.indexes !== undefined) return this.#o.indexes.acquire(destination.root, chunking, partials ?? (await PartialStore.open(destination.root)), signal);
+    const index = await ChunkIndex.open({ shareRoot: destination.root, chunking, ...(partials === undefined ? {} : { partials }) });
     await index.refresh({ signal });
-    await this.#saveIndex(index); // what the refresh hashed survives a failed transfer
+    if (save) await this.#saveIndex(index);
     return index;
+  }
+
+  /** The publisher into the destination; `partials` for resumable staging (none in a dry run). */
+  #openPublisher(index: ChunkIndex, partials: PartialStore | undefined): Promise<Publisher> {
+    const { destination, chunking, signal } = this.#o;
+    return Publisher.open({
+      shareRoot: destination.root, readOnly: destination.readOnly, force: this.#o.force, chunking,
+      ...(partials === undefined ? {} : { partials }),
+      knownRoot: (p, st) => index.cachedRoot(p, st), signal,
+    });
   }
 
   /** One-shot receivers save now; a listener's pool saves in the background (release). */

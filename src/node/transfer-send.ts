@@ -194,6 +194,12 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   if (streamCount === 0) return statsAfter([]);
 
   const queue = new WorkQueue(scheduleLpt(units, streamCount), { steal: true });
+  // The transfer's byte window, split evenly over its streams. Under a cap, the tightest one
+  // bounds it (a shared cap may give us less still).
+  const limiters = options.rateLimiters ?? [];
+  let windowBytes = options.windowBytes ?? TRANSFER_WINDOW_BYTES;
+  if (limiters.length > 0) windowBytes = Math.min(windowBytes, Math.max(options.session.caps.chunking.maxBytes, Math.min(...limiters.map((l) => l.bytesPerSecond)) * RATE_CAPPED_WINDOW_SECONDS));
+  const streamWindowBytes = Math.ceil(windowBytes / streamCount);
   const reader = new ChunkReader();
   const abort = new AbortController();
   const onOuterAbort = (): void => abort.abort();
@@ -202,7 +208,7 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   try {
     sent = await Promise.all(
       Array.from({ length: streamCount }, (_, s) =>
-        runStream(s, streamCount, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate, compressor, delivery).catch((err: unknown) => {
+        runStream(s, streamWindowBytes, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate, compressor, delivery).catch((err: unknown) => {
           abort.abort();
           throw err;
         }),
@@ -246,7 +252,8 @@ function wantedLeft(plan: TransferPlan, queue: WorkQueue<WorkUnit>, stopped: rea
 
 async function runStream(
   index: number,
-  streamCount: number,
+  /** Unacknowledged payload bytes this stream may keep (a larger chunk still goes alone: SendWindow.canSend). */
+  streamWindowBytes: number,
   options: SendChunksOptions,
   plan: TransferPlan,
   sources: readonly SourceFile[],
@@ -260,18 +267,13 @@ async function runStream(
   const limiters = options.rateLimiters ?? [];
   const raw = await session.connection.openStream();
   const streamId = session.allocateDataStreamId();
-  let windowBytes = options.windowBytes ?? TRANSFER_WINDOW_BYTES;
-  // Under a cap, the tightest one bounds the window (a shared cap may give us less still).
-  if (limiters.length > 0) windowBytes = Math.min(windowBytes, Math.max(session.caps.chunking.maxBytes, Math.min(...limiters.map((l) => l.bytesPerSecond)) * RATE_CAPPED_WINDOW_SECONDS));
   const frames = new FrameStream(raw, session.caps.maxFrameBytes, options.idleTimeoutMs, `data stream ${streamId} of transfer ${options.transferId}`);
   // When the cap (or the cap and the link) let this stream's bytes out, or the transport last
   // took some. An ack is late only when it is overdue and this has not moved for as long:
   // behind a slow or shared cap, or a slow link, acks come as slowly as the bytes leave.
   let lastProgressAt = performance.now();
   const progressing = (): boolean => performance.now() - lastProgressAt < options.idleTimeoutMs;
-  // A chunk larger than this stream's share still goes alone (SendWindow.canSend).
-  const maxInFlightBytes = Math.ceil(windowBytes / streamCount);
-  const window = new SendWindow({ maxInFlightChunks: options.window, maxInFlightBytes, stallTimeoutMs: options.idleTimeoutMs });
+  const window = new SendWindow({ maxInFlightChunks: options.window, maxInFlightBytes: streamWindowBytes, stallTimeoutMs: options.idleTimeoutMs });
   const wake = new AckSignal();
   // Chunk bytes are read into this one buffer (grown to the largest chunk seen, <= the
   // negotiated maxBytes): the sealer copies them into the frame before the next read.

@@ -6,7 +6,7 @@ import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { manifestFromFile } from '../chunking/file-chunker.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import type { ManifestEntry } from '../protocol/messages.js';
-import type { ExcludeRules } from '../transfer/exclude.js';
+import { belowTransferRoot, type ExcludeRules } from '../transfer/exclude.js';
 import type { Logger } from '../logger.js';
 import { INTERNAL_DIR_NAME, isTempFileName } from './internal-names.js';
 import { scanTree, type ScanTreeOptions } from './tree-scan.js';
@@ -48,8 +48,7 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
   const absRoot = path.resolve(localPath);
   // The user's rules see paths below the scanned directory; relPaths start with its name unless rootName is null.
   const rules = options.excludeRules;
-  const inner = (rel: string): string => (options.rootName === null ? rel : rel.slice(rel.indexOf('/') + 1 || rel.length));
-  const excluded = (rel: string, isDir: boolean): boolean => rules !== undefined && rules.excludes(inner(rel), isDir);
+  const excluded = (rel: string, isDir: boolean): boolean => rules !== undefined && rules.excludes(belowTransferRoot(rel, options.rootName === null), isDir);
   // clawpeer's own state never travels: a synced folder's `.clawpeer/` (its revision log and
   // partials are about this machine) and temp files of a publish in progress.
   const scanOptions: ScanTreeOptions = {

@@ -218,6 +218,15 @@ function anchoredMatcher(rules: readonly AnchoredRule[]): (relPath: string, name
   };
 }
 
+/**
+ * The path the patterns see for `relPath` of a transfer: below the transferred directory, so
+ * without the directory's own leading name, unless the transfer lists a directory's contents at
+ * its top (`contentsOnly`: a whole share). '' is the transferred directory itself.
+ */
+export function belowTransferRoot(relPath: string, contentsOnly: boolean): string {
+  return contentsOnly ? relPath : relPath.slice(relPath.indexOf('/') + 1 || relPath.length);
+}
+
 /** Compiles `patterns`; USAGE naming the pattern for an empty, over-long or malformed one. */
 export function compileExcludes(patterns: readonly string[]): ExcludeRules {
   if (patterns.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('USAGE', `${patterns.length} --exclude patterns, more than ${MAX_EXCLUDE_PATTERNS}`);

@@ -11,6 +11,8 @@
 // Unlike a bucket refilled by a timer it keeps no timer and no queue: a take's wait is decided
 // when it is called, and later takes wait behind it.
 
+/** The highest rate a request can carry: its wire fields (and the control socket's) are uint32 bytes per second. */
+export const MAX_RATE_BYTES_PER_SEC = 0xffff_ffff;
 /** Most bytes a limiter lets through at once after being idle: a tenth of a second's worth, at most this. */
 export const MAX_BURST_BYTES = 256 << 10;
 /** Writes are cut into slices of a twentieth of a second's worth, within these bounds: a slow cap still moves bytes often (the receiver's read deadline), a fast one does not pay a write per few KiB. */

@@ -59,6 +59,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const intervalMs = args['interval'] === undefined ? WATCH_INTERVAL_MS : intOption(args['interval'], '--interval', WATCH_INTERVAL_MIN_S, WATCH_INTERVAL_MAX_S) * 1000;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   const bwlimit = bwlimitOption(args['bwlimit']);
+  // A malformed .clawpeerignore is named before anything connects (each sync reads it again).
+  await loadSyncIgnore(dir);
   const log = ctx.log.child('sync');
   // A listener of this home that serves `dir` runs the sync itself: it watches its shares, so
   // an unchanged folder is not scanned again (node/folder-watcher.ts). Otherwise this process
@@ -78,7 +80,6 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     });
   };
   const once = async (): Promise<void> => {
-    await loadSyncIgnore(dir); // a malformed .clawpeerignore is named before anything connects
     const progress = createProgress(ctx.out);
     const onProgress = progress.active ? (p: TransferProgress) => progress.update(p) : undefined;
     let result: SyncFolderResult;
