@@ -1,6 +1,7 @@
 // Option checks and option specs shared by several commands.
 import { ClawpeerError } from '../errors.js';
 import type { CompressionChoice } from '../node/config.js';
+import type { FilterRule } from '../transfer/exclude.js';
 import { MAX_RATE_BYTES_PER_SEC } from '../transfer/rate-limiter.js';
 
 export const TRANSPORT_OPTION = {
@@ -79,3 +80,30 @@ export const BWLIMIT_OPTION = {
   type: 'string',
   describe: 'cap the rate this side sends at, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit; a pull asks the peer to cap its sending',
 } as const;
+
+/**
+ * --include and --exclude in the order they were given (rsync's: the first rule that matches
+ * decides), from the raw command line, since yargs keeps each flag's values apart. `included`
+ * and `excluded` are what yargs parsed; a command line whose order cannot be read back to the
+ * same values (an unusual spelling) is a usage error rather than a guess.
+ */
+export function filterRulesInOrder(argv: readonly string[], included: readonly string[], excluded: readonly string[]): FilterRule[] {
+  if (included.length === 0) return excluded.map((pattern) => ({ pattern, include: false }));
+  const rules: FilterRule[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '--') break;
+    const flag = /^--(include|exclude)(?:=(.*))?$/s.exec(arg);
+    if (flag === null) continue;
+    const value = flag[2] ?? argv[++i];
+    if (value !== undefined) rules.push({ pattern: value, include: flag[1] === 'include' });
+  }
+  const same = (values: readonly string[], include: boolean): boolean => {
+    const found = rules.filter((r) => r.include === include).map((r) => r.pattern);
+    return found.length === values.length && found.every((p, k) => p === values[k]);
+  };
+  if (!same(included, true) || !same(excluded, false)) {
+    throw new ClawpeerError('USAGE', 'cannot tell the order of --include and --exclude on this command line: write each as --include=PATTERN or --exclude=PATTERN');
+  }
+  return rules;
+}

@@ -15,6 +15,8 @@ export interface CommandContext {
   readonly log: Logger;
   /** Aborted on SIGINT/SIGTERM. */
   readonly signal: AbortSignal;
+  /** The command line as given (after the program name): where order matters and yargs keeps none. */
+  readonly argv: readonly string[];
 }
 
 /** What main hands each command module: wraps a handler with the context and the exit code. */
@@ -34,8 +36,9 @@ export async function withInterrupt<T>(fn: (signal: AbortSignal) => Promise<T>):
   }
 }
 
-export function makeContext(options: GlobalOptions, signal: AbortSignal): CommandContext {
+export function makeContext(options: GlobalOptions, signal: AbortSignal, argv: readonly string[] = []): CommandContext {
   return {
+    argv,
     home: resolveHome(options.home),
     out: new Output(options.json === true),
     log: createLogger('clawpeer', options.v ?? 0),

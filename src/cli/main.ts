@@ -58,7 +58,7 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
 
   // Each handler runs inside this wrapper: it builds the context and records the exit code.
   const run = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => async (args: Record<string, unknown>): Promise<void> => {
-    const ctx = makeContext(args as GlobalOptions, signal);
+    const ctx = makeContext(args as GlobalOptions, signal, argv);
     try {
       await fn(ctx, args);
     } catch (err) {

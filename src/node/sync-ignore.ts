@@ -1,6 +1,9 @@
 // A synced folder's ignore file: `.clawpeerignore` at its root, one pattern per line, with the
 // rules of push's --exclude (transfer/exclude.ts: `*.log`, `node_modules/`, `/build`, `a/**/b`).
-// Lines that are empty or start with `#` are skipped.
+// Lines that are empty or start with `#` are skipped. A line `!pattern` includes what it matches
+// (Syncthing's negation); the first line that matches a path decides, as rsync's include and
+// exclude rules do, and an ignored directory is not entered, so `!` cannot bring back a path
+// below one (`!/build/keep` before `/build/*` keeps build/keep; a literal leading `!` is `\!`).
 //
 // What it means (as Syncthing's .stignore): this side does not sync the paths it matches. Its
 // scan does not enter or record them, and a path that was synced before and is ignored now is
@@ -8,16 +11,16 @@
 // converge, but the folder's files are not touched. The file itself is never synced: each side
 // keeps its own. Limit: the peer's revisions of a path that arrived while it was ignored are
 // not applied when it stops being ignored; the next change of that path, on either side, is.
-// Non-goals: negation (`!pattern`), patterns in subdirectories' own files.
+// Non-goals: patterns in subdirectories' own files.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
-import { compileExcludes, type ExcludeRules } from '../transfer/exclude.js';
+import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
 
 export const IGNORE_FILE_NAME = '.clawpeerignore';
 
 export interface SyncIgnore {
-  /** The patterns, in file order. */
+  /** The patterns as written (`!` and all), in file order. */
   readonly patterns: readonly string[];
   /** True when the entry itself matches (a walk that does not enter ignored directories asks this). */
   matches(relPath: string, isDir: boolean): boolean;
@@ -28,42 +31,51 @@ export interface SyncIgnore {
   ignores(relPath: string, isDir: boolean | 'either'): boolean;
 }
 
-/** One pattern of an ignore file and its line (1-based). */
+/** One line of an ignore file: its pattern (without a leading `!`), whether it includes, its line (1-based). */
 export interface IgnorePattern {
   readonly pattern: string;
+  readonly include: boolean;
   readonly line: number;
 }
 
 /** The patterns of an ignore file's text: one per line; blank lines and `#` comments are skipped. */
 export function parseIgnoreFile(text: string): IgnorePattern[] {
   return text.split('\n').flatMap((raw, i) => {
-    const pattern = raw.replace(/\r$/, '');
-    return pattern.trim().length === 0 || pattern.startsWith('#') ? [] : [{ pattern, line: i + 1 }];
+    const line = raw.replace(/\r$/, '');
+    if (line.trim().length === 0 || line.startsWith('#')) return [];
+    const include = line.startsWith('!');
+    return [{ pattern: include ? line.slice(1) : line, include, line: i + 1 }];
   });
+}
+
+function written(p: IgnorePattern): string {
+  return p.include ? `!${p.pattern}` : p.pattern;
 }
 
 /** The rules of `patterns`; USAGE naming `source` and the line of a malformed pattern. */
 export function syncIgnoreFrom(patterns: readonly IgnorePattern[], source = IGNORE_FILE_NAME): SyncIgnore {
-  // compileExcludes names the flag it expects its patterns from: say the file and line instead.
-  const refused = (err: unknown, where: string): unknown =>
-    err instanceof ClawpeerError ? new ClawpeerError('USAGE', `${where}: ${err.message.replace(/^--exclude /, '')}`, { cause: err }) : err;
+  // The compiler names the flag it expects its patterns from: say the file, line and text instead.
+  const refused = (err: unknown, where: string, what: string): unknown =>
+    err instanceof ClawpeerError ? new ClawpeerError('USAGE', `${where}: ${what}`, { cause: err }) : err;
   let rules: ExcludeRules | undefined;
   try {
-    rules = patterns.length === 0 ? undefined : compileExcludes(patterns.map((p) => p.pattern));
+    rules = patterns.length === 0 ? undefined : compileFilter(patterns);
   } catch (err) {
     // Which line? Only now, on the way to an error, each pattern is compiled alone.
     for (const p of patterns) {
       try {
         compileExcludes([p.pattern]);
       } catch (lineErr) {
-        throw refused(lineErr, `${source} line ${p.line}`);
+        const prefix = `--exclude ${JSON.stringify(p.pattern)}`;
+        const why = lineErr instanceof Error && lineErr.message.startsWith(prefix) ? lineErr.message.slice(prefix.length) : `: ${String(lineErr)}`;
+        throw refused(lineErr, `${source} line ${p.line}`, JSON.stringify(written(p)) + why);
       }
     }
-    throw refused(err, source); // too many patterns, or too long in all
+    throw refused(err, source, err instanceof Error ? err.message.replace('--include/--exclude ', '') : String(err)); // too many patterns, or too long in all
   }
   const matches = (relPath: string, isDir: boolean): boolean => relPath === IGNORE_FILE_NAME || (rules?.excludes(relPath, isDir) ?? false);
   return {
-    patterns: patterns.map((p) => p.pattern),
+    patterns: patterns.map(written),
     matches,
     ignores(relPath: string, isDir: boolean | 'either'): boolean {
       if (relPath === IGNORE_FILE_NAME) return true;

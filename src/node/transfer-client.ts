@@ -6,7 +6,7 @@ import path from 'node:path';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { bitmapSet, newBitmap, type ControlMessage, type ManifestEntry, type TransferDoneMessage } from '../protocol/messages.js';
-import type { ExcludeRules } from '../transfer/exclude.js';
+import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
 import { uniqueChunks } from './chunk-order.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { dryRunReport, type DryRunReport } from './dry-run.js';
@@ -83,9 +83,19 @@ function deletedOf(o: TransferOptions, paths: readonly string[] | undefined, cou
   return o.delete === true ? { deleted: paths ?? [], deletedCount: count ?? paths?.length ?? 0 } : {};
 }
 
+/** A listener without 'filter' knows exclude patterns only: it would refuse the rules, or (older) read none. */
+function requireFilter(session: PeerSession, rules: ExcludeRules | undefined): void {
+  if (rules?.hasIncludes === true) session.requireFeature('filter', 'does not take --include rules', 'run without --include');
+}
+
 /** A listener without 'dry-run' would carry the transfer out. */
 function requireDryRun(session: PeerSession): void {
   session.requireFeature('dry-run', 'cannot do a dry run', 'run without --dry-run');
+}
+
+/** Plain exclude patterns while there is no include rule (what listeners without 'filter' know), else the rules in order. */
+function patternsOnWire(rules: ExcludeRules): { exclude: string[] } | { filter: readonly FilterRule[] } {
+  return rules.hasIncludes ? { filter: rules.rules } : { exclude: rules.rules.map((r) => r.pattern) };
 }
 
 /**
@@ -94,10 +104,10 @@ function requireDryRun(session: PeerSession): void {
  * naming what is never removed. A push caps its own rate.
  */
 function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pull'): ControlMessage {
-  const exclude = direction === 'pull' || o.delete === true ? o.excludeRules?.patterns : undefined;
+  const rules = direction === 'pull' || o.delete === true ? o.excludeRules : undefined;
   return {
     type: 'transfer-request', transferId: id, direction, share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window,
-    ...(exclude === undefined ? {} : { exclude }),
+    ...(rules === undefined ? {} : patternsOnWire(rules)),
     ...(direction === 'pull' && o.bwlimit !== undefined ? { rateLimit: o.bwlimit } : {}),
     ...(o.dryRun === true ? { dryRun: true } : {}),
     ...(direction === 'push' && o.delete === true ? { delete: true } : {}),
@@ -119,7 +129,10 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     throw new ClawpeerError('USAGE', `nothing to push: ${o.localPath} does not exist`);
   }
   // Before the scan: a listener that cannot take the options is refused without hashing the tree.
-  if (o.delete === true) requireDelete(session);
+  if (o.delete === true) {
+    requireDelete(session);
+    requireFilter(session, o.excludeRules); // the rules travel with --delete: what is protected
+  }
   if (o.dryRun === true) requireDryRun(session);
   let hashed = 0;
   const source = await scanSource(o.localPath, {
@@ -273,6 +286,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   const { session } = o;
   // A listener without these would send everything, at full speed.
   if (o.excludeRules !== undefined) session.requireFeature('exclude', 'does not apply exclude patterns to pulls', 'pull without --exclude');
+  requireFilter(session, o.excludeRules);
   if (o.bwlimit !== undefined) session.requireFeature('rate-limit', 'cannot cap the rate it sends a pull at', 'pull without --bwlimit');
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);

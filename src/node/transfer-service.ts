@@ -10,7 +10,7 @@ import { DEFAULT_CHUNKING, type ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { MAX_LISTED_DELETIONS, type ControlMessage, type TransferRequestMessage } from '../protocol/messages.js';
-import { compileExcludes, type ExcludeRules } from '../transfer/exclude.js';
+import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { NodeConfig } from './config.js';
@@ -159,7 +159,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   const t: TransferSetup = { id: req.transferId, share, basePath, ...effectiveStreamsAndWindow(session, req.streams, req.window), chunking: sessionChunking(session) };
   ctx.log.info(`${req.direction} requested`, { peer: session.peerId, share: share.name, path: basePath, streams: t.streams, window: t.window });
   if (req.direction === 'push') {
-    if (req.exclude !== undefined && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls, and to what a push with delete may remove; a push leaves out files on the sending side');
+    if ((req.exclude !== undefined || req.filter !== undefined) && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls, and to what a push with delete may remove; a push leaves out files on the sending side');
     if (req.rateLimit !== undefined) throw new ClawpeerError('PROTOCOL', 'a rate limit applies to pulls; a push caps its own sending');
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
     await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t));
@@ -175,7 +175,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
   if (req.delete === true && share.noDelete === true) throw new ClawpeerError('SHARE_FORBIDDEN', `share ${share.name} refuses push --delete (it is served with :nodelete): push without --delete`);
   // --delete: what the pushed directories hold beyond the source goes, the client's patterns spared.
-  const protect = req.exclude === undefined ? undefined : peerExcludes(req.exclude);
+  const protect = peerExcludes(req);
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
   const receiverUntil = (until: AbortSignal): TransferReceiver =>
@@ -236,11 +236,12 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} does not exist`);
   }
   if (!isConfinedRealpath(share.dir, real)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads outside the share`);
+  const rules = peerExcludes(req);
   const source = await scanSource(local, {
     chunking, log, signal,
+    ...(rules === undefined ? {} : { excludeRules: rules }),
     rootName: basePath === '' ? null : path.posix.basename(basePath),
     exclude: (rel) => basePath === '' && isInternalPath(rel),
-    ...(req.exclude === undefined ? {} : { excludeRules: peerExcludes(req.exclude) }),
   });
   await session.control.sendAll([{ type: 'transfer-accept', transferId: id, streams, window }, ...manifestMessages(session, id, source.entries)]);
   if (req.dryRun === true) {
@@ -263,10 +264,11 @@ function deletedFields(list: readonly Extraneous[]): { deleted?: string[]; delet
   return list.length === 0 ? {} : { deleted: list.slice(0, MAX_LISTED_DELETIONS).map((e) => e.path), deletedCount: list.length };
 }
 
-/** A request's exclude patterns; a malformed one is the peer's fault (its CLI checks them first). */
-function peerExcludes(patterns: readonly string[]): ExcludeRules {
+/** A request's exclude patterns or filter rules, if any; a malformed one is the peer's fault (its CLI checks them first). */
+function peerExcludes(req: TransferRequestMessage): ExcludeRules | undefined {
   try {
-    return compileExcludes(patterns);
+    if (req.filter !== undefined) return compileFilter(req.filter);
+    return req.exclude === undefined ? undefined : compileExcludes(req.exclude);
   } catch (err) {
     throw new ClawpeerError('PROTOCOL', `bad exclude pattern in the transfer request: ${(err as Error).message}`, { cause: err });
   }

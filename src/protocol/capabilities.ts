@@ -30,7 +30,9 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // sync-dry-run: the same for a sync request (the server sends its records and applies nothing).
 // delete: a push may ask the server to remove what the pushed directories hold beyond the source
 // (--delete); a server without it would leave them, so a client does not ask one.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete'] as const;
+// filter: a transfer request may carry include rules among its excludes (--include), in order;
+// a server without it knows plain exclude patterns only, so a client does not ask one.
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */
@@ -101,7 +103,7 @@ export const DEFAULT_CAPABILITIES: Capabilities = Object.freeze({
   maxWindowChunks: 64,
   maxStreams: 8,
   maxFrameBytes: 16 << 20,
-  features: Object.freeze(['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete'] as const),
+  features: FEATURES, // every feature this build has
 });
 
 function describeChunking(c: ChunkingParams): string {

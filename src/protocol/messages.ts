@@ -19,7 +19,7 @@
 // Sync messages (envelope fields 48-53) carry opaque reconciliation payloads and revision
 // records, bounded here by size and count; their contents are checked by src/sync/ decoders.
 import protobuf from 'protobufjs/minimal.js';
-import { MAX_EXCLUDE_PATTERNS } from '../transfer/exclude.js';
+import { MAX_EXCLUDE_PATTERNS, type FilterRule } from '../transfer/exclude.js';
 import { ClawpeerError } from '../errors.js';
 import type { AeadSuiteName, Capabilities, ChunkingParams, CompressionName, FeatureName } from './capabilities.js';
 import { MAX_CAPABILITY_LIST_ENTRIES } from './capabilities.js';
@@ -122,6 +122,8 @@ export interface TransferRequestMessage {
   readonly window: number;
   /** Pull: patterns the server leaves out (transfer/exclude.ts; feature 'exclude'). Push with delete: patterns never removed. */
   readonly exclude?: readonly string[];
+  /** Instead of exclude (never both; feature 'filter'): include and exclude rules, first match decides. */
+  readonly filter?: readonly FilterRule[];
   /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
   /** Plan only: nothing is written, no chunk travels (feature 'dry-run'). */
@@ -350,6 +352,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'dry-run': pb.Feature.FEATURE_DRY_RUN,
   'sync-dry-run': pb.Feature.FEATURE_SYNC_DRY_RUN,
   delete: pb.Feature.FEATURE_DELETE,
+  filter: pb.Feature.FEATURE_FILTER,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -485,8 +488,12 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       checkUint('TransferRequest.streams', message.streams, UINT32_MAX);
       checkUint('TransferRequest.window', message.window, UINT32_MAX);
       const exclude = message.exclude ?? [];
+      const filter = message.filter ?? [];
+      if (exclude.length > 0 && filter.length > 0) throw new RangeError('TransferRequest carries both exclude and filter: send one');
       if (exclude.length > MAX_EXCLUDE_PATTERNS) throw new RangeError(`TransferRequest.exclude has ${exclude.length} patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
+      if (filter.length > MAX_EXCLUDE_PATTERNS) throw new RangeError(`TransferRequest.filter has ${filter.length} rules, more than ${MAX_EXCLUDE_PATTERNS}`);
       for (const pattern of exclude) checkTextBytes('TransferRequest.exclude', pattern);
+      for (const rule of filter) checkTextBytes('TransferRequest.filter', rule.pattern);
       checkRateLimit('TransferRequest.rateLimit', message.rateLimit);
       return {
         transferRequest: {
@@ -498,6 +505,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           streams: message.streams,
           window: message.window,
           exclude: [...exclude],
+          filter: filter.map((r) => ({ pattern: r.pattern, include: r.include })),
           rateLimit: message.rateLimit ?? 0,
           dryRun: message.dryRun ?? false,
           delete: message.delete ?? false,
@@ -818,9 +826,16 @@ function deletedFromWire(deleted: readonly string[], count: number): { deleted?:
   return count === 0 ? {} : { deleted: deleted.map((p) => wireText('TransferDone.deleted', p)), deletedCount: count };
 }
 
-function excludeFromWire(patterns: readonly string[]): string[] {
-  if (patterns.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('PROTOCOL', `TransferRequest.exclude has ${patterns.length} patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
-  return patterns.map((p) => wireText('TransferRequest.exclude', p));
+/** A request's exclude patterns or filter rules (at most one of them, each within the limits). */
+function patternsFromWire(r: clawpeer.v1.TransferRequest.$Properties): { exclude?: string[]; filter?: FilterRule[] } {
+  const exclude = r.exclude ?? [];
+  const filter = r.filter ?? [];
+  if (exclude.length > 0 && filter.length > 0) throw new ClawpeerError('PROTOCOL', 'TransferRequest carries both exclude patterns and filter rules');
+  if (exclude.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('PROTOCOL', `TransferRequest.exclude has ${exclude.length} patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
+  if (filter.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('PROTOCOL', `TransferRequest.filter has ${filter.length} rules, more than ${MAX_EXCLUDE_PATTERNS}`);
+  if (exclude.length > 0) return { exclude: exclude.map((p) => wireText('TransferRequest.exclude', p)) };
+  if (filter.length > 0) return { filter: filter.map((f) => ({ pattern: wireText('TransferRequest.filter', f.pattern), include: f.include === true })) };
+  return {};
 }
 
 /** A copy: decoded bytes are views into the frame buffer. */
@@ -862,7 +877,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         force: r.force ?? false,
         streams: r.streams ?? 0,
         window: r.window ?? 0,
-        ...(r.exclude === null || r.exclude === undefined || r.exclude.length === 0 ? {} : { exclude: excludeFromWire(r.exclude) }),
+        ...patternsFromWire(r),
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.delete === true ? { delete: true } : {}),

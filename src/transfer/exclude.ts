@@ -6,7 +6,10 @@
 //   - `*` is any run of characters but `/`, `?` one character but `/`, `[abc]` / `[a-z]` /
 //     `[!abc]` a class; `**` as a whole path segment is any number of directories (`a/**/b`,
 //     `**/cache`, `logs/**`); a backslash makes the next character literal.
-// An excluded directory is not entered. Sans-I/O: the scanner asks, per entry.
+// `--include PATTERN` rules (and an ignore file's `!pattern` lines) sit among the excludes, in
+// order, with rsync's rule: the first rule that matches decides, and a path no rule matches is
+// included. An excluded directory is not entered, so a file below it cannot be included back
+// (include its directories too, e.g. `--include '*/'`). Sans-I/O: the scanner asks, per entry.
 //
 // Not regular expressions: patterns come from a peer too (a pull's request), and a backtracking
 // regex of a pattern like `*a*a*a*a*b` took 37 s on a 40-character name. Here a segment is matched
@@ -34,24 +37,31 @@ type Token =
 /** A path segment pattern, or `**` (any number of segments). */
 type Segment = readonly Token[] | 'globstar';
 
-/** A pattern without a slash: one segment, matched against an entry's name. */
-interface NameRule {
-  readonly segment: Segment;
-  readonly dirOnly: boolean;
+/** One rule as given: `--include` (or an ignore file's `!pattern`) includes, `--exclude` excludes. */
+export interface FilterRule {
+  readonly pattern: string;
+  readonly include: boolean;
 }
 
 export interface ExcludeRules {
   /** True when `relPath` (relative to the transferred directory, '/'-separated) is excluded. */
   excludes(relPath: string, isDir: boolean): boolean;
-  readonly patterns: readonly string[];
+  /** The rules, in order. */
+  readonly rules: readonly FilterRule[];
+  /** True when some rule includes: the rules then travel as a filter, not as plain exclude patterns. */
+  readonly hasIncludes: boolean;
 }
 
-function usage(pattern: string, why: string): ClawpeerError {
-  return new ClawpeerError('USAGE', `--exclude ${JSON.stringify(pattern)}: ${why}`);
+function flagOf(rule: FilterRule): string {
+  return rule.include ? '--include' : '--exclude';
+}
+
+function usage(pattern: string, why: string, flag = '--exclude'): ClawpeerError {
+  return new ClawpeerError('USAGE', `${flag} ${JSON.stringify(pattern)}: ${why}`);
 }
 
 /** `[...]` starting at `chars[start]` ('['): its token and the index after its ']'. */
-function parseClass(chars: readonly string[], start: number, original: string): { token: Token; next: number } {
+function parseClass(chars: readonly string[], start: number, original: string, flag: string): { token: Token; next: number } {
   let i = start + 1;
   const negate = chars[i] === '!' || chars[i] === '^';
   if (negate) i++;
@@ -60,12 +70,12 @@ function parseClass(chars: readonly string[], start: number, original: string): 
   let first = true;
   for (;;) {
     let c = chars[i];
-    if (c === undefined) throw usage(original, 'has a [ without its ]');
+    if (c === undefined) throw usage(original, 'has a [ without its ]', flag);
     if (c === ']' && !first) break;
     first = false;
     if (c === '\\') {
       c = chars[++i];
-      if (c === undefined) throw usage(original, 'ends with a lone backslash');
+      if (c === undefined) throw usage(original, 'ends with a lone backslash', flag);
     }
     const hi = chars[i + 2];
     if (chars[i + 1] === '-' && hi !== undefined && hi !== ']') {
@@ -80,7 +90,7 @@ function parseClass(chars: readonly string[], start: number, original: string): 
   return { token: { kind: 'class', test: (ch) => ch !== '/' && inClass(ch) !== negate }, next: i + 1 };
 }
 
-function parseSegment(text: string, original: string): Segment {
+function parseSegment(text: string, original: string, flag: string): Segment {
   if (text === '**') return 'globstar';
   const tokens: Token[] = [];
   const chars = Array.from(text); // by code point: `?` and classes take a whole character
@@ -88,11 +98,11 @@ function parseSegment(text: string, original: string): Segment {
     const c = chars[i] ?? '';
     if (c === '\\') {
       const next = chars[i + 1];
-      if (next === undefined) throw usage(original, 'ends with a lone backslash');
+      if (next === undefined) throw usage(original, 'ends with a lone backslash', flag);
       tokens.push({ kind: 'char', char: next });
       i += 2;
     } else if (c === '[') {
-      const { token, next } = parseClass(chars, i, original);
+      const { token, next } = parseClass(chars, i, original, flag);
       tokens.push(token);
       i = next;
     } else {
@@ -175,18 +185,18 @@ const MAX_CACHED_DIRS = 1024;
 
 interface AnchoredRule {
   readonly segments: readonly Segment[];
-  readonly dirOnly: boolean;
   /** Where this rule's state sits in a directory's packed array (segments.length + 1 entries). */
   readonly offset: number;
 }
 
 /**
- * The anchored rules' matcher. The scanner asks about a directory before its entries, so each
- * directory's states are kept: an entry costs one step per rule (its own name against the
- * pattern's segments), not a walk of its whole path. The cache is bounded (a depth-first walk
- * needs only the current directory's ancestors, and a miss recomputes them).
+ * The anchored rules' matcher: an entry's packed state, where rule r matched the entry when
+ * state[r.offset + r.segments.length] is set. The scanner asks about a directory before its
+ * entries, so each directory's states are kept: an entry costs one step per rule (its own name
+ * against the pattern's segments), not a walk of its whole path. The cache is bounded (a
+ * depth-first walk needs only the current directory's ancestors, and a miss recomputes them).
  */
-function anchoredMatcher(rules: readonly AnchoredRule[]): (relPath: string, name: readonly string[], isDir: boolean) => boolean {
+function anchoredMatcher(rules: readonly AnchoredRule[]): (relPath: string, name: readonly string[], isDir: boolean) => MatchState {
   const width = rules.reduce((n, r) => n + r.segments.length + 1, 0);
   const root = new Uint8Array(width);
   for (const r of rules) {
@@ -212,11 +222,13 @@ function anchoredMatcher(rules: readonly AnchoredRule[]): (relPath: string, name
     dirs.set(relPath, state);
     return state;
   };
-  return (relPath, name, isDir) => {
-    const state = isDir ? dirState(relPath) : advance(dirState(parentOf(relPath)), name);
-    return rules.some((r) => (isDir || !r.dirOnly) && state[r.offset + r.segments.length] === 1);
-  };
+  return (relPath, name, isDir) => (isDir ? dirState(relPath) : advance(dirState(parentOf(relPath)), name));
 }
+
+/** A compiled rule: a pattern without a slash is matched against an entry's name, one with a slash by the anchored matcher. */
+type CompiledRule =
+  | { readonly kind: 'name'; readonly segment: Segment; readonly dirOnly: boolean; readonly include: boolean }
+  | { readonly kind: 'anchored'; readonly end: number; readonly dirOnly: boolean; readonly include: boolean };
 
 /**
  * The path the patterns see for `relPath` of a transfer: below the transferred directory, so
@@ -227,43 +239,59 @@ export function belowTransferRoot(relPath: string, contentsOnly: boolean): strin
   return contentsOnly ? relPath : relPath.slice(relPath.indexOf('/') + 1 || relPath.length);
 }
 
-/** Compiles `patterns`; USAGE naming the pattern for an empty, over-long or malformed one. */
+/** Compiles exclude `patterns`; USAGE naming the pattern for an empty, over-long or malformed one. */
 export function compileExcludes(patterns: readonly string[]): ExcludeRules {
-  if (patterns.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('USAGE', `${patterns.length} --exclude patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
-  const total = patterns.reduce((sum, p) => sum + p.length, 0);
-  if (total > MAX_EXCLUDE_TOTAL_CHARS) throw new ClawpeerError('USAGE', `--exclude patterns add up to ${total} characters, more than ${MAX_EXCLUDE_TOTAL_CHARS}`);
-  const byName: NameRule[] = [];
+  return compileFilter(patterns.map((pattern) => ({ pattern, include: false })));
+}
+
+/** Compiles `rules` (first match decides); USAGE naming the flag and pattern for an empty, over-long or malformed one. */
+export function compileFilter(rules: readonly FilterRule[]): ExcludeRules {
+  if (rules.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('USAGE', `${rules.length} --include/--exclude patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
+  const total = rules.reduce((sum, r) => sum + r.pattern.length, 0);
+  if (total > MAX_EXCLUDE_TOTAL_CHARS) throw new ClawpeerError('USAGE', `--include/--exclude patterns add up to ${total} characters, more than ${MAX_EXCLUDE_TOTAL_CHARS}`);
+  const compiled: CompiledRule[] = [];
   const anchored: AnchoredRule[] = [];
   let offset = 0;
-  for (const pattern of patterns) {
-    if (pattern.length === 0) throw usage(pattern, 'is empty');
-    if (pattern.length > MAX_PATTERN_CHARS) throw usage(pattern.slice(0, 40) + '...', `is longer than ${MAX_PATTERN_CHARS} characters`);
-    if (pattern.includes('\0')) throw usage(pattern, 'contains a NUL character');
+  for (const rule of rules) {
+    const { pattern, include } = rule;
+    const flag = flagOf(rule);
+    if (pattern.length === 0) throw usage(pattern, 'is empty', flag);
+    if (pattern.length > MAX_PATTERN_CHARS) throw usage(pattern.slice(0, 40) + '...', `is longer than ${MAX_PATTERN_CHARS} characters`, flag);
+    if (pattern.includes('\0')) throw usage(pattern, 'contains a NUL character', flag);
     let body = pattern;
     const dirOnly = body.endsWith('/') && !body.endsWith('\\/');
     if (dirOnly) body = body.replace(/\/+$/, '');
     const hasSlash = body.includes('/');
     body = body.replace(/^\/+/, '');
-    if (body.length === 0) throw usage(pattern, 'matches nothing (only slashes)');
-    const segments = body.split('/').filter((s) => s !== '').map((s) => parseSegment(s, pattern));
+    if (body.length === 0) throw usage(pattern, 'matches nothing (only slashes)', flag);
+    const segments = body.split('/').filter((s) => s !== '').map((s) => parseSegment(s, pattern, flag));
     if (hasSlash) {
-      anchored.push({ segments, dirOnly, offset });
+      anchored.push({ segments, offset });
+      compiled.push({ kind: 'anchored', end: offset + segments.length, dirOnly, include });
       offset += segments.length + 1;
     } else {
-      byName.push({ segment: segments[0] ?? 'globstar', dirOnly });
+      compiled.push({ kind: 'name', segment: segments[0] ?? 'globstar', dirOnly, include });
     }
   }
-  const matchesAnchored = anchored.length === 0 ? () => false : anchoredMatcher(anchored);
+  const anchoredState = anchored.length === 0 ? undefined : anchoredMatcher(anchored);
   return {
-    patterns: [...patterns],
+    rules: rules.map((r) => ({ pattern: r.pattern, include: r.include })),
+    hasIncludes: rules.some((r) => r.include),
     excludes(relPath: string, isDir: boolean): boolean {
       if (relPath === '') return false; // the transferred root itself
       const name = Array.from(relPath.slice(relPath.lastIndexOf('/') + 1));
-      for (const r of byName) {
+      let state: MatchState | undefined; // the anchored rules' state, computed when first needed
+      for (const r of compiled) {
         if (r.dirOnly && !isDir) continue;
-        if (r.segment === 'globstar' || matchSegment(r.segment, name)) return true;
+        let matched: boolean;
+        if (r.kind === 'name') matched = r.segment === 'globstar' || matchSegment(r.segment, name);
+        else {
+          state ??= anchoredState?.(relPath, name, isDir);
+          matched = state?.[r.end] === 1;
+        }
+        if (matched) return !r.include;
       }
-      return matchesAnchored(relPath, name, isDir);
+      return false;
     },
   };
 }

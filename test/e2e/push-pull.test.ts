@@ -163,6 +163,19 @@ t.test('--exclude leaves out matching files and directories on push and pull (rs
   const bad = await runCli(['--home', b.home, 'push', src, 'alice:inbox/ex2', '--exclude', '[oops']);
   t.equal(bad.code, 2, bad.stderr);
   t.match(bad.stderr, /--exclude "\[oops": has a \[ without its \]/);
+
+  // --include among the excludes, in order (the first that matches decides): only the .txt files, in every directory.
+  const onlyText = ['--include=*/', '--include', '*.txt', '--exclude', '*'];
+  const inc = await runCli(['--home', b.home, 'push', src, 'alice:inbox/exinc', '--json', ...onlyText]);
+  t.equal(inc.code, 0, inc.stderr);
+  t.match(done(inc.stdout), { files: 3 });
+  const incGot = (await snapshot(path.join(work, 'inbox', 'exinc', 'exc'))).filter((i) => i.kind === 'file').map((i) => i.path).sort();
+  t.same(incGot, ['keep.txt', 'src/build/inner.txt', 'tmp/deep/t.txt']);
+  // A pull sends the rules in order (feature 'filter'); the listener applies them to what it sends.
+  const incDest = path.join(work, 'exinc-pulled');
+  const incPull = await runCli(['--home', b.home, 'pull', 'alice:inbox/exfull/exc', incDest, '--json', ...onlyText]);
+  t.equal(incPull.code, 0, incPull.stderr);
+  t.same((await snapshot(path.join(incDest, 'exc'))).filter((i) => i.kind === 'file').map((i) => i.path).sort(), incGot);
 });
 
 t.test('--bwlimit caps what a push sends, what the listener sends a pull, and listen --bwlimit all it sends; a bad rate is a usage error', async (t) => {

@@ -277,6 +277,21 @@ t.test('a malformed exclude pattern, or a push with patterns but without delete,
   await legitPing(t, rig.listener.port, 'after the bad requests');
 });
 
+t.test('a malformed filter rule, or a push with filter rules but without delete, ends the session; the listener serves on', async (t) => {
+  for (const [direction, filter, pattern] of [
+    ['pull', [{ pattern: '[unclosed', include: true }, { pattern: '*', include: false }], /bad exclude pattern in the transfer request: --include "\[unclosed": has a \[ without its \]/],
+    ['push', [{ pattern: '*.txt', include: true }], /exclude patterns apply to pulls/],
+  ] as const) {
+    const session = await dial(rig.listener.port);
+    t.ok(session.caps.features.includes('filter'), 'the listener takes filter rules');
+    await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction, share: 'inbox', path: '', force: false, streams: 1, window: 4, filter: [...filter] });
+    const answer = await nextControl(session);
+    t.match(String(answer), pattern, `${direction}: ${String(answer)}`);
+    await session.connection.close().catch(() => undefined);
+  }
+  await legitPing(t, rig.listener.port, 'after the bad requests');
+});
+
 t.test('a pull request asking the listener to delete ends the session; the listener serves on', async (t) => {
   const session = await dial(rig.listener.port);
   t.ok(session.caps.features.includes('delete'), 'the listener takes delete on pushes');

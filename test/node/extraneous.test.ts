@@ -6,7 +6,7 @@ import { lstat, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findExtraneous, removeExtraneous, transferExtraneous } from '../../src/node/extraneous.js';
-import { compileExcludes } from '../../src/transfer/exclude.js';
+import { compileExcludes, compileFilter } from '../../src/transfer/exclude.js';
 
 async function tree(files: readonly string[], dirs: readonly string[] = []): Promise<string> {
   const root = await mkdtemp(join(tmpdir(), 'clawpeer-extraneous-'));
@@ -62,6 +62,9 @@ t.test('a transfer\'s patterns see paths below the transferred directory; a whol
   const exclude = compileExcludes(['/cache']);
   const pushed = await transferExtraneous({ root, basePath: 'base', entries, destPaths, contentsOnly: false, exclude });
   t.same(pushed.map((e) => e.path), ['base/tree/b.txt', 'base/tree/sub/cache/d.bin', 'base/tree/sub/cache'], '/cache is anchored at tree/: only tree/cache is spared');
+  const onlyText = compileFilter([{ pattern: '*/', include: true }, { pattern: '*.txt', include: true }, { pattern: '*', include: false }]);
+  const filtered = await transferExtraneous({ root, basePath: 'base', entries, destPaths, contentsOnly: false, exclude: onlyText });
+  t.same(filtered.map((e) => e.path), ['base/tree/b.txt'], 'with include rules, what the rules leave out (every .bin) is spared, what they include may go');
   const share = await transferExtraneous({ root, basePath: 'base', entries: [], destPaths: [], contentsOnly: true });
   t.same(share.map((e) => e.path).at(-1), 'base/tree', 'a whole share: the base is the copy, so what it holds beyond the source goes');
   t.ok(share.some((e) => e.path === 'base/top.txt'));

@@ -212,4 +212,11 @@ t.test('ignored paths are neither entered nor recorded; ignoring a recorded path
   const all = await scanFolder(store, folder, options);
   t.match(all, { added: 1, deleted: 0 }, 'sub/new.txt');
   t.notOk(paths().includes('.clawpeerignore'), 'the ignore file is never recorded');
+  // A !pattern ahead of the rule it excepts brings a path back; the scan records it.
+  await writeFile(join(folder, 'keep.tmp'), 'wanted');
+  await writeFile(join(folder, 'other.tmp'), 'scratch');
+  const negated = await scanFolder(store, folder, { ...options, ignore: syncIgnoreFrom(parseIgnoreFile('!keep.tmp\n*.tmp\n')) });
+  t.match(negated, { added: 1, deleted: 0 }, 'keep.tmp only; notes.tmp, recorded before, is not tombstoned');
+  t.ok(paths().includes('keep.tmp'));
+  t.notOk(paths().includes('other.tmp'));
 });

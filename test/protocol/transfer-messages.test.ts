@@ -84,6 +84,22 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'TransferRequest (pull with filter rules: an include, then an exclude)',
+    message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8, filter: [{ pattern: '*.txt', include: true }, { pattern: '*', include: false }] },
+    wire: `
+      01 00000019                 # frame: type CONTROL, body 25 bytes
+      8201 16                     # Control.transfer_request (field 16, LEN) 22 bytes
+      10 02                       #   direction (2) = PULL
+      30 01                       #   streams (6) = 1
+      38 08                       #   window (7) = 8
+      62 09                       #   filter (12) 9 bytes
+      0a 05 2a2e747874            #     pattern (1) = "*.txt"
+      10 01                       #     include (2) = true
+      62 03                       #   filter (12) 3 bytes
+      0a 01 2a                    #     pattern (1) = "*" (include false: not sent)
+    `,
+  },
+  {
     name: 'TransferRequest (pull with a rate limit)',
     message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8, rateLimit: 1 << 20 },
     wire: `
@@ -300,6 +316,7 @@ const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
     share: fc.string({ unit: 'grapheme', maxLength: 10 }), path: fc.string({ unit: 'grapheme', maxLength: 30 }),
     force: fc.boolean(), streams: arbU32, window: arbU32,
   }).chain((r) => fc.option(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((exclude) => (exclude === undefined ? r : { ...r, exclude })))
+    .chain((r) => ('exclude' in r ? fc.constant(r) : fc.option(fc.array(fc.record({ pattern: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), include: fc.boolean() }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((filter) => (filter === undefined ? r : { ...r, filter }))))
     .chain((r) => fc.option(fc.integer({ min: 1, max: 0xffff_ffff }), { nil: undefined }).map((rateLimit) => (rateLimit === undefined ? r : { ...r, rateLimit })))
     .chain((r) => fc.boolean().map((dryRun) => (dryRun ? { ...r, dryRun } : r)))
     .chain((r) => fc.boolean().map((del) => (del ? { ...r, delete: del } : r))),
@@ -413,6 +430,13 @@ t.test('a TransferRequest with more than 1024 exclude patterns is refused both w
   t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /TransferRequest\.exclude has 1025 patterns, more than 1024/ });
   const request: ControlMessage = { type: 'transfer-request', transferId: 1, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 1, exclude: new Array<string>(count).fill('a') };
   t.throws(() => encodeControl(request), { name: 'RangeError', message: /1025 patterns, more than 1024/ });
+});
+
+t.test('a TransferRequest carrying both exclude patterns and filter rules is refused both ways', async (t) => {
+  // Control.transfer_request { direction: PULL (10 02), exclude: "a" (42 01 61), filter: { pattern "b" } (62 03 0a 01 62) }
+  t.throws(() => decodeControl(hex('8201 0a 1002 420161 6203 0a0162'), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /both exclude patterns and filter rules/ });
+  const request: ControlMessage = { type: 'transfer-request', transferId: 1, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 1, exclude: ['a'], filter: [{ pattern: 'b', include: true }] };
+  t.throws(() => encodeControl(request), { name: 'RangeError', message: /both exclude and filter/ });
 });
 
 t.test('encode refuses entries and messages the wire cannot carry (RangeError: a local bug)', async (t) => {

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { compileExcludes, MAX_EXCLUDE_PATTERNS } from '../../src/transfer/exclude.js';
+import { compileExcludes, compileFilter, MAX_EXCLUDE_PATTERNS } from '../../src/transfer/exclude.js';
 
 /** [relPath, isDir, excluded?] against one pattern. */
 function check(t: Test, pattern: string, cases: readonly [string, boolean, boolean][]): void {
@@ -90,3 +90,37 @@ t.test('anchored rules against a depth-first walk agree with asking each path co
   t.equal(walked.excludes('a/y/e', false), false);
 });
 
+
+t.test('include rules among excludes: the first rule that matches decides, as rsync', async (t) => {
+  const inc = (pattern: string) => ({ pattern, include: true });
+  const exc = (pattern: string) => ({ pattern, include: false });
+  const onlyText = compileFilter([inc('*/'), inc('*.txt'), exc('*')]);
+  t.equal(onlyText.excludes('notes.txt', false), false, 'kept by --include *.txt');
+  t.equal(onlyText.excludes('photo.jpg', false), true, 'everything else: --exclude *');
+  t.equal(onlyText.excludes('docs', true), false, 'directories kept by --include */');
+  t.equal(onlyText.excludes('docs/deep/a.txt', false), false);
+  t.equal(onlyText.excludes('docs/deep/a.md', false), true);
+  t.equal(onlyText.hasIncludes, true);
+
+  const order = compileFilter([exc('*.log'), inc('keep.log')]);
+  t.equal(order.excludes('keep.log', false), true, 'an include after a matching exclude comes too late');
+  const reversed = compileFilter([inc('keep.log'), exc('*.log')]);
+  t.equal(reversed.excludes('keep.log', false), false, 'the include first wins');
+  t.equal(reversed.excludes('a/keep.log', false), false, 'an unanchored include matches at any depth');
+  t.equal(reversed.excludes('other.log', false), true);
+  t.equal(reversed.excludes('other.txt', false), false, 'no rule matches: included');
+
+  const anchored = compileFilter([inc('/build/keep/'), exc('/build/*'), inc('*.o'), exc('**/tmp/**')]);
+  t.equal(anchored.excludes('build/keep', true), false, 'an anchored include ahead of the anchored exclude');
+  t.equal(anchored.excludes('build/keep', false), true, 'a trailing slash includes directories only');
+  t.equal(anchored.excludes('build/other', true), true);
+  t.equal(anchored.excludes('x/tmp/a.o', false), false, 'a name include ahead of an anchored exclude');
+  t.equal(anchored.excludes('x/tmp/a.c', false), true);
+  t.same(anchored.rules, [inc('/build/keep/'), exc('/build/*'), inc('*.o'), exc('**/tmp/**')], 'the rules, in order');
+  t.equal(compileExcludes(['*.o']).hasIncludes, false);
+});
+
+t.test('a bad include pattern is a usage error naming --include', async (t) => {
+  t.throws(() => compileFilter([{ pattern: '[x', include: true }]), { code: 'USAGE', message: '--include "[x": has a [ without its ]' });
+  t.throws(() => compileFilter([{ pattern: '', include: true }]), { code: 'USAGE', message: '--include "": is empty' });
+});

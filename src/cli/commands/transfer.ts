@@ -7,8 +7,8 @@ import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
 import type { DryRunReport } from '../../node/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
-import { compileExcludes } from '../../transfer/exclude.js';
-import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
+import { compileFilter } from '../../transfer/exclude.js';
+import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { createProgress, human } from '../progress.js';
 
 /**
@@ -31,10 +31,11 @@ const transferOptions = (y: Argv): Argv =>
     .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
     .option('transport', TRANSPORT_OPTION)
     .option('compress', COMPRESS_OPTION)
-    .option('exclude', { type: 'string', array: true, default: [] as string[], describe: 'leave out matching files and directories (repeatable; rsync-style: *.log, node_modules/, /build)' })
+    .option('exclude', { type: 'string', array: true, nargs: 1, default: [] as string[], describe: 'leave out matching files and directories (repeatable; rsync-style: *.log, node_modules/, /build)' })
+    .option('include', { type: 'string', array: true, nargs: 1, default: [] as string[], describe: 'keep matching files and directories that a later --exclude would leave out (repeatable; the first matching --include/--exclude decides, as in rsync)' })
     .option('bwlimit', BWLIMIT_OPTION)
     .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' })
-    .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); --exclude patterns are never removed' });
+    .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' });
 
 /** --delete: one line (event) per removed path (a dry run: per path it would remove); a push's listener lists the first 1,000. */
 function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean): void {
@@ -76,8 +77,8 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const bwlimit = bwlimitOption(args['bwlimit']);
   const dryRun = args['dry-run'] === true;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
-  const excludes = (args['exclude'] as string[] | undefined) ?? [];
-  const excludeRules = excludes.length === 0 ? undefined : compileExcludes(excludes.map(String));
+  const rules = filterRulesInOrder(ctx.argv, ((args['include'] as unknown[] | undefined) ?? []).map(String), ((args['exclude'] as unknown[] | undefined) ?? []).map(String));
+  const excludeRules = rules.length === 0 ? undefined : compileFilter(rules);
   if (direction === 'pull' && !dryRun) await sweepPullDestination(ctx, localPath, remote.path);
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);

@@ -68,7 +68,10 @@ export namespace clawpeer {
             FEATURE_SYNC_DRY_RUN = 9,
 
             /** FEATURE_DELETE value */
-            FEATURE_DELETE = 10
+            FEATURE_DELETE = 10,
+
+            /** FEATURE_FILTER value */
+            FEATURE_FILTER = 11
         }
 
         /**
@@ -845,6 +848,9 @@ export namespace clawpeer {
             /** TransferRequest delete. */
             delete: boolean;
 
+            /** TransferRequest filter. */
+            filter: clawpeer.v1.FilterRule.$Properties[];
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -902,12 +908,78 @@ export namespace clawpeer {
                 /** TransferRequest delete */
                 "delete"?: (boolean|null);
 
+                /** TransferRequest filter */
+                filter?: (clawpeer.v1.FilterRule.$Properties[]|null);
+
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
             }
 
             /** Shape of a TransferRequest. */
             type $Shape = clawpeer.v1.TransferRequest.$Properties;
+        }
+
+        /**
+         * Properties of a FilterRule.
+         * @deprecated Use clawpeer.v1.FilterRule.$Properties instead.
+         */
+        interface IFilterRule extends clawpeer.v1.FilterRule.$Properties {
+        }
+
+        /** Represents a FilterRule. */
+        class FilterRule {
+
+            /**
+             * Constructs a new FilterRule.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.FilterRule.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** FilterRule pattern. */
+            pattern: string;
+
+            /** FilterRule include. */
+            include: boolean;
+
+            /**
+             * Encodes the specified FilterRule message. Does not implicitly {@link clawpeer.v1.FilterRule.verify|verify} messages.
+             * @param message FilterRule message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.FilterRule.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a FilterRule message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.FilterRule & clawpeer.v1.FilterRule.$Shape} FilterRule
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.FilterRule & clawpeer.v1.FilterRule.$Shape;
+        }
+
+        namespace FilterRule {
+
+            /** Properties of a FilterRule. */
+            interface $Properties {
+
+                /** FilterRule pattern */
+                pattern?: (string|null);
+
+                /** FilterRule include */
+                include?: (boolean|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a FilterRule. */
+            type $Shape = clawpeer.v1.FilterRule.$Properties;
         }
 
         /**

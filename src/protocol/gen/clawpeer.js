@@ -74,6 +74,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_DRY_RUN=8 FEATURE_DRY_RUN value
          * @property {number} FEATURE_SYNC_DRY_RUN=9 FEATURE_SYNC_DRY_RUN value
          * @property {number} FEATURE_DELETE=10 FEATURE_DELETE value
+         * @property {number} FEATURE_FILTER=11 FEATURE_FILTER value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -88,6 +89,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[8] = "FEATURE_DRY_RUN"] = 8;
             values[valuesById[9] = "FEATURE_SYNC_DRY_RUN"] = 9;
             values[valuesById[10] = "FEATURE_DELETE"] = 10;
+            values[valuesById[11] = "FEATURE_FILTER"] = 11;
             return values;
         })();
 
@@ -1984,6 +1986,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|null} [rateLimit] TransferRequest rateLimit
              * @property {boolean|null} [dryRun] TransferRequest dryRun
              * @property {boolean|null} ["delete"] TransferRequest delete
+             * @property {Array.<clawpeer.v1.FilterRule.$Properties>|null} [filter] TransferRequest filter
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2010,6 +2013,7 @@ export const clawpeer = $root.clawpeer = (() => {
              */
             const TransferRequest = function (properties) {
                 this.exclude = [];
+                this.filter = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -2105,6 +2109,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype["delete"] = false;
 
             /**
+             * TransferRequest filter.
+             * @member {Array.<clawpeer.v1.FilterRule.$Properties>} filter
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.filter = $util.emptyArray;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2143,6 +2155,9 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 10, wireType 0 =*/80).bool(message.dryRun);
                 if (message["delete"] != null && $Object.hasOwnProperty.call(message, "delete") && message["delete"] !== false)
                     writer.uint32(/* id 11, wireType 0 =*/88).bool(message["delete"]);
+                if (message.filter != null && message.filter.length)
+                    for (let i = 0; i < message.filter.length; ++i)
+                        $root.clawpeer.v1.FilterRule.encode(message.filter[i], writer.uint32(/* id 12, wireType 2 =*/98).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2285,6 +2300,14 @@ export const clawpeer = $root.clawpeer = (() => {
                                 delete message["delete"];
                             continue;
                         }
+                    case 12: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.filter && message.filter.length))
+                                message.filter = [];
+                            message.filter.push($root.clawpeer.v1.FilterRule.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -2303,6 +2326,162 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return TransferRequest;
+        })();
+
+        v1.FilterRule = (function() {
+
+            /**
+             * Properties of a FilterRule.
+             * @typedef {Object} clawpeer.v1.FilterRule.$Properties
+             * @property {string|null} [pattern] FilterRule pattern
+             * @property {boolean|null} [include] FilterRule include
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a FilterRule.
+             * @memberof clawpeer.v1
+             * @interface IFilterRule
+             * @augments clawpeer.v1.FilterRule.$Properties
+             * @deprecated Use clawpeer.v1.FilterRule.$Properties instead.
+             */
+
+            /**
+             * Shape of a FilterRule.
+             * @typedef {clawpeer.v1.FilterRule.$Properties} clawpeer.v1.FilterRule.$Shape
+             */
+
+            /**
+             * Constructs a new FilterRule.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a FilterRule.
+             * @constructor
+             * @param {clawpeer.v1.FilterRule.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const FilterRule = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * FilterRule pattern.
+             * @member {string} pattern
+             * @memberof clawpeer.v1.FilterRule
+             * @instance
+             */
+            FilterRule.prototype.pattern = "";
+
+            /**
+             * FilterRule include.
+             * @member {boolean} include
+             * @memberof clawpeer.v1.FilterRule
+             * @instance
+             */
+            FilterRule.prototype.include = false;
+
+            /**
+             * Encodes the specified FilterRule message. Does not implicitly {@link clawpeer.v1.FilterRule.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.FilterRule
+             * @static
+             * @param {clawpeer.v1.FilterRule.$Properties} message FilterRule message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            FilterRule.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.pattern != null && $Object.hasOwnProperty.call(message, "pattern") && message.pattern !== "")
+                    writer.uint32(/* id 1, wireType 2 =*/10).string(message.pattern);
+                if (message.include != null && $Object.hasOwnProperty.call(message, "include") && message.include !== false)
+                    writer.uint32(/* id 2, wireType 0 =*/16).bool(message.include);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a FilterRule message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.FilterRule
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.FilterRule & clawpeer.v1.FilterRule.$Shape} FilterRule
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            FilterRule.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.FilterRule();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.pattern = value;
+                            else
+                                delete message.pattern;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.include = value;
+                            else
+                                delete message.include;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return FilterRule;
         })();
 
         v1.TransferAccept = (function() {
