@@ -1,6 +1,7 @@
 // Transfer progress for people and machines: a cli-progress bar on a TTY (bytes, rate, ETA,
 // files), NDJSON progress events with --json (at most every 500 ms, and at each new phase),
 // nothing otherwise. Push, pull and sync report through it.
+import { human } from '../format.js';
 import type cliProgressModule from 'cli-progress';
 import { createRequire } from 'node:module';
 import type { TransferProgress } from '../node/transfer-progress.js';
@@ -84,15 +85,4 @@ export function createProgress(out: Output): ProgressReporter {
 export function filesLabel(p: Pick<TransferProgress, 'files' | 'totalFiles'>): string {
   if (p.totalFiles === 0) return String(p.files);
   return p.files > 0 ? `${p.files}/${p.totalFiles}` : String(p.totalFiles);
-}
-
-export function human(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = bytes;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${v.toFixed(u === 0 ? 0 : 1)} ${units[u]}`;
 }

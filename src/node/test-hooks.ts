@@ -18,4 +18,6 @@ export const TEST_HOOKS = Object.freeze({
   publishTimeoutMs: envInt('CLAWPEER_TEST_PUBLISH_TIMEOUT_MS'),
   /** How long a data stream of a transfer nobody expects is held (data-stream-router.ts). */
   waitingStreamMs: envInt('CLAWPEER_TEST_WAITING_STREAM_MS'),
+  /** Free bytes a receiver's disk check sees at most (free-space.ts): a nearly full disk. */
+  freeBytes: envInt('CLAWPEER_TEST_FREE_BYTES'),
 });

@@ -12,6 +12,7 @@ import { bitmapSet, newBitmap, type ManifestEntry } from '../protocol/messages.j
 import { normalizeSharePath } from '../transfer/paths.js';
 import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from './chunk-compression.js';
+import { ensureFreeSpace } from './free-space.js';
 import { ChunkIndex } from './chunk-index.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
 import { bitmapFromKeys, chunkIdAt, uniqueChunks } from './chunk-order.js';
@@ -42,6 +43,8 @@ export interface Destination {
   readonly readOnly: boolean;
   /** Where inside the root the entries land ('' = the root itself). */
   readonly basePath: string;
+  /** How errors name it (a listener's share: `share NAME`, not its local path). Default: the root. */
+  readonly name?: string;
 }
 
 export interface ReceivePlan {
@@ -172,6 +175,7 @@ export class TransferReceiver {
     if (destination.basePath !== '') await publisher.makeDir(destination.basePath);
 
     const local = new Map<string, Placement[]>();
+    let bytesToWrite = 0; // what staging still has to write, locally filled chunks included
     for (const [i, entry] of entries.entries()) {
       const rel = this.#paths[i] ?? '';
       if (entry.kind === 'dir') {
@@ -188,6 +192,7 @@ export class TransferReceiver {
       }
       this.#staged.push(staged);
       this.#stats.chunksSkipped += manifest.chunks.length - staged.missingChunks().length;
+      for (const c of staged.missingChunks()) bytesToWrite += manifest.chunks[c]?.length ?? 0;
       const byKey = new Map<string, number[]>();
       for (const c of staged.missingChunks()) {
         const key = chunkKey(chunkIdAt(entry, c));
@@ -202,6 +207,8 @@ export class TransferReceiver {
         else list.push({ file: staged, indices });
       }
     }
+    // Before any content is written: a transfer that cannot fit is refused with the numbers.
+    await ensureFreeSpace(destination.root, bytesToWrite, destination.name ?? destination.root);
     // Fill from chunks we already hold; a chunk whose source changed since indexing is wanted instead.
     for (const [key, placements] of local) {
       const bytes = await index.readChunk(Buffer.from(key, 'hex'));

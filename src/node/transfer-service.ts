@@ -181,7 +181,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   const receiverUntil = (until: AbortSignal): TransferReceiver =>
     new TransferReceiver({
       session, router, transferId: id, entries, chunking, signal: until, log,
-      destination: { root: share.dir, readOnly: share.readOnly, basePath },
+      destination: { root: share.dir, readOnly: share.readOnly, basePath, name: `share ${share.name}` },
       force: req.force,
       ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
     });

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { filesLabel, human } from '../../src/cli/progress.js';
+import { filesLabel } from '../../src/cli/progress.js';
+import { human } from '../../src/format.js';
 
 t.test('the bar\'s files field: count while the total is unknown, total until the first is done, then done/total', async (t) => {
   t.equal(filesLabel({ files: 37, totalFiles: 0 }), '37', 'a sync scan hashing as it walks: no "37/0"');

@@ -4,6 +4,7 @@
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -24,7 +25,7 @@ const b = await initNode('sb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 const shares: string[] = [];
-for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped', 'dry', 'ignored']) {
+for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped', 'dry', 'ignored', 'space']) {
   await mkdir(path.join(work, 'server', name), { recursive: true });
   shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
 }
@@ -63,6 +64,18 @@ t.test('sync --bwlimit caps what this side sends, and the listener sends within 
   t.match(down, { inSync: true, revisionsReceived: 1 });
   t.ok(Number(down['seconds']) >= minSeconds, `receiving 512 KiB took ${String(down['seconds'])} s: the listener kept to the asked rate`);
   t.same(await snapshot(client('capped')), await snapshot(server('capped')), 'converged');
+});
+
+t.test('content that cannot fit on this side\'s disk is refused before it is written, naming the folder; with room the sync completes', async (t) => {
+  await mkdir(client('space'), { recursive: true });
+  await writeFile(server('space', 'big.bin'), randomBytes(64 << 10));
+  // The disk check sees at most 1 KiB free (test hook): less than the margin it keeps, whatever the disk.
+  const r = await runCli(['--home', b.home, 'sync', client('space'), 'alice:space', '--json'], { env: { CLAWPEER_TEST_FREE_BYTES: '1024' } });
+  t.equal(r.code, 1, r.stderr);
+  t.match(r.stderr, `not enough disk space in ${client('space')}: it writes 64.0 KiB and 1.0 KiB are free`);
+  t.notOk(existsSync(client('space', 'big.bin')), 'nothing was published');
+  t.match(await sync('space'), { inSync: true, revisionsReceived: 1 });
+  t.same(await snapshot(client('space')), await snapshot(server('space')));
 });
 
 t.test('new files both ways converge; then a no-op sync is one round trip under 200 bytes', async (t) => {

@@ -15,7 +15,7 @@ import { loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import type { Runner } from '../context.js';
-import { human } from '../progress.js';
+import { human } from '../../format.js';
 import { DEFAULT_STREAMS, DEFAULT_WINDOW } from './transfer.js';
 
 /** Redraw the progress line at most this often, ms. */

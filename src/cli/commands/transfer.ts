@@ -9,7 +9,8 @@ import type { DryRunReport } from '../../node/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileFilter } from '../../transfer/exclude.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
-import { createProgress, human } from '../progress.js';
+import { human } from '../../format.js';
+import { createProgress } from '../progress.js';
 
 /**
  * Streams and window when the user does not say (bench/results). Streams: 10,000 x 4 KiB at
