@@ -144,6 +144,8 @@ export interface FetchOutcome {
 export interface FetchOptions {
   readonly router: DataStreamRouter;
   readonly folder: string;
+  /** How errors name the folder (a listener's share: `share NAME`, not its local path). Default: the folder. */
+  readonly folderName?: string;
   readonly chunking: ChunkingParams;
   /** Runs after the peer said what it can deliver and before anything is published (conflict copies, history). */
   readonly beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>;
@@ -205,7 +207,7 @@ async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly Fe
   const receiving = onProgress === undefined ? undefined : new ProgressCounter(onProgress, 'receiving', totalBytes, entries.length);
   const receiver = new TransferReceiver({
     session, router: options.router, transferId: fetchId, entries, chunking: options.chunking, signal: ch.signal, log: ch.log,
-    destination: { root: options.folder, readOnly: false, basePath: '' },
+    destination: { root: options.folder, readOnly: false, basePath: '', ...(options.folderName === undefined ? {} : { name: options.folderName }) },
     force: true,
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
     ...(receiving === undefined ? {} : { onChunkWritten: (bytes: number) => receiving.addBytes(bytes), onPublished: (files: number) => receiving.setFiles(files) }),

@@ -103,7 +103,7 @@ async function serveClaimedSync(
     if (clientSends) {
       const applied = await applyRemote(received, {
         store, folder: share.dir, chunking, keepConcurrentLocal: false, ignore: folder.ignore, log,
-        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }) }),
+        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, folderName: `share ${share.name}`, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }) }),
       });
       log.info('sync applied', { peer: session.peerId, share: share.name, applied: applied.applied, conflicts: applied.conflicts, skipped: applied.skipped.length });
     }
