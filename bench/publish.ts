@@ -55,7 +55,7 @@ async function commitOnce(root: string, files: number, fileBytes: number): Promi
   for (let i = 0; i < files; i++) {
     const bytes = randomBytes(fileBytes);
     const f = await publisher.stageFile({ relPath: `f${i}.bin`, manifest: manifestFromBytes(bytes, CHUNKING), mode: 0o644, mtimeMs: Date.now() });
-    if (f === null) throw new Error('a fresh directory cannot hold the file already');
+    if (typeof f === 'string') throw new Error('a fresh directory cannot hold the file already');
     await f.writeChunk([0], bytes);
     staged.push(f);
   }

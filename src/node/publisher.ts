@@ -107,12 +107,22 @@ export interface PublishDir {
 /** Given a path's current stat, its content root if known without hashing (a warm index). */
 export type KnownRootLookup = (relPath: string, st: BigIntStats) => Uint8Array | undefined;
 
+/**
+ * What happens to a different file or symlink already at a final path (directories in the way
+ * are always refused): 'refuse' (FILE_EXISTS, the default), 'replace' (--force), 'keep' it
+ * (rsync's --ignore-existing), or replace it unless it is newer than the incoming one by mtime
+ * ('update', rsync's --update).
+ */
+export type ExistingPolicy = 'refuse' | 'replace' | 'keep' | 'update';
+
 export interface PublisherOptions {
   /** Share root directory (resolved with realpath here). */
   readonly shareRoot: string;
   readonly readOnly?: boolean;
-  /** Replace existing different files (never directories). */
+  /** Replace existing different files (never directories): the 'replace' policy. */
   readonly force?: boolean;
+  /** What to do with a different existing file; overrides `force`. Default: 'replace' with force, else 'refuse'. */
+  readonly existing?: ExistingPolicy;
   /** The negotiated chunking: needed to compute the root of an existing file. */
   readonly chunking: ChunkingParams;
   /** Where resumable files are staged; without it every file stages as a temp file. */
@@ -419,13 +429,13 @@ export class StagedFile {
   }
 }
 
-type Existing = { kind: 'absent' } | { kind: 'identical' } | { kind: 'different'; what: string };
+type Existing = { kind: 'absent' } | { kind: 'identical' } | { kind: 'different'; what: string; mtimeMs: number };
 
 /** Publishes files, symlinks and directory metadata into one share. */
 export class Publisher {
   readonly shareRoot: string;
   readonly #options: PublisherOptions;
-  readonly #force: boolean;
+  readonly #policy: ExistingPolicy;
   // Directories (absolute) already checked to be real and confined, so a batch of 10,000 files in
   // one directory realpaths it once.
   readonly #checkedDirs = new Set<string>();
@@ -436,7 +446,7 @@ export class Publisher {
   private constructor(shareRoot: string, options: PublisherOptions) {
     this.shareRoot = shareRoot;
     this.#options = options;
-    this.#force = options.force ?? false;
+    this.#policy = options.existing ?? (options.force === true ? 'replace' : 'refuse');
     this.#checkedDirs.add(shareRoot);
   }
 
@@ -578,18 +588,37 @@ export class Publisher {
     if (st.isDirectory()) {
       throw new ClawpeerError('FILE_EXISTS', `${abs} is a directory where a file should be (not replaced, even with --force)`);
     }
-    if (!st.isFile()) return { kind: 'different', what: st.isSymbolicLink() ? 'a symlink' : 'a special file' };
-    if (st.size !== manifest.size) return { kind: 'different', what: `a different file (${st.size} bytes, incoming ${manifest.size})` };
+    const { mtimeMs } = st;
+    if (!st.isFile()) return { kind: 'different', what: st.isSymbolicLink() ? 'a symlink' : 'a special file', mtimeMs };
+    if (st.size !== manifest.size) return { kind: 'different', what: `a different file (${st.size} bytes, incoming ${manifest.size})`, mtimeMs };
     const root = await this.#rootOf(rel, abs);
-    return bytesEqual(root, manifest.root) ? { kind: 'identical' } : { kind: 'different', what: 'a file with different content' };
+    return bytesEqual(root, manifest.root) ? { kind: 'identical' } : { kind: 'different', what: 'a file with different content', mtimeMs };
   }
 
   /**
-   * What stageFile would do with `file`, creating nothing: 'new', 'identical' (nothing to do) or
-   * 'replace' (force); throws what stageFile would (FILE_EXISTS, PATH_INVALID, PROTOCOL). For
-   * dry runs.
+   * The policy's answer for something different at `abs` (modified at `existingMtimeMs`) where
+   * an entry modified at `incomingMtimeMs` should go: replace it or keep it; 'refuse' throws.
+   * 'update' keeps only what is newer, by whole milliseconds (timestamps travel in ms).
    */
-  async verdict(file: PublishFile): Promise<'new' | 'identical' | 'replace'> {
+  #replaceOrKeep(abs: string, what: string, existingMtimeMs: number, incomingMtimeMs: number): 'replace' | 'keep' {
+    switch (this.#policy) {
+      case 'refuse':
+        return this.#refuseExisting(abs, what);
+      case 'replace':
+        return 'replace';
+      case 'keep':
+        return 'keep';
+      case 'update':
+        return Math.floor(existingMtimeMs) > Math.floor(incomingMtimeMs) ? 'keep' : 'replace';
+    }
+  }
+
+  /**
+   * What stageFile would do with `file`, creating nothing: 'new', 'identical' (nothing to do),
+   * 'replace' or 'kept' (the existing-file policy); throws what stageFile would (FILE_EXISTS,
+   * PATH_INVALID, PROTOCOL). For dry runs.
+   */
+  async verdict(file: PublishFile): Promise<'new' | 'identical' | 'replace' | 'kept'> {
     const { rel, relDir } = this.#checkedFile(file);
     const dirAbs = this.#walkDir(relDir, 'probe');
     if (dirAbs === undefined) return 'new';
@@ -597,8 +626,7 @@ export class Publisher {
     const existing = await this.#existing(rel, finalPath, file.manifest);
     if (existing.kind === 'absent') return 'new';
     if (existing.kind === 'identical') return 'identical';
-    if (!this.#force) this.#refuseExisting(finalPath, existing.what);
-    return 'replace';
+    return this.#replaceOrKeep(finalPath, existing.what, existing.mtimeMs, file.mtimeMs) === 'keep' ? 'kept' : 'replace';
   }
 
   /** What stageFile and verdict check first: not aborted, a path inside the share, a sane manifest. */
@@ -613,23 +641,24 @@ export class Publisher {
   }
 
   #refuseExisting(abs: string, what: string): never {
-    throw new ClawpeerError('FILE_EXISTS', `${abs} exists and is ${what}: not replaced (use --force)`);
+    throw new ClawpeerError('FILE_EXISTS', `${abs} exists and is ${what}: not replaced (use --force, --update or --ignore-existing)`);
   }
 
   /**
-   * Starts assembling a file. Returns null when the destination already holds identical
-   * content (same size and root): nothing to do. Throws FILE_EXISTS for a different existing
-   * file (unless force) or a directory in the way, PATH_INVALID for a path outside the share,
-   * PROTOCOL / HASH_MISMATCH for a malformed manifest. `resumable` stages in the partial store
-   * (when the publisher has one), so received chunks survive a crash.
+   * Starts assembling a file. Returns 'identical' when the destination already holds identical
+   * content (same size and root), 'kept' when the existing-file policy keeps a different one:
+   * nothing to do. Throws FILE_EXISTS for a different existing file the policy refuses or a
+   * directory in the way, PATH_INVALID for a path outside the share, PROTOCOL / HASH_MISMATCH
+   * for a malformed manifest. `resumable` stages in the partial store (when the publisher has
+   * one), so received chunks survive a crash.
    */
-  async stageFile(file: PublishFile, options: { resumable?: boolean } = {}): Promise<StagedFile | null> {
+  async stageFile(file: PublishFile, options: { resumable?: boolean } = {}): Promise<StagedFile | 'identical' | 'kept'> {
     const { rel, relDir } = this.#checkedFile(file);
     const dirAbs = this.#confinedDir(relDir, true);
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
     const existing = await this.#existing(rel, finalPath, file.manifest);
-    if (existing.kind === 'identical') return null;
-    if (existing.kind === 'different' && !this.#force) this.#refuseExisting(finalPath, existing.what);
+    if (existing.kind === 'identical') return 'identical';
+    if (existing.kind === 'different' && this.#replaceOrKeep(finalPath, existing.what, existing.mtimeMs, file.mtimeMs) === 'keep') return 'kept';
 
     const normalized = { ...file, relPath: rel };
     const partials = this.#options.partials;
@@ -740,8 +769,18 @@ export class Publisher {
 
     // The directory operations are synchronous: they are metadata calls of a few µs, and a batch
     // places its files one after the other, so awaited calls cost a thread-pool round trip each.
+    // What is at the final path now (it may have appeared since staging): the policy decides again.
+    const settle = async (): Promise<'replace' | 'done'> => {
+      const existing = await this.#existing(f.relPath, f.finalPath, f.manifest);
+      if (existing.kind === 'absent') return 'replace';
+      if (existing.kind === 'identical' || this.#replaceOrKeep(f.finalPath, existing.what, existing.mtimeMs, f.mtimeMs) === 'keep') {
+        await dropSource();
+        return 'done';
+      }
+      return 'replace';
+    };
     const place = async (): Promise<void> => {
-      if (this.#force) {
+      if (this.#policy === 'replace') {
         renameSync(source, f.finalPath);
         return;
       }
@@ -751,23 +790,10 @@ export class Publisher {
         return;
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EEXIST') {
-          const existing = await this.#existing(f.relPath, f.finalPath, f.manifest);
-          if (existing.kind === 'identical') {
-            await dropSource();
-            return;
-          }
-          this.#refuseExisting(f.finalPath, existing.kind === 'different' ? existing.what : 'in the way');
-        }
         if (code === 'EXDEV') throw err;
-        // No hard links here (FAT, some network file systems): check, then rename.
-        const existing = await this.#existing(f.relPath, f.finalPath, f.manifest);
-        if (existing.kind === 'identical') {
-          await dropSource();
-          return;
-        }
-        if (existing.kind === 'different') this.#refuseExisting(f.finalPath, existing.what);
-        await rename(source, f.finalPath);
+        // EEXIST: something is there. Otherwise no hard links here (FAT, some network file
+        // systems): check, then rename.
+        if ((await settle()) === 'replace') await rename(source, f.finalPath);
       }
     };
 
@@ -807,9 +833,9 @@ export class Publisher {
    * Creates symlink `relPath` -> `target`. Refuses with PATH_INVALID when the target could
    * resolve outside the share (absolute, too many `..`, or `..` after a name). An existing link
    * with the same target is left alone ('identical'); anything else there is FILE_EXISTS unless
-   * force (a directory: always).
+   * the existing-file policy replaces it, or keeps it ('kept'); a directory: always FILE_EXISTS.
    */
-  async makeSymlink(relPath: string, target: string, mtimeMs?: number): Promise<'created' | 'identical'> {
+  async makeSymlink(relPath: string, target: string, mtimeMs?: number): Promise<'created' | 'identical' | 'kept'> {
     this.#checkAborted();
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
@@ -829,20 +855,18 @@ export class Publisher {
     if (st !== undefined) {
       if (st.isSymbolicLink() && (await readlink(finalPath)) === target) return 'identical';
       if (st.isDirectory()) throw new ClawpeerError('FILE_EXISTS', `${finalPath} is a directory where a symlink should be (not replaced, even with --force)`);
-      if (!this.#force) this.#refuseExisting(finalPath, st.isSymbolicLink() ? 'a symlink with another target' : 'a file');
+      if (this.#replaceOrKeep(finalPath, st.isSymbolicLink() ? 'a symlink with another target' : 'a file', st.mtimeMs, mtimeMs ?? Date.now()) === 'keep') return 'kept';
     }
     const tmp = path.join(dirAbs, tempNameFor(path.posix.basename(rel)));
     try {
       await symlink(target, tmp);
       if (mtimeMs !== undefined) await lutimes(tmp, new Date(), toSeconds(mtimeMs));
-      if (this.#force) {
-        await rename(tmp, finalPath);
-      } else {
+      if (this.#policy === 'refuse') {
         // Hard-linking a symlink is not portable (macOS follows it): check-then-rename here.
         const again = await lstat(finalPath).then(() => true, () => false);
         if (again) this.#refuseExisting(finalPath, 'in the way');
-        await rename(tmp, finalPath);
       }
+      await rename(tmp, finalPath);
     } catch (err) {
       await rm(tmp, { force: true });
       throw ioError('create symlink', finalPath, err);

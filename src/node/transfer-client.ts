@@ -47,6 +47,8 @@ export interface TransferOptions {
   readonly dryRun?: boolean;
   /** --delete: once all is published, remove what the transferred directories hold beyond the source (extraneous.ts). */
   readonly delete?: boolean;
+  /** --ignore-existing ('keep') or --update: what the receiver does with different files already there (never with force). */
+  readonly existing?: 'keep' | 'update';
 }
 
 export interface TransferResult {
@@ -71,6 +73,13 @@ export interface TransferResult {
   readonly deleted?: readonly string[];
   /** How many were removed, all of them. */
   readonly deletedCount?: number;
+  /** --ignore-existing / --update: different files and symlinks already there that were kept (in a dry run: would be). */
+  readonly filesKept?: number;
+}
+
+/** The result's kept count, when the options asked for an existing-file policy. */
+function keptOf(o: TransferOptions, kept: number | undefined): Pick<TransferResult, 'filesKept'> {
+  return o.existing === undefined ? {} : { filesKept: kept ?? 0 };
 }
 
 /** A listener without 'delete' would leave what the source lacks in place. */
@@ -86,6 +95,11 @@ function deletedOf(o: TransferOptions, paths: readonly string[] | undefined, cou
 /** A listener without 'filter' knows exclude patterns only: it would refuse the rules, or (older) read none. */
 function requireFilter(session: PeerSession, rules: ExcludeRules | undefined): void {
   if (rules?.hasIncludes === true) session.requireFeature('filter', 'does not take --include rules', 'run without --include');
+}
+
+/** A listener without 'existing' would refuse a different existing file as FILE_EXISTS, or replace it with --force. */
+function requireExisting(session: PeerSession): void {
+  session.requireFeature('existing', 'cannot keep existing files (--ignore-existing, --update)', 'push without them, or with --force');
 }
 
 /** A listener without 'dry-run' would carry the transfer out. */
@@ -111,6 +125,7 @@ function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pu
     ...(direction === 'pull' && o.bwlimit !== undefined ? { rateLimit: o.bwlimit } : {}),
     ...(o.dryRun === true ? { dryRun: true } : {}),
     ...(direction === 'push' && o.delete === true ? { delete: true } : {}),
+    ...(direction === 'push' && o.existing !== undefined ? { existing: o.existing } : {}),
   };
 }
 
@@ -134,6 +149,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     requireFilter(session, o.excludeRules); // the rules travel with --delete: what is protected
   }
   if (o.dryRun === true) requireDryRun(session);
+  if (o.existing !== undefined) requireExisting(session);
   let hashed = 0;
   const source = await scanSource(o.localPath, {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
@@ -190,7 +206,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     return {
       files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
-      seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount),
+      seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount), ...keptOf(o, result.filesKept),
     };
   } finally {
     o.signal.removeEventListener('abort', onOuter);
@@ -209,7 +225,7 @@ async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[],
   const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, want.publish ?? new Uint8Array(0));
   // Paths as they would land in the share: under the remote path.
   const report = o.remotePath === '' ? planned : { ...planned, files: planned.files.map((f) => ({ ...f, path: path.posix.join(o.remotePath, f.path) })) };
-  return { ...dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart), ...deletedOf(o, done.deleted, done.deletedCount) };
+  return { ...dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart), ...deletedOf(o, done.deleted, done.deletedCount), ...keptOf(o, done.filesKept) };
 }
 
 function dryRunResult(session: PeerSession, files: number, bytes: number, report: DryRunReport, accept: { streams: number; window: number }, started: number, wireStart: number): TransferResult {
@@ -245,13 +261,13 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
-  let plan: { lacking: Uint8Array; uniqueCount: number; publish: Uint8Array };
+  let plan: { lacking: Uint8Array; uniqueCount: number; publish: Uint8Array; filesKept?: number };
   let wouldRemove: string[] = [];
   if (existsSync(root)) {
     // Its router is never run: no data stream comes in a dry run.
     const receiver = new TransferReceiver({
       session, router: new DataStreamRouter(session.connection, session.caps.maxFrameBytes, o.idleTimeoutMs, o.log), transferId: id, entries, chunking: sessionChunking(session), signal: o.signal, log: o.log,
-      destination: { root, readOnly: false, basePath: '' }, force: o.force,
+      destination: { root, readOnly: false, basePath: '' }, force: o.force, ...existingOf(o),
     });
     plan = await receiver.dryRun();
     if (o.delete === true) wouldRemove = (await pulledExtraneous(o, root, entries, receiver)).map((e) => e.path);
@@ -264,7 +280,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   const report = dryRunReport(entries, plan, plan.publish);
   const bytes = report.files.reduce((n, f) => n + f.bytes, 0);
   await session.control.send({ type: 'transfer-done', transferId: id, files: report.files.length, bytes, chunksReceived: 0, chunksSkipped: 0 });
-  return { ...dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart), ...deletedOf(o, wouldRemove, undefined) };
+  return { ...dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart), ...deletedOf(o, wouldRemove, undefined), ...keptOf(o, plan.filesKept) };
 }
 
 /** --delete after a pull: what the pulled directories hold here beyond the listener's tree. */
@@ -274,6 +290,11 @@ function pulledExtraneous(o: TransferOptions, root: string, entries: readonly Ma
     contentsOnly: o.remotePath === '', // a whole share lands as LOCAL's contents
     ...(o.excludeRules === undefined ? {} : { exclude: o.excludeRules }),
   });
+}
+
+/** A pull's own receiver applies the policy. */
+function existingOf(o: TransferOptions): { existing?: 'keep' | 'update' } {
+  return o.existing === undefined ? {} : { existing: o.existing };
 }
 
 function allSet(bits: number): Uint8Array {
@@ -296,7 +317,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   const receiver = new TransferReceiver({
     session, router, transferId: id, entries, chunking: sessionChunking(session), signal: o.signal, log: o.log,
     destination: { root, readOnly: false, basePath: '' },
-    force: o.force,
+    force: o.force, ...existingOf(o),
     onChunkWritten: (bytes) => receiving.addBytes(bytes),
     onPublished: (files) => receiving.setFiles(files),
   });
@@ -310,7 +331,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
     return {
       files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,
-      seconds: (performance.now() - started) / 1000, ...deletedOf(o, removed, undefined),
+      seconds: (performance.now() - started) / 1000, ...deletedOf(o, removed, undefined), ...keptOf(o, stats.filesKept),
     };
   } catch (err) {
     await receiver.abort();

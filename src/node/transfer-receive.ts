@@ -19,7 +19,7 @@ import { bitmapFromKeys, chunkIdAt, uniqueChunks } from './chunk-order.js';
 import type { DataStreamRouter, IncomingDataStream } from './data-stream-router.js';
 import { PartialStore } from './partial-store.js';
 import { isInternalPath } from './internal-names.js';
-import { Publisher, type PublishDir, type StagedFile } from './publisher.js';
+import { Publisher, type ExistingPolicy, type PublishDir, type StagedFile } from './publisher.js';
 import type { PeerSession } from './session.js';
 import type { DuplexStream } from '../transport/types.js';
 import { TEST_HOOKS } from './test-hooks.js';
@@ -61,6 +61,8 @@ export interface DryRunPlan extends ReceivePlan {
   readonly files: number;
   readonly bytes: number;
   readonly filesUnchanged: number;
+  /** Different files already there that the existing-file policy would keep. */
+  readonly filesKept: number;
 }
 
 export interface ReceiveStats {
@@ -73,6 +75,8 @@ export interface ReceiveStats {
   /** Chunks that arrived zstd-compressed (a subset of chunksReceived). */
   readonly chunksCompressed: number;
   readonly filesUnchanged: number;
+  /** Different files (and symlinks) already there that the existing-file policy kept. */
+  readonly filesKept: number;
 }
 
 interface Placement {
@@ -87,6 +91,8 @@ export interface ReceiverOptions {
   readonly entries: readonly ManifestEntry[];
   readonly destination: Destination;
   readonly force: boolean;
+  /** What to do with different files already there; overrides force (publisher.ts). */
+  readonly existing?: ExistingPolicy;
   readonly chunking: ChunkingParams;
   readonly signal: AbortSignal;
   readonly log: Logger;
@@ -137,7 +143,7 @@ export class TransferReceiver {
   #commitChain: Promise<void> = Promise.resolve();
   /** Batches handed to #commitChain and not finished: receiving waits only when two are. */
   #commitsInFlight = 0;
-  #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, chunksDropped: 0, chunksCompressed: 0, filesUnchanged: 0 };
+  #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, chunksDropped: 0, chunksCompressed: 0, filesUnchanged: 0, filesKept: 0 };
   #allReceived: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
   /** Chunks taken off #wanted whose writes (and acks) are still in progress. */
   #writing = 0;
@@ -185,8 +191,9 @@ export class TransferReceiver {
       if (entry.kind !== 'file') continue;
       const manifest = chunkingManifest(entry);
       const staged = await publisher.stageFile({ relPath: rel, manifest, mode: entry.mode, mtimeMs: entry.mtimeMs }, { resumable: entry.size >= RESUMABLE_MIN_BYTES });
-      if (staged === null) {
-        this.#stats.filesUnchanged++;
+      if (staged === 'identical' || staged === 'kept') {
+        if (staged === 'identical') this.#stats.filesUnchanged++;
+        else this.#stats.filesKept++;
         this.#stats.chunksSkipped += manifest.chunks.length;
         continue;
       }
@@ -249,6 +256,7 @@ export class TransferReceiver {
       let files = 0;
       let bytes = 0;
       let filesUnchanged = 0;
+      let filesKept = 0;
       let fileIndex = 0;
       for (const [i, entry] of entries.entries()) {
         const rel = this.#paths[i] ?? '';
@@ -256,8 +264,9 @@ export class TransferReceiver {
         if (entry.kind !== 'file') continue;
         const k = fileIndex++;
         const verdict = await publisher.verdict({ relPath: rel, manifest: chunkingManifest(entry), mode: entry.mode, mtimeMs: entry.mtimeMs });
-        if (verdict === 'identical') {
-          filesUnchanged++;
+        if (verdict === 'identical' || verdict === 'kept') {
+          if (verdict === 'identical') filesUnchanged++;
+          else filesKept++;
           continue;
         }
         bitmapSet(publish, k);
@@ -269,7 +278,7 @@ export class TransferReceiver {
         }
       }
       const { keys } = uniqueChunks(entries);
-      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, publish, files, bytes, filesUnchanged };
+      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, publish, files, bytes, filesUnchanged, filesKept };
     } finally {
       this.#o.indexes?.release(index);
     }
@@ -295,6 +304,7 @@ export class TransferReceiver {
     const { destination, chunking, signal } = this.#o;
     return Publisher.open({
       shareRoot: destination.root, readOnly: destination.readOnly, force: this.#o.force, chunking,
+      ...(this.#o.existing === undefined ? {} : { existing: this.#o.existing }),
       ...(partials === undefined ? {} : { partials }),
       knownRoot: (p, st) => index.cachedRoot(p, st), signal,
     });
@@ -471,7 +481,7 @@ export class TransferReceiver {
     const dirs: PublishDir[] = [];
     for (const [i, entry] of this.#o.entries.entries()) {
       const rel = this.#paths[i] ?? '';
-      if (entry.kind === 'symlink') await publisher.makeSymlink(rel, entry.linkTarget, entry.mtimeMs);
+      if (entry.kind === 'symlink' && (await publisher.makeSymlink(rel, entry.linkTarget, entry.mtimeMs)) === 'kept') this.#stats.filesKept++;
       else if (entry.kind === 'dir') dirs.push({ relPath: rel, mode: entry.mode, mtimeMs: entry.mtimeMs });
     }
     await publisher.setDirMetadata(dirs);

@@ -161,10 +161,12 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   if (req.direction === 'push') {
     if ((req.exclude !== undefined || req.filter !== undefined) && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls, and to what a push with delete may remove; a push leaves out files on the sending side');
     if (req.rateLimit !== undefined) throw new ClawpeerError('PROTOCOL', 'a rate limit applies to pulls; a push caps its own sending');
+    if (req.existing !== undefined && req.force) throw new ClawpeerError('PROTOCOL', 'force and an existing-files policy (keep, update) exclude each other');
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
     await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t));
   } else {
     if (req.delete === true) throw new ClawpeerError('PROTOCOL', 'delete applies to pushes; a pull removes what the source lacks on its own side');
+    if (req.existing !== undefined) throw new ClawpeerError('PROTOCOL', 'an existing-files policy applies to pushes; a pull\'s receiver applies its own');
     await servePull(session, req, ctx, signal, t);
   }
 }
@@ -183,6 +185,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       session, router, transferId: id, entries, chunking, signal: until, log,
       destination: { root: share.dir, readOnly: share.readOnly, basePath, name: `share ${share.name}` },
       force: req.force,
+      ...(req.existing === undefined ? {} : { existing: req.existing }),
       ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
     });
   const extraneous = async (receiver: TransferReceiver): Promise<Extraneous[]> =>
@@ -194,7 +197,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
     const wouldRemove = await extraneous(receiver);
     await session.control.sendAll([
       { type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount, publish: plan.publish },
-      { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0, ...deletedFields(wouldRemove) },
+      { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0, ...deletedFields(wouldRemove), ...keptField(plan.filesKept) },
     ]);
     log.info('push dry run answered', { peer: session.peerId, share: share.name, files: plan.files, bytes: plan.bytes });
     return;
@@ -212,7 +215,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       const stats = await receiver.receive();
       // Only once everything is published: a failed push removes nothing.
       const removed = req.delete === true ? await removeExtraneous(share.dir, await extraneous(receiver)) : [];
-      await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, ...deletedFields(removed) });
+      await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, ...deletedFields(removed), ...keptField(stats.filesKept) });
       log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes, ...(req.delete === true ? { deleted: removed.length } : {}) });
     } catch (err) {
       await receiver.abort();
@@ -257,6 +260,11 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
   });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });
+}
+
+/** TransferDone's count of kept files, when there are any. */
+function keptField(kept: number): { filesKept?: number } {
+  return kept === 0 ? {} : { filesKept: kept };
 }
 
 /** TransferDone's fields for removed paths: the first MAX_LISTED_DELETIONS listed, all counted. */

@@ -32,7 +32,9 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // (--delete); a server without it would leave them, so a client does not ask one.
 // filter: a transfer request may carry include rules among its excludes (--include), in order;
 // a server without it knows plain exclude patterns only, so a client does not ask one.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter'] as const;
+// existing: a push may ask the server to keep different existing files, or keep only newer ones
+// (--ignore-existing, --update); a server without it would refuse them as FILE_EXISTS.
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */

@@ -124,6 +124,8 @@ export interface TransferRequestMessage {
   readonly exclude?: readonly string[];
   /** Instead of exclude (never both; feature 'filter'): include and exclude rules, first match decides. */
   readonly filter?: readonly FilterRule[];
+  /** Push, never with force (feature 'existing'): keep different existing files, or keep only newer ones. Absent: refuse. */
+  readonly existing?: 'keep' | 'update';
   /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
   /** Plan only: nothing is written, no chunk travels (feature 'dry-run'). */
@@ -186,6 +188,8 @@ export interface TransferDoneMessage {
   readonly deleted?: readonly string[];
   /** All of them (>= deleted.length). */
   readonly deletedCount?: number;
+  /** A push with an existing policy: different files and symlinks already there that were kept. */
+  readonly filesKept?: number;
 }
 
 /** TransferDone lists at most this many removed paths (the count covers the rest). */
@@ -353,6 +357,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'sync-dry-run': pb.Feature.FEATURE_SYNC_DRY_RUN,
   delete: pb.Feature.FEATURE_DELETE,
   filter: pb.Feature.FEATURE_FILTER,
+  existing: pb.Feature.FEATURE_EXISTING,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -371,6 +376,11 @@ const DIRECTION_TO_WIRE: Record<TransferRequestMessage['direction'], number> = {
 const AEAD_FROM_WIRE = invert(AEAD_TO_WIRE);
 const ENTRY_KIND_FROM_WIRE = invert(ENTRY_KIND_TO_WIRE);
 const DIRECTION_FROM_WIRE = invert(DIRECTION_TO_WIRE);
+const EXISTING_TO_WIRE: Record<NonNullable<TransferRequestMessage['existing']>, number> = {
+  keep: pb.ExistingFiles.EXISTING_FILES_KEEP,
+  update: pb.ExistingFiles.EXISTING_FILES_UPDATE,
+};
+const EXISTING_FROM_WIRE = invert(EXISTING_TO_WIRE);
 const COMPRESSION_FROM_WIRE = invert(COMPRESSION_TO_WIRE);
 const FEATURE_FROM_WIRE = invert(FEATURE_TO_WIRE);
 
@@ -506,6 +516,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           window: message.window,
           exclude: [...exclude],
           filter: filter.map((r) => ({ pattern: r.pattern, include: r.include })),
+          existing: message.existing === undefined ? pb.ExistingFiles.EXISTING_FILES_REFUSE : EXISTING_TO_WIRE[message.existing],
           rateLimit: message.rateLimit ?? 0,
           dryRun: message.dryRun ?? false,
           delete: message.delete ?? false,
@@ -535,6 +546,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       checkUint('TransferDone.bytes', message.bytes, Number.MAX_SAFE_INTEGER);
       checkUint('TransferDone.chunksReceived', message.chunksReceived, Number.MAX_SAFE_INTEGER);
       checkUint('TransferDone.chunksSkipped', message.chunksSkipped, Number.MAX_SAFE_INTEGER);
+      checkUint('TransferDone.filesKept', message.filesKept ?? 0, Number.MAX_SAFE_INTEGER);
       const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
       if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
       for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
@@ -547,6 +559,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           chunksSkipped: message.chunksSkipped,
           deleted: [...(message.deleted ?? [])],
           deletedCount: message.deletedCount ?? 0,
+          filesKept: message.filesKept ?? 0,
         },
       };
     default: {
@@ -826,6 +839,10 @@ function deletedFromWire(deleted: readonly string[], count: number): { deleted?:
   return count === 0 ? {} : { deleted: deleted.map((p) => wireText('TransferDone.deleted', p)), deletedCount: count };
 }
 
+function keptFromWire(kept: number): { filesKept?: number } {
+  return kept === 0 ? {} : { filesKept: kept };
+}
+
 /** A request's exclude patterns or filter rules (at most one of them, each within the limits). */
 function patternsFromWire(r: clawpeer.v1.TransferRequest.$Properties): { exclude?: string[]; filter?: FilterRule[] } {
   const exclude = r.exclude ?? [];
@@ -878,6 +895,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         streams: r.streams ?? 0,
         window: r.window ?? 0,
         ...patternsFromWire(r),
+        ...((r.existing ?? 0) === pb.ExistingFiles.EXISTING_FILES_REFUSE ? {} : { existing: wireEnum('TransferRequest.existing', r.existing, EXISTING_FROM_WIRE) }),
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.delete === true ? { delete: true } : {}),
@@ -924,6 +942,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         chunksReceived: u64ToNumber('TransferDone.chunksReceived', d.chunksReceived ?? 0),
         chunksSkipped: u64ToNumber('TransferDone.chunksSkipped', d.chunksSkipped ?? 0),
         ...deletedFromWire(d.deleted ?? [], u64ToNumber('TransferDone.deletedCount', d.deletedCount ?? 0)),
+        ...keptFromWire(u64ToNumber('TransferDone.filesKept', d.filesKept ?? 0)),
       };
     }
     default:

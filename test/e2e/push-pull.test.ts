@@ -3,7 +3,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -255,7 +255,7 @@ t.test('--dry-run (-n) lists what push and pull would publish and send, and writ
   t.equal(done(under.stdout)['bytesToSend'], bigSend + 4, 'a copy elsewhere sends only what the share holds nowhere');
   const clash = await runCli(['--home', b.home, 'push', src, 'alice', '-n']);
   t.equal(clash.code, 5, clash.stderr);
-  t.match(clash.stderr, /big\.bin exists and is a file with different content: not replaced \(use --force\)/);
+  t.match(clash.stderr, /big\.bin exists and is a file with different content: not replaced \(use --force, --update or --ignore-existing\)/);
 
   // Pull: into a copy holding the old big.bin, and into a directory that does not exist.
   const local = path.join(work, 'dry-local');
@@ -273,6 +273,46 @@ t.test('--dry-run (-n) lists what push and pull would publish and send, and writ
   t.equal(fresh.code, 0, fresh.stderr);
   t.match(done(fresh.stdout), { dryRun: true, files: 3 });
   t.notOk(existsSync(nowhere), 'the missing destination was not created');
+});
+
+t.test('--ignore-existing keeps different files already there; --update (-u) replaces only those not newer; both exclude --force', async (t) => {
+  const T = Date.now() - 24 * 3600_000;
+  const at = async (file: string, text: string, mtimeMs: number): Promise<void> => {
+    await writeFile(file, text);
+    await utimes(file, new Date(mtimeMs), new Date(mtimeMs));
+  };
+  const src = path.join(work, 'exist');
+  await mkdir(src);
+  for (const name of ['a.txt', 'b.txt', 'c.txt']) await at(path.join(src, name), `new ${name}`, T);
+  t.equal((await runCli(['--home', b.home, 'push', src, 'alice:inbox/ex-keep'])).code, 0);
+  const copy = path.join(work, 'inbox', 'ex-keep', 'exist');
+  await at(path.join(copy, 'a.txt'), 'dest a', T + 3600_000); // newer than the source's
+  await at(path.join(copy, 'b.txt'), 'dest b', T - 3600_000); // older
+  const text = async (dir: string, name: string): Promise<string> => readFile(path.join(dir, name), 'utf8');
+
+  const keep = await runCli(['--home', b.home, 'push', src, 'alice:inbox/ex-keep', '--ignore-existing', '--json']);
+  t.equal(keep.code, 0, keep.stderr);
+  t.match(done(keep.stdout), { files: 0, kept: 2 }, 'both different files kept; c.txt is identical');
+  t.same([await text(copy, 'a.txt'), await text(copy, 'b.txt')], ['dest a', 'dest b']);
+
+  const update = await runCli(['--home', b.home, 'push', src, 'alice:inbox/ex-keep', '-u', '--json']);
+  t.equal(update.code, 0, update.stderr);
+  t.match(done(update.stdout), { files: 1, kept: 1 });
+  t.same([await text(copy, 'a.txt'), await text(copy, 'b.txt')], ['dest a', 'new b.txt'], 'the newer a.txt kept, the older b.txt replaced');
+
+  // A pull's own receiver applies it: here a.txt is newer than the share's, b.txt older.
+  const local = path.join(work, 'ex-pulled');
+  t.equal((await runCli(['--home', b.home, 'pull', 'alice:inbox/ex-keep/exist', local])).code, 0);
+  await at(path.join(local, 'exist', 'a.txt'), 'local a', T + 7200_000);
+  await at(path.join(local, 'exist', 'b.txt'), 'local b', T - 7200_000);
+  const pulled = await runCli(['--home', b.home, 'pull', 'alice:inbox/ex-keep/exist', local, '--update', '--json']);
+  t.equal(pulled.code, 0, pulled.stderr);
+  t.match(done(pulled.stdout), { files: 1, kept: 1 });
+  t.same([await text(path.join(local, 'exist'), 'a.txt'), await text(path.join(local, 'exist'), 'b.txt')], ['local a', 'new b.txt']);
+
+  const both = await runCli(['--home', b.home, 'push', src, 'alice:inbox/ex-keep', '--force', '-u']);
+  t.equal(both.code, 2, both.stderr);
+  t.match(both.stderr, /--force and --update exclude each other/);
 });
 
 t.test('--delete removes what the pushed or pulled directories hold beyond the source, after a dry run shows it', async (t) => {

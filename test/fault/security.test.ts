@@ -292,6 +292,17 @@ t.test('a malformed filter rule, or a push with filter rules but without delete,
   await legitPing(t, rig.listener.port, 'after the bad requests');
 });
 
+t.test('an existing-files policy with force, or on a pull, ends the session; the listener serves on', async (t) => {
+  for (const [direction, force, pattern] of [['push', true, /force and an existing-files policy/], ['pull', false, /existing-files policy applies to pushes/]] as const) {
+    const session = await dial(rig.listener.port);
+    t.ok(session.caps.features.includes('existing'), 'the listener takes existing-files policies');
+    await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction, share: 'inbox', path: '', force, streams: 1, window: 4, existing: 'keep' });
+    t.match(String(await nextControl(session)), pattern);
+    await session.connection.close().catch(() => undefined);
+  }
+  await legitPing(t, rig.listener.port, 'after the bad requests');
+});
+
 t.test('a pull request asking the listener to delete ends the session; the listener serves on', async (t) => {
   const session = await dial(rig.listener.port);
   t.ok(session.caps.features.includes('delete'), 'the listener takes delete on pushes');

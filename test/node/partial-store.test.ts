@@ -10,7 +10,13 @@ import type { FileManifest } from '../../src/chunking/manifest.js';
 import { JOURNAL_RECORD_BYTES, PartialStore } from '../../src/node/partial-store.js';
 import { isInternalPath } from '../../src/node/internal-names.js';
 import type { Partial } from '../../src/node/partial-store.js';
-import { Publisher } from '../../src/node/publisher.js';
+import { Publisher, type StagedFile } from '../../src/node/publisher.js';
+
+/** A staged file, or the test fails: these fixtures always have something to stage. */
+function mustStage(x: StagedFile | 'identical' | 'kept'): StagedFile {
+  if (typeof x === 'string') throw new Error(`expected a staged file, got ${x}`);
+  return x;
+}
 
 const PARAMS: ChunkingParams = { minBytes: 64, avgBytes: 256, maxBytes: 1024, normalization: 2 };
 
@@ -136,7 +142,7 @@ t.test('the publisher resumes from a partial and promotes it to the final path',
   const { bytes, manifest } = fixture(6000);
   const file = { relPath: 'dir/file.bin', manifest, mode: 0o640, mtimeMs: 1_650_000_000_000 };
   const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, partials: await PartialStore.open(share) });
-  const staged = (await pub.stageFile(file, { resumable: true }))!;
+  const staged = mustStage(await pub.stageFile(file, { resumable: true }));
   t.ok(staged.resumable);
   const first = manifest.chunks.length >> 1;
   for (let i = 0; i < first; i++) {
@@ -148,7 +154,7 @@ t.test('the publisher resumes from a partial and promotes it to the final path',
   t.same(await readdir(join(share, 'dir')), [], 'nothing at the final path, no temp beside it');
 
   const pub2 = await Publisher.open({ shareRoot: share, chunking: PARAMS, partials: await PartialStore.open(share) });
-  const resumed = (await pub2.stageFile(file, { resumable: true }))!;
+  const resumed = mustStage(await pub2.stageFile(file, { resumable: true }));
   t.same(resumed.missingChunks(), manifest.chunks.map((_, i) => i).slice(first), 'only the rest is missing');
   for (const i of resumed.missingChunks()) {
     const c = manifest.chunks[i]!;
@@ -199,7 +205,7 @@ t.test('after a SIGKILL mid-transfer, a new store finds the chunks written and a
   await p.close();
 
   const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, partials: store });
-  const staged = (await pub.stageFile({ relPath: 'out/payload.bin', manifest, mode: 0o644, mtimeMs: 0 }, { resumable: true }))!;
+  const staged = mustStage(await pub.stageFile({ relPath: 'out/payload.bin', manifest, mode: 0o644, mtimeMs: 0 }, { resumable: true }));
   const missing = staged.missingChunks();
   t.same(missing, manifest.chunks.map((_, i) => i).filter((i) => i % 3 !== 0), 'only the others are requested');
   for (const i of missing) {

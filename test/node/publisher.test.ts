@@ -12,6 +12,12 @@ import type { PublishDir, StagedFile } from '../../src/node/publisher.js';
 import { scanTreeToArray } from '../../src/node/tree-scan.js';
 import type { TreeEntry } from '../../src/node/tree-scan.js';
 
+/** A staged file, or the test fails: these fixtures always have something to stage. */
+function mustStage(x: StagedFile | 'identical' | 'kept'): StagedFile {
+  if (typeof x === 'string') throw new Error(`expected a staged file, got ${x}`);
+  return x;
+}
+
 // Small chunks so a few KiB make many chunks (the limits' floor values).
 const PARAMS: ChunkingParams = { minBytes: 64, avgBytes: 256, maxBytes: 1024, normalization: 2 };
 
@@ -77,7 +83,7 @@ async function publishTree(srcTop: string, entries: readonly TreeEntry[], pub: P
       const bytes = await readFile(srcOf(e.relPath));
       const manifest = manifestFromBytes(bytes, PARAMS);
       const staged = await pub.stageFile({ relPath: e.relPath, manifest, mode: e.mode, mtimeMs: e.mtimeMs });
-      if (staged === null) {
+      if (typeof staged === 'string') {
         result.identical++;
         continue;
       }
@@ -150,7 +156,7 @@ t.test('no-clobber: a different existing file is refused by name unless force', 
   t.equal(await readFile(join(share, 'a.txt'), 'utf8'), 'old content');
 
   const forced = await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true });
-  const staged = (await forced.stageFile(file))!;
+  const staged = mustStage(await forced.stageFile(file));
   await staged.writeChunk(0, bytes);
   await forced.commit([staged]);
   t.equal(await readFile(join(share, 'a.txt'), 'utf8'), 'new content!');
@@ -161,8 +167,8 @@ t.test('no-clobber: a different existing file is refused by name unless force', 
   await t.rejects(pub.stageFile({ ...file, relPath: 'b.txt' }), { code: 'FILE_EXISTS', message: /b\.txt/ });
 
   // A file that appears at the final path while we assemble ours is not replaced either.
-  const late = (await pub.stageFile({ ...file, relPath: 'late.txt' }))!;
-  const other = (await pub.stageFile({ ...file, relPath: 'other.txt' }))!;
+  const late = mustStage(await pub.stageFile({ ...file, relPath: 'late.txt' }));
+  const other = mustStage(await pub.stageFile({ ...file, relPath: 'other.txt' }));
   await late.writeChunk(0, bytes);
   await other.writeChunk(0, bytes);
   await writeFile(join(share, 'late.txt'), 'someone else');
@@ -170,6 +176,57 @@ t.test('no-clobber: a different existing file is refused by name unless force', 
   t.equal(await readFile(join(share, 'late.txt'), 'utf8'), 'someone else');
   t.equal(await readFile(join(share, 'other.txt'), 'utf8'), 'new content!', 'the rest of the batch is published');
   t.notOk((await allNames(share)).some((n) => n.includes('.clawpeer-tmp-')));
+});
+
+t.test('existing-file policies: keep leaves a different file (and symlink); update replaces only what is not newer', async (t) => {
+  const share = await tempDir('share');
+  const T = 1_600_000_000_000;
+  for (const [name, mtime] of [['older.txt', T - 60_000], ['newer.txt', T + 60_000], ['same-time.txt', T]] as const) {
+    await writeFile(join(share, name), `old ${name}`);
+    await utimes(join(share, name), new Date(mtime), new Date(mtime));
+  }
+  await symlink('elsewhere', join(share, 'link'));
+  const bytes = Buffer.from('incoming content');
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  const file = (relPath: string) => ({ relPath, manifest, mode: 0o644, mtimeMs: T });
+  const publishAll = async (pub: Publisher, names: readonly string[]): Promise<string[]> => {
+    const staged: StagedFile[] = [];
+    for (const name of names) {
+      const verdict = await pub.verdict(file(name));
+      const r = await pub.stageFile(file(name));
+      if (typeof r !== 'string') staged.push(r);
+      t.equal(typeof r === 'string' ? r : 'staged', verdict === 'new' || verdict === 'replace' ? 'staged' : verdict, `verdict and stageFile agree on ${name}`);
+    }
+    for (const f of staged) await f.writeChunk(0, bytes);
+    await pub.commit(staged);
+    const after: string[] = [];
+    for (const name of names) after.push(await pub.verdict(file(name)));
+    return after;
+  };
+
+  const keep = await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'keep' });
+  t.same(await publishAll(keep, ['older.txt', 'newer.txt', 'new.txt']), ['kept', 'kept', 'identical'], 'after the commit: the new file was published, the others kept');
+  t.equal(await readFile(join(share, 'older.txt'), 'utf8'), 'old older.txt', 'kept');
+  t.equal(await readFile(join(share, 'new.txt'), 'utf8'), 'incoming content');
+  t.equal(await keep.makeSymlink('link', 'target'), 'kept');
+  t.equal(await readlink(join(share, 'link')), 'elsewhere');
+
+  const update = await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'update' });
+  const verdicts = await publishAll(update, ['older.txt', 'newer.txt', 'same-time.txt']);
+  t.same(verdicts, ['identical', 'kept', 'identical'], 'after the commit: the older and same-time ones were replaced, the newer kept');
+  t.equal(await readFile(join(share, 'older.txt'), 'utf8'), 'incoming content', 'older: replaced');
+  t.equal(await readFile(join(share, 'newer.txt'), 'utf8'), 'old newer.txt', 'newer: kept');
+  t.equal(await readFile(join(share, 'same-time.txt'), 'utf8'), 'incoming content', 'the same mtime: replaced (rsync -u keeps only a newer file)');
+  t.equal(await update.makeSymlink('link', 'target', Date.now() + 60_000), 'created', 'a link older than the incoming one is replaced');
+  t.equal(await readlink(join(share, 'link')), 'target');
+
+  // A file that appears at the final path while ours is assembled: keep drops ours, no error.
+  const late = mustStage(await keep.stageFile(file('late.txt')));
+  await late.writeChunk(0, bytes);
+  await writeFile(join(share, 'late.txt'), 'someone else');
+  await keep.commit([late]);
+  t.equal(await readFile(join(share, 'late.txt'), 'utf8'), 'someone else');
+  t.notOk((await allNames(share)).some((n) => n.includes('.clawpeer-tmp-')), 'no temp file left');
 });
 
 t.test('a directory where a file goes, and a file where a directory goes, are clear errors', async (t) => {
@@ -203,7 +260,7 @@ t.test('paths outside the share are refused and nothing is written outside', asy
   t.same(await readdir(outside), [], 'nothing written outside the share');
 
   // A symlinked directory that stays inside the share is fine.
-  const staged = (await pub.stageFile({ relPath: 'alias/in.txt', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  const staged = mustStage(await pub.stageFile({ relPath: 'alias/in.txt', manifest, mode: 0o644, mtimeMs: 0 }));
   await staged.writeChunk(0, bytes);
   await pub.commit([staged]);
   t.equal(await readFile(join(share, 'real/in.txt'), 'utf8'), 'payload');
@@ -222,7 +279,7 @@ t.test('chunks may arrive in any order; a bad chunk is refused and nothing is pu
   const manifest = manifestFromBytes(bytes, PARAMS);
   t.ok(manifest.chunks.length > 8, 'many chunks');
   const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
-  const staged = (await pub.stageFile({ relPath: 'shuffled.bin', manifest, mode: 0o600, mtimeMs: 1_000 }))!;
+  const staged = mustStage(await pub.stageFile({ relPath: 'shuffled.bin', manifest, mode: 0o600, mtimeMs: 1_000 }));
   const order = manifest.chunks.map((_, i) => i).sort((a, b) => ((a * 7919) % 13) - ((b * 7919) % 13));
   await Promise.all(order.slice(0, 5).map((i) => staged.writeChunk(i, bytes.subarray(manifest.chunks[i]!.offset, manifest.chunks[i]!.offset + manifest.chunks[i]!.length))));
   await t.rejects(pub.commit([staged]), TypeError, 'an incomplete file cannot be committed');
@@ -251,7 +308,7 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
   const writeAll = async (f: StagedFile): Promise<void> => {
     for (const [i, c] of manifest.chunks.entries()) await f.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
   };
-  const good = (await pub.stageFile({ relPath: 'big.bin', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  const good = mustStage(await pub.stageFile({ relPath: 'big.bin', manifest, mode: 0o644, mtimeMs: 0 }));
   t.notOk(good.inMemory);
   // Counted at the handle: each early writeback is one fdatasync of the staging file.
   const goodHandle = good.handle as unknown as { datasync: () => Promise<void> };
@@ -267,7 +324,7 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
   t.same(await readFile(join(share, 'big.bin')), bytes, 'published intact');
 
   // fsync reports an error once: a failed early writeback must fail the commit, not vanish.
-  const bad = (await pub.stageFile({ relPath: 'lost.bin', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  const bad = mustStage(await pub.stageFile({ relPath: 'lost.bin', manifest, mode: 0o644, mtimeMs: 0 }));
   const handle = bad.handle as unknown as { datasync: () => Promise<void> };
   handle.datasync = () => Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
   await writeAll(bad);
@@ -281,7 +338,7 @@ t.test('abort removes temp files and leaves no final file', async (t) => {
   const bytes = randomBytes(IN_MEMORY_MAX_BYTES + 4000);
   const manifest = manifestFromBytes(bytes, { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 });
   const pub = await Publisher.open({ shareRoot: share, chunking: { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 } });
-  const staged = (await pub.stageFile({ relPath: 'dir/half.bin', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  const staged = mustStage(await pub.stageFile({ relPath: 'dir/half.bin', manifest, mode: 0o644, mtimeMs: 0 }));
   t.notOk(staged.inMemory);
   const c = manifest.chunks[0]!;
   await staged.writeChunk(0, bytes.subarray(c.offset, c.offset + c.length));
@@ -289,7 +346,7 @@ t.test('abort removes temp files and leaves no final file', async (t) => {
   // A small file is assembled in memory: nothing on disk until its commit.
   const small = randomBytes(4000);
   const smallManifest = manifestFromBytes(small, PARAMS);
-  const smallStaged = (await pub.stageFile({ relPath: 'dir/small.bin', manifest: smallManifest, mode: 0o644, mtimeMs: 0 }))!;
+  const smallStaged = mustStage(await pub.stageFile({ relPath: 'dir/small.bin', manifest: smallManifest, mode: 0o644, mtimeMs: 0 }));
   t.ok(smallStaged.inMemory);
   for (const [i, ch] of smallManifest.chunks.entries()) await smallStaged.writeChunk(i, small.subarray(ch.offset, ch.offset + ch.length));
   t.equal((await readdir(join(share, 'dir'))).filter((n) => n.startsWith('.clawpeer-tmp-')).length, 1, 'only the big file has a temp file');
@@ -310,11 +367,11 @@ t.test('setuid bits from a peer are dropped; existing identical file with a cach
       return manifest.root;
     },
   });
-  const staged = (await pub.stageFile({ relPath: 'suid', manifest, mode: 0o4755, mtimeMs: 0 }))!;
+  const staged = mustStage(await pub.stageFile({ relPath: 'suid', manifest, mode: 0o4755, mtimeMs: 0 }));
   await staged.writeChunk(0, bytes);
   await pub.commit([staged]);
   t.equal((await lstat(join(share, 'suid'))).mode & 0o7777, 0o755);
-  t.equal(await pub.stageFile({ relPath: 'suid', manifest, mode: 0o755, mtimeMs: 0 }), null);
+  t.equal(await pub.stageFile({ relPath: 'suid', manifest, mode: 0o755, mtimeMs: 0 }), 'identical');
   t.equal(lookups, 1, 'the identical check asked the warm cache');
   t.same((await manifestFromFile(join(share, 'suid'), PARAMS)).root, manifest.root);
 });
@@ -338,7 +395,7 @@ t.test('a full disk is an IO error naming the file; nothing is half-published', 
   const bytes = randomBytes(200_000);
   const manifest = manifestFromBytes(bytes, PARAMS);
   const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
-  const staged = (await pub.stageFile({ relPath: 'huge.bin', manifest, mode: 0o644, mtimeMs: 0 }))!;
+  const staged = mustStage(await pub.stageFile({ relPath: 'huge.bin', manifest, mode: 0o644, mtimeMs: 0 }));
   let error: unknown;
   try {
     for (const [i, c] of manifest.chunks.entries()) await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));

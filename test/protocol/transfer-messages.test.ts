@@ -217,6 +217,32 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'TransferRequest (push, update: keep newer existing files)',
+    message: { type: 'transfer-request', transferId: 0, direction: 'push', share: '', path: '', force: false, streams: 1, window: 8, existing: 'update' },
+    wire: `
+      01 0000000b                 # frame: type CONTROL, body 11 bytes
+      8201 08                     # Control.transfer_request (field 16, LEN) 8 bytes
+      10 01                       #   direction (2) = PUSH
+      30 01                       #   streams (6) = 1
+      38 08                       #   window (7) = 8
+      68 02                       #   existing (13) = UPDATE
+    `,
+  },
+  {
+    name: 'TransferDone (a push that kept existing files)',
+    message: { type: 'transfer-done', transferId: 1, files: 2, bytes: 3, chunksReceived: 4, chunksSkipped: 5, filesKept: 6 },
+    wire: `
+      01 0000000f                 # frame: type CONTROL, body 15 bytes
+      aa01 0c                     # Control.transfer_done (field 21, LEN) 12 bytes
+      08 01                       #   transfer_id (1) = 1
+      10 02                       #   files (2) = 2
+      18 03                       #   bytes (3) = 3
+      20 04                       #   chunks_received (4) = 4
+      28 05                       #   chunks_skipped (5) = 5
+      40 06                       #   files_kept (8) = 6
+    `,
+  },
+  {
     name: 'TransferRequest (push, delete)',
     message: { type: 'transfer-request', transferId: 0, direction: 'push', share: '', path: '', force: false, streams: 1, window: 8, delete: true },
     wire: `
@@ -319,7 +345,8 @@ const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
     .chain((r) => ('exclude' in r ? fc.constant(r) : fc.option(fc.array(fc.record({ pattern: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), include: fc.boolean() }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((filter) => (filter === undefined ? r : { ...r, filter }))))
     .chain((r) => fc.option(fc.integer({ min: 1, max: 0xffff_ffff }), { nil: undefined }).map((rateLimit) => (rateLimit === undefined ? r : { ...r, rateLimit })))
     .chain((r) => fc.boolean().map((dryRun) => (dryRun ? { ...r, dryRun } : r)))
-    .chain((r) => fc.boolean().map((del) => (del ? { ...r, delete: del } : r))),
+    .chain((r) => fc.boolean().map((del) => (del ? { ...r, delete: del } : r)))
+    .chain((r) => fc.option(fc.constantFrom('keep' as const, 'update' as const), { nil: undefined }).map((existing) => (existing === undefined ? r : { ...r, existing }))),
   fc.record({ type: fc.constant('transfer-accept' as const), transferId: arbU32, streams: arbU32, window: arbU32 }),
   fc.record({ type: fc.constant('manifest' as const), transferId: arbU32, entries: fc.array(arbEntry, { maxLength: 12 }), last: fc.boolean() }),
   fc.tuple(arbU32, arbBitmap).map(([transferId, b]) => ({ type: 'want' as const, transferId, lacking: b.lacking, uniqueChunks: b.uniqueChunks })),
@@ -327,7 +354,7 @@ const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
   fc.record({
     type: fc.constant('transfer-done' as const), transferId: arbU32, files: fc.maxSafeNat(), bytes: fc.maxSafeNat(),
     chunksReceived: fc.maxSafeNat(), chunksSkipped: fc.maxSafeNat(),
-  }),
+  }).chain((d) => fc.option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined }).map((filesKept) => (filesKept === undefined ? d : { ...d, filesKept }))),
 );
 
 t.test('property: every transfer message round-trips exactly', async (t) => {
@@ -430,6 +457,11 @@ t.test('a TransferRequest with more than 1024 exclude patterns is refused both w
   t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /TransferRequest\.exclude has 1025 patterns, more than 1024/ });
   const request: ControlMessage = { type: 'transfer-request', transferId: 1, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 1, exclude: new Array<string>(count).fill('a') };
   t.throws(() => encodeControl(request), { name: 'RangeError', message: /1025 patterns, more than 1024/ });
+});
+
+t.test('a TransferRequest with an unknown existing-files value is refused', async (t) => {
+  // Control.transfer_request { direction: PUSH (10 01), existing: 3 (68 03) }
+  t.throws(() => decodeControl(hex('8201 04 1001 6803'), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /TransferRequest\.existing is unknown value 3/ });
 });
 
 t.test('a TransferRequest carrying both exclude patterns and filter rules is refused both ways', async (t) => {

@@ -1,5 +1,6 @@
 // `push` and `pull`: move files and trees to and from a paired peer's shares.
 import type { Argv } from 'yargs';
+import { ClawpeerError } from '../../errors.js';
 import { resolveConfig } from '../../node/config.js';
 import { loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
@@ -29,6 +30,8 @@ const transferOptions = (y: Argv): Argv =>
     .option('streams', { type: 'number', default: DEFAULT_STREAMS, describe: 'parallel data streams' })
     .option('window', { type: 'number', default: DEFAULT_WINDOW, describe: 'unacknowledged chunks in flight per stream' })
     .option('force', { type: 'boolean', default: false, describe: 'replace existing different files' })
+    .option('ignore-existing', { type: 'boolean', default: false, describe: 'keep different files already at the destination instead of failing (rsync --ignore-existing)' })
+    .option('update', { alias: 'u', type: 'boolean', default: false, describe: 'replace different files already at the destination unless they are newer (mtime; rsync --update)' })
     .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
     .option('transport', TRANSPORT_OPTION)
     .option('compress', COMPRESS_OPTION)
@@ -46,8 +49,17 @@ function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean):
   if (unlisted > 0) ctx.out.emit({ event: dryRun ? 'would-delete-more' : 'deleted-more', count: unlisted }, `... and ${unlisted} more`);
 }
 
-/** The done record's --delete count, when --delete was given. */
-const deletedField = (r: TransferResult): { deleted?: number } => (r.deletedCount === undefined ? {} : { deleted: r.deletedCount });
+/** The done record's counts for the options given: --delete's removals, --ignore-existing's and --update's kept files. */
+function optionCounts(r: TransferResult): { deleted?: number; kept?: number } {
+  return { ...(r.deletedCount === undefined ? {} : { deleted: r.deletedCount }), ...(r.filesKept === undefined ? {} : { kept: r.filesKept }) };
+}
+
+/** The same counts for people, appended to the done line. */
+function optionCountsText(r: TransferResult, dryRun: boolean): string {
+  const deleted = r.deletedCount === undefined ? '' : dryRun ? `; ${r.deletedCount} paths to delete` : `; ${r.deletedCount} deleted`;
+  const kept = r.filesKept === undefined ? '' : `; ${r.filesKept} existing ${dryRun ? 'would be kept' : 'kept'}`;
+  return deleted + kept;
+}
 
 /** A dry run: one line (event) per file that would be published, then the totals. */
 function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: DryRunReport): void {
@@ -55,19 +67,27 @@ function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: D
     ctx.out.emit({ event: 'would-publish', path: f.path, bytes: f.bytes, sendBytes: f.sendBytes }, `${f.path} (${human(f.bytes)}, ${human(f.sendBytes)} to send)`);
   }
   ctx.out.emit(
-    { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, ...deletedField(r), wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
+    { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, ...optionCounts(r), wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
     `dry run: would have ${verb} ${r.files} files, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${d.chunksToSend} chunks; ${d.filesUnchanged} files unchanged` +
-      `${r.deletedCount === undefined ? '' : `; ${r.deletedCount} paths to delete`}. Nothing was written.`,
+      `${optionCountsText(r, true)}. Nothing was written.`,
   );
 }
 
 function report(ctx: CommandContext, verb: string, r: TransferResult): void {
   ctx.out.emit(
-    { event: 'done', files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, chunksCompressed: r.chunksCompressed, streams: r.streams, window: r.window, ...deletedField(r), seconds: Math.round(r.seconds * 1000) / 1000 },
+    { event: 'done', files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, chunksCompressed: r.chunksCompressed, streams: r.streams, window: r.window, ...optionCounts(r), seconds: Math.round(r.seconds * 1000) / 1000 },
     `${verb} ${r.files} files, ${human(r.bytes)} in ${r.seconds.toFixed(2)} s (${human(r.bytes / Math.max(r.seconds, 0.001))}/s); ` +
       `${r.chunksSent} chunks sent (${r.chunksCompressed} compressed), ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${r.streams} streams, window ${r.window}` +
-      `${r.deletedCount === undefined ? '' : `; ${r.deletedCount} deleted`}`,
+      optionCountsText(r, false),
   );
+}
+
+/** --ignore-existing or --update; each excludes --force and the other (they say what happens to the same files). */
+function existingPolicy(args: Record<string, unknown>): 'keep' | 'update' | undefined {
+  const given = (['force', 'ignore-existing', 'update'] as const).filter((flag) => args[flag] === true);
+  if (given.length > 1) throw new ClawpeerError('USAGE', `--${given.join(' and --')} exclude each other: they decide the same thing (what happens to a different file already there)`);
+  if (args['ignore-existing'] === true) return 'keep';
+  return args['update'] === true ? 'update' : undefined;
 }
 
 async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
@@ -78,6 +98,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const bwlimit = bwlimitOption(args['bwlimit']);
   const dryRun = args['dry-run'] === true;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
+  const existing = existingPolicy(args);
   const rules = filterRulesInOrder(ctx.argv, ((args['include'] as unknown[] | undefined) ?? []).map(String), ((args['exclude'] as unknown[] | undefined) ?? []).map(String));
   const excludeRules = rules.length === 0 ? undefined : compileFilter(rules);
   if (direction === 'pull' && !dryRun) await sweepPullDestination(ctx, localPath, remote.path);
@@ -97,6 +118,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       ...(bwlimit === undefined ? {} : { bwlimit }),
       ...(dryRun ? { dryRun } : {}),
       ...(args['delete'] === true ? { delete: true } : {}),
+      ...(existing === undefined ? {} : { existing }),
     };
     const result = direction === 'push' ? await push(options) : await pull(options);
     progress.stop();

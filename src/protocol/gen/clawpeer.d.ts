@@ -71,7 +71,10 @@ export namespace clawpeer {
             FEATURE_DELETE = 10,
 
             /** FEATURE_FILTER value */
-            FEATURE_FILTER = 11
+            FEATURE_FILTER = 11,
+
+            /** FEATURE_EXISTING value */
+            FEATURE_EXISTING = 12
         }
 
         /**
@@ -851,6 +854,9 @@ export namespace clawpeer {
             /** TransferRequest filter. */
             filter: clawpeer.v1.FilterRule.$Properties[];
 
+            /** TransferRequest existing. */
+            existing: clawpeer.v1.ExistingFiles;
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -911,12 +917,28 @@ export namespace clawpeer {
                 /** TransferRequest filter */
                 filter?: (clawpeer.v1.FilterRule.$Properties[]|null);
 
+                /** TransferRequest existing */
+                existing?: (clawpeer.v1.ExistingFiles|null);
+
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
             }
 
             /** Shape of a TransferRequest. */
             type $Shape = clawpeer.v1.TransferRequest.$Properties;
+        }
+
+        /** ExistingFiles enum. */
+        enum ExistingFiles {
+
+            /** EXISTING_FILES_REFUSE value */
+            EXISTING_FILES_REFUSE = 0,
+
+            /** EXISTING_FILES_KEEP value */
+            EXISTING_FILES_KEEP = 1,
+
+            /** EXISTING_FILES_UPDATE value */
+            EXISTING_FILES_UPDATE = 2
         }
 
         /**
@@ -1298,6 +1320,9 @@ export namespace clawpeer {
             /** TransferDone deletedCount. */
             deletedCount: (number|Long);
 
+            /** TransferDone filesKept. */
+            filesKept: (number|Long);
+
             /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @param message TransferDone message or plain object to encode
@@ -1342,6 +1367,9 @@ export namespace clawpeer {
 
                 /** TransferDone deletedCount */
                 deletedCount?: (number|Long|null);
+
+                /** TransferDone filesKept */
+                filesKept?: (number|Long|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

@@ -75,6 +75,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_SYNC_DRY_RUN=9 FEATURE_SYNC_DRY_RUN value
          * @property {number} FEATURE_DELETE=10 FEATURE_DELETE value
          * @property {number} FEATURE_FILTER=11 FEATURE_FILTER value
+         * @property {number} FEATURE_EXISTING=12 FEATURE_EXISTING value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -90,6 +91,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[9] = "FEATURE_SYNC_DRY_RUN"] = 9;
             values[valuesById[10] = "FEATURE_DELETE"] = 10;
             values[valuesById[11] = "FEATURE_FILTER"] = 11;
+            values[valuesById[12] = "FEATURE_EXISTING"] = 12;
             return values;
         })();
 
@@ -1987,6 +1989,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {boolean|null} [dryRun] TransferRequest dryRun
              * @property {boolean|null} ["delete"] TransferRequest delete
              * @property {Array.<clawpeer.v1.FilterRule.$Properties>|null} [filter] TransferRequest filter
+             * @property {clawpeer.v1.ExistingFiles|null} [existing] TransferRequest existing
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2117,6 +2120,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.filter = $util.emptyArray;
 
             /**
+             * TransferRequest existing.
+             * @member {clawpeer.v1.ExistingFiles} existing
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.existing = 0;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2158,6 +2169,8 @@ export const clawpeer = $root.clawpeer = (() => {
                 if (message.filter != null && message.filter.length)
                     for (let i = 0; i < message.filter.length; ++i)
                         $root.clawpeer.v1.FilterRule.encode(message.filter[i], writer.uint32(/* id 12, wireType 2 =*/98).fork(), _depth + 1).ldelim();
+                if (message.existing != null && $Object.hasOwnProperty.call(message, "existing") && message.existing !== 0)
+                    writer.uint32(/* id 13, wireType 0 =*/104).int32(message.existing);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2308,6 +2321,15 @@ export const clawpeer = $root.clawpeer = (() => {
                             message.filter.push($root.clawpeer.v1.FilterRule.decode(reader, reader.size(), $undefined, _depth + 1));
                             continue;
                         }
+                    case 13: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.int32())
+                                message.existing = value;
+                            else
+                                delete message.existing;
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -2326,6 +2348,22 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return TransferRequest;
+        })();
+
+        /**
+         * ExistingFiles enum.
+         * @name clawpeer.v1.ExistingFiles
+         * @enum {number}
+         * @property {number} EXISTING_FILES_REFUSE=0 EXISTING_FILES_REFUSE value
+         * @property {number} EXISTING_FILES_KEEP=1 EXISTING_FILES_KEEP value
+         * @property {number} EXISTING_FILES_UPDATE=2 EXISTING_FILES_UPDATE value
+         */
+        v1.ExistingFiles = (function() {
+            const valuesById = $Object.create(null), values = $Object.create(valuesById);
+            values[valuesById[0] = "EXISTING_FILES_REFUSE"] = 0;
+            values[valuesById[1] = "EXISTING_FILES_KEEP"] = 1;
+            values[valuesById[2] = "EXISTING_FILES_UPDATE"] = 2;
+            return values;
         })();
 
         v1.FilterRule = (function() {
@@ -3201,6 +3239,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|Long|null} [chunksSkipped] TransferDone chunksSkipped
              * @property {Array.<string>|null} [deleted] TransferDone deleted
              * @property {number|Long|null} [deletedCount] TransferDone deletedCount
+             * @property {number|Long|null} [filesKept] TransferDone filesKept
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3290,6 +3329,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferDone.prototype.deletedCount = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
 
             /**
+             * TransferDone filesKept.
+             * @member {number|Long} filesKept
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.filesKept = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferDone
@@ -3320,6 +3367,8 @@ export const clawpeer = $root.clawpeer = (() => {
                         writer.uint32(/* id 6, wireType 2 =*/50).string(message.deleted[i]);
                 if (message.deletedCount != null && $Object.hasOwnProperty.call(message, "deletedCount") && (typeof message.deletedCount === "object" ? message.deletedCount.low || message.deletedCount.high : message.deletedCount !== 0))
                     writer.uint32(/* id 7, wireType 0 =*/56).uint64(message.deletedCount);
+                if (message.filesKept != null && $Object.hasOwnProperty.call(message, "filesKept") && (typeof message.filesKept === "object" ? message.filesKept.low || message.filesKept.high : message.filesKept !== 0))
+                    writer.uint32(/* id 8, wireType 0 =*/64).uint64(message.filesKept);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -3424,6 +3473,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.deletedCount = value;
                             else
                                 delete message.deletedCount;
+                            continue;
+                        }
+                    case 8: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.filesKept = value;
+                            else
+                                delete message.filesKept;
                             continue;
                         }
                     }
