@@ -21,6 +21,7 @@ import { settledWithin, withTimeout } from './timeouts.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import { TEST_HOOKS } from './test-hooks.js';
 import { ProgressCounter, type TransferProgress } from './transfer-progress.js';
+import { removeSentSources } from './source-removal.js';
 
 /** After a local send failure, how long to wait for the peer's own explanation. */
 const PEER_REASON_WAIT_MS = 2_000;
@@ -49,6 +50,8 @@ export interface TransferOptions {
   readonly delete?: boolean;
   /** --ignore-existing ('keep') or --update: what the receiver does with different files already there (never with force). */
   readonly existing?: 'keep' | 'update';
+  /** push --remove-source-files: once the listener has published everything, remove the sent files and symlinks (source-removal.ts). */
+  readonly removeSourceFiles?: boolean;
 }
 
 export interface TransferResult {
@@ -75,6 +78,10 @@ export interface TransferResult {
   readonly deletedCount?: number;
   /** --ignore-existing / --update: different files and symlinks already there that were kept (in a dry run: would be). */
   readonly filesKept?: number;
+  /** push --remove-source-files: sent files and symlinks removed here (in a dry run: that would be). */
+  readonly sourceRemoved?: number;
+  /** ... and those kept because they changed (or vanished) since they were sent. */
+  readonly sourceChanged?: readonly string[];
 }
 
 /** The result's kept count, when the options asked for an existing-file policy. */
@@ -160,7 +167,10 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     },
   });
   const totalFiles = source.files.size;
-  if (o.dryRun === true) return pushDryRun(o, source.entries, started, wireStart);
+  if (o.dryRun === true) {
+    const plan = await pushDryRun(o, source.entries, started, wireStart);
+    return o.removeSourceFiles === true ? { ...plan, sourceRemoved: source.entries.filter((e) => e.kind !== 'dir').length, sourceChanged: [] } : plan;
+  }
   const id = session.allocateTransferId();
   // The manifest follows the request without waiting for the accept: one round trip less.
   // If the listener refuses, its Error arrives instead of the accept and the batches are moot.
@@ -203,7 +213,10 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     });
     o.onProgress?.({ phase: 'publishing', bytes: sending.bytes, totalBytes: stats.bytesSent, files: sending.files, totalFiles });
     const result: TransferDoneMessage = await withTimeout(done, TEST_HOOKS.publishTimeoutMs ?? PREPARE_TIMEOUT_MS, `waiting for transfer-done from ${session.peerId}`);
+    // Only now: the listener holds everything published (or identical already).
+    const removal = o.removeSourceFiles === true ? await removeSentSources(source, sessionChunking(session), o.signal) : undefined;
     return {
+      ...(removal === undefined ? {} : { sourceRemoved: removal.removed.length, sourceChanged: removal.changed }),
       files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
       seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount), ...keptOf(o, result.filesKept),

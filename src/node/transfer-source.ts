@@ -8,6 +8,7 @@ import type { FileManifest } from '../chunking/manifest.js';
 import type { ManifestEntry } from '../protocol/messages.js';
 import { belowTransferRoot, type ExcludeRules } from '../transfer/exclude.js';
 import type { Logger } from '../logger.js';
+import { msToNs, type FileKey } from './file-key.js';
 import { INTERNAL_DIR_NAME, isTempFileName } from './internal-names.js';
 import { scanTree, type ScanTreeOptions } from './tree-scan.js';
 
@@ -15,9 +16,14 @@ export interface SourceFile {
   readonly entryIndex: number;
   readonly localPath: string;
   readonly manifest: FileManifest;
+  /** scanSource's: the file's key when it was scanned (before hashing), and when hashing began (source-removal.ts checks both). */
+  readonly key?: FileKey;
+  readonly hashedAtNs?: bigint;
 }
 
 export interface TransferSource {
+  /** scanSource's: the directory entry paths are relative to (an entry's local path is `base` joined with its path). */
+  readonly base?: string;
   readonly entries: ManifestEntry[];
   /** Files by entry index (dirs and symlinks have none). */
   readonly files: Map<number, SourceFile>;
@@ -79,9 +85,10 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
         break;
       case 'file': {
         const local = path.join(base, ...e.relPath.split('/'));
+        const hashedAtNs = msToNs(Date.now());
         const manifest = await manifestFromFile(local, options.chunking, options.signal !== undefined ? { signal: options.signal } : {});
         options.onFileHashed?.(manifest.size);
-        files.set(entries.length, { entryIndex: entries.length, localPath: local, manifest });
+        files.set(entries.length, { entryIndex: entries.length, localPath: local, manifest, key: { size: e.size, mtimeNs: e.mtimeNs, ino: e.ino }, hashedAtNs });
         entries.push({ path: e.relPath, kind: 'file', size: manifest.size, mode, mtimeMs, linkTarget: '', root: manifest.root, ...packIds(manifest) });
         totalBytes += manifest.size;
         break;
@@ -92,5 +99,5 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
       }
     }
   }
-  return { entries, files, totalBytes };
+  return { base, entries, files, totalBytes };
 }

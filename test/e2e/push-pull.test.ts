@@ -315,6 +315,22 @@ t.test('--ignore-existing keeps different files already there; --update (-u) rep
   t.match(both.stderr, /--force and --update exclude each other/);
 });
 
+t.test('push --remove-source-files moves: the sent files and links go once the listener has them, directories stay', async (t) => {
+  const src = path.join(work, 'moving');
+  await mkdir(path.join(src, 'sub'), { recursive: true });
+  await writeFile(path.join(src, 'a.txt'), 'a');
+  await writeFile(path.join(src, 'sub', 'b.bin'), randomBytes(100_000));
+  const before = await snapshot(src);
+  const r = await runCli(['--home', b.home, 'push', src, 'alice:inbox/moved', '--remove-source-files', '--json']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(done(r.stdout), { files: 2, sourceRemoved: 2 });
+  t.same(await snapshot(path.join(work, 'inbox', 'moved', 'moving')), before, 'the listener has the tree');
+  t.same((await snapshot(src)).map((i) => `${i.kind} ${i.path}`), ['dir sub'], 'only the directories stay here');
+  const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/moved', path.join(work, 'moved-back'), '--remove-source-files']);
+  t.equal(pull.code, 2, pull.stderr);
+  t.match(pull.stderr, /--remove-source-files applies to push/);
+});
+
 t.test('--delete removes what the pushed or pulled directories hold beyond the source, after a dry run shows it', async (t) => {
   const src = path.join(work, 'mirror');
   await mkdir(path.join(src, 'sub'), { recursive: true });

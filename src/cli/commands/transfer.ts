@@ -39,6 +39,7 @@ const transferOptions = (y: Argv): Argv =>
     .option('include', { type: 'string', array: true, nargs: 1, default: [] as string[], describe: 'keep matching files and directories that a later --exclude would leave out (repeatable; the first matching --include/--exclude decides, as in rsync)' })
     .option('bwlimit', BWLIMIT_OPTION)
     .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' })
+    .option('remove-source-files', { type: 'boolean', default: false, describe: 'push: once the listener has published everything, remove the sent files and symlinks here, unless they changed meanwhile (rsync --remove-source-files; directories stay)' })
     .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' });
 
 /** --delete: one line (event) per removed path (a dry run: per path it would remove); a push's listener lists the first 1,000. */
@@ -50,15 +51,20 @@ function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean):
 }
 
 /** The done record's counts for the options given: --delete's removals, --ignore-existing's and --update's kept files. */
-function optionCounts(r: TransferResult): { deleted?: number; kept?: number } {
-  return { ...(r.deletedCount === undefined ? {} : { deleted: r.deletedCount }), ...(r.filesKept === undefined ? {} : { kept: r.filesKept }) };
+function optionCounts(r: TransferResult): { deleted?: number; kept?: number; sourceRemoved?: number } {
+  return {
+    ...(r.deletedCount === undefined ? {} : { deleted: r.deletedCount }),
+    ...(r.filesKept === undefined ? {} : { kept: r.filesKept }),
+    ...(r.sourceRemoved === undefined ? {} : { sourceRemoved: r.sourceRemoved }),
+  };
 }
 
 /** The same counts for people, appended to the done line. */
 function optionCountsText(r: TransferResult, dryRun: boolean): string {
   const deleted = r.deletedCount === undefined ? '' : dryRun ? `; ${r.deletedCount} paths to delete` : `; ${r.deletedCount} deleted`;
   const kept = r.filesKept === undefined ? '' : `; ${r.filesKept} existing ${dryRun ? 'would be kept' : 'kept'}`;
-  return deleted + kept;
+  const moved = r.sourceRemoved === undefined ? '' : `; ${r.sourceRemoved} sent source files ${dryRun ? 'would be removed' : 'removed'}`;
+  return deleted + kept + moved;
 }
 
 /** A dry run: one line (event) per file that would be published, then the totals. */
@@ -99,6 +105,9 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const dryRun = args['dry-run'] === true;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   const existing = existingPolicy(args);
+  const removeSourceFiles = args['remove-source-files'] === true;
+  if (removeSourceFiles && direction === 'pull') throw new ClawpeerError('USAGE', '--remove-source-files applies to push: a pull does not remove the listener\'s files');
+  if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
   const rules = filterRulesInOrder(ctx.argv, ((args['include'] as unknown[] | undefined) ?? []).map(String), ((args['exclude'] as unknown[] | undefined) ?? []).map(String));
   const excludeRules = rules.length === 0 ? undefined : compileFilter(rules);
   if (direction === 'pull' && !dryRun) await sweepPullDestination(ctx, localPath, remote.path);
@@ -119,11 +128,13 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       ...(dryRun ? { dryRun } : {}),
       ...(args['delete'] === true ? { delete: true } : {}),
       ...(existing === undefined ? {} : { existing }),
+      ...(removeSourceFiles ? { removeSourceFiles } : {}),
     };
     const result = direction === 'push' ? await push(options) : await pull(options);
     progress.stop();
     const verb = direction === 'push' ? 'pushed' : 'pulled';
     reportDeleted(ctx, result, result.dryRun !== undefined);
+    for (const p of result.sourceChanged ?? []) ctx.out.emit({ event: 'source-kept', path: p }, `not removed, changed or gone since it was sent: ${p}`);
     if (result.dryRun === undefined) report(ctx, verb, result);
     else reportDryRun(ctx, verb, result, result.dryRun);
     // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
