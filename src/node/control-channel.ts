@@ -216,6 +216,8 @@ export class ControlChannel {
         case 'hello':
         case 'welcome':
         case 'finished':
+        case 'pair-request':
+        case 'pair-accept':
           throw new ClawpeerError('PROTOCOL', `unexpected ${message.type} after the handshake`);
         case 'ping':
         case 'pong':
@@ -356,4 +358,22 @@ export function clientHandshake(stream: DuplexStream, options: ControlHandshakeO
 export function serverHandshake(stream: DuplexStream, options: ControlHandshakeOptions): Promise<ControlHandshakeResult> {
   const clock = options.clock ?? (() => performance.now());
   return runHandshake(stream, Handshake.server(coreConfig(options, clock)), options, clock);
+}
+
+/**
+ * One control message read from a stream on which no handshake runs (pairing by invite): the
+ * next CONTROL frame, decoded with the handshake's size limit; null at a clean FIN. A peer's
+ * Error rejects as its ClawpeerError; anything else malformed as PROTOCOL; no frame within
+ * `timeoutMs` as TIMEOUT.
+ */
+export async function readLoneMessage(stream: DuplexStream, timeoutMs: number, signal?: AbortSignal): Promise<ControlMessage | null> {
+  const clock = (): number => performance.now();
+  const waited = await new FrameReader(stream, HANDSHAKE_MAX_FRAME_BYTES).next(clock() + timeoutMs, clock, signal);
+  if (waited.kind === 'timeout') throw new ClawpeerError('TIMEOUT', `no message within ${timeoutMs} ms`);
+  const frame = waited.value;
+  if (frame === null) return null;
+  if (frame.type !== 'control') throw new ClawpeerError('PROTOCOL', `unexpected ${frame.type} frame on the control stream`);
+  const message = decodeControl(frame.body, { maxBytes: HANDSHAKE_MAX_FRAME_BYTES });
+  if (message.type === 'error') throw errorFromWire(message.code, message.message);
+  return message;
 }

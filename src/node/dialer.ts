@@ -5,7 +5,7 @@ import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { backendByName } from '../transport/backends.js';
-import type { Connection, TransportName } from '../transport/types.js';
+import type { Connection, HostPort, TransportName } from '../transport/types.js';
 import { formatHostPort } from './address.js';
 import { localCapabilities } from './chunk-compression.js';
 import type { NodeConfig } from './config.js';
@@ -21,14 +21,25 @@ export interface DialOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Where and how to connect, before any peer is known (pair join connects to a key it learns). */
+export interface ConnectOptions {
+  readonly identity: Identity;
+  readonly address: HostPort;
+  /** How messages name the other side. */
+  readonly label: string;
+  readonly config: NodeConfig;
+  readonly log: Logger;
+  readonly signal?: AbortSignal;
+}
+
 /** Failures worth another transport: the path did not work, not the peer refusing us. */
 function isPathFailure(err: unknown): boolean {
   return err instanceof ClawpeerError && (err.code === 'UNREACHABLE' || err.code === 'TIMEOUT' || err.code === 'TRANSPORT_UNAVAILABLE');
 }
 
-async function connectWith(name: TransportName, options: DialOptions, timeoutMs: number): Promise<Connection> {
+async function connectWith(name: TransportName, options: ConnectOptions, timeoutMs: number): Promise<Connection> {
   const backend = await backendByName(name);
-  const { host, port } = options.peer.address;
+  const { host, port } = options.address;
   // The connect timeout bounds only the connect: the connection keeps the configured idle
   // timeout, so a link that drops for a few seconds mid-transfer does not end it.
   const deadline = AbortSignal.timeout(timeoutMs);
@@ -45,15 +56,16 @@ async function connectWith(name: TransportName, options: DialOptions, timeoutMs:
     });
   } catch (err) {
     if (deadline.aborted && options.signal?.aborted !== true) {
-      throw new ClawpeerError('TIMEOUT', `${name} connect to ${formatHostPort(options.peer.address)} timed out after ${timeoutMs} ms`, { cause: err });
+      throw new ClawpeerError('TIMEOUT', `${name} connect to ${formatHostPort(options.address)} timed out after ${timeoutMs} ms`, { cause: err });
     }
     throw err;
   }
 }
 
-async function connectTransport(options: DialOptions): Promise<Connection> {
+/** The transport connection (auto: QUIC, then TLS over TCP); the key it proves is the caller's to check. */
+export async function connectTransport(options: ConnectOptions): Promise<Connection> {
   const { config, log } = options;
-  const where = formatHostPort(options.peer.address);
+  const where = formatHostPort(options.address);
   if (config.transport !== 'auto') return connectWith(config.transport, options, config.connectTimeoutMs);
   try {
     return await connectWith('quic', options, config.connectTimeoutMs);
@@ -64,14 +76,14 @@ async function connectTransport(options: DialOptions): Promise<Connection> {
       return await connectWith('tcp', options, config.connectTimeoutMs);
     } catch (tcpErr) {
       if (!isPathFailure(tcpErr)) throw tcpErr;
-      throw new ClawpeerError((tcpErr as ClawpeerError).code, `peer ${options.peer.name} unreachable at ${where}: QUIC: ${(quicErr as Error).message}; TCP: ${(tcpErr as Error).message}`, { cause: tcpErr });
+      throw new ClawpeerError((tcpErr as ClawpeerError).code, `peer ${options.label} unreachable at ${where}: QUIC: ${(quicErr as Error).message}; TCP: ${(tcpErr as Error).message}`, { cause: tcpErr });
     }
   }
 }
 
 export async function dialPeer(options: DialOptions): Promise<PeerSession> {
   const { peer, config } = options;
-  const connecting = connectTransport(options);
+  const connecting = connectTransport({ identity: options.identity, address: peer.address, label: peer.name, config, log: options.log, ...(options.signal === undefined ? {} : { signal: options.signal }) });
   // Loading the zstd binding takes ~10 ms and blocks: do it while the transport handshake is in
   // flight rather than before the Hello (a failed connect leaves it loaded, which is harmless).
   const caps = new Promise((resolve) => setImmediate(resolve)).then(() => localCapabilities(config.compression));

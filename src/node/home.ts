@@ -7,6 +7,8 @@ export interface HomeLayout {
   readonly dir: string;
   readonly identityKeyFile: string;
   readonly peersFile: string;
+  /** Open pairing invites (pair-invite.ts), mode 0600: they hold secrets. */
+  readonly invitesFile: string;
   readonly inboxDir: string;
 }
 
@@ -27,6 +29,7 @@ export function resolveHome(option: string | undefined, env: NodeJS.ProcessEnv =
     dir,
     identityKeyFile: join(dir, 'identity.key'),
     peersFile: join(dir, 'peers.json'),
+    invitesFile: join(dir, 'invites.json'),
     inboxDir: join(dir, 'inbox'),
   };
 }

@@ -9,11 +9,12 @@ import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { encodeControlFrame } from '../protocol/messages.js';
 import { backendByName } from '../transport/backends.js';
-import type { Connection, Listener, TransportName } from '../transport/types.js';
+import type { Connection, DuplexStream, Listener, TransportName } from '../transport/types.js';
 import { formatHostPort } from './address.js';
 import type { NodeConfig } from './config.js';
 import { localCapabilities } from './chunk-compression.js';
-import { serverHandshake } from './control-channel.js';
+import { readLoneMessage, serverHandshake } from './control-channel.js';
+import { pairProof, pickPeerName, proofMatches, suggestedName, type InviteStore } from './pair-invite.js';
 import type { PeerStore } from './peer-store.js';
 import { PeerSession } from './session.js';
 import type { Share } from './shares.js';
@@ -23,6 +24,8 @@ import { watchFile } from './watch-file.js';
 export interface ServerOptions {
   readonly identity: Identity;
   readonly peers: PeerStore;
+  /** Open pairing invites: while one is open, an unpaired key may pair with its code (pair-invite.ts). */
+  readonly invites?: InviteStore;
   readonly shares: readonly Share[];
   readonly host: string;
   readonly port: number;
@@ -218,6 +221,29 @@ export class NodeServer {
     );
   }
 
+  /**
+   * An unpaired key's one message while an invite is open. A PairRequest whose proof matches an
+   * open invite pins the key and is answered with our proof (undefined: done); anything else is
+   * refused (the refusal text, or 'not-paired' for the usual one).
+   */
+  async #pairByInvite(conn: Connection, stream: DuplexStream, invites: InviteStore): Promise<string | undefined> {
+    const { log, config, identity, peers } = this.#options;
+    const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
+    const request = await readLoneMessage(stream, config.handshakeTimeoutMs, this.#stop.signal).catch(() => null);
+    if (request?.type !== 'pair-request') return 'not-paired';
+    const redeemed = await invites.redeem((secret) => proofMatches(pairProof(secret, 'joiner', identity.publicKey, conn.remotePublicKey), request.proof));
+    if (redeemed === undefined) return `node ${peerId} is not paired with ${identity.nodeId}: the invite code was not accepted (wrong, used or expired)`;
+    const taken = new Set((await peers.list()).map((p) => p.name));
+    const name = pickPeerName([redeemed.name, request.name], peerId, taken);
+    await peers.add(peerId, name);
+    // Told at warn level, which a listener prints by default: a new key got in.
+    log.warn('paired by invite', { id: peerId, name, addr: formatHostPort(conn.remoteAddress) });
+    await withTimeout(stream.write(encodeControlFrame({ type: 'pair-accept', proof: pairProof(redeemed.secret, 'inviter', identity.publicKey, conn.remotePublicKey), name: suggestedName() })), 1_000, 'sending PairAccept').catch(() => undefined);
+    await stream.finish().catch(() => undefined);
+    await settledWithin(conn.closed, REFUSAL_TIMEOUT_MS); // the joiner closes once it has read it
+    return undefined;
+  }
+
   async #serveConnection(conn: Connection): Promise<void> {
     const { log, config, identity, peers } = this.#options;
     const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
@@ -225,10 +251,18 @@ export class NodeServer {
     try {
       const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), config.handshakeTimeoutMs, `control stream from ${peerId} at ${where}`);
       if (stream === null) return;
-      // Pinning comes first: an unpaired key gets a wire error and nothing else is read.
+      // Pinning comes first: an unpaired key gets a wire error and nothing else is read, unless
+      // an invite is open: then its one message may be a PairRequest with the invite's proof.
       if (!(await peers.isPaired(peerId))) {
+        const invites = this.#options.invites;
+        const open = invites === undefined ? false : await invites.hasOpen().catch((err: unknown) => {
+          log.warn('cannot read the pairing invites: none taken', { error: (err as Error).message });
+          return false;
+        });
+        const refusal = open && invites !== undefined ? await this.#pairByInvite(conn, stream, invites) : 'not-paired';
+        if (refusal === undefined) return; // paired by invite just now
         log.warn('rejected unpaired peer', { id: peerId, addr: where, transport: conn.transport });
-        const message = `node ${peerId} is not paired with ${identity.nodeId}; its owner can run: clawpeer pair add ${peerId} --name <NAME>`;
+        const message = refusal === 'not-paired' ? `node ${peerId} is not paired with ${identity.nodeId}; its owner can run: clawpeer pair add ${peerId} --name <NAME>` : refusal;
         await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.NOT_PAIRED.wire, message })), 1_000, 'sending NOT_PAIRED').catch(() => undefined);
         await stream.finish().catch(() => undefined);
         return;

@@ -82,6 +82,26 @@ export interface PongMessage {
   readonly echoedTimeUs: number;
 }
 
+/** Pairing by invite (node/pair-invite.ts): the joiner's proof of the invite secret, and the name it suggests. */
+export interface PairRequestMessage {
+  readonly type: 'pair-request';
+  /** PAIR_PROOF_BYTES. */
+  readonly proof: Uint8Array;
+  readonly name: string;
+}
+
+/** The inviter's answer: its own proof, and the name it suggests. */
+export interface PairAcceptMessage {
+  readonly type: 'pair-accept';
+  readonly proof: Uint8Array;
+  readonly name: string;
+}
+
+/** HMAC-SHA256 output. */
+export const PAIR_PROOF_BYTES = 32;
+/** A suggested peer name: peer-store.ts allows 64 characters. */
+const MAX_PAIR_NAME_BYTES = 64;
+
 export type EntryKind = 'file' | 'dir' | 'symlink';
 
 /** One file, directory or symlink of a transfer tree (proto ManifestEntry). */
@@ -284,7 +304,7 @@ export interface ShareChangedMessage {
 
 export type WatchControlMessage = WatchShareMessage | ShareChangedMessage;
 
-export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | TransferControlMessage | SyncControlMessage | WatchControlMessage;
+export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | PairRequestMessage | PairAcceptMessage | TransferControlMessage | SyncControlMessage | WatchControlMessage;
 export type ControlMessageType = ControlMessage['type'];
 
 /** Field number of each envelope member (proto/clawpeer.proto, message Control). */
@@ -295,6 +315,8 @@ export const CONTROL_FIELDS = {
   error: 4,
   ping: 5,
   pong: 6,
+  'pair-request': 7,
+  'pair-accept': 8,
   'transfer-request': 16,
   'transfer-accept': 17,
   manifest: 18,
@@ -690,6 +712,14 @@ function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {
       checkUint('Pong.seq', message.seq, Number.MAX_SAFE_INTEGER);
       checkUint('Pong.echoedTimeUs', message.echoedTimeUs, Number.MAX_SAFE_INTEGER);
       return { pong: { seq: message.seq, echoedTimeUs: message.echoedTimeUs } };
+    case 'pair-request':
+    case 'pair-accept': {
+      if (message.proof.length !== PAIR_PROOF_BYTES) throw new RangeError(`${message.type} proof must be ${PAIR_PROOF_BYTES} bytes, got ${message.proof.length}`);
+      checkTextBytes(`${message.type} name`, message.name);
+      if (protobuf.util.utf8.length(message.name) > MAX_PAIR_NAME_BYTES) throw new RangeError(`${message.type} name is longer than ${MAX_PAIR_NAME_BYTES} bytes`);
+      const body = { proof: message.proof, name: message.name };
+      return message.type === 'pair-request' ? { pairRequest: body } : { pairAccept: body };
+    }
     case 'transfer-request':
     case 'transfer-accept':
     case 'manifest':
@@ -1064,6 +1094,16 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
       const p = control.pong;
       if (p === null || p === undefined) break;
       return { type: 'pong', seq: u64ToNumber('Pong.seq', p.seq ?? 0), echoedTimeUs: u64ToNumber('Pong.echoedTimeUs', p.echoedTimeUs ?? 0) };
+    }
+    case 'pairRequest':
+    case 'pairAccept': {
+      const p = control.body === 'pairRequest' ? control.pairRequest : control.pairAccept;
+      if (p === null || p === undefined) break;
+      const what = control.body === 'pairRequest' ? 'PairRequest' : 'PairAccept';
+      const name = wireText(`${what}.name`, p.name);
+      if (protobuf.util.utf8.length(name) > MAX_PAIR_NAME_BYTES) throw new ClawpeerError('PROTOCOL', `${what}.name is longer than ${MAX_PAIR_NAME_BYTES} bytes`);
+      const proof = fixedBytes(`${what}.proof`, p.proof, PAIR_PROOF_BYTES);
+      return control.body === 'pairRequest' ? { type: 'pair-request', proof, name } : { type: 'pair-accept', proof, name };
     }
     case 'transferRequest':
     case 'transferAccept':

@@ -69,6 +69,32 @@ t.test('an unpaired node is refused with exit 3 and the listener keeps serving',
   t.match(listener.stderr(), new RegExp(`rejected unpaired peer id=${c.id}`));
 });
 
+t.test('pair invite / pair join: a one-time code pins both keys; a wrong or used code pins nothing', async (t) => {
+  const d = await initNode('d');
+  const e = await initNode('e');
+  const invite = await runCli(['--home', a.home, 'pair', 'invite', '--name', 'dave', '--json']);
+  t.equal(invite.code, 0, invite.stderr);
+  const code = String(jsonLines(invite.stdout)[0]?.['code']);
+  t.match(code, /^[a-z2-7]{4}(-[a-z2-7]{4}){5}$/);
+  // A wrong code: refused; nothing pinned on either side, and the invite stays open.
+  const wrongCode = code.replace(/^./, (ch) => (ch === 'a' ? 'b' : 'a'));
+  const wrong = await runCli(['--home', e.home, 'pair', 'join', wrongCode, '--addr', addr]);
+  t.equal(wrong.code, 3, wrong.stderr);
+  t.match(wrong.stderr, /the invite code was not accepted/);
+  t.same(jsonLines((await runCli(['--home', e.home, 'pair', 'list', '--json'])).stdout), [], 'the joiner pinned nothing');
+  // The right code (any case): both sides pinned.
+  const joined = await runCli(['--home', d.home, 'pair', 'join', code.toUpperCase(), '--addr', addr, '--name', 'alice', '--json']);
+  t.equal(joined.code, 0, joined.stderr);
+  t.match(jsonLines(joined.stdout)[0], { event: 'paired', id: a.id, name: 'alice', addr });
+  const aPeers = jsonLines((await runCli(['--home', a.home, 'pair', 'list', '--json'])).stdout);
+  t.ok(aPeers.some((p) => p['id'] === d.id && p['name'] === 'dave'), 'the listener pinned the joiner under the invite\'s name');
+  t.notOk(aPeers.some((p) => p['id'] === e.id), 'not the one with the wrong code');
+  t.equal((await runCli(['--home', d.home, 'ping', 'alice', '--count', '1'])).code, 0, 'the new pair talks');
+  const reused = await runCli(['--home', e.home, 'pair', 'join', code, '--addr', addr]);
+  t.equal(reused.code, 3, 'a used code is refused');
+  t.match(listener.stderr(), new RegExp(`paired by invite id=${d.id} name=dave`));
+});
+
 t.test('client side pinning: an unpaired id is not dialled, a wrong key at the address is refused', async (t) => {
   const r = await runCli(['--home', b.home, 'ping', c.id, '--addr', addr, '--count', '1']);
   t.equal(r.code, 3);

@@ -455,6 +455,9 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
       return { type, share: wfText(rng, 12) };
     case 'share-changed':
       return { type, share: wfText(rng, 12), seq: u53() };
+    case 'pair-request':
+    case 'pair-accept':
+      return { type, proof: rng.bytes(32), name: wfText(rng, 12) };
     default: {
       const never: never = type;
       throw new TypeError(`unknown type ${String(never)}`);

@@ -127,6 +127,25 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
       10 8080f9c0c1c48203         #   echoed_time_us (2) = 1.7e15
     `,
   },
+  {
+    name: 'PairRequest',
+    message: { type: 'pair-request', proof: fill(0x77, 32), name: 'bob' },
+    wire: `
+      01 00000029                 # frame: type CONTROL, body 41 bytes
+      3a 27                       # Control.pair_request (field 7, LEN) 39 bytes
+      0a 20 77*32                 #   proof (1): 32 bytes
+      12 03 626f62                #   name (2) = "bob"
+    `,
+  },
+  {
+    name: 'PairAccept',
+    message: { type: 'pair-accept', proof: fill(0x88, 32), name: '' },
+    wire: `
+      01 00000024                 # frame: type CONTROL, body 36 bytes
+      42 22                       # Control.pair_accept (field 8, LEN) 34 bytes
+      0a 20 88*32                 #   proof (1): 32 bytes (an empty name is not sent)
+    `,
+  },
 ];
 
 for (const vector of VECTORS) {
@@ -137,6 +156,13 @@ for (const vector of VECTORS) {
     t.same(decoded, vector.message);
   });
 }
+
+t.test('a pairing proof of the wrong length, or an over-long name, is refused both ways', async (t) => {
+  t.throws(() => decodeControl(hex('3a 12 0a10 77*16'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /PairRequest\.proof must be 32 bytes, got 16/ });
+  t.throws(() => decodeControl(hex('42 00'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /PairAccept\.proof must be 32 bytes, got 0/ });
+  t.throws(() => encodeControl({ type: 'pair-request', proof: fill(1, 31), name: '' }), RangeError);
+  t.throws(() => encodeControl({ type: 'pair-accept', proof: fill(1, 32), name: 'x'.repeat(65) }), { name: 'RangeError', message: /longer than 64 bytes/ });
+});
 
 t.test('uint64 fields decode as plain numbers, never Long objects', async (t) => {
   const big = Number.MAX_SAFE_INTEGER;

@@ -5,6 +5,7 @@ import type { Logger } from '../../logger.js';
 import { CONFIG_LIMITS, DEFAULT_CONFIG, keepAliveFor, resolveConfig, type NodeConfig } from '../../node/config.js';
 import { createIdentity, identityExists, loadIdentity } from '../../node/identity-store.js';
 import { findPeer, PeerStore } from '../../node/peer-store.js';
+import { InviteStore } from '../../node/pair-invite.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import { applyAllowLists, resolveShares, type Share } from '../../node/shares.js';
 import { formatHostPort } from '../../node/address.js';
@@ -122,7 +123,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const sendLimiter = bwlimit === undefined ? undefined : new RateLimiter(bwlimit);
         const limited = sendLimiter === undefined ? {} : { sendLimiter };
         const server = await NodeServer.start(
-          { identity, peers: peerStore, shares, host: String(args['host']), port, config, log },
+          { identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesFile), shares, host: String(args['host']), port, config, log },
           (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId, indexes, resident, ...limited }, signal),
         );
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
@@ -146,7 +147,8 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           process.stderr.write(
             `transports: ${server.bound.map((b) => b.transport).join(', ')}; shares: ${shares.map((s) => `${s.name}=${s.dir}${s.readOnly ? ' (read-only)' : s.noDelete === true ? ' (no push --delete)' : ''}`).join(', ')}\n` +
               `to pair, on the other machine run: clawpeer pair add ${identity.nodeId} --name <NAME> --addr <THIS_HOST>:${first.port}\n` +
-              `and here: clawpeer pair add <ITS_ID> --name <NAME>\n`,
+              `and here: clawpeer pair add <ITS_ID> --name <NAME>\n` +
+              `or, with a one-time code: clawpeer pair invite (here), then clawpeer pair join <CODE> --addr <THIS_HOST>:${first.port} (there)\n`,
           );
         }
         await new Promise<void>((resolve) => {

@@ -1,6 +1,13 @@
-// `pair add|list|remove`: manage the set of pinned peer keys.
+// `pair add|list|remove`: manage the set of pinned peer keys; `pair invite|join`: pin each
+// other's keys with a one-time code instead of copying node ids both ways (pair-invite.ts).
 import type { Argv } from 'yargs';
-import { PeerStore } from '../../node/peer-store.js';
+import { ClawpeerError } from '../../errors.js';
+import { parseHostPort } from '../../node/address.js';
+import { resolveConfig } from '../../node/config.js';
+import { loadIdentity } from '../../node/identity-store.js';
+import { DEFAULT_INVITE_TTL_MS, InviteStore, parseInviteCode } from '../../node/pair-invite.js';
+import { PeerStore, validatePeerName } from '../../node/peer-store.js';
+import { intOption, TRANSPORT_OPTION } from '../args.js';
 import type { Runner } from '../context.js';
 
 export function registerPairCommands(cli: Argv, run: Runner): Argv {
@@ -50,6 +57,54 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
           ctx.out.emit({ event: 'unpaired', id: entry.id, name: entry.name }, `removed ${entry.name} ${entry.id}`);
         }),
       )
-      .demandCommand(1, 'pair needs a subcommand: add, list or remove'),
+      .command(
+        'invite',
+        'open a one-time code another node can pair with (`pair join`) while this home\'s listener runs',
+        (a) =>
+          a
+            .option('name', { type: 'string', describe: 'name to pin the joining peer under (default: its host name, else peer-<id>)' })
+            .option('expires', { type: 'number', default: DEFAULT_INVITE_TTL_MS / 60_000, describe: 'minutes the code stays valid (it is also gone once used)' }),
+        run(async (ctx, args) => {
+          const minutes = intOption(args['expires'], '--expires', 1, 24 * 60);
+          const name = args['name'] === undefined ? undefined : validatePeerName(String(args['name']));
+          const identity = await loadIdentity(ctx.home.identityKeyFile);
+          if (name !== undefined) {
+            const clash = (await new PeerStore(ctx.home.peersFile).list()).find((p) => p.name === name);
+            if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} is already used by ${clash.id}`);
+          }
+          const { code, expiresAt } = await new InviteStore(ctx.home.invitesFile).create({ ttlMs: minutes * 60_000, ...(name === undefined ? {} : { name }) });
+          const until = new Date(expiresAt).toISOString();
+          ctx.out.emit(
+            { event: 'invite', code, expiresAt: until, id: identity.nodeId },
+            `invite code: ${code}\n` +
+              `single use, valid until ${until} (${minutes} min), for this node ${identity.nodeId}\n` +
+              `on the other machine run: clawpeer pair join ${code} --addr <THIS HOST>:<PORT>\n` +
+              'this home\'s listener (clawpeer listen) must be running to accept it',
+          );
+        }),
+      )
+      .command(
+        'join <code>',
+        'pair with a listener that printed an invite code: both sides pin each other\'s keys',
+        (a) =>
+          a
+            .positional('code', { type: 'string', describe: 'the code `clawpeer pair invite` printed' })
+            .option('addr', { type: 'string', demandOption: true, describe: 'HOST:PORT where that listener listens' })
+            .option('name', { type: 'string', describe: 'name to pin it under (default: its host name, else peer-<id>)' })
+            .option('transport', TRANSPORT_OPTION),
+        run(async (ctx, args) => {
+          const secret = parseInviteCode(String(args['code']));
+          const address = parseHostPort(String(args['addr']), '--addr');
+          const name = args['name'] === undefined ? undefined : validatePeerName(String(args['name']));
+          const identity = await loadIdentity(ctx.home.identityKeyFile);
+          const { joinByInvite } = await import('../../node/pair-join.js');
+          const entry = await joinByInvite({
+            identity, peers: new PeerStore(ctx.home.peersFile), address, secret, config: resolveConfig({ transport: args['transport'] }),
+            log: ctx.log.child('pair'), signal: ctx.signal, ...(name === undefined ? {} : { name }),
+          });
+          ctx.out.emit({ event: 'paired', ...entry }, `paired ${entry.name} ${entry.id} at ${entry.addr ?? ''}; it pinned this node too`);
+        }),
+      )
+      .demandCommand(1, 'pair needs a subcommand: add, list, remove, invite or join'),
   );
 }

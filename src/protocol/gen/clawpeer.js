@@ -1324,6 +1324,318 @@ export const clawpeer = $root.clawpeer = (() => {
             return Error;
         })();
 
+        v1.PairRequest = (function() {
+
+            /**
+             * Properties of a PairRequest.
+             * @typedef {Object} clawpeer.v1.PairRequest.$Properties
+             * @property {Uint8Array|null} [proof] PairRequest proof
+             * @property {string|null} [name] PairRequest name
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a PairRequest.
+             * @memberof clawpeer.v1
+             * @interface IPairRequest
+             * @augments clawpeer.v1.PairRequest.$Properties
+             * @deprecated Use clawpeer.v1.PairRequest.$Properties instead.
+             */
+
+            /**
+             * Shape of a PairRequest.
+             * @typedef {clawpeer.v1.PairRequest.$Properties} clawpeer.v1.PairRequest.$Shape
+             */
+
+            /**
+             * Constructs a new PairRequest.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a PairRequest.
+             * @constructor
+             * @param {clawpeer.v1.PairRequest.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const PairRequest = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * PairRequest proof.
+             * @member {Uint8Array} proof
+             * @memberof clawpeer.v1.PairRequest
+             * @instance
+             */
+            PairRequest.prototype.proof = $util.newBuffer([]);
+
+            /**
+             * PairRequest name.
+             * @member {string} name
+             * @memberof clawpeer.v1.PairRequest
+             * @instance
+             */
+            PairRequest.prototype.name = "";
+
+            /**
+             * Encodes the specified PairRequest message. Does not implicitly {@link clawpeer.v1.PairRequest.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.PairRequest
+             * @static
+             * @param {clawpeer.v1.PairRequest.$Properties} message PairRequest message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            PairRequest.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.proof != null && $Object.hasOwnProperty.call(message, "proof") && message.proof.length)
+                    writer.uint32(/* id 1, wireType 2 =*/10).bytes(message.proof);
+                if (message.name != null && $Object.hasOwnProperty.call(message, "name") && message.name !== "")
+                    writer.uint32(/* id 2, wireType 2 =*/18).string(message.name);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a PairRequest message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.PairRequest
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.PairRequest & clawpeer.v1.PairRequest.$Shape} PairRequest
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            PairRequest.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.PairRequest();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.proof = value;
+                            else
+                                delete message.proof;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.name = value;
+                            else
+                                delete message.name;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return PairRequest;
+        })();
+
+        v1.PairAccept = (function() {
+
+            /**
+             * Properties of a PairAccept.
+             * @typedef {Object} clawpeer.v1.PairAccept.$Properties
+             * @property {Uint8Array|null} [proof] PairAccept proof
+             * @property {string|null} [name] PairAccept name
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a PairAccept.
+             * @memberof clawpeer.v1
+             * @interface IPairAccept
+             * @augments clawpeer.v1.PairAccept.$Properties
+             * @deprecated Use clawpeer.v1.PairAccept.$Properties instead.
+             */
+
+            /**
+             * Shape of a PairAccept.
+             * @typedef {clawpeer.v1.PairAccept.$Properties} clawpeer.v1.PairAccept.$Shape
+             */
+
+            /**
+             * Constructs a new PairAccept.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a PairAccept.
+             * @constructor
+             * @param {clawpeer.v1.PairAccept.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const PairAccept = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * PairAccept proof.
+             * @member {Uint8Array} proof
+             * @memberof clawpeer.v1.PairAccept
+             * @instance
+             */
+            PairAccept.prototype.proof = $util.newBuffer([]);
+
+            /**
+             * PairAccept name.
+             * @member {string} name
+             * @memberof clawpeer.v1.PairAccept
+             * @instance
+             */
+            PairAccept.prototype.name = "";
+
+            /**
+             * Encodes the specified PairAccept message. Does not implicitly {@link clawpeer.v1.PairAccept.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.PairAccept
+             * @static
+             * @param {clawpeer.v1.PairAccept.$Properties} message PairAccept message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            PairAccept.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.proof != null && $Object.hasOwnProperty.call(message, "proof") && message.proof.length)
+                    writer.uint32(/* id 1, wireType 2 =*/10).bytes(message.proof);
+                if (message.name != null && $Object.hasOwnProperty.call(message, "name") && message.name !== "")
+                    writer.uint32(/* id 2, wireType 2 =*/18).string(message.name);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a PairAccept message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.PairAccept
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.PairAccept & clawpeer.v1.PairAccept.$Shape} PairAccept
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            PairAccept.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.PairAccept();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.proof = value;
+                            else
+                                delete message.proof;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.name = value;
+                            else
+                                delete message.name;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return PairAccept;
+        })();
+
         v1.Ping = (function() {
 
             /**
@@ -5019,6 +5331,8 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {clawpeer.v1.Error.$Properties|null} [error] Control error
              * @property {clawpeer.v1.Ping.$Properties|null} [ping] Control ping
              * @property {clawpeer.v1.Pong.$Properties|null} [pong] Control pong
+             * @property {clawpeer.v1.PairRequest.$Properties|null} [pairRequest] Control pairRequest
+             * @property {clawpeer.v1.PairAccept.$Properties|null} [pairAccept] Control pairAccept
              * @property {clawpeer.v1.TransferRequest.$Properties|null} [transferRequest] Control transferRequest
              * @property {clawpeer.v1.TransferAccept.$Properties|null} [transferAccept] Control transferAccept
              * @property {clawpeer.v1.Manifest.$Properties|null} [manifest] Control manifest
@@ -5033,7 +5347,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {clawpeer.v1.SyncDone.$Properties|null} [syncDone] Control syncDone
              * @property {clawpeer.v1.WatchShare.$Properties|null} [watchShare] Control watchShare
              * @property {clawpeer.v1.ShareChanged.$Properties|null} [shareChanged] Control shareChanged
-             * @property {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"} [body] Control body
+             * @property {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"} [body] Control body
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -5054,6 +5368,8 @@ export const clawpeer = $root.clawpeer = (() => {
              *   error?: clawpeer.v1.Error.$Shape|null;
              *   ping?: clawpeer.v1.Ping.$Shape|null;
              *   pong?: clawpeer.v1.Pong.$Shape|null;
+             *   pairRequest?: clawpeer.v1.PairRequest.$Shape|null;
+             *   pairAccept?: clawpeer.v1.PairAccept.$Shape|null;
              *   transferRequest?: clawpeer.v1.TransferRequest.$Shape|null;
              *   transferAccept?: clawpeer.v1.TransferAccept.$Shape|null;
              *   manifest?: clawpeer.v1.Manifest.$Shape|null;
@@ -5070,7 +5386,7 @@ export const clawpeer = $root.clawpeer = (() => {
              *   shareChanged?: clawpeer.v1.ShareChanged.$Shape|null;
              *   $unknowns?: Array.<Uint8Array>;
              * } & (
-             *   ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape; watchShare?: null; shareChanged?: null }|{ body?: "watchShare"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare: clawpeer.v1.WatchShare.$Shape; shareChanged?: null }|{ body?: "shareChanged"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged: clawpeer.v1.ShareChanged.$Shape })
+             *   ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "pairRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest: clawpeer.v1.PairRequest.$Shape; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "pairAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept: clawpeer.v1.PairAccept.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null; watchShare?: null; shareChanged?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape; watchShare?: null; shareChanged?: null }|{ body?: "watchShare"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare: clawpeer.v1.WatchShare.$Shape; shareChanged?: null }|{ body?: "shareChanged"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged: clawpeer.v1.ShareChanged.$Shape })
              * )} clawpeer.v1.Control.$Shape
              */
 
@@ -5136,6 +5452,22 @@ export const clawpeer = $root.clawpeer = (() => {
              * @instance
              */
             Control.prototype.pong = null;
+
+            /**
+             * Control pairRequest.
+             * @member {clawpeer.v1.PairRequest.$Properties|null|undefined} pairRequest
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.pairRequest = null;
+
+            /**
+             * Control pairAccept.
+             * @member {clawpeer.v1.PairAccept.$Properties|null|undefined} pairAccept
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.pairAccept = null;
 
             /**
              * Control transferRequest.
@@ -5254,12 +5586,12 @@ export const clawpeer = $root.clawpeer = (() => {
 
             /**
              * Control body.
-             * @member {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|undefined} body
+             * @member {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|undefined} body
              * @memberof clawpeer.v1.Control
              * @instance
              */
             $Object.defineProperty(Control.prototype, "body", {
-                get: $util.oneOfGetter($oneOfFields = ["hello", "welcome", "finished", "error", "ping", "pong", "transferRequest", "transferAccept", "manifest", "want", "dataOpen", "transferDone", "syncRequest", "syncAccept", "syncReconcile", "syncRevisions", "syncFetch", "syncDone", "watchShare", "shareChanged"]),
+                get: $util.oneOfGetter($oneOfFields = ["hello", "welcome", "finished", "error", "ping", "pong", "pairRequest", "pairAccept", "transferRequest", "transferAccept", "manifest", "want", "dataOpen", "transferDone", "syncRequest", "syncAccept", "syncReconcile", "syncRevisions", "syncFetch", "syncDone", "watchShare", "shareChanged"]),
                 set: $util.oneOfSetter($oneOfFields)
             });
 
@@ -5291,6 +5623,10 @@ export const clawpeer = $root.clawpeer = (() => {
                     $root.clawpeer.v1.Ping.encode(message.ping, writer.uint32(/* id 5, wireType 2 =*/42).fork(), _depth + 1).ldelim();
                 if (message.pong != null && $Object.hasOwnProperty.call(message, "pong"))
                     $root.clawpeer.v1.Pong.encode(message.pong, writer.uint32(/* id 6, wireType 2 =*/50).fork(), _depth + 1).ldelim();
+                if (message.pairRequest != null && $Object.hasOwnProperty.call(message, "pairRequest"))
+                    $root.clawpeer.v1.PairRequest.encode(message.pairRequest, writer.uint32(/* id 7, wireType 2 =*/58).fork(), _depth + 1).ldelim();
+                if (message.pairAccept != null && $Object.hasOwnProperty.call(message, "pairAccept"))
+                    $root.clawpeer.v1.PairAccept.encode(message.pairAccept, writer.uint32(/* id 8, wireType 2 =*/66).fork(), _depth + 1).ldelim();
                 if (message.transferRequest != null && $Object.hasOwnProperty.call(message, "transferRequest"))
                     $root.clawpeer.v1.TransferRequest.encode(message.transferRequest, writer.uint32(/* id 16, wireType 2 =*/130).fork(), _depth + 1).ldelim();
                 if (message.transferAccept != null && $Object.hasOwnProperty.call(message, "transferAccept"))
@@ -5403,6 +5739,20 @@ export const clawpeer = $root.clawpeer = (() => {
                                 break;
                             message.pong = $root.clawpeer.v1.Pong.decode(reader, reader.size(), $undefined, _depth + 1, message.pong);
                             message.body = "pong";
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 2)
+                                break;
+                            message.pairRequest = $root.clawpeer.v1.PairRequest.decode(reader, reader.size(), $undefined, _depth + 1, message.pairRequest);
+                            message.body = "pairRequest";
+                            continue;
+                        }
+                    case 8: {
+                            if (wireType !== 2)
+                                break;
+                            message.pairAccept = $root.clawpeer.v1.PairAccept.decode(reader, reader.size(), $undefined, _depth + 1, message.pairAccept);
+                            message.body = "pairAccept";
                             continue;
                         }
                     case 16: {
