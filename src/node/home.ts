@@ -7,8 +7,8 @@ export interface HomeLayout {
   readonly dir: string;
   readonly identityKeyFile: string;
   readonly peersFile: string;
-  /** Open pairing invites (pair-invite.ts), mode 0600: they hold secrets. */
-  readonly invitesFile: string;
+  /** Open pairing invites (pair-invite.ts), one file each, mode 0600: they hold secrets. */
+  readonly invitesDir: string;
   readonly inboxDir: string;
 }
 
@@ -29,7 +29,7 @@ export function resolveHome(option: string | undefined, env: NodeJS.ProcessEnv =
     dir,
     identityKeyFile: join(dir, 'identity.key'),
     peersFile: join(dir, 'peers.json'),
-    invitesFile: join(dir, 'invites.json'),
+    invitesDir: join(dir, 'invites'),
     inboxDir: join(dir, 'inbox'),
   };
 }

@@ -9,10 +9,10 @@
 // Why an HMAC and no PAKE: the secret is 120 random bits, not a short word list, so a party that
 // sees a proof cannot search for the secret offline. The joiner proves first; a server posing as
 // the listener learns only that proof. An invite is deleted when used or expired.
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { hostname } from 'node:os';
-import { mkdir, readFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { mkdir, readdir, readFile, rm, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { PAIR_PROOF_BYTES } from '../protocol/messages.js';
 import { writeFileAtomic } from './atomic-file.js';
@@ -78,18 +78,6 @@ export function proofMatches(expected: Uint8Array, got: Uint8Array): boolean {
   return got.length === PAIR_PROOF_BYTES && expected.length === PAIR_PROOF_BYTES && timingSafeEqual(expected, got);
 }
 
-interface StoredInvite {
-  readonly secret: string; // base64
-  /** The name the joiner is pinned under (else its suggestion, else peer-<id prefix>). */
-  readonly name?: string;
-  readonly expiresAt: number; // ms since the epoch
-}
-
-interface InvitesFile {
-  readonly version: 1;
-  readonly invites: StoredInvite[];
-}
-
 /** A redeemed invite: its secret (for the inviter's own proof) and the name it set for the joiner, if any. */
 export interface RedeemedInvite {
   readonly secret: Uint8Array;
@@ -127,63 +115,90 @@ export function pickPeerName(preferred: readonly (string | undefined)[], peerId:
   }
 }
 
-/** The open invites of a home (`invites.json`, mode 0600). */
+interface StoredInvite {
+  readonly secret: string; // base64
+  /** The name the joiner is pinned under (else its suggestion, else peer-<id prefix>). */
+  readonly name?: string;
+  readonly expiresAt: number; // ms since the epoch
+}
+
+/**
+ * The open invites of a home: one file each in a directory (mode 0700, files 0600), named by a
+ * hash of the secret. Redeeming is unlinking that file, so of two redemptions at once only one
+ * wins, and creating one never rewrites (or revives) another: the CLI creates while the listener
+ * redeems, with no lock between them.
+ */
 export class InviteStore {
-  constructor(private readonly file: string) {}
+  constructor(private readonly dir: string) {}
 
   /** Opens an invite valid for `ttlMs`; returns its code and expiry. */
   async create(options: { name?: string; ttlMs: number; nowMs?: number }): Promise<{ code: string; expiresAt: number }> {
     const now = options.nowMs ?? Date.now();
-    const open = (await this.#load()).filter((i) => i.expiresAt > now);
+    const open = await this.#open(now);
     if (open.length >= MAX_OPEN_INVITES) throw new ClawpeerError('USAGE', `${open.length} invites are open already: let them expire or be used first`);
     const secret = randomBytes(INVITE_SECRET_BYTES);
     const expiresAt = now + options.ttlMs;
-    await this.#save([...open, { secret: secret.toString('base64'), expiresAt, ...(options.name === undefined ? {} : { name: options.name }) }]);
+    const invite: StoredInvite = { secret: secret.toString('base64'), expiresAt, ...(options.name === undefined ? {} : { name: options.name }) };
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await writeFileAtomic(join(this.dir, fileNameOf(secret)), JSON.stringify(invite) + '\n', 0o600);
     return { code: formatInviteCode(secret), expiresAt };
   }
 
   /** True when an unexpired invite exists (cheap: a listener asks this for every unpaired connection). */
   async hasOpen(nowMs = Date.now()): Promise<boolean> {
-    return (await this.#load()).some((i) => i.expiresAt > nowMs);
+    return (await this.#open(nowMs)).length > 0;
   }
 
-  /**
-   * The unexpired invite whose secret `proves` accepts, removed (single use), with expired ones;
-   * undefined when none does.
-   */
+  /** The unexpired invite whose secret `proves` accepts, removed (single use); undefined when none does. */
   async redeem(proves: (secret: Uint8Array) => boolean, nowMs = Date.now()): Promise<RedeemedInvite | undefined> {
-    const all = await this.#load();
-    const open = all.filter((i) => i.expiresAt > nowMs);
-    const match = open.find((i) => proves(new Uint8Array(Buffer.from(i.secret, 'base64'))));
-    const keep = open.filter((i) => i !== match);
-    if (keep.length !== all.length) await this.#save(keep);
-    if (match === undefined) return undefined;
-    const secret = new Uint8Array(Buffer.from(match.secret, 'base64'));
-    return match.name === undefined ? { secret } : { secret, name: match.name };
+    for (const { file, invite } of await this.#open(nowMs)) {
+      const secret = new Uint8Array(Buffer.from(invite.secret, 'base64'));
+      if (!proves(secret)) continue;
+      try {
+        await unlink(file);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined; // redeemed by someone else just now
+        throw new ClawpeerError('IO', `cannot remove the used invite ${file}: ${(err as Error).message}`, { cause: err });
+      }
+      return invite.name === undefined ? { secret } : { secret, name: invite.name };
+    }
+    return undefined;
   }
 
-  async #load(): Promise<StoredInvite[]> {
-    let text: string;
+  /** The unexpired invites; expired and unreadable files are removed on the way. */
+  async #open(nowMs: number): Promise<{ file: string; invite: StoredInvite }[]> {
+    let names: string[];
     try {
-      text = await readFile(this.file, 'utf8');
+      names = await readdir(this.dir);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw new ClawpeerError('IO', `cannot read ${this.file}: ${(err as Error).message}`, { cause: err });
+      throw new ClawpeerError('IO', `cannot list ${this.dir}: ${(err as Error).message}`, { cause: err });
     }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (err) {
-      throw new ClawpeerError('CONFIG_INVALID', `${this.file} is not valid JSON: ${(err as Error).message}`, { cause: err });
+    const open: { file: string; invite: StoredInvite }[] = [];
+    for (const name of names.filter((n) => n.endsWith(INVITE_SUFFIX))) {
+      const file = join(this.dir, name);
+      const invite = await readInvite(file);
+      if (invite !== undefined && invite.expiresAt > nowMs) open.push({ file, invite });
+      else await rm(file, { force: true });
     }
-    const invites = (parsed as Partial<InvitesFile> | null)?.invites;
-    if (!Array.isArray(invites)) throw new ClawpeerError('CONFIG_INVALID', `${this.file}: no invites list`);
-    return invites.filter((i): i is StoredInvite => typeof i?.secret === 'string' && typeof i.expiresAt === 'number' && (i.name === undefined || typeof i.name === 'string'));
+    return open;
   }
+}
 
-  async #save(invites: StoredInvite[]): Promise<void> {
-    await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
-    const body: InvitesFile = { version: 1, invites };
-    await writeFileAtomic(this.file, JSON.stringify(body, null, 2) + '\n', 0o600);
+const INVITE_SUFFIX = '.invite.json';
+
+/** The file of an invite: named by a hash of its secret, never the secret itself. */
+function fileNameOf(secret: Uint8Array): string {
+  return createHash('sha256').update(secret).digest('hex').slice(0, 32) + INVITE_SUFFIX;
+}
+
+/** An invite file's content, or undefined when it is gone or malformed (it is removed then). */
+async function readInvite(file: string): Promise<StoredInvite | undefined> {
+  try {
+    const i = JSON.parse(await readFile(file, 'utf8')) as Partial<StoredInvite> | null;
+    if (typeof i?.secret !== 'string' || typeof i.expiresAt !== 'number' || (i.name !== undefined && typeof i.name !== 'string')) return undefined;
+    return { secret: i.secret, expiresAt: i.expiresAt, ...(i.name === undefined ? {} : { name: i.name }) };
+  } catch {
+    return undefined;
   }
 }

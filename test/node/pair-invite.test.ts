@@ -1,7 +1,7 @@
 // Pairing by invite: the code's format, the proofs, the store's single use and expiry, names.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatInviteCode, INVITE_SECRET_BYTES, InviteStore, MAX_OPEN_INVITES, pairProof, parseInviteCode, pickPeerName, proofMatches, suggestedName } from '../../src/node/pair-invite.js';
@@ -38,12 +38,16 @@ t.test('a proof binds the secret, the role and both keys', async (t) => {
 t.test('the store: an invite is redeemed once, expires, and the file is private', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'clawpeer-invites-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const store = new InviteStore(join(dir, 'invites.json'));
-  t.equal(await store.hasOpen(), false, 'no file: nothing open');
+  const store = new InviteStore(join(dir, 'invites'));
+  t.equal(await store.hasOpen(), false, 'no directory: nothing open');
   const now = 1_000_000;
   const { code, expiresAt } = await store.create({ name: 'bob', ttlMs: 60_000, nowMs: now });
   t.equal(expiresAt, now + 60_000);
-  t.equal((await stat(join(dir, 'invites.json'))).mode & 0o777, 0o600);
+  t.equal((await stat(join(dir, 'invites'))).mode & 0o777, 0o700);
+  const files = await readdir(join(dir, 'invites'));
+  t.equal(files.length, 1);
+  t.equal((await stat(join(dir, 'invites', files[0] ?? ''))).mode & 0o777, 0o600);
+  t.notOk(files[0]?.includes(code.replace(/-/g, '')), 'the file is not named by the secret');
   const secret = parseInviteCode(code);
   const matches = (s: Uint8Array): boolean => Buffer.from(s).equals(Buffer.from(secret));
   t.equal(await store.hasOpen(now + 59_999), true);
@@ -54,7 +58,8 @@ t.test('the store: an invite is redeemed once, expires, and the file is private'
   t.same(redeemed && Buffer.from(redeemed.secret), Buffer.from(parseInviteCode(again.code)));
   t.equal(redeemed?.name, undefined, 'no name set');
   t.equal(await store.redeem((s) => Buffer.from(s).equals(Buffer.from(parseInviteCode(again.code))), now + 2), undefined, 'single use');
-  t.equal(await store.hasOpen(now + 3), false, 'the expired one went with the redemption');
+  t.equal(await store.hasOpen(now + 60_001), false, 'the first one expired');
+  t.same(await readdir(join(dir, 'invites')), [], 'used and expired invites leave no file');
   for (let i = 0; i < MAX_OPEN_INVITES; i++) await store.create({ ttlMs: 60_000, nowMs: now });
   await t.rejects(store.create({ ttlMs: 60_000, nowMs: now }), { code: 'USAGE', message: /invites are open already/ });
 });

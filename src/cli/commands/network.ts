@@ -123,7 +123,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const sendLimiter = bwlimit === undefined ? undefined : new RateLimiter(bwlimit);
         const limited = sendLimiter === undefined ? {} : { sendLimiter };
         const server = await NodeServer.start(
-          { identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesFile), shares, host: String(args['host']), port, config, log },
+          { identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log },
           (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId, indexes, resident, ...limited }, signal),
         );
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);

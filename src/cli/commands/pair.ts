@@ -72,7 +72,7 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
             const clash = (await new PeerStore(ctx.home.peersFile).list()).find((p) => p.name === name);
             if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} is already used by ${clash.id}`);
           }
-          const { code, expiresAt } = await new InviteStore(ctx.home.invitesFile).create({ ttlMs: minutes * 60_000, ...(name === undefined ? {} : { name }) });
+          const { code, expiresAt } = await new InviteStore(ctx.home.invitesDir).create({ ttlMs: minutes * 60_000, ...(name === undefined ? {} : { name }) });
           const until = new Date(expiresAt).toISOString();
           ctx.out.emit(
             { event: 'invite', code, expiresAt: until, id: identity.nodeId },
