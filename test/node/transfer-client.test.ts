@@ -8,6 +8,7 @@ import { silentLogger } from '../../src/logger.js';
 import { PeerSession } from '../../src/node/session.js';
 import { pull, push } from '../../src/node/transfer-client.js';
 import { syncFolder } from '../../src/node/sync-client.js';
+import { compileFilter } from '../../src/transfer/exclude.js';
 import type { FeatureName } from '../../src/protocol/capabilities.js';
 import { memoryHandshake } from './memory-session.js';
 
@@ -95,6 +96,28 @@ t.test('push --delete to a listener without delete is refused before the request
   await t.rejects(
     push({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, delete: true }),
     { code: 'USAGE', message: /cannot remove what the source lacks \(an older clawpeer\): push without --delete/ },
+  );
+  t.notOk(await sent(), 'no request went out');
+  await session.connection.close();
+});
+
+t.test('pull --include from a listener without filter is refused before the request (it knows plain excludes only)', async (t) => {
+  const { session, sent } = await sessionWithout('filter');
+  await t.rejects(
+    pullInto(session, { excludeRules: compileFilter([{ pattern: '*.txt', include: true }, { pattern: '*', include: false }]) }),
+    { code: 'USAGE', message: /does not take --include rules \(an older clawpeer\): run without --include/ },
+  );
+  t.notOk(await sent(), 'no request went out');
+  await session.connection.close();
+});
+
+t.test('push --ignore-existing / --update to a listener without existing is refused before the scan', async (t) => {
+  const { session, sent } = await sessionWithout('existing');
+  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
+  await writeFile(path.join(localPath, 'a.txt'), 'a');
+  await t.rejects(
+    push({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, existing: 'update' }),
+    { code: 'USAGE', message: /cannot keep existing files \(--ignore-existing, --update\) \(an older clawpeer\)/ },
   );
   t.notOk(await sent(), 'no request went out');
   await session.connection.close();
