@@ -39,7 +39,13 @@ export async function joinByInvite(o: JoinOptions): Promise<PeerEntry> {
     if (o.name !== undefined && taken.has(o.name)) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(o.name)} is already used by another peer: pick another --name`);
     const stream = await conn.openStream();
     await stream.write(encodeControlFrame({ type: 'pair-request', proof: pairProof(o.secret, 'joiner', inviterKey, o.identity.publicKey), name: suggestedName() }));
-    const answer = await readLoneMessage(stream, o.config.handshakeTimeoutMs, o.signal);
+    const answer = await readLoneMessage(stream, o.config.handshakeTimeoutMs, o.signal).catch((err: unknown) => {
+      // A listener that has our key pinned already runs its handshake and wants a Hello.
+      if (err instanceof ClawpeerError && err.code === 'PROTOCOL' && err.message.includes('got pair-request')) {
+        throw new ClawpeerError('USAGE', `the node at ${where} (${inviterId}) has this node paired already: pin it here with \`clawpeer pair add ${inviterId} --name <NAME> --addr ${where}\``, { cause: err });
+      }
+      throw err;
+    });
     if (answer?.type !== 'pair-accept') throw new ClawpeerError('PROTOCOL', `${where} answered the pairing with ${answer === null ? 'nothing' : answer.type}`);
     // It pinned us already if its proof is good; if not, it is not who printed the code.
     if (!proofMatches(pairProof(o.secret, 'inviter', inviterKey, o.identity.publicKey), answer.proof)) {

@@ -93,6 +93,12 @@ t.test('pair invite / pair join: a one-time code pins both keys; a wrong or used
   const reused = await runCli(['--home', e.home, 'pair', 'join', code, '--addr', addr]);
   t.equal(reused.code, 3, 'a used code is refused');
   t.match(listener.stderr(), new RegExp(`paired by invite id=${d.id} name=dave`));
+  // Joining a listener that has this node pinned already says so, with the command that is left.
+  const second = String(jsonLines((await runCli(['--home', a.home, 'pair', 'invite', '--json'])).stdout)[0]?.['code']);
+  t.equal((await runCli(['--home', d.home, 'pair', 'remove', 'alice'])).code, 0);
+  const twice = await runCli(['--home', d.home, 'pair', 'join', second, '--addr', addr]);
+  t.equal(twice.code, 2, twice.stderr);
+  t.match(twice.stderr, `has this node paired already: pin it here with \`clawpeer pair add ${a.id} --name <NAME> --addr ${addr}\``);
 });
 
 t.test('client side pinning: an unpaired id is not dialled, a wrong key at the address is refused', async (t) => {
