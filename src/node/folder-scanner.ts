@@ -1,6 +1,7 @@
 // Turns the state of a shared folder on disk into local revisions in its revision log.
 //
-// Goals: one pass over the tree (tree-scan.ts) that records a new local revision for every path
+// Goals: one pass over the tree (tree-scan.ts; or, when a folder watcher vouches that only
+// recorded files were edited, over just those: `onlyChanged`) that records a new local revision for every path
 // that was added or changed since the last scan and a tombstone for every path that vanished;
 // unchanged files are recognised by the warm index (size + mtimeNs + inode + device, certified
 // for the current head) and never re-hashed, so a no-op rescan of a big tree reads metadata only;
@@ -50,7 +51,7 @@ import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from './publisher.js';
 import { RevisionStore } from './revision-store.js';
 import type { RevisionDraft, WarmStat } from './revision-store.js';
 import { syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';
-import { scanTreeBatches } from './tree-scan.js';
+import { fileEntryOf, scanTreeBatches } from './tree-scan.js';
 import type { TreeEntry, TreeScanIssue } from './tree-scan.js';
 
 /** Changes committed per transaction: bounds the memory of pending drafts (~300 bytes each). */
@@ -73,6 +74,14 @@ export interface ScanFolderOptions {
   readonly onIssue?: (issue: TreeScanIssue) => void;
   /** The folder's ignore rules (loadSyncIgnore). Default: nothing is ignored but the ignore file. */
   readonly ignore?: SyncIgnore;
+  /**
+   * The paths a folder watcher saw named in events since the last complete scan began, when it
+   * vouches that nothing else changed (folder-watcher.ts). If each is a regular file with a live
+   * file head (an edit, or a mode change), only they are looked at; anything else (a new,
+   * vanished or replaced path, a directory, an ignored path such as the ignore file) means the
+   * whole walk, as without this option.
+   */
+  readonly onlyChanged?: readonly string[];
   readonly signal?: AbortSignal;
 }
 
@@ -111,6 +120,30 @@ function statOf(e: Pick<TreeEntry, 'size' | 'mtimeNs' | 'ino' | 'dev' | 'mode'>)
 /** True when `relPath` is `prefix` or inside it. */
 function isUnder(relPath: string, prefix: string): boolean {
   return prefix === '' || relPath === prefix || relPath.startsWith(prefix + '/');
+}
+
+/**
+ * The entries of `paths` when every one is an edit of a recorded file: a regular file now (with
+ * one link), with a live file head, not ignored or internal. Undefined as soon as one is not (the whole walk then).
+ */
+function editedFiles(root: string, paths: readonly string[], store: RevisionStore, ignore: SyncIgnore): TreeEntry[] | undefined {
+  const entries: TreeEntry[] = [];
+  for (const rel of new Set(paths)) {
+    if (rel === '' || isInternalPath(rel) || ignore.ignores(rel, false)) return undefined;
+    const head = store.head(rel);
+    if (head === undefined || head.revision.deleted || head.revision.kind !== 'file') return undefined;
+    let st;
+    try {
+      st = lstatSync(path.join(root, ...rel.split('/')), { bigint: true, throwIfNoEntry: false });
+    } catch {
+      return undefined;
+    }
+    // A file with other hard links changes under their names too, and only the name written
+    // through raised the event: the walk finds the others.
+    if (st?.isFile() !== true || st.nlink !== 1n) return undefined;
+    entries.push(fileEntryOf(rel, st));
+  }
+  return entries;
 }
 
 /**
@@ -167,21 +200,20 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
   const certify = (e: TreeEntry): WarmStat | undefined => (isRacy(e.mtimeNs, nowNs, racyWindowMs) ? undefined : statOf(e));
 
   const ignore = options.ignore ?? syncIgnoreFrom([]);
-  const skipDir = (rel: string): boolean => rel === INTERNAL_DIR_NAME || ignore.matches(rel, true);
-  const walk = scanTreeBatches(root, { rootName: null, onIssue: report, skipDir, ...(signal === undefined ? {} : { signal }) });
-  for await (const batch of walk) for (const entry of batch) {
+  /** Records what changed about one walked entry (nothing, for an unchanged one). */
+  const visit = async (entry: TreeEntry): Promise<void> => {
     const rel = entry.relPath;
-    if (entry.kind !== 'dir' && ignore.matches(rel, false)) continue;
+    if (entry.kind !== 'dir' && ignore.matches(rel, false)) return;
     if (isInternalPath(rel)) {
       const isTemp = entry.kind === 'file' && isTempFileName(path.posix.basename(rel));
       if (isTemp && removeTempFileIfStale(path.join(root, ...rel.split('/')), { nowMs, minAgeMs: staleTempAgeMs })) removedTempFiles++;
-      continue;
+      return;
     }
     seenPaths.push(rel);
     if (entry.kind === 'file' && store.isWarm(rel, entry)) { // an entry is its own WarmStat
       unchanged++;
       liveSeen++; // a warm entry is certified for a live head
-      continue;
+      return;
     }
     const head = store.head(rel);
     const live: RevisionEntry | undefined = head !== undefined && !head.revision.deleted ? head : undefined;
@@ -199,7 +231,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
         const stable = manifest.size === entry.size && sameFileKey(fileKeyOf(after), entry);
         if (!stable) {
           unstable++;
-          continue;
+          return;
         }
         contentRoot = manifest.root;
         options.onHashed?.(rel, manifest, statOf(entry));
@@ -209,13 +241,13 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
         if (!isClawpeerError(err, 'IO') && !errno) throw err;
         const error = isClawpeerError(err) ? err : new ClawpeerError('IO', `cannot read ${abs}: ${(err as Error).message}`, { cause: err });
         report({ localPath: abs, error });
-        continue;
+        return;
       }
       if (sameMeta && bytesEqual(live.revision.contentRoot, contentRoot)) {
         unchanged++;
         const warm = certify(entry);
         if (warm !== undefined) enqueue({ draft: undefined, relPath: rel, warm });
-        continue;
+        return;
       }
       if (live === undefined) {
         added++;
@@ -224,14 +256,14 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
         changed++;
       }
       enqueue({ draft: { ...base, contentRoot, size: entry.size, linkTarget: '' }, relPath: rel, warm: certify(entry) });
-      continue;
+      return;
     }
 
     const target = entry.kind === 'symlink' ? (entry.linkTarget ?? '') : '';
     const same = live !== undefined && live.revision.kind === entry.kind && live.revision.mode === entry.mode && live.revision.linkTarget === target;
     if (same) {
       unchanged++;
-      continue;
+      return;
     }
     if (live === undefined) {
       added++;
@@ -240,7 +272,19 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
       changed++;
     }
     enqueue({ draft: { ...base, contentRoot: NO_ROOT, size: entry.kind === 'symlink' ? entry.size : 0, linkTarget: target }, relPath: rel, warm: undefined });
+  };
+
+  // Only the paths a watcher saw change, when they are all edits of files already recorded (no
+  // path came or went, so nothing else can have changed and nothing vanished).
+  const edits = options.onlyChanged === undefined ? undefined : editedFiles(root, options.onlyChanged, store, ignore);
+  if (edits !== undefined) {
+    for (const entry of edits) await visit(entry);
+    flush();
+    return { added, changed, deleted, unchanged, unstable, hashedBytes, commits, removedTempFiles };
   }
+  const skipDir = (rel: string): boolean => rel === INTERNAL_DIR_NAME || ignore.matches(rel, true);
+  const walk = scanTreeBatches(root, { rootName: null, onIssue: report, skipDir, ...(signal === undefined ? {} : { signal }) });
+  for await (const batch of walk) for (const entry of batch) await visit(entry);
 
   // Everything with a live head that the walk did not see is gone, unless it lies under
   // something the walk could not read. The walk's own changes are committed first, so the

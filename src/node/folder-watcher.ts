@@ -16,8 +16,12 @@
 // file itself counts, and the rules are read again before the follow-up re-reads the root, so a
 // directory no longer ignored gets its watches. A malformed file means no rules: more events,
 // never fewer (the sync reports the file's error).
-// Non-goals: telling which paths changed (a scan still walks the whole tree with its warm
-// index), network file systems (their remote changes raise no events: never skipped there).
+// Which paths changed: every event names a directory and (nearly always) an entry of it; the
+// entries named since the last scan began are kept (up to MAX_NAMED_PATHS), so a scan can look
+// at just those when they are all edits of recorded files (folder-scanner.ts `onlyChanged`; an
+// edit, append or chmod of a file raises its name). Anything else there (a path that came, went
+// or is a directory, an event without a name, too many paths or events) means the whole walk.
+// Non-goals: network file systems (their remote changes raise no events: never skipped there).
 import { lstatSync, watch, type FSWatcher } from 'node:fs';
 import { lstat, readdir, statfs } from 'node:fs/promises';
 import path from 'node:path';
@@ -30,6 +34,16 @@ import { QuietTimer } from './quiet-timer.js';
 const FOLLOW_UP_DELAY_MS = 100;
 /** Longest a follow-up waits under a steady stream of events, ms. */
 const FOLLOW_UP_MAX_DELAY_MS = 1_000;
+
+/** Paths named by events that a scan may look at alone; past this the whole tree is walked. */
+export const MAX_NAMED_PATHS = 1024;
+/**
+ * Events since a scan began past which the whole tree is walked whatever they named. The kernel
+ * drops events only behind a full queue (fs.inotify.max_queued_events, 16384 by default), and
+ * every event of that queue is delivered after the drop, so a period in which one was dropped
+ * counts more than this: a dropped creation is never left to a scan of named paths alone.
+ */
+export const MAX_NAMED_EVENTS = 4096;
 
 /** A skipped scan is never trusted for longer than this after the last real one (Syncthing rescans hourly). */
 export const MAX_SCAN_SKIP_AGE_MS = 3_600_000;
@@ -79,6 +93,10 @@ export class FolderWatcher {
   #ignore: SyncIgnore = syncIgnoreFrom([]);
   /** The ignore file changed since it was read: read it again before the follow-up. */
   #ignoreStale = false;
+  /** Root-relative paths events named since the last scan began; 'many' past MAX_NAMED_PATHS or after an event without a name. */
+  #named: Set<string> | 'many' = new Set();
+  /** Events counted into #named since the last scan began. */
+  #namedEvents = 0;
 
   private constructor(root: string, o: FolderWatcherOptions) {
     this.root = root;
@@ -133,8 +151,22 @@ export class FolderWatcher {
 
   /** True when the folder is known unchanged since the last scan began: that scan's record still holds. */
   canSkipScan(): boolean {
+    return this.#trusted() && this.#certified?.generation === this.#generation;
+  }
+
+  /**
+   * The paths events named since the last scan began, when the watcher vouches that nothing
+   * else changed (as for canSkipScan, but events allowed); undefined when it cannot, or named
+   * too many. Ask before scanStarting().
+   */
+  changedSinceScan(): readonly string[] | undefined {
+    return this.#trusted() && this.#named !== 'many' ? [...this.#named] : undefined;
+  }
+
+  /** The last scan was certified, recently, and every directory has had its watch since. */
+  #trusted(): boolean {
     const c = this.#certified;
-    return c !== undefined && !this.#closed && this.#broken === undefined && this.#pending === 0 && c.generation === this.#generation && this.#now() - c.atMs < this.#maxSkipAgeMs && this.#rootIsWatched();
+    return c !== undefined && !this.#closed && this.#broken === undefined && this.#pending === 0 && this.#now() - c.atMs < this.#maxSkipAgeMs && this.#rootIsWatched();
   }
 
   /** Call as a scan starts; call the result when it ends: `certified` when it recorded everything it saw (no unstable or unreadable entries). */
@@ -149,6 +181,8 @@ export class FolderWatcher {
     const generation = this.#generation;
     const atMs = this.#now();
     this.#certified = undefined;
+    this.#named = new Set(); // what happens from now on is for the next scan
+    this.#namedEvents = 0;
     return (certified) => {
       if (covered && certified) this.#certified = { generation, atMs };
     };
@@ -245,6 +279,7 @@ export class FolderWatcher {
       else if (this.#ignore.ignores(rel, 'either')) return; // ignored as a file and as a directory
     }
     this.#generation++;
+    this.#noteNamed(dir, entry);
     for (const listener of this.#subscribers) listener(dir, entry);
     this.#dirtyDirs.add(dir);
     if (entry !== null) {
@@ -255,6 +290,15 @@ export class FolderWatcher {
       if (entry === path.basename(dir)) this.#fresh.add(dir);
     }
     if (this.#followUp.poke()) this.#pending++;
+  }
+
+  #noteNamed(dir: string, entry: string | null): void {
+    if (this.#named === 'many') return;
+    if (entry === null || this.#named.size >= MAX_NAMED_PATHS || ++this.#namedEvents > MAX_NAMED_EVENTS) {
+      this.#named = 'many';
+      return;
+    }
+    this.#named.add(this.#relOf(path.join(dir, entry)));
   }
 
   /** New directories get watches, replaced ones new watches, vanished ones none. */

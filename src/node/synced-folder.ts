@@ -4,7 +4,7 @@
 // lock for the whole exchange (no second sync, scan or restore interleaves) and both reconcile
 // a log that matches the disk as of the scan. A resident node passes its folder watcher: when
 // nothing changed since the last scan began, the log still matches the disk and the scan is
-// skipped (folder-watcher.ts). Non-goals: the watching itself, the --watch loop (the CLI).
+// skipped; when only recorded files were edited, only they are looked at (folder-watcher.ts). Non-goals: the watching itself, the --watch loop (the CLI).
 import { mkdir } from 'node:fs/promises';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { FileManifest } from '../chunking/manifest.js';
@@ -91,11 +91,13 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
       o.log.debug('scan skipped: the folder watcher saw no change since the last scan', { folder: dir });
       return { dir, store: opened, scan: undefined, manifests, ignore, close };
     }
+    const onlyChanged = watcher?.changedSinceScan(); // before scanStarting, which starts the next list
     const scanEnded = watcher?.scanStarting();
     let issues = 0;
     const scan = await scanFolder(opened, dir, {
       chunking: o.chunking,
       ignore,
+      ...(onlyChanged === undefined ? {} : { onlyChanged }),
       onHashed: (rel: string, manifest: FileManifest, stat: WarmStat) => {
         if (o.cacheManifests === true) manifests.add(rel, manifest, stat);
         o.onHashed?.(rel, manifest);

@@ -149,6 +149,11 @@ interface Frame {
  * in UTF-8 byte order. Throws ClawpeerError IO when `localPath` itself cannot be read, ABORTED
  * on the signal, and (without `onIssue`) PATH_INVALID / IO for the first entry that cannot be sent.
  */
+/** The entry of a regular file at `rel` from its lstat (a caller that looks at single files, not a walk). */
+export function fileEntryOf(rel: string, st: BigIntStats): TreeEntry {
+  return { relPath: rel, kind: 'file', size: Number(st.size), mode: Number(st.mode) & PERMISSION_BITS, mtimeMs: mtimeMsOf(st.mtimeNs), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev };
+}
+
 export async function* scanTree(localPath: string, options: ScanTreeOptions = {}): AsyncGenerator<TreeEntry, void, undefined> {
   for await (const batch of scanTreeBatches(localPath, options)) yield* batch;
 }
@@ -205,7 +210,7 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
   const entryOf = (local: string, rel: string, st: BigIntStats): TreeEntry | undefined => {
     const mode = Number(st.mode) & PERMISSION_BITS;
     // Files and directories (nearly every entry) as plain literals: no spread on the hot path.
-    if (st.isFile()) return { relPath: rel, kind: 'file', size: Number(st.size), mode, mtimeMs: mtimeMsOf(st.mtimeNs), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev };
+    if (st.isFile()) return fileEntryOf(rel, st);
     if (st.isDirectory()) return { relPath: rel, kind: 'dir', size: 0, mode, mtimeMs: mtimeMsOf(st.mtimeNs), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev };
     const common = { relPath: rel, mode, mtimeMs: mtimeMsOf(st.mtimeNs), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev };
     if (st.isSymbolicLink()) {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rename, rm, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, mkdtemp, rename, rm, symlink, unlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -219,4 +219,24 @@ t.test('ignored paths are neither entered nor recorded; ignoring a recorded path
   t.match(negated, { added: 1, deleted: 0 }, 'keep.tmp only; notes.tmp, recorded before, is not tombstoned');
   t.ok(paths().includes('keep.tmp'));
   t.notOk(paths().includes('other.tmp'));
+});
+
+t.test('onlyChanged: edits of recorded files alone are looked at; a new, ignored or hard-linked path means the whole walk', async (t) => {
+  const { folder, store } = await fixture();
+  t.match(await scanFolder(store, folder, options), { added: 7 });
+  await writeFile(join(folder, 'a.txt'), 'edited a');
+  t.match(await scanFolder(store, folder, { ...options, onlyChanged: ['a.txt'] }), { changed: 1, unchanged: 0 }, 'just the edit');
+  await writeFile(join(folder, 'sub/deep/c.md'), 'edited c');
+  await writeFile(join(folder, 'fresh.txt'), 'new');
+  const walked = await scanFolder(store, folder, { ...options, onlyChanged: ['sub/deep/c.md', 'fresh.txt'] });
+  t.match(walked, { changed: 1, added: 1 }, 'a new path among them: the walk finds both');
+  t.ok(walked.unchanged > 0, 'the walk looked at everything');
+  await link(join(folder, 'a.txt'), join(folder, 'a-link.txt'));
+  await scanFolder(store, folder, options);
+  await writeFile(join(folder, 'a.txt'), 'edited through one name');
+  const linked = await scanFolder(store, folder, { ...options, onlyChanged: ['a.txt'] });
+  t.match(linked, { changed: 2 }, 'a hard-linked file: the walk finds the other name changed too');
+  await writeFile(join(folder, '.clawpeerignore'), 'nothing-matches\n');
+  t.ok((await scanFolder(store, folder, { ...options, onlyChanged: ['.clawpeerignore'] })).unchanged > 0, 'the ignore file (ignored itself): the walk');
+  t.same(store.checkInvariants(), []);
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { silentLogger } from '../../src/logger.js';
-import { FolderWatcher } from '../../src/node/folder-watcher.js';
+import { FolderWatcher, MAX_NAMED_PATHS } from '../../src/node/folder-watcher.js';
 import { openSyncedFolder, ResidentFolders } from '../../src/node/synced-folder.js';
 
 // Events arrive asynchronously: poll for the state the watcher must reach, with a deadline.
@@ -191,4 +191,54 @@ t.test('openSyncedFolder skips the scan only when the watcher vouches, and a cha
   t.equal(f.scan?.changed, 1);
   t.equal(f.store.head('top.txt')?.revision.size, 8);
   await f.close();
+});
+
+t.test('changedSinceScan: the paths events named since the last scan began, or undefined when they cannot be trusted or are too many', async (t) => {
+  const root = await tree();
+  const w = await started(root);
+  t.equal(w.changedSinceScan(), undefined, 'never scanned under this watcher');
+  await certify(w);
+  t.same(w.changedSinceScan(), [], 'nothing named yet');
+  await appendFile(join(root, 'a/b/deep.txt'), 'more');
+  await eventually('the edit named', () => w.changedSinceScan()?.includes('a/b/deep.txt') === true);
+  await w.whenIdle();
+  t.same(w.changedSinceScan(), ['a/b/deep.txt'], 'only the edited file');
+  w.scanStarting()(false);
+  t.equal(w.changedSinceScan(), undefined, 'after an uncertified scan: the whole walk');
+  await certify(w);
+  t.same(w.changedSinceScan(), [], 'a certified scan starts a new list');
+  for (let i = 0; i <= MAX_NAMED_PATHS; i++) await writeFile(join(root, `many-${i}.txt`), 'x');
+  await eventually('too many named', () => w.changedSinceScan() === undefined);
+});
+
+t.test('openSyncedFolder looks at just the edited files when those are all the watcher saw; a new or removed path means the whole walk', async (t) => {
+  const root = await tree();
+  await writeFile(join(root, 'a/other.txt'), 'other');
+  const resident = new ResidentFolders({ log: silentLogger });
+  t.teardown(() => resident.close());
+  const w = resident.watchers.forFolder(root);
+  await w.whenIdle();
+  const open = () => openSyncedFolder(root, { nodeId: 'n1', chunking: DEFAULT_CHUNKING, lockWaitMs: 1_000, log: silentLogger, resident });
+  const sync = async () => {
+    const f = await open();
+    const scan = f.scan;
+    await f.close();
+    return scan;
+  };
+  t.match(await sync(), { added: 5 }, 'first sync walks: top.txt, a, a/b, a/b/deep.txt, a/other.txt');
+  await writeFile(join(root, 'a/b/deep.txt'), 'edited deep');
+  await chmod(join(root, 'top.txt'), 0o600);
+  await eventually('both named', () => ['a/b/deep.txt', 'top.txt'].every((p) => w.changedSinceScan()?.includes(p) === true));
+  await w.whenIdle();
+  t.match(await sync(), { changed: 2, unchanged: 0, added: 0, deleted: 0 }, 'the edit and the chmod, and nothing else was looked at');
+  await writeFile(join(root, 'a/new.txt'), 'new');
+  await eventually('the new file named', () => w.changedSinceScan()?.includes('a/new.txt') === true);
+  await w.whenIdle();
+  const walked = await sync();
+  t.match(walked, { added: 1, deleted: 0 }, 'a new path: the whole walk');
+  t.ok((walked?.unchanged ?? 0) >= 4, `the walk saw the unchanged entries too (${String(walked?.unchanged)})`);
+  await rm(join(root, 'a/other.txt'));
+  await eventually('the removal named', () => w.changedSinceScan()?.includes('a/other.txt') === true);
+  await w.whenIdle();
+  t.match(await sync(), { deleted: 1 }, 'a removed path: the whole walk records the tombstone');
 });
