@@ -1,7 +1,7 @@
 // Turns the state of a shared folder on disk into local revisions in its revision log.
 //
-// Goals: one pass over the tree (tree-scan.ts; or, when a folder watcher vouches that only
-// recorded files were edited, over just those: `onlyChanged`) that records a new local revision for every path
+// Goals: one pass over the tree (tree-scan.ts; or, when a folder watcher vouches that only some
+// files changed, over just those: `onlyChanged`) that records a new local revision for every path
 // that was added or changed since the last scan and a tombstone for every path that vanished;
 // unchanged files are recognised by the warm index (size + mtimeNs + inode + device, certified
 // for the current head) and never re-hashed, so a no-op rescan of a big tree reads metadata only;
@@ -76,10 +76,10 @@ export interface ScanFolderOptions {
   readonly ignore?: SyncIgnore;
   /**
    * The paths a folder watcher saw named in events since the last complete scan began, when it
-   * vouches that nothing else changed (folder-watcher.ts). If each is a regular file with a live
-   * file head (an edit, or a mode change), only they are looked at; anything else (a new,
-   * vanished or replaced path, a directory, an ignored path such as the ignore file) means the
-   * whole walk, as without this option.
+   * vouches that nothing else changed (folder-watcher.ts). If each is a plain file change (a
+   * regular file edited, chmod'ed or new in a recorded directory; a recorded file or symlink
+   * gone), only they are looked at; anything else (a directory, a symlink now, a hard-linked
+   * file, an ignored path such as the ignore file) means the whole walk, as without this option.
    */
   readonly onlyChanged?: readonly string[];
   readonly signal?: AbortSignal;
@@ -122,28 +122,50 @@ function isUnder(relPath: string, prefix: string): boolean {
   return prefix === '' || relPath === prefix || relPath.startsWith(prefix + '/');
 }
 
+/** What the named paths of a watcher amount to, when each is a plain file change (namedChanges). */
+interface NamedChanges {
+  /** Regular files (edited, or new in a recorded directory) to look at. */
+  readonly present: TreeEntry[];
+  /** Recorded files and symlinks that are gone. */
+  readonly gone: RevisionEntry[];
+}
+
 /**
- * The entries of `paths` when every one is an edit of a recorded file: a regular file now (with
- * one link), with a live file head, not ignored or internal. Undefined as soon as one is not (the whole walk then).
+ * `paths` as plain file changes: each is now a regular file with one link, in the root or a
+ * recorded directory, where no directory or symlink was recorded (edited, or new); or it is
+ * gone and was a recorded file or symlink (or nothing). Undefined as soon as one is anything
+ * else (a directory, a symlink now, an ignored or internal path, an unreadable one): the whole
+ * walk then. A file with other hard links changes under their names too, and only the name
+ * written through raised the event: the walk finds the others.
  */
-function editedFiles(root: string, paths: readonly string[], store: RevisionStore, ignore: SyncIgnore): TreeEntry[] | undefined {
-  const entries: TreeEntry[] = [];
-  for (const rel of new Set(paths)) {
-    if (rel === '' || isInternalPath(rel) || ignore.ignores(rel, false)) return undefined;
+function namedChanges(root: string, paths: readonly string[], store: RevisionStore, ignore: SyncIgnore): NamedChanges | undefined {
+  const present: TreeEntry[] = [];
+  const gone: RevisionEntry[] = [];
+  const liveHead = (rel: string): RevisionEntry | undefined => {
     const head = store.head(rel);
-    if (head === undefined || head.revision.deleted || head.revision.kind !== 'file') return undefined;
+    return head === undefined || head.revision.deleted ? undefined : head;
+  };
+  for (const rel of new Set(paths)) {
+    if (rel === '' || isInternalPath(rel) || ignore.ignores(rel, false) || ignore.ignores(rel, true)) return undefined;
     let st;
     try {
       st = lstatSync(path.join(root, ...rel.split('/')), { bigint: true, throwIfNoEntry: false });
-    } catch {
-      return undefined;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOTDIR') return undefined; // unreadable: never a deletion
     }
-    // A file with other hard links changes under their names too, and only the name written
-    // through raised the event: the walk finds the others.
-    if (st?.isFile() !== true || st.nlink !== 1n) return undefined;
-    entries.push(fileEntryOf(rel, st));
+    const head = liveHead(rel);
+    if (st === undefined) {
+      if (head?.revision.kind === 'dir') return undefined; // its contents went too: the walk tombstones them
+      if (head !== undefined) gone.push(head);
+      continue;
+    }
+    if (!st.isFile() || st.nlink !== 1n) return undefined;
+    if (head !== undefined && head.revision.kind !== 'file') return undefined;
+    const parent = rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';
+    if (parent !== '' && liveHead(parent)?.revision.kind !== 'dir') return undefined;
+    present.push(fileEntryOf(rel, st));
   }
-  return entries;
+  return { present, gone };
 }
 
 /**
@@ -274,11 +296,21 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     enqueue({ draft: { ...base, contentRoot: NO_ROOT, size: entry.kind === 'symlink' ? entry.size : 0, linkTarget: target }, relPath: rel, warm: undefined });
   };
 
-  // Only the paths a watcher saw change, when they are all edits of files already recorded (no
-  // path came or went, so nothing else can have changed and nothing vanished).
-  const edits = options.onlyChanged === undefined ? undefined : editedFiles(root, options.onlyChanged, store, ignore);
-  if (edits !== undefined) {
-    for (const entry of edits) await visit(entry);
+  const tombstone = (rev: RevisionEntry['revision']): void => {
+    deleted++;
+    enqueue({
+      draft: { path: rev.path, kind: rev.kind, contentRoot: NO_ROOT, size: 0, mode: rev.mode, mtimeNs: nowNs, deleted: true, linkTarget: '' },
+      relPath: rev.path,
+      warm: undefined,
+    });
+  };
+
+  // Only the paths a watcher saw change, when each is a plain file change: nothing else in the
+  // tree can have changed, and nothing else vanished.
+  const named = options.onlyChanged === undefined ? undefined : namedChanges(root, options.onlyChanged, store, ignore);
+  if (named !== undefined) {
+    for (const entry of named.present) await visit(entry);
+    for (const head of named.gone) tombstone(head.revision);
     flush();
     return { added, changed, deleted, unchanged, unstable, hashedBytes, commits, removedTempFiles };
   }
@@ -298,12 +330,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     if (rev === undefined || rev.deleted || isInternalPath(rev.path)) continue;
     if (unreadable.some((prefix) => isUnder(rev.path, prefix))) continue;
     if (ignore.ignores(rev.path, rev.kind === 'dir')) continue;
-    deleted++;
-    enqueue({
-      draft: { path: rev.path, kind: rev.kind, contentRoot: NO_ROOT, size: 0, mode: rev.mode, mtimeNs: nowNs, deleted: true, linkTarget: '' },
-      relPath: rev.path,
-      warm: undefined,
-    });
+    tombstone(rev);
   }
   flush();
   return { added, changed, deleted, unchanged, unstable, hashedBytes, commits, removedTempFiles };

@@ -18,9 +18,9 @@
 // never fewer (the sync reports the file's error).
 // Which paths changed: every event names a directory and (nearly always) an entry of it; the
 // entries named since the last scan began are kept (up to MAX_NAMED_PATHS), so a scan can look
-// at just those when they are all edits of recorded files (folder-scanner.ts `onlyChanged`; an
-// edit, append or chmod of a file raises its name). Anything else there (a path that came, went
-// or is a directory, an event without a name, too many paths or events) means the whole walk.
+// at just those when each is a plain file change (folder-scanner.ts `onlyChanged`: a file
+// edited, chmod'ed, created or removed raises its name). Anything else there (a directory, an
+// event without a name, too many paths or events) means the whole walk.
 // Non-goals: network file systems (their remote changes raise no events: never skipped there).
 import { lstatSync, watch, type FSWatcher } from 'node:fs';
 import { lstat, readdir, statfs } from 'node:fs/promises';

@@ -221,21 +221,31 @@ t.test('ignored paths are neither entered nor recorded; ignoring a recorded path
   t.notOk(paths().includes('other.tmp'));
 });
 
-t.test('onlyChanged: edits of recorded files alone are looked at; a new, ignored or hard-linked path means the whole walk', async (t) => {
+t.test('onlyChanged: plain file changes alone are looked at; a directory, an ignored or hard-linked path means the whole walk', async (t) => {
   const { folder, store } = await fixture();
   t.match(await scanFolder(store, folder, options), { added: 7 });
+  const live = (): string[] => [...store.heads()].filter((h) => !h.revision.deleted).map((h) => h.revision.path).sort();
   await writeFile(join(folder, 'a.txt'), 'edited a');
-  t.match(await scanFolder(store, folder, { ...options, onlyChanged: ['a.txt'] }), { changed: 1, unchanged: 0 }, 'just the edit');
-  await writeFile(join(folder, 'sub/deep/c.md'), 'edited c');
-  await writeFile(join(folder, 'fresh.txt'), 'new');
-  const walked = await scanFolder(store, folder, { ...options, onlyChanged: ['sub/deep/c.md', 'fresh.txt'] });
-  t.match(walked, { changed: 1, added: 1 }, 'a new path among them: the walk finds both');
+  await writeFile(join(folder, 'sub/deep/new.txt'), 'new in a recorded directory');
+  await rm(join(folder, 'sub/b.bin'));
+  await rm(join(folder, 'link'));
+  const named = await scanFolder(store, folder, { ...options, onlyChanged: ['a.txt', 'sub/deep/new.txt', 'sub/b.bin', 'link', 'never-existed.txt'] });
+  t.match(named, { changed: 1, added: 1, deleted: 2, unchanged: 0 }, 'the edit, the new file and the two removals, and nothing else looked at');
+  t.same(live(), ['a.txt', 'empty', 'sub', 'sub/deep', 'sub/deep/c.md', 'sub/deep/new.txt']);
+
+  await mkdir(join(folder, 'newdir'));
+  await writeFile(join(folder, 'newdir/x.txt'), 'x');
+  const walked = await scanFolder(store, folder, { ...options, onlyChanged: ['newdir'] });
+  t.match(walked, { added: 2 }, 'a new directory: the walk finds it and what is in it');
   t.ok(walked.unchanged > 0, 'the walk looked at everything');
+
+  await rm(join(folder, 'sub/deep'), { recursive: true });
+  t.match(await scanFolder(store, folder, { ...options, onlyChanged: ['sub/deep'] }), { deleted: 3 }, 'a removed directory: the walk tombstones it and its contents');
+
   await link(join(folder, 'a.txt'), join(folder, 'a-link.txt'));
   await scanFolder(store, folder, options);
   await writeFile(join(folder, 'a.txt'), 'edited through one name');
-  const linked = await scanFolder(store, folder, { ...options, onlyChanged: ['a.txt'] });
-  t.match(linked, { changed: 2 }, 'a hard-linked file: the walk finds the other name changed too');
+  t.match(await scanFolder(store, folder, { ...options, onlyChanged: ['a.txt'] }), { changed: 2 }, 'a hard-linked file: the walk finds the other name changed too');
   await writeFile(join(folder, '.clawpeerignore'), 'nothing-matches\n');
   t.ok((await scanFolder(store, folder, { ...options, onlyChanged: ['.clawpeerignore'] })).unchanged > 0, 'the ignore file (ignored itself): the walk');
   t.same(store.checkInvariants(), []);

@@ -211,7 +211,7 @@ t.test('changedSinceScan: the paths events named since the last scan began, or u
   await eventually('too many named', () => w.changedSinceScan() === undefined);
 });
 
-t.test('openSyncedFolder looks at just the edited files when those are all the watcher saw; a new or removed path means the whole walk', async (t) => {
+t.test('openSyncedFolder looks at just the changed files when those are all the watcher saw; a new directory means the whole walk', async (t) => {
   const root = await tree();
   await writeFile(join(root, 'a/other.txt'), 'other');
   const resident = new ResidentFolders({ log: silentLogger });
@@ -232,13 +232,15 @@ t.test('openSyncedFolder looks at just the edited files when those are all the w
   await w.whenIdle();
   t.match(await sync(), { changed: 2, unchanged: 0, added: 0, deleted: 0 }, 'the edit and the chmod, and nothing else was looked at');
   await writeFile(join(root, 'a/new.txt'), 'new');
-  await eventually('the new file named', () => w.changedSinceScan()?.includes('a/new.txt') === true);
+  await rm(join(root, 'a/other.txt'));
+  await eventually('the new and the removed file named', () => ['a/new.txt', 'a/other.txt'].every((p) => w.changedSinceScan()?.includes(p) === true));
+  await w.whenIdle();
+  t.match(await sync(), { added: 1, deleted: 1, unchanged: 0 }, 'a new and a removed file: just those');
+  await mkdir(join(root, 'a/c'));
+  await writeFile(join(root, 'a/c/inside.txt'), 'inside');
+  await eventually('the new directory named', () => w.changedSinceScan()?.includes('a/c') === true);
   await w.whenIdle();
   const walked = await sync();
-  t.match(walked, { added: 1, deleted: 0 }, 'a new path: the whole walk');
+  t.match(walked, { added: 2, deleted: 0 }, 'a new directory: the whole walk, which finds what is in it');
   t.ok((walked?.unchanged ?? 0) >= 4, `the walk saw the unchanged entries too (${String(walked?.unchanged)})`);
-  await rm(join(root, 'a/other.txt'));
-  await eventually('the removal named', () => w.changedSinceScan()?.includes('a/other.txt') === true);
-  await w.whenIdle();
-  t.match(await sync(), { deleted: 1 }, 'a removed path: the whole walk records the tombstone');
 });
