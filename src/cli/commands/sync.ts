@@ -11,6 +11,7 @@ import type { ResolvedPeer } from '../../node/peer-resolve.js';
 import { isTempFileName } from '../../node/internal-names.js';
 import { QuietTimer } from '../../node/quiet-timer.js';
 import { loadSyncIgnore } from '../../node/sync-ignore.js';
+import type { ResidentFolders } from '../../node/synced-folder.js';
 import type { SyncFolderResult } from '../../node/sync-client.js';
 import type { TransferProgress } from '../../node/transfer-progress.js';
 import type { SyncModeName } from '../../protocol/messages.js';
@@ -72,11 +73,15 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     const identity = await loadIdentity(ctx.home.identityKeyFile);
     return { identity, peer: await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined) };
   };
+  // --watch keeps the folder's watcher and log across its syncs, as a listener does: a sync
+  // skips the scan when nothing changed, or looks at just the changed files (synced-folder.ts).
+  let resident: ResidentFolders | undefined;
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
     const [{ identity, peer }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../node/sync-with-peer.js')]);
     return syncWithPeer({
       identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun,
       ...(onProgress === undefined ? {} : { onProgress }), ...(bwlimit === undefined ? {} : { bwlimit }),
+      ...(resident === undefined ? {} : { resident }),
     });
   };
   const once = async (): Promise<void> => {
@@ -124,14 +129,12 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   });
   // One watch per directory (node/folder-watcher.ts; Node's recursive fs.watch on Linux sets one
   // per file). Publisher temp files are our own sync's, not changes; .clawpeer is not watched.
-  const { FolderWatcher } = await import('../../node/folder-watcher.js');
-  const watcher = FolderWatcher.start(await realpath(dir), {
-    log: ctx.log,
-    onEvent: (_dir, name) => {
-      if (name !== null && isTempFileName(name)) return;
-      dirty = true;
-      debounce.poke();
-    },
+  const folders = new (await import('../../node/synced-folder.js')).ResidentFolders({ log: ctx.log });
+  resident = folders;
+  const stopWatching = folders.watchers.forFolder(await realpath(dir)).subscribe((_dir: string, name: string | null) => {
+    if (name !== null && isTempFileName(name)) return;
+    dirty = true;
+    debounce.poke();
   });
   try {
     while (!ctx.signal.aborted) {
@@ -149,7 +152,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     }
   } finally {
     debounce.cancel();
-    watcher.close();
+    stopWatching();
+    await folders.close();
     stopWatchingPeer.abort();
     await peerWatch;
   }
