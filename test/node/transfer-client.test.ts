@@ -27,6 +27,13 @@ async function sessionWithout(missing: FeatureName): Promise<{ session: PeerSess
   return { session: new PeerSession(client, { ...handshake, caps }), sent };
 }
 
+/** A push of a fresh directory holding one file into the share 'inbox', with `extra` options. */
+async function pushFrom(session: PeerSession, extra: Partial<Parameters<typeof push>[0]>): Promise<void> {
+  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
+  await writeFile(path.join(localPath, 'a.txt'), 'a');
+  await push({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, ...extra });
+}
+
 /** A pull of the whole share 'inbox' into a fresh directory, with `extra` options. */
 async function pullInto(session: PeerSession, extra: Partial<Parameters<typeof pull>[0]>): Promise<void> {
   const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
@@ -91,10 +98,8 @@ t.test('sync --dry-run from a listener without sync-dry-run is refused before th
 
 t.test('push --delete to a listener without delete is refused before the request (it would leave the extra files)', async (t) => {
   const { session, sent } = await sessionWithout('delete');
-  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
-  await writeFile(path.join(localPath, 'a.txt'), 'a');
   await t.rejects(
-    push({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, delete: true }),
+    pushFrom(session, { delete: true }),
     { code: 'USAGE', message: /cannot remove what the source lacks \(an older clawpeer\): push without --delete/ },
   );
   t.notOk(await sent(), 'no request went out');
@@ -113,10 +118,8 @@ t.test('pull --include from a listener without filter is refused before the requ
 
 t.test('push --ignore-existing / --update to a listener without existing is refused before the scan', async (t) => {
   const { session, sent } = await sessionWithout('existing');
-  const localPath = await mkdtemp(path.join(tmpdir(), 'clawpeer-client-'));
-  await writeFile(path.join(localPath, 'a.txt'), 'a');
   await t.rejects(
-    push({ session, share: 'inbox', remotePath: '', localPath, force: false, streams: 1, window: 4, idleTimeoutMs: 5000, log: silentLogger, signal: new AbortController().signal, existing: 'update' }),
+    pushFrom(session, { existing: 'update' }),
     { code: 'USAGE', message: /cannot keep existing files \(--ignore-existing, --update\) \(an older clawpeer\)/ },
   );
   t.notOk(await sent(), 'no request went out');
