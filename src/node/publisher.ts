@@ -166,6 +166,10 @@ export function tempNameFor(baseName: string, pid = process.pid): string {
   return prefix + base;
 }
 
+function symlinkEscapes(rel: string, target: string): ClawpeerError {
+  return new ClawpeerError('PATH_INVALID', `symlink ${rel} -> ${JSON.stringify(target)} refused: its target leaves the share`);
+}
+
 function toSeconds(ms: number): number {
   return ms / 1000;
 }
@@ -557,10 +561,13 @@ export class Publisher {
     return abs;
   }
 
-  /** Checks, creating nothing, that directory `relPath` could be made (dry runs): throws what makeDir would. */
-  probeDir(relPath: string): void {
+  /**
+   * Checks, creating nothing, that directory `relPath` could be made (dry runs): throws what
+   * makeDir would; true when it exists already.
+   */
+  probeDir(relPath: string): boolean {
     this.#checkAborted();
-    this.#walkDir(this.#normalize(relPath), 'probe');
+    return this.#walkDir(this.#normalize(relPath), 'probe') !== undefined;
   }
 
   /** Creates directory `relPath` (and missing parents) inside the share. */
@@ -840,23 +847,9 @@ export class Publisher {
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
     const dirAbs = this.#confinedDir(relDir, true);
-    const dirReal = await realpath(dirAbs);
-    const depth = path.relative(this.shareRoot, dirReal).split(path.sep).filter((s) => s !== '').length;
-    if (!symlinkTargetIsConfined(depth, target)) {
-      throw new ClawpeerError('PATH_INVALID', `symlink ${rel} -> ${JSON.stringify(target)} refused: its target leaves the share`);
-    }
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
-    let st: Stats | undefined;
-    try {
-      st = await lstat(finalPath);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('inspect', finalPath, err);
-    }
-    if (st !== undefined) {
-      if (st.isSymbolicLink() && (await readlink(finalPath)) === target) return 'identical';
-      if (st.isDirectory()) throw new ClawpeerError('FILE_EXISTS', `${finalPath} is a directory where a symlink should be (not replaced, even with --force)`);
-      if (this.#replaceOrKeep(finalPath, st.isSymbolicLink() ? 'a symlink with another target' : 'a file', st.mtimeMs, mtimeMs ?? Date.now()) === 'keep') return 'kept';
-    }
+    const verdict = await this.#symlinkVerdict(rel, dirAbs, target, mtimeMs);
+    if (verdict === 'identical' || verdict === 'kept') return verdict;
     const tmp = path.join(dirAbs, tempNameFor(path.posix.basename(rel)));
     try {
       await symlink(target, tmp);
@@ -873,6 +866,41 @@ export class Publisher {
     }
     this.#dirtyDirs.add(dirAbs);
     return 'created';
+  }
+
+  /**
+   * What makeSymlink would do, creating nothing (dry runs): 'new', 'identical', 'replace' or
+   * 'kept'; throws what it would (PATH_INVALID, FILE_EXISTS).
+   */
+  async symlinkVerdict(relPath: string, target: string, mtimeMs?: number): Promise<'new' | 'identical' | 'replace' | 'kept'> {
+    this.#checkAborted();
+    const rel = this.#normalize(relPath);
+    const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
+    const dirAbs = this.#walkDir(relDir, 'probe');
+    if (dirAbs === undefined) {
+      // The directory would be made: the link's depth is its path's.
+      if (!symlinkTargetIsConfined(relDir === '' ? 0 : relDir.split('/').length, target)) throw symlinkEscapes(rel, target);
+      return 'new';
+    }
+    return this.#symlinkVerdict(rel, dirAbs, target, mtimeMs);
+  }
+
+  /** The checks of makeSymlink in an existing directory `dirAbs`: the target stays in the share, and what is at the path now. */
+  async #symlinkVerdict(rel: string, dirAbs: string, target: string, mtimeMs: number | undefined): Promise<'new' | 'identical' | 'replace' | 'kept'> {
+    const dirReal = await realpath(dirAbs);
+    const depth = path.relative(this.shareRoot, dirReal).split(path.sep).filter((s) => s !== '').length;
+    if (!symlinkTargetIsConfined(depth, target)) throw symlinkEscapes(rel, target);
+    const finalPath = path.join(dirAbs, path.posix.basename(rel));
+    let st: Stats | undefined;
+    try {
+      st = await lstat(finalPath);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('inspect', finalPath, err);
+    }
+    if (st === undefined) return 'new';
+    if (st.isSymbolicLink() && (await readlink(finalPath)) === target) return 'identical';
+    if (st.isDirectory()) throw new ClawpeerError('FILE_EXISTS', `${finalPath} is a directory where a symlink should be (not replaced, even with --force)`);
+    return this.#replaceOrKeep(finalPath, st.isSymbolicLink() ? 'a symlink with another target' : 'a file', st.mtimeMs, mtimeMs ?? Date.now()) === 'keep' ? 'kept' : 'replace';
   }
 
   /**

@@ -235,9 +235,12 @@ async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[],
   const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
   if (want.publish === undefined && entries.some((e) => e.kind === 'file')) throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a dry run without saying what it would publish`);
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal);
-  const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, want.publish ?? new Uint8Array(0));
+  // A listener that lists no directories or symlinks (an older one) still has some to say none.
+  const hasOthers = entries.some((e) => e.kind !== 'file');
+  const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, want.publish ?? new Uint8Array(0), want.create ?? (hasOthers ? undefined : new Uint8Array(0)));
   // Paths as they would land in the share: under the remote path.
-  const report = o.remotePath === '' ? planned : { ...planned, files: planned.files.map((f) => ({ ...f, path: path.posix.join(o.remotePath, f.path) })) };
+  const under = (p: string): string => path.posix.join(o.remotePath, p);
+  const report = o.remotePath === '' ? planned : { ...planned, files: planned.files.map((f) => ({ ...f, path: under(f.path) })), ...(planned.others === undefined ? {} : { others: planned.others.map((e) => ({ ...e, path: under(e.path) })) }) };
   return { ...dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart), ...deletedOf(o, done.deleted, done.deletedCount), ...keptOf(o, done.filesKept) };
 }
 
@@ -274,7 +277,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
-  let plan: { lacking: Uint8Array; uniqueCount: number; publish: Uint8Array; filesKept?: number };
+  let plan: { lacking: Uint8Array; uniqueCount: number; publish: Uint8Array; create: Uint8Array; filesKept?: number };
   let wouldRemove: string[] = [];
   if (existsSync(root)) {
     // Its router is never run: no data stream comes in a dry run.
@@ -288,9 +291,9 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
     // Nothing there yet: every file is new and every chunk travels.
     const { keys } = uniqueChunks(entries);
     const files = entries.filter((e) => e.kind === 'file').length;
-    plan = { lacking: allSet(keys.length), uniqueCount: keys.length, publish: allSet(files) };
+    plan = { lacking: allSet(keys.length), uniqueCount: keys.length, publish: allSet(files), create: allSet(entries.length - files) };
   }
-  const report = dryRunReport(entries, plan, plan.publish);
+  const report = dryRunReport(entries, plan, plan.publish, plan.create);
   const bytes = report.files.reduce((n, f) => n + f.bytes, 0);
   await session.control.send({ type: 'transfer-done', transferId: id, files: report.files.length, bytes, chunksReceived: 0, chunksSkipped: 0 });
   return { ...dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart), ...deletedOf(o, wouldRemove, undefined), ...keptOf(o, plan.filesKept) };

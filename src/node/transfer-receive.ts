@@ -57,6 +57,8 @@ export interface ReceivePlan {
 export interface DryRunPlan extends ReceivePlan {
   /** Bitmap over the file entries, in manifest order: set = would be published (new or different). */
   readonly publish: Uint8Array;
+  /** Bitmap over the directory and symlink entries, in manifest order: set = would be created or replaced. */
+  readonly create: Uint8Array;
   /** Files that would be published, and their bytes. */
   readonly files: number;
   readonly bytes: number;
@@ -252,6 +254,8 @@ export class TransferReceiver {
       if (destination.basePath !== '') publisher.probeDir(destination.basePath);
       const fileCount = entries.filter((e) => e.kind === 'file').length;
       const publish = newBitmap(fileCount);
+      const create = newBitmap(entries.length - fileCount);
+      let otherIndex = 0;
       const wanted = new Set<string>();
       let files = 0;
       let bytes = 0;
@@ -260,8 +264,13 @@ export class TransferReceiver {
       let fileIndex = 0;
       for (const [i, entry] of entries.entries()) {
         const rel = this.#paths[i] ?? '';
-        if (entry.kind === 'dir') publisher.probeDir(rel);
-        if (entry.kind !== 'file') continue;
+        if (entry.kind !== 'file') {
+          const o = otherIndex++;
+          const verdict = entry.kind === 'dir' ? (publisher.probeDir(rel) ? 'identical' : 'new') : await publisher.symlinkVerdict(rel, entry.linkTarget, entry.mtimeMs);
+          if (verdict === 'new' || verdict === 'replace') bitmapSet(create, o);
+          else if (verdict === 'kept') filesKept++;
+          continue;
+        }
         const k = fileIndex++;
         const verdict = await publisher.verdict({ relPath: rel, manifest: chunkingManifest(entry), mode: entry.mode, mtimeMs: entry.mtimeMs });
         if (verdict === 'identical' || verdict === 'kept') {
@@ -278,7 +287,7 @@ export class TransferReceiver {
         }
       }
       const { keys } = uniqueChunks(entries);
-      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, publish, files, bytes, filesUnchanged, filesKept };
+      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, publish, create, files, bytes, filesUnchanged, filesKept };
     } finally {
       this.#o.indexes?.release(index);
     }

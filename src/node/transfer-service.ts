@@ -196,7 +196,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
     const plan = await receiver.dryRun();
     const wouldRemove = await extraneous(receiver);
     await session.control.sendAll([
-      { type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount, publish: plan.publish },
+      { type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount, publish: plan.publish, create: plan.create },
       { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0, ...deletedFields(wouldRemove), ...keptField(plan.filesKept) },
     ]);
     log.info('push dry run answered', { peer: session.peerId, share: share.name, files: plan.files, bytes: plan.bytes });

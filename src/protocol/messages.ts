@@ -185,6 +185,8 @@ export interface WantMessage {
   readonly uniqueChunks: number;
   /** Dry runs: bitmap over the manifest's file entries, set = would be published (new or different). */
   readonly publish?: Uint8Array;
+  /** Dry runs: bitmap over the manifest's directory and symlink entries, set = would be created or replaced. */
+  readonly create?: Uint8Array;
 }
 
 export interface DataOpenMessage {
@@ -558,7 +560,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       checkUint('Want.uniqueChunks', message.uniqueChunks, UINT32_MAX);
       const problem = bitmapProblem(message.lacking, message.uniqueChunks);
       if (problem !== undefined) throw new RangeError(`Want.lacking: ${problem}`);
-      return { want: { transferId: message.transferId, lacking: message.lacking, uniqueChunks: message.uniqueChunks, ...(message.publish === undefined ? {} : { publish: message.publish }) } };
+      return { want: { transferId: message.transferId, lacking: message.lacking, uniqueChunks: message.uniqueChunks, ...(message.publish === undefined ? {} : { publish: message.publish }), ...(message.create === undefined ? {} : { create: message.create }) } };
     }
     case 'data-open':
       checkUint('DataOpen.streamId', message.streamId, UINT32_MAX);
@@ -954,7 +956,8 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
       if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `Want.lacking: ${problem}`);
       // Its length is checked by the client, which knows how many files it announced.
       const publish = w.publish === null || w.publish === undefined || w.publish.length === 0 ? undefined : copyBytes(w.publish);
-      return { type: 'want', transferId: w.transferId ?? 0, lacking, uniqueChunks, ...(publish === undefined ? {} : { publish }) };
+      const create = w.create === null || w.create === undefined || w.create.length === 0 ? undefined : copyBytes(w.create);
+      return { type: 'want', transferId: w.transferId ?? 0, lacking, uniqueChunks, ...(publish === undefined ? {} : { publish }), ...(create === undefined ? {} : { create }) };
     }
     case 'dataOpen': {
       const d = control.dataOpen;

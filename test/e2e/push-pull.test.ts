@@ -3,7 +3,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -221,15 +221,18 @@ t.test('--dry-run (-n) lists what push and pull would publish and send, and writ
   await writeFile(path.join(src, 'big.bin'), big);
   await writeFile(path.join(src, 'note.txt'), 'first\n');
   await writeFile(path.join(src, 'sub', 'small.bin'), randomBytes(300 << 10));
+  await symlink('note.txt', path.join(src, 'link'));
   const inbox = path.join(work, 'inbox');
   const events = (stdout: string): Record<string, unknown>[] => jsonLines(stdout).filter((e) => e['event'] === 'would-publish');
+  const created = (stdout: string): string[] => jsonLines(stdout).filter((e) => e['event'] === 'would-create').map((e) => `${String(e['kind'])} ${String(e['path'])}${e['kind'] === 'symlink' ? ` -> ${String(e['target'])}` : ''}`).sort();
 
   // Nothing there yet: every file, every byte.
   const before = await snapshot(inbox);
   const first = await runCli(['--home', b.home, 'push', src, 'alice', '--json', '-n']);
   t.equal(first.code, 0, first.stderr);
   t.same(events(first.stdout).map((e) => e['path']).sort(), ['dry/big.bin', 'dry/note.txt', 'dry/sub/small.bin']);
-  t.match(done(first.stdout), { dryRun: true, files: 3, filesUnchanged: 0, bytesToSend: (2 << 20) + 6 + (300 << 10) });
+  t.match(done(first.stdout), { dryRun: true, files: 3, filesUnchanged: 0, bytesToSend: (2 << 20) + 6 + (300 << 10), dirsToCreate: 2, symlinksToCreate: 1 });
+  t.same(created(first.stdout), ['dir dry', 'dir dry/sub', 'symlink dry/link -> note.txt'], 'the directories and the symlink it would create');
   t.same(await snapshot(inbox), before, 'the listener wrote nothing: no directory, no temp file');
 
   // After the real push, one byte of big.bin changes and a file is added: only those, and of
@@ -245,13 +248,15 @@ t.test('--dry-run (-n) lists what push and pull would publish and send, and writ
   t.same(listed.map((e) => e['path']).sort(), ['dry/big.bin', 'dry/sub/new.txt']);
   const bigSend = Number(listed.find((e) => e['path'] === 'dry/big.bin')?.['sendBytes']);
   t.ok(bigSend > 0 && bigSend <= 2 << 20 >> 1, `only the changed chunks of big.bin would travel (${bigSend} of ${2 << 20} bytes)`);
-  t.match(done(second.stdout), { dryRun: true, files: 2, filesUnchanged: 2 });
+  t.match(done(second.stdout), { dryRun: true, files: 2, filesUnchanged: 2, dirsToCreate: 0, symlinksToCreate: 0 });
+  t.same(created(second.stdout), [], 'the directories and the link are there already');
   t.same(await snapshot(inbox), pushed, 'still nothing written');
   // Without --force the changed file is refused, as the real push would be.
   // Listed where they would land: under the remote path.
   const under = await runCli(['--home', b.home, 'push', src, 'alice:inbox/elsewhere', '--json', '-n']);
   t.equal(under.code, 0, under.stderr);
   t.same(events(under.stdout).map((e) => e['path']).sort(), ['elsewhere/dry/big.bin', 'elsewhere/dry/note.txt', 'elsewhere/dry/sub/new.txt', 'elsewhere/dry/sub/small.bin']);
+  t.same(created(under.stdout), ['dir elsewhere/dry', 'dir elsewhere/dry/sub', 'symlink elsewhere/dry/link -> note.txt']);
   t.equal(done(under.stdout)['bytesToSend'], bigSend + 4, 'a copy elsewhere sends only what the share holds nowhere');
   const clash = await runCli(['--home', b.home, 'push', src, 'alice', '-n']);
   t.equal(clash.code, 5, clash.stderr);
@@ -265,6 +270,7 @@ t.test('--dry-run (-n) lists what push and pull would publish and send, and writ
   const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/dry', local, '--json', '-n', '--force']);
   t.equal(pull.code, 0, pull.stderr);
   t.same(events(pull.stdout).map((e) => e['path']), ['dry/note.txt']);
+  t.same(created(pull.stdout), []);
   t.match(done(pull.stdout), { dryRun: true, files: 1, filesUnchanged: 2, bytesToSend: 6 });
   t.same(await snapshot(local), localBefore, 'the local copy is untouched');
   t.equal(await readFile(path.join(local, 'dry', 'note.txt'), 'utf8'), 'changed here\n');
@@ -272,6 +278,7 @@ t.test('--dry-run (-n) lists what push and pull would publish and send, and writ
   const fresh = await runCli(['--home', b.home, 'pull', 'alice:inbox/dry', nowhere, '--json', '-n']);
   t.equal(fresh.code, 0, fresh.stderr);
   t.match(done(fresh.stdout), { dryRun: true, files: 3 });
+  t.same(created(fresh.stdout), ['dir dry', 'dir dry/sub', 'symlink dry/link -> note.txt'], 'into nothing: every directory and link is new');
   t.notOk(existsSync(nowhere), 'the missing destination was not created');
 });
 

@@ -27,6 +27,19 @@ t.test('files to publish, with the bytes that would travel for each', async (t) 
   t.equal(r.filesUnchanged, 1);
   t.equal(r.chunksToSend, 2);
   t.equal(r.bytesToSend, 80);
+  t.equal(r.others, undefined, 'no create bitmap: the receiver did not say (an older one)');
+});
+
+t.test('directories and symlinks to create, from the create bitmap over those entries', async (t) => {
+  const link: ManifestEntry = { ...dir, path: 'd/l', kind: 'symlink', linkTarget: '../a', mode: 0o777 };
+  const entries = [dir, fileEntry('a', [[1, 10]]), { ...dir, path: 'e' }, link];
+  const { keys } = uniqueChunks(entries);
+  const create = newBitmap(3);
+  bitmapSet(create, 0);
+  bitmapSet(create, 2);
+  const r = dryRunReport(entries, { lacking: newBitmap(keys.length), uniqueCount: keys.length }, newBitmap(1), create);
+  t.same(r.others, [{ path: 'd', kind: 'dir' }, { path: 'd/l', kind: 'symlink', target: '../a' }], 'e is there already');
+  t.throws(() => dryRunReport(entries, { lacking: newBitmap(keys.length), uniqueCount: keys.length }, newBitmap(1), newBitmap(9)), { code: 'PROTOCOL', message: /create bitmap has 2 bytes for 3 directories and symlinks/ });
 });
 
 t.test('bitmaps that do not fit the manifest are PROTOCOL errors', async (t) => {

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
@@ -257,6 +258,13 @@ t.test('paths outside the share are refused and nothing is written outside', asy
   await t.rejects(pub.makeSymlink('l1', '../outside'), { code: 'PATH_INVALID', message: /leaves the share/ });
   await t.rejects(pub.makeSymlink('l2', '/etc/passwd'), { code: 'PATH_INVALID' });
   await t.rejects(pub.makeSymlink('real/l3', 'x/../../..'), { code: 'PATH_INVALID' });
+  // A dry run's verdicts refuse the same, and create nothing, also under a directory not made yet.
+  await t.rejects(pub.symlinkVerdict('l1', '../outside'), { code: 'PATH_INVALID', message: /leaves the share/ });
+  await t.rejects(pub.symlinkVerdict('not-yet/l4', '../../x'), { code: 'PATH_INVALID' });
+  t.equal(await pub.symlinkVerdict('not-yet/l5', '../real'), 'new');
+  t.equal(pub.probeDir('not-yet'), false);
+  t.equal(pub.probeDir('real'), true);
+  t.notOk(existsSync(join(share, 'not-yet')), 'the probes created nothing');
   t.same(await readdir(outside), [], 'nothing written outside the share');
 
   // A symlinked directory that stays inside the share is fine.

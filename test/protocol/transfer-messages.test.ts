@@ -194,6 +194,19 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'Want (a dry run: which directories and symlinks would be created)',
+    message: { type: 'want', transferId: 7, lacking: Uint8Array.of(0), uniqueChunks: 1, publish: Uint8Array.of(1), create: Uint8Array.of(0b0000_0010) },
+    wire: `
+      01 00000010                 # frame: type CONTROL, body 16 bytes
+      9a01 0d                     # Control.want (field 19, LEN) 13 bytes
+      08 07                       #   transfer_id (1) = 7
+      12 01 00                    #   lacking (2): nothing
+      18 01                       #   unique_chunks (3) = 1
+      22 01 01                    #   publish (4): file 0
+      2a 01 02                    #   create (5): the second directory or symlink
+    `,
+  },
+  {
     name: 'DataOpen',
     message: { type: 'data-open', transferId: 7, streamId: 3 },
     wire: `

@@ -69,12 +69,18 @@ function optionCountsText(r: TransferResult, dryRun: boolean): string {
 
 /** A dry run: one line (event) per file that would be published, then the totals. */
 function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: DryRunReport): void {
+  for (const e of d.others ?? []) {
+    if (e.kind === 'dir') ctx.out.emit({ event: 'would-create', path: e.path, kind: 'dir' }, `${e.path}/ (directory)`);
+    else ctx.out.emit({ event: 'would-create', path: e.path, kind: 'symlink', target: e.target ?? '' }, `${e.path} -> ${e.target ?? ''} (symlink)`);
+  }
   for (const f of d.files) {
     ctx.out.emit({ event: 'would-publish', path: f.path, bytes: f.bytes, sendBytes: f.sendBytes }, `${f.path} (${human(f.bytes)}, ${human(f.sendBytes)} to send)`);
   }
+  const others = d.others === undefined ? {} : { dirsToCreate: d.others.filter((e) => e.kind === 'dir').length, symlinksToCreate: d.others.filter((e) => e.kind === 'symlink').length };
   ctx.out.emit(
-    { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, ...optionCounts(r), wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
+    { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, ...others, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, ...optionCounts(r), wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
     `dry run: would have ${verb} ${r.files} files, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${d.chunksToSend} chunks; ${d.filesUnchanged} files unchanged` +
+      `${d.others === undefined ? '' : `; ${d.others.length} directories and symlinks to create`}` +
       `${optionCountsText(r, true)}. Nothing was written.`,
   );
 }

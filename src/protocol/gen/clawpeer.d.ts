@@ -1299,6 +1299,9 @@ export namespace clawpeer {
             /** Want publish. */
             publish: Uint8Array;
 
+            /** Want create. */
+            create: Uint8Array;
+
             /**
              * Encodes the specified Want message. Does not implicitly {@link clawpeer.v1.Want.verify|verify} messages.
              * @param message Want message or plain object to encode
@@ -1334,6 +1337,9 @@ export namespace clawpeer {
 
                 /** Want publish */
                 publish?: (Uint8Array|null);
+
+                /** Want create */
+                create?: (Uint8Array|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

@@ -3196,6 +3196,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {Uint8Array|null} [lacking] Want lacking
              * @property {number|null} [uniqueChunks] Want uniqueChunks
              * @property {Uint8Array|null} [publish] Want publish
+             * @property {Uint8Array|null} [create] Want create
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3260,6 +3261,14 @@ export const clawpeer = $root.clawpeer = (() => {
             Want.prototype.publish = $util.newBuffer([]);
 
             /**
+             * Want create.
+             * @member {Uint8Array} create
+             * @memberof clawpeer.v1.Want
+             * @instance
+             */
+            Want.prototype.create = $util.newBuffer([]);
+
+            /**
              * Encodes the specified Want message. Does not implicitly {@link clawpeer.v1.Want.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.Want
@@ -3283,6 +3292,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 3, wireType 0 =*/24).uint32(message.uniqueChunks);
                 if (message.publish != null && $Object.hasOwnProperty.call(message, "publish") && message.publish.length)
                     writer.uint32(/* id 4, wireType 2 =*/34).bytes(message.publish);
+                if (message.create != null && $Object.hasOwnProperty.call(message, "create") && message.create.length)
+                    writer.uint32(/* id 5, wireType 2 =*/42).bytes(message.create);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -3361,6 +3372,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.publish = value;
                             else
                                 delete message.publish;
+                            continue;
+                        }
+                    case 5: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.create = value;
+                            else
+                                delete message.create;
                             continue;
                         }
                     }
