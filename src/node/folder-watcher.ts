@@ -156,11 +156,12 @@ export class FolderWatcher {
 
   /**
    * The paths events named since the last scan began, when the watcher vouches that nothing
-   * else changed (as for canSkipScan, but events allowed); undefined when it cannot, or named
-   * too many. Ask before scanStarting().
+   * else changed (as for canSkipScan, but events allowed); undefined when it cannot, or events
+   * named none or too many. Ask before scanStarting().
    */
   changedSinceScan(): readonly string[] | undefined {
-    return this.#trusted() && this.#named !== 'many' ? [...this.#named] : undefined;
+    // Nothing named but something counted (canSkipScan said no): not a list to trust.
+    return this.#trusted() && this.#named !== 'many' && this.#named.size > 0 ? [...this.#named] : undefined;
   }
 
   /** The last scan was certified, recently, and every directory has had its watch since. */
