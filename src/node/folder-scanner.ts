@@ -37,7 +37,7 @@
 // Otherwise the seen paths are compared with every head's path key, decoding only the heads
 // the walk did not see.
 
-import { lstatSync } from 'node:fs';
+import { lstatSync, type BigIntStats } from 'node:fs';
 import path from 'node:path';
 import { bytesEqual } from '../chunking/blake3.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -122,6 +122,15 @@ function isUnder(relPath: string, prefix: string): boolean {
   return prefix === '' || relPath === prefix || relPath.startsWith(prefix + '/');
 }
 
+/** `rel`'s lstat, or 'gone' (ENOENT, ENOTDIR), or 'unreadable' (any other error). */
+function lstatOrGone(root: string, rel: string): BigIntStats | 'gone' | 'unreadable' {
+  try {
+    return lstatSync(path.join(root, ...rel.split('/')), { bigint: true, throwIfNoEntry: false }) ?? 'gone';
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOTDIR' ? 'gone' : 'unreadable';
+  }
+}
+
 /** What the named paths of a watcher amount to, when each is a plain file change (namedChanges). */
 interface NamedChanges {
   /** Regular files (edited, or new in a recorded directory) to look at. */
@@ -146,19 +155,22 @@ function namedChanges(root: string, paths: readonly string[], store: RevisionSto
     return head === undefined || head.revision.deleted ? undefined : head;
   };
   for (const rel of new Set(paths)) {
-    if (rel === '' || isInternalPath(rel) || ignore.ignores(rel, false) || ignore.ignores(rel, true)) return undefined;
-    let st;
-    try {
-      st = lstatSync(path.join(root, ...rel.split('/')), { bigint: true, throwIfNoEntry: false });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOTDIR') return undefined; // unreadable: never a deletion
+    if (rel === '' || ignore.ignores(rel, false) || ignore.ignores(rel, true)) return undefined;
+    if (isInternalPath(rel)) {
+      // A publish's temp file that is gone again (renamed into place, and that name is named
+      // too) holds nothing to record; one still there may be a killed publish's, for the walk to sweep.
+      if (isTempFileName(path.posix.basename(rel)) && lstatOrGone(root, rel) === 'gone') continue;
+      return undefined;
     }
-    const head = liveHead(rel);
-    if (st === undefined) {
+    const st = lstatOrGone(root, rel);
+    if (st === 'unreadable') return undefined; // never a deletion
+    if (st === 'gone') {
+      const head = liveHead(rel);
       if (head?.revision.kind === 'dir') return undefined; // its contents went too: the walk tombstones them
       if (head !== undefined) gone.push(head);
       continue;
     }
+    const head = liveHead(rel);
     if (!st.isFile() || st.nlink !== 1n) return undefined;
     if (head !== undefined && head.revision.kind !== 'file') return undefined;
     const parent = rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';

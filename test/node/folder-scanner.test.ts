@@ -233,6 +233,14 @@ t.test('onlyChanged: plain file changes alone are looked at; a directory, an ign
   t.match(named, { changed: 1, added: 1, deleted: 2, unchanged: 0 }, 'the edit, the new file and the two removals, and nothing else looked at');
   t.same(live(), ['a.txt', 'empty', 'sub', 'sub/deep', 'sub/deep/c.md', 'sub/deep/new.txt']);
 
+  // A publish's temp name that is gone again (renamed into place) is nothing to record; one still there means the walk (it may need sweeping).
+  const temp = 'sub/.clawpeer-tmp-p1-000000000001-c.md';
+  await writeFile(join(folder, 'a.txt'), 'edited again');
+  t.match(await scanFolder(store, folder, { ...options, onlyChanged: [temp, 'a.txt'] }), { changed: 1, unchanged: 0 }, 'a gone temp name beside an edit: just the edit');
+  await writeFile(join(folder, temp), 'a publish in progress');
+  t.ok((await scanFolder(store, folder, { ...options, onlyChanged: [temp] })).unchanged > 0, 'a temp file still there: the walk');
+  await rm(join(folder, temp));
+
   await mkdir(join(folder, 'newdir'));
   await writeFile(join(folder, 'newdir/x.txt'), 'x');
   const walked = await scanFolder(store, folder, { ...options, onlyChanged: ['newdir'] });
