@@ -75,6 +75,7 @@ t.test('pair invite / pair join: a one-time code pins both keys; a wrong or used
   const invite = await runCli(['--home', a.home, 'pair', 'invite', '--name', 'dave', '--json']);
   t.equal(invite.code, 0, invite.stderr);
   const code = String(jsonLines(invite.stdout)[0]?.['code']);
+  t.match(jsonLines(invite.stdout)[0], { event: 'invite', port: listener.port, addr }, 'the home\'s running listener says where it listens');
   t.match(code, /^[a-z2-7]{4}(-[a-z2-7]{4}){5}$/);
   // A wrong code: refused; nothing pinned on either side, and the invite stays open.
   const wrongCode = code.replace(/^./, (ch) => (ch === 'a' ? 'b' : 'a'));

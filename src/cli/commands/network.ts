@@ -143,6 +143,9 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
         );
+        // The home's own listener (it has the control socket) tells the home's commands where it is.
+        const { writeListening, removeListening } = await import('../../node/listening-file.js');
+        if (control !== undefined) await writeListening(ctx.home.dir, { pid: process.pid, host: first.host, port: first.port }).catch(() => undefined);
         if (!ctx.out.json) {
           process.stderr.write(
             `transports: ${server.bound.map((b) => b.transport).join(', ')}; shares: ${shares.map((s) => `${s.name}=${s.dir}${s.readOnly ? ' (read-only)' : s.noDelete === true ? ' (no push --delete)' : ''}`).join(', ')}\n` +
@@ -156,7 +159,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
         });
         ctx.log.info('shutting down');
-        await Promise.all([server.close(), sweep, control?.close()]);
+        await Promise.all([server.close(), sweep, control?.close(), control === undefined ? undefined : removeListening(ctx.home.dir).catch(() => undefined)]);
         await indexes.close(); // after the sessions: their last changes are saved too
         await resident.close();
         if (ctx.out.json) ctx.out.emit({ event: 'stopped' }, '');

@@ -2,7 +2,8 @@
 // other's keys with a one-time code instead of copying node ids both ways (pair-invite.ts).
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { parseHostPort } from '../../node/address.js';
+import { formatHostPort, parseHostPort } from '../../node/address.js';
+import { readListening } from '../../node/listening-file.js';
 import { resolveConfig } from '../../node/config.js';
 import { loadIdentity } from '../../node/identity-store.js';
 import { DEFAULT_INVITE_TTL_MS, InviteStore, parseInviteCode } from '../../node/pair-invite.js';
@@ -74,12 +75,16 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
           }
           const { code, expiresAt } = await new InviteStore(ctx.home.invitesDir).create({ ttlMs: minutes * 60_000, ...(name === undefined ? {} : { name }) });
           const until = new Date(expiresAt).toISOString();
+          const listening = await readListening(ctx.home.dir);
+          // A listener on every address cannot say which one the other machine reaches.
+          const concrete = listening !== undefined && listening.host !== '0.0.0.0' && listening.host !== '::';
+          const addr = listening === undefined ? '<THIS_HOST>:<PORT>' : formatHostPort({ host: concrete ? listening.host : '<THIS_HOST>', port: listening.port });
           ctx.out.emit(
-            { event: 'invite', code, expiresAt: until, id: identity.nodeId },
+            { event: 'invite', code, expiresAt: until, id: identity.nodeId, ...(listening === undefined ? {} : { port: listening.port, ...(concrete ? { addr } : {}) }) },
             `invite code: ${code}\n` +
               `single use, valid until ${until} (${minutes} min), for this node ${identity.nodeId}\n` +
-              `on the other machine run: clawpeer pair join ${code} --addr <THIS HOST>:<PORT>\n` +
-              'this home\'s listener (clawpeer listen) must be running to accept it',
+              `on the other machine run: clawpeer pair join ${code} --addr ${addr}\n` +
+              (listening === undefined ? 'no listener of this home is running: start `clawpeer listen` before the other side joins' : `this home's listener (pid ${listening.pid}) will accept it`),
           );
         }),
       )
