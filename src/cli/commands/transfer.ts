@@ -50,7 +50,7 @@ function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean):
   if (unlisted > 0) ctx.out.emit({ event: dryRun ? 'would-delete-more' : 'deleted-more', count: unlisted }, `... and ${unlisted} more`);
 }
 
-/** The done record's counts for the options given: --delete's removals, --ignore-existing's and --update's kept files. */
+/** The done record's counts for the options given: --delete's removals, --ignore-existing's and --update's kept files, --remove-source-files' removals. */
 function optionCounts(r: TransferResult): { deleted?: number; kept?: number; sourceRemoved?: number } {
   return {
     ...(r.deletedCount === undefined ? {} : { deleted: r.deletedCount }),
@@ -67,7 +67,7 @@ function optionCountsText(r: TransferResult, dryRun: boolean): string {
   return deleted + kept + moved;
 }
 
-/** A dry run: one line (event) per file that would be published, then the totals. */
+/** A dry run: one line (event) per directory or symlink that would be created and per file that would be published, then the totals. */
 function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: DryRunReport): void {
   for (const e of d.others ?? []) {
     if (e.kind === 'dir') ctx.out.emit({ event: 'would-create', path: e.path, kind: 'dir' }, `${e.path}/ (directory)`);
