@@ -8,14 +8,16 @@
 // and what the transfer's exclude patterns match are never removed, nor anything inside them,
 // so a directory holding a protected entry stays. Directories come after their contents: the
 // list is the order to delete in, and what a dry run shows.
-// Non-goals: keeping removed content (sync's history is for synced folders), a transfer that
-// failed (the callers remove only after everything was published).
+// A destination that is a synced folder keeps what it can in its history (delete-history.ts:
+// the caller passes the keeper). Non-goals: a transfer that failed (the callers remove only
+// after everything was published).
 import type { Dirent } from 'node:fs';
 import { lstat, readdir, realpath, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { belowTransferRoot, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
+import type { HistoryKeeper } from './delete-history.js';
 import { INTERNAL_DIR_NAME, isTempFileName } from './internal-names.js';
 
 export interface Extraneous {
@@ -91,14 +93,14 @@ export async function findExtraneous(o: ExtraneousOptions): Promise<Extraneous[]
  * gone, or a directory something appeared in meanwhile, is left out; any other failure is an IO
  * error naming the path (what was removed before it stays removed).
  */
-export async function removeExtraneous(root: string, list: readonly Extraneous[]): Promise<Extraneous[]> {
+export async function removeExtraneous(root: string, list: readonly Extraneous[], keeper?: HistoryKeeper): Promise<Extraneous[]> {
   const rootReal = await realpath(root);
   const removed: Extraneous[] = [];
   for (const e of list) {
     const abs = path.join(rootReal, ...e.path.split('/'));
     try {
       if (e.kind === 'dir') await rmdir(abs);
-      else await unlink(abs);
+      else if (e.kind !== 'file' || keeper === undefined || !(await keeper.keep(e.path, abs))) await unlink(abs);
       removed.push(e);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;

@@ -10,7 +10,7 @@ import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
 import { uniqueChunks } from './chunk-order.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { dryRunReport, type DryRunReport } from './dry-run.js';
-import { removeExtraneous, transferExtraneous, type Extraneous } from './extraneous.js';
+import { transferExtraneous, type Extraneous } from './extraneous.js';
 import type { PeerSession } from './session.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
@@ -52,6 +52,8 @@ export interface TransferOptions {
   readonly existing?: 'keep' | 'update';
   /** push --remove-source-files: once the listener has published everything, remove the sent files and symlinks (source-removal.ts). */
   readonly removeSourceFiles?: boolean;
+  /** This node's id: pull --delete into a synced folder keeps what it removes in the folder's history (delete-history.ts). */
+  readonly nodeId?: string;
 }
 
 export interface TransferResult {
@@ -343,7 +345,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
     const stats = await receiver.receive();
     await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
     // Only once everything is published: a failed pull removes nothing.
-    const removed = o.delete === true ? (await removeExtraneous(root, await pulledExtraneous(o, root, entries, receiver))).map((e) => e.path) : [];
+    const removed = o.delete === true ? (await (await import('./delete-history.js')).removeExtraneousKeepingHistory(root, await pulledExtraneous(o, root, entries, receiver), o.nodeId)).map((e) => e.path) : [];
     return {
       files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,

@@ -16,7 +16,8 @@ import type { ChunkIndexPool } from './chunk-index-pool.js';
 import type { NodeConfig } from './config.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from './destination-locks.js';
-import { removeExtraneous, transferExtraneous, type Extraneous } from './extraneous.js';
+import { transferExtraneous, type Extraneous } from './extraneous.js';
+import { removeExtraneousKeepingHistory } from './delete-history.js';
 import { isInternalPath } from './internal-names.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
@@ -214,7 +215,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
       const stats = await receiver.receive();
       // Only once everything is published: a failed push removes nothing.
-      const removed = req.delete === true ? await removeExtraneous(share.dir, await extraneous(receiver)) : [];
+      const removed = req.delete === true ? await removeExtraneousKeepingHistory(share.dir, await extraneous(receiver), ctx.nodeId) : [];
       await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, ...deletedFields(removed), ...keptField(stats.filesKept) });
       log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes, ...(req.delete === true ? { deleted: removed.length } : {}) });
     } catch (err) {

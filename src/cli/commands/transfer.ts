@@ -135,6 +135,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       ...(args['delete'] === true ? { delete: true } : {}),
       ...(existing === undefined ? {} : { existing }),
       ...(removeSourceFiles ? { removeSourceFiles } : {}),
+      nodeId: identity.nodeId,
     };
     const result = direction === 'push' ? await push(options) : await pull(options);
     progress.stop();
