@@ -692,7 +692,14 @@ const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
 export function sanitizeErrorText(text: string): string {
   // eslint-disable-next-line no-control-regex
   const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, ' ').replace(LONE_SURROGATES, '\ufffd');
-  return clean.length <= MAX_ERROR_MESSAGE_CHARS ? clean : `${clean.slice(0, MAX_ERROR_MESSAGE_CHARS - 1)}…`;
+  if (clean.length <= MAX_ERROR_MESSAGE_CHARS) return clean;
+  // Never between the halves of a surrogate pair: a lone half would be written as U+FFFD (deep fuzz).
+  const cut = isHighSurrogate(clean.charCodeAt(MAX_ERROR_MESSAGE_CHARS - 2)) ? MAX_ERROR_MESSAGE_CHARS - 2 : MAX_ERROR_MESSAGE_CHARS - 1;
+  return `${clean.slice(0, cut)}…`;
+}
+
+function isHighSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdbff;
 }
 
 function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {

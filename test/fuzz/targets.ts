@@ -417,8 +417,17 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
       return { type, seq: u53(), sentTimeUs: u53() };
     case 'pong':
       return { type, seq: u53(), echoedTimeUs: u53() };
-    case 'transfer-request':
-      return { type, transferId: u32(), direction: rng.pick(['push', 'pull'] as const), share: wfText(rng, 12), path: rng.bool() ? wfPath(rng) : '', force: rng.bool(), streams: u32(), window: u32() };
+    case 'transfer-request': {
+      const force = rng.bool();
+      const patterns = (): string[] => Array.from({ length: rng.range(1, 4) }, () => wfText(rng, 10) || '*');
+      // Exclude patterns or filter rules (never both), and an existing-files policy only without force.
+      const rules = rng.int(3);
+      return {
+        type, transferId: u32(), direction: rng.pick(['push', 'pull'] as const), share: wfText(rng, 12), path: rng.bool() ? wfPath(rng) : '', force, streams: u32(), window: u32(),
+        ...(rules === 1 ? { exclude: patterns() } : rules === 2 ? { filter: patterns().map((pattern) => ({ pattern, include: rng.bool() })) } : {}),
+        ...(!force && rng.bool() ? { existing: rng.pick(['keep', 'update'] as const) } : {}),
+      };
+    }
     case 'transfer-accept':
       return { type, transferId: u32(), streams: u32(), window: u32() };
     case 'manifest':
@@ -427,12 +436,14 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
       const uniqueChunks = rng.int(70);
       const lacking = rng.bytes(Math.ceil(uniqueChunks / 8));
       if (uniqueChunks % 8 !== 0) lacking[lacking.length - 1]! &= (1 << (uniqueChunks % 8)) - 1;
-      return { type, transferId: u32(), lacking, uniqueChunks };
+      // A dry run's bitmaps over the files and over the directories and symlinks (any non-empty length here).
+      const dryRun = rng.bool() ? { publish: rng.bytes(rng.range(1, 4)), create: rng.bytes(rng.range(1, 4)) } : {};
+      return { type, transferId: u32(), lacking, uniqueChunks, ...dryRun };
     }
     case 'data-open':
       return { type, transferId: u32(), streamId: u32() };
     case 'transfer-done':
-      return { type, transferId: u32(), files: u53(), bytes: u53(), chunksReceived: u53(), chunksSkipped: u53() };
+      return { type, transferId: u32(), files: u53(), bytes: u53(), chunksReceived: u53(), chunksSkipped: u53(), ...(rng.bool() ? { filesKept: rng.range(1, 1000) } : {}) };
     case 'sync-request':
       return { type, transferId: u32(), share: wfText(rng, 12), mode: rng.pick(['two-way', 'send-only', 'receive-only'] as const), reconcile: rng.bytes(rng.range(1, 80)) };
     case 'sync-accept':

@@ -244,6 +244,13 @@ t.test('Error text is cut and stripped of control characters', async (t) => {
   t.equal(evil.type === 'error' ? evil.message : '', 'bad [2Jthing  ');
   const bidi = decodeControl(encodeControl({ type: 'error', code: 5, message: 'file\u202Etxt.exe' }), { maxBytes: 4096 });
   t.equal(bidi.type === 'error' ? bidi.message : '', 'file txt.exe');
+  // The cut never falls between the halves of a surrogate pair (a lone half would come back as U+FFFD).
+  const emoji = 'x'.repeat(MAX_ERROR_MESSAGE_CHARS - 2) + '\u{1F600}'.repeat(10);
+  const cut = decodeControl(encodeControl({ type: 'error', code: 5, message: emoji }), { maxBytes: 8192 });
+  const text = cut.type === 'error' ? cut.message : '';
+  t.equal(text, 'x'.repeat(MAX_ERROR_MESSAGE_CHARS - 2) + '…', 'the pair that would be split is left out whole');
+  const again = decodeControl(encodeControl(cut), { maxBytes: 8192 });
+  t.equal(again.type === 'error' ? again.message : '', text, 'and the text survives another round trip');
 });
 
 t.test('decodeControlWithRaw returns the exact body bytes; stripField removes the signature', async (t) => {
