@@ -28,8 +28,8 @@ export async function historyKeeperFor(root: string, nodeId: string): Promise<Hi
   const store = await RevisionStore.open(root, { nodeId });
   return {
     async keep(rel, abs) {
-      const head = store.head(rel);
-      if (head === undefined || head.revision.deleted || head.revision.kind !== 'file') return false;
+      const head = store.liveHead(rel);
+      if (head?.revision.kind !== 'file') return false;
       const st = lstatSync(abs, { bigint: true, throwIfNoEntry: false });
       if (st?.isFile() !== true || !store.isWarm(rel, fileEntryOf(rel, st))) return false;
       await preserveInHistory(root, abs, head.revision.contentRoot, { move: true });

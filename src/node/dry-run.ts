@@ -47,8 +47,10 @@ export function dryRunReport(entries: readonly ManifestEntry[], want: WantInfo, 
   if (create !== undefined && create.length !== bitmapBytes(otherEntries.length)) {
     throw new ClawpeerError('PROTOCOL', `dry-run create bitmap has ${create.length} bytes for ${otherEntries.length} directories and symlinks`);
   }
-  const others = create === undefined ? undefined : otherEntries.flatMap((e, k): DryRunOther[] => {
-    if (!bitmapGet(create, k)) return [];
+  // No create bitmap: an older receiver that did not say, unless there is nothing to say (a
+  // bitmap over no entries is empty, and an empty field does not travel).
+  const others = create === undefined && otherEntries.length > 0 ? undefined : otherEntries.flatMap((e, k): DryRunOther[] => {
+    if (create === undefined || !bitmapGet(create, k)) return [];
     return [e.kind === 'symlink' ? { path: e.path, kind: 'symlink', target: e.linkTarget } : { path: e.path, kind: 'dir' }];
   });
   const lacking = lackingKeys(uniqueChunks(entries).keys, want);

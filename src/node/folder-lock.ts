@@ -25,6 +25,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClawpeerError } from '../errors.js';
+import { processAlive } from './process-alive.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
 
 /** Name of the lock file inside `.clawpeer/`. */
@@ -66,16 +67,6 @@ export function parseLockFile(text: string): LockHolder | undefined {
   if (m === null) return undefined;
   const pid = Number(m[1]);
   return pid > 0 ? { pid, host: m[2] ?? '' } : undefined;
-}
-
-/** True unless the process is known to be gone (EPERM means it exists under another user). */
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errnoCode(err) !== 'ESRCH';
-  }
 }
 
 /** The lock file's path for `folder`. */

@@ -150,10 +150,6 @@ interface NamedChanges {
 function namedChanges(root: string, paths: readonly string[], store: RevisionStore, ignore: SyncIgnore): NamedChanges | undefined {
   const present: TreeEntry[] = [];
   const gone: RevisionEntry[] = [];
-  const liveHead = (rel: string): RevisionEntry | undefined => {
-    const head = store.head(rel);
-    return head === undefined || head.revision.deleted ? undefined : head;
-  };
   for (const rel of new Set(paths)) {
     if (rel === '' || ignore.ignores(rel, false) || ignore.ignores(rel, true)) return undefined;
     if (isInternalPath(rel)) {
@@ -164,17 +160,16 @@ function namedChanges(root: string, paths: readonly string[], store: RevisionSto
     }
     const st = lstatOrGone(root, rel);
     if (st === 'unreadable') return undefined; // never a deletion
+    const head = store.liveHead(rel);
     if (st === 'gone') {
-      const head = liveHead(rel);
       if (head?.revision.kind === 'dir') return undefined; // its contents went too: the walk tombstones them
       if (head !== undefined) gone.push(head);
       continue;
     }
-    const head = liveHead(rel);
     if (!st.isFile() || st.nlink !== 1n) return undefined;
     if (head !== undefined && head.revision.kind !== 'file') return undefined;
     const parent = rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';
-    if (parent !== '' && liveHead(parent)?.revision.kind !== 'dir') return undefined;
+    if (parent !== '' && store.liveHead(parent)?.revision.kind !== 'dir') return undefined;
     present.push(fileEntryOf(rel, st));
   }
   return { present, gone };
@@ -249,8 +244,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
       liveSeen++; // a warm entry is certified for a live head
       return;
     }
-    const head = store.head(rel);
-    const live: RevisionEntry | undefined = head !== undefined && !head.revision.deleted ? head : undefined;
+    const live = store.liveHead(rel);
     if (live !== undefined) liveSeen++; // an added path counts once its revision is queued
     const base = { path: rel, kind: entry.kind, mode: entry.mode, mtimeNs: entry.mtimeNs, deleted: false } as const;
 

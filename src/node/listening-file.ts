@@ -5,6 +5,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from './atomic-file.js';
+import { processAlive } from './process-alive.js';
 
 export interface ListeningInfo {
   readonly pid: number;
@@ -24,7 +25,7 @@ export async function removeListening(homeDir: string, pid = process.pid): Promi
 }
 
 /** The home's running listener, or undefined (no file, a malformed one, or its process is gone). */
-export async function readListening(homeDir: string, alive: (pid: number) => boolean = pidAlive): Promise<ListeningInfo | undefined> {
+export async function readListening(homeDir: string, alive: (pid: number) => boolean = processAlive): Promise<ListeningInfo | undefined> {
   let parsed: Partial<ListeningInfo> | null;
   try {
     parsed = JSON.parse(await readFile(join(homeDir, FILE_NAME), 'utf8')) as Partial<ListeningInfo> | null;
@@ -34,13 +35,4 @@ export async function readListening(homeDir: string, alive: (pid: number) => boo
   const { pid, host, port } = parsed ?? {};
   if (typeof pid !== 'number' || typeof host !== 'string' || typeof port !== 'number' || !alive(pid)) return undefined;
   return { pid, host, port };
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'; // exists, another user's
-  }
 }

@@ -40,8 +40,10 @@ export async function joinByInvite(o: JoinOptions): Promise<PeerEntry> {
     const stream = await conn.openStream();
     await stream.write(encodeControlFrame({ type: 'pair-request', proof: pairProof(o.secret, 'joiner', inviterKey, o.identity.publicKey), name: suggestedName() }));
     const answer = await readLoneMessage(stream, o.config.handshakeTimeoutMs, o.signal).catch((err: unknown) => {
-      // A listener that has our key pinned already runs its handshake and wants a Hello.
-      if (err instanceof ClawpeerError && err.code === 'PROTOCOL' && err.message.includes('got pair-request')) {
+      // The listener's own protocol error: only a listener that has our key pinned already runs
+      // its handshake on our (well-formed) request, and wants a Hello. An unpinned key's wrong
+      // code is NOT_PAIRED.
+      if (err instanceof ClawpeerError && err.code === 'PROTOCOL' && err.wire !== undefined) {
         throw new ClawpeerError('USAGE', `the node at ${where} (${inviterId}) has this node paired already: pin it here with \`clawpeer pair add ${inviterId} --name <NAME> --addr ${where}\``, { cause: err });
       }
       throw err;

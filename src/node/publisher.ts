@@ -53,6 +53,7 @@ import { verifyManifest } from '../chunking/manifest.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import { forEachBounded } from './for-each-bounded.js';
+import { processAlive } from './process-alive.js';
 import { syncDir } from './partial-store.js';
 import { isInternalPath, isTempFileName, TEMP_FILE_PREFIX } from './internal-names.js';
 import type { Partial, PartialStore } from './partial-store.js';
@@ -620,6 +621,13 @@ export class Publisher {
     }
   }
 
+  /** What to do about what is at `abs` for a file modified at `incomingMtimeMs`: the policy's answer for a different one. */
+  #outcome(existing: Existing, abs: string, incomingMtimeMs: number): 'new' | 'identical' | 'kept' | 'replace' {
+    if (existing.kind === 'absent') return 'new';
+    if (existing.kind === 'identical') return 'identical';
+    return this.#replaceOrKeep(abs, existing.what, existing.mtimeMs, incomingMtimeMs) === 'keep' ? 'kept' : 'replace';
+  }
+
   /**
    * What stageFile would do with `file`, creating nothing: 'new', 'identical' (nothing to do),
    * 'replace' or 'kept' (the existing-file policy); throws what stageFile would (FILE_EXISTS,
@@ -630,10 +638,7 @@ export class Publisher {
     const dirAbs = this.#walkDir(relDir, 'probe');
     if (dirAbs === undefined) return 'new';
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
-    const existing = await this.#existing(rel, finalPath, file.manifest);
-    if (existing.kind === 'absent') return 'new';
-    if (existing.kind === 'identical') return 'identical';
-    return this.#replaceOrKeep(finalPath, existing.what, existing.mtimeMs, file.mtimeMs) === 'keep' ? 'kept' : 'replace';
+    return this.#outcome(await this.#existing(rel, finalPath, file.manifest), finalPath, file.mtimeMs);
   }
 
   /** What stageFile and verdict check first: not aborted, a path inside the share, a sane manifest. */
@@ -663,9 +668,8 @@ export class Publisher {
     const { rel, relDir } = this.#checkedFile(file);
     const dirAbs = this.#confinedDir(relDir, true);
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
-    const existing = await this.#existing(rel, finalPath, file.manifest);
-    if (existing.kind === 'identical') return 'identical';
-    if (existing.kind === 'different' && this.#replaceOrKeep(finalPath, existing.what, existing.mtimeMs, file.mtimeMs) === 'keep') return 'kept';
+    const outcome = this.#outcome(await this.#existing(rel, finalPath, file.manifest), finalPath, file.mtimeMs);
+    if (outcome === 'identical' || outcome === 'kept') return outcome;
 
     const normalized = { ...file, relPath: rel };
     const partials = this.#options.partials;
@@ -778,13 +782,10 @@ export class Publisher {
     // places its files one after the other, so awaited calls cost a thread-pool round trip each.
     // What is at the final path now (it may have appeared since staging): the policy decides again.
     const settle = async (): Promise<'replace' | 'done'> => {
-      const existing = await this.#existing(f.relPath, f.finalPath, f.manifest);
-      if (existing.kind === 'absent') return 'replace';
-      if (existing.kind === 'identical' || this.#replaceOrKeep(f.finalPath, existing.what, existing.mtimeMs, f.mtimeMs) === 'keep') {
-        await dropSource();
-        return 'done';
-      }
-      return 'replace';
+      const outcome = this.#outcome(await this.#existing(f.relPath, f.finalPath, f.manifest), f.finalPath, f.mtimeMs);
+      if (outcome !== 'identical' && outcome !== 'kept') return 'replace';
+      await dropSource();
+      return 'done';
     };
     const place = async (): Promise<void> => {
       if (this.#policy === 'replace') {
@@ -1005,16 +1006,6 @@ export function tempFileOwnerPid(name: string): number | undefined {
 
 const TEMP_OWNER_PID = new RegExp(`^${TEMP_FILE_PREFIX.replace(/[.]/g, '\\.')}p(\\d{1,10})-[0-9a-f]{${TEMP_RANDOM_BYTES * 2}}-`);
 
-/** False only when `pid` is known to be gone from this host (EPERM: alive under another user). */
-function processRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-}
-
 /**
  * Unlinks `abs` (a temp file or link, never a directory) if its writer is gone or it is old
  * enough; true when removed. Synchronous: the sync scanner calls it mid-walk.
@@ -1024,7 +1015,7 @@ export function removeTempFileIfStale(abs: string, options: StaleTempOptions): b
     const st = lstatSync(abs);
     if (st.isDirectory()) return false;
     const owner = tempFileOwnerPid(path.basename(abs));
-    const ownerGone = owner !== undefined && !processRunning(owner);
+    const ownerGone = owner !== undefined && !processAlive(owner);
     if (!ownerGone && options.nowMs - st.ctimeMs < (options.minAgeMs ?? STALE_TEMP_AGE_MS)) return false;
     unlinkSync(abs);
     return true;

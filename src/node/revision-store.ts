@@ -392,6 +392,12 @@ export class RevisionStore {
     return this.#head(relPath);
   }
 
+  /** The head revision of `relPath` if the path exists in it (a tombstone head: undefined). */
+  liveHead(relPath: string): RevisionEntry | undefined {
+    const head = this.head(relPath);
+    return head === undefined || head.revision.deleted ? undefined : head;
+  }
+
   /** The key headPathKeys() lists `relPath` under (latin1 string of its 32-byte path key). */
   static pathKeyOf(relPath: string): string {
     // Asked once per path and never again: the cache would only churn.

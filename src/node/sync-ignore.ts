@@ -15,7 +15,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
-import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
+import { compileFilter, quotePattern, type ExcludeRules } from '../transfer/exclude.js';
 
 export const IGNORE_FILE_NAME = '.clawpeerignore';
 
@@ -54,25 +54,11 @@ function written(p: IgnorePattern): string {
 
 /** The rules of `patterns`; USAGE naming `source` and the line of a malformed pattern. */
 export function syncIgnoreFrom(patterns: readonly IgnorePattern[], source = IGNORE_FILE_NAME): SyncIgnore {
-  // The compiler names the flag it expects its patterns from: say the file, line and text instead.
-  const refused = (err: unknown, where: string, what: string): unknown =>
-    err instanceof ClawpeerError ? new ClawpeerError('USAGE', `${where}: ${what}`, { cause: err }) : err;
-  let rules: ExcludeRules | undefined;
-  try {
-    rules = patterns.length === 0 ? undefined : compileFilter(patterns);
-  } catch (err) {
-    // Which line? Only now, on the way to an error, each pattern is compiled alone.
-    for (const p of patterns) {
-      try {
-        compileExcludes([p.pattern]);
-      } catch (lineErr) {
-        const prefix = `--exclude ${JSON.stringify(p.pattern)}`;
-        const why = lineErr instanceof Error && lineErr.message.startsWith(prefix) ? lineErr.message.slice(prefix.length) : `: ${String(lineErr)}`;
-        throw refused(lineErr, `${source} line ${p.line}`, JSON.stringify(written(p)) + why);
-      }
-    }
-    throw refused(err, source, err instanceof Error ? err.message.replace('--include/--exclude ', '') : String(err)); // too many patterns, or too long in all
-  }
+  const lineOf = (i: number): string => {
+    const p = patterns[i];
+    return p === undefined ? source : `${source} line ${p.line}: ${quotePattern(written(p))}`;
+  };
+  const rules: ExcludeRules | undefined = patterns.length === 0 ? undefined : compileFilter(patterns, { source, labelOf: lineOf });
   const matches = (relPath: string, isDir: boolean): boolean => relPath === IGNORE_FILE_NAME || (rules?.excludes(relPath, isDir) ?? false);
   return {
     patterns: patterns.map(written),

@@ -4,7 +4,8 @@
 // lock for the whole exchange (no second sync, scan or restore interleaves) and both reconcile
 // a log that matches the disk as of the scan. A resident node passes its folder watcher: when
 // nothing changed since the last scan began, the log still matches the disk and the scan is
-// skipped; when only recorded files were edited, only they are looked at (folder-watcher.ts). Non-goals: the watching itself, the --watch loop (the CLI).
+// skipped; when the changes were plain file changes, only those paths are looked at
+// (folder-watcher.ts). Non-goals: the watching itself, the --watch loop (the CLI).
 import { mkdir } from 'node:fs/promises';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { FileManifest } from '../chunking/manifest.js';

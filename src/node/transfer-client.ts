@@ -13,7 +13,7 @@ import { dryRunReport, type DryRunReport } from './dry-run.js';
 import { transferExtraneous, type Extraneous } from './extraneous.js';
 import type { PeerSession } from './session.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
-import { TransferReceiver } from './transfer-receive.js';
+import { TransferReceiver, type ReceiverOptions } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 import { scanSource } from './transfer-source.js';
@@ -237,9 +237,7 @@ async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[],
   const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
   if (want.publish === undefined && entries.some((e) => e.kind === 'file')) throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a dry run without saying what it would publish`);
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal);
-  // A listener that lists no directories or symlinks (an older one) still has some to say none.
-  const hasOthers = entries.some((e) => e.kind !== 'file');
-  const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, want.publish ?? new Uint8Array(0), want.create ?? (hasOthers ? undefined : new Uint8Array(0)));
+  const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, want.publish ?? new Uint8Array(0), want.create);
   // Paths as they would land in the share: under the remote path.
   const under = (p: string): string => path.posix.join(o.remotePath, p);
   const report = o.remotePath === '' ? planned : { ...planned, files: planned.files.map((f) => ({ ...f, path: under(f.path) })), ...(planned.others === undefined ? {} : { others: planned.others.map((e) => ({ ...e, path: under(e.path) })) }) };
@@ -283,10 +281,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   let wouldRemove: string[] = [];
   if (existsSync(root)) {
     // Its router is never run: no data stream comes in a dry run.
-    const receiver = new TransferReceiver({
-      session, router: new DataStreamRouter(session.connection, session.caps.maxFrameBytes, o.idleTimeoutMs, o.log), transferId: id, entries, chunking: sessionChunking(session), signal: o.signal, log: o.log,
-      destination: { root, readOnly: false, basePath: '' }, force: o.force, ...existingOf(o),
-    });
+    const receiver = pullReceiver(o, new DataStreamRouter(session.connection, session.caps.maxFrameBytes, o.idleTimeoutMs, o.log), id, entries, root);
     plan = await receiver.dryRun();
     if (o.delete === true) wouldRemove = (await pulledExtraneous(o, root, entries, receiver)).map((e) => e.path);
   } else {
@@ -310,9 +305,14 @@ function pulledExtraneous(o: TransferOptions, root: string, entries: readonly Ma
   });
 }
 
-/** A pull's own receiver applies the policy. */
-function existingOf(o: TransferOptions): { existing?: 'keep' | 'update' } {
-  return o.existing === undefined ? {} : { existing: o.existing };
+/** A pull's receiver: into `root` here, with the options' existing-file policy (a pull applies its own). */
+function pullReceiver(o: TransferOptions, router: DataStreamRouter, id: number, entries: readonly ManifestEntry[], root: string, progress: Pick<ReceiverOptions, 'onChunkWritten' | 'onPublished'> = {}): TransferReceiver {
+  return new TransferReceiver({
+    session: o.session, router, transferId: id, entries, chunking: sessionChunking(o.session), signal: o.signal, log: o.log,
+    destination: { root, readOnly: false, basePath: '' },
+    force: o.force, ...(o.existing === undefined ? {} : { existing: o.existing }),
+    ...progress,
+  });
 }
 
 function allSet(bits: number): Uint8Array {
@@ -332,10 +332,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   const totalFiles = entries.filter((e) => e.kind === 'file').length;
   const receiving = new ProgressCounter((p) => o.onProgress?.(p), 'receiving', 0, totalFiles);
-  const receiver = new TransferReceiver({
-    session, router, transferId: id, entries, chunking: sessionChunking(session), signal: o.signal, log: o.log,
-    destination: { root, readOnly: false, basePath: '' },
-    force: o.force, ...existingOf(o),
+  const receiver = pullReceiver(o, router, id, entries, root, {
     onChunkWritten: (bytes) => receiving.addBytes(bytes),
     onPublished: (files) => receiving.setFiles(files),
   });

@@ -52,16 +52,28 @@ export interface ExcludeRules {
   readonly hasIncludes: boolean;
 }
 
-function flagOf(rule: FilterRule): string {
-  return rule.include ? '--include' : '--exclude';
+/** A pattern quoted for an error message; an over-long one cut to its start. */
+export function quotePattern(pattern: string): string {
+  return JSON.stringify(pattern.length > MAX_PATTERN_CHARS ? pattern.slice(0, 40) + '...' : pattern);
 }
 
-function usage(pattern: string, why: string, flag = '--exclude'): ClawpeerError {
-  return new ClawpeerError('USAGE', `${flag} ${JSON.stringify(pattern)}: ${why}`);
+/** How errors name rules and the set of them (defaults: the CLI's flags). */
+export interface FilterSource {
+  /** Where the rules come from, e.g. an ignore file: set-level errors start with it. */
+  readonly source?: string;
+  /** What an error about rule `index` starts with; default `--include "PATTERN"` or `--exclude "PATTERN"`. */
+  readonly labelOf?: (index: number) => string;
+}
+
+/** How an error names its rule (a flag and its pattern, or a file's line): built only for an error. */
+type Label = () => string;
+
+function usage(label: Label, why: string): ClawpeerError {
+  return new ClawpeerError('USAGE', `${label()}: ${why}`);
 }
 
 /** `[...]` starting at `chars[start]` ('['): its token and the index after its ']'. */
-function parseClass(chars: readonly string[], start: number, original: string, flag: string): { token: Token; next: number } {
+function parseClass(chars: readonly string[], start: number, label: Label): { token: Token; next: number } {
   let i = start + 1;
   const negate = chars[i] === '!' || chars[i] === '^';
   if (negate) i++;
@@ -70,12 +82,12 @@ function parseClass(chars: readonly string[], start: number, original: string, f
   let first = true;
   for (;;) {
     let c = chars[i];
-    if (c === undefined) throw usage(original, 'has a [ without its ]', flag);
+    if (c === undefined) throw usage(label, 'has a [ without its ]');
     if (c === ']' && !first) break;
     first = false;
     if (c === '\\') {
       c = chars[++i];
-      if (c === undefined) throw usage(original, 'ends with a lone backslash', flag);
+      if (c === undefined) throw usage(label, 'ends with a lone backslash');
     }
     const hi = chars[i + 2];
     if (chars[i + 1] === '-' && hi !== undefined && hi !== ']') {
@@ -90,7 +102,7 @@ function parseClass(chars: readonly string[], start: number, original: string, f
   return { token: { kind: 'class', test: (ch) => ch !== '/' && inClass(ch) !== negate }, next: i + 1 };
 }
 
-function parseSegment(text: string, original: string, flag: string): Segment {
+function parseSegment(text: string, label: Label): Segment {
   if (text === '**') return 'globstar';
   const tokens: Token[] = [];
   const chars = Array.from(text); // by code point: `?` and classes take a whole character
@@ -98,11 +110,11 @@ function parseSegment(text: string, original: string, flag: string): Segment {
     const c = chars[i] ?? '';
     if (c === '\\') {
       const next = chars[i + 1];
-      if (next === undefined) throw usage(original, 'ends with a lone backslash', flag);
+      if (next === undefined) throw usage(label, 'ends with a lone backslash');
       tokens.push({ kind: 'char', char: next });
       i += 2;
     } else if (c === '[') {
-      const { token, next } = parseClass(chars, i, original, flag);
+      const { token, next } = parseClass(chars, i, label);
       tokens.push(token);
       i = next;
     } else {
@@ -244,27 +256,31 @@ export function compileExcludes(patterns: readonly string[]): ExcludeRules {
   return compileFilter(patterns.map((pattern) => ({ pattern, include: false })));
 }
 
-/** Compiles `rules` (first match decides); USAGE naming the flag and pattern for an empty, over-long or malformed one. */
-export function compileFilter(rules: readonly FilterRule[]): ExcludeRules {
-  if (rules.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('USAGE', `${rules.length} --include/--exclude patterns, more than ${MAX_EXCLUDE_PATTERNS}`);
+/**
+ * Compiles `rules` (first match decides); USAGE naming the rule (as `names` says, by default the
+ * flag and pattern) for an empty, over-long or malformed one.
+ */
+export function compileFilter(rules: readonly FilterRule[], names: FilterSource = {}): ExcludeRules {
+  const at = names.source === undefined ? '' : `${names.source}: `;
+  const set = names.source === undefined ? '--include/--exclude patterns' : 'patterns';
+  if (rules.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('USAGE', `${at}${rules.length} ${set}, more than ${MAX_EXCLUDE_PATTERNS}`);
   const total = rules.reduce((sum, r) => sum + r.pattern.length, 0);
-  if (total > MAX_EXCLUDE_TOTAL_CHARS) throw new ClawpeerError('USAGE', `--include/--exclude patterns add up to ${total} characters, more than ${MAX_EXCLUDE_TOTAL_CHARS}`);
+  if (total > MAX_EXCLUDE_TOTAL_CHARS) throw new ClawpeerError('USAGE', `${at}${set} add up to ${total} characters, more than ${MAX_EXCLUDE_TOTAL_CHARS}`);
   const compiled: CompiledRule[] = [];
   const anchored: AnchoredRule[] = [];
   let offset = 0;
-  for (const rule of rules) {
-    const { pattern, include } = rule;
-    const flag = flagOf(rule);
-    if (pattern.length === 0) throw usage(pattern, 'is empty', flag);
-    if (pattern.length > MAX_PATTERN_CHARS) throw usage(pattern.slice(0, 40) + '...', `is longer than ${MAX_PATTERN_CHARS} characters`, flag);
-    if (pattern.includes('\0')) throw usage(pattern, 'contains a NUL character', flag);
+  for (const [index, { pattern, include }] of rules.entries()) {
+    const label = (): string => names.labelOf?.(index) ?? `${include ? '--include' : '--exclude'} ${quotePattern(pattern)}`;
+    if (pattern.length === 0) throw usage(label, 'is empty');
+    if (pattern.length > MAX_PATTERN_CHARS) throw usage(label, `is longer than ${MAX_PATTERN_CHARS} characters`);
+    if (pattern.includes('\0')) throw usage(label, 'contains a NUL character');
     let body = pattern;
     const dirOnly = body.endsWith('/') && !body.endsWith('\\/');
     if (dirOnly) body = body.replace(/\/+$/, '');
     const hasSlash = body.includes('/');
     body = body.replace(/^\/+/, '');
-    if (body.length === 0) throw usage(pattern, 'matches nothing (only slashes)', flag);
-    const segments = body.split('/').filter((s) => s !== '').map((s) => parseSegment(s, pattern, flag));
+    if (body.length === 0) throw usage(label, 'matches nothing (only slashes)');
+    const segments = body.split('/').filter((s) => s !== '').map((s) => parseSegment(s, label));
     if (hasSlash) {
       anchored.push({ segments, offset });
       compiled.push({ kind: 'anchored', end: offset + segments.length, dirOnly, include });

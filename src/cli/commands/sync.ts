@@ -75,13 +75,13 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   };
   // --watch keeps the folder's watcher and log across its syncs, as a listener does: a sync
   // skips the scan when nothing changed, or looks at just the changed files (synced-folder.ts).
-  let resident: ResidentFolders | undefined;
+  let watchFolders: ResidentFolders | undefined;
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
     const [{ identity, peer }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../node/sync-with-peer.js')]);
     return syncWithPeer({
       identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun,
       ...(onProgress === undefined ? {} : { onProgress }), ...(bwlimit === undefined ? {} : { bwlimit }),
-      ...(resident === undefined ? {} : { resident }),
+      ...(watchFolders === undefined ? {} : { resident: watchFolders }),
     });
   };
   const once = async (): Promise<void> => {
@@ -130,7 +130,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   // One watch per directory (node/folder-watcher.ts; Node's recursive fs.watch on Linux sets one
   // per file). Publisher temp files are our own sync's, not changes; .clawpeer is not watched.
   const folders = new (await import('../../node/synced-folder.js')).ResidentFolders({ log: ctx.log });
-  resident = folders;
+  watchFolders = folders;
   const stopWatching = folders.watchers.forFolder(await realpath(dir)).subscribe((_dir: string, name: string | null) => {
     if (name !== null && isTempFileName(name)) return;
     dirty = true;
