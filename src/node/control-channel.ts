@@ -292,7 +292,13 @@ async function sayGoodbye(stream: DuplexStream, err: ClawpeerError, clock: () =>
   }
 }
 
-async function runHandshake(stream: DuplexStream, core: Handshake, options: ControlHandshakeOptions, clock: () => number): Promise<ControlHandshakeResult> {
+/**
+ * The server's first message, when it is neither a Hello nor an Error, offered to `takeFirst`
+ * before the handshake refuses it; true means it was taken (and answered) by the caller.
+ */
+type TakeFirst = (message: ControlMessage) => Promise<boolean>;
+
+async function runHandshake(stream: DuplexStream, core: Handshake, options: ControlHandshakeOptions, clock: () => number, takeFirst?: TakeFirst): Promise<ControlHandshakeResult | null> {
   const reader = new FrameReader(stream, HANDSHAKE_MAX_FRAME_BYTES);
   const flush = async (deadline: number | null): Promise<void> => {
     for (let frame = core.pollTransmit(); frame !== null; frame = core.pollTransmit()) {
@@ -329,12 +335,25 @@ async function runHandshake(stream: DuplexStream, core: Handshake, options: Cont
       if (waited.value === null) {
         throw new ClawpeerError('CONNECTION_CLOSED', `peer closed the control stream during the handshake (phase ${core.phase})`);
       }
+      if (takeFirst !== undefined && (await takenFirst(waited.value, takeFirst))) return null;
+      takeFirst = undefined;
       core.handleFrame(waited.value, clock());
     }
   } catch (err) {
     if (err instanceof ClawpeerError && err.code === 'ABORTED') stream.reset();
     throw err;
   }
+}
+
+async function takenFirst(frame: Frame, takeFirst: TakeFirst): Promise<boolean> {
+  if (frame.type !== 'control') return false;
+  let message: ControlMessage;
+  try {
+    message = decodeControl(frame.body, { maxBytes: HANDSHAKE_MAX_FRAME_BYTES });
+  } catch {
+    return false; // the handshake core refuses it, with its own error
+  }
+  return message.type !== 'hello' && message.type !== 'error' && (await takeFirst(message));
 }
 
 function coreConfig(options: ControlHandshakeOptions, clock: () => number): HandshakeConfig {
@@ -349,15 +368,24 @@ function coreConfig(options: ControlHandshakeOptions, clock: () => number): Hand
 }
 
 /** Runs the client side on the first bidi stream (which the client opened). */
-export function clientHandshake(stream: DuplexStream, options: ControlHandshakeOptions): Promise<ControlHandshakeResult> {
+export async function clientHandshake(stream: DuplexStream, options: ControlHandshakeOptions): Promise<ControlHandshakeResult> {
   const clock = options.clock ?? (() => performance.now());
-  return runHandshake(stream, Handshake.client(coreConfig(options, clock)), options, clock);
+  return (await runHandshake(stream, Handshake.client(coreConfig(options, clock)), options, clock)) as ControlHandshakeResult;
 }
 
 /** Runs the server side on the first bidi stream the client opened. */
-export function serverHandshake(stream: DuplexStream, options: ControlHandshakeOptions): Promise<ControlHandshakeResult> {
+export async function serverHandshake(stream: DuplexStream, options: ControlHandshakeOptions): Promise<ControlHandshakeResult> {
+  return (await serverHandshakeOrTake(stream, options)) as ControlHandshakeResult;
+}
+
+/**
+ * serverHandshake, except that a first message other than Hello (a paired joiner retrying its
+ * PairRequest) is offered to `takeFirst`; resolves null when that took it, and the caller is
+ * done with the stream.
+ */
+export function serverHandshakeOrTake(stream: DuplexStream, options: ControlHandshakeOptions, takeFirst?: TakeFirst): Promise<ControlHandshakeResult | null> {
   const clock = options.clock ?? (() => performance.now());
-  return runHandshake(stream, Handshake.server(coreConfig(options, clock)), options, clock);
+  return runHandshake(stream, Handshake.server(coreConfig(options, clock)), options, clock, takeFirst);
 }
 
 /**

@@ -11,7 +11,7 @@
 // the listener learns only that proof. An invite is deleted when used or expired.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { hostname } from 'node:os';
-import { mkdir, readdir, readFile, rm, unlink } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { PAIR_PROOF_BYTES } from '../protocol/messages.js';
@@ -124,9 +124,9 @@ interface StoredInvite {
 
 /**
  * The open invites of a home: one file each in a directory (mode 0700, files 0600), named by a
- * hash of the secret. Redeeming is unlinking that file, so of two redemptions at once only one
- * wins, and creating one never rewrites (or revives) another: the CLI creates while the listener
- * redeems, with no lock between them.
+ * hash of the secret. Redeeming renames that file to its used name, so of two redemptions at
+ * once only one wins, and creating one never rewrites (or revives) another: the CLI creates while
+ * the listener redeems, with no lock between them. Used invites stay until they expire.
  */
 export class InviteStore {
   constructor(private readonly dir: string) {}
@@ -149,24 +149,40 @@ export class InviteStore {
     return (await this.#open(nowMs)).length > 0;
   }
 
-  /** The unexpired invite whose secret `proves` accepts, removed (single use); undefined when none does. */
+  /**
+   * The unexpired open invite whose secret `proves` accepts, marked used (single use: renaming
+   * its file, so of two redemptions at once only one wins); undefined when none does.
+   */
   async redeem(proves: (secret: Uint8Array) => boolean, nowMs = Date.now()): Promise<RedeemedInvite | undefined> {
     for (const { file, invite } of await this.#open(nowMs)) {
-      const secret = new Uint8Array(Buffer.from(invite.secret, 'base64'));
+      const secret = secretOf(invite);
       if (!proves(secret)) continue;
       try {
-        await unlink(file);
+        await rename(file, file.slice(0, -INVITE_SUFFIX.length) + USED_SUFFIX);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined; // redeemed by someone else just now
-        throw new ClawpeerError('IO', `cannot remove the used invite ${file}: ${(err as Error).message}`, { cause: err });
+        throw new ClawpeerError('IO', `cannot mark the invite ${file} used: ${(err as Error).message}`, { cause: err });
       }
       return invite.name === undefined ? { secret } : { secret, name: invite.name };
     }
     return undefined;
   }
 
-  /** The unexpired invites; expired and unreadable files are removed on the way. */
-  async #open(nowMs: number): Promise<{ file: string; invite: StoredInvite }[]> {
+  /**
+   * The unexpired used invite whose secret `proves` accepts (it stays: a joiner may retry until
+   * the invite expires); undefined when none does. For a key the listener pinned by that invite,
+   * whose PairAccept was lost.
+   */
+  async confirm(proves: (secret: Uint8Array) => boolean, nowMs = Date.now()): Promise<RedeemedInvite | undefined> {
+    for (const { invite } of await this.#open(nowMs, USED_SUFFIX)) {
+      const secret = secretOf(invite);
+      if (proves(secret)) return invite.name === undefined ? { secret } : { secret, name: invite.name };
+    }
+    return undefined;
+  }
+
+  /** The unexpired invites (open ones, or used ones); expired and unreadable files are removed on the way. */
+  async #open(nowMs: number, suffix = INVITE_SUFFIX): Promise<{ file: string; invite: StoredInvite }[]> {
     let names: string[];
     try {
       names = await readdir(this.dir);
@@ -175,7 +191,7 @@ export class InviteStore {
       throw new ClawpeerError('IO', `cannot list ${this.dir}: ${(err as Error).message}`, { cause: err });
     }
     const open: { file: string; invite: StoredInvite }[] = [];
-    for (const name of names.filter((n) => n.endsWith(INVITE_SUFFIX))) {
+    for (const name of names.filter((n) => n.endsWith(suffix))) {
       const file = join(this.dir, name);
       const invite = await readInvite(file);
       if (invite !== undefined && invite.expiresAt > nowMs) open.push({ file, invite });
@@ -186,6 +202,12 @@ export class InviteStore {
 }
 
 const INVITE_SUFFIX = '.invite.json';
+/** A used invite, kept until it expires so its joiner can retry (confirm). */
+const USED_SUFFIX = '.used.json';
+
+function secretOf(invite: StoredInvite): Uint8Array {
+  return new Uint8Array(Buffer.from(invite.secret, 'base64'));
+}
 
 /** The file of an invite: named by a hash of its secret, never the secret itself. */
 function fileNameOf(secret: Uint8Array): string {

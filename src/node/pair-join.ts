@@ -40,11 +40,16 @@ export async function joinByInvite(o: JoinOptions): Promise<PeerEntry> {
     const stream = await conn.openStream();
     await stream.write(encodeControlFrame({ type: 'pair-request', proof: pairProof(o.secret, 'joiner', inviterKey, o.identity.publicKey), name: suggestedName() }));
     const answer = await readLoneMessage(stream, o.config.handshakeTimeoutMs, o.signal).catch((err: unknown) => {
-      // The listener's own protocol error: only a listener that has our key pinned already runs
-      // its handshake on our (well-formed) request, and wants a Hello. An unpinned key's wrong
-      // code is NOT_PAIRED.
+      // The listener's own protocol error: only a listener that has our key pinned already (and
+      // not by this code: a retry of the join that pinned us gets its PairAccept again) runs its
+      // handshake on our request, and wants a Hello. An unpinned key's wrong code is NOT_PAIRED.
+      // Nothing proved that key here, so the command left is the owner's to check.
       if (err instanceof ClawpeerError && err.code === 'PROTOCOL' && err.wire !== undefined) {
-        throw new ClawpeerError('USAGE', `the node at ${where} (${inviterId}) has this node paired already: pin it here with \`clawpeer pair add ${inviterId} --name <NAME> --addr ${where}\``, { cause: err });
+        throw new ClawpeerError(
+          'USAGE',
+          `the node at ${where} (${inviterId}) has this node paired already, not by this code: if that is its id (\`clawpeer id\` there), pin it here with \`clawpeer pair add ${inviterId} --name <NAME> --addr ${where}\``,
+          { cause: err },
+        );
       }
       throw err;
     });

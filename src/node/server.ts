@@ -7,13 +7,13 @@ import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { Identity } from '../crypto/identity.js';
 import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { encodeControlFrame } from '../protocol/messages.js';
+import { encodeControlFrame, type ControlMessage } from '../protocol/messages.js';
 import { backendByName } from '../transport/backends.js';
 import type { Connection, DuplexStream, Listener, TransportName } from '../transport/types.js';
 import { formatHostPort } from './address.js';
 import type { NodeConfig } from './config.js';
 import { localCapabilities } from './chunk-compression.js';
-import { readLoneMessage, serverHandshake } from './control-channel.js';
+import { readLoneMessage, serverHandshakeOrTake } from './control-channel.js';
 import { pairProof, pickPeerName, proofMatches, suggestedName, type InviteStore } from './pair-invite.js';
 import type { PeerStore } from './peer-store.js';
 import { PeerSession } from './session.js';
@@ -238,10 +238,34 @@ export class NodeServer {
     await peers.add(peerId, name);
     // Told at warn level, which a listener prints by default: a new key got in.
     log.warn('paired by invite', { id: peerId, name, addr: formatHostPort(conn.remoteAddress) });
-    await withTimeout(stream.write(encodeControlFrame({ type: 'pair-accept', proof: pairProof(redeemed.secret, 'inviter', identity.publicKey, conn.remotePublicKey), name: suggestedName() })), 1_000, 'sending PairAccept').catch(() => undefined);
+    await this.#acceptPairing(conn, stream, redeemed.secret);
+    return undefined;
+  }
+
+  /**
+   * A paired key's PairRequest instead of a Hello: the joiner of an invite we redeemed for it,
+   * retrying because our PairAccept never reached it. Its proof must match that used invite (for
+   * its own key); then it gets our proof again. False: not such a retry (the handshake refuses it).
+   */
+  async #confirmPairing(conn: Connection, stream: DuplexStream, invites: InviteStore, request: ControlMessage): Promise<boolean> {
+    if (request.type !== 'pair-request') return false;
+    const { identity, log } = this.#options;
+    const used = await invites
+      .confirm((secret) => proofMatches(pairProof(secret, 'joiner', identity.publicKey, conn.remotePublicKey), request.proof))
+      .catch(() => undefined);
+    if (used === undefined) return false;
+    // Warn level, as 'paired by invite': someone used the invite's code.
+    log.warn('pairing by invite confirmed again (the joiner retried)', { id: nodeIdFromPublicKey(conn.remotePublicKey), addr: formatHostPort(conn.remoteAddress) });
+    await this.#acceptPairing(conn, stream, used.secret);
+    return true;
+  }
+
+  /** Sends our PairAccept (our proof of the invite's secret) and lets the joiner close. */
+  async #acceptPairing(conn: Connection, stream: DuplexStream, secret: Uint8Array): Promise<void> {
+    const { identity } = this.#options;
+    await withTimeout(stream.write(encodeControlFrame({ type: 'pair-accept', proof: pairProof(secret, 'inviter', identity.publicKey, conn.remotePublicKey), name: suggestedName() })), 1_000, 'sending PairAccept').catch(() => undefined);
     await stream.finish().catch(() => undefined);
     await settledWithin(conn.closed, REFUSAL_TIMEOUT_MS); // the joiner closes once it has read it
-    return undefined;
   }
 
   async #serveConnection(conn: Connection): Promise<void> {
@@ -267,13 +291,13 @@ export class NodeServer {
         await stream.finish().catch(() => undefined);
         return;
       }
-      const handshake = await serverHandshake(stream, {
-        identity,
-        expectedRemoteKey: conn.remotePublicKey,
-        caps: localCapabilities(config.compression),
-        timeoutMs: config.handshakeTimeoutMs,
-        signal: this.#stop.signal,
-      });
+      const invites = this.#options.invites;
+      const handshake = await serverHandshakeOrTake(
+        stream,
+        { identity, expectedRemoteKey: conn.remotePublicKey, caps: localCapabilities(config.compression), timeoutMs: config.handshakeTimeoutMs, signal: this.#stop.signal },
+        invites === undefined ? undefined : (first) => this.#confirmPairing(conn, stream, invites, first),
+      );
+      if (handshake === null) return; // a retried pairing, answered
       const session = new PeerSession(conn, handshake);
       this.#sessions.set(session, peerId);
       log.info('peer connected', { id: peerId, addr: where, transport: conn.transport, version: session.version });

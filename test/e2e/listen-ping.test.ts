@@ -94,12 +94,20 @@ t.test('pair invite / pair join: a one-time code pins both keys; a wrong or used
   const reused = await runCli(['--home', e.home, 'pair', 'join', code, '--addr', addr]);
   t.equal(reused.code, 3, 'a used code is refused');
   t.match(listener.stderr(), new RegExp(`paired by invite id=${d.id} name=dave`));
-  // Joining a listener that has this node pinned already says so, with the command that is left.
+  // A lost PairAccept (the listener pinned the joiner, the joiner never saw its proof): the
+  // same join again gets the proof and pins the listener, until the invite expires.
+  t.equal((await runCli(['--home', d.home, 'pair', 'remove', 'alice'])).code, 0);
+  const retried = await runCli(['--home', d.home, 'pair', 'join', code, '--addr', addr, '--name', 'alice', '--json']);
+  t.equal(retried.code, 0, retried.stderr);
+  t.match(jsonLines(retried.stdout)[0], { event: 'paired', id: a.id, name: 'alice', addr });
+  t.match(listener.stderr(), new RegExp(`pairing by invite confirmed again \\(the joiner retried\\) id=${d.id}`));
+  t.equal((await runCli(['--home', e.home, 'pair', 'join', code, '--addr', addr])).code, 3, 'the used code still pins no other key');
+  // Joining with another code a listener that has this node pinned already says so, with the command that is left.
   const second = String(jsonLines((await runCli(['--home', a.home, 'pair', 'invite', '--json'])).stdout)[0]?.['code']);
   t.equal((await runCli(['--home', d.home, 'pair', 'remove', 'alice'])).code, 0);
   const twice = await runCli(['--home', d.home, 'pair', 'join', second, '--addr', addr]);
   t.equal(twice.code, 2, twice.stderr);
-  t.match(twice.stderr, `has this node paired already: pin it here with \`clawpeer pair add ${a.id} --name <NAME> --addr ${addr}\``);
+  t.match(twice.stderr, `has this node paired already, not by this code: if that is its id (\`clawpeer id\` there), pin it here with \`clawpeer pair add ${a.id} --name <NAME> --addr ${addr}\``);
 });
 
 t.test('client side pinning: an unpaired id is not dialled, a wrong key at the address is refused', async (t) => {

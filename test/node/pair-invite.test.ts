@@ -35,7 +35,7 @@ t.test('a proof binds the secret, the role and both keys', async (t) => {
   t.notOk(proofMatches(proof, proof.subarray(0, 31)), 'a short proof');
 });
 
-t.test('the store: an invite is redeemed once, expires, and the file is private', async (t) => {
+t.test('the store: an invite is redeemed once, confirms its joiner until it expires, and the file is private', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'clawpeer-invites-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const store = new InviteStore(join(dir, 'invites'));
@@ -57,9 +57,15 @@ t.test('the store: an invite is redeemed once, expires, and the file is private'
   const redeemed = await store.redeem((s) => Buffer.from(s).equals(Buffer.from(parseInviteCode(again.code))), now + 1);
   t.same(redeemed && Buffer.from(redeemed.secret), Buffer.from(parseInviteCode(again.code)));
   t.equal(redeemed?.name, undefined, 'no name set');
-  t.equal(await store.redeem((s) => Buffer.from(s).equals(Buffer.from(parseInviteCode(again.code))), now + 2), undefined, 'single use');
-  t.equal(await store.hasOpen(now + 60_001), false, 'the first one expired');
-  t.same(await readdir(join(dir, 'invites')), [], 'used and expired invites leave no file');
+  const matchesAgain = (s: Uint8Array): boolean => Buffer.from(s).equals(Buffer.from(parseInviteCode(again.code)));
+  t.equal(await store.redeem(matchesAgain, now + 2), undefined, 'single use');
+  // A used invite stays for its joiner's retry (confirm) until it expires, and opens nothing.
+  t.same((await store.confirm(matchesAgain, now + 3))?.secret, parseInviteCode(again.code), 'a used invite confirms');
+  t.same((await store.confirm(matchesAgain, now + 4))?.secret, parseInviteCode(again.code), 'as often as asked');
+  t.equal(await store.confirm(matches, now + 5), undefined, 'an open (unused) invite does not confirm');
+  t.equal(await store.hasOpen(now + 60_001), false, 'the first one expired, the second is used');
+  t.equal(await store.confirm(matchesAgain, now + 60_001), undefined, 'a used invite expires too');
+  t.same(await readdir(join(dir, 'invites')), [], 'used and expired invites leave no file once expired');
   for (let i = 0; i < MAX_OPEN_INVITES; i++) await store.create({ ttlMs: 60_000, nowMs: now });
   await t.rejects(store.create({ ttlMs: 60_000, nowMs: now }), { code: 'USAGE', message: /invites are open already/ });
 });

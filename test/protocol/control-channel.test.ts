@@ -1,7 +1,7 @@
 import t from 'tap';
 import { ClawpeerError } from '../../src/errors.js';
 import { identityFromSeed } from '../../src/crypto/identity.js';
-import { clientHandshake, serverHandshake, type ControlHandshakeOptions } from '../../src/node/control-channel.js';
+import { clientHandshake, serverHandshake, serverHandshakeOrTake, type ControlHandshakeOptions } from '../../src/node/control-channel.js';
 import { FrameDecoder, type Frame } from '../../src/protocol/frame-codec.js';
 import { decodeControl, encodeControlFrame, type ControlMessage } from '../../src/protocol/messages.js';
 import type { DuplexStream } from '../../src/transport/types.js';
@@ -164,6 +164,30 @@ t.test('a silent peer: TIMEOUT, and the peer is told why', async (t) => {
   const decoder = new FrameDecoder();
   t.match(await readMessage(a, decoder), { type: 'error', code: 14 });
   t.equal(await readMessage(a, decoder), null, 'then the server finishes the stream');
+});
+
+t.test('a first message other than Hello is offered to takeFirst: taken, the handshake ends with null; declined, refused as before', async (t) => {
+  const request: ControlMessage = { type: 'pair-request', proof: new Uint8Array(32).fill(9), name: 'joiner' };
+  const offered: ControlMessage[] = [];
+  const [a, b] = streamPair();
+  const taken = serverHandshakeOrTake(b, serverOptions(), async (m) => {
+    offered.push(m);
+    return true;
+  });
+  await a.write(encodeControlFrame(request));
+  t.equal(await taken, null, 'taken: no session');
+  t.match(offered, [{ type: 'pair-request', name: 'joiner' }]);
+
+  const [c, d] = streamPair();
+  const declined = serverHandshakeOrTake(d, serverOptions(), async () => false);
+  await c.write(encodeControlFrame(request));
+  await t.rejects(declined, { code: 'PROTOCOL', message: /expected Hello/ });
+
+  // A Hello is never offered: the handshake runs.
+  const [e, f] = streamPair();
+  const never = (): Promise<boolean> => Promise.reject(new Error('a Hello was offered'));
+  const [client, server] = await Promise.all([clientHandshake(e, clientOptions()), serverHandshakeOrTake(f, serverOptions(), never)]);
+  t.equal(hex(client.transcriptHash), hex(server?.transcriptHash ?? new Uint8Array()));
 });
 
 t.test('abort: ABORTED, stream reset', async (t) => {
