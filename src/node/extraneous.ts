@@ -8,8 +8,8 @@
 // and what the transfer's exclude patterns match are never removed, nor anything inside them,
 // so a directory holding a protected entry stays. Directories come after their contents: the
 // list is the order to delete in, and what a dry run shows.
-// A destination that is a synced folder keeps what it can in its history (delete-history.ts:
-// the caller passes the keeper). Non-goals: a transfer that failed (the callers remove only
+// With --backup what goes is kept as a backup (backups.ts), and a destination that is a synced
+// folder keeps what it can in its history (delete-history.ts): the caller passes the keeper. Non-goals: a transfer that failed (the callers remove only
 // after everything was published).
 import type { Dirent } from 'node:fs';
 import { lstat, readdir, realpath, rmdir, unlink } from 'node:fs/promises';
@@ -17,8 +17,8 @@ import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { belowTransferRoot, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
-import type { HistoryKeeper } from './delete-history.js';
 import { INTERNAL_DIR_NAME, isTempFileName } from './internal-names.js';
+import type { Keeper } from './keeper.js';
 
 export interface Extraneous {
   /** Relative to the destination root, '/'-separated. */
@@ -93,14 +93,14 @@ export async function findExtraneous(o: ExtraneousOptions): Promise<Extraneous[]
  * gone, or a directory something appeared in meanwhile, is left out; any other failure is an IO
  * error naming the path (what was removed before it stays removed).
  */
-export async function removeExtraneous(root: string, list: readonly Extraneous[], keeper?: HistoryKeeper): Promise<Extraneous[]> {
+export async function removeExtraneous(root: string, list: readonly Extraneous[], keeper?: Keeper): Promise<Extraneous[]> {
   const rootReal = await realpath(root);
   const removed: Extraneous[] = [];
   for (const e of list) {
     const abs = path.join(rootReal, ...e.path.split('/'));
     try {
       if (e.kind === 'dir') await rmdir(abs);
-      else if (e.kind !== 'file' || keeper === undefined || !(await keeper.keep(e.path, abs))) await unlink(abs);
+      else if (keeper === undefined || !(await keeper.keep(e.path, abs, 'deleted'))) await unlink(abs);
       removed.push(e);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
@@ -122,6 +122,8 @@ export interface TransferExtraneousOptions {
   readonly contentsOnly: boolean;
   /** The transfer's exclude patterns: what they match is never removed. */
   readonly exclude?: ExcludeRules;
+  /** Also never removed (root-relative paths): --backup's files (backups.ts). */
+  readonly spare?: (relPath: string, isDir: boolean) => boolean;
 }
 
 /** What --delete removes after one transfer: its directories' entries beyond its own. */
@@ -130,9 +132,11 @@ export function transferExtraneous(o: TransferExtraneousOptions): Promise<Extran
   if (o.contentsOnly) dirs.push(o.basePath);
   const rules = o.exclude;
   // The patterns see paths as when the source was scanned (transfer-source.ts): without the base path.
-  const protect = rules === undefined ? undefined : (rel: string, isDir: boolean): boolean => {
+  const excluded = rules === undefined ? undefined : (rel: string, isDir: boolean): boolean => {
     const inner = belowTransferRoot(o.basePath === '' ? rel : rel.slice(o.basePath.length + 1), o.contentsOnly);
     return inner !== '' && rules.excludes(inner, isDir);
   };
+  const spare = o.spare;
+  const protect = spare === undefined ? excluded : excluded === undefined ? spare : (rel: string, isDir: boolean): boolean => spare(rel, isDir) || excluded(rel, isDir);
   return findExtraneous({ root: o.root, dirs, keep: new Set(o.destPaths), ...(protect === undefined ? {} : { protect }) });
 }

@@ -52,7 +52,9 @@ import { manifestFromFile } from '../chunking/file-chunker.js';
 import { verifyManifest } from '../chunking/manifest.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
+import { Backups, type BackupPlan } from './backups.js';
 import { forEachBounded } from './for-each-bounded.js';
+import type { Keeper } from './keeper.js';
 import { processAlive } from './process-alive.js';
 import { syncDir } from './partial-store.js';
 import { isInternalPath, isTempFileName, TEMP_FILE_PREFIX } from './internal-names.js';
@@ -135,6 +137,10 @@ export interface PublisherOptions {
   readonly signal?: AbortSignal;
   /** Override EARLY_WRITEBACK_BYTES (tests). */
   readonly earlyWritebackBytes?: number;
+  /** --backup: what a replaced file or symlink is kept as; the transfer lands at `destBase` (root-relative, '' = the root). */
+  readonly backup?: { readonly plan: BackupPlan; readonly destBase: string };
+  /** Without a backup: what keeps a file before it is replaced (a synced folder's history). */
+  readonly keeper?: Keeper;
 }
 
 function ioError(what: string, file: string, err: unknown): ClawpeerError {
@@ -447,12 +453,23 @@ export class Publisher {
   // Directories whose entries changed since their last fsync.
   readonly #dirtyDirs = new Set<string>();
   readonly #open = new Set<StagedFile>();
+  /** --backup's keeper (backups.ts), which --delete uses too; undefined without the option. */
+  readonly backups: Backups | undefined;
+  readonly #keeper: Keeper | undefined;
 
   private constructor(shareRoot: string, options: PublisherOptions) {
     this.shareRoot = shareRoot;
     this.#options = options;
     this.#policy = options.existing ?? (options.force === true ? 'replace' : 'refuse');
     this.#checkedDirs.add(shareRoot);
+    const backup = options.backup;
+    this.backups = backup === undefined ? undefined : new Backups(backup.plan, backup.destBase, { dirAt: (relDir) => this.#confinedDir(relDir, true), tempName: (base) => tempNameFor(base) });
+    this.#keeper = this.backups ?? options.keeper;
+  }
+
+  /** Before a file or symlink at `finalPath` is replaced: the backup, or the keeper's copy. */
+  async #keepReplaced(relPath: string, finalPath: string): Promise<void> {
+    await this.#keeper?.keep(relPath, finalPath, 'replaced');
   }
 
   /** Opens a publisher. SHARE_READ_ONLY for a read-only share; IO when the root is unusable. */
@@ -789,6 +806,7 @@ export class Publisher {
     };
     const place = async (): Promise<void> => {
       if (this.#policy === 'replace') {
+        await this.#keepReplaced(f.relPath, f.finalPath);
         renameSync(source, f.finalPath);
         return;
       }
@@ -801,7 +819,10 @@ export class Publisher {
         if (code === 'EXDEV') throw err;
         // EEXIST: something is there. Otherwise no hard links here (FAT, some network file
         // systems): check, then rename.
-        if ((await settle()) === 'replace') await rename(source, f.finalPath);
+        if ((await settle()) === 'replace') {
+          await this.#keepReplaced(f.relPath, f.finalPath);
+          await rename(source, f.finalPath);
+        }
       }
     };
 
@@ -860,6 +881,7 @@ export class Publisher {
         const again = await lstat(finalPath).then(() => true, () => false);
         if (again) this.#refuseExisting(finalPath, 'in the way');
       }
+      if (verdict === 'replace') await this.#keepReplaced(rel, finalPath);
       await rename(tmp, finalPath);
     } catch (err) {
       await rm(tmp, { force: true });

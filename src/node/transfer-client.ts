@@ -7,6 +7,7 @@ import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { bitmapSet, newBitmap, type ControlMessage, type ManifestEntry, type TransferDoneMessage } from '../protocol/messages.js';
 import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
+import { backupProtection, type BackupPlan } from './backups.js';
 import { uniqueChunks } from './chunk-order.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { dryRunReport, type DryRunReport } from './dry-run.js';
@@ -52,8 +53,10 @@ export interface TransferOptions {
   readonly existing?: 'keep' | 'update';
   /** push --remove-source-files: once the listener has published everything, remove the sent files and symlinks (source-removal.ts). */
   readonly removeSourceFiles?: boolean;
-  /** This node's id: pull --delete into a synced folder keeps what it removes in the folder's history (delete-history.ts). */
+  /** This node's id: a pull into a synced folder keeps what --delete removes and --force or --update replaces in the folder's history (delete-history.ts). */
   readonly nodeId?: string;
+  /** --backup, --backup-dir, --suffix: keep what is replaced or removed (backups.ts); a push asks the listener. */
+  readonly backup?: BackupPlan;
 }
 
 export interface TransferResult {
@@ -84,11 +87,18 @@ export interface TransferResult {
   readonly sourceRemoved?: number;
   /** ... and those kept because they changed (or vanished) since they were sent. */
   readonly sourceChanged?: readonly string[];
+  /** --backup: files and symlinks backed up before they were replaced or removed. */
+  readonly filesBackedUp?: number;
 }
 
 /** The result's kept count, when the options asked for an existing-file policy. */
 function keptOf(o: TransferOptions, kept: number | undefined): Pick<TransferResult, 'filesKept'> {
   return o.existing === undefined ? {} : { filesKept: kept ?? 0 };
+}
+
+/** The result's backup count, when the options asked for backups. */
+function backedUpOf(o: TransferOptions, count: number | undefined): Pick<TransferResult, 'filesBackedUp'> {
+  return o.backup === undefined ? {} : { filesBackedUp: count ?? 0 };
 }
 
 /** A listener without 'delete' would leave what the source lacks in place. */
@@ -135,6 +145,7 @@ function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pu
     ...(o.dryRun === true ? { dryRun: true } : {}),
     ...(direction === 'push' && o.delete === true ? { delete: true } : {}),
     ...(direction === 'push' && o.existing !== undefined ? { existing: o.existing } : {}),
+    ...(direction === 'push' && o.backup !== undefined ? { backup: { suffix: o.backup.suffix, dir: o.backup.dir ?? '' } } : {}),
   };
 }
 
@@ -159,6 +170,8 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   }
   if (o.dryRun === true) requireDryRun(session);
   if (o.existing !== undefined) requireExisting(session);
+  // Without 'backup' the listener would replace and remove without keeping anything.
+  if (o.backup !== undefined) session.requireFeature('backup', 'cannot keep backups (--backup, --backup-dir)', 'push without them');
   let hashed = 0;
   const source = await scanSource(o.localPath, {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
@@ -221,7 +234,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       ...(removal === undefined ? {} : { sourceRemoved: removal.removed.length, sourceChanged: removal.changed }),
       files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
-      seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount), ...keptOf(o, result.filesKept),
+      seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount), ...keptOf(o, result.filesKept), ...backedUpOf(o, result.filesBackedUp),
     };
   } finally {
     o.signal.removeEventListener('abort', onOuter);
@@ -302,16 +315,18 @@ function pulledExtraneous(o: TransferOptions, root: string, entries: readonly Ma
     root, basePath: '', entries, destPaths: receiver.destinationPaths,
     contentsOnly: o.remotePath === '', // a whole share lands as LOCAL's contents
     ...(o.excludeRules === undefined ? {} : { exclude: o.excludeRules }),
+    ...(o.backup === undefined ? {} : { spare: backupProtection(o.backup, '') }),
   });
 }
 
-/** A pull's receiver: into `root` here, with the options' existing-file policy (a pull applies its own). */
-function pullReceiver(o: TransferOptions, router: DataStreamRouter, id: number, entries: readonly ManifestEntry[], root: string, progress: Pick<ReceiverOptions, 'onChunkWritten' | 'onPublished'> = {}): TransferReceiver {
+/** A pull's receiver: into `root` here, with the options' existing-file policy and backups (a pull applies its own). */
+function pullReceiver(o: TransferOptions, router: DataStreamRouter, id: number, entries: readonly ManifestEntry[], root: string, extra: Pick<ReceiverOptions, 'onChunkWritten' | 'onPublished' | 'keeper'> = {}): TransferReceiver {
   return new TransferReceiver({
     session: o.session, router, transferId: id, entries, chunking: sessionChunking(o.session), signal: o.signal, log: o.log,
     destination: { root, readOnly: false, basePath: '' },
     force: o.force, ...(o.existing === undefined ? {} : { existing: o.existing }),
-    ...progress,
+    ...(o.backup === undefined ? {} : { backup: o.backup }),
+    ...extra,
   });
 }
 
@@ -332,9 +347,13 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
   const totalFiles = entries.filter((e) => e.kind === 'file').length;
   const receiving = new ProgressCounter((p) => o.onProgress?.(p), 'receiving', 0, totalFiles);
+  // Into a synced folder's root, what --force or --update replaces stays in its history (no --backup).
+  const replaces = o.force || o.existing === 'update';
+  const history = o.backup === undefined && replaces && o.nodeId !== undefined ? await (await import('./delete-history.js')).historyKeeperFor(root, o.nodeId) : undefined;
   const receiver = pullReceiver(o, router, id, entries, root, {
     onChunkWritten: (bytes) => receiving.addBytes(bytes),
     onPublished: (files) => receiving.setFiles(files),
+    ...(history === undefined ? {} : { keeper: history }),
   });
   try {
     const plan = await receiver.prepare();
@@ -342,16 +361,18 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
     const stats = await receiver.receive();
     await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
     // Only once everything is published: a failed pull removes nothing.
-    const removed = o.delete === true ? (await (await import('./delete-history.js')).removeExtraneousKeepingHistory(root, await pulledExtraneous(o, root, entries, receiver), o.nodeId)).map((e) => e.path) : [];
+    const removed = o.delete === true ? (await (await import('./delete-history.js')).removeExtraneousKeeping(root, await pulledExtraneous(o, root, entries, receiver), { backups: receiver.backups, nodeId: o.nodeId })).map((e) => e.path) : [];
     return {
       files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,
-      seconds: (performance.now() - started) / 1000, ...deletedOf(o, removed, undefined), ...keptOf(o, stats.filesKept),
+      seconds: (performance.now() - started) / 1000, ...deletedOf(o, removed, undefined), ...keptOf(o, stats.filesKept), ...backedUpOf(o, receiver.backups?.count),
     };
   } catch (err) {
     await receiver.abort();
     // Tell the sender why we stopped, unless it was the sender that told us.
     if (err instanceof ClawpeerError && err.wire === undefined) await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
     throw err;
+  } finally {
+    await history?.close();
   }
 }

@@ -19,6 +19,8 @@ import { bitmapFromKeys, chunkIdAt, uniqueChunks } from './chunk-order.js';
 import type { DataStreamRouter, IncomingDataStream } from './data-stream-router.js';
 import { PartialStore } from './partial-store.js';
 import { isInternalPath } from './internal-names.js';
+import type { BackupPlan, Backups } from './backups.js';
+import type { Keeper } from './keeper.js';
 import { Publisher, type ExistingPolicy, type PublishDir, type StagedFile } from './publisher.js';
 import type { PeerSession } from './session.js';
 import type { DuplexStream } from '../transport/types.js';
@@ -103,6 +105,9 @@ export interface ReceiverOptions {
   readonly onPublished?: (files: number) => void;
   /** A listener's in-memory chunk indexes; without it the share's index is loaded and saved here. */
   readonly indexes?: ChunkIndexPool;
+  /** --backup: replaced files are kept so (backups.ts); without it, `keeper` may keep them (a synced folder's history). */
+  readonly backup?: BackupPlan;
+  readonly keeper?: Keeper;
 }
 
 /** Maps announced entry paths to confined paths under the destination; refuses anything odd. */
@@ -315,8 +320,15 @@ export class TransferReceiver {
       shareRoot: destination.root, readOnly: destination.readOnly, force: this.#o.force, chunking,
       ...(this.#o.existing === undefined ? {} : { existing: this.#o.existing }),
       ...(partials === undefined ? {} : { partials }),
+      ...(this.#o.backup === undefined ? {} : { backup: { plan: this.#o.backup, destBase: destination.basePath } }),
+      ...(this.#o.keeper === undefined ? {} : { keeper: this.#o.keeper }),
       knownRoot: (p, st) => index.cachedRoot(p, st), signal,
     });
+  }
+
+  /** --backup's keeper, once prepared: --delete keeps what it removes with it too. */
+  get backups(): Backups | undefined {
+    return this.#publisher?.backups;
   }
 
   /** One-shot receivers save now; a listener's pool saves in the background (release). */

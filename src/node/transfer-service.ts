@@ -17,8 +17,10 @@ import type { NodeConfig } from './config.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from './destination-locks.js';
 import { transferExtraneous, type Extraneous } from './extraneous.js';
-import { removeExtraneousKeepingHistory } from './delete-history.js';
+import { historyKeeperFor, removeExtraneousKeeping } from './delete-history.js';
+import { backupPlan, backupProtection, type BackupPlan } from './backups.js';
 import { isInternalPath } from './internal-names.js';
+import type { Keeper } from './keeper.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
@@ -163,11 +165,13 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
     if ((req.exclude !== undefined || req.filter !== undefined) && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls, and to what a push with delete may remove; a push leaves out files on the sending side');
     if (req.rateLimit !== undefined) throw new ClawpeerError('PROTOCOL', 'a rate limit applies to pulls; a push caps its own sending');
     if (req.existing !== undefined && req.force) throw new ClawpeerError('PROTOCOL', 'force and an existing-files policy (keep, update) exclude each other');
+    peerBackupPlan(req); // a malformed one is refused before anything is accepted
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
     await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t));
   } else {
     if (req.delete === true) throw new ClawpeerError('PROTOCOL', 'delete applies to pushes; a pull removes what the source lacks on its own side');
     if (req.existing !== undefined) throw new ClawpeerError('PROTOCOL', 'an existing-files policy applies to pushes; a pull\'s receiver applies its own');
+    if (req.backup !== undefined) throw new ClawpeerError('PROTOCOL', 'backups apply to pushes; a pull\'s receiver makes its own');
     await servePull(session, req, ctx, signal, t);
   }
 }
@@ -179,18 +183,25 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   if (req.delete === true && share.noDelete === true) throw new ClawpeerError('SHARE_FORBIDDEN', `share ${share.name} refuses push --delete (it is served with :nodelete): push without --delete`);
   // --delete: what the pushed directories hold beyond the source goes, the client's patterns spared.
   const protect = peerExcludes(req);
+  const backup = peerBackupPlan(req);
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
-  const receiverUntil = (until: AbortSignal): TransferReceiver =>
+  const receiverUntil = (until: AbortSignal, keeper?: Keeper): TransferReceiver =>
     new TransferReceiver({
       session, router, transferId: id, entries, chunking, signal: until, log,
       destination: { root: share.dir, readOnly: share.readOnly, basePath, name: `share ${share.name}` },
       force: req.force,
       ...(req.existing === undefined ? {} : { existing: req.existing }),
       ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
+      ...(backup === undefined ? {} : { backup }),
+      ...(keeper === undefined ? {} : { keeper }),
     });
   const extraneous = async (receiver: TransferReceiver): Promise<Extraneous[]> =>
-    req.delete !== true ? [] : transferExtraneous({ root: share.dir, basePath, entries, destPaths: receiver.destinationPaths, contentsOnly: false, ...(protect === undefined ? {} : { exclude: protect }) });
+    req.delete !== true ? [] : transferExtraneous({
+      root: share.dir, basePath, entries, destPaths: receiver.destinationPaths, contentsOnly: false,
+      ...(protect === undefined ? {} : { exclude: protect }),
+      ...(backup === undefined ? {} : { spare: backupProtection(backup, basePath) }),
+    });
   if (req.dryRun === true) {
     // Plans only: no lock (nothing is written), no data stream; the Want says what would travel.
     const receiver = receiverUntil(signal);
@@ -206,17 +217,22 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   // This transfer's own signal: the session ending, or a newer push of the same peer into the
   // same destination (then this one is a leftover of a killed client), stops it.
   const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
+  // In a synced folder, what --force or --update replaces stays in its history (no --backup).
+  const history = backup === undefined && (req.force || req.existing === 'update') && ctx.nodeId !== undefined ? await historyKeeperFor(share.dir, ctx.nodeId) : undefined;
   try {
     // Built first: it confines the announced paths, and the lock claims exactly those.
-    const receiver = receiverUntil(hold.signal);
+    const receiver = receiverUntil(hold.signal, history);
     await claimPushDestination(hold, session, share, basePath, receiver.destinationPaths, ctx);
     try {
       const plan = await receiver.prepare();
       await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
       const stats = await receiver.receive();
       // Only once everything is published: a failed push removes nothing.
-      const removed = req.delete === true ? await removeExtraneousKeepingHistory(share.dir, await extraneous(receiver), ctx.nodeId) : [];
-      await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, ...deletedFields(removed), ...keptField(stats.filesKept) });
+      const removed = req.delete === true ? await removeExtraneousKeeping(share.dir, await extraneous(receiver), { backups: receiver.backups, nodeId: ctx.nodeId }) : [];
+      await session.control.send({
+        type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped,
+        ...deletedFields(removed), ...keptField(stats.filesKept), ...(backup === undefined ? {} : { filesBackedUp: receiver.backups?.count ?? 0 }),
+      });
       log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes, ...(req.delete === true ? { deleted: removed.length } : {}) });
     } catch (err) {
       await receiver.abort();
@@ -224,6 +240,17 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
     }
   } finally {
     hold.release(); // only after abort() finished: the next push finds no cleanup in progress
+    await history?.close();
+  }
+}
+
+/** A push's backup request as a plan; a malformed one is the peer's fault (its CLI checks it first). */
+function peerBackupPlan(req: TransferRequestMessage): BackupPlan | undefined {
+  if (req.backup === undefined) return undefined;
+  try {
+    return backupPlan(req.backup.dir === '' ? undefined : req.backup.dir, req.backup.suffix);
+  } catch (err) {
+    throw new ClawpeerError('PROTOCOL', `TransferRequest.backup: ${(err as Error).message}`);
   }
 }
 

@@ -146,6 +146,8 @@ export interface TransferRequestMessage {
   readonly filter?: readonly FilterRule[];
   /** Push, never with force (feature 'existing'): keep different existing files, or keep only newer ones. Absent: refuse. */
   readonly existing?: 'keep' | 'update';
+  /** Push (feature 'backup'): keep what is replaced or removed, beside it with the suffix or under dir (destination-relative). */
+  readonly backup?: { readonly suffix: string; readonly dir: string };
   /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
   /** Plan only: nothing is written, no chunk travels (feature 'dry-run'). */
@@ -212,6 +214,8 @@ export interface TransferDoneMessage {
   readonly deletedCount?: number;
   /** A push with an existing policy: different files and symlinks already there that were kept. */
   readonly filesKept?: number;
+  /** A push with backup: files and symlinks backed up before they were replaced or removed. */
+  readonly filesBackedUp?: number;
 }
 
 /** TransferDone lists at most this many removed paths (the count covers the rest). */
@@ -382,6 +386,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   delete: pb.Feature.FEATURE_DELETE,
   filter: pb.Feature.FEATURE_FILTER,
   existing: pb.Feature.FEATURE_EXISTING,
+  backup: pb.Feature.FEATURE_BACKUP,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -528,6 +533,10 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       if (filter.length > MAX_EXCLUDE_PATTERNS) throw new RangeError(`TransferRequest.filter has ${filter.length} rules, more than ${MAX_EXCLUDE_PATTERNS}`);
       for (const pattern of exclude) checkTextBytes('TransferRequest.exclude', pattern);
       for (const rule of filter) checkTextBytes('TransferRequest.filter', rule.pattern);
+      if (message.backup !== undefined) {
+        checkTextBytes('TransferRequest.backup.suffix', message.backup.suffix);
+        checkTextBytes('TransferRequest.backup.dir', message.backup.dir);
+      }
       checkRateLimit('TransferRequest.rateLimit', message.rateLimit);
       return {
         transferRequest: {
@@ -541,6 +550,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           exclude: [...exclude],
           filter: filter.map((r) => ({ pattern: r.pattern, include: r.include })),
           existing: message.existing === undefined ? pb.ExistingFiles.EXISTING_FILES_REFUSE : EXISTING_TO_WIRE[message.existing],
+          ...(message.backup === undefined ? {} : { backup: { suffix: message.backup.suffix, dir: message.backup.dir } }),
           rateLimit: message.rateLimit ?? 0,
           dryRun: message.dryRun ?? false,
           delete: message.delete ?? false,
@@ -571,6 +581,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       checkUint('TransferDone.chunksReceived', message.chunksReceived, Number.MAX_SAFE_INTEGER);
       checkUint('TransferDone.chunksSkipped', message.chunksSkipped, Number.MAX_SAFE_INTEGER);
       checkUint('TransferDone.filesKept', message.filesKept ?? 0, Number.MAX_SAFE_INTEGER);
+      checkUint('TransferDone.filesBackedUp', message.filesBackedUp ?? 0, Number.MAX_SAFE_INTEGER);
       const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
       if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
       for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
@@ -584,6 +595,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           deleted: [...(message.deleted ?? [])],
           deletedCount: message.deletedCount ?? 0,
           filesKept: message.filesKept ?? 0,
+          filesBackedUp: message.filesBackedUp ?? 0,
         },
       };
     default: {
@@ -882,6 +894,10 @@ function keptFromWire(kept: number): { filesKept?: number } {
   return kept === 0 ? {} : { filesKept: kept };
 }
 
+function backedUpFromWire(backedUp: number): { filesBackedUp?: number } {
+  return backedUp === 0 ? {} : { filesBackedUp: backedUp };
+}
+
 /** A request's exclude patterns or filter rules (at most one of them, each within the limits). */
 function patternsFromWire(r: clawpeer.v1.TransferRequest.$Properties): { exclude?: string[]; filter?: FilterRule[] } {
   const exclude = r.exclude ?? [];
@@ -935,6 +951,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         window: r.window ?? 0,
         ...patternsFromWire(r),
         ...((r.existing ?? 0) === pb.ExistingFiles.EXISTING_FILES_REFUSE ? {} : { existing: wireEnum('TransferRequest.existing', r.existing, EXISTING_FROM_WIRE) }),
+        ...(r.backup === null || r.backup === undefined ? {} : { backup: { suffix: wireText('TransferRequest.backup.suffix', r.backup.suffix), dir: wireText('TransferRequest.backup.dir', r.backup.dir) } }),
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.delete === true ? { delete: true } : {}),
@@ -983,6 +1000,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         chunksSkipped: u64ToNumber('TransferDone.chunksSkipped', d.chunksSkipped ?? 0),
         ...deletedFromWire(d.deleted ?? [], u64ToNumber('TransferDone.deletedCount', d.deletedCount ?? 0)),
         ...keptFromWire(u64ToNumber('TransferDone.filesKept', d.filesKept ?? 0)),
+        ...backedUpFromWire(u64ToNumber('TransferDone.filesBackedUp', d.filesBackedUp ?? 0)),
       };
     }
     default:

@@ -382,6 +382,60 @@ t.test('--delete removes what the pushed or pulled directories hold beyond the s
   t.match(refused.stderr, /share keep refuses push --delete \(it is served with :nodelete\)/);
 });
 
+t.test('--backup keeps what --force, --update and --delete replace or remove: beside it (NAME~) or under --backup-dir; --delete spares backups', async (t) => {
+  const src = path.join(work, 'bk');
+  await mkdir(path.join(src, 'sub'), { recursive: true });
+  await writeFile(path.join(src, 'a.txt'), 'a1');
+  await writeFile(path.join(src, 'sub', 'b.txt'), 'b1');
+  await symlink('a.txt', path.join(src, 'link'));
+  t.equal((await runCli(['--home', b.home, 'push', src, 'alice:inbox/bk'])).code, 0);
+  const copy = path.join(work, 'inbox', 'bk', 'bk');
+  const text = (file: string): Promise<string> => readFile(file, 'utf8');
+
+  // Beside: the replaced a.txt and the removed sub/b.txt are kept as NAME~; the new link replaces nothing.
+  await writeFile(path.join(src, 'a.txt'), 'a2');
+  await rm(path.join(src, 'sub', 'b.txt'));
+  const beside = await runCli(['--home', b.home, 'push', src, 'alice:inbox/bk', '--force', '--delete', '-b', '--json']);
+  t.equal(beside.code, 0, beside.stderr);
+  t.match(done(beside.stdout), { files: 1, deleted: 1, backedUp: 2 });
+  t.same([await text(path.join(copy, 'a.txt')), await text(path.join(copy, 'a.txt~')), await text(path.join(copy, 'sub', 'b.txt~'))], ['a2', 'a1', 'b1']);
+  t.notOk(existsSync(path.join(copy, 'sub', 'b.txt')));
+
+  // Again: --delete spares the backups (rsync's protect rule for the suffix); the older backup is replaced.
+  await writeFile(path.join(src, 'a.txt'), 'a3');
+  const again = await runCli(['--home', b.home, 'push', src, 'alice:inbox/bk', '--force', '--delete', '--backup', '--json']);
+  t.equal(again.code, 0, again.stderr);
+  t.match(done(again.stdout), { files: 1, deleted: 0, backedUp: 1 });
+  t.same([await text(path.join(copy, 'a.txt')), await text(path.join(copy, 'a.txt~')), await text(path.join(copy, 'sub', 'b.txt~'))], ['a3', 'a2', 'b1']);
+
+  // --backup-dir (relative to the destination, here inside the pushed directory) with a suffix; --delete spares that directory.
+  await writeFile(path.join(src, 'a.txt'), 'a4');
+  const dir = await runCli(['--home', b.home, 'push', src, 'alice:inbox/bk', '--force', '--delete', '--backup-dir', 'bk/old', '--suffix', '.bak', '--json']);
+  t.equal(dir.code, 0, dir.stderr);
+  t.match(done(dir.stdout), { files: 1, backedUp: 3 }, 'a.txt replaced; the two ~ files removed, so kept there too');
+  t.same([await text(path.join(copy, 'a.txt')), await text(path.join(copy, 'old', 'bk', 'a.txt.bak'))], ['a4', 'a3']);
+  t.same(await text(path.join(copy, 'old', 'bk', 'sub', 'b.txt~.bak')), 'b1');
+  const dirAgain = await runCli(['--home', b.home, 'push', src, 'alice:inbox/bk', '--delete', '--backup-dir', 'bk/old', '--json']);
+  t.equal(dirAgain.code, 0, dirAgain.stderr);
+  t.match(done(dirAgain.stdout), { deleted: 0, backedUp: 0 }, 'the backup directory is not extraneous');
+
+  // A pull keeps its own backups, under a directory of LOCAL.
+  const local = path.join(work, 'bk-pulled');
+  t.equal((await runCli(['--home', b.home, 'pull', 'alice:inbox/bk/bk/a.txt', local])).code, 0);
+  await writeFile(path.join(local, 'a.txt'), 'local edit');
+  const pulled = await runCli(['--home', b.home, 'pull', 'alice:inbox/bk/bk/a.txt', local, '--force', '--backup-dir', 'saved', '--json']);
+  t.equal(pulled.code, 0, pulled.stderr);
+  t.match(done(pulled.stdout), { files: 1, backedUp: 1 });
+  t.same([await text(path.join(local, 'a.txt')), await text(path.join(local, 'saved', 'a.txt'))], ['a4', 'local edit']);
+
+  const bad = await runCli(['--home', b.home, 'push', src, 'alice:inbox/bk', '--force', '--backup-dir', '../out']);
+  t.equal(bad.code, 2, bad.stderr);
+  t.match(bad.stderr, /--backup-dir "\.\.\/out" must be a relative path inside the destination/);
+  const lone = await runCli(['--home', b.home, 'push', src, 'alice:inbox/bk', '--suffix', '.old']);
+  t.equal(lone.code, 2, lone.stderr);
+  t.match(lone.stderr, /--suffix names backups: give --backup or --backup-dir too/);
+});
+
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {
   const src = path.join(work, 'clash');
   await mkdir(src);

@@ -125,3 +125,13 @@ t.test('push --ignore-existing / --update to a listener without existing is refu
   t.notOk(await sent(), 'no request went out');
   await session.connection.close();
 });
+
+t.test('push --backup to a listener without backup is refused before the scan', async (t) => {
+  const { session, sent } = await sessionWithout('backup');
+  await t.rejects(
+    pushFrom(session, { force: true, backup: { suffix: '~' } }),
+    { code: 'USAGE', message: /cannot keep backups \(--backup, --backup-dir\) \(an older clawpeer\): push without them/ },
+  );
+  t.notOk(await sent(), 'no request went out');
+  await session.connection.close();
+});

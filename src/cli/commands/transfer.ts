@@ -9,6 +9,7 @@ import type { TransferResult } from '../../node/transfer-client.js';
 import type { DryRunReport } from '../../node/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileFilter } from '../../transfer/exclude.js';
+import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../node/backups.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { human } from '../../format.js';
 import { createProgress } from '../progress.js';
@@ -40,7 +41,10 @@ const transferOptions = (y: Argv): Argv =>
     .option('bwlimit', BWLIMIT_OPTION)
     .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' })
     .option('remove-source-files', { type: 'boolean', default: false, describe: 'push: once the listener has published everything, remove the sent files and symlinks here, unless they changed meanwhile (rsync --remove-source-files; directories stay)' })
-    .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' });
+    .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' })
+    .option('backup', { alias: 'b', type: 'boolean', default: false, describe: `keep what --force, --update or --delete replaces or removes, as NAME${DEFAULT_BACKUP_SUFFIX} beside it (rsync --backup)` })
+    .option('backup-dir', { type: 'string', describe: 'with --backup (implied): keep backups under DIR, relative to the destination and inside it, at their relative paths' })
+    .option('suffix', { type: 'string', describe: `backup suffix (default ${DEFAULT_BACKUP_SUFFIX}, or none with --backup-dir)` });
 
 /** --delete: one line (event) per removed path (a dry run: per path it would remove); a push's listener lists the first 1,000. */
 function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean): void {
@@ -51,11 +55,12 @@ function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean):
 }
 
 /** The done record's counts for the options given: --delete's removals, --ignore-existing's and --update's kept files, --remove-source-files' removals. */
-function optionCounts(r: TransferResult): { deleted?: number; kept?: number; sourceRemoved?: number } {
+function optionCounts(r: TransferResult): { deleted?: number; kept?: number; sourceRemoved?: number; backedUp?: number } {
   return {
     ...(r.deletedCount === undefined ? {} : { deleted: r.deletedCount }),
     ...(r.filesKept === undefined ? {} : { kept: r.filesKept }),
     ...(r.sourceRemoved === undefined ? {} : { sourceRemoved: r.sourceRemoved }),
+    ...(r.filesBackedUp === undefined ? {} : { backedUp: r.filesBackedUp }),
   };
 }
 
@@ -64,7 +69,8 @@ function optionCountsText(r: TransferResult, dryRun: boolean): string {
   const deleted = r.deletedCount === undefined ? '' : dryRun ? `; ${r.deletedCount} paths to delete` : `; ${r.deletedCount} deleted`;
   const kept = r.filesKept === undefined ? '' : `; ${r.filesKept} existing ${dryRun ? 'would be kept' : 'kept'}`;
   const moved = r.sourceRemoved === undefined ? '' : `; ${r.sourceRemoved} sent source files ${dryRun ? 'would be removed' : 'removed'}`;
-  return deleted + kept + moved;
+  const backedUp = r.filesBackedUp === undefined || dryRun ? '' : `; ${r.filesBackedUp} backed up`;
+  return deleted + kept + moved + backedUp;
 }
 
 /** A dry run: one line (event) per directory or symlink that would be created and per file that would be published, then the totals. */
@@ -102,6 +108,18 @@ function existingPolicy(args: Record<string, unknown>): 'keep' | 'update' | unde
   return args['update'] === true ? 'update' : undefined;
 }
 
+/** --backup, --backup-dir (implies --backup) and --suffix as a plan; undefined without them. */
+function backupFrom(args: Record<string, unknown>): BackupPlan | undefined {
+  const dir = args['backup-dir'] as string | undefined;
+  const suffix = args['suffix'] as string | undefined;
+  if (args['backup'] !== true && dir === undefined) {
+    if (suffix !== undefined) throw new ClawpeerError('USAGE', '--suffix names backups: give --backup or --backup-dir too');
+    return undefined;
+  }
+  if (dir === '') throw new ClawpeerError('USAGE', '--backup-dir is empty: name a directory, or leave it out to keep backups beside the files');
+  return backupPlan(dir, suffix);
+}
+
 async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
   const remote = parseRemote(String(direction === 'push' ? args['remote'] : args['remote']), direction === 'pull');
   const localPath = String(args['local']);
@@ -111,6 +129,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const dryRun = args['dry-run'] === true;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   const existing = existingPolicy(args);
+  const backup = backupFrom(args);
   const removeSourceFiles = args['remove-source-files'] === true;
   if (removeSourceFiles && direction === 'pull') throw new ClawpeerError('USAGE', '--remove-source-files applies to push: a pull does not remove the listener\'s files');
   if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
@@ -135,6 +154,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       ...(args['delete'] === true ? { delete: true } : {}),
       ...(existing === undefined ? {} : { existing }),
       ...(removeSourceFiles ? { removeSourceFiles } : {}),
+      ...(backup === undefined ? {} : { backup }),
       nodeId: identity.nodeId,
     };
     const result = direction === 'push' ? await push(options) : await pull(options);

@@ -74,7 +74,10 @@ export namespace clawpeer {
             FEATURE_FILTER = 11,
 
             /** FEATURE_EXISTING value */
-            FEATURE_EXISTING = 12
+            FEATURE_EXISTING = 12,
+
+            /** FEATURE_BACKUP value */
+            FEATURE_BACKUP = 13
         }
 
         /**
@@ -983,6 +986,9 @@ export namespace clawpeer {
             /** TransferRequest existing. */
             existing: clawpeer.v1.ExistingFiles;
 
+            /** TransferRequest backup. */
+            backup?: (clawpeer.v1.Backup.$Properties|null);
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -1046,12 +1052,78 @@ export namespace clawpeer {
                 /** TransferRequest existing */
                 existing?: (clawpeer.v1.ExistingFiles|null);
 
+                /** TransferRequest backup */
+                backup?: (clawpeer.v1.Backup.$Properties|null);
+
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
             }
 
             /** Shape of a TransferRequest. */
             type $Shape = clawpeer.v1.TransferRequest.$Properties;
+        }
+
+        /**
+         * Properties of a Backup.
+         * @deprecated Use clawpeer.v1.Backup.$Properties instead.
+         */
+        interface IBackup extends clawpeer.v1.Backup.$Properties {
+        }
+
+        /** Represents a Backup. */
+        class Backup {
+
+            /**
+             * Constructs a new Backup.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.Backup.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** Backup suffix. */
+            suffix: string;
+
+            /** Backup dir. */
+            dir: string;
+
+            /**
+             * Encodes the specified Backup message. Does not implicitly {@link clawpeer.v1.Backup.verify|verify} messages.
+             * @param message Backup message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.Backup.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a Backup message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.Backup & clawpeer.v1.Backup.$Shape} Backup
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.Backup & clawpeer.v1.Backup.$Shape;
+        }
+
+        namespace Backup {
+
+            /** Properties of a Backup. */
+            interface $Properties {
+
+                /** Backup suffix */
+                suffix?: (string|null);
+
+                /** Backup dir */
+                dir?: (string|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a Backup. */
+            type $Shape = clawpeer.v1.Backup.$Properties;
         }
 
         /** ExistingFiles enum. */
@@ -1455,6 +1527,9 @@ export namespace clawpeer {
             /** TransferDone filesKept. */
             filesKept: (number|Long);
 
+            /** TransferDone filesBackedUp. */
+            filesBackedUp: (number|Long);
+
             /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @param message TransferDone message or plain object to encode
@@ -1502,6 +1577,9 @@ export namespace clawpeer {
 
                 /** TransferDone filesKept */
                 filesKept?: (number|Long|null);
+
+                /** TransferDone filesBackedUp */
+                filesBackedUp?: (number|Long|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

@@ -76,6 +76,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_DELETE=10 FEATURE_DELETE value
          * @property {number} FEATURE_FILTER=11 FEATURE_FILTER value
          * @property {number} FEATURE_EXISTING=12 FEATURE_EXISTING value
+         * @property {number} FEATURE_BACKUP=13 FEATURE_BACKUP value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -92,6 +93,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[10] = "FEATURE_DELETE"] = 10;
             values[valuesById[11] = "FEATURE_FILTER"] = 11;
             values[valuesById[12] = "FEATURE_EXISTING"] = 12;
+            values[valuesById[13] = "FEATURE_BACKUP"] = 13;
             return values;
         })();
 
@@ -2302,6 +2304,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {boolean|null} ["delete"] TransferRequest delete
              * @property {Array.<clawpeer.v1.FilterRule.$Properties>|null} [filter] TransferRequest filter
              * @property {clawpeer.v1.ExistingFiles|null} [existing] TransferRequest existing
+             * @property {clawpeer.v1.Backup.$Properties|null} [backup] TransferRequest backup
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2440,6 +2443,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.existing = 0;
 
             /**
+             * TransferRequest backup.
+             * @member {clawpeer.v1.Backup.$Properties|null|undefined} backup
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.backup = null;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2483,6 +2494,8 @@ export const clawpeer = $root.clawpeer = (() => {
                         $root.clawpeer.v1.FilterRule.encode(message.filter[i], writer.uint32(/* id 12, wireType 2 =*/98).fork(), _depth + 1).ldelim();
                 if (message.existing != null && $Object.hasOwnProperty.call(message, "existing") && message.existing !== 0)
                     writer.uint32(/* id 13, wireType 0 =*/104).int32(message.existing);
+                if (message.backup != null && $Object.hasOwnProperty.call(message, "backup"))
+                    $root.clawpeer.v1.Backup.encode(message.backup, writer.uint32(/* id 14, wireType 2 =*/114).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2642,6 +2655,12 @@ export const clawpeer = $root.clawpeer = (() => {
                                 delete message.existing;
                             continue;
                         }
+                    case 14: {
+                            if (wireType !== 2)
+                                break;
+                            message.backup = $root.clawpeer.v1.Backup.decode(reader, reader.size(), $undefined, _depth + 1, message.backup);
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -2660,6 +2679,162 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return TransferRequest;
+        })();
+
+        v1.Backup = (function() {
+
+            /**
+             * Properties of a Backup.
+             * @typedef {Object} clawpeer.v1.Backup.$Properties
+             * @property {string|null} [suffix] Backup suffix
+             * @property {string|null} [dir] Backup dir
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a Backup.
+             * @memberof clawpeer.v1
+             * @interface IBackup
+             * @augments clawpeer.v1.Backup.$Properties
+             * @deprecated Use clawpeer.v1.Backup.$Properties instead.
+             */
+
+            /**
+             * Shape of a Backup.
+             * @typedef {clawpeer.v1.Backup.$Properties} clawpeer.v1.Backup.$Shape
+             */
+
+            /**
+             * Constructs a new Backup.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a Backup.
+             * @constructor
+             * @param {clawpeer.v1.Backup.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const Backup = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * Backup suffix.
+             * @member {string} suffix
+             * @memberof clawpeer.v1.Backup
+             * @instance
+             */
+            Backup.prototype.suffix = "";
+
+            /**
+             * Backup dir.
+             * @member {string} dir
+             * @memberof clawpeer.v1.Backup
+             * @instance
+             */
+            Backup.prototype.dir = "";
+
+            /**
+             * Encodes the specified Backup message. Does not implicitly {@link clawpeer.v1.Backup.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.Backup
+             * @static
+             * @param {clawpeer.v1.Backup.$Properties} message Backup message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            Backup.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.suffix != null && $Object.hasOwnProperty.call(message, "suffix") && message.suffix !== "")
+                    writer.uint32(/* id 1, wireType 2 =*/10).string(message.suffix);
+                if (message.dir != null && $Object.hasOwnProperty.call(message, "dir") && message.dir !== "")
+                    writer.uint32(/* id 2, wireType 2 =*/18).string(message.dir);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a Backup message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.Backup
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.Backup & clawpeer.v1.Backup.$Shape} Backup
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            Backup.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.Backup();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.suffix = value;
+                            else
+                                delete message.suffix;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.dir = value;
+                            else
+                                delete message.dir;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return Backup;
         })();
 
         /**
@@ -3572,6 +3747,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {Array.<string>|null} [deleted] TransferDone deleted
              * @property {number|Long|null} [deletedCount] TransferDone deletedCount
              * @property {number|Long|null} [filesKept] TransferDone filesKept
+             * @property {number|Long|null} [filesBackedUp] TransferDone filesBackedUp
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3669,6 +3845,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferDone.prototype.filesKept = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
 
             /**
+             * TransferDone filesBackedUp.
+             * @member {number|Long} filesBackedUp
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.filesBackedUp = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferDone
@@ -3701,6 +3885,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 7, wireType 0 =*/56).uint64(message.deletedCount);
                 if (message.filesKept != null && $Object.hasOwnProperty.call(message, "filesKept") && (typeof message.filesKept === "object" ? message.filesKept.low || message.filesKept.high : message.filesKept !== 0))
                     writer.uint32(/* id 8, wireType 0 =*/64).uint64(message.filesKept);
+                if (message.filesBackedUp != null && $Object.hasOwnProperty.call(message, "filesBackedUp") && (typeof message.filesBackedUp === "object" ? message.filesBackedUp.low || message.filesBackedUp.high : message.filesBackedUp !== 0))
+                    writer.uint32(/* id 9, wireType 0 =*/72).uint64(message.filesBackedUp);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -3814,6 +4000,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.filesKept = value;
                             else
                                 delete message.filesKept;
+                            continue;
+                        }
+                    case 9: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.filesBackedUp = value;
+                            else
+                                delete message.filesBackedUp;
                             continue;
                         }
                     }

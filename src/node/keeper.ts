@@ -1,0 +1,12 @@
+// What a transfer keeps of a file before it replaces or removes it: a backup (backups.ts, rsync's
+// --backup) or, in a synced folder, the folder's history (delete-history.ts). The publisher asks
+// before it renames over an existing file or symlink, --delete before it removes one.
+
+export interface Keeper {
+  /**
+   * Keeps what is at `abs` (`rel` relative to the destination root, '/'-separated) before it is
+   * `replaced` (a copy stays) or `deleted` (it is moved away). False when nothing was kept: the
+   * caller then replaces or removes it as it is.
+   */
+  keep(rel: string, abs: string, how: 'replaced' | 'deleted'): Promise<boolean>;
+}
