@@ -9,7 +9,7 @@ type Register = (cli: Argv, run: Runner) => Argv;
 
 // Command modules by the commands they register. A run imports only the module of the command
 // it names (every module for --help, --version, no command or an unknown one): importing all
-// eight cost ~190 ms of every start, most of it in modules the command never calls (lmdb for a
+// of them cost ~190 ms of every start, most of it in modules the command never calls (lmdb for a
 // push, the relay and bench code for a sync).
 const identity = (): Promise<Register> => import('./commands/identity.js').then((m) => m.registerIdentityCommands);
 const pair = (): Promise<Register> => import('./commands/pair.js').then((m) => m.registerPairCommands);
@@ -20,10 +20,11 @@ const sync = (): Promise<Register> => import('./commands/sync.js').then((m) => m
 const history = (): Promise<Register> => import('./commands/history.js').then((m) => m.registerHistoryCommands);
 const doctor = (): Promise<Register> => import('./commands/doctor.js').then((m) => m.registerDoctorCommands);
 const bench = (): Promise<Register> => import('./commands/bench.js').then((m) => m.registerBenchCommands);
-const ALL_MODULES = [identity, pair, network, transfer, relay, sync, history, doctor, bench];
+const status = (): Promise<Register> => import('./commands/status.js').then((m) => m.registerStatusCommands);
+const ALL_MODULES = [identity, pair, network, status, transfer, relay, sync, history, doctor, bench];
 const MODULE_OF_COMMAND: ReadonlyMap<string, () => Promise<Register>> = new Map([
   ['init', identity], ['id', identity], ['pair', pair], ['listen', network], ['ping', network], ['push', transfer], ['pull', transfer],
-  ['relay', relay], ['sync', sync], ['log', history], ['restore', history], ['gc', history], ['doctor', doctor], ['bench', bench],
+  ['relay', relay], ['sync', sync], ['log', history], ['restore', history], ['gc', history], ['doctor', doctor], ['bench', bench], ['status', status],
 ]);
 /** Global options that take a value (the word after them is not the command). */
 const GLOBAL_VALUE_OPTIONS = new Set(['--home']);

@@ -1,8 +1,9 @@
-// `clawpeer sync` asks a running listener of the same home to run the sync (resident-protocol.ts).
+// `clawpeer sync` asks a running listener of the same home to run the sync, and `clawpeer status`
+// asks it what it does (resident-protocol.ts).
 // Loads nothing heavy: when the listener takes the sync, the CLI never loads the sync modules.
 import { createConnection } from 'node:net';
 import { ClawpeerError, LOCAL_ERRORS, type LocalErrorCode } from '../errors.js';
-import { controlSocketPath, type ResidentSyncReply, type ResidentSyncRequest } from '../node/resident-protocol.js';
+import { controlSocketPath, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from '../node/resident-protocol.js';
 import type { SyncFolderResult } from '../node/sync-client.js';
 import type { TransferProgress } from '../node/transfer-progress.js';
 import type { CompressionChoice } from '../node/config.js';
@@ -35,8 +36,40 @@ export type ResidentOutcome = { readonly kind: 'done'; readonly result: SyncFold
  */
 export function syncViaListener(homeDir: string, ask: ResidentSyncAsk, onProgress: ((p: TransferProgress) => void) | undefined, signal: AbortSignal): Promise<ResidentOutcome> {
   const req: ResidentSyncRequest = { ...ask, progress: onProgress !== undefined };
+  return askListener<ResidentOutcome>(homeDir, req, signal, (reason) => ({ kind: 'not-served', reason }), (reply) => {
+    switch (reply.type) {
+      case 'progress': {
+        const { type: _type, ...p } = reply;
+        onProgress?.(p);
+        return 'continue';
+      }
+      case 'result':
+        return { kind: 'done', result: reply.result };
+      case 'not-served':
+        return { kind: 'not-served', reason: reply.reason };
+      default:
+        throw new ClawpeerError('IO', `the listener answered the sync with ${reply.type}`);
+    }
+  });
+}
+
+/** `clawpeer status`: the state of the listener of `homeDir`, or why there is none to ask (a string). */
+export function listenerStatus(homeDir: string, signal: AbortSignal): Promise<ListenerStatus | string> {
+  const req: StatusRequest = { op: 'status' };
+  return askListener<ListenerStatus | string>(homeDir, req, signal, (reason) => reason, (reply) => {
+    if (reply.type === 'status') return reply.status;
+    throw new ClawpeerError('IO', `the listener answered the status request with ${reply.type}`);
+  });
+}
+
+/**
+ * One request to the listener of `homeDir` over its control socket: `onReply` sees each reply
+ * line until it returns the outcome (or throws); an `error` reply rejects as its ClawpeerError.
+ * Resolves `absent(reason)` when no listener takes the connection.
+ */
+function askListener<T>(homeDir: string, request: ResidentSyncRequest | StatusRequest, signal: AbortSignal, absent: (reason: string) => T, onReply: (reply: ResidentSyncReply) => T | 'continue'): Promise<T> {
   const socketPath = controlSocketPath(homeDir);
-  if (socketPath === undefined) return Promise.resolve({ kind: 'not-served', reason: 'no control socket for this home' });
+  if (socketPath === undefined) return Promise.resolve(absent('no control socket for this home'));
   return new Promise((resolve, reject) => {
     const socket = createConnection(socketPath);
     let connected = false;
@@ -50,21 +83,21 @@ export function syncViaListener(homeDir: string, ask: ResidentSyncAsk, onProgres
       socket.destroy();
       f();
     };
-    const timer = setTimeout(() => finish(() => resolve({ kind: 'not-served', reason: 'the control socket did not answer' })), CONNECT_TIMEOUT_MS);
+    const timer = setTimeout(() => finish(() => resolve(absent('the control socket did not answer'))), CONNECT_TIMEOUT_MS);
     const onAbort = (): void => finish(() => reject(new ClawpeerError('ABORTED', 'interrupted')));
     signal.addEventListener('abort', onAbort, { once: true });
     socket.setEncoding('utf8');
     socket.once('connect', () => {
       connected = true;
       clearTimeout(timer);
-      socket.write(JSON.stringify(req) + '\n');
+      socket.write(JSON.stringify(request) + '\n');
     });
     socket.on('error', (err: NodeJS.ErrnoException) => {
-      if (!connected) finish(() => resolve({ kind: 'not-served', reason: `no listener on ${socketPath} (${err.code ?? err.message})` }));
-      else finish(() => reject(new ClawpeerError('IO', `the listener's control socket failed mid-sync: ${err.message}`)));
+      if (!connected) finish(() => resolve(absent(`no listener on ${socketPath} (${err.code ?? err.message})`)));
+      else finish(() => reject(new ClawpeerError('IO', `the listener's control socket failed mid-request: ${err.message}`)));
     });
     socket.on('close', () => {
-      if (connected) finish(() => reject(new ClawpeerError('IO', 'the listener closed the control socket before the sync ended')));
+      if (connected) finish(() => reject(new ClawpeerError('IO', 'the listener closed the control socket before it answered')));
     });
     socket.on('data', (piece: string) => {
       buffered += piece;
@@ -78,26 +111,21 @@ export function syncViaListener(homeDir: string, ask: ResidentSyncAsk, onProgres
           finish(() => reject(new ClawpeerError('IO', 'the listener sent a control reply that is not JSON')));
           return;
         }
-        switch (reply.type) {
-          case 'progress': {
-            const { type: _type, ...p } = reply;
-            onProgress?.(p);
-            break;
-          }
-          case 'result':
-            finish(() => resolve({ kind: 'done', result: reply.result }));
-            return;
-          case 'not-served':
-            finish(() => resolve({ kind: 'not-served', reason: reply.reason }));
-            return;
-          case 'error': {
-            const code = (Object.hasOwn(LOCAL_ERRORS, reply.code) ? reply.code : 'INTERNAL') as LocalErrorCode;
-            finish(() => reject(new ClawpeerError(code, reply.message)));
-            return;
-          }
-          default:
-            finish(() => reject(new ClawpeerError('IO', 'the listener sent an unknown control reply')));
-            return;
+        if (reply.type === 'error') {
+          const code = (Object.hasOwn(LOCAL_ERRORS, reply.code) ? reply.code : 'INTERNAL') as LocalErrorCode;
+          finish(() => reject(new ClawpeerError(code, reply.message)));
+          return;
+        }
+        let outcome: T | 'continue';
+        try {
+          outcome = onReply(reply);
+        } catch (err) {
+          finish(() => reject(err));
+          return;
+        }
+        if (outcome !== 'continue') {
+          finish(() => resolve(outcome));
+          return;
         }
       }
     });

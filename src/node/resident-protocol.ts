@@ -4,13 +4,16 @@
 //
 // One request per connection, newline-delimited JSON both ways: the CLI sends a SyncRequest;
 // the listener answers `not-served` (the CLI then syncs in its own process), or progress lines
-// followed by one `result` or `error`. The CLI closing the socket aborts the sync.
+// followed by one `result` or `error`. The CLI closing the socket aborts the sync. `clawpeer
+// status` sends a StatusRequest and gets one `status` line: what the listener serves and does.
 // The socket lives in the home directory, next to the identity key: whoever can use it could
 // read the key anyway. Kept free of heavy imports: the CLI loads it before anything else.
 import path from 'node:path';
 import type { SyncModeName } from '../protocol/messages.js';
 import type { SyncFolderResult } from './sync-client.js';
 import type { TransferProgress } from './transfer-progress.js';
+import type { ActivitySnapshot } from './listener-activity.js';
+import type { ConnectedPeer } from './server.js';
 
 export const CONTROL_SOCKET_NAME = 'control.sock';
 /** Longest request line accepted, bytes (a request is a few hundred). */
@@ -35,10 +38,31 @@ export interface ResidentSyncRequest {
   readonly progress: boolean;
 }
 
+export interface StatusRequest {
+  readonly op: 'status';
+}
+
+/** A listener's state for `clawpeer status`. */
+export interface ListenerStatus {
+  readonly pid: number;
+  readonly id: string;
+  readonly host: string;
+  readonly port: number;
+  readonly transports: readonly string[];
+  /** ms since the epoch. */
+  readonly startedAt: number;
+  readonly shares: readonly { readonly name: string; readonly dir: string; readonly readOnly: boolean; readonly noDelete?: boolean; readonly allow?: readonly string[] }[];
+  /** Sessions of paired peers now; `name` is the pair name here, when it has one. */
+  readonly peers: readonly (ConnectedPeer & { readonly name?: string })[];
+  /** Pushes, pulls and syncs it serves now. */
+  readonly activity: readonly ActivitySnapshot[];
+}
+
 export type ResidentSyncReply =
   | { readonly type: 'not-served'; readonly reason: string }
   | ({ readonly type: 'progress' } & TransferProgress)
   | { readonly type: 'result'; readonly result: SyncFolderResult }
+  | { readonly type: 'status'; readonly status: ListenerStatus }
   | { readonly type: 'error'; readonly code: string; readonly message: string };
 
 /** The control socket of the home at `homeDir`, or undefined when its path is too long for a Unix socket. */

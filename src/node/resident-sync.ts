@@ -1,11 +1,11 @@
 // The listener's side of the local control socket (resident-protocol.ts): runs `clawpeer sync`
 // of one of its shares for the CLI, with the share's folder watcher, so a sync of an unchanged
-// folder skips its scan.
+// folder skips its scan; and answers `clawpeer status` with what it serves and does.
 //
 // Goals: a misbehaving local client (bad JSON, an over-long line, a vanished socket) costs its
 // own connection only; the CLI leaving aborts its sync; a second listener of the same home
 // does not steal a live socket, and a dead one's stale socket file is replaced.
-// Non-goals: the sync itself (sync-client.ts), any other command.
+// Non-goals: the sync itself (sync-client.ts), any other command, status from other homes.
 import { MAX_RATE_BYTES_PER_SEC, type RateLimiter } from '../transfer/rate-limiter.js';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { chmod, unlink } from 'node:fs/promises';
@@ -16,7 +16,7 @@ import type { SyncModeName } from '../protocol/messages.js';
 import { resolveConfig } from './config.js';
 import { resolvePeer } from './peer-resolve.js';
 import type { PeerStore } from './peer-store.js';
-import { controlSocketPath, MAX_REQUEST_BYTES, type ResidentSyncReply, type ResidentSyncRequest } from './resident-protocol.js';
+import { controlSocketPath, MAX_REQUEST_BYTES, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from './resident-protocol.js';
 import type { Share } from './shares.js';
 import type { ResidentFolders } from './synced-folder.js';
 
@@ -28,6 +28,8 @@ export interface ResidentSyncContext {
   readonly log: Logger;
   /** listen --bwlimit: the syncs run here send within it too. */
   readonly sendLimiter?: RateLimiter;
+  /** The listener's state, for `clawpeer status`. */
+  readonly status?: () => Promise<ListenerStatus>;
 }
 
 const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
@@ -35,7 +37,7 @@ const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
 const REQUEST_TIMEOUT_MS = 10_000;
 
 /** The request on one line of JSON, checked field by field; a USAGE error names what is wrong. */
-export function parseResidentRequest(line: string): ResidentSyncRequest {
+export function parseResidentRequest(line: string): ResidentSyncRequest | StatusRequest {
   let v: unknown;
   try {
     v = JSON.parse(line);
@@ -47,7 +49,8 @@ export function parseResidentRequest(line: string): ResidentSyncRequest {
     if (optional && r[k] === undefined) return;
     if (typeof r[k] !== 'string' || (r[k] as string).length > 4096) throw new ClawpeerError('USAGE', `control request field ${k} must be a string`);
   };
-  if (typeof v !== 'object' || v === null || r['op'] !== 'sync') throw new ClawpeerError('USAGE', 'control request op must be "sync"');
+  if (typeof v !== 'object' || v === null || (r['op'] !== 'sync' && r['op'] !== 'status')) throw new ClawpeerError('USAGE', 'control request op must be "sync" or "status"');
+  if (r['op'] === 'status') return { op: 'status' };
   str('dir');
   str('peer');
   str('share');
@@ -169,6 +172,11 @@ export class ResidentSyncServer {
 
   async #handle(line: string, send: (r: ResidentSyncReply) => void, signal: AbortSignal): Promise<void> {
     const req = parseResidentRequest(line);
+    if (req.op === 'status') {
+      if (this.#ctx.status === undefined) throw new ClawpeerError('USAGE', 'this listener does not tell its status');
+      send({ type: 'status', status: await this.#ctx.status() });
+      return;
+    }
     const share = this.#ctx.shares.find((s) => s.dir === req.dir);
     if (share === undefined || share.readOnly) {
       send({ type: 'not-served', reason: share === undefined ? `${req.dir} is not a share of this listener` : `share ${share.name} is read-only here` });

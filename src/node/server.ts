@@ -42,6 +42,15 @@ export interface BoundTransport {
   readonly port: number;
 }
 
+/** A paired peer's session, as `clawpeer status` shows it. */
+export interface ConnectedPeer {
+  readonly id: string;
+  readonly addr: string;
+  readonly transport: TransportName;
+  /** When its handshake completed, ms since the epoch. */
+  readonly since: number;
+}
+
 /** After a parting Error, how long the peer gets to read it and close before we cut it off. */
 const PARTING_GRACE_MS = 2_000;
 const PORT_RETRIES = 8; // port 0 with auto: QUIC's random UDP port may be taken on TCP
@@ -63,7 +72,7 @@ export class NodeServer {
   readonly #perPeer = new Map<string, number>();
   #pendingRefusals = 0;
   /** Authenticated sessions by peer id, so unpairing a peer can drop it at once. */
-  readonly #sessions = new Map<PeerSession, string>();
+  readonly #sessions = new Map<PeerSession, { readonly peerId: string; readonly since: number }>();
   #pairWatch: { close(): void } | undefined;
   readonly #tasks = new Set<Promise<void>>();
   readonly #stop = new AbortController();
@@ -105,6 +114,11 @@ export class NodeServer {
     return this.bound[0]?.port ?? 0;
   }
 
+  /** The authenticated sessions now, oldest first (`clawpeer status`). */
+  connectedPeers(): ConnectedPeer[] {
+    return [...this.#sessions].map(([session, { peerId, since }]) => ({ id: peerId, addr: formatHostPort(session.connection.remoteAddress), transport: session.connection.transport, since }));
+  }
+
   /** Stops accepting, asks every session to finish, and cuts what is left after the grace period. */
   async close(): Promise<void> {
     this.#stop.abort();
@@ -128,7 +142,7 @@ export class NodeServer {
       this.#options.log.warn('cannot re-read the pair list', { error: (err as Error).message });
       return;
     }
-    for (const [session, peerId] of this.#sessions) {
+    for (const [session, { peerId }] of this.#sessions) {
       if (paired.has(peerId)) continue;
       this.#sessions.delete(session);
       this.#options.log.warn('peer unpaired: dropping its connection', { id: peerId });
@@ -299,7 +313,7 @@ export class NodeServer {
       );
       if (handshake === null) return; // a retried pairing, answered
       const session = new PeerSession(conn, handshake);
-      this.#sessions.set(session, peerId);
+      this.#sessions.set(session, { peerId, since: Date.now() });
       log.info('peer connected', { id: peerId, addr: where, transport: conn.transport, version: session.version });
       try {
         await this.#handler(session, this.#stop.signal);

@@ -13,6 +13,7 @@ import { MAX_LISTED_DELETIONS, type ControlMessage, type TransferRequestMessage 
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
+import type { Activity, ListenerActivity } from './listener-activity.js';
 import type { NodeConfig } from './config.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from './destination-locks.js';
@@ -52,6 +53,8 @@ export interface ServiceContext {
   readonly resident?: ResidentFolders;
   /** listen --bwlimit: one cap on everything the listener sends, all peers and transfers together. */
   readonly sendLimiter?: RateLimiter;
+  /** What runs now, for `clawpeer status` (listener-activity.ts). */
+  readonly activity?: ListenerActivity;
 }
 
 /** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */
@@ -102,8 +105,15 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
       case 'transfer-request':
       case 'sync-request':
       case 'watch-share':
+      {
+        const activity = msg.type === 'watch-share' ? undefined : ctx.activity?.begin({
+          peer: session.peerId,
+          kind: msg.type === 'sync-request' ? 'sync' : msg.direction,
+          share: msg.share === '' ? DEFAULT_SHARE_NAME : msg.share,
+          path: msg.type === 'transfer-request' ? msg.path : '',
+        });
         try {
-          if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal);
+          if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal, activity);
           else if (msg.type === 'sync-request') await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal);
           else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
         } catch (err) {
@@ -111,8 +121,11 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
             await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
           }
           throw err;
+        } finally {
+          activity?.end();
         }
         break;
+      }
       default:
         throw new ClawpeerError('PROTOCOL', `unexpected ${msg.type} from ${session.peerId} outside a transfer`);
     }
@@ -156,7 +169,7 @@ interface TransferSetup {
   readonly chunking: ChunkingParams;
 }
 
-async function serveTransfer(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal): Promise<void> {
+async function serveTransfer(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, activity: Activity | undefined): Promise<void> {
   const share = findShare(ctx.shares, req.share, session.peerId);
   const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
   const t: TransferSetup = { id: req.transferId, share, basePath, ...effectiveStreamsAndWindow(session, req.streams, req.window), chunking: sessionChunking(session) };
@@ -167,16 +180,16 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
     if (req.existing !== undefined && req.force) throw new ClawpeerError('PROTOCOL', 'force and an existing-files policy (keep, update) exclude each other');
     peerBackupPlan(req); // a malformed one is refused before anything is accepted
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
-    await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t));
+    await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t, activity));
   } else {
     if (req.delete === true) throw new ClawpeerError('PROTOCOL', 'delete applies to pushes; a pull removes what the source lacks on its own side');
     if (req.existing !== undefined) throw new ClawpeerError('PROTOCOL', 'an existing-files policy applies to pushes; a pull\'s receiver applies its own');
     if (req.backup !== undefined) throw new ClawpeerError('PROTOCOL', 'backups apply to pushes; a pull\'s receiver makes its own');
-    await servePull(session, req, ctx, signal, t);
+    await servePull(session, req, ctx, signal, t, activity);
   }
 }
 
-async function servePush(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, t: TransferSetup): Promise<void> {
+async function servePush(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, t: TransferSetup, activity: Activity | undefined): Promise<void> {
   const { config, log } = ctx;
   const { id, share, basePath, streams, window, chunking } = t;
   if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
@@ -186,9 +199,12 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   const backup = peerBackupPlan(req);
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
+  const files = entries.filter((e) => e.kind === 'file');
+  activity?.setTotals(files.reduce((n, e) => n + e.size, 0), files.length);
   const receiverUntil = (until: AbortSignal, keeper?: Keeper): TransferReceiver =>
     new TransferReceiver({
       session, router, transferId: id, entries, chunking, signal: until, log,
+      ...(activity === undefined ? {} : { onChunkWritten: (bytes: number) => activity.addBytes(bytes), onPublished: (n: number) => activity.setFiles(n) }),
       destination: { root: share.dir, readOnly: share.readOnly, basePath, name: `share ${share.name}` },
       force: req.force,
       ...(req.existing === undefined ? {} : { existing: req.existing }),
@@ -254,7 +270,7 @@ function peerBackupPlan(req: TransferRequestMessage): BackupPlan | undefined {
   }
 }
 
-async function servePull(session: PeerSession, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, t: TransferSetup): Promise<void> {
+async function servePull(session: PeerSession, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, t: TransferSetup, activity: Activity | undefined): Promise<void> {
   const { config, log } = ctx;
   const { id, share, basePath, streams, window, chunking } = t;
   // The requested path must exist inside the share, symlinks included.
@@ -282,9 +298,11 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
     return;
   }
   const want = expectWant(session, id, PREPARE_TIMEOUT_MS, signal);
+  activity?.setTotals([...source.files.values()].reduce((n, f) => n + f.manifest.size, 0), source.files.size);
   await sendChunks({
     session, transferId: id, source, want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log,
     rateLimiters: [...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]), ...(ctx.sendLimiter === undefined ? [] : [ctx.sendLimiter])],
+    ...(activity === undefined ? {} : { onChunkSent: (bytes: number) => activity.addBytes(bytes), onFilesDelivered: (n: number) => activity.setFiles(n) }),
   });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });

@@ -7,7 +7,9 @@ import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener }
 import { loadIdentity } from '../../src/node/identity-store.js';
 import { backendByName } from '../../src/transport/backends.js';
 import { join } from 'node:path';
-import { readdir } from 'node:fs/promises';
+import { mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
 
 const a = await initNode('a');
 const b = await initNode('b');
@@ -23,6 +25,35 @@ t.test('listener reports where it listens', async (t) => {
   t.match(listener.ready, { event: 'listening', host: '127.0.0.1', id: a.id, transports: ['quic', 'tcp'] });
   t.ok(listener.port > 0, '--port 0 picked a real port');
   t.match(listener.ready['shares'], [{ name: 'inbox', readOnly: false }]);
+});
+
+t.test('status: the listener of a home says where it listens, who is connected and what runs, while a push runs; no listener is exit 1', async (t) => {
+  const idle = await runCli(['--home', a.home, 'status', '--json']);
+  t.equal(idle.code, 0, idle.stderr);
+  t.match(jsonLines(idle.stdout)[0], { event: 'status', id: a.id, host: '127.0.0.1', port: listener.port, transports: ['quic', 'tcp'], shares: [{ name: 'inbox', readOnly: false }], activity: [] });
+  // A push slow enough to be seen: 1 MiB at 256 KiB/s.
+  const src = join(await mkdtemp(join(tmpdir(), 'clawpeer-status-')), 'slow.bin');
+  await writeFile(src, randomBytes(1 << 20));
+  const push = spawn(process.execPath, [CLI, '--home', b.home, 'push', src, 'alice', '--bwlimit', '256', '--transport', 'quic'], { stdio: 'ignore' });
+  const ended = new Promise<number | null>((resolve) => push.once('exit', resolve));
+  t.teardown(() => push.kill('SIGKILL'));
+  let seen: Record<string, unknown> | undefined;
+  for (let i = 0; i < 100 && seen === undefined; i++) {
+    const s = jsonLines((await runCli(['--home', a.home, 'status', '--json'])).stdout)[0];
+    if (Array.isArray(s?.['activity']) && s['activity'].length > 0) seen = s;
+    else await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  t.ok(seen, 'the push shows up');
+  t.match(seen?.['activity'], [{ peer: b.id, kind: 'push', share: 'inbox', path: '', totalBytes: 1 << 20, totalFiles: 1 }]);
+  t.match(seen?.['peers'], [{ id: b.id, name: 'bob', transport: 'quic' }], 'its peer, under its pair name');
+  const text = await runCli(['--home', a.home, 'status']);
+  t.match(text.stdout, /push from bob into inbox: .* of 1\.0 MiB, 0 of 1 files, for /);
+  t.equal(await ended, 0, 'the push completes');
+  const after = jsonLines((await runCli(['--home', a.home, 'status', '--json'])).stdout)[0];
+  t.same(after?.['activity'], [], 'nothing runs once it is done');
+  const none = await runCli(['--home', c.home, 'status']);
+  t.equal(none.code, 1, none.stderr);
+  t.match(none.stderr, /no listener is running for the home .*: no listener on .*control\.sock/);
 });
 
 t.test('the launcher sizes libuv\'s thread pool before its first use (fsync batches need it)', { skip: process.platform !== 'linux' && 'reads /proc' }, async (t) => {

@@ -1,4 +1,4 @@
-// The request line a CLI sends its home's listener to run a sync there: every field checked.
+// The request line a CLI sends its home's listener to run a sync there (every field checked), or to ask its status.
 import t from 'tap';
 import { parseResidentRequest } from '../../src/node/resident-sync.js';
 
@@ -9,6 +9,10 @@ t.test('a plain request, and one with a rate limit, parse as sent', async (t) =>
   t.same(parseResidentRequest(JSON.stringify({ ...base, bwlimit: 524288 })), { ...base, bwlimit: 524288 });
 });
 
+t.test('a status request carries nothing else', async (t) => {
+  t.same(parseResidentRequest(JSON.stringify({ op: 'status', extra: 'ignored' })), { op: 'status' });
+});
+
 t.test('a bad field is a USAGE error naming it', async (t) => {
   for (const [bad, field] of [
     [{ ...base, bwlimit: 0 }, /bwlimit must be an integer/],
@@ -17,7 +21,7 @@ t.test('a bad field is a USAGE error naming it', async (t) => {
     [{ ...base, bwlimit: 2 ** 32 }, /bwlimit must be an integer/],
     [{ ...base, mode: 'sideways' }, /mode must be one of/],
     [{ ...base, progress: 'yes' }, /progress must be a boolean/],
-    [{ ...base, op: 'delete' }, /op must be "sync"/],
+    [{ ...base, op: 'delete' }, /op must be "sync" or "status"/],
   ] as const) {
     t.throws(() => parseResidentRequest(JSON.stringify(bad)), { code: 'USAGE', message: field }, JSON.stringify(bad));
   }

@@ -9,6 +9,7 @@ import { InviteStore } from '../../node/pair-invite.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import { applyAllowLists, resolveShares, type Share } from '../../node/shares.js';
 import { formatHostPort } from '../../node/address.js';
+import type { ListenerStatus } from '../../node/resident-protocol.js';
 import type { Runner } from '../context.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 
@@ -122,25 +123,32 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         // One cap for everything this listener sends: every peer, pull and sync together.
         const sendLimiter = bwlimit === undefined ? undefined : new RateLimiter(bwlimit);
         const limited = sendLimiter === undefined ? {} : { sendLimiter };
+        const { ListenerActivity } = await import('../../node/listener-activity.js');
+        const activity = new ListenerActivity();
+        const startedAt = Date.now();
         const server = await NodeServer.start(
           { identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log },
-          (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId, indexes, resident, ...limited }, signal),
+          (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId, indexes, resident, activity, ...limited }, signal),
         );
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
-        // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
-        const { ResidentSyncServer } = await import('../../node/resident-sync.js');
-        const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, ...limited });
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');
+        const transports = server.bound.map((b) => b.transport);
+        const shareRecords = shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.allow !== undefined ? { allow: s.allow } : {}) }));
+        // `clawpeer status` of this home asks here: the peers connected now and what runs for them.
+        const status = async (): Promise<ListenerStatus> => {
+          const names = new Map((await peerStore.list().catch(() => [])).map((p) => [p.id, p.name]));
+          const peers = server.connectedPeers().map((p) => {
+            const name = names.get(p.id);
+            return name === undefined ? p : { ...p, name };
+          });
+          return { pid: process.pid, id: identity.nodeId, host: first.host, port: first.port, transports, startedAt, shares: shareRecords, peers, activity: activity.snapshot() };
+        };
+        // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
+        const { ResidentSyncServer } = await import('../../node/resident-sync.js');
+        const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, status, ...limited });
         ctx.out.emit(
-          {
-            event: 'listening',
-            host: first.host,
-            port: first.port,
-            id: identity.nodeId,
-            transports: server.bound.map((b) => b.transport),
-            shares: shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.allow !== undefined ? { allow: s.allow } : {}) })),
-          },
+          { event: 'listening', host: first.host, port: first.port, id: identity.nodeId, transports, shares: shareRecords },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
         );
         // The home's own listener (it has the control socket) tells the home's commands where it is.

@@ -1,0 +1,45 @@
+// `clawpeer status`: what the listener of this home serves and is doing, asked over its control
+// socket (resident-protocol.ts): address and shares, the paired peers connected now, and each
+// push, pull and sync it serves with how far it got. No listener is exit 1, saying so.
+import type { Argv } from 'yargs';
+import { ClawpeerError } from '../../errors.js';
+import { duration, human } from '../../format.js';
+import type { ListenerStatus } from '../../node/resident-protocol.js';
+import type { CommandContext, Runner } from '../context.js';
+
+/** One line per activity: `push from bob into docs/photos: 12.0 MiB of 40.0 MiB, 3 of 10 files, for 20 s`. */
+function activityLine(a: ListenerStatus['activity'][number], peerName: string, nowMs: number): string {
+  const where = a.path === '' ? a.share : `${a.share}/${a.path}`;
+  const what = a.kind === 'push' ? `push from ${peerName} into ${where}` : a.kind === 'pull' ? `pull by ${peerName} of ${where}` : `sync with ${peerName} of ${where}`;
+  const bytes = a.totalBytes > 0 ? `${human(a.bytes)} of ${human(a.totalBytes)}` : human(a.bytes);
+  const files = a.totalFiles > 0 ? `, ${a.files} of ${a.totalFiles} files` : '';
+  return `  ${what}: ${bytes}${files}, for ${duration((nowMs - a.startedAt) / 1000)}`;
+}
+
+function report(ctx: CommandContext, s: ListenerStatus): void {
+  const now = Date.now();
+  const nameOf = new Map(s.peers.map((p) => [p.id, p.name ?? p.id]));
+  const lines = [
+    `listener ${s.id} (pid ${s.pid}) on ${s.host}:${s.port} (${s.transports.join(', ')}), up ${duration((now - s.startedAt) / 1000)}`,
+    `shares: ${s.shares.map((sh) => `${sh.name} (${sh.readOnly ? 'read-only' : sh.noDelete === true ? 'no push --delete' : 'read-write'}) ${sh.dir}`).join(', ')}`,
+    `${s.peers.length} peer${s.peers.length === 1 ? '' : 's'} connected${s.peers.length === 0 ? '' : ':'}`,
+    ...s.peers.map((p) => `  ${p.name === undefined ? p.id : `${p.name} (${p.id})`} from ${p.addr} over ${p.transport}, for ${duration((now - p.since) / 1000)}`),
+    `${s.activity.length} transfer${s.activity.length === 1 ? '' : 's'} running${s.activity.length === 0 ? '' : ':'}`,
+    ...s.activity.map((a) => activityLine(a, nameOf.get(a.peer) ?? a.peer, now)),
+  ];
+  ctx.out.emit({ event: 'status', ...s, uptimeSeconds: Math.round((now - s.startedAt) / 1000) }, lines.join('\n'));
+}
+
+export function registerStatusCommands(cli: Argv, run: Runner): Argv {
+  return cli.command(
+    'status',
+    'what the listener of this home serves and is doing: its address and shares, the peers connected, the transfers and syncs running',
+    (y) => y,
+    run(async (ctx) => {
+      const { listenerStatus } = await import('../resident-client.js');
+      const status = await listenerStatus(ctx.home.dir, ctx.signal);
+      if (typeof status === 'string') throw new ClawpeerError('IO', `no listener is running for the home ${ctx.home.dir}: ${status} (start one with \`clawpeer listen\`)`);
+      report(ctx, status);
+    }),
+  );
+}

@@ -1,0 +1,58 @@
+// What a listener is doing right now, for `clawpeer status` (over the control socket,
+// resident-sync.ts): the transfers and syncs it serves, each with its peer, share and path and
+// how far it got. The services register what they run and end it in a finally; progress is a
+// counter update (no I/O, no allocation per chunk), read only when someone asks.
+
+/** One running push, pull or sync, as `status` shows it. */
+export interface ActivitySnapshot {
+  readonly peer: string;
+  readonly kind: 'push' | 'pull' | 'sync';
+  readonly share: string;
+  /** Path inside the share ('' = the share root). */
+  readonly path: string;
+  /** ms since the epoch. */
+  readonly startedAt: number;
+  /** Payload bytes moved so far, and the total when known (0: not known yet). */
+  readonly bytes: number;
+  readonly totalBytes: number;
+  readonly files: number;
+  readonly totalFiles: number;
+}
+
+/** A running activity: its counters, and end() once it is over (ok or not). */
+export interface Activity {
+  /** The totals, once known (a push's manifest, a pull's scan). */
+  setTotals(totalBytes: number, totalFiles: number): void;
+  addBytes(n: number): void;
+  setFiles(n: number): void;
+  end(): void;
+}
+
+export class ListenerActivity {
+  readonly #running = new Set<{ -readonly [K in keyof ActivitySnapshot]: ActivitySnapshot[K] }>();
+
+  begin(what: Pick<ActivitySnapshot, 'peer' | 'kind' | 'share' | 'path'>, nowMs = Date.now()): Activity {
+    const entry = { ...what, startedAt: nowMs, bytes: 0, totalBytes: 0, files: 0, totalFiles: 0 };
+    this.#running.add(entry);
+    return {
+      setTotals: (totalBytes, totalFiles) => {
+        entry.totalBytes = totalBytes;
+        entry.totalFiles = totalFiles;
+      },
+      addBytes: (n) => {
+        entry.bytes += n;
+      },
+      setFiles: (n) => {
+        entry.files = n;
+      },
+      end: () => {
+        this.#running.delete(entry);
+      },
+    };
+  }
+
+  /** What runs now, oldest first. */
+  snapshot(): ActivitySnapshot[] {
+    return [...this.#running].map((e) => ({ ...e }));
+  }
+}

@@ -1,0 +1,26 @@
+// What `clawpeer status` reads of a listener's running transfers: begin, counters, end.
+import t from 'tap';
+import { ListenerActivity } from '../../src/node/listener-activity.js';
+
+t.test('activities appear when begun, count as they go, and vanish when ended', async (t) => {
+  const all = new ListenerActivity();
+  t.same(all.snapshot(), []);
+  const push = all.begin({ peer: 'p1', kind: 'push', share: 'docs', path: 'a' }, 1000);
+  const sync = all.begin({ peer: 'p2', kind: 'sync', share: 'docs', path: '' }, 2000);
+  push.setTotals(300, 3);
+  push.addBytes(100);
+  push.addBytes(50);
+  push.setFiles(1);
+  const seen = all.snapshot();
+  t.same(seen, [
+    { peer: 'p1', kind: 'push', share: 'docs', path: 'a', startedAt: 1000, bytes: 150, totalBytes: 300, files: 1, totalFiles: 3 },
+    { peer: 'p2', kind: 'sync', share: 'docs', path: '', startedAt: 2000, bytes: 0, totalBytes: 0, files: 0, totalFiles: 0 },
+  ]);
+  push.addBytes(150);
+  t.equal(seen[0]?.bytes, 150, 'a snapshot is a copy');
+  push.end();
+  t.same(all.snapshot().map((a) => a.peer), ['p2']);
+  sync.end();
+  sync.end();
+  t.same(all.snapshot(), [], 'ending twice is harmless');
+});
