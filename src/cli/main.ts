@@ -21,10 +21,11 @@ const history = (): Promise<Register> => import('./commands/history.js').then((m
 const doctor = (): Promise<Register> => import('./commands/doctor.js').then((m) => m.registerDoctorCommands);
 const bench = (): Promise<Register> => import('./commands/bench.js').then((m) => m.registerBenchCommands);
 const status = (): Promise<Register> => import('./commands/status.js').then((m) => m.registerStatusCommands);
-const ALL_MODULES = [identity, pair, network, status, transfer, relay, sync, history, doctor, bench];
+const list = (): Promise<Register> => import('./commands/list.js').then((m) => m.registerListCommands);
+const ALL_MODULES = [identity, pair, network, status, transfer, list, relay, sync, history, doctor, bench];
 const MODULE_OF_COMMAND: ReadonlyMap<string, () => Promise<Register>> = new Map([
   ['init', identity], ['id', identity], ['pair', pair], ['listen', network], ['ping', network], ['push', transfer], ['pull', transfer],
-  ['relay', relay], ['sync', sync], ['log', history], ['restore', history], ['gc', history], ['doctor', doctor], ['bench', bench], ['status', status],
+  ['relay', relay], ['sync', sync], ['log', history], ['restore', history], ['gc', history], ['doctor', doctor], ['bench', bench], ['status', status], ['ls', list],
 ]);
 /** Global options that take a value (the word after them is not the command). */
 const GLOBAL_VALUE_OPTIONS = new Set(['--home']);

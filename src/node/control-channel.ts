@@ -235,6 +235,8 @@ export class ControlChannel {
         case 'sync-done':
         case 'watch-share':
         case 'share-changed':
+        case 'list-request':
+        case 'list-reply':
           return message;
         default: {
           const unreachable: never = message;

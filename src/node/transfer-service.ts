@@ -28,6 +28,7 @@ import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages,
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
+import { serveList } from './list-service.js';
 import { serveSync } from './sync-service.js';
 import type { ResidentFolders } from './synced-folder.js';
 import { ShareWatches } from './share-watch-service.js';
@@ -105,8 +106,8 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
       case 'transfer-request':
       case 'sync-request':
       case 'watch-share':
-      {
-        const activity = msg.type === 'watch-share' ? undefined : ctx.activity?.begin({
+      case 'list-request': {
+        const activity = msg.type === 'watch-share' || msg.type === 'list-request' ? undefined : ctx.activity?.begin({
           peer: session.peerId,
           kind: msg.type === 'sync-request' ? 'sync' : msg.direction,
           share: msg.share === '' ? DEFAULT_SHARE_NAME : msg.share,
@@ -115,6 +116,7 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
         try {
           if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal, activity);
           else if (msg.type === 'sync-request') await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal);
+          else if (msg.type === 'list-request') await serveList(session, msg, ctx.shares, signal);
           else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
         } catch (err) {
           if (err instanceof ClawpeerError && err.wire === undefined) {
@@ -260,6 +262,23 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   }
 }
 
+/**
+ * The local path of `basePath` in `share` (a pull's or a listing's): it must exist inside the
+ * share, symlinks on the way included; PATH_INVALID naming it otherwise.
+ */
+export async function existingSharePath(share: Share, basePath: string): Promise<string> {
+  const local = path.join(share.dir, ...basePath.split('/').filter((s) => s !== ''));
+  let real: string;
+  try {
+    real = await realpath(local);
+    await stat(real);
+  } catch {
+    throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} does not exist`);
+  }
+  if (!isConfinedRealpath(share.dir, real)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads outside the share`);
+  return local;
+}
+
 /** A push's backup request as a plan; a malformed one is the peer's fault (its CLI checks it first). */
 function peerBackupPlan(req: TransferRequestMessage): BackupPlan | undefined {
   if (req.backup === undefined) return undefined;
@@ -273,16 +292,7 @@ function peerBackupPlan(req: TransferRequestMessage): BackupPlan | undefined {
 async function servePull(session: PeerSession, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, t: TransferSetup, activity: Activity | undefined): Promise<void> {
   const { config, log } = ctx;
   const { id, share, basePath, streams, window, chunking } = t;
-  // The requested path must exist inside the share, symlinks included.
-  const local = path.join(share.dir, ...basePath.split('/').filter((s) => s !== ''));
-  let real: string;
-  try {
-    real = await realpath(local);
-    await stat(real);
-  } catch {
-    throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} does not exist`);
-  }
-  if (!isConfinedRealpath(share.dir, real)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads outside the share`);
+  const local = await existingSharePath(share, basePath);
   const rules = peerExcludes(req);
   const source = await scanSource(local, {
     chunking, log, signal,

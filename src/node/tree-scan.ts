@@ -78,6 +78,8 @@ export interface ScanTreeOptions {
    * skips `.clawpeer/`, whose partial store and revision log can be large.
    */
   readonly skipDir?: (relPath: string) => boolean;
+  /** Whether to enter a directory (by relPath) once it is yielded; default yes (`ls` without -r: no). */
+  readonly descend?: (relPath: string) => boolean;
   readonly signal?: AbortSignal;
 }
 
@@ -293,7 +295,7 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
     const entry = entryOf(local, rel, st);
     if (entry === undefined) continue;
     yield entry;
-    if (entry.kind === 'dir') {
+    if (entry.kind === 'dir' && options.descend?.(rel) !== false) {
       const names = readNames(local);
       if (names !== undefined) stack.push({ localDir: local, relDir: rel, names, next: 0 });
     }

@@ -310,7 +310,46 @@ export interface ShareChangedMessage {
 
 export type WatchControlMessage = WatchShareMessage | ShareChangedMessage;
 
-export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | PairRequestMessage | PairAcceptMessage | TransferControlMessage | SyncControlMessage | WatchControlMessage;
+/** Client -> server (feature 'list'): the entries under `path` of `share`, or ('' share) the shares. */
+export interface ListRequestMessage {
+  readonly type: 'list-request';
+  /** Chosen by the client, echoed in every reply (uint32). */
+  readonly requestId: number;
+  readonly share: string;
+  readonly path: string;
+  readonly recursive: boolean;
+}
+
+/** One listed entry: names and metadata, no content. */
+export interface ListEntry {
+  /** Relative to the listed directory ('/'-separated); a listed file: its name. */
+  readonly path: string;
+  readonly kind: EntryKind;
+  readonly size: number;
+  readonly mode: number;
+  readonly mtimeMs: number;
+  /** Symlinks only ('' otherwise). */
+  readonly linkTarget: string;
+}
+
+export interface ShareInfo {
+  readonly name: string;
+  readonly readOnly: boolean;
+  readonly noDelete: boolean;
+}
+
+/** Server -> client: a batch of entries (or the shares); `last` on the final one. */
+export interface ListReplyMessage {
+  readonly type: 'list-reply';
+  readonly requestId: number;
+  readonly entries: readonly ListEntry[];
+  readonly shares: readonly ShareInfo[];
+  readonly last: boolean;
+}
+
+export type ListControlMessage = ListRequestMessage | ListReplyMessage;
+
+export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | PairRequestMessage | PairAcceptMessage | TransferControlMessage | SyncControlMessage | WatchControlMessage | ListControlMessage;
 export type ControlMessageType = ControlMessage['type'];
 
 /** Field number of each envelope member (proto/clawpeer.proto, message Control). */
@@ -337,6 +376,8 @@ export const CONTROL_FIELDS = {
   'sync-done': 53,
   'watch-share': 54,
   'share-changed': 55,
+  'list-request': 56,
+  'list-reply': 57,
 } as const satisfies Record<ControlMessageType, number>;
 
 /**
@@ -348,6 +389,10 @@ export const MAX_SYNC_RECONCILE_BYTES = (1 << 20) + 8;
 export const MAX_SYNC_RECORD_BYTES = 128 << 10;
 /** Records per SyncRevisions and items per SyncFetch: bounds what one frame makes us allocate. */
 export const MAX_SYNC_ITEMS_PER_MESSAGE = 100_000;
+/** Entries in one ListReply (counted before decoding, as manifest entries). */
+export const MAX_LIST_ENTRIES_PER_MESSAGE = 100_000;
+/** Field number of the entries inside ListReply. */
+const LIST_REPLY_ENTRIES_FIELD = 2;
 /** Field numbers of the repeated members counted before decoding (records, items). */
 const SYNC_REVISIONS_RECORDS_FIELD = 2;
 const SYNC_FETCH_ITEMS_FIELD = 3;
@@ -387,6 +432,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   filter: pb.Feature.FEATURE_FILTER,
   existing: pb.Feature.FEATURE_EXISTING,
   backup: pb.Feature.FEATURE_BACKUP,
+  list: pb.Feature.FEATURE_LIST,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -464,7 +510,8 @@ function quote(text: string): string {
  * What is structurally wrong with an entry, or undefined. Shared by the encoder (RangeError:
  * our own bug) and the decoder (PROTOCOL: the peer's), so both enforce the same rules.
  */
-function manifestEntryProblem(e: ManifestEntry): string | undefined {
+/** What is wrong with an entry's name and metadata (a manifest's or a listing's), or undefined. */
+function entryMetaProblem(e: ListEntry): string | undefined {
   if (LONE_SURROGATE.test(e.path) || LONE_SURROGATE.test(e.linkTarget)) return 'path or linkTarget is not valid Unicode (unpaired surrogate)';
   const pathBytes = protobuf.util.utf8.length(e.path);
   if (pathBytes === 0) return 'path is empty';
@@ -474,15 +521,20 @@ function manifestEntryProblem(e: ManifestEntry): string | undefined {
   if (!Number.isSafeInteger(e.size) || e.size < 0) return `size ${e.size} is not an integer in 0..2^53-1`;
   if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > MAX_ENTRY_MODE) return `mode ${e.mode} is not in 0..0o7777`;
   if (!Number.isSafeInteger(e.mtimeMs)) return `mtimeMs ${e.mtimeMs} is not an integer within +-(2^53-1)`;
+  if (e.kind === 'symlink' && targetBytes === 0) return 'linkTarget is empty for a symlink';
+  if (e.kind !== 'symlink' && targetBytes !== 0) return `linkTarget must be empty for a ${e.kind}`;
+  return undefined;
+}
+
+function manifestEntryProblem(e: ManifestEntry): string | undefined {
+  const meta = entryMetaProblem(e);
+  if (meta !== undefined) return meta;
   const chunks = e.chunkLengths.length;
   if (e.kind !== 'file') {
     if (e.root.length !== 0) return `root must be empty for a ${e.kind}, got ${e.root.length} bytes`;
     if (e.chunkIds.length !== 0 || chunks !== 0) return `a ${e.kind} carries no chunks, got ${e.chunkIds.length} id bytes and ${chunks} lengths`;
-    if (e.kind === 'symlink' && targetBytes === 0) return 'linkTarget is empty for a symlink';
-    if (e.kind === 'dir' && targetBytes !== 0) return 'linkTarget must be empty for a dir';
     return undefined;
   }
-  if (targetBytes !== 0) return 'linkTarget must be empty for a file';
   if (e.root.length !== CHUNK_ID_BYTES) return `root must be ${CHUNK_ID_BYTES} bytes for a file, got ${e.root.length}`;
   if (e.chunkIds.length % CHUNK_ID_BYTES !== 0) return `chunkIds is ${e.chunkIds.length} bytes, not a multiple of ${CHUNK_ID_BYTES}`;
   if (e.chunkIds.length / CHUNK_ID_BYTES !== chunks) {
@@ -762,6 +814,22 @@ function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {
       checkTextBytes('ShareChanged.share', message.share);
       checkUint('ShareChanged.seq', message.seq, Number.MAX_SAFE_INTEGER);
       return { shareChanged: { share: message.share, seq: message.seq } };
+    case 'list-request':
+      checkUint('ListRequest.requestId', message.requestId, UINT32_MAX);
+      checkTextBytes('ListRequest.share', message.share);
+      checkTextBytes('ListRequest.path', message.path);
+      return { listRequest: { requestId: message.requestId, share: message.share, path: message.path, recursive: message.recursive } };
+    case 'list-reply': {
+      checkUint('ListReply.requestId', message.requestId, UINT32_MAX);
+      if (message.entries.length > MAX_LIST_ENTRIES_PER_MESSAGE) throw new RangeError(`ListReply has ${message.entries.length} entries, more than ${MAX_LIST_ENTRIES_PER_MESSAGE}`);
+      for (const sh of message.shares) checkTextBytes('ListReply.shares.name', sh.name);
+      const entries = message.entries.map((e) => {
+        const problem = entryMetaProblem(e);
+        if (problem !== undefined) throw new RangeError(`ListEntry ${quote(e.path)}: ${problem}`);
+        return { path: e.path, kind: ENTRY_KIND_TO_WIRE[e.kind], size: e.size, mode: e.mode, mtimeMs: e.mtimeMs, linkTarget: e.linkTarget };
+      });
+      return { listReply: { requestId: message.requestId, entries, shares: message.shares.map((sh) => ({ name: sh.name, readOnly: sh.readOnly, noDelete: sh.noDelete })), last: message.last } };
+    }
     default: {
       const unreachable: never = message;
       throw new TypeError(`unknown control message ${JSON.stringify(unreachable)}`);
@@ -931,6 +999,23 @@ function manifestEntryFromWire(index: number, w: clawpeer.v1.ManifestEntry.$Prop
     chunkLengths: w.chunkLengths ?? [],
   };
   const problem = manifestEntryProblem(entry);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `${owner}: ${problem}`);
+  return entry;
+}
+
+function listEntryFromWire(index: number, w: clawpeer.v1.ListEntry.$Properties | null | undefined): ListEntry {
+  const path = w?.path ?? '';
+  const owner = `ListReply.entries[${index}] ${quote(path)}`;
+  if (w === null || w === undefined) throw new ClawpeerError('PROTOCOL', `${owner} is missing`);
+  const entry: ListEntry = {
+    path,
+    kind: wireEnum(`${owner} kind`, w.kind, ENTRY_KIND_FROM_WIRE),
+    size: u64ToNumber(`${owner} size`, w.size ?? 0),
+    mode: w.mode ?? 0,
+    mtimeMs: s64ToNumber(`${owner} mtimeMs`, w.mtimeMs ?? 0),
+    linkTarget: w.linkTarget ?? '',
+  };
+  const problem = entryMetaProblem(entry);
   if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `${owner}: ${problem}`);
   return entry;
 }
@@ -1163,6 +1248,22 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
       if (c === null || c === undefined) break;
       return { type: 'share-changed', share: wireText('ShareChanged.share', c.share), seq: u64ToNumber('ShareChanged.seq', c.seq ?? 0) };
     }
+    case 'listRequest': {
+      const r = control.listRequest;
+      if (r === null || r === undefined) break;
+      return { type: 'list-request', requestId: r.requestId ?? 0, share: wireText('ListRequest.share', r.share), path: wireText('ListRequest.path', r.path), recursive: r.recursive ?? false };
+    }
+    case 'listReply': {
+      const r = control.listReply;
+      if (r === null || r === undefined) break;
+      return {
+        type: 'list-reply',
+        requestId: r.requestId ?? 0,
+        entries: (r.entries ?? []).map((e, i) => listEntryFromWire(i, e)),
+        shares: (r.shares ?? []).map((sh) => ({ name: wireText('ShareInfo.name', sh.name), readOnly: sh.readOnly ?? false, noDelete: sh.noDelete ?? false })),
+        last: r.last ?? false,
+      };
+    }
     case undefined:
       break;
     default: {
@@ -1267,6 +1368,10 @@ export function decodeControlWithRaw(bytes: Uint8Array, options: { readonly maxB
       if (entries > MAX_MANIFEST_ENTRIES_PER_MESSAGE) {
         throw new ClawpeerError('PROTOCOL', `Manifest has ${entries} entries, more than ${MAX_MANIFEST_ENTRIES_PER_MESSAGE}`);
       }
+    }
+    if (span.field === CONTROL_FIELDS['list-reply']) {
+      const entries = scanFields(raw).filter((s) => s.field === LIST_REPLY_ENTRIES_FIELD).length;
+      if (entries > MAX_LIST_ENTRIES_PER_MESSAGE) throw new ClawpeerError('PROTOCOL', `ListReply has ${entries} entries, more than ${MAX_LIST_ENTRIES_PER_MESSAGE}`);
     }
     if (span.field === CONTROL_FIELDS['sync-revisions'] || span.field === CONTROL_FIELDS['sync-fetch']) {
       const field = span.field === CONTROL_FIELDS['sync-revisions'] ? SYNC_REVISIONS_RECORDS_FIELD : SYNC_FETCH_ITEMS_FIELD;

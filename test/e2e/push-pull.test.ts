@@ -436,6 +436,46 @@ t.test('--backup keeps what --force, --update and --delete replace or remove: be
   t.match(lone.stderr, /--suffix names backups: give --backup or --backup-dir too/);
 });
 
+t.test('ls lists the shares this node may use, a directory, or (-r) everything below it; names and metadata only', async (t) => {
+  const shares = await runCli(['--home', b.home, 'ls', 'alice', '--json']);
+  t.equal(shares.code, 0, shares.stderr);
+  t.same(jsonLines(shares.stdout).filter((e) => e['event'] === 'share'), [
+    { event: 'share', name: 'inbox', readOnly: false, noDelete: false },
+    { event: 'share', name: 'ro', readOnly: true, noDelete: false },
+    { event: 'share', name: 'keep', readOnly: false, noDelete: true },
+  ], 'not the private share, which allows carol only');
+
+  const src = path.join(work, 'listed');
+  await mkdir(path.join(src, 'sub'), { recursive: true });
+  await writeFile(path.join(src, 'a.txt'), 'abc');
+  await writeFile(path.join(src, 'sub', 'b.bin'), randomBytes(5000));
+  await symlink('a.txt', path.join(src, 'link'));
+  await utimes(path.join(src, 'a.txt'), new Date(1_700_000_000_000), new Date(1_700_000_000_000));
+  t.equal((await runCli(['--home', b.home, 'push', src, 'alice:inbox/ls'])).code, 0);
+  const entries = (stdout: string): Record<string, unknown>[] => jsonLines(stdout).filter((e) => e['event'] === 'entry');
+  const top = await runCli(['--home', b.home, 'ls', 'alice:inbox/ls/listed', '--json']);
+  t.equal(top.code, 0, top.stderr);
+  t.same(entries(top.stdout).map((e) => `${String(e['kind'])} ${String(e['path'])}`), ['file a.txt', 'symlink link', 'dir sub'], 'the directory\'s own entries, in name order');
+  t.match(entries(top.stdout)[0], { size: 3, mode: 0o644, mtimeMs: 1_700_000_000_000 });
+  t.match(entries(top.stdout)[1], { target: 'a.txt' });
+  const all = await runCli(['--home', b.home, 'ls', 'alice:inbox/ls', '-r', '--json']);
+  t.same(entries(all.stdout).map((e) => e['path']), ['listed', 'listed/a.txt', 'listed/link', 'listed/sub', 'listed/sub/b.bin']);
+  t.match(jsonLines(all.stdout).at(-1), { event: 'done', entries: 5 });
+  const root = await runCli(['--home', b.home, 'ls', 'alice:inbox', '-r', '--json']);
+  t.notOk(entries(root.stdout).some((e) => String(e['path']).startsWith('.clawpeer')), 'clawpeer\'s own state is never listed');
+  const text = await runCli(['--home', b.home, 'ls', 'alice:inbox/ls/listed']);
+  t.match(text.stdout, /^-rw-r--r-- +3 \d{4}\/\d\d\/\d\d \d\d:\d\d:\d\d a\.txt$/m);
+  t.match(text.stdout, /^lrwxrwxrwx +5 .* link -> a\.txt$/m);
+
+  const missing = await runCli(['--home', b.home, 'ls', 'alice:inbox/ls/nope']);
+  t.equal(missing.code, 1, missing.stderr);
+  t.match(missing.stderr, /inbox\/ls\/nope does not exist/);
+  const internal = await runCli(['--home', b.home, 'ls', 'alice:inbox/.clawpeer']);
+  t.match(internal.stderr, /clawpeer's own state/);
+  const forbidden = await runCli(['--home', b.home, 'ls', 'alice:private']);
+  t.equal(forbidden.code, 3, forbidden.stderr);
+});
+
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {
   const src = path.join(work, 'clash');
   await mkdir(src);

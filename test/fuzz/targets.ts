@@ -470,6 +470,17 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
     case 'pair-request':
     case 'pair-accept':
       return { type, proof: rng.bytes(32), name: wfText(rng, 12) };
+    case 'list-request':
+      return { type, requestId: u32(), share: wfText(rng, 12), path: rng.bool() ? wfPath(rng) : '', recursive: rng.bool() };
+    case 'list-reply': {
+      // A listing carries names and metadata only: a manifest entry without its chunks.
+      const entries = Array.from({ length: rng.int(4) }, () => {
+        const e = randomEntry(rng);
+        return { path: e.path, kind: e.kind, size: e.kind === 'file' ? Math.min(e.size, Number.MAX_SAFE_INTEGER) : e.size, mode: e.mode, mtimeMs: e.mtimeMs, linkTarget: e.linkTarget };
+      });
+      const shares = Array.from({ length: rng.int(3) }, () => ({ name: wfText(rng, 12), readOnly: rng.bool(), noDelete: rng.bool() }));
+      return { type, requestId: u32(), entries, shares, last: rng.bool() };
+    }
     default: {
       const never: never = type;
       throw new TypeError(`unknown type ${String(never)}`);

@@ -578,3 +578,24 @@ t.test('splitManifest: an entry that alone exceeds the limit names its path and 
   });
   t.throws(() => splitManifest(1, [{ ...huge, size: 1 }], MAX_BYTES), RangeError, 'entries are validated');
 });
+
+t.test('ListReply: entries are checked as manifest metadata, and counted before they are decoded', async (t) => {
+  const entry = { path: 'a', kind: 1, size: 3, mode: 0o644, mtimeMs: 1 };
+  const cases: [string, Uint8Array, RegExp][] = [
+    ['empty path', raw({ listReply: { entries: [{ ...entry, path: '' }] } }), /ListReply\.entries\[0\] "": path is empty/],
+    ['symlink without target', raw({ listReply: { entries: [{ ...entry, kind: 3 }] } }), /linkTarget is empty for a symlink/],
+    ['file with a target', raw({ listReply: { entries: [{ ...entry, linkTarget: 'x' }] } }), /linkTarget must be empty for a file/],
+    ['mode beyond 0o7777', raw({ listReply: { entries: [{ ...entry, mode: 0o10000 }] } }), /mode 4096 is not in 0\.\.0o7777/],
+  ];
+  for (const [name, body, message] of cases) {
+    t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message }, name);
+  }
+  const ok = decodeControl(raw({ listReply: { requestId: 7, entries: [entry], shares: [{ name: 'docs', readOnly: true }], last: true } }), { maxBytes: MAX_BYTES });
+  t.same(ok, { type: 'list-reply', requestId: 7, entries: [{ path: 'a', kind: 'file', size: 3, mode: 0o644, mtimeMs: 1, linkTarget: '' }], shares: [{ name: 'docs', readOnly: true, noDelete: false }], last: true });
+  // Control.list_reply (field 57: tag ca 03) { entries: 100001 x empty ListEntry (12 00) }.
+  const count = 100_001;
+  const body = new Uint8Array(2 + 3 + 2 * count);
+  body.set(hex('ca03 c29a0c'));
+  for (let i = 0; i < count; i++) body.set([0x12, 0x00], 5 + 2 * i);
+  t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /ListReply has 100001 entries, more than 100000/ });
+});
