@@ -10,7 +10,6 @@
 // writer remains, as in rsync.
 import { lstat, readlink, unlink } from 'node:fs/promises';
 import { lstatSync } from 'node:fs';
-import path from 'node:path';
 import { bytesEqual } from '../chunking/blake3.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { manifestFromFile } from '../chunking/file-chunker.js';
@@ -39,13 +38,13 @@ async function stillAsSent(file: SourceFile, chunking: ChunkingParams, signal: A
 
 /** Removes the files and symlinks of `source` that are still as they were sent. */
 export async function removeSentSources(source: TransferSource, chunking: ChunkingParams, signal?: AbortSignal): Promise<SourceRemoval> {
-  const { base } = source;
-  if (base === undefined) throw new TypeError('removeSentSources needs a scanned source (scanSource)');
+  const { localPathOf } = source;
+  if (localPathOf === undefined) throw new TypeError('removeSentSources needs a scanned source (scanSource)');
   const removed: string[] = [];
   const changed: string[] = [];
   for (const [i, entry] of source.entries.entries()) {
     if (entry.kind === 'dir') continue;
-    const local = path.join(base, ...entry.path.split('/'));
+    const local = localPathOf(i);
     let same: boolean;
     try {
       if (entry.kind === 'file') {

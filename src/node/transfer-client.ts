@@ -17,7 +17,7 @@ import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages,
 import { TransferReceiver, type ReceiverOptions } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
-import { scanSource } from './transfer-source.js';
+import { scanSources } from './transfer-source.js';
 import { settledWithin, withTimeout } from './timeouts.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import { TEST_HOOKS } from './test-hooks.js';
@@ -34,6 +34,8 @@ export interface TransferOptions {
   readonly share: string;
   readonly remotePath: string;
   readonly localPath: string;
+  /** push: every local path sent, each landing under its own name (default: localPath alone). */
+  readonly sources?: readonly string[];
   readonly force: boolean;
   readonly streams: number;
   readonly window: number;
@@ -158,10 +160,13 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   const { session } = o;
   const started = performance.now();
   const wireStart = wireBytesOf(session);
-  try {
-    await stat(o.localPath);
-  } catch {
-    throw new ClawpeerError('USAGE', `nothing to push: ${o.localPath} does not exist`);
+  const sources = o.sources ?? [o.localPath];
+  for (const p of sources) {
+    try {
+      await stat(p);
+    } catch {
+      throw new ClawpeerError('USAGE', `nothing to push: ${p} does not exist`);
+    }
   }
   // Before the scan: a listener that cannot take the options is refused without hashing the tree.
   if (o.delete === true) {
@@ -173,7 +178,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   // Without 'backup' the listener would replace and remove without keeping anything.
   if (o.backup !== undefined) session.requireFeature('backup', 'cannot keep backups (--backup, --backup-dir)', 'push without them');
   let hashed = 0;
-  const source = await scanSource(o.localPath, {
+  const source = await scanSources(sources, {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
     ...(o.excludeRules === undefined ? {} : { excludeRules: o.excludeRules }),
     onFileHashed: (bytes) => {

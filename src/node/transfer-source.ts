@@ -22,8 +22,8 @@ export interface SourceFile {
 }
 
 export interface TransferSource {
-  /** scanSource's: the directory entry paths are relative to (an entry's local path is `base` joined with its path). */
-  readonly base?: string;
+  /** scanSource's: where entry `i` lives here (push --remove-source-files removes what was sent). */
+  readonly localPathOf?: (entryIndex: number) => string;
   readonly entries: ManifestEntry[];
   /** Files by entry index (dirs and symlinks have none). */
   readonly files: Map<number, SourceFile>;
@@ -99,5 +99,40 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
       }
     }
   }
-  return { base, entries, files, totalBytes };
+  return { localPathOf: (i) => path.join(base, ...(entries[i]?.path ?? '').split('/')), entries, files, totalBytes };
+}
+
+/**
+ * Scans several local paths as one transfer (`push a b dir PEER:`): each lands under its own
+ * name, as with rsync and scp. Two sources with the same name would land on each other: USAGE.
+ */
+export async function scanSources(localPaths: readonly string[], options: ScanSourceOptions): Promise<TransferSource> {
+  const first = localPaths[0];
+  if (localPaths.length === 1 && first !== undefined) return scanSource(first, options);
+  const byName = new Map<string, string>();
+  for (const p of localPaths) {
+    const name = path.basename(path.resolve(p));
+    const other = byName.get(name);
+    if (other !== undefined) throw new ClawpeerError('USAGE', `${other} and ${p} would both land as ${name}: push them separately`);
+    byName.set(name, p);
+  }
+  const parts: { offset: number; source: TransferSource }[] = [];
+  const entries: ManifestEntry[] = [];
+  const files = new Map<number, SourceFile>();
+  let totalBytes = 0;
+  for (const p of localPaths) {
+    const source = await scanSource(p, options);
+    const offset = entries.length;
+    parts.push({ offset, source });
+    entries.push(...source.entries);
+    for (const [i, f] of source.files) files.set(offset + i, { ...f, entryIndex: offset + i });
+    totalBytes += source.totalBytes;
+  }
+  const localPathOf = (i: number): string => {
+    const part = parts.findLast((x) => x.offset <= i);
+    const of = part?.source.localPathOf;
+    if (part === undefined || of === undefined) throw new TypeError(`no source holds entry ${i}`);
+    return of(i - part.offset);
+  };
+  return { localPathOf, entries, files, totalBytes };
 }

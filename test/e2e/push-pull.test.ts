@@ -322,6 +322,34 @@ t.test('--ignore-existing keeps different files already there; --update (-u) rep
   t.match(both.stderr, /--force and --update exclude each other/);
 });
 
+t.test('push of several sources (LOCAL... REMOTE): each lands under its own name in one transfer; two of the same name are refused', async (t) => {
+  const one = path.join(work, 'multi-1');
+  const two = path.join(work, 'multi-2');
+  await mkdir(path.join(one, 'tree'), { recursive: true });
+  await mkdir(two);
+  await writeFile(path.join(one, 'a.txt'), 'a');
+  await writeFile(path.join(one, 'tree', 'b.txt'), 'b');
+  await writeFile(path.join(two, 'c.txt'), 'c');
+  await writeFile(path.join(two, 'a.txt'), 'other a');
+  const r = await runCli(['--home', b.home, 'push', path.join(one, 'a.txt'), path.join(one, 'tree'), path.join(two, 'c.txt'), 'alice:inbox/multi', '--json']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(done(r.stdout), { files: 3 });
+  const dest = path.join(work, 'inbox', 'multi');
+  t.same((await snapshot(dest)).map((i) => `${i.kind} ${i.path}`), ['file a.txt', 'file c.txt', 'dir tree', 'file tree/b.txt']);
+  const clash = await runCli(['--home', b.home, 'push', path.join(one, 'a.txt'), path.join(two, 'a.txt'), 'alice:inbox/multi']);
+  t.equal(clash.code, 2, clash.stderr);
+  t.match(clash.stderr, /would both land as a\.txt: push them separately/);
+  const lone = await runCli(['--home', b.home, 'push', 'alice:inbox']);
+  t.equal(lone.code, 2, lone.stderr);
+  t.match(lone.stderr, /push needs what to send and where/);
+  // --remove-source-files removes what was sent from each source.
+  const moved = await runCli(['--home', b.home, 'push', path.join(one, 'tree'), path.join(two, 'c.txt'), 'alice:inbox/multi-moved', '--remove-source-files', '--json']);
+  t.equal(moved.code, 0, moved.stderr);
+  t.match(done(moved.stdout), { files: 2, sourceRemoved: 2 });
+  t.notOk(existsSync(path.join(one, 'tree', 'b.txt')) || existsSync(path.join(two, 'c.txt')));
+  t.ok(existsSync(path.join(two, 'a.txt')), 'what was not sent stays');
+});
+
 t.test('push --remove-source-files moves: the sent files and links go once the listener has them, directories stay', async (t) => {
   const src = path.join(work, 'moving');
   await mkdir(path.join(src, 'sub'), { recursive: true });

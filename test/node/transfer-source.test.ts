@@ -8,7 +8,7 @@ import t from 'tap';
 import { DEFAULT_CHUNKING, type ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromFile } from '../../src/chunking/file-chunker.js';
 import { silentLogger } from '../../src/logger.js';
-import { scanSource } from '../../src/node/transfer-source.js';
+import { scanSource, scanSources } from '../../src/node/transfer-source.js';
 import { WHOLE_READ_MAX_BYTES } from '../../src/chunking/file-chunker.js';
 
 const chunking: ChunkingParams = { ...DEFAULT_CHUNKING };
@@ -54,4 +54,20 @@ t.test("clawpeer's own state is never sent: .clawpeer directories and temp files
   await writeFile(path.join(root, '.clawpeerish'), 'a user file whose name only starts alike');
   const source = await scanSource(root, { chunking, log: silentLogger });
   t.same(source.entries.map((e) => e.path).sort(), ['synced', 'synced/.clawpeerish', 'synced/sub', 'synced/sub/a.txt']);
+});
+
+t.test('scanSources: several roots as one source, files re-indexed, each entry found where it lives', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-sources-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await mkdir(path.join(dir, 'x', 'tree'), { recursive: true });
+  await mkdir(path.join(dir, 'y'));
+  await writeFile(path.join(dir, 'x', 'tree', 'a.txt'), 'a');
+  await writeFile(path.join(dir, 'y', 'b.txt'), 'bb');
+  const source = await scanSources([path.join(dir, 'x', 'tree'), path.join(dir, 'y', 'b.txt')], { chunking: DEFAULT_CHUNKING, log: silentLogger });
+  t.same(source.entries.map((e) => e.path), ['tree', 'tree/a.txt', 'b.txt']);
+  t.same([...source.files.keys()], [1, 2]);
+  t.same([...source.files.values()].map((f) => [f.entryIndex, f.localPath]), [[1, path.join(dir, 'x', 'tree', 'a.txt')], [2, path.join(dir, 'y', 'b.txt')]]);
+  t.same([0, 1, 2].map((i) => source.localPathOf?.(i)), [path.join(dir, 'x', 'tree'), path.join(dir, 'x', 'tree', 'a.txt'), path.join(dir, 'y', 'b.txt')]);
+  t.equal(source.totalBytes, 3);
+  await t.rejects(scanSources([path.join(dir, 'y', 'b.txt'), path.join(dir, 'y', '..', 'y', 'b.txt')], { chunking: DEFAULT_CHUNKING, log: silentLogger }), { code: 'USAGE', message: /would both land as b\.txt/ });
 });

@@ -121,8 +121,12 @@ function backupFrom(args: Record<string, unknown>): BackupPlan | undefined {
 }
 
 async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
-  const remote = parseRemote(String(direction === 'push' ? args['remote'] : args['remote']), direction === 'pull');
-  const localPath = String(args['local']);
+  // push LOCAL... REMOTE: the last word is the remote, as with rsync and scp.
+  const words = direction === 'push' ? ((args['paths'] as unknown[] | undefined) ?? []).map(String) : [String(args['local']), String(args['remote'])];
+  if (words.length < 2) throw new ClawpeerError('USAGE', 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]');
+  const remote = parseRemote(words.at(-1) ?? '', direction === 'pull');
+  const sources = direction === 'push' ? words.slice(0, -1) : [];
+  const localPath = direction === 'push' ? (sources[0] ?? '') : String(args['local']);
   const streams = intOption(args['streams'], '--streams', 1, 64);
   const window = intOption(args['window'], '--window', 1, 4096);
   const bwlimit = bwlimitOption(args['bwlimit']);
@@ -145,7 +149,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   let delivered = false;
   try {
     const options = {
-      session, share: remote.share, remotePath: remote.path, localPath, force: args['force'] === true, streams, window,
+      session, share: remote.share, remotePath: remote.path, localPath, ...(sources.length > 1 ? { sources } : {}), force: args['force'] === true, streams, window,
       idleTimeoutMs: config.idleTimeoutMs, log: ctx.log.child(direction), signal: ctx.signal,
       ...(progress.active ? { onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p) } : {}),
       ...(excludeRules === undefined ? {} : { excludeRules }),
@@ -194,9 +198,9 @@ async function sweepPullDestination(ctx: CommandContext, localPath: string, remo
 export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
   return cli
     .command(
-      'push <local> <remote>',
-      'send a file or tree to a peer: REMOTE is PEER[:SHARE[/PATH]] (default share: inbox); LOCAL lands inside PATH',
-      (y) => transferOptions(y.positional('local', { type: 'string' }).positional('remote', { type: 'string' })),
+      'push <paths..>',
+      'send files or trees to a peer: push LOCAL... PEER[:SHARE[/PATH]] (default share: inbox); each LOCAL lands inside PATH under its own name',
+      (y) => transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'LOCAL... then PEER[:SHARE[/PATH]]' })),
       runner((ctx, args) => run(ctx, args, 'push')),
     )
     .command(
