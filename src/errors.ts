@@ -52,6 +52,7 @@ export const LOCAL_ERRORS = {
   ABORTED: { message: 'aborted', retryable: false, exit: EXIT_CODES.failure },
   CHECK_FAILED: { message: 'a health check failed', retryable: false, exit: EXIT_CODES.failure },
   FOLDER_BUSY: { message: 'folder is locked by another sync', retryable: true, exit: EXIT_CODES.failure },
+  DELETE_LIMIT: { message: 'more paths to delete than --max-delete allows', retryable: false, exit: EXIT_CODES.failure },
   PEER_BUSY: { message: 'the peer is busy (a connection cap or a destination in use): try again later', retryable: true, exit: EXIT_CODES.unreachable },
 } as const satisfies Record<string, LocalErrorSpec>;
 export type LocalErrorCode = keyof typeof LOCAL_ERRORS;

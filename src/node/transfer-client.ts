@@ -59,6 +59,8 @@ export interface TransferOptions {
   readonly nodeId?: string;
   /** --backup, --backup-dir, --suffix: keep what is replaced or removed (backups.ts); a push asks the listener. */
   readonly backup?: BackupPlan;
+  /** --max-delete (with --delete): when more than this many paths would be removed, none is. */
+  readonly maxDelete?: number;
 }
 
 export interface TransferResult {
@@ -91,11 +93,23 @@ export interface TransferResult {
   readonly sourceChanged?: readonly string[];
   /** --backup: files and symlinks backed up before they were replaced or removed. */
   readonly filesBackedUp?: number;
+  /** --max-delete: how many paths --delete would have removed, when more than the cap (none was). */
+  readonly deletesOverLimit?: number;
 }
 
 /** The result's kept count, when the options asked for an existing-file policy. */
 function keptOf(o: TransferOptions, kept: number | undefined): Pick<TransferResult, 'filesKept'> {
   return o.existing === undefined ? {} : { filesKept: kept ?? 0 };
+}
+
+/** --max-delete here (a pull, or a pull's dry run): `list` within the cap, or nothing and the count over it. */
+function withinMaxDelete<T>(o: TransferOptions, list: readonly T[]): { list: readonly T[]; over: Pick<TransferResult, 'deletesOverLimit'> } {
+  return o.maxDelete !== undefined && list.length > o.maxDelete ? { list: [], over: { deletesOverLimit: list.length } } : { list, over: {} };
+}
+
+/** The result's over-the-cap count as the listener told it. */
+function overLimitOf(count: number | undefined): Pick<TransferResult, 'deletesOverLimit'> {
+  return count === undefined ? {} : { deletesOverLimit: count };
 }
 
 /** The result's backup count, when the options asked for backups. */
@@ -148,6 +162,7 @@ function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pu
     ...(direction === 'push' && o.delete === true ? { delete: true } : {}),
     ...(direction === 'push' && o.existing !== undefined ? { existing: o.existing } : {}),
     ...(direction === 'push' && o.backup !== undefined ? { backup: { suffix: o.backup.suffix, dir: o.backup.dir ?? '' } } : {}),
+    ...(direction === 'push' && o.delete === true && o.maxDelete !== undefined ? { maxDelete: o.maxDelete } : {}),
   };
 }
 
@@ -177,6 +192,8 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   if (o.existing !== undefined) requireExisting(session);
   // Without 'backup' the listener would replace and remove without keeping anything.
   if (o.backup !== undefined) session.requireFeature('backup', 'cannot keep backups (--backup, --backup-dir)', 'push without them');
+  // Without 'max-delete' the listener would remove however many paths --delete finds.
+  if (o.delete === true && o.maxDelete !== undefined) session.requireFeature('max-delete', 'cannot cap --delete (--max-delete)', 'push without --max-delete, or without --delete');
   let hashed = 0;
   const source = await scanSources(sources, {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
@@ -240,6 +257,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
       seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount), ...keptOf(o, result.filesKept), ...backedUpOf(o, result.filesBackedUp),
+      ...overLimitOf(result.deletesOverLimit),
     };
   } finally {
     o.signal.removeEventListener('abort', onOuter);
@@ -259,7 +277,7 @@ async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[],
   // Paths as they would land in the share: under the remote path.
   const under = (p: string): string => path.posix.join(o.remotePath, p);
   const report = o.remotePath === '' ? planned : { ...planned, files: planned.files.map((f) => ({ ...f, path: under(f.path) })), ...(planned.others === undefined ? {} : { others: planned.others.map((e) => ({ ...e, path: under(e.path) })) }) };
-  return { ...dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart), ...deletedOf(o, done.deleted, done.deletedCount), ...keptOf(o, done.filesKept) };
+  return { ...dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart), ...deletedOf(o, done.deleted, done.deletedCount), ...keptOf(o, done.filesKept), ...overLimitOf(done.deletesOverLimit) };
 }
 
 function dryRunResult(session: PeerSession, files: number, bytes: number, report: DryRunReport, accept: { streams: number; window: number }, started: number, wireStart: number): TransferResult {
@@ -311,7 +329,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   const report = dryRunReport(entries, plan, plan.publish, plan.create);
   const bytes = report.files.reduce((n, f) => n + f.bytes, 0);
   await session.control.send({ type: 'transfer-done', transferId: id, files: report.files.length, bytes, chunksReceived: 0, chunksSkipped: 0 });
-  return { ...dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart), ...deletedOf(o, wouldRemove, undefined), ...keptOf(o, plan.filesKept) };
+  return { ...dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart), ...deletedOf(o, wouldRemove, undefined), ...keptOf(o, plan.filesKept), ...withinMaxDelete(o, wouldRemove).over };
 }
 
 /** --delete after a pull: what the pulled directories hold here beyond the listener's tree. */
@@ -366,11 +384,13 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
     const stats = await receiver.receive();
     await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
     // Only once everything is published: a failed pull removes nothing.
-    const removed = o.delete === true ? (await (await import('./delete-history.js')).removeExtraneousKeeping(root, await pulledExtraneous(o, root, entries, receiver), { backups: receiver.backups, nodeId: o.nodeId })).map((e) => e.path) : [];
+    const toRemove = withinMaxDelete(o, o.delete === true ? await pulledExtraneous(o, root, entries, receiver) : []);
+    const removed = (await (await import('./delete-history.js')).removeExtraneousKeeping(root, toRemove.list, { backups: receiver.backups, nodeId: o.nodeId })).map((e) => e.path);
     return {
       files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,
       seconds: (performance.now() - started) / 1000, ...deletedOf(o, removed, undefined), ...keptOf(o, stats.filesKept), ...backedUpOf(o, receiver.backups?.count),
+      ...toRemove.over,
     };
   } catch (err) {
     await receiver.abort();

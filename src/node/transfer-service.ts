@@ -181,12 +181,14 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
     if (req.rateLimit !== undefined) throw new ClawpeerError('PROTOCOL', 'a rate limit applies to pulls; a push caps its own sending');
     if (req.existing !== undefined && req.force) throw new ClawpeerError('PROTOCOL', 'force and an existing-files policy (keep, update) exclude each other');
     peerBackupPlan(req); // a malformed one is refused before anything is accepted
+    if (req.maxDelete !== undefined && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'a delete limit applies to a push with delete');
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
     await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t, activity));
   } else {
     if (req.delete === true) throw new ClawpeerError('PROTOCOL', 'delete applies to pushes; a pull removes what the source lacks on its own side');
     if (req.existing !== undefined) throw new ClawpeerError('PROTOCOL', 'an existing-files policy applies to pushes; a pull\'s receiver applies its own');
     if (req.backup !== undefined) throw new ClawpeerError('PROTOCOL', 'backups apply to pushes; a pull\'s receiver makes its own');
+    if (req.maxDelete !== undefined) throw new ClawpeerError('PROTOCOL', 'a delete limit applies to pushes; a pull\'s receiver applies its own');
     await servePull(session, req, ctx, signal, t, activity);
   }
 }
@@ -227,7 +229,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
     const wouldRemove = await extraneous(receiver);
     await session.control.sendAll([
       { type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount, publish: plan.publish, create: plan.create },
-      { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0, ...deletedFields(wouldRemove), ...keptField(plan.filesKept) },
+      { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0, ...deletedFields(wouldRemove), ...keptField(plan.filesKept), ...overLimitField(req, wouldRemove) },
     ]);
     log.info('push dry run answered', { peer: session.peerId, share: share.name, files: plan.files, bytes: plan.bytes });
     return;
@@ -246,10 +248,12 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
       const stats = await receiver.receive();
       // Only once everything is published: a failed push removes nothing.
-      const removed = req.delete === true ? await removeExtraneousKeeping(share.dir, await extraneous(receiver), { backups: receiver.backups, nodeId: ctx.nodeId }) : [];
+      const toRemove = await extraneous(receiver);
+      const overLimit = overLimitField(req, toRemove); // over --max-delete: nothing is removed
+      const removed = overLimit.deletesOverLimit === undefined ? await removeExtraneousKeeping(share.dir, toRemove, { backups: receiver.backups, nodeId: ctx.nodeId }) : [];
       await session.control.send({
         type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped,
-        ...deletedFields(removed), ...keptField(stats.filesKept), ...(backup === undefined ? {} : { filesBackedUp: receiver.backups?.count ?? 0 }),
+        ...deletedFields(removed), ...keptField(stats.filesKept), ...(backup === undefined ? {} : { filesBackedUp: receiver.backups?.count ?? 0 }), ...overLimit,
       });
       log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes, ...(req.delete === true ? { deleted: removed.length } : {}) });
     } catch (err) {
@@ -321,6 +325,11 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
 /** TransferDone's count of kept files, when there are any. */
 function keptField(kept: number): { filesKept?: number } {
   return kept === 0 ? {} : { filesKept: kept };
+}
+
+/** TransferDone's field when --delete would remove more than the request's --max-delete allows. */
+function overLimitField(req: TransferRequestMessage, toRemove: readonly Extraneous[]): { deletesOverLimit?: number } {
+  return req.maxDelete !== undefined && toRemove.length > req.maxDelete ? { deletesOverLimit: toRemove.length } : {};
 }
 
 /** TransferDone's fields for removed paths: the first MAX_LISTED_DELETIONS listed, all counted. */

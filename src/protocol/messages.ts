@@ -148,6 +148,8 @@ export interface TransferRequestMessage {
   readonly existing?: 'keep' | 'update';
   /** Push (feature 'backup'): keep what is replaced or removed, beside it with the suffix or under dir (destination-relative). */
   readonly backup?: { readonly suffix: string; readonly dir: string };
+  /** Push with delete (feature 'max-delete'): remove nothing when more than this many paths would go. */
+  readonly maxDelete?: number;
   /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
   /** Plan only: nothing is written, no chunk travels (feature 'dry-run'). */
@@ -216,6 +218,8 @@ export interface TransferDoneMessage {
   readonly filesKept?: number;
   /** A push with backup: files and symlinks backed up before they were replaced or removed. */
   readonly filesBackedUp?: number;
+  /** A push with maxDelete: the paths that would have been removed, when more than the cap (none was). */
+  readonly deletesOverLimit?: number;
 }
 
 /** TransferDone lists at most this many removed paths (the count covers the rest). */
@@ -433,6 +437,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   existing: pb.Feature.FEATURE_EXISTING,
   backup: pb.Feature.FEATURE_BACKUP,
   list: pb.Feature.FEATURE_LIST,
+  'max-delete': pb.Feature.FEATURE_MAX_DELETE,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -590,6 +595,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
         checkTextBytes('TransferRequest.backup.dir', message.backup.dir);
       }
       checkRateLimit('TransferRequest.rateLimit', message.rateLimit);
+      if (message.maxDelete !== undefined) checkUint('TransferRequest.maxDelete', message.maxDelete, Number.MAX_SAFE_INTEGER);
       return {
         transferRequest: {
           transferId: message.transferId,
@@ -603,6 +609,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           filter: filter.map((r) => ({ pattern: r.pattern, include: r.include })),
           existing: message.existing === undefined ? pb.ExistingFiles.EXISTING_FILES_REFUSE : EXISTING_TO_WIRE[message.existing],
           ...(message.backup === undefined ? {} : { backup: { suffix: message.backup.suffix, dir: message.backup.dir } }),
+          ...(message.maxDelete === undefined ? {} : { maxDelete: { paths: message.maxDelete } }),
           rateLimit: message.rateLimit ?? 0,
           dryRun: message.dryRun ?? false,
           delete: message.delete ?? false,
@@ -634,6 +641,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       checkUint('TransferDone.chunksSkipped', message.chunksSkipped, Number.MAX_SAFE_INTEGER);
       checkUint('TransferDone.filesKept', message.filesKept ?? 0, Number.MAX_SAFE_INTEGER);
       checkUint('TransferDone.filesBackedUp', message.filesBackedUp ?? 0, Number.MAX_SAFE_INTEGER);
+      checkUint('TransferDone.deletesOverLimit', message.deletesOverLimit ?? 0, Number.MAX_SAFE_INTEGER);
       const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
       if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
       for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
@@ -648,6 +656,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           deletedCount: message.deletedCount ?? 0,
           filesKept: message.filesKept ?? 0,
           filesBackedUp: message.filesBackedUp ?? 0,
+          deletesOverLimit: message.deletesOverLimit ?? 0,
         },
       };
     default: {
@@ -966,6 +975,10 @@ function backedUpFromWire(backedUp: number): { filesBackedUp?: number } {
   return backedUp === 0 ? {} : { filesBackedUp: backedUp };
 }
 
+function overLimitFromWire(over: number): { deletesOverLimit?: number } {
+  return over === 0 ? {} : { deletesOverLimit: over };
+}
+
 /** A request's exclude patterns or filter rules (at most one of them, each within the limits). */
 function patternsFromWire(r: clawpeer.v1.TransferRequest.$Properties): { exclude?: string[]; filter?: FilterRule[] } {
   const exclude = r.exclude ?? [];
@@ -1037,6 +1050,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         ...patternsFromWire(r),
         ...((r.existing ?? 0) === pb.ExistingFiles.EXISTING_FILES_REFUSE ? {} : { existing: wireEnum('TransferRequest.existing', r.existing, EXISTING_FROM_WIRE) }),
         ...(r.backup === null || r.backup === undefined ? {} : { backup: { suffix: wireText('TransferRequest.backup.suffix', r.backup.suffix), dir: wireText('TransferRequest.backup.dir', r.backup.dir) } }),
+        ...(r.maxDelete === null || r.maxDelete === undefined ? {} : { maxDelete: u64ToNumber('TransferRequest.maxDelete', r.maxDelete.paths ?? 0) }),
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.delete === true ? { delete: true } : {}),
@@ -1086,6 +1100,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         ...deletedFromWire(d.deleted ?? [], u64ToNumber('TransferDone.deletedCount', d.deletedCount ?? 0)),
         ...keptFromWire(u64ToNumber('TransferDone.filesKept', d.filesKept ?? 0)),
         ...backedUpFromWire(u64ToNumber('TransferDone.filesBackedUp', d.filesBackedUp ?? 0)),
+        ...overLimitFromWire(u64ToNumber('TransferDone.deletesOverLimit', d.deletesOverLimit ?? 0)),
       };
     }
     default:

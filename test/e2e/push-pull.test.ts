@@ -402,6 +402,28 @@ t.test('--delete removes what the pushed or pulled directories hold beyond the s
   t.same(await snapshot(path.join(local, 'mirror')), await snapshot(copy));
   t.ok(existsSync(path.join(local, 'other.txt')));
 
+  // --max-delete: over the cap nothing is removed (the rest is published), exit 1; within it, as usual.
+  await writeFile(path.join(copy, 'x1.txt'), 'x');
+  await writeFile(path.join(copy, 'x2.txt'), 'x');
+  const capped = await runCli(['--home', b.home, 'push', src, 'alice:inbox/m', '--delete', '--exclude', '*.log', '--max-delete', '1', '--json']);
+  t.equal(capped.code, 1, capped.stderr);
+  t.match(done(capped.stdout.split('\n').filter((l) => !l.includes('"event":"error"')).join('\n')), { deleted: 0 });
+  t.match(capped.stderr, /--delete would remove 2 paths, more than --max-delete 1: none was removed/);
+  t.same((await readdir(copy)).sort(), ['a.txt', 'notes.log', 'x1.txt', 'x2.txt'], 'nothing removed');
+  const cappedPull = await runCli(['--home', b.home, 'pull', 'alice:inbox/m/mirror', local, '--delete', '--max-delete', '0']);
+  t.equal(cappedPull.code, 0, 'nothing to remove here: within any cap');
+  await writeFile(path.join(local, 'mirror', 'junk2.txt'), 'local only');
+  const overPull = await runCli(['--home', b.home, 'pull', 'alice:inbox/m/mirror', local, '--delete', '--max-delete', '0']);
+  t.equal(overPull.code, 1, overPull.stderr);
+  t.match(overPull.stderr, /more than --max-delete 0/);
+  t.ok(existsSync(path.join(local, 'mirror', 'junk2.txt')));
+  const within = await runCli(['--home', b.home, 'push', src, 'alice:inbox/m', '--delete', '--exclude', '*.log', '--max-delete', '2', '--json']);
+  t.equal(within.code, 0, within.stderr);
+  t.match(done(within.stdout), { deleted: 2 });
+  const noDelete = await runCli(['--home', b.home, 'push', src, 'alice:inbox/m', '--max-delete', '2']);
+  t.equal(noDelete.code, 2);
+  t.match(noDelete.stderr, /--max-delete limits --delete: give --delete too/);
+
   // A share served with :nodelete takes pushes, but not --delete (nor its dry run).
   t.match(listener.ready['shares'], [{}, {}, {}, { name: 'keep', noDelete: true }]);
   t.equal((await runCli(['--home', b.home, 'push', src, 'alice:keep'])).code, 0, 'a plain push is taken');

@@ -427,6 +427,7 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
         ...(rules === 1 ? { exclude: patterns() } : rules === 2 ? { filter: patterns().map((pattern) => ({ pattern, include: rng.bool() })) } : {}),
         ...(!force && rng.bool() ? { existing: rng.pick(['keep', 'update'] as const) } : {}),
         ...(rng.bool() ? { backup: { suffix: wfText(rng, 6), dir: rng.bool() ? wfPath(rng) : '' } } : {}),
+        ...(rng.bool() ? { maxDelete: u53() } : {}),
       };
     }
     case 'transfer-accept':
@@ -444,7 +445,7 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
     case 'data-open':
       return { type, transferId: u32(), streamId: u32() };
     case 'transfer-done':
-      return { type, transferId: u32(), files: u53(), bytes: u53(), chunksReceived: u53(), chunksSkipped: u53(), ...(rng.bool() ? { filesKept: rng.range(1, 1000) } : {}), ...(rng.bool() ? { filesBackedUp: rng.range(1, 1000) } : {}) };
+      return { type, transferId: u32(), files: u53(), bytes: u53(), chunksReceived: u53(), chunksSkipped: u53(), ...(rng.bool() ? { filesKept: rng.range(1, 1000) } : {}), ...(rng.bool() ? { filesBackedUp: rng.range(1, 1000) } : {}), ...(rng.bool() ? { deletesOverLimit: rng.range(1, 1000) } : {}) };
     case 'sync-request':
       return { type, transferId: u32(), share: wfText(rng, 12), mode: rng.pick(['two-way', 'send-only', 'receive-only'] as const), reconcile: rng.bytes(rng.range(1, 80)) };
     case 'sync-accept':

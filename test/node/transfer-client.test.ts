@@ -135,3 +135,13 @@ t.test('push --backup to a listener without backup is refused before the scan', 
   t.notOk(await sent(), 'no request went out');
   await session.connection.close();
 });
+
+t.test('push --delete --max-delete to a listener without max-delete is refused before the scan', async (t) => {
+  const { session, sent } = await sessionWithout('max-delete');
+  await t.rejects(
+    pushFrom(session, { delete: true, maxDelete: 10 }),
+    { code: 'USAGE', message: /cannot cap --delete \(--max-delete\) \(an older clawpeer\)/ },
+  );
+  t.notOk(await sent(), 'no request went out');
+  await session.connection.close();
+});

@@ -42,6 +42,7 @@ const transferOptions = (y: Argv): Argv =>
     .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' })
     .option('remove-source-files', { type: 'boolean', default: false, describe: 'push: once the listener has published everything, remove the sent files and symlinks here, unless they changed meanwhile (rsync --remove-source-files; directories stay)' })
     .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' })
+    .option('max-delete', { type: 'number', describe: 'with --delete: when more than N paths would be removed, remove none (the rest is still published; exit 1)' })
     .option('backup', { alias: 'b', type: 'boolean', default: false, describe: `keep what --force, --update or --delete replaces or removes, as NAME${DEFAULT_BACKUP_SUFFIX} beside it (rsync --backup)` })
     .option('backup-dir', { type: 'string', describe: 'with --backup (implied): keep backups under DIR, relative to the destination and inside it, at their relative paths' })
     .option('suffix', { type: 'string', describe: `backup suffix (default ${DEFAULT_BACKUP_SUFFIX}, or none with --backup-dir)` });
@@ -134,6 +135,8 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   const existing = existingPolicy(args);
   const backup = backupFrom(args);
+  const maxDelete = args['max-delete'] === undefined ? undefined : intOption(args['max-delete'], '--max-delete', 0, Number.MAX_SAFE_INTEGER);
+  if (maxDelete !== undefined && args['delete'] !== true) throw new ClawpeerError('USAGE', '--max-delete limits --delete: give --delete too');
   const removeSourceFiles = args['remove-source-files'] === true;
   if (removeSourceFiles && direction === 'pull') throw new ClawpeerError('USAGE', '--remove-source-files applies to push: a pull does not remove the listener\'s files');
   if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
@@ -159,6 +162,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       ...(existing === undefined ? {} : { existing }),
       ...(removeSourceFiles ? { removeSourceFiles } : {}),
       ...(backup === undefined ? {} : { backup }),
+      ...(maxDelete === undefined ? {} : { maxDelete }),
       nodeId: identity.nodeId,
     };
     const result = direction === 'push' ? await push(options) : await pull(options);
@@ -171,6 +175,10 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
     // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
     // pull ends on our own transfer-done, which the linger sees delivered.
     delivered = direction === 'push';
+    if (result.deletesOverLimit !== undefined) {
+      const what = result.dryRun === undefined ? 'none was removed (everything else was published)' : 'a real run would remove none';
+      throw new ClawpeerError('DELETE_LIMIT', `--delete would remove ${result.deletesOverLimit} paths, more than --max-delete ${maxDelete ?? 0}: ${what}`);
+    }
   } finally {
     progress.stop();
     await session.close('done', { linger: !delivered });

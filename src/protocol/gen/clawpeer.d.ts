@@ -80,7 +80,10 @@ export namespace clawpeer {
             FEATURE_BACKUP = 13,
 
             /** FEATURE_LIST value */
-            FEATURE_LIST = 14
+            FEATURE_LIST = 14,
+
+            /** FEATURE_MAX_DELETE value */
+            FEATURE_MAX_DELETE = 15
         }
 
         /**
@@ -992,6 +995,9 @@ export namespace clawpeer {
             /** TransferRequest backup. */
             backup?: (clawpeer.v1.Backup.$Properties|null);
 
+            /** TransferRequest maxDelete. */
+            maxDelete?: (clawpeer.v1.MaxDelete.$Properties|null);
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -1058,12 +1064,72 @@ export namespace clawpeer {
                 /** TransferRequest backup */
                 backup?: (clawpeer.v1.Backup.$Properties|null);
 
+                /** TransferRequest maxDelete */
+                maxDelete?: (clawpeer.v1.MaxDelete.$Properties|null);
+
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
             }
 
             /** Shape of a TransferRequest. */
             type $Shape = clawpeer.v1.TransferRequest.$Properties;
+        }
+
+        /**
+         * Properties of a MaxDelete.
+         * @deprecated Use clawpeer.v1.MaxDelete.$Properties instead.
+         */
+        interface IMaxDelete extends clawpeer.v1.MaxDelete.$Properties {
+        }
+
+        /** Represents a MaxDelete. */
+        class MaxDelete {
+
+            /**
+             * Constructs a new MaxDelete.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.MaxDelete.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** MaxDelete paths. */
+            paths: (number|Long);
+
+            /**
+             * Encodes the specified MaxDelete message. Does not implicitly {@link clawpeer.v1.MaxDelete.verify|verify} messages.
+             * @param message MaxDelete message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.MaxDelete.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a MaxDelete message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.MaxDelete & clawpeer.v1.MaxDelete.$Shape} MaxDelete
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.MaxDelete & clawpeer.v1.MaxDelete.$Shape;
+        }
+
+        namespace MaxDelete {
+
+            /** Properties of a MaxDelete. */
+            interface $Properties {
+
+                /** MaxDelete paths */
+                paths?: (number|Long|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a MaxDelete. */
+            type $Shape = clawpeer.v1.MaxDelete.$Properties;
         }
 
         /**
@@ -1533,6 +1599,9 @@ export namespace clawpeer {
             /** TransferDone filesBackedUp. */
             filesBackedUp: (number|Long);
 
+            /** TransferDone deletesOverLimit. */
+            deletesOverLimit: (number|Long);
+
             /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @param message TransferDone message or plain object to encode
@@ -1583,6 +1652,9 @@ export namespace clawpeer {
 
                 /** TransferDone filesBackedUp */
                 filesBackedUp?: (number|Long|null);
+
+                /** TransferDone deletesOverLimit */
+                deletesOverLimit?: (number|Long|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

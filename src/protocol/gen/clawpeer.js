@@ -78,6 +78,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_EXISTING=12 FEATURE_EXISTING value
          * @property {number} FEATURE_BACKUP=13 FEATURE_BACKUP value
          * @property {number} FEATURE_LIST=14 FEATURE_LIST value
+         * @property {number} FEATURE_MAX_DELETE=15 FEATURE_MAX_DELETE value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -96,6 +97,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[12] = "FEATURE_EXISTING"] = 12;
             values[valuesById[13] = "FEATURE_BACKUP"] = 13;
             values[valuesById[14] = "FEATURE_LIST"] = 14;
+            values[valuesById[15] = "FEATURE_MAX_DELETE"] = 15;
             return values;
         })();
 
@@ -2307,6 +2309,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {Array.<clawpeer.v1.FilterRule.$Properties>|null} [filter] TransferRequest filter
              * @property {clawpeer.v1.ExistingFiles|null} [existing] TransferRequest existing
              * @property {clawpeer.v1.Backup.$Properties|null} [backup] TransferRequest backup
+             * @property {clawpeer.v1.MaxDelete.$Properties|null} [maxDelete] TransferRequest maxDelete
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2453,6 +2456,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.backup = null;
 
             /**
+             * TransferRequest maxDelete.
+             * @member {clawpeer.v1.MaxDelete.$Properties|null|undefined} maxDelete
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.maxDelete = null;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2498,6 +2509,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 13, wireType 0 =*/104).int32(message.existing);
                 if (message.backup != null && $Object.hasOwnProperty.call(message, "backup"))
                     $root.clawpeer.v1.Backup.encode(message.backup, writer.uint32(/* id 14, wireType 2 =*/114).fork(), _depth + 1).ldelim();
+                if (message.maxDelete != null && $Object.hasOwnProperty.call(message, "maxDelete"))
+                    $root.clawpeer.v1.MaxDelete.encode(message.maxDelete, writer.uint32(/* id 15, wireType 2 =*/122).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2663,6 +2676,12 @@ export const clawpeer = $root.clawpeer = (() => {
                             message.backup = $root.clawpeer.v1.Backup.decode(reader, reader.size(), $undefined, _depth + 1, message.backup);
                             continue;
                         }
+                    case 15: {
+                            if (wireType !== 2)
+                                break;
+                            message.maxDelete = $root.clawpeer.v1.MaxDelete.decode(reader, reader.size(), $undefined, _depth + 1, message.maxDelete);
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -2681,6 +2700,142 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return TransferRequest;
+        })();
+
+        v1.MaxDelete = (function() {
+
+            /**
+             * Properties of a MaxDelete.
+             * @typedef {Object} clawpeer.v1.MaxDelete.$Properties
+             * @property {number|Long|null} [paths] MaxDelete paths
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a MaxDelete.
+             * @memberof clawpeer.v1
+             * @interface IMaxDelete
+             * @augments clawpeer.v1.MaxDelete.$Properties
+             * @deprecated Use clawpeer.v1.MaxDelete.$Properties instead.
+             */
+
+            /**
+             * Shape of a MaxDelete.
+             * @typedef {clawpeer.v1.MaxDelete.$Properties} clawpeer.v1.MaxDelete.$Shape
+             */
+
+            /**
+             * Constructs a new MaxDelete.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a MaxDelete.
+             * @constructor
+             * @param {clawpeer.v1.MaxDelete.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const MaxDelete = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * MaxDelete paths.
+             * @member {number|Long} paths
+             * @memberof clawpeer.v1.MaxDelete
+             * @instance
+             */
+            MaxDelete.prototype.paths = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
+             * Encodes the specified MaxDelete message. Does not implicitly {@link clawpeer.v1.MaxDelete.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.MaxDelete
+             * @static
+             * @param {clawpeer.v1.MaxDelete.$Properties} message MaxDelete message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            MaxDelete.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.paths != null && $Object.hasOwnProperty.call(message, "paths") && (typeof message.paths === "object" ? message.paths.low || message.paths.high : message.paths !== 0))
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint64(message.paths);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a MaxDelete message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.MaxDelete
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.MaxDelete & clawpeer.v1.MaxDelete.$Shape} MaxDelete
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            MaxDelete.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.MaxDelete();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.paths = value;
+                            else
+                                delete message.paths;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return MaxDelete;
         })();
 
         v1.Backup = (function() {
@@ -3750,6 +3905,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|Long|null} [deletedCount] TransferDone deletedCount
              * @property {number|Long|null} [filesKept] TransferDone filesKept
              * @property {number|Long|null} [filesBackedUp] TransferDone filesBackedUp
+             * @property {number|Long|null} [deletesOverLimit] TransferDone deletesOverLimit
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3855,6 +4011,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferDone.prototype.filesBackedUp = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
 
             /**
+             * TransferDone deletesOverLimit.
+             * @member {number|Long} deletesOverLimit
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.deletesOverLimit = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferDone
@@ -3889,6 +4053,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 8, wireType 0 =*/64).uint64(message.filesKept);
                 if (message.filesBackedUp != null && $Object.hasOwnProperty.call(message, "filesBackedUp") && (typeof message.filesBackedUp === "object" ? message.filesBackedUp.low || message.filesBackedUp.high : message.filesBackedUp !== 0))
                     writer.uint32(/* id 9, wireType 0 =*/72).uint64(message.filesBackedUp);
+                if (message.deletesOverLimit != null && $Object.hasOwnProperty.call(message, "deletesOverLimit") && (typeof message.deletesOverLimit === "object" ? message.deletesOverLimit.low || message.deletesOverLimit.high : message.deletesOverLimit !== 0))
+                    writer.uint32(/* id 10, wireType 0 =*/80).uint64(message.deletesOverLimit);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -4011,6 +4177,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.filesBackedUp = value;
                             else
                                 delete message.filesBackedUp;
+                            continue;
+                        }
+                    case 10: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.deletesOverLimit = value;
+                            else
+                                delete message.deletesOverLimit;
                             continue;
                         }
                     }
