@@ -2,6 +2,7 @@
 // resident-sync.ts): the transfers and syncs it serves, each with its peer, share and path and
 // how far it got. The services register what they run and end it in a finally; progress is a
 // counter update (no I/O, no allocation per chunk), read only when someone asks.
+import type { TransferProgress } from './transfer-progress.js';
 
 /** One running push, pull or sync, as `status` shows it. */
 export interface ActivitySnapshot {
@@ -25,6 +26,8 @@ export interface Activity {
   setTotals(totalBytes: number, totalFiles: number): void;
   addBytes(n: number): void;
   setFiles(n: number): void;
+  /** All counters at once, from a phase's progress report (a sync receives, then sends). */
+  report(p: TransferProgress): void;
   end(): void;
 }
 
@@ -44,6 +47,12 @@ export class ListenerActivity {
       },
       setFiles: (n) => {
         entry.files = n;
+      },
+      report: (p) => {
+        entry.bytes = p.bytes;
+        entry.totalBytes = p.totalBytes;
+        entry.files = p.files;
+        entry.totalFiles = p.totalFiles;
       },
       end: () => {
         this.#running.delete(entry);

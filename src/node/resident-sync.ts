@@ -19,6 +19,8 @@ import type { PeerStore } from './peer-store.js';
 import { controlSocketPath, MAX_REQUEST_BYTES, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from './resident-protocol.js';
 import type { Share } from './shares.js';
 import type { ResidentFolders } from './synced-folder.js';
+import type { ListenerActivity } from './listener-activity.js';
+import type { TransferProgress } from './transfer-progress.js';
 
 export interface ResidentSyncContext {
   readonly shares: readonly Share[];
@@ -30,6 +32,8 @@ export interface ResidentSyncContext {
   readonly sendLimiter?: RateLimiter;
   /** The listener's state, for `clawpeer status`. */
   readonly status?: () => Promise<ListenerStatus>;
+  /** What runs now (`clawpeer status`): the syncs run here for the CLI count too. */
+  readonly activity?: ListenerActivity;
 }
 
 const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
@@ -187,14 +191,26 @@ export class ResidentSyncServer {
     const log = this.#ctx.log.child('sync');
     log.info('syncing for the CLI', { share: share.name, peer: peer.name, mode: req.mode });
     const { syncWithPeer } = await import('./sync-with-peer.js');
-    const result = await syncWithPeer({
-      identity: this.#ctx.identity, peer, config, dir: share.dir, share: req.share, mode: req.mode, log, signal,
-      resident: this.#ctx.resident,
-      ...(req.bwlimit === undefined ? {} : { bwlimit: req.bwlimit }),
-      ...(this.#ctx.sendLimiter === undefined ? {} : { rateLimiters: [this.#ctx.sendLimiter] }),
-      ...(req.progress ? { onProgress: (p) => send({ type: 'progress', ...p }) } : {}),
-    });
-    send({ type: 'result', result });
+    const activity = this.#ctx.activity?.begin({ peer: peer.id, kind: 'sync', share: share.name, path: '' });
+    try {
+      const result = await syncWithPeer({
+        identity: this.#ctx.identity, peer, config, dir: share.dir, share: req.share, mode: req.mode, log, signal,
+        resident: this.#ctx.resident,
+        ...(req.bwlimit === undefined ? {} : { bwlimit: req.bwlimit }),
+        ...(this.#ctx.sendLimiter === undefined ? {} : { rateLimiters: [this.#ctx.sendLimiter] }),
+        ...(req.progress || activity !== undefined
+          ? {
+              onProgress: (p: TransferProgress) => {
+                activity?.report(p);
+                if (req.progress) send({ type: 'progress', ...p });
+              },
+            }
+          : {}),
+      });
+      send({ type: 'result', result });
+    } finally {
+      activity?.end();
+    }
   }
 }
 

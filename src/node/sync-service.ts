@@ -24,6 +24,8 @@ import { decodeReconcilePayload, fetchContent, receiveRevisions, runReconcile, s
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { expectMessage } from './transfer-control.js';
 import { findShare, PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
+import type { Activity } from './listener-activity.js';
+import type { TransferProgress } from './transfer-progress.js';
 
 /** How long a sync waits for another sync of the same share to finish, ms. */
 export const SERVER_LOCK_WAIT_MS = 30_000;
@@ -41,7 +43,7 @@ export interface SyncServiceContext {
 }
 
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
-export async function serveSync(session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext, signal: AbortSignal): Promise<void> {
+export async function serveSync(session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext, signal: AbortSignal, activity?: Activity): Promise<void> {
   const { log } = ctx;
   if (ctx.nodeId === undefined) throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
   const share = findShare(ctx.shares, req.share, session.peerId);
@@ -58,7 +60,7 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
       waitMs: SERVER_LOCK_WAIT_MS,
       onSupersede: (older) => log.warn('aborting an earlier sync or push of the same peer in this share: its client is presumably gone', { peer: session.peerId, share: share.name, older: older.label }),
     });
-    await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal);
+    await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal, activity);
   } catch (err) {
     throw hold.errorFor(err);
   } finally {
@@ -68,8 +70,9 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
 
 async function serveClaimedSync(
   session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext & { nodeId: string },
-  share: Share, chunking: ChunkingParams, signal: AbortSignal,
+  share: Share, chunking: ChunkingParams, signal: AbortSignal, activity: Activity | undefined,
 ): Promise<void> {
+  const onProgress = activity === undefined ? {} : { onProgress: (p: TransferProgress) => activity.report(p) };
   const { log } = ctx;
   const clientSends = req.mode !== 'receive-only';
   const clientReceives = req.mode !== 'send-only';
@@ -103,13 +106,13 @@ async function serveClaimedSync(
     if (clientSends) {
       const applied = await applyRemote(received, {
         store, folder: share.dir, chunking, keepConcurrentLocal: false, ignore: folder.ignore, log,
-        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, folderName: `share ${share.name}`, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }) }),
+        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, folderName: `share ${share.name}`, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }), ...onProgress }),
       });
       log.info('sync applied', { peer: session.peerId, share: share.name, applied: applied.applied, conflicts: applied.conflicts, skipped: applied.skipped.length });
     }
     if (clientReceives) {
       const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
-      await serveFetch(ch, fetch, store, share.dir, chunking, folder.manifests);
+      await serveFetch(ch, fetch, store, share.dir, chunking, folder.manifests, onProgress.onProgress);
     }
     // The client checks the outcome with a second reconciliation.
     const check = new ReconcileResponder(store.snapshotIdSet());

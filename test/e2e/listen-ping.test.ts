@@ -51,6 +51,21 @@ t.test('status: the listener of a home says where it listens, who is connected a
   t.equal(await ended, 0, 'the push completes');
   const after = jsonLines((await runCli(['--home', a.home, 'status', '--json'])).stdout)[0];
   t.same(after?.['activity'], [], 'nothing runs once it is done');
+  // A sync served for a peer shows up too, with the content it moves.
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-status-sync-'));
+  await writeFile(join(folder, 'big.bin'), randomBytes(1 << 20));
+  const sync = spawn(process.execPath, [CLI, '--home', b.home, 'sync', folder, 'alice:inbox', '--mode', 'send-only', '--bwlimit', '256', '--transport', 'quic'], { stdio: 'ignore' });
+  const synced = new Promise<number | null>((resolve) => sync.once('exit', resolve));
+  t.teardown(() => sync.kill('SIGKILL'));
+  let syncing: Record<string, unknown> | undefined;
+  for (let i = 0; i < 100 && syncing === undefined; i++) {
+    const s = jsonLines((await runCli(['--home', a.home, 'status', '--json'])).stdout)[0];
+    const running = Array.isArray(s?.['activity']) ? (s['activity'] as Record<string, unknown>[]) : [];
+    if (running.some((x) => x['kind'] === 'sync' && Number(x['totalBytes']) > 0)) syncing = s;
+    else await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  t.match(syncing?.['activity'], [{ peer: b.id, kind: 'sync', share: 'inbox', totalBytes: 1 << 20, totalFiles: 1 }], 'the sync, once its content moves');
+  t.equal(await synced, 0, 'the sync completes');
   const none = await runCli(['--home', c.home, 'status']);
   t.equal(none.code, 1, none.stderr);
   t.match(none.stderr, /no listener is running for the home .*: no listener on .*control\.sock/);

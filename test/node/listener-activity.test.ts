@@ -24,3 +24,12 @@ t.test('activities appear when begun, count as they go, and vanish when ended', 
   sync.end();
   t.same(all.snapshot(), [], 'ending twice is harmless');
 });
+
+t.test('report sets every counter from a phase\'s progress (a sync receives, then sends)', async (t) => {
+  const all = new ListenerActivity();
+  const sync = all.begin({ peer: 'p', kind: 'sync', share: 's', path: '' }, 5);
+  sync.report({ phase: 'receiving', bytes: 10, totalBytes: 100, files: 1, totalFiles: 4 });
+  t.match(all.snapshot(), [{ bytes: 10, totalBytes: 100, files: 1, totalFiles: 4 }]);
+  sync.report({ phase: 'sending', bytes: 0, totalBytes: 50, files: 0, totalFiles: 2 });
+  t.match(all.snapshot(), [{ bytes: 0, totalBytes: 50, files: 0, totalFiles: 2 }]);
+});

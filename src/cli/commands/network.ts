@@ -146,7 +146,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         };
         // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
         const { ResidentSyncServer } = await import('../../node/resident-sync.js');
-        const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, status, ...limited });
+        const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, status, activity, ...limited });
         ctx.out.emit(
           { event: 'listening', host: first.host, port: first.port, id: identity.nodeId, transports, shares: shareRecords },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
