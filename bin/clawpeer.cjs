@@ -6,6 +6,12 @@
 // tsc has rebuilt dist/src since the bundle was made, then the modules themselves.
 'use strict';
 require('./thread-pool.cjs');
+// A reader that went away (`clawpeer ls PEER:SHARE -r | head`) ends the command at once, as
+// SIGPIPE ends a C program (exit 128 + 13), not with an unhandled 'error' event and its stack.
+process.stdout.on('error', (err) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(141);
+});
 const { statSync } = require('node:fs');
 const { join } = require('node:path');
 

@@ -202,6 +202,8 @@ export class StagedFile {
   /** An in-memory file's temp file exists (writeOut ran). */
   #wroteOut = false;
   readonly #partial: Partial | undefined;
+  /** A different file or symlink was at the final path when it was staged (--itemize says `replaced`). */
+  replaces = false;
   readonly #written: Uint8Array;
   #missing: number;
   #state: 'open' | 'committed' | 'discarded' = 'open';
@@ -717,6 +719,7 @@ export class Publisher {
       }
       staged = new StagedFile(normalized, finalPath, stagingPath, handle, undefined, this.#options.earlyWritebackBytes);
     }
+    staged.replaces = outcome === 'replace';
     this.#open.add(staged);
     return staged;
   }

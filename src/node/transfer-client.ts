@@ -5,7 +5,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { bitmapSet, newBitmap, type ControlMessage, type ManifestEntry, type TransferDoneMessage } from '../protocol/messages.js';
+import { bitmapSet, newBitmap, type ControlMessage, type ManifestEntry, type PublishedFile, type TransferDoneMessage } from '../protocol/messages.js';
 import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
 import { backupProtection, type BackupPlan } from './backups.js';
 import { uniqueChunks } from './chunk-order.js';
@@ -61,6 +61,8 @@ export interface TransferOptions {
   readonly backup?: BackupPlan;
   /** --max-delete (with --delete): when more than this many paths would be removed, none is. */
   readonly maxDelete?: number;
+  /** --itemize: the result lists the files published (a push asks the listener). */
+  readonly itemize?: boolean;
 }
 
 export interface TransferResult {
@@ -95,6 +97,8 @@ export interface TransferResult {
   readonly filesBackedUp?: number;
   /** --max-delete: how many paths --delete would have removed, when more than the cap (none was). */
   readonly deletesOverLimit?: number;
+  /** --itemize: the files published (share-relative for a push, whose listener lists at most MAX_LISTED_PUBLISHED; LOCAL-relative for a pull). */
+  readonly published?: readonly PublishedFile[];
 }
 
 /** The result's kept count, when the options asked for an existing-file policy. */
@@ -163,6 +167,7 @@ function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pu
     ...(direction === 'push' && o.existing !== undefined ? { existing: o.existing } : {}),
     ...(direction === 'push' && o.backup !== undefined ? { backup: { suffix: o.backup.suffix, dir: o.backup.dir ?? '' } } : {}),
     ...(direction === 'push' && o.delete === true && o.maxDelete !== undefined ? { maxDelete: o.maxDelete } : {}),
+    ...(direction === 'push' && o.itemize === true && o.dryRun !== true ? { itemize: true } : {}),
   };
 }
 
@@ -194,6 +199,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   if (o.backup !== undefined) session.requireFeature('backup', 'cannot keep backups (--backup, --backup-dir)', 'push without them');
   // Without 'max-delete' the listener would remove however many paths --delete finds.
   if (o.delete === true && o.maxDelete !== undefined) session.requireFeature('max-delete', 'cannot cap --delete (--max-delete)', 'push without --max-delete, or without --delete');
+  if (o.itemize === true && o.dryRun !== true) session.requireFeature('itemize', 'cannot list the files it publishes (--itemize)', 'push without --itemize');
   let hashed = 0;
   const source = await scanSources(sources, {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
@@ -258,6 +264,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
       seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount), ...keptOf(o, result.filesKept), ...backedUpOf(o, result.filesBackedUp),
       ...overLimitOf(result.deletesOverLimit),
+      ...(o.itemize === true ? { published: result.published ?? [] } : {}),
     };
   } finally {
     o.signal.removeEventListener('abort', onOuter);
@@ -349,6 +356,7 @@ function pullReceiver(o: TransferOptions, router: DataStreamRouter, id: number, 
     destination: { root, readOnly: false, basePath: '' },
     force: o.force, ...(o.existing === undefined ? {} : { existing: o.existing }),
     ...(o.backup === undefined ? {} : { backup: o.backup }),
+    ...(o.itemize === true ? { itemize: true } : {}),
     ...extra,
   });
 }
@@ -391,6 +399,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
       chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,
       seconds: (performance.now() - started) / 1000, ...deletedOf(o, removed, undefined), ...keptOf(o, stats.filesKept), ...backedUpOf(o, receiver.backups?.count),
       ...toRemove.over,
+      ...(stats.published === undefined ? {} : { published: stats.published }),
     };
   } catch (err) {
     await receiver.abort();

@@ -8,7 +8,7 @@ import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { ChunkRef, FileManifest } from '../chunking/manifest.js';
 import type { Logger } from '../logger.js';
 import { encodeAckFrame } from '../protocol/ack-codec.js';
-import { bitmapSet, newBitmap, type ManifestEntry } from '../protocol/messages.js';
+import { bitmapSet, newBitmap, type ManifestEntry, type PublishedFile } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from './chunk-compression.js';
@@ -71,6 +71,8 @@ export interface DryRunPlan extends ReceivePlan {
 
 export interface ReceiveStats {
   readonly files: number;
+  /** With itemize: the files published (destination-relative), in publish order. */
+  readonly published?: readonly PublishedFile[];
   readonly bytes: number;
   readonly chunksReceived: number;
   readonly chunksSkipped: number;
@@ -105,6 +107,8 @@ export interface ReceiverOptions {
   readonly onPublished?: (files: number) => void;
   /** A listener's in-memory chunk indexes; without it the share's index is loaded and saved here. */
   readonly indexes?: ChunkIndexPool;
+  /** --itemize: remember each file published (ReceiveStats.published). */
+  readonly itemize?: boolean;
   /** --backup: replaced files are kept so (backups.ts); without it, `keeper` may keep them (a synced folder's history). */
   readonly backup?: BackupPlan;
   readonly keeper?: Keeper;
@@ -151,6 +155,8 @@ export class TransferReceiver {
   /** Batches handed to #commitChain and not finished: receiving waits only when two are. */
   #commitsInFlight = 0;
   #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, chunksDropped: 0, chunksCompressed: 0, filesUnchanged: 0, filesKept: 0 };
+  /** With itemize: what was published so far. */
+  #published: PublishedFile[] | undefined;
   #allReceived: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
   /** Chunks taken off #wanted whose writes (and acks) are still in progress. */
   #writing = 0;
@@ -162,6 +168,7 @@ export class TransferReceiver {
   constructor(options: ReceiverOptions) {
     this.#o = options;
     this.#paths = destinationPaths(options.entries, options.destination.basePath);
+    if (options.itemize === true) this.#published = [];
     let resolve!: () => void, reject!: (err: unknown) => void;
     const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
     promise.catch(() => undefined);
@@ -362,7 +369,7 @@ export class TransferReceiver {
       await this.#flushCommits(true);
       await this.#finishTree();
       if (this.#index !== undefined) await this.#saveIndex(this.#index);
-      return { ...this.#stats };
+      return { ...this.#stats, ...(this.#published === undefined ? {} : { published: this.#published }) };
     } finally {
       signal.removeEventListener('abort', onAbort);
       unregister();
@@ -483,6 +490,7 @@ export class TransferReceiver {
     this.#commitChain = this.#commitChain.then(async () => {
       await publisher.commit(batch);
       for (const f of batch) {
+        this.#published?.push({ path: f.relPath, replaced: f.replaces });
         this.#stats.files++;
         this.#stats.bytes += f.manifest.size;
         const st = lstatSync(f.finalPath, { bigint: true, throwIfNoEntry: false });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { DEFAULT_CHUNKING, type ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { MAX_LISTED_DELETIONS, type ControlMessage, type TransferRequestMessage } from '../protocol/messages.js';
+import { MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type ControlMessage, type PublishedFile, type TransferRequestMessage } from '../protocol/messages.js';
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
@@ -189,6 +189,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
     if (req.existing !== undefined) throw new ClawpeerError('PROTOCOL', 'an existing-files policy applies to pushes; a pull\'s receiver applies its own');
     if (req.backup !== undefined) throw new ClawpeerError('PROTOCOL', 'backups apply to pushes; a pull\'s receiver makes its own');
     if (req.maxDelete !== undefined) throw new ClawpeerError('PROTOCOL', 'a delete limit applies to pushes; a pull\'s receiver applies its own');
+    if (req.itemize === true) throw new ClawpeerError('PROTOCOL', 'itemize applies to pushes; a pull\'s receiver lists what it publishes itself');
     await servePull(session, req, ctx, signal, t, activity);
   }
 }
@@ -215,6 +216,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
       ...(backup === undefined ? {} : { backup }),
       ...(keeper === undefined ? {} : { keeper }),
+      ...(req.itemize === true ? { itemize: true } : {}),
     });
   const extraneous = async (receiver: TransferReceiver): Promise<Extraneous[]> =>
     req.delete !== true ? [] : transferExtraneous({
@@ -254,6 +256,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       await session.control.send({
         type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped,
         ...deletedFields(removed), ...keptField(stats.filesKept), ...(backup === undefined ? {} : { filesBackedUp: receiver.backups?.count ?? 0 }), ...overLimit,
+        ...(stats.published === undefined ? {} : { published: listedPublished(stats.published) }),
       });
       log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes, ...(req.delete === true ? { deleted: removed.length } : {}) });
     } catch (err) {
@@ -325,6 +328,18 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
 /** TransferDone's count of kept files, when there are any. */
 function keptField(kept: number): { filesKept?: number } {
   return kept === 0 ? {} : { filesKept: kept };
+}
+
+/** The published files a TransferDone lists: the first MAX_LISTED_PUBLISHED, within MAX_LISTED_PUBLISHED_BYTES of paths. */
+function listedPublished(all: readonly PublishedFile[]): PublishedFile[] {
+  const out: PublishedFile[] = [];
+  let bytes = 0;
+  for (const f of all) {
+    bytes += Buffer.byteLength(f.path);
+    if (out.length === MAX_LISTED_PUBLISHED || bytes > MAX_LISTED_PUBLISHED_BYTES) break;
+    out.push(f);
+  }
+  return out;
 }
 
 /** TransferDone's field when --delete would remove more than the request's --max-delete allows. */

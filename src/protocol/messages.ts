@@ -150,6 +150,8 @@ export interface TransferRequestMessage {
   readonly backup?: { readonly suffix: string; readonly dir: string };
   /** Push with delete (feature 'max-delete'): remove nothing when more than this many paths would go. */
   readonly maxDelete?: number;
+  /** Push (feature 'itemize'): list the files published in TransferDone. */
+  readonly itemize?: boolean;
   /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
   /** Plan only: nothing is written, no chunk travels (feature 'dry-run'). */
@@ -220,10 +222,21 @@ export interface TransferDoneMessage {
   readonly filesBackedUp?: number;
   /** A push with maxDelete: the paths that would have been removed, when more than the cap (none was). */
   readonly deletesOverLimit?: number;
+  /** A push with itemize: the files published (share-relative), at most MAX_LISTED_PUBLISHED (files counts all). */
+  readonly published?: readonly PublishedFile[];
+}
+
+export interface PublishedFile {
+  readonly path: string;
+  /** A different file was there before. */
+  readonly replaced: boolean;
 }
 
 /** TransferDone lists at most this many removed paths (the count covers the rest). */
 export const MAX_LISTED_DELETIONS = 1000;
+/** Published files a TransferDone lists at most (and MAX_LISTED_PUBLISHED_BYTES of their paths). */
+export const MAX_LISTED_PUBLISHED = 10_000;
+export const MAX_LISTED_PUBLISHED_BYTES = 1 << 20;
 
 export type TransferControlMessage =
   | TransferRequestMessage
@@ -438,6 +451,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   backup: pb.Feature.FEATURE_BACKUP,
   list: pb.Feature.FEATURE_LIST,
   'max-delete': pb.Feature.FEATURE_MAX_DELETE,
+  itemize: pb.Feature.FEATURE_ITEMIZE,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -610,6 +624,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           existing: message.existing === undefined ? pb.ExistingFiles.EXISTING_FILES_REFUSE : EXISTING_TO_WIRE[message.existing],
           ...(message.backup === undefined ? {} : { backup: { suffix: message.backup.suffix, dir: message.backup.dir } }),
           ...(message.maxDelete === undefined ? {} : { maxDelete: { paths: message.maxDelete } }),
+          itemize: message.itemize ?? false,
           rateLimit: message.rateLimit ?? 0,
           dryRun: message.dryRun ?? false,
           delete: message.delete ?? false,
@@ -642,6 +657,9 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       checkUint('TransferDone.filesKept', message.filesKept ?? 0, Number.MAX_SAFE_INTEGER);
       checkUint('TransferDone.filesBackedUp', message.filesBackedUp ?? 0, Number.MAX_SAFE_INTEGER);
       checkUint('TransferDone.deletesOverLimit', message.deletesOverLimit ?? 0, Number.MAX_SAFE_INTEGER);
+      const publishedWrong = publishedProblem(message.published ?? [], message.files);
+      if (publishedWrong !== undefined) throw new RangeError(publishedWrong);
+      for (const f of message.published ?? []) checkTextBytes('TransferDone.published', f.path);
       const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
       if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
       for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
@@ -657,6 +675,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           filesKept: message.filesKept ?? 0,
           filesBackedUp: message.filesBackedUp ?? 0,
           deletesOverLimit: message.deletesOverLimit ?? 0,
+          published: (message.published ?? []).map((f) => ({ path: f.path, replaced: f.replaced })),
         },
       };
     default: {
@@ -975,6 +994,22 @@ function backedUpFromWire(backedUp: number): { filesBackedUp?: number } {
   return backedUp === 0 ? {} : { filesBackedUp: backedUp };
 }
 
+function publishedProblem(published: readonly PublishedFile[], files: number): string | undefined {
+  if (published.length > MAX_LISTED_PUBLISHED) return `TransferDone.published lists ${published.length} files, more than ${MAX_LISTED_PUBLISHED}`;
+  if (published.length > files) return `TransferDone.published lists ${published.length} files, more than the ${files} it counts`;
+  let bytes = 0;
+  for (const f of published) bytes += protobuf.util.utf8.length(f.path);
+  return bytes > MAX_LISTED_PUBLISHED_BYTES ? `TransferDone.published lists ${bytes} bytes of paths, more than ${MAX_LISTED_PUBLISHED_BYTES}` : undefined;
+}
+
+function publishedFromWire(raw: readonly clawpeer.v1.PublishedFile.$Properties[], files: number): { published?: PublishedFile[] } {
+  if (raw.length === 0) return {};
+  const published = raw.map((f) => ({ path: wireText('TransferDone.published', f.path), replaced: f.replaced ?? false }));
+  const problem = publishedProblem(published, files);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
+  return { published };
+}
+
 function overLimitFromWire(over: number): { deletesOverLimit?: number } {
   return over === 0 ? {} : { deletesOverLimit: over };
 }
@@ -1051,6 +1086,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         ...((r.existing ?? 0) === pb.ExistingFiles.EXISTING_FILES_REFUSE ? {} : { existing: wireEnum('TransferRequest.existing', r.existing, EXISTING_FROM_WIRE) }),
         ...(r.backup === null || r.backup === undefined ? {} : { backup: { suffix: wireText('TransferRequest.backup.suffix', r.backup.suffix), dir: wireText('TransferRequest.backup.dir', r.backup.dir) } }),
         ...(r.maxDelete === null || r.maxDelete === undefined ? {} : { maxDelete: u64ToNumber('TransferRequest.maxDelete', r.maxDelete.paths ?? 0) }),
+        ...(r.itemize === true ? { itemize: true } : {}),
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.delete === true ? { delete: true } : {}),
@@ -1101,6 +1137,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         ...keptFromWire(u64ToNumber('TransferDone.filesKept', d.filesKept ?? 0)),
         ...backedUpFromWire(u64ToNumber('TransferDone.filesBackedUp', d.filesBackedUp ?? 0)),
         ...overLimitFromWire(u64ToNumber('TransferDone.deletesOverLimit', d.deletesOverLimit ?? 0)),
+        ...publishedFromWire(d.published ?? [], u64ToNumber('TransferDone.files', d.files ?? 0)),
       };
     }
     default:

@@ -1,8 +1,9 @@
 // init / id / pair through the real CLI, as a new user would run them.
 import t from 'tap';
+import { spawn } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { initNode, jsonLines, runCli, tempHome } from './cli-harness.js';
+import { CLI, initNode, jsonLines, runCli, tempHome } from './cli-harness.js';
 
 t.test('init creates a 0600 key, refuses to overwrite, --force replaces', async (t) => {
   const home = await tempHome('init');
@@ -64,4 +65,15 @@ t.test('usage errors exit 2 and name the problem', async (t) => {
   const help = await runCli(['--help']);
   t.equal(help.code, 0);
   t.match(help.stdout, /listen/);
+});
+
+t.test('a reader that goes away (| head) ends the command as SIGPIPE would: exit 141, no stack trace', async (t) => {
+  const home = await tempHome('epipe');
+  const child = spawn(process.execPath, [CLI, '--home', home, 'init'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout.destroy(); // nobody reads: its first line meets a closed pipe
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  t.equal(code, 141, stderr);
+  t.notMatch(stderr, /Unhandled 'error' event|EPIPE/);
 });

@@ -526,6 +526,28 @@ t.test('ls lists the shares this node may use, a directory, or (-r) everything b
   t.equal(forbidden.code, 3, forbidden.stderr);
 });
 
+t.test('--itemize-changes (-i) lists each file published, new or replacing a different one, for push and pull', async (t) => {
+  const src = path.join(work, 'items');
+  await mkdir(path.join(src, 'd'), { recursive: true });
+  await writeFile(path.join(src, 'a.txt'), 'a1');
+  await writeFile(path.join(src, 'd', 'b.txt'), 'b1');
+  const published = (stdout: string): unknown[] => jsonLines(stdout).filter((e) => e['event'] === 'published');
+  const first = await runCli(['--home', b.home, 'push', src, 'alice:inbox/it', '-i', '--json']);
+  t.equal(first.code, 0, first.stderr);
+  const byPath = (list: unknown[]): unknown[] => [...list].sort((x, y) => (String((x as { path: string }).path) < String((y as { path: string }).path) ? -1 : 1));
+  t.same(byPath(published(first.stdout)), [{ event: 'published', path: 'it/items/a.txt', replaced: false }, { event: 'published', path: 'it/items/d/b.txt', replaced: false }], 'both, new');
+  await writeFile(path.join(src, 'a.txt'), 'a2');
+  const again = await runCli(['--home', b.home, 'push', src, 'alice:inbox/it', '-i', '--force']);
+  t.equal(again.code, 0, again.stderr);
+  t.match(again.stdout, /^>fc\.{8} it\/items\/a\.txt$/m, 'the replaced file, rsync\'s code');
+  t.notMatch(again.stdout, /b\.txt/, 'the identical one is not listed');
+  const local = path.join(work, 'items-pulled');
+  const pulled = await runCli(['--home', b.home, 'pull', 'alice:inbox/it/items', local, '-i']);
+  t.equal(pulled.code, 0, pulled.stderr);
+  t.match(pulled.stdout, /^>f\+{9} items\/a\.txt$/m);
+  t.match(pulled.stdout, /^>f\+{9} items\/d\/b\.txt$/m);
+});
+
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {
   const src = path.join(work, 'clash');
   await mkdir(src);

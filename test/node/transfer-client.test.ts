@@ -145,3 +145,10 @@ t.test('push --delete --max-delete to a listener without max-delete is refused b
   t.notOk(await sent(), 'no request went out');
   await session.connection.close();
 });
+
+t.test('push --itemize-changes to a listener without itemize is refused before the scan', async (t) => {
+  const { session, sent } = await sessionWithout('itemize');
+  await t.rejects(pushFrom(session, { itemize: true }), { code: 'USAGE', message: /cannot list the files it publishes \(--itemize\) \(an older clawpeer\)/ });
+  t.notOk(await sent(), 'no request went out');
+  await session.connection.close();
+});

@@ -599,3 +599,10 @@ t.test('ListReply: entries are checked as manifest metadata, and counted before 
   for (let i = 0; i < count; i++) body.set([0x12, 0x00], 5 + 2 * i);
   t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /ListReply has 100001 entries, more than 100000/ });
 });
+
+t.test('TransferDone.published: at most the files it counts, and at most 10,000', async (t) => {
+  const files = (n: number): { path: string }[] => Array.from({ length: n }, (_, i) => ({ path: `f${i}` }));
+  t.throws(() => decodeControl(raw({ transferDone: { files: 1, published: files(2) } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /lists 2 files, more than the 1 it counts/ });
+  t.throws(() => decodeControl(raw({ transferDone: { files: 20_000, published: files(10_001) } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /lists 10001 files, more than 10000/ });
+  t.match(decodeControl(raw({ transferDone: { files: 3, published: [{ path: 'a', replaced: true }] } }), { maxBytes: MAX_BYTES }), { published: [{ path: 'a', replaced: true }] });
+});

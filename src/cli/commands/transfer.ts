@@ -42,6 +42,7 @@ const transferOptions = (y: Argv): Argv =>
     .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' })
     .option('remove-source-files', { type: 'boolean', default: false, describe: 'push: once the listener has published everything, remove the sent files and symlinks here, unless they changed meanwhile (rsync --remove-source-files; directories stay)' })
     .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' })
+    .option('itemize-changes', { alias: 'i', type: 'boolean', default: false, describe: 'list each file published, as rsync -i: >f+++++++++ PATH for a new one, >fc........ PATH for one that replaced a different file' })
     .option('max-delete', { type: 'number', describe: 'with --delete: when more than N paths would be removed, remove none (the rest is still published; exit 1)' })
     .option('backup', { alias: 'b', type: 'boolean', default: false, describe: `keep what --force, --update or --delete replaces or removes, as NAME${DEFAULT_BACKUP_SUFFIX} beside it (rsync --backup)` })
     .option('backup-dir', { type: 'string', describe: 'with --backup (implied): keep backups under DIR, relative to the destination and inside it, at their relative paths' })
@@ -53,6 +54,14 @@ function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean):
   for (const p of r.deleted) ctx.out.emit({ event: dryRun ? 'would-delete' : 'deleted', path: p }, `${dryRun ? 'would delete' : 'deleting'} ${p}`);
   const unlisted = (r.deletedCount ?? 0) - r.deleted.length;
   if (unlisted > 0) ctx.out.emit({ event: dryRun ? 'would-delete-more' : 'deleted-more', count: unlisted }, `... and ${unlisted} more`);
+}
+
+/** --itemize-changes: one line (event) per file published, rsync's codes; a push's listener lists the first 10,000. */
+function reportPublished(ctx: CommandContext, r: TransferResult): void {
+  if (r.published === undefined) return;
+  for (const f of r.published) ctx.out.emit({ event: 'published', path: f.path, replaced: f.replaced }, `${f.replaced ? '>fc........' : '>f+++++++++'} ${f.path}`);
+  const unlisted = r.files - r.published.length;
+  if (unlisted > 0) ctx.out.emit({ event: 'published-more', count: unlisted }, `... and ${unlisted} more published`);
 }
 
 /** The done record's counts for the options given: --delete's removals, --ignore-existing's and --update's kept files, --remove-source-files' removals. */
@@ -163,11 +172,13 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       ...(removeSourceFiles ? { removeSourceFiles } : {}),
       ...(backup === undefined ? {} : { backup }),
       ...(maxDelete === undefined ? {} : { maxDelete }),
+      ...(args['itemize-changes'] === true ? { itemize: true } : {}),
       nodeId: identity.nodeId,
     };
     const result = direction === 'push' ? await push(options) : await pull(options);
     progress.stop();
     const verb = direction === 'push' ? 'pushed' : 'pulled';
+    reportPublished(ctx, result);
     reportDeleted(ctx, result, result.dryRun !== undefined);
     for (const p of result.sourceChanged ?? []) ctx.out.emit({ event: 'source-kept', path: p }, `not removed, changed or gone since it was sent: ${p}`);
     if (result.dryRun === undefined) report(ctx, verb, result);

@@ -83,7 +83,10 @@ export namespace clawpeer {
             FEATURE_LIST = 14,
 
             /** FEATURE_MAX_DELETE value */
-            FEATURE_MAX_DELETE = 15
+            FEATURE_MAX_DELETE = 15,
+
+            /** FEATURE_ITEMIZE value */
+            FEATURE_ITEMIZE = 16
         }
 
         /**
@@ -998,6 +1001,9 @@ export namespace clawpeer {
             /** TransferRequest maxDelete. */
             maxDelete?: (clawpeer.v1.MaxDelete.$Properties|null);
 
+            /** TransferRequest itemize. */
+            itemize: boolean;
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -1066,6 +1072,9 @@ export namespace clawpeer {
 
                 /** TransferRequest maxDelete */
                 maxDelete?: (clawpeer.v1.MaxDelete.$Properties|null);
+
+                /** TransferRequest itemize */
+                itemize?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -1602,6 +1611,9 @@ export namespace clawpeer {
             /** TransferDone deletesOverLimit. */
             deletesOverLimit: (number|Long);
 
+            /** TransferDone published. */
+            published: clawpeer.v1.PublishedFile.$Properties[];
+
             /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @param message TransferDone message or plain object to encode
@@ -1656,12 +1668,78 @@ export namespace clawpeer {
                 /** TransferDone deletesOverLimit */
                 deletesOverLimit?: (number|Long|null);
 
+                /** TransferDone published */
+                published?: (clawpeer.v1.PublishedFile.$Properties[]|null);
+
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
             }
 
             /** Shape of a TransferDone. */
             type $Shape = clawpeer.v1.TransferDone.$Properties;
+        }
+
+        /**
+         * Properties of a PublishedFile.
+         * @deprecated Use clawpeer.v1.PublishedFile.$Properties instead.
+         */
+        interface IPublishedFile extends clawpeer.v1.PublishedFile.$Properties {
+        }
+
+        /** Represents a PublishedFile. */
+        class PublishedFile {
+
+            /**
+             * Constructs a new PublishedFile.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.PublishedFile.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** PublishedFile path. */
+            path: string;
+
+            /** PublishedFile replaced. */
+            replaced: boolean;
+
+            /**
+             * Encodes the specified PublishedFile message. Does not implicitly {@link clawpeer.v1.PublishedFile.verify|verify} messages.
+             * @param message PublishedFile message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.PublishedFile.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a PublishedFile message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.PublishedFile & clawpeer.v1.PublishedFile.$Shape} PublishedFile
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.PublishedFile & clawpeer.v1.PublishedFile.$Shape;
+        }
+
+        namespace PublishedFile {
+
+            /** Properties of a PublishedFile. */
+            interface $Properties {
+
+                /** PublishedFile path */
+                path?: (string|null);
+
+                /** PublishedFile replaced */
+                replaced?: (boolean|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a PublishedFile. */
+            type $Shape = clawpeer.v1.PublishedFile.$Properties;
         }
 
         /** SyncMode enum. */

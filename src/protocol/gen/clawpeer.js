@@ -79,6 +79,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_BACKUP=13 FEATURE_BACKUP value
          * @property {number} FEATURE_LIST=14 FEATURE_LIST value
          * @property {number} FEATURE_MAX_DELETE=15 FEATURE_MAX_DELETE value
+         * @property {number} FEATURE_ITEMIZE=16 FEATURE_ITEMIZE value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -98,6 +99,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[13] = "FEATURE_BACKUP"] = 13;
             values[valuesById[14] = "FEATURE_LIST"] = 14;
             values[valuesById[15] = "FEATURE_MAX_DELETE"] = 15;
+            values[valuesById[16] = "FEATURE_ITEMIZE"] = 16;
             return values;
         })();
 
@@ -2310,6 +2312,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {clawpeer.v1.ExistingFiles|null} [existing] TransferRequest existing
              * @property {clawpeer.v1.Backup.$Properties|null} [backup] TransferRequest backup
              * @property {clawpeer.v1.MaxDelete.$Properties|null} [maxDelete] TransferRequest maxDelete
+             * @property {boolean|null} [itemize] TransferRequest itemize
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2464,6 +2467,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.maxDelete = null;
 
             /**
+             * TransferRequest itemize.
+             * @member {boolean} itemize
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.itemize = false;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2511,6 +2522,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     $root.clawpeer.v1.Backup.encode(message.backup, writer.uint32(/* id 14, wireType 2 =*/114).fork(), _depth + 1).ldelim();
                 if (message.maxDelete != null && $Object.hasOwnProperty.call(message, "maxDelete"))
                     $root.clawpeer.v1.MaxDelete.encode(message.maxDelete, writer.uint32(/* id 15, wireType 2 =*/122).fork(), _depth + 1).ldelim();
+                if (message.itemize != null && $Object.hasOwnProperty.call(message, "itemize") && message.itemize !== false)
+                    writer.uint32(/* id 16, wireType 0 =*/128).bool(message.itemize);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2680,6 +2693,15 @@ export const clawpeer = $root.clawpeer = (() => {
                             if (wireType !== 2)
                                 break;
                             message.maxDelete = $root.clawpeer.v1.MaxDelete.decode(reader, reader.size(), $undefined, _depth + 1, message.maxDelete);
+                            continue;
+                        }
+                    case 16: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.itemize = value;
+                            else
+                                delete message.itemize;
                             continue;
                         }
                     }
@@ -3906,6 +3928,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|Long|null} [filesKept] TransferDone filesKept
              * @property {number|Long|null} [filesBackedUp] TransferDone filesBackedUp
              * @property {number|Long|null} [deletesOverLimit] TransferDone deletesOverLimit
+             * @property {Array.<clawpeer.v1.PublishedFile.$Properties>|null} [published] TransferDone published
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3932,6 +3955,7 @@ export const clawpeer = $root.clawpeer = (() => {
              */
             const TransferDone = function (properties) {
                 this.deleted = [];
+                this.published = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -4019,6 +4043,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferDone.prototype.deletesOverLimit = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
 
             /**
+             * TransferDone published.
+             * @member {Array.<clawpeer.v1.PublishedFile.$Properties>} published
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.published = $util.emptyArray;
+
+            /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferDone
@@ -4055,6 +4087,9 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 9, wireType 0 =*/72).uint64(message.filesBackedUp);
                 if (message.deletesOverLimit != null && $Object.hasOwnProperty.call(message, "deletesOverLimit") && (typeof message.deletesOverLimit === "object" ? message.deletesOverLimit.low || message.deletesOverLimit.high : message.deletesOverLimit !== 0))
                     writer.uint32(/* id 10, wireType 0 =*/80).uint64(message.deletesOverLimit);
+                if (message.published != null && message.published.length)
+                    for (let i = 0; i < message.published.length; ++i)
+                        $root.clawpeer.v1.PublishedFile.encode(message.published[i], writer.uint32(/* id 11, wireType 2 =*/90).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -4188,6 +4223,14 @@ export const clawpeer = $root.clawpeer = (() => {
                                 delete message.deletesOverLimit;
                             continue;
                         }
+                    case 11: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.published && message.published.length))
+                                message.published = [];
+                            message.published.push($root.clawpeer.v1.PublishedFile.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -4206,6 +4249,162 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return TransferDone;
+        })();
+
+        v1.PublishedFile = (function() {
+
+            /**
+             * Properties of a PublishedFile.
+             * @typedef {Object} clawpeer.v1.PublishedFile.$Properties
+             * @property {string|null} [path] PublishedFile path
+             * @property {boolean|null} [replaced] PublishedFile replaced
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a PublishedFile.
+             * @memberof clawpeer.v1
+             * @interface IPublishedFile
+             * @augments clawpeer.v1.PublishedFile.$Properties
+             * @deprecated Use clawpeer.v1.PublishedFile.$Properties instead.
+             */
+
+            /**
+             * Shape of a PublishedFile.
+             * @typedef {clawpeer.v1.PublishedFile.$Properties} clawpeer.v1.PublishedFile.$Shape
+             */
+
+            /**
+             * Constructs a new PublishedFile.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a PublishedFile.
+             * @constructor
+             * @param {clawpeer.v1.PublishedFile.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const PublishedFile = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * PublishedFile path.
+             * @member {string} path
+             * @memberof clawpeer.v1.PublishedFile
+             * @instance
+             */
+            PublishedFile.prototype.path = "";
+
+            /**
+             * PublishedFile replaced.
+             * @member {boolean} replaced
+             * @memberof clawpeer.v1.PublishedFile
+             * @instance
+             */
+            PublishedFile.prototype.replaced = false;
+
+            /**
+             * Encodes the specified PublishedFile message. Does not implicitly {@link clawpeer.v1.PublishedFile.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.PublishedFile
+             * @static
+             * @param {clawpeer.v1.PublishedFile.$Properties} message PublishedFile message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            PublishedFile.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.path != null && $Object.hasOwnProperty.call(message, "path") && message.path !== "")
+                    writer.uint32(/* id 1, wireType 2 =*/10).string(message.path);
+                if (message.replaced != null && $Object.hasOwnProperty.call(message, "replaced") && message.replaced !== false)
+                    writer.uint32(/* id 2, wireType 0 =*/16).bool(message.replaced);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a PublishedFile message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.PublishedFile
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.PublishedFile & clawpeer.v1.PublishedFile.$Shape} PublishedFile
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            PublishedFile.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.PublishedFile();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.path = value;
+                            else
+                                delete message.path;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.replaced = value;
+                            else
+                                delete message.replaced;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return PublishedFile;
         })();
 
         /**
