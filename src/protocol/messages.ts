@@ -1031,41 +1031,35 @@ function copyBytes(value: Uint8Array | null | undefined): Uint8Array {
   return value === null || value === undefined ? new Uint8Array(0) : new Uint8Array(value);
 }
 
-function manifestEntryFromWire(index: number, w: clawpeer.v1.ManifestEntry.$Properties | null | undefined): ManifestEntry {
+/** An entry's name and metadata fields from the wire (a manifest's or a listing's); `what` names its list. */
+function entryMetaFromWire(what: string, index: number, w: clawpeer.v1.ListEntry.$Properties | null | undefined): { owner: string; meta: ListEntry } {
   const path = w?.path ?? '';
-  const owner = `Manifest.entries[${index}] ${quote(path)}`;
+  const owner = `${what}[${index}] ${quote(path)}`;
   if (w === null || w === undefined) throw new ClawpeerError('PROTOCOL', `${owner} is missing`);
-  const entry: ManifestEntry = {
+  const meta: ListEntry = {
     path,
     kind: wireEnum(`${owner} kind`, w.kind, ENTRY_KIND_FROM_WIRE),
     size: u64ToNumber(`${owner} size`, w.size ?? 0),
     mode: w.mode ?? 0,
     mtimeMs: s64ToNumber(`${owner} mtimeMs`, w.mtimeMs ?? 0),
     linkTarget: w.linkTarget ?? '',
-    root: copyBytes(w.root),
-    chunkIds: copyBytes(w.chunkIds),
-    chunkLengths: w.chunkLengths ?? [],
   };
+  return { owner, meta };
+}
+
+function manifestEntryFromWire(index: number, w: clawpeer.v1.ManifestEntry.$Properties | null | undefined): ManifestEntry {
+  const { owner, meta } = entryMetaFromWire('Manifest.entries', index, w);
+  const entry: ManifestEntry = { ...meta, root: copyBytes(w?.root), chunkIds: copyBytes(w?.chunkIds), chunkLengths: w?.chunkLengths ?? [] };
   const problem = manifestEntryProblem(entry);
   if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `${owner}: ${problem}`);
   return entry;
 }
 
 function listEntryFromWire(index: number, w: clawpeer.v1.ListEntry.$Properties | null | undefined): ListEntry {
-  const path = w?.path ?? '';
-  const owner = `ListReply.entries[${index}] ${quote(path)}`;
-  if (w === null || w === undefined) throw new ClawpeerError('PROTOCOL', `${owner} is missing`);
-  const entry: ListEntry = {
-    path,
-    kind: wireEnum(`${owner} kind`, w.kind, ENTRY_KIND_FROM_WIRE),
-    size: u64ToNumber(`${owner} size`, w.size ?? 0),
-    mode: w.mode ?? 0,
-    mtimeMs: s64ToNumber(`${owner} mtimeMs`, w.mtimeMs ?? 0),
-    linkTarget: w.linkTarget ?? '',
-  };
-  const problem = entryMetaProblem(entry);
+  const { owner, meta } = entryMetaFromWire('ListReply.entries', index, w);
+  const problem = entryMetaProblem(meta);
   if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `${owner}: ${problem}`);
-  return entry;
+  return meta;
 }
 
 function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage | undefined {
