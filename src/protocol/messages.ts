@@ -104,9 +104,9 @@ const MAX_PAIR_NAME_BYTES = 64;
 
 export type EntryKind = 'file' | 'dir' | 'symlink';
 
-/** One file, directory or symlink of a transfer tree (proto ManifestEntry). */
-export interface ManifestEntry {
-  /** Relative POSIX path inside the transfer root, 1..MAX_ENTRY_PATH_BYTES UTF-8 bytes (normalised by the caller). */
+/** An entry's name and metadata: what a manifest entry and a listing entry (ls) both carry. */
+export interface EntryMeta {
+  /** Relative POSIX path (inside the transfer root; in a listing, below the listed directory), 1..MAX_ENTRY_PATH_BYTES UTF-8 bytes. */
   readonly path: string;
   readonly kind: EntryKind;
   /** Bytes; for a file the sum of chunkLengths. Not interpreted for dir/symlink (0 by convention). */
@@ -117,6 +117,10 @@ export interface ManifestEntry {
   readonly mtimeMs: number;
   /** Symlink target text (non-empty for symlinks), '' otherwise. */
   readonly linkTarget: string;
+}
+
+/** One file, directory or symlink of a transfer tree (proto ManifestEntry). */
+export interface ManifestEntry extends EntryMeta {
   /** 32-byte manifest root (src/chunking/manifest.ts) for files; empty for dir/symlink. */
   readonly root: Uint8Array;
   /** Concatenated 32-byte chunk ids in file order (length = 32 * n); empty for dir/symlink. */
@@ -337,17 +341,8 @@ export interface ListRequestMessage {
   readonly recursive: boolean;
 }
 
-/** One listed entry: names and metadata, no content. */
-export interface ListEntry {
-  /** Relative to the listed directory ('/'-separated); a listed file: its name. */
-  readonly path: string;
-  readonly kind: EntryKind;
-  readonly size: number;
-  readonly mode: number;
-  readonly mtimeMs: number;
-  /** Symlinks only ('' otherwise). */
-  readonly linkTarget: string;
-}
+/** One listed entry: names and metadata, no content (a listed file's path is its name). */
+export type ListEntry = EntryMeta;
 
 export interface ShareInfo {
   readonly name: string;
