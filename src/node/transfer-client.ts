@@ -294,6 +294,20 @@ function dryRunResult(session: PeerSession, files: number, bytes: number, report
   };
 }
 
+/**
+ * The router of the data streams a session's listener opens for pulls: one per session, so a
+ * second pull on it (`pull A B LOCAL`) is not raced for its streams by the first one's router.
+ */
+const PULL_ROUTERS = new WeakMap<PeerSession, DataStreamRouter>();
+function pullRouter(o: TransferOptions): DataStreamRouter {
+  const known = PULL_ROUTERS.get(o.session);
+  if (known !== undefined) return known;
+  const router = new DataStreamRouter(o.session.connection, o.session.caps.maxFrameBytes, o.idleTimeoutMs, o.log);
+  void router.run(o.signal);
+  PULL_ROUTERS.set(o.session, router);
+  return router;
+}
+
 export async function pull(o: TransferOptions): Promise<TransferResult> {
   const { session } = o;
   const started = performance.now();
@@ -305,8 +319,7 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
   } catch (err) {
     throw new ClawpeerError('IO', `cannot create ${root}: ${(err as Error).message}`, { cause: err });
   }
-  const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, o.idleTimeoutMs, o.log);
-  void router.run(o.signal);
+  const router = pullRouter(o);
   const id = session.allocateTransferId();
   // The listener's data streams (early chunks) may come while we stage: they wait for our receiver.
   return router.expecting(id, () => pullWith(o, router, id, started, wireStart, root));

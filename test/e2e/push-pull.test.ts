@@ -350,6 +350,21 @@ t.test('push of several sources (LOCAL... REMOTE): each lands under its own name
   t.ok(existsSync(path.join(two, 'a.txt')), 'what was not sent stays');
 });
 
+t.test('pull of several remote paths (REMOTE... LOCAL): each lands under its own name, reported as one; other peers or clashing names are refused', async (t) => {
+  const local = path.join(work, 'multi-pulled');
+  const r = await runCli(['--home', b.home, 'pull', 'alice:inbox/multi/tree', 'alice:inbox/multi/c.txt', 'alice:ro/readme.txt', local, '-i', '--json']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(done(r.stdout), { files: 3 });
+  t.same(jsonLines(r.stdout).filter((e) => e['event'] === 'published').map((e) => e['path']).sort(), ['c.txt', 'readme.txt', 'tree/b.txt']);
+  t.same((await snapshot(local)).map((i) => `${i.kind} ${i.path}`), ['file c.txt', 'file readme.txt', 'dir tree', 'file tree/b.txt']);
+  const twoPeers = await runCli(['--home', b.home, 'pull', 'alice:inbox/multi/c.txt', 'carol:x/y', local]);
+  t.equal(twoPeers.code, 2, twoPeers.stderr);
+  t.match(twoPeers.stderr, /pull from one peer at a time: alice, carol/);
+  const clash = await runCli(['--home', b.home, 'pull', 'alice:inbox/multi/c.txt', 'alice:inbox/multi-moved/c.txt', local]);
+  t.equal(clash.code, 2, clash.stderr);
+  t.match(clash.stderr, /would both land as c\.txt/);
+});
+
 t.test('push --remove-source-files moves: the sent files and links go once the listener has them, directories stay', async (t) => {
   const src = path.join(work, 'moving');
   await mkdir(path.join(src, 'sub'), { recursive: true });

@@ -6,6 +6,7 @@ import { loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
+import { combineResults } from '../../node/transfer-results.js';
 import type { DryRunReport } from '../../node/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileFilter } from '../../transfer/exclude.js';
@@ -131,12 +132,20 @@ function backupFrom(args: Record<string, unknown>): BackupPlan | undefined {
 }
 
 async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
-  // push LOCAL... REMOTE: the last word is the remote, as with rsync and scp.
-  const words = direction === 'push' ? ((args['paths'] as unknown[] | undefined) ?? []).map(String) : [String(args['local']), String(args['remote'])];
-  if (words.length < 2) throw new ClawpeerError('USAGE', 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]');
-  const remote = parseRemote(words.at(-1) ?? '', direction === 'pull');
-  const sources = direction === 'push' ? words.slice(0, -1) : [];
-  const localPath = direction === 'push' ? (sources[0] ?? '') : String(args['local']);
+  // push LOCAL... REMOTE and pull REMOTE... LOCAL: the last word is the destination, as with rsync and scp.
+  const words = ((args['paths'] as unknown[] | undefined) ?? []).map(String);
+  if (words.length < 2) {
+    throw new ClawpeerError('USAGE', direction === 'push' ? 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]' : 'pull needs what to fetch and where: PEER:SHARE[/PATH]... LOCAL_DIR');
+  }
+  const sources = words.slice(0, -1);
+  const remotes = direction === 'push' ? [parseRemote(words.at(-1) ?? '', false)] : sources.map((w) => parseRemote(w, true));
+  const remote = remotes[0];
+  if (remote === undefined) throw new TypeError('no remote');
+  if (remotes.some((r) => r.peer !== remote.peer)) throw new ClawpeerError('USAGE', `pull from one peer at a time: ${remotes.map((r) => r.peer).join(', ')}`);
+  const landing = remotes.filter((r) => r.path !== '').map((r) => r.path.split('/').at(-1) ?? '');
+  const twice = landing.find((name, i) => landing.indexOf(name) !== i);
+  if (twice !== undefined) throw new ClawpeerError('USAGE', `two of the pulled paths would both land as ${twice}: pull them separately`);
+  const localPath = direction === 'push' ? (sources[0] ?? '') : (words.at(-1) ?? '');
   const streams = intOption(args['streams'], '--streams', 1, 64);
   const window = intOption(args['window'], '--window', 1, 4096);
   const bwlimit = bwlimitOption(args['bwlimit']);
@@ -151,7 +160,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
   const rules = filterRulesInOrder(ctx.argv, ((args['include'] as unknown[] | undefined) ?? []).map(String), ((args['exclude'] as unknown[] | undefined) ?? []).map(String));
   const excludeRules = rules.length === 0 ? undefined : compileFilter(rules);
-  if (direction === 'pull' && !dryRun) await sweepPullDestination(ctx, localPath, remote.path);
+  if (direction === 'pull' && !dryRun) for (const r of remotes) await sweepPullDestination(ctx, localPath, r.path);
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
   const { dialPeer } = await import('../../node/dialer.js');
@@ -161,7 +170,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   let delivered = false;
   try {
     const options = {
-      session, share: remote.share, remotePath: remote.path, localPath, ...(sources.length > 1 ? { sources } : {}), force: args['force'] === true, streams, window,
+      session, share: remote.share, remotePath: remote.path, localPath, ...(direction === 'push' && sources.length > 1 ? { sources } : {}), force: args['force'] === true, streams, window,
       idleTimeoutMs: config.idleTimeoutMs, log: ctx.log.child(direction), signal: ctx.signal,
       ...(progress.active ? { onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p) } : {}),
       ...(excludeRules === undefined ? {} : { excludeRules }),
@@ -175,7 +184,10 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       ...(args['itemize-changes'] === true ? { itemize: true } : {}),
       nodeId: identity.nodeId,
     };
-    const result = direction === 'push' ? await push(options) : await pull(options);
+    // Several remotes: one pull after another on this session, reported as one.
+    const pulled: TransferResult[] = [];
+    if (direction === 'pull') for (const r of remotes) pulled.push(await pull({ ...options, share: r.share, remotePath: r.path }));
+    const result = direction === 'push' ? await push(options) : combineResults(pulled);
     progress.stop();
     const verb = direction === 'push' ? 'pushed' : 'pulled';
     reportPublished(ctx, result);
@@ -223,9 +235,9 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
       runner((ctx, args) => run(ctx, args, 'push')),
     )
     .command(
-      'pull <remote> <local>',
-      'fetch a file or tree from a peer: REMOTE is PEER:SHARE[/PATH]; it lands inside the LOCAL directory',
-      (y) => transferOptions(y.positional('remote', { type: 'string' }).positional('local', { type: 'string' })),
+      'pull <paths..>',
+      'fetch files or trees from a peer: pull PEER:SHARE[/PATH]... LOCAL_DIR; each lands inside LOCAL_DIR under its own name',
+      (y) => transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'PEER:SHARE[/PATH]... then LOCAL_DIR' })),
       runner((ctx, args) => run(ctx, args, 'pull')),
     );
 }
