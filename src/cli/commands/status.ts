@@ -7,13 +7,15 @@ import { duration, human } from '../../format.js';
 import type { ListenerStatus } from '../../node/resident-protocol.js';
 import type { CommandContext, Runner } from '../context.js';
 
-/** One line per activity: `push from bob into docs/photos: 12.0 MiB of 40.0 MiB, 3 of 10 files, for 20 s`. */
+/** One line per activity: `push from bob into docs/photos: 12.0 MiB of 40.0 MiB, 3 of 10 files, for 20 s (614.4 KiB/s on average)`. */
 function activityLine(a: ListenerStatus['activity'][number], peerName: string, nowMs: number): string {
   const where = a.path === '' ? a.share : `${a.share}/${a.path}`;
   const what = a.kind === 'push' ? `push from ${peerName} into ${where}` : a.kind === 'pull' ? `pull by ${peerName} of ${where}` : `sync with ${peerName} of ${where}`;
   const bytes = a.totalBytes > 0 ? `${human(a.bytes)} of ${human(a.totalBytes)}` : human(a.bytes);
   const files = a.totalFiles > 0 ? `, ${a.files} of ${a.totalFiles} files` : '';
-  return `  ${what}: ${bytes}${files}, for ${duration((nowMs - a.startedAt) / 1000)}`;
+  const seconds = (nowMs - a.startedAt) / 1000;
+  const rate = seconds > 0 && a.bytes > 0 ? ` (${human(a.bytes / seconds)}/s on average)` : '';
+  return `  ${what}: ${bytes}${files}, for ${duration(seconds)}${rate}`;
 }
 
 function report(ctx: CommandContext, s: ListenerStatus): void {
