@@ -31,8 +31,12 @@ export interface Activity {
   end(): void;
 }
 
+/** What has ended since the listener started, per kind: how many, and the bytes they moved. */
+export type ActivityTotals = Record<ActivitySnapshot['kind'], { count: number; bytes: number }>;
+
 export class ListenerActivity {
   readonly #running = new Set<{ -readonly [K in keyof ActivitySnapshot]: ActivitySnapshot[K] }>();
+  readonly #ended: ActivityTotals = { push: { count: 0, bytes: 0 }, pull: { count: 0, bytes: 0 }, sync: { count: 0, bytes: 0 } };
 
   begin(what: Pick<ActivitySnapshot, 'peer' | 'kind' | 'share' | 'path'>, nowMs = Date.now()): Activity {
     const entry = { ...what, startedAt: nowMs, bytes: 0, totalBytes: 0, files: 0, totalFiles: 0 };
@@ -55,7 +59,10 @@ export class ListenerActivity {
         entry.totalFiles = p.totalFiles;
       },
       end: () => {
-        this.#running.delete(entry);
+        if (!this.#running.delete(entry)) return;
+        const ended = this.#ended[entry.kind];
+        ended.count++;
+        ended.bytes += entry.bytes;
       },
     };
   }
@@ -63,5 +70,11 @@ export class ListenerActivity {
   /** What runs now, oldest first. */
   snapshot(): ActivitySnapshot[] {
     return [...this.#running].map((e) => ({ ...e }));
+  }
+
+  /** What has ended (done or failed) since the start; a sync counts its last phase's bytes. */
+  totals(): ActivityTotals {
+    const { push, pull, sync } = this.#ended;
+    return { push: { ...push }, pull: { ...pull }, sync: { ...sync } };
   }
 }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { SyncModeName } from '../protocol/messages.js';
 import type { SyncFolderResult } from './sync-client.js';
 import type { TransferProgress } from './transfer-progress.js';
-import type { ActivitySnapshot } from './listener-activity.js';
+import type { ActivitySnapshot, ActivityTotals } from './listener-activity.js';
 import type { ConnectedPeer } from './server.js';
 
 export const CONTROL_SOCKET_NAME = 'control.sock';
@@ -56,6 +56,8 @@ export interface ListenerStatus {
   readonly peers: readonly (ConnectedPeer & { readonly name?: string })[];
   /** Pushes, pulls and syncs it serves now. */
   readonly activity: readonly ActivitySnapshot[];
+  /** Those that ended since it started, per kind. */
+  readonly ended: ActivityTotals;
 }
 
 export type ResidentSyncReply =

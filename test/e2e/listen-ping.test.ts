@@ -51,6 +51,7 @@ t.test('status: the listener of a home says where it listens, who is connected a
   t.equal(await ended, 0, 'the push completes');
   const after = jsonLines((await runCli(['--home', a.home, 'status', '--json'])).stdout)[0];
   t.same(after?.['activity'], [], 'nothing runs once it is done');
+  t.match(after?.['ended'], { push: { count: 1, bytes: 1 << 20 } }, 'and it counts among those that ended');
   // A sync served for a peer shows up too, with the content it moves.
   const folder = await mkdtemp(join(tmpdir(), 'clawpeer-status-sync-'));
   await writeFile(join(folder, 'big.bin'), randomBytes(1 << 20));

@@ -23,6 +23,7 @@ t.test('activities appear when begun, count as they go, and vanish when ended', 
   sync.end();
   sync.end();
   t.same(all.snapshot(), [], 'ending twice is harmless');
+  t.same(all.totals(), { push: { count: 1, bytes: 300 }, pull: { count: 0, bytes: 0 }, sync: { count: 1, bytes: 0 } }, 'ended ones count once each');
 });
 
 t.test('report sets every counter from a phase\'s progress (a sync receives, then sends)', async (t) => {

@@ -142,7 +142,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
             const name = names.get(p.id);
             return name === undefined ? p : { ...p, name };
           });
-          return { pid: process.pid, id: identity.nodeId, host: first.host, port: first.port, transports, startedAt, shares: shareRecords, peers, activity: activity.snapshot() };
+          return { pid: process.pid, id: identity.nodeId, host: first.host, port: first.port, transports, startedAt, shares: shareRecords, peers, activity: activity.snapshot(), ended: activity.totals() };
         };
         // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
         const { ResidentSyncServer } = await import('../../node/resident-sync.js');

@@ -28,6 +28,7 @@ function report(ctx: CommandContext, s: ListenerStatus): void {
     ...s.peers.map((p) => `  ${p.name === undefined ? p.id : `${p.name} (${p.id})`} from ${p.addr} over ${p.transport}, for ${duration((now - p.since) / 1000)}`),
     `${s.activity.length} transfer${s.activity.length === 1 ? '' : 's'} running${s.activity.length === 0 ? '' : ':'}`,
     ...s.activity.map((a) => activityLine(a, nameOf.get(a.peer) ?? a.peer, now)),
+    `since it started: ${(['push', 'pull', 'sync'] as const).map((k) => `${s.ended[k].count} ${k === 'push' ? 'pushes' : `${k}s`} (${human(s.ended[k].bytes)})`).join(', ')}`,
   ];
   ctx.out.emit({ event: 'status', ...s, uptimeSeconds: Math.round((now - s.startedAt) / 1000) }, lines.join('\n'));
 }
