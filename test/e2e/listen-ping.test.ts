@@ -46,6 +46,9 @@ t.test('status: the listener of a home says where it listens, who is connected a
   t.ok(seen, 'the push shows up');
   t.match(seen?.['activity'], [{ peer: b.id, kind: 'push', share: 'inbox', path: '', totalBytes: 1 << 20, totalFiles: 1 }]);
   t.match(seen?.['peers'], [{ id: b.id, name: 'bob', transport: 'quic' }], 'its peer, under its pair name');
+  const pairs = jsonLines((await runCli(['--home', a.home, 'pair', 'list', '--json'])).stdout);
+  t.match(pairs.find((p) => p['id'] === b.id), { name: 'bob', connected: true }, 'pair list asks the running listener who is connected');
+  t.notOk(jsonLines((await runCli(['--home', b.home, 'pair', 'list', '--json'])).stdout).some((p) => 'connected' in p), 'a home without a listener does not say');
   const text = await runCli(['--home', a.home, 'status']);
   t.match(text.stdout, /push from bob into inbox: .* of 1\.0 MiB, 0 of 1 files, for /);
   t.equal(await ended, 0, 'the push completes');

@@ -34,19 +34,24 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
       )
       .command(
         'list',
-        'list paired peers',
+        'list paired peers (and, when this home\'s listener runs, which are connected to it now)',
         (a) => a,
         run(async (ctx) => {
           const peers = await new PeerStore(ctx.home.peersFile).list();
+          // Connected now: only a running listener of this home knows; without one, not said.
+          const { listenerStatus } = await import('../resident-client.js');
+          const status = peers.length === 0 ? 'no peers' : await listenerStatus(ctx.home.dir, ctx.signal).catch(() => 'no answer');
+          const connected = typeof status === 'string' ? undefined : new Set(status.peers.map((p) => p.id));
           if (ctx.out.json) {
-            for (const p of peers) ctx.out.emit({ event: 'peer', ...p }, '');
+            for (const p of peers) ctx.out.emit({ event: 'peer', ...p, ...(connected === undefined ? {} : { connected: connected.has(p.id) }) }, '');
             return;
           }
           if (peers.length === 0) {
             ctx.out.emit({}, 'no paired peers (add one with: clawpeer pair add <ID> --name <NAME> --addr <HOST:PORT>)');
             return;
           }
-          for (const p of peers) ctx.out.emit({}, `${p.name}\t${p.id}\t${p.addr ?? '-'}`);
+          const state = (id: string): string => (connected === undefined ? '' : connected.has(id) ? '\tconnected' : '\tnot connected');
+          for (const p of peers) ctx.out.emit({}, `${p.name}\t${p.id}\t${p.addr ?? '-'}${state(p.id)}`);
         }),
       )
       .command(
