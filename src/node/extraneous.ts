@@ -9,8 +9,8 @@
 // so a directory holding a protected entry stays. Directories come after their contents: the
 // list is the order to delete in, and what a dry run shows.
 // With --backup what goes is kept as a backup (backups.ts), and a destination that is a synced
-// folder keeps what it can in its history (delete-history.ts): the caller passes the keeper. Non-goals: a transfer that failed (the callers remove only
-// after everything was published).
+// folder keeps what it can in its history (delete-history.ts): the caller passes the keeper.
+// Non-goals: a transfer that failed (the callers remove only after everything was published).
 import type { Dirent } from 'node:fs';
 import { lstat, readdir, realpath, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -124,6 +124,11 @@ export interface TransferExtraneousOptions {
   readonly exclude?: ExcludeRules;
   /** Also never removed (root-relative paths): --backup's files (backups.ts). */
   readonly spare?: (relPath: string, isDir: boolean) => boolean;
+}
+
+/** --max-delete: how many `list` holds when that is more than `max` allows (then none of it goes), else undefined. */
+export function overMaxDelete(list: readonly unknown[], max: number | undefined): number | undefined {
+  return max !== undefined && list.length > max ? list.length : undefined;
 }
 
 /** What --delete removes after one transfer: its directories' entries beyond its own. */

@@ -4,8 +4,7 @@
 import { ClawpeerError } from '../errors.js';
 import type { ListEntry, ShareInfo } from '../protocol/messages.js';
 import type { PeerSession } from './session.js';
-import { expectMessage } from './transfer-control.js';
-import { PREPARE_TIMEOUT_MS } from './transfer-service.js';
+import { expectMessage, PREPARE_TIMEOUT_MS } from './transfer-control.js';
 
 export interface ListOptions {
   readonly session: PeerSession;

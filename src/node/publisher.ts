@@ -465,7 +465,7 @@ export class Publisher {
     this.#policy = options.existing ?? (options.force === true ? 'replace' : 'refuse');
     this.#checkedDirs.add(shareRoot);
     const backup = options.backup;
-    this.backups = backup === undefined ? undefined : new Backups(backup.plan, backup.destBase, { dirAt: (relDir) => this.#confinedDir(relDir, true), tempName: (base) => tempNameFor(base) });
+    this.backups = backup === undefined ? undefined : new Backups(backup.plan, backup.destBase, { dirAt: (relDir) => this.#confinedDir(relDir, true), tempName: tempNameFor });
     this.#keeper = this.backups ?? options.keeper;
   }
 

@@ -25,8 +25,7 @@ import { applyRemote, byPath, plannedChanges, type PlannedChange } from './sync-
 import type { RevisionStore } from './revision-store.js';
 import { fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
-import { expectMessage } from './transfer-control.js';
-import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
+import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-control.js';
 import type { TransferProgress } from './transfer-progress.js';
 
 /** How long the client waits for another local sync of the folder, ms. */

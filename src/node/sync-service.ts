@@ -22,8 +22,8 @@ import type { Share } from './shares.js';
 import { applyRemote } from './sync-apply.js';
 import { decodeReconcilePayload, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
-import { expectMessage } from './transfer-control.js';
-import { findShare, PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
+import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-control.js';
+import { findShare } from './transfer-service.js';
 import type { Activity } from './listener-activity.js';
 import type { TransferProgress } from './transfer-progress.js';
 

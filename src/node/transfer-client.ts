@@ -11,12 +11,12 @@ import { backupProtection, type BackupPlan } from './backups.js';
 import { uniqueChunks } from './chunk-order.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { dryRunReport, type DryRunReport } from './dry-run.js';
-import { transferExtraneous, type Extraneous } from './extraneous.js';
+import { overMaxDelete, transferExtraneous, type Extraneous } from './extraneous.js';
+import { replacedHistoryNode } from './keeper.js';
 import type { PeerSession } from './session.js';
-import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
+import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from './transfer-control.js';
 import { TransferReceiver, type ReceiverOptions } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
-import { PREPARE_TIMEOUT_MS, sessionChunking } from './transfer-service.js';
 import { scanSources } from './transfer-source.js';
 import { settledWithin, withTimeout } from './timeouts.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
@@ -108,7 +108,8 @@ function keptOf(o: TransferOptions, kept: number | undefined): Pick<TransferResu
 
 /** --max-delete here (a pull, or a pull's dry run): `list` within the cap, or nothing and the count over it. */
 function withinMaxDelete<T>(o: TransferOptions, list: readonly T[]): { list: readonly T[]; over: Pick<TransferResult, 'deletesOverLimit'> } {
-  return o.maxDelete !== undefined && list.length > o.maxDelete ? { list: [], over: { deletesOverLimit: list.length } } : { list, over: {} };
+  const over = overMaxDelete(list, o.maxDelete);
+  return over === undefined ? { list, over: {} } : { list: [], over: { deletesOverLimit: over } };
 }
 
 /** The result's over-the-cap count as the listener told it. */
@@ -392,8 +393,8 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   const totalFiles = entries.filter((e) => e.kind === 'file').length;
   const receiving = new ProgressCounter((p) => o.onProgress?.(p), 'receiving', 0, totalFiles);
   // Into a synced folder's root, what --force or --update replaces stays in its history (no --backup).
-  const replaces = o.force || o.existing === 'update';
-  const history = o.backup === undefined && replaces && o.nodeId !== undefined ? await (await import('./delete-history.js')).historyKeeperFor(root, o.nodeId) : undefined;
+  const historyNode = replacedHistoryNode(o);
+  const history = historyNode === undefined ? undefined : await (await import('./delete-history.js')).historyKeeperFor(root, historyNode);
   const receiver = pullReceiver(o, router, id, entries, root, {
     onChunkWritten: (bytes) => receiving.addBytes(bytes),
     onPublished: (files) => receiving.setFiles(files),
@@ -406,7 +407,8 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
     await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
     // Only once everything is published: a failed pull removes nothing.
     const toRemove = withinMaxDelete(o, o.delete === true ? await pulledExtraneous(o, root, entries, receiver) : []);
-    const removed = (await (await import('./delete-history.js')).removeExtraneousKeeping(root, toRemove.list, { backups: receiver.backups, nodeId: o.nodeId })).map((e) => e.path);
+    // The revision log's module (lmdb) loads only when there is something to remove.
+    const removed = toRemove.list.length === 0 ? [] : (await (await import('./delete-history.js')).removeExtraneousKeeping(root, toRemove.list, { backups: receiver.backups, nodeId: o.nodeId })).map((e) => e.path);
     return {
       files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,

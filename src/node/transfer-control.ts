@@ -1,5 +1,8 @@
 // Small helpers for the control-channel side of a transfer: expect a given message, collect
-// manifest batches (bounded), send a manifest in frame-sized batches.
+// manifest batches (bounded), send a manifest in frame-sized batches; and what both sides of a
+// transfer agree on. Kept free of the listener's services, so a push, pull or ls loads none of
+// them (the revision log's lmdb among them: ~65 ms of every start).
+import { DEFAULT_CHUNKING, type ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError } from '../errors.js';
 import { splitManifest, type ControlMessage, type ManifestEntry, type ManifestMessage } from '../protocol/messages.js';
 import { DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
@@ -8,6 +11,15 @@ import type { PeerSession } from './session.js';
 import { withTimeout } from './timeouts.js';
 
 type Of<T extends ControlMessage['type']> = Extract<ControlMessage, { type: T }>;
+
+/** How long the other side may take to hash, stage or publish before answering (big trees take a while). */
+export const PREPARE_TIMEOUT_MS = 30 * 60_000;
+
+/** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */
+export function sessionChunking(session: PeerSession): ChunkingParams {
+  const c = session.caps.chunking;
+  return { minBytes: c.minBytes, avgBytes: c.avgBytes, maxBytes: c.maxBytes, normalization: DEFAULT_CHUNKING.normalization };
+}
 
 /** The next control message, which must be of `type` for `transferId`; bounded by `timeoutMs`. */
 export async function expectMessage<T extends ControlMessage['type']>(session: PeerSession, type: T, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<Of<T>> {

@@ -6,7 +6,7 @@
 // killed client supersedes the stale receiver instead of racing it.
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { DEFAULT_CHUNKING, type ChunkingParams } from '../chunking/fastcdc.js';
+import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type ControlMessage, type PublishedFile, type TransferRequestMessage } from '../protocol/messages.js';
@@ -17,14 +17,14 @@ import type { Activity, ListenerActivity } from './listener-activity.js';
 import type { NodeConfig } from './config.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from './destination-locks.js';
-import { transferExtraneous, type Extraneous } from './extraneous.js';
+import { overMaxDelete, transferExtraneous, type Extraneous } from './extraneous.js';
 import { historyKeeperFor, removeExtraneousKeeping } from './delete-history.js';
+import { replacedHistoryNode, type Keeper } from './keeper.js';
 import { backupPlan, backupProtection, type BackupPlan } from './backups.js';
 import { isInternalPath } from './internal-names.js';
-import type { Keeper } from './keeper.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
-import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from './transfer-control.js';
+import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
 import { scanSource } from './transfer-source.js';
@@ -34,8 +34,6 @@ import type { ResidentFolders } from './synced-folder.js';
 import { ShareWatches } from './share-watch-service.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 
-/** How long the other side may take to hash, stage or publish before answering (big trees take a while). */
-export const PREPARE_TIMEOUT_MS = 30 * 60_000;
 /**
  * How long a push waits for another peer's push into the same destination to finish, ms; then
  * it fails with FOLDER_BUSY. Also bounds the cleanup of a superseded push of the same peer.
@@ -58,11 +56,6 @@ export interface ServiceContext {
   readonly activity?: ListenerActivity;
 }
 
-/** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */
-export function sessionChunking(session: PeerSession): ChunkingParams {
-  const c = session.caps.chunking;
-  return { minBytes: c.minBytes, avgBytes: c.avgBytes, maxBytes: c.maxBytes, normalization: DEFAULT_CHUNKING.normalization };
-}
 
 export function findShare(shares: readonly Share[], name: string, peerId: string): Share {
   const wanted = name === '' ? DEFAULT_SHARE_NAME : name;
@@ -204,8 +197,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   const backup = peerBackupPlan(req);
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
-  const files = entries.filter((e) => e.kind === 'file');
-  activity?.setTotals(files.reduce((n, e) => n + e.size, 0), files.length);
+  activity?.setTotals(entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0), entries.filter((e) => e.kind === 'file').length);
   const receiverUntil = (until: AbortSignal, keeper?: Keeper): TransferReceiver =>
     new TransferReceiver({
       session, router, transferId: id, entries, chunking, signal: until, log,
@@ -240,7 +232,8 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   // same destination (then this one is a leftover of a killed client), stops it.
   const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
   // In a synced folder, what --force or --update replaces stays in its history (no --backup).
-  const history = backup === undefined && (req.force || req.existing === 'update') && ctx.nodeId !== undefined ? await historyKeeperFor(share.dir, ctx.nodeId) : undefined;
+  const historyNode = replacedHistoryNode({ force: req.force, existing: req.existing, backup, nodeId: ctx.nodeId });
+  const history = historyNode === undefined ? undefined : await historyKeeperFor(share.dir, historyNode);
   try {
     // Built first: it confines the announced paths, and the lock claims exactly those.
     const receiver = receiverUntil(hold.signal, history);
@@ -344,7 +337,8 @@ function listedPublished(all: readonly PublishedFile[]): PublishedFile[] {
 
 /** TransferDone's field when --delete would remove more than the request's --max-delete allows. */
 function overLimitField(req: TransferRequestMessage, toRemove: readonly Extraneous[]): { deletesOverLimit?: number } {
-  return req.maxDelete !== undefined && toRemove.length > req.maxDelete ? { deletesOverLimit: toRemove.length } : {};
+  const over = overMaxDelete(toRemove, req.maxDelete);
+  return over === undefined ? {} : { deletesOverLimit: over };
 }
 
 /** TransferDone's fields for removed paths: the first MAX_LISTED_DELETIONS listed, all counted. */
