@@ -5,13 +5,14 @@ import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { backendByName } from '../transport/backends.js';
-import type { Connection, HostPort, TransportName } from '../transport/types.js';
+import type { Connection, DuplexStream, HostPort, TransportName } from '../transport/types.js';
 import { formatHostPort } from './address.js';
 import { localCapabilities } from './chunk-compression.js';
 import type { NodeConfig } from './config.js';
 import { clientHandshake } from './control-channel.js';
 import type { ResolvedPeer } from './peer-resolve.js';
 import { PeerSession } from './session.js';
+import { withTimeout } from './timeouts.js';
 
 export interface DialOptions {
   readonly identity: Identity;
@@ -81,6 +82,15 @@ export async function connectTransport(options: ConnectOptions): Promise<Connect
   }
 }
 
+/**
+ * The first stream of a new connection, within the handshake's deadline: opening waits for the
+ * peer's stream credit, which a stalled or hostile peer may never give (the connect and the
+ * handshake each have their own deadline; this wait had none).
+ */
+export function openControlStream(conn: Connection, timeoutMs: number, label: string, signal?: AbortSignal): Promise<DuplexStream> {
+  return withTimeout(conn.openStream(), timeoutMs, `opening the control stream to ${label}`, signal);
+}
+
 export async function dialPeer(options: DialOptions): Promise<PeerSession> {
   const { peer, config } = options;
   const connecting = connectTransport({ identity: options.identity, address: peer.address, label: peer.name, config, log: options.log, ...(options.signal === undefined ? {} : { signal: options.signal }) });
@@ -94,7 +104,7 @@ export async function dialPeer(options: DialOptions): Promise<PeerSession> {
     if (provenId !== peer.id) {
       throw new ClawpeerError('AUTH_FAILED', `the node at ${formatHostPort(peer.address)} is ${provenId}, not ${peer.name} (${peer.id}); refusing to talk to it`);
     }
-    const stream = await conn.openStream();
+    const stream = await openControlStream(conn, config.handshakeTimeoutMs, peer.name, options.signal);
     const handshake = await clientHandshake(stream, {
       identity: options.identity,
       expectedRemoteKey: peer.publicKey,

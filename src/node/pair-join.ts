@@ -10,7 +10,7 @@ import type { HostPort } from '../transport/types.js';
 import { formatHostPort } from './address.js';
 import type { NodeConfig } from './config.js';
 import { readLoneMessage } from './control-channel.js';
-import { connectTransport } from './dialer.js';
+import { connectTransport, openControlStream } from './dialer.js';
 import { pairProof, pickPeerName, proofMatches, suggestedName } from './pair-invite.js';
 import type { PeerEntry, PeerStore } from './peer-store.js';
 
@@ -37,7 +37,7 @@ export async function joinByInvite(o: JoinOptions): Promise<PeerEntry> {
     if (inviterId === o.identity.nodeId) throw new ClawpeerError('USAGE', `${where} is this node itself`);
     const taken = new Set((await o.peers.list()).filter((p) => p.id !== inviterId).map((p) => p.name));
     if (o.name !== undefined && taken.has(o.name)) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(o.name)} is already used by another peer: pick another --name`);
-    const stream = await conn.openStream();
+    const stream = await openControlStream(conn, o.config.handshakeTimeoutMs, where, o.signal);
     await stream.write(encodeControlFrame({ type: 'pair-request', proof: pairProof(o.secret, 'joiner', inviterKey, o.identity.publicKey), name: suggestedName() }));
     const answer = await readLoneMessage(stream, o.config.handshakeTimeoutMs, o.signal).catch((err: unknown) => {
       // The listener's own protocol error: only a listener that has our key pinned already (and
