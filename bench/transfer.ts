@@ -98,6 +98,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** The CLI compiled next to this bench (same outDir), so a bench of a build measures that build. */
 const CLI_MAIN_URL = pathToFileURL(join(here, '..', 'src', 'cli', 'main.js')).href;
 const THREAD_POOL_SETUP = join(REPO_ROOT, 'bin', 'thread-pool.cjs');
+const HEAP_GROWTH_SETUP = join(REPO_ROOT, 'bin', 'heap-growth.cjs');
 const PROC_STATUS_URL = pathToFileURL(join(here, 'proc-status.js')).href;
 
 type Log = (msg: string) => void;
@@ -174,8 +175,9 @@ function cliArgs(args: readonly string[], cpuProfDir: string | undefined, profNa
     `process.on('exit', () => { const u = process.cpuUsage(); process.stderr.write('\\n${CPU_MARK}' + JSON.stringify({ ...u, peakRssKiB: peakRssKiBOf('self') }) + '\\n'); });`,
     'main(process.argv.slice(1)).then((c) => { process.exitCode = c; });',
   ].join(' ');
-  // --require: the thread-pool size bin/clawpeer.cjs gives the CLI, before the pool's first use.
-  return [...prof, '--require', THREAD_POOL_SETUP, '--input-type=module', '-e', launcher, '--', ...args];
+  // --require: what bin/clawpeer.cjs sets up for the CLI: the thread-pool size, before the pool's
+  // first use, and the pacing of full GCs.
+  return [...prof, '--require', THREAD_POOL_SETUP, '--require', HEAP_GROWTH_SETUP, '--input-type=module', '-e', launcher, '--', ...args];
 }
 
 function runCli(args: readonly string[], options: { cpuProfDir?: string; profName?: string } = {}): Promise<CliRun> {

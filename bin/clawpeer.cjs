@@ -6,6 +6,7 @@
 // tsc has rebuilt dist/src since the bundle was made, then the modules themselves.
 'use strict';
 require('./thread-pool.cjs');
+require('./heap-growth.cjs');
 // A reader that went away (`clawpeer ls PEER:SHARE -r | head`) ends the command at once, as
 // SIGPIPE ends a C program (exit 128 + 13), not with an unhandled 'error' event and its stack.
 process.stdout.on('error', (err) => {
