@@ -30,6 +30,8 @@ export interface BenchConditions {
    * clamp what they get.
    */
   readonly udpBuffers: { readonly rmemMax: number | null; readonly wmemMax: number | null; readonly rmemDefault: number | null; readonly wmemDefault: number | null };
+  /** The clawpeer CLIs a bench starts pace full GCs by the data moved (bin/heap-growth.cjs); false when CLAWPEER_HEAP_GROWTH=0. */
+  readonly heapGrowthPacing: boolean;
 }
 
 function sysctlBytes(key: NetCoreBufferKey): number | null {
@@ -51,6 +53,7 @@ export function machineConditions(): BenchConditions {
     date: new Date().toISOString(),
     loadAverage1m: Math.round((loadavg()[0] ?? Number.NaN) * 100) / 100,
     udpBuffers: { rmemMax: sysctlBytes('rmem_max'), wmemMax: sysctlBytes('wmem_max'), rmemDefault: sysctlBytes('rmem_default'), wmemDefault: sysctlBytes('wmem_default') },
+    heapGrowthPacing: process.env['CLAWPEER_HEAP_GROWTH'] !== '0',
   };
 }
 

@@ -42,7 +42,7 @@ export function fakeReport(options: { accurate?: boolean; repeat?: number; failI
     return s.index === options.failIndex ? { ...r, ok: false, error: 'TIMEOUT: no ack in 15000 ms' } : r;
   });
   return {
-    conditions: { cpuModel: 'Test CPU', cores: 2, memGiB: 24, node: 'v20.0.0', os: 'linux test x64', date: '2026-01-01T00:00:00.000Z', loadAverage1m: 1.5, udpBuffers: { rmemMax: 4194304, wmemMax: 4194304, rmemDefault: 212992, wmemDefault: 212992 }, loadAverageStart: [1.5, 1.2, 1], loadAverageEnd: [1.6, 1.3, 1.1], fileCreate: { dir: '/tmp', medianMicros: 12.5 } },
+    conditions: { cpuModel: 'Test CPU', cores: 2, memGiB: 24, node: 'v20.0.0', os: 'linux test x64', date: '2026-01-01T00:00:00.000Z', loadAverage1m: 1.5, udpBuffers: { rmemMax: 4194304, wmemMax: 4194304, rmemDefault: 212992, wmemDefault: 212992 }, heapGrowthPacing: true, loadAverageStart: [1.5, 1.2, 1], loadAverageEnd: [1.6, 1.3, 1.1], fileCreate: { dir: '/tmp', medianMicros: 12.5 } },
     plan,
     relayChecks: plan.links.map((l, i) => accuracy(`rtt=${l.rttMs}ms,rate=100mbit`, options.accurate !== false || i !== 2)),
     relayAccurate: options.accurate !== false,
