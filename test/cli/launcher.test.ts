@@ -14,7 +14,7 @@ function layout(): { root: string; run: () => { code: number | null; out: string
   const root = mkdtempSync(join(tmpdir(), 'clawpeer-launcher-'));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   mkdirSync(join(root, 'bin'));
-  for (const f of ['clawpeer.cjs', 'thread-pool.cjs']) copyFileSync(join(realBin, f), join(root, 'bin', f));
+  for (const f of ['clawpeer.cjs', 'thread-pool.cjs', 'heap-growth.cjs']) copyFileSync(join(realBin, f), join(root, 'bin', f));
   const run = (): { code: number | null; out: string; err: string } => {
     const r = spawnSync(process.execPath, [join(root, 'bin', 'clawpeer.cjs'), 'x'], { encoding: 'utf8' });
     return { code: r.status, out: r.stdout, err: r.stderr };
