@@ -28,15 +28,16 @@ export interface Activity {
   setFiles(n: number): void;
   /** All counters at once, from a phase's progress report (a sync receives, then sends). */
   report(p: TransferProgress): void;
-  end(): void;
+  /** Over: `ok` false when it failed (counted apart, as rsync's and Syncthing's logs tell them). */
+  end(ok: boolean): void;
 }
 
-/** What has ended since the listener started, per kind: how many, and the bytes they moved. */
-export type ActivityTotals = Record<ActivitySnapshot['kind'], { count: number; bytes: number }>;
+/** What has ended since the listener started, per kind: how many (of them, how many failed), and the bytes they moved. */
+export type ActivityTotals = Record<ActivitySnapshot['kind'], { count: number; failed: number; bytes: number }>;
 
 export class ListenerActivity {
   readonly #running = new Set<{ -readonly [K in keyof ActivitySnapshot]: ActivitySnapshot[K] }>();
-  readonly #ended: ActivityTotals = { push: { count: 0, bytes: 0 }, pull: { count: 0, bytes: 0 }, sync: { count: 0, bytes: 0 } };
+  readonly #ended: ActivityTotals = { push: { count: 0, failed: 0, bytes: 0 }, pull: { count: 0, failed: 0, bytes: 0 }, sync: { count: 0, failed: 0, bytes: 0 } };
 
   begin(what: Pick<ActivitySnapshot, 'peer' | 'kind' | 'share' | 'path'>, nowMs = Date.now()): Activity {
     const entry = { ...what, startedAt: nowMs, bytes: 0, totalBytes: 0, files: 0, totalFiles: 0 };
@@ -58,10 +59,11 @@ export class ListenerActivity {
         entry.files = p.files;
         entry.totalFiles = p.totalFiles;
       },
-      end: () => {
+      end: (ok) => {
         if (!this.#running.delete(entry)) return;
         const ended = this.#ended[entry.kind];
         ended.count++;
+        if (!ok) ended.failed++;
         ended.bytes += entry.bytes;
       },
     };
@@ -72,7 +74,7 @@ export class ListenerActivity {
     return [...this.#running].map((e) => ({ ...e }));
   }
 
-  /** What has ended (done or failed) since the start; a sync counts its last phase's bytes. */
+  /** What has ended (done or failed) since the start; a failure counts the bytes it moved; a sync its last phase's. */
   totals(): ActivityTotals {
     const { push, pull, sync } = this.#ended;
     return { push: { ...push }, pull: { ...pull }, sync: { ...sync } };

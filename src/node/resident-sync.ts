@@ -192,6 +192,7 @@ export class ResidentSyncServer {
     log.info('syncing for the CLI', { share: share.name, peer: peer.name, mode: req.mode });
     const { syncWithPeer } = await import('./sync-with-peer.js');
     const activity = this.#ctx.activity?.begin({ peer: peer.id, kind: 'sync', share: share.name, path: '' });
+    let ok = false;
     try {
       const result = await syncWithPeer({
         identity: this.#ctx.identity, peer, config, dir: share.dir, share: req.share, mode: req.mode, log, signal,
@@ -208,8 +209,9 @@ export class ResidentSyncServer {
           : {}),
       });
       send({ type: 'result', result });
+      ok = true;
     } finally {
-      activity?.end();
+      activity?.end(ok);
     }
   }
 }

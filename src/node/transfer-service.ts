@@ -106,18 +106,20 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
           share: msg.share === '' ? DEFAULT_SHARE_NAME : msg.share,
           path: msg.type === 'transfer-request' ? msg.path : '',
         });
+        let ok = false;
         try {
           if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal, activity);
           else if (msg.type === 'sync-request') await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal, activity);
           else if (msg.type === 'list-request') await serveList(session, msg, ctx.shares, signal);
           else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
+          ok = true;
         } catch (err) {
           if (err instanceof ClawpeerError && err.wire === undefined) {
             await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
           }
           throw err;
         } finally {
-          activity?.end();
+          activity?.end(ok);
         }
         break;
       }

@@ -54,7 +54,13 @@ t.test('status: the listener of a home says where it listens, who is connected a
   t.equal(await ended, 0, 'the push completes');
   const after = jsonLines((await runCli(['--home', a.home, 'status', '--json'])).stdout)[0];
   t.same(after?.['activity'], [], 'nothing runs once it is done');
-  t.match(after?.['ended'], { push: { count: 1, bytes: 1 << 20 } }, 'and it counts among those that ended');
+  t.match(after?.['ended'], { push: { count: 1, failed: 0, bytes: 1 << 20 } }, 'and it counts among those that ended');
+  // The same push again, of a different file under that name: refused (exit 5), counted as failed.
+  await writeFile(src, randomBytes(1 << 10));
+  t.equal((await runCli(['--home', b.home, 'push', src, 'alice', '--transport', 'quic'])).code, 5, 'a different file is not replaced');
+  const refused = await runCli(['--home', a.home, 'status']);
+  t.match(jsonLines((await runCli(['--home', a.home, 'status', '--json'])).stdout)[0]?.['ended'], { push: { count: 2, failed: 1 } }, 'a refused push counts as failed');
+  t.match(refused.stdout, /since it started: 2 pushes \(1\.0 MiB, 1 failed\)/);
   // A sync served for a peer shows up too, with the content it moves.
   const folder = await mkdtemp(join(tmpdir(), 'clawpeer-status-sync-'));
   await writeFile(join(folder, 'big.bin'), randomBytes(1 << 20));

@@ -18,12 +18,16 @@ t.test('activities appear when begun, count as they go, and vanish when ended', 
   ]);
   push.addBytes(150);
   t.equal(seen[0]?.bytes, 150, 'a snapshot is a copy');
-  push.end();
+  push.end(true);
   t.same(all.snapshot().map((a) => a.peer), ['p2']);
-  sync.end();
-  sync.end();
+  sync.end(false);
+  sync.end(true);
   t.same(all.snapshot(), [], 'ending twice is harmless');
-  t.same(all.totals(), { push: { count: 1, bytes: 300 }, pull: { count: 0, bytes: 0 }, sync: { count: 1, bytes: 0 } }, 'ended ones count once each');
+  t.same(all.totals(), { push: { count: 1, failed: 0, bytes: 300 }, pull: { count: 0, failed: 0, bytes: 0 }, sync: { count: 1, failed: 1, bytes: 0 } }, 'ended ones count once each, failures apart');
+  const pull = all.begin({ peer: 'p3', kind: 'pull', share: 'docs', path: 'b' });
+  pull.addBytes(70);
+  pull.end(false);
+  t.same(all.totals().pull, { count: 1, failed: 1, bytes: 70 }, 'a failed pull counts the bytes it moved');
 });
 
 t.test('report sets every counter from a phase\'s progress (a sync receives, then sends)', async (t) => {

@@ -18,6 +18,12 @@ function activityLine(a: ListenerStatus['activity'][number], peerName: string, n
   return `  ${what}: ${bytes}${files}, for ${duration(seconds)}${rate}`;
 }
 
+/** `3 pushes (1.2 MiB, 1 failed)`: how many of a kind ended, their bytes, and how many of them failed. */
+function endedLine(kind: 'push' | 'pull' | 'sync', e: ListenerStatus['ended']['push']): string {
+  const failed = e.failed > 0 ? `, ${e.failed} failed` : '';
+  return `${e.count} ${kind === 'push' ? 'pushes' : `${kind}s`} (${human(e.bytes)}${failed})`;
+}
+
 function report(ctx: CommandContext, s: ListenerStatus): void {
   const now = Date.now();
   const nameOf = new Map(s.peers.map((p) => [p.id, p.name ?? p.id]));
@@ -28,7 +34,7 @@ function report(ctx: CommandContext, s: ListenerStatus): void {
     ...s.peers.map((p) => `  ${p.name === undefined ? p.id : `${p.name} (${p.id})`} from ${p.addr} over ${p.transport}, for ${duration((now - p.since) / 1000)}`),
     `${s.activity.length} transfer${s.activity.length === 1 ? '' : 's'} running${s.activity.length === 0 ? '' : ':'}`,
     ...s.activity.map((a) => activityLine(a, nameOf.get(a.peer) ?? a.peer, now)),
-    `since it started: ${(['push', 'pull', 'sync'] as const).map((k) => `${s.ended[k].count} ${k === 'push' ? 'pushes' : `${k}s`} (${human(s.ended[k].bytes)})`).join(', ')}`,
+    `since it started: ${(['push', 'pull', 'sync'] as const).map((k) => endedLine(k, s.ended[k])).join(', ')}`,
   ];
   ctx.out.emit({ event: 'status', ...s, uptimeSeconds: Math.round((now - s.startedAt) / 1000) }, lines.join('\n'));
 }
