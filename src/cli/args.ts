@@ -1,4 +1,5 @@
 // Option checks and option specs shared by several commands.
+import { readFileSync } from 'node:fs';
 import { ClawpeerError } from '../errors.js';
 import type { CompressionChoice } from '../node/config.js';
 import type { FilterRule } from '../transfer/exclude.js';
@@ -81,29 +82,67 @@ export const BWLIMIT_OPTION = {
   describe: 'cap the rate this side sends at, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit; a pull asks the peer to cap its sending',
 } as const;
 
+/** The patterns of an --exclude-from / --include-from file: one per line; blank lines and lines starting with `;` or `#` are skipped (rsync's). */
+export function patternsOfFile(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .filter((line) => line.trim() !== '' && !line.startsWith('#') && !line.startsWith(';'));
+}
+
+/** What the rules need of the raw command line's values (files read as the CLI reads them). */
+export interface FilterSources {
+  readonly included: readonly string[];
+  readonly excluded: readonly string[];
+  /** --include-from / --exclude-from values, as yargs parsed them. */
+  readonly includeFrom?: readonly string[];
+  readonly excludeFrom?: readonly string[];
+  /** Reads a pattern file ('-' is standard input). */
+  readonly readPatternFile?: (file: string) => string;
+}
+
+const readPatternFileSync = (file: string): string => readFileSync(file === '-' ? 0 : file, 'utf8');
+
 /**
- * --include and --exclude in the order they were given (rsync's: the first rule that matches
- * decides), from the raw command line, since yargs keeps each flag's values apart. `included`
- * and `excluded` are what yargs parsed; a command line whose order cannot be read back to the
- * same values (an unusual spelling) is a usage error rather than a guess.
+ * --include, --exclude, --include-from and --exclude-from in the order they were given (rsync's:
+ * the first rule that matches decides; a file's patterns go where its flag is), from the raw
+ * command line, since yargs keeps each flag's values apart. What yargs parsed is the check: a
+ * command line whose order cannot be read back to the same values (an unusual spelling) is a
+ * usage error rather than a guess. An unreadable pattern file is a usage error naming it.
  */
-export function filterRulesInOrder(argv: readonly string[], included: readonly string[], excluded: readonly string[]): FilterRule[] {
-  if (included.length === 0) return excluded.map((pattern) => ({ pattern, include: false }));
+export function filterRulesInOrder(argv: readonly string[], sources: FilterSources): FilterRule[] {
+  const { included, excluded } = sources;
+  const includeFrom = sources.includeFrom ?? [];
+  const excludeFrom = sources.excludeFrom ?? [];
+  const read = sources.readPatternFile ?? readPatternFileSync;
+  const fromFile = (flag: string, file: string): string[] => {
+    try {
+      return patternsOfFile(read(file));
+    } catch (err) {
+      throw new ClawpeerError('USAGE', `${flag} ${file === '-' ? '- (standard input)' : file}: cannot read it: ${(err as Error).message}`, { cause: err });
+    }
+  };
+  if (included.length === 0 && includeFrom.length === 0 && excludeFrom.length === 0) return excluded.map((pattern) => ({ pattern, include: false }));
   const rules: FilterRule[] = [];
+  const given = { include: [] as string[], exclude: [] as string[], 'include-from': [] as string[], 'exclude-from': [] as string[] };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
     if (arg === '--') break;
-    const flag = /^--(include|exclude)(?:=(.*))?$/s.exec(arg);
+    const flag = /^--(include|exclude)(-from)?(?:=(.*))?$/s.exec(arg);
     if (flag === null) continue;
-    const value = flag[2] ?? argv[++i];
-    if (value !== undefined) rules.push({ pattern: value, include: flag[1] === 'include' });
+    const value = flag[3] ?? argv[++i];
+    if (value === undefined) continue;
+    const include = flag[1] === 'include';
+    if (flag[2] === undefined) {
+      rules.push({ pattern: value, include });
+      given[include ? 'include' : 'exclude'].push(value);
+    } else {
+      for (const pattern of fromFile(`--${flag[1]}-from`, value)) rules.push({ pattern, include });
+      given[include ? 'include-from' : 'exclude-from'].push(value);
+    }
   }
-  const same = (values: readonly string[], include: boolean): boolean => {
-    const found = rules.filter((r) => r.include === include).map((r) => r.pattern);
-    return found.length === values.length && found.every((p, k) => p === values[k]);
-  };
-  if (!same(included, true) || !same(excluded, false)) {
-    throw new ClawpeerError('USAGE', 'cannot tell the order of --include and --exclude on this command line: write each as --include=PATTERN or --exclude=PATTERN');
+  const same = (found: readonly string[], values: readonly string[]): boolean => found.length === values.length && found.every((p, k) => p === values[k]);
+  if (!same(given.include, included) || !same(given.exclude, excluded) || !same(given['include-from'], includeFrom) || !same(given['exclude-from'], excludeFrom)) {
+    throw new ClawpeerError('USAGE', 'cannot tell the order of the --include/--exclude rules on this command line: write each as --include=PATTERN, --exclude=PATTERN, --include-from=FILE or --exclude-from=FILE');
   }
   return rules;
 }

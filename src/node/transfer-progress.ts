@@ -39,3 +39,36 @@ export class ProgressCounter {
     this.#report({ phase: this.#phase, bytes: this.bytes, totalBytes: this.#totalBytes, files: this.files, totalFiles: this.#totalFiles });
   }
 }
+
+/**
+ * Progress of transfers run one after another and reported as one (`pull A B LOCAL`): each
+ * transfer's counts go on top of what those before it moved, so a bar and the --json events
+ * keep counting up instead of starting over at each remote path.
+ */
+export class SequentialProgress {
+  readonly #report: (p: TransferProgress) => void;
+  #bytesBefore = 0;
+  #filesBefore = 0;
+  #last: TransferProgress | undefined;
+
+  constructor(report: (p: TransferProgress) => void) {
+    this.#report = report;
+  }
+
+  /** The progress callback of the next transfer; the one before it counts as finished. */
+  next(): (p: TransferProgress) => void {
+    const last = this.#last;
+    if (last !== undefined) {
+      // A finished transfer moved all it announced (a pull's byte total is not known ahead: 0).
+      this.#bytesBefore += Math.max(last.bytes, last.totalBytes);
+      this.#filesBefore += Math.max(last.files, last.totalFiles);
+      this.#last = undefined;
+    }
+    const bytesBefore = this.#bytesBefore;
+    const filesBefore = this.#filesBefore;
+    return (p) => {
+      this.#last = p;
+      this.#report({ phase: p.phase, bytes: bytesBefore + p.bytes, totalBytes: bytesBefore + p.totalBytes, files: filesBefore + p.files, totalFiles: filesBefore + p.totalFiles });
+    };
+  }
+}

@@ -176,6 +176,17 @@ t.test('--exclude leaves out matching files and directories on push and pull (rs
   const incPull = await runCli(['--home', b.home, 'pull', 'alice:inbox/exfull/exc', incDest, '--json', ...onlyText]);
   t.equal(incPull.code, 0, incPull.stderr);
   t.same((await snapshot(path.join(incDest, 'exc'))).filter((i) => i.kind === 'file').map((i) => i.path).sort(), incGot);
+  // The same rules from files (rsync's --include-from/--exclude-from), each where its flag stands.
+  const rulesDir = await mkdtemp(path.join(tmpdir(), 'clawpeer-rules-'));
+  await writeFile(path.join(rulesDir, 'include'), '# directories, then text\n*/\n\n*.txt\n');
+  await writeFile(path.join(rulesDir, 'exclude'), '; everything else\n*\n');
+  const fromDest = path.join(work, 'exinc-from');
+  const fromPull = await runCli(['--home', b.home, 'pull', 'alice:inbox/exfull/exc', fromDest, '--json', '--include-from', path.join(rulesDir, 'include'), `--exclude-from=${path.join(rulesDir, 'exclude')}`]);
+  t.equal(fromPull.code, 0, fromPull.stderr);
+  t.same((await snapshot(path.join(fromDest, 'exc'))).filter((i) => i.kind === 'file').map((i) => i.path).sort(), incGot, 'the files read as the flags were');
+  const missing = await runCli(['--home', b.home, 'push', src, 'alice:inbox/ex3', '--exclude-from', path.join(rulesDir, 'nope')]);
+  t.equal(missing.code, 2, missing.stderr);
+  t.match(missing.stderr, /--exclude-from .*nope: cannot read it/);
 });
 
 t.test('--bwlimit caps what a push sends, what the listener sends a pull, and listen --bwlimit all it sends; a bad rate is a usage error', async (t) => {
@@ -357,6 +368,12 @@ t.test('pull of several remote paths (REMOTE... LOCAL): each lands under its own
   t.match(done(r.stdout), { files: 3 });
   t.same(jsonLines(r.stdout).filter((e) => e['event'] === 'published').map((e) => e['path']).sort(), ['c.txt', 'readme.txt', 'tree/b.txt']);
   t.same((await snapshot(local)).map((i) => `${i.kind} ${i.path}`), ['file c.txt', 'file readme.txt', 'dir tree', 'file tree/b.txt']);
+  // One count up across the three pulls: the last file of each is told at once.
+  const progress = jsonLines(r.stdout).filter((e) => e['event'] === 'progress');
+  const files = progress.map((e) => Number(e['files']));
+  t.same(files, [...files].sort((x, y) => x - y), `files done never go back: ${files.join(',')}`);
+  t.equal(Math.max(...files), 3, 'and reach all three');
+  t.equal(Math.max(...progress.map((e) => Number(e['totalFiles']))), 3);
   const twoPeers = await runCli(['--home', b.home, 'pull', 'alice:inbox/multi/c.txt', 'carol:x/y', local]);
   t.equal(twoPeers.code, 2, twoPeers.stderr);
   t.match(twoPeers.stderr, /pull from one peer at a time: alice, carol/);

@@ -7,6 +7,7 @@ import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
 import { combineResults } from '../../node/transfer-results.js';
+import { SequentialProgress } from '../../node/transfer-progress.js';
 import type { DryRunReport } from '../../node/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileFilter } from '../../transfer/exclude.js';
@@ -39,6 +40,8 @@ const transferOptions = (y: Argv): Argv =>
     .option('compress', COMPRESS_OPTION)
     .option('exclude', { type: 'string', array: true, nargs: 1, default: [] as string[], describe: 'leave out matching files and directories (repeatable; rsync-style: *.log, node_modules/, /build)' })
     .option('include', { type: 'string', array: true, nargs: 1, default: [] as string[], describe: 'keep matching files and directories that a later --exclude would leave out (repeatable; the first matching --include/--exclude decides, as in rsync)' })
+    .option('exclude-from', { type: 'string', array: true, nargs: 1, default: [] as string[], describe: 'read --exclude patterns from FILE, one per line (blank lines and lines starting with # or ; skipped; - is standard input), in place of the flag' })
+    .option('include-from', { type: 'string', array: true, nargs: 1, default: [] as string[], describe: 'read --include patterns from FILE, as --exclude-from' })
     .option('bwlimit', BWLIMIT_OPTION)
     .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' })
     .option('remove-source-files', { type: 'boolean', default: false, describe: 'push: once the listener has published everything, remove the sent files and symlinks here, unless they changed meanwhile (rsync --remove-source-files; directories stay)' })
@@ -158,7 +161,8 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const removeSourceFiles = args['remove-source-files'] === true;
   if (removeSourceFiles && direction === 'pull') throw new ClawpeerError('USAGE', '--remove-source-files applies to push: a pull does not remove the listener\'s files');
   if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
-  const rules = filterRulesInOrder(ctx.argv, ((args['include'] as unknown[] | undefined) ?? []).map(String), ((args['exclude'] as unknown[] | undefined) ?? []).map(String));
+  const strings = (name: string): string[] => ((args[name] as unknown[] | undefined) ?? []).map(String);
+  const rules = filterRulesInOrder(ctx.argv, { included: strings('include'), excluded: strings('exclude'), includeFrom: strings('include-from'), excludeFrom: strings('exclude-from') });
   const excludeRules = rules.length === 0 ? undefined : compileFilter(rules);
   if (direction === 'pull' && !dryRun) for (const r of remotes) await sweepPullDestination(ctx, localPath, r.path);
   const identity = await loadIdentity(ctx.home.identityKeyFile);
@@ -184,9 +188,14 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
       ...(args['itemize-changes'] === true ? { itemize: true } : {}),
       nodeId: identity.nodeId,
     };
-    // Several remotes: one pull after another on this session, reported as one.
+    // Several remotes: one pull after another on this session, reported as one (one count up).
     const pulled: TransferResult[] = [];
-    if (direction === 'pull') for (const r of remotes) pulled.push(await pull({ ...options, share: r.share, remotePath: r.path }));
+    const pullProgress = progress.active && remotes.length > 1 ? new SequentialProgress((p) => progress.update(p)) : undefined;
+    if (direction === 'pull') {
+      for (const r of remotes) {
+        pulled.push(await pull({ ...options, share: r.share, remotePath: r.path, ...(pullProgress === undefined ? {} : { onProgress: pullProgress.next() }) }));
+      }
+    }
     const result = direction === 'push' ? await push(options) : combineResults(pulled);
     progress.stop();
     const verb = direction === 'push' ? 'pushed' : 'pulled';
