@@ -865,9 +865,10 @@ export class Publisher {
    * Creates symlink `relPath` -> `target`. Refuses with PATH_INVALID when the target could
    * resolve outside the share (absolute, too many `..`, or `..` after a name). An existing link
    * with the same target is left alone ('identical'); anything else there is FILE_EXISTS unless
-   * the existing-file policy replaces it, or keeps it ('kept'); a directory: always FILE_EXISTS.
+   * the existing-file policy replaces it ('replaced'), or keeps it ('kept'); a directory: always
+   * FILE_EXISTS.
    */
-  async makeSymlink(relPath: string, target: string, mtimeMs?: number): Promise<'created' | 'identical' | 'kept'> {
+  async makeSymlink(relPath: string, target: string, mtimeMs?: number): Promise<'created' | 'replaced' | 'identical' | 'kept'> {
     this.#checkAborted();
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
@@ -891,7 +892,7 @@ export class Publisher {
       throw ioError('create symlink', finalPath, err);
     }
     this.#dirtyDirs.add(dirAbs);
-    return 'created';
+    return verdict === 'replace' ? 'replaced' : 'created';
   }
 
   /**

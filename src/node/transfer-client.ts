@@ -5,7 +5,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { bitmapSet, newBitmap, type ControlMessage, type ManifestEntry, type PublishedFile, type TransferDoneMessage } from '../protocol/messages.js';
+import { bitmapSet, newBitmap, type ControlMessage, type CreatedEntry, type ManifestEntry, type PublishedFile, type TransferDoneMessage } from '../protocol/messages.js';
 import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
 import { backupProtection, type BackupPlan } from './backups.js';
 import { uniqueChunks } from './chunk-order.js';
@@ -99,6 +99,8 @@ export interface TransferResult {
   readonly deletesOverLimit?: number;
   /** --itemize: the files published (share-relative for a push, whose listener lists at most MAX_LISTED_PUBLISHED; LOCAL-relative for a pull). */
   readonly published?: readonly PublishedFile[];
+  /** --itemize: the directories and symlinks created, listed as `published` is. */
+  readonly created?: readonly CreatedEntry[];
 }
 
 /** The result's kept count, when the options asked for an existing-file policy. */
@@ -265,7 +267,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
       seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount), ...keptOf(o, result.filesKept), ...backedUpOf(o, result.filesBackedUp),
       ...overLimitOf(result.deletesOverLimit),
-      ...(o.itemize === true ? { published: result.published ?? [] } : {}),
+      ...(o.itemize === true ? { published: result.published ?? [], ...(result.created === undefined ? {} : { created: result.created }) } : {}),
     };
   } finally {
     o.signal.removeEventListener('abort', onOuter);
@@ -415,6 +417,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
       seconds: (performance.now() - started) / 1000, ...deletedOf(o, removed, undefined), ...keptOf(o, stats.filesKept), ...backedUpOf(o, receiver.backups?.count),
       ...toRemove.over,
       ...(stats.published === undefined ? {} : { published: stats.published }),
+      ...(stats.created === undefined ? {} : { created: stats.created }),
     };
   } catch (err) {
     await receiver.abort();

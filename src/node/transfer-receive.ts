@@ -8,7 +8,7 @@ import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { ChunkRef, FileManifest } from '../chunking/manifest.js';
 import type { Logger } from '../logger.js';
 import { encodeAckFrame } from '../protocol/ack-codec.js';
-import { bitmapSet, newBitmap, type ManifestEntry, type PublishedFile } from '../protocol/messages.js';
+import { bitmapSet, newBitmap, type CreatedEntry, type ManifestEntry, type PublishedFile } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from './chunk-compression.js';
@@ -73,6 +73,8 @@ export interface ReceiveStats {
   readonly files: number;
   /** With itemize: the files published (destination-relative), in publish order. */
   readonly published?: readonly PublishedFile[];
+  /** With itemize: the directories and symlinks created (a symlink also when replaced), in that order. */
+  readonly created?: readonly CreatedEntry[];
   readonly bytes: number;
   readonly chunksReceived: number;
   readonly chunksSkipped: number;
@@ -155,8 +157,9 @@ export class TransferReceiver {
   /** Batches handed to #commitChain and not finished: receiving waits only when two are. */
   #commitsInFlight = 0;
   #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, chunksDropped: 0, chunksCompressed: 0, filesUnchanged: 0, filesKept: 0 };
-  /** With itemize: what was published so far. */
+  /** With itemize: what was published so far, and the directories and symlinks created. */
   #published: PublishedFile[] | undefined;
+  #created: CreatedEntry[] | undefined;
   #allReceived: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
   /** Chunks taken off #wanted whose writes (and acks) are still in progress. */
   #writing = 0;
@@ -168,7 +171,10 @@ export class TransferReceiver {
   constructor(options: ReceiverOptions) {
     this.#o = options;
     this.#paths = destinationPaths(options.entries, options.destination.basePath);
-    if (options.itemize === true) this.#published = [];
+    if (options.itemize === true) {
+      this.#published = [];
+      this.#created = [];
+    }
     let resolve!: () => void, reject!: (err: unknown) => void;
     const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
     promise.catch(() => undefined);
@@ -199,7 +205,10 @@ export class TransferReceiver {
     for (const [i, entry] of entries.entries()) {
       const rel = this.#paths[i] ?? '';
       if (entry.kind === 'dir') {
+        // Itemized only when it was not there (rsync's cd+++++++++); the probe walks, creating nothing.
+        const existed = this.#created === undefined || publisher.probeDir(rel);
         await publisher.makeDir(rel);
+        if (!existed) this.#created?.push({ path: rel, kind: 'dir' });
         continue;
       }
       if (entry.kind !== 'file') continue;
@@ -369,7 +378,7 @@ export class TransferReceiver {
       await this.#flushCommits(true);
       await this.#finishTree();
       if (this.#index !== undefined) await this.#saveIndex(this.#index);
-      return { ...this.#stats, ...(this.#published === undefined ? {} : { published: this.#published }) };
+      return { ...this.#stats, ...(this.#published === undefined ? {} : { published: this.#published }), ...(this.#created === undefined || this.#created.length === 0 ? {} : { created: this.#created }) };
     } finally {
       signal.removeEventListener('abort', onAbort);
       unregister();
@@ -510,8 +519,11 @@ export class TransferReceiver {
     const dirs: PublishDir[] = [];
     for (const [i, entry] of this.#o.entries.entries()) {
       const rel = this.#paths[i] ?? '';
-      if (entry.kind === 'symlink' && (await publisher.makeSymlink(rel, entry.linkTarget, entry.mtimeMs)) === 'kept') this.#stats.filesKept++;
-      else if (entry.kind === 'dir') dirs.push({ relPath: rel, mode: entry.mode, mtimeMs: entry.mtimeMs });
+      if (entry.kind === 'symlink') {
+        const made = await publisher.makeSymlink(rel, entry.linkTarget, entry.mtimeMs);
+        if (made === 'kept') this.#stats.filesKept++;
+        else if (made === 'created' || made === 'replaced') this.#created?.push({ path: rel, kind: 'symlink', target: entry.linkTarget, replaced: made === 'replaced' });
+      } else if (entry.kind === 'dir') dirs.push({ relPath: rel, mode: entry.mode, mtimeMs: entry.mtimeMs });
     }
     await publisher.setDirMetadata(dirs);
     await publisher.flushDirs();

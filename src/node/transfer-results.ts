@@ -30,6 +30,7 @@ function combineTwo(a: TransferResult, b: TransferResult): TransferResult {
     filesBackedUp: sum(a.filesBackedUp, b.filesBackedUp),
     deletesOverLimit: sum(a.deletesOverLimit, b.deletesOverLimit),
     published: cat(a.published, b.published),
+    created: cat(a.created, b.created),
   };
   return {
     files: a.files + b.files,

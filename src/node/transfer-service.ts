@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type ControlMessage, type PublishedFile, type TransferRequestMessage } from '../protocol/messages.js';
+import { MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type ControlMessage, type TransferRequestMessage } from '../protocol/messages.js';
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
@@ -251,7 +251,8 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       await session.control.send({
         type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped,
         ...deletedFields(removed), ...keptField(stats.filesKept), ...(backup === undefined ? {} : { filesBackedUp: receiver.backups?.count ?? 0 }), ...overLimit,
-        ...(stats.published === undefined ? {} : { published: listedPublished(stats.published) }),
+        ...(stats.published === undefined ? {} : { published: listedWithin(stats.published) }),
+        ...(stats.created === undefined ? {} : { created: listedWithin(stats.created) }),
       });
       log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes, ...(req.delete === true ? { deleted: removed.length } : {}) });
     } catch (err) {
@@ -325,14 +326,17 @@ function keptField(kept: number): { filesKept?: number } {
   return kept === 0 ? {} : { filesKept: kept };
 }
 
-/** The published files a TransferDone lists: the first MAX_LISTED_PUBLISHED, within MAX_LISTED_PUBLISHED_BYTES of paths. */
-function listedPublished(all: readonly PublishedFile[]): PublishedFile[] {
-  const out: PublishedFile[] = [];
+/**
+ * What a TransferDone lists of the files published (or the directories and symlinks created):
+ * the first MAX_LISTED_PUBLISHED, within MAX_LISTED_PUBLISHED_BYTES of paths (and link targets).
+ */
+function listedWithin<T extends { readonly path: string; readonly target?: string }>(all: readonly T[]): T[] {
+  const out: T[] = [];
   let bytes = 0;
-  for (const f of all) {
-    bytes += Buffer.byteLength(f.path);
+  for (const e of all) {
+    bytes += Buffer.byteLength(e.path) + (e.target === undefined ? 0 : Buffer.byteLength(e.target));
     if (out.length === MAX_LISTED_PUBLISHED || bytes > MAX_LISTED_PUBLISHED_BYTES) break;
-    out.push(f);
+    out.push(e);
   }
   return out;
 }

@@ -228,6 +228,8 @@ export interface TransferDoneMessage {
   readonly deletesOverLimit?: number;
   /** A push with itemize: the files published (share-relative), at most MAX_LISTED_PUBLISHED (files counts all). */
   readonly published?: readonly PublishedFile[];
+  /** A push with itemize: the directories and symlinks created, at most MAX_LISTED_PUBLISHED. */
+  readonly created?: readonly CreatedEntry[];
 }
 
 export interface PublishedFile {
@@ -235,6 +237,11 @@ export interface PublishedFile {
   /** A different file was there before. */
   readonly replaced: boolean;
 }
+
+/** A directory or symlink a transfer created (itemize), beside the files it published. */
+export type CreatedEntry =
+  | { readonly path: string; readonly kind: 'dir' }
+  | { readonly path: string; readonly kind: 'symlink'; readonly target: string; /** A different file or link was there before. */ readonly replaced: boolean };
 
 /** TransferDone lists at most this many removed paths (the count covers the rest). */
 export const MAX_LISTED_DELETIONS = 1000;
@@ -655,6 +662,12 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       const publishedWrong = publishedProblem(message.published ?? [], message.files);
       if (publishedWrong !== undefined) throw new RangeError(publishedWrong);
       for (const f of message.published ?? []) checkTextBytes('TransferDone.published', f.path);
+      const createdWrong = createdProblem(message.created ?? []);
+      if (createdWrong !== undefined) throw new RangeError(createdWrong);
+      for (const e of message.created ?? []) {
+        checkTextBytes('TransferDone.created', e.path);
+        if (e.kind === 'symlink') checkTextBytes('TransferDone.created target', e.target);
+      }
       const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
       if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
       for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
@@ -671,6 +684,9 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           filesBackedUp: message.filesBackedUp ?? 0,
           deletesOverLimit: message.deletesOverLimit ?? 0,
           published: (message.published ?? []).map((f) => ({ path: f.path, replaced: f.replaced })),
+          created: (message.created ?? []).map((e) =>
+            e.kind === 'dir' ? { path: e.path, kind: ENTRY_KIND_TO_WIRE.dir } : { path: e.path, kind: ENTRY_KIND_TO_WIRE.symlink, linkTarget: e.target, replaced: e.replaced },
+          ),
         },
       };
     default: {
@@ -1005,6 +1021,28 @@ function publishedFromWire(raw: readonly clawpeer.v1.PublishedFile.$Properties[]
   return { published };
 }
 
+/** What is wrong with TransferDone's created entries, if anything: too many, or too many bytes of paths and targets. */
+function createdProblem(created: readonly CreatedEntry[]): string | undefined {
+  if (created.length > MAX_LISTED_PUBLISHED) return `TransferDone.created lists ${created.length} entries, more than ${MAX_LISTED_PUBLISHED}`;
+  let bytes = 0;
+  for (const e of created) bytes += protobuf.util.utf8.length(e.path) + (e.kind === 'symlink' ? protobuf.util.utf8.length(e.target) : 0);
+  return bytes > MAX_LISTED_PUBLISHED_BYTES ? `TransferDone.created lists ${bytes} bytes of paths and targets, more than ${MAX_LISTED_PUBLISHED_BYTES}` : undefined;
+}
+
+function createdFromWire(raw: readonly clawpeer.v1.CreatedEntry.$Properties[]): { created?: CreatedEntry[] } {
+  if (raw.length === 0) return {};
+  const created = raw.map((e): CreatedEntry => {
+    const path = wireText('TransferDone.created', e.path);
+    const kind = wireEnum('TransferDone.created kind', e.kind, ENTRY_KIND_FROM_WIRE);
+    if (kind === 'dir') return { path, kind };
+    if (kind === 'symlink') return { path, kind, target: wireText('TransferDone.created target', e.linkTarget), replaced: e.replaced ?? false };
+    throw new ClawpeerError('PROTOCOL', `TransferDone.created lists ${JSON.stringify(path)} as a ${kind}: only directories and symlinks`);
+  });
+  const problem = createdProblem(created);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
+  return { created };
+}
+
 function overLimitFromWire(over: number): { deletesOverLimit?: number } {
   return over === 0 ? {} : { deletesOverLimit: over };
 }
@@ -1127,6 +1165,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         ...backedUpFromWire(u64ToNumber('TransferDone.filesBackedUp', d.filesBackedUp ?? 0)),
         ...overLimitFromWire(u64ToNumber('TransferDone.deletesOverLimit', d.deletesOverLimit ?? 0)),
         ...publishedFromWire(d.published ?? [], u64ToNumber('TransferDone.files', d.files ?? 0)),
+        ...createdFromWire(d.created ?? []),
       };
     }
     default:

@@ -558,26 +558,41 @@ t.test('ls lists the shares this node may use, a directory, or (-r) everything b
   t.equal(forbidden.code, 3, forbidden.stderr);
 });
 
-t.test('--itemize-changes (-i) lists each file published, new or replacing a different one, for push and pull', async (t) => {
+t.test('--itemize-changes (-i) lists each file published, new or replacing a different one, and each directory and symlink created, for push and pull', async (t) => {
   const src = path.join(work, 'items');
   await mkdir(path.join(src, 'd'), { recursive: true });
   await writeFile(path.join(src, 'a.txt'), 'a1');
   await writeFile(path.join(src, 'd', 'b.txt'), 'b1');
-  const published = (stdout: string): unknown[] => jsonLines(stdout).filter((e) => e['event'] === 'published');
+  await symlink('a.txt', path.join(src, 'link'));
+  const events = (stdout: string, event: string): unknown[] => jsonLines(stdout).filter((e) => e['event'] === event);
   const first = await runCli(['--home', b.home, 'push', src, 'alice:inbox/it', '-i', '--json']);
   t.equal(first.code, 0, first.stderr);
   const byPath = (list: unknown[]): unknown[] => [...list].sort((x, y) => (String((x as { path: string }).path) < String((y as { path: string }).path) ? -1 : 1));
-  t.same(byPath(published(first.stdout)), [{ event: 'published', path: 'it/items/a.txt', replaced: false }, { event: 'published', path: 'it/items/d/b.txt', replaced: false }], 'both, new');
+  t.same(byPath(events(first.stdout, 'published')), [{ event: 'published', path: 'it/items/a.txt', replaced: false }, { event: 'published', path: 'it/items/d/b.txt', replaced: false }], 'both, new');
+  t.same(events(first.stdout, 'created'), [
+    { event: 'created', path: 'it/items', kind: 'dir' },
+    { event: 'created', path: 'it/items/d', kind: 'dir' },
+    { event: 'created', path: 'it/items/link', kind: 'symlink', target: 'a.txt', replaced: false },
+  ], 'the directories, then the symlink');
   await writeFile(path.join(src, 'a.txt'), 'a2');
   const again = await runCli(['--home', b.home, 'push', src, 'alice:inbox/it', '-i', '--force']);
   t.equal(again.code, 0, again.stderr);
   t.match(again.stdout, /^>fc\.{8} it\/items\/a\.txt$/m, 'the replaced file, rsync\'s code');
   t.notMatch(again.stdout, /b\.txt/, 'the identical one is not listed');
+  t.notMatch(again.stdout, /^c[dL]/m, 'nor directories and links already there');
+  await rm(path.join(src, 'link'));
+  await symlink('d/b.txt', path.join(src, 'link'));
+  const relinked = await runCli(['--home', b.home, 'push', src, 'alice:inbox/it', '-i', '--force']);
+  t.equal(relinked.code, 0, relinked.stderr);
+  t.match(relinked.stdout, /^cLc\.{8} it\/items\/link -> d\/b\.txt$/m, 'a link that replaced another');
   const local = path.join(work, 'items-pulled');
   const pulled = await runCli(['--home', b.home, 'pull', 'alice:inbox/it/items', local, '-i']);
   t.equal(pulled.code, 0, pulled.stderr);
+  t.match(pulled.stdout, /^cd\+{9} items\/\n/m, 'a pull lists its directories first');
+  t.match(pulled.stdout, /^cd\+{9} items\/d\/$/m);
   t.match(pulled.stdout, /^>f\+{9} items\/a\.txt$/m);
   t.match(pulled.stdout, /^>f\+{9} items\/d\/b\.txt$/m);
+  t.match(pulled.stdout, /^cL\+{9} items\/link -> d\/b\.txt$/m);
 });
 
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {

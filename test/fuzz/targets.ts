@@ -446,7 +446,7 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
     case 'data-open':
       return { type, transferId: u32(), streamId: u32() };
     case 'transfer-done':
-      return { type, transferId: u32(), files: rng.range(4, 2 ** 40), bytes: u53(), chunksReceived: u53(), chunksSkipped: u53(), ...(rng.bool() ? { published: Array.from({ length: rng.int(4) }, () => ({ path: wfPath(rng) || 'p', replaced: rng.bool() })) } : {}), ...(rng.bool() ? { filesKept: rng.range(1, 1000) } : {}), ...(rng.bool() ? { filesBackedUp: rng.range(1, 1000) } : {}), ...(rng.bool() ? { deletesOverLimit: rng.range(1, 1000) } : {}) };
+      return { type, transferId: u32(), files: rng.range(4, 2 ** 40), bytes: u53(), chunksReceived: u53(), chunksSkipped: u53(), ...(rng.bool() ? { published: Array.from({ length: rng.int(4) }, () => ({ path: wfPath(rng) || 'p', replaced: rng.bool() })) } : {}), ...(rng.bool() ? { created: Array.from({ length: rng.int(4) }, () => (rng.bool() ? { path: wfPath(rng) || 'd', kind: 'dir' as const } : { path: wfPath(rng) || 'l', kind: 'symlink' as const, target: wfPath(rng) || 't', replaced: rng.bool() })) } : {}), ...(rng.bool() ? { filesKept: rng.range(1, 1000) } : {}), ...(rng.bool() ? { filesBackedUp: rng.range(1, 1000) } : {}), ...(rng.bool() ? { deletesOverLimit: rng.range(1, 1000) } : {}) };
     case 'sync-request':
       return { type, transferId: u32(), share: wfText(rng, 12), mode: rng.pick(['two-way', 'send-only', 'receive-only'] as const), reconcile: rng.bytes(rng.range(1, 80)) };
     case 'sync-accept':

@@ -56,7 +56,7 @@ t.test('replaced files and symlinks are kept beside them; an older backup is rep
   t.same([await readFile(join(share, 'a.txt'), 'utf8'), await readFile(join(share, 'a.txt~'), 'utf8')], ['two', 'one']);
   await publish(pub, 'a.txt', 'three');
   t.equal(await readFile(join(share, 'a.txt~'), 'utf8'), 'two', 'the newer backup replaced the older');
-  t.equal(await pub.makeSymlink('l', 'a.txt~'), 'created');
+  t.equal(await pub.makeSymlink('l', 'a.txt~'), 'replaced');
   t.equal(await readlink(join(share, 'l~')), 'a.txt', 'the replaced link is kept as a link');
   await publish(pub, 'new.txt', 'fresh');
   t.notOk(existsSync(join(share, 'new.txt~')), 'nothing to keep for a new file');

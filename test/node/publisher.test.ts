@@ -104,7 +104,8 @@ async function publishTree(srcTop: string, entries: readonly TreeEntry[], pub: P
   result.published += batch.length;
   for (const e of entries) {
     if (e.kind === 'symlink' && e.linkEscapes !== true) {
-      if ((await pub.makeSymlink(e.relPath, e.linkTarget!, e.mtimeMs)) === 'created') result.symlinks++;
+      const made = await pub.makeSymlink(e.relPath, e.linkTarget!, e.mtimeMs);
+      if (made === 'created' || made === 'replaced') result.symlinks++;
     }
   }
   await pub.setDirMetadata(dirs);
@@ -218,7 +219,7 @@ t.test('existing-file policies: keep leaves a different file (and symlink); upda
   t.equal(await readFile(join(share, 'older.txt'), 'utf8'), 'incoming content', 'older: replaced');
   t.equal(await readFile(join(share, 'newer.txt'), 'utf8'), 'old newer.txt', 'newer: kept');
   t.equal(await readFile(join(share, 'same-time.txt'), 'utf8'), 'incoming content', 'the same mtime: replaced (rsync -u keeps only a newer file)');
-  t.equal(await update.makeSymlink('link', 'target', Date.now() + 60_000), 'created', 'a link older than the incoming one is replaced');
+  t.equal(await update.makeSymlink('link', 'target', Date.now() + 60_000), 'replaced', 'a link older than the incoming one is replaced');
   t.equal(await readlink(join(share, 'link')), 'target');
 
   // A file that appears at the final path while ours is assembled: keep drops ours, no error.

@@ -606,3 +606,19 @@ t.test('TransferDone.published: at most the files it counts, and at most 10,000'
   t.throws(() => decodeControl(raw({ transferDone: { files: 20_000, published: files(10_001) } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /lists 10001 files, more than 10000/ });
   t.match(decodeControl(raw({ transferDone: { files: 3, published: [{ path: 'a', replaced: true }] } }), { maxBytes: MAX_BYTES }), { published: [{ path: 'a', replaced: true }] });
 });
+
+t.test('TransferDone.created: directories and symlinks round-trip; other kinds, unspecified kinds and over 10,000 entries are refused', async (t) => {
+  const created = [
+    { path: 'd', kind: 'dir' as const },
+    { path: 'd/l', kind: 'symlink' as const, target: '../x', replaced: true },
+  ];
+  const done = { type: 'transfer-done' as const, transferId: 7, files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, created };
+  t.match(decodeControl(encodeControl(done), { maxBytes: MAX_BYTES }), { type: 'transfer-done', created });
+  t.notOk('created' in decodeControl(encodeControl({ ...done, created: [] }), { maxBytes: MAX_BYTES }), 'none: no field');
+  const kind = clawpeer.v1.EntryKind;
+  t.throws(() => decodeControl(raw({ transferDone: { created: [{ path: 'f', kind: kind.ENTRY_KIND_FILE }] } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /lists "f" as a file: only directories and symlinks/ });
+  t.throws(() => decodeControl(raw({ transferDone: { created: [{ path: 'f' }] } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /created kind is unspecified/ });
+  const many = Array.from({ length: 10_001 }, (_, i) => ({ path: `d${i}`, kind: kind.ENTRY_KIND_DIR }));
+  t.throws(() => decodeControl(raw({ transferDone: { created: many } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /lists 10001 entries, more than 10000/ });
+  t.throws(() => encodeControl({ ...done, created: many.map((e) => ({ path: e.path, kind: 'dir' as const })) }), RangeError, 'nor will it encode them');
+});

@@ -63,7 +63,13 @@ function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean):
 /** --itemize-changes: one line (event) per file published, rsync's codes; a push's listener lists the first 10,000. */
 function reportPublished(ctx: CommandContext, r: TransferResult): void {
   if (r.published === undefined) return;
+  // In the order they happened: directories before their contents, symlinks once the files are in.
+  const created = r.created ?? [];
+  for (const e of created) if (e.kind === 'dir') ctx.out.emit({ event: 'created', path: e.path, kind: 'dir' }, `cd+++++++++ ${e.path}/`);
   for (const f of r.published) ctx.out.emit({ event: 'published', path: f.path, replaced: f.replaced }, `${f.replaced ? '>fc........' : '>f+++++++++'} ${f.path}`);
+  for (const e of created) {
+    if (e.kind === 'symlink') ctx.out.emit({ event: 'created', path: e.path, kind: 'symlink', target: e.target, replaced: e.replaced }, `${e.replaced ? 'cLc........' : 'cL+++++++++'} ${e.path} -> ${e.target}`);
+  }
   const unlisted = r.files - r.published.length;
   if (unlisted > 0) ctx.out.emit({ event: 'published-more', count: unlisted }, `... and ${unlisted} more published`);
 }

@@ -1614,6 +1614,9 @@ export namespace clawpeer {
             /** TransferDone published. */
             published: clawpeer.v1.PublishedFile.$Properties[];
 
+            /** TransferDone created. */
+            created: clawpeer.v1.CreatedEntry.$Properties[];
+
             /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @param message TransferDone message or plain object to encode
@@ -1670,6 +1673,9 @@ export namespace clawpeer {
 
                 /** TransferDone published */
                 published?: (clawpeer.v1.PublishedFile.$Properties[]|null);
+
+                /** TransferDone created */
+                created?: (clawpeer.v1.CreatedEntry.$Properties[]|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -1740,6 +1746,81 @@ export namespace clawpeer {
 
             /** Shape of a PublishedFile. */
             type $Shape = clawpeer.v1.PublishedFile.$Properties;
+        }
+
+        /**
+         * Properties of a CreatedEntry.
+         * @deprecated Use clawpeer.v1.CreatedEntry.$Properties instead.
+         */
+        interface ICreatedEntry extends clawpeer.v1.CreatedEntry.$Properties {
+        }
+
+        /** Represents a CreatedEntry. */
+        class CreatedEntry {
+
+            /**
+             * Constructs a new CreatedEntry.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.CreatedEntry.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** CreatedEntry path. */
+            path: string;
+
+            /** CreatedEntry kind. */
+            kind: clawpeer.v1.EntryKind;
+
+            /** CreatedEntry linkTarget. */
+            linkTarget: string;
+
+            /** CreatedEntry replaced. */
+            replaced: boolean;
+
+            /**
+             * Encodes the specified CreatedEntry message. Does not implicitly {@link clawpeer.v1.CreatedEntry.verify|verify} messages.
+             * @param message CreatedEntry message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.CreatedEntry.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a CreatedEntry message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.CreatedEntry & clawpeer.v1.CreatedEntry.$Shape} CreatedEntry
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.CreatedEntry & clawpeer.v1.CreatedEntry.$Shape;
+        }
+
+        namespace CreatedEntry {
+
+            /** Properties of a CreatedEntry. */
+            interface $Properties {
+
+                /** CreatedEntry path */
+                path?: (string|null);
+
+                /** CreatedEntry kind */
+                kind?: (clawpeer.v1.EntryKind|null);
+
+                /** CreatedEntry linkTarget */
+                linkTarget?: (string|null);
+
+                /** CreatedEntry replaced */
+                replaced?: (boolean|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a CreatedEntry. */
+            type $Shape = clawpeer.v1.CreatedEntry.$Properties;
         }
 
         /** SyncMode enum. */

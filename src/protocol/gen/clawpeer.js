@@ -3929,6 +3929,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|Long|null} [filesBackedUp] TransferDone filesBackedUp
              * @property {number|Long|null} [deletesOverLimit] TransferDone deletesOverLimit
              * @property {Array.<clawpeer.v1.PublishedFile.$Properties>|null} [published] TransferDone published
+             * @property {Array.<clawpeer.v1.CreatedEntry.$Properties>|null} [created] TransferDone created
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3956,6 +3957,7 @@ export const clawpeer = $root.clawpeer = (() => {
             const TransferDone = function (properties) {
                 this.deleted = [];
                 this.published = [];
+                this.created = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -4051,6 +4053,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferDone.prototype.published = $util.emptyArray;
 
             /**
+             * TransferDone created.
+             * @member {Array.<clawpeer.v1.CreatedEntry.$Properties>} created
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.created = $util.emptyArray;
+
+            /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferDone
@@ -4090,6 +4100,9 @@ export const clawpeer = $root.clawpeer = (() => {
                 if (message.published != null && message.published.length)
                     for (let i = 0; i < message.published.length; ++i)
                         $root.clawpeer.v1.PublishedFile.encode(message.published[i], writer.uint32(/* id 11, wireType 2 =*/90).fork(), _depth + 1).ldelim();
+                if (message.created != null && message.created.length)
+                    for (let i = 0; i < message.created.length; ++i)
+                        $root.clawpeer.v1.CreatedEntry.encode(message.created[i], writer.uint32(/* id 12, wireType 2 =*/98).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -4229,6 +4242,14 @@ export const clawpeer = $root.clawpeer = (() => {
                             if (!(message.published && message.published.length))
                                 message.published = [];
                             message.published.push($root.clawpeer.v1.PublishedFile.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    case 12: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.created && message.created.length))
+                                message.created = [];
+                            message.created.push($root.clawpeer.v1.CreatedEntry.decode(reader, reader.size(), $undefined, _depth + 1));
                             continue;
                         }
                     }
@@ -4405,6 +4426,202 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return PublishedFile;
+        })();
+
+        v1.CreatedEntry = (function() {
+
+            /**
+             * Properties of a CreatedEntry.
+             * @typedef {Object} clawpeer.v1.CreatedEntry.$Properties
+             * @property {string|null} [path] CreatedEntry path
+             * @property {clawpeer.v1.EntryKind|null} [kind] CreatedEntry kind
+             * @property {string|null} [linkTarget] CreatedEntry linkTarget
+             * @property {boolean|null} [replaced] CreatedEntry replaced
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a CreatedEntry.
+             * @memberof clawpeer.v1
+             * @interface ICreatedEntry
+             * @augments clawpeer.v1.CreatedEntry.$Properties
+             * @deprecated Use clawpeer.v1.CreatedEntry.$Properties instead.
+             */
+
+            /**
+             * Shape of a CreatedEntry.
+             * @typedef {clawpeer.v1.CreatedEntry.$Properties} clawpeer.v1.CreatedEntry.$Shape
+             */
+
+            /**
+             * Constructs a new CreatedEntry.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a CreatedEntry.
+             * @constructor
+             * @param {clawpeer.v1.CreatedEntry.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const CreatedEntry = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * CreatedEntry path.
+             * @member {string} path
+             * @memberof clawpeer.v1.CreatedEntry
+             * @instance
+             */
+            CreatedEntry.prototype.path = "";
+
+            /**
+             * CreatedEntry kind.
+             * @member {clawpeer.v1.EntryKind} kind
+             * @memberof clawpeer.v1.CreatedEntry
+             * @instance
+             */
+            CreatedEntry.prototype.kind = 0;
+
+            /**
+             * CreatedEntry linkTarget.
+             * @member {string} linkTarget
+             * @memberof clawpeer.v1.CreatedEntry
+             * @instance
+             */
+            CreatedEntry.prototype.linkTarget = "";
+
+            /**
+             * CreatedEntry replaced.
+             * @member {boolean} replaced
+             * @memberof clawpeer.v1.CreatedEntry
+             * @instance
+             */
+            CreatedEntry.prototype.replaced = false;
+
+            /**
+             * Encodes the specified CreatedEntry message. Does not implicitly {@link clawpeer.v1.CreatedEntry.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.CreatedEntry
+             * @static
+             * @param {clawpeer.v1.CreatedEntry.$Properties} message CreatedEntry message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            CreatedEntry.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.path != null && $Object.hasOwnProperty.call(message, "path") && message.path !== "")
+                    writer.uint32(/* id 1, wireType 2 =*/10).string(message.path);
+                if (message.kind != null && $Object.hasOwnProperty.call(message, "kind") && message.kind !== 0)
+                    writer.uint32(/* id 2, wireType 0 =*/16).int32(message.kind);
+                if (message.linkTarget != null && $Object.hasOwnProperty.call(message, "linkTarget") && message.linkTarget !== "")
+                    writer.uint32(/* id 3, wireType 2 =*/26).string(message.linkTarget);
+                if (message.replaced != null && $Object.hasOwnProperty.call(message, "replaced") && message.replaced !== false)
+                    writer.uint32(/* id 4, wireType 0 =*/32).bool(message.replaced);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a CreatedEntry message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.CreatedEntry
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.CreatedEntry & clawpeer.v1.CreatedEntry.$Shape} CreatedEntry
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            CreatedEntry.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.CreatedEntry();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.path = value;
+                            else
+                                delete message.path;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.int32())
+                                message.kind = value;
+                            else
+                                delete message.kind;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.linkTarget = value;
+                            else
+                                delete message.linkTarget;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.replaced = value;
+                            else
+                                delete message.replaced;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return CreatedEntry;
         })();
 
         /**
