@@ -49,7 +49,7 @@ function packIds(manifest: FileManifest): { chunkIds: Uint8Array; chunkLengths: 
   return { chunkIds, chunkLengths: manifest.chunks.map((c) => c.length) };
 }
 
-/** Scans and hashes `localPath` (a file or a directory tree). Escaping symlinks are skipped with a warning. */
+/** Scans and hashes `localPath` (a file or a directory tree). Escaping symlinks, sockets, FIFOs and devices below it are skipped with a warning. */
 export async function scanSource(localPath: string, options: ScanSourceOptions): Promise<TransferSource> {
   const absRoot = path.resolve(localPath);
   // The user's rules see paths below the scanned directory; relPaths start with its name unless rootName is null.
@@ -59,6 +59,8 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
   // partials are about this machine) and temp files of a publish in progress.
   const scanOptions: ScanTreeOptions = {
     skipDir: (rel) => path.posix.basename(rel) === INTERNAL_DIR_NAME || excluded(rel, true),
+    // rsync's "skipping non-regular file": one socket or FIFO in a tree does not stop the transfer.
+    onSpecialSkipped: (local, what) => options.log.warn('skipping a non-regular file', { path: local, kind: what }),
     ...(options.rootName !== undefined ? { rootName: options.rootName } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };

@@ -74,6 +74,11 @@ export interface ScanTreeOptions {
    */
   readonly onIssue?: (issue: TreeScanIssue) => void;
   /**
+   * Sockets, FIFOs and devices below the root: told here and left out (rsync's "skipping
+   * non-regular file") instead of being an issue. The root itself is always an issue.
+   */
+  readonly onSpecialSkipped?: (localPath: string, what: string) => void;
+  /**
    * Directories (by relPath) to leave out whole: neither yielded nor entered. The sync scanner
    * skips `.clawpeer/`, whose partial store and revision log can be large.
    */
@@ -209,7 +214,7 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
   }
 
   // Builds one entry from its lstat; undefined (after reporting) for kinds we do not send.
-  const entryOf = (local: string, rel: string, st: BigIntStats): TreeEntry | undefined => {
+  const entryOf = (local: string, rel: string, st: BigIntStats, isRoot = false): TreeEntry | undefined => {
     const mode = Number(st.mode) & PERMISSION_BITS;
     // Files and directories (nearly every entry) as plain literals: no spread on the hot path.
     if (st.isFile()) return fileEntryOf(rel, st);
@@ -235,6 +240,10 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
       };
     }
     const what = st.isSocket() ? 'a socket' : st.isFIFO() ? 'a FIFO' : 'a device';
+    if (!isRoot && options.onSpecialSkipped !== undefined) {
+      options.onSpecialSkipped(local, what);
+      return undefined;
+    }
     report({
       localPath: local,
       error: new ClawpeerError('IO', `${local} is ${what}: only files, directories and symlinks are sent`),
@@ -243,7 +252,7 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
   };
 
   if (!rootStat.isDirectory()) {
-    const entry = entryOf(rootLocal, rootRel ?? '', rootStat);
+    const entry = entryOf(rootLocal, rootRel ?? '', rootStat, true);
     // A lone symlink's target is relative to a directory the receiver does not get: depth 0.
     if (entry !== undefined) yield entry;
     return;

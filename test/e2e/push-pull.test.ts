@@ -1,7 +1,7 @@
 // Push and pull through the real CLI over loopback: byte-identical trees, no-clobber, --force,
 // read-only shares, refused paths, a tampered frame, and resume after SIGKILL of either side.
 import t from 'tap';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -593,6 +593,27 @@ t.test('--itemize-changes (-i) lists each file published, new or replacing a dif
   t.match(pulled.stdout, /^>f\+{9} items\/a\.txt$/m);
   t.match(pulled.stdout, /^>f\+{9} items\/d\/b\.txt$/m);
   t.match(pulled.stdout, /^cL\+{9} items\/link -> d\/b\.txt$/m);
+});
+
+t.test('a FIFO in a pushed or pulled tree is skipped with a warning, as rsync skips non-regular files; the rest goes', async (t) => {
+  const src = path.join(work, 'special');
+  await mkdir(src);
+  await writeFile(path.join(src, 'a.txt'), 'a');
+  execFileSync('mkfifo', [path.join(src, 'pipe')]);
+  const push = await runCli(['--home', b.home, 'push', src, 'alice:inbox', '--json']);
+  t.equal(push.code, 0, push.stderr);
+  t.match(done(push.stdout), { files: 1 });
+  t.match(push.stderr, /skipping a non-regular file path=.*special\/pipe kind=a FIFO/);
+  t.same((await snapshot(path.join(work, 'inbox', 'special'))).map((i) => i.path), ['a.txt'], 'the file arrived, the FIFO did not');
+  // The listener's share holds one too: a pull skips it there (the listener logs it).
+  execFileSync('mkfifo', [path.join(work, 'inbox', 'special', 'pipe2')]);
+  const local = path.join(work, 'special-pulled');
+  const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/special', local, '--json']);
+  t.equal(pull.code, 0, pull.stderr);
+  t.same((await snapshot(path.join(local, 'special'))).map((i) => i.path), ['a.txt']);
+  const fifo = await runCli(['--home', b.home, 'push', path.join(src, 'pipe'), 'alice:inbox']);
+  t.equal(fifo.code, 1, 'a FIFO named on the command line is an error, not a silent no-op');
+  t.match(fifo.stderr, /pipe is a FIFO: only files, directories and symlinks are sent/);
 });
 
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {

@@ -1,8 +1,10 @@
 import t from 'tap';
 import { chmod, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { scanTreeToArray, symlinkTargetIsConfined } from '../../src/node/tree-scan.js';
+import { execFileSync } from 'node:child_process';
+import net from 'node:net';
+import path, { join } from 'node:path';
+import { scanTree, scanTreeToArray, symlinkTargetIsConfined } from '../../src/node/tree-scan.js';
 import type { TreeScanIssue } from '../../src/node/tree-scan.js';
 
 async function fixture(): Promise<string> {
@@ -107,4 +109,26 @@ t.test('symlinkTargetIsConfined is conservative about ".." after a name', async 
   t.equal(symlinkTargetIsConfined(3, '/abs'), false);
   t.equal(symlinkTargetIsConfined(3, 'C:\\x'), false);
   t.equal(symlinkTargetIsConfined(3, '..\\..\\..\\..\\x'), false, 'backslashes count as separators');
+});
+
+t.test('a FIFO or socket below the root is told to onSpecialSkipped and left out; without it, or as the root, it stops the scan', async (t) => {
+  const root = await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-special-'));
+  t.teardown(() => rm(root, { recursive: true, force: true }));
+  await mkdir(path.join(root, 'sub'));
+  await writeFile(path.join(root, 'sub', 'a.txt'), 'a');
+  execFileSync('mkfifo', [path.join(root, 'sub', 'pipe')]);
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(path.join(root, 'sock'), resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const skipped: string[] = [];
+  const entries: string[] = [];
+  for await (const e of scanTree(root, { rootName: null, onSpecialSkipped: (local, what) => skipped.push(`${path.relative(root, local)} ${what}`) })) entries.push(e.relPath);
+  t.same(entries, ['sub', 'sub/a.txt']);
+  t.same(skipped.sort(), ['sock a socket', 'sub/pipe a FIFO']);
+  await t.rejects(async () => {
+    for await (const e of scanTree(root, { rootName: null })) void e;
+  }, { code: 'IO', message: /is a (FIFO|socket): only files, directories and symlinks are sent/ });
+  await t.rejects(async () => {
+    for await (const e of scanTree(path.join(root, 'sub', 'pipe'), { onSpecialSkipped: () => undefined })) void e;
+  }, { code: 'IO', message: /pipe is a FIFO/ }, 'the root itself is not skipped');
 });
