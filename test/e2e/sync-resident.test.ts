@@ -3,11 +3,13 @@
 // changes still travel; without a listener (or with a dead one's stale socket) the CLI syncs
 // by itself; a bad request on the socket costs only that connection.
 import t from 'tap';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createConnection } from 'node:net';
 import { lstat, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
+import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
 
 const a = await initNode('ra');
 const b = await initNode('rb');
@@ -78,6 +80,21 @@ t.test('without --json the listener\'s sync prints the usual line; a usage error
   const watchless = await runCli(['--home', b.home, 'sync', local(), 'alice:docs', '--json', '-v']);
   t.equal(watchless.code, 0, 'a form the fast path declines still syncs through the listener');
   t.match(jsonLines(watchless.stdout).at(-1), { event: 'done', resident: true });
+});
+
+t.test('status shows a sync the listener runs for this home by the peer\'s pair name, though that peer is not connected to it', async (t) => {
+  await writeFile(local('slow.bin'), randomBytes(1 << 20));
+  const syncing = spawn(process.execPath, [CLI, '--home', b.home, 'sync', local(), 'alice:docs', '--bwlimit', '256', '--mode', 'send-only'], { stdio: 'ignore' });
+  const ended = new Promise<number | null>((resolve) => syncing.once('exit', resolve));
+  t.teardown(() => syncing.kill('SIGKILL'));
+  let seen = '';
+  for (let i = 0; i < 100 && !/sync with/.test(seen); i++) {
+    seen = (await runCli(['--home', b.home, 'status'])).stdout;
+    if (!/sync with/.test(seen)) await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  t.match(seen, /^ {2}sync with alice of mine: /m, 'named as this home pairs it');
+  t.match(seen, /^0 peers connected$/m, 'although no peer is connected to this listener');
+  t.equal(await ended, 0);
 });
 
 t.test('a folder the listener does not serve is synced by the CLI itself', async (t) => {

@@ -4,6 +4,7 @@
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { duration, human } from '../../format.js';
+import { PeerStore } from '../../node/peer-store.js';
 import type { ListenerStatus } from '../../node/resident-protocol.js';
 import type { CommandContext, Runner } from '../context.js';
 
@@ -24,9 +25,10 @@ function endedLine(kind: 'push' | 'pull' | 'sync', e: ListenerStatus['ended']['p
   return `${e.count} ${kind === 'push' ? 'pushes' : `${kind}s`} (${human(e.bytes)}${failed})`;
 }
 
-function report(ctx: CommandContext, s: ListenerStatus): void {
+/** `pairNames`: this home's pair names by id, for a peer not connected now (a sync the listener runs toward it). */
+function report(ctx: CommandContext, s: ListenerStatus, pairNames: ReadonlyMap<string, string>): void {
   const now = Date.now();
-  const nameOf = new Map(s.peers.map((p) => [p.id, p.name ?? p.id]));
+  const nameOf = new Map([...pairNames, ...s.peers.map((p): [string, string] => [p.id, p.name ?? p.id])]);
   const lines = [
     `listener ${s.id} (pid ${s.pid}) on ${s.host}:${s.port} (${s.transports.join(', ')}), up ${duration((now - s.startedAt) / 1000)}`,
     `shares: ${s.shares.map((sh) => `${sh.name} (${sh.readOnly ? 'read-only' : sh.noDelete === true ? 'no push --delete' : 'read-write'}) ${sh.dir}`).join(', ')}`,
@@ -48,7 +50,8 @@ export function registerStatusCommands(cli: Argv, run: Runner): Argv {
       const { listenerStatus } = await import('../resident-client.js');
       const status = await listenerStatus(ctx.home.dir, ctx.signal);
       if (typeof status === 'string') throw new ClawpeerError('IO', `no listener is running for the home ${ctx.home.dir}: ${status} (start one with \`clawpeer listen\`)`);
-      report(ctx, status);
+      const pairs = await new PeerStore(ctx.home.peersFile).list().catch(() => []);
+      report(ctx, status, new Map(pairs.map((p) => [p.id, p.name])));
     }),
   );
 }
