@@ -7,6 +7,8 @@ export interface GlobalOptions {
   readonly home?: string | undefined;
   readonly json?: boolean | undefined;
   readonly v?: number | undefined;
+  /** --quiet (-q): errors only on stderr, no summaries or progress on stdout (rsync -q). */
+  readonly quiet?: boolean | undefined;
 }
 
 export interface CommandContext {
@@ -40,8 +42,9 @@ export function makeContext(options: GlobalOptions, signal: AbortSignal, argv: r
   return {
     argv,
     home: resolveHome(options.home),
-    out: new Output(options.json === true),
-    log: createLogger('clawpeer', options.v ?? 0),
+    out: new Output(options.json === true, undefined, undefined, options.quiet === true),
+    // -v wins over -q for logging (each asks for something explicit); -q alone: errors only.
+    log: createLogger('clawpeer', (options.v ?? 0) > 0 ? (options.v ?? 0) : options.quiet === true ? -1 : 0),
     signal,
   };
 }

@@ -74,6 +74,7 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
     .option('home', { type: 'string', global: true, describe: 'state directory (default: $CLAWPEER_HOME or the platform config dir)' })
     .option('json', { type: 'boolean', global: true, describe: 'machine output: one JSON object per line on stdout' })
     .option('v', { type: 'count', global: true, describe: 'more logging on stderr (repeatable)' })
+    .option('quiet', { alias: 'q', type: 'boolean', global: true, describe: 'errors only: no progress, summaries or warnings (push, pull, sync; rsync -q); --json output is unchanged' })
     .version(VERSION)
     .alias('h', 'help')
     .strict()

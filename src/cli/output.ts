@@ -7,11 +7,24 @@ export class Output {
     readonly json: boolean,
     private readonly stdout: (text: string) => void = (t) => process.stdout.write(t),
     private readonly stderr: (text: string) => void = (t) => process.stderr.write(t),
+    /** --quiet: no summaries or progress for people (rsync -q); --json output is unchanged. */
+    readonly quiet = false,
   ) {}
 
   /** One result: `record` in --json mode, `human` (a line or lines) otherwise. */
   emit(record: Record<string, unknown>, human: string): void {
     this.stdout(this.json ? JSON.stringify(record) + '\n' : human + '\n');
+  }
+
+  /** What a transfer or sync tells when it ends: as emit(), but nothing for people with --quiet. */
+  summary(record: Record<string, unknown>, human: string): void {
+    if (this.quiet && !this.json) return;
+    this.emit(record, human);
+  }
+
+  /** True when people asked for silence: no progress bar, no summaries. */
+  get silent(): boolean {
+    return this.quiet && !this.json;
   }
 
   /** A failure: a JSON error record on stdout in --json mode, and always a line on stderr. */

@@ -39,7 +39,7 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
   }
   for (const p of r.localOnly) out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${p}`);
   for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `left as is this time: ${p}`);
-  out.emit(
+  out.summary(
     {
       event: 'done', inSync: r.inSync, roundTrips: r.roundTrips, reconcileBytes: r.reconcileBytes, revisionsSent: r.revisionsSent,
       revisionsReceived: r.revisionsReceived, chunksSent: r.chunksSent, wireBytes: r.wireBytes, conflicts: r.conflicts, seconds: Math.round(r.seconds * 1000) / 1000,

@@ -611,7 +611,15 @@ t.test('a FIFO in a pushed or pulled tree is skipped with a warning, as rsync sk
   const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/special', local, '--json']);
   t.equal(pull.code, 0, pull.stderr);
   t.same((await snapshot(path.join(local, 'special'))).map((i) => i.path), ['a.txt']);
-  const fifo = await runCli(['--home', b.home, 'push', path.join(src, 'pipe'), 'alice:inbox']);
+  // -q (rsync's): no summary and no warning; errors still say what went wrong.
+  const quiet = await runCli(['--home', b.home, 'push', src, 'alice:inbox/quiet', '-q']);
+  t.equal(quiet.code, 0, quiet.stderr);
+  t.equal(quiet.stdout, '', 'nothing on stdout');
+  t.equal(quiet.stderr, '', 'not even the skipped FIFO');
+  t.same((await snapshot(path.join(work, 'inbox', 'quiet', 'special'))).map((i) => i.path), ['a.txt'], 'and it did push');
+  const quietJson = await runCli(['--home', b.home, 'push', src, 'alice:inbox/quiet', '-q', '--json']);
+  t.match(done(quietJson.stdout), { files: 0 }, '--json keeps its done record');
+  const fifo = await runCli(['--home', b.home, 'push', path.join(src, 'pipe'), 'alice:inbox', '--quiet']);
   t.equal(fifo.code, 1, 'a FIFO named on the command line is an error, not a silent no-op');
   t.match(fifo.stderr, /pipe is a FIFO: only files, directories and symlinks are sent/);
 });

@@ -46,7 +46,7 @@ const transferOptions = (y: Argv): Argv =>
     .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' })
     .option('remove-source-files', { type: 'boolean', default: false, describe: 'push: once the listener has published everything, remove the sent files and symlinks here, unless they changed meanwhile (rsync --remove-source-files; directories stay)' })
     .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' })
-    .option('itemize-changes', { alias: 'i', type: 'boolean', default: false, describe: 'list each file published, as rsync -i: >f+++++++++ PATH for a new one, >fc........ PATH for one that replaced a different file' })
+    .option('itemize-changes', { alias: 'i', type: 'boolean', default: false, describe: 'list each file published and each directory and symlink created, as rsync -i: >f+++++++++ PATH for a new file, >fc........ PATH for one that replaced a different file, cd+++++++++ DIR/, cL+++++++++ LINK -> TARGET' })
     .option('max-delete', { type: 'number', describe: 'with --delete: when more than N paths would be removed, remove none (the rest is still published; exit 1)' })
     .option('backup', { alias: 'b', type: 'boolean', default: false, describe: `keep what --force, --update or --delete replaces or removes, as NAME${DEFAULT_BACKUP_SUFFIX} beside it (rsync --backup)` })
     .option('backup-dir', { type: 'string', describe: 'with --backup (implied): keep backups under DIR, relative to the destination and inside it, at their relative paths' })
@@ -55,9 +55,11 @@ const transferOptions = (y: Argv): Argv =>
 /** --delete: one line (event) per removed path (a dry run: per path it would remove); a push's listener lists the first 1,000. */
 function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean): void {
   if (r.deleted === undefined) return;
-  for (const p of r.deleted) ctx.out.emit({ event: dryRun ? 'would-delete' : 'deleted', path: p }, `${dryRun ? 'would delete' : 'deleting'} ${p}`);
+  // A real run's removals are a summary (--quiet drops them); a dry run's are what was asked for.
+  const tell = (record: Record<string, unknown>, line: string): void => (dryRun ? ctx.out.emit(record, line) : ctx.out.summary(record, line));
+  for (const p of r.deleted) tell({ event: dryRun ? 'would-delete' : 'deleted', path: p }, `${dryRun ? 'would delete' : 'deleting'} ${p}`);
   const unlisted = (r.deletedCount ?? 0) - r.deleted.length;
-  if (unlisted > 0) ctx.out.emit({ event: dryRun ? 'would-delete-more' : 'deleted-more', count: unlisted }, `... and ${unlisted} more`);
+  if (unlisted > 0) tell({ event: dryRun ? 'would-delete-more' : 'deleted-more', count: unlisted }, `... and ${unlisted} more`);
 }
 
 /** --itemize-changes: one line (event) per file published, rsync's codes; a push's listener lists the first 10,000. */
@@ -112,7 +114,7 @@ function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: D
 }
 
 function report(ctx: CommandContext, verb: string, r: TransferResult): void {
-  ctx.out.emit(
+  ctx.out.summary(
     { event: 'done', files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, chunksCompressed: r.chunksCompressed, streams: r.streams, window: r.window, ...optionCounts(r), seconds: Math.round(r.seconds * 1000) / 1000 },
     `${verb} ${r.files} files, ${human(r.bytes)} in ${r.seconds.toFixed(2)} s (${human(r.bytes / Math.max(r.seconds, 0.001))}/s); ` +
       `${r.chunksSent} chunks sent (${r.chunksCompressed} compressed), ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${r.streams} streams, window ${r.window}` +
