@@ -82,6 +82,17 @@ export const BWLIMIT_OPTION = {
   describe: 'cap the rate this side sends at, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit; a pull asks the peer to cap its sending',
 } as const;
 
+/**
+ * A lone `-` on the command line (push's standard-input source, `--exclude-from -`): yargs takes
+ * it for a flag and drops it, or asks for a value after it. The CLI hands it to yargs as this
+ * word, which no path can be (a NUL), and argWord() turns it back.
+ */
+export const STDIN_WORD = '\0-';
+
+/** A word as yargs should see it (toYargsWord) and as the command should (argWord). */
+export const toYargsWord = (word: string): string => (word === '-' ? STDIN_WORD : word);
+export const argWord = (word: string): string => (word === STDIN_WORD ? '-' : word);
+
 /** The patterns of an --exclude-from / --include-from file: one per line; blank lines and lines starting with `;` or `#` are skipped (rsync's). */
 export function patternsOfFile(text: string): string[] {
   return text

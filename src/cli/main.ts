@@ -5,6 +5,7 @@ import yargs, { type Argv } from 'yargs';
 import { ClawpeerError, EXIT_CODES, type ExitCode } from '../errors.js';
 import { makeContext, withInterrupt, type CommandContext, type GlobalOptions, type Runner } from './context.js';
 import { Output, reportError } from './output.js';
+import { toYargsWord } from './args.js';
 type Register = (cli: Argv, run: Runner) => Argv;
 
 // Command modules by the commands they register. A run imports only the module of the command
@@ -68,7 +69,7 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
     }
   };
 
-  let cli: Argv = yargs([...argv])
+  let cli: Argv = yargs(argv.map(toYargsWord))
     .scriptName('clawpeer')
     .usage('$0 <command> [options]\n\nPeer-to-peer file transfer and sync between machines that pin each other\'s keys, over QUIC.')
     .option('home', { type: 'string', global: true, describe: 'state directory (default: $CLAWPEER_HOME or the platform config dir)' })

@@ -624,6 +624,32 @@ t.test('a FIFO in a pushed or pulled tree is skipped with a warning, as rsync sk
   t.match(fifo.stderr, /pipe is a FIFO: only files, directories and symlinks are sent/);
 });
 
+t.test('push - sends what is piped in as one file, named by --stdin-name (croc\'s pipe); nothing is left in the temp dir', async (t) => {
+  const data = randomBytes(300_000);
+  const spoolsBefore = (await readdir(tmpdir())).filter((n) => n.startsWith('clawpeer-stdin-')).length;
+  const r = await runCli(['--home', b.home, 'push', '-', 'alice:inbox/piped', '--stdin-name', 'data.bin', '--json'], { stdin: data });
+  t.equal(r.code, 0, r.stderr);
+  t.match(done(r.stdout), { files: 1, bytes: data.length });
+  t.same(await readFile(path.join(work, 'inbox', 'piped', 'data.bin')), data, 'byte-identical');
+  const plain = await runCli(['--home', b.home, 'push', '-', 'alice:inbox/piped'], { stdin: Buffer.from('hi\n') });
+  t.equal(plain.code, 0, plain.stderr);
+  t.equal(await readFile(path.join(work, 'inbox', 'piped', 'stdin'), 'utf8'), 'hi\n', 'named stdin without --stdin-name');
+  t.equal((await readdir(tmpdir())).filter((n) => n.startsWith('clawpeer-stdin-')).length, spoolsBefore, 'the spool is removed');
+  // --exclude-from - reads standard input too (yargs alone would take the lone - for a flag).
+  const rules = await runCli(['--home', b.home, 'push', path.join(work, 'items'), 'alice:inbox/fromstdin', '--exclude-from', '-', '--json'], { stdin: Buffer.from('*.txt\n') });
+  t.equal(rules.code, 0, rules.stderr);
+  t.notOk(existsSync(path.join(work, 'inbox', 'fromstdin', 'items', 'a.txt')), 'the pattern read from standard input applied');
+  const both = await runCli(['--home', b.home, 'push', '-', 'alice', '--exclude-from', '-'], { stdin: Buffer.from('x') });
+  t.equal(both.code, 2);
+  t.match(both.stderr, /--exclude-from - and the source - both read standard input/);
+  const bad = await runCli(['--home', b.home, 'push', '-', 'alice', '--stdin-name', 'a/b'], { stdin: Buffer.from('x') });
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /--stdin-name "a\/b": a file name, not a path/);
+  const stray = await runCli(['--home', b.home, 'push', path.join(work, 'items'), 'alice', '--stdin-name', 'x']);
+  t.equal(stray.code, 2);
+  t.match(stray.stderr, /give - as a source/);
+});
+
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {
   const src = path.join(work, 'clash');
   await mkdir(src);

@@ -12,9 +12,10 @@ import type { DryRunReport } from '../../node/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileFilter } from '../../transfer/exclude.js';
 import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../node/backups.js';
-import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
+import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { human } from '../../format.js';
 import { createProgress } from '../progress.js';
+import { DEFAULT_STDIN_NAME, spoolStdin, STDIN_SOURCE, stdinName } from '../stdin-spool.js';
 
 /**
  * Streams and window when the user does not say (bench/results). Streams: 10,000 x 4 KiB at
@@ -144,7 +145,27 @@ function backupFrom(args: Record<string, unknown>): BackupPlan | undefined {
 
 async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
   // push LOCAL... REMOTE and pull REMOTE... LOCAL: the last word is the destination, as with rsync and scp.
-  const words = ((args['paths'] as unknown[] | undefined) ?? []).map(String);
+  const words = ((args['paths'] as unknown[] | undefined) ?? []).map((w) => argWord(String(w)));
+  const stdinAt = direction === 'push' ? words.slice(0, -1).indexOf(STDIN_SOURCE) : -1;
+  if (stdinAt < 0) {
+    if (args['stdin-name'] !== undefined) throw new ClawpeerError('USAGE', '--stdin-name names what `push -` reads from standard input: give - as a source');
+    await transfer(ctx, args, direction, words);
+    return;
+  }
+  // push -: standard input, spooled to a private temp file first (stdin-spool.ts).
+  if (words.slice(0, -1).filter((w) => w === STDIN_SOURCE).length > 1) throw new ClawpeerError('USAGE', 'push reads standard input (-) once');
+  const fromStdin = ['exclude-from', 'include-from'].find((flag) => ((args[flag] as unknown[] | undefined) ?? []).map((w) => argWord(String(w))).includes(STDIN_SOURCE));
+  if (fromStdin !== undefined) throw new ClawpeerError('USAGE', `--${fromStdin} - and the source - both read standard input: give the patterns in a file`);
+  if (args['remove-source-files'] === true) throw new ClawpeerError('USAGE', '--remove-source-files with the source -: standard input is not a file to remove');
+  const spool = await spoolStdin(stdinName(String(args['stdin-name'] ?? DEFAULT_STDIN_NAME)), process.stdin, ctx.signal);
+  try {
+    await transfer(ctx, args, direction, words.map((w, i) => (i === stdinAt ? spool.path : w)));
+  } finally {
+    await spool.remove();
+  }
+}
+
+async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[]): Promise<void> {
   if (words.length < 2) {
     throw new ClawpeerError('USAGE', direction === 'push' ? 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]' : 'pull needs what to fetch and where: PEER:SHARE[/PATH]... LOCAL_DIR');
   }
@@ -169,7 +190,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const removeSourceFiles = args['remove-source-files'] === true;
   if (removeSourceFiles && direction === 'pull') throw new ClawpeerError('USAGE', '--remove-source-files applies to push: a pull does not remove the listener\'s files');
   if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
-  const strings = (name: string): string[] => ((args[name] as unknown[] | undefined) ?? []).map(String);
+  const strings = (name: string): string[] => ((args[name] as unknown[] | undefined) ?? []).map((w) => argWord(String(w)));
   const rules = filterRulesInOrder(ctx.argv, { included: strings('include'), excluded: strings('exclude'), includeFrom: strings('include-from'), excludeFrom: strings('exclude-from') });
   const excludeRules = rules.length === 0 ? undefined : compileFilter(rules);
   if (direction === 'pull' && !dryRun) for (const r of remotes) await sweepPullDestination(ctx, localPath, r.path);
@@ -248,7 +269,12 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
     .command(
       'push <paths..>',
       'send files or trees to a peer: push LOCAL... PEER[:SHARE[/PATH]] (default share: inbox); each LOCAL lands inside PATH under its own name',
-      (y) => transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'LOCAL... then PEER[:SHARE[/PATH]]' })),
+      (y) =>
+        transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'LOCAL... then PEER[:SHARE[/PATH]]; LOCAL - is standard input' })).option('stdin-name', {
+          type: 'string',
+          requiresArg: true,
+          describe: `with the source -: the name what is piped in lands under (default ${DEFAULT_STDIN_NAME})`,
+        }),
       runner((ctx, args) => run(ctx, args, 'push')),
     )
     .command(
