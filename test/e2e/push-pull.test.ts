@@ -648,6 +648,19 @@ t.test('push - sends what is piped in as one file, named by --stdin-name (croc\'
   const stray = await runCli(['--home', b.home, 'push', path.join(work, 'items'), 'alice', '--stdin-name', 'x']);
   t.equal(stray.code, 2);
   t.match(stray.stderr, /give - as a source/);
+  // And back: pull PEER:SHARE/FILE - writes the file's bytes, and nothing else, on stdout.
+  const out = await new Promise<Buffer>((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, '--home', b.home, 'pull', 'alice:inbox/piped/data.bin', '-'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const parts: Buffer[] = [];
+    child.stdout.on('data', (d: Buffer) => parts.push(d));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(Buffer.concat(parts)) : reject(new Error(`pull - exited ${String(code)}`))));
+  });
+  t.same(out, data, 'the pulled file on standard output, byte-identical');
+  const dir = await runCli(['--home', b.home, 'pull', 'alice:inbox/piped', '-']);
+  t.equal(dir.code, 2);
+  t.match(dir.stderr, /piped is a directory: pull it into a directory/);
+  t.equal(dir.stdout, '');
 });
 
 t.test('no-clobber exits 5 naming the file; --force replaces', async (t) => {

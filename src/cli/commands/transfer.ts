@@ -16,6 +16,7 @@ import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFro
 import { human } from '../../format.js';
 import { createProgress } from '../progress.js';
 import { DEFAULT_STDIN_NAME, spoolStdin, STDIN_SOURCE, stdinName } from '../stdin-spool.js';
+import { checkStdoutPull, pullToStdout, STDOUT_DESTINATION } from '../stdout-pull.js';
 
 /**
  * Streams and window when the user does not say (bench/results). Streams: 10,000 x 4 KiB at
@@ -146,6 +147,14 @@ function backupFrom(args: Record<string, unknown>): BackupPlan | undefined {
 async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
   // push LOCAL... REMOTE and pull REMOTE... LOCAL: the last word is the destination, as with rsync and scp.
   const words = ((args['paths'] as unknown[] | undefined) ?? []).map((w) => argWord(String(w)));
+  if (direction === 'pull' && words.length >= 2 && words.at(-1) === STDOUT_DESTINATION) {
+    // pull PEER:SHARE/FILE -: the file's bytes on standard output (stdout-pull.ts), no summary.
+    const remotes = words.slice(0, -1);
+    const paths = remotes.map((w) => parseRemote(w, true).path);
+    checkStdoutPull(paths, args);
+    await pullToStdout(paths[0]?.split('/').at(-1) ?? '', (dir) => transfer(ctx, args, 'pull', [...remotes, dir], false));
+    return;
+  }
   const stdinAt = direction === 'push' ? words.slice(0, -1).indexOf(STDIN_SOURCE) : -1;
   if (stdinAt < 0) {
     if (args['stdin-name'] !== undefined) throw new ClawpeerError('USAGE', '--stdin-name names what `push -` reads from standard input: give - as a source');
@@ -165,7 +174,8 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   }
 }
 
-async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[]): Promise<void> {
+/** `summary`: print the closing line (not when stdout carries a pulled file's bytes). */
+async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[], summary = true): Promise<void> {
   if (words.length < 2) {
     throw new ClawpeerError('USAGE', direction === 'push' ? 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]' : 'pull needs what to fetch and where: PEER:SHARE[/PATH]... LOCAL_DIR');
   }
@@ -231,8 +241,8 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
     reportPublished(ctx, result);
     reportDeleted(ctx, result, result.dryRun !== undefined);
     for (const p of result.sourceChanged ?? []) ctx.out.emit({ event: 'source-kept', path: p }, `not removed, changed or gone since it was sent: ${p}`);
-    if (result.dryRun === undefined) report(ctx, verb, result);
-    else reportDryRun(ctx, verb, result, result.dryRun);
+    if (result.dryRun !== undefined) reportDryRun(ctx, verb, result, result.dryRun);
+    else if (summary) report(ctx, verb, result);
     // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
     // pull ends on our own transfer-done, which the linger sees delivered.
     delivered = direction === 'push';
