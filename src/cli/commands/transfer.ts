@@ -290,7 +290,7 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
     .command(
       'pull <paths..>',
       'fetch files or trees from a peer: pull PEER:SHARE[/PATH]... LOCAL_DIR; each lands inside LOCAL_DIR under its own name',
-      (y) => transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'PEER:SHARE[/PATH]... then LOCAL_DIR' })),
+      (y) => transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'PEER:SHARE[/PATH]... then LOCAL_DIR; LOCAL_DIR - writes one pulled file to standard output' })),
       runner((ctx, args) => run(ctx, args, 'pull')),
     );
 }
