@@ -15,17 +15,25 @@
 // Temp files: the tests (and the CLIs they start) get a TMPDIR of their own, removed at the end
 // (kept when CLAWPEER_KEEP_TEST_TMP=1). Tests killed mid-way, listeners killed with SIGKILL and
 // fault trials leave directories behind; in the shared /tmp they piled up by the thousand.
+//
+// A file past its deadline (300 s; CLAWPEER_TEST_FILE_TIMEOUT_S) gets SIGTERM first: every file
+// runs with test-hang-report.cjs, which prints what it was still waiting on; then its process
+// group is killed. A hang used to leave only "TAP version 14" behind.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** Files run at once: the suite is CPU-bound and this machine has 2 cores. */
 const JOBS = Number(process.env.CLAWPEER_TEST_JOBS ?? 2);
 /** A file's own deadline (tap's root test times out at this and reports what was pending). */
-const FILE_TIMEOUT_S = 300;
+const FILE_TIMEOUT_S = Number(process.env.CLAWPEER_TEST_FILE_TIMEOUT_S ?? 300);
 /** Past its deadline, a file that has not exited is killed after this grace. */
 const KILL_GRACE_MS = 10_000;
+/** How long a stopped file gets to say what it waited on before its process group is killed. */
+const HANG_REPORT_GRACE_MS = 2_000;
+const HANG_REPORT = fileURLToPath(new URL('./test-hang-report.cjs', import.meta.url));
 
 // Default: every compiled test file except the slow suites under test/slow/.
 function defaultTestFiles(dir) {
@@ -83,14 +91,20 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 function runFile(file, env) {
   const started = process.hrtime.bigint();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--enable-source-maps', file], { env, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    const child = spawn(process.execPath, ['--enable-source-maps', '--require', HANG_REPORT, file], { env, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
     running.add(child);
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (d) => (output += d));
     let timedOut = false;
     const killer = setTimeout(() => {
       timedOut = true;
-      killGroup(child);
+      // First ask the file what it waits on (test-hang-report.cjs), then stop its whole group.
+      try {
+        child.kill('SIGTERM');
+      } catch {
+        // gone already
+      }
+      setTimeout(() => killGroup(child), HANG_REPORT_GRACE_MS).unref();
     }, FILE_TIMEOUT_S * 1000 + KILL_GRACE_MS);
     child.on('close', (code, signal) => {
       running.delete(child);
