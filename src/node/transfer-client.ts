@@ -63,6 +63,8 @@ export interface TransferOptions {
   readonly maxDelete?: number;
   /** --itemize: the result lists the files published (a push asks the listener). */
   readonly itemize?: boolean;
+  /** Pull to standard output: the remote path must be one regular file, checked on its manifest before any chunk is asked for. */
+  readonly singleFile?: boolean;
 }
 
 export interface TransferResult {
@@ -392,6 +394,11 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
+  const lone = entries[0];
+  if (o.singleFile === true && (entries.length !== 1 || lone?.kind !== 'file')) {
+    const what = lone?.kind === 'symlink' ? 'a symlink' : 'a directory';
+    throw new ClawpeerError('USAGE', `${o.remotePath} is ${what}: pull it into a directory, not to standard output`);
+  }
   const totalFiles = entries.filter((e) => e.kind === 'file').length;
   const receiving = new ProgressCounter((p) => o.onProgress?.(p), 'receiving', 0, totalFiles);
   // Into a synced folder's root, what --force or --update replaces stays in its history (no --backup).

@@ -152,7 +152,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
     const remotes = words.slice(0, -1);
     const paths = remotes.map((w) => parseRemote(w, true).path);
     checkStdoutPull(paths, args);
-    await pullToStdout(paths[0]?.split('/').at(-1) ?? '', (dir) => transfer(ctx, args, 'pull', [...remotes, dir], false));
+    await pullToStdout(paths[0]?.split('/').at(-1) ?? '', (dir) => transfer(ctx, args, 'pull', [...remotes, dir], false, true));
     return;
   }
   const stdinAt = direction === 'push' ? words.slice(0, -1).indexOf(STDIN_SOURCE) : -1;
@@ -174,8 +174,11 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   }
 }
 
-/** `summary`: print the closing line (not when stdout carries a pulled file's bytes). */
-async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[], summary = true): Promise<void> {
+/**
+ * `summary`: print the closing line; `singleFile`: the pull must be one regular file, refused on
+ * its manifest before any chunk travels (both for a pull to standard output).
+ */
+async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[], summary = true, singleFile = false): Promise<void> {
   if (words.length < 2) {
     throw new ClawpeerError('USAGE', direction === 'push' ? 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]' : 'pull needs what to fetch and where: PEER:SHARE[/PATH]... LOCAL_DIR');
   }
@@ -225,6 +228,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
       ...(backup === undefined ? {} : { backup }),
       ...(maxDelete === undefined ? {} : { maxDelete }),
       ...(args['itemize-changes'] === true ? { itemize: true } : {}),
+      ...(singleFile ? { singleFile } : {}),
       nodeId: identity.nodeId,
     };
     // Several remotes: one pull after another on this session, reported as one (one count up).
