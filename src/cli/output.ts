@@ -18,7 +18,7 @@ export class Output {
 
   /** What a transfer or sync tells when it ends: as emit(), but nothing for people with --quiet. */
   summary(record: Record<string, unknown>, human: string): void {
-    if (this.quiet && !this.json) return;
+    if (this.silent) return;
     this.emit(record, human);
   }
 

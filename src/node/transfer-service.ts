@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type ControlMessage, type TransferRequestMessage } from '../protocol/messages.js';
+import { listedEntryBytes, MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type ControlMessage, type TransferRequestMessage } from '../protocol/messages.js';
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
@@ -334,7 +334,7 @@ function listedWithin<T extends { readonly path: string; readonly target?: strin
   const out: T[] = [];
   let bytes = 0;
   for (const e of all) {
-    bytes += Buffer.byteLength(e.path) + (e.target === undefined ? 0 : Buffer.byteLength(e.target));
+    bytes += listedEntryBytes(e);
     if (out.length === MAX_LISTED_PUBLISHED || bytes > MAX_LISTED_PUBLISHED_BYTES) break;
     out.push(e);
   }

@@ -1005,12 +1005,22 @@ function backedUpFromWire(backedUp: number): { filesBackedUp?: number } {
   return backedUp === 0 ? {} : { filesBackedUp: backedUp };
 }
 
-function publishedProblem(published: readonly PublishedFile[], files: number): string | undefined {
-  if (published.length > MAX_LISTED_PUBLISHED) return `TransferDone.published lists ${published.length} files, more than ${MAX_LISTED_PUBLISHED}`;
-  if (published.length > files) return `TransferDone.published lists ${published.length} files, more than the ${files} it counts`;
+/** The text a listed entry of TransferDone takes: its path, and a symlink's target (UTF-8 bytes). */
+export function listedEntryBytes(e: { readonly path: string; readonly target?: string }): number {
+  return protobuf.util.utf8.length(e.path) + (e.target === undefined ? 0 : protobuf.util.utf8.length(e.target));
+}
+
+/** What is wrong with a list TransferDone carries, if anything: over MAX_LISTED_PUBLISHED items, or over MAX_LISTED_PUBLISHED_BYTES of text. */
+function listedProblem(field: string, noun: string, text: string, list: readonly { readonly path: string; readonly target?: string }[]): string | undefined {
+  if (list.length > MAX_LISTED_PUBLISHED) return `${field} lists ${list.length} ${noun}, more than ${MAX_LISTED_PUBLISHED}`;
   let bytes = 0;
-  for (const f of published) bytes += protobuf.util.utf8.length(f.path);
-  return bytes > MAX_LISTED_PUBLISHED_BYTES ? `TransferDone.published lists ${bytes} bytes of paths, more than ${MAX_LISTED_PUBLISHED_BYTES}` : undefined;
+  for (const e of list) bytes += listedEntryBytes(e);
+  return bytes > MAX_LISTED_PUBLISHED_BYTES ? `${field} lists ${bytes} bytes of ${text}, more than ${MAX_LISTED_PUBLISHED_BYTES}` : undefined;
+}
+
+function publishedProblem(published: readonly PublishedFile[], files: number): string | undefined {
+  if (published.length <= MAX_LISTED_PUBLISHED && published.length > files) return `TransferDone.published lists ${published.length} files, more than the ${files} it counts`;
+  return listedProblem('TransferDone.published', 'files', 'paths', published);
 }
 
 function publishedFromWire(raw: readonly clawpeer.v1.PublishedFile.$Properties[], files: number): { published?: PublishedFile[] } {
@@ -1021,12 +1031,8 @@ function publishedFromWire(raw: readonly clawpeer.v1.PublishedFile.$Properties[]
   return { published };
 }
 
-/** What is wrong with TransferDone's created entries, if anything: too many, or too many bytes of paths and targets. */
 function createdProblem(created: readonly CreatedEntry[]): string | undefined {
-  if (created.length > MAX_LISTED_PUBLISHED) return `TransferDone.created lists ${created.length} entries, more than ${MAX_LISTED_PUBLISHED}`;
-  let bytes = 0;
-  for (const e of created) bytes += protobuf.util.utf8.length(e.path) + (e.kind === 'symlink' ? protobuf.util.utf8.length(e.target) : 0);
-  return bytes > MAX_LISTED_PUBLISHED_BYTES ? `TransferDone.created lists ${bytes} bytes of paths and targets, more than ${MAX_LISTED_PUBLISHED_BYTES}` : undefined;
+  return listedProblem('TransferDone.created', 'entries', 'paths and targets', created);
 }
 
 function createdFromWire(raw: readonly clawpeer.v1.CreatedEntry.$Properties[]): { created?: CreatedEntry[] } {

@@ -144,15 +144,21 @@ function backupFrom(args: Record<string, unknown>): BackupPlan | undefined {
   return backupPlan(dir, suffix);
 }
 
+/** A repeatable option's (or the positionals') words, a lone `-` turned back (args.ts argWord). */
+const argWords = (args: Record<string, unknown>, name: string): string[] => ((args[name] as unknown[] | undefined) ?? []).map((w) => argWord(String(w)));
+
+/** The name a remote path lands under here: its last segment. */
+const landingName = (remotePath: string): string => remotePath.split('/').at(-1) ?? '';
+
 async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
   // push LOCAL... REMOTE and pull REMOTE... LOCAL: the last word is the destination, as with rsync and scp.
-  const words = ((args['paths'] as unknown[] | undefined) ?? []).map((w) => argWord(String(w)));
+  const words = argWords(args, 'paths');
   if (direction === 'pull' && words.length >= 2 && words.at(-1) === STDOUT_DESTINATION) {
     // pull PEER:SHARE/FILE -: the file's bytes on standard output (stdout-pull.ts), no summary.
     const remotes = words.slice(0, -1);
     const paths = remotes.map((w) => parseRemote(w, true).path);
     checkStdoutPull(paths, args);
-    await pullToStdout(paths[0]?.split('/').at(-1) ?? '', (dir) => transfer(ctx, args, 'pull', [...remotes, dir], false, true));
+    await pullToStdout(landingName(paths[0] ?? ''), (dir) => transfer(ctx, args, 'pull', [...remotes, dir], true));
     return;
   }
   const stdinAt = direction === 'push' ? words.slice(0, -1).indexOf(STDIN_SOURCE) : -1;
@@ -163,7 +169,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   }
   // push -: standard input, spooled to a private temp file first (stdin-spool.ts).
   if (words.slice(0, -1).filter((w) => w === STDIN_SOURCE).length > 1) throw new ClawpeerError('USAGE', 'push reads standard input (-) once');
-  const fromStdin = ['exclude-from', 'include-from'].find((flag) => ((args[flag] as unknown[] | undefined) ?? []).map((w) => argWord(String(w))).includes(STDIN_SOURCE));
+  const fromStdin = ['exclude-from', 'include-from'].find((flag) => argWords(args, flag).includes(STDIN_SOURCE));
   if (fromStdin !== undefined) throw new ClawpeerError('USAGE', `--${fromStdin} - and the source - both read standard input: give the patterns in a file`);
   if (args['remove-source-files'] === true) throw new ClawpeerError('USAGE', '--remove-source-files with the source -: standard input is not a file to remove');
   const spool = await spoolStdin(stdinName(String(args['stdin-name'] ?? DEFAULT_STDIN_NAME)), process.stdin, ctx.signal);
@@ -175,10 +181,10 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
 }
 
 /**
- * `summary`: print the closing line; `singleFile`: the pull must be one regular file, refused on
- * its manifest before any chunk travels (both for a pull to standard output).
+ * `toStdout`: a pull for standard output: it must be one regular file (refused on its manifest,
+ * before any chunk travels), and stdout gets no closing line.
  */
-async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[], summary = true, singleFile = false): Promise<void> {
+async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[], toStdout = false): Promise<void> {
   if (words.length < 2) {
     throw new ClawpeerError('USAGE', direction === 'push' ? 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]' : 'pull needs what to fetch and where: PEER:SHARE[/PATH]... LOCAL_DIR');
   }
@@ -187,7 +193,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   const remote = remotes[0];
   if (remote === undefined) throw new TypeError('no remote');
   if (remotes.some((r) => r.peer !== remote.peer)) throw new ClawpeerError('USAGE', `pull from one peer at a time: ${remotes.map((r) => r.peer).join(', ')}`);
-  const landing = remotes.filter((r) => r.path !== '').map((r) => r.path.split('/').at(-1) ?? '');
+  const landing = remotes.filter((r) => r.path !== '').map((r) => landingName(r.path));
   const twice = landing.find((name, i) => landing.indexOf(name) !== i);
   if (twice !== undefined) throw new ClawpeerError('USAGE', `two of the pulled paths would both land as ${twice}: pull them separately`);
   const localPath = direction === 'push' ? (sources[0] ?? '') : (words.at(-1) ?? '');
@@ -203,8 +209,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   const removeSourceFiles = args['remove-source-files'] === true;
   if (removeSourceFiles && direction === 'pull') throw new ClawpeerError('USAGE', '--remove-source-files applies to push: a pull does not remove the listener\'s files');
   if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
-  const strings = (name: string): string[] => ((args[name] as unknown[] | undefined) ?? []).map((w) => argWord(String(w)));
-  const rules = filterRulesInOrder(ctx.argv, { included: strings('include'), excluded: strings('exclude'), includeFrom: strings('include-from'), excludeFrom: strings('exclude-from') });
+  const rules = filterRulesInOrder(ctx.argv, { included: argWords(args, 'include'), excluded: argWords(args, 'exclude'), includeFrom: argWords(args, 'include-from'), excludeFrom: argWords(args, 'exclude-from') });
   const excludeRules = rules.length === 0 ? undefined : compileFilter(rules);
   if (direction === 'pull' && !dryRun) for (const r of remotes) await sweepPullDestination(ctx, localPath, r.path);
   const identity = await loadIdentity(ctx.home.identityKeyFile);
@@ -228,7 +233,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
       ...(backup === undefined ? {} : { backup }),
       ...(maxDelete === undefined ? {} : { maxDelete }),
       ...(args['itemize-changes'] === true ? { itemize: true } : {}),
-      ...(singleFile ? { singleFile } : {}),
+      ...(toStdout ? { singleFile: true } : {}),
       nodeId: identity.nodeId,
     };
     // Several remotes: one pull after another on this session, reported as one (one count up).
@@ -246,7 +251,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
     reportDeleted(ctx, result, result.dryRun !== undefined);
     for (const p of result.sourceChanged ?? []) ctx.out.emit({ event: 'source-kept', path: p }, `not removed, changed or gone since it was sent: ${p}`);
     if (result.dryRun !== undefined) reportDryRun(ctx, verb, result, result.dryRun);
-    else if (summary) report(ctx, verb, result);
+    else if (!toStdout) report(ctx, verb, result);
     // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
     // pull ends on our own transfer-done, which the linger sees delivered.
     delivered = direction === 'push';
