@@ -17,7 +17,7 @@ import type { PeerSession } from './session.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from './transfer-control.js';
 import { TransferReceiver, type ReceiverOptions } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
-import { scanSources } from './transfer-source.js';
+import { scanListed, scanSources, type ScanSourceOptions } from './transfer-source.js';
 import { settledWithin, withTimeout } from './timeouts.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import { TEST_HOOKS } from './test-hooks.js';
@@ -36,6 +36,8 @@ export interface TransferOptions {
   readonly localPath: string;
   /** push: every local path sent, each landing under its own name (default: localPath alone). */
   readonly sources?: readonly string[];
+  /** push --files-from: these paths, relative to localPath (a directory), each landing at its relative path (transfer-source.ts scanListed). */
+  readonly filesFrom?: readonly string[];
   readonly force: boolean;
   readonly streams: number;
   readonly window: number;
@@ -206,14 +208,15 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   if (o.delete === true && o.maxDelete !== undefined) session.requireFeature('max-delete', 'cannot cap --delete (--max-delete)', 'push without --max-delete, or without --delete');
   if (o.itemize === true && o.dryRun !== true) session.requireFeature('itemize', 'cannot list the files it publishes (--itemize)', 'push without --itemize');
   let hashed = 0;
-  const source = await scanSources(sources, {
+  const scanOptions: ScanSourceOptions = {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
     ...(o.excludeRules === undefined ? {} : { excludeRules: o.excludeRules }),
     onFileHashed: (bytes) => {
       hashed += bytes;
       o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: 0, totalFiles: 0 });
     },
-  });
+  };
+  const source = o.filesFrom === undefined ? await scanSources(sources, scanOptions) : await scanListed(o.localPath, o.filesFrom, scanOptions);
   const totalFiles = source.files.size;
   if (o.dryRun === true) {
     const plan = await pushDryRun(o, source.entries, started, wireStart);

@@ -1,5 +1,6 @@
 // The sending side's view of a local file or tree: scanned, chunked and hashed into the
 // manifest entries a transfer announces, with where each file's bytes live on disk.
+import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -7,6 +8,7 @@ import { manifestFromFile } from '../chunking/file-chunker.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import type { ManifestEntry } from '../protocol/messages.js';
 import { belowTransferRoot, type ExcludeRules } from '../transfer/exclude.js';
+import { ancestorsOf } from '../transfer/file-list.js';
 import type { Logger } from '../logger.js';
 import { msToNs, type FileKey } from './file-key.js';
 import { INTERNAL_DIR_NAME, isTempFileName } from './internal-names.js';
@@ -52,47 +54,109 @@ function packIds(manifest: FileManifest): { chunkIds: Uint8Array; chunkLengths: 
 /** Scans and hashes `localPath` (a file or a directory tree). Escaping symlinks, sockets, FIFOs and devices below it are skipped with a warning. */
 export async function scanSource(localPath: string, options: ScanSourceOptions): Promise<TransferSource> {
   const absRoot = path.resolve(localPath);
-  // The user's rules see paths below the scanned directory; relPaths start with its name unless rootName is null.
+  // relPaths start with the root's name (or, with rootName null, are inside the root).
+  const base = options.rootName === null ? absRoot : path.dirname(absRoot);
+  const out = newCollected();
+  await collect(out, absRoot, { base, rulesOnWholePath: options.rootName === null }, options);
+  return collected(out, base);
+}
+
+/**
+ * Scans and hashes what `push --files-from` lists (file-list.ts): each path is relative to
+ * `baseDir` and keeps that relative path (rsync's implied --relative), a directory whole; the
+ * directories it lies in travel as directory entries (rsync's implied dirs), with their own mode
+ * and mtime, whatever --exclude says of them. --exclude rules match paths below `baseDir`. USAGE naming the path for one that does
+ * not exist, or lies below something that is not a directory.
+ */
+export async function scanListed(baseDir: string, relPaths: readonly string[], options: ScanSourceOptions): Promise<TransferSource> {
+  const base = path.resolve(baseDir);
+  if (!(await lstat(base).catch(() => undefined))?.isDirectory()) throw new ClawpeerError('USAGE', `--files-from: ${baseDir} is not a directory (the listed paths are relative to it)`);
+  const out = newCollected();
+  for (const rel of relPaths) {
+    for (const dir of ancestorsOf(rel)) {
+      if (out.paths.has(dir)) continue;
+      const st = await lstat(path.join(base, ...dir.split('/'))).catch(() => undefined);
+      if (st?.isDirectory() !== true) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, but ${dir} ${st === undefined ? 'does not exist' : 'is not a directory'} in ${baseDir}`);
+      out.paths.add(dir);
+      out.entries.push(dirEntry(dir, Number(st.mode) & 0o777, Math.floor(st.mtimeMs)));
+    }
+    const abs = path.join(base, ...rel.split('/'));
+    if ((await lstat(abs).catch(() => undefined)) === undefined) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, which does not exist in ${baseDir}`);
+    await collect(out, abs, { base, rulesOnWholePath: true, rootName: rel, symlinkTopDepth: 0 }, options);
+  }
+  return collected(out, base);
+}
+
+interface Collected {
+  readonly entries: ManifestEntry[];
+  readonly files: Map<number, SourceFile>;
+  /** Entry paths so far: a path is announced once. */
+  readonly paths: Set<string>;
+  totalBytes: number;
+}
+
+const newCollected = (): Collected => ({ entries: [], files: new Map(), paths: new Set(), totalBytes: 0 });
+
+function collected(out: Collected, base: string): TransferSource {
+  const { entries, files, totalBytes } = out;
+  return { localPathOf: (i) => path.join(base, ...(entries[i]?.path ?? '').split('/')), entries, files, totalBytes };
+}
+
+function dirEntry(relPath: string, mode: number, mtimeMs: number): ManifestEntry {
+  return { path: relPath, kind: 'dir', size: 0, mode, mtimeMs, linkTarget: '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] };
+}
+
+interface CollectPlan {
+  /** The directory entry relPaths are relative to. */
+  readonly base: string;
+  /** The user's rules see whole relPaths (a directory's contents, a files-from list), not the part below the scanned root. */
+  readonly rulesOnWholePath: boolean;
+  /** relPath of the scanned root (tree-scan's rootName); default: options.rootName, then its base name. */
+  readonly rootName?: string;
+  readonly symlinkTopDepth?: number;
+}
+
+/** Scans and hashes `absRoot` into `out`, skipping paths already there. */
+async function collect(out: Collected, absRoot: string, plan: CollectPlan, options: ScanSourceOptions): Promise<void> {
   const rules = options.excludeRules;
-  const excluded = (rel: string, isDir: boolean): boolean => rules !== undefined && rules.excludes(belowTransferRoot(rel, options.rootName === null), isDir);
+  const excluded = (rel: string, isDir: boolean): boolean => rules !== undefined && rules.excludes(belowTransferRoot(rel, plan.rulesOnWholePath), isDir);
+  const rootName = plan.rootName ?? options.rootName;
   // clawpeer's own state never travels: a synced folder's `.clawpeer/` (its revision log and
   // partials are about this machine) and temp files of a publish in progress.
   const scanOptions: ScanTreeOptions = {
     skipDir: (rel) => path.posix.basename(rel) === INTERNAL_DIR_NAME || excluded(rel, true),
     // rsync's "skipping non-regular file": one socket or FIFO in a tree does not stop the transfer.
     onSpecialSkipped: (local, what) => options.log.warn('skipping a non-regular file', { path: local, kind: what }),
-    ...(options.rootName !== undefined ? { rootName: options.rootName } : {}),
+    ...(rootName !== undefined ? { rootName } : {}),
+    ...(plan.symlinkTopDepth !== undefined ? { symlinkTopDepth: plan.symlinkTopDepth } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
-  // relPaths start with the root's name (or, with rootName null, are inside the root).
-  const base = options.rootName === null ? absRoot : path.dirname(absRoot);
-  const entries: ManifestEntry[] = [];
-  const files = new Map<number, SourceFile>();
-  let totalBytes = 0;
+  const { entries, files } = out;
   for await (const e of scanTree(absRoot, scanOptions)) {
+    if (out.paths.has(e.relPath)) continue;
     if (options.exclude?.(e.relPath) === true || isTempFileName(path.posix.basename(e.relPath))) continue;
     if (e.kind !== 'dir' && excluded(e.relPath, false)) continue;
     const mtimeMs = Math.floor(e.mtimeMs);
     const mode = e.mode & 0o777;
     switch (e.kind) {
       case 'dir':
-        entries.push({ path: e.relPath, kind: 'dir', size: 0, mode, mtimeMs, linkTarget: '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] });
+        entries.push(dirEntry(e.relPath, mode, mtimeMs));
         break;
       case 'symlink':
         if (e.linkEscapes === true) {
           options.log.warn('skipping a symlink that points outside the tree', { path: e.relPath, target: e.linkTarget ?? '' });
-          break;
+          continue;
         }
         entries.push({ path: e.relPath, kind: 'symlink', size: 0, mode, mtimeMs, linkTarget: e.linkTarget ?? '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] });
         break;
       case 'file': {
-        const local = path.join(base, ...e.relPath.split('/'));
+        const local = path.join(plan.base, ...e.relPath.split('/'));
         const hashedAtNs = msToNs(Date.now());
         const manifest = await manifestFromFile(local, options.chunking, options.signal !== undefined ? { signal: options.signal } : {});
         options.onFileHashed?.(manifest.size);
         files.set(entries.length, { entryIndex: entries.length, localPath: local, manifest, key: { size: e.size, mtimeNs: e.mtimeNs, ino: e.ino }, hashedAtNs });
         entries.push({ path: e.relPath, kind: 'file', size: manifest.size, mode, mtimeMs, linkTarget: '', root: manifest.root, ...packIds(manifest) });
-        totalBytes += manifest.size;
+        out.totalBytes += manifest.size;
         break;
       }
       default: {
@@ -100,8 +164,8 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
         throw new ClawpeerError('INTERNAL', `unknown entry kind ${String(unreachable)}`);
       }
     }
+    out.paths.add(e.relPath);
   }
-  return { localPathOf: (i) => path.join(base, ...(entries[i]?.path ?? '').split('/')), entries, files, totalBytes };
 }
 
 /**

@@ -85,6 +85,12 @@ export interface ScanTreeOptions {
   readonly skipDir?: (relPath: string) => boolean;
   /** Whether to enter a directory (by relPath) once it is yielded; default yes (`ls` without -r: no). */
   readonly descend?: (relPath: string) => boolean;
+  /**
+   * Leading segments of a relPath that name directories symlinks may not climb out of: default
+   * 1 with a root name (links stay inside the root), 0 without. A `push --files-from` scan of
+   * BASE/a/b under the root name `a/b` passes 0: its links may lead anywhere inside BASE.
+   */
+  readonly symlinkTopDepth?: number;
   readonly signal?: AbortSignal;
 }
 
@@ -230,7 +236,7 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
       }
       // The link lives in the directory of `rel`, which is (depth of rel - 1) levels below the
       // top of the tree; with rootName the tree's top is the root directory itself.
-      const linkDirDepth = rel.split('/').length - 1 - (rootRel === null ? 0 : 1);
+      const linkDirDepth = rel.split('/').length - 1 - (options.symlinkTopDepth ?? (rootRel === null ? 0 : 1));
       return {
         ...common,
         kind: 'symlink',

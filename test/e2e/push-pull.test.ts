@@ -770,3 +770,56 @@ for (const victim of ['sender', 'receiver'] as const) {
     t.same(await snapshot(path.join(work, 'inbox', `resume-${victim}`)), await snapshot(src));
   });
 }
+
+t.test('push --files-from sends what a list names, each at its path below the base, with the directories it lies in (rsync)', async (t) => {
+  const base = path.join(work, 'listed-base');
+  await mkdir(path.join(base, 'src', 'lib'), { recursive: true });
+  await mkdir(path.join(base, 'docs'), { recursive: true });
+  await writeFile(path.join(base, 'src', 'lib', 'a.ts'), randomBytes(3000));
+  await writeFile(path.join(base, 'src', 'left-out.ts'), 'not listed');
+  await writeFile(path.join(base, 'docs', 'guide.md'), '# guide\n');
+  await writeFile(path.join(base, 'docs', 'notes.tmp'), 'excluded');
+  await writeFile(path.join(base, 'top.txt'), 'top');
+  const when = new Date('2021-05-06T07:08:09Z');
+  await utimes(path.join(base, 'src', 'lib'), when, when);
+  const list = path.join(work, 'files.txt');
+  await writeFile(list, '# what changed\n/src/lib/a.ts\n\ndocs\n./top.txt\n');
+  const push = await runCli(['--home', b.home, 'push', '--files-from', list, base, 'alice:inbox/listed', '--exclude', '*.tmp', '--json']);
+  t.equal(push.code, 0, push.stderr);
+  t.match(done(push.stdout), { files: 3 });
+  const landed = await snapshot(path.join(work, 'inbox', 'listed'));
+  t.same(landed.map((i) => `${i.kind} ${i.path}`), ['dir docs', 'file docs/guide.md', 'dir src', 'dir src/lib', 'file src/lib/a.ts', 'file top.txt'], 'the listed paths and the directories they lie in, nothing else');
+  const source = await snapshot(base);
+  for (const p of ['src/lib', 'src/lib/a.ts', 'docs/guide.md', 'top.txt']) t.same(landed.find((i) => i.path === p), source.find((i) => i.path === p), `${p} byte-identical, mode and mtime kept`);
+
+  // --from0 on standard input (find -print0), with --remove-source-files: only what was listed goes.
+  const piped = await runCli(['--home', b.home, 'push', '--files-from', '-', '--from0', base, 'alice:inbox/listed0', '--remove-source-files', '--json'], { stdin: Buffer.from('src/left-out.ts\0top.txt\0') });
+  t.equal(piped.code, 0, piped.stderr);
+  t.same((await snapshot(path.join(work, 'inbox', 'listed0'))).map((i) => i.path), ['src', 'src/left-out.ts', 'top.txt']);
+  t.notOk(existsSync(path.join(base, 'top.txt')), 'the sent file was removed');
+  t.ok(existsSync(path.join(base, 'src', 'lib', 'a.ts')), 'what was not listed stays');
+
+  // An empty list is nothing to do (as rsync), not an error; bad lists and flags are usage errors naming the problem.
+  const empty = await runCli(['--home', b.home, 'push', '--files-from', '-', base, 'alice:inbox/none'], { stdin: Buffer.from('# nothing\n') });
+  t.equal(empty.code, 0, empty.stderr);
+  t.match(empty.stdout, /nothing to push: standard input lists no paths/);
+  t.notOk(existsSync(path.join(work, 'inbox', 'none')));
+  const to = 'alice:inbox/bad';
+  const cases: [string[], string, RegExp][] = [
+    [[base, to], '../secret\n', /--files-from entry 1 \("\.\.\/secret"\) climbs above the base directory/],
+    [[base, to], 'missing.txt\n', /--files-from lists missing\.txt, which does not exist/],
+    [[path.join(base, 'docs', 'guide.md'), to], 'x\n', /guide\.md is not a directory \(the listed paths are relative to it\)/],
+    [[base, base, to], 'docs\n', /takes one base directory/],
+    [[base, to, '--delete'], 'docs\n', /--delete with --files-from/],
+    [[base, to, '--exclude-from', '-'], 'docs\n', /--exclude-from - and --files-from - both read standard input/],
+  ];
+  for (const [words, stdin, message] of cases) {
+    const r = await runCli(['--home', b.home, 'push', '--files-from', '-', ...words], { stdin: Buffer.from(stdin) });
+    t.equal(r.code, 2, `${words.join(' ')}: ${r.stderr}`);
+    t.match(r.stderr, message);
+  }
+  t.notOk(existsSync(path.join(work, 'inbox', 'bad')), 'nothing was written for any of them');
+  const from0 = await runCli(['--home', b.home, 'push', '--from0', base, 'alice:inbox/bad']);
+  t.equal(from0.code, 2);
+  t.match(from0.stderr, /--from0 says how the --files-from list is separated/);
+});

@@ -1,14 +1,15 @@
 // scanSource: small files are hashed from one whole read, larger ones streamed; either way each
 // file's manifest must equal the streaming chunker's (the receiver recomputes and compares).
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { DEFAULT_CHUNKING, type ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromFile } from '../../src/chunking/file-chunker.js';
 import { silentLogger } from '../../src/logger.js';
-import { scanSource, scanSources } from '../../src/node/transfer-source.js';
+import { scanListed, scanSource, scanSources } from '../../src/node/transfer-source.js';
+import { compileExcludes } from '../../src/transfer/exclude.js';
 import { WHOLE_READ_MAX_BYTES } from '../../src/chunking/file-chunker.js';
 
 const chunking: ChunkingParams = { ...DEFAULT_CHUNKING };
@@ -70,4 +71,39 @@ t.test('scanSources: several roots as one source, files re-indexed, each entry f
   t.same([0, 1, 2].map((i) => source.localPathOf?.(i)), [path.join(dir, 'x', 'tree'), path.join(dir, 'x', 'tree', 'a.txt'), path.join(dir, 'y', 'b.txt')]);
   t.equal(source.totalBytes, 3);
   await t.rejects(scanSources([path.join(dir, 'y', 'b.txt'), path.join(dir, 'y', '..', 'y', 'b.txt')], { chunking: DEFAULT_CHUNKING, log: silentLogger }), { code: 'USAGE', message: /would both land as b\.txt/ });
+});
+
+t.test('scanListed: listed paths keep their place below the base, with the directories they lie in; a listed directory goes whole', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-listed-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const base = path.join(dir, 'base');
+  await mkdir(path.join(base, 'a', 'b'), { recursive: true });
+  await mkdir(path.join(base, 'c', 'deep'), { recursive: true });
+  await writeFile(path.join(base, 'a', 'b', 'x.txt'), 'x');
+  await writeFile(path.join(base, 'a', 'unlisted.txt'), 'u');
+  await writeFile(path.join(base, 'c', 'deep', 'y.log'), 'y');
+  await writeFile(path.join(base, 'c', 'z.txt'), 'z');
+  await chmod(path.join(base, 'a'), 0o750);
+  await symlink('../unlisted.txt', path.join(base, 'a', 'b', 'up'));
+  await symlink('../../../outside', path.join(base, 'a', 'b', 'out'));
+  const when = new Date('2020-01-02T03:04:05Z');
+  await utimes(path.join(base, 'a', 'b'), when, when);
+  const excludeRules = compileExcludes(['c/deep/']);
+  const source = await scanListed(base, ['a/b/x.txt', 'a/b/up', 'a/b/out', 'c'], { chunking, log: silentLogger, excludeRules });
+  t.same(source.entries.map((e) => `${e.kind} ${e.path}`), ['dir a', 'dir a/b', 'file a/b/x.txt', 'symlink a/b/up', 'dir c', 'file c/z.txt'],
+    'implied dirs first, each once; the link that climbs out of the base skipped; the rule matched below the base');
+  t.equal(source.entries.find((e) => e.path === 'a')?.mode, 0o750, 'an implied directory keeps its mode');
+  t.equal(source.entries.find((e) => e.path === 'a/b')?.mtimeMs, when.getTime(), 'and its mtime');
+  const x = [...source.files.values()].find((f) => f.localPath.endsWith('x.txt'));
+  t.equal(x?.localPath, path.join(base, 'a', 'b', 'x.txt'));
+  t.equal(source.localPathOf?.(source.entries.findIndex((e) => e.path === 'c/z.txt')), path.join(base, 'c', 'z.txt'), 'each entry found where it lives');
+});
+
+t.test('scanListed: a missing path, one below a file, or a base that is no directory is a usage error naming it', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-listed-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(path.join(dir, 'f.txt'), 'f');
+  await t.rejects(scanListed(dir, ['nope.txt'], { chunking, log: silentLogger }), { code: 'USAGE', message: /lists nope\.txt, which does not exist/ });
+  await t.rejects(scanListed(dir, ['f.txt/x'], { chunking, log: silentLogger }), { code: 'USAGE', message: /lists f\.txt\/x, but f\.txt is not a directory/ });
+  await t.rejects(scanListed(path.join(dir, 'f.txt'), ['x'], { chunking, log: silentLogger }), { code: 'USAGE', message: /f\.txt is not a directory/ });
 });

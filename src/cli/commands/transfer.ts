@@ -1,4 +1,5 @@
 // `push` and `pull`: move files and trees to and from a paired peer's shares.
+import { readFileSync, statSync } from 'node:fs';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { resolveConfig } from '../../node/config.js';
@@ -11,6 +12,7 @@ import { SequentialProgress } from '../../node/transfer-progress.js';
 import type { DryRunReport } from '../../node/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileFilter } from '../../transfer/exclude.js';
+import { parseFileList } from '../../transfer/file-list.js';
 import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../node/backups.js';
 import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { human } from '../../format.js';
@@ -161,6 +163,11 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
     await pullToStdout(landingName(paths[0] ?? ''), (dir) => transfer(ctx, args, 'pull', [...remotes, dir], true));
     return;
   }
+  if (args['from0'] === true && args['files-from'] === undefined) throw new ClawpeerError('USAGE', '--from0 says how the --files-from list is separated: give --files-from too');
+  if (args['files-from'] !== undefined) {
+    await pushListed(ctx, args, words);
+    return;
+  }
   const stdinAt = direction === 'push' ? words.slice(0, -1).indexOf(STDIN_SOURCE) : -1;
   if (stdinAt < 0) {
     if (args['stdin-name'] !== undefined) throw new ClawpeerError('USAGE', '--stdin-name names what `push -` reads from standard input: give - as a source');
@@ -180,11 +187,35 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   }
 }
 
+/** push --files-from LIST BASE REMOTE: the listed paths, relative to BASE, each at its relative path (rsync's). */
+async function pushListed(ctx: CommandContext, args: Record<string, unknown>, words: readonly string[]): Promise<void> {
+  const list = argWord(String(args['files-from']));
+  if (words.length !== 2 || words[0] === STDIN_SOURCE) throw new ClawpeerError('USAGE', 'push --files-from LIST takes one base directory the listed paths are relative to: push --files-from LIST DIR PEER[:SHARE[/PATH]]');
+  if (args['delete'] === true) throw new ClawpeerError('USAGE', '--delete with --files-from: a list names what to send, not what the destination should hold; push the directory to mirror it');
+  const base = words[0] ?? '';
+  if (statSync(base, { throwIfNoEntry: false })?.isDirectory() !== true) throw new ClawpeerError('USAGE', `--files-from: ${base} is not a directory (the listed paths are relative to it)`);
+  const fromStdin = ['exclude-from', 'include-from'].find((flag) => argWords(args, flag).includes(STDIN_SOURCE));
+  if (list === STDIN_SOURCE && fromStdin !== undefined) throw new ClawpeerError('USAGE', `--${fromStdin} - and --files-from - both read standard input: give one of them in a file`);
+  let text: string;
+  try {
+    text = readFileSync(list === STDIN_SOURCE ? 0 : list, 'utf8');
+  } catch (err) {
+    throw new ClawpeerError('USAGE', `--files-from ${list === STDIN_SOURCE ? '- (standard input)' : list}: cannot read it: ${(err as Error).message}`, { cause: err });
+  }
+  const paths = parseFileList(text, { from0: args['from0'] === true });
+  if (paths.length === 0) {
+    // As rsync: an empty list (a `find` that found nothing) is nothing to do, not a failure.
+    ctx.out.summary({ event: 'done', files: 0, bytes: 0, listed: 0 }, `nothing to push: ${list === STDIN_SOURCE ? 'standard input' : list} lists no paths`);
+    return;
+  }
+  await transfer(ctx, args, 'push', words, false, paths);
+}
+
 /**
  * `toStdout`: a pull for standard output: it must be one regular file (refused on its manifest,
  * before any chunk travels), and stdout gets no closing line.
  */
-async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[], toStdout = false): Promise<void> {
+async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[], toStdout = false, filesFrom?: readonly string[]): Promise<void> {
   if (words.length < 2) {
     throw new ClawpeerError('USAGE', direction === 'push' ? 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]' : 'pull needs what to fetch and where: PEER:SHARE[/PATH]... LOCAL_DIR');
   }
@@ -234,6 +265,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
       ...(maxDelete === undefined ? {} : { maxDelete }),
       ...(args['itemize-changes'] === true ? { itemize: true } : {}),
       ...(toStdout ? { singleFile: true } : {}),
+      ...(filesFrom === undefined ? {} : { filesFrom }),
       nodeId: identity.nodeId,
     };
     // Several remotes: one pull after another on this session, reported as one (one count up).
@@ -289,11 +321,18 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
       'push <paths..>',
       'send files or trees to a peer: push LOCAL... PEER[:SHARE[/PATH]] (default share: inbox); each LOCAL lands inside PATH under its own name',
       (y) =>
-        transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'LOCAL... then PEER[:SHARE[/PATH]]; LOCAL - is standard input' })).option('stdin-name', {
-          type: 'string',
-          requiresArg: true,
-          describe: `with the source -: the name what is piped in lands under (default ${DEFAULT_STDIN_NAME})`,
-        }),
+        transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'LOCAL... then PEER[:SHARE[/PATH]]; LOCAL - is standard input' }))
+          .option('stdin-name', {
+            type: 'string',
+            requiresArg: true,
+            describe: `with the source -: the name what is piped in lands under (default ${DEFAULT_STDIN_NAME})`,
+          })
+          .option('files-from', {
+            type: 'string',
+            requiresArg: true,
+            describe: 'send the paths FILE lists, one per line (- is standard input), relative to the one LOCAL directory, each landing at its relative path with the directories it lies in (rsync --files-from; a listed directory goes whole; blank lines and lines starting with # or ; skipped)',
+          })
+          .option('from0', { type: 'boolean', describe: 'the --files-from list is NUL-separated (find -print0; rsync --from0)' }),
       runner((ctx, args) => run(ctx, args, 'push')),
     )
     .command(
