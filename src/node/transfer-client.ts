@@ -1,7 +1,7 @@
 // The initiating side of push and pull: scans or prepares locally, talks to the listener over
 // the control channel, and runs the data plane in the right direction.
 import { existsSync } from 'node:fs';
-import { mkdir, stat } from 'node:fs/promises';
+import { lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -38,6 +38,8 @@ export interface TransferOptions {
   readonly sources?: readonly string[];
   /** push --files-from: these paths, relative to localPath (a directory), each landing at its relative path (transfer-source.ts scanListed). */
   readonly filesFrom?: readonly string[];
+  /** push -L / --copy-unsafe-links: symlinks sent as what they point to (all, or only those leading out of the tree). */
+  readonly copyLinks?: 'all' | 'unsafe';
   readonly force: boolean;
   readonly streams: number;
   readonly window: number;
@@ -190,7 +192,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   const sources = o.sources ?? [o.localPath];
   for (const p of sources) {
     try {
-      await stat(p);
+      await lstat(p); // a dangling symlink is still something to push (as a link)
     } catch {
       throw new ClawpeerError('USAGE', `nothing to push: ${p} does not exist`);
     }
@@ -211,6 +213,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   const scanOptions: ScanSourceOptions = {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
     ...(o.excludeRules === undefined ? {} : { excludeRules: o.excludeRules }),
+    ...(o.copyLinks === undefined ? {} : { copyLinks: o.copyLinks }),
     onFileHashed: (bytes) => {
       hashed += bytes;
       o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: 0, totalFiles: 0 });

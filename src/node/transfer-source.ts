@@ -40,6 +40,8 @@ export interface ScanSourceOptions {
   readonly exclude?: (relPath: string) => boolean;
   /** The user's --exclude patterns, matched relative to the scanned directory (not entered when a directory matches). */
   readonly excludeRules?: ExcludeRules;
+  /** push -L / --copy-unsafe-links: symlinks sent as what they point to (tree-scan.ts copyLinks). */
+  readonly copyLinks?: 'all' | 'unsafe';
   readonly log: Logger;
   readonly signal?: AbortSignal;
   readonly onFileHashed?: (bytes: number) => void;
@@ -129,6 +131,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
     onSpecialSkipped: (local, what) => options.log.warn('skipping a non-regular file', { path: local, kind: what }),
     ...(rootName !== undefined ? { rootName } : {}),
     ...(plan.symlinkTopDepth !== undefined ? { symlinkTopDepth: plan.symlinkTopDepth } : {}),
+    ...(options.copyLinks !== undefined ? { copyLinks: options.copyLinks } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
   const { entries, files } = out;
@@ -144,7 +147,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
         break;
       case 'symlink':
         if (e.linkEscapes === true) {
-          options.log.warn('skipping a symlink that points outside the tree', { path: e.relPath, target: e.linkTarget ?? '' });
+          options.log.warn('skipping a symlink that points outside the tree (--copy-unsafe-links sends what it points to)', { path: e.relPath, target: e.linkTarget ?? '' });
           continue;
         }
         entries.push({ path: e.relPath, kind: 'symlink', size: 0, mode, mtimeMs, linkTarget: e.linkTarget ?? '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] });

@@ -823,3 +823,34 @@ t.test('push --files-from sends what a list names, each at its path below the ba
   t.equal(from0.code, 2);
   t.match(from0.stderr, /--from0 says how the --files-from list is separated/);
 });
+
+t.test('push -L sends symlinks as what they point to, --copy-unsafe-links only those leading out of the tree (rsync)', async (t) => {
+  const root = path.join(work, 'linked');
+  const outside = path.join(work, 'linked-outside');
+  await mkdir(path.join(root), { recursive: true });
+  await mkdir(path.join(outside, 'assets'), { recursive: true });
+  const shared = randomBytes(5000);
+  await writeFile(path.join(outside, 'assets', 'logo.png'), shared);
+  await writeFile(path.join(root, 'main.txt'), 'main');
+  await symlink('main.txt', path.join(root, 'current'));
+  await symlink(path.join(outside, 'assets'), path.join(root, 'assets'));
+  const plain = await runCli(['--home', b.home, 'push', root, 'alice:inbox/links-plain', '--json']);
+  t.equal(plain.code, 0, plain.stderr);
+  t.match(plain.stderr, /skipping a symlink that points outside the tree \(--copy-unsafe-links sends what it points to\)/);
+  t.notOk(existsSync(path.join(work, 'inbox', 'links-plain', 'linked', 'assets')), 'by default the escaping link is left out');
+  const unsafe = await runCli(['--home', b.home, 'push', root, 'alice:inbox/links-unsafe', '--copy-unsafe-links', '--json']);
+  t.equal(unsafe.code, 0, unsafe.stderr);
+  const u = await snapshot(path.join(work, 'inbox', 'links-unsafe', 'linked'));
+  t.same(u.map((i) => `${i.kind} ${i.path}`), ['dir assets', 'file assets/logo.png', 'symlink current', 'file main.txt']);
+  t.same(await readFile(path.join(work, 'inbox', 'links-unsafe', 'linked', 'assets', 'logo.png')), shared, 'what the link pointed to, byte-identical');
+  const all = await runCli(['--home', b.home, 'push', root, 'alice:inbox/links-all', '-L', '--json']);
+  t.equal(all.code, 0, all.stderr);
+  t.same((await snapshot(path.join(work, 'inbox', 'links-all', 'linked'))).map((i) => `${i.kind} ${i.path}`), ['dir assets', 'file assets/logo.png', 'file current', 'file main.txt']);
+  t.equal(await readFile(path.join(work, 'inbox', 'links-all', 'linked', 'current'), 'utf8'), 'main');
+  const both = await runCli(['--home', b.home, 'push', root, 'alice:inbox/x', '-L', '--copy-unsafe-links']);
+  t.equal(both.code, 2);
+  t.match(both.stderr, /give one/);
+  const moving = await runCli(['--home', b.home, 'push', root, 'alice:inbox/x', '-L', '--remove-source-files']);
+  t.equal(moving.code, 2);
+  t.match(moving.stderr, /--remove-source-files with --copy-links/);
+});

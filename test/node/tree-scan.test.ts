@@ -132,3 +132,36 @@ t.test('a FIFO or socket below the root is told to onSpecialSkipped and left out
     for await (const e of scanTree(path.join(root, 'sub', 'pipe'), { onSpecialSkipped: () => undefined })) void e;
   }, { code: 'IO', message: /pipe is a FIFO/ }, 'the root itself is not skipped');
 });
+
+t.test('copyLinks: all follows every link (a file, a directory and what is in it); unsafe only those leading out; dangling links and loops are told, not followed', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-links-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const root = path.join(dir, 'tree');
+  await mkdir(path.join(root, 'sub'), { recursive: true });
+  await mkdir(path.join(dir, 'outside', 'd'), { recursive: true });
+  await writeFile(path.join(dir, 'outside', 'ext.txt'), 'ext');
+  await writeFile(path.join(dir, 'outside', 'd', 'in.txt'), 'in');
+  await writeFile(path.join(root, 'real.txt'), 'real');
+  await symlink('real.txt', path.join(root, 'alias'));
+  await symlink('../outside/ext.txt', path.join(root, 'ext'));
+  await symlink('../outside/d', path.join(root, 'extdir'));
+  await symlink('..', path.join(root, 'sub', 'loop'));
+  await symlink('nowhere', path.join(root, 'dangling'));
+  const scan = async (copyLinks?: 'all' | 'unsafe'): Promise<{ entries: string[]; skipped: string[] }> => {
+    const skipped: string[] = [];
+    const onSpecialSkipped = (local: string, what: string): void => void skipped.push(`${path.relative(root, local)}: ${what}`);
+    const entries = await scanTreeToArray(root, { onSpecialSkipped, ...(copyLinks === undefined ? {} : { copyLinks }) });
+    return { entries: entries.map((e) => `${e.kind} ${e.relPath}`), skipped };
+  };
+  const plain = await scan();
+  t.same(plain.entries, ['dir tree', 'symlink tree/alias', 'symlink tree/dangling', 'symlink tree/ext', 'symlink tree/extdir', 'file tree/real.txt', 'dir tree/sub', 'symlink tree/sub/loop']);
+  const unsafe = await scan('unsafe');
+  t.same(unsafe.entries, ['dir tree', 'symlink tree/alias', 'symlink tree/dangling', 'file tree/ext', 'dir tree/extdir', 'file tree/extdir/in.txt', 'file tree/real.txt', 'dir tree/sub', 'symlink tree/sub/loop'], 'only the links out of the tree become what they point to');
+  const all = await scan('all');
+  t.same(all.entries, ['dir tree', 'file tree/alias', 'file tree/ext', 'dir tree/extdir', 'file tree/extdir/in.txt', 'file tree/real.txt', 'dir tree/sub']);
+  t.same(all.skipped, ['dangling: a symlink with nothing at its end', 'sub/loop: a symlink to a directory it lies in (a loop)']);
+  const alias = (await scanTreeToArray(path.join(root, 'alias'), { copyLinks: 'all' }))[0];
+  t.match(alias, { relPath: 'alias', kind: 'file', size: 4 }, 'a link given as the root is followed too');
+  await t.rejects(scanTreeToArray(path.join(root, 'dangling'), { copyLinks: 'all' }), { code: 'IO', message: /dangling is a symlink with nothing at its end/ });
+  await t.rejects(scanTreeToArray(root, { copyLinks: 'all' }), { code: 'IO', message: /dangling is a symlink with nothing at its end/ }, 'without onSpecialSkipped, the first one stops the scan');
+});

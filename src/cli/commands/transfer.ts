@@ -146,6 +146,12 @@ function backupFrom(args: Record<string, unknown>): BackupPlan | undefined {
   return backupPlan(dir, suffix);
 }
 
+/** -L (every symlink) or --copy-unsafe-links (those leading out of the tree) sent as what they point to; rsync's. */
+function copyLinksFrom(args: Record<string, unknown>): 'all' | 'unsafe' | undefined {
+  if (args['copy-links'] === true && args['copy-unsafe-links'] === true) throw new ClawpeerError('USAGE', '--copy-links follows every symlink, --copy-unsafe-links only those leading out of the tree: give one');
+  return args['copy-links'] === true ? 'all' : args['copy-unsafe-links'] === true ? 'unsafe' : undefined;
+}
+
 /** A repeatable option's (or the positionals') words, a lone `-` turned back (args.ts argWord). */
 const argWords = (args: Record<string, unknown>, name: string): string[] => ((args[name] as unknown[] | undefined) ?? []).map((w) => argWord(String(w)));
 
@@ -240,6 +246,8 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   const removeSourceFiles = args['remove-source-files'] === true;
   if (removeSourceFiles && direction === 'pull') throw new ClawpeerError('USAGE', '--remove-source-files applies to push: a pull does not remove the listener\'s files');
   if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
+  const copyLinks = copyLinksFrom(args);
+  if (copyLinks !== undefined && removeSourceFiles) throw new ClawpeerError('USAGE', `--remove-source-files with --${copyLinks === 'all' ? 'copy-links' : 'copy-unsafe-links'}: what a link points to was sent, and removing the link would not move it`);
   const rules = filterRulesInOrder(ctx.argv, { included: argWords(args, 'include'), excluded: argWords(args, 'exclude'), includeFrom: argWords(args, 'include-from'), excludeFrom: argWords(args, 'exclude-from') });
   const excludeRules = rules.length === 0 ? undefined : compileFilter(rules);
   if (direction === 'pull' && !dryRun) for (const r of remotes) await sweepPullDestination(ctx, localPath, r.path);
@@ -266,6 +274,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
       ...(args['itemize-changes'] === true ? { itemize: true } : {}),
       ...(toStdout ? { singleFile: true } : {}),
       ...(filesFrom === undefined ? {} : { filesFrom }),
+      ...(copyLinks === undefined ? {} : { copyLinks }),
       nodeId: identity.nodeId,
     };
     // Several remotes: one pull after another on this session, reported as one (one count up).
@@ -332,7 +341,9 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
             requiresArg: true,
             describe: 'send the paths FILE lists, one per line (- is standard input), relative to the one LOCAL directory, each landing at its relative path with the directories it lies in (rsync --files-from; a listed directory goes whole; blank lines and lines starting with # or ; skipped)',
           })
-          .option('from0', { type: 'boolean', describe: 'the --files-from list is NUL-separated (find -print0; rsync --from0)' }),
+          .option('from0', { type: 'boolean', describe: 'the --files-from list is NUL-separated (find -print0; rsync --from0)' })
+          .option('copy-links', { alias: 'L', type: 'boolean', describe: 'send each symlink as what it points to: the file, or the directory and all in it (rsync -L)' })
+          .option('copy-unsafe-links', { type: 'boolean', describe: 'send only the symlinks that lead out of the tree as what they point to (without it they are skipped; rsync --copy-unsafe-links)' }),
       runner((ctx, args) => run(ctx, args, 'push')),
     )
     .command(
