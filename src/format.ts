@@ -1,4 +1,5 @@
-// How byte counts read in messages and progress: binary units, one decimal.
+// How byte counts read in messages and progress (binary units, one decimal), and how sizes
+// typed on a command line are read.
 
 /** `512 B`, `1.5 KiB`, `3.0 GiB`. */
 export function human(bytes: number): string {
@@ -20,4 +21,24 @@ export function duration(seconds: number): string {
   if (s < 3600) return `${Math.floor(s / 60)}m ${two(s % 60)}s`;
   if (s < 86400) return `${Math.floor(s / 3600)}h ${two(Math.floor((s % 3600) / 60))}m`;
   return `${Math.floor(s / 86400)}d ${two(Math.floor((s % 86400) / 3600))}h`;
+}
+
+const SIZE_UNITS: Readonly<Record<string, number>> = {
+  '': 1, b: 1,
+  k: 1024, kb: 1e3, kib: 1024,
+  m: 1 << 20, mb: 1e6, mib: 1 << 20,
+  g: 2 ** 30, gb: 1e9, gib: 2 ** 30,
+  t: 2 ** 40, tb: 1e12, tib: 2 ** 40,
+};
+
+/**
+ * "4096", "64K", "64KiB", "500MB", "1.5G" -> bytes, as rsync reads sizes (bare K/M/G/T and
+ * KiB/MiB/GiB/TiB binary, KB/MB/GB/TB decimal); undefined for text that is not a size.
+ */
+export function parseSize(text: string): number | undefined {
+  const m = /^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)\s*$/i.exec(text);
+  const per = m?.[2] === undefined ? undefined : SIZE_UNITS[m[2].toLowerCase()];
+  if (m?.[1] === undefined || per === undefined) return undefined;
+  const bytes = Math.round(Number(m[1]) * per);
+  return Number.isSafeInteger(bytes) ? bytes : undefined;
 }

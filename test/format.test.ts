@@ -1,6 +1,6 @@
 // How byte counts and durations read in messages, status and progress.
 import t from 'tap';
-import { duration, human } from '../src/format.js';
+import { duration, human, parseSize } from '../src/format.js';
 
 t.test('human: binary units, one decimal', async (t) => {
   t.equal(human(512), '512 B');
@@ -15,4 +15,15 @@ t.test('duration: to a unit\'s worth', async (t) => {
   t.equal(duration(2 * 3600 + 3 * 60 + 59), '2h 03m');
   t.equal(duration(3 * 86400 + 4 * 3600), '3d 04h');
   t.equal(duration(-5), '0 s', 'a clock step back reads as none');
+});
+
+t.test('parseSize reads sizes as rsync does: bare K/M/G binary, KB/MB/GB decimal, KiB/MiB/GiB binary', async (t) => {
+  t.equal(parseSize('4096'), 4096);
+  t.equal(parseSize('64K'), 65536);
+  t.equal(parseSize('64kib'), 65536);
+  t.equal(parseSize('1.5M'), 1572864);
+  t.equal(parseSize('2GB'), 2e9);
+  t.equal(parseSize(' 3 GiB '), 3 * 2 ** 30);
+  t.equal(parseSize('0'), 0);
+  for (const bad of ['', 'lots', '-1K', '1Q', '1e3', '99999999999T']) t.equal(parseSize(bad), undefined, `${JSON.stringify(bad)} is not a size`);
 });

@@ -9,6 +9,7 @@
 // Non-goals: running anything (runner.ts), generating data (workloads.ts). Sans-I/O: no fs, no
 // clocks; the run directory's timestamp comes in as an argument.
 import { ClawpeerError } from '../errors.js';
+import { parseSize } from '../format.js';
 import { formatImpairSpec, parseImpairSpec, type ImpairSpec } from '../relay/impair-spec.js';
 
 export type WorkloadKind = 'large' | 'small' | 'revisions' | 'revisions-seq' | 'sync';
@@ -118,25 +119,14 @@ export const MAX_RUNS = 2000;
 /** Longest list a flag accepts. */
 const MAX_LIST_ITEMS = 64;
 
-const SIZE_UNITS: Readonly<Record<string, number>> = {
-  '': 1, b: 1,
-  k: 1024, kb: 1e3, kib: 1024,
-  m: 1 << 20, mb: 1e6, mib: 1 << 20,
-  g: 2 ** 30, gb: 1e9, gib: 2 ** 30,
-};
-
 function usage(message: string): ClawpeerError {
   return new ClawpeerError('USAGE', message);
 }
 
 /** "1GiB", "64KiB", "500MB", "4096" -> bytes (binary units for KiB/MiB/GiB and bare K/M/G). */
 export function parseByteSize(text: string, flag: string): number {
-  const m = /^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)\s*$/i.exec(text);
-  const per = m?.[2] === undefined ? undefined : SIZE_UNITS[m[2].toLowerCase()];
-  if (m?.[1] === undefined || per === undefined) {
-    throw usage(`${flag} ${JSON.stringify(text)}: expected a size such as 4096, 64KiB, 256MiB or 1GiB`);
-  }
-  const bytes = Math.round(Number(m[1]) * per);
+  const bytes = parseSize(text);
+  if (bytes === undefined) throw usage(`${flag} ${JSON.stringify(text)}: expected a size such as 4096, 64KiB, 256MiB or 1GiB`);
   if (bytes < 1 || bytes > MAX_WORKLOAD_BYTES) throw usage(`${flag} ${JSON.stringify(text)}: must be between 1 byte and 64 GiB`);
   return bytes;
 }

@@ -22,6 +22,8 @@ export function checkStdoutPull(remotePaths: readonly string[], args: Record<str
   if (remotePaths[0] === '') throw new ClawpeerError('USAGE', 'pull to standard output (-) takes a file, not a whole share: PEER:SHARE/PATH');
   const refused = REFUSED_WITH_STDOUT.find((flag) => args[flag] !== undefined && args[flag] !== false);
   if (refused !== undefined) throw new ClawpeerError('USAGE', `--${refused} with the destination -: standard output carries the file's bytes only`);
+  const sized = (['min-size', 'max-size'] as const).find((flag) => args[flag] !== undefined);
+  if (sized !== undefined) throw new ClawpeerError('USAGE', `--${sized} with the destination -: a pull to standard output names its one file`);
 }
 
 /**

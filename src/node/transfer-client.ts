@@ -17,7 +17,7 @@ import type { PeerSession } from './session.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from './transfer-control.js';
 import { TransferReceiver, type ReceiverOptions } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
-import { scanListed, scanSources, type ScanSourceOptions } from './transfer-source.js';
+import { scanListed, scanSources, type ScanSourceOptions, type SizeRange } from './transfer-source.js';
 import { settledWithin, withTimeout } from './timeouts.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import { TEST_HOOKS } from './test-hooks.js';
@@ -38,6 +38,8 @@ export interface TransferOptions {
   readonly sources?: readonly string[];
   /** push --files-from: these paths, relative to localPath (a directory), each landing at its relative path (transfer-source.ts scanListed). */
   readonly filesFrom?: readonly string[];
+  /** --min-size / --max-size: files outside the bounds are left out (a push here, a pull by the listener). */
+  readonly sizes?: SizeRange;
   /** push -L / --copy-unsafe-links: symlinks sent as what they point to (all, or only those leading out of the tree). */
   readonly copyLinks?: 'all' | 'unsafe';
   readonly force: boolean;
@@ -177,7 +179,14 @@ function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pu
     ...(direction === 'push' && o.backup !== undefined ? { backup: { suffix: o.backup.suffix, dir: o.backup.dir ?? '' } } : {}),
     ...(direction === 'push' && o.delete === true && o.maxDelete !== undefined ? { maxDelete: o.maxDelete } : {}),
     ...(direction === 'push' && o.itemize === true && o.dryRun !== true ? { itemize: true } : {}),
+    ...(direction === 'pull' && o.sizes?.min !== undefined ? { minSize: o.sizes.min } : {}),
+    ...(direction === 'pull' && o.sizes?.max !== undefined ? { maxSize: o.sizes.max } : {}),
   };
+}
+
+/** A listener without 'size-filter' would send files of every size. */
+function requireSizeFilter(o: TransferOptions): void {
+  if (o.sizes !== undefined) o.session.requireFeature('size-filter', 'cannot leave out files by size (--min-size, --max-size)', 'pull without them');
 }
 
 function wireBytesOf(session: PeerSession): number {
@@ -214,6 +223,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
     ...(o.excludeRules === undefined ? {} : { excludeRules: o.excludeRules }),
     ...(o.copyLinks === undefined ? {} : { copyLinks: o.copyLinks }),
+    ...(o.sizes === undefined ? {} : { sizes: o.sizes }),
     onFileHashed: (bytes) => {
       hashed += bytes;
       o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: 0, totalFiles: 0 });
@@ -340,6 +350,7 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
 async function pullDryRun(o: TransferOptions, root: string, started: number, wireStart: number): Promise<TransferResult> {
   const { session } = o;
   requireDryRun(session);
+  requireSizeFilter(o);
   const id = session.allocateTransferId();
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
@@ -397,6 +408,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   if (o.excludeRules !== undefined) session.requireFeature('exclude', 'does not apply exclude patterns to pulls', 'pull without --exclude');
   requireFilter(session, o.excludeRules);
   if (o.bwlimit !== undefined) session.requireFeature('rate-limit', 'cannot cap the rate it sends a pull at', 'pull without --bwlimit');
+  requireSizeFilter(o);
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);

@@ -174,6 +174,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   if (req.direction === 'push') {
     if ((req.exclude !== undefined || req.filter !== undefined) && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls, and to what a push with delete may remove; a push leaves out files on the sending side');
     if (req.rateLimit !== undefined) throw new ClawpeerError('PROTOCOL', 'a rate limit applies to pulls; a push caps its own sending');
+    if (req.minSize !== undefined || req.maxSize !== undefined) throw new ClawpeerError('PROTOCOL', 'size bounds apply to pulls; a push leaves out files on the sending side');
     if (req.existing !== undefined && req.force) throw new ClawpeerError('PROTOCOL', 'force and an existing-files policy (keep, update) exclude each other');
     peerBackupPlan(req); // a malformed one is refused before anything is accepted
     if (req.maxDelete !== undefined && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'a delete limit applies to a push with delete');
@@ -300,6 +301,7 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
   const source = await scanSource(local, {
     chunking, log, signal,
     ...(rules === undefined ? {} : { excludeRules: rules }),
+    ...(req.minSize === undefined && req.maxSize === undefined ? {} : { sizes: { ...(req.minSize === undefined ? {} : { min: req.minSize }), ...(req.maxSize === undefined ? {} : { max: req.maxSize }) } }),
     rootName: basePath === '' ? null : path.posix.basename(basePath),
     exclude: (rel) => basePath === '' && isInternalPath(rel),
   });

@@ -40,11 +40,24 @@ export interface ScanSourceOptions {
   readonly exclude?: (relPath: string) => boolean;
   /** The user's --exclude patterns, matched relative to the scanned directory (not entered when a directory matches). */
   readonly excludeRules?: ExcludeRules;
+  /** --min-size / --max-size: regular files outside these bounds are left out (rsync's). */
+  readonly sizes?: SizeRange;
   /** push -L / --copy-unsafe-links: symlinks sent as what they point to (tree-scan.ts copyLinks). */
   readonly copyLinks?: 'all' | 'unsafe';
   readonly log: Logger;
   readonly signal?: AbortSignal;
   readonly onFileHashed?: (bytes: number) => void;
+}
+
+/** Bounds on the size of regular files sent (bytes, inclusive; rsync --min-size/--max-size); either may be absent. */
+export interface SizeRange {
+  readonly min?: number;
+  readonly max?: number;
+}
+
+/** True when a file of `size` bytes lies outside `range`. */
+export function outsideSizeRange(range: SizeRange | undefined, size: number): boolean {
+  return range !== undefined && ((range.min !== undefined && size < range.min) || (range.max !== undefined && size > range.max));
 }
 
 function packIds(manifest: FileManifest): { chunkIds: Uint8Array; chunkLengths: number[] } {
@@ -139,6 +152,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
     if (out.paths.has(e.relPath)) continue;
     if (options.exclude?.(e.relPath) === true || isTempFileName(path.posix.basename(e.relPath))) continue;
     if (e.kind !== 'dir' && excluded(e.relPath, false)) continue;
+    if (e.kind === 'file' && outsideSizeRange(options.sizes, e.size)) continue;
     const mtimeMs = Math.floor(e.mtimeMs);
     const mode = e.mode & 0o777;
     switch (e.kind) {

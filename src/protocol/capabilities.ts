@@ -34,7 +34,7 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // a server without it knows plain exclude patterns only, so a client does not ask one.
 // existing: a push may ask the server to keep different existing files, or keep only newer ones
 // (--ignore-existing, --update); a server without it would refuse them as FILE_EXISTS.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize'] as const;
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */
@@ -87,6 +87,12 @@ export const CHUNK_MIN_BYTES_FLOOR = 64;
 export const CHUNK_MAX_BYTES_CEILING = 64 << 20;
 /** A peer's lists are short; more entries than this are a malformed Hello. */
 export const MAX_CAPABILITY_LIST_ENTRIES = 16;
+/**
+ * Features a Hello or Welcome may list in all: the first MAX_CAPABILITY_LIST_ENTRIES in
+ * `features` (all that a peer of before December 2026 accepts there), the rest in
+ * `features_more` (which such a peer ignores).
+ */
+export const MAX_FEATURES = 64;
 /** Sanity ceilings on a peer's numbers (they size our tables): 65536 chunks, 1024 streams. */
 const MAX_WINDOW_CHUNKS_CEILING = 1 << 16;
 const MAX_STREAMS_CEILING = 1 << 10;
@@ -131,9 +137,9 @@ export function validateCapabilities(caps: Capabilities, who = 'peer'): void {
   if (caps.aeadSuites.length === 0) throw new ClawpeerError('PROTOCOL', `${who} capabilities list no known AEAD suite`);
   if (caps.compression.length === 0) throw new ClawpeerError('PROTOCOL', `${who} capabilities list no known compression codec`);
   if (caps.chunking.length === 0) throw new ClawpeerError('PROTOCOL', `${who} capabilities list no chunking parameters`);
-  for (const [name, list] of [['aeadSuites', caps.aeadSuites], ['compression', caps.compression], ['chunking', caps.chunking], ['features', caps.features]] as const) {
-    if (list.length > MAX_CAPABILITY_LIST_ENTRIES) {
-      throw new ClawpeerError('PROTOCOL', `${who} capabilities: ${name} has ${list.length} entries, more than ${MAX_CAPABILITY_LIST_ENTRIES}`);
+  for (const [name, list, max] of [['aeadSuites', caps.aeadSuites, MAX_CAPABILITY_LIST_ENTRIES], ['compression', caps.compression, MAX_CAPABILITY_LIST_ENTRIES], ['chunking', caps.chunking, MAX_CAPABILITY_LIST_ENTRIES], ['features', caps.features, MAX_FEATURES]] as const) {
+    if (list.length > max) {
+      throw new ClawpeerError('PROTOCOL', `${who} capabilities: ${name} has ${list.length} entries, more than ${max}`);
     }
   }
   checkCount('maxWindowChunks', who, caps.maxWindowChunks, 1, MAX_WINDOW_CHUNKS_CEILING);

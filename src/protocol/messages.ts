@@ -22,7 +22,7 @@ import protobuf from 'protobufjs/minimal.js';
 import { MAX_EXCLUDE_PATTERNS, type FilterRule } from '../transfer/exclude.js';
 import { ClawpeerError } from '../errors.js';
 import type { AeadSuiteName, Capabilities, ChunkingParams, CompressionName, FeatureName } from './capabilities.js';
-import { MAX_CAPABILITY_LIST_ENTRIES } from './capabilities.js';
+import { MAX_CAPABILITY_LIST_ENTRIES, MAX_FEATURES } from './capabilities.js';
 import { CHUNK_ID_BYTES, encodeFrame } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';
 import { LONE_SURROGATE } from '../transfer/paths.js';
@@ -156,6 +156,9 @@ export interface TransferRequestMessage {
   readonly maxDelete?: number;
   /** Push (feature 'itemize'): list the files published in TransferDone. */
   readonly itemize?: boolean;
+  /** Pull (feature 'size-filter'): files outside these bounds (bytes, inclusive) are left out; absent: no bound. */
+  readonly minSize?: number;
+  readonly maxSize?: number;
   /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
   /** Plan only: nothing is written, no chunk travels (feature 'dry-run'). */
@@ -454,6 +457,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   list: pb.Feature.FEATURE_LIST,
   'max-delete': pb.Feature.FEATURE_MAX_DELETE,
   itemize: pb.Feature.FEATURE_ITEMIZE,
+  'size-filter': pb.Feature.FEATURE_SIZE_FILTER,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -486,9 +490,10 @@ const FEATURE_FROM_WIRE = invert(FEATURE_TO_WIRE);
 function capsToWire(caps: Capabilities): clawpeer.v1.Capabilities.$Properties {
   // The decoder refuses longer lists: what this encodes must decode (found by the deep fuzzer
   // once a generated list of every feature, twice over, passed 16 entries).
-  for (const [name, list] of [['aeadSuites', caps.aeadSuites], ['compression', caps.compression], ['chunking', caps.chunking], ['features', caps.features]] as const) {
-    if (list.length > MAX_CAPABILITY_LIST_ENTRIES) throw new RangeError(`caps.${name} has ${list.length} entries, more than ${MAX_CAPABILITY_LIST_ENTRIES}`);
+  for (const [name, list, max] of [['aeadSuites', caps.aeadSuites, MAX_CAPABILITY_LIST_ENTRIES], ['compression', caps.compression, MAX_CAPABILITY_LIST_ENTRIES], ['chunking', caps.chunking, MAX_CAPABILITY_LIST_ENTRIES], ['features', caps.features, MAX_FEATURES]] as const) {
+    if (list.length > max) throw new RangeError(`caps.${name} has ${list.length} entries, more than ${max}`);
   }
+  const features = caps.features.map((f) => FEATURE_TO_WIRE[f]);
   return {
     aeadSuites: caps.aeadSuites.map((s) => AEAD_TO_WIRE[s]),
     compression: caps.compression.map((c) => COMPRESSION_TO_WIRE[c]),
@@ -496,8 +501,16 @@ function capsToWire(caps: Capabilities): clawpeer.v1.Capabilities.$Properties {
     maxWindowChunks: caps.maxWindowChunks,
     maxStreams: caps.maxStreams,
     maxFrameBytes: caps.maxFrameBytes,
-    features: caps.features.map((f) => FEATURE_TO_WIRE[f]),
+    // An older peer refuses more than 16 here and ignores featuresMore (see the .proto).
+    features: features.slice(0, MAX_CAPABILITY_LIST_ENTRIES),
+    ...(features.length > MAX_CAPABILITY_LIST_ENTRIES ? { featuresMore: features.slice(MAX_CAPABILITY_LIST_ENTRIES) } : {}),
   };
+}
+
+/** An optional size bound of a TransferRequest from its wire value (0 or absent: none). */
+function sizeBoundFromWire(field: 'minSize' | 'maxSize', value: number | LongLike | null | undefined): { minSize?: number } | { maxSize?: number } {
+  const n = value === null || value === undefined ? 0 : u64ToNumber(`TransferRequest.${field}`, value);
+  return n === 0 ? {} : { [field]: n };
 }
 
 /** The optional rateLimit field from its wire value (0 or absent: none). */
@@ -612,6 +625,8 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       }
       checkRateLimit('TransferRequest.rateLimit', message.rateLimit);
       if (message.maxDelete !== undefined) checkUint('TransferRequest.maxDelete', message.maxDelete, Number.MAX_SAFE_INTEGER);
+      if (message.minSize !== undefined) checkUint('TransferRequest.minSize', message.minSize, Number.MAX_SAFE_INTEGER);
+      if (message.maxSize !== undefined) checkUint('TransferRequest.maxSize', message.maxSize, Number.MAX_SAFE_INTEGER);
       return {
         transferRequest: {
           transferId: message.transferId,
@@ -627,6 +642,8 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           ...(message.backup === undefined ? {} : { backup: { suffix: message.backup.suffix, dir: message.backup.dir } }),
           ...(message.maxDelete === undefined ? {} : { maxDelete: { paths: message.maxDelete } }),
           itemize: message.itemize ?? false,
+          minSize: message.minSize ?? 0,
+          maxSize: message.maxSize ?? 0,
           rateLimit: message.rateLimit ?? 0,
           dryRun: message.dryRun ?? false,
           delete: message.delete ?? false,
@@ -936,10 +953,10 @@ function fixedBytes(field: string, value: Uint8Array | null | undefined, length:
   return new Uint8Array(value); // a copy: decoded bytes are views into the frame buffer
 }
 
-function enumList<K extends string>(field: string, values: readonly number[] | null | undefined, table: ReadonlyMap<number, K>): K[] {
+function enumList<K extends string>(field: string, values: readonly number[] | null | undefined, table: ReadonlyMap<number, K>, max = MAX_CAPABILITY_LIST_ENTRIES): K[] {
   const raw = values ?? [];
-  if (raw.length > MAX_CAPABILITY_LIST_ENTRIES) {
-    throw new ClawpeerError('PROTOCOL', `${field} has ${raw.length} entries, more than ${MAX_CAPABILITY_LIST_ENTRIES}`);
+  if (raw.length > max) {
+    throw new ClawpeerError('PROTOCOL', `${field} has ${raw.length} entries, more than ${max}`);
   }
   const out: K[] = [];
   for (const v of raw) {
@@ -964,7 +981,12 @@ function capsFromWire(owner: string, caps: clawpeer.v1.Capabilities.$Properties 
     maxWindowChunks: caps.maxWindowChunks ?? 0,
     maxStreams: caps.maxStreams ?? 0,
     maxFrameBytes: caps.maxFrameBytes ?? 0,
-    features: enumList(`${owner}.caps.features`, caps.features, FEATURE_FROM_WIRE),
+    features: [
+      ...new Set([
+        ...enumList(`${owner}.caps.features`, caps.features, FEATURE_FROM_WIRE),
+        ...enumList(`${owner}.caps.featuresMore`, caps.featuresMore, FEATURE_FROM_WIRE, MAX_FEATURES - MAX_CAPABILITY_LIST_ENTRIES),
+      ]),
+    ],
   };
 }
 
@@ -1120,6 +1142,8 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         ...(r.backup === null || r.backup === undefined ? {} : { backup: { suffix: wireText('TransferRequest.backup.suffix', r.backup.suffix), dir: wireText('TransferRequest.backup.dir', r.backup.dir) } }),
         ...(r.maxDelete === null || r.maxDelete === undefined ? {} : { maxDelete: u64ToNumber('TransferRequest.maxDelete', r.maxDelete.paths ?? 0) }),
         ...(r.itemize === true ? { itemize: true } : {}),
+        ...sizeBoundFromWire('minSize', r.minSize),
+        ...sizeBoundFromWire('maxSize', r.maxSize),
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.delete === true ? { delete: true } : {}),

@@ -854,3 +854,35 @@ t.test('push -L sends symlinks as what they point to, --copy-unsafe-links only t
   t.equal(moving.code, 2);
   t.match(moving.stderr, /--remove-source-files with --copy-links/);
 });
+
+t.test('--min-size and --max-size leave out files by size (rsync): a push here, a pull by the listener', async (t) => {
+  const src = path.join(work, 'sized');
+  await mkdir(path.join(src, 'sub'), { recursive: true });
+  await writeFile(path.join(src, 'tiny.txt'), 'x');
+  await writeFile(path.join(src, 'mid.bin'), randomBytes(3000));
+  await writeFile(path.join(src, 'sub', 'big.bin'), randomBytes(300_000));
+  const push = await runCli(['--home', b.home, 'push', src, 'alice:inbox/sized-push', '--max-size', '100K', '--json']);
+  t.equal(push.code, 0, push.stderr);
+  t.match(done(push.stdout), { files: 2 });
+  t.same((await snapshot(path.join(work, 'inbox', 'sized-push', 'sized'))).map((i) => `${i.kind} ${i.path}`), ['file mid.bin', 'dir sub', 'file tiny.txt'], 'the big file left out; its directory still made');
+  const full = await runCli(['--home', b.home, 'push', src, 'alice:inbox/sized-all', '--json']);
+  t.equal(full.code, 0, full.stderr);
+  const dest = path.join(work, 'sized-pulled');
+  const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/sized-all/sized', dest, '--min-size', '1K', '--max-size', '0', '--json']);
+  t.equal(pull.code, 0, pull.stderr);
+  t.same((await snapshot(path.join(dest, 'sized'))).filter((i) => i.kind === 'file').map((i) => i.path), ['mid.bin', 'sub/big.bin'], 'the listener left out the 1-byte file; --max-size 0 is no limit');
+  t.same(await readFile(path.join(dest, 'sized', 'sub', 'big.bin')), await readFile(path.join(src, 'sub', 'big.bin')));
+  const cases: [string[], RegExp][] = [
+    [['--min-size', 'lots'], /--min-size "lots": expected a size such as 4096, 64K, 1\.5MiB or 2GB/],
+    [['--min-size', '2M', '--max-size', '1M'], /--min-size 2M is more than --max-size 1M: no file would go/],
+    [['--max-size', '1M', '--delete'], /--delete with --min-size\/--max-size/],
+  ];
+  for (const [flags, message] of cases) {
+    const r = await runCli(['--home', b.home, 'push', src, 'alice:inbox/sized-bad', ...flags]);
+    t.equal(r.code, 2, `${flags.join(' ')}: ${r.stderr}`);
+    t.match(r.stderr, message);
+  }
+  const toStdout = await runCli(['--home', b.home, 'pull', 'alice:inbox/sized-all/sized/mid.bin', '-', '--max-size', '1M']);
+  t.equal(toStdout.code, 2);
+  t.match(toStdout.stderr, /--max-size with the destination -/);
+});

@@ -322,6 +322,15 @@ t.test('a push request carrying a rate limit ends the session; the listener serv
   await legitPing(t, rig.listener.port, 'after the bad request');
 });
 
+t.test('a push request carrying size bounds ends the session; the listener serves on', async (t) => {
+  const session = await dial(rig.listener.port);
+  t.ok(session.caps.features.includes('size-filter'), 'the listener takes size bounds on pulls (a 17th feature: features_more)');
+  await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction: 'push', share: 'inbox', path: '', force: false, streams: 1, window: 4, maxSize: 4096 });
+  t.match(String(await nextControl(session)), /size bounds apply to pulls/);
+  await session.connection.close().catch(() => undefined);
+  await legitPing(t, rig.listener.port, 'after the bad request');
+});
+
 // ---------------------------------------------------------------------------------------------
 // Stream floods
 

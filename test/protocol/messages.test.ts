@@ -14,6 +14,7 @@ import {
   type ControlMessage,
 } from '../../src/protocol/messages.js';
 import { FRAME_HEADER_BYTES } from '../../src/protocol/frame-codec.js';
+import { clawpeer } from '../../src/protocol/gen/clawpeer.js';
 import { hex, toHex } from './hex.js';
 
 const fill = (byte: number, n: number): Uint8Array => new Uint8Array(n).fill(byte);
@@ -212,12 +213,28 @@ t.test('Hello without caps is rejected', async (t) => {
 t.test('a capability list longer than the decoder takes is refused by the encoder too', async (t) => {
   const hello = VECTORS[0]?.message;
   if (hello?.type !== 'hello') throw new Error('vector 0 is the Hello');
-  const features = [...FEATURES, ...FEATURES]; // every feature twice: over 16 entries
-  t.ok(features.length > 16);
-  t.throws(() => encodeControl({ ...hello, caps: { ...CAPS, features } }), { name: 'RangeError', message: /caps\.features has \d+ entries, more than 16/ });
-  const sixteen = features.slice(0, 16);
-  const decoded = decodeControl(encodeControl({ ...hello, caps: { ...CAPS, features: sixteen } }), { maxBytes: 1024 });
-  t.same(decoded.type === 'hello' ? decoded.caps.features : null, [...new Set(sixteen)], 'at 16 it encodes, and duplicates collapse');
+  const features = [...FEATURES, ...FEATURES, ...FEATURES, ...FEATURES]; // over 64 entries
+  t.ok(features.length > 64);
+  t.throws(() => encodeControl({ ...hello, caps: { ...CAPS, features } }), { name: 'RangeError', message: /caps\.features has \d+ entries, more than 64/ });
+  t.throws(() => encodeControl({ ...hello, caps: { ...CAPS, aeadSuites: Array(17).fill('aes-256-gcm') } }), { name: 'RangeError', message: /caps\.aeadSuites has 17 entries, more than 16/ });
+  const decoded = decodeControl(encodeControl({ ...hello, caps: { ...CAPS, features: features.slice(0, 64) } }), { maxBytes: 4096 });
+  t.same(decoded.type === 'hello' ? decoded.caps.features : null, [...FEATURES], 'at 64 it encodes, and duplicates collapse');
+});
+
+t.test('beyond 16 features, the rest travel in features_more, which a peer of before December 2026 ignores', async (t) => {
+  const hello = VECTORS[0]?.message;
+  if (hello?.type !== 'hello') throw new Error('vector 0 is the Hello');
+  t.ok(FEATURES.length > 16, 'this build has more than 16 features');
+  const body = encodeControl({ ...hello, caps: { ...CAPS, features: [...FEATURES] } });
+  const decoded = decodeControl(body, { maxBytes: 4096 });
+  t.same(decoded.type === 'hello' ? decoded.caps.features : null, [...FEATURES], 'this build reads them all back, in order');
+  // What an older peer decodes: field 7 only (it refused more than 16 entries there), field 8 unknown to it.
+  const wire = clawpeer.v1.Control.decode(body);
+  const caps = wire.hello?.caps;
+  t.equal(caps?.features?.length, 16, 'field 7 holds the first 16, all an older peer takes');
+  t.same(caps?.featuresMore?.length, FEATURES.length - 16, 'field 8 the rest');
+  const sixteen = decodeControl(encodeControl({ ...hello, caps: { ...CAPS, features: FEATURES.slice(0, 16) } }), { maxBytes: 4096 });
+  t.same(sixteen.type === 'hello' ? sixteen.caps.features : null, FEATURES.slice(0, 16), 'an older peer\'s 16 (field 7 alone) decode as ever');
 });
 
 t.test('unknown enum values from a newer peer are ignored, duplicates collapse', async (t) => {

@@ -112,6 +112,19 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'TransferRequest (pull with size bounds)',
+    message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8, minSize: 1024, maxSize: 5_000_000_000 },
+    wire: `
+      01 00000014                 # frame: type CONTROL, body 20 bytes
+      8201 11                     # Control.transfer_request (field 16, LEN) 17 bytes
+      10 02                       #   direction (2) = PULL
+      30 01                       #   streams (6) = 1
+      38 08                       #   window (7) = 8
+      8801 8008                   #   min_size (17) = 1024
+      9001 80e497d012             #   max_size (18) = 5000000000 (above 2^32)
+    `,
+  },
+  {
     name: 'TransferRequest (pull, dry run)',
     message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8, dryRun: true },
     wire: `
@@ -357,6 +370,8 @@ const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
   }).chain((r) => fc.option(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((exclude) => (exclude === undefined ? r : { ...r, exclude })))
     .chain((r) => ('exclude' in r ? fc.constant(r) : fc.option(fc.array(fc.record({ pattern: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), include: fc.boolean() }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((filter) => (filter === undefined ? r : { ...r, filter }))))
     .chain((r) => fc.option(fc.integer({ min: 1, max: 0xffff_ffff }), { nil: undefined }).map((rateLimit) => (rateLimit === undefined ? r : { ...r, rateLimit })))
+    .chain((r) => fc.option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined }).map((minSize) => (minSize === undefined ? r : { ...r, minSize })))
+    .chain((r) => fc.option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined }).map((maxSize) => (maxSize === undefined ? r : { ...r, maxSize })))
     .chain((r) => fc.boolean().map((dryRun) => (dryRun ? { ...r, dryRun } : r)))
     .chain((r) => fc.boolean().map((del) => (del ? { ...r, delete: del } : r)))
     .chain((r) => fc.option(fc.constantFrom('keep' as const, 'update' as const), { nil: undefined }).map((existing) => (existing === undefined ? r : { ...r, existing }))),

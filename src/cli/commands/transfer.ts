@@ -7,6 +7,7 @@ import { loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
 import { resolvePeer } from '../../node/peer-resolve.js';
 import type { TransferResult } from '../../node/transfer-client.js';
+import type { SizeRange } from '../../node/transfer-source.js';
 import { combineResults } from '../../node/transfer-results.js';
 import { SequentialProgress } from '../../node/transfer-progress.js';
 import type { DryRunReport } from '../../node/dry-run.js';
@@ -15,7 +16,7 @@ import { compileFilter } from '../../transfer/exclude.js';
 import { parseFileList } from '../../transfer/file-list.js';
 import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../node/backups.js';
 import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
-import { human } from '../../format.js';
+import { human, parseSize } from '../../format.js';
 import { createProgress } from '../progress.js';
 import { DEFAULT_STDIN_NAME, spoolStdin, STDIN_SOURCE, stdinName } from '../stdin-spool.js';
 import { checkStdoutPull, pullToStdout, STDOUT_DESTINATION } from '../stdout-pull.js';
@@ -51,6 +52,8 @@ const transferOptions = (y: Argv): Argv =>
     .option('remove-source-files', { type: 'boolean', default: false, describe: 'push: once the listener has published everything, remove the sent files and symlinks here, unless they changed meanwhile (rsync --remove-source-files; directories stay)' })
     .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' })
     .option('itemize-changes', { alias: 'i', type: 'boolean', default: false, describe: 'list each file published and each directory and symlink created, as rsync -i: >f+++++++++ PATH for a new file, >fc........ PATH for one that replaced a different file, cd+++++++++ DIR/, cL+++++++++ LINK -> TARGET' })
+    .option('min-size', { type: 'string', requiresArg: true, describe: 'leave out files smaller than SIZE, e.g. 10K, 1.5MiB, 2GB (rsync --min-size; a pull asks the listener)' })
+    .option('max-size', { type: 'string', requiresArg: true, describe: 'leave out files larger than SIZE (rsync --max-size); 0: no limit' })
     .option('max-delete', { type: 'number', describe: 'with --delete: when more than N paths would be removed, remove none (the rest is still published; exit 1)' })
     .option('backup', { alias: 'b', type: 'boolean', default: false, describe: `keep what --force, --update or --delete replaces or removes, as NAME${DEFAULT_BACKUP_SUFFIX} beside it (rsync --backup)` })
     .option('backup-dir', { type: 'string', describe: 'with --backup (implied): keep backups under DIR, relative to the destination and inside it, at their relative paths' })
@@ -144,6 +147,22 @@ function backupFrom(args: Record<string, unknown>): BackupPlan | undefined {
   }
   if (dir === '') throw new ClawpeerError('USAGE', '--backup-dir is empty: name a directory, or leave it out to keep backups beside the files');
   return backupPlan(dir, suffix);
+}
+
+/** --min-size / --max-size as bounds (0 or absent: none, as rsync); USAGE for text that is not a size, or bounds that leave nothing. */
+function sizesFrom(args: Record<string, unknown>): SizeRange | undefined {
+  const bound = (flag: 'min-size' | 'max-size'): number | undefined => {
+    const value = args[flag];
+    if (value === undefined) return undefined;
+    const bytes = parseSize(String(value));
+    if (bytes === undefined) throw new ClawpeerError('USAGE', `--${flag} ${JSON.stringify(String(value))}: expected a size such as 4096, 64K, 1.5MiB or 2GB`);
+    return bytes === 0 ? undefined : bytes;
+  };
+  const min = bound('min-size');
+  const max = bound('max-size');
+  if (min !== undefined && max !== undefined && min > max) throw new ClawpeerError('USAGE', `--min-size ${String(args['min-size'])} is more than --max-size ${String(args['max-size'])}: no file would go`);
+  if (min === undefined && max === undefined) return undefined;
+  return { ...(min === undefined ? {} : { min }), ...(max === undefined ? {} : { max }) };
 }
 
 /** -L (every symlink) or --copy-unsafe-links (those leading out of the tree) sent as what they point to; rsync's. */
@@ -246,6 +265,8 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   const removeSourceFiles = args['remove-source-files'] === true;
   if (removeSourceFiles && direction === 'pull') throw new ClawpeerError('USAGE', '--remove-source-files applies to push: a pull does not remove the listener\'s files');
   if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
+  const sizes = sizesFrom(args);
+  if (sizes !== undefined && args['delete'] === true) throw new ClawpeerError('USAGE', '--delete with --min-size/--max-size: a file left out for its size would look gone from the source and be removed; run them separately');
   const copyLinks = copyLinksFrom(args);
   if (copyLinks !== undefined && removeSourceFiles) throw new ClawpeerError('USAGE', `--remove-source-files with --${copyLinks === 'all' ? 'copy-links' : 'copy-unsafe-links'}: what a link points to was sent, and removing the link would not move it`);
   const rules = filterRulesInOrder(ctx.argv, { included: argWords(args, 'include'), excluded: argWords(args, 'exclude'), includeFrom: argWords(args, 'include-from'), excludeFrom: argWords(args, 'exclude-from') });
@@ -275,6 +296,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
       ...(toStdout ? { singleFile: true } : {}),
       ...(filesFrom === undefined ? {} : { filesFrom }),
       ...(copyLinks === undefined ? {} : { copyLinks }),
+      ...(sizes === undefined ? {} : { sizes }),
       nodeId: identity.nodeId,
     };
     // Several remotes: one pull after another on this session, reported as one (one count up).

@@ -86,7 +86,10 @@ export namespace clawpeer {
             FEATURE_MAX_DELETE = 15,
 
             /** FEATURE_ITEMIZE value */
-            FEATURE_ITEMIZE = 16
+            FEATURE_ITEMIZE = 16,
+
+            /** FEATURE_SIZE_FILTER value */
+            FEATURE_SIZE_FILTER = 17
         }
 
         /**
@@ -198,6 +201,9 @@ export namespace clawpeer {
             /** Capabilities features. */
             features: clawpeer.v1.Feature[];
 
+            /** Capabilities featuresMore. */
+            featuresMore: clawpeer.v1.Feature[];
+
             /**
              * Encodes the specified Capabilities message. Does not implicitly {@link clawpeer.v1.Capabilities.verify|verify} messages.
              * @param message Capabilities message or plain object to encode
@@ -242,6 +248,9 @@ export namespace clawpeer {
 
                 /** Capabilities features */
                 features?: (clawpeer.v1.Feature[]|null);
+
+                /** Capabilities featuresMore */
+                featuresMore?: (clawpeer.v1.Feature[]|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -1004,6 +1013,12 @@ export namespace clawpeer {
             /** TransferRequest itemize. */
             itemize: boolean;
 
+            /** TransferRequest minSize. */
+            minSize: (number|Long);
+
+            /** TransferRequest maxSize. */
+            maxSize: (number|Long);
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -1075,6 +1090,12 @@ export namespace clawpeer {
 
                 /** TransferRequest itemize */
                 itemize?: (boolean|null);
+
+                /** TransferRequest minSize */
+                minSize?: (number|Long|null);
+
+                /** TransferRequest maxSize */
+                maxSize?: (number|Long|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

@@ -80,6 +80,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_LIST=14 FEATURE_LIST value
          * @property {number} FEATURE_MAX_DELETE=15 FEATURE_MAX_DELETE value
          * @property {number} FEATURE_ITEMIZE=16 FEATURE_ITEMIZE value
+         * @property {number} FEATURE_SIZE_FILTER=17 FEATURE_SIZE_FILTER value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -100,6 +101,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[14] = "FEATURE_LIST"] = 14;
             values[valuesById[15] = "FEATURE_MAX_DELETE"] = 15;
             values[valuesById[16] = "FEATURE_ITEMIZE"] = 16;
+            values[valuesById[17] = "FEATURE_SIZE_FILTER"] = 17;
             return values;
         })();
 
@@ -291,6 +293,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|null} [maxStreams] Capabilities maxStreams
              * @property {number|null} [maxFrameBytes] Capabilities maxFrameBytes
              * @property {Array.<clawpeer.v1.Feature>|null} [features] Capabilities features
+             * @property {Array.<clawpeer.v1.Feature>|null} [featuresMore] Capabilities featuresMore
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -320,6 +323,7 @@ export const clawpeer = $root.clawpeer = (() => {
                 this.compression = [];
                 this.chunking = [];
                 this.features = [];
+                this.featuresMore = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -383,6 +387,14 @@ export const clawpeer = $root.clawpeer = (() => {
             Capabilities.prototype.features = $util.emptyArray;
 
             /**
+             * Capabilities featuresMore.
+             * @member {Array.<clawpeer.v1.Feature>} featuresMore
+             * @memberof clawpeer.v1.Capabilities
+             * @instance
+             */
+            Capabilities.prototype.featuresMore = $util.emptyArray;
+
+            /**
              * Encodes the specified Capabilities message. Does not implicitly {@link clawpeer.v1.Capabilities.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.Capabilities
@@ -413,6 +425,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 6, wireType 0 =*/48).uint32(message.maxFrameBytes);
                 if (message.features != null && message.features.length)
                     writer.uint32(/* id 7, wireType 2 =*/58).int32s(message.features);
+                if (message.featuresMore != null && message.featuresMore.length)
+                    writer.uint32(/* id 8, wireType 2 =*/66).int32s(message.featuresMore);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -532,6 +546,20 @@ export const clawpeer = $root.clawpeer = (() => {
                             if (!(message.features && message.features.length))
                                 message.features = [];
                             message.features.push(reader.int32());
+                            continue;
+                        }
+                    case 8: {
+                            if (wireType === 2) {
+                                if (!(message.featuresMore && message.featuresMore.length))
+                                    message.featuresMore = [];
+                                reader.int32s(message.featuresMore);
+                                continue;
+                            }
+                            if (wireType !== 0)
+                                break;
+                            if (!(message.featuresMore && message.featuresMore.length))
+                                message.featuresMore = [];
+                            message.featuresMore.push(reader.int32());
                             continue;
                         }
                     }
@@ -2313,6 +2341,8 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {clawpeer.v1.Backup.$Properties|null} [backup] TransferRequest backup
              * @property {clawpeer.v1.MaxDelete.$Properties|null} [maxDelete] TransferRequest maxDelete
              * @property {boolean|null} [itemize] TransferRequest itemize
+             * @property {number|Long|null} [minSize] TransferRequest minSize
+             * @property {number|Long|null} [maxSize] TransferRequest maxSize
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2475,6 +2505,22 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.itemize = false;
 
             /**
+             * TransferRequest minSize.
+             * @member {number|Long} minSize
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.minSize = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
+             * TransferRequest maxSize.
+             * @member {number|Long} maxSize
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.maxSize = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2524,6 +2570,10 @@ export const clawpeer = $root.clawpeer = (() => {
                     $root.clawpeer.v1.MaxDelete.encode(message.maxDelete, writer.uint32(/* id 15, wireType 2 =*/122).fork(), _depth + 1).ldelim();
                 if (message.itemize != null && $Object.hasOwnProperty.call(message, "itemize") && message.itemize !== false)
                     writer.uint32(/* id 16, wireType 0 =*/128).bool(message.itemize);
+                if (message.minSize != null && $Object.hasOwnProperty.call(message, "minSize") && (typeof message.minSize === "object" ? message.minSize.low || message.minSize.high : message.minSize !== 0))
+                    writer.uint32(/* id 17, wireType 0 =*/136).uint64(message.minSize);
+                if (message.maxSize != null && $Object.hasOwnProperty.call(message, "maxSize") && (typeof message.maxSize === "object" ? message.maxSize.low || message.maxSize.high : message.maxSize !== 0))
+                    writer.uint32(/* id 18, wireType 0 =*/144).uint64(message.maxSize);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2702,6 +2752,24 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.itemize = value;
                             else
                                 delete message.itemize;
+                            continue;
+                        }
+                    case 17: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.minSize = value;
+                            else
+                                delete message.minSize;
+                            continue;
+                        }
+                    case 18: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.maxSize = value;
+                            else
+                                delete message.maxSize;
                             continue;
                         }
                     }
