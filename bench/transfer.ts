@@ -25,6 +25,8 @@
 //   - raw quinn: one connection, one stream, the file read in 1 MiB pieces and written; from the
 //     first write until the sink (a separate process, like the listener) has read every byte and
 //     answered. No hashing, AEAD of our own, framing or fsync: the ceiling clawpeer aims at.
+//   - raw quinn into a file: the same, the sink writing the bytes to a new file on the same disk
+//     as they arrive and fsyncing it before it answers: what any tool pays here to land them.
 //
 // Ratios: clawpeer / raw quinn on throughput (goal >= 0.8, issue 3) for both clawpeer figures;
 // small files: clawpeer process time / scp and / rsync (goal < 1), and / rsync --fsync.
@@ -88,6 +90,8 @@ const FILL_BLOCK_BYTES = 8 * MiB;
 /** Raw quinn: bytes read from the file and written to the stream per call. */
 const RAW_PIECE_BYTES = 1 * MiB;
 const RAW_READ_BYTES = 256 * KiB;
+/** Writes the file-writing sink keeps queued: 2 MiB at most, enough to keep one pool thread busy. */
+const RAW_WRITES_IN_FLIGHT = 8;
 /** A clawpeer, scp or rsync run that takes longer than this is a failure (1 GiB at ~2 MiB/s). */
 const RUN_TIMEOUT_MS = 10 * 60_000;
 const SINK_FLAG = '--raw-quinn-sink';
@@ -344,8 +348,13 @@ export async function clawpeerPush(setup: ClawpeerSetup, source: string, share: 
 // ---------------------------------------------------------------------------------------------
 // Raw quinn: one connection, one stream, the same bytes, sink in its own process
 
-/** The sink process: accepts one connection and one stream, reads to FIN, answers the count. */
-async function rawQuinnSink(): Promise<void> {
+/**
+ * The sink process: accepts one connection and one stream, reads to FIN, answers the count.
+ * With `writeTo`, it also writes every byte to that file as it arrives (up to
+ * RAW_WRITES_IN_FLIGHT writes queued on the thread pool, in order) and fsyncs it before
+ * answering: what a stream costs here when its bytes must land durably on this disk.
+ */
+async function rawQuinnSink(writeTo?: string): Promise<void> {
   const backend = new QuinnBackend();
   const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: generateIdentity() });
   const accepted = listener.accept();
@@ -355,10 +364,22 @@ async function rawQuinnSink(): Promise<void> {
   const stream = await conn.acceptStream();
   if (stream === null) throw new Error('raw quinn sink: no stream');
   let got = 0;
+  const file = writeTo === undefined ? undefined : await open(writeTo, 'wx', 0o600);
+  const writes: Promise<unknown>[] = [];
   for (;;) {
     const bytes = await stream.read(RAW_READ_BYTES);
     if (bytes === null) break;
+    if (file !== undefined) {
+      if (writes.length >= RAW_WRITES_IN_FLIGHT) await writes.shift();
+      // Sequential positions, one queue: the thread pool runs them in order (its libuv queue is FIFO).
+      writes.push(file.write(bytes, 0, bytes.length, got));
+    }
     got += bytes.length;
+  }
+  if (file !== undefined) {
+    await Promise.all(writes);
+    await file.sync();
+    await file.close();
   }
   const u = process.cpuUsage();
   const answer = Buffer.alloc(16);
@@ -379,8 +400,9 @@ interface RawSample {
   readonly cpuReceiver: number;
 }
 
-async function rawQuinnPush(file: string, bytes: number): Promise<RawSample> {
-  const sink = spawn(process.execPath, [fileURLToPath(import.meta.url), SINK_FLAG], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** Pushes `file` to a sink process; with `writeTo`, the sink writes it there and fsyncs (rawQuinnSink). */
+async function rawQuinnPush(file: string, bytes: number, writeTo?: string): Promise<RawSample> {
+  const sink = spawn(process.execPath, [fileURLToPath(import.meta.url), SINK_FLAG, ...(writeTo === undefined ? [] : [writeTo])], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<number | null>((res) => sink.on('close', (code) => res(code)));
   try {
     const port = await new Promise<number>((resolve, reject) => {
@@ -477,6 +499,7 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
   const { runs, ssh, o, log } = ctx;
   const claw: ClawpeerSample[] = [];
   const raw: RawSample[] = [];
+  const rawToFile: RawSample[] = [];
   const scp: number[] = [];
   const rsync: number[] = [];
   const rsyncFsync: number[] = [];
@@ -488,6 +511,12 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
       raw.push(await rawQuinnPush(spec.source, spec.bytes));
       const rs = raw.at(-1)!;
       log(`  ${spec.name} run ${r + 1}/${runs}: raw quinn ${MiBs(rs.seconds)} (cpu: sender ${round(rs.cpuSender, 2)} s, sink ${round(rs.cpuReceiver, 2)} s)`);
+      syncDisks();
+      const landing = join(ctx.root, `raw-quinn-file-${r}.bin`);
+      rawToFile.push(await rawQuinnPush(spec.source, spec.bytes, landing));
+      removeAfterCase.push(landing);
+      const rf = rawToFile.at(-1)!;
+      log(`  ${spec.name} run ${r + 1}/${runs}: raw quinn into a file ${MiBs(rf.seconds)} (cpu: sender ${round(rf.cpuSender, 2)} s, sink ${round(rf.cpuReceiver, 2)} s)`);
     }
     syncDisks();
     const share = ctx.shareBase + r;
@@ -540,6 +569,14 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     rows.push(rawRow);
     ratios['clawpeerSecondsPerRawQuinn'] = ratio(clawSeconds.MiBps, rawRow.MiBps);
     ratios['clawpeerDataPerRawQuinn'] = ratio(clawData.MiBps, rawRow.MiBps);
+  }
+  if (rawToFile.length > 0) {
+    const row = toolResult('raw quinn stream into a file', 'as the raw quinn stream, the sink writing every byte to a new file on this disk as it arrives and fsyncing it before it answers', rawToFile.map((x) => x.seconds), spec.bytes, {
+      cpuSecondsSender: rawToFile.map((x) => round(x.cpuSender, 2)),
+      cpuSecondsReceiver: rawToFile.map((x) => round(x.cpuReceiver, 2)),
+    });
+    rows.push(row);
+    ratios['clawpeerSecondsPerRawQuinnIntoFile'] = ratio(clawSeconds.MiBps, row.MiBps);
   }
   if (scp.length > 0) {
     const row = toolResult('scp', `wall time of the scp process${spec.name === 'small' ? ' (-r)' : ''}`, scp, spec.bytes);
@@ -661,8 +698,9 @@ if (isMainModule(import.meta.url)) {
     return v === undefined ? undefined : Number(v);
   };
   const only = argValue(argv, '--only');
-  const run = argv.includes(SINK_FLAG)
-    ? rawQuinnSink()
+  const sinkAt = argv.indexOf(SINK_FLAG);
+  const run = sinkAt >= 0
+    ? rawQuinnSink(argv[sinkAt + 1])
     : main({
         smoke: argv.includes('--smoke'),
         verbose: true,
