@@ -36,7 +36,7 @@ export interface TransferOptions {
   readonly localPath: string;
   /** push: every local path sent, each landing under its own name (default: localPath alone). */
   readonly sources?: readonly string[];
-  /** push --files-from: these paths, relative to localPath (a directory), each landing at its relative path (transfer-source.ts scanListed). */
+  /** --files-from: these paths each land at their relative path; a push's are relative to localPath (a directory, transfer-source.ts scanListed), a pull's to remotePath (the listener lists them). */
   readonly filesFrom?: readonly string[];
   /** --min-size / --max-size: files outside the bounds are left out (a push here, a pull by the listener). */
   readonly sizes?: SizeRange;
@@ -181,12 +181,14 @@ function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pu
     ...(direction === 'push' && o.itemize === true && o.dryRun !== true ? { itemize: true } : {}),
     ...(direction === 'pull' && o.sizes?.min !== undefined ? { minSize: o.sizes.min } : {}),
     ...(direction === 'pull' && o.sizes?.max !== undefined ? { maxSize: o.sizes.max } : {}),
+    ...(direction === 'pull' && o.filesFrom !== undefined ? { filesFrom: o.filesFrom } : {}),
   };
 }
 
-/** A listener without 'size-filter' would send files of every size. */
-function requireSizeFilter(o: TransferOptions): void {
+/** A listener without 'size-filter' would send files of every size; one without 'files-from', the whole path. */
+function requirePullListOptions(o: TransferOptions): void {
   if (o.sizes !== undefined) o.session.requireFeature('size-filter', 'cannot leave out files by size (--min-size, --max-size)', 'pull without them');
+  if (o.filesFrom !== undefined) o.session.requireFeature('files-from', 'cannot send what a list names (--files-from)', 'pull the paths one by one');
 }
 
 function wireBytesOf(session: PeerSession): number {
@@ -350,7 +352,7 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
 async function pullDryRun(o: TransferOptions, root: string, started: number, wireStart: number): Promise<TransferResult> {
   const { session } = o;
   requireDryRun(session);
-  requireSizeFilter(o);
+  requirePullListOptions(o);
   const id = session.allocateTransferId();
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
@@ -408,7 +410,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   if (o.excludeRules !== undefined) session.requireFeature('exclude', 'does not apply exclude patterns to pulls', 'pull without --exclude');
   requireFilter(session, o.excludeRules);
   if (o.bwlimit !== undefined) session.requireFeature('rate-limit', 'cannot cap the rate it sends a pull at', 'pull without --bwlimit');
-  requireSizeFilter(o);
+  requirePullListOptions(o);
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);

@@ -27,7 +27,7 @@ import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
-import { scanSource } from './transfer-source.js';
+import { scanListed, scanSource } from './transfer-source.js';
 import { serveList } from './list-service.js';
 import { serveSync } from './sync-service.js';
 import type { ResidentFolders } from './synced-folder.js';
@@ -175,6 +175,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
     if ((req.exclude !== undefined || req.filter !== undefined) && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls, and to what a push with delete may remove; a push leaves out files on the sending side');
     if (req.rateLimit !== undefined) throw new ClawpeerError('PROTOCOL', 'a rate limit applies to pulls; a push caps its own sending');
     if (req.minSize !== undefined || req.maxSize !== undefined) throw new ClawpeerError('PROTOCOL', 'size bounds apply to pulls; a push leaves out files on the sending side');
+    if (req.filesFrom !== undefined) throw new ClawpeerError('PROTOCOL', 'a files-from list applies to pulls; a push sends what it lists itself');
     if (req.existing !== undefined && req.force) throw new ClawpeerError('PROTOCOL', 'force and an existing-files policy (keep, update) exclude each other');
     peerBackupPlan(req); // a malformed one is refused before anything is accepted
     if (req.maxDelete !== undefined && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'a delete limit applies to a push with delete');
@@ -283,6 +284,17 @@ export async function existingSharePath(share: Share, basePath: string): Promise
   return local;
 }
 
+/** A pull's files-from paths, each canonical and confined; PROTOCOL naming the first that is not (the peer's CLI checks them first). */
+function peerFileList(paths: readonly string[]): string[] {
+  return paths.map((p) => {
+    try {
+      return normalizeSharePath(p);
+    } catch (err) {
+      throw new ClawpeerError('PROTOCOL', `TransferRequest.filesFrom: ${(err as Error).message}`);
+    }
+  });
+}
+
 /** A push's backup request as a plan; a malformed one is the peer's fault (its CLI checks it first). */
 function peerBackupPlan(req: TransferRequestMessage): BackupPlan | undefined {
   if (req.backup === undefined) return undefined;
@@ -298,13 +310,16 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
   const { id, share, basePath, streams, window, chunking } = t;
   const local = await existingSharePath(share, basePath);
   const rules = peerExcludes(req);
-  const source = await scanSource(local, {
+  const scanOptions = {
     chunking, log, signal,
     ...(rules === undefined ? {} : { excludeRules: rules }),
     ...(req.minSize === undefined && req.maxSize === undefined ? {} : { sizes: { ...(req.minSize === undefined ? {} : { min: req.minSize }), ...(req.maxSize === undefined ? {} : { max: req.maxSize }) } }),
-    rootName: basePath === '' ? null : path.posix.basename(basePath),
-    exclude: (rel) => basePath === '' && isInternalPath(rel),
-  });
+  };
+  // A files-from list: its paths, relative to the requested directory (scanListed confines them:
+  // no `..`, no symlinked directory on the way, no clawpeer state).
+  const source = req.filesFrom !== undefined
+    ? await scanListed(local, peerFileList(req.filesFrom), scanOptions, basePath === '' ? `share ${share.name}` : `${share.name}/${basePath}`)
+    : await scanSource(local, { ...scanOptions, rootName: basePath === '' ? null : path.posix.basename(basePath), exclude: (rel) => basePath === '' && isInternalPath(rel) });
   await session.control.sendAll([{ type: 'transfer-accept', transferId: id, streams, window }, ...manifestMessages(session, id, source.entries)]);
   if (req.dryRun === true) {
     // The client plans on its side and ends the transfer: nothing to send.

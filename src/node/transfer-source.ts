@@ -81,22 +81,26 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
  * `baseDir` and keeps that relative path (rsync's implied --relative), a directory whole; the
  * directories it lies in travel as directory entries (rsync's implied dirs), with their own mode
  * and mtime, whatever --exclude says of them. --exclude rules match paths below `baseDir`. USAGE naming the path for one that does
- * not exist, or lies below something that is not a directory.
+ * not exist, or lies below something that is not a directory; messages name the base as
+ * `baseName` (a listener: the share and path, never its local path).
  */
-export async function scanListed(baseDir: string, relPaths: readonly string[], options: ScanSourceOptions): Promise<TransferSource> {
+export async function scanListed(baseDir: string, relPaths: readonly string[], options: ScanSourceOptions, baseName = baseDir): Promise<TransferSource> {
   const base = path.resolve(baseDir);
-  if (!(await lstat(base).catch(() => undefined))?.isDirectory()) throw new ClawpeerError('USAGE', `--files-from: ${baseDir} is not a directory (the listed paths are relative to it)`);
+  if (!(await lstat(base).catch(() => undefined))?.isDirectory()) throw new ClawpeerError('USAGE', `--files-from: ${baseName} is not a directory (the listed paths are relative to it)`);
   const out = newCollected();
   for (const rel of relPaths) {
+    if (rel.split('/').some((segment) => segment === INTERNAL_DIR_NAME || isTempFileName(segment))) {
+      throw new ClawpeerError('PATH_INVALID', `--files-from lists ${rel}: .clawpeer directories and temp files are clawpeer's own state, never sent`);
+    }
     for (const dir of ancestorsOf(rel)) {
       if (out.paths.has(dir)) continue;
       const st = await lstat(path.join(base, ...dir.split('/'))).catch(() => undefined);
-      if (st?.isDirectory() !== true) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, but ${dir} ${st === undefined ? 'does not exist' : 'is not a directory'} in ${baseDir}`);
+      if (st?.isDirectory() !== true) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, but ${dir} ${st === undefined ? 'does not exist' : 'is not a directory'} in ${baseName}`);
       out.paths.add(dir);
       out.entries.push(dirEntry(dir, Number(st.mode) & 0o777, Math.floor(st.mtimeMs)));
     }
     const abs = path.join(base, ...rel.split('/'));
-    if ((await lstat(abs).catch(() => undefined)) === undefined) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, which does not exist in ${baseDir}`);
+    if ((await lstat(abs).catch(() => undefined)) === undefined) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, which does not exist in ${baseName}`);
     await collect(out, abs, { base, rulesOnWholePath: true, rootName: rel, symlinkTopDepth: 0 }, options);
   }
   return collected(out, base);

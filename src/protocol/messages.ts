@@ -159,6 +159,8 @@ export interface TransferRequestMessage {
   /** Pull (feature 'size-filter'): files outside these bounds (bytes, inclusive) are left out; absent: no bound. */
   readonly minSize?: number;
   readonly maxSize?: number;
+  /** Pull (feature 'files-from'): these paths relative to `path`, not `path` itself; at most MAX_FILES_FROM_PATHS. */
+  readonly filesFrom?: readonly string[];
   /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
   /** Plan only: nothing is written, no chunk travels (feature 'dry-run'). */
@@ -458,6 +460,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'max-delete': pb.Feature.FEATURE_MAX_DELETE,
   itemize: pb.Feature.FEATURE_ITEMIZE,
   'size-filter': pb.Feature.FEATURE_SIZE_FILTER,
+  'files-from': pb.Feature.FEATURE_FILES_FROM,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -505,6 +508,16 @@ function capsToWire(caps: Capabilities): clawpeer.v1.Capabilities.$Properties {
     features: features.slice(0, MAX_CAPABILITY_LIST_ENTRIES),
     ...(features.length > MAX_CAPABILITY_LIST_ENTRIES ? { featuresMore: features.slice(MAX_CAPABILITY_LIST_ENTRIES) } : {}),
   };
+}
+
+/** Most paths a pull's files-from list may name. */
+export const MAX_FILES_FROM_PATHS = 100_000;
+
+/** A TransferRequest's files-from list (absent when empty); PROTOCOL for too many paths. */
+function filesFromWire(paths: readonly string[] | null | undefined): { filesFrom?: string[] } {
+  if (paths === null || paths === undefined || paths.length === 0) return {};
+  if (paths.length > MAX_FILES_FROM_PATHS) throw new ClawpeerError('PROTOCOL', `TransferRequest.filesFrom has ${paths.length} paths, more than ${MAX_FILES_FROM_PATHS}`);
+  return { filesFrom: paths.map((p) => wireText('TransferRequest.filesFrom', p)) };
 }
 
 /** An optional size bound of a TransferRequest from its wire value (0 or absent: none). */
@@ -627,6 +640,10 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       if (message.maxDelete !== undefined) checkUint('TransferRequest.maxDelete', message.maxDelete, Number.MAX_SAFE_INTEGER);
       if (message.minSize !== undefined) checkUint('TransferRequest.minSize', message.minSize, Number.MAX_SAFE_INTEGER);
       if (message.maxSize !== undefined) checkUint('TransferRequest.maxSize', message.maxSize, Number.MAX_SAFE_INTEGER);
+      if (message.filesFrom !== undefined) {
+        if (message.filesFrom.length > MAX_FILES_FROM_PATHS) throw new RangeError(`TransferRequest.filesFrom has ${message.filesFrom.length} paths, more than ${MAX_FILES_FROM_PATHS}`);
+        for (const p of message.filesFrom) checkTextBytes('TransferRequest.filesFrom', p);
+      }
       return {
         transferRequest: {
           transferId: message.transferId,
@@ -644,6 +661,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           itemize: message.itemize ?? false,
           minSize: message.minSize ?? 0,
           maxSize: message.maxSize ?? 0,
+          filesFrom: [...(message.filesFrom ?? [])],
           rateLimit: message.rateLimit ?? 0,
           dryRun: message.dryRun ?? false,
           delete: message.delete ?? false,
@@ -1144,6 +1162,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         ...(r.itemize === true ? { itemize: true } : {}),
         ...sizeBoundFromWire('minSize', r.minSize),
         ...sizeBoundFromWire('maxSize', r.maxSize),
+        ...filesFromWire(r.filesFrom),
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.delete === true ? { delete: true } : {}),

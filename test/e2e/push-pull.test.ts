@@ -819,6 +819,23 @@ t.test('push --files-from sends what a list names, each at its path below the ba
     t.match(r.stderr, message);
   }
   t.notOk(existsSync(path.join(work, 'inbox', 'bad')), 'nothing was written for any of them');
+
+  // And back: pull --files-from asks the listener for the listed paths, relative to the remote
+  // directory, each landing at its relative path directly in the local directory.
+  const back = path.join(work, 'listed-back');
+  const pull = await runCli(['--home', b.home, 'pull', '--files-from', '-', 'alice:inbox/listed', back, '--json'], { stdin: Buffer.from('src/lib/a.ts\ndocs\n') });
+  t.equal(pull.code, 0, pull.stderr);
+  const pulled = await snapshot(back);
+  t.same(pulled.map((i) => `${i.kind} ${i.path}`), ['dir docs', 'file docs/guide.md', 'dir src', 'dir src/lib', 'file src/lib/a.ts']);
+  t.same(pulled.find((i) => i.path === 'src/lib'), landed.find((i) => i.path === 'src/lib'), 'the implied directory keeps its mode and mtime');
+  t.same(pulled.find((i) => i.path === 'src/lib/a.ts'), source.find((i) => i.path === 'src/lib/a.ts'), 'byte-identical');
+  const outside = await runCli(['--home', b.home, 'pull', '--files-from', '-', 'alice:inbox/listed', path.join(work, 'listed-bad')], { stdin: Buffer.from('top.txt\n.clawpeer/index.bin\n') });
+  t.equal(outside.code, 1, outside.stderr);
+  t.match(outside.stderr, /lists \.clawpeer\/index\.bin: \.clawpeer directories and temp files are clawpeer's own state, never sent/);
+  const missing = await runCli(['--home', b.home, 'pull', '--files-from', '-', 'alice:inbox/listed', path.join(work, 'listed-bad')], { stdin: Buffer.from('nothing/here\n') });
+  t.equal(missing.code, 1, missing.stderr);
+  t.match(missing.stderr, /lists nothing\/here, but nothing does not exist in inbox\/listed/, 'the listener names its share, not its local path');
+  t.same((await snapshot(path.join(work, 'listed-bad'))).filter((i) => i.kind !== 'dir'), [], 'no file was written (the pull made its empty destination directory, as every pull does)');
   const from0 = await runCli(['--home', b.home, 'push', '--from0', base, 'alice:inbox/bad']);
   t.equal(from0.code, 2);
   t.match(from0.stderr, /--from0 says how the --files-from list is separated/);

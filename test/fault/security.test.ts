@@ -331,6 +331,20 @@ t.test('a push request carrying size bounds ends the session; the listener serve
   await legitPing(t, rig.listener.port, 'after the bad request');
 });
 
+t.test('a files-from list that climbs out, or comes with a push, ends the session; the listener serves on', async (t) => {
+  for (const [direction, filesFrom, pattern] of [
+    ['pull', ['ok.txt', '../../etc/passwd'], /TransferRequest\.filesFrom: path "\.\.\/\.\.\/etc\/passwd" refused: contains a "\.\." segment/],
+    ['pull', ['/abs'], /TransferRequest\.filesFrom: path "\/abs" refused: absolute path/],
+    ['push', ['x'], /a files-from list applies to pulls/],
+  ] as const) {
+    const session = await dial(rig.listener.port);
+    await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction, share: 'inbox', path: '', force: false, streams: 1, window: 4, filesFrom: [...filesFrom] });
+    t.match(String(await nextControl(session)), pattern);
+    await session.connection.close().catch(() => undefined);
+  }
+  await legitPing(t, rig.listener.port, 'after the bad requests');
+});
+
 // ---------------------------------------------------------------------------------------------
 // Stream floods
 

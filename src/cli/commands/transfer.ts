@@ -14,6 +14,7 @@ import type { DryRunReport } from '../../node/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileFilter } from '../../transfer/exclude.js';
 import { parseFileList } from '../../transfer/file-list.js';
+import { MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
 import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../node/backups.js';
 import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { human, parseSize } from '../../format.js';
@@ -52,6 +53,12 @@ const transferOptions = (y: Argv): Argv =>
     .option('remove-source-files', { type: 'boolean', default: false, describe: 'push: once the listener has published everything, remove the sent files and symlinks here, unless they changed meanwhile (rsync --remove-source-files; directories stay)' })
     .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' })
     .option('itemize-changes', { alias: 'i', type: 'boolean', default: false, describe: 'list each file published and each directory and symlink created, as rsync -i: >f+++++++++ PATH for a new file, >fc........ PATH for one that replaced a different file, cd+++++++++ DIR/, cL+++++++++ LINK -> TARGET' })
+    .option('files-from', {
+      type: 'string',
+      requiresArg: true,
+      describe: 'transfer the paths FILE lists, one per line (- is standard input), relative to the one source directory (push: LOCAL, pull: PEER:SHARE[/PATH]), each landing at its relative path with the directories it lies in (rsync --files-from; a listed directory goes whole; blank lines and lines starting with # or ; skipped)',
+    })
+    .option('from0', { type: 'boolean', describe: 'the --files-from list is NUL-separated (find -print0; rsync --from0)' })
     .option('min-size', { type: 'string', requiresArg: true, describe: 'leave out files smaller than SIZE, e.g. 10K, 1.5MiB, 2GB (rsync --min-size; a pull asks the listener)' })
     .option('max-size', { type: 'string', requiresArg: true, describe: 'leave out files larger than SIZE (rsync --max-size); 0: no limit' })
     .option('max-delete', { type: 'number', describe: 'with --delete: when more than N paths would be removed, remove none (the rest is still published; exit 1)' })
@@ -180,17 +187,17 @@ const landingName = (remotePath: string): string => remotePath.split('/').at(-1)
 async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
   // push LOCAL... REMOTE and pull REMOTE... LOCAL: the last word is the destination, as with rsync and scp.
   const words = argWords(args, 'paths');
+  if (args['from0'] === true && args['files-from'] === undefined) throw new ClawpeerError('USAGE', '--from0 says how the --files-from list is separated: give --files-from too');
+  if (args['files-from'] !== undefined) {
+    await transferListed(ctx, args, direction, words);
+    return;
+  }
   if (direction === 'pull' && words.length >= 2 && words.at(-1) === STDOUT_DESTINATION) {
     // pull PEER:SHARE/FILE -: the file's bytes on standard output (stdout-pull.ts), no summary.
     const remotes = words.slice(0, -1);
     const paths = remotes.map((w) => parseRemote(w, true).path);
     checkStdoutPull(paths, args);
     await pullToStdout(landingName(paths[0] ?? ''), (dir) => transfer(ctx, args, 'pull', [...remotes, dir], true));
-    return;
-  }
-  if (args['from0'] === true && args['files-from'] === undefined) throw new ClawpeerError('USAGE', '--from0 says how the --files-from list is separated: give --files-from too');
-  if (args['files-from'] !== undefined) {
-    await pushListed(ctx, args, words);
     return;
   }
   const stdinAt = direction === 'push' ? words.slice(0, -1).indexOf(STDIN_SOURCE) : -1;
@@ -212,13 +219,21 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   }
 }
 
-/** push --files-from LIST BASE REMOTE: the listed paths, relative to BASE, each at its relative path (rsync's). */
-async function pushListed(ctx: CommandContext, args: Record<string, unknown>, words: readonly string[]): Promise<void> {
+/**
+ * push --files-from LIST BASE REMOTE and pull --files-from LIST REMOTE LOCAL_DIR: the listed
+ * paths, relative to BASE (a local directory) or to REMOTE's path, each at its relative path
+ * below the destination (rsync's).
+ */
+async function transferListed(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[]): Promise<void> {
   const list = argWord(String(args['files-from']));
-  if (words.length !== 2 || words[0] === STDIN_SOURCE) throw new ClawpeerError('USAGE', 'push --files-from LIST takes one base directory the listed paths are relative to: push --files-from LIST DIR PEER[:SHARE[/PATH]]');
-  if (args['delete'] === true) throw new ClawpeerError('USAGE', '--delete with --files-from: a list names what to send, not what the destination should hold; push the directory to mirror it');
-  const base = words[0] ?? '';
-  if (statSync(base, { throwIfNoEntry: false })?.isDirectory() !== true) throw new ClawpeerError('USAGE', `--files-from: ${base} is not a directory (the listed paths are relative to it)`);
+  if (direction === 'push') {
+    if (words.length !== 2 || words[0] === STDIN_SOURCE) throw new ClawpeerError('USAGE', 'push --files-from LIST takes one base directory the listed paths are relative to: push --files-from LIST DIR PEER[:SHARE[/PATH]]');
+    const base = words[0] ?? '';
+    if (statSync(base, { throwIfNoEntry: false })?.isDirectory() !== true) throw new ClawpeerError('USAGE', `--files-from: ${base} is not a directory (the listed paths are relative to it)`);
+  } else if (words.length !== 2 || words[1] === STDOUT_DESTINATION) {
+    throw new ClawpeerError('USAGE', 'pull --files-from LIST takes one remote directory the listed paths are relative to, and a local directory: pull --files-from LIST PEER:SHARE[/PATH] LOCAL_DIR');
+  }
+  if (args['delete'] === true) throw new ClawpeerError('USAGE', '--delete with --files-from: a list names what to send, not what the destination should hold; transfer the directory to mirror it');
   const fromStdin = ['exclude-from', 'include-from'].find((flag) => argWords(args, flag).includes(STDIN_SOURCE));
   if (list === STDIN_SOURCE && fromStdin !== undefined) throw new ClawpeerError('USAGE', `--${fromStdin} - and --files-from - both read standard input: give one of them in a file`);
   let text: string;
@@ -230,10 +245,11 @@ async function pushListed(ctx: CommandContext, args: Record<string, unknown>, wo
   const paths = parseFileList(text, { from0: args['from0'] === true });
   if (paths.length === 0) {
     // As rsync: an empty list (a `find` that found nothing) is nothing to do, not a failure.
-    ctx.out.summary({ event: 'done', files: 0, bytes: 0, listed: 0 }, `nothing to push: ${list === STDIN_SOURCE ? 'standard input' : list} lists no paths`);
+    ctx.out.summary({ event: 'done', files: 0, bytes: 0, listed: 0 }, `nothing to ${direction}: ${list === STDIN_SOURCE ? 'standard input' : list} lists no paths`);
     return;
   }
-  await transfer(ctx, args, 'push', words, false, paths);
+  if (direction === 'pull' && paths.length > MAX_FILES_FROM_PATHS) throw new ClawpeerError('USAGE', `--files-from lists ${paths.length} paths; a pull asks for at most ${MAX_FILES_FROM_PATHS} at once: split the list`);
+  await transfer(ctx, args, direction, words, false, paths);
 }
 
 /**
@@ -271,7 +287,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   if (copyLinks !== undefined && removeSourceFiles) throw new ClawpeerError('USAGE', `--remove-source-files with --${copyLinks === 'all' ? 'copy-links' : 'copy-unsafe-links'}: what a link points to was sent, and removing the link would not move it`);
   const rules = filterRulesInOrder(ctx.argv, { included: argWords(args, 'include'), excluded: argWords(args, 'exclude'), includeFrom: argWords(args, 'include-from'), excludeFrom: argWords(args, 'exclude-from') });
   const excludeRules = rules.length === 0 ? undefined : compileFilter(rules);
-  if (direction === 'pull' && !dryRun) for (const r of remotes) await sweepPullDestination(ctx, localPath, r.path);
+  if (direction === 'pull' && !dryRun) for (const r of remotes) await sweepPullDestination(ctx, localPath, filesFrom === undefined ? r.path : '');
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
   const { dialPeer } = await import('../../node/dialer.js');
@@ -358,12 +374,6 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
             requiresArg: true,
             describe: `with the source -: the name what is piped in lands under (default ${DEFAULT_STDIN_NAME})`,
           })
-          .option('files-from', {
-            type: 'string',
-            requiresArg: true,
-            describe: 'send the paths FILE lists, one per line (- is standard input), relative to the one LOCAL directory, each landing at its relative path with the directories it lies in (rsync --files-from; a listed directory goes whole; blank lines and lines starting with # or ; skipped)',
-          })
-          .option('from0', { type: 'boolean', describe: 'the --files-from list is NUL-separated (find -print0; rsync --from0)' })
           .option('copy-links', { alias: 'L', type: 'boolean', describe: 'send each symlink as what it points to: the file, or the directory and all in it (rsync -L)' })
           .option('copy-unsafe-links', { type: 'boolean', describe: 'send only the symlinks that lead out of the tree as what they point to (without it they are skipped; rsync --copy-unsafe-links)' }),
       runner((ctx, args) => run(ctx, args, 'push')),

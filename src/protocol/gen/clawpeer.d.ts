@@ -89,7 +89,10 @@ export namespace clawpeer {
             FEATURE_ITEMIZE = 16,
 
             /** FEATURE_SIZE_FILTER value */
-            FEATURE_SIZE_FILTER = 17
+            FEATURE_SIZE_FILTER = 17,
+
+            /** FEATURE_FILES_FROM value */
+            FEATURE_FILES_FROM = 18
         }
 
         /**
@@ -1019,6 +1022,9 @@ export namespace clawpeer {
             /** TransferRequest maxSize. */
             maxSize: (number|Long);
 
+            /** TransferRequest filesFrom. */
+            filesFrom: string[];
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -1096,6 +1102,9 @@ export namespace clawpeer {
 
                 /** TransferRequest maxSize */
                 maxSize?: (number|Long|null);
+
+                /** TransferRequest filesFrom */
+                filesFrom?: (string[]|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

@@ -81,6 +81,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_MAX_DELETE=15 FEATURE_MAX_DELETE value
          * @property {number} FEATURE_ITEMIZE=16 FEATURE_ITEMIZE value
          * @property {number} FEATURE_SIZE_FILTER=17 FEATURE_SIZE_FILTER value
+         * @property {number} FEATURE_FILES_FROM=18 FEATURE_FILES_FROM value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -102,6 +103,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[15] = "FEATURE_MAX_DELETE"] = 15;
             values[valuesById[16] = "FEATURE_ITEMIZE"] = 16;
             values[valuesById[17] = "FEATURE_SIZE_FILTER"] = 17;
+            values[valuesById[18] = "FEATURE_FILES_FROM"] = 18;
             return values;
         })();
 
@@ -2343,6 +2345,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {boolean|null} [itemize] TransferRequest itemize
              * @property {number|Long|null} [minSize] TransferRequest minSize
              * @property {number|Long|null} [maxSize] TransferRequest maxSize
+             * @property {Array.<string>|null} [filesFrom] TransferRequest filesFrom
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2370,6 +2373,7 @@ export const clawpeer = $root.clawpeer = (() => {
             const TransferRequest = function (properties) {
                 this.exclude = [];
                 this.filter = [];
+                this.filesFrom = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -2521,6 +2525,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.maxSize = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
 
             /**
+             * TransferRequest filesFrom.
+             * @member {Array.<string>} filesFrom
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.filesFrom = $util.emptyArray;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2574,6 +2586,9 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 17, wireType 0 =*/136).uint64(message.minSize);
                 if (message.maxSize != null && $Object.hasOwnProperty.call(message, "maxSize") && (typeof message.maxSize === "object" ? message.maxSize.low || message.maxSize.high : message.maxSize !== 0))
                     writer.uint32(/* id 18, wireType 0 =*/144).uint64(message.maxSize);
+                if (message.filesFrom != null && message.filesFrom.length)
+                    for (let i = 0; i < message.filesFrom.length; ++i)
+                        writer.uint32(/* id 19, wireType 2 =*/154).string(message.filesFrom[i]);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2770,6 +2785,14 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.maxSize = value;
                             else
                                 delete message.maxSize;
+                            continue;
+                        }
+                    case 19: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.filesFrom && message.filesFrom.length))
+                                message.filesFrom = [];
+                            message.filesFrom.push(reader.stringVerify());
                             continue;
                         }
                     }
