@@ -512,6 +512,15 @@ function capsToWire(caps: Capabilities): clawpeer.v1.Capabilities.$Properties {
 
 /** Most paths a pull's files-from list may name. */
 export const MAX_FILES_FROM_PATHS = 100_000;
+/** Most UTF-8 bytes of paths a files-from list may carry: it travels in one control frame. */
+export const MAX_FILES_FROM_BYTES = 8 << 20;
+
+/** The UTF-8 bytes a files-from list's paths take. */
+export function fileListBytes(paths: readonly string[]): number {
+  let n = 0;
+  for (const p of paths) n += Buffer.byteLength(p, 'utf8');
+  return n;
+}
 
 /** A TransferRequest's files-from list (absent when empty); PROTOCOL for too many paths. */
 function filesFromWire(paths: readonly string[] | null | undefined): { filesFrom?: string[] } {
@@ -642,6 +651,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       if (message.maxSize !== undefined) checkUint('TransferRequest.maxSize', message.maxSize, Number.MAX_SAFE_INTEGER);
       if (message.filesFrom !== undefined) {
         if (message.filesFrom.length > MAX_FILES_FROM_PATHS) throw new RangeError(`TransferRequest.filesFrom has ${message.filesFrom.length} paths, more than ${MAX_FILES_FROM_PATHS}`);
+        if (fileListBytes(message.filesFrom) > MAX_FILES_FROM_BYTES) throw new RangeError(`TransferRequest.filesFrom takes more than ${MAX_FILES_FROM_BYTES} bytes`);
         for (const p of message.filesFrom) checkTextBytes('TransferRequest.filesFrom', p);
       }
       return {

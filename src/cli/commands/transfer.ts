@@ -14,7 +14,7 @@ import type { DryRunReport } from '../../node/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
 import { compileFilter } from '../../transfer/exclude.js';
 import { parseFileList } from '../../transfer/file-list.js';
-import { MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
+import { fileListBytes, MAX_FILES_FROM_BYTES, MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
 import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../node/backups.js';
 import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { human, parseSize } from '../../format.js';
@@ -248,7 +248,9 @@ async function transferListed(ctx: CommandContext, args: Record<string, unknown>
     ctx.out.summary({ event: 'done', files: 0, bytes: 0, listed: 0 }, `nothing to ${direction}: ${list === STDIN_SOURCE ? 'standard input' : list} lists no paths`);
     return;
   }
-  if (direction === 'pull' && paths.length > MAX_FILES_FROM_PATHS) throw new ClawpeerError('USAGE', `--files-from lists ${paths.length} paths; a pull asks for at most ${MAX_FILES_FROM_PATHS} at once: split the list`);
+  if (direction === 'pull' && (paths.length > MAX_FILES_FROM_PATHS || fileListBytes(paths) > MAX_FILES_FROM_BYTES)) {
+    throw new ClawpeerError('USAGE', `--files-from lists ${paths.length} paths (${human(fileListBytes(paths))}); a pull asks for at most ${MAX_FILES_FROM_PATHS} paths and ${human(MAX_FILES_FROM_BYTES)} at once: split the list`);
+  }
   await transfer(ctx, args, direction, words, false, paths);
 }
 
