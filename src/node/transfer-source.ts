@@ -77,26 +77,29 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
 }
 
 /**
- * Scans and hashes what `push --files-from` lists (file-list.ts): each path is relative to
- * `baseDir` and keeps that relative path (rsync's implied --relative), a directory whole; the
- * directories it lies in travel as directory entries (rsync's implied dirs), with their own mode
- * and mtime, whatever --exclude says of them. --exclude rules match paths below `baseDir`. USAGE naming the path for one that does
- * not exist, or lies below something that is not a directory; messages name the base as
- * `baseName` (a listener: the share and path, never its local path).
+ * Scans and hashes what a --files-from list names (file-list.ts; a push's here, a pull's on the
+ * listener): each path is relative to `baseDir` and keeps that relative path (rsync's implied
+ * --relative), a directory whole; the directories it lies in travel as directory entries
+ * (rsync's implied dirs) with their own mode and mtime, whatever --exclude says of them.
+ * --exclude rules match paths below `baseDir`. USAGE naming the path for one that does not
+ * exist or lies below something that is not a directory (a symlink included), PATH_INVALID for
+ * clawpeer's own state; messages name the base as `baseName` (a listener: its share and path,
+ * never its local path).
  */
 export async function scanListed(baseDir: string, relPaths: readonly string[], options: ScanSourceOptions, baseName = baseDir): Promise<TransferSource> {
   const base = path.resolve(baseDir);
   if (!(await lstat(base).catch(() => undefined))?.isDirectory()) throw new ClawpeerError('USAGE', `--files-from: ${baseName} is not a directory (the listed paths are relative to it)`);
-  const out = newCollected();
+  const out = newCollected(true);
+  const seen = out.paths ?? new Set<string>();
   for (const rel of relPaths) {
     if (rel.split('/').some((segment) => segment === INTERNAL_DIR_NAME || isTempFileName(segment))) {
       throw new ClawpeerError('PATH_INVALID', `--files-from lists ${rel}: .clawpeer directories and temp files are clawpeer's own state, never sent`);
     }
     for (const dir of ancestorsOf(rel)) {
-      if (out.paths.has(dir)) continue;
+      if (seen.has(dir)) continue;
       const st = await lstat(path.join(base, ...dir.split('/'))).catch(() => undefined);
       if (st?.isDirectory() !== true) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, but ${dir} ${st === undefined ? 'does not exist' : 'is not a directory'} in ${baseName}`);
-      out.paths.add(dir);
+      seen.add(dir);
       out.entries.push(dirEntry(dir, Number(st.mode) & 0o777, Math.floor(st.mtimeMs)));
     }
     const abs = path.join(base, ...rel.split('/'));
@@ -109,12 +112,12 @@ export async function scanListed(baseDir: string, relPaths: readonly string[], o
 interface Collected {
   readonly entries: ManifestEntry[];
   readonly files: Map<number, SourceFile>;
-  /** Entry paths so far: a path is announced once. */
-  readonly paths: Set<string>;
+  /** Several roots (a files-from list): the entry paths so far, so a path is announced once. One root needs no such set (a million-file tree would pay ~100 MB for it). */
+  readonly paths?: Set<string>;
   totalBytes: number;
 }
 
-const newCollected = (): Collected => ({ entries: [], files: new Map(), paths: new Set(), totalBytes: 0 });
+const newCollected = (severalRoots = false): Collected => ({ entries: [], files: new Map(), ...(severalRoots ? { paths: new Set<string>() } : {}), totalBytes: 0 });
 
 function collected(out: Collected, base: string): TransferSource {
   const { entries, files, totalBytes } = out;
@@ -153,7 +156,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
   };
   const { entries, files } = out;
   for await (const e of scanTree(absRoot, scanOptions)) {
-    if (out.paths.has(e.relPath)) continue;
+    if (out.paths?.has(e.relPath) === true) continue;
     if (options.exclude?.(e.relPath) === true || isTempFileName(path.posix.basename(e.relPath))) continue;
     if (e.kind !== 'dir' && excluded(e.relPath, false)) continue;
     if (e.kind === 'file' && outsideSizeRange(options.sizes, e.size)) continue;
@@ -185,7 +188,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
         throw new ClawpeerError('INTERNAL', `unknown entry kind ${String(unreachable)}`);
       }
     }
-    out.paths.add(e.relPath);
+    out.paths?.add(e.relPath);
   }
 }
 
