@@ -337,11 +337,6 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
   const wireStart = wireBytesOf(session);
   const root = path.resolve(o.localPath);
   if (o.dryRun === true) return pullDryRun(o, root, started, wireStart);
-  try {
-    await mkdir(root, { recursive: true });
-  } catch (err) {
-    throw new ClawpeerError('IO', `cannot create ${root}: ${(err as Error).message}`, { cause: err });
-  }
   const router = pullRouter(o);
   const id = session.allocateTransferId();
   // The listener's data streams (early chunks) may come while we stage: they wait for our receiver.
@@ -418,6 +413,14 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   if (o.singleFile === true && (entries.length !== 1 || lone?.kind !== 'file')) {
     const what = lone?.kind === 'symlink' ? 'a symlink' : 'a directory';
     throw new ClawpeerError('USAGE', `${o.remotePath} is ${what}: pull it into a directory, not to standard output`);
+  }
+  // Only now: a pull the listener refuses (a missing path, a bad list) leaves no empty directory.
+  try {
+    await mkdir(root, { recursive: true });
+  } catch (err) {
+    const failed = new ClawpeerError('IO', `cannot create ${root}: ${(err as Error).message}`, { cause: err });
+    await session.control.sendError(wireCodeFor(failed).name, failed.message).catch(() => undefined);
+    throw failed;
   }
   const totalFiles = entries.filter((e) => e.kind === 'file').length;
   const receiving = new ProgressCounter((p) => o.onProgress?.(p), 'receiving', 0, totalFiles);

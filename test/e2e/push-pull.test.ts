@@ -835,7 +835,7 @@ t.test('push --files-from sends what a list names, each at its path below the ba
   const missing = await runCli(['--home', b.home, 'pull', '--files-from', '-', 'alice:inbox/listed', path.join(work, 'listed-bad')], { stdin: Buffer.from('nothing/here\n') });
   t.equal(missing.code, 1, missing.stderr);
   t.match(missing.stderr, /lists nothing\/here, but nothing does not exist in inbox\/listed/, 'the listener names its share, not its local path');
-  t.same((await snapshot(path.join(work, 'listed-bad'))).filter((i) => i.kind !== 'dir'), [], 'no file was written (the pull made its empty destination directory, as every pull does)');
+  t.notOk(existsSync(path.join(work, 'listed-bad')), 'nothing was written, not even the destination directory');
   const from0 = await runCli(['--home', b.home, 'push', '--from0', base, 'alice:inbox/bad']);
   t.equal(from0.code, 2);
   t.match(from0.stderr, /--from0 says how the --files-from list is separated/);
@@ -902,4 +902,19 @@ t.test('--min-size and --max-size leave out files by size (rsync): a push here, 
   const toStdout = await runCli(['--home', b.home, 'pull', 'alice:inbox/sized-all/sized/mid.bin', '-', '--max-size', '1M']);
   t.equal(toStdout.code, 2);
   t.match(toStdout.stderr, /--max-size with the destination -/);
+});
+
+t.test('a pull the listener refuses leaves no destination directory; one that cannot be created is an IO error naming it', async (t) => {
+  const dest = path.join(work, 'refused-dest');
+  const missing = await runCli(['--home', b.home, 'pull', 'alice:inbox/no-such-thing', dest]);
+  t.equal(missing.code, 1, missing.stderr);
+  t.match(missing.stderr, /inbox\/no-such-thing does not exist/);
+  t.notOk(existsSync(dest), 'no empty directory left behind');
+  const blocker = path.join(work, 'a-file');
+  await writeFile(blocker, 'x');
+  const bad = await runCli(['--home', b.home, 'pull', 'alice:inbox/tree', path.join(blocker, 'sub')]);
+  t.equal(bad.code, 1, bad.stderr);
+  t.match(bad.stderr, /cannot create .*a-file\/sub/);
+  const after = await runCli(['--home', b.home, 'ls', 'alice:inbox']);
+  t.equal(after.code, 0, `the listener serves on: ${after.stderr}`);
 });
