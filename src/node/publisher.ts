@@ -40,7 +40,7 @@
 import { randomInt } from 'node:crypto';
 import { chmod, copyFile, lstat, lutimes, open, readdir, readlink, realpath, rename, rm, symlink, utimes } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { closeSync, fchmodSync, fsync, futimesSync, linkSync, lstatSync, mkdirSync, openSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants as fsConstants, fchmodSync, fstatSync, fsync, futimesSync, linkSync, lstatSync, mkdirSync, openSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type { BigIntStats, Stats } from 'node:fs';
 import path from 'node:path';
@@ -442,7 +442,7 @@ export class StagedFile {
   }
 }
 
-type Existing = { kind: 'absent' } | { kind: 'identical' } | { kind: 'different'; what: string; mtimeMs: number };
+type Existing = { kind: 'absent' } | { kind: 'identical'; mode: number; mtimeMs: number; atime: Date } | { kind: 'different'; what: string; mtimeMs: number };
 
 /** Publishes files, symlinks and directory metadata into one share. */
 export class Publisher {
@@ -619,7 +619,7 @@ export class Publisher {
     if (!st.isFile()) return { kind: 'different', what: st.isSymbolicLink() ? 'a symlink' : 'a special file', mtimeMs };
     if (st.size !== manifest.size) return { kind: 'different', what: `a different file (${st.size} bytes, incoming ${manifest.size})`, mtimeMs };
     const root = await this.#rootOf(rel, abs);
-    return bytesEqual(root, manifest.root) ? { kind: 'identical' } : { kind: 'different', what: 'a file with different content', mtimeMs };
+    return bytesEqual(root, manifest.root) ? { kind: 'identical', mode: st.mode & PUBLISH_MODE_MASK, mtimeMs, atime: st.atime } : { kind: 'different', what: 'a file with different content', mtimeMs };
   }
 
   /**
@@ -660,6 +660,41 @@ export class Publisher {
     return this.#outcome(await this.#existing(rel, finalPath, file.manifest), finalPath, file.mtimeMs);
   }
 
+  /**
+   * An identical file whose mode or mtime differs from the incoming entry's gets them, as rsync -a
+   * updates the permissions and times of a file it does not copy. The policies that keep existing
+   * files say otherwise: --ignore-existing touches nothing, --update nothing newer here.
+   */
+  #refreshMetadata(abs: string, existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): void {
+    if (this.#policy === 'keep') return;
+    if (this.#policy === 'update' && Math.floor(existing.mtimeMs) > Math.floor(file.mtimeMs)) return;
+    const mode = file.mode & PUBLISH_MODE_MASK;
+    const setMode = existing.mode !== mode;
+    const setTime = Math.floor(existing.mtimeMs) !== Math.floor(file.mtimeMs);
+    if (!setMode && !setTime) return;
+    // Through a descriptor opened without following links: the path was a regular file when it
+    // was hashed, and a link put there since must not lead the change out of the share.
+    let fd: number | undefined;
+    for (const access of [fsConstants.O_RDONLY, fsConstants.O_WRONLY]) {
+      try {
+        fd = openSync(abs, access | fsConstants.O_NOFOLLOW);
+        break;
+      } catch {
+        // Not readable (mode 0o200): try writable; a file we can do neither with keeps its metadata.
+      }
+    }
+    if (fd === undefined) return;
+    try {
+      if (!fstatSync(fd).isFile()) return;
+      if (setMode) fchmodSync(fd, mode);
+      if (setTime) futimesSync(fd, existing.atime, toSeconds(file.mtimeMs));
+    } catch (err) {
+      throw ioError('set metadata of', abs, err);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   /** What stageFile and verdict check first: not aborted, a path inside the share, a sane manifest. */
   #checkedFile(file: PublishFile): { rel: string; relDir: string } {
     this.#checkAborted();
@@ -687,7 +722,9 @@ export class Publisher {
     const { rel, relDir } = this.#checkedFile(file);
     const dirAbs = this.#confinedDir(relDir, true);
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
-    const outcome = this.#outcome(await this.#existing(rel, finalPath, file.manifest), finalPath, file.mtimeMs);
+    const existing = await this.#existing(rel, finalPath, file.manifest);
+    const outcome = this.#outcome(existing, finalPath, file.mtimeMs);
+    if (existing.kind === 'identical') this.#refreshMetadata(finalPath, existing, file);
     if (outcome === 'identical' || outcome === 'kept') return outcome;
 
     const normalized = { ...file, relPath: rel };

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -917,4 +917,18 @@ t.test('a pull the listener refuses leaves no destination directory; one that ca
   t.match(bad.stderr, /cannot create .*a-file\/sub/);
   const after = await runCli(['--home', b.home, 'ls', 'alice:inbox']);
   t.equal(after.code, 0, `the listener serves on: ${after.stderr}`);
+});
+
+t.test('a re-push brings a changed mode and mtime to identical files without sending their content (rsync -a)', async (t) => {
+  const src = path.join(work, 'meta');
+  await mkdir(src);
+  await writeFile(path.join(src, 'doc.txt'), randomBytes(5000));
+  const first = await runCli(['--home', b.home, 'push', src, 'alice:inbox/meta', '--json']);
+  t.equal(first.code, 0, first.stderr);
+  await chmod(path.join(src, 'doc.txt'), 0o600);
+  await utimes(path.join(src, 'doc.txt'), new Date('2020-03-04T05:06:07Z'), new Date('2020-03-04T05:06:07Z'));
+  const again = await runCli(['--home', b.home, 'push', src, 'alice:inbox/meta', '--json']);
+  t.equal(again.code, 0, again.stderr);
+  t.match(done(again.stdout), { files: 0, bytes: 0 }, 'nothing published: the content is identical');
+  t.same(await snapshot(path.join(work, 'inbox', 'meta', 'meta')), await snapshot(src), 'mode and mtime now match');
 });

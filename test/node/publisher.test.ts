@@ -231,6 +231,34 @@ t.test('existing-file policies: keep leaves a different file (and symlink); upda
   t.notOk((await allNames(share)).some((n) => n.includes('.clawpeer-tmp-')), 'no temp file left');
 });
 
+t.test('an identical file takes the incoming mode and mtime (rsync -a), unless --ignore-existing, or --update finds it newer', async (t) => {
+  const share = await tempDir('share');
+  const T = 1_600_000_000_000;
+  const bytes = Buffer.from('same content');
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  const names = ['plain.txt', 'kept.txt', 'newer.txt', 'older.txt'];
+  for (const name of names) {
+    await writeFile(join(share, name), bytes, { mode: 0o644 });
+    await utimes(join(share, name), new Date(T), new Date(T));
+  }
+  await utimes(join(share, 'newer.txt'), new Date(T + 60_000), new Date(T + 60_000));
+  const incoming = (relPath: string) => ({ relPath, manifest, mode: 0o600, mtimeMs: T - 3_600_000 });
+  const stat = async (name: string): Promise<[number, number]> => {
+    const st = await lstat(join(share, name));
+    return [st.mode & 0o777, Math.floor(st.mtimeMs)];
+  };
+  t.equal(await (await Publisher.open({ shareRoot: share, chunking: PARAMS })).stageFile(incoming('plain.txt')), 'identical');
+  t.same(await stat('plain.txt'), [0o600, T - 3_600_000], 'mode and mtime refreshed, content untouched');
+  t.equal(await readFile(join(share, 'plain.txt'), 'utf8'), 'same content');
+  t.equal(await (await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'keep' })).stageFile(incoming('kept.txt')), 'identical');
+  t.same(await stat('kept.txt'), [0o644, T], '--ignore-existing touches nothing');
+  const update = await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'update' });
+  t.equal(await update.stageFile(incoming('newer.txt')), 'identical');
+  t.same(await stat('newer.txt'), [0o644, T + 60_000], '--update: newer here, left alone');
+  t.equal(await update.stageFile({ ...incoming('older.txt'), mtimeMs: T + 5_000 }), 'identical');
+  t.same(await stat('older.txt'), [0o600, T + 5_000], '--update: not newer here, refreshed');
+});
+
 t.test('a directory where a file goes, and a file where a directory goes, are clear errors', async (t) => {
   const share = await tempDir('share');
   await mkdir(join(share, 'd'));
