@@ -141,6 +141,8 @@ export interface PublisherOptions {
   readonly backup?: { readonly plan: BackupPlan; readonly destBase: string };
   /** Without a backup: what keeps a file before it is replaced (a synced folder's history). */
   readonly keeper?: Keeper;
+  /** Told of each identical file whose mtime or permissions stageFile set (--itemize). */
+  readonly onMetadataSet?: (relPath: string, set: { readonly time: boolean; readonly perms: boolean }) => void;
 }
 
 function ioError(what: string, file: string, err: unknown): ClawpeerError {
@@ -665,13 +667,13 @@ export class Publisher {
    * updates the permissions and times of a file it does not copy. The policies that keep existing
    * files say otherwise: --ignore-existing touches nothing, --update nothing newer here.
    */
-  #refreshMetadata(abs: string, existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): void {
-    if (this.#policy === 'keep') return;
-    if (this.#policy === 'update' && Math.floor(existing.mtimeMs) > Math.floor(file.mtimeMs)) return;
+  #refreshMetadata(abs: string, existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): { time: boolean; perms: boolean } | undefined {
+    if (this.#policy === 'keep') return undefined;
+    if (this.#policy === 'update' && Math.floor(existing.mtimeMs) > Math.floor(file.mtimeMs)) return undefined;
     const mode = file.mode & PUBLISH_MODE_MASK;
     const setMode = existing.mode !== mode;
     const setTime = Math.floor(existing.mtimeMs) !== Math.floor(file.mtimeMs);
-    if (!setMode && !setTime) return;
+    if (!setMode && !setTime) return undefined;
     // Through a descriptor opened without following links: the path was a regular file when it
     // was hashed, and a link put there since must not lead the change out of the share.
     let fd: number | undefined;
@@ -683,11 +685,12 @@ export class Publisher {
         // Not readable (mode 0o200): try writable; a file we can do neither with keeps its metadata.
       }
     }
-    if (fd === undefined) return;
+    if (fd === undefined) return undefined;
     try {
-      if (!fstatSync(fd).isFile()) return;
+      if (!fstatSync(fd).isFile()) return undefined;
       if (setMode) fchmodSync(fd, mode);
       if (setTime) futimesSync(fd, existing.atime, toSeconds(file.mtimeMs));
+      return { time: setTime, perms: setMode };
     } catch (err) {
       throw ioError('set metadata of', abs, err);
     } finally {
@@ -724,7 +727,10 @@ export class Publisher {
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
     const existing = await this.#existing(rel, finalPath, file.manifest);
     const outcome = this.#outcome(existing, finalPath, file.mtimeMs);
-    if (existing.kind === 'identical') this.#refreshMetadata(finalPath, existing, file);
+    if (existing.kind === 'identical') {
+      const set = this.#refreshMetadata(finalPath, existing, file);
+      if (set !== undefined) this.#options.onMetadataSet?.(rel, set);
+    }
     if (outcome === 'identical' || outcome === 'kept') return outcome;
 
     const normalized = { ...file, relPath: rel };

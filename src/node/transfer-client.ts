@@ -5,7 +5,7 @@ import { lstat, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { bitmapSet, newBitmap, type ControlMessage, type CreatedEntry, type ManifestEntry, type PublishedFile, type TransferDoneMessage } from '../protocol/messages.js';
+import { bitmapSet, newBitmap, type ControlMessage, type CreatedEntry, type UpdatedFile, type ManifestEntry, type PublishedFile, type TransferDoneMessage } from '../protocol/messages.js';
 import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
 import { backupProtection, type BackupPlan } from './backups.js';
 import { uniqueChunks } from './chunk-order.js';
@@ -109,6 +109,8 @@ export interface TransferResult {
   readonly published?: readonly PublishedFile[];
   /** --itemize: the directories and symlinks created, listed as `published` is. */
   readonly created?: readonly CreatedEntry[];
+  /** --itemize: identical files whose mtime or permissions were set, listed as `published` is. */
+  readonly updated?: readonly UpdatedFile[];
 }
 
 /** The result's kept count, when the options asked for an existing-file policy. */
@@ -287,7 +289,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
       seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount), ...keptOf(o, result.filesKept), ...backedUpOf(o, result.filesBackedUp),
       ...overLimitOf(result.deletesOverLimit),
-      ...(o.itemize === true ? { published: result.published ?? [], ...(result.created === undefined ? {} : { created: result.created }) } : {}),
+      ...(o.itemize === true ? { published: result.published ?? [], ...(result.created === undefined ? {} : { created: result.created }), ...(result.updated === undefined ? {} : { updated: result.updated }) } : {}),
     };
   } finally {
     o.signal.removeEventListener('abort', onOuter);
@@ -448,6 +450,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
       ...toRemove.over,
       ...(stats.published === undefined ? {} : { published: stats.published }),
       ...(stats.created === undefined ? {} : { created: stats.created }),
+      ...(stats.updated === undefined ? {} : { updated: stats.updated }),
     };
   } catch (err) {
     await receiver.abort();

@@ -8,7 +8,7 @@ import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { ChunkRef, FileManifest } from '../chunking/manifest.js';
 import type { Logger } from '../logger.js';
 import { encodeAckFrame } from '../protocol/ack-codec.js';
-import { bitmapSet, newBitmap, type CreatedEntry, type ManifestEntry, type PublishedFile } from '../protocol/messages.js';
+import { bitmapSet, newBitmap, type CreatedEntry, type ManifestEntry, type PublishedFile, type UpdatedFile } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from './chunk-compression.js';
@@ -75,6 +75,8 @@ export interface ReceiveStats {
   readonly published?: readonly PublishedFile[];
   /** With itemize: the directories and symlinks created (a symlink also when replaced), in that order. */
   readonly created?: readonly CreatedEntry[];
+  /** With itemize: identical files whose mtime or permissions were set. */
+  readonly updated?: readonly UpdatedFile[];
   readonly bytes: number;
   readonly chunksReceived: number;
   readonly chunksSkipped: number;
@@ -160,6 +162,8 @@ export class TransferReceiver {
   /** With itemize: what was published so far, and the directories and symlinks created. */
   #published: PublishedFile[] | undefined;
   #created: CreatedEntry[] | undefined;
+  /** With itemize: identical files whose mtime or permissions were set. */
+  #updated: UpdatedFile[] | undefined;
   #allReceived: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
   /** Chunks taken off #wanted whose writes (and acks) are still in progress. */
   #writing = 0;
@@ -174,6 +178,7 @@ export class TransferReceiver {
     if (options.itemize === true) {
       this.#published = [];
       this.#created = [];
+      this.#updated = [];
     }
     let resolve!: () => void, reject!: (err: unknown) => void;
     const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
@@ -338,6 +343,7 @@ export class TransferReceiver {
       ...(partials === undefined ? {} : { partials }),
       ...(this.#o.backup === undefined ? {} : { backup: { plan: this.#o.backup, destBase: destination.basePath } }),
       ...(this.#o.keeper === undefined ? {} : { keeper: this.#o.keeper }),
+      ...(this.#updated === undefined ? {} : { onMetadataSet: (path: string, set: { time: boolean; perms: boolean }) => this.#updated?.push({ path, ...set }) }),
       knownRoot: (p, st) => index.cachedRoot(p, st), signal,
     });
   }
@@ -378,7 +384,7 @@ export class TransferReceiver {
       await this.#flushCommits(true);
       await this.#finishTree();
       if (this.#index !== undefined) await this.#saveIndex(this.#index);
-      return { ...this.#stats, ...(this.#published === undefined ? {} : { published: this.#published }), ...(this.#created === undefined || this.#created.length === 0 ? {} : { created: this.#created }) };
+      return { ...this.#stats, ...(this.#published === undefined ? {} : { published: this.#published }), ...(this.#created === undefined || this.#created.length === 0 ? {} : { created: this.#created }), ...(this.#updated === undefined || this.#updated.length === 0 ? {} : { updated: this.#updated }) };
     } finally {
       signal.removeEventListener('abort', onAbort);
       unregister();

@@ -31,6 +31,7 @@ function combineTwo(a: TransferResult, b: TransferResult): TransferResult {
     deletesOverLimit: sum(a.deletesOverLimit, b.deletesOverLimit),
     published: cat(a.published, b.published),
     created: cat(a.created, b.created),
+    updated: cat(a.updated, b.updated),
   };
   return {
     files: a.files + b.files,

@@ -255,6 +255,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
         ...deletedFields(removed), ...keptField(stats.filesKept), ...(backup === undefined ? {} : { filesBackedUp: receiver.backups?.count ?? 0 }), ...overLimit,
         ...(stats.published === undefined ? {} : { published: listedWithin(stats.published) }),
         ...(stats.created === undefined ? {} : { created: listedWithin(stats.created) }),
+        ...(stats.updated === undefined ? {} : { updated: listedWithin(stats.updated) }),
       });
       log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes, ...(req.delete === true ? { deleted: removed.length } : {}) });
     } catch (err) {

@@ -235,12 +235,21 @@ export interface TransferDoneMessage {
   readonly published?: readonly PublishedFile[];
   /** A push with itemize: the directories and symlinks created, at most MAX_LISTED_PUBLISHED. */
   readonly created?: readonly CreatedEntry[];
+  /** A push with itemize: identical files whose mtime or mode was set, at most MAX_LISTED_PUBLISHED. */
+  readonly updated?: readonly UpdatedFile[];
 }
 
 export interface PublishedFile {
   readonly path: string;
   /** A different file was there before. */
   readonly replaced: boolean;
+}
+
+/** An identical file whose metadata a transfer set (itemize: rsync's `.f..tp.....`). */
+export interface UpdatedFile {
+  readonly path: string;
+  readonly time: boolean;
+  readonly perms: boolean;
 }
 
 /** A directory or symlink a transfer created (itemize), beside the files it published. */
@@ -713,6 +722,9 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
         checkTextBytes('TransferDone.created', e.path);
         if (e.kind === 'symlink') checkTextBytes('TransferDone.created target', e.target);
       }
+      const updatedWrong = listedProblem('TransferDone.updated', 'files', 'paths', message.updated ?? []);
+      if (updatedWrong !== undefined) throw new RangeError(updatedWrong);
+      for (const u of message.updated ?? []) checkTextBytes('TransferDone.updated', u.path);
       const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
       if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
       for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
@@ -732,6 +744,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           created: (message.created ?? []).map((e) =>
             e.kind === 'dir' ? { path: e.path, kind: ENTRY_KIND_TO_WIRE.dir } : { path: e.path, kind: ENTRY_KIND_TO_WIRE.symlink, linkTarget: e.target, replaced: e.replaced },
           ),
+          updated: (message.updated ?? []).map((u) => ({ path: u.path, time: u.time, perms: u.perms })),
         },
       };
     default: {
@@ -1081,6 +1094,14 @@ function publishedFromWire(raw: readonly clawpeer.v1.PublishedFile.$Properties[]
   return { published };
 }
 
+function updatedFromWire(raw: readonly clawpeer.v1.UpdatedFile.$Properties[]): { updated?: UpdatedFile[] } {
+  if (raw.length === 0) return {};
+  const updated = raw.map((u) => ({ path: wireText('TransferDone.updated', u.path), time: u.time ?? false, perms: u.perms ?? false }));
+  const problem = listedProblem('TransferDone.updated', 'files', 'paths', updated);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
+  return { updated };
+}
+
 function createdProblem(created: readonly CreatedEntry[]): string | undefined {
   return listedProblem('TransferDone.created', 'entries', 'paths and targets', created);
 }
@@ -1225,6 +1246,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         ...overLimitFromWire(u64ToNumber('TransferDone.deletesOverLimit', d.deletesOverLimit ?? 0)),
         ...publishedFromWire(d.published ?? [], u64ToNumber('TransferDone.files', d.files ?? 0)),
         ...createdFromWire(d.created ?? []),
+        ...updatedFromWire(d.updated ?? []),
       };
     }
     default:

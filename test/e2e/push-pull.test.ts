@@ -927,8 +927,17 @@ t.test('a re-push brings a changed mode and mtime to identical files without sen
   t.equal(first.code, 0, first.stderr);
   await chmod(path.join(src, 'doc.txt'), 0o600);
   await utimes(path.join(src, 'doc.txt'), new Date('2020-03-04T05:06:07Z'), new Date('2020-03-04T05:06:07Z'));
-  const again = await runCli(['--home', b.home, 'push', src, 'alice:inbox/meta', '--json']);
+  const again = await runCli(['--home', b.home, 'push', src, 'alice:inbox/meta', '-i']);
   t.equal(again.code, 0, again.stderr);
-  t.match(done(again.stdout), { files: 0, bytes: 0 }, 'nothing published: the content is identical');
+  t.match(again.stdout, /^\.f\.\.tp\.\.\.\.\. meta\/meta\/doc\.txt$/m, 'itemized as rsync does: time and permissions set, nothing transferred');
+  t.match(again.stdout, /pushed 0 files/, 'nothing published: the content is identical');
   t.same(await snapshot(path.join(work, 'inbox', 'meta', 'meta')), await snapshot(src), 'mode and mtime now match');
+  // A pull does the same on this side.
+  const dest = path.join(work, 'meta-pulled');
+  t.equal((await runCli(['--home', b.home, 'pull', 'alice:inbox/meta/meta', dest])).code, 0);
+  await chmod(path.join(dest, 'meta', 'doc.txt'), 0o644);
+  const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/meta/meta', dest, '-i', '--json']);
+  t.equal(pull.code, 0, pull.stderr);
+  t.same(jsonLines(pull.stdout).filter((e) => e['event'] === 'updated'), [{ event: 'updated', path: 'meta/doc.txt', time: false, perms: true }]);
+  t.same(await snapshot(path.join(dest, 'meta')), await snapshot(src));
 });

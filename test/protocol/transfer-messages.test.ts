@@ -638,3 +638,13 @@ t.test('TransferDone.created: directories and symlinks round-trip; other kinds, 
   t.throws(() => decodeControl(raw({ transferDone: { created: many } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /lists 10001 entries, more than 10000/ });
   t.throws(() => encodeControl({ ...done, created: many.map((e) => ({ path: e.path, kind: 'dir' as const })) }), RangeError, 'nor will it encode them');
 });
+
+t.test('TransferDone.updated (itemize) round-trips, and is capped like published', async (t) => {
+  const message: ControlMessage = { type: 'transfer-done', transferId: 3, files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, updated: [{ path: 'a/b.txt', time: true, perms: false }, { path: 'c', time: false, perms: true }] };
+  const back = decodeControl(encodeControl(message), { maxBytes: MAX_BYTES });
+  t.same(back.type === 'transfer-done' ? back.updated : null, message.updated);
+  const tooMany = Array.from({ length: 10_001 }, (_, i) => ({ path: `f${i}`, time: true, perms: true }));
+  t.throws(() => encodeControl({ ...message, updated: tooMany }), { name: 'RangeError', message: /TransferDone\.updated lists 10001 files, more than 10000/ });
+  const wire = clawpeer.v1.Control.encode({ transferDone: { transferId: 3, updated: tooMany } }).finish();
+  t.throws(() => decodeControl(wire, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /TransferDone\.updated lists 10001 files/ });
+});

@@ -52,7 +52,7 @@ const transferOptions = (y: Argv): Argv =>
     .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' })
     .option('remove-source-files', { type: 'boolean', default: false, describe: 'push: once the listener has published everything, remove the sent files and symlinks here, unless they changed meanwhile (rsync --remove-source-files; directories stay)' })
     .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' })
-    .option('itemize-changes', { alias: 'i', type: 'boolean', default: false, describe: 'list each file published and each directory and symlink created, as rsync -i: >f+++++++++ PATH for a new file, >fc........ PATH for one that replaced a different file, cd+++++++++ DIR/, cL+++++++++ LINK -> TARGET' })
+    .option('itemize-changes', { alias: 'i', type: 'boolean', default: false, describe: 'list each file published and each directory and symlink created, as rsync -i: >f+++++++++ PATH for a new file, >fc........ PATH for one that replaced a different file, cd+++++++++ DIR/, cL+++++++++ LINK -> TARGET, .f..tp..... PATH for an identical file whose mtime (t) or permissions (p) were set' })
     .option('files-from', {
       type: 'string',
       requiresArg: true,
@@ -86,6 +86,8 @@ function reportPublished(ctx: CommandContext, r: TransferResult): void {
   for (const e of created) {
     if (e.kind === 'symlink') ctx.out.emit({ event: 'created', path: e.path, kind: 'symlink', target: e.target, replaced: e.replaced }, `${e.replaced ? 'cLc........' : 'cL+++++++++'} ${e.path} -> ${e.target}`);
   }
+  // rsync's attribute-only line: '.' (nothing transferred), t for the time, p for the permissions.
+  for (const u of r.updated ?? []) ctx.out.emit({ event: 'updated', path: u.path, time: u.time, perms: u.perms }, `.f..${u.time ? 't' : '.'}${u.perms ? 'p' : '.'}..... ${u.path}`);
   const unlisted = r.files - r.published.length;
   if (unlisted > 0) ctx.out.emit({ event: 'published-more', count: unlisted }, `... and ${unlisted} more published`);
 }

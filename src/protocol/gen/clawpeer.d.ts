@@ -1647,6 +1647,9 @@ export namespace clawpeer {
             /** TransferDone created. */
             created: clawpeer.v1.CreatedEntry.$Properties[];
 
+            /** TransferDone updated. */
+            updated: clawpeer.v1.UpdatedFile.$Properties[];
+
             /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @param message TransferDone message or plain object to encode
@@ -1706,6 +1709,9 @@ export namespace clawpeer {
 
                 /** TransferDone created */
                 created?: (clawpeer.v1.CreatedEntry.$Properties[]|null);
+
+                /** TransferDone updated */
+                updated?: (clawpeer.v1.UpdatedFile.$Properties[]|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -1776,6 +1782,75 @@ export namespace clawpeer {
 
             /** Shape of a PublishedFile. */
             type $Shape = clawpeer.v1.PublishedFile.$Properties;
+        }
+
+        /**
+         * Properties of an UpdatedFile.
+         * @deprecated Use clawpeer.v1.UpdatedFile.$Properties instead.
+         */
+        interface IUpdatedFile extends clawpeer.v1.UpdatedFile.$Properties {
+        }
+
+        /** Represents an UpdatedFile. */
+        class UpdatedFile {
+
+            /**
+             * Constructs a new UpdatedFile.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.UpdatedFile.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** UpdatedFile path. */
+            path: string;
+
+            /** UpdatedFile time. */
+            time: boolean;
+
+            /** UpdatedFile perms. */
+            perms: boolean;
+
+            /**
+             * Encodes the specified UpdatedFile message. Does not implicitly {@link clawpeer.v1.UpdatedFile.verify|verify} messages.
+             * @param message UpdatedFile message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.UpdatedFile.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes an UpdatedFile message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.UpdatedFile & clawpeer.v1.UpdatedFile.$Shape} UpdatedFile
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.UpdatedFile & clawpeer.v1.UpdatedFile.$Shape;
+        }
+
+        namespace UpdatedFile {
+
+            /** Properties of an UpdatedFile. */
+            interface $Properties {
+
+                /** UpdatedFile path */
+                path?: (string|null);
+
+                /** UpdatedFile time */
+                time?: (boolean|null);
+
+                /** UpdatedFile perms */
+                perms?: (boolean|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of an UpdatedFile. */
+            type $Shape = clawpeer.v1.UpdatedFile.$Properties;
         }
 
         /**

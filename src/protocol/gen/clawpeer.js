@@ -4021,6 +4021,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|Long|null} [deletesOverLimit] TransferDone deletesOverLimit
              * @property {Array.<clawpeer.v1.PublishedFile.$Properties>|null} [published] TransferDone published
              * @property {Array.<clawpeer.v1.CreatedEntry.$Properties>|null} [created] TransferDone created
+             * @property {Array.<clawpeer.v1.UpdatedFile.$Properties>|null} [updated] TransferDone updated
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -4049,6 +4050,7 @@ export const clawpeer = $root.clawpeer = (() => {
                 this.deleted = [];
                 this.published = [];
                 this.created = [];
+                this.updated = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -4152,6 +4154,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferDone.prototype.created = $util.emptyArray;
 
             /**
+             * TransferDone updated.
+             * @member {Array.<clawpeer.v1.UpdatedFile.$Properties>} updated
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.updated = $util.emptyArray;
+
+            /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferDone
@@ -4194,6 +4204,9 @@ export const clawpeer = $root.clawpeer = (() => {
                 if (message.created != null && message.created.length)
                     for (let i = 0; i < message.created.length; ++i)
                         $root.clawpeer.v1.CreatedEntry.encode(message.created[i], writer.uint32(/* id 12, wireType 2 =*/98).fork(), _depth + 1).ldelim();
+                if (message.updated != null && message.updated.length)
+                    for (let i = 0; i < message.updated.length; ++i)
+                        $root.clawpeer.v1.UpdatedFile.encode(message.updated[i], writer.uint32(/* id 13, wireType 2 =*/106).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -4341,6 +4354,14 @@ export const clawpeer = $root.clawpeer = (() => {
                             if (!(message.created && message.created.length))
                                 message.created = [];
                             message.created.push($root.clawpeer.v1.CreatedEntry.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    case 13: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.updated && message.updated.length))
+                                message.updated = [];
+                            message.updated.push($root.clawpeer.v1.UpdatedFile.decode(reader, reader.size(), $undefined, _depth + 1));
                             continue;
                         }
                     }
@@ -4517,6 +4538,182 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return PublishedFile;
+        })();
+
+        v1.UpdatedFile = (function() {
+
+            /**
+             * Properties of an UpdatedFile.
+             * @typedef {Object} clawpeer.v1.UpdatedFile.$Properties
+             * @property {string|null} [path] UpdatedFile path
+             * @property {boolean|null} [time] UpdatedFile time
+             * @property {boolean|null} [perms] UpdatedFile perms
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of an UpdatedFile.
+             * @memberof clawpeer.v1
+             * @interface IUpdatedFile
+             * @augments clawpeer.v1.UpdatedFile.$Properties
+             * @deprecated Use clawpeer.v1.UpdatedFile.$Properties instead.
+             */
+
+            /**
+             * Shape of an UpdatedFile.
+             * @typedef {clawpeer.v1.UpdatedFile.$Properties} clawpeer.v1.UpdatedFile.$Shape
+             */
+
+            /**
+             * Constructs a new UpdatedFile.
+             * @memberof clawpeer.v1
+             * @classdesc Represents an UpdatedFile.
+             * @constructor
+             * @param {clawpeer.v1.UpdatedFile.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const UpdatedFile = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * UpdatedFile path.
+             * @member {string} path
+             * @memberof clawpeer.v1.UpdatedFile
+             * @instance
+             */
+            UpdatedFile.prototype.path = "";
+
+            /**
+             * UpdatedFile time.
+             * @member {boolean} time
+             * @memberof clawpeer.v1.UpdatedFile
+             * @instance
+             */
+            UpdatedFile.prototype.time = false;
+
+            /**
+             * UpdatedFile perms.
+             * @member {boolean} perms
+             * @memberof clawpeer.v1.UpdatedFile
+             * @instance
+             */
+            UpdatedFile.prototype.perms = false;
+
+            /**
+             * Encodes the specified UpdatedFile message. Does not implicitly {@link clawpeer.v1.UpdatedFile.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.UpdatedFile
+             * @static
+             * @param {clawpeer.v1.UpdatedFile.$Properties} message UpdatedFile message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            UpdatedFile.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.path != null && $Object.hasOwnProperty.call(message, "path") && message.path !== "")
+                    writer.uint32(/* id 1, wireType 2 =*/10).string(message.path);
+                if (message.time != null && $Object.hasOwnProperty.call(message, "time") && message.time !== false)
+                    writer.uint32(/* id 2, wireType 0 =*/16).bool(message.time);
+                if (message.perms != null && $Object.hasOwnProperty.call(message, "perms") && message.perms !== false)
+                    writer.uint32(/* id 3, wireType 0 =*/24).bool(message.perms);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes an UpdatedFile message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.UpdatedFile
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.UpdatedFile & clawpeer.v1.UpdatedFile.$Shape} UpdatedFile
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            UpdatedFile.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.UpdatedFile();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.path = value;
+                            else
+                                delete message.path;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.time = value;
+                            else
+                                delete message.time;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.perms = value;
+                            else
+                                delete message.perms;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return UpdatedFile;
         })();
 
         v1.CreatedEntry = (function() {
