@@ -179,8 +179,14 @@ function symlinkEscapes(rel: string, target: string): ClawpeerError {
   return new ClawpeerError('PATH_INVALID', `symlink ${rel} -> ${JSON.stringify(target)} refused: its target leaves the share`);
 }
 
+/**
+ * Whole milliseconds as the seconds utimes takes. ms / 1000 alone is a double up to ~120 ns off
+ * (its ulp is ~240 ns now), and libuv truncates to nanoseconds: half the mtimes set landed 1 ns
+ * below the millisecond, and a whole second read back as the one before (X.999999999 for X+1).
+ * Half a microsecond more always lands inside the millisecond given.
+ */
 function toSeconds(ms: number): number {
-  return ms / 1000;
+  return ms / 1000 + 5e-7;
 }
 
 /**
@@ -672,7 +678,9 @@ export class Publisher {
     if (this.#policy === 'update' && Math.floor(existing.mtimeMs) > Math.floor(file.mtimeMs)) return undefined;
     const mode = file.mode & PUBLISH_MODE_MASK;
     const setMode = existing.mode !== mode;
-    const setTime = Math.floor(existing.mtimeMs) !== Math.floor(file.mtimeMs);
+    // Within a millisecond is the same time: mtimes travel in whole ms, and one set from a
+    // double number of seconds (futimes) can land a nanosecond below the ms it was given.
+    const setTime = Math.abs(existing.mtimeMs - file.mtimeMs) >= 1;
     if (!setMode && !setTime) return undefined;
     // Through a descriptor opened without following links: the path was a regular file when it
     // was hashed, and a link put there since must not lead the change out of the share.

@@ -259,6 +259,28 @@ t.test('an identical file takes the incoming mode and mtime (rsync -a), unless -
   t.same(await stat('older.txt'), [0o600, T + 5_000], '--update: not newer here, refreshed');
 });
 
+t.test('published mtimes land inside the millisecond given, never a nanosecond below it', async (t) => {
+  const share = await tempDir('share');
+  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
+  const bytes = Buffer.from('t');
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  // Whole seconds and arbitrary milliseconds: ms / 1000 alone put half of them 1 ns early.
+  const times = Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? 1_700_000_000_000 + i * 1000 : 1_733_130_000_000 + i * 7_919));
+  const staged: StagedFile[] = [];
+  for (const [i, mtimeMs] of times.entries()) {
+    const f = mustStage(await pub.stageFile({ relPath: `f${i}`, manifest, mode: 0o644, mtimeMs }));
+    await f.writeChunk(0, bytes);
+    staged.push(f);
+  }
+  await pub.commit(staged);
+  const off: string[] = [];
+  for (const [i, mtimeMs] of times.entries()) {
+    const st = await lstat(join(share, `f${i}`), { bigint: true });
+    if (st.mtimeNs / 1_000_000n !== BigInt(mtimeMs)) off.push(`f${i}: ${st.mtimeNs} for ${mtimeMs} ms`);
+  }
+  t.same(off, [], 'every mtime reads back as the millisecond it was given');
+});
+
 t.test('a directory where a file goes, and a file where a directory goes, are clear errors', async (t) => {
   const share = await tempDir('share');
   await mkdir(join(share, 'd'));
