@@ -507,16 +507,14 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
   const removeAfterCase: string[] = []; // see the header: no deletes between runs
   for (let r = 0; r < runs; r++) {
     if (spec.name === 'big') {
-      syncDisks();
-      raw.push(await rawQuinnPush(spec.source, spec.bytes));
-      const rs = raw.at(-1)!;
-      log(`  ${spec.name} run ${r + 1}/${runs}: raw quinn ${MiBs(rs.seconds)} (cpu: sender ${round(rs.cpuSender, 2)} s, sink ${round(rs.cpuReceiver, 2)} s)`);
-      syncDisks();
       const landing = join(ctx.root, `raw-quinn-file-${r}.bin`);
-      rawToFile.push(await rawQuinnPush(spec.source, spec.bytes, landing));
       removeAfterCase.push(landing);
-      const rf = rawToFile.at(-1)!;
-      log(`  ${spec.name} run ${r + 1}/${runs}: raw quinn into a file ${MiBs(rf.seconds)} (cpu: sender ${round(rf.cpuSender, 2)} s, sink ${round(rf.cpuReceiver, 2)} s)`);
+      for (const [samples, label, writeTo] of [[raw, 'raw quinn', undefined], [rawToFile, 'raw quinn into a file', landing]] as const) {
+        syncDisks();
+        const x = await rawQuinnPush(spec.source, spec.bytes, writeTo);
+        samples.push(x);
+        log(`  ${spec.name} run ${r + 1}/${runs}: ${label} ${MiBs(x.seconds)} (cpu: sender ${round(x.cpuSender, 2)} s, sink ${round(x.cpuReceiver, 2)} s)`);
+      }
     }
     syncDisks();
     const share = ctx.shareBase + r;
@@ -561,20 +559,19 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
   const clawProcess = toolResult('clawpeer push', 'wall time of the client process (node start-up, connect, everything)', claw.map((c) => c.processSeconds), spec.bytes);
   const rows: ToolResult[] = [clawSeconds, clawData, clawProcess];
   const ratios: Record<string, number> = {};
-  if (raw.length > 0) {
-    const rawRow = toolResult('raw quinn stream', 'first write until the sink confirmed every byte (1 connection, 1 stream, 1 MiB writes read from the file)', raw.map((x) => x.seconds), spec.bytes, {
-      cpuSecondsSender: raw.map((x) => round(x.cpuSender, 2)),
-      cpuSecondsReceiver: raw.map((x) => round(x.cpuReceiver, 2)),
+  const rawRow = (tool: string, measure: string, samples: readonly RawSample[]): ToolResult =>
+    toolResult(tool, measure, samples.map((x) => x.seconds), spec.bytes, {
+      cpuSecondsSender: samples.map((x) => round(x.cpuSender, 2)),
+      cpuSecondsReceiver: samples.map((x) => round(x.cpuReceiver, 2)),
     });
-    rows.push(rawRow);
-    ratios['clawpeerSecondsPerRawQuinn'] = ratio(clawSeconds.MiBps, rawRow.MiBps);
-    ratios['clawpeerDataPerRawQuinn'] = ratio(clawData.MiBps, rawRow.MiBps);
+  if (raw.length > 0) {
+    const row = rawRow('raw quinn stream', 'first write until the sink confirmed every byte (1 connection, 1 stream, 1 MiB writes read from the file)', raw);
+    rows.push(row);
+    ratios['clawpeerSecondsPerRawQuinn'] = ratio(clawSeconds.MiBps, row.MiBps);
+    ratios['clawpeerDataPerRawQuinn'] = ratio(clawData.MiBps, row.MiBps);
   }
   if (rawToFile.length > 0) {
-    const row = toolResult('raw quinn stream into a file', 'as the raw quinn stream, the sink writing every byte to a new file on this disk as it arrives and fsyncing it before it answers', rawToFile.map((x) => x.seconds), spec.bytes, {
-      cpuSecondsSender: rawToFile.map((x) => round(x.cpuSender, 2)),
-      cpuSecondsReceiver: rawToFile.map((x) => round(x.cpuReceiver, 2)),
-    });
+    const row = rawRow('raw quinn stream into a file', 'as the raw quinn stream, the sink writing every byte to a new file on this disk as it arrives and fsyncing it before it answers', rawToFile);
     rows.push(row);
     ratios['clawpeerSecondsPerRawQuinnIntoFile'] = ratio(clawSeconds.MiBps, row.MiBps);
   }

@@ -179,6 +179,11 @@ function symlinkEscapes(rel: string, target: string): ClawpeerError {
   return new ClawpeerError('PATH_INVALID', `symlink ${rel} -> ${JSON.stringify(target)} refused: its target leaves the share`);
 }
 
+/** --update's rule: what is here is newer, by whole milliseconds (timestamps travel in ms). */
+function newerHere(existingMtimeMs: number, incomingMtimeMs: number): boolean {
+  return Math.floor(existingMtimeMs) > Math.floor(incomingMtimeMs);
+}
+
 /**
  * Whole milliseconds as the seconds utimes takes. ms / 1000 alone is a double up to ~120 ns off
  * (its ulp is ~240 ns now), and libuv truncates to nanoseconds: half the mtimes set landed 1 ns
@@ -644,7 +649,7 @@ export class Publisher {
       case 'keep':
         return 'keep';
       case 'update':
-        return Math.floor(existingMtimeMs) > Math.floor(incomingMtimeMs) ? 'keep' : 'replace';
+        return newerHere(existingMtimeMs, incomingMtimeMs) ? 'keep' : 'replace';
     }
   }
 
@@ -675,7 +680,7 @@ export class Publisher {
    */
   #refreshMetadata(abs: string, existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): { time: boolean; perms: boolean } | undefined {
     if (this.#policy === 'keep') return undefined;
-    if (this.#policy === 'update' && Math.floor(existing.mtimeMs) > Math.floor(file.mtimeMs)) return undefined;
+    if (this.#policy === 'update' && newerHere(existing.mtimeMs, file.mtimeMs)) return undefined;
     const mode = file.mode & PUBLISH_MODE_MASK;
     const setMode = existing.mode !== mode;
     // Within a millisecond is the same time: mtimes travel in whole ms, and one set from a

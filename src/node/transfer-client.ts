@@ -187,10 +187,18 @@ function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pu
   };
 }
 
-/** A listener without 'size-filter' would send files of every size; one without 'files-from', the whole path. */
-function requirePullListOptions(o: TransferOptions): void {
-  if (o.sizes !== undefined) o.session.requireFeature('size-filter', 'cannot leave out files by size (--min-size, --max-size)', 'pull without them');
-  if (o.filesFrom !== undefined) o.session.requireFeature('files-from', 'cannot send what a list names (--files-from)', 'pull the paths one by one');
+/**
+ * What a pull's request asks of the listener, checked before it is sent: a listener without these
+ * features would send everything, at full speed (a dry run's listener has them all: dry-run came
+ * after exclude and rate-limit).
+ */
+function requirePullFeatures(o: TransferOptions): void {
+  const { session } = o;
+  if (o.excludeRules !== undefined) session.requireFeature('exclude', 'does not apply exclude patterns to pulls', 'pull without --exclude');
+  requireFilter(session, o.excludeRules);
+  if (o.bwlimit !== undefined) session.requireFeature('rate-limit', 'cannot cap the rate it sends a pull at', 'pull without --bwlimit');
+  if (o.sizes !== undefined) session.requireFeature('size-filter', 'cannot leave out files by size (--min-size, --max-size)', 'pull without them');
+  if (o.filesFrom !== undefined) session.requireFeature('files-from', 'cannot send what a list names (--files-from)', 'pull the paths one by one');
 }
 
 function wireBytesOf(session: PeerSession): number {
@@ -349,7 +357,7 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
 async function pullDryRun(o: TransferOptions, root: string, started: number, wireStart: number): Promise<TransferResult> {
   const { session } = o;
   requireDryRun(session);
-  requirePullListOptions(o);
+  requirePullFeatures(o);
   const id = session.allocateTransferId();
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
@@ -403,11 +411,7 @@ function allSet(bits: number): Uint8Array {
 
 async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number, started: number, wireStart: number, root: string): Promise<TransferResult> {
   const { session } = o;
-  // A listener without these would send everything, at full speed.
-  if (o.excludeRules !== undefined) session.requireFeature('exclude', 'does not apply exclude patterns to pulls', 'pull without --exclude');
-  requireFilter(session, o.excludeRules);
-  if (o.bwlimit !== undefined) session.requireFeature('rate-limit', 'cannot cap the rate it sends a pull at', 'pull without --bwlimit');
-  requirePullListOptions(o);
+  requirePullFeatures(o);
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);

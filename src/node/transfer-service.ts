@@ -27,7 +27,7 @@ import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from './transfer-control.js';
 import { TransferReceiver } from './transfer-receive.js';
 import { sendChunks } from './transfer-send.js';
-import { scanListed, scanSource } from './transfer-source.js';
+import { scanListed, scanSource, type SizeRange } from './transfer-source.js';
 import { serveList } from './list-service.js';
 import { serveSync } from './sync-service.js';
 import type { ResidentFolders } from './synced-folder.js';
@@ -285,6 +285,12 @@ export async function existingSharePath(share: Share, basePath: string): Promise
   return local;
 }
 
+/** A pull's size bounds as scan options (absent: none). */
+function peerSizes(req: TransferRequestMessage): { sizes?: SizeRange } {
+  if (req.minSize === undefined && req.maxSize === undefined) return {};
+  return { sizes: { ...(req.minSize === undefined ? {} : { min: req.minSize }), ...(req.maxSize === undefined ? {} : { max: req.maxSize }) } };
+}
+
 /** A pull's files-from paths, each canonical and confined; PROTOCOL naming the first that is not (the peer's CLI checks them first). */
 function peerFileList(paths: readonly string[]): string[] {
   return paths.map((p) => {
@@ -314,7 +320,7 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
   const scanOptions = {
     chunking, log, signal,
     ...(rules === undefined ? {} : { excludeRules: rules }),
-    ...(req.minSize === undefined && req.maxSize === undefined ? {} : { sizes: { ...(req.minSize === undefined ? {} : { min: req.minSize }), ...(req.maxSize === undefined ? {} : { max: req.maxSize }) } }),
+    ...peerSizes(req),
   };
   // A files-from list: its paths, relative to the requested directory (scanListed confines them:
   // no `..`, no symlinked directory on the way, no clawpeer state).

@@ -89,8 +89,8 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
 export async function scanListed(baseDir: string, relPaths: readonly string[], options: ScanSourceOptions, baseName = baseDir): Promise<TransferSource> {
   const base = path.resolve(baseDir);
   if (!(await lstat(base).catch(() => undefined))?.isDirectory()) throw new ClawpeerError('USAGE', `--files-from: ${baseName} is not a directory (the listed paths are relative to it)`);
-  const out = newCollected(true);
-  const seen = out.paths ?? new Set<string>();
+  const seen = new Set<string>();
+  const out = newCollected(seen);
   for (const rel of relPaths) {
     if (rel.split('/').some((segment) => segment === INTERNAL_DIR_NAME || isTempFileName(segment))) {
       throw new ClawpeerError('PATH_INVALID', `--files-from lists ${rel}: .clawpeer directories and temp files are clawpeer's own state, never sent`);
@@ -117,7 +117,7 @@ interface Collected {
   totalBytes: number;
 }
 
-const newCollected = (severalRoots = false): Collected => ({ entries: [], files: new Map(), ...(severalRoots ? { paths: new Set<string>() } : {}), totalBytes: 0 });
+const newCollected = (paths?: Set<string>): Collected => ({ entries: [], files: new Map(), ...(paths === undefined ? {} : { paths }), totalBytes: 0 });
 
 function collected(out: Collected, base: string): TransferSource {
   const { entries, files, totalBytes } = out;

@@ -527,7 +527,7 @@ export const MAX_FILES_FROM_BYTES = 8 << 20;
 /** The UTF-8 bytes a files-from list's paths take. */
 export function fileListBytes(paths: readonly string[]): number {
   let n = 0;
-  for (const p of paths) n += Buffer.byteLength(p, 'utf8');
+  for (const p of paths) n += protobuf.util.utf8.length(p);
   return n;
 }
 
@@ -722,7 +722,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
         checkTextBytes('TransferDone.created', e.path);
         if (e.kind === 'symlink') checkTextBytes('TransferDone.created target', e.target);
       }
-      const updatedWrong = listedProblem('TransferDone.updated', 'files', 'paths', message.updated ?? []);
+      const updatedWrong = updatedProblem(message.updated ?? []);
       if (updatedWrong !== undefined) throw new RangeError(updatedWrong);
       for (const u of message.updated ?? []) checkTextBytes('TransferDone.updated', u.path);
       const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
@@ -1094,10 +1094,14 @@ function publishedFromWire(raw: readonly clawpeer.v1.PublishedFile.$Properties[]
   return { published };
 }
 
+function updatedProblem(updated: readonly UpdatedFile[]): string | undefined {
+  return listedProblem('TransferDone.updated', 'files', 'paths', updated);
+}
+
 function updatedFromWire(raw: readonly clawpeer.v1.UpdatedFile.$Properties[]): { updated?: UpdatedFile[] } {
   if (raw.length === 0) return {};
   const updated = raw.map((u) => ({ path: wireText('TransferDone.updated', u.path), time: u.time ?? false, perms: u.perms ?? false }));
-  const problem = listedProblem('TransferDone.updated', 'files', 'paths', updated);
+  const problem = updatedProblem(updated);
   if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
   return { updated };
 }

@@ -183,6 +183,9 @@ function copyLinksFrom(args: Record<string, unknown>): 'all' | 'unsafe' | undefi
 /** A repeatable option's (or the positionals') words, a lone `-` turned back (args.ts argWord). */
 const argWords = (args: Record<string, unknown>, name: string): string[] => ((args[name] as unknown[] | undefined) ?? []).map((w) => argWord(String(w)));
 
+/** Which pattern-file flag (if any) reads standard input (`--exclude-from -`): only one reader may have it. */
+const patternFileOnStdin = (args: Record<string, unknown>): string | undefined => ['exclude-from', 'include-from'].find((flag) => argWords(args, flag).includes(STDIN_SOURCE));
+
 /** The name a remote path lands under here: its last segment. */
 const landingName = (remotePath: string): string => remotePath.split('/').at(-1) ?? '';
 
@@ -199,7 +202,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
     const remotes = words.slice(0, -1);
     const paths = remotes.map((w) => parseRemote(w, true).path);
     checkStdoutPull(paths, args);
-    await pullToStdout(landingName(paths[0] ?? ''), (dir) => transfer(ctx, args, 'pull', [...remotes, dir], true));
+    await pullToStdout(landingName(paths[0] ?? ''), (dir) => transfer(ctx, args, 'pull', [...remotes, dir], { toStdout: true }));
     return;
   }
   const stdinAt = direction === 'push' ? words.slice(0, -1).indexOf(STDIN_SOURCE) : -1;
@@ -210,7 +213,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   }
   // push -: standard input, spooled to a private temp file first (stdin-spool.ts).
   if (words.slice(0, -1).filter((w) => w === STDIN_SOURCE).length > 1) throw new ClawpeerError('USAGE', 'push reads standard input (-) once');
-  const fromStdin = ['exclude-from', 'include-from'].find((flag) => argWords(args, flag).includes(STDIN_SOURCE));
+  const fromStdin = patternFileOnStdin(args);
   if (fromStdin !== undefined) throw new ClawpeerError('USAGE', `--${fromStdin} - and the source - both read standard input: give the patterns in a file`);
   if (args['remove-source-files'] === true) throw new ClawpeerError('USAGE', '--remove-source-files with the source -: standard input is not a file to remove');
   const spool = await spoolStdin(stdinName(String(args['stdin-name'] ?? DEFAULT_STDIN_NAME)), process.stdin, ctx.signal);
@@ -236,7 +239,7 @@ async function transferListed(ctx: CommandContext, args: Record<string, unknown>
     throw new ClawpeerError('USAGE', 'pull --files-from LIST takes one remote directory the listed paths are relative to, and a local directory: pull --files-from LIST PEER:SHARE[/PATH] LOCAL_DIR');
   }
   if (args['delete'] === true) throw new ClawpeerError('USAGE', '--delete with --files-from: a list names what to send, not what the destination should hold; transfer the directory to mirror it');
-  const fromStdin = ['exclude-from', 'include-from'].find((flag) => argWords(args, flag).includes(STDIN_SOURCE));
+  const fromStdin = patternFileOnStdin(args);
   if (list === STDIN_SOURCE && fromStdin !== undefined) throw new ClawpeerError('USAGE', `--${fromStdin} - and --files-from - both read standard input: give one of them in a file`);
   let text: string;
   try {
@@ -250,17 +253,20 @@ async function transferListed(ctx: CommandContext, args: Record<string, unknown>
     ctx.out.summary({ event: 'done', files: 0, bytes: 0, listed: 0 }, `nothing to ${direction}: ${list === STDIN_SOURCE ? 'standard input' : list} lists no paths`);
     return;
   }
-  if (direction === 'pull' && (paths.length > MAX_FILES_FROM_PATHS || fileListBytes(paths) > MAX_FILES_FROM_BYTES)) {
-    throw new ClawpeerError('USAGE', `--files-from lists ${paths.length} paths (${human(fileListBytes(paths))}); a pull asks for at most ${MAX_FILES_FROM_PATHS} paths and ${human(MAX_FILES_FROM_BYTES)} at once: split the list`);
+  const listBytes = fileListBytes(paths);
+  if (direction === 'pull' && (paths.length > MAX_FILES_FROM_PATHS || listBytes > MAX_FILES_FROM_BYTES)) {
+    throw new ClawpeerError('USAGE', `--files-from lists ${paths.length} paths (${human(listBytes)}); a pull asks for at most ${MAX_FILES_FROM_PATHS} paths and ${human(MAX_FILES_FROM_BYTES)} at once: split the list`);
   }
-  await transfer(ctx, args, direction, words, false, paths);
+  await transfer(ctx, args, direction, words, { filesFrom: paths });
 }
 
 /**
- * `toStdout`: a pull for standard output: it must be one regular file (refused on its manifest,
- * before any chunk travels), and stdout gets no closing line.
+ * `how.toStdout`: a pull for standard output: it must be one regular file (refused on its
+ * manifest, before any chunk travels), and stdout gets no closing line. `how.filesFrom`: the
+ * paths of a --files-from list (transferListed).
  */
-async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[], toStdout = false, filesFrom?: readonly string[]): Promise<void> {
+async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[], how: { readonly toStdout?: boolean; readonly filesFrom?: readonly string[] } = {}): Promise<void> {
+  const { toStdout = false, filesFrom } = how;
   if (words.length < 2) {
     throw new ClawpeerError('USAGE', direction === 'push' ? 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]' : 'pull needs what to fetch and where: PEER:SHARE[/PATH]... LOCAL_DIR');
   }
