@@ -22,7 +22,7 @@ export interface ActivitySnapshot {
 
 /** A running activity: its counters, and end() once it is over (ok or not). */
 export interface Activity {
-  /** The totals, once known (a push's manifest, a pull's scan). */
+  /** The totals, once known: a push's manifest, then the chunks not held here; a pull's scan, then its Want. */
   setTotals(totalBytes: number, totalFiles: number): void;
   addBytes(n: number): void;
   setFiles(n: number): void;

@@ -214,6 +214,7 @@ async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly Fe
   });
   try {
     const plan = await receiver.prepare();
+    receiving?.setTotalBytes(plan.lackingBytes);
     await session.control.send({ type: 'want', transferId: fetchId, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
     const stats = await receiver.receive();
     await session.control.send({ type: 'transfer-done', transferId: fetchId, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
@@ -318,7 +319,7 @@ export async function serveFetch(
     ...effectiveStreamsAndWindow(session, SYNC_FETCH_STREAMS, SYNC_FETCH_WINDOW),
     idleTimeoutMs: ch.timeoutMs, signal: ch.signal, log: ch.log,
     ...(ch.rateLimiters === undefined ? {} : { rateLimiters: ch.rateLimiters }),
-    ...(sending === undefined ? {} : { onChunkSent: (bytes: number) => sending.addBytes(bytes), onFilesDelivered: (files: number) => sending.setFiles(files) }),
+    ...(sending === undefined ? {} : { onChunkSent: (bytes: number) => sending.addBytes(bytes), onTotalBytes: (bytes: number) => sending.setTotalBytes(bytes), onFilesDelivered: (files: number) => sending.setFiles(files) }),
   });
   await expectMessage(session, 'transfer-done', first.fetchId, ch.timeoutMs, ch.signal);
   return stats.chunksSent;

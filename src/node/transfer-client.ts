@@ -231,6 +231,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   if (o.delete === true && o.maxDelete !== undefined) session.requireFeature('max-delete', 'cannot cap --delete (--max-delete)', 'push without --max-delete, or without --delete');
   if (o.itemize === true && o.dryRun !== true) session.requireFeature('itemize', 'cannot list the files it publishes (--itemize)', 'push without --itemize');
   let hashed = 0;
+  let hashedFiles = 0;
   const scanOptions: ScanSourceOptions = {
     chunking: sessionChunking(session), log: o.log, signal: o.signal,
     ...(o.excludeRules === undefined ? {} : { excludeRules: o.excludeRules }),
@@ -238,7 +239,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     ...(o.sizes === undefined ? {} : { sizes: o.sizes }),
     onFileHashed: (bytes) => {
       hashed += bytes;
-      o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: 0, totalFiles: 0 });
+      o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: ++hashedFiles, totalFiles: 0 });
     },
   };
   const source = o.filesFrom === undefined ? await scanSources(sources, scanOptions) : await scanListed(o.localPath, o.filesFrom, scanOptions);
@@ -279,6 +280,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       streams, window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
       ...(o.bwlimit === undefined ? {} : { rateLimiters: [new RateLimiter(o.bwlimit)] }),
       onChunkSent: (bytes) => sending.addBytes(bytes),
+      onTotalBytes: (bytes) => sending.setTotalBytes(bytes),
       ...(o.onProgress === undefined ? {} : { onFilesDelivered: (files: number) => sending.setFiles(files) }),
     }).catch(async (err: unknown) => {
       o.log.warn('sending stopped', { error: (err as Error).message });
@@ -440,6 +442,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   });
   try {
     const plan = await receiver.prepare();
+    receiving.setTotalBytes(plan.lackingBytes);
     await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
     const stats = await receiver.receive();
     await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });

@@ -4,6 +4,11 @@ export interface TransferProgress {
   readonly phase: 'scanning' | 'sending' | 'receiving' | 'publishing';
   /** Payload bytes moved (or hashed, while scanning) so far. */
   readonly bytes: number;
+  /**
+   * The bytes the phase moves in all, 0 while not known: a scan hashes as it walks; a push
+   * knows what the receiver lacks once its Want is in (all distinct chunks till then), a pull
+   * once it has looked for the chunks it holds.
+   */
   readonly totalBytes: number;
   readonly files: number;
   readonly totalFiles: number;
@@ -15,7 +20,7 @@ export class ProgressCounter {
   files = 0;
   readonly #report: (p: TransferProgress) => void;
   readonly #phase: TransferProgress['phase'];
-  readonly #totalBytes: number;
+  #totalBytes: number;
   readonly #totalFiles: number;
 
   constructor(report: (p: TransferProgress) => void, phase: TransferProgress['phase'], totalBytes: number, totalFiles: number) {
@@ -32,6 +37,12 @@ export class ProgressCounter {
 
   setFiles(n: number): void {
     this.files = n;
+    this.#tell();
+  }
+
+  /** The bytes the phase will move, once known (0: not known). */
+  setTotalBytes(n: number): void {
+    this.#totalBytes = n;
     this.#tell();
   }
 
@@ -68,7 +79,7 @@ export class SequentialProgress {
     const filesBefore = this.#filesBefore;
     return (p) => {
       this.#last = p;
-      this.#report({ phase: p.phase, bytes: bytesBefore + p.bytes, totalBytes: bytesBefore + p.totalBytes, files: filesBefore + p.files, totalFiles: filesBefore + p.totalFiles });
+      this.#report({ phase: p.phase, bytes: bytesBefore + p.bytes, totalBytes: p.totalBytes === 0 ? 0 : bytesBefore + p.totalBytes, files: filesBefore + p.files, totalFiles: filesBefore + p.totalFiles });
     };
   }
 }

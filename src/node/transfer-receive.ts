@@ -53,6 +53,8 @@ export interface ReceivePlan {
   /** Bitmap over the distinct chunks, set = wanted from the peer. */
   readonly lacking: Uint8Array;
   readonly uniqueCount: number;
+  /** The payload bytes of the wanted chunks: what the peer sends (progress). */
+  readonly lackingBytes: number;
 }
 
 /** What a transfer would do (dryRun): nothing was written. */
@@ -261,7 +263,9 @@ export class TransferReceiver {
     const { keys } = uniqueChunks(entries);
     this.#announced = new Set(keys);
     if (this.#wanted.size === 0) this.#allReceived.resolve();
-    return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length };
+    let lackingBytes = 0;
+    for (const [first] of this.#wanted.values()) lackingBytes += first?.file.manifest.chunks[first.indices[0] ?? -1]?.length ?? 0;
+    return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length, lackingBytes };
   }
 
   /**
@@ -288,6 +292,7 @@ export class TransferReceiver {
       let filesUnchanged = 0;
       let filesKept = 0;
       let fileIndex = 0;
+      let lackingBytes = 0;
       for (const [i, entry] of entries.entries()) {
         const rel = this.#paths[i] ?? '';
         if (entry.kind !== 'file') {
@@ -309,11 +314,14 @@ export class TransferReceiver {
         bytes += entry.size;
         for (let c = 0; c < entry.chunkLengths.length; c++) {
           const id = chunkIdAt(entry, c);
-          if (!index.has(id)) wanted.add(chunkKey(id));
+          const key = chunkKey(id);
+          if (index.has(id) || wanted.has(key)) continue;
+          wanted.add(key);
+          lackingBytes += entry.chunkLengths[c] ?? 0;
         }
       }
       const { keys } = uniqueChunks(entries);
-      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, publish, create, files, bytes, filesUnchanged, filesKept };
+      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, lackingBytes, publish, create, files, bytes, filesUnchanged, filesKept };
     } finally {
       this.#o.indexes?.release(index);
     }

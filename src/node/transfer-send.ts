@@ -75,6 +75,12 @@ export interface SendChunksOptions {
   readonly log: Logger;
   /** Called after each chunk is handed to the transport (payload bytes). */
   readonly onChunkSent?: (bytes: number) => void;
+  /**
+   * Progress: the payload bytes this transfer sends in all. Told at once (every distinct chunk,
+   * while the Want is not in), and again when the Want narrows it to what the receiver lacks
+   * plus the early chunks already sent.
+   */
+  readonly onTotalBytes?: (bytes: number) => void;
   /** Progress: files the receiver holds completely so far (see transfer/file-delivery.ts). */
   readonly onFilesDelivered?: (files: number) => void;
 }
@@ -95,6 +101,8 @@ class WantGate {
   /** Settles when `lacking` is known; rejects when the Want never comes. */
   readonly ready: Promise<void>;
   #earlyBytesLeft: number;
+  /** Chunks that went (or are going) early: key -> bytes. */
+  readonly #early = new Map<string, number>();
 
   private constructor(keys: readonly string[], want: Promise<WantInfo>, earlyBytes: number) {
     this.#earlyBytesLeft = earlyBytes;
@@ -111,14 +119,25 @@ class WantGate {
     return gate;
   }
 
-  /** Takes `bytes` from the early budget; false (and the budget is closed) when they do not fit. */
-  takeEarly(bytes: number): boolean {
+  /** Takes chunk `key`'s `bytes` from the early budget; false (and the budget is closed) when they do not fit. */
+  takeEarly(key: string, bytes: number): boolean {
     if (bytes > this.#earlyBytesLeft) {
       this.#earlyBytesLeft = 0;
       return false;
     }
     this.#earlyBytesLeft -= bytes;
+    this.#early.set(key, bytes);
     return true;
+  }
+
+  /** Once the Want is in: the bytes of `plan` the receiver lacks, and of early chunks it did not. */
+  bytesToSend(plan: TransferPlan): number {
+    const lacking = this.lacking;
+    if (lacking === undefined) return plan.totalBytes;
+    let bytes = 0;
+    for (const c of plan.chunks) if (lacking.has(c.key)) bytes += c.length;
+    for (const [key, length] of this.#early) if (!lacking.has(key)) bytes += length;
+    return bytes;
   }
 }
 
@@ -168,6 +187,14 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
     planFiles.push({ path: entry.path, size: entry.size, mode: entry.mode, mtimeMs: entry.mtimeMs, chunks: entry.chunkLengths.map((length, c) => ({ id: chunkIdAt(entry, c), length })) });
     sources.push(file);
   });
+  // Before the Want, every distinct chunk is planned; chunks the Want leaves out are skipped.
+  const plan = planTransfer(planFiles, gate.lacking === undefined ? ids.values() : [...gate.lacking].map((k) => ids.get(k) ?? new Uint8Array(0)));
+  // The total before the files the Want completes, so a report of all files done carries it.
+  const onTotal = options.onTotalBytes;
+  if (onTotal !== undefined) {
+    onTotal(plan.totalBytes);
+    if (gate.lacking === undefined) gate.ready.then(() => onTotal(gate.bytesToSend(plan)), () => undefined);
+  }
   const onFiles = options.onFilesDelivered;
   const delivery = onFiles === undefined ? undefined : new FileDelivery(planFiles.map((f) => f.chunks.map((c) => chunkKey(c.id))));
   if (delivery !== undefined && onFiles !== undefined) {
@@ -176,8 +203,6 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
       if (delivery.done > 0) onFiles(delivery.done); // files held already, or empty
     }, () => undefined);
   }
-  // Before the Want, every distinct chunk is planned; chunks the Want leaves out are skipped.
-  const plan = planTransfer(planFiles, gate.lacking === undefined ? ids.values() : [...gate.lacking].map((k) => ids.get(k) ?? new Uint8Array(0)));
   const units = splitIntoUnits(plan, { maxUnitBytes: DEFAULT_MAX_UNIT_BYTES, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
   const streamCount = Math.max(0, Math.min(options.streams, units.length));
   // The Want's verdict is needed for the stats even when everything went early.
@@ -347,7 +372,7 @@ async function runStream(
         if (chunk === undefined || ref === undefined) throw new TypeError(`plan chunk ${i} is out of range`);
         let early = false;
         if (gate.lacking === undefined) {
-          if (earlyKeys.size < options.window && gate.takeEarly(chunk.length)) early = true;
+          if (earlyKeys.size < options.window && gate.takeEarly(chunk.key, chunk.length)) early = true;
           else await gate.ready;
         }
         if (!early && gate.lacking?.has(chunk.key) !== true) continue; // the receiver holds it

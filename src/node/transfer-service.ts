@@ -201,7 +201,8 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   const backup = peerBackupPlan(req);
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
-  activity?.setTotals(entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0), entries.filter((e) => e.kind === 'file').length);
+  const fileCount = entries.filter((e) => e.kind === 'file').length;
+  activity?.setTotals(entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0), fileCount);
   const receiverUntil = (until: AbortSignal, keeper?: Keeper): TransferReceiver =>
     new TransferReceiver({
       session, router, transferId: id, entries, chunking, signal: until, log,
@@ -244,6 +245,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
     await claimPushDestination(hold, session, share, basePath, receiver.destinationPaths, ctx);
     try {
       const plan = await receiver.prepare();
+      activity?.setTotals(plan.lackingBytes, fileCount); // what will arrive: the chunks not held here
       await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
       const stats = await receiver.receive();
       // Only once everything is published: a failed push removes nothing.
@@ -339,7 +341,7 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
   await sendChunks({
     session, transferId: id, source, want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log,
     rateLimiters: [...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]), ...(ctx.sendLimiter === undefined ? [] : [ctx.sendLimiter])],
-    ...(activity === undefined ? {} : { onChunkSent: (bytes: number) => activity.addBytes(bytes), onFilesDelivered: (n: number) => activity.setFiles(n) }),
+    ...(activity === undefined ? {} : { onChunkSent: (bytes: number) => activity.addBytes(bytes), onTotalBytes: (bytes: number) => activity.setTotals(bytes, source.files.size), onFilesDelivered: (n: number) => activity.setFiles(n) }),
   });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });

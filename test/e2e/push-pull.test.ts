@@ -64,6 +64,8 @@ t.test('push a tree, then pull it back: byte-identical with modes, mtimes, empty
   t.ok(receiving.length > 0, 'the pull reported receiving progress');
   const lastEvent = receiving.at(-1)!;
   t.ok((lastEvent['totalFiles'] as number) > 0 && lastEvent['files'] === lastEvent['totalFiles'], `last receiving event: ${JSON.stringify(lastEvent)}`);
+  // Its byte total is what the pull lacked, known once it looked: all of it arrived.
+  t.ok((lastEvent['totalBytes'] as number) > 0 && lastEvent['bytes'] === lastEvent['totalBytes'], `receiving bytes of a known total: ${JSON.stringify(lastEvent)}`);
   t.same(await snapshot(path.join(dest, 'tree')), await snapshot(src));
 });
 
@@ -77,13 +79,16 @@ t.test('early chunks: a stream sends its first window before the Want; the liste
   t.equal(first.code, 0, first.stderr);
   t.match(done(first.stdout), { files: 30, chunksSent: 30, chunksSkipped: 0 });
   const sending = jsonLines(first.stdout).filter((l) => l['event'] === 'progress' && l['phase'] === 'sending');
-  t.match(sending.at(-1), { files: 30, totalFiles: 30 }, 'the last sending event: the listener holds all 30 files');
+  t.match(sending.at(-1), { files: 30, totalFiles: 30, bytes: 30 * 4096, totalBytes: 30 * 4096 }, 'the last sending event: the listener holds all 30 files, all bytes sent');
   t.same(await snapshot(path.join(work, 'inbox', 'pages')), await snapshot(src));
   // Again: the listener holds every chunk. One stream, window 16, 4 KiB chunks: exactly the
   // first window goes early (64 KiB, inside the budget), the Want then says nothing is lacking.
   const again = await runCli(args);
   t.equal(again.code, 0, again.stderr);
   t.match(done(again.stdout), { files: 0, chunksSent: 16, chunksSkipped: 30 });
+  // Its total shrank to what went anyway, once the Want said the listener holds everything.
+  const resent = jsonLines(again.stdout).filter((l) => l['event'] === 'progress' && l['phase'] === 'sending');
+  t.match(resent.at(-1), { files: 30, totalBytes: 16 * 4096 }, 'the repeat\'s total: the early window only');
   t.same(await snapshot(path.join(work, 'inbox', 'pages')), await snapshot(src), 'nothing changed at the destination');
 });
 
