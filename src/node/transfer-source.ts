@@ -103,7 +103,11 @@ export async function scanListed(baseDir: string, relPaths: readonly string[], o
       out.entries.push(dirEntry(dir, Number(st.mode) & 0o777, Math.floor(st.mtimeMs)));
     }
     const abs = path.join(base, ...rel.split('/'));
-    if ((await lstat(abs).catch(() => undefined)) === undefined) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, which does not exist in ${baseName}`);
+    const st = await lstat(abs).catch(() => undefined);
+    if (st === undefined) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, which does not exist in ${baseName}`);
+    // As rsync: the rules see listed paths too, and a listed directory they exclude stays whole
+    // (collect() checks the entries below a root, and a listed file, but not a root directory).
+    if (st.isDirectory() && options.excludeRules?.excludes(rel, true) === true) continue;
     await collect(out, abs, { base, rulesOnWholePath: true, rootName: rel, symlinkTopDepth: 0 }, options);
   }
   return collected(out, base);

@@ -88,10 +88,16 @@ t.test('scanListed: listed paths keep their place below the base, with the direc
   await symlink('../../../outside', path.join(base, 'a', 'b', 'out'));
   const when = new Date('2020-01-02T03:04:05Z');
   await utimes(path.join(base, 'a', 'b'), when, when);
-  const excludeRules = compileExcludes(['c/deep/']);
-  const source = await scanListed(base, ['a/b/x.txt', 'a/b/up', 'a/b/out', 'c'], { chunking, log: silentLogger, excludeRules });
+  await mkdir(path.join(base, 'skipped'));
+  await writeFile(path.join(base, 'skipped', 'w.txt'), 'w');
+  // As rsync: a listed directory the rules exclude is left out whole; the directories a listed
+  // path lies in are not checked (skipped/w.txt would still go).
+  const excludeRules = compileExcludes(['c/deep/', 'skipped/']);
+  const source = await scanListed(base, ['a/b/x.txt', 'a/b/up', 'a/b/out', 'c', 'skipped'], { chunking, log: silentLogger, excludeRules });
   t.same(source.entries.map((e) => `${e.kind} ${e.path}`), ['dir a', 'dir a/b', 'file a/b/x.txt', 'symlink a/b/up', 'dir c', 'file c/z.txt'],
-    'implied dirs first, each once; the link that climbs out of the base skipped; the rule matched below the base');
+    'implied dirs first, each once; the link that climbs out of the base skipped; the rule matched below the base, and on a listed directory');
+  const implied = await scanListed(base, ['skipped/w.txt'], { chunking, log: silentLogger, excludeRules });
+  t.same(implied.entries.map((e) => `${e.kind} ${e.path}`), ['dir skipped', 'file skipped/w.txt'], 'a listed file below an excluded directory still goes, as with rsync');
   t.equal(source.entries.find((e) => e.path === 'a')?.mode, 0o750, 'an implied directory keeps its mode');
   t.equal(source.entries.find((e) => e.path === 'a/b')?.mtimeMs, when.getTime(), 'and its mtime');
   const x = [...source.files.values()].find((f) => f.localPath.endsWith('x.txt'));
