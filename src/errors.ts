@@ -11,6 +11,9 @@ export const EXIT_CODES = {
   auth: 3,
   unreachable: 4,
   exists: 5,
+  // 128 + the signal's number, as a shell reports a command a signal ended.
+  interrupted: 130,
+  terminated: 143,
 } as const;
 export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
 
@@ -54,6 +57,8 @@ export const LOCAL_ERRORS = {
   FOLDER_BUSY: { message: 'folder is locked by another sync', retryable: true, exit: EXIT_CODES.failure },
   DELETE_LIMIT: { message: 'more paths to delete than --max-delete allows', retryable: false, exit: EXIT_CODES.failure },
   PEER_BUSY: { message: 'the peer is busy (a connection cap or a destination in use): try again later', retryable: true, exit: EXIT_CODES.unreachable },
+  INTERRUPTED: { message: 'interrupted (SIGINT)', retryable: true, exit: EXIT_CODES.interrupted },
+  TERMINATED: { message: 'terminated (SIGTERM)', retryable: true, exit: EXIT_CODES.terminated },
 } as const satisfies Record<string, LocalErrorSpec>;
 export type LocalErrorCode = keyof typeof LOCAL_ERRORS;
 
@@ -76,6 +81,8 @@ export const WIRE_ERRORS = {
   SHUTTING_DOWN: { wire: 15, local: 'CONNECTION_CLOSED' },
   SHARE_FORBIDDEN: { wire: 16, local: 'SHARE_FORBIDDEN' },
   BUSY: { wire: 17, local: 'PEER_BUSY' },
+  /** The peer's user stopped the command (SIGINT/SIGTERM): not a failure of either side. */
+  CANCELLED: { wire: 18, local: 'INTERRUPTED' },
 } as const satisfies Record<string, { wire: number; local: LocalErrorCode }>;
 export type WireErrorCode = keyof typeof WIRE_ERRORS;
 
@@ -121,6 +128,7 @@ export function wireCodeFor(err: unknown): { code: number; name: WireErrorCode }
     }
     // A folder locked here is "busy, retry" to the peer.
     if (err.code === 'FOLDER_BUSY') return { code: WIRE_ERRORS.BUSY.wire, name: 'BUSY' };
+    if (err.code === 'TERMINATED') return { code: WIRE_ERRORS.CANCELLED.wire, name: 'CANCELLED' };
   }
   return { code: WIRE_ERRORS.INTERNAL.wire, name: 'INTERNAL' };
 }

@@ -1,4 +1,5 @@
 // What every command handler gets: resolved home, output, logger. Built once from global options.
+import { ClawpeerError, isClawpeerError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import { resolveHome, type HomeLayout } from '../node/home.js';
 import { Output } from './output.js';
@@ -24,10 +25,13 @@ export interface CommandContext {
 /** What main hands each command module: wraps a handler with the context and the exit code. */
 export type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
 
-/** An AbortSignal for SIGINT/SIGTERM while `fn` runs (the handlers are removed after). */
+/**
+ * An AbortSignal for SIGINT/SIGTERM while `fn` runs (the handlers are removed after). Its reason
+ * is the INTERRUPTED or TERMINATED error a command that stops because of it ends with.
+ */
 export async function withInterrupt<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const abort = new AbortController();
-  const onSignal = (): void => abort.abort();
+  const onSignal = (sig: NodeJS.Signals): void => abort.abort(new ClawpeerError(sig === 'SIGTERM' ? 'TERMINATED' : 'INTERRUPTED'));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
@@ -47,4 +51,14 @@ export function makeContext(options: GlobalOptions, signal: AbortSignal, argv: r
     log: createLogger('clawpeer', (options.v ?? 0) > 0 ? (options.v ?? 0) : options.quiet === true ? -1 : 0),
     signal,
   };
+}
+
+/**
+ * What a command that failed after SIGINT/SIGTERM reports: the interruption (exit 130/143), not
+ * the abort it caused somewhere inside ("control channel operation aborted").
+ */
+export function interruptionOf(signal: AbortSignal, err: unknown): unknown {
+  if (!signal.aborted || isClawpeerError(err, 'INTERRUPTED') || isClawpeerError(err, 'TERMINATED')) return err;
+  const reason: unknown = signal.reason;
+  return isClawpeerError(reason, 'INTERRUPTED') || isClawpeerError(reason, 'TERMINATED') ? reason : err;
 }

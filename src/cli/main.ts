@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import yargs, { type Argv } from 'yargs';
 import { ClawpeerError, EXIT_CODES, type ExitCode } from '../errors.js';
-import { makeContext, withInterrupt, type CommandContext, type GlobalOptions, type Runner } from './context.js';
+import { interruptionOf, makeContext, withInterrupt, type CommandContext, type GlobalOptions, type Runner } from './context.js';
 import { Output, reportError } from './output.js';
 import { toYargsWord } from './args.js';
 type Register = (cli: Argv, run: Runner) => Argv;
@@ -65,7 +65,7 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
     try {
       await fn(ctx, args);
     } catch (err) {
-      exitCode = reportError(err, ctx.out);
+      exitCode = reportError(interruptionOf(signal, err), ctx.out);
     }
   };
 

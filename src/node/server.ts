@@ -327,7 +327,10 @@ export class NodeServer {
         log.error('internal error serving peer', { id: peerId, addr: where, stack: (err as Error).stack ?? String(err) });
         return;
       }
-      if (!this.#stop.signal.aborted) log.warn('peer session failed', { id: peerId, addr: where, code: err.code, error: err.message });
+      if (this.#stop.signal.aborted) return;
+      // A peer whose user pressed Ctrl-C did nothing wrong: its partial transfer waits for a rerun.
+      if (err.code === 'INTERRUPTED') log.info('peer stopped', { id: peerId, addr: where, reason: err.message });
+      else log.warn('peer session failed', { id: peerId, addr: where, code: err.code, error: err.message });
     } finally {
       await conn.close().catch(() => undefined);
     }

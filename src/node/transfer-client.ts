@@ -283,6 +283,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       onTotalBytes: (bytes) => sending.setTotalBytes(bytes),
       ...(o.onProgress === undefined ? {} : { onFilesDelivered: (files: number) => sending.setFiles(files) }),
     }).catch(async (err: unknown) => {
+      if (o.signal.aborted) throw err; // stopped here (Ctrl-C): the CLI tells it, and nothing from the peer is awaited
       o.log.warn('sending stopped', { error: (err as Error).message });
       // If the peer reported why (its Error follows shortly), its reason beats our "aborted".
       const peer = await settledWithin(done, PEER_REASON_WAIT_MS);

@@ -113,7 +113,8 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
           else if (msg.type === 'list-request') await serveList(session, msg, ctx.shares, signal);
           else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
           ok = true;
-        } catch (err) {
+        } catch (caught) {
+          const err = await peerReasonOr(session, caught);
           if (err instanceof ClawpeerError && err.wire === undefined) {
             await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
           }
@@ -126,6 +127,30 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
       default:
         throw new ClawpeerError('PROTOCOL', `unexpected ${msg.type} from ${session.peerId} outside a transfer`);
     }
+  }
+}
+
+/** How long a transfer that the peer's streams broke off waits for the peer to say why. */
+const PEER_REASON_WAIT_MS = 500;
+
+/**
+ * A transfer broken off on the transport (a data stream reset, the connection gone): the peer's
+ * Error, when one is already on its way, says why better (its user pressed Ctrl-C, its file
+ * changed), and the log and status then tell that instead of "stream reset by peer". The session
+ * ends after a failed transfer, so a message read here that is no Error is dropped with it.
+ */
+async function peerReasonOr(session: PeerSession, err: unknown): Promise<unknown> {
+  if (!(err instanceof ClawpeerError) || err.wire !== undefined) return err;
+  if (err.code !== 'REMOTE' && err.code !== 'CONNECTION_CLOSED') return err;
+  const wait = new AbortController();
+  const timer = setTimeout(() => wait.abort(), PEER_REASON_WAIT_MS);
+  try {
+    await session.control.receive({ signal: wait.signal });
+    return err;
+  } catch (peer) {
+    return peer instanceof ClawpeerError && peer.wire !== undefined ? peer : err;
+  } finally {
+    clearTimeout(timer);
   }
 }
 

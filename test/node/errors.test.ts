@@ -38,3 +38,11 @@ t.test('busy: a locked folder and a connection cap travel as BUSY and come back 
   t.ok(back.retryable);
   t.equal(back.exitCode, EXIT_CODES.unreachable);
 });
+
+t.test('an interruption travels as CANCELLED and is no failure of the peer; locally it exits as the signal', async (t) => {
+  t.equal(new ClawpeerError('INTERRUPTED').exitCode, 130, '128 + SIGINT');
+  t.equal(new ClawpeerError('TERMINATED').exitCode, 143, '128 + SIGTERM');
+  t.same(wireCodeFor(new ClawpeerError('INTERRUPTED')), { code: WIRE_ERRORS.CANCELLED.wire, name: 'CANCELLED' });
+  t.same(wireCodeFor(new ClawpeerError('TERMINATED')), { code: WIRE_ERRORS.CANCELLED.wire, name: 'CANCELLED' });
+  t.match(errorFromWire(WIRE_ERRORS.CANCELLED.wire, 'the push was interrupted (SIGINT) on the other side'), { code: 'INTERRUPTED', wire: 'CANCELLED' });
+});

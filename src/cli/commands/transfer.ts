@@ -1,7 +1,7 @@
 // `push` and `pull`: move files and trees to and from a paired peer's shares.
 import { readFileSync, statSync } from 'node:fs';
 import type { Argv } from 'yargs';
-import { ClawpeerError } from '../../errors.js';
+import { ClawpeerError, isClawpeerError } from '../../errors.js';
 import { resolveConfig } from '../../node/config.js';
 import { loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
@@ -11,7 +11,7 @@ import type { SizeRange } from '../../node/transfer-source.js';
 import { combineResults } from '../../node/transfer-results.js';
 import { SequentialProgress } from '../../node/transfer-progress.js';
 import type { DryRunReport } from '../../node/dry-run.js';
-import type { CommandContext, Runner } from '../context.js';
+import { interruptionOf, type CommandContext, type Runner } from '../context.js';
 import { compileFilter } from '../../transfer/exclude.js';
 import { parseFileList } from '../../transfer/file-list.js';
 import { fileListBytes, MAX_FILES_FROM_BYTES, MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
@@ -305,6 +305,14 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal });
   const progress = createProgress(ctx.out);
   let delivered = false;
+  // On SIGINT/SIGTERM the peer hears why first, before our data streams reset: its log and
+  // status then say the transfer was interrupted here, not that a stream broke.
+  const tellPeer = (): void => {
+    const reason: unknown = ctx.signal.reason;
+    const what = reason instanceof Error ? reason.message : 'interrupted';
+    session.control.sendError('CANCELLED', `the ${direction} was ${what} on the other side`).catch(() => undefined);
+  };
+  ctx.signal.addEventListener('abort', tellPeer, { once: true });
   try {
     const options = {
       session, share: remote.share, remotePath: remote.path, localPath, ...(direction === 'push' && sources.length > 1 ? { sources } : {}), force: args['force'] === true, streams, window,
@@ -348,7 +356,16 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
       const what = result.dryRun === undefined ? 'none was removed (everything else was published)' : 'a real run would remove none';
       throw new ClawpeerError('DELETE_LIMIT', `--delete would remove ${result.deletesOverLimit} paths, more than --max-delete ${maxDelete ?? 0}: ${what}`);
     }
+  } catch (err) {
+    if (!ctx.signal.aborted) throw err;
+    // Stopped by SIGINT/SIGTERM (the peer was told, above): the user hears that a rerun resumes
+    // (partials are kept on both sides).
+    const stopped = interruptionOf(ctx.signal, err);
+    if (!isClawpeerError(stopped) || (stopped.code !== 'INTERRUPTED' && stopped.code !== 'TERMINATED')) throw err;
+    const kept = direction === 'push' ? 'what the peer received is kept' : 'what arrived is kept';
+    throw new ClawpeerError(stopped.code, `${direction} ${stopped.message}: ${kept}; run the same command again to ${direction === 'push' ? 'send' : 'fetch'} the rest`, { cause: err });
   } finally {
+    ctx.signal.removeEventListener('abort', tellPeer);
     progress.stop();
     await session.close('done', { linger: !delivered });
   }
