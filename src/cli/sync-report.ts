@@ -3,6 +3,10 @@
 import type { PlannedChange } from '../node/sync-apply.js';
 import type { SyncDryRun, SyncFolderResult } from '../node/sync-client.js';
 import type { Output } from './output.js';
+import { human } from '../format.js';
+
+/** `1 conflict`, `3 conflicts`. */
+const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
 
 const sumBytes = (changes: readonly PlannedChange[]): number => changes.reduce((n, c) => n + c.bytes, 0);
 
@@ -10,7 +14,7 @@ const sumBytes = (changes: readonly PlannedChange[]): number => changes.reduce((
 function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void {
   const line = (side: 'receive' | 'send', c: PlannedChange): void => {
     const record = { event: `would-${side}`, path: c.path, change: c.change, kind: c.kind, bytes: c.bytes, ...(c.copy === undefined ? {} : { copy: c.copy }), ...(c.target === undefined ? {} : { target: c.target }) };
-    const detail = c.copy !== undefined ? ` (the losing version kept as ${c.copy})` : c.target !== undefined ? ` -> ${c.target}` : c.bytes > 0 ? ` (${c.bytes} bytes)` : '';
+    const detail = c.copy !== undefined ? ` (the losing version kept as ${c.copy})` : c.target !== undefined ? ` -> ${c.target}` : c.bytes > 0 ? ` (${human(c.bytes)})` : '';
     out.emit(record, `${side.padEnd(7)} ${c.change.padEnd(8)} ${c.kind === 'dir' ? `${c.path}/` : c.path}${detail}`);
   };
   for (const c of plan.receive) line('receive', c);
@@ -26,8 +30,8 @@ function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void 
     },
     r.inSync
       ? 'dry run: in sync, nothing would change'
-      : `dry run: ${plan.receive.length} changes would arrive here (${bytesToReceive} bytes of content at most), ${plan.send.length} would go to the peer ` +
-        `(${bytesToSend} bytes at most), ${conflicts} conflicts; nothing was changed or sent`,
+      : `dry run: ${count(plan.receive.length, 'change')} would arrive here (${human(bytesToReceive)} of content at most), ${plan.send.length} would go to the peer ` +
+        `(${human(bytesToSend)} at most), ${count(conflicts, 'conflict')}; nothing was changed or sent`,
   );
 }
 
@@ -45,8 +49,8 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
       revisionsReceived: r.revisionsReceived, chunksSent: r.chunksSent, wireBytes: r.wireBytes, conflicts: r.conflicts, seconds: Math.round(r.seconds * 1000) / 1000,
       scanned: r.scanned, resident,
     },
-    `${r.inSync ? 'in sync' : 'NOT in sync'}: ${r.revisionsSent} revisions sent, ${r.revisionsReceived} received, ${r.chunksSent} chunks, ${r.conflicts} conflicts; ` +
-      `reconciliation ${r.reconcileBytes} bytes in ${r.roundTrips} round trips, ${r.wireBytes} bytes on the wire, ${r.seconds.toFixed(2)} s` +
+    `${r.inSync ? 'in sync' : 'NOT in sync'}: ${count(r.revisionsSent, 'revision')} sent, ${r.revisionsReceived} received, ${count(r.chunksSent, 'chunk')}, ${count(r.conflicts, 'conflict')}; ` +
+      `reconciliation ${human(r.reconcileBytes)} in ${count(r.roundTrips, 'round trip')}, ${human(r.wireBytes)} on the wire, ${r.seconds.toFixed(2)} s` +
       `${resident ? ' (run by the listener' + (r.scanned ? ')' : ', folder unchanged since its last scan)') : ''}`,
   );
 }

@@ -23,9 +23,29 @@ export interface DryRunOther {
   readonly target?: string;
 }
 
+/** An identical file whose mtime or permissions would be set (rsync -a's .f..t / .f...p). */
+export interface DryRunTouch {
+  readonly path: string;
+  readonly time: boolean;
+  readonly perms: boolean;
+}
+
+/** The receiver's verdicts (bitmaps; see the Want message). */
+export interface DryRunVerdicts {
+  /** Over the file entries: set = would be published. */
+  readonly publish: Uint8Array;
+  /** Over the directory and symlink entries: set = would be created or replaced; undefined = not said. */
+  readonly create?: Uint8Array | undefined;
+  /** Over the file entries: set = identical, its mtime / permissions would be set; undefined = none (or not said). */
+  readonly touchTime?: Uint8Array | undefined;
+  readonly touchPerms?: Uint8Array | undefined;
+}
+
 export interface DryRunReport {
   /** Files that would be published (new or different), manifest order. */
   readonly files: readonly DryRunFile[];
+  /** Identical files whose metadata would be set, manifest order. */
+  readonly touched: readonly DryRunTouch[];
   /** Directories and symlinks that would be created or replaced, manifest order; undefined when the receiver did not say (an older one). */
   readonly others?: readonly DryRunOther[];
   readonly filesUnchanged: number;
@@ -34,14 +54,16 @@ export interface DryRunReport {
 }
 
 /**
- * The report of `entries` given the receiver's Want, `publish` (bitmap over the file entries,
- * set = would be published) and `create` (over the directory and symlink entries, set = would be
- * created or replaced; undefined: not said). PROTOCOL when a bitmap does not fit the manifest.
+ * The report of `entries` given the receiver's Want and its verdicts. PROTOCOL when a bitmap does
+ * not fit the manifest.
  */
-export function dryRunReport(entries: readonly ManifestEntry[], want: WantInfo, publish: Uint8Array, create?: Uint8Array): DryRunReport {
+export function dryRunReport(entries: readonly ManifestEntry[], want: WantInfo, verdicts: DryRunVerdicts): DryRunReport {
+  const { publish, create, touchTime, touchPerms } = verdicts;
   const fileEntries = entries.filter((e) => e.kind === 'file');
-  if (publish.length !== bitmapBytes(fileEntries.length)) {
-    throw new ClawpeerError('PROTOCOL', `dry-run publish bitmap has ${publish.length} bytes for ${fileEntries.length} files`);
+  for (const [name, bitmap] of [['publish', publish], ['touch-time', touchTime], ['touch-perms', touchPerms]] as const) {
+    if (bitmap !== undefined && bitmap.length !== bitmapBytes(fileEntries.length)) {
+      throw new ClawpeerError('PROTOCOL', `dry-run ${name} bitmap has ${bitmap.length} bytes for ${fileEntries.length} files`);
+    }
   }
   const otherEntries = entries.filter((e) => e.kind !== 'file');
   if (create !== undefined && create.length !== bitmapBytes(otherEntries.length)) {
@@ -56,11 +78,15 @@ export function dryRunReport(entries: readonly ManifestEntry[], want: WantInfo, 
   const lacking = lackingKeys(uniqueChunks(entries).keys, want);
   const counted = new Set<string>();
   const files: DryRunFile[] = [];
+  const touched: DryRunTouch[] = [];
   let filesUnchanged = 0;
   let bytesToSend = 0;
   fileEntries.forEach((entry, k) => {
     if (!bitmapGet(publish, k)) {
       filesUnchanged++;
+      const time = touchTime !== undefined && bitmapGet(touchTime, k);
+      const perms = touchPerms !== undefined && bitmapGet(touchPerms, k);
+      if (time || perms) touched.push({ path: entry.path, time, perms });
       return;
     }
     let sendBytes = 0;
@@ -73,5 +99,5 @@ export function dryRunReport(entries: readonly ManifestEntry[], want: WantInfo, 
     bytesToSend += sendBytes;
     files.push({ path: entry.path, bytes: entry.size, sendBytes });
   });
-  return { files, ...(others === undefined ? {} : { others }), filesUnchanged, chunksToSend: counted.size, bytesToSend };
+  return { files, touched, ...(others === undefined ? {} : { others }), filesUnchanged, chunksToSend: counted.size, bytesToSend };
 }

@@ -142,7 +142,7 @@ export interface PublisherOptions {
   /** Without a backup: what keeps a file before it is replaced (a synced folder's history). */
   readonly keeper?: Keeper;
   /** Told of each identical file whose mtime or permissions stageFile set (--itemize). */
-  readonly onMetadataSet?: (relPath: string, set: { readonly time: boolean; readonly perms: boolean }) => void;
+  readonly onMetadataSet?: (relPath: string, set: MetadataSet) => void;
 }
 
 function ioError(what: string, file: string, err: unknown): ClawpeerError {
@@ -455,6 +455,12 @@ export class StagedFile {
   }
 }
 
+/** What is set on an identical file (rsync -i's t and p). */
+export interface MetadataSet {
+  readonly time: boolean;
+  readonly perms: boolean;
+}
+
 type Existing = { kind: 'absent' } | { kind: 'identical'; mode: number; mtimeMs: number; atime: Date } | { kind: 'different'; what: string; mtimeMs: number };
 
 /** Publishes files, symlinks and directory metadata into one share. */
@@ -661,32 +667,43 @@ export class Publisher {
   }
 
   /**
-   * What stageFile would do with `file`, creating nothing: 'new', 'identical' (nothing to do),
-   * 'replace' or 'kept' (the existing-file policy); throws what stageFile would (FILE_EXISTS,
-   * PATH_INVALID, PROTOCOL). For dry runs.
+   * What stageFile would do with `file`, creating nothing: 'new', 'identical' (no content to
+   * write; `metadata`: the mtime or permissions it would set), 'replace' or 'kept' (the
+   * existing-file policy); throws what stageFile would (FILE_EXISTS, PATH_INVALID, PROTOCOL).
+   * For dry runs.
    */
-  async verdict(file: PublishFile): Promise<'new' | 'identical' | 'replace' | 'kept'> {
+  async verdict(file: PublishFile): Promise<{ outcome: 'new' | 'identical' | 'replace' | 'kept'; metadata?: MetadataSet }> {
     const { rel, relDir } = this.#checkedFile(file);
     const dirAbs = this.#walkDir(relDir, 'probe');
-    if (dirAbs === undefined) return 'new';
+    if (dirAbs === undefined) return { outcome: 'new' };
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
-    return this.#outcome(await this.#existing(rel, finalPath, file.manifest), finalPath, file.mtimeMs);
+    const existing = await this.#existing(rel, finalPath, file.manifest);
+    const metadata = existing.kind === 'identical' ? this.#metadataToSet(existing, file) : undefined;
+    return { outcome: this.#outcome(existing, finalPath, file.mtimeMs), ...(metadata === undefined ? {} : { metadata }) };
   }
 
   /**
    * An identical file whose mode or mtime differs from the incoming entry's gets them, as rsync -a
    * updates the permissions and times of a file it does not copy. The policies that keep existing
-   * files say otherwise: --ignore-existing touches nothing, --update nothing newer here.
+   * files say otherwise: --ignore-existing touches nothing, --update nothing newer here. What
+   * would be set; nothing is (dry runs ask this, stageFile then sets it).
    */
-  #refreshMetadata(abs: string, existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): { time: boolean; perms: boolean } | undefined {
+  #metadataToSet(existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): MetadataSet | undefined {
     if (this.#policy === 'keep') return undefined;
     if (this.#policy === 'update' && newerHere(existing.mtimeMs, file.mtimeMs)) return undefined;
-    const mode = file.mode & PUBLISH_MODE_MASK;
-    const setMode = existing.mode !== mode;
+    const perms = existing.mode !== (file.mode & PUBLISH_MODE_MASK);
     // Within a millisecond is the same time: mtimes travel in whole ms, and one set from a
     // double number of seconds (futimes) can land a nanosecond below the ms it was given.
-    const setTime = Math.abs(existing.mtimeMs - file.mtimeMs) >= 1;
-    if (!setMode && !setTime) return undefined;
+    const time = Math.abs(existing.mtimeMs - file.mtimeMs) >= 1;
+    return perms || time ? { time, perms } : undefined;
+  }
+
+  /** Sets what #metadataToSet says on an identical file; what was set. */
+  #refreshMetadata(abs: string, existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): MetadataSet | undefined {
+    const plan = this.#metadataToSet(existing, file);
+    if (plan === undefined) return undefined;
+    const mode = file.mode & PUBLISH_MODE_MASK;
+    const { perms: setMode, time: setTime } = plan;
     // Through a descriptor opened without following links: the path was a regular file when it
     // was hashed, and a link put there since must not lead the change out of the share.
     let fd: number | undefined;

@@ -8,9 +8,9 @@ import type { Logger } from '../logger.js';
 import { bitmapSet, newBitmap, type ControlMessage, type CreatedEntry, type UpdatedFile, type ManifestEntry, type PublishedFile, type TransferDoneMessage } from '../protocol/messages.js';
 import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
 import { backupProtection, type BackupPlan } from './backups.js';
-import { uniqueChunks } from './chunk-order.js';
+import { uniqueChunks, type WantInfo } from './chunk-order.js';
 import { DataStreamRouter } from './data-stream-router.js';
-import { dryRunReport, type DryRunReport } from './dry-run.js';
+import { dryRunReport, type DryRunReport, type DryRunVerdicts } from './dry-run.js';
 import { overMaxDelete, transferExtraneous, type Extraneous } from './extraneous.js';
 import { replacedHistoryNode } from './keeper.js';
 import type { PeerSession } from './session.js';
@@ -316,10 +316,13 @@ async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[],
   const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
   if (want.publish === undefined && entries.some((e) => e.kind === 'file')) throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a dry run without saying what it would publish`);
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal);
-  const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, want.publish ?? new Uint8Array(0), want.create);
+  const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, { publish: want.publish ?? new Uint8Array(0), create: want.create, touchTime: want.touchTime, touchPerms: want.touchPerms });
   // Paths as they would land in the share: under the remote path.
   const under = (p: string): string => path.posix.join(o.remotePath, p);
-  const report = o.remotePath === '' ? planned : { ...planned, files: planned.files.map((f) => ({ ...f, path: under(f.path) })), ...(planned.others === undefined ? {} : { others: planned.others.map((e) => ({ ...e, path: under(e.path) })) }) };
+  const report = o.remotePath === '' ? planned : {
+    ...planned, files: planned.files.map((f) => ({ ...f, path: under(f.path) })), touched: planned.touched.map((f) => ({ ...f, path: under(f.path) })),
+    ...(planned.others === undefined ? {} : { others: planned.others.map((e) => ({ ...e, path: under(e.path) })) }),
+  };
   return { ...dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart), ...deletedOf(o, done.deleted, done.deletedCount), ...keptOf(o, done.filesKept), ...overLimitOf(done.deletesOverLimit) };
 }
 
@@ -365,7 +368,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
-  let plan: { lacking: Uint8Array; uniqueCount: number; publish: Uint8Array; create: Uint8Array; filesKept?: number };
+  let plan: WantInfo & DryRunVerdicts & { filesKept?: number };
   let wouldRemove: string[] = [];
   if (existsSync(root)) {
     // Its router is never run: no data stream comes in a dry run.
@@ -378,7 +381,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
     const files = entries.filter((e) => e.kind === 'file').length;
     plan = { lacking: allSet(keys.length), uniqueCount: keys.length, publish: allSet(files), create: allSet(entries.length - files) };
   }
-  const report = dryRunReport(entries, plan, plan.publish, plan.create);
+  const report = dryRunReport(entries, plan, plan);
   const bytes = report.files.reduce((n, f) => n + f.bytes, 0);
   await session.control.send({ type: 'transfer-done', transferId: id, files: report.files.length, bytes, chunksReceived: 0, chunksSkipped: 0 });
   return { ...dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart), ...deletedOf(o, wouldRemove, undefined), ...keptOf(o, plan.filesKept), ...withinMaxDelete(o, wouldRemove).over };

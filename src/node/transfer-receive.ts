@@ -63,6 +63,9 @@ export interface DryRunPlan extends ReceivePlan {
   readonly publish: Uint8Array;
   /** Bitmap over the directory and symlink entries, in manifest order: set = would be created or replaced. */
   readonly create: Uint8Array;
+  /** Bitmaps over the file entries: set = identical, its mtime / permissions would be set (rsync -a's .f..t / .f...p). */
+  readonly touchTime: Uint8Array;
+  readonly touchPerms: Uint8Array;
   /** Files that would be published, and their bytes. */
   readonly files: number;
   readonly bytes: number;
@@ -284,6 +287,8 @@ export class TransferReceiver {
       if (destination.basePath !== '') publisher.probeDir(destination.basePath);
       const fileCount = entries.filter((e) => e.kind === 'file').length;
       const publish = newBitmap(fileCount);
+      const touchTime = newBitmap(fileCount);
+      const touchPerms = newBitmap(fileCount);
       const create = newBitmap(entries.length - fileCount);
       let otherIndex = 0;
       const wanted = new Set<string>();
@@ -303,9 +308,11 @@ export class TransferReceiver {
           continue;
         }
         const k = fileIndex++;
-        const verdict = await publisher.verdict({ relPath: rel, manifest: chunkingManifest(entry), mode: entry.mode, mtimeMs: entry.mtimeMs });
-        if (verdict === 'identical' || verdict === 'kept') {
-          if (verdict === 'identical') filesUnchanged++;
+        const { outcome, metadata } = await publisher.verdict({ relPath: rel, manifest: chunkingManifest(entry), mode: entry.mode, mtimeMs: entry.mtimeMs });
+        if (metadata?.time === true) bitmapSet(touchTime, k);
+        if (metadata?.perms === true) bitmapSet(touchPerms, k);
+        if (outcome === 'identical' || outcome === 'kept') {
+          if (outcome === 'identical') filesUnchanged++;
           else filesKept++;
           continue;
         }
@@ -321,7 +328,7 @@ export class TransferReceiver {
         }
       }
       const { keys } = uniqueChunks(entries);
-      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, lackingBytes, publish, create, files, bytes, filesUnchanged, filesKept };
+      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, lackingBytes, publish, touchTime, touchPerms, create, files, bytes, filesUnchanged, filesKept };
     } finally {
       this.#o.indexes?.release(index);
     }

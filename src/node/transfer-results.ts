@@ -11,6 +11,7 @@ function combineDryRuns(a: DryRunReport | undefined, b: DryRunReport | undefined
   const others = cat(a.others, b.others);
   return {
     files: [...a.files, ...b.files],
+    touched: [...a.touched, ...b.touched],
     ...(others === undefined ? {} : { others }),
     filesUnchanged: a.filesUnchanged + b.filesUnchanged,
     chunksToSend: a.chunksToSend + b.chunksToSend,

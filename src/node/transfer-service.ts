@@ -252,7 +252,11 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
     const plan = await receiver.dryRun();
     const wouldRemove = await extraneous(receiver);
     await session.control.sendAll([
-      { type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount, publish: plan.publish, create: plan.create },
+      {
+        type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount, publish: plan.publish, create: plan.create,
+        // Only when some file would be touched: an all-clear bitmap says nothing an empty one does not.
+        ...(plan.touchTime.some((b) => b !== 0) ? { touchTime: plan.touchTime } : {}), ...(plan.touchPerms.some((b) => b !== 0) ? { touchPerms: plan.touchPerms } : {}),
+      },
       { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0, ...deletedFields(wouldRemove), ...keptField(plan.filesKept), ...overLimitField(req, wouldRemove) },
     ]);
     log.info('push dry run answered', { peer: session.peerId, share: share.name, files: plan.files, bytes: plan.bytes });

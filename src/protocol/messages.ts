@@ -202,6 +202,9 @@ export interface WantMessage {
   readonly publish?: Uint8Array;
   /** Dry runs: bitmap over the manifest's directory and symlink entries, set = would be created or replaced. */
   readonly create?: Uint8Array;
+  /** Dry runs: bitmaps over the file entries (as `publish`), set = identical, its mtime / permissions would be set. */
+  readonly touchTime?: Uint8Array;
+  readonly touchPerms?: Uint8Array;
 }
 
 export interface DataOpenMessage {
@@ -700,7 +703,13 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
       checkUint('Want.uniqueChunks', message.uniqueChunks, UINT32_MAX);
       const problem = bitmapProblem(message.lacking, message.uniqueChunks);
       if (problem !== undefined) throw new RangeError(`Want.lacking: ${problem}`);
-      return { want: { transferId: message.transferId, lacking: message.lacking, uniqueChunks: message.uniqueChunks, ...(message.publish === undefined ? {} : { publish: message.publish }), ...(message.create === undefined ? {} : { create: message.create }) } };
+      return {
+        want: {
+          transferId: message.transferId, lacking: message.lacking, uniqueChunks: message.uniqueChunks,
+          ...(message.publish === undefined ? {} : { publish: message.publish }), ...(message.create === undefined ? {} : { create: message.create }),
+          ...(message.touchTime === undefined ? {} : { touchTime: message.touchTime }), ...(message.touchPerms === undefined ? {} : { touchPerms: message.touchPerms }),
+        },
+      };
     }
     case 'data-open':
       checkUint('DataOpen.streamId', message.streamId, UINT32_MAX);
@@ -1225,9 +1234,15 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
       const problem = bitmapProblem(lacking, uniqueChunks);
       if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `Want.lacking: ${problem}`);
       // Its length is checked by the client, which knows how many files it announced.
-      const publish = w.publish === null || w.publish === undefined || w.publish.length === 0 ? undefined : copyBytes(w.publish);
-      const create = w.create === null || w.create === undefined || w.create.length === 0 ? undefined : copyBytes(w.create);
-      return { type: 'want', transferId: w.transferId ?? 0, lacking, uniqueChunks, ...(publish === undefined ? {} : { publish }), ...(create === undefined ? {} : { create }) };
+      const optional = (bytes: Uint8Array | null | undefined): Uint8Array | undefined => (bytes === null || bytes === undefined || bytes.length === 0 ? undefined : copyBytes(bytes));
+      const publish = optional(w.publish);
+      const create = optional(w.create);
+      const touchTime = optional(w.touchTime);
+      const touchPerms = optional(w.touchPerms);
+      return {
+        type: 'want', transferId: w.transferId ?? 0, lacking, uniqueChunks, ...(publish === undefined ? {} : { publish }), ...(create === undefined ? {} : { create }),
+        ...(touchTime === undefined ? {} : { touchTime }), ...(touchPerms === undefined ? {} : { touchPerms }),
+      };
     }
     case 'dataOpen': {
       const d = control.dataOpen;

@@ -932,6 +932,12 @@ t.test('a re-push brings a changed mode and mtime to identical files without sen
   t.equal(first.code, 0, first.stderr);
   await chmod(path.join(src, 'doc.txt'), 0o600);
   await utimes(path.join(src, 'doc.txt'), new Date('2020-03-04T05:06:07Z'), new Date('2020-03-04T05:06:07Z'));
+  // A dry run says so first, and sets nothing.
+  const dry = await runCli(['--home', b.home, 'push', src, 'alice:inbox/meta', '-n', '--json']);
+  t.equal(dry.code, 0, dry.stderr);
+  t.same(jsonLines(dry.stdout).filter((e) => e['event'] === 'would-update'), [{ event: 'would-update', path: 'meta/meta/doc.txt', time: true, perms: true }]);
+  t.match(jsonLines(dry.stdout).find((e) => e['event'] === 'done'), { files: 0, filesUnchanged: 1, filesToUpdate: 1 });
+  t.not((await snapshot(path.join(work, 'inbox', 'meta', 'meta'))).find((e) => e.path === 'doc.txt')?.mode, 0o600, 'the dry run set nothing');
   const again = await runCli(['--home', b.home, 'push', src, 'alice:inbox/meta', '-i']);
   t.equal(again.code, 0, again.stderr);
   t.match(again.stdout, /^\.f\.\.tp\.\.\.\.\. meta\/meta\/doc\.txt$/m, 'itemized as rsync does: time and permissions set, nothing transferred');
@@ -941,6 +947,9 @@ t.test('a re-push brings a changed mode and mtime to identical files without sen
   const dest = path.join(work, 'meta-pulled');
   t.equal((await runCli(['--home', b.home, 'pull', 'alice:inbox/meta/meta', dest])).code, 0);
   await chmod(path.join(dest, 'meta', 'doc.txt'), 0o644);
+  const dryPull = await runCli(['--home', b.home, 'pull', 'alice:inbox/meta/meta', dest, '-n']);
+  t.equal(dryPull.code, 0, dryPull.stderr);
+  t.match(dryPull.stdout, /^meta\/doc\.txt \(identical: permissions to set\)$/m);
   const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/meta/meta', dest, '-i', '--json']);
   t.equal(pull.code, 0, pull.stderr);
   t.same(jsonLines(pull.stdout).filter((e) => e['event'] === 'updated'), [{ event: 'updated', path: 'meta/doc.txt', time: false, perms: true }]);

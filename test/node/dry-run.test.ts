@@ -22,7 +22,7 @@ t.test('files to publish, with the bytes that would travel for each', async (t) 
   const publish = newBitmap(3);
   bitmapSet(publish, 0);
   bitmapSet(publish, 1);
-  const r = dryRunReport(entries, { lacking, uniqueCount: keys.length }, publish);
+  const r = dryRunReport(entries, { lacking, uniqueCount: keys.length }, { publish });
   t.same(r.files, [{ path: 'a', bytes: 150, sendBytes: 50 }, { path: 'b', bytes: 80, sendBytes: 30 }], 'chunk 2 counted once, for a');
   t.equal(r.filesUnchanged, 1);
   t.equal(r.chunksToSend, 2);
@@ -37,14 +37,30 @@ t.test('directories and symlinks to create, from the create bitmap over those en
   const create = newBitmap(3);
   bitmapSet(create, 0);
   bitmapSet(create, 2);
-  const r = dryRunReport(entries, { lacking: newBitmap(keys.length), uniqueCount: keys.length }, newBitmap(1), create);
+  const r = dryRunReport(entries, { lacking: newBitmap(keys.length), uniqueCount: keys.length }, { publish: newBitmap(1), create });
   t.same(r.others, [{ path: 'd', kind: 'dir' }, { path: 'd/l', kind: 'symlink', target: '../a' }], 'e is there already');
-  t.throws(() => dryRunReport(entries, { lacking: newBitmap(keys.length), uniqueCount: keys.length }, newBitmap(1), newBitmap(9)), { code: 'PROTOCOL', message: /create bitmap has 2 bytes for 3 directories and symlinks/ });
+  t.throws(() => dryRunReport(entries, { lacking: newBitmap(keys.length), uniqueCount: keys.length }, { publish: newBitmap(1), create: newBitmap(9) }), { code: 'PROTOCOL', message: /create bitmap has 2 bytes for 3 directories and symlinks/ });
 });
 
 t.test('bitmaps that do not fit the manifest are PROTOCOL errors', async (t) => {
   const entries = [fileEntry('a', [[1, 100]])];
   const ok = { lacking: newBitmap(1), uniqueCount: 1 };
-  t.throws(() => dryRunReport(entries, ok, newBitmap(9)), { code: 'PROTOCOL', message: /publish bitmap has 2 bytes for 1 files/ });
-  t.throws(() => dryRunReport(entries, { lacking: newBitmap(1), uniqueCount: 2 }, newBitmap(1)), { code: 'PROTOCOL' });
+  t.throws(() => dryRunReport(entries, ok, { publish: newBitmap(9) }), { code: 'PROTOCOL', message: /publish bitmap has 2 bytes for 1 files/ });
+  t.throws(() => dryRunReport(entries, { lacking: newBitmap(1), uniqueCount: 2 }, { publish: newBitmap(1) }), { code: 'PROTOCOL' });
+});
+
+t.test('identical files whose mtime or permissions would be set, from the touch bitmaps', async (t) => {
+  const entries = [fileEntry('a', [[1, 10]]), dir, fileEntry('b', [[2, 10]]), fileEntry('c', [[3, 10]])];
+  const { keys } = uniqueChunks(entries);
+  const want = { lacking: newBitmap(keys.length), uniqueCount: keys.length };
+  const touchTime = newBitmap(3);
+  bitmapSet(touchTime, 0);
+  bitmapSet(touchTime, 2);
+  const touchPerms = newBitmap(3);
+  bitmapSet(touchPerms, 2);
+  const r = dryRunReport(entries, want, { publish: newBitmap(3), touchTime, touchPerms });
+  t.same(r.touched, [{ path: 'a', time: true, perms: false }, { path: 'c', time: true, perms: true }], 'b is identical and its metadata matches');
+  t.equal(r.filesUnchanged, 3, 'their content is unchanged');
+  t.same(dryRunReport(entries, want, { publish: newBitmap(3) }).touched, [], 'no touch bitmaps: nothing to say (none, or an older receiver)');
+  t.throws(() => dryRunReport(entries, want, { publish: newBitmap(3), touchPerms: newBitmap(17) }), { code: 'PROTOCOL', message: /touch-perms bitmap has 3 bytes for 3 files/ });
 });

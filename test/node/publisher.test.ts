@@ -1,7 +1,7 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -194,7 +194,7 @@ t.test('existing-file policies: keep leaves a different file (and symlink); upda
   const publishAll = async (pub: Publisher, names: readonly string[]): Promise<string[]> => {
     const staged: StagedFile[] = [];
     for (const name of names) {
-      const verdict = await pub.verdict(file(name));
+      const { outcome: verdict } = await pub.verdict(file(name));
       const r = await pub.stageFile(file(name));
       if (typeof r !== 'string') staged.push(r);
       t.equal(typeof r === 'string' ? r : 'staged', verdict === 'new' || verdict === 'replace' ? 'staged' : verdict, `verdict and stageFile agree on ${name}`);
@@ -202,7 +202,7 @@ t.test('existing-file policies: keep leaves a different file (and symlink); upda
     for (const f of staged) await f.writeChunk(0, bytes);
     await pub.commit(staged);
     const after: string[] = [];
-    for (const name of names) after.push(await pub.verdict(file(name)));
+    for (const name of names) after.push((await pub.verdict(file(name))).outcome);
     return after;
   };
 
@@ -497,11 +497,15 @@ t.test('verdict and probeDir (dry runs) say what stageFile and makeDir would do,
   const file = (relPath: string, text: string) => ({ relPath, manifest: manifestFromBytes(Buffer.from(text), PARAMS), mode: 0o644, mtimeMs: 0 });
   const before = await allNames(share);
   const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
-  t.equal(await pub.verdict(file('d/same.txt', 'same')), 'identical');
-  t.equal(await pub.verdict(file('d/new.txt', 'x')), 'new');
-  t.equal(await pub.verdict(file('deep/er/new.txt', 'x')), 'new', 'under directories that do not exist yet');
+  const sameBefore = await stat(join(share, 'd', 'same.txt'));
+  t.same(await pub.verdict(file('d/same.txt', 'same')), { outcome: 'identical', metadata: { time: true, perms: false } }, 'identical; its mtime (0 incoming) would be set');
+  t.same(await pub.verdict({ ...file('d/same.txt', 'same'), mtimeMs: sameBefore.mtimeMs, mode: 0o600 }), { outcome: 'identical', metadata: { time: false, perms: true } }, 'and its permissions');
+  t.same(await pub.verdict({ ...file('d/same.txt', 'same'), mtimeMs: sameBefore.mtimeMs, mode: sameBefore.mode }), { outcome: 'identical' }, 'nothing to set');
+  t.equal((await stat(join(share, 'd', 'same.txt'))).mtimeMs, sameBefore.mtimeMs, 'a verdict sets nothing');
+  t.same(await pub.verdict(file('d/new.txt', 'x')), { outcome: 'new' });
+  t.same(await pub.verdict(file('deep/er/new.txt', 'x')), { outcome: 'new' }, 'under directories that do not exist yet');
   await t.rejects(pub.verdict(file('d/other.txt', 'new')), { code: 'FILE_EXISTS', message: /other\.txt.*--force/ });
-  t.equal(await (await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true })).verdict(file('d/other.txt', 'new')), 'replace');
+  t.same(await (await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true })).verdict(file('d/other.txt', 'new')), { outcome: 'replace' });
   await t.rejects(pub.verdict(file('blocker/x.txt', 'x')), { code: 'FILE_EXISTS', message: /blocker is a file where a directory should be/ });
   await t.rejects(pub.verdict(file('escape/x.txt', 'x')), { code: 'PATH_INVALID', message: /outside the share/ });
   await t.rejects(pub.verdict(file('../x.txt', 'x')), { code: 'PATH_INVALID' });

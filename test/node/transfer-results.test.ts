@@ -25,7 +25,7 @@ t.test('optional fields: present when either result has them', async (t) => {
 });
 
 t.test('dry runs merge their reports', async (t) => {
-  const d = { files: [{ path: 'a', bytes: 1, sendBytes: 1 }], filesUnchanged: 1, chunksToSend: 1, bytesToSend: 1 };
-  const r = combineResults([{ ...base, dryRun: d }, { ...base, dryRun: { ...d, files: [{ path: 'b', bytes: 2, sendBytes: 0 }], others: [] } }]);
-  t.same(r.dryRun, { files: [{ path: 'a', bytes: 1, sendBytes: 1 }, { path: 'b', bytes: 2, sendBytes: 0 }], others: [], filesUnchanged: 2, chunksToSend: 2, bytesToSend: 2 });
+  const d = { files: [{ path: 'a', bytes: 1, sendBytes: 1 }], touched: [{ path: 't', time: true, perms: false }], filesUnchanged: 1, chunksToSend: 1, bytesToSend: 1 };
+  const r = combineResults([{ ...base, dryRun: d }, { ...base, dryRun: { ...d, files: [{ path: 'b', bytes: 2, sendBytes: 0 }], touched: [], others: [] } }]);
+  t.same(r.dryRun, { files: [{ path: 'a', bytes: 1, sendBytes: 1 }, { path: 'b', bytes: 2, sendBytes: 0 }], touched: [{ path: 't', time: true, perms: false }], others: [], filesUnchanged: 2, chunksToSend: 2, bytesToSend: 2 });
 });

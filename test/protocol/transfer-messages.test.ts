@@ -220,6 +220,20 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'Want (a dry run: identical files whose mtime or permissions would be set)',
+    message: { type: 'want', transferId: 7, lacking: Uint8Array.of(0), uniqueChunks: 1, publish: Uint8Array.of(0), touchTime: Uint8Array.of(0b0000_0011), touchPerms: Uint8Array.of(0b0000_0010) },
+    wire: `
+      01 00000013                 # frame: type CONTROL, body 19 bytes
+      9a01 10                     # Control.want (field 19, LEN) 16 bytes
+      08 07                       #   transfer_id (1) = 7
+      12 01 00                    #   lacking (2): nothing
+      18 01                       #   unique_chunks (3) = 1
+      22 01 00                    #   publish (4): no file
+      32 01 03                    #   touch_time (6): files 0 and 1
+      3a 01 02                    #   touch_perms (7): file 1
+    `,
+  },
+  {
     name: 'DataOpen',
     message: { type: 'data-open', transferId: 7, streamId: 3 },
     wire: `

@@ -120,10 +120,15 @@ function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: D
   for (const f of d.files) {
     ctx.out.emit({ event: 'would-publish', path: f.path, bytes: f.bytes, sendBytes: f.sendBytes }, `${f.path} (${human(f.bytes)}, ${human(f.sendBytes)} to send)`);
   }
+  for (const f of d.touched) {
+    const what = [f.time ? 'mtime' : '', f.perms ? 'permissions' : ''].filter((w) => w !== '').join(' and ');
+    ctx.out.emit({ event: 'would-update', path: f.path, time: f.time, perms: f.perms }, `${f.path} (identical: ${what} to set)`);
+  }
   const others = d.others === undefined ? {} : { dirsToCreate: d.others.filter((e) => e.kind === 'dir').length, symlinksToCreate: d.others.filter((e) => e.kind === 'symlink').length };
   ctx.out.emit(
-    { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, ...others, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, ...optionCounts(r), wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
+    { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, filesToUpdate: d.touched.length, ...others, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, ...optionCounts(r), wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
     `dry run: would have ${verb} ${r.files} files, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${d.chunksToSend} chunks; ${d.filesUnchanged} files unchanged` +
+      `${d.touched.length === 0 ? '' : ` (${d.touched.length} of them to get the sender's mtime or permissions)`}` +
       `${d.others === undefined ? '' : `; ${d.others.length} directories and symlinks to create`}` +
       `${optionCountsText(r, true)}. Nothing was written.`,
   );

@@ -1482,6 +1482,12 @@ export namespace clawpeer {
             /** Want create. */
             create: Uint8Array;
 
+            /** Want touchTime. */
+            touchTime: Uint8Array;
+
+            /** Want touchPerms. */
+            touchPerms: Uint8Array;
+
             /**
              * Encodes the specified Want message. Does not implicitly {@link clawpeer.v1.Want.verify|verify} messages.
              * @param message Want message or plain object to encode
@@ -1520,6 +1526,12 @@ export namespace clawpeer {
 
                 /** Want create */
                 create?: (Uint8Array|null);
+
+                /** Want touchTime */
+                touchTime?: (Uint8Array|null);
+
+                /** Want touchPerms */
+                touchPerms?: (Uint8Array|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

@@ -3642,6 +3642,8 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|null} [uniqueChunks] Want uniqueChunks
              * @property {Uint8Array|null} [publish] Want publish
              * @property {Uint8Array|null} [create] Want create
+             * @property {Uint8Array|null} [touchTime] Want touchTime
+             * @property {Uint8Array|null} [touchPerms] Want touchPerms
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -3714,6 +3716,22 @@ export const clawpeer = $root.clawpeer = (() => {
             Want.prototype.create = $util.newBuffer([]);
 
             /**
+             * Want touchTime.
+             * @member {Uint8Array} touchTime
+             * @memberof clawpeer.v1.Want
+             * @instance
+             */
+            Want.prototype.touchTime = $util.newBuffer([]);
+
+            /**
+             * Want touchPerms.
+             * @member {Uint8Array} touchPerms
+             * @memberof clawpeer.v1.Want
+             * @instance
+             */
+            Want.prototype.touchPerms = $util.newBuffer([]);
+
+            /**
              * Encodes the specified Want message. Does not implicitly {@link clawpeer.v1.Want.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.Want
@@ -3739,6 +3757,10 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 4, wireType 2 =*/34).bytes(message.publish);
                 if (message.create != null && $Object.hasOwnProperty.call(message, "create") && message.create.length)
                     writer.uint32(/* id 5, wireType 2 =*/42).bytes(message.create);
+                if (message.touchTime != null && $Object.hasOwnProperty.call(message, "touchTime") && message.touchTime.length)
+                    writer.uint32(/* id 6, wireType 2 =*/50).bytes(message.touchTime);
+                if (message.touchPerms != null && $Object.hasOwnProperty.call(message, "touchPerms") && message.touchPerms.length)
+                    writer.uint32(/* id 7, wireType 2 =*/58).bytes(message.touchPerms);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -3826,6 +3848,24 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.create = value;
                             else
                                 delete message.create;
+                            continue;
+                        }
+                    case 6: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.touchTime = value;
+                            else
+                                delete message.touchTime;
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.touchPerms = value;
+                            else
+                                delete message.touchPerms;
                             continue;
                         }
                     }
