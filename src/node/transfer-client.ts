@@ -184,6 +184,7 @@ function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pu
     ...(direction === 'pull' && o.sizes?.min !== undefined ? { minSize: o.sizes.min } : {}),
     ...(direction === 'pull' && o.sizes?.max !== undefined ? { maxSize: o.sizes.max } : {}),
     ...(direction === 'pull' && o.filesFrom !== undefined ? { filesFrom: o.filesFrom } : {}),
+    ...(direction === 'pull' && o.copyLinks !== undefined ? { copyLinks: o.copyLinks } : {}),
   };
 }
 
@@ -199,6 +200,7 @@ function requirePullFeatures(o: TransferOptions): void {
   if (o.bwlimit !== undefined) session.requireFeature('rate-limit', 'cannot cap the rate it sends a pull at', 'pull without --bwlimit');
   if (o.sizes !== undefined) session.requireFeature('size-filter', 'cannot leave out files by size (--min-size, --max-size)', 'pull without them');
   if (o.filesFrom !== undefined) session.requireFeature('files-from', 'cannot send what a list names (--files-from)', 'pull the paths one by one');
+  if (o.copyLinks !== undefined) session.requireFeature('copy-links', 'cannot send symlinks as what they point to (-L, --copy-unsafe-links)', 'pull without them');
 }
 
 function wireBytesOf(session: PeerSession): number {

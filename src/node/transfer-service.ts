@@ -352,6 +352,8 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
     chunking, log, signal,
     ...(rules === undefined ? {} : { excludeRules: rules }),
     ...peerSizes(req),
+    // -L: what a link leads to goes only when that is inside the share (tree-scan's followWithin).
+    ...(req.copyLinks === undefined ? {} : { copyLinks: req.copyLinks, followWithin: share.dir }),
   };
   // A files-from list: its paths, relative to the requested directory (scanListed confines them:
   // no `..`, no symlinked directory on the way, no clawpeer state).

@@ -42,8 +42,10 @@ export interface ScanSourceOptions {
   readonly excludeRules?: ExcludeRules;
   /** --min-size / --max-size: regular files outside these bounds are left out (rsync's). */
   readonly sizes?: SizeRange;
-  /** push -L / --copy-unsafe-links: symlinks sent as what they point to (tree-scan.ts copyLinks). */
+  /** -L / --copy-unsafe-links: symlinks sent as what they point to (tree-scan.ts copyLinks). */
   readonly copyLinks?: 'all' | 'unsafe';
+  /** With copyLinks: the real path followed links must stay inside (a listener's share; tree-scan.ts followWithin). */
+  readonly followWithin?: string;
   readonly log: Logger;
   readonly signal?: AbortSignal;
   readonly onFileHashed?: (bytes: number) => void;
@@ -156,6 +158,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
     ...(rootName !== undefined ? { rootName } : {}),
     ...(plan.symlinkTopDepth !== undefined ? { symlinkTopDepth: plan.symlinkTopDepth } : {}),
     ...(options.copyLinks !== undefined ? { copyLinks: options.copyLinks } : {}),
+    ...(options.followWithin !== undefined ? { followWithin: options.followWithin } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   };
   const { entries, files } = out;
@@ -172,7 +175,9 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
         break;
       case 'symlink':
         if (e.linkEscapes === true) {
-          options.log.warn('skipping a symlink that points outside the tree (--copy-unsafe-links sends what it points to)', { path: e.relPath, target: e.linkTarget ?? '' });
+          // A listener's pull -L got here only for a link whose end is outside the share.
+          const why = options.copyLinks !== undefined && options.followWithin !== undefined ? 'leads out of the share: not sent, not even with -L' : 'points outside the tree (--copy-unsafe-links sends what it points to)';
+          options.log.warn(`skipping a symlink that ${why}`, { path: e.relPath, target: e.linkTarget ?? '' });
           continue;
         }
         entries.push({ path: e.relPath, kind: 'symlink', size: 0, mode, mtimeMs, linkTarget: e.linkTarget ?? '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] });

@@ -34,7 +34,7 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // a server without it knows plain exclude patterns only, so a client does not ask one.
 // existing: a push may ask the server to keep different existing files, or keep only newer ones
 // (--ignore-existing, --update); a server without it would refuse them as FILE_EXISTS.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from'] as const;
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from', 'copy-links'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */

@@ -161,6 +161,8 @@ export interface TransferRequestMessage {
   readonly maxSize?: number;
   /** Pull (feature 'files-from'): these paths relative to `path`, not `path` itself; at most MAX_FILES_FROM_PATHS. */
   readonly filesFrom?: readonly string[];
+  /** Pull (feature 'copy-links'): symlinks sent as what they point to, all or those leading out of the tree; never out of the share. */
+  readonly copyLinks?: 'all' | 'unsafe';
   /** Pull: the most bytes per second the server sends at (uint32 > 0; feature 'rate-limit'). */
   readonly rateLimit?: number;
   /** Plan only: nothing is written, no chunk travels (feature 'dry-run'). */
@@ -473,6 +475,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   itemize: pb.Feature.FEATURE_ITEMIZE,
   'size-filter': pb.Feature.FEATURE_SIZE_FILTER,
   'files-from': pb.Feature.FEATURE_FILES_FROM,
+  'copy-links': pb.Feature.FEATURE_COPY_LINKS,
 };
 
 function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
@@ -496,6 +499,11 @@ const EXISTING_TO_WIRE: Record<NonNullable<TransferRequestMessage['existing']>, 
   update: pb.ExistingFiles.EXISTING_FILES_UPDATE,
 };
 const EXISTING_FROM_WIRE = invert(EXISTING_TO_WIRE);
+const COPY_LINKS_TO_WIRE: Record<NonNullable<TransferRequestMessage['copyLinks']>, number> = {
+  all: pb.CopyLinks.COPY_LINKS_ALL,
+  unsafe: pb.CopyLinks.COPY_LINKS_UNSAFE,
+};
+const COPY_LINKS_FROM_WIRE = invert(COPY_LINKS_TO_WIRE);
 const COMPRESSION_FROM_WIRE = invert(COMPRESSION_TO_WIRE);
 const FEATURE_FROM_WIRE = invert(FEATURE_TO_WIRE);
 
@@ -684,6 +692,7 @@ function transferToWire(message: TransferControlMessage): clawpeer.v1.Control.$P
           minSize: message.minSize ?? 0,
           maxSize: message.maxSize ?? 0,
           filesFrom: [...(message.filesFrom ?? [])],
+          copyLinks: message.copyLinks === undefined ? pb.CopyLinks.COPY_LINKS_NONE : COPY_LINKS_TO_WIRE[message.copyLinks],
           rateLimit: message.rateLimit ?? 0,
           dryRun: message.dryRun ?? false,
           delete: message.delete ?? false,
@@ -1207,6 +1216,7 @@ function transferFromWire(control: clawpeer.v1.Control): TransferControlMessage 
         ...sizeBoundFromWire('minSize', r.minSize),
         ...sizeBoundFromWire('maxSize', r.maxSize),
         ...filesFromWire(r.filesFrom),
+        ...((r.copyLinks ?? 0) === pb.CopyLinks.COPY_LINKS_NONE ? {} : { copyLinks: wireEnum('TransferRequest.copyLinks', r.copyLinks, COPY_LINKS_FROM_WIRE) }),
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.delete === true ? { delete: true } : {}),

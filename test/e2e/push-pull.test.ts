@@ -877,6 +877,39 @@ t.test('push -L sends symlinks as what they point to, --copy-unsafe-links only t
   t.match(moving.stderr, /--remove-source-files with --copy-links/);
 });
 
+t.test('pull -L fetches symlinks as what they point to inside the listener\'s share, never what lies outside it', async (t) => {
+  // In the share: a tree with a link to a file beside it, one to a directory elsewhere in the
+  // share, and two to what lies outside the share (a file and a directory of the test's).
+  const tree = path.join(work, 'inbox', 'pl-links', 'tree');
+  const elsewhere = path.join(work, 'inbox', 'pl-links', 'elsewhere');
+  const secret = path.join(work, 'pl-secret');
+  await mkdir(tree, { recursive: true });
+  await mkdir(elsewhere, { recursive: true });
+  await mkdir(secret, { recursive: true });
+  await writeFile(path.join(tree, 'main.txt'), 'main');
+  await writeFile(path.join(elsewhere, 'e.txt'), 'elsewhere');
+  await writeFile(path.join(secret, 'key.txt'), 'not for peers');
+  await symlink('main.txt', path.join(tree, 'current'));
+  await symlink('../elsewhere', path.join(tree, 'near'));
+  await symlink(path.join(secret, 'key.txt'), path.join(tree, 'key'));
+  await symlink('../../../pl-secret', path.join(tree, 'vault'));
+  const kinds = async (dir: string): Promise<string[]> => (await snapshot(dir)).map((i) => `${i.kind} ${i.path}`);
+  const pulled = async (flags: readonly string[]): Promise<string> => {
+    const dest = path.join(work, `pl-links-dest${flags.join('')}`);
+    const r = await runCli(['--home', b.home, 'pull', 'alice:inbox/pl-links/tree', dest, '--json', ...flags]);
+    t.equal(r.code, 0, r.stderr);
+    return path.join(dest, 'tree');
+  };
+  t.same(await kinds(await pulled([])), ['symlink current', 'file main.txt'], 'links as links; those leading out of the tree left out');
+  const all = await pulled(['-L']);
+  t.same(await kinds(all), ['file current', 'file main.txt', 'dir near', 'file near/e.txt'], '-L: what the links inside the share point to; nothing from outside it');
+  t.equal(await readFile(path.join(all, 'near', 'e.txt'), 'utf8'), 'elsewhere');
+  t.same(await kinds(await pulled(['--copy-unsafe-links'])), ['symlink current', 'file main.txt', 'dir near', 'file near/e.txt'], '--copy-unsafe-links: only the link out of the tree (still inside the share)');
+  t.ok(listener.stderr().includes('skipping a symlink that leads out of the share: not sent, not even with -L'), 'the listener says why it left one out');
+  const both = await runCli(['--home', b.home, 'pull', 'alice:inbox/pl-links/tree', path.join(work, 'x'), '-L', '--copy-unsafe-links']);
+  t.equal(both.code, 2);
+});
+
 t.test('--min-size and --max-size leave out files by size (rsync): a push here, a pull by the listener', async (t) => {
   const src = path.join(work, 'sized');
   await mkdir(path.join(src, 'sub'), { recursive: true });

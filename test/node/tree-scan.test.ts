@@ -1,5 +1,5 @@
 import t from 'tap';
-import { chmod, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, realpath, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
@@ -164,4 +164,30 @@ t.test('copyLinks: all follows every link (a file, a directory and what is in it
   t.match(alias, { relPath: 'alias', kind: 'file', size: 4 }, 'a link given as the root is followed too');
   await t.rejects(scanTreeToArray(path.join(root, 'dangling'), { copyLinks: 'all' }), { code: 'IO', message: /dangling is a symlink with nothing at its end/ });
   await t.rejects(scanTreeToArray(root, { copyLinks: 'all' }), { code: 'IO', message: /dangling is a symlink with nothing at its end/ }, 'without onSpecialSkipped, the first one stops the scan');
+});
+
+t.test('followWithin: a followed link must end inside it (a listener\'s share); one that does not stays a link', async (t) => {
+  const dir = await realpath(await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-within-')));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const share = path.join(dir, 'share');
+  const root = path.join(share, 'tree');
+  await mkdir(path.join(share, 'other'), { recursive: true });
+  await mkdir(root);
+  await mkdir(path.join(dir, 'secret'));
+  await writeFile(path.join(dir, 'secret', 'key.txt'), 'not for peers');
+  await writeFile(path.join(share, 'other', 'o.txt'), 'o');
+  await writeFile(path.join(root, 'real.txt'), 'real');
+  await symlink('real.txt', path.join(root, 'alias'));
+  await symlink('../other', path.join(root, 'sibling'));
+  await symlink(path.join(dir, 'secret'), path.join(root, 'secretdir'));
+  await symlink('../../secret/key.txt', path.join(root, 'secretfile'));
+  await symlink('../../secret', path.join(share, 'other', 'out'));
+  await symlink('sibling/out/key.txt', path.join(root, 'sneaky')); // no '..' in it, yet it ends outside
+  const scan = async (copyLinks: 'all' | 'unsafe'): Promise<string[]> => (await scanTreeToArray(root, { copyLinks, followWithin: share })).map((e) => `${e.kind} ${e.relPath}`);
+  const outside = ['symlink tree/secretdir', 'symlink tree/secretfile', 'dir tree/sibling', 'file tree/sibling/o.txt', 'symlink tree/sibling/out', 'symlink tree/sneaky'];
+  t.same(await scan('all'), ['dir tree', 'file tree/alias', 'file tree/real.txt', ...outside],
+    'links ending inside the share are followed (sibling, out of the tree); those ending outside it stay links, \'..\'-free ones too (the driver skips links leading out of the tree)');
+  t.same(await scan('unsafe'), ['dir tree', 'symlink tree/alias', 'file tree/real.txt', ...outside], 'unsafe: the link inside the tree stays one');
+  const lone = await scanTreeToArray(path.join(root, 'secretfile'), { copyLinks: 'all', followWithin: share });
+  t.match(lone, [{ kind: 'symlink', linkTarget: '../../secret/key.txt' }], 'a link given as the root too');
 });

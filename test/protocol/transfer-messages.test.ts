@@ -387,6 +387,7 @@ const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
     .chain((r) => fc.option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined }).map((minSize) => (minSize === undefined ? r : { ...r, minSize })))
     .chain((r) => fc.option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined }).map((maxSize) => (maxSize === undefined ? r : { ...r, maxSize })))
     .chain((r) => fc.option(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }), { minLength: 1, maxLength: 5 }), { nil: undefined }).map((filesFrom) => (filesFrom === undefined ? r : { ...r, filesFrom })))
+    .chain((r) => fc.option(fc.constantFrom('all' as const, 'unsafe' as const), { nil: undefined }).map((copyLinks) => (copyLinks === undefined ? r : { ...r, copyLinks })))
     .chain((r) => fc.boolean().map((dryRun) => (dryRun ? { ...r, dryRun } : r)))
     .chain((r) => fc.boolean().map((del) => (del ? { ...r, delete: del } : r)))
     .chain((r) => fc.option(fc.constantFrom('keep' as const, 'update' as const), { nil: undefined }).map((existing) => (existing === undefined ? r : { ...r, existing }))),

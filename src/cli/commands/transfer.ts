@@ -413,7 +413,10 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
     .command(
       'pull <paths..>',
       'fetch files or trees from a peer: pull PEER:SHARE[/PATH]... LOCAL_DIR; each lands inside LOCAL_DIR under its own name',
-      (y) => transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'PEER:SHARE[/PATH]... then LOCAL_DIR; LOCAL_DIR - writes one pulled file to standard output' })),
+      (y) =>
+        transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'PEER:SHARE[/PATH]... then LOCAL_DIR; LOCAL_DIR - writes one pulled file to standard output' }))
+          .option('copy-links', { alias: 'L', type: 'boolean', describe: 'fetch each symlink as what it points to, when that is inside the peer\'s share (rsync -L)' })
+          .option('copy-unsafe-links', { type: 'boolean', describe: 'fetch the symlinks that lead out of the pulled tree as what they point to, when that is inside the peer\'s share (rsync --copy-unsafe-links)' }),
       runner((ctx, args) => run(ctx, args, 'pull')),
     );
 }

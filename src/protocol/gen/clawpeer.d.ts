@@ -92,7 +92,10 @@ export namespace clawpeer {
             FEATURE_SIZE_FILTER = 17,
 
             /** FEATURE_FILES_FROM value */
-            FEATURE_FILES_FROM = 18
+            FEATURE_FILES_FROM = 18,
+
+            /** FEATURE_COPY_LINKS value */
+            FEATURE_COPY_LINKS = 19
         }
 
         /**
@@ -1025,6 +1028,9 @@ export namespace clawpeer {
             /** TransferRequest filesFrom. */
             filesFrom: string[];
 
+            /** TransferRequest copyLinks. */
+            copyLinks: clawpeer.v1.CopyLinks;
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -1105,6 +1111,9 @@ export namespace clawpeer {
 
                 /** TransferRequest filesFrom */
                 filesFrom?: (string[]|null);
+
+                /** TransferRequest copyLinks */
+                copyLinks?: (clawpeer.v1.CopyLinks|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -1232,6 +1241,19 @@ export namespace clawpeer {
 
             /** Shape of a Backup. */
             type $Shape = clawpeer.v1.Backup.$Properties;
+        }
+
+        /** CopyLinks enum. */
+        enum CopyLinks {
+
+            /** COPY_LINKS_NONE value */
+            COPY_LINKS_NONE = 0,
+
+            /** COPY_LINKS_ALL value */
+            COPY_LINKS_ALL = 1,
+
+            /** COPY_LINKS_UNSAFE value */
+            COPY_LINKS_UNSAFE = 2
         }
 
         /** ExistingFiles enum. */

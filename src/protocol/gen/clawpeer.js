@@ -82,6 +82,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_ITEMIZE=16 FEATURE_ITEMIZE value
          * @property {number} FEATURE_SIZE_FILTER=17 FEATURE_SIZE_FILTER value
          * @property {number} FEATURE_FILES_FROM=18 FEATURE_FILES_FROM value
+         * @property {number} FEATURE_COPY_LINKS=19 FEATURE_COPY_LINKS value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -104,6 +105,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[16] = "FEATURE_ITEMIZE"] = 16;
             values[valuesById[17] = "FEATURE_SIZE_FILTER"] = 17;
             values[valuesById[18] = "FEATURE_FILES_FROM"] = 18;
+            values[valuesById[19] = "FEATURE_COPY_LINKS"] = 19;
             return values;
         })();
 
@@ -2346,6 +2348,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|Long|null} [minSize] TransferRequest minSize
              * @property {number|Long|null} [maxSize] TransferRequest maxSize
              * @property {Array.<string>|null} [filesFrom] TransferRequest filesFrom
+             * @property {clawpeer.v1.CopyLinks|null} [copyLinks] TransferRequest copyLinks
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2533,6 +2536,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.filesFrom = $util.emptyArray;
 
             /**
+             * TransferRequest copyLinks.
+             * @member {clawpeer.v1.CopyLinks} copyLinks
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.copyLinks = 0;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2589,6 +2600,8 @@ export const clawpeer = $root.clawpeer = (() => {
                 if (message.filesFrom != null && message.filesFrom.length)
                     for (let i = 0; i < message.filesFrom.length; ++i)
                         writer.uint32(/* id 19, wireType 2 =*/154).string(message.filesFrom[i]);
+                if (message.copyLinks != null && $Object.hasOwnProperty.call(message, "copyLinks") && message.copyLinks !== 0)
+                    writer.uint32(/* id 20, wireType 0 =*/160).int32(message.copyLinks);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2793,6 +2806,15 @@ export const clawpeer = $root.clawpeer = (() => {
                             if (!(message.filesFrom && message.filesFrom.length))
                                 message.filesFrom = [];
                             message.filesFrom.push(reader.stringVerify());
+                            continue;
+                        }
+                    case 20: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.int32())
+                                message.copyLinks = value;
+                            else
+                                delete message.copyLinks;
                             continue;
                         }
                     }
@@ -3105,6 +3127,22 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return Backup;
+        })();
+
+        /**
+         * CopyLinks enum.
+         * @name clawpeer.v1.CopyLinks
+         * @enum {number}
+         * @property {number} COPY_LINKS_NONE=0 COPY_LINKS_NONE value
+         * @property {number} COPY_LINKS_ALL=1 COPY_LINKS_ALL value
+         * @property {number} COPY_LINKS_UNSAFE=2 COPY_LINKS_UNSAFE value
+         */
+        v1.CopyLinks = (function() {
+            const valuesById = $Object.create(null), values = $Object.create(valuesById);
+            values[valuesById[0] = "COPY_LINKS_NONE"] = 0;
+            values[valuesById[1] = "COPY_LINKS_ALL"] = 1;
+            values[valuesById[2] = "COPY_LINKS_UNSAFE"] = 2;
+            return values;
         })();
 
         /**
