@@ -231,6 +231,23 @@ export class Partial implements PartialTarget {
     this.#chunks.set(chunk.offset, chunk);
   }
 
+  /**
+   * Journals an all-zero chunk without writing it: the data file was sized when it was created,
+   * so the hole there reads as the zeros (a sparse file keeps its holes, as with cp and rsync -S).
+   */
+  async recordZeros(chunk: PartialChunk): Promise<void> {
+    const journal = this.#journal;
+    if (journal === undefined) throw new TypeError(`partial ${this.relPath} is closed`);
+    if (chunk.offset + chunk.length > this.size) throw new TypeError(`chunk at ${chunk.offset}+${chunk.length} does not fit ${this.relPath} (${this.size} bytes)`);
+    if (this.has(chunk.offset, chunk.id)) return;
+    try {
+      await journal.write(encodeRecord(chunk));
+    } catch (err) {
+      throw ioError('journal', this.relPath, err);
+    }
+    this.#chunks.set(chunk.offset, chunk);
+  }
+
   /** fsync data, then journal: after this, everything journaled survives a power loss. */
   async flush(): Promise<void> {
     try {

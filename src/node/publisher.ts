@@ -36,6 +36,11 @@
 // synchronous calls in slices of WRITE_OUT_SLICE_MS (each awaited call is a thread-pool round
 // trip and a wake-up, which made a tree of small files cost ~1 ms per file before its fsync);
 // the driver commits in batches, which bounds that memory.
+//
+// Holes. An all-zero chunk of a file staged on disk is not written: a partial's data file is
+// sized when created, a temp file at commit, so the file keeps a hole there and takes the space
+// of its data, as cp --sparse=auto and rsync -S leave sparse files (reading a hole gives the
+// zeros the chunk's BLAKE3 was checked against). In-memory files are written whole.
 
 import { randomInt } from 'node:crypto';
 import { chmod, copyFile, lstat, lutimes, open, readdir, readlink, realpath, rename, rm, symlink, utimes } from 'node:fs/promises';
@@ -60,6 +65,17 @@ import { syncDir } from './partial-store.js';
 import { isInternalPath, isTempFileName, TEMP_FILE_PREFIX } from './internal-names.js';
 import type { Partial, PartialStore } from './partial-store.js';
 import { scanTree, symlinkTargetIsConfined } from './tree-scan.js';
+
+const ZEROS = Buffer.alloc(64 << 10);
+
+/** True when every byte is 0 (memcmp against a zero page; random data stops at its first bytes). */
+export function isAllZeros(bytes: Uint8Array): boolean {
+  for (let at = 0; at < bytes.length; at += ZEROS.length) {
+    const n = Math.min(ZEROS.length, bytes.length - at);
+    if (Buffer.compare(bytes.subarray(at, at + n), ZEROS.subarray(0, n)) !== 0) return false;
+  }
+  return true;
+}
 
 /** Files up to this size that are not resumable are assembled in memory (see the header). */
 export const IN_MEMORY_MAX_BYTES = 1 << 20;
@@ -225,6 +241,8 @@ export class StagedFile {
   #unsyncedBytes = 0;
   #writeback: Promise<void> | undefined;
   #writebackError: unknown;
+  /** A temp file's all-zero chunks were left unwritten (fillOutHoles sets its size). */
+  #holes = false;
 
   /** @internal created by Publisher.stageFile */
   constructor(
@@ -360,13 +378,20 @@ export class StagedFile {
     if (!bytesEqual(id, first.id)) {
       throw new ClawpeerError('HASH_MISMATCH', `chunk ${list[0]} of ${this.relPath} hashes to ${toHex(id)}, expected ${toHex(first.id)}`);
     }
+    // A chunk of zeros in a file staged on disk is left as a hole (cp --sparse=auto, rsync -S):
+    // a VM image or database file takes the space its data does, not its size.
+    const zeros = (this.#partial !== undefined || this.#handle !== undefined) && isAllZeros(bytes);
     for (const index of list) {
       const chunk = this.manifest.chunks[index];
       if (chunk === undefined) throw new RangeError(`${this.relPath} has no chunk ${index}`);
       if (chunk.length !== first.length || !bytesEqual(chunk.id, first.id)) {
         throw new TypeError(`chunk positions ${list[0]} and ${index} of ${this.relPath} hold different chunks`);
       }
-      if (this.#partial !== undefined) {
+      if (zeros) {
+        // Not written: the partial's data file was sized when created, a temp file is at commit.
+        if (this.#partial !== undefined) await this.#partial.recordZeros(chunk);
+        else this.#holes = true;
+      } else if (this.#partial !== undefined) {
         await this.#partial.write(chunk, bytes);
       } else if (this.#handle === undefined) {
         if (this.manifest.chunks.length === 1) {
@@ -389,7 +414,7 @@ export class StagedFile {
         }
       }
       this.#markWritten(index);
-      this.#noteWritten(bytes.length);
+      if (!zeros) this.#noteWritten(bytes.length);
     }
   }
 
@@ -413,6 +438,16 @@ export class StagedFile {
       .finally(() => {
         this.#writeback = undefined;
       });
+  }
+
+  /** @internal A temp file with holes at its end is short until this sets its size (before its metadata: truncating sets the mtime). */
+  async fillOutHoles(): Promise<void> {
+    if (!this.#holes || this.#handle === undefined) return;
+    try {
+      await this.#handle.truncate(this.manifest.size);
+    } catch (err) {
+      throw ioError('write', this.relPath, err);
+    }
   }
 
   /** @internal Waits for a writeback in flight; throws IO if any early writeback failed. */
@@ -833,6 +868,7 @@ export class Publisher {
           await f.syncStaging();
         } else {
           await f.settleWriteback();
+          await f.fillOutHoles();
           await f.handle.chmod(f.mode);
           await f.handle.utimes(atime, toSeconds(f.mtimeMs));
           await f.handle.sync();

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -875,6 +875,25 @@ t.test('push -L sends symlinks as what they point to, --copy-unsafe-links only t
   const moving = await runCli(['--home', b.home, 'push', root, 'alice:inbox/x', '-L', '--remove-source-files']);
   t.equal(moving.code, 2);
   t.match(moving.stderr, /--remove-source-files with --copy-links/);
+});
+
+t.test('a sparse file lands sparse, pushed and pulled: its zeros are holes, not written blocks (cp, rsync -S)', async (t) => {
+  const src = path.join(work, 'sparse');
+  await mkdir(src);
+  const bytes = Buffer.concat([randomBytes(1 << 20), Buffer.alloc(10 << 20), randomBytes(1 << 20)]);
+  await writeFile(path.join(src, 'vm.img'), bytes);
+  const push = await runCli(['--home', b.home, 'push', src, 'alice', '--json']);
+  t.equal(push.code, 0, push.stderr);
+  t.ok((done(push.stdout)['wireBytes'] as number) < 4 << 20, 'the zeros travel once, as one repeated chunk');
+  const there = path.join(work, 'inbox', 'sparse', 'vm.img');
+  const pulledDir = path.join(work, 'sparse-pulled');
+  t.equal((await runCli(['--home', b.home, 'pull', 'alice:inbox/sparse/vm.img', pulledDir])).code, 0);
+  for (const [side, file] of [['pushed', there], ['pulled', path.join(pulledDir, 'vm.img')]] as const) {
+    const st = await stat(file);
+    t.equal(st.size, bytes.length, `${side}: its size`);
+    t.ok(st.blocks * 512 < 4 << 20, `${side}: ${st.blocks * 512} bytes allocated for ${bytes.length}`);
+    t.same(await readFile(file), bytes, `${side}: byte-identical`);
+  }
 });
 
 t.test('pull -L fetches symlinks as what they point to inside the listener\'s share, never what lies outside it', async (t) => {

@@ -67,6 +67,24 @@ t.test('a reopened partial lists the chunks written before it was closed', async
   t.same((await store.list()).map((i) => [i.relPath, i.chunks.length, i.size]), [['dir/file.bin', half.length, bytes.length]]);
 });
 
+t.test('an all-zero chunk is journaled without a write: the hole reads as its zeros, and a resume verifies it', async (t) => {
+  const share = await tempDir('share');
+  const bytes = Buffer.concat([randomBytes(3000), Buffer.alloc(6000), randomBytes(3000)]);
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  const target = { relPath: 'sparse.bin', root: manifest.root, size: manifest.size };
+  const store = await PartialStore.open(share);
+  const p = await store.openPartial(target);
+  const zero = manifest.chunks.findIndex((c) => bytes.subarray(c.offset, c.offset + c.length).every((b) => b === 0));
+  t.ok(zero >= 0, 'the fixture has a chunk of zeros');
+  const z = manifest.chunks[zero]!;
+  await p.recordZeros(z);
+  await p.close();
+  // Reopened with verification (the default): the journaled chunk is read back and hashed.
+  const again = await (await PartialStore.open(share)).openPartial(target);
+  t.ok(again.has(z.offset, z.id), 'kept: the hole hashes as the zeros it stands for');
+  await again.close();
+});
+
 t.test('a torn journal tail is ignored and cut off, so later records still count', async (t) => {
   const share = await tempDir('share');
   const { bytes, manifest, target } = fixture();

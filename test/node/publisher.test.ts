@@ -391,6 +391,25 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
   t.same((await readdir(share)).sort(), ['big.bin'], 'nothing published at lost.bin, no temp file left');
 });
 
+t.test('all-zero chunks of a file staged on disk are left as holes (sparse, as cp and rsync -S); the file keeps its size and mtime', async (t) => {
+  const share = await tempDir('share');
+  const chunking: ChunkingParams = { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 };
+  // Data, 4 MiB of zeros, data, and 2 MiB of zeros at the end (the file is short until commit).
+  const bytes = Buffer.concat([randomBytes(100_000), Buffer.alloc(4 << 20), randomBytes(100_000), Buffer.alloc(2 << 20)]);
+  const manifest = manifestFromBytes(bytes, chunking);
+  const pub = await Publisher.open({ shareRoot: share, chunking });
+  const staged = mustStage(await pub.stageFile({ relPath: 'disk.img', manifest, mode: 0o640, mtimeMs: 1_600_000_000_000 }));
+  t.notOk(staged.inMemory, 'staged in a temp file');
+  for (const [i, c] of manifest.chunks.entries()) await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+  await pub.commit([staged]);
+  const st = await stat(join(share, 'disk.img'));
+  t.equal(st.size, bytes.length, 'its whole size, trailing zeros included');
+  t.same(await readFile(join(share, 'disk.img')), bytes, 'byte-identical');
+  t.ok(st.blocks * 512 < 1 << 20, `${st.blocks * 512} bytes allocated for ${bytes.length}: the zeros are holes`);
+  t.equal(st.mtimeMs, 1_600_000_000_000, 'the mtime set after the size');
+  t.equal(st.mode & 0o777, 0o640);
+});
+
 t.test('abort removes temp files and leaves no final file', async (t) => {
   const share = await tempDir('share');
   // Above IN_MEMORY_MAX_BYTES, a file is staged in a temp file next to its final path.
