@@ -223,7 +223,7 @@ t.test('sync --dry-run (-n) lists what would arrive, what would go and the confl
   const nowhere = path.join(work, 'client', 'dry-nowhere');
   const fresh = await runCli(['--home', b.home, 'sync', nowhere, 'alice:dry', '-n']);
   t.equal(fresh.code, 0, fresh.stderr);
-  t.match(fresh.stdout, /^receive +create +new-there\/x\.bin \(3000 bytes\)$/m);
+  t.match(fresh.stdout, /^receive +create +new-there\/x\.bin \(2\.9 KiB\)$/m);
   t.match(fresh.stdout, /^receive +create +link-here -> keep\.txt$/m);
   t.match(fresh.stdout, /dry run: 10 changes would arrive here .* 0 would go to the peer .*nothing was changed or sent/);
   t.notOk(await lstat(nowhere).then(() => true, () => false), 'the missing folder was not created');
