@@ -13,6 +13,11 @@ export function human(bytes: number): string {
   return `${v.toFixed(u === 0 ? 0 : 1)} ${units[u]}`;
 }
 
+/** `1 file`, `3 files`: a count with its noun. */
+export function count(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n} ${n === 1 ? noun : plural}`;
+}
+
 /** `42 s`, `5m 07s`, `2h 03m`, `3d 04h`: how long, to a unit's worth. */
 export function duration(seconds: number): string {
   const s = Math.max(0, Math.floor(seconds));

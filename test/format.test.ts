@@ -1,6 +1,6 @@
 // How byte counts and durations read in messages, status and progress.
 import t from 'tap';
-import { duration, human, parseSize } from '../src/format.js';
+import { count, duration, human, parseSize } from '../src/format.js';
 
 t.test('human: binary units, one decimal', async (t) => {
   t.equal(human(512), '512 B');
@@ -26,4 +26,12 @@ t.test('parseSize reads sizes as rsync does: bare K/M/G binary, KB/MB/GB decimal
   t.equal(parseSize(' 3 GiB '), 3 * 2 ** 30);
   t.equal(parseSize('0'), 0);
   for (const bad of ['', 'lots', '-1K', '1Q', '1e3', '99999999999T']) t.equal(parseSize(bad), undefined, `${JSON.stringify(bad)} is not a size`);
+});
+
+t.test('count: a number with its noun, singular for one', async (t) => {
+  t.equal(count(0, 'file'), '0 files');
+  t.equal(count(1, 'file'), '1 file');
+  t.equal(count(2, 'round trip'), '2 round trips');
+  t.equal(count(1, 'directory', 'directories'), '1 directory');
+  t.equal(count(3, 'directory', 'directories'), '3 directories');
 });

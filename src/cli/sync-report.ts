@@ -3,10 +3,7 @@
 import type { PlannedChange } from '../node/sync-apply.js';
 import type { SyncDryRun, SyncFolderResult } from '../node/sync-client.js';
 import type { Output } from './output.js';
-import { human } from '../format.js';
-
-/** `1 conflict`, `3 conflicts`. */
-const count = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? '' : 's'}`;
+import { count, human } from '../format.js';
 
 const sumBytes = (changes: readonly PlannedChange[]): number => changes.reduce((n, c) => n + c.bytes, 0);
 

@@ -17,7 +17,7 @@ import { parseFileList } from '../../transfer/file-list.js';
 import { fileListBytes, MAX_FILES_FROM_BYTES, MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
 import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../node/backups.js';
 import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
-import { human, parseSize } from '../../format.js';
+import { count, human, parseSize } from '../../format.js';
 import { createProgress } from '../progress.js';
 import { DEFAULT_STDIN_NAME, spoolStdin, STDIN_SOURCE, stdinName } from '../stdin-spool.js';
 import { checkStdoutPull, pullToStdout, STDOUT_DESTINATION } from '../stdout-pull.js';
@@ -104,9 +104,9 @@ function optionCounts(r: TransferResult): { deleted?: number; kept?: number; sou
 
 /** The same counts for people, appended to the done line. */
 function optionCountsText(r: TransferResult, dryRun: boolean): string {
-  const deleted = r.deletedCount === undefined ? '' : dryRun ? `; ${r.deletedCount} paths to delete` : `; ${r.deletedCount} deleted`;
+  const deleted = r.deletedCount === undefined ? '' : dryRun ? `; ${count(r.deletedCount, 'path')} to delete` : `; ${r.deletedCount} deleted`;
   const kept = r.filesKept === undefined ? '' : `; ${r.filesKept} existing ${dryRun ? 'would be kept' : 'kept'}`;
-  const moved = r.sourceRemoved === undefined ? '' : `; ${r.sourceRemoved} sent source files ${dryRun ? 'would be removed' : 'removed'}`;
+  const moved = r.sourceRemoved === undefined ? '' : `; ${count(r.sourceRemoved, 'sent source file')} ${dryRun ? 'would be removed' : 'removed'}`;
   const backedUp = r.filesBackedUp === undefined || dryRun ? '' : `; ${r.filesBackedUp} backed up`;
   return deleted + kept + moved + backedUp;
 }
@@ -127,7 +127,7 @@ function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: D
   const others = d.others === undefined ? {} : { dirsToCreate: d.others.filter((e) => e.kind === 'dir').length, symlinksToCreate: d.others.filter((e) => e.kind === 'symlink').length };
   ctx.out.emit(
     { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, filesToUpdate: d.touched.length, ...others, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, ...optionCounts(r), wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
-    `dry run: would have ${verb} ${r.files} files, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${d.chunksToSend} chunks; ${d.filesUnchanged} files unchanged` +
+    `dry run: would have ${verb} ${count(r.files, 'file')}, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${count(d.chunksToSend, 'chunk')}; ${count(d.filesUnchanged, 'file')} unchanged` +
       `${d.touched.length === 0 ? '' : ` (${d.touched.length} of them to get the sender's mtime or permissions)`}` +
       `${d.others === undefined ? '' : `; ${d.others.length} directories and symlinks to create`}` +
       `${optionCountsText(r, true)}. Nothing was written.`,
@@ -137,8 +137,8 @@ function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: D
 function report(ctx: CommandContext, verb: string, r: TransferResult): void {
   ctx.out.summary(
     { event: 'done', files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, chunksCompressed: r.chunksCompressed, streams: r.streams, window: r.window, ...optionCounts(r), seconds: Math.round(r.seconds * 1000) / 1000 },
-    `${verb} ${r.files} files, ${human(r.bytes)} in ${r.seconds.toFixed(2)} s (${human(r.bytes / Math.max(r.seconds, 0.001))}/s); ` +
-      `${r.chunksSent} chunks sent (${r.chunksCompressed} compressed), ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${r.streams} streams, window ${r.window}` +
+    `${verb} ${count(r.files, 'file')}, ${human(r.bytes)} in ${r.seconds.toFixed(2)} s (${human(r.bytes / Math.max(r.seconds, 0.001))}/s); ` +
+      `${count(r.chunksSent, 'chunk')} sent (${r.chunksCompressed} compressed), ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${count(r.streams, 'stream')}, window ${r.window}` +
       optionCountsText(r, false),
   );
 }
