@@ -14,7 +14,7 @@ import { ClawpeerError } from '../errors.js';
 export const STDOUT_DESTINATION = '-';
 
 /** Flags that write or print something a byte stream on stdout cannot carry. */
-const REFUSED_WITH_STDOUT = ['json', 'dry-run', 'delete', 'itemize-changes', 'backup', 'backup-dir'] as const;
+const REFUSED_WITH_STDOUT = ['json', 'dry-run', 'delete', 'itemize-changes', 'backup', 'backup-dir', 'chmod'] as const;
 
 /** Checks a `pull ... -` command line: one remote file, nothing else on stdout. */
 export function checkStdoutPull(remotePaths: readonly string[], args: Record<string, unknown>): void {

@@ -9,6 +9,7 @@ import { bitmapSet, newBitmap, type ControlMessage, type CreatedEntry, type Upda
 import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
 import { backupProtection, type BackupPlan } from './backups.js';
 import { uniqueChunks, type WantInfo } from './chunk-order.js';
+import type { ModeChange } from '../transfer/chmod.js';
 import { DataStreamRouter } from './data-stream-router.js';
 import { dryRunReport, type DryRunReport, type DryRunVerdicts } from './dry-run.js';
 import { overMaxDelete, transferExtraneous, type Extraneous } from './extraneous.js';
@@ -40,8 +41,10 @@ export interface TransferOptions {
   readonly filesFrom?: readonly string[];
   /** --min-size / --max-size: files outside the bounds are left out (a push here, a pull by the listener). */
   readonly sizes?: SizeRange;
-  /** push -L / --copy-unsafe-links: symlinks sent as what they point to (all, or only those leading out of the tree). */
+  /** -L / --copy-unsafe-links: symlinks sent as what they point to (all, or only those leading out of the tree). */
   readonly copyLinks?: 'all' | 'unsafe';
+  /** --chmod: the modes files and directories land with (a push announces them so, a pull applies them to the listener's). */
+  readonly modeChange?: ModeChange;
   readonly force: boolean;
   readonly streams: number;
   readonly window: number;
@@ -203,6 +206,12 @@ function requirePullFeatures(o: TransferOptions): void {
   if (o.copyLinks !== undefined) session.requireFeature('copy-links', 'cannot send symlinks as what they point to (-L, --copy-unsafe-links)', 'pull without them');
 }
 
+/** A pull's --chmod: the listener's entries as they are to land here (symlinks keep theirs). */
+function withModes(entries: ManifestEntry[], change: ModeChange | undefined): ManifestEntry[] {
+  if (change === undefined) return entries;
+  return entries.map((e) => (e.kind === 'symlink' ? e : { ...e, mode: change(e.mode, e.kind) }));
+}
+
 function wireBytesOf(session: PeerSession): number {
   const s = session.connection.stats();
   return s.bytesSent + s.bytesReceived;
@@ -239,6 +248,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     ...(o.excludeRules === undefined ? {} : { excludeRules: o.excludeRules }),
     ...(o.copyLinks === undefined ? {} : { copyLinks: o.copyLinks }),
     ...(o.sizes === undefined ? {} : { sizes: o.sizes }),
+    ...(o.modeChange === undefined ? {} : { modeChange: o.modeChange }),
     onFileHashed: (bytes) => {
       hashed += bytes;
       o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: ++hashedFiles, totalFiles: 0 });
@@ -369,7 +379,7 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   const id = session.allocateTransferId();
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
-  const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
+  const entries = withModes(await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal), o.modeChange);
   let plan: WantInfo & DryRunVerdicts & { filesKept?: number };
   let wouldRemove: string[] = [];
   if (existsSync(root)) {
@@ -422,7 +432,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   requirePullFeatures(o);
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
-  const entries = await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal);
+  const entries = withModes(await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal), o.modeChange);
   const lone = entries[0];
   if (o.singleFile === true && (entries.length !== 1 || lone?.kind !== 'file')) {
     const what = lone?.kind === 'symlink' ? 'a symlink' : 'a directory';

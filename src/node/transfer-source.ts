@@ -8,6 +8,7 @@ import { manifestFromFile } from '../chunking/file-chunker.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import type { ManifestEntry } from '../protocol/messages.js';
 import { belowTransferRoot, type ExcludeRules } from '../transfer/exclude.js';
+import type { ModeChange } from '../transfer/chmod.js';
 import { ancestorsOf } from '../transfer/file-list.js';
 import type { Logger } from '../logger.js';
 import { msToNs, type FileKey } from './file-key.js';
@@ -42,6 +43,8 @@ export interface ScanSourceOptions {
   readonly excludeRules?: ExcludeRules;
   /** --min-size / --max-size: regular files outside these bounds are left out (rsync's). */
   readonly sizes?: SizeRange;
+  /** --chmod: the modes files and directories are announced with (transfer/chmod.ts). */
+  readonly modeChange?: ModeChange;
   /** -L / --copy-unsafe-links: symlinks sent as what they point to (tree-scan.ts copyLinks). */
   readonly copyLinks?: 'all' | 'unsafe';
   /** With copyLinks: the real path followed links must stay inside (a listener's share; tree-scan.ts followWithin). */
@@ -102,7 +105,7 @@ export async function scanListed(baseDir: string, relPaths: readonly string[], o
       const st = await lstat(path.join(base, ...dir.split('/'))).catch(() => undefined);
       if (st?.isDirectory() !== true) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, but ${dir} ${st === undefined ? 'does not exist' : 'is not a directory'} in ${baseName}`);
       seen.add(dir);
-      out.entries.push(dirEntry(dir, Number(st.mode) & 0o777, Math.floor(st.mtimeMs)));
+      out.entries.push(dirEntry(dir, announcedMode(options, Number(st.mode), 'dir'), Math.floor(st.mtimeMs)));
     }
     const abs = path.join(base, ...rel.split('/'));
     const st = await lstat(abs).catch(() => undefined);
@@ -128,6 +131,12 @@ const newCollected = (paths?: Set<string>): Collected => ({ entries: [], files: 
 function collected(out: Collected, base: string): TransferSource {
   const { entries, files, totalBytes } = out;
   return { localPathOf: (i) => path.join(base, ...(entries[i]?.path ?? '').split('/')), entries, files, totalBytes };
+}
+
+/** The permission bits an entry is announced with: its own, through --chmod when given. */
+function announcedMode(options: ScanSourceOptions, mode: number, kind: 'file' | 'dir'): number {
+  const bits = mode & 0o777;
+  return options.modeChange === undefined ? bits : options.modeChange(bits, kind);
 }
 
 function dirEntry(relPath: string, mode: number, mtimeMs: number): ManifestEntry {
@@ -168,7 +177,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
     if (e.kind !== 'dir' && excluded(e.relPath, false)) continue;
     if (e.kind === 'file' && outsideSizeRange(options.sizes, e.size)) continue;
     const mtimeMs = Math.floor(e.mtimeMs);
-    const mode = e.mode & 0o777;
+    const mode = e.kind === 'symlink' ? e.mode & 0o777 : announcedMode(options, e.mode, e.kind);
     switch (e.kind) {
       case 'dir':
         entries.push(dirEntry(e.relPath, mode, mtimeMs));

@@ -877,6 +877,28 @@ t.test('push -L sends symlinks as what they point to, --copy-unsafe-links only t
   t.match(moving.stderr, /--remove-source-files with --copy-links/);
 });
 
+t.test('--chmod sets the permissions things land with (rsync): a push announces them so, a pull applies them here', async (t) => {
+  const src = path.join(work, 'modes');
+  await mkdir(path.join(src, 'bin'), { recursive: true });
+  await writeFile(path.join(src, 'bin', 'run.sh'), '#!/bin/sh\n');
+  await writeFile(path.join(src, 'notes.txt'), 'notes');
+  await chmod(path.join(src, 'bin', 'run.sh'), 0o700);
+  await chmod(path.join(src, 'notes.txt'), 0o600);
+  await chmod(path.join(src, 'bin'), 0o700);
+  const modes = async (root: string): Promise<string[]> => (await snapshot(root)).map((i) => `${i.path} ${i.mode.toString(8)}`);
+  const push = await runCli(['--home', b.home, 'push', src, 'alice:inbox/modes', '--chmod', 'D755,Fgo+r', '--chmod', 'a+X']);
+  t.equal(push.code, 0, push.stderr);
+  t.same(await modes(path.join(work, 'inbox', 'modes', 'modes')), ['bin 755', 'bin/run.sh 755', 'notes.txt 644'], 'directories 755, files readable by all, executable ones by all');
+  t.same(await modes(src), ['bin 700', 'bin/run.sh 700', 'notes.txt 600'], 'the source keeps its own');
+  const dest = path.join(work, 'modes-pulled');
+  const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/modes/modes', dest, '--chmod', 'go=']);
+  t.equal(pull.code, 0, pull.stderr);
+  t.same(await modes(path.join(dest, 'modes')), ['bin 700', 'bin/run.sh 700', 'notes.txt 600']);
+  const bad = await runCli(['--home', b.home, 'push', src, 'alice:inbox/modes', '--chmod', 'F64x']);
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /--chmod "F64x": "F64x" is not a chmod clause/);
+});
+
 t.test('a sparse file lands sparse, pushed and pulled: its zeros are holes, not written blocks (cp, rsync -S)', async (t) => {
   const src = path.join(work, 'sparse');
   await mkdir(src);

@@ -12,6 +12,7 @@ import { combineResults } from '../../node/transfer-results.js';
 import { SequentialProgress } from '../../node/transfer-progress.js';
 import type { DryRunReport } from '../../node/dry-run.js';
 import { interruptionOf, type CommandContext, type Runner } from '../context.js';
+import { combineChmods } from '../../transfer/chmod.js';
 import { compileFilter } from '../../transfer/exclude.js';
 import { parseFileList } from '../../transfer/file-list.js';
 import { fileListBytes, MAX_FILES_FROM_BYTES, MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
@@ -61,6 +62,10 @@ const transferOptions = (y: Argv): Argv =>
     .option('from0', { type: 'boolean', describe: 'the --files-from list is NUL-separated (find -print0; rsync --from0)' })
     .option('min-size', { type: 'string', requiresArg: true, describe: 'leave out files smaller than SIZE, e.g. 10K, 1.5MiB, 2GB (rsync --min-size; a pull asks the listener)' })
     .option('max-size', { type: 'string', requiresArg: true, describe: 'leave out files larger than SIZE (rsync --max-size); 0: no limit' })
+    .option('chmod', {
+      type: 'string', array: true, requiresArg: true,
+      describe: 'change the permissions things land with, as chmod(1) does (rsync --chmod): comma-separated clauses, D or F first for directories or files only, e.g. D755,F644 or go-w,+X (repeatable)',
+    })
     .option('max-delete', { type: 'number', describe: 'with --delete: when more than N paths would be removed, remove none (the rest is still published; exit 1)' })
     .option('backup', { alias: 'b', type: 'boolean', default: false, describe: `keep what --force, --update or --delete replaces or removes, as NAME${DEFAULT_BACKUP_SUFFIX} beside it (rsync --backup)` })
     .option('backup-dir', { type: 'string', describe: 'with --backup (implied): keep backups under DIR, relative to the destination and inside it, at their relative paths' })
@@ -298,6 +303,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
   const sizes = sizesFrom(args);
   if (sizes !== undefined && args['delete'] === true) throw new ClawpeerError('USAGE', '--delete with --min-size/--max-size: a file left out for its size would look gone from the source and be removed; run them separately');
+  const modeChange = combineChmods(argWords(args, 'chmod'));
   const copyLinks = copyLinksFrom(args);
   if (copyLinks !== undefined && removeSourceFiles) throw new ClawpeerError('USAGE', `--remove-source-files with --${copyLinks === 'all' ? 'copy-links' : 'copy-unsafe-links'}: what a link points to was sent, and removing the link would not move it`);
   const rules = filterRulesInOrder(ctx.argv, { included: argWords(args, 'include'), excluded: argWords(args, 'exclude'), includeFrom: argWords(args, 'include-from'), excludeFrom: argWords(args, 'exclude-from') });
@@ -336,6 +342,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
       ...(filesFrom === undefined ? {} : { filesFrom }),
       ...(copyLinks === undefined ? {} : { copyLinks }),
       ...(sizes === undefined ? {} : { sizes }),
+      ...(modeChange === undefined ? {} : { modeChange }),
       nodeId: identity.nodeId,
     };
     // Several remotes: one pull after another on this session, reported as one (one count up).
