@@ -3,7 +3,7 @@
 import { DataOpener, DataSealer } from '../crypto/aead.js';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { SessionKeys } from '../crypto/session-keys.js';
-import { ClawpeerError } from '../errors.js';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { FeatureName, SessionCapabilities } from '../protocol/capabilities.js';
 import type { CloseOptions, Connection, TransportName } from '../transport/types.js';
 import type { ControlChannel, ControlHandshakeResult } from './control-channel.js';
@@ -41,6 +41,22 @@ export class PeerSession {
 
   allocateTransferId(): number {
     return this.#nextTransferId++;
+  }
+
+  /**
+   * While the work runs: when `signal` aborts for SIGINT/SIGTERM (an INTERRUPTED or TERMINATED
+   * reason, cli/context.ts), the peer is told at once, before the aborted work resets its data
+   * streams, so its log says `what` was interrupted here rather than that a stream broke. Returns
+   * the disposer.
+   */
+  tellPeerIfInterrupted(signal: AbortSignal, what: string): () => void {
+    const onAbort = (): void => {
+      const reason: unknown = signal.reason;
+      if (!isClawpeerError(reason, 'INTERRUPTED') && !isClawpeerError(reason, 'TERMINATED')) return;
+      this.control.sendError('CANCELLED', `the ${what} was ${reason.message} on the other side`).catch(() => undefined);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    return () => signal.removeEventListener('abort', onAbort);
   }
 
   /**

@@ -21,12 +21,14 @@ export async function syncWithPeer(o: SyncWithPeerOptions): Promise<SyncFolderRe
   client.catch(() => undefined); // a failure surfaces where it is awaited, not as unhandled
   const session = await dialPeer({ identity, peer, config, log: o.log, signal: o.signal });
   let delivered = false;
+  const untell = session.tellPeerIfInterrupted(o.signal, 'sync');
   try {
     const { syncFolder } = await client;
     const result = await syncFolder({ ...rest, session, nodeId: identity.nodeId });
     delivered = true; // it ended on the listener's sync-done: nothing of ours is left unanswered
     return result;
   } finally {
+    untell();
     await session.close('done', { linger: !delivered });
   }
 }

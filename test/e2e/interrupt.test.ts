@@ -84,3 +84,14 @@ t.test('SIGTERM stops a pull: exit 143, said so, and the rerun fetches only the 
   t.ok((doneOf(rerun.stdout)?.['chunksSkipped'] as number) > 0, 'the rerun skipped what had arrived');
   t.same(await snapshot(local), await snapshot(path.join(inbox, 'up')));
 });
+
+t.test('SIGINT stops a sync: exit 130, and the listener is told it was interrupted', async (t) => {
+  const folder = path.join(work, 'synced');
+  await mkdir(folder);
+  await writeFile(path.join(folder, 'fresh.bin'), randomBytes(FILE_BYTES));
+  const r = await interrupted(['sync', folder, 'alice:inbox'], 'SIGINT');
+  t.equal(r.code, 130, r.stderr);
+  t.match(jsonLines(r.stdout).find((l) => l['event'] === 'error'), { code: 'INTERRUPTED', message: 'interrupted (SIGINT)' });
+  t.ok(await listenerSays(/peer stopped .*reason=peer: the sync was interrupted \(SIGINT\) on the other side/), `listener log: ${listener.stderr().slice(-600)}`);
+  t.notMatch(listener.stderr(), /peer session failed/);
+});

@@ -316,14 +316,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal });
   const progress = createProgress(ctx.out);
   let delivered = false;
-  // On SIGINT/SIGTERM the peer hears why first, before our data streams reset: its log and
-  // status then say the transfer was interrupted here, not that a stream broke.
-  const tellPeer = (): void => {
-    const reason: unknown = ctx.signal.reason;
-    const what = reason instanceof Error ? reason.message : 'interrupted';
-    session.control.sendError('CANCELLED', `the ${direction} was ${what} on the other side`).catch(() => undefined);
-  };
-  ctx.signal.addEventListener('abort', tellPeer, { once: true });
+  const untell = session.tellPeerIfInterrupted(ctx.signal, direction);
   try {
     const options = {
       session, share: remote.share, remotePath: remote.path, localPath, ...(direction === 'push' && sources.length > 1 ? { sources } : {}), force: args['force'] === true, streams, window,
@@ -377,7 +370,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
     const kept = direction === 'push' ? 'what the peer received is kept' : 'what arrived is kept';
     throw new ClawpeerError(stopped.code, `${direction} ${stopped.message}: ${kept}; run the same command again to ${direction === 'push' ? 'send' : 'fetch'} the rest`, { cause: err });
   } finally {
-    ctx.signal.removeEventListener('abort', tellPeer);
+    untell();
     progress.stop();
     await session.close('done', { linger: !delivered });
   }
