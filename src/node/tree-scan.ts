@@ -299,12 +299,37 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
   }
 
   const readNames = (dir: string): string[] | undefined => {
+    let names: string[];
     try {
-      return sortNames(readdirSync(dir));
+      names = readdirSync(dir);
     } catch (err) {
       report({ localPath: dir, error: vanished(dir, err) });
       return undefined;
     }
+    // Names travel as UTF-8. One in another encoding decodes with U+FFFD and could not be
+    // opened by that name again (ENOENT): it is an issue naming its bytes, the rest goes on.
+    if (!names.some((n) => n.includes('\uFFFD'))) return sortNames(names);
+    let raws: Buffer[];
+    try {
+      raws = readdirSync(dir, { encoding: 'buffer' });
+    } catch (err) {
+      report({ localPath: dir, error: vanished(dir, err) });
+      return undefined;
+    }
+    return sortNames(utf8Names(dir, raws));
+  };
+  const utf8Names = (dir: string, raws: readonly Buffer[]): string[] => {
+    const out: string[] = [];
+    for (const raw of raws) {
+      const name = raw.toString('utf8');
+      if (Buffer.from(name, 'utf8').equals(raw)) {
+        out.push(name);
+        continue;
+      }
+      const shown = path.join(dir, escapedBytes(raw));
+      report({ localPath: shown, error: new ClawpeerError('PATH_INVALID', `cannot send ${shown}: its name is not valid UTF-8 (names travel as UTF-8; rename it, e.g. with convmv)`) });
+    }
+    return out;
   };
 
   if (rootRel !== null) {
@@ -372,6 +397,13 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
       if (names !== undefined) stack.push({ localDir: local, relDir: rel, names, id: dirId(st), next: 0 });
     }
   }
+}
+
+/** A file name's bytes for a message: printable ASCII as is, anything else as rsync's \\#ooo. */
+export function escapedBytes(raw: Uint8Array): string {
+  let out = '';
+  for (const b of raw) out += b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : `\\#${b.toString(8).padStart(3, '0')}`;
+  return out;
 }
 
 /** Collects a scan into an array (tests and small trees; the driver streams). */

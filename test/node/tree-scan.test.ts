@@ -191,3 +191,18 @@ t.test('followWithin: a followed link must end inside it (a listener\'s share); 
   const lone = await scanTreeToArray(path.join(root, 'secretfile'), { copyLinks: 'all', followWithin: share });
   t.match(lone, [{ kind: 'symlink', linkTarget: '../../secret/key.txt' }], 'a link given as the root too');
 });
+
+t.test('a name that is not valid UTF-8 is an issue naming its bytes, not an ENOENT; the rest is scanned', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-utf8-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const root = path.join(dir, 'tree');
+  await mkdir(root);
+  await writeFile(Buffer.concat([Buffer.from(`${root}/bad`), Buffer.from([0xff]), Buffer.from('name.txt')]), 'latin-1 name');
+  await writeFile(path.join(root, 'ok.txt'), 'ok');
+  await writeFile(path.join(root, 'caf\u00e9 \uFFFD.txt'), 'a real U+FFFD in a valid name');
+  const issues: string[] = [];
+  const entries = await scanTreeToArray(root, { onIssue: (i) => void issues.push(`${i.error.code} ${i.error.message}`) });
+  t.same(entries.map((e) => e.relPath).sort(), ['tree', 'tree/caf\u00e9 \uFFFD.txt', 'tree/ok.txt']);
+  t.same(issues, [`PATH_INVALID cannot send ${root}/bad\\#377name.txt: its name is not valid UTF-8 (names travel as UTF-8; rename it, e.g. with convmv)`]);
+  await t.rejects(scanTreeToArray(root), { code: 'PATH_INVALID', message: /bad\\#377name\.txt: its name is not valid UTF-8/ }, 'without onIssue the scan stops on it');
+});
