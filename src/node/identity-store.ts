@@ -2,7 +2,8 @@
 // Loading refuses a key file that group or others can read: a leaked identity key lets
 // anyone impersonate this node to every peer that pinned it.
 import { createPrivateKey } from 'node:crypto';
-import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { makeDirs } from './make-dirs.js';
 import { dirname } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { generateIdentity, identityFromSeed, type Identity } from '../crypto/identity.js';
@@ -26,7 +27,7 @@ export async function createIdentity(file: string, options: { force?: boolean } 
   }
   const identity = generateIdentity();
   const pem = identity.privateKeyObject.export({ format: 'pem', type: 'pkcs8' }).toString();
-  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  await makeDirs(dirname(file), 0o700);
   const tmp = `${file}.tmp-${process.pid}`;
   const handle = await open(tmp, 'w', KEY_FILE_MODE);
   try {

@@ -11,7 +11,8 @@
 // the listener learns only that proof. An invite is deleted when used or expired.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { hostname } from 'node:os';
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { readdir, readFile, rename, rm } from 'node:fs/promises';
+import { makeDirs } from './make-dirs.js';
 import { join } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { PAIR_PROOF_BYTES } from '../protocol/messages.js';
@@ -139,7 +140,7 @@ export class InviteStore {
     const secret = randomBytes(INVITE_SECRET_BYTES);
     const expiresAt = now + options.ttlMs;
     const invite: StoredInvite = { secret: secret.toString('base64'), expiresAt, ...(options.name === undefined ? {} : { name: options.name }) };
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await makeDirs(this.dir, 0o700);
     await writeFileAtomic(join(this.dir, fileNameOf(secret)), JSON.stringify(invite) + '\n', 0o600);
     return { code: formatInviteCode(secret), expiresAt };
   }

@@ -1,7 +1,8 @@
 // The paired set: the only keys this node will talk to. Stored as JSON in the home dir and
 // re-read on every inbound connection, so `pair remove` takes effect on the next connect
 // without restarting a listener.
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
+import { makeDirs } from './make-dirs.js';
 import { dirname } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { isNodeId, publicKeyFromNodeId } from '../crypto/node-id.js';
@@ -85,7 +86,7 @@ export class PeerStore {
   }
 
   private async save(peers: PeerEntry[]): Promise<void> {
-    await mkdir(dirname(this.file), { recursive: true, mode: 0o700 });
+    await makeDirs(dirname(this.file), 0o700);
     const body: PeersFile = { version: 1, peers };
     await writeFileAtomic(this.file, JSON.stringify(body, null, 2) + '\n', 0o600);
   }

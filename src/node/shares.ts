@@ -1,7 +1,8 @@
 // Shared folders a listener serves: NAME=DIR[:ro|:nodelete]. Without --share, a read-write
 // `inbox` under the home directory. `:nodelete` takes pushes but refuses push --delete (rsync
 // daemons' `refuse options = delete`); a sync still carries deletions, as syncing means.
-import { mkdir, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
+import { makeDirs } from './make-dirs.js';
 import { resolve } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 
@@ -49,7 +50,7 @@ export async function resolveShares(specs: readonly string[], inboxDir: string):
     if (seen.has(s.name)) throw new ClawpeerError('USAGE', `share ${JSON.stringify(s.name)} is given twice`);
     seen.add(s.name);
     try {
-      if (!s.readOnly) await mkdir(s.dir, { recursive: true });
+      if (!s.readOnly) await makeDirs(s.dir);
       shares.push({ name: s.name, dir: await realpath(s.dir), readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}) });
     } catch (err) {
       throw new ClawpeerError('USAGE', `share ${s.name}: directory ${s.dir} is not usable: ${(err as Error).message}`, { cause: err });

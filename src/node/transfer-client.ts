@@ -1,7 +1,8 @@
 // The initiating side of push and pull: scans or prepares locally, talks to the listener over
 // the control channel, and runs the data plane in the right direction.
 import { existsSync } from 'node:fs';
-import { lstat, mkdir } from 'node:fs/promises';
+import { lstat } from 'node:fs/promises';
+import { makeDirs } from './make-dirs.js';
 import path from 'node:path';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -440,7 +441,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   }
   // Only now: a pull the listener refuses (a missing path, a bad list) leaves no empty directory.
   try {
-    await mkdir(root, { recursive: true });
+    await makeDirs(root);
   } catch (err) {
     const failed = new ClawpeerError('IO', `cannot create ${root}: ${(err as Error).message}`, { cause: err });
     await session.control.sendError(wireCodeFor(failed).name, failed.message).catch(() => undefined);

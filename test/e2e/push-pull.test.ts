@@ -994,6 +994,12 @@ t.test('a pull the listener refuses leaves no destination directory; one that ca
   const bad = await runCli(['--home', b.home, 'pull', 'alice:inbox/tree', path.join(blocker, 'sub')]);
   t.equal(bad.code, 1, bad.stderr);
   t.match(bad.stderr, /cannot create .*a-file\/sub/);
+  if (existsSync('/proc/self')) {
+    // Node's own recursive mkdir retries forever there (ENOENT under an existing directory).
+    const proc = await runCli(['--home', b.home, 'pull', 'alice:inbox/tree', '/proc/clawpeer-no-such/dest'], { timeoutMs: 30_000 });
+    t.equal(proc.code, 1, proc.stderr);
+    t.match(proc.stderr, /cannot create \/proc\/clawpeer-no-such\/dest: ENOENT/);
+  }
   const after = await runCli(['--home', b.home, 'ls', 'alice:inbox']);
   t.equal(after.code, 0, `the listener serves on: ${after.stderr}`);
 });

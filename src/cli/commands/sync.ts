@@ -1,6 +1,7 @@
 // `sync`: revision sync of a folder with a peer's share (its history: history.ts). Light imports:
 // when a listener runs the sync (resident-client.ts), this process loads little else.
-import { mkdir, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
+import { makeDirs } from '../../node/make-dirs.js';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
@@ -114,7 +115,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
 
   // --watch: sync now, then after every burst of local changes (debounced), whenever the peer
   // says its share changed, and every interval.
-  await mkdir(dir, { recursive: true });
+  await makeDirs(dir);
   let dirty = false;
   let wake: (() => void) | undefined;
   // A plain debounce: a quiet timer without a longest delay.
