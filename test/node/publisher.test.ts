@@ -378,9 +378,20 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
     return datasync();
   };
   await writeAll(good);
-  t.ok(writebacksStarted >= 2, `writebacks started while writing (${writebacksStarted} for ${bytes.length} bytes)`);
+  // How many start depends on how long each takes on a busy disk (one at a time): at least one.
+  t.ok(writebacksStarted >= 1, `a writeback started while writing (${writebacksStarted} for ${bytes.length} bytes)`);
   await pub.commit([good]);
   t.same(await readFile(join(share, 'big.bin')), bytes, 'published intact');
+  // With writebacks that finish at once, one starts per 100,000 bytes written (after the first chunk past each).
+  const quick = mustStage(await pub.stageFile({ relPath: 'quick.bin', manifest, mode: 0o644, mtimeMs: 0 }));
+  let quickStarted = 0;
+  (quick.handle as unknown as { datasync: () => Promise<void> }).datasync = () => {
+    quickStarted++;
+    return Promise.resolve();
+  };
+  await writeAll(quick);
+  t.ok(quickStarted >= Math.floor(bytes.length / 100_000) - 1, `${quickStarted} writebacks for ${bytes.length} bytes in steps of 100,000`);
+  await pub.commit([quick]);
 
   // fsync reports an error once: a failed early writeback must fail the commit, not vanish.
   const bad = mustStage(await pub.stageFile({ relPath: 'lost.bin', manifest, mode: 0o644, mtimeMs: 0 }));
@@ -388,7 +399,7 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
   handle.datasync = () => Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
   await writeAll(bad);
   await t.rejects(pub.commit([bad]), { code: 'IO', message: /lost\.bin.*EIO/ }, 'the commit names the file and the error');
-  t.same((await readdir(share)).sort(), ['big.bin'], 'nothing published at lost.bin, no temp file left');
+  t.same((await readdir(share)).sort(), ['big.bin', 'quick.bin'], 'nothing published at lost.bin, no temp file left');
 });
 
 t.test('all-zero chunks of a file staged on disk are left as holes (sparse, as cp and rsync -S); the file keeps its size and mtime', async (t) => {
