@@ -297,10 +297,13 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       ...(o.onProgress === undefined ? {} : { onFilesDelivered: (files: number) => sending.setFiles(files) }),
     }).catch(async (err: unknown) => {
       if (o.signal.aborted) throw err; // stopped here (Ctrl-C): the CLI tells it, and nothing from the peer is awaited
-      o.log.warn('sending stopped', { error: (err as Error).message });
-      // If the peer reported why (its Error follows shortly), its reason beats our "aborted".
+      // If the peer reported why (its Error follows shortly), its reason beats our "aborted", and
+      // is the one message the user sees (ours stays in the -v log).
       const peer = await settledWithin(done, PEER_REASON_WAIT_MS);
-      if (peer?.status === 'rejected') throw peer.reason;
+      if (peer?.status === 'rejected') {
+        o.log.info('sending stopped: the peer said why', { error: (err as Error).message });
+        throw peer.reason;
+      }
       throw err;
     });
     o.onProgress?.({ phase: 'publishing', bytes: sending.bytes, totalBytes: stats.bytesSent, files: sending.files, totalFiles });
