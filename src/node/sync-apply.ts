@@ -24,6 +24,7 @@ import { revisionEntry, sameContent } from '../sync/revision.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { isRacy, msToNs } from './file-key.js';
 import { Publisher } from './publisher.js';
+import { symlinkTargetIsConfined } from './tree-scan.js';
 import type { RevisionStore, WarmStat } from './revision-store.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from './sync-history.js';
@@ -187,6 +188,13 @@ function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans
       const action = actionFor(local, remote);
       if (action === undefined) {
         log.warn('sync: a directory and a file meet at one path; left as is', { path: p });
+        skipped.push(p);
+        continue;
+      }
+      // The publisher would refuse it and fail the whole sync: one link out of the folder (fine
+      // in the peer's share, as /etc/hostname) must not keep every other change from landing.
+      if (action.kind === 'symlink' && !symlinkTargetIsConfined(p.split('/').length - 1, action.target)) {
+        log.warn('sync: a symlink from the peer leads out of this folder; left as is', { path: p, target: action.target });
         skipped.push(p);
         continue;
       }

@@ -25,7 +25,7 @@ const b = await initNode('sb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
 await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
 const shares: string[] = [];
-for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped', 'dry', 'ignored', 'space']) {
+for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped', 'dry', 'ignored', 'space', 'links']) {
   await mkdir(path.join(work, 'server', name), { recursive: true });
   shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
 }
@@ -126,6 +126,18 @@ t.test('a file a sync publishes is certified warm: the next scan does not hash i
   // The 16-byte files of the first test may still be racily clean (re-hashed); old.bin is 5000.
   t.ok(scan.hashedBytes < 5000, `old.bin not re-hashed (hashed ${scan.hashedBytes} bytes)`);
   t.equal(scan.added + scan.changed + scan.deleted, 0, 'no change recorded');
+});
+
+t.test('a symlink in the peer\'s share that leads out of this folder is left out, and everything else still lands', async (t) => {
+  await mkdir(client('links'), { recursive: true });
+  await writeFile(server('links', 'doc.txt'), 'doc\n');
+  await symlink('doc.txt', server('links', 'near'));
+  await symlink('/etc/hostname', server('links', 'far'));
+  await symlink('../../elsewhere', server('links', 'up'));
+  const r = await sync('links');
+  const skipped = (r['lines'] as Record<string, unknown>[]).filter((l) => l['event'] === 'skipped').map((l) => l['path']);
+  t.same(skipped.sort(), ['far', 'up'], 'the two links out of the folder, named');
+  t.same((await snapshot(client('links'))).map((i) => `${i.kind} ${i.path}`), ['file doc.txt', 'symlink near'], 'the file and the link inside arrived');
 });
 
 t.test('edits on both sides, delete vs edit, rename', async (t) => {
