@@ -7,6 +7,10 @@ import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { FeatureName, SessionCapabilities } from '../protocol/capabilities.js';
 import type { CloseOptions, Connection, TransportName } from '../transport/types.js';
 import type { ControlChannel, ControlHandshakeResult } from './control-channel.js';
+import { settledWithin } from './timeouts.js';
+
+/** How long close() waits for the control stream's queued writes and FIN before closing the connection anyway. */
+export const CONTROL_CLOSE_MAX_MS = 5_000;
 
 export class PeerSession {
   readonly peerId: string;
@@ -74,7 +78,10 @@ export class PeerSession {
 
   /** Finishes the control stream and closes the connection (see CloseOptions for `linger`). */
   async close(reason = 'done', options?: CloseOptions): Promise<void> {
-    await this.control.close().catch(() => undefined);
+    // Bounded: our last control write and FIN wait on the transport, and a peer that stopped
+    // reading must not keep the command (or a listener's session) alive; closing the
+    // connection then fails what is still queued.
+    await settledWithin(this.control.close(), CONTROL_CLOSE_MAX_MS);
     await this.connection.close(reason, options);
   }
 }
