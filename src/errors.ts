@@ -111,6 +111,11 @@ export function isClawpeerError(err: unknown, code?: LocalErrorCode): err is Cla
   return err instanceof ClawpeerError && (code === undefined || err.code === code);
 }
 
+/** The error SIGINT or SIGTERM ended the work with (INTERRUPTED, TERMINATED: cli/context.ts aborts with it). */
+export function isInterruption(err: unknown): err is ClawpeerError {
+  return isClawpeerError(err, 'INTERRUPTED') || isClawpeerError(err, 'TERMINATED');
+}
+
 /** Builds the local error for a wire error a peer sent us. Unknown numbers map to REMOTE. */
 export function errorFromWire(wire: number, message: string): ClawpeerError {
   for (const [name, spec] of Object.entries(WIRE_ERRORS) as [WireErrorCode, (typeof WIRE_ERRORS)[WireErrorCode]][]) {

@@ -1,5 +1,5 @@
 // What every command handler gets: resolved home, output, logger. Built once from global options.
-import { ClawpeerError, isClawpeerError } from '../errors.js';
+import { ClawpeerError, isInterruption } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import { resolveHome, type HomeLayout } from '../node/home.js';
 import { Output } from './output.js';
@@ -58,7 +58,6 @@ export function makeContext(options: GlobalOptions, signal: AbortSignal, argv: r
  * the abort it caused somewhere inside ("control channel operation aborted").
  */
 export function interruptionOf(signal: AbortSignal, err: unknown): unknown {
-  if (!signal.aborted || isClawpeerError(err, 'INTERRUPTED') || isClawpeerError(err, 'TERMINATED')) return err;
   const reason: unknown = signal.reason;
-  return isClawpeerError(reason, 'INTERRUPTED') || isClawpeerError(reason, 'TERMINATED') ? reason : err;
+  return !isInterruption(err) && signal.aborted && isInterruption(reason) ? reason : err;
 }

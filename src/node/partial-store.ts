@@ -208,11 +208,8 @@ export class Partial implements PartialTarget {
    */
   async write(chunk: PartialChunk, bytes: Uint8Array): Promise<void> {
     const data = this.dataHandle;
-    const journal = this.#journal;
-    if (journal === undefined) throw new TypeError(`partial ${this.relPath} is closed`);
-    if (bytes.length !== chunk.length || chunk.offset + chunk.length > this.size) {
-      throw new TypeError(`chunk at ${chunk.offset}+${chunk.length} does not fit ${this.relPath} (${this.size} bytes)`);
-    }
+    if (bytes.length !== chunk.length) throw new TypeError(`chunk at ${chunk.offset} of ${this.relPath} is ${chunk.length} bytes, not ${bytes.length}`);
+    this.#checkFits(chunk);
     try {
       let done = 0;
       while (done < bytes.length) {
@@ -222,13 +219,7 @@ export class Partial implements PartialTarget {
     } catch (err) {
       throw ioError('write', this.relPath, err);
     }
-    if (this.has(chunk.offset, chunk.id)) return;
-    try {
-      await journal.write(encodeRecord(chunk)); // 'a' mode: appended atomically, one record per call
-    } catch (err) {
-      throw ioError('journal', this.relPath, err);
-    }
-    this.#chunks.set(chunk.offset, chunk);
+    await this.#record(chunk);
   }
 
   /**
@@ -236,12 +227,21 @@ export class Partial implements PartialTarget {
    * so the hole there reads as the zeros (a sparse file keeps its holes, as with cp and rsync -S).
    */
   async recordZeros(chunk: PartialChunk): Promise<void> {
+    this.#checkFits(chunk);
+    await this.#record(chunk);
+  }
+
+  #checkFits(chunk: PartialChunk): void {
+    if (chunk.offset + chunk.length > this.size) throw new TypeError(`chunk at ${chunk.offset}+${chunk.length} does not fit ${this.relPath} (${this.size} bytes)`);
+  }
+
+  /** Journals `chunk` as held (once). */
+  async #record(chunk: PartialChunk): Promise<void> {
     const journal = this.#journal;
     if (journal === undefined) throw new TypeError(`partial ${this.relPath} is closed`);
-    if (chunk.offset + chunk.length > this.size) throw new TypeError(`chunk at ${chunk.offset}+${chunk.length} does not fit ${this.relPath} (${this.size} bytes)`);
     if (this.has(chunk.offset, chunk.id)) return;
     try {
-      await journal.write(encodeRecord(chunk));
+      await journal.write(encodeRecord(chunk)); // 'a' mode: appended atomically, one record per call
     } catch (err) {
       throw ioError('journal', this.relPath, err);
     }

@@ -737,8 +737,6 @@ export class Publisher {
   #refreshMetadata(abs: string, existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): MetadataSet | undefined {
     const plan = this.#metadataToSet(existing, file);
     if (plan === undefined) return undefined;
-    const mode = file.mode & PUBLISH_MODE_MASK;
-    const { perms: setMode, time: setTime } = plan;
     // Through a descriptor opened without following links: the path was a regular file when it
     // was hashed, and a link put there since must not lead the change out of the share.
     let fd: number | undefined;
@@ -753,9 +751,9 @@ export class Publisher {
     if (fd === undefined) return undefined;
     try {
       if (!fstatSync(fd).isFile()) return undefined;
-      if (setMode) fchmodSync(fd, mode);
-      if (setTime) futimesSync(fd, existing.atime, toSeconds(file.mtimeMs));
-      return { time: setTime, perms: setMode };
+      if (plan.perms) fchmodSync(fd, file.mode & PUBLISH_MODE_MASK);
+      if (plan.time) futimesSync(fd, existing.atime, toSeconds(file.mtimeMs));
+      return plan;
     } catch (err) {
       throw ioError('set metadata of', abs, err);
     } finally {

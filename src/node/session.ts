@@ -3,7 +3,7 @@
 import { DataOpener, DataSealer } from '../crypto/aead.js';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { SessionKeys } from '../crypto/session-keys.js';
-import { ClawpeerError, isClawpeerError } from '../errors.js';
+import { ClawpeerError, isInterruption } from '../errors.js';
 import type { FeatureName, SessionCapabilities } from '../protocol/capabilities.js';
 import type { CloseOptions, Connection, TransportName } from '../transport/types.js';
 import type { ControlChannel, ControlHandshakeResult } from './control-channel.js';
@@ -56,7 +56,7 @@ export class PeerSession {
   tellPeerIfInterrupted(signal: AbortSignal, what: string): () => void {
     const onAbort = (): void => {
       const reason: unknown = signal.reason;
-      if (!isClawpeerError(reason, 'INTERRUPTED') && !isClawpeerError(reason, 'TERMINATED')) return;
+      if (!isInterruption(reason)) return;
       this.control.sendError('CANCELLED', `the ${what} was ${reason.message} on the other side`).catch(() => undefined);
     };
     signal.addEventListener('abort', onAbort, { once: true });

@@ -114,7 +114,7 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
           else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
           ok = true;
         } catch (caught) {
-          const err = await peerReasonOr(session, caught);
+          const err = await peerReasonOr(session, caught, signal);
           if (err instanceof ClawpeerError && err.wire === undefined) {
             await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
           }
@@ -139,18 +139,14 @@ const PEER_REASON_WAIT_MS = 500;
  * changed), and the log and status then tell that instead of "stream reset by peer". The session
  * ends after a failed transfer, so a message read here that is no Error is dropped with it.
  */
-async function peerReasonOr(session: PeerSession, err: unknown): Promise<unknown> {
+async function peerReasonOr(session: PeerSession, err: unknown, signal: AbortSignal): Promise<unknown> {
   if (!(err instanceof ClawpeerError) || err.wire !== undefined) return err;
   if (err.code !== 'REMOTE' && err.code !== 'CONNECTION_CLOSED') return err;
-  const wait = new AbortController();
-  const timer = setTimeout(() => wait.abort(), PEER_REASON_WAIT_MS);
   try {
-    await session.control.receive({ signal: wait.signal });
+    await receiveWithin(session, PEER_REASON_WAIT_MS, signal);
     return err;
   } catch (peer) {
     return peer instanceof ClawpeerError && peer.wire !== undefined ? peer : err;
-  } finally {
-    clearTimeout(timer);
   }
 }
 

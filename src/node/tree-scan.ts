@@ -300,23 +300,17 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
 
   const readNames = (dir: string): string[] | undefined => {
     let names: string[];
+    let raws: Buffer[] | undefined;
     try {
       names = readdirSync(dir);
+      // Names travel as UTF-8. One in another encoding decodes with U+FFFD and could not be
+      // opened by that name again (ENOENT): it is an issue naming its bytes, the rest goes on.
+      if (names.some((n) => n.includes('\uFFFD'))) raws = readdirSync(dir, { encoding: 'buffer' });
     } catch (err) {
       report({ localPath: dir, error: vanished(dir, err) });
       return undefined;
     }
-    // Names travel as UTF-8. One in another encoding decodes with U+FFFD and could not be
-    // opened by that name again (ENOENT): it is an issue naming its bytes, the rest goes on.
-    if (!names.some((n) => n.includes('\uFFFD'))) return sortNames(names);
-    let raws: Buffer[];
-    try {
-      raws = readdirSync(dir, { encoding: 'buffer' });
-    } catch (err) {
-      report({ localPath: dir, error: vanished(dir, err) });
-      return undefined;
-    }
-    return sortNames(utf8Names(dir, raws));
+    return sortNames(raws === undefined ? names : utf8Names(dir, raws));
   };
   const utf8Names = (dir: string, raws: readonly Buffer[]): string[] => {
     const out: string[] = [];

@@ -1,7 +1,7 @@
 // `push` and `pull`: move files and trees to and from a paired peer's shares.
 import { readFileSync, statSync } from 'node:fs';
 import type { Argv } from 'yargs';
-import { ClawpeerError, isClawpeerError } from '../../errors.js';
+import { ClawpeerError, isInterruption } from '../../errors.js';
 import { resolveConfig } from '../../node/config.js';
 import { loadIdentity } from '../../node/identity-store.js';
 import { PeerStore } from '../../node/peer-store.js';
@@ -11,7 +11,7 @@ import type { SizeRange } from '../../node/transfer-source.js';
 import { combineResults } from '../../node/transfer-results.js';
 import { SequentialProgress } from '../../node/transfer-progress.js';
 import type { DryRunReport } from '../../node/dry-run.js';
-import { interruptionOf, type CommandContext, type Runner } from '../context.js';
+import type { CommandContext, Runner } from '../context.js';
 import { combineChmods } from '../../transfer/chmod.js';
 import { compileFilter } from '../../transfer/exclude.js';
 import { parseFileList } from '../../transfer/file-list.js';
@@ -362,11 +362,10 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
       throw new ClawpeerError('DELETE_LIMIT', `--delete would remove ${result.deletesOverLimit} paths, more than --max-delete ${maxDelete ?? 0}: ${what}`);
     }
   } catch (err) {
-    if (!ctx.signal.aborted) throw err;
     // Stopped by SIGINT/SIGTERM (the peer was told, above): the user hears that a rerun resumes
     // (partials are kept on both sides).
-    const stopped = interruptionOf(ctx.signal, err);
-    if (!isClawpeerError(stopped) || (stopped.code !== 'INTERRUPTED' && stopped.code !== 'TERMINATED')) throw err;
+    const stopped: unknown = ctx.signal.reason;
+    if (!ctx.signal.aborted || !isInterruption(stopped)) throw err;
     const kept = direction === 'push' ? 'what the peer received is kept' : 'what arrived is kept';
     throw new ClawpeerError(stopped.code, `${direction} ${stopped.message}: ${kept}; run the same command again to ${direction === 'push' ? 'send' : 'fetch'} the rest`, { cause: err });
   } finally {
