@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { manifestRoot } from '../../src/chunking/manifest.js';
 import { resolveConfig, type NodeConfig } from '../../src/node/config.js';
 import { dialPeer } from '../../src/node/dialer.js';
 import { loadIdentity } from '../../src/node/identity-store.js';
@@ -40,7 +41,9 @@ export async function pingOk(home: string, port: number): Promise<boolean> {
 export function fileEntry(relPath: string, chunks: number, chunkBytes: number): ManifestEntry {
   const chunkIds = new Uint8Array(chunks * 32);
   for (let i = 0; i < chunkIds.length; i += 32) chunkIds[i] = 7;
-  return { path: relPath, kind: 'file', size: chunks * chunkBytes, mode: 0o644, mtimeMs: 1_700_000_000_000, linkTarget: '', root: new Uint8Array(32).fill(relPath.length % 251), chunkIds, chunkLengths: new Array<number>(chunks).fill(chunkBytes) };
+  // A root that matches the chunk list (the listener checks it before staging); cheap for up to a few thousand chunks.
+  const root = chunks <= 4096 ? manifestRoot(Array.from({ length: chunks }, () => ({ id: chunkIds.subarray(0, 32), length: chunkBytes }))) : new Uint8Array(32).fill(9);
+  return { path: relPath, kind: 'file', size: chunks * chunkBytes, mode: 0o644, mtimeMs: 1_700_000_000_000, linkTarget: '', root, chunkIds, chunkLengths: new Array<number>(chunks).fill(chunkBytes) };
 }
 
 /** The listener process's CPU time so far, seconds (utime + stime of /proc/PID/stat). */
