@@ -1,9 +1,10 @@
 // Hostile clients for the budget suites (budget-*.test.ts): B's paired key, speaking the real
 // protocol (dialer, PeerSession, control messages) with lying fields. Also a small program (run
-// as `node budget-kit.js pull <home> <port> <json request>`) that sends one pull request and
+// as `node budget-kit.js pull <home> <port> <request.json>`) that sends one pull request and
 // then waits, so a test can SIGKILL a client mid-request and watch what the listener does.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { manifestRoot } from '../../src/chunking/manifest.js';
@@ -56,7 +57,10 @@ export function cpuSeconds(pid: number): number {
 /** Runs this module as a program: a client that sends `request` (a pull) and waits to be killed. */
 export function spawnHostilePull(home: string, port: number, request: Omit<TransferRequestMessage, 'type' | 'transferId'>): { child: ChildProcess; sent: Promise<void> } {
   const self = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, [self, 'pull', home, String(port), JSON.stringify(request)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // Through a file: a 100,000-path list is too long for a command line.
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'clawpeer-hostile-')), 'request.json');
+  writeFileSync(file, JSON.stringify(request));
+  const child = spawn(process.execPath, [self, 'pull', home, String(port), file], { stdio: ['ignore', 'pipe', 'inherit'] });
   const sent = new Promise<void>((resolve, reject) => {
     let out = '';
     child.stdout?.on('data', (b: Buffer) => {
@@ -69,8 +73,9 @@ export function spawnHostilePull(home: string, port: number, request: Omit<Trans
 }
 
 async function main(): Promise<void> {
-  const [mode, home, port, json] = process.argv.slice(2);
-  if (mode !== 'pull' || home === undefined || port === undefined || json === undefined) throw new Error('usage: budget-kit.js pull HOME PORT REQUEST');
+  const [mode, home, port, file] = process.argv.slice(2);
+  if (mode !== 'pull' || home === undefined || port === undefined || file === undefined) throw new Error('usage: budget-kit.js pull HOME PORT REQUEST_FILE');
+  const json = readFileSync(file, 'utf8');
   // TLS over TCP: a killed process's socket is reset by the kernel, so the listener learns at once.
   const session = await dialAs(home, Number(port), resolveConfig({ transport: 'tcp' }));
   const request = JSON.parse(json) as Omit<TransferRequestMessage, 'type' | 'transferId'>;
