@@ -57,6 +57,7 @@ export const LOCAL_ERRORS = {
   FOLDER_BUSY: { message: 'folder is locked by another sync', retryable: true, exit: EXIT_CODES.failure },
   DELETE_LIMIT: { message: 'more paths to delete than --max-delete allows', retryable: false, exit: EXIT_CODES.failure },
   PEER_BUSY: { message: 'the peer is busy (a connection cap or a destination in use): try again later', retryable: true, exit: EXIT_CODES.unreachable },
+  BUDGET_EXCEEDED: { message: 'a listener budget was exceeded (manifest bytes, chunk references)', retryable: false, exit: EXIT_CODES.failure },
   INTERRUPTED: { message: 'interrupted (SIGINT)', retryable: true, exit: EXIT_CODES.interrupted },
   TERMINATED: { message: 'terminated (SIGTERM)', retryable: true, exit: EXIT_CODES.terminated },
 } as const satisfies Record<string, LocalErrorSpec>;
@@ -83,6 +84,8 @@ export const WIRE_ERRORS = {
   BUSY: { wire: 17, local: 'PEER_BUSY' },
   /** The peer's user stopped the command (SIGINT/SIGTERM): not a failure of either side. */
   CANCELLED: { wire: 18, local: 'INTERRUPTED' },
+  /** A request would hold more than a listener budget allows (its message names the budget; README "Limits"). */
+  BUDGET: { wire: 19, local: 'BUDGET_EXCEEDED' },
 } as const satisfies Record<string, { wire: number; local: LocalErrorCode }>;
 export type WireErrorCode = keyof typeof WIRE_ERRORS;
 

@@ -116,6 +116,11 @@ export class ChunkingThreads {
     this.#pending.clear();
   }
 
+  /** Stops what runs now (its callers see the segments fail): a segment cannot be interrupted otherwise. */
+  cancel(): void {
+    this.#lost(new Error('chunking cancelled'));
+  }
+
   /** Stops the threads (their exits are not losses: they leave #current first). */
   #stop(): void {
     const workers = [...this.#current];
@@ -184,7 +189,17 @@ async function manifestOnThreads(fd: number, size: number, path: string, params:
   }
   const ranges = segmentRanges(size, Math.min(count, threads.length), params);
   // Settled, not raced: the caller closes fd when this returns, so no thread may still read it.
-  const settled = await Promise.allSettled(ranges.map((r, i) => shared.run(threads[i] as Worker, { fd, start: r.start, stop: r.stop, params })));
+  // On abort the threads are stopped (runs are queued: they are this file's alone), so the work
+  // of a session that ended does not go on for the rest of a large file.
+  const cancel = (): void => shared.cancel();
+  signal?.addEventListener('abort', cancel, { once: true });
+  let settled: PromiseSettledResult<ChunkedSegment>[];
+  try {
+    settled = await Promise.allSettled(ranges.map((r, i) => shared.run(threads[i] as Worker, { fd, start: r.start, stop: r.stop, params })));
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+  }
+  throwIfAborted(signal, path);
   const segments: ChunkedSegment[] = [];
   for (const s of settled) {
     if (s.status === 'fulfilled') {

@@ -49,3 +49,10 @@ export async function ensureFreeSpace(dir: string, needBytes: number, where: str
   const short = spaceShortfall(needBytes, space);
   if (short !== undefined) throw new ClawpeerError('IO', `not enough disk space in ${where}: ${short}`);
 }
+
+/** True when `needBytes` more fit in `dir`'s file system (keeping the margin), or it cannot say. */
+export async function fitsFreeSpace(dir: string, needBytes: number): Promise<boolean> {
+  if (needBytes <= 0) return true;
+  const space = await fileSystemSpace(dir).catch(() => undefined);
+  return space === undefined || spaceShortfall(needBytes, space) === undefined;
+}

@@ -21,7 +21,7 @@
 //   record: u64 offset | u32 length | 32 id | u32 check                       (48 bytes each)
 //   check = first 4 bytes of BLAKE3 over the preceding bytes of that header/record.
 
-import { closeSync, fsync, mkdirSync, openSync, readdirSync, realpathSync } from 'node:fs';
+import { closeSync, existsSync, fsync, mkdirSync, openSync, readdirSync, realpathSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { open, rm, stat, truncate, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
@@ -173,8 +173,12 @@ export class Partial implements PartialTarget {
   // offset -> chunk: what the journal lists (one chunk per offset; chunks never overlap).
   readonly #chunks = new Map<number, PartialChunk>();
 
+  /** False when this attempt created it: a refused transfer removes what it created (resumed ones stay). */
+  readonly resumed: boolean;
+
   /** @internal use PartialStore.openPartial */
-  constructor(target: PartialTarget, dataPath: string, journalPath: string, data: FileHandle, journal: FileHandle, chunks: readonly PartialChunk[]) {
+  constructor(target: PartialTarget, dataPath: string, journalPath: string, data: FileHandle, journal: FileHandle, chunks: readonly PartialChunk[], resumed = false) {
+    this.resumed = resumed;
     this.relPath = target.relPath;
     this.root = target.root;
     this.size = target.size;
@@ -407,7 +411,17 @@ export class PartialStore {
       if (err instanceof ClawpeerError) throw err;
       throw ioError('open partial for', target.relPath, err);
     }
-    return new Partial(target, dataPath, journalPath, data, journal, chunks);
+    return new Partial(target, dataPath, journalPath, data, journal, chunks, resumed);
+  }
+
+  /** True when a partial for exactly this path and root is on disk (an attempt to resume), without opening it. */
+  holds(target: Pick<PartialTarget, 'relPath' | 'root'>): boolean {
+    return existsSync(path.join(this.dir, this.#baseName(target) + DATA_SUFFIX));
+  }
+
+  /** How many partials are on disk (journals, parsed or not): what the per-share budget counts. */
+  count(): number {
+    return this.#names().filter((n) => n.endsWith(JOURNAL_SUFFIX)).length;
   }
 
   #names(): string[] {

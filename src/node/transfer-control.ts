@@ -7,6 +7,7 @@ import { ClawpeerError } from '../errors.js';
 import { splitManifest, type ControlMessage, type ManifestEntry, type ManifestMessage } from '../protocol/messages.js';
 import { DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import type { WantInfo } from './chunk-order.js';
+import { budgetOf } from './listener-budgets.js';
 import type { PeerSession } from './session.js';
 import { withTimeout } from './timeouts.js';
 
@@ -50,15 +51,28 @@ export async function expectWant(session: PeerSession, transferId: number, timeo
   return { lacking: want.lacking, uniqueCount: want.uniqueChunks };
 }
 
-/** Collects manifest batches until `last`; refuses more entries than a transfer may have. */
+/**
+ * Collects manifest batches until `last`. Each batch is counted as it arrives, so a lying peer
+ * cannot grow our memory before a limit applies: more entries or chunk references than a
+ * transfer may have are refused (PROTOCOL), and on a listener the session's budgets
+ * (listener-budgets.ts: manifest bytes and chunk references, per session and per listener)
+ * refuse with BUDGET_EXCEEDED.
+ */
 export async function receiveManifest(session: PeerSession, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<ManifestEntry[]> {
+  const budget = budgetOf(session);
   const entries: ManifestEntry[] = [];
+  let chunkRefs = 0;
   for (;;) {
     const batch = await expectMessage(session, 'manifest', transferId, timeoutMs, signal);
     if (entries.length + batch.entries.length > DEFAULT_PLAN_LIMITS.maxFiles) {
       throw new ClawpeerError('PROTOCOL', `manifest of transfer ${transferId} exceeds ${DEFAULT_PLAN_LIMITS.maxFiles} entries`);
     }
-    entries.push(...batch.entries);
+    for (const e of batch.entries) chunkRefs += e.chunkLengths.length;
+    if (chunkRefs > DEFAULT_PLAN_LIMITS.maxChunkRefs) {
+      throw new ClawpeerError('PROTOCOL', `manifest of transfer ${transferId} exceeds ${DEFAULT_PLAN_LIMITS.maxChunkRefs} chunk references`);
+    }
+    budget?.takeManifest(transferId, batch.entries);
+    for (const e of batch.entries) entries.push(e); // not push(...): a batch may hold 100,000
     if (batch.last) return entries;
   }
 }

@@ -12,12 +12,13 @@ import { bitmapSet, newBitmap, type CreatedEntry, type ManifestEntry, type Publi
 import { normalizeSharePath } from '../transfer/paths.js';
 import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from './chunk-compression.js';
-import { ensureFreeSpace } from './free-space.js';
+import { ensureFreeSpace, fitsFreeSpace } from './free-space.js';
 import { ChunkIndex } from './chunk-index.js';
 import type { ChunkIndexPool } from './chunk-index-pool.js';
 import { bitmapFromKeys, chunkIdAt, uniqueChunks } from './chunk-order.js';
 import type { DataStreamRouter, IncomingDataStream } from './data-stream-router.js';
 import { PartialStore } from './partial-store.js';
+import { budgetOf } from './listener-budgets.js';
 import { isInternalPath } from './internal-names.js';
 import type { BackupPlan, Backups } from './backups.js';
 import type { Keeper } from './keeper.js';
@@ -198,12 +199,24 @@ export class TransferReceiver {
 
   /**
    * Stages everything and works out what must come from the peer. Throws FILE_EXISTS,
-   * SHARE_READ_ONLY, PATH_INVALID before a single chunk travels.
+   * SHARE_READ_ONLY, PATH_INVALID, IO (no room) before a single chunk travels; the partials it
+   * created are removed then (a refused transfer leaves none behind; resumed ones stay).
    */
   async prepare(): Promise<ReceivePlan> {
+    try {
+      return await this.#prepare();
+    } catch (err) {
+      for (const f of this.#staged) if (f.partial?.resumed === false) await f.discard({ keepPartial: false }).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async #prepare(): Promise<ReceivePlan> {
     const { destination, entries } = this.#o;
     if (TEST_HOOKS.delayPrepareMs !== undefined) await new Promise((r) => setTimeout(r, TEST_HOOKS.delayPrepareMs));
     const partials = await PartialStore.open(destination.root);
+    await this.#ensureDeclaredSpace(partials); // before hashing the share or staging anything
+    const mayResume = this.#partialBudget(partials);
     const index = await this.#openIndex(partials, true);
     this.#index = index;
     const publisher = await this.#openPublisher(index, partials);
@@ -223,7 +236,7 @@ export class TransferReceiver {
       }
       if (entry.kind !== 'file') continue;
       const manifest = chunkingManifest(entry);
-      const staged = await publisher.stageFile({ relPath: rel, manifest, mode: entry.mode, mtimeMs: entry.mtimeMs }, { resumable: entry.size >= RESUMABLE_MIN_BYTES });
+      const staged = await publisher.stageFile({ relPath: rel, manifest, mode: entry.mode, mtimeMs: entry.mtimeMs }, { resumable: entry.size >= RESUMABLE_MIN_BYTES && mayResume() });
       if (staged === 'identical' || staged === 'kept') {
         if (staged === 'identical') this.#stats.filesUnchanged++;
         else this.#stats.filesKept++;
@@ -269,6 +282,40 @@ export class TransferReceiver {
     let lackingBytes = 0;
     for (const [first] of this.#wanted.values()) lackingBytes += first?.file.manifest.chunks[first.indices[0] ?? -1]?.length ?? 0;
     return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length, lackingBytes };
+  }
+
+  /**
+   * The manifest's first check: IO (no room) when its files cannot fit even counting none that is
+   * already here or partly received (those may need nothing). Checked before anything is staged,
+   * so a lying manifest (thousands of huge files) creates nothing; prepare() checks again with
+   * what staging found is really missing.
+   */
+  async #ensureDeclaredSpace(partials: PartialStore): Promise<void> {
+    const { destination, entries } = this.#o;
+    let declared = 0;
+    for (const e of entries) if (e.kind === 'file') declared += e.size;
+    if (await fitsFreeSpace(destination.root, declared)) return;
+    let least = 0;
+    for (const [i, e] of entries.entries()) {
+      if (e.kind !== 'file') continue;
+      const rel = this.#paths[i] ?? '';
+      if (partials.holds({ relPath: rel, root: e.root })) continue;
+      if (lstatSync(path.join(destination.root, ...rel.split('/')), { throwIfNoEntry: false }) !== undefined) continue;
+      least += e.size;
+    }
+    await ensureFreeSpace(destination.root, least, destination.name ?? destination.root);
+  }
+
+  /**
+   * Whether the next big file may stage as a resumable partial: on a listener, within the peer's
+   * budget and the share's (listener-budgets.ts); beyond them it stages as a temp file, which a
+   * failed transfer removes. A one-shot receiver (a pull's client) has no such budgets.
+   */
+  #partialBudget(partials: PartialStore): () => boolean {
+    const budget = budgetOf(this.#o.session);
+    if (budget === undefined) return () => true;
+    let shareRoom = budget.limits.sharePartials - partials.count();
+    return () => shareRoom > 0 && budget.takePartial() && shareRoom-- > 0;
   }
 
   /**

@@ -7,7 +7,7 @@
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
-import { ClawpeerError, wireCodeFor } from '../errors.js';
+import { ClawpeerError, isClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { listedEntryBytes, MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type ControlMessage, type TransferRequestMessage } from '../protocol/messages.js';
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
@@ -22,6 +22,7 @@ import { historyKeeperFor, removeExtraneousKeeping } from './delete-history.js';
 import { replacedHistoryNode, type Keeper } from './keeper.js';
 import { backupPlan, backupProtection, type BackupPlan } from './backups.js';
 import { isInternalPath } from './internal-names.js';
+import { attachBudget, PROCESS_BUDGETS, type ListenerBudgets, type SessionBudget } from './listener-budgets.js';
 import type { PeerSession } from './session.js';
 import { DEFAULT_SHARE_NAME, type Share } from './shares.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from './transfer-control.js';
@@ -54,6 +55,8 @@ export interface ServiceContext {
   readonly sendLimiter?: RateLimiter;
   /** What runs now, for `clawpeer status` (listener-activity.ts). */
   readonly activity?: ListenerActivity;
+  /** What peers' requests may hold (listener-budgets.ts); default: this process's PROCESS_BUDGETS. */
+  readonly budgets?: ListenerBudgets;
 }
 
 
@@ -69,20 +72,41 @@ export function findShare(shares: readonly Share[], name: string, peerId: string
   return share;
 }
 
-export async function serveSession(session: PeerSession, ctx: ServiceContext, signal: AbortSignal): Promise<void> {
+export async function serveSession(session: PeerSession, ctx: ServiceContext, listenerSignal: AbortSignal): Promise<void> {
+  // No work of this session outlives it: scans, hashing and staging stop when its connection
+  // closes (a killed client), not only when the listener stops.
+  const ended = new AbortController();
+  const closedByPeer = new ClawpeerError('CONNECTION_CLOSED', `node ${session.peerId} closed the connection`);
+  const onStop = (): void => ended.abort(listenerSignal.reason);
+  listenerSignal.addEventListener('abort', onStop, { once: true });
+  if (listenerSignal.aborted) onStop();
+  void session.connection.closed.then(() => ended.abort(closedByPeer), () => ended.abort(closedByPeer));
+  const signal = ended.signal;
+  const budget = (ctx.budgets ?? PROCESS_BUDGETS).session(session.peerId);
+  attachBudget(session, budget);
   const watches = new ShareWatches(session, { log: ctx.log, ...(ctx.resident === undefined ? {} : { resident: ctx.resident }) });
   try {
-    await serveRequests(session, ctx, watches, signal);
+    await serveRequests(session, ctx, watches, signal, budget);
+  } catch (err) {
+    // Work stopped because the peer went away: say that, not "aborted".
+    if (signal.reason === closedByPeer && isClawpeerError(err, 'ABORTED')) throw closedByPeer;
+    throw err;
   } finally {
+    listenerSignal.removeEventListener('abort', onStop);
+    ended.abort(closedByPeer);
+    budget.release();
     watches.close();
   }
 }
 
-async function serveRequests(session: PeerSession, ctx: ServiceContext, watches: ShareWatches, signal: AbortSignal): Promise<void> {
+async function serveRequests(session: PeerSession, ctx: ServiceContext, watches: ShareWatches, signal: AbortSignal, budget: SessionBudget): Promise<void> {
   const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, ctx.config.idleTimeoutMs, ctx.log);
   void router.run(signal);
   for (;;) {
-    const msg = await receiveWithin(session, ctx.config.sessionIdleTimeoutMs, signal);
+    const msg = await receiveWithin(session, ctx.config.sessionIdleTimeoutMs, signal).catch((err: unknown) => {
+      if (isClawpeerError(signal.reason, 'CONNECTION_CLOSED')) return null; // gone between requests: a plain disconnect
+      throw err;
+    });
     if (msg === 'idle' && watches.size > 0) continue; // a watching client waits for news, not idle
     if (msg === 'idle') {
       ctx.log.info('closing idle session', { peer: session.peerId, idleMs: ctx.config.sessionIdleTimeoutMs });
@@ -121,6 +145,7 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
           throw err;
         } finally {
           activity?.end(ok);
+          budget.release(); // its manifests are garbage now
         }
         break;
       }

@@ -96,10 +96,20 @@ export async function scanListed(baseDir: string, relPaths: readonly string[], o
   if (!(await lstat(base).catch(() => undefined))?.isDirectory()) throw new ClawpeerError('USAGE', `--files-from: ${baseName} is not a directory (the listed paths are relative to it)`);
   const seen = new Set<string>();
   const out = newCollected(seen);
-  for (const rel of relPaths) {
+  // Each path is scanned once, and a path inside a listed directory that is walked whole not on
+  // its own: a list repeating one big directory thousands of times walked it as often.
+  const unique = [...new Set(relPaths)];
+  const walkedWhole = new Set<string>();
+  for (const rel of unique) {
+    options.signal?.throwIfAborted();
+    const st = await lstat(path.join(base, ...rel.split('/'))).catch(() => undefined);
+    if (st?.isDirectory() === true && options.excludeRules?.excludes(rel, true) !== true) walkedWhole.add(rel);
+  }
+  for (const rel of unique) {
     if (rel.split('/').some((segment) => segment === INTERNAL_DIR_NAME || isTempFileName(segment))) {
       throw new ClawpeerError('PATH_INVALID', `--files-from lists ${rel}: .clawpeer directories and temp files are clawpeer's own state, never sent`);
     }
+    if (ancestorsOf(rel).some((dir) => walkedWhole.has(dir))) continue;
     for (const dir of ancestorsOf(rel)) {
       if (seen.has(dir)) continue;
       const st = await lstat(path.join(base, ...dir.split('/'))).catch(() => undefined);
