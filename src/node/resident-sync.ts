@@ -8,7 +8,8 @@
 // Non-goals: the sync itself (sync-client.ts), any other command, status from other homes.
 import { MAX_RATE_BYTES_PER_SEC, type RateLimiter } from '../transfer/rate-limiter.js';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { chmod, unlink } from 'node:fs/promises';
+import { chmodSync } from 'node:fs';
+import { unlink } from 'node:fs/promises';
 import { ClawpeerError } from '../errors.js';
 import type { Identity } from '../crypto/identity.js';
 import type { Logger } from '../logger.js';
@@ -68,6 +69,37 @@ export function parseResidentRequest(line: string): ResidentSyncRequest | Status
   return v as ResidentSyncRequest;
 }
 
+/**
+ * Binds the control socket with mode 0600 from its first moment: whoever can connect to it can
+ * run syncs as this user, and a chmod after bind would leave a window (under umask 002 the socket
+ * is group-connectable until then). Node binds a Unix socket synchronously inside listen(), so a
+ * umask set around that call covers it; the umask is process-wide, hence restored at once. In a
+ * worker thread (no umask there) the socket is chmod'ed right after, inside the home that
+ * assertPrivateHome keeps 0700-like.
+ */
+export function listenPrivately(server: Server, socketPath: string, onListening: () => void): void {
+  let previous: number | undefined;
+  try {
+    previous = process.umask(0o177);
+  } catch {
+    previous = undefined; // worker thread
+  }
+  try {
+    server.listen(socketPath, () => {
+      if (previous === undefined) {
+        try {
+          chmodSync(socketPath, 0o600);
+        } catch {
+          // gone already (closed at once): nothing to protect
+        }
+      }
+      onListening();
+    });
+  } finally {
+    if (previous !== undefined) process.umask(previous);
+  }
+}
+
 export class ResidentSyncServer {
   readonly socketPath: string;
   readonly #server: Server;
@@ -104,12 +136,11 @@ export class ResidentSyncServer {
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(socketPath, () => {
+        listenPrivately(server, socketPath, () => {
           server.off('error', reject);
           resolve();
         });
       });
-      await chmod(socketPath, 0o600);
     } catch (err) {
       server.close();
       ctx.log.warn('cannot open the control socket: syncs run in the CLI, not here', { socket: socketPath, error: (err as Error).message });
