@@ -8,8 +8,8 @@
 // Non-goals: the sync itself (sync-client.ts), any other command, status from other homes.
 import { MAX_RATE_BYTES_PER_SEC, type RateLimiter } from '../transfer/rate-limiter.js';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { chmodSync } from 'node:fs';
-import { unlink } from 'node:fs/promises';
+import { chmod, mkdtemp, rename, rm, unlink } from 'node:fs/promises';
+import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import type { Identity } from '../crypto/identity.js';
 import type { Logger } from '../logger.js';
@@ -70,33 +70,28 @@ export function parseResidentRequest(line: string): ResidentSyncRequest | Status
 }
 
 /**
- * Binds the control socket with mode 0600 from its first moment: whoever can connect to it can
- * run syncs as this user, and a chmod after bind would leave a window (under umask 002 the socket
- * is group-connectable until then). Node binds a Unix socket synchronously inside listen(), so a
- * umask set around that call covers it; the umask is process-wide, hence restored at once. In a
- * worker thread (no umask there) the socket is chmod'ed right after, inside the home that
- * assertPrivateHome keeps 0700-like.
+ * Binds the control socket so that it is 0600 from its first moment: whoever can connect to it
+ * runs syncs as this user, and a chmod after bind left a window (under umask 002 the socket was
+ * group-connectable until then). It is bound inside a fresh 0700 directory next to it, chmod'ed
+ * there, then renamed into place. (Not a umask around bind: the umask is process-wide and would
+ * also narrow whatever the thread pool creates at that moment.) The staging path is shorter than
+ * `socketPath`, so it fits wherever that fits.
  */
-export function listenPrivately(server: Server, socketPath: string, onListening: () => void): void {
-  let previous: number | undefined;
+export async function listenPrivately(server: Server, socketPath: string): Promise<void> {
+  const dir = await mkdtemp(path.join(path.dirname(socketPath), '.c-'));
+  const staged = path.join(dir, 's');
   try {
-    previous = process.umask(0o177);
-  } catch {
-    previous = undefined; // worker thread
-  }
-  try {
-    server.listen(socketPath, () => {
-      if (previous === undefined) {
-        try {
-          chmodSync(socketPath, 0o600);
-        } catch {
-          // gone already (closed at once): nothing to protect
-        }
-      }
-      onListening();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(staged, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
+    await chmod(staged, 0o600);
+    await rename(staged, socketPath);
   } finally {
-    if (previous !== undefined) process.umask(previous);
+    await rm(dir, { recursive: true, force: true });
   }
 }
 
@@ -134,13 +129,7 @@ export class ResidentSyncServer {
     const resident = new ResidentSyncServer(socketPath, server, ctx);
     server.on('connection', (socket) => resident.#serve(socket));
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        listenPrivately(server, socketPath, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
+      await listenPrivately(server, socketPath);
     } catch (err) {
       server.close();
       ctx.log.warn('cannot open the control socket: syncs run in the CLI, not here', { socket: socketPath, error: (err as Error).message });
