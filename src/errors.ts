@@ -32,6 +32,7 @@ export const LOCAL_ERRORS = {
   IDENTITY_EXISTS: { message: 'identity already exists (use --force to replace it)', retryable: false, exit: EXIT_CODES.exists },
   IDENTITY_INSECURE: { message: 'identity key file is readable by group or others', retryable: false, exit: EXIT_CODES.failure },
   IDENTITY_CORRUPT: { message: 'identity key file is corrupt', retryable: false, exit: EXIT_CODES.failure },
+  HOME_INSECURE: { message: 'the home directory is writable by group or others, or owned by another user', retryable: false, exit: EXIT_CODES.failure },
   PEER_UNKNOWN: { message: 'no such paired peer', retryable: false, exit: EXIT_CODES.usage },
   PEER_NOT_PAIRED: { message: 'peer is not paired', retryable: false, exit: EXIT_CODES.auth },
   AUTH_FAILED: { message: 'peer authentication failed', retryable: false, exit: EXIT_CODES.auth },

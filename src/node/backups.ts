@@ -10,6 +10,7 @@
 // files, the backup directory: rsync protects the suffix the same way).
 // Non-goals: backups of directories (a directory is never replaced, and --delete removes only
 // empty ones); dry runs (they list what would change, not what would be backed up).
+import { constants as fsConstants } from 'node:fs';
 import { copyFile, link, lstat, readlink, rename, rm, symlink, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
@@ -132,7 +133,7 @@ async function copyTo(abs: string, target: string, tmp: string, isLink: boolean)
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'EXDEV' && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw err;
       if (isLink) await symlink(await readlink(abs), tmp);
-      else await copyFile(abs, tmp);
+      else await copyFile(abs, tmp, fsConstants.COPYFILE_EXCL);
     }
     await rename(tmp, target);
   } catch (err) {

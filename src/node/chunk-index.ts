@@ -36,7 +36,7 @@ import type { FileManifest } from '../chunking/manifest.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { writeFileAtomic } from './atomic-file.js';
 import { fileKeyOf, isRacy, msToNs, sameFileKey, type FileKey } from './file-key.js';
-import { INTERNAL_DIR_NAME, isInternalPath } from './internal-names.js';
+import { INTERNAL_DIR_NAME, isInternalDirName, isInternalPath } from './internal-names.js';
 import type { PartialStore } from './partial-store.js';
 import { scanTree } from './tree-scan.js';
 
@@ -270,7 +270,7 @@ export class ChunkIndex {
     const seen = new Set<string>();
     let files = 0;
     let hashed = 0;
-    const walk = scanTree(this.shareRoot, { rootName: null, onIssue: () => undefined, skipDir: (rel) => rel === INTERNAL_DIR_NAME, ...(signal === undefined ? {} : { signal }) });
+    const walk = scanTree(this.shareRoot, { rootName: null, onIssue: () => undefined, skipDir: (rel) => isInternalDirName(rel), ...(signal === undefined ? {} : { signal }) });
     for await (const entry of walk) {
       if (entry.kind !== 'file' || isInternalPath(entry.relPath)) continue;
       files++;
@@ -383,7 +383,7 @@ export class ChunkIndex {
     const dir = path.dirname(this.indexPath);
     try {
       // Not recursive: a share deleted under a running listener is not brought back by a save.
-      await mkdir(dir).catch((err: NodeJS.ErrnoException) => {
+      await mkdir(dir, 0o700).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== 'EEXIST') throw err;
       });
       const real = await realpath(dir);

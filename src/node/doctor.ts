@@ -11,6 +11,7 @@ import { execFile } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { stat } from 'node:fs/promises';
 import { createServer, isIPv6 } from 'node:net';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateIdentity, type Identity } from '../crypto/identity.js';
 import { nodeIdFromPublicKey, publicKeyFromNodeId } from '../crypto/node-id.js';
@@ -240,6 +241,7 @@ export async function checkIdentity(file: string): Promise<{ result: CheckResult
       IDENTITY_MISSING: 'create one: clawpeer init (then pair again with your peers)',
       IDENTITY_INSECURE: `chmod 600 ${file}; and if others may have read it, make a new one (clawpeer init --force) and re-pair`,
       IDENTITY_CORRUPT: `restore ${file} from a backup, or make a new one with clawpeer init --force and re-pair (peers pinned the old key)`,
+      HOME_INSECURE: `chmod 700 ${dirname(file)} (or use a home of your own); if others could write it, check peers.json and invites/ for keys you did not pin, and make a new identity (clawpeer init --force) and re-pair`,
     };
     return { result: { name, status: 'fail', detail: err.message, fix: fixes[err.code] ?? `check ${file} and its directory` }, identity: undefined };
   }

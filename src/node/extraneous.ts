@@ -17,7 +17,7 @@ import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { belowTransferRoot, type ExcludeRules } from '../transfer/exclude.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
-import { INTERNAL_DIR_NAME, isTempFileName } from './internal-names.js';
+import { isInternalDirName, isTempFileName } from './internal-names.js';
 import type { Keeper } from './keeper.js';
 
 export interface Extraneous {
@@ -52,7 +52,7 @@ async function listDir(abs: string): Promise<Dirent[]> {
 export async function findExtraneous(o: ExtraneousOptions): Promise<Extraneous[]> {
   const rootReal = await realpath(o.root);
   const out: Extraneous[] = [];
-  const spared = (rel: string, name: string, isDir: boolean): boolean => name === INTERNAL_DIR_NAME || isTempFileName(name) || o.protect?.(rel, isDir) === true;
+  const spared = (rel: string, name: string, isDir: boolean): boolean => isInternalDirName(name) || isTempFileName(name) || o.protect?.(rel, isDir) === true;
   /** Adds everything under `rel` (a directory not in the source); true when all of it goes, the directory too. */
   const collect = async (rel: string, abs: string): Promise<boolean> => {
     let whole = true;

@@ -1,4 +1,5 @@
 // One sync of a folder at a time: an exclusive lock file at `<folder>/.clawpeer/sync.lock`.
+// The same protocol (acquireFile) keeps the home's peers.json to one writer at a time.
 //
 // Goals: two clawpeer processes (or two syncs in one process) never scan, apply or reconcile
 // the same folder at once; a lock left behind by a process that died (SIGKILL, power loss) is
@@ -91,7 +92,17 @@ export class FolderLock {
    * when the lock file cannot be created or read.
    */
   static async acquire(folder: string, options: AcquireFolderLockOptions = {}): Promise<FolderLock> {
-    const file = folderLockPath(folder);
+    return FolderLock.acquireFile(folderLockPath(folder), options, (who, waited) =>
+      new ClawpeerError('FOLDER_BUSY', `folder ${path.resolve(folder)} is being synced by ${who} (lock file ${folderLockPath(folder)}${waited}); if no clawpeer is running there, delete the lock file`),
+    );
+  }
+
+  /**
+   * Takes the lock file `file` by the same protocol (other state than a folder's: the home's
+   * peers.json). `busy` makes the error for a lock still held after the wait, from the holder
+   * ("pid 12 on host") and the wait (", waited 100 ms" or '').
+   */
+  static async acquireFile(file: string, options: AcquireFolderLockOptions, busy: (who: string, waited: string) => ClawpeerError): Promise<FolderLock> {
     const waitMs = options.waitMs ?? 0;
     const pollMs = options.pollMs ?? LOCK_POLL_INTERVAL_MS;
     const { signal } = options;
@@ -99,7 +110,7 @@ export class FolderLock {
     const host = hostname();
     const content = `${process.pid} ${host}\n`;
     try {
-      await mkdir(path.dirname(file), { recursive: true });
+      await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     } catch (err) {
       throw ioError('create the directory of', file, err);
     }
@@ -119,10 +130,7 @@ export class FolderLock {
       }
       if (performance.now() >= deadline) {
         const who = holder === undefined ? 'an unreadable lock file' : `pid ${holder.pid} on ${holder.host}`;
-        throw new ClawpeerError(
-          'FOLDER_BUSY',
-          `folder ${path.resolve(folder)} is being synced by ${who} (lock file ${file}${waitMs > 0 ? `, waited ${waitMs} ms` : ''}); if no clawpeer is running there, delete the lock file`,
-        );
+        throw busy(who, waitMs > 0 ? `, waited ${waitMs} ms` : '');
       }
       try {
         await sleep(Math.min(pollMs, Math.max(1, deadline - performance.now())), undefined, signal === undefined ? {} : { signal });
@@ -158,7 +166,7 @@ export class FolderLock {
   static async #tryCreate(file: string, content: string): Promise<boolean> {
     let handle;
     try {
-      handle = await open(file, 'wx', 0o644);
+      handle = await open(file, 'wx', 0o600);
     } catch (err) {
       if (errnoCode(err) === 'EEXIST') return false;
       throw ioError('create', file, err);

@@ -46,7 +46,7 @@ import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import { fileKeyOf, isRacy, RACY_WINDOW_MS, sameFileKey } from './file-key.js';
-import { INTERNAL_DIR_NAME, isInternalPath, isTempFileName } from './internal-names.js';
+import { isInternalDirName, isInternalPath, isTempFileName } from './internal-names.js';
 import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from './publisher.js';
 import { RevisionStore } from './revision-store.js';
 import type { RevisionDraft, WarmStat } from './revision-store.js';
@@ -320,7 +320,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     flush();
     return { added, changed, deleted, unchanged, unstable, hashedBytes, commits, removedTempFiles };
   }
-  const skipDir = (rel: string): boolean => rel === INTERNAL_DIR_NAME || ignore.matches(rel, true);
+  const skipDir = (rel: string): boolean => isInternalDirName(rel) || ignore.matches(rel, true);
   const walk = scanTreeBatches(root, { rootName: null, onIssue: report, skipDir, ...(signal === undefined ? {} : { signal }) });
   for await (const batch of walk) for (const entry of batch) await visit(entry);
 

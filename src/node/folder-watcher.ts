@@ -26,7 +26,7 @@ import { lstatSync, watch, type FSWatcher } from 'node:fs';
 import { lstat, readdir, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
-import { INTERNAL_DIR_NAME } from './internal-names.js';
+import { isInternalDirName } from './internal-names.js';
 import { IGNORE_FILE_NAME, loadSyncIgnore, syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';
 import { QuietTimer } from './quiet-timer.js';
 
@@ -273,7 +273,7 @@ export class FolderWatcher {
    */
   #onEvent(dir: string, name: string | Buffer | null): void {
     const entry = name === null ? null : name.toString();
-    if (dir === this.root && entry === INTERNAL_DIR_NAME) return;
+    if (dir === this.root && entry !== null && isInternalDirName(entry)) return;
     if (entry !== null) {
       const rel = this.#relOf(path.join(dir, entry));
       if (rel === IGNORE_FILE_NAME) this.#ignoreStale = true;
@@ -328,7 +328,7 @@ export class FolderWatcher {
       return false;
     }
     for (const e of entries) {
-      if (!e.isDirectory() || (dir === this.root && e.name === INTERNAL_DIR_NAME)) continue;
+      if (!e.isDirectory() || (dir === this.root && isInternalDirName(e.name))) continue;
       const child = path.join(dir, e.name);
       if (!this.#ignore.matches(this.#relOf(child), true)) await this.#walk(child);
     }

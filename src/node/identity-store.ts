@@ -2,8 +2,10 @@
 // Loading refuses a key file that group or others can read: a leaked identity key lets
 // anyone impersonate this node to every peer that pinned it.
 import { createPrivateKey } from 'node:crypto';
-import { open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { makeDirs } from './make-dirs.js';
+import { writeFileAtomic } from './atomic-file.js';
+import { assertPrivateHome } from './home.js';
 import { dirname } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { generateIdentity, identityFromSeed, type Identity } from '../crypto/identity.js';
@@ -28,25 +30,14 @@ export async function createIdentity(file: string, options: { force?: boolean } 
   const identity = generateIdentity();
   const pem = identity.privateKeyObject.export({ format: 'pem', type: 'pkcs8' }).toString();
   await makeDirs(dirname(file), 0o700);
-  const tmp = `${file}.tmp-${process.pid}`;
-  const handle = await open(tmp, 'w', KEY_FILE_MODE);
-  try {
-    await handle.writeFile(pem);
-    await handle.chmod(KEY_FILE_MODE); // the umask may have narrowed open()'s mode; never widened
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await rename(tmp, file);
-  } catch (err) {
-    await unlink(tmp).catch(() => undefined);
-    throw new ClawpeerError('IO', `cannot write ${file}: ${(err as Error).message}`, { cause: err });
-  }
+  await assertPrivateHome(dirname(file));
+  // Exclusive, random temp name, exactly 0600: a planted symlink cannot receive the key.
+  await writeFileAtomic(file, pem, KEY_FILE_MODE);
   return identity;
 }
 
 export async function loadIdentity(file: string): Promise<Identity> {
+  await assertPrivateHome(dirname(file));
   let text: string;
   try {
     const info = await stat(file);

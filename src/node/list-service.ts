@@ -10,7 +10,7 @@
 import { lstat } from 'node:fs/promises';
 import { MAX_LIST_ENTRIES_PER_MESSAGE, type ListEntry, type ListRequestMessage } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
-import { INTERNAL_DIR_NAME, isInternalPath, isTempFileName } from './internal-names.js';
+import { isInternalDirName, isInternalPath, isTempFileName } from './internal-names.js';
 import type { PeerSession } from './session.js';
 import type { Share } from './shares.js';
 import { existingSharePath, findShare } from './transfer-service.js';
@@ -43,7 +43,7 @@ export async function serveList(session: PeerSession, req: ListRequestMessage, s
     ...(isDir ? { rootName: null } : {}),
     onIssue: () => undefined,
     // `.clawpeer` only at the share's root; temp files are left out below.
-    skipDir: (rel) => basePath === '' && rel === INTERNAL_DIR_NAME,
+    skipDir: (rel) => basePath === '' && isInternalDirName(rel),
     ...(req.recursive ? {} : { descend: () => false }),
     signal,
   })) {

@@ -13,7 +13,8 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { hostname } from 'node:os';
 import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { makeDirs } from './make-dirs.js';
-import { join } from 'node:path';
+import { assertPrivateHome } from './home.js';
+import { dirname, join } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { PAIR_PROOF_BYTES } from '../protocol/messages.js';
 import { writeFileAtomic } from './atomic-file.js';
@@ -141,6 +142,8 @@ export class InviteStore {
     const expiresAt = now + options.ttlMs;
     const invite: StoredInvite = { secret: secret.toString('base64'), expiresAt, ...(options.name === undefined ? {} : { name: options.name }) };
     await makeDirs(this.dir, 0o700);
+    await assertPrivateHome(dirname(this.dir));
+    await assertPrivateHome(this.dir, 'invites directory');
     await writeFileAtomic(join(this.dir, fileNameOf(secret)), JSON.stringify(invite) + '\n', 0o600);
     return { code: formatInviteCode(secret), expiresAt };
   }

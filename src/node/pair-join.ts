@@ -59,9 +59,8 @@ export async function joinByInvite(o: JoinOptions): Promise<PeerEntry> {
       throw new ClawpeerError('AUTH_FAILED', `the node at ${where} (${inviterId}) could not prove it knows the invite code: not pinned`);
     }
     await stream.finish().catch(() => undefined);
-    const existing = await o.peers.find(inviterId);
-    const name = o.name ?? (existing?.name ?? pickPeerName([answer.name], inviterId, taken));
-    const { entry } = await o.peers.add(inviterId, name, where);
+    // The name is chosen with peers.json locked: a pairing at the same moment may have taken one.
+    const { entry } = await o.peers.add(inviterId, (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([answer.name], inviterId, takenNow), where);
     return entry;
   } finally {
     await conn.close().catch(() => undefined);

@@ -332,7 +332,7 @@ export class PartialStore {
     // which on a busy host cost more than the call (milliseconds before every transfer).
     try {
       rootReal = realpathSync.native(shareRoot);
-      mkdirSync(dir, { recursive: true });
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
       dirReal = realpathSync.native(dir);
     } catch (err) {
       throw ioError('create', dir, err);
@@ -395,7 +395,9 @@ export class PartialStore {
         journal = await open(journalPath, 'a');
       } else {
         await rm(journalPath, { force: true });
-        data = await open(dataPath, 'w+', 0o600);
+        // Made anew and exclusively: whatever was at the name (a symlink included) is not followed.
+        await rm(dataPath, { force: true });
+        data = await open(dataPath, 'wx+', 0o600);
         // Sized up front: positional writes land anywhere, and a resumed data file of the wrong
         // size is recognisably not ours.
         await data.truncate(target.size);

@@ -8,6 +8,8 @@ import { ClawpeerError } from '../errors.js';
 import { isNodeId, publicKeyFromNodeId } from '../crypto/node-id.js';
 import { writeFileAtomic } from './atomic-file.js';
 import { parseHostPort } from './address.js';
+import { FolderLock } from './folder-lock.js';
+import { assertPrivateHome } from './home.js';
 
 export interface PeerEntry {
   readonly id: string;
@@ -24,6 +26,11 @@ interface PeersFile {
 
 const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 const MAX_PEERS_FILE_BYTES = 4 << 20; // 4 MiB: far above any real pair list
+/** The lock file next to peers.json (folder-lock.ts's protocol: a SIGKILLed holder's is broken). */
+export const PEERS_LOCK_SUFFIX = '.lock';
+/** How long a writer waits for another: each holds the lock for one read and one write. */
+export const PEERS_LOCK_WAIT_MS = 30_000;
+const PEERS_LOCK_POLL_MS = 10;
 
 export function validatePeerName(name: string): string {
   if (!NAME_PATTERN.test(name)) {
@@ -48,33 +55,38 @@ export class PeerStore {
     return parsePeersFile(text, this.file).peers;
   }
 
-  /** Adds a peer, or updates name/addr of an already paired id. Returns the entry and whether it was new. */
-  async add(id: string, name: string, addr?: string): Promise<{ entry: PeerEntry; created: boolean }> {
+  /**
+   * Adds a peer, or updates name/addr of an already paired id. Returns the entry and whether it
+   * was new. `name` may be a chooser, called with the names other peers hold right now and this
+   * id's entry if any (inside the lock): two pairings at once then never pick the same name.
+   */
+  async add(id: string, name: string | ((taken: ReadonlySet<string>, existing: PeerEntry | undefined) => string), addr?: string): Promise<{ entry: PeerEntry; created: boolean }> {
     publicKeyFromNodeId(id); // throws USAGE naming the bad id
-    validatePeerName(name);
+    if (typeof name === 'string') validatePeerName(name);
     if (addr !== undefined) parseHostPort(addr);
-    const peers = await this.list();
-    const clash = peers.find((p) => p.name === name && p.id !== id);
-    if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} is already used by ${clash.id}`);
-    const existing = peers.find((p) => p.id === id);
-    const entry: PeerEntry = {
-      id,
-      name,
-      ...(addr !== undefined ? { addr } : existing?.addr !== undefined ? { addr: existing.addr } : {}),
-      addedAt: existing?.addedAt ?? new Date().toISOString(),
-    };
-    const next = existing === undefined ? [...peers, entry] : peers.map((p) => (p.id === id ? entry : p));
-    await this.save(next);
-    return { entry, created: existing === undefined };
+    return this.#update((peers) => {
+      const existing = peers.find((p) => p.id === id);
+      const chosen = typeof name === 'string' ? name : validatePeerName(name(new Set(peers.filter((p) => p.id !== id).map((p) => p.name)), existing));
+      const clash = peers.find((p) => p.name === chosen && p.id !== id);
+      if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(chosen)} is already used by ${clash.id}`);
+      const entry: PeerEntry = {
+        id,
+        name: chosen,
+        ...(addr !== undefined ? { addr } : existing?.addr !== undefined ? { addr: existing.addr } : {}),
+        addedAt: existing?.addedAt ?? new Date().toISOString(),
+      };
+      const next = existing === undefined ? [...peers, entry] : peers.map((p) => (p.id === id ? entry : p));
+      return { next, result: { entry, created: existing === undefined } };
+    });
   }
 
   /** Removes by id or name; returns the removed entry. */
   async remove(idOrName: string): Promise<PeerEntry> {
-    const peers = await this.list();
-    const entry = findPeer(peers, idOrName);
-    if (entry === undefined) throw new ClawpeerError('PEER_UNKNOWN', `no paired peer named or with id ${JSON.stringify(idOrName)}`);
-    await this.save(peers.filter((p) => p.id !== entry.id));
-    return entry;
+    return this.#update((peers) => {
+      const entry = findPeer(peers, idOrName);
+      if (entry === undefined) throw new ClawpeerError('PEER_UNKNOWN', `no paired peer named or with id ${JSON.stringify(idOrName)}`);
+      return { next: peers.filter((p) => p.id !== entry.id), result: entry };
+    });
   }
 
   async find(idOrName: string): Promise<PeerEntry | undefined> {
@@ -85,10 +97,27 @@ export class PeerStore {
     return (await this.list()).some((p) => p.id === id);
   }
 
-  private async save(peers: PeerEntry[]): Promise<void> {
-    await makeDirs(dirname(this.file), 0o700);
-    const body: PeersFile = { version: 1, peers };
-    await writeFileAtomic(this.file, JSON.stringify(body, null, 2) + '\n', 0o600);
+  /**
+   * One read-modify-write of the file with the lock held: the CLI (`pair add/remove`) and the
+   * listener (invite redemptions) write it from different processes, and a change made between
+   * another writer's read and write would be lost.
+   */
+  async #update<T>(change: (peers: PeerEntry[]) => { next: PeerEntry[]; result: T }): Promise<T> {
+    const dir = dirname(this.file);
+    await makeDirs(dir, 0o700);
+    await assertPrivateHome(dir);
+    const lockFile = `${this.file}${PEERS_LOCK_SUFFIX}`;
+    const lock = await FolderLock.acquireFile(lockFile, { waitMs: PEERS_LOCK_WAIT_MS, pollMs: PEERS_LOCK_POLL_MS }, (who, waited) =>
+      new ClawpeerError('FOLDER_BUSY', `${this.file} is being changed by ${who} (lock file ${lockFile}${waited}); if no clawpeer is running, delete the lock file`),
+    );
+    try {
+      const { next, result } = change(await this.list()); // read again under the lock
+      const body: PeersFile = { version: 1, peers: next };
+      await writeFileAtomic(this.file, JSON.stringify(body, null, 2) + '\n', 0o600);
+      return result;
+    } finally {
+      await lock.release();
+    }
   }
 }
 

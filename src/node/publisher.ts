@@ -944,7 +944,7 @@ export class Publisher {
         // copy it next to the destination, sync, and place the copy.
         if ((err as NodeJS.ErrnoException).code !== 'EXDEV' || f.partial === undefined) throw err;
         const copy = path.join(finalDir, tempNameFor(path.basename(f.finalPath)));
-        await copyFile(f.partial.dataPath, copy);
+        await copyFile(f.partial.dataPath, copy, fsConstants.COPYFILE_EXCL);
         const h = await open(copy, 'r+');
         try {
           await h.chmod(f.mode);

@@ -8,7 +8,8 @@
 // Non-goals: the sync itself (sync-client.ts), any other command, status from other homes.
 import { MAX_RATE_BYTES_PER_SEC, type RateLimiter } from '../transfer/rate-limiter.js';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
-import { chmod, unlink } from 'node:fs/promises';
+import { chmod, mkdtemp, rename, rm, unlink } from 'node:fs/promises';
+import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import type { Identity } from '../crypto/identity.js';
 import type { Logger } from '../logger.js';
@@ -68,6 +69,32 @@ export function parseResidentRequest(line: string): ResidentSyncRequest | Status
   return v as ResidentSyncRequest;
 }
 
+/**
+ * Binds the control socket so that it is 0600 from its first moment: whoever can connect to it
+ * runs syncs as this user, and a chmod after bind left a window (under umask 002 the socket was
+ * group-connectable until then). It is bound inside a fresh 0700 directory next to it, chmod'ed
+ * there, then renamed into place. (Not a umask around bind: the umask is process-wide and would
+ * also narrow whatever the thread pool creates at that moment.) The staging path is shorter than
+ * `socketPath`, so it fits wherever that fits.
+ */
+export async function listenPrivately(server: Server, socketPath: string): Promise<void> {
+  const dir = await mkdtemp(path.join(path.dirname(socketPath), '.c-'));
+  const staged = path.join(dir, 's');
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(staged, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    await chmod(staged, 0o600);
+    await rename(staged, socketPath);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 export class ResidentSyncServer {
   readonly socketPath: string;
   readonly #server: Server;
@@ -102,14 +129,7 @@ export class ResidentSyncServer {
     const resident = new ResidentSyncServer(socketPath, server, ctx);
     server.on('connection', (socket) => resident.#serve(socket));
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(socketPath, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
-      await chmod(socketPath, 0o600);
+      await listenPrivately(server, socketPath);
     } catch (err) {
       server.close();
       ctx.log.warn('cannot open the control socket: syncs run in the CLI, not here', { socket: socketPath, error: (err as Error).message });

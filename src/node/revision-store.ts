@@ -278,8 +278,10 @@ export class RevisionStore {
     if (badId !== undefined) throw new ClawpeerError('USAGE', `revision store for ${folder}: ${badId}`);
     let env: RootDatabase<Buffer, Buffer>;
     try {
-      await mkdir(dir, { recursive: true });
-      env = open<Buffer, Buffer>({ path: dir, noSubdir: false, maxDbs: MAX_DBS, encoding: 'binary', keyEncoding: 'binary' });
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      // lmdb-js makes data.mdb and lock.mdb 0664 unless told otherwise (an option its typings omit).
+      const privateFiles: Record<string, unknown> = { permissionsMode: 0o600 };
+      env = open<Buffer, Buffer>({ path: dir, noSubdir: false, maxDbs: MAX_DBS, encoding: 'binary', keyEncoding: 'binary', ...privateFiles });
     } catch (err) {
       throw new ClawpeerError('IO', `cannot open the revision log in ${dir}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }

@@ -247,9 +247,9 @@ export class NodeServer {
     if (request?.type !== 'pair-request') return 'not-paired';
     const redeemed = await invites.redeem((secret) => proofMatches(pairProof(secret, 'joiner', identity.publicKey, conn.remotePublicKey), request.proof));
     if (redeemed === undefined) return `node ${peerId} is not paired with ${identity.nodeId}: the invite code was not accepted (wrong, used or expired)`;
-    const taken = new Set((await peers.list()).map((p) => p.name));
-    const name = pickPeerName([redeemed.name, request.name], peerId, taken);
-    await peers.add(peerId, name);
+    // Chosen with peers.json locked: redemptions at the same moment must not pick one name.
+    const { entry } = await peers.add(peerId, (taken) => pickPeerName([redeemed.name, request.name], peerId, taken));
+    const { name } = entry;
     // Told at warn level, which a listener prints by default: a new key got in.
     log.warn('paired by invite', { id: peerId, name, addr: formatHostPort(conn.remoteAddress) });
     await this.#acceptPairing(conn, stream, redeemed.secret);

@@ -12,7 +12,7 @@
 // A path whose content the peer could not deliver is left out entirely (its records are not
 // stored, so the next sync asks again).
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
-import { lstatSync } from 'node:fs';
+import { constants as fsConstants, lstatSync } from 'node:fs';
 import { chmod, lstat, realpath, rmdir, unlink, link, copyFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -309,7 +309,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
           await link(abs, copyAbs);
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new ClawpeerError('FILE_EXISTS', `conflict copy ${copyAbs} exists already`, { cause: err });
-          await copyFile(abs, copyAbs);
+          await copyFile(abs, copyAbs, fsConstants.COPYFILE_EXCL);
         }
       }
       await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: false });

@@ -9,6 +9,7 @@
 // Non-goals: keeping content that was overwritten in place by a local program before any scan
 // saw it (it is gone before clawpeer could act; `restore` then says so), deduplicating chunks
 // across blobs (a blob is a whole file), the revision records themselves (revision-store.ts).
+import { constants as fsConstants } from 'node:fs';
 import { copyFile, link, lstat, mkdir, readdir, rename, rm, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { fromHex, toHex } from '../chunking/blake3.js';
@@ -51,7 +52,7 @@ export async function preserveInHistory(folder: string, absPath: string, root: U
   try {
     const st = await lstat(absPath);
     if (!st.isFile()) return;
-    await mkdir(historyDir(folder), { recursive: true });
+    await mkdir(historyDir(folder), { recursive: true, mode: 0o700 });
     if (await exists(blob)) {
       if (options.move) await unlink(absPath);
       return;
@@ -64,7 +65,9 @@ export async function preserveInHistory(folder: string, absPath: string, root: U
       await link(absPath, blob);
     } catch (err) {
       if (errno(err) === 'EEXIST') return;
-      await copyFile(absPath, blob);
+      await copyFile(absPath, blob, fsConstants.COPYFILE_EXCL).catch((copyErr: unknown) => {
+        if (errno(copyErr) !== 'EEXIST') throw copyErr; // a blob of this content is kept already
+      });
     }
   } catch (err) {
     if (errno(err) === 'ENOENT') return;

@@ -325,6 +325,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
  * share, symlinks on the way included; PATH_INVALID naming it otherwise.
  */
 export async function existingSharePath(share: Share, basePath: string): Promise<string> {
+  if (isInternalPath(basePath)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
   const local = path.join(share.dir, ...basePath.split('/').filter((s) => s !== ''));
   let real: string;
   try {
@@ -334,6 +335,8 @@ export async function existingSharePath(share: Share, basePath: string): Promise
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} does not exist`);
   }
   if (!isConfinedRealpath(share.dir, real)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads outside the share`);
+  // A symlink in the share (`x -> .clawpeer`) must not lead a pull or listing into the state either.
+  if (isInternalPath(path.relative(share.dir, real).split(path.sep).join('/'))) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads into clawpeer's own state`);
   return local;
 }
 

@@ -12,7 +12,7 @@ import type { ModeChange } from '../transfer/chmod.js';
 import { ancestorsOf } from '../transfer/file-list.js';
 import type { Logger } from '../logger.js';
 import { msToNs, type FileKey } from './file-key.js';
-import { INTERNAL_DIR_NAME, isTempFileName } from './internal-names.js';
+import { isInternalDirName, isTempFileName } from './internal-names.js';
 import { scanTree, type ScanTreeOptions } from './tree-scan.js';
 
 export interface SourceFile {
@@ -106,7 +106,7 @@ export async function scanListed(baseDir: string, relPaths: readonly string[], o
     if (st?.isDirectory() === true && options.excludeRules?.excludes(rel, true) !== true) walkedWhole.add(rel);
   }
   for (const rel of unique) {
-    if (rel.split('/').some((segment) => segment === INTERNAL_DIR_NAME || isTempFileName(segment))) {
+    if (rel.split('/').some((segment) => isInternalDirName(segment) || isTempFileName(segment))) {
       throw new ClawpeerError('PATH_INVALID', `--files-from lists ${rel}: .clawpeer directories and temp files are clawpeer's own state, never sent`);
     }
     if (ancestorsOf(rel).some((dir) => walkedWhole.has(dir))) continue;
@@ -171,7 +171,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
   // clawpeer's own state never travels: a synced folder's `.clawpeer/` (its revision log and
   // partials are about this machine) and temp files of a publish in progress.
   const scanOptions: ScanTreeOptions = {
-    skipDir: (rel) => path.posix.basename(rel) === INTERNAL_DIR_NAME || excluded(rel, true),
+    skipDir: (rel) => isInternalDirName(path.posix.basename(rel)) || excluded(rel, true),
     // rsync's "skipping non-regular file": one socket or FIFO in a tree does not stop the transfer.
     onSpecialSkipped: (local, what) => options.log.warn('skipping a non-regular file', { path: local, kind: what }),
     ...(rootName !== undefined ? { rootName } : {}),

@@ -1,4 +1,5 @@
 // `log`, `restore`, `gc`: the revision history of a synced folder.
+import { constants as fsConstants } from 'node:fs';
 import { copyFile, lstat, mkdir, open, rename, rm, stat, symlink, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Argv } from 'yargs';
@@ -131,7 +132,7 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
         }
         if (source === undefined) throw new ClawpeerError('IO', `the content of revision ${toHex(matches[0]!.id).slice(0, 16)} of ${rel} is no longer kept here (collected by gc, or overwritten before a scan saw it)`);
         await mkdir(path.dirname(abs), { recursive: true });
-        await copyFile(source, tmp);
+        await copyFile(source, tmp, fsConstants.COPYFILE_EXCL);
         try {
           const h = await open(tmp, 'r+');
           try {
