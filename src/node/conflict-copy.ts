@@ -31,9 +31,10 @@ export async function writeOwnCopy(from: string, to: string, mode: number, mtime
   const dir = path.dirname(to);
   const tmp = path.join(dir, tempNameFor(path.basename(to)));
   try {
-    // FICLONE: a reflink where supported (no bytes copied), otherwise a plain copy.
-    await copyFile(from, tmp, constants.COPYFILE_FICLONE);
-    const h = await open(tmp, 'r+');
+    // FICLONE: a reflink where supported (no bytes copied), otherwise a plain copy. EXCL: the temp
+    // name is never followed through a link someone put there (as every state file is created).
+    await copyFile(from, tmp, constants.COPYFILE_FICLONE | constants.COPYFILE_EXCL);
+    const h = await open(tmp, constants.O_RDWR | constants.O_NOFOLLOW);
     try {
       await h.chmod(mode & 0o777);
       await h.utimes(new Date(), new Date(mtimeMs));
