@@ -12,6 +12,7 @@
 //   beyond that a refused connection is closed at once, so a flood costs no state.
 // `pair remove` (the pair file changing) drops the peer's sessions and its connections still in
 // their handshake; each request is checked against the pair list too.
+import { setMaxListeners } from 'node:events';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { Identity } from '../crypto/identity.js';
 import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
@@ -68,11 +69,20 @@ const PORT_RETRIES = 8; // port 0 with auto: QUIC's random UDP port may be taken
 /** Longest an over-cap connection is kept to tell it why, ms (then it is cut off). */
 const REFUSAL_TIMEOUT_MS = 2_000;
 /**
- * Refused connections being told why at once, per kind (paired over a cap; unpaired keys);
- * beyond this they are closed without a wire Error, so a flood costs at most this many
- * pending refusals, and one of unpaired keys leaves room to tell a paired peer it is over a cap.
+ * Over-cap connections of paired keys being told why at once; beyond this they are closed
+ * without a reason, so a flood of connections costs at most this many pending refusals.
  */
 export const MAX_PENDING_REFUSALS = 64;
+/**
+ * Refused connections of unpaired keys being told why at once (NOT_PAIRED, or BUSY over the
+ * pre-auth budget), each for at most UNPAIRED_REFUSAL_TIMEOUT_MS; beyond this they are closed
+ * at once with the reason as the close reason. Few and short: a held connection's transport
+ * state stays in memory until the garbage collector finds its wrapper, and a flood of fresh
+ * keys is all refusals (64 held for 2-4 s each took a flooded listener from 75 to 115 MB).
+ */
+export const MAX_PENDING_UNPAIRED_REFUSALS = 16;
+/** How long a refused unpaired connection has to open its control stream and hear why, ms. */
+export const UNPAIRED_REFUSAL_TIMEOUT_MS = 1_000;
 /**
  * Unpaired connections served at once while a pairing invite is open (each may present the
  * invite's proof); more are refused with BUSY. They never count toward maxConnections.
@@ -85,6 +95,12 @@ export const MAX_PREAUTH_CONNECTIONS = 8;
 export const PREAUTH_TIMEOUT_MS = 5_000;
 
 type RefusalKind = 'paired' | 'unpaired';
+
+/** Per kind: how many refusals are told why at once, and how long each may take. */
+const REFUSAL_POLICY: Readonly<Record<RefusalKind, { readonly max: number; readonly timeoutMs: number; readonly awaitPeerClose: boolean }>> = {
+  paired: { max: MAX_PENDING_REFUSALS, timeoutMs: REFUSAL_TIMEOUT_MS, awaitPeerClose: true },
+  unpaired: { max: MAX_PENDING_UNPAIRED_REFUSALS, timeoutMs: UNPAIRED_REFUSAL_TIMEOUT_MS, awaitPeerClose: false },
+};
 
 export class NodeServer {
   readonly #listeners: Listener[];
@@ -114,6 +130,8 @@ export class NodeServer {
     this.bound = bound;
     this.#options = options;
     this.#handler = handler;
+    // Every connection waiting for its control stream listens on it: many at once are normal.
+    setMaxListeners(0, this.#stop.signal);
     this.#pairedIds = freshRead(async () => new Set((await options.peers.list()).map((p) => p.id)));
     const invites = options.invites;
     this.#invitesOpen = invites === undefined ? () => Promise.resolve(false) : freshRead(() => invites.hasOpen());
@@ -302,9 +320,8 @@ export class NodeServer {
 
   /**
    * Tells a refused connection why on the control stream it opens (wire Error `code`: BUSY,
-   * retry later; NOT_PAIRED), then closes it; it is logged once. Bounded in time
-   * (REFUSAL_TIMEOUT_MS) and in number (MAX_PENDING_REFUSALS of each kind: beyond, closed at
-   * once with the reason as the close reason).
+   * retry later; NOT_PAIRED), then closes it; it is logged once. Bounded in time and in number
+   * per kind (REFUSAL_POLICY: beyond, closed at once with the reason as the close reason).
    */
   #refuse(conn: Connection, peerId: string, kind: RefusalKind, code: 'BUSY' | 'NOT_PAIRED', reason: string): void {
     const where = formatHostPort(conn.remoteAddress);
@@ -312,17 +329,20 @@ export class NodeServer {
     if (kind === 'paired') this.#options.log.warn('refused connection over the cap', fields);
     else if (code === 'NOT_PAIRED') this.#unpairedWarnings.warn('rejected unpaired peer', fields);
     else this.#unpairedWarnings.warn('refused unpaired connection over the pre-auth budget', fields);
-    if (this.#pendingRefusals[kind] >= MAX_PENDING_REFUSALS) {
+    const policy = REFUSAL_POLICY[kind];
+    if (this.#pendingRefusals[kind] >= policy.max) {
       void conn.close(reason, { linger: false }).catch(() => undefined);
       return;
     }
     this.#pendingRefusals[kind]++;
     const tell = async (): Promise<void> => {
-      const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), REFUSAL_TIMEOUT_MS, `control stream from ${peerId} at ${where}`);
+      const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), policy.timeoutMs, `control stream from ${peerId} at ${where}`);
       if (stream === null) return;
-      await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS[code].wire, message: reason })), REFUSAL_TIMEOUT_MS, 'sending the refusal');
+      await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS[code].wire, message: reason })), policy.timeoutMs, 'sending the refusal');
       await stream.finish().catch(() => undefined);
-      await settledWithin(conn.closed, REFUSAL_TIMEOUT_MS);
+      // The close below still delivers what was written (QUIC lingers for its acks; the TCP
+      // mux sends its GOAWAY after it).
+      if (policy.awaitPeerClose) await settledWithin(conn.closed, policy.timeoutMs);
     };
     this.#track(
       tell()

@@ -6,6 +6,11 @@
 //   listener drops it, holding its connection open and silent (or opening a stream and
 //   stalling), and counting what the listener did to them;
 // - a paired peer's probe: a fresh connection, its handshake and one ping.
+// The flood runs in a child process of its own (floodFromChild): in the test's process its
+// connect loop starved the paired peer's handshake of the event loop, which is the test's
+// problem, not the listener's.
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { generateIdentity, type Identity } from '../../src/crypto/identity.js';
 import { clientHandshake, type ControlHandshakeResult } from '../../src/node/control-channel.js';
 import { resolveConfig } from '../../src/node/config.js';
@@ -179,4 +184,42 @@ export function floodUnpaired(o: FloodOptions): Flood {
       return { ...stats };
     },
   };
+}
+
+/** The environment variable that makes this module, run as a script, a flood process. */
+const FLOOD_ENV = 'CLAWPEER_ADMISSION_FLOOD';
+
+/** floodUnpaired in a child process; `stats` is refreshed from it a few times a second. */
+export function floodFromChild(o: FloodOptions): Flood {
+  const stats: FloodStats = { connected: 0, dropped: 0, failed: 0, open: 0, peakOpen: 0 };
+  const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, [FLOOD_ENV]: JSON.stringify(o) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  let final: ((s: FloodStats) => void) | undefined;
+  child.on('message', (m: { stats: FloodStats; final?: boolean }) => {
+    Object.assign(stats, m.stats);
+    if (m.final === true) final?.({ ...m.stats });
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    stats,
+    async stop() {
+      const done = new Promise<FloodStats>((resolve) => (final = resolve));
+      child.send('stop');
+      const result = await withTimeout(done, 30_000, 'the flood process stopping').catch(() => ({ ...stats }));
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await exited;
+      return result;
+    },
+  };
+}
+
+if (process.env[FLOOD_ENV] !== undefined && process.send !== undefined && process.argv[1] === fileURLToPath(import.meta.url)) {
+  const flood = floodUnpaired(JSON.parse(process.env[FLOOD_ENV]) as FloodOptions);
+  const report = setInterval(() => process.send?.({ stats: flood.stats }), 250);
+  const stop = async (): Promise<void> => {
+    clearInterval(report);
+    const stats = await flood.stop();
+    process.send?.({ stats, final: true }, () => process.exit(0));
+  };
+  process.once('message', () => void stop());
+  process.once('disconnect', () => process.exit(0)); // the test went away
 }
