@@ -92,7 +92,7 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
     if (msg === null) return;
     if (msg.type !== 'pong' && !(await session.stillPaired())) {
       ctx.log.warn('peer unpaired: refusing its request and closing', { peer: session.peerId, request: msg.type });
-      await session.control.sendError('NOT_PAIRED', `node ${session.peerId} is no longer paired with ${ctx.nodeId ?? 'the listener'}: request refused`).catch(() => undefined);
+      await session.control.sendError('NOT_PAIRED', `node ${session.peerId} was unpaired by ${ctx.nodeId ?? 'the listener'}: ${msg.type} refused`).catch(() => undefined);
       return;
     }
     switch (msg.type) {
