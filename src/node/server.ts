@@ -1,8 +1,18 @@
 // The listening node: accepts connections on every configured transport, pins the proven key
-// against the paired set BEFORE reading any application message, runs the server handshake,
-// then serves the peer's requests. One misbehaving peer costs only its own connection.
-// Connections are capped in total (maxConnections) and per peer key (maxConnectionsPerPeer): one
-// over a cap is told why with a wire Error on its control stream and closed; the others go on.
+// against the paired set as soon as the transport has proven it (before reading any byte of the
+// connection), runs the server handshake, checks the pinning again, then serves the peer's
+// requests. One misbehaving peer costs only its own connection.
+// Admission budgets (README "Limits"):
+// - paired keys: maxConnections in total and maxConnectionsPerPeer per key; one over a cap is
+//   told why (wire Error BUSY) and closed. Only paired keys count here, so no flood of unknown
+//   keys can take a paired peer's room.
+// - unpaired keys: refused at once (NOT_PAIRED) unless a pairing invite is open; then at most
+//   MAX_PREAUTH_CONNECTIONS at a time may present an invite's proof, within PREAUTH_TIMEOUT_MS.
+// - refusals are told why on the control stream only MAX_PENDING_REFUSALS at a time (per kind);
+//   beyond that a refused connection is closed at once, so a flood costs no state.
+// `pair remove` (the pair file changing) drops the peer's sessions and its connections still in
+// their handshake; each request is checked against the pair list too.
+import { setMaxListeners } from 'node:events';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { Identity } from '../crypto/identity.js';
 import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
@@ -14,10 +24,12 @@ import { formatHostPort } from './address.js';
 import type { NodeConfig } from './config.js';
 import { localCapabilities } from './chunk-compression.js';
 import { readLoneMessage, serverHandshakeOrTake } from './control-channel.js';
+import { freshRead } from './fresh-read.js';
 import { pairProof, pickPeerName, proofMatches, suggestedName, type InviteStore } from './pair-invite.js';
 import type { PeerStore } from './peer-store.js';
 import { PeerSession } from './session.js';
 import type { Share } from './shares.js';
+import { ThrottledWarnings } from './throttled-log.js';
 import { settledWithin, withTimeout } from './timeouts.js';
 import { watchFile } from './watch-file.js';
 
@@ -57,22 +69,57 @@ const PORT_RETRIES = 8; // port 0 with auto: QUIC's random UDP port may be taken
 /** Longest an over-cap connection is kept to tell it why, ms (then it is cut off). */
 const REFUSAL_TIMEOUT_MS = 2_000;
 /**
- * Over-cap connections being told why at once; beyond this they are closed without a reason, so
- * a flood of connections costs at most this many pending refusals.
+ * Over-cap connections of paired keys being told why at once; beyond this they are closed
+ * without a reason, so a flood of connections costs at most this many pending refusals.
  */
-const MAX_PENDING_REFUSALS = 64;
+export const MAX_PENDING_REFUSALS = 64;
+/**
+ * Refused connections of unpaired keys being told why at once (NOT_PAIRED, or BUSY over the
+ * pre-auth budget), each for at most UNPAIRED_REFUSAL_TIMEOUT_MS; beyond this they are closed
+ * at once with the reason as the close reason. Few and short: a held connection's transport
+ * state stays in memory until the garbage collector finds its wrapper, and a flood of fresh
+ * keys is all refusals (64 held for 2-4 s each took a flooded listener from 75 to 115 MB).
+ */
+export const MAX_PENDING_UNPAIRED_REFUSALS = 16;
+/** How long a refused unpaired connection has to open its control stream and hear why, ms. */
+export const UNPAIRED_REFUSAL_TIMEOUT_MS = 1_000;
+/**
+ * Unpaired connections served at once while a pairing invite is open (each may present the
+ * invite's proof); more are refused with BUSY. They never count toward maxConnections.
+ */
+export const MAX_PREAUTH_CONNECTIONS = 8;
+/**
+ * How long an unpaired connection, while an invite is open, has to open its control stream and
+ * send its PairRequest, ms (at most --handshake-timeout). A joiner sends it at once.
+ */
+export const PREAUTH_TIMEOUT_MS = 5_000;
+
+type RefusalKind = 'paired' | 'unpaired';
+
+/** Per kind: how many refusals are told why at once, and how long each may take. */
+const REFUSAL_POLICY: Readonly<Record<RefusalKind, { readonly max: number; readonly timeoutMs: number; readonly awaitPeerClose: boolean }>> = {
+  paired: { max: MAX_PENDING_REFUSALS, timeoutMs: REFUSAL_TIMEOUT_MS, awaitPeerClose: true },
+  unpaired: { max: MAX_PENDING_UNPAIRED_REFUSALS, timeoutMs: UNPAIRED_REFUSAL_TIMEOUT_MS, awaitPeerClose: false },
+};
 
 export class NodeServer {
   readonly #listeners: Listener[];
   readonly #options: ServerOptions;
   readonly #handler: SessionHandler;
-  /** Admitted connections (those being refused are not counted). */
-  readonly #connections = new Set<Connection>();
-  /** Admitted connections per peer id (the key the transport proved; paired or not). */
+  /** Admitted connections of paired keys, with the proven peer id (those being refused are not counted). */
+  readonly #connections = new Map<Connection, string>();
+  /** Admitted connections per paired peer id. */
   readonly #perPeer = new Map<string, number>();
-  #pendingRefusals = 0;
+  /** Unpaired connections that may redeem an open invite (MAX_PREAUTH_CONNECTIONS). */
+  readonly #preauth = new Set<Connection>();
+  readonly #pendingRefusals: Record<RefusalKind, number> = { paired: 0, unpaired: 0 };
   /** Authenticated sessions by peer id, so unpairing a peer can drop it at once. */
   readonly #sessions = new Map<PeerSession, { readonly peerId: string; readonly since: number }>();
+  /** The paired ids, read afresh for each question but shared by questions asked at once. */
+  readonly #pairedIds: () => Promise<ReadonlySet<string>>;
+  readonly #invitesOpen: () => Promise<boolean>;
+  /** Refusals of unpaired keys: a flood of them must not flood the log. */
+  readonly #unpairedWarnings: ThrottledWarnings;
   #pairWatch: { close(): void } | undefined;
   readonly #tasks = new Set<Promise<void>>();
   readonly #stop = new AbortController();
@@ -83,6 +130,12 @@ export class NodeServer {
     this.bound = bound;
     this.#options = options;
     this.#handler = handler;
+    // Every connection waiting for its control stream listens on it: many at once are normal.
+    setMaxListeners(0, this.#stop.signal);
+    this.#pairedIds = freshRead(async () => new Set((await options.peers.list()).map((p) => p.id)));
+    const invites = options.invites;
+    this.#invitesOpen = invites === undefined ? () => Promise.resolve(false) : freshRead(() => invites.hasOpen());
+    this.#unpairedWarnings = new ThrottledWarnings(options.log, 'connections of unpaired keys refused');
     for (const l of listeners) this.#track(this.#acceptLoop(l));
     this.#pairWatch = watchFile(options.peers.file, () => void this.#dropUnpaired());
   }
@@ -123,8 +176,9 @@ export class NodeServer {
   async close(): Promise<void> {
     this.#stop.abort();
     this.#pairWatch?.close();
+    this.#unpairedWarnings.close();
     await Promise.all(this.#listeners.map((l) => l.close().catch(() => undefined)));
-    const graceful = Promise.all([...this.#connections].map((c) => c.close('listener shutting down').catch(() => undefined)));
+    const graceful = Promise.all([...this.#connections.keys(), ...this.#preauth].map((c) => c.close('listener shutting down').catch(() => undefined)));
     // Bounded by the grace period; the timer is cleared so an idle listener exits at once.
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#options.config.shutdownGraceMs)));
@@ -132,15 +186,25 @@ export class NodeServer {
     clearTimeout(timer);
   }
 
-  /** Re-reads the pair list and drops every session whose peer is no longer paired. */
+  /**
+   * Re-reads the pair list and drops every session whose peer is no longer paired, and every
+   * admitted connection of such a peer still in its handshake (a stalled Hello must not outlive
+   * its pairing: it would get a session after the drop).
+   */
   async #dropUnpaired(): Promise<void> {
-    if (this.#sessions.size === 0) return;
-    let paired: Set<string>;
+    if (this.#connections.size === 0) return;
+    let paired: ReadonlySet<string>;
     try {
-      paired = new Set((await this.#options.peers.list()).map((p) => p.id));
+      paired = await this.#pairedIds();
     } catch (err) {
       this.#options.log.warn('cannot re-read the pair list', { error: (err as Error).message });
       return;
+    }
+    const inSession = new Set([...this.#sessions.keys()].map((s) => s.connection));
+    for (const [conn, peerId] of this.#connections) {
+      if (paired.has(peerId) || inSession.has(conn)) continue;
+      this.#options.log.warn('peer unpaired: closing its connection before its handshake completed', { id: peerId, addr: formatHostPort(conn.remoteAddress) });
+      void conn.close('unpaired', { linger: false }).catch(() => undefined);
     }
     for (const [session, { peerId }] of this.#sessions) {
       if (paired.has(peerId)) continue;
@@ -171,27 +235,77 @@ export class NodeServer {
         continue;
       }
       if (conn === null) return;
-      const c = conn;
-      const peerId = nodeIdFromPublicKey(c.remotePublicKey);
-      const refusal = this.#overCap(peerId);
-      if (refusal !== undefined) {
-        this.#refuse(c, peerId, refusal);
-        continue;
-      }
-      this.#connections.add(c);
-      this.#perPeer.set(peerId, (this.#perPeer.get(peerId) ?? 0) + 1);
-      this.#track(
-        this.#serveConnection(c).finally(() => {
-          this.#connections.delete(c);
-          const left = (this.#perPeer.get(peerId) ?? 1) - 1;
-          if (left > 0) this.#perPeer.set(peerId, left);
-          else this.#perPeer.delete(peerId);
-        }),
-      );
+      // Not awaited: a slow pair-file read must not hold up the transport's accept queue.
+      this.#track(this.#admit(conn));
     }
   }
 
-  /** Why a new connection from `peerId` may not be admitted now, or undefined. */
+  /**
+   * Pins the key the transport proved, before anything is read from the connection: a paired
+   * key is admitted within the paired caps; an unpaired one is refused at once, unless an
+   * invite is open and the pre-auth budget has room.
+   */
+  async #admit(conn: Connection): Promise<void> {
+    const { log } = this.#options;
+    const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
+    let paired: boolean;
+    let open = false;
+    try {
+      paired = (await this.#pairedIds()).has(peerId);
+      if (!paired) open = await this.#invitesOpen().catch((err: unknown) => {
+        log.warn('cannot read the pairing invites: none taken', { error: (err as Error).message });
+        return false;
+      });
+    } catch (err) {
+      log.warn('cannot read the pair list: connection refused', { id: peerId, error: (err as Error).message });
+      await conn.close('the listener cannot read its pair list', { linger: false }).catch(() => undefined);
+      return;
+    }
+    if (this.#stop.signal.aborted) {
+      await conn.close('listener shutting down', { linger: false }).catch(() => undefined);
+      return;
+    }
+    if (paired) return this.#admitPaired(conn, peerId);
+    if (!open) {
+      this.#refuse(conn, peerId, 'unpaired', 'NOT_PAIRED', this.#notPairedMessage(peerId));
+      return;
+    }
+    if (this.#preauth.size >= MAX_PREAUTH_CONNECTIONS) {
+      this.#refuse(conn, peerId, 'unpaired', 'BUSY', `too many unpaired connections at once while a pairing invite is open (at most ${MAX_PREAUTH_CONNECTIONS}); retry in a moment`);
+      return;
+    }
+    this.#preauth.add(conn);
+    try {
+      await this.#servePairing(conn, peerId);
+    } finally {
+      this.#preauth.delete(conn);
+      await conn.close().catch(() => undefined);
+    }
+  }
+
+  async #admitPaired(conn: Connection, peerId: string): Promise<void> {
+    const refusal = this.#overCap(peerId);
+    if (refusal !== undefined) {
+      this.#refuse(conn, peerId, 'paired', 'BUSY', refusal);
+      return;
+    }
+    this.#connections.set(conn, peerId);
+    this.#perPeer.set(peerId, (this.#perPeer.get(peerId) ?? 0) + 1);
+    try {
+      await this.#serveConnection(conn, peerId);
+    } finally {
+      this.#connections.delete(conn);
+      const left = (this.#perPeer.get(peerId) ?? 1) - 1;
+      if (left > 0) this.#perPeer.set(peerId, left);
+      else this.#perPeer.delete(peerId);
+    }
+  }
+
+  #notPairedMessage(peerId: string): string {
+    return `node ${peerId} is not paired with ${this.#options.identity.nodeId}; its owner can run: clawpeer pair add ${peerId} --name <NAME>`;
+  }
+
+  /** Why a new connection from paired `peerId` may not be admitted now, or undefined. */
   #overCap(peerId: string): string | undefined {
     const { maxConnections, maxConnectionsPerPeer } = this.#options.config;
     const mine = this.#perPeer.get(peerId) ?? 0;
@@ -205,34 +319,68 @@ export class NodeServer {
   }
 
   /**
-   * Tells an over-cap connection why on the control stream it opens (wire Error BUSY: retry
-   * later), then closes it. Bounded in time
-   * (REFUSAL_TIMEOUT_MS) and in number (MAX_PENDING_REFUSALS: beyond, closed at once).
+   * Tells a refused connection why on the control stream it opens (wire Error `code`: BUSY,
+   * retry later; NOT_PAIRED), then closes it; it is logged once. Bounded in time and in number
+   * per kind (REFUSAL_POLICY: beyond, closed at once with the reason as the close reason).
    */
-  #refuse(conn: Connection, peerId: string, reason: string): void {
-    const { log } = this.#options;
+  #refuse(conn: Connection, peerId: string, kind: RefusalKind, code: 'BUSY' | 'NOT_PAIRED', reason: string): void {
     const where = formatHostPort(conn.remoteAddress);
-    log.warn('refused connection over the cap', { id: peerId, addr: where, transport: conn.transport, reason });
-    if (this.#pendingRefusals >= MAX_PENDING_REFUSALS) {
-      void conn.close(reason).catch(() => undefined);
+    const fields = { id: peerId, addr: where, transport: conn.transport, reason };
+    if (kind === 'paired') this.#options.log.warn('refused connection over the cap', fields);
+    else if (code === 'NOT_PAIRED') this.#unpairedWarnings.warn('rejected unpaired peer', fields);
+    else this.#unpairedWarnings.warn('refused unpaired connection over the pre-auth budget', fields);
+    const policy = REFUSAL_POLICY[kind];
+    if (this.#pendingRefusals[kind] >= policy.max) {
+      void conn.close(reason, { linger: false }).catch(() => undefined);
       return;
     }
-    this.#pendingRefusals++;
+    this.#pendingRefusals[kind]++;
     const tell = async (): Promise<void> => {
-      const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), REFUSAL_TIMEOUT_MS, `control stream from ${peerId} at ${where}`);
+      const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), policy.timeoutMs, `control stream from ${peerId} at ${where}`);
       if (stream === null) return;
-      await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.BUSY.wire, message: reason })), REFUSAL_TIMEOUT_MS, 'sending the refusal');
+      await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS[code].wire, message: reason })), policy.timeoutMs, 'sending the refusal');
       await stream.finish().catch(() => undefined);
-      await settledWithin(conn.closed, REFUSAL_TIMEOUT_MS);
+      // The close below still delivers what was written (QUIC lingers for its acks; the TCP
+      // mux sends its GOAWAY after it).
+      if (policy.awaitPeerClose) await settledWithin(conn.closed, policy.timeoutMs);
     };
     this.#track(
       tell()
         .catch(() => undefined)
         .finally(() => {
-          this.#pendingRefusals--;
+          this.#pendingRefusals[kind]--;
           return conn.close(reason).catch(() => undefined);
         }),
     );
+  }
+
+  /**
+   * An unpaired key while an invite is open: its control stream and one message within
+   * PREAUTH_TIMEOUT_MS; a PairRequest that proves the invite pins it, anything else is refused
+   * with NOT_PAIRED.
+   */
+  async #servePairing(conn: Connection, peerId: string): Promise<void> {
+    const { log, config } = this.#options;
+    const invites = this.#options.invites;
+    if (invites === undefined) return;
+    const where = formatHostPort(conn.remoteAddress);
+    const timeoutMs = Math.min(PREAUTH_TIMEOUT_MS, config.handshakeTimeoutMs);
+    try {
+      const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), timeoutMs, `control stream from ${peerId} at ${where}`);
+      if (stream === null) return;
+      const refusal = await this.#pairByInvite(conn, stream, invites, timeoutMs);
+      if (refusal === undefined) return; // paired by invite just now
+      this.#unpairedWarnings.warn('rejected unpaired peer', { id: peerId, addr: where, transport: conn.transport });
+      const message = refusal === 'not-paired' ? this.#notPairedMessage(peerId) : refusal;
+      await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.NOT_PAIRED.wire, message })), 1_000, 'sending NOT_PAIRED').catch(() => undefined);
+      await stream.finish().catch(() => undefined);
+    } catch (err) {
+      if (!(err instanceof ClawpeerError)) {
+        log.error('internal error pairing a peer', { id: peerId, addr: where, stack: (err as Error).stack ?? String(err) });
+        return;
+      }
+      if (!this.#stop.signal.aborted) this.#unpairedWarnings.warn('unpaired connection dropped before it paired', { id: peerId, addr: where, code: err.code, error: err.message });
+    }
   }
 
   /**
@@ -240,10 +388,10 @@ export class NodeServer {
    * open invite pins the key and is answered with our proof (undefined: done); anything else is
    * refused (the refusal text, or 'not-paired' for the usual one).
    */
-  async #pairByInvite(conn: Connection, stream: DuplexStream, invites: InviteStore): Promise<string | undefined> {
-    const { log, config, identity, peers } = this.#options;
+  async #pairByInvite(conn: Connection, stream: DuplexStream, invites: InviteStore, timeoutMs: number): Promise<string | undefined> {
+    const { log, identity, peers } = this.#options;
     const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
-    const request = await readLoneMessage(stream, config.handshakeTimeoutMs, this.#stop.signal).catch(() => null);
+    const request = await readLoneMessage(stream, timeoutMs, this.#stop.signal).catch(() => null);
     if (request?.type !== 'pair-request') return 'not-paired';
     const redeemed = await invites.redeem((secret) => proofMatches(pairProof(secret, 'joiner', identity.publicKey, conn.remotePublicKey), request.proof));
     if (redeemed === undefined) return `node ${peerId} is not paired with ${identity.nodeId}: the invite code was not accepted (wrong, used or expired)`;
@@ -282,29 +430,14 @@ export class NodeServer {
     await settledWithin(conn.closed, REFUSAL_TIMEOUT_MS); // the joiner closes once it has read it
   }
 
-  async #serveConnection(conn: Connection): Promise<void> {
-    const { log, config, identity, peers } = this.#options;
-    const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
+  /** A paired key's connection: the handshake, the pinning checked again, then its requests. */
+  async #serveConnection(conn: Connection, peerId: string): Promise<void> {
+    const { log, config, identity } = this.#options;
     const where = formatHostPort(conn.remoteAddress);
+    const stillPaired = async (): Promise<boolean> => (await this.#pairedIds()).has(peerId);
     try {
       const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), config.handshakeTimeoutMs, `control stream from ${peerId} at ${where}`);
       if (stream === null) return;
-      // Pinning comes first: an unpaired key gets a wire error and nothing else is read, unless
-      // an invite is open: then its one message may be a PairRequest with the invite's proof.
-      if (!(await peers.isPaired(peerId))) {
-        const invites = this.#options.invites;
-        const open = invites === undefined ? false : await invites.hasOpen().catch((err: unknown) => {
-          log.warn('cannot read the pairing invites: none taken', { error: (err as Error).message });
-          return false;
-        });
-        const refusal = open && invites !== undefined ? await this.#pairByInvite(conn, stream, invites) : 'not-paired';
-        if (refusal === undefined) return; // paired by invite just now
-        log.warn('rejected unpaired peer', { id: peerId, addr: where, transport: conn.transport });
-        const message = refusal === 'not-paired' ? `node ${peerId} is not paired with ${identity.nodeId}; its owner can run: clawpeer pair add ${peerId} --name <NAME>` : refusal;
-        await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.NOT_PAIRED.wire, message })), 1_000, 'sending NOT_PAIRED').catch(() => undefined);
-        await stream.finish().catch(() => undefined);
-        return;
-      }
       const invites = this.#options.invites;
       const handshake = await serverHandshakeOrTake(
         stream,
@@ -312,7 +445,15 @@ export class NodeServer {
         invites === undefined ? undefined : (first) => this.#confirmPairing(conn, stream, invites, first),
       );
       if (handshake === null) return; // a retried pairing, answered
-      const session = new PeerSession(conn, handshake);
+      // Pinned at admission, but the handshake may have taken seconds: a `pair remove` in
+      // between must not let it in (the drop may have missed it while it had no session).
+      if (!(await stillPaired())) {
+        log.warn('peer unpaired during its handshake: refused', { id: peerId, addr: where, transport: conn.transport });
+        await settledWithin(handshake.channel.sendError('NOT_PAIRED', `node ${peerId} was unpaired by ${identity.nodeId}`), REFUSAL_TIMEOUT_MS);
+        await settledWithin(handshake.channel.close(), REFUSAL_TIMEOUT_MS);
+        return;
+      }
+      const session = new PeerSession(conn, handshake, { stillPaired });
       this.#sessions.set(session, { peerId, since: Date.now() });
       log.info('peer connected', { id: peerId, addr: where, transport: conn.transport, version: session.version });
       try {

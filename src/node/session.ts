@@ -23,11 +23,14 @@ export class PeerSession {
   readonly opener: DataOpener;
   #nextDataStreamId = 1;
   #nextTransferId = 1;
+  readonly #stillPaired: (() => Promise<boolean>) | undefined;
 
   constructor(
     readonly connection: Connection,
     handshake: ControlHandshakeResult,
+    options: { readonly stillPaired?: () => Promise<boolean> } = {},
   ) {
+    this.#stillPaired = options.stillPaired;
     this.peerId = nodeIdFromPublicKey(handshake.remotePublicKey);
     this.version = handshake.version;
     this.caps = handshake.caps;
@@ -35,6 +38,15 @@ export class PeerSession {
     this.control = handshake.channel;
     this.sealer = new DataSealer(this.keys.suite, this.keys.sendKey);
     this.opener = new DataOpener(this.keys.suite, this.keys.receiveKey);
+  }
+
+  /**
+   * The listener's side: whether the peer's key is still pinned here, asked before each of its
+   * requests (a `pair remove` then refuses the next one even if the drop missed this session).
+   * Always true for a session we dialled.
+   */
+  stillPaired(): Promise<boolean> {
+    return this.#stillPaired === undefined ? Promise.resolve(true) : this.#stillPaired();
   }
 
   /** A fresh id for a data stream we open: it is the stream part of every AEAD nonce on it. */

@@ -114,6 +114,11 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
       return;
     }
     if (msg === null) return;
+    if (msg.type !== 'pong' && !(await session.stillPaired())) {
+      ctx.log.warn('peer unpaired: refusing its request and closing', { peer: session.peerId, request: msg.type });
+      await session.control.sendError('NOT_PAIRED', `node ${session.peerId} was unpaired by ${ctx.nodeId ?? 'the listener'}: ${msg.type} refused`).catch(() => undefined);
+      return;
+    }
     switch (msg.type) {
       case 'ping':
         await session.control.send({ type: 'pong', seq: msg.seq, echoedTimeUs: msg.sentTimeUs });
