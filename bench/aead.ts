@@ -18,7 +18,7 @@
 // 16 KiB only, briefly, and writes nothing.
 import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import sodium from 'libsodium-wrappers';
-import { DataOpener, DataSealer } from '../src/crypto/aead.js';
+import { DataOpener, DataSealer } from '../src/protocol/aead.js';
 import { AEAD_SUITES, type AeadSuiteName } from '../src/protocol/capabilities.js';
 import { AEAD_TAG_BYTES, CHUNK_ID_BYTES, DATA_HEADER_BYTES, FRAME_HEADER_BYTES, decodeDataHeader, type DataFrame } from '../src/protocol/frame-codec.js';
 import { KiB, MiB, isMainModule, machineConditions, median, ratio, round, sampleRates, writeResult, type BenchConditions } from './common.js';

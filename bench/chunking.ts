@@ -21,8 +21,8 @@ import { chunkBoundaries, DEFAULT_CHUNKING } from '../src/chunking/fastcdc.js';
 import type { ChunkingParams, NormalizationLevel } from '../src/chunking/fastcdc.js';
 import { activeBlake3Backend, blake3, blake3Implementation, toHex } from '../src/chunking/blake3.js';
 import { MANIFEST_ENTRY_BYTES, manifestFromBytes } from '../src/chunking/manifest.js';
-import { chunkFile, manifestFromFile } from '../src/chunking/file-chunker.js';
-import { threadsFor } from '../src/chunking/parallel-manifest.js';
+import { chunkFile, manifestFromFile } from '../src/file-chunking/file-chunker.js';
+import { threadsFor } from '../src/file-chunking/parallel-manifest.js';
 import { isMainModule, KiB, median, MiB, REPO_ROOT, writeJsonFile, writeResult } from './common.js';
 
 export interface ChunkingBenchOptions {

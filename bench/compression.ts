@@ -16,7 +16,7 @@ import { mkdir, mkdtemp, open, rm, stat } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { zstdCodec } from '../src/node/chunk-compression.js';
+import { zstdCodec } from '../src/session/chunk-compression.js';
 import { argValue, isMainModule, machineConditions, median, MiB, ratio, REPO_ROOT, round, writeJsonFile, writeResult } from './common.js';
 import { clawpeerPush, setUpClawpeer, syncDisks, writeRandomFile, type ClawpeerSample, type ClawpeerSetup } from './transfer.js';
 

@@ -11,9 +11,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { threadsFor } from '../src/chunking/parallel-manifest.js';
+import { threadsFor } from '../src/file-chunking/parallel-manifest.js';
 import { DEFAULT_STREAMS, DEFAULT_WINDOW } from '../src/cli/commands/transfer.js';
-import { TRANSFER_WINDOW_BYTES } from '../src/node/transfer-send.js';
+import { TRANSFER_WINDOW_BYTES } from '../src/exchange/transfer-send.js';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
 import { argValue, isMainModule, machineConditions, MiB, round, writeResult } from './common.js';
 import { peakRssKiBOf, procStatusKiB } from './proc-status.js';

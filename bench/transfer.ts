@@ -47,7 +47,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DEFAULT_CHUNKING } from '../src/chunking/fastcdc.js';
 import { generateIdentity } from '../src/crypto/identity.js';
 import { silentLogger } from '../src/logger.js';
-import { scanSource } from '../src/node/transfer-source.js';
+import { scanSource } from '../src/exchange/transfer-source.js';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
 import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';

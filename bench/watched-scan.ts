@@ -16,8 +16,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_CHUNKING } from '../src/chunking/fastcdc.js';
 import { silentLogger } from '../src/logger.js';
-import { scanFolder } from '../src/node/folder-scanner.js';
-import { openSyncedFolder, ResidentFolders } from '../src/node/synced-folder.js';
+import { scanFolder } from '../src/folder-sync/folder-scanner.js';
+import { openSyncedFolder, ResidentFolders } from '../src/folder-sync/synced-folder.js';
 import { argValue, isMainModule, machineConditions, median, round, writeResult } from './common.js';
 
 const NODE_ID = '12D3KooWFEGht6khjm71Yyzjmiwe8pr15zQe27wbjyz8JPbCTgwd';
@@ -63,7 +63,7 @@ export async function main(options: { smoke?: boolean; files?: number } = {}): P
     await open(); // certified: the watcher's walk is done now
     // The baseline: the whole walk of the same tree (its log opened apart, as a non-resident sync does).
     const walk = async (): Promise<Sample> => {
-      const { RevisionStore } = await import('../src/node/revision-store.js');
+      const { RevisionStore } = await import('../src/store/revision-store.js');
       const store = await RevisionStore.open(root, { nodeId: NODE_ID });
       try {
         const started = performance.now();

@@ -13,13 +13,13 @@
 import { parentPort } from 'node:worker_threads';
 import { generateIdentity } from '../crypto/identity.js';
 import { silentLogger } from '../logger.js';
-import { resolveConfig } from '../node/config.js';
-import { PeerStore } from '../node/peer-store.js';
-import { NodeServer } from '../node/server.js';
-import type { Share } from '../node/shares.js';
-import { serveSession } from '../node/transfer-service.js';
-import { ResidentFolders } from '../node/synced-folder.js';
-import { ChunkIndexPool } from '../node/chunk-index-pool.js';
+import { resolveConfig } from '../home/config.js';
+import { PeerStore } from '../home/peer-store.js';
+import { NodeServer } from '../listener/server.js';
+import type { Share } from '../home/shares.js';
+import { serveSession } from '../push-pull/transfer-service.js';
+import { ResidentFolders } from '../folder-sync/synced-folder.js';
+import { ChunkIndexPool } from '../store/chunk-index-pool.js';
 import { selfWorkerOptions, startSelfWorker, stopperFor, type SelfWorkerFailed } from '../self-worker.js';
 
 const WORKER_MARKER = 'clawpeer-bench-listener-worker';

@@ -1,7 +1,7 @@
 // Option checks and option specs shared by several commands.
 import { readFileSync } from 'node:fs';
 import { ClawpeerError } from '../errors.js';
-import type { CompressionChoice } from '../node/config.js';
+import type { CompressionChoice } from '../home/config.js';
 import type { FilterRule } from '../transfer/exclude.js';
 import { MAX_RATE_BYTES_PER_SEC } from '../transfer/rate-limiter.js';
 

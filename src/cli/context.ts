@@ -1,7 +1,7 @@
 // What every command handler gets: resolved home, output, logger. Built once from global options.
 import { ClawpeerError, isInterruption } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
-import { resolveHome, type HomeLayout } from '../node/home.js';
+import { resolveHome, type HomeLayout } from '../home/home.js';
 import { Output } from './output.js';
 
 export interface GlobalOptions {

@@ -3,10 +3,10 @@
 // Loads nothing heavy: when the listener takes the sync, the CLI never loads the sync modules.
 import { createConnection } from 'node:net';
 import { ClawpeerError, LOCAL_ERRORS, type LocalErrorCode } from '../errors.js';
-import { controlSocketPath, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from '../node/resident-protocol.js';
-import type { SyncFolderResult } from '../node/sync-client.js';
-import type { TransferProgress } from '../node/transfer-progress.js';
-import type { CompressionChoice } from '../node/config.js';
+import { controlSocketPath, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from '../folder-sync/resident-protocol.js';
+import type { SyncFolderResult } from '../folder-sync/sync-client.js';
+import type { TransferProgress } from '../transfer/transfer-progress.js';
+import type { CompressionChoice } from '../home/config.js';
 import type { SyncModeName } from '../protocol/messages.js';
 import type { RemoteSpec } from './args.js';
 

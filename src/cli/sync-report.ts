@@ -1,7 +1,7 @@
 // What `clawpeer sync` prints at the end, whether it ran in the CLI, in a listener, or through
 // the fast path (sync-fast-path.ts).
-import type { PlannedChange } from '../node/sync-apply.js';
-import type { SyncDryRun, SyncFolderResult } from '../node/sync-client.js';
+import type { PlannedChange } from '../folder-sync/sync-apply.js';
+import type { SyncDryRun, SyncFolderResult } from '../folder-sync/sync-client.js';
 import type { Output } from './output.js';
 import { count, human } from '../format.js';
 

@@ -3,7 +3,7 @@
 // Goals: agree on a protocol version and the session's capabilities, derive per-direction
 // session keys from ephemeral X25519 keys, and bind all of it to the Ed25519 identities the
 // transport proved, with signatures over a domain-separated transcript of the exact bytes sent.
-// Non-goals: I/O and timers (src/node/control-channel.ts drives this core: it feeds frames and
+// Non-goals: I/O and timers (session/control-channel.ts drives this core: it feeds frames and
 // `now`, writes what pollTransmit() returns and re-arms one timer at pollTimeout()); pinning
 // against the paired set (the node layer does that before the handshake starts).
 //

@@ -82,7 +82,7 @@ export interface PongMessage {
   readonly echoedTimeUs: number;
 }
 
-/** Pairing by invite (node/pair-invite.ts): the joiner's proof of the invite secret, and the name it suggests. */
+/** Pairing by invite (home/pair-invite.ts): the joiner's proof of the invite secret, and the name it suggests. */
 export interface PairRequestMessage {
   readonly type: 'pair-request';
   /** PAIR_PROOF_BYTES. */

@@ -5,7 +5,7 @@
 // id = BLAKE3-256 of those bytes, which is what reconciliation exchanges; a decoder for records
 // a peer sends that takes a maximum size and rejects anything non-canonical with a PROTOCOL
 // error naming the field, so a peer cannot make two byte strings for one revision or smuggle an
-// unsafe path. Non-goals: deciding which revision wins (conflict.ts), storage (node/revision-store.ts),
+// unsafe path. Non-goals: deciding which revision wins (conflict.ts), storage (store/revision-store.ts),
 // framing (a record travels whole, length-delimited by the protocol, so a short buffer is a
 // malformed record here, not "need more bytes").
 //

@@ -6,8 +6,8 @@
 // that counted unpaired connections (as before) answers the paired peer BUSY.
 import t from 'tap';
 import path from 'node:path';
-import { loadIdentity } from '../../src/node/identity-store.js';
-import { PeerStore } from '../../src/node/peer-store.js';
+import { loadIdentity } from '../../src/home/identity-store.js';
+import { PeerStore } from '../../src/home/peer-store.js';
 import { rssKiB, sampleRss, startRig } from '../fault/fault-harness.js';
 import { floodFromChild, probePing, sleep, type Transport } from './admission-kit.js';
 

@@ -7,10 +7,10 @@
 // held is given back when it ends, and sessions together meet the listener-wide budget.
 import t from 'tap';
 import { ClawpeerError } from '../../src/errors.js';
-import { DEFAULT_BUDGETS, ListenerBudgets } from '../../src/node/listener-budgets.js';
-import type { PeerSession } from '../../src/node/session.js';
-import { withTimeout } from '../../src/node/timeouts.js';
-import { expectMessage } from '../../src/node/transfer-control.js';
+import { DEFAULT_BUDGETS, ListenerBudgets } from '../../src/session/listener-budgets.js';
+import type { PeerSession } from '../../src/session/session.js';
+import { withTimeout } from '../../src/support/timeouts.js';
+import { expectMessage } from '../../src/exchange/transfer-control.js';
 import { rssKiB, sampleRss, startRig } from '../fault/fault-harness.js';
 import { dialAs, fileEntry, pingOk } from './budget-kit.js';
 

@@ -7,8 +7,8 @@ import t from 'tap';
 import { chmod, chown, lstat, mkdir, mkdtemp, readFile, readdir, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createIdentity, loadIdentity } from '../../src/node/identity-store.js';
-import { PeerStore } from '../../src/node/peer-store.js';
+import { createIdentity, loadIdentity } from '../../src/home/identity-store.js';
+import { PeerStore } from '../../src/home/peer-store.js';
 import { generateIdentity } from '../../src/crypto/identity.js';
 import { exposedEntries, initNode, jsonLines, runCli, startListener } from './state-kit.js';
 

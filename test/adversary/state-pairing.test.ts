@@ -5,9 +5,9 @@ import t from 'tap';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createIdentity } from '../../src/node/identity-store.js';
-import { InviteStore } from '../../src/node/pair-invite.js';
-import { PeerStore } from '../../src/node/peer-store.js';
+import { createIdentity } from '../../src/home/identity-store.js';
+import { InviteStore } from '../../src/home/pair-invite.js';
+import { PeerStore } from '../../src/home/peer-store.js';
 import { runCli, startListener } from './state-kit.js';
 
 async function home(label: string): Promise<{ home: string; id: string }> {

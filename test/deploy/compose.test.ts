@@ -15,8 +15,8 @@ import { parse as parseYaml } from 'yaml';
 import { parseImpairSpec } from '../../src/relay/impair-spec.js';
 import { CLI } from '../e2e/cli-harness.js';
 import { generateIdentity } from '../../src/crypto/identity.js';
-import { createIdentity } from '../../src/node/identity-store.js';
-import { PeerStore } from '../../src/node/peer-store.js';
+import { createIdentity } from '../../src/home/identity-store.js';
+import { PeerStore } from '../../src/home/peer-store.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));

@@ -4,7 +4,7 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
-import { loadIdentity } from '../../src/node/identity-store.js';
+import { loadIdentity } from '../../src/home/identity-store.js';
 import { backendByName } from '../../src/transport/backends.js';
 import { join } from 'node:path';
 import { mkdtemp, readdir, writeFile } from 'node:fs/promises';

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
 import { makeTree, snapshot } from './tree-helpers.js';
-import { EARLY_MAX_BYTES } from '../../src/node/transfer-send.js';
-import { zstdCodec } from '../../src/node/chunk-compression.js';
+import { EARLY_MAX_BYTES } from '../../src/exchange/transfer-send.js';
+import { zstdCodec } from '../../src/session/chunk-compression.js';
 
 const a = await initNode('pa');
 const b = await initNode('pb');

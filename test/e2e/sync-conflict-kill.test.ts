@@ -7,8 +7,8 @@ import { link, lstat, mkdir, mkdtemp, readdir, readFile, utimes, writeFile } fro
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
-import { scanFolder } from '../../src/node/folder-scanner.js';
-import { RevisionStore } from '../../src/node/revision-store.js';
+import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
+import { RevisionStore } from '../../src/store/revision-store.js';
 import { conflictPath } from '../../src/sync/conflict.js';
 import { initNode, jsonLines, runCli, startListener, type CliResult } from './cli-harness.js';
 import { snapshot as fullSnapshot, type TreeItem } from './tree-helpers.js';

@@ -9,9 +9,9 @@ import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, utimes, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
-import { scanFolder } from '../../src/node/folder-scanner.js';
-import { RevisionStore } from '../../src/node/revision-store.js';
-import { zstdCodec } from '../../src/node/chunk-compression.js';
+import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
+import { RevisionStore } from '../../src/store/revision-store.js';
+import { zstdCodec } from '../../src/session/chunk-compression.js';
 import { CLI, initNode, jsonLines, runCli, startListener } from './cli-harness.js';
 import { snapshot as fullSnapshot, type TreeItem } from './tree-helpers.js';
 

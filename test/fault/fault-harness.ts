@@ -18,8 +18,8 @@ import type { Test } from 'tap';
 import { CLI, jsonLines, runCli, startListener, type CliResult, type RunningListener } from '../e2e/cli-harness.js';
 import { snapshot, type TreeItem } from '../e2e/tree-helpers.js';
 import { startUdpRelay, type UdpRelay } from '../../src/relay/udp-relay.js';
-import { createIdentity } from '../../src/node/identity-store.js';
-import { PeerStore } from '../../src/node/peer-store.js';
+import { createIdentity } from '../../src/home/identity-store.js';
+import { PeerStore } from '../../src/home/peer-store.js';
 
 export { CLI, jsonLines, runCli, snapshot, type CliResult, type TreeItem };
 
@@ -743,10 +743,10 @@ async function openFds(pid: number): Promise<number> {
 
 /** Runs the load scenario against a fresh listener; returns the measured figures (the caller asserts). */
 export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
-  const { resolvePeer } = await import('../../src/node/peer-resolve.js');
-  const { dialPeer } = await import('../../src/node/dialer.js');
-  const { pingPeer } = await import('../../src/node/ping.js');
-  const { resolveConfig } = await import('../../src/node/config.js');
+  const { resolvePeer } = await import('../../src/home/peer-resolve.js');
+  const { dialPeer } = await import('../../src/session/dialer.js');
+  const { pingPeer } = await import('../../src/session/ping.js');
+  const { resolveConfig } = await import('../../src/home/config.js');
   const { silentLogger } = await import('../../src/logger.js');
   const os = await import('node:os');
 
@@ -828,7 +828,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
 
     // 2. Connect / handshake / ping / disconnect cycles, in process, spread over the peers.
     const config = resolveConfig({ transport: 'quic' });
-    const identities = await Promise.all(peers.map(async (p) => (await import('../../src/node/identity-store.js')).loadIdentity(path.join(p.home, 'identity.key'))));
+    const identities = await Promise.all(peers.map(async (p) => (await import('../../src/home/identity-store.js')).loadIdentity(path.join(p.home, 'identity.key'))));
     const resolved = await Promise.all(peers.map((p) => resolvePeer(new PeerStore(path.join(p.home, 'peers.json')), 'alice', undefined)));
     const cycleFailures: string[] = [];
     let cyclesOk = 0;

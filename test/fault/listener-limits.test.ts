@@ -14,15 +14,15 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { resolveConfig } from '../../src/node/config.js';
-import { dialPeer } from '../../src/node/dialer.js';
-import { loadIdentity } from '../../src/node/identity-store.js';
-import { PeerStore } from '../../src/node/peer-store.js';
-import { resolvePeer } from '../../src/node/peer-resolve.js';
-import { pingPeer } from '../../src/node/ping.js';
-import { tempNameFor } from '../../src/node/publisher.js';
-import type { PeerSession } from '../../src/node/session.js';
-import { withTimeout } from '../../src/node/timeouts.js';
+import { resolveConfig } from '../../src/home/config.js';
+import { dialPeer } from '../../src/session/dialer.js';
+import { loadIdentity } from '../../src/home/identity-store.js';
+import { PeerStore } from '../../src/home/peer-store.js';
+import { resolvePeer } from '../../src/home/peer-resolve.js';
+import { pingPeer } from '../../src/session/ping.js';
+import { tempNameFor } from '../../src/store/publisher.js';
+import type { PeerSession } from '../../src/session/session.js';
+import { withTimeout } from '../../src/support/timeouts.js';
 import { silentLogger } from '../../src/logger.js';
 import {
   doneEvent, isClawpeerInternal, makeSeededTree, newHome, runCli, sleep, snapshot, spawnCli, startRig, treeDiff, withoutInternals, type Rig,

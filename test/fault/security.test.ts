@@ -12,22 +12,22 @@
 import t, { type Test } from 'tap';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { DEFAULT_CONFIG, resolveConfig, type NodeConfig } from '../../src/node/config.js';
-import { dialPeer } from '../../src/node/dialer.js';
-import { expectFrame, FrameStream } from '../../src/node/frame-stream.js';
-import { loadIdentity } from '../../src/node/identity-store.js';
-import { PeerStore } from '../../src/node/peer-store.js';
-import { resolvePeer } from '../../src/node/peer-resolve.js';
-import { pingPeer } from '../../src/node/ping.js';
-import { NodeServer } from '../../src/node/server.js';
-import type { PeerSession } from '../../src/node/session.js';
-import { serveSession } from '../../src/node/transfer-service.js';
-import { sessionChunking } from '../../src/node/transfer-control.js';
-import { expectMessage, manifestMessages } from '../../src/node/transfer-control.js';
-import { scanSource, type TransferSource } from '../../src/node/transfer-source.js';
-import { chunkIdAt } from '../../src/node/chunk-order.js';
-import { zstdCodec } from '../../src/node/chunk-compression.js';
-import { withTimeout } from '../../src/node/timeouts.js';
+import { DEFAULT_CONFIG, resolveConfig, type NodeConfig } from '../../src/home/config.js';
+import { dialPeer } from '../../src/session/dialer.js';
+import { expectFrame, FrameStream } from '../../src/session/frame-stream.js';
+import { loadIdentity } from '../../src/home/identity-store.js';
+import { PeerStore } from '../../src/home/peer-store.js';
+import { resolvePeer } from '../../src/home/peer-resolve.js';
+import { pingPeer } from '../../src/session/ping.js';
+import { NodeServer } from '../../src/listener/server.js';
+import type { PeerSession } from '../../src/session/session.js';
+import { serveSession } from '../../src/push-pull/transfer-service.js';
+import { sessionChunking } from '../../src/exchange/transfer-control.js';
+import { expectMessage, manifestMessages } from '../../src/exchange/transfer-control.js';
+import { scanSource, type TransferSource } from '../../src/exchange/transfer-source.js';
+import { chunkIdAt } from '../../src/transfer/chunk-order.js';
+import { zstdCodec } from '../../src/session/chunk-compression.js';
+import { withTimeout } from '../../src/support/timeouts.js';
 import { encodeControlFrame } from '../../src/protocol/messages.js';
 import { decodeAckBody } from '../../src/protocol/ack-codec.js';
 import { FRAME_HEADER_BYTES } from '../../src/protocol/frame-codec.js';
@@ -377,7 +377,7 @@ for (const transport of ['quic', 'tcp'] as const) {
 
 /** Runs the client handshake on an already connected transport (the flood needs its own options). */
 async function dialOnConnection(conn: Connection): Promise<{ close(): Promise<void> }> {
-  const { clientHandshake } = await import('../../src/node/control-channel.js');
+  const { clientHandshake } = await import('../../src/session/control-channel.js');
   const peer = await resolvePeer(peerStoreB, 'alice', undefined);
   const stream = await conn.openStream();
   await clientHandshake(stream, { identity: identityB, expectedRemoteKey: peer.publicKey, timeoutMs: 10_000 });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { ClawpeerError } from '../../src/errors.js';
 import { identityFromSeed } from '../../src/crypto/identity.js';
-import { clientHandshake, serverHandshake, serverHandshakeOrTake, type ControlHandshakeOptions } from '../../src/node/control-channel.js';
+import { clientHandshake, serverHandshake, serverHandshakeOrTake, type ControlHandshakeOptions } from '../../src/session/control-channel.js';
 import { FrameDecoder, type Frame } from '../../src/protocol/frame-codec.js';
 import { decodeControl, encodeControlFrame, type ControlMessage } from '../../src/protocol/messages.js';
 import type { DuplexStream } from '../../src/transport/types.js';

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createHash, createPublicKey, diffieHellman, hkdfSync } from 'node:crypto';
-import { DataOpener, DataSealer } from '../../src/crypto/aead.js';
+import { DataOpener, DataSealer } from '../../src/protocol/aead.js';
 import { identityFromSeed } from '../../src/crypto/identity.js';
 import { ephemeralKeyPairFromPrivate } from '../../src/crypto/session-keys.js';
 import { DEFAULT_CAPABILITIES, type Capabilities } from '../../src/protocol/capabilities.js';

@@ -1,4 +1,4 @@
-// `doctor`: runs the health checks of node/doctor.ts and prints each as it completes: a table
+// `doctor`: runs the health checks of ops/doctor.ts and prints each as it completes: a table
 // row (ok / warn / FAIL, what was found, the fix) or, with --json, one
 // {"event":"check","name","status","detail","fix"} line per check and a final
 // {"event":"summary","ok","warn","fail","checks"}. Exits 1 when any check failed (warnings
@@ -6,7 +6,7 @@
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { intOption } from '../args.js';
-import { DEFAULT_PEER_TIMEOUT_MS, runDoctor, summarize, type CheckResult } from '../../node/doctor.js';
+import { DEFAULT_PEER_TIMEOUT_MS, runDoctor, summarize, type CheckResult } from '../../ops/doctor.js';
 import type { Runner } from '../context.js';
 
 const STATUS_LABEL: Record<CheckResult['status'], string> = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' };

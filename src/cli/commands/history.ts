@@ -6,9 +6,9 @@ import type { Argv } from 'yargs';
 import { bytesEqual, toHex } from '../../chunking/blake3.js';
 import { DEFAULT_CHUNKING, type ChunkingParams } from '../../chunking/fastcdc.js';
 import { ClawpeerError } from '../../errors.js';
-import { identityExists, loadIdentity } from '../../node/identity-store.js';
-import { INTERNAL_DIR_NAME } from '../../node/internal-names.js';
-import { loadSyncIgnore } from '../../node/sync-ignore.js';
+import { identityExists, loadIdentity } from '../../home/identity-store.js';
+import { INTERNAL_DIR_NAME } from '../../store/internal-names.js';
+import { loadSyncIgnore } from '../../folder-sync/sync-ignore.js';
 import { DEFAULT_CAPABILITIES } from '../../protocol/capabilities.js';
 import type { RevisionEntry } from '../../sync/revision.js';
 import { formatVector } from '../../sync/version-vector.js';
@@ -32,7 +32,7 @@ function defaultFolderChunking(): ChunkingParams {
 
 /** The synced folder containing `target` (the nearest directory with a revision log) and the path inside it. */
 async function locateFolder(target: string): Promise<{ folder: string; rel: string }> {
-  const { REVLOG_DIR_NAME } = await import('../../node/revision-store.js');
+  const { REVLOG_DIR_NAME } = await import('../../store/revision-store.js');
   const abs = path.resolve(target);
   for (let dir = abs; ; dir = path.dirname(dir)) {
     try {
@@ -63,7 +63,7 @@ function revisionRecord(e: RevisionEntry, isHead: boolean): Record<string, unkno
 
 async function runLog(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
   const { folder, rel } = await locateFolder(String(args['target']));
-  const { RevisionStore } = await import('../../node/revision-store.js');
+  const { RevisionStore } = await import('../../store/revision-store.js');
   const store = await RevisionStore.open(folder, { nodeId: await localNodeId(ctx) });
   try {
     const under = (p: string): boolean => rel === '' || p === rel || p.startsWith(rel + '/');
@@ -86,12 +86,12 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
   const { folder, rel } = await locateFolder(String(args['target']));
   if (rel === '') throw new ClawpeerError('USAGE', 'name a path inside the folder to restore');
   const revHex = String(args['rev']).toLowerCase();
-  const { RevisionStore } = await import('../../node/revision-store.js');
-  const { FolderLock } = await import('../../node/folder-lock.js');
-  const { scanFolder } = await import('../../node/folder-scanner.js');
-  const { historyBlobPath } = await import('../../node/sync-history.js');
-  const { tempNameFor } = await import('../../node/publisher.js');
-  const { manifestFromFile } = await import('../../chunking/file-chunker.js');
+  const { RevisionStore } = await import('../../store/revision-store.js');
+  const { FolderLock } = await import('../../store/folder-lock.js');
+  const { scanFolder } = await import('../../folder-sync/folder-scanner.js');
+  const { historyBlobPath } = await import('../../store/sync-history.js');
+  const { tempNameFor } = await import('../../store/publisher.js');
+  const { manifestFromFile } = await import('../../file-chunking/file-chunker.js');
   const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: ctx.signal });
   try {
     const store = await RevisionStore.open(folder, { nodeId: (await loadIdentity(ctx.home.identityKeyFile)).nodeId });
@@ -164,9 +164,9 @@ async function runGc(ctx: CommandContext, args: Record<string, unknown>): Promis
   const keepLast = Number(args['keep-last']);
   if (!Number.isInteger(keepLast) || keepLast < 1) throw new ClawpeerError('USAGE', `--keep-last must be an integer >= 1, got ${JSON.stringify(args['keep-last'])}`);
   const { folder } = await locateFolder(String(args['dir']));
-  const { RevisionStore } = await import('../../node/revision-store.js');
-  const { FolderLock } = await import('../../node/folder-lock.js');
-  const { removeHistoryBlobs } = await import('../../node/sync-history.js');
+  const { RevisionStore } = await import('../../store/revision-store.js');
+  const { FolderLock } = await import('../../store/folder-lock.js');
+  const { removeHistoryBlobs } = await import('../../store/sync-history.js');
   const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: ctx.signal });
   try {
     const store = await RevisionStore.open(folder, { nodeId: await localNodeId(ctx) });

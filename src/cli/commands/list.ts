@@ -3,10 +3,10 @@
 // that directory (everything below with -r). Names come from the peer: unprintable characters
 // are escaped on a terminal (rsync's \#ooo), so a name cannot drive the terminal.
 import type { Argv } from 'yargs';
-import { loadIdentity } from '../../node/identity-store.js';
-import { PeerStore } from '../../node/peer-store.js';
-import { resolvePeer } from '../../node/peer-resolve.js';
-import { resolveConfig } from '../../node/config.js';
+import { loadIdentity } from '../../home/identity-store.js';
+import { PeerStore } from '../../home/peer-store.js';
+import { resolvePeer } from '../../home/peer-resolve.js';
+import { resolveConfig } from '../../home/config.js';
 import type { ListEntry, ShareInfo } from '../../protocol/messages.js';
 import type { CommandContext, Runner } from '../context.js';
 import { parseRemote, TRANSPORT_OPTION } from '../args.js';
@@ -62,8 +62,8 @@ export function registerListCommands(cli: Argv, run: Runner): Argv {
       const config = resolveConfig({ transport: args['transport'] });
       const identity = await loadIdentity(ctx.home.identityKeyFile);
       const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
-      const { dialPeer } = await import('../../node/dialer.js');
-      const { listRemote } = await import('../../node/list-client.js');
+      const { dialPeer } = await import('../../session/dialer.js');
+      const { listRemote } = await import('../../push-pull/list-client.js');
       const session = await dialPeer({ identity, peer, config, log: ctx.log.child('ls'), signal: ctx.signal });
       try {
         let entries = 0;

@@ -2,14 +2,14 @@
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import { CONFIG_LIMITS, DEFAULT_CONFIG, keepAliveFor, resolveConfig, type NodeConfig } from '../../node/config.js';
-import { createIdentity, identityExists, loadIdentity } from '../../node/identity-store.js';
-import { findPeer, PeerStore } from '../../node/peer-store.js';
-import { InviteStore } from '../../node/pair-invite.js';
-import { resolvePeer } from '../../node/peer-resolve.js';
-import { applyAllowLists, resolveShares, type Share } from '../../node/shares.js';
-import { formatHostPort } from '../../node/address.js';
-import type { ListenerStatus } from '../../node/resident-protocol.js';
+import { CONFIG_LIMITS, DEFAULT_CONFIG, keepAliveFor, resolveConfig, type NodeConfig } from '../../home/config.js';
+import { createIdentity, identityExists, loadIdentity } from '../../home/identity-store.js';
+import { findPeer, PeerStore } from '../../home/peer-store.js';
+import { InviteStore } from '../../home/pair-invite.js';
+import { resolvePeer } from '../../home/peer-resolve.js';
+import { applyAllowLists, resolveShares, type Share } from '../../home/shares.js';
+import { formatHostPort } from '../../home/address.js';
+import type { ListenerStatus } from '../../folder-sync/resident-protocol.js';
 import type { Runner } from '../context.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 
@@ -66,7 +66,7 @@ export function listenConfigFrom(args: Record<string, unknown>): NodeConfig {
  * alive). Logs the count per share.
  */
 async function sweepStaleTempFiles(shares: readonly Share[], log: Logger, signal: AbortSignal): Promise<void> {
-  const { removeStaleTempFiles } = await import('../../node/publisher.js');
+  const { removeStaleTempFiles } = await import('../../store/publisher.js');
   for (const share of shares) {
     if (share.readOnly || signal.aborted) continue;
     try {
@@ -112,18 +112,18 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const allow = args['allow'] as string[];
         const pairs = allow.length > 0 ? await peerStore.list() : []; // names in allow lists are resolved against the pairs
         const shares = applyAllowLists(await resolveShares(args['share'] as string[], ctx.home.inboxDir), allow, (p) => findPeer(pairs, p)?.id);
-        const { NodeServer } = await import('../../node/server.js');
-        const { serveSession } = await import('../../node/transfer-service.js');
-        const { ChunkIndexPool } = await import('../../node/chunk-index-pool.js');
+        const { NodeServer } = await import('../../listener/server.js');
+        const { serveSession } = await import('../../push-pull/transfer-service.js');
+        const { ChunkIndexPool } = await import('../../store/chunk-index-pool.js');
         const log = ctx.log.child('listen');
-        const { ResidentFolders } = await import('../../node/synced-folder.js');
+        const { ResidentFolders } = await import('../../folder-sync/synced-folder.js');
         const indexes = new ChunkIndexPool({ log });
         const resident = new ResidentFolders({ log });
         const { RateLimiter } = await import('../../transfer/rate-limiter.js');
         // One cap for everything this listener sends: every peer, pull and sync together.
         const sendLimiter = bwlimit === undefined ? undefined : new RateLimiter(bwlimit);
         const limited = sendLimiter === undefined ? {} : { sendLimiter };
-        const { ListenerActivity } = await import('../../node/listener-activity.js');
+        const { ListenerActivity } = await import('../../session/listener-activity.js');
         const activity = new ListenerActivity();
         const startedAt = Date.now();
         const server = await NodeServer.start(
@@ -145,14 +145,14 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           return { pid: process.pid, id: identity.nodeId, host: first.host, port: first.port, transports, startedAt, shares: shareRecords, peers, activity: activity.snapshot(), ended: activity.totals() };
         };
         // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
-        const { ResidentSyncServer } = await import('../../node/resident-sync.js');
+        const { ResidentSyncServer } = await import('../../folder-sync/resident-sync.js');
         const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, status, activity, ...limited });
         ctx.out.emit(
           { event: 'listening', host: first.host, port: first.port, id: identity.nodeId, transports, shares: shareRecords },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
         );
         // The home's own listener (it has the control socket) tells the home's commands where it is.
-        const { writeListening, removeListening } = await import('../../node/listening-file.js');
+        const { writeListening, removeListening } = await import('../../home/listening-file.js');
         if (control !== undefined) await writeListening(ctx.home.dir, { pid: process.pid, host: first.host, port: first.port }).catch(() => undefined);
         if (!ctx.out.json) {
           process.stderr.write(
@@ -190,9 +190,9 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const intervalMs = intOption(args['interval'], '--interval', 0, 3_600_000);
         const identity = await loadIdentity(ctx.home.identityKeyFile);
         const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), String(args['peer']), args['addr'] as string | undefined);
-        const { dialPeer } = await import('../../node/dialer.js');
-        const { pingPeer } = await import('../../node/ping.js');
-        const { describeCapabilities } = await import('../../node/session.js');
+        const { dialPeer } = await import('../../session/dialer.js');
+        const { pingPeer } = await import('../../session/ping.js');
+        const { describeCapabilities } = await import('../../session/session.js');
         const session = await dialPeer({ identity, peer, config, log: ctx.log.child('ping'), signal: ctx.signal });
         try {
           const caps = describeCapabilities(session.caps);

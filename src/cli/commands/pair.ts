@@ -2,12 +2,12 @@
 // other's keys with a one-time code instead of copying node ids both ways (pair-invite.ts).
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { formatHostPort, parseHostPort } from '../../node/address.js';
-import { readListening } from '../../node/listening-file.js';
-import { resolveConfig } from '../../node/config.js';
-import { loadIdentity } from '../../node/identity-store.js';
-import { DEFAULT_INVITE_TTL_MS, InviteStore, parseInviteCode } from '../../node/pair-invite.js';
-import { PeerStore, validatePeerName } from '../../node/peer-store.js';
+import { formatHostPort, parseHostPort } from '../../home/address.js';
+import { readListening } from '../../home/listening-file.js';
+import { resolveConfig } from '../../home/config.js';
+import { loadIdentity } from '../../home/identity-store.js';
+import { DEFAULT_INVITE_TTL_MS, InviteStore, parseInviteCode } from '../../home/pair-invite.js';
+import { PeerStore, validatePeerName } from '../../home/peer-store.js';
 import { intOption, TRANSPORT_OPTION } from '../args.js';
 import type { Runner } from '../context.js';
 
@@ -107,7 +107,7 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
           const address = parseHostPort(String(args['addr']), '--addr');
           const name = args['name'] === undefined ? undefined : validatePeerName(String(args['name']));
           const identity = await loadIdentity(ctx.home.identityKeyFile);
-          const { joinByInvite } = await import('../../node/pair-join.js');
+          const { joinByInvite } = await import('../../ops/pair-join.js');
           const entry = await joinByInvite({
             identity, peers: new PeerStore(ctx.home.peersFile), address, secret, config: resolveConfig({ transport: args['transport'] }),
             log: ctx.log.child('pair'), signal: ctx.signal, ...(name === undefined ? {} : { name }),

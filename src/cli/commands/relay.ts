@@ -6,7 +6,7 @@
 // their explicit choice and allows remote addresses (the relay refuses them otherwise).
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { formatHostPort, parseHostPort } from '../../node/address.js';
+import { formatHostPort, parseHostPort } from '../../home/address.js';
 import { formatImpairSpec, parseImpairSpec, type ImpairSpec } from '../../relay/impair-spec.js';
 import type { ImpairmentCounters, PipeCounters } from '../../relay/impairment.js';
 import { TCP_RELAY_LIMITATION, startTcpRelay } from '../../relay/tcp-relay.js';

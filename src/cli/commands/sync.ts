@@ -1,20 +1,20 @@
 // `sync`: revision sync of a folder with a peer's share (its history: history.ts). Light imports:
 // when a listener runs the sync (resident-client.ts), this process loads little else.
 import { realpath } from 'node:fs/promises';
-import { makeDirs } from '../../node/make-dirs.js';
+import { makeDirs } from '../../support/make-dirs.js';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { resolveConfig, type NodeConfig } from '../../node/config.js';
+import { resolveConfig, type NodeConfig } from '../../home/config.js';
 import type { Identity } from '../../crypto/identity.js';
 import type { Logger } from '../../logger.js';
-import type { ResolvedPeer } from '../../node/peer-resolve.js';
-import { isTempFileName } from '../../node/internal-names.js';
-import { QuietTimer } from '../../node/quiet-timer.js';
-import { loadSyncIgnore } from '../../node/sync-ignore.js';
-import type { ResidentFolders } from '../../node/synced-folder.js';
-import type { SyncFolderResult } from '../../node/sync-client.js';
-import type { TransferProgress } from '../../node/transfer-progress.js';
+import type { ResolvedPeer } from '../../home/peer-resolve.js';
+import { isTempFileName } from '../../store/internal-names.js';
+import { QuietTimer } from '../../support/quiet-timer.js';
+import { loadSyncIgnore } from '../../folder-sync/sync-ignore.js';
+import type { ResidentFolders } from '../../folder-sync/synced-folder.js';
+import type { SyncFolderResult } from '../../folder-sync/sync-client.js';
+import type { TransferProgress } from '../../transfer/transfer-progress.js';
 import type { SyncModeName } from '../../protocol/messages.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
@@ -65,11 +65,11 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   await loadSyncIgnore(dir);
   const log = ctx.log.child('sync');
   // A listener of this home that serves `dir` runs the sync itself: it watches its shares, so
-  // an unchanged folder is not scanned again (node/folder-watcher.ts). Otherwise this process
-  // syncs (node/sync-with-peer.ts loads the sync modules while it dials).
+  // an unchanged folder is not scanned again (folder-sync/folder-watcher.ts). Otherwise this process
+  // syncs (folder-sync/sync-with-peer.ts loads the sync modules while it dials).
   const selfAndPeer = async (): Promise<{ identity: Identity; peer: ResolvedPeer }> => {
     const [{ loadIdentity }, { PeerStore }, { resolvePeer }] = await Promise.all([
-      import('../../node/identity-store.js'), import('../../node/peer-store.js'), import('../../node/peer-resolve.js'),
+      import('../../home/identity-store.js'), import('../../home/peer-store.js'), import('../../home/peer-resolve.js'),
     ]);
     const identity = await loadIdentity(ctx.home.identityKeyFile);
     return { identity, peer: await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined) };
@@ -78,7 +78,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   // skips the scan when nothing changed, or looks at just the changed files (synced-folder.ts).
   let watchFolders: ResidentFolders | undefined;
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
-    const [{ identity, peer }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../node/sync-with-peer.js')]);
+    const [{ identity, peer }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../folder-sync/sync-with-peer.js')]);
     return syncWithPeer({
       identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun,
       ...(onProgress === undefined ? {} : { onProgress }), ...(bwlimit === undefined ? {} : { bwlimit }),
@@ -128,9 +128,9 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
       wake?.();
     },
   });
-  // One watch per directory (node/folder-watcher.ts; Node's recursive fs.watch on Linux sets one
+  // One watch per directory (folder-sync/folder-watcher.ts; Node's recursive fs.watch on Linux sets one
   // per file). Publisher temp files are our own sync's, not changes; .clawpeer is not watched.
-  const folders = new (await import('../../node/synced-folder.js')).ResidentFolders({ log: ctx.log });
+  const folders = new (await import('../../folder-sync/synced-folder.js')).ResidentFolders({ log: ctx.log });
   watchFolders = folders;
   const stopWatching = folders.watchers.forFolder(await realpath(dir)).subscribe((_dir: string, name: string | null) => {
     if (name !== null && isTempFileName(name)) return;
@@ -161,7 +161,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
 }
 
 /**
- * Keeps a watch on the peer's share (node/share-watch-client.ts) while --watch runs, so its
+ * Keeps a watch on the peer's share (folder-sync/share-watch-client.ts) while --watch runs, so its
  * changes start a sync at once; --interval stays the fallback. A watch that ends is asked for
  * again every PEER_WATCH_RETRY_MS, and a renewed one starts a sync (changes in between were not
  * told). A peer whose clawpeer cannot tell changes is asked once. Never throws.
@@ -177,7 +177,7 @@ async function followPeerChanges(o: {
   let lost = false;
   while (!o.signal.aborted) {
     try {
-      const [{ identity, peer }, { watchPeerShare }] = await Promise.all([o.selfAndPeer(), import('../../node/share-watch-client.js')]);
+      const [{ identity, peer }, { watchPeerShare }] = await Promise.all([o.selfAndPeer(), import('../../folder-sync/share-watch-client.js')]);
       const outcome = await watchPeerShare({
         identity, peer, config: o.config, share: o.share, log: o.log, signal: o.signal, onChange: o.onChange,
         onWatching: () => {

@@ -2,21 +2,21 @@
 import { readFileSync, statSync } from 'node:fs';
 import type { Argv } from 'yargs';
 import { ClawpeerError, isInterruption } from '../../errors.js';
-import { resolveConfig } from '../../node/config.js';
-import { loadIdentity } from '../../node/identity-store.js';
-import { PeerStore } from '../../node/peer-store.js';
-import { resolvePeer } from '../../node/peer-resolve.js';
-import type { TransferResult } from '../../node/transfer-client.js';
-import type { SizeRange } from '../../node/transfer-source.js';
-import { combineResults } from '../../node/transfer-results.js';
-import { SequentialProgress } from '../../node/transfer-progress.js';
-import type { DryRunReport } from '../../node/dry-run.js';
+import { resolveConfig } from '../../home/config.js';
+import { loadIdentity } from '../../home/identity-store.js';
+import { PeerStore } from '../../home/peer-store.js';
+import { resolvePeer } from '../../home/peer-resolve.js';
+import type { TransferResult } from '../../push-pull/transfer-client.js';
+import type { SizeRange } from '../../exchange/transfer-source.js';
+import { combineResults } from '../../push-pull/transfer-results.js';
+import { SequentialProgress } from '../../transfer/transfer-progress.js';
+import type { DryRunReport } from '../../transfer/dry-run.js';
 import type { CommandContext, Runner } from '../context.js';
 import { combineChmods } from '../../transfer/chmod.js';
 import { compileFilter } from '../../transfer/exclude.js';
 import { parseFileList } from '../../transfer/file-list.js';
 import { fileListBytes, MAX_FILES_FROM_BYTES, MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
-import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../node/backups.js';
+import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../store/backups.js';
 import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { count, human, parseSize } from '../../format.js';
 import { createProgress } from '../progress.js';
@@ -311,8 +311,8 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   if (direction === 'pull' && !dryRun) for (const r of remotes) await sweepPullDestination(ctx, localPath, filesFrom === undefined ? r.path : '');
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
-  const { dialPeer } = await import('../../node/dialer.js');
-  const { push, pull } = await import('../../node/transfer-client.js');
+  const { dialPeer } = await import('../../session/dialer.js');
+  const { push, pull } = await import('../../push-pull/transfer-client.js');
   const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal });
   const progress = createProgress(ctx.out);
   let delivered = false;
@@ -383,7 +383,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
  * right now. A failure here is logged, never fatal.
  */
 async function sweepPullDestination(ctx: CommandContext, localPath: string, remotePath: string): Promise<void> {
-  const { removeStaleTempFilesAt } = await import('../../node/publisher.js');
+  const { removeStaleTempFilesAt } = await import('../../store/publisher.js');
   const lands = remotePath === '' ? '' : (remotePath.split('/').filter((s) => s !== '').at(-1) ?? '');
   try {
     const removed = await removeStaleTempFilesAt(localPath, lands, { nowMs: Date.now(), signal: ctx.signal });

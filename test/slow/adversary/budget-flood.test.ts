@@ -9,8 +9,8 @@ import t from 'tap';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../../../src/errors.js';
-import { expectMessage } from '../../../src/node/transfer-control.js';
-import { withTimeout } from '../../../src/node/timeouts.js';
+import { expectMessage } from '../../../src/exchange/transfer-control.js';
+import { withTimeout } from '../../../src/support/timeouts.js';
 import { rssKiB, sampleRss, sleep, startRig } from '../../fault/fault-harness.js';
 import { cpuSeconds, dialAs, fileEntry, pingOk, spawnHostilePull } from '../../adversary/budget-kit.js';
 

@@ -5,8 +5,8 @@
 // (The fast, smaller flood is test/adversary/admission-flood.test.ts.)
 import t from 'tap';
 import path from 'node:path';
-import { loadIdentity } from '../../../src/node/identity-store.js';
-import { PeerStore } from '../../../src/node/peer-store.js';
+import { loadIdentity } from '../../../src/home/identity-store.js';
+import { PeerStore } from '../../../src/home/peer-store.js';
 import { rssKiB, sampleRss, startRig } from '../../fault/fault-harness.js';
 import { floodFromChild, probePing, sleep, type Transport } from '../../adversary/admission-kit.js';
 

@@ -5,7 +5,7 @@ import { open, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { chunkFile, DEFAULT_CHUNK_BUFFER_BYTES } from '../../../src/chunking/file-chunker.js';
+import { chunkFile, DEFAULT_CHUNK_BUFFER_BYTES } from '../../../src/file-chunking/file-chunker.js';
 import { manifestRoot } from '../../../src/chunking/manifest.js';
 import { DEFAULT_CHUNKING } from '../../../src/chunking/fastcdc.js';
 import { toHex } from '../../../src/chunking/blake3.js';

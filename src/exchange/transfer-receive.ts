@@ -1,0 +1,599 @@
+// The data receiver: validates and confines every announced path, stages files (resumable
+// partials for big ones), fills what it already holds locally, asks for exactly the rest, then
+// writes, verifies and acks chunks as they arrive and publishes files atomically in batches.
+import { lstatSync } from 'node:fs';
+import path from 'node:path';
+import { ClawpeerError } from '../errors.js';
+import type { ChunkingParams } from '../chunking/fastcdc.js';
+import type { ChunkRef, FileManifest } from '../chunking/manifest.js';
+import type { Logger } from '../logger.js';
+import { encodeAckFrame } from '../protocol/ack-codec.js';
+import { bitmapSet, newBitmap, type CreatedEntry, type ManifestEntry, type PublishedFile, type UpdatedFile } from '../protocol/messages.js';
+import { normalizeSharePath } from '../transfer/paths.js';
+import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
+import { decompressChunk, receiverCodec } from '../session/chunk-compression.js';
+import { ensureFreeSpace, fitsFreeSpace } from '../store/free-space.js';
+import { ChunkIndex } from '../store/chunk-index.js';
+import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
+import { bitmapFromKeys, chunkIdAt, uniqueChunks } from '../transfer/chunk-order.js';
+import type { DataStreamRouter, IncomingDataStream } from '../session/data-stream-router.js';
+import { PartialStore } from '../store/partial-store.js';
+import { budgetOf } from '../session/listener-budgets.js';
+import { isInternalPath } from '../store/internal-names.js';
+import type { BackupPlan, Backups } from '../store/backups.js';
+import type { Keeper } from '../store/keeper.js';
+import { Publisher, type ExistingPolicy, type PublishDir, type StagedFile } from '../store/publisher.js';
+import type { PeerSession } from '../session/session.js';
+import type { DuplexStream } from '../transport/types.js';
+import { TEST_HOOKS } from '../support/test-hooks.js';
+import { withTimeout } from '../support/timeouts.js';
+import { WriteCoalescer } from './write-coalescer.js';
+
+/** Files of at least this size are staged as resumable partials (journaled chunks survive a crash). */
+export const RESUMABLE_MIN_BYTES = 1 << 20; // 1 MiB
+/** Publish completed files in batches: one fsync round and one dir fsync per batch. */
+const COMMIT_BATCH_FILES = 256;
+const COMMIT_BATCH_BYTES = 64 << 20; // 64 MiB
+/**
+ * abort() waits this long for the data-stream tasks it reset to finish their current chunk write,
+ * ms: a local write of one chunk (at most the max chunk size) takes far less.
+ */
+const ABORT_SETTLE_MS = 5_000;
+
+export interface Destination {
+  /** Root directory writes are confined to (a share, or the local target of a pull). */
+  readonly root: string;
+  readonly readOnly: boolean;
+  /** Where inside the root the entries land ('' = the root itself). */
+  readonly basePath: string;
+  /** How errors name it (a listener's share: `share NAME`, not its local path). Default: the root. */
+  readonly name?: string;
+}
+
+export interface ReceivePlan {
+  /** Bitmap over the distinct chunks, set = wanted from the peer. */
+  readonly lacking: Uint8Array;
+  readonly uniqueCount: number;
+  /** The payload bytes of the wanted chunks: what the peer sends (progress). */
+  readonly lackingBytes: number;
+}
+
+/** What a transfer would do (dryRun): nothing was written. */
+export interface DryRunPlan extends ReceivePlan {
+  /** Bitmap over the file entries, in manifest order: set = would be published (new or different). */
+  readonly publish: Uint8Array;
+  /** Bitmap over the directory and symlink entries, in manifest order: set = would be created or replaced. */
+  readonly create: Uint8Array;
+  /** Bitmaps over the file entries: set = identical, its mtime / permissions would be set (rsync -a's .f..t / .f...p). */
+  readonly touchTime: Uint8Array;
+  readonly touchPerms: Uint8Array;
+  /** Files that would be published, and their bytes. */
+  readonly files: number;
+  readonly bytes: number;
+  readonly filesUnchanged: number;
+  /** Different files already there that the existing-file policy would keep. */
+  readonly filesKept: number;
+}
+
+export interface ReceiveStats {
+  readonly files: number;
+  /** With itemize: the files published (destination-relative), in publish order. */
+  readonly published?: readonly PublishedFile[];
+  /** With itemize: the directories and symlinks created (a symlink also when replaced), in that order. */
+  readonly created?: readonly CreatedEntry[];
+  /** With itemize: identical files whose mtime or permissions were set. */
+  readonly updated?: readonly UpdatedFile[];
+  readonly bytes: number;
+  readonly chunksReceived: number;
+  readonly chunksSkipped: number;
+  /** Early chunks that arrived although we held them already (dropped, not written). */
+  readonly chunksDropped: number;
+  /** Chunks that arrived zstd-compressed (a subset of chunksReceived). */
+  readonly chunksCompressed: number;
+  readonly filesUnchanged: number;
+  /** Different files (and symlinks) already there that the existing-file policy kept. */
+  readonly filesKept: number;
+}
+
+interface Placement {
+  readonly file: StagedFile;
+  readonly indices: number[];
+}
+
+export interface ReceiverOptions {
+  readonly session: PeerSession;
+  readonly router: DataStreamRouter;
+  readonly transferId: number;
+  readonly entries: readonly ManifestEntry[];
+  readonly destination: Destination;
+  readonly force: boolean;
+  /** What to do with different files already there; overrides force (publisher.ts). */
+  readonly existing?: ExistingPolicy;
+  readonly chunking: ChunkingParams;
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  readonly onChunkWritten?: (bytes: number) => void;
+  /** Told the number of files published so far, after each commit batch (progress). */
+  readonly onPublished?: (files: number) => void;
+  /** A listener's in-memory chunk indexes; without it the share's index is loaded and saved here. */
+  readonly indexes?: ChunkIndexPool;
+  /** --itemize: remember each file published (ReceiveStats.published). */
+  readonly itemize?: boolean;
+  /** --backup: replaced files are kept so (backups.ts); without it, `keeper` may keep them (a synced folder's history). */
+  readonly backup?: BackupPlan;
+  readonly keeper?: Keeper;
+}
+
+/** Maps announced entry paths to confined paths under the destination; refuses anything odd. */
+function destinationPaths(entries: readonly ManifestEntry[], basePath: string): string[] {
+  if (entries.length > DEFAULT_PLAN_LIMITS.maxFiles) throw new ClawpeerError('PROTOCOL', `transfer announces ${entries.length} entries, more than ${DEFAULT_PLAN_LIMITS.maxFiles}`);
+  const seen = new Set<string>();
+  return entries.map((e) => {
+    const rel = normalizeSharePath(e.path);
+    const full = basePath === '' ? rel : normalizeSharePath(path.posix.join(basePath, rel));
+    if (isInternalPath(full)) throw new ClawpeerError('PATH_INVALID', `refusing to write ${JSON.stringify(e.path)}: .clawpeer names are reserved for clawpeer's own files`);
+    if (seen.has(full)) throw new ClawpeerError('PROTOCOL', `path ${JSON.stringify(e.path)} is announced twice`);
+    seen.add(full);
+    return full;
+  });
+}
+
+function chunkingManifest(entry: ManifestEntry): FileManifest {
+  const chunks: ChunkRef[] = [];
+  let offset = 0;
+  entry.chunkLengths.forEach((length, i) => {
+    chunks.push({ offset, length, id: chunkIdAt(entry, i) });
+    offset += length;
+  });
+  if (offset !== entry.size) throw new ClawpeerError('PROTOCOL', `${entry.path}: chunk lengths add up to ${offset}, but the size is ${entry.size}`);
+  return { size: entry.size, chunks, root: entry.root };
+}
+
+export class TransferReceiver {
+  readonly #o: ReceiverOptions;
+  readonly #paths: string[];
+  #publisher: Publisher | undefined;
+  /** What the share holds; files this transfer publishes are added, so the next one need not hash them. */
+  #index: ChunkIndex | undefined;
+  readonly #staged: StagedFile[] = [];
+  readonly #wanted = new Map<string, Placement[]>();
+  /** Every distinct chunk key of the manifest: an early frame may carry any of them. */
+  #announced: ReadonlySet<string> = new Set();
+  readonly #toCommit: StagedFile[] = [];
+  #toCommitBytes = 0;
+  #commitChain: Promise<void> = Promise.resolve();
+  /** Batches handed to #commitChain and not finished: receiving waits only when two are. */
+  #commitsInFlight = 0;
+  #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, chunksDropped: 0, chunksCompressed: 0, filesUnchanged: 0, filesKept: 0 };
+  /** With itemize: what was published so far, and the directories and symlinks created. */
+  #published: PublishedFile[] | undefined;
+  #created: CreatedEntry[] | undefined;
+  /** With itemize: identical files whose mtime or permissions were set. */
+  #updated: UpdatedFile[] | undefined;
+  #allReceived: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
+  /** Chunks taken off #wanted whose writes (and acks) are still in progress. */
+  #writing = 0;
+  #failure: unknown;
+  /** Data streams being served and their tasks, so abort() can stop them and wait for them. */
+  readonly #streams = new Set<DuplexStream>();
+  readonly #streamTasks = new Set<Promise<void>>();
+
+  constructor(options: ReceiverOptions) {
+    this.#o = options;
+    this.#paths = destinationPaths(options.entries, options.destination.basePath);
+    if (options.itemize === true) {
+      this.#published = [];
+      this.#created = [];
+      this.#updated = [];
+    }
+    let resolve!: () => void, reject!: (err: unknown) => void;
+    const promise = new Promise<void>((res, rej) => ((resolve = res), (reject = rej)));
+    promise.catch(() => undefined);
+    this.#allReceived = { promise, resolve, reject };
+  }
+
+  /** Where each announced entry lands, relative to the share root (confined, normalised), in entry order. */
+  get destinationPaths(): readonly string[] {
+    return this.#paths;
+  }
+
+  /**
+   * Stages everything and works out what must come from the peer. Throws FILE_EXISTS,
+   * SHARE_READ_ONLY, PATH_INVALID, IO (no room) before a single chunk travels; the partials it
+   * created are removed then (a refused transfer leaves none behind; resumed ones stay).
+   */
+  async prepare(): Promise<ReceivePlan> {
+    try {
+      return await this.#prepare();
+    } catch (err) {
+      for (const f of this.#staged) if (f.partial?.resumed === false) await f.discard({ keepPartial: false }).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async #prepare(): Promise<ReceivePlan> {
+    const { destination, entries } = this.#o;
+    if (TEST_HOOKS.delayPrepareMs !== undefined) await new Promise((r) => setTimeout(r, TEST_HOOKS.delayPrepareMs));
+    const partials = await PartialStore.open(destination.root);
+    await this.#ensureDeclaredSpace(partials); // before hashing the share or staging anything
+    const mayResume = this.#partialBudget(partials);
+    const index = await this.#openIndex(partials, true);
+    this.#index = index;
+    const publisher = await this.#openPublisher(index, partials);
+    this.#publisher = publisher;
+    if (destination.basePath !== '') await publisher.makeDir(destination.basePath);
+
+    const local = new Map<string, Placement[]>();
+    let bytesToWrite = 0; // what staging still has to write, locally filled chunks included
+    for (const [i, entry] of entries.entries()) {
+      const rel = this.#paths[i] ?? '';
+      if (entry.kind === 'dir') {
+        // Itemized only when it was not there (rsync's cd+++++++++); the probe walks, creating nothing.
+        const existed = this.#created === undefined || publisher.probeDir(rel);
+        await publisher.makeDir(rel);
+        if (!existed) this.#created?.push({ path: rel, kind: 'dir' });
+        continue;
+      }
+      if (entry.kind !== 'file') continue;
+      const manifest = chunkingManifest(entry);
+      const staged = await publisher.stageFile({ relPath: rel, manifest, mode: entry.mode, mtimeMs: entry.mtimeMs }, { resumable: entry.size >= RESUMABLE_MIN_BYTES && mayResume() });
+      if (staged === 'identical' || staged === 'kept') {
+        if (staged === 'identical') this.#stats.filesUnchanged++;
+        else this.#stats.filesKept++;
+        this.#stats.chunksSkipped += manifest.chunks.length;
+        continue;
+      }
+      this.#staged.push(staged);
+      this.#stats.chunksSkipped += manifest.chunks.length - staged.missingChunks().length;
+      for (const c of staged.missingChunks()) bytesToWrite += manifest.chunks[c]?.length ?? 0;
+      const byKey = new Map<string, number[]>();
+      for (const c of staged.missingChunks()) {
+        const key = chunkKey(chunkIdAt(entry, c));
+        const list = byKey.get(key);
+        if (list === undefined) byKey.set(key, [c]);
+        else list.push(c);
+      }
+      for (const [key, indices] of byKey) {
+        const target = index.has(chunkIdAt(entry, indices[0] ?? 0)) ? local : this.#wanted;
+        const list = target.get(key);
+        if (list === undefined) target.set(key, [{ file: staged, indices }]);
+        else list.push({ file: staged, indices });
+      }
+    }
+    // Before any content is written: a transfer that cannot fit is refused with the numbers.
+    await ensureFreeSpace(destination.root, bytesToWrite, destination.name ?? destination.root);
+    // Fill from chunks we already hold; a chunk whose source changed since indexing is wanted instead.
+    for (const [key, placements] of local) {
+      const bytes = await index.readChunk(Buffer.from(key, 'hex'));
+      if (bytes === undefined) {
+        this.#wanted.set(key, [...(this.#wanted.get(key) ?? []), ...placements]);
+        continue;
+      }
+      for (const p of placements) {
+        await p.file.writeChunk(p.indices, bytes);
+        this.#stats.chunksSkipped += p.indices.length;
+      }
+    }
+    for (const f of this.#staged) if (f.complete) this.#queueCommit(f);
+
+    const { keys } = uniqueChunks(entries);
+    this.#announced = new Set(keys);
+    if (this.#wanted.size === 0) this.#allReceived.resolve();
+    let lackingBytes = 0;
+    for (const [first] of this.#wanted.values()) lackingBytes += first?.file.manifest.chunks[first.indices[0] ?? -1]?.length ?? 0;
+    return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length, lackingBytes };
+  }
+
+  /**
+   * The manifest's first check: IO (no room) when its files cannot fit even counting none that is
+   * already here or partly received (those may need nothing). Checked before anything is staged,
+   * so a lying manifest (thousands of huge files) creates nothing; prepare() checks again with
+   * what staging found is really missing.
+   */
+  async #ensureDeclaredSpace(partials: PartialStore): Promise<void> {
+    const { destination, entries } = this.#o;
+    let declared = 0;
+    for (const e of entries) if (e.kind === 'file') declared += e.size;
+    if (await fitsFreeSpace(destination.root, declared)) return;
+    let least = 0;
+    for (const [i, e] of entries.entries()) {
+      if (e.kind !== 'file') continue;
+      const rel = this.#paths[i] ?? '';
+      if (partials.holds({ relPath: rel, root: e.root })) continue;
+      if (lstatSync(path.join(destination.root, ...rel.split('/')), { throwIfNoEntry: false }) !== undefined) continue;
+      least += e.size;
+    }
+    await ensureFreeSpace(destination.root, least, destination.name ?? destination.root);
+  }
+
+  /**
+   * Whether the next big file may stage as a resumable partial: on a listener, within the peer's
+   * budget and the share's (listener-budgets.ts); beyond them it stages as a temp file, which a
+   * failed transfer removes. A one-shot receiver (a pull's client) has no such budgets.
+   */
+  #partialBudget(partials: PartialStore): () => boolean {
+    const budget = budgetOf(this.#o.session);
+    if (budget === undefined) return () => true;
+    let shareRoom = budget.limits.sharePartials - partials.count();
+    return () => shareRoom > 0 && budget.takePartial() && shareRoom-- > 0;
+  }
+
+  /**
+   * Plans without writing anything at the destination: which files would be published (new or
+   * different; FILE_EXISTS, PATH_INVALID and SHARE_READ_ONLY as prepare() would throw them) and
+   * which chunks would be asked for: those of the files to publish that no file of the
+   * destination holds. Unlike prepare(), chunks of interrupted earlier transfers (partials) and
+   * stale index entries are not counted, so the estimate errs high. A listener's chunk index may
+   * be refreshed (its own cache, under .clawpeer); a one-shot receiver's is not saved.
+   */
+  async dryRun(): Promise<DryRunPlan> {
+    const { destination, entries } = this.#o;
+    const index = await this.#openIndex(undefined, false);
+    try {
+      const publisher = await this.#openPublisher(index, undefined);
+      if (destination.basePath !== '') publisher.probeDir(destination.basePath);
+      const fileCount = entries.filter((e) => e.kind === 'file').length;
+      const publish = newBitmap(fileCount);
+      const touchTime = newBitmap(fileCount);
+      const touchPerms = newBitmap(fileCount);
+      const create = newBitmap(entries.length - fileCount);
+      let otherIndex = 0;
+      const wanted = new Set<string>();
+      let files = 0;
+      let bytes = 0;
+      let filesUnchanged = 0;
+      let filesKept = 0;
+      let fileIndex = 0;
+      let lackingBytes = 0;
+      for (const [i, entry] of entries.entries()) {
+        const rel = this.#paths[i] ?? '';
+        if (entry.kind !== 'file') {
+          const o = otherIndex++;
+          const verdict = entry.kind === 'dir' ? (publisher.probeDir(rel) ? 'identical' : 'new') : await publisher.symlinkVerdict(rel, entry.linkTarget, entry.mtimeMs);
+          if (verdict === 'new' || verdict === 'replace') bitmapSet(create, o);
+          else if (verdict === 'kept') filesKept++;
+          continue;
+        }
+        const k = fileIndex++;
+        const { outcome, metadata } = await publisher.verdict({ relPath: rel, manifest: chunkingManifest(entry), mode: entry.mode, mtimeMs: entry.mtimeMs });
+        if (metadata?.time === true) bitmapSet(touchTime, k);
+        if (metadata?.perms === true) bitmapSet(touchPerms, k);
+        if (outcome === 'identical' || outcome === 'kept') {
+          if (outcome === 'identical') filesUnchanged++;
+          else filesKept++;
+          continue;
+        }
+        bitmapSet(publish, k);
+        files++;
+        bytes += entry.size;
+        for (let c = 0; c < entry.chunkLengths.length; c++) {
+          const id = chunkIdAt(entry, c);
+          const key = chunkKey(id);
+          if (index.has(id) || wanted.has(key)) continue;
+          wanted.add(key);
+          lackingBytes += entry.chunkLengths[c] ?? 0;
+        }
+      }
+      const { keys } = uniqueChunks(entries);
+      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, lackingBytes, publish, touchTime, touchPerms, create, files, bytes, filesUnchanged, filesKept };
+    } finally {
+      this.#o.indexes?.release(index);
+    }
+  }
+
+  /**
+   * The destination's chunk index, refreshed: a listener's from its pool (released by the
+   * caller), else opened here. `partials` (the interrupted transfers' chunks) counts them as
+   * held; a dry run passes none (the pool opens its own). A one-shot receiver saves the index
+   * when `save`: what the refresh hashed survives a failed transfer.
+   */
+  async #openIndex(partials: PartialStore | undefined, save: boolean): Promise<ChunkIndex> {
+    const { destination, chunking, signal } = this.#o;
+    if (this.#o.indexes !== undefined) return this.#o.indexes.acquire(destination.root, chunking, partials ?? (await PartialStore.open(destination.root)), signal);
+    const index = await ChunkIndex.open({ shareRoot: destination.root, chunking, ...(partials === undefined ? {} : { partials }) });
+    await index.refresh({ signal });
+    if (save) await this.#saveIndex(index);
+    return index;
+  }
+
+  /** The publisher into the destination; `partials` for resumable staging (none in a dry run). */
+  #openPublisher(index: ChunkIndex, partials: PartialStore | undefined): Promise<Publisher> {
+    const { destination, chunking, signal } = this.#o;
+    return Publisher.open({
+      shareRoot: destination.root, readOnly: destination.readOnly, force: this.#o.force, chunking,
+      ...(this.#o.existing === undefined ? {} : { existing: this.#o.existing }),
+      ...(partials === undefined ? {} : { partials }),
+      ...(this.#o.backup === undefined ? {} : { backup: { plan: this.#o.backup, destBase: destination.basePath } }),
+      ...(this.#o.keeper === undefined ? {} : { keeper: this.#o.keeper }),
+      ...(this.#updated === undefined ? {} : { onMetadataSet: (path: string, set: { time: boolean; perms: boolean }) => this.#updated?.push({ path, ...set }) }),
+      knownRoot: (p, st) => index.cachedRoot(p, st), signal,
+    });
+  }
+
+  /** --backup's keeper, once prepared: --delete keeps what it removes with it too. */
+  get backups(): Backups | undefined {
+    return this.#publisher?.backups;
+  }
+
+  /** One-shot receivers save now; a listener's pool saves in the background (release). */
+  async #saveIndex(index: ChunkIndex): Promise<void> {
+    if (this.#o.indexes !== undefined) {
+      this.#o.indexes.release(index);
+      return;
+    }
+    await index.save().catch((err: unknown) => this.#o.log.warn('cannot save the chunk index (the next transfer re-hashes)', { error: (err as Error).message }));
+  }
+
+  /** Takes data streams from the router until every wanted chunk is in, then publishes the rest. */
+  async receive(): Promise<ReceiveStats> {
+    const { router, transferId, signal } = this.#o;
+    const unregister = router.register(transferId, (incoming) => {
+      const task = this.#serveStream(incoming).catch((err: unknown) => {
+        this.#fail(err);
+      });
+      this.#streamTasks.add(task);
+      void task.finally(() => this.#streamTasks.delete(task));
+    });
+    // A ClawpeerError reason says why (e.g. superseded by a newer push); anything else is a plain abort.
+    const onAbort = (): void => this.#fail(signal.reason instanceof ClawpeerError ? signal.reason : new ClawpeerError('ABORTED', `transfer ${transferId} aborted`));
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort(); // aborted during prepare(): the listener above never fires
+    try {
+      // Every wanted chunk is written and verified: publish now. The streams themselves end when
+      // the sender's FIN arrives; waiting for that would cost a round trip for nothing.
+      await this.#allReceived.promise;
+      if (this.#failure !== undefined) throw this.#failure;
+      await this.#flushCommits(true);
+      await this.#finishTree();
+      if (this.#index !== undefined) await this.#saveIndex(this.#index);
+      return { ...this.#stats, ...(this.#published === undefined ? {} : { published: this.#published }), ...(this.#created === undefined || this.#created.length === 0 ? {} : { created: this.#created }), ...(this.#updated === undefined || this.#updated.length === 0 ? {} : { updated: this.#updated }) };
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      unregister();
+    }
+  }
+
+  /**
+   * Stops the transfer and deletes its temp files (resumable partials are kept for the next
+   * attempt). When it resolves, this receiver touches the destination no more: its data streams
+   * are reset and their tasks done (bounded by ABORT_SETTLE_MS), and no commit is in progress.
+   */
+  async abort(): Promise<void> {
+    this.#fail(new ClawpeerError('ABORTED', `transfer ${this.#o.transferId} aborted`));
+    for (const s of this.#streams) s.reset();
+    await withTimeout(Promise.allSettled([...this.#streamTasks]), ABORT_SETTLE_MS, `stopping the data streams of transfer ${this.#o.transferId}`).catch(() => undefined);
+    await this.#commitChain.catch(() => undefined);
+    await this.#publisher?.abort().catch(() => undefined);
+    if (this.#index !== undefined) this.#o.indexes?.release(this.#index);
+  }
+
+  #fail(err: unknown): void {
+    if (this.#failure === undefined) this.#failure = err;
+    this.#allReceived.reject(err);
+  }
+
+  async #serveStream(incoming: IncomingDataStream): Promise<void> {
+    const { session, signal } = this.#o;
+    const { frames, streamId } = incoming;
+    let expectedSeq = 0;
+    // Acks are cumulative and queued: one writer sends them as the previous write completes, so
+    // acking never holds up the next frame (write-coalescer.ts).
+    const acks = new WriteCoalescer((bytes) => frames.write(bytes));
+    this.#streams.add(frames.stream);
+    try {
+      for (;;) {
+        if (this.#failure !== undefined) throw this.#failure;
+        const frame = await frames.next(signal);
+        if (frame === null) {
+          await acks.drained();
+          break;
+        }
+        if (frame.type !== 'data') throw new ClawpeerError('PROTOCOL', `expected a data frame on data stream ${streamId}, got ${frame.type}`);
+        const header = frame.header;
+        const sequence = expectedSeq++;
+        const payload = session.opener.open(frame, { streamId, sequence });
+        const key = chunkKey(header.chunkId);
+        frames.recycle(frame); // opened and keyed: its buffer may take the next frame
+        const zstd = header.compressed ? receiverCodec(session.caps, streamId) : null;
+        if (zstd === null && payload.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${payload.length} bytes, header says ${header.chunkBytes}`);
+        const placements = this.#wanted.get(key);
+        if (placements === undefined) {
+          // An early frame left the sender before our Want: it may carry a chunk we hold. Ack and
+          // drop it, if it is in the manifest and within the first window of its stream.
+          if (header.early === true && sequence < session.caps.maxWindowChunks && this.#announced.has(key)) {
+            this.#stats.chunksDropped++;
+            acks.push(encodeAckFrame(streamId, sequence));
+            continue;
+          }
+          throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
+        }
+        // The manifest's length, not the frame's claim, bounds what a compressed chunk may decode to.
+        const first = placements[0];
+        const manifestBytes = first?.file.manifest.chunks[first.indices[0] ?? -1]?.length;
+        if (manifestBytes !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${String(manifestBytes)} bytes in the manifest, its frame says ${header.chunkBytes}`);
+        this.#wanted.delete(key);
+        this.#writing++;
+        // Decompressed only now: an early chunk we hold already is dropped without the work.
+        const plain = zstd === null ? payload : await decompressChunk(zstd, payload, header.chunkBytes, key);
+        if (zstd !== null) this.#stats.chunksCompressed++;
+        for (const p of placements) {
+          await p.file.writeChunk(p.indices, plain); // verifies BLAKE3 against the manifest
+          if (p.file.complete) this.#queueCommit(p.file);
+        }
+        this.#stats.chunksReceived++;
+        this.#o.onChunkWritten?.(plain.length);
+        acks.push(encodeAckFrame(streamId, sequence));
+        this.#writing--;
+        if (this.#wanted.size === 0 && this.#writing === 0) this.#allReceived.resolve();
+        // A batch commits (fsyncs) beside receiving; waiting here stalled this stream's window
+        // for the whole commit (acks were 0.1-0.9 s late on 2,000 small files). Receiving waits
+        // only when another batch is already waiting, which bounds what sits in memory.
+        const committing = this.#flushCommits(false);
+        if (this.#commitsInFlight > 1) await committing;
+        else committing.catch((err: unknown) => this.#fail(err));
+      }
+    } catch (err) {
+      frames.stream.reset();
+      throw err;
+    } finally {
+      this.#streams.delete(frames.stream);
+    }
+    await frames.stream.finish().catch(() => undefined);
+  }
+
+  #queueCommit(file: StagedFile): void {
+    this.#toCommit.push(file);
+    this.#toCommitBytes += file.manifest.size;
+  }
+
+  /**
+   * Group commit: with no commit running, the complete files queued so far are committed at once,
+   * so on a slow link files are published while the next chunks travel and little is left for the
+   * end (a fixed batch of 256 made 100 small files all wait for one commit after the last chunk).
+   * While a commit runs, files queue up to a full batch (or `all`), and what queued meanwhile is
+   * committed when it finishes: the faster chunks arrive, the larger the batches. Commits never
+   * overlap.
+   */
+  #flushCommits(all: boolean): Promise<void> {
+    // A failed (or aborted) transfer publishes nothing more: abort() is discarding its staging.
+    if (this.#failure !== undefined) return this.#commitChain;
+    if (this.#toCommit.length === 0) return this.#commitChain;
+    if (!all && this.#commitsInFlight > 0 && this.#toCommit.length < COMMIT_BATCH_FILES && this.#toCommitBytes < COMMIT_BATCH_BYTES) return Promise.resolve();
+    const batch = this.#toCommit.splice(0);
+    this.#toCommitBytes = 0;
+    const publisher = this.#publisher;
+    if (publisher === undefined) throw new TypeError('receive before prepare');
+    this.#commitsInFlight++;
+    this.#commitChain = this.#commitChain.then(async () => {
+      await publisher.commit(batch);
+      for (const f of batch) {
+        this.#published?.push({ path: f.relPath, replaced: f.replaces });
+        this.#stats.files++;
+        this.#stats.bytes += f.manifest.size;
+        const st = lstatSync(f.finalPath, { bigint: true, throwIfNoEntry: false });
+        if (st?.isFile() === true) this.#index?.addFile(f.relPath, f.manifest, st);
+      }
+      this.#o.onPublished?.(this.#stats.files);
+    }).finally(() => {
+      this.#commitsInFlight--;
+      if (this.#commitsInFlight === 0) this.#flushCommits(false).catch((err: unknown) => this.#fail(err));
+    });
+    return this.#commitChain;
+  }
+
+  async #finishTree(): Promise<void> {
+    const publisher = this.#publisher;
+    if (publisher === undefined) throw new TypeError('receive before prepare');
+    const dirs: PublishDir[] = [];
+    for (const [i, entry] of this.#o.entries.entries()) {
+      const rel = this.#paths[i] ?? '';
+      if (entry.kind === 'symlink') {
+        const made = await publisher.makeSymlink(rel, entry.linkTarget, entry.mtimeMs);
+        if (made === 'kept') this.#stats.filesKept++;
+        else if (made === 'created' || made === 'replaced') this.#created?.push({ path: rel, kind: 'symlink', target: entry.linkTarget, replaced: made === 'replaced' });
+      } else if (entry.kind === 'dir') dirs.push({ relPath: rel, mode: entry.mode, mtimeMs: entry.mtimeMs });
+    }
+    await publisher.setDirMetadata(dirs);
+    await publisher.flushDirs();
+  }
+}

@@ -1,0 +1,75 @@
+// The local control socket between the CLI and a listener of the same home: `clawpeer sync`
+// of a folder the listener serves runs inside the listener, which watches its shares, so an
+// unchanged folder is not scanned again (folder-watcher.ts).
+//
+// One request per connection, newline-delimited JSON both ways: the CLI sends a SyncRequest;
+// the listener answers `not-served` (the CLI then syncs in its own process), or progress lines
+// followed by one `result` or `error`. The CLI closing the socket aborts the sync. `clawpeer
+// status` sends a StatusRequest and gets one `status` line: what the listener serves and does.
+// The socket lives in the home directory, next to the identity key: whoever can use it could
+// read the key anyway. Kept free of heavy imports: the CLI loads it before anything else.
+import path from 'node:path';
+import type { SyncModeName } from '../protocol/messages.js';
+import type { SyncFolderResult } from './sync-client.js';
+import type { TransferProgress } from '../transfer/transfer-progress.js';
+import type { ActivitySnapshot, ActivityTotals } from '../session/listener-activity.js';
+import type { ConnectedPeer } from '../listener/server.js';
+
+export const CONTROL_SOCKET_NAME = 'control.sock';
+/** Longest request line accepted, bytes (a request is a few hundred). */
+export const MAX_REQUEST_BYTES = 64 * 1024;
+/** Unix socket paths longer than this do not fit sockaddr_un on Linux (108 bytes with the NUL). */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+export interface ResidentSyncRequest {
+  readonly op: 'sync';
+  /** Real path of the local folder. */
+  readonly dir: string;
+  /** Pair name or node id. */
+  readonly peer: string;
+  readonly addr?: string;
+  readonly share: string;
+  readonly mode: SyncModeName;
+  readonly transport?: string;
+  readonly compression: 'auto' | 'none';
+  /** sync --bwlimit, bytes per second. */
+  readonly bwlimit?: number;
+  /** Send progress lines. */
+  readonly progress: boolean;
+}
+
+export interface StatusRequest {
+  readonly op: 'status';
+}
+
+/** A listener's state for `clawpeer status`. */
+export interface ListenerStatus {
+  readonly pid: number;
+  readonly id: string;
+  readonly host: string;
+  readonly port: number;
+  readonly transports: readonly string[];
+  /** ms since the epoch. */
+  readonly startedAt: number;
+  readonly shares: readonly { readonly name: string; readonly dir: string; readonly readOnly: boolean; readonly noDelete?: boolean; readonly allow?: readonly string[] }[];
+  /** Sessions of paired peers now; `name` is the pair name here, when it has one. */
+  readonly peers: readonly (ConnectedPeer & { readonly name?: string })[];
+  /** Pushes, pulls and syncs it serves now. */
+  readonly activity: readonly ActivitySnapshot[];
+  /** Those that ended since it started, per kind. */
+  readonly ended: ActivityTotals;
+}
+
+export type ResidentSyncReply =
+  | { readonly type: 'not-served'; readonly reason: string }
+  | ({ readonly type: 'progress' } & TransferProgress)
+  | { readonly type: 'result'; readonly result: SyncFolderResult }
+  | { readonly type: 'status'; readonly status: ListenerStatus }
+  | { readonly type: 'error'; readonly code: string; readonly message: string };
+
+/** The control socket of the home at `homeDir`, or undefined when its path is too long for a Unix socket. */
+export function controlSocketPath(homeDir: string): string | undefined {
+  if (process.platform === 'win32') return undefined;
+  const p = path.join(homeDir, CONTROL_SOCKET_NAME);
+  return Buffer.byteLength(p) <= MAX_SOCKET_PATH_BYTES ? p : undefined;
+}

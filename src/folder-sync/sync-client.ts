@@ -1,0 +1,245 @@
+// The initiating side of a revision sync: `clawpeer sync DIR PEER:SHARE`.
+//
+// Goals: one call that locks and scans the local folder, reconciles it with the peer's share
+// (the SyncRequest goes first so the listener scans its share while we scan ours; our hello
+// follows, so equal folders cost one round trip after the slower scan), moves records and content in the directions the mode allows, and checks the outcome
+// with a second reconciliation; the summary counts what the user asked to see (round trips and
+// bytes of the first reconciliation, records, chunks, wire bytes, conflicts).
+// The dial is sync-with-peer.ts's. Non-goals: printing (cli/commands/sync.ts), the --watch loop (the CLI).
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ClawpeerError } from '../errors.js';
+import { RateLimiter } from '../transfer/rate-limiter.js';
+import type { Logger } from '../logger.js';
+import type { SyncModeName } from '../protocol/messages.js';
+import { encodeReconcileMessage } from '../sync/reconcile-codec.js';
+import { ReconcileInitiator } from '../sync/reconcile.js';
+import type { ReconcileResult } from '../sync/reconcile.js';
+import type { RevisionEntry } from '../sync/revision.js';
+import { bytesEqual, toHex } from '../chunking/blake3.js';
+import { DataStreamRouter } from '../session/data-stream-router.js';
+import type { PeerSession } from '../session/session.js';
+import { applyRemote, byPath, plannedChanges, type PlannedChange } from './sync-apply.js';
+import type { RevisionStore } from '../store/revision-store.js';
+import { fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
+import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
+import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
+import type { TransferProgress } from '../transfer/transfer-progress.js';
+
+/** How long the client waits for another local sync of the folder, ms. */
+export const CLIENT_LOCK_WAIT_MS = 5_000;
+
+export interface SyncFolderOptions {
+  readonly session: PeerSession;
+  /** Local folder (created if missing). */
+  readonly dir: string;
+  /** Share on the peer ('' = its default). */
+  readonly share: string;
+  readonly mode: SyncModeName;
+  /** This node's id (origin of the revisions local scans record). */
+  readonly nodeId: string;
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+  /** Progress, as a push reports it: hashing while scanning, then content sent and received. */
+  readonly onProgress?: (p: TransferProgress) => void;
+  /** A listener's folder state: no scan when the folder's watcher vouches nothing changed, the log kept open. */
+  readonly resident?: ResidentFolders;
+  /** sync --bwlimit, bytes per second: caps what this side sends, and the peer is asked to cap what it sends. */
+  readonly bwlimit?: number;
+  /** More caps on what this side sends (a listener's --bwlimit, for the syncs it runs). */
+  readonly rateLimiters?: readonly RateLimiter[];
+  /**
+   * Plan only (sync --dry-run): reconcile, learn the peer's records, report what would change on
+   * each side, and change nothing (the folder's log still records its scan, as any sync does
+   * first; a missing folder is planned as an empty one and not created).
+   */
+  readonly dryRun?: boolean;
+}
+
+/** What a sync would do (sync --dry-run). */
+export interface SyncDryRun {
+  /** Changes this folder would take from the peer (none in send-only mode). */
+  readonly receive: readonly PlannedChange[];
+  /** Paths whose version here the peer would take (none in receive-only mode): create, update, delete or conflict. */
+  readonly send: readonly PlannedChange[];
+}
+
+export interface SyncFolderResult {
+  /** After this sync, nothing remains to move in the directions the mode allows. */
+  readonly inSync: boolean;
+  /** Request/response exchanges of the first reconciliation (1 when the folders were equal). */
+  readonly roundTrips: number;
+  /** Bytes of the first reconciliation, both ways (roots, cells, id lists). */
+  readonly reconcileBytes: number;
+  readonly revisionsSent: number;
+  readonly revisionsReceived: number;
+  /** Chunks that crossed the connection, both directions. */
+  readonly chunksSent: number;
+  /** Bytes that crossed the connection, both directions, transport overhead included. */
+  readonly wireBytes: number;
+  readonly conflicts: number;
+  readonly seconds: number;
+  /** The local folder was scanned (false: its watcher vouched nothing changed since the last scan). */
+  readonly scanned: boolean;
+  /** Paths left as they are this time (see sync-apply.ts). */
+  readonly skipped: readonly string[];
+  /** Receive-only: paths whose local revision the peer does not have (not sent). */
+  readonly localOnly: readonly string[];
+  /** A dry run's plan (nothing was moved or applied). */
+  readonly dryRun?: SyncDryRun;
+}
+
+function wireBytesOf(session: PeerSession): number {
+  const s = session.connection.stats();
+  return s.bytesSent + s.bytesReceived;
+}
+
+function inSyncFor(mode: SyncModeName, check: ReconcileResult): boolean {
+  switch (mode) {
+    case 'two-way':
+      return check.idsWeLack.length === 0 && check.idsTheyLack.length === 0;
+    case 'send-only':
+      return check.idsTheyLack.length === 0;
+    case 'receive-only':
+      return check.idsWeLack.length === 0;
+    default: {
+      const never: never = mode;
+      throw new TypeError(`unknown mode ${String(never)}`);
+    }
+  }
+}
+
+/** Of `ids`, the revisions that are their path's head in `store` (the current version here). */
+function headsAmong(store: RevisionStore, ids: readonly Uint8Array[]): RevisionEntry[] {
+  const heads: RevisionEntry[] = [];
+  for (const id of ids) {
+    const entry = store.get(id);
+    const head = entry === undefined ? undefined : store.head(entry.revision.path);
+    if (entry !== undefined && head !== undefined && bytesEqual(head.id, entry.id)) heads.push(entry);
+  }
+  return heads;
+}
+
+export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult> {
+  if (o.dryRun !== true) return syncFolderIn(o.dir, o);
+  o.session.requireFeature('sync-dry-run', 'cannot plan a sync without carrying it out', 'sync without --dry-run');
+  if (await existingDirectory(o.dir)) return syncFolderIn(o.dir, o);
+  // Nothing here yet: planned against an empty folder that is removed afterwards.
+  const empty = await mkdtemp(path.join(tmpdir(), 'clawpeer-dry-sync-'));
+  try {
+    return await syncFolderIn(empty, o);
+  } finally {
+    await rm(empty, { recursive: true, force: true });
+  }
+}
+
+/** True when `dir` is a directory, false when nothing is there; USAGE when something else is. */
+async function existingDirectory(dir: string): Promise<boolean> {
+  let isDir: boolean;
+  try {
+    isDir = (await stat(dir)).isDirectory();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw new ClawpeerError('IO', `cannot read ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+  if (!isDir) throw new ClawpeerError('USAGE', `${dir} is not a directory`);
+  return true;
+}
+
+async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFolderResult> {
+  const { session, log, signal } = o;
+  const dryRun = o.dryRun === true;
+  const started = performance.now();
+  const wireStart = wireBytesOf(session);
+  const chunking = sessionChunking(session);
+  const sends = o.mode !== 'receive-only';
+  const receives = o.mode !== 'send-only';
+  if (o.bwlimit !== undefined && receives) session.requireFeature('rate-limit', 'cannot cap the rate it sends a sync at', 'sync without --bwlimit, or with --mode send-only');
+  const limiters = [...(o.bwlimit === undefined ? [] : [new RateLimiter(o.bwlimit)]), ...(o.rateLimiters ?? [])];
+  const transferId = session.allocateTransferId();
+  await session.control.send({
+    type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0),
+    ...(o.bwlimit === undefined || !receives || dryRun ? {} : { rateLimit: o.bwlimit }), ...(dryRun ? { dryRun } : {}),
+  });
+  const progress = o.onProgress;
+  let hashed = 0;
+  let hashedFiles = 0;
+  const folder = await openSyncedFolder(dir, {
+    nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: !dryRun, cacheManifests: sends && !dryRun,
+    ...(o.resident === undefined ? {} : { resident: o.resident }),
+    ...(progress === undefined ? {} : { onHashed: (_rel: string, m: { size: number }) => progress({ phase: 'scanning', bytes: (hashed += m.size), totalBytes: 0, files: ++hashedFiles, totalFiles: 0 }) }),
+  });
+  try {
+    const { store } = folder;
+    const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, log);
+    void router.run(signal);
+    const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, rateLimiters: limiters };
+    const initiator = new ReconcileInitiator(store.snapshotIdSet());
+    const [hello] = initiator.start();
+    if (hello === undefined) throw new TypeError('reconciliation produced no hello');
+    await session.control.send({ type: 'sync-reconcile', transferId, payload: encodeReconcileMessage(hello) });
+    await expectMessage(session, 'sync-accept', transferId, PREPARE_TIMEOUT_MS, signal);
+    const result = await runReconcile(ch, initiator, []);
+    const roundTrips = initiator.stats.roundTrips;
+    const reconcileBytes = initiator.stats.bytesSent + initiator.stats.bytesReceived;
+    const summary = (extra: Partial<SyncFolderResult> & Pick<SyncFolderResult, 'inSync'>): SyncFolderResult => ({
+      roundTrips, reconcileBytes, scanned: folder.scan !== undefined, revisionsSent: 0, revisionsReceived: 0, chunksSent: 0, conflicts: 0, skipped: [], localOnly: [],
+      wireBytes: wireBytesOf(session) - wireStart, seconds: (performance.now() - started) / 1000, ...extra,
+    });
+    if (result.method === 'equal') return summary({ inSync: true, ...(dryRun ? { dryRun: { receive: [], send: [] } } : {}) });
+    if (dryRun) {
+      // The peer sends its records (as for a real sync) and then its done; nothing else moves.
+      const received = receives ? await receiveRevisions(ch, result.idsWeLack) : [];
+      const { changes, skipped } = plannedChanges(received, { store, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log });
+      const conflicted = new Set(changes.filter((c) => c.change === 'conflict').map((c) => c.path));
+      // What the peer holds at a path: the revisions of it we have and it does not lack.
+      const theyLack = new Set(result.idsTheyLack.map(toHex));
+      const peerHasLive = (p: string): boolean => store.history(p).some((e) => !e.revision.deleted && !theyLack.has(toHex(e.id)));
+      const send: PlannedChange[] = [];
+      for (const { revision: r } of sends ? headsAmong(store, result.idsTheyLack) : []) {
+        const had = peerHasLive(r.path);
+        if (r.deleted && !had) continue; // a deletion of what the peer never had changes nothing there
+        const change = conflicted.has(r.path) ? 'conflict' : r.deleted ? 'delete' : had ? 'update' : 'create';
+        send.push({ path: r.path, change, kind: r.kind, bytes: r.deleted || r.kind !== 'file' ? 0 : r.size, ...(r.kind === 'symlink' && !r.deleted ? { target: r.linkTarget } : {}) });
+      }
+      send.sort(byPath);
+      await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
+      return summary({ inSync: false, revisionsReceived: received.length, skipped, dryRun: { receive: changes, send } });
+    }
+
+    let revisionsSent = 0;
+    let received: RevisionEntry[] = [];
+    if (sends) revisionsSent = await sendRevisions(ch, store, result.idsTheyLack);
+    if (receives) received = await receiveRevisions(ch, result.idsWeLack);
+    let chunks = 0;
+    if (sends) {
+      const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
+      chunks += await serveFetch(ch, fetch, store, dir, chunking, folder.manifests, progress);
+    }
+    let conflicts = 0;
+    let skipped: string[] = [];
+    if (receives) {
+      const applied = await applyRemote(received, {
+        store, folder: dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log,
+        fetch: (requests, beforePublish) => fetchContent(ch, requests, {
+          router, folder: dir, chunking, beforePublish,
+          ...(progress === undefined ? {} : { onProgress: progress }),
+        }),
+      });
+      chunks += applied.chunksReceived;
+      conflicts = applied.conflicts;
+      skipped = applied.skipped;
+    }
+    const check = new ReconcileInitiator(store.snapshotIdSet());
+    const outcome = await runReconcile(ch, check, check.start());
+    await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
+    const localOnly = o.mode === 'receive-only' ? headsAmong(store, outcome.idsTheyLack).map((e) => e.revision.path) : [];
+    return summary({
+      inSync: inSyncFor(o.mode, outcome), revisionsSent, revisionsReceived: received.length, chunksSent: chunks, conflicts, skipped, localOnly: localOnly.sort(),
+    });
+  } finally {
+    await folder.close();
+  }
+}

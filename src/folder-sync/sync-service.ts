@@ -1,0 +1,125 @@
+// The listener's side of a revision sync: serves a share as a synced folder.
+//
+// Goals: one sync of a share at a time (its folder lock is held from the scan to the end); the
+// share's log matches its disk when reconciliation starts (scanned under the lock); the client's
+// mode decides the directions (its revisions applied here unless it is receive-only, ours sent
+// unless it is send-only); a read-only share only serves receive-only clients, dry runs included
+// (a dry run only sends our records: the client plans, nothing is applied). Non-goals: the
+// message phases (sync-exchange.ts), the decisions (sync-apply.ts).
+import { RateLimiter } from '../transfer/rate-limiter.js';
+import { ClawpeerError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { ChunkingParams } from '../chunking/fastcdc.js';
+import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
+import { DestinationHold, PROCESS_DESTINATION_LOCKS } from '../store/destination-locks.js';
+import type { SyncRequestMessage } from '../protocol/messages.js';
+import { ReconcileResponder } from '../sync/reconcile.js';
+import type { RevisionEntry } from '../sync/revision.js';
+import type { NodeConfig } from '../home/config.js';
+import type { DataStreamRouter } from '../session/data-stream-router.js';
+import type { PeerSession } from '../session/session.js';
+import type { Share } from '../home/shares.js';
+import { applyRemote } from './sync-apply.js';
+import { decodeReconcilePayload, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
+import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
+import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
+import { findShare } from '../push-pull/transfer-service.js';
+import type { Activity } from '../session/listener-activity.js';
+import type { TransferProgress } from '../transfer/transfer-progress.js';
+
+/** How long a sync waits for another sync of the same share to finish, ms. */
+export const SERVER_LOCK_WAIT_MS = 30_000;
+
+export interface SyncServiceContext {
+  readonly shares: readonly Share[];
+  readonly config: NodeConfig;
+  readonly log: Logger;
+  /** This node's id: the origin of revisions the listener's scans record. */
+  readonly nodeId: string | undefined;
+  readonly indexes?: ChunkIndexPool;
+  readonly resident?: ResidentFolders;
+  /** listen --bwlimit: caps what the listener sends, all peers together. */
+  readonly sendLimiter?: RateLimiter;
+}
+
+/** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
+export async function serveSync(session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext, signal: AbortSignal, activity?: Activity): Promise<void> {
+  const { log } = ctx;
+  if (ctx.nodeId === undefined) throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
+  const share = findShare(ctx.shares, req.share, session.peerId);
+  if (req.mode !== 'receive-only' && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
+  const chunking = sessionChunking(session);
+  log.info('sync requested', { peer: session.peerId, share: share.name, mode: req.mode, ...(req.dryRun === true ? { dryRun: true } : {}) });
+  // The whole share is claimed (destination-locks.ts): a client killed mid-sync leaves its
+  // session here until the transport's idle timeout, holding the folder lock; its rerun from the
+  // same peer supersedes that stale sync instead of waiting it out. Another peer's push or sync
+  // in the share is waited for (SERVER_LOCK_WAIT_MS), then FOLDER_BUSY.
+  const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
+  try {
+    await hold.claim([share.dir], `a sync from node ${session.peerId} of share ${share.name}`, {
+      waitMs: SERVER_LOCK_WAIT_MS,
+      onSupersede: (older) => log.warn('aborting an earlier sync or push of the same peer in this share: its client is presumably gone', { peer: session.peerId, share: share.name, older: older.label }),
+    });
+    await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal, activity);
+  } catch (err) {
+    throw hold.errorFor(err);
+  } finally {
+    hold.release(); // after the folder is closed: the next sync finds it free
+  }
+}
+
+async function serveClaimedSync(
+  session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext & { nodeId: string },
+  share: Share, chunking: ChunkingParams, signal: AbortSignal, activity: Activity | undefined,
+): Promise<void> {
+  const onProgress = activity === undefined ? {} : { onProgress: (p: TransferProgress) => activity.report(p) };
+  const { log } = ctx;
+  const clientSends = req.mode !== 'receive-only';
+  const clientReceives = req.mode !== 'send-only';
+  // An empty hello follows as the first SyncReconcile: the client scans while we do.
+  const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
+  const folder = await openSyncedFolder(share.dir, {
+    nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives && req.dryRun !== true,
+    ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
+  });
+  try {
+    const { store } = folder;
+    // What we send: within the client's rate (sync --bwlimit) and this listener's own (listen --bwlimit).
+    const rateLimiters = [...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]), ...(ctx.sendLimiter === undefined ? [] : [ctx.sendLimiter])];
+    const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, rateLimiters };
+    const hello = early ?? decodeReconcilePayload((await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal)).payload);
+    const responder = new ReconcileResponder(store.snapshotIdSet());
+    const first = responder.receive(hello);
+    await session.control.send({ type: 'sync-accept', transferId: req.transferId });
+    const result = await runReconcile(ch, responder, first);
+    if (result.method === 'equal') return;
+    if (req.dryRun === true) {
+      // The client plans from our records; it sends none, and nothing is applied or served.
+      if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack);
+      await session.control.send({ type: 'sync-done', transferId: req.transferId });
+      return;
+    }
+
+    let received: RevisionEntry[] = [];
+    if (clientSends) received = await receiveRevisions(ch, result.idsWeLack);
+    if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack);
+    if (clientSends) {
+      const applied = await applyRemote(received, {
+        store, folder: share.dir, chunking, keepConcurrentLocal: false, ignore: folder.ignore, log,
+        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, folderName: `share ${share.name}`, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }), ...onProgress }),
+      });
+      log.info('sync applied', { peer: session.peerId, share: share.name, applied: applied.applied, conflicts: applied.conflicts, skipped: applied.skipped.length });
+    }
+    if (clientReceives) {
+      const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
+      await serveFetch(ch, fetch, store, share.dir, chunking, folder.manifests, onProgress.onProgress);
+    }
+    // The client checks the outcome with a second reconciliation.
+    const check = new ReconcileResponder(store.snapshotIdSet());
+    const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);
+    await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
+    await session.control.send({ type: 'sync-done', transferId: req.transferId });
+  } finally {
+    await folder.close();
+  }
+}

@@ -1,0 +1,120 @@
+// A folder opened for one sync: its lock held, its revision log open, its disk state scanned.
+//
+// Goals: the one way both the client and the listener start a sync, so both hold the folder
+// lock for the whole exchange (no second sync, scan or restore interleaves) and both reconcile
+// a log that matches the disk as of the scan. A resident node passes its folder watcher: when
+// nothing changed since the last scan began, the log still matches the disk and the scan is
+// skipped; when the changes were plain file changes, only those paths are looked at
+// (folder-watcher.ts). Non-goals: the watching itself, the --watch loop (the CLI).
+import { mkdir } from 'node:fs/promises';
+import type { ChunkingParams } from '../chunking/fastcdc.js';
+import type { FileManifest } from '../chunking/manifest.js';
+import { ClawpeerError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { scanFolder, type ScanFolderResult } from './folder-scanner.js';
+import { FolderWatchers } from './folder-watcher.js';
+import { RevisionStorePool } from '../store/revision-store-pool.js';
+import { FolderLock } from '../store/folder-lock.js';
+import { ManifestCache } from '../exchange/manifest-cache.js';
+import { loadSyncIgnore, type SyncIgnore } from './sync-ignore.js';
+import { RevisionStore, type WarmStat } from '../store/revision-store.js';
+
+export interface SyncedFolder {
+  readonly dir: string;
+  readonly store: RevisionStore;
+  /** The scan's counts; undefined when the watcher vouched that nothing changed (no scan ran). */
+  readonly scan: ScanFolderResult | undefined;
+  /** Manifests the scan computed, for serving the peer's fetch without hashing again. */
+  readonly manifests: ManifestCache;
+  /** The folder's ignore rules (its .clawpeerignore): what this side neither records nor applies. */
+  readonly ignore: SyncIgnore;
+  /** Closes the log and releases the lock. */
+  close(): Promise<void>;
+}
+
+export interface OpenSyncedFolderOptions {
+  readonly nodeId: string;
+  readonly chunking: ChunkingParams;
+  /** How long to wait for another sync of the folder to finish, ms. */
+  readonly lockWaitMs: number;
+  readonly log: Logger;
+  readonly signal?: AbortSignal;
+  /** Keep the manifests the scan computes (only a side that will serve the peer's fetch needs them). */
+  readonly cacheManifests?: boolean;
+  /** Told about every file the scan hashed (progress). */
+  readonly onHashed?: (relPath: string, manifest: FileManifest) => void;
+  /** Create the folder when missing (the client's side). */
+  readonly create?: boolean;
+  /** A long-lived process's folder state: the scan is skipped when the folder's watcher vouches nothing changed, and the log stays open between syncs. */
+  readonly resident?: ResidentFolders;
+}
+
+/** What a long-lived process (a listener) keeps per synced folder between syncs: its watcher and its open log. */
+export class ResidentFolders {
+  readonly watchers: FolderWatchers;
+  readonly stores = new RevisionStorePool();
+
+  constructor(o: { log: Logger }) {
+    this.watchers = new FolderWatchers(o);
+  }
+
+  async close(): Promise<void> {
+    this.watchers.close();
+    await this.stores.close();
+  }
+}
+
+export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions): Promise<SyncedFolder> {
+  if (o.create === true) {
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (err) {
+      throw new ClawpeerError('IO', `cannot create ${dir}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  const ignore = await loadSyncIgnore(dir); // before the lock: a malformed file fails at once
+  const lock = await FolderLock.acquire(dir, { waitMs: o.lockWaitMs, ...(o.signal === undefined ? {} : { signal: o.signal }) });
+  const resident = o.resident;
+  // A resident process's log stays open in its pool for the next sync.
+  const closeStore = async (s: RevisionStore): Promise<void> => (resident === undefined ? s.close() : undefined);
+  let store: RevisionStore | undefined;
+  try {
+    // The scan also removes old temp files of a publish killed mid-way (they are not content).
+    store = resident === undefined ? await RevisionStore.open(dir, { nodeId: o.nodeId }) : await resident.stores.acquire(dir, o.nodeId);
+    const opened = store;
+    const manifests = new ManifestCache();
+    const close = async (): Promise<void> => {
+      await closeStore(opened);
+      await lock.release();
+    };
+    const watcher = resident?.watchers.forFolder(dir);
+    if (watcher?.canSkipScan() === true) {
+      o.log.debug('scan skipped: the folder watcher saw no change since the last scan', { folder: dir });
+      return { dir, store: opened, scan: undefined, manifests, ignore, close };
+    }
+    const onlyChanged = watcher?.changedSinceScan(); // before scanStarting, which starts the next list
+    const scanEnded = watcher?.scanStarting();
+    let issues = 0;
+    const scan = await scanFolder(opened, dir, {
+      chunking: o.chunking,
+      ignore,
+      ...(onlyChanged === undefined ? {} : { onlyChanged }),
+      onHashed: (rel: string, manifest: FileManifest, stat: WarmStat) => {
+        if (o.cacheManifests === true) manifests.add(rel, manifest, stat);
+        o.onHashed?.(rel, manifest);
+      },
+      onIssue: (issue) => {
+        issues++;
+        o.log.warn('sync: cannot read an entry; it is left out of this sync', { path: issue.localPath, error: issue.error.message });
+      },
+      ...(o.signal === undefined ? {} : { signal: o.signal }),
+    });
+    // Entries left unrecorded (changing while hashed, unreadable) must be looked at again.
+    scanEnded?.(scan.unstable === 0 && issues === 0);
+    return { dir, store: opened, scan, manifests, ignore, close };
+  } catch (err) {
+    if (store !== undefined) await closeStore(store);
+    await lock.release();
+    throw err;
+  }
+}

@@ -1,0 +1,85 @@
+// Shared folders a listener serves: NAME=DIR[:ro|:nodelete]. Without --share, a read-write
+// `inbox` under the home directory. `:nodelete` takes pushes but refuses push --delete (rsync
+// daemons' `refuse options = delete`); a sync still carries deletions, as syncing means.
+import { realpath } from 'node:fs/promises';
+import { makeDirs } from '../support/make-dirs.js';
+import { resolve } from 'node:path';
+import { ClawpeerError } from '../errors.js';
+
+export interface Share {
+  readonly name: string;
+  /** Real path of the share root (symlinks resolved), so confinement checks compare like with like. */
+  readonly dir: string;
+  readonly readOnly: boolean;
+  /** Pushes may not remove files (push --delete is refused). */
+  readonly noDelete?: boolean;
+  /** Node ids allowed to use this share; undefined = every paired peer. */
+  readonly allow?: readonly string[];
+}
+
+export const DEFAULT_SHARE_NAME = 'inbox';
+const SHARE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+export function parseShareSpec(spec: string): { name: string; dir: string; readOnly: boolean; noDelete?: boolean } {
+  const eq = spec.indexOf('=');
+  if (eq <= 0) throw new ClawpeerError('USAGE', `invalid --share ${JSON.stringify(spec)}: expected NAME=DIR, NAME=DIR:ro or NAME=DIR:nodelete`);
+  const name = spec.slice(0, eq);
+  let dir = spec.slice(eq + 1);
+  let readOnly = false;
+  let noDelete = false;
+  if (dir.endsWith(':ro')) {
+    readOnly = true;
+    dir = dir.slice(0, -3);
+  } else if (dir.endsWith(':nodelete')) {
+    noDelete = true;
+    dir = dir.slice(0, -':nodelete'.length);
+  } else if (dir.endsWith(':rw')) {
+    dir = dir.slice(0, -3);
+  }
+  if (!SHARE_NAME.test(name)) throw new ClawpeerError('USAGE', `invalid share name ${JSON.stringify(name)} in --share ${JSON.stringify(spec)}: use letters, digits, '.', '_' or '-'`);
+  if (dir === '') throw new ClawpeerError('USAGE', `--share ${JSON.stringify(spec)} names no directory`);
+  return { name, dir: resolve(dir), readOnly, ...(noDelete ? { noDelete } : {}) };
+}
+
+/** Resolves share specs (creating missing read-write dirs); rejects duplicate names. */
+export async function resolveShares(specs: readonly string[], inboxDir: string): Promise<Share[]> {
+  const parsed = specs.length === 0 ? [{ name: DEFAULT_SHARE_NAME, dir: inboxDir, readOnly: false }] : specs.map(parseShareSpec);
+  const seen = new Set<string>();
+  const shares: Share[] = [];
+  for (const s of parsed) {
+    if (seen.has(s.name)) throw new ClawpeerError('USAGE', `share ${JSON.stringify(s.name)} is given twice`);
+    seen.add(s.name);
+    try {
+      if (!s.readOnly) await makeDirs(s.dir);
+      shares.push({ name: s.name, dir: await realpath(s.dir), readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}) });
+    } catch (err) {
+      throw new ClawpeerError('USAGE', `share ${s.name}: directory ${s.dir} is not usable: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  return shares;
+}
+
+/**
+ * Applies `--allow SHARE=PEER[,PEER...]` specs (peers by pair name or node id, resolved now:
+ * an allow list names keys, not names that could later be re-pointed).
+ */
+export function applyAllowLists(shares: readonly Share[], specs: readonly string[], resolvePeerId: (nameOrId: string) => string | undefined): Share[] {
+  const allow = new Map<string, string[]>();
+  for (const spec of specs) {
+    const eq = spec.indexOf('=');
+    const share = spec.slice(0, eq);
+    const peers = spec.slice(eq + 1).split(',').map((p) => p.trim()).filter((p) => p !== '');
+    if (eq <= 0 || peers.length === 0) throw new ClawpeerError('USAGE', `invalid --allow ${JSON.stringify(spec)}: expected SHARE=PEER[,PEER...]`);
+    if (!shares.some((s) => s.name === share)) throw new ClawpeerError('USAGE', `--allow names share ${JSON.stringify(share)}, which is not served (shares: ${shares.map((s) => s.name).join(', ')})`);
+    const ids = peers.map((p) => {
+      const id = resolvePeerId(p);
+      if (id === undefined) throw new ClawpeerError('USAGE', `--allow ${share}=...: ${JSON.stringify(p)} is not a paired peer name or id`);
+      return id;
+    });
+    allow.set(share, [...(allow.get(share) ?? []), ...ids]);
+  }
+  return shares.map((s) => {
+    const ids = allow.get(s.name);
+    return ids === undefined ? s : { ...s, allow: ids };
+  });
+}

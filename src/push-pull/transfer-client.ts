@@ -1,0 +1,490 @@
+// The initiating side of push and pull: scans or prepares locally, talks to the listener over
+// the control channel, and runs the data plane in the right direction.
+import { existsSync } from 'node:fs';
+import { lstat } from 'node:fs/promises';
+import { makeDirs } from '../support/make-dirs.js';
+import path from 'node:path';
+import { ClawpeerError, wireCodeFor } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { bitmapSet, newBitmap, type ControlMessage, type CreatedEntry, type UpdatedFile, type ManifestEntry, type PublishedFile, type TransferDoneMessage } from '../protocol/messages.js';
+import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
+import { backupProtection, type BackupPlan } from '../store/backups.js';
+import { uniqueChunks, type WantInfo } from '../transfer/chunk-order.js';
+import type { ModeChange } from '../transfer/chmod.js';
+import { DataStreamRouter } from '../session/data-stream-router.js';
+import { dryRunReport, type DryRunReport, type DryRunVerdicts } from '../transfer/dry-run.js';
+import { overMaxDelete, transferExtraneous, type Extraneous } from './extraneous.js';
+import { replacedHistoryNode } from '../store/keeper.js';
+import type { PeerSession } from '../session/session.js';
+import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from '../exchange/transfer-control.js';
+import { TransferReceiver, type ReceiverOptions } from '../exchange/transfer-receive.js';
+import { sendChunks } from '../exchange/transfer-send.js';
+import { scanListed, scanSources, type ScanSourceOptions, type SizeRange } from '../exchange/transfer-source.js';
+import { settledWithin, withTimeout } from '../support/timeouts.js';
+import { RateLimiter } from '../transfer/rate-limiter.js';
+import { TEST_HOOKS } from '../support/test-hooks.js';
+import { ProgressCounter, type TransferProgress } from '../transfer/transfer-progress.js';
+import { removeSentSources } from './source-removal.js';
+
+/** After a local send failure, how long to wait for the peer's own explanation. */
+const PEER_REASON_WAIT_MS = 2_000;
+/** setTimeout's longest delay: a wait that another deadline bounds (see push()). */
+const UNBOUNDED_MS = 2 ** 31 - 1;
+
+export interface TransferOptions {
+  readonly session: PeerSession;
+  readonly share: string;
+  readonly remotePath: string;
+  readonly localPath: string;
+  /** push: every local path sent, each landing under its own name (default: localPath alone). */
+  readonly sources?: readonly string[];
+  /** --files-from: these paths each land at their relative path; a push's are relative to localPath (a directory, transfer-source.ts scanListed), a pull's to remotePath (the listener lists them). */
+  readonly filesFrom?: readonly string[];
+  /** --min-size / --max-size: files outside the bounds are left out (a push here, a pull by the listener). */
+  readonly sizes?: SizeRange;
+  /** -L / --copy-unsafe-links: symlinks sent as what they point to (all, or only those leading out of the tree). */
+  readonly copyLinks?: 'all' | 'unsafe';
+  /** --chmod: the modes files and directories land with (a push announces them so, a pull applies them to the listener's). */
+  readonly modeChange?: ModeChange;
+  readonly force: boolean;
+  readonly streams: number;
+  readonly window: number;
+  readonly idleTimeoutMs: number;
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+  readonly onProgress?: (p: TransferProgress) => void;
+  /** Files and directories to leave out (--exclude): a push applies them, a pull sends them to the listener. */
+  readonly excludeRules?: ExcludeRules;
+  /** --bwlimit, bytes per second: a push caps its own sending, a pull asks the listener to cap its. */
+  readonly bwlimit?: number;
+  /** --dry-run: plan only; the receiving side writes nothing and no chunk travels. */
+  readonly dryRun?: boolean;
+  /** --delete: once all is published, remove what the transferred directories hold beyond the source (extraneous.ts). */
+  readonly delete?: boolean;
+  /** --ignore-existing ('keep') or --update: what the receiver does with different files already there (never with force). */
+  readonly existing?: 'keep' | 'update';
+  /** push --remove-source-files: once the listener has published everything, remove the sent files and symlinks (source-removal.ts). */
+  readonly removeSourceFiles?: boolean;
+  /** This node's id: a pull into a synced folder keeps what --delete removes and --force or --update replaces in the folder's history (delete-history.ts). */
+  readonly nodeId?: string;
+  /** --backup, --backup-dir, --suffix: keep what is replaced or removed (backups.ts); a push asks the listener. */
+  readonly backup?: BackupPlan;
+  /** --max-delete (with --delete): when more than this many paths would be removed, none is. */
+  readonly maxDelete?: number;
+  /** --itemize: the result lists the files published (a push asks the listener). */
+  readonly itemize?: boolean;
+  /** Pull to standard output: the remote path must be one regular file, checked on its manifest before any chunk is asked for. */
+  readonly singleFile?: boolean;
+}
+
+export interface TransferResult {
+  readonly files: number;
+  readonly bytes: number;
+  /** Bytes that crossed the connection (both directions, transport overhead included). */
+  readonly wireBytes: number;
+  readonly chunksSent: number;
+  readonly chunksSkipped: number;
+  /** Of chunksSent, those that travelled zstd-compressed. */
+  readonly chunksCompressed: number;
+  readonly streams: number;
+  readonly window: number;
+  readonly seconds: number;
+  /** A dry run's plan (files, chunks and bytes are then what would be, and nothing was written). */
+  readonly dryRun?: DryRunReport;
+  /**
+   * --delete: the paths removed (in a dry run: that would be), each directory after its contents;
+   * relative to the share for a push (its listener lists at most MAX_LISTED_DELETIONS), to the
+   * local directory for a pull.
+   */
+  readonly deleted?: readonly string[];
+  /** How many were removed, all of them. */
+  readonly deletedCount?: number;
+  /** --ignore-existing / --update: different files and symlinks already there that were kept (in a dry run: would be). */
+  readonly filesKept?: number;
+  /** push --remove-source-files: sent files and symlinks removed here (in a dry run: that would be). */
+  readonly sourceRemoved?: number;
+  /** ... and those kept because they changed (or vanished) since they were sent. */
+  readonly sourceChanged?: readonly string[];
+  /** --backup: files and symlinks backed up before they were replaced or removed. */
+  readonly filesBackedUp?: number;
+  /** --max-delete: how many paths --delete would have removed, when more than the cap (none was). */
+  readonly deletesOverLimit?: number;
+  /** --itemize: the files published (share-relative for a push, whose listener lists at most MAX_LISTED_PUBLISHED; LOCAL-relative for a pull). */
+  readonly published?: readonly PublishedFile[];
+  /** --itemize: the directories and symlinks created, listed as `published` is. */
+  readonly created?: readonly CreatedEntry[];
+  /** --itemize: identical files whose mtime or permissions were set, listed as `published` is. */
+  readonly updated?: readonly UpdatedFile[];
+}
+
+/** The result's kept count, when the options asked for an existing-file policy. */
+function keptOf(o: TransferOptions, kept: number | undefined): Pick<TransferResult, 'filesKept'> {
+  return o.existing === undefined ? {} : { filesKept: kept ?? 0 };
+}
+
+/** --max-delete here (a pull, or a pull's dry run): `list` within the cap, or nothing and the count over it. */
+function withinMaxDelete<T>(o: TransferOptions, list: readonly T[]): { list: readonly T[]; over: Pick<TransferResult, 'deletesOverLimit'> } {
+  const over = overMaxDelete(list, o.maxDelete);
+  return over === undefined ? { list, over: {} } : { list: [], over: { deletesOverLimit: over } };
+}
+
+/** The result's over-the-cap count as the listener told it. */
+function overLimitOf(count: number | undefined): Pick<TransferResult, 'deletesOverLimit'> {
+  return count === undefined ? {} : { deletesOverLimit: count };
+}
+
+/** The result's backup count, when the options asked for backups. */
+function backedUpOf(o: TransferOptions, count: number | undefined): Pick<TransferResult, 'filesBackedUp'> {
+  return o.backup === undefined ? {} : { filesBackedUp: count ?? 0 };
+}
+
+/** A listener without 'delete' would leave what the source lacks in place. */
+function requireDelete(session: PeerSession): void {
+  session.requireFeature('delete', 'cannot remove what the source lacks', 'push without --delete');
+}
+
+/** The result's --delete fields from what the receiver removed. */
+function deletedOf(o: TransferOptions, paths: readonly string[] | undefined, count: number | undefined): Pick<TransferResult, 'deleted' | 'deletedCount'> {
+  return o.delete === true ? { deleted: paths ?? [], deletedCount: count ?? paths?.length ?? 0 } : {};
+}
+
+/** A listener without 'filter' knows exclude patterns only: it would refuse the rules, or (older) read none. */
+function requireFilter(session: PeerSession, rules: ExcludeRules | undefined): void {
+  if (rules?.hasIncludes === true) session.requireFeature('filter', 'does not take --include rules', 'run without --include');
+}
+
+/** A listener without 'existing' would refuse a different existing file as FILE_EXISTS, or replace it with --force. */
+function requireExisting(session: PeerSession): void {
+  session.requireFeature('existing', 'cannot keep existing files (--ignore-existing, --update)', 'push without them, or with --force');
+}
+
+/** A listener without 'dry-run' would carry the transfer out. */
+function requireDryRun(session: PeerSession): void {
+  session.requireFeature('dry-run', 'cannot do a dry run', 'run without --dry-run');
+}
+
+/** Plain exclude patterns while there is no include rule (what listeners without 'filter' know), else the rules in order. */
+function patternsOnWire(rules: ExcludeRules): { exclude: string[] } | { filter: readonly FilterRule[] } {
+  return rules.hasIncludes ? { filter: rules.rules } : { exclude: rules.rules.map((r) => r.pattern) };
+}
+
+/**
+ * A push's or pull's request, with what the options ask for (the caller checked the peer takes
+ * it). A pull's patterns filter what the listener sends; a push's go along only with --delete,
+ * naming what is never removed. A push caps its own rate.
+ */
+function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pull'): ControlMessage {
+  const rules = direction === 'pull' || o.delete === true ? o.excludeRules : undefined;
+  return {
+    type: 'transfer-request', transferId: id, direction, share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window,
+    ...(rules === undefined ? {} : patternsOnWire(rules)),
+    ...(direction === 'pull' && o.bwlimit !== undefined ? { rateLimit: o.bwlimit } : {}),
+    ...(o.dryRun === true ? { dryRun: true } : {}),
+    ...(direction === 'push' && o.delete === true ? { delete: true } : {}),
+    ...(direction === 'push' && o.existing !== undefined ? { existing: o.existing } : {}),
+    ...(direction === 'push' && o.backup !== undefined ? { backup: { suffix: o.backup.suffix, dir: o.backup.dir ?? '' } } : {}),
+    ...(direction === 'push' && o.delete === true && o.maxDelete !== undefined ? { maxDelete: o.maxDelete } : {}),
+    ...(direction === 'push' && o.itemize === true && o.dryRun !== true ? { itemize: true } : {}),
+    ...(direction === 'pull' && o.sizes?.min !== undefined ? { minSize: o.sizes.min } : {}),
+    ...(direction === 'pull' && o.sizes?.max !== undefined ? { maxSize: o.sizes.max } : {}),
+    ...(direction === 'pull' && o.filesFrom !== undefined ? { filesFrom: o.filesFrom } : {}),
+    ...(direction === 'pull' && o.copyLinks !== undefined ? { copyLinks: o.copyLinks } : {}),
+  };
+}
+
+/**
+ * What a pull's request asks of the listener, checked before it is sent: a listener without these
+ * features would send everything, at full speed (a dry run's listener has them all: dry-run came
+ * after exclude and rate-limit).
+ */
+function requirePullFeatures(o: TransferOptions): void {
+  const { session } = o;
+  if (o.excludeRules !== undefined) session.requireFeature('exclude', 'does not apply exclude patterns to pulls', 'pull without --exclude');
+  requireFilter(session, o.excludeRules);
+  if (o.bwlimit !== undefined) session.requireFeature('rate-limit', 'cannot cap the rate it sends a pull at', 'pull without --bwlimit');
+  if (o.sizes !== undefined) session.requireFeature('size-filter', 'cannot leave out files by size (--min-size, --max-size)', 'pull without them');
+  if (o.filesFrom !== undefined) session.requireFeature('files-from', 'cannot send what a list names (--files-from)', 'pull the paths one by one');
+  if (o.copyLinks !== undefined) session.requireFeature('copy-links', 'cannot send symlinks as what they point to (-L, --copy-unsafe-links)', 'pull without them');
+}
+
+/** A pull's --chmod: the listener's entries as they are to land here (symlinks keep theirs). */
+function withModes(entries: ManifestEntry[], change: ModeChange | undefined): ManifestEntry[] {
+  if (change === undefined) return entries;
+  return entries.map((e) => (e.kind === 'symlink' ? e : { ...e, mode: change(e.mode, e.kind) }));
+}
+
+function wireBytesOf(session: PeerSession): number {
+  const s = session.connection.stats();
+  return s.bytesSent + s.bytesReceived;
+}
+
+export async function push(o: TransferOptions): Promise<TransferResult> {
+  const { session } = o;
+  const started = performance.now();
+  const wireStart = wireBytesOf(session);
+  const sources = o.sources ?? [o.localPath];
+  for (const p of sources) {
+    try {
+      await lstat(p); // a dangling symlink is still something to push (as a link)
+    } catch {
+      throw new ClawpeerError('USAGE', `nothing to push: ${p} does not exist`);
+    }
+  }
+  // Before the scan: a listener that cannot take the options is refused without hashing the tree.
+  if (o.delete === true) {
+    requireDelete(session);
+    requireFilter(session, o.excludeRules); // the rules travel with --delete: what is protected
+  }
+  if (o.dryRun === true) requireDryRun(session);
+  if (o.existing !== undefined) requireExisting(session);
+  // Without 'backup' the listener would replace and remove without keeping anything.
+  if (o.backup !== undefined) session.requireFeature('backup', 'cannot keep backups (--backup, --backup-dir)', 'push without them');
+  // Without 'max-delete' the listener would remove however many paths --delete finds.
+  if (o.delete === true && o.maxDelete !== undefined) session.requireFeature('max-delete', 'cannot cap --delete (--max-delete)', 'push without --max-delete, or without --delete');
+  if (o.itemize === true && o.dryRun !== true) session.requireFeature('itemize', 'cannot list the files it publishes (--itemize)', 'push without --itemize');
+  let hashed = 0;
+  let hashedFiles = 0;
+  const scanOptions: ScanSourceOptions = {
+    chunking: sessionChunking(session), log: o.log, signal: o.signal,
+    ...(o.excludeRules === undefined ? {} : { excludeRules: o.excludeRules }),
+    ...(o.copyLinks === undefined ? {} : { copyLinks: o.copyLinks }),
+    ...(o.sizes === undefined ? {} : { sizes: o.sizes }),
+    ...(o.modeChange === undefined ? {} : { modeChange: o.modeChange }),
+    onFileHashed: (bytes) => {
+      hashed += bytes;
+      o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: ++hashedFiles, totalFiles: 0 });
+    },
+  };
+  const source = o.filesFrom === undefined ? await scanSources(sources, scanOptions) : await scanListed(o.localPath, o.filesFrom, scanOptions);
+  const totalFiles = source.files.size;
+  if (o.dryRun === true) {
+    const plan = await pushDryRun(o, source.entries, started, wireStart);
+    return o.removeSourceFiles === true ? { ...plan, sourceRemoved: source.entries.filter((e) => e.kind !== 'dir').length, sourceChanged: [] } : plan;
+  }
+  const id = session.allocateTransferId();
+  // The manifest follows the request without waiting for the accept: one round trip less.
+  // If the listener refuses, its Error arrives instead of the accept and the batches are moot.
+  await session.control.sendAll([transferRequest(o, id, 'push'), ...manifestMessages(session, id, source.entries)]);
+  // With early chunks the data streams start now, before the accept and the Want; the listener
+  // clamps streams and window to the session's caps, so we know them already.
+  const { streams, window } = effectiveStreamsAndWindow(session, o.streams, o.window);
+  const accepted = (async () => {
+    const accept = await expectMessage(session, 'transfer-accept', id, o.idleTimeoutMs, o.signal);
+    if (accept.streams !== streams || accept.window !== window) {
+      throw new ClawpeerError('PROTOCOL', `listener accepted ${accept.streams} streams and a window of ${accept.window}, expected ${streams} and ${window}`);
+    }
+    return expectWant(session, id, PREPARE_TIMEOUT_MS, o.signal);
+  })();
+
+  // While chunks flow, the receiver may fail (its Error arrives on the control channel): stop sending then.
+  const abort = new AbortController();
+  const onOuter = (): void => abort.abort();
+  o.signal.addEventListener('abort', onOuter, { once: true });
+  // One receive() at a time on the control channel: the done is read after the Want, while the
+  // chunks flow (an Error instead stops the sending). That read has no deadline of its own: the
+  // data streams' ack deadlines and the connection's idle timeout bound the sending, however
+  // long a big or rate-capped push takes; the listener's publish after it gets PREPARE_TIMEOUT_MS.
+  const done = accepted.then(() => expectMessage(session, 'transfer-done', id, UNBOUNDED_MS, o.signal));
+  done.catch(() => abort.abort());
+  const sending = new ProgressCounter((p) => o.onProgress?.(p), 'sending', 0, totalFiles);
+  try {
+    const stats = await sendChunks({
+      session, transferId: id, source, want: accepted,
+      streams, window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
+      ...(o.bwlimit === undefined ? {} : { rateLimiters: [new RateLimiter(o.bwlimit)] }),
+      onChunkSent: (bytes) => sending.addBytes(bytes),
+      onTotalBytes: (bytes) => sending.setTotalBytes(bytes),
+      ...(o.onProgress === undefined ? {} : { onFilesDelivered: (files: number) => sending.setFiles(files) }),
+    }).catch(async (err: unknown) => {
+      if (o.signal.aborted) throw err; // stopped here (Ctrl-C): the CLI tells it, and nothing from the peer is awaited
+      // If the peer reported why (its Error follows shortly), its reason beats our "aborted", and
+      // is the one message the user sees (ours stays in the -v log).
+      const peer = await settledWithin(done, PEER_REASON_WAIT_MS);
+      if (peer?.status === 'rejected') {
+        o.log.info('sending stopped: the peer said why', { error: (err as Error).message });
+        throw peer.reason;
+      }
+      throw err;
+    });
+    o.onProgress?.({ phase: 'publishing', bytes: sending.bytes, totalBytes: stats.bytesSent, files: sending.files, totalFiles });
+    const result: TransferDoneMessage = await withTimeout(done, TEST_HOOKS.publishTimeoutMs ?? PREPARE_TIMEOUT_MS, `waiting for transfer-done from ${session.peerId}`);
+    // Only now: the listener holds everything published (or identical already).
+    const removal = o.removeSourceFiles === true ? await removeSentSources(source, sessionChunking(session), o.signal) : undefined;
+    return {
+      ...(removal === undefined ? {} : { sourceRemoved: removal.removed.length, sourceChanged: removal.changed }),
+      files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
+      chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
+      seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount), ...keptOf(o, result.filesKept), ...backedUpOf(o, result.filesBackedUp),
+      ...overLimitOf(result.deletesOverLimit),
+      ...(o.itemize === true ? { published: result.published ?? [], ...(result.created === undefined ? {} : { created: result.created }), ...(result.updated === undefined ? {} : { updated: result.updated }) } : {}),
+    };
+  } finally {
+    o.signal.removeEventListener('abort', onOuter);
+  }
+}
+
+/** The push's dry run: the listener answers the manifest with its Want and what it would publish. */
+async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[], started: number, wireStart: number): Promise<TransferResult> {
+  const { session } = o;
+  const id = session.allocateTransferId();
+  await session.control.sendAll([transferRequest(o, id, 'push'), ...manifestMessages(session, id, entries)]);
+  const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
+  const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
+  if (want.publish === undefined && entries.some((e) => e.kind === 'file')) throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a dry run without saying what it would publish`);
+  const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal);
+  const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, { publish: want.publish ?? new Uint8Array(0), create: want.create, touchTime: want.touchTime, touchPerms: want.touchPerms });
+  // Paths as they would land in the share: under the remote path.
+  const under = (p: string): string => path.posix.join(o.remotePath, p);
+  const report = o.remotePath === '' ? planned : {
+    ...planned, files: planned.files.map((f) => ({ ...f, path: under(f.path) })), touched: planned.touched.map((f) => ({ ...f, path: under(f.path) })),
+    ...(planned.others === undefined ? {} : { others: planned.others.map((e) => ({ ...e, path: under(e.path) })) }),
+  };
+  return { ...dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart), ...deletedOf(o, done.deleted, done.deletedCount), ...keptOf(o, done.filesKept), ...overLimitOf(done.deletesOverLimit) };
+}
+
+function dryRunResult(session: PeerSession, files: number, bytes: number, report: DryRunReport, accept: { streams: number; window: number }, started: number, wireStart: number): TransferResult {
+  return {
+    files, bytes, wireBytes: wireBytesOf(session) - wireStart, chunksSent: 0, chunksSkipped: 0, chunksCompressed: 0,
+    streams: accept.streams, window: accept.window, seconds: (performance.now() - started) / 1000, dryRun: report,
+  };
+}
+
+/**
+ * The router of the data streams a session's listener opens for pulls: one per session, so a
+ * second pull on it (`pull A B LOCAL`) is not raced for its streams by the first one's router.
+ */
+const PULL_ROUTERS = new WeakMap<PeerSession, DataStreamRouter>();
+function pullRouter(o: TransferOptions): DataStreamRouter {
+  const known = PULL_ROUTERS.get(o.session);
+  if (known !== undefined) return known;
+  const router = new DataStreamRouter(o.session.connection, o.session.caps.maxFrameBytes, o.idleTimeoutMs, o.log);
+  void router.run(o.signal);
+  PULL_ROUTERS.set(o.session, router);
+  return router;
+}
+
+export async function pull(o: TransferOptions): Promise<TransferResult> {
+  const { session } = o;
+  const started = performance.now();
+  const wireStart = wireBytesOf(session);
+  const root = path.resolve(o.localPath);
+  if (o.dryRun === true) return pullDryRun(o, root, started, wireStart);
+  const router = pullRouter(o);
+  const id = session.allocateTransferId();
+  // The listener's data streams (early chunks) may come while we stage: they wait for our receiver.
+  return router.expecting(id, () => pullWith(o, router, id, started, wireStart, root));
+}
+
+/** The pull's dry run: the listener sends its manifest; we plan here, write nothing, and end it. */
+async function pullDryRun(o: TransferOptions, root: string, started: number, wireStart: number): Promise<TransferResult> {
+  const { session } = o;
+  requireDryRun(session);
+  requirePullFeatures(o);
+  const id = session.allocateTransferId();
+  await session.control.send(transferRequest(o, id, 'pull'));
+  const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
+  const entries = withModes(await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal), o.modeChange);
+  let plan: WantInfo & DryRunVerdicts & { filesKept?: number };
+  let wouldRemove: string[] = [];
+  if (existsSync(root)) {
+    // Its router is never run: no data stream comes in a dry run.
+    const receiver = pullReceiver(o, new DataStreamRouter(session.connection, session.caps.maxFrameBytes, o.idleTimeoutMs, o.log), id, entries, root);
+    plan = await receiver.dryRun();
+    if (o.delete === true) wouldRemove = (await pulledExtraneous(o, root, entries, receiver)).map((e) => e.path);
+  } else {
+    // Nothing there yet: every file is new and every chunk travels.
+    const { keys } = uniqueChunks(entries);
+    const files = entries.filter((e) => e.kind === 'file').length;
+    plan = { lacking: allSet(keys.length), uniqueCount: keys.length, publish: allSet(files), create: allSet(entries.length - files) };
+  }
+  const report = dryRunReport(entries, plan, plan);
+  const bytes = report.files.reduce((n, f) => n + f.bytes, 0);
+  await session.control.send({ type: 'transfer-done', transferId: id, files: report.files.length, bytes, chunksReceived: 0, chunksSkipped: 0 });
+  return { ...dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart), ...deletedOf(o, wouldRemove, undefined), ...keptOf(o, plan.filesKept), ...withinMaxDelete(o, wouldRemove).over };
+}
+
+/** --delete after a pull: what the pulled directories hold here beyond the listener's tree. */
+function pulledExtraneous(o: TransferOptions, root: string, entries: readonly ManifestEntry[], receiver: TransferReceiver): Promise<Extraneous[]> {
+  return transferExtraneous({
+    root, basePath: '', entries, destPaths: receiver.destinationPaths,
+    contentsOnly: o.remotePath === '', // a whole share lands as LOCAL's contents
+    ...(o.excludeRules === undefined ? {} : { exclude: o.excludeRules }),
+    ...(o.backup === undefined ? {} : { spare: backupProtection(o.backup, '') }),
+  });
+}
+
+/** A pull's receiver: into `root` here, with the options' existing-file policy and backups (a pull applies its own). */
+function pullReceiver(o: TransferOptions, router: DataStreamRouter, id: number, entries: readonly ManifestEntry[], root: string, extra: Pick<ReceiverOptions, 'onChunkWritten' | 'onPublished' | 'keeper'> = {}): TransferReceiver {
+  return new TransferReceiver({
+    session: o.session, router, transferId: id, entries, chunking: sessionChunking(o.session), signal: o.signal, log: o.log,
+    destination: { root, readOnly: false, basePath: '' },
+    force: o.force, ...(o.existing === undefined ? {} : { existing: o.existing }),
+    ...(o.backup === undefined ? {} : { backup: o.backup }),
+    ...(o.itemize === true ? { itemize: true } : {}),
+    ...extra,
+  });
+}
+
+function allSet(bits: number): Uint8Array {
+  const bitmap = newBitmap(bits);
+  for (let i = 0; i < bits; i++) bitmapSet(bitmap, i);
+  return bitmap;
+}
+
+async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number, started: number, wireStart: number, root: string): Promise<TransferResult> {
+  const { session } = o;
+  requirePullFeatures(o);
+  await session.control.send(transferRequest(o, id, 'pull'));
+  const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
+  const entries = withModes(await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal), o.modeChange);
+  const lone = entries[0];
+  if (o.singleFile === true && (entries.length !== 1 || lone?.kind !== 'file')) {
+    const what = lone?.kind === 'symlink' ? 'a symlink' : 'a directory';
+    throw new ClawpeerError('USAGE', `${o.remotePath} is ${what}: pull it into a directory, not to standard output`);
+  }
+  // Only now: a pull the listener refuses (a missing path, a bad list) leaves no empty directory.
+  try {
+    await makeDirs(root);
+  } catch (err) {
+    const failed = new ClawpeerError('IO', `cannot create ${root}: ${(err as Error).message}`, { cause: err });
+    await session.control.sendError(wireCodeFor(failed).name, failed.message).catch(() => undefined);
+    throw failed;
+  }
+  const totalFiles = entries.filter((e) => e.kind === 'file').length;
+  const receiving = new ProgressCounter((p) => o.onProgress?.(p), 'receiving', 0, totalFiles);
+  // Into a synced folder's root, what --force or --update replaces stays in its history (no --backup).
+  const historyNode = replacedHistoryNode(o);
+  const history = historyNode === undefined ? undefined : await (await import('./delete-history.js')).historyKeeperFor(root, historyNode);
+  const receiver = pullReceiver(o, router, id, entries, root, {
+    onChunkWritten: (bytes) => receiving.addBytes(bytes),
+    onPublished: (files) => receiving.setFiles(files),
+    ...(history === undefined ? {} : { keeper: history }),
+  });
+  try {
+    const plan = await receiver.prepare();
+    receiving.setTotalBytes(plan.lackingBytes);
+    await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
+    const stats = await receiver.receive();
+    await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
+    // Only once everything is published: a failed pull removes nothing.
+    const toRemove = withinMaxDelete(o, o.delete === true ? await pulledExtraneous(o, root, entries, receiver) : []);
+    // The revision log's module (lmdb) loads only when there is something to remove.
+    const removed = toRemove.list.length === 0 ? [] : (await (await import('./delete-history.js')).removeExtraneousKeeping(root, toRemove.list, { backups: receiver.backups, nodeId: o.nodeId })).map((e) => e.path);
+    return {
+      files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
+      chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,
+      seconds: (performance.now() - started) / 1000, ...deletedOf(o, removed, undefined), ...keptOf(o, stats.filesKept), ...backedUpOf(o, receiver.backups?.count),
+      ...toRemove.over,
+      ...(stats.published === undefined ? {} : { published: stats.published }),
+      ...(stats.created === undefined ? {} : { created: stats.created }),
+      ...(stats.updated === undefined ? {} : { updated: stats.updated }),
+    };
+  } catch (err) {
+    await receiver.abort();
+    // Tell the sender why we stopped, unless it was the sender that told us.
+    if (err instanceof ClawpeerError && err.wire === undefined) await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
+    throw err;
+  } finally {
+    await history?.close();
+  }
+}

@@ -1,0 +1,120 @@
+// Connecting to a paired peer: dial the transport (auto: QUIC, then TLS over TCP), check the
+// proven key is the pinned one before anything else, then run the client handshake.
+import type { Identity } from '../crypto/identity.js';
+import { nodeIdFromPublicKey } from '../crypto/node-id.js';
+import { ClawpeerError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { backendByName } from '../transport/backends.js';
+import type { Connection, DuplexStream, HostPort, TransportName } from '../transport/types.js';
+import { formatHostPort } from '../home/address.js';
+import { localCapabilities } from './chunk-compression.js';
+import type { NodeConfig } from '../home/config.js';
+import { clientHandshake } from './control-channel.js';
+import type { ResolvedPeer } from '../home/peer-resolve.js';
+import { PeerSession } from './session.js';
+import { withTimeout } from '../support/timeouts.js';
+
+export interface DialOptions {
+  readonly identity: Identity;
+  readonly peer: ResolvedPeer;
+  readonly config: NodeConfig;
+  readonly log: Logger;
+  readonly signal?: AbortSignal;
+}
+
+/** Where and how to connect, before any peer is known (pair join connects to a key it learns). */
+export interface ConnectOptions {
+  readonly identity: Identity;
+  readonly address: HostPort;
+  /** How messages name the other side. */
+  readonly label: string;
+  readonly config: NodeConfig;
+  readonly log: Logger;
+  readonly signal?: AbortSignal;
+}
+
+/** Failures worth another transport: the path did not work, not the peer refusing us. */
+function isPathFailure(err: unknown): boolean {
+  return err instanceof ClawpeerError && (err.code === 'UNREACHABLE' || err.code === 'TIMEOUT' || err.code === 'TRANSPORT_UNAVAILABLE');
+}
+
+async function connectWith(name: TransportName, options: ConnectOptions, timeoutMs: number): Promise<Connection> {
+  const backend = await backendByName(name);
+  const { host, port } = options.address;
+  // The connect timeout bounds only the connect: the connection keeps the configured idle
+  // timeout, so a link that drops for a few seconds mid-transfer does not end it.
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const signal = options.signal === undefined ? deadline : AbortSignal.any([options.signal, deadline]);
+  try {
+    return await backend.connect({
+      host,
+      port,
+      identity: options.identity,
+      idleTimeoutMs: options.config.idleTimeoutMs,
+      keepAliveMs: options.config.keepAliveMs,
+      maxStreams: options.config.maxStreams,
+      signal,
+    });
+  } catch (err) {
+    if (deadline.aborted && options.signal?.aborted !== true) {
+      throw new ClawpeerError('TIMEOUT', `${name} connect to ${formatHostPort(options.address)} timed out after ${timeoutMs} ms`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+/** The transport connection (auto: QUIC, then TLS over TCP); the key it proves is the caller's to check. */
+export async function connectTransport(options: ConnectOptions): Promise<Connection> {
+  const { config, log } = options;
+  const where = formatHostPort(options.address);
+  if (config.transport !== 'auto') return connectWith(config.transport, options, config.connectTimeoutMs);
+  try {
+    return await connectWith('quic', options, config.connectTimeoutMs);
+  } catch (quicErr) {
+    if (!isPathFailure(quicErr)) throw quicErr;
+    log.info('QUIC did not connect, trying TLS over TCP', { addr: where, error: (quicErr as Error).message });
+    try {
+      return await connectWith('tcp', options, config.connectTimeoutMs);
+    } catch (tcpErr) {
+      if (!isPathFailure(tcpErr)) throw tcpErr;
+      throw new ClawpeerError((tcpErr as ClawpeerError).code, `peer ${options.label} unreachable at ${where}: QUIC: ${(quicErr as Error).message}; TCP: ${(tcpErr as Error).message}`, { cause: tcpErr });
+    }
+  }
+}
+
+/**
+ * The first stream of a new connection, within the handshake's deadline: opening waits for the
+ * peer's stream credit, which a stalled or hostile peer may never give (the connect and the
+ * handshake each have their own deadline; this wait had none).
+ */
+export function openControlStream(conn: Connection, timeoutMs: number, label: string, signal?: AbortSignal): Promise<DuplexStream> {
+  return withTimeout(conn.openStream(), timeoutMs, `opening the control stream to ${label}`, signal);
+}
+
+export async function dialPeer(options: DialOptions): Promise<PeerSession> {
+  const { peer, config } = options;
+  const connecting = connectTransport({ identity: options.identity, address: peer.address, label: peer.name, config, log: options.log, ...(options.signal === undefined ? {} : { signal: options.signal }) });
+  // Loading the zstd binding takes ~10 ms and blocks: do it while the transport handshake is in
+  // flight rather than before the Hello (a failed connect leaves it loaded, which is harmless).
+  const caps = new Promise((resolve) => setImmediate(resolve)).then(() => localCapabilities(config.compression));
+  caps.catch(() => undefined); // awaited below once connected; a failed connect ignores it
+  const conn = await connecting;
+  try {
+    const provenId = nodeIdFromPublicKey(conn.remotePublicKey);
+    if (provenId !== peer.id) {
+      throw new ClawpeerError('AUTH_FAILED', `the node at ${formatHostPort(peer.address)} is ${provenId}, not ${peer.name} (${peer.id}); refusing to talk to it`);
+    }
+    const stream = await openControlStream(conn, config.handshakeTimeoutMs, peer.name, options.signal);
+    const handshake = await clientHandshake(stream, {
+      identity: options.identity,
+      expectedRemoteKey: peer.publicKey,
+      caps: await caps,
+      timeoutMs: config.handshakeTimeoutMs,
+      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    });
+    return new PeerSession(conn, handshake);
+  } catch (err) {
+    await conn.close().catch(() => undefined);
+    throw err;
+  }
+}

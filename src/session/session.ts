@@ -1,0 +1,113 @@
+// A pinned, handshaken connection to one peer: the transport connection, the control channel,
+// the negotiated version and capabilities, and the session keys for the data plane.
+import { DataOpener, DataSealer } from '../protocol/aead.js';
+import { nodeIdFromPublicKey } from '../crypto/node-id.js';
+import type { SessionKeys } from '../crypto/session-keys.js';
+import { ClawpeerError, isInterruption } from '../errors.js';
+import type { FeatureName, SessionCapabilities } from '../protocol/capabilities.js';
+import type { CloseOptions, Connection, TransportName } from '../transport/types.js';
+import type { ControlChannel, ControlHandshakeResult } from './control-channel.js';
+import { settledWithin } from '../support/timeouts.js';
+
+/** How long close() waits for the control stream's queued writes and FIN before closing the connection anyway. */
+export const CONTROL_CLOSE_MAX_MS = 5_000;
+
+export class PeerSession {
+  readonly peerId: string;
+  readonly version: number;
+  readonly caps: SessionCapabilities;
+  readonly keys: SessionKeys;
+  readonly control: ControlChannel;
+  /** Seals our DATA frames / opens the peer's: one key per direction for the whole session. */
+  readonly sealer: DataSealer;
+  readonly opener: DataOpener;
+  #nextDataStreamId = 1;
+  #nextTransferId = 1;
+  readonly #stillPaired: (() => Promise<boolean>) | undefined;
+
+  constructor(
+    readonly connection: Connection,
+    handshake: ControlHandshakeResult,
+    options: { readonly stillPaired?: () => Promise<boolean> } = {},
+  ) {
+    this.#stillPaired = options.stillPaired;
+    this.peerId = nodeIdFromPublicKey(handshake.remotePublicKey);
+    this.version = handshake.version;
+    this.caps = handshake.caps;
+    this.keys = handshake.keys;
+    this.control = handshake.channel;
+    this.sealer = new DataSealer(this.keys.suite, this.keys.sendKey);
+    this.opener = new DataOpener(this.keys.suite, this.keys.receiveKey);
+  }
+
+  /**
+   * The listener's side: whether the peer's key is still pinned here, asked before each of its
+   * requests (a `pair remove` then refuses the next one even if the drop missed this session).
+   * Always true for a session we dialled.
+   */
+  stillPaired(): Promise<boolean> {
+    return this.#stillPaired === undefined ? Promise.resolve(true) : this.#stillPaired();
+  }
+
+  /** A fresh id for a data stream we open: it is the stream part of every AEAD nonce on it. */
+  allocateDataStreamId(): number {
+    if (this.#nextDataStreamId > 0xffff_ffff) throw new TypeError('data stream ids exhausted for this session');
+    return this.#nextDataStreamId++;
+  }
+
+  allocateTransferId(): number {
+    return this.#nextTransferId++;
+  }
+
+  /**
+   * While the work runs: when `signal` aborts for SIGINT/SIGTERM (an INTERRUPTED or TERMINATED
+   * reason, cli/context.ts), the peer is told at once, before the aborted work resets its data
+   * streams, so its log says `what` was interrupted here rather than that a stream broke. Returns
+   * the disposer.
+   */
+  tellPeerIfInterrupted(signal: AbortSignal, what: string): () => void {
+    const onAbort = (): void => {
+      const reason: unknown = signal.reason;
+      if (!isInterruption(reason)) return;
+      this.control.sendError('CANCELLED', `the ${what} was ${reason.message} on the other side`).catch(() => undefined);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    return () => signal.removeEventListener('abort', onAbort);
+  }
+
+  /**
+   * USAGE unless the peer announced `feature`: an option whose request an older peer would
+   * ignore (exclude, a rate limit, a dry run) is refused before it is asked, not carried out
+   * without it. `cannot` says what the peer cannot do, `instead` what the user may do.
+   */
+  requireFeature(feature: FeatureName, cannot: string, instead: string): void {
+    if (!this.caps.features.includes(feature)) throw new ClawpeerError('USAGE', `peer ${this.peerId} ${cannot} (an older clawpeer): ${instead}`);
+  }
+
+  get transport(): TransportName {
+    return this.connection.transport;
+  }
+
+  /** Finishes the control stream and closes the connection (see CloseOptions for `linger`). */
+  async close(reason = 'done', options?: CloseOptions): Promise<void> {
+    // Bounded: our last control write and FIN wait on the transport, and a peer that stopped
+    // reading must not keep the command (or a listener's session) alive; closing the
+    // connection then fails what is still queued.
+    await settledWithin(this.control.close(), CONTROL_CLOSE_MAX_MS);
+    await this.connection.close(reason, options);
+  }
+}
+
+/** The effective capabilities as short strings, for `ping` output and logs. */
+export function describeCapabilities(caps: SessionCapabilities): string[] {
+  const c = caps.chunking;
+  return [
+    `aead:${caps.aeadSuite}`,
+    ...caps.compression.map((x) => `compression:${x}`),
+    `chunking:${c.minBytes}/${c.avgBytes}/${c.maxBytes}`,
+    `window:${caps.maxWindowChunks}`,
+    `streams:${caps.maxStreams}`,
+    `frame:${caps.maxFrameBytes}`,
+    ...caps.features,
+  ];
+}

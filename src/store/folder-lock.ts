@@ -1,0 +1,227 @@
+// One sync of a folder at a time: an exclusive lock file at `<folder>/.clawpeer/sync.lock`.
+// The same protocol (acquireFile) keeps the home's peers.json to one writer at a time.
+//
+// Goals: two clawpeer processes (or two syncs in one process) never scan, apply or reconcile
+// the same folder at once; a lock left behind by a process that died (SIGKILL, power loss) is
+// recognised and broken instead of blocking the folder forever; waiting is bounded and
+// cancellable; the error names the holder so a user can act.
+// Non-goals: locking across machines (a folder on a network file system shared by two hosts:
+// the pid check only knows this host, so a lock from another host is never broken, see
+// below), advisory locks on content files (other programs may still write the folder; the
+// scanner copes with that), fairness between waiters.
+//
+// Protocol: create the file with O_CREAT|O_EXCL ('wx') and write "<pid> <hostname>\n"; the
+// kernel guarantees one winner. A loser reads the holder; if the holder is on this host and
+// `kill(pid, 0)` says ESRCH, the lock is stale: it is renamed to a name unique to us (rename is
+// atomic, so of several waiters breaking the same lock one renames it and the rest see ENOENT
+// and retry); if what we renamed away is not the stale content we read (the holder changed in
+// between), it is put back with link() (which fails rather than replace a newer lock).
+// A lock file with unparsable content (its writer died between create and write) is stale after
+// UNPARSABLE_LOCK_STALE_MS. Residual risks, accepted: a dead holder's pid reused by an unrelated live process makes the
+// lock look held (the error says which file to delete); the tiny window between our rename and
+// link-back in the changed-holder case.
+
+import { link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ClawpeerError } from '../errors.js';
+import { processAlive } from '../support/process-alive.js';
+import { INTERNAL_DIR_NAME } from './internal-names.js';
+
+/** Name of the lock file inside `.clawpeer/`. */
+export const SYNC_LOCK_FILE_NAME = 'sync.lock';
+/** How often a waiter retries, ms. */
+export const LOCK_POLL_INTERVAL_MS = 50;
+/** Longest lock file content read, bytes (a pid and a host name). */
+const MAX_LOCK_FILE_BYTES = 512;
+/**
+ * A lock file whose content cannot be parsed (its writer died between create and write) is
+ * stale once it is this old, ms; younger, it may be a holder still writing it.
+ */
+export const UNPARSABLE_LOCK_STALE_MS = 10_000;
+
+export interface LockHolder {
+  readonly pid: number;
+  readonly host: string;
+}
+
+export interface AcquireFolderLockOptions {
+  /** How long to wait for a held lock, ms. Default 0: fail at once if held. */
+  readonly waitMs?: number;
+  /** Retry interval while waiting, ms. Default LOCK_POLL_INTERVAL_MS. */
+  readonly pollMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+function errnoCode(err: unknown): string | undefined {
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' ? (err as NodeJS.ErrnoException).code : undefined;
+}
+
+function ioError(what: string, file: string, err: unknown): ClawpeerError {
+  return new ClawpeerError('IO', `cannot ${what} ${file}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+}
+
+/** Parses "<pid> <host>"; undefined for anything else (a torn or foreign file). */
+export function parseLockFile(text: string): LockHolder | undefined {
+  const m = /^(\d{1,10}) (\S{0,255})\n?$/.exec(text);
+  if (m === null) return undefined;
+  const pid = Number(m[1]);
+  return pid > 0 ? { pid, host: m[2] ?? '' } : undefined;
+}
+
+/** The lock file's path for `folder`. */
+export function folderLockPath(folder: string): string {
+  return path.join(path.resolve(folder), INTERNAL_DIR_NAME, SYNC_LOCK_FILE_NAME);
+}
+
+/** A held lock. Release it (in a finally) when the sync ends; a process exit also frees it in effect (stale). */
+export class FolderLock {
+  readonly file: string;
+  readonly #content: string;
+  #released = false;
+
+  private constructor(file: string, content: string) {
+    this.file = file;
+    this.#content = content;
+  }
+
+  /**
+   * Takes the sync lock of `folder`, breaking a stale one, waiting up to `waitMs` for a live one.
+   * Throws ClawpeerError FOLDER_BUSY naming the holder when it stays held, ABORTED on the signal, IO
+   * when the lock file cannot be created or read.
+   */
+  static async acquire(folder: string, options: AcquireFolderLockOptions = {}): Promise<FolderLock> {
+    return FolderLock.acquireFile(folderLockPath(folder), options, (who, waited) =>
+      new ClawpeerError('FOLDER_BUSY', `folder ${path.resolve(folder)} is being synced by ${who} (lock file ${folderLockPath(folder)}${waited}); if no clawpeer is running there, delete the lock file`),
+    );
+  }
+
+  /**
+   * Takes the lock file `file` by the same protocol (other state than a folder's: the home's
+   * peers.json). `busy` makes the error for a lock still held after the wait, from the holder
+   * ("pid 12 on host") and the wait (", waited 100 ms" or '').
+   */
+  static async acquireFile(file: string, options: AcquireFolderLockOptions, busy: (who: string, waited: string) => ClawpeerError): Promise<FolderLock> {
+    const waitMs = options.waitMs ?? 0;
+    const pollMs = options.pollMs ?? LOCK_POLL_INTERVAL_MS;
+    const { signal } = options;
+    if (!(waitMs >= 0) || !(pollMs > 0)) throw new ClawpeerError('USAGE', `folder lock waitMs must be >= 0 and pollMs > 0, got ${waitMs} and ${pollMs}`);
+    const host = hostname();
+    const content = `${process.pid} ${host}\n`;
+    try {
+      await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    } catch (err) {
+      throw ioError('create the directory of', file, err);
+    }
+    const deadline = performance.now() + waitMs;
+    for (;;) {
+      if (signal?.aborted === true) throw new ClawpeerError('ABORTED', `waiting for ${file} aborted`, { cause: signal.reason });
+      if (await FolderLock.#tryCreate(file, content)) return new FolderLock(file, content);
+      const holder = await FolderLock.#readHolder(file);
+      if (holder === 'gone') continue; // released between our create and read: retry at once
+      const stale =
+        holder === undefined
+          ? await FolderLock.#olderThan(file, UNPARSABLE_LOCK_STALE_MS)
+          : holder.host === host && holder.pid !== process.pid && !processAlive(holder.pid);
+      if (stale) {
+        await FolderLock.#breakStale(file, holder);
+        continue;
+      }
+      if (performance.now() >= deadline) {
+        const who = holder === undefined ? 'an unreadable lock file' : `pid ${holder.pid} on ${holder.host}`;
+        throw busy(who, waitMs > 0 ? `, waited ${waitMs} ms` : '');
+      }
+      try {
+        await sleep(Math.min(pollMs, Math.max(1, deadline - performance.now())), undefined, signal === undefined ? {} : { signal });
+      } catch (err) {
+        throw new ClawpeerError('ABORTED', `waiting for ${file} aborted`, { cause: err });
+      }
+    }
+  }
+
+  /** Releases the lock (idempotent). Removes the file only if it is still ours. */
+  async release(): Promise<void> {
+    if (this.#released) return;
+    this.#released = true;
+    let text: string;
+    try {
+      text = await readFile(this.file, 'utf8');
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return;
+      throw ioError('read', this.file, err);
+    }
+    if (text !== this.#content) return; // someone broke our lock (we looked dead): not ours to remove
+    try {
+      await unlink(this.file);
+    } catch (err) {
+      if (errnoCode(err) !== 'ENOENT') throw ioError('remove', this.file, err);
+    }
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  static async #tryCreate(file: string, content: string): Promise<boolean> {
+    let handle;
+    try {
+      handle = await open(file, 'wx', 0o600);
+    } catch (err) {
+      if (errnoCode(err) === 'EEXIST') return false;
+      throw ioError('create', file, err);
+    }
+    try {
+      await handle.writeFile(content, 'utf8');
+      await handle.sync();
+    } catch (err) {
+      await handle.close().catch(() => undefined);
+      await unlink(file).catch(() => undefined);
+      throw ioError('write', file, err);
+    }
+    await handle.close();
+    return true;
+  }
+
+  /** The holder, undefined for unparsable content, 'gone' when the file vanished. */
+  static async #readHolder(file: string): Promise<LockHolder | undefined | 'gone'> {
+    try {
+      const text = await readFile(file, 'utf8');
+      return text.length > MAX_LOCK_FILE_BYTES ? undefined : parseLockFile(text);
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return 'gone';
+      throw ioError('read', file, err);
+    }
+  }
+
+  static async #olderThan(file: string, ageMs: number): Promise<boolean> {
+    try {
+      return Date.now() - (await stat(file)).mtimeMs > ageMs;
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return false;
+      throw ioError('stat', file, err);
+    }
+  }
+
+  static async #breakStale(file: string, holder: LockHolder | undefined): Promise<void> {
+    const aside = `${file}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    try {
+      await rename(file, aside);
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') return; // another waiter broke it first
+      throw ioError('break the stale lock', file, err);
+    }
+    try {
+      const moved = parseLockFile(await readFile(aside, 'utf8'));
+      const same = moved === undefined ? holder === undefined : holder !== undefined && moved.pid === holder.pid && moved.host === holder.host;
+      if (!same) {
+        // The lock changed hands after we read it: put the live one back unless a newer exists.
+        await link(aside, file).catch((err: unknown) => {
+          if (errnoCode(err) !== 'EEXIST') throw err;
+        });
+      }
+    } finally {
+      await unlink(aside).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,29 @@
+// The request line a CLI sends its home's listener to run a sync there (every field checked), or to ask its status.
+import t from 'tap';
+import { parseResidentRequest } from '../../src/folder-sync/resident-sync.js';
+
+const base = { op: 'sync', dir: '/tmp/d', peer: 'bob', share: 'docs', mode: 'two-way', compression: 'auto', progress: false };
+
+t.test('a plain request, and one with a rate limit, parse as sent', async (t) => {
+  t.same(parseResidentRequest(JSON.stringify(base)), base);
+  t.same(parseResidentRequest(JSON.stringify({ ...base, bwlimit: 524288 })), { ...base, bwlimit: 524288 });
+});
+
+t.test('a status request carries nothing else', async (t) => {
+  t.same(parseResidentRequest(JSON.stringify({ op: 'status', extra: 'ignored' })), { op: 'status' });
+});
+
+t.test('a bad field is a USAGE error naming it', async (t) => {
+  for (const [bad, field] of [
+    [{ ...base, bwlimit: 0 }, /bwlimit must be an integer/],
+    [{ ...base, bwlimit: 1.5 }, /bwlimit must be an integer/],
+    [{ ...base, bwlimit: '512KiB' }, /bwlimit must be an integer/],
+    [{ ...base, bwlimit: 2 ** 32 }, /bwlimit must be an integer/],
+    [{ ...base, mode: 'sideways' }, /mode must be one of/],
+    [{ ...base, progress: 'yes' }, /progress must be a boolean/],
+    [{ ...base, op: 'delete' }, /op must be "sync" or "status"/],
+  ] as const) {
+    t.throws(() => parseResidentRequest(JSON.stringify(bad)), { code: 'USAGE', message: field }, JSON.stringify(bad));
+  }
+  t.throws(() => parseResidentRequest('{'), { code: 'USAGE', message: /not JSON/ });
+});
