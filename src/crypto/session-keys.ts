@@ -4,12 +4,15 @@
 // Goals: forward secrecy (ephemeral keys live for one handshake), keys bound to the exact
 // transcript both identities signed, and separate keys per direction so the explicit nonces of
 // DATA frames (stream id || sequence) can never repeat under one key across directions.
-// Non-goals: the handshake sequence (src/protocol/handshake.ts), sealing (aead.ts), rekeying.
+// Non-goals: the handshake sequence (src/protocol/handshake.ts), sealing (src/protocol/aead.ts), rekeying.
 //
 // node:crypto does the math; raw keys are imported as JWK, the fast path (PLATFORM.md).
 import { createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto';
 import { ClawpeerError } from '../errors.js';
-import type { AeadSuiteName } from '../protocol/capabilities.js';
+
+/** The AEAD suites a session can seal DATA frames with (protocol/aead.ts), in default preference order. */
+export const AEAD_SUITES = ['aes-256-gcm', 'chacha20-poly1305'] as const;
+export type AeadSuiteName = (typeof AEAD_SUITES)[number];
 
 export const X25519_KEY_BYTES = 32;
 /** Both AEAD suites use 256-bit keys. */

@@ -3,9 +3,9 @@
 // Goals: the nonce is explicit and derived from the frame header (stream id || sequence, see
 // src/protocol/frame-codec.ts), never from a hidden counter, so a frame can be opened on its
 // own and a reordered, replayed or moved frame fails; the 56-byte data header is the AAD; each
-// direction has its own key (session-keys.ts), so the same (stream, sequence) in the two
+// direction has its own key (crypto/session-keys.ts), so the same (stream, sequence) in the two
 // directions never shares a key. A sealer refuses to reuse a nonce (programming bug guard).
-// Non-goals: compression, windowing and acks (transfer/), key exchange (session-keys.ts).
+// Non-goals: compression, windowing and acks (transfer/), key exchange (crypto/session-keys.ts).
 //
 // Nonce (96 bits) = streamId (u32 BE) || sequence (u64 BE). Sealed payload = ciphertext || tag.
 // Key usage: nonces are unique per key by construction; AES-GCM's confidentiality margin per key

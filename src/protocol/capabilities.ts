@@ -12,10 +12,10 @@
 // Versions: each side speaks a range min..max; the session uses the highest common version.
 // Non-goals: wire encoding (messages.ts), the handshake sequence (handshake.ts).
 import { ClawpeerError } from '../errors.js';
+import { AEAD_SUITES, type AeadSuiteName } from '../crypto/session-keys.js';
 import { AEAD_TAG_BYTES, DATA_HEADER_BYTES, MAX_ENCODABLE_FRAME_BYTES } from './frame-codec.js';
 
-export const AEAD_SUITES = ['aes-256-gcm', 'chacha20-poly1305'] as const;
-export type AeadSuiteName = (typeof AEAD_SUITES)[number];
+export { AEAD_SUITES, type AeadSuiteName };
 export const COMPRESSION_CODECS = ['none', 'zstd'] as const;
 export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // early-chunks: a sender may send a stream's first window of DATA frames (flagged early) before

@@ -5,7 +5,7 @@
 // decoder that returns "need more bytes" as a value and hands out zero-copy views when a frame
 // lies inside one pushed buffer; the fixed binary header of DATA frames (bulk chunk bytes never
 // go through protobuf), which is also the AEAD associated data.
-// Non-goals: encryption (src/crypto/aead.ts), protobuf decoding of CONTROL bodies
+// Non-goals: encryption (src/protocol/aead.ts), protobuf decoding of CONTROL bodies
 // (src/protocol/messages.ts), I/O of any kind.
 //
 // Frame (all integers big-endian):
@@ -24,7 +24,7 @@
 //   offset 45  u8[3]    reserved      must be 0
 //   offset 48  u32      payloadBytes  sealed bytes after the header (== bodyBytes - 56)
 //   offset 52  u32      chunkBytes    the chunk's plaintext length (bounds decompression)
-// The nonce of a DATA frame is streamId || sequence (src/crypto/aead.ts); the whole 56-byte
+// The nonce of a DATA frame is streamId || sequence (src/protocol/aead.ts); the whole 56-byte
 // header is the AAD, so none of these fields can be changed in flight.
 //
 // ACK bodies are defined by the data plane (src/transfer/); the codec only delimits them.

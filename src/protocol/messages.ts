@@ -19,13 +19,12 @@
 // Sync messages (envelope fields 48-53) carry opaque reconciliation payloads and revision
 // records, bounded here by size and count; their contents are checked by src/sync/ decoders.
 import protobuf from 'protobufjs/minimal.js';
-import { MAX_EXCLUDE_PATTERNS, type FilterRule } from '../transfer/exclude.js';
+import { LONE_SURROGATE, MAX_EXCLUDE_PATTERNS, type FilterRule } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import type { AeadSuiteName, Capabilities, ChunkingParams, CompressionName, FeatureName } from './capabilities.js';
 import { MAX_CAPABILITY_LIST_ENTRIES, MAX_FEATURES } from './capabilities.js';
 import { CHUNK_ID_BYTES, encodeFrame } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';
-import { LONE_SURROGATE } from '../transfer/paths.js';
 
 const pb = clawpeer.v1;
 

@@ -17,9 +17,11 @@
 // segment against the set of pattern positions it can be at (`**` stays, others move on), kept
 // per directory: an entry costs its own name against the pattern, not its whole path.
 import { ClawpeerError } from '../errors.js';
+import { MAX_EXCLUDE_PATTERNS, type FilterRule } from '../protocol/wire-limits.js';
+
+export { MAX_EXCLUDE_PATTERNS, type FilterRule };
 
 /** More than this many patterns is almost certainly a mistake (a glob expanded by the shell). */
-export const MAX_EXCLUDE_PATTERNS = 1024;
 const MAX_PATTERN_CHARS = 1024;
 /**
  * All patterns together. Matching one entry costs at most (pattern characters x name
@@ -36,12 +38,6 @@ type Token =
 
 /** A path segment pattern, or `**` (any number of segments). */
 type Segment = readonly Token[] | 'globstar';
-
-/** One rule as given: `--include` (or an ignore file's `!pattern`) includes, `--exclude` excludes. */
-export interface FilterRule {
-  readonly pattern: string;
-  readonly include: boolean;
-}
 
 export interface ExcludeRules {
   /** True when `relPath` (relative to the transferred directory, '/'-separated) is excluded. */

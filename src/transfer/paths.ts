@@ -14,6 +14,9 @@
 // as Syncthing does).
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
+import { LONE_SURROGATE } from '../protocol/wire-limits.js';
+
+export { LONE_SURROGATE };
 
 /** Longest single name, in UTF-8 bytes (NAME_MAX on Linux/macOS; NTFS allows 255 UTF-16 units). */
 export const MAX_PATH_SEGMENT_BYTES = 255;
@@ -27,8 +30,6 @@ const WINDOWS_DEVICE_NAME = /^(con|prn|aux|nul|conin\$|conout\$|(com|lpt)[1-9\u0
 // truncates C strings.
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHAR = /[\u0000-\u001f\u007f-\u009f]/;
-// An unpaired UTF-16 surrogate cannot be encoded as UTF-8: the name would change on the way to disk.
-export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 function refuse(raw: string, why: string): never {
   // JSON.stringify shows control characters and surrogates escaped, so the message is printable.
