@@ -15,11 +15,8 @@ import { generateIdentity } from '../crypto/identity.js';
 import { silentLogger } from '../logger.js';
 import { resolveConfig } from '../home/config.js';
 import { PeerStore } from '../home/peer-store.js';
-import { NodeServer } from '../listener/server.js';
 import type { Share } from '../home/shares.js';
-import { serveSession } from '../push-pull/transfer-service.js';
-import { ResidentFolders } from '../folder-sync/synced-folder.js';
-import { ChunkIndexPool } from '../store/chunk-index-pool.js';
+import { Listener } from '../listener/listener.js';
 import { selfWorkerOptions, startSelfWorker, stopperFor, type SelfWorkerFailed } from '../self-worker.js';
 
 const WORKER_MARKER = 'clawpeer-bench-listener-worker';
@@ -56,38 +53,26 @@ export async function startListenerWorker(options: ListenerWorkerOptions): Promi
 }
 
 async function runWorker(port: NonNullable<typeof parentPort>, options: ListenerWorkerOptions): Promise<void> {
-  let server: NodeServer;
-  let resident: ResidentFolders | undefined;
-  let indexes: ChunkIndexPool | undefined;
+  let listener: Listener;
   const identity = generateIdentity();
   try {
     const peers = new PeerStore(`${options.home}/peers.json`);
     await peers.add(options.clientNodeId, 'bench-client');
-    const config = resolveConfig({ transport: options.transport });
-    // nodeId: a sync (the sync workload) records the listener's revisions under it.
-    // As `clawpeer listen`: chunk indexes kept in memory between pushes (not loaded and rescanned
-    // on each push's critical path), and synced folders' watchers and logs kept between syncs.
-    indexes = new ChunkIndexPool({ log: silentLogger });
-    resident = new ResidentFolders({ log: silentLogger });
-    const ctx = { shares: [...options.shares], config, log: silentLogger, nodeId: identity.nodeId, resident, indexes };
-    server = await NodeServer.start(
-      { identity, peers, shares: ctx.shares, host: '127.0.0.1', port: 0, config, log: silentLogger },
-      (session, signal) => serveSession(session, ctx, signal),
-    );
+    // As `clawpeer listen`: chunk indexes kept in memory between pushes, synced folders'
+    // watchers and logs kept between syncs (the sync workload records revisions under its id).
+    listener = await Listener.start({ identity, peers, shares: [...options.shares], host: '127.0.0.1', port: 0, config: resolveConfig({ transport: options.transport }), log: silentLogger });
   } catch (err) {
     port.postMessage({ type: 'failed', message: err instanceof Error ? err.message : String(err) } satisfies FromWorker);
     port.close();
     return;
   }
   port.once('message', () => {
-    void server.close().finally(async () => {
-      await resident?.close();
-      await indexes?.close();
+    void listener.close().finally(() => {
       port.postMessage({ type: 'closed' } satisfies FromWorker);
       port.close();
     });
   });
-  port.postMessage({ type: 'ready', port: server.port, nodeId: identity.nodeId, publicKey: identity.publicKey } satisfies FromWorker);
+  port.postMessage({ type: 'ready', port: listener.port, nodeId: identity.nodeId, publicKey: identity.publicKey } satisfies FromWorker);
 }
 
 const workerOptions = selfWorkerOptions<ListenerWorkerOptions>(WORKER_MARKER);

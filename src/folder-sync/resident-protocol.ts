@@ -13,7 +13,7 @@ import type { SyncModeName } from '../protocol/messages.js';
 import type { SyncFolderResult } from './sync-client.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 import type { ActivitySnapshot, ActivityTotals } from '../session/listener-activity.js';
-import type { ConnectedPeer } from '../listener/server.js';
+import type { ConnectedPeer } from '../session/listener-activity.js';
 
 export const CONTROL_SOCKET_NAME = 'control.sock';
 /** Longest request line accepted, bytes (a request is a few hundred). */

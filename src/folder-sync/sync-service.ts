@@ -23,7 +23,7 @@ import { applyRemote } from './sync-apply.js';
 import { decodeReconcilePayload, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
-import { findShare } from '../push-pull/transfer-service.js';
+import { findShare } from '../home/shares.js';
 import type { Activity } from '../session/listener-activity.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 

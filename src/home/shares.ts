@@ -1,10 +1,12 @@
 // Shared folders a listener serves: NAME=DIR[:ro|:nodelete]. Without --share, a read-write
 // `inbox` under the home directory. `:nodelete` takes pushes but refuses push --delete (rsync
 // daemons' `refuse options = delete`); a sync still carries deletions, as syncing means.
-import { realpath } from 'node:fs/promises';
-import { makeDirs } from '../support/make-dirs.js';
-import { resolve } from 'node:path';
+import { realpath, stat } from 'node:fs/promises';
+import path, { resolve } from 'node:path';
 import { ClawpeerError } from '../errors.js';
+import { isInternalPath } from '../store/internal-names.js';
+import { isConfinedRealpath } from '../transfer/paths.js';
+import { makeDirs } from '../support/make-dirs.js';
 
 export interface Share {
   readonly name: string;
@@ -82,4 +84,37 @@ export function applyAllowLists(shares: readonly Share[], specs: readonly string
     const ids = allow.get(s.name);
     return ids === undefined ? s : { ...s, allow: ids };
   });
+}
+
+/** The share a request names ('' is the default share): SHARE_UNKNOWN, or SHARE_FORBIDDEN for a peer off its allow list. */
+export function findShare(shares: readonly Share[], name: string, peerId: string): Share {
+  const wanted = name === '' ? DEFAULT_SHARE_NAME : name;
+  const share = shares.find((s) => s.name === wanted) ?? (name === '' ? shares[0] : undefined);
+  if (share === undefined) {
+    throw new ClawpeerError('SHARE_UNKNOWN', `no share named ${JSON.stringify(wanted)} here (shares: ${shares.map((s) => s.name).join(', ') || 'none'})`);
+  }
+  if (share.allow !== undefined && !share.allow.includes(peerId)) {
+    throw new ClawpeerError('SHARE_FORBIDDEN', `node ${peerId} is not on the allow list of share ${share.name}`);
+  }
+  return share;
+}
+
+/**
+ * The local path of `basePath` in `share` (a pull's or a listing's): it must exist inside the
+ * share, symlinks on the way included; PATH_INVALID naming it otherwise.
+ */
+export async function existingSharePath(share: Share, basePath: string): Promise<string> {
+  if (isInternalPath(basePath)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
+  const local = path.join(share.dir, ...basePath.split('/').filter((s) => s !== ''));
+  let real: string;
+  try {
+    real = await realpath(local);
+    await stat(real);
+  } catch {
+    throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} does not exist`);
+  }
+  if (!isConfinedRealpath(share.dir, real)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads outside the share`);
+  // A symlink in the share (`x -> .clawpeer`) must not lead a pull or listing into the state either.
+  if (isInternalPath(path.relative(share.dir, real).split(path.sep).join('/'))) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads into clawpeer's own state`);
+  return local;
 }

@@ -27,6 +27,7 @@ import { readLoneMessage, serverHandshakeOrTake } from '../session/control-chann
 import { freshRead } from '../support/fresh-read.js';
 import { pairProof, pickPeerName, proofMatches, suggestedName, type InviteStore } from '../home/pair-invite.js';
 import type { PeerStore } from '../home/peer-store.js';
+import type { ConnectedPeer } from '../session/listener-activity.js';
 import { PeerSession } from '../session/session.js';
 import type { Share } from '../home/shares.js';
 import { ThrottledWarnings } from '../support/throttled-log.js';
@@ -52,15 +53,6 @@ export interface BoundTransport {
   readonly transport: TransportName;
   readonly host: string;
   readonly port: number;
-}
-
-/** A paired peer's session, as `clawpeer status` shows it. */
-export interface ConnectedPeer {
-  readonly id: string;
-  readonly addr: string;
-  readonly transport: TransportName;
-  /** When its handshake completed, ms since the epoch. */
-  readonly since: number;
 }
 
 /** After a parting Error, how long the peer gets to read it and close before we cut it off. */

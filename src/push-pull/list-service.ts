@@ -13,7 +13,7 @@ import { normalizeSharePath } from '../transfer/paths.js';
 import { isInternalDirName, isInternalPath, isTempFileName } from '../store/internal-names.js';
 import type { PeerSession } from '../session/session.js';
 import type { Share } from '../home/shares.js';
-import { existingSharePath, findShare } from './transfer-service.js';
+import { existingSharePath, findShare } from '../home/shares.js';
 import { scanTreeBatches, type TreeEntry } from '../store/tree-scan.js';
 import { ClawpeerError } from '../errors.js';
 

@@ -1,19 +1,17 @@
-// The listener's side of a session: answers pings and serves push (we receive), pull (we
-// send) and sync (sync-service.ts) requests against its shares. One transfer at a time per
-// session; an error is reported to the peer as a wire Error and ends that session only. A
-// session with no control message and no transfer for sessionIdleTimeoutMs is closed. A push
-// holds a destination lock (destination-locks.ts) from staging to publish, so a rerun after a
+// The listener's side of a push (we receive) and a pull (we send), against its shares; the
+// dispatch of a session's requests is listener/dispatch.ts. One transfer at a time per session;
+// an error is reported to the peer as a wire Error and ends that session only. A push holds a
+// destination lock (store/destination-locks.ts) from staging to publish, so a rerun after a
 // killed client supersedes the stale receiver instead of racing it.
-import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
-import { ClawpeerError, isClawpeerError, wireCodeFor } from '../errors.js';
+import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { listedEntryBytes, MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type ControlMessage, type TransferRequestMessage } from '../protocol/messages.js';
+import { listedEntryBytes, MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type TransferRequestMessage } from '../protocol/messages.js';
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
-import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
+import { normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
-import type { Activity, ListenerActivity } from '../session/listener-activity.js';
+import type { Activity } from '../session/listener-activity.js';
 import type { NodeConfig } from '../home/config.js';
 import { DataStreamRouter } from '../session/data-stream-router.js';
 import { claimPaths, DestinationHold, PROCESS_DESTINATION_LOCKS } from '../store/destination-locks.js';
@@ -22,17 +20,12 @@ import { historyKeeperFor, removeExtraneousKeeping } from './delete-history.js';
 import { replacedHistoryNode, type Keeper } from '../store/keeper.js';
 import { backupPlan, backupProtection, type BackupPlan } from '../store/backups.js';
 import { isInternalPath } from '../store/internal-names.js';
-import { attachBudget, PROCESS_BUDGETS, type ListenerBudgets, type SessionBudget } from '../session/listener-budgets.js';
 import type { PeerSession } from '../session/session.js';
-import { DEFAULT_SHARE_NAME, type Share } from '../home/shares.js';
+import { existingSharePath, findShare, type Share } from '../home/shares.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from '../exchange/transfer-control.js';
 import { TransferReceiver } from '../exchange/transfer-receive.js';
 import { sendChunks } from '../exchange/transfer-send.js';
 import { scanListed, scanSource, type SizeRange } from '../exchange/transfer-source.js';
-import { serveList } from './list-service.js';
-import { serveSync } from '../folder-sync/sync-service.js';
-import type { ResidentFolders } from '../folder-sync/synced-folder.js';
-import { ShareWatches } from '../folder-sync/share-watch-service.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 
 /**
@@ -41,171 +34,19 @@ import { RateLimiter } from '../transfer/rate-limiter.js';
  */
 export const DESTINATION_WAIT_MS = 30_000;
 
-export interface ServiceContext {
+/** What serving a push or a pull needs of the listener (listener/dispatch.ts passes its context). */
+export interface TransferServiceContext {
   readonly shares: readonly Share[];
   readonly config: NodeConfig;
   readonly log: Logger;
-  /** This node's id, needed to serve syncs (the origin of the revisions its scans record). */
+  /** This node's id, named in errors and in a synced share's history. */
   readonly nodeId?: string;
-  /** The listener's in-memory chunk indexes, one per share (see chunk-index-pool.ts). */
+  /** The listener's in-memory chunk indexes, one per share (see store/chunk-index-pool.ts). */
   readonly indexes?: ChunkIndexPool;
-  /** The listener's synced-folder state (watchers, open logs): a sync of an unchanged share skips its scan. */
-  readonly resident?: ResidentFolders;
   /** listen --bwlimit: one cap on everything the listener sends, all peers and transfers together. */
   readonly sendLimiter?: RateLimiter;
-  /** What runs now, for `clawpeer status` (listener-activity.ts). */
-  readonly activity?: ListenerActivity;
-  /** What peers' requests may hold (listener-budgets.ts); default: this process's PROCESS_BUDGETS. */
-  readonly budgets?: ListenerBudgets;
 }
 
-
-export function findShare(shares: readonly Share[], name: string, peerId: string): Share {
-  const wanted = name === '' ? DEFAULT_SHARE_NAME : name;
-  const share = shares.find((s) => s.name === wanted) ?? (name === '' ? shares[0] : undefined);
-  if (share === undefined) {
-    throw new ClawpeerError('SHARE_UNKNOWN', `no share named ${JSON.stringify(wanted)} here (shares: ${shares.map((s) => s.name).join(', ') || 'none'})`);
-  }
-  if (share.allow !== undefined && !share.allow.includes(peerId)) {
-    throw new ClawpeerError('SHARE_FORBIDDEN', `node ${peerId} is not on the allow list of share ${share.name}`);
-  }
-  return share;
-}
-
-export async function serveSession(session: PeerSession, ctx: ServiceContext, listenerSignal: AbortSignal): Promise<void> {
-  // No work of this session outlives it: scans, hashing and staging stop when its connection
-  // closes (a killed client), not only when the listener stops.
-  const ended = new AbortController();
-  const closedByPeer = new ClawpeerError('CONNECTION_CLOSED', `node ${session.peerId} closed the connection`);
-  const onStop = (): void => ended.abort(listenerSignal.reason);
-  listenerSignal.addEventListener('abort', onStop, { once: true });
-  if (listenerSignal.aborted) onStop();
-  void session.connection.closed.then(() => ended.abort(closedByPeer), () => ended.abort(closedByPeer));
-  const signal = ended.signal;
-  const budget = (ctx.budgets ?? PROCESS_BUDGETS).session(session.peerId);
-  attachBudget(session, budget);
-  const watches = new ShareWatches(session, { log: ctx.log, ...(ctx.resident === undefined ? {} : { resident: ctx.resident }) });
-  try {
-    await serveRequests(session, ctx, watches, signal, budget);
-  } catch (err) {
-    // Work stopped because the peer went away: say that, not "aborted".
-    if (signal.reason === closedByPeer && isClawpeerError(err, 'ABORTED')) throw closedByPeer;
-    throw err;
-  } finally {
-    listenerSignal.removeEventListener('abort', onStop);
-    ended.abort(closedByPeer);
-    budget.release();
-    watches.close();
-  }
-}
-
-async function serveRequests(session: PeerSession, ctx: ServiceContext, watches: ShareWatches, signal: AbortSignal, budget: SessionBudget): Promise<void> {
-  const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, ctx.config.idleTimeoutMs, ctx.log);
-  void router.run(signal);
-  for (;;) {
-    const msg = await receiveWithin(session, ctx.config.sessionIdleTimeoutMs, signal).catch((err: unknown) => {
-      if (isClawpeerError(signal.reason, 'CONNECTION_CLOSED')) return null; // gone between requests: a plain disconnect
-      throw err;
-    });
-    if (msg === 'idle' && watches.size > 0) continue; // a watching client waits for news, not idle
-    if (msg === 'idle') {
-      ctx.log.info('closing idle session', { peer: session.peerId, idleMs: ctx.config.sessionIdleTimeoutMs });
-      await session.control.sendError('TIMEOUT', `session idle for ${ctx.config.sessionIdleTimeoutMs} ms (no request, no transfer): closed by ${ctx.nodeId ?? 'the listener'}`).catch(() => undefined);
-      return;
-    }
-    if (msg === null) return;
-    if (msg.type !== 'pong' && !(await session.stillPaired())) {
-      ctx.log.warn('peer unpaired: refusing its request and closing', { peer: session.peerId, request: msg.type });
-      await session.control.sendError('NOT_PAIRED', `node ${session.peerId} was unpaired by ${ctx.nodeId ?? 'the listener'}: ${msg.type} refused`).catch(() => undefined);
-      return;
-    }
-    switch (msg.type) {
-      case 'ping':
-        await session.control.send({ type: 'pong', seq: msg.seq, echoedTimeUs: msg.sentTimeUs });
-        break;
-      case 'pong':
-        break;
-      case 'transfer-request':
-      case 'sync-request':
-      case 'watch-share':
-      case 'list-request': {
-        const activity = msg.type === 'watch-share' || msg.type === 'list-request' ? undefined : ctx.activity?.begin({
-          peer: session.peerId,
-          kind: msg.type === 'sync-request' ? 'sync' : msg.direction,
-          share: msg.share === '' ? DEFAULT_SHARE_NAME : msg.share,
-          path: msg.type === 'transfer-request' ? msg.path : '',
-        });
-        let ok = false;
-        try {
-          if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal, activity);
-          else if (msg.type === 'sync-request') await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal, activity);
-          else if (msg.type === 'list-request') await serveList(session, msg, ctx.shares, signal);
-          else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
-          ok = true;
-        } catch (caught) {
-          const err = await peerReasonOr(session, caught, signal);
-          if (err instanceof ClawpeerError && err.wire === undefined) {
-            await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
-          }
-          throw err;
-        } finally {
-          activity?.end(ok);
-          budget.release(); // its manifests are garbage now
-        }
-        break;
-      }
-      default:
-        throw new ClawpeerError('PROTOCOL', `unexpected ${msg.type} from ${session.peerId} outside a transfer`);
-    }
-  }
-}
-
-/** How long a transfer that the peer's streams broke off waits for the peer to say why. */
-const PEER_REASON_WAIT_MS = 500;
-
-/**
- * A transfer broken off on the transport (a data stream reset, the connection gone): the peer's
- * Error, when one is already on its way, says why better (its user pressed Ctrl-C, its file
- * changed), and the log and status then tell that instead of "stream reset by peer". The session
- * ends after a failed transfer, so a message read here that is no Error is dropped with it.
- */
-async function peerReasonOr(session: PeerSession, err: unknown, signal: AbortSignal): Promise<unknown> {
-  if (!(err instanceof ClawpeerError) || err.wire !== undefined) return err;
-  if (err.code !== 'REMOTE' && err.code !== 'CONNECTION_CLOSED') return err;
-  try {
-    await receiveWithin(session, PEER_REASON_WAIT_MS, signal);
-    return err;
-  } catch (peer) {
-    return peer instanceof ClawpeerError && peer.wire !== undefined ? peer : err;
-  }
-}
-
-/**
- * The peer's next control message, null at its FIN, or 'idle' when none came for `idleMs`. The
- * wait is cancelled through the channel's signal, which leaves the channel usable.
- */
-async function receiveWithin(session: PeerSession, idleMs: number, signal: AbortSignal): Promise<ControlMessage | null | 'idle'> {
-  // One controller for both causes (not AbortSignal.any: a listener on the long-lived session
-  // signal per message, removed again below, keeps nothing alive).
-  const wait = new AbortController();
-  let idle = false;
-  const timer = setTimeout(() => {
-    idle = true;
-    wait.abort();
-  }, idleMs);
-  const onSession = (): void => wait.abort(signal.reason);
-  signal.addEventListener('abort', onSession, { once: true });
-  if (signal.aborted) wait.abort(signal.reason);
-  try {
-    return await session.control.receive({ signal: wait.signal });
-  } catch (err) {
-    if (idle && !signal.aborted && err instanceof ClawpeerError && err.code === 'ABORTED') return 'idle';
-    throw err;
-  } finally {
-    clearTimeout(timer);
-    signal.removeEventListener('abort', onSession);
-  }
-}
 
 /** What serving one transfer request starts from: the request, resolved against the share and the session. */
 interface TransferSetup {
@@ -217,7 +58,7 @@ interface TransferSetup {
   readonly chunking: ChunkingParams;
 }
 
-async function serveTransfer(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, activity: Activity | undefined): Promise<void> {
+export async function serveTransfer(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: TransferServiceContext, signal: AbortSignal, activity: Activity | undefined): Promise<void> {
   const share = findShare(ctx.shares, req.share, session.peerId);
   const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
   const t: TransferSetup = { id: req.transferId, share, basePath, ...effectiveStreamsAndWindow(session, req.streams, req.window), chunking: sessionChunking(session) };
@@ -242,7 +83,7 @@ async function serveTransfer(session: PeerSession, router: DataStreamRouter, req
   }
 }
 
-async function servePush(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, t: TransferSetup, activity: Activity | undefined): Promise<void> {
+async function servePush(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: TransferServiceContext, signal: AbortSignal, t: TransferSetup, activity: Activity | undefined): Promise<void> {
   const { config, log } = ctx;
   const { id, share, basePath, streams, window, chunking } = t;
   if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
@@ -325,26 +166,6 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   }
 }
 
-/**
- * The local path of `basePath` in `share` (a pull's or a listing's): it must exist inside the
- * share, symlinks on the way included; PATH_INVALID naming it otherwise.
- */
-export async function existingSharePath(share: Share, basePath: string): Promise<string> {
-  if (isInternalPath(basePath)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
-  const local = path.join(share.dir, ...basePath.split('/').filter((s) => s !== ''));
-  let real: string;
-  try {
-    real = await realpath(local);
-    await stat(real);
-  } catch {
-    throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} does not exist`);
-  }
-  if (!isConfinedRealpath(share.dir, real)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads outside the share`);
-  // A symlink in the share (`x -> .clawpeer`) must not lead a pull or listing into the state either.
-  if (isInternalPath(path.relative(share.dir, real).split(path.sep).join('/'))) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads into clawpeer's own state`);
-  return local;
-}
-
 /** A pull's size bounds as scan options (absent: none). */
 function peerSizes(req: TransferRequestMessage): { sizes?: SizeRange } {
   if (req.minSize === undefined && req.maxSize === undefined) return {};
@@ -372,7 +193,7 @@ function peerBackupPlan(req: TransferRequestMessage): BackupPlan | undefined {
   }
 }
 
-async function servePull(session: PeerSession, req: TransferRequestMessage, ctx: ServiceContext, signal: AbortSignal, t: TransferSetup, activity: Activity | undefined): Promise<void> {
+async function servePull(session: PeerSession, req: TransferRequestMessage, ctx: TransferServiceContext, signal: AbortSignal, t: TransferSetup, activity: Activity | undefined): Promise<void> {
   const { config, log } = ctx;
   const { id, share, basePath, streams, window, chunking } = t;
   const local = await existingSharePath(share, basePath);
@@ -453,7 +274,7 @@ function peerExcludes(req: TransferRequestMessage): ExcludeRules | undefined {
  * the same peer is aborted through its hold and its cleanup awaited; one of another peer is
  * waited for, at most DESTINATION_WAIT_MS.
  */
-function claimPushDestination(hold: DestinationHold, session: PeerSession, share: Share, basePath: string, destRelPaths: readonly string[], ctx: ServiceContext): Promise<void> {
+function claimPushDestination(hold: DestinationHold, session: PeerSession, share: Share, basePath: string, destRelPaths: readonly string[], ctx: TransferServiceContext): Promise<void> {
   const root = share.dir; // resolveShares stores the realpath
   const paths = claimPaths(root, basePath, destRelPaths);
   const shown = paths.slice(0, 3).map((p) => `${share.name}/${path.relative(root, p).split(path.sep).join('/')}`);

@@ -2,6 +2,7 @@
 // resident-sync.ts): the transfers and syncs it serves, each with its peer, share and path and
 // how far it got. The services register what they run and end it in a finally; progress is a
 // counter update (no I/O, no allocation per chunk), read only when someone asks.
+import type { TransportName } from '../transport/types.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 
 /** One running push, pull or sync, as `status` shows it. */
@@ -79,4 +80,13 @@ export class ListenerActivity {
     const { push, pull, sync } = this.#ended;
     return { push: { ...push }, pull: { ...pull }, sync: { ...sync } };
   }
+}
+
+/** A peer connected to the listener now, as `status` shows it. */
+export interface ConnectedPeer {
+  readonly id: string;
+  readonly addr: string;
+  readonly transport: TransportName;
+  /** When its handshake completed, ms since the epoch. */
+  readonly since: number;
 }

@@ -23,7 +23,7 @@ import { PeerStore, type PeerEntry } from '../../src/home/peer-store.js';
 import { dialPeer } from '../../src/session/dialer.js';
 import { resolvePeer } from '../../src/home/peer-resolve.js';
 import { NodeServer, MAX_PREAUTH_CONNECTIONS } from '../../src/listener/server.js';
-import { serveSession } from '../../src/push-pull/transfer-service.js';
+import { serveSession } from '../../src/listener/dispatch.js';
 import { withTimeout } from '../../src/support/timeouts.js';
 import { silentLogger } from '../../src/logger.js';
 import { jsonLines, newHome, runCli, startRig, type Rig } from '../fault/fault-harness.js';

@@ -21,7 +21,7 @@ import { resolvePeer } from '../../src/home/peer-resolve.js';
 import { pingPeer } from '../../src/session/ping.js';
 import { NodeServer } from '../../src/listener/server.js';
 import type { PeerSession } from '../../src/session/session.js';
-import { serveSession } from '../../src/push-pull/transfer-service.js';
+import { serveSession } from '../../src/listener/dispatch.js';
 import { sessionChunking } from '../../src/exchange/transfer-control.js';
 import { expectMessage, manifestMessages } from '../../src/exchange/transfer-control.js';
 import { scanSource, type TransferSource } from '../../src/exchange/transfer-source.js';

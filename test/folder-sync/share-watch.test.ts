@@ -16,7 +16,7 @@ import { NodeServer } from '../../src/listener/server.js';
 import { SHARE_CHANGED_MAX_DELAY_MS, SHARE_CHANGED_QUIET_MS } from '../../src/folder-sync/share-watch-service.js';
 import { watchPeerShare } from '../../src/folder-sync/share-watch-client.js';
 import { ResidentFolders } from '../../src/folder-sync/synced-folder.js';
-import { serveSession } from '../../src/push-pull/transfer-service.js';
+import { serveSession } from '../../src/listener/dispatch.js';
 import { newHome, sleep } from '../fault/fault-harness.js';
 
 const [a, b] = await Promise.all([newHome('watch-a'), newHome('watch-b')]);

@@ -112,24 +112,15 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const allow = args['allow'] as string[];
         const pairs = allow.length > 0 ? await peerStore.list() : []; // names in allow lists are resolved against the pairs
         const shares = applyAllowLists(await resolveShares(args['share'] as string[], ctx.home.inboxDir), allow, (p) => findPeer(pairs, p)?.id);
-        const { NodeServer } = await import('../../listener/server.js');
-        const { serveSession } = await import('../../push-pull/transfer-service.js');
-        const { ChunkIndexPool } = await import('../../store/chunk-index-pool.js');
-        const log = ctx.log.child('listen');
-        const { ResidentFolders } = await import('../../folder-sync/synced-folder.js');
-        const indexes = new ChunkIndexPool({ log });
-        const resident = new ResidentFolders({ log });
         const { RateLimiter } = await import('../../transfer/rate-limiter.js');
         // One cap for everything this listener sends: every peer, pull and sync together.
         const sendLimiter = bwlimit === undefined ? undefined : new RateLimiter(bwlimit);
         const limited = sendLimiter === undefined ? {} : { sendLimiter };
-        const { ListenerActivity } = await import('../../session/listener-activity.js');
-        const activity = new ListenerActivity();
+        const log = ctx.log.child('listen');
+        const { Listener } = await import('../../listener/listener.js');
+        const server = await Listener.start({ identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited });
+        const { resident, activity } = server;
         const startedAt = Date.now();
-        const server = await NodeServer.start(
-          { identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log },
-          (session, signal) => serveSession(session, { shares, config, log, nodeId: identity.nodeId, indexes, resident, activity, ...limited }, signal),
-        );
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');
@@ -167,9 +158,9 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
         });
         ctx.log.info('shutting down');
-        await Promise.all([server.close(), sweep, control?.close(), control === undefined ? undefined : removeListening(ctx.home.dir).catch(() => undefined)]);
-        await indexes.close(); // after the sessions: their last changes are saved too
-        await resident.close();
+        // The control socket first: its syncs use the listener's resident folders, closed with it.
+        await Promise.all([sweep, control?.close(), control === undefined ? undefined : removeListening(ctx.home.dir).catch(() => undefined)]);
+        await server.close();
         if (ctx.out.json) ctx.out.emit({ event: 'stopped' }, '');
       }),
     )

@@ -1,0 +1,86 @@
+// A running listener, whole: the server that admits and pins peers (server.ts), the dispatch of
+// their requests (dispatch.ts), and the state it keeps between sessions: chunk indexes per share,
+// synced folders' watchers and logs, what runs now (for `status`), one cap on what it sends.
+// `clawpeer listen` and the bench's simulated peer both start it here.
+import type { Identity } from '../crypto/identity.js';
+import type { Logger } from '../logger.js';
+import type { RateLimiter } from '../transfer/rate-limiter.js';
+import type { NodeConfig } from '../home/config.js';
+import type { InviteStore } from '../home/pair-invite.js';
+import type { PeerStore } from '../home/peer-store.js';
+import type { Share } from '../home/shares.js';
+import { ChunkIndexPool } from '../store/chunk-index-pool.js';
+import { ListenerActivity, type ConnectedPeer } from '../session/listener-activity.js';
+import { ResidentFolders } from '../folder-sync/synced-folder.js';
+import { serveSession } from './dispatch.js';
+import { NodeServer, type BoundTransport } from './server.js';
+
+export interface ListenerOptions {
+  readonly identity: Identity;
+  readonly peers: PeerStore;
+  /** Open pairing invites (home/pair-invite.ts); without it no invite can be redeemed here. */
+  readonly invites?: InviteStore;
+  readonly shares: readonly Share[];
+  readonly host: string;
+  readonly port: number;
+  readonly config: NodeConfig;
+  readonly log: Logger;
+  /** listen --bwlimit: everything this listener sends, all peers, pulls and syncs together. */
+  readonly sendLimiter?: RateLimiter;
+}
+
+export class Listener {
+  readonly #server: NodeServer;
+  readonly #indexes: ChunkIndexPool;
+  /** Synced folders kept open between syncs (watchers, logs); the control socket's syncs use them too. */
+  readonly resident: ResidentFolders;
+  /** The transfers and syncs running now. */
+  readonly activity: ListenerActivity;
+
+  private constructor(server: NodeServer, indexes: ChunkIndexPool, resident: ResidentFolders, activity: ListenerActivity) {
+    this.#server = server;
+    this.#indexes = indexes;
+    this.resident = resident;
+    this.activity = activity;
+  }
+
+  /** Binds the transports and serves until close(); resolves once it accepts connections. */
+  static async start(o: ListenerOptions): Promise<Listener> {
+    const indexes = new ChunkIndexPool({ log: o.log });
+    const resident = new ResidentFolders({ log: o.log });
+    const activity = new ListenerActivity();
+    const ctx = { shares: o.shares, config: o.config, log: o.log, nodeId: o.identity.nodeId, indexes, resident, activity, ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }) };
+    try {
+      const server = await NodeServer.start(
+        { identity: o.identity, peers: o.peers, ...(o.invites === undefined ? {} : { invites: o.invites }), shares: o.shares, host: o.host, port: o.port, config: o.config, log: o.log },
+        (session, signal) => serveSession(session, ctx, signal),
+      );
+      return new Listener(server, indexes, resident, activity);
+    } catch (err) {
+      await indexes.close();
+      await resident.close();
+      throw err;
+    }
+  }
+
+  /** Each transport it listens on (the first is the one to tell peers). */
+  get bound(): readonly BoundTransport[] {
+    return this.#server.bound;
+  }
+
+  get port(): number {
+    return this.#server.port;
+  }
+
+  /** The authenticated sessions now, oldest first. */
+  connectedPeers(): ConnectedPeer[] {
+    return this.#server.connectedPeers();
+  }
+
+  /** Ends every session, then saves and closes what they kept (chunk indexes last: their last changes too). */
+  async close(): Promise<void> {
+    await this.#server.close();
+    await this.#indexes.close();
+    await this.resident.close();
+  }
+}
