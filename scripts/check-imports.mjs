@@ -5,6 +5,7 @@
 // - nothing outside src/cli/ imports src/cli/;
 // - no import cycle between files, and none between folders.
 // Prints each violation with the import that makes it; exit 1 if there is any.
+// Usage: node scripts/check-imports.mjs [SRC_DIR]   (default: this checkout's src/)
 // `npm run lint` runs it, and so does `npm test` (CI), before the build.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -140,7 +141,7 @@ function closedPath(graph, inComp, start) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const problems = checkImports();
+  const problems = checkImports(process.argv[2] === undefined ? SRC : path.resolve(process.argv[2]));
   for (const p of problems) console.error(p);
   if (problems.length > 0) {
     console.error(`${problems.length} layout rule${problems.length === 1 ? '' : 's'} broken (see ARCHITECTURE.md, "Rooms")`);
