@@ -1,4 +1,4 @@
-// Benchmark for crypto/aead.ts: seal + open throughput of the data plane (DataSealer /
+// Benchmark for protocol/aead.ts: seal + open throughput of the data plane (DataSealer /
 // DataOpener) for both suites at the record sizes chunks travel in, against the bare cipher.
 //
 // One operation = seal one record into a complete DATA frame, then open it again, as the sender

@@ -5,7 +5,7 @@
 // a short peak cannot fall between samples. The sender's is read in its exit hook; the listener's
 // after the push, with its RSS before the push for reference (its peak covers start-up too).
 // Conditions: machine, file size, chunking and window defaults (the CLI's), threads used for the
-// sender's manifest (chunking/parallel-manifest.ts), and the push's own time and rate.
+// sender's manifest (file-chunking/parallel-manifest.ts), and the push's own time and rate.
 // Run: node <outDir>/bench/push-rss.js [--smoke] [--size-mib N]  (writes bench/results/push-rss.json)
 
 import { mkdtemp, rm } from 'node:fs/promises';
