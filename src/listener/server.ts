@@ -258,6 +258,12 @@ export class NodeServer {
       return;
     }
     if (paired) return this.#admitPaired(conn, peerId);
+    if (peerId === this.#options.identity.nodeId) {
+      // Our own key: `clawpeer doctor` of this home checking that its listener holds the port
+      // (the transport handshake told it so). Nothing to refuse or log.
+      await conn.close('a node does not serve itself', { linger: false }).catch(() => undefined);
+      return;
+    }
     if (!open) {
       this.#refuse(conn, peerId, 'unpaired', 'NOT_PAIRED', this.#notPairedMessage(peerId));
       return;
