@@ -44,7 +44,9 @@ import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { manifestFromFile } from '../chunking/file-chunker.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
+import { isConflictPath } from '../sync/conflict.js';
 import type { RevisionEntry } from '../sync/revision.js';
+import { splitHardLink } from './conflict-copy.js';
 import { fileKeyOf, isRacy, RACY_WINDOW_MS, sameFileKey } from './file-key.js';
 import { INTERNAL_DIR_NAME, isInternalPath, isTempFileName } from './internal-names.js';
 import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from './publisher.js';
@@ -230,7 +232,8 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
 
   const ignore = options.ignore ?? syncIgnoreFrom([]);
   /** Records what changed about one walked entry (nothing, for an unchanged one). */
-  const visit = async (entry: TreeEntry): Promise<void> => {
+  const visit = async (walked: TreeEntry): Promise<void> => {
+    let entry = walked;
     const rel = entry.relPath;
     if (entry.kind !== 'dir' && ignore.matches(rel, false)) return;
     if (isInternalPath(rel)) {
@@ -239,6 +242,18 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
       return;
     }
     seenPaths.push(rel);
+    // A conflict copy that is a second name of another file (the live file it was linked from,
+    // by a sync of older versions killed while settling the conflict) would change whenever that
+    // file is written: it gets an inode of its own before it is looked at.
+    if (entry.kind === 'file' && isConflictPath(rel)) {
+      const abs = path.join(root, ...rel.split('/'));
+      try {
+        if (await splitHardLink(abs)) entry = fileEntryOf(rel, lstatSync(abs, { bigint: true }));
+      } catch (err) {
+        report({ localPath: abs, error: new ClawpeerError('IO', `cannot give conflict copy ${abs} a file of its own: ${(err as Error).message}`, { cause: err }) });
+        return;
+      }
+    }
     if (entry.kind === 'file' && store.isWarm(rel, entry)) { // an entry is its own WarmStat
       unchanged++;
       liveSeen++; // a warm entry is certified for a live head

@@ -3,25 +3,31 @@
 //
 // Goals: nothing a user wrote is lost: a file sync replaces or deletes is kept as a history
 // blob first (sync-history.ts), a losing concurrent edit is kept beside the winner under its
-// conflict name before the winner is published; both peers compute the same winner, the same
-// conflict name and the same revision for the conflict copy (origin, vector and mtime of the
-// losing revision), so their logs converge without another round; the log only records what the
+// conflict name before the winner is published (a new inode, conflict-copy.ts: never a second
+// name of the live file); both peers compute the same winner, the same conflict name and the
+// same revision for the conflict copy (origin, vector and mtime of the losing revision), so
+// their logs converge without another round. The copy is planned as one more incoming revision
+// of its path, so the peer's record of the same copy (it settled the conflict in a sync killed
+// before we did), our scan's record of a copy a killed sync left, or another file of that name
+// are resolved by the same rules on both sides, never two writes of one path; the log only records what the
 // folder holds: content is published first (staged, verified, renamed by TransferReceiver), and
 // heads move in one store write afterwards. A crash between the two leaves files the next scan
 // records as local revisions with the same content, which resolve without a conflict copy.
 // A path whose content the peer could not deliver is left out entirely (its records are not
-// stored, so the next sync asks again).
+// stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
 import { lstatSync } from 'node:fs';
-import { chmod, lstat, realpath, rmdir, unlink, link, copyFile } from 'node:fs/promises';
+import { chmod, lstat, realpath, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { resolveRevision } from '../sync/conflict.js';
+import { compareIds } from '../sync/merkle-root.js';
 import type { RevisionEntry, Revision, RevisionKind } from '../sync/revision.js';
 import { revisionEntry, sameContent } from '../sync/revision.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
+import { writeOwnCopy } from './conflict-copy.js';
 import { isRacy, msToNs } from './file-key.js';
 import { Publisher } from './publisher.js';
 import { symlinkTargetIsConfined } from './tree-scan.js';
@@ -29,6 +35,7 @@ import type { RevisionStore, WarmStat } from './revision-store.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from './sync-history.js';
 import type { SyncIgnore } from './sync-ignore.js';
+import { crashPoint } from './test-hooks.js';
 
 export interface ApplyOptions {
   readonly store: RevisionStore;
@@ -60,6 +67,8 @@ export interface ApplyResult {
 type FsAction =
   | { readonly kind: 'none' }
   | { readonly kind: 'fetch'; readonly request: FetchRequest }
+  /** A conflict copy of a local file: `from`'s bytes written here as a new inode. */
+  | { readonly kind: 'copy-local'; readonly from: string; readonly mode: number; readonly mtimeMs: number }
   | { readonly kind: 'chmod'; readonly mode: number }
   | { readonly kind: 'mkdir'; readonly mode: number }
   | { readonly kind: 'symlink'; readonly target: string; readonly mtimeMs: number }
@@ -67,16 +76,32 @@ type FsAction =
 
 interface PathPlan {
   readonly path: string;
+  /** The peer's records of this path, and the conflict copy's revision when one lands here. */
   readonly records: readonly RevisionEntry[];
   readonly local: RevisionEntry | undefined;
   /** New head, or undefined to keep the local one. */
   readonly head: RevisionEntry | undefined;
   readonly action: FsAction;
-  /** Conflict copy: the losing revision's content kept at `copy.path`. */
+  /** A conflict at this path: the losing revision's copy (its own plan, at the copy's path, does the work). */
   readonly copy: { readonly entry: RevisionEntry; readonly fromLocal: boolean } | undefined;
-  /** Content fetched for the conflict copy (when the remote lost). */
-  readonly copyFetch: FetchRequest | undefined;
+  /** Conflict copies stacked on this path (0 for a path of the peer's records). */
+  readonly depth: number;
+  /** Plans of one conflict (the path and its copy's path) land together or not at all. */
+  readonly unit: number;
 }
+
+/** A conflict copy some path's conflict puts at another path, and where its bytes come from. */
+interface CopyClaim {
+  readonly entry: RevisionEntry;
+  readonly parent: string;
+  readonly depth: number;
+  readonly unit: number;
+  /** Where the loser's bytes are: our file at `from` (copied here), or the peer's (fetched by `request`). */
+  readonly source: { readonly local: true; readonly from: string } | { readonly local: false; readonly request: FetchRequest };
+}
+
+/** How deep conflict copies of conflict copies go in one sync (each level a user file that took the name). */
+const MAX_COPY_DEPTH = 4;
 
 const NS_PER_MS = 1_000_000n;
 
@@ -158,74 +183,173 @@ function publishedStat(folderReal: string, rev: Revision, nowNs: bigint): WarmSt
 
 type PlanOptions = Pick<ApplyOptions, 'store' | 'keepConcurrentLocal' | 'ignore' | 'log'>;
 
-/** What to do per path with `received`, decided against `store`'s heads; touches nothing. */
+const sameId = (a: RevisionEntry, b: RevisionEntry): boolean => compareIds(a.id, 0, b.id, 0) === 0;
+
+/**
+ * What to do per path with `received`, decided against `store`'s heads; touches nothing.
+ *
+ * A conflict's copy is one more revision of the copy's path, decided there like any other: the
+ * peer may have sent that very revision already (it settled the same conflict in a sync that was
+ * killed before we did), or we may hold another revision there (a killed sync's copy that our
+ * scan recorded, a user's file of that name). One path then has one plan, whatever claims it,
+ * and the resolution rules pick the same head on both sides (a concurrent copy with other bytes
+ * is itself a conflict, kept under its own conflict name).
+ */
 function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans: PathPlan[]; skipped: string[] } {
   const { store, log } = o;
   const groups = new Map<string, RevisionEntry[]>();
   for (const e of received) groups.set(e.revision.path, [...(groups.get(e.revision.path) ?? []), e]);
 
-  const plans: PathPlan[] = [];
-  const skipped: string[] = [];
-  for (const [p, records] of groups) {
+  const claims = new Map<string, CopyClaim>();
+  const planned = new Map<string, PathPlan>();
+  const skipped = new Set<string>();
+  const queue = [...groups.keys()];
+  let units = 0;
+  const unitOf = new Map<string, number>();
+  // A path decided again (a copy landed on it) withdraws the copies its first decision claimed.
+  const dropClaimsOf = (parent: string): void => {
+    for (const [copyPath, c] of [...claims]) {
+      if (c.parent !== parent) continue;
+      claims.delete(copyPath);
+      planned.delete(copyPath);
+      skipped.delete(copyPath);
+      dropClaimsOf(copyPath);
+      if (groups.has(copyPath) && !queue.includes(copyPath)) queue.push(copyPath);
+    }
+  };
+  for (let p = queue.shift(); p !== undefined; p = queue.shift()) {
+    const claim = claims.get(p);
+    const peerRecords = groups.get(p) ?? [];
+    const records = claim === undefined || peerRecords.some((r) => sameId(r, claim.entry)) ? peerRecords : [...peerRecords, claim.entry];
+    const unit = claim?.unit ?? unitOf.get(p) ?? units++;
+    unitOf.set(p, unit);
+    const depth = claim?.depth ?? 0;
     const local = store.head(p);
-    const remote = remoteCandidate(records);
-    const base = { path: p, records, local, copy: undefined, copyFetch: undefined };
-    // Ignored here: the records are kept (the logs converge), the head and the disk stay.
-    if (o.ignore?.ignores(p, remote.revision.kind === 'dir') === true) {
-      plans.push({ ...base, head: undefined, action: { kind: 'none' } });
+    const peerHead = peerRecords.length === 0 ? undefined : remoteCandidate(peerRecords);
+    const base = { path: p, records, local, copy: undefined, depth, unit };
+    const skip = (): void => {
+      skipped.add(p);
+    };
+    /** Where an incoming revision's bytes are, to land at `destPath`: a copy's where its claim says, any other at this path on the peer. */
+    const sourceOf = (e: RevisionEntry, destPath: string): CopyClaim['source'] => {
+      const r = e.revision;
+      if (claim !== undefined && sameId(e, claim.entry) && (claim.source.local || !peerRecords.some((x) => sameId(x, e)))) {
+        return claim.source.local ? claim.source : { local: false, request: { ...claim.source.request, destPath } };
+      }
+      return { local: false, request: { sourcePath: r.path, root: r.contentRoot, destPath, mode: r.mode, mtimeMs: mtimeMsOf(r) } };
+    };
+    /** Claims `copyPath` for a loser's copy; false (the path is left as is) when it cannot be. */
+    const claimCopy = (entry: RevisionEntry, source: CopyClaim['source']): boolean => {
+      const copyPath = entry.revision.path;
+      if (depth >= MAX_COPY_DEPTH) {
+        log.warn('sync: conflict copies of conflict copies nest too deep; left as is', { path: p, copy: copyPath });
+        return false;
+      }
+      if (claims.has(copyPath)) {
+        // Two losers under one name (same origin and second): keep the first, leave this path.
+        log.warn('sync: two conflicts name the same copy; left as is', { path: p, copy: copyPath });
+        return false;
+      }
+      claims.set(copyPath, { entry, parent: p, depth: depth + 1, unit, source });
+      // The copy's path is decided (again, if its own records came first) with the copy in it.
+      planned.delete(copyPath);
+      skipped.delete(copyPath);
+      dropClaimsOf(copyPath);
+      if (!queue.includes(copyPath)) queue.push(copyPath);
+      return true;
+    };
+
+    // What comes in: the peer's head of the path, or the copy a conflict puts here, or, when both
+    // and they are concurrent with other bytes, the winner of the two (the loser gets a copy too).
+    let remote: RevisionEntry;
+    let incomingLoser: { readonly entry: RevisionEntry; readonly copy: RevisionEntry; readonly source: CopyClaim['source'] } | undefined;
+    if (claim === undefined || peerHead === undefined) {
+      const only = claim?.entry ?? peerHead;
+      if (only === undefined) throw new TypeError(`nothing comes in for ${p}`);
+      remote = only;
+    } else {
+      const between = resolveRevision(claim.entry, peerHead);
+      const claimWins = between.action === 'keep-local' || (between.action === 'conflict' && between.winner === 'local');
+      remote = claimWins ? claim.entry : peerHead;
+      if (between.action === 'conflict') {
+        const loser = claimWins ? peerHead : claim.entry;
+        incomingLoser = { entry: loser, copy: conflictCopyRevision(between.loser, between.loserPath), source: sourceOf(loser, between.loserPath) };
+      }
+    }
+    // Ignored here: the records are kept (the logs converge), the head and the disk stay. A
+    // conflict copy is made even under an ignore rule: its path's winner is replacing our file.
+    if (claim === undefined && o.ignore?.ignores(p, remote.revision.kind === 'dir') === true) {
+      planned.set(p, { ...base, head: undefined, action: { kind: 'none' } });
       continue;
     }
     const res = resolveRevision(local, remote);
+    if (o.keepConcurrentLocal && local !== undefined && res.action !== 'keep-local' && res.reason !== 'remote-newer') {
+      skip();
+      continue;
+    }
+    if (incomingLoser !== undefined) {
+      // Unless our head has seen it already (it is history here, not a conflict).
+      const seen = local === undefined ? undefined : resolveRevision(local, incomingLoser.entry);
+      const superseded = seen !== undefined && (seen.reason === 'same-revision' || seen.reason === 'local-newer');
+      if (!superseded && !claimCopy(incomingLoser.copy, incomingLoser.source)) {
+        skip();
+        continue;
+      }
+    }
     if (res.action === 'keep-local') {
-      plans.push({ ...base, head: undefined, action: { kind: 'none' } });
+      planned.set(p, { ...base, head: undefined, action: { kind: 'none' } });
       continue;
     }
-    if (o.keepConcurrentLocal && local !== undefined && res.reason !== 'remote-newer') {
-      skipped.push(p);
-      continue;
-    }
-    if (res.action === 'take-remote') {
+    const placeRemote = (): FsAction | undefined => {
       const action = actionFor(local, remote);
+      if (action?.kind !== 'fetch') return action;
+      const src = sourceOf(remote, p);
+      return src.local ? { kind: 'copy-local', from: src.from, mode: action.request.mode, mtimeMs: action.request.mtimeMs } : { kind: 'fetch', request: src.request };
+    };
+    if (res.action === 'take-remote') {
+      const action = placeRemote();
       if (action === undefined) {
         log.warn('sync: a directory and a file meet at one path; left as is', { path: p });
-        skipped.push(p);
+        skip();
         continue;
       }
       // The publisher would refuse it and fail the whole sync: one link out of the folder (fine
       // in the peer's share, as /etc/hostname) must not keep every other change from landing.
       if (action.kind === 'symlink' && !symlinkTargetIsConfined(p.split('/').length - 1, action.target)) {
         log.warn('sync: a symlink from the peer leads out of this folder; left as is', { path: p, target: action.target });
-        skipped.push(p);
+        skip();
         continue;
       }
-      plans.push({ ...base, head: remote, action });
+      planned.set(p, { ...base, head: remote, action });
       continue;
     }
     // A true conflict: both sides edited the path concurrently with different content.
     if (!isLiveFile(local) || !isLiveFile(remote)) {
       log.warn('sync: concurrent changes of different kinds at one path; left as is', { path: p });
-      skipped.push(p);
+      skip();
       continue;
     }
-    const copy = conflictCopyRevision(res.loser, res.loserPath);
-    if (store.head(res.loserPath) !== undefined) {
-      log.warn('sync: conflict copy name already taken; left as is', { path: p, copy: res.loserPath });
-      skipped.push(p);
+    const entry = conflictCopyRevision(res.loser, res.loserPath);
+    if (!claimCopy(entry, res.winner === 'remote' ? { local: true, from: p } : sourceOf(remote, res.loserPath))) {
+      skip();
       continue;
     }
-    if (res.winner === 'remote') {
-      const action = actionFor(local, remote);
-      if (action === undefined) throw new TypeError('a file replaced by a file always has an action');
-      plans.push({ ...base, head: remote, action, copy: { entry: copy, fromLocal: true } });
-    } else {
-      const r = remote.revision;
-      plans.push({
-        ...base, head: undefined, action: { kind: 'none' }, copy: { entry: copy, fromLocal: false },
-        copyFetch: { sourcePath: r.path, root: r.contentRoot, destPath: res.loserPath, mode: r.mode, mtimeMs: mtimeMsOf(r) },
-      });
-    }
+    const action = res.winner === 'remote' ? placeRemote() : { kind: 'none' as const };
+    if (action === undefined) throw new TypeError('a file replaced by a file always has an action');
+    planned.set(p, { ...base, head: res.winner === 'remote' ? remote : undefined, action, copy: { entry, fromLocal: res.winner === 'remote' } });
   }
-  return { plans, skipped };
+  // A conflict lands whole: its path is not replaced unless its copy is made, and the other way round.
+  const skippedUnits = new Set<number>();
+  for (const p of skipped) {
+    const u = unitOf.get(p);
+    if (u !== undefined) skippedUnits.add(u);
+  }
+  const plans: PathPlan[] = [];
+  for (const plan of planned.values()) {
+    if (skippedUnits.has(plan.unit)) skipped.add(plan.path);
+    else plans.push(plan);
+  }
+  return { plans, skipped: [...skipped] };
 }
 
 /** One path a sync would change in this folder (sync --dry-run). */
@@ -248,17 +372,24 @@ export const byPath = (a: PlannedChange, b: PlannedChange): number => (a.path < 
 export function plannedChanges(received: readonly RevisionEntry[], o: PlanOptions): { changes: PlannedChange[]; skipped: string[] } {
   const { plans, skipped } = planRemote(received, o);
   const changes: PlannedChange[] = [];
+  const byPathPlan = new Map(plans.map((p) => [p.path, p]));
   for (const plan of plans) {
-    const fetched = plan.action.kind === 'fetch' ? plan.action.request : plan.copyFetch;
-    const bytes = fetched === undefined ? 0 : (plan.head ?? plan.copy?.entry)?.revision.size ?? 0;
     const localLive = plan.local !== undefined && !plan.local.revision.deleted;
     if (plan.copy !== undefined) {
-      changes.push({ path: plan.path, change: 'conflict', kind: 'file', bytes, copy: plan.copy.entry.revision.path });
+      // Bytes: the winner's, or the peer's losing version fetched into the copy.
+      const copyPlan = byPathPlan.get(plan.copy.entry.revision.path);
+      const fetched = plan.action.kind === 'fetch' ? plan.head : copyPlan?.action.kind === 'fetch' ? copyPlan.head : undefined;
+      changes.push({ path: plan.path, change: 'conflict', kind: 'file', bytes: fetched?.revision.size ?? 0, copy: plan.copy.entry.revision.path });
       continue;
     }
+    if (plan.depth > 0 && plan.local === undefined) continue; // a new conflict copy: its conflict's line names it
+    const bytes = plan.action.kind === 'fetch' ? plan.head?.revision.size ?? 0 : 0;
     switch (plan.action.kind) {
       case 'none':
         continue; // the log moves, the disk already matches
+      case 'copy-local':
+        changes.push({ path: plan.path, change: localLive ? 'update' : 'create', kind: 'file', bytes: 0 });
+        continue;
       case 'delete':
         changes.push({ path: plan.path, change: 'delete', kind: plan.local?.revision.kind ?? 'file', bytes: 0 });
         continue;
@@ -286,44 +417,41 @@ export function plannedChanges(received: readonly RevisionEntry[], o: PlanOption
 /** Plans and applies `received` (records the peer has and we lacked). */
 export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOptions): Promise<ApplyResult> {
   const { store, log } = o;
+  crashPoint('sync-apply');
   const folderReal = await realpath(o.folder);
   const { plans, skipped } = planRemote(received, o);
 
-  // 1. Content: fetch, and just before it is published keep what it replaces.
+  // 1. Content: fetch; just before it is published, make the conflict copies of our own files
+  // and keep in history what gets replaced. A conflict lands whole or not at all (its unit): if
+  // the peer cannot deliver the content of one of its paths, none of them changes.
   const requests: FetchRequest[] = [];
-  const planOfRequest = new Map<FetchRequest, PathPlan>();
-  for (const plan of plans) {
-    const req = plan.action.kind === 'fetch' ? plan.action.request : plan.copyFetch;
-    if (req === undefined) continue;
-    requests.push(req);
-    planOfRequest.set(req, plan);
-  }
+  for (const plan of plans) if (plan.action.kind === 'fetch') requests.push(plan.action.request);
+  const undeliveredUnits = (delivered: readonly FetchRequest[]): Set<number> => {
+    const got = new Set(delivered);
+    return new Set(plans.filter((p) => p.action.kind === 'fetch' && !got.has(p.action.request)).map((p) => p.unit));
+  };
   const outcome = await o.fetch(requests, async (delivered) => {
-    for (const req of delivered) {
-      const plan = planOfRequest.get(req);
-      if (plan === undefined || plan.action.kind !== 'fetch' || !isLiveFile(plan.local)) continue;
+    const missing = undeliveredUnits(delivered);
+    const landing = plans.filter((p) => !missing.has(p.unit));
+    // Deepest first: a copy that lands where our own losing bytes are copied away goes after them.
+    const copies = landing.filter((p) => p.action.kind === 'copy-local').sort((x, y) => y.depth - x.depth);
+    for (const plan of copies) {
+      if (plan.action.kind !== 'copy-local') continue;
       const abs = await confined(folderReal, plan.path);
-      if (plan.copy?.fromLocal === true) {
-        const copyAbs = await confined(folderReal, plan.copy.entry.revision.path);
-        try {
-          await link(abs, copyAbs);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new ClawpeerError('FILE_EXISTS', `conflict copy ${copyAbs} exists already`, { cause: err });
-          await copyFile(abs, copyAbs);
-        }
-      }
-      await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: false });
+      if (isLiveFile(plan.local)) await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: false });
+      await writeOwnCopy(await confined(folderReal, plan.action.from), abs, plan.action.mode, plan.action.mtimeMs);
+    }
+    if (copies.length > 0) crashPoint('conflict-copy');
+    for (const plan of landing) {
+      if (plan.action.kind !== 'fetch' || !isLiveFile(plan.local)) continue;
+      await preserveInHistory(folderReal, await confined(folderReal, plan.path), plan.local.revision.contentRoot, { move: false });
     }
   });
-  const delivered = new Set(outcome.delivered);
+  const missing = undeliveredUnits(outcome.delivered);
   const done: PathPlan[] = [];
   for (const plan of plans) {
-    const req = plan.action.kind === 'fetch' ? plan.action.request : plan.copyFetch;
-    if (req !== undefined && !delivered.has(req)) {
-      skipped.push(plan.path);
-      continue;
-    }
-    done.push(plan);
+    if (missing.has(plan.unit)) skipped.push(plan.path);
+    else done.push(plan);
   }
 
   // 2. Everything that needs no content: symlinks, directories, modes, deletions.
@@ -334,6 +462,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     switch (a.kind) {
       case 'none':
       case 'fetch':
+      case 'copy-local':
         break;
       case 'chmod':
         await chmod(await confined(folderReal, plan.path), a.mode & 0o777).catch((err: unknown) => log.warn('sync: cannot set mode', { path: plan.path, error: (err as Error).message }));
@@ -388,11 +517,12 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   const nowNs = msToNs(Date.now());
   const published = new Map<PathPlan, WarmStat>();
   for (const plan of done) {
-    if (plan.head === undefined || plan.action.kind !== 'fetch') continue;
+    if (plan.head === undefined || (plan.action.kind !== 'fetch' && plan.action.kind !== 'copy-local')) continue;
     const warm = publishedStat(folderReal, plan.head.revision, nowNs);
     if (warm !== undefined) published.set(plan, warm);
   }
   let applied = 0;
+  crashPoint('sync-log');
   store.write((w) => {
     for (const plan of done) {
       for (const r of plan.records) w.put(r);
@@ -401,10 +531,6 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         applied++;
         const warm = published.get(plan);
         if (warm !== undefined) w.setWarm(plan.path, warm);
-      }
-      if (plan.copy !== undefined) {
-        w.put(plan.copy.entry);
-        w.setHead(plan.copy.entry.id);
       }
     }
   });

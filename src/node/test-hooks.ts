@@ -1,5 +1,5 @@
 // Fault injection for end-to-end tests, read once from the environment. Unset in normal use;
-// each hook only makes a transfer slower or broken, never less safe for the receiver.
+// each hook only makes a transfer slower or broken (or kills this process), never less safe for the receiver.
 function envInt(name: string): number | undefined {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return undefined;
@@ -20,4 +20,16 @@ export const TEST_HOOKS = Object.freeze({
   waitingStreamMs: envInt('CLAWPEER_TEST_WAITING_STREAM_MS'),
   /** Free bytes a receiver's disk check sees at most (free-space.ts): a nearly full disk. */
   freeBytes: envInt('CLAWPEER_TEST_FREE_BYTES'),
+  /** A named step (see crashPoint) where this process SIGKILLs itself: a kill at an exact point. */
+  crashAt: process.env['CLAWPEER_TEST_CRASH_AT'] || undefined,
 });
+
+/**
+ * Dies by SIGKILL right here when CLAWPEER_TEST_CRASH_AT names `step`: no cleanup, no flush,
+ * as a user's kill -9 or a power cut would (tests of what the next run recovers). Steps:
+ * sync-apply (before this side applies the peer's revisions), conflict-copy (a conflict copy is
+ * on disk, the live file not yet replaced), sync-log (the disk changed, its log not yet written).
+ */
+export function crashPoint(step: string): void {
+  if (TEST_HOOKS.crashAt === step) process.kill(process.pid, 'SIGKILL');
+}

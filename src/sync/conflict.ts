@@ -4,8 +4,8 @@
 // they converge on the same head without another message; nothing silently lost (a concurrent
 // edit that loses is kept beside the winner under a conflict name; an edit always beats a
 // deletion); conflict names that stay valid share paths. Non-goals: touching the file system
-// (the driver renames/publishes), detecting that the conflict name is already taken (the driver
-// checks and picks another, e.g. by appending "-2" before the extension).
+// (the driver renames/publishes), what is already at the conflict name (the driver resolves the
+// copy against it as one more revision of that path: node/sync-apply.ts).
 //
 // The rule, for two revisions L (our head) and R (theirs) of one path:
 //   1. same id, or R's vector is before or equal to L's: keep local (we have seen R).

@@ -1,0 +1,61 @@
+// Writing a conflict copy as a file of its own, and splitting one that shares its inode.
+//
+// Goals: a conflict copy never shares an inode with the live file it came from: the live file
+// may be appended to in place (by the user, or a program), and a shared inode would change the
+// "kept" loser with it; that happened when a copy was made as a hard link and the sync was
+// killed before the live name got its new inode. So the copy is a new inode (reflink where the
+// file system has it, else a byte copy) written under a temp name, fsynced, and renamed into
+// place, so a kill at any point leaves either no copy or a whole one (the temp file is swept by
+// the next scan, folder-scanner.ts). Non-goals: deciding which revision loses (sync/conflict.ts),
+// recording the copy (sync-apply.ts).
+import { constants } from 'node:fs';
+import { copyFile, lstat, open, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { tempNameFor } from './publisher.js';
+
+async function syncDir(dir: string): Promise<void> {
+  const h = await open(dir, 'r');
+  try {
+    await h.sync();
+  } finally {
+    await h.close();
+  }
+}
+
+/**
+ * Copies the file at `from` to `to` (replacing what is there) as a new inode with `mode` and
+ * `mtimeMs`; the copy is on disk (file and directory entry fsynced) when this returns.
+ */
+export async function writeOwnCopy(from: string, to: string, mode: number, mtimeMs: number): Promise<void> {
+  const dir = path.dirname(to);
+  const tmp = path.join(dir, tempNameFor(path.basename(to)));
+  try {
+    // FICLONE: a reflink where supported (no bytes copied), otherwise a plain copy.
+    await copyFile(from, tmp, constants.COPYFILE_FICLONE);
+    const h = await open(tmp, 'r+');
+    try {
+      await h.chmod(mode & 0o777);
+      await h.utimes(new Date(), new Date(mtimeMs));
+      await h.sync();
+    } finally {
+      await h.close();
+    }
+    await rename(tmp, to);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  await syncDir(dir);
+}
+
+/**
+ * Gives the file at `abs` an inode of its own when it has other names (same bytes, mode and
+ * mtime); returns true when it split one. A conflict copy the old code made as a hard link of
+ * its live file is healed so before anything else reads it.
+ */
+export async function splitHardLink(abs: string): Promise<boolean> {
+  const st = await lstat(abs);
+  if (!st.isFile() || st.nlink <= 1) return false;
+  await writeOwnCopy(abs, abs, st.mode & 0o7777, st.mtimeMs);
+  return true;
+}
