@@ -395,11 +395,13 @@ export class TransferReceiver {
     // the connection dies before the peer opened one (a listener killed right after our Want),
     // no stream is there to fail, and the wait would never end: the command then ended with
     // the event loop, without its result.
-    let over = false;
+    // A promise's callbacks cannot be removed: the one left behind on a long session's
+    // connection holds only this small box, emptied when receiving ends, not the receiver.
+    const watch: { fail: ((err: ClawpeerError) => void) | undefined } = { fail: (err) => this.#fail(err) };
+    const peerId = session.peerId;
     void session.connection.closed.then((info) => {
-      if (over) return;
       const why = info.local ? 'was closed here' : info.reason === undefined ? 'closed' : `closed (${info.reason})`;
-      this.#fail(new ClawpeerError('CONNECTION_CLOSED', `the connection to peer ${session.peerId} ${why} before transfer ${transferId} had all its chunks`));
+      watch.fail?.(new ClawpeerError('CONNECTION_CLOSED', `the connection to peer ${peerId} ${why} before transfer ${transferId} had all its chunks`));
     });
     try {
       // Every wanted chunk is written and verified: publish now. The streams themselves end when
@@ -411,7 +413,7 @@ export class TransferReceiver {
       if (this.#index !== undefined) await this.#saveIndex(this.#index);
       return { ...this.#stats, ...(this.#published === undefined ? {} : { published: this.#published }), ...(this.#created === undefined || this.#created.length === 0 ? {} : { created: this.#created }), ...(this.#updated === undefined || this.#updated.length === 0 ? {} : { updated: this.#updated }) };
     } finally {
-      over = true;
+      watch.fail = undefined;
       signal.removeEventListener('abort', onAbort);
       unregister();
     }
