@@ -428,6 +428,8 @@ export async function runKillSchedule(o: KillScheduleOptions): Promise<KillSched
       const roll = random();
       const kill = roll < o.clientKillRate ? 'client' : roll < o.clientKillRate + o.listenerKillRate ? 'listener' : undefined;
       const r = await world.sync(client, `step ${step} sync node${client.index}`, kill);
+      // With one client, a completed in-sync sync means both nodes agree; with more, only the
+      // two that synced do (agreement across N nodes is the N-device test's to add).
       if (r.completed && r.inSync && clients.length === 1) await world.recordAgreement();
     }
     // Settle: rounds of syncs without kills until every client is in sync and the folders agree.
