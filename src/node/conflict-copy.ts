@@ -11,6 +11,7 @@
 import { constants } from 'node:fs';
 import { copyFile, lstat, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { ClawpeerError } from '../errors.js';
 import { tempNameFor } from './publisher.js';
 
 async function syncDir(dir: string): Promise<void> {
@@ -24,7 +25,7 @@ async function syncDir(dir: string): Promise<void> {
 
 /**
  * Copies the file at `from` to `to` (replacing what is there) as a new inode with `mode` and
- * `mtimeMs`; the copy is on disk (file and directory entry fsynced) when this returns.
+ * `mtimeMs`; the copy is on disk (file and directory entry fsynced) when this returns. IO on failure.
  */
 export async function writeOwnCopy(from: string, to: string, mode: number, mtimeMs: number): Promise<void> {
   const dir = path.dirname(to);
@@ -41,11 +42,11 @@ export async function writeOwnCopy(from: string, to: string, mode: number, mtime
       await h.close();
     }
     await rename(tmp, to);
+    await syncDir(dir);
   } catch (err) {
     await rm(tmp, { force: true });
-    throw err;
+    throw new ClawpeerError('IO', `cannot write ${to} as a copy of ${from}: ${(err as Error).message}`, { cause: err });
   }
-  await syncDir(dir);
 }
 
 /**

@@ -203,7 +203,14 @@ function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans
   const claims = new Map<string, CopyClaim>();
   const planned = new Map<string, PathPlan>();
   const skipped = new Set<string>();
+  // Paths to decide, in order; `pending` says which are queued and not yet decided.
   const queue = [...groups.keys()];
+  const pending = new Set(queue);
+  const enqueue = (rel: string): void => {
+    if (pending.has(rel)) return;
+    pending.add(rel);
+    queue.push(rel);
+  };
   let units = 0;
   const unitOf = new Map<string, number>();
   // A path decided again (a copy landed on it) withdraws the copies its first decision claimed.
@@ -214,10 +221,16 @@ function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans
       planned.delete(copyPath);
       skipped.delete(copyPath);
       dropClaimsOf(copyPath);
-      if (groups.has(copyPath) && !queue.includes(copyPath)) queue.push(copyPath);
+      if (groups.has(copyPath)) enqueue(copyPath);
     }
   };
-  for (let p = queue.shift(); p !== undefined; p = queue.shift()) {
+  // Each path is decided once, again for each copy that lands on it (at most MAX_COPY_DEPTH deep).
+  let decisionsLeft = (groups.size + 1) * (MAX_COPY_DEPTH + 2) * 2;
+  for (let next = 0; next < queue.length; next++) {
+    const p = queue[next];
+    if (p === undefined) break;
+    pending.delete(p);
+    if (--decisionsLeft < 0) throw new ClawpeerError('INTERNAL', 'planning the peer\'s revisions did not settle (conflict copies claiming each other)');
     const claim = claims.get(p);
     const peerRecords = groups.get(p) ?? [];
     const records = claim === undefined || peerRecords.some((r) => sameId(r, claim.entry)) ? peerRecords : [...peerRecords, claim.entry];
@@ -255,7 +268,7 @@ function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans
       planned.delete(copyPath);
       skipped.delete(copyPath);
       dropClaimsOf(copyPath);
-      if (!queue.includes(copyPath)) queue.push(copyPath);
+      enqueue(copyPath);
       return true;
     };
 
