@@ -29,8 +29,21 @@ const argv = process.argv.slice(2);
 // A sync a running listener of this home can take is handed over without loading yargs
 // (src/cli/sync-fast-path.ts); it declines anything but the plain forms.
 const fast = argv.includes('sync') ? import(`${dir}sync-fast-path.js`).then(({ runFastSync }) => runFastSync(argv)) : Promise.resolve(undefined);
+let settled = false;
 fast
   .then((code) => (code !== undefined ? code : import(`${dir}main.js`).then(({ main }) => main(argv))))
   .then((code) => {
+    settled = true;
     process.exitCode = code;
   });
+// Every command ends by settling its promise. When the event loop drains first, some wait
+// could never end (a bug): exiting 0 there would claim a success the command never reached,
+// so it is an internal error, said loudly (and as the --json error record).
+process.on('beforeExit', () => {
+  if (settled) return;
+  settled = true;
+  const message = 'internal error: the command stopped without finishing (nothing was left to wait for, yet its result never came); this is a bug in clawpeer, please report it';
+  if (argv.includes('--json')) process.stdout.write(JSON.stringify({ event: 'error', code: 'INTERNAL', message, exitCode: 1 }) + '\n');
+  process.stderr.write(`clawpeer: ${message}\n`);
+  process.exitCode = 1;
+});

@@ -426,7 +426,7 @@ export class TransferReceiver {
 
   /** Takes data streams from the router until every wanted chunk is in, then publishes the rest. */
   async receive(): Promise<ReceiveStats> {
-    const { router, transferId, signal } = this.#o;
+    const { router, transferId, signal, session } = this.#o;
     const unregister = router.register(transferId, (incoming) => {
       const task = this.#serveStream(incoming).catch((err: unknown) => {
         this.#fail(err);
@@ -438,6 +438,18 @@ export class TransferReceiver {
     const onAbort = (): void => this.#fail(signal.reason instanceof ClawpeerError ? signal.reason : new ClawpeerError('ABORTED', `transfer ${transferId} aborted`));
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort(); // aborted during prepare(): the listener above never fires
+    // The chunks come only on data streams, and a failing stream fails this transfer; but when
+    // the connection dies before the peer opened one (a listener killed right after our Want),
+    // no stream is there to fail, and the wait would never end: the command then ended with
+    // the event loop, without its result.
+    // A promise's callbacks cannot be removed: the one left behind on a long session's
+    // connection holds only this small box, emptied when receiving ends, not the receiver.
+    const watch: { fail: ((err: ClawpeerError) => void) | undefined } = { fail: (err) => this.#fail(err) };
+    const peerId = session.peerId;
+    void session.connection.closed.then((info) => {
+      const why = info.local ? 'was closed here' : info.reason === undefined ? 'closed' : `closed (${info.reason})`;
+      watch.fail?.(new ClawpeerError('CONNECTION_CLOSED', `the connection to peer ${peerId} ${why} before transfer ${transferId} had all its chunks`));
+    });
     try {
       // Every wanted chunk is written and verified: publish now. The streams themselves end when
       // the sender's FIN arrives; waiting for that would cost a round trip for nothing.
@@ -448,6 +460,7 @@ export class TransferReceiver {
       if (this.#index !== undefined) await this.#saveIndex(this.#index);
       return { ...this.#stats, ...(this.#published === undefined ? {} : { published: this.#published }), ...(this.#created === undefined || this.#created.length === 0 ? {} : { created: this.#created }), ...(this.#updated === undefined || this.#updated.length === 0 ? {} : { updated: this.#updated }) };
     } finally {
+      watch.fail = undefined;
       signal.removeEventListener('abort', onAbort);
       unregister();
     }

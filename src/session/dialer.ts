@@ -91,7 +91,46 @@ export function openControlStream(conn: Connection, timeoutMs: number, label: st
   return withTimeout(conn.openStream(), timeoutMs, `opening the control stream to ${label}`, signal);
 }
 
+/**
+ * The connection came up but the handshake on it timed out or broke: typically a listener
+ * killed (or restarted) just as we connected, whose dead connection says nothing over QUIC.
+ */
+function isUnansweredHandshake(err: unknown): boolean {
+  return err instanceof ClawpeerError && (err.code === 'TIMEOUT' || err.code === 'CONNECTION_CLOSED') && err.wire === undefined;
+}
+
+/**
+ * Connects and handshakes with the pinned peer. When the connection comes up and the handshake
+ * on it is never answered (a listener that stopped or restarted just then), it dials once more:
+ * nothing was asked of the peer yet, and a restarted listener answers a new connection.
+ */
 export async function dialPeer(options: DialOptions): Promise<PeerSession> {
+  let first: unknown;
+  try {
+    return await dialOnce(options);
+  } catch (err) {
+    if (!(err instanceof HandshakeFailure) || !isUnansweredHandshake(err.cause) || options.signal?.aborted === true) throw err instanceof HandshakeFailure ? err.cause : err;
+    first = err.cause;
+  }
+  options.log.info('the peer did not answer the handshake; dialling once more (a listener that just stopped or restarted?)', { peer: options.peer.name, error: (first as Error).message });
+  try {
+    return await dialOnce(options);
+  } catch (err) {
+    const cause = err instanceof HandshakeFailure ? err.cause : err;
+    if (!(err instanceof HandshakeFailure) || !isUnansweredHandshake(cause)) throw cause;
+    const c = cause as ClawpeerError;
+    throw new ClawpeerError(c.code, `peer ${options.peer.name} at ${formatHostPort(options.peer.address)} took the connection but did not answer the handshake, twice: ${c.message}`, { cause });
+  }
+}
+
+/** A failure after the transport connected (the caller may dial again); `cause` is what to report. */
+class HandshakeFailure extends Error {
+  constructor(override readonly cause: unknown) {
+    super('handshake failed');
+  }
+}
+
+async function dialOnce(options: DialOptions): Promise<PeerSession> {
   const { peer, config } = options;
   const connecting = connectTransport({ identity: options.identity, address: peer.address, label: peer.name, config, log: options.log, ...(options.signal === undefined ? {} : { signal: options.signal }) });
   // Loading the zstd binding takes ~10 ms and blocks: do it while the transport handshake is in
@@ -115,6 +154,6 @@ export async function dialPeer(options: DialOptions): Promise<PeerSession> {
     return new PeerSession(conn, handshake);
   } catch (err) {
     await conn.close().catch(() => undefined);
-    throw err;
+    throw new HandshakeFailure(err);
   }
 }

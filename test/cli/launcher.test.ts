@@ -49,3 +49,20 @@ t.test('the bundle runs unless tsc built after it; without a build, a clear mess
   rmSync(join(root, 'dist', '.tsbuildinfo'));
   t.equal(run().out, 'bundle x', 'no tsc record: the bundle');
 });
+
+t.test('a command whose promise never settles exits 1 loudly, never 0 (issue 34)', async (t) => {
+  const { root } = layout();
+  const file = join(root, 'dist', 'src', 'cli', 'main.js');
+  mkdirSync(join(file, '..'), { recursive: true });
+  // A wait nothing will ever end: the event loop drains with the command unfinished.
+  writeFileSync(file, `export function main() { process.stdout.write('started\\n'); return new Promise(() => {}); }\n`);
+  for (const json of [false, true]) {
+    const r = spawnSync(process.execPath, [join(root, 'bin', 'clawpeer.cjs'), 'x', ...(json ? ['--json'] : [])], { encoding: 'utf8' });
+    t.equal(r.status, 1, 'an internal error, not success');
+    t.match(r.stderr, /clawpeer: internal error: the command stopped without finishing/);
+    if (json) t.match(JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as unknown, { event: 'error', code: 'INTERNAL', exitCode: 1 });
+    else t.equal(r.stdout, 'started\n', 'no JSON without --json');
+  }
+  writeFileSync(file, `export async function main() { await new Promise((r) => setTimeout(r, 50)); return 0; }\n`);
+  t.same(spawnSync(process.execPath, [join(root, 'bin', 'clawpeer.cjs'), 'x'], { encoding: 'utf8' }).status, 0, 'a command that finishes keeps its own code');
+});
