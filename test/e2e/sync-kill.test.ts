@@ -10,7 +10,8 @@ import { runKillSchedule, type KillScheduleOptions } from './sync-kill-kit.js';
 
 /** The listener is SIGKILLed as the sync prints its first receiving progress of a 4 MiB file. */
 async function killListenerAtFirstReceive(t: Test, transport: 'quic' | 'tcp'): Promise<{ code: number | null; ms: number; events: Record<string, unknown>[]; stderr: string }> {
-  const rig = await startRig(`kill-at-receive-${transport}`);
+  // The listener sends slowly, so the kill lands mid-transfer, not after a fast loopback finished it.
+  const rig = await startRig(`kill-at-receive-${transport}`, { listenEnv: { CLAWPEER_TEST_DELAY_PER_CHUNK_MS: '40' } });
   t.teardown(() => rig.close());
   await writeFile(path.join(rig.share, 'big.bin'), seededBytes(34, 4 << 20));
   const run = spawnCli(rig.b.home, ['sync', path.join(rig.work, 'mine'), 'alice:inbox', '--transport', transport]);
