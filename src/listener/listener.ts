@@ -2,29 +2,15 @@
 // their requests (dispatch.ts), and the state it keeps between sessions: chunk indexes per share,
 // synced folders' watchers and logs, what runs now (for `status`), one cap on what it sends.
 // `clawpeer listen` and the bench's simulated peer both start it here.
-import type { Identity } from '../crypto/identity.js';
-import type { Logger } from '../logger.js';
 import type { RateLimiter } from '../transfer/rate-limiter.js';
-import type { NodeConfig } from '../home/config.js';
-import type { InviteStore } from '../home/pair-invite.js';
-import type { PeerStore } from '../home/peer-store.js';
-import type { Share } from '../home/shares.js';
 import { ChunkIndexPool } from '../store/chunk-index-pool.js';
 import { ListenerActivity, type ConnectedPeer } from '../session/listener-activity.js';
 import { ResidentFolders } from '../folder-sync/synced-folder.js';
 import { serveSession } from './dispatch.js';
-import { NodeServer, type BoundTransport } from './server.js';
+import { NodeServer, type BoundTransport, type ServerOptions } from './server.js';
 
-export interface ListenerOptions {
-  readonly identity: Identity;
-  readonly peers: PeerStore;
-  /** Open pairing invites (home/pair-invite.ts); without it no invite can be redeemed here. */
-  readonly invites?: InviteStore;
-  readonly shares: readonly Share[];
-  readonly host: string;
-  readonly port: number;
-  readonly config: NodeConfig;
-  readonly log: Logger;
+/** What the server takes (identity, pairs, invites, shares, address, config, log), and one cap on sending. */
+export interface ListenerOptions extends ServerOptions {
   /** listen --bwlimit: everything this listener sends, all peers, pulls and syncs together. */
   readonly sendLimiter?: RateLimiter;
 }
@@ -51,10 +37,7 @@ export class Listener {
     const activity = new ListenerActivity();
     const ctx = { shares: o.shares, config: o.config, log: o.log, nodeId: o.identity.nodeId, indexes, resident, activity, ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }) };
     try {
-      const server = await NodeServer.start(
-        { identity: o.identity, peers: o.peers, ...(o.invites === undefined ? {} : { invites: o.invites }), shares: o.shares, host: o.host, port: o.port, config: o.config, log: o.log },
-        (session, signal) => serveSession(session, ctx, signal),
-      );
+      const server = await NodeServer.start(o, (session, signal) => serveSession(session, ctx, signal));
       return new Listener(server, indexes, resident, activity);
     } catch (err) {
       await indexes.close();

@@ -5,11 +5,8 @@
 // twice its idle RSS. The listener's --max-connections is below the flood's size, so a listener
 // that counted unpaired connections (as before) answers the paired peer BUSY.
 import t from 'tap';
-import path from 'node:path';
-import { loadIdentity } from '../../src/home/identity-store.js';
-import { PeerStore } from '../../src/home/peer-store.js';
-import { rssKiB, sampleRss, startRig } from '../fault/fault-harness.js';
-import { floodFromChild, probePing, sleep, type Transport } from './admission-kit.js';
+import { sampleRss } from '../fault/fault-harness.js';
+import { floodFromChild, floodRig, probePing, sleep, type Transport } from './admission-kit.js';
 
 const FLOOD_CONNECTIONS = 200;
 const REFILL_DELAY_MS = 100;
@@ -18,16 +15,8 @@ const PING_GAP_MS = 500;
 /** The listener's throttle: 10 refusals logged one by one per 10 s window (server.ts). */
 const LOGGED_PER_WINDOW = 10;
 
-const rig = await startRig('adm-flood', { listenArgs: ['--max-connections', '100'] });
+const { rig, identityB, peersB, pid, warmUp, idleKiB } = await floodRig('adm-flood', ['--max-connections', '100']);
 t.teardown(() => rig.close());
-const identityB = await loadIdentity(path.join(rig.b.home, 'identity.key'));
-const peersB = new PeerStore(path.join(rig.b.home, 'peers.json'));
-const pid = rig.listener.child.pid ?? 0;
-
-// Idle: after a first ping, so what a served session loads is in the baseline.
-const warmUp = await probePing(identityB, peersB, 'alice', rig.listener.port);
-await sleep(500);
-const idleKiB = await rssKiB(pid);
 
 t.test('the listener answers a paired peer before the flood', async (t) => {
   t.equal(warmUp, 'ok');

@@ -10,19 +10,22 @@
 // connect loop starved the paired peer's handshake of the event loop, which is the test's
 // problem, not the listener's.
 import { fork } from 'node:child_process';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateIdentity, type Identity } from '../../src/crypto/identity.js';
 import { clientHandshake, type ControlHandshakeResult } from '../../src/session/control-channel.js';
 import { resolveConfig } from '../../src/home/config.js';
 import { dialPeer } from '../../src/session/dialer.js';
+import { loadIdentity } from '../../src/home/identity-store.js';
 import { resolvePeer } from '../../src/home/peer-resolve.js';
-import type { PeerStore } from '../../src/home/peer-store.js';
+import { PeerStore } from '../../src/home/peer-store.js';
 import { pingPeer } from '../../src/session/ping.js';
 import { PeerSession } from '../../src/session/session.js';
 import { withTimeout } from '../../src/support/timeouts.js';
 import { silentLogger } from '../../src/logger.js';
 import { backendByName } from '../../src/transport/backends.js';
 import type { Connection, DuplexStream } from '../../src/transport/types.js';
+import { rssKiB, startRig, type Rig } from '../fault/fault-harness.js';
 
 export type Transport = 'quic' | 'tcp';
 
@@ -222,4 +225,26 @@ if (process.env[FLOOD_ENV] !== undefined && process.send !== undefined && proces
   };
   process.once('message', () => void stop());
   process.once('disconnect', () => process.exit(0)); // the test went away
+}
+
+/** A CLI listener `alice` and its paired peer B for a flood: B's keys, the listener's pid, a first ping, and the idle RSS after it. */
+export interface FloodRig {
+  readonly rig: Rig;
+  readonly identityB: Identity;
+  readonly peersB: PeerStore;
+  readonly pid: number;
+  /** The first ping's outcome ('ok'), before any flood. */
+  readonly warmUp: string;
+  readonly idleKiB: number;
+}
+
+export async function floodRig(label: string, listenArgs: readonly string[] = []): Promise<FloodRig> {
+  const rig = await startRig(label, { listenArgs });
+  const identityB = await loadIdentity(path.join(rig.b.home, 'identity.key'));
+  const peersB = new PeerStore(path.join(rig.b.home, 'peers.json'));
+  const pid = rig.listener.child.pid ?? 0;
+  // Idle: after a first ping, so what a served session loads is in the baseline.
+  const warmUp = await probePing(identityB, peersB, 'alice', rig.listener.port);
+  await sleep(500);
+  return { rig, identityB, peersB, pid, warmUp, idleKiB: await rssKiB(pid) };
 }

@@ -29,16 +29,21 @@ async function script(dir: string, name: string, body: string): Promise<string> 
   return file;
 }
 
-t.test('concurrent adds from separate processes are all kept', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-peerlock-'));
-  const file = join(dir, 'peers.json');
-  // Each process adds several peers by name, one after another, all processes at once.
-  const adder = await script(dir, 'add.mjs', `
+/** A process that adds the (id, name) pairs given after the file, one after another. */
+function adderScript(dir: string): Promise<string> {
+  return script(dir, 'add.mjs', `
     import { PeerStore } from ${JSON.stringify(PEER_STORE)};
     const [file, ...pairs] = process.argv.slice(2);
     const store = new PeerStore(file);
     for (let i = 0; i < pairs.length; i += 2) await store.add(pairs[i], pairs[i + 1]);
   `);
+}
+
+t.test('concurrent adds from separate processes are all kept', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-peerlock-'));
+  const file = join(dir, 'peers.json');
+  // Each process adds several peers by name, one after another, all processes at once.
+  const adder = await adderScript(dir);
   const PROCESSES = 6;
   const PER_PROCESS = 4;
   const wanted = Array.from({ length: PROCESSES * PER_PROCESS }, (_, i) => ({ id: generateIdentity().nodeId, name: `p${i}` }));
@@ -74,12 +79,7 @@ t.test('concurrent pairings that suggest one name get distinct names', async (t)
 t.test('a remove racing adds is never undone', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'clawpeer-peerlock-'));
   const file = join(dir, 'peers.json');
-  const adder = await script(dir, 'add.mjs', `
-    import { PeerStore } from ${JSON.stringify(PEER_STORE)};
-    const [file, ...pairs] = process.argv.slice(2);
-    const store = new PeerStore(file);
-    for (let i = 0; i < pairs.length; i += 2) await store.add(pairs[i], pairs[i + 1]);
-  `);
+  const adder = await adderScript(dir);
   const remover = await script(dir, 'remove.mjs', `
     import { PeerStore } from ${JSON.stringify(PEER_STORE)};
     const [file, ...names] = process.argv.slice(2);

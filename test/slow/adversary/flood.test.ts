@@ -4,25 +4,16 @@
 // times and pings: all 20 succeed, and the listener's RSS stays under twice its idle RSS.
 // (The fast, smaller flood is test/adversary/admission-flood.test.ts.)
 import t from 'tap';
-import path from 'node:path';
-import { loadIdentity } from '../../../src/home/identity-store.js';
-import { PeerStore } from '../../../src/home/peer-store.js';
-import { rssKiB, sampleRss, startRig } from '../../fault/fault-harness.js';
-import { floodFromChild, probePing, sleep, type Transport } from '../../adversary/admission-kit.js';
+import { sampleRss } from '../../fault/fault-harness.js';
+import { floodFromChild, floodRig, probePing, sleep, type Transport } from '../../adversary/admission-kit.js';
 
 const FLOOD_CONNECTIONS = 1_000;
 const REFILL_DELAY_MS = 100;
 const PINGS = 20;
 const PING_GAP_MS = 500;
 
-const rig = await startRig('flood');
+const { rig, identityB, peersB, pid, warmUp, idleKiB } = await floodRig('flood', []);
 t.teardown(() => rig.close());
-const identityB = await loadIdentity(path.join(rig.b.home, 'identity.key'));
-const peersB = new PeerStore(path.join(rig.b.home, 'peers.json'));
-const pid = rig.listener.child.pid ?? 0;
-const warmUp = await probePing(identityB, peersB, 'alice', rig.listener.port);
-await sleep(500);
-const idleKiB = await rssKiB(pid);
 
 t.test('the listener answers a paired peer before the flood', async (t) => {
   t.equal(warmUp, 'ok');
