@@ -4,6 +4,7 @@
 // (push-pull/list-service.ts), a watch of a share (folder-sync/share-watch-service.ts); answers
 // pings. An error is reported to the peer as a wire Error and ends that session only. A session
 // with no control message and no transfer for sessionIdleTimeoutMs is closed.
+import path from 'node:path';
 import { ClawpeerError, isClawpeerError, wireCodeFor } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ControlMessage } from '../protocol/messages.js';
@@ -113,7 +114,7 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
         } catch (caught) {
           const err = await peerReasonOr(session, caught, signal);
           if (err instanceof ClawpeerError && err.wire === undefined) {
-            await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
+            await session.control.sendError(wireCodeFor(err).name, inShareTerms(err.message, ctx.shares)).catch(() => undefined);
           }
           throw err;
         } finally {
@@ -126,6 +127,20 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
         throw new ClawpeerError('PROTOCOL', `unexpected ${msg.type} from ${session.peerId} outside a transfer`);
     }
   }
+}
+
+/**
+ * An error's text as the peer may read it: the listener's local paths of its shares become share
+ * paths (`/srv/clawpeer/inbox/a.txt exists` reads `inbox/a.txt exists`). A peer learns the share
+ * names it asks for, never where they live on this machine; the listener's own log keeps the
+ * local path.
+ */
+export function inShareTerms(message: string, shares: readonly Share[]): string {
+  // Longest first: a share inside another share's directory is named by its own name.
+  const byDepth = [...shares].sort((x, y) => y.dir.length - x.dir.length);
+  let out = message;
+  for (const share of byDepth) out = out.split(share.dir + path.sep).join(`${share.name}/`).split(share.dir).join(share.name);
+  return out;
 }
 
 /** How long a transfer that the peer's streams broke off waits for the peer to say why. */
