@@ -157,3 +157,41 @@ export function filterRulesInOrder(argv: readonly string[], sources: FilterSourc
   }
   return rules;
 }
+
+/** Edit distance between two short words: insert, delete, replace, swap two neighbours (one each). */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/**
+ * yargs' strict-mode "Unknown argument(s): dry-rn, dryRn" with a "did you mean --dry-run?" for
+ * each unknown option close to a known one (yargs suggests commands, not options). `known`: the
+ * command's option names. Other messages come back unchanged.
+ */
+export function suggestOptions(message: string, known: readonly string[]): string {
+  const m = /^Unknown arguments?: (.*)$/.exec(message);
+  if (m === null) return message;
+  // yargs lists each unknown dashed option twice (dry-rn, dryRn): keep the dashed spelling.
+  const words = m[1]!.split(', ');
+  const unknown = words.filter((w) => !words.some((o) => o !== w && o.includes('-') && o.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()) === w));
+  const hints: string[] = [];
+  for (const word of unknown) {
+    let best: string | undefined;
+    let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1; // --hots: --host is 2 away
+    for (const k of known) {
+      if (k.length < 2 || /[A-Z]/.test(k)) continue; // one-letter aliases and yargs' camelCase copies
+      const d = editDistance(word, k);
+      if (d < bestDistance) [best, bestDistance] = [k, d];
+    }
+    if (best !== undefined) hints.push(unknown.length === 1 ? `did you mean --${best}?` : `--${word}: did you mean --${best}?`);
+  }
+  const head = `Unknown argument${unknown.length === 1 ? '' : 's'}: ${unknown.map((w) => (w.length === 1 ? `-${w}` : `--${w}`)).join(', ')}`;
+  return hints.length === 0 ? head : `${head} (${hints.join('; ')})`;
+}

@@ -5,7 +5,7 @@ import yargs, { type Argv } from 'yargs';
 import { ClawpeerError, EXIT_CODES, type ExitCode } from '../errors.js';
 import { interruptionOf, makeContext, withInterrupt, type CommandContext, type GlobalOptions, type Runner } from './context.js';
 import { Output, reportError } from './output.js';
-import { toYargsWord } from './args.js';
+import { suggestOptions, toYargsWord } from './args.js';
 type Register = (cli: Argv, run: Runner) => Argv;
 
 // Command modules by the commands they register. A run imports only the module of the command
@@ -84,7 +84,8 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
     .exitProcess(false)
     .fail((message: string | undefined, err: Error | undefined) => {
       if (err instanceof ClawpeerError) throw err;
-      throw new ClawpeerError('USAGE', message ?? err?.message ?? 'invalid usage', err === undefined ? undefined : { cause: err });
+      const text = message === undefined ? undefined : suggestOptions(message, knownOptions(cli));
+      throw new ClawpeerError('USAGE', text ?? err?.message ?? 'invalid usage', err === undefined ? undefined : { cause: err });
     })
     .wrap(Math.min(100, process.stdout.columns ?? 100));
   for (const register of await registrationsFor(argv)) cli = register(cli, run);
@@ -97,6 +98,13 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
     if (exitCode === EXIT_CODES.usage && !json) process.stderr.write('run `clawpeer --help` for usage\n');
   }
   return exitCode;
+}
+
+/** The option names yargs knows at this point of the parse (the command's too, once it is entered). */
+function knownOptions(cli: Argv): string[] {
+  // getOptions() is in yargs' instance, not in its typings (the version is pinned).
+  const options = (cli as unknown as { getOptions?: () => { key?: Record<string, unknown> } }).getOptions?.();
+  return Object.keys(options?.key ?? {});
 }
 
 /**

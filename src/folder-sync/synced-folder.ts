@@ -82,6 +82,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     // The scan also removes old temp files of a publish killed mid-way (they are not content).
     store = resident === undefined ? await RevisionStore.open(dir, { nodeId: o.nodeId }) : await resident.stores.acquire(dir, o.nodeId);
     const opened = store;
+    opened.recordSyncingNode(); // so `restore` finds the node from the folder, without --home
     const manifests = new ManifestCache();
     const close = async (): Promise<void> => {
       await closeStore(opened);

@@ -404,19 +404,37 @@ export class NodeServer {
 
   /**
    * A paired key's PairRequest instead of a Hello: the joiner of an invite we redeemed for it,
-   * retrying because our PairAccept never reached it. Its proof must match that used invite (for
-   * its own key); then it gets our proof again. False: not such a retry (the handshake refuses it).
+   * retrying because our PairAccept never reached it (its proof matches that used invite), or a
+   * node paired here already joining with a new code. A proof of an open invite uses it up and
+   * gets our proof (the joiner pins us: what it asked for); a wrong, used or expired code is
+   * refused with AUTH_FAILED saying it is paired here already, as an unpaired key's wrong code
+   * is refused. False: not a PairRequest (the handshake refuses it).
    */
   async #confirmPairing(conn: Connection, stream: DuplexStream, invites: InviteStore, request: ControlMessage): Promise<boolean> {
     if (request.type !== 'pair-request') return false;
     const { identity, log } = this.#options;
-    const used = await invites
-      .confirm((secret) => proofMatches(pairProof(secret, 'joiner', identity.publicKey, conn.remotePublicKey), request.proof))
-      .catch(() => undefined);
-    if (used === undefined) return false;
-    // Warn level, as 'paired by invite': someone used the invite's code.
-    log.warn('pairing by invite confirmed again (the joiner retried)', { id: nodeIdFromPublicKey(conn.remotePublicKey), addr: formatHostPort(conn.remoteAddress) });
-    await this.#acceptPairing(conn, stream, used.secret);
+    const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
+    const addr = formatHostPort(conn.remoteAddress);
+    const proves = (secret: Uint8Array): boolean => proofMatches(pairProof(secret, 'joiner', identity.publicKey, conn.remotePublicKey), request.proof);
+    const used = await invites.confirm(proves).catch(() => undefined);
+    if (used !== undefined) {
+      // Warn level, as 'paired by invite': someone used the invite's code.
+      log.warn('pairing by invite confirmed again (the joiner retried)', { id: peerId, addr });
+      await this.#acceptPairing(conn, stream, used.secret);
+      return true;
+    }
+    const redeemed = await invites.redeem(proves).catch(() => undefined);
+    if (redeemed !== undefined) {
+      // Its pin (and name) here stay as they are; the joiner pins us with the code's proof.
+      log.warn('invite used by a node paired already: confirmed', { id: peerId, addr });
+      await this.#acceptPairing(conn, stream, redeemed.secret);
+      return true;
+    }
+    log.info('pairing refused: a node paired already sent a wrong, used or expired invite code', { id: peerId, addr });
+    const message = `the invite code was not accepted (wrong, used or expired); node ${peerId} is paired with ${identity.nodeId} already and needs no invite here`;
+    await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.AUTH_FAILED.wire, message })), 1_000, 'sending AUTH_FAILED').catch(() => undefined);
+    await stream.finish().catch(() => undefined);
+    await settledWithin(conn.closed, REFUSAL_TIMEOUT_MS);
     return true;
   }
 

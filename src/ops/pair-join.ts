@@ -27,8 +27,8 @@ export interface JoinOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Pairs with the listener at `address`; returns its new entry here. AUTH_FAILED when it cannot prove the code. */
-export async function joinByInvite(o: JoinOptions): Promise<PeerEntry> {
+/** Pairs with the listener at `address`; returns its entry here (created: it was not pinned before). AUTH_FAILED when it cannot prove the code. */
+export async function joinByInvite(o: JoinOptions): Promise<{ entry: PeerEntry; created: boolean }> {
   const where = formatHostPort(o.address);
   const conn = await connectTransport({ identity: o.identity, address: o.address, label: where, config: o.config, log: o.log, ...(o.signal === undefined ? {} : { signal: o.signal }) });
   try {
@@ -40,9 +40,10 @@ export async function joinByInvite(o: JoinOptions): Promise<PeerEntry> {
     const stream = await openControlStream(conn, o.config.handshakeTimeoutMs, where, o.signal);
     await stream.write(encodeControlFrame({ type: 'pair-request', proof: pairProof(o.secret, 'joiner', inviterKey, o.identity.publicKey), name: suggestedName() }));
     const answer = await readLoneMessage(stream, o.config.handshakeTimeoutMs, o.signal).catch((err: unknown) => {
-      // The listener's own protocol error: only a listener that has our key pinned already (and
-      // not by this code: a retry of the join that pinned us gets its PairAccept again) runs its
-      // handshake on our request, and wants a Hello. An unpinned key's wrong code is NOT_PAIRED.
+      // The listener's own protocol error: a listener of an older version that has our key pinned
+      // already (and not by this code: a retry of the join that pinned us gets its PairAccept
+      // again) runs its handshake on our request, and wants a Hello. A current one answers a
+      // right code with PairAccept and a wrong one with AUTH_FAILED; an unpinned key's is NOT_PAIRED.
       // Nothing proved that key here, so the command left is the owner's to check.
       if (err instanceof ClawpeerError && err.code === 'PROTOCOL' && err.wire !== undefined) {
         throw new ClawpeerError(
@@ -60,8 +61,7 @@ export async function joinByInvite(o: JoinOptions): Promise<PeerEntry> {
     }
     await stream.finish().catch(() => undefined);
     // The name is chosen with peers.json locked: a pairing at the same moment may have taken one.
-    const { entry } = await o.peers.add(inviterId, (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([answer.name], inviterId, takenNow), where);
-    return entry;
+    return o.peers.add(inviterId, (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([answer.name], inviterId, takenNow), where);
   } finally {
     await conn.close().catch(() => undefined);
   }

@@ -29,7 +29,9 @@
 //   roots        content root (32)            -> u32 number of stored revisions referencing it
 //   warmfiles    dirKey (32) | UTF-8 name     -> head id (32) | size u64 | mtimeNs i64 | ino u64 | dev u64
 //                                                | mode u32
-//   meta         ascii name                   -> 'format', 'counter', 'seq', 'liveheads': each a u64
+//   meta         ascii name                   -> 'format', 'counter', 'seq', 'liveheads': each a u64;
+//                                                'node': the id of the node that syncs the folder
+//                                                (ASCII; `restore` records its edit as that node's)
 // pathKey = BLAKE3(UTF-8 path): paths reach 4096 bytes, LMDB keys stop at ~2 KB.
 // dirKey = pathKey of the file's directory ('' for the folder's top). A warm key is built from
 // one hash per directory, not one per file: a no-op scan of 10,000 files spent ~45 ms hashing
@@ -71,6 +73,8 @@ const META_LIVE_HEADS = Buffer.from('liveheads', 'latin1');
  * process can tell that another process changed the id set under it (isCurrent).
  */
 const META_ID_CHANGES = Buffer.from('idchanges', 'latin1');
+/** The node that syncs this folder (recordSyncingNode): what `restore` without --home goes by. */
+const META_NODE = Buffer.from('node', 'latin1');
 /** Longest warm key: a directory key and a name of MAX_PATH_SEGMENT_BYTES. */
 const WARM_KEY_MAX_BYTES = BLAKE3_OUT_BYTES + MAX_PATH_SEGMENT_BYTES;
 
@@ -470,6 +474,20 @@ export class RevisionStore {
   pathVector(relPath: string): VersionVector {
     this.#checkOpen();
     return this.#pathVector(pathKey(relPath));
+  }
+
+  /** The id of the node that last synced this folder (recordSyncingNode), if any did since it was recorded. */
+  syncingNode(): string | undefined {
+    this.#checkOpen();
+    const v = this.#db.meta.get(META_NODE);
+    return v === undefined ? undefined : Buffer.from(v).toString('latin1');
+  }
+
+  /** Records this store's node as the one that syncs the folder (a write only when it changes). */
+  recordSyncingNode(): void {
+    this.#checkOpen();
+    if (this.syncingNode() === this.nodeId) return;
+    this.#env.transactionSync(() => this.#db.meta.putSync(META_NODE, Buffer.from(this.nodeId, 'latin1')));
   }
 
   /** The highest counter this node has used (persisted). */

@@ -1,6 +1,6 @@
 // Command-line helpers: --include/--exclude (and their -from files) read back in the order given.
 import t from 'tap';
-import { filterRulesInOrder, patternsOfFile } from '../../src/cli/args.js';
+import { filterRulesInOrder, patternsOfFile, suggestOptions } from '../../src/cli/args.js';
 
 t.test('--include and --exclude keep their command-line order, in both spellings', async (t) => {
   const argv = ['push', 'src', 'alice', '--include', '*.txt', '--exclude=*.log', '--force', '--include=keep.log', '--exclude', '*'];
@@ -48,4 +48,16 @@ t.test('--exclude-from and --include-from put their patterns where the flag stan
     { pattern: '*', include: false },
   ], 'an exclude file alone');
   t.throws(() => filterRulesInOrder(['--exclude-from', 'nope'], { included: [], excluded: [], excludeFrom: ['nope'], readPatternFile: read }), { code: 'USAGE', message: /--exclude-from nope: cannot read it: ENOENT/ });
+});
+
+t.test('a typo\'d flag gets a "did you mean" naming a known one (issue 32 item 10)', async (t) => {
+  const known = ['dry-run', 'dryRun', 'json', 'host', 'home', 'n', 'help'];
+  t.equal(suggestOptions('Unknown argument: dry-rn', known), 'Unknown argument: --dry-rn (did you mean --dry-run?)');
+  t.equal(suggestOptions('Unknown argument: hots', known), 'Unknown argument: --hots (did you mean --host?)', 'a swap of two letters is one step');
+  t.equal(
+    suggestOptions('Unknown arguments: dry-rn, dryRn, jsn, zzzzzzzz, x', known),
+    'Unknown arguments: --dry-rn, --jsn, --zzzzzzzz, -x (--dry-rn: did you mean --dry-run?; --jsn: did you mean --json?)',
+    'camelCase copies are dropped; far-off words get no guess',
+  );
+  t.equal(suggestOptions('Not enough non-option arguments', known), 'Not enough non-option arguments', 'other messages are left alone');
 });

@@ -3,7 +3,7 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CLI, initNode, jsonLines, runCli, tempHome } from './cli-harness.js';
+import { CLI, initNode, jsonLines, runCli, startListener, tempHome } from './cli-harness.js';
 
 t.test('init creates a 0600 key, refuses to overwrite, --force replaces', async (t) => {
   const home = await tempHome('init');
@@ -19,6 +19,7 @@ t.test('init creates a 0600 key, refuses to overwrite, --force replaces', async 
   const id = await runCli(['--home', home, 'id', '--json']);
   const rec = jsonLines(id.stdout);
   t.equal(rec.length, 1, 'exactly one JSON object on stdout');
+  t.equal(rec[0]?.['event'], 'id', 'id --json has an event field like every other command');
   t.equal(rec[0]?.['id'], jsonLines(forced.stdout)[0]?.['id']);
   t.match(String(rec[0]?.['publicKey']), /^[0-9a-f]{64}$/);
 });
@@ -30,6 +31,16 @@ t.test('CLAWPEER_HOME is honoured; id without init explains what to do', async (
   t.match(r.stderr, /no identity at .*identity\.key: run `clawpeer init`/);
   t.equal((await runCli(['init'], { env: { CLAWPEER_HOME: home } })).code, 0);
   t.equal((await runCli(['id'], { env: { CLAWPEER_HOME: home } })).code, 0);
+});
+
+t.test('listen --init reports the identity it made at info, not as a warning', async (t) => {
+  const home = await tempHome('listen-init');
+  const listener = await startListener(home, ['--init', '-v']);
+  t.teardown(() => listener.stop('SIGKILL'));
+  t.match(listener.ready, { id: /^12D3KooW/ });
+  await listener.stop();
+  t.match(listener.stderr(), /INFO clawpeer: created identity 12D3KooW/);
+  t.notMatch(listener.stderr(), /WARN[^\n]*created identity/);
 });
 
 t.test('pair add / list / remove', async (t) => {
@@ -57,6 +68,9 @@ t.test('usage errors exit 2 and name the problem', async (t) => {
   t.match(bad.stderr, /not a node id: "not-an-id"/);
   const unknown = await runCli(['--home', home, 'frobnicate']);
   t.equal(unknown.code, 2);
+  const typo = await runCli(['--home', home, 'doctor', '--hots', '127.0.0.1']);
+  t.equal(typo.code, 2);
+  t.match(typo.stderr, /Unknown argument: --hots \(did you mean --host\?\)/, 'a typo\'d flag gets a did-you-mean');
   const json = await runCli(['--home', home, 'pair', 'add', 'nope', '--name', 'x', '--json']);
   t.match(jsonLines(json.stdout)[0], { event: 'error', code: 'USAGE', exitCode: 2 });
   const version = await runCli(['--version']);

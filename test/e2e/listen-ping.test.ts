@@ -158,12 +158,25 @@ t.test('pair invite / pair join: a one-time code pins both keys; a wrong or used
   t.match(jsonLines(retried.stdout)[0], { event: 'paired', id: a.id, name: 'alice', addr });
   t.match(listener.stderr(), new RegExp(`pairing by invite confirmed again \\(the joiner retried\\) id=${d.id}`));
   t.equal((await runCli(['--home', e.home, 'pair', 'join', code, '--addr', addr])).code, 3, 'the used code still pins no other key');
-  // Joining with another code a listener that has this node pinned already says so, with the command that is left.
+  // A node the listener has pinned already, joining with a wrong code: exit 3 as for any node,
+  // saying it is paired there already; no protocol complaint in the listener's log.
   const second = String(jsonLines((await runCli(['--home', a.home, 'pair', 'invite', '--json'])).stdout)[0]?.['code']);
   t.equal((await runCli(['--home', d.home, 'pair', 'remove', 'alice'])).code, 0);
-  const twice = await runCli(['--home', d.home, 'pair', 'join', second, '--addr', addr]);
-  t.equal(twice.code, 2, twice.stderr);
-  t.match(twice.stderr, `has this node paired already, not by this code: if that is its id (\`clawpeer id\` there), pin it here with \`clawpeer pair add ${a.id} --name <NAME> --addr ${addr}\``);
+  const wrongSecond = second.replace(/^./, (ch) => (ch === 'a' ? 'b' : 'a'));
+  const wrongTwice = await runCli(['--home', d.home, 'pair', 'join', wrongSecond, '--addr', addr]);
+  t.equal(wrongTwice.code, 3, wrongTwice.stderr);
+  t.match(wrongTwice.stderr, `the invite code was not accepted (wrong, used or expired); node ${d.id} is paired with ${a.id} already`);
+  t.same(jsonLines((await runCli(['--home', d.home, 'pair', 'list', '--json'])).stdout), [], 'the wrong code pinned nothing here');
+  // ... and with the right code: the code is used up and the pairing confirmed both ways.
+  const twice = await runCli(['--home', d.home, 'pair', 'join', second, '--addr', addr, '--json']);
+  t.equal(twice.code, 0, twice.stderr);
+  t.match(jsonLines(twice.stdout)[0], { event: 'paired', id: a.id, addr, alreadyPaired: false });
+  const again = await runCli(['--home', d.home, 'pair', 'join', String(jsonLines((await runCli(['--home', a.home, 'pair', 'invite', '--json'])).stdout)[0]?.['code']), '--addr', addr]);
+  t.equal(again.code, 0, again.stderr);
+  t.match(again.stdout, `already paired with`, 'paired on both sides already: says so');
+  t.match(listener.stderr(), new RegExp(`invite used by a node paired already: confirmed id=${d.id}`));
+  t.notMatch(listener.stderr(), /expected Hello/, 'no protocol complaint about the PairRequest');
+  t.equal((await runCli(['--home', d.home, 'ping', a.id, '--count', '1'])).code, 0, 'the pair still talks');
 });
 
 t.test('client side pinning: an unpaired id is not dialled, a wrong key at the address is refused', async (t) => {

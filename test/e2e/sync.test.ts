@@ -170,9 +170,28 @@ t.test('edits on both sides, delete vs edit, rename', async (t) => {
   t.equal(revs.length, 2);
   const old = revs.find((e) => e['head'] === false);
   if (old === undefined) throw new Error('no old revision');
-  const restored = await runCli(['--home', a.home, 'restore', server('edits', 'a.txt'), '--rev', String(old['id'])]);
+  t.match(revs, [{ what: 'changed', by: 'bob', origin: b.id, head: true }, { what: 'created', by: 'this node', origin: a.id, head: false }], '--json: newest first, full ids kept');
+  // The human log: newest first, with time, what happened, size and the pair's name, no long ids.
+  const human = (await runCli(['--home', a.home, 'log', server('edits')])).stdout.split('\n').filter((l) => l.length > 0);
+  const aLines = human.filter((l) => / a\.txt /.test(l));
+  t.match(aLines, [/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  changed +a\.txt  21 B  by bob  rev [0-9a-f]{12} \(current\)$/, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  created +a\.txt  5 B  by this node  rev [0-9a-f]{12}$/]);
+  t.ok(human.some((l) => /  deleted +gone\.txt/.test(l) || /  changed +gone\.txt/.test(l)), 'deletions and edits are named');
+  t.notMatch(human.join('\n'), /12D3KooW/, 'no node ids in the human form');
+  const times = human.map((l) => l.slice(0, 19));
+  t.same(times, [...times].sort().reverse(), 'newest first');
+  // restore without --home (and no identity in the default home): the folder names its node.
+  const emptyDefault = await mkdtemp(path.join(tmpdir(), 'clawpeer-nohome-'));
+  const noHomeEnv = { HOME: emptyDefault, XDG_CONFIG_HOME: emptyDefault, CLAWPEER_HOME: undefined };
+  const restored = await runCli(['restore', server('edits', 'a.txt'), '--rev', String(old['id'])], { env: noHomeEnv });
   t.equal(restored.code, 0, restored.stderr);
+  t.notMatch(restored.stderr, /clawpeer init/);
   t.equal(await readFile(server('edits', 'a.txt'), 'utf8'), 'a v1\n');
+  const after = jsonLines((await runCli(['log', server('edits', 'a.txt'), '--json'], { env: noHomeEnv })).stdout);
+  t.match(after[0], { head: true, origin: a.id, by: 'this node' }, 'the restore is an edit of the node that syncs the folder');
+  // The --home of another node is refused, saying what to pass.
+  const foreign = await runCli(['--home', b.home, 'restore', server('edits', 'a.txt'), '--rev', String(old['id'])]);
+  t.equal(foreign.code, 2, foreign.stderr);
+  t.match(foreign.stderr, /is synced by node .*: pass the --home of the node that syncs this folder/);
   const gc = await runCli(['--home', a.home, 'gc', server('edits'), '--keep-last', '1', '--json']);
   t.equal(gc.code, 0, gc.stderr);
   t.ok((jsonLines(gc.stdout)[0]?.['removedRevisions'] as number) > 0);

@@ -11,7 +11,8 @@ import { INTERNAL_DIR_NAME } from '../../store/internal-names.js';
 import { loadSyncIgnore } from '../../folder-sync/sync-ignore.js';
 import { DEFAULT_CAPABILITIES } from '../../protocol/capabilities.js';
 import type { RevisionEntry } from '../../sync/revision.js';
-import { formatVector } from '../../sync/version-vector.js';
+import { isConflictPath } from '../../sync/conflict.js';
+import { human } from '../../format.js';
 import { normalizeSharePath } from '../../transfer/paths.js';
 import type { CommandContext, Runner } from '../context.js';
 
@@ -48,34 +49,111 @@ async function locateFolder(target: string): Promise<{ folder: string; rel: stri
   throw new ClawpeerError('USAGE', `${abs} is not inside a synced folder (no ${INTERNAL_DIR_NAME}/${REVLOG_DIR_NAME} above it)`);
 }
 
-async function localNodeId(ctx: CommandContext): Promise<string> {
-  return (await identityExists(ctx.home.identityKeyFile)) ? (await loadIdentity(ctx.home.identityKeyFile)).nodeId : ANONYMOUS_NODE_ID;
+async function homeNodeId(ctx: CommandContext): Promise<string | undefined> {
+  return (await identityExists(ctx.home.identityKeyFile)) ? (await loadIdentity(ctx.home.identityKeyFile)).nodeId : undefined;
 }
 
-function revisionRecord(e: RevisionEntry, isHead: boolean): Record<string, unknown> {
+async function localNodeId(ctx: CommandContext): Promise<string> {
+  return (await homeNodeId(ctx)) ?? ANONYMOUS_NODE_ID;
+}
+
+/** The node that syncs `folder`, as its revision log recorded it (undefined: a log from before it did). */
+async function recordedNodeOf(folder: string): Promise<string | undefined> {
+  const { RevisionStore } = await import('../../store/revision-store.js');
+  const store = await RevisionStore.open(folder, { nodeId: ANONYMOUS_NODE_ID });
+  try {
+    return store.syncingNode();
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * The node `restore` records its edit as: the one that syncs the folder (its log says which), so
+ * no --home is needed; else this home's. An explicit --home of another node is refused: an edit
+ * under a foreign id would clash with that node's own counters.
+ */
+async function restoringNodeId(ctx: CommandContext, args: Record<string, unknown>, folder: string): Promise<string> {
+  const recorded = await recordedNodeOf(folder);
+  const home = await homeNodeId(ctx);
+  const explicitHome = args['home'] !== undefined || process.env['CLAWPEER_HOME'] !== undefined;
+  if (recorded !== undefined) {
+    if (explicitHome && home !== undefined && home !== recorded) {
+      throw new ClawpeerError('USAGE', `${folder} is synced by node ${recorded}, not by the node of ${ctx.home.dir} (${home}): pass the --home of the node that syncs this folder`);
+    }
+    return recorded;
+  }
+  if (home !== undefined) return home;
+  throw new ClawpeerError('USAGE', `cannot tell which node syncs ${folder} (its log predates recording it, and ${ctx.home.dir} has no identity): pass the --home of the node that syncs this folder`);
+}
+
+function revisionRecord(e: RevisionEntry, isHead: boolean, what: LogWhat, by: string): Record<string, unknown> {
   const r = e.revision;
   return {
-    event: 'revision', path: r.path, id: toHex(e.id), head: isHead, kind: r.kind, deleted: r.deleted, size: r.size, mode: r.mode,
+    event: 'revision', path: r.path, id: toHex(e.id), head: isHead, what, by, kind: r.kind, deleted: r.deleted, size: r.size, mode: r.mode,
     mtime: new Date(Number(r.mtimeNs / 1_000_000n)).toISOString(), origin: r.origin, vector: Object.fromEntries(r.vector),
     contentRoot: toHex(r.contentRoot),
   };
 }
 
+type LogWhat = 'created' | 'changed' | 'deleted' | 'conflict copy';
+
+/** What a revision did, next to the one before it in its path's history here (undefined: none kept). */
+function whatHappened(e: RevisionEntry, previous: RevisionEntry | undefined): LogWhat {
+  if (e.revision.deleted) return 'deleted';
+  if (previous === undefined || previous.revision.deleted) return isConflictPath(e.revision.path) ? 'conflict copy' : 'created';
+  return 'changed';
+}
+
+/** `2026-12-02 20:44:29`, local time: when a revision was made (a tombstone: when the deletion was seen). */
+function logTime(ms: number): string {
+  const d = new Date(ms);
+  const two = (n: number): string => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
+/** Names for the nodes in a log: "this node" for the folder's own, pair names from the home, else a short id. */
+async function nodeNamer(ctx: CommandContext, folderNode: string | undefined): Promise<(id: string) => string> {
+  const self = folderNode ?? (await homeNodeId(ctx));
+  const names = new Map<string, string>();
+  try {
+    const { PeerStore } = await import('../../home/peer-store.js');
+    for (const p of await new PeerStore(ctx.home.peersFile).list()) names.set(p.id, p.name);
+  } catch {
+    // no readable pair list: short ids
+  }
+  return (id) => (id === self ? 'this node' : names.get(id) ?? `node …${id.slice(-8)}`);
+}
+
+/** Newest first: every kept revision of the folder (or of the paths under `target`), what it did, when and by whom. */
 async function runLog(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
   const { folder, rel } = await locateFolder(String(args['target']));
   const { RevisionStore } = await import('../../store/revision-store.js');
-  const store = await RevisionStore.open(folder, { nodeId: await localNodeId(ctx) });
+  const store = await RevisionStore.open(folder, { nodeId: ANONYMOUS_NODE_ID }); // only read
   try {
+    const nameOf = await nodeNamer(ctx, store.syncingNode());
     const under = (p: string): boolean => rel === '' || p === rel || p.startsWith(rel + '/');
-    const paths = [...store.heads()].map((h) => h.revision.path).filter(under).sort();
-    for (const p of paths) {
-      const head = store.head(p);
-      for (const e of store.history(p).reverse()) {
-        const isHead = head !== undefined && bytesEqual(head.id, e.id);
-        const r = e.revision;
-        const what = r.deleted ? 'deleted' : r.kind === 'file' ? `${r.size} bytes` : r.kind;
-        ctx.out.emit(revisionRecord(e, isHead), `${toHex(e.id).slice(0, 16)} ${isHead ? '*' : ' '} ${p}  ${what}  ${new Date(Number(r.mtimeNs / 1_000_000n)).toISOString()}  by ${r.origin.slice(-8)} ${formatVector(r.vector)}`);
-      }
+    const rows: { entry: RevisionEntry; isHead: boolean; what: LogWhat; order: number }[] = [];
+    for (const h of store.heads()) {
+      if (!under(h.revision.path)) continue;
+      const history = store.history(h.revision.path);
+      history.forEach((e, i) => rows.push({ entry: e, isHead: bytesEqual(h.id, e.id), what: whatHappened(e, history[i - 1]), order: i }));
+    }
+    // Newest first by the revision's time; within one path, later arrivals first on a tie.
+    rows.sort((x, y) => {
+      const dt = y.entry.revision.mtimeNs - x.entry.revision.mtimeNs;
+      if (dt !== 0n) return dt > 0n ? 1 : -1;
+      return x.entry.revision.path === y.entry.revision.path ? y.order - x.order : x.entry.revision.path < y.entry.revision.path ? -1 : 1;
+    });
+    for (const { entry: e, isHead, what } of rows) {
+      const r = e.revision;
+      const by = nameOf(r.origin);
+      const size = r.deleted || r.kind === 'dir' ? '' : `  ${human(r.size)}`;
+      const kind = r.kind === 'file' ? '' : ` (${r.kind})`;
+      ctx.out.emit(
+        revisionRecord(e, isHead, what, by),
+        `${logTime(Number(r.mtimeNs / 1_000_000n))}  ${what.padEnd(13)}  ${r.path}${kind}${size}  by ${by}  rev ${toHex(e.id).slice(0, 12)}${isHead ? ' (current)' : ''}`,
+      );
     }
   } finally {
     await store.close();
@@ -94,7 +172,7 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
   const { manifestFromFile } = await import('../../file-chunking/file-chunker.js');
   const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: ctx.signal });
   try {
-    const store = await RevisionStore.open(folder, { nodeId: (await loadIdentity(ctx.home.identityKeyFile)).nodeId });
+    const store = await RevisionStore.open(folder, { nodeId: await restoringNodeId(ctx, args, folder) });
     try {
       const matches = store.history(rel).filter((e) => toHex(e.id).startsWith(revHex));
       if (revHex.length < 8 || matches.length !== 1) {

@@ -23,7 +23,7 @@ export function registerIdentityCommands(cli: Argv, run: Runner): Argv {
       (y) => y,
       run(async (ctx) => {
         const identity = await loadIdentity(ctx.home.identityKeyFile);
-        ctx.out.emit({ id: identity.nodeId, publicKey: Buffer.from(identity.publicKey).toString('hex') }, identity.nodeId);
+        ctx.out.emit({ event: 'id', id: identity.nodeId, publicKey: Buffer.from(identity.publicKey).toString('hex') }, identity.nodeId);
       }),
     );
 }

@@ -105,7 +105,8 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const bwlimit = bwlimitOption(args['bwlimit']);
         if (args['init'] === true && !(await identityExists(ctx.home.identityKeyFile))) {
           const created = await createIdentity(ctx.home.identityKeyFile);
-          ctx.log.warn(`created identity ${created.nodeId} in ${ctx.home.dir}`);
+          // Asked for with --init: news, not a warning (-v shows it; the ready line carries the id).
+          ctx.log.info(`created identity ${created.nodeId} in ${ctx.home.dir}`);
         }
         const identity = await loadIdentity(ctx.home.identityKeyFile);
         const peerStore = new PeerStore(ctx.home.peersFile);

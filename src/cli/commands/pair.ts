@@ -108,11 +108,14 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
           const name = args['name'] === undefined ? undefined : validatePeerName(String(args['name']));
           const identity = await loadIdentity(ctx.home.identityKeyFile);
           const { joinByInvite } = await import('../../ops/pair-join.js');
-          const entry = await joinByInvite({
+          const { entry, created } = await joinByInvite({
             identity, peers: new PeerStore(ctx.home.peersFile), address, secret, config: resolveConfig({ transport: args['transport'] }),
             log: ctx.log.child('pair'), signal: ctx.signal, ...(name === undefined ? {} : { name }),
           });
-          ctx.out.emit({ event: 'paired', ...entry }, `paired ${entry.name} ${entry.id} at ${entry.addr ?? ''}; it pinned this node too`);
+          ctx.out.emit(
+            { event: 'paired', ...entry, alreadyPaired: !created },
+            created ? `paired ${entry.name} ${entry.id} at ${entry.addr ?? ''}; it pinned this node too` : `already paired with ${entry.name} ${entry.id}; its address is now ${entry.addr ?? ''} and it pinned this node too`,
+          );
         }),
       )
       .demandCommand(1, 'pair needs a subcommand: add, list, remove, invite or join'),
