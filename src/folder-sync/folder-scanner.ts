@@ -49,7 +49,7 @@ import type { RevisionEntry } from '../sync/revision.js';
 import { splitHardLink } from './conflict-copy.js';
 import { fileKeyOf, isRacy, RACY_WINDOW_MS, sameFileKey } from '../store/file-key.js';
 import { isInternalDirName, isInternalPath, isTempFileName } from '../store/internal-names.js';
-import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from '../store/publisher.js';
+import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from '../store/temp-files.js';
 import { RevisionStore } from '../store/revision-store.js';
 import type { RevisionDraft, WarmStat } from '../store/revision-store.js';
 import { syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';

@@ -90,7 +90,7 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
   const { FolderLock } = await import('../../store/folder-lock.js');
   const { scanFolder } = await import('../../folder-sync/folder-scanner.js');
   const { historyBlobPath } = await import('../../store/sync-history.js');
-  const { tempNameFor } = await import('../../store/publisher.js');
+  const { tempNameFor } = await import('../../store/temp-files.js');
   const { manifestFromFile } = await import('../../file-chunking/file-chunker.js');
   const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: ctx.signal });
   try {
