@@ -51,7 +51,8 @@ import { fileKeyOf, isRacy, RACY_WINDOW_MS, sameFileKey } from '../store/file-ke
 import { isInternalDirName, isInternalPath, isTempFileName } from '../store/internal-names.js';
 import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from '../store/temp-files.js';
 import { RevisionStore } from '../store/revision-store.js';
-import type { RevisionDraft, WarmStat } from '../store/revision-store.js';
+import type { RevisionDraft } from '../store/revision-store.js';
+import type { WarmStat } from '../store/revlog-format.js';
 import { syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';
 import { fileEntryOf, scanTreeBatches } from '../store/tree-scan.js';
 import type { TreeEntry, TreeScanIssue } from '../store/tree-scan.js';

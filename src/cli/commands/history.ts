@@ -32,7 +32,7 @@ function defaultFolderChunking(): ChunkingParams {
 
 /** The synced folder containing `target` (the nearest directory with a revision log) and the path inside it. */
 async function locateFolder(target: string): Promise<{ folder: string; rel: string }> {
-  const { REVLOG_DIR_NAME } = await import('../../store/revision-store.js');
+  const { REVLOG_DIR_NAME } = await import('../../store/revlog-format.js');
   const abs = path.resolve(target);
   for (let dir = abs; ; dir = path.dirname(dir)) {
     try {
