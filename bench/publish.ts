@@ -15,7 +15,8 @@ import { performance } from 'node:perf_hooks';
 import { DEFAULT_CHUNKING } from '../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../src/chunking/manifest.js';
 import { PartialStore } from '../src/store/partial-store.js';
-import { Publisher, type StagedFile } from '../src/store/publisher.js';
+import { Publisher } from '../src/store/publisher.js';
+import type { StagedFile } from '../src/store/staged-file.js';
 import { argValue, fileCreateCondition, isMainModule, KiB, machineConditions, median, round, writeJsonFile, writeResult } from './common.js';
 
 const CHUNKING = { minBytes: 64 * KiB, avgBytes: 256 * KiB, maxBytes: 1024 * KiB, normalization: DEFAULT_CHUNKING.normalization };

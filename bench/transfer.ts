@@ -49,7 +49,8 @@ import { generateIdentity } from '../src/crypto/identity.js';
 import { silentLogger } from '../src/logger.js';
 import { scanSource } from '../src/exchange/transfer-source.js';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
-import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
+import { QuinnBackend } from '../src/transport/quinn.js';
+import { QUINN_TUNING_DEFAULTS } from '../src/transport/quinn-connection.js';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
 import { argValue, fileCreateCondition, isMainModule, KiB, REPO_ROOT, machineConditions, median, MiB, ratio, round, treeBytes, writeJsonFile, writeResult } from './common.js';
 

@@ -18,7 +18,8 @@ import * as tls from 'node:tls';
 import { generateIdentity } from '../src/crypto/identity.js';
 import { MemoryBackend } from '../src/transport/memory.js';
 import { NodeQuicBackend } from '../src/transport/node-quic.js';
-import { QUINN_TUNING_DEFAULTS, QuinnBackend } from '../src/transport/quinn.js';
+import { QuinnBackend } from '../src/transport/quinn.js';
+import { QUINN_TUNING_DEFAULTS } from '../src/transport/quinn-connection.js';
 import type { TransportBackend } from '../src/transport/types.js';
 import { isMainModule, KiB, median, MiB, writeJsonFile, writeResult } from './common.js';
 

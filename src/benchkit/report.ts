@@ -10,7 +10,7 @@
 import { LOSS_TOLERANCE_POINTS, RATE_TOLERANCE_PCT, RTT_TOLERANCE_PCT } from '../relay/accuracy.js';
 import { formatImpairSpec } from '../relay/impair-spec.js';
 import { describeWorkload, workloadBytes, workloadFiles, type BenchTransport } from './bench-plan.js';
-import type { BenchRunnerReport, BenchRunResult, RelayCheckResult } from './runner.js';
+import type { BenchRunnerReport, BenchRunResult, RelayCheckResult } from './bench-results.js';
 import { SLOW_FILE_CREATE_MICROS, type BenchConditions } from './machine.js';
 import { MIN_UDP_BUFFER_BYTES } from '../transport/udp-buffers.js';
 import { median } from './stats.js';

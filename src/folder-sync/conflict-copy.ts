@@ -12,7 +12,7 @@ import { constants } from 'node:fs';
 import { copyFile, lstat, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
-import { tempNameFor } from '../store/publisher.js';
+import { tempNameFor } from '../store/temp-files.js';
 
 async function syncDir(dir: string): Promise<void> {
   const h = await open(dir, 'r');

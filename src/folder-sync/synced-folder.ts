@@ -17,7 +17,8 @@ import { RevisionStorePool } from '../store/revision-store-pool.js';
 import { FolderLock } from '../store/folder-lock.js';
 import { ManifestCache } from '../exchange/manifest-cache.js';
 import { loadSyncIgnore, type SyncIgnore } from './sync-ignore.js';
-import { RevisionStore, type WarmStat } from '../store/revision-store.js';
+import { RevisionStore } from '../store/revision-store.js';
+import type { WarmStat } from '../store/revlog-format.js';
 
 export interface SyncedFolder {
   readonly dir: string;

@@ -12,7 +12,8 @@ import path from 'node:path';
 import { removeExtraneous, type Extraneous } from './extraneous.js';
 import { INTERNAL_DIR_NAME } from '../store/internal-names.js';
 import type { Keeper } from '../store/keeper.js';
-import { REVLOG_DIR_NAME, RevisionStore } from '../store/revision-store.js';
+import { RevisionStore } from '../store/revision-store.js';
+import { REVLOG_DIR_NAME } from '../store/revlog-format.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import { fileEntryOf } from '../store/tree-scan.js';
 

@@ -1,7 +1,7 @@
 // A synthetic runner report, so report and SVG tests need no network and no clock.
 import type { BenchPlan } from '../../src/benchkit/bench-plan.js';
 import { planBench } from '../../src/benchkit/bench-plan.js';
-import type { BenchRunnerReport, BenchRunResult, RelayCheckResult } from '../../src/benchkit/runner.js';
+import type { BenchRunnerReport, BenchRunResult, RelayCheckResult } from '../../src/benchkit/bench-results.js';
 import type { AccuracyReport } from '../../src/relay/accuracy.js';
 
 export function accuracy(link: string, ok: boolean): RelayCheckResult {

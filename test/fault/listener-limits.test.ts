@@ -20,7 +20,7 @@ import { loadIdentity } from '../../src/home/identity-store.js';
 import { PeerStore } from '../../src/home/peer-store.js';
 import { resolvePeer } from '../../src/home/peer-resolve.js';
 import { pingPeer } from '../../src/session/ping.js';
-import { tempNameFor } from '../../src/store/publisher.js';
+import { tempNameFor } from '../../src/store/temp-files.js';
 import type { PeerSession } from '../../src/session/session.js';
 import { withTimeout } from '../../src/support/timeouts.js';
 import { silentLogger } from '../../src/logger.js';

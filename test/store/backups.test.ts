@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { backupPlan, backupProtection } from '../../src/store/backups.js';
-import { Publisher, type StagedFile } from '../../src/store/publisher.js';
+import { Publisher } from '../../src/store/publisher.js';
+import type { StagedFile } from '../../src/store/staged-file.js';
 
 const PARAMS: ChunkingParams = { minBytes: 64, avgBytes: 256, maxBytes: 1024, normalization: 2 };
 

@@ -10,7 +10,8 @@ import type { FileManifest } from '../../src/chunking/manifest.js';
 import { JOURNAL_RECORD_BYTES, PartialStore } from '../../src/store/partial-store.js';
 import { isInternalPath } from '../../src/store/internal-names.js';
 import type { Partial } from '../../src/store/partial-store.js';
-import { Publisher, type StagedFile } from '../../src/store/publisher.js';
+import { Publisher } from '../../src/store/publisher.js';
+import type { StagedFile } from '../../src/store/staged-file.js';
 
 /** A staged file, or the test fails: these fixtures always have something to stage. */
 function mustStage(x: StagedFile | 'identical' | 'kept'): StagedFile {

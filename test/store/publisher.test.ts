@@ -8,8 +8,10 @@ import { join } from 'node:path';
 import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { manifestFromFile } from '../../src/file-chunking/file-chunker.js';
-import { IN_MEMORY_MAX_BYTES, Publisher, removeStaleTempFiles, tempFileOwnerPid, tempNameFor } from '../../src/store/publisher.js';
-import type { PublishDir, StagedFile } from '../../src/store/publisher.js';
+import { Publisher } from '../../src/store/publisher.js';
+import { IN_MEMORY_MAX_BYTES, type StagedFile } from '../../src/store/staged-file.js';
+import type { PublishDir } from '../../src/store/publish-types.js';
+import { removeStaleTempFiles, tempFileOwnerPid, tempNameFor } from '../../src/store/temp-files.js';
 import { scanTreeToArray } from '../../src/store/tree-scan.js';
 import type { TreeEntry } from '../../src/store/tree-scan.js';
 

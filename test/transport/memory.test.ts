@@ -2,7 +2,8 @@
 // clock: exact latency, loss as whole RTOs, reordering across streams but never within one.
 import t from 'tap';
 import { generateIdentity } from '../../src/crypto/identity.js';
-import { MemoryBackend, MemoryNetwork, VirtualClock, type LinkConditions } from '../../src/transport/memory.js';
+import { MemoryBackend, MemoryNetwork, type LinkConditions } from '../../src/transport/memory.js';
+import { VirtualClock } from '../../src/transport/scheduler.js';
 import type { Connection, DuplexStream } from '../../src/transport/types.js';
 import { transportCompliance } from './compliance.js';
 

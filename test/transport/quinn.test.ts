@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import t from 'tap';
 import { generateIdentity } from '../../src/crypto/identity.js';
 import { ClawpeerError } from '../../src/errors.js';
-import { mapQuinnError, QuinnBackend } from '../../src/transport/quinn.js';
+import { QuinnBackend } from '../../src/transport/quinn.js';
+import { mapQuinnError } from '../../src/transport/quinn-connection.js';
 import { transportCompliance, within } from './compliance.js';
 
 transportCompliance('quic', () => new QuinnBackend());

@@ -8,7 +8,7 @@ import { generateIdentity, type Identity } from '../../src/crypto/identity.js';
 import { createSelfSignedCertificate, derOid, derTlv, encodeTbsCertificate, toPem } from '../../src/crypto/x509.js';
 import { isClawpeerError } from '../../src/errors.js';
 import { FrameDecoder, FrameType, GoAwayCode, encodeFrame, encodeFrameHeader, type MuxFrame } from '../../src/transport/mux-codec.js';
-import { INITIAL_WINDOW_BYTES } from '../../src/transport/mux-session.js';
+import { INITIAL_WINDOW_BYTES } from '../../src/transport/mux-stream.js';
 import { TLS_ALPN_PROTOCOL, tlsBackend } from '../../src/transport/tls.js';
 import type { Connection, Listener } from '../../src/transport/types.js';
 import { readAll, transportCompliance, within } from './compliance.js';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Argv } from 'yargs';
 import { planBench, type BenchPlanInput } from '../../benchkit/bench-plan.js';
 import { formatTable, toBenchJson, toCsv } from '../../benchkit/report.js';
-import type { BenchProgress } from '../../benchkit/runner.js';
+import type { BenchProgress } from '../../benchkit/bench-results.js';
 import { chartFromBench, renderLineChart } from '../../benchkit/svg.js';
 import { ClawpeerError } from '../../errors.js';
 import { loadIdentity } from '../../home/identity-store.js';

@@ -33,7 +33,7 @@ function defaultFolderChunking(): ChunkingParams {
 
 /** The synced folder containing `target` (the nearest directory with a revision log) and the path inside it. */
 async function locateFolder(target: string): Promise<{ folder: string; rel: string }> {
-  const { REVLOG_DIR_NAME } = await import('../../store/revision-store.js');
+  const { REVLOG_DIR_NAME } = await import('../../store/revlog-format.js');
   const abs = path.resolve(target);
   for (let dir = abs; ; dir = path.dirname(dir)) {
     try {
@@ -168,7 +168,7 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
   const { FolderLock } = await import('../../store/folder-lock.js');
   const { scanFolder } = await import('../../folder-sync/folder-scanner.js');
   const { historyBlobPath } = await import('../../store/sync-history.js');
-  const { tempNameFor } = await import('../../store/publisher.js');
+  const { tempNameFor } = await import('../../store/temp-files.js');
   const { manifestFromFile } = await import('../../file-chunking/file-chunker.js');
   const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: ctx.signal });
   try {

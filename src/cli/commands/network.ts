@@ -66,7 +66,7 @@ export function listenConfigFrom(args: Record<string, unknown>): NodeConfig {
  * alive). Logs the count per share.
  */
 async function sweepStaleTempFiles(shares: readonly Share[], log: Logger, signal: AbortSignal): Promise<void> {
-  const { removeStaleTempFiles } = await import('../../store/publisher.js');
+  const { removeStaleTempFiles } = await import('../../store/temp-files.js');
   for (const share of shares) {
     if (share.readOnly || signal.aborted) continue;
     try {

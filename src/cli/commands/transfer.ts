@@ -383,7 +383,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
  * right now. A failure here is logged, never fatal.
  */
 async function sweepPullDestination(ctx: CommandContext, localPath: string, remotePath: string): Promise<void> {
-  const { removeStaleTempFilesAt } = await import('../../store/publisher.js');
+  const { removeStaleTempFilesAt } = await import('../../store/temp-files.js');
   const lands = remotePath === '' ? '' : (remotePath.split('/').filter((s) => s !== '').at(-1) ?? '');
   try {
     const removed = await removeStaleTempFilesAt(localPath, lands, { nowMs: Date.now(), signal: ctx.signal });

@@ -1,0 +1,70 @@
+// What a publish is given and reports: the files and directories to publish, the policy for
+// an existing file, the publisher's options, and the metadata set on an identical file.
+
+import type { BigIntStats } from 'node:fs';
+import type { ChunkingParams } from '../chunking/fastcdc.js';
+import type { FileManifest } from '../chunking/manifest.js';
+import type { BackupPlan } from './backups.js';
+import type { Keeper } from './keeper.js';
+import type { PartialStore } from './partial-store.js';
+
+/** A file to publish, as announced by the sender. */
+export interface PublishFile {
+  /** Relative path inside the share (normalised again here). */
+  readonly relPath: string;
+  /** The expected content; its root is what gets published. */
+  readonly manifest: FileManifest;
+  /** Permission bits (masked with PUBLISH_MODE_MASK). */
+  readonly mode: number;
+  readonly mtimeMs: number;
+}
+
+export interface PublishDir {
+  readonly relPath: string;
+  readonly mode: number;
+  readonly mtimeMs: number;
+}
+
+/** Given a path's current stat, its content root if known without hashing (a warm index). */
+export type KnownRootLookup = (relPath: string, st: BigIntStats) => Uint8Array | undefined;
+
+/**
+ * What happens to a different file or symlink already at a final path (directories in the way
+ * are always refused): 'refuse' (FILE_EXISTS, the default), 'replace' (--force), 'keep' it
+ * (rsync's --ignore-existing), or replace it unless it is newer than the incoming one by mtime
+ * ('update', rsync's --update).
+ */
+export type ExistingPolicy = 'refuse' | 'replace' | 'keep' | 'update';
+
+export interface PublisherOptions {
+  /** Share root directory (resolved with realpath here). */
+  readonly shareRoot: string;
+  readonly readOnly?: boolean;
+  /** Replace existing different files (never directories): the 'replace' policy. */
+  readonly force?: boolean;
+  /** What to do with a different existing file; overrides `force`. Default: 'replace' with force, else 'refuse'. */
+  readonly existing?: ExistingPolicy;
+  /** The negotiated chunking: needed to compute the root of an existing file. */
+  readonly chunking: ChunkingParams;
+  /** Where resumable files are staged; without it every file stages as a temp file. */
+  readonly partials?: PartialStore;
+  readonly knownRoot?: KnownRootLookup;
+  /** Limits for manifests from the peer (verifyManifest). */
+  readonly maxChunkBytes?: number;
+  readonly maxChunkCount?: number;
+  readonly signal?: AbortSignal;
+  /** Override EARLY_WRITEBACK_BYTES (tests). */
+  readonly earlyWritebackBytes?: number;
+  /** --backup: what a replaced file or symlink is kept as; the transfer lands at `destBase` (root-relative, '' = the root). */
+  readonly backup?: { readonly plan: BackupPlan; readonly destBase: string };
+  /** Without a backup: what keeps a file before it is replaced (a synced folder's history). */
+  readonly keeper?: Keeper;
+  /** Told of each identical file whose mtime or permissions stageFile set (--itemize). */
+  readonly onMetadataSet?: (relPath: string, set: MetadataSet) => void;
+}
+
+/** What is set on an identical file (rsync -i's t and p). */
+export interface MetadataSet {
+  readonly time: boolean;
+  readonly perms: boolean;
+}
