@@ -210,7 +210,7 @@ export class Handshake {
   handleTimeout(now: number): void {
     const phase = this.#phase;
     if (phase.name === 'done' || phase.name === 'failed' || now < this.deadline) return;
-    const timeoutMs = this.deadline - this.#config.now;
+    const timeoutMs = Math.round(this.deadline - this.#config.now); // clock readings are floats (performance.now)
     this.#fail(new ClawpeerError('TIMEOUT', `handshake timed out after ${timeoutMs} ms waiting for ${WAITING_FOR[phase.name]}`), true);
   }
 
