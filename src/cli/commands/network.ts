@@ -60,7 +60,7 @@ export function listenConfigFrom(args: Record<string, unknown>): NodeConfig {
 
 /**
  * Removes the `.clawpeer-tmp-*` files a killed receiver left in the writable shares: those of a
- * writer that is no longer running, and any older than publisher.ts STALE_TEMP_AGE_MS (younger
+ * writer that is no longer running, and any older than store/temp-files.ts STALE_TEMP_AGE_MS (younger
  * ones of a live process may belong to its transfer in progress). Runs while the listener
  * serves (a big share takes a while to walk; our own new temp files are never swept, as we are
  * alive). Logs the count per share.

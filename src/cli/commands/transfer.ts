@@ -379,7 +379,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
  * Before a pull: removes stale `.clawpeer-tmp-*` files a killed earlier pull left where this one
  * stages (LOCAL itself, and the tree it lands in: LOCAL/<last segment of the remote path>, or all
  * of LOCAL for a whole share): those of a writer that is no longer running, and any older than
- * publisher.ts STALE_TEMP_AGE_MS; a younger one of a live process may belong to a pull running
+ * store/temp-files.ts STALE_TEMP_AGE_MS; a younger one of a live process may belong to a pull running
  * right now. A failure here is logged, never fatal.
  */
 async function sweepPullDestination(ctx: CommandContext, localPath: string, remotePath: string): Promise<void> {
