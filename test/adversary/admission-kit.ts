@@ -128,6 +128,8 @@ export interface Flood {
   readonly stats: FloodStats;
   /** Stops refilling and closes every flood connection; the final figures. */
   stop(): Promise<FloodStats>;
+  /** Why the flood stopped by itself, if it did (its process died). */
+  readonly failure?: string | undefined;
 }
 
 export interface FloodOptions {
@@ -201,10 +203,20 @@ export function floodFromChild(o: FloodOptions): Flood {
     Object.assign(stats, m.stats);
     if (m.final === true) final?.({ ...m.stats });
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let exitedEarly: string | undefined;
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      if (final === undefined) exitedEarly = `the flood process exited early (code ${code}, signal ${signal})`;
+      resolve();
+    }),
+  );
   return {
     stats,
+    get failure() {
+      return exitedEarly;
+    },
     async stop() {
+      if (exitedEarly !== undefined) return { ...stats };
       const done = new Promise<FloodStats>((resolve) => (final = resolve));
       child.send('stop');
       const result = await withTimeout(done, 30_000, 'the flood process stopping').catch(() => ({ ...stats }));
