@@ -6,7 +6,8 @@
 // that counted unpaired connections (as before) answers the paired peer BUSY.
 import t from 'tap';
 import { sampleRss } from '../fault/fault-harness.js';
-import { floodFromChild, floodRig, probePing, sleep, type Transport } from './admission-kit.js';
+import { floodFromChild, probePing, sleep, type Transport } from './admission-kit.js';
+import { floodRig } from './flood-rig.js';
 
 const FLOOD_CONNECTIONS = 200;
 const REFILL_DELAY_MS = 100;

@@ -5,7 +5,8 @@
 // (The fast, smaller flood is test/adversary/admission-flood.test.ts.)
 import t from 'tap';
 import { sampleRss } from '../../fault/fault-harness.js';
-import { floodFromChild, floodRig, probePing, sleep, type Transport } from '../../adversary/admission-kit.js';
+import { floodFromChild, probePing, sleep, type Transport } from '../../adversary/admission-kit.js';
+import { floodRig } from '../../adversary/flood-rig.js';
 
 const FLOOD_CONNECTIONS = 1_000;
 const REFILL_DELAY_MS = 100;
