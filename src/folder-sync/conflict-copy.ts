@@ -12,16 +12,8 @@ import { constants } from 'node:fs';
 import { copyFile, lstat, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
+import { syncDir } from '../store/partial-store.js';
 import { tempNameFor } from '../store/temp-files.js';
-
-async function syncDir(dir: string): Promise<void> {
-  const h = await open(dir, 'r');
-  try {
-    await h.sync();
-  } finally {
-    await h.close();
-  }
-}
 
 /**
  * Copies the file at `from` to `to` (replacing what is there) as a new inode with `mode` and
