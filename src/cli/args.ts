@@ -77,6 +77,19 @@ export function bwlimitOption(value: unknown, flag = '--bwlimit'): number | unde
   return bytes;
 }
 
+/** --fsync for push, pull and sync (store/publisher.ts): batch is the default, none is rsync's and scp's behaviour. */
+export const FSYNC_OPTION = {
+  type: 'string',
+  choices: ['batch', 'none'],
+  default: 'batch',
+  describe: 'batch: every published file is fsynced (in batches) before it counts as done; none: renames stay atomic but nothing is fsynced, as rsync and scp (a power loss may lose the last seconds\' files); a listener share served with :fsync refuses none',
+} as const;
+
+/** The policy --fsync names (yargs checked the choice). */
+export function fsyncOption(value: unknown): 'batch' | 'none' {
+  return value === 'none' ? 'none' : 'batch';
+}
+
 export const BWLIMIT_OPTION = {
   type: 'string',
   describe: 'cap the rate this side sends at, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit; a pull asks the peer to cap its sending',

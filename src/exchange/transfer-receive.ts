@@ -23,7 +23,7 @@ import { isInternalPath } from '../store/internal-names.js';
 import type { BackupPlan, Backups } from '../store/backups.js';
 import type { Keeper } from '../store/keeper.js';
 import { Publisher } from '../store/publisher.js';
-import type { ExistingPolicy, PublishDir } from '../store/publish-types.js';
+import type { ExistingPolicy, FsyncPolicy, PublishDir } from '../store/publish-types.js';
 import type { StagedFile } from '../store/staged-file.js';
 import type { PeerSession } from '../session/session.js';
 import type { DuplexStream } from '../transport/types.js';
@@ -124,6 +124,8 @@ export interface ReceiverOptions {
   /** --backup: replaced files are kept so (backups.ts); without it, `keeper` may keep them (a synced folder's history). */
   readonly backup?: BackupPlan;
   readonly keeper?: Keeper;
+  /** --fsync: batch (the default) or none (publisher.ts). */
+  readonly fsync?: FsyncPolicy;
 }
 
 /** Maps announced entry paths to confined paths under the destination; refuses anything odd. */
@@ -407,6 +409,7 @@ export class TransferReceiver {
       ...(partials === undefined ? {} : { partials }),
       ...(this.#o.backup === undefined ? {} : { backup: { plan: this.#o.backup, destBase: destination.basePath } }),
       ...(this.#o.keeper === undefined ? {} : { keeper: this.#o.keeper }),
+      ...(this.#o.fsync === undefined ? {} : { fsync: this.#o.fsync }),
       ...(this.#updated === undefined ? {} : { onMetadataSet: (path: string, set: { time: boolean; perms: boolean }) => this.#updated?.push({ path, ...set }) }),
       knownRoot: (p, st) => index.cachedRoot(p, st), signal,
     });

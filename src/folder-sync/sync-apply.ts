@@ -33,6 +33,7 @@ import { Publisher } from '../store/publisher.js';
 import { symlinkTargetIsConfined } from '../store/tree-scan.js';
 import type { RevisionStore } from '../store/revision-store.js';
 import type { WarmStat } from '../store/revlog-format.js';
+import type { FsyncPolicy } from '../store/publish-types.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import type { SyncIgnore } from './sync-ignore.js';
@@ -52,6 +53,8 @@ export interface ApplyOptions {
   readonly log: Logger;
   /** Fetches content from the peer; calls `beforePublish` once it knows what will arrive. */
   readonly fetch: (requests: readonly FetchRequest[], beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>) => Promise<FetchOutcome>;
+  /** --fsync for what needs no content (symlinks, directories); `fetch` applies it to files. */
+  readonly fsync?: FsyncPolicy;
 }
 
 export interface ApplyResult {
@@ -469,7 +472,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   }
 
   // 2. Everything that needs no content: symlinks, directories, modes, deletions.
-  const publisher = await Publisher.open({ shareRoot: folderReal, force: true, chunking: o.chunking });
+  const publisher = await Publisher.open({ shareRoot: folderReal, force: true, chunking: o.chunking, ...(o.fsync === undefined ? {} : { fsync: o.fsync }) });
   const dirRemovals: PathPlan[] = [];
   for (const plan of done) {
     const a = plan.action;

@@ -23,6 +23,7 @@ import { DataStreamRouter } from '../session/data-stream-router.js';
 import type { PeerSession } from '../session/session.js';
 import { applyRemote, byPath, plannedChanges, type PlannedChange } from './sync-apply.js';
 import type { RevisionStore } from '../store/revision-store.js';
+import type { FsyncPolicy } from '../store/publish-types.js';
 import { fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
@@ -56,6 +57,8 @@ export interface SyncFolderOptions {
    * first; a missing folder is planned as an empty one and not created).
    */
   readonly dryRun?: boolean;
+  /** --fsync: `none` publishes without fsync on both sides (the peer must have 'fsync-none'). */
+  readonly fsync?: FsyncPolicy;
 }
 
 /** What a sync would do (sync --dry-run). */
@@ -157,11 +160,14 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
   const sends = o.mode !== 'receive-only';
   const receives = o.mode !== 'send-only';
   if (o.bwlimit !== undefined && receives) session.requireFeature('rate-limit', 'cannot cap the rate it sends a sync at', 'sync without --bwlimit, or with --mode send-only');
+  const noFsync = o.fsync === 'none' && sends && !dryRun;
+  if (noFsync) session.requireFeature('fsync-none', 'cannot apply a sync without fsync', 'sync with --fsync=batch');
+  const fsync = o.fsync === undefined ? {} : { fsync: o.fsync };
   const limiters = [...(o.bwlimit === undefined ? [] : [new RateLimiter(o.bwlimit)]), ...(o.rateLimiters ?? [])];
   const transferId = session.allocateTransferId();
   await session.control.send({
     type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0),
-    ...(o.bwlimit === undefined || !receives || dryRun ? {} : { rateLimit: o.bwlimit }), ...(dryRun ? { dryRun } : {}),
+    ...(o.bwlimit === undefined || !receives || dryRun ? {} : { rateLimit: o.bwlimit }), ...(dryRun ? { dryRun } : {}), ...(noFsync ? { noFsync } : {}),
   });
   const progress = o.onProgress;
   let hashed = 0;
@@ -222,9 +228,9 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     let skipped: string[] = [];
     if (receives) {
       const applied = await applyRemote(received, {
-        store, folder: dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log,
+        store, folder: dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log, ...fsync,
         fetch: (requests, beforePublish) => fetchContent(ch, requests, {
-          router, folder: dir, chunking, beforePublish,
+          router, folder: dir, chunking, beforePublish, ...fsync,
           ...(progress === undefined ? {} : { onProgress: progress }),
         }),
       });

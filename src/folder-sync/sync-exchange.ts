@@ -29,6 +29,7 @@ import type { DataStreamRouter } from '../session/data-stream-router.js';
 import type { ManifestCache } from '../exchange/manifest-cache.js';
 import { isInternalPath } from '../store/internal-names.js';
 import type { RevisionStore } from '../store/revision-store.js';
+import type { FsyncPolicy } from '../store/publish-types.js';
 import type { PeerSession } from '../session/session.js';
 import { historyBlobPath } from '../store/sync-history.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from '../exchange/transfer-control.js';
@@ -153,6 +154,8 @@ export interface FetchOptions {
   readonly indexes?: ChunkIndexPool;
   /** Progress of the content received: payload bytes written, files published. */
   readonly onProgress?: (p: TransferProgress) => void;
+  /** --fsync (store/publisher.ts); default batch. */
+  readonly fsync?: FsyncPolicy;
 }
 
 /** Asks the peer for `requests` and publishes what it delivers into the folder (replacing files). */
@@ -210,6 +213,7 @@ async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly Fe
     destination: { root: options.folder, readOnly: false, basePath: '', ...(options.folderName === undefined ? {} : { name: options.folderName }) },
     force: true,
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
+    ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
     ...(receiving === undefined ? {} : { onChunkWritten: (bytes: number) => receiving.addBytes(bytes), onPublished: (files: number) => receiving.setFiles(files) }),
   });
   try {

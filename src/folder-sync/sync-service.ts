@@ -23,7 +23,7 @@ import { applyRemote } from './sync-apply.js';
 import { decodeReconcilePayload, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
-import { findShare } from '../home/shares.js';
+import { findShare, refuseUnsyncedInto } from '../home/shares.js';
 import type { Activity } from '../session/listener-activity.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 
@@ -48,6 +48,7 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   if (ctx.nodeId === undefined) throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
   const share = findShare(ctx.shares, req.share, session.peerId);
   if (req.mode !== 'receive-only' && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
+  refuseUnsyncedInto(share, req.noFsync);
   const chunking = sessionChunking(session);
   log.info('sync requested', { peer: session.peerId, share: share.name, mode: req.mode, ...(req.dryRun === true ? { dryRun: true } : {}) });
   // The whole share is claimed (destination-locks.ts): a client killed mid-sync leaves its
@@ -73,6 +74,7 @@ async function serveClaimedSync(
   share: Share, chunking: ChunkingParams, signal: AbortSignal, activity: Activity | undefined,
 ): Promise<void> {
   const onProgress = activity === undefined ? {} : { onProgress: (p: TransferProgress) => activity.report(p) };
+  const fsync = req.noFsync === true ? { fsync: 'none' as const } : {};
   const { log } = ctx;
   const clientSends = req.mode !== 'receive-only';
   const clientReceives = req.mode !== 'send-only';
@@ -105,8 +107,8 @@ async function serveClaimedSync(
     if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack);
     if (clientSends) {
       const applied = await applyRemote(received, {
-        store, folder: share.dir, chunking, keepConcurrentLocal: false, ignore: folder.ignore, log,
-        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, folderName: `share ${share.name}`, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }), ...onProgress }),
+        store, folder: share.dir, chunking, keepConcurrentLocal: false, ignore: folder.ignore, log, ...fsync,
+        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, folderName: `share ${share.name}`, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }), ...onProgress, ...fsync }),
       });
       log.info('sync applied', { peer: session.peerId, share: share.name, applied: applied.applied, conflicts: applied.conflicts, skipped: applied.skipped.length });
     }

@@ -1,6 +1,7 @@
-// Shared folders a listener serves: NAME=DIR[:ro|:nodelete]. Without --share, a read-write
-// `inbox` under the home directory. `:nodelete` takes pushes but refuses push --delete (rsync
-// daemons' `refuse options = delete`); a sync still carries deletions, as syncing means.
+// Shared folders a listener serves: NAME=DIR[:ro|:nodelete][:fsync]. Without --share, a
+// read-write `inbox` under the home directory. `:nodelete` takes pushes but refuses push --delete
+// (rsync daemons' `refuse options = delete`); a sync still carries deletions, as syncing means.
+// `:fsync` refuses a peer's --fsync=none: everything published there is fsynced.
 import { realpath, stat } from 'node:fs/promises';
 import path, { resolve } from 'node:path';
 import { ClawpeerError } from '../errors.js';
@@ -15,6 +16,8 @@ export interface Share {
   readonly readOnly: boolean;
   /** Pushes may not remove files (push --delete is refused). */
   readonly noDelete?: boolean;
+  /** A peer's --fsync=none is refused: what lands here is always fsynced. */
+  readonly alwaysFsync?: boolean;
   /** Node ids allowed to use this share; undefined = every paired peer. */
   readonly allow?: readonly string[];
 }
@@ -22,13 +25,15 @@ export interface Share {
 export const DEFAULT_SHARE_NAME = 'inbox';
 const SHARE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-export function parseShareSpec(spec: string): { name: string; dir: string; readOnly: boolean; noDelete?: boolean } {
+export function parseShareSpec(spec: string): { name: string; dir: string; readOnly: boolean; noDelete?: boolean; alwaysFsync?: boolean } {
   const eq = spec.indexOf('=');
-  if (eq <= 0) throw new ClawpeerError('USAGE', `invalid --share ${JSON.stringify(spec)}: expected NAME=DIR, NAME=DIR:ro or NAME=DIR:nodelete`);
+  if (eq <= 0) throw new ClawpeerError('USAGE', `invalid --share ${JSON.stringify(spec)}: expected NAME=DIR, NAME=DIR:ro or NAME=DIR:nodelete (either may end in :fsync)`);
   const name = spec.slice(0, eq);
   let dir = spec.slice(eq + 1);
   let readOnly = false;
   let noDelete = false;
+  const alwaysFsync = dir.endsWith(':fsync');
+  if (alwaysFsync) dir = dir.slice(0, -':fsync'.length);
   if (dir.endsWith(':ro')) {
     readOnly = true;
     dir = dir.slice(0, -3);
@@ -40,7 +45,7 @@ export function parseShareSpec(spec: string): { name: string; dir: string; readO
   }
   if (!SHARE_NAME.test(name)) throw new ClawpeerError('USAGE', `invalid share name ${JSON.stringify(name)} in --share ${JSON.stringify(spec)}: use letters, digits, '.', '_' or '-'`);
   if (dir === '') throw new ClawpeerError('USAGE', `--share ${JSON.stringify(spec)} names no directory`);
-  return { name, dir: resolve(dir), readOnly, ...(noDelete ? { noDelete } : {}) };
+  return { name, dir: resolve(dir), readOnly, ...(noDelete ? { noDelete } : {}), ...(alwaysFsync ? { alwaysFsync } : {}) };
 }
 
 /** Resolves share specs (creating missing read-write dirs); rejects duplicate names. */
@@ -53,7 +58,7 @@ export async function resolveShares(specs: readonly string[], inboxDir: string):
     seen.add(s.name);
     try {
       if (!s.readOnly) await makeDirs(s.dir);
-      shares.push({ name: s.name, dir: await realpath(s.dir), readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}) });
+      shares.push({ name: s.name, dir: await realpath(s.dir), readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.alwaysFsync === true ? { alwaysFsync: true } : {}) });
     } catch (err) {
       throw new ClawpeerError('USAGE', `share ${s.name}: directory ${s.dir} is not usable: ${(err as Error).message}`, { cause: err });
     }
@@ -117,4 +122,11 @@ export async function existingSharePath(share: Share, basePath: string): Promise
   // A symlink in the share (`x -> .clawpeer`) must not lead a pull or listing into the state either.
   if (isInternalPath(path.relative(share.dir, real).split(path.sep).join('/'))) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads into clawpeer's own state`);
   return local;
+}
+
+/** A peer's --fsync=none into a share served with :fsync is refused (SHARE_FORBIDDEN). */
+export function refuseUnsyncedInto(share: Share, noFsync: boolean | undefined): void {
+  if (noFsync === true && share.alwaysFsync === true) {
+    throw new ClawpeerError('SHARE_FORBIDDEN', `share ${share.name} refuses --fsync=none (it is served with :fsync): leave --fsync at batch`);
+  }
 }

@@ -34,7 +34,9 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // a server without it knows plain exclude patterns only, so a client does not ask one.
 // existing: a push may ask the server to keep different existing files, or keep only newer ones
 // (--ignore-existing, --update); a server without it would refuse them as FILE_EXISTS.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from', 'copy-links'] as const;
+// fsync-none: a push or sync request may ask the server to publish without fsync (--fsync=none);
+// a server without it would fsync, which is safe but not what was asked, so a client says so.
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from', 'copy-links', 'fsync-none'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */

@@ -33,6 +33,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'size-filter': pb.Feature.FEATURE_SIZE_FILTER,
   'files-from': pb.Feature.FEATURE_FILES_FROM,
   'copy-links': pb.Feature.FEATURE_COPY_LINKS,
+  'fsync-none': pb.Feature.FEATURE_FSYNC_NONE,
 };
 
 const AEAD_FROM_WIRE = invert(AEAD_TO_WIRE);

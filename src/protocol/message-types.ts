@@ -143,6 +143,8 @@ export interface TransferRequestMessage {
   readonly dryRun?: boolean;
   /** Push: remove what the pushed directories hold beyond the source (feature 'delete'). */
   readonly delete?: boolean;
+  /** Push: publish without fsync, --fsync=none (feature 'fsync-none'). */
+  readonly noFsync?: boolean;
 }
 
 export interface TransferAcceptMessage {
@@ -269,6 +271,8 @@ export interface SyncRequestMessage {
   readonly rateLimit?: number;
   /** Plan only: the server sends its records and SyncDone, applies nothing (feature 'sync-dry-run'). */
   readonly dryRun?: boolean;
+  /** The server applies without fsync, --fsync=none (feature 'fsync-none'). */
+  readonly noFsync?: boolean;
 }
 
 export interface SyncAcceptMessage {

@@ -29,7 +29,7 @@ export function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Pr
       checkTextBytes('SyncRequest.share', message.share);
       checkBlob('SyncRequest.reconcile', message.reconcile, 0, MAX_SYNC_RECONCILE_BYTES);
       checkRateLimit('SyncRequest.rateLimit', message.rateLimit);
-      return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile, rateLimit: message.rateLimit ?? 0, dryRun: message.dryRun ?? false } };
+      return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile, rateLimit: message.rateLimit ?? 0, dryRun: message.dryRun ?? false, noFsync: message.noFsync ?? false } };
     }
     case 'sync-accept':
       return { syncAccept: { transferId: message.transferId } };
@@ -93,6 +93,7 @@ export function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage |
         reconcile: blobFromWire('SyncRequest.reconcile', r.reconcile, 0, MAX_SYNC_RECONCILE_BYTES),
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
+        ...(r.noFsync === true ? { noFsync: true } : {}),
       };
     }
     case 'syncAccept': {

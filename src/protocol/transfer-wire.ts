@@ -150,6 +150,7 @@ export function transferToWire(message: TransferControlMessage): clawpeer.v1.Con
           rateLimit: message.rateLimit ?? 0,
           dryRun: message.dryRun ?? false,
           delete: message.delete ?? false,
+          noFsync: message.noFsync ?? false,
         },
       };
     }
@@ -353,6 +354,7 @@ export function transferFromWire(control: clawpeer.v1.Control): TransferControlM
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.delete === true ? { delete: true } : {}),
+        ...(r.noFsync === true ? { noFsync: true } : {}),
       };
     }
     case 'transferAccept': {

@@ -15,6 +15,7 @@ import { DataStreamRouter } from '../session/data-stream-router.js';
 import { dryRunReport, type DryRunReport, type DryRunVerdicts } from '../transfer/dry-run.js';
 import { overMaxDelete, transferExtraneous, type Extraneous } from './extraneous.js';
 import { replacedHistoryNode } from '../store/keeper.js';
+import type { FsyncPolicy } from '../store/publish-types.js';
 import type { PeerSession } from '../session/session.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from '../exchange/transfer-control.js';
 import { TransferReceiver, type ReceiverOptions } from '../exchange/transfer-receive.js';
@@ -75,6 +76,8 @@ export interface TransferOptions {
   readonly itemize?: boolean;
   /** Pull to standard output: the remote path must be one regular file, checked on its manifest before any chunk is asked for. */
   readonly singleFile?: boolean;
+  /** --fsync: `none` publishes without fsync (a push asks the listener, which needs 'fsync-none'). */
+  readonly fsync?: FsyncPolicy;
 }
 
 export interface TransferResult {
@@ -185,6 +188,7 @@ function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pu
     ...(direction === 'push' && o.backup !== undefined ? { backup: { suffix: o.backup.suffix, dir: o.backup.dir ?? '' } } : {}),
     ...(direction === 'push' && o.delete === true && o.maxDelete !== undefined ? { maxDelete: o.maxDelete } : {}),
     ...(direction === 'push' && o.itemize === true && o.dryRun !== true ? { itemize: true } : {}),
+    ...(direction === 'push' && o.fsync === 'none' && o.dryRun !== true ? { noFsync: true } : {}),
     ...(direction === 'pull' && o.sizes?.min !== undefined ? { minSize: o.sizes.min } : {}),
     ...(direction === 'pull' && o.sizes?.max !== undefined ? { maxSize: o.sizes.max } : {}),
     ...(direction === 'pull' && o.filesFrom !== undefined ? { filesFrom: o.filesFrom } : {}),
@@ -242,6 +246,8 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   // Without 'max-delete' the listener would remove however many paths --delete finds.
   if (o.delete === true && o.maxDelete !== undefined) session.requireFeature('max-delete', 'cannot cap --delete (--max-delete)', 'push without --max-delete, or without --delete');
   if (o.itemize === true && o.dryRun !== true) session.requireFeature('itemize', 'cannot list the files it publishes (--itemize)', 'push without --itemize');
+  // Without 'fsync-none' the listener would fsync: safe, but not what was asked.
+  if (o.fsync === 'none' && o.dryRun !== true) session.requireFeature('fsync-none', 'cannot publish without fsync (--fsync=none)', 'push with --fsync=batch');
   let hashed = 0;
   let hashedFiles = 0;
   const scanOptions: ScanSourceOptions = {
@@ -421,6 +427,7 @@ function pullReceiver(o: TransferOptions, router: DataStreamRouter, id: number, 
     force: o.force, ...(o.existing === undefined ? {} : { existing: o.existing }),
     ...(o.backup === undefined ? {} : { backup: o.backup }),
     ...(o.itemize === true ? { itemize: true } : {}),
+    ...(o.fsync === undefined ? {} : { fsync: o.fsync }),
     ...extra,
   });
 }

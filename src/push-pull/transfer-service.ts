@@ -21,7 +21,7 @@ import { replacedHistoryNode, type Keeper } from '../store/keeper.js';
 import { backupPlan, backupProtection, type BackupPlan } from '../store/backups.js';
 import { isInternalPath } from '../store/internal-names.js';
 import type { PeerSession } from '../session/session.js';
-import { existingSharePath, findShare, type Share } from '../home/shares.js';
+import { existingSharePath, findShare, refuseUnsyncedInto, type Share } from '../home/shares.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from '../exchange/transfer-control.js';
 import { TransferReceiver } from '../exchange/transfer-receive.js';
 import { sendChunks } from '../exchange/transfer-send.js';
@@ -79,6 +79,7 @@ export async function serveTransfer(session: PeerSession, router: DataStreamRout
     if (req.backup !== undefined) throw new ClawpeerError('PROTOCOL', 'backups apply to pushes; a pull\'s receiver makes its own');
     if (req.maxDelete !== undefined) throw new ClawpeerError('PROTOCOL', 'a delete limit applies to pushes; a pull\'s receiver applies its own');
     if (req.itemize === true) throw new ClawpeerError('PROTOCOL', 'itemize applies to pushes; a pull\'s receiver lists what it publishes itself');
+    if (req.noFsync === true) throw new ClawpeerError('PROTOCOL', 'no-fsync applies to pushes; a pull\'s receiver chooses its own durability');
     await servePull(session, req, ctx, signal, t, activity);
   }
 }
@@ -88,6 +89,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   const { id, share, basePath, streams, window, chunking } = t;
   if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
   if (req.delete === true && share.noDelete === true) throw new ClawpeerError('SHARE_FORBIDDEN', `share ${share.name} refuses push --delete (it is served with :nodelete): push without --delete`);
+  refuseUnsyncedInto(share, req.noFsync);
   // --delete: what the pushed directories hold beyond the source goes, the client's patterns spared.
   const protect = peerExcludes(req);
   const backup = peerBackupPlan(req);
@@ -106,6 +108,7 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       ...(backup === undefined ? {} : { backup }),
       ...(keeper === undefined ? {} : { keeper }),
       ...(req.itemize === true ? { itemize: true } : {}),
+      ...(req.noFsync === true ? { fsync: 'none' as const } : {}),
     });
   const extraneous = async (receiver: TransferReceiver): Promise<Extraneous[]> =>
     req.delete !== true ? [] : transferExtraneous({

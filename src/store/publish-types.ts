@@ -36,6 +36,10 @@ export type KnownRootLookup = (relPath: string, st: BigIntStats) => Uint8Array |
  */
 export type ExistingPolicy = 'refuse' | 'replace' | 'keep' | 'update';
 
+/** How published files are made durable (see PublisherOptions.fsync). */
+export type FsyncPolicy = 'batch' | 'none';
+export const FSYNC_POLICIES: readonly FsyncPolicy[] = ['batch', 'none'];
+
 export interface PublisherOptions {
   /** Share root directory (resolved with realpath here). */
   readonly shareRoot: string;
@@ -53,6 +57,13 @@ export interface PublisherOptions {
   readonly maxChunkBytes?: number;
   readonly maxChunkCount?: number;
   readonly signal?: AbortSignal;
+  /**
+   * `batch` (the default): every published file and the directories it lands in are fsynced, in
+   * batches, before the transfer reports them done. `none` (--fsync=none, what rsync and scp do):
+   * renames stay atomic, nothing is fsynced, so a power loss may lose or empty files published
+   * in the last seconds.
+   */
+  readonly fsync?: FsyncPolicy;
   /** Override EARLY_WRITEBACK_BYTES (tests). */
   readonly earlyWritebackBytes?: number;
   /** --backup: what a replaced file or symlink is kept as; the transfer lands at `destBase` (root-relative, '' = the root). */

@@ -82,6 +82,9 @@ export class Publisher {
   /** --backup's keeper (backups.ts), which --delete uses too; undefined without the option. */
   readonly backups: Backups | undefined;
   readonly #keeper: Keeper | undefined;
+  readonly #fsync: boolean;
+  /** fsync calls made (files and directories): what --fsync=none saves. */
+  fsyncs = 0;
 
   private constructor(shareRoot: string, options: PublisherOptions) {
     this.shareRoot = shareRoot;
@@ -91,6 +94,7 @@ export class Publisher {
     const backup = options.backup;
     this.backups = backup === undefined ? undefined : new Backups(backup.plan, backup.destBase, { dirAt: (relDir) => this.#confinedDir(relDir, true), tempName: tempNameFor });
     this.#keeper = this.backups ?? options.keeper;
+    this.#fsync = options.fsync !== 'none';
   }
 
   /** Before a file or symlink at `finalPath` is replaced: the backup, or the keeper's copy. */
@@ -117,6 +121,11 @@ export class Publisher {
   #checkAborted(): void {
     const signal = this.#options.signal;
     if (signal?.aborted === true) throw new ClawpeerError('ABORTED', 'publish aborted', { cause: signal.reason });
+  }
+
+  /** Without fsync there is no commit-time flush for early writeback to shorten. */
+  #earlyWritebackBytes(): number | undefined {
+    return this.#fsync ? this.#options.earlyWritebackBytes : Number.POSITIVE_INFINITY;
   }
 
   /** Normalises and refuses internal names. */
@@ -374,7 +383,7 @@ export class Publisher {
         { relPath: rel, root: file.manifest.root, size: file.manifest.size },
         this.#options.signal === undefined ? {} : { signal: this.#options.signal },
       );
-      staged = new StagedFile(normalized, finalPath, partial.dataPath, partial.dataHandle, partial, this.#options.earlyWritebackBytes);
+      staged = new StagedFile(normalized, finalPath, partial.dataPath, partial.dataHandle, partial, this.#earlyWritebackBytes());
     } else if (file.manifest.size <= IN_MEMORY_MAX_BYTES) {
       staged = new StagedFile(normalized, finalPath, path.join(dirAbs, tempNameFor(path.posix.basename(rel))), 'memory', undefined);
     } else {
@@ -393,7 +402,7 @@ export class Publisher {
         await rm(stagingPath, { force: true });
         throw ioError('allocate', finalPath, err);
       }
-      staged = new StagedFile(normalized, finalPath, stagingPath, handle, undefined, this.#options.earlyWritebackBytes);
+      staged = new StagedFile(normalized, finalPath, stagingPath, handle, undefined, this.#earlyWritebackBytes());
     }
     staged.replaces = outcome === 'replace';
     this.#open.add(staged);
@@ -433,13 +442,19 @@ export class Publisher {
       if (failed.has(f)) return;
       try {
         if (f.inMemory) {
-          await f.syncStaging();
+          if (this.#fsync) {
+            await f.syncStaging();
+            this.fsyncs++;
+          }
         } else {
           await f.settleWriteback();
           await f.fillOutHoles();
           await f.handle.chmod(f.mode);
           await f.handle.utimes(atime, toSeconds(f.mtimeMs));
-          await f.handle.sync();
+          if (this.#fsync) {
+            await f.handle.sync();
+            this.fsyncs++;
+          }
         }
       } catch (err) {
         failed.set(f, ioError('sync', f.finalPath, err));
@@ -636,6 +651,8 @@ export class Publisher {
   async flushDirs(): Promise<void> {
     const dirs = [...this.#dirtyDirs];
     this.#dirtyDirs.clear();
+    if (!this.#fsync) return;
+    this.fsyncs += dirs.length;
     await forEachBounded(dirs, COMMIT_FSYNC_CONCURRENCY, syncDir);
   }
 

@@ -43,6 +43,9 @@ t.test('share specs', async (t) => {
   t.match(parseShareSpec('docs=/tmp/d'), { name: 'docs', readOnly: false });
   t.match(parseShareSpec('docs=/tmp/d:nodelete'), { name: 'docs', dir: '/tmp/d', readOnly: false, noDelete: true });
   t.notOk('noDelete' in parseShareSpec('docs=/tmp/d:ro'), ':ro writes nothing at all: no delete flag of its own');
+  t.match(parseShareSpec('docs=/tmp/d:nodelete:fsync'), { dir: '/tmp/d', noDelete: true, alwaysFsync: true });
+  t.match(parseShareSpec('docs=/tmp/d:fsync'), { dir: '/tmp/d', readOnly: false, alwaysFsync: true });
+  t.notOk('alwaysFsync' in parseShareSpec('docs=/tmp/d'), 'a share takes --fsync=none unless served with :fsync');
   t.throws(() => parseShareSpec('/tmp/d'), { code: 'USAGE', message: /NAME=DIR/ });
   t.throws(() => parseShareSpec('a b=/tmp'), { code: 'USAGE', message: /invalid share name/ });
 });

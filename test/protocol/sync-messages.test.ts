@@ -54,6 +54,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'SyncRequest (--fsync=none)',
+    message: { type: 'sync-request', transferId: 3, share: '', mode: 'two-way', reconcile: new Uint8Array(0), noFsync: true },
+    wire: `
+      01 00000009                 # frame: type CONTROL, body 9 bytes
+      8203 06                     # Control.sync_request (field 48, LEN) 6 bytes
+      08 03                       #   transfer_id (1) = 3
+      18 01                       #   mode (3) = TWO_WAY
+      50 01                       #   no_fsync (10) = true
+    `,
+  },
+  {
     name: 'SyncAccept',
     message: { type: 'sync-accept', transferId: 3 },
     wire: `

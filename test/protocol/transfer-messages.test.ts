@@ -137,6 +137,18 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'TransferRequest (push, --fsync=none)',
+    message: { type: 'transfer-request', transferId: 0, direction: 'push', share: '', path: '', force: false, streams: 1, window: 8, noFsync: true },
+    wire: `
+      01 0000000c                 # frame: type CONTROL, body 12 bytes
+      8201 09                     # Control.transfer_request (field 16, LEN) 9 bytes
+      10 01                       #   direction (2) = PUSH
+      30 01                       #   streams (6) = 1
+      38 08                       #   window (7) = 8
+      a801 01                     #   no_fsync (21) = true
+    `,
+  },
+  {
     name: 'TransferAccept',
     message: { type: 'transfer-accept', transferId: 7, streams: 2, window: 32 },
     wire: `

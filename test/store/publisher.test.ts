@@ -548,3 +548,31 @@ t.test('verdict and probeDir (dry runs) say what stageFile and makeDir would do,
   t.same(await allNames(share), before, 'nothing was created');
   t.same(await readdir(outside), [], 'nor outside');
 });
+
+t.test('--fsync=none publishes the same files with no fsync at all; batch fsyncs files and directories', async (t) => {
+  const publishTwo = async (fsync: 'batch' | 'none'): Promise<{ fsyncs: number; share: string }> => {
+    const share = await tempDir(`fsync-${fsync}`);
+    const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, fsync });
+    const staged: StagedFile[] = [];
+    for (const [rel, text] of [['a.txt', 'alpha'], ['sub/b.txt', 'beta']] as const) {
+      const bytes = Buffer.from(text);
+      const file = mustStage(await pub.stageFile({ relPath: rel, manifest: manifestFromBytes(bytes, PARAMS), mode: 0o640, mtimeMs: 1_600_000_000_000 }));
+      await file.writeChunk(0, bytes);
+      staged.push(file);
+    }
+    await pub.commit(staged);
+    await pub.setDirMetadata([{ relPath: 'sub', mode: 0o750, mtimeMs: 1_600_000_000_000 }]);
+    return { fsyncs: pub.fsyncs, share };
+  };
+  const batch = await publishTwo('batch');
+  const none = await publishTwo('none');
+  t.ok(batch.fsyncs >= 3, `batch fsyncs each file and the directories it touched (${batch.fsyncs})`);
+  t.equal(none.fsyncs, 0, 'none fsyncs nothing');
+  for (const { share } of [batch, none]) {
+    t.equal(await readFile(join(share, 'a.txt'), 'utf8'), 'alpha');
+    t.equal(await readFile(join(share, 'sub/b.txt'), 'utf8'), 'beta');
+    t.equal((await stat(join(share, 'sub/b.txt'))).mode & 0o777, 0o640);
+    t.equal((await stat(join(share, 'sub'))).mode & 0o777, 0o750);
+    t.same((await readdir(share)).sort(), ['a.txt', 'sub'], 'no temp file left beside them');
+  }
+});

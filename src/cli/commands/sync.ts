@@ -16,7 +16,7 @@ import type { ResidentFolders } from '../../folder-sync/synced-folder.js';
 import type { SyncFolderResult } from '../../folder-sync/sync-client.js';
 import type { TransferProgress } from '../../transfer/transfer-progress.js';
 import type { SyncModeName } from '../../protocol/messages.js';
-import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
+import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { createProgress } from '../progress.js';
 import { residentRequest, syncViaListener } from '../resident-client.js';
@@ -61,6 +61,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const intervalMs = args['interval'] === undefined ? WATCH_INTERVAL_MS : intOption(args['interval'], '--interval', WATCH_INTERVAL_MIN_S, WATCH_INTERVAL_MAX_S) * 1000;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   const bwlimit = bwlimitOption(args['bwlimit']);
+  const fsync = fsyncOption(args['fsync']);
   // A malformed .clawpeerignore is named before anything connects (each sync reads it again).
   await loadSyncIgnore(dir);
   const log = ctx.log.child('sync');
@@ -80,7 +81,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
     const [{ identity, peer }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../folder-sync/sync-with-peer.js')]);
     return syncWithPeer({
-      identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun,
+      identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun, ...(fsync === 'none' ? { fsync } : {}),
       ...(onProgress === undefined ? {} : { onProgress }), ...(bwlimit === undefined ? {} : { bwlimit }),
       ...(watchFolders === undefined ? {} : { resident: watchFolders }),
     });
@@ -91,8 +92,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     let result: SyncFolderResult;
     let resident = false;
     try {
-      // A dry run is planned here: a listener of this home runs real syncs only.
-      const realDir = dryRun ? undefined : await realpath(dir).catch(() => undefined); // per run: --watch may have made it
+      // A dry run is planned here: a listener of this home runs real syncs only, and fsyncs them.
+      const realDir = dryRun || fsync === 'none' ? undefined : await realpath(dir).catch(() => undefined); // per run: --watch may have made it
       const outcome = realDir === undefined ? undefined : await syncViaListener(ctx.home.dir, residentRequest({
         dir: realDir, remote, mode, compression: config.compression, addr: args['addr'] as string | undefined, transport: args['transport'] as string | undefined, bwlimit,
       }), onProgress, ctx.signal);
@@ -213,6 +214,7 @@ export function registerSyncCommands(cli: Argv, run: Runner): Argv {
           .option('interval', { type: 'number', describe: `with --watch: seconds between syncs when nothing changed here and the peer told of no change (its listener tells at once; an older peer's changes wait this long) (default ${WATCH_INTERVAL_MS / 1000})` })
           .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
           .option('transport', TRANSPORT_OPTION)
+          .option('fsync', FSYNC_OPTION)
           .option('bwlimit', { ...BWLIMIT_OPTION, describe: 'cap the rate this side sends at, and ask the peer to cap its sending the same, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit' })
           .option('compress', COMPRESS_OPTION),
       run(runSync),

@@ -17,7 +17,7 @@ import { compileFilter } from '../../transfer/exclude.js';
 import { parseFileList } from '../../transfer/file-list.js';
 import { fileListBytes, MAX_FILES_FROM_BYTES, MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
 import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../store/backups.js';
-import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
+import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { count, human, parseSize } from '../../format.js';
 import { createProgress } from '../progress.js';
 import { DEFAULT_STDIN_NAME, spoolStdin, STDIN_SOURCE, stdinName } from '../stdin-spool.js';
@@ -50,6 +50,7 @@ const transferOptions = (y: Argv): Argv =>
     .option('exclude-from', { type: 'string', array: true, nargs: 1, default: [] as string[], describe: 'read --exclude patterns from FILE, one per line (blank lines and lines starting with # or ; skipped; - is standard input), in place of the flag' })
     .option('include-from', { type: 'string', array: true, nargs: 1, default: [] as string[], describe: 'read --include patterns from FILE, as --exclude-from' })
     .option('bwlimit', BWLIMIT_OPTION)
+    .option('fsync', FSYNC_OPTION)
     .option('dry-run', { alias: 'n', type: 'boolean', default: false, describe: 'show what would be sent and published, without writing anything or sending any chunk' })
     .option('remove-source-files', { type: 'boolean', default: false, describe: 'push: once the listener has published everything, remove the sent files and symlinks here, unless they changed meanwhile (rsync --remove-source-files; directories stay)' })
     .option('delete', { type: 'boolean', default: false, describe: 'once all is published, remove what the transferred directories hold and the source does not (rsync --delete); what --exclude leaves out is never removed' })
@@ -331,6 +332,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
       ...(backup === undefined ? {} : { backup }),
       ...(maxDelete === undefined ? {} : { maxDelete }),
       ...(args['itemize-changes'] === true ? { itemize: true } : {}),
+      ...(fsyncOption(args['fsync']) === 'none' ? { fsync: 'none' as const } : {}),
       ...(toStdout ? { singleFile: true } : {}),
       ...(filesFrom === undefined ? {} : { filesFrom }),
       ...(copyLinks === undefined ? {} : { copyLinks }),

@@ -95,7 +95,10 @@ export namespace clawpeer {
             FEATURE_FILES_FROM = 18,
 
             /** FEATURE_COPY_LINKS value */
-            FEATURE_COPY_LINKS = 19
+            FEATURE_COPY_LINKS = 19,
+
+            /** FEATURE_FSYNC_NONE value */
+            FEATURE_FSYNC_NONE = 24
         }
 
         /**
@@ -1031,6 +1034,9 @@ export namespace clawpeer {
             /** TransferRequest copyLinks. */
             copyLinks: clawpeer.v1.CopyLinks;
 
+            /** TransferRequest noFsync. */
+            noFsync: boolean;
+
             /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @param message TransferRequest message or plain object to encode
@@ -1114,6 +1120,9 @@ export namespace clawpeer {
 
                 /** TransferRequest copyLinks */
                 copyLinks?: (clawpeer.v1.CopyLinks|null);
+
+                /** TransferRequest noFsync */
+                noFsync?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -2015,6 +2024,9 @@ export namespace clawpeer {
             /** SyncRequest dryRun. */
             dryRun: boolean;
 
+            /** SyncRequest noFsync. */
+            noFsync: boolean;
+
             /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @param message SyncRequest message or plain object to encode
@@ -2056,6 +2068,9 @@ export namespace clawpeer {
 
                 /** SyncRequest dryRun */
                 dryRun?: (boolean|null);
+
+                /** SyncRequest noFsync */
+                noFsync?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

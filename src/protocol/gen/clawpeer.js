@@ -83,6 +83,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_SIZE_FILTER=17 FEATURE_SIZE_FILTER value
          * @property {number} FEATURE_FILES_FROM=18 FEATURE_FILES_FROM value
          * @property {number} FEATURE_COPY_LINKS=19 FEATURE_COPY_LINKS value
+         * @property {number} FEATURE_FSYNC_NONE=24 FEATURE_FSYNC_NONE value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -106,6 +107,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[17] = "FEATURE_SIZE_FILTER"] = 17;
             values[valuesById[18] = "FEATURE_FILES_FROM"] = 18;
             values[valuesById[19] = "FEATURE_COPY_LINKS"] = 19;
+            values[valuesById[24] = "FEATURE_FSYNC_NONE"] = 24;
             return values;
         })();
 
@@ -2349,6 +2351,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|Long|null} [maxSize] TransferRequest maxSize
              * @property {Array.<string>|null} [filesFrom] TransferRequest filesFrom
              * @property {clawpeer.v1.CopyLinks|null} [copyLinks] TransferRequest copyLinks
+             * @property {boolean|null} [noFsync] TransferRequest noFsync
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -2544,6 +2547,14 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferRequest.prototype.copyLinks = 0;
 
             /**
+             * TransferRequest noFsync.
+             * @member {boolean} noFsync
+             * @memberof clawpeer.v1.TransferRequest
+             * @instance
+             */
+            TransferRequest.prototype.noFsync = false;
+
+            /**
              * Encodes the specified TransferRequest message. Does not implicitly {@link clawpeer.v1.TransferRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferRequest
@@ -2602,6 +2613,8 @@ export const clawpeer = $root.clawpeer = (() => {
                         writer.uint32(/* id 19, wireType 2 =*/154).string(message.filesFrom[i]);
                 if (message.copyLinks != null && $Object.hasOwnProperty.call(message, "copyLinks") && message.copyLinks !== 0)
                     writer.uint32(/* id 20, wireType 0 =*/160).int32(message.copyLinks);
+                if (message.noFsync != null && $Object.hasOwnProperty.call(message, "noFsync") && message.noFsync !== false)
+                    writer.uint32(/* id 21, wireType 0 =*/168).bool(message.noFsync);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -2815,6 +2828,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.copyLinks = value;
                             else
                                 delete message.copyLinks;
+                            continue;
+                        }
+                    case 21: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.noFsync = value;
+                            else
+                                delete message.noFsync;
                             continue;
                         }
                     }
@@ -5019,6 +5041,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {Uint8Array|null} [reconcile] SyncRequest reconcile
              * @property {number|null} [rateLimit] SyncRequest rateLimit
              * @property {boolean|null} [dryRun] SyncRequest dryRun
+             * @property {boolean|null} [noFsync] SyncRequest noFsync
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -5099,6 +5122,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncRequest.prototype.dryRun = false;
 
             /**
+             * SyncRequest noFsync.
+             * @member {boolean} noFsync
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.noFsync = false;
+
+            /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncRequest
@@ -5126,6 +5157,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 5, wireType 0 =*/40).uint32(message.rateLimit);
                 if (message.dryRun != null && $Object.hasOwnProperty.call(message, "dryRun") && message.dryRun !== false)
                     writer.uint32(/* id 6, wireType 0 =*/48).bool(message.dryRun);
+                if (message.noFsync != null && $Object.hasOwnProperty.call(message, "noFsync") && message.noFsync !== false)
+                    writer.uint32(/* id 10, wireType 0 =*/80).bool(message.noFsync);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -5222,6 +5255,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.dryRun = value;
                             else
                                 delete message.dryRun;
+                            continue;
+                        }
+                    case 10: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.noFsync = value;
+                            else
+                                delete message.noFsync;
                             continue;
                         }
                     }
