@@ -499,6 +499,7 @@ interface CaseSpec {
 async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup; shareBase: number; runs: number; ssh: SshSetup | undefined; o: TransferBenchOptions; log: Log }): Promise<Record<string, unknown>> {
   const { runs, ssh, o, log } = ctx;
   const claw: ClawpeerSample[] = [];
+  const clawNoFsync: ClawpeerSample[] = [];
   const raw: RawSample[] = [];
   const rawToFile: RawSample[] = [];
   const scp: number[] = [];
@@ -522,9 +523,16 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     const s = await clawpeerPush(ctx.setup, spec.source, share, spec.bytes, o, `push-${spec.name}-${r}`);
     claw.push(s);
     log(`  ${spec.name} run ${r + 1}/${runs}: clawpeer ${MiBs(s.seconds)} (seconds ${round(s.seconds, 2)}, scan ${round(s.scanSeconds, 2)}, process ${round(s.processSeconds, 2)}; cpu: sender ${round(s.cpuSender ?? NaN, 2)} s, receiver ${round(s.cpuReceiver ?? NaN, 2)} s)`);
-    const landed = await treeBytes(ctx.setup.shareDirs[share]!);
-    if (landed.bytes !== spec.bytes || landed.files !== spec.files) throw new Error(`clawpeer delivered ${landed.files} files / ${landed.bytes} bytes, expected ${spec.files} / ${spec.bytes}`);
-    removeAfterCase.push(ctx.setup.shareDirs[share]!);
+    syncDisks();
+    const unsyncedShare = share + runs;
+    const n = await clawpeerPush(ctx.setup, spec.source, unsyncedShare, spec.bytes, o, `push-${spec.name}-nofsync-${r}`, ['--fsync', 'none']);
+    clawNoFsync.push(n);
+    log(`  ${spec.name} run ${r + 1}/${runs}: clawpeer --fsync=none ${MiBs(n.seconds)} (process ${round(n.processSeconds, 2)}; cpu: sender ${round(n.cpuSender ?? NaN, 2)} s, receiver ${round(n.cpuReceiver ?? NaN, 2)} s)`);
+    for (const landedIn of [share, unsyncedShare]) {
+      const landed = await treeBytes(ctx.setup.shareDirs[landedIn]!);
+      if (landed.bytes !== spec.bytes || landed.files !== spec.files) throw new Error(`clawpeer delivered ${landed.files} files / ${landed.bytes} bytes, expected ${spec.files} / ${spec.bytes}`);
+      removeAfterCase.push(ctx.setup.shareDirs[landedIn]!);
+    }
     if (ssh !== undefined) {
       for (const tool of ['scp', 'rsync', 'rsync-fsync'] as const) {
         const dest = join(ctx.root, `${tool}-dest-${spec.name}-${r}`);
@@ -558,8 +566,12 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     { scanSecondsAll: claw.map((c) => round(c.scanSeconds, 3)) },
   );
   const clawProcess = toolResult('clawpeer push', 'wall time of the client process (node start-up, connect, everything)', claw.map((c) => c.processSeconds), spec.bytes);
-  const rows: ToolResult[] = [clawSeconds, clawData, clawProcess];
-  const ratios: Record<string, number> = {};
+  const clawNoFsyncProcess = toolResult('clawpeer push --fsync=none', 'wall time of the client process; the listener renames into place without fsync, as scp and rsync -a', clawNoFsync.map((c) => c.processSeconds), spec.bytes, {
+    cpuSecondsSender: clawNoFsync.map((c) => round(c.cpuSender ?? Number.NaN, 2)),
+    cpuSecondsReceiver: clawNoFsync.map((c) => round(c.cpuReceiver ?? Number.NaN, 2)),
+  });
+  const rows: ToolResult[] = [clawSeconds, clawData, clawProcess, clawNoFsyncProcess];
+  const ratios: Record<string, number> = { clawpeerNoFsyncProcessTimePerDefault: ratio(clawNoFsyncProcess.secondsMedian, clawProcess.secondsMedian) };
   const rawRow = (tool: string, measure: string, samples: readonly RawSample[]): ToolResult =>
     toolResult(tool, measure, samples.map((x) => x.seconds), spec.bytes, {
       cpuSecondsSender: samples.map((x) => round(x.cpuSender, 2)),
@@ -580,11 +592,13 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     const row = toolResult('scp', `wall time of the scp process${spec.name === 'small' ? ' (-r)' : ''}`, scp, spec.bytes);
     rows.push(row);
     ratios['clawpeerProcessTimePerScpTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
+    ratios['clawpeerNoFsyncProcessTimePerScpTime'] = ratio(clawNoFsyncProcess.secondsMedian, row.secondsMedian);
   }
   if (rsync.length > 0) {
     const row = toolResult('rsync -a over ssh', 'wall time of the rsync process', rsync, spec.bytes);
     rows.push(row);
     ratios['clawpeerProcessTimePerRsyncTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
+    ratios['clawpeerNoFsyncProcessTimePerRsyncTime'] = ratio(clawNoFsyncProcess.secondsMedian, row.secondsMedian);
   }
   if (rsyncFsync.length > 0) {
     const row = toolResult('rsync -a --fsync over ssh', 'wall time of the rsync process; --fsync: every file fsync\'d, like clawpeer', rsyncFsync, spec.bytes);
@@ -640,11 +654,12 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
       notes.push(smoke ? 'smoke mode: scp/rsync not run (no ssh tools needed in CI)' : 'scp/rsync not run (--no-ssh)');
     }
     if (options.cpuProfDir !== undefined) await mkdir(options.cpuProfDir, { recursive: true });
-    setup = await setUpClawpeer(root, runs * specs.length, options.cpuProfDir);
+    // Two shares per run of each case: the default push and the --fsync=none push.
+    setup = await setUpClawpeer(root, 2 * runs * specs.length, options.cpuProfDir);
     const results: Record<string, unknown>[] = [];
     for (const [i, spec] of specs.entries()) {
       log(`case ${spec.name}: ${spec.description}, ${runs} run(s)`);
-      results.push(await runCase(spec, { root, setup, shareBase: i * runs, runs, ssh, o, log }));
+      results.push(await runCase(spec, { root, setup, shareBase: 2 * i * runs, runs, ssh, o, log }));
     }
     const caps = DEFAULT_CAPABILITIES;
     const result = {
