@@ -10,6 +10,7 @@ import type { Logger } from '../logger.js';
 import { encodeAckFrame } from '../protocol/ack-codec.js';
 import { bitmapSet, newBitmap, type CreatedEntry, type ManifestEntry, type PublishedFile, type UpdatedFile } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
+import { AckPacer } from '../transfer/ack-pacer.js';
 import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from '../session/chunk-compression.js';
 import { ensureFreeSpace, fitsFreeSpace } from '../store/free-space.js';
@@ -494,16 +495,19 @@ export class TransferReceiver {
     const { session, signal } = this.#o;
     const { frames, streamId } = incoming;
     let expectedSeq = 0;
-    // Acks are cumulative and queued: one writer sends them as the previous write completes, so
-    // acking never holds up the next frame (write-coalescer.ts).
-    const acks = new WriteCoalescer((bytes) => frames.write(bytes));
+    // Acks are cumulative, paced (one per ACK_EVERY_CHUNKS, or before this stream waits for
+    // data: transfer/ack-pacer.ts) and queued: one writer sends them as the previous write
+    // completes, so acking never holds up the next frame (write-coalescer.ts).
+    const writes = new WriteCoalescer((bytes) => frames.write(bytes));
+    const acks = new AckPacer((through) => writes.push(encodeAckFrame(streamId, through)));
+    const flushAcks = (): void => acks.flush();
     this.#streams.add(frames.stream);
     try {
       for (;;) {
         if (this.#failure !== undefined) throw this.#failure;
-        const frame = await frames.next(signal);
+        const frame = await frames.next(signal, undefined, flushAcks);
         if (frame === null) {
-          await acks.drained();
+          await writes.drained();
           break;
         }
         if (frame.type !== 'data') throw new ClawpeerError('PROTOCOL', `expected a data frame on data stream ${streamId}, got ${frame.type}`);
@@ -520,7 +524,7 @@ export class TransferReceiver {
           // drop it, if it is in the manifest and within the first window of its stream.
           if (header.early === true && sequence < session.caps.maxWindowChunks && this.#announced.has(key)) {
             this.#stats.chunksDropped++;
-            acks.push(encodeAckFrame(streamId, sequence));
+            acks.received(sequence);
             continue;
           }
           throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
@@ -540,7 +544,7 @@ export class TransferReceiver {
         }
         this.#stats.chunksReceived++;
         this.#o.onChunkWritten?.(plain.length);
-        acks.push(encodeAckFrame(streamId, sequence));
+        acks.received(sequence);
         this.#writing--;
         if (this.#wanted.size === 0 && this.#writing === 0) this.#allReceived.resolve();
         // A batch commits (fsyncs) beside receiving; waiting here stalled this stream's window

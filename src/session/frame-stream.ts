@@ -28,11 +28,14 @@ export class FrameStream {
    * The next frame, or null at the peer's FIN. TIMEOUT when nothing arrives for idleTimeoutMs,
    * unless `busy()` says then that this side itself is still making progress (a sender whose
    * writes still move: the acks it waits for come behind them), which waives that deadline.
+   * `beforeWait` runs when no whole frame is buffered, before reading more (a receiver flushes
+   * the acks it owes there: transfer/ack-pacer.ts).
    */
-  async next(signal?: AbortSignal, busy?: () => boolean): Promise<Frame | null> {
+  async next(signal?: AbortSignal, busy?: () => boolean, beforeWait?: () => void): Promise<Frame | null> {
     for (;;) {
       const decoded = this.#decoder.next();
       if (decoded.kind === 'frame') return decoded.frame;
+      beforeWait?.();
       if (this.#ended) return null;
       const read = (this.#pendingRead ??= this.stream.read(DATA_READ_BYTES));
       let bytes: Uint8Array | null;
