@@ -1,0 +1,133 @@
+// `pair join CODE`: the joining side of pairing by short code (pairing/code-pake.ts). Find the
+// inviter (the --addr typed, else whoever the nameplate directories say holds the code's
+// nameplate), connect, run the PAKE over the control stream, and pin the inviter only after its
+// key confirmation passed and the node id it sealed under the key matched the key its TLS proved.
+import { randomBytes } from 'node:crypto';
+import { nodeIdFromPublicKey } from '../crypto/node-id.js';
+import type { Identity } from '../crypto/identity.js';
+import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { encodeControlFrame } from '../protocol/messages.js';
+import type { Connection, HostPort } from '../transport/types.js';
+import { formatHostPort } from '../home/address.js';
+import type { NodeConfig } from '../home/config.js';
+import { pickPeerName, suggestedName } from '../home/pair-invite.js';
+import type { PeerEntry, PeerStore } from '../home/peer-store.js';
+import { readLoneMessage } from '../session/control-channel.js';
+import { connectTransport, openControlStream } from '../session/dialer.js';
+import { JoinerPake } from '../pairing/code-pake.js';
+import type { ParsedCode } from '../pairing/code-words.js';
+import type { NameplateCandidate, NameplateDirectory } from '../pairing/nameplate-directory.js';
+
+/** How long the inviter has to answer each message, ms (it answers at once). */
+const ANSWER_TIMEOUT_MS = 15_000;
+
+export interface CodeJoinOptions {
+  readonly identity: Identity;
+  readonly peers: PeerStore;
+  readonly code: ParsedCode;
+  /** --addr: where the inviter listens; when absent, the directories are asked. */
+  readonly address?: HostPort;
+  readonly directories: readonly NameplateDirectory[];
+  /** What to pin the inviter under; default its own suggestion, else peer-<id>. */
+  readonly name?: string;
+  /** Where this node listens (HOST:PORT), told to the inviter under the key so it can dial back. */
+  readonly ownAddrs?: readonly string[];
+  /**
+   * Called with the verification string once the inviter proved the code, before anything is
+   * pinned or revealed: false stops (nothing pinned; the inviter burns the code). Default: go on.
+   */
+  readonly confirm?: (verify: string) => Promise<boolean>;
+  readonly config: NodeConfig;
+  readonly log: Logger;
+  readonly signal?: AbortSignal;
+}
+
+export interface CodeJoinResult {
+  readonly entry: PeerEntry;
+  readonly created: boolean;
+  /** The verification string (the inviter's `pair invite` prints the same). */
+  readonly verify: string;
+}
+
+/** Pairs with whoever holds the code's nameplate. AUTH_FAILED on a wrong code (burnt on both sides). */
+export async function joinByCode(o: CodeJoinOptions): Promise<CodeJoinResult> {
+  const conn = await connectToInviter(o);
+  const where = formatHostPort(conn.remoteAddress);
+  try {
+    const inviterKey = conn.remotePublicKey;
+    const inviterId = nodeIdFromPublicKey(inviterKey);
+    if (inviterId === o.identity.nodeId) throw new ClawpeerError('USAGE', `${where} is this node itself`);
+    const stream = await openControlStream(conn, o.config.handshakeTimeoutMs, where, o.signal);
+    const pake = new JoinerPake({ code: o.code, inviterKey, joinerKey: o.identity.publicKey, random: (n) => new Uint8Array(randomBytes(n)) });
+    await stream.write(encodeControlFrame({ type: 'code-pair-start', ...pake.start() }));
+    const reply = await readLoneMessage(stream, ANSWER_TIMEOUT_MS, o.signal);
+    if (reply?.type !== 'code-pair-reply') throw new ClawpeerError('PROTOCOL', `${where} answered the code with ${reply === null ? 'nothing' : reply.type}`);
+    let verify: string;
+    try {
+      ({ verify } = pake.reply(reply));
+    } catch (err) {
+      // Tell the inviter, so its `pair invite` says at once that the code is burnt.
+      await stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.AUTH_FAILED.wire, message: 'the pairing code did not match: burnt' })).catch(() => undefined);
+      await stream.finish().catch(() => undefined);
+      throw err;
+    }
+    if (o.confirm !== undefined && !(await o.confirm(verify))) {
+      await stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.AUTH_FAILED.wire, message: 'the joiner\'s user did not confirm the verification string' })).catch(() => undefined);
+      await stream.finish().catch(() => undefined);
+      throw new ClawpeerError('AUTH_FAILED', 'verification not confirmed: nothing pinned, and the code is burnt on both sides');
+    }
+    const taken = new Set((await o.peers.list()).filter((p) => p.id !== inviterId).map((p) => p.name));
+    if (o.name !== undefined && taken.has(o.name)) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(o.name)} is already used by another peer: pick another --name`);
+    await stream.write(encodeControlFrame({ type: 'code-pair-finish', ...pake.finish({ id: o.identity.nodeId, addrs: o.ownAddrs ?? [], name: suggestedName() }) }));
+    const done = await readLoneMessage(stream, ANSWER_TIMEOUT_MS, o.signal);
+    if (done?.type !== 'code-pair-done') throw new ClawpeerError('PROTOCOL', `${where} answered the confirmation with ${done === null ? 'nothing' : done.type}`);
+    const inviter = pake.done(done);
+    await stream.finish().catch(() => undefined);
+    // The address we dialled worked; one the inviter told us is for when we dialled a relay.
+    const addr = o.address !== undefined ? where : (inviter.addrs[0] ?? where);
+    const { entry, created } = await o.peers.add(inviterId, (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([inviter.name], inviterId, takenNow), addr);
+    return { entry, created, verify };
+  } finally {
+    await conn.close().catch(() => undefined);
+  }
+}
+
+/** The connection to the inviter: --addr, else the first candidate of the directories that connects. */
+async function connectToInviter(o: CodeJoinOptions): Promise<Connection> {
+  const connect = (address: HostPort): Promise<Connection> =>
+    connectTransport({ identity: o.identity, address, label: formatHostPort(address), config: o.config, log: o.log, ...(o.signal === undefined ? {} : { signal: o.signal }) });
+  if (o.address !== undefined) return connect(o.address);
+  if (o.directories.length === 0) {
+    throw new ClawpeerError('USAGE', `cannot look up nameplate ${o.code.nameplate}: no LAN discovery or rendezvous is available; give the inviter's address: clawpeer pair join ${o.code.text} --addr HOST:PORT`);
+  }
+  const nameplate = Number(o.code.nameplate);
+  const found = await Promise.allSettled(o.directories.map((d) => d.lookup(nameplate, o.signal === undefined ? {} : { signal: o.signal })));
+  const candidates: NameplateCandidate[] = found.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
+  for (const [i, r] of found.entries()) {
+    if (r.status === 'rejected') o.log.info('nameplate lookup failed', { directory: o.directories[i]?.name, error: (r.reason as Error).message });
+  }
+  let winner: NameplateCandidate | undefined;
+  try {
+    if (candidates.length === 0) {
+      throw new ClawpeerError('UNREACHABLE', `nobody holds nameplate ${o.code.nameplate} (asked: ${o.directories.map((d) => d.name).join(', ')}); check the number, or give the inviter's address with --addr HOST:PORT`);
+    }
+    let last: unknown;
+    for (const c of candidates) {
+      try {
+        const conn = await connect(c.address);
+        winner = c;
+        // What the candidate holds (a forwarder of the traversal socket) lives as long as the connection.
+        void conn.closed.then(() => c.release(), () => c.release());
+        return conn;
+      } catch (err) {
+        if (o.signal?.aborted === true) throw err;
+        o.log.info('inviter candidate did not connect', { candidate: c.describe, error: (err as Error).message });
+        last = err;
+      }
+    }
+    throw new ClawpeerError('UNREACHABLE', `no candidate for nameplate ${o.code.nameplate} connected (${candidates.map((c) => c.describe).join(', ')}): ${(last as Error).message}`, { cause: last });
+  } finally {
+    for (const c of candidates) if (c !== winner) c.release();
+  }
+}
