@@ -58,6 +58,9 @@ export async function joinByCode(o: CodeJoinOptions): Promise<CodeJoinResult> {
     const inviterKey = conn.remotePublicKey;
     const inviterId = nodeIdFromPublicKey(inviterKey);
     if (inviterId === o.identity.nodeId) throw new ClawpeerError('USAGE', `${where} is this node itself`);
+    // Checked before the code is used: a mistake here must not burn it.
+    const clash = (await o.peers.list()).find((p) => p.id !== inviterId && p.name === o.name);
+    if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(o.name)} is already used by ${clash.id}: pick another --name`);
     const stream = await openControlStream(conn, o.config.handshakeTimeoutMs, where, o.signal);
     const pake = new JoinerPake({ code: o.code, inviterKey, joinerKey: o.identity.publicKey, random: (n) => new Uint8Array(randomBytes(n)) });
     await stream.write(encodeControlFrame({ type: 'code-pair-start', ...pake.start() }));
@@ -77,8 +80,6 @@ export async function joinByCode(o: CodeJoinOptions): Promise<CodeJoinResult> {
       await stream.finish().catch(() => undefined);
       throw new ClawpeerError('AUTH_FAILED', 'verification not confirmed: nothing pinned, and the code is burnt on both sides');
     }
-    const taken = new Set((await o.peers.list()).filter((p) => p.id !== inviterId).map((p) => p.name));
-    if (o.name !== undefined && taken.has(o.name)) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(o.name)} is already used by another peer: pick another --name`);
     await stream.write(encodeControlFrame({ type: 'code-pair-finish', ...pake.finish({ id: o.identity.nodeId, addrs: o.ownAddrs ?? [], name: suggestedName() }) }));
     const done = await readLoneMessage(stream, ANSWER_TIMEOUT_MS, o.signal);
     if (done?.type !== 'code-pair-done') throw new ClawpeerError('PROTOCOL', `${where} answered the confirmation with ${done === null ? 'nothing' : done.type}`);

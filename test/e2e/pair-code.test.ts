@@ -80,6 +80,19 @@ t.test('a wrong code pins nothing on either side and burns the code on both', as
   t.same(await peerIds(e.home), []);
 });
 
+t.test('pair join --verify answered no: nothing pinned, the code burnt', async (t) => {
+  const g = await initNode('code-g');
+  const invite = await runCli(['--home', a.home, 'pair', 'invite', '--no-wait', '--json']);
+  const code = String(jsonLines(invite.stdout)[0]?.['code']);
+  const refused = await runCli(['--home', g.home, 'pair', 'join', code, '--addr', addr, '--verify'], { stdin: Buffer.from('n\n') });
+  t.equal(refused.code, 3, refused.stderr);
+  t.match(refused.stdout, /verification: [0-9a-f]{4}-/);
+  t.match(refused.stderr, /verification not confirmed: nothing pinned/);
+  t.same(await peerIds(g.home), []);
+  t.notOk((await peerIds(a.home)).includes(g.id), 'the inviter did not pin it');
+  t.match(listener.stderr(), new RegExp(`pairing code burnt id=${g.id}`));
+});
+
 t.test('pair invite --no-wait returns, the listener holds the code; join without --addr says how to give one', async (t) => {
   const f = await initNode('code-f');
   const invite = await runCli(['--home', a.home, 'pair', 'invite', '--no-wait', '--words', '3', '--json']);
