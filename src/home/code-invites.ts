@@ -84,6 +84,11 @@ export class CodeInviteStore {
     return (await this.#list(nowMs)).filter((f) => f.state === 'open').map((f) => f.nameplate);
   }
 
+  /** The unexpired open invites' nameplates and expiry (what a listener announces in nameplate directories). */
+  async openInvites(nowMs = Date.now()): Promise<{ nameplate: string; expiresAt: number }[]> {
+    return (await this.#list(nowMs)).filter((f) => f.state === 'open').map((f) => ({ nameplate: f.nameplate, expiresAt: f.expiresAt }));
+  }
+
   /** Nameplates in use here in any state (a new invite must pick another). */
   async usedNameplates(nowMs = Date.now()): Promise<Set<string>> {
     return new Set((await this.#list(nowMs)).map((f) => f.nameplate));
@@ -158,7 +163,7 @@ export class CodeInviteStore {
   }
 
   /** The unexpired files; expired and unreadable ones are removed on the way. */
-  async #list(nowMs: number): Promise<{ nameplate: string; state: FileState }[]> {
+  async #list(nowMs: number): Promise<{ nameplate: string; state: FileState; expiresAt: number }[]> {
     let names: string[];
     try {
       names = await readdir(this.dir);
@@ -166,7 +171,7 @@ export class CodeInviteStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw new ClawpeerError('IO', `cannot list ${this.dir}: ${(err as Error).message}`, { cause: err });
     }
-    const out: { nameplate: string; state: FileState }[] = [];
+    const out: { nameplate: string; state: FileState; expiresAt: number }[] = [];
     for (const name of names) {
       const m = /^code-([1-9][0-9]{0,5})\.(open|claimed|result)\.json$/.exec(name);
       if (m === null) continue;
@@ -175,7 +180,7 @@ export class CodeInviteStore {
       const expiresAt = raw?.['expiresAt'];
       // An unreadable file may be one `create` is writing now: left alone (it never counts as open).
       if (typeof expiresAt !== 'number') continue;
-      if (expiresAt > nowMs) out.push({ nameplate: m[1] ?? '', state: m[2] as FileState });
+      if (expiresAt > nowMs) out.push({ nameplate: m[1] ?? '', state: m[2] as FileState, expiresAt });
       else await rm(file, { force: true });
     }
     return out;

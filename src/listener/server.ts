@@ -29,6 +29,8 @@ import { freshRead } from '../support/fresh-read.js';
 import { pairProof, pickPeerName, proofMatches, suggestedName, type InviteStore } from '../home/pair-invite.js';
 import { CodeInviteStore } from '../home/code-invites.js';
 import { serveCodePairing } from './code-pairing.js';
+import { holdOpenNameplates, type NameplateHolder } from './nameplate-holder.js';
+import type { NameplateDirectory } from '../pairing/nameplate-directory.js';
 import type { PeerStore } from '../home/peer-store.js';
 import type { ConnectedPeer } from '../session/listener-activity.js';
 import { PeerSession } from '../session/session.js';
@@ -44,6 +46,11 @@ export interface ServerOptions {
   readonly invites?: InviteStore;
   /** Open short-code invites (code-invites.ts); default: those in the long invites' directory. */
   readonly codeInvites?: CodeInviteStore;
+  /**
+   * Where the nameplates of open short-code invites are announced while they are open (LAN
+   * discovery, the rendezvous: ops/nameplate-directories.ts inviteDirectories()); default none.
+   */
+  readonly nameplateDirectories?: readonly NameplateDirectory[];
   readonly shares: readonly Share[];
   readonly host: string;
   readonly port: number;
@@ -116,6 +123,7 @@ export class NodeServer {
   readonly #pairedIds: () => Promise<ReadonlySet<string>>;
   readonly #invitesOpen: () => Promise<boolean>;
   readonly #codeInvites: CodeInviteStore | undefined;
+  readonly #nameplates: NameplateHolder | undefined;
   /** Refusals of unpaired keys: a flood of them must not flood the log. */
   readonly #unpairedWarnings: ThrottledWarnings;
   #pairWatch: { close(): void } | undefined;
@@ -134,6 +142,8 @@ export class NodeServer {
     const invites = options.invites;
     const codeInvites = options.codeInvites ?? (invites === undefined ? undefined : new CodeInviteStore(invites.dir));
     this.#codeInvites = codeInvites;
+    const directories = options.nameplateDirectories ?? [];
+    this.#nameplates = codeInvites === undefined || directories.length === 0 ? undefined : holdOpenNameplates({ codeInvites, directories, log: options.log });
     this.#invitesOpen = freshRead(async () => ((await invites?.hasOpen()) ?? false) || ((await codeInvites?.hasOpen()) ?? false));
     this.#unpairedWarnings = new ThrottledWarnings(options.log, 'connections of unpaired keys refused');
     for (const l of listeners) this.#track(this.#acceptLoop(l));
@@ -176,6 +186,7 @@ export class NodeServer {
   async close(): Promise<void> {
     this.#stop.abort();
     this.#pairWatch?.close();
+    await this.#nameplates?.close();
     this.#unpairedWarnings.close();
     await Promise.all(this.#listeners.map((l) => l.close().catch(() => undefined)));
     const graceful = Promise.all([...this.#connections.keys(), ...this.#preauth].map((c) => c.close('listener shutting down').catch(() => undefined)));
