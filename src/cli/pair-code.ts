@@ -11,15 +11,13 @@ import { loadIdentity } from '../home/identity-store.js';
 import { readListening, type ListeningInfo } from '../home/listening-file.js';
 import { PeerStore } from '../home/peer-store.js';
 import { inviteDirectories, joinDirectories } from '../ops/nameplate-directories.js';
-import { codeEntropyBits, generateCode, guessOdds, type ParsedCode } from '../pairing/code-words.js';
-import { pickNameplate, type NameplateClaim } from '../pairing/nameplate-directory.js';
+import { codeEntropyBits, guessOdds, type ParsedCode } from '../pairing/code-words.js';
+import { openCodeInvite } from '../ops/pair-code-invite.js';
 import { sleep } from '../support/timeouts.js';
 import type { HostPort } from '../transport/types.js';
 import type { CommandContext } from './context.js';
 
 const random = (n: number): Uint8Array => new Uint8Array(randomBytes(n));
-/** Nameplates tried before giving up (each taken here or in a directory). */
-const NAMEPLATE_TRIES = 8;
 const POLL_MS = 200;
 
 /** A concrete HOST:PORT of this home's running listener, if it has one. */
@@ -42,42 +40,7 @@ export async function inviteByCode(ctx: CommandContext, a: CodeInviteArgs): Prom
   const store = new CodeInviteStore(ctx.home.invitesDir);
   const log = ctx.log.child('pair');
   const directories = inviteDirectories({ home: ctx.home, identity, config: resolveConfig({}), log });
-  const taken = new Set([...(await store.usedNameplates())].map(Number));
-  let opened: { code: ParsedCode; expiresAt: number; claims: NameplateClaim[] } | undefined;
-  for (let attempt = 0; attempt < NAMEPLATE_TRIES && opened === undefined; attempt++) {
-    const code = generateCode(pickNameplate(taken, random), a.words, random);
-    const nameplate = Number(code.nameplate);
-    let expiresAt: number;
-    try {
-      ({ expiresAt } = await store.create({ code, ttlMs: a.ttlMs, ...(a.name === undefined ? {} : { name: a.name }) }));
-    } catch (err) {
-      if (!(err instanceof ClawpeerError && err.code === 'FILE_EXISTS')) throw err;
-      taken.add(nameplate);
-      continue;
-    }
-    const claims: NameplateClaim[] = [];
-    let busy = false;
-    for (const d of directories) {
-      try {
-        claims.push(await d.claim(nameplate, { expiresAt, signal: ctx.signal }));
-      } catch (err) {
-        if (err instanceof ClawpeerError && err.code === 'PEER_BUSY') {
-          busy = true;
-          break;
-        }
-        log.warn('cannot claim the nameplate in a directory: the joiner will not find this node there', { directory: d.name, error: (err as Error).message });
-      }
-    }
-    if (busy) {
-      await Promise.all(claims.map((c) => c.release().catch(() => undefined)));
-      await store.cancel(code.nameplate);
-      taken.add(nameplate);
-      continue;
-    }
-    opened = { code, expiresAt, claims };
-  }
-  if (opened === undefined) throw new ClawpeerError('PEER_BUSY', `no free nameplate after ${NAMEPLATE_TRIES} tries: retry in a moment`);
-  const { code, expiresAt, claims } = opened;
+  const { code, expiresAt, claims } = await openCodeInvite({ store, directories, words: a.words, ttlMs: a.ttlMs, log, signal: ctx.signal, random, ...(a.name === undefined ? {} : { name: a.name }) });
   const listening = await readListening(ctx.home.dir);
   const addr = concreteAddr(listening);
   const until = new Date(expiresAt).toISOString();

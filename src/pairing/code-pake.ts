@@ -108,7 +108,12 @@ function unseal(key: Uint8Array, sealed: Uint8Array, expectedKey: Uint8Array, fr
   } catch {
     throw new ClawpeerError('AUTH_FAILED', `${from}'s sealed pairing info failed authentication: nothing pinned`);
   }
-  const info = JSON.parse(text) as Partial<PairInfo> | null;
+  let info: Partial<PairInfo> | null;
+  try {
+    info = JSON.parse(text) as Partial<PairInfo> | null;
+  } catch {
+    throw new ClawpeerError('PROTOCOL', `${from}'s pairing info is not JSON`);
+  }
   const addrs = info?.addrs;
   if (typeof info?.id !== 'string' || typeof info.name !== 'string' || !Array.isArray(addrs) || addrs.length > MAX_ADDRS || addrs.some((a) => typeof a !== 'string' || a.length > 300) || info.name.length > 255) {
     throw new ClawpeerError('PROTOCOL', `${from}'s pairing info is malformed`);

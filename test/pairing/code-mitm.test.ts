@@ -2,7 +2,7 @@
 // double that answers the nameplate's lookup with the attacker's address), over real loopback
 // QUIC: one that relays the PAKE messages unchanged while terminating TLS with its own key, and
 // one that runs its own PAKE with each side with a guessed code. Both are detected: the joiner
-// fails, the inviter's code is burnt, and nobody pins anybody.
+// fails, the inviter's code is burnt, and nobody pins anybody. And a truthful directory: pairs.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
@@ -53,6 +53,16 @@ async function joiner(): Promise<{ identity: ReturnType<typeof generateIdentity>
 async function aPeerIds(): Promise<string[]> {
   return (await new PeerStore(join(a.home, 'peers.json')).list()).map((p) => p.id);
 }
+
+t.test('a directory that tells the truth: the joiner finds the inviter by nameplate alone and both pin', async (t) => {
+  const code = parseCode(await openInvite());
+  const j = await joiner();
+  const r = await joinByCode({ identity: j.identity, peers: j.peers, code, directories: [lyingDirectory(99_999, 1), lyingDirectory(Number(code.nameplate), inviter.port)], config: resolveConfig({}), log: silentLogger });
+  t.equal(r.entry.id, a.id, 'the joiner pinned the inviter');
+  t.ok((await aPeerIds()).includes(j.identity.nodeId), 'the inviter pinned the joiner');
+  t.equal(r.entry.addr, `127.0.0.1:${inviter.port}`, 'pinned at the address the directory gave');
+  t.match(await aCodes.status(code.nameplate), { state: 'settled', outcome: 'paired', id: j.identity.nodeId, verify: r.verify });
+});
 
 t.test('a relay that terminates TLS with its own key and forwards the PAKE messages is detected', async (t) => {
   const before = await aPeerIds();
