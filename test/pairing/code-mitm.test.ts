@@ -125,3 +125,18 @@ t.test('a man in the middle running its own PAKE with each side (a guessed code)
   t.match(await aCodes.status(code.nameplate), { state: 'settled', outcome: 'burnt' });
   t.match(inviter.stderr(), /pairing code burnt/);
 });
+
+t.test('a CodePairStart with the identity element as its share burns the code; the listener keeps serving', async (t) => {
+  const code = parseCode(await openInvite());
+  const quic = await backendByName('quic');
+  const conn = await quic.connect({ ...aAddr, identity: generateIdentity(), idleTimeoutMs: 10_000 });
+  t.teardown(() => conn.close());
+  const stream = await conn.openStream();
+  await stream.write(encodeControlFrame({ type: 'code-pair-start', nameplate: code.nameplate, share: new Uint8Array(32) }));
+  await t.rejects(readLoneMessage(stream, 5_000), { code: 'AUTH_FAILED', message: /code is burnt/ });
+  t.match(await aCodes.status(code.nameplate), { state: 'settled', outcome: 'burnt', reason: /invalid PAKE share/ });
+  const next = parseCode(await openInvite());
+  const j = await joiner();
+  const r = await joinByCode({ identity: j.identity, peers: j.peers, code: next, address: aAddr, directories: [], config: resolveConfig({}), log: silentLogger });
+  t.equal(r.entry.id, a.id, 'the next code pairs as usual');
+});
