@@ -57,6 +57,11 @@ t.test('pair invite / pair join CODE --verify: both pinned, same verification st
   const again = await runCli(['--home', d.home, 'pair', 'join', code, '--addr', addr]);
   t.not(again.code, 0);
   t.match(again.stderr, /has no open pairing code with the number/);
+  // A node paired already may join with a new code: confirmed both ways, its pin and name kept.
+  const fresh = await runCli(['--home', a.home, 'pair', 'invite', '--no-wait', '--json']);
+  const repaired = await runCli(['--home', d.home, 'pair', 'join', String(jsonLines(fresh.stdout)[0]?.['code']), '--addr', addr, '--json']);
+  t.equal(repaired.code, 0, repaired.stderr);
+  t.match(jsonLines(repaired.stdout)[0], { event: 'paired', id: a.id, name: 'alice', alreadyPaired: true });
 });
 
 t.test('a wrong code pins nothing on either side and burns the code on both', async (t) => {
