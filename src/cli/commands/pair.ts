@@ -14,10 +14,10 @@ import type { Runner } from '../context.js';
 import { DEFAULT_CODE_WORDS, MAX_CODE_WORDS, MIN_CODE_WORDS, parseCode } from '../../pairing/code-words.js';
 import { inviteByCode, joinWithCode } from '../pair-code.js';
 
-/** A short code has its number and 2-4 words; the long code has six groups of four letters. */
+/** A short code starts with its number and has at most 4 words; the long code has six groups of four. */
 function isShortCode(code: string): boolean {
   const parts = code.trim().split(/[-\s]+/);
-  return parts.length >= 1 + MIN_CODE_WORDS && parts.length <= 1 + MAX_CODE_WORDS && /^[0-9]+$/.test(parts[0] ?? '');
+  return parts.length <= 1 + MAX_CODE_WORDS && /^[0-9]+$/.test(parts[0] ?? '');
 }
 
 export function registerPairCommands(cli: Argv, run: Runner): Argv {
