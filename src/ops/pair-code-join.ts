@@ -50,21 +50,60 @@ export interface CodeJoinResult {
   readonly verify: string;
 }
 
-/** Pairs with whoever holds the code's nameplate. AUTH_FAILED on a wrong code (burnt on both sides). */
+/**
+ * Pairs with whoever holds the code's nameplate: the --addr given, else each candidate the
+ * directories name in turn, until one holds it (one that answers it has no such code did not use
+ * it up, so the next may be tried). AUTH_FAILED on a wrong code (burnt on both sides).
+ */
 export async function joinByCode(o: CodeJoinOptions): Promise<CodeJoinResult> {
-  const conn = await connectToInviter(o);
+  const targets = await inviterCandidates(o);
+  try {
+    let last: unknown;
+    for (const target of targets) {
+      let conn: Connection;
+      try {
+        conn = await connectTransport({ identity: o.identity, address: target.address, label: target.describe, config: o.config, log: o.log, ...(o.signal === undefined ? {} : { signal: o.signal }) });
+      } catch (err) {
+        if (o.signal?.aborted === true || targets.length === 1) throw err;
+        o.log.info('inviter candidate did not connect', { candidate: target.describe, error: (err as Error).message });
+        last = err;
+        continue;
+      }
+      try {
+        return await exchange(o, conn);
+      } catch (err) {
+        if (!(err instanceof NameplateNotHeld) || targets.length === 1) throw err;
+        o.log.info('inviter candidate holds no such code', { candidate: target.describe, error: err.message });
+        last = err;
+      }
+    }
+    throw new ClawpeerError('UNREACHABLE', `no candidate for nameplate ${o.code.nameplate} took the code (${targets.map((c) => c.describe).join(', ')}): ${(last as Error).message}`, { cause: last });
+  } finally {
+    // Each connection is closed by now; what a candidate holds (a forwarder) can go.
+    for (const c of targets) c.release();
+  }
+}
+
+/** The candidate's answer to CodePairStart said it holds no open code of that number: nothing was used up. */
+class NameplateNotHeld extends ClawpeerError {}
+
+/** The PAKE over one connection; closes it. */
+async function exchange(o: CodeJoinOptions, conn: Connection): Promise<CodeJoinResult> {
   const where = formatHostPort(conn.remoteAddress);
   try {
     const inviterKey = conn.remotePublicKey;
     const inviterId = nodeIdFromPublicKey(inviterKey);
-    if (inviterId === o.identity.nodeId) throw new ClawpeerError('USAGE', `${where} is this node itself`);
+    if (inviterId === o.identity.nodeId) throw new NameplateNotHeld('USAGE', `${where} is this node itself`);
     // Checked before the code is used: a mistake here must not burn it.
     const clash = (await o.peers.list()).find((p) => p.id !== inviterId && p.name === o.name);
     if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(o.name)} is already used by ${clash.id}: pick another --name`);
     const stream = await openControlStream(conn, o.config.handshakeTimeoutMs, where, o.signal);
     const pake = new JoinerPake({ code: o.code, inviterKey, joinerKey: o.identity.publicKey, random: (n) => new Uint8Array(randomBytes(n)) });
     await stream.write(encodeControlFrame({ type: 'code-pair-start', ...pake.start() }));
-    const reply = await readLoneMessage(stream, ANSWER_TIMEOUT_MS, o.signal);
+    const reply = await readLoneMessage(stream, ANSWER_TIMEOUT_MS, o.signal).catch((err: unknown) => {
+      if (err instanceof ClawpeerError && err.code === 'PEER_NOT_PAIRED') throw new NameplateNotHeld('PEER_NOT_PAIRED', err.message, { cause: err, ...(err.wire === undefined ? {} : { wire: err.wire }) });
+      throw err;
+    });
     if (reply?.type !== 'code-pair-reply') throw new ClawpeerError('PROTOCOL', `${where} answered the code with ${reply === null ? 'nothing' : reply.type}`);
     let verify: string;
     try {
@@ -94,41 +133,20 @@ export async function joinByCode(o: CodeJoinOptions): Promise<CodeJoinResult> {
   }
 }
 
-/** The connection to the inviter: --addr, else the first candidate of the directories that connects. */
-async function connectToInviter(o: CodeJoinOptions): Promise<Connection> {
-  const connect = (address: HostPort): Promise<Connection> =>
-    connectTransport({ identity: o.identity, address, label: formatHostPort(address), config: o.config, log: o.log, ...(o.signal === undefined ? {} : { signal: o.signal }) });
-  if (o.address !== undefined) return connect(o.address);
+/** Where to dial: --addr alone, else what the directories say holds the nameplate. */
+async function inviterCandidates(o: CodeJoinOptions): Promise<NameplateCandidate[]> {
+  if (o.address !== undefined) return [{ address: o.address, describe: formatHostPort(o.address), release: () => undefined }];
   if (o.directories.length === 0) {
     throw new ClawpeerError('USAGE', `cannot look up nameplate ${o.code.nameplate}: no LAN discovery or rendezvous is available; give the inviter's address: clawpeer pair join ${o.code.text} --addr HOST:PORT`);
   }
   const nameplate = Number(o.code.nameplate);
   const found = await Promise.allSettled(o.directories.map((d) => d.lookup(nameplate, o.signal === undefined ? {} : { signal: o.signal })));
-  const candidates: NameplateCandidate[] = found.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
   for (const [i, r] of found.entries()) {
     if (r.status === 'rejected') o.log.info('nameplate lookup failed', { directory: o.directories[i]?.name, error: (r.reason as Error).message });
   }
-  let winner: NameplateCandidate | undefined;
-  try {
-    if (candidates.length === 0) {
-      throw new ClawpeerError('UNREACHABLE', `nobody holds nameplate ${o.code.nameplate} (asked: ${o.directories.map((d) => d.name).join(', ')}); check the number, or give the inviter's address with --addr HOST:PORT`);
-    }
-    let last: unknown;
-    for (const c of candidates) {
-      try {
-        const conn = await connect(c.address);
-        winner = c;
-        // What the candidate holds (a forwarder of the traversal socket) lives as long as the connection.
-        void conn.closed.then(() => c.release(), () => c.release());
-        return conn;
-      } catch (err) {
-        if (o.signal?.aborted === true) throw err;
-        o.log.info('inviter candidate did not connect', { candidate: c.describe, error: (err as Error).message });
-        last = err;
-      }
-    }
-    throw new ClawpeerError('UNREACHABLE', `no candidate for nameplate ${o.code.nameplate} connected (${candidates.map((c) => c.describe).join(', ')}): ${(last as Error).message}`, { cause: last });
-  } finally {
-    for (const c of candidates) if (c !== winner) c.release();
+  const candidates = found.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
+  if (candidates.length === 0) {
+    throw new ClawpeerError('UNREACHABLE', `nobody holds nameplate ${o.code.nameplate} (asked: ${o.directories.map((d) => d.name).join(', ')}); check the number, or give the inviter's address with --addr HOST:PORT`);
   }
+  return candidates;
 }

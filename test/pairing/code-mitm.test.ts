@@ -28,12 +28,12 @@ const aAddr = { host: '127.0.0.1', port: inviter.port };
 const aCodes = new CodeInviteStore(join(a.home, 'invites'));
 const random = (n: number): Uint8Array => new Uint8Array(randomBytes(n));
 
-/** A directory test double that sends every lookup of `nameplate` to `port` on loopback. */
-function lyingDirectory(nameplate: number, port: number): NameplateDirectory {
+/** A directory test double that answers every lookup of `nameplate` with these ports on loopback. */
+function lyingDirectory(nameplate: number, ...ports: number[]): NameplateDirectory {
   return {
     name: 'test double',
     claim: () => Promise.reject(new Error('not used')),
-    lookup: async (n) => (n === nameplate ? [{ address: { host: '127.0.0.1', port }, describe: `127.0.0.1:${port} (mitm)`, release: () => undefined }] : []),
+    lookup: async (n) => (n === nameplate ? ports.map((port) => ({ address: { host: '127.0.0.1', port }, describe: `127.0.0.1:${port} (test)`, release: () => undefined })) : []),
   };
 }
 
@@ -124,6 +124,11 @@ t.test('a man in the middle running its own PAKE with each side (a guessed code)
   t.same(await new PeerStore(join(m.home, 'peers.json')).list(), [], 'Mallory got pinned by nobody and pinned nobody');
   t.match(await aCodes.status(code.nameplate), { state: 'settled', outcome: 'burnt' });
   t.match(inviter.stderr(), /pairing code burnt/);
+  // A stale candidate first (Mallory holds no open code now): the joiner goes on to the next one.
+  const later = parseCode(await openInvite());
+  const j2 = await joiner();
+  const r = await joinByCode({ identity: j2.identity, peers: j2.peers, code: later, directories: [lyingDirectory(Number(later.nameplate), mallory.port, inviter.port)], config: resolveConfig({}), log: silentLogger });
+  t.equal(r.entry.id, a.id, 'a candidate that holds no such code is skipped, nothing used up there');
 });
 
 t.test('a CodePairStart with the identity element as its share burns the code; the listener keeps serving', async (t) => {
