@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const SRC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src');
-export const CORES = new Set(['protocol', 'crypto', 'chunking', 'transfer', 'sync']);
+export const CORES = new Set(['protocol', 'crypto', 'chunking', 'transfer', 'sync', 'pairing']);
 /** Node modules that touch files, sockets, processes or threads: a core does none of that. */
 const IO_MODULES = /^node:(fs|fs\/promises|net|dgram|tls|http|https|http2|child_process|worker_threads|cluster|readline)$/;
 /** Generated code (protobufjs) is left out: it imports only protobufjs. */

@@ -131,7 +131,7 @@ interface StoredInvite {
  * the listener redeems, with no lock between them. Used invites stay until they expire.
  */
 export class InviteStore {
-  constructor(private readonly dir: string) {}
+  constructor(readonly dir: string) {}
 
   /** Opens an invite valid for `ttlMs`; returns its code and expiry. */
   async create(options: { name?: string; ttlMs: number; nowMs?: number }): Promise<{ code: string; expiresAt: number }> {

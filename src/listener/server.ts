@@ -6,8 +6,9 @@
 // - paired keys: maxConnections in total and maxConnectionsPerPeer per key; one over a cap is
 //   told why (wire Error BUSY) and closed. Only paired keys count here, so no flood of unknown
 //   keys can take a paired peer's room.
-// - unpaired keys: refused at once (NOT_PAIRED) unless a pairing invite is open; then at most
-//   MAX_PREAUTH_CONNECTIONS at a time may present an invite's proof, within PREAUTH_TIMEOUT_MS.
+// - unpaired keys: refused at once (NOT_PAIRED) unless a pairing invite (long or short code) is
+//   open; then at most MAX_PREAUTH_CONNECTIONS at a time may present an invite's proof, or run a
+//   short code's PAKE (code-pairing.ts), within PREAUTH_TIMEOUT_MS for their first message.
 // - refusals are told why on the control stream only MAX_PENDING_REFUSALS at a time (per kind);
 //   beyond that a refused connection is closed at once, so a flood costs no state.
 // `pair remove` (the pair file changing) drops the peer's sessions and its connections still in
@@ -26,6 +27,10 @@ import { localCapabilities } from '../session/chunk-compression.js';
 import { readLoneMessage, serverHandshakeOrTake } from '../session/control-channel.js';
 import { freshRead } from '../support/fresh-read.js';
 import { pairProof, pickPeerName, proofMatches, suggestedName, type InviteStore } from '../home/pair-invite.js';
+import { CodeInviteStore } from '../home/code-invites.js';
+import { serveCodePairing } from './code-pairing.js';
+import { holdOpenNameplates, type NameplateHolder } from './nameplate-holder.js';
+import type { NameplateDirectory } from '../pairing/nameplate-directory.js';
 import type { PeerStore } from '../home/peer-store.js';
 import type { ConnectedPeer } from '../session/listener-activity.js';
 import { PeerSession } from '../session/session.js';
@@ -39,6 +44,13 @@ export interface ServerOptions {
   readonly peers: PeerStore;
   /** Open pairing invites: while one is open, an unpaired key may pair with its code (pair-invite.ts). */
   readonly invites?: InviteStore;
+  /** Open short-code invites (code-invites.ts); default: those in the long invites' directory. */
+  readonly codeInvites?: CodeInviteStore;
+  /**
+   * Where the nameplates of open short-code invites are announced while they are open (LAN
+   * discovery, the rendezvous: ops/nameplate-directories.ts inviteDirectories()); default none.
+   */
+  readonly nameplateDirectories?: readonly NameplateDirectory[];
   readonly shares: readonly Share[];
   readonly host: string;
   readonly port: number;
@@ -110,6 +122,8 @@ export class NodeServer {
   /** The paired ids, read afresh for each question but shared by questions asked at once. */
   readonly #pairedIds: () => Promise<ReadonlySet<string>>;
   readonly #invitesOpen: () => Promise<boolean>;
+  readonly #codeInvites: CodeInviteStore | undefined;
+  readonly #nameplates: NameplateHolder | undefined;
   /** Refusals of unpaired keys: a flood of them must not flood the log. */
   readonly #unpairedWarnings: ThrottledWarnings;
   #pairWatch: { close(): void } | undefined;
@@ -126,7 +140,11 @@ export class NodeServer {
     setMaxListeners(0, this.#stop.signal);
     this.#pairedIds = freshRead(async () => new Set((await options.peers.list()).map((p) => p.id)));
     const invites = options.invites;
-    this.#invitesOpen = invites === undefined ? () => Promise.resolve(false) : freshRead(() => invites.hasOpen());
+    const codeInvites = options.codeInvites ?? (invites === undefined ? undefined : new CodeInviteStore(invites.dir));
+    this.#codeInvites = codeInvites;
+    const directories = options.nameplateDirectories ?? [];
+    this.#nameplates = codeInvites === undefined || directories.length === 0 ? undefined : holdOpenNameplates({ codeInvites, directories, log: options.log });
+    this.#invitesOpen = freshRead(async () => ((await invites?.hasOpen()) ?? false) || ((await codeInvites?.hasOpen()) ?? false));
     this.#unpairedWarnings = new ThrottledWarnings(options.log, 'connections of unpaired keys refused');
     for (const l of listeners) this.#track(this.#acceptLoop(l));
     this.#pairWatch = watchFile(options.peers.file, () => void this.#dropUnpaired());
@@ -168,6 +186,7 @@ export class NodeServer {
   async close(): Promise<void> {
     this.#stop.abort();
     this.#pairWatch?.close();
+    await this.#nameplates?.close();
     this.#unpairedWarnings.close();
     await Promise.all(this.#listeners.map((l) => l.close().catch(() => undefined)));
     const graceful = Promise.all([...this.#connections.keys(), ...this.#preauth].map((c) => c.close('listener shutting down').catch(() => undefined)));
@@ -360,7 +379,7 @@ export class NodeServer {
   async #servePairing(conn: Connection, peerId: string): Promise<void> {
     const { log, config } = this.#options;
     const invites = this.#options.invites;
-    if (invites === undefined) return;
+    if (invites === undefined && this.#codeInvites === undefined) return;
     const where = formatHostPort(conn.remoteAddress);
     const timeoutMs = Math.min(PREAUTH_TIMEOUT_MS, config.handshakeTimeoutMs);
     try {
@@ -386,11 +405,15 @@ export class NodeServer {
    * open invite pins the key and is answered with our proof (undefined: done); anything else is
    * refused (the refusal text, or 'not-paired' for the usual one).
    */
-  async #pairByInvite(conn: Connection, stream: DuplexStream, invites: InviteStore, timeoutMs: number): Promise<string | undefined> {
+  async #pairByInvite(conn: Connection, stream: DuplexStream, invites: InviteStore | undefined, timeoutMs: number): Promise<string | undefined> {
     const { log, identity, peers } = this.#options;
     const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
     const request = await readLoneMessage(stream, timeoutMs, this.#stop.signal).catch(() => null);
-    if (request?.type !== 'pair-request') return 'not-paired';
+    if (request?.type === 'code-pair-start' && this.#codeInvites !== undefined) {
+      await serveCodePairing(conn, stream, request, this.#codePairingContext(this.#codeInvites));
+      return undefined; // answered (paired, or refused with its own reason)
+    }
+    if (request?.type !== 'pair-request' || invites === undefined) return 'not-paired';
     const redeemed = await invites.redeem((secret) => proofMatches(pairProof(secret, 'joiner', identity.publicKey, conn.remotePublicKey), request.proof));
     if (redeemed === undefined) return `node ${peerId} is not paired with ${identity.nodeId}: the invite code was not accepted (wrong, used or expired)`;
     // Chosen with peers.json locked: redemptions at the same moment must not pick one name.
@@ -411,6 +434,11 @@ export class NodeServer {
    * is refused. False: not a PairRequest (the handshake refuses it).
    */
   async #confirmPairing(conn: Connection, stream: DuplexStream, invites: InviteStore, request: ControlMessage): Promise<boolean> {
+    if (request.type === 'code-pair-start' && this.#codeInvites !== undefined) {
+      // A node paired here already, joining with a new code: its pin and name stay as they are.
+      await serveCodePairing(conn, stream, request, this.#codePairingContext(this.#codeInvites));
+      return true;
+    }
     if (request.type !== 'pair-request') return false;
     const { identity, log } = this.#options;
     const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
@@ -436,6 +464,13 @@ export class NodeServer {
     await stream.finish().catch(() => undefined);
     await settledWithin(conn.closed, REFUSAL_TIMEOUT_MS);
     return true;
+  }
+
+  #codePairingContext(codeInvites: CodeInviteStore): Parameters<typeof serveCodePairing>[3] {
+    const { identity, peers, log } = this.#options;
+    // Our addresses as bound; a wildcard bind cannot say which one the joiner reaches (it pins the one it dialled).
+    const addrs = [...new Set(this.bound.filter((b) => b.host !== '0.0.0.0' && b.host !== '::').map((b) => formatHostPort({ host: b.host, port: b.port })))];
+    return { identity, peers, codeInvites, addrs, log, signal: this.#stop.signal };
   }
 
   /** Sends our PairAccept (our proof of the invite's secret) and lets the joiner close. */

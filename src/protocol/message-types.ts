@@ -76,6 +76,47 @@ export interface PairAcceptMessage {
 /** HMAC-SHA256 output. */
 export const PAIR_PROOF_BYTES = 32;
 
+/** Pairing by short code (pairing/code-pake.ts): the joiner's nameplate and CPace element. */
+export interface CodePairStartMessage {
+  readonly type: 'code-pair-start';
+  readonly nameplate: string;
+  /** CODE_PAIR_SHARE_BYTES. */
+  readonly share: Uint8Array;
+}
+
+/** The inviter's CPace element and its key confirmation. */
+export interface CodePairReplyMessage {
+  readonly type: 'code-pair-reply';
+  readonly share: Uint8Array;
+  /** CODE_PAIR_CONFIRM_BYTES. */
+  readonly confirm: Uint8Array;
+}
+
+/** The joiner's key confirmation and its info sealed under the key. */
+export interface CodePairFinishMessage {
+  readonly type: 'code-pair-finish';
+  readonly confirm: Uint8Array;
+  /** At most MAX_CODE_PAIR_SEALED_BYTES. */
+  readonly sealed: Uint8Array;
+}
+
+/** The inviter's info sealed under the key. */
+export interface CodePairDoneMessage {
+  readonly type: 'code-pair-done';
+  readonly sealed: Uint8Array;
+}
+
+export type CodePairMessage = CodePairStartMessage | CodePairReplyMessage | CodePairFinishMessage | CodePairDoneMessage;
+
+/** A ristretto255 element. */
+export const CODE_PAIR_SHARE_BYTES = 32;
+/** HMAC-SHA256 output. */
+export const CODE_PAIR_CONFIRM_BYTES = 32;
+/** Sealed info: a node id, a few addresses, a name, and the AEAD tag. */
+export const MAX_CODE_PAIR_SEALED_BYTES = 4096;
+/** A nameplate: up to 6 digits. */
+export const MAX_NAMEPLATE_CHARS = 6;
+
 export type EntryKind = 'file' | 'dir' | 'symlink';
 
 /** An entry's name and metadata: what a manifest entry and a listing entry (ls) both carry. */
@@ -365,7 +406,7 @@ export interface ListReplyMessage {
 
 export type ListControlMessage = ListRequestMessage | ListReplyMessage;
 
-export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | PairRequestMessage | PairAcceptMessage | TransferControlMessage | SyncControlMessage | WatchControlMessage | ListControlMessage;
+export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | PairRequestMessage | PairAcceptMessage | CodePairMessage | TransferControlMessage | SyncControlMessage | WatchControlMessage | ListControlMessage;
 export type ControlMessageType = ControlMessage['type'];
 
 /** Field number of each envelope member (proto/clawpeer.proto, message Control). */
@@ -378,6 +419,10 @@ export const CONTROL_FIELDS = {
   pong: 6,
   'pair-request': 7,
   'pair-accept': 8,
+  'code-pair-start': 9,
+  'code-pair-reply': 10,
+  'code-pair-finish': 11,
+  'code-pair-done': 12,
   'transfer-request': 16,
   'transfer-accept': 17,
   manifest: 18,

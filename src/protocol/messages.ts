@@ -26,6 +26,7 @@ import { pb, UINT32_MAX, ENTRY_KIND_TO_WIRE, checkUint, checkTextBytes, quote, e
 import { helloToWire, welcomeToWire, capsFromWire } from './handshake-wire.js';
 import { transferToWire, transferFromWire } from './transfer-wire.js';
 import { syncToWire, syncFromWire } from './sync-wire.js';
+import { codePairToWire, codePairFromWire } from './code-pair-wire.js';
 
 export * from './message-types.js';
 export { MAX_FILES_FROM_PATHS, MAX_FILES_FROM_BYTES, fileListBytes, listedEntryBytes } from './transfer-wire.js';
@@ -91,6 +92,11 @@ function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {
       const body = { proof: message.proof, name: message.name };
       return message.type === 'pair-request' ? { pairRequest: body } : { pairAccept: body };
     }
+    case 'code-pair-start':
+    case 'code-pair-reply':
+    case 'code-pair-finish':
+    case 'code-pair-done':
+      return codePairToWire(message);
     case 'transfer-request':
     case 'transfer-accept':
     case 'manifest':
@@ -231,6 +237,14 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
       if (protobuf.util.utf8.length(name) > MAX_PAIR_NAME_BYTES) throw new ClawpeerError('PROTOCOL', `${what}.name is longer than ${MAX_PAIR_NAME_BYTES} bytes`);
       const proof = fixedBytes(`${what}.proof`, p.proof, PAIR_PROOF_BYTES);
       return control.body === 'pairRequest' ? { type: 'pair-request', proof, name } : { type: 'pair-accept', proof, name };
+    }
+    case 'codePairStart':
+    case 'codePairReply':
+    case 'codePairFinish':
+    case 'codePairDone': {
+      const message = codePairFromWire(control);
+      if (message === undefined) break;
+      return message;
     }
     case 'transferRequest':
     case 'transferAccept':

@@ -218,6 +218,10 @@ export class ControlChannel {
         case 'finished':
         case 'pair-request':
         case 'pair-accept':
+        case 'code-pair-start':
+        case 'code-pair-reply':
+        case 'code-pair-finish':
+        case 'code-pair-done':
           throw new ClawpeerError('PROTOCOL', `unexpected ${message.type} after the handshake`);
         case 'ping':
         case 'pong':

@@ -178,7 +178,7 @@ t.test('while an invite is open: a small pre-auth budget with a short timeout; p
   t.teardown(() => rig.close());
   const identityB = await loadIdentity(path.join(rig.b.home, 'identity.key'));
   const peersB = new PeerStore(path.join(rig.b.home, 'peers.json'));
-  const invite = await runCli(['--home', rig.a.home, 'pair', 'invite', '--name', 'dave', '--json']);
+  const invite = await runCli(['--home', rig.a.home, 'pair', 'invite', '--long', '--name', 'dave', '--json']);
   t.equal(invite.code, 0, invite.stderr);
   const code = String(jsonLines(invite.stdout)[0]?.['code']);
 

@@ -93,7 +93,7 @@ t.test('after init, pair, invite, listen, ping and sync nothing in a home is ope
   t.equal(await readFile(path.join(shared, 'a.txt'), 'utf8'), 'hello\n', 'the sync landed');
   const push = await runCli(['--home', b.home, 'push', mine, 'alice']);
   t.equal(push.code, 0, push.stderr);
-  t.equal((await runCli(['--home', a.home, 'pair', 'invite', '--json'])).code, 0);
+  t.equal((await runCli(['--home', a.home, 'pair', 'invite', '--long', '--json'])).code, 0);
   const files = await readdir(a.home);
   t.ok(['identity.key', 'peers.json', 'invites', 'listening.json'].every((f) => files.includes(f)), `the home holds its state: ${files.join(' ')}`);
   // The inbox share's content keeps the modes it came with; its .clawpeer state does not.

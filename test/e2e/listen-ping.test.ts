@@ -128,7 +128,7 @@ t.test('an unpaired node is refused with exit 3 and the listener keeps serving',
 t.test('pair invite / pair join: a one-time code pins both keys; a wrong or used code pins nothing', async (t) => {
   const d = await initNode('d');
   const e = await initNode('e');
-  const invite = await runCli(['--home', a.home, 'pair', 'invite', '--name', 'dave', '--json']);
+  const invite = await runCli(['--home', a.home, 'pair', 'invite', '--long', '--name', 'dave', '--json']);
   t.equal(invite.code, 0, invite.stderr);
   const code = String(jsonLines(invite.stdout)[0]?.['code']);
   t.match(jsonLines(invite.stdout)[0], { event: 'invite', port: listener.port, addr }, 'the home\'s running listener says where it listens');
@@ -160,7 +160,7 @@ t.test('pair invite / pair join: a one-time code pins both keys; a wrong or used
   t.equal((await runCli(['--home', e.home, 'pair', 'join', code, '--addr', addr])).code, 3, 'the used code still pins no other key');
   // A node the listener has pinned already, joining with a wrong code: exit 3 as for any node,
   // saying it is paired there already; no protocol complaint in the listener's log.
-  const second = String(jsonLines((await runCli(['--home', a.home, 'pair', 'invite', '--json'])).stdout)[0]?.['code']);
+  const second = String(jsonLines((await runCli(['--home', a.home, 'pair', 'invite', '--long', '--json'])).stdout)[0]?.['code']);
   t.equal((await runCli(['--home', d.home, 'pair', 'remove', 'alice'])).code, 0);
   const wrongSecond = second.replace(/^./, (ch) => (ch === 'a' ? 'b' : 'a'));
   const wrongTwice = await runCli(['--home', d.home, 'pair', 'join', wrongSecond, '--addr', addr]);
@@ -171,7 +171,7 @@ t.test('pair invite / pair join: a one-time code pins both keys; a wrong or used
   const twice = await runCli(['--home', d.home, 'pair', 'join', second, '--addr', addr, '--json']);
   t.equal(twice.code, 0, twice.stderr);
   t.match(jsonLines(twice.stdout)[0], { event: 'paired', id: a.id, addr, alreadyPaired: false });
-  const again = await runCli(['--home', d.home, 'pair', 'join', String(jsonLines((await runCli(['--home', a.home, 'pair', 'invite', '--json'])).stdout)[0]?.['code']), '--addr', addr]);
+  const again = await runCli(['--home', d.home, 'pair', 'join', String(jsonLines((await runCli(['--home', a.home, 'pair', 'invite', '--long', '--json'])).stdout)[0]?.['code']), '--addr', addr]);
   t.equal(again.code, 0, again.stderr);
   t.match(again.stdout, `already paired with`, 'paired on both sides already: says so');
   t.match(listener.stderr(), new RegExp(`invite used by a node paired already: confirmed id=${d.id}`));

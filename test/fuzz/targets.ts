@@ -472,6 +472,14 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
     case 'pair-request':
     case 'pair-accept':
       return { type, proof: rng.bytes(32), name: wfText(rng, 12) };
+    case 'code-pair-start':
+      return { type, nameplate: String(rng.range(1, 999_999)), share: rng.bytes(32) };
+    case 'code-pair-reply':
+      return { type, share: rng.bytes(32), confirm: rng.bytes(32) };
+    case 'code-pair-finish':
+      return { type, confirm: rng.bytes(32), sealed: rng.bytes(rng.range(1, 200)) };
+    case 'code-pair-done':
+      return { type, sealed: rng.bytes(rng.range(1, 200)) };
     case 'list-request':
       return { type, requestId: u32(), share: wfText(rng, 12), path: rng.bool() ? wfPath(rng) : '', recursive: rng.bool() };
     case 'list-reply': {

@@ -279,7 +279,7 @@ t.test('out-of-order and non-control frames are PROTOCOL errors', async (t) => {
   t.match(client.error, { code: 'PROTOCOL', message: 'expected Welcome during the handshake, got hello' });
 
   const server3 = Handshake.server(sc);
-  server3.handleFrame({ type: 'control', body: encodeFrame('control', Uint8Array.of(0x4a, 0x00)).subarray(FRAME_HEADER_BYTES) }, 1);
+  server3.handleFrame({ type: 'control', body: encodeFrame('control', Uint8Array.of(0x7a, 0x00)).subarray(FRAME_HEADER_BYTES) }, 1);
   t.match(server3.error, { code: 'PROTOCOL', message: /unknown control message/ });
 });
 

@@ -147,6 +147,45 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
       0a 20 88*32                 #   proof (1): 32 bytes (an empty name is not sent)
     `,
   },
+  {
+    name: 'CodePairStart',
+    message: { type: 'code-pair-start', nameplate: '7', share: fill(0x11, 32) },
+    wire: `
+      01 00000027                 # frame: type CONTROL, body 39 bytes
+      4a 25                       # Control.code_pair_start (field 9, LEN) 37 bytes
+      0a 01 37                    #   nameplate (1) = "7"
+      12 20 11*32                 #   share (2): 32 bytes
+    `,
+  },
+  {
+    name: 'CodePairReply',
+    message: { type: 'code-pair-reply', share: fill(0x22, 32), confirm: fill(0x33, 32) },
+    wire: `
+      01 00000046                 # frame: type CONTROL, body 70 bytes
+      52 44                       # Control.code_pair_reply (field 10, LEN) 68 bytes
+      0a 20 22*32                 #   share (1): 32 bytes
+      12 20 33*32                 #   confirm (2): 32 bytes
+    `,
+  },
+  {
+    name: 'CodePairFinish',
+    message: { type: 'code-pair-finish', confirm: fill(0x44, 32), sealed: fill(0x55, 3) },
+    wire: `
+      01 00000029                 # frame: type CONTROL, body 41 bytes
+      5a 27                       # Control.code_pair_finish (field 11, LEN) 39 bytes
+      0a 20 44*32                 #   confirm (1): 32 bytes
+      12 03 555555                #   sealed (2): 3 bytes
+    `,
+  },
+  {
+    name: 'CodePairDone',
+    message: { type: 'code-pair-done', sealed: fill(0x66, 2) },
+    wire: `
+      01 00000006                 # frame: type CONTROL, body 6 bytes
+      62 04                       # Control.code_pair_done (field 12, LEN) 4 bytes
+      0a 02 6666                  #   sealed (1): 2 bytes
+    `,
+  },
 ];
 
 for (const vector of VECTORS) {
@@ -163,6 +202,15 @@ t.test('a pairing proof of the wrong length, or an over-long name, is refused bo
   t.throws(() => decodeControl(hex('42 00'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /PairAccept\.proof must be 32 bytes, got 0/ });
   t.throws(() => encodeControl({ type: 'pair-request', proof: fill(1, 31), name: '' }), RangeError);
   t.throws(() => encodeControl({ type: 'pair-accept', proof: fill(1, 32), name: 'x'.repeat(65) }), { name: 'RangeError', message: /longer than 64 bytes/ });
+});
+
+t.test('code-pair messages: a short share, a bad nameplate, empty or over-long sealed info are refused both ways', async (t) => {
+  t.throws(() => decodeControl(hex('4a 15 0a01 37 1210 11*16'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /CodePairStart\.share must be 32 bytes, got 16/ });
+  t.throws(() => decodeControl(hex('4a 25 0a01 30 1220 11*32'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /CodePairStart\.nameplate "0" is not 1 to 6 digits/ });
+  t.throws(() => decodeControl(hex('62 00'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /CodePairDone\.sealed must be 1 to 4096 bytes, got 0/ });
+  t.throws(() => decodeControl(hex('52 22 0a20 22*32'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /CodePairReply\.confirm must be 32 bytes, got 0/ });
+  t.throws(() => encodeControl({ type: 'code-pair-start', nameplate: '1234567', share: fill(1, 32) }), RangeError);
+  t.throws(() => encodeControl({ type: 'code-pair-finish', confirm: fill(1, 32), sealed: fill(1, 4097) }), RangeError);
 });
 
 t.test('uint64 fields decode as plain numbers, never Long objects', async (t) => {
@@ -189,7 +237,7 @@ t.test('decode enforces the maximum length before parsing', async (t) => {
 t.test('malformed envelopes are PROTOCOL errors that say what was wrong', async (t) => {
   const cases: [string, string, RegExp][] = [
     ['empty', '', /no body/],
-    ['unknown member (field 9)', '4a 00', /unknown control message \(envelope field 9\)/],
+    ['unknown member (field 15)', '7a 00', /unknown control message \(envelope field 15\)/],
     ['unknown transfer-range member (field 22)', 'b201 00', /unknown control message \(envelope field 22\)/],
     ['two members', '2a 00 32 00', /2 fields \(5, 6\); exactly one expected/],
     ['truncated length', '2a 0b 08', /malformed control message/],

@@ -1,5 +1,6 @@
 // `pair add|list|remove`: manage the set of pinned peer keys; `pair invite|join`: pin each
-// other's keys with a one-time code instead of copying node ids both ways (pair-invite.ts).
+// other's keys with a one-time code instead of copying node ids both ways: a short spoken code
+// and a PAKE by default (../pair-code.ts), or with --long the 24-letter code (pair-invite.ts).
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { formatHostPort, parseHostPort } from '../../home/address.js';
@@ -10,6 +11,14 @@ import { DEFAULT_INVITE_TTL_MS, InviteStore, parseInviteCode } from '../../home/
 import { PeerStore, validatePeerName } from '../../home/peer-store.js';
 import { intOption, TRANSPORT_OPTION } from '../args.js';
 import type { Runner } from '../context.js';
+import { DEFAULT_CODE_WORDS, MAX_CODE_WORDS, MIN_CODE_WORDS, parseCode } from '../../pairing/code-words.js';
+import { inviteByCode, joinWithCode } from '../pair-code.js';
+
+/** A short code starts with its number and has at most 4 words; the long code has six groups of four. */
+function isShortCode(code: string): boolean {
+  const parts = code.trim().split(/[-\s]+/);
+  return parts.length <= 1 + MAX_CODE_WORDS && /^[0-9]+$/.test(parts[0] ?? '');
+}
 
 export function registerPairCommands(cli: Argv, run: Runner): Argv {
   return cli.command('pair', 'manage paired peers (pinned keys)', (y) =>
@@ -65,11 +74,15 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
       )
       .command(
         'invite',
-        'open a one-time code another node can pair with (`pair join`) while this home\'s listener runs',
+        'open a one-time code another node can pair with (`pair join`) while this home\'s listener runs: a short code to read out (NUMBER-word-word), and wait for the joiner',
         (a) =>
           a
             .option('name', { type: 'string', describe: 'name to pin the joining peer under (default: its host name, else peer-<id>)' })
-            .option('expires', { type: 'number', default: DEFAULT_INVITE_TTL_MS / 60_000, describe: 'minutes the code stays valid (it is also gone once used)' }),
+            .option('expires', { type: 'number', default: DEFAULT_INVITE_TTL_MS / 60_000, describe: 'minutes the code stays valid (it is also gone once used)' })
+            .option('words', { type: 'number', default: DEFAULT_CODE_WORDS, describe: `words in the code, ${MIN_CODE_WORDS}-${MAX_CODE_WORDS} (each about 10.3 bits)` })
+            .option('wait', { type: 'boolean', default: true, describe: 'wait until the joiner paired (--no-wait: return at once; the listener holds the code)' })
+            .option('verify', { type: 'boolean', default: false, describe: 'print the verification string once paired (compare it with `pair join --verify`)' })
+            .option('long', { type: 'boolean', default: false, describe: 'the 24-letter code of before (pair join needs --addr); returns at once' }),
         run(async (ctx, args) => {
           const minutes = intOption(args['expires'], '--expires', 1, 24 * 60);
           const name = args['name'] === undefined ? undefined : validatePeerName(String(args['name']));
@@ -77,6 +90,11 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
           if (name !== undefined) {
             const clash = (await new PeerStore(ctx.home.peersFile).list()).find((p) => p.name === name);
             if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} is already used by ${clash.id}`);
+          }
+          if (args['long'] !== true) {
+            const words = intOption(args['words'], '--words', MIN_CODE_WORDS, MAX_CODE_WORDS);
+            await inviteByCode(ctx, { words, ttlMs: minutes * 60_000, wait: args['wait'] !== false, verify: args['verify'] === true, ...(name === undefined ? {} : { name }) });
+            return;
           }
           const { code, expiresAt } = await new InviteStore(ctx.home.invitesDir).create({ ttlMs: minutes * 60_000, ...(name === undefined ? {} : { name }) });
           const until = new Date(expiresAt).toISOString();
@@ -99,13 +117,22 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
         (a) =>
           a
             .positional('code', { type: 'string', describe: 'the code `clawpeer pair invite` printed' })
-            .option('addr', { type: 'string', demandOption: true, describe: 'HOST:PORT where that listener listens' })
+            .option('addr', { type: 'string', describe: 'HOST:PORT where that listener listens (needed for a --long code, and while no LAN discovery or rendezvous finds it)' })
             .option('name', { type: 'string', describe: 'name to pin it under (default: its host name, else peer-<id>)' })
+            .option('verify', { type: 'boolean', default: false, describe: 'print a verification string to compare with the inviter\'s, and ask before pinning' })
+            .option('yes', { type: 'boolean', default: false, describe: 'with --verify: do not ask' })
             .option('transport', TRANSPORT_OPTION),
         run(async (ctx, args) => {
-          const secret = parseInviteCode(String(args['code']));
-          const address = parseHostPort(String(args['addr']), '--addr');
           const name = args['name'] === undefined ? undefined : validatePeerName(String(args['name']));
+          const addrArg = args['addr'] === undefined ? undefined : parseHostPort(String(args['addr']), '--addr');
+          if (isShortCode(String(args['code']))) {
+            const code = parseCode(String(args['code']));
+            await joinWithCode(ctx, { code, verify: args['verify'] === true, yes: args['yes'] === true, transport: args['transport'], ...(addrArg === undefined ? {} : { address: addrArg }), ...(name === undefined ? {} : { name }) });
+            return;
+          }
+          const secret = parseInviteCode(String(args['code']));
+          if (addrArg === undefined) throw new ClawpeerError('USAGE', 'a long invite code needs --addr HOST:PORT (where that listener listens)');
+          const address = addrArg;
           const identity = await loadIdentity(ctx.home.identityKeyFile);
           const { joinByInvite } = await import('../../ops/pair-join.js');
           const { entry, created } = await joinByInvite({

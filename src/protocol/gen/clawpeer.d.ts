@@ -696,6 +696,252 @@ export namespace clawpeer {
         }
 
         /**
+         * Properties of a CodePairStart.
+         * @deprecated Use clawpeer.v1.CodePairStart.$Properties instead.
+         */
+        interface ICodePairStart extends clawpeer.v1.CodePairStart.$Properties {
+        }
+
+        /** Represents a CodePairStart. */
+        class CodePairStart {
+
+            /**
+             * Constructs a new CodePairStart.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.CodePairStart.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** CodePairStart nameplate. */
+            nameplate: string;
+
+            /** CodePairStart share. */
+            share: Uint8Array;
+
+            /**
+             * Encodes the specified CodePairStart message. Does not implicitly {@link clawpeer.v1.CodePairStart.verify|verify} messages.
+             * @param message CodePairStart message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.CodePairStart.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a CodePairStart message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.CodePairStart & clawpeer.v1.CodePairStart.$Shape} CodePairStart
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.CodePairStart & clawpeer.v1.CodePairStart.$Shape;
+        }
+
+        namespace CodePairStart {
+
+            /** Properties of a CodePairStart. */
+            interface $Properties {
+
+                /** CodePairStart nameplate */
+                nameplate?: (string|null);
+
+                /** CodePairStart share */
+                share?: (Uint8Array|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a CodePairStart. */
+            type $Shape = clawpeer.v1.CodePairStart.$Properties;
+        }
+
+        /**
+         * Properties of a CodePairReply.
+         * @deprecated Use clawpeer.v1.CodePairReply.$Properties instead.
+         */
+        interface ICodePairReply extends clawpeer.v1.CodePairReply.$Properties {
+        }
+
+        /** Represents a CodePairReply. */
+        class CodePairReply {
+
+            /**
+             * Constructs a new CodePairReply.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.CodePairReply.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** CodePairReply share. */
+            share: Uint8Array;
+
+            /** CodePairReply confirm. */
+            confirm: Uint8Array;
+
+            /**
+             * Encodes the specified CodePairReply message. Does not implicitly {@link clawpeer.v1.CodePairReply.verify|verify} messages.
+             * @param message CodePairReply message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.CodePairReply.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a CodePairReply message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.CodePairReply & clawpeer.v1.CodePairReply.$Shape} CodePairReply
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.CodePairReply & clawpeer.v1.CodePairReply.$Shape;
+        }
+
+        namespace CodePairReply {
+
+            /** Properties of a CodePairReply. */
+            interface $Properties {
+
+                /** CodePairReply share */
+                share?: (Uint8Array|null);
+
+                /** CodePairReply confirm */
+                confirm?: (Uint8Array|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a CodePairReply. */
+            type $Shape = clawpeer.v1.CodePairReply.$Properties;
+        }
+
+        /**
+         * Properties of a CodePairFinish.
+         * @deprecated Use clawpeer.v1.CodePairFinish.$Properties instead.
+         */
+        interface ICodePairFinish extends clawpeer.v1.CodePairFinish.$Properties {
+        }
+
+        /** Represents a CodePairFinish. */
+        class CodePairFinish {
+
+            /**
+             * Constructs a new CodePairFinish.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.CodePairFinish.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** CodePairFinish confirm. */
+            confirm: Uint8Array;
+
+            /** CodePairFinish sealed. */
+            sealed: Uint8Array;
+
+            /**
+             * Encodes the specified CodePairFinish message. Does not implicitly {@link clawpeer.v1.CodePairFinish.verify|verify} messages.
+             * @param message CodePairFinish message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.CodePairFinish.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a CodePairFinish message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.CodePairFinish & clawpeer.v1.CodePairFinish.$Shape} CodePairFinish
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.CodePairFinish & clawpeer.v1.CodePairFinish.$Shape;
+        }
+
+        namespace CodePairFinish {
+
+            /** Properties of a CodePairFinish. */
+            interface $Properties {
+
+                /** CodePairFinish confirm */
+                confirm?: (Uint8Array|null);
+
+                /** CodePairFinish sealed */
+                sealed?: (Uint8Array|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a CodePairFinish. */
+            type $Shape = clawpeer.v1.CodePairFinish.$Properties;
+        }
+
+        /**
+         * Properties of a CodePairDone.
+         * @deprecated Use clawpeer.v1.CodePairDone.$Properties instead.
+         */
+        interface ICodePairDone extends clawpeer.v1.CodePairDone.$Properties {
+        }
+
+        /** Represents a CodePairDone. */
+        class CodePairDone {
+
+            /**
+             * Constructs a new CodePairDone.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.CodePairDone.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** CodePairDone sealed. */
+            sealed: Uint8Array;
+
+            /**
+             * Encodes the specified CodePairDone message. Does not implicitly {@link clawpeer.v1.CodePairDone.verify|verify} messages.
+             * @param message CodePairDone message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.CodePairDone.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a CodePairDone message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.CodePairDone & clawpeer.v1.CodePairDone.$Shape} CodePairDone
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.CodePairDone & clawpeer.v1.CodePairDone.$Shape;
+        }
+
+        namespace CodePairDone {
+
+            /** Properties of a CodePairDone. */
+            interface $Properties {
+
+                /** CodePairDone sealed */
+                sealed?: (Uint8Array|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a CodePairDone. */
+            type $Shape = clawpeer.v1.CodePairDone.$Properties;
+        }
+
+        /**
          * Properties of a Ping.
          * @deprecated Use clawpeer.v1.Ping.$Properties instead.
          */
@@ -2933,6 +3179,18 @@ export namespace clawpeer {
             /** Control pairAccept. */
             pairAccept?: (clawpeer.v1.PairAccept.$Properties|null);
 
+            /** Control codePairStart. */
+            codePairStart?: (clawpeer.v1.CodePairStart.$Properties|null);
+
+            /** Control codePairReply. */
+            codePairReply?: (clawpeer.v1.CodePairReply.$Properties|null);
+
+            /** Control codePairFinish. */
+            codePairFinish?: (clawpeer.v1.CodePairFinish.$Properties|null);
+
+            /** Control codePairDone. */
+            codePairDone?: (clawpeer.v1.CodePairDone.$Properties|null);
+
             /** Control transferRequest. */
             transferRequest?: (clawpeer.v1.TransferRequest.$Properties|null);
 
@@ -2982,7 +3240,7 @@ export namespace clawpeer {
             listReply?: (clawpeer.v1.ListReply.$Properties|null);
 
             /** Control body. */
-            body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply");
+            body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply");
 
             /**
              * Encodes the specified Control message. Does not implicitly {@link clawpeer.v1.Control.verify|verify} messages.
@@ -3031,6 +3289,18 @@ export namespace clawpeer {
 
                 /** Control pairAccept */
                 pairAccept?: (clawpeer.v1.PairAccept.$Properties|null);
+
+                /** Control codePairStart */
+                codePairStart?: (clawpeer.v1.CodePairStart.$Properties|null);
+
+                /** Control codePairReply */
+                codePairReply?: (clawpeer.v1.CodePairReply.$Properties|null);
+
+                /** Control codePairFinish */
+                codePairFinish?: (clawpeer.v1.CodePairFinish.$Properties|null);
+
+                /** Control codePairDone */
+                codePairDone?: (clawpeer.v1.CodePairDone.$Properties|null);
 
                 /** Control transferRequest */
                 transferRequest?: (clawpeer.v1.TransferRequest.$Properties|null);
@@ -3081,7 +3351,7 @@ export namespace clawpeer {
                 listReply?: (clawpeer.v1.ListReply.$Properties|null);
 
                 /** Control body */
-                body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply");
+                body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply");
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -3097,6 +3367,10 @@ export namespace clawpeer {
               pong?: clawpeer.v1.Pong.$Shape|null;
               pairRequest?: clawpeer.v1.PairRequest.$Shape|null;
               pairAccept?: clawpeer.v1.PairAccept.$Shape|null;
+              codePairStart?: clawpeer.v1.CodePairStart.$Shape|null;
+              codePairReply?: clawpeer.v1.CodePairReply.$Shape|null;
+              codePairFinish?: clawpeer.v1.CodePairFinish.$Shape|null;
+              codePairDone?: clawpeer.v1.CodePairDone.$Shape|null;
               transferRequest?: clawpeer.v1.TransferRequest.$Shape|null;
               transferAccept?: clawpeer.v1.TransferAccept.$Shape|null;
               manifest?: clawpeer.v1.Manifest.$Shape|null;
@@ -3115,7 +3389,7 @@ export namespace clawpeer {
               listReply?: clawpeer.v1.ListReply.$Shape|null;
               $unknowns?: Uint8Array[];
             } & (
-              ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest: clawpeer.v1.PairRequest.$Shape; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept: clawpeer.v1.PairAccept.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "watchShare"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare: clawpeer.v1.WatchShare.$Shape; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "shareChanged"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged: clawpeer.v1.ShareChanged.$Shape; listRequest?: null; listReply?: null }|{ body?: "listRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest: clawpeer.v1.ListRequest.$Shape; listReply?: null }|{ body?: "listReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply: clawpeer.v1.ListReply.$Shape })
+              ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest: clawpeer.v1.PairRequest.$Shape; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept: clawpeer.v1.PairAccept.$Shape; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairStart"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart: clawpeer.v1.CodePairStart.$Shape; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply: clawpeer.v1.CodePairReply.$Shape; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairFinish"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish: clawpeer.v1.CodePairFinish.$Shape; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone: clawpeer.v1.CodePairDone.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "watchShare"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare: clawpeer.v1.WatchShare.$Shape; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "shareChanged"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged: clawpeer.v1.ShareChanged.$Shape; listRequest?: null; listReply?: null }|{ body?: "listRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest: clawpeer.v1.ListRequest.$Shape; listReply?: null }|{ body?: "listReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply: clawpeer.v1.ListReply.$Shape })
             );
         }
     }

@@ -1678,6 +1678,610 @@ export const clawpeer = $root.clawpeer = (() => {
             return PairAccept;
         })();
 
+        v1.CodePairStart = (function() {
+
+            /**
+             * Properties of a CodePairStart.
+             * @typedef {Object} clawpeer.v1.CodePairStart.$Properties
+             * @property {string|null} [nameplate] CodePairStart nameplate
+             * @property {Uint8Array|null} [share] CodePairStart share
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a CodePairStart.
+             * @memberof clawpeer.v1
+             * @interface ICodePairStart
+             * @augments clawpeer.v1.CodePairStart.$Properties
+             * @deprecated Use clawpeer.v1.CodePairStart.$Properties instead.
+             */
+
+            /**
+             * Shape of a CodePairStart.
+             * @typedef {clawpeer.v1.CodePairStart.$Properties} clawpeer.v1.CodePairStart.$Shape
+             */
+
+            /**
+             * Constructs a new CodePairStart.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a CodePairStart.
+             * @constructor
+             * @param {clawpeer.v1.CodePairStart.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const CodePairStart = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * CodePairStart nameplate.
+             * @member {string} nameplate
+             * @memberof clawpeer.v1.CodePairStart
+             * @instance
+             */
+            CodePairStart.prototype.nameplate = "";
+
+            /**
+             * CodePairStart share.
+             * @member {Uint8Array} share
+             * @memberof clawpeer.v1.CodePairStart
+             * @instance
+             */
+            CodePairStart.prototype.share = $util.newBuffer([]);
+
+            /**
+             * Encodes the specified CodePairStart message. Does not implicitly {@link clawpeer.v1.CodePairStart.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.CodePairStart
+             * @static
+             * @param {clawpeer.v1.CodePairStart.$Properties} message CodePairStart message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            CodePairStart.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.nameplate != null && $Object.hasOwnProperty.call(message, "nameplate") && message.nameplate !== "")
+                    writer.uint32(/* id 1, wireType 2 =*/10).string(message.nameplate);
+                if (message.share != null && $Object.hasOwnProperty.call(message, "share") && message.share.length)
+                    writer.uint32(/* id 2, wireType 2 =*/18).bytes(message.share);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a CodePairStart message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.CodePairStart
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.CodePairStart & clawpeer.v1.CodePairStart.$Shape} CodePairStart
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            CodePairStart.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.CodePairStart();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.nameplate = value;
+                            else
+                                delete message.nameplate;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.share = value;
+                            else
+                                delete message.share;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return CodePairStart;
+        })();
+
+        v1.CodePairReply = (function() {
+
+            /**
+             * Properties of a CodePairReply.
+             * @typedef {Object} clawpeer.v1.CodePairReply.$Properties
+             * @property {Uint8Array|null} [share] CodePairReply share
+             * @property {Uint8Array|null} [confirm] CodePairReply confirm
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a CodePairReply.
+             * @memberof clawpeer.v1
+             * @interface ICodePairReply
+             * @augments clawpeer.v1.CodePairReply.$Properties
+             * @deprecated Use clawpeer.v1.CodePairReply.$Properties instead.
+             */
+
+            /**
+             * Shape of a CodePairReply.
+             * @typedef {clawpeer.v1.CodePairReply.$Properties} clawpeer.v1.CodePairReply.$Shape
+             */
+
+            /**
+             * Constructs a new CodePairReply.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a CodePairReply.
+             * @constructor
+             * @param {clawpeer.v1.CodePairReply.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const CodePairReply = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * CodePairReply share.
+             * @member {Uint8Array} share
+             * @memberof clawpeer.v1.CodePairReply
+             * @instance
+             */
+            CodePairReply.prototype.share = $util.newBuffer([]);
+
+            /**
+             * CodePairReply confirm.
+             * @member {Uint8Array} confirm
+             * @memberof clawpeer.v1.CodePairReply
+             * @instance
+             */
+            CodePairReply.prototype.confirm = $util.newBuffer([]);
+
+            /**
+             * Encodes the specified CodePairReply message. Does not implicitly {@link clawpeer.v1.CodePairReply.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.CodePairReply
+             * @static
+             * @param {clawpeer.v1.CodePairReply.$Properties} message CodePairReply message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            CodePairReply.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.share != null && $Object.hasOwnProperty.call(message, "share") && message.share.length)
+                    writer.uint32(/* id 1, wireType 2 =*/10).bytes(message.share);
+                if (message.confirm != null && $Object.hasOwnProperty.call(message, "confirm") && message.confirm.length)
+                    writer.uint32(/* id 2, wireType 2 =*/18).bytes(message.confirm);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a CodePairReply message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.CodePairReply
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.CodePairReply & clawpeer.v1.CodePairReply.$Shape} CodePairReply
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            CodePairReply.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.CodePairReply();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.share = value;
+                            else
+                                delete message.share;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.confirm = value;
+                            else
+                                delete message.confirm;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return CodePairReply;
+        })();
+
+        v1.CodePairFinish = (function() {
+
+            /**
+             * Properties of a CodePairFinish.
+             * @typedef {Object} clawpeer.v1.CodePairFinish.$Properties
+             * @property {Uint8Array|null} [confirm] CodePairFinish confirm
+             * @property {Uint8Array|null} [sealed] CodePairFinish sealed
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a CodePairFinish.
+             * @memberof clawpeer.v1
+             * @interface ICodePairFinish
+             * @augments clawpeer.v1.CodePairFinish.$Properties
+             * @deprecated Use clawpeer.v1.CodePairFinish.$Properties instead.
+             */
+
+            /**
+             * Shape of a CodePairFinish.
+             * @typedef {clawpeer.v1.CodePairFinish.$Properties} clawpeer.v1.CodePairFinish.$Shape
+             */
+
+            /**
+             * Constructs a new CodePairFinish.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a CodePairFinish.
+             * @constructor
+             * @param {clawpeer.v1.CodePairFinish.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const CodePairFinish = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * CodePairFinish confirm.
+             * @member {Uint8Array} confirm
+             * @memberof clawpeer.v1.CodePairFinish
+             * @instance
+             */
+            CodePairFinish.prototype.confirm = $util.newBuffer([]);
+
+            /**
+             * CodePairFinish sealed.
+             * @member {Uint8Array} sealed
+             * @memberof clawpeer.v1.CodePairFinish
+             * @instance
+             */
+            CodePairFinish.prototype.sealed = $util.newBuffer([]);
+
+            /**
+             * Encodes the specified CodePairFinish message. Does not implicitly {@link clawpeer.v1.CodePairFinish.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.CodePairFinish
+             * @static
+             * @param {clawpeer.v1.CodePairFinish.$Properties} message CodePairFinish message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            CodePairFinish.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.confirm != null && $Object.hasOwnProperty.call(message, "confirm") && message.confirm.length)
+                    writer.uint32(/* id 1, wireType 2 =*/10).bytes(message.confirm);
+                if (message.sealed != null && $Object.hasOwnProperty.call(message, "sealed") && message.sealed.length)
+                    writer.uint32(/* id 2, wireType 2 =*/18).bytes(message.sealed);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a CodePairFinish message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.CodePairFinish
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.CodePairFinish & clawpeer.v1.CodePairFinish.$Shape} CodePairFinish
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            CodePairFinish.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.CodePairFinish();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.confirm = value;
+                            else
+                                delete message.confirm;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.sealed = value;
+                            else
+                                delete message.sealed;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return CodePairFinish;
+        })();
+
+        v1.CodePairDone = (function() {
+
+            /**
+             * Properties of a CodePairDone.
+             * @typedef {Object} clawpeer.v1.CodePairDone.$Properties
+             * @property {Uint8Array|null} [sealed] CodePairDone sealed
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a CodePairDone.
+             * @memberof clawpeer.v1
+             * @interface ICodePairDone
+             * @augments clawpeer.v1.CodePairDone.$Properties
+             * @deprecated Use clawpeer.v1.CodePairDone.$Properties instead.
+             */
+
+            /**
+             * Shape of a CodePairDone.
+             * @typedef {clawpeer.v1.CodePairDone.$Properties} clawpeer.v1.CodePairDone.$Shape
+             */
+
+            /**
+             * Constructs a new CodePairDone.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a CodePairDone.
+             * @constructor
+             * @param {clawpeer.v1.CodePairDone.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const CodePairDone = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * CodePairDone sealed.
+             * @member {Uint8Array} sealed
+             * @memberof clawpeer.v1.CodePairDone
+             * @instance
+             */
+            CodePairDone.prototype.sealed = $util.newBuffer([]);
+
+            /**
+             * Encodes the specified CodePairDone message. Does not implicitly {@link clawpeer.v1.CodePairDone.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.CodePairDone
+             * @static
+             * @param {clawpeer.v1.CodePairDone.$Properties} message CodePairDone message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            CodePairDone.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.sealed != null && $Object.hasOwnProperty.call(message, "sealed") && message.sealed.length)
+                    writer.uint32(/* id 1, wireType 2 =*/10).bytes(message.sealed);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a CodePairDone message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.CodePairDone
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.CodePairDone & clawpeer.v1.CodePairDone.$Shape} CodePairDone
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            CodePairDone.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.CodePairDone();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.sealed = value;
+                            else
+                                delete message.sealed;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return CodePairDone;
+        })();
+
         v1.Ping = (function() {
 
             /**
@@ -7355,6 +7959,10 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {clawpeer.v1.Pong.$Properties|null} [pong] Control pong
              * @property {clawpeer.v1.PairRequest.$Properties|null} [pairRequest] Control pairRequest
              * @property {clawpeer.v1.PairAccept.$Properties|null} [pairAccept] Control pairAccept
+             * @property {clawpeer.v1.CodePairStart.$Properties|null} [codePairStart] Control codePairStart
+             * @property {clawpeer.v1.CodePairReply.$Properties|null} [codePairReply] Control codePairReply
+             * @property {clawpeer.v1.CodePairFinish.$Properties|null} [codePairFinish] Control codePairFinish
+             * @property {clawpeer.v1.CodePairDone.$Properties|null} [codePairDone] Control codePairDone
              * @property {clawpeer.v1.TransferRequest.$Properties|null} [transferRequest] Control transferRequest
              * @property {clawpeer.v1.TransferAccept.$Properties|null} [transferAccept] Control transferAccept
              * @property {clawpeer.v1.Manifest.$Properties|null} [manifest] Control manifest
@@ -7371,7 +7979,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {clawpeer.v1.ShareChanged.$Properties|null} [shareChanged] Control shareChanged
              * @property {clawpeer.v1.ListRequest.$Properties|null} [listRequest] Control listRequest
              * @property {clawpeer.v1.ListReply.$Properties|null} [listReply] Control listReply
-             * @property {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply"} [body] Control body
+             * @property {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply"} [body] Control body
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -7394,6 +8002,10 @@ export const clawpeer = $root.clawpeer = (() => {
              *   pong?: clawpeer.v1.Pong.$Shape|null;
              *   pairRequest?: clawpeer.v1.PairRequest.$Shape|null;
              *   pairAccept?: clawpeer.v1.PairAccept.$Shape|null;
+             *   codePairStart?: clawpeer.v1.CodePairStart.$Shape|null;
+             *   codePairReply?: clawpeer.v1.CodePairReply.$Shape|null;
+             *   codePairFinish?: clawpeer.v1.CodePairFinish.$Shape|null;
+             *   codePairDone?: clawpeer.v1.CodePairDone.$Shape|null;
              *   transferRequest?: clawpeer.v1.TransferRequest.$Shape|null;
              *   transferAccept?: clawpeer.v1.TransferAccept.$Shape|null;
              *   manifest?: clawpeer.v1.Manifest.$Shape|null;
@@ -7412,7 +8024,7 @@ export const clawpeer = $root.clawpeer = (() => {
              *   listReply?: clawpeer.v1.ListReply.$Shape|null;
              *   $unknowns?: Array.<Uint8Array>;
              * } & (
-             *   ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest: clawpeer.v1.PairRequest.$Shape; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept: clawpeer.v1.PairAccept.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "watchShare"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare: clawpeer.v1.WatchShare.$Shape; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "shareChanged"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged: clawpeer.v1.ShareChanged.$Shape; listRequest?: null; listReply?: null }|{ body?: "listRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest: clawpeer.v1.ListRequest.$Shape; listReply?: null }|{ body?: "listReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply: clawpeer.v1.ListReply.$Shape })
+             *   ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest: clawpeer.v1.PairRequest.$Shape; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept: clawpeer.v1.PairAccept.$Shape; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairStart"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart: clawpeer.v1.CodePairStart.$Shape; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply: clawpeer.v1.CodePairReply.$Shape; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairFinish"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish: clawpeer.v1.CodePairFinish.$Shape; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone: clawpeer.v1.CodePairDone.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "watchShare"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare: clawpeer.v1.WatchShare.$Shape; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "shareChanged"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged: clawpeer.v1.ShareChanged.$Shape; listRequest?: null; listReply?: null }|{ body?: "listRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest: clawpeer.v1.ListRequest.$Shape; listReply?: null }|{ body?: "listReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply: clawpeer.v1.ListReply.$Shape })
              * )} clawpeer.v1.Control.$Shape
              */
 
@@ -7494,6 +8106,38 @@ export const clawpeer = $root.clawpeer = (() => {
              * @instance
              */
             Control.prototype.pairAccept = null;
+
+            /**
+             * Control codePairStart.
+             * @member {clawpeer.v1.CodePairStart.$Properties|null|undefined} codePairStart
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.codePairStart = null;
+
+            /**
+             * Control codePairReply.
+             * @member {clawpeer.v1.CodePairReply.$Properties|null|undefined} codePairReply
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.codePairReply = null;
+
+            /**
+             * Control codePairFinish.
+             * @member {clawpeer.v1.CodePairFinish.$Properties|null|undefined} codePairFinish
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.codePairFinish = null;
+
+            /**
+             * Control codePairDone.
+             * @member {clawpeer.v1.CodePairDone.$Properties|null|undefined} codePairDone
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.codePairDone = null;
 
             /**
              * Control transferRequest.
@@ -7628,12 +8272,12 @@ export const clawpeer = $root.clawpeer = (() => {
 
             /**
              * Control body.
-             * @member {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply"|undefined} body
+             * @member {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply"|undefined} body
              * @memberof clawpeer.v1.Control
              * @instance
              */
             $Object.defineProperty(Control.prototype, "body", {
-                get: $util.oneOfGetter($oneOfFields = ["hello", "welcome", "finished", "error", "ping", "pong", "pairRequest", "pairAccept", "transferRequest", "transferAccept", "manifest", "want", "dataOpen", "transferDone", "syncRequest", "syncAccept", "syncReconcile", "syncRevisions", "syncFetch", "syncDone", "watchShare", "shareChanged", "listRequest", "listReply"]),
+                get: $util.oneOfGetter($oneOfFields = ["hello", "welcome", "finished", "error", "ping", "pong", "pairRequest", "pairAccept", "codePairStart", "codePairReply", "codePairFinish", "codePairDone", "transferRequest", "transferAccept", "manifest", "want", "dataOpen", "transferDone", "syncRequest", "syncAccept", "syncReconcile", "syncRevisions", "syncFetch", "syncDone", "watchShare", "shareChanged", "listRequest", "listReply"]),
                 set: $util.oneOfSetter($oneOfFields)
             });
 
@@ -7669,6 +8313,14 @@ export const clawpeer = $root.clawpeer = (() => {
                     $root.clawpeer.v1.PairRequest.encode(message.pairRequest, writer.uint32(/* id 7, wireType 2 =*/58).fork(), _depth + 1).ldelim();
                 if (message.pairAccept != null && $Object.hasOwnProperty.call(message, "pairAccept"))
                     $root.clawpeer.v1.PairAccept.encode(message.pairAccept, writer.uint32(/* id 8, wireType 2 =*/66).fork(), _depth + 1).ldelim();
+                if (message.codePairStart != null && $Object.hasOwnProperty.call(message, "codePairStart"))
+                    $root.clawpeer.v1.CodePairStart.encode(message.codePairStart, writer.uint32(/* id 9, wireType 2 =*/74).fork(), _depth + 1).ldelim();
+                if (message.codePairReply != null && $Object.hasOwnProperty.call(message, "codePairReply"))
+                    $root.clawpeer.v1.CodePairReply.encode(message.codePairReply, writer.uint32(/* id 10, wireType 2 =*/82).fork(), _depth + 1).ldelim();
+                if (message.codePairFinish != null && $Object.hasOwnProperty.call(message, "codePairFinish"))
+                    $root.clawpeer.v1.CodePairFinish.encode(message.codePairFinish, writer.uint32(/* id 11, wireType 2 =*/90).fork(), _depth + 1).ldelim();
+                if (message.codePairDone != null && $Object.hasOwnProperty.call(message, "codePairDone"))
+                    $root.clawpeer.v1.CodePairDone.encode(message.codePairDone, writer.uint32(/* id 12, wireType 2 =*/98).fork(), _depth + 1).ldelim();
                 if (message.transferRequest != null && $Object.hasOwnProperty.call(message, "transferRequest"))
                     $root.clawpeer.v1.TransferRequest.encode(message.transferRequest, writer.uint32(/* id 16, wireType 2 =*/130).fork(), _depth + 1).ldelim();
                 if (message.transferAccept != null && $Object.hasOwnProperty.call(message, "transferAccept"))
@@ -7799,6 +8451,34 @@ export const clawpeer = $root.clawpeer = (() => {
                                 break;
                             message.pairAccept = $root.clawpeer.v1.PairAccept.decode(reader, reader.size(), $undefined, _depth + 1, message.pairAccept);
                             message.body = "pairAccept";
+                            continue;
+                        }
+                    case 9: {
+                            if (wireType !== 2)
+                                break;
+                            message.codePairStart = $root.clawpeer.v1.CodePairStart.decode(reader, reader.size(), $undefined, _depth + 1, message.codePairStart);
+                            message.body = "codePairStart";
+                            continue;
+                        }
+                    case 10: {
+                            if (wireType !== 2)
+                                break;
+                            message.codePairReply = $root.clawpeer.v1.CodePairReply.decode(reader, reader.size(), $undefined, _depth + 1, message.codePairReply);
+                            message.body = "codePairReply";
+                            continue;
+                        }
+                    case 11: {
+                            if (wireType !== 2)
+                                break;
+                            message.codePairFinish = $root.clawpeer.v1.CodePairFinish.decode(reader, reader.size(), $undefined, _depth + 1, message.codePairFinish);
+                            message.body = "codePairFinish";
+                            continue;
+                        }
+                    case 12: {
+                            if (wireType !== 2)
+                                break;
+                            message.codePairDone = $root.clawpeer.v1.CodePairDone.decode(reader, reader.size(), $undefined, _depth + 1, message.codePairDone);
+                            message.body = "codePairDone";
                             continue;
                         }
                     case 16: {

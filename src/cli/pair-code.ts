@@ -1,0 +1,132 @@
+// `pair invite` and `pair join` with a short code (pairing/code-words.ts): the inviter's side
+// opens a code invite, claims its nameplate in the nameplate directories, prints the code and by
+// default waits for the listener to settle it; the joiner's side runs ops/pair-code-join.ts.
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline/promises';
+import { ClawpeerError } from '../errors.js';
+import { formatHostPort } from '../home/address.js';
+import { CodeInviteStore } from '../home/code-invites.js';
+import { resolveConfig } from '../home/config.js';
+import { loadIdentity } from '../home/identity-store.js';
+import { readListening, type ListeningInfo } from '../home/listening-file.js';
+import { PeerStore } from '../home/peer-store.js';
+import { inviteDirectories, joinDirectories } from '../ops/nameplate-directories.js';
+import { codeEntropyBits, guessOdds, type ParsedCode } from '../pairing/code-words.js';
+import { openCodeInvite } from '../ops/pair-code-invite.js';
+import { sleep } from '../support/timeouts.js';
+import type { HostPort } from '../transport/types.js';
+import type { CommandContext } from './context.js';
+
+const random = (n: number): Uint8Array => new Uint8Array(randomBytes(n));
+const POLL_MS = 200;
+
+/** A concrete HOST:PORT of this home's running listener, if it has one. */
+function concreteAddr(listening: ListeningInfo | undefined): string | undefined {
+  if (listening === undefined || listening.host === '0.0.0.0' || listening.host === '::') return undefined;
+  return formatHostPort({ host: listening.host, port: listening.port });
+}
+
+export interface CodeInviteArgs {
+  readonly words: number;
+  readonly name?: string;
+  readonly ttlMs: number;
+  readonly wait: boolean;
+  readonly verify: boolean;
+}
+
+/** `pair invite` (short code). */
+export async function inviteByCode(ctx: CommandContext, a: CodeInviteArgs): Promise<void> {
+  const identity = await loadIdentity(ctx.home.identityKeyFile);
+  const store = new CodeInviteStore(ctx.home.invitesDir);
+  const log = ctx.log.child('pair');
+  const directories = inviteDirectories({ home: ctx.home, identity, config: resolveConfig({}), log });
+  const { code, expiresAt, claims } = await openCodeInvite({ store, directories, words: a.words, ttlMs: a.ttlMs, log, signal: ctx.signal, random, ...(a.name === undefined ? {} : { name: a.name }) });
+  const listening = await readListening(ctx.home.dir);
+  const addr = concreteAddr(listening);
+  const until = new Date(expiresAt).toISOString();
+  const joinHint = directories.length > 0 ? `clawpeer pair join ${code.text}` : `clawpeer pair join ${code.text} --addr ${addr ?? '<THIS_HOST>:<PORT>'}`;
+  ctx.out.emit(
+    {
+      event: 'invite', code: code.text, nameplate: Number(code.nameplate), words: code.words.length, bits: Number(codeEntropyBits(code.words.length).toFixed(1)),
+      expiresAt: until, id: identity.nodeId, ...(listening === undefined ? {} : { port: listening.port }), ...(addr === undefined ? {} : { addr }),
+    },
+    `pairing code: ${code.text}\n` +
+      `single use, valid until ${until}; one wrong guess burns it (1 in ${guessOdds(code.words.length).toLocaleString('en-US')} per guess)\n` +
+      `on the other machine run: ${joinHint}\n` +
+      (listening === undefined ? 'no listener of this home is running: start `clawpeer listen` before the other side joins' : `this home's listener (pid ${listening.pid}) holds it`),
+  );
+  if (!a.wait) return; // the listener holds the invite; directory claims last until they expire
+  try {
+    await waitForOutcome(ctx, store, code, a.verify);
+  } finally {
+    await store.cancel(code.nameplate).catch(() => undefined); // still open: withdrawn (Ctrl-C, expiry)
+    await Promise.all(claims.map((c) => c.release().catch(() => undefined)));
+  }
+}
+
+async function waitForOutcome(ctx: CommandContext, store: CodeInviteStore, code: ParsedCode, verify: boolean): Promise<void> {
+  for (;;) {
+    if (ctx.signal.aborted) throw new ClawpeerError('INTERRUPTED', `stopped waiting: the code ${code.text} is withdrawn`);
+    const status = await store.status(code.nameplate);
+    if (status.state === 'gone') throw new ClawpeerError('TIMEOUT', `the code ${code.text} expired unused`);
+    if (status.state === 'settled') {
+      if (status.outcome === 'burnt') {
+        throw new ClawpeerError('AUTH_FAILED', `the code ${code.text} is burnt: ${status.reason}. Nothing was pinned; make a new one with \`clawpeer pair invite\``);
+      }
+      ctx.out.emit(
+        { event: 'paired', id: status.id, name: status.name, verify: status.verify },
+        `paired ${status.name} ${status.id}; it pinned this node too` + (verify ? `\nverification: ${status.verify} (the joiner's \`pair join --verify\` shows the same)` : ''),
+      );
+      return;
+    }
+    await sleep(POLL_MS);
+  }
+}
+
+export interface CodeJoinArgs {
+  readonly code: ParsedCode;
+  readonly address?: HostPort;
+  readonly name?: string;
+  readonly verify: boolean;
+  readonly yes: boolean;
+  readonly transport: unknown;
+}
+
+/** `pair join CODE` (short code). */
+export async function joinWithCode(ctx: CommandContext, a: CodeJoinArgs): Promise<void> {
+  const identity = await loadIdentity(ctx.home.identityKeyFile);
+  const config = resolveConfig({ transport: a.transport });
+  const log = ctx.log.child('pair');
+  const own = concreteAddr(await readListening(ctx.home.dir));
+  const { joinByCode } = await import('../ops/pair-code-join.js');
+  const confirm = a.verify
+    ? async (verify: string): Promise<boolean> => {
+        ctx.out.emit({ event: 'verify', verify }, `verification: ${verify} (the inviter's \`pair invite --verify\` shows the same)`);
+        if (a.yes) return true;
+        return askYes(`does the inviter show ${verify}? [y/N] `);
+      }
+    : undefined;
+  const { entry, created, verify } = await joinByCode({
+    identity, peers: new PeerStore(ctx.home.peersFile), code: a.code, directories: a.address === undefined ? joinDirectories({ home: ctx.home, identity, config, log }) : [],
+    config, log, signal: ctx.signal, ...(a.address === undefined ? {} : { address: a.address }), ...(a.name === undefined ? {} : { name: a.name }),
+    ...(own === undefined ? {} : { ownAddrs: [own] }), ...(confirm === undefined ? {} : { confirm }),
+  });
+  ctx.out.emit(
+    { event: 'paired', ...entry, alreadyPaired: !created, verify },
+    created ? `paired ${entry.name} ${entry.id} at ${entry.addr ?? ''}; it pinned this node too` : `already paired with ${entry.name} ${entry.id}; its address is now ${entry.addr ?? ''} and it pinned this node too`,
+  );
+}
+
+async function askYes(question: string): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  // stdin at its end answers no (question() alone would wait forever).
+  const closed = new Promise<string>((resolve) => rl.once('close', () => resolve('')));
+  try {
+    const answer = await Promise.race([rl.question(question), closed]);
+    return /^y(es)?$/i.test(answer.trim());
+  } catch {
+    return false; // stdin closed: not confirmed
+  } finally {
+    rl.close();
+  }
+}
