@@ -27,6 +27,8 @@ export async function syncWithPeer(o: SyncWithPeerOptions): Promise<SyncFolderRe
     const result = await syncFolder({ ...rest, session, nodeId: identity.nodeId });
     delivered = true; // it ended on the listener's sync-done: nothing of ours is left unanswered
     return result;
+  } catch (err) {
+    throw await session.reasonFor(err);
   } finally {
     untell();
     await session.close('done', { linger: !delivered });

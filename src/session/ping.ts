@@ -5,9 +5,6 @@ import { ClawpeerError } from '../errors.js';
 import type { PeerSession } from './session.js';
 import { sleep, withTimeout } from '../support/timeouts.js';
 
-/** After a failed send, how long to look for the peer's parting Error message. */
-const PEER_REASON_WAIT_MS = 1_000;
-
 export interface PingResult {
   readonly seq: number;
   readonly rttMs: number;
@@ -19,13 +16,9 @@ export async function* pingPeer(session: PeerSession, options: { count: number; 
   for (let seq = 1; seq <= options.count; seq++) {
     if (options.signal?.aborted === true) return;
     const start = performance.now();
+    // The peer may have said why it is hanging up just before: its reason beats "connection lost".
     await session.control.send({ type: 'ping', seq, sentTimeUs: Math.round(start * 1000) }).catch(async (err: unknown) => {
-      // The peer may have said why it is hanging up just before: its reason beats "connection lost".
-      const reason: unknown = await withTimeout(session.control.receive(), PEER_REASON_WAIT_MS, 'reading the peer\'s parting message').then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      throw reason instanceof ClawpeerError && reason.wire !== undefined ? reason : err;
+      throw await session.reasonFor(err);
     });
     const reply = await withTimeout(session.control.receive(options.signal !== undefined ? { signal: options.signal } : {}), options.timeoutMs, `pong ${seq} from ${session.peerId}`);
     const rttMs = performance.now() - start;

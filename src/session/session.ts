@@ -7,10 +7,12 @@ import { ClawpeerError, isInterruption } from '../errors.js';
 import type { FeatureName, SessionCapabilities } from '../protocol/capabilities.js';
 import type { CloseOptions, Connection, TransportName } from '../transport/types.js';
 import type { ControlChannel, ControlHandshakeResult } from './control-channel.js';
-import { settledWithin } from '../support/timeouts.js';
+import { settledWithin, withTimeout } from '../support/timeouts.js';
 
 /** How long close() waits for the control stream's queued writes and FIN before closing the connection anyway. */
 export const CONTROL_CLOSE_MAX_MS = 5_000;
+/** After a failure that is the connection going away, how long to look for the peer's parting Error. */
+export const PEER_REASON_WAIT_MS = 1_000;
 
 export class PeerSession {
   readonly peerId: string;
@@ -73,6 +75,24 @@ export class PeerSession {
     };
     signal.addEventListener('abort', onAbort, { once: true });
     return () => signal.removeEventListener('abort', onAbort);
+  }
+
+  /**
+   * A failure that is only the connection going away (a write that found it closed) may have a
+   * reason the peer sent just before hanging up: its Error on the control stream. That reason
+   * when it is there within `waitMs`, else `err` itself. Why: a listener refusing a request
+   * sends an Error and closes while this side may still be writing; "connection lost" would
+   * hide "share X refuses ...".
+   */
+  async reasonFor(err: unknown, waitMs = PEER_REASON_WAIT_MS): Promise<unknown> {
+    if (!(err instanceof ClawpeerError) || err.wire !== undefined) return err;
+    if (err.code !== 'CONNECTION_CLOSED' && err.code !== 'REMOTE') return err;
+    try {
+      await withTimeout(this.control.receive(), waitMs, 'reading the peer\'s parting message');
+      return err;
+    } catch (peer) {
+      return peer instanceof ClawpeerError && peer.wire !== undefined ? peer : err;
+    }
   }
 
   /**

@@ -367,7 +367,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
     // Stopped by SIGINT/SIGTERM (the peer was told, above): the user hears that a rerun resumes
     // (partials are kept on both sides).
     const stopped: unknown = ctx.signal.reason;
-    if (!ctx.signal.aborted || !isInterruption(stopped)) throw err;
+    if (!ctx.signal.aborted || !isInterruption(stopped)) throw await session.reasonFor(err);
     const kept = direction === 'push' ? 'what the peer received is kept' : 'what arrived is kept';
     throw new ClawpeerError(stopped.code, `${direction} ${stopped.message}: ${kept}; run the same command again to ${direction === 'push' ? 'send' : 'fetch'} the rest`, { cause: err });
   } finally {
