@@ -8,11 +8,16 @@ import { ListenerActivity, type ConnectedPeer } from '../session/listener-activi
 import { ResidentFolders } from '../folder-sync/synced-folder.js';
 import { serveSession } from './dispatch.js';
 import { NodeServer, type BoundTransport, type ServerOptions } from './server.js';
+import { startLanResponder, type LanResponder } from '../reach/lan-discovery.js';
 
 /** What the server takes (identity, pairs, invites, shares, address, config, log), and one cap on sending. */
 export interface ListenerOptions extends ServerOptions {
   /** listen --bwlimit: everything this listener sends, all peers, pulls and syncs together. */
   readonly sendLimiter?: RateLimiter;
+  /** Answer LAN discovery queries (reach/lan-discovery.ts) on this UDP port; absent: do not. */
+  readonly lan?: { readonly port: number; readonly interfaces?: readonly string[] };
+  /** The nameplates of the short-code invites open now, answered on the LAN too (pairing). */
+  readonly openNameplates?: () => number[];
 }
 
 export class Listener {
@@ -22,6 +27,8 @@ export class Listener {
   readonly resident: ResidentFolders;
   /** The transfers and syncs running now. */
   readonly activity: ListenerActivity;
+
+  #lan: LanResponder | undefined;
 
   private constructor(server: NodeServer, indexes: ChunkIndexPool, resident: ResidentFolders, activity: ListenerActivity) {
     this.#server = server;
@@ -38,7 +45,20 @@ export class Listener {
     const ctx = { shares: o.shares, config: o.config, log: o.log, nodeId: o.identity.nodeId, indexes, resident, activity, ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }) };
     try {
       const server = await NodeServer.start(o, (session, signal) => serveSession(session, ctx, signal));
-      return new Listener(server, indexes, resident, activity);
+      const listener = new Listener(server, indexes, resident, activity);
+      if (o.lan !== undefined) {
+        try {
+          listener.#lan = await startLanResponder({
+            identity: o.identity, bound: server.bound, port: o.lan.port, log: o.log.child('lan'),
+            ...(o.lan.interfaces === undefined ? {} : { interfaces: o.lan.interfaces }),
+            ...(o.openNameplates === undefined ? {} : { openNameplates: o.openNameplates }),
+          });
+        } catch (err) {
+          // Peers with an address (or a rendezvous) still reach us: a busy port is not fatal.
+          o.log.warn('LAN discovery is off: cannot answer queries', { error: (err as Error).message });
+        }
+      }
+      return listener;
     } catch (err) {
       await indexes.close();
       await resident.close();
@@ -62,6 +82,7 @@ export class Listener {
 
   /** Ends every session, then saves and closes what they kept (chunk indexes last: their last changes too). */
   async close(): Promise<void> {
+    await this.#lan?.close();
     await this.#server.close();
     await this.#indexes.close();
     await this.resident.close();
