@@ -196,7 +196,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           const caps = describeCapabilities(session.caps);
           const path = session.path();
           if (!ctx.out.json) {
-            ctx.out.emit({}, `connected to ${peer.name} (${peer.id}) at ${formatHostPort(session.connection.remoteAddress)} via ${session.transport}, path ${path}, protocol v${session.version}\ncapabilities: ${caps.join(' ')}`);
+            ctx.out.emit({}, `connected to ${peer.name} (${peer.id}) at ${formatHostPort(session.connection.remoteAddress)} via ${session.transport}, protocol v${session.version}, path ${path}\ncapabilities: ${caps.join(' ')}`);
           }
           const rtts: number[] = [];
           for await (const p of pingPeer(session, { count, intervalMs, timeoutMs: config.idleTimeoutMs, signal: ctx.signal })) {
