@@ -9,6 +9,8 @@ import { ResidentFolders } from '../folder-sync/synced-folder.js';
 import { serveSession } from './dispatch.js';
 import { NodeServer, type BoundTransport, type ServerOptions } from './server.js';
 import { startLanResponder, type LanResponder } from '../reach/lan-discovery.js';
+import type { PathKind } from '../reach/paths.js';
+import type { HostPort } from '../transport/types.js';
 
 /** What the server takes (identity, pairs, invites, shares, address, config, log), and one cap on sending. */
 export interface ListenerOptions extends ServerOptions {
@@ -18,6 +20,17 @@ export interface ListenerOptions extends ServerOptions {
   readonly lan?: { readonly port: number; readonly interfaces?: readonly string[] };
   /** The nameplates of the short-code invites open now, answered on the LAN too (pairing). */
   readonly openNameplates?: () => number[];
+  /**
+   * Starts the listener's side of a rendezvous (its traversal socket, registration, port
+   * mapping) once the transports are bound; its pathOf labels the sessions it forwards.
+   */
+  readonly startReach?: (bound: readonly BoundTransport[]) => Promise<ListenerReach>;
+}
+
+/** What the listener keeps of a running rendezvous side (reach-rv's startListenerReach). */
+export interface ListenerReach {
+  pathOf(remote: HostPort): PathKind | undefined;
+  close(): Promise<void> | void;
 }
 
 export class Listener {
@@ -29,6 +42,7 @@ export class Listener {
   readonly activity: ListenerActivity;
 
   #lan: LanResponder | undefined;
+  #reach: ListenerReach | undefined;
 
   private constructor(server: NodeServer, indexes: ChunkIndexPool, resident: ResidentFolders, activity: ListenerActivity) {
     this.#server = server;
@@ -44,8 +58,19 @@ export class Listener {
     const activity = new ListenerActivity();
     const ctx = { shares: o.shares, config: o.config, log: o.log, nodeId: o.identity.nodeId, indexes, resident, activity, ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }) };
     try {
-      const server = await NodeServer.start(o, (session, signal) => serveSession(session, ctx, signal));
+      // Bound late: the rendezvous side starts once the transports are bound, after the server.
+      let reach: ListenerReach | undefined;
+      const pathOf = (remote: HostPort): PathKind | undefined => reach?.pathOf(remote) ?? o.pathOf?.(remote);
+      const server = await NodeServer.start({ ...o, pathOf }, (session, signal) => serveSession(session, ctx, signal));
       const listener = new Listener(server, indexes, resident, activity);
+      if (o.startReach !== undefined) {
+        try {
+          reach = listener.#reach = await o.startReach(server.bound);
+        } catch (err) {
+          await listener.close();
+          throw err;
+        }
+      }
       if (o.lan !== undefined) {
         try {
           listener.#lan = await startLanResponder({
@@ -82,6 +107,7 @@ export class Listener {
 
   /** Ends every session, then saves and closes what they kept (chunk indexes last: their last changes too). */
   async close(): Promise<void> {
+    await this.#reach?.close();
     await this.#lan?.close();
     await this.#server.close();
     await this.#indexes.close();

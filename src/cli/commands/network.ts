@@ -12,6 +12,9 @@ import { applyAllowLists, resolveShares, type Share } from '../../home/shares.js
 import { formatHostPort } from '../../home/address.js';
 import type { ListenerStatus } from '../../folder-sync/resident-protocol.js';
 import type { Runner } from '../context.js';
+import type { ReachConfig } from '../../home/config-file.js';
+import type { Identity } from '../../crypto/identity.js';
+import type { ListenerOptions } from '../../listener/listener.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 
 function configFrom(args: Record<string, unknown>): NodeConfig {
@@ -79,6 +82,17 @@ async function sweepStaleTempFiles(shares: readonly Share[], log: Logger, signal
   }
 }
 
+/**
+ * The listener's rendezvous side (registration, traversal socket, port mapping) for
+ * Listener.start, when a rendezvous server is named. The rendezvous branch's integration
+ * returns its startListenerReach here.
+ */
+function listenerReachFor(reach: ReachConfig, _identity: Identity, log: Logger): ListenerOptions['startReach'] {
+  if (reach.rendezvous === undefined) return undefined;
+  log.warn('a rendezvous server is configured but this build has no rendezvous client: peers reach this listener directly or on the LAN only', { rendezvous: formatHostPort(reach.rendezvous) });
+  return undefined;
+}
+
 export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
   return cli
     .command(
@@ -122,7 +136,8 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const { Listener } = await import('../../listener/listener.js');
         const reach = await ctx.reach();
         const lan = reach.lanDiscovery ? { lan: { port: reach.lanDiscoveryPort, ...(reach.lanInterfaces === undefined ? {} : { interfaces: reach.lanInterfaces }) } } : {};
-        const server = await Listener.start({ identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited, ...lan });
+        const startReach = listenerReachFor(reach, identity, log);
+        const server = await Listener.start({ identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited, ...lan, ...(startReach === undefined ? {} : { startReach }) });
         const { resident, activity } = server;
         const startedAt = Date.now();
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
