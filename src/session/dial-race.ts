@@ -94,7 +94,9 @@ export function raceDial<T>(o: DialRaceOptions<T>): Promise<DialRaceWinner<T>> {
       const now = Date.now();
       pending.sort((a, b) => a.priority - b.priority);
       // Nothing earlier is being dialled: the next group need not wait for its turn.
-      const due = (c: DialCandidate): boolean => now >= t0 + c.priority * headStartMs || (inFlight === 0 && c.priority === pending[0]?.priority);
+      const idle = inFlight === 0;
+      const earliest = pending[0]?.priority;
+      const due = (c: DialCandidate): boolean => now >= t0 + c.priority * headStartMs || (idle && c.priority === earliest);
       for (let i = 0; i < pending.length; ) {
         const c = pending[i]!;
         if (due(c)) {

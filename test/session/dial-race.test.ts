@@ -134,3 +134,23 @@ t.test('a peer refusing us decides the error code over paths that merely failed'
   }).catch((e: unknown) => e);
   t.equal((err as ClawpeerError).code, 'AUTH_FAILED');
 });
+
+t.test('a whole later group starts at once when nothing earlier is left', async (t) => {
+  const pr = probe();
+  const started = new Map<string, number>();
+  const t0 = Date.now();
+  const won = await raceDial({
+    peer,
+    sources: [
+      source('direct', [{ after: 0, c: pr.candidate('direct A', 0) }]),
+      source('rv', [{ after: 10, c: pr.candidate('punched P', 2, 'punched') }, { after: 0, c: pr.candidate('relay R', 2, 'relayed') }]),
+    ],
+    attempt: attempts({ 'direct A': { ms: 100, ok: false }, 'punched P': { ms: 400, ok: false }, 'relay R': { ms: 10, ok: true } }, started, t0),
+    discard: () => Promise.resolve(),
+    headStartMs: 5000,
+  });
+  t.equal(won.value, 'relay R');
+  const p = started.get('punched P') ?? 9999;
+  const r = started.get('relay R') ?? 9999;
+  t.ok(p >= 90 && r < p + 200, `both of group 2 started once A failed, together (P at ${p} ms, R at ${r} ms), not R after P failed`);
+});
