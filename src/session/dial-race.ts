@@ -47,6 +47,7 @@ export function raceDial<T>(o: DialRaceOptions<T>): Promise<DialRaceWinner<T>> {
   let inFlight = 0;
   let settled = false;
   let timer: NodeJS.Timeout | undefined;
+  const dialled = new Set<string>();
 
   return new Promise<DialRaceWinner<T>>((resolve, reject) => {
     const finish = (outcome: { winner: DialRaceWinner<T> } | { error: unknown }): void => {
@@ -132,6 +133,13 @@ export function raceDial<T>(o: DialRaceOptions<T>): Promise<DialRaceWinner<T>> {
               continue;
             }
             found++;
+            // The same address from two sources (pinned, and answered on the LAN) is dialled once.
+            const key = `${c.address.host}|${c.address.port}`;
+            if (dialled.has(key)) {
+              c.release();
+              continue;
+            }
+            dialled.add(key);
             pending.push(c);
             step();
           }

@@ -126,7 +126,8 @@ export async function dialPeer(options: DialOptions): Promise<PeerSession> {
       peer,
       sources: paths.sources,
       attempt: (candidate, signal) => dialAddress(options, candidate.address, signal),
-      discard: ({ conn }) => conn.close('another path won'),
+      // Closed as a session is (control stream finished first): the listener sees a peer leave, not a failure.
+      discard: ({ conn, handshake }) => new PeerSession(conn, handshake).close('another path won'),
       log: options.log,
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });

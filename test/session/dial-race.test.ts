@@ -12,11 +12,13 @@ interface Probe {
   candidate(describe: string, priority: number, path?: PathKind): DialCandidate;
 }
 
+let nextPort = 1000; // each candidate its own address: the race dials an address once
+
 function probe(): Probe {
   const released: string[] = [];
   return {
     released,
-    candidate: (describe, priority, path = 'direct') => ({ address: { host: '127.0.0.1', port: 1 }, describe, priority, path: () => path, release: () => released.push(describe) }),
+    candidate: (describe, priority, path = 'direct') => ({ address: { host: '127.0.0.1', port: ++nextPort }, describe, priority, path: () => path, release: () => released.push(describe) }),
   };
 }
 
@@ -153,4 +155,19 @@ t.test('a whole later group starts at once when nothing earlier is left', async 
   const p = started.get('punched P') ?? 9999;
   const r = started.get('relay R') ?? 9999;
   t.ok(p >= 90 && r < p + 200, `both of group 2 started once A failed, together (P at ${p} ms, R at ${r} ms), not R after P failed`);
+});
+
+t.test('an address offered by two sources is dialled once', async (t) => {
+  const pr = probe();
+  const started = new Map<string, number>();
+  const same = (describe: string, path: PathKind): DialCandidate => ({ ...pr.candidate(describe, 0, path), address: { host: '127.0.0.1', port: 7700 } });
+  const won = await raceDial({
+    peer,
+    sources: [source('direct', [{ after: 0, c: same('direct 127.0.0.1:7700', 'direct') }]), source('lan', [{ after: 5, c: same('lan 127.0.0.1:7700', 'lan') }])],
+    attempt: attempts({ 'direct 127.0.0.1:7700': { ms: 50, ok: true }, 'lan 127.0.0.1:7700': { ms: 1, ok: true } }, started, Date.now()),
+    discard: () => Promise.resolve(),
+  });
+  t.equal(won.value, 'direct 127.0.0.1:7700');
+  t.same([...started.keys()], ['direct 127.0.0.1:7700'], 'the second offer was not dialled');
+  t.same(pr.released, ['lan 127.0.0.1:7700'], 'and was released');
 });
