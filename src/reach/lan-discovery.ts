@@ -179,8 +179,13 @@ function formatAddr(a: HostPort): string {
   return a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 }
 
-/** LAN discovery as a dial path source: asks for the peer's key; each address answered is a 'lan' candidate of priority 0. */
-export function lanSource(options: LanDiscoveryOptions): PathSource {
+/**
+ * LAN discovery as a dial path source: asks for the peer's key; each address answered is a
+ * 'lan' candidate. The address the answer came from gets `priority` (default 0), the node's
+ * other addresses (other interfaces, a container bridge) one more, so they are dialled only
+ * if it fails or is slow.
+ */
+export function lanSource(options: LanDiscoveryOptions, priority = 0): PathSource {
   return {
     name: 'lan',
     async *find(peer: PeerToReach, signal: AbortSignal): AsyncIterable<DialCandidate> {
@@ -190,7 +195,8 @@ export function lanSource(options: LanDiscoveryOptions): PathSource {
           const key = formatAddr(address);
           if (seen.has(key)) continue;
           seen.add(key);
-          yield { address, path: () => 'lan', describe: `lan ${key}`, priority: 0, release: () => undefined };
+          const p = address.host === answer.from.host ? priority : priority + 1;
+          yield { address, path: () => 'lan', describe: `lan ${key}`, priority: p, release: () => undefined };
         }
       }
       if (seen.size === 0 && signal.aborted !== true) {

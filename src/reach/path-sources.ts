@@ -1,6 +1,7 @@
 // Which ways to try for one dial (REACH.md, "Dialing"): an address typed with --addr alone;
 // otherwise the pinned address and the address that worked last (priority 0, 'direct'), LAN
-// discovery (priority 0, 'lan'), and with a rendezvous server named, its lookup (priority 1) and
+// discovery (priority 0, 'lan'; 1 when an address is pinned: it stands in for a pinned address
+// that fails), and with a rendezvous server named, its lookup (priority 1) and
 // the traversal socket's punched or relayed paths (priority 2). session/dial-race.ts races them.
 import type { Identity } from '../crypto/identity.js';
 import { ClawpeerError } from '../errors.js';
@@ -82,7 +83,8 @@ export function pathSourcesFor(o: PathSourcesOptions): PathSources {
   if (o.config.lanDiscovery) {
     // A peer pinned on this machine is looked for on this machine: no broadcast on a real network.
     const loopbackOnly = pinned !== undefined && isLoopbackHost(pinned.host);
-    sources.push(lanSource(lanOptionsFrom(o.config, { loopbackOnly, log: o.log })));
+    // With an address pinned, what the LAN answers is dialled once that address fails or is slow.
+    sources.push(lanSource(lanOptionsFrom(o.config, { loopbackOnly, log: o.log }), pinned === undefined ? 0 : 1));
   } else if (pinned === undefined) {
     sources.push(noteSource('lan', 'LAN discovery is off (lanDiscovery false in config.json, or --no-lan-discovery)'));
   }

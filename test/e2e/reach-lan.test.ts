@@ -48,6 +48,18 @@ t.test('push over the path found, content intact; pair list remembers the path',
   t.match(jsonLines(list.stdout)[0], { id: a.id, path: 'lan' });
 });
 
+t.test('a pinned address that no longer works: the LAN finds the listener where it is now', async (t) => {
+  const e = await initNode('lan-e');
+  await writeFile(join(e.home, 'config.json'), config);
+  await runCli(['--home', a.home, 'pair', 'add', e.id, '--name', 'erin']);
+  await runCli(['--home', e.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', '127.0.0.1:9']); // nothing listens on port 9
+  const started = Date.now();
+  const r = await runCli(['--home', e.home, 'ping', 'alice', '--count', '1', '--json']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(jsonLines(r.stdout).find((l) => l['event'] === 'summary'), { path: 'lan' });
+  t.ok(Date.now() - started < 4500, `not held up by the dead address's connect timeout (${Date.now() - started} ms)`);
+});
+
 t.test('discovery off and no address: the error names what was tried and how to fix it', async (t) => {
   const c = await initNode('lan-c');
   await runCli(['--home', c.home, 'pair', 'add', a.id, '--name', 'alice']);
