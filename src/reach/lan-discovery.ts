@@ -171,7 +171,9 @@ export async function* queryLan(query: LanQuery, accept: (a: Announcement) => bo
 
 /** The listen addresses of an answer, the one it came from first (the path that just worked). */
 export function listenAddressesOf(answer: LanAnswer): HostPort[] {
-  const out = answer.announcement.addresses.filter((a) => a.role === 'listen').map((a) => ({ host: a.host, port: a.port }));
+  // A loopback address from another machine would be this machine (its own listener, perhaps).
+  const fromHere = isLoopbackHost(answer.from.host);
+  const out = answer.announcement.addresses.filter((a) => a.role === 'listen' && (fromHere || !isLoopbackHost(a.host))).map((a) => ({ host: a.host, port: a.port }));
   return out.sort((x, y) => Number(y.host === answer.from.host) - Number(x.host === answer.from.host));
 }
 
@@ -257,10 +259,12 @@ export interface LanResponder {
  */
 export async function startLanResponder(o: LanResponderOptions): Promise<LanResponder> {
   const loopbackOnly = o.bound.every((b) => isLoopbackHost(b.host));
-  const v4 = o.bound.filter((b) => !b.host.includes(':'));
+  // Announced: IPv4 addresses only (the query came over IPv4); a wildcard bind means every interface's.
+  const wildcard = (host: string): boolean => host === '0.0.0.0' || host === '::';
+  const v4 = o.bound.filter((b) => wildcard(b.host) || !b.host.includes(':'));
   // A socket bound to the loopback broadcast address hears loopback broadcasts and nothing else.
   const hear = await openSocket(loopbackOnly ? LOOPBACK_BROADCAST : '0.0.0.0', o.port, true);
-  const speakHost = loopbackOnly ? '127.0.0.1' : v4.length === 1 && v4[0]!.host !== '0.0.0.0' ? v4[0]!.host : '0.0.0.0';
+  const speakHost = loopbackOnly ? '127.0.0.1' : v4.length === 1 && !wildcard(v4[0]!.host) ? v4[0]!.host : '0.0.0.0';
   let speak: Socket;
   try {
     speak = await openSocket(speakHost, 0, false);
@@ -273,10 +277,11 @@ export async function startLanResponder(o: LanResponderOptions): Promise<LanResp
   let seq = 0;
   let windowStart = 0;
   let answered = 0;
-  const addressesFor = (): AnnouncedAddress[] => {
+  /** Loopback addresses only to a querier on this machine: to another they name itself. */
+  const addressesFor = (toLoopback: boolean): AnnouncedAddress[] => {
     const out = new Map<string, AnnouncedAddress>();
     for (const b of v4) {
-      const hosts = b.host === '0.0.0.0' ? ipv4Interfaces(o.interfaces).map((i) => i.address) : [b.host];
+      const hosts = (wildcard(b.host) ? ipv4Interfaces(o.interfaces).map((i) => i.address) : [b.host]).filter((h) => toLoopback || !isLoopbackHost(h));
       for (const host of hosts) out.set(`${host}:${b.port}`, { host, port: b.port, role: 'listen', source: 'local' });
     }
     return [...out.values()].slice(0, MAX_ANNOUNCED_ADDRESSES);
@@ -299,7 +304,7 @@ export async function startLanResponder(o: LanResponderOptions): Promise<LanResp
     if (++answered > MAX_ANSWERS_PER_SECOND) return;
     seq = Math.max(seq + 1, now);
     const nameplate = q.kind === 'nameplate' ? q.nameplate : undefined;
-    const addresses = addressesFor();
+    const addresses = addressesFor(isLoopbackHost(rinfo.address));
     if (addresses.length === 0) return;
     const bytes = encodeAnnouncement(o.identity, { seq, issuedAtMs: now, ttlMs: LAN_ANNOUNCEMENT_TTL_MS, addresses, ...(nameplate === undefined ? {} : { nameplate }) });
     speak.send(bytes, rinfo.port, rinfo.address, (err) => err !== null && o.log.debug('LAN answer not sent', { to: rinfo.address, error: err.message }));

@@ -5,7 +5,8 @@ import { createSocket } from 'node:dgram';
 import { generateIdentity } from '../../src/crypto/identity.js';
 import { encodeAnnouncement } from '../../src/protocol/announcement.js';
 import { decodeLanQuery, encodeLanQuery, isLanQuery } from '../../src/protocol/lan-query.js';
-import { findByNameplate, lanSource, queryLan, startLanResponder } from '../../src/reach/lan-discovery.js';
+import { findByNameplate, lanSource, listenAddressesOf, queryLan, startLanResponder } from '../../src/reach/lan-discovery.js';
+import { decodeAnnouncement } from '../../src/protocol/announcement.js';
 import type { DialCandidate } from '../../src/reach/paths.js';
 import { silentLogger } from '../../src/logger.js';
 
@@ -99,4 +100,23 @@ t.test('a nameplate is answered only while it is open', async (t) => {
   t.same(holders.map((h) => [h.nodeId, h.addresses]), [[alice.nodeId, [{ host: '127.0.0.1', port: 7125 }]]]);
   open = [];
   t.same(await findByNameplate(1234, { port: p, timeoutMs: 300, loopbackOnly: true }), [], 'closed: no answer');
+});
+
+t.test('an answer from another machine: its loopback addresses are not dialled, its sending address first', async (t) => {
+  const bob = generateIdentity();
+  const now = Date.now();
+  const announcement = decodeAnnouncement(
+    encodeAnnouncement(bob, {
+      seq: 1, issuedAtMs: now, ttlMs: 60_000,
+      addresses: [
+        { host: '127.0.0.1', port: 7700, role: 'listen', source: 'local' },
+        { host: '198.18.5.1', port: 7700, role: 'listen', source: 'local' },
+        { host: '198.18.0.7', port: 7700, role: 'listen', source: 'local' },
+        { host: '198.18.0.7', port: 40000, role: 'mux', source: 'local' },
+      ],
+    }),
+    now,
+  );
+  t.same(listenAddressesOf({ announcement, from: { host: '198.18.0.7', port: 5000 } }), [{ host: '198.18.0.7', port: 7700 }, { host: '198.18.5.1', port: 7700 }]);
+  t.same(listenAddressesOf({ announcement, from: { host: '127.0.0.1', port: 5000 } }).map((a) => a.host), ['127.0.0.1', '198.18.5.1', '198.18.0.7'], 'from this machine, loopback is fine');
 });
