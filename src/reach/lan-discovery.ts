@@ -151,6 +151,7 @@ export async function* queryLan(query: LanQuery, accept: (a: Announcement) => bo
   );
   timers.push(setTimeout(finish, options.timeoutMs));
   signal?.addEventListener('abort', finish, { once: true });
+  if (signal?.aborted === true) finish();
   try {
     while (!done || queue.length > 0) {
       const next = queue.shift();
