@@ -29,7 +29,7 @@ export async function syncWithPeer(o: SyncWithPeerOptions): Promise<SyncFolderRe
     const { syncFolder } = await client;
     const result = await syncFolder({ ...rest, session, nodeId: identity.nodeId });
     delivered = true; // it ended on the listener's sync-done: nothing of ours is left unanswered
-    return result;
+    return { ...result, path: session.path(), rttMs: Math.round(session.rttMs() * 1000) / 1000 };
   } finally {
     untell();
     await session.close('done', { linger: !delivered });
