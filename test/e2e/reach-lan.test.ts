@@ -48,6 +48,17 @@ t.test('push over the path found, content intact; pair list remembers the path',
   t.match(jsonLines(list.stdout)[0], { id: a.id, path: 'lan' });
 });
 
+t.test('a two-way sync over the path found', async (t) => {
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-lan-sync-'));
+  await writeFile(join(folder, 'from-bob.txt'), 'bob\n');
+  await writeFile(join(a.home, 'inbox', 'from-alice.txt'), 'alice\n');
+  const r = await runCli(['--home', b.home, 'sync', folder, 'alice:inbox', '--json']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(jsonLines(r.stdout).find((l) => l['event'] === 'done'), { path: 'lan', inSync: true });
+  t.equal(await readFile(join(folder, 'from-alice.txt'), 'utf8'), 'alice\n');
+  t.equal(await readFile(join(a.home, 'inbox', 'from-bob.txt'), 'utf8'), 'bob\n');
+});
+
 t.test('a pinned address that no longer works: the LAN finds the listener where it is now', async (t) => {
   const e = await initNode('lan-e');
   await writeFile(join(e.home, 'config.json'), config);
