@@ -171,9 +171,11 @@ async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logge
 }
 
 function peerEnvironment(peer: NonNullable<RunnerOptions['peer']>): Environment {
+  const address = peer.resolved.address;
+  if (address === undefined) throw new TypeError('bench needs the peer\'s address (bench.ts checks it)');
   return {
     identity: peer.identity,
-    openLink: () => Promise.resolve({ address: peer.resolved.address, counters: () => Promise.resolve(undefined), close: () => Promise.resolve() }),
+    openLink: () => Promise.resolve({ address, counters: () => Promise.resolve(undefined), close: () => Promise.resolve() }),
     peerAt: (address) => ({ ...peer.resolved, address }),
     shareFor: () => '',
     syncShareFor: () => {

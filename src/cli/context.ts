@@ -3,6 +3,7 @@ import { ClawpeerError, isInterruption } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import { resolveHome, type HomeLayout } from '../home/home.js';
 import { Output } from './output.js';
+import type { ReachConfig } from '../home/config-file.js';
 
 export interface GlobalOptions {
   readonly home?: string | undefined;
@@ -10,6 +11,10 @@ export interface GlobalOptions {
   readonly v?: number | undefined;
   /** --quiet (-q): errors only on stderr, no summaries or progress on stdout (rsync -q). */
   readonly quiet?: boolean | undefined;
+  /** --rendezvous HOST:PORT: overrides config.json's rendezvous for this command. */
+  readonly rendezvous?: string | undefined;
+  /** --lan-discovery / --no-lan-discovery: overrides config.json's lanDiscovery. */
+  readonly lanDiscovery?: boolean | undefined;
 }
 
 export interface CommandContext {
@@ -20,6 +25,8 @@ export interface CommandContext {
   readonly signal: AbortSignal;
   /** The command line as given (after the program name): where order matters and yargs keeps none. */
   readonly argv: readonly string[];
+  /** How this node reaches peers: the home's config.json with the global flags applied (read once, on first call). */
+  reach(): Promise<ReachConfig>;
 }
 
 /** What main hands each command module: wraps a handler with the context and the exit code. */
@@ -43,9 +50,12 @@ export async function withInterrupt<T>(fn: (signal: AbortSignal) => Promise<T>):
 }
 
 export function makeContext(options: GlobalOptions, signal: AbortSignal, argv: readonly string[] = []): CommandContext {
+  const home = resolveHome(options.home);
+  let reach: Promise<ReachConfig> | undefined;
   return {
+    reach: () => (reach ??= import('../home/config-file.js').then((m) => m.loadReachConfig(home.dir, { rendezvous: options.rendezvous, lanDiscovery: options.lanDiscovery }))),
     argv,
-    home: resolveHome(options.home),
+    home,
     out: new Output(options.json === true, undefined, undefined, options.quiet === true),
     // -v wins over -q for logging (each asks for something explicit); -q alone: errors only.
     log: createLogger('clawpeer', (options.v ?? 0) > 0 ? (options.v ?? 0) : options.quiet === true ? -1 : 0),

@@ -29,7 +29,7 @@ const MODULE_OF_COMMAND: ReadonlyMap<string, () => Promise<Register>> = new Map(
   ['relay', relay], ['sync', sync], ['log', history], ['restore', history], ['gc', history], ['doctor', doctor], ['bench', bench], ['status', status], ['ls', list],
 ]);
 /** Global options that take a value (the word after them is not the command). */
-const GLOBAL_VALUE_OPTIONS = new Set(['--home']);
+const GLOBAL_VALUE_OPTIONS = new Set(['--home', '--rendezvous']);
 
 /** The command word of `argv` (the first word that is neither an option nor an option's value). */
 export function commandWord(argv: readonly string[]): string | undefined {
@@ -75,6 +75,8 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
     .option('home', { type: 'string', global: true, describe: 'state directory (default: $CLAWPEER_HOME or the platform config dir)' })
     .option('json', { type: 'boolean', global: true, describe: 'machine output: one JSON object per line on stdout' })
     .option('v', { type: 'count', global: true, describe: 'more logging on stderr (repeatable)' })
+    .option('rendezvous', { type: 'string', global: true, requiresArg: true, describe: 'HOST:PORT of a rendezvous server to find peers and relay through (overrides "rendezvous" in the home\'s config.json; default none)' })
+    .option('lan-discovery', { type: 'boolean', global: true, describe: 'find paired peers on the local network and answer their queries (default on; --no-lan-discovery: off)' })
     .option('quiet', { alias: 'q', type: 'boolean', global: true, describe: 'errors only: no progress, summaries or warnings (push, pull, sync; rsync -q); --json output is unchanged' })
     .version(VERSION)
     .alias('h', 'help')

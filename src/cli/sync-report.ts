@@ -44,7 +44,7 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
     {
       event: 'done', inSync: r.inSync, roundTrips: r.roundTrips, reconcileBytes: r.reconcileBytes, revisionsSent: r.revisionsSent,
       revisionsReceived: r.revisionsReceived, chunksSent: r.chunksSent, wireBytes: r.wireBytes, conflicts: r.conflicts, seconds: Math.round(r.seconds * 1000) / 1000,
-      scanned: r.scanned, resident,
+      scanned: r.scanned, resident, ...(r.path === undefined ? {} : { path: r.path, rttMs: r.rttMs ?? 0 }),
     },
     `${r.inSync ? 'in sync' : 'NOT in sync'}: ${count(r.revisionsSent, 'revision')} sent, ${r.revisionsReceived} received, ${count(r.chunksSent, 'chunk')}, ${count(r.conflicts, 'conflict')}; ` +
       `reconciliation ${human(r.reconcileBytes)} in ${count(r.roundTrips, 'round trip')}, ${human(r.wireBytes)} on the wire, ${r.seconds.toFixed(2)} s` +

@@ -15,7 +15,8 @@ import type { Identity } from '../crypto/identity.js';
 import type { Logger } from '../logger.js';
 import type { SyncModeName } from '../protocol/messages.js';
 import { resolveConfig } from '../home/config.js';
-import { resolvePeer } from '../home/peer-resolve.js';
+import { resolvePeer, type ResolvedPeer } from '../home/peer-resolve.js';
+import type { PathSources } from '../reach/path-sources.js';
 import type { PeerStore } from '../home/peer-store.js';
 import { controlSocketPath, MAX_REQUEST_BYTES, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from './resident-protocol.js';
 import type { Share } from '../home/shares.js';
@@ -35,6 +36,8 @@ export interface ResidentSyncContext {
   readonly status?: () => Promise<ListenerStatus>;
   /** What runs now (`clawpeer status`): the syncs run here for the CLI count too. */
   readonly activity?: ListenerActivity;
+  /** The ways this node reaches a peer (the listener's reach config); default: its address alone. */
+  readonly dialPaths?: (peer: ResolvedPeer) => Promise<PathSources>;
 }
 
 const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
@@ -214,8 +217,9 @@ export class ResidentSyncServer {
     const activity = this.#ctx.activity?.begin({ peer: peer.id, kind: 'sync', share: share.name, path: '' });
     let ok = false;
     try {
+      const paths = await this.#ctx.dialPaths?.(peer);
       const result = await syncWithPeer({
-        identity: this.#ctx.identity, peer, config, dir: share.dir, share: req.share, mode: req.mode, log, signal,
+        identity: this.#ctx.identity, peer, config, ...(paths === undefined ? {} : { paths }), dir: share.dir, share: req.share, mode: req.mode, log, signal,
         resident: this.#ctx.resident,
         ...(req.bwlimit === undefined ? {} : { bwlimit: req.bwlimit }),
         ...(this.#ctx.sendLimiter === undefined ? {} : { rateLimiters: [this.#ctx.sendLimiter] }),

@@ -8,6 +8,7 @@ import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { NodeConfig } from '../home/config.js';
 import { dialPeer } from '../session/dialer.js';
+import type { PathSources } from '../reach/path-sources.js';
 import type { ResolvedPeer } from '../home/peer-resolve.js';
 import { expectMessage } from '../exchange/transfer-control.js';
 
@@ -18,6 +19,8 @@ export interface WatchPeerShareOptions {
   readonly identity: Identity;
   readonly peer: ResolvedPeer;
   readonly config: NodeConfig;
+  /** The ways to reach the peer (reach/path-sources.ts); default: its address alone. */
+  readonly paths?: PathSources;
   readonly share: string;
   readonly log: Logger;
   readonly signal: AbortSignal;
@@ -33,7 +36,7 @@ export interface WatchPeerShareOptions {
  * when dialling fails, the peer refuses (an unknown or forbidden share), or `signal` aborts.
  */
 export async function watchPeerShare(o: WatchPeerShareOptions): Promise<'closed' | 'unsupported'> {
-  const session = await dialPeer({ identity: o.identity, peer: o.peer, config: o.config, log: o.log, signal: o.signal });
+  const session = await dialPeer({ identity: o.identity, peer: o.peer, config: o.config, log: o.log, signal: o.signal, ...(o.paths === undefined ? {} : { paths: o.paths }) });
   try {
     if (!session.caps.features.includes('watch')) return 'unsupported';
     await session.control.send({ type: 'watch-share', share: o.share });

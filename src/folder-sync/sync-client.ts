@@ -92,6 +92,9 @@ export interface SyncFolderResult {
   readonly localOnly: readonly string[];
   /** A dry run's plan (nothing was moved or applied). */
   readonly dryRun?: SyncDryRun;
+  /** How the session reached the peer (reach/paths.ts PathKind) and its RTT then, ms: set by sync-with-peer.ts. */
+  readonly path?: string;
+  readonly rttMs?: number;
 }
 
 function wireBytesOf(session: PeerSession): number {

@@ -10,7 +10,10 @@ export interface ResolvedPeer {
   readonly id: string;
   readonly name: string;
   readonly publicKey: Uint8Array;
-  readonly address: HostPort;
+  /** Where to dial: --addr, else the pinned address; undefined when neither (discovery finds it). */
+  readonly address?: HostPort;
+  /** True when the address was typed (--addr): it is dialled alone. */
+  readonly typed?: boolean;
 }
 
 export async function resolvePeer(store: PeerStore, peer: string, addr: string | undefined): Promise<ResolvedPeer> {
@@ -22,8 +25,7 @@ export async function resolvePeer(store: PeerStore, peer: string, addr: string |
     throw new ClawpeerError('PEER_UNKNOWN', `no paired peer named ${JSON.stringify(peer)} (see \`clawpeer pair list\`)`);
   }
   const where = addr ?? entry.addr;
-  if (where === undefined) {
-    throw new ClawpeerError('USAGE', `no address for peer ${entry.name} (${entry.id}): pass --addr HOST:PORT or re-pair with --addr`);
-  }
-  return { id: entry.id, name: entry.name, publicKey: publicKeyFromNodeId(entry.id), address: parseHostPort(where, addr !== undefined ? '--addr' : `address of peer ${entry.name}`) };
+  const base = { id: entry.id, name: entry.name, publicKey: publicKeyFromNodeId(entry.id) };
+  if (where === undefined) return base;
+  return { ...base, address: parseHostPort(where, addr !== undefined ? '--addr' : `address of peer ${entry.name}`), ...(addr !== undefined ? { typed: true } : {}) };
 }

@@ -8,11 +8,29 @@ import { ListenerActivity, type ConnectedPeer } from '../session/listener-activi
 import { ResidentFolders } from '../folder-sync/synced-folder.js';
 import { serveSession } from './dispatch.js';
 import { NodeServer, type BoundTransport, type ServerOptions } from './server.js';
+import { startLanResponder, type LanResponder } from '../reach/lan-discovery.js';
+import type { PathKind } from '../reach/paths.js';
+import type { HostPort } from '../transport/types.js';
 
 /** What the server takes (identity, pairs, invites, shares, address, config, log), and one cap on sending. */
 export interface ListenerOptions extends ServerOptions {
   /** listen --bwlimit: everything this listener sends, all peers, pulls and syncs together. */
   readonly sendLimiter?: RateLimiter;
+  /** Answer LAN discovery queries (reach/lan-discovery.ts) on this UDP port; absent: do not. */
+  readonly lan?: { readonly port: number; readonly interfaces?: readonly string[] };
+  /** The nameplates of the short-code invites open now, answered on the LAN too (pairing). */
+  readonly openNameplates?: () => number[];
+  /**
+   * Starts the listener's side of a rendezvous (its traversal socket, registration, port
+   * mapping) once the transports are bound; its pathOf labels the sessions it forwards.
+   */
+  readonly startReach?: (bound: readonly BoundTransport[]) => Promise<ListenerReach>;
+}
+
+/** What the listener keeps of a running rendezvous side (reach-rv's startListenerReach). */
+export interface ListenerReach {
+  pathOf(remote: HostPort): PathKind | undefined;
+  close(): Promise<void> | void;
 }
 
 export class Listener {
@@ -22,6 +40,9 @@ export class Listener {
   readonly resident: ResidentFolders;
   /** The transfers and syncs running now. */
   readonly activity: ListenerActivity;
+
+  #lan: LanResponder | undefined;
+  #reach: ListenerReach | undefined;
 
   private constructor(server: NodeServer, indexes: ChunkIndexPool, resident: ResidentFolders, activity: ListenerActivity) {
     this.#server = server;
@@ -37,8 +58,32 @@ export class Listener {
     const activity = new ListenerActivity();
     const ctx = { shares: o.shares, config: o.config, log: o.log, nodeId: o.identity.nodeId, indexes, resident, activity, ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }) };
     try {
-      const server = await NodeServer.start(o, (session, signal) => serveSession(session, ctx, signal));
-      return new Listener(server, indexes, resident, activity);
+      // Bound late: the rendezvous side starts once the transports are bound, after the server.
+      let reach: ListenerReach | undefined;
+      const pathOf = (remote: HostPort): PathKind | undefined => reach?.pathOf(remote) ?? o.pathOf?.(remote);
+      const server = await NodeServer.start({ ...o, pathOf }, (session, signal) => serveSession(session, ctx, signal));
+      const listener = new Listener(server, indexes, resident, activity);
+      if (o.startReach !== undefined) {
+        try {
+          reach = listener.#reach = await o.startReach(server.bound);
+        } catch (err) {
+          await listener.close();
+          throw err;
+        }
+      }
+      if (o.lan !== undefined) {
+        try {
+          listener.#lan = await startLanResponder({
+            identity: o.identity, bound: server.bound, port: o.lan.port, log: o.log.child('lan'),
+            ...(o.lan.interfaces === undefined ? {} : { interfaces: o.lan.interfaces }),
+            ...(o.openNameplates === undefined ? {} : { openNameplates: o.openNameplates }),
+          });
+        } catch (err) {
+          // Peers with an address (or a rendezvous) still reach us: a busy port is not fatal.
+          o.log.warn('LAN discovery is off: cannot answer queries', { error: (err as Error).message });
+        }
+      }
+      return listener;
     } catch (err) {
       await indexes.close();
       await resident.close();
@@ -62,6 +107,8 @@ export class Listener {
 
   /** Ends every session, then saves and closes what they kept (chunk indexes last: their last changes too). */
   async close(): Promise<void> {
+    await this.#reach?.close();
+    await this.#lan?.close();
     await this.#server.close();
     await this.#indexes.close();
     await this.resident.close();

@@ -20,7 +20,8 @@ import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { encodeControlFrame, type ControlMessage } from '../protocol/messages.js';
 import { backendByName } from '../transport/backends.js';
-import type { Connection, DuplexStream, Listener, TransportName } from '../transport/types.js';
+import type { Connection, DuplexStream, HostPort, Listener, TransportName } from '../transport/types.js';
+import type { PathKind } from '../reach/paths.js';
 import { formatHostPort } from '../home/address.js';
 import type { NodeConfig } from '../home/config.js';
 import { localCapabilities } from '../session/chunk-compression.js';
@@ -56,6 +57,11 @@ export interface ServerOptions {
   readonly port: number;
   readonly config: NodeConfig;
   readonly log: Logger;
+  /**
+   * The path of an inbound connection from `remote`, when the listener knows better than
+   * 'direct': the traversal socket's forwarders (reach-rv) label punched and relayed ones.
+   */
+  readonly pathOf?: (remote: HostPort) => PathKind | undefined;
 }
 
 /** Serves one authenticated session until it ends; the server owns closing the connection. */
@@ -179,7 +185,7 @@ export class NodeServer {
 
   /** The authenticated sessions now, oldest first (`clawpeer status`). */
   connectedPeers(): ConnectedPeer[] {
-    return [...this.#sessions].map(([session, { peerId, since }]) => ({ id: peerId, addr: formatHostPort(session.connection.remoteAddress), transport: session.connection.transport, since }));
+    return [...this.#sessions].map(([session, { peerId, since }]) => ({ id: peerId, addr: formatHostPort(session.connection.remoteAddress), transport: session.connection.transport, since, path: session.path(), rttMs: Math.round(session.rttMs() * 1000) / 1000 }));
   }
 
   /** Stops accepting, asks every session to finish, and cuts what is left after the grace period. */
@@ -504,7 +510,8 @@ export class NodeServer {
         await settledWithin(handshake.channel.close(), REFUSAL_TIMEOUT_MS);
         return;
       }
-      const session = new PeerSession(conn, handshake, { stillPaired });
+      const pathOf = this.#options.pathOf;
+      const session = new PeerSession(conn, handshake, { stillPaired, ...(pathOf === undefined ? {} : { path: () => pathOf(conn.remoteAddress) ?? 'direct' }) });
       this.#sessions.set(session, { peerId, since: Date.now() });
       log.info('peer connected', { id: peerId, addr: where, transport: conn.transport, version: session.version });
       try {

@@ -13,6 +13,8 @@ import { clientHandshake } from './control-channel.js';
 import type { ResolvedPeer } from '../home/peer-resolve.js';
 import { PeerSession } from './session.js';
 import { withTimeout } from '../support/timeouts.js';
+import { addressSource, type PathSources } from '../reach/path-sources.js';
+import { raceDial, type DialRaceWinner } from './dial-race.js';
 
 export interface DialOptions {
   readonly identity: Identity;
@@ -20,6 +22,8 @@ export interface DialOptions {
   readonly config: NodeConfig;
   readonly log: Logger;
   readonly signal?: AbortSignal;
+  /** The ways to try (reach/path-sources.ts pathSourcesFor); default: the peer's address alone. */
+  readonly paths?: PathSources;
 }
 
 /** Where and how to connect, before any peer is known (pair join connects to a key it learns). */
@@ -99,27 +103,70 @@ function isUnansweredHandshake(err: unknown): boolean {
   return err instanceof ClawpeerError && (err.code === 'TIMEOUT' || err.code === 'CONNECTION_CLOSED') && err.wire === undefined;
 }
 
+/** A connection that passed the handshake with the pinned peer, not yet a session (the race may drop it). */
+interface Handshaken {
+  readonly conn: Connection;
+  readonly handshake: Awaited<ReturnType<typeof clientHandshake>>;
+}
+
 /**
- * Connects and handshakes with the pinned peer. When the connection comes up and the handshake
- * on it is never answered (a listener that stopped or restarted just then), it dials once more:
- * nothing was asked of the peer yet, and a restarted listener answers a new connection.
+ * Connects and handshakes with the pinned peer: through the ways `paths` offers, raced
+ * (dial-race.ts), or at its one address when no paths are given (bench, doctor). The session
+ * reports the path its connection takes, and frees what the path holds once it is gone.
  */
 export async function dialPeer(options: DialOptions): Promise<PeerSession> {
+  const { peer } = options;
+  const paths = options.paths ?? (peer.address !== undefined ? { sources: [addressSource('direct', peer.address, 'direct')], release: () => undefined } : undefined);
+  if (paths === undefined) {
+    throw new ClawpeerError('USAGE', `no address for peer ${peer.name} (${peer.id}): pass --addr HOST:PORT or re-pair with --addr`);
+  }
+  let won: DialRaceWinner<Handshaken>;
+  try {
+    won = await raceDial<Handshaken>({
+      peer,
+      sources: paths.sources,
+      attempt: (candidate, signal) => dialAddress(options, candidate.address, signal),
+      // Closed as a session is (control stream finished first): the listener sees a peer leave, not a failure.
+      discard: ({ conn, handshake }) => new PeerSession(conn, handshake).close('another path won'),
+      log: options.log,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
+  } catch (err) {
+    paths.release();
+    throw err;
+  }
+  const { candidate, value } = won;
+  paths.connected?.(candidate.path(), candidate.address, value.conn.stats().rttMs);
+  return new PeerSession(value.conn, value.handshake, {
+    path: () => candidate.path(),
+    onGone: () => {
+      candidate.release();
+      paths.release();
+    },
+  });
+}
+
+/**
+ * One address: when the connection comes up and the handshake on it is never answered (a
+ * listener that stopped or restarted just then), it dials once more: nothing was asked of the
+ * peer yet, and a restarted listener answers a new connection.
+ */
+async function dialAddress(options: DialOptions, address: HostPort, signal: AbortSignal): Promise<Handshaken> {
   let first: unknown;
   try {
-    return await dialOnce(options);
+    return await dialOnce(options, address, signal);
   } catch (err) {
-    if (!(err instanceof HandshakeFailure) || !isUnansweredHandshake(err.cause) || options.signal?.aborted === true) throw err instanceof HandshakeFailure ? err.cause : err;
+    if (!(err instanceof HandshakeFailure) || !isUnansweredHandshake(err.cause) || signal.aborted) throw err instanceof HandshakeFailure ? err.cause : err;
     first = err.cause;
   }
   options.log.info('the peer did not answer the handshake; dialling once more (a listener that just stopped or restarted?)', { peer: options.peer.name, error: (first as Error).message });
   try {
-    return await dialOnce(options);
+    return await dialOnce(options, address, signal);
   } catch (err) {
     const cause = err instanceof HandshakeFailure ? err.cause : err;
     if (!(err instanceof HandshakeFailure) || !isUnansweredHandshake(cause)) throw cause;
     const c = cause as ClawpeerError;
-    throw new ClawpeerError(c.code, `peer ${options.peer.name} at ${formatHostPort(options.peer.address)} took the connection but did not answer the handshake, twice: ${c.message}`, { cause });
+    throw new ClawpeerError(c.code, `peer ${options.peer.name} at ${formatHostPort(address)} took the connection but did not answer the handshake, twice: ${c.message}`, { cause });
   }
 }
 
@@ -130,9 +177,9 @@ class HandshakeFailure extends Error {
   }
 }
 
-async function dialOnce(options: DialOptions): Promise<PeerSession> {
+async function dialOnce(options: DialOptions, address: HostPort, signal: AbortSignal): Promise<Handshaken> {
   const { peer, config } = options;
-  const connecting = connectTransport({ identity: options.identity, address: peer.address, label: peer.name, config, log: options.log, ...(options.signal === undefined ? {} : { signal: options.signal }) });
+  const connecting = connectTransport({ identity: options.identity, address, label: peer.name, config, log: options.log, signal });
   // Loading the zstd binding takes ~10 ms and blocks: do it while the transport handshake is in
   // flight rather than before the Hello (a failed connect leaves it loaded, which is harmless).
   const caps = new Promise((resolve) => setImmediate(resolve)).then(() => localCapabilities(config.compression));
@@ -141,17 +188,17 @@ async function dialOnce(options: DialOptions): Promise<PeerSession> {
   try {
     const provenId = nodeIdFromPublicKey(conn.remotePublicKey);
     if (provenId !== peer.id) {
-      throw new ClawpeerError('AUTH_FAILED', `the node at ${formatHostPort(peer.address)} is ${provenId}, not ${peer.name} (${peer.id}); refusing to talk to it`);
+      throw new ClawpeerError('AUTH_FAILED', `the node at ${formatHostPort(address)} is ${provenId}, not ${peer.name} (${peer.id}); refusing to talk to it`);
     }
-    const stream = await openControlStream(conn, config.handshakeTimeoutMs, peer.name, options.signal);
+    const stream = await openControlStream(conn, config.handshakeTimeoutMs, peer.name, signal);
     const handshake = await clientHandshake(stream, {
       identity: options.identity,
       expectedRemoteKey: peer.publicKey,
       caps: await caps,
       timeoutMs: config.handshakeTimeoutMs,
-      ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      signal,
     });
-    return new PeerSession(conn, handshake);
+    return { conn, handshake };
   } catch (err) {
     await conn.close().catch(() => undefined);
     throw new HandshakeFailure(err);

@@ -89,4 +89,7 @@ export interface ConnectedPeer {
   readonly transport: TransportName;
   /** When its handshake completed, ms since the epoch. */
   readonly since: number;
+  /** How its connection reaches us (reach/paths.ts PathKind) and the transport's RTT now. */
+  readonly path?: string;
+  readonly rttMs?: number;
 }

@@ -8,6 +8,7 @@ import type { FeatureName, SessionCapabilities } from '../protocol/capabilities.
 import type { CloseOptions, Connection, TransportName } from '../transport/types.js';
 import type { ControlChannel, ControlHandshakeResult } from './control-channel.js';
 import { settledWithin, withTimeout } from '../support/timeouts.js';
+import type { PathKind } from '../reach/paths.js';
 
 /** How long close() waits for the control stream's queued writes and FIN before closing the connection anyway. */
 export const CONTROL_CLOSE_MAX_MS = 5_000;
@@ -26,13 +27,25 @@ export class PeerSession {
   #nextDataStreamId = 1;
   #nextTransferId = 1;
   readonly #stillPaired: (() => Promise<boolean>) | undefined;
+  readonly #path: () => PathKind;
 
   constructor(
     readonly connection: Connection,
     handshake: ControlHandshakeResult,
-    options: { readonly stillPaired?: () => Promise<boolean> } = {},
+    options: {
+      readonly stillPaired?: () => Promise<boolean>;
+      /** How the connection reaches the peer (default 'direct'): a forwarded one may move from relayed to punched. */
+      readonly path?: () => PathKind;
+      /** Frees what the path holds (a forwarder, a rendezvous client) once the connection is gone. */
+      readonly onGone?: () => void;
+    } = {},
   ) {
     this.#stillPaired = options.stillPaired;
+    this.#path = options.path ?? (() => 'direct');
+    if (options.onGone !== undefined) {
+      const gone = options.onGone;
+      void connection.closed.then(() => gone());
+    }
     this.peerId = nodeIdFromPublicKey(handshake.remotePublicKey);
     this.version = handshake.version;
     this.caps = handshake.caps;
@@ -102,6 +115,16 @@ export class PeerSession {
    */
   requireFeature(feature: FeatureName, cannot: string, instead: string): void {
     if (!this.caps.features.includes(feature)) throw new ClawpeerError('USAGE', `peer ${this.peerId} ${cannot} (an older clawpeer): ${instead}`);
+  }
+
+  /** The path the connection takes now (reach/paths.ts): lan, direct, mapped, punched or relayed. */
+  path(): PathKind {
+    return this.#path();
+  }
+
+  /** The transport's smoothed round-trip time now, in ms. */
+  rttMs(): number {
+    return this.connection.stats().rttMs;
   }
 
   get transport(): TransportName {

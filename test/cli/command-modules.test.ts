@@ -6,6 +6,7 @@ import { commandWord, registrationsFor, skipHelpCache } from '../../src/cli/main
 t.test('commandWord skips options and the values of global options', async (t) => {
   t.equal(commandWord(['sync', 'dir', 'peer:share']), 'sync');
   t.equal(commandWord(['--home', '/tmp/h', 'push', 'a', 'b:c']), 'push', '--home takes the next word');
+  t.equal(commandWord(['--rendezvous', '203.0.113.5:7800', '--no-lan-discovery', 'listen']), 'listen', '--rendezvous takes the next word');
   t.equal(commandWord(['--home=/tmp/h', '--json', '-vv', 'pull', 'b:c', 'a']), 'pull');
   t.equal(commandWord(['--json']), undefined);
   t.equal(commandWord(['--help']), undefined);

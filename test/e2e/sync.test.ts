@@ -85,7 +85,8 @@ t.test('new files both ways converge; then a no-op sync is one round trip under 
   await mkdir(server('two', 'empty'), { recursive: true });
   const first = await sync('two');
   t.match(first, { event: 'done', inSync: true, revisionsSent: 2, conflicts: 0 });
-  t.same(Object.keys(first).filter((k) => k !== 'lines').sort(), ['chunksSent', 'conflicts', 'event', 'inSync', 'reconcileBytes', 'resident', 'revisionsReceived', 'revisionsSent', 'roundTrips', 'scanned', 'seconds', 'wireBytes'].sort());
+  t.same(Object.keys(first).filter((k) => k !== 'lines').sort(), ['chunksSent', 'conflicts', 'event', 'inSync', 'path', 'reconcileBytes', 'resident', 'revisionsReceived', 'revisionsSent', 'roundTrips', 'rttMs', 'scanned', 'seconds', 'wireBytes'].sort());
+  t.equal(first['path'], 'direct', 'the path the session took');
   t.same(await snapshot(client('two')), await snapshot(server('two')));
   const again = await sync('two');
   t.match(again, { inSync: true, roundTrips: 1, revisionsSent: 0, revisionsReceived: 0, chunksSent: 0 });

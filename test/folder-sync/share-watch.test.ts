@@ -105,7 +105,7 @@ t.test('a listener without resident folders watches the share itself, for the se
     (session, signal) => serveSession(session, { shares, config, log: silentLogger, nodeId: identityA.nodeId }, signal),
   );
   t.teardown(() => plain.close());
-  const w = watch('docs', { ...peer, address: { ...peer.address, port: plain.port } });
+  const w = watch('docs', { ...peer, address: { ...peer.address!, port: plain.port } });
   await w.confirmed;
   await writeFile(path.join(shareDir, 'plain.txt'), 'plain\n');
   await until('a notice from its own watcher', () => w.changes() >= 1);

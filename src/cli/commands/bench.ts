@@ -116,6 +116,8 @@ export function registerBenchCommands(cli: Argv, run: Runner): Argv {
       if (plan.target.kind === 'peer') {
         const identity = await loadIdentity(ctx.home.identityKeyFile);
         const resolved = await resolvePeer(new PeerStore(ctx.home.peersFile), plan.target.peer, plan.target.addr);
+        // A benchmark measures one known path: it dials one address, never a discovery race.
+        if (resolved.address === undefined) throw new ClawpeerError('USAGE', `bench dials one address and peer ${resolved.name} has none pinned: pass --addr HOST:PORT`);
         peer = { identity, resolved };
       }
       const workDir = args['work-dir'] === undefined ? undefined : await existingDir(String(args['work-dir']), '--work-dir');

@@ -64,7 +64,8 @@ export function registerListCommands(cli: Argv, run: Runner): Argv {
       const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
       const { dialPeer } = await import('../../session/dialer.js');
       const { listRemote } = await import('../../push-pull/list-client.js');
-      const session = await dialPeer({ identity, peer, config, log: ctx.log.child('ls'), signal: ctx.signal });
+      const { dialPathsFor } = await import('../dial-paths.js');
+      const session = await dialPeer({ identity, peer, config, log: ctx.log.child('ls'), signal: ctx.signal, paths: await dialPathsFor(ctx, identity, peer) });
       try {
         let entries = 0;
         let shares = 0;

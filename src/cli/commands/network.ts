@@ -6,11 +6,15 @@ import { CONFIG_LIMITS, DEFAULT_CONFIG, keepAliveFor, resolveConfig, type NodeCo
 import { createIdentity, identityExists, loadIdentity } from '../../home/identity-store.js';
 import { findPeer, PeerStore } from '../../home/peer-store.js';
 import { InviteStore } from '../../home/pair-invite.js';
-import { resolvePeer } from '../../home/peer-resolve.js';
+import { resolvePeer, type ResolvedPeer } from '../../home/peer-resolve.js';
+import type { PathSources } from '../../reach/path-sources.js';
 import { applyAllowLists, resolveShares, type Share } from '../../home/shares.js';
 import { formatHostPort } from '../../home/address.js';
 import type { ListenerStatus } from '../../folder-sync/resident-protocol.js';
 import type { Runner } from '../context.js';
+import type { ReachConfig } from '../../home/config-file.js';
+import type { Identity } from '../../crypto/identity.js';
+import type { ListenerOptions } from '../../listener/listener.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 
 function configFrom(args: Record<string, unknown>): NodeConfig {
@@ -78,6 +82,17 @@ async function sweepStaleTempFiles(shares: readonly Share[], log: Logger, signal
   }
 }
 
+/**
+ * The listener's rendezvous side (registration, traversal socket, port mapping) for
+ * Listener.start, when a rendezvous server is named. The rendezvous branch's integration
+ * returns its startListenerReach here.
+ */
+function listenerReachFor(reach: ReachConfig, _identity: Identity, log: Logger): ListenerOptions['startReach'] {
+  if (reach.rendezvous === undefined) return undefined;
+  log.warn('a rendezvous server is configured but this build has no rendezvous client: peers reach this listener directly or on the LAN only', { rendezvous: formatHostPort(reach.rendezvous) });
+  return undefined;
+}
+
 export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
   return cli
     .command(
@@ -119,7 +134,10 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const limited = sendLimiter === undefined ? {} : { sendLimiter };
         const log = ctx.log.child('listen');
         const { Listener } = await import('../../listener/listener.js');
-        const server = await Listener.start({ identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited });
+        const reach = await ctx.reach();
+        const lan = reach.lanDiscovery ? { lan: { port: reach.lanDiscoveryPort, ...(reach.lanInterfaces === undefined ? {} : { interfaces: reach.lanInterfaces }) } } : {};
+        const startReach = listenerReachFor(reach, identity, log);
+        const server = await Listener.start({ identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited, ...lan, ...(startReach === undefined ? {} : { startReach }) });
         const { resident, activity } = server;
         const startedAt = Date.now();
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
@@ -138,7 +156,9 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         };
         // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
         const { ResidentSyncServer } = await import('../../folder-sync/resident-sync.js');
-        const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, status, activity, ...limited });
+        const { dialPathsFor } = await import('../dial-paths.js');
+        const dialPaths = (peer: ResolvedPeer): Promise<PathSources> => dialPathsFor(ctx, identity, peer);
+        const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, status, activity, dialPaths, ...limited });
         ctx.out.emit(
           { event: 'listening', host: first.host, port: first.port, id: identity.nodeId, transports, shares: shareRecords },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
@@ -149,7 +169,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         if (!ctx.out.json) {
           process.stderr.write(
             `transports: ${server.bound.map((b) => b.transport).join(', ')}; shares: ${shares.map((s) => `${s.name}=${s.dir}${s.readOnly ? ' (read-only)' : s.noDelete === true ? ' (no push --delete)' : ''}`).join(', ')}\n` +
-              `to pair, on the other machine run: clawpeer pair add ${identity.nodeId} --name <NAME> --addr <THIS_HOST>:${first.port}\n` +
+              `to pair, on the other machine run: clawpeer pair add ${identity.nodeId} --name <NAME>${reach.lanDiscovery ? ' (on this LAN; elsewhere add' : ''} --addr <THIS_HOST>:${first.port}${reach.lanDiscovery ? ')' : ''}\n` +
               `and here: clawpeer pair add <ITS_ID> --name <NAME>\n` +
               `or, with a one-time code: clawpeer pair invite (here), then clawpeer pair join <CODE> --addr <THIS_HOST>:${first.port} (there)\n`,
           );
@@ -185,25 +205,27 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const { dialPeer } = await import('../../session/dialer.js');
         const { pingPeer } = await import('../../session/ping.js');
         const { describeCapabilities } = await import('../../session/session.js');
-        const session = await dialPeer({ identity, peer, config, log: ctx.log.child('ping'), signal: ctx.signal });
+        const { dialPathsFor } = await import('../dial-paths.js');
+        const session = await dialPeer({ identity, peer, config, log: ctx.log.child('ping'), signal: ctx.signal, paths: await dialPathsFor(ctx, identity, peer) });
         try {
           const caps = describeCapabilities(session.caps);
+          const path = session.path();
           if (!ctx.out.json) {
-            ctx.out.emit({}, `connected to ${peer.name} (${peer.id}) at ${formatHostPort(peer.address)} via ${session.transport}, protocol v${session.version}\ncapabilities: ${caps.join(' ')}`);
+            ctx.out.emit({}, `connected to ${peer.name} (${peer.id}) at ${formatHostPort(session.connection.remoteAddress)} via ${session.transport}, protocol v${session.version}, path ${path}\ncapabilities: ${caps.join(' ')}`);
           }
           const rtts: number[] = [];
           for await (const p of pingPeer(session, { count, intervalMs, timeoutMs: config.idleTimeoutMs, signal: ctx.signal })) {
             rtts.push(p.rttMs);
             ctx.out.emit(
-              { event: 'pong', peer: peer.id, seq: p.seq, rttMs: round3(p.rttMs), transportRttMs: round3(p.transportRttMs), version: session.version, caps, transport: session.transport },
-              `pong from ${peer.name}: seq=${p.seq} rtt=${p.rttMs.toFixed(3)} ms (transport ${p.transportRttMs.toFixed(3)} ms)`,
+              { event: 'pong', peer: peer.id, seq: p.seq, rttMs: round3(p.rttMs), transportRttMs: round3(p.transportRttMs), version: session.version, caps, transport: session.transport, path: session.path() },
+              `pong from ${peer.name}: seq=${p.seq} rtt=${p.rttMs.toFixed(3)} ms (transport ${p.transportRttMs.toFixed(3)} ms) path ${session.path()}`,
             );
           }
           if (rtts.length > 0) {
             const min = Math.min(...rtts), max = Math.max(...rtts), avg = rtts.reduce((a, b) => a + b, 0) / rtts.length;
             ctx.out.emit(
-              { event: 'summary', peer: peer.id, sent: count, received: rtts.length, minMs: round3(min), avgMs: round3(avg), maxMs: round3(max) },
-              `${rtts.length}/${count} answered, rtt min/avg/max = ${min.toFixed(3)}/${avg.toFixed(3)}/${max.toFixed(3)} ms`,
+              { event: 'summary', peer: peer.id, sent: count, received: rtts.length, minMs: round3(min), avgMs: round3(avg), maxMs: round3(max), path: session.path(), rttMs: round3(avg) },
+              `${rtts.length}/${count} answered, rtt min/avg/max = ${min.toFixed(3)}/${avg.toFixed(3)}/${max.toFixed(3)} ms, path ${session.path()}`,
             );
           }
         } finally {

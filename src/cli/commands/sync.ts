@@ -9,6 +9,7 @@ import { resolveConfig, type NodeConfig } from '../../home/config.js';
 import type { Identity } from '../../crypto/identity.js';
 import type { Logger } from '../../logger.js';
 import type { ResolvedPeer } from '../../home/peer-resolve.js';
+import type { PathSources } from '../../reach/path-sources.js';
 import { isTempFileName } from '../../store/internal-names.js';
 import { QuietTimer } from '../../support/quiet-timer.js';
 import { loadSyncIgnore } from '../../folder-sync/sync-ignore.js';
@@ -68,20 +69,21 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   // A listener of this home that serves `dir` runs the sync itself: it watches its shares, so
   // an unchanged folder is not scanned again (folder-sync/folder-watcher.ts). Otherwise this process
   // syncs (folder-sync/sync-with-peer.ts loads the sync modules while it dials).
-  const selfAndPeer = async (): Promise<{ identity: Identity; peer: ResolvedPeer }> => {
-    const [{ loadIdentity }, { PeerStore }, { resolvePeer }] = await Promise.all([
-      import('../../home/identity-store.js'), import('../../home/peer-store.js'), import('../../home/peer-resolve.js'),
+  const selfAndPeer = async (): Promise<SelfAndPeer> => {
+    const [{ loadIdentity }, { PeerStore }, { resolvePeer }, { dialPathsFor }] = await Promise.all([
+      import('../../home/identity-store.js'), import('../../home/peer-store.js'), import('../../home/peer-resolve.js'), import('../dial-paths.js'),
     ]);
     const identity = await loadIdentity(ctx.home.identityKeyFile);
-    return { identity, peer: await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined) };
+    const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
+    return { identity, peer, paths: await dialPathsFor(ctx, identity, peer) };
   };
   // --watch keeps the folder's watcher and log across its syncs, as a listener does: a sync
   // skips the scan when nothing changed, or looks at just the changed files (synced-folder.ts).
   let watchFolders: ResidentFolders | undefined;
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
-    const [{ identity, peer }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../folder-sync/sync-with-peer.js')]);
+    const [{ identity, peer, paths }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../folder-sync/sync-with-peer.js')]);
     return syncWithPeer({
-      identity, peer, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun, ...(fsync === 'none' ? { fsync } : {}),
+      identity, peer, paths, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun, ...(fsync === 'none' ? { fsync } : {}),
       ...(onProgress === undefined ? {} : { onProgress }), ...(bwlimit === undefined ? {} : { bwlimit }),
       ...(watchFolders === undefined ? {} : { resident: watchFolders }),
     });
@@ -167,8 +169,15 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
  * again every PEER_WATCH_RETRY_MS, and a renewed one starts a sync (changes in between were not
  * told). A peer whose clawpeer cannot tell changes is asked once. Never throws.
  */
+/** Who we are, the peer, and the ways to reach it (fresh for each dial). */
+interface SelfAndPeer {
+  readonly identity: Identity;
+  readonly peer: ResolvedPeer;
+  readonly paths: PathSources;
+}
+
 async function followPeerChanges(o: {
-  selfAndPeer: () => Promise<{ identity: Identity; peer: ResolvedPeer }>;
+  selfAndPeer: () => Promise<SelfAndPeer>;
   config: NodeConfig;
   share: string;
   log: Logger;
@@ -178,9 +187,9 @@ async function followPeerChanges(o: {
   let lost = false;
   while (!o.signal.aborted) {
     try {
-      const [{ identity, peer }, { watchPeerShare }] = await Promise.all([o.selfAndPeer(), import('../../folder-sync/share-watch-client.js')]);
+      const [{ identity, peer, paths }, { watchPeerShare }] = await Promise.all([o.selfAndPeer(), import('../../folder-sync/share-watch-client.js')]);
       const outcome = await watchPeerShare({
-        identity, peer, config: o.config, share: o.share, log: o.log, signal: o.signal, onChange: o.onChange,
+        identity, peer, paths, config: o.config, share: o.share, log: o.log, signal: o.signal, onChange: o.onChange,
         onWatching: () => {
           if (lost) o.onChange();
           o.log.debug('the peer tells this process when its share changes', { share: o.share });

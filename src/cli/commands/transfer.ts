@@ -118,6 +118,12 @@ function optionCountsText(r: TransferResult, dryRun: boolean): string {
 }
 
 /** A dry run: one line (event) per directory or symlink that would be created and per file that would be published, then the totals. */
+/** How the session reached the peer, for the done record (--json). */
+interface PathReport {
+  readonly path: string;
+  readonly rttMs: number;
+}
+
 function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: DryRunReport): void {
   for (const e of d.others ?? []) {
     if (e.kind === 'dir') ctx.out.emit({ event: 'would-create', path: e.path, kind: 'dir' }, `${e.path}/ (directory)`);
@@ -140,9 +146,9 @@ function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: D
   );
 }
 
-function report(ctx: CommandContext, verb: string, r: TransferResult): void {
+function report(ctx: CommandContext, verb: string, r: TransferResult, via: PathReport): void {
   ctx.out.summary(
-    { event: 'done', files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, chunksCompressed: r.chunksCompressed, streams: r.streams, window: r.window, ...optionCounts(r), seconds: Math.round(r.seconds * 1000) / 1000 },
+    { event: 'done', ...via, files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, chunksCompressed: r.chunksCompressed, streams: r.streams, window: r.window, ...optionCounts(r), seconds: Math.round(r.seconds * 1000) / 1000 },
     `${verb} ${count(r.files, 'file')}, ${human(r.bytes)} in ${r.seconds.toFixed(2)} s (${human(r.bytes / Math.max(r.seconds, 0.001))}/s); ` +
       `${count(r.chunksSent, 'chunk')} sent (${r.chunksCompressed} compressed), ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${count(r.streams, 'stream')}, window ${r.window}` +
       optionCountsText(r, false),
@@ -314,7 +320,8 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
   const { dialPeer } = await import('../../session/dialer.js');
   const { push, pull } = await import('../../push-pull/transfer-client.js');
-  const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal });
+  const { dialPathsFor } = await import('../dial-paths.js');
+  const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal, paths: await dialPathsFor(ctx, identity, peer) });
   const progress = createProgress(ctx.out);
   let delivered = false;
   const untell = session.tellPeerIfInterrupted(ctx.signal, direction);
@@ -355,7 +362,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
     reportDeleted(ctx, result, result.dryRun !== undefined);
     for (const p of result.sourceChanged ?? []) ctx.out.emit({ event: 'source-kept', path: p }, `not removed, changed or gone since it was sent: ${p}`);
     if (result.dryRun !== undefined) reportDryRun(ctx, verb, result, result.dryRun);
-    else if (!toStdout) report(ctx, verb, result);
+    else if (!toStdout) report(ctx, verb, result, { path: session.path(), rttMs: Math.round(session.rttMs() * 1000) / 1000 });
     // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
     // pull ends on our own transfer-done, which the linger sees delivered.
     delivered = direction === 'push';
