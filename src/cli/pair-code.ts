@@ -39,9 +39,9 @@ export async function inviteByCode(ctx: CommandContext, a: CodeInviteArgs): Prom
   const identity = await loadIdentity(ctx.home.identityKeyFile);
   const store = new CodeInviteStore(ctx.home.invitesDir);
   const log = ctx.log.child('pair');
-  const directories = inviteDirectories({ home: ctx.home, identity, config: resolveConfig({}), log });
-  const { code, expiresAt, claims } = await openCodeInvite({ store, directories, words: a.words, ttlMs: a.ttlMs, log, signal: ctx.signal, random, ...(a.name === undefined ? {} : { name: a.name }) });
   const listening = await readListening(ctx.home.dir);
+  const directories = inviteDirectories({ home: ctx.home, identity, config: resolveConfig({}), reach: await ctx.reach(), log, ...(listening === undefined ? {} : { listenHost: listening.host }) });
+  const { code, expiresAt, claims } = await openCodeInvite({ store, directories, words: a.words, ttlMs: a.ttlMs, log, signal: ctx.signal, random, ...(a.name === undefined ? {} : { name: a.name }) });
   const addr = concreteAddr(listening);
   const until = new Date(expiresAt).toISOString();
   const joinHint = directories.length > 0 ? `clawpeer pair join ${code.text}` : `clawpeer pair join ${code.text} --addr ${addr ?? '<THIS_HOST>:<PORT>'}`;
@@ -107,7 +107,7 @@ export async function joinWithCode(ctx: CommandContext, a: CodeJoinArgs): Promis
       }
     : undefined;
   const { entry, created, verify } = await joinByCode({
-    identity, peers: new PeerStore(ctx.home.peersFile), code: a.code, directories: a.address === undefined ? joinDirectories({ home: ctx.home, identity, config, log }) : [],
+    identity, peers: new PeerStore(ctx.home.peersFile), code: a.code, directories: a.address === undefined ? joinDirectories({ home: ctx.home, identity, config, reach: await ctx.reach(), log }) : [],
     config, log, signal: ctx.signal, ...(a.address === undefined ? {} : { address: a.address }), ...(a.name === undefined ? {} : { name: a.name }),
     ...(own === undefined ? {} : { ownAddrs: [own] }), ...(confirm === undefined ? {} : { confirm }),
   });

@@ -9,7 +9,12 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
 
+// LAN discovery on loopback only, on a port of this test's own: `pair join CODE` with no
+// --addr asks the LAN who holds the code's nameplate, and must not broadcast beyond this machine.
+const lanDiscoveryPort = 40_000 + Math.floor(Math.random() * 20_000);
+const onLoopbackLan = (home: string): Promise<void> => writeFile(join(home, 'config.json'), JSON.stringify({ lanDiscoveryPort, lanInterfaces: ['lo'], lanDiscoveryTimeoutMs: 1000 }));
 const a = await initNode('code-a');
+await onLoopbackLan(a.home);
 const listener: RunningListener = await startListener(a.home);
 const addr = `127.0.0.1:${listener.port}`;
 t.teardown(() => listener.stop('SIGKILL'));
@@ -98,16 +103,27 @@ t.test('pair join --verify answered no: nothing pinned, the code burnt', async (
   t.match(listener.stderr(), new RegExp(`pairing code burnt id=${g.id}`));
 });
 
-t.test('pair invite --no-wait returns, the listener holds the code; join without --addr says how to give one', async (t) => {
+t.test('pair invite --no-wait returns, the listener holds the code; join with no address finds it on the LAN', async (t) => {
   const f = await initNode('code-f');
+  await onLoopbackLan(f.home);
   const invite = await runCli(['--home', a.home, 'pair', 'invite', '--no-wait', '--words', '3', '--json']);
   t.equal(invite.code, 0, invite.stderr);
   const code = String(jsonLines(invite.stdout)[0]?.['code']);
   t.match(code, /^[1-9][0-9]*-[a-z]+-[a-z]+-[a-z]+$/);
-  const noAddr = await runCli(['--home', f.home, 'pair', 'join', code]);
-  t.equal(noAddr.code, 2, noAddr.stderr);
-  t.match(noAddr.stderr, /--addr HOST:PORT/);
-  const joined = await runCli(['--home', f.home, 'pair', 'join', code, '--addr', addr, '--json']);
+  t.match(invite.stdout, new RegExp(`"code":"${code}"`));
+  const joined = await runCli(['--home', f.home, 'pair', 'join', code, '--name', 'alice', '--json']);
   t.equal(joined.code, 0, joined.stderr);
+  t.match(jsonLines(joined.stdout).at(-1), { event: 'paired', id: a.id, name: 'alice', addr });
   t.ok((await peerIds(a.home)).includes(f.id), 'the listener pinned it with no CLI waiting');
+  const ping = await runCli(['--home', f.home, 'ping', 'alice', '--count', '1', '--json']);
+  t.equal(ping.code, 0, ping.stderr);
+
+  // Nobody holds a number: the LAN was asked, and the error says how to give an address.
+  const none = await runCli(['--home', f.home, 'pair', 'join', '999999-acid-zebra']);
+  t.equal(none.code, 4, none.stderr);
+  t.match(none.stderr, /nobody holds nameplate 999999 \(asked: lan\).*--addr HOST:PORT/);
+  // LAN discovery off and no address: nothing to ask, a usage error naming --addr.
+  const off = await runCli(['--home', f.home, '--no-lan-discovery', 'pair', 'join', code]);
+  t.equal(off.code, 2, off.stderr);
+  t.match(off.stderr, /--addr HOST:PORT/);
 });

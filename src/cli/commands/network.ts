@@ -137,7 +137,13 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const reach = await ctx.reach();
         const lan = reach.lanDiscovery ? { lan: { port: reach.lanDiscoveryPort, ...(reach.lanInterfaces === undefined ? {} : { interfaces: reach.lanInterfaces }) } } : {};
         const startReach = listenerReachFor(reach, identity, log);
-        const server = await Listener.start({ identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited, ...lan, ...(startReach === undefined ? {} : { startReach }) });
+        // Open short codes' nameplates are held in the LAN (and rendezvous) directories while open.
+        const { listenerDirectories } = await import('../../ops/nameplate-directories.js');
+        const { directories: nameplateDirectories, openNameplates } = listenerDirectories({ home: ctx.home, identity, config, reach, log, listenHost: String(args['host']) });
+        const server = await Listener.start({
+          identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited, ...lan,
+          nameplateDirectories, openNameplates, ...(startReach === undefined ? {} : { startReach }),
+        });
         const { resident, activity } = server;
         const startedAt = Date.now();
         const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
