@@ -34,7 +34,10 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // a server without it knows plain exclude patterns only, so a client does not ask one.
 // existing: a push may ask the server to keep different existing files, or keep only newer ones
 // (--ignore-existing, --update); a server without it would refuse them as FILE_EXISTS.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from', 'copy-links'] as const;
+// sync-pruned: a sync tells the peer which of its revisions this side's gc dropped
+// (SyncRevisions.pruned); the peer drops them too, so gc is not undone by the next sync.
+// sync-fetch-only: a sync request may only fetch contents by root (`restore` from a peer).
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from', 'copy-links', 'sync-pruned', 'sync-fetch-only'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */

@@ -33,6 +33,8 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'size-filter': pb.Feature.FEATURE_SIZE_FILTER,
   'files-from': pb.Feature.FEATURE_FILES_FROM,
   'copy-links': pb.Feature.FEATURE_COPY_LINKS,
+  'sync-pruned': pb.Feature.FEATURE_SYNC_PRUNED,
+  'sync-fetch-only': pb.Feature.FEATURE_SYNC_FETCH_ONLY,
 };
 
 const AEAD_FROM_WIRE = invert(AEAD_TO_WIRE);

@@ -95,7 +95,13 @@ export namespace clawpeer {
             FEATURE_FILES_FROM = 18,
 
             /** FEATURE_COPY_LINKS value */
-            FEATURE_COPY_LINKS = 19
+            FEATURE_COPY_LINKS = 19,
+
+            /** FEATURE_SYNC_PRUNED value */
+            FEATURE_SYNC_PRUNED = 20,
+
+            /** FEATURE_SYNC_FETCH_ONLY value */
+            FEATURE_SYNC_FETCH_ONLY = 21
         }
 
         /**
@@ -2015,6 +2021,9 @@ export namespace clawpeer {
             /** SyncRequest dryRun. */
             dryRun: boolean;
 
+            /** SyncRequest fetchOnly. */
+            fetchOnly: boolean;
+
             /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @param message SyncRequest message or plain object to encode
@@ -2056,6 +2065,9 @@ export namespace clawpeer {
 
                 /** SyncRequest dryRun */
                 dryRun?: (boolean|null);
+
+                /** SyncRequest fetchOnly */
+                fetchOnly?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -2213,6 +2225,9 @@ export namespace clawpeer {
             /** SyncRevisions last. */
             last: boolean;
 
+            /** SyncRevisions pruned. */
+            pruned: Uint8Array[];
+
             /**
              * Encodes the specified SyncRevisions message. Does not implicitly {@link clawpeer.v1.SyncRevisions.verify|verify} messages.
              * @param message SyncRevisions message or plain object to encode
@@ -2245,6 +2260,9 @@ export namespace clawpeer {
 
                 /** SyncRevisions last */
                 last?: (boolean|null);
+
+                /** SyncRevisions pruned */
+                pruned?: (Uint8Array[]|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

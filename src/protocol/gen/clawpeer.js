@@ -83,6 +83,8 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_SIZE_FILTER=17 FEATURE_SIZE_FILTER value
          * @property {number} FEATURE_FILES_FROM=18 FEATURE_FILES_FROM value
          * @property {number} FEATURE_COPY_LINKS=19 FEATURE_COPY_LINKS value
+         * @property {number} FEATURE_SYNC_PRUNED=20 FEATURE_SYNC_PRUNED value
+         * @property {number} FEATURE_SYNC_FETCH_ONLY=21 FEATURE_SYNC_FETCH_ONLY value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -106,6 +108,8 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[17] = "FEATURE_SIZE_FILTER"] = 17;
             values[valuesById[18] = "FEATURE_FILES_FROM"] = 18;
             values[valuesById[19] = "FEATURE_COPY_LINKS"] = 19;
+            values[valuesById[20] = "FEATURE_SYNC_PRUNED"] = 20;
+            values[valuesById[21] = "FEATURE_SYNC_FETCH_ONLY"] = 21;
             return values;
         })();
 
@@ -5019,6 +5023,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {Uint8Array|null} [reconcile] SyncRequest reconcile
              * @property {number|null} [rateLimit] SyncRequest rateLimit
              * @property {boolean|null} [dryRun] SyncRequest dryRun
+             * @property {boolean|null} [fetchOnly] SyncRequest fetchOnly
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -5099,6 +5104,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncRequest.prototype.dryRun = false;
 
             /**
+             * SyncRequest fetchOnly.
+             * @member {boolean} fetchOnly
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.fetchOnly = false;
+
+            /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncRequest
@@ -5126,6 +5139,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 5, wireType 0 =*/40).uint32(message.rateLimit);
                 if (message.dryRun != null && $Object.hasOwnProperty.call(message, "dryRun") && message.dryRun !== false)
                     writer.uint32(/* id 6, wireType 0 =*/48).bool(message.dryRun);
+                if (message.fetchOnly != null && $Object.hasOwnProperty.call(message, "fetchOnly") && message.fetchOnly !== false)
+                    writer.uint32(/* id 7, wireType 0 =*/56).bool(message.fetchOnly);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -5222,6 +5237,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.dryRun = value;
                             else
                                 delete message.dryRun;
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.fetchOnly = value;
+                            else
+                                delete message.fetchOnly;
                             continue;
                         }
                     }
@@ -5544,6 +5568,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|null} [transferId] SyncRevisions transferId
              * @property {Array.<Uint8Array>|null} [records] SyncRevisions records
              * @property {boolean|null} [last] SyncRevisions last
+             * @property {Array.<Uint8Array>|null} [pruned] SyncRevisions pruned
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -5570,6 +5595,7 @@ export const clawpeer = $root.clawpeer = (() => {
              */
             const SyncRevisions = function (properties) {
                 this.records = [];
+                this.pruned = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -5601,6 +5627,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncRevisions.prototype.last = false;
 
             /**
+             * SyncRevisions pruned.
+             * @member {Array.<Uint8Array>} pruned
+             * @memberof clawpeer.v1.SyncRevisions
+             * @instance
+             */
+            SyncRevisions.prototype.pruned = $util.emptyArray;
+
+            /**
              * Encodes the specified SyncRevisions message. Does not implicitly {@link clawpeer.v1.SyncRevisions.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncRevisions
@@ -5623,6 +5657,9 @@ export const clawpeer = $root.clawpeer = (() => {
                         writer.uint32(/* id 2, wireType 2 =*/18).bytes(message.records[i]);
                 if (message.last != null && $Object.hasOwnProperty.call(message, "last") && message.last !== false)
                     writer.uint32(/* id 3, wireType 0 =*/24).bool(message.last);
+                if (message.pruned != null && message.pruned.length)
+                    for (let i = 0; i < message.pruned.length; ++i)
+                        writer.uint32(/* id 4, wireType 2 =*/34).bytes(message.pruned[i]);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -5691,6 +5728,14 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.last = value;
                             else
                                 delete message.last;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.pruned && message.pruned.length))
+                                message.pruned = [];
+                            message.pruned.push(reader.bytes());
                             continue;
                         }
                     }
