@@ -406,7 +406,11 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
             describe: `with the source -: the name what is piped in lands under (default ${DEFAULT_STDIN_NAME})`,
           })
           .option('copy-links', { alias: 'L', type: 'boolean', describe: 'send each symlink as what it points to: the file, or the directory and all in it (rsync -L)' })
-          .option('copy-unsafe-links', { type: 'boolean', describe: 'send only the symlinks that lead out of the tree as what they point to (without it they are skipped; rsync --copy-unsafe-links)' }),
+          .option('copy-unsafe-links', { type: 'boolean', describe: 'send only the symlinks that lead out of the tree as what they point to (without it they are skipped; rsync --copy-unsafe-links)' })
+          .example('$0 push ./photos alice', 'lands in alice\'s inbox share as inbox/photos')
+          .example('$0 push report.pdf notes.txt alice:docs/2026', 'two files into docs/2026 of alice\'s share docs')
+          .example('$0 push -n --delete ./site alice:www', 'show what a mirror would publish and remove, change nothing')
+          .example('tar c dir | $0 push --stdin-name dir.tar - alice', 'send what is piped in, as inbox/dir.tar'),
       runner((ctx, args) => run(ctx, args, 'push')),
     )
     .command(
