@@ -487,6 +487,8 @@ t.test('a pull the listener refuses leaves no destination directory; one that ca
   t.notOk(existsSync(dest), 'no empty directory left behind');
   const blocker = path.join(work, 'a-file');
   await writeFile(blocker, 'x');
+  await mkdir(path.join(work, 'inbox', 'tree'), { recursive: true }); // something the listener has
+  await writeFile(path.join(work, 'inbox', 'tree', 'f.txt'), 'f\n');
   const bad = await runCli(['--home', b.home, 'pull', 'alice:inbox/tree', path.join(blocker, 'sub')]);
   t.equal(bad.code, 1, bad.stderr);
   t.match(bad.stderr, /cannot create .*a-file\/sub/);

@@ -71,7 +71,7 @@ t.test('restore of a file deleted here fetches its content from the peer; where 
   const restored = await runCli(['--home', b.home, 'restore', client('restore', 'delete-me.txt'), '--rev', String(created['id']).slice(0, 12), '--json']);
   t.equal(restored.code, 0, restored.stderr);
   t.equal(await readFile(client('restore', 'delete-me.txt'), 'utf8'), 'precious\n');
-  t.match(jsonLines(restored.stdout)[0], { event: 'restored', path: 'delete-me.txt' });
+  t.match(jsonLines(restored.stdout)[0], { event: 'restored', path: 'delete-me.txt', fetchedFrom: 'alice' });
   await sync('restore');
   t.equal(await readFile(server('restore', 'delete-me.txt'), 'utf8'), 'precious\n', 'the restore is an edit that syncs');
 

@@ -184,6 +184,7 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
       const chunking = defaultFolderChunking();
       const tmp = path.join(path.dirname(abs), tempNameFor(path.basename(abs)));
       let source: string | undefined;
+      let fetchedFrom: string | undefined;
       if (rev.deleted) {
         await unlink(abs).catch((err: unknown) => {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
@@ -211,7 +212,7 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
         }
         if (source === undefined) {
           // Not kept here: the peer the folder syncs with may keep it (it kept what our change replaced).
-          await fetchFromPeer(ctx, args, { folder, rel, nodeId: store.nodeId, recorded: store.syncingPeer(), id: matches[0]!.id, rev });
+          fetchedFrom = await fetchFromPeer(ctx, args, { folder, rel, nodeId: store.nodeId, recorded: store.syncingPeer(), id: matches[0]!.id, rev });
         }
       }
       if (source !== undefined) {
@@ -235,7 +236,10 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
       // Record the restore as a new local edit, so it wins over what it replaced on every peer.
       await scanFolder(store, folder, { chunking, ignore: await loadSyncIgnore(folder) });
       const head = store.head(rel);
-      ctx.out.emit({ event: 'restored', path: rel, rev: toHex(matches[0]!.id), newRev: head === undefined ? null : toHex(head.id) }, `restored ${rel} to revision ${toHex(matches[0]!.id).slice(0, 16)}`);
+      ctx.out.emit(
+        { event: 'restored', path: rel, rev: toHex(matches[0]!.id), newRev: head === undefined ? null : toHex(head.id), ...(fetchedFrom === undefined ? {} : { fetchedFrom }) },
+        `restored ${rel} to revision ${toHex(matches[0]!.id).slice(0, 16)}${fetchedFrom === undefined ? '' : ` (its content fetched from ${fetchedFrom})`}`,
+      );
     } finally {
       await store.close();
     }
@@ -244,11 +248,14 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
   }
 }
 
-/** Where the restore of a revision not kept here fetches from: --from PEER:SHARE, else the peer the folder last synced with. */
+/**
+ * Fetches the content of a revision not kept here into the folder: from --from PEER:SHARE, else
+ * the peer the folder last synced with. Returns the peer's pair name.
+ */
 async function fetchFromPeer(
   ctx: CommandContext, args: Record<string, unknown>,
   o: { folder: string; rel: string; nodeId: string; recorded: { peerId: string; share: string } | undefined; id: Uint8Array; rev: RevisionEntry['revision'] },
-): Promise<void> {
+): Promise<string> {
   const revName = `revision ${toHex(o.id).slice(0, 16)} of ${o.rel}`;
   const from = args['from'] === undefined ? o.recorded : (() => {
     const r = parseRemote(String(args['from']), false);
@@ -274,6 +281,7 @@ async function fetchFromPeer(
   if (!got) {
     throw new ClawpeerError('IO', `the content of ${revName} is kept neither here nor by ${peer.name}: nothing in the pair has it any more (collected by gc, or overwritten before a scan saw it)`);
   }
+  return peer.name;
 }
 
 async function runGc(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
