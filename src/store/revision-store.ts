@@ -528,6 +528,7 @@ export class RevisionStore {
     for (const { key, value } of this.#db.roots.getRange({ snapshot: true })) storedRefs.set(toHex(key), value.readUInt32BE(0));
     for (const [root, n] of refs) if (storedRefs.get(root) !== n) problems.push(`content root ${root}: ${n} references, count says ${storedRefs.get(root) ?? 0}`);
     for (const [root, n] of storedRefs) if (!refs.has(root)) problems.push(`content root ${root}: count ${n} but no revision references it`);
+    for (const key of this.#db.pruned.getKeys({ snapshot: true })) if (revPathKey.has(toHex(key))) problems.push(`revision ${toHex(key)} is stored and pruned`);
     if (this.localCounter() < maxOwn) problems.push(`local counter ${this.localCounter()} is below this node's stored counter ${maxOwn}`);
     const stored = MerkleIdSet.fromIds(packed);
     if (stored.size !== this.#ids.size || !bytesEqual(stored.root(), this.#ids.root())) problems.push('in-memory Merkle set differs from the stored ids');

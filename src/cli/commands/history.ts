@@ -320,7 +320,7 @@ export function registerHistoryCommands(cli: Argv, run: Runner): Argv {
     )
     .command(
       'gc <dir>',
-      'drop old revisions and the history content only they referenced',
+      'drop old revisions and the history content only they referenced (the next sync tells the peer, which drops them too)',
       (y) => y.positional('dir', { type: 'string' }).option('keep-last', { type: 'number', demandOption: true, describe: 'revisions to keep per path (the current one always stays)' }),
       run(runGc),
     );
