@@ -54,6 +54,19 @@ t.test('gc on one side, then sync: the revisions stay dropped on this side and g
   t.equal((await revisions(a.home, server('gc', 'f.txt'))).length, 1, 'the peer dropped them too');
   t.match(await sync('gc'), { inSync: true, revisionsReceived: 0, roundTrips: 1 }, 'then the folders are equal');
   t.equal(await readFile(server('gc', 'f.txt'), 'utf8'), 'v3\n', 'the current content is untouched');
+
+  // The other way: gc on the listener's share; the listener tells the client.
+  for (const v of ['v4', 'v5']) {
+    await writeFile(server('gc', 'f.txt'), `${v}\n`);
+    await sync('gc');
+  }
+  t.equal((await revisions(b.home, client('gc', 'f.txt'))).length, 3);
+  const serverGc = await runCli(['--home', a.home, 'gc', server('gc'), '--keep-last', '1', '--json']);
+  t.match(jsonLines(serverGc.stdout)[0], { event: 'gc', removedRevisions: 2 });
+  t.match(await sync('gc'), { inSync: true, revisionsReceived: 0 });
+  t.equal((await revisions(a.home, server('gc', 'f.txt'))).length, 1, 'the listener stays pruned');
+  t.equal((await revisions(b.home, client('gc', 'f.txt'))).length, 1, 'the client dropped them too');
+  t.equal(await readFile(client('gc', 'f.txt'), 'utf8'), 'v5\n');
 });
 
 t.test('restore of a file deleted here fetches its content from the peer; where nothing has it, it says so', async (t) => {
