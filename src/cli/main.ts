@@ -79,6 +79,7 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
     .option('lan-discovery', { type: 'boolean', global: true, describe: 'find paired peers on the local network and answer their queries (default on; --no-lan-discovery: off)' })
     .option('quiet', { alias: 'q', type: 'boolean', global: true, describe: 'errors only: no progress, summaries or warnings (push, pull, sync; rsync -q); --json output is unchanged' })
     .version(VERSION)
+    .completion('completion', 'print a bash/zsh completion script: clawpeer completion >> ~/.bashrc (zsh: ~/.zshrc)')
     .alias('h', 'help')
     .strict()
     .demandCommand(1, 'name a command (see --help)')

@@ -26,7 +26,7 @@ import { lackingKeys, uniqueChunks, chunkIdAt, type WantInfo } from '../transfer
 import { expectFrame, FrameStream } from '../session/frame-stream.js';
 import type { PeerSession } from '../session/session.js';
 import type { SourceFile, TransferSource } from './transfer-source.js';
-import { TEST_HOOKS } from '../support/test-hooks.js';
+import { holdForTest, TEST_HOOKS } from '../support/test-hooks.js';
 import { sleep } from '../support/timeouts.js';
 import { WriteCoalescer } from './write-coalescer.js';
 
@@ -385,6 +385,7 @@ async function runStream(
         const frame = session.sealer.sealParts({ streamId, sequence: seq, chunkId: chunk.id, compressed: packed !== null, early, chunkBytes: chunk.length }, packed ?? bytes);
         if (early) earlyKeys.set(seq, chunk.key);
         if (TEST_HOOKS.delayPerChunkMs !== undefined) await sleep(TEST_HOOKS.delayPerChunkMs);
+        if (TEST_HOOKS.holdUntilFile !== undefined) await holdForTest(options.signal);
         if (framesSent++ === TEST_HOOKS.tamperDataFrame) flipByteFromEnd(frame, 20);
         // Recorded before the write: on a fast link the ack can arrive before write() resolves.
         window.onSent(seq, chunk.id, chunk.length, performance.now());

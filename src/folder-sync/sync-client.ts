@@ -24,7 +24,7 @@ import type { PeerSession } from '../session/session.js';
 import { applyRemote, byPath, plannedChanges, type PlannedChange } from './sync-apply.js';
 import type { RevisionStore } from '../store/revision-store.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
-import { fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
+import { dropPrunedByPeer, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
@@ -182,6 +182,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
   });
   try {
     const { store } = folder;
+    if (!dryRun) store.recordSyncingPeer(session.peerId, o.share); // where `restore` fetches from
     const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, log);
     void router.run(signal);
     const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, rateLimiters: limiters };
@@ -200,7 +201,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     if (result.method === 'equal') return summary({ inSync: true, ...(dryRun ? { dryRun: { receive: [], send: [] } } : {}) });
     if (dryRun) {
       // The peer sends its records (as for a real sync) and then its done; nothing else moves.
-      const received = receives ? await receiveRevisions(ch, result.idsWeLack) : [];
+      const received = receives ? (await receiveRevisions(ch, result.idsWeLack)).filter((e) => !store.isPruned(e.id)) : [];
       const { changes, skipped } = plannedChanges(received, { store, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log });
       const conflicted = new Set(changes.filter((c) => c.change === 'conflict').map((c) => c.path));
       // What the peer holds at a path: the revisions of it we have and it does not lack.
@@ -220,8 +221,10 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
 
     let revisionsSent = 0;
     let received: RevisionEntry[] = [];
-    if (sends) revisionsSent = await sendRevisions(ch, store, result.idsTheyLack);
-    if (receives) received = await receiveRevisions(ch, result.idsWeLack);
+    let peerPruned: readonly Uint8Array[] = [];
+    // What our gc dropped is never stored again, and the peer is told so it drops it too.
+    if (sends) revisionsSent = await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
+    if (receives) received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter((e) => !store.isPruned(e.id));
     let chunks = 0;
     if (sends) {
       const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
@@ -241,8 +244,11 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       conflicts = applied.conflicts;
       skipped = applied.skipped;
     }
+    await dropPrunedByPeer(ch, store, dir, peerPruned, result.idsTheyLack);
     const check = new ReconcileInitiator(store.snapshotIdSet());
-    const outcome = await runReconcile(ch, check, check.start());
+    const checked = await runReconcile(ch, check, check.start());
+    // Revisions our gc dropped that the peer keeps (an older peer, or its heads) are not missing.
+    const outcome = { ...checked, idsWeLack: checked.idsWeLack.filter((id) => !store.isPruned(id)) };
     await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
     const localOnly = o.mode === 'receive-only' ? headsAmong(store, outcome.idsTheyLack).map((e) => e.revision.path) : [];
     return summary({

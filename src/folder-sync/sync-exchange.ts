@@ -31,7 +31,7 @@ import { isInternalPath } from '../store/internal-names.js';
 import type { RevisionStore } from '../store/revision-store.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import type { PeerSession } from '../session/session.js';
-import { historyBlobPath } from '../store/sync-history.js';
+import { historyBlobPath, removeHistoryBlobs } from '../store/sync-history.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from '../exchange/transfer-control.js';
 import { TransferReceiver } from '../exchange/transfer-receive.js';
 import { sendChunks } from '../exchange/transfer-send.js';
@@ -83,8 +83,12 @@ export async function runReconcile(ch: SyncChannel, endpoint: ReconcileEndpoint,
   }
 }
 
-/** Sends the records of `ids` (in that order) as SyncRevisions batches; returns how many. */
-export async function sendRevisions(ch: SyncChannel, store: RevisionStore, ids: readonly Uint8Array[]): Promise<number> {
+/**
+ * Sends the records of `ids` (in that order) as SyncRevisions batches; returns how many.
+ * `pruned`: ids the peer has that our gc dropped, told on the final batch when the peer has
+ * feature sync-pruned (it drops them too).
+ */
+export async function sendRevisions(ch: SyncChannel, store: RevisionStore, ids: readonly Uint8Array[], pruned: readonly Uint8Array[] = []): Promise<number> {
   const maxBytes = ch.session.caps.maxFrameBytes - BATCH_HEADROOM_BYTES;
   let batch: Uint8Array[] = [];
   let bytes = 0;
@@ -99,19 +103,41 @@ export async function sendRevisions(ch: SyncChannel, store: RevisionStore, ids: 
     batch.push(record);
     bytes += record.length + 8;
   }
-  await ch.session.control.send({ type: 'sync-revisions', transferId: ch.transferId, records: batch, last: true });
+  const tell = ch.session.caps.features.includes('sync-pruned') ? pruned.slice(0, MAX_BATCH_ITEMS) : [];
+  await ch.session.control.send({ type: 'sync-revisions', transferId: ch.transferId, records: batch, last: true, ...(tell.length === 0 ? {} : { pruned: tell }) });
   return ids.length;
+}
+
+/** What a peer said its gc dropped, kept to the ids it may name: those we have and it lacks. */
+export function peerPrunedAmong(told: readonly Uint8Array[], theyLack: readonly Uint8Array[]): Uint8Array[] {
+  const lacking = new Set(theyLack.map(toHex));
+  return told.filter((id) => lacking.has(toHex(id)));
+}
+
+/**
+ * Drops from our log what the peer said its gc dropped (only ids we have and it lacks; a head
+ * stays) and the history content only those referenced. Returns the revisions dropped.
+ */
+export async function dropPrunedByPeer(ch: SyncChannel, store: RevisionStore, folder: string, told: readonly Uint8Array[], theyLack: readonly Uint8Array[]): Promise<number> {
+  const ids = peerPrunedAmong(told, theyLack);
+  if (ids.length === 0) return 0;
+  const result = store.prune(ids);
+  const blobs = await removeHistoryBlobs(folder, result.releasedContentRoots);
+  ch.log.info('sync: dropped the revisions the peer pruned', { revisions: result.removedRevisions, historyFiles: blobs });
+  return result.removedRevisions;
 }
 
 /**
  * Receives the records of `expected` (the ids we lack, in the order reconciliation produced).
  * PROTOCOL when the peer sends more or fewer than it announced, a record that does not decode,
  * or a path inside `.clawpeer/`; HASH_MISMATCH for a record that is not the id it stands for.
+ * `onPruned`: the ids the peer said its gc dropped (SyncRevisions.pruned), unchecked.
  */
-export async function receiveRevisions(ch: SyncChannel, expected: readonly Uint8Array[]): Promise<RevisionEntry[]> {
+export async function receiveRevisions(ch: SyncChannel, expected: readonly Uint8Array[], onPruned?: (ids: readonly Uint8Array[]) => void): Promise<RevisionEntry[]> {
   const out: RevisionEntry[] = [];
   for (;;) {
     const msg = await expectMessage(ch.session, 'sync-revisions', ch.transferId, ch.timeoutMs, ch.signal);
+    if (msg.pruned !== undefined && msg.pruned.length > 0) onPruned?.(msg.pruned);
     for (const record of msg.records) {
       const id = expected[out.length];
       if (id === undefined) throw new ClawpeerError('PROTOCOL', `peer sent more than the ${expected.length} revision records it announced`);

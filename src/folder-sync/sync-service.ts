@@ -20,7 +20,7 @@ import type { DataStreamRouter } from '../session/data-stream-router.js';
 import type { PeerSession } from '../session/session.js';
 import type { Share } from '../home/shares.js';
 import { applyRemote } from './sync-apply.js';
-import { decodeReconcilePayload, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
+import { decodeReconcilePayload, dropPrunedByPeer, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import { findShare, refuseUnsyncedInto } from '../home/shares.js';
@@ -47,10 +47,11 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   const { log } = ctx;
   if (ctx.nodeId === undefined) throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
   const share = findShare(ctx.shares, req.share, session.peerId);
+  if (req.fetchOnly === true && req.mode !== 'receive-only') throw new ClawpeerError('PROTOCOL', 'a fetch-only sync request must be receive-only');
   if (req.mode !== 'receive-only' && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
   refuseUnsyncedInto(share, req.noFsync);
   const chunking = sessionChunking(session);
-  log.info('sync requested', { peer: session.peerId, share: share.name, mode: req.mode, ...(req.dryRun === true ? { dryRun: true } : {}) });
+  log.info(req.fetchOnly === true ? 'restore fetch requested' : 'sync requested', { peer: session.peerId, share: share.name, mode: req.mode, ...(req.dryRun === true ? { dryRun: true } : {}) });
   // The whole share is claimed (destination-locks.ts): a client killed mid-sync leaves its
   // session here until the transport's idle timeout, holding the folder lock; its rerun from the
   // same peer supersedes that stale sync instead of waiting it out. Another peer's push or sync
@@ -81,7 +82,7 @@ async function serveClaimedSync(
   // An empty hello follows as the first SyncReconcile: the client scans while we do.
   const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
   const folder = await openSyncedFolder(share.dir, {
-    nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives && req.dryRun !== true,
+    nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives && req.dryRun !== true && req.fetchOnly !== true,
     ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
   });
   try {
@@ -89,6 +90,14 @@ async function serveClaimedSync(
     // What we send: within the client's rate (sync --bwlimit) and this listener's own (listen --bwlimit).
     const rateLimiters = [...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]), ...(ctx.sendLimiter === undefined ? [] : [ctx.sendLimiter])];
     const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, rateLimiters };
+    if (req.fetchOnly === true) {
+      // `restore` from the client: contents by root (a live file or our history), nothing else.
+      await session.control.send({ type: 'sync-accept', transferId: req.transferId });
+      const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
+      await serveFetch(ch, fetch, store, share.dir, chunking, folder.manifests, onProgress.onProgress);
+      await session.control.send({ type: 'sync-done', transferId: req.transferId });
+      return;
+    }
     const hello = early ?? decodeReconcilePayload((await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal)).payload);
     const responder = new ReconcileResponder(store.snapshotIdSet());
     const first = responder.receive(hello);
@@ -97,14 +106,16 @@ async function serveClaimedSync(
     if (result.method === 'equal') return;
     if (req.dryRun === true) {
       // The client plans from our records; it sends none, and nothing is applied or served.
-      if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack);
+      if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
       await session.control.send({ type: 'sync-done', transferId: req.transferId });
       return;
     }
 
     let received: RevisionEntry[] = [];
-    if (clientSends) received = await receiveRevisions(ch, result.idsWeLack);
-    if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack);
+    let peerPruned: readonly Uint8Array[] = [];
+    // What our gc dropped is never stored again, and the client is told so it drops it too.
+    if (clientSends) received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter((e) => !store.isPruned(e.id));
+    if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
     if (clientSends) {
       const applied = await applyRemote(received, {
         store, folder: share.dir, chunking, keepConcurrentLocal: false, ignore: folder.ignore, log, ...fsync,
@@ -116,6 +127,7 @@ async function serveClaimedSync(
       const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
       await serveFetch(ch, fetch, store, share.dir, chunking, folder.manifests, onProgress.onProgress);
     }
+    await dropPrunedByPeer(ch, store, share.dir, peerPruned, result.idsTheyLack);
     // The client checks the outcome with a second reconciliation.
     const check = new ReconcileResponder(store.snapshotIdSet());
     const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);

@@ -99,10 +99,13 @@ export function suggestedName(host = hostname()): string {
 /**
  * The name to pin a peer under: the first of `preferred` that is a valid name and not taken,
  * else `peer-<last 8 characters of its id>` (numbered if that is taken too). A peer's own
- * suggestion is only a suggestion: it never replaces a name in use.
+ * suggestion is only a suggestion: it never replaces a name in use. A suggestion that is
+ * `ownHost` (a node on this same machine) gets the last 6 characters of the id appended.
  */
-export function pickPeerName(preferred: readonly (string | undefined)[], peerId: string, taken: ReadonlySet<string>): string {
-  for (const name of preferred) {
+export function pickPeerName(preferred: readonly (string | undefined)[], peerId: string, taken: ReadonlySet<string>, ownHost = suggestedName()): string {
+  for (const given of preferred) {
+    // A peer on this very machine suggests this machine's host name: its id's tail tells several apart.
+    const name = given !== undefined && given !== '' && given === ownHost ? `${given}-${peerId.slice(-6)}` : given;
     if (name === undefined || name === '' || taken.has(name)) continue;
     try {
       return validatePeerName(name);

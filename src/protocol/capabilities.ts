@@ -36,7 +36,10 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // (--ignore-existing, --update); a server without it would refuse them as FILE_EXISTS.
 // fsync-none: a push or sync request may ask the server to publish without fsync (--fsync=none);
 // a server without it would fsync, which is safe but not what was asked, so a client says so.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from', 'copy-links', 'fsync-none'] as const;
+// sync-pruned: a sync tells the peer which of its revisions this side's gc dropped
+// (SyncRevisions.pruned); the peer drops them too, so gc is not undone by the next sync.
+// sync-fetch-only: a sync request may only fetch contents by root (`restore` from a peer).
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from', 'copy-links', 'sync-pruned', 'sync-fetch-only', 'fsync-none'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */

@@ -34,6 +34,8 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'files-from': pb.Feature.FEATURE_FILES_FROM,
   'copy-links': pb.Feature.FEATURE_COPY_LINKS,
   'fsync-none': pb.Feature.FEATURE_FSYNC_NONE,
+  'sync-pruned': pb.Feature.FEATURE_SYNC_PRUNED,
+  'sync-fetch-only': pb.Feature.FEATURE_SYNC_FETCH_ONLY,
 };
 
 const AEAD_FROM_WIRE = invert(AEAD_TO_WIRE);

@@ -314,6 +314,8 @@ export interface SyncRequestMessage {
   readonly dryRun?: boolean;
   /** The server applies without fsync, --fsync=none (feature 'fsync-none'). */
   readonly noFsync?: boolean;
+  /** Fetch only: no reconciliation; one SyncFetch, then SyncDone (feature 'sync-fetch-only'; `restore`). */
+  readonly fetchOnly?: boolean;
 }
 
 export interface SyncAcceptMessage {
@@ -334,6 +336,8 @@ export interface SyncRevisionsMessage {
   /** Canonical revision records, each 1..MAX_SYNC_RECORD_BYTES; at most MAX_SYNC_ITEMS_PER_MESSAGE. */
   readonly records: readonly Uint8Array[];
   readonly last: boolean;
+  /** Final batch only (feature 'sync-pruned'): 32-byte ids of revisions the receiver has and the sender's gc dropped. */
+  readonly pruned?: readonly Uint8Array[];
 }
 
 export interface SyncFetchItem {

@@ -29,7 +29,7 @@ export function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Pr
       checkTextBytes('SyncRequest.share', message.share);
       checkBlob('SyncRequest.reconcile', message.reconcile, 0, MAX_SYNC_RECONCILE_BYTES);
       checkRateLimit('SyncRequest.rateLimit', message.rateLimit);
-      return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile, rateLimit: message.rateLimit ?? 0, dryRun: message.dryRun ?? false, noFsync: message.noFsync ?? false } };
+      return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile, rateLimit: message.rateLimit ?? 0, dryRun: message.dryRun ?? false, noFsync: message.noFsync ?? false, fetchOnly: message.fetchOnly ?? false } };
     }
     case 'sync-accept':
       return { syncAccept: { transferId: message.transferId } };
@@ -39,7 +39,9 @@ export function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Pr
     case 'sync-revisions':
       if (message.records.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new RangeError(`SyncRevisions has ${message.records.length} records, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
       message.records.forEach((r, i) => checkBlob(`SyncRevisions.records[${i}]`, r, 1, MAX_SYNC_RECORD_BYTES));
-      return { syncRevisions: { transferId: message.transferId, records: message.records as Uint8Array[], last: message.last } };
+      if ((message.pruned?.length ?? 0) > MAX_SYNC_ITEMS_PER_MESSAGE) throw new RangeError(`SyncRevisions has ${message.pruned?.length} pruned ids, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      message.pruned?.forEach((id, i) => checkBlob(`SyncRevisions.pruned[${i}]`, id, CHUNK_ID_BYTES, CHUNK_ID_BYTES));
+      return { syncRevisions: { transferId: message.transferId, records: message.records as Uint8Array[], last: message.last, ...(message.pruned === undefined || message.pruned.length === 0 ? {} : { pruned: message.pruned as Uint8Array[] }) } };
     case 'sync-fetch':
       checkUint('SyncFetch.fetchId', message.fetchId, UINT32_MAX);
       if (message.items.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new RangeError(`SyncFetch has ${message.items.length} items, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
@@ -94,6 +96,7 @@ export function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage |
         ...rateLimitFromWire(r.rateLimit),
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.noFsync === true ? { noFsync: true } : {}),
+        ...(r.fetchOnly === true ? { fetchOnly: true } : {}),
       };
     }
     case 'syncAccept': {
@@ -111,11 +114,14 @@ export function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage |
       if (r === null || r === undefined) return undefined;
       const raw = r.records ?? [];
       if (raw.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new ClawpeerError('PROTOCOL', `SyncRevisions has ${raw.length} records, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      const pruned = r.pruned ?? [];
+      if (pruned.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new ClawpeerError('PROTOCOL', `SyncRevisions has ${pruned.length} pruned ids, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
       return {
         type: 'sync-revisions',
         transferId: r.transferId ?? 0,
         records: raw.map((rec, i) => blobFromWire(`SyncRevisions.records[${i}]`, rec, 1, MAX_SYNC_RECORD_BYTES)),
         last: r.last ?? false,
+        ...(pruned.length === 0 ? {} : { pruned: pruned.map((id, i) => blobFromWire(`SyncRevisions.pruned[${i}]`, id, CHUNK_ID_BYTES, CHUNK_ID_BYTES)) }),
       };
     }
     case 'syncFetch': {

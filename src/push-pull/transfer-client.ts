@@ -9,6 +9,7 @@ import type { Logger } from '../logger.js';
 import { bitmapSet, newBitmap, type ControlMessage, type CreatedEntry, type UpdatedFile, type ManifestEntry, type PublishedFile, type TransferDoneMessage } from '../protocol/messages.js';
 import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
 import { backupProtection, type BackupPlan } from '../store/backups.js';
+import { removePullState } from '../store/transfer-state.js';
 import { uniqueChunks, type WantInfo } from '../transfer/chunk-order.js';
 import type { ModeChange } from '../transfer/chmod.js';
 import { DataStreamRouter } from '../session/data-stream-router.js';
@@ -477,6 +478,8 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
     const toRemove = withinMaxDelete(o, o.delete === true ? await pulledExtraneous(o, root, entries, receiver) : []);
     // The revision log's module (lmdb) loads only when there is something to remove.
     const removed = toRemove.list.length === 0 ? [] : (await (await import('./delete-history.js')).removeExtraneousKeeping(root, toRemove.list, { backups: receiver.backups, nodeId: o.nodeId })).map((e) => e.path);
+    // A plain destination keeps no .clawpeer/ once the pull is complete (a synced folder's stays).
+    await removePullState(root).catch((err: unknown) => o.log.debug('cannot remove the pull state', { root, error: (err as Error).message }));
     return {
       files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
       chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,

@@ -29,7 +29,7 @@ import { MerkleIdSet } from '../sync/merkle-root.js';
 import { decodeRevision, revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
 import { EMPTY_VECTOR, checkNodeId, counterOf, decodeVector, encodeVector, incrementVector, mergeVectors, type VersionVector } from '../sync/version-vector.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
-import { REVLOG_DIR_NAME, REVLOG_FORMAT_VERSION, REVLOG_FORMAT_V1, MAX_DBS, WARM_VALUE_BYTES, META_FORMAT, META_COUNTER, META_SEQ, META_LIVE_HEADS, META_ID_CHANGES, META_NODE, WARM_KEY_MAX_BYTES, type WarmStat, hashPath, pathKey, warmKey, u64, readU64, encodeWarm, encodeWarmStat, corrupt, historyKey, historyRange, upgradeFromV1, type Dbs } from './revlog-format.js';
+import { REVLOG_DIR_NAME, REVLOG_FORMAT_VERSION, REVLOG_FORMAT_V1, MAX_DBS, WARM_VALUE_BYTES, META_FORMAT, META_COUNTER, META_SEQ, META_LIVE_HEADS, META_ID_CHANGES, META_NODE, META_PEER, WARM_KEY_MAX_BYTES, type WarmStat, hashPath, pathKey, warmKey, u64, readU64, encodeWarm, encodeWarmStat, corrupt, historyKey, historyRange, upgradeFromV1, type Dbs } from './revlog-format.js';
 
 /** A revision made here, before the store gives it an origin and a version vector. */
 export type RevisionDraft = Omit<Revision, 'origin' | 'vector'>;
@@ -119,6 +119,7 @@ export class RevisionStore {
         pathVectors: sub('pathvectors'),
         roots: sub('roots'),
         warm: sub('warmfiles'),
+        pruned: sub('pruned'),
         meta: sub('meta'),
       };
       const format = db.meta.get(META_FORMAT);
@@ -311,6 +312,85 @@ export class RevisionStore {
     this.#env.transactionSync(() => this.#db.meta.putSync(META_NODE, Buffer.from(this.nodeId, 'latin1')));
   }
 
+  /** The peer and share this folder last synced with (recordSyncingPeer), if any. */
+  syncingPeer(): { peerId: string; share: string } | undefined {
+    this.#checkOpen();
+    const v = this.#db.meta.get(META_PEER);
+    if (v === undefined) return undefined;
+    const text = Buffer.from(v).toString('latin1');
+    const colon = text.indexOf(':');
+    return colon < 0 ? { peerId: text, share: '' } : { peerId: text.slice(0, colon), share: text.slice(colon + 1) };
+  }
+
+  /** Records the peer and share this folder syncs with (a write only when it changes). */
+  recordSyncingPeer(peerId: string, share: string): void {
+    this.#checkOpen();
+    const value = Buffer.from(`${peerId}:${share}`, 'latin1');
+    const before = this.#db.meta.get(META_PEER);
+    if (before !== undefined && before.equals(value)) return;
+    this.#env.transactionSync(() => this.#db.meta.putSync(META_PEER, value));
+  }
+
+  /** True when gc dropped revision `id` here, or a peer said it dropped it: it is never stored again. */
+  isPruned(id: Uint8Array): boolean {
+    this.#checkOpen();
+    return id.length === BLAKE3_OUT_BYTES && this.#db.pruned.doesExist(Buffer.from(id));
+  }
+
+  /** Of `ids`, those that are pruned here (in their order). */
+  prunedAmong(ids: readonly Uint8Array[]): Uint8Array[] {
+    return ids.filter((id) => this.isPruned(id));
+  }
+
+  /** Number of pruned ids recorded. */
+  prunedCount(): number {
+    this.#checkOpen();
+    return this.#db.pruned.getKeysCount();
+  }
+
+  /**
+   * Drops the stored revisions of `ids` that are not their path's head and records them as
+   * pruned, as gc does (what a peer said its gc dropped, so both logs converge). A head stays,
+   * and is not recorded: the next sync still carries it. Unknown ids are recorded as pruned.
+   */
+  prune(ids: readonly Uint8Array[]): GcResult {
+    this.#checkOpen();
+    const dropped: Uint8Array[] = [];
+    const released: Uint8Array[] = [];
+    this.#env.transactionSync(() => {
+      for (const id of ids) {
+        if (id.length !== BLAKE3_OUT_BYTES) continue;
+        const idKey = Buffer.from(id);
+        const encoded = this.#db.revs.get(idKey);
+        if (encoded === undefined) {
+          this.#db.pruned.putSync(idKey, Buffer.alloc(0));
+          continue;
+        }
+        const rev = decodeRevision(encoded);
+        const pk = pathKey(rev.path);
+        const headId = this.#db.heads.get(pk);
+        if (headId !== undefined && bytesEqual(headId, idKey)) continue;
+        for (const { key, value } of this.#db.history.getRange(historyRange(pk))) {
+          if (!bytesEqual(value, idKey)) continue;
+          this.#dropRevision(key, idKey, rev, released);
+          dropped.push(Uint8Array.from(idKey));
+          break;
+        }
+      }
+      if (dropped.length > 0) this.#bumpIdChanges();
+    });
+    for (const id of dropped) this.#ids.delete(id);
+    return { removedRevisions: dropped.length, releasedContentRoots: released };
+  }
+
+  /** In a write transaction: removes one revision (history entry `key`), counts its content root off, records it pruned. */
+  #dropRevision(key: Buffer, id: Buffer, rev: Revision, released: Uint8Array[]): void {
+    this.#db.history.removeSync(key);
+    this.#db.revs.removeSync(id);
+    this.#db.pruned.putSync(id, Buffer.alloc(0));
+    if (rev.contentRoot.length > 0 && this.#unref(rev.contentRoot)) released.push(rev.contentRoot);
+  }
+
   /** The highest counter this node has used (persisted). */
   localCounter(): number {
     this.#checkOpen();
@@ -348,7 +428,8 @@ export class RevisionStore {
    * Drops, for every path, the revisions older than its `keepLast` most recent ones, never the
    * head (so a path keeps keepLast revisions, or keepLast + 1 when its head is older than
    * those). One transaction; memory bounded by the longest history. Returns the content roots no
-   * remaining revision references.
+   * remaining revision references. The dropped ids are recorded as pruned: a sync never stores
+   * them again and tells the peer, whose log drops them too (sync-pruned).
    */
   gc(keepLast: number): GcResult {
     this.#checkOpen();
@@ -372,10 +453,7 @@ export class RevisionStore {
           if (headId !== undefined && bytesEqual(headId, id)) continue;
           const encoded = this.#db.revs.get(id);
           if (encoded === undefined) throw corrupt(this.dir, `history lists missing revision ${toHex(id)}`);
-          const rev = decodeRevision(encoded);
-          this.#db.history.removeSync(key);
-          this.#db.revs.removeSync(id);
-          if (rev.contentRoot.length > 0 && this.#unref(rev.contentRoot)) released.push(rev.contentRoot);
+          this.#dropRevision(key, id, decodeRevision(encoded), released);
           dropped.push(id);
         }
       }
@@ -450,6 +528,7 @@ export class RevisionStore {
     for (const { key, value } of this.#db.roots.getRange({ snapshot: true })) storedRefs.set(toHex(key), value.readUInt32BE(0));
     for (const [root, n] of refs) if (storedRefs.get(root) !== n) problems.push(`content root ${root}: ${n} references, count says ${storedRefs.get(root) ?? 0}`);
     for (const [root, n] of storedRefs) if (!refs.has(root)) problems.push(`content root ${root}: count ${n} but no revision references it`);
+    for (const key of this.#db.pruned.getKeys({ snapshot: true })) if (revPathKey.has(toHex(key))) problems.push(`revision ${toHex(key)} is stored and pruned`);
     if (this.localCounter() < maxOwn) problems.push(`local counter ${this.localCounter()} is below this node's stored counter ${maxOwn}`);
     const stored = MerkleIdSet.fromIds(packed);
     if (stored.size !== this.#ids.size || !bytesEqual(stored.root(), this.#ids.root())) problems.push('in-memory Merkle set differs from the stored ids');

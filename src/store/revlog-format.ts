@@ -12,9 +12,13 @@
 //   roots        content root (32)            -> u32 number of stored revisions referencing it
 //   warmfiles    dirKey (32) | UTF-8 name     -> head id (32) | size u64 | mtimeNs i64 | ino u64 | dev u64
 //                                                | mode u32
+//   pruned       id (32)                      -> empty: a revision gc dropped here or a peer said it
+//                                                dropped; never stored again, so gc converges
 //   meta         ascii name                   -> 'format', 'counter', 'seq', 'liveheads': each a u64;
 //                                                'node': the id of the node that syncs the folder
-//                                                (ASCII; `restore` records its edit as that node's)
+//                                                (ASCII; `restore` records its edit as that node's);
+//                                                'peer': the peer and share it last synced with
+//                                                (ASCII 'NODEID:SHARE'; where `restore` fetches from)
 // pathKey = BLAKE3(UTF-8 path): paths reach 4096 bytes, LMDB keys stop at ~2 KB.
 // dirKey = pathKey of the file's directory ('' for the folder's top). A warm key is built from
 // one hash per directory, not one per file: a no-op scan of 10,000 files spent ~45 ms hashing
@@ -50,6 +54,8 @@ export const META_LIVE_HEADS = Buffer.from('liveheads', 'latin1');
 export const META_ID_CHANGES = Buffer.from('idchanges', 'latin1');
 /** The node that syncs this folder (recordSyncingNode): what `restore` without --home goes by. */
 export const META_NODE = Buffer.from('node', 'latin1');
+/** The peer and share the folder last synced with (recordSyncingPeer): where `restore` fetches from. */
+export const META_PEER = Buffer.from('peer', 'latin1');
 /** Longest warm key: a directory key and a name of MAX_PATH_SEGMENT_BYTES. */
 export const WARM_KEY_MAX_BYTES = BLAKE3_OUT_BYTES + MAX_PATH_SEGMENT_BYTES;
 
@@ -182,5 +188,6 @@ export interface Dbs {
   readonly pathVectors: Database<Buffer, Buffer>;
   readonly roots: Database<Buffer, Buffer>;
   readonly warm: Database<Buffer, Buffer>;
+  readonly pruned: Database<Buffer, Buffer>;
   readonly meta: Database<Buffer, Buffer>;
 }

@@ -1,5 +1,7 @@
 // Fault injection for end-to-end tests, read once from the environment. Unset in normal use;
 // each hook only makes a transfer slower or broken (or kills this process), never less safe for the receiver.
+import { existsSync } from 'node:fs';
+
 function envInt(name: string): number | undefined {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return undefined;
@@ -22,7 +24,15 @@ export const TEST_HOOKS = Object.freeze({
   freeBytes: envInt('CLAWPEER_TEST_FREE_BYTES'),
   /** A named step (see crashPoint) where this process SIGKILLs itself: a kill at an exact point. */
   crashAt: process.env['CLAWPEER_TEST_CRASH_AT'] || undefined,
+  /** A sender sends no DATA frame until this file exists: a test looks at a transfer that surely runs, then lets it go. */
+  holdUntilFile: process.env['CLAWPEER_TEST_HOLD_UNTIL_FILE'] || undefined,
 });
+
+/** Waits while CLAWPEER_TEST_HOLD_UNTIL_FILE names a file that does not exist yet (or `signal` aborts). */
+export async function holdForTest(signal?: AbortSignal): Promise<void> {
+  const file = TEST_HOOKS.holdUntilFile;
+  while (file !== undefined && !existsSync(file) && signal?.aborted !== true) await new Promise((resolve) => setTimeout(resolve, 20));
+}
 
 /**
  * Dies by SIGKILL right here when CLAWPEER_TEST_CRASH_AT names `step`: no cleanup, no flush,

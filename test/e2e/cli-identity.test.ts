@@ -43,6 +43,26 @@ t.test('listen --init reports the identity it made at info, not as a warning', a
   t.notMatch(listener.stderr(), /WARN[^\n]*created identity/);
 });
 
+t.test('a listener on 127.0.0.1 prints pairing hints with that address, not <THIS_HOST>', async (t) => {
+  const home = await tempHome('listen-hint');
+  const child = spawn(process.execPath, [CLI, '--home', home, 'listen', '--init', '--host', '127.0.0.1', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.teardown(() => child.kill('SIGKILL'));
+  let stderr = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no pairing hint in 20 s: ${stderr}`)), 20_000);
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      if (/pair join <CODE>[^\n]*\n/.test(stderr)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  t.match(stderr, /clawpeer pair add 12D3KooW\S+ --name <NAME> --addr 127\.0\.0\.1:\d+\n/);
+  t.match(stderr, /clawpeer pair join <CODE> --addr 127\.0\.0\.1:\d+ \(there\)/);
+  t.notMatch(stderr, /<THIS_HOST>/);
+});
+
 t.test('pair add / list / remove', async (t) => {
   const a = await initNode('pa');
   const b = await initNode('pb');

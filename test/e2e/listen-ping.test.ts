@@ -31,14 +31,17 @@ t.test('status: the listener of a home says where it listens, who is connected a
   const idle = await runCli(['--home', a.home, 'status', '--json']);
   t.equal(idle.code, 0, idle.stderr);
   t.match(jsonLines(idle.stdout)[0], { event: 'status', id: a.id, host: '127.0.0.1', port: listener.port, transports: ['quic', 'tcp'], shares: [{ name: 'inbox', readOnly: false }], activity: [] });
-  // A push slow enough to be seen: 1 MiB at 256 KiB/s.
-  const src = join(await mkdtemp(join(tmpdir(), 'clawpeer-status-')), 'slow.bin');
+  // A push held before its first chunk until the test has looked (CLAWPEER_TEST_HOLD_UNTIL_FILE):
+  // it runs for as long as the test needs, however loaded the machine.
+  const scratch = await mkdtemp(join(tmpdir(), 'clawpeer-status-'));
+  const src = join(scratch, 'slow.bin');
+  const releasePush = join(scratch, 'release-push');
   await writeFile(src, randomBytes(1 << 20));
-  const push = spawn(process.execPath, [CLI, '--home', b.home, 'push', src, 'alice', '--bwlimit', '256', '--transport', 'quic'], { stdio: 'ignore' });
+  const push = spawn(process.execPath, [CLI, '--home', b.home, 'push', src, 'alice', '--transport', 'quic'], { stdio: 'ignore', env: { ...process.env, CLAWPEER_TEST_HOLD_UNTIL_FILE: releasePush } });
   const ended = new Promise<number | null>((resolve) => push.once('exit', resolve));
   t.teardown(() => push.kill('SIGKILL'));
   let seen: Record<string, unknown> | undefined;
-  for (let i = 0; i < 100 && seen === undefined; i++) {
+  for (let i = 0; i < 300 && seen === undefined; i++) {
     const s = jsonLines((await runCli(['--home', a.home, 'status', '--json'])).stdout)[0];
     if (Array.isArray(s?.['activity']) && s['activity'].length > 0) seen = s;
     else await new Promise((resolve) => setTimeout(resolve, 100));
@@ -51,6 +54,7 @@ t.test('status: the listener of a home says where it listens, who is connected a
   t.notOk(jsonLines((await runCli(['--home', b.home, 'pair', 'list', '--json'])).stdout).some((p) => 'connected' in p), 'a home without a listener does not say');
   const text = await runCli(['--home', a.home, 'status']);
   t.match(text.stdout, /push from bob into inbox: .* of 1\.0 MiB, 0 of 1 files, for /);
+  await writeFile(releasePush, '');
   t.equal(await ended, 0, 'the push completes');
   const after = jsonLines((await runCli(['--home', a.home, 'status', '--json'])).stdout)[0];
   t.same(after?.['activity'], [], 'nothing runs once it is done');
@@ -64,17 +68,19 @@ t.test('status: the listener of a home says where it listens, who is connected a
   // A sync served for a peer shows up too, with the content it moves.
   const folder = await mkdtemp(join(tmpdir(), 'clawpeer-status-sync-'));
   await writeFile(join(folder, 'big.bin'), randomBytes(1 << 20));
-  const sync = spawn(process.execPath, [CLI, '--home', b.home, 'sync', folder, 'alice:inbox', '--mode', 'send-only', '--bwlimit', '256', '--transport', 'quic'], { stdio: 'ignore' });
+  const releaseSync = join(scratch, 'release-sync');
+  const sync = spawn(process.execPath, [CLI, '--home', b.home, 'sync', folder, 'alice:inbox', '--mode', 'send-only', '--transport', 'quic'], { stdio: 'ignore', env: { ...process.env, CLAWPEER_TEST_HOLD_UNTIL_FILE: releaseSync } });
   const synced = new Promise<number | null>((resolve) => sync.once('exit', resolve));
   t.teardown(() => sync.kill('SIGKILL'));
   let syncing: Record<string, unknown> | undefined;
-  for (let i = 0; i < 100 && syncing === undefined; i++) {
+  for (let i = 0; i < 300 && syncing === undefined; i++) {
     const s = jsonLines((await runCli(['--home', a.home, 'status', '--json'])).stdout)[0];
     const running = Array.isArray(s?.['activity']) ? (s['activity'] as Record<string, unknown>[]) : [];
     if (running.some((x) => x['kind'] === 'sync' && Number(x['totalBytes']) > 0)) syncing = s;
     else await new Promise((resolve) => setTimeout(resolve, 100));
   }
   t.match(syncing?.['activity'], [{ peer: b.id, kind: 'sync', share: 'inbox', totalBytes: 1 << 20, totalFiles: 1 }], 'the sync, once its content moves');
+  await writeFile(releaseSync, '');
   t.equal(await synced, 0, 'the sync completes');
   const none = await runCli(['--home', c.home, 'status']);
   t.equal(none.code, 1, none.stderr);

@@ -72,10 +72,13 @@ t.test('the store: an invite is redeemed once, confirms its joiner until it expi
 
 t.test('names: the first free valid choice, else peer-<id end>, never one in use', async (t) => {
   const id = '12D3KooWFEGht6khjm71Yyzjmiwe8pr15zQe27wbjyz8JPbCTgwd';
-  t.equal(pickPeerName(['bob', 'vm'], id, new Set()), 'bob');
-  t.equal(pickPeerName(['bob', 'vm'], id, new Set(['bob'])), 'vm');
-  t.equal(pickPeerName([undefined, '', 'bad name!'], id, new Set()), 'peer-JPbCTgwd');
-  t.equal(pickPeerName(['bob'], id, new Set(['bob', 'peer-JPbCTgwd'])), 'peer-JPbCTgwd-2');
+  t.equal(pickPeerName(['bob', 'vm'], id, new Set(), 'laptop'), 'bob');
+  t.equal(pickPeerName(['bob', 'vm'], id, new Set(['bob']), 'laptop'), 'vm');
+  t.equal(pickPeerName([undefined, '', 'bad name!'], id, new Set(), 'laptop'), 'peer-JPbCTgwd');
+  t.equal(pickPeerName(['bob'], id, new Set(['bob', 'peer-JPbCTgwd']), 'laptop'), 'peer-JPbCTgwd-2');
+  // Nodes on this machine all suggest its host name: each gets its id's tail, so they differ.
+  t.equal(pickPeerName(['vm'], id, new Set(), 'vm'), `vm-${id.slice(-6)}`);
+  t.not(pickPeerName(['vm'], id, new Set(), 'vm'), pickPeerName(['vm'], `${id.slice(0, -6)}abcdef`, new Set(), 'vm'));
   t.equal(suggestedName('laptop.example.org'), 'laptop');
   t.equal(suggestedName('my host'), 'my-host');
   t.equal(suggestedName('---'), '');

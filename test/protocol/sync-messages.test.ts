@@ -65,6 +65,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'SyncRequest (fetch only)',
+    message: { type: 'sync-request', transferId: 3, share: '', mode: 'receive-only', reconcile: new Uint8Array(0), fetchOnly: true },
+    wire: `
+      01 00000009                 # frame: type CONTROL, body 9 bytes
+      8203 06                     # Control.sync_request (field 48, LEN) 6 bytes
+      08 03                       #   transfer_id (1) = 3
+      18 03                       #   mode (3) = RECEIVE_ONLY
+      38 01                       #   fetch_only (7) = true
+    `,
+  },
+  {
     name: 'SyncAccept',
     message: { type: 'sync-accept', transferId: 3 },
     wire: `
@@ -93,6 +104,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
       12 02 aabb                  #   records (2) [0]
       12 01 cc                    #   records (2) [1]
       18 01                       #   last (3) = true
+    `,
+  },
+  {
+    name: 'SyncRevisions (pruned ids)',
+    message: { type: 'sync-revisions', transferId: 3, records: [], last: true, pruned: [new Uint8Array(32).fill(0x22)] },
+    wire: `
+      01 00000029                 # frame: type CONTROL, body 41 bytes
+      9a03 26                     # Control.sync_revisions (field 51, LEN) 38 bytes
+      08 03                       #   transfer_id (1) = 3
+      18 01                       #   last (3) = true
+      22 20 2222222222222222222222222222222222222222222222222222222222222222 #   pruned (4) [0]
     `,
   },
   {

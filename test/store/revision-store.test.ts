@@ -131,6 +131,39 @@ t.test('gc keeps the last N per path and the head, and releases only unreference
   t.throws(() => store.gc(0), { code: 'USAGE' });
 });
 
+t.test('gc records what it dropped as pruned; prune drops what a peer pruned, never a head', async (t) => {
+  const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
+  t.teardown(() => store.close());
+  const a = store.write((w) => [1, 2, 3].map((n) => w.recordLocal(fileDraft('a', n))));
+  const b = store.write((w) => [4, 5, 6].map((n) => w.recordLocal(fileDraft('b', n))));
+  store.gc(2);
+  t.ok(store.isPruned(a[0]!.id), 'gc\'s drop is recorded');
+  t.notOk(store.isPruned(a[1]!.id));
+  t.same(store.prunedAmong([a[0]!.id, a[1]!.id]).map(hex), [hex(a[0]!.id)]);
+  t.ok(store.isPruned(b[0]!.id));
+  // A peer says it pruned b's second and b's head: the head stays (and is not recorded).
+  const unknown = content(99);
+  const result = store.prune([b[1]!.id, b[2]!.id, unknown]);
+  t.equal(result.removedRevisions, 1);
+  t.same(result.releasedContentRoots.map(hex), [hex(content(5))]);
+  t.same(store.history('b').map((e) => e.revision.size), [6]);
+  t.ok(store.isPruned(b[1]!.id) && store.isPruned(unknown), 'dropped and unknown ids are recorded');
+  t.notOk(store.isPruned(b[2]!.id), 'a head is not');
+  t.equal(store.prunedCount(), 4);
+  t.same(store.checkInvariants(), []);
+  t.equal(hex(store.root()), hex(MerkleIdSet.fromPacked(store.allIds()).root()));
+});
+
+t.test('the peer a folder syncs with is recorded for restore', async (t) => {
+  const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
+  t.teardown(() => store.close());
+  t.equal(store.syncingPeer(), undefined);
+  store.recordSyncingPeer(PEER, 'docs');
+  t.same(store.syncingPeer(), { peerId: PEER, share: 'docs' });
+  store.recordSyncingPeer(PEER, '');
+  t.same(store.syncingPeer(), { peerId: PEER, share: '' });
+});
+
 t.test('warm entries are certified for one head', async (t) => {
   const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
   t.teardown(() => store.close());

@@ -14,6 +14,7 @@ import type { RevisionEntry } from '../../sync/revision.js';
 import { isConflictPath } from '../../sync/conflict.js';
 import { human } from '../../format.js';
 import { normalizeSharePath } from '../../transfer/paths.js';
+import { parseRemote } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 
 /** How long restore/gc wait for a running sync of the folder, ms. */
@@ -182,6 +183,8 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
       const abs = path.join(folder, ...rel.split('/'));
       const chunking = defaultFolderChunking();
       const tmp = path.join(path.dirname(abs), tempNameFor(path.basename(abs)));
+      let source: string | undefined;
+      let fetchedFrom: string | undefined;
       if (rev.deleted) {
         await unlink(abs).catch((err: unknown) => {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
@@ -196,7 +199,6 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
         // The content: its history blob, or a live file with the same root.
         const candidates = [historyBlobPath(folder, rev.contentRoot), abs];
         for (const h of store.heads()) if (!h.revision.deleted && h.revision.kind === 'file' && bytesEqual(h.revision.contentRoot, rev.contentRoot)) candidates.push(path.join(folder, ...h.revision.path.split('/')));
-        let source: string | undefined;
         for (const c of candidates) {
           try {
             if (!(await lstat(c)).isFile()) continue;
@@ -208,7 +210,12 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
             continue;
           }
         }
-        if (source === undefined) throw new ClawpeerError('IO', `the content of revision ${toHex(matches[0]!.id).slice(0, 16)} of ${rel} is no longer kept here (collected by gc, or overwritten before a scan saw it)`);
+        if (source === undefined) {
+          // Not kept here: the peer the folder syncs with may keep it (it kept what our change replaced).
+          fetchedFrom = await fetchFromPeer(ctx, args, { folder, rel, nodeId: store.nodeId, recorded: store.syncingPeer(), id: matches[0]!.id, rev });
+        }
+      }
+      if (source !== undefined) {
         await mkdir(path.dirname(abs), { recursive: true });
         await copyFile(source, tmp, fsConstants.COPYFILE_EXCL);
         try {
@@ -229,13 +236,52 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
       // Record the restore as a new local edit, so it wins over what it replaced on every peer.
       await scanFolder(store, folder, { chunking, ignore: await loadSyncIgnore(folder) });
       const head = store.head(rel);
-      ctx.out.emit({ event: 'restored', path: rel, rev: toHex(matches[0]!.id), newRev: head === undefined ? null : toHex(head.id) }, `restored ${rel} to revision ${toHex(matches[0]!.id).slice(0, 16)}`);
+      ctx.out.emit(
+        { event: 'restored', path: rel, rev: toHex(matches[0]!.id), newRev: head === undefined ? null : toHex(head.id), ...(fetchedFrom === undefined ? {} : { fetchedFrom }) },
+        `restored ${rel} to revision ${toHex(matches[0]!.id).slice(0, 16)}${fetchedFrom === undefined ? '' : ` (its content fetched from ${fetchedFrom})`}`,
+      );
     } finally {
       await store.close();
     }
   } finally {
     await lock.release();
   }
+}
+
+/**
+ * Fetches the content of a revision not kept here into the folder: from --from PEER:SHARE, else
+ * the peer the folder last synced with. Returns the peer's pair name.
+ */
+async function fetchFromPeer(
+  ctx: CommandContext, args: Record<string, unknown>,
+  o: { folder: string; rel: string; nodeId: string; recorded: { peerId: string; share: string } | undefined; id: Uint8Array; rev: RevisionEntry['revision'] },
+): Promise<string> {
+  const revName = `revision ${toHex(o.id).slice(0, 16)} of ${o.rel}`;
+  const from = args['from'] === undefined ? o.recorded : (() => {
+    const r = parseRemote(String(args['from']), false);
+    if (r.path !== '') throw new ClawpeerError('USAGE', `--from names the peer's share the folder syncs with (PEER:SHARE), not a path in it: ${JSON.stringify(String(args['from']))}`);
+    return { peerId: r.peer, share: r.share };
+  })();
+  if (from === undefined) {
+    throw new ClawpeerError('IO', `the content of ${revName} is no longer kept here (collected by gc, or overwritten before a scan saw it), and this folder has not synced with a peer that might keep it: pass --from PEER:SHARE`);
+  }
+  const [{ loadIdentity }, { PeerStore }, { resolvePeer }, { resolveConfig }, { fetchRevisionFromPeer }] = await Promise.all([
+    import('../../home/identity-store.js'), import('../../home/peer-store.js'), import('../../home/peer-resolve.js'), import('../../home/config.js'), import('../../folder-sync/restore-fetch.js'),
+  ]);
+  const home = await homeNodeId(ctx);
+  if (home !== o.nodeId) {
+    throw new ClawpeerError('USAGE', `the content of ${revName} is not kept here; to fetch it from the peer, pass the --home of the node that syncs this folder (${o.nodeId})`);
+  }
+  const identity = await loadIdentity(ctx.home.identityKeyFile);
+  const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), from.peerId, args['addr'] as string | undefined);
+  const got = await fetchRevisionFromPeer({
+    identity, peer, config: resolveConfig({}), share: from.share, folder: o.folder, relPath: o.rel, root: o.rev.contentRoot,
+    mode: o.rev.mode & 0o777, mtimeMs: Number(o.rev.mtimeNs / 1_000_000n), log: ctx.log.child('restore'), signal: ctx.signal,
+  });
+  if (!got) {
+    throw new ClawpeerError('IO', `the content of ${revName} is kept neither here nor by ${peer.name}: nothing in the pair has it any more (collected by gc, or overwritten before a scan saw it)`);
+  }
+  return peer.name;
 }
 
 async function runGc(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
@@ -266,12 +312,15 @@ export function registerHistoryCommands(cli: Argv, run: Runner): Argv {
     .command(
       'restore <target>',
       'bring back an earlier revision of DIR/PATH (atomically; recorded as a new edit)',
-      (y) => y.positional('target', { type: 'string' }).option('rev', { type: 'string', demandOption: true, describe: 'revision id (hex, at least 8 digits) from `clawpeer log`' }),
+      (y) => y.positional('target', { type: 'string' })
+        .option('rev', { type: 'string', demandOption: true, describe: 'revision id (hex, at least 8 digits) from `clawpeer log`' })
+        .option('from', { type: 'string', describe: 'PEER:SHARE to fetch the content from when it is no longer kept here (default: the peer the folder last synced with)' })
+        .option('addr', { type: 'string', describe: 'HOST:PORT of the --from peer (default: its paired address)' }),
       run(runRestore),
     )
     .command(
       'gc <dir>',
-      'drop old revisions and the history content only they referenced',
+      'drop old revisions and the history content only they referenced (the next sync tells the peer, which drops them too)',
       (y) => y.positional('dir', { type: 'string' }).option('keep-last', { type: 'number', demandOption: true, describe: 'revisions to keep per path (the current one always stays)' }),
       run(runGc),
     );

@@ -173,11 +173,14 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const { writeListening, removeListening } = await import('../../home/listening-file.js');
         if (control !== undefined) await writeListening(ctx.home.dir, { pid: process.pid, host: first.host, port: first.port }).catch(() => undefined);
         if (!ctx.out.json) {
+          // A listener on every address cannot say which one the other machine reaches; one on a
+          // concrete address (127.0.0.1 included) can.
+          const here = first.host === '0.0.0.0' || first.host === '::' ? `<THIS_HOST>:${first.port}` : formatHostPort(first);
           process.stderr.write(
             `transports: ${server.bound.map((b) => b.transport).join(', ')}; shares: ${shares.map((s) => `${s.name}=${s.dir}${s.readOnly ? ' (read-only)' : s.noDelete === true ? ' (no push --delete)' : ''}`).join(', ')}\n` +
-              `to pair, on the other machine run: clawpeer pair add ${identity.nodeId} --name <NAME>${reach.lanDiscovery ? ' (on this LAN; elsewhere add' : ''} --addr <THIS_HOST>:${first.port}${reach.lanDiscovery ? ')' : ''}\n` +
+              `to pair, on the other machine run: clawpeer pair add ${identity.nodeId} --name <NAME>${reach.lanDiscovery ? ' (on this LAN; elsewhere add' : ''} --addr ${here}${reach.lanDiscovery ? ')' : ''}\n` +
               `and here: clawpeer pair add <ITS_ID> --name <NAME>\n` +
-              `or, with a one-time code: clawpeer pair invite (here), then clawpeer pair join <CODE> --addr <THIS_HOST>:${first.port} (there)\n`,
+              `or, with a one-time code: clawpeer pair invite (here), then clawpeer pair join <CODE> --addr ${here} (there)\n`,
           );
         }
         await new Promise<void>((resolve) => {

@@ -3,7 +3,7 @@
 // push, pull and sync it serves with how far it got. No listener is exit 1, saying so.
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { duration, human } from '../../format.js';
+import { count, duration, human } from '../../format.js';
 import { PeerStore } from '../../home/peer-store.js';
 import type { ListenerStatus } from '../../folder-sync/resident-protocol.js';
 import type { CommandContext, Runner } from '../context.js';
@@ -22,7 +22,7 @@ function activityLine(a: ListenerStatus['activity'][number], peerName: string, n
 /** `3 pushes (1.2 MiB, 1 failed)`: how many of a kind ended, their bytes, and how many of them failed. */
 function endedLine(kind: 'push' | 'pull' | 'sync', e: ListenerStatus['ended']['push']): string {
   const failed = e.failed > 0 ? `, ${e.failed} failed` : '';
-  return `${e.count} ${kind === 'push' ? 'pushes' : `${kind}s`} (${human(e.bytes)}${failed})`;
+  return `${count(e.count, kind, kind === 'push' ? 'pushes' : `${kind}s`)} (${human(e.bytes)}${failed})`;
 }
 
 /** `pairNames`: this home's pair names by id, for a peer not connected now (a sync the listener runs toward it). */

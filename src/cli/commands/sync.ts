@@ -225,7 +225,11 @@ export function registerSyncCommands(cli: Argv, run: Runner): Argv {
           .option('transport', TRANSPORT_OPTION)
           .option('fsync', FSYNC_OPTION)
           .option('bwlimit', { ...BWLIMIT_OPTION, describe: 'cap the rate this side sends at, and ask the peer to cap its sending the same, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit' })
-          .option('compress', COMPRESS_OPTION),
+          .option('compress', COMPRESS_OPTION)
+          .example('$0 sync ~/docs alice:docs', 'both ways, once: new, changed and deleted files, conflicts kept as copies')
+          .example('$0 sync -n ~/docs alice:docs', 'show what would change on each side, change nothing')
+          .example('$0 sync --watch ~/docs alice:docs', 'keep syncing as files change here or there, until Ctrl-C')
+          .example('$0 sync --mode receive-only ~/mirror alice:docs', 'take alice\'s changes, never send local ones'),
       run(runSync),
     );
 }

@@ -19,6 +19,7 @@ import { fileListBytes, MAX_FILES_FROM_BYTES, MAX_FILES_FROM_PATHS } from '../..
 import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../store/backups.js';
 import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { count, human, parseSize } from '../../format.js';
+import { transferSummaryText } from '../transfer-summary.js';
 import { createProgress } from '../progress.js';
 import { DEFAULT_STDIN_NAME, spoolStdin, STDIN_SOURCE, stdinName } from '../stdin-spool.js';
 import { checkStdoutPull, pullToStdout, STDOUT_DESTINATION } from '../stdout-pull.js';
@@ -149,9 +150,7 @@ function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: D
 function report(ctx: CommandContext, verb: string, r: TransferResult, via: PathReport): void {
   ctx.out.summary(
     { event: 'done', ...via, files: r.files, bytes: r.bytes, wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: r.chunksSkipped, chunksCompressed: r.chunksCompressed, streams: r.streams, window: r.window, ...optionCounts(r), seconds: Math.round(r.seconds * 1000) / 1000 },
-    `${verb} ${count(r.files, 'file')}, ${human(r.bytes)} in ${r.seconds.toFixed(2)} s (${human(r.bytes / Math.max(r.seconds, 0.001))}/s); ` +
-      `${count(r.chunksSent, 'chunk')} sent (${r.chunksCompressed} compressed), ${r.chunksSkipped} already there; ${human(r.wireBytes)} on the wire over ${count(r.streams, 'stream')}, window ${r.window}` +
-      optionCountsText(r, false),
+    transferSummaryText(verb, r) + optionCountsText(r, false),
   );
 }
 
@@ -217,7 +216,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   if (direction === 'pull' && words.length >= 2 && words.at(-1) === STDOUT_DESTINATION) {
     // pull PEER:SHARE/FILE -: the file's bytes on standard output (stdout-pull.ts), no summary.
     const remotes = words.slice(0, -1);
-    const paths = remotes.map((w) => parseRemote(w, true).path);
+    const paths = remotes.map((w) => parseRemote(w, false).path);
     checkStdoutPull(paths, args);
     await pullToStdout(landingName(paths[0] ?? ''), (dir) => transfer(ctx, args, 'pull', [...remotes, dir], { toStdout: true }));
     return;
@@ -285,10 +284,11 @@ async function transferListed(ctx: CommandContext, args: Record<string, unknown>
 async function transfer(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull', words: readonly string[], how: { readonly toStdout?: boolean; readonly filesFrom?: readonly string[] } = {}): Promise<void> {
   const { toStdout = false, filesFrom } = how;
   if (words.length < 2) {
-    throw new ClawpeerError('USAGE', direction === 'push' ? 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]' : 'pull needs what to fetch and where: PEER:SHARE[/PATH]... LOCAL_DIR');
+    throw new ClawpeerError('USAGE', direction === 'push' ? 'push needs what to send and where: LOCAL... PEER[:SHARE[/PATH]]' : 'pull needs what to fetch and where: PEER[:SHARE[/PATH]]... LOCAL_DIR');
   }
   const sources = words.slice(0, -1);
-  const remotes = direction === 'push' ? [parseRemote(words.at(-1) ?? '', false)] : sources.map((w) => parseRemote(w, true));
+  // Either way a remote without a share means the listener's default share (inbox).
+  const remotes = direction === 'push' ? [parseRemote(words.at(-1) ?? '', false)] : sources.map((w) => parseRemote(w, false));
   const remote = remotes[0];
   if (remote === undefined) throw new TypeError('no remote');
   if (remotes.some((r) => r.peer !== remote.peer)) throw new ClawpeerError('USAGE', `pull from one peer at a time: ${remotes.map((r) => r.peer).join(', ')}`);
@@ -415,14 +415,18 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
             describe: `with the source -: the name what is piped in lands under (default ${DEFAULT_STDIN_NAME})`,
           })
           .option('copy-links', { alias: 'L', type: 'boolean', describe: 'send each symlink as what it points to: the file, or the directory and all in it (rsync -L)' })
-          .option('copy-unsafe-links', { type: 'boolean', describe: 'send only the symlinks that lead out of the tree as what they point to (without it they are skipped; rsync --copy-unsafe-links)' }),
+          .option('copy-unsafe-links', { type: 'boolean', describe: 'send only the symlinks that lead out of the tree as what they point to (without it they are skipped; rsync --copy-unsafe-links)' })
+          .example('$0 push ./photos alice', 'lands in alice\'s inbox share as inbox/photos')
+          .example('$0 push report.pdf notes.txt alice:docs/2026', 'two files into docs/2026 of alice\'s share docs')
+          .example('$0 push -n --delete ./site alice:www', 'show what a mirror would publish and remove, change nothing')
+          .example('tar c dir | $0 push --stdin-name dir.tar - alice', 'send what is piped in, as inbox/dir.tar'),
       runner((ctx, args) => run(ctx, args, 'push')),
     )
     .command(
       'pull <paths..>',
-      'fetch files or trees from a peer: pull PEER:SHARE[/PATH]... LOCAL_DIR; each lands inside LOCAL_DIR under its own name',
+      'fetch files or trees from a peer: pull PEER[:SHARE[/PATH]]... LOCAL_DIR (default share: inbox); each lands inside LOCAL_DIR under its own name',
       (y) =>
-        transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'PEER:SHARE[/PATH]... then LOCAL_DIR; LOCAL_DIR - writes one pulled file to standard output' }))
+        transferOptions(y.positional('paths', { type: 'string', array: true, describe: 'PEER[:SHARE[/PATH]]... then LOCAL_DIR; LOCAL_DIR - writes one pulled file to standard output' }))
           .option('copy-links', { alias: 'L', type: 'boolean', describe: 'fetch each symlink as what it points to, when that is inside the peer\'s share (rsync -L)' })
           .option('copy-unsafe-links', { type: 'boolean', describe: 'fetch the symlinks that lead out of the pulled tree as what they point to, when that is inside the peer\'s share (rsync --copy-unsafe-links)' }),
       runner((ctx, args) => run(ctx, args, 'pull')),

@@ -98,7 +98,13 @@ export namespace clawpeer {
             FEATURE_COPY_LINKS = 19,
 
             /** FEATURE_FSYNC_NONE value */
-            FEATURE_FSYNC_NONE = 24
+            FEATURE_FSYNC_NONE = 24,
+
+            /** FEATURE_SYNC_PRUNED value */
+            FEATURE_SYNC_PRUNED = 20,
+
+            /** FEATURE_SYNC_FETCH_ONLY value */
+            FEATURE_SYNC_FETCH_ONLY = 21
         }
 
         /**
@@ -2273,6 +2279,9 @@ export namespace clawpeer {
             /** SyncRequest noFsync. */
             noFsync: boolean;
 
+            /** SyncRequest fetchOnly. */
+            fetchOnly: boolean;
+
             /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @param message SyncRequest message or plain object to encode
@@ -2317,6 +2326,9 @@ export namespace clawpeer {
 
                 /** SyncRequest noFsync */
                 noFsync?: (boolean|null);
+
+                /** SyncRequest fetchOnly */
+                fetchOnly?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -2474,6 +2486,9 @@ export namespace clawpeer {
             /** SyncRevisions last. */
             last: boolean;
 
+            /** SyncRevisions pruned. */
+            pruned: Uint8Array[];
+
             /**
              * Encodes the specified SyncRevisions message. Does not implicitly {@link clawpeer.v1.SyncRevisions.verify|verify} messages.
              * @param message SyncRevisions message or plain object to encode
@@ -2506,6 +2521,9 @@ export namespace clawpeer {
 
                 /** SyncRevisions last */
                 last?: (boolean|null);
+
+                /** SyncRevisions pruned */
+                pruned?: (Uint8Array[]|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

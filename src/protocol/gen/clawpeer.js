@@ -84,6 +84,8 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_FILES_FROM=18 FEATURE_FILES_FROM value
          * @property {number} FEATURE_COPY_LINKS=19 FEATURE_COPY_LINKS value
          * @property {number} FEATURE_FSYNC_NONE=24 FEATURE_FSYNC_NONE value
+         * @property {number} FEATURE_SYNC_PRUNED=20 FEATURE_SYNC_PRUNED value
+         * @property {number} FEATURE_SYNC_FETCH_ONLY=21 FEATURE_SYNC_FETCH_ONLY value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -108,6 +110,8 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[18] = "FEATURE_FILES_FROM"] = 18;
             values[valuesById[19] = "FEATURE_COPY_LINKS"] = 19;
             values[valuesById[24] = "FEATURE_FSYNC_NONE"] = 24;
+            values[valuesById[20] = "FEATURE_SYNC_PRUNED"] = 20;
+            values[valuesById[21] = "FEATURE_SYNC_FETCH_ONLY"] = 21;
             return values;
         })();
 
@@ -5646,6 +5650,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|null} [rateLimit] SyncRequest rateLimit
              * @property {boolean|null} [dryRun] SyncRequest dryRun
              * @property {boolean|null} [noFsync] SyncRequest noFsync
+             * @property {boolean|null} [fetchOnly] SyncRequest fetchOnly
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -5734,6 +5739,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncRequest.prototype.noFsync = false;
 
             /**
+             * SyncRequest fetchOnly.
+             * @member {boolean} fetchOnly
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.fetchOnly = false;
+
+            /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncRequest
@@ -5761,6 +5774,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 5, wireType 0 =*/40).uint32(message.rateLimit);
                 if (message.dryRun != null && $Object.hasOwnProperty.call(message, "dryRun") && message.dryRun !== false)
                     writer.uint32(/* id 6, wireType 0 =*/48).bool(message.dryRun);
+                if (message.fetchOnly != null && $Object.hasOwnProperty.call(message, "fetchOnly") && message.fetchOnly !== false)
+                    writer.uint32(/* id 7, wireType 0 =*/56).bool(message.fetchOnly);
                 if (message.noFsync != null && $Object.hasOwnProperty.call(message, "noFsync") && message.noFsync !== false)
                     writer.uint32(/* id 10, wireType 0 =*/80).bool(message.noFsync);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
@@ -5868,6 +5883,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.noFsync = value;
                             else
                                 delete message.noFsync;
+                            continue;
+                        }
+                    case 7: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.fetchOnly = value;
+                            else
+                                delete message.fetchOnly;
                             continue;
                         }
                     }
@@ -6190,6 +6214,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|null} [transferId] SyncRevisions transferId
              * @property {Array.<Uint8Array>|null} [records] SyncRevisions records
              * @property {boolean|null} [last] SyncRevisions last
+             * @property {Array.<Uint8Array>|null} [pruned] SyncRevisions pruned
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -6216,6 +6241,7 @@ export const clawpeer = $root.clawpeer = (() => {
              */
             const SyncRevisions = function (properties) {
                 this.records = [];
+                this.pruned = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -6247,6 +6273,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncRevisions.prototype.last = false;
 
             /**
+             * SyncRevisions pruned.
+             * @member {Array.<Uint8Array>} pruned
+             * @memberof clawpeer.v1.SyncRevisions
+             * @instance
+             */
+            SyncRevisions.prototype.pruned = $util.emptyArray;
+
+            /**
              * Encodes the specified SyncRevisions message. Does not implicitly {@link clawpeer.v1.SyncRevisions.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncRevisions
@@ -6269,6 +6303,9 @@ export const clawpeer = $root.clawpeer = (() => {
                         writer.uint32(/* id 2, wireType 2 =*/18).bytes(message.records[i]);
                 if (message.last != null && $Object.hasOwnProperty.call(message, "last") && message.last !== false)
                     writer.uint32(/* id 3, wireType 0 =*/24).bool(message.last);
+                if (message.pruned != null && message.pruned.length)
+                    for (let i = 0; i < message.pruned.length; ++i)
+                        writer.uint32(/* id 4, wireType 2 =*/34).bytes(message.pruned[i]);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -6337,6 +6374,14 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.last = value;
                             else
                                 delete message.last;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.pruned && message.pruned.length))
+                                message.pruned = [];
+                            message.pruned.push(reader.bytes());
                             continue;
                         }
                     }

@@ -1,0 +1,107 @@
+// History across a pair, through the real CLI over loopback: gc converges (what one side's gc
+// dropped is not sent back by the next sync, and the peer drops it too), and restore fetches a
+// revision's content from the peer when this side no longer keeps it (issue 32, items 1 and 2).
+import t from 'tap';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { initNode, jsonLines, runCli, startListener } from './cli-harness.js';
+
+const a = await initNode('ha');
+const b = await initNode('hb');
+const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-synchist-'));
+await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
+const shares: string[] = [];
+for (const name of ['gc', 'restore']) {
+  await mkdir(path.join(work, 'server', name), { recursive: true });
+  shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
+}
+const listener = await startListener(a.home, shares);
+await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]);
+t.teardown(() => listener.stop('SIGKILL'));
+
+const server = (share: string, ...p: string[]): string => path.join(work, 'server', share, ...p);
+const client = (share: string, ...p: string[]): string => path.join(work, 'client', share, ...p);
+
+async function sync(share: string): Promise<Record<string, unknown>> {
+  const r = await runCli(['--home', b.home, 'sync', client(share), `alice:${share}`, '--json']);
+  if (r.code !== 0) throw new Error(`sync ${share} exited ${String(r.code)}: ${r.stderr}`);
+  const last = jsonLines(r.stdout).at(-1);
+  if (last?.['event'] !== 'done') throw new Error(`no done event: ${r.stdout}`);
+  return last;
+}
+
+async function revisions(home: string, target: string): Promise<Record<string, unknown>[]> {
+  const r = await runCli(['--home', home, 'log', target, '--json']);
+  if (r.code !== 0) throw new Error(`log ${target} exited ${String(r.code)}: ${r.stderr}`);
+  return jsonLines(r.stdout);
+}
+
+t.test('gc on one side, then sync: the revisions stay dropped on this side and go on the other', async (t) => {
+  await mkdir(client('gc'), { recursive: true });
+  for (const v of ['v1', 'v2', 'v3']) {
+    await writeFile(client('gc', 'f.txt'), `${v}\n`);
+    await sync('gc');
+  }
+  t.equal((await revisions(a.home, server('gc', 'f.txt'))).length, 3, 'the listener holds three revisions');
+  const gc = await runCli(['--home', b.home, 'gc', client('gc'), '--keep-last', '1', '--json']);
+  t.equal(gc.code, 0, gc.stderr);
+  t.match(jsonLines(gc.stdout)[0], { event: 'gc', removedRevisions: 2 });
+
+  const r = await sync('gc');
+  t.match(r, { inSync: true, revisionsReceived: 0 }, 'what gc dropped is not received again');
+  t.equal((await revisions(b.home, client('gc', 'f.txt'))).length, 1, 'this side stays pruned');
+  t.equal((await revisions(a.home, server('gc', 'f.txt'))).length, 1, 'the peer dropped them too');
+  t.match(await sync('gc'), { inSync: true, revisionsReceived: 0, roundTrips: 1 }, 'then the folders are equal');
+  t.equal(await readFile(server('gc', 'f.txt'), 'utf8'), 'v3\n', 'the current content is untouched');
+
+  // The other way: gc on the listener's share; the listener tells the client.
+  for (const v of ['v4', 'v5']) {
+    await writeFile(server('gc', 'f.txt'), `${v}\n`);
+    await sync('gc');
+  }
+  t.equal((await revisions(b.home, client('gc', 'f.txt'))).length, 3);
+  const serverGc = await runCli(['--home', a.home, 'gc', server('gc'), '--keep-last', '1', '--json']);
+  t.match(jsonLines(serverGc.stdout)[0], { event: 'gc', removedRevisions: 2 });
+  t.match(await sync('gc'), { inSync: true, revisionsReceived: 0 });
+  t.equal((await revisions(a.home, server('gc', 'f.txt'))).length, 1, 'the listener stays pruned');
+  t.equal((await revisions(b.home, client('gc', 'f.txt'))).length, 1, 'the client dropped them too');
+  t.equal(await readFile(client('gc', 'f.txt'), 'utf8'), 'v5\n');
+});
+
+t.test('restore of a file deleted here fetches its content from the peer; where nothing has it, it says so', async (t) => {
+  await mkdir(client('restore'), { recursive: true });
+  await writeFile(client('restore', 'delete-me.txt'), 'precious\n');
+  await writeFile(client('restore', 'gone.txt'), 'first\n');
+  await sync('restore');
+  await rm(client('restore', 'delete-me.txt'));
+  await writeFile(client('restore', 'gone.txt'), 'second\n'); // overwritten here: only the peer keeps 'first'
+  await sync('restore');
+
+  const created = (await revisions(b.home, client('restore', 'delete-me.txt'))).find((e) => e['what'] === 'created');
+  if (created === undefined) throw new Error('no created revision');
+  // No --from: the folder remembers the peer and share it syncs with.
+  const restored = await runCli(['--home', b.home, 'restore', client('restore', 'delete-me.txt'), '--rev', String(created['id']).slice(0, 12), '--json']);
+  t.equal(restored.code, 0, restored.stderr);
+  t.equal(await readFile(client('restore', 'delete-me.txt'), 'utf8'), 'precious\n');
+  t.match(jsonLines(restored.stdout)[0], { event: 'restored', path: 'delete-me.txt', fetchedFrom: 'alice' });
+  await sync('restore');
+  t.equal(await readFile(server('restore', 'delete-me.txt'), 'utf8'), 'precious\n', 'the restore is an edit that syncs');
+
+  // The peer's gc drops its history copy of 'first': then nothing in the pair has it.
+  const first = (await revisions(b.home, client('restore', 'gone.txt'))).find((e) => e['what'] === 'created');
+  if (first === undefined) throw new Error('no first revision');
+  const gc = await runCli(['--home', a.home, 'gc', server('restore'), '--keep-last', '1']);
+  t.equal(gc.code, 0, gc.stderr);
+  const lost = await runCli(['--home', b.home, 'restore', client('restore', 'gone.txt'), '--rev', String(first['id']), '--from', 'alice:restore']);
+  t.equal(lost.code, 1, lost.stderr);
+  t.match(lost.stderr, /kept neither here nor by alice: nothing in the pair has it any more/);
+  t.equal(await readFile(client('restore', 'gone.txt'), 'utf8'), 'second\n', 'nothing changed');
+
+  // Without the node's home there is no key to fetch with: the message says which --home to pass.
+  const other = await initNode('hc');
+  const noKey = await runCli(['--home', other.home, 'restore', client('restore', 'gone.txt'), '--rev', String(first['id'])]);
+  t.not(noKey.code, 0);
+  t.match(noKey.stderr, /pass the --home of the node that syncs this folder/);
+  t.notMatch(noKey.stderr, /clawpeer init/);
+});
