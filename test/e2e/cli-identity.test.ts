@@ -58,8 +58,8 @@ t.test('a listener on 127.0.0.1 prints pairing hints with that address, not <THI
       }
     });
   });
-  t.match(stderr, /clawpeer pair add 12D3KooW\S+ --name <NAME> --addr 127\.0\.0\.1:\d+\n/);
-  t.match(stderr, /clawpeer pair join <CODE> --addr 127\.0\.0\.1:\d+ \(there\)/);
+  t.match(stderr, /clawpeer pair add 12D3KooW\S+ --name <NAME> \(on this LAN; elsewhere add --addr 127\.0\.0\.1:\d+\)\n/);
+  t.match(stderr, /clawpeer pair join <CODE> \(there; add --addr 127\.0\.0\.1:\d+ if its number is not found\)/);
   t.notMatch(stderr, /<THIS_HOST>/);
 });
 

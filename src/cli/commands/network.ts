@@ -180,7 +180,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
             `transports: ${server.bound.map((b) => b.transport).join(', ')}; shares: ${shares.map((s) => `${s.name}=${s.dir}${s.readOnly ? ' (read-only)' : s.noDelete === true ? ' (no push --delete)' : ''}`).join(', ')}\n` +
               `to pair, on the other machine run: clawpeer pair add ${identity.nodeId} --name <NAME>${reach.lanDiscovery ? ' (on this LAN; elsewhere add' : ''} --addr ${here}${reach.lanDiscovery ? ')' : ''}\n` +
               `and here: clawpeer pair add <ITS_ID> --name <NAME>\n` +
-              `or, with a one-time code: clawpeer pair invite (here), then clawpeer pair join <CODE> --addr ${here} (there)\n`,
+              `or, with a short code: clawpeer pair invite (here), then clawpeer pair join <CODE> ${reach.lanDiscovery || reach.rendezvous !== undefined ? `(there; add --addr ${here} if its number is not found)` : `--addr ${here} (there)`}\n`,
           );
         }
         await new Promise<void>((resolve) => {
