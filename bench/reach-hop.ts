@@ -8,8 +8,10 @@
 // traversal socket (this script with --listener-side), the dialer (this process). Reported:
 // median MiB/s of RUNS pushes, and CPU-seconds per GiB summed over the three processes
 // (/proc/<pid>/stat), since the forwarding costs CPU wherever it runs.
+// Twice: on the usual loopback, and (as root) in a network namespace whose loopback has MTU 1500,
+// where datagrams are internet-sized (see measureAtMtu1500).
 // Run: npm run build --silent && node dist/bench/reach-hop.js  (writes bench/results/reach-hop.json)
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
@@ -69,7 +71,7 @@ interface Row {
   ratioToDirect?: number;
 }
 
-async function main(): Promise<void> {
+async function measure(): Promise<Row[]> {
   const dir = await realpath(await mkdtemp(join(tmpdir(), 'clawpeer-reach-hop-')));
   const dialer = identityFromSeed(randomBytes(32));
   const rv = spawn(process.execPath, [CLI, '--json', 'rendezvous', '--listen', '127.0.0.1:0', '--relay-rate', '1GiB'], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -124,6 +126,35 @@ async function main(): Promise<void> {
   side.stdin!.end();
   rv.kill('SIGTERM');
   await rm(dir, { recursive: true, force: true });
+  return rows;
+}
+
+const loMtu = (): number => Number(readFileSync('/sys/class/net/lo/mtu', 'utf8').trim());
+
+/**
+ * The same measurement in a network namespace whose loopback has an internet-sized MTU (1500):
+ * on the usual loopback (MTU 65536) quinn's path MTU discovery grows datagrams to ~64 KiB, so
+ * each hop forwards ~45x fewer datagrams than on a real path and the forwarding looks free.
+ */
+function measureAtMtu1500(): Row[] | undefined {
+  const ns = `clawpeer-reach-hop-${process.pid}`;
+  try {
+    execFileSync('ip', ['netns', 'add', ns]);
+  } catch {
+    return undefined; // not root, or no iproute2
+  }
+  try {
+    execFileSync('ip', ['-n', ns, 'link', 'set', 'lo', 'mtu', '1500', 'up']);
+    const out = execFileSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--rows-only'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 });
+    return JSON.parse(out.trim().split('\n').at(-1) ?? '[]') as Row[];
+  } finally {
+    execFileSync('ip', ['netns', 'del', ns]);
+  }
+}
+
+async function main(): Promise<void> {
+  const rows = await measure();
+  const mtu1500 = measureAtMtu1500();
   const out = await writeResult('reach-hop', {
     bench: 'reach-hop',
     date: new Date().toISOString(),
@@ -132,17 +163,20 @@ async function main(): Promise<void> {
       bytes: BYTES,
       runs: RUNS,
       warmupRuns: 1,
+      order: 'runs interleave the three paths (direct, punched, relayed, direct, ...)',
       push: { streams: 4, window: 32, transport: 'quic', content: 'incompressible (random)', destination: 'tmpdir' },
-      processes: 'three on one machine: dialer (this), listener + its traversal socket, `clawpeer rendezvous`',
+      processes: 'three on one machine: dialer (this), listener + its traversal socket, `clawpeer rendezvous` (--relay-rate 1GiB: not the cap under test)',
       cpu: 'CPU-seconds of all three processes during the push (user+system, /proc/<pid>/stat), per GiB pushed',
-      note: 'loopback: no loss and ~0 RTT, so this measures the cost of the forwarding alone; the 2 cores are shared with other work',
+      note: 'loopback: no loss and ~0 RTT, so this measures the cost of the forwarding alone; the 2 cores are shared with other agents (load average ~8-10 during the run), so single runs vary a lot: compare medians and CPU-s/GiB',
     },
-    rows,
+    loopbackMtu: { mtu: loMtu(), rows },
+    ...(mtu1500 === undefined ? {} : { mtu1500: { mtu: 1500, note: 'the same run inside a network namespace whose lo has MTU 1500: datagrams of internet size, so every hop forwards as many datagrams as on a real path', rows: mtu1500 } }),
   });
-  process.stderr.write(`${JSON.stringify(rows)}\nwrote ${out}\n`);
+  process.stderr.write(`${JSON.stringify({ rows, mtu1500 })}\nwrote ${out}\n`);
 }
 
 if (isMainModule(import.meta.url)) {
   if (process.argv[2] === '--listener-side') await listenerSide();
+  else if (process.argv[2] === '--rows-only') process.stdout.write(`${JSON.stringify(await measure())}\n`);
   else await main();
 }
