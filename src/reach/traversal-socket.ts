@@ -60,6 +60,8 @@ class ForwarderSocket implements Forwarder {
   #bound = false;
   /** connect()ed to `local`: sends skip the per-datagram address lookup. */
   #connected = false;
+  /** connect() is under way: datagrams wait for it (one sent with an address just then is lost: EISCONN). */
+  #connecting = false;
   #closed = false;
   #queue: Uint8Array[] = [];
   address: HostPort = { host: '127.0.0.1', port: 0 };
@@ -88,6 +90,10 @@ class ForwarderSocket implements Forwarder {
     this.#bound = true;
     this.#owner.bound(this);
     if (this.local !== undefined) this.#connect(this.local);
+    else this.#flush();
+  }
+
+  #flush(): void {
     const queued = this.#queue;
     this.#queue = [];
     for (const d of queued) this.toLocal(d);
@@ -97,7 +103,7 @@ class ForwarderSocket implements Forwarder {
   toLocal(payload: Uint8Array): void {
     if (this.#closed) return;
     this.lastActiveMs = Date.now();
-    if (!this.#bound || this.local === undefined) {
+    if (!this.#bound || this.local === undefined || this.#connecting) {
       if (this.#queue.length < MAX_QUEUED) this.#queue.push(payload);
       return;
     }
@@ -106,12 +112,20 @@ class ForwarderSocket implements Forwarder {
   }
 
   #connect(to: HostPort): void {
+    this.#connecting = true;
+    const onError = (): void => done(false);
+    const done = (connected: boolean): void => {
+      if (!this.#connecting) return;
+      this.socket.off('error', onError);
+      this.#connecting = false;
+      this.#connected = connected && !this.#closed;
+      this.#flush();
+    };
+    this.socket.once('error', onError);
     try {
-      this.socket.connect(to.port, to.host, () => {
-        if (!this.#closed) this.#connected = true;
-      });
+      this.socket.connect(to.port, to.host, () => done(true));
     } catch {
-      // stays unconnected: sends name the address
+      done(false); // stays unconnected: sends name the address
     }
   }
 
@@ -120,12 +134,9 @@ class ForwarderSocket implements Forwarder {
     if (this.side === 'dial') {
       // The quinn Client's socket: learnt from its first packet, then everything queued for it goes.
       if (this.local === undefined || this.local.port !== rinfo.port || this.local.host !== rinfo.address) {
-        if (this.#connected) return; // connected to the client already: the kernel filters, so not reached
+        if (this.#connected || this.#connecting) return; // bound to the client already: the kernel filters, so not reached
         this.local = { host: rinfo.address, port: rinfo.port };
         this.#connect(this.local);
-        const queued = this.#queue;
-        this.#queue = [];
-        for (const d of queued) this.toLocal(d);
       }
     } else if (this.local !== undefined && (rinfo.port !== this.local.port || rinfo.address !== this.local.host)) {
       return; // only the local quinn server speaks through a listener-side forwarder
