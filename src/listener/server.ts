@@ -19,7 +19,8 @@ import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { encodeControlFrame, type ControlMessage } from '../protocol/messages.js';
 import { backendByName } from '../transport/backends.js';
-import type { Connection, DuplexStream, Listener, TransportName } from '../transport/types.js';
+import type { Connection, DuplexStream, HostPort, Listener, TransportName } from '../transport/types.js';
+import type { PathKind } from '../reach/paths.js';
 import { formatHostPort } from '../home/address.js';
 import type { NodeConfig } from '../home/config.js';
 import { localCapabilities } from '../session/chunk-compression.js';
@@ -44,6 +45,11 @@ export interface ServerOptions {
   readonly port: number;
   readonly config: NodeConfig;
   readonly log: Logger;
+  /**
+   * The path of a connection quinn sees from `remote`: forwarded (punched, relayed) connections
+   * all come from 127.0.0.1 through the traversal socket (reach/listener-reach.ts pathOf).
+   */
+  readonly pathOf?: (remote: HostPort) => PathKind | undefined;
 }
 
 /** Serves one authenticated session until it ends; the server owns closing the connection. */
@@ -161,7 +167,10 @@ export class NodeServer {
 
   /** The authenticated sessions now, oldest first (`clawpeer status`). */
   connectedPeers(): ConnectedPeer[] {
-    return [...this.#sessions].map(([session, { peerId, since }]) => ({ id: peerId, addr: formatHostPort(session.connection.remoteAddress), transport: session.connection.transport, since }));
+    return [...this.#sessions].map(([session, { peerId, since }]) => {
+      const path = this.#options.pathOf?.(session.connection.remoteAddress);
+      return { id: peerId, addr: formatHostPort(session.connection.remoteAddress), transport: session.connection.transport, since, ...(path === undefined ? {} : { path }) };
+    });
   }
 
   /** Stops accepting, asks every session to finish, and cuts what is left after the grace period. */

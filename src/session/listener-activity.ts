@@ -2,6 +2,7 @@
 // resident-sync.ts): the transfers and syncs it serves, each with its peer, share and path and
 // how far it got. The services register what they run and end it in a finally; progress is a
 // counter update (no I/O, no allocation per chunk), read only when someone asks.
+import type { PathKind } from '../reach/paths.js';
 import type { TransportName } from '../transport/types.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 
@@ -89,4 +90,6 @@ export interface ConnectedPeer {
   readonly transport: TransportName;
   /** When its handshake completed, ms since the epoch. */
   readonly since: number;
+  /** How it reached us, when the listener can tell (punched, relayed: through the traversal socket). */
+  readonly path?: PathKind;
 }

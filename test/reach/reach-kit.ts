@@ -39,8 +39,10 @@ export async function startReachLab(o: { log?: Logger; config?: Partial<Record<s
   await peers.add(dialerId.nodeId, 'dialer');
   const config = resolveConfig({ transport: 'quic', ...o.config });
   const rendezvous = await startRendezvousServer({ listen: { host: '127.0.0.1', port: 0 }, log: log.child('rendezvous'), ...(o.tamper ? { tamper: o.tamper } : {}) });
-  const listener = await Listener.start({ identity: listenerId, peers, shares: [{ name: 'inbox', dir: inbox, readOnly: false }], host: '127.0.0.1', port: 0, config, log: log.child('listener') });
-  const reach = await startListenerReach({ identity: listenerId, rendezvous: rendezvous.address, bound: listener.bound, log: log.child('reach'), muxHost: '127.0.0.1' });
+  // As `clawpeer listen` wires it: the server asks the reach (started once the server is bound) for paths.
+  let late: ListenerReach | undefined;
+  const listener = await Listener.start({ identity: listenerId, peers, shares: [{ name: 'inbox', dir: inbox, readOnly: false }], host: '127.0.0.1', port: 0, config, log: log.child('listener'), pathOf: (remote) => late?.pathOf(remote) });
+  const reach = late = await startListenerReach({ identity: listenerId, rendezvous: rendezvous.address, bound: listener.bound, log: log.child('reach'), muxHost: '127.0.0.1' });
   await reach.registered;
   return {
     rendezvous, listener, reach, listenerId, dialerId, inbox, config,

@@ -35,8 +35,12 @@ async function exercise(t: Test, d: Dialled, name: string): Promise<void> {
   t.ok(Buffer.compare(await readFile(path.join(lab.inbox, `${name}.bin`)), bytes) === 0, 'the pushed file landed byte for byte');
 }
 
+/** What the listener reports (ServerOptions.pathOf through the reach); no path: an address dialled directly. */
 function listenerPaths(l: ReachLab): (string | undefined)[] {
-  return l.listener.connectedPeers().map((p) => l.reach.pathOf(parseHostPort(p.addr)) ?? 'direct');
+  return l.listener.connectedPeers().map((p) => {
+    if (p.path !== l.reach.pathOf(parseHostPort(p.addr))) throw new Error('connectedPeers and pathOf disagree');
+    return p.path ?? 'direct';
+  });
 }
 
 t.test('lookup: the announced listen address, dialled directly', async (t) => {
