@@ -31,8 +31,9 @@ import type { DialCandidate } from '../src/reach/paths.js';
 import { dialPeer } from '../src/session/dialer.js';
 import { isMainModule, machineConditions, median, MiB, REPO_ROOT, round, writeResult } from './common.js';
 
-const BYTES = 64 * MiB;
-const RUNS = 5;
+const FULL_BYTES = 64 * MiB;
+const FULL_RUNS = 5;
+const SMOKE_BYTES = 4 * MiB;
 const CLI = join(REPO_ROOT, 'bin', 'clawpeer.cjs');
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
@@ -71,7 +72,7 @@ interface Row {
   ratioToDirect?: number;
 }
 
-async function measure(): Promise<Row[]> {
+async function measure(BYTES: number, RUNS: number): Promise<Row[]> {
   const dir = await realpath(await mkdtemp(join(tmpdir(), 'clawpeer-reach-hop-')));
   const dialer = identityFromSeed(randomBytes(32));
   const rv = spawn(process.execPath, [CLI, '--json', 'rendezvous', '--listen', '127.0.0.1:0', '--relay-rate', '1GiB'], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -93,7 +94,7 @@ async function measure(): Promise<Row[]> {
   const rates = new Map<string, number[]>(PATHS.map((p) => [p, []]));
   const cpus = new Map<string, number[]>(PATHS.map((p) => [p, []]));
   // Runs interleave the paths, so a load change on the shared machine hits all three alike.
-  for (let run = 0; run < RUNS + 1; run++) {
+  for (let run = 0; run < (RUNS > 1 ? RUNS + 1 : 1); run++) {
     for (const path of PATHS) {
       const sources = rendezvousSourcesFor({ rendezvous: { host: '127.0.0.1', port: rvPort }, identity: dialer, log: silentLogger, disable: path === 'relayed' ? ['punched'] : ['relayed'] });
       const ac = new AbortController();
@@ -114,7 +115,7 @@ async function measure(): Promise<Row[]> {
       await session.close();
       candidate.release();
       await rm(join(dir, `${path}-${run}.bin`), { recursive: true, force: true });
-      if (run === 0) continue; // warm-up: JIT, the listener's first chunk index
+      if (run === 0 && RUNS > 1) continue; // warm-up: JIT, the listener's first chunk index
       rates.get(path)!.push(BYTES / MiB / seconds);
       cpus.get(path)!.push(cpu / (BYTES / (1024 * MiB)));
       process.stderr.write(`${path} run ${run}: ${round(BYTES / MiB / seconds)} MiB/s, ${round(cpu, 2)} CPU-s\n`);
@@ -152,17 +153,21 @@ function measureAtMtu1500(): Row[] | undefined {
   }
 }
 
-async function main(): Promise<void> {
-  const rows = await measure();
-  const mtu1500 = measureAtMtu1500();
-  const out = await writeResult('reach-hop', {
+/** The bench: full (64 MiB x 5, and again at MTU 1500), or smoke (4 MiB once, nothing written). */
+export async function main(options: { smoke?: boolean } = {}): Promise<unknown> {
+  const smoke = options.smoke === true;
+  const BYTES = smoke ? SMOKE_BYTES : FULL_BYTES;
+  const RUNS = smoke ? 1 : FULL_RUNS;
+  const rows = await measure(BYTES, RUNS);
+  const mtu1500 = smoke ? undefined : measureAtMtu1500();
+  const result = {
     bench: 'reach-hop',
     date: new Date().toISOString(),
     conditions: {
       ...machineConditions(),
       bytes: BYTES,
       runs: RUNS,
-      warmupRuns: 1,
+      warmupRuns: smoke ? 0 : 1,
       order: 'runs interleave the three paths (direct, punched, relayed, direct, ...)',
       push: { streams: 4, window: 32, transport: 'quic', content: 'incompressible (random)', destination: 'tmpdir' },
       processes: 'three on one machine: dialer (this), listener + its traversal socket, `clawpeer rendezvous` (--relay-rate 1GiB: not the cap under test)',
@@ -171,12 +176,15 @@ async function main(): Promise<void> {
     },
     loopbackMtu: { mtu: loMtu(), rows },
     ...(mtu1500 === undefined ? {} : { mtu1500: { mtu: 1500, note: 'the same run inside a network namespace whose lo has MTU 1500: datagrams of internet size, so every hop forwards as many datagrams as on a real path', rows: mtu1500 } }),
-  });
+  };
+  if (smoke) return result;
+  const out = await writeResult('reach-hop', result);
   process.stderr.write(`${JSON.stringify({ rows, mtu1500 })}\nwrote ${out}\n`);
+  return result;
 }
 
 if (isMainModule(import.meta.url)) {
   if (process.argv[2] === '--listener-side') await listenerSide();
-  else if (process.argv[2] === '--rows-only') process.stdout.write(`${JSON.stringify(await measure())}\n`);
+  else if (process.argv[2] === '--rows-only') process.stdout.write(`${JSON.stringify(await measure(FULL_BYTES, FULL_RUNS))}\n`);
   else await main();
 }
