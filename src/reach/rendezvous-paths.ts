@@ -15,7 +15,7 @@ import { isIP } from 'node:net';
 import type { Identity } from '../crypto/identity.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { decodeAnnouncement } from '../protocol/announcement.js';
+import { decodeAnnouncement, type AnnouncedAddress } from '../protocol/announcement.js';
 import type { WireAddress } from '../protocol/rendezvous-wire.js';
 import type { HostPort } from '../transport/types.js';
 import type { DialCandidate, PathKind, PathSource, PeerToReach } from './paths.js';
@@ -52,6 +52,28 @@ export function disabledPathsFromEnv(env: NodeJS.ProcessEnv = process.env): Path
   const v = env['CLAWPEER_REACH_DISABLE'];
   if (v === undefined || v === '') return [];
   return v.split(',').map((s) => s.trim()).filter((s): s is PathKind => ['lan', 'direct', 'mapped', 'punched', 'relayed'].includes(s));
+}
+
+/**
+ * The candidates of a verified announcement: its listen addresses, dialled as they are. A
+ * loopback address is the dialer's own machine unless the rendezvous is there too (tests):
+ * dialling it could only reach the wrong node (which TLS pinning would refuse).
+ */
+export function lookupCandidates(addresses: readonly AnnouncedAddress[], rendezvous: HostPort, disabled: ReadonlySet<PathKind> = new Set()): DialCandidate[] {
+  const local = isLoopback(rendezvous.host);
+  const out: DialCandidate[] = [];
+  for (const addr of addresses) {
+    if (addr.role !== 'listen' || (isLoopback(addr.host) && !local)) continue;
+    const path: PathKind = addr.source === 'mapped' ? 'mapped' : 'direct';
+    if (disabled.has(path)) continue;
+    const where = formatAddress(addr);
+    out.push({ address: { host: addr.host, port: addr.port }, path: () => path, describe: path === 'mapped' ? `mapped ${where}` : where, priority: 1, release: () => undefined });
+  }
+  return out;
+}
+
+function isLoopback(host: string): boolean {
+  return host.startsWith('127.') || host === '::1' || host.startsWith('::ffff:127.');
 }
 
 /** A queue an async generator can wait on while producers push from callbacks. */
@@ -138,13 +160,7 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
           log.warn('the rendezvous answered with another node\'s announcement; ignored', { peer: peer.name, got: a.nodeId });
           return;
         }
-        for (const addr of a.addresses) {
-          if (addr.role !== 'listen') continue;
-          const path: PathKind = addr.source === 'mapped' ? 'mapped' : 'direct';
-          if (disabled.has(path)) continue;
-          const where = formatAddress(addr);
-          yield { address: { host: addr.host, port: addr.port }, path: () => path, describe: path === 'mapped' ? `mapped ${where}` : where, priority: 1, release: () => undefined };
-        }
+        yield* lookupCandidates(a.addresses, s, disabled);
       } finally {
         unuse();
       }

@@ -59,3 +59,17 @@ t.test('expired', async (t) => {
 t.test('validly signed, but by another node', async (t) => {
   t.same(await found(() => encodeAnnouncement(other, fields(Date.now()))), []);
 });
+
+t.test('candidates: listen addresses only; mapped ones say so; loopback only with a loopback rendezvous', async (t) => {
+  const { lookupCandidates } = await import('../../src/reach/rendezvous-paths.js');
+  const addresses = [
+    { host: '192.0.2.7', port: 7700, role: 'listen' as const, source: 'local' as const },
+    { host: '203.0.113.9', port: 41000, role: 'listen' as const, source: 'mapped' as const },
+    { host: '127.0.0.1', port: 7700, role: 'listen' as const, source: 'local' as const },
+    { host: '198.51.100.3', port: 5000, role: 'mux' as const, source: 'reflexive' as const },
+  ];
+  const remote = lookupCandidates(addresses, { host: '198.51.100.1', port: 7800 });
+  t.same(remote.map((c) => [c.describe, c.path(), c.priority]), [['192.0.2.7:7700', 'direct', 1], ['mapped 203.0.113.9:41000', 'mapped', 1]]);
+  t.same(lookupCandidates(addresses, { host: '127.0.0.1', port: 7800 }).map((c) => c.describe), ['192.0.2.7:7700', 'mapped 203.0.113.9:41000', '127.0.0.1:7700']);
+  t.same(lookupCandidates(addresses, { host: '198.51.100.1', port: 7800 }, new Set(['mapped'])).map((c) => c.describe), ['192.0.2.7:7700']);
+});
