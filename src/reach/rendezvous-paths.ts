@@ -97,6 +97,9 @@ class Channel<T> {
     this.#ended = true;
     this.#wake?.();
   }
+  get ended(): boolean {
+    return this.#ended;
+  }
   async *drain(signal: AbortSignal): AsyncGenerator<T> {
     const onAbort = (): void => this.end();
     signal.addEventListener('abort', onAbort, { once: true });
@@ -183,6 +186,12 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
         users++;
         try {
           const f = await t.openDialForwarder(route);
+          if (out.ended || signal.aborted) {
+            // Found after the race moved on: nobody would release it (and its socket would keep the process alive).
+            f.close();
+            unuse();
+            return;
+          }
           let done = false;
           out.push({
             address: f.address,

@@ -94,3 +94,14 @@ t.test('an unknown node: the sources find nothing', async (t) => {
   s.release();
   t.equal(found.length, 0);
 });
+
+t.test('after the dial closes and the sources are released, no socket of theirs is left', async (t) => {
+  const udp = (): number => process.getActiveResourcesInfo().filter((r) => r === 'UDPWrap').length;
+  await new Promise((r) => setTimeout(r, 300)); // sockets of earlier tests finish closing
+  const before = udp();
+  const d = await dialThrough(lab, 'traversal', { disable: ['relayed'] });
+  t.equal(udp(), before + 3, 'while connected: the dialer\'s traversal socket and forwarder, the listener\'s forwarder for it');
+  await d.close();
+  for (let i = 0; i < 50 && udp() > before + 1; i++) await new Promise((r) => setTimeout(r, 20));
+  t.equal(udp(), before + 1, 'the dialer\'s are closed (nothing keeps its process alive); the listener\'s forwarder waits out its idle time');
+});
