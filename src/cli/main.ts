@@ -23,10 +23,12 @@ const doctor = (): Promise<Register> => import('./commands/doctor.js').then((m) 
 const bench = (): Promise<Register> => import('./commands/bench.js').then((m) => m.registerBenchCommands);
 const status = (): Promise<Register> => import('./commands/status.js').then((m) => m.registerStatusCommands);
 const list = (): Promise<Register> => import('./commands/list.js').then((m) => m.registerListCommands);
-const ALL_MODULES = [identity, pair, network, status, transfer, list, relay, sync, history, doctor, bench];
+const rendezvous = (): Promise<Register> => import('./commands/rendezvous.js').then((m) => m.registerRendezvousCommands);
+const ALL_MODULES = [identity, pair, network, status, transfer, list, relay, rendezvous, sync, history, doctor, bench];
 const MODULE_OF_COMMAND: ReadonlyMap<string, () => Promise<Register>> = new Map([
   ['init', identity], ['id', identity], ['pair', pair], ['listen', network], ['ping', network], ['push', transfer], ['pull', transfer],
   ['relay', relay], ['sync', sync], ['log', history], ['restore', history], ['gc', history], ['doctor', doctor], ['bench', bench], ['status', status], ['ls', list],
+  ['rendezvous', rendezvous],
 ]);
 /** Global options that take a value (the word after them is not the command). */
 const GLOBAL_VALUE_OPTIONS = new Set(['--home', '--rendezvous']);

@@ -58,8 +58,8 @@ export interface ServerOptions {
   readonly config: NodeConfig;
   readonly log: Logger;
   /**
-   * The path of an inbound connection from `remote`, when the listener knows better than
-   * 'direct': the traversal socket's forwarders (reach-rv) label punched and relayed ones.
+   * The path of a connection quinn sees from `remote`: forwarded (punched, relayed) connections
+   * all come from 127.0.0.1 through the traversal socket (reach/listener-reach.ts pathOf).
    */
   readonly pathOf?: (remote: HostPort) => PathKind | undefined;
 }

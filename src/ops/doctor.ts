@@ -491,6 +491,8 @@ export interface DoctorOptions {
   readonly clockSync?: () => Promise<ClockSync>;
   readonly probe?: ListenerProbe;
   readonly signal?: AbortSignal;
+  /** The rendezvous this node uses: doctor asks it and names the NAT kind. */
+  readonly rendezvous?: HostPort;
 }
 
 /** Runs every check in a fixed order, yielding each result as soon as it is known. */
@@ -512,6 +514,8 @@ export async function* runDoctor(options: DoctorOptions): AsyncGenerator<CheckRe
   yield await checkBlake3();
   yield await checkZstd();
   yield await checkClock({ nowMs: options.nowMs ?? Date.now(), buildTimeMs: options.buildTimeMs ?? (await buildTimeMs()), sync: options.clockSync ?? probeClockSync });
+  const { checkRendezvous } = await import('./rendezvous-check.js');
+  yield await checkRendezvous({ rendezvous: options.rendezvous, log: options.log.child('rendezvous'), ...(options.signal !== undefined ? { signal: options.signal } : {}) });
   if (options.peers === false) return;
   let peers: PeerEntry[];
   try {

@@ -62,7 +62,7 @@ function invalid(why: string): ClawpeerError {
 }
 
 /** 4, 6, or 0 when `host` is not an IP literal (node:net's isIP, which a core may not import). */
-function ipFamily(host: string): 0 | 4 | 6 {
+export function ipFamily(host: string): 0 | 4 | 6 {
   const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
   if (v4 !== null) return v4.slice(1).every((o) => Number(o) <= 255) ? 4 : 0;
   if (!/^[0-9A-Fa-f:.]+$/.test(host) || !host.includes(':') || host.split('::').length > 2) return 0;
@@ -74,7 +74,7 @@ function ipFamily(host: string): 0 | 4 | 6 {
   return (host.includes('::') ? count < 8 : count === 8) ? 6 : 0;
 }
 
-function ipBytes(host: string): Uint8Array {
+export function ipBytes(host: string): Uint8Array {
   const family = ipFamily(host);
   if (family === 4) return Uint8Array.from(host.split('.').map(Number));
   if (family !== 6) throw new ClawpeerError('USAGE', `announced address ${JSON.stringify(host)} is not an IP literal`);
@@ -98,7 +98,7 @@ function ipBytes(host: string): Uint8Array {
   return out;
 }
 
-function ipText(bytes: Uint8Array): string {
+export function ipText(bytes: Uint8Array): string {
   if (bytes.length === 4) return Array.from(bytes).join('.');
   const groups: string[] = [];
   for (let i = 0; i < 16; i += 2) groups.push((((bytes[i] ?? 0) << 8) | (bytes[i + 1] ?? 0)).toString(16));

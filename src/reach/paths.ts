@@ -3,7 +3,7 @@
 // or relayed path through the traversal socket) offers candidates, and the dialer races them
 // (session/dialer.ts). The path a connection took is reported to users (ping, status, pair list,
 // the done records) as one of these names.
-import type { HostPort } from '../transport/types.js';
+import type { HostPort, TransportName } from '../transport/types.js';
 
 /**
  * `lan`: found by LAN discovery; `direct`: an address typed, pinned or announced, dialled as
@@ -27,6 +27,8 @@ export interface DialCandidate {
   path(): PathKind;
   /** What the user would recognise: `192.0.2.7:7700`, `relay 203.0.113.1:7800`. */
   readonly describe: string;
+  /** Only this transport (a traversal forwarder carries UDP: 'quic'); absent: as configured. */
+  readonly transport?: TransportName;
   /** Lower goes first; candidates of one priority are dialled in parallel. */
   readonly priority: number;
   /** Frees what the candidate holds (a forwarder) once its connection is closed or lost the race. */

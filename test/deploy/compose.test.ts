@@ -458,3 +458,17 @@ t.test('entrypoint: other commands pass straight to clawpeer; the wait for peers
   t.teardown(() => gaveUp.stop());
   t.match(gaveUp.stderr(), /gave up after 1s waiting for: nobody/, 'listens after the bounded wait even though the peer never showed up');
 });
+
+t.test('compose and systemd: a rendezvous server, on UDP P and P+1, with its caps', async (t) => {
+  const svc = obj(services['rendezvous'], 'rendezvous');
+  t.same(strings(svc['profiles']), ['rendezvous'], 'only when asked for');
+  const cmd = strings(svc['command']);
+  t.equal(cmd[0], 'rendezvous');
+  t.equal(cmd[cmd.indexOf('--listen') + 1], '0.0.0.0:7800');
+  t.same(strings(svc['ports']).map(parsePort).map((p) => `${p.host}:${p.container}/${p.protocol}`), ['7800:7800/udp', '7801:7801/udp'], 'both UDP ports published');
+  const unit = parseUnit(read('deploy/clawpeer-rendezvous.service'));
+  const exec = unit.get('Service')?.get('ExecStart')?.at(-1) ?? '';
+  t.match(exec, /^\/usr\/bin\/env clawpeer rendezvous --listen 0\.0\.0\.0:7800\b/);
+  for (const flag of ['--relay-rate', '--relay-peers', '--requests-per-ip']) t.match(exec, flag, `the unit sets ${flag}`);
+  t.equal(unit.get('Service')?.get('CapabilityBoundingSet')?.at(-1), '', 'no capabilities');
+});

@@ -41,7 +41,7 @@ t.test('--json: one check event per check, then a summary; a reachable peer', as
   for (const c of checks) t.same(Object.keys(c).sort(), CHECK_KEYS, `${String(c['name'])} has exactly the documented fields`);
   t.same(
     checks.map((c) => c['name']),
-    ['identity', 'udp-buffers', 'port-udp', 'port-tcp', 'quic', 'blake3', 'zstd', 'clock', 'peer:alice'],
+    ['identity', 'udp-buffers', 'port-udp', 'port-tcp', 'quic', 'blake3', 'zstd', 'clock', 'rendezvous', 'peer:alice'],
   );
   const alice = checks.find((c) => c['name'] === 'peer:alice');
   t.match(alice, { status: 'ok', detail: new RegExp(`reachable at ${addr.replace(/\./g, '\\.')} via quic`), fix: null });

@@ -289,7 +289,7 @@ t.test('runDoctor: every check in order, peers from the pair list', async (t) =>
   }
   t.same(
     results.map((r) => r.name),
-    ['identity', 'udp-buffers', 'port-udp', 'port-tcp', 'quic', 'blake3', 'zstd', 'clock', 'peer:nomad'],
+    ['identity', 'udp-buffers', 'port-udp', 'port-tcp', 'quic', 'blake3', 'zstd', 'clock', 'rendezvous', 'peer:nomad'],
   );
   t.equal(results[1]?.status, process.platform === 'linux' ? 'warn' : 'ok', 'the injected /proc is what is read');
   t.equal(summarize(results).fail, 0, `nothing fails on a healthy home: ${JSON.stringify(results.filter((r) => r.status === 'fail'))}`);
@@ -307,4 +307,19 @@ t.test('summarize counts statuses', async (t) => {
   const r = (status: CheckResult['status']): CheckResult => ({ name: 'x', status, detail: '' });
   t.same(summarize([r('ok'), r('warn'), r('fail'), r('fail')]), { ok: 1, warn: 1, fail: 2 });
   t.same(summarize([]), { ok: 0, warn: 0, fail: 0 });
+});
+
+t.test('rendezvous: none named is fine; one that answers names the NAT kind; a dead one fails with the fix', async (t) => {
+  const { checkRendezvous } = await import('../../src/ops/rendezvous-check.js');
+  t.match(await checkRendezvous({ rendezvous: undefined, log: silentLogger }), { name: 'rendezvous', status: 'ok', detail: /no rendezvous named/ });
+  const rv = { host: '203.0.113.1', port: 7800 };
+  const seen = { host: '198.51.100.4', port: 40000 };
+  const probe = (kind: 'none' | 'endpoint-independent' | 'symmetric') => async () => ({ kind, reflexive: [seen, kind === 'symmetric' ? { ...seen, port: 40001 } : seen] as const, local: { host: '0.0.0.0', port: 5000 }, rttMs: 12 });
+  t.match(await checkRendezvous({ rendezvous: rv, log: silentLogger, probe: probe('endpoint-independent') }), { status: 'ok', detail: /203\.0\.113\.1:7800 answers in 12 ms and sees this node as 198\.51\.100\.4:40000; NAT with endpoint-independent mapping/ });
+  t.match(await checkRendezvous({ rendezvous: rv, log: silentLogger, probe: probe('symmetric') }), { status: 'warn', detail: /symmetric NAT/, fix: /UPnP/ });
+  const { startRendezvousServer } = await import('../../src/reach/rendezvous-server.js');
+  const server = await startRendezvousServer({ listen: { host: '127.0.0.1', port: 0 }, log: silentLogger });
+  const dead = server.address;
+  await server.close();
+  t.match(await checkRendezvous({ rendezvous: dead, log: silentLogger }), { status: 'fail', detail: /does not answer/, fix: /clawpeer rendezvous/ });
 });

@@ -6,6 +6,7 @@
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { intOption } from '../args.js';
+import { parseHostPort } from '../../home/address.js';
 import { DEFAULT_PEER_TIMEOUT_MS, runDoctor, summarize, type CheckResult } from '../../ops/doctor.js';
 import type { Runner } from '../context.js';
 
@@ -45,6 +46,8 @@ export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
         expectListener: args['expect-listener'] === true,
         signal: ctx.signal,
         ...(hosts !== undefined && hosts.length > 0 ? { portHosts: hosts } : {}),
+        // The global --rendezvous (reach-lan's); the integrator falls back to config.json's `rendezvous`.
+        ...(typeof args['rendezvous'] === 'string' ? { rendezvous: parseHostPort(args['rendezvous'], '--rendezvous') } : {}),
       })) {
         results.push(r);
         ctx.out.emit({ event: 'check', name: r.name, status: r.status, detail: r.detail, fix: r.fix ?? null }, humanRow(r));

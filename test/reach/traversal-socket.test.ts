@@ -1,0 +1,110 @@
+// The traversal socket's forwarding, with plain UDP sockets standing in for quinn: one forwarder
+// per remote, reused for every datagram and carrying both directions from the first; a dial
+// forwarder released by one candidate leaves another's alone; traversal messages never reach
+// quinn, QUIC datagrams never reach the handlers.
+import t from 'tap';
+import dgram from 'node:dgram';
+import { once } from 'node:events';
+import { silentLogger } from '../../src/logger.js';
+import { encodeTraversal } from '../../src/protocol/rendezvous-wire.js';
+import { TraversalSocket } from '../../src/reach/traversal-socket.js';
+
+async function udp(): Promise<dgram.Socket> {
+  const s = dgram.createSocket('udp4');
+  s.bind(0, '127.0.0.1');
+  await once(s, 'listening');
+  return s;
+}
+const port = (s: dgram.Socket): number => s.address().port;
+function next(s: dgram.Socket): Promise<{ msg: Buffer; from: number }> {
+  return new Promise((resolve) => s.once('message', (msg, r) => resolve({ msg, from: r.port })));
+}
+/** A QUIC-looking datagram (long header, version 1). */
+const quic = (n: number): Buffer => Buffer.from([0xc0, 0, 0, 0, 1, n]);
+
+t.test('listener side: one forwarder per remote, reused, both directions from the first datagram', async (t) => {
+  const quinn = await udp(); // stands in for the quinn server
+  const mux = await TraversalSocket.open({ host: '127.0.0.1', port: 0, log: silentLogger });
+  mux.serveInbound({ host: '127.0.0.1', port: port(quinn) });
+  const remote = await udp();
+  t.teardown(async () => {
+    quinn.close();
+    remote.close();
+    await mux.close();
+  });
+  const got: { msg: Buffer; from: number }[] = [];
+  quinn.on('message', (msg, r) => got.push({ msg, from: r.port }));
+  // Three datagrams at once, before the forwarder has even bound: none lost, one forwarder.
+  for (let i = 0; i < 3; i++) remote.send(quic(i), mux.address.port, '127.0.0.1');
+  while (got.length < 3) await new Promise((r) => setTimeout(r, 10));
+  t.same(got.map((g) => g.msg[5]), [0, 1, 2], 'in order, all of them');
+  t.equal(new Set(got.map((g) => g.from)).size, 1, 'all from one forwarder');
+  const fwd = got[0]!.from;
+  t.equal(mux.pathOf({ host: '127.0.0.1', port: fwd }), 'punched', 'pathOf knows it');
+  t.equal(mux.pathOf({ host: '127.0.0.1', port: port(quinn) }), undefined, 'and nothing else');
+  // quinn answers the forwarder: the answer leaves the traversal socket toward the remote.
+  const back = next(remote);
+  quinn.send(quic(9), fwd, '127.0.0.1');
+  const answer = await back;
+  t.equal(answer.msg[5], 9);
+  t.equal(answer.from, mux.address.port, 'from the traversal socket (the public port)');
+  for (let i = 3; i < 50; i++) remote.send(quic(i), mux.address.port, '127.0.0.1');
+  while (got.length < 50) await new Promise((r) => setTimeout(r, 10));
+  t.equal(new Set(got.map((g) => g.from)).size, 1, '50 datagrams, still the one forwarder');
+  const other = await udp();
+  t.teardown(() => other.close());
+  other.send(quic(1), mux.address.port, '127.0.0.1');
+  while (got.length < 51) await new Promise((r) => setTimeout(r, 10));
+  t.not(got[50]!.from, fwd, 'another remote gets its own');
+});
+
+t.test('traversal messages go to the handlers (PING answered), never to quinn', async (t) => {
+  const quinn = await udp();
+  const mux = await TraversalSocket.open({ host: '127.0.0.1', port: 0, log: silentLogger });
+  mux.serveInbound({ host: '127.0.0.1', port: port(quinn) });
+  const remote = await udp();
+  t.teardown(async () => {
+    quinn.close();
+    remote.close();
+    await mux.close();
+  });
+  let toQuinn = 0;
+  quinn.on('message', () => toQuinn++);
+  const seen: string[] = [];
+  mux.on((m) => seen.push(m.type));
+  const pong = next(remote);
+  remote.send(encodeTraversal({ type: 'ping', nonce: new Uint8Array(8).fill(3), from: new Uint8Array(32) }), mux.address.port, '127.0.0.1');
+  const reply = await pong;
+  t.equal(reply.msg[0], 0x89, 'a PONG comes back');
+  t.same(seen, ['ping']);
+  // A greased QUIC long header whose first byte looks like a traversal type: still QUIC.
+  remote.send(Buffer.from([0x88, 0, 0, 0, 1, 7]), mux.address.port, '127.0.0.1');
+  await new Promise((r) => setTimeout(r, 100));
+  t.equal(toQuinn, 1, 'forwarded to quinn');
+  t.same(seen, ['ping'], 'not taken for a traversal message');
+});
+
+t.test('dial side: each candidate its own forwarder; releasing one leaves the other working', async (t) => {
+  const peer = await udp(); // the peer's traversal socket
+  const mux = await TraversalSocket.open({ host: '127.0.0.1', port: 0, log: silentLogger });
+  const client = await udp(); // stands in for the quinn Client
+  t.teardown(async () => {
+    peer.close();
+    client.close();
+    await mux.close();
+  });
+  const route = { kind: 'direct' as const, remote: { host: '127.0.0.1', port: port(peer) } };
+  const loser = await mux.openDialForwarder(route);
+  const winner = await mux.openDialForwarder(route);
+  t.not(loser.address.port, winner.address.port);
+  const out = next(peer);
+  client.send(quic(1), winner.address.port, '127.0.0.1');
+  t.equal((await out).msg[5], 1, 'the client\'s datagram reaches the peer');
+  loser.close(); // the race's loser is released
+  const back = next(client);
+  peer.send(quic(2), mux.address.port, '127.0.0.1');
+  const answer = await back;
+  t.equal(answer.msg[5], 2, 'the peer\'s answer still reaches the winner\'s client');
+  t.equal(answer.from, winner.address.port, 'through the winner\'s forwarder');
+  winner.close();
+});
