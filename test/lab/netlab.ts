@@ -279,6 +279,7 @@ async function startGateway(lab: Lab, home: LabHome, dir: string): Promise<() =>
     'enable_upnp=yes',
     'secure_mode=yes',
     'system_uptime=yes',
+    'min_lifetime=2', // so a test can watch a renewal (the default floor is 120 s)
     'ext_perform_stun=yes',
     `ext_stun_host=${lab.pub.address}`,
     `ext_stun_port=${STUN_PORT}`,
