@@ -152,6 +152,8 @@ export async function createLab(kinds: readonly NatKind[], options: { hostsPerHo
     await ipIn(pubNs, 'link', 'add', 'br0', 'type', 'bridge');
     await ipIn(pubNs, 'link', 'set', 'br0', 'up');
     await ipIn(pubNs, 'addr', 'add', `${PUBLIC_ADDRESS}/24`, 'dev', 'br0');
+    // pub routes for the public hosts of kind none, and answers ARP for them on the bridge.
+    await sh('ip', ['netns', 'exec', pubNs, 'sysctl', '-qw', 'net.ipv4.ip_forward=1', 'net.ipv4.conf.br0.proxy_arp=1']);
     const homes: LabHome[] = [];
     for (const [i, kind] of kinds.entries()) {
       const hosts: LabHost[] = [];
@@ -159,10 +161,14 @@ export async function createLab(kinds: readonly NatKind[], options: { hostsPerHo
         for (let j = 0; j < hostsPerHome; j++) {
           const ns = await addNs(`h${i}${j}`);
           const address = `${PUBLIC_NET}.${20 + 10 * i + j}`;
+          // Routed through pub, not bridged: two public hosts share no link (as on the
+          // internet), so LAN discovery's broadcasts do not reach across.
           await veth(ns, 'eth0', pubNs, `p${i}${j}`);
-          await ipIn(pubNs, 'link', 'set', `p${i}${j}`, 'master', 'br0', 'up');
-          await ipIn(ns, 'addr', 'add', `${address}/24`, 'dev', 'eth0');
+          await ipIn(pubNs, 'link', 'set', `p${i}${j}`, 'up');
+          await ipIn(pubNs, 'route', 'add', `${address}/32`, 'dev', `p${i}${j}`);
+          await ipIn(ns, 'addr', 'add', `${address}/32`, 'dev', 'eth0');
           await ipIn(ns, 'link', 'set', 'eth0', 'up');
+          await ipIn(ns, 'route', 'add', PUBLIC_ADDRESS, 'dev', 'eth0');
           await ipIn(ns, 'route', 'add', 'default', 'via', PUBLIC_ADDRESS);
           hosts.push({ ns, address });
         }
