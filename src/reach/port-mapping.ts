@@ -115,7 +115,13 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
     return undefined;
   };
 
-  const schedule = (ms: number, run: () => Promise<void>): void => {
+  /** The refresh running now: close waits for it, so a renewal in flight cannot outlive close. */
+  let current: Promise<void> = Promise.resolve();
+  const run = (): Promise<void> => {
+    current = refresh().catch((err: unknown) => log.debug('port mapping failed', { error: String(err) }));
+    return current;
+  };
+  const schedule = (ms: number): void => {
     if (stop.signal.aborted) return;
     clearTimeout(timer);
     timer = setTimeout(() => void run(), ms);
@@ -123,28 +129,31 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
   };
 
   const refresh = async (): Promise<void> => {
+    let next = held;
     if (held !== undefined && held.lifetimeS > 0) {
       try {
-        held = await held.renew(stop.signal);
-        log.debug('port mapping renewed', { via: held.via, lifetimeS: held.lifetimeS });
+        next = await held.renew(stop.signal);
+        log.debug('port mapping renewed', { via: next.via, lifetimeS: next.lifetimeS });
       } catch (err) {
+        if (stop.signal.aborted) return; // closing: close deletes what is held
         log.debug('port mapping: renewal failed; looking again', { via: held.via, error: err instanceof Error ? err.message : String(err) });
-        held = await attempt();
+        next = await attempt();
       }
     } else if (held === undefined) {
-      held = await attempt();
+      next = await attempt();
     }
+    held = next ?? (stop.signal.aborted ? held : undefined);
     if (stop.signal.aborted) return;
     report();
-    if (held === undefined) schedule(retryMs, refresh);
-    else if (held.lifetimeS > 0) schedule(Math.max(1, held.lifetimeS / 2) * 1000, refresh);
+    if (held === undefined) schedule(retryMs);
+    else if (held.lifetimeS > 0) schedule(Math.max(1, held.lifetimeS / 2) * 1000);
   };
 
   const close = (): Promise<void> => {
     closed ??= (async () => {
       stop.abort();
       clearTimeout(timer);
-      await ready;
+      await current;
       const h = held;
       held = undefined;
       if (h === undefined) return;
@@ -158,7 +167,7 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
     return closed;
   };
 
-  const ready = refresh().catch((err: unknown) => log.debug('port mapping failed', { error: String(err) }));
+  const ready = run();
   if (options.signal?.aborted) void close();
   options.signal?.addEventListener('abort', () => void close(), { once: true });
   return {
