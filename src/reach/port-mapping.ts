@@ -1,15 +1,17 @@
-// Port mapping on the home gateway, so a listener behind a NAT that speaks NAT-PMP (or PCP) or
+// Port mapping on the home gateway, so a listener behind a NAT that speaks PCP, NAT-PMP or
 // UPnP-IGD can be dialled directly on the gateway's external address: the `mapped` addresses
-// of its announcement. Tries NAT-PMP first (one UDP round trip to the default gateway), then
-// UPnP (SSDP discovery, then SOAP). Renews at half the granted lifetime, tells `onChange` when
+// of its announcement. Tries PCP, then NAT-PMP (each one UDP round trip to the default
+// gateway), then UPnP (SSDP discovery, then SOAP). Renews at half the granted lifetime, tells `onChange` when
 // the mapped addresses change, deletes its mappings on close. A network without such a gateway
 // is the common case, not an error: debug logs, `mapped()` empty, another look later.
 import type { AddressRole, AnnouncedAddress } from '../protocol/announcement.js';
 import type { Logger } from '../logger.js';
 import { defaultGateway, NatPmpClient, type MappingProtocol } from './nat-pmp.js';
+import { PcpClient } from './pcp.js';
 import { discoverIgd, UpnpError, UpnpIgdClient } from './upnp-igd.js';
+import { ClawpeerError } from '../errors.js';
 
-export type PortMappingProtocol = 'nat-pmp' | 'upnp';
+export type PortMappingProtocol = 'pcp' | 'nat-pmp' | 'upnp';
 
 export interface PortMappingOptions {
   /** The local UDP port to map (the QUIC listener's). */
@@ -23,7 +25,7 @@ export interface PortMappingOptions {
   readonly onChange?: (mapped: readonly AnnouncedAddress[]) => void;
   /** Lifetime asked of the gateway, in seconds (default 3600); renewed at half of what it grants. */
   readonly lifetimeS?: number;
-  /** Protocols to try, in order (default NAT-PMP, then UPnP). */
+  /** Protocols to try, in order (default PCP, NAT-PMP, then UPnP). */
   readonly protocols?: readonly PortMappingProtocol[];
   /** The role the mapped address is announced with (default `listen`). */
   readonly role?: AddressRole;
@@ -73,7 +75,7 @@ export function isPrivateIPv4(address: string): boolean {
 export function startPortMapping(options: PortMappingOptions): PortMapping {
   const log = options.log;
   const lifetimeS = options.lifetimeS ?? DEFAULT_LIFETIME_S;
-  const protocols = options.protocols ?? ['nat-pmp', 'upnp'];
+  const protocols = options.protocols ?? ['pcp', 'nat-pmp', 'upnp'];
   const role = options.role ?? 'listen';
   const retryMs = options.retryMs ?? DEFAULT_RETRY_MS;
   const stop = new AbortController();
@@ -97,10 +99,14 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
   };
 
   const attempt = async (): Promise<Held | undefined> => {
+    // PCP and NAT-PMP share the gateway's port 5351: when PCP got no answer at all, nothing
+    // listens there and NAT-PMP would only wait as long again.
+    let port5351Silent = false;
     for (const protocol of protocols) {
       if (stop.signal.aborted) return undefined;
+      if (protocol === 'nat-pmp' && port5351Silent) continue;
       try {
-        const got = protocol === 'nat-pmp' ? await mapNatPmp(options, lifetimeS, stop.signal) : await mapUpnp(options, lifetimeS, stop.signal, log);
+        const got = protocol === 'pcp' ? await mapPcp(options, lifetimeS, stop.signal) : protocol === 'nat-pmp' ? await mapNatPmp(options, lifetimeS, stop.signal) : await mapUpnp(options, lifetimeS, stop.signal, log);
         if (got === undefined) continue;
         if (isPrivateIPv4(got.externalAddress)) {
           log.debug('port mapping: the gateway is itself behind NAT; not announcing its address', { via: protocol, external: got.externalAddress });
@@ -109,6 +115,7 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
         }
         return got;
       } catch (err) {
+        if (protocol === 'pcp' && err instanceof ClawpeerError && err.code === 'TIMEOUT') port5351Silent = true;
         log.debug('port mapping: no luck', { via: protocol, error: err instanceof Error ? err.message : String(err) });
       }
     }
@@ -176,6 +183,43 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
     ready,
     close,
   };
+}
+
+async function mapPcp(options: PortMappingOptions, lifetimeS: number, signal: AbortSignal, previous?: { udp: number; tcp: number | undefined; udpNonce: Buffer; tcpNonce: Buffer | undefined }): Promise<Held | undefined> {
+  const gateway = await defaultGateway();
+  if (gateway === undefined) throw new Error('no default IPv4 gateway');
+  const client = new PcpClient(gateway);
+  try {
+    const udp = await client.map('udp', options.udpPort, previous?.udp ?? options.udpPort, lifetimeS, previous?.udpNonce, signal);
+    let tcp: { externalPort: number; lifetimeS: number; nonce: Buffer } | undefined;
+    const tcpPort = options.tcpPort;
+    if (tcpPort !== undefined) {
+      tcp = await client.map('tcp', tcpPort, previous?.tcp ?? udp.externalPort, lifetimeS, previous?.tcpNonce, signal).catch((err: unknown) => {
+        options.log.debug('PCP: TCP mapping refused', { error: String(err) });
+        return undefined;
+      });
+    }
+    const state = { udp: udp.externalPort, tcp: tcp?.externalPort, udpNonce: udp.nonce, tcpNonce: tcp?.nonce };
+    return {
+      via: 'pcp',
+      externalAddress: udp.externalAddress,
+      udp: udp.externalPort,
+      tcp: tcp?.externalPort,
+      lifetimeS: Math.min(udp.lifetimeS, tcp?.lifetimeS ?? udp.lifetimeS),
+      release: async (releaseSignal) => {
+        const owner = new PcpClient(gateway);
+        try {
+          await owner.map('udp', options.udpPort, 0, 0, udp.nonce, releaseSignal);
+          if (tcp !== undefined && tcpPort !== undefined) await owner.map('tcp', tcpPort, 0, 0, tcp.nonce, releaseSignal);
+        } finally {
+          owner.close();
+        }
+      },
+      renew: (renewSignal) => mapPcp(options, lifetimeS, renewSignal, state).then((h) => h ?? Promise.reject(new Error('no gateway'))),
+    };
+  } finally {
+    client.close();
+  }
 }
 
 async function mapNatPmp(options: PortMappingOptions, lifetimeS: number, signal: AbortSignal, previous?: { udp: number; tcp: number | undefined }): Promise<Held | undefined> {

@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { createLogger } from '../../src/logger.js';
 import { startPortMapping, type PortMappingProtocol } from '../../src/reach/port-mapping.js';
 
-const [protocolsText = 'nat-pmp,upnp', lifetimeText = '3600'] = process.argv.slice(2);
+const [protocolsText = 'pcp,nat-pmp,upnp', lifetimeText = '3600'] = process.argv.slice(2);
 const out = (event: object): boolean => process.stdout.write(JSON.stringify(event) + '\n');
 
 const udp = createSocket('udp4');

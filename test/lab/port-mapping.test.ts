@@ -1,5 +1,5 @@
 // Port mapping against a real gateway: miniupnpd (UPnP-IGD and NAT-PMP) on the NAT of a lab home.
-// For each protocol, startPortMapping (run in the home by port-map-agent.ts) maps a UDP and a
+// For each protocol (PCP, NAT-PMP, UPnP), startPortMapping (run in the home by port-map-agent.ts) maps a UDP and a
 // TCP port; the external address is the NAT's outside one; a datagram and a TCP connection
 // from the public segment reach the home's sockets; close deletes the gateway's rules. On a
 // network without a gateway it finds nothing, quietly.
@@ -54,7 +54,7 @@ if (skip !== undefined) {
   const nat = home.nat!;
   const gatewayRules = async (): Promise<string> => (await lab.run(nat.ns, 'nft', ['list', 'table', 'inet', 'miniupnpd'])).stdout;
 
-  for (const protocol of ['nat-pmp', 'upnp'] as const) {
+  for (const protocol of ['pcp', 'nat-pmp', 'upnp'] as const) {
     t.test(`${protocol}: a mapping on miniupnpd carries traffic from outside, and close removes it`, async (t) => {
       const agent = startAgent(lab, home.hosts[0]!.ns, protocol);
       t.teardown(() => agent.child.kill('SIGKILL'));
@@ -83,14 +83,14 @@ if (skip !== undefined) {
     });
   }
 
-  t.test('a short lifetime is renewed before it runs out', async (t) => {
-    const agent = startAgent(lab, home.hosts[0]!.ns, 'nat-pmp', 4);
+  t.test('a short lifetime is renewed (PCP) before it runs out', async (t) => {
+    const agent = startAgent(lab, home.hosts[0]!.ns, 'pcp', 2);
     t.teardown(() => agent.child.kill('SIGKILL'));
     const mapped = await agent.next('mapped');
     const external = (mapped['addresses'] as { port: number }[])[0]?.port;
     t.ok(external, `mapped; log:\n${agent.stderr()}`);
-    await new Promise((resolve) => setTimeout(resolve, 6_000)); // past the first lifetime
-    t.match(agent.stderr(), /port mapping renewed.*lifetimeS=4\b/, 'renewed at half the granted lifetime');
+    await new Promise((resolve) => setTimeout(resolve, 3_500)); // past the first lifetime
+    t.match(agent.stderr(), /port mapping renewed.*lifetimeS=2\b/, 'renewed at half the granted lifetime');
     const sent = await lab.run(lab.pub.ns, process.execPath, [PROBE, 'send', nat.outside, String(external), 'still mapped']);
     t.equal(sent.code, 0);
     t.equal((await agent.next('datagram', 5_000))['text'], 'still mapped', 'the mapping outlived its first lifetime');
@@ -100,7 +100,7 @@ if (skip !== undefined) {
 
   t.test('without a gateway: nothing mapped, no error, ready in seconds', async (t) => {
     const started = Date.now();
-    const agent = startAgent(lab, lab.homes[1]!.hosts[0]!.ns, 'nat-pmp,upnp');
+    const agent = startAgent(lab, lab.homes[1]!.hosts[0]!.ns, 'pcp,nat-pmp,upnp');
     t.teardown(() => agent.child.kill('SIGKILL'));
     const mapped = await agent.next('mapped', 20_000);
     t.same(mapped['addresses'], []);
