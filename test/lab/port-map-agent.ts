@@ -1,5 +1,5 @@
-// Runs startPortMapping inside a lab home (node port-map-agent.js PROTOCOLS LIFETIME_S): binds
-// a UDP socket and a TCP server on one ephemeral port, maps them, and reports as JSON lines:
+// Runs startPortMapping inside a lab home (node port-map-agent.js PROTOCOLS LIFETIME_S [PORT]):
+// binds a UDP socket and a TCP server on one port (default: any free one), maps them, and reports as JSON lines:
 // {event:'mapped', via, addresses, status}, then {event:'datagram', from, text} for each
 // datagram the UDP socket gets, {event:'changed', addresses} on a change. A line "close" on
 // stdin closes the mapping: {event:'closed'}, then exit 0. Debug logs go to stderr.
@@ -9,11 +9,11 @@ import { createInterface } from 'node:readline';
 import { createLogger } from '../../src/logger.js';
 import { startPortMapping, type PortMappingProtocol } from '../../src/reach/port-mapping.js';
 
-const [protocolsText = 'pcp,nat-pmp,upnp', lifetimeText = '3600'] = process.argv.slice(2);
+const [protocolsText = 'pcp,nat-pmp,upnp', lifetimeText = '3600', portText = '0'] = process.argv.slice(2);
 const out = (event: object): boolean => process.stdout.write(JSON.stringify(event) + '\n');
 
 const udp = createSocket('udp4');
-await new Promise<void>((resolve) => udp.bind(0, resolve));
+await new Promise<void>((resolve) => udp.bind(Number(portText), resolve));
 const port = udp.address().port;
 const tcp = createServer((s) => s.end('clawpeer tcp\n'));
 await new Promise<void>((resolve) => tcp.listen(port, resolve));

@@ -18,8 +18,8 @@ interface Agent {
   stderr(): string;
 }
 
-function startAgent(lab: Lab, ns: string, protocols: string, lifetimeS = 3600): Agent {
-  const child = lab.spawnIn(ns, process.execPath, [AGENT, protocols, String(lifetimeS)], { stdio: ['pipe', 'pipe', 'pipe'] });
+function startAgent(lab: Lab, ns: string, protocols: string, lifetimeS = 3600, port = 0): Agent {
+  const child = lab.spawnIn(ns, process.execPath, [AGENT, protocols, String(lifetimeS), String(port)], { stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
   const events: Record<string, unknown>[] = [];
@@ -48,10 +48,18 @@ if (skip !== undefined) {
   t.comment(`skipping the port-mapping lab: ${skip}`);
   t.pass(`skipped: ${skip}`, { skip });
 } else {
-  const lab = await createLab(['upnp', 'none']);
+  const lab = await createLab(['upnp', 'none'], { hostsPerHome: 2 });
   t.teardown(() => lab.close());
   const home = lab.homes[0]!;
   const nat = home.nat!;
+  // On the public host, where nothing answers PCP, NAT-PMP or SSDP: started first, as it waits
+  // out the timeouts while the other cases run.
+  const noGatewayStarted = Date.now();
+  const noGateway = startAgent(lab, lab.homes[1]!.hosts[0]!.ns, 'pcp,nat-pmp,upnp');
+  let noGatewayReadyMs: number | undefined;
+  noGateway.child.stdout!.on('data', (d: Buffer) => {
+    if (noGatewayReadyMs === undefined && d.toString().includes('"mapped"')) noGatewayReadyMs = Date.now() - noGatewayStarted;
+  });
   const gatewayRules = async (): Promise<string> => (await lab.run(nat.ns, 'nft', ['list', 'table', 'inet', 'miniupnpd'])).stdout;
 
   for (const protocol of ['pcp', 'nat-pmp', 'upnp'] as const) {
@@ -98,14 +106,34 @@ if (skip !== undefined) {
     await agent.next('closed', 5_000);
   });
 
+  t.test('upnp: two hosts behind one gateway asking for the same port: the second gets another', async (t) => {
+    const port = 41_000;
+    const first = startAgent(lab, home.hosts[0]!.ns, 'upnp', 3600, port);
+    t.teardown(() => first.child.kill('SIGKILL'));
+    const one = ((await first.next('mapped'))['addresses'] as { port: number }[])[0];
+    t.equal(one?.port, port, `the first host got the port it asked for; log:\n${first.stderr()}`);
+    const second = startAgent(lab, home.hosts[1]!.ns, 'upnp', 3600, port);
+    t.teardown(() => second.child.kill('SIGKILL'));
+    const two = ((await second.next('mapped'))['addresses'] as { port: number }[])[0];
+    t.ok(two !== undefined && two.port !== port, `the second moved to another external port (${String(two?.port)}); log:\n${second.stderr()}`);
+    for (const [agent, external, text] of [[first, port, 'to the first'], [second, two!.port, 'to the second']] as const) {
+      await lab.run(lab.pub.ns, process.execPath, [PROBE, 'send', nat.outside, String(external), text]);
+      t.equal((await agent.next('datagram', 5_000))['text'], text, `${text} host`);
+    }
+    for (const agent of [first, second]) {
+      agent.child.stdin!.write('close\n');
+      await agent.next('closed', 5_000);
+    }
+    t.notMatch(await gatewayRules(), /dport \d+/, 'both deleted');
+  });
+
   t.test('without a gateway: nothing mapped, no error, ready in seconds', async (t) => {
-    const started = Date.now();
-    const agent = startAgent(lab, lab.homes[1]!.hosts[0]!.ns, 'pcp,nat-pmp,upnp');
+    const agent = noGateway;
     t.teardown(() => agent.child.kill('SIGKILL'));
     const mapped = await agent.next('mapped', 20_000);
     t.same(mapped['addresses'], []);
     t.equal(mapped['via'], null);
-    t.ok(Date.now() - started < 15_000, 'gave up in time');
+    t.ok(noGatewayReadyMs !== undefined && noGatewayReadyMs < 15_000, `gave up in time (${String(noGatewayReadyMs)} ms)`);
     agent.child.stdin!.write('close\n');
     await agent.next('closed', 5_000);
   });
