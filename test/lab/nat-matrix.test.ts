@@ -120,13 +120,19 @@ if (skip !== undefined) {
       results.push(result);
       const lab: Lab = await createLab([cell.dialer, cell.target]);
       const running: LabProcess[] = [];
+      const logs: string[] = [];
       t.teardown(async () => {
         for (const p of running) await p.stop();
         await lab.close();
+        // Each cell's logs (the rendezvous, both listeners, the dialer's commands) beside the results.
+        const dir = path.join(path.dirname(RESULTS), 'nat-matrix-logs');
+        await mkdir(dir, { recursive: true });
+        const processes = running.map((p, i) => `== ${['rendezvous', 'target listener', 'dialer listener'][i] ?? `process ${i}`}\n${p.stderr()}`);
+        await writeFile(path.join(dir, `${result.cell}.log`), [...processes, ...logs].join('\n'));
       });
       try {
-        await runCell(t, lab, running, result);
-        result.ok = result.path === predicted;
+        await runCell(t, lab, running, result, logs);
+        result.ok = result.path === predicted && result.pushPath === predicted && result.syncSeconds !== null;
       } catch (err) {
         result.error = err instanceof Error ? err.message.slice(0, 2000) : String(err);
         throw err;
@@ -134,7 +140,7 @@ if (skip !== undefined) {
     });
   }
 
-  async function runCell(t: Test, lab: Lab, running: LabProcess[], result: CellResult): Promise<void> {
+  async function runCell(t: Test, lab: Lab, running: LabProcess[], result: CellResult, logs: string[]): Promise<void> {
     const rv = `${lab.pub.address}:${RENDEZVOUS_PORT}`;
     const dialerNs = lab.homes[0]!.hosts[0]!.ns;
     const targetNs = lab.homes[1]!.hosts[0]!.ns;
@@ -147,9 +153,9 @@ if (skip !== undefined) {
     await mkdir(syncLocal, { recursive: true });
 
     running.push(await startIn(lab, lab.pub.ns, ['rendezvous', '--listen', rv, '--json'], { readyOptionalMs: 1_500 }));
-    const listen = (home: string, extra: string[] = []): string[] => ['--home', home, '--rendezvous', rv, 'listen', '--host', '0.0.0.0', '--port', String(LISTEN_PORT), '--json', ...extra];
+    const listen = (home: string, extra: string[] = []): string[] => ['-v', '--home', home, '--rendezvous', rv, 'listen', '--host', '0.0.0.0', '--port', String(LISTEN_PORT), '--json', ...extra];
     const isListening = (l: Record<string, unknown>): boolean => l['event'] === 'listening';
-    running.push(await startIn(lab, targetNs, listen(target.home, ['--share', `sync=${syncShare}`]), { isReady: isListening }));
+    running.push(await startIn(lab, targetNs, listen(target.home, ['--share', `inbox=${path.join(target.home, 'inbox')}`, '--share', `sync=${syncShare}`]), { isReady: isListening }));
     running.push(await startIn(lab, dialerNs, listen(dialer.home), { isReady: isListening }));
 
     // Pairing by id alone: each finds the other through the rendezvous.
@@ -159,8 +165,10 @@ if (skip !== undefined) {
     }
 
     const cli = (args: string[], timeoutMs?: number) => cliIn(lab, dialerNs, ['--home', dialer.home, '--rendezvous', rv, ...args], timeoutMs);
-    const ping = await cli(['ping', 'target', '--count', '3', '--json'], 60_000);
+    const ping = await cli(['-v', 'ping', 'target', '--count', '3', '--json'], 60_000);
+    logs.push(`== ping (exit ${String(ping.code)})\n${ping.stdout}\n${ping.stderr}`);
     t.equal(ping.code, 0, `ping: ${ping.stderr}`);
+    if (ping.code !== 0) return;
     const pongs = ping.json.filter((l) => l['event'] === 'pong');
     t.equal(pongs.length, 3, 'three pongs');
     result.path = typeof pongs[0]?.['path'] === 'string' ? (pongs[0]['path'] as string) : null;
@@ -171,17 +179,22 @@ if (skip !== undefined) {
     await randomFile(file, PUSH_MIB);
     const started = Date.now();
     const push = await cli(['push', file, 'target', '--json'], 600_000);
+    logs.push(`== push (exit ${String(push.code)})\n${push.stderr}`);
     t.equal(push.code, 0, `push: ${push.stderr}`);
+    if (push.code !== 0) return;
     result.pushSeconds = (Date.now() - started) / 1000;
     const done = push.json.find((l) => l['event'] === 'done');
     result.pushPath = typeof done?.['path'] === 'string' ? (done['path'] as string) : null;
+    t.equal(result.pushPath, result.predicted, 'the push took the predicted path too');
     t.equal(await sha256(path.join(target.home, 'inbox', 'payload.bin')), await sha256(file), `${PUSH_MIB} MiB arrived intact`);
 
     await writeFile(path.join(syncLocal, 'from-dialer.txt'), `dialer ${result.cell}\n`);
     await writeFile(path.join(syncShare, 'from-target.txt'), `target ${result.cell}\n`);
     const syncStarted = Date.now();
     const sync = await cli(['sync', syncLocal, 'target:sync', '--json'], 120_000);
+    logs.push(`== sync (exit ${String(sync.code)})\n${sync.stderr}`);
     t.equal(sync.code, 0, `sync: ${sync.stderr}`);
+    if (sync.code !== 0) return;
     result.syncSeconds = (Date.now() - syncStarted) / 1000;
     t.same((await readdir(syncLocal)).filter((n) => !n.startsWith('.')).sort(), ['from-dialer.txt', 'from-target.txt'], 'the dialer got the target\'s file');
     t.same((await readdir(syncShare)).filter((n) => !n.startsWith('.')).sort(), ['from-dialer.txt', 'from-target.txt'], 'the target got the dialer\'s file');

@@ -92,6 +92,40 @@ function hookExit(): void {
 
 let labs = 0;
 
+/**
+ * Deletes the namespaces of labs whose process is gone: a test killed with SIGKILL (the test
+ * runner's timeout) cannot clean up after itself. The name carries the pid, so only dead
+ * processes' labs are touched.
+ */
+function sweepDeadLabs(): void {
+  let list: string;
+  try {
+    list = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+  } catch {
+    return;
+  }
+  for (const line of list.split('\n')) {
+    const m = /^(nl([0-9a-z]+)_\d+-[a-z0-9]+)\b/.exec(line);
+    if (m === null) continue;
+    const pid = Number.parseInt(m[2]!, 36);
+    if (pid === process.pid || processAlive(pid)) continue;
+    try {
+      execFileSync('ip', ['netns', 'del', m[1]!], { stdio: 'ignore' });
+    } catch {
+      // another sweep got it
+    }
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 function sh(command: string, args: readonly string[], input?: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = execFile(command, args, { timeout: 10_000 }, (err, _stdout, stderr) => {
@@ -106,8 +140,9 @@ function sh(command: string, args: readonly string[], input?: string): Promise<v
 export async function createLab(kinds: readonly NatKind[], options: { hostsPerHome?: number } = {}): Promise<Lab> {
   if (kinds.length > HOME_NETS.length) throw new Error(`at most ${HOME_NETS.length} homes`);
   const hostsPerHome = options.hostsPerHome ?? 1;
+  sweepDeadLabs();
   // Unique per process and lab: parallel test files build labs of their own.
-  const name = `nl${process.pid.toString(36)}${labs++}`;
+  const name = `nl${process.pid.toString(36)}_${labs++}`;
   const namespaces: string[] = [];
   const children = new Set<ChildProcess>();
   const gatewayLogs = new Map<number, () => string>();
