@@ -7,6 +7,8 @@ import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { silentLogger } from '../../src/logger.js';
+import { startListenerPortMapping } from '../../src/reach/listener-port-mapping.js';
 import { createLab, labSkipReason, type Lab } from './netlab.js';
 
 const AGENT = fileURLToPath(new URL('./port-map-agent.js', import.meta.url));
@@ -125,6 +127,24 @@ if (skip !== undefined) {
       await agent.next('closed', 5_000);
     }
     t.notMatch(await gatewayRules(), /dport \d+/, 'both deleted');
+  });
+
+  t.test('a listener\'s mappings: its QUIC/TCP port (role listen) and its traversal socket (role mux)', async (t) => {
+    const agent = startAgent(lab, home.hosts[0]!.ns, 'listener');
+    t.teardown(() => agent.child.kill('SIGKILL'));
+    const mapped = await agent.next('mapped');
+    const addresses = mapped['addresses'] as { host: string; port: number; role: string; source: string }[];
+    t.match(addresses, [{ host: nat.outside, role: 'listen', source: 'mapped' }, { host: nat.outside, role: 'mux', source: 'mapped' }], `both mapped; log:\n${agent.stderr()}`);
+    await lab.run(lab.pub.ns, process.execPath, [PROBE, 'send', nat.outside, String(addresses[1]!.port), 'to the traversal socket']);
+    t.match(await agent.next('datagram', 5_000), { socket: 'mux', text: 'to the traversal socket' });
+    agent.child.stdin!.write('close\n');
+    await agent.next('closed', 5_000);
+    t.notMatch(await gatewayRules(), /dport \d+/, 'both deleted');
+  });
+
+  t.test('a listener bound to loopback maps nothing', async (t) => {
+    t.equal(startListenerPortMapping({ bound: [{ transport: 'quic', host: '127.0.0.1', port: 7700 }], log: silentLogger }), undefined);
+    t.equal(startListenerPortMapping({ bound: [{ transport: 'tcp', host: '0.0.0.0', port: 7700 }], log: silentLogger }), undefined, 'nor one without QUIC');
   });
 
   t.test('without a gateway: nothing mapped, no error, ready in seconds', async (t) => {
