@@ -10,7 +10,7 @@ import { initNode } from '../e2e/cli-harness.js';
 import { cliIn, reachCliSkipReason, startIn, type LabProcess } from './lab-cli.js';
 import { createLab, labSkipReason } from './netlab.js';
 
-const skip = labSkipReason(['port-restricted']) ?? reachCliSkipReason();
+const skip = labSkipReason(['port-restricted']) ?? reachCliSkipReason({ rendezvousCommand: false });
 
 if (skip !== undefined) {
   t.comment(`skipping the LAN cell: ${skip}`);
