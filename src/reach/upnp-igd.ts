@@ -105,7 +105,9 @@ interface HttpAnswer {
 
 function http(url: string, options: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal | undefined }): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers, timeout: HTTP_TIMEOUT_MS, ...(options.signal === undefined ? {} : { signal: options.signal }) }, (res) => {
+    // agent false: one connection per request, closed after it (gateways' HTTP servers are
+    // small and often mishandle keep-alive; and no idle socket outlives the exchange).
+    const req = httpRequest(url, { method: options.method ?? 'GET', headers: { Connection: 'close', ...options.headers }, agent: false, timeout: HTTP_TIMEOUT_MS, ...(options.signal === undefined ? {} : { signal: options.signal }) }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
