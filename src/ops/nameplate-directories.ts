@@ -10,6 +10,7 @@ import type { NameplateDirectory } from '../pairing/nameplate-directory.js';
 import type { ReachConfig } from '../home/config-file.js';
 import { isLoopbackHost, lanOptionsFrom } from '../reach/lan-discovery.js';
 import { LanNameplateDirectory } from '../reach/lan-nameplates.js';
+import { RendezvousNameplateDirectory } from '../reach/rendezvous-nameplates.js';
 
 export interface DirectoryContext {
   readonly home: HomeLayout;
@@ -23,8 +24,9 @@ export interface DirectoryContext {
 
 /** The directories of this node: LAN first (no server involved), then the rendezvous. */
 function directoriesOf(ctx: DirectoryContext): { lan: LanNameplateDirectory | undefined; all: NameplateDirectory[] } {
+  const rendezvous = ctx.reach.rendezvous === undefined ? [] : [new RendezvousNameplateDirectory({ identity: ctx.identity, rendezvous: ctx.reach.rendezvous, log: ctx.log })];
   const lan = ctx.reach.lanDiscovery ? new LanNameplateDirectory(lanOptionsFrom(ctx.reach, { log: ctx.log, ...(ctx.listenHost !== undefined && isLoopbackHost(ctx.listenHost) ? { loopbackOnly: true } : {}) }), ctx.identity.nodeId) : undefined;
-  return { lan, all: lan === undefined ? [] : [lan] };
+  return { lan, all: [...(lan === undefined ? [] : [lan]), ...rendezvous] };
 }
 
 /**

@@ -3,6 +3,7 @@
 // discovery (priority 0, 'lan'; 1 when an address is pinned: it stands in for a pinned address
 // that fails), and with a rendezvous server named, its lookup (priority 1) and
 // the traversal socket's punched or relayed paths (priority 2). session/dial-race.ts races them.
+import { disabledPathsFromEnv, rendezvousSourcesFor } from './rendezvous-paths.js';
 import type { Identity } from '../crypto/identity.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -25,7 +26,7 @@ export type RendezvousSourcesFactory = (o: { readonly rendezvous: HostPort; read
  * The rendezvous client this build dials through, when the config names a server. The
  * integration of the rendezvous branch sets it here (one line); a test may pass its own.
  */
-const RENDEZVOUS_SOURCES: RendezvousSourcesFactory | undefined = undefined;
+const RENDEZVOUS_SOURCES: RendezvousSourcesFactory | undefined = rendezvousSourcesFor;
 
 export interface PathSourcesOptions {
   readonly config: ReachConfig;
@@ -74,13 +75,15 @@ function noteSource(name: string, why: string): PathSource {
 export function pathSourcesFor(o: PathSourcesOptions): PathSources {
   if (o.typedAddress !== undefined) return { sources: [addressSource('direct', o.typedAddress, 'direct')], release: () => undefined };
   const sources: PathSource[] = [];
-  const pinned = o.peer.address;
+  // CLAWPEER_REACH_DISABLE=direct,lan,...: paths a dialer skips (to see one path at work).
+  const disabled = new Set(disabledPathsFromEnv());
+  const pinned = disabled.has('direct') ? undefined : o.peer.address;
   if (pinned !== undefined) sources.push(addressSource('direct', pinned, 'direct'));
   const last = o.lastAddress;
-  if (last !== undefined && (pinned === undefined || fmt(pinned) !== fmt(last.address)) && (last.path === 'lan' || last.path === 'direct')) {
+  if (last !== undefined && !disabled.has(last.path) && (pinned === undefined || fmt(pinned) !== fmt(last.address)) && (last.path === 'lan' || last.path === 'direct')) {
     sources.push(addressSource('last', last.address, last.path, `${last.path} ${fmt(last.address)} (worked last time)`));
   }
-  if (o.config.lanDiscovery) {
+  if (o.config.lanDiscovery && !disabled.has('lan')) {
     // A peer pinned on this machine is looked for on this machine: no broadcast on a real network.
     const loopbackOnly = pinned !== undefined && isLoopbackHost(pinned.host);
     // With an address pinned, what the LAN answers is dialled once that address fails or is slow.

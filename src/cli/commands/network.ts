@@ -87,10 +87,24 @@ async function sweepStaleTempFiles(shares: readonly Share[], log: Logger, signal
  * Listener.start, when a rendezvous server is named. The rendezvous branch's integration
  * returns its startListenerReach here.
  */
-function listenerReachFor(reach: ReachConfig, _identity: Identity, log: Logger): ListenerOptions['startReach'] {
-  if (reach.rendezvous === undefined) return undefined;
-  log.warn('a rendezvous server is configured but this build has no rendezvous client: peers reach this listener directly or on the LAN only', { rendezvous: formatHostPort(reach.rendezvous) });
-  return undefined;
+function listenerReachFor(reach: ReachConfig, identity: Identity, log: Logger): ListenerOptions['startReach'] {
+  const rendezvous = reach.rendezvous;
+  if (rendezvous === undefined) return undefined;
+  return async (bound) => {
+    const { startListenerReach } = await import('../../reach/listener-reach.js');
+    const { startListenerPortMapping } = await import('../../reach/listener-port-mapping.js');
+    const mapping = reach.portMapping ? startListenerPortMapping({ bound, log: log.child('port-mapping') }) : undefined;
+    // A gateway answers in milliseconds; without one, register now and announce a mapping later.
+    await mapping?.settled(1_000);
+    try {
+      const r = await startListenerReach({ identity, rendezvous, bound, mapped: () => mapping?.mapped() ?? [], log });
+      mapping?.mapMux(r.mux.port);
+      return { pathOf: (remote) => r.pathOf(remote), close: async () => { await r.close(); await mapping?.close(); } };
+    } catch (err) {
+      await mapping?.close();
+      throw err;
+    }
+  };
 }
 
 export function registerNetworkCommands(cli: Argv, run: Runner): Argv {

@@ -1,0 +1,63 @@
+// The rendezvous wired through the CLI on loopback: a rendezvous server, two homes whose
+// config.json names it (LAN discovery off), pairs pinned with no address; ping and push find the
+// peer through it, on each path a dialer may take (its lookup: direct; the traversal socket:
+// punched, relayed), and report that path. Then a third home pairs by short code with no
+// address: the code's number is looked up at the rendezvous.
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { CLI, initNode, jsonLines, runCli, startListener } from './cli-harness.js';
+
+const server = spawn(process.execPath, [CLI, '--json', 'rendezvous', '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+t.teardown(() => void server.kill('SIGKILL'));
+const ready = JSON.parse(String((await createInterface({ input: server.stdout })[Symbol.asyncIterator]().next()).value)) as Record<string, unknown>;
+const rendezvous = `127.0.0.1:${String(ready['port'])}`;
+const viaRendezvous = (home: string): Promise<void> => writeFile(join(home, 'config.json'), JSON.stringify({ rendezvous, lanDiscovery: false }));
+
+const a = await initNode('rv-a');
+const b = await initNode('rv-b');
+await viaRendezvous(a.home);
+await viaRendezvous(b.home);
+for (const [home, id, name] of [[a.home, b.id, 'bob'], [b.home, a.id, 'alice']] as const) {
+  const added = await runCli(['--home', home, 'pair', 'add', id, '--name', name]); // no address
+  if (added.code !== 0) throw new Error(`pair add ${name}: ${added.stderr}`);
+}
+const listener = await startListener(a.home);
+t.teardown(() => listener.stop('SIGKILL'));
+const work = await mkdtemp(join(tmpdir(), 'clawpeer-rv-'));
+
+for (const [path, disable] of [['direct', ''], ['punched', 'direct'], ['relayed', 'direct,punched']] as const) {
+  t.test(`ping and push through the rendezvous: ${path}`, async (t) => {
+    const env = { CLAWPEER_REACH_DISABLE: disable };
+    const ping = await runCli(['--home', b.home, 'ping', 'alice', '--count', '1', '--json'], { env });
+    t.equal(ping.code, 0, ping.stderr);
+    t.match(jsonLines(ping.stdout).at(-1), { path });
+    const src = join(work, `${path}.bin`);
+    const bytes = randomBytes(3 << 20);
+    await writeFile(src, bytes);
+    const push = await runCli(['--home', b.home, 'push', src, 'alice', '--json'], { env });
+    t.equal(push.code, 0, push.stderr);
+    t.match(jsonLines(push.stdout).at(-1), { event: 'done', files: 1, path });
+    t.ok(bytes.equals(await readFile(join(a.home, 'inbox', `${path}.bin`))), 'the bytes landed intact');
+  });
+}
+
+t.test('pair join CODE with no address: the number is looked up at the rendezvous', async (t) => {
+  const c = await initNode('rv-c');
+  await viaRendezvous(c.home);
+  const invite = await runCli(['--home', a.home, 'pair', 'invite', '--no-wait', '--json']);
+  t.equal(invite.code, 0, invite.stderr);
+  const code = String(jsonLines(invite.stdout)[0]?.['code']);
+  const joined = await runCli(['--home', c.home, 'pair', 'join', code, '--name', 'alice', '--json']);
+  t.equal(joined.code, 0, joined.stderr);
+  t.match(jsonLines(joined.stdout).at(-1), { event: 'paired', id: a.id, name: 'alice' });
+  const src = join(work, 'by-code.txt');
+  await writeFile(src, 'paired through a rendezvous\n');
+  const push = await runCli(['--home', c.home, 'push', src, 'alice']);
+  t.equal(push.code, 0, push.stderr);
+  t.equal(await readFile(join(a.home, 'inbox', 'by-code.txt'), 'utf8'), 'paired through a rendezvous\n');
+});
