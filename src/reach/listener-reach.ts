@@ -19,11 +19,14 @@ import { claimNameplate, lookupNameplate, releaseNameplate, type NameplateEntry 
 import type { PathKind } from './paths.js';
 import { ask, formatAddress } from './rendezvous-client.js';
 import { TraversalSocket } from './traversal-socket.js';
+import { TEST_HOOKS } from '../support/test-hooks.js';
 
 /** How long the rendezvous keeps an announcement, ms. */
 export const ANNOUNCEMENT_TTL_MS = 90_000;
 /** How often a listener registers again (well inside the TTL, and often enough to keep a NAT mapping open), ms. */
 export const REREGISTER_MS = 25_000;
+/** After a registration got no answer: how soon to try again. */
+export const REGISTER_RETRY_MS = 2_000;
 /** Punching: PINGs toward a dialer, this often, this many. */
 export const PUNCH_INTERVAL_MS = 100;
 export const PUNCH_TRIES = 30;
@@ -184,16 +187,33 @@ export async function startListenerReach(o: ListenerReachOptions): Promise<Liste
 
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  // While the rendezvous does not answer (it restarted, or the network is down), try again every
+  // few seconds rather than at the next refresh: a restarted rendezvous knows nobody until then.
+  let failing = false;
+  const attempt = (p: Promise<void>): Promise<void> =>
+    p.then(
+      () => {
+        if (failing) log.info('registered with the rendezvous again', { rendezvous: formatAddress(server) });
+        failing = false;
+      },
+      (err: unknown) => {
+        if (!failing) log.warn('cannot register with the rendezvous; trying again', { rendezvous: formatAddress(server), error: (err as Error).message });
+        failing = true;
+      },
+    );
+  const every = o.reregisterMs ?? TEST_HOOKS.reregisterMs ?? REREGISTER_MS;
   const loop = (): void => {
     timer = setTimeout(() => {
-      register().catch((err: unknown) => log.warn('cannot register with the rendezvous; trying again', { rendezvous: formatAddress(server), error: (err as Error).message }));
-      if (!closed) loop();
-    }, o.reregisterMs ?? REREGISTER_MS);
+      void attempt(register()).finally(() => {
+        if (!closed) loop();
+      });
+    }, failing ? Math.min(REGISTER_RETRY_MS, every) : every);
     timer.unref();
   };
   const registered = register();
-  registered.catch((err: unknown) => log.warn('cannot register with the rendezvous; trying again', { rendezvous: formatAddress(server), error: (err as Error).message }));
-  loop();
+  void attempt(registered).finally(() => {
+    if (!closed) loop();
+  });
 
   const npOptions = { identity: o.identity, socket, server };
   return {

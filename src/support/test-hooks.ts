@@ -24,6 +24,8 @@ export const TEST_HOOKS = Object.freeze({
   freeBytes: envInt('CLAWPEER_TEST_FREE_BYTES'),
   /** A named step (see crashPoint) where this process SIGKILLs itself: a kill at an exact point. */
   crashAt: process.env['CLAWPEER_TEST_CRASH_AT'] || undefined,
+  /** How often a listener registers with its rendezvous, ms (a test restarts the rendezvous). */
+  reregisterMs: envInt('CLAWPEER_TEST_REREGISTER_MS'),
   /** A sender sends no DATA frame until this file exists: a test looks at a transfer that surely runs, then lets it go. */
   holdUntilFile: process.env['CLAWPEER_TEST_HOLD_UNTIL_FILE'] || undefined,
 });

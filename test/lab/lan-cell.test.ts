@@ -49,4 +49,21 @@ if (skip !== undefined) {
     const landed = await readFile(path.join(b.home, 'inbox', 'lan.bin'));
     t.equal(createHash('sha256').update(landed).digest('hex'), createHash('sha256').update(bytes).digest('hex'), 'the push arrived intact');
   });
+
+  t.test('a short code pairs a new node on the LAN with the rendezvous down, no address typed', async (t) => {
+    const c = await initNode('lan-c'); // a joiner on host B beside bob's listener; it needs none of its own
+    const invite = await cliIn(lab, hostA!.ns, ['--home', a.home, '--rendezvous', down, 'pair', 'invite', '--no-wait', '--name', 'carol', '--json'], 60_000);
+    t.equal(invite.code, 0, invite.stderr);
+    const code = String(invite.json[0]?.['code']);
+    const joined = await cliIn(lab, hostB!.ns, ['--home', c.home, '--rendezvous', down, 'pair', 'join', code, '--name', 'alice', '--json'], 60_000);
+    t.equal(joined.code, 0, joined.stderr);
+    t.match(joined.json.at(-1), { event: 'paired', id: a.id, name: 'alice' });
+    const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-lan-code-'));
+    const file = path.join(work, 'by-code.txt');
+    await writeFile(file, 'paired on the LAN by a short code\n');
+    const push = await cliIn(lab, hostB!.ns, ['--home', c.home, '--rendezvous', down, 'push', file, 'alice', '--json'], 60_000);
+    t.equal(push.code, 0, push.stderr);
+    t.match(push.json.at(-1), { event: 'done', path: 'lan' });
+    t.equal(await readFile(path.join(a.home, 'inbox', 'by-code.txt'), 'utf8'), 'paired on the LAN by a short code\n');
+  });
 }

@@ -1,5 +1,7 @@
 // The NAT matrix (issue 28): for every pair of NAT kinds, two clawpeer homes behind their NATs
-// and a rendezvous on the public segment; `pair add` without an address, `ping`, a 64 MiB push
+// and a rendezvous on the public segment; pairing with no address typed (by default a short code:
+// `pair invite` on one side, `pair join CODE` on the other, the number looked up at the
+// rendezvous; CLAWPEER_LAB_PAIRING=id pins by `pair add ID` instead), `ping`, a 64 MiB push
 // (content verified) and a two-way sync, and the path each cell took against the prediction.
 // Slow (minutes): run by `npm run test:lab`, not by `npm test`.
 //   CLAWPEER_LAB_CELLS     cells to run, e.g. "none+eim,symmetric+symmetric" (default: all 15)
@@ -23,6 +25,7 @@ const OPENNESS: readonly NatKind[] = ['none', 'upnp', 'eim', 'port-restricted', 
 const RENDEZVOUS_PORT = 7800;
 const LISTEN_PORT = 7700;
 const PUSH_MIB = Number(process.env['CLAWPEER_LAB_PUSH_MIB'] ?? 64);
+const PAIRING = process.env['CLAWPEER_LAB_PAIRING'] === 'id' ? 'id' : 'code';
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const RESULTS = process.env['CLAWPEER_LAB_RESULTS'] ?? path.join(REPO, 'bench', 'results', 'tmp', 'nat-matrix.json');
 
@@ -158,10 +161,21 @@ if (skip !== undefined) {
     running.push(await startIn(lab, targetNs, listen(target.home, ['--share', `inbox=${path.join(target.home, 'inbox')}`, '--share', `sync=${syncShare}`]), { isReady: isListening }));
     running.push(await startIn(lab, dialerNs, listen(dialer.home), { isReady: isListening }));
 
-    // Pairing by id alone: each finds the other through the rendezvous.
-    for (const [ns, home, id, name] of [[dialerNs, dialer.home, target.id, 'target'], [targetNs, target.home, dialer.id, 'dialer']] as const) {
-      const r = await cliIn(lab, ns, ['--home', home, '--rendezvous', rv, 'pair', 'add', id, '--name', name]);
-      t.equal(r.code, 0, `pair add ${name} without an address: ${r.stderr}`);
+    if (PAIRING === 'code') {
+      // A short code: the target's listener holds it, the dialer finds it by number at the rendezvous.
+      const invite = await cliIn(lab, targetNs, ['--home', target.home, '--rendezvous', rv, 'pair', 'invite', '--no-wait', '--name', 'dialer', '--json']);
+      t.equal(invite.code, 0, `pair invite: ${invite.stderr}`);
+      const code = String(invite.json[0]?.['code']);
+      const joined = await cliIn(lab, dialerNs, ['-v', '--home', dialer.home, '--rendezvous', rv, 'pair', 'join', code, '--name', 'target', '--json'], 60_000);
+      logs.push(`== pair join (exit ${String(joined.code)})\n${joined.stdout}\n${joined.stderr}`);
+      t.equal(joined.code, 0, `pair join ${code} without an address: ${joined.stderr}`);
+      if (joined.code !== 0) return;
+    } else {
+      // Pairing by id alone: each finds the other through the rendezvous.
+      for (const [ns, home, id, name] of [[dialerNs, dialer.home, target.id, 'target'], [targetNs, target.home, dialer.id, 'dialer']] as const) {
+        const r = await cliIn(lab, ns, ['--home', home, '--rendezvous', rv, 'pair', 'add', id, '--name', name]);
+        t.equal(r.code, 0, `pair add ${name} without an address: ${r.stderr}`);
+      }
     }
 
     const cli = (args: string[], timeoutMs?: number) => cliIn(lab, dialerNs, ['--home', dialer.home, '--rendezvous', rv, ...args], timeoutMs);

@@ -6,7 +6,6 @@
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { intOption } from '../args.js';
-import { parseHostPort } from '../../home/address.js';
 import { DEFAULT_PEER_TIMEOUT_MS, runDoctor, summarize, type CheckResult } from '../../ops/doctor.js';
 import type { Runner } from '../context.js';
 
@@ -36,6 +35,7 @@ export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
       const port = intOption(args['port'], '--port', 0, 65535);
       const peerTimeoutMs = intOption(args['peer-timeout'], '--peer-timeout', 100, 60_000);
       const hosts = args['host'] as string[] | undefined;
+      const { rendezvous } = await ctx.reach();
       const results: CheckResult[] = [];
       for await (const r of runDoctor({
         home: ctx.home,
@@ -46,8 +46,8 @@ export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
         expectListener: args['expect-listener'] === true,
         signal: ctx.signal,
         ...(hosts !== undefined && hosts.length > 0 ? { portHosts: hosts } : {}),
-        // The global --rendezvous (reach-lan's); the integrator falls back to config.json's `rendezvous`.
-        ...(typeof args['rendezvous'] === 'string' ? { rendezvous: parseHostPort(args['rendezvous'], '--rendezvous') } : {}),
+        // The global --rendezvous, else config.json's `rendezvous` (ctx.reach() reads both).
+        ...(rendezvous === undefined ? {} : { rendezvous }),
       })) {
         results.push(r);
         ctx.out.emit({ event: 'check', name: r.name, status: r.status, detail: r.detail, fix: r.fix ?? null }, humanRow(r));
