@@ -38,7 +38,7 @@ async function exercise(t: Test, d: Dialled, name: string): Promise<void> {
 /** What the listener reports (ServerOptions.pathOf through the reach); no path: an address dialled directly. */
 function listenerPaths(l: ReachLab): (string | undefined)[] {
   return l.listener.connectedPeers().map((p) => {
-    if (p.path !== l.reach.pathOf(parseHostPort(p.addr))) throw new Error('connectedPeers and pathOf disagree');
+    if (p.path !== (l.reach.pathOf(parseHostPort(p.addr)) ?? 'direct')) throw new Error('connectedPeers and pathOf disagree');
     return p.path ?? 'direct';
   });
 }
