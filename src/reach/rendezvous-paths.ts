@@ -246,7 +246,8 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
       const endRelay = out.producer();
       const cleanups: (() => void)[] = [];
       // A hole: ask the rendezvous to have the peer punch toward us, and punch toward it.
-      const holeToward = async (stop: AbortSignal): Promise<WireAddress | undefined> => {
+      // both: only a PONG to our PING counts (both directions proven), for moving a live connection.
+      const holeToward = async (stop: AbortSignal, both = false): Promise<WireAddress | undefined> => {
         const mux = await ask(t, s, { type: 'connect', target: peer.publicKey, dialer: o.identity.publicKey }, (m) => (m.type === 'connectReply' && sameBytes(m.target, peer.publicKey) ? (m.mux ?? null) : undefined), { signal: stop });
         if (mux === null) {
           log.debug('the rendezvous does not know the peer: no punching', { peer: peer.name });
@@ -267,7 +268,7 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
           // first PING or PONG from its address; a PING carries its key, a PONG our nonce.
           const off = t.on((m, from) => {
             if (m.type === 'pong' && sameBytes(m.nonce, nonce) && from.host === mux.host) finish(from);
-            else if (m.type === 'ping' && sameBytes(m.from, peer.publicKey)) finish(from);
+            else if (m.type === 'ping' && !both && sameBytes(m.from, peer.publicKey)) finish(from);
           });
           const tick = (): void => {
             if (Date.now() > deadline) return finish(undefined);
@@ -296,7 +297,7 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
         const tries = wantPunch ? (o.upgradeTries ?? DEFAULT_UPGRADE_TRIES) : 0;
         for (let i = 0; i < tries; i++) {
           if (!(await pause(o.upgradeEveryMs ?? DEFAULT_UPGRADE_EVERY_MS, stop))) return;
-          const opened = await holeToward(stop).catch(() => undefined);
+          const opened = await holeToward(stop, true).catch(() => undefined);
           if (stop.aborted) return;
           if (opened !== undefined) {
             f.moveTo(opened);

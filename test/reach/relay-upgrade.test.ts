@@ -16,7 +16,7 @@ import { pingPeer } from '../../src/session/ping.js';
 import { dialThrough, startReachLab } from './reach-kit.js';
 
 /** The relay's default rate cap (4 MiB/s per node) makes this take >1 s relayed; direct, ~50 ms. */
-const FILE_BYTES = 10 * 1024 * 1024;
+const FILE_BYTES = 16 * 1024 * 1024;
 const UPGRADE_AFTER_MS = 1_500;
 
 const lab = await startReachLab();
