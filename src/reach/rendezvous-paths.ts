@@ -8,6 +8,9 @@
 //   through that hole ('punched'). When no hole opens in time (symmetric NATs), a relay session
 //   through the rendezvous ('relayed'): the same QUIC/TLS session inside, so the relay sees
 //   only ciphertext. Forwarder candidates are QUIC only (they carry UDP).
+//   A relayed candidate keeps punching in the background (every upgradeEveryMs, upgradeTries
+//   times) while it is held; when a hole opens its forwarder moves there (traversal-socket.ts
+//   moveTo: same loopback port, so quinn sees nothing change) and path() says 'punched'.
 // One traversal socket serves every candidate of these sources; it closes when release() was
 // called and every candidate released its forwarder.
 import { randomBytes } from 'node:crypto';
@@ -21,7 +24,7 @@ import type { HostPort } from '../transport/types.js';
 import type { DialCandidate, PathKind, PathSource, PeerToReach } from './paths.js';
 import { ask, formatAddress, sameBytes } from './rendezvous-client.js';
 import { resolveRendezvous } from './listener-reach.js';
-import { TraversalSocket, type ForwardRoute } from './traversal-socket.js';
+import { TraversalSocket, type ForwardRoute, type Forwarder } from './traversal-socket.js';
 
 export interface RendezvousSourcesOptions {
   readonly rendezvous: HostPort;
@@ -33,6 +36,12 @@ export interface RendezvousSourcesOptions {
   readonly relayAfterMs?: number;
   /** How long punching goes on at most, ms. */
   readonly punchTimeoutMs?: number;
+  /** Test hook: the first punch waits this long, ms (past relayAfterMs: the dial starts relayed). */
+  readonly firstPunchAfterMs?: number;
+  /** A relayed candidate punches again this often to move to a direct path, ms. */
+  readonly upgradeEveryMs?: number;
+  /** ... this many times at most (0: it stays relayed). */
+  readonly upgradeTries?: number;
 }
 
 export interface RendezvousSources {
@@ -46,6 +55,25 @@ export const DEFAULT_RELAY_AFTER_MS = 1_000;
 export const DEFAULT_PUNCH_TIMEOUT_MS = 3_000;
 const PUNCH_INTERVAL_MS = 100;
 const RELAY_PRIORITY = 3;
+export const DEFAULT_UPGRADE_EVERY_MS = 10_000;
+export const DEFAULT_UPGRADE_TRIES = 6;
+
+/** Waits `ms` unless `signal` aborts first; true when the time passed. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    timer.unref();
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
 
 /** The paths an env var turns off, for tests and debugging (`CLAWPEER_REACH_DISABLE=punched`). */
 export function disabledPathsFromEnv(env: NodeJS.ProcessEnv = process.env): PathKind[] {
@@ -182,7 +210,7 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
         throw err;
       });
       const out = new Channel<DialCandidate>();
-      const candidateFor = async (route: ForwardRoute, path: PathKind, describe: string, priority: number): Promise<void> => {
+      const candidateFor = async (route: ForwardRoute, describe: string, priority: number, onRelease?: () => void): Promise<Forwarder | undefined> => {
         users++;
         try {
           const f = await t.openDialForwarder(route);
@@ -190,22 +218,24 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
             // Found after the race moved on: nobody would release it (and its socket would keep the process alive).
             f.close();
             unuse();
-            return;
+            return undefined;
           }
           let done = false;
           out.push({
             address: f.address,
-            path: () => path,
+            path: () => f.path,
             describe,
             priority,
             transport: 'quic',
             release: () => {
               if (done) return;
               done = true;
+              onRelease?.();
               f.close();
               unuse();
             },
           });
+          return f;
         } catch (err) {
           unuse();
           throw err;
@@ -215,13 +245,13 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
       const endPunch = out.producer();
       const endRelay = out.producer();
       const cleanups: (() => void)[] = [];
-      // Punch: ask the rendezvous to have the peer punch toward us, and punch toward it.
-      const punch = async (): Promise<void> => {
-        if (!wantPunch) return;
-        const mux = await ask(t, s, { type: 'connect', target: peer.publicKey, dialer: o.identity.publicKey }, (m) => (m.type === 'connectReply' && sameBytes(m.target, peer.publicKey) ? (m.mux ?? null) : undefined), { signal });
+      // A hole: ask the rendezvous to have the peer punch toward us, and punch toward it.
+      // both: only a PONG to our PING counts (both directions proven), for moving a live connection.
+      const holeToward = async (stop: AbortSignal, both = false): Promise<WireAddress | undefined> => {
+        const mux = await ask(t, s, { type: 'connect', target: peer.publicKey, dialer: o.identity.publicKey }, (m) => (m.type === 'connectReply' && sameBytes(m.target, peer.publicKey) ? (m.mux ?? null) : undefined), { signal: stop });
         if (mux === null) {
           log.debug('the rendezvous does not know the peer: no punching', { peer: peer.name });
-          return;
+          return undefined;
         }
         const opened = await new Promise<WireAddress | undefined>((resolve) => {
           const nonce = randomBytes(8);
@@ -230,7 +260,7 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
           const finish = (v: WireAddress | undefined): void => {
             clearTimeout(timer);
             off();
-            signal.removeEventListener('abort', onAbort);
+            stop.removeEventListener('abort', onAbort);
             resolve(v);
           };
           const onAbort = (): void => finish(undefined);
@@ -238,22 +268,43 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
           // first PING or PONG from its address; a PING carries its key, a PONG our nonce.
           const off = t.on((m, from) => {
             if (m.type === 'pong' && sameBytes(m.nonce, nonce) && from.host === mux.host) finish(from);
-            else if (m.type === 'ping' && sameBytes(m.from, peer.publicKey)) finish(from);
+            else if (m.type === 'ping' && !both && sameBytes(m.from, peer.publicKey)) finish(from);
           });
           const tick = (): void => {
             if (Date.now() > deadline) return finish(undefined);
             t.send({ type: 'ping', nonce, from: o.identity.publicKey }, mux);
             timer = setTimeout(tick, PUNCH_INTERVAL_MS);
           };
-          signal.addEventListener('abort', onAbort, { once: true });
+          stop.addEventListener('abort', onAbort, { once: true });
           tick();
         });
-        if (opened === undefined || signal.aborted) {
+        if (opened === undefined || stop.aborted) {
           log.debug('no hole opened toward the peer', { peer: peer.name, mux: formatAddress(mux) });
-          return;
+          return undefined;
         }
+        return opened;
+      };
+      const punch = async (): Promise<void> => {
+        if (!wantPunch) return;
+        if (o.firstPunchAfterMs !== undefined && !(await pause(o.firstPunchAfterMs, signal))) return;
+        const opened = await holeToward(signal);
+        if (opened === undefined) return;
         punched = true;
-        await candidateFor({ kind: 'direct', remote: opened }, 'punched', `punched ${formatAddress(opened)}`, 2);
+        await candidateFor({ kind: 'direct', remote: opened }, `punched ${formatAddress(opened)}`, 2);
+      };
+      // While a relayed candidate is held: punch again now and then; a hole moves its forwarder there.
+      const upgrade = async (f: Forwarder, stop: AbortSignal): Promise<void> => {
+        const tries = wantPunch ? (o.upgradeTries ?? DEFAULT_UPGRADE_TRIES) : 0;
+        for (let i = 0; i < tries; i++) {
+          if (!(await pause(o.upgradeEveryMs ?? DEFAULT_UPGRADE_EVERY_MS, stop))) return;
+          const opened = await holeToward(stop, true).catch(() => undefined);
+          if (stop.aborted) return;
+          if (opened !== undefined) {
+            f.moveTo(opened);
+            log.info('the relayed connection moves to a punched path', { peer: peer.name, to: formatAddress(opened) });
+            return;
+          }
+        }
       };
       const relay = async (): Promise<void> => {
         if (!wantRelay) return;
@@ -273,7 +324,9 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
           log.info('the rendezvous would not relay', { peer: peer.name, status });
           return;
         }
-        await candidateFor({ kind: 'relay', server: s, token }, 'relayed', `relay ${formatAddress(s)}`, RELAY_PRIORITY);
+        const upgrading = new AbortController();
+        const f = await candidateFor({ kind: 'relay', server: s, token }, `relay ${formatAddress(s)}`, RELAY_PRIORITY, () => upgrading.abort());
+        if (f !== undefined) void upgrade(f, upgrading.signal);
       };
       const report = (what: string) => (err: unknown): void => {
         if (!signal.aborted) log.info(`${what} failed`, { peer: peer.name, error: (err as Error).message });

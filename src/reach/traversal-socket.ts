@@ -14,6 +14,13 @@
 // of its remote (a forwarder recreated per datagram looks to quinn like a peer changing address
 // and stalls the connection); each dial candidate has its own, released only by that candidate.
 // Classification: isTraversalMessage (type bits AND magic), never the first byte alone.
+// Relay to direct, mid-connection: quinn's server here refuses client migration (the binding
+// sets migration(false)), so the move is done below quinn, where it sees nothing change. A
+// relayed forwarder keeps its loopback port and its relay header; once a hole to the peer is
+// open it sends those same framed datagrams straight to the peer's traversal socket instead of
+// the relay (moveTo). The peer's socket finds its forwarder by the token as before and, seeing
+// the token arrive from a punched address it has heard PING/PONG from, moves its own forwarder
+// there too. Both paths deliver to the same forwarder meanwhile, so nothing in flight is lost.
 import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import type { Logger } from '../logger.js';
@@ -29,8 +36,10 @@ export interface Forwarder {
   /** The loopback address quinn talks to (dial side: connect here). */
   readonly address: HostPort;
   readonly route: ForwardRoute;
-  /** 'punched' or 'relayed'. */
+  /** 'punched' or 'relayed'; a relayed forwarder becomes 'punched' once moved to a hole. */
   readonly path: PathKind;
+  /** Relay route only: send through a punched hole to `remote` from now on (same loopback port). */
+  moveTo(remote: HostPort): void;
   close(): void;
 }
 
@@ -42,6 +51,9 @@ const MAX_QUEUED = 256;
 /** A listener-side forwarder nobody sent through for this long is closed, ms. */
 const DEFAULT_FORWARDER_IDLE_MS = 5 * 60_000;
 const SWEEP_EVERY_MS = 10_000;
+/** A relay session moves only to an address that sent a PING or PONG this recently, ms. */
+const HEARD_FOR_MS = 60_000;
+const MAX_HEARD = 1024;
 
 const hostPortKey = (a: HostPort): string => `d|${a.host}|${a.port}`;
 const tokenKey = (t: Uint8Array): string => `r|${Buffer.from(t).toString('hex')}`;
@@ -51,8 +63,9 @@ const routeKey = (r: ForwardRoute): string => (r.kind === 'direct' ? hostPortKey
 class ForwarderSocket implements Forwarder {
   readonly socket: dgram.Socket;
   readonly route: ForwardRoute;
-  readonly path: PathKind;
   readonly key: string;
+  /** A relay route moved to a punched hole: framed datagrams go straight here. */
+  moved: HostPort | undefined;
   readonly side: 'listen' | 'dial';
   /** Where datagrams from the network go: the quinn server (listen side) or the client once known. */
   local: HostPort | undefined;
@@ -73,7 +86,6 @@ class ForwarderSocket implements Forwarder {
     this.route = route;
     this.side = side;
     this.key = routeKey(route);
-    this.path = route.kind === 'direct' ? 'punched' : 'relayed';
     this.local = local;
     this.#header = route.kind === 'relay' ? relayDataHeader(route.token) : undefined;
     this.socket = dgram.createSocket(isIPv6(loopback) ? 'udp6' : 'udp4');
@@ -81,6 +93,15 @@ class ForwarderSocket implements Forwarder {
     this.socket.on('message', (msg, rinfo) => this.#fromLocal(msg, rinfo));
     this.socket.on('error', () => undefined);
     this.address = { host: loopback, port: 0 };
+  }
+
+  get path(): PathKind {
+    return this.route.kind === 'direct' || this.moved !== undefined ? 'punched' : 'relayed';
+  }
+
+  moveTo(remote: HostPort): void {
+    if (this.route.kind !== 'relay' || this.#closed) return;
+    this.moved = { host: remote.host, port: remote.port };
   }
 
   async bind(): Promise<void> {
@@ -144,7 +165,7 @@ class ForwarderSocket implements Forwarder {
     this.lastActiveMs = Date.now();
     const r = this.route;
     if (r.kind === 'direct') this.#owner.sendRaw(msg, r.remote);
-    else this.#owner.sendRaw([this.#header as Uint8Array, msg], r.server);
+    else this.#owner.sendRaw([this.#header as Uint8Array, msg], this.moved ?? r.server);
   }
 
   close(): void {
@@ -180,11 +201,13 @@ export class TraversalSocket {
   readonly #byLocalPort = new Map<number, ForwarderSocket>();
   /** Relay tokens whose inbound datagrams start a listener-side forwarder. */
   readonly #acceptedRelays = new Map<string, ForwardRoute>();
+  /** Addresses that sent a PING or PONG, and when: where a relay session may move. */
+  readonly #heard = new Map<string, number>();
   #inbound: HostPort | undefined;
   #sweeper: NodeJS.Timeout;
   #closed = false;
   readonly #idleMs: number;
-  readonly counters = { quicIn: 0, traversalIn: 0, dropped: 0 };
+  readonly counters = { quicIn: 0, traversalIn: 0, dropped: 0, moved: 0 };
 
   private constructor(socket: dgram.Socket, o: TraversalSocketOptions) {
     this.#socket = socket;
@@ -277,8 +300,12 @@ export class TraversalSocket {
         const key = tokenKey(msg.subarray(5, 5 + RELAY_TOKEN_BYTES));
         const payload = msg.subarray(RELAY_DATA_HEADER_BYTES);
         const f = this.#forwarders.get(key) ?? this.#listenForwarder(key, this.#acceptedRelays.get(key));
-        if (f === undefined) this.counters.dropped++;
-        else f.toLocal(payload);
+        if (f === undefined) {
+          this.counters.dropped++;
+          return;
+        }
+        if (f.route.kind === 'relay' && !sameHostPort(from, f.route.server) && !sameHostPort(from, f.moved)) this.#maybeMove(f, from);
+        f.toLocal(payload);
         return;
       }
       this.counters.traversalIn++;
@@ -290,6 +317,7 @@ export class TraversalSocket {
         return;
       }
       if (m.type === 'ping') this.send({ type: 'pong', nonce: m.nonce }, from);
+      if (m.type === 'ping' || m.type === 'pong') this.#hear(from);
       for (const h of this.#handlers) h(m, from);
       return;
     }
@@ -298,6 +326,23 @@ export class TraversalSocket {
     const f = this.#forwarders.get(key) ?? this.#listenForwarder(key, { kind: 'direct', remote: from });
     if (f === undefined) this.counters.dropped++;
     else f.toLocal(msg);
+  }
+
+  /** A relay session's datagrams came straight from `from`: the peer moved it to a hole; follow if we punched with it. */
+  #maybeMove(f: ForwarderSocket, from: HostPort): void {
+    const heard = this.#heard.get(hostPortKey(from));
+    // Not heard from: still delivered (it carries the token, as relayed ones do), but replies stay on the relay.
+    if (heard === undefined || Date.now() - heard > HEARD_FOR_MS) return;
+    f.moveTo(from);
+    this.counters.moved++;
+    this.#log.debug('a relayed connection moved to a punched path', { to: `${from.host}:${from.port}`, via: f.address.port });
+  }
+
+  #hear(from: HostPort): void {
+    const key = hostPortKey(from);
+    this.#heard.delete(key);
+    this.#heard.set(key, Date.now());
+    if (this.#heard.size > MAX_HEARD) this.#heard.delete(this.#heard.keys().next().value as string);
   }
 
   /** The listener-side forwarder for a new remote: made once, registered before it binds, so every later datagram reuses it. */
@@ -320,6 +365,7 @@ export class TraversalSocket {
   #sweep(): void {
     const now = Date.now();
     for (const f of this.#forwarders.values()) if (f.side === 'listen' && now - f.lastActiveMs > this.#idleMs) f.close();
+    for (const [k, at] of this.#heard) if (now - at > HEARD_FOR_MS) this.#heard.delete(k);
   }
 
   async close(): Promise<void> {
@@ -339,6 +385,10 @@ function loopbackOf(host: string): string {
 
 function loopbackFor(_route: ForwardRoute): string {
   return '127.0.0.1';
+}
+
+function sameHostPort(a: HostPort, b: HostPort | undefined): boolean {
+  return b !== undefined && a.port === b.port && a.host === b.host;
 }
 
 function normalizeLoopback(host: string, expected: string): string {
