@@ -2,18 +2,9 @@
 // destination had already. The rate is over the bytes that crossed the connection: a push the
 // listener deduplicated whole moved a few KiB, not its files' size.
 import { count, human } from '../format.js';
+import type { TransferResult } from '../push-pull/transfer-client.js';
 
-export interface TransferSummaryCounts {
-  readonly files: number;
-  readonly bytes: number;
-  readonly wireBytes: number;
-  readonly chunksSent: number;
-  readonly chunksSkipped: number;
-  readonly chunksCompressed: number;
-  readonly streams: number;
-  readonly window: number;
-  readonly seconds: number;
-}
+export type TransferSummaryCounts = Pick<TransferResult, 'files' | 'bytes' | 'wireBytes' | 'chunksSent' | 'chunksSkipped' | 'chunksCompressed' | 'streams' | 'window' | 'seconds'>;
 
 /** `pushed 2 files, 20.0 MiB in 0.38 s; 3.3 KiB travelled (8.7 KiB/s) ...`, without the option counts. */
 export function transferSummaryText(verb: string, r: TransferSummaryCounts): string {

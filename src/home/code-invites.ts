@@ -7,7 +7,8 @@
 // two joiners at once only one gets to run the PAKE, and whoever claims it uses it up: a wrong
 // code burns it (one online guess per code). Settling writes `code-N.result.json`. Expired files
 // of every state are removed as they are seen.
-import { readdir, readFile, rename, rm } from 'node:fs/promises';
+import { readFile, rename, rm } from 'node:fs/promises';
+import { listDirOrEmpty } from '../support/list-dir.js';
 import { dirname, join } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { createExclusive, writeFileAtomic } from '../support/atomic-file.js';
@@ -164,13 +165,7 @@ export class CodeInviteStore {
 
   /** The unexpired files; expired and unreadable ones are removed on the way. */
   async #list(nowMs: number): Promise<{ nameplate: string; state: FileState; expiresAt: number }[]> {
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw new ClawpeerError('IO', `cannot list ${this.dir}: ${(err as Error).message}`, { cause: err });
-    }
+    const names = await listDirOrEmpty(this.dir);
     const out: { nameplate: string; state: FileState; expiresAt: number }[] = [];
     for (const name of names) {
       const m = /^code-([1-9][0-9]{0,5})\.(open|claimed|result)\.json$/.exec(name);

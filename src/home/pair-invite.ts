@@ -11,7 +11,8 @@
 // the listener learns only that proof. An invite is deleted when used or expired.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { hostname } from 'node:os';
-import { readdir, readFile, rename, rm } from 'node:fs/promises';
+import { readFile, rename, rm } from 'node:fs/promises';
+import { listDirOrEmpty } from '../support/list-dir.js';
 import { makeDirs } from '../support/make-dirs.js';
 import { assertPrivateHome } from './home.js';
 import { dirname, join } from 'node:path';
@@ -190,13 +191,7 @@ export class InviteStore {
 
   /** The unexpired invites (open ones, or used ones); expired and unreadable files are removed on the way. */
   async #open(nowMs: number, suffix = INVITE_SUFFIX): Promise<{ file: string; invite: StoredInvite }[]> {
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw new ClawpeerError('IO', `cannot list ${this.dir}: ${(err as Error).message}`, { cause: err });
-    }
+    const names = await listDirOrEmpty(this.dir);
     const open: { file: string; invite: StoredInvite }[] = [];
     for (const name of names.filter((n) => n.endsWith(suffix))) {
       const file = join(this.dir, name);
