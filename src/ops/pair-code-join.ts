@@ -70,7 +70,7 @@ export async function joinByCode(o: CodeJoinOptions): Promise<CodeJoinResult> {
         continue;
       }
       try {
-        return await exchange(o, conn);
+        return await exchange(o, conn, target.pinnable !== false);
       } catch (err) {
         if (!(err instanceof NameplateNotHeld) || targets.length === 1) throw err;
         o.log.info('inviter candidate holds no such code', { candidate: target.describe, error: err.message });
@@ -88,7 +88,7 @@ export async function joinByCode(o: CodeJoinOptions): Promise<CodeJoinResult> {
 class NameplateNotHeld extends ClawpeerError {}
 
 /** The PAKE over one connection; closes it. */
-async function exchange(o: CodeJoinOptions, conn: Connection): Promise<CodeJoinResult> {
+async function exchange(o: CodeJoinOptions, conn: Connection, pinnable: boolean): Promise<CodeJoinResult> {
   const where = formatHostPort(conn.remoteAddress);
   try {
     const inviterKey = conn.remotePublicKey;
@@ -124,8 +124,10 @@ async function exchange(o: CodeJoinOptions, conn: Connection): Promise<CodeJoinR
     if (done?.type !== 'code-pair-done') throw new ClawpeerError('PROTOCOL', `${where} answered the confirmation with ${done === null ? 'nothing' : done.type}`);
     const inviter = pake.done(done);
     await stream.finish().catch(() => undefined);
-    // The address we dialled worked; one the inviter told us is for when we dialled a relay.
-    const addr = o.address !== undefined ? where : (inviter.addrs[0] ?? where);
+    // The address we dialled worked; one the inviter told us is for when we dialled a relay. A
+    // forwarder's loopback address (a punched or relayed path) is never pinned: the peer is
+    // found again through the rendezvous.
+    const addr = o.address !== undefined ? where : (inviter.addrs[0] ?? (pinnable ? where : undefined));
     const { entry, created } = await o.peers.add(inviterId, (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([inviter.name], inviterId, takenNow), addr);
     return { entry, created, verify };
   } finally {

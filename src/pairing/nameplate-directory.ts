@@ -12,6 +12,8 @@ export interface NameplateCandidate {
   readonly describe: string;
   /** Frees what the candidate holds (a forwarder) once dialled or given up. */
   release(): void;
+  /** false: `address` is a local forwarder (a punched or relayed path), never to be pinned. */
+  readonly pinnable?: boolean;
 }
 
 /** A claim held in a directory until released or expired. */

@@ -43,7 +43,7 @@ export class RendezvousNameplateDirectory {
    * through the relay at worst), then the addresses its listener announced. The candidates hold
    * the traversal socket; it closes once every one is released.
    */
-  async lookup(nameplate: number, options: { readonly signal?: AbortSignal }): Promise<DialCandidate[]> {
+  async lookup(nameplate: number, options: { readonly signal?: AbortSignal }): Promise<(DialCandidate & { readonly pinnable?: boolean })[]> {
     const holder = await lookupNameplate({ rendezvous: this.#rendezvous, nameplate });
     if (holder === undefined) return [];
     const peer: PeerToReach = { id: holder.nodeId, publicKey: holder.publicKey, name: `the holder of nameplate ${nameplate}` };
@@ -69,6 +69,6 @@ export class RendezvousNameplateDirectory {
       clearTimeout(timer);
       rv.release(); // the socket stays open while a candidate holds it
     }
-    return [...traversed, ...announced];
+    return [...traversed.map((c) => ({ ...c, pinnable: false })), ...announced];
   }
 }

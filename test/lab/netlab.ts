@@ -97,6 +97,11 @@ let labs = 0;
  * runner's timeout) cannot clean up after itself. The name carries the pid, so only dead
  * processes' labs are touched.
  */
+/** Where `ip netns exec` finds files it mounts over /etc for the namespace `ns`. */
+function netnsEtc(ns: string): string {
+  return join('/etc/netns', ns);
+}
+
 function sweepDeadLabs(): void {
   let list: string;
   try {
@@ -114,6 +119,7 @@ function sweepDeadLabs(): void {
     } catch {
       // another sweep got it
     }
+    rmSync(netnsEtc(m[1]!), { recursive: true, force: true });
   }
 }
 
@@ -156,6 +162,7 @@ export async function createLab(kinds: readonly NatKind[], options: { hostsPerHo
       } catch {
         // gone already
       }
+      rmSync(netnsEtc(ns), { recursive: true, force: true });
     }
     rmSync(scratch, { recursive: true, force: true });
     live.delete(cleanupSync);
@@ -168,6 +175,12 @@ export async function createLab(kinds: readonly NatKind[], options: { hostsPerHo
     await sh('ip', ['netns', 'add', ns]);
     namespaces.push(ns);
     await sh('ip', ['-n', ns, 'link', 'set', 'lo', 'up']);
+    // `ip netns exec` mounts /etc/netns/NS/resolv.conf over /etc/resolv.conf: a resolver on the
+    // namespace's own loopback, where nothing answers. Without it a lookup (glibc resolves
+    // 0.0.0.0's name on some paths) went toward the host's resolver, out of the lab's ranges, and
+    // waited 5-10 s for a reply that never came, holding a libuv pool thread all that time.
+    mkdirSync(netnsEtc(ns), { recursive: true });
+    writeFileSync(join(netnsEtc(ns), 'resolv.conf'), 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n');
     return ns;
   };
   const ipIn = (ns: string, ...args: string[]): Promise<void> => sh('ip', ['-n', ns, ...args]);
