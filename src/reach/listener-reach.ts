@@ -30,6 +30,8 @@ export const REGISTER_RETRY_MS = 2_000;
 /** Punching: PINGs toward a dialer, this often, this many. */
 export const PUNCH_INTERVAL_MS = 100;
 export const PUNCH_TRIES = 30;
+/** The listener's first punches toward a dialer are short-lived (traversal-socket.ts sendShortLived). */
+export const SHORT_PUNCHES = 2;
 
 export interface BoundAddress {
   readonly transport: string;
@@ -145,7 +147,9 @@ export async function startListenerReach(o: ListenerReachOptions): Promise<Liste
         punching.delete(k);
         return;
       }
-      socket.send({ type: 'ping', nonce, from: o.identity.publicKey }, to);
+      // The first punches die before the dialer's NAT: they only open ours (sendShortLived).
+      if (n <= SHORT_PUNCHES) socket.sendShortLived({ type: 'ping', nonce, from: o.identity.publicKey }, to);
+      else socket.send({ type: 'ping', nonce, from: o.identity.publicKey }, to);
       punching.set(k, setTimeout(tick, PUNCH_INTERVAL_MS));
     };
     log.debug('punching toward a dialer', { dialer: nodeIdFromPublicKey(dialer), to: k });

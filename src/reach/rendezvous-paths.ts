@@ -54,6 +54,12 @@ export interface RendezvousSources {
 export const DEFAULT_RELAY_AFTER_MS = 1_000;
 export const DEFAULT_PUNCH_TIMEOUT_MS = 3_000;
 const PUNCH_INTERVAL_MS = 100;
+/**
+ * The dialer's first punches are short-lived for longer than the listener's (2): its full
+ * punches must not reach the listener's NAT before the listener's own short ones opened it,
+ * however much later the rendezvous's CALL_ME_MAYBE reached the listener than its reply us.
+ */
+const DIALER_SHORT_PUNCHES = 4;
 const RELAY_PRIORITY = 3;
 export const DEFAULT_UPGRADE_EVERY_MS = 10_000;
 export const DEFAULT_UPGRADE_TRIES = 6;
@@ -270,9 +276,12 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
             if (m.type === 'pong' && sameBytes(m.nonce, nonce) && from.host === mux.host) finish(from);
             else if (m.type === 'ping' && !both && sameBytes(m.from, peer.publicKey)) finish(from);
           });
+          let sent = 0;
           const tick = (): void => {
             if (Date.now() > deadline) return finish(undefined);
-            t.send({ type: 'ping', nonce, from: o.identity.publicKey }, mux);
+            // The first punches die before the peer's NAT: they only open ours (sendShortLived).
+            if (sent++ < DIALER_SHORT_PUNCHES) t.sendShortLived({ type: 'ping', nonce, from: o.identity.publicKey }, mux);
+            else t.send({ type: 'ping', nonce, from: o.identity.publicKey }, mux);
             timer = setTimeout(tick, PUNCH_INTERVAL_MS);
           };
           stop.addEventListener('abort', onAbort, { once: true });

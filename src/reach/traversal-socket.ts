@@ -59,6 +59,11 @@ const hostPortKey = (a: HostPort): string => `d|${a.host}|${a.port}`;
 const tokenKey = (t: Uint8Array): string => `r|${Buffer.from(t).toString('hex')}`;
 const routeKey = (r: ForwardRoute): string => (r.kind === 'direct' ? hostPortKey(r.remote) : tokenKey(r.token));
 
+/** Hops a short-lived punch lives: past this side's NAT (hop 1), not to the peer's. */
+export const SHORT_PUNCH_TTL = 2;
+/** The TTL datagrams leave with otherwise (Linux's default). */
+const DEFAULT_TTL = 64;
+
 /** One loopback socket between a local quinn endpoint and a remote (or relay session). */
 class ForwarderSocket implements Forwarder {
   readonly socket: dgram.Socket;
@@ -239,6 +244,31 @@ export class TraversalSocket {
 
   send(message: TraversalMessage, to: HostPort): void {
     this.sendRaw(encodeTraversal(message), to);
+  }
+
+  /**
+   * A punch that opens this side's NAT mapping and dies a hop later, before the peer's NAT.
+   * Why: when a peer's punch reaches a Linux NAT before that side has sent its own, the NAT
+   * records the inbound flow, and the side's own punch, leaving later, collides with it and is
+   * given another source port: the hole opens where the peer is not sending (port-restricted on
+   * both sides went relayed in the lab). Short-lived punches first make each NAT's mapping exist
+   * before the other side's full punches arrive. The TTL is the socket's for an instant: a QUIC
+   * datagram forwarded in that instant may die too (QUIC resends it).
+   */
+  sendShortLived(message: TraversalMessage, to: HostPort, ttl = SHORT_PUNCH_TTL): void {
+    if (this.#closed) return;
+    try {
+      this.#socket.setTTL(ttl);
+    } catch {
+      return this.send(message, to); // no TTL control: a full punch is still a punch
+    }
+    this.#socket.send(encodeTraversal(message), to.port, to.host, () => {
+      try {
+        this.#socket.setTTL(DEFAULT_TTL);
+      } catch {
+        // closed meanwhile
+      }
+    });
   }
 
   sendRaw(bytes: Uint8Array | Uint8Array[], to: HostPort): void {

@@ -227,10 +227,15 @@ export async function createLab(kinds: readonly NatKind[], options: { hostsPerHo
       const natNs = await addNs(`nat${i}`);
       const outside = `${PUBLIC_NET}.${2 + i}`;
       const inside = `${net}.1`;
+      // Routed through pub, not bridged: pub is a router between the NATs (a hop that lowers the
+      // TTL, as on the internet), so a short-lived punch opens its own NAT and dies before the peer's.
       await veth(natNs, 'out', pubNs, `p${i}`);
-      await ipIn(pubNs, 'link', 'set', `p${i}`, 'master', 'br0', 'up');
-      await ipIn(natNs, 'addr', 'add', `${outside}/24`, 'dev', 'out');
+      await ipIn(pubNs, 'link', 'set', `p${i}`, 'up');
+      await ipIn(pubNs, 'route', 'add', `${outside}/32`, 'dev', `p${i}`);
+      await ipIn(natNs, 'addr', 'add', `${outside}/32`, 'dev', 'out');
       await ipIn(natNs, 'link', 'set', 'out', 'up');
+      await ipIn(natNs, 'route', 'add', PUBLIC_ADDRESS, 'dev', 'out');
+      await ipIn(natNs, 'route', 'add', `${PUBLIC_NET}.0/24`, 'via', PUBLIC_ADDRESS);
       // The LAN: a bridge in the NAT namespace, so several hosts share one segment (LAN discovery).
       await ipIn(natNs, 'link', 'add', 'in', 'type', 'bridge');
       await ipIn(natNs, 'addr', 'add', `${inside}/24`, 'dev', 'in');
