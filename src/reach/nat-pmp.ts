@@ -2,7 +2,8 @@
 // address and for port mappings toward this host. A small protocol, so our own code over
 // node:dgram rather than a dependency. PCP (RFC 6887) gateways answer NAT-PMP version 0
 // requests too (miniupnpd does), which is all we need.
-import { createSocket, type Socket } from 'node:dgram';
+import type { Socket } from 'node:dgram';
+import { openGatewaySocket } from './udp.js';
 import { readFile } from 'node:fs/promises';
 import { ClawpeerError } from '../errors.js';
 
@@ -88,18 +89,8 @@ export class NatPmpClient {
   }
 
   private async open(): Promise<Socket> {
-    if (this.socket !== undefined) return this.socket;
-    const socket = createSocket('udp4');
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.bind(0, () => {
-        socket.off('error', reject);
-        resolve();
-      });
-    });
-    socket.on('error', () => undefined); // an ICMP error surfaces as a timeout
-    this.socket = socket;
-    return socket;
+    this.socket ??= await openGatewaySocket();
+    return this.socket;
   }
 
   private request(request: Buffer, op: number, signal?: AbortSignal): Promise<Buffer> {

@@ -2,7 +2,8 @@
 // port toward this host. PCP is NAT-PMP's successor on the same port; some gateways speak only
 // one of the two. A NAT-PMP-only gateway answers a PCP request with a version-0 "unsupported
 // version" (PcpVersionError), and the caller falls back to NAT-PMP.
-import { createSocket, type Socket } from 'node:dgram';
+import type { Socket } from 'node:dgram';
+import { openGatewaySocket } from './udp.js';
 import { randomBytes } from 'node:crypto';
 import { ClawpeerError } from '../errors.js';
 import type { MappingProtocol } from './nat-pmp.js';
@@ -72,18 +73,8 @@ export class PcpClient {
 
   /** A socket connected to the gateway: its local address is the client address PCP wants. */
   private async open(): Promise<Socket> {
-    if (this.socket !== undefined) return this.socket;
-    const socket = createSocket('udp4');
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.connect(PCP_PORT, this.gateway, () => {
-        socket.off('error', reject);
-        resolve();
-      });
-    });
-    socket.on('error', () => undefined); // an ICMP error surfaces as a timeout
-    this.socket = socket;
-    return socket;
+    this.socket ??= await openGatewaySocket({ host: this.gateway, port: PCP_PORT });
+    return this.socket;
   }
 
   private async exchange(protocol: MappingProtocol, internalPort: number, externalPort: number, lifetimeS: number, nonce: Buffer, signal?: AbortSignal): Promise<PcpMapping> {

@@ -1,5 +1,5 @@
 // Small node:dgram helpers the reach sockets share: bind with a clear error, big buffers.
-import type dgram from 'node:dgram';
+import dgram from 'node:dgram';
 import { ClawpeerError } from '../errors.js';
 
 export function bindUdp(socket: dgram.Socket, host: string, port: number, what: string): Promise<void> {
@@ -34,4 +34,24 @@ export function closeUdp(socket: dgram.Socket): Promise<void> {
       resolve(); // already closed
     }
   });
+}
+
+/**
+ * A udp4 socket for asking a gateway (NAT-PMP, PCP): bound to any port, or connect()ed to
+ * `to` (PCP wants the client's own address, which a connected socket knows). Later errors are
+ * ignored: an ICMP error surfaces to the asker as a timeout.
+ */
+export async function openGatewaySocket(to?: { readonly host: string; readonly port: number }): Promise<dgram.Socket> {
+  const socket = dgram.createSocket('udp4');
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject);
+    const ready = (): void => {
+      socket.off('error', reject);
+      resolve();
+    };
+    if (to === undefined) socket.bind(0, ready);
+    else socket.connect(to.port, to.host, ready);
+  });
+  socket.on('error', () => undefined);
+  return socket;
 }
