@@ -90,6 +90,21 @@ export function fsyncOption(value: unknown): 'batch' | 'none' {
   return value === 'none' ? 'none' : 'batch';
 }
 
+/** --connections for push, pull and sync (session/session-join.ts). */
+export const CONNECTIONS_OPTION = {
+  type: 'string',
+  default: 'auto',
+  describe: 'QUIC connections to stripe the data over: auto (one; more, up to 12, when the sender sees random loss on a path of 5 ms or more), or a number 1..16 (1: one connection, as clawpeer before 0.2)',
+} as const;
+
+/** The --connections value: 'auto' or 1..16; USAGE naming the flag otherwise. */
+export function connectionsOption(value: unknown): 'auto' | number {
+  if (value === undefined || value === 'auto') return 'auto';
+  const text = String(value);
+  if (!/^[0-9]+$/.test(text)) throw new ClawpeerError('USAGE', `--connections ${JSON.stringify(text)}: must be auto or a number 1..16`);
+  return intOption(Number(text), '--connections', 1, 16);
+}
+
 export const BWLIMIT_OPTION = {
   type: 'string',
   describe: 'cap the rate this side sends at, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit; a pull asks the peer to cap its sending',

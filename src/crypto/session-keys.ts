@@ -7,7 +7,7 @@
 // Non-goals: the handshake sequence (src/protocol/handshake.ts), sealing (src/protocol/aead.ts), rekeying.
 //
 // node:crypto does the math; raw keys are imported as JWK, the fast path (PLATFORM.md).
-import { createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto';
+import { createHmac, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { ClawpeerError } from '../errors.js';
 
 /** The AEAD suites a session can seal DATA frames with (protocol/aead.ts), in default preference order. */
@@ -19,6 +19,9 @@ export const X25519_KEY_BYTES = 32;
 export const SESSION_KEY_BYTES = 32;
 export const HKDF_INFO_CLIENT_TO_SERVER = 'clawpeer v1 c2s';
 export const HKDF_INFO_SERVER_TO_CLIENT = 'clawpeer v1 s2c';
+/** The key that proves a SessionJoin: only the two ends of the handshake can derive it. */
+export const HKDF_INFO_JOIN = 'clawpeer v1 join';
+const JOIN_PROOF_CONTEXT = Buffer.from('clawpeer v1 join\0');
 
 export type HandshakeRole = 'client' | 'server';
 
@@ -73,6 +76,8 @@ export function x25519SharedSecret(own: EphemeralKeyPair, peerPublicKey: Uint8Ar
 export interface DirectionKeys {
   readonly clientToServer: Uint8Array;
   readonly serverToClient: Uint8Array;
+  /** Keys the proofs of connections joining the session (never seals data). */
+  readonly join: Uint8Array;
 }
 
 /** HKDF-SHA256(ikm = shared secret, salt = transcript hash, info = direction label). */
@@ -81,7 +86,24 @@ export function deriveDirectionKeys(sharedSecret: Uint8Array, transcriptHash: Ui
   return {
     clientToServer: expand(HKDF_INFO_CLIENT_TO_SERVER),
     serverToClient: expand(HKDF_INFO_SERVER_TO_CLIENT),
+    join: expand(HKDF_INFO_JOIN),
   };
+}
+
+/**
+ * The proof of a SessionJoin: HMAC-SHA256(join key, "clawpeer v1 join\0" || sessionId ||
+ * u32be(index)). Bound to the session's keys (only its two ends know the join key) and to the
+ * connection's number (each number is accepted once, so a replayed join is refused).
+ */
+export function joinProof(joinKey: Uint8Array, sessionId: Uint8Array, index: number): Uint8Array {
+  const n = Buffer.alloc(4);
+  n.writeUInt32BE(index);
+  return new Uint8Array(createHmac('sha256', joinKey).update(JOIN_PROOF_CONTEXT).update(sessionId).update(n).digest());
+}
+
+/** Constant-time comparison of a received proof with the expected one. */
+export function joinProofMatches(expected: Uint8Array, received: Uint8Array): boolean {
+  return expected.length === received.length && timingSafeEqual(expected, received);
 }
 
 /** One side's view of the session keys. */
@@ -91,10 +113,12 @@ export interface SessionKeys {
   readonly sendKey: Uint8Array;
   /** Opens what this side receives. */
   readonly receiveKey: Uint8Array;
+  /** Proves (client) or checks (server) connections joining the session. */
+  readonly joinKey: Uint8Array;
 }
 
 export function sessionKeysFor(role: HandshakeRole, suite: AeadSuiteName, keys: DirectionKeys): SessionKeys {
   return role === 'client'
-    ? { suite, sendKey: keys.clientToServer, receiveKey: keys.serverToClient }
-    : { suite, sendKey: keys.serverToClient, receiveKey: keys.clientToServer };
+    ? { suite, sendKey: keys.clientToServer, receiveKey: keys.serverToClient, joinKey: keys.join }
+    : { suite, sendKey: keys.serverToClient, receiveKey: keys.clientToServer, joinKey: keys.join };
 }

@@ -29,6 +29,8 @@ import type { SourceFile, TransferSource } from './transfer-source.js';
 import { holdForTest, TEST_HOOKS } from '../support/test-hooks.js';
 import { sleep } from '../support/timeouts.js';
 import { WriteCoalescer } from './write-coalescer.js';
+import { watchLoss } from '../session/loss-watch.js';
+import type { DuplexStream } from '../transport/types.js';
 
 let framesSent = 0; // process-wide, for TEST_HOOKS.tamperDataFrame
 
@@ -49,6 +51,13 @@ export const EARLY_MAX_BYTES = 256 << 10;
  * 1.3 Gbit/s at 100 ms, and one stream alone gets all of it.
  */
 export const TRANSFER_WINDOW_BYTES = 16 << 20;
+
+/**
+ * Striping: a transfer that may spread over more connections is cut into about this many units
+ * (work stealing moves whole units), each at least STRIPED_MIN_UNIT_BYTES (a few chunks).
+ */
+const STRIPED_UNITS = 128;
+const STRIPED_MIN_UNIT_BYTES = 512 << 10;
 
 /**
  * Under a rate cap, a transfer keeps at most this many seconds' worth unacknowledged: more would
@@ -203,7 +212,12 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
       if (delivery.done > 0) onFiles(delivery.done); // files held already, or empty
     }, () => undefined);
   }
-  const units = splitIntoUnits(plan, { maxUnitBytes: DEFAULT_MAX_UNIT_BYTES, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
+  const { session } = options;
+  // A session that may stripe over more connections cuts big files finer: a stream that joins
+  // later takes work by stealing whole units, and the last units bound the tail on a slow path.
+  const mayStripe = session.caps.features.includes('join') && (session.connections().length > 1 || session.canAddConnections);
+  const maxUnitBytes = mayStripe ? Math.min(DEFAULT_MAX_UNIT_BYTES, Math.max(STRIPED_MIN_UNIT_BYTES, Math.ceil(plan.totalBytes / STRIPED_UNITS))) : DEFAULT_MAX_UNIT_BYTES;
+  const units = splitIntoUnits(plan, { maxUnitBytes, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
   const streamCount = Math.max(0, Math.min(options.streams, units.length));
   // The Want's verdict is needed for the stats even when everything went early.
   const zstd = senderCodec(options.session.caps);
@@ -211,7 +225,7 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const statsAfter = async (sent: readonly { chunksSent: number; bytesSent: number }[]): Promise<SendStats> => {
     await gate.ready;
     return {
-      chunksSent: sent.reduce((a, s) => a + s.chunksSent, 0), bytesSent: sent.reduce((a, s) => a + s.bytesSent, 0), streamsUsed: streamCount,
+      chunksSent: sent.reduce((a, s) => a + s.chunksSent, 0), bytesSent: sent.reduce((a, s) => a + s.bytesSent, 0), streamsUsed: Math.max(streamCount, sent.length),
       chunksCompressed: compressor?.compressedChunks ?? 0,
       chunksSkipped: plan.stats.chunkRefs - (gate.lacking?.size ?? 0),
     };
@@ -229,17 +243,29 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const abort = new AbortController();
   const onOuterAbort = (): void => abort.abort();
   options.signal.addEventListener('abort', onOuterAbort, { once: true });
-  let sent: StreamResult[];
+  const running: Promise<StreamResult>[] = [];
+  const start = (index: number, open: () => Promise<DuplexStream>): void => {
+    const run = runStream(index, open, streamWindowBytes, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate, compressor, delivery).catch((err: unknown) => {
+      abort.abort();
+      throw err;
+    });
+    run.catch(() => undefined); // a stream started after a failure is awaited by nobody
+    running.push(run);
+  };
+  // Streams are dealt over the session's connections; a connection that joins during the
+  // transfer (session-join.ts) gets a stream of its own, which steals work (lpt-scheduler.ts).
+  for (let s = 0; s < streamCount; s++) start(s, () => session.openDataStream(s));
+  const unwatchJoins = session.onConnection((conn) => {
+    if (abort.signal.aborted || queue.unstartedCount === 0) return;
+    start(queue.addStream(), () => conn.openStream());
+  });
+  const stopLossWatch = watchLoss(session, options.log);
+  const sent: StreamResult[] = [];
   try {
-    sent = await Promise.all(
-      Array.from({ length: streamCount }, (_, s) =>
-        runStream(s, streamWindowBytes, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate, compressor, delivery).catch((err: unknown) => {
-          abort.abort();
-          throw err;
-        }),
-      ),
-    );
+    while (sent.length < running.length) sent.push(...(await Promise.all(running.slice(sent.length))));
   } finally {
+    stopLossWatch();
+    unwatchJoins();
     options.signal.removeEventListener('abort', onOuterAbort);
     await reader.close();
   }
@@ -277,6 +303,8 @@ function wantedLeft(plan: TransferPlan, queue: WorkQueue<WorkUnit>, stopped: rea
 
 async function runStream(
   index: number,
+  /** Opens the stream on the connection it goes over. */
+  open: () => Promise<DuplexStream>,
   /** Unacknowledged payload bytes this stream may keep (a larger chunk still goes alone: SendWindow.canSend). */
   streamWindowBytes: number,
   options: SendChunksOptions,
@@ -290,7 +318,7 @@ async function runStream(
 ): Promise<StreamResult> {
   const { session, signal } = options;
   const limiters = options.rateLimiters ?? [];
-  const raw = await session.connection.openStream();
+  const raw = await open();
   const streamId = session.allocateDataStreamId();
   const frames = new FrameStream(raw, session.caps.maxFrameBytes, options.idleTimeoutMs, `data stream ${streamId} of transfer ${options.transferId}`);
   // When the cap (or the cap and the link) let this stream's bytes out, or the transport last

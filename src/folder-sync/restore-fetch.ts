@@ -47,7 +47,7 @@ export async function fetchRevisionFromPeer(o: FetchRevisionOptions): Promise<bo
     await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: 'receive-only', reconcile: new Uint8Array(0), fetchOnly: true });
     await expectMessage(session, 'sync-accept', transferId, PREPARE_TIMEOUT_MS, o.signal);
     const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, o.log);
-    void router.run(o.signal);
+    void router.runSession(session, o.signal);
     const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal: o.signal, log: o.log };
     const outcome = await fetchContent(ch, [{ sourcePath: o.relPath, root: o.root, destPath: o.relPath, mode: o.mode, mtimeMs: o.mtimeMs }], {
       router, folder: o.folder, chunking: sessionChunking(session), beforePublish: async () => undefined,

@@ -184,7 +184,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     const { store } = folder;
     if (!dryRun) store.recordSyncingPeer(session.peerId, o.share); // where `restore` fetches from
     const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, log);
-    void router.run(signal);
+    void router.runSession(session, signal);
     const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, rateLimiters: limiters };
     const initiator = new ReconcileInitiator(store.snapshotIdSet());
     const [hello] = initiator.start();

@@ -7,6 +7,7 @@ import type { NodeConfig } from '../home/config.js';
 import { dialPeer } from '../session/dialer.js';
 import type { ResolvedPeer } from '../home/peer-resolve.js';
 import type { PathSources } from '../reach/path-sources.js';
+import type { ConnectionsMode } from '../session/session-join.js';
 import type { SyncFolderOptions, SyncFolderResult } from './sync-client.js';
 
 export interface SyncWithPeerOptions extends Omit<SyncFolderOptions, 'session' | 'nodeId'> {
@@ -15,14 +16,16 @@ export interface SyncWithPeerOptions extends Omit<SyncFolderOptions, 'session' |
   readonly config: NodeConfig;
   /** The ways to reach the peer (reach/path-sources.ts); default: its address alone. */
   readonly paths?: PathSources;
+  /** QUIC connections to stripe over (session/session-join.ts); default 'auto'. */
+  readonly connections?: ConnectionsMode;
 }
 
 /** Dials `peer`, syncs `dir` with its share, closes the session. */
 export async function syncWithPeer(o: SyncWithPeerOptions): Promise<SyncFolderResult> {
-  const { identity, peer, config, paths, ...rest } = o;
+  const { identity, peer, config, paths, connections = 'auto', ...rest } = o;
   const client = import('./sync-client.js');
   client.catch(() => undefined); // a failure surfaces where it is awaited, not as unhandled
-  const session = await dialPeer({ identity, peer, config, log: o.log, signal: o.signal, ...(paths === undefined ? {} : { paths }) });
+  const session = await dialPeer({ identity, peer, config, log: o.log, signal: o.signal, connections, ...(paths === undefined ? {} : { paths }) });
   let delivered = false;
   const untell = session.tellPeerIfInterrupted(o.signal, 'sync');
   try {

@@ -70,7 +70,7 @@ export async function serveSession(session: PeerSession, ctx: ServiceContext, li
 
 async function serveRequests(session: PeerSession, ctx: ServiceContext, watches: ShareWatches, signal: AbortSignal, budget: SessionBudget): Promise<void> {
   const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, ctx.config.idleTimeoutMs, ctx.log);
-  void router.run(signal);
+  void router.runSession(session, signal);
   for (;;) {
     const msg = await receiveWithin(session, ctx.config.sessionIdleTimeoutMs, signal).catch((err: unknown) => {
       if (isClawpeerError(signal.reason, 'CONNECTION_CLOSED')) return null; // gone between requests: a plain disconnect

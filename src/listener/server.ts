@@ -30,6 +30,7 @@ import { freshRead } from '../support/fresh-read.js';
 import { pairProof, pickPeerName, proofMatches, suggestedName, type InviteStore } from '../home/pair-invite.js';
 import { CodeInviteStore } from '../home/code-invites.js';
 import { serveCodePairing } from './code-pairing.js';
+import { SessionJoins } from './session-joins.js';
 import { holdOpenNameplates, type NameplateHolder } from './nameplate-holder.js';
 import type { NameplateDirectory } from '../pairing/nameplate-directory.js';
 import type { PeerStore } from '../home/peer-store.js';
@@ -125,6 +126,8 @@ export class NodeServer {
   readonly #pendingRefusals: Record<RefusalKind, number> = { paired: 0, unpaired: 0 };
   /** Authenticated sessions by peer id, so unpairing a peer can drop it at once. */
   readonly #sessions = new Map<PeerSession, { readonly peerId: string; readonly since: number }>();
+  /** Sessions more connections may join (session-joins.ts). */
+  readonly #joins = new SessionJoins();
   /** The paired ids, read afresh for each question but shared by questions asked at once. */
   readonly #pairedIds: () => Promise<ReadonlySet<string>>;
   readonly #invitesOpen: () => Promise<boolean>;
@@ -499,9 +502,15 @@ export class NodeServer {
       const handshake = await serverHandshakeOrTake(
         stream,
         { identity, expectedRemoteKey: conn.remotePublicKey, caps: localCapabilities(config.compression), timeoutMs: config.handshakeTimeoutMs, signal: this.#stop.signal },
-        invites === undefined ? undefined : (first) => this.#confirmPairing(conn, stream, invites, first),
+        async (first) => {
+          if (first.type === 'session-join') {
+            await this.#joins.serve(conn, stream, first, peerId, log);
+            return true;
+          }
+          return invites === undefined ? false : this.#confirmPairing(conn, stream, invites, first);
+        },
       );
-      if (handshake === null) return; // a retried pairing, answered
+      if (handshake === null) return; // a retried pairing, answered; or a joined connection, gone
       // Pinned at admission, but the handshake may have taken seconds: a `pair remove` in
       // between must not let it in (the drop may have missed it while it had no session).
       if (!(await stillPaired())) {
@@ -513,10 +522,12 @@ export class NodeServer {
       const pathOf = this.#options.pathOf;
       const session = new PeerSession(conn, handshake, { stillPaired, ...(pathOf === undefined ? {} : { path: () => pathOf(conn.remoteAddress) ?? 'direct' }) });
       this.#sessions.set(session, { peerId, since: Date.now() });
+      const unjoinable = this.#joins.register(session, log);
       log.info('peer connected', { id: peerId, addr: where, transport: conn.transport, version: session.version });
       try {
         await this.#handler(session, this.#stop.signal);
       } finally {
+        unjoinable();
         this.#sessions.delete(session);
       }
       log.info('peer disconnected', { id: peerId, addr: where });

@@ -39,7 +39,10 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // sync-pruned: a sync tells the peer which of its revisions this side's gc dropped
 // (SyncRevisions.pruned); the peer drops them too, so gc is not undone by the next sync.
 // sync-fetch-only: a sync request may only fetch contents by root (`restore` from a peer).
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from', 'copy-links', 'sync-pruned', 'sync-fetch-only', 'fsync-none'] as const;
+// join: more QUIC connections may join the session (SessionJoin with a token bound to this
+// handshake's keys) and carry its data streams; a server seeing random loss as a sender may ask
+// for them (JoinWanted). Without it, a session is one connection.
+export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from', 'copy-links', 'sync-pruned', 'sync-fetch-only', 'fsync-none', 'join'] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */

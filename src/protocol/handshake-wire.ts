@@ -36,6 +36,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'fsync-none': pb.Feature.FEATURE_FSYNC_NONE,
   'sync-pruned': pb.Feature.FEATURE_SYNC_PRUNED,
   'sync-fetch-only': pb.Feature.FEATURE_SYNC_FETCH_ONLY,
+  join: pb.Feature.FEATURE_JOIN,
 };
 
 const AEAD_FROM_WIRE = invert(AEAD_TO_WIRE);

@@ -75,6 +75,10 @@ export interface PairAcceptMessage {
 
 /** HMAC-SHA256 output. */
 export const PAIR_PROOF_BYTES = 32;
+/** A session's id on the wire (SessionJoin): the first half of its transcript hash. */
+export const SESSION_ID_BYTES = 16;
+/** HMAC-SHA256 of a SessionJoin. */
+export const JOIN_PROOF_BYTES = 32;
 
 /** Pairing by short code (pairing/code-pake.ts): the joiner's nameplate and CPace element. */
 export interface CodePairStartMessage {
@@ -410,7 +414,31 @@ export interface ListReplyMessage {
 
 export type ListControlMessage = ListRequestMessage | ListReplyMessage;
 
-export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | PairRequestMessage | PairAcceptMessage | CodePairMessage | TransferControlMessage | SyncControlMessage | WatchControlMessage | ListControlMessage;
+/** Client -> server, first on a new connection: join session `sessionId` as connection `index` (feature join). */
+export interface SessionJoinMessage {
+  readonly type: 'session-join';
+  /** SESSION_ID_BYTES: the first half of the handshake's transcript hash. */
+  readonly sessionId: Uint8Array;
+  readonly index: number;
+  /** JOIN_PROOF_BYTES: HMAC-SHA256 under the session's join key (crypto/session-keys.ts joinProof). */
+  readonly proof: Uint8Array;
+}
+
+/** Server -> client: the join was accepted. */
+export interface SessionJoinedMessage {
+  readonly type: 'session-joined';
+  readonly index: number;
+}
+
+/** Server -> client on the control stream: a sender seeing random loss asks for this many connections in all. */
+export interface JoinWantedMessage {
+  readonly type: 'join-wanted';
+  readonly connections: number;
+}
+
+export type JoinControlMessage = SessionJoinMessage | SessionJoinedMessage | JoinWantedMessage;
+
+export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | PairRequestMessage | PairAcceptMessage | CodePairMessage | TransferControlMessage | SyncControlMessage | WatchControlMessage | ListControlMessage | JoinControlMessage;
 export type ControlMessageType = ControlMessage['type'];
 
 /** Field number of each envelope member (proto/clawpeer.proto, message Control). */
@@ -443,6 +471,9 @@ export const CONTROL_FIELDS = {
   'share-changed': 55,
   'list-request': 56,
   'list-reply': 57,
+  'session-join': 64,
+  'session-joined': 65,
+  'join-wanted': 66,
 } as const satisfies Record<ControlMessageType, number>;
 
 /**

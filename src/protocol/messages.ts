@@ -21,7 +21,7 @@ import { LONE_SURROGATE } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import { encodeFrame } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';
-import { ED25519_KEY_BYTES, ED25519_SIGNATURE_BYTES, X25519_KEY_BYTES, HANDSHAKE_NONCE_BYTES, MAX_ERROR_MESSAGE_CHARS, type HelloMessage, type WelcomeMessage, PAIR_PROOF_BYTES, type ListEntry, type ControlMessage, type ControlMessageType, CONTROL_FIELDS, MAX_SYNC_ITEMS_PER_MESSAGE, MAX_LIST_ENTRIES_PER_MESSAGE, MAX_MANIFEST_ENTRIES_PER_MESSAGE } from './message-types.js';
+import { ED25519_KEY_BYTES, ED25519_SIGNATURE_BYTES, X25519_KEY_BYTES, HANDSHAKE_NONCE_BYTES, MAX_ERROR_MESSAGE_CHARS, type HelloMessage, type WelcomeMessage, PAIR_PROOF_BYTES, SESSION_ID_BYTES, JOIN_PROOF_BYTES, type ListEntry, type ControlMessage, type ControlMessageType, CONTROL_FIELDS, MAX_SYNC_ITEMS_PER_MESSAGE, MAX_LIST_ENTRIES_PER_MESSAGE, MAX_MANIFEST_ENTRIES_PER_MESSAGE } from './message-types.js';
 import { pb, UINT32_MAX, ENTRY_KIND_TO_WIRE, checkUint, checkTextBytes, quote, entryMetaProblem, u64ToNumber, fixedBytes, wireText, entryMetaFromWire } from './wire-helpers.js';
 import { helloToWire, welcomeToWire, capsFromWire } from './handshake-wire.js';
 import { transferToWire, transferFromWire } from './transfer-wire.js';
@@ -123,6 +123,17 @@ function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {
       checkTextBytes('ListRequest.share', message.share);
       checkTextBytes('ListRequest.path', message.path);
       return { listRequest: { requestId: message.requestId, share: message.share, path: message.path, recursive: message.recursive } };
+    case 'session-join':
+      if (message.sessionId.length !== SESSION_ID_BYTES) throw new RangeError(`SessionJoin.sessionId must be ${SESSION_ID_BYTES} bytes, got ${message.sessionId.length}`);
+      if (message.proof.length !== JOIN_PROOF_BYTES) throw new RangeError(`SessionJoin.proof must be ${JOIN_PROOF_BYTES} bytes, got ${message.proof.length}`);
+      checkUint('SessionJoin.index', message.index, UINT32_MAX);
+      return { sessionJoin: { sessionId: message.sessionId, index: message.index, proof: message.proof } };
+    case 'session-joined':
+      checkUint('SessionJoined.index', message.index, UINT32_MAX);
+      return { sessionJoined: { index: message.index } };
+    case 'join-wanted':
+      checkUint('JoinWanted.connections', message.connections, UINT32_MAX);
+      return { joinWanted: { connections: message.connections } };
     case 'list-reply': {
       checkUint('ListReply.requestId', message.requestId, UINT32_MAX);
       if (message.entries.length > MAX_LIST_ENTRIES_PER_MESSAGE) throw new RangeError(`ListReply has ${message.entries.length} entries, more than ${MAX_LIST_ENTRIES_PER_MESSAGE}`);
@@ -291,6 +302,21 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
         shares: (r.shares ?? []).map((sh) => ({ name: wireText('ShareInfo.name', sh.name), readOnly: sh.readOnly ?? false, noDelete: sh.noDelete ?? false })),
         last: r.last ?? false,
       };
+    }
+    case 'sessionJoin': {
+      const j = control.sessionJoin;
+      if (j === null || j === undefined) break;
+      return { type: 'session-join', sessionId: fixedBytes('SessionJoin.sessionId', j.sessionId, SESSION_ID_BYTES), index: j.index ?? 0, proof: fixedBytes('SessionJoin.proof', j.proof, JOIN_PROOF_BYTES) };
+    }
+    case 'sessionJoined': {
+      const j = control.sessionJoined;
+      if (j === null || j === undefined) break;
+      return { type: 'session-joined', index: j.index ?? 0 };
+    }
+    case 'joinWanted': {
+      const j = control.joinWanted;
+      if (j === null || j === undefined) break;
+      return { type: 'join-wanted', connections: j.connections ?? 0 };
     }
     case undefined:
       break;

@@ -365,7 +365,7 @@ function pullRouter(o: TransferOptions): DataStreamRouter {
   const known = PULL_ROUTERS.get(o.session);
   if (known !== undefined) return known;
   const router = new DataStreamRouter(o.session.connection, o.session.caps.maxFrameBytes, o.idleTimeoutMs, o.log);
-  void router.run(o.signal);
+  void router.runSession(o.session, o.signal);
   PULL_ROUTERS.set(o.session, router);
   return router;
 }

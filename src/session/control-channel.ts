@@ -133,6 +133,8 @@ export class ControlChannel {
   #writeChain: Promise<void> = Promise.resolve();
   #receiving = false;
   #failed: ClawpeerError | undefined;
+  /** Called with a JoinWanted's count (see receive); the dialer of an automatic session sets it. */
+  onJoinWanted: ((connections: number) => void) | undefined;
   #finished = false;
 
   /** @internal Built by clientHandshake / serverHandshake. */
@@ -201,51 +203,15 @@ export class ControlChannel {
     if (this.#receiving) throw new TypeError('ControlChannel.receive() is already pending');
     this.#receiving = true;
     try {
-      const waited = await this.#reader.next(null, this.#clock, options.signal);
-      if (waited.kind === 'timeout') throw new TypeError('no deadline was set');
-      const frame = waited.value;
-      if (frame === null) return null;
-      if (frame.type !== 'control') throw new ClawpeerError('PROTOCOL', `unexpected ${frame.type} frame on the control stream`);
-      const message = decodeControl(frame.body, { maxBytes: this.maxFrameBytes });
-      switch (message.type) {
-        case 'error': {
-          const err = errorFromWire(message.code, message.message);
-          this.#failed = err;
-          throw err;
+      for (;;) {
+        const message = await this.#receiveOne(options.signal);
+        // A listener's hint that it sees random loss (feature join): taken here, whatever the
+        // caller waits for, so no request flow has to know about it.
+        if (message?.type === 'join-wanted') {
+          this.onJoinWanted?.(message.connections);
+          continue;
         }
-        case 'hello':
-        case 'welcome':
-        case 'finished':
-        case 'pair-request':
-        case 'pair-accept':
-        case 'code-pair-start':
-        case 'code-pair-reply':
-        case 'code-pair-finish':
-        case 'code-pair-done':
-          throw new ClawpeerError('PROTOCOL', `unexpected ${message.type} after the handshake`);
-        case 'ping':
-        case 'pong':
-        case 'transfer-request':
-        case 'transfer-accept':
-        case 'manifest':
-        case 'want':
-        case 'data-open':
-        case 'transfer-done':
-        case 'sync-request':
-        case 'sync-accept':
-        case 'sync-reconcile':
-        case 'sync-revisions':
-        case 'sync-fetch':
-        case 'sync-done':
-        case 'watch-share':
-        case 'share-changed':
-        case 'list-request':
-        case 'list-reply':
-          return message;
-        default: {
-          const unreachable: never = message;
-          throw new TypeError(`unhandled control message ${JSON.stringify(unreachable)}`);
-        }
+        return message;
       }
     } catch (err) {
       if (isPeerFault(err) && this.#failed === undefined) {
@@ -260,6 +226,59 @@ export class ControlChannel {
       throw err;
     } finally {
       this.#receiving = false;
+    }
+  }
+
+  async #receiveOne(signal: AbortSignal | undefined): Promise<ControlMessage | null> {
+    const waited = await this.#reader.next(null, this.#clock, signal);
+    if (waited.kind === 'timeout') throw new TypeError('no deadline was set');
+    const frame = waited.value;
+    if (frame === null) return null;
+    if (frame.type !== 'control') throw new ClawpeerError('PROTOCOL', `unexpected ${frame.type} frame on the control stream`);
+    const message = decodeControl(frame.body, { maxBytes: this.maxFrameBytes });
+    switch (message.type) {
+      case 'error': {
+        const err = errorFromWire(message.code, message.message);
+        this.#failed = err;
+        throw err;
+      }
+      case 'hello':
+      case 'welcome':
+      case 'finished':
+      case 'pair-request':
+      case 'pair-accept':
+      case 'code-pair-start':
+      case 'code-pair-reply':
+      case 'code-pair-finish':
+      case 'code-pair-done':
+        throw new ClawpeerError('PROTOCOL', `unexpected ${message.type} after the handshake`);
+      case 'ping':
+      case 'pong':
+      case 'transfer-request':
+      case 'transfer-accept':
+      case 'manifest':
+      case 'want':
+      case 'data-open':
+      case 'transfer-done':
+      case 'sync-request':
+      case 'sync-accept':
+      case 'sync-reconcile':
+      case 'sync-revisions':
+      case 'sync-fetch':
+      case 'sync-done':
+      case 'watch-share':
+      case 'share-changed':
+      case 'list-request':
+      case 'list-reply':
+      case 'join-wanted':
+        return message;
+      case 'session-join':
+      case 'session-joined':
+        throw new ClawpeerError('PROTOCOL', `unexpected ${message.type} on a session's control stream (it belongs on a joining connection)`);
+      default: {
+        const unreachable: never = message;
+        throw new TypeError(`unhandled control message ${JSON.stringify(unreachable)}`);
+      }
     }
   }
 

@@ -12,6 +12,7 @@ import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { decodeControl } from '../protocol/messages.js';
 import type { Connection } from '../transport/types.js';
+import type { PeerSession } from './session.js';
 import { expectFrame, FrameStream } from './frame-stream.js';
 import { TEST_HOOKS } from '../support/test-hooks.js';
 
@@ -55,9 +56,24 @@ export class DataStreamRouter {
   ) {}
 
   /** Accepts streams until the connection closes. Run once per session. */
-  async run(signal?: AbortSignal): Promise<void> {
+  run(signal?: AbortSignal): Promise<void> {
+    return this.#acceptFrom(this.connection, signal);
+  }
+
+  /**
+   * run(), and the same on every connection that joins `session` (its first connection must be
+   * the router's): one router, one set of stream ids, so an id (the AEAD nonce's stream part)
+   * is refused when it comes twice, whichever connections carry it.
+   */
+  runSession(session: PeerSession, signal?: AbortSignal): Promise<void> {
+    const unwatch = session.onConnection((conn) => void this.#acceptFrom(conn, signal));
+    for (const conn of session.connections()) if (conn !== this.connection) void this.#acceptFrom(conn, signal);
+    return this.run(signal).finally(unwatch);
+  }
+
+  async #acceptFrom(connection: Connection, signal?: AbortSignal): Promise<void> {
     for (;;) {
-      const stream = await this.connection.acceptStream(signal !== undefined ? { signal } : {}).catch(() => null);
+      const stream = await connection.acceptStream(signal !== undefined ? { signal } : {}).catch(() => null);
       if (stream === null) return;
       void this.#route(new FrameStream(stream, this.maxFrameBytes, this.idleTimeoutMs, `data stream ${stream.id}`));
     }

@@ -15,6 +15,7 @@ import { PeerSession } from './session.js';
 import { withTimeout } from '../support/timeouts.js';
 import { addressSource, type PathSources } from '../reach/path-sources.js';
 import { raceDial, type DialRaceWinner } from './dial-race.js';
+import { stripeSession, type ConnectionsMode } from './session-join.js';
 
 export interface DialOptions {
   readonly identity: Identity;
@@ -24,6 +25,12 @@ export interface DialOptions {
   readonly signal?: AbortSignal;
   /** The ways to try (reach/path-sources.ts pathSourcesFor); default: the peer's address alone. */
   readonly paths?: PathSources;
+  /**
+   * QUIC connections the session stripes its data over (session-join.ts): a number, or 'auto'
+   * (one, more when a sender sees random loss). Default 1. Only on a path dialled straight to
+   * the peer (lan, direct, mapped): a punched or relayed path's forwarder carries one connection.
+   */
+  readonly connections?: ConnectionsMode;
 }
 
 /** Where and how to connect, before any peer is known (pair join connects to a key it learns). */
@@ -137,13 +144,28 @@ export async function dialPeer(options: DialOptions): Promise<PeerSession> {
   }
   const { candidate, value } = won;
   paths.connected?.(candidate.path(), candidate.address, value.conn.stats().rttMs);
-  return new PeerSession(value.conn, value.handshake, {
+  const session = new PeerSession(value.conn, value.handshake, {
     path: () => candidate.path(),
     onGone: () => {
       candidate.release();
       paths.release();
     },
   });
+  const mode = options.connections ?? 1;
+  const kind = candidate.path();
+  if (mode !== 1 && value.conn.transport === 'quic' && (kind === 'direct' || kind === 'lan' || kind === 'mapped')) {
+    const { config, log } = options;
+    try {
+      await stripeSession(session, mode, {
+        connect: () => connectTransport({ identity: options.identity, address: candidate.address, label: peer.name, config: { ...config, transport: 'quic' }, log, ...(options.signal === undefined ? {} : { signal: options.signal }) }),
+        label: peer.name, handshakeTimeoutMs: config.handshakeTimeoutMs, log, ...(options.signal === undefined ? {} : { signal: options.signal }),
+      });
+    } catch (err) {
+      await session.close('dial aborted').catch(() => undefined);
+      throw err;
+    }
+  }
+  return session;
 }
 
 /**

@@ -5,7 +5,8 @@ import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { SessionKeys } from '../crypto/session-keys.js';
 import { ClawpeerError, isInterruption } from '../errors.js';
 import type { FeatureName, SessionCapabilities } from '../protocol/capabilities.js';
-import type { CloseOptions, Connection, TransportName } from '../transport/types.js';
+import type { CloseOptions, Connection, DuplexStream, TransportName } from '../transport/types.js';
+import { SESSION_ID_BYTES } from '../protocol/message-types.js';
 import type { ControlChannel, ControlHandshakeResult } from './control-channel.js';
 import { settledWithin, withTimeout } from '../support/timeouts.js';
 import type { PathKind } from '../reach/paths.js';
@@ -24,8 +25,15 @@ export class PeerSession {
   /** Seals our DATA frames / opens the peer's: one key per direction for the whole session. */
   readonly sealer: DataSealer;
   readonly opener: DataOpener;
+  /** Names the session to connections joining it (SessionJoin): the first half of TH(Hello, Welcome). */
+  readonly sessionId: Uint8Array;
   #nextDataStreamId = 1;
   #nextTransferId = 1;
+  /** Connections that joined the session after the first (session-join.ts), in join order. */
+  readonly #joined: Connection[] = [];
+  readonly #connectionWatchers = new Set<(conn: Connection) => void>();
+  /** What to do when a sender here sees random loss and wants this many connections in all. */
+  #connectionsWanted: ((connections: number) => void) | undefined;
   readonly #stillPaired: (() => Promise<boolean>) | undefined;
   readonly #path: () => PathKind;
 
@@ -51,6 +59,11 @@ export class PeerSession {
     this.caps = handshake.caps;
     this.keys = handshake.keys;
     this.control = handshake.channel;
+    this.sessionId = handshake.transcriptHash.slice(0, SESSION_ID_BYTES);
+    // The joined connections live as long as the first: when it goes, the session is over.
+    void connection.closed.then(() => {
+      for (const c of this.#joined.splice(0)) void c.close('session over', { linger: false }).catch(() => undefined);
+    });
     this.sealer = new DataSealer(this.keys.suite, this.keys.sendKey);
     this.opener = new DataOpener(this.keys.suite, this.keys.receiveKey);
   }
@@ -62,6 +75,56 @@ export class PeerSession {
    */
   stillPaired(): Promise<boolean> {
     return this.#stillPaired === undefined ? Promise.resolve(true) : this.#stillPaired();
+  }
+
+  /** Every connection of the session now: the first (control stream), then those that joined. */
+  connections(): readonly Connection[] {
+    return [this.connection, ...this.#joined];
+  }
+
+  /**
+   * Adds a connection that joined this session (its join was proven: session-join.ts). Its data
+   * streams belong to the session, sealed under the session's keys with session-wide stream ids.
+   * It leaves the session when it closes.
+   */
+  addConnection(conn: Connection): void {
+    this.#joined.push(conn);
+    void conn.closed.then(() => {
+      const at = this.#joined.indexOf(conn);
+      if (at >= 0) this.#joined.splice(at, 1);
+    });
+    for (const watch of [...this.#connectionWatchers]) watch(conn);
+  }
+
+  /** Calls `watch` with each connection that joins from now on, until the returned function is called. */
+  onConnection(watch: (conn: Connection) => void): () => void {
+    this.#connectionWatchers.add(watch);
+    return () => this.#connectionWatchers.delete(watch);
+  }
+
+  /** Opens a data stream on connection `slot` (modulo how many there are): slot 0 is the first. */
+  openDataStream(slot: number): Promise<DuplexStream> {
+    const all = this.connections();
+    const conn = all[slot % all.length] ?? this.connection;
+    return conn.openStream();
+  }
+
+  /**
+   * Who acts when a sender on this session sees random loss (session/loss-watch.ts): the dialer
+   * opens more connections, a listener asks the client to (JoinWanted). Unset: nobody does.
+   */
+  setConnectionsWanted(handler: ((connections: number) => void) | undefined): void {
+    this.#connectionsWanted = handler;
+  }
+
+  /** True when wantConnections() reaches someone who may add connections. */
+  get canAddConnections(): boolean {
+    return this.#connectionsWanted !== undefined;
+  }
+
+  /** A sender asks for `connections` in all (see setConnectionsWanted). */
+  wantConnections(connections: number): void {
+    this.#connectionsWanted?.(connections);
   }
 
   /** A fresh id for a data stream we open: it is the stream part of every AEAD nonce on it. */
@@ -137,6 +200,8 @@ export class PeerSession {
     // reading must not keep the command (or a listener's session) alive; closing the
     // connection then fails what is still queued.
     await settledWithin(this.control.close(), CONTROL_CLOSE_MAX_MS);
+    // Data went over every connection and was acknowledged by the application: no linger needed.
+    await Promise.all(this.#joined.splice(0).map((c) => c.close(reason, { linger: false }).catch(() => undefined)));
     await this.connection.close(reason, options);
   }
 }

@@ -146,6 +146,17 @@ export class WorkQueue<J extends Job> {
     return this.#queues.length;
   }
 
+  /**
+   * A stream that starts later (a connection joined the session mid-transfer): it has no units
+   * of its own and takes work by stealing. Returns its index.
+   */
+  addStream(): number {
+    this.#queues.push([]);
+    this.#heads.push(0);
+    this.#unstartedBytes.push(0);
+    return this.#queues.length - 1;
+  }
+
   /** Units not yet handed to any stream. */
   get unstartedCount(): number {
     return this.#unstarted;

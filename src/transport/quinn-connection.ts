@@ -245,6 +245,7 @@ export class QuinnConnection implements Connection {
       bytesSent: this.#txBytes.update(s.udpTxBytes),
       bytesReceived: this.#rxBytes.update(s.udpRxBytes),
       lostPackets: s.pathLostPackets,
+      sentPackets: s.udpTxDatagrams,
       congestionWindowBytes: s.pathCwnd,
     };
   }

@@ -17,7 +17,10 @@ export interface TransportStats {
   /** Bytes the connection has put on / taken off the wire (incl. transport overhead when known). */
   readonly bytesSent: number;
   readonly bytesReceived: number;
+  /** Packets the transport declared lost (quinn: path.lost_packets), since the connection began. */
   readonly lostPackets?: number;
+  /** UDP datagrams sent since the connection began (quinn: udp_tx.datagrams). */
+  readonly sentPackets?: number;
   readonly congestionWindowBytes?: number;
 }
 

@@ -491,6 +491,12 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
       const shares = Array.from({ length: rng.int(3) }, () => ({ name: wfText(rng, 12), readOnly: rng.bool(), noDelete: rng.bool() }));
       return { type, requestId: u32(), entries, shares, last: rng.bool() };
     }
+    case 'session-join':
+      return { type, sessionId: rng.bytes(16), index: u32(), proof: rng.bytes(32) };
+    case 'session-joined':
+      return { type, index: u32() };
+    case 'join-wanted':
+      return { type, connections: u32() };
     default: {
       const never: never = type;
       throw new TypeError(`unknown type ${String(never)}`);

@@ -17,7 +17,7 @@ import type { ResidentFolders } from '../../folder-sync/synced-folder.js';
 import type { SyncFolderResult } from '../../folder-sync/sync-client.js';
 import type { TransferProgress } from '../../transfer/transfer-progress.js';
 import type { SyncModeName } from '../../protocol/messages.js';
-import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
+import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, CONNECTIONS_OPTION, connectionsOption, compressionFrom, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { createProgress } from '../progress.js';
 import { residentRequest, syncViaListener } from '../resident-client.js';
@@ -63,6 +63,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
   const bwlimit = bwlimitOption(args['bwlimit']);
   const fsync = fsyncOption(args['fsync']);
+  const connections = connectionsOption(args['connections']);
   // A malformed .clawpeerignore is named before anything connects (each sync reads it again).
   await loadSyncIgnore(dir);
   const log = ctx.log.child('sync');
@@ -83,7 +84,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
     const [{ identity, peer, paths }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../folder-sync/sync-with-peer.js')]);
     return syncWithPeer({
-      identity, peer, paths, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun, ...(fsync === 'none' ? { fsync } : {}),
+      identity, peer, paths, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun, ...(fsync === 'none' ? { fsync } : {}), connections,
       ...(onProgress === undefined ? {} : { onProgress }), ...(bwlimit === undefined ? {} : { bwlimit }),
       ...(watchFolders === undefined ? {} : { resident: watchFolders }),
     });
@@ -224,6 +225,7 @@ export function registerSyncCommands(cli: Argv, run: Runner): Argv {
           .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
           .option('transport', TRANSPORT_OPTION)
           .option('fsync', FSYNC_OPTION)
+          .option('connections', CONNECTIONS_OPTION)
           .option('bwlimit', { ...BWLIMIT_OPTION, describe: 'cap the rate this side sends at, and ask the peer to cap its sending the same, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit' })
           .option('compress', COMPRESS_OPTION)
           .example('$0 sync ~/docs alice:docs', 'both ways, once: new, changed and deleted files, conflicts kept as copies')

@@ -17,7 +17,7 @@ import { compileFilter } from '../../transfer/exclude.js';
 import { parseFileList } from '../../transfer/file-list.js';
 import { fileListBytes, MAX_FILES_FROM_BYTES, MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
 import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../store/backups.js';
-import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
+import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, CONNECTIONS_OPTION, connectionsOption, compressionFrom, filterRulesInOrder, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { count, human, parseSize } from '../../format.js';
 import { transferSummaryText } from '../transfer-summary.js';
 import { createProgress } from '../progress.js';
@@ -39,6 +39,7 @@ export const DEFAULT_WINDOW = 32;
 const transferOptions = (y: Argv): Argv =>
   y
     .option('streams', { type: 'number', default: DEFAULT_STREAMS, describe: 'parallel data streams' })
+    .option('connections', CONNECTIONS_OPTION)
     .option('window', { type: 'number', default: DEFAULT_WINDOW, describe: 'unacknowledged chunks in flight per stream' })
     .option('force', { type: 'boolean', default: false, describe: 'replace existing different files' })
     .option('ignore-existing', { type: 'boolean', default: false, describe: 'keep different files already at the destination instead of failing (rsync --ignore-existing)' })
@@ -297,6 +298,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   if (twice !== undefined) throw new ClawpeerError('USAGE', `two of the pulled paths would both land as ${twice}: pull them separately`);
   const localPath = direction === 'push' ? (sources[0] ?? '') : (words.at(-1) ?? '');
   const streams = intOption(args['streams'], '--streams', 1, 64);
+  const connections = connectionsOption(args['connections']);
   const window = intOption(args['window'], '--window', 1, 4096);
   const bwlimit = bwlimitOption(args['bwlimit']);
   const dryRun = args['dry-run'] === true;
@@ -321,7 +323,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   const { dialPeer } = await import('../../session/dialer.js');
   const { push, pull } = await import('../../push-pull/transfer-client.js');
   const { dialPathsFor } = await import('../dial-paths.js');
-  const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal, paths: await dialPathsFor(ctx, identity, peer) });
+  const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal, paths: await dialPathsFor(ctx, identity, peer), connections });
   const progress = createProgress(ctx.out);
   let delivered = false;
   const untell = session.tellPeerIfInterrupted(ctx.signal, direction);

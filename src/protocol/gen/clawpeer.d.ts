@@ -104,7 +104,10 @@ export namespace clawpeer {
             FEATURE_SYNC_PRUNED = 20,
 
             /** FEATURE_SYNC_FETCH_ONLY value */
-            FEATURE_SYNC_FETCH_ONLY = 21
+            FEATURE_SYNC_FETCH_ONLY = 21,
+
+            /** FEATURE_JOIN value */
+            FEATURE_JOIN = 30
         }
 
         /**
@@ -3155,6 +3158,189 @@ export namespace clawpeer {
         }
 
         /**
+         * Properties of a SessionJoin.
+         * @deprecated Use clawpeer.v1.SessionJoin.$Properties instead.
+         */
+        interface ISessionJoin extends clawpeer.v1.SessionJoin.$Properties {
+        }
+
+        /** Represents a SessionJoin. */
+        class SessionJoin {
+
+            /**
+             * Constructs a new SessionJoin.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.SessionJoin.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** SessionJoin sessionId. */
+            sessionId: Uint8Array;
+
+            /** SessionJoin index. */
+            index: number;
+
+            /** SessionJoin proof. */
+            proof: Uint8Array;
+
+            /**
+             * Encodes the specified SessionJoin message. Does not implicitly {@link clawpeer.v1.SessionJoin.verify|verify} messages.
+             * @param message SessionJoin message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.SessionJoin.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a SessionJoin message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SessionJoin & clawpeer.v1.SessionJoin.$Shape} SessionJoin
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.SessionJoin & clawpeer.v1.SessionJoin.$Shape;
+        }
+
+        namespace SessionJoin {
+
+            /** Properties of a SessionJoin. */
+            interface $Properties {
+
+                /** SessionJoin sessionId */
+                sessionId?: (Uint8Array|null);
+
+                /** SessionJoin index */
+                index?: (number|null);
+
+                /** SessionJoin proof */
+                proof?: (Uint8Array|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a SessionJoin. */
+            type $Shape = clawpeer.v1.SessionJoin.$Properties;
+        }
+
+        /**
+         * Properties of a SessionJoined.
+         * @deprecated Use clawpeer.v1.SessionJoined.$Properties instead.
+         */
+        interface ISessionJoined extends clawpeer.v1.SessionJoined.$Properties {
+        }
+
+        /** Represents a SessionJoined. */
+        class SessionJoined {
+
+            /**
+             * Constructs a new SessionJoined.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.SessionJoined.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** SessionJoined index. */
+            index: number;
+
+            /**
+             * Encodes the specified SessionJoined message. Does not implicitly {@link clawpeer.v1.SessionJoined.verify|verify} messages.
+             * @param message SessionJoined message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.SessionJoined.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a SessionJoined message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SessionJoined & clawpeer.v1.SessionJoined.$Shape} SessionJoined
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.SessionJoined & clawpeer.v1.SessionJoined.$Shape;
+        }
+
+        namespace SessionJoined {
+
+            /** Properties of a SessionJoined. */
+            interface $Properties {
+
+                /** SessionJoined index */
+                index?: (number|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a SessionJoined. */
+            type $Shape = clawpeer.v1.SessionJoined.$Properties;
+        }
+
+        /**
+         * Properties of a JoinWanted.
+         * @deprecated Use clawpeer.v1.JoinWanted.$Properties instead.
+         */
+        interface IJoinWanted extends clawpeer.v1.JoinWanted.$Properties {
+        }
+
+        /** Represents a JoinWanted. */
+        class JoinWanted {
+
+            /**
+             * Constructs a new JoinWanted.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.JoinWanted.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** JoinWanted connections. */
+            connections: number;
+
+            /**
+             * Encodes the specified JoinWanted message. Does not implicitly {@link clawpeer.v1.JoinWanted.verify|verify} messages.
+             * @param message JoinWanted message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.JoinWanted.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a JoinWanted message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.JoinWanted & clawpeer.v1.JoinWanted.$Shape} JoinWanted
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.JoinWanted & clawpeer.v1.JoinWanted.$Shape;
+        }
+
+        namespace JoinWanted {
+
+            /** Properties of a JoinWanted. */
+            interface $Properties {
+
+                /** JoinWanted connections */
+                connections?: (number|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a JoinWanted. */
+            type $Shape = clawpeer.v1.JoinWanted.$Properties;
+        }
+
+        /**
          * Properties of a Control.
          * @deprecated Use clawpeer.v1.Control.$Properties instead.
          */
@@ -3257,8 +3443,17 @@ export namespace clawpeer {
             /** Control listReply. */
             listReply?: (clawpeer.v1.ListReply.$Properties|null);
 
+            /** Control sessionJoin. */
+            sessionJoin?: (clawpeer.v1.SessionJoin.$Properties|null);
+
+            /** Control sessionJoined. */
+            sessionJoined?: (clawpeer.v1.SessionJoined.$Properties|null);
+
+            /** Control joinWanted. */
+            joinWanted?: (clawpeer.v1.JoinWanted.$Properties|null);
+
             /** Control body. */
-            body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply");
+            body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply"|"sessionJoin"|"sessionJoined"|"joinWanted");
 
             /**
              * Encodes the specified Control message. Does not implicitly {@link clawpeer.v1.Control.verify|verify} messages.
@@ -3368,8 +3563,17 @@ export namespace clawpeer {
                 /** Control listReply */
                 listReply?: (clawpeer.v1.ListReply.$Properties|null);
 
+                /** Control sessionJoin */
+                sessionJoin?: (clawpeer.v1.SessionJoin.$Properties|null);
+
+                /** Control sessionJoined */
+                sessionJoined?: (clawpeer.v1.SessionJoined.$Properties|null);
+
+                /** Control joinWanted */
+                joinWanted?: (clawpeer.v1.JoinWanted.$Properties|null);
+
                 /** Control body */
-                body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply");
+                body?: ("hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply"|"sessionJoin"|"sessionJoined"|"joinWanted");
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
@@ -3405,9 +3609,12 @@ export namespace clawpeer {
               shareChanged?: clawpeer.v1.ShareChanged.$Shape|null;
               listRequest?: clawpeer.v1.ListRequest.$Shape|null;
               listReply?: clawpeer.v1.ListReply.$Shape|null;
+              sessionJoin?: clawpeer.v1.SessionJoin.$Shape|null;
+              sessionJoined?: clawpeer.v1.SessionJoined.$Shape|null;
+              joinWanted?: clawpeer.v1.JoinWanted.$Shape|null;
               $unknowns?: Uint8Array[];
             } & (
-              ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest: clawpeer.v1.PairRequest.$Shape; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept: clawpeer.v1.PairAccept.$Shape; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairStart"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart: clawpeer.v1.CodePairStart.$Shape; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply: clawpeer.v1.CodePairReply.$Shape; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairFinish"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish: clawpeer.v1.CodePairFinish.$Shape; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone: clawpeer.v1.CodePairDone.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "watchShare"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare: clawpeer.v1.WatchShare.$Shape; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "shareChanged"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged: clawpeer.v1.ShareChanged.$Shape; listRequest?: null; listReply?: null }|{ body?: "listRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest: clawpeer.v1.ListRequest.$Shape; listReply?: null }|{ body?: "listReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply: clawpeer.v1.ListReply.$Shape })
+              ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "pairRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest: clawpeer.v1.PairRequest.$Shape; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "pairAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept: clawpeer.v1.PairAccept.$Shape; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "codePairStart"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart: clawpeer.v1.CodePairStart.$Shape; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "codePairReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply: clawpeer.v1.CodePairReply.$Shape; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "codePairFinish"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish: clawpeer.v1.CodePairFinish.$Shape; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "codePairDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone: clawpeer.v1.CodePairDone.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "watchShare"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare: clawpeer.v1.WatchShare.$Shape; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "shareChanged"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged: clawpeer.v1.ShareChanged.$Shape; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "listRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest: clawpeer.v1.ListRequest.$Shape; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "listReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply: clawpeer.v1.ListReply.$Shape; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "sessionJoin"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin: clawpeer.v1.SessionJoin.$Shape; sessionJoined?: null; joinWanted?: null }|{ body?: "sessionJoined"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined: clawpeer.v1.SessionJoined.$Shape; joinWanted?: null }|{ body?: "joinWanted"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted: clawpeer.v1.JoinWanted.$Shape })
             );
         }
     }

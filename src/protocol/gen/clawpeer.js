@@ -86,6 +86,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_FSYNC_NONE=24 FEATURE_FSYNC_NONE value
          * @property {number} FEATURE_SYNC_PRUNED=20 FEATURE_SYNC_PRUNED value
          * @property {number} FEATURE_SYNC_FETCH_ONLY=21 FEATURE_SYNC_FETCH_ONLY value
+         * @property {number} FEATURE_JOIN=30 FEATURE_JOIN value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -112,6 +113,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[24] = "FEATURE_FSYNC_NONE"] = 24;
             values[valuesById[20] = "FEATURE_SYNC_PRUNED"] = 20;
             values[valuesById[21] = "FEATURE_SYNC_FETCH_ONLY"] = 21;
+            values[valuesById[30] = "FEATURE_JOIN"] = 30;
             return values;
         })();
 
@@ -7991,6 +7993,454 @@ export const clawpeer = $root.clawpeer = (() => {
             return ListReply;
         })();
 
+        v1.SessionJoin = (function() {
+
+            /**
+             * Properties of a SessionJoin.
+             * @typedef {Object} clawpeer.v1.SessionJoin.$Properties
+             * @property {Uint8Array|null} [sessionId] SessionJoin sessionId
+             * @property {number|null} [index] SessionJoin index
+             * @property {Uint8Array|null} [proof] SessionJoin proof
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a SessionJoin.
+             * @memberof clawpeer.v1
+             * @interface ISessionJoin
+             * @augments clawpeer.v1.SessionJoin.$Properties
+             * @deprecated Use clawpeer.v1.SessionJoin.$Properties instead.
+             */
+
+            /**
+             * Shape of a SessionJoin.
+             * @typedef {clawpeer.v1.SessionJoin.$Properties} clawpeer.v1.SessionJoin.$Shape
+             */
+
+            /**
+             * Constructs a new SessionJoin.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a SessionJoin.
+             * @constructor
+             * @param {clawpeer.v1.SessionJoin.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const SessionJoin = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * SessionJoin sessionId.
+             * @member {Uint8Array} sessionId
+             * @memberof clawpeer.v1.SessionJoin
+             * @instance
+             */
+            SessionJoin.prototype.sessionId = $util.newBuffer([]);
+
+            /**
+             * SessionJoin index.
+             * @member {number} index
+             * @memberof clawpeer.v1.SessionJoin
+             * @instance
+             */
+            SessionJoin.prototype.index = 0;
+
+            /**
+             * SessionJoin proof.
+             * @member {Uint8Array} proof
+             * @memberof clawpeer.v1.SessionJoin
+             * @instance
+             */
+            SessionJoin.prototype.proof = $util.newBuffer([]);
+
+            /**
+             * Encodes the specified SessionJoin message. Does not implicitly {@link clawpeer.v1.SessionJoin.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.SessionJoin
+             * @static
+             * @param {clawpeer.v1.SessionJoin.$Properties} message SessionJoin message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            SessionJoin.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.sessionId != null && $Object.hasOwnProperty.call(message, "sessionId") && message.sessionId.length)
+                    writer.uint32(/* id 1, wireType 2 =*/10).bytes(message.sessionId);
+                if (message.index != null && $Object.hasOwnProperty.call(message, "index") && message.index !== 0)
+                    writer.uint32(/* id 2, wireType 0 =*/16).uint32(message.index);
+                if (message.proof != null && $Object.hasOwnProperty.call(message, "proof") && message.proof.length)
+                    writer.uint32(/* id 3, wireType 2 =*/26).bytes(message.proof);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a SessionJoin message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.SessionJoin
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SessionJoin & clawpeer.v1.SessionJoin.$Shape} SessionJoin
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            SessionJoin.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.SessionJoin();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.sessionId = value;
+                            else
+                                delete message.sessionId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.index = value;
+                            else
+                                delete message.index;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.bytes()).length)
+                                message.proof = value;
+                            else
+                                delete message.proof;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return SessionJoin;
+        })();
+
+        v1.SessionJoined = (function() {
+
+            /**
+             * Properties of a SessionJoined.
+             * @typedef {Object} clawpeer.v1.SessionJoined.$Properties
+             * @property {number|null} [index] SessionJoined index
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a SessionJoined.
+             * @memberof clawpeer.v1
+             * @interface ISessionJoined
+             * @augments clawpeer.v1.SessionJoined.$Properties
+             * @deprecated Use clawpeer.v1.SessionJoined.$Properties instead.
+             */
+
+            /**
+             * Shape of a SessionJoined.
+             * @typedef {clawpeer.v1.SessionJoined.$Properties} clawpeer.v1.SessionJoined.$Shape
+             */
+
+            /**
+             * Constructs a new SessionJoined.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a SessionJoined.
+             * @constructor
+             * @param {clawpeer.v1.SessionJoined.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const SessionJoined = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * SessionJoined index.
+             * @member {number} index
+             * @memberof clawpeer.v1.SessionJoined
+             * @instance
+             */
+            SessionJoined.prototype.index = 0;
+
+            /**
+             * Encodes the specified SessionJoined message. Does not implicitly {@link clawpeer.v1.SessionJoined.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.SessionJoined
+             * @static
+             * @param {clawpeer.v1.SessionJoined.$Properties} message SessionJoined message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            SessionJoined.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.index != null && $Object.hasOwnProperty.call(message, "index") && message.index !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.index);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a SessionJoined message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.SessionJoined
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SessionJoined & clawpeer.v1.SessionJoined.$Shape} SessionJoined
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            SessionJoined.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.SessionJoined();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.index = value;
+                            else
+                                delete message.index;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return SessionJoined;
+        })();
+
+        v1.JoinWanted = (function() {
+
+            /**
+             * Properties of a JoinWanted.
+             * @typedef {Object} clawpeer.v1.JoinWanted.$Properties
+             * @property {number|null} [connections] JoinWanted connections
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a JoinWanted.
+             * @memberof clawpeer.v1
+             * @interface IJoinWanted
+             * @augments clawpeer.v1.JoinWanted.$Properties
+             * @deprecated Use clawpeer.v1.JoinWanted.$Properties instead.
+             */
+
+            /**
+             * Shape of a JoinWanted.
+             * @typedef {clawpeer.v1.JoinWanted.$Properties} clawpeer.v1.JoinWanted.$Shape
+             */
+
+            /**
+             * Constructs a new JoinWanted.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a JoinWanted.
+             * @constructor
+             * @param {clawpeer.v1.JoinWanted.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const JoinWanted = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * JoinWanted connections.
+             * @member {number} connections
+             * @memberof clawpeer.v1.JoinWanted
+             * @instance
+             */
+            JoinWanted.prototype.connections = 0;
+
+            /**
+             * Encodes the specified JoinWanted message. Does not implicitly {@link clawpeer.v1.JoinWanted.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.JoinWanted
+             * @static
+             * @param {clawpeer.v1.JoinWanted.$Properties} message JoinWanted message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            JoinWanted.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.connections != null && $Object.hasOwnProperty.call(message, "connections") && message.connections !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.connections);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a JoinWanted message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.JoinWanted
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.JoinWanted & clawpeer.v1.JoinWanted.$Shape} JoinWanted
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            JoinWanted.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.JoinWanted();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.connections = value;
+                            else
+                                delete message.connections;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return JoinWanted;
+        })();
+
         v1.Control = (function() {
 
             /**
@@ -8024,7 +8474,10 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {clawpeer.v1.ShareChanged.$Properties|null} [shareChanged] Control shareChanged
              * @property {clawpeer.v1.ListRequest.$Properties|null} [listRequest] Control listRequest
              * @property {clawpeer.v1.ListReply.$Properties|null} [listReply] Control listReply
-             * @property {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply"} [body] Control body
+             * @property {clawpeer.v1.SessionJoin.$Properties|null} [sessionJoin] Control sessionJoin
+             * @property {clawpeer.v1.SessionJoined.$Properties|null} [sessionJoined] Control sessionJoined
+             * @property {clawpeer.v1.JoinWanted.$Properties|null} [joinWanted] Control joinWanted
+             * @property {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply"|"sessionJoin"|"sessionJoined"|"joinWanted"} [body] Control body
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -8067,9 +8520,12 @@ export const clawpeer = $root.clawpeer = (() => {
              *   shareChanged?: clawpeer.v1.ShareChanged.$Shape|null;
              *   listRequest?: clawpeer.v1.ListRequest.$Shape|null;
              *   listReply?: clawpeer.v1.ListReply.$Shape|null;
+             *   sessionJoin?: clawpeer.v1.SessionJoin.$Shape|null;
+             *   sessionJoined?: clawpeer.v1.SessionJoined.$Shape|null;
+             *   joinWanted?: clawpeer.v1.JoinWanted.$Shape|null;
              *   $unknowns?: Array.<Uint8Array>;
              * } & (
-             *   ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest: clawpeer.v1.PairRequest.$Shape; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "pairAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept: clawpeer.v1.PairAccept.$Shape; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairStart"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart: clawpeer.v1.CodePairStart.$Shape; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply: clawpeer.v1.CodePairReply.$Shape; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairFinish"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish: clawpeer.v1.CodePairFinish.$Shape; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "codePairDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone: clawpeer.v1.CodePairDone.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "watchShare"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare: clawpeer.v1.WatchShare.$Shape; shareChanged?: null; listRequest?: null; listReply?: null }|{ body?: "shareChanged"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged: clawpeer.v1.ShareChanged.$Shape; listRequest?: null; listReply?: null }|{ body?: "listRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest: clawpeer.v1.ListRequest.$Shape; listReply?: null }|{ body?: "listReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply: clawpeer.v1.ListReply.$Shape })
+             *   ({ body?: undefined; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "hello"; hello: clawpeer.v1.Hello.$Shape; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "welcome"; hello?: null; welcome: clawpeer.v1.Welcome.$Shape; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "finished"; hello?: null; welcome?: null; finished: clawpeer.v1.Finished.$Shape; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "error"; hello?: null; welcome?: null; finished?: null; error: clawpeer.v1.Error.$Shape; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "ping"; hello?: null; welcome?: null; finished?: null; error?: null; ping: clawpeer.v1.Ping.$Shape; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "pong"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong: clawpeer.v1.Pong.$Shape; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "pairRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest: clawpeer.v1.PairRequest.$Shape; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "pairAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept: clawpeer.v1.PairAccept.$Shape; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "codePairStart"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart: clawpeer.v1.CodePairStart.$Shape; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "codePairReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply: clawpeer.v1.CodePairReply.$Shape; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "codePairFinish"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish: clawpeer.v1.CodePairFinish.$Shape; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "codePairDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone: clawpeer.v1.CodePairDone.$Shape; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "transferRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest: clawpeer.v1.TransferRequest.$Shape; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "transferAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept: clawpeer.v1.TransferAccept.$Shape; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "manifest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest: clawpeer.v1.Manifest.$Shape; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "want"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want: clawpeer.v1.Want.$Shape; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "dataOpen"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen: clawpeer.v1.DataOpen.$Shape; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "transferDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone: clawpeer.v1.TransferDone.$Shape; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest: clawpeer.v1.SyncRequest.$Shape; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncAccept"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept: clawpeer.v1.SyncAccept.$Shape; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncReconcile"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile: clawpeer.v1.SyncReconcile.$Shape; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncRevisions"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions: clawpeer.v1.SyncRevisions.$Shape; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncFetch"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch: clawpeer.v1.SyncFetch.$Shape; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "syncDone"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone: clawpeer.v1.SyncDone.$Shape; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "watchShare"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare: clawpeer.v1.WatchShare.$Shape; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "shareChanged"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged: clawpeer.v1.ShareChanged.$Shape; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "listRequest"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest: clawpeer.v1.ListRequest.$Shape; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "listReply"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply: clawpeer.v1.ListReply.$Shape; sessionJoin?: null; sessionJoined?: null; joinWanted?: null }|{ body?: "sessionJoin"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin: clawpeer.v1.SessionJoin.$Shape; sessionJoined?: null; joinWanted?: null }|{ body?: "sessionJoined"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined: clawpeer.v1.SessionJoined.$Shape; joinWanted?: null }|{ body?: "joinWanted"; hello?: null; welcome?: null; finished?: null; error?: null; ping?: null; pong?: null; pairRequest?: null; pairAccept?: null; codePairStart?: null; codePairReply?: null; codePairFinish?: null; codePairDone?: null; transferRequest?: null; transferAccept?: null; manifest?: null; want?: null; dataOpen?: null; transferDone?: null; syncRequest?: null; syncAccept?: null; syncReconcile?: null; syncRevisions?: null; syncFetch?: null; syncDone?: null; watchShare?: null; shareChanged?: null; listRequest?: null; listReply?: null; sessionJoin?: null; sessionJoined?: null; joinWanted: clawpeer.v1.JoinWanted.$Shape })
              * )} clawpeer.v1.Control.$Shape
              */
 
@@ -8312,17 +8768,41 @@ export const clawpeer = $root.clawpeer = (() => {
              */
             Control.prototype.listReply = null;
 
+            /**
+             * Control sessionJoin.
+             * @member {clawpeer.v1.SessionJoin.$Properties|null|undefined} sessionJoin
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.sessionJoin = null;
+
+            /**
+             * Control sessionJoined.
+             * @member {clawpeer.v1.SessionJoined.$Properties|null|undefined} sessionJoined
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.sessionJoined = null;
+
+            /**
+             * Control joinWanted.
+             * @member {clawpeer.v1.JoinWanted.$Properties|null|undefined} joinWanted
+             * @memberof clawpeer.v1.Control
+             * @instance
+             */
+            Control.prototype.joinWanted = null;
+
             // OneOf field names bound to virtual getters and setters
             let $oneOfFields;
 
             /**
              * Control body.
-             * @member {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply"|undefined} body
+             * @member {"hello"|"welcome"|"finished"|"error"|"ping"|"pong"|"pairRequest"|"pairAccept"|"codePairStart"|"codePairReply"|"codePairFinish"|"codePairDone"|"transferRequest"|"transferAccept"|"manifest"|"want"|"dataOpen"|"transferDone"|"syncRequest"|"syncAccept"|"syncReconcile"|"syncRevisions"|"syncFetch"|"syncDone"|"watchShare"|"shareChanged"|"listRequest"|"listReply"|"sessionJoin"|"sessionJoined"|"joinWanted"|undefined} body
              * @memberof clawpeer.v1.Control
              * @instance
              */
             $Object.defineProperty(Control.prototype, "body", {
-                get: $util.oneOfGetter($oneOfFields = ["hello", "welcome", "finished", "error", "ping", "pong", "pairRequest", "pairAccept", "codePairStart", "codePairReply", "codePairFinish", "codePairDone", "transferRequest", "transferAccept", "manifest", "want", "dataOpen", "transferDone", "syncRequest", "syncAccept", "syncReconcile", "syncRevisions", "syncFetch", "syncDone", "watchShare", "shareChanged", "listRequest", "listReply"]),
+                get: $util.oneOfGetter($oneOfFields = ["hello", "welcome", "finished", "error", "ping", "pong", "pairRequest", "pairAccept", "codePairStart", "codePairReply", "codePairFinish", "codePairDone", "transferRequest", "transferAccept", "manifest", "want", "dataOpen", "transferDone", "syncRequest", "syncAccept", "syncReconcile", "syncRevisions", "syncFetch", "syncDone", "watchShare", "shareChanged", "listRequest", "listReply", "sessionJoin", "sessionJoined", "joinWanted"]),
                 set: $util.oneOfSetter($oneOfFields)
             });
 
@@ -8398,6 +8878,12 @@ export const clawpeer = $root.clawpeer = (() => {
                     $root.clawpeer.v1.ListRequest.encode(message.listRequest, writer.uint32(/* id 56, wireType 2 =*/450).fork(), _depth + 1).ldelim();
                 if (message.listReply != null && $Object.hasOwnProperty.call(message, "listReply"))
                     $root.clawpeer.v1.ListReply.encode(message.listReply, writer.uint32(/* id 57, wireType 2 =*/458).fork(), _depth + 1).ldelim();
+                if (message.sessionJoin != null && $Object.hasOwnProperty.call(message, "sessionJoin"))
+                    $root.clawpeer.v1.SessionJoin.encode(message.sessionJoin, writer.uint32(/* id 64, wireType 2 =*/514).fork(), _depth + 1).ldelim();
+                if (message.sessionJoined != null && $Object.hasOwnProperty.call(message, "sessionJoined"))
+                    $root.clawpeer.v1.SessionJoined.encode(message.sessionJoined, writer.uint32(/* id 65, wireType 2 =*/522).fork(), _depth + 1).ldelim();
+                if (message.joinWanted != null && $Object.hasOwnProperty.call(message, "joinWanted"))
+                    $root.clawpeer.v1.JoinWanted.encode(message.joinWanted, writer.uint32(/* id 66, wireType 2 =*/530).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -8636,6 +9122,27 @@ export const clawpeer = $root.clawpeer = (() => {
                                 break;
                             message.listReply = $root.clawpeer.v1.ListReply.decode(reader, reader.size(), $undefined, _depth + 1, message.listReply);
                             message.body = "listReply";
+                            continue;
+                        }
+                    case 64: {
+                            if (wireType !== 2)
+                                break;
+                            message.sessionJoin = $root.clawpeer.v1.SessionJoin.decode(reader, reader.size(), $undefined, _depth + 1, message.sessionJoin);
+                            message.body = "sessionJoin";
+                            continue;
+                        }
+                    case 65: {
+                            if (wireType !== 2)
+                                break;
+                            message.sessionJoined = $root.clawpeer.v1.SessionJoined.decode(reader, reader.size(), $undefined, _depth + 1, message.sessionJoined);
+                            message.body = "sessionJoined";
+                            continue;
+                        }
+                    case 66: {
+                            if (wireType !== 2)
+                                break;
+                            message.joinWanted = $root.clawpeer.v1.JoinWanted.decode(reader, reader.size(), $undefined, _depth + 1, message.joinWanted);
+                            message.body = "joinWanted";
                             continue;
                         }
                     }

@@ -1,0 +1,45 @@
+// The driver of transfer/stripe-policy.ts: while a transfer sends, reads the session's
+// transport counters (quinn's lost packets, datagrams sent, smoothed RTT) every
+// LOSS_WATCH_INTERVAL_MS and, when the policy says so, asks the session for more connections
+// (PeerSession.wantConnections: the dialer joins them, a listener asks its client to).
+// One policy per session, so what a first transfer learnt (the link is full) holds for the next.
+import type { Logger } from '../logger.js';
+import { StripePolicy } from '../transfer/stripe-policy.js';
+import type { PeerSession } from './session.js';
+
+/** How often the counters are read, ms: a few per round trip of a long path, cheap (one native call per connection). */
+export const LOSS_WATCH_INTERVAL_MS = 100;
+/** Connections in all an automatic session grows to: 12 of the listener's 16 per peer (maxConnectionsPerPeer) leave room for other commands; 1% loss at 50 ms needs ~12 for a quarter of 100 Mbit/s. */
+export const AUTO_MAX_CONNECTIONS = 12;
+
+const POLICIES = new WeakMap<PeerSession, StripePolicy>();
+
+/** Starts watching (nothing when the session has nobody to add connections); returns the stop. */
+export function watchLoss(session: PeerSession, log: Logger, maxConnections = AUTO_MAX_CONNECTIONS): () => void {
+  if (!session.canAddConnections || !session.caps.features.includes('join')) return () => undefined;
+  let policy = POLICIES.get(session);
+  if (policy === undefined) {
+    policy = new StripePolicy({ maxConnections });
+    POLICIES.set(session, policy);
+  }
+  const p = policy;
+  const tick = (): void => {
+    let lost = 0;
+    let sent = 0;
+    const conns = session.connections();
+    for (const c of conns) {
+      const s = c.stats();
+      lost += s.lostPackets ?? 0;
+      sent += s.sentPackets ?? 0;
+    }
+    const rttMs = session.connection.stats().rttMs;
+    const verdict = p.sample({ atMs: performance.now(), rttMs, lostPackets: lost, sentPackets: sent, connections: conns.length });
+    if (verdict.kind !== 'grow') return;
+    log.info('random loss on the path: asking for more connections', { peer: session.peerId, connections: verdict.connections, lossPct: Math.round(verdict.lossRate * 1e5) / 1e3, rttMs: Math.round(rttMs * 10) / 10 });
+    session.wantConnections(verdict.connections);
+  };
+  tick();
+  const timer = setInterval(tick, LOSS_WATCH_INTERVAL_MS);
+  timer.unref();
+  return () => clearInterval(timer);
+}

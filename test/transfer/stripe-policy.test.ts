@@ -1,0 +1,50 @@
+// The automatic striping rule: random loss (RTT at its floor) doubles the connections at most
+// every growEveryMs up to the cap; loss with an inflated RTT (a full queue) stops it for good;
+// short paths and rare losses never stripe.
+import t from 'tap';
+import { StripePolicy, type LinkSample } from '../../src/transfer/stripe-policy.js';
+
+/** Feeds samples 100 ms apart: `lost` new packets of 1000 sent each, at `rtt`; returns the growths. */
+function feed(policy: StripePolicy, steps: readonly { rtt: number; lost: number }[], start: { at: number; lost: number; sent: number; connections: number } = { at: 0, lost: 0, sent: 0, connections: 1 }): number[] {
+  const grown: number[] = [];
+  let { at, lost, sent, connections } = start;
+  for (const step of steps) {
+    at += 100;
+    lost += step.lost;
+    sent += 1000;
+    const s: LinkSample = { atMs: at, rttMs: step.rtt, lostPackets: lost, sentPackets: sent, connections };
+    const v = policy.sample(s);
+    if (v.kind === 'grow') {
+      grown.push(v.connections);
+      connections = v.connections;
+    }
+  }
+  return grown;
+}
+
+t.test('random loss at the RTT floor doubles the connections, paced, up to the cap', async (t) => {
+  const policy = new StripePolicy({ maxConnections: 12 });
+  const steps = Array.from({ length: 40 }, () => ({ rtt: 50, lost: 1 }));
+  t.same(feed(policy, steps), [2, 4, 8, 12]);
+  t.notOk(policy.linkFull);
+});
+
+t.test('loss with the RTT inflated by a queue stops growth for good', async (t) => {
+  const policy = new StripePolicy({ maxConnections: 12 });
+  const steps = [{ rtt: 50, lost: 0 }, { rtt: 90, lost: 0 }, { rtt: 100, lost: 5 }, ...Array.from({ length: 20 }, () => ({ rtt: 50, lost: 1 }))];
+  t.same(feed(policy, steps), [], 'slow start overshooting a 50 ms queue is congestion, not random loss');
+  t.ok(policy.linkFull);
+});
+
+t.test('grows on random loss, then stops once the connections together fill the queue', async (t) => {
+  const policy = new StripePolicy({ maxConnections: 12 });
+  const steps = [...Array.from({ length: 6 }, () => ({ rtt: 50, lost: 1 })), { rtt: 75, lost: 2 }, ...Array.from({ length: 20 }, () => ({ rtt: 50, lost: 1 }))];
+  t.same(feed(policy, steps), [2]);
+});
+
+t.test('never on a short path, nor for a loss or two', async (t) => {
+  t.same(feed(new StripePolicy({ maxConnections: 12 }), Array.from({ length: 40 }, () => ({ rtt: 0.3, lost: 3 }))), [], 'loopback / LAN RTT');
+  const rare = [{ rtt: 50, lost: 0 }, { rtt: 50, lost: 1 }, ...Array.from({ length: 40 }, () => ({ rtt: 50, lost: 0 }))];
+  t.same(feed(new StripePolicy({ maxConnections: 12 }), rare), [], 'one lost packet');
+  t.same(feed(new StripePolicy({ maxConnections: 1 }), Array.from({ length: 20 }, () => ({ rtt: 50, lost: 1 }))), [], 'a cap of one');
+});
