@@ -13,6 +13,7 @@ import { removePullState } from '../store/transfer-state.js';
 import { uniqueChunks, type WantInfo } from '../transfer/chunk-order.js';
 import type { ModeChange } from '../transfer/chmod.js';
 import { DataStreamRouter } from '../session/data-stream-router.js';
+import { hearingJoinHints } from '../session/session-join.js';
 import { dryRunReport, type DryRunReport, type DryRunVerdicts } from '../transfer/dry-run.js';
 import { overMaxDelete, transferExtraneous, type Extraneous } from './extraneous.js';
 import { replacedHistoryNode } from '../store/keeper.js';
@@ -472,7 +473,7 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
     const plan = await receiver.prepare();
     receiving.setTotalBytes(plan.lackingBytes);
     await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
-    const stats = await receiver.receive();
+    const stats = await hearingJoinHints(session, () => receiver.receive());
     await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
     // Only once everything is published: a failed pull removes nothing.
     const toRemove = withinMaxDelete(o, o.delete === true ? await pulledExtraneous(o, root, entries, receiver) : []);

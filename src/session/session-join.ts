@@ -95,3 +95,24 @@ export async function stripeSession(session: PeerSession, mode: ConnectionsMode,
   }
   await growTo(mode);
 }
+
+/**
+ * Runs `body` (a receiver taking data streams while nothing else reads the control stream: a
+ * pull's data phase) with the control stream read meanwhile, so a listener's JoinWanted is
+ * acted on during the transfer, not after it. Only on a session that may grow (auto mode). A
+ * peer's Error read here stays in the channel (ControlChannel keeps it for the next receive).
+ */
+export async function hearingJoinHints<T>(session: PeerSession, body: () => Promise<T>): Promise<T> {
+  if (!session.canAddConnections || !session.caps.features.includes('join')) return body();
+  const stop = new AbortController();
+  // Hints are taken inside receive(), which reads on; anything else returned here is not
+  // expected while data flows, and the body's own failure will say what went wrong.
+  const hearing = session.control.receive({ signal: stop.signal });
+  hearing.catch(() => undefined);
+  try {
+    return await body();
+  } finally {
+    stop.abort();
+    await hearing.catch(() => undefined);
+  }
+}

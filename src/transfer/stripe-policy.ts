@@ -11,7 +11,10 @@
 // The rule: loss with the RTT near its minimum is random loss (a full bottleneck queue, the
 // other cause of loss, shows as RTT above the minimum by the queue's delay); after each such
 // observation, double the connections (at most every `growEveryMs`, up to `maxConnections`).
-// Loss with an inflated RTT means the connections together fill the link: stop growing for good.
+// Loss with an inflated RTT means the connections together fill the link (or one is in slow
+// start's overshoot): no growth for `congestionHoldMs` after it, so the tail of the same episode,
+// detected once the queue drained, is not taken for random loss. (Not for good: the first RTT
+// samples of a connection can read high before its minimum is known.)
 // Never on paths under `minRttMs` (LAN, loopback): CUBIC recovers within microseconds there, and
 // loss on them is a full buffer, not the medium.
 // Non-goals: shrinking (connections idle at the end of a transfer cost nothing), I/O.
@@ -42,15 +45,18 @@ export interface StripePolicyOptions {
   readonly minLossRate?: number;
   /** Between two growths (the new connections' slow start needs a few round trips). */
   readonly growEveryMs?: number;
+  /** After loss with an inflated RTT, how long no loss counts as random. */
+  readonly congestionHoldMs?: number;
 }
 
 export const STRIPE_POLICY_DEFAULTS = {
   minRttMs: 5,
-  rttInflation: 1.25,
-  rttSlackMs: 3,
+  rttInflation: 1.5,
+  rttSlackMs: 5,
   minLostPackets: 2,
   minLossRate: 0.0002,
   growEveryMs: 500,
+  congestionHoldMs: 2_000,
 } as const;
 
 export type StripeVerdict =
@@ -65,16 +71,17 @@ export class StripePolicy {
   #sent = 0;
   #wanted = 1;
   #lastGrowAt = Number.NEGATIVE_INFINITY;
-  #full = false;
+  #congestedAt = Number.NEGATIVE_INFINITY;
+  #congestionEvents = 0;
 
   constructor(options: StripePolicyOptions) {
     if (!Number.isInteger(options.maxConnections) || options.maxConnections < 1) throw new RangeError(`maxConnections must be a positive integer, got ${options.maxConnections}`);
     this.#o = { ...STRIPE_POLICY_DEFAULTS, ...options };
   }
 
-  /** True once loss came with a full queue: the link is used, more connections would not help. */
-  get linkFull(): boolean {
-    return this.#full;
+  /** Samples whose loss came with a full queue (congestion, not the medium). */
+  get congestionEvents(): number {
+    return this.#congestionEvents;
   }
 
   /** Connections asked for so far (1 until the first growth). */
@@ -92,14 +99,16 @@ export class StripePolicy {
     const lost = Math.max(0, s.lostPackets - prev.lostPackets);
     const sent = Math.max(0, s.sentPackets - prev.sentPackets);
     this.#sent += sent;
-    if (lost === 0 || this.#full) return { kind: 'hold' };
+    if (lost === 0) return { kind: 'hold' };
+    this.#lost += lost;
     const o = this.#o;
     const limit = this.#minRtt * o.rttInflation + o.rttSlackMs;
     if (s.rttMs > limit || prev.rttMs > limit) {
-      this.#full = true;
+      this.#congestedAt = s.atMs;
+      this.#congestionEvents++;
       return { kind: 'hold' };
     }
-    this.#lost += lost;
+    if (s.atMs - this.#congestedAt < o.congestionHoldMs) return { kind: 'hold' };
     const lossRate = this.#sent === 0 ? 0 : this.#lost / this.#sent;
     if (this.#minRtt < o.minRttMs || this.#lost < o.minLostPackets || lossRate < o.minLossRate) return { kind: 'hold' };
     const have = Math.max(this.#wanted, s.connections);

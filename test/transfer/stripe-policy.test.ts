@@ -1,5 +1,5 @@
 // The automatic striping rule: random loss (RTT at its floor) doubles the connections at most
-// every growEveryMs up to the cap; loss with an inflated RTT (a full queue) stops it for good;
+// every growEveryMs up to the cap; loss with an inflated RTT (a full queue) holds it a while;
 // short paths and rare losses never stripe.
 import t from 'tap';
 import { StripePolicy, type LinkSample } from '../../src/transfer/stripe-policy.js';
@@ -26,20 +26,23 @@ t.test('random loss at the RTT floor doubles the connections, paced, up to the c
   const policy = new StripePolicy({ maxConnections: 12 });
   const steps = Array.from({ length: 40 }, () => ({ rtt: 50, lost: 1 }));
   t.same(feed(policy, steps), [2, 4, 8, 12]);
-  t.notOk(policy.linkFull);
+  t.equal(policy.congestionEvents, 0);
 });
 
-t.test('loss with the RTT inflated by a queue stops growth for good', async (t) => {
+t.test('loss with the RTT inflated by a queue holds growth, and so does the tail of that episode', async (t) => {
   const policy = new StripePolicy({ maxConnections: 12 });
-  const steps = [{ rtt: 50, lost: 0 }, { rtt: 90, lost: 0 }, { rtt: 100, lost: 5 }, ...Array.from({ length: 20 }, () => ({ rtt: 50, lost: 1 }))];
-  t.same(feed(policy, steps), [], 'slow start overshooting a 50 ms queue is congestion, not random loss');
-  t.ok(policy.linkFull);
+  const overshoot = [{ rtt: 50, lost: 0 }, { rtt: 90, lost: 0 }, { rtt: 100, lost: 5 }];
+  const tail = Array.from({ length: 19 }, () => ({ rtt: 50, lost: 1 })); // 1.9 s of losses detected after the queue drained
+  t.same(feed(policy, [...overshoot, ...tail]), [], 'slow start overshooting a 50 ms queue is congestion, not random loss');
+  t.ok(policy.congestionEvents >= 1, 'the overshoot counts as congestion');
+  const after = Array.from({ length: 4 }, () => ({ rtt: 50, lost: 1 }));
+  t.same(feed(policy, after, { at: 2200, lost: 24, sent: 22_000, connections: 1 }), [2], 'random loss after the hold grows again');
 });
 
-t.test('grows on random loss, then stops once the connections together fill the queue', async (t) => {
+t.test('grows on random loss, then holds while the connections together fill the queue', async (t) => {
   const policy = new StripePolicy({ maxConnections: 12 });
-  const steps = [...Array.from({ length: 6 }, () => ({ rtt: 50, lost: 1 })), { rtt: 75, lost: 2 }, ...Array.from({ length: 20 }, () => ({ rtt: 50, lost: 1 }))];
-  t.same(feed(policy, steps), [2]);
+  const fill = Array.from({ length: 10 }, (_, i) => ({ rtt: i % 3 === 0 ? 100 : 50, lost: 1 })); // a full queue every 300 ms
+  t.same(feed(policy, [...Array.from({ length: 6 }, () => ({ rtt: 50, lost: 1 })), ...fill]), [2]);
 });
 
 t.test('never on a short path, nor for a loss or two', async (t) => {
