@@ -54,7 +54,12 @@ export interface BenchRunSetting {
   readonly window: number;
   readonly streams: number;
   readonly connections: number;
+  /** QUIC connections inside each session (push's --connections): a number, or 'auto'. */
+  readonly sessionConnections: SessionConnections;
 }
+
+/** push's --connections: joined connections of one session (session/session-join.ts). */
+export type SessionConnections = number | 'auto';
 
 export interface BenchPlan {
   readonly target: BenchTarget;
@@ -82,6 +87,8 @@ export interface BenchPlanInput {
   readonly window?: string;
   readonly streams?: string;
   readonly connections?: string;
+  /** push's --connections values to sweep, e.g. "1,auto" (default 1). */
+  readonly sessionConnections?: string;
   readonly rtt?: string;
   readonly loss?: string;
   readonly transport?: string;
@@ -250,6 +257,19 @@ function parseTransports(text: string | undefined): BenchTransport[] {
   return out;
 }
 
+/** The --session-connections list: integers 1..16 and `auto`. */
+function parseSessionConnections(text: string | undefined): SessionConnections[] {
+  if (text === undefined) return [1];
+  const out: SessionConnections[] = [];
+  for (const item of text.split(',').map((x) => x.trim())) {
+    if (item === 'auto') out.push('auto');
+    else if (/^[0-9]+$/.test(item) && Number(item) >= 1 && Number(item) <= 16) out.push(Number(item));
+    else throw usage(`--session-connections ${JSON.stringify(text)}: each value must be auto or an integer 1..16`);
+  }
+  if (out.length === 0 || out.length > MAX_LIST_ITEMS) throw usage(`--session-connections takes 1..${MAX_LIST_ITEMS} values`);
+  return out;
+}
+
 /** Validates the input and expands the run matrix. `timestamp` names the remote run directory. */
 export function planBench(input: BenchPlanInput, defaults: BenchDefaults, timestamp: string): BenchPlan {
   const target = parseTarget(input);
@@ -257,6 +277,7 @@ export function planBench(input: BenchPlanInput, defaults: BenchDefaults, timest
   const windows = input.window === undefined ? [defaults.window] : parseIntList(input.window, '--window', 1, MAX_WINDOW);
   const streams = input.streams === undefined ? [defaults.streams] : parseIntList(input.streams, '--streams', 1, MAX_STREAMS);
   const connections = input.connections === undefined ? [1] : parseIntList(input.connections, '--connections', 1, MAX_CONNECTIONS);
+  const sessionConnections = parseSessionConnections(input.sessionConnections);
   const transports = parseTransports(input.transport);
   const repeat = input.repeat ?? 1;
   if (!Number.isInteger(repeat) || repeat < 1 || repeat > MAX_REPEAT) throw usage(`--repeat must be an integer in 1..${MAX_REPEAT}, got ${JSON.stringify(input.repeat)}`);
@@ -296,16 +317,18 @@ export function planBench(input: BenchPlanInput, defaults: BenchDefaults, timest
   for (const transport of transports) {
     for (const spec of target.kind === 'simulate' ? links : [undefined]) {
       for (const c of connections) {
-        for (const s of streams) {
-          for (const w of windows) {
-            for (let r = 0; r < repeat; r++) {
-              if (settings.length >= MAX_RUNS) throw usage(`the matrix has more than ${MAX_RUNS} runs: shorten the lists or --repeat`);
-              settings.push({
-                index: settings.length, repeat: r, transport,
-                ...(spec === undefined ? {} : { spec, rttMs: spec.rttMs, lossPct: spec.lossPct }),
-                link: spec === undefined ? 'peer' : formatImpairSpec(spec),
-                window: w, streams: s, connections: c,
-              });
+        for (const sc of sessionConnections) {
+          for (const s of streams) {
+            for (const w of windows) {
+              for (let r = 0; r < repeat; r++) {
+                if (settings.length >= MAX_RUNS) throw usage(`the matrix has more than ${MAX_RUNS} runs: shorten the lists or --repeat`);
+                settings.push({
+                  index: settings.length, repeat: r, transport,
+                  ...(spec === undefined ? {} : { spec, rttMs: spec.rttMs, lossPct: spec.lossPct }),
+                  link: spec === undefined ? 'peer' : formatImpairSpec(spec),
+                  window: w, streams: s, connections: c, sessionConnections: sc,
+                });
+              }
             }
           }
         }

@@ -56,6 +56,10 @@ export interface BenchRunResult {
   readonly window: number;
   readonly streams: number;
   readonly connections: number;
+  /** push's --connections of each session (1: one connection; 'auto': grown on random loss). */
+  readonly sessionConnections: number | 'auto';
+  /** QUIC connections the sessions had at the end of the run, summed (auto: how many it grew to). */
+  readonly connectionsUsed: number | null;
   readonly ok: boolean;
   readonly error: string | null;
   /** What the listener granted (it may clamp streams and window). */

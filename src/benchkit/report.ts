@@ -18,8 +18,10 @@ import { median } from './stats.js';
 export const DATA_TYPE = 'incompressible: random bytes, fresh for every run (the receiver cannot dedup them)';
 
 /** One setting, its repeats folded: medians over the successful runs. */
-export interface SummaryRow extends Pick<BenchRunResult, 'transport' | 'link' | 'rttMs' | 'lossPct' | 'window' | 'streams' | 'connections'> {
+export interface SummaryRow extends Pick<BenchRunResult, 'transport' | 'link' | 'rttMs' | 'lossPct' | 'window' | 'streams' | 'connections' | 'sessionConnections'> {
   readonly runs: number;
+  /** Connections the sessions had at the end (median over runs): what 'auto' grew to. */
+  readonly connectionsUsed: number | null;
   readonly failed: number;
   readonly goodputBitsPerSec: number | null;
   readonly dataGoodputBitsPerSec: number | null;
@@ -68,6 +70,7 @@ export interface BenchJson {
     readonly windows: number[];
     readonly streams: number[];
     readonly connections: number[];
+    readonly sessionConnections: (number | 'auto')[];
     readonly repeat: number;
     readonly runs: number;
     /** Untimed bytes pushed per connection before each run (0: cold connections). */
@@ -124,8 +127,8 @@ export function inaccuracyWarning(a: RelayAccuracySummary): string {
   return `WARNING: relay inaccurate for ${a.link}: ${bad.join('; ')}; results on this link do not describe the configured link`;
 }
 
-const groupKey = (r: { transport: string; link: string; window: number; streams: number; connections: number }): string =>
-  `${r.transport}|${r.link}|${r.window}|${r.streams}|${r.connections}`;
+const groupKey = (r: { transport: string; link: string; window: number; streams: number; connections: number; sessionConnections: number | 'auto' }): string =>
+  `${r.transport}|${r.link}|${r.window}|${r.streams}|${r.connections}|${r.sessionConnections}`;
 
 /** Folds repeats into one row per setting, in run order, with ratios to each link's baseline. */
 export function summarize(report: BenchRunnerReport): SummaryRow[] {
@@ -143,8 +146,9 @@ export function summarize(report: BenchRunnerReport): SummaryRow[] {
     if (first === undefined) throw new TypeError('empty group');
     const pick = (f: (r: BenchRunResult) => number | null): number | null => medianOrNull(ok.map(f).filter((x): x is number => x !== null));
     return {
-      transport: first.transport, link: first.link, rttMs: first.rttMs, lossPct: first.lossPct, window: first.window, streams: first.streams, connections: first.connections,
+      transport: first.transport, link: first.link, rttMs: first.rttMs, lossPct: first.lossPct, window: first.window, streams: first.streams, connections: first.connections, sessionConnections: first.sessionConnections,
       runs: runs.length, failed: runs.length - ok.length,
+      connectionsUsed: round(pick((r) => r.connectionsUsed), 1),
       goodputBitsPerSec: round(pick((r) => r.goodputBitsPerSec), 0),
       dataGoodputBitsPerSec: round(pick((r) => r.dataGoodputBitsPerSec), 0),
       linkPct: round(pick((r) => r.linkPct), 2),
@@ -163,9 +167,9 @@ export function summarize(report: BenchRunnerReport): SummaryRow[] {
     };
   });
   // Baseline per transport and link: the first value of each swept list (as planned).
-  const setting0 = { window: unique(settings.map((s) => s.window))[0], streams: unique(settings.map((s) => s.streams))[0], connections: unique(settings.map((s) => s.connections))[0] };
+  const setting0 = { window: unique(settings.map((s) => s.window))[0], streams: unique(settings.map((s) => s.streams))[0], connections: unique(settings.map((s) => s.connections))[0], sessionConnections: unique(settings.map((s) => s.sessionConnections))[0] };
   const baselineFor = (row: (typeof rows)[number]): (typeof rows)[number] | undefined =>
-    rows.find((r) => r.transport === row.transport && r.link === row.link && r.window === setting0.window && r.streams === setting0.streams && r.connections === setting0.connections);
+    rows.find((r) => r.transport === row.transport && r.link === row.link && r.window === setting0.window && r.streams === setting0.streams && r.connections === setting0.connections && r.sessionConnections === setting0.sessionConnections);
   return rows.map((row) => {
     const b = baselineFor(row);
     const ratio = (x: number | null, y: number | null | undefined): number | null => (x === null || y === null || y === undefined || y === 0 ? null : round(x / y));
@@ -207,6 +211,7 @@ export function toBenchJson(report: BenchRunnerReport): BenchJson {
       windows: unique(settings.map((s) => s.window)),
       streams: unique(settings.map((s) => s.streams)),
       connections: unique(settings.map((s) => s.connections)),
+      sessionConnections: unique(settings.map((s) => s.sessionConnections)),
       repeat: Math.max(1, ...settings.map((s) => s.repeat + 1)),
       runs: settings.length,
       warmupBytes: plan.warmupBytes,
@@ -238,12 +243,13 @@ export function formatTable(json: BenchJson): string {
   const revisions = json.workload['kind'] === 'revisions' || json.workload['kind'] === 'revisions-seq';
   const sync = json.workload['kind'] === 'sync';
   const header = [
-    'transport', 'link', 'W', 'streams', 'conns', 'goodput Mbit/s', '% link', 'data-phase Mbit/s', ...(revisions ? ['rev/s'] : []),
+    'transport', 'link', 'W', 'streams', 'conns', 'session conns', 'goodput Mbit/s', '% link', 'data-phase Mbit/s', ...(revisions ? ['rev/s'] : []),
     ...(sync ? ['sync s', 'reconcile B', 'round trips', 'wire KiB'] : []),
     'x baseline', 'ping ms', 'transport RTT ms', 'lost pkts', 'cwnd KiB', 'relay drops loss/queue', 'ok/runs',
   ];
   const rows = json.summary.map((r) => [
     r.transport, r.link, String(r.window), String(r.streams), String(r.connections),
+    r.sessionConnections === 'auto' ? `auto (${num(r.connectionsUsed, 0)})` : String(r.sessionConnections),
     mbit(r.goodputBitsPerSec), num(r.linkPct), mbit(r.dataGoodputBitsPerSec),
     ...(revisions ? [num(r.revisionsPerSec)] : []),
     ...(sync ? [num(r.seconds, 3), num(r.reconcileBytes, 0), num(r.roundTrips, 1), r.wireBytes === null ? '-' : (r.wireBytes / 1024).toFixed(1)] : []),
@@ -279,7 +285,7 @@ function describeUdpBuffers(b: BenchConditions['udpBuffers']): string {
 }
 
 const CSV_COLUMNS = [
-  'index', 'repeat', 'transport', 'link', 'rttMs', 'lossPct', 'window', 'streams', 'connections', 'ok', 'error', 'effectiveWindow', 'effectiveStreams',
+  'index', 'repeat', 'transport', 'link', 'rttMs', 'lossPct', 'window', 'streams', 'connections', 'sessionConnections', 'connectionsUsed', 'ok', 'error', 'effectiveWindow', 'effectiveStreams',
   'payloadBytes', 'files', 'seconds', 'dataSeconds', 'goodputBitsPerSec', 'dataGoodputBitsPerSec', 'linkPct', 'revisionsPerSec',
   'pingMedianMs', 'transportRttMs', 'lostPackets', 'congestionWindowBytes', 'wireBytes', 'chunksSent', 'chunksSkipped', 'relayDroppedLoss', 'relayDroppedQueue',
   'kernelUdpDrops', 'reconcileBytes', 'roundTrips',

@@ -251,9 +251,9 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     options.onProgress?.({ run: setting.index + 1, runs, label, phase, bytes, totalBytes: payloadTotal });
   const config = resolveConfig({ transport: setting.transport });
   const remotePath = `${plan.remoteBase}/run-${String(setting.index + 1).padStart(4, '0')}`;
-  const base: Omit<BenchRunResult, 'ok' | 'error' | 'effectiveWindow' | 'effectiveStreams' | 'seconds' | 'dataSeconds' | 'goodputBitsPerSec' | 'dataGoodputBitsPerSec' | 'linkPct' | 'revisionsPerSec' | 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'wireBytes' | 'chunksSent' | 'chunksSkipped' | 'relay' | 'kernelUdpDrops'> = {
+  const base: Omit<BenchRunResult, 'ok' | 'error' | 'effectiveWindow' | 'effectiveStreams' | 'seconds' | 'dataSeconds' | 'goodputBitsPerSec' | 'dataGoodputBitsPerSec' | 'linkPct' | 'revisionsPerSec' | 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'wireBytes' | 'chunksSent' | 'chunksSkipped' | 'relay' | 'kernelUdpDrops' | 'connectionsUsed'> = {
     index: setting.index, repeat: setting.repeat, transport: setting.transport, link: setting.link, rttMs: setting.rttMs ?? null, lossPct: setting.lossPct ?? null,
-    window: setting.window, streams: setting.streams, connections: setting.connections,
+    window: setting.window, streams: setting.streams, connections: setting.connections, sessionConnections: setting.sessionConnections,
     payloadBytes: payloadTotal, files: workloadFiles(plan.workload),
     reconcileBytes: null, roundTrips: null,
   };
@@ -270,7 +270,7 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     const countersBefore = await link.counters();
     const dropsBefore = udpBufferDrops();
     for (let k = 0; k < workload.parts.length; k++) {
-      sessions.push(await dialPeer({ identity: env.identity, peer, config, log: log.child('dial'), signal }));
+      sessions.push(await dialPeer({ identity: env.identity, peer, config, log: log.child('dial'), signal, connections: setting.sessionConnections }));
     }
     const first = sessions[0];
     if (first === undefined) throw new TypeError('no session');
@@ -289,7 +289,7 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
         goodputBitsPerSec: Math.round(goodput), dataGoodputBitsPerSec: null,
         linkPct: linkPctOf(goodput, setting), revisionsPerSec: null,
         ...(await linkMeasures(sessions, pings, countersBefore, link, dropsBefore)),
-        wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: 0,
+        wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: 0, connectionsUsed: connectionsOf(sessions),
         reconcileBytes: r.reconcileBytes, roundTrips: r.roundTrips,
       };
     }
@@ -362,6 +362,7 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
       wireBytes: results.reduce((a, r) => a + r.wireBytes, 0),
       chunksSent: results.reduce((a, r) => a + r.chunksSent, 0),
       chunksSkipped,
+      connectionsUsed: connectionsOf(sessions),
     };
   } catch (err) {
     if (signal.aborted) throw err;
@@ -372,7 +373,7 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
       ok: false, error: `${err.code}: ${err.message}`,
       effectiveWindow: null, effectiveStreams: null, seconds: 0, dataSeconds: null, goodputBitsPerSec: 0, dataGoodputBitsPerSec: null,
       linkPct: null, revisionsPerSec: null, pingMs: null, transportRttMs: [], lostPackets: null, congestionWindowBytes: null,
-      wireBytes: 0, chunksSent: 0, chunksSkipped: 0, relay: null, kernelUdpDrops: null,
+      wireBytes: 0, chunksSent: 0, chunksSkipped: 0, relay: null, kernelUdpDrops: null, connectionsUsed: null,
     };
   } finally {
     await Promise.all(sessions.map((s) => s.close().catch(() => undefined)));
@@ -380,6 +381,11 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     await removeAfterRun(ctx, () => rm(workloadDir, { recursive: true, force: true }));
     await removeAfterRun(ctx, () => env.discard(remotePath).catch(() => undefined));
   }
+}
+
+/** QUIC connections of the run's sessions now (joined ones included). */
+function connectionsOf(sessions: readonly PeerSession[]): number {
+  return sessions.reduce((n, s) => n + s.connections().length, 0);
 }
 
 /** Goodput as % of the simulated link's rate; null without a rate. */
@@ -396,7 +402,7 @@ async function linkMeasures(
   link: LinkHandle,
   dropsBefore: number | null,
 ): Promise<Pick<BenchRunResult, 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'relay' | 'kernelUdpDrops'>> {
-  const stats = sessions.map((s) => s.connection.stats());
+  const stats = sessions.flatMap((s) => s.connections().map((c) => c.stats()));
   const countersAfter = await link.counters();
   const dropsAfter = udpBufferDrops();
   const lost = stats.map((s) => s.lostPackets);

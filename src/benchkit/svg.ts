@@ -145,14 +145,15 @@ export function renderLineChart(spec: ChartSpec): string {
   return out.join('\n') + '\n';
 }
 
-type Dim = 'rttMs' | 'lossPct' | 'window' | 'streams' | 'connections' | 'transport';
-const DIM_LABEL: Readonly<Record<Dim, string>> = { rttMs: 'RTT', lossPct: 'loss', window: 'W', streams: 'streams', connections: 'conns', transport: '' };
+type Dim = 'rttMs' | 'lossPct' | 'window' | 'streams' | 'connections' | 'sessionConnections' | 'transport';
+const DIM_LABEL: Readonly<Record<Dim, string>> = { rttMs: 'RTT', lossPct: 'loss', window: 'W', streams: 'streams', connections: 'conns', sessionConnections: '--connections', transport: '' };
 const X_LABEL: Readonly<Record<Exclude<Dim, 'transport'>, string>> = {
   rttMs: 'simulated round-trip time, ms',
   lossPct: 'simulated random loss per packet, %',
   window: 'window W (unacknowledged chunks per stream)',
   streams: 'data streams per connection',
   connections: 'QUIC connections (striped)',
+  sessionConnections: 'QUIC connections of one session (--connections)',
 };
 
 function valueOf(r: SummaryRow, d: Dim): string | number | null {
@@ -163,6 +164,7 @@ function describeValue(d: Dim, v: string | number | null): string {
   if (d === 'transport') return String(v);
   if (d === 'rttMs') return `RTT=${String(v)}ms`;
   if (d === 'lossPct') return `loss=${String(v)}%`;
+  if (d === 'sessionConnections') return v === 'auto' ? 'push --connections auto' : `push --connections ${String(v)}`;
   return `${DIM_LABEL[d]}=${String(v)}`;
 }
 
@@ -171,7 +173,7 @@ export function chartFromBench(json: BenchJson): ChartSpec {
   const rows = json.summary;
   const varies = (d: Dim): boolean => new Set(rows.map((r) => valueOf(r, d))).size > 1;
   const xDim = (['rttMs', 'lossPct', 'window', 'streams', 'connections'] as const).find(varies) ?? 'window';
-  const seriesDims = (['window', 'streams', 'connections', 'rttMs', 'lossPct', 'transport'] as const).filter((d) => d !== xDim && varies(d));
+  const seriesDims = (['window', 'streams', 'connections', 'sessionConnections', 'rttMs', 'lossPct', 'transport'] as const).filter((d) => d !== xDim && varies(d));
   const revisions = json.workload['kind'] === 'revisions' || json.workload['kind'] === 'revisions-seq';
   const yOf = (r: SummaryRow): number | null => (revisions ? r.revisionsPerSec : r.goodputBitsPerSec === null ? null : r.goodputBitsPerSec / 1e6);
   const series = new Map<string, ChartPoint[]>();

@@ -23,7 +23,7 @@ export function fakeRun(plan: BenchPlan, index: number, goodput: (w: number, rtt
   const g = goodput(s.window, s.rttMs ?? 1);
   return {
     index, repeat: s.repeat, transport: s.transport, link: s.link, rttMs: s.rttMs ?? null, lossPct: s.lossPct ?? null,
-    window: s.window, streams: s.streams, connections: s.connections, ok: true, error: null,
+    window: s.window, streams: s.streams, connections: s.connections, sessionConnections: s.sessionConnections, connectionsUsed: s.connections, ok: true, error: null,
     effectiveWindow: s.window, effectiveStreams: s.streams, payloadBytes: 409600, files: 100,
     seconds: (409600 * 8) / g, dataSeconds: (409600 * 8) / g / 2, goodputBitsPerSec: g, dataGoodputBitsPerSec: 2 * g,
     linkPct: (100 * g) / 100e6, revisionsPerSec: 100 / ((409600 * 8) / g),

@@ -10,7 +10,7 @@ t.test('JSON: every condition, settings, relay accuracy, one summary row per set
   t.match(json.conditions, { cpuModel: 'Test CPU', cores: 2, node: 'v20.0.0', loadAverageStart: [1.5, 1.2, 1], loadAverageEnd: [1.6, 1.3, 1.1] });
   t.match(json.workload, { kind: 'revisions', revisions: 100, pageBytes: 4096, payloadBytes: 409600, files: 100, dataType: /incompressible/ });
   t.match(json.target, { kind: 'simulate', spec: 'rtt=50ms,rate=100mbit', linkRateBitsPerSec: 100e6 });
-  t.same(json.settings, { transports: ['quic'], links: ['rtt=1ms,rate=100mbit', 'rtt=5ms,rate=100mbit', 'rtt=50ms,rate=100mbit', 'rtt=100ms,rate=100mbit'], windows: [1, 4, 16], streams: [1], connections: [1], repeat: 1, runs: 12, warmupBytes: 0 });
+  t.same(json.settings, { transports: ['quic'], links: ['rtt=1ms,rate=100mbit', 'rtt=5ms,rate=100mbit', 'rtt=50ms,rate=100mbit', 'rtt=100ms,rate=100mbit'], windows: [1, 4, 16], streams: [1], connections: [1], sessionConnections: [1], repeat: 1, runs: 12, warmupBytes: 0 });
   t.equal(json.relayAccurate, true);
   t.equal(json.relayAccuracy.length, 4);
   t.match(json.relayAccuracy[0], { ok: true, rtt: { measuredMs: 50.4 }, rate: { measuredBitsPerSec: 99.5e6 }, loss: { measuredPct: 0 } });

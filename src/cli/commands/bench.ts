@@ -37,6 +37,7 @@ export function benchInputFromArgs(args: Record<string, unknown>): BenchPlanInpu
     window: optionalString(args['window']),
     streams: optionalString(args['streams']),
     connections: optionalString(args['connections']),
+    sessionConnections: optionalString(args['session-connections']),
     rtt: optionalString(args['rtt']),
     loss: optionalString(args['loss']),
     transport: optionalString(args['transport']),
@@ -94,7 +95,8 @@ export function registerBenchCommands(cli: Argv, run: Runner): Argv {
         .option('changed', { type: 'number', describe: 'sync workload: files rewritten between the untimed first sync and the timed second (default 10; 0: a no-op sync)' })
         .option('window', { type: 'string', describe: `windows to sweep, e.g. 1,4,16,64 (default ${DEFAULT_WINDOW})` })
         .option('streams', { type: 'string', describe: `streams per connection to sweep, e.g. 1,2,4,8 (default ${DEFAULT_STREAMS})` })
-        .option('connections', { type: 'string', describe: 'QUIC connections to stripe each run over, e.g. 1,8 (default 1)' })
+        .option('connections', { type: 'string', describe: 'separate sessions to split each run over (part files, one push each), e.g. 1,8 (default 1)' })
+        .option('session-connections', { type: 'string', describe: 'push\'s own --connections to sweep: joined QUIC connections of one session, e.g. 1,auto or 1,4,8 (default 1)' })
         .option('rtt', { type: 'string', describe: 'simulate: RTTs to sweep, ms, overriding the spec\'s rtt, e.g. 1,5,50,100' })
         .option('loss', { type: 'string', describe: 'simulate: random loss to sweep, %, overriding the spec\'s loss, e.g. 0,0.1,0.5,1' })
         .option('transport', { type: 'string', describe: 'quic, tcp (TLS-over-TCP fallback through a TCP-level relay: no loss) or quic,tcp (default quic)' })
