@@ -8,6 +8,7 @@
 // transfer (it has read the request), a stream waits WAITING_STREAM_MS; after that, as long as
 // the transfer is expected. A stream for a transfer that already ended (its receiver had
 // everything before reading it: the sender's early chunks were all unwanted) is reset at once.
+import { setMaxListeners } from 'node:events';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { decodeControl } from '../protocol/messages.js';
@@ -66,6 +67,8 @@ export class DataStreamRouter {
    * is refused when it comes twice, whichever connections carry it.
    */
   runSession(session: PeerSession, signal?: AbortSignal): Promise<void> {
+    // One accept loop per connection waits on `signal`: up to 16 of them are normal.
+    if (signal !== undefined) setMaxListeners(0, signal);
     const unwatch = session.onConnection((conn) => void this.#acceptFrom(conn, signal));
     for (const conn of session.connections()) if (conn !== this.connection) void this.#acceptFrom(conn, signal);
     return this.run(signal).finally(unwatch);

@@ -34,7 +34,6 @@ export function watchLoss(session: PeerSession, log: Logger, maxConnections = AU
     }
     const rttMs = session.connection.stats().rttMs;
     const verdict = p.sample({ atMs: performance.now(), rttMs, lostPackets: lost, sentPackets: sent, connections: conns.length });
-    if (process.env['CLAWPEER_DEBUG_STRIPE'] !== undefined) process.stderr.write(`stripe ${JSON.stringify({ rttMs, lost, sent, n: conns.length, congestion: p.congestionEvents, verdict })}\n`);
     if (verdict.kind !== 'grow') return;
     log.info('random loss on the path: asking for more connections', { peer: session.peerId, connections: verdict.connections, lossPct: Math.round(verdict.lossRate * 1e5) / 1e3, rttMs: Math.round(rttMs * 10) / 10 });
     session.wantConnections(verdict.connections);

@@ -11,6 +11,7 @@
 // `--connections N` forces N (opened before the first request); `auto` starts with one and
 // grows when a sender sees random loss (session/loss-watch.ts on this side, JoinWanted from the
 // listener when it sends).
+import { setMaxListeners } from 'node:events';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import { joinProof } from '../crypto/session-keys.js';
 import { ClawpeerError } from '../errors.js';
@@ -69,6 +70,8 @@ export async function joinSession(session: PeerSession, index: number, ctx: Join
  */
 export async function stripeSession(session: PeerSession, mode: ConnectionsMode, ctx: JoinContext): Promise<void> {
   if (mode === 1 || !session.caps.features.includes('join')) return;
+  // Each join's connect and handshake waits on the signal: up to 15 at once are normal.
+  if (ctx.signal !== undefined) setMaxListeners(0, ctx.signal);
   let nextIndex = 1;
   let failed = false;
   let growing: Promise<void> = Promise.resolve();
