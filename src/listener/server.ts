@@ -220,7 +220,7 @@ export class NodeServer {
       this.#options.log.warn('cannot re-read the pair list', { error: (err as Error).message });
       return;
     }
-    const inSession = new Set([...this.#sessions.keys()].map((s) => s.connection));
+    const inSession = new Set([...this.#sessions.keys()].flatMap((s) => s.connections()));
     for (const [conn, peerId] of this.#connections) {
       if (paired.has(peerId) || inSession.has(conn)) continue;
       this.#options.log.warn('peer unpaired: closing its connection before its handshake completed', { id: peerId, addr: formatHostPort(conn.remoteAddress) });
