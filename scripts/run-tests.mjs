@@ -19,8 +19,14 @@
 // A file past its deadline (300 s; CLAWPEER_TEST_FILE_TIMEOUT_S) gets SIGTERM first: every file
 // runs with test-hang-report.cjs, which prints what it was still waiting on; then its process
 // group is killed. A hang used to leave only "TAP version 14" behind.
+//
+// Order: longest first (LPT), by the wall times in scripts/test-timings.json (a file not listed
+// counts as the median), so the run does not end with one long file running alone. With
+// CLAWPEER_TEST_TIMINGS=1 the run ends with the 20 slowest files, and the e2e harness logs each
+// CLI it starts with its time; CLAWPEER_TEST_TIMINGS_OUT=FILE writes every file's wall time in
+// that file's format (refresh the committed one from a full run on a quiet machine).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +40,9 @@ const KILL_GRACE_MS = 10_000;
 /** How long a stopped file gets to say what it waited on before its process group is killed. */
 const HANG_REPORT_GRACE_MS = 2_000;
 const HANG_REPORT = fileURLToPath(new URL('./test-hang-report.cjs', import.meta.url));
+/** Seconds each file took in a full run, keyed by its path below dist/test/. */
+const TIMINGS_FILE = fileURLToPath(new URL('./test-timings.json', import.meta.url));
+const SHOW_TIMINGS = process.env.CLAWPEER_TEST_TIMINGS === '1';
 
 /** Left out of the default run: the NAT matrix takes many minutes (`npm run test:lab` runs it). */
 const NOT_BY_DEFAULT = new Set(['nat-matrix.test.js']);
@@ -55,6 +64,22 @@ function namedFiles(args) {
     const pattern = new RegExp(`^${arg.split('**/').map((part) => part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')).join('(?:.*/)?')}$`);
     return readdirSync(root, { recursive: true }).map((p) => join(root, String(p))).filter((p) => pattern.test(p)).sort();
   });
+}
+
+const timingKey = (file) => file.replace(/^(\.\/)?dist\/test\//, '');
+
+/** `files` longest first by their recorded times (a file without one counts as the median). */
+function longestFirst(files) {
+  let recorded = {};
+  try {
+    recorded = JSON.parse(readFileSync(TIMINGS_FILE, 'utf8')).seconds ?? {};
+  } catch {
+    // no timings: the files keep their order
+  }
+  const known = Object.values(recorded).filter((v) => typeof v === 'number').sort((x, y) => x - y);
+  const median = known.length > 0 ? known[Math.floor(known.length / 2)] : 0;
+  const estimate = (file) => recorded[timingKey(file)] ?? median;
+  return [...files].sort((x, y) => estimate(y) - estimate(x) || (x < y ? -1 : 1));
 }
 
 /** Counts a file's own test cases: its top-level TAP result lines. */
@@ -120,15 +145,18 @@ function runFile(file, env) {
 }
 
 const args = process.argv.slice(2);
-const files = args.length > 0 ? namedFiles(args) : defaultTestFiles('dist/test');
+const files = longestFirst(args.length > 0 ? namedFiles(args) : defaultTestFiles('dist/test'));
 const runTmp = mkdtempSync(join(tmpdir(), 'clawpeer-test-run-'));
 const env = { ...process.env, TMPDIR: runTmp, TAP_TIMEOUT: String(FILE_TIMEOUT_S) };
 delete env.NODE_OPTIONS; // a test's CLIs must start as a user's do
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let reported = 0;
+/** Wall seconds of each file, in the order they finished. */
+const took = new Map();
 process.stdout.write(`TAP version 14\n`);
 const report = (file, result) => {
+  took.set(file, result.ms / 1000);
   const counts = countCases(result.output);
   totals.passed += counts.passed;
   totals.skipped += counts.skipped;
@@ -148,6 +176,14 @@ const worker = async () => {
 const startedAll = process.hrtime.bigint();
 await Promise.all(Array.from({ length: Math.max(1, Math.min(JOBS, files.length)) }, worker));
 process.stdout.write(`1..${reported}\n# time=${(Number(process.hrtime.bigint() - startedAll) / 1e6).toFixed(3)}ms\n`);
+if (SHOW_TIMINGS) {
+  const slowest = [...took].sort((x, y) => y[1] - x[1]).slice(0, 20);
+  process.stdout.write(`# slowest files (wall s, ${JOBS} at a time):\n${slowest.map(([f, sec]) => `#   ${sec.toFixed(1).padStart(6)}  ${f}`).join('\n')}\n`);
+}
+if (process.env.CLAWPEER_TEST_TIMINGS_OUT) {
+  const seconds = Object.fromEntries([...took].sort((x, y) => y[1] - x[1]).map(([f, sec]) => [timingKey(f), Math.round(sec * 10) / 10]));
+  writeFileSync(process.env.CLAWPEER_TEST_TIMINGS_OUT, JSON.stringify({ note: 'wall seconds per test file, for run-tests.mjs to start the longest first; from one full run', jobs: JOBS, seconds }, null, 2) + '\n');
+}
 if (files.length === 0) totals.failed++; // a run that found no tests passed nothing
 process.stdout.write(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
 if (process.env.CLAWPEER_KEEP_TEST_TMP === '1') process.stdout.write(`# temp files kept in ${runTmp}\n`);
