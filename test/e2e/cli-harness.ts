@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { createIdentity } from '../../src/home/identity-store.js';
 
 export const CLI = fileURLToPath(new URL('../../../bin/clawpeer.cjs', import.meta.url));
 
@@ -59,7 +60,18 @@ export function jsonLines(stdout: string): Record<string, unknown>[] {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
+/**
+ * A home with a new identity, made in this process (what `clawpeer init` does, without a CLI's
+ * start: the tests of `init` itself run the CLI, or use initNodeViaCli).
+ */
 export async function initNode(label: string): Promise<{ home: string; id: string }> {
+  const home = await tempHome(label);
+  const identity = await createIdentity(join(home, 'identity.key'));
+  return { home, id: identity.nodeId };
+}
+
+/** A home made by `clawpeer init --json`, its id read from what it printed. */
+export async function initNodeViaCli(label: string): Promise<{ home: string; id: string }> {
   const home = await tempHome(label);
   const r = await runCli(['--home', home, 'init', '--json']);
   if (r.code !== 0) throw new Error(`init failed: ${r.stderr}`);
