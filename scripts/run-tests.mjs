@@ -82,6 +82,21 @@ function longestFirst(files) {
   return [...files].sort((x, y) => estimate(y) - estimate(x) || (x < y ? -1 : 1));
 }
 
+/**
+ * CPU seconds (user + system) of this runner's reaped children and all they reaped in turn
+ * (Linux /proc; 0 elsewhere). Read as each file exits, the growth is that file's CPU with every
+ * CLI it started: a figure the load of other work on the machine inflates far less than wall time.
+ */
+function childrenCpuSeconds() {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').replace(/^.*\) /, '').split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100; // cutime, cstime in clock ticks (USER_HZ 100)
+  } catch {
+    return 0;
+  }
+}
+let cpuSeen = 0;
+
 /** Counts a file's own test cases: its top-level TAP result lines. */
 function countCases(output) {
   const counts = { passed: 0, failed: 0, skipped: 0 };
@@ -134,12 +149,18 @@ function runFile(file, env) {
       }
       setTimeout(() => killGroup(child), HANG_REPORT_GRACE_MS).unref();
     }, FILE_TIMEOUT_S * 1000 + KILL_GRACE_MS);
+    let cpu = 0;
+    child.on('exit', () => {
+      const now = childrenCpuSeconds();
+      cpu = now - cpuSeen;
+      cpuSeen = now;
+    });
     child.on('close', (code, signal) => {
       running.delete(child);
       killGroup(child); // what the file left running (a listener a failed test never stopped)
       clearTimeout(killer);
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      resolve({ output, ok: code === 0 && !timedOut, why: timedOut ? 'timed out' : code !== 0 ? `exit ${code ?? signal}` : '', ms });
+      resolve({ output, ok: code === 0 && !timedOut, why: timedOut ? 'timed out' : code !== 0 ? `exit ${code ?? signal}` : '', ms, cpu });
     });
   });
 }
@@ -152,11 +173,11 @@ delete env.NODE_OPTIONS; // a test's CLIs must start as a user's do
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let reported = 0;
-/** Wall seconds of each file, in the order they finished. */
+/** Wall and CPU seconds of each file, in the order they finished. */
 const took = new Map();
 process.stdout.write(`TAP version 14\n`);
 const report = (file, result) => {
-  took.set(file, result.ms / 1000);
+  took.set(file, { wall: result.ms / 1000, cpu: result.cpu });
   const counts = countCases(result.output);
   totals.passed += counts.passed;
   totals.skipped += counts.skipped;
@@ -176,12 +197,15 @@ const worker = async () => {
 const startedAll = process.hrtime.bigint();
 await Promise.all(Array.from({ length: Math.max(1, Math.min(JOBS, files.length)) }, worker));
 process.stdout.write(`1..${reported}\n# time=${(Number(process.hrtime.bigint() - startedAll) / 1e6).toFixed(3)}ms\n`);
+const byWall = [...took].sort((x, y) => y[1].wall - x[1].wall);
 if (SHOW_TIMINGS) {
-  const slowest = [...took].sort((x, y) => y[1] - x[1]).slice(0, 20);
-  process.stdout.write(`# slowest files (wall s, ${JOBS} at a time):\n${slowest.map(([f, sec]) => `#   ${sec.toFixed(1).padStart(6)}  ${f}`).join('\n')}\n`);
+  const wallAll = Number(process.hrtime.bigint() - startedAll) / 1e9;
+  const cpuAll = [...took.values()].reduce((sum, t) => sum + t.cpu, 0);
+  process.stdout.write(`# slowest files (${JOBS} at a time; wall s, CPU s of the file and its CLIs):\n${byWall.slice(0, 20).map(([f, t]) => `#   ${t.wall.toFixed(1).padStart(6)} ${t.cpu.toFixed(1).padStart(6)}  ${f}`).join('\n')}\n`);
+  process.stdout.write(`# all files: ${cpuAll.toFixed(0)} CPU s in ${wallAll.toFixed(0)} s (${(100 * cpuAll / wallAll).toFixed(0)}% of one core)\n`);
 }
 if (process.env.CLAWPEER_TEST_TIMINGS_OUT) {
-  const seconds = Object.fromEntries([...took].sort((x, y) => y[1] - x[1]).map(([f, sec]) => [timingKey(f), Math.round(sec * 10) / 10]));
+  const seconds = Object.fromEntries(byWall.map(([f, t]) => [timingKey(f), Math.round(t.wall * 10) / 10]));
   writeFileSync(process.env.CLAWPEER_TEST_TIMINGS_OUT, JSON.stringify({ note: 'wall seconds per test file, for run-tests.mjs to start the longest first; from one full run', jobs: JOBS, seconds }, null, 2) + '\n');
 }
 if (files.length === 0) totals.failed++; // a run that found no tests passed nothing
