@@ -41,6 +41,8 @@ export interface KillScheduleOptions {
   readonly bigBytes?: number;
   /** Extra `sync` options (e.g. --transport tcp). */
   readonly syncArgs?: readonly string[];
+  /** Added to each sync's environment (e.g. a short idle timeout, test-hooks.ts). */
+  readonly syncEnv?: NodeJS.ProcessEnv;
 }
 
 export interface KillScheduleResult {
@@ -312,7 +314,7 @@ export class KillWorld {
   async sync(client: KillNode, what: string, kill: 'client' | 'listener' | undefined): Promise<{ completed: boolean; inSync: boolean }> {
     this.stats.syncs++;
     const started = Date.now();
-    const run: CliRun = spawnCli(client.home, ['sync', client.dir, `hub:${SHARE}`, ...(this.o.syncArgs ?? [])]);
+    const run: CliRun = spawnCli(client.home, ['sync', client.dir, `hub:${SHARE}`, ...(this.o.syncArgs ?? [])], this.o.syncEnv);
     let killed = false;
     let killer: Promise<void> = Promise.resolve();
     if (kill !== undefined) {
