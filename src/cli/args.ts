@@ -102,13 +102,13 @@ export function fsyncOption(value: unknown): 'batch' | 'none' {
 export const CONNECTIONS_OPTION = {
   type: 'string',
   default: 'auto',
-  describe: 'QUIC connections to stripe the data over: auto (one; more, up to 12, when the sender sees random loss on a path of 5 ms or more), or a number 1..16 (1: one connection, as clawpeer before 0.2)',
+  describe: 'QUIC connections to stripe the data over: auto (one; more, up to 12, when the sender sees random loss on a path of 5 ms or more), or a number 1..16 (1: one connection, as before)',
 } as const;
 
 /** The --connections value: 'auto' or 1..16; USAGE naming the flag otherwise. */
 export function connectionsOption(value: unknown): 'auto' | number {
   if (value === undefined || value === 'auto') return 'auto';
-  const text = String(value);
+  const text = flagText(value);
   if (!/^[0-9]+$/.test(text)) throw new ClawpeerError('USAGE', `--connections ${JSON.stringify(text)}: must be auto or a number 1..16`);
   return intOption(Number(text), '--connections', 1, 16);
 }
