@@ -34,7 +34,7 @@ t.teardown(() => listener.stop('SIGKILL'));
 const server = (share: string, ...p: string[]): string => path.join(work, 'server', share, ...p);
 const client = (share: string, ...p: string[]): string => path.join(work, 'client', share, ...p);
 /** The idle timeout of a sync whose listener dies under it (test-hooks.ts; 15 s by default). */
-const KILLED_PEER_IDLE_MS = 4000;
+const KILLED_PEER_IDLE_MS = 6000;
 const CONFLICT_NAME = /^notes\.sync-conflict-\d{8}-\d{6}-[^.]+\.txt$/;
 
 function runSync(share: string, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
