@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createIdentity } from '../../src/home/identity-store.js';
+import { PeerStore } from '../../src/home/peer-store.js';
 
 export const CLI = fileURLToPath(new URL('../../../bin/clawpeer.cjs', import.meta.url));
 
@@ -68,6 +69,14 @@ export async function initNode(label: string): Promise<{ home: string; id: strin
   const home = await tempHome(label);
   const identity = await createIdentity(join(home, 'identity.key'));
   return { home, id: identity.nodeId };
+}
+
+/**
+ * Pins peer `id` under `name` (and `addr`) in `home`, in this process: what `clawpeer pair add`
+ * does (whose own tests run the CLI), without a CLI's start.
+ */
+export async function pairAdd(home: string, id: string, name: string, addr?: string): Promise<void> {
+  await new PeerStore(join(home, 'peers.json')).add(id, name, addr);
 }
 
 /** A home made by `clawpeer init --json`, its id read from what it printed. */

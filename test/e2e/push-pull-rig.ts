@@ -4,7 +4,7 @@
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { initNode, jsonLines, runCli, startListener, type RunningListener } from './cli-harness.js';
+import { initNode, jsonLines, pairAdd, startListener, type RunningListener } from './cli-harness.js';
 
 export interface PushPullRig {
   readonly a: { home: string; id: string };
@@ -33,15 +33,15 @@ export async function startPushPullRig(): Promise<PushPullRig> {
   await writeFile(path.join(roShare, 'readme.txt'), 'read me\n');
   const c = await initNode('pc');
   const privShare = path.join(work, 'private');
-  await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
-  await runCli(['--home', a.home, 'pair', 'add', c.id, '--name', 'carol']);
+  await pairAdd(a.home, b.id, 'bob');
+  await pairAdd(a.home, c.id, 'carol');
   const keepShare = path.join(work, 'keep');
   const shareArgs = ['--share', `inbox=${path.join(work, 'inbox')}`, '--share', `ro=${roShare}:ro`, '--share', `private=${privShare}`, '--allow', 'private=carol', '--share', `keep=${keepShare}:nodelete`];
   const rig: PushPullRig = {
     a, b, c, work, roShare, privShare, keepShare, shareArgs,
     listener: await startListener(a.home, shareArgs),
     pairAlice: async () => {
-      await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${rig.listener.port}`]);
+      await pairAdd(b.home, a.id, 'alice', `127.0.0.1:${rig.listener.port}`);
     },
     done: (stdout) => {
       const last = jsonLines(stdout).at(-1);

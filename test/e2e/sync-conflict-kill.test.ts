@@ -10,7 +10,7 @@ import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import { conflictPath } from '../../src/sync/conflict.js';
-import { initNode, jsonLines, runCli, startListener, type CliResult } from './cli-harness.js';
+import { initNode, jsonLines, pairAdd, runCli, startListener, type CliResult } from './cli-harness.js';
 import { snapshot as fullSnapshot, type TreeItem } from './tree-helpers.js';
 
 async function snapshot(root: string): Promise<TreeItem[]> {
@@ -21,20 +21,20 @@ const SHARES = ['wedge-server-wins', 'wedge-client-wins', 'copy-killed', 'log-ki
 const a = await initNode('ska');
 const b = await initNode('skb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-kill-'));
-await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
+await pairAdd(a.home, b.id, 'bob');
 const shareArgs: string[] = [];
 for (const name of SHARES) {
   await mkdir(path.join(work, 'server', name), { recursive: true });
   shareArgs.push('--share', `${name}=${path.join(work, 'server', name)}`);
 }
 const listener = await startListener(a.home, ['-v', ...shareArgs]);
-await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]);
+await pairAdd(b.home, a.id, 'alice', `127.0.0.1:${listener.port}`);
 t.teardown(() => listener.stop('SIGKILL'));
 
 const server = (share: string, ...p: string[]): string => path.join(work, 'server', share, ...p);
 const client = (share: string, ...p: string[]): string => path.join(work, 'client', share, ...p);
 /** The idle timeout of a sync whose listener dies under it (test-hooks.ts; 15 s by default). */
-const KILLED_PEER_IDLE_MS = 4000;
+const KILLED_PEER_IDLE_MS = 6000;
 const CONFLICT_NAME = /^notes\.sync-conflict-\d{8}-\d{6}-[^.]+\.txt$/;
 
 function runSync(share: string, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
@@ -199,12 +199,12 @@ t.test('a listener killed at each step of settling a conflict: restarted, the ne
     const mine = path.join(work, `client-listener-${step}`);
     await mkdir(dir, { recursive: true });
     await mkdir(mine, { recursive: true });
-    await runCli(['--home', c.home, 'pair', 'add', b.id, '--name', 'bob']);
+    await pairAdd(c.home, b.id, 'bob');
     const args = ['--share', `f=${dir}`];
     let l = await startListener(c.home, args);
     const port = l.port;
     t.teardown(() => l.stop('SIGKILL'));
-    await runCli(['--home', b.home, 'pair', 'add', c.id, '--name', `carol-${step}`, '--addr', `127.0.0.1:${port}`]);
+    await pairAdd(b.home, c.id, `carol-${step}`, `127.0.0.1:${port}`);
     const run = (env: NodeJS.ProcessEnv = {}): Promise<CliResult> => runCli(['--home', b.home, 'sync', mine, `carol-${step}:f`, '--json'], { env });
     await writeFile(path.join(dir, 'notes.txt'), 'base\n');
     t.equal((await run()).code, 0);
