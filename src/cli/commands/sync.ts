@@ -70,12 +70,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   // an unchanged folder is not scanned again (folder-sync/folder-watcher.ts). Otherwise this process
   // syncs (folder-sync/sync-with-peer.ts loads the sync modules while it dials).
   const selfAndPeer = async (): Promise<SelfAndPeer> => {
-    const [{ loadIdentity }, { PeerStore }, { resolvePeer }, { dialPathsFor }] = await Promise.all([
-      import('../../home/identity-store.js'), import('../../home/peer-store.js'), import('../../home/peer-resolve.js'), import('../dial-paths.js'),
-    ]);
-    const identity = await loadIdentity(ctx.home.identityKeyFile);
-    const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
-    return { identity, peer, paths: await dialPathsFor(ctx, identity, peer) };
+    const { peerTarget } = await import('../../reach/dial-paths.js');
+    return peerTarget({ home: ctx.home, reach: () => ctx.reach(), peerName: remote.peer, addr: args['addr'] as string | undefined, log: ctx.log });
   };
   // --watch keeps the folder's watcher and log across its syncs, as a listener does: a sync
   // skips the scan when nothing changed, or looks at just the changed files (synced-folder.ts).
