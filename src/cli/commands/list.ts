@@ -3,7 +3,7 @@
 // that directory (everything below with -r). Names come from the peer: unprintable characters
 // are escaped on a terminal (rsync's \#ooo), so a name cannot drive the terminal.
 import type { Argv } from 'yargs';
-import { resolveConfig } from '../../home/config.js';
+import { resolveConfig } from '../../home/facade.js';
 import { listFromPeer, type ListEntry, type ShareInfo } from '../../push-pull/transfer-with-peer.js';
 import type { CommandContext, Runner } from '../context.js';
 import { parseRemote, TRANSPORT_OPTION } from '../args.js';

@@ -1,8 +1,7 @@
 // `listen` and `ping`: the commands that talk to the network.
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { CONFIG_LIMITS, DEFAULT_CONFIG, keepAliveFor, resolveConfig, type NodeConfig } from '../../home/config.js';
-import { formatHostPort } from '../../home/address.js';
+import { CONFIG_LIMITS, DEFAULT_CONFIG, formatHostPort, keepAliveFor, resolveConfig, type NodeConfig } from '../../home/facade.js';
 import type { Runner } from '../context.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 

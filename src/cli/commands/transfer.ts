@@ -2,7 +2,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { resolveConfig } from '../../home/config.js';
+import { resolveConfig } from '../../home/facade.js';
 import { pullFromPeer, pushToPeer, type DryRunReport, type TransferResult } from '../../push-pull/transfer-with-peer.js';
 import { checkPullList, DEFAULT_BACKUP_SUFFIX, parseFileList, transferChoices } from '../../push-pull/transfer-options.js';
 import type { CommandContext, Runner } from '../context.js';
