@@ -1,7 +1,8 @@
 // What the command line uses of folder sync: a whole sync with a peer (sync-with-peer.ts), the
 // control socket of this home's listener (resident-protocol.ts), the --watch pieces (a local
-// folder's watcher, the peer's change notices) and the types a report needs. Light to import
-// (`sync` handed to a listener loads little else): the sync modules load when called.
+// folder's watcher, the peer's change notices), a folder's history (log, restore, gc) and the
+// types a report needs. Light to import (`sync` handed to a listener loads little else): the
+// sync modules load when called.
 import type { Logger } from '../logger.js';
 import type { ResidentFolders } from './synced-folder.js';
 import type { SyncWithPeerOptions } from './sync-with-peer.js';
@@ -9,6 +10,7 @@ import type { SyncFolderResult } from './sync-client.js';
 import type { WatchPeerShareOptions } from './share-watch-client.js';
 
 export { loadSyncIgnore } from './sync-ignore.js';
+export type { LogRow, LogWhat, Restored, RestoreOptions } from './folder-history.js';
 export { controlSocketPath, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from './resident-protocol.js';
 export type { SyncDryRun, SyncFolderResult } from './sync-client.js';
 export type { PlannedChange } from './sync-apply.js';
@@ -20,6 +22,21 @@ export type { TransferProgress } from '../transfer/transfer-progress.js';
 export async function syncWithPeer(o: SyncWithPeerOptions): Promise<SyncFolderResult> {
   const { syncWithPeer: sync } = await import('./sync-with-peer.js');
   return sync(o);
+}
+
+/** `log`: the kept revisions of a synced folder, newest first (folder-history.ts). */
+export async function folderLog(...args: Parameters<typeof import('./folder-history.js').folderLog>): ReturnType<typeof import('./folder-history.js').folderLog> {
+  return (await import('./folder-history.js')).folderLog(...args);
+}
+
+/** `restore`: an earlier revision back, recorded as a new edit (folder-history.ts). */
+export async function restoreRevision(...args: Parameters<typeof import('./folder-history.js').restoreRevision>): ReturnType<typeof import('./folder-history.js').restoreRevision> {
+  return (await import('./folder-history.js')).restoreRevision(...args);
+}
+
+/** `gc`: old revisions and the history content only they referenced dropped (folder-history.ts). */
+export async function collectFolderGarbage(...args: Parameters<typeof import('./folder-history.js').collectFolderGarbage>): ReturnType<typeof import('./folder-history.js').collectFolderGarbage> {
+  return (await import('./folder-history.js')).collectFolderGarbage(...args);
 }
 
 /** Holds a watch on the peer's share until `signal` (share-watch-client.ts). */

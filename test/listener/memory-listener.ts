@@ -1,0 +1,70 @@
+// A listener's request dispatch (listener/dispatch.ts serveSession) serving one client session,
+// both ends over the in-memory transport: no sockets, no QUIC, each test in milliseconds. The
+// client side is a PeerSession as a dial makes it, for push/pull/sync/list to run over.
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { generateIdentity } from '../../src/crypto/identity.js';
+import { resolveConfig } from '../../src/home/config.js';
+import type { Share } from '../../src/home/shares.js';
+import { serveSession, type ServiceContext } from '../../src/listener/dispatch.js';
+import { silentLogger } from '../../src/logger.js';
+import { clientHandshake, serverHandshake } from '../../src/session/control-channel.js';
+import { PeerSession } from '../../src/session/session.js';
+import { MemoryBackend } from '../../src/transport/memory.js';
+
+export interface MemoryListener {
+  /** The client's session with the listener. */
+  readonly session: PeerSession;
+  /** The listener node's id (the origin of what its syncs record). */
+  readonly listenerId: string;
+  /** The client node's id. */
+  readonly clientId: string;
+  /** Resolves when serveSession returns (the client closed, or stop()). */
+  readonly served: Promise<void>;
+  /** Closes the client session and stops the listener's side. */
+  stop(): Promise<void>;
+}
+
+/** A fresh temp directory. */
+export const tempDir = (prefix: string): Promise<string> => mkdtemp(path.join(tmpdir(), `clawpeer-${prefix}-`));
+
+/** One read-write share `name` in a fresh directory. */
+export async function shareIn(name: string, o: Partial<Share> = {}): Promise<Share> {
+  return { name, dir: await tempDir(`share-${name}`), readOnly: false, ...o };
+}
+
+/** Starts serveSession for `shares` and returns the client's session with it. */
+export async function memoryListener(shares: readonly Share[], extra: Partial<ServiceContext> = {}, o: { readonly stillPaired?: () => Promise<boolean> } = {}): Promise<MemoryListener> {
+  const backend = new MemoryBackend();
+  const client = generateIdentity();
+  const listener = generateIdentity();
+  const bound = await backend.listen({ host: '127.0.0.1', port: 0, identity: listener });
+  const accepted = bound.accept();
+  const clientConn = await backend.connect({ host: '127.0.0.1', port: bound.address.port, identity: client });
+  const serverConn = await accepted;
+  if (serverConn === null) throw new Error('no server connection');
+  await bound.close();
+  const control = serverConn.acceptStream();
+  const clientSide = clientHandshake(await clientConn.openStream(), { identity: client, expectedRemoteKey: listener.publicKey, timeoutMs: 5000 });
+  const serverStream = await control;
+  if (serverStream === null) throw new Error('no control stream');
+  const [clientResult, serverResult] = await Promise.all([clientSide, serverHandshake(serverStream, { identity: listener, expectedRemoteKey: client.publicKey, timeoutMs: 5000 })]);
+  const session = new PeerSession(clientConn, clientResult);
+  const serverSession = new PeerSession(serverConn, serverResult, o.stillPaired === undefined ? {} : { stillPaired: o.stillPaired });
+  const stopping = new AbortController();
+  const ctx: ServiceContext = { shares, config: resolveConfig({}), log: silentLogger, nodeId: listener.nodeId, ...extra };
+  const served = serveSession(serverSession, ctx, stopping.signal);
+  return {
+    session,
+    listenerId: listener.nodeId,
+    clientId: client.nodeId,
+    served,
+    stop: async () => {
+      await session.close('done').catch(() => undefined);
+      stopping.abort(new Error('test over'));
+      await served.catch(() => undefined);
+      await serverSession.close('done').catch(() => undefined);
+    },
+  };
+}
