@@ -55,6 +55,7 @@ export async function memoryListener(shares: readonly Share[], extra: Partial<Se
   const stopping = new AbortController();
   const ctx: ServiceContext = { shares, config: resolveConfig({}), log: silentLogger, nodeId: listener.nodeId, ...extra };
   const served = serveSession(serverSession, ctx, stopping.signal);
+  served.catch(() => undefined); // a test awaits it when it cares; never an unhandled rejection
   return {
     session,
     listenerId: listener.nodeId,
