@@ -1,6 +1,6 @@
-// A listener's request dispatch (listener/dispatch.ts serveSession) serving one client session,
-// both ends over the in-memory transport: no sockets, no QUIC, each test in milliseconds. The
-// client side is a PeerSession as a dial makes it, for push/pull/sync/list to run over.
+// A listener's request dispatch (listener/dispatch.ts serveSession) serving client sessions,
+// both ends over the in-memory transport: no sockets, no QUIC, each test in milliseconds. A
+// client session is a PeerSession as a dial makes it, for push/pull/sync/list to run over.
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,15 +14,17 @@ import { PeerSession } from '../../src/session/session.js';
 import { MemoryBackend } from '../../src/transport/memory.js';
 
 export interface MemoryListener {
-  /** The client's session with the listener. */
+  /** The client's first session with the listener. */
   readonly session: PeerSession;
   /** The listener node's id (the origin of what its syncs record). */
   readonly listenerId: string;
   /** The client node's id. */
   readonly clientId: string;
-  /** Resolves when serveSession returns (the client closed, or stop()). */
+  /** Resolves when serveSession of the first session returns (the client closed, or stop()). */
   readonly served: Promise<void>;
-  /** Closes the client session and stops the listener's side. */
+  /** Another session of the same client with the same listener (a sync dials one per run). */
+  connect(): Promise<PeerSession>;
+  /** Closes the client sessions and stops the listener's side. */
   stop(): Promise<void>;
 }
 
@@ -40,32 +42,43 @@ export async function memoryListener(shares: readonly Share[], extra: Partial<Se
   const client = generateIdentity();
   const listener = generateIdentity();
   const bound = await backend.listen({ host: '127.0.0.1', port: 0, identity: listener });
-  const accepted = bound.accept();
-  const clientConn = await backend.connect({ host: '127.0.0.1', port: bound.address.port, identity: client });
-  const serverConn = await accepted;
-  if (serverConn === null) throw new Error('no server connection');
-  await bound.close();
-  const control = serverConn.acceptStream();
-  const clientSide = clientHandshake(await clientConn.openStream(), { identity: client, expectedRemoteKey: listener.publicKey, timeoutMs: 5000 });
-  const serverStream = await control;
-  if (serverStream === null) throw new Error('no control stream');
-  const [clientResult, serverResult] = await Promise.all([clientSide, serverHandshake(serverStream, { identity: listener, expectedRemoteKey: client.publicKey, timeoutMs: 5000 })]);
-  const session = new PeerSession(clientConn, clientResult);
-  const serverSession = new PeerSession(serverConn, serverResult, o.stillPaired === undefined ? {} : { stillPaired: o.stillPaired });
   const stopping = new AbortController();
   const ctx: ServiceContext = { shares, config: resolveConfig({}), log: silentLogger, nodeId: listener.nodeId, ...extra };
-  const served = serveSession(serverSession, ctx, stopping.signal);
-  served.catch(() => undefined); // a test awaits it when it cares; never an unhandled rejection
+  const open: { session: PeerSession; server: PeerSession; served: Promise<void> }[] = [];
+
+  const connect = async (): Promise<{ session: PeerSession; served: Promise<void> }> => {
+    const accepted = bound.accept();
+    const clientConn = await backend.connect({ host: '127.0.0.1', port: bound.address.port, identity: client });
+    const serverConn = await accepted;
+    if (serverConn === null) throw new Error('no server connection');
+    const control = serverConn.acceptStream();
+    const clientSide = clientHandshake(await clientConn.openStream(), { identity: client, expectedRemoteKey: listener.publicKey, timeoutMs: 5000 });
+    const serverStream = await control;
+    if (serverStream === null) throw new Error('no control stream');
+    const [clientResult, serverResult] = await Promise.all([clientSide, serverHandshake(serverStream, { identity: listener, expectedRemoteKey: client.publicKey, timeoutMs: 5000 })]);
+    const session = new PeerSession(clientConn, clientResult);
+    const server = new PeerSession(serverConn, serverResult, o.stillPaired === undefined ? {} : { stillPaired: o.stillPaired });
+    const served = serveSession(server, ctx, stopping.signal);
+    served.catch(() => undefined); // a test awaits it when it cares; never an unhandled rejection
+    open.push({ session, server, served });
+    return { session, served };
+  };
+
+  const first = await connect();
   return {
-    session,
+    session: first.session,
     listenerId: listener.nodeId,
     clientId: client.nodeId,
-    served,
+    served: first.served,
+    connect: async () => (await connect()).session,
     stop: async () => {
-      await session.close('done').catch(() => undefined);
+      for (const s of open) await s.session.close('done').catch(() => undefined);
       stopping.abort(new Error('test over'));
-      await served.catch(() => undefined);
-      await serverSession.close('done').catch(() => undefined);
+      for (const s of open) {
+        await s.served.catch(() => undefined);
+        await s.server.close('done').catch(() => undefined);
+      }
+      await bound.close();
     },
   };
 }
