@@ -8,6 +8,7 @@ import type { ResidentFolders } from './synced-folder.js';
 import type { SyncWithPeerOptions } from './sync-with-peer.js';
 import type { SyncFolderResult } from './sync-client.js';
 import type { WatchPeerShareOptions } from './share-watch-client.js';
+import type { collectFolderGarbage as CollectFolderGarbage, folderLog as FolderLog, restoreRevision as RestoreRevision } from './folder-history.js';
 
 export { loadSyncIgnore } from './sync-ignore.js';
 export type { LogRow, LogWhat, Restored, RestoreOptions } from './folder-history.js';
@@ -25,17 +26,17 @@ export async function syncWithPeer(o: SyncWithPeerOptions): Promise<SyncFolderRe
 }
 
 /** `log`: the kept revisions of a synced folder, newest first (folder-history.ts). */
-export async function folderLog(...args: Parameters<typeof import('./folder-history.js').folderLog>): ReturnType<typeof import('./folder-history.js').folderLog> {
+export async function folderLog(...args: Parameters<typeof FolderLog>): ReturnType<typeof FolderLog> {
   return (await import('./folder-history.js')).folderLog(...args);
 }
 
 /** `restore`: an earlier revision back, recorded as a new edit (folder-history.ts). */
-export async function restoreRevision(...args: Parameters<typeof import('./folder-history.js').restoreRevision>): ReturnType<typeof import('./folder-history.js').restoreRevision> {
+export async function restoreRevision(...args: Parameters<typeof RestoreRevision>): ReturnType<typeof RestoreRevision> {
   return (await import('./folder-history.js')).restoreRevision(...args);
 }
 
 /** `gc`: old revisions and the history content only they referenced dropped (folder-history.ts). */
-export async function collectFolderGarbage(...args: Parameters<typeof import('./folder-history.js').collectFolderGarbage>): ReturnType<typeof import('./folder-history.js').collectFolderGarbage> {
+export async function collectFolderGarbage(...args: Parameters<typeof CollectFolderGarbage>): ReturnType<typeof CollectFolderGarbage> {
   return (await import('./folder-history.js')).collectFolderGarbage(...args);
 }
 

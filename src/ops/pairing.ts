@@ -7,15 +7,17 @@ export { CodeInviteStore } from '../home/code-invites.js';
 export { codeEntropyBits, DEFAULT_CODE_WORDS, guessOdds, MAX_CODE_WORDS, MIN_CODE_WORDS, parseCode, type ParsedCode } from '../pairing/code-words.js';
 export { inviteDirectories, joinDirectories } from './nameplate-directories.js';
 export { openCodeInvite, waitForCodeOutcome, type CodeInvitePaired } from './pair-code-invite.js';
+import type { joinByInvite as JoinByInvite } from './pair-join.js';
+import type { joinByCode as JoinByCode } from './pair-code-join.js';
 
 /** `pair join LONG_CODE` (pair-join.ts), loaded when asked for. */
-export async function joinByInvite(...args: Parameters<typeof import('./pair-join.js').joinByInvite>): ReturnType<typeof import('./pair-join.js').joinByInvite> {
+export async function joinByInvite(...args: Parameters<typeof JoinByInvite>): ReturnType<typeof JoinByInvite> {
   const { joinByInvite: join } = await import('./pair-join.js');
   return join(...args);
 }
 
 /** `pair join CODE` (pair-code-join.ts), loaded when asked for. */
-export async function joinByCode(...args: Parameters<typeof import('./pair-code-join.js').joinByCode>): ReturnType<typeof import('./pair-code-join.js').joinByCode> {
+export async function joinByCode(...args: Parameters<typeof JoinByCode>): ReturnType<typeof JoinByCode> {
   const { joinByCode: join } = await import('./pair-code-join.js');
   return join(...args);
 }

@@ -5,7 +5,9 @@ import { ClawpeerError, isInterruption } from '../errors.js';
 import type { ReachConfig } from '../home/config-file.js';
 import type { NodeConfig } from '../home/config.js';
 import type { HomeLayout } from '../home/home.js';
-import type { TransferOptions, TransferResult } from './transfer-client.js';
+import type { pull as Pull, push as Push, TransferOptions, TransferResult } from './transfer-client.js';
+import type { combineResults as CombineResults } from './transfer-results.js';
+import type { SequentialProgress as SequentialProgressClass } from '../transfer/transfer-progress.js';
 import type { ConnectToPeerOptions } from '../session/connect-peer.js';
 import type { ListEntry, ShareInfo } from '../protocol/messages.js';
 
@@ -67,18 +69,24 @@ export async function pullFromPeer(o: PeerTransferOptions & { readonly from: rea
   });
 }
 
-type Modules = typeof import('./transfer-client.js') & typeof import('./transfer-results.js') & typeof import('../transfer/transfer-progress.js');
+/** What a transfer runs with, loaded once it starts. */
+interface Modules {
+  readonly push: typeof Push;
+  readonly pull: typeof Pull;
+  readonly combineResults: typeof CombineResults;
+  readonly SequentialProgress: typeof SequentialProgressClass;
+}
 
 async function withPeerSession(direction: 'push' | 'pull', o: PeerTransferOptions, run: (options: Omit<TransferOptions, 'share' | 'remotePath'>, m: Modules) => Promise<TransferResult>): Promise<PeerTransferOutcome> {
   const { home, reach, config, peerName, addr, ...rest } = o;
   const log = o.log.child(direction);
   const { connectToPeer } = await import('../session/connect-peer.js');
   const { identity, session } = await connectToPeer({ home, reach, peerName, addr, config, log: o.log, signal: o.signal, label: direction });
-  const [client, results, progress] = await Promise.all([import('./transfer-client.js'), import('./transfer-results.js'), import('../transfer/transfer-progress.js')]);
+  const [{ push, pull }, { combineResults }, { SequentialProgress }] = await Promise.all([import('./transfer-client.js'), import('./transfer-results.js'), import('../transfer/transfer-progress.js')]);
   let delivered = false;
   const untell = session.tellPeerIfInterrupted(o.signal, direction);
   try {
-    const result = await run({ ...rest, log, session, idleTimeoutMs: config.idleTimeoutMs, nodeId: identity.nodeId }, { ...client, ...results, ...progress });
+    const result = await run({ ...rest, log, session, idleTimeoutMs: config.idleTimeoutMs, nodeId: identity.nodeId }, { push, pull, combineResults, SequentialProgress });
     // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
     // pull ends on our own transfer-done, which the linger sees delivered.
     delivered = direction === 'push';

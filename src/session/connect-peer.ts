@@ -5,7 +5,8 @@ import type { NodeConfig } from '../home/config.js';
 import type { PeerTargetOptions } from '../reach/dial-paths.js';
 import type { Identity } from '../crypto/identity.js';
 import type { ResolvedPeer } from '../home/peer-resolve.js';
-import type { PeerSession } from './session.js';
+import type { describeCapabilities as DescribeCapabilities, PeerSession } from './session.js';
+import type { pingPeer as PingPeer } from './ping.js';
 
 export type { PeerSession } from './session.js';
 
@@ -32,7 +33,7 @@ export async function connectToPeer(o: ConnectToPeerOptions): Promise<PeerConnec
 }
 
 /** `ping`: round trips over a session connectToPeer opened, with the capabilities it agreed. */
-export async function pingModules(): Promise<{ pingPeer: typeof import('./ping.js').pingPeer; describeCapabilities: typeof import('./session.js').describeCapabilities }> {
+export async function pingModules(): Promise<{ pingPeer: typeof PingPeer; describeCapabilities: typeof DescribeCapabilities }> {
   const [{ pingPeer }, { describeCapabilities }] = await Promise.all([import('./ping.js'), import('./session.js')]);
   return { pingPeer, describeCapabilities };
 }
