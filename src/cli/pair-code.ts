@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline/promises';
 import { formatHostPort, loadIdentity, PeerStore, readListening, resolveConfig, type HostPort, type ListeningInfo } from '../home/facade.js';
-import { CodeInviteStore, codeEntropyBits, guessOdds, inviteDirectories, joinByCode, joinDirectories, openCodeInvite, waitForCodeOutcome, type ParsedCode } from '../ops/pairing.js';
+import { CodeInviteStore, codeEntropyBits, guessOdds, joinByCode, nameplateDirectories, openCodeInvite, waitForCodeOutcome, type ParsedCode } from '../ops/pairing.js';
 import type { CommandContext } from './context.js';
 
 const random = (n: number): Uint8Array => new Uint8Array(randomBytes(n));
@@ -29,7 +29,7 @@ export async function inviteByCode(ctx: CommandContext, a: CodeInviteArgs): Prom
   const store = new CodeInviteStore(ctx.home.invitesDir);
   const log = ctx.log.child('pair');
   const listening = await readListening(ctx.home.dir);
-  const directories = inviteDirectories({ home: ctx.home, identity, config: resolveConfig({}), reach: await ctx.reach(), log, ...(listening === undefined ? {} : { listenHost: listening.host }) });
+  const directories = nameplateDirectories({ home: ctx.home, identity, config: resolveConfig({}), reach: await ctx.reach(), log, ...(listening === undefined ? {} : { listenHost: listening.host }) });
   const { code, expiresAt, claims } = await openCodeInvite({ store, directories, words: a.words, ttlMs: a.ttlMs, log, signal: ctx.signal, random, ...(a.name === undefined ? {} : { name: a.name }) });
   const addr = concreteAddr(listening);
   const until = new Date(expiresAt).toISOString();
@@ -80,7 +80,7 @@ export async function joinWithCode(ctx: CommandContext, a: CodeJoinArgs): Promis
       }
     : undefined;
   const { entry, created, verify } = await joinByCode({
-    identity, peers: new PeerStore(ctx.home.peersFile), code: a.code, directories: a.address === undefined ? joinDirectories({ home: ctx.home, identity, config, reach: await ctx.reach(), log }) : [],
+    identity, peers: new PeerStore(ctx.home.peersFile), code: a.code, directories: a.address === undefined ? nameplateDirectories({ home: ctx.home, identity, config, reach: await ctx.reach(), log }) : [],
     config, log, signal: ctx.signal, ...(a.address === undefined ? {} : { address: a.address }), ...(a.name === undefined ? {} : { name: a.name }),
     ...(own === undefined ? {} : { ownAddrs: [own] }), ...(confirm === undefined ? {} : { confirm }),
   });

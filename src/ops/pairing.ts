@@ -5,7 +5,7 @@
 export { DEFAULT_INVITE_TTL_MS, InviteStore, parseInviteCode } from '../home/pair-invite.js';
 export { CodeInviteStore } from '../home/code-invites.js';
 export { codeEntropyBits, DEFAULT_CODE_WORDS, guessOdds, MAX_CODE_WORDS, MIN_CODE_WORDS, parseCode, type ParsedCode } from '../pairing/code-words.js';
-export { inviteDirectories, joinDirectories } from './nameplate-directories.js';
+export { nameplateDirectories } from './nameplate-directories.js';
 export { openCodeInvite, waitForCodeOutcome, type CodeInvitePaired } from './pair-code-invite.js';
 import type { joinByInvite as JoinByInvite } from './pair-join.js';
 import type { joinByCode as JoinByCode } from './pair-code-join.js';

@@ -33,7 +33,11 @@ function receiver(entries: readonly ManifestEntry[], root: string, o: { force?: 
   });
 }
 
-const setBits = (bitmap: Uint8Array): number => [...bitmap].reduce((n, byte) => n + [...byte.toString(2)].filter((b) => b === '1').length, 0);
+function setBits(bitmap: Uint8Array): number {
+  let n = 0;
+  for (let byte of bitmap) for (; byte !== 0; byte >>= 1) n += byte & 1;
+  return n;
+}
 
 async function sourceTree(): Promise<{ dir: string; big: Buffer }> {
   const dir = path.join(await tempDir('recv-src'), 'tree');

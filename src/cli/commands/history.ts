@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { human } from '../../format.js';
 import { collectFolderGarbage, folderLog, restoreRevision, type LogRow } from '../../folder-sync/facade.js';
-import { parseRemote } from '../args.js';
+import { flagText, parseRemote } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 
 function revisionRecord(row: LogRow): Record<string, unknown> {
@@ -37,8 +37,8 @@ async function runLog(ctx: CommandContext, args: Record<string, unknown>): Promi
 
 async function runRestore(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
   const from = args['from'] === undefined ? undefined : (): { peerId: string; share: string } => {
-    const r = parseRemote(String(args['from']), false);
-    if (r.path !== '') throw new ClawpeerError('USAGE', `--from names the peer's share the folder syncs with (PEER:SHARE), not a path in it: ${JSON.stringify(String(args['from']))}`);
+    const r = parseRemote(flagText(args['from']), false);
+    if (r.path !== '') throw new ClawpeerError('USAGE', `--from names the peer's share the folder syncs with (PEER:SHARE), not a path in it: ${JSON.stringify(flagText(args['from']))}`);
     return { peerId: r.peer, share: r.share };
   };
   const restored = await restoreRevision({

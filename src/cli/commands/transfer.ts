@@ -6,7 +6,7 @@ import { resolveConfig } from '../../home/facade.js';
 import { pullFromPeer, pushToPeer, type DryRunReport, type TransferResult } from '../../push-pull/transfer-with-peer.js';
 import { checkPullList, DEFAULT_BACKUP_SUFFIX, parseFileList, transferChoices } from '../../push-pull/transfer-options.js';
 import type { CommandContext, Runner } from '../context.js';
-import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
+import { argWord, BWLIMIT_OPTION, flagText, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { count, human } from '../../format.js';
 import { transferSummaryText } from '../transfer-summary.js';
 import { createProgress } from '../progress.js';
@@ -130,8 +130,8 @@ function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: D
   ctx.out.emit(
     { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, filesToUpdate: d.touched.length, ...others, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, ...optionCounts(r), wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
     `dry run: would have ${verb} ${count(r.files, 'file')}, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${count(d.chunksToSend, 'chunk')}; ${count(d.filesUnchanged, 'file')} unchanged` +
-      `${d.touched.length === 0 ? '' : ` (${d.touched.length} of them to get the sender's mtime or permissions)`}` +
-      `${d.others === undefined ? '' : `; ${d.others.length} directories and symlinks to create`}` +
+      (d.touched.length === 0 ? '' : ` (${d.touched.length} of them to get the sender's mtime or permissions)`) +
+      (d.others === undefined ? '' : `; ${d.others.length} directories and symlinks to create`) +
       `${optionCountsText(r, true)}. Nothing was written.`,
   );
 }
@@ -179,7 +179,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const fromStdin = patternFileOnStdin(args);
   if (fromStdin !== undefined) throw new ClawpeerError('USAGE', `--${fromStdin} - and the source - both read standard input: give the patterns in a file`);
   if (args['remove-source-files'] === true) throw new ClawpeerError('USAGE', '--remove-source-files with the source -: standard input is not a file to remove');
-  const spool = await spoolStdin(stdinName(String(args['stdin-name'] ?? DEFAULT_STDIN_NAME)), process.stdin, ctx.signal);
+  const spool = await spoolStdin(stdinName(flagText(args['stdin-name'] ?? DEFAULT_STDIN_NAME)), process.stdin, ctx.signal);
   try {
     await transfer(ctx, args, direction, words.map((w, i) => (i === stdinAt ? spool.path : w)));
   } finally {
@@ -245,7 +245,7 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   const bwlimit = bwlimitOption(args['bwlimit']);
   const dryRun = args['dry-run'] === true;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
-  const optional = (name: string): string | undefined => (args[name] === undefined ? undefined : String(args[name]));
+  const optional = (name: string): string | undefined => (args[name] === undefined ? undefined : flagText(args[name]));
   const maxDelete = args['max-delete'] === undefined ? undefined : intOption(args['max-delete'], '--max-delete', 0, Number.MAX_SAFE_INTEGER);
   const choices = transferChoices({
     direction, force: args['force'] === true, ignoreExisting: args['ignore-existing'] === true, update: args['update'] === true, delete: args['delete'] === true, maxDelete,
