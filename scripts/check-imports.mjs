@@ -3,6 +3,8 @@
 // - cores (protocol, crypto, chunking, transfer, sync) import only cores and the shared
 //   top-level modules, never a driver folder, and none of the Node modules that do I/O;
 // - nothing outside src/cli/ imports src/cli/;
+// - src/cli/ imports only the facades of CLI_FACADES, the front folders (benchkit, relay) and
+//   the shared errors/format/logger: the commands parse and print, the rooms do the work;
 // - no import cycle between files, and none between folders.
 // Prints each violation with the import that makes it; exit 1 if there is any.
 // Usage: node scripts/check-imports.mjs [SRC_DIR]   (default: this checkout's src/)
@@ -15,6 +17,38 @@ const SRC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src')
 export const CORES = new Set(['protocol', 'crypto', 'chunking', 'transfer', 'sync', 'pairing']);
 /** Node modules that touch files, sockets, processes or threads: a core does none of that. */
 const IO_MODULES = /^node:(fs|fs\/promises|net|dgram|tls|http|https|http2|child_process|worker_threads|cluster|readline)$/;
+/**
+ * What src/cli/ may import outside itself (ARCHITECTURE.md, "The command line's facades"). A
+ * new command that needs more adds a facade in its room (or a function to one), not a line here
+ * for a room's inner module.
+ */
+export const CLI_FACADES = new Set([
+  'home/facade.ts', // identity, pairs, node and reach config, addresses, listening.json, paths.json
+  'home/home.ts', // the home's layout alone: light, on the sync fast path
+  'ops/pairing.ts', // pair invite / join (long and short codes)
+  'ops/doctor.ts', // doctor's checks
+  'push-pull/transfer-with-peer.ts', // pushToPeer, pullFromPeer, listFromPeer
+  'push-pull/transfer-options.ts', // which push/pull flags combine
+  'folder-sync/facade.ts', // syncWithPeer, --watch pieces, log/restore/gc, report types
+  'folder-sync/resident-protocol.ts', // the listener's control socket: light, on the sync fast path
+  'session/connect-peer.ts', // a session with the peer a command names (ping)
+  'reach/dial-paths.ts', // peerTarget: identity, peer and the ways to reach it
+  'reach/rendezvous-server.ts', // `clawpeer rendezvous`
+  'reach/rendezvous-state.ts', // its default limits, shown in --help
+  'listener/home-listener.ts', // startHomeListener: `clawpeer listen`
+  'transfer/rate-limiter.ts', // the --bwlimit cap (a constant)
+  'transfer/paths.ts', // the rule a share path follows (push -'s --stdin-name)
+]);
+/** Front folders the CLI drives as they are: the bench and the impairment relay. */
+const CLI_FRONTS = new Set(['benchkit', 'relay']);
+/** Shared top-level modules the CLI may use (self-worker.ts is the workers' business). */
+const CLI_SHARED = new Set(['errors.ts', 'format.ts', 'logger.ts']);
+/** Whether src/cli/ may import `target` (relative to src/). */
+export function cliMayImport(target) {
+  if (roomOf(target) === 'cli') return true;
+  return CLI_SHARED.has(target) || CLI_FACADES.has(target) || CLI_FRONTS.has(roomOf(target));
+}
+
 /** Generated code (protobufjs) is left out: it imports only protobufjs. */
 const SKIP_DIRS = new Set(['gen']);
 
@@ -56,6 +90,7 @@ export function checkImports(srcDir = SRC) {
         const to = roomOf(target);
         if (CORES.has(room) && to !== '' && !CORES.has(to)) problems.push(`${file} imports ${target}: a core (${room}/) may not import the driver folder ${to}/`);
         if (to === 'cli' && room !== 'cli') problems.push(`${file} imports ${target}: only src/cli/ may import src/cli/`);
+        if (room === 'cli' && !cliMayImport(target)) problems.push(`${file} imports ${target}: the CLI imports only facades (scripts/check-imports.mjs CLI_FACADES); put what it needs behind its room's facade`);
       } else if (CORES.has(room) && IO_MODULES.test(spec)) {
         problems.push(`${file} imports ${spec}: a core (${room}/) does no I/O; move the code that needs it to a driver`);
       }

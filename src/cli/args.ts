@@ -1,8 +1,8 @@
 // Option checks and option specs shared by several commands.
 import { readFileSync } from 'node:fs';
 import { ClawpeerError } from '../errors.js';
-import type { CompressionChoice } from '../home/config.js';
-import type { FilterRule } from '../transfer/exclude.js';
+import type { CompressionChoice } from '../home/facade.js';
+import type { FilterRule } from '../push-pull/transfer-options.js';
 import { MAX_RATE_BYTES_PER_SEC } from '../transfer/rate-limiter.js';
 
 /** A flag's value as text. yargs hands values over untyped: strings, numbers or booleans (arrays when repeated). */

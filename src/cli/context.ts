@@ -3,7 +3,7 @@ import { ClawpeerError, isInterruption } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import { resolveHome, type HomeLayout } from '../home/home.js';
 import { Output } from './output.js';
-import type { ReachConfig } from '../home/config-file.js';
+import type { ReachConfig } from '../home/facade.js';
 
 export interface GlobalOptions {
   readonly home?: string | undefined;
@@ -53,7 +53,7 @@ export function makeContext(options: GlobalOptions, signal: AbortSignal, argv: r
   const home = resolveHome(options.home);
   let reach: Promise<ReachConfig> | undefined;
   return {
-    reach: () => (reach ??= import('../home/config-file.js').then((m) => m.loadReachConfig(home.dir, { rendezvous: options.rendezvous, lanDiscovery: options.lanDiscovery }))),
+    reach: () => (reach ??= import('../home/facade.js').then((m) => m.loadReachConfig(home.dir, { rendezvous: options.rendezvous, lanDiscovery: options.lanDiscovery }))),
     argv,
     home,
     out: new Output(options.json === true, undefined, undefined, options.quiet === true),

@@ -3,22 +3,11 @@
 // default waits for the listener to settle it; the joiner's side runs ops/pair-code-join.ts.
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline/promises';
-import { ClawpeerError } from '../errors.js';
-import { formatHostPort } from '../home/address.js';
-import { CodeInviteStore } from '../home/code-invites.js';
-import { resolveConfig } from '../home/config.js';
-import { loadIdentity } from '../home/identity-store.js';
-import { readListening, type ListeningInfo } from '../home/listening-file.js';
-import { PeerStore } from '../home/peer-store.js';
-import { nameplateDirectories } from '../ops/nameplate-directories.js';
-import { codeEntropyBits, guessOdds, type ParsedCode } from '../pairing/code-words.js';
-import { openCodeInvite } from '../ops/pair-code-invite.js';
-import { sleep } from '../support/timeouts.js';
-import type { HostPort } from '../transport/types.js';
+import { formatHostPort, loadIdentity, PeerStore, readListening, resolveConfig, type HostPort, type ListeningInfo } from '../home/facade.js';
+import { CodeInviteStore, codeEntropyBits, guessOdds, joinByCode, nameplateDirectories, openCodeInvite, waitForCodeOutcome, type ParsedCode } from '../ops/pairing.js';
 import type { CommandContext } from './context.js';
 
 const random = (n: number): Uint8Array => new Uint8Array(randomBytes(n));
-const POLL_MS = 200;
 
 /** A concrete HOST:PORT of this home's running listener, if it has one. */
 function concreteAddr(listening: ListeningInfo | undefined): string | undefined {
@@ -57,29 +46,14 @@ export async function inviteByCode(ctx: CommandContext, a: CodeInviteArgs): Prom
   );
   if (!a.wait) return; // the listener holds the invite; directory claims last until they expire
   try {
-    await waitForOutcome(ctx, store, code, a.verify);
+    const paired = await waitForCodeOutcome(store, code, ctx.signal);
+    ctx.out.emit(
+      { event: 'paired', id: paired.id, name: paired.name, verify: paired.verify },
+      `paired ${paired.name} ${paired.id}; it pinned this node too` + (a.verify ? `\nverification: ${paired.verify} (the joiner's \`pair join --verify\` shows the same)` : ''),
+    );
   } finally {
     await store.cancel(code.nameplate).catch(() => undefined); // still open: withdrawn (Ctrl-C, expiry)
     await Promise.all(claims.map((c) => c.release().catch(() => undefined)));
-  }
-}
-
-async function waitForOutcome(ctx: CommandContext, store: CodeInviteStore, code: ParsedCode, verify: boolean): Promise<void> {
-  for (;;) {
-    if (ctx.signal.aborted) throw new ClawpeerError('INTERRUPTED', `stopped waiting: the code ${code.text} is withdrawn`);
-    const status = await store.status(code.nameplate);
-    if (status.state === 'gone') throw new ClawpeerError('TIMEOUT', `the code ${code.text} expired unused`);
-    if (status.state === 'settled') {
-      if (status.outcome === 'burnt') {
-        throw new ClawpeerError('AUTH_FAILED', `the code ${code.text} is burnt: ${status.reason}. Nothing was pinned; make a new one with \`clawpeer pair invite\``);
-      }
-      ctx.out.emit(
-        { event: 'paired', id: status.id, name: status.name, verify: status.verify },
-        `paired ${status.name} ${status.id}; it pinned this node too` + (verify ? `\nverification: ${status.verify} (the joiner's \`pair join --verify\` shows the same)` : ''),
-      );
-      return;
-    }
-    await sleep(POLL_MS);
   }
 }
 
@@ -98,7 +72,6 @@ export async function joinWithCode(ctx: CommandContext, a: CodeJoinArgs): Promis
   const config = resolveConfig({ transport: a.transport });
   const log = ctx.log.child('pair');
   const own = concreteAddr(await readListening(ctx.home.dir));
-  const { joinByCode } = await import('../ops/pair-code-join.js');
   const confirm = a.verify
     ? async (verify: string): Promise<boolean> => {
         ctx.out.emit({ event: 'verify', verify }, `verification: ${verify} (the inviter's \`pair invite --verify\` shows the same)`);

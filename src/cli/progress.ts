@@ -4,7 +4,7 @@
 import { duration, human } from '../format.js';
 import type cliProgressModule from 'cli-progress';
 import { createRequire } from 'node:module';
-import type { TransferProgress } from '../transfer/transfer-progress.js';
+import type { TransferProgress } from '../push-pull/transfer-with-peer.js';
 import type { Output } from './output.js';
 
 const JSON_INTERVAL_MS = 500;

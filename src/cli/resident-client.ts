@@ -3,11 +3,10 @@
 // Loads nothing heavy: when the listener takes the sync, the CLI never loads the sync modules.
 import { createConnection } from 'node:net';
 import { ClawpeerError, LOCAL_ERRORS, type LocalErrorCode } from '../errors.js';
-import { controlSocketPath, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from '../folder-sync/resident-protocol.js';
-import type { SyncFolderResult } from '../folder-sync/sync-client.js';
-import type { TransferProgress } from '../transfer/transfer-progress.js';
-import type { CompressionChoice } from '../home/config.js';
-import type { SyncModeName } from '../protocol/messages.js';
+// The control socket's protocol only (a path and types): a sync handed to the listener loads little.
+import { controlSocketPath } from '../folder-sync/resident-protocol.js';
+import type { ListenerStatus, ResidentSyncReply, ResidentSyncRequest, StatusRequest, SyncFolderResult, SyncModeName, TransferProgress } from '../folder-sync/facade.js';
+import type { CompressionChoice } from '../home/facade.js';
 import type { RemoteSpec } from './args.js';
 
 /** How long connecting to the local socket may take before the CLI syncs by itself, ms. */

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { EXIT_CODES, type ExitCode } from '../errors.js';
 import { resolveHome } from '../home/home.js';
 import { controlSocketPath } from '../folder-sync/resident-protocol.js';
-import type { SyncModeName } from '../protocol/messages.js';
+import type { SyncModeName } from '../folder-sync/facade.js';
 import { parseRemote, type RemoteSpec } from './args.js';
 import { withInterrupt } from './context.js';
 import { Output, reportError } from './output.js';

@@ -1,7 +1,6 @@
 // What `clawpeer sync` prints at the end, whether it ran in the CLI, in a listener, or through
 // the fast path (sync-fast-path.ts).
-import type { PlannedChange } from '../folder-sync/sync-apply.js';
-import type { SyncDryRun, SyncFolderResult } from '../folder-sync/sync-client.js';
+import type { PlannedChange, SyncDryRun, SyncFolderResult } from '../folder-sync/facade.js';
 import type { Output } from './output.js';
 import { count, human } from '../format.js';
 

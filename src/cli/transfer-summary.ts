@@ -2,7 +2,7 @@
 // destination had already. The rate is over the bytes that crossed the connection: a push the
 // listener deduplicated whole moved a few KiB, not its files' size.
 import { count, human } from '../format.js';
-import type { TransferResult } from '../push-pull/transfer-client.js';
+import type { TransferResult } from '../push-pull/transfer-with-peer.js';
 
 export type TransferSummaryCounts = Pick<TransferResult, 'files' | 'bytes' | 'wireBytes' | 'chunksSent' | 'chunksSkipped' | 'chunksCompressed' | 'streams' | 'window' | 'seconds'>;
 

@@ -3,7 +3,8 @@
 // A directory that says another node holds the nameplate (PEER_BUSY) makes it pick another.
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { CodeInviteStore } from '../home/code-invites.js';
+import type { CodeInviteOutcome, CodeInviteStore } from '../home/code-invites.js';
+import { sleep } from '../support/timeouts.js';
 import { generateCode, type ParsedCode } from '../pairing/code-words.js';
 import { pickNameplate, type NameplateClaim, type NameplateDirectory } from '../pairing/nameplate-directory.js';
 
@@ -66,4 +67,29 @@ export async function openCodeInvite(o: OpenCodeInviteOptions): Promise<OpenedCo
   }
   if (opened === undefined) throw new ClawpeerError('PEER_BUSY', `no free nameplate after ${NAMEPLATE_TRIES} tries: retry in a moment`);
   return opened;
+}
+
+/** How often `pair invite` looks whether its code was used, ms. */
+const OUTCOME_POLL_MS = 200;
+
+/** The pair a used code made. */
+export type CodeInvitePaired = Extract<CodeInviteOutcome, { outcome: 'paired' }>;
+
+/**
+ * Waits until the listener settles the invite: the pair it made, or an error naming why not
+ * (withdrawn by `signal`, expired, burnt).
+ */
+export async function waitForCodeOutcome(store: CodeInviteStore, code: ParsedCode, signal: AbortSignal): Promise<CodeInvitePaired> {
+  for (;;) {
+    if (signal.aborted) throw new ClawpeerError('INTERRUPTED', `stopped waiting: the code ${code.text} is withdrawn`);
+    const status = await store.status(code.nameplate);
+    if (status.state === 'gone') throw new ClawpeerError('TIMEOUT', `the code ${code.text} expired unused`);
+    if (status.state === 'settled') {
+      if (status.outcome === 'burnt') {
+        throw new ClawpeerError('AUTH_FAILED', `the code ${code.text} is burnt: ${status.reason}. Nothing was pinned; make a new one with \`clawpeer pair invite\``);
+      }
+      return status;
+    }
+    await sleep(OUTCOME_POLL_MS);
+  }
 }

@@ -48,6 +48,18 @@ t.test('only the CLI imports the CLI', async (t) => {
   t.match(r.out, 'listener/a.ts imports cli/out.ts: only src/cli/ may import src/cli/');
 });
 
+t.test('the CLI imports facades, not a room\'s inner modules', async (t) => {
+  const r = check(await tree({
+    'cli/commands/x.ts': "import { pushToPeer } from '../../push-pull/transfer-with-peer.js';\nimport { push } from '../../push-pull/transfer-client.js';\nimport { ClawpeerError } from '../../errors.js';\nimport { run } from '../../benchkit/runner.js';\n",
+    'push-pull/transfer-with-peer.ts': 'export const pushToPeer = 1;\n', 'push-pull/transfer-client.ts': 'export const push = 1;\n', 'errors.ts': 'export const ClawpeerError = 1;\n', 'benchkit/runner.ts': 'export const run = 1;\n',
+  }));
+  t.equal(r.status, 1);
+  t.match(r.out, 'cli/commands/x.ts imports push-pull/transfer-client.ts: the CLI imports only facades');
+  t.notMatch(r.out, 'transfer-with-peer.ts:', 'a facade is allowed');
+  t.notMatch(r.out, 'errors.ts:', 'the shared modules are allowed');
+  t.notMatch(r.out, 'benchkit/runner.ts:', 'a front folder is allowed');
+});
+
 t.test('cycles between files and between folders are caught, with the imports that close them', async (t) => {
   const files = check(await tree({ 'store/a.ts': "import type { B } from './b.js';\nexport type A = 1;\n", 'store/b.ts': "import type { A } from './a.js';\nexport type B = 2;\n" }));
   t.equal(files.status, 1);

@@ -1,6 +1,6 @@
 // `init` and `id`: create and show the node identity.
 import type { Argv } from 'yargs';
-import { createIdentity, loadIdentity } from '../../home/identity-store.js';
+import { createIdentity, loadIdentity } from '../../home/facade.js';
 import type { Runner } from '../context.js';
 
 export function registerIdentityCommands(cli: Argv, run: Runner): Argv {

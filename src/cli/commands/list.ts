@@ -3,11 +3,8 @@
 // that directory (everything below with -r). Names come from the peer: unprintable characters
 // are escaped on a terminal (rsync's \#ooo), so a name cannot drive the terminal.
 import type { Argv } from 'yargs';
-import { loadIdentity } from '../../home/identity-store.js';
-import { PeerStore } from '../../home/peer-store.js';
-import { resolvePeer } from '../../home/peer-resolve.js';
-import { resolveConfig } from '../../home/config.js';
-import type { ListEntry, ShareInfo } from '../../protocol/messages.js';
+import { resolveConfig } from '../../home/facade.js';
+import { listFromPeer, type ListEntry, type ShareInfo } from '../../push-pull/transfer-with-peer.js';
 import type { CommandContext, Runner } from '../context.js';
 import { parseRemote, TRANSPORT_OPTION } from '../args.js';
 
@@ -61,25 +58,15 @@ export function registerListCommands(cli: Argv, run: Runner): Argv {
     run(async (ctx, args) => {
       const remote = parseRemote(String(args['remote']), false);
       const config = resolveConfig({ transport: args['transport'] });
-      const identity = await loadIdentity(ctx.home.identityKeyFile);
-      const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
-      const { dialPeer } = await import('../../session/dialer.js');
-      const { listRemote } = await import('../../push-pull/list-client.js');
-      const { dialPathsFor } = await import('../dial-paths.js');
-      const session = await dialPeer({ identity, peer, config, log: ctx.log.child('ls'), signal: ctx.signal, paths: await dialPathsFor(ctx, identity, peer) });
-      try {
-        let entries = 0;
-        let shares = 0;
-        for await (const batch of listRemote({ session, share: remote.share, path: remote.path, recursive: args['recursive'] === true, signal: ctx.signal })) {
-          for (const s of batch.shares) emitShare(ctx, s);
-          for (const e of batch.entries) emitEntry(ctx, e);
-          entries += batch.entries.length;
-          shares += batch.shares.length;
-        }
-        if (ctx.out.json) ctx.out.emit(remote.share === '' ? { event: 'done', shares } : { event: 'done', entries }, '');
-      } finally {
-        await session.close('done');
+      let entries = 0;
+      let shares = 0;
+      for await (const batch of listFromPeer({ home: ctx.home, reach: () => ctx.reach(), peerName: remote.peer, addr: args['addr'] as string | undefined, config, log: ctx.log, signal: ctx.signal, place: remote, recursive: args['recursive'] === true })) {
+        for (const s of batch.shares) emitShare(ctx, s);
+        for (const e of batch.entries) emitEntry(ctx, e);
+        entries += batch.entries.length;
+        shares += batch.shares.length;
       }
+      if (ctx.out.json) ctx.out.emit(remote.share === '' ? { event: 'done', shares } : { event: 'done', entries }, '');
     }),
   );
 }

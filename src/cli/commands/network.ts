@@ -1,20 +1,8 @@
 // `listen` and `ping`: the commands that talk to the network.
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import type { Logger } from '../../logger.js';
-import { CONFIG_LIMITS, DEFAULT_CONFIG, keepAliveFor, resolveConfig, type NodeConfig } from '../../home/config.js';
-import { createIdentity, identityExists, loadIdentity } from '../../home/identity-store.js';
-import { findPeer, PeerStore } from '../../home/peer-store.js';
-import { InviteStore } from '../../home/pair-invite.js';
-import { resolvePeer, type ResolvedPeer } from '../../home/peer-resolve.js';
-import type { PathSources } from '../../reach/path-sources.js';
-import { applyAllowLists, resolveShares, type Share } from '../../home/shares.js';
-import { formatHostPort } from '../../home/address.js';
-import type { ListenerStatus } from '../../folder-sync/resident-protocol.js';
+import { CONFIG_LIMITS, DEFAULT_CONFIG, formatHostPort, keepAliveFor, resolveConfig, type NodeConfig } from '../../home/facade.js';
 import type { Runner } from '../context.js';
-import type { ReachConfig } from '../../home/config-file.js';
-import type { Identity } from '../../crypto/identity.js';
-import type { ListenerOptions } from '../../listener/listener.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 
 function configFrom(args: Record<string, unknown>): NodeConfig {
@@ -62,51 +50,6 @@ export function listenConfigFrom(args: Record<string, unknown>): NodeConfig {
   });
 }
 
-/**
- * Removes the `.clawpeer-tmp-*` files a killed receiver left in the writable shares: those of a
- * writer that is no longer running, and any older than store/temp-files.ts STALE_TEMP_AGE_MS (younger
- * ones of a live process may belong to its transfer in progress). Runs while the listener
- * serves (a big share takes a while to walk; our own new temp files are never swept, as we are
- * alive). Logs the count per share.
- */
-async function sweepStaleTempFiles(shares: readonly Share[], log: Logger, signal: AbortSignal): Promise<void> {
-  const { removeStaleTempFiles } = await import('../../store/temp-files.js');
-  for (const share of shares) {
-    if (share.readOnly || signal.aborted) continue;
-    try {
-      const removed = await removeStaleTempFiles(share.dir, { nowMs: Date.now(), signal });
-      log.info('swept stale temp files', { share: share.name, removed });
-    } catch (err) {
-      if (!signal.aborted) log.warn('cannot sweep stale temp files', { share: share.name, error: (err as Error).message });
-    }
-  }
-}
-
-/**
- * The listener's rendezvous side (registration, traversal socket, port mapping) for
- * Listener.start, when a rendezvous server is named. The rendezvous branch's integration
- * returns its startListenerReach here.
- */
-function listenerReachFor(reach: ReachConfig, identity: Identity, log: Logger): ListenerOptions['startReach'] {
-  const rendezvous = reach.rendezvous;
-  if (rendezvous === undefined) return undefined;
-  return async (bound) => {
-    const { startListenerReach } = await import('../../reach/listener-reach.js');
-    const { startListenerPortMapping } = await import('../../reach/listener-port-mapping.js');
-    const mapping = reach.portMapping ? startListenerPortMapping({ bound, log: log.child('port-mapping') }) : undefined;
-    // A gateway answers in milliseconds; without one, register now and announce a mapping later.
-    await mapping?.settled(1_000);
-    try {
-      const r = await startListenerReach({ identity, rendezvous, bound, mapped: () => mapping?.mapped() ?? [], log });
-      mapping?.mapMux(r.mux.port);
-      return { pathOf: (remote) => r.pathOf(remote), close: async () => { await r.close(); await mapping?.close(); } };
-    } catch (err) {
-      await mapping?.close();
-      throw err;
-    }
-  };
-}
-
 export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
   return cli
     .command(
@@ -132,60 +75,19 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const config = listenConfigFrom(args);
         const port = intOption(args['port'], '--port', 0, 65535);
         const bwlimit = bwlimitOption(args['bwlimit']);
-        if (args['init'] === true && !(await identityExists(ctx.home.identityKeyFile))) {
-          const created = await createIdentity(ctx.home.identityKeyFile);
-          // Asked for with --init: news, not a warning (-v shows it; the ready line carries the id).
-          ctx.log.info(`created identity ${created.nodeId} in ${ctx.home.dir}`);
-        }
-        const identity = await loadIdentity(ctx.home.identityKeyFile);
-        const peerStore = new PeerStore(ctx.home.peersFile);
-        const allow = args['allow'] as string[];
-        const pairs = allow.length > 0 ? await peerStore.list() : []; // names in allow lists are resolved against the pairs
-        const shares = applyAllowLists(await resolveShares(args['share'] as string[], ctx.home.inboxDir), allow, (p) => findPeer(pairs, p)?.id);
-        const { RateLimiter } = await import('../../transfer/rate-limiter.js');
-        // One cap for everything this listener sends: every peer, pull and sync together.
-        const sendLimiter = bwlimit === undefined ? undefined : new RateLimiter(bwlimit);
-        const limited = sendLimiter === undefined ? {} : { sendLimiter };
-        const log = ctx.log.child('listen');
-        const { Listener } = await import('../../listener/listener.js');
-        const reach = await ctx.reach();
-        const lan = reach.lanDiscovery ? { lan: { port: reach.lanDiscoveryPort, ...(reach.lanInterfaces === undefined ? {} : { interfaces: reach.lanInterfaces }) } } : {};
-        const startReach = listenerReachFor(reach, identity, log);
-        // Open short codes' nameplates are held in the LAN (and rendezvous) directories while open.
-        const { listenerDirectories } = await import('../../ops/nameplate-directories.js');
-        const { directories: nameplateDirectories, openNameplates } = listenerDirectories({ home: ctx.home, identity, config, reach, log, listenHost: String(args['host']) });
-        const server = await Listener.start({
-          identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited, ...lan,
-          nameplateDirectories, openNameplates, ...(startReach === undefined ? {} : { startReach }),
+        const { startHomeListener } = await import('../../listener/home-listener.js');
+        const server = await startHomeListener({
+          home: ctx.home, reach: () => ctx.reach(), config, host: String(args['host']), port, shares: args['share'] as string[], allow: args['allow'] as string[], init: args['init'] === true, bwlimit, log: ctx.log, signal: ctx.signal,
         });
-        const { resident, activity } = server;
-        const startedAt = Date.now();
-        const sweep = sweepStaleTempFiles(shares, log, ctx.signal);
+        const { identity, shares, reach } = server;
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');
         const transports = server.bound.map((b) => b.transport);
         const shareRecords = shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.allow !== undefined ? { allow: s.allow } : {}) }));
-        // `clawpeer status` of this home asks here: the peers connected now and what runs for them.
-        const status = async (): Promise<ListenerStatus> => {
-          const names = new Map((await peerStore.list().catch(() => [])).map((p) => [p.id, p.name]));
-          const peers = server.connectedPeers().map((p) => {
-            const name = names.get(p.id);
-            return name === undefined ? p : { ...p, name };
-          });
-          return { pid: process.pid, id: identity.nodeId, host: first.host, port: first.port, transports, startedAt, shares: shareRecords, peers, activity: activity.snapshot(), ended: activity.totals() };
-        };
-        // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
-        const { ResidentSyncServer } = await import('../../folder-sync/resident-sync.js');
-        const { dialPathsFor } = await import('../dial-paths.js');
-        const dialPaths = (peer: ResolvedPeer): Promise<PathSources> => dialPathsFor(ctx, identity, peer);
-        const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, status, activity, dialPaths, ...limited });
         ctx.out.emit(
           { event: 'listening', host: first.host, port: first.port, id: identity.nodeId, transports, shares: shareRecords },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
         );
-        // The home's own listener (it has the control socket) tells the home's commands where it is.
-        const { writeListening, removeListening } = await import('../../home/listening-file.js');
-        if (control !== undefined) await writeListening(ctx.home.dir, { pid: process.pid, host: first.host, port: first.port }).catch(() => undefined);
         if (!ctx.out.json) {
           // A listener on every address cannot say which one the other machine reaches; one on a
           // concrete address (127.0.0.1 included) can.
@@ -202,8 +104,6 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           else ctx.signal.addEventListener('abort', () => resolve(), { once: true });
         });
         ctx.log.info('shutting down');
-        // The control socket first: its syncs use the listener's resident folders, closed with it.
-        await Promise.all([sweep, control?.close(), control === undefined ? undefined : removeListening(ctx.home.dir).catch(() => undefined)]);
         await server.close();
         if (ctx.out.json) ctx.out.emit({ event: 'stopped' }, '');
       }),
@@ -223,13 +123,9 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const config = configFrom(args);
         const count = intOption(args['count'], '--count', 1, 1_000_000);
         const intervalMs = intOption(args['interval'], '--interval', 0, 3_600_000);
-        const identity = await loadIdentity(ctx.home.identityKeyFile);
-        const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), String(args['peer']), args['addr'] as string | undefined);
-        const { dialPeer } = await import('../../session/dialer.js');
-        const { pingPeer } = await import('../../session/ping.js');
-        const { describeCapabilities } = await import('../../session/session.js');
-        const { dialPathsFor } = await import('../dial-paths.js');
-        const session = await dialPeer({ identity, peer, config, log: ctx.log.child('ping'), signal: ctx.signal, paths: await dialPathsFor(ctx, identity, peer) });
+        const { connectToPeer, pingModules } = await import('../../session/connect-peer.js');
+        const { pingPeer, describeCapabilities } = await pingModules();
+        const { peer, session } = await connectToPeer({ home: ctx.home, reach: () => ctx.reach(), peerName: String(args['peer']), addr: args['addr'] as string | undefined, config, log: ctx.log, signal: ctx.signal, label: 'ping' });
         try {
           const caps = describeCapabilities(session.caps);
           const path = session.path();

@@ -3,15 +3,10 @@
 // and a PAKE by default (../pair-code.ts), or with --long the 24-letter code (pair-invite.ts).
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { formatHostPort, parseHostPort } from '../../home/address.js';
-import { readListening } from '../../home/listening-file.js';
-import { resolveConfig } from '../../home/config.js';
-import { loadIdentity } from '../../home/identity-store.js';
-import { DEFAULT_INVITE_TTL_MS, InviteStore, parseInviteCode } from '../../home/pair-invite.js';
-import { PeerStore, validatePeerName } from '../../home/peer-store.js';
+import { formatHostPort, loadIdentity, parseHostPort, PeerStore, readLastPaths, readListening, resolveConfig, validatePeerName } from '../../home/facade.js';
+import { DEFAULT_CODE_WORDS, DEFAULT_INVITE_TTL_MS, InviteStore, joinByInvite, MAX_CODE_WORDS, MIN_CODE_WORDS, parseCode, parseInviteCode } from '../../ops/pairing.js';
 import { flagText, intOption, TRANSPORT_OPTION } from '../args.js';
 import type { Runner } from '../context.js';
-import { DEFAULT_CODE_WORDS, MAX_CODE_WORDS, MIN_CODE_WORDS, parseCode } from '../../pairing/code-words.js';
 import { inviteByCode, joinWithCode } from '../pair-code.js';
 
 /** A short code starts with its number and has at most 4 words; the long code has six groups of four. */
@@ -52,7 +47,6 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
           const status = peers.length === 0 ? 'no peers' : await listenerStatus(ctx.home.dir, ctx.signal).catch(() => 'no answer');
           const connected = typeof status === 'string' ? undefined : new Set(status.peers.map((p) => p.id));
           // How each was reached last (home/last-paths.ts): a session now, else the remembered one.
-          const { readLastPaths } = await import('../../home/last-paths.js');
           const last = await readLastPaths(ctx.home.dir);
           const live = new Map(typeof status === 'string' ? [] : status.peers.filter((p) => p.path !== undefined).map((p) => [p.id, { path: p.path, rttMs: p.rttMs }]));
           const pathOf = (id: string): { path?: string; rttMs?: number } => {
@@ -146,7 +140,6 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
           if (addrArg === undefined) throw new ClawpeerError('USAGE', 'a long invite code needs --addr HOST:PORT (where that listener listens)');
           const address = addrArg;
           const identity = await loadIdentity(ctx.home.identityKeyFile);
-          const { joinByInvite } = await import('../../ops/pair-join.js');
           const { entry, created } = await joinByInvite({
             identity, peers: new PeerStore(ctx.home.peersFile), address, secret, config: resolveConfig({ transport: args['transport'] }),
             log: ctx.log.child('pair'), signal: ctx.signal, ...(name === undefined ? {} : { name }),

@@ -6,12 +6,11 @@
 // their explicit choice and allows remote addresses (the relay refuses them otherwise).
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { formatHostPort, parseHostPort } from '../../home/address.js';
+import { formatHostPort, parseHostPort, type HostPort } from '../../home/facade.js';
 import { formatImpairSpec, parseImpairSpec, type ImpairSpec } from '../../relay/impair-spec.js';
 import type { ImpairmentCounters, PipeCounters } from '../../relay/impairment.js';
 import { TCP_RELAY_LIMITATION, startTcpRelay } from '../../relay/tcp-relay.js';
 import { isLoopbackHost, startUdpRelay } from '../../relay/udp-relay.js';
-import type { HostPort } from '../../transport/types.js';
 import type { Runner } from '../context.js';
 
 /** Seeds are 32-bit: the relay's PRNG state is seeded from one 32-bit word. */

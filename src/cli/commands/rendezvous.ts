@@ -6,11 +6,10 @@
 // Runs until SIGINT/SIGTERM; logs counts every minute with -v, never a payload byte.
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { formatHostPort, parseHostPort } from '../../home/address.js';
+import { formatHostPort, parseHostPort, type HostPort } from '../../home/facade.js';
 import { DEFAULT_RENDEZVOUS_LIMITS } from '../../reach/rendezvous-state.js';
 import { bwlimitOption, intOption } from '../args.js';
 import type { Runner } from '../context.js';
-import type { HostPort } from '../../transport/types.js';
 
 function parseListen(text: string): HostPort {
   const zeroPort = /^(.*):0$/.exec(text);

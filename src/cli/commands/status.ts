@@ -4,8 +4,8 @@
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { count, duration, human } from '../../format.js';
-import { PeerStore } from '../../home/peer-store.js';
-import type { ListenerStatus } from '../../folder-sync/resident-protocol.js';
+import { PeerStore } from '../../home/facade.js';
+import type { ListenerStatus } from '../../folder-sync/facade.js';
 import type { CommandContext, Runner } from '../context.js';
 
 /** One line per activity: `push from bob into docs/photos: 12.0 MiB of 40.0 MiB, 3 of 10 files, for 20 s (614.4 KiB/s on average)`. */

@@ -1,22 +1,13 @@
 // `sync`: revision sync of a folder with a peer's share (its history: history.ts). Light imports:
 // when a listener runs the sync (resident-client.ts), this process loads little else.
 import { realpath } from 'node:fs/promises';
-import { makeDirs } from '../../support/make-dirs.js';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { resolveConfig, type NodeConfig } from '../../home/config.js';
-import type { Identity } from '../../crypto/identity.js';
+import { resolveConfig, type NodeConfig } from '../../home/facade.js';
 import type { Logger } from '../../logger.js';
-import type { ResolvedPeer } from '../../home/peer-resolve.js';
-import type { PathSources } from '../../reach/path-sources.js';
-import { isTempFileName } from '../../store/internal-names.js';
-import { QuietTimer } from '../../support/quiet-timer.js';
-import { loadSyncIgnore } from '../../folder-sync/sync-ignore.js';
-import type { ResidentFolders } from '../../folder-sync/synced-folder.js';
-import type { SyncFolderResult } from '../../folder-sync/sync-client.js';
-import type { TransferProgress } from '../../transfer/transfer-progress.js';
-import type { SyncModeName } from '../../protocol/messages.js';
+import type { PeerTarget } from '../../reach/dial-paths.js';
+import { loadSyncIgnore, syncWithPeer, watchLocalFolder, watchPeerShare, type ResidentFolders, type SyncFolderResult, type SyncModeName, type TransferProgress } from '../../folder-sync/facade.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, CONNECTIONS_OPTION, connectionsOption, compressionFrom, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { createProgress } from '../progress.js';
@@ -71,18 +62,14 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   // an unchanged folder is not scanned again (folder-sync/folder-watcher.ts). Otherwise this process
   // syncs (folder-sync/sync-with-peer.ts loads the sync modules while it dials).
   const selfAndPeer = async (): Promise<SelfAndPeer> => {
-    const [{ loadIdentity }, { PeerStore }, { resolvePeer }, { dialPathsFor }] = await Promise.all([
-      import('../../home/identity-store.js'), import('../../home/peer-store.js'), import('../../home/peer-resolve.js'), import('../dial-paths.js'),
-    ]);
-    const identity = await loadIdentity(ctx.home.identityKeyFile);
-    const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
-    return { identity, peer, paths: await dialPathsFor(ctx, identity, peer) };
+    const { peerTarget } = await import('../../reach/dial-paths.js');
+    return peerTarget({ home: ctx.home, reach: () => ctx.reach(), peerName: remote.peer, addr: args['addr'] as string | undefined, log: ctx.log });
   };
   // --watch keeps the folder's watcher and log across its syncs, as a listener does: a sync
   // skips the scan when nothing changed, or looks at just the changed files (synced-folder.ts).
   let watchFolders: ResidentFolders | undefined = undefined; // set below once --watch has its folders
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
-    const [{ identity, peer, paths }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../folder-sync/sync-with-peer.js')]);
+    const { identity, peer, paths } = await selfAndPeer();
     return syncWithPeer({
       identity, peer, paths, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun, ...(fsync === 'none' ? { fsync } : {}), connections,
       ...(onProgress === undefined ? {} : { onProgress }), ...(bwlimit === undefined ? {} : { bwlimit }),
@@ -119,11 +106,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
 
   // --watch: sync now, then after every burst of local changes (debounced), whenever the peer
   // says its share changed, and every interval.
-  await makeDirs(dir);
   let dirty = false;
   let wake: (() => void) | undefined;
-  // A plain debounce: a quiet timer without a longest delay.
-  const debounce = new QuietTimer(WATCH_DEBOUNCE_MS, Infinity, () => wake?.());
   const stopWatchingPeer = new AbortController();
   const peerWatch = mode === 'send-only' ? Promise.resolve() : followPeerChanges({
     selfAndPeer, config, share: remote.share, log, signal: AbortSignal.any([ctx.signal, stopWatchingPeer.signal]),
@@ -132,15 +116,8 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
       wake?.();
     },
   });
-  // One watch per directory (folder-sync/folder-watcher.ts; Node's recursive fs.watch on Linux sets one
-  // per file). Publisher temp files are our own sync's, not changes; .clawpeer is not watched.
-  const folders = new (await import('../../folder-sync/synced-folder.js')).ResidentFolders({ log: ctx.log });
-  watchFolders = folders;
-  const stopWatching = folders.watchers.forFolder(await realpath(dir)).subscribe((_dir: string, name: string | null) => {
-    if (name !== null && isTempFileName(name)) return;
-    dirty = true;
-    debounce.poke();
-  });
+  const watched = await watchLocalFolder({ dir, log: ctx.log, debounceMs: WATCH_DEBOUNCE_MS, onChange: () => (dirty = true), onSettled: () => wake?.() });
+  watchFolders = watched.folders;
   try {
     while (!ctx.signal.aborted) {
       dirty = false;
@@ -156,13 +133,14 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
       wake = undefined;
     }
   } finally {
-    debounce.cancel();
-    stopWatching();
-    await folders.close();
+    await watched.close();
     stopWatchingPeer.abort();
     await peerWatch;
   }
 }
+
+/** Who we are, the peer, and the ways to reach it (fresh for each dial). */
+type SelfAndPeer = PeerTarget;
 
 /**
  * Keeps a watch on the peer's share (folder-sync/share-watch-client.ts) while --watch runs, so its
@@ -170,13 +148,6 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
  * again every PEER_WATCH_RETRY_MS, and a renewed one starts a sync (changes in between were not
  * told). A peer whose clawpeer cannot tell changes is asked once. Never throws.
  */
-/** Who we are, the peer, and the ways to reach it (fresh for each dial). */
-interface SelfAndPeer {
-  readonly identity: Identity;
-  readonly peer: ResolvedPeer;
-  readonly paths: PathSources;
-}
-
 async function followPeerChanges(o: {
   selfAndPeer: () => Promise<SelfAndPeer>;
   config: NodeConfig;
@@ -188,7 +159,7 @@ async function followPeerChanges(o: {
   let lost = false;
   while (!o.signal.aborted) {
     try {
-      const [{ identity, peer, paths }, { watchPeerShare }] = await Promise.all([o.selfAndPeer(), import('../../folder-sync/share-watch-client.js')]);
+      const { identity, peer, paths } = await o.selfAndPeer();
       const outcome = await watchPeerShare({
         identity, peer, paths, config: o.config, share: o.share, log: o.log, signal: o.signal, onChange: o.onChange,
         onWatching: () => {

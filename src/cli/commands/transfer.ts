@@ -1,24 +1,13 @@
 // `push` and `pull`: move files and trees to and from a paired peer's shares.
 import { readFileSync, statSync } from 'node:fs';
 import type { Argv } from 'yargs';
-import { ClawpeerError, isInterruption } from '../../errors.js';
-import { resolveConfig } from '../../home/config.js';
-import { loadIdentity } from '../../home/identity-store.js';
-import { PeerStore } from '../../home/peer-store.js';
-import { resolvePeer } from '../../home/peer-resolve.js';
-import type { TransferResult } from '../../push-pull/transfer-client.js';
-import type { SizeRange } from '../../exchange/transfer-source.js';
-import { combineResults } from '../../push-pull/transfer-results.js';
-import { SequentialProgress } from '../../transfer/transfer-progress.js';
-import type { DryRunReport } from '../../transfer/dry-run.js';
+import { ClawpeerError } from '../../errors.js';
+import { resolveConfig } from '../../home/facade.js';
+import { pullFromPeer, pushToPeer, type DryRunReport, type TransferResult } from '../../push-pull/transfer-with-peer.js';
+import { checkPullList, DEFAULT_BACKUP_SUFFIX, parseFileList, transferChoices } from '../../push-pull/transfer-options.js';
 import type { CommandContext, Runner } from '../context.js';
-import { combineChmods } from '../../transfer/chmod.js';
-import { compileFilter } from '../../transfer/exclude.js';
-import { parseFileList } from '../../transfer/file-list.js';
-import { fileListBytes, MAX_FILES_FROM_BYTES, MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
-import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../store/backups.js';
 import { argWord, BWLIMIT_OPTION, flagText, bwlimitOption, COMPRESS_OPTION, CONNECTIONS_OPTION, connectionsOption, compressionFrom, filterRulesInOrder, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
-import { count, human, parseSize } from '../../format.js';
+import { count, human } from '../../format.js';
 import { transferSummaryText } from '../transfer-summary.js';
 import { createProgress } from '../progress.js';
 import { DEFAULT_STDIN_NAME, spoolStdin, STDIN_SOURCE, stdinName } from '../stdin-spool.js';
@@ -155,48 +144,6 @@ function report(ctx: CommandContext, verb: string, r: TransferResult, via: PathR
   );
 }
 
-/** --ignore-existing or --update; each excludes --force and the other (they say what happens to the same files). */
-function existingPolicy(args: Record<string, unknown>): 'keep' | 'update' | undefined {
-  const given = (['force', 'ignore-existing', 'update'] as const).filter((flag) => args[flag] === true);
-  if (given.length > 1) throw new ClawpeerError('USAGE', `--${given.join(' and --')} exclude each other: they decide the same thing (what happens to a different file already there)`);
-  if (args['ignore-existing'] === true) return 'keep';
-  return args['update'] === true ? 'update' : undefined;
-}
-
-/** --backup, --backup-dir (implies --backup) and --suffix as a plan; undefined without them. */
-function backupFrom(args: Record<string, unknown>): BackupPlan | undefined {
-  const dir = args['backup-dir'] as string | undefined;
-  const suffix = args['suffix'] as string | undefined;
-  if (args['backup'] !== true && dir === undefined) {
-    if (suffix !== undefined) throw new ClawpeerError('USAGE', '--suffix names backups: give --backup or --backup-dir too');
-    return undefined;
-  }
-  if (dir === '') throw new ClawpeerError('USAGE', '--backup-dir is empty: name a directory, or leave it out to keep backups beside the files');
-  return backupPlan(dir, suffix);
-}
-
-/** --min-size / --max-size as bounds (0 or absent: none, as rsync); USAGE for text that is not a size, or bounds that leave nothing. */
-function sizesFrom(args: Record<string, unknown>): SizeRange | undefined {
-  const bound = (flag: 'min-size' | 'max-size'): number | undefined => {
-    const value = args[flag];
-    if (value === undefined) return undefined;
-    const bytes = parseSize(flagText(value));
-    if (bytes === undefined) throw new ClawpeerError('USAGE', `--${flag} ${JSON.stringify(flagText(value))}: expected a size such as 4096, 64K, 1.5MiB or 2GB`);
-    return bytes === 0 ? undefined : bytes;
-  };
-  const min = bound('min-size');
-  const max = bound('max-size');
-  if (min !== undefined && max !== undefined && min > max) throw new ClawpeerError('USAGE', `--min-size ${String(args['min-size'])} is more than --max-size ${String(args['max-size'])}: no file would go`);
-  if (min === undefined && max === undefined) return undefined;
-  return { ...(min === undefined ? {} : { min }), ...(max === undefined ? {} : { max }) };
-}
-
-/** -L (every symlink) or --copy-unsafe-links (those leading out of the tree) sent as what they point to; rsync's. */
-function copyLinksFrom(args: Record<string, unknown>): 'all' | 'unsafe' | undefined {
-  if (args['copy-links'] === true && args['copy-unsafe-links'] === true) throw new ClawpeerError('USAGE', '--copy-links follows every symlink, --copy-unsafe-links only those leading out of the tree: give one');
-  return args['copy-links'] === true ? 'all' : args['copy-unsafe-links'] === true ? 'unsafe' : undefined;
-}
-
 /** A repeatable option's (or the positionals') words, a lone `-` turned back (args.ts argWord). */
 const argWords = (args: Record<string, unknown>, name: string): string[] => ((args[name] as unknown[] | undefined) ?? []).map((w) => argWord(String(w)));
 
@@ -270,10 +217,7 @@ async function transferListed(ctx: CommandContext, args: Record<string, unknown>
     ctx.out.summary({ event: 'done', files: 0, bytes: 0, listed: 0 }, `nothing to ${direction}: ${list === STDIN_SOURCE ? 'standard input' : list} lists no paths`);
     return;
   }
-  const listBytes = fileListBytes(paths);
-  if (direction === 'pull' && (paths.length > MAX_FILES_FROM_PATHS || listBytes > MAX_FILES_FROM_BYTES)) {
-    throw new ClawpeerError('USAGE', `--files-from lists ${paths.length} paths (${human(listBytes)}); a pull asks for at most ${MAX_FILES_FROM_PATHS} paths and ${human(MAX_FILES_FROM_BYTES)} at once: split the list`);
-  }
+  if (direction === 'pull') checkPullList(paths);
   await transfer(ctx, args, direction, words, { filesFrom: paths });
 }
 
@@ -298,109 +242,49 @@ async function transfer(ctx: CommandContext, args: Record<string, unknown>, dire
   if (twice !== undefined) throw new ClawpeerError('USAGE', `two of the pulled paths would both land as ${twice}: pull them separately`);
   const localPath = direction === 'push' ? (sources[0] ?? '') : (words.at(-1) ?? '');
   const streams = intOption(args['streams'], '--streams', 1, 64);
-  const connections = connectionsOption(args['connections']);
   const window = intOption(args['window'], '--window', 1, 4096);
   const bwlimit = bwlimitOption(args['bwlimit']);
   const dryRun = args['dry-run'] === true;
   const config = resolveConfig({ transport: args['transport'], compression: compressionFrom(args) });
-  const existing = existingPolicy(args);
-  const backup = backupFrom(args);
+  const optional = (name: string): string | undefined => (args[name] === undefined ? undefined : flagText(args[name]));
   const maxDelete = args['max-delete'] === undefined ? undefined : intOption(args['max-delete'], '--max-delete', 0, Number.MAX_SAFE_INTEGER);
-  if (maxDelete !== undefined && args['delete'] !== true) throw new ClawpeerError('USAGE', '--max-delete limits --delete: give --delete too');
-  const removeSourceFiles = args['remove-source-files'] === true;
-  if (removeSourceFiles && direction === 'pull') throw new ClawpeerError('USAGE', '--remove-source-files applies to push: a pull does not remove the listener\'s files');
-  if (removeSourceFiles && existing !== undefined) throw new ClawpeerError('USAGE', `--remove-source-files with --${existing === 'keep' ? 'ignore-existing' : 'update'}: a kept file was not copied, and which ones were kept is not known here`);
-  const sizes = sizesFrom(args);
-  if (sizes !== undefined && args['delete'] === true) throw new ClawpeerError('USAGE', '--delete with --min-size/--max-size: a file left out for its size would look gone from the source and be removed; run them separately');
-  const modeChange = combineChmods(argWords(args, 'chmod'));
-  const copyLinks = copyLinksFrom(args);
-  if (copyLinks !== undefined && removeSourceFiles) throw new ClawpeerError('USAGE', `--remove-source-files with --${copyLinks === 'all' ? 'copy-links' : 'copy-unsafe-links'}: what a link points to was sent, and removing the link would not move it`);
-  const rules = filterRulesInOrder(ctx.argv, { included: argWords(args, 'include'), excluded: argWords(args, 'exclude'), includeFrom: argWords(args, 'include-from'), excludeFrom: argWords(args, 'exclude-from') });
-  const excludeRules = rules.length === 0 ? undefined : compileFilter(rules);
-  if (direction === 'pull' && !dryRun) for (const r of remotes) await sweepPullDestination(ctx, localPath, filesFrom === undefined ? r.path : '');
-  const identity = await loadIdentity(ctx.home.identityKeyFile);
-  const peer = await resolvePeer(new PeerStore(ctx.home.peersFile), remote.peer, args['addr'] as string | undefined);
-  const { dialPeer } = await import('../../session/dialer.js');
-  const { push, pull } = await import('../../push-pull/transfer-client.js');
-  const { dialPathsFor } = await import('../dial-paths.js');
-  const session = await dialPeer({ identity, peer, config, log: ctx.log.child(direction), signal: ctx.signal, paths: await dialPathsFor(ctx, identity, peer), connections });
+  const choices = transferChoices({
+    direction, force: args['force'] === true, ignoreExisting: args['ignore-existing'] === true, update: args['update'] === true, delete: args['delete'] === true, maxDelete,
+    removeSourceFiles: args['remove-source-files'] === true, backup: args['backup'] === true, backupDir: optional('backup-dir'), suffix: optional('suffix'),
+    minSize: optional('min-size'), maxSize: optional('max-size'), chmod: argWords(args, 'chmod'), copyLinks: args['copy-links'] === true, copyUnsafeLinks: args['copy-unsafe-links'] === true,
+    filterRules: filterRulesInOrder(ctx.argv, { included: argWords(args, 'include'), excluded: argWords(args, 'exclude'), includeFrom: argWords(args, 'include-from'), excludeFrom: argWords(args, 'exclude-from') }),
+  });
   const progress = createProgress(ctx.out);
-  let delivered = false;
-  const untell = session.tellPeerIfInterrupted(ctx.signal, direction);
   try {
     const options = {
-      session, share: remote.share, remotePath: remote.path, localPath, ...(direction === 'push' && sources.length > 1 ? { sources } : {}), force: args['force'] === true, streams, window,
-      idleTimeoutMs: config.idleTimeoutMs, log: ctx.log.child(direction), signal: ctx.signal,
+      home: ctx.home, reach: () => ctx.reach(), config, peerName: remote.peer, addr: args['addr'] as string | undefined,
+      localPath, ...(direction === 'push' && sources.length > 1 ? { sources } : {}), force: args['force'] === true, streams, window,
+      log: ctx.log, signal: ctx.signal,
       ...(progress.active ? { onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p) } : {}),
-      ...(excludeRules === undefined ? {} : { excludeRules }),
+      ...choices,
       ...(bwlimit === undefined ? {} : { bwlimit }),
       ...(dryRun ? { dryRun } : {}),
       ...(args['delete'] === true ? { delete: true } : {}),
-      ...(existing === undefined ? {} : { existing }),
-      ...(removeSourceFiles ? { removeSourceFiles } : {}),
-      ...(backup === undefined ? {} : { backup }),
-      ...(maxDelete === undefined ? {} : { maxDelete }),
       ...(args['itemize-changes'] === true ? { itemize: true } : {}),
       ...(fsyncOption(args['fsync']) === 'none' ? { fsync: 'none' as const } : {}),
+      connections: connectionsOption(args['connections']),
       ...(toStdout ? { singleFile: true } : {}),
       ...(filesFrom === undefined ? {} : { filesFrom }),
-      ...(copyLinks === undefined ? {} : { copyLinks }),
-      ...(sizes === undefined ? {} : { sizes }),
-      ...(modeChange === undefined ? {} : { modeChange }),
-      nodeId: identity.nodeId,
     };
-    // Several remotes: one pull after another on this session, reported as one (one count up).
-    const pulled: TransferResult[] = [];
-    const pullProgress = progress.active && remotes.length > 1 ? new SequentialProgress((p) => progress.update(p)) : undefined;
-    if (direction === 'pull') {
-      for (const r of remotes) {
-        pulled.push(await pull({ ...options, share: r.share, remotePath: r.path, ...(pullProgress === undefined ? {} : { onProgress: pullProgress.next() }) }));
-      }
-    }
-    const result = direction === 'push' ? await push(options) : combineResults(pulled);
+    const { result, path, rttMs } = direction === 'push' ? await pushToPeer({ ...options, to: remote }) : await pullFromPeer({ ...options, from: remotes });
     progress.stop();
     const verb = direction === 'push' ? 'pushed' : 'pulled';
     reportPublished(ctx, result);
     reportDeleted(ctx, result, result.dryRun !== undefined);
     for (const p of result.sourceChanged ?? []) ctx.out.emit({ event: 'source-kept', path: p }, `not removed, changed or gone since it was sent: ${p}`);
     if (result.dryRun !== undefined) reportDryRun(ctx, verb, result, result.dryRun);
-    else if (!toStdout) report(ctx, verb, result, { path: session.path(), rttMs: Math.round(session.rttMs() * 1000) / 1000 });
-    // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
-    // pull ends on our own transfer-done, which the linger sees delivered.
-    delivered = direction === 'push';
+    else if (!toStdout) report(ctx, verb, result, { path, rttMs });
     if (result.deletesOverLimit !== undefined) {
       const what = result.dryRun === undefined ? 'none was removed (everything else was published)' : 'a real run would remove none';
       throw new ClawpeerError('DELETE_LIMIT', `--delete would remove ${result.deletesOverLimit} paths, more than --max-delete ${maxDelete ?? 0}: ${what}`);
     }
-  } catch (err) {
-    // Stopped by SIGINT/SIGTERM (the peer was told, above): the user hears that a rerun resumes
-    // (partials are kept on both sides).
-    const stopped: unknown = ctx.signal.reason;
-    if (!ctx.signal.aborted || !isInterruption(stopped)) throw await session.reasonFor(err);
-    const kept = direction === 'push' ? 'what the peer received is kept' : 'what arrived is kept';
-    throw new ClawpeerError(stopped.code, `${direction} ${stopped.message}: ${kept}; run the same command again to ${direction === 'push' ? 'send' : 'fetch'} the rest`, { cause: err });
   } finally {
-    untell();
     progress.stop();
-    await session.close('done', { linger: !delivered });
-  }
-}
-
-/**
- * Before a pull: removes stale `.clawpeer-tmp-*` files a killed earlier pull left where this one
- * stages (LOCAL itself, and the tree it lands in: LOCAL/<last segment of the remote path>, or all
- * of LOCAL for a whole share): those of a writer that is no longer running, and any older than
- * store/temp-files.ts STALE_TEMP_AGE_MS; a younger one of a live process may belong to a pull running
- * right now. A failure here is logged, never fatal.
- */
-async function sweepPullDestination(ctx: CommandContext, localPath: string, remotePath: string): Promise<void> {
-  const { removeStaleTempFilesAt } = await import('../../store/temp-files.js');
-  const lands = remotePath === '' ? '' : (remotePath.split('/').filter((s) => s !== '').at(-1) ?? '');
-  try {
-    const removed = await removeStaleTempFilesAt(localPath, lands, { nowMs: Date.now(), signal: ctx.signal });
-    if (removed > 0) ctx.log.info('removed stale temp files left by an earlier pull', { dir: localPath, removed });
-  } catch (err) {
-    ctx.log.warn('cannot sweep stale temp files', { dir: localPath, error: (err as Error).message });
   }
 }
 

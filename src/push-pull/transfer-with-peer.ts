@@ -1,0 +1,138 @@
+// A whole push or pull with a paired peer: resolve it, dial, run transfer-client.ts, close.
+// What `clawpeer push` and `pull` call (the command parses and reports; this runs the session).
+// Light to import: the dialer and the transfer modules load only when a transfer starts.
+import { ClawpeerError, isInterruption } from '../errors.js';
+import type { ConnectionsMode } from '../session/session-join.js';
+import type { ReachConfig } from '../home/config-file.js';
+import type { NodeConfig } from '../home/config.js';
+import type { HomeLayout } from '../home/home.js';
+import type { pull as Pull, push as Push, TransferOptions, TransferResult } from './transfer-client.js';
+import type { combineResults as CombineResults } from './transfer-results.js';
+import type { SequentialProgress as SequentialProgressClass } from '../transfer/transfer-progress.js';
+import type { ConnectToPeerOptions } from '../session/connect-peer.js';
+import type { ListEntry, ShareInfo } from '../protocol/messages.js';
+
+/** One batch of a listing: shares, or the entries of a directory. */
+export interface ListBatch {
+  readonly entries: readonly ListEntry[];
+  readonly shares: readonly ShareInfo[];
+}
+
+export type { TransferResult } from './transfer-client.js';
+export type { DryRunReport } from '../transfer/dry-run.js';
+export type { TransferProgress } from '../transfer/transfer-progress.js';
+export type { ListEntry, ShareInfo } from '../protocol/messages.js';
+
+/** A share and a path in it on the peer ('' for the whole share). */
+export interface RemotePlace {
+  readonly share: string;
+  readonly path: string;
+}
+
+export interface PeerTransferOptions extends Omit<TransferOptions, 'session' | 'share' | 'remotePath' | 'nodeId' | 'idleTimeoutMs'> {
+  readonly home: HomeLayout;
+  /** The home's reach config with the global flags applied (read once the peer is known). */
+  readonly reach: () => Promise<ReachConfig>;
+  readonly config: NodeConfig;
+  /** A pair name or node id; `addr` (HOST:PORT) overrides how it is reached. */
+  readonly peerName: string;
+  readonly addr?: string | undefined;
+  /** The command's logger: the transfer logs under its child `push` or `pull`. */
+  readonly log: TransferOptions['log'];
+  /** QUIC connections for the session: 'auto' stripes under loss (session/session-join.ts). */
+  readonly connections?: ConnectionsMode;
+}
+
+/** A transfer's result and how the session reached the peer. */
+export interface PeerTransferOutcome {
+  readonly result: TransferResult;
+  readonly path: string;
+  readonly rttMs: number;
+}
+
+/** Sends `localPath` (or `sources`) into `to` on the peer. */
+export function pushToPeer(o: PeerTransferOptions & { readonly to: RemotePlace }): Promise<PeerTransferOutcome> {
+  return withPeerSession('push', o, async (options, { push }) => push({ ...options, share: o.to.share, remotePath: o.to.path }));
+}
+
+/**
+ * Fetches each of `from` into `localPath`, one after another on one session, reported as one
+ * (progress counts up once). Stale temp files a killed earlier pull left there are swept first.
+ */
+export async function pullFromPeer(o: PeerTransferOptions & { readonly from: readonly RemotePlace[] }): Promise<PeerTransferOutcome> {
+  if (o.dryRun !== true) for (const r of o.from) await sweepPullDestination(o, o.filesFrom === undefined ? r.path : '');
+  return withPeerSession('pull', o, async (options, { pull, combineResults, SequentialProgress }) => {
+    const pulled: TransferResult[] = [];
+    const { onProgress } = options;
+    const sequential = onProgress !== undefined && o.from.length > 1 ? new SequentialProgress(onProgress) : undefined;
+    for (const r of o.from) {
+      pulled.push(await pull({ ...options, share: r.share, remotePath: r.path, ...(sequential === undefined ? {} : { onProgress: sequential.next() }) }));
+    }
+    return combineResults(pulled);
+  });
+}
+
+/** What a transfer runs with, loaded once it starts. */
+interface Modules {
+  readonly push: typeof Push;
+  readonly pull: typeof Pull;
+  readonly combineResults: typeof CombineResults;
+  readonly SequentialProgress: typeof SequentialProgressClass;
+}
+
+async function withPeerSession(direction: 'push' | 'pull', o: PeerTransferOptions, run: (options: Omit<TransferOptions, 'share' | 'remotePath'>, m: Modules) => Promise<TransferResult>): Promise<PeerTransferOutcome> {
+  const { home, reach, config, peerName, addr, connections, ...rest } = o;
+  const log = o.log.child(direction);
+  const { connectToPeer } = await import('../session/connect-peer.js');
+  const { identity, session } = await connectToPeer({ home, reach, peerName, addr, config, log: o.log, signal: o.signal, label: direction, ...(connections === undefined ? {} : { connections }) });
+  const [{ push, pull }, { combineResults }, { SequentialProgress }] = await Promise.all([import('./transfer-client.js'), import('./transfer-results.js'), import('../transfer/transfer-progress.js')]);
+  let delivered = false;
+  const untell = session.tellPeerIfInterrupted(o.signal, direction);
+  try {
+    const result = await run({ ...rest, log, session, idleTimeoutMs: config.idleTimeoutMs, nodeId: identity.nodeId }, { push, pull, combineResults, SequentialProgress });
+    // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
+    // pull ends on our own transfer-done, which the linger sees delivered.
+    delivered = direction === 'push';
+    return { result, path: session.path(), rttMs: Math.round(session.rttMs() * 1000) / 1000 };
+  } catch (err) {
+    // Stopped by SIGINT/SIGTERM (the peer was told, above): the user hears that a rerun resumes
+    // (partials are kept on both sides).
+    const stopped: unknown = o.signal.reason;
+    if (!o.signal.aborted || !isInterruption(stopped)) throw await session.reasonFor(err);
+    const kept = direction === 'push' ? 'what the peer received is kept' : 'what arrived is kept';
+    throw new ClawpeerError(stopped.code, `${direction} ${stopped.message}: ${kept}; run the same command again to ${direction === 'push' ? 'send' : 'fetch'} the rest`, { cause: err });
+  } finally {
+    untell();
+    await session.close('done', { linger: !delivered });
+  }
+}
+
+/** `ls`: the peer's shares (an empty `share`), or the entries of a directory in one, batch by batch. */
+export async function* listFromPeer(o: Omit<ConnectToPeerOptions, 'label'> & { readonly place: RemotePlace; readonly recursive: boolean }): AsyncGenerator<ListBatch, void, undefined> {
+  const { connectToPeer } = await import('../session/connect-peer.js');
+  const { session } = await connectToPeer({ ...o, label: 'ls' });
+  try {
+    const { listRemote } = await import('./list-client.js');
+    yield* listRemote({ session, share: o.place.share, path: o.place.path, recursive: o.recursive, signal: o.signal });
+  } finally {
+    await session.close('done');
+  }
+}
+
+/**
+ * Before a pull: removes stale `.clawpeer-tmp-*` files a killed earlier pull left where this one
+ * stages (localPath itself, and the tree it lands in: localPath/<last segment of the remote path>,
+ * or all of it for a whole share): those of a writer that is no longer running, and any older
+ * than store/temp-files.ts STALE_TEMP_AGE_MS; a younger one of a live process may belong to a
+ * pull running right now. A failure here is logged, never fatal.
+ */
+async function sweepPullDestination(o: PeerTransferOptions, remotePath: string): Promise<void> {
+  const { removeStaleTempFilesAt } = await import('../store/temp-files.js');
+  const lands = remotePath === '' ? '' : (remotePath.split('/').filter((s) => s !== '').at(-1) ?? '');
+  try {
+    const removed = await removeStaleTempFilesAt(o.localPath, lands, { nowMs: Date.now(), signal: o.signal });
+    if (removed > 0) o.log.info('removed stale temp files left by an earlier pull', { dir: o.localPath, removed });
+  } catch (err) {
+    o.log.warn('cannot sweep stale temp files', { dir: o.localPath, error: (err as Error).message });
+  }
+}

@@ -1,0 +1,118 @@
+// folder-sync over the in-memory transport: the client (sync-client.ts) against the listener's
+// dispatch and sync service, driving the reconcile and fetch exchange (sync-exchange.ts) and the
+// applying of remote revisions (sync-apply.ts) on both sides. New files, edits and deletions
+// travel both ways, a concurrent edit keeps both versions, the modes hold, a dry run plans only.
+import t, { type Test } from 'tap';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { syncFolder, type SyncFolderOptions } from '../../src/folder-sync/sync-client.js';
+import { silentLogger } from '../../src/logger.js';
+import { isConflictPath } from '../../src/sync/conflict.js';
+import { memoryListener, shareIn, tempDir, type MemoryListener } from '../listener/memory-listener.js';
+
+/** The folder's files (relative paths) and their text, .clawpeer left out. */
+async function contents(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const walk = async (rel: string): Promise<void> => {
+    for (const e of await readdir(path.join(dir, rel), { withFileTypes: true })) {
+      if (e.name === '.clawpeer') continue;
+      const p = rel === '' ? e.name : `${rel}/${e.name}`;
+      if (e.isDirectory()) await walk(p);
+      else out[p] = await readFile(path.join(dir, p), 'utf8');
+    }
+  };
+  await walk('');
+  return out;
+}
+
+/** A listener with the share 'docs', and a local folder to sync with it. */
+async function pair(t: Test): Promise<{ l: MemoryListener; share: string; local: string; sync: (o?: Partial<SyncFolderOptions>) => ReturnType<typeof syncFolder> }> {
+  const docs = await shareIn('docs');
+  const l = await memoryListener([docs]);
+  t.teardown(() => l.stop());
+  const local = await tempDir('sync-local');
+  // A session per sync, as sync-with-peer.ts dials one per run.
+  const sync = async (o: Partial<SyncFolderOptions> = {}): ReturnType<typeof syncFolder> =>
+    syncFolder({ session: await l.connect(), dir: local, share: 'docs', mode: 'two-way', nodeId: l.clientId, log: silentLogger, signal: new AbortController().signal, ...o });
+  return { l, share: docs.dir, local, sync };
+}
+
+/** Writes a file, making its directory. */
+async function write(file: string, text: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, text);
+}
+
+t.test('new files on either side reach the other; a second sync moves nothing', async (t) => {
+  const { share, local, sync } = await pair(t);
+  await write(path.join(local, 'mine.txt'), 'from the client');
+  await write(path.join(share, 'sub', 'theirs.txt'), 'from the listener');
+  const first = await sync();
+  t.ok(first.inSync);
+  t.equal(first.revisionsSent, 1, 'one revision sent');
+  t.ok(first.revisionsReceived >= 1, 'the listener\'s revisions received');
+  const want = { 'mine.txt': 'from the client', 'sub/theirs.txt': 'from the listener' };
+  t.same(await contents(local), want);
+  t.same(await contents(share), want, 'both sides hold both files');
+  const again = await sync();
+  t.equal(again.revisionsSent + again.revisionsReceived, 0, 'nothing left to exchange');
+  t.equal(again.roundTrips, 1, 'equal roots: one round trip');
+  t.equal(again.chunksSent, 0);
+});
+
+t.test('an edit and a deletion travel, and so does a deletion back', async (t) => {
+  const { share, local, sync } = await pair(t);
+  await write(path.join(local, 'a.txt'), 'one');
+  await write(path.join(local, 'b.txt'), 'bee');
+  await sync();
+  await write(path.join(local, 'a.txt'), 'two, longer');
+  await rm(path.join(local, 'b.txt'));
+  await sync();
+  t.same(await contents(share), { 'a.txt': 'two, longer' }, 'the listener took the edit and the deletion');
+  await rm(path.join(share, 'a.txt'));
+  await sync();
+  t.same(await contents(local), {}, 'a deletion on the listener reaches the client');
+});
+
+t.test('the same file edited on both sides: both versions are kept, and both sides agree', async (t) => {
+  const { share, local, sync } = await pair(t);
+  await write(path.join(local, 'notes.txt'), 'base');
+  await sync();
+  await write(path.join(local, 'notes.txt'), 'client edit');
+  await write(path.join(share, 'notes.txt'), 'listener edit');
+  const r = await sync();
+  t.equal(r.conflicts, 1, 'one conflict');
+  const here = await contents(local);
+  const copies = Object.keys(here).filter((p) => isConflictPath(p));
+  t.equal(copies.length, 1, 'one conflict copy');
+  t.same(new Set(Object.values(here)), new Set(['client edit', 'listener edit']), 'neither edit lost');
+  await sync(); // the listener learns the conflict copy
+  t.same(await contents(share), here, 'the listener holds the same');
+});
+
+t.test('send-only sends but takes nothing; receive-only takes but sends nothing', async (t) => {
+  const { share, local, sync } = await pair(t);
+  await write(path.join(local, 'out.txt'), 'out');
+  await write(path.join(share, 'in.txt'), 'in');
+  const sent = await sync({ mode: 'send-only' });
+  t.equal(sent.revisionsReceived, 0);
+  t.same(await contents(local), { 'out.txt': 'out' }, 'nothing came in');
+  t.same(await contents(share), { 'in.txt': 'in', 'out.txt': 'out' }, 'ours went out');
+  await write(path.join(local, 'later.txt'), 'later');
+  const received = await sync({ mode: 'receive-only' });
+  t.equal(received.revisionsSent, 0);
+  t.same(received.localOnly, ['later.txt'], 'the local-only path is named, not sent');
+  t.equal(await readFile(path.join(local, 'in.txt'), 'utf8'), 'in', 'theirs came in');
+  await t.rejects(stat(path.join(share, 'later.txt')), { code: 'ENOENT' });
+});
+
+t.test('a dry run plans both directions and changes nothing', async (t) => {
+  const { share, local, sync } = await pair(t);
+  await write(path.join(local, 'up.txt'), 'up');
+  await write(path.join(share, 'down.txt'), 'down');
+  const r = await sync({ dryRun: true });
+  t.same(r.dryRun?.send.map((c) => c.path), ['up.txt']);
+  t.same(r.dryRun?.receive.map((c) => c.path), ['down.txt']);
+  t.same(await contents(local), { 'up.txt': 'up' }, 'nothing received');
+  t.same(await contents(share), { 'down.txt': 'down' }, 'nothing sent');
+});
