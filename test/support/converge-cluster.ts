@@ -102,6 +102,10 @@ export class ConvergeCluster {
       }
     }
     const cluster = new ConvergeCluster(nodes, links);
+    // A test killed by its deadline must not leave listeners running.
+    process.once('exit', () => {
+      for (const node of nodes) node.listener?.child.kill('SIGKILL');
+    });
     for (const node of nodes) await cluster.startListener(node);
     return cluster;
   }

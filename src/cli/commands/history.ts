@@ -12,6 +12,7 @@ import { loadSyncIgnore } from '../../folder-sync/sync-ignore.js';
 import { DEFAULT_CAPABILITIES } from '../../protocol/capabilities.js';
 import type { RevisionEntry } from '../../sync/revision.js';
 import { isConflictPath } from '../../sync/conflict.js';
+import { parseVersioning, type VersioningPolicy } from '../../sync/versioning.js';
 import { human } from '../../format.js';
 import { normalizeSharePath } from '../../transfer/paths.js';
 import { parseRemote } from '../args.js';
@@ -285,8 +286,15 @@ async function fetchFromPeer(
 }
 
 async function runGc(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
-  const keepLast = Number(args['keep-last']);
-  if (!Number.isInteger(keepLast) || keepLast < 1) throw new ClawpeerError('USAGE', `--keep-last must be an integer >= 1, got ${JSON.stringify(args['keep-last'])}`);
+  const policySpec = args['policy'] as string | undefined;
+  if ((policySpec === undefined) === (args['keep-last'] === undefined)) throw new ClawpeerError('USAGE', 'gc needs one of --keep-last N or --policy SPEC');
+  let policy: VersioningPolicy;
+  if (policySpec !== undefined) policy = parseVersioning(policySpec);
+  else {
+    const keepLast = Number(args['keep-last']);
+    if (!Number.isInteger(keepLast) || keepLast < 1) throw new ClawpeerError('USAGE', `--keep-last must be an integer >= 1, got ${JSON.stringify(args['keep-last'])}`);
+    policy = { kind: 'keep-last', count: keepLast };
+  }
   const { folder } = await locateFolder(String(args['dir']));
   const { RevisionStore } = await import('../../store/revision-store.js');
   const { FolderLock } = await import('../../store/folder-lock.js');
@@ -295,7 +303,7 @@ async function runGc(ctx: CommandContext, args: Record<string, unknown>): Promis
   try {
     const store = await RevisionStore.open(folder, { nodeId: await localNodeId(ctx) });
     try {
-      const result = store.gc(keepLast);
+      const result = store.gcWith(policy, Date.now());
       const blobs = await removeHistoryBlobs(folder, result.releasedContentRoots);
       ctx.out.emit({ event: 'gc', removedRevisions: result.removedRevisions, removedBlobs: blobs }, `removed ${result.removedRevisions} old revisions and ${blobs} history files`);
     } finally {
@@ -321,7 +329,9 @@ export function registerHistoryCommands(cli: Argv, run: Runner): Argv {
     .command(
       'gc <dir>',
       'drop old revisions and the history content only they referenced (the next sync tells the peer, which drops them too)',
-      (y) => y.positional('dir', { type: 'string' }).option('keep-last', { type: 'number', demandOption: true, describe: 'revisions to keep per path (the current one always stays)' }),
+      (y) => y.positional('dir', { type: 'string' })
+        .option('keep-last', { type: 'number', describe: 'revisions to keep per path (the current one always stays)' })
+        .option('policy', { type: 'string', describe: 'versioning policy instead: keep-last:N, trashcan:DAYS (what was replaced in the last DAYS days) or staggered[:DAYS] (one a hour for a day, a day for a month, a week up to DAYS, default 365)' }),
       run(runGc),
     );
 }
