@@ -63,7 +63,13 @@ t.test('restore of a file deleted here fetches its content from the peer; where 
   // The peer's gc drops its history copy of 'first': then nothing in the pair has it.
   const first = (await revisions(b.home, client('restore', 'gone.txt'))).find((e) => e['what'] === 'created');
   if (first === undefined) throw new Error('no first revision');
-  const gc = await runCli(['--home', a.home, 'gc', server('restore'), '--keep-last', '1']);
+  const bad = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'trashcan:soon']);
+  t.not(bad.code, 0);
+  t.match(bad.stderr, /versioning "trashcan:soon" is not valid/, 'a bad --policy is named');
+  const recent = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'trashcan:30', '--json']);
+  t.equal(recent.code, 0, recent.stderr);
+  t.match(jsonLines(recent.stdout)[0], { event: 'gc', removedRevisions: 0 }, 'trashcan:30 keeps what was replaced minutes ago');
+  const gc = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'keep-last:1']);
   t.equal(gc.code, 0, gc.stderr);
   const lost = await runCli(['--home', b.home, 'restore', client('restore', 'gone.txt'), '--rev', String(first['id']), '--from', 'alice:restore']);
   t.equal(lost.code, 1, lost.stderr);

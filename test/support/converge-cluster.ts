@@ -8,7 +8,7 @@
 // listeners' configured folders do it can be plugged in later.
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { CLI, initNode, jsonLines, runCli, startListener, tempHome, type RunningListener } from '../e2e/cli-harness.js';
@@ -140,6 +140,17 @@ export class ConvergeCluster {
   async restartListener(node: ConvergeNode): Promise<void> {
     await this.killListener(node);
     await this.startListener(node);
+  }
+
+  /** Empties every folder (its log and history too) and restarts the listeners with true clocks: a fresh cluster, same homes. */
+  async reset(): Promise<void> {
+    for (const node of this.nodes) await this.killListener(node);
+    for (const node of this.nodes) {
+      await rm(node.folder, { recursive: true, force: true });
+      await mkdir(node.folder, { recursive: true });
+      node.skewMs = 0;
+    }
+    for (const node of this.nodes) await this.startListener(node);
   }
 
   async stop(): Promise<void> {

@@ -41,10 +41,14 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
   const verbose = process.env['CLAWPEER_CONVERGE_VERBOSE'] === '1';
   let passed = 0;
   const started = Date.now();
+  // One cluster for all schedules (setting one up is ~20 CLI runs), emptied between them.
+  let cluster: ConvergeCluster | undefined;
+  t.teardown(() => cluster?.stop());
   for (const seed of s.seeds) {
     await t.test(`seed ${seed}: ${s.nodes} nodes, ${s.ops} steps${s.faults ? ', faults' : ''} converge with nothing lost`, { timeout: 15 * 60_000 }, async (t) => {
-      const cluster = await ConvergeCluster.create(s.nodes);
-      try {
+      if (cluster === undefined) cluster = await ConvergeCluster.create(s.nodes);
+      else await cluster.reset();
+      {
         const r = await runSchedule(cluster, { seed, ops: s.ops, faults: s.faults, sync: d.sync ?? cliPairSync, ...(verbose ? { log: (l: string) => t.comment(l) } : {}) });
         t.comment(`seed ${seed}: ${r.syncs} syncs, ${r.quiesceRounds} quiesce rounds, ${(r.ms / 1000).toFixed(1)} s`);
         if (r.failures.length > 0) {
@@ -52,8 +56,6 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
           if (!verbose) for (const line of r.trace) t.comment(line);
         } else passed++;
         t.same(r.failures, [], `seed ${seed} converged`);
-      } finally {
-        await cluster.stop();
       }
     });
   }

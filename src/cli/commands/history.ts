@@ -298,14 +298,13 @@ async function runGc(ctx: CommandContext, args: Record<string, unknown>): Promis
   const { folder } = await locateFolder(String(args['dir']));
   const { RevisionStore } = await import('../../store/revision-store.js');
   const { FolderLock } = await import('../../store/folder-lock.js');
-  const { removeHistoryBlobs } = await import('../../store/sync-history.js');
+  const { applyVersioning } = await import('../../store/sync-history.js');
   const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: ctx.signal });
   try {
     const store = await RevisionStore.open(folder, { nodeId: await localNodeId(ctx) });
     try {
-      const result = store.gcWith(policy, Date.now());
-      const blobs = await removeHistoryBlobs(folder, result.releasedContentRoots);
-      ctx.out.emit({ event: 'gc', removedRevisions: result.removedRevisions, removedBlobs: blobs }, `removed ${result.removedRevisions} old revisions and ${blobs} history files`);
+      const result = await applyVersioning(store, folder, policy, Date.now());
+      ctx.out.emit({ event: 'gc', removedRevisions: result.removedRevisions, removedBlobs: result.removedBlobs }, `removed ${result.removedRevisions} old revisions and ${result.removedBlobs} history files`);
     } finally {
       await store.close();
     }
