@@ -48,9 +48,9 @@ export function jsonLines(stdout: string): Record<string, unknown>[] {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-export async function initNode(label: string): Promise<{ home: string; id: string }> {
+export async function initNode(label: string, timeoutMs?: number): Promise<{ home: string; id: string }> {
   const home = await tempHome(label);
-  const r = await runCli(['--home', home, 'init', '--json']);
+  const r = await runCli(['--home', home, 'init', '--json'], timeoutMs === undefined ? {} : { timeoutMs });
   if (r.code !== 0) throw new Error(`init failed: ${r.stderr}`);
   const id = jsonLines(r.stdout)[0]?.['id'];
   if (typeof id !== 'string') throw new Error(`init printed no id: ${r.stdout}`);

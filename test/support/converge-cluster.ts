@@ -47,6 +47,8 @@ export interface PairSyncOptions {
 export type PairSync = (a: ConvergeNode, b: ConvergeNode, options?: PairSyncOptions) => Promise<PairSyncOutcome>;
 
 export const SHARE = 'f';
+/** How long a CLI start may take: a shared 2-core machine under load takes tens of seconds. */
+const SLOW_MS = 120_000;
 
 /** A port free for both UDP and TCP on 127.0.0.1 right now. */
 async function freePort(): Promise<number> {
@@ -85,7 +87,7 @@ export class ConvergeCluster {
     const work = await tempHome(`${label}-work`);
     const nodes: ConvergeNode[] = [];
     for (let i = 0; i < n; i++) {
-      const { home, id } = await initNode(`${label}${i}`);
+      const { home, id } = await initNode(`${label}${i}`, SLOW_MS);
       const folder = path.join(work, `n${i}`);
       await mkdir(folder, { recursive: true });
       nodes.push({ index: i, name: `n${i}`, home, id, folder, port: await freePort(), listener: undefined, skewMs: 0 });
@@ -97,7 +99,7 @@ export class ConvergeCluster {
       const b = nodes[j];
       if (a === undefined || b === undefined) throw new TypeError('link out of range');
       for (const [self, peer] of [[a, b], [b, a]] as const) {
-        const r = await runCli(['--home', self.home, 'pair', 'add', peer.id, '--name', peer.name, '--addr', `127.0.0.1:${peer.port}`]);
+        const r = await runCli(['--home', self.home, 'pair', 'add', peer.id, '--name', peer.name, '--addr', `127.0.0.1:${peer.port}`], { timeoutMs: SLOW_MS });
         if (r.code !== 0) throw new Error(`pair add ${peer.name} on ${self.name}: ${r.stderr}`);
       }
     }
@@ -121,7 +123,7 @@ export class ConvergeCluster {
     // The port was just freed by a SIGKILLed listener: a few tries while the OS lets go of it.
     for (let attempt = 0; ; attempt++) {
       try {
-        node.listener = await startListener(node.home, ['--share', `${SHARE}=${node.folder}`], { port: node.port, env: envFor(node) });
+        node.listener = await startListener(node.home, ['--share', `${SHARE}=${node.folder}`], { port: node.port, env: envFor(node), timeoutMs: SLOW_MS });
         return;
       } catch (err) {
         if (attempt >= 4) throw err;
@@ -172,7 +174,7 @@ export const cliPairSync: PairSync = (a, b, options = {}) =>
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 3 * SLOW_MS);
     options.onStarted?.();
     child.on('close', (code, signal) => {
       clearTimeout(timer);
