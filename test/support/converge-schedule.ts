@@ -331,77 +331,83 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
   };
 
   o.log?.(`schedule seed ${o.seed}: ${cluster.nodes.length} nodes, ${o.ops} steps${o.faults ? ', faults' : ''}`);
-  for (step = 0; step < o.ops; step++) {
-    for (const [li, left] of [...cut]) {
-      if (left <= 1) cut.delete(li);
-      else cut.set(li, left - 1);
-    }
-    const r = int(100);
-    if (r < 40) await fileOp(pick(cluster.nodes));
-    else if (r < 48) await conflictOp();
-    else if (o.faults && r < 56) await faultOp();
-    else {
-      const links = liveLinks();
-      if (links.length > 0) await doSync(pick(links));
-    }
-  }
-
-  /** Sync rounds (the line forth and back) until a round changes nothing; returns the rounds run. */
-  const quiesce = async (label: string): Promise<number> => {
-    cut.clear();
-    const order = [...cluster.links.keys(), ...[...cluster.links.keys()].reverse()];
-    for (let round = 1; round <= MAX_QUIESCE_ROUNDS; round++) {
-      let changed = false;
-      for (const li of order) {
-        let out = await doSync(li);
-        for (let retry = 0; !out.ok && retry < 2; retry++) out = await doSync(li);
-        if (!out.ok) failures.push(`${label}: sync over link ${li} keeps failing: ${out.error ?? ''}`);
-        if (!out.ok || out.revisionsSent > 0 || out.revisionsReceived > 0 || out.skipped.length > 0) changed = true;
+  let quiesceRounds = 0;
+  try {
+    for (step = 0; step < o.ops; step++) {
+      for (const [li, left] of [...cut]) {
+        if (left <= 1) cut.delete(li);
+        else cut.set(li, left - 1);
       }
-      if (!changed) return round;
+      const r = int(100);
+      if (r < 40) await fileOp(pick(cluster.nodes));
+      else if (r < 48) await conflictOp();
+      else if (o.faults && r < 56) await faultOp();
+      else {
+        const links = liveLinks();
+        if (links.length > 0) await doSync(pick(links));
+      }
     }
-    failures.push(`${label}: not quiet after ${MAX_QUIESCE_ROUNDS} rounds`);
-    return MAX_QUIESCE_ROUNDS;
-  };
 
-  const checkIdentical = async (label: string): Promise<Entry[]> => {
-    const all = await Promise.all(cluster.nodes.map((n) => folderEntries(n.folder)));
-    const base = all[0] ?? [];
-    for (const [k, e] of all.entries()) {
-      const temps = e.filter((x) => isTemp(path.posix.basename(x.path)));
-      if (temps.length > 0) failures.push(`${label}: temp files left on n${k}: ${temps.map((x) => x.path).join(', ')}`);
-      if (k === 0) continue;
-      const d = differences(base, e);
-      if (d.length > 0) failures.push(`${label}: n0 and n${k} differ:\n    ${d.slice(0, 8).join('\n    ')}`);
+    /** Sync rounds (the line forth and back) until a round changes nothing; returns the rounds run. */
+    const quiesce = async (label: string): Promise<number> => {
+      cut.clear();
+      const order = [...cluster.links.keys(), ...[...cluster.links.keys()].reverse()];
+      for (let round = 1; round <= MAX_QUIESCE_ROUNDS; round++) {
+        let changed = false;
+        for (const li of order) {
+          let out = await doSync(li);
+          for (let retry = 0; !out.ok && retry < 2; retry++) out = await doSync(li);
+          if (!out.ok) failures.push(`${label}: sync over link ${li} keeps failing: ${out.error ?? ''}`);
+          if (!out.ok || out.revisionsSent > 0 || out.revisionsReceived > 0 || out.skipped.length > 0) changed = true;
+        }
+        if (!changed) return round;
+      }
+      failures.push(`${label}: not quiet after ${MAX_QUIESCE_ROUNDS} rounds`);
+      return MAX_QUIESCE_ROUNDS;
+    };
+
+    const checkIdentical = async (label: string): Promise<Entry[]> => {
+      const all = await Promise.all(cluster.nodes.map((n) => folderEntries(n.folder)));
+      const base = all[0] ?? [];
+      for (const [k, e] of all.entries()) {
+        const temps = e.filter((x) => isTemp(path.posix.basename(x.path)));
+        if (temps.length > 0) failures.push(`${label}: temp files left on n${k}: ${temps.map((x) => x.path).join(', ')}`);
+        if (k === 0) continue;
+        const d = differences(base, e);
+        if (d.length > 0) failures.push(`${label}: n0 and n${k} differ:\n    ${d.slice(0, 8).join('\n    ')}`);
+      }
+      return base;
+    };
+
+    note('quiesce');
+    quiesceRounds = await quiesce('quiesce');
+    await checkIdentical('after quiesce');
+
+
+    // Deletions, on different nodes; then they must be gone everywhere and stay gone.
+    const deleted: string[] = [];
+    if (failures.length === 0) {
+      for (const node of cluster.nodes) {
+        if (rand() < 0.5) continue;
+        const files = (await filesOf(node)).filter((f) => !deleted.includes(f));
+        if (files.length === 0) continue;
+        const f = pick(files);
+        await rm(abs(node, f));
+        deleted.push(f);
+        note(`${node.name}: delete ${f} (resurrection check)`);
+      }
+      quiesceRounds += await quiesce('after deletions');
+      const victim = pick(cluster.nodes);
+      note(`fault: SIGKILL listener ${victim.name}, restart`);
+      await cluster.restartListener(victim);
+      quiesceRounds += await quiesce('after deletions and a restart');
+      const after = await checkIdentical('after deletions');
+      const back = after.filter((e) => deleted.includes(e.path));
+      if (back.length > 0) failures.push(`deleted paths came back: ${back.map((e) => e.path).join(', ')}`);
     }
-    return base;
-  };
-
-  note('quiesce');
-  let quiesceRounds = await quiesce('quiesce');
-  await checkIdentical('after quiesce');
-
-
-  // Deletions, on different nodes; then they must be gone everywhere and stay gone.
-  const deleted: string[] = [];
-  if (failures.length === 0) {
-    for (const node of cluster.nodes) {
-      if (rand() < 0.5) continue;
-      const files = (await filesOf(node)).filter((f) => !deleted.includes(f));
-      if (files.length === 0) continue;
-      const f = pick(files);
-      await rm(abs(node, f));
-      deleted.push(f);
-      note(`${node.name}: delete ${f} (resurrection check)`);
-    }
-    quiesceRounds += await quiesce('after deletions');
-    const victim = pick(cluster.nodes);
-    note(`fault: SIGKILL listener ${victim.name}, restart`);
-    await cluster.restartListener(victim);
-    quiesceRounds += await quiesce('after deletions and a restart');
-    const after = await checkIdentical('after deletions');
-    const back = after.filter((e) => deleted.includes(e.path));
-    if (back.length > 0) failures.push(`deleted paths came back: ${back.map((e) => e.path).join(', ')}`);
+  } catch (err) {
+    // A step that threw (a listener that would not start on a loaded machine, say): the schedule fails with its trace.
+    failures.push(`step ${step} threw: ${err instanceof Error ? err.message : String(err)}`);
   }
   return { seed: o.seed, failures, trace, syncs, quiesceRounds, ms: Date.now() - started };
 }
