@@ -87,7 +87,7 @@ export class ConvergeCluster {
     const work = await tempHome(`${label}-work`);
     const nodes: ConvergeNode[] = [];
     for (let i = 0; i < n; i++) {
-      const { home, id } = await initNode(`${label}${i}`, SLOW_MS);
+      const { home, id } = await initNode(`${label}${i}`);
       const folder = path.join(work, `n${i}`);
       await mkdir(folder, { recursive: true });
       nodes.push({ index: i, name: `n${i}`, home, id, folder, port: await freePort(), listener: undefined, skewMs: 0 });
