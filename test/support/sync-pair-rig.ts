@@ -12,13 +12,13 @@ export interface SyncPair {
   /** The directory holding server/ and client/. */
   readonly work: string;
   /** A path in the listener's share. */
-  server(share: string, ...p: string[]): string;
+  readonly server: (share: string, ...p: string[]) => string;
   /** A path in the client's folder synced with that share. */
-  client(share: string, ...p: string[]): string;
+  readonly client: (share: string, ...p: string[]) => string;
   /** `clawpeer sync` of the client folder: its done line, with every JSON line under `lines`. */
-  sync(share: string, extra?: readonly string[]): Promise<Record<string, unknown>>;
+  readonly sync: (share: string, extra?: readonly string[]) => Promise<Record<string, unknown>>;
   /** `clawpeer log TARGET --json` on a home. */
-  revisions(home: string, target: string): Promise<Record<string, unknown>[]>;
+  readonly revisions: (home: string, target: string) => Promise<Record<string, unknown>[]>;
 }
 
 /** Inits both homes, pairs them, starts `a`'s listener with `shares`; the caller stops it (listener.stop). */
