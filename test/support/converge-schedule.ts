@@ -17,6 +17,7 @@ import { createHash } from 'node:crypto';
 import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ConvergeCluster, ConvergeNode, PairSync, PairSyncOutcome } from './converge-cluster.js';
+import { jsonLines, runCli } from '../e2e/cli-harness.js';
 
 /** mulberry32: a small, fast, well-mixed 32-bit PRNG; the whole schedule hangs off one. */
 export function prng(seed: number): () => number {
@@ -109,6 +110,14 @@ async function historyDigests(folder: string): Promise<string[]> {
 }
 
 const describe = (e: Entry): string => `${e.kind} ${e.path} mode ${e.mode.toString(8)}${e.kind === 'file' ? ` ${e.size} B mtime ${e.mtimeMs.toFixed(3)} ${e.sha.slice(0, 8)}` : ''}`;
+
+/** Paths whose entries differ between two folders. */
+function differingPaths(a: Entry[], b: Entry[]): string[] {
+  const key = (e: Entry): string => `${e.kind}:${e.mode}:${e.sha}`;
+  const am = new Map(a.map((e) => [e.path, key(e)]));
+  const bm = new Map(b.map((e) => [e.path, key(e)]));
+  return [...new Set([...am.keys(), ...bm.keys()])].filter((p) => am.get(p) !== bm.get(p)).sort();
+}
 
 /** What differs between two folders' entry lists (a few lines). */
 function differences(a: Entry[], b: Entry[]): string[] {
@@ -366,7 +375,20 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       return MAX_QUIESCE_ROUNDS;
     };
 
-    const checkIdentical = async (label: string): Promise<Entry[]> => {
+    /** Each node's log of `paths` (`clawpeer log --json`), for reading a divergence. */
+  const logsOf = async (paths: readonly string[]): Promise<string[]> => {
+    const out: string[] = [];
+    for (const p of paths) {
+      for (const n of cluster.nodes) {
+        const r = await runCli(['--home', n.home, 'log', abs(n, p), '--json'], { timeoutMs: 120_000 });
+        const revs = r.code === 0 ? jsonLines(r.stdout) : [];
+        out.push(`log of ${p} on ${n.name}: ${r.code === 0 ? revs.map((x) => `${String(x['what'])}${x['head'] === true ? '*' : ''} by ${String(x['by'])}`).join(', ') : r.stderr.trim()}`);
+      }
+    }
+    return out;
+  };
+
+  const checkIdentical = async (label: string): Promise<Entry[]> => {
       const all = await Promise.all(cluster.nodes.map((n) => folderEntries(n.folder)));
       const base = all[0] ?? [];
       for (const [k, e] of all.entries()) {
@@ -374,7 +396,10 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
         if (temps.length > 0) failures.push(`${label}: temp files left on n${k}: ${temps.map((x) => x.path).join(', ')}`);
         if (k === 0) continue;
         const d = differences(base, e);
-        if (d.length > 0) failures.push(`${label}: n0 and n${k} differ:\n    ${d.slice(0, 8).join('\n    ')}`);
+        if (d.length > 0) {
+          failures.push(`${label}: n0 and n${k} differ:\n    ${d.slice(0, 8).join('\n    ')}`);
+          for (const line of await logsOf(differingPaths(base, e).slice(0, 2))) note(line);
+        }
       }
       return base;
     };
