@@ -81,3 +81,4 @@ export async function watchLocalFolder(o: { readonly dir: string; readonly log: 
     },
   };
 }
+export { parseVersioning, type VersioningPolicy } from '../sync/versioning.js';

@@ -1,6 +1,7 @@
 // `log`, `restore` and `gc` of a synced folder: its revision history (store/revision-store.ts),
 // the history blobs (store/sync-history.ts), and for restore the content fetched from the peer
 // when it is kept only there (restore-fetch.ts). The command parses and prints.
+import type { VersioningPolicy } from '../sync/versioning.js';
 import { constants as fsConstants } from 'node:fs';
 import { copyFile, lstat, mkdir, open, rename, rm, stat, symlink, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -293,18 +294,17 @@ async function fetchFromPeer(
 }
 
 /** Drops all but the last `keepLast` revisions per path and the history content only they referenced. */
-export async function collectFolderGarbage(o: { readonly dir: string; readonly keepLast: number; readonly home: HomeLayout; readonly signal: AbortSignal }): Promise<{ removedRevisions: number; removedBlobs: number }> {
+export async function collectFolderGarbage(o: { readonly dir: string; readonly policy: VersioningPolicy; readonly home: HomeLayout; readonly signal: AbortSignal }): Promise<{ removedRevisions: number; removedBlobs: number }> {
   const { folder } = await locateFolder(o.dir);
   const { RevisionStore } = await import('../store/revision-store.js');
   const { FolderLock } = await import('../store/folder-lock.js');
-  const { removeHistoryBlobs } = await import('../store/sync-history.js');
+  const { applyVersioning } = await import('../store/sync-history.js');
   const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: o.signal });
   try {
     const store = await RevisionStore.open(folder, { nodeId: await localNodeId(o.home) });
     try {
-      const result = store.gc(o.keepLast);
-      const removedBlobs = await removeHistoryBlobs(folder, result.releasedContentRoots);
-      return { removedRevisions: result.removedRevisions, removedBlobs };
+      const result = await applyVersioning(store, folder, o.policy, Date.now());
+      return { removedRevisions: result.removedRevisions, removedBlobs: result.removedBlobs };
     } finally {
       await store.close();
     }

@@ -56,6 +56,7 @@ import type { WarmStat } from '../store/revlog-format.js';
 import { syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';
 import { fileEntryOf, scanTreeBatches } from '../store/tree-scan.js';
 import type { TreeEntry, TreeScanIssue } from '../store/tree-scan.js';
+import { wallClockMs } from '../support/test-hooks.js';
 
 /** Changes committed per transaction: bounds the memory of pending drafts (~300 bytes each). */
 export const DEFAULT_SCAN_BATCH_CHANGES = 1000;
@@ -185,7 +186,7 @@ function namedChanges(root: string, paths: readonly string[], store: RevisionSto
  */
 export async function scanFolder(store: RevisionStore, folder: string, options: ScanFolderOptions): Promise<ScanFolderResult> {
   const root = path.resolve(folder);
-  const nowNs = options.nowNs ?? BigInt(Date.now()) * NS_PER_MS;
+  const nowNs = options.nowNs ?? BigInt(wallClockMs()) * NS_PER_MS;
   const racyWindowMs = options.racyWindowMs ?? RACY_WINDOW_MS;
   const batchChanges = options.batchChanges ?? DEFAULT_SCAN_BATCH_CHANGES;
   if (!Number.isSafeInteger(batchChanges) || batchChanges < 1) throw new ClawpeerError('USAGE', `batchChanges must be a positive integer, got ${batchChanges}`);

@@ -17,7 +17,7 @@
 // stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
 import { lstatSync } from 'node:fs';
-import { chmod, lstat, realpath, rmdir, unlink } from 'node:fs/promises';
+import { chmod, lstat, lutimes, realpath, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError } from '../errors.js';
@@ -73,7 +73,8 @@ type FsAction =
   | { readonly kind: 'fetch'; readonly request: FetchRequest }
   /** A conflict copy of a local file: `from`'s bytes written here as a new inode. */
   | { readonly kind: 'copy-local'; readonly from: string; readonly mode: number; readonly mtimeMs: number }
-  | { readonly kind: 'chmod'; readonly mode: number }
+  /** Same bytes, other metadata: the head's mode (`chmod`) and, when it differs, its mtime (`mtimeMs`). */
+  | { readonly kind: 'chmod'; readonly mode: number; readonly mtimeMs: number | undefined }
   | { readonly kind: 'mkdir'; readonly mode: number }
   | { readonly kind: 'symlink'; readonly target: string; readonly mtimeMs: number }
   | { readonly kind: 'delete' };
@@ -147,7 +148,12 @@ function actionFor(local: RevisionEntry | undefined, remote: RevisionEntry): FsA
       return l?.kind === 'symlink' && l.linkTarget === r.linkTarget ? { kind: 'none' } : { kind: 'symlink', target: r.linkTarget, mtimeMs: mtimeMsOf(r) };
     case 'file':
       if (l?.kind === 'dir') return undefined;
-      if (l !== undefined && sameContent(l, r)) return l.mode === r.mode ? { kind: 'none' } : { kind: 'chmod', mode: r.mode };
+      if (l !== undefined && sameContent(l, r)) {
+        // The same bytes under another head (concurrent writes of equal content: the winner's
+        // metadata is taken): its mtime too, or the nodes' files keep their own times for good.
+        const mtimeMs = l.mtimeNs === r.mtimeNs ? undefined : mtimeMsOf(r);
+        return l.mode === r.mode && mtimeMs === undefined ? { kind: 'none' } : { kind: 'chmod', mode: r.mode, mtimeMs };
+      }
       return { kind: 'fetch', request: { sourcePath: r.path, root: r.contentRoot, destPath: r.path, mode: r.mode, mtimeMs: mtimeMsOf(r) } };
     default: {
       const never: never = r.kind;
@@ -411,6 +417,7 @@ export function plannedChanges(received: readonly RevisionEntry[], o: PlanOption
         changes.push({ path: plan.path, change: 'delete', kind: plan.local?.revision.kind ?? 'file', bytes: 0 });
         continue;
       case 'chmod':
+        if (plan.local?.revision.mode === plan.head?.revision.mode) continue; // an mtime only
         changes.push({ path: plan.path, change: 'mode', kind: 'file', bytes: 0 });
         continue;
       case 'mkdir':
@@ -481,9 +488,12 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       case 'fetch':
       case 'copy-local':
         break;
-      case 'chmod':
-        await chmod(await confined(folderReal, plan.path), a.mode & 0o777).catch((err: unknown) => log.warn('sync: cannot set mode', { path: plan.path, error: (err as Error).message }));
+      case 'chmod': {
+        const abs = await confined(folderReal, plan.path);
+        await chmod(abs, a.mode & 0o777).catch((err: unknown) => log.warn('sync: cannot set mode', { path: plan.path, error: (err as Error).message }));
+        if (a.mtimeMs !== undefined) await lutimes(abs, new Date(), new Date(a.mtimeMs)).catch((err: unknown) => log.warn('sync: cannot set mtime', { path: plan.path, error: (err as Error).message }));
         break;
+      }
       case 'mkdir':
         await publisher.makeDir(plan.path);
         await chmod(await confined(folderReal, plan.path), a.mode & 0o777);

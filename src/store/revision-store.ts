@@ -29,6 +29,7 @@ import { MerkleIdSet } from '../sync/merkle-root.js';
 import { decodeRevision, revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
 import { EMPTY_VECTOR, checkNodeId, counterOf, decodeVector, encodeVector, incrementVector, mergeVectors, type VersionVector } from '../sync/version-vector.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
+import { versionsToKeep, type VersioningPolicy } from '../sync/versioning.js';
 import { REVLOG_DIR_NAME, REVLOG_FORMAT_VERSION, REVLOG_FORMAT_V1, MAX_DBS, WARM_VALUE_BYTES, META_FORMAT, META_COUNTER, META_SEQ, META_LIVE_HEADS, META_ID_CHANGES, META_NODE, META_PEER, WARM_KEY_MAX_BYTES, type WarmStat, hashPath, pathKey, warmKey, u64, readU64, encodeWarm, encodeWarmStat, corrupt, historyKey, historyRange, upgradeFromV1, type Dbs } from './revlog-format.js';
 
 /** A revision made here, before the store gives it an origin and a version vector. */
@@ -455,6 +456,49 @@ export class RevisionStore {
           if (encoded === undefined) throw corrupt(this.dir, `history lists missing revision ${toHex(id)}`);
           this.#dropRevision(key, id, decodeRevision(encoded), released);
           dropped.push(id);
+        }
+      }
+      if (dropped.length > 0) this.#bumpIdChanges();
+    });
+    for (const id of dropped) this.#ids.delete(id);
+    return { removedRevisions: dropped.length, releasedContentRoots: released };
+  }
+
+  /**
+   * Drops the earlier revisions of every path that `policy` (sync/versioning.ts) does not keep
+   * at `nowMs`, never a head; like gc, one transaction, the dropped ids recorded as pruned, and
+   * the content roots nothing references any more returned. keep-last:N is exactly gc(N). A
+   * revision was replaced when the next revision of its path in this log was made (its mtime;
+   * a tombstone's is when the deletion was noticed); the last one, its own mtime.
+   */
+  gcWith(policy: VersioningPolicy, nowMs: number): GcResult {
+    if (policy.kind === 'keep-last') return this.gc(policy.count);
+    this.#checkOpen();
+    const dropped: Uint8Array[] = [];
+    const released: Uint8Array[] = [];
+    this.#env.transactionSync(() => {
+      let cursor: { start: Buffer; exclusiveStart: boolean } = { start: Buffer.alloc(0), exclusiveStart: false };
+      for (;;) {
+        let first: Buffer | undefined;
+        for (const { key } of this.#db.history.getRange({ ...cursor, limit: 1 })) first = key;
+        if (first === undefined) break;
+        const range = historyRange(first.subarray(0, BLAKE3_OUT_BYTES));
+        cursor = { start: range.end, exclusiveStart: true };
+        const group = [...this.#db.history.getRange(range)].map(({ key, value: id }) => {
+          const encoded = this.#db.revs.get(id);
+          if (encoded === undefined) throw corrupt(this.dir, `history lists missing revision ${toHex(id)}`);
+          return { key, id, rev: decodeRevision(encoded) };
+        });
+        if (group.length <= 1) continue;
+        const headId = this.#db.heads.get(first.subarray(0, BLAKE3_OUT_BYTES));
+        const earlier = group
+          .map((g, k) => ({ ...g, replacedAtMs: Number((group[k + 1]?.rev.mtimeNs ?? g.rev.mtimeNs) / 1_000_000n) }))
+          .filter((g) => headId === undefined || !bytesEqual(headId, g.id));
+        const keep = versionsToKeep(policy, earlier, nowMs);
+        for (const [k, g] of earlier.entries()) {
+          if (keep[k] === true) continue;
+          this.#dropRevision(g.key, g.id, g.rev, released);
+          dropped.push(g.id);
         }
       }
       if (dropped.length > 0) this.#bumpIdChanges();

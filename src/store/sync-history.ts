@@ -15,6 +15,8 @@ import path from 'node:path';
 import { fromHex, toHex } from '../chunking/blake3.js';
 import { ClawpeerError } from '../errors.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
+import type { RevisionStore } from './revision-store.js';
+import type { VersioningPolicy } from '../sync/versioning.js';
 
 /** Directory of history blobs inside `.clawpeer/`. */
 export const HISTORY_DIR_NAME = 'history';
@@ -103,4 +105,15 @@ export async function listHistoryRoots(folder: string): Promise<Uint8Array[]> {
     out.push(fromHex(name, 32));
   }
   return out;
+}
+
+/**
+ * Applies a folder's versioning policy at `nowMs`: drops the revisions it does not keep
+ * (RevisionStore.gcWith) and the history blobs only they referenced. Run it with the folder's
+ * lock held (as `clawpeer gc` does), e.g. after each sync of the folder.
+ */
+export async function applyVersioning(store: RevisionStore, folder: string, policy: VersioningPolicy, nowMs: number): Promise<{ removedRevisions: number; removedBlobs: number }> {
+  const result = store.gcWith(policy, nowMs);
+  const removedBlobs = await removeHistoryBlobs(folder, result.releasedContentRoots);
+  return { removedRevisions: result.removedRevisions, removedBlobs };
 }

@@ -33,7 +33,24 @@ export const TEST_HOOKS = Object.freeze({
   idleTimeoutMs: envInt('CLAWPEER_TEST_IDLE_TIMEOUT_MS'),
   /** A sender sends no DATA frame until this file exists: a test looks at a transfer that surely runs, then lets it go. */
   holdUntilFile: process.env['CLAWPEER_TEST_HOLD_UNTIL_FILE'] || undefined,
+  /** This process's clock runs off by this many ms, either way (a device whose clock is wrong). */
+  clockSkewMs: signedEnvInt('CLAWPEER_TEST_CLOCK_SKEW_MS') ?? 0,
 });
+
+function signedEnvInt(name: string): number | undefined {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/**
+ * The wall clock as this node reads it for what it records (a tombstone's time): Date.now(),
+ * off by CLAWPEER_TEST_CLOCK_SKEW_MS in a test of a device with a wrong clock.
+ */
+export function wallClockMs(): number {
+  return Date.now() + TEST_HOOKS.clockSkewMs;
+}
 
 /** Waits while CLAWPEER_TEST_HOLD_UNTIL_FILE names a file that does not exist yet (or `signal` aborts). */
 export async function holdForTest(signal?: AbortSignal): Promise<void> {

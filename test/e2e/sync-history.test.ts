@@ -2,40 +2,12 @@
 // dropped is not sent back by the next sync, and the peer drops it too), and restore fetches a
 // revision's content from the peer when this side no longer keeps it (issue 32, items 1 and 2).
 import t from 'tap';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { initNode, jsonLines, runCli, startListener } from './cli-harness.js';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { initNode, jsonLines, runCli } from './cli-harness.js';
+import { startSyncPair } from '../support/sync-pair-rig.js';
 
-const a = await initNode('ha');
-const b = await initNode('hb');
-const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-synchist-'));
-await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
-const shares: string[] = [];
-for (const name of ['gc', 'restore']) {
-  await mkdir(path.join(work, 'server', name), { recursive: true });
-  shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
-}
-const listener = await startListener(a.home, shares);
-await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]);
+const { a, b, listener, server, client, sync, revisions } = await startSyncPair(['ha', 'hb'], ['gc', 'restore'], 'synchist');
 t.teardown(() => listener.stop('SIGKILL'));
-
-const server = (share: string, ...p: string[]): string => path.join(work, 'server', share, ...p);
-const client = (share: string, ...p: string[]): string => path.join(work, 'client', share, ...p);
-
-async function sync(share: string): Promise<Record<string, unknown>> {
-  const r = await runCli(['--home', b.home, 'sync', client(share), `alice:${share}`, '--json']);
-  if (r.code !== 0) throw new Error(`sync ${share} exited ${String(r.code)}: ${r.stderr}`);
-  const last = jsonLines(r.stdout).at(-1);
-  if (last?.['event'] !== 'done') throw new Error(`no done event: ${r.stdout}`);
-  return last;
-}
-
-async function revisions(home: string, target: string): Promise<Record<string, unknown>[]> {
-  const r = await runCli(['--home', home, 'log', target, '--json']);
-  if (r.code !== 0) throw new Error(`log ${target} exited ${String(r.code)}: ${r.stderr}`);
-  return jsonLines(r.stdout);
-}
 
 t.test('gc on one side, then sync: the revisions stay dropped on this side and go on the other', async (t) => {
   await mkdir(client('gc'), { recursive: true });
@@ -91,7 +63,13 @@ t.test('restore of a file deleted here fetches its content from the peer; where 
   // The peer's gc drops its history copy of 'first': then nothing in the pair has it.
   const first = (await revisions(b.home, client('restore', 'gone.txt'))).find((e) => e['what'] === 'created');
   if (first === undefined) throw new Error('no first revision');
-  const gc = await runCli(['--home', a.home, 'gc', server('restore'), '--keep-last', '1']);
+  const bad = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'trashcan:soon']);
+  t.not(bad.code, 0);
+  t.match(bad.stderr, /versioning "trashcan:soon" is not valid/, 'a bad --policy is named');
+  const recent = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'trashcan:30', '--json']);
+  t.equal(recent.code, 0, recent.stderr);
+  t.match(jsonLines(recent.stdout)[0], { event: 'gc', removedRevisions: 0 }, 'trashcan:30 keeps what was replaced minutes ago');
+  const gc = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'keep-last:1']);
   t.equal(gc.code, 0, gc.stderr);
   const lost = await runCli(['--home', b.home, 'restore', client('restore', 'gone.txt'), '--rev', String(first['id']), '--from', 'alice:restore']);
   t.equal(lost.code, 1, lost.stderr);

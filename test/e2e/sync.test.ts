@@ -12,7 +12,8 @@ import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import { zstdCodec } from '../../src/session/chunk-compression.js';
-import { CLI, initNode, jsonLines, runCli, startListener } from './cli-harness.js';
+import { CLI, jsonLines, runCli } from './cli-harness.js';
+import { startSyncPair } from '../support/sync-pair-rig.js';
 import { snapshot as fullSnapshot, type TreeItem } from './tree-helpers.js';
 
 /** The tree without directory mtimes: a directory's mtime moves with its entries, sync does not carry it. */
@@ -20,30 +21,9 @@ async function snapshot(root: string): Promise<TreeItem[]> {
   return (await fullSnapshot(root)).map((i) => (i.kind === 'dir' ? { ...i, mtimeS: 0 } : i));
 }
 
-const a = await initNode('sa');
-const b = await initNode('sb');
-const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-'));
-await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
-const shares: string[] = [];
-for (const name of ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped', 'dry', 'ignored', 'space', 'links']) {
-  await mkdir(path.join(work, 'server', name), { recursive: true });
-  shares.push('--share', `${name}=${path.join(work, 'server', name)}`);
-}
-const listener = await startListener(a.home, shares);
-await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]);
+const rig = await startSyncPair(['sa', 'sb'], ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped', 'dry', 'ignored', 'space', 'links'], 'sync');
+const { a, b, work, listener, server, client, sync } = rig;
 t.teardown(() => listener.stop('SIGKILL'));
-
-const server = (share: string, ...p: string[]): string => path.join(work, 'server', share, ...p);
-const client = (share: string, ...p: string[]): string => path.join(work, 'client', share, ...p);
-
-async function sync(share: string, extra: string[] = []): Promise<Record<string, unknown>> {
-  const r = await runCli(['--home', b.home, 'sync', client(share), `alice:${share}`, '--json', ...extra]);
-  if (r.code !== 0) throw new Error(`sync ${share} exited ${String(r.code)}: ${r.stderr}`);
-  const lines = jsonLines(r.stdout);
-  const last = lines.at(-1);
-  if (last?.['event'] !== 'done') throw new Error(`no done event: ${r.stdout}`);
-  return { ...last, lines };
-}
 
 /** Sets an mtime in the past, so later edits are clearly newer (conflict winners go by mtime). */
 async function age(file: string, secondsAgo: number): Promise<void> {

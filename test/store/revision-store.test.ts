@@ -347,3 +347,25 @@ t.test('SIGKILL mid-write leaves a consistent store that holds whole batches', a
     await store.close();
   }
 });
+
+t.test('gcWith trashcan drops what was replaced before its window, keeps the head; keep-last:N is gc(N)', async (t) => {
+  const folder = await tempFolder();
+  const store = await RevisionStore.open(folder, { nodeId: NODE });
+  t.teardown(() => store.close());
+  const DAY_NS = 86_400_000_000_000n;
+  const now = 100n * DAY_NS;
+  // f: versions made on days 10, 50, 95, 99 (each replaced when the next was made).
+  const f = [10n, 50n, 95n, 99n].map((d, i) => store.write((w) => w.recordLocal(fileDraft('f', 100 + i, d * DAY_NS))));
+  const gone = store.write((w) => w.recordLocal({ path: 'gone', kind: 'file', contentRoot: content(200), size: 1, mode: 0o644, mtimeNs: 20n * DAY_NS, deleted: false, linkTarget: '' }));
+  store.write((w) => w.recordLocal({ path: 'gone', kind: 'file', contentRoot: new Uint8Array(0), size: 0, mode: 0o644, mtimeNs: 98n * DAY_NS, deleted: true, linkTarget: '' }));
+  const r = store.gcWith({ kind: 'trashcan', days: 10 }, Number(now / 1_000_000n));
+  t.equal(r.removedRevisions, 1, 'f\'s day 10 version (replaced on day 50, before day 90)');
+  t.ok(store.get(f[1]!.id) !== undefined && store.get(f[2]!.id) !== undefined, 'replaced on days 95 and 99: in the window');
+  t.ok(store.get(f[3]!.id) !== undefined, 'the head');
+  t.ok(store.get(gone.id) !== undefined, 'deleted on day 98: the deleted content is in the trash can');
+  t.same(r.releasedContentRoots.map(hex), [hex(content(100))]);
+  t.ok(store.isPruned(f[0]!.id), 'recorded as pruned, as gc does');
+  t.same(store.checkInvariants(), []);
+  t.equal(store.gcWith({ kind: 'keep-last', count: 1 }, 0).removedRevisions, 3, 'keep-last:1 as gc(1): f days 50 and 95, and the deleted content');
+  t.same(store.checkInvariants(), []);
+});

@@ -2,7 +2,7 @@
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { human } from '../../format.js';
-import { collectFolderGarbage, folderLog, restoreRevision, type LogRow } from '../../folder-sync/facade.js';
+import { collectFolderGarbage, folderLog, parseVersioning, restoreRevision, type LogRow, type VersioningPolicy } from '../../folder-sync/facade.js';
 import { flagText, parseRemote } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 
@@ -53,9 +53,16 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
 }
 
 async function runGc(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
-  const keepLast = Number(args['keep-last']);
-  if (!Number.isInteger(keepLast) || keepLast < 1) throw new ClawpeerError('USAGE', `--keep-last must be an integer >= 1, got ${JSON.stringify(args['keep-last'])}`);
-  const { removedRevisions, removedBlobs } = await collectFolderGarbage({ dir: String(args['dir']), keepLast, home: ctx.home, signal: ctx.signal });
+  const policySpec = args['policy'] === undefined ? undefined : flagText(args['policy']);
+  if ((policySpec === undefined) === (args['keep-last'] === undefined)) throw new ClawpeerError('USAGE', 'gc needs one of --keep-last N or --policy SPEC');
+  let policy: VersioningPolicy;
+  if (policySpec !== undefined) policy = parseVersioning(policySpec);
+  else {
+    const keepLast = Number(args['keep-last']);
+    if (!Number.isInteger(keepLast) || keepLast < 1) throw new ClawpeerError('USAGE', `--keep-last must be an integer >= 1, got ${JSON.stringify(args['keep-last'])}`);
+    policy = { kind: 'keep-last', count: keepLast };
+  }
+  const { removedRevisions, removedBlobs } = await collectFolderGarbage({ dir: flagText(args['dir']), policy, home: ctx.home, signal: ctx.signal });
   ctx.out.emit({ event: 'gc', removedRevisions, removedBlobs }, `removed ${removedRevisions} old revisions and ${removedBlobs} history files`);
 }
 
@@ -74,7 +81,9 @@ export function registerHistoryCommands(cli: Argv, run: Runner): Argv {
     .command(
       'gc <dir>',
       'drop old revisions and the history content only they referenced (the next sync tells the peer, which drops them too)',
-      (y) => y.positional('dir', { type: 'string' }).option('keep-last', { type: 'number', demandOption: true, describe: 'revisions to keep per path (the current one always stays)' }),
+      (y) => y.positional('dir', { type: 'string' })
+        .option('keep-last', { type: 'number', describe: 'revisions to keep per path (the current one always stays)' })
+        .option('policy', { type: 'string', describe: 'versioning policy instead: keep-last:N, trashcan:DAYS (what was replaced in the last DAYS days) or staggered[:DAYS] (one a hour for a day, a day for a month, a week up to DAYS, default 365)' }),
       run(runGc),
     );
 }

@@ -1,0 +1,195 @@
+// N clawpeer nodes on loopback for the convergence test: each a home of its own with one folder
+// served by its own listener (share `f`), paired only with its neighbours in a line
+// (n0-n1-n2-...), so a change travels n0 -> n1 -> n2 through the nodes in between.
+//
+// Listeners are child processes of the built CLI on fixed ports, so one can be killed with
+// SIGKILL (mid-sync) and started again at the same address. How two nodes sync is one pluggable
+// function (PairSync): today `clawpeer sync` between them (cliPairSync); a mode where the
+// listeners' configured folders do it can be plugged in later.
+import { spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { mkdir, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { CLI, initNode, jsonLines, runCli, startListener, tempHome, type RunningListener } from '../e2e/cli-harness.js';
+
+export interface ConvergeNode {
+  readonly index: number;
+  /** Pair name the neighbours know this node by (`n0`, `n1`, ...). */
+  readonly name: string;
+  readonly home: string;
+  readonly id: string;
+  /** The synced folder (served as share `f`). */
+  readonly folder: string;
+  readonly port: number;
+  listener: RunningListener | undefined;
+  /** This node's clock is off by this much (its writes' mtimes, CLAWPEER_TEST_CLOCK_SKEW_MS of its processes). */
+  skewMs: number;
+}
+
+/** What one pair sync did: numbers from the CLI's done line, or the error. */
+export interface PairSyncOutcome {
+  readonly ok: boolean;
+  readonly revisionsSent: number;
+  readonly revisionsReceived: number;
+  /** Paths the sync left as they are (its `skipped` lines). */
+  readonly skipped: readonly string[];
+  readonly error?: string;
+}
+
+export interface PairSyncOptions {
+  /** Called once the sync is under way (a fault can strike then); ms since it started are up to the caller. */
+  readonly onStarted?: () => void;
+  readonly timeoutMs?: number;
+}
+
+/** How node `a` and its neighbour `b` sync their folders (one reconciliation both ways). */
+export type PairSync = (a: ConvergeNode, b: ConvergeNode, options?: PairSyncOptions) => Promise<PairSyncOutcome>;
+
+export const SHARE = 'f';
+/** How long a CLI start may take: a shared 2-core machine under load takes tens of seconds. */
+const SLOW_MS = 120_000;
+
+/** A port free for both UDP and TCP on 127.0.0.1 right now. */
+async function freePort(): Promise<number> {
+  for (;;) {
+    const udp = createSocket('udp4');
+    const port = await new Promise<number>((resolve, reject) => {
+      udp.once('error', reject);
+      udp.bind(0, '127.0.0.1', () => resolve(udp.address().port));
+    });
+    const tcpFree = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    await new Promise<void>((resolve) => udp.close(() => resolve()));
+    if (tcpFree) return port;
+  }
+}
+
+function envFor(node: ConvergeNode): NodeJS.ProcessEnv {
+  return node.skewMs === 0 ? {} : { CLAWPEER_TEST_CLOCK_SKEW_MS: String(node.skewMs) };
+}
+
+export class ConvergeCluster {
+  readonly nodes: readonly ConvergeNode[];
+  /** Neighbour pairs [i, j], i < j: the only links that sync. */
+  readonly links: readonly (readonly [number, number])[];
+
+  private constructor(nodes: ConvergeNode[], links: [number, number][]) {
+    this.nodes = nodes;
+    this.links = links;
+  }
+
+  /** Inits `n` homes, pairs neighbours in a line, starts every listener. */
+  static async create(n: number, label = 'cv'): Promise<ConvergeCluster> {
+    const work = await tempHome(`${label}-work`);
+    const nodes: ConvergeNode[] = [];
+    for (let i = 0; i < n; i++) {
+      const { home, id } = await initNode(`${label}${i}`);
+      const folder = path.join(work, `n${i}`);
+      await mkdir(folder, { recursive: true });
+      nodes.push({ index: i, name: `n${i}`, home, id, folder, port: await freePort(), listener: undefined, skewMs: 0 });
+    }
+    const links: [number, number][] = [];
+    for (let i = 0; i + 1 < n; i++) links.push([i, i + 1]);
+    for (const [i, j] of links) {
+      const a = nodes[i];
+      const b = nodes[j];
+      if (a === undefined || b === undefined) throw new TypeError('link out of range');
+      for (const [self, peer] of [[a, b], [b, a]] as const) {
+        const r = await runCli(['--home', self.home, 'pair', 'add', peer.id, '--name', peer.name, '--addr', `127.0.0.1:${peer.port}`], { timeoutMs: SLOW_MS });
+        if (r.code !== 0) throw new Error(`pair add ${peer.name} on ${self.name}: ${r.stderr}`);
+      }
+    }
+    const cluster = new ConvergeCluster(nodes, links);
+    // A test killed by its deadline must not leave listeners running.
+    process.once('exit', () => {
+      for (const node of nodes) node.listener?.child.kill('SIGKILL');
+    });
+    for (const node of nodes) await cluster.startListener(node);
+    return cluster;
+  }
+
+  node(i: number): ConvergeNode {
+    const n = this.nodes[i];
+    if (n === undefined) throw new TypeError(`no node ${i}`);
+    return n;
+  }
+
+  async startListener(node: ConvergeNode): Promise<void> {
+    if (node.listener !== undefined) return;
+    // The port was just freed by a SIGKILLed listener: a few tries while the OS lets go of it.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        node.listener = await startListener(node.home, ['--share', `${SHARE}=${node.folder}`], { port: node.port, env: envFor(node), timeoutMs: SLOW_MS });
+        return;
+      } catch (err) {
+        if (attempt >= 4) throw err;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  }
+
+  /** SIGKILLs `node`'s listener (no cleanup, as kill -9 or a power cut). */
+  async killListener(node: ConvergeNode): Promise<void> {
+    const l = node.listener;
+    node.listener = undefined;
+    if (l !== undefined) await l.stop('SIGKILL');
+  }
+
+  async restartListener(node: ConvergeNode): Promise<void> {
+    await this.killListener(node);
+    await this.startListener(node);
+  }
+
+  /** Empties every folder (its log and history too) and restarts the listeners with true clocks: a fresh cluster, same homes. */
+  async reset(): Promise<void> {
+    for (const node of this.nodes) await this.killListener(node);
+    for (const node of this.nodes) {
+      await rm(node.folder, { recursive: true, force: true });
+      await mkdir(node.folder, { recursive: true });
+      node.skewMs = 0;
+    }
+    for (const node of this.nodes) await this.startListener(node);
+  }
+
+  async stop(): Promise<void> {
+    for (const node of this.nodes) await this.killListener(node);
+  }
+}
+
+/**
+ * The sync of today's product: `clawpeer sync A-folder B:f` run from `a`'s home (handed to
+ * `a`'s listener, which serves that folder, when it runs; else run by the CLI itself).
+ */
+export const cliPairSync: PairSync = (a, b, options = {}) =>
+  new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, '--home', a.home, 'sync', a.folder, `${b.name}:${SHARE}`, '--json'], {
+      env: { ...process.env, ...envFor(a) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 3 * SLOW_MS);
+    options.onStarted?.();
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      let lines: Record<string, unknown>[] = [];
+      try {
+        lines = jsonLines(stdout);
+      } catch {
+        // a killed run may end mid-line
+      }
+      const skipped = lines.filter((l) => l['event'] === 'skipped').map((l) => String(l['path']));
+      const done = lines.find((l) => l['event'] === 'done');
+      if (code === 0 && done !== undefined) {
+        resolve({ ok: true, revisionsSent: Number(done['revisionsSent']), revisionsReceived: Number(done['revisionsReceived']), skipped });
+      } else {
+        resolve({ ok: false, revisionsSent: 0, revisionsReceived: 0, skipped, error: `exit ${String(code ?? signal)}: ${stderr.trim().split('\n').slice(-3).join(' | ')}` });
+      }
+    });
+  });

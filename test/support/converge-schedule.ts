@@ -1,0 +1,438 @@
+// A seeded random schedule of file operations, syncs and faults on a ConvergeCluster, then
+// quiesce and the convergence checks (test/slow/converge.test.ts and its short twin in npm test).
+//
+// Same seed, same schedule: every choice comes from one PRNG (mulberry32) seeded by the run's
+// seed, printed with every failure (CLAWPEER_CONVERGE_SEED=n reproduces it). What the schedule
+// cannot make identical is timing (how far a sync got when its listener was SIGKILLed).
+//
+// Checks after quiesce (sync rounds over the line until a round changes nothing):
+//   identical: every node's folder holds the same paths, kinds, bytes, modes, file mtimes and
+//     directories (directory mtimes are not synced), and no temp file is left over;
+//   nothing lost (checked around every sync, killed ones too): every content a node held before
+//     a sync it took part in is still there after it: live, as a conflict copy, or as a history
+//     blob (what the user overwrote or deleted by hand is the user's business, not checked);
+//   no resurrection: then files and directories deleted on some nodes are gone everywhere after
+//     a quiesce, and stay gone after a listener restart and another quiesce.
+import { createHash } from 'node:crypto';
+import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, utimes, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ConvergeCluster, ConvergeNode, PairSync, PairSyncOutcome } from './converge-cluster.js';
+import { jsonLines, runCli } from '../e2e/cli-harness.js';
+
+/** mulberry32: a small, fast, well-mixed 32-bit PRNG; the whole schedule hangs off one. */
+export function prng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let x = s;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface ScheduleOptions {
+  readonly seed: number;
+  /** Steps (file operations, syncs and faults together). */
+  readonly ops: number;
+  readonly faults: boolean;
+  readonly sync: PairSync;
+  /** Progress lines (default: none). */
+  readonly log?: (line: string) => void;
+}
+
+export interface ScheduleResult {
+  readonly seed: number;
+  /** Empty when every check passed. */
+  readonly failures: string[];
+  /** What the schedule did, one line a step (for reading a failure). */
+  readonly trace: string[];
+  readonly syncs: number;
+  readonly quiesceRounds: number;
+  readonly ms: number;
+}
+
+const DIRS = ['d0', 'd1', 'd0/e0', 'd2', 'd1/e1'];
+const FILES = ['f0', 'f1', 'f2', 'f3.txt', 'f4.md', 'f5', 'g0', 'g1.bin'];
+const MAX_QUIESCE_ROUNDS = 8;
+
+interface Entry {
+  readonly path: string;
+  readonly kind: 'file' | 'dir' | 'other';
+  readonly mode: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+  readonly sha: string;
+}
+
+const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
+const isTemp = (name: string): boolean => name.startsWith('.clawpeer-tmp-');
+
+/** Every entry of a folder but `.clawpeer/`, path order. */
+export async function folderEntries(root: string): Promise<Entry[]> {
+  const out: Entry[] = [];
+  const walk = async (dir: string, rel: string): Promise<void> => {
+    for (const name of (await readdir(dir)).sort()) {
+      if (rel === '' && name === '.clawpeer') continue;
+      const abs = path.join(dir, name);
+      const r = rel === '' ? name : `${rel}/${name}`;
+      const st = await lstat(abs);
+      if (st.isDirectory()) {
+        out.push({ path: r, kind: 'dir', mode: st.mode & 0o7777, size: 0, mtimeMs: 0, sha: '' });
+        await walk(abs, r);
+      } else if (st.isFile()) {
+        out.push({ path: r, kind: 'file', mode: st.mode & 0o7777, size: st.size, mtimeMs: st.mtimeMs, sha: sha(await readFile(abs)) });
+      } else out.push({ path: r, kind: 'other', mode: 0, size: 0, mtimeMs: 0, sha: '' });
+    }
+  };
+  await walk(root, '');
+  return out;
+}
+
+/** Digests of the history blobs a node keeps. */
+async function historyDigests(folder: string): Promise<string[]> {
+  const dir = path.join(folder, '.clawpeer', 'history');
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  for (const n of names) {
+    try {
+      out.push(sha(await readFile(path.join(dir, n))));
+    } catch {
+      // a blob a concurrent gc took: not in our schedule
+    }
+  }
+  return out;
+}
+
+const describe = (e: Entry): string => `${e.kind} ${e.path} mode ${e.mode.toString(8)}${e.kind === 'file' ? ` ${e.size} B mtime ${e.mtimeMs.toFixed(3)} ${e.sha.slice(0, 8)}` : ''}`;
+
+/** Paths whose entries differ between two folders. */
+function differingPaths(a: Entry[], b: Entry[]): string[] {
+  const key = (e: Entry): string => `${e.kind}:${e.mode}:${e.sha}`;
+  const am = new Map(a.map((e) => [e.path, key(e)]));
+  const bm = new Map(b.map((e) => [e.path, key(e)]));
+  return [...new Set([...am.keys(), ...bm.keys()])].filter((p) => am.get(p) !== bm.get(p)).sort();
+}
+
+/** What differs between two folders' entry lists (a few lines). */
+function differences(a: Entry[], b: Entry[]): string[] {
+  const am = new Map(a.map((e) => [e.path, e]));
+  const bm = new Map(b.map((e) => [e.path, e]));
+  const out: string[] = [];
+  for (const p of [...new Set([...am.keys(), ...bm.keys()])].sort()) {
+    const x = am.get(p);
+    const y = bm.get(p);
+    // Within a millisecond: the log carries ns, a node sets a file's time through utimes (double seconds, ms here).
+    if (x !== undefined && y !== undefined && describe({ ...x, mtimeMs: 0 }) === describe({ ...y, mtimeMs: 0 }) && Math.abs(x.mtimeMs - y.mtimeMs) < 1) continue;
+    out.push(`${x === undefined ? '(none)' : describe(x)}  vs  ${y === undefined ? '(none)' : describe(y)}`);
+  }
+  return out;
+}
+
+/** Runs one schedule on `cluster` (fresh, empty folders) and checks the result. */
+export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions): Promise<ScheduleResult> {
+  const started = Date.now();
+  const rand = prng(o.seed);
+  const int = (n: number): number => Math.floor(rand() * n);
+  const pick = <T>(xs: readonly T[]): T => {
+    const x = xs[int(xs.length)];
+    if (x === undefined) throw new TypeError('pick from an empty list');
+    return x;
+  };
+  const trace: string[] = [];
+  const failures: string[] = [];
+  const note = (line: string): void => {
+    trace.push(line);
+    o.log?.(line);
+  };
+  const cut = new Map<number, number>(); // link index -> steps left
+  let syncs = 0;
+  let writeSerial = 0;
+  let step = 0;
+
+  const abs = (node: ConvergeNode, rel: string): string => path.join(node.folder, ...rel.split('/'));
+  const content = (): Buffer => {
+    const sizes = [0, 1 + int(64), 200 + int(3000), 20_000 + int(60_000)];
+    const size = pick(sizes);
+    const b = Buffer.alloc(size);
+    for (let i = 0; i < size; i++) b[i] = int(256);
+    // Every write distinct, so "every version" means every write.
+    const tag = Buffer.from(`#${o.seed}:${writeSerial++}#`);
+    return size === 0 ? b : Buffer.concat([tag, b]);
+  };
+  /** A write on a node happened "now" by that node's clock. */
+  const stamp = async (node: ConvergeNode, p: string): Promise<void> => {
+    if (node.skewMs === 0) return;
+    const when = new Date(Date.now() + node.skewMs);
+    await utimes(p, when, when);
+  };
+  const entries = async (node: ConvergeNode): Promise<Entry[]> => (await folderEntries(node.folder)).filter((e) => !isTemp(path.posix.basename(e.path)));
+  const filesOf = async (node: ConvergeNode): Promise<string[]> => (await entries(node)).filter((e) => e.kind === 'file').map((e) => e.path);
+  const dirsOf = async (node: ConvergeNode): Promise<string[]> => (await entries(node)).filter((e) => e.kind === 'dir').map((e) => e.path);
+  const newFilePath = async (node: ConvergeNode): Promise<string> => {
+    const dirs = ['', ...(await dirsOf(node)).filter((d) => !d.includes('.sync-conflict-')), pick(DIRS)];
+    const d = pick(dirs);
+    return d === '' ? pick(FILES) : `${d}/${pick(FILES)}`;
+  };
+
+  /** Every content a node holds: live files (conflict copies among them) and history blobs. */
+  const holdings = async (node: ConvergeNode): Promise<Map<string, string>> => {
+    const out = new Map<string, string>();
+    for (const e of await entries(node)) if (e.kind === 'file') out.set(e.sha, e.path);
+    for (const h of await historyDigests(node.folder)) if (!out.has(h)) out.set(h, '(history)');
+    return out;
+  };
+
+  const doSync = async (li: number, faultAt?: { victim: ConvergeNode; afterMs: number }): Promise<PairSyncOutcome> => {
+    const [i, j] = cluster.links[li] ?? [0, 0];
+    const [a, b] = rand() < 0.5 ? [cluster.node(i), cluster.node(j)] : [cluster.node(j), cluster.node(i)];
+    const before = [await holdings(a), await holdings(b)];
+    let kill: Promise<void> | undefined;
+    const out = await o.sync(a, b, {
+      onStarted: () => {
+        if (faultAt !== undefined) kill = new Promise((r) => setTimeout(r, faultAt.afterMs)).then(() => cluster.killListener(faultAt.victim));
+      },
+    });
+    if (kill !== undefined) await kill;
+    syncs++;
+    note(`  sync ${a.name}->${b.name}${faultAt === undefined ? '' : ` (kill ${faultAt.victim.name} at ${faultAt.afterMs} ms)`}: ${out.ok ? `sent ${out.revisionsSent} received ${out.revisionsReceived}${out.skipped.length > 0 ? ` skipped ${out.skipped.join(',')}` : ''}` : out.error ?? 'failed'}`);
+    // Nothing lost: a sync (even one killed midway) never destroys content a node held; what it
+    // replaces or deletes is kept in history, a losing edit as a conflict copy.
+    for (const [k, node] of [a, b].entries()) {
+      const after = await holdings(node);
+      for (const [h, where] of before[k] ?? []) {
+        if (!after.has(h)) failures.push(`lost: content ${h.slice(0, 8)} (${where}) of ${node.name} is gone after sync ${a.name}->${b.name} (step ${step})`);
+      }
+    }
+    if (faultAt !== undefined) await cluster.startListener(faultAt.victim);
+    return out;
+  };
+
+  const liveLinks = (): number[] => cluster.links.map((_, k) => k).filter((k) => !cut.has(k));
+
+  const fileOp = async (node: ConvergeNode): Promise<void> => {
+    const files = await filesOf(node);
+    const r = int(100);
+    if (r < 25 || files.length === 0) {
+      const p = await newFilePath(node);
+      await mkdir(path.dirname(abs(node, p)), { recursive: true });
+      const exists = files.includes(p);
+      await writeFile(abs(node, p), content());
+      await stamp(node, abs(node, p));
+      note(`${node.name}: ${exists ? 'overwrite' : 'create'} ${p}`);
+      return;
+    }
+    const f = pick(files);
+    const fa = abs(node, f);
+    if (r < 38) {
+      // Whole-file replace as an editor saves: a new inode renamed over the name.
+      const tmp = `${fa}.edit~`;
+      await writeFile(tmp, content());
+      await stamp(node, tmp);
+      await rename(tmp, fa);
+      note(`${node.name}: replace ${f}`);
+    } else if (r < 48) {
+      const h = await open(fa, 'r+');
+      try {
+        const size = (await h.stat()).size;
+        const patch = Buffer.from(`<${o.seed}:${writeSerial++}>`);
+        await h.write(patch, 0, patch.length, size === 0 ? 0 : int(size));
+      } finally {
+        await h.close();
+      }
+      await stamp(node, fa);
+      note(`${node.name}: edit in place ${f}`);
+    } else if (r < 58) {
+      await writeFile(fa, `+${o.seed}:${writeSerial++}\n`, { flag: 'a' });
+      await stamp(node, fa);
+      note(`${node.name}: append ${f}`);
+    } else if (r < 70) {
+      await rm(fa);
+      note(`${node.name}: delete ${f}`);
+    } else if (r < 80) {
+      const to = await newFilePath(node);
+      if (to === f || files.includes(to)) return;
+      await mkdir(path.dirname(abs(node, to)), { recursive: true });
+      await rename(fa, abs(node, to));
+      note(`${node.name}: rename ${f} -> ${to}`);
+    } else if (r < 88) {
+      const mode = pick([0o644, 0o600, 0o755, 0o640]);
+      await chmod(fa, mode);
+      note(`${node.name}: chmod ${mode.toString(8)} ${f}`);
+    } else if (r < 94) {
+      const d = pick(DIRS);
+      await mkdir(abs(node, d), { recursive: true });
+      note(`${node.name}: mkdir ${d}`);
+    } else {
+      const dirs = await dirsOf(node);
+      if (dirs.length === 0) return;
+      const d = pick(dirs);
+      const to = pick(DIRS);
+      if (to === d || to.startsWith(`${d}/`) || dirs.includes(to) || files.some((x) => x === to)) {
+        // An empty directory goes instead, when there is one.
+        const empty = [];
+        for (const x of dirs) if ((await readdir(abs(node, x))).length === 0) empty.push(x);
+        if (empty.length === 0) return;
+        const e = pick(empty);
+        await rmdir(abs(node, e));
+        note(`${node.name}: rmdir ${e}`);
+        return;
+      }
+      await mkdir(path.dirname(abs(node, to)), { recursive: true });
+      await rename(abs(node, d), abs(node, to));
+      note(`${node.name}: rename dir ${d} -> ${to}`);
+    }
+  };
+
+  /** The same path edited on two or three nodes before they sync. */
+  const conflictOp = async (): Promise<void> => {
+    const n = cluster.nodes.length;
+    const count = Math.min(n, 2 + int(2));
+    const chosen = new Set<number>();
+    while (chosen.size < count) chosen.add(int(n));
+    const first = cluster.node([...chosen][0] ?? 0);
+    const files = await filesOf(first);
+    const p = files.length > 0 && rand() < 0.7 ? pick(files) : await newFilePath(first);
+    for (const k of chosen) {
+      const node = cluster.node(k);
+      const target = abs(node, p);
+      await mkdir(path.dirname(target), { recursive: true }).catch(() => undefined);
+      try {
+        await writeFile(target, content());
+        await stamp(node, target);
+      } catch {
+        continue; // a directory of that name there: no edit on this node
+      }
+    }
+    note(`conflict: ${p} written on ${[...chosen].map((k) => cluster.node(k).name).join(',')}`);
+  };
+
+  const faultOp = async (): Promise<void> => {
+    const r = int(100);
+    if (r < 50) {
+      const links = liveLinks();
+      if (links.length === 0) return;
+      const li = pick(links);
+      const [i, j] = cluster.links[li] ?? [0, 0];
+      const victim = cluster.node(rand() < 0.5 ? i : j);
+      await doSync(li, { victim, afterMs: 20 + int(700) });
+    } else if (r < 65) {
+      const node = pick(cluster.nodes);
+      await cluster.killListener(node);
+      note(`fault: SIGKILL listener ${node.name} (idle), restart`);
+      await cluster.startListener(node);
+    } else if (r < 85) {
+      const li = int(cluster.links.length);
+      cut.set(li, 3 + int(10));
+      const [i, j] = cluster.links[li] ?? [0, 0];
+      note(`fault: cut link n${i}-n${j}`);
+    } else {
+      const node = pick(cluster.nodes);
+      node.skewMs = rand() < 0.25 ? 0 : (rand() < 0.5 ? -1 : 1) * (60_000 + int(10 * 60_000));
+      note(`fault: clock of ${node.name} skewed ${node.skewMs} ms (listener restarted)`);
+      await cluster.restartListener(node);
+    }
+  };
+
+  o.log?.(`schedule seed ${o.seed}: ${cluster.nodes.length} nodes, ${o.ops} steps${o.faults ? ', faults' : ''}`);
+  let quiesceRounds = 0;
+  try {
+    for (step = 0; step < o.ops; step++) {
+      for (const [li, left] of [...cut]) {
+        if (left <= 1) cut.delete(li);
+        else cut.set(li, left - 1);
+      }
+      const r = int(100);
+      if (r < 40) await fileOp(pick(cluster.nodes));
+      else if (r < 48) await conflictOp();
+      else if (o.faults && r < 56) await faultOp();
+      else {
+        const links = liveLinks();
+        if (links.length > 0) await doSync(pick(links));
+      }
+    }
+
+    /** Sync rounds (the line forth and back) until a round changes nothing; returns the rounds run. */
+    const quiesce = async (label: string): Promise<number> => {
+      cut.clear();
+      const order = [...cluster.links.keys(), ...[...cluster.links.keys()].reverse()];
+      for (let round = 1; round <= MAX_QUIESCE_ROUNDS; round++) {
+        let changed = false;
+        for (const li of order) {
+          let out = await doSync(li);
+          for (let retry = 0; !out.ok && retry < 2; retry++) out = await doSync(li);
+          if (!out.ok) failures.push(`${label}: sync over link ${li} keeps failing: ${out.error ?? ''}`);
+          if (!out.ok || out.revisionsSent > 0 || out.revisionsReceived > 0 || out.skipped.length > 0) changed = true;
+        }
+        if (!changed) return round;
+      }
+      failures.push(`${label}: not quiet after ${MAX_QUIESCE_ROUNDS} rounds`);
+      return MAX_QUIESCE_ROUNDS;
+    };
+
+    /** Each node's log of `paths` (`clawpeer log --json`), for reading a divergence. */
+  const logsOf = async (paths: readonly string[]): Promise<string[]> => {
+    const out: string[] = [];
+    for (const p of paths) {
+      for (const n of cluster.nodes) {
+        const r = await runCli(['--home', n.home, 'log', abs(n, p), '--json'], { timeoutMs: 120_000 });
+        const revs = r.code === 0 ? jsonLines(r.stdout) : [];
+        out.push(`log of ${p} on ${n.name}: ${r.code === 0 ? revs.map((x) => `${String(x['what'])}${x['head'] === true ? '*' : ''} by ${String(x['by'])}`).join(', ') : r.stderr.trim()}`);
+      }
+    }
+    return out;
+  };
+
+  const checkIdentical = async (label: string): Promise<Entry[]> => {
+      const all = await Promise.all(cluster.nodes.map((n) => folderEntries(n.folder)));
+      const base = all[0] ?? [];
+      for (const [k, e] of all.entries()) {
+        const temps = e.filter((x) => isTemp(path.posix.basename(x.path)));
+        if (temps.length > 0) failures.push(`${label}: temp files left on n${k}: ${temps.map((x) => x.path).join(', ')}`);
+        if (k === 0) continue;
+        const d = differences(base, e);
+        if (d.length > 0) {
+          failures.push(`${label}: n0 and n${k} differ:\n    ${d.slice(0, 8).join('\n    ')}`);
+          for (const line of await logsOf(differingPaths(base, e).slice(0, 2))) note(line);
+        }
+      }
+      return base;
+    };
+
+    note('quiesce');
+    quiesceRounds = await quiesce('quiesce');
+    await checkIdentical('after quiesce');
+
+
+    // Deletions, on different nodes; then they must be gone everywhere and stay gone.
+    const deleted: string[] = [];
+    if (failures.length === 0) {
+      for (const node of cluster.nodes) {
+        if (rand() < 0.5) continue;
+        const files = (await filesOf(node)).filter((f) => !deleted.includes(f));
+        if (files.length === 0) continue;
+        const f = pick(files);
+        await rm(abs(node, f));
+        deleted.push(f);
+        note(`${node.name}: delete ${f} (resurrection check)`);
+      }
+      quiesceRounds += await quiesce('after deletions');
+      const victim = pick(cluster.nodes);
+      note(`fault: SIGKILL listener ${victim.name}, restart`);
+      await cluster.restartListener(victim);
+      quiesceRounds += await quiesce('after deletions and a restart');
+      const after = await checkIdentical('after deletions');
+      const back = after.filter((e) => deleted.includes(e.path));
+      if (back.length > 0) failures.push(`deleted paths came back: ${back.map((e) => e.path).join(', ')}`);
+    }
+  } catch (err) {
+    // A step that threw (a listener that would not start on a loaded machine, say): the schedule fails with its trace.
+    failures.push(`step ${step} threw: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return { seed: o.seed, failures, trace, syncs, quiesceRounds, ms: Date.now() - started };
+}
