@@ -27,6 +27,9 @@ import { findShare, refuseUnsyncedInto } from '../home/shares.js';
 import type { Activity } from '../session/listener-activity.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 
+/** The refusal a receive-only shared folder answers a sync that would take its changes with (the folder service narrows its mode on it). */
+export const RECEIVE_ONLY_REFUSAL = 'this folder is receive-only here: only send-only syncs are served';
+
 /** How long a sync waits for another sync of the same share to finish, ms. */
 export const SERVER_LOCK_WAIT_MS = 30_000;
 
@@ -50,6 +53,8 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   if (req.fetchOnly === true && req.mode !== 'receive-only') throw new ClawpeerError('PROTOCOL', 'a fetch-only sync request must be receive-only');
   if (req.mode !== 'receive-only' && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
   refuseUnsyncedInto(share, req.noFsync);
+  if (share.receiveOnly === true && req.mode !== 'send-only' && req.fetchOnly !== true) throw new ClawpeerError('SHARE_FORBIDDEN', `${RECEIVE_ONLY_REFUSAL} (folder ${share.name})`);
+  const lockWaitMs = share.syncLockWaitMs ?? SERVER_LOCK_WAIT_MS;
   const chunking = sessionChunking(session);
   log.info(req.fetchOnly === true ? 'restore fetch requested' : 'sync requested', { peer: session.peerId, share: share.name, mode: req.mode, ...(req.dryRun === true ? { dryRun: true } : {}) });
   // The whole share is claimed (destination-locks.ts): a client killed mid-sync leaves its
@@ -59,10 +64,10 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
   try {
     await hold.claim([share.dir], `a sync from node ${session.peerId} of share ${share.name}`, {
-      waitMs: SERVER_LOCK_WAIT_MS,
+      waitMs: lockWaitMs,
       onSupersede: (older) => log.warn('aborting an earlier sync or push of the same peer in this share: its client is presumably gone', { peer: session.peerId, share: share.name, older: older.label }),
     });
-    await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal, activity);
+    await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal, activity, lockWaitMs);
   } catch (err) {
     throw hold.errorFor(err);
   } finally {
@@ -72,7 +77,7 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
 
 async function serveClaimedSync(
   session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext & { nodeId: string },
-  share: Share, chunking: ChunkingParams, signal: AbortSignal, activity: Activity | undefined,
+  share: Share, chunking: ChunkingParams, signal: AbortSignal, activity: Activity | undefined, lockWaitMs: number,
 ): Promise<void> {
   const onProgress = activity === undefined ? {} : { onProgress: (p: TransferProgress) => activity.report(p) };
   const fsync = req.noFsync === true ? { fsync: 'none' as const } : {};
@@ -82,7 +87,7 @@ async function serveClaimedSync(
   // An empty hello follows as the first SyncReconcile: the client scans while we do.
   const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
   const folder = await openSyncedFolder(share.dir, {
-    nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives && req.dryRun !== true && req.fetchOnly !== true,
+    nodeId: ctx.nodeId, chunking, lockWaitMs, log, signal, cacheManifests: clientReceives && req.dryRun !== true && req.fetchOnly !== true,
     ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
   });
   try {
@@ -118,7 +123,7 @@ async function serveClaimedSync(
     if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
     if (clientSends) {
       const applied = await applyRemote(received, {
-        store, folder: share.dir, chunking, keepConcurrentLocal: false, ignore: folder.ignore, log, ...fsync,
+        store, folder: share.dir, chunking, keepConcurrentLocal: share.receiveOnly === true, ignore: folder.ignore, log, ...fsync,
         fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, folderName: `share ${share.name}`, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }), ...onProgress, ...fsync }),
       });
       log.info('sync applied', { peer: session.peerId, share: share.name, applied: applied.applied, conflicts: applied.conflicts, skipped: applied.skipped.length });

@@ -39,6 +39,8 @@ export interface ServiceContext {
   readonly activity?: ListenerActivity;
   /** What peers' requests may hold (session/listener-budgets.ts); default: this process's PROCESS_BUDGETS. */
   readonly budgets?: ListenerBudgets;
+  /** Told when a paired peer's session starts: the peer is online (the folder service syncs what waited for it). */
+  readonly onPeerSession?: (peerId: string) => void;
 }
 
 export async function serveSession(session: PeerSession, ctx: ServiceContext, listenerSignal: AbortSignal): Promise<void> {
@@ -52,6 +54,7 @@ export async function serveSession(session: PeerSession, ctx: ServiceContext, li
   void session.connection.closed.then(() => ended.abort(closedByPeer), () => ended.abort(closedByPeer));
   const signal = ended.signal;
   const budget = (ctx.budgets ?? PROCESS_BUDGETS).session(session.peerId);
+  ctx.onPeerSession?.(session.peerId);
   attachBudget(session, budget);
   const watches = new ShareWatches(session, { log: ctx.log, ...(ctx.resident === undefined ? {} : { resident: ctx.resident }) });
   try {

@@ -25,6 +25,8 @@ export interface ListenerOptions extends ServerOptions {
    * mapping) once the transports are bound; its pathOf labels the sessions it forwards.
    */
   readonly startReach?: (bound: readonly BoundTransport[]) => Promise<ListenerReach>;
+  /** Told when a paired peer's session starts (the folder service: that peer is online). */
+  readonly onPeerSession?: (peerId: string) => void;
 }
 
 /** What the listener keeps of a running rendezvous side (reach-rv's startListenerReach). */
@@ -56,7 +58,7 @@ export class Listener {
     const indexes = new ChunkIndexPool({ log: o.log });
     const resident = new ResidentFolders({ log: o.log });
     const activity = new ListenerActivity();
-    const ctx = { shares: o.shares, config: o.config, log: o.log, nodeId: o.identity.nodeId, indexes, resident, activity, ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }) };
+    const ctx = { shares: o.shares, config: o.config, log: o.log, nodeId: o.identity.nodeId, indexes, resident, activity, ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }), ...(o.onPeerSession === undefined ? {} : { onPeerSession: o.onPeerSession }) };
     try {
       // Bound late: the rendezvous side starts once the transports are bound, after the server.
       let reach: ListenerReach | undefined;

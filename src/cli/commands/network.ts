@@ -15,6 +15,7 @@ import type { Runner } from '../context.js';
 import type { ReachConfig } from '../../home/config-file.js';
 import type { Identity } from '../../crypto/identity.js';
 import type { ListenerOptions } from '../../listener/listener.js';
+import type { FolderService } from '../../folders/folder-service.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
 
 function configFrom(args: Record<string, unknown>): NodeConfig {
@@ -154,9 +155,13 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         // Open short codes' nameplates are held in the LAN (and rendezvous) directories while open.
         const { listenerDirectories } = await import('../../ops/nameplate-directories.js');
         const { directories: nameplateDirectories, openNameplates } = listenerDirectories({ home: ctx.home, identity, config, reach, log, listenHost: String(args['host']) });
+        // The shared folders of config.json (folders/folder-service.ts) join `shares` once it
+        // runs; a peer's session arriving tells it the peer is online.
+        let folders: FolderService | undefined;
         const server = await Listener.start({
           identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited, ...lan,
           nameplateDirectories, openNameplates, ...(startReach === undefined ? {} : { startReach }),
+          onPeerSession: (peerId) => folders?.peerOnline(peerId),
         });
         const { resident, activity } = server;
         const startedAt = Date.now();
@@ -164,7 +169,8 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');
         const transports = server.bound.map((b) => b.transport);
-        const shareRecords = shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.allow !== undefined ? { allow: s.allow } : {}) }));
+        // Of the shares now (the folder service adds and removes its folders').
+        const shareRecords = (): ListenerStatus['shares'] => shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.allow !== undefined ? { allow: s.allow } : {}) }));
         // `clawpeer status` of this home asks here: the peers connected now and what runs for them.
         const status = async (): Promise<ListenerStatus> => {
           const names = new Map((await peerStore.list().catch(() => [])).map((p) => [p.id, p.name]));
@@ -172,15 +178,17 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
             const name = names.get(p.id);
             return name === undefined ? p : { ...p, name };
           });
-          return { pid: process.pid, id: identity.nodeId, host: first.host, port: first.port, transports, startedAt, shares: shareRecords, peers, activity: activity.snapshot(), ended: activity.totals() };
+          return { pid: process.pid, id: identity.nodeId, host: first.host, port: first.port, transports, startedAt, shares: shareRecords(), peers, activity: activity.snapshot(), ended: activity.totals(), ...(folders === undefined ? {} : { folders: folders.status() }) };
         };
         // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
         const { ResidentSyncServer } = await import('../../folder-sync/resident-sync.js');
         const { dialPathsFor } = await import('../dial-paths.js');
         const dialPaths = (peer: ResolvedPeer): Promise<PathSources> => dialPathsFor(ctx, identity, peer);
         const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, status, activity, dialPaths, ...limited });
+        const { FolderService } = await import('../../folders/folder-service.js');
+        folders = await FolderService.start({ homeDir: ctx.home.dir, identity, peers: peerStore, shares, resident, config, log, dialPaths, activity, ...limited });
         ctx.out.emit(
-          { event: 'listening', host: first.host, port: first.port, id: identity.nodeId, transports, shares: shareRecords },
+          { event: 'listening', host: first.host, port: first.port, id: identity.nodeId, transports, shares: shareRecords() },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
         );
         // The home's own listener (it has the control socket) tells the home's commands where it is.
@@ -203,7 +211,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         });
         ctx.log.info('shutting down');
         // The control socket first: its syncs use the listener's resident folders, closed with it.
-        await Promise.all([sweep, control?.close(), control === undefined ? undefined : removeListening(ctx.home.dir).catch(() => undefined)]);
+        await Promise.all([sweep, folders.close(), control?.close(), control === undefined ? undefined : removeListening(ctx.home.dir).catch(() => undefined)]);
         await server.close();
         if (ctx.out.json) ctx.out.emit({ event: 'stopped' }, '');
       }),
