@@ -45,8 +45,18 @@ export interface SyncServiceContext {
   readonly sendLimiter?: RateLimiter;
 }
 
+/** What a sync the peer ran here moved (a dry run or a restore fetch moves nothing). */
+export interface ServedSync {
+  readonly share: string;
+  /** Revisions taken from the peer, and those it took from here. */
+  readonly received: number;
+  readonly sent: number;
+  readonly conflicts: number;
+  readonly skipped: number;
+}
+
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
-export async function serveSync(session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext, signal: AbortSignal, activity?: Activity): Promise<void> {
+export async function serveSync(session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext, signal: AbortSignal, activity?: Activity): Promise<ServedSync> {
   const { log } = ctx;
   if (ctx.nodeId === undefined) throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
   const share = findShare(ctx.shares, req.share, session.peerId);
@@ -67,7 +77,7 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
       waitMs: lockWaitMs,
       onSupersede: (older) => log.warn('aborting an earlier sync or push of the same peer in this share: its client is presumably gone', { peer: session.peerId, share: share.name, older: older.label }),
     });
-    await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal, activity, lockWaitMs);
+    return { share: share.name, ...(await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal, activity, lockWaitMs)) };
   } catch (err) {
     throw hold.errorFor(err);
   } finally {
@@ -78,7 +88,8 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
 async function serveClaimedSync(
   session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext & { nodeId: string },
   share: Share, chunking: ChunkingParams, signal: AbortSignal, activity: Activity | undefined, lockWaitMs: number,
-): Promise<void> {
+): Promise<Omit<ServedSync, 'share'>> {
+  const nothing = { received: 0, sent: 0, conflicts: 0, skipped: 0 };
   const onProgress = activity === undefined ? {} : { onProgress: (p: TransferProgress) => activity.report(p) };
   const fsync = req.noFsync === true ? { fsync: 'none' as const } : {};
   const { log } = ctx;
@@ -101,32 +112,36 @@ async function serveClaimedSync(
       const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
       await serveFetch(ch, fetch, store, share.dir, chunking, folder.manifests, onProgress.onProgress);
       await session.control.send({ type: 'sync-done', transferId: req.transferId });
-      return;
+      return nothing;
     }
     const hello = early ?? decodeReconcilePayload((await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal)).payload);
     const responder = new ReconcileResponder(store.snapshotIdSet());
     const first = responder.receive(hello);
     await session.control.send({ type: 'sync-accept', transferId: req.transferId });
     const result = await runReconcile(ch, responder, first);
-    if (result.method === 'equal') return;
+    if (result.method === 'equal') return nothing;
     if (req.dryRun === true) {
       // The client plans from our records; it sends none, and nothing is applied or served.
       if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
       await session.control.send({ type: 'sync-done', transferId: req.transferId });
-      return;
+      return nothing;
     }
 
     let received: RevisionEntry[] = [];
     let peerPruned: readonly Uint8Array[] = [];
     // What our gc dropped is never stored again, and the client is told so it drops it too.
     if (clientSends) received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter((e) => !store.isPruned(e.id));
-    if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
+    const sent = clientReceives ? await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack)) : 0;
+    let conflicts = 0;
+    let skipped = 0;
     if (clientSends) {
       const applied = await applyRemote(received, {
         store, folder: share.dir, chunking, keepConcurrentLocal: share.receiveOnly === true, ignore: folder.ignore, log, ...fsync,
         fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, folderName: `share ${share.name}`, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }), ...onProgress, ...fsync }),
       });
       log.info('sync applied', { peer: session.peerId, share: share.name, applied: applied.applied, conflicts: applied.conflicts, skipped: applied.skipped.length });
+      conflicts = applied.conflicts;
+      skipped = applied.skipped.length;
     }
     if (clientReceives) {
       const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
@@ -138,6 +153,7 @@ async function serveClaimedSync(
     const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);
     await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
     await session.control.send({ type: 'sync-done', transferId: req.transferId });
+    return { received: received.length, sent, conflicts, skipped };
   } finally {
     await folder.close();
   }

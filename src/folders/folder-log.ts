@@ -20,8 +20,10 @@ export interface FolderLogEntry {
   /** The peer's node id, and its pair name here. */
   readonly peer: string;
   readonly peerName?: string;
-  /** Who started it: this node's folder service ('local') or the peer ('peer'). */
-  readonly mode: string;
+  /** Who started it: this node's folder service ('here') or the peer ('peer'). */
+  readonly by: 'here' | 'peer';
+  /** The mode it ran in (of the side that started it). */
+  readonly mode?: string;
   /** Revisions taken from the peer (files added, changed or deleted here). */
   readonly received: number;
   /** Revisions the peer took from here. */

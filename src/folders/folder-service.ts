@@ -30,7 +30,7 @@ import { FolderSchedule, type PairState, type SyncOutcome } from '../sync/folder
 import type { RateLimiter } from '../transfer/rate-limiter.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
-import { RECEIVE_ONLY_REFUSAL } from '../folder-sync/sync-service.js';
+import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
 import type { ResidentFolders } from '../folder-sync/synced-folder.js';
 import { FolderLog } from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
@@ -117,6 +117,8 @@ export class FolderService {
   readonly #peerLimits = new Map<string, { takes: boolean; gives: boolean }>();
   readonly #progress = new Map<string, TransferProgress>();
   readonly #running = new Set<Promise<void>>();
+  /** Per folder, the end of the last sync started here: the next waits for it (they share the folder's lock). */
+  readonly #folderTurns = new Map<string, Promise<void>>();
   readonly #stop = new AbortController();
   #names = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
@@ -150,6 +152,17 @@ export class FolderService {
     for (const key of [...this.#peerLimits.keys()]) if (key.endsWith(`\u0000${peerId}`)) this.#peerLimits.delete(key);
     this.#schedule.peerOnline(peerId, Date.now());
     this.#pump();
+  }
+
+  /** A peer ran a sync of one of the listener's shares: logged when it is one of our folders and it changed something. */
+  syncServed(peerId: string, served: ServedSync): void {
+    const active = this.#active.get(served.share);
+    if (active === undefined || !active.peerIds.includes(peerId) || served.received + served.sent + served.conflicts === 0) return;
+    const name = this.#names.get(peerId);
+    this.#log.append({
+      time: Date.now(), folder: served.share, peer: peerId, ...(name === undefined ? {} : { peerName: name }), by: 'peer',
+      received: served.received, sent: served.sent, conflicts: served.conflicts, skipped: served.skipped, bytes: 0, seconds: 0,
+    }).catch((err: unknown) => this.#o.log.warn('cannot write the folder log', { error: (err as Error).message }));
   }
 
   /** Each folder with its peers' states, for `clawpeer status`. */
@@ -307,9 +320,16 @@ export class FolderService {
       const peer = await resolvePeer(this.#o.peers, peerId, undefined);
       const [session, { syncFolder }] = await Promise.all([this.#sessions.get(peer, sync.signal), import('../folder-sync/sync-client.js')]);
       dialled = true;
+      this.#schedule.connected(f.id, peerId, Date.now());
       this.#schedule.peerOnline(peerId, Date.now()); // a dial that works: the peer's other folders need not wait out their backoff
+      // The folder's syncs with other peers go first; then this one holds the folder.
+      const previous = this.#folderTurns.get(f.id) ?? Promise.resolve();
+      let endTurn = (): void => undefined;
+      const turn = new Promise<void>((resolve) => (endTurn = resolve));
+      this.#folderTurns.set(f.id, turn);
       let result: SyncFolderResult;
       try {
+        await previous;
         result = await syncFolder({
           session, dir: f.path, share: f.id, mode, nodeId: this.#o.identity.nodeId, log, signal: sync.signal, resident: this.#o.resident,
           ...(this.#o.sendLimiter === undefined ? {} : { rateLimiters: [this.#o.sendLimiter] }),
@@ -320,6 +340,10 @@ export class FolderService {
         });
       } catch (err) {
         throw await session.reasonFor(err);
+      } finally {
+        this.#sessions.used(peerId);
+        endTurn();
+        if (this.#folderTurns.get(f.id) === turn) this.#folderTurns.delete(f.id);
       }
       ok = true;
       const now = Date.now();
@@ -327,7 +351,7 @@ export class FolderService {
       if (result.revisionsReceived + result.revisionsSent + result.conflicts > 0) {
         const name = this.#names.get(peerId);
         await this.#log.append({
-          time: now, folder: f.id, peer: peerId, ...(name === undefined ? {} : { peerName: name }), mode, received: result.revisionsReceived, sent: result.revisionsSent,
+          time: now, folder: f.id, peer: peerId, ...(name === undefined ? {} : { peerName: name }), by: 'here', mode, received: result.revisionsReceived, sent: result.revisionsSent,
           conflicts: result.conflicts, skipped: result.skipped.length, bytes: result.wireBytes, seconds: Math.round(result.seconds * 1000) / 1000,
         }).catch((err: unknown) => log.warn('cannot write the folder log', { error: (err as Error).message }));
       }

@@ -3,8 +3,9 @@
 // the driver should call `take()` again.
 //
 // Goals: a change (local, the peer's, a peer coming online) is followed at once; nothing is
-// synced twice at the same time (one sync per folder and one per peer: the peer's one session
-// carries its folders in turn); a change during a sync runs the pair again right after; an
+// synced twice at the same time (one sync per peer: the peer's one session carries its folders
+// in turn; the syncs of one folder with several peers take the folder's lock in turn, which the
+// driver holds only once the peer answered, so an unreachable peer holds up no other); a change during a sync runs the pair again right after; an
 // unreachable peer is retried with exponential backoff (capped, jittered) instead of on every
 // change, and a peer that comes online is tried at once; every pair is synced at least every
 // interval. Non-goals: the sync itself, sessions, timers, what a sync changed.
@@ -141,30 +142,30 @@ export class FolderSchedule {
     }
   }
 
-  /** The pairs to sync now (marked running): due ones, at most one per folder and one per peer at a time. */
+  /** The pairs to sync now (marked running): due ones, at most one per peer at a time. */
   take(nowMs: number): { folder: string; peer: string }[] {
-    const busyFolders = new Set<string>();
     const busyPeers = new Set<string>();
-    for (const p of this.#pairs.values()) {
-      if (p.running) {
-        busyFolders.add(p.config.folder);
-        busyPeers.add(p.config.peer);
-      }
-    }
+    for (const p of this.#pairs.values()) if (p.running) busyPeers.add(p.config.peer);
     const due = [...this.#pairs.values()].filter((p) => !p.running && !p.config.paused && p.dueAt <= nowMs).sort((a, b) => a.dueAt - b.dueAt);
     const out: { folder: string; peer: string }[] = [];
     for (const p of due) {
       const { folder, peer } = p.config;
-      if (busyFolders.has(folder) || busyPeers.has(peer)) continue;
-      busyFolders.add(folder);
+      if (busyPeers.has(peer)) continue;
       busyPeers.add(peer);
       p.running = true;
       p.rerun = false;
       p.before = p.state;
-      this.#enter(p, 'syncing', nowMs);
+      // A retry of an unreachable peer stays `waiting` until the peer answers (`connected`).
+      if (!(p.state === 'waiting' && p.failures > 0)) this.#enter(p, 'syncing', nowMs);
       out.push({ folder, peer });
     }
     return out;
+  }
+
+  /** The peer of a running sync answered: the pair is `syncing` (a retry waited until now). */
+  connected(folder: string, peer: string, nowMs: number): void {
+    const p = this.#pairs.get(keyOf(folder, peer));
+    if (p !== undefined && p.running) this.#enter(p, 'syncing', nowMs);
   }
 
   /** A sync taken by `take` ended. Unknown pairs (removed meanwhile) are ignored. */

@@ -162,6 +162,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited, ...lan,
           nameplateDirectories, openNameplates, ...(startReach === undefined ? {} : { startReach }),
           onPeerSession: (peerId) => folders?.peerOnline(peerId),
+          onSyncServed: (peerId, served) => folders?.syncServed(peerId, served),
         });
         const { resident, activity } = server;
         const startedAt = Date.now();
