@@ -32,7 +32,7 @@ import type { TransferProgress } from '../transfer/transfer-progress.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
 import type { ResidentFolders } from '../folder-sync/synced-folder.js';
-import { FolderLog } from './folder-log.js';
+import { FolderLog, type FolderLogEntry } from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
 
 /** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
@@ -69,13 +69,28 @@ export interface FolderStatus {
   readonly peers: readonly FolderPeerStatus[];
 }
 
-/** Told after every completed sync of a folder by this service; the folder's other syncs started here wait for it. */
-export type AfterFolderSync = (e: { readonly folder: FolderConfig; readonly policy: VersioningPolicy; readonly peer: string; readonly result: SyncFolderResult; readonly nowMs: number }) => Promise<void>;
+/**
+ * The versioning policy's hook: called after each completed sync of a folder that replaced or
+ * deleted content here (received > 0 or conflicts > 0), whether this node or the peer started
+ * it (`by`). The folder's next sync from this service waits for it; a sync a peer starts does
+ * not, so a hook that prunes history takes the folder's lock (store/folder-lock.ts) as `gc` does.
+ * A rejection is logged, never fatal.
+ */
+export type AfterFolderSync = (e: {
+  readonly folder: FolderConfig;
+  readonly policy: VersioningPolicy;
+  readonly peer: string;
+  readonly by: 'here' | 'peer';
+  readonly received: number;
+  readonly nowMs: number;
+}) => Promise<void>;
 
 export interface FolderServiceOptions {
   readonly homeDir: string;
   readonly identity: Identity;
   readonly peers: PeerStore;
+  /** peers.json, followed like config.json. */
+  readonly peersFile: string;
   /** The listener's live share list: the service adds and removes its folders' shares in it. */
   readonly shares: Share[];
   readonly resident: ResidentFolders;
@@ -90,6 +105,8 @@ export interface FolderServiceOptions {
 
 interface ActiveFolder {
   readonly config: FolderConfig;
+  /** The config entry and peer ids it was started from: a change of either restarts it. */
+  readonly fingerprint?: string;
   /** Node ids of its peers that are paired. */
   readonly peerIds: readonly string[];
   readonly problem: string | undefined;
@@ -117,7 +134,7 @@ export class FolderService {
   readonly #peerLimits = new Map<string, { takes: boolean; gives: boolean }>();
   readonly #progress = new Map<string, TransferProgress>();
   readonly #running = new Set<Promise<void>>();
-  /** Per folder, the end of the last sync started here: the next waits for it (they share the folder's lock). */
+  /** Per folder, the end of the last sync or record here: the next waits for it (syncs share the folder's lock). */
   readonly #folderTurns = new Map<string, Promise<void>>();
   readonly #stop = new AbortController();
   #names = new Map<string, string>();
@@ -135,7 +152,9 @@ export class FolderService {
   static async start(o: FolderServiceOptions): Promise<FolderService> {
     const service = new FolderService(o);
     await service.reload();
-    service.#configWatch = watchFile(configFileOf(o.homeDir), () => void service.reload());
+    // config.json, and peers.json (a peer of a folder paired or unpaired since).
+    const watches = [watchFile(configFileOf(o.homeDir), () => void service.reload()), watchFile(o.peersFile, () => void service.reload())];
+    service.#configWatch = { close: () => watches.forEach((w) => w.close()) };
     return service;
   }
 
@@ -154,15 +173,41 @@ export class FolderService {
     this.#pump();
   }
 
-  /** A peer ran a sync of one of the listener's shares: logged when it is one of our folders and it changed something. */
+  /** A peer ran a sync of one of the listener's shares: recorded when it is one of our folders. */
   syncServed(peerId: string, served: ServedSync): void {
     const active = this.#active.get(served.share);
-    if (active === undefined || !active.peerIds.includes(peerId) || served.received + served.sent + served.conflicts === 0) return;
-    const name = this.#names.get(peerId);
-    this.#log.append({
-      time: Date.now(), folder: served.share, peer: peerId, ...(name === undefined ? {} : { peerName: name }), by: 'peer',
-      received: served.received, sent: served.sent, conflicts: served.conflicts, skipped: served.skipped, bytes: 0, seconds: 0,
-    }).catch((err: unknown) => this.#o.log.warn('cannot write the folder log', { error: (err as Error).message }));
+    if (active === undefined || !active.peerIds.includes(peerId)) return;
+    const record = { by: 'peer' as const, received: served.received, sent: served.sent, conflicts: served.conflicts, skipped: served.skipped, bytes: 0, seconds: 0 };
+    void this.#inTurn(served.share, () => this.#record(active.config, peerId, record));
+  }
+
+  /** Runs `fn` once the folder's earlier syncs (and records) here are done; the next waits for it. */
+  async #inTurn<T>(folderId: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.#folderTurns.get(folderId) ?? Promise.resolve();
+    let endTurn = (): void => undefined;
+    const turn = new Promise<void>((resolve) => (endTurn = resolve));
+    this.#folderTurns.set(folderId, turn);
+    try {
+      await previous;
+      return await fn();
+    } finally {
+      endTurn();
+      if (this.#folderTurns.get(folderId) === turn) this.#folderTurns.delete(folderId);
+    }
+  }
+
+  /** A completed sync: logged when it moved something, then the versioning hook when content here was replaced or deleted. Never throws. */
+  async #record(f: FolderConfig, peerId: string, what: Omit<FolderLogEntry, 'time' | 'folder' | 'peer' | 'peerName'>): Promise<void> {
+    const nowMs = Date.now();
+    if (what.received + what.sent + what.conflicts > 0) {
+      const name = this.#names.get(peerId);
+      await this.#log.append({ time: nowMs, folder: f.id, peer: peerId, ...(name === undefined ? {} : { peerName: name }), ...what })
+        .catch((err: unknown) => this.#o.log.warn('cannot write the folder log', { error: (err as Error).message }));
+    }
+    const policy = parseVersioning(f.versioning);
+    if (this.#o.afterSync === undefined || policy === undefined || what.received + what.conflicts === 0) return;
+    await this.#o.afterSync({ folder: f, policy, peer: peerId, by: what.by, received: what.received, nowMs })
+      .catch((err: unknown) => this.#o.log.warn('versioning after a sync failed', { folder: f.id, error: (err as Error).message }));
   }
 
   /** Each folder with its peers' states, for `clawpeer status`. */
@@ -204,15 +249,9 @@ export class FolderService {
     }
     const pairs = await this.#o.peers.list().catch(() => []);
     this.#names = new Map(pairs.map((p) => [p.id, p.name]));
-    const wanted = new Map(folders.map((f) => [f.id, f]));
-    for (const [id, a] of [...this.#active]) {
-      if (JSON.stringify(wanted.get(id)) === JSON.stringify(a.config)) continue;
-      a.stop();
-      this.#active.delete(id);
-    }
     const foreign = new Set(this.#o.shares.filter((s) => !this.#ownShares.has(s)).map((s) => s.name));
-    for (const f of folders) {
-      if (this.#active.has(f.id)) continue;
+    // Each folder's peers as node ids now (a peer paired or unpaired since changes them too).
+    const resolved = new Map(folders.map((f) => {
       const peerIds: string[] = [];
       const problems: string[] = [];
       for (const p of f.with) {
@@ -221,7 +260,18 @@ export class FolderService {
         else peerIds.push(entry.id);
       }
       if (foreign.has(f.id)) problems.push(`a share named ${f.id} is served already (listen --share): the folder is neither served nor synced`);
-      this.#active.set(f.id, await this.#activate(f, foreign.has(f.id) ? [] : peerIds, problems.length === 0 ? undefined : problems.join('; ')));
+      return [f.id, { f, peerIds: foreign.has(f.id) ? [] : peerIds, problem: problems.length === 0 ? undefined : problems.join('; ') }];
+    }));
+    const fingerprint = (f: FolderConfig, peerIds: readonly string[]): string => JSON.stringify([f, peerIds]);
+    for (const [id, a] of [...this.#active]) {
+      const want = resolved.get(id);
+      if (want !== undefined && a.fingerprint === fingerprint(want.f, want.peerIds)) continue;
+      a.stop();
+      this.#active.delete(id);
+    }
+    for (const { f, peerIds, problem } of resolved.values()) {
+      if (this.#active.has(f.id)) continue;
+      this.#active.set(f.id, { ...(await this.#activate(f, peerIds, problem)), fingerprint: fingerprint(f, peerIds) });
     }
     this.#publishShares();
     const now = Date.now();
@@ -323,42 +373,27 @@ export class FolderService {
       this.#schedule.connected(f.id, peerId, Date.now());
       this.#schedule.peerOnline(peerId, Date.now()); // a dial that works: the peer's other folders need not wait out their backoff
       // The folder's syncs with other peers go first; then this one holds the folder.
-      const previous = this.#folderTurns.get(f.id) ?? Promise.resolve();
-      let endTurn = (): void => undefined;
-      const turn = new Promise<void>((resolve) => (endTurn = resolve));
-      this.#folderTurns.set(f.id, turn);
-      let result: SyncFolderResult;
-      try {
-        await previous;
-        result = await syncFolder({
-          session, dir: f.path, share: f.id, mode, nodeId: this.#o.identity.nodeId, log, signal: sync.signal, resident: this.#o.resident,
-          ...(this.#o.sendLimiter === undefined ? {} : { rateLimiters: [this.#o.sendLimiter] }),
-          onProgress: (p) => {
-            this.#progress.set(key, p);
-            activity?.report(p);
-          },
-        });
-      } catch (err) {
-        throw await session.reasonFor(err);
-      } finally {
-        this.#sessions.used(peerId);
-        endTurn();
-        if (this.#folderTurns.get(f.id) === turn) this.#folderTurns.delete(f.id);
-      }
-      ok = true;
-      const now = Date.now();
-      log.info('folder synced', { folder: f.id, peer: peerId, mode, received: result.revisionsReceived, sent: result.revisionsSent, conflicts: result.conflicts, inSync: result.inSync });
-      if (result.revisionsReceived + result.revisionsSent + result.conflicts > 0) {
-        const name = this.#names.get(peerId);
-        await this.#log.append({
-          time: now, folder: f.id, peer: peerId, ...(name === undefined ? {} : { peerName: name }), by: 'here', mode, received: result.revisionsReceived, sent: result.revisionsSent,
-          conflicts: result.conflicts, skipped: result.skipped.length, bytes: result.wireBytes, seconds: Math.round(result.seconds * 1000) / 1000,
-        }).catch((err: unknown) => log.warn('cannot write the folder log', { error: (err as Error).message }));
-      }
-      const policy = parseVersioning(f.versioning);
-      if (this.#o.afterSync !== undefined && policy !== undefined) {
-        await this.#o.afterSync({ folder: f, policy, peer: peerId, result, nowMs: now }).catch((err: unknown) => log.warn('versioning after a sync failed', { folder: f.id, error: (err as Error).message }));
-      }
+      const result = await this.#inTurn(f.id, async () => {
+        let r: SyncFolderResult;
+        try {
+          r = await syncFolder({
+            session, dir: f.path, share: f.id, mode, nodeId: this.#o.identity.nodeId, log, signal: sync.signal, resident: this.#o.resident,
+            ...(this.#o.sendLimiter === undefined ? {} : { rateLimiters: [this.#o.sendLimiter] }),
+            onProgress: (p) => {
+              this.#progress.set(key, p);
+              activity?.report(p);
+            },
+          });
+        } catch (err) {
+          throw await session.reasonFor(err);
+        } finally {
+          this.#sessions.used(peerId);
+        }
+        ok = true;
+        log.info('folder synced', { folder: f.id, peer: peerId, mode, received: r.revisionsReceived, sent: r.revisionsSent, conflicts: r.conflicts, inSync: r.inSync });
+        await this.#record(f, peerId, { by: 'here', mode, received: r.revisionsReceived, sent: r.revisionsSent, conflicts: r.conflicts, skipped: r.skipped.length, bytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 });
+        return r;
+      });
       finish(result.inSync ? { kind: 'done' } : { kind: 'failed', error: 'the sync ended with changes left to move (they are retried)' });
     } catch (err) {
       await this.#sessions.drop(peerId);

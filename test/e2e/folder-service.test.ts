@@ -24,6 +24,7 @@ t.test('folder add while the listeners run; an edit on one reaches the other two
   t.match(listed, [{ event: 'folder', id: 'docs', with: ['b', 'c'] }]);
   await wait('the first file everywhere', async () => (await hasText(path.join(B.dir, 'before.txt'), 'there before\n')()) && hasText(path.join(C.dir, 'before.txt'), 'there before\n')());
 
+  await wait('every pair in sync', () => allInSync(nodes, 'docs')); // timed from a quiet state
   const saved = Date.now();
   await writeFile(path.join(A.dir, 'note.txt'), 'written on A\n');
   await wait('the edit on B and C', async () => (await hasText(path.join(B.dir, 'note.txt'), 'written on A\n')()) && hasText(path.join(C.dir, 'note.txt'), 'written on A\n')());

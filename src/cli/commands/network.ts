@@ -187,7 +187,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const dialPaths = (peer: ResolvedPeer): Promise<PathSources> => dialPathsFor(ctx, identity, peer);
         const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, status, activity, dialPaths, ...limited });
         const { FolderService } = await import('../../folders/folder-service.js');
-        folders = await FolderService.start({ homeDir: ctx.home.dir, identity, peers: peerStore, shares, resident, config, log, dialPaths, activity, ...limited });
+        folders = await FolderService.start({ homeDir: ctx.home.dir, identity, peers: peerStore, peersFile: ctx.home.peersFile, shares, resident, config, log, dialPaths, activity, ...limited });
         ctx.out.emit(
           { event: 'listening', host: first.host, port: first.port, id: identity.nodeId, transports, shares: shareRecords() },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
