@@ -50,7 +50,7 @@ export class PeerSessions {
       entry.closed = true;
       if (this.#held.get(peer.id) === entry) this.#held.delete(peer.id);
     };
-    session.connection.closed.then(gone, gone);
+    void session.connection.closed.then(gone, gone);
     return session;
   }
 

@@ -49,6 +49,6 @@ t.test('config.json: folders checked by every command; edits keep the other keys
   const raw = JSON.parse(await readFile(join(home, 'config.json'), 'utf8')) as Record<string, unknown>;
   t.same(raw, { lanDiscovery: false, folders: [{ id: 'docs', path: '/srv/docs', with: ['bob'], mode: 'receive-only', versioning: 'trashcan:7', paused: true }] });
   t.equal((await loadReachConfig(home)).lanDiscovery, false, 'the reach config still reads it');
-  await t.rejects(editFolders(home, (fs) => [...fs, { ...fs[0]!, id: 'other' }]), { code: 'CONFIG_INVALID', message: /is the path of another folder too/ });
+  await t.rejects(editFolders(home, (fs) => [...fs, ...fs.map((f) => ({ ...f, id: 'other' }))]), { code: 'CONFIG_INVALID', message: /is the path of another folder too/ });
   t.equal((await loadFolders(home)).length, 1, 'a refused edit writes nothing');
 });

@@ -1,10 +1,14 @@
 import t from 'tap';
-import { backoffMs, FolderSchedule, type PairConfig } from '../../src/sync/folder-schedule.js';
+import { backoffMs, FolderSchedule, type PairConfig, type PairStatus } from '../../src/sync/folder-schedule.js';
 
 const T0 = 1_000_000;
 const pair = (folder: string, peer: string, o: Partial<PairConfig> = {}): PairConfig => ({ folder, peer, intervalMs: 60_000, paused: false, ...o });
 const keys = (xs: readonly { folder: string; peer: string }[]): string[] => xs.map((x) => `${x.folder}/${x.peer}`).sort();
-const stateOf = (s: FolderSchedule, folder: string, peer: string) => s.snapshot().find((p) => p.folder === folder && p.peer === peer);
+const stateOf = (s: FolderSchedule, folder: string, peer: string): PairStatus | undefined => s.snapshot().find((p) => p.folder === folder && p.peer === peer);
+function defined<T>(v: T | undefined, what: string): T {
+  if (v === undefined) throw new Error(`${what} is undefined`);
+  return v;
+}
 
 t.test('every pair is due at start; one sync per peer at a time (its session carries its folders in turn)', async (t) => {
   const s = new FolderSchedule({ random: () => 0.5 });
@@ -16,8 +20,9 @@ t.test('every pair is due at start; one sync per peer at a time (its session car
   for (const x of first) s.finish(x.folder, x.peer, T0 + 10, { kind: 'done' });
   const second = s.take(T0 + 10);
   t.same(keys([...first, ...second]), ['docs/a', 'docs/b', 'photos/a', 'photos/b'], 'then the other two');
-  t.equal(stateOf(s, first[0]!.folder, first[0]!.peer)?.state, 'in-sync');
-  t.equal(stateOf(s, first[0]!.folder, first[0]!.peer)?.lastSyncAt, T0 + 10);
+  const one = defined(first[0], 'the first pair');
+  t.equal(stateOf(s, one.folder, one.peer)?.state, 'in-sync');
+  t.equal(stateOf(s, one.folder, one.peer)?.lastSyncAt, T0 + 10);
 });
 
 t.test('the interval is the fallback; a local change brings the folder\'s pairs forward', async (t) => {
@@ -55,7 +60,7 @@ t.test('an unreachable peer: waiting since the first miss, exponential backoff, 
   for (let i = 0; i < 6; i++) {
     t.same(keys(s.take(now)), ['docs/a']);
     s.finish('docs', 'a', now, { kind: 'offline', error: 'no answer' });
-    const next = s.nextWakeAt()!;
+    const next = defined(s.nextWakeAt(), 'the next wake');
     delays.push(next - now);
     s.request(now + 1, { folder: 'docs' });
     t.equal(s.nextWakeAt(), next, 'a local change keeps the backoff');
@@ -67,8 +72,8 @@ t.test('an unreachable peer: waiting since the first miss, exponential backoff, 
   s.connected('docs', 'a', now + 5);
   t.equal(stateOf(s, 'docs', 'a')?.state, 'syncing');
   s.finish('docs', 'a', now + 10, { kind: 'offline', error: 'no answer' });
-  now = s.nextWakeAt()!;
-  const st = stateOf(s, 'docs', 'a')!;
+  now = defined(s.nextWakeAt(), 'the next wake');
+  const st = defined(stateOf(s, 'docs', 'a'), 'docs/a');
   t.equal(st.state, 'waiting');
   t.equal(st.since, T0, 'waiting since the first miss');
   t.equal(st.error, 'no answer');
@@ -103,7 +108,7 @@ t.test('other failures are errors (retried with backoff); a busy folder is retri
   t.equal(s.nextWakeAt(), T0 + 20 + 400);
   s.take(T0 + 420);
   s.finish('docs', 'a', T0 + 430, { kind: 'failed', error: 'disk full' });
-  const st = stateOf(s, 'docs', 'a')!;
+  const st = defined(stateOf(s, 'docs', 'a'), 'docs/a');
   t.equal(st.state, 'error');
   t.equal(st.error, 'disk full');
   t.equal(st.lastSyncAt, T0, 'the last completed sync is kept');
