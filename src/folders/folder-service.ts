@@ -179,6 +179,9 @@ export class FolderService {
     if (active === undefined || !active.peerIds.includes(peerId)) return;
     const record = { by: 'peer' as const, received: served.received, sent: served.sent, conflicts: served.conflicts, skipped: served.skipped, bytes: 0, seconds: 0 };
     void this.#inTurn(served.share, () => this.#record(active.config, peerId, record));
+    // It is online and has the folder (again): what backs off from it runs now.
+    this.#schedule.peerOnline(peerId, Date.now());
+    this.#pump();
   }
 
   /** Runs `fn` once the folder's earlier syncs (and records) here are done; the next waits for it. */
@@ -263,16 +266,20 @@ export class FolderService {
       return [f.id, { f, peerIds: foreign.has(f.id) ? [] : peerIds, problem: problems.length === 0 ? undefined : problems.join('; ') }];
     }));
     const fingerprint = (f: FolderConfig, peerIds: readonly string[]): string => JSON.stringify([f, peerIds]);
+    let changed = false;
     for (const [id, a] of [...this.#active]) {
       const want = resolved.get(id);
       if (want !== undefined && a.fingerprint === fingerprint(want.f, want.peerIds)) continue;
       a.stop();
       this.#active.delete(id);
+      changed = true;
     }
     for (const { f, peerIds, problem } of resolved.values()) {
       if (this.#active.has(f.id)) continue;
       this.#active.set(f.id, { ...(await this.#activate(f, peerIds, problem)), fingerprint: fingerprint(f, peerIds) });
+      changed = true;
     }
+    if (!changed) return;
     this.#publishShares();
     const now = Date.now();
     this.#schedule.configure([...this.#active.values()].flatMap((a) => a.peerIds.map((peer) => ({ folder: a.config.id, peer, intervalMs: a.config.intervalS * 1000, paused: a.config.paused }))), now);
