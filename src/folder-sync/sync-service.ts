@@ -22,6 +22,7 @@ import type { Share } from '../home/shares.js';
 import { applyRemote } from './sync-apply.js';
 import { decodeReconcilePayload, dropPrunedByPeer, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
+import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import { findShare, refuseUnsyncedInto } from '../home/shares.js';
 import type { Activity } from '../session/listener-activity.js';
@@ -53,6 +54,8 @@ export interface ServedSync {
   readonly sent: number;
   readonly conflicts: number;
   readonly skipped: number;
+  /** What the peer's revisions changed here. */
+  readonly changes: ChangeCounts;
 }
 
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
@@ -89,7 +92,7 @@ async function serveClaimedSync(
   session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext & { nodeId: string },
   share: Share, chunking: ChunkingParams, signal: AbortSignal, activity: Activity | undefined, lockWaitMs: number,
 ): Promise<Omit<ServedSync, 'share'>> {
-  const nothing = { received: 0, sent: 0, conflicts: 0, skipped: 0 };
+  const nothing = { received: 0, sent: 0, conflicts: 0, skipped: 0, changes: { added: 0, changed: 0, deleted: 0 } };
   const onProgress = activity === undefined ? {} : { onProgress: (p: TransferProgress) => activity.report(p) };
   const fsync = req.noFsync === true ? { fsync: 'none' as const } : {};
   const { log } = ctx;
@@ -134,6 +137,7 @@ async function serveClaimedSync(
     const sent = clientReceives ? await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack)) : 0;
     let conflicts = 0;
     let skipped = 0;
+    const before = headsBefore(store, received);
     if (clientSends) {
       const applied = await applyRemote(received, {
         store, folder: share.dir, chunking, keepConcurrentLocal: share.receiveOnly === true, ignore: folder.ignore, log, ...fsync,
@@ -153,7 +157,7 @@ async function serveClaimedSync(
     const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);
     await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
     await session.control.send({ type: 'sync-done', transferId: req.transferId });
-    return { received: received.length, sent, conflicts, skipped };
+    return { received: received.length, sent, conflicts, skipped, changes: countChanges(store, before) };
   } finally {
     await folder.close();
   }

@@ -24,8 +24,12 @@ export interface FolderLogEntry {
   readonly by: 'here' | 'peer';
   /** The mode it ran in (of the side that started it). */
   readonly mode?: string;
-  /** Revisions taken from the peer (files added, changed or deleted here). */
+  /** Revisions taken from the peer. */
   readonly received: number;
+  /** What they changed here: files (and directories, symlinks) added, changed, deleted. */
+  readonly added: number;
+  readonly changed: number;
+  readonly deleted: number;
   /** Revisions the peer took from here. */
   readonly sent: number;
   readonly conflicts: number;

@@ -177,7 +177,7 @@ export class FolderService {
   syncServed(peerId: string, served: ServedSync): void {
     const active = this.#active.get(served.share);
     if (active === undefined || !active.peerIds.includes(peerId)) return;
-    const record = { by: 'peer' as const, received: served.received, sent: served.sent, conflicts: served.conflicts, skipped: served.skipped, bytes: 0, seconds: 0 };
+    const record = { by: 'peer' as const, received: served.received, ...served.changes, sent: served.sent, conflicts: served.conflicts, skipped: served.skipped, bytes: 0, seconds: 0 };
     void this.#inTurn(served.share, () => this.#record(active.config, peerId, record));
     // It is online and has the folder (again): what backs off from it runs now.
     this.#schedule.peerOnline(peerId, Date.now());
@@ -398,7 +398,7 @@ export class FolderService {
         }
         ok = true;
         log.info('folder synced', { folder: f.id, peer: peerId, mode, received: r.revisionsReceived, sent: r.revisionsSent, conflicts: r.conflicts, inSync: r.inSync });
-        await this.#record(f, peerId, { by: 'here', mode, received: r.revisionsReceived, sent: r.revisionsSent, conflicts: r.conflicts, skipped: r.skipped.length, bytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 });
+        await this.#record(f, peerId, { by: 'here', mode, received: r.revisionsReceived, ...(r.changes ?? { added: 0, changed: 0, deleted: 0 }), sent: r.revisionsSent, conflicts: r.conflicts, skipped: r.skipped.length, bytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 });
         return r;
       });
       finish(result.inSync ? { kind: 'done' } : { kind: 'failed', error: 'the sync ended with changes left to move (they are retried)' });

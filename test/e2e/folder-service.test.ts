@@ -42,7 +42,11 @@ t.test('status says in-sync with the last sync time; folder log lists what the s
   t.match(human.stdout, /^ {2}b: in-sync, last sync .* ago/m);
   const log = jsonLines((await runCli(['--home', A.home, 'folder', 'log', 'docs', '--json'])).stdout);
   t.ok(log.some((e) => e['event'] === 'folder-sync' && e['folder'] === 'docs' && (e['sent'] as number) > 0), 'A sent its files');
-  t.ok(log.some((e) => (e['received'] as number) > 0), 'A received the delete (a sync B ran)');
+  t.ok(log.some((e) => e['by'] === 'peer' && e['deleted'] === 1 && e['added'] === 0), 'the delete B ran here, counted as one file deleted');
+  const logB = jsonLines((await runCli(['--home', B.home, 'folder', 'log', 'docs', '--json'])).stdout);
+  t.ok(logB.some((e) => (e['added'] as number) > 0), 'B logged the files it took as added');
+  const humanLog = await runCli(['--home', A.home, 'folder', 'log', 'docs']);
+  t.match(humanLog.stdout, /Z by b: 0 added, 0 changed, 1 deleted here; /);
 });
 
 t.test('a paused folder is neither synced nor served until resumed', async (t) => {

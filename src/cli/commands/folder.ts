@@ -72,7 +72,7 @@ async function showLog(ctx: CommandContext, id: string): Promise<void> {
   }
   const now = Date.now();
   ctx.out.emit({}, entries.map((e) =>
-    `${new Date(e.time).toISOString()} ${e.by === 'peer' ? 'by' : 'with'} ${e.peerName ?? e.peer}: ${e.received} received, ${e.sent} sent, ${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}${e.skipped > 0 ? `, ${e.skipped} skipped` : ''} (${duration((now - e.time) / 1000)} ago)`,
+    `${new Date(e.time).toISOString()} ${e.by === 'peer' ? 'by' : 'with'} ${e.peerName ?? e.peer}: ${e.added} added, ${e.changed} changed, ${e.deleted} deleted here; ${e.sent} revision${e.sent === 1 ? '' : 's'} sent; ${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}${e.skipped > 0 ? `, ${e.skipped} skipped` : ''} (${duration((now - e.time) / 1000)} ago)`,
   ).join('\n'));
 }
 
