@@ -153,7 +153,10 @@ export class FolderService {
     const service = new FolderService(o);
     await service.reload();
     // config.json, and peers.json (a peer of a folder paired or unpaired since).
-    const watches = [watchFile(configFileOf(o.homeDir), () => void service.reload()), watchFile(o.peersFile, () => void service.reload())];
+    const follow = (): void => {
+      service.reload().catch((err: unknown) => o.log.warn('cannot apply the shared folders', { error: (err as Error).message }));
+    };
+    const watches = [watchFile(configFileOf(o.homeDir), follow), watchFile(o.peersFile, follow)];
     service.#configWatch = { close: () => watches.forEach((w) => w.close()) };
     return service;
   }
