@@ -124,8 +124,8 @@ function throughput(dataBytes: number, runs: number, log: (s: string) => void) {
     }),
     ...pieceSizes.flatMap((pieceBytes) => [
       () => hashPieces(data, pieceBytes, sha256),
-      native === undefined ? noop : () => hashPieces(data, pieceBytes, native.hash),
-      wasm === undefined ? noop : () => hashPieces(data, pieceBytes, wasm.hash),
+      native === undefined ? noop : () => hashPieces(data, pieceBytes, (b) => native.hash(b)),
+      wasm === undefined ? noop : () => hashPieces(data, pieceBytes, (b) => wasm.hash(b)),
     ]),
   ];
   const rates = measureInterleaved(dataBytes, runs, fns);

@@ -124,7 +124,7 @@ async function measure(BYTES: number, RUNS: number): Promise<Row[]> {
   const rows: Row[] = PATHS.map((path) => ({ path, miBps: round(median(rates.get(path)!)), miBpsAll: rates.get(path)!.map((r) => round(r)), cpuSecondsPerGiB: round(median(cpus.get(path)!), 2) }));
   const direct = rows[0]!;
   for (const r of rows) r.ratioToDirect = round(r.miBps / direct.miBps, 3);
-  side.stdin!.end();
+  side.stdin.end();
   rv.kill('SIGTERM');
   await rm(dir, { recursive: true, force: true });
   return rows;

@@ -180,7 +180,7 @@ async function setUpClawpeer(root: string): Promise<ClawpeerSetup> {
   await cliJson(['--home', aliceHome, 'pair', 'add', bobId, '--name', 'bob', '--json']);
   const listener = await startListenerProcess(aliceHome, [`docs=${shareDir}`]);
   await cliJson(['--home', bobHome, 'pair', 'add', aliceId, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`, '--json']);
-  return { bobHome, shareDir, listener, stop: listener.stop };
+  return { bobHome, shareDir, listener, stop: () => listener.stop() };
 }
 
 interface ClawpeerSync {

@@ -407,7 +407,7 @@ async function rawQuinnPush(file: string, bytes: number, writeTo?: string): Prom
   const exited = new Promise<number | null>((res) => sink.on('close', (code) => res(code)));
   try {
     const port = await new Promise<number>((resolve, reject) => {
-      createInterface({ input: sink.stdout! }).once('line', (line) => resolve(Number((JSON.parse(line) as { port: number }).port)));
+      createInterface({ input: sink.stdout }).once('line', (line) => resolve(Number((JSON.parse(line) as { port: number }).port)));
       sink.once('close', (code) => reject(new Error(`raw quinn sink exited ${String(code)} before listening`)));
     });
     const conn = await new QuinnBackend().connect({ host: '127.0.0.1', port, identity: generateIdentity() });

@@ -19,8 +19,14 @@
 // A file past its deadline (300 s; CLAWPEER_TEST_FILE_TIMEOUT_S) gets SIGTERM first: every file
 // runs with test-hang-report.cjs, which prints what it was still waiting on; then its process
 // group is killed. A hang used to leave only "TAP version 14" behind.
+//
+// Order: longest first (LPT), by the wall times in scripts/test-timings.json (a file not listed
+// counts as the median), so the run does not end with one long file running alone. With
+// CLAWPEER_TEST_TIMINGS=1 the run ends with the 20 slowest files, and the e2e harness logs each
+// CLI it starts with its time; CLAWPEER_TEST_TIMINGS_OUT=FILE writes every file's wall time in
+// that file's format (refresh the committed one from a full run on a quiet machine).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +40,9 @@ const KILL_GRACE_MS = 10_000;
 /** How long a stopped file gets to say what it waited on before its process group is killed. */
 const HANG_REPORT_GRACE_MS = 2_000;
 const HANG_REPORT = fileURLToPath(new URL('./test-hang-report.cjs', import.meta.url));
+/** Seconds each file took in a full run, keyed by its path below dist/test/. */
+const TIMINGS_FILE = fileURLToPath(new URL('./test-timings.json', import.meta.url));
+const SHOW_TIMINGS = process.env.CLAWPEER_TEST_TIMINGS === '1';
 
 /** Left out of the default run: the NAT matrix takes many minutes (`npm run test:lab` runs it). */
 const NOT_BY_DEFAULT = new Set(['nat-matrix.test.js']);
@@ -56,6 +65,37 @@ function namedFiles(args) {
     return readdirSync(root, { recursive: true }).map((p) => join(root, String(p))).filter((p) => pattern.test(p)).sort();
   });
 }
+
+const timingKey = (file) => file.replace(/^(\.\/)?dist\/test\//, '');
+
+/** `files` longest first by their recorded times (a file without one counts as the median). */
+function longestFirst(files) {
+  let recorded = {};
+  try {
+    recorded = JSON.parse(readFileSync(TIMINGS_FILE, 'utf8')).seconds ?? {};
+  } catch {
+    // no timings: the files keep their order
+  }
+  const known = Object.values(recorded).filter((v) => typeof v === 'number').sort((x, y) => x - y);
+  const median = known.length > 0 ? known[Math.floor(known.length / 2)] : 0;
+  const estimate = (file) => recorded[timingKey(file)] ?? median;
+  return [...files].sort((x, y) => estimate(y) - estimate(x) || (x < y ? -1 : 1));
+}
+
+/**
+ * CPU seconds (user + system) of this runner's reaped children and all they reaped in turn
+ * (Linux /proc; 0 elsewhere). Read as each file exits, the growth is that file's CPU with every
+ * CLI it started: a figure the load of other work on the machine inflates far less than wall time.
+ */
+function childrenCpuSeconds() {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').replace(/^.*\) /, '').split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100; // cutime, cstime in clock ticks (USER_HZ 100)
+  } catch {
+    return 0;
+  }
+}
+let cpuSeen = 0;
 
 /** Counts a file's own test cases: its top-level TAP result lines. */
 function countCases(output) {
@@ -109,26 +149,35 @@ function runFile(file, env) {
       }
       setTimeout(() => killGroup(child), HANG_REPORT_GRACE_MS).unref();
     }, FILE_TIMEOUT_S * 1000 + KILL_GRACE_MS);
+    let cpu = 0;
+    child.on('exit', () => {
+      const now = childrenCpuSeconds();
+      cpu = now - cpuSeen;
+      cpuSeen = now;
+    });
     child.on('close', (code, signal) => {
       running.delete(child);
       killGroup(child); // what the file left running (a listener a failed test never stopped)
       clearTimeout(killer);
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      resolve({ output, ok: code === 0 && !timedOut, why: timedOut ? 'timed out' : code !== 0 ? `exit ${code ?? signal}` : '', ms });
+      resolve({ output, ok: code === 0 && !timedOut, why: timedOut ? 'timed out' : code !== 0 ? `exit ${code ?? signal}` : '', ms, cpu });
     });
   });
 }
 
 const args = process.argv.slice(2);
-const files = args.length > 0 ? namedFiles(args) : defaultTestFiles('dist/test');
+const files = longestFirst(args.length > 0 ? namedFiles(args) : defaultTestFiles('dist/test'));
 const runTmp = mkdtempSync(join(tmpdir(), 'clawpeer-test-run-'));
 const env = { ...process.env, TMPDIR: runTmp, TAP_TIMEOUT: String(FILE_TIMEOUT_S) };
 delete env.NODE_OPTIONS; // a test's CLIs must start as a user's do
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let reported = 0;
+/** Wall and CPU seconds of each file, in the order they finished. */
+const took = new Map();
 process.stdout.write(`TAP version 14\n`);
 const report = (file, result) => {
+  took.set(file, { wall: result.ms / 1000, cpu: result.cpu });
   const counts = countCases(result.output);
   totals.passed += counts.passed;
   totals.skipped += counts.skipped;
@@ -148,6 +197,17 @@ const worker = async () => {
 const startedAll = process.hrtime.bigint();
 await Promise.all(Array.from({ length: Math.max(1, Math.min(JOBS, files.length)) }, worker));
 process.stdout.write(`1..${reported}\n# time=${(Number(process.hrtime.bigint() - startedAll) / 1e6).toFixed(3)}ms\n`);
+const byWall = [...took].sort((x, y) => y[1].wall - x[1].wall);
+if (SHOW_TIMINGS) {
+  const wallAll = Number(process.hrtime.bigint() - startedAll) / 1e9;
+  const cpuAll = [...took.values()].reduce((sum, t) => sum + t.cpu, 0);
+  process.stdout.write(`# slowest files (${JOBS} at a time; wall s, CPU s of the file and its CLIs):\n${byWall.slice(0, 20).map(([f, t]) => `#   ${t.wall.toFixed(1).padStart(6)} ${t.cpu.toFixed(1).padStart(6)}  ${f}`).join('\n')}\n`);
+  process.stdout.write(`# all files: ${cpuAll.toFixed(0)} CPU s in ${wallAll.toFixed(0)} s (${(100 * cpuAll / wallAll).toFixed(0)}% of one core)\n`);
+}
+if (process.env.CLAWPEER_TEST_TIMINGS_OUT) {
+  const seconds = Object.fromEntries(byWall.map(([f, t]) => [timingKey(f), Math.round(t.wall * 10) / 10]));
+  writeFileSync(process.env.CLAWPEER_TEST_TIMINGS_OUT, JSON.stringify({ note: 'wall seconds per test file, for run-tests.mjs to start the longest first; from one full run', jobs: JOBS, seconds }, null, 2) + '\n');
+}
 if (files.length === 0) totals.failed++; // a run that found no tests passed nothing
 process.stdout.write(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
 if (process.env.CLAWPEER_KEEP_TEST_TMP === '1') process.stdout.write(`# temp files kept in ${runTmp}\n`);

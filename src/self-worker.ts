@@ -23,6 +23,7 @@ const isLocalCode = (code: string): code is LocalErrorCode => Object.hasOwn(LOCA
  * message. Rejects (and stops the thread) if it fails, sends 'failed', or is silent for
  * `timeoutMs`; `what` names it in those errors.
  */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- the caller names its worker's ready message; no types cross the thread
 export function startSelfWorker<Ready extends { readonly type: 'ready' }>(
   moduleUrl: string,
   marker: string,
@@ -69,6 +70,7 @@ export function stopperFor(worker: Worker, stop: unknown): () => Promise<void> {
 }
 
 /** In a worker started by startSelfWorker with `marker`: its options; elsewhere undefined. */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- the worker names the options it was started with; no types cross the thread
 export function selfWorkerOptions<T>(marker: string): T | undefined {
   const data: unknown = workerData;
   if (isMainThread || typeof data !== 'object' || data === null || (data as { marker?: unknown }).marker !== marker) return undefined;

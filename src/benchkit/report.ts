@@ -287,7 +287,7 @@ const CSV_COLUMNS = [
 
 function csvCell(v: unknown): string {
   if (v === null || v === undefined) return '';
-  const s = Array.isArray(v) ? v.join(';') : String(v);
+  const s = Array.isArray(v) ? v.join(';') : typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
   return /[",\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 

@@ -73,7 +73,7 @@ export const STRIPING_NOTE =
 
 interface LinkHandle {
   readonly address: HostPort;
-  counters(): Promise<ImpairmentCounters | undefined>;
+  counters: () => Promise<ImpairmentCounters | undefined>;
   close(): Promise<void>;
 }
 
@@ -164,7 +164,7 @@ async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logge
     },
     close: async () => {
       const started = await Promise.allSettled(relays.values());
-      await Promise.all(started.map((r) => (r.status === 'fulfilled' ? r.value.close().catch(() => undefined) : undefined)));
+      await Promise.all(started.map((r) => (r.status === 'fulfilled' ? r.value.close().catch(() => undefined) : Promise.resolve())));
       await server.close();
     },
   };

@@ -138,7 +138,7 @@ interface WasmApi {
   Instance: new (module: object) => { readonly exports: unknown };
 }
 interface WasmExports {
-  scan(pos: number, end: number, hash: number, mask: number): number;
+  scan: (pos: number, end: number, hash: number, mask: number) => number;
   memory: { readonly buffer: ArrayBuffer };
   hash: { readonly value: number };
 }

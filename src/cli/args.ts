@@ -5,6 +5,14 @@ import type { CompressionChoice } from '../home/config.js';
 import type { FilterRule } from '../transfer/exclude.js';
 import { MAX_RATE_BYTES_PER_SEC } from '../transfer/rate-limiter.js';
 
+/** A flag's value as text. yargs hands values over untyped: strings, numbers or booleans (arrays when repeated). */
+export function flagText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (Array.isArray(value)) return value.map(flagText).join(',');
+  return JSON.stringify(value) ?? '';
+}
+
 export const TRANSPORT_OPTION = {
   type: 'string',
   choices: ['quic', 'tcp', 'auto'],
@@ -63,7 +71,7 @@ const MIN_BWLIMIT_BYTES_PER_SEC = 1024;
  */
 export function bwlimitOption(value: unknown, flag = '--bwlimit'): number | undefined {
   if (value === undefined) return undefined;
-  const text = String(value).trim();
+  const text = flagText(value).trim();
   const m = /^([0-9]+(?:\.[0-9]+)?)\s*([a-z]*?)(?:\/s)?$/i.exec(text);
   const unit = m?.[2]?.toLowerCase() ?? '';
   const per = unit === '' ? 1024 : BWLIMIT_UNITS[unit];

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import yargs, { type Argv } from 'yargs';
 import { ClawpeerError, EXIT_CODES, type ExitCode } from '../errors.js';
-import { interruptionOf, makeContext, withInterrupt, type CommandContext, type GlobalOptions, type Runner } from './context.js';
+import { interruptionOf, makeContext, withInterrupt, type CommandContext, type Runner } from './context.js';
 import { Output, reportError } from './output.js';
 import { suggestOptions, toYargsWord } from './args.js';
 type Register = (cli: Argv, run: Runner) => Argv;
@@ -64,7 +64,7 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
 
   // Each handler runs inside this wrapper: it builds the context and records the exit code.
   const run = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => async (args: Record<string, unknown>): Promise<void> => {
-    const ctx = makeContext(args as GlobalOptions, signal, argv);
+    const ctx = makeContext(args, signal, argv);
     try {
       await fn(ctx, args);
     } catch (err) {

@@ -10,7 +10,7 @@ import { resolveConfig } from '../home/config.js';
 import { loadIdentity } from '../home/identity-store.js';
 import { readListening, type ListeningInfo } from '../home/listening-file.js';
 import { PeerStore } from '../home/peer-store.js';
-import { inviteDirectories, joinDirectories } from '../ops/nameplate-directories.js';
+import { nameplateDirectories } from '../ops/nameplate-directories.js';
 import { codeEntropyBits, guessOdds, type ParsedCode } from '../pairing/code-words.js';
 import { openCodeInvite } from '../ops/pair-code-invite.js';
 import { sleep } from '../support/timeouts.js';
@@ -40,7 +40,7 @@ export async function inviteByCode(ctx: CommandContext, a: CodeInviteArgs): Prom
   const store = new CodeInviteStore(ctx.home.invitesDir);
   const log = ctx.log.child('pair');
   const listening = await readListening(ctx.home.dir);
-  const directories = inviteDirectories({ home: ctx.home, identity, config: resolveConfig({}), reach: await ctx.reach(), log, ...(listening === undefined ? {} : { listenHost: listening.host }) });
+  const directories = nameplateDirectories({ home: ctx.home, identity, config: resolveConfig({}), reach: await ctx.reach(), log, ...(listening === undefined ? {} : { listenHost: listening.host }) });
   const { code, expiresAt, claims } = await openCodeInvite({ store, directories, words: a.words, ttlMs: a.ttlMs, log, signal: ctx.signal, random, ...(a.name === undefined ? {} : { name: a.name }) });
   const addr = concreteAddr(listening);
   const until = new Date(expiresAt).toISOString();
@@ -107,7 +107,7 @@ export async function joinWithCode(ctx: CommandContext, a: CodeJoinArgs): Promis
       }
     : undefined;
   const { entry, created, verify } = await joinByCode({
-    identity, peers: new PeerStore(ctx.home.peersFile), code: a.code, directories: a.address === undefined ? joinDirectories({ home: ctx.home, identity, config, reach: await ctx.reach(), log }) : [],
+    identity, peers: new PeerStore(ctx.home.peersFile), code: a.code, directories: a.address === undefined ? nameplateDirectories({ home: ctx.home, identity, config, reach: await ctx.reach(), log }) : [],
     config, log, signal: ctx.signal, ...(a.address === undefined ? {} : { address: a.address }), ...(a.name === undefined ? {} : { name: a.name }),
     ...(own === undefined ? {} : { ownAddrs: [own] }), ...(confirm === undefined ? {} : { confirm }),
   });

@@ -38,7 +38,7 @@ export function createProgress(out: Output): ProgressReporter {
       stop() {},
     };
   }
-  if (process.stderr.isTTY !== true || out.silent) return { active: false, update() {}, stop() {} };
+  if (!process.stderr.isTTY || out.silent) return { active: false, update() {}, stop() {} };
   const cliProgress = requireCjs('cli-progress') as typeof cliProgressModule;
   // cli-progress draws (throttled redraws, cursor and line wrap restored on exit); the line is ours.
   const bar = new cliProgress.SingleBar(

@@ -48,6 +48,6 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
     },
     `${r.inSync ? 'in sync' : 'NOT in sync'}: ${count(r.revisionsSent, 'revision')} sent, ${r.revisionsReceived} received, ${count(r.chunksSent, 'chunk')}, ${count(r.conflicts, 'conflict')}; ` +
       `reconciliation ${human(r.reconcileBytes)} in ${count(r.roundTrips, 'round trip')}, ${human(r.wireBytes)} on the wire, ${r.seconds.toFixed(2)} s` +
-      `${resident ? ' (run by the listener' + (r.scanned ? ')' : ', folder unchanged since its last scan)') : ''}`,
+      (resident ? ' (run by the listener' + (r.scanned ? ')' : ', folder unchanged since its last scan)') : ''),
   );
 }

@@ -25,7 +25,7 @@ export function base58Encode(bytes: Uint8Array): string {
     }
   }
   let out = '1'.repeat(zeros);
-  for (let i = digits.length - 1; i >= 0; i--) out += ALPHABET[digits[i] ?? 0];
+  for (let i = digits.length - 1; i >= 0; i--) out += ALPHABET.charAt(digits[i] ?? 0);
   return out;
 }
 

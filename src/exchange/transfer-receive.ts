@@ -460,6 +460,7 @@ export class TransferReceiver {
       // Every wanted chunk is written and verified: publish now. The streams themselves end when
       // the sender's FIN arrives; waiting for that would cost a round trip for nothing.
       await this.#allReceived.promise;
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
       if (this.#failure !== undefined) throw this.#failure;
       await this.#flushCommits(true);
       await this.#finishTree();
@@ -504,6 +505,7 @@ export class TransferReceiver {
     this.#streams.add(frames.stream);
     try {
       for (;;) {
+        // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
         if (this.#failure !== undefined) throw this.#failure;
         const frame = await frames.next(signal, undefined, flushAcks);
         if (frame === null) {

@@ -340,6 +340,7 @@ async function runStream(
   };
   const waitForRoom = async (bytes: number): Promise<void> => {
     while (!window.canSend(bytes)) {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
       if (ackError !== undefined) throw ackError;
       if (acksEnded) throw new ClawpeerError('PROTOCOL', `receiver closed data stream ${streamId} with chunks unacknowledged`);
       await wake.wait();
@@ -398,6 +399,7 @@ async function runStream(
     await out.drained();
     window.finish();
     while (window.inFlightChunks > 0 && !onlyUnwantedInFlight()) {
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
       if (ackError !== undefined) throw ackError;
       if (acksEnded) throw new ClawpeerError('PROTOCOL', `receiver closed data stream ${streamId} with ${window.inFlightChunks} chunks unacknowledged`);
       await wake.wait();

@@ -29,6 +29,7 @@ export class WriteCoalescer {
 
   /** Queues `parts` (written in order, after everything queued before). Throws a write's earlier failure. */
   push(...parts: Uint8Array[]): void {
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
     if (this.#error !== undefined) throw this.#error;
     for (const p of parts) {
       if (p.length > 0) this.#queue.push(p);
@@ -39,6 +40,7 @@ export class WriteCoalescer {
   /** Resolves once everything pushed so far is handed to the stream; rejects with a write failure. */
   async drained(): Promise<void> {
     while (this.#running !== undefined) await this.#running;
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
     if (this.#error !== undefined) throw this.#error;
   }
 

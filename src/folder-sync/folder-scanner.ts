@@ -283,7 +283,7 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
         // The file vanished or became unreadable mid-scan: an issue, never a deletion.
         const errno = !isClawpeerError(err) && err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string';
         if (!isClawpeerError(err, 'IO') && !errno) throw err;
-        const error = isClawpeerError(err) ? err : new ClawpeerError('IO', `cannot read ${abs}: ${(err as Error).message}`, { cause: err });
+        const error = isClawpeerError(err) ? err : new ClawpeerError('IO', `cannot read ${abs}: ${(err).message}`, { cause: err });
         report({ localPath: abs, error });
         return;
       }

@@ -55,7 +55,7 @@ export function parseResidentRequest(line: string): ResidentSyncRequest | Status
   const r = v as Record<string, unknown>;
   const str = (k: string, optional = false): void => {
     if (optional && r[k] === undefined) return;
-    if (typeof r[k] !== 'string' || (r[k] as string).length > 4096) throw new ClawpeerError('USAGE', `control request field ${k} must be a string`);
+    if (typeof r[k] !== 'string' || (r[k]).length > 4096) throw new ClawpeerError('USAGE', `control request field ${k} must be a string`);
   };
   if (typeof v !== 'object' || v === null || (r['op'] !== 'sync' && r['op'] !== 'status')) throw new ClawpeerError('USAGE', 'control request op must be "sync" or "status"');
   if (r['op'] === 'status') return { op: 'status' };

@@ -1,6 +1,7 @@
 // Node settings: one complete defaults object, and resolveConfig() that validates a partial
 // override, rejects unknown keys and freezes the result. Units are in the names.
 import { ClawpeerError } from '../errors.js';
+import { TEST_HOOKS } from '../support/test-hooks.js';
 
 export type TransportChoice = 'quic' | 'tcp' | 'auto';
 /** auto: offer zstd for DATA chunks when its binding loads (chunk-compression.ts); none: never. */
@@ -73,7 +74,14 @@ function choiceSetting<K extends 'transport' | 'compression'>(partial: Partial<R
   return value as NodeConfig[K];
 }
 
+/** The defaults, with the shorter idle timeout (and keep-alive) a test may set (test-hooks.ts). */
+function defaults(): NodeConfig {
+  const idleTimeoutMs = TEST_HOOKS.idleTimeoutMs;
+  return idleTimeoutMs === undefined ? DEFAULT_CONFIG : { ...DEFAULT_CONFIG, idleTimeoutMs, keepAliveMs: keepAliveFor(idleTimeoutMs) };
+}
+
 export function resolveConfig(partial: Partial<Record<string, unknown>> = {}): NodeConfig {
+  const base = defaults();
   for (const key of Object.keys(partial)) {
     if (!(key in DEFAULT_CONFIG)) throw new ClawpeerError('CONFIG_INVALID', `unknown setting ${JSON.stringify(key)}`);
   }
@@ -82,7 +90,7 @@ export function resolveConfig(partial: Partial<Record<string, unknown>> = {}): N
     compression: choiceSetting(partial, 'compression', ['auto', 'none']),
   };
   for (const [key, [min, max]] of Object.entries(CONFIG_LIMITS)) {
-    const value = partial[key] ?? DEFAULT_CONFIG[key as NumericKey];
+    const value = partial[key] ?? base[key as NumericKey];
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
       throw new ClawpeerError('CONFIG_INVALID', `${key} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
     }

@@ -38,11 +38,11 @@ export function formatInviteCode(secret: Uint8Array): string {
     value = (value << 8) | byte;
     bits += 8;
     while (bits >= 5) {
-      out += BASE32[(value >>> (bits - 5)) & 31];
+      out += BASE32.charAt((value >>> (bits - 5)) & 31);
       bits -= 5;
     }
   }
-  if (bits > 0) out += BASE32[(value << (5 - bits)) & 31];
+  if (bits > 0) out += BASE32.charAt((value << (5 - bits)) & 31);
   return out.match(new RegExp(`.{1,${CODE_GROUP}}`, 'g'))?.join('-') ?? '';
 }
 
@@ -50,7 +50,7 @@ export function formatInviteCode(secret: Uint8Array): string {
 export function parseInviteCode(code: string): Uint8Array {
   const chars = code.toLowerCase().replace(/[-\s]/g, '');
   const wanted = Math.ceil((INVITE_SECRET_BYTES * 8) / 5);
-  if (chars.length !== wanted || [...chars].some((c) => !BASE32.includes(c))) {
+  if (chars.length !== wanted || chars.split('').some((c) => !BASE32.includes(c))) {
     throw new ClawpeerError('USAGE', `invite code ${JSON.stringify(code)} is malformed: it has ${wanted} letters and digits 2-7 (as \`clawpeer pair invite\` printed it)`);
   }
   const out = new Uint8Array(INVITE_SECRET_BYTES);

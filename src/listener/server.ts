@@ -49,7 +49,7 @@ export interface ServerOptions {
   readonly codeInvites?: CodeInviteStore;
   /**
    * Where the nameplates of open short-code invites are announced while they are open (LAN
-   * discovery, the rendezvous: ops/nameplate-directories.ts inviteDirectories()); default none.
+   * discovery, the rendezvous: ops/nameplate-directories.ts nameplateDirectories()); default none.
    */
   readonly nameplateDirectories?: readonly NameplateDirectory[];
   readonly shares: readonly Share[];

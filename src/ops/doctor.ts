@@ -311,7 +311,11 @@ const SYNC_PROBE_TIMEOUT_MS = 2_000;
 
 function runTool(file: string, args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: SYNC_PROBE_TIMEOUT_MS, maxBuffer: 64 << 10 }, (err, stdout) => (err === null ? resolve(stdout) : reject(err)));
+    execFile(file, args, { timeout: SYNC_PROBE_TIMEOUT_MS, maxBuffer: 64 << 10 }, (err, stdout) => {
+      const failure: Error | null = err; // ExecFileException's type does not show it is an Error
+      if (failure === null) resolve(stdout);
+      else reject(failure);
+    });
   });
 }
 

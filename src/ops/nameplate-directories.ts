@@ -38,12 +38,10 @@ export function listenerDirectories(ctx: DirectoryContext): { directories: Namep
   return { directories: all, openNameplates: () => lan?.held() ?? [] };
 }
 
-/** The directories an inviter claims its nameplate in (each claim must succeed, or another nameplate is picked). */
-export function inviteDirectories(ctx: DirectoryContext): NameplateDirectory[] {
-  return directoriesOf(ctx).all;
-}
-
-/** The directories a joiner looks a nameplate up in, when no --addr was given. */
-export function joinDirectories(ctx: DirectoryContext): NameplateDirectory[] {
+/**
+ * The directories a `pair invite` claims its nameplate in (each claim must succeed, or another
+ * nameplate is picked), and a `pair join` without --addr looks the nameplate up in: the same set.
+ */
+export function nameplateDirectories(ctx: DirectoryContext): NameplateDirectory[] {
   return directoriesOf(ctx).all;
 }

@@ -61,7 +61,7 @@ export async function joinByInvite(o: JoinOptions): Promise<{ entry: PeerEntry; 
     }
     await stream.finish().catch(() => undefined);
     // The name is chosen with peers.json locked: a pairing at the same moment may have taken one.
-    return o.peers.add(inviterId, (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([answer.name], inviterId, takenNow), where);
+    return await o.peers.add(inviterId, (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([answer.name], inviterId, takenNow), where);
   } finally {
     await conn.close().catch(() => undefined);
   }

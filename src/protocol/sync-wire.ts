@@ -9,7 +9,7 @@ import { clawpeer } from './gen/clawpeer.js';
 import { type SyncModeName, type SyncFetchItem, type SyncControlMessage, MAX_SYNC_RECONCILE_BYTES, MAX_SYNC_RECORD_BYTES, MAX_SYNC_ITEMS_PER_MESSAGE, MAX_ENTRY_PATH_BYTES } from './message-types.js';
 import { pb, UINT32_MAX, invert, checkRateLimit, rateLimitFromWire, checkUint, checkTextBytes, quote, wireEnum, wireText, copyBytes } from './wire-helpers.js';
 
-const SYNC_MODE_TO_WIRE: Record<SyncModeName, number> = {
+const SYNC_MODE_TO_WIRE: Record<SyncModeName, clawpeer.v1.SyncMode> = {
   'two-way': pb.SyncMode.SYNC_MODE_TWO_WAY,
   'send-only': pb.SyncMode.SYNC_MODE_SEND_ONLY,
   'receive-only': pb.SyncMode.SYNC_MODE_RECEIVE_ONLY,

@@ -14,17 +14,17 @@ import { type ManifestEntry, type TransferRequestMessage, type PublishedFile, ty
 import { pb, UINT32_MAX, invert, ENTRY_KIND_TO_WIRE, ENTRY_KIND_FROM_WIRE, checkRateLimit, rateLimitFromWire, checkUint, checkTextBytes, quote, entryMetaProblem, type LongLike, u64ToNumber, wireEnum, wireText, copyBytes, entryMetaFromWire } from './wire-helpers.js';
 import { bitmapProblem } from './want-bitmap.js';
 
-const DIRECTION_TO_WIRE: Record<TransferRequestMessage['direction'], number> = {
+const DIRECTION_TO_WIRE: Record<TransferRequestMessage['direction'], clawpeer.v1.TransferDirection> = {
   push: pb.TransferDirection.TRANSFER_DIRECTION_PUSH,
   pull: pb.TransferDirection.TRANSFER_DIRECTION_PULL,
 };
 const DIRECTION_FROM_WIRE = invert(DIRECTION_TO_WIRE);
-const EXISTING_TO_WIRE: Record<NonNullable<TransferRequestMessage['existing']>, number> = {
+const EXISTING_TO_WIRE: Record<NonNullable<TransferRequestMessage['existing']>, clawpeer.v1.ExistingFiles> = {
   keep: pb.ExistingFiles.EXISTING_FILES_KEEP,
   update: pb.ExistingFiles.EXISTING_FILES_UPDATE,
 };
 const EXISTING_FROM_WIRE = invert(EXISTING_TO_WIRE);
-const COPY_LINKS_TO_WIRE: Record<NonNullable<TransferRequestMessage['copyLinks']>, number> = {
+const COPY_LINKS_TO_WIRE: Record<NonNullable<TransferRequestMessage['copyLinks']>, clawpeer.v1.CopyLinks> = {
   all: pb.CopyLinks.COPY_LINKS_ALL,
   unsafe: pb.CopyLinks.COPY_LINKS_UNSAFE,
 };
@@ -178,48 +178,49 @@ export function transferToWire(message: TransferControlMessage): clawpeer.v1.Con
     case 'data-open':
       checkUint('DataOpen.streamId', message.streamId, UINT32_MAX);
       return { dataOpen: { transferId: message.transferId, streamId: message.streamId } };
-    case 'transfer-done':
-      checkUint('TransferDone.files', message.files, Number.MAX_SAFE_INTEGER);
-      checkUint('TransferDone.bytes', message.bytes, Number.MAX_SAFE_INTEGER);
-      checkUint('TransferDone.chunksReceived', message.chunksReceived, Number.MAX_SAFE_INTEGER);
-      checkUint('TransferDone.chunksSkipped', message.chunksSkipped, Number.MAX_SAFE_INTEGER);
-      checkUint('TransferDone.filesKept', message.filesKept ?? 0, Number.MAX_SAFE_INTEGER);
-      checkUint('TransferDone.filesBackedUp', message.filesBackedUp ?? 0, Number.MAX_SAFE_INTEGER);
-      checkUint('TransferDone.deletesOverLimit', message.deletesOverLimit ?? 0, Number.MAX_SAFE_INTEGER);
-      const publishedWrong = publishedProblem(message.published ?? [], message.files);
-      if (publishedWrong !== undefined) throw new RangeError(publishedWrong);
-      for (const f of message.published ?? []) checkTextBytes('TransferDone.published', f.path);
-      const createdWrong = createdProblem(message.created ?? []);
-      if (createdWrong !== undefined) throw new RangeError(createdWrong);
-      for (const e of message.created ?? []) {
-        checkTextBytes('TransferDone.created', e.path);
-        if (e.kind === 'symlink') checkTextBytes('TransferDone.created target', e.target);
-      }
-      const updatedWrong = updatedProblem(message.updated ?? []);
-      if (updatedWrong !== undefined) throw new RangeError(updatedWrong);
-      for (const u of message.updated ?? []) checkTextBytes('TransferDone.updated', u.path);
-      const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
-      if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
-      for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
-      return {
-        transferDone: {
-          transferId: message.transferId,
-          files: message.files,
-          bytes: message.bytes,
-          chunksReceived: message.chunksReceived,
-          chunksSkipped: message.chunksSkipped,
-          deleted: [...(message.deleted ?? [])],
-          deletedCount: message.deletedCount ?? 0,
-          filesKept: message.filesKept ?? 0,
-          filesBackedUp: message.filesBackedUp ?? 0,
-          deletesOverLimit: message.deletesOverLimit ?? 0,
-          published: (message.published ?? []).map((f) => ({ path: f.path, replaced: f.replaced })),
-          created: (message.created ?? []).map((e) =>
-            e.kind === 'dir' ? { path: e.path, kind: ENTRY_KIND_TO_WIRE.dir } : { path: e.path, kind: ENTRY_KIND_TO_WIRE.symlink, linkTarget: e.target, replaced: e.replaced },
-          ),
-          updated: (message.updated ?? []).map((u) => ({ path: u.path, time: u.time, perms: u.perms })),
-        },
-      };
+    case 'transfer-done': {
+        checkUint('TransferDone.files', message.files, Number.MAX_SAFE_INTEGER);
+        checkUint('TransferDone.bytes', message.bytes, Number.MAX_SAFE_INTEGER);
+        checkUint('TransferDone.chunksReceived', message.chunksReceived, Number.MAX_SAFE_INTEGER);
+        checkUint('TransferDone.chunksSkipped', message.chunksSkipped, Number.MAX_SAFE_INTEGER);
+        checkUint('TransferDone.filesKept', message.filesKept ?? 0, Number.MAX_SAFE_INTEGER);
+        checkUint('TransferDone.filesBackedUp', message.filesBackedUp ?? 0, Number.MAX_SAFE_INTEGER);
+        checkUint('TransferDone.deletesOverLimit', message.deletesOverLimit ?? 0, Number.MAX_SAFE_INTEGER);
+        const publishedWrong = publishedProblem(message.published ?? [], message.files);
+        if (publishedWrong !== undefined) throw new RangeError(publishedWrong);
+        for (const f of message.published ?? []) checkTextBytes('TransferDone.published', f.path);
+        const createdWrong = createdProblem(message.created ?? []);
+        if (createdWrong !== undefined) throw new RangeError(createdWrong);
+        for (const e of message.created ?? []) {
+          checkTextBytes('TransferDone.created', e.path);
+          if (e.kind === 'symlink') checkTextBytes('TransferDone.created target', e.target);
+        }
+        const updatedWrong = updatedProblem(message.updated ?? []);
+        if (updatedWrong !== undefined) throw new RangeError(updatedWrong);
+        for (const u of message.updated ?? []) checkTextBytes('TransferDone.updated', u.path);
+        const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
+        if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
+        for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
+        return {
+          transferDone: {
+            transferId: message.transferId,
+            files: message.files,
+            bytes: message.bytes,
+            chunksReceived: message.chunksReceived,
+            chunksSkipped: message.chunksSkipped,
+            deleted: [...(message.deleted ?? [])],
+            deletedCount: message.deletedCount ?? 0,
+            filesKept: message.filesKept ?? 0,
+            filesBackedUp: message.filesBackedUp ?? 0,
+            deletesOverLimit: message.deletesOverLimit ?? 0,
+            published: (message.published ?? []).map((f) => ({ path: f.path, replaced: f.replaced })),
+            created: (message.created ?? []).map((e) =>
+              e.kind === 'dir' ? { path: e.path, kind: ENTRY_KIND_TO_WIRE.dir } : { path: e.path, kind: ENTRY_KIND_TO_WIRE.symlink, linkTarget: e.target, replaced: e.replaced },
+            ),
+            updated: (message.updated ?? []).map((u) => ({ path: u.path, time: u.time, perms: u.perms })),
+          },
+        };
+    }
     default: {
       const unreachable: never = message;
       throw new TypeError(`unknown transfer message ${JSON.stringify(unreachable)}`);

@@ -11,10 +11,10 @@ export const pb = clawpeer.v1;
 
 export const UINT32_MAX = 0xffff_ffff;
 
-export function invert<K extends string>(table: Record<K, number>): ReadonlyMap<number, K> {
-  return new Map((Object.entries(table) as [K, number][]).map(([k, v]) => [v, k]));
+export function invert<K extends string, V extends number>(table: Record<K, V>): ReadonlyMap<number, K> {
+  return new Map((Object.entries(table) as [K, V][]).map(([k, v]) => [v, k]));
 }
-export const ENTRY_KIND_TO_WIRE: Record<EntryKind, number> = {
+export const ENTRY_KIND_TO_WIRE: Record<EntryKind, clawpeer.v1.EntryKind> = {
   file: pb.EntryKind.ENTRY_KIND_FILE,
   dir: pb.EntryKind.ENTRY_KIND_DIR,
   symlink: pb.EntryKind.ENTRY_KIND_SYMLINK,

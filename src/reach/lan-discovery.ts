@@ -202,7 +202,7 @@ export function lanSource(options: LanDiscoveryOptions, priority = 0): PathSourc
           yield { address, path: () => 'lan', describe: `lan ${key}`, priority: p, release: () => undefined };
         }
       }
-      if (seen.size === 0 && signal.aborted !== true) {
+      if (seen.size === 0 && !signal.aborted) {
         const { where } = broadcastTargets(options);
         throw new ClawpeerError('UNREACHABLE', `no answer on the LAN (UDP port ${options.port}, ${where}) within ${options.timeoutMs} ms`);
       }

@@ -27,7 +27,7 @@ export interface NameplateOptions {
 const DEFAULT_TTL_MS = 10 * 60_000;
 
 function checkNameplate(n: number): void {
-  if (!Number.isInteger(n) || n < 0 || n > 0xffff_ffff) throw new ClawpeerError('USAGE', `nameplate ${n} is not an integer 0..${0xffff_ffff}`);
+  if (!Number.isInteger(n) || n < 0 || n > 0xffff_ffff) throw new ClawpeerError('USAGE', `nameplate ${n} is not an integer 0..4294967295`);
 }
 
 async function withSocket<T>(o: NameplateOptions, use: (socket: TraversalSocket, server: HostPort) => Promise<T>): Promise<T> {

@@ -55,7 +55,7 @@ export function ask<T>(socket: TraversalSocket, server: HostPort, message: Trave
       socket.send(message, server);
       timer = setTimeout(tick, intervalMs);
     };
-    if (o.signal?.aborted === true) return onAbort();
+    if (o.signal?.aborted === true) { onAbort(); return; }
     o.signal?.addEventListener('abort', onAbort, { once: true });
     tick();
   });

@@ -67,7 +67,7 @@ export const DEFAULT_UPGRADE_TRIES = 6;
 /** Waits `ms` unless `signal` aborts first; true when the time passed. */
 function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
+    if (signal.aborted) { resolve(false); return; }
     const onAbort = (): void => {
       clearTimeout(timer);
       resolve(false);
@@ -278,7 +278,7 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
           });
           let sent = 0;
           const tick = (): void => {
-            if (Date.now() > deadline) return finish(undefined);
+            if (Date.now() > deadline) { finish(undefined); return; }
             // The first punches die before the peer's NAT: they only open ours (sendShortLived).
             if (sent++ < DIALER_SHORT_PUNCHES) t.sendShortLived({ type: 'ping', nonce, from: o.identity.publicKey }, mux);
             else t.send({ type: 'ping', nonce, from: o.identity.publicKey }, mux);

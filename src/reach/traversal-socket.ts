@@ -260,7 +260,7 @@ export class TraversalSocket {
     try {
       this.#socket.setTTL(ttl);
     } catch {
-      return this.send(message, to); // no TTL control: a full punch is still a punch
+      this.send(message, to); return; // no TTL control: a full punch is still a punch
     }
     this.#socket.send(encodeTraversal(message), to.port, to.host, () => {
       try {

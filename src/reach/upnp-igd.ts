@@ -79,7 +79,7 @@ function searchLocations(timeoutMs: number, signal: AbortSignal | undefined, int
       // Other answers (the other search targets) come within a moment: a short grace, then go.
       settle ??= setTimeout(finish, 100);
     });
-    if (signal?.aborted) return finish();
+    if (signal?.aborted) { finish(); return; }
     signal?.addEventListener('abort', finish, { once: true });
     socket.bind(0, interfaceAddress, () => {
       try {

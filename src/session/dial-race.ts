@@ -61,7 +61,7 @@ export function raceDial<T>(o: DialRaceOptions<T>): Promise<DialRaceWinner<T>> {
       else reject(outcome.error);
     };
     const onAbort = (): void => finish({ error: o.signal?.reason ?? new ClawpeerError('ABORTED', 'dial aborted') });
-    if (o.signal?.aborted === true) return onAbort();
+    if (o.signal?.aborted === true) { onAbort(); return; }
     o.signal?.addEventListener('abort', onAbort, { once: true });
 
     const launch = (c: DialCandidate): void => {

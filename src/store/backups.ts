@@ -36,6 +36,7 @@ export interface BackupPlan {
  */
 export function backupPlan(dir: string | undefined, suffix: string | undefined): BackupPlan {
   const s = suffix ?? (dir === undefined || dir === '' ? DEFAULT_BACKUP_SUFFIX : '');
+  // eslint-disable-next-line no-control-regex -- control characters are what it refuses
   if (s.includes('/') || s.includes('\\') || /[\0-\x1f]/.test(s)) throw new ClawpeerError('USAGE', `--suffix ${JSON.stringify(s)}: no slashes or control characters`);
   if (Buffer.byteLength(s) > MAX_SUFFIX_BYTES) throw new ClawpeerError('USAGE', `--suffix is longer than ${MAX_SUFFIX_BYTES} bytes`);
   if (dir === undefined || dir === '') {

@@ -109,7 +109,7 @@ export class ChunkIndexPool {
     if (entry === undefined || entry.saveTimer !== undefined) return; // not ours, or a save is already scheduled
     entry.saveTimer = setTimeout(() => {
       entry.saveTimer = undefined;
-      this.#save(index);
+      void this.#save(index);
     }, this.#saveDelayMs);
     entry.saveTimer.unref();
   }

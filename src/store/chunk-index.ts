@@ -383,8 +383,8 @@ export class ChunkIndex {
     const dir = path.dirname(this.indexPath);
     try {
       // Not recursive: a share deleted under a running listener is not brought back by a save.
-      await mkdir(dir, 0o700).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EEXIST') throw err;
+      await mkdir(dir, 0o700).catch((err: unknown) => {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       });
       const real = await realpath(dir);
       if (!isConfinedRealpath(this.shareRoot, real)) {

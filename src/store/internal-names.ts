@@ -18,6 +18,7 @@ export function foldName(name: string): string {
 }
 
 // Only names with a non-ASCII character need the full fold; plain ASCII folds with toLowerCase.
+// eslint-disable-next-line no-control-regex -- the range starts at NUL on purpose
 const NON_ASCII = /[^\x00-\x7f]/;
 /** Any spelling of "clawpeer", ASCII only: most paths are ruled out by this one test. */
 const MAYBE_INTERNAL_ASCII = /clawpeer/i;

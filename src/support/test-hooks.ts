@@ -26,6 +26,11 @@ export const TEST_HOOKS = Object.freeze({
   crashAt: process.env['CLAWPEER_TEST_CRASH_AT'] || undefined,
   /** How often a listener registers with its rendezvous, ms (a test restarts the rendezvous). */
   reregisterMs: envInt('CLAWPEER_TEST_REREGISTER_MS'),
+  /**
+   * The default connection idle timeout, ms (home/config.ts): a client whose listener a test
+   * SIGKILLs learns of it over QUIC only by this timeout (15 s otherwise).
+   */
+  idleTimeoutMs: envInt('CLAWPEER_TEST_IDLE_TIMEOUT_MS'),
   /** A sender sends no DATA frame until this file exists: a test looks at a transfer that surely runs, then lets it go. */
   holdUntilFile: process.env['CLAWPEER_TEST_HOLD_UNTIL_FILE'] || undefined,
 });

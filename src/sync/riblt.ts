@@ -447,7 +447,7 @@ export class RibltDecoder {
         i = nextIndex(s0, s1, 0, i);
       }
       const window = sign === 1 ? this.#remoteOnly : this.#localOnly;
-      window.push(id, 0, idSum[0]!, idSum[1]!, s0[0]!, s1[0]!, i);
+      window.push(id, 0, idSum[0], idSum[1], s0[0]!, s1[0]!, i);
     }
     return this.#allZero() ? 'decoded' : 'need-more';
   }

@@ -72,7 +72,7 @@ function canonical(entries: Iterable<readonly [string, number]>): VersionVector 
  */
 export function vectorFrom(entries: Iterable<readonly [string, number]> | Readonly<Record<string, number>>): VersionVector {
   const list: (readonly [string, number])[] =
-    Symbol.iterator in entries ? [...(entries as Iterable<readonly [string, number]>)] : Object.entries(entries);
+    Symbol.iterator in entries ? [...(entries)] : Object.entries(entries);
   const seen = new Set<string>();
   for (const [id, counter] of list) {
     assertNodeId(id);

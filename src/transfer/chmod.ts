@@ -41,7 +41,7 @@ function parseClause(text: string, spec: string): Clause {
     return (mode, isDir) => (applies(isDir) ? bits : mode);
   }
   const whoText = m[3] ?? '';
-  const who = whoText === '' ? 0o777 : [...whoText].reduce((bits, c) => bits | (WHO_BITS[c] ?? 0), 0);
+  const who = whoText === '' ? 0o777 : whoText.split('').reduce((bits, c) => bits | (WHO_BITS[c] ?? 0), 0);
   const actions = [...(m[4] ?? '').matchAll(/([-+=])([rwxXstugo]*)/g)].map(([, op, perms]) => ({ op: op ?? '+', perms: perms ?? '' }));
   return (mode, isDir) => {
     if (!applies(isDir)) return mode;

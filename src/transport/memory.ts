@@ -424,7 +424,7 @@ class MemorySide implements Connection {
   /** Graceful: the close travels behind all data in flight; resolves when the peer has it. */
   close(reason?: string): Promise<void> {
     this.#closePromise ??= new Promise<void>((resolve) => {
-      if (this.#gone !== undefined) return resolve();
+      if (this.#gone !== undefined) { resolve(); return; }
       this.#markGone(true, reason);
       const peer = this.peer;
       this.out.sendClose(() => {
@@ -572,7 +572,7 @@ export class MemoryBackend implements TransportBackend {
         const accepted = listener.offer(server);
         // t = 2 * latency: the handshake answer reaches the client.
         net.scheduler.schedule(latency, () => {
-          if (!accepted) return finish(() => reject(new ClawpeerError('UNREACHABLE', `${where}: refused (listener closed or backlog full)`)));
+          if (!accepted) { finish(() => reject(new ClawpeerError('UNREACHABLE', `${where}: refused (listener closed or backlog full)`))); return; }
           if (settled) return void client.close('connect aborted'); // the server side learns it is gone
           finish(() => resolve(client));
         });

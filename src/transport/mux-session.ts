@@ -222,8 +222,8 @@ export class MuxSession {
    */
   sendData(streamId: number, payload: Uint8Array): Promise<void> {
     return new Promise((resolve, reject) => {
-      if (this.#error !== undefined) return reject(this.#error);
-      if (this.#socket.writableEnded || this.#socket.destroyed) return reject(closedError('connection closed'));
+      if (this.#error !== undefined) { reject(this.#error); return; }
+      if (this.#socket.writableEnded || this.#socket.destroyed) { reject(closedError('connection closed')); return; }
       const parts = encodeFrame({ type: FrameType.DATA, streamId, payload });
       this.#write(parts, (err) => {
         if (err === null || err === undefined) resolve();

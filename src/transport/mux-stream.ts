@@ -75,7 +75,8 @@ export class MuxStream implements DuplexStream {
   async #writeAll(data: Uint8Array): Promise<void> {
     if (this.#error !== undefined) throw this.#error;
     for (let offset = 0; offset < data.length; ) {
-      if (this.#error !== undefined) throw this.#error;
+      const error = this.#error as ClawpeerError | undefined; // set while we awaited credit
+      if (error !== undefined) throw error;
       if (this.#sendCredit === 0) {
         await new Promise<void>((resolve, reject) => {
           this.#creditWaiter = { resolve, reject };

@@ -187,7 +187,7 @@ export class QuinnConnection implements Connection {
   }
 
   #closeInfo(err: unknown): CloseInfo {
-    const reason = this.#closing ? this.#closeReason : err === undefined ? 'closed by the peer' : String(err);
+    const reason = this.#closing ? this.#closeReason : err === undefined ? 'closed by the peer' : typeof err === 'string' ? err : err instanceof Error ? String(err) : JSON.stringify(err);
     return reason === undefined ? { local: this.#closing } : { local: this.#closing, reason };
   }
 

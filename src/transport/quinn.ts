@@ -57,7 +57,7 @@ function nativeConfig(napi: QuinnNapi, identity: Identity, opts: TransportOption
   };
   const key = JSON.stringify(init);
   let perIdentity = configCache.get(identity);
-  if (perIdentity === undefined) configCache.set(identity, (perIdentity = new Map()));
+  if (perIdentity === undefined) configCache.set(identity, (perIdentity = new Map<string, NativeQuinnConfig>()));
   let config = perIdentity.get(key);
   if (config === undefined) {
     try {

@@ -254,7 +254,7 @@ class TlsListener implements Listener {
     const signal = options?.signal;
     return new Promise((resolve, reject) => {
       const abortError = (): ClawpeerError => new ClawpeerError('ABORTED', 'accept aborted', { cause: signal?.reason });
-      if (signal?.aborted === true) return reject(abortError());
+      if (signal?.aborted === true) { reject(abortError()); return; }
       const onAbort = (): void => {
         this.#waiters.delete(waiter);
         reject(abortError());

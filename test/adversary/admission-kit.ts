@@ -36,7 +36,7 @@ export async function rawConnect(transport: Transport, port: number, identity: I
 }
 
 /** `inner` with its first write cut after one byte; the rest (and later writes) wait for release(). */
-export function stallingStream(inner: DuplexStream): { stream: DuplexStream; firstByteSent: Promise<void>; release(): void } {
+export function stallingStream(inner: DuplexStream): { stream: DuplexStream; firstByteSent: Promise<void>; release: () => void } {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let firstByteSent!: () => void;

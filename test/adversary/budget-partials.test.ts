@@ -85,11 +85,13 @@ t.test('resumable partials are capped per peer and per share; the rest stage as 
   const budgets = new ListenerBudgets({ ...DEFAULT_BUDGETS, peerPartials: 2, sharePartials: 3 });
   const chunking = DEFAULT_CHUNKING;
   const receiverFor = (peer: string, names: string[]): { receiver: TransferReceiver; release: () => void } => {
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- a stub: only the budget is read
     const session = {} as PeerSession; // prepare() reads only the budget attached to it
     const budget = budgets.session(peer);
     attachBudget(session, budget);
     const entries = names.map((n) => fileEntry(n, Math.ceil((1 << 20) / chunking.maxBytes), chunking.maxBytes)); // resumable: at least 1 MiB
     const receiver = new TransferReceiver({
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- a stub: prepare() opens no stream
       session, router: {} as DataStreamRouter, transferId: 1, entries, chunking, signal: new AbortController().signal, log: silentLogger,
       destination: { root, readOnly: false, basePath: '' }, force: false,
     });

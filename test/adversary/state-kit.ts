@@ -3,7 +3,8 @@
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 
-export { initNode, jsonLines, runCli, startListener } from '../e2e/cli-harness.js';
+// Homes made by the CLI's `init`: the modes it leaves are what these tests look at.
+export { initNodeViaCli as initNode, jsonLines, runCli, startListener } from '../e2e/cli-harness.js';
 
 export interface Exposed {
   readonly path: string;

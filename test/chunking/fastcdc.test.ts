@@ -45,7 +45,7 @@ function chunkInPieces(bytes: Uint8Array, params: ChunkingParams, splits: readon
   return cuts;
 }
 
-t.test('every byte is covered exactly once, in order, within min/max', async (t) => {
+t.test('every byte is covered exactly once, in order, within min/max', async () => {
   fc.assert(
     fc.property(paramsArb, fc.integer({ min: 0, max: 40_000 }), fc.integer(), (params, length, seed) => {
       const bytes = pseudoRandomBytes(length, seed);
@@ -84,7 +84,7 @@ t.test('empty input has no chunks; a short input is one chunk', async (t) => {
   t.equal(c.finish(), undefined);
 });
 
-t.test('feeding any split of the input gives the one-shot boundaries', async (t) => {
+t.test('feeding any split of the input gives the one-shot boundaries', async () => {
   fc.assert(
     fc.property(
       paramsArb,
@@ -128,7 +128,7 @@ t.test('deterministic: fresh chunkers and a reused one agree', async (t) => {
   t.same(chunkBoundaries(bytes, SMALL), a);
 });
 
-t.test('an insertion leaves earlier boundaries alone and re-synchronises after it', async (t) => {
+t.test('an insertion leaves earlier boundaries alone and re-synchronises after it', async () => {
   fc.assert(
     fc.property(
       fc.integer(),

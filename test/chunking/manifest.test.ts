@@ -51,7 +51,7 @@ t.test('the incremental builder equals the one-shot encoding across batch bounda
   }
 });
 
-t.test('the root changes when any chunk id, length or the order changes', async (t) => {
+t.test('the root changes when any chunk id, length or the order changes', async () => {
   fc.assert(
     fc.property(
       fc.array(fc.record({ seed: fc.nat(255), length: fc.integer({ min: 1, max: 1 << 20 }) }), { minLength: 2, maxLength: 30 }),

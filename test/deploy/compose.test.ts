@@ -52,7 +52,7 @@ t.test('compose: alice and bob are built from the repo Dockerfile', async (t) =>
     const svc = obj(services[name], name);
     const build = obj(svc['build'], `${name}.build`);
     t.equal(build['context'], '.', `${name} builds from the repo root`);
-    t.ok(existsSync(join(ROOT, String(build['dockerfile'] ?? 'Dockerfile'))), `${name}'s Dockerfile exists`);
+    t.ok(existsSync(join(ROOT, typeof build['dockerfile'] === 'string' ? build['dockerfile'] : 'Dockerfile')), `${name}'s Dockerfile exists`);
     t.equal(svc['init'], true, `${name} runs under an init that forwards signals and reaps children`);
   }
 });
@@ -147,6 +147,7 @@ function parseDockerfile(text: string): Instruction[] {
 
 /** A .dockerignore pattern as a regex over slash-separated context paths (a subset: *, ?, **). */
 function ignoreRegex(pattern: string): RegExp {
+  /* eslint-disable no-control-regex -- NUL stands in for `*` while the pattern is translated */
   const body = pattern
     .replace(/^\/+/, '')
     .replace(/\/+$/, '')
@@ -156,6 +157,7 @@ function ignoreRegex(pattern: string): RegExp {
     .replace(/\u0000\u0000\//g, '(?:.*/)?')
     .replace(/\u0000\u0000/g, '.*')
     .replace(/\u0000/g, '[^/]*');
+  /* eslint-enable no-control-regex */
   return new RegExp(`^${body}(?:/.*)?$`); // a matched directory excludes everything under it
 }
 
@@ -311,7 +313,7 @@ t.test('systemd unit: systemd-analyze verify accepts it', { skip: hasAnalyze ? f
   await writeFile(file, read('deploy/clawpeer.service'));
   const r = await run('systemd-analyze', ['verify', file]).then(
     (ok) => ({ ok: true, out: ok.stderr }),
-    (err: { stderr?: string }) => ({ ok: false, out: err.stderr ?? '' }),
+    (err: unknown) => ({ ok: false, out: (err as { stderr?: string }).stderr ?? '' }),
   );
   t.ok(r.ok, r.out);
   t.notMatch(r.out, /clawpeer\.service:\d+/, `no warnings about lines of the unit: ${r.out}`);
@@ -448,7 +450,7 @@ t.test('entrypoint: other commands pass straight to clawpeer; the wait for peers
   t.notOk(existsSync(join(dir, 'home', 'identity.key')), 'and create no identity');
   const bad = await run(join(ROOT, 'deploy/docker-entrypoint.sh'), ['listen'], { env: { ...base, CLAWPEER_NAME: 'no/slash' } }).then(
     () => 0,
-    (err: { code?: number }) => err.code ?? -1,
+    (err: unknown) => (err as { code?: number }).code ?? -1,
   );
   t.equal(bad, 2, 'an unusable CLAWPEER_NAME is refused (exit 2) before anything is created');
   t.notOk(existsSync(join(dir, 'home', 'identity.key')));

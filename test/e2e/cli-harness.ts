@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { createIdentity } from '../../src/home/identity-store.js';
 
 export const CLI = fileURLToPath(new URL('../../../bin/clawpeer.cjs', import.meta.url));
 
@@ -19,8 +20,18 @@ export async function tempHome(label: string): Promise<string> {
   return mkdtemp(join(tmpdir(), `clawpeer-${label}-`));
 }
 
+/**
+ * With CLAWPEER_TEST_TIMINGS=1, each CLI run and listener start is logged to stderr with its wall
+ * time (the runner's summary then names the slow files; these lines say what in them is slow).
+ */
+const TIMINGS = process.env['CLAWPEER_TEST_TIMINGS'] === '1';
+function logTiming(what: string, args: readonly string[], started: number): void {
+  if (TIMINGS) process.stderr.write(`# ${what} ${String(Date.now() - started)} ms: ${args.filter((a) => !a.startsWith('/')).join(' ').slice(0, 120)}\n`);
+}
+
 /** `stdin`: bytes piped to the command (default: no standard input at all). */
 export function runCli(args: readonly string[], options: { timeoutMs?: number; env?: NodeJS.ProcessEnv; stdin?: Uint8Array } = {}): Promise<CliResult> {
+  const started = Date.now();
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...options.env }, stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     if (options.stdin !== undefined) child.stdin?.end(options.stdin);
@@ -35,6 +46,7 @@ export function runCli(args: readonly string[], options: { timeoutMs?: number; e
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
+      logTiming('cli', args, started);
       resolve({ code, stdout, stderr });
     });
   });
@@ -48,7 +60,18 @@ export function jsonLines(stdout: string): Record<string, unknown>[] {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
+/**
+ * A home with a new identity, made in this process (what `clawpeer init` does, without a CLI's
+ * start: the tests of `init` itself run the CLI, or use initNodeViaCli).
+ */
 export async function initNode(label: string): Promise<{ home: string; id: string }> {
+  const home = await tempHome(label);
+  const identity = await createIdentity(join(home, 'identity.key'));
+  return { home, id: identity.nodeId };
+}
+
+/** A home made by `clawpeer init --json`, its id read from what it printed. */
+export async function initNodeViaCli(label: string): Promise<{ home: string; id: string }> {
   const home = await tempHome(label);
   const r = await runCli(['--home', home, 'init', '--json']);
   if (r.code !== 0) throw new Error(`init failed: ${r.stderr}`);
@@ -85,6 +108,7 @@ export interface ListenerOptions {
 /** Starts `clawpeer listen --json` on 127.0.0.1 and waits for its ready line. */
 export function startListener(home: string, extra: readonly string[] = [], options: ListenerOptions = {}): Promise<RunningListener> {
   const timeoutMs = options.timeoutMs ?? 20_000;
+  const started = Date.now();
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, '--home', home, 'listen', '--host', '127.0.0.1', '--port', String(options.port ?? 0), '--json', ...extra], {
       env: { ...process.env, ...options.env },
@@ -108,6 +132,7 @@ export function startListener(home: string, extra: readonly string[] = [], optio
         return;
       }
       clearTimeout(timer);
+      logTiming('listener ready', extra, started);
       ready = JSON.parse(line) as Record<string, unknown>;
       const r = ready;
       resolve({
@@ -120,8 +145,11 @@ export function startListener(home: string, extra: readonly string[] = [], optio
         lines: () => lines,
         exited,
         stop: async (signal: NodeJS.Signals = 'SIGINT') => {
+          const stopping = Date.now();
           if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-          return exited;
+          const code = await exited;
+          logTiming(`listener stop (${signal})`, extra, stopping);
+          return code;
         },
       });
     });

@@ -92,7 +92,7 @@ t.test('the launcher sizes libuv\'s thread pool before its first use (fsync batc
   // loads a module through the pool before the launcher runs.
   const child = spawn('/usr/bin/env', ['-i', `PATH=${process.env['PATH'] ?? ''}`, process.execPath, CLI, '--home', c.home, 'listen', '--host', '127.0.0.1', '--port', '0', '--json'], { stdio: ['ignore', 'pipe', 'ignore'] });
   t.teardown(() => child.kill('SIGKILL'));
-  await new Promise<void>((resolve) => createInterface({ input: child.stdout! }).once('line', () => resolve()));
+  await new Promise<void>((resolve) => createInterface({ input: child.stdout }).once('line', () => resolve()));
   const threads = (await readdir(`/proc/${child.pid}/task`)).length;
   // The default pool is 4 threads; with the main thread, V8's and quinn's, a listener had 14.
   t.ok(threads > 32, `${threads} threads: the 32-thread pool of bin/thread-pool.cjs is running`);
@@ -108,7 +108,7 @@ for (const transport of ['quic', 'tcp'] as const) {
     for (const p of pongs) {
       t.equal(p['transport'], transport);
       t.equal(p['version'], 1);
-      t.ok(typeof p['rttMs'] === 'number' && (p['rttMs'] as number) > 0);
+      t.ok(typeof p['rttMs'] === 'number' && (p['rttMs']) > 0);
       t.ok((p['caps'] as string[]).includes('aead:aes-256-gcm'));
     }
     t.match(events.at(-1), { event: 'summary', sent: 3, received: 3 });

@@ -230,6 +230,13 @@ t.test('a tampered DATA frame is refused and nothing is published', async (t) =>
   t.equal(ok.code, 0, 'the listener still serves');
 });
 
+/**
+ * The resumed file, and how much of it has gone when the kill lands: a quarter (each 16 KiB
+ * chunk waits 15 ms, so this is ~2 s of sending; a larger file only adds waiting and hashing).
+ */
+const RESUME_BYTES = 8 << 20;
+const RESUME_KILL_AT = RESUME_BYTES / 4;
+
 /** Runs a push with a per-chunk delay and SIGKILLs `victim` once some bytes have gone. */
 async function interruptedPush(src: string, victim: 'sender' | 'receiver'): Promise<void> {
   const child = spawn(process.execPath, [CLI, '--home', b.home, 'push', src, 'alice', '--json', '--streams', '1', '--window', '2'], {
@@ -239,7 +246,7 @@ async function interruptedPush(src: string, victim: 'sender' | 'receiver'): Prom
   await new Promise<void>((resolve) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
       const e = JSON.parse(line) as Record<string, unknown>;
-      if (e['event'] === 'progress' && e['phase'] === 'sending' && (e['bytes'] as number) > (6 << 20)) resolve();
+      if (e['event'] === 'progress' && e['phase'] === 'sending' && (e['bytes'] as number) > RESUME_KILL_AT) resolve();
     });
     child.on('close', () => resolve());
   });
@@ -254,7 +261,7 @@ for (const victim of ['sender', 'receiver'] as const) {
   t.test(`resume after SIGKILL of the ${victim}`, async (t) => {
     const src = path.join(work, `resume-${victim}`);
     await mkdir(src);
-    await writeFile(path.join(src, 'big.bin'), randomBytes(24 << 20));
+    await writeFile(path.join(src, 'big.bin'), randomBytes(RESUME_BYTES));
     await interruptedPush(src, victim);
     t.same((await readdir(path.join(work, 'inbox', `resume-${victim}`)).catch(() => [])).filter((n) => !n.startsWith('.clawpeer')), [], 'no partial file at the final path');
     if (victim === 'receiver') {
@@ -267,7 +274,7 @@ for (const victim of ['sender', 'receiver'] as const) {
     t.ok((d['chunksSkipped'] as number) > 0, `chunks already there were skipped (${String(d['chunksSkipped'])})`);
     // How much the first attempt got in depends on scheduling on a loaded 2-core machine; what
     // must hold is that the rerun skips what the receiver verified and sends less than the file.
-    t.ok((d['wireBytes'] as number) < 0.95 * (24 << 20), `the rerun sent ${String(d['wireBytes'])} bytes, below ${24 << 20}`);
+    t.ok((d['wireBytes'] as number) < 0.95 * RESUME_BYTES, `the rerun sent ${String(d['wireBytes'])} bytes, below ${RESUME_BYTES}`);
     t.same(await snapshot(path.join(work, 'inbox', `resume-${victim}`)), await snapshot(src));
   });
 }

@@ -19,9 +19,9 @@ export interface PushPullRig {
   /** Alice's listener; a test that kills it starts another here. */
   listener: RunningListener;
   /** Pairs bob with alice at the listener's current port. */
-  pairAlice(): Promise<void>;
+  readonly pairAlice: () => Promise<void>;
   /** The closing `done` record of a --json transfer. */
-  done(stdout: string): Record<string, unknown>;
+  readonly done: (stdout: string) => Record<string, unknown>;
 }
 
 export async function startPushPullRig(): Promise<PushPullRig> {

@@ -92,7 +92,9 @@ t.test('a relayed transfer fails cleanly when the relay dies, and resumes exactl
   const file = join(work, 'relayed.bin');
   const bytes = randomBytes(6 << 20);
   await writeFile(file, bytes);
-  const r = await pushKillingRendezvous(file, env);
+  // With the relay gone nothing arrives: the push learns it by its idle timeout (test-hooks.ts;
+  // 15 s by default), a short one here.
+  const r = await pushKillingRendezvous(file, { ...env, CLAWPEER_TEST_IDLE_TIMEOUT_MS: '4000' });
   t.not(r.code, 0, 'the push failed: its only path is gone');
   t.match(r.stderr, /clawpeer: /, 'with a message');
   t.notOk(existsSync(join(a.home, 'inbox', 'relayed.bin')), 'nothing at the final path');

@@ -33,6 +33,8 @@ t.teardown(() => listener.stop('SIGKILL'));
 
 const server = (share: string, ...p: string[]): string => path.join(work, 'server', share, ...p);
 const client = (share: string, ...p: string[]): string => path.join(work, 'client', share, ...p);
+/** The idle timeout of a sync whose listener dies under it (test-hooks.ts; 15 s by default). */
+const KILLED_PEER_IDLE_MS = 4000;
 const CONFLICT_NAME = /^notes\.sync-conflict-\d{8}-\d{6}-[^.]+\.txt$/;
 
 function runSync(share: string, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
@@ -203,7 +205,7 @@ t.test('a listener killed at each step of settling a conflict: restarted, the ne
     const port = l.port;
     t.teardown(() => l.stop('SIGKILL'));
     await runCli(['--home', b.home, 'pair', 'add', c.id, '--name', `carol-${step}`, '--addr', `127.0.0.1:${port}`]);
-    const run = (): Promise<CliResult> => runCli(['--home', b.home, 'sync', mine, `carol-${step}:f`, '--json']);
+    const run = (env: NodeJS.ProcessEnv = {}): Promise<CliResult> => runCli(['--home', b.home, 'sync', mine, `carol-${step}:f`, '--json'], { env });
     await writeFile(path.join(dir, 'notes.txt'), 'base\n');
     t.equal((await run()).code, 0);
     await l.stop();
@@ -212,7 +214,8 @@ t.test('a listener killed at each step of settling a conflict: restarted, the ne
     await writeFile(path.join(dir, 'notes.txt'), 'listener edit, older\n');
     await setMtime(path.join(dir, 'notes.txt'), 120);
     await writeFile(path.join(mine, 'notes.txt'), 'client edit, newer\n');
-    const killed = await run();
+    // Over QUIC the client learns of the dead listener by its idle timeout: a short one here.
+    const killed = await run({ CLAWPEER_TEST_IDLE_TIMEOUT_MS: String(KILLED_PEER_IDLE_MS) });
     t.not(killed.code, 0, `the sync failed with its listener (${step})`);
     t.equal(await l.exited, null, 'the listener died at the step');
     l = await startListener(c.home, args, { port });

@@ -41,6 +41,8 @@ export interface KillScheduleOptions {
   readonly bigBytes?: number;
   /** Extra `sync` options (e.g. --transport tcp). */
   readonly syncArgs?: readonly string[];
+  /** Added to each sync's environment (e.g. a short idle timeout, test-hooks.ts). */
+  readonly syncEnv?: NodeJS.ProcessEnv;
 }
 
 export interface KillScheduleResult {
@@ -312,7 +314,7 @@ export class KillWorld {
   async sync(client: KillNode, what: string, kill: 'client' | 'listener' | undefined): Promise<{ completed: boolean; inSync: boolean }> {
     this.stats.syncs++;
     const started = Date.now();
-    const run: CliRun = spawnCli(client.home, ['sync', client.dir, `hub:${SHARE}`, ...(this.o.syncArgs ?? [])]);
+    const run: CliRun = spawnCli(client.home, ['sync', client.dir, `hub:${SHARE}`, ...(this.o.syncArgs ?? [])], this.o.syncEnv);
     let killed = false;
     let killer: Promise<void> = Promise.resolve();
     if (kill !== undefined) {
@@ -349,6 +351,7 @@ export class KillWorld {
     }
     const done = run.events.find((e) => e['event'] === 'done');
     const error = run.events.find((e) => e['event'] === 'error');
+    const errorMessage = typeof error?.['message'] === 'string' ? error['message'] : undefined;
     if (code === 0) {
       if (done === undefined) this.fail(`${what}: sync exited 0 without its done record (${ms} ms); stdout ${JSON.stringify(run.events.slice(-3))} stderr ${run.stderr().slice(-300)}`);
       this.stats.completed++;
@@ -359,13 +362,13 @@ export class KillWorld {
     this.stats.failedSyncs++;
     const codeName = typeof error?.['code'] === 'string' ? error['code'] : code === null ? 'SIGKILL' : `exit ${String(code)}`;
     this.stats.errorCodes[codeName] = (this.stats.errorCodes[codeName] ?? 0) + 1;
-    this.note(`  ${what}: exit ${String(code)} ${codeName} in ${ms} ms: ${String(error?.['message'] ?? '').slice(0, 200)}`);
+    this.note(`  ${what}: exit ${String(code)} ${codeName} in ${ms} ms: ${(errorMessage ?? '').slice(0, 200)}`);
     if (code === null) {
       if (!(killed && kill === 'client')) this.fail(`${what}: sync died of a signal nobody sent`);
     } else if (!killed && !(KILL_ERRORS.has(codeName) && Date.now() - this.#lastKillAt < RECENT_KILL_MS)) {
-      this.fail(`${what}: sync failed with no kill: ${codeName}: ${String(error?.['message'] ?? run.stderr().slice(-300))}`);
+      this.fail(`${what}: sync failed with no kill: ${codeName}: ${(errorMessage ?? run.stderr().slice(-300))}`);
     }
-    else if (!KILL_ERRORS.has(codeName)) this.fail(`${what}: a ${String(kill)} kill made the sync fail with ${codeName}, not a connection error: ${String(error?.['message'] ?? run.stderr().slice(-300))}`);
+    else if (!KILL_ERRORS.has(codeName)) this.fail(`${what}: a ${String(kill)} kill made the sync fail with ${codeName}, not a connection error: ${(errorMessage ?? run.stderr().slice(-300))}`);
     return { completed: false, inSync: false };
   }
 

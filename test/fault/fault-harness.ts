@@ -840,7 +840,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
       try {
         const session = await dialPeer({ identity, peer, config, log: silentLogger });
         try {
-          for await (const r of pingPeer(session, { count: 1, intervalMs: 0, timeoutMs: 10_000 })) void r;
+          for await (const _pong of pingPeer(session, { count: 1, intervalMs: 0, timeoutMs: 10_000 })) continue;
         } finally {
           await session.close();
         }

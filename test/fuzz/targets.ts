@@ -151,7 +151,7 @@ function stringField(o: Record<string, JsonValue>, key: string): string {
 function numberList(o: Record<string, JsonValue>, key: string): number[] {
   const v = o[key];
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'number')) throw new TypeError(`seed input: ${key} must be numbers`);
-  return v as number[];
+  return v;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -888,7 +888,7 @@ function randomNodeId(rng: Rng): string {
   if (rng.bool(0.5)) return `12D3KooW${'x'.repeat(44)}`.slice(0, rng.range(1, 52));
   let s = '';
   const n = rng.pick([1, 2, 8, 52, 64]);
-  for (let i = 0; i < n; i++) s += NODE_ID_CHARS[rng.int(NODE_ID_CHARS.length)];
+  for (let i = 0; i < n; i++) s += NODE_ID_CHARS.charAt(rng.int(NODE_ID_CHARS.length));
   return s;
 }
 

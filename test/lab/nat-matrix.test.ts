@@ -185,8 +185,8 @@ if (skip !== undefined) {
     if (ping.code !== 0) return;
     const pongs = ping.json.filter((l) => l['event'] === 'pong');
     t.equal(pongs.length, 3, 'three pongs');
-    result.path = typeof pongs[0]?.['path'] === 'string' ? (pongs[0]['path'] as string) : null;
-    result.pingRttMs = typeof pongs[0]?.['rttMs'] === 'number' ? (pongs[0]['rttMs'] as number) : null;
+    result.path = typeof pongs[0]?.['path'] === 'string' ? (pongs[0]['path']) : null;
+    result.pingRttMs = typeof pongs[0]?.['rttMs'] === 'number' ? (pongs[0]['rttMs']) : null;
     t.equal(result.path, result.predicted, `the path: ${result.dialer} dialling ${result.target} should go ${result.predicted}`);
 
     const file = path.join(work, 'payload.bin');
@@ -198,7 +198,7 @@ if (skip !== undefined) {
     if (push.code !== 0) return;
     result.pushSeconds = (Date.now() - started) / 1000;
     const done = push.json.find((l) => l['event'] === 'done');
-    result.pushPath = typeof done?.['path'] === 'string' ? (done['path'] as string) : null;
+    result.pushPath = typeof done?.['path'] === 'string' ? (done['path']) : null;
     t.equal(result.pushPath, result.predicted, 'the push took the predicted path too');
     t.equal(await sha256(path.join(target.home, 'inbox', 'payload.bin')), await sha256(file), `${PUSH_MIB} MiB arrived intact`);
 

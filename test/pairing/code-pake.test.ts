@@ -26,8 +26,8 @@ t.test('codes: NAMEPLATE-word-word, parsed back in any case and with spaces; bad
 });
 
 async function parties(): Promise<{ inviter: { key: Uint8Array; id: string }; joiner: { key: Uint8Array; id: string } }> {
-  const a = await generateIdentity();
-  const b = await generateIdentity();
+  const a = generateIdentity();
+  const b = generateIdentity();
   return { inviter: { key: a.publicKey, id: a.nodeId }, joiner: { key: b.publicKey, id: b.nodeId } };
 }
 
@@ -61,7 +61,7 @@ t.test('a wrong code: the joiner refuses the reply, the inviter refuses a forged
 
 t.test('a man in the middle with its own keys, relaying between two PAKE runs, is detected on both sides', async (t) => {
   const { inviter, joiner } = await parties();
-  const mallory = (await generateIdentity()).publicKey;
+  const mallory = (generateIdentity()).publicKey;
   const code = generateCode(9, 2, random);
   // Each side sees Mallory's key on its TLS connection; Mallory forwards the messages as they are.
   const j = new JoinerPake({ code, inviterKey: mallory, joinerKey: joiner.key, random });

@@ -262,7 +262,7 @@ t.test('property: encode then decode gives the frames back', async (t) => {
   );
 });
 
-t.test('property: any split of the byte stream yields the same frames', async (t) => {
+t.test('property: any split of the byte stream yields the same frames', async () => {
   fc.assert(
     fc.property(fc.array(arbFrame, { minLength: 1, maxLength: 6 }), fc.array(fc.nat(), { maxLength: 40 }), (specs, cuts) => {
       const bytes = concatAll(specs.map(encodeSpec));
@@ -275,7 +275,7 @@ t.test('property: any split of the byte stream yields the same frames', async (t
   );
 });
 
-t.test('property: garbage only ever raises ClawpeerError and never yields a frame above the max', async (t) => {
+t.test('property: garbage only ever raises ClawpeerError and never yields a frame above the max', async () => {
   const maxFrameBytes = 256;
   fc.assert(
     fc.property(
@@ -315,7 +315,7 @@ t.test('property: garbage only ever raises ClawpeerError and never yields a fram
   );
 });
 
-t.test('property: a header announcing more than the max fails with only the header pushed', async (t) => {
+t.test('property: a header announcing more than the max fails with only the header pushed', async () => {
   fc.assert(
     fc.property(fc.constantFrom(1, 2, 3), fc.integer({ min: 1025, max: 0xffff_ffff }), (type, length) => {
       const decoder = new FrameDecoder({ maxFrameBytes: 1024 });

@@ -67,7 +67,7 @@ if (!bound) {
 
   t.test('NAT-PMP: external address and mapping; result codes become errors naming them', async (t) => {
     answer = (req, _from, reply) => {
-      if (req[1] === 0) return reply(Buffer.from([0, 128, 0, 0, 0, 0, 0, 1, 203, 0, 113, 7]));
+      if (req[1] === 0) { reply(Buffer.from([0, 128, 0, 0, 0, 0, 0, 1, 203, 0, 113, 7])); return; }
       const out = Buffer.alloc(16);
       out[1] = 128 + req[1]!;
       out.writeUInt16BE(req.readUInt16BE(4) === 7701 ? 4 : 0, 2); // 7701: out of resources
@@ -85,7 +85,9 @@ if (!bound) {
 
   t.test('silence: a timeout after four tries (~3.75 s), and abort stops at once', async (t) => {
     let tries = 0;
-    answer = () => void tries++;
+    answer = () => {
+      tries++;
+    };
     const client = new NatPmpClient('127.0.0.1');
     t.teardown(() => client.close());
     const err = await client.externalAddress().then(() => undefined, (e: unknown) => e);

@@ -47,7 +47,9 @@ t.test('a named rendezvous uses the injected client, released with the paths', a
   const factory: RendezvousSourcesFactory = ({ rendezvous }) => {
     calls.push(`${rendezvous.host}:${rendezvous.port}`);
     const none: PathSource = { name: 'x', async *find() {} };
-    return { lookup: { ...none, name: 'rendezvous-lookup' }, traversal: { ...none, name: 'traversal' }, release: () => void released++ };
+    return { lookup: { ...none, name: 'rendezvous-lookup' }, traversal: { ...none, name: 'traversal' }, release: () => {
+      released++;
+    } };
   };
   const p = pathSourcesFor({ config: { ...DEFAULT_REACH_CONFIG, rendezvous: { host: '203.0.113.5', port: 7800 } }, identity, peer, log: silentLogger, rendezvousSources: factory });
   t.same(p.sources.map((s) => s.name), ['lan', 'rendezvous-lookup', 'traversal']);

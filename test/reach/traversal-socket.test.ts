@@ -2,7 +2,7 @@
 // per remote, reused for every datagram and carrying both directions from the first; a dial
 // forwarder released by one candidate leaves another's alone; traversal messages never reach
 // quinn, QUIC datagrams never reach the handlers.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
 import { once } from 'node:events';
 import { silentLogger } from '../../src/logger.js';
@@ -21,8 +21,17 @@ function next(s: dgram.Socket): Promise<{ msg: Buffer; from: number }> {
 }
 /** A QUIC-looking datagram (long header, version 1). */
 const quic = (n: number): Buffer => Buffer.from([0xc0, 0, 0, 0, 1, n]);
+/** Resolves once `done()` holds (datagrams arrive on later turns of the event loop); 5 s at most. */
+async function until(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for datagrams');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
-t.test('listener side: one forwarder per remote, reused, both directions from the first datagram', async (t) => {
+/** A listener's traversal socket forwarding to a stand-in quinn server, and a remote that sends to it. */
+async function listenerRig(t: Test): Promise<{ quinn: dgram.Socket; mux: TraversalSocket; remote: dgram.Socket }> {
   const quinn = await udp(); // stands in for the quinn server
   const mux = await TraversalSocket.open({ host: '127.0.0.1', port: 0, log: silentLogger });
   mux.serveInbound({ host: '127.0.0.1', port: port(quinn) });
@@ -32,11 +41,16 @@ t.test('listener side: one forwarder per remote, reused, both directions from th
     remote.close();
     await mux.close();
   });
+  return { quinn, mux, remote };
+}
+
+t.test('listener side: one forwarder per remote, reused, both directions from the first datagram', async (t) => {
+  const { quinn, mux, remote } = await listenerRig(t);
   const got: { msg: Buffer; from: number }[] = [];
   quinn.on('message', (msg, r) => got.push({ msg, from: r.port }));
   // Three datagrams at once, before the forwarder has even bound: none lost, one forwarder.
   for (let i = 0; i < 3; i++) remote.send(quic(i), mux.address.port, '127.0.0.1');
-  while (got.length < 3) await new Promise((r) => setTimeout(r, 10));
+  await until(() => got.length >= 3);
   t.same(got.map((g) => g.msg[5]), [0, 1, 2], 'in order, all of them');
   t.equal(new Set(got.map((g) => g.from)).size, 1, 'all from one forwarder');
   const fwd = got[0]!.from;
@@ -49,25 +63,17 @@ t.test('listener side: one forwarder per remote, reused, both directions from th
   t.equal(answer.msg[5], 9);
   t.equal(answer.from, mux.address.port, 'from the traversal socket (the public port)');
   for (let i = 3; i < 50; i++) remote.send(quic(i), mux.address.port, '127.0.0.1');
-  while (got.length < 50) await new Promise((r) => setTimeout(r, 10));
+  await until(() => got.length >= 50);
   t.equal(new Set(got.map((g) => g.from)).size, 1, '50 datagrams, still the one forwarder');
   const other = await udp();
   t.teardown(() => other.close());
   other.send(quic(1), mux.address.port, '127.0.0.1');
-  while (got.length < 51) await new Promise((r) => setTimeout(r, 10));
+  await until(() => got.length >= 51);
   t.not(got[50]!.from, fwd, 'another remote gets its own');
 });
 
 t.test('traversal messages go to the handlers (PING answered), never to quinn', async (t) => {
-  const quinn = await udp();
-  const mux = await TraversalSocket.open({ host: '127.0.0.1', port: 0, log: silentLogger });
-  mux.serveInbound({ host: '127.0.0.1', port: port(quinn) });
-  const remote = await udp();
-  t.teardown(async () => {
-    quinn.close();
-    remote.close();
-    await mux.close();
-  });
+  const { quinn, mux, remote } = await listenerRig(t);
   let toQuinn = 0;
   quinn.on('message', () => toQuinn++);
   const seen: string[] = [];
@@ -79,7 +85,7 @@ t.test('traversal messages go to the handlers (PING answered), never to quinn', 
   t.same(seen, ['ping']);
   // A greased QUIC long header whose first byte looks like a traversal type: still QUIC.
   remote.send(Buffer.from([0x88, 0, 0, 0, 1, 7]), mux.address.port, '127.0.0.1');
-  await new Promise((r) => setTimeout(r, 100));
+  await until(() => toQuinn === 1);
   t.equal(toQuinn, 1, 'forwarded to quinn');
   t.same(seen, ['ping'], 'not taken for a traversal message');
 });

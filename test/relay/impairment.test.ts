@@ -133,7 +133,7 @@ t.test('loss is drawn per direction: traffic one way does not change drops the o
     let s = '';
     for (let i = 0; i < 300; i++) {
       if (withReverse) c.onPacket(i, pkt(1), 'toClient');
-      s += c.onPacket(i, pkt(1), 'toServer')[0];
+      s += c.onPacket(i, pkt(1), 'toServer')[0] ?? '';
     }
     return s;
   };
@@ -234,7 +234,7 @@ t.test('createPrng: uniform in [0,1), independent streams', async (t) => {
   t.equal(createPrng(5, 2)(), createPrng(5, 2)());
 });
 
-t.test('property: packets are conserved, released in order per direction unless reordered, never early', async (t) => {
+t.test('property: packets are conserved, released in order per direction unless reordered, never early', async () => {
   const specArb = fc.record({
     rtt: fc.integer({ min: 0, max: 50 }),
     jitter: fc.integer({ min: 0, max: 10 }),

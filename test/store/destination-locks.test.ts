@@ -69,7 +69,7 @@ t.test('another peer waits at most waitMs, then FOLDER_BUSY names the path and t
 t.test('the same peer supersedes its older overlapping claim and waits for its cleanup', async (t) => {
   const locks = new DestinationLocks();
   const events: string[] = [];
-  let old: { release(): void } | undefined;
+  let old: { release(): void } | undefined = undefined; // assigned once acquired, read by the supersede callback
   const older = claim('A', ['tree'], (by) => {
     events.push(`superseded by ${by.label}`);
     // The older transfer aborts and cleans up asynchronously, then releases.

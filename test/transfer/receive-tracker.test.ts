@@ -63,7 +63,7 @@ t.test('refuses frames for chunks not asked for, repeated, or of the wrong lengt
   t.throws(() => r.markPublished(0), /filling/);
 });
 
-t.test('refuses inconsistent or oversized manifests from the peer', async (t) => {
+t.test('refuses inconsistent or oversized manifests from the peer', async () => {
   protocolError(() => new ReceiveTracker([file('a', [[1, 1]]), file('a', [[2, 1]])], []), /offered "a" twice/);
   protocolError(() => new ReceiveTracker([file('a', [[1, 1]])], [id(2)]), /no offered file/);
   protocolError(() => new ReceiveTracker([file('a', [[1, 1], [2, 1]])], [], { maxFiles: 5, maxChunkRefs: 1 }), /more than 1 chunk references/);

@@ -14,6 +14,7 @@ import { ClawpeerError } from '../../errors.js';
 import { loadIdentity } from '../../home/identity-store.js';
 import { PeerStore } from '../../home/peer-store.js';
 import { resolvePeer } from '../../home/peer-resolve.js';
+import { flagText } from '../args.js';
 import type { Runner } from '../context.js';
 import { human } from '../../format.js';
 import { DEFAULT_STREAMS, DEFAULT_WINDOW } from './transfer.js';
@@ -21,7 +22,7 @@ import { DEFAULT_STREAMS, DEFAULT_WINDOW } from './transfer.js';
 /** Redraw the progress line at most this often, ms. */
 const PROGRESS_INTERVAL_MS = 200;
 
-const optionalString = (v: unknown): string | undefined => (v === undefined ? undefined : String(v));
+const optionalString = (v: unknown): string | undefined => (v === undefined ? undefined : flagText(v));
 const optionalNumber = (v: unknown): number | undefined => (v === undefined ? undefined : Number(v));
 
 /** The command's flags as the plan's input (validation happens in planBench). */
@@ -44,8 +45,7 @@ export function benchInputFromArgs(args: Record<string, unknown>): BenchPlanInpu
     warmup: optionalString(args['warmup']),
     changed: optionalNumber(args['changed']),
   };
-  for (const k of Object.keys(input)) if (input[k] === undefined) delete input[k];
-  return input as BenchPlanInput;
+  return Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)); // exactOptionalPropertyTypes: absent, not undefined
 }
 
 /** `dir` resolved, when it is an existing directory; else USAGE naming `flag`. */
@@ -57,7 +57,7 @@ async function existingDir(dir: string, flag: string): Promise<string> {
 }
 
 function progressLine(): { update(p: BenchProgress): void; stop(): void } {
-  if (process.stderr.isTTY !== true) return { update() {}, stop() {} };
+  if (!process.stderr.isTTY) return { update() {}, stop() {} };
   let last = 0;
   let shown = false;
   return {
@@ -120,7 +120,7 @@ export function registerBenchCommands(cli: Argv, run: Runner): Argv {
         if (resolved.address === undefined) throw new ClawpeerError('USAGE', `bench dials one address and peer ${resolved.name} has none pinned: pass --addr HOST:PORT`);
         peer = { identity, resolved };
       }
-      const workDir = args['work-dir'] === undefined ? undefined : await existingDir(String(args['work-dir']), '--work-dir');
+      const workDir = args['work-dir'] === undefined ? undefined : await existingDir(flagText(args['work-dir']), '--work-dir');
       const { runBench } = await import('../../benchkit/runner.js');
       const progress = progressLine();
       let report;
@@ -131,7 +131,7 @@ export function registerBenchCommands(cli: Argv, run: Runner): Argv {
       }
       const json = toBenchJson(report);
       if (args['svg'] !== undefined) {
-        const file = String(args['svg']);
+        const file = flagText(args['svg']);
         try {
           await writeFile(file, renderLineChart(chartFromBench(json)));
         } catch (err) {
@@ -139,7 +139,7 @@ export function registerBenchCommands(cli: Argv, run: Runner): Argv {
         }
       }
       if (args['out'] !== undefined) {
-        const file = String(args['out']);
+        const file = flagText(args['out']);
         try {
           await writeFile(file, JSON.stringify(json, null, 2) + '\n');
         } catch (err) {

@@ -14,7 +14,7 @@ import type { RevisionEntry } from '../../sync/revision.js';
 import { isConflictPath } from '../../sync/conflict.js';
 import { human } from '../../format.js';
 import { normalizeSharePath } from '../../transfer/paths.js';
-import { parseRemote } from '../args.js';
+import { flagText, parseRemote } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 
 /** How long restore/gc wait for a running sync of the folder, ms. */
@@ -258,8 +258,8 @@ async function fetchFromPeer(
 ): Promise<string> {
   const revName = `revision ${toHex(o.id).slice(0, 16)} of ${o.rel}`;
   const from = args['from'] === undefined ? o.recorded : (() => {
-    const r = parseRemote(String(args['from']), false);
-    if (r.path !== '') throw new ClawpeerError('USAGE', `--from names the peer's share the folder syncs with (PEER:SHARE), not a path in it: ${JSON.stringify(String(args['from']))}`);
+    const r = parseRemote(flagText(args['from']), false);
+    if (r.path !== '') throw new ClawpeerError('USAGE', `--from names the peer's share the folder syncs with (PEER:SHARE), not a path in it: ${JSON.stringify(flagText(args['from']))}`);
     return { peerId: r.peer, share: r.share };
   })();
   if (from === undefined) {

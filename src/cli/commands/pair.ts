@@ -9,7 +9,7 @@ import { resolveConfig } from '../../home/config.js';
 import { loadIdentity } from '../../home/identity-store.js';
 import { DEFAULT_INVITE_TTL_MS, InviteStore, parseInviteCode } from '../../home/pair-invite.js';
 import { PeerStore, validatePeerName } from '../../home/peer-store.js';
-import { intOption, TRANSPORT_OPTION } from '../args.js';
+import { flagText, intOption, TRANSPORT_OPTION } from '../args.js';
 import type { Runner } from '../context.js';
 import { DEFAULT_CODE_WORDS, MAX_CODE_WORDS, MIN_CODE_WORDS, parseCode } from '../../pairing/code-words.js';
 import { inviteByCode, joinWithCode } from '../pair-code.js';
@@ -34,7 +34,7 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
         run(async (ctx, args) => {
           const store = new PeerStore(ctx.home.peersFile);
           const addr = args['addr'] as string | undefined;
-          const { entry, created } = await store.add(String(args['id']), String(args['name']), addr);
+          const { entry, created } = await store.add(String(args['id']), flagText(args['name']), addr);
           ctx.out.emit(
             { event: created ? 'paired' : 'updated', ...entry },
             `${created ? 'paired' : 'updated'} ${entry.name} ${entry.id}${entry.addr !== undefined ? ` at ${entry.addr}` : ''}`,
@@ -97,7 +97,7 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
             .option('long', { type: 'boolean', default: false, describe: 'the 24-letter code of before (pair join needs --addr); returns at once' }),
         run(async (ctx, args) => {
           const minutes = intOption(args['expires'], '--expires', 1, 24 * 60);
-          const name = args['name'] === undefined ? undefined : validatePeerName(String(args['name']));
+          const name = args['name'] === undefined ? undefined : validatePeerName(flagText(args['name']));
           const identity = await loadIdentity(ctx.home.identityKeyFile);
           if (name !== undefined) {
             const clash = (await new PeerStore(ctx.home.peersFile).list()).find((p) => p.name === name);
@@ -135,8 +135,8 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
             .option('yes', { type: 'boolean', default: false, describe: 'with --verify: do not ask' })
             .option('transport', TRANSPORT_OPTION),
         run(async (ctx, args) => {
-          const name = args['name'] === undefined ? undefined : validatePeerName(String(args['name']));
-          const addrArg = args['addr'] === undefined ? undefined : parseHostPort(String(args['addr']), '--addr');
+          const name = args['name'] === undefined ? undefined : validatePeerName(flagText(args['name']));
+          const addrArg = args['addr'] === undefined ? undefined : parseHostPort(flagText(args['addr']), '--addr');
           if (isShortCode(String(args['code']))) {
             const code = parseCode(String(args['code']));
             await joinWithCode(ctx, { code, verify: args['verify'] === true, yes: args['yes'] === true, transport: args['transport'], ...(addrArg === undefined ? {} : { address: addrArg }), ...(name === undefined ? {} : { name }) });

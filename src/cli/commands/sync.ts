@@ -79,7 +79,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   };
   // --watch keeps the folder's watcher and log across its syncs, as a listener does: a sync
   // skips the scan when nothing changed, or looks at just the changed files (synced-folder.ts).
-  let watchFolders: ResidentFolders | undefined;
+  let watchFolders: ResidentFolders | undefined = undefined; // set below once --watch has its folders
   const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
     const [{ identity, peer, paths }, { syncWithPeer }] = await Promise.all([selfAndPeer(), import('../../folder-sync/sync-with-peer.js')]);
     return syncWithPeer({

@@ -17,7 +17,7 @@ import { compileFilter } from '../../transfer/exclude.js';
 import { parseFileList } from '../../transfer/file-list.js';
 import { fileListBytes, MAX_FILES_FROM_BYTES, MAX_FILES_FROM_PATHS } from '../../protocol/messages.js';
 import { backupPlan, DEFAULT_BACKUP_SUFFIX, type BackupPlan } from '../../store/backups.js';
-import { argWord, BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
+import { argWord, BWLIMIT_OPTION, flagText, bwlimitOption, COMPRESS_OPTION, compressionFrom, filterRulesInOrder, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import { count, human, parseSize } from '../../format.js';
 import { transferSummaryText } from '../transfer-summary.js';
 import { createProgress } from '../progress.js';
@@ -141,8 +141,8 @@ function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: D
   ctx.out.emit(
     { event: 'done', dryRun: true, files: r.files, bytes: r.bytes, filesUnchanged: d.filesUnchanged, filesToUpdate: d.touched.length, ...others, chunksToSend: d.chunksToSend, bytesToSend: d.bytesToSend, ...optionCounts(r), wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 },
     `dry run: would have ${verb} ${count(r.files, 'file')}, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${count(d.chunksToSend, 'chunk')}; ${count(d.filesUnchanged, 'file')} unchanged` +
-      `${d.touched.length === 0 ? '' : ` (${d.touched.length} of them to get the sender's mtime or permissions)`}` +
-      `${d.others === undefined ? '' : `; ${d.others.length} directories and symlinks to create`}` +
+      (d.touched.length === 0 ? '' : ` (${d.touched.length} of them to get the sender's mtime or permissions)`) +
+      (d.others === undefined ? '' : `; ${d.others.length} directories and symlinks to create`) +
       `${optionCountsText(r, true)}. Nothing was written.`,
   );
 }
@@ -179,8 +179,8 @@ function sizesFrom(args: Record<string, unknown>): SizeRange | undefined {
   const bound = (flag: 'min-size' | 'max-size'): number | undefined => {
     const value = args[flag];
     if (value === undefined) return undefined;
-    const bytes = parseSize(String(value));
-    if (bytes === undefined) throw new ClawpeerError('USAGE', `--${flag} ${JSON.stringify(String(value))}: expected a size such as 4096, 64K, 1.5MiB or 2GB`);
+    const bytes = parseSize(flagText(value));
+    if (bytes === undefined) throw new ClawpeerError('USAGE', `--${flag} ${JSON.stringify(flagText(value))}: expected a size such as 4096, 64K, 1.5MiB or 2GB`);
     return bytes === 0 ? undefined : bytes;
   };
   const min = bound('min-size');
@@ -232,7 +232,7 @@ async function run(ctx: CommandContext, args: Record<string, unknown>, direction
   const fromStdin = patternFileOnStdin(args);
   if (fromStdin !== undefined) throw new ClawpeerError('USAGE', `--${fromStdin} - and the source - both read standard input: give the patterns in a file`);
   if (args['remove-source-files'] === true) throw new ClawpeerError('USAGE', '--remove-source-files with the source -: standard input is not a file to remove');
-  const spool = await spoolStdin(stdinName(String(args['stdin-name'] ?? DEFAULT_STDIN_NAME)), process.stdin, ctx.signal);
+  const spool = await spoolStdin(stdinName(flagText(args['stdin-name'] ?? DEFAULT_STDIN_NAME)), process.stdin, ctx.signal);
   try {
     await transfer(ctx, args, direction, words.map((w, i) => (i === stdinAt ? spool.path : w)));
   } finally {
