@@ -365,10 +365,16 @@ export class FolderService {
       this.#progress.delete(key);
       this.#schedule.finish(folderId, peerId, Date.now(), outcome);
     };
-    if (active === undefined) return finish({ kind: 'failed', error: 'the folder was removed' });
+    if (active === undefined) {
+      finish({ kind: 'failed', error: 'the folder was removed' });
+      return;
+    }
     const f = active.config;
     const mode = this.#modeFor(f, peerId);
-    if (mode === undefined) return finish({ kind: 'failed', error: `nothing can move: this copy is ${f.mode} and the peer's refuses what it would take` });
+    if (mode === undefined) {
+      finish({ kind: 'failed', error: `nothing can move: this copy is ${f.mode} and the peer's refuses what it would take` });
+      return;
+    }
     const log = this.#o.log.child('folders');
     const sync = new AbortController();
     const onStop = (): void => sync.abort(this.#stop.signal.reason);

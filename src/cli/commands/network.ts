@@ -157,7 +157,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const { directories: nameplateDirectories, openNameplates } = listenerDirectories({ home: ctx.home, identity, config, reach, log, listenHost: String(args['host']) });
         // The shared folders of config.json (folders/folder-service.ts) join `shares` once it
         // runs; a peer's session arriving tells it the peer is online.
-        let folders: FolderService | undefined;
+        let folders: FolderService | undefined = undefined; // set once the service runs; the listener's callbacks read it
         const server = await Listener.start({
           identity, peers: peerStore, invites: new InviteStore(ctx.home.invitesDir), shares, host: String(args['host']), port, config, log, ...limited, ...lan,
           nameplateDirectories, openNameplates, ...(startReach === undefined ? {} : { startReach }),
@@ -186,8 +186,8 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
         const { dialPathsFor } = await import('../dial-paths.js');
         const dialPaths = (peer: ResolvedPeer): Promise<PathSources> => dialPathsFor(ctx, identity, peer);
         const control = await ResidentSyncServer.start(ctx.home.dir, { shares, resident, identity, peers: peerStore, log, status, activity, dialPaths, ...limited });
-        const { FolderService } = await import('../../folders/folder-service.js');
-        folders = await FolderService.start({ homeDir: ctx.home.dir, identity, peers: peerStore, peersFile: ctx.home.peersFile, shares, resident, config, log, dialPaths, activity, ...limited });
+        const folderService = await import('../../folders/folder-service.js');
+        folders = await folderService.FolderService.start({ homeDir: ctx.home.dir, identity, peers: peerStore, peersFile: ctx.home.peersFile, shares, resident, config, log, dialPaths, activity, ...limited });
         ctx.out.emit(
           { event: 'listening', host: first.host, port: first.port, id: identity.nodeId, transports, shares: shareRecords() },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
