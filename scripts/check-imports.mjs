@@ -30,6 +30,7 @@ export const CLI_FACADES = new Set([
   'push-pull/transfer-with-peer.ts', // pushToPeer, pullFromPeer, listFromPeer
   'push-pull/transfer-options.ts', // which push/pull flags combine
   'folder-sync/facade.ts', // syncWithPeer, --watch pieces, log/restore/gc, report types
+  'folders/facade.ts', // `folder` add/list/remove/pause/resume/log: config.json's folders, the folder log
   'folder-sync/resident-protocol.ts', // the listener's control socket: light, on the sync fast path
   'session/connect-peer.ts', // a session with the peer a command names (ping)
   'reach/dial-paths.ts', // peerTarget: identity, peer and the ways to reach it

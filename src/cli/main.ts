@@ -24,11 +24,12 @@ const bench = (): Promise<Register> => import('./commands/bench.js').then((m) =>
 const status = (): Promise<Register> => import('./commands/status.js').then((m) => m.registerStatusCommands);
 const list = (): Promise<Register> => import('./commands/list.js').then((m) => m.registerListCommands);
 const rendezvous = (): Promise<Register> => import('./commands/rendezvous.js').then((m) => m.registerRendezvousCommands);
-const ALL_MODULES = [identity, pair, network, status, transfer, list, relay, rendezvous, sync, history, doctor, bench];
+const folder = (): Promise<Register> => import('./commands/folder.js').then((m) => m.registerFolderCommands);
+const ALL_MODULES = [identity, pair, network, status, transfer, list, relay, rendezvous, sync, folder, history, doctor, bench];
 const MODULE_OF_COMMAND: ReadonlyMap<string, () => Promise<Register>> = new Map([
   ['init', identity], ['id', identity], ['pair', pair], ['listen', network], ['ping', network], ['push', transfer], ['pull', transfer],
   ['relay', relay], ['sync', sync], ['log', history], ['restore', history], ['gc', history], ['doctor', doctor], ['bench', bench], ['status', status], ['ls', list],
-  ['rendezvous', rendezvous],
+  ['rendezvous', rendezvous], ['folder', folder],
 ]);
 /** Global options that take a value (the word after them is not the command). */
 const GLOBAL_VALUE_OPTIONS = new Set(['--home', '--rendezvous']);

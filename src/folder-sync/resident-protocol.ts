@@ -58,6 +58,29 @@ export interface ListenerStatus {
   readonly activity: readonly ActivitySnapshot[];
   /** Those that ended since it started, per kind. */
   readonly ended: ActivityTotals;
+  /** The shared folders of config.json and the state of each with each of its peers (folders/folder-service.ts FolderStatus). */
+  readonly folders?: readonly FolderStatusRecord[];
+}
+
+/** A shared folder's state in `clawpeer status` (the folder service's FolderStatus, as JSON). */
+export interface FolderStatusRecord {
+  readonly id: string;
+  readonly path: string;
+  readonly mode: string;
+  readonly versioning: string;
+  readonly paused: boolean;
+  readonly problem?: string;
+  readonly peers: readonly {
+    readonly peer: string;
+    readonly name?: string;
+    readonly state: 'in-sync' | 'syncing' | 'waiting' | 'error' | 'paused';
+    readonly since: number;
+    readonly lastSyncAt?: number;
+    readonly error?: string;
+    readonly bytesLeft?: number;
+    readonly filesLeft?: number;
+    readonly mode: string;
+  }[];
 }
 
 export type ResidentSyncReply =

@@ -26,6 +26,7 @@ import type { RevisionStore } from '../store/revision-store.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import { dropPrunedByPeer, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
+import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 
@@ -90,6 +91,8 @@ export interface SyncFolderResult {
   readonly skipped: readonly string[];
   /** Receive-only: paths whose local revision the peer does not have (not sent). */
   readonly localOnly: readonly string[];
+  /** What the peer's revisions changed here (change-counts.ts); absent on a dry run or an equal folder. */
+  readonly changes?: ChangeCounts;
   /** A dry run's plan (nothing was moved or applied). */
   readonly dryRun?: SyncDryRun;
   /** How the session reached the peer (reach/paths.ts PathKind) and its RTT then, ms: set by sync-with-peer.ts. */
@@ -232,6 +235,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     }
     let conflicts = 0;
     let skipped: string[] = [];
+    const before = headsBefore(store, received);
     if (receives) {
       const applied = await applyRemote(received, {
         store, folder: dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log, ...fsync,
@@ -253,6 +257,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     const localOnly = o.mode === 'receive-only' ? headsAmong(store, outcome.idsTheyLack).map((e) => e.revision.path) : [];
     return summary({
       inSync: inSyncFor(o.mode, outcome), revisionsSent, revisionsReceived: received.length, chunksSent: chunks, conflicts, skipped, localOnly: localOnly.sort(),
+      changes: countChanges(store, before),
     });
   } finally {
     await folder.close();

@@ -22,10 +22,14 @@ import type { Share } from '../home/shares.js';
 import { applyRemote } from './sync-apply.js';
 import { decodeReconcilePayload, dropPrunedByPeer, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
+import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import { findShare, refuseUnsyncedInto } from '../home/shares.js';
 import type { Activity } from '../session/listener-activity.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
+
+/** The refusal a receive-only shared folder answers a sync that would take its changes with (the folder service narrows its mode on it). */
+export const RECEIVE_ONLY_REFUSAL = 'this folder is receive-only here: only send-only syncs are served';
 
 /** How long a sync waits for another sync of the same share to finish, ms. */
 export const SERVER_LOCK_WAIT_MS = 30_000;
@@ -42,14 +46,28 @@ export interface SyncServiceContext {
   readonly sendLimiter?: RateLimiter;
 }
 
+/** What a sync the peer ran here moved (a dry run or a restore fetch moves nothing). */
+export interface ServedSync {
+  readonly share: string;
+  /** Revisions taken from the peer, and those it took from here. */
+  readonly received: number;
+  readonly sent: number;
+  readonly conflicts: number;
+  readonly skipped: number;
+  /** What the peer's revisions changed here. */
+  readonly changes: ChangeCounts;
+}
+
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
-export async function serveSync(session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext, signal: AbortSignal, activity?: Activity): Promise<void> {
+export async function serveSync(session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext, signal: AbortSignal, activity?: Activity): Promise<ServedSync> {
   const { log } = ctx;
   if (ctx.nodeId === undefined) throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
   const share = findShare(ctx.shares, req.share, session.peerId);
   if (req.fetchOnly === true && req.mode !== 'receive-only') throw new ClawpeerError('PROTOCOL', 'a fetch-only sync request must be receive-only');
   if (req.mode !== 'receive-only' && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
   refuseUnsyncedInto(share, req.noFsync);
+  if (share.receiveOnly === true && req.mode !== 'send-only' && req.fetchOnly !== true) throw new ClawpeerError('SHARE_FORBIDDEN', `${RECEIVE_ONLY_REFUSAL} (folder ${share.name})`);
+  const lockWaitMs = share.syncLockWaitMs ?? SERVER_LOCK_WAIT_MS;
   const chunking = sessionChunking(session);
   log.info(req.fetchOnly === true ? 'restore fetch requested' : 'sync requested', { peer: session.peerId, share: share.name, mode: req.mode, ...(req.dryRun === true ? { dryRun: true } : {}) });
   // The whole share is claimed (destination-locks.ts): a client killed mid-sync leaves its
@@ -59,10 +77,10 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
   try {
     await hold.claim([share.dir], `a sync from node ${session.peerId} of share ${share.name}`, {
-      waitMs: SERVER_LOCK_WAIT_MS,
+      waitMs: lockWaitMs,
       onSupersede: (older) => log.warn('aborting an earlier sync or push of the same peer in this share: its client is presumably gone', { peer: session.peerId, share: share.name, older: older.label }),
     });
-    await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal, activity);
+    return { share: share.name, ...(await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal, activity, lockWaitMs)) };
   } catch (err) {
     throw hold.errorFor(err);
   } finally {
@@ -72,8 +90,9 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
 
 async function serveClaimedSync(
   session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext & { nodeId: string },
-  share: Share, chunking: ChunkingParams, signal: AbortSignal, activity: Activity | undefined,
-): Promise<void> {
+  share: Share, chunking: ChunkingParams, signal: AbortSignal, activity: Activity | undefined, lockWaitMs: number,
+): Promise<Omit<ServedSync, 'share'>> {
+  const nothing = { received: 0, sent: 0, conflicts: 0, skipped: 0, changes: { added: 0, changed: 0, deleted: 0 } };
   const onProgress = activity === undefined ? {} : { onProgress: (p: TransferProgress) => activity.report(p) };
   const fsync = req.noFsync === true ? { fsync: 'none' as const } : {};
   const { log } = ctx;
@@ -82,7 +101,7 @@ async function serveClaimedSync(
   // An empty hello follows as the first SyncReconcile: the client scans while we do.
   const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
   const folder = await openSyncedFolder(share.dir, {
-    nodeId: ctx.nodeId, chunking, lockWaitMs: SERVER_LOCK_WAIT_MS, log, signal, cacheManifests: clientReceives && req.dryRun !== true && req.fetchOnly !== true,
+    nodeId: ctx.nodeId, chunking, lockWaitMs, log, signal, cacheManifests: clientReceives && req.dryRun !== true && req.fetchOnly !== true,
     ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
   });
   try {
@@ -96,32 +115,37 @@ async function serveClaimedSync(
       const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
       await serveFetch(ch, fetch, store, share.dir, chunking, folder.manifests, onProgress.onProgress);
       await session.control.send({ type: 'sync-done', transferId: req.transferId });
-      return;
+      return nothing;
     }
     const hello = early ?? decodeReconcilePayload((await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal)).payload);
     const responder = new ReconcileResponder(store.snapshotIdSet());
     const first = responder.receive(hello);
     await session.control.send({ type: 'sync-accept', transferId: req.transferId });
     const result = await runReconcile(ch, responder, first);
-    if (result.method === 'equal') return;
+    if (result.method === 'equal') return nothing;
     if (req.dryRun === true) {
       // The client plans from our records; it sends none, and nothing is applied or served.
       if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
       await session.control.send({ type: 'sync-done', transferId: req.transferId });
-      return;
+      return nothing;
     }
 
     let received: RevisionEntry[] = [];
     let peerPruned: readonly Uint8Array[] = [];
     // What our gc dropped is never stored again, and the client is told so it drops it too.
     if (clientSends) received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter((e) => !store.isPruned(e.id));
-    if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
+    const sent = clientReceives ? await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack)) : 0;
+    let conflicts = 0;
+    let skipped = 0;
+    const before = headsBefore(store, received);
     if (clientSends) {
       const applied = await applyRemote(received, {
-        store, folder: share.dir, chunking, keepConcurrentLocal: false, ignore: folder.ignore, log, ...fsync,
+        store, folder: share.dir, chunking, keepConcurrentLocal: share.receiveOnly === true, ignore: folder.ignore, log, ...fsync,
         fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, folderName: `share ${share.name}`, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }), ...onProgress, ...fsync }),
       });
       log.info('sync applied', { peer: session.peerId, share: share.name, applied: applied.applied, conflicts: applied.conflicts, skipped: applied.skipped.length });
+      conflicts = applied.conflicts;
+      skipped = applied.skipped.length;
     }
     if (clientReceives) {
       const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
@@ -133,6 +157,7 @@ async function serveClaimedSync(
     const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);
     await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
     await session.control.send({ type: 'sync-done', transferId: req.transferId });
+    return { received: received.length, sent, conflicts, skipped, changes: countChanges(store, before) };
   } finally {
     await folder.close();
   }

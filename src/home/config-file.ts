@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import type { HostPort } from '../transport/types.js';
 import { parseHostPort } from './address.js';
+import { parseFolders } from './folders-config.js';
 
 export const CONFIG_FILE_NAME = 'config.json';
 /** Syncthing's local discovery port; ours carries different datagrams (lan-query.ts). */
@@ -41,7 +42,8 @@ export interface ReachOverrides {
   readonly lanDiscovery?: boolean | undefined;
 }
 
-const KEYS = new Set(['rendezvous', 'lanDiscovery', 'lanDiscoveryPort', 'lanDiscoveryTimeoutMs', 'lanInterfaces', 'portMapping']);
+/** `folders` is the shared folders' (folders-config.ts checks it); reaching peers ignores it. */
+const KEYS = new Set(['rendezvous', 'lanDiscovery', 'lanDiscoveryPort', 'lanDiscoveryTimeoutMs', 'lanInterfaces', 'portMapping', 'folders']);
 
 /** Checks a parsed config object; CONFIG_INVALID naming the file and the key otherwise. */
 export function parseReachConfig(raw: unknown, where: string): ReachConfig {
@@ -74,6 +76,7 @@ export function parseReachConfig(raw: unknown, where: string): ReachConfig {
     if (!Array.isArray(v) || v.length === 0 || !v.every((n) => typeof n === 'string' && n !== '')) throw bad(`lanInterfaces must be a non-empty list of interface names such as ["eth0"], got ${JSON.stringify(v)}`);
     lanInterfaces = v as string[];
   }
+  parseFolders(o['folders'], where); // named here too, so any command reports a bad folder entry
   return Object.freeze({
     ...(rendezvous === undefined ? {} : { rendezvous }),
     lanDiscovery: bool('lanDiscovery', DEFAULT_REACH_CONFIG.lanDiscovery),

@@ -20,6 +20,10 @@ export interface Share {
   readonly alwaysFsync?: boolean;
   /** Node ids allowed to use this share; undefined = every paired peer. */
   readonly allow?: readonly string[];
+  /** A receive-only shared folder here: peers' syncs that would take its changes are refused (it only takes theirs). */
+  readonly receiveOnly?: boolean;
+  /** How long a peer's sync waits for another sync of this share, ms (shared folders: short, so two nodes syncing toward each other do not wait each other out). */
+  readonly syncLockWaitMs?: number;
 }
 
 export const DEFAULT_SHARE_NAME = 'inbox';

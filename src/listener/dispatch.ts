@@ -20,7 +20,7 @@ import { serveList } from '../push-pull/list-service.js';
 import { serveTransfer } from '../push-pull/transfer-service.js';
 import { ShareWatches } from '../folder-sync/share-watch-service.js';
 import type { ResidentFolders } from '../folder-sync/synced-folder.js';
-import { serveSync } from '../folder-sync/sync-service.js';
+import { serveSync, type ServedSync } from '../folder-sync/sync-service.js';
 
 /** What the listener gives every session it serves. */
 export interface ServiceContext {
@@ -39,6 +39,10 @@ export interface ServiceContext {
   readonly activity?: ListenerActivity;
   /** What peers' requests may hold (session/listener-budgets.ts); default: this process's PROCESS_BUDGETS. */
   readonly budgets?: ListenerBudgets;
+  /** Told when a paired peer's session starts: the peer is online (the folder service syncs what waited for it). */
+  readonly onPeerSession?: (peerId: string) => void;
+  /** Told after each sync a peer ran here (the folder service logs what it changed). */
+  readonly onSyncServed?: (peerId: string, served: ServedSync) => void;
 }
 
 export async function serveSession(session: PeerSession, ctx: ServiceContext, listenerSignal: AbortSignal): Promise<void> {
@@ -52,6 +56,7 @@ export async function serveSession(session: PeerSession, ctx: ServiceContext, li
   void session.connection.closed.then(() => ended.abort(closedByPeer), () => ended.abort(closedByPeer));
   const signal = ended.signal;
   const budget = (ctx.budgets ?? PROCESS_BUDGETS).session(session.peerId);
+  ctx.onPeerSession?.(session.peerId);
   attachBudget(session, budget);
   const watches = new ShareWatches(session, { log: ctx.log, ...(ctx.resident === undefined ? {} : { resident: ctx.resident }) });
   try {
@@ -107,7 +112,7 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
         let ok = false;
         try {
           if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal, activity);
-          else if (msg.type === 'sync-request') await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal, activity);
+          else if (msg.type === 'sync-request') ctx.onSyncServed?.(session.peerId, await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal, activity));
           else if (msg.type === 'list-request') await serveList(session, msg, ctx.shares, signal);
           else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
           ok = true;

@@ -13,6 +13,7 @@ import type { Share } from '../home/shares.js';
 import type { ListenerStatus } from '../folder-sync/resident-protocol.js';
 import type { BoundTransport } from './server.js';
 import type { ListenerOptions } from './listener.js';
+import type { FolderService } from '../folders/folder-service.js';
 
 export interface HomeListenerOptions {
   readonly home: HomeLayout;
@@ -71,9 +72,14 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
   // Open short codes' nameplates are held in the LAN (and rendezvous) directories while open.
   const { listenerDirectories } = await import('../ops/nameplate-directories.js');
   const { directories: nameplateDirectories, openNameplates } = listenerDirectories({ home, identity, config, reach, log: listenLog, listenHost: o.host });
+  // The shared folders of config.json (folders/folder-service.ts) join `shares` once it runs; a
+  // peer's session arriving, or a sync it ran here, tells it the peer is online.
+  let folders: FolderService | undefined = undefined;
   const server = await Listener.start({
     identity, peers: peerStore, invites: new InviteStore(home.invitesDir), shares, host: o.host, port: o.port, config, log: listenLog, ...limited, ...lan,
     nameplateDirectories, openNameplates, ...(startReach === undefined ? {} : { startReach }),
+    onPeerSession: (peerId) => folders?.peerOnline(peerId),
+    onSyncServed: (peerId, served) => folders?.syncServed(peerId, served),
   });
   const { resident, activity } = server;
   const startedAt = Date.now();
@@ -81,7 +87,8 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
   const first = server.bound[0];
   if (first === undefined) throw new TypeError('server bound no transport');
   const transports = server.bound.map((b) => b.transport);
-  const shareRecords = shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.allow !== undefined ? { allow: s.allow } : {}) }));
+  // Of the shares now: the folder service adds and removes its folders' shares in place.
+  const shareRecords = (): ListenerStatus['shares'] => shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.allow !== undefined ? { allow: s.allow } : {}) }));
   // `clawpeer status` of this home asks here: the peers connected now and what runs for them.
   const status = async (): Promise<ListenerStatus> => {
     const names = new Map((await peerStore.list().catch(() => [])).map((p) => [p.id, p.name]));
@@ -89,13 +96,20 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
       const name = names.get(p.id);
       return name === undefined ? p : { ...p, name };
     });
-    return { pid: process.pid, id: identity.nodeId, host: first.host, port: first.port, transports, startedAt, shares: shareRecords, peers, activity: activity.snapshot(), ended: activity.totals() };
+    return { pid: process.pid, id: identity.nodeId, host: first.host, port: first.port, transports, startedAt, shares: shareRecords(), peers, activity: activity.snapshot(), ended: activity.totals(), ...(folders === undefined ? {} : { folders: folders.status() }) };
   };
   // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
   const { ResidentSyncServer } = await import('../folder-sync/resident-sync.js');
   const { dialPathsFor } = await import('../reach/dial-paths.js');
   const dialPaths = (peer: ResolvedPeer): ReturnType<typeof dialPathsFor> => dialPathsFor({ homeDir: home.dir, reach, identity, peer, log });
   const control = await ResidentSyncServer.start(home.dir, { shares, resident, identity, peers: peerStore, log: listenLog, status, activity, dialPaths, ...limited });
+  const { FolderService } = await import('../folders/folder-service.js');
+  const { afterFolderSync } = await import('../folders/folder-versioning.js');
+  folders = await FolderService.start({
+    homeDir: home.dir, identity, peers: peerStore, peersFile: home.peersFile, shares, resident, config, log: listenLog, dialPaths, activity, ...limited,
+    afterSync: afterFolderSync({ resident, nodeId: identity.nodeId }),
+  });
+  const runningFolders = folders;
   // The home's own listener (it has the control socket) tells the home's commands where it is.
   const { writeListening, removeListening } = await import('../home/listening-file.js');
   if (control !== undefined) await writeListening(home.dir, { pid: process.pid, host: first.host, port: first.port }).catch(() => undefined);
@@ -106,7 +120,7 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     bound: server.bound,
     close: async () => {
       // The control socket first: its syncs use the listener's resident folders, closed with it.
-      await Promise.all([sweep, control?.close(), control === undefined ? undefined : removeListening(home.dir).catch(() => undefined)]);
+      await Promise.all([sweep, runningFolders.close(), control?.close(), control === undefined ? undefined : removeListening(home.dir).catch(() => undefined)]);
       await server.close();
     },
   };

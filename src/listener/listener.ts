@@ -6,7 +6,7 @@ import type { RateLimiter } from '../transfer/rate-limiter.js';
 import { ChunkIndexPool } from '../store/chunk-index-pool.js';
 import { ListenerActivity, type ConnectedPeer } from '../session/listener-activity.js';
 import { ResidentFolders } from '../folder-sync/synced-folder.js';
-import { serveSession } from './dispatch.js';
+import { serveSession, type ServiceContext } from './dispatch.js';
 import { NodeServer, type BoundTransport, type ServerOptions } from './server.js';
 import { startLanResponder, type LanResponder } from '../reach/lan-discovery.js';
 import type { PathKind } from '../reach/paths.js';
@@ -25,6 +25,10 @@ export interface ListenerOptions extends ServerOptions {
    * mapping) once the transports are bound; its pathOf labels the sessions it forwards.
    */
   readonly startReach?: (bound: readonly BoundTransport[]) => Promise<ListenerReach>;
+  /** Told when a paired peer's session starts (the folder service: that peer is online). */
+  readonly onPeerSession?: (peerId: string) => void;
+  /** Told after each sync a peer ran here (dispatch.ts ServiceContext.onSyncServed). */
+  readonly onSyncServed?: ServiceContext['onSyncServed'];
 }
 
 /** What the listener keeps of a running rendezvous side (reach-rv's startListenerReach). */
@@ -56,7 +60,7 @@ export class Listener {
     const indexes = new ChunkIndexPool({ log: o.log });
     const resident = new ResidentFolders({ log: o.log });
     const activity = new ListenerActivity();
-    const ctx = { shares: o.shares, config: o.config, log: o.log, nodeId: o.identity.nodeId, indexes, resident, activity, ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }) };
+    const ctx = { shares: o.shares, config: o.config, log: o.log, nodeId: o.identity.nodeId, indexes, resident, activity, ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }), ...(o.onPeerSession === undefined ? {} : { onPeerSession: o.onPeerSession }), ...(o.onSyncServed === undefined ? {} : { onSyncServed: o.onSyncServed }) };
     try {
       // Bound late: the rendezvous side starts once the transports are bound, after the server.
       let reach: ListenerReach | undefined;

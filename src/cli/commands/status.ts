@@ -25,6 +25,21 @@ function endedLine(kind: 'push' | 'pull' | 'sync', e: ListenerStatus['ended']['p
   return `${count(e.count, kind, kind === 'push' ? 'pushes' : `${kind}s`)} (${human(e.bytes)}${failed})`;
 }
 
+/** A shared folder and each of its peers: `docs (two-way) /home/me/docs` then `  alice: in-sync, last sync 3 s ago`. */
+function folderLines(f: NonNullable<ListenerStatus['folders']>[number], nameOf: ReadonlyMap<string, string>, nowMs: number): string[] {
+  const ago = (ms: number): string => `${duration(Math.max(0, nowMs - ms) / 1000)} ago`;
+  return [
+    `folder ${f.id} (${f.mode}${f.paused ? ', paused' : ''}) ${f.path}${f.problem === undefined ? '' : `: ${f.problem}`}`,
+    ...f.peers.map((p) => {
+      const who = p.name ?? nameOf.get(p.peer) ?? p.peer;
+      const left = p.bytesLeft === undefined && p.filesLeft === undefined ? '' : ` (${p.bytesLeft === undefined ? '' : `${human(p.bytesLeft)} `}${p.filesLeft === undefined ? '' : `${p.filesLeft} files `}left)`;
+      const state = p.state === 'waiting' ? `waiting for the peer since ${ago(p.since)}` : p.state === 'syncing' ? `syncing${left}` : p.state;
+      const last = p.lastSyncAt === undefined ? 'never synced' : `last sync ${ago(p.lastSyncAt)}`;
+      return `  ${who}: ${state}, ${last}${p.error === undefined ? '' : ` (${p.error})`}${p.mode === f.mode ? '' : `, ${p.mode} with this peer`}`;
+    }),
+  ];
+}
+
 /** `pairNames`: this home's pair names by id, for a peer not connected now (a sync the listener runs toward it). */
 function report(ctx: CommandContext, s: ListenerStatus, pairNames: ReadonlyMap<string, string>): void {
   const now = Date.now();
@@ -37,6 +52,7 @@ function report(ctx: CommandContext, s: ListenerStatus, pairNames: ReadonlyMap<s
     `${s.activity.length} transfer${s.activity.length === 1 ? '' : 's'} running${s.activity.length === 0 ? '' : ':'}`,
     ...s.activity.map((a) => activityLine(a, nameOf.get(a.peer) ?? a.peer, now)),
     `since it started: ${(['push', 'pull', 'sync'] as const).map((k) => endedLine(k, s.ended[k])).join(', ')}`,
+    ...(s.folders ?? []).flatMap((f) => folderLines(f, nameOf, now)),
   ];
   ctx.out.emit({ event: 'status', ...s, uptimeSeconds: Math.round((now - s.startedAt) / 1000) }, lines.join('\n'));
 }

@@ -1,0 +1,91 @@
+// What each sync of a shared folder changed, kept in the home (`folder-log.jsonl`, one JSON
+// object a line) for `clawpeer folder log ID`. Bounded: once it holds more than
+// MAX_LOG_ENTRIES + MAX_LOG_SLACK lines it is rewritten (atomically) with the newest
+// MAX_LOG_ENTRIES. A line that does not parse (a write cut by a crash) is skipped on reading.
+import { appendFile, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ClawpeerError } from '../errors.js';
+import { writeFileAtomic } from '../support/atomic-file.js';
+
+export const FOLDER_LOG_NAME = 'folder-log.jsonl';
+/** Entries kept (all folders together). */
+export const MAX_LOG_ENTRIES = 1000;
+/** Lines appended beyond the cap before the file is trimmed (one rewrite per this many syncs). */
+const MAX_LOG_SLACK = 200;
+
+export interface FolderLogEntry {
+  /** End of the sync, ms since the epoch. */
+  readonly time: number;
+  readonly folder: string;
+  /** The peer's node id, and its pair name here. */
+  readonly peer: string;
+  readonly peerName?: string;
+  /** Who started it: this node's folder service ('here') or the peer ('peer'). */
+  readonly by: 'here' | 'peer';
+  /** The mode it ran in (of the side that started it). */
+  readonly mode?: string;
+  /** Revisions taken from the peer. */
+  readonly received: number;
+  /** What they changed here: files (and directories, symlinks) added, changed, deleted. */
+  readonly added: number;
+  readonly changed: number;
+  readonly deleted: number;
+  /** Revisions the peer took from here. */
+  readonly sent: number;
+  readonly conflicts: number;
+  /** Paths left as they were (a local edit in a receive-only folder, content not delivered). */
+  readonly skipped: number;
+  readonly bytes: number;
+  readonly seconds: number;
+}
+
+export class FolderLog {
+  readonly file: string;
+  #lines: number | undefined;
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(homeDir: string) {
+    this.file = path.join(homeDir, FOLDER_LOG_NAME);
+  }
+
+  /** Appends `entry` (writes queue behind each other; a failure is the caller's to log). */
+  append(entry: FolderLogEntry): Promise<void> {
+    const next = this.#queue.then(() => this.#append(entry));
+    this.#queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async #append(entry: FolderLogEntry): Promise<void> {
+    this.#lines ??= (await readLines(this.file)).length;
+    await appendFile(this.file, JSON.stringify(entry) + '\n', { mode: 0o600 });
+    this.#lines++;
+    if (this.#lines > MAX_LOG_ENTRIES + MAX_LOG_SLACK) {
+      const keep = (await readLines(this.file)).slice(-MAX_LOG_ENTRIES);
+      await writeFileAtomic(this.file, keep.map((l) => l + '\n').join(''), 0o600);
+      this.#lines = keep.length;
+    }
+  }
+}
+
+/** The entries of the log in the home at `homeDir`, oldest first; only `folder`'s when given. */
+export async function readFolderLog(homeDir: string, folder?: string): Promise<FolderLogEntry[]> {
+  const out: FolderLogEntry[] = [];
+  for (const line of await readLines(path.join(homeDir, FOLDER_LOG_NAME))) {
+    try {
+      const e = JSON.parse(line) as FolderLogEntry;
+      if (typeof e.folder === 'string' && typeof e.time === 'number' && (folder === undefined || e.folder === folder)) out.push(e);
+    } catch {
+      // a line cut by a crash: skipped
+    }
+  }
+  return out;
+}
+
+async function readLines(file: string): Promise<string[]> {
+  try {
+    return (await readFile(file, 'utf8')).split('\n').filter((l) => l !== '');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw new ClawpeerError('IO', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
+  }
+}

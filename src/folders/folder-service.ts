@@ -1,0 +1,447 @@
+// The listener's folder service: keeps the shared folders of the home's config.json in sync with
+// the peers each is shared with, by itself. It serves each folder to its peers (a share named
+// by the folder id, allowed to those peers only), and syncs it with each of them (as
+// `clawpeer sync` would) at start, when a local change settles (the folder's watcher), when a
+// peer comes online (its session arrives here, or a dial to it works), after a failure with
+// backoff, and every folder interval. A peer's own service syncs its changes here the same way,
+// so news from either side travels at once. When to sync whom is sync/folder-schedule.ts (sans
+// I/O); this module owns the timers, watchers, sessions (folders/peer-sessions.ts: one per
+// peer, carrying all its folders in turn) and the log (folders/folder-log.ts).
+//
+// Restarts: nothing of it is kept but the config, the folders' revision logs and the log file;
+// a listener killed at any point starts over from those (every pair is due at start).
+// Non-goals: the sync itself (folder-sync/), versioning policies (the `afterSync` hook).
+import { realpath } from 'node:fs/promises';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
+import type { Identity } from '../crypto/identity.js';
+import type { Logger } from '../logger.js';
+import type { NodeConfig } from '../home/config.js';
+import { loadFolders, configFileOf, type FolderConfig, type FolderMode } from '../home/folders-config.js';
+import { parseVersioning, type VersioningPolicy } from '../sync/versioning.js';
+import { findPeer, type PeerStore } from '../home/peer-store.js';
+import { resolvePeer, type ResolvedPeer } from '../home/peer-resolve.js';
+import type { Share } from '../home/shares.js';
+import type { PathSources } from '../reach/path-sources.js';
+import type { ListenerActivity } from '../session/listener-activity.js';
+import { isTempFileName } from '../store/internal-names.js';
+import { makeDirs } from '../support/make-dirs.js';
+import { QuietTimer } from '../support/quiet-timer.js';
+import { watchFile } from '../support/watch-file.js';
+import { FolderSchedule, type PairState, type SyncOutcome } from '../sync/folder-schedule.js';
+import type { RateLimiter } from '../transfer/rate-limiter.js';
+import type { TransferProgress } from '../transfer/transfer-progress.js';
+import type { SyncFolderResult } from '../folder-sync/sync-client.js';
+import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
+import type { ResidentFolders } from '../folder-sync/synced-folder.js';
+import { FolderLog, type FolderLogEntry } from './folder-log.js';
+import { PeerSessions } from './peer-sessions.js';
+
+/** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
+export const LOCAL_CHANGE_QUIET_MS = 300;
+/** Longest a sync waits under a steady stream of local changes, ms. */
+export const LOCAL_CHANGE_MAX_DELAY_MS = 2_000;
+/** How long a peer's sync of a shared folder waits for another sync of it here, ms: short, so syncs toward each other fail fast and retry (jittered) instead of waiting each other out. */
+export const FOLDER_LOCK_WAIT_MS = 1_000;
+
+/** One peer of a folder in `clawpeer status`. */
+export interface FolderPeerStatus {
+  readonly peer: string;
+  readonly name?: string;
+  readonly state: PairState;
+  /** When it entered the state (for `waiting`: when the peer was first missed), ms since the epoch. */
+  readonly since: number;
+  readonly lastSyncAt?: number;
+  readonly error?: string;
+  /** While syncing: what is left of the current phase, when known. */
+  readonly bytesLeft?: number;
+  readonly filesLeft?: number;
+  /** The mode the syncs with this peer run in (narrower than the folder's when the peer's copy is send-only or receive-only). */
+  readonly mode: FolderMode;
+}
+
+export interface FolderStatus {
+  readonly id: string;
+  readonly path: string;
+  readonly mode: FolderMode;
+  readonly versioning: string;
+  readonly paused: boolean;
+  /** Why it is not served or synced (a share of that name exists, a peer is not paired). */
+  readonly problem?: string;
+  readonly peers: readonly FolderPeerStatus[];
+}
+
+/**
+ * The versioning policy's hook: called after each completed sync of a folder that replaced or
+ * deleted content here (received > 0 or conflicts > 0), whether this node or the peer started
+ * it (`by`). The folder's next sync from this service waits for it; a sync a peer starts does
+ * not, so a hook that prunes history takes the folder's lock (store/folder-lock.ts) as `gc` does.
+ * A rejection is logged, never fatal.
+ */
+export type AfterFolderSync = (e: {
+  readonly folder: FolderConfig;
+  readonly policy: VersioningPolicy;
+  readonly peer: string;
+  readonly by: 'here' | 'peer';
+  readonly received: number;
+  readonly nowMs: number;
+}) => Promise<void>;
+
+export interface FolderServiceOptions {
+  readonly homeDir: string;
+  readonly identity: Identity;
+  readonly peers: PeerStore;
+  /** peers.json, followed like config.json. */
+  readonly peersFile: string;
+  /** The listener's live share list: the service adds and removes its folders' shares in it. */
+  readonly shares: Share[];
+  readonly resident: ResidentFolders;
+  readonly config: NodeConfig;
+  readonly log: Logger;
+  readonly dialPaths?: (peer: ResolvedPeer) => Promise<PathSources>;
+  readonly sendLimiter?: RateLimiter;
+  readonly activity?: ListenerActivity;
+  /** The versioning policy's hook (the sync core applies it). */
+  readonly afterSync?: AfterFolderSync;
+}
+
+interface ActiveFolder {
+  readonly config: FolderConfig;
+  /** The config entry and peer ids it was started from: a change of either restarts it. */
+  readonly fingerprint?: string;
+  /** Node ids of its peers that are paired. */
+  readonly peerIds: readonly string[];
+  readonly problem: string | undefined;
+  readonly stop: () => void;
+}
+
+const pairKey = (folder: string, peer: string): string => `${folder}\u0000${peer}`;
+
+/** The mode a sync with a peer runs in, given what the peer's copy refused (undefined: nothing can move). */
+function narrowed(mode: FolderMode, peerTakes: boolean, peerGives: boolean): FolderMode | undefined {
+  const sends = mode !== 'receive-only' && peerTakes;
+  const receives = mode !== 'send-only' && peerGives;
+  return sends && receives ? 'two-way' : sends ? 'send-only' : receives ? 'receive-only' : undefined;
+}
+
+export class FolderService {
+  readonly #o: FolderServiceOptions;
+  readonly #schedule = new FolderSchedule();
+  readonly #sessions: PeerSessions;
+  readonly #log: FolderLog;
+  readonly #active = new Map<string, ActiveFolder>();
+  /** The shares this service added to the listener's list. */
+  readonly #ownShares = new Set<Share>();
+  /** What a peer's copy refused, per pair: it takes no changes (send-only there) or gives none (receive-only there). */
+  readonly #peerLimits = new Map<string, { takes: boolean; gives: boolean }>();
+  readonly #progress = new Map<string, TransferProgress>();
+  readonly #running = new Set<Promise<void>>();
+  /** Per folder, the end of the last sync or record here: the next waits for it (syncs share the folder's lock). */
+  readonly #folderTurns = new Map<string, Promise<void>>();
+  readonly #stop = new AbortController();
+  #names = new Map<string, string>();
+  #timer: NodeJS.Timeout | undefined;
+  #configWatch: { close(): void } | undefined;
+  #reloading: Promise<void> = Promise.resolve();
+
+  private constructor(o: FolderServiceOptions) {
+    this.#o = o;
+    this.#sessions = new PeerSessions({ identity: o.identity, config: o.config, log: o.log, ...(o.dialPaths === undefined ? {} : { dialPaths: o.dialPaths }) });
+    this.#log = new FolderLog(o.homeDir);
+  }
+
+  /** Reads the folders and starts syncing them; follows config.json from then on. */
+  static async start(o: FolderServiceOptions): Promise<FolderService> {
+    const service = new FolderService(o);
+    await service.reload();
+    // config.json, and peers.json (a peer of a folder paired or unpaired since).
+    const follow = (): void => {
+      service.reload().catch((err: unknown) => o.log.warn('cannot apply the shared folders', { error: (err as Error).message }));
+    };
+    const watches = [watchFile(configFileOf(o.homeDir), follow), watchFile(o.peersFile, follow)];
+    service.#configWatch = { close: () => watches.forEach((w) => w.close()) };
+    return service;
+  }
+
+  /** Re-reads config.json and applies its folders (a bad file is logged, and the folders stay as they were). */
+  reload(): Promise<void> {
+    const next = this.#reloading.then(() => this.#reload());
+    this.#reloading = next.catch(() => undefined);
+    return next;
+  }
+
+  /** A paired peer's session arrived: what waited for it runs now. */
+  peerOnline(peerId: string): void {
+    // Its copies may have changed mode while it was away: learn again from its refusals.
+    for (const key of [...this.#peerLimits.keys()]) if (key.endsWith(`\u0000${peerId}`)) this.#peerLimits.delete(key);
+    this.#schedule.peerOnline(peerId, Date.now());
+    this.#pump();
+  }
+
+  /** A peer ran a sync of one of the listener's shares: recorded when it is one of our folders. */
+  syncServed(peerId: string, served: ServedSync): void {
+    const active = this.#active.get(served.share);
+    if (active === undefined || !active.peerIds.includes(peerId)) return;
+    const record = { by: 'peer' as const, received: served.received, ...served.changes, sent: served.sent, conflicts: served.conflicts, skipped: served.skipped, bytes: 0, seconds: 0 };
+    void this.#inTurn(served.share, () => this.#record(active.config, peerId, record));
+    // It is online and has the folder (again): what backs off from it runs now.
+    this.#schedule.peerOnline(peerId, Date.now());
+    this.#pump();
+  }
+
+  /** Runs `fn` once the folder's earlier syncs (and records) here are done; the next waits for it. */
+  async #inTurn<T>(folderId: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.#folderTurns.get(folderId) ?? Promise.resolve();
+    let endTurn = (): void => undefined;
+    const turn = new Promise<void>((resolve) => (endTurn = resolve));
+    this.#folderTurns.set(folderId, turn);
+    try {
+      await previous;
+      return await fn();
+    } finally {
+      endTurn();
+      if (this.#folderTurns.get(folderId) === turn) this.#folderTurns.delete(folderId);
+    }
+  }
+
+  /** A completed sync: logged when it moved something, then the versioning hook when content here was replaced or deleted. Never throws. */
+  async #record(f: FolderConfig, peerId: string, what: Omit<FolderLogEntry, 'time' | 'folder' | 'peer' | 'peerName'>): Promise<void> {
+    const nowMs = Date.now();
+    if (what.received + what.sent + what.conflicts > 0) {
+      const name = this.#names.get(peerId);
+      await this.#log.append({ time: nowMs, folder: f.id, peer: peerId, ...(name === undefined ? {} : { peerName: name }), ...what })
+        .catch((err: unknown) => this.#o.log.warn('cannot write the folder log', { error: (err as Error).message }));
+    }
+    if (this.#o.afterSync === undefined || what.received + what.conflicts === 0) return;
+    const policy = parseVersioning(f.versioning); // checked when the config was read
+    await Promise.resolve()
+      .then(() => this.#o.afterSync?.({ folder: f, policy, peer: peerId, by: what.by, received: what.received, nowMs }))
+      .catch((err: unknown) => this.#o.log.warn('versioning after a sync failed', { folder: f.id, error: (err as Error).message }));
+  }
+
+  /** Each folder with its peers' states, for `clawpeer status`. */
+  status(): FolderStatus[] {
+    const pairs = this.#schedule.snapshot();
+    return [...this.#active.values()].map(({ config: f, problem }) => ({
+      id: f.id, path: f.path, mode: f.mode, versioning: f.versioning, paused: f.paused, ...(problem === undefined ? {} : { problem }),
+      peers: pairs.filter((p) => p.folder === f.id).map((p) => {
+        const progress = p.state === 'syncing' ? this.#progress.get(pairKey(f.id, p.peer)) : undefined;
+        const name = this.#names.get(p.peer);
+        return {
+          peer: p.peer, ...(name === undefined ? {} : { name }), state: p.state, since: p.since, mode: this.#modeFor(f, p.peer) ?? f.mode,
+          ...(p.lastSyncAt === undefined ? {} : { lastSyncAt: p.lastSyncAt }), ...(p.error === undefined ? {} : { error: p.error }),
+          ...(progress !== undefined && progress.totalBytes > 0 ? { bytesLeft: Math.max(0, progress.totalBytes - progress.bytes) } : {}),
+          ...(progress !== undefined && progress.totalFiles > 0 ? { filesLeft: Math.max(0, progress.totalFiles - progress.files) } : {}),
+        };
+      }),
+    }));
+  }
+
+  async close(): Promise<void> {
+    this.#configWatch?.close();
+    clearTimeout(this.#timer);
+    this.#stop.abort(new ClawpeerError('ABORTED', 'the listener is shutting down'));
+    await this.#reloading;
+    for (const f of this.#active.values()) f.stop();
+    await Promise.all([...this.#running]);
+    await this.#sessions.closeAll();
+  }
+
+  async #reload(): Promise<void> {
+    if (this.#stop.signal.aborted) return;
+    let folders: FolderConfig[];
+    try {
+      folders = await loadFolders(this.#o.homeDir);
+    } catch (err) {
+      this.#o.log.warn('the shared folders in config.json are not applied', { error: (err as Error).message });
+      return;
+    }
+    const pairs = await this.#o.peers.list().catch(() => []);
+    this.#names = new Map(pairs.map((p) => [p.id, p.name]));
+    const foreign = new Set(this.#o.shares.filter((s) => !this.#ownShares.has(s)).map((s) => s.name));
+    // Each folder's peers as node ids now (a peer paired or unpaired since changes them too).
+    const resolved = new Map(folders.map((f) => {
+      const peerIds: string[] = [];
+      const problems: string[] = [];
+      for (const p of f.with) {
+        const entry = findPeer(pairs, p);
+        if (entry === undefined) problems.push(`${p} is not a paired peer`);
+        else peerIds.push(entry.id);
+      }
+      if (foreign.has(f.id)) problems.push(`a share named ${f.id} is served already (listen --share): the folder is neither served nor synced`);
+      return [f.id, { f, peerIds: foreign.has(f.id) ? [] : peerIds, problem: problems.length === 0 ? undefined : problems.join('; ') }];
+    }));
+    const fingerprint = (f: FolderConfig, peerIds: readonly string[]): string => JSON.stringify([f, peerIds]);
+    let changed = false;
+    for (const [id, a] of [...this.#active]) {
+      const want = resolved.get(id);
+      if (want !== undefined && a.fingerprint === fingerprint(want.f, want.peerIds)) continue;
+      a.stop();
+      this.#active.delete(id);
+      changed = true;
+    }
+    for (const { f, peerIds, problem } of resolved.values()) {
+      if (this.#active.has(f.id)) continue;
+      this.#active.set(f.id, { ...(await this.#activate(f, peerIds, problem)), fingerprint: fingerprint(f, peerIds) });
+      changed = true;
+    }
+    if (!changed) return;
+    this.#publishShares();
+    const now = Date.now();
+    this.#schedule.configure([...this.#active.values()].flatMap((a) => a.peerIds.map((peer) => ({ folder: a.config.id, peer, intervalMs: a.config.intervalS * 1000, paused: a.config.paused }))), now);
+    this.#o.log.info('shared folders', { folders: [...this.#active.keys()] });
+    this.#pump();
+  }
+
+  /** Starts watching a folder (made if missing); its local changes request a sync with its peers. */
+  async #activate(f: FolderConfig, peerIds: string[], problem: string | undefined): Promise<ActiveFolder> {
+    if (f.paused || peerIds.length === 0) return { config: f, peerIds, problem, stop: () => undefined };
+    let dir: string;
+    try {
+      await makeDirs(f.path);
+      dir = await realpath(f.path);
+    } catch (err) {
+      return { config: f, peerIds: [], problem: `${f.path} is not usable: ${(err as Error).message}`, stop: () => undefined };
+    }
+    const quiet = new QuietTimer(LOCAL_CHANGE_QUIET_MS, LOCAL_CHANGE_MAX_DELAY_MS, () => {
+      this.#schedule.request(Date.now(), { folder: f.id });
+      this.#pump();
+    });
+    // Our own publishes' temp files are not changes; their renames are (a change a peer brought
+    // here goes on to the other peers: A→B→C when A and C never meet).
+    const unsubscribe = this.#o.resident.watchers.forFolder(dir).subscribe((_dir, name) => {
+      if (name === null || !isTempFileName(name)) quiet.poke();
+    });
+    return { config: { ...f, path: dir }, peerIds, problem, stop: () => { quiet.cancel(); unsubscribe(); } };
+  }
+
+  /** Puts the active, unpaused folders into the listener's shares (and takes the others out). */
+  #publishShares(): void {
+    const shares = this.#o.shares;
+    for (let i = shares.length - 1; i >= 0; i--) {
+      const s = shares[i];
+      if (s !== undefined && this.#ownShares.has(s)) shares.splice(i, 1);
+    }
+    this.#ownShares.clear();
+    for (const { config: f, peerIds } of this.#active.values()) {
+      if (f.paused || peerIds.length === 0) continue;
+      const share: Share = {
+        name: f.id, dir: f.path, readOnly: f.mode === 'send-only', allow: peerIds, syncLockWaitMs: FOLDER_LOCK_WAIT_MS,
+        ...(f.mode === 'receive-only' ? { receiveOnly: true } : {}),
+      };
+      shares.push(share);
+      this.#ownShares.add(share);
+    }
+  }
+
+  #modeFor(f: FolderConfig, peer: string): FolderMode | undefined {
+    const limits = this.#peerLimits.get(pairKey(f.id, peer));
+    return limits === undefined ? f.mode : narrowed(f.mode, limits.takes, limits.gives);
+  }
+
+  /** Starts what is due and sets the timer for what is due next. */
+  #pump(): void {
+    if (this.#stop.signal.aborted) return;
+    const now = Date.now();
+    for (const { folder, peer } of this.#schedule.take(now)) {
+      const run = this.#run(folder, peer).finally(() => {
+        this.#running.delete(run);
+        this.#pump();
+      });
+      this.#running.add(run);
+    }
+    clearTimeout(this.#timer);
+    const next = this.#schedule.nextWakeAt();
+    if (next !== undefined) {
+      this.#timer = setTimeout(() => this.#pump(), Math.max(0, next - now) + 5);
+      this.#timer.unref();
+    }
+    const busy = new Set(this.#schedule.snapshot().filter((p) => p.state === 'syncing').map((p) => p.peer));
+    void this.#sessions.closeIdle(now, busy);
+  }
+
+  /** One sync of one pair, start to end; never throws (the outcome goes to the schedule). */
+  async #run(folderId: string, peerId: string): Promise<void> {
+    const key = pairKey(folderId, peerId);
+    const active = this.#active.get(folderId);
+    const finish = (outcome: SyncOutcome): void => {
+      this.#progress.delete(key);
+      this.#schedule.finish(folderId, peerId, Date.now(), outcome);
+    };
+    if (active === undefined) {
+      finish({ kind: 'failed', error: 'the folder was removed' });
+      return;
+    }
+    const f = active.config;
+    const mode = this.#modeFor(f, peerId);
+    if (mode === undefined) {
+      finish({ kind: 'failed', error: `nothing can move: this copy is ${f.mode} and the peer's refuses what it would take` });
+      return;
+    }
+    const log = this.#o.log.child('folders');
+    const sync = new AbortController();
+    const onStop = (): void => sync.abort(this.#stop.signal.reason);
+    this.#stop.signal.addEventListener('abort', onStop, { once: true });
+    const activity = this.#o.activity?.begin({ peer: peerId, kind: 'sync', share: f.id, path: '' });
+    let ok = false;
+    let dialled = false;
+    try {
+      const peer = await resolvePeer(this.#o.peers, peerId, undefined);
+      const [session, { syncFolder }] = await Promise.all([this.#sessions.get(peer, sync.signal), import('../folder-sync/sync-client.js')]);
+      dialled = true;
+      this.#schedule.connected(f.id, peerId, Date.now());
+      this.#schedule.peerOnline(peerId, Date.now()); // a dial that works: the peer's other folders need not wait out their backoff
+      // The folder's syncs with other peers go first; then this one holds the folder.
+      const result = await this.#inTurn(f.id, async () => {
+        let r: SyncFolderResult;
+        try {
+          r = await syncFolder({
+            session, dir: f.path, share: f.id, mode, nodeId: this.#o.identity.nodeId, log, signal: sync.signal, resident: this.#o.resident,
+            ...(this.#o.sendLimiter === undefined ? {} : { rateLimiters: [this.#o.sendLimiter] }),
+            onProgress: (p) => {
+              this.#progress.set(key, p);
+              activity?.report(p);
+            },
+          });
+        } catch (err) {
+          throw await session.reasonFor(err);
+        } finally {
+          this.#sessions.used(peerId);
+        }
+        ok = true;
+        log.info('folder synced', { folder: f.id, peer: peerId, mode, received: r.revisionsReceived, sent: r.revisionsSent, conflicts: r.conflicts, inSync: r.inSync });
+        await this.#record(f, peerId, { by: 'here', mode, received: r.revisionsReceived, ...(r.changes ?? { added: 0, changed: 0, deleted: 0 }), sent: r.revisionsSent, conflicts: r.conflicts, skipped: r.skipped.length, bytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 });
+        return r;
+      });
+      finish(result.inSync ? { kind: 'done' } : { kind: 'failed', error: 'the sync ended with changes left to move (they are retried)' });
+    } catch (err) {
+      await this.#sessions.drop(peerId);
+      finish(this.#outcomeOf(err, f, peerId, dialled, log));
+    } finally {
+      activity?.end(ok);
+      this.#stop.signal.removeEventListener('abort', onStop);
+      sync.abort(); // the sync's data-stream router stops: the session's next sync runs its own
+    }
+  }
+
+  /** What a failed sync means for the schedule; learns the peer's copy's mode from its refusal. */
+  #outcomeOf(err: unknown, f: FolderConfig, peerId: string, dialled: boolean, log: Logger): SyncOutcome {
+    const message = err instanceof Error ? err.message : String(err);
+    if (this.#stop.signal.aborted) return { kind: 'busy', error: message };
+    const key = pairKey(f.id, peerId);
+    const limits = this.#peerLimits.get(key) ?? { takes: true, gives: true };
+    if (isClawpeerError(err, 'SHARE_READ_ONLY') && limits.takes) {
+      this.#peerLimits.set(key, { ...limits, takes: false });
+      log.info('the peer\'s copy takes no changes (send-only there): only receiving from it', { folder: f.id, peer: peerId });
+      return { kind: 'busy', error: message };
+    }
+    if (isClawpeerError(err, 'SHARE_FORBIDDEN') && message.includes(RECEIVE_ONLY_REFUSAL) && limits.gives) {
+      this.#peerLimits.set(key, { ...limits, gives: false });
+      log.info('the peer\'s copy sends no changes (receive-only there): only sending to it', { folder: f.id, peer: peerId });
+      return { kind: 'busy', error: message };
+    }
+    if (isClawpeerError(err, 'FOLDER_BUSY') || isClawpeerError(err, 'PEER_BUSY')) return { kind: 'busy', error: message };
+    const offline = !dialled || isClawpeerError(err, 'UNREACHABLE') || isClawpeerError(err, 'TIMEOUT') || isClawpeerError(err, 'CONNECTION_CLOSED');
+    log.info(offline ? 'peer not reached; retrying with backoff' : 'folder sync failed; retrying with backoff', { folder: f.id, peer: peerId, error: message });
+    return offline ? { kind: 'offline', error: message } : { kind: 'failed', error: message };
+  }
+}

@@ -1,0 +1,62 @@
+// Three listeners on loopback share one folder, each set up with `clawpeer folder add` while it
+// runs: an edit on one reaches the other two with no command run by hand, a delete travels,
+// status says in-sync, `folder log` tells what each sync changed, and a paused folder is left
+// alone until resumed. (Killed and restarted: test/slow/folders/folder-restart.test.ts.)
+import t from 'tap';
+import { rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { jsonLines, runCli } from './cli-harness.js';
+import { addFolderEverywhere, allInSync, foldersOf, hasText, startFolderNodes, until } from './folder-rig.js';
+
+const nodes = await startFolderNodes(['a', 'b', 'c']);
+t.teardown(async () => {
+  for (const n of nodes) await n.listener.stop('SIGKILL');
+});
+const [A, B, C] = nodes as [typeof nodes[number], typeof nodes[number], typeof nodes[number]];
+const exists = (p: string): Promise<boolean> => stat(p).then(() => true, () => false);
+const wait = (what: string, check: () => Promise<boolean>): Promise<number> => until(nodes, what, check);
+
+t.test('folder add while the listeners run; an edit on one reaches the other two by itself; a delete too', async (t) => {
+  await writeFile(path.join(A.dir, 'before.txt'), 'there before\n');
+  const added = await addFolderEverywhere(nodes, 'docs');
+  t.match(added, [{ event: 'folder-added', id: 'docs', mode: 'two-way', versioning: 'keep-last:10' }, {}, {}]);
+  const listed = jsonLines((await runCli(['--home', A.home, 'folder', 'list', '--json'])).stdout);
+  t.match(listed, [{ event: 'folder', id: 'docs', with: ['b', 'c'] }]);
+  await wait('the first file everywhere', async () => (await hasText(path.join(B.dir, 'before.txt'), 'there before\n')()) && hasText(path.join(C.dir, 'before.txt'), 'there before\n')());
+
+  await wait('every pair in sync', () => allInSync(nodes, 'docs')); // timed from a quiet state
+  const saved = Date.now();
+  await writeFile(path.join(A.dir, 'note.txt'), 'written on A\n');
+  await wait('the edit on B and C', async () => (await hasText(path.join(B.dir, 'note.txt'), 'written on A\n')()) && hasText(path.join(C.dir, 'note.txt'), 'written on A\n')());
+  t.comment(`save on A to arrival on B and C: ${Date.now() - saved} ms (the watcher's quiet time is 300 ms)`);
+
+  await rm(path.join(B.dir, 'before.txt'));
+  await wait('the delete on A and C', async () => !(await exists(path.join(A.dir, 'before.txt'))) && !(await exists(path.join(C.dir, 'before.txt'))));
+  t.pass('a delete on B propagates');
+});
+
+t.test('status says in-sync with the last sync time; folder log lists what the syncs changed', async (t) => {
+  await wait('every pair in sync', () => allInSync(nodes, 'docs'));
+  const human = await runCli(['--home', A.home, 'status']);
+  t.match(human.stdout, /^folder docs \(two-way\) /m);
+  t.match(human.stdout, /^ {2}b: in-sync, last sync .* ago/m);
+  const log = jsonLines((await runCli(['--home', A.home, 'folder', 'log', 'docs', '--json'])).stdout);
+  t.ok(log.some((e) => e['event'] === 'folder-sync' && e['folder'] === 'docs' && (e['sent'] as number) > 0), 'A sent its files');
+  t.ok(log.some((e) => e['by'] === 'peer' && e['deleted'] === 1 && e['added'] === 0), 'the delete B ran here, counted as one file deleted');
+  const logB = jsonLines((await runCli(['--home', B.home, 'folder', 'log', 'docs', '--json'])).stdout);
+  t.ok(logB.some((e) => (e['added'] as number) > 0), 'B logged the files it took as added');
+  const humanLog = await runCli(['--home', A.home, 'folder', 'log', 'docs']);
+  t.match(humanLog.stdout, /Z by b: 0 added, 0 changed, 1 deleted here; /);
+});
+
+t.test('a paused folder is neither synced nor served until resumed', async (t) => {
+  t.equal((await runCli(['--home', C.home, 'folder', 'pause', 'docs'])).code, 0);
+  await wait('C paused', async () => (await foldersOf(C))[0]?.peers.every((p) => p.state === 'paused') === true);
+  await writeFile(path.join(A.dir, 'while-paused.txt'), 'C is paused\n');
+  await wait('the file on B', hasText(path.join(B.dir, 'while-paused.txt'), 'C is paused\n'));
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  t.notOk(await exists(path.join(C.dir, 'while-paused.txt')), 'not on the paused node');
+  t.equal((await runCli(['--home', C.home, 'folder', 'resume', 'docs'])).code, 0);
+  await wait('the file on C once resumed', hasText(path.join(C.dir, 'while-paused.txt'), 'C is paused\n'));
+  t.pass('resumed: it catches up');
+});
