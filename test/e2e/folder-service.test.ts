@@ -60,3 +60,19 @@ t.test('a paused folder is neither synced nor served until resumed', async (t) =
   await wait('the file on C once resumed', hasText(path.join(C.dir, 'while-paused.txt'), 'C is paused\n'));
   t.pass('resumed: it catches up');
 });
+
+t.test("a folder's versioning policy is applied after the syncs that replace content", async (t) => {
+  // B keeps one revision per path; A and C the default ten. (What B drops, its peers drop too at
+  // their next sync: gc converges, README "Shared folders".)
+  t.equal((await runCli(['--home', B.home, 'folder', 'remove', 'docs'])).code, 0);
+  const readded = await runCli(['--home', B.home, 'folder', 'add', B.dir, '--id', 'docs', '--with', 'a,c', '--versioning', 'keep-last:1', '--json']);
+  t.match(jsonLines(readded.stdout), [{ event: 'folder-added', versioning: 'keep-last:1' }]);
+  const note = path.join(A.dir, 'versions.txt');
+  for (let i = 1; i <= 4; i++) {
+    await writeFile(note, `version ${i}\n`);
+    await wait(`version ${i} on B and C`, async () => (await hasText(path.join(B.dir, 'versions.txt'), `version ${i}\n`)()) && hasText(path.join(C.dir, 'versions.txt'), `version ${i}\n`)());
+  }
+  const revisions = async (dir: string): Promise<number> => jsonLines((await runCli(['--home', B.home, 'log', path.join(dir, 'versions.txt'), '--json'])).stdout).filter((e) => e['event'] === 'revision').length;
+  await wait('B down to one kept revision', async () => (await revisions(B.dir)) === 1);
+  t.pass('B (keep-last:1) dropped the replaced versions');
+});
