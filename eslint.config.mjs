@@ -26,8 +26,6 @@ export default tseslint.config(
       // Rethrowing or rejecting with a caught `unknown` (an error from below, signal.reason) passes it on unchanged.
       '@typescript-eslint/only-throw-error': ['error', { allowThrowingUnknown: true, allowThrowingAny: true }],
       '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true, allowThrowingAny: true }],
-      // yargs hands flag values over as `unknown`; String() is the intended coercion there.
-      '@typescript-eslint/no-base-to-string': ['error', { checkUnknown: false }],
       // It misreads flags set by callbacks across awaits (signal.aborted, done) and defensive checks on
       // decoded peer input, whose types state what the decoder is about to verify.
       '@typescript-eslint/no-unnecessary-condition': 'off',

@@ -8,7 +8,7 @@
 // - no import cycle between files, and none between folders.
 // Prints each violation with the import that makes it; exit 1 if there is any.
 // Usage: node scripts/check-imports.mjs [SRC_DIR]   (default: this checkout's src/)
-// `npm run lint` runs it, and so does `npm test` (CI), before the build.
+// `npm run lint` runs it, and so does `npm test` (CI).
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -4,9 +4,7 @@
 import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
-import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { ChunkRef, FileManifest } from '../chunking/manifest.js';
-import type { Logger } from '../logger.js';
 import { encodeAckFrame } from '../protocol/ack-codec.js';
 import { bitmapSet, newBitmap, type CreatedEntry, type ManifestEntry, type PublishedFile, type UpdatedFile } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
@@ -15,22 +13,22 @@ import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from '../session/chunk-compression.js';
 import { ensureFreeSpace, fitsFreeSpace } from '../store/free-space.js';
 import { ChunkIndex } from '../store/chunk-index.js';
-import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
 import { bitmapFromKeys, chunkIdAt, uniqueChunks } from '../transfer/chunk-order.js';
-import type { DataStreamRouter, IncomingDataStream } from '../session/data-stream-router.js';
+import type { IncomingDataStream } from '../session/data-stream-router.js';
 import { PartialStore } from '../store/partial-store.js';
 import { budgetOf } from '../session/listener-budgets.js';
 import { isInternalPath } from '../store/internal-names.js';
-import type { BackupPlan, Backups } from '../store/backups.js';
-import type { Keeper } from '../store/keeper.js';
+import type { Backups } from '../store/backups.js';
 import { Publisher } from '../store/publisher.js';
-import type { ExistingPolicy, FsyncPolicy, PublishDir } from '../store/publish-types.js';
+import type { PublishDir } from '../store/publish-types.js';
 import type { StagedFile } from '../store/staged-file.js';
-import type { PeerSession } from '../session/session.js';
 import type { DuplexStream } from '../transport/types.js';
 import { TEST_HOOKS } from '../support/test-hooks.js';
 import { withTimeout } from '../support/timeouts.js';
 import { WriteCoalescer } from './write-coalescer.js';
+import type { DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
+
+export type { Destination, DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
 
 /** Files of at least this size are staged as resumable partials (journaled chunks survive a crash). */
 export const RESUMABLE_MIN_BYTES = 1 << 20; // 1 MiB
@@ -43,90 +41,9 @@ const COMMIT_BATCH_BYTES = 64 << 20; // 64 MiB
  */
 const ABORT_SETTLE_MS = 5_000;
 
-export interface Destination {
-  /** Root directory writes are confined to (a share, or the local target of a pull). */
-  readonly root: string;
-  readonly readOnly: boolean;
-  /** Where inside the root the entries land ('' = the root itself). */
-  readonly basePath: string;
-  /** How errors name it (a listener's share: `share NAME`, not its local path). Default: the root. */
-  readonly name?: string;
-}
-
-export interface ReceivePlan {
-  /** Bitmap over the distinct chunks, set = wanted from the peer. */
-  readonly lacking: Uint8Array;
-  readonly uniqueCount: number;
-  /** The payload bytes of the wanted chunks: what the peer sends (progress). */
-  readonly lackingBytes: number;
-}
-
-/** What a transfer would do (dryRun): nothing was written. */
-export interface DryRunPlan extends ReceivePlan {
-  /** Bitmap over the file entries, in manifest order: set = would be published (new or different). */
-  readonly publish: Uint8Array;
-  /** Bitmap over the directory and symlink entries, in manifest order: set = would be created or replaced. */
-  readonly create: Uint8Array;
-  /** Bitmaps over the file entries: set = identical, its mtime / permissions would be set (rsync -a's .f..t / .f...p). */
-  readonly touchTime: Uint8Array;
-  readonly touchPerms: Uint8Array;
-  /** Files that would be published, and their bytes. */
-  readonly files: number;
-  readonly bytes: number;
-  readonly filesUnchanged: number;
-  /** Different files already there that the existing-file policy would keep. */
-  readonly filesKept: number;
-}
-
-export interface ReceiveStats {
-  readonly files: number;
-  /** With itemize: the files published (destination-relative), in publish order. */
-  readonly published?: readonly PublishedFile[];
-  /** With itemize: the directories and symlinks created (a symlink also when replaced), in that order. */
-  readonly created?: readonly CreatedEntry[];
-  /** With itemize: identical files whose mtime or permissions were set. */
-  readonly updated?: readonly UpdatedFile[];
-  readonly bytes: number;
-  readonly chunksReceived: number;
-  readonly chunksSkipped: number;
-  /** Early chunks that arrived although we held them already (dropped, not written). */
-  readonly chunksDropped: number;
-  /** Chunks that arrived zstd-compressed (a subset of chunksReceived). */
-  readonly chunksCompressed: number;
-  readonly filesUnchanged: number;
-  /** Different files (and symlinks) already there that the existing-file policy kept. */
-  readonly filesKept: number;
-}
-
 interface Placement {
   readonly file: StagedFile;
   readonly indices: number[];
-}
-
-export interface ReceiverOptions {
-  readonly session: PeerSession;
-  readonly router: DataStreamRouter;
-  readonly transferId: number;
-  readonly entries: readonly ManifestEntry[];
-  readonly destination: Destination;
-  readonly force: boolean;
-  /** What to do with different files already there; overrides force (publisher.ts). */
-  readonly existing?: ExistingPolicy;
-  readonly chunking: ChunkingParams;
-  readonly signal: AbortSignal;
-  readonly log: Logger;
-  readonly onChunkWritten?: (bytes: number) => void;
-  /** Told the number of files published so far, after each commit batch (progress). */
-  readonly onPublished?: (files: number) => void;
-  /** A listener's in-memory chunk indexes; without it the share's index is loaded and saved here. */
-  readonly indexes?: ChunkIndexPool;
-  /** --itemize: remember each file published (ReceiveStats.published). */
-  readonly itemize?: boolean;
-  /** --backup: replaced files are kept so (backups.ts); without it, `keeper` may keep them (a synced folder's history). */
-  readonly backup?: BackupPlan;
-  readonly keeper?: Keeper;
-  /** --fsync: batch (the default) or none (publisher.ts). */
-  readonly fsync?: FsyncPolicy;
 }
 
 /** Maps announced entry paths to confined paths under the destination; refuses anything odd. */

@@ -1,38 +1,18 @@
-// Atomic publish of received files into a share: no partial file ever appears at a final path,
-// nothing is written outside the share, and an existing different file is not replaced unless
-// forced.
-//
-// Goals: a file is assembled in a staging file (a temp file in its destination directory, or a
-// resumable partial from partial-store.ts), chunk by chunk at any offset and in any order; once
-// complete it gets its mode and mtime, is fsync'd and renamed (or hard-linked, for no-clobber)
-// into place; directories get their mode and mtime last, deepest first, after their contents.
-// Many small files are committed as a batch: one parallel round of fsyncs, then the renames,
-// then one fsync per distinct directory (bcmr measured 10,000 x 64 KiB going from 24.75 s to
-// 3.58 s by batching alone).
-// Non-goals: choosing which chunks to fetch (transfer/), reading local copies of chunks
-// (chunk-index.ts), the network, path syntax (paths.ts normalises; this module confines).
-//
-// Confinement. Every directory on the way to a final path is checked: created ones are made by us
-// (no symlink follows), existing ones are realpath'd and must stay inside the share root
-// (isConfinedRealpath), so a symlinked directory inside the share cannot redirect a write. Temp
-// files are created with O_EXCL (never through an existing link); the final step renames or
-// links, which replace a symlink at the final path rather than follow it. Limit: a local user
-// racing us by swapping a checked directory for a symlink between check and rename is not
-// defended against (Node has no openat/renameat); peers cannot do that, as they only write
-// through this module.
-//
-// The parts: staged-file.ts (a file being assembled), publish-types.ts (options and inputs),
-// temp-files.ts (temp names and the stale temp sweep).
+// Atomic publish of received files into a share. Invariants: no partial file ever appears at a
+// final path, nothing is written outside the share (confined-dirs.ts checks every directory on the
+// way), and an existing different file is not replaced unless forced. How and why: ARCHITECTURE.md,
+// "Publishing into a share". Parts: staged-file.ts (a file being assembled), publish-types.ts
+// (options and inputs), temp-files.ts (temp names and the stale temp sweep).
 
 import { chmod, copyFile, lstat, lutimes, open, readlink, realpath, rename, rm, symlink, utimes, type FileHandle } from 'node:fs/promises';
-import { closeSync, constants as fsConstants, fchmodSync, fstatSync, futimesSync, linkSync, lstatSync, mkdirSync, openSync, realpathSync, renameSync, statSync, unlinkSync, type Stats } from 'node:fs';
+import { closeSync, constants as fsConstants, fchmodSync, fstatSync, futimesSync, linkSync, lstatSync, openSync, realpathSync, renameSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ClawpeerError } from '../errors.js';
 import { bytesEqual } from '../chunking/blake3.js';
 import { manifestFromFile } from '../file-chunking/file-chunker.js';
 import { verifyManifest, type FileManifest } from '../chunking/manifest.js';
-import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
+import { normalizeSharePath } from '../transfer/paths.js';
 import { Backups } from './backups.js';
 import { forEachBounded } from '../support/for-each-bounded.js';
 import type { Keeper } from './keeper.js';
@@ -40,6 +20,7 @@ import { syncDir } from './partial-store.js';
 import { isInternalPath } from './internal-names.js';
 import { symlinkTargetIsConfined } from './tree-scan.js';
 import { tempNameFor } from './temp-files.js';
+import { ConfinedDirs } from './confined-dirs.js';
 import type { PublishFile, PublishDir, ExistingPolicy, PublisherOptions, MetadataSet } from './publish-types.js';
 import { IN_MEMORY_MAX_BYTES, PUBLISH_MODE_MASK, ioError, toSeconds, StagedFile } from './staged-file.js';
 
@@ -73,11 +54,9 @@ export class Publisher {
   readonly shareRoot: string;
   readonly #options: PublisherOptions;
   readonly #policy: ExistingPolicy;
-  // Directories (absolute) already checked to be real and confined, so a batch of 10,000 files in
-  // one directory realpaths it once.
-  readonly #checkedDirs = new Set<string>();
   // Directories whose entries changed since their last fsync.
   readonly #dirtyDirs = new Set<string>();
+  readonly #dirs: ConfinedDirs;
   readonly #open = new Set<StagedFile>();
   /** --backup's keeper (backups.ts), which --delete uses too; undefined without the option. */
   readonly backups: Backups | undefined;
@@ -90,9 +69,9 @@ export class Publisher {
     this.shareRoot = shareRoot;
     this.#options = options;
     this.#policy = options.existing ?? (options.force === true ? 'replace' : 'refuse');
-    this.#checkedDirs.add(shareRoot);
+    this.#dirs = new ConfinedDirs(shareRoot, this.#dirtyDirs);
     const backup = options.backup;
-    this.backups = backup === undefined ? undefined : new Backups(backup.plan, backup.destBase, { dirAt: (relDir) => this.#confinedDir(relDir, true), tempName: tempNameFor });
+    this.backups = backup === undefined ? undefined : new Backups(backup.plan, backup.destBase, { dirAt: (relDir) => this.#dirs.dir(relDir, true), tempName: tempNameFor });
     this.#keeper = this.backups ?? options.keeper;
     this.#fsync = options.fsync !== 'none';
   }
@@ -136,97 +115,18 @@ export class Publisher {
   }
 
   /**
-   * Makes sure the directory `relDir` ('' = share root) exists as a real directory inside the
-   * share, creating missing levels when `create`, and returns its absolute path. Synchronous
-   * metadata calls: a few us each, while an awaited one is a thread-pool round trip that on a
-   * busy host took milliseconds, paid per new directory before the first chunk.
-   */
-  #confinedDir(relDir: string, create: boolean): string {
-    const abs = this.#walkDir(relDir, create ? 'create' : 'require');
-    if (abs === undefined) throw new TypeError(`${relDir}: a directory walk that creates or requires returned nothing`);
-    return abs;
-  }
-
-  /**
-   * The walk of #confinedDir. `probe` creates nothing: it returns undefined at the first missing
-   * level (all below it would be new), and refuses what is in the way as `create` would.
-   */
-  #walkDir(relDir: string, mode: 'create' | 'require' | 'probe'): string | undefined {
-    const create = mode === 'create';
-    let abs = this.shareRoot;
-    if (relDir === '') return abs;
-    let fresh = false;
-    for (const segment of relDir.split('/')) {
-      const parentAbs = abs;
-      abs = path.join(abs, segment);
-      if (this.#checkedDirs.has(abs)) continue;
-      fresh = true;
-      let st: Stats | undefined;
-      try {
-        st = lstatSync(abs, { throwIfNoEntry: false });
-      } catch (err) {
-        throw ioError('inspect', abs, err);
-      }
-      if (st === undefined) {
-        if (mode === 'probe') return undefined;
-        if (!create) throw new ClawpeerError('IO', `directory ${abs} does not exist`);
-        try {
-          mkdirSync(abs);
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw ioError('create directory', abs, err);
-          // Lost a race with another writer: start over and inspect what is there now.
-          return this.#walkDir(relDir, mode);
-        }
-        this.#dirtyDirs.add(parentAbs);
-        this.#checkedDirs.add(abs);
-        continue;
-      }
-      if (st.isSymbolicLink()) {
-        let real: string;
-        try {
-          real = realpathSync.native(abs);
-        } catch (err) {
-          throw new ClawpeerError('PATH_INVALID', `${relDir} refused: ${abs} is a symlink that does not resolve`, { cause: err });
-        }
-        if (!isConfinedRealpath(this.shareRoot, real)) {
-          throw new ClawpeerError('PATH_INVALID', `${relDir} refused: ${abs} is a symlink to ${real}, outside the share`);
-        }
-        if (!statSync(real).isDirectory()) {
-          throw new ClawpeerError('FILE_EXISTS', `${abs} is a symlink to a non-directory where a directory should be`);
-        }
-      } else if (!st.isDirectory()) {
-        throw new ClawpeerError('FILE_EXISTS', `${abs} is a file where a directory should be (not replaced, even with --force)`);
-      }
-      this.#checkedDirs.add(abs);
-    }
-    if (fresh) {
-      // Belt and braces, once per new directory: however we got here, it resolves inside the share.
-      let real: string;
-      try {
-        real = realpathSync.native(abs);
-      } catch (err) {
-        throw ioError('resolve', abs, err);
-      }
-      if (!isConfinedRealpath(this.shareRoot, real)) {
-        throw new ClawpeerError('PATH_INVALID', `${relDir} refused: it resolves to ${real}, outside the share`);
-      }
-    }
-    return abs;
-  }
-
-  /**
    * Checks, creating nothing, that directory `relPath` could be made (dry runs): throws what
    * makeDir would; true when it exists already.
    */
   probeDir(relPath: string): boolean {
     this.#checkAborted();
-    return this.#walkDir(this.#normalize(relPath), 'probe') !== undefined;
+    return this.#dirs.walk(this.#normalize(relPath), 'probe') !== undefined;
   }
 
   /** Creates directory `relPath` (and missing parents) inside the share. */
   async makeDir(relPath: string): Promise<void> {
     this.#checkAborted();
-    this.#confinedDir(this.#normalize(relPath), true);
+    this.#dirs.dir(this.#normalize(relPath), true);
   }
 
   async #rootOf(rel: string, abs: string): Promise<Uint8Array> {
@@ -288,7 +188,7 @@ export class Publisher {
    */
   async verdict(file: PublishFile): Promise<{ outcome: 'new' | 'identical' | 'replace' | 'kept'; metadata?: MetadataSet }> {
     const { rel, relDir } = this.#checkedFile(file);
-    const dirAbs = this.#walkDir(relDir, 'probe');
+    const dirAbs = this.#dirs.walk(relDir, 'probe');
     if (dirAbs === undefined) return { outcome: 'new' };
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
     const existing = await this.#existing(rel, finalPath, file.manifest);
@@ -365,7 +265,7 @@ export class Publisher {
    */
   async stageFile(file: PublishFile, options: { resumable?: boolean } = {}): Promise<StagedFile | 'identical' | 'kept'> {
     const { rel, relDir } = this.#checkedFile(file);
-    const dirAbs = this.#confinedDir(relDir, true);
+    const dirAbs = this.#dirs.dir(relDir, true);
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
     const existing = await this.#existing(rel, finalPath, file.manifest);
     const outcome = this.#outcome(existing, finalPath, file.mtimeMs);
@@ -564,7 +464,7 @@ export class Publisher {
     this.#checkAborted();
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
-    const dirAbs = this.#confinedDir(relDir, true);
+    const dirAbs = this.#dirs.dir(relDir, true);
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
     const verdict = await this.#symlinkVerdict(rel, dirAbs, target, mtimeMs);
     if (verdict === 'identical' || verdict === 'kept') return verdict;
@@ -595,7 +495,7 @@ export class Publisher {
     this.#checkAborted();
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
-    const dirAbs = this.#walkDir(relDir, 'probe');
+    const dirAbs = this.#dirs.walk(relDir, 'probe');
     if (dirAbs === undefined) {
       // The directory would be made: the link's depth is its path's.
       if (!symlinkTargetIsConfined(relDir === '' ? 0 : relDir.split('/').length, target)) throw symlinkEscapes(rel, target);
@@ -632,7 +532,7 @@ export class Publisher {
     const resolved: { abs: string; depth: number; dir: PublishDir }[] = [];
     for (const dir of dirs) {
       const rel = this.#normalize(dir.relPath);
-      resolved.push({ abs: this.#confinedDir(rel, false), depth: rel.split('/').length, dir });
+      resolved.push({ abs: this.#dirs.dir(rel, false), depth: rel.split('/').length, dir });
     }
     resolved.sort((a, b) => b.depth - a.depth);
     for (const { abs, dir } of resolved) {

@@ -1,24 +1,9 @@
-// The revision log of one shared folder, in an embedded LMDB environment.
-//
-// Goals: every revision stored once by id; the current head of each path; each path's history
-// in arrival order (for `log` and `restore`); the set of all revision ids as a MerkleIdSet kept
-// current with every commit, so the reconcile root costs nothing to get; the local node's
-// counter; several records written in one atomic transaction (a scan with 100 changes commits
-// once); `gc(keepLast)` that drops old non-head revisions and says which content roots nothing
-// references any more, so chunk storage can be reclaimed; a warm index (size, mtimeNs, inode,
-// device per file, certified for one head) so the scanner does not re-hash unchanged files, and
-// a count of live heads so a scan that saw that many live paths knows nothing vanished.
-// Non-goals: deciding heads for remote revisions (sync/conflict.ts), file content, networking,
-// several writer processes at once (the sync folder lock serialises them; this process's
-// in-memory Merkle set would go stale if another process wrote).
-//
-// Why LMDB (the `lmdb` package): prebuilt binaries ship inside the npm package (no compile, no
-// download at install; better-sqlite3 tries a GitHub download first, then compiles for ~65 s);
-// copy-on-write B-trees with a single writer make every transaction atomic and crash-safe by
-// construction (a SIGKILL mid-commit leaves the previous committed state), and reads are
-// memory-mapped, ~1 µs each, with no query layer we do not need.
-//
-// The on-disk layout (databases, keys, values, format upgrades) is in revlog-format.ts.
+// The revision log of one shared folder, in an embedded LMDB environment: each revision stored
+// once by id, each path's head and history, the Merkle set of all ids kept current with every
+// commit, the local counter, the warm index. Invariants: several records commit in one atomic
+// transaction; one writer process per folder (the sync folder lock). Goals, non-goals and why LMDB:
+// ARCHITECTURE.md, "The revision log". The on-disk layout is in revlog-format.ts; the O(N)
+// consistency check in revlog-check.ts.
 
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -26,42 +11,21 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { BLAKE3_OUT_BYTES, bytesEqual, toHex } from '../chunking/blake3.js';
 import { ClawpeerError } from '../errors.js';
 import { MerkleIdSet } from '../sync/merkle-root.js';
-import { decodeRevision, revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
-import { EMPTY_VECTOR, checkNodeId, counterOf, decodeVector, encodeVector, incrementVector, mergeVectors, type VersionVector } from '../sync/version-vector.js';
+import { decodeRevision, type Revision, type RevisionEntry } from '../sync/revision.js';
+import { EMPTY_VECTOR, checkNodeId, decodeVector, type VersionVector } from '../sync/version-vector.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
 import { versionsToKeep, type VersioningPolicy } from '../sync/versioning.js';
-import { REVLOG_DIR_NAME, REVLOG_FORMAT_VERSION, REVLOG_FORMAT_V1, MAX_DBS, WARM_VALUE_BYTES, META_FORMAT, META_COUNTER, META_SEQ, META_LIVE_HEADS, META_ID_CHANGES, META_NODE, META_PEER, WARM_KEY_MAX_BYTES, type WarmStat, hashPath, pathKey, warmKey, u64, readU64, encodeWarm, encodeWarmStat, corrupt, historyKey, historyRange, upgradeFromV1, type Dbs } from './revlog-format.js';
+import { revlogProblems } from './revlog-check.js';
+import { revlogWriter, type RevisionWriter } from './revlog-writer.js';
 
-/** A revision made here, before the store gives it an origin and a version vector. */
-export type RevisionDraft = Omit<Revision, 'origin' | 'vector'>;
+export type { RevisionDraft, RevisionWriter } from './revlog-writer.js';
+import { REVLOG_DIR_NAME, REVLOG_FORMAT_VERSION, REVLOG_FORMAT_V1, MAX_DBS, WARM_VALUE_BYTES, META_FORMAT, META_COUNTER, META_LIVE_HEADS, META_ID_CHANGES, META_NODE, META_PEER, WARM_KEY_MAX_BYTES, type WarmStat, hashPath, pathKey, warmKey, u64, readU64, encodeWarmStat, corrupt, historyRange, upgradeFromV1, type Dbs } from './revlog-format.js';
 
 export interface GcResult {
   /** Revisions dropped. */
   readonly removedRevisions: number;
   /** Content roots no stored revision references any more (their chunks may be reclaimed). */
   readonly releasedContentRoots: Uint8Array[];
-}
-
-/** Reads and writes inside one transaction; reads see the transaction's own writes. */
-export interface RevisionWriter {
-  get(id: Uint8Array): RevisionEntry | undefined;
-  head(relPath: string): RevisionEntry | undefined;
-  /**
-   * Stores a revision (ours or a peer's, already decoded and checked against its id). Idempotent:
-   * `added` is false when it was stored before. Appends it to its path's history and merges its
-   * vector into the path's; does not move the head.
-   */
-  put(revision: Revision | RevisionEntry): { entry: RevisionEntry; added: boolean };
-  /** Makes the stored revision `id` the head of its path. */
-  setHead(id: Uint8Array): void;
-  /**
-   * Records an edit made on this node: origin = this node, vector = the path's merged vector with
-   * this node's counter raised past both it and the persisted local counter; stores it and makes
-   * it the head.
-   */
-  recordLocal(draft: RevisionDraft): RevisionEntry;
-  /** Sets (or with undefined clears) the warm index entry of `relPath`, certified for its current head. */
-  setWarm(relPath: string, stat: WarmStat | undefined): void;
 }
 
 export interface OpenRevisionStoreOptions {
@@ -411,7 +375,7 @@ export class RevisionStore {
     let result: T;
     try {
       result = this.#env.transactionSync(() => {
-        const { writer, finish } = this.#writer(added);
+        const { writer, finish } = revlogWriter({ db: this.#db, dir: this.dir, nodeId: this.nodeId, get: (id) => this.#get(id), head: (p) => this.#head(p), pathVector: (pk) => this.#pathVector(pk) }, added);
         const out = fn(writer);
         if (out instanceof Promise) throw new TypeError('RevisionStore.write() callback must be synchronous');
         finish();
@@ -517,66 +481,14 @@ export class RevisionStore {
    */
   checkInvariants(): string[] {
     this.#checkOpen();
-    const problems: string[] = [];
-    const refs = new Map<string, number>();
-    const revPathKey = new Map<string, string>();
-    let maxOwn = 0;
-    const packed: Uint8Array[] = [];
-    for (const { key, value } of this.#db.revs.getRange({ snapshot: true })) {
-      const idHex = toHex(key);
-      packed.push(key);
-      if (!bytesEqual(revisionIdOf(value), key)) problems.push(`revision ${idHex} does not hash to its id`);
-      let rev: Revision;
-      try {
-        rev = decodeRevision(value);
-      } catch (err) {
-        problems.push(`revision ${idHex} does not decode: ${err instanceof Error ? err.message : String(err)}`);
-        continue;
-      }
-      revPathKey.set(idHex, toHex(pathKey(rev.path)));
-      if (rev.contentRoot.length > 0) refs.set(toHex(rev.contentRoot), (refs.get(toHex(rev.contentRoot)) ?? 0) + 1);
-      if (rev.origin === this.nodeId) maxOwn = Math.max(maxOwn, counterOf(rev.vector, this.nodeId));
-    }
-    const inHistory = new Map<string, number>();
-    for (const { key, value } of this.#db.history.getRange({ snapshot: true })) {
-      const idHex = toHex(value);
-      inHistory.set(idHex, (inHistory.get(idHex) ?? 0) + 1);
-      const pk = revPathKey.get(idHex);
-      if (pk === undefined) problems.push(`history entry names missing revision ${idHex}`);
-      else if (pk !== toHex(key.subarray(0, BLAKE3_OUT_BYTES))) problems.push(`history entry of revision ${idHex} is under another path`);
-    }
-    for (const idHex of revPathKey.keys()) {
-      const n = inHistory.get(idHex) ?? 0;
-      if (n !== 1) problems.push(`revision ${idHex} appears ${n} times in history`);
-    }
-    let live = 0;
-    const warmable = new Map<string, { headId: Uint8Array; mode: number }>(); // warm key (hex) -> its live file head
-    for (const { key, value } of this.#db.heads.getRange({ snapshot: true })) {
-      const pk = revPathKey.get(toHex(value));
-      if (pk === undefined) problems.push(`head ${toHex(value)} is not a stored revision`);
-      else if (pk !== toHex(key)) problems.push(`head ${toHex(value)} is stored under another path`);
-      const head = pk === undefined ? undefined : this.#get(value)?.revision;
-      if (head === undefined || head.deleted) continue;
-      live++;
-      if (head.kind === 'file') warmable.set(toHex(warmKey(head.path)), { headId: value, mode: head.mode });
-    }
-    if (live !== this.liveHeadCount()) problems.push(`${live} live heads, count says ${this.liveHeadCount()}`);
-    for (const { key, value } of this.#db.warm.getRange({ snapshot: true })) {
-      const head = warmable.get(toHex(key));
-      if (head === undefined) problems.push(`warm entry ${toHex(key)} is not under a live file head`);
-      else if (!bytesEqual(value.subarray(0, BLAKE3_OUT_BYTES), head.headId) || value.readUInt32BE(WARM_VALUE_BYTES - 4) !== head.mode) {
-        problems.push(`warm entry ${toHex(key)} is not certified for its head`);
-      }
-    }
-    const storedRefs = new Map<string, number>();
-    for (const { key, value } of this.#db.roots.getRange({ snapshot: true })) storedRefs.set(toHex(key), value.readUInt32BE(0));
-    for (const [root, n] of refs) if (storedRefs.get(root) !== n) problems.push(`content root ${root}: ${n} references, count says ${storedRefs.get(root) ?? 0}`);
-    for (const [root, n] of storedRefs) if (!refs.has(root)) problems.push(`content root ${root}: count ${n} but no revision references it`);
-    for (const key of this.#db.pruned.getKeys({ snapshot: true })) if (revPathKey.has(toHex(key))) problems.push(`revision ${toHex(key)} is stored and pruned`);
-    if (this.localCounter() < maxOwn) problems.push(`local counter ${this.localCounter()} is below this node's stored counter ${maxOwn}`);
-    const stored = MerkleIdSet.fromIds(packed);
-    if (stored.size !== this.#ids.size || !bytesEqual(stored.root(), this.#ids.root())) problems.push('in-memory Merkle set differs from the stored ids');
-    return problems;
+    return revlogProblems({
+      db: this.#db,
+      nodeId: this.nodeId,
+      ids: this.#ids,
+      get: (id) => this.#get(id),
+      liveHeadCount: () => this.liveHeadCount(),
+      localCounter: () => this.localCounter(),
+    });
   }
 
   /** Closes the environment; the store cannot be used afterwards. */
@@ -627,98 +539,5 @@ export class RevisionStore {
     v.writeUInt32BE(n - 1);
     this.#db.roots.putSync(key, v);
     return false;
-  }
-
-  #writer(added: Uint8Array[]): { writer: RevisionWriter; finish: () => void } {
-    const db = this.#db;
-    // The arrival sequence and the local counter are read once and written once per transaction
-    // (finish), not per record: a scan recording 10,000 new files makes 40,000 LMDB calls less.
-    let seq: number | undefined;
-    let counter: number | undefined;
-    let liveHeads: number | undefined;
-    const finish = (): void => {
-      if (seq !== undefined) db.meta.putSync(META_SEQ, u64(seq));
-      if (counter !== undefined) db.meta.putSync(META_COUNTER, u64(counter));
-      if (liveHeads !== undefined) db.meta.putSync(META_LIVE_HEADS, u64(liveHeads));
-    };
-    // Entries stored by this transaction, by id (latin1), so setHead and setWarm need not read
-    // and decode what put() just wrote.
-    const fresh = new Map<string, RevisionEntry>();
-    // Heads set by this transaction, by path key (latin1): setWarm right after need not read them.
-    const freshHeads = new Map<string, Buffer>();
-    const lookup = (id: Uint8Array): RevisionEntry | undefined => fresh.get(Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('latin1')) ?? this.#get(id);
-    // `mergedVector`: the path's vector after this revision, when the caller knows it already.
-    const put = (input: Revision | RevisionEntry, mergedVector?: VersionVector): { entry: RevisionEntry; added: boolean } => {
-      const entry = 'encoded' in input ? input : revisionEntry(input);
-      if ('encoded' in input && !bytesEqual(revisionIdOf(entry.encoded), entry.id)) {
-        throw new TypeError(`revision entry of ${entry.revision.path} does not hash to its id`);
-      }
-      const idKey = Buffer.from(entry.id);
-      if (db.revs.doesExist(idKey)) return { entry, added: false };
-      const pk = pathKey(entry.revision.path);
-      seq = (seq ?? readU64(db.meta.get(META_SEQ))) + 1;
-      db.revs.putSync(idKey, Buffer.from(entry.encoded));
-      db.history.putSync(historyKey(pk, seq), idKey);
-      const vector = mergedVector ?? mergeVectors(this.#pathVector(pk), entry.revision.vector);
-      db.pathVectors.putSync(pk, Buffer.from(encodeVector(vector)));
-      if (entry.revision.contentRoot.length > 0) {
-        const rootKey = Buffer.from(entry.revision.contentRoot);
-        const v = Buffer.alloc(4);
-        v.writeUInt32BE((db.roots.get(rootKey)?.readUInt32BE(0) ?? 0) + 1);
-        db.roots.putSync(rootKey, v);
-      }
-      added.push(Uint8Array.from(entry.id));
-      fresh.set(idKey.toString('latin1'), entry);
-      return { entry, added: true };
-    };
-    const setHead = (id: Uint8Array): void => {
-      const entry = lookup(id);
-      if (entry === undefined) throw new TypeError(`setHead: revision ${toHex(id)} is not stored`);
-      const pk = pathKey(entry.revision.path);
-      const before = freshHeads.get(pk.toString('latin1')) ?? db.heads.get(pk);
-      if (before !== undefined && bytesEqual(before, id)) return;
-      let wasLive = false;
-      if (before !== undefined) {
-        const old = lookup(before);
-        if (old === undefined) throw corrupt(this.dir, `head of ${entry.revision.path} (${toHex(before)}) is not a stored revision`);
-        wasLive = !old.revision.deleted;
-        // The warm entry was certified for the old head (a path without a head has none).
-        db.warm.removeSync(warmKey(entry.revision.path));
-      }
-      liveHeads = (liveHeads ?? readU64(db.meta.get(META_LIVE_HEADS))) + (entry.revision.deleted ? 0 : 1) - (wasLive ? 1 : 0);
-      const headId = Buffer.from(id);
-      db.heads.putSync(pk, headId);
-      freshHeads.set(pk.toString('latin1'), headId);
-    };
-    const writer: RevisionWriter = {
-      get: (id) => this.#get(id),
-      head: (relPath) => this.#head(relPath),
-      put,
-      setHead,
-      recordLocal: (draft) => {
-        const current = counter ?? readU64(db.meta.get(META_COUNTER));
-        const vector = incrementVector(this.#pathVector(pathKey(draft.path)), this.nodeId, current + 1);
-        const revision: Revision = { ...draft, origin: this.nodeId, vector };
-        const { entry } = put(revision, vector); // it raised the path's vector: the merge is itself
-        counter = counterOf(vector, this.nodeId);
-        setHead(entry.id);
-        return entry;
-      },
-      setWarm: (relPath, stat) => {
-        if (stat === undefined) {
-          db.warm.removeSync(warmKey(relPath));
-          return;
-        }
-        const pk = pathKey(relPath);
-        const headId = freshHeads.get(pk.toString('latin1')) ?? db.heads.get(pk);
-        if (headId === undefined) throw new TypeError(`setWarm: ${relPath} has no head`);
-        const head = lookup(headId)?.revision;
-        if (head === undefined || head.deleted || head.kind !== 'file' || head.mode !== stat.mode) {
-          throw new TypeError(`setWarm: the head of ${relPath} is not a live file with mode ${stat.mode.toString(8)}`);
-        }
-        db.warm.putSync(warmKey(relPath), encodeWarm(headId, stat));
-      },
-    };
-    return { writer, finish };
   }
 }
