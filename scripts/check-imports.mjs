@@ -42,7 +42,7 @@ export const CLI_FACADES = new Set([
 ]);
 /** Front folders the CLI drives as they are: the bench and the impairment relay. */
 const CLI_FRONTS = new Set(['benchkit', 'relay']);
-/** Shared top-level modules the CLI may use (self-worker.ts is the workers' business). */
+/** Shared top-level modules the CLI may use . */
 const CLI_SHARED = new Set(['errors.ts', 'format.ts', 'logger.ts']);
 /** Whether src/cli/ may import `target` (relative to src/). */
 export function cliMayImport(target) {
@@ -70,7 +70,7 @@ export function specifiersOf(text) {
   return found;
 }
 
-/** The folder a file lives in ('' for the shared top-level modules: errors, logger, format, self-worker). */
+/** The folder a file lives in ('' for the shared top-level modules: errors, logger, format). */
 function roomOf(rel) {
   const parts = rel.split('/');
   return parts.length === 1 ? '' : parts[0];

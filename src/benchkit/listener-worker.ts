@@ -8,7 +8,7 @@
 // peer does (it still shares this machine's cores; the report says so).
 // Non-goals: isolation from a crash (a real `clawpeer listen` in another process is that).
 //
-// The same module is the worker's entry point (self-worker.ts): in the worker it starts the
+// The same module is the worker's entry point (support/self-worker.ts): in the worker it starts the
 // listener and serves one close request.
 import { parentPort } from 'node:worker_threads';
 import { generateIdentity } from '../crypto/identity.js';
@@ -17,7 +17,7 @@ import { resolveConfig } from '../home/config.js';
 import { PeerStore } from '../home/peer-store.js';
 import type { Share } from '../home/shares.js';
 import { Listener } from '../listener/listener.js';
-import { selfWorkerOptions, startSelfWorker, stopperFor, type SelfWorkerFailed } from '../self-worker.js';
+import { selfWorkerOptions, startSelfWorker, stopperFor, type SelfWorkerFailed } from '../support/self-worker.js';
 
 const WORKER_MARKER = 'clawpeer-bench-listener-worker';
 /** How long start waits for the worker to listen, ms. */

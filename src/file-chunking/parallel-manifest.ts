@@ -18,7 +18,7 @@ import { availableParallelism } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import type { MessagePort, Worker } from 'node:worker_threads';
 import { ClawpeerError } from '../errors.js';
-import { selfWorkerOptions, startSelfWorker } from '../self-worker.js';
+import { selfWorkerOptions, startSelfWorker } from '../support/self-worker.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ManifestRootBuilder } from '../chunking/manifest.js';
 import type { FileManifest } from '../chunking/manifest.js';

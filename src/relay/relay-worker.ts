@@ -7,12 +7,12 @@
 // probe in the same loop the delivered rate fell to ~78%; on its own thread it holds).
 // Non-goals: isolation from a crashing process (use `clawpeer relay` in another process).
 //
-// The same module is the worker's entry point (self-worker.ts): in the worker it starts the
+// The same module is the worker's entry point (support/self-worker.ts): in the worker it starts the
 // relay and serves stats/close requests over the message port.
 import { parentPort } from 'node:worker_threads';
 import type { EventLoopUtilization } from 'node:perf_hooks';
 import { ClawpeerError } from '../errors.js';
-import { selfWorkerOptions, startSelfWorker, stopperFor, type SelfWorkerFailed } from '../self-worker.js';
+import { selfWorkerOptions, startSelfWorker, stopperFor, type SelfWorkerFailed } from '../support/self-worker.js';
 import type { HostPort } from '../transport/types.js';
 import { formatImpairSpec } from './impair-spec.js';
 import type { UdpRelay, UdpRelayOptions, UdpRelayStats } from './udp-relay.js';

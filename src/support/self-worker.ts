@@ -6,7 +6,7 @@
 // worker's first message is { type: 'ready', ... } or { type: 'failed', code?, message }.
 // Stopping: the caller posts its own stop message and waits for the thread to exit.
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
-import { ClawpeerError, LOCAL_ERRORS, type LocalErrorCode } from './errors.js';
+import { ClawpeerError, LOCAL_ERRORS, type LocalErrorCode } from '../errors.js';
 
 /** The first message of a worker that could not start. */
 export interface SelfWorkerFailed {
