@@ -20,6 +20,10 @@
 // runs with test-hang-report.cjs, which prints what it was still waiting on; then its process
 // group is killed. A hang used to leave only "TAP version 14" behind.
 //
+// --eslint: eslint (npm run lint's slowest part, ~60 CPU-s, on one thread) runs beside the test
+// files instead of before them, on the core the test files leave idle while they wait; its
+// verdict is reported as one more file, so `npm test` fails on a violation.
+//
 // Order: longest first (LPT), by the wall times in scripts/test-timings.json (a file not listed
 // counts as the median), so the run does not end with one long file running alone. With
 // CLAWPEER_TEST_TIMINGS=1 the run ends with the 20 slowest files, and the e2e harness logs each
@@ -165,7 +169,23 @@ function runFile(file, env) {
   });
 }
 
-const args = process.argv.slice(2);
+const withEslint = process.argv.includes('--eslint');
+/** eslint over the sources, as `npm run lint` runs it (its output kept for the report). */
+function runEslint() {
+  return new Promise((resolve) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(process.execPath, [fileURLToPath(new URL('../node_modules/eslint/bin/eslint.js', import.meta.url)), 'src', 'test', 'bench'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    child.on('close', (code, signal) => {
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      resolve({ output, ok: code === 0, why: code === 0 ? '' : `exit ${code ?? signal}`, ms, cpu: 0 });
+    });
+  });
+}
+
+const args = process.argv.slice(2).filter((a) => a !== '--eslint');
 const files = longestFirst(args.length > 0 ? namedFiles(args) : defaultTestFiles('dist/test'));
 const runTmp = mkdtempSync(join(tmpdir(), 'clawpeer-test-run-'));
 const env = { ...process.env, TMPDIR: runTmp, TAP_TIMEOUT: String(FILE_TIMEOUT_S) };
@@ -195,7 +215,13 @@ const worker = async () => {
   }
 };
 const startedAll = process.hrtime.bigint();
+const eslintRun = withEslint ? runEslint() : undefined;
 await Promise.all(Array.from({ length: Math.max(1, Math.min(JOBS, files.length)) }, worker));
+if (eslintRun !== undefined) {
+  const r = await eslintRun;
+  // Its output is eslint's report, not TAP: one case, named.
+  report('eslint src test bench', { ...r, output: `${r.ok ? 'ok 1 - no lint violations' : `not ok 1 - lint violations\n${r.output.split('\n').map((l) => `# ${l}`).join('\n')}`}\n1..1\n` });
+}
 process.stdout.write(`1..${reported}\n# time=${(Number(process.hrtime.bigint() - startedAll) / 1e6).toFixed(3)}ms\n`);
 const byWall = [...took].sort((x, y) => y[1].wall - x[1].wall);
 if (SHOW_TIMINGS) {
