@@ -112,7 +112,11 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
         let ok = false;
         try {
           if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal, activity);
-          else if (msg.type === 'sync-request') ctx.onSyncServed?.(session.peerId, await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal, activity));
+          else if (msg.type === 'sync-request') {
+            // Served first, then told: `hook?.(…, await serve())` would skip the serving when no hook is set.
+            const served = await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal, activity);
+            ctx.onSyncServed?.(session.peerId, served);
+          }
           else if (msg.type === 'list-request') await serveList(session, msg, ctx.shares, signal);
           else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
           ok = true;
