@@ -111,8 +111,14 @@ const MAX_COPY_DEPTH = 4;
 
 const NS_PER_MS = 1_000_000n;
 
+/**
+ * A revision's mtime in whole ms for utimes, rounded to the nearest: utimes(X ms) often stores
+ * X ms less 1 ns (seconds as a double), and truncating that gave X-1 ms, so a winner's mtime
+ * placed on another node drifted a ms from the winner's own file.
+ */
 function mtimeMsOf(rev: Revision): number {
-  return Number(rev.mtimeNs / NS_PER_MS);
+  const half = rev.mtimeNs < 0n ? -NS_PER_MS / 2n : NS_PER_MS / 2n;
+  return Number((rev.mtimeNs + half) / NS_PER_MS);
 }
 
 /** The revision both peers record for a conflict copy: the loser's, moved to its conflict name. */
