@@ -1,4 +1,5 @@
-// Applies a peer's revisions to a synced folder: decide per path (sync/conflict.ts), fetch the
+// Applies a peer's revisions to a synced folder: decide per path (sync/conflict.ts pickHead, over
+// the path's stored and received revisions, so the head never depends on arrival order), fetch the
 // content that is needed, change the files, then record the new heads in one transaction.
 //
 // Goals: nothing a user wrote is lost: a file sync replaces or deletes is kept as a history
