@@ -335,7 +335,8 @@ function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans
     }
     // Each loser's bytes: our file at p (our head loses), its claim's source, the peer's file at
     // p (one request per source path), or a copy we hold; otherwise it stays in history only.
-    const peerSourceTaken = action.kind === 'fetch' && action.request.sourcePath === p;
+    // The peer serves one file per path (its current one): one request per source path.
+    let peerSourceTaken = action.kind === 'fetch' && action.request.sourcePath === p;
     let firstCopy: PathPlan['copy'];
     let refused = false;
     for (const l of newLosers) {
@@ -343,8 +344,10 @@ function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans
       let source: CopyClaim['source'] | undefined;
       if (local !== undefined && sameId(l.loser, local) && isLiveFile(local)) source = { local: true, from: p };
       else if (claim !== undefined && sameId(l.loser, claim.entry)) source = sourceOf(l.loser, l.loserPath);
-      else if (fromPeerOrClaim(l.loser) && !peerSourceTaken) source = sourceOf(l.loser, l.loserPath);
-      else {
+      else if (fromPeerOrClaim(l.loser) && !peerSourceTaken) {
+        source = sourceOf(l.loser, l.loserPath);
+        peerSourceTaken = true;
+      } else {
         const cp = copiedHere(l.loser);
         if (cp !== undefined) source = { local: true, from: cp };
       }

@@ -135,6 +135,8 @@ t.test('random revision sets: the outcome never depends on arrival order', async
       if (p === undefined) return false;
       // The head is maximal and beats every other maximal revision; every loser is maximal and live.
       const maximal = maximalRevisions(revs);
+      const naive = revs.filter((r, i) => revs.indexOf(r) === i && !revs.some((o) => compareVectors(r.revision.vector, o.revision.vector) === 'before'));
+      if (JSON.stringify(naive.map(hex).sort()) !== JSON.stringify(maximal.map(hex).sort())) return false;
       if (!maximal.includes(p.head)) return false;
       if (maximal.some((m) => m !== p.head && compareConcurrent(m, p.head) <= 0)) return false;
       if (revs.some((r) => compareVectors(p.head.revision.vector, r.revision.vector) === 'before')) return false;
