@@ -1,4 +1,5 @@
-// Applies a peer's revisions to a synced folder: decide per path (sync/conflict.ts), fetch the
+// Applies a peer's revisions to a synced folder: decide per path (sync/conflict.ts pickHead, over
+// the path's stored and received revisions, so the head never depends on arrival order), fetch the
 // content that is needed, change the files, then record the new heads in one transaction.
 //
 // Goals: nothing a user wrote is lost: a file sync replaces or deletes is kept as a history
@@ -22,7 +23,8 @@ import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { resolveRevision } from '../sync/conflict.js';
+import { conflictPath, pickHead } from '../sync/conflict.js';
+import { compareVectors } from '../sync/version-vector.js';
 import { compareIds } from '../sync/merkle-root.js';
 import type { RevisionEntry, Revision, RevisionKind } from '../sync/revision.js';
 import { revisionEntry, sameContent } from '../sync/revision.js';
@@ -110,24 +112,19 @@ const MAX_COPY_DEPTH = 4;
 
 const NS_PER_MS = 1_000_000n;
 
+/**
+ * A revision's mtime in whole ms for utimes, rounded to the nearest: utimes(X ms) often stores
+ * X ms less 1 ns (seconds as a double), and truncating that gave X-1 ms, so a winner's mtime
+ * placed on another node drifted a ms from the winner's own file.
+ */
 function mtimeMsOf(rev: Revision): number {
-  return Number(rev.mtimeNs / NS_PER_MS);
+  const half = rev.mtimeNs < 0n ? -NS_PER_MS / 2n : NS_PER_MS / 2n;
+  return Number((rev.mtimeNs + half) / NS_PER_MS);
 }
 
 /** The revision both peers record for a conflict copy: the loser's, moved to its conflict name. */
 export function conflictCopyRevision(loser: Revision, loserPath: string): RevisionEntry {
   return revisionEntry({ ...loser, path: loserPath });
-}
-
-/** Among one peer's revisions of a path, the one its resolution rules make current. */
-function remoteCandidate(records: readonly RevisionEntry[]): RevisionEntry {
-  let best = records[0];
-  if (best === undefined) throw new TypeError('no records');
-  for (const r of records.slice(1)) {
-    const res = resolveRevision(best, r);
-    if (res.action === 'take-remote' || (res.action === 'conflict' && res.winner === 'remote')) best = r;
-  }
-  return best;
 }
 
 function isLiveFile(e: RevisionEntry | undefined): e is RevisionEntry {
@@ -248,7 +245,6 @@ function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans
     unitOf.set(p, unit);
     const depth = claim?.depth ?? 0;
     const local = store.head(p);
-    const peerHead = peerRecords.length === 0 ? undefined : remoteCandidate(peerRecords);
     const base = { path: p, records, local, copy: undefined, depth, unit };
     const skip = (): void => {
       skipped.add(p);
@@ -282,55 +278,48 @@ function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans
       return true;
     };
 
-    // What comes in: the peer's head of the path, or the copy a conflict puts here, or, when both
-    // and they are concurrent with other bytes, the winner of the two (the loser gets a copy too).
-    let remote: RevisionEntry;
-    let incomingLoser: { readonly entry: RevisionEntry; readonly copy: RevisionEntry; readonly source: CopyClaim['source'] } | undefined;
-    if (claim === undefined || peerHead === undefined) {
-      const only = claim?.entry ?? peerHead;
-      if (only === undefined) throw new TypeError(`nothing comes in for ${p}`);
-      remote = only;
-    } else {
-      const between = resolveRevision(claim.entry, peerHead);
-      const claimWins = between.action === 'keep-local' || (between.action === 'conflict' && between.winner === 'local');
-      remote = claimWins ? claim.entry : peerHead;
-      if (between.action === 'conflict') {
-        const loser = claimWins ? peerHead : claim.entry;
-        incomingLoser = { entry: loser, copy: conflictCopyRevision(between.loser, between.loserPath), source: sourceOf(loser, between.loserPath) };
-      }
-    }
+    // The head is a function of the path's whole set of revisions (stored and incoming), never
+    // of the order they came in (sync/conflict.ts pickHead): nodes holding the same set agree.
+    const pick = pickHead([...store.history(p), ...records]);
+    if (pick === undefined) throw new TypeError(`nothing comes in for ${p}`);
+    const winner = pick.head;
+    const winnerIsLocal = local !== undefined && sameId(local, winner);
     // Ignored here: the records are kept (the logs converge), the head and the disk stay. A
     // conflict copy is made even under an ignore rule: its path's winner is replacing our file.
-    if (claim === undefined && o.ignore?.ignores(p, remote.revision.kind === 'dir') === true) {
+    if (claim === undefined && o.ignore?.ignores(p, winner.revision.kind === 'dir') === true) {
       planned.set(p, { ...base, head: undefined, action: { kind: 'none' } });
       continue;
     }
-    const res = resolveRevision(local, remote);
-    if (o.keepConcurrentLocal && local !== undefined && res.action !== 'keep-local' && res.reason !== 'remote-newer') {
+    // Losers not copied yet (a copy made once is decided at its own path from then on).
+    const newLosers = pick.losers.filter((l) => !store.has(conflictCopyRevision(l.loser.revision, l.loserPath).id));
+    if (o.keepConcurrentLocal && local !== undefined && ((!winnerIsLocal && compareVectors(local.revision.vector, winner.revision.vector) !== 'before') || newLosers.length > 0)) {
       skip();
       continue;
     }
-    if (incomingLoser !== undefined) {
-      // Unless our head has seen it already (it is history here, not a conflict).
-      const seen = local === undefined ? undefined : resolveRevision(local, incomingLoser.entry);
-      const superseded = seen !== undefined && (seen.reason === 'same-revision' || seen.reason === 'local-newer');
-      if (!superseded && !claimCopy(incomingLoser.copy, incomingLoser.source)) {
-        skip();
-        continue;
-      }
-    }
-    if (res.action === 'keep-local') {
-      planned.set(p, { ...base, head: undefined, action: { kind: 'none' } });
-      continue;
-    }
-    const placeRemote = (): FsAction | undefined => {
-      const action = actionFor(local, remote);
-      if (action?.kind !== 'fetch') return action;
-      const src = sourceOf(remote, p);
-      return src.local ? { kind: 'copy-local', from: src.from, mode: action.request.mode, mtimeMs: action.request.mtimeMs } : { kind: 'fetch', request: src.request };
+    /** The bytes of a revision we hold only as a conflict copy (stored, the copy's head): that file. */
+    const copiedHere = (e: RevisionEntry): string | undefined => {
+      const r = e.revision;
+      if (r.kind !== 'file' || r.deleted) return undefined;
+      const cp = conflictPath(r.path, r.mtimeNs, r.origin);
+      const h = store.head(cp);
+      return h !== undefined && !h.revision.deleted && h.revision.kind === 'file' && sameContent(h.revision, r) ? cp : undefined;
     };
-    if (res.action === 'take-remote') {
-      const action = placeRemote();
+    const fromPeerOrClaim = (e: RevisionEntry): boolean => records.some((x) => sameId(x, e));
+    /** Where the winner's bytes are when they must be placed at p. */
+    const winnerSource = (): CopyClaim['source'] => {
+      if (!fromPeerOrClaim(winner)) {
+        const cp = copiedHere(winner);
+        if (cp !== undefined) return { local: true, from: cp };
+      }
+      return sourceOf(winner, p);
+    };
+    let action: FsAction | undefined = { kind: 'none' };
+    if (!winnerIsLocal) {
+      action = actionFor(local, winner);
+      if (action?.kind === 'fetch') {
+        const src = winnerSource();
+        action = src.local ? { kind: 'copy-local', from: src.from, mode: action.request.mode, mtimeMs: action.request.mtimeMs } : { kind: 'fetch', request: src.request };
+      }
       if (action === undefined) {
         log.warn('sync: a directory and a file meet at one path; left as is', { path: p });
         skip();
@@ -343,23 +332,40 @@ function planRemote(received: readonly RevisionEntry[], o: PlanOptions): { plans
         skip();
         continue;
       }
-      planned.set(p, { ...base, head: remote, action });
-      continue;
     }
-    // A true conflict: both sides edited the path concurrently with different content.
-    if (!isLiveFile(local) || !isLiveFile(remote)) {
-      log.warn('sync: concurrent changes of different kinds at one path; left as is', { path: p });
+    // Each loser's bytes: our file at p (our head loses), its claim's source, the peer's file at
+    // p (one request per source path), or a copy we hold; otherwise it stays in history only.
+    // The peer serves one file per path (its current one): one request per source path.
+    let peerSourceTaken = action.kind === 'fetch' && action.request.sourcePath === p;
+    let firstCopy: PathPlan['copy'];
+    let refused = false;
+    for (const l of newLosers) {
+      const entry = conflictCopyRevision(l.loser.revision, l.loserPath);
+      let source: CopyClaim['source'] | undefined;
+      if (local !== undefined && sameId(l.loser, local) && isLiveFile(local)) source = { local: true, from: p };
+      else if (claim !== undefined && sameId(l.loser, claim.entry)) source = sourceOf(l.loser, l.loserPath);
+      else if (fromPeerOrClaim(l.loser) && !peerSourceTaken) {
+        source = sourceOf(l.loser, l.loserPath);
+        peerSourceTaken = true;
+      } else {
+        const cp = copiedHere(l.loser);
+        if (cp !== undefined) source = { local: true, from: cp };
+      }
+      if (source === undefined) {
+        log.warn('sync: a losing revision has no bytes here to copy; kept in history', { path: p, copy: l.loserPath });
+        continue;
+      }
+      if (!claimCopy(entry, source)) {
+        refused = true;
+        break;
+      }
+      firstCopy ??= { entry, fromLocal: source.local };
+    }
+    if (refused) {
       skip();
       continue;
     }
-    const entry = conflictCopyRevision(res.loser, res.loserPath);
-    if (!claimCopy(entry, res.winner === 'remote' ? { local: true, from: p } : sourceOf(remote, res.loserPath))) {
-      skip();
-      continue;
-    }
-    const action = res.winner === 'remote' ? placeRemote() : { kind: 'none' as const };
-    if (action === undefined) throw new TypeError('a file replaced by a file always has an action');
-    planned.set(p, { ...base, head: res.winner === 'remote' ? remote : undefined, action, copy: { entry, fromLocal: res.winner === 'remote' } });
+    planned.set(p, { ...base, head: winnerIsLocal ? undefined : winner, action, copy: firstCopy });
   }
   // A conflict lands whole: its path is not replaced unless its copy is made, and the other way round.
   const skippedUnits = new Set<number>();

@@ -26,6 +26,10 @@
 //      date being the loser's mtime in UTC and the short id its origin's (see shortNodeId).
 // Both peers resolve every concurrent pair the same way, so after they exchange the loser's
 // content each holds the winner at the path and the loser under the same conflict name.
+//
+// With three or more devices a pairwise decision against the present head can cycle, so the
+// driver decides a path with pickHead over the set of all its revisions: the winner by the rule
+// above among those no other revision has seen, every other such live file a conflict copy.
 
 import { compareIds } from './merkle-root.js';
 import { sameContent } from './revision.js';
@@ -137,14 +141,82 @@ export function conflictPath(path: string, mtimeNs: bigint, origin: string): str
   return `${dir}${keptStem}${suffix}`;
 }
 
-/** True if `a` wins over `b` under rules 3a-3d (for two concurrent revisions of one path). */
-function winsConcurrent(a: RevisionEntry, b: RevisionEntry): boolean {
+/**
+ * Rules 3a-3d as a strict total order of revisions of one path: negative when `a` wins over
+ * `b`, 0 only for the same id. Total (3d breaks every tie by id bytes), so the winner of a set
+ * does not depend on the order its members are compared in.
+ */
+export function compareConcurrent(a: RevisionEntry, b: RevisionEntry): number {
   const ra = a.revision;
   const rb = b.revision;
-  if (ra.deleted !== rb.deleted) return !ra.deleted; // 3a
-  if (ra.mtimeNs !== rb.mtimeNs) return ra.mtimeNs > rb.mtimeNs; // 3b
-  if (ra.origin !== rb.origin) return ra.origin < rb.origin; // 3c (ASCII ids: string order = byte order)
-  return compareIds(a.id, 0, b.id, 0) < 0; // 3d
+  if (ra.deleted !== rb.deleted) return ra.deleted ? 1 : -1; // 3a
+  if (ra.mtimeNs !== rb.mtimeNs) return ra.mtimeNs > rb.mtimeNs ? -1 : 1; // 3b
+  if (ra.origin !== rb.origin) return ra.origin < rb.origin ? -1 : 1; // 3c (ASCII ids: string order = byte order)
+  return compareIds(a.id, 0, b.id, 0); // 3d
+}
+
+/** True if `a` wins over `b` under rules 3a-3d (for two concurrent revisions of one path). */
+function winsConcurrent(a: RevisionEntry, b: RevisionEntry): boolean {
+  return compareConcurrent(a, b) < 0;
+}
+
+/**
+ * The revisions of one path that no other of `entries` has seen (whose vector is before no
+ * other's), each id once, in id order. Equal vectors with other ids (a faulty peer) are both kept:
+ * concurrent, as resolveRevision treats them.
+ */
+export function maximalRevisions(entries: readonly RevisionEntry[]): RevisionEntry[] {
+  const byId = new Map<string, RevisionEntry>();
+  for (const e of entries) byId.set(Buffer.from(e.id).toString('hex'), e);
+  // A revision's dominators have strictly larger counter sums; one is dominated iff a maximal
+  // one dominates it (transitivity). So, largest sums first, compare only with the maximal found
+  // so far: n x (maximal ones), not n x n, for a long history.
+  const sum = (e: RevisionEntry): bigint => [...e.revision.vector.values()].reduce((a, c) => a + BigInt(c), 0n);
+  const bySum = [...byId.values()].map((e) => ({ e, s: sum(e) })).sort((a, b) => (a.s > b.s ? -1 : a.s < b.s ? 1 : 0));
+  const maximal: RevisionEntry[] = [];
+  for (const { e } of bySum) {
+    if (!maximal.some((m) => compareVectors(e.revision.vector, m.revision.vector) === 'before')) maximal.push(e);
+  }
+  return maximal.sort((a, b) => compareIds(a.id, 0, b.id, 0));
+}
+
+/** A losing revision of a set that is kept as a conflict copy. */
+export interface ConflictLoser {
+  readonly loser: RevisionEntry;
+  /** Share path the loser is kept under (conflictPath of its path, mtime and origin). */
+  readonly loserPath: string;
+}
+
+/** The head of a path's set of revisions, and the losers kept as conflict copies. */
+export interface HeadPick {
+  readonly head: RevisionEntry;
+  /** Maximal live files other than the head with other bytes, by the total order (best first). */
+  readonly losers: readonly ConflictLoser[];
+}
+
+/**
+ * The current revision of a path as a function of the SET of its revisions, whatever order they
+ * arrived in (every node holding the same set picks the same head): among the maximal ones
+ * (maximalRevisions), the first by compareConcurrent. Pairwise resolution against the present
+ * head is not enough: three revisions can cycle (a deletion that saw edit H beats H, H beats a
+ * concurrent edit C on mtime, C beats the deletion as an edit), and the head then depends on
+ * arrival order. Every other maximal revision that is a live file with other bytes than the
+ * head is a loser kept as a conflict copy; the rest (dominated revisions, deletions, losers with
+ * the head's bytes, directories and symlinks) are history. Undefined for no entries.
+ */
+export function pickHead(entries: readonly RevisionEntry[]): HeadPick | undefined {
+  const maximal = maximalRevisions(entries).sort(compareConcurrent);
+  const head = maximal[0];
+  if (head === undefined) return undefined;
+  const paths = new Set(maximal.map((e) => e.revision.path));
+  if (paths.size > 1) throw new TypeError(`picking a head among revisions of different paths: ${[...paths].join(', ')}`);
+  const losers: ConflictLoser[] = [];
+  for (const e of maximal.slice(1)) {
+    const r = e.revision;
+    if (r.deleted || r.kind !== 'file' || sameContent(head.revision, r)) continue;
+    losers.push({ loser: e, loserPath: conflictPath(r.path, r.mtimeNs, r.origin) });
+  }
+  return { head, losers };
 }
 
 /**

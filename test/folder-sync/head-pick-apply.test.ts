@@ -1,0 +1,68 @@
+// Applying a peer's revisions decides a path's head over all its revisions, stored and received
+// (issue 31, seed 1009): a node that held edit H as head, concurrent edit C as H's conflict copy,
+// and then received the deletion T that had seen H, deleted the file, while nodes that met the
+// revisions in another order kept C. Now T only retires H, and C, the winner of the set, is put
+// back at the path from the copy this node holds.
+import t from 'tap';
+import { mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
+import { applyRemote, conflictCopyRevision, plannedChanges } from '../../src/folder-sync/sync-apply.js';
+import { silentLogger } from '../../src/logger.js';
+import { RevisionStore } from '../../src/store/revision-store.js';
+import { conflictPath } from '../../src/sync/conflict.js';
+import { revisionEntry } from '../../src/sync/revision.js';
+import type { RevisionEntry } from '../../src/sync/revision.js';
+import { vectorFrom } from '../../src/sync/version-vector.js';
+import type { VersionVector } from '../../src/sync/version-vector.js';
+
+const N0 = '12D3KooWAaaaaaaaaaaaa';
+const N1 = '12D3KooWBbbbbbbbbbbbb';
+const ME = '12D3KooWCcccccccccccc';
+const T0 = 1_700_000_000_000_000_000n;
+const PATH = 'd1/f1';
+
+function rev(origin: string, vector: VersionVector, mtimeNs: bigint, body: string | undefined): RevisionEntry {
+  const deleted = body === undefined;
+  return revisionEntry({
+    path: PATH, kind: 'file', contentRoot: deleted ? new Uint8Array(0) : new Uint8Array(32).fill(body.charCodeAt(0)), size: body?.length ?? 0,
+    mode: 0o644, mtimeNs, deleted, origin, vector, linkTarget: '',
+  });
+}
+
+const H = rev(N0, vectorFrom({ [N0]: 2 }), T0 + 2_000_000_000n, 'H wrote this\n');
+const T = rev(N0, vectorFrom({ [N0]: 3 }), T0 + 3_000_000_000n, undefined);
+const C = rev(N1, vectorFrom({ [N0]: 1, [N1]: 1 }), T0 + 1_000_000_000n, 'C wrote this\n');
+const COPY = conflictPath(PATH, C.revision.mtimeNs, C.revision.origin);
+
+t.test('a deletion that saw the head does not delete the set\'s winner', async (t) => {
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-headpick-'));
+  await mkdir(join(folder, 'd1'));
+  await writeFile(join(folder, PATH), 'H wrote this\n');
+  await writeFile(join(folder, COPY), 'C wrote this\n');
+  const store = await RevisionStore.open(folder, { nodeId: ME });
+  t.teardown(() => store.close());
+  const copy = conflictCopyRevision(C.revision, COPY);
+  store.write((w) => {
+    for (const e of [H, C, copy]) w.put(e);
+    w.setHead(H.id); // H beat C on mtime when they met here
+    w.setHead(copy.id);
+  });
+
+  const o = { store, keepConcurrentLocal: false, log: silentLogger };
+  t.same(plannedChanges([T], o), { changes: [{ path: PATH, change: 'update', kind: 'file', bytes: 0 }], skipped: [] }, 'C comes back from its copy, nothing fetched');
+  const result = await applyRemote([T], {
+    ...o, folder, chunking: DEFAULT_CHUNKING,
+    fetch: async (requests, beforePublish) => {
+      t.same(requests, [], 'nothing to fetch from the peer');
+      await beforePublish([]);
+      return { delivered: [], chunksReceived: 0 };
+    },
+  });
+  t.match(result, { applied: 1, skipped: [] });
+  t.equal(Buffer.from(store.head(PATH)?.id ?? []).toString('hex'), Buffer.from(C.id).toString('hex'), 'C is the head, as on every node');
+  t.equal(await readFile(join(folder, PATH), 'utf8'), 'C wrote this\n');
+  t.equal(await readFile(join(folder, COPY), 'utf8'), 'C wrote this\n', 'the copy made earlier stays (it travels as a revision of its own)');
+  t.same((await readdir(join(folder, 'd1'))).sort(), ['f1', COPY.slice('d1/'.length)].sort());
+});
