@@ -14,8 +14,9 @@ import { LOCAL_CHANGE_QUIET_MS } from '../src/folders/folder-service.js';
 import { addFolderEverywhere, allInSync, hasText, startFolderNodes, until } from '../test/e2e/folder-rig.js';
 import { argValue, isMainModule, machineConditions, median, round, writeResult } from './common.js';
 
-export async function main(options: { runs?: number } = {}): Promise<Record<string, unknown>> {
-  const runs = options.runs ?? 12;
+export async function main(options: { runs?: number; smoke?: boolean } = {}): Promise<Record<string, unknown>> {
+  // Smoke (test/bench/bench-smoke.test.ts): one run shows the bench works; the e2e test times one too.
+  const runs = options.runs ?? (options.smoke === true ? 1 : 12);
   const loadBefore = loadavg().map((x) => round(x, 2));
   const nodes = await startFolderNodes(['a', 'b', 'c']);
   try {
