@@ -126,7 +126,20 @@ async function measure(BYTES: number, RUNS: number): Promise<Row[]> {
   for (const r of rows) r.ratioToDirect = round(r.miBps / direct.miBps, 3);
   side.stdin.end();
   rv.kill('SIGTERM');
-  await rm(dir, { recursive: true, force: true });
+  // The listener side writes in `dir` (its home) until it has exited: removing it sooner raced
+  // (ENOTEMPTY). SIGKILL after 5 s.
+  await new Promise<void>((resolve) => {
+    if (side.exitCode !== null || side.signalCode !== null) {
+      resolve();
+      return;
+    }
+    const killer = setTimeout(() => side.kill('SIGKILL'), 5_000);
+    side.once('exit', () => {
+      clearTimeout(killer);
+      resolve();
+    });
+  });
+  await rm(dir, { recursive: true, force: true, maxRetries: 3 });
   return rows;
 }
 
