@@ -21,6 +21,13 @@ import { revlogWriter, type RevisionWriter } from './revlog-writer.js';
 export type { RevisionDraft, RevisionWriter } from './revlog-writer.js';
 import { REVLOG_DIR_NAME, REVLOG_FORMAT_VERSION, REVLOG_FORMAT_V1, MAX_DBS, WARM_VALUE_BYTES, META_FORMAT, META_COUNTER, META_LIVE_HEADS, META_ID_CHANGES, META_NODE, META_PEER, WARM_KEY_MAX_BYTES, type WarmStat, hashPath, pathKey, warmKey, u64, readU64, encodeWarmStat, corrupt, historyRange, upgradeFromV1, type Dbs } from './revlog-format.js';
 
+/** One revision of a path's history, as gc walks it. */
+interface HistoryItem {
+  readonly key: Buffer;
+  readonly id: Buffer;
+  readonly rev: Revision;
+}
+
 export interface GcResult {
   /** Revisions dropped. */
   readonly removedRevisions: number;
@@ -399,33 +406,7 @@ export class RevisionStore {
   gc(keepLast: number): GcResult {
     this.#checkOpen();
     if (!Number.isSafeInteger(keepLast) || keepLast < 1) throw new ClawpeerError('USAGE', `gc keepLast must be an integer >= 1, got ${keepLast}`);
-    const dropped: Uint8Array[] = [];
-    const released: Uint8Array[] = [];
-    this.#env.transactionSync(() => {
-      // History keys are grouped by path key: visit one path's range at a time, so memory is
-      // bounded by the longest history, not the store.
-      let cursor: { start: Buffer; exclusiveStart: boolean } = { start: Buffer.alloc(0), exclusiveStart: false };
-      for (;;) {
-        let first: Buffer | undefined;
-        for (const { key } of this.#db.history.getRange({ ...cursor, limit: 1 })) first = key;
-        if (first === undefined) break;
-        const range = historyRange(first.subarray(0, BLAKE3_OUT_BYTES));
-        cursor = { start: range.end, exclusiveStart: true };
-        const group = [...this.#db.history.getRange(range)];
-        if (group.length <= keepLast) continue;
-        const headId = this.#db.heads.get(first.subarray(0, BLAKE3_OUT_BYTES));
-        for (const { key, value: id } of group.slice(0, group.length - keepLast)) {
-          if (headId !== undefined && bytesEqual(headId, id)) continue;
-          const encoded = this.#db.revs.get(id);
-          if (encoded === undefined) throw corrupt(this.dir, `history lists missing revision ${toHex(id)}`);
-          this.#dropRevision(key, id, decodeRevision(encoded), released);
-          dropped.push(id);
-        }
-      }
-      if (dropped.length > 0) this.#bumpIdChanges();
-    });
-    for (const id of dropped) this.#ids.delete(id);
-    return { removedRevisions: dropped.length, releasedContentRoots: released };
+    return this.#prune((group) => group.slice(0, Math.max(0, group.length - keepLast)));
   }
 
   /**
@@ -438,6 +419,20 @@ export class RevisionStore {
   gcWith(policy: VersioningPolicy, nowMs: number): GcResult {
     if (policy.kind === 'keep-last') return this.gc(policy.count);
     this.#checkOpen();
+    return this.#prune((group, isHead) => {
+      // The head is not a version the policy counts: it always stays.
+      const aged = group.map((g, k) => ({ ...g, replacedAtMs: Number((group[k + 1]?.rev.mtimeNs ?? g.rev.mtimeNs) / 1_000_000n) })).filter((g) => !isHead(g));
+      const keep = versionsToKeep(policy, aged, nowMs);
+      return aged.filter((_, k) => keep[k] !== true);
+    });
+  }
+
+  /**
+   * gc's walk: each path's history (oldest first) in one transaction, one path at a time so
+   * memory is bounded by the longest history, not the store. `choose` names the revisions to
+   * drop; a head is never dropped, whatever it says. The dropped ids are recorded as pruned.
+   */
+  #prune(choose: (group: readonly HistoryItem[], isHead: (g: HistoryItem) => boolean) => readonly HistoryItem[]): GcResult {
     const dropped: Uint8Array[] = [];
     const released: Uint8Array[] = [];
     this.#env.transactionSync(() => {
@@ -455,12 +450,9 @@ export class RevisionStore {
         });
         if (group.length <= 1) continue;
         const headId = this.#db.heads.get(first.subarray(0, BLAKE3_OUT_BYTES));
-        const earlier = group
-          .map((g, k) => ({ ...g, replacedAtMs: Number((group[k + 1]?.rev.mtimeNs ?? g.rev.mtimeNs) / 1_000_000n) }))
-          .filter((g) => headId === undefined || !bytesEqual(headId, g.id));
-        const keep = versionsToKeep(policy, earlier, nowMs);
-        for (const [k, g] of earlier.entries()) {
-          if (keep[k] === true) continue;
+        const isHead = (g: HistoryItem): boolean => headId !== undefined && bytesEqual(headId, g.id);
+        for (const g of choose(group, isHead)) {
+          if (isHead(g)) continue;
           this.#dropRevision(g.key, g.id, g.rev, released);
           dropped.push(g.id);
         }

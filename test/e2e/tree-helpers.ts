@@ -1,6 +1,7 @@
 // Builds and compares directory trees for the transfer tests.
 import { createHash, randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, readlink, symlink, utimes, writeFile, chmod } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import path from 'node:path';
 
 export interface TreeItem {
@@ -12,24 +13,39 @@ export interface TreeItem {
   readonly digest: string;
 }
 
-/** Every entry under `root` except clawpeer's own `.clawpeer` dir, sorted by path. */
-export async function snapshot(root: string): Promise<TreeItem[]> {
-  const out: TreeItem[] = [];
+/** One entry of a tree walk: its path relative to the root ('/'-separated), absolute path and lstat. */
+export interface WalkedEntry {
+  readonly rel: string;
+  readonly abs: string;
+  readonly st: Stats;
+}
+
+/** Every entry under `root` except clawpeer's own `.clawpeer` dir, depth first in path order. */
+export async function walkTree(root: string): Promise<WalkedEntry[]> {
+  const out: WalkedEntry[] = [];
   const walk = async (dir: string, rel: string): Promise<void> => {
     for (const name of (await readdir(dir)).sort()) {
       if (rel === '' && name === '.clawpeer') continue;
       const abs = path.join(dir, name);
       const r = rel === '' ? name : `${rel}/${name}`;
       const st = await lstat(abs);
-      const mtimeS = Math.floor(st.mtimeMs / 1000);
-      if (st.isSymbolicLink()) out.push({ path: r, kind: 'symlink', mode: 0, size: 0, mtimeS: 0, digest: await readlink(abs) });
-      else if (st.isDirectory()) {
-        out.push({ path: r, kind: 'dir', mode: st.mode & 0o777, size: 0, mtimeS, digest: '' });
-        await walk(abs, r);
-      } else out.push({ path: r, kind: 'file', mode: st.mode & 0o777, size: st.size, mtimeS, digest: createHash('sha256').update(await readFile(abs)).digest('hex') });
+      out.push({ rel: r, abs, st });
+      if (st.isDirectory()) await walk(abs, r);
     }
   };
   await walk(root, '');
+  return out;
+}
+
+/** Every entry under `root` except clawpeer's own `.clawpeer` dir, sorted by path. */
+export async function snapshot(root: string): Promise<TreeItem[]> {
+  const out: TreeItem[] = [];
+  for (const { rel: r, abs, st } of await walkTree(root)) {
+    const mtimeS = Math.floor(st.mtimeMs / 1000);
+    if (st.isSymbolicLink()) out.push({ path: r, kind: 'symlink', mode: 0, size: 0, mtimeS: 0, digest: await readlink(abs) });
+    else if (st.isDirectory()) out.push({ path: r, kind: 'dir', mode: st.mode & 0o777, size: 0, mtimeS, digest: '' });
+    else out.push({ path: r, kind: 'file', mode: st.mode & 0o777, size: st.size, mtimeS, digest: createHash('sha256').update(await readFile(abs)).digest('hex') });
+  }
   return out;
 }
 

@@ -14,10 +14,11 @@
 //   no resurrection: then files and directories deleted on some nodes are gone everywhere after
 //     a quiesce, and stay gone after a listener restart and another quiesce.
 import { createHash } from 'node:crypto';
-import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readdir, readFile, rename, rm, rmdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ConvergeCluster, ConvergeNode, PairSync, PairSyncOutcome } from './converge-cluster.js';
 import { jsonLines, runCli } from '../e2e/cli-harness.js';
+import { walkTree } from '../e2e/tree-helpers.js';
 
 /** mulberry32: a small, fast, well-mixed 32-bit PRNG; the whole schedule hangs off one. */
 export function prng(seed: number): () => number {
@@ -71,21 +72,11 @@ const isTemp = (name: string): boolean => name.startsWith('.clawpeer-tmp-');
 /** Every entry of a folder but `.clawpeer/`, path order. */
 export async function folderEntries(root: string): Promise<Entry[]> {
   const out: Entry[] = [];
-  const walk = async (dir: string, rel: string): Promise<void> => {
-    for (const name of (await readdir(dir)).sort()) {
-      if (rel === '' && name === '.clawpeer') continue;
-      const abs = path.join(dir, name);
-      const r = rel === '' ? name : `${rel}/${name}`;
-      const st = await lstat(abs);
-      if (st.isDirectory()) {
-        out.push({ path: r, kind: 'dir', mode: st.mode & 0o7777, size: 0, mtimeMs: 0, sha: '' });
-        await walk(abs, r);
-      } else if (st.isFile()) {
-        out.push({ path: r, kind: 'file', mode: st.mode & 0o7777, size: st.size, mtimeMs: st.mtimeMs, sha: sha(await readFile(abs)) });
-      } else out.push({ path: r, kind: 'other', mode: 0, size: 0, mtimeMs: 0, sha: '' });
-    }
-  };
-  await walk(root, '');
+  for (const { rel: r, abs, st } of await walkTree(root)) {
+    if (st.isDirectory()) out.push({ path: r, kind: 'dir', mode: st.mode & 0o7777, size: 0, mtimeMs: 0, sha: '' });
+    else if (st.isFile()) out.push({ path: r, kind: 'file', mode: st.mode & 0o7777, size: st.size, mtimeMs: st.mtimeMs, sha: sha(await readFile(abs)) });
+    else out.push({ path: r, kind: 'other', mode: 0, size: 0, mtimeMs: 0, sha: '' });
+  }
   return out;
 }
 
