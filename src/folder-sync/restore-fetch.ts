@@ -11,7 +11,7 @@ import type { NodeConfig } from '../home/config.js';
 import type { ResolvedPeer } from '../home/peer-resolve.js';
 import type { Logger } from '../logger.js';
 import { dialPeer } from '../session/dialer.js';
-import { DataStreamRouter } from '../session/data-stream-router.js';
+import { sessionRouter } from '../session/data-stream-router.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import { fetchContent, type SyncChannel } from './sync-exchange.js';
 
@@ -46,8 +46,7 @@ export async function fetchRevisionFromPeer(o: FetchRevisionOptions): Promise<bo
     const transferId = session.allocateTransferId();
     await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: 'receive-only', reconcile: new Uint8Array(0), fetchOnly: true });
     await expectMessage(session, 'sync-accept', transferId, PREPARE_TIMEOUT_MS, o.signal);
-    const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, o.log);
-    void router.runSession(session, o.signal);
+    const router = sessionRouter(session, PREPARE_TIMEOUT_MS, o.log);
     const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal: o.signal, log: o.log };
     const outcome = await fetchContent(ch, [{ sourcePath: o.relPath, root: o.root, destPath: o.relPath, mode: o.mode, mtimeMs: o.mtimeMs }], {
       router, folder: o.folder, chunking: sessionChunking(session), beforePublish: async () => undefined,

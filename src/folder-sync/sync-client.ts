@@ -19,7 +19,7 @@ import { ReconcileInitiator } from '../sync/reconcile.js';
 import type { ReconcileResult } from '../sync/reconcile.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import { bytesEqual, toHex } from '../chunking/blake3.js';
-import { DataStreamRouter } from '../session/data-stream-router.js';
+import { sessionRouter } from '../session/data-stream-router.js';
 import type { PeerSession } from '../session/session.js';
 import { applyRemote, byPath, plannedChanges, type PlannedChange } from './sync-apply.js';
 import type { RevisionStore } from '../store/revision-store.js';
@@ -186,8 +186,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
   try {
     const { store } = folder;
     if (!dryRun) store.recordSyncingPeer(session.peerId, o.share); // where `restore` fetches from
-    const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, PREPARE_TIMEOUT_MS, log);
-    void router.runSession(session, signal);
+    const router = sessionRouter(session, PREPARE_TIMEOUT_MS, log);
     const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, rateLimiters: limiters };
     const initiator = new ReconcileInitiator(store.snapshotIdSet());
     const [hello] = initiator.start();

@@ -12,7 +12,7 @@ import { backupProtection, type BackupPlan } from '../store/backups.js';
 import { removePullState } from '../store/transfer-state.js';
 import { uniqueChunks, type WantInfo } from '../transfer/chunk-order.js';
 import type { ModeChange } from '../transfer/chmod.js';
-import { DataStreamRouter } from '../session/data-stream-router.js';
+import { DataStreamRouter, sessionRouter } from '../session/data-stream-router.js';
 import { hearingJoinHints } from '../session/session-join.js';
 import { dryRunReport, type DryRunReport, type DryRunVerdicts } from '../transfer/dry-run.js';
 import { overMaxDelete, transferExtraneous, type Extraneous } from './extraneous.js';
@@ -357,27 +357,13 @@ function dryRunResult(session: PeerSession, files: number, bytes: number, report
   };
 }
 
-/**
- * The router of the data streams a session's listener opens for pulls: one per session, so a
- * second pull on it (`pull A B LOCAL`) is not raced for its streams by the first one's router.
- */
-const PULL_ROUTERS = new WeakMap<PeerSession, DataStreamRouter>();
-function pullRouter(o: TransferOptions): DataStreamRouter {
-  const known = PULL_ROUTERS.get(o.session);
-  if (known !== undefined) return known;
-  const router = new DataStreamRouter(o.session.connection, o.session.caps.maxFrameBytes, o.idleTimeoutMs, o.log);
-  void router.runSession(o.session, o.signal);
-  PULL_ROUTERS.set(o.session, router);
-  return router;
-}
-
 export async function pull(o: TransferOptions): Promise<TransferResult> {
   const { session } = o;
   const started = performance.now();
   const wireStart = wireBytesOf(session);
   const root = path.resolve(o.localPath);
   if (o.dryRun === true) return pullDryRun(o, root, started, wireStart);
-  const router = pullRouter(o);
+  const router = sessionRouter(o.session, o.idleTimeoutMs, o.log);
   const id = session.allocateTransferId();
   // The listener's data streams (early chunks) may come while we stage: they wait for our receiver.
   return router.expecting(id, () => pullWith(o, router, id, started, wireStart, root));

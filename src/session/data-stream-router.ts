@@ -171,3 +171,22 @@ export class DataStreamRouter {
     }
   }
 }
+
+/** The dialing side's router of each session (sessionRouter). */
+const SESSION_ROUTERS = new WeakMap<PeerSession, DataStreamRouter>();
+
+/**
+ * The router of the data streams the peer opens on `session` for this side's requests (a pull's
+ * content, a sync's fetches): made and run once per session, until its connections close, and
+ * shared by every request on it. Two routers on one session would race for its streams: a
+ * second sync or pull on a reused session waited out its streams' timeout. The first caller's
+ * idle timeout is the session's.
+ */
+export function sessionRouter(session: PeerSession, idleTimeoutMs: number, log: Logger): DataStreamRouter {
+  const known = SESSION_ROUTERS.get(session);
+  if (known !== undefined) return known;
+  const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, idleTimeoutMs, log);
+  void router.runSession(session);
+  SESSION_ROUTERS.set(session, router);
+  return router;
+}

@@ -116,3 +116,14 @@ t.test('a dry run plans both directions and changes nothing', async (t) => {
   t.same(await contents(local), { 'up.txt': 'up' }, 'nothing received');
   t.same(await contents(share), { 'down.txt': 'down' }, 'nothing sent');
 });
+
+t.test('two syncs on one session: the second fetches its content too (one router per session)', async (t) => {
+  const { l, share, local } = await pair(t);
+  const onSession = (): ReturnType<typeof syncFolder> =>
+    syncFolder({ session: l.session, dir: local, share: 'docs', mode: 'two-way', nodeId: l.clientId, log: silentLogger, signal: AbortSignal.timeout(20_000) });
+  await write(path.join(share, 'a.txt'), 'first');
+  t.equal((await onSession()).revisionsReceived, 1);
+  await write(path.join(share, 'b.txt'), 'second');
+  t.equal((await onSession()).revisionsReceived, 1);
+  t.same(await contents(local), { 'a.txt': 'first', 'b.txt': 'second' });
+});
