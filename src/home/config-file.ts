@@ -2,19 +2,17 @@
 // port mapping). Optional: a home without one uses the defaults below, which send nothing beyond
 // the local network unless the user names a rendezvous server. Global flags (--rendezvous,
 // --lan-discovery / --no-lan-discovery) override the file for one command.
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import type { HostPort } from '../transport/types.js';
 import { parseHostPort } from './address.js';
 import { parseFolders } from './folders-config.js';
+import { configFileOf, readConfigJson } from './config-json.js';
 
-export const CONFIG_FILE_NAME = 'config.json';
+export { CONFIG_FILE_NAME } from './config-json.js';
 /** Syncthing's local discovery port; ours carries different datagrams (lan-query.ts). */
 export const DEFAULT_LAN_DISCOVERY_PORT = 21029;
 /** How long a dialer listens for LAN answers before it gives up on the LAN. */
 export const DEFAULT_LAN_DISCOVERY_TIMEOUT_MS = 1_000;
-const MAX_CONFIG_FILE_BYTES = 64 << 10;
 
 export interface ReachConfig {
   /** A rendezvous server (lookups, hole punching, relay); undefined: none, nothing leaves the LAN. */
@@ -94,25 +92,9 @@ export function parseRendezvous(text: string, what = '--rendezvous'): HostPort {
 
 /** The config of the home at `homeDir` (defaults when it has no config.json), with `overrides` applied. */
 export async function loadReachConfig(homeDir: string, overrides: ReachOverrides = {}): Promise<ReachConfig> {
-  const file = join(homeDir, CONFIG_FILE_NAME);
-  let base = DEFAULT_REACH_CONFIG;
-  let text: string | undefined;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new ClawpeerError('IO', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
-  }
-  if (text !== undefined) {
-    if (text.length > MAX_CONFIG_FILE_BYTES) throw new ClawpeerError('CONFIG_INVALID', `${file} is larger than ${MAX_CONFIG_FILE_BYTES} bytes`);
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch (cause) {
-      throw new ClawpeerError('CONFIG_INVALID', `${file} is not valid JSON: ${(cause as Error).message}`, { cause });
-    }
-    base = parseReachConfig(raw, file);
-  }
-  return applyReachOverrides(base, overrides);
+  const file = configFileOf(homeDir);
+  const raw = await readConfigJson(file);
+  return applyReachOverrides(raw === undefined ? DEFAULT_REACH_CONFIG : parseReachConfig(raw, file), overrides);
 }
 
 export function applyReachOverrides(base: ReachConfig, overrides: ReachOverrides): ReachConfig {

@@ -6,7 +6,8 @@
 // key of config.json as it was and replace the file atomically. Non-goals: reaching peers
 // (config-file.ts), applying a versioning policy (only its syntax is checked here).
 import { parseVersioning } from '../sync/versioning.js';
-import { readFile } from 'node:fs/promises';
+import { configFileOf, readConfigJson } from './config-json.js';
+export { configFileOf } from './config-json.js';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
@@ -92,26 +93,11 @@ export function parseFolders(raw: unknown, where: string): FolderConfig[] {
 }
 
 /** The config file's object as it is on disk ({} when there is none); CONFIG_INVALID when it is no JSON object. */
+/** config.json as an object ({} when there is none). */
 async function readRawConfig(file: string): Promise<Record<string, unknown>> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw new ClawpeerError('IO', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (cause) {
-    throw new ClawpeerError('CONFIG_INVALID', `${file} is not valid JSON: ${(cause as Error).message}`, { cause });
-  }
+  const raw = (await readConfigJson(file)) ?? {};
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ClawpeerError('CONFIG_INVALID', `${file}: expected a JSON object`);
   return raw as Record<string, unknown>;
-}
-
-export function configFileOf(homeDir: string): string {
-  return path.join(homeDir, 'config.json'); // config-file.ts CONFIG_FILE_NAME (which imports this module)
 }
 
 /** The folders of the home at `homeDir` (none without a config.json). */
