@@ -4,13 +4,19 @@
 // is released once the invite is no longer open (claimed by a joiner, withdrawn, or expired).
 // A directory must accept the same node claiming a nameplate it holds already (the waiting
 // `pair invite` claims it too).
+import { watch, type FSWatcher } from 'node:fs';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { CodeInviteStore } from '../home/code-invites.js';
 import type { NameplateClaim, NameplateDirectory } from '../pairing/nameplate-directory.js';
 
-/** How often the open invites are read, ms (a new invite is announced within this). */
+/**
+ * How often the open invites are read, ms. A watch on the invites directory announces a new
+ * invite at once; the poll is the fallback where fs.watch sees nothing (some network mounts).
+ */
 export const NAMEPLATE_POLL_MS = 1_000;
+/** Quiet time after a change in the invites directory before it is read (an invite is 2 renames). */
+const WATCH_DEBOUNCE_MS = 20;
 
 export interface NameplateHolderOptions {
   readonly codeInvites: CodeInviteStore;
@@ -61,13 +67,43 @@ export function holdOpenNameplates(o: NameplateHolderOptions): NameplateHolder {
     }
   };
   const sync = (): Promise<void> => (running = running.then(pass));
-  const timer = o.directories.length === 0 ? undefined : setInterval(() => void sync(), o.pollMs ?? NAMEPLATE_POLL_MS);
+  // The directory appears with the first invite, so the watch is (re)tried at each poll.
+  let watcher: FSWatcher | undefined;
+  let debounce: NodeJS.Timeout | undefined;
+  const watchInvites = (): void => {
+    if (watcher !== undefined || stop.signal.aborted) return;
+    try {
+      watcher = watch(o.codeInvites.dir, { persistent: false }, () => {
+        clearTimeout(debounce);
+        debounce = setTimeout(() => void sync(), WATCH_DEBOUNCE_MS);
+        debounce.unref();
+      });
+      watcher.on('error', () => {
+        watcher?.close();
+        watcher = undefined;
+      });
+    } catch {
+      watcher = undefined; // not there yet, or no fs.watch here: the poll covers it
+    }
+  };
+  const timer =
+    o.directories.length === 0
+      ? undefined
+      : setInterval(() => {
+          watchInvites();
+          void sync();
+        }, o.pollMs ?? NAMEPLATE_POLL_MS);
   timer?.unref();
-  if (o.directories.length > 0) void sync();
+  if (o.directories.length > 0) {
+    watchInvites();
+    void sync();
+  }
   return {
     sync,
     async close(): Promise<void> {
       if (timer !== undefined) clearInterval(timer);
+      clearTimeout(debounce);
+      watcher?.close();
       await running.catch(() => undefined);
       stop.abort();
       await Promise.all([...held.values()].map((c) => c.then((x) => x?.release()).catch(() => undefined)));

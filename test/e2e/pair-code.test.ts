@@ -12,8 +12,9 @@ import { CLI, initNode, jsonLines, runCli, startListener, type RunningListener }
 // LAN discovery on loopback only, on a port of this test's own: `pair join CODE` with no
 // --addr asks the LAN who holds the code's nameplate, and must not broadcast beyond this machine.
 const lanDiscoveryPort = 40_000 + Math.floor(Math.random() * 20_000);
-// 2.5 s of LAN queries: a listener picks up a new --no-wait code within its 1 s poll
-// (listener/nameplate-holder.ts), which a 1 s query window could miss on a loaded machine.
+// 2.5 s of LAN queries: a listener sees a new --no-wait code through a watch of its invites
+// directory, or at worst its 1 s poll (listener/nameplate-holder.ts), which a 1 s query window
+// could miss on a loaded machine.
 const onLoopbackLan = (home: string): Promise<void> => writeFile(join(home, 'config.json'), JSON.stringify({ lanDiscoveryPort, lanInterfaces: ['lo'], lanDiscoveryTimeoutMs: 2500 }));
 const a = await initNode('code-a');
 await onLoopbackLan(a.home);

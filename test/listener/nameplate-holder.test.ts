@@ -47,3 +47,17 @@ t.test('open invites are claimed with their expiry; claimed or withdrawn ones ar
   await holder.close();
   t.same([...lan.held.keys()], [], 'closing the listener releases what it holds');
 });
+
+t.test('a new invite is claimed without waiting for the poll: the invites directory is watched', async (t) => {
+  const store = new CodeInviteStore(join(await mkdtemp(join(tmpdir(), 'clawpeer-holder-')), 'invites'));
+  await store.create({ code: parseCode('3-acid-zebra'), ttlMs: 60_000 }); // the directory exists
+  await store.cancel('3');
+  const lan = directory();
+  // A poll of a minute: only the watch can announce the invite within the wait below.
+  const holder = holdOpenNameplates({ codeInvites: store, directories: [lan], log: silentLogger, pollMs: 60_000 });
+  t.teardown(() => holder.close());
+  await store.create({ code: parseCode('4-acid-zebra'), ttlMs: 60_000 });
+  const deadline = Date.now() + 20_000;
+  while (!lan.held.has(4) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  t.same([...lan.held.keys()], [4], 'claimed with no sync() call and long before the poll');
+});
