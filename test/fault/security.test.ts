@@ -363,13 +363,16 @@ for (const transport of ['quic', 'tcp'] as const) {
       if (r === 'reset') refusedOrReset.push(s.id);
     });
     void Promise.allSettled(attempts);
-    await sleep(1_000);
     const limit = DEFAULT_CONFIG.maxStreams;
+    // QUIC: opens beyond the peer's MAX_STREAMS wait for credit. TCP mux: the listener refuses the
+    // excess (RESET), which a loaded machine may take seconds to deliver: wait for it, up to 20 s.
+    const settleBy = performance.now() + 20_000;
+    await sleep(1_000);
+    while (opened.length - refusedOrReset.length > limit && performance.now() < settleBy) await sleep(100);
     t.ok(opened.length >= 1, `some streams opened (${opened.length})`);
-    // QUIC: opens beyond the peer's MAX_STREAMS wait for credit. TCP mux: the listener refuses the excess (RESET).
     const live = opened.length - refusedOrReset.length;
     t.ok(live <= limit, `at most ${limit} streams are live on the listener (${live}; ${opened.length} opened, ${refusedOrReset.length} refused)`);
-    t.comment(`${transport}: of 2000 opens, ${opened.length} opened, ${refusedOrReset.length} refused/reset, ${live} live after 1 s (limit ${limit} incl. the control stream)`);
+    t.comment(`${transport}: of 2000 opens, ${opened.length} opened, ${refusedOrReset.length} refused/reset, ${live} live (limit ${limit} incl. the control stream)`);
     await legitPing(t, rig.listener.port, 'while the flood holds its streams');
     await flood.close().catch(() => undefined);
   });
