@@ -31,6 +31,7 @@ import { isInternalPath } from '../store/internal-names.js';
 import type { RevisionStore } from '../store/revision-store.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import type { PeerSession } from '../session/session.js';
+import { hearingJoinHints } from '../session/session-join.js';
 import { historyBlobPath, removeHistoryBlobs } from '../store/sync-history.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from '../exchange/transfer-control.js';
 import { TransferReceiver } from '../exchange/transfer-receive.js';
@@ -246,7 +247,9 @@ async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly Fe
     const plan = await receiver.prepare();
     receiving?.setTotalBytes(plan.lackingBytes);
     await session.control.send({ type: 'want', transferId: fetchId, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
-    const stats = await receiver.receive();
+    // Nothing else comes on the control stream while the peer sends: its JoinWanted (it sees
+    // random loss) is acted on now, not at the next exchange.
+    const stats = await hearingJoinHints(session, () => receiver.receive());
     await session.control.send({ type: 'transfer-done', transferId: fetchId, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
     return { delivered, chunksReceived: stats.chunksReceived };
   } catch (err) {

@@ -8,6 +8,7 @@ import path from 'node:path';
 import type { ResolvedPeer } from '../../../src/home/peer-resolve.js';
 import { silentLogger } from '../../../src/logger.js';
 import { pull } from '../../../src/push-pull/transfer-client.js';
+import { syncFolder } from '../../../src/folder-sync/sync-client.js';
 import { dialPeer } from '../../../src/session/dialer.js';
 import { startUdpRelay } from '../../../src/relay/udp-relay.js';
 import { config, pushTree, rig } from '../../session/join-rig.js';
@@ -31,4 +32,20 @@ t.test('automatic mode adds connections under random loss (impairment relay on l
   await pull({ session: puller, share: 'inbox', remotePath: 'lossy/a.bin', localPath: back, force: false, streams: 4, window: 16, idleTimeoutMs: 10_000, log: silentLogger, signal: new AbortController().signal });
   t.ok((await readFile(path.join(back, 'a.bin'))).equals(bytes), 'pulled back byte-identical');
   t.ok(puller.connections().length > 1, `a pull grows them on the listener's word (${puller.connections().length})`);
+
+  // A sync's fetch: the listener sends the file's content, sees the loss, asks (JoinWanted), and
+  // the client acts on it while it receives. The two sessions above close first: the listener
+  // allows 16 connections per peer.
+  await session.close();
+  await puller.close();
+  const syncer = await dialPeer({ identity, peer: viaRelay, config, log: silentLogger, connections: 'auto' });
+  t.teardown(() => syncer.close());
+  const synced = await mkdtemp(path.join(tmpdir(), 'clawpeer-join-sync-'));
+  let whileReceiving = 0; // the most connections seen while the content arrived
+  const onProgress = (p: { phase: string }): void => {
+    if (p.phase === 'receiving') whileReceiving = Math.max(whileReceiving, syncer.connections().length);
+  };
+  await syncFolder({ session: syncer, dir: synced, share: 'inbox', mode: 'two-way', nodeId: identity.nodeId, log: silentLogger, signal: AbortSignal.timeout(120_000), onProgress });
+  t.ok((await readFile(path.join(synced, 'lossy', 'a.bin'))).equals(bytes), 'synced byte-identical');
+  t.ok(whileReceiving > 1, `a sync's fetch grows them on the listener's word while it receives (${whileReceiving}; ${syncer.connections().length} at the end)`);
 });
