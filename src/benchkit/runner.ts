@@ -31,39 +31,26 @@
 // - A run that fails is recorded with its error; the bench goes on with the next setting.
 // Non-goals: printing (cli/commands/bench.ts), formatting (report.ts), congestion-control
 // choice (the quinn binding's CUBIC is fixed: no BBR to select here).
-import { mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { startListenerWorker } from './listener-worker.js';
 import { fileCreateMicros, machineConditions } from './machine.js';
-import { compensatedSpec, measureRelayFloor, type RelayFloor } from './relay-floor.js';
-import { generateIdentity, type Identity } from '../crypto/identity.js';
+import { measureRelayFloor, type RelayFloor } from './relay-floor.js';
 import { ClawpeerError } from '../errors.js';
-import type { Logger } from '../logger.js';
 import { resolveConfig } from '../home/config.js';
 import { dialPeer } from '../session/dialer.js';
-import type { ResolvedPeer } from '../home/peer-resolve.js';
-import { pingPeer } from '../session/ping.js';
 import type { PeerSession } from '../session/session.js';
-import type { Share } from '../home/shares.js';
 import { syncFolder, type SyncFolderResult } from '../folder-sync/sync-client.js';
 import { push, type TransferResult } from '../push-pull/transfer-client.js';
-import { probeRelayAccuracy, startUdpEcho } from '../relay/accuracy.js';
-import { formatImpairSpec, type ImpairSpec } from '../relay/impair-spec.js';
-import type { ImpairmentCounters } from '../relay/impairment.js';
-import { startUdpRelayWorker } from '../relay/relay-worker.js';
-import { startTcpRelay, TCP_RELAY_LIMITATION } from '../relay/tcp-relay.js';
-import type { HostPort } from '../transport/types.js';
+import { formatImpairSpec } from '../relay/impair-spec.js';
+import { TCP_RELAY_LIMITATION } from '../relay/tcp-relay.js';
 import { udpBufferDrops } from '../transport/udp-buffers.js';
 import { workloadBytes, workloadFiles, type BenchPlan, type BenchRunSetting } from './bench-plan.js';
 import { prepareWorkload, type PreparedWorkload } from './workloads.js';
-import type { BenchProgress, RunnerOptions, RelayCheckResult, RelayRunCounters, BenchRunResult, BenchRunnerReport } from './bench-results.js';
-
-/** Pings over the control channel before each push: the application-level RTT. */
-export const PING_COUNT = 5;
-/** PRNG seed of every simulated link: the same seed gives the same drops and jitter. */
-export const RELAY_SEED = 1;
+import type { BenchProgress, RunnerOptions, RelayCheckResult, BenchRunResult, BenchRunnerReport } from './bench-results.js';
+import { connectionsOf, linkMeasures, linkPctOf, pingMs, round3 } from './run-measures.js';
+import { checkSimulatedLink, peerEnvironment, RELAY_SEED, simulatedEnvironment, type Environment, type LinkHandle } from './bench-environment.js';
 
 export const STRIPING_NOTE =
   '--connections N stripes a run over N independent QUIC connections, each with its own congestion window: ' +
@@ -71,153 +58,10 @@ export const STRIPING_NOTE =
   'concurrently on its own connection (the receiver keeps N part files; nothing reassembles them). All connections share the one simulated bottleneck. ' +
   'Simulated listener: each connection pushes into its own share (concurrent pushes into one share race on its chunk index: see writeFileAtomic); with --peer they all go to its default share.';
 
-interface LinkHandle {
-  readonly address: HostPort;
-  counters: () => Promise<ImpairmentCounters | undefined>;
-  close(): Promise<void>;
-}
-
-interface Environment {
-  readonly identity: Identity;
-  /** Starts what stands between client and listener for one run (a relay, or nothing). */
-  openLink(setting: BenchRunSetting): Promise<LinkHandle>;
-  peerAt(address: HostPort): ResolvedPeer;
-  /** The share connection `k` (0-based) pushes into ('' = the peer's default share). */
-  shareFor(k: number): string;
-  /** The share run `index` syncs with (the sync workload: a fresh share per run, simulate only). */
-  syncShareFor(index: number): string;
-  /** Removes what a run pushed, when it is ours to remove (simulate: our temp share). */
-  discard(remotePath: string): Promise<void>;
-  close(): Promise<void>;
-}
-
-const round3 = (x: number): number => Math.round(x * 1000) / 1000;
 const loads = (): number[] => loadavg().map((x) => Math.round(x * 100) / 100);
-
-function sumCounters(c: ImpairmentCounters): RelayRunCounters {
-  const a = c.toServer, b = c.toClient;
-  return { droppedLoss: a.droppedLoss + b.droppedLoss, droppedQueue: a.droppedQueue + b.droppedQueue, droppedOverflow: a.droppedOverflow + b.droppedOverflow, forwarded: a.forwarded + b.forwarded };
-}
-
-async function simulatedEnvironment(plan: BenchPlan, workDir: string, log: Logger, compensationMs: number): Promise<Environment> {
-  const identity = generateIdentity();
-  const serverHome = path.join(workDir, 'listener');
-  // One share per striped connection: concurrent pushes into one share race on its chunk index
-  // (writeFileAtomic's temp name is pid + ms, so two index writes in the same ms collide).
-  const shareCount = Math.max(1, ...plan.settings.map((s) => s.connections));
-  const shares: Share[] = [];
-  for (let k = 0; k < shareCount; k++) {
-    const name = k === 0 ? 'inbox' : `stripe-${k + 1}`;
-    const dir = path.join(serverHome, name);
-    await mkdir(dir, { recursive: true });
-    shares.push({ name, dir: await realpath(dir), readOnly: false });
-  }
-  // A sync is of a whole share: each sync run gets its own, empty at the start.
-  const syncShares = new Map<number, string>();
-  if (plan.workload.kind === 'sync') {
-    for (const setting of plan.settings) {
-      const name = `sync-${String(setting.index + 1).padStart(4, '0')}`;
-      const dir = path.join(serverHome, name);
-      await mkdir(dir, { recursive: true });
-      shares.push({ name, dir: await realpath(dir), readOnly: false });
-      syncShares.set(setting.index, name);
-    }
-  }
-  const needsTcp = plan.settings.some((s) => s.transport === 'tcp');
-  // The peer runs on its own thread, beside the sender, as on another machine (listener-worker.ts).
-  const server = await startListenerWorker({ home: serverHome, shares, clientNodeId: identity.nodeId, transport: needsTcp ? 'auto' : 'quic' });
-  const target: HostPort = { host: '127.0.0.1', port: server.port };
-  // One relay per link for the whole bench, not one per run: a relay thread started for each run
-  // compiled its code afresh (a new isolate), and that JIT work ran on the 2 cores during the
-  // timed push. Runs read the relay's counters before and after, so sharing it loses nothing.
-  const relays = new Map<string, Promise<LinkHandle>>();
-  const relayFor = (transport: BenchRunSetting['transport'], spec: ImpairSpec): Promise<LinkHandle> => {
-    const key = `${transport} ${formatImpairSpec(spec)}`;
-    let relay = relays.get(key);
-    if (relay === undefined) {
-      const listen = { host: '127.0.0.1', port: 0 };
-      relay = transport === 'tcp'
-        ? startTcpRelay({ listen, target, spec, seed: RELAY_SEED, logger: log.child('tcp-relay') }).then((r) => ({ address: r.address, counters: () => Promise.resolve(r.stats().counters), close: () => r.close() }))
-        : startUdpRelayWorker({ listen, target, spec: compensatedSpec(spec, compensationMs), seed: RELAY_SEED }).then((r) => ({ address: r.address, counters: async () => (await r.stats()).counters, close: () => r.close() }));
-      relays.set(key, relay);
-      relay.catch(() => relays.delete(key)); // a relay that failed to start is retried by the next run
-    }
-    return relay;
-  };
-  return {
-    identity,
-    async openLink(setting) {
-      const spec = setting.spec;
-      if (spec === undefined) throw new TypeError('simulated run without a spec');
-      const relay = await relayFor(setting.transport, spec);
-      return { address: relay.address, counters: relay.counters, close: () => Promise.resolve() }; // closed with the environment
-    },
-    peerAt: (address) => ({ id: server.nodeId, name: 'bench-listener', publicKey: server.publicKey, address }),
-    shareFor: (k) => shares[k]?.name ?? '',
-    syncShareFor: (index) => {
-      const name = syncShares.get(index);
-      if (name === undefined) throw new TypeError(`run ${index} has no sync share`);
-      return name;
-    },
-    discard: async (remotePath) => {
-      await Promise.all(shares.map((s) => rm(path.join(s.dir, ...remotePath.split('/')), { recursive: true, force: true })));
-    },
-    close: async () => {
-      const started = await Promise.allSettled(relays.values());
-      await Promise.all(started.map((r) => (r.status === 'fulfilled' ? r.value.close().catch(() => undefined) : Promise.resolve())));
-      await server.close();
-    },
-  };
-}
-
-function peerEnvironment(peer: NonNullable<RunnerOptions['peer']>): Environment {
-  const address = peer.resolved.address;
-  if (address === undefined) throw new TypeError('bench needs the peer\'s address (bench.ts checks it)');
-  return {
-    identity: peer.identity,
-    openLink: () => Promise.resolve({ address, counters: () => Promise.resolve(undefined), close: () => Promise.resolve() }),
-    peerAt: (address) => ({ ...peer.resolved, address }),
-    shareFor: () => '',
-    syncShareFor: () => {
-      throw new ClawpeerError('USAGE', 'the sync workload runs with --simulate only');
-    },
-    discard: () => Promise.resolve(),
-    close: () => Promise.resolve(),
-  };
-}
-
-/** Measures one link with the relay self-check, on a worker thread like the runs' relay. */
-export async function checkSimulatedLink(spec: ImpairSpec, probe: RunnerOptions['accuracyProbe'] = {}, signal?: AbortSignal, compensationMs = 0): Promise<RelayCheckResult> {
-  const echo = await startUdpEcho();
-  try {
-    const relay = await startUdpRelayWorker({ listen: { host: '127.0.0.1', port: 0 }, target: echo.address, spec: compensatedSpec(spec, compensationMs), seed: RELAY_SEED });
-    try {
-      const report = await probeRelayAccuracy({ ...probe, spec, relay: relay.address, echo, ...(signal === undefined ? {} : { signal }) });
-      return { link: formatImpairSpec(spec), ok: report.ok, report, placement: 'worker' };
-    } finally {
-      await relay.close();
-    }
-  } finally {
-    await echo.close();
-  }
-}
 
 function describeSetting(s: BenchRunSetting): string {
   return `${s.transport} ${s.link} W=${s.window} streams=${s.streams} conns=${s.connections}${s.repeat > 0 ? ` #${s.repeat + 1}` : ''}`;
-}
-
-async function pingMs(session: PeerSession, idleTimeoutMs: number, signal: AbortSignal): Promise<number[]> {
-  const out: number[] = [];
-  for await (const p of pingPeer(session, { count: PING_COUNT, intervalMs: 0, timeoutMs: idleTimeoutMs, signal })) out.push(p.rttMs);
-  return out;
-}
-
-function summarizePings(ms: number[]): BenchRunResult['pingMs'] {
-  if (ms.length === 0) return null;
-  const s = [...ms].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  const median = s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
-  return { min: round3(s[0] ?? 0), median: round3(median), max: round3(s[s.length - 1] ?? 0), samples: s.length };
 }
 
 interface RunContext {
@@ -384,39 +228,6 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
 }
 
 /** QUIC connections of the run's sessions now (joined ones included). */
-function connectionsOf(sessions: readonly PeerSession[]): number {
-  return sessions.reduce((n, s) => n + s.connections().length, 0);
-}
-
-/** Goodput as % of the simulated link's rate; null without a rate. */
-function linkPctOf(goodputBitsPerSec: number, setting: BenchRunSetting): number | null {
-  const rate = setting.spec?.rateBitsPerSec;
-  return rate === undefined ? null : round3((100 * goodputBitsPerSec) / rate);
-}
-
-/** What the connections and the relay saw over a run (read at its end). */
-async function linkMeasures(
-  sessions: readonly PeerSession[],
-  pings: number[],
-  countersBefore: ImpairmentCounters | undefined,
-  link: LinkHandle,
-  dropsBefore: number | null,
-): Promise<Pick<BenchRunResult, 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'relay' | 'kernelUdpDrops'>> {
-  const stats = sessions.flatMap((s) => s.connections().map((c) => c.stats()));
-  const countersAfter = await link.counters();
-  const dropsAfter = udpBufferDrops();
-  const lost = stats.map((s) => s.lostPackets);
-  const cwnd = stats.map((s) => s.congestionWindowBytes);
-  return {
-    pingMs: summarizePings(pings),
-    transportRttMs: stats.map((s) => round3(s.rttMs)),
-    lostPackets: lost.every((x): x is number => x !== undefined) ? lost : null,
-    congestionWindowBytes: cwnd.every((x): x is number => x !== undefined) ? cwnd : null,
-    relay: countersBefore === undefined || countersAfter === undefined ? null : diffCounters(sumCounters(countersBefore), sumCounters(countersAfter)),
-    kernelUdpDrops: dropsBefore === null || dropsAfter === null ? null : dropsAfter - dropsBefore,
-  };
-}
-
 /**
  * The sync workload: the first sync (untimed) on a session of its own, as `clawpeer sync` dials
  * once per sync; then the change; then the timed sync on `session`.
@@ -464,10 +275,6 @@ async function warmUp(ctx: RunContext, sessions: readonly PeerSession[], remoteP
     await rm(dir, { recursive: true, force: true });
     await ctx.env.discard(remotePath).catch(() => undefined);
   }
-}
-
-function diffCounters(a: RelayRunCounters, b: RelayRunCounters): RelayRunCounters {
-  return { droppedLoss: b.droppedLoss - a.droppedLoss, droppedQueue: b.droppedQueue - a.droppedQueue, droppedOverflow: b.droppedOverflow - a.droppedOverflow, forwarded: b.forwarded - a.forwarded };
 }
 
 /** Runs every setting of `plan` in order; see the module comment. */

@@ -4,12 +4,10 @@
 import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
-import type { ChunkRef, FileManifest } from '../chunking/manifest.js';
 import { encodeAckFrame } from '../protocol/ack-codec.js';
-import { bitmapSet, newBitmap, type CreatedEntry, type ManifestEntry, type PublishedFile, type UpdatedFile } from '../protocol/messages.js';
-import { normalizeSharePath } from '../transfer/paths.js';
+import type { CreatedEntry, PublishedFile, UpdatedFile } from '../protocol/messages.js';
 import { AckPacer } from '../transfer/ack-pacer.js';
-import { chunkKey, DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
+import { chunkKey } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from '../session/chunk-compression.js';
 import { ensureFreeSpace, fitsFreeSpace } from '../store/free-space.js';
 import { ChunkIndex } from '../store/chunk-index.js';
@@ -17,7 +15,6 @@ import { bitmapFromKeys, chunkIdAt, uniqueChunks } from '../transfer/chunk-order
 import type { IncomingDataStream } from '../session/data-stream-router.js';
 import { PartialStore } from '../store/partial-store.js';
 import { budgetOf } from '../session/listener-budgets.js';
-import { isInternalPath } from '../store/internal-names.js';
 import type { Backups } from '../store/backups.js';
 import { Publisher } from '../store/publisher.js';
 import type { PublishDir } from '../store/publish-types.js';
@@ -27,6 +24,8 @@ import { TEST_HOOKS } from '../support/test-hooks.js';
 import { withTimeout } from '../support/timeouts.js';
 import { WriteCoalescer } from './write-coalescer.js';
 import type { DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
+import { chunkingManifest, destinationPaths } from './receive-entries.js';
+import { planDryRun } from './receive-dry-run.js';
 
 export type { Destination, DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
 
@@ -44,31 +43,6 @@ const ABORT_SETTLE_MS = 5_000;
 interface Placement {
   readonly file: StagedFile;
   readonly indices: number[];
-}
-
-/** Maps announced entry paths to confined paths under the destination; refuses anything odd. */
-function destinationPaths(entries: readonly ManifestEntry[], basePath: string): string[] {
-  if (entries.length > DEFAULT_PLAN_LIMITS.maxFiles) throw new ClawpeerError('PROTOCOL', `transfer announces ${entries.length} entries, more than ${DEFAULT_PLAN_LIMITS.maxFiles}`);
-  const seen = new Set<string>();
-  return entries.map((e) => {
-    const rel = normalizeSharePath(e.path);
-    const full = basePath === '' ? rel : normalizeSharePath(path.posix.join(basePath, rel));
-    if (isInternalPath(full)) throw new ClawpeerError('PATH_INVALID', `refusing to write ${JSON.stringify(e.path)}: .clawpeer names are reserved for clawpeer's own files`);
-    if (seen.has(full)) throw new ClawpeerError('PROTOCOL', `path ${JSON.stringify(e.path)} is announced twice`);
-    seen.add(full);
-    return full;
-  });
-}
-
-function chunkingManifest(entry: ManifestEntry): FileManifest {
-  const chunks: ChunkRef[] = [];
-  let offset = 0;
-  entry.chunkLengths.forEach((length, i) => {
-    chunks.push({ offset, length, id: chunkIdAt(entry, i) });
-    offset += length;
-  });
-  if (offset !== entry.size) throw new ClawpeerError('PROTOCOL', `${entry.path}: chunk lengths add up to ${offset}, but the size is ${entry.size}`);
-  return { size: entry.size, chunks, root: entry.root };
 }
 
 export class TransferReceiver {
@@ -241,63 +215,14 @@ export class TransferReceiver {
   }
 
   /**
-   * Plans without writing anything at the destination: which files would be published (new or
-   * different; FILE_EXISTS, PATH_INVALID and SHARE_READ_ONLY as prepare() would throw them) and
-   * which chunks would be asked for: those of the files to publish that no file of the
-   * destination holds. Unlike prepare(), chunks of interrupted earlier transfers (partials) and
-   * stale index entries are not counted, so the estimate errs high. A listener's chunk index may
-   * be refreshed (its own cache, under .clawpeer); a one-shot receiver's is not saved.
+   * Plans without writing anything at the destination (receive-dry-run.ts). A listener's chunk
+   * index may be refreshed (its own cache, under .clawpeer); a one-shot receiver's is not saved.
    */
   async dryRun(): Promise<DryRunPlan> {
-    const { destination, entries } = this.#o;
     const index = await this.#openIndex(undefined, false);
     try {
       const publisher = await this.#openPublisher(index, undefined);
-      if (destination.basePath !== '') publisher.probeDir(destination.basePath);
-      const fileCount = entries.filter((e) => e.kind === 'file').length;
-      const publish = newBitmap(fileCount);
-      const touchTime = newBitmap(fileCount);
-      const touchPerms = newBitmap(fileCount);
-      const create = newBitmap(entries.length - fileCount);
-      let otherIndex = 0;
-      const wanted = new Set<string>();
-      let files = 0;
-      let bytes = 0;
-      let filesUnchanged = 0;
-      let filesKept = 0;
-      let fileIndex = 0;
-      let lackingBytes = 0;
-      for (const [i, entry] of entries.entries()) {
-        const rel = this.#paths[i] ?? '';
-        if (entry.kind !== 'file') {
-          const o = otherIndex++;
-          const verdict = entry.kind === 'dir' ? (publisher.probeDir(rel) ? 'identical' : 'new') : await publisher.symlinkVerdict(rel, entry.linkTarget, entry.mtimeMs);
-          if (verdict === 'new' || verdict === 'replace') bitmapSet(create, o);
-          else if (verdict === 'kept') filesKept++;
-          continue;
-        }
-        const k = fileIndex++;
-        const { outcome, metadata } = await publisher.verdict({ relPath: rel, manifest: chunkingManifest(entry), mode: entry.mode, mtimeMs: entry.mtimeMs });
-        if (metadata?.time === true) bitmapSet(touchTime, k);
-        if (metadata?.perms === true) bitmapSet(touchPerms, k);
-        if (outcome === 'identical' || outcome === 'kept') {
-          if (outcome === 'identical') filesUnchanged++;
-          else filesKept++;
-          continue;
-        }
-        bitmapSet(publish, k);
-        files++;
-        bytes += entry.size;
-        for (let c = 0; c < entry.chunkLengths.length; c++) {
-          const id = chunkIdAt(entry, c);
-          const key = chunkKey(id);
-          if (index.has(id) || wanted.has(key)) continue;
-          wanted.add(key);
-          lackingBytes += entry.chunkLengths[c] ?? 0;
-        }
-      }
-      const { keys } = uniqueChunks(entries);
-      return { lacking: bitmapFromKeys(keys, wanted), uniqueCount: keys.length, lackingBytes, publish, touchTime, touchPerms, create, files, bytes, filesUnchanged, filesKept };
+      return await planDryRun({ entries: this.#o.entries, paths: this.#paths, basePath: this.#o.destination.basePath, index, publisher });
     } finally {
       this.#o.indexes?.release(index);
     }

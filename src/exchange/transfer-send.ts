@@ -244,8 +244,9 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const onOuterAbort = (): void => abort.abort();
   options.signal.addEventListener('abort', onOuterAbort, { once: true });
   const running: Promise<StreamResult>[] = [];
+  const context: SendContext = { options: { ...options, signal: abort.signal }, streamWindowBytes, plan, sources, queue, reader, gate, compressor, delivery };
   const start = (index: number, open: () => Promise<DuplexStream>): void => {
-    const run = runStream(index, open, streamWindowBytes, { ...options, signal: abort.signal }, plan, sources, queue, reader, gate, compressor, delivery).catch((err: unknown) => {
+    const run = runStream({ ...context, index, open }).catch((err: unknown) => {
       abort.abort();
       throw err;
     });
@@ -301,21 +302,29 @@ function wantedLeft(plan: TransferPlan, queue: WorkQueue<WorkUnit>, stopped: rea
   }
 }
 
-async function runStream(
-  index: number,
+/** What every data stream of one send shares. */
+interface SendContext {
+  readonly options: SendChunksOptions;
+  /** Unacknowledged payload bytes each stream may keep (a larger chunk still goes alone: SendWindow.canSend). */
+  readonly streamWindowBytes: number;
+  readonly plan: TransferPlan;
+  readonly sources: readonly SourceFile[];
+  readonly queue: WorkQueue<WorkUnit>;
+  readonly reader: ChunkReader;
+  readonly gate: WantGate;
+  readonly compressor: ChunkCompressor | undefined;
+  readonly delivery: FileDelivery | undefined;
+}
+
+/** One data stream of a send: what the streams share, its index, and how it is opened. */
+interface StreamRun extends SendContext {
+  readonly index: number;
   /** Opens the stream on the connection it goes over. */
-  open: () => Promise<DuplexStream>,
-  /** Unacknowledged payload bytes this stream may keep (a larger chunk still goes alone: SendWindow.canSend). */
-  streamWindowBytes: number,
-  options: SendChunksOptions,
-  plan: TransferPlan,
-  sources: readonly SourceFile[],
-  queue: WorkQueue<WorkUnit>,
-  reader: ChunkReader,
-  gate: WantGate,
-  compressor: ChunkCompressor | undefined,
-  delivery: FileDelivery | undefined,
-): Promise<StreamResult> {
+  readonly open: () => Promise<DuplexStream>;
+}
+
+async function runStream(run: StreamRun): Promise<StreamResult> {
+  const { index, open, streamWindowBytes, options, plan, sources, queue, reader, gate, compressor, delivery } = run;
   const { session, signal } = options;
   const limiters = options.rateLimiters ?? [];
   const raw = await open();

@@ -1,16 +1,14 @@
 // What the command line uses of folder sync: a whole sync with a peer (sync-with-peer.ts), the
-// control socket of this home's listener (resident-protocol.ts), the --watch pieces (a local
-// folder's watcher, the peer's change notices), a folder's history (log, restore, gc) and the
+// control socket of this home's listener (resident-protocol.ts), --watch's loop (sync-watch.ts:
+// the folder's watcher, the peer's change notices), a folder's history (log, restore, gc) and the
 // types a report needs. Light to import (`sync` handed to a listener loads little else): the
 // sync modules load when called.
-import type { Logger } from '../logger.js';
-import type { ResidentFolders } from './synced-folder.js';
 import type { SyncWithPeerOptions } from './sync-with-peer.js';
 import type { SyncFolderResult } from './sync-client.js';
-import type { WatchPeerShareOptions } from './share-watch-client.js';
 import type { collectFolderGarbage as CollectFolderGarbage, folderLog as FolderLog, restoreRevision as RestoreRevision } from './folder-history.js';
 
 export { loadSyncIgnore } from './sync-ignore.js';
+export { syncWhileWatching, WATCH_INTERVAL_MS, type SyncWhileWatchingOptions } from './sync-watch.js';
 export type { LogRow, LogWhat, Restored, RestoreOptions } from './folder-history.js';
 export { controlSocketPath, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from './resident-protocol.js';
 export type { SyncDryRun, SyncFolderResult } from './sync-client.js';
@@ -40,45 +38,4 @@ export async function collectFolderGarbage(...args: Parameters<typeof CollectFol
   return (await import('./folder-history.js')).collectFolderGarbage(...args);
 }
 
-/** Holds a watch on the peer's share until `signal` (share-watch-client.ts). */
-export async function watchPeerShare(o: WatchPeerShareOptions): Promise<'closed' | 'unsupported'> {
-  const { watchPeerShare: watch } = await import('./share-watch-client.js');
-  return watch(o);
-}
-
-/** A local folder watched for `sync --watch`: its watcher and log stay open across syncs. */
-export interface WatchedFolder {
-  /** Hand to syncWithPeer as `resident`: a sync then skips the scan when nothing changed. */
-  readonly folders: ResidentFolders;
-  /** Stops watching and closes the folder's log. */
-  close(): Promise<void>;
-}
-
-/**
- * Creates `dir` if needed and watches it (folder-watcher.ts; one watch per directory). Every
- * change calls `onChange` at once and `onSettled` once changes have been quiet for
- * `debounceMs`. Publisher temp files are our own sync's, not changes; .clawpeer is not watched.
- */
-export async function watchLocalFolder(o: { readonly dir: string; readonly log: Logger; readonly debounceMs: number; onChange(): void; onSettled(): void }): Promise<WatchedFolder> {
-  const [{ makeDirs }, { QuietTimer }, { isTempFileName }, { realpath }, { ResidentFolders: Folders }] = await Promise.all([
-    import('../support/make-dirs.js'), import('../support/quiet-timer.js'), import('../store/internal-names.js'), import('node:fs/promises'), import('./synced-folder.js'),
-  ]);
-  await makeDirs(o.dir);
-  // A plain debounce: a quiet timer without a longest delay.
-  const debounce = new QuietTimer(o.debounceMs, Infinity, () => o.onSettled());
-  const folders = new Folders({ log: o.log });
-  const stop = folders.watchers.forFolder(await realpath(o.dir)).subscribe((_dir: string, name: string | null) => {
-    if (name !== null && isTempFileName(name)) return;
-    o.onChange();
-    debounce.poke();
-  });
-  return {
-    folders,
-    close: async () => {
-      debounce.cancel();
-      stop();
-      await folders.close();
-    },
-  };
-}
 export { parseVersioning, type VersioningPolicy } from '../sync/versioning.js';

@@ -13,28 +13,23 @@
 // Non-goals: the sync itself (folder-sync/), versioning policies (the `afterSync` hook).
 import { realpath } from 'node:fs/promises';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
-import type { Identity } from '../crypto/identity.js';
 import type { Logger } from '../logger.js';
-import type { NodeConfig } from '../home/config.js';
 import { loadFolders, configFileOf, type FolderConfig, type FolderMode } from '../home/folders-config.js';
-import { parseVersioning, type VersioningPolicy } from '../sync/versioning.js';
-import { findPeer, type PeerStore } from '../home/peer-store.js';
-import { resolvePeer, type ResolvedPeer } from '../home/peer-resolve.js';
+import { parseVersioning } from '../sync/versioning.js';
+import { findPeer } from '../home/peer-store.js';
+import { resolvePeer } from '../home/peer-resolve.js';
 import type { Share } from '../home/shares.js';
-import type { PathSources } from '../reach/path-sources.js';
-import type { ListenerActivity } from '../session/listener-activity.js';
 import { isTempFileName } from '../store/internal-names.js';
 import { makeDirs } from '../support/make-dirs.js';
 import { QuietTimer } from '../support/quiet-timer.js';
 import { watchFile } from '../support/watch-file.js';
-import { FolderSchedule, type PairState, type SyncOutcome } from '../sync/folder-schedule.js';
-import type { RateLimiter } from '../transfer/rate-limiter.js';
+import { FolderSchedule, type SyncOutcome } from '../sync/folder-schedule.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
-import type { ResidentFolders } from '../folder-sync/synced-folder.js';
 import { FolderLog, type FolderLogEntry } from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
+import type { FolderServiceOptions, FolderStatus } from './folder-service-types.js';
 
 /** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
 export const LOCAL_CHANGE_QUIET_MS = 300;
@@ -43,66 +38,7 @@ export const LOCAL_CHANGE_MAX_DELAY_MS = 2_000;
 /** How long a peer's sync of a shared folder waits for another sync of it here, ms: short, so syncs toward each other fail fast and retry (jittered) instead of waiting each other out. */
 export const FOLDER_LOCK_WAIT_MS = 1_000;
 
-/** One peer of a folder in `clawpeer status`. */
-export interface FolderPeerStatus {
-  readonly peer: string;
-  readonly name?: string;
-  readonly state: PairState;
-  /** When it entered the state (for `waiting`: when the peer was first missed), ms since the epoch. */
-  readonly since: number;
-  readonly lastSyncAt?: number;
-  readonly error?: string;
-  /** While syncing: what is left of the current phase, when known. */
-  readonly bytesLeft?: number;
-  readonly filesLeft?: number;
-  /** The mode the syncs with this peer run in (narrower than the folder's when the peer's copy is send-only or receive-only). */
-  readonly mode: FolderMode;
-}
-
-export interface FolderStatus {
-  readonly id: string;
-  readonly path: string;
-  readonly mode: FolderMode;
-  readonly versioning: string;
-  readonly paused: boolean;
-  /** Why it is not served or synced (a share of that name exists, a peer is not paired). */
-  readonly problem?: string;
-  readonly peers: readonly FolderPeerStatus[];
-}
-
-/**
- * The versioning policy's hook: called after each completed sync of a folder that replaced or
- * deleted content here (received > 0 or conflicts > 0), whether this node or the peer started
- * it (`by`). The folder's next sync from this service waits for it; a sync a peer starts does
- * not, so a hook that prunes history takes the folder's lock (store/folder-lock.ts) as `gc` does.
- * A rejection is logged, never fatal.
- */
-export type AfterFolderSync = (e: {
-  readonly folder: FolderConfig;
-  readonly policy: VersioningPolicy;
-  readonly peer: string;
-  readonly by: 'here' | 'peer';
-  readonly received: number;
-  readonly nowMs: number;
-}) => Promise<void>;
-
-export interface FolderServiceOptions {
-  readonly homeDir: string;
-  readonly identity: Identity;
-  readonly peers: PeerStore;
-  /** peers.json, followed like config.json. */
-  readonly peersFile: string;
-  /** The listener's live share list: the service adds and removes its folders' shares in it. */
-  readonly shares: Share[];
-  readonly resident: ResidentFolders;
-  readonly config: NodeConfig;
-  readonly log: Logger;
-  readonly dialPaths?: (peer: ResolvedPeer) => Promise<PathSources>;
-  readonly sendLimiter?: RateLimiter;
-  readonly activity?: ListenerActivity;
-  /** The versioning policy's hook (the sync core applies it). */
-  readonly afterSync?: AfterFolderSync;
-}
+export type { AfterFolderSync, FolderPeerStatus, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
 
 interface ActiveFolder {
   readonly config: FolderConfig;

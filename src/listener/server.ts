@@ -18,18 +18,18 @@ import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { Identity } from '../crypto/identity.js';
 import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { encodeControlFrame, type ControlMessage } from '../protocol/messages.js';
+import { encodeControlFrame } from '../protocol/messages.js';
 import { backendByName } from '../transport/backends.js';
-import type { Connection, DuplexStream, HostPort, Listener, TransportName } from '../transport/types.js';
+import type { Connection, HostPort, Listener, TransportName } from '../transport/types.js';
 import type { PathKind } from '../reach/paths.js';
 import { formatHostPort } from '../home/address.js';
 import type { NodeConfig } from '../home/config.js';
 import { localCapabilities } from '../session/chunk-compression.js';
-import { readLoneMessage, serverHandshakeOrTake } from '../session/control-channel.js';
+import { serverHandshakeOrTake } from '../session/control-channel.js';
 import { freshRead } from '../support/fresh-read.js';
-import { pairProof, pickPeerName, proofMatches, suggestedName, type InviteStore } from '../home/pair-invite.js';
+import { type InviteStore } from '../home/pair-invite.js';
 import { CodeInviteStore } from '../home/code-invites.js';
-import { serveCodePairing } from './code-pairing.js';
+import { InvitePairing } from './invite-pairing.js';
 import { SessionJoins } from './session-joins.js';
 import { holdOpenNameplates, type NameplateHolder } from './nameplate-holder.js';
 import type { NameplateDirectory } from '../pairing/nameplate-directory.js';
@@ -133,6 +133,7 @@ export class NodeServer {
   readonly #invitesOpen: () => Promise<boolean>;
   readonly #codeInvites: CodeInviteStore | undefined;
   readonly #nameplates: NameplateHolder | undefined;
+  readonly #pairing: InvitePairing;
   /** Refusals of unpaired keys: a flood of them must not flood the log. */
   readonly #unpairedWarnings: ThrottledWarnings;
   #pairWatch: { close(): void } | undefined;
@@ -151,6 +152,8 @@ export class NodeServer {
     const invites = options.invites;
     const codeInvites = options.codeInvites ?? (invites === undefined ? undefined : new CodeInviteStore(invites.dir));
     this.#codeInvites = codeInvites;
+    const { identity, peers, log } = options;
+    this.#pairing = new InvitePairing({ identity, peers, log, codeInvites, bound, signal: this.#stop.signal });
     const directories = options.nameplateDirectories ?? [];
     this.#nameplates = codeInvites === undefined || directories.length === 0 ? undefined : holdOpenNameplates({ codeInvites, directories, log: options.log });
     this.#invitesOpen = freshRead(async () => ((await invites?.hasOpen()) ?? false) || ((await codeInvites?.hasOpen()) ?? false));
@@ -394,7 +397,7 @@ export class NodeServer {
     try {
       const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), timeoutMs, `control stream from ${peerId} at ${where}`);
       if (stream === null) return;
-      const refusal = await this.#pairByInvite(conn, stream, invites, timeoutMs);
+      const refusal = await this.#pairing.pairByInvite(conn, stream, invites, timeoutMs);
       if (refusal === undefined) return; // paired by invite just now
       this.#unpairedWarnings.warn('rejected unpaired peer', { id: peerId, addr: where, transport: conn.transport });
       const message = refusal === 'not-paired' ? this.#notPairedMessage(peerId) : refusal;
@@ -407,87 +410,6 @@ export class NodeServer {
       }
       if (!this.#stop.signal.aborted) this.#unpairedWarnings.warn('unpaired connection dropped before it paired', { id: peerId, addr: where, code: err.code, error: err.message });
     }
-  }
-
-  /**
-   * An unpaired key's one message while an invite is open. A PairRequest whose proof matches an
-   * open invite pins the key and is answered with our proof (undefined: done); anything else is
-   * refused (the refusal text, or 'not-paired' for the usual one).
-   */
-  async #pairByInvite(conn: Connection, stream: DuplexStream, invites: InviteStore | undefined, timeoutMs: number): Promise<string | undefined> {
-    const { log, identity, peers } = this.#options;
-    const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
-    const request = await readLoneMessage(stream, timeoutMs, this.#stop.signal).catch(() => null);
-    if (request?.type === 'code-pair-start' && this.#codeInvites !== undefined) {
-      await serveCodePairing(conn, stream, request, this.#codePairingContext(this.#codeInvites));
-      return undefined; // answered (paired, or refused with its own reason)
-    }
-    if (request?.type !== 'pair-request' || invites === undefined) return 'not-paired';
-    const redeemed = await invites.redeem((secret) => proofMatches(pairProof(secret, 'joiner', identity.publicKey, conn.remotePublicKey), request.proof));
-    if (redeemed === undefined) return `node ${peerId} is not paired with ${identity.nodeId}: the invite code was not accepted (wrong, used or expired)`;
-    // Chosen with peers.json locked: redemptions at the same moment must not pick one name.
-    const { entry } = await peers.add(peerId, (taken) => pickPeerName([redeemed.name, request.name], peerId, taken));
-    const { name } = entry;
-    // Told at warn level, which a listener prints by default: a new key got in.
-    log.warn('paired by invite', { id: peerId, name, addr: formatHostPort(conn.remoteAddress) });
-    await this.#acceptPairing(conn, stream, redeemed.secret);
-    return undefined;
-  }
-
-  /**
-   * A paired key's PairRequest instead of a Hello: the joiner of an invite we redeemed for it,
-   * retrying because our PairAccept never reached it (its proof matches that used invite), or a
-   * node paired here already joining with a new code. A proof of an open invite uses it up and
-   * gets our proof (the joiner pins us: what it asked for); a wrong, used or expired code is
-   * refused with AUTH_FAILED saying it is paired here already, as an unpaired key's wrong code
-   * is refused. False: not a PairRequest (the handshake refuses it).
-   */
-  async #confirmPairing(conn: Connection, stream: DuplexStream, invites: InviteStore, request: ControlMessage): Promise<boolean> {
-    if (request.type === 'code-pair-start' && this.#codeInvites !== undefined) {
-      // A node paired here already, joining with a new code: its pin and name stay as they are.
-      await serveCodePairing(conn, stream, request, this.#codePairingContext(this.#codeInvites));
-      return true;
-    }
-    if (request.type !== 'pair-request') return false;
-    const { identity, log } = this.#options;
-    const peerId = nodeIdFromPublicKey(conn.remotePublicKey);
-    const addr = formatHostPort(conn.remoteAddress);
-    const proves = (secret: Uint8Array): boolean => proofMatches(pairProof(secret, 'joiner', identity.publicKey, conn.remotePublicKey), request.proof);
-    const used = await invites.confirm(proves).catch(() => undefined);
-    if (used !== undefined) {
-      // Warn level, as 'paired by invite': someone used the invite's code.
-      log.warn('pairing by invite confirmed again (the joiner retried)', { id: peerId, addr });
-      await this.#acceptPairing(conn, stream, used.secret);
-      return true;
-    }
-    const redeemed = await invites.redeem(proves).catch(() => undefined);
-    if (redeemed !== undefined) {
-      // Its pin (and name) here stay as they are; the joiner pins us with the code's proof.
-      log.warn('invite used by a node paired already: confirmed', { id: peerId, addr });
-      await this.#acceptPairing(conn, stream, redeemed.secret);
-      return true;
-    }
-    log.info('pairing refused: a node paired already sent a wrong, used or expired invite code', { id: peerId, addr });
-    const message = `the invite code was not accepted (wrong, used or expired); node ${peerId} is paired with ${identity.nodeId} already and needs no invite here`;
-    await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.AUTH_FAILED.wire, message })), 1_000, 'sending AUTH_FAILED').catch(() => undefined);
-    await stream.finish().catch(() => undefined);
-    await settledWithin(conn.closed, REFUSAL_TIMEOUT_MS);
-    return true;
-  }
-
-  #codePairingContext(codeInvites: CodeInviteStore): Parameters<typeof serveCodePairing>[3] {
-    const { identity, peers, log } = this.#options;
-    // Our addresses as bound; a wildcard bind cannot say which one the joiner reaches (it pins the one it dialled).
-    const addrs = [...new Set(this.bound.filter((b) => b.host !== '0.0.0.0' && b.host !== '::').map((b) => formatHostPort({ host: b.host, port: b.port })))];
-    return { identity, peers, codeInvites, addrs, log, signal: this.#stop.signal };
-  }
-
-  /** Sends our PairAccept (our proof of the invite's secret) and lets the joiner close. */
-  async #acceptPairing(conn: Connection, stream: DuplexStream, secret: Uint8Array): Promise<void> {
-    const { identity } = this.#options;
-    await withTimeout(stream.write(encodeControlFrame({ type: 'pair-accept', proof: pairProof(secret, 'inviter', identity.publicKey, conn.remotePublicKey), name: suggestedName() })), 1_000, 'sending PairAccept').catch(() => undefined);
-    await stream.finish().catch(() => undefined);
-    await settledWithin(conn.closed, REFUSAL_TIMEOUT_MS); // the joiner closes once it has read it
   }
 
   /** A paired key's connection: the handshake, the pinning checked again, then its requests. */
@@ -507,7 +429,7 @@ export class NodeServer {
             await this.#joins.serve(conn, stream, first, peerId, log);
             return true;
           }
-          return invites === undefined ? false : this.#confirmPairing(conn, stream, invites, first);
+          return invites === undefined ? false : this.#pairing.confirmPairing(conn, stream, invites, first);
         },
       );
       if (handshake === null) return; // a retried pairing, answered; or a joined connection, gone

@@ -6,6 +6,8 @@
 // (https://creativecommons.org/licenses/by/3.0/us/). Changes: the dice numbers and "yo-yo" removed.
 // A code carries its words themselves (the PAKE password is the text), so the order does not
 // matter; removing a word would make `pair join` refuse codes that an older version printed.
+// Data, kept compact: one word a line would make 1,300 lines of it (scripts/check-sizes.mjs DATA_FILES).
+// prettier-ignore
 export const CODE_WORDS: readonly string[] = Object.freeze([
   'acid', 'acorn', 'acre', 'acts', 'afar', 'affix', 'aged', 'agent', 'agile', 'aging', 'agony',
   'ahead', 'aide', 'aids', 'aim', 'ajar', 'alarm', 'alias', 'alibi', 'alien', 'alike', 'alive',

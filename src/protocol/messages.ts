@@ -11,8 +11,9 @@
 // exceed 2^53-1 and a decoded value above it is a PROTOCOL error (the sint64 mtime likewise
 // outside +-(2^53-1)).
 //
-// This module holds the envelope (one member, counted repeated fields before decoding) and the
-// small families (handshake, error, ping, pairing, watch, list); the message types are in
+// This module holds the envelope (one member, counted repeated fields before decoding:
+// message-fields.ts) and the small families (handshake, error, ping, pairing, watch, list); the
+// message types are in
 // message-types.ts, the transfer and sync families in transfer-wire.ts and sync-wire.ts,
 // manifest batching in manifest-batches.ts and want bitmaps in want-bitmap.ts. It re-exports
 // their public API, so importers keep importing from here.
@@ -27,6 +28,9 @@ import { helloToWire, welcomeToWire, capsFromWire } from './handshake-wire.js';
 import { transferToWire, transferFromWire } from './transfer-wire.js';
 import { syncToWire, syncFromWire } from './sync-wire.js';
 import { codePairToWire, codePairFromWire } from './code-pair-wire.js';
+import { scanFields, type FieldSpan } from './message-fields.js';
+
+export { stripField } from './message-fields.js';
 
 export * from './message-types.js';
 export { MAX_FILES_FROM_PATHS, MAX_FILES_FROM_BYTES, fileListBytes, listedEntryBytes } from './transfer-wire.js';
@@ -47,14 +51,16 @@ const MANIFEST_ENTRIES_FIELD = 2;
 // An unpaired UTF-16 surrogate (paths.ts): protobufjs would write it as invalid UTF-8 that its
 // own decoder refuses.
 const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+/** Control and bidi-override characters (a regex of its own, so the formatter cannot move its lint exemption away). */
+// eslint-disable-next-line no-control-regex
+const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * Cuts to MAX_ERROR_MESSAGE_CHARS and replaces control and bidi-override characters with spaces:
  * a peer's text reaches terminals and logs, where escapes could repaint or disguise output.
  */
 export function sanitizeErrorText(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, ' ').replace(LONE_SURROGATES, '\ufffd');
+  const clean = text.replace(UNSAFE_TEXT, ' ').replace(LONE_SURROGATES, '\ufffd');
   if (clean.length <= MAX_ERROR_MESSAGE_CHARS) return clean;
   // Never between the halves of a surrogate pair: a lone half would be written as U+FFFD (deep fuzz).
   const cut = isHighSurrogate(clean.charCodeAt(MAX_ERROR_MESSAGE_CHARS - 2)) ? MAX_ERROR_MESSAGE_CHARS - 2 : MAX_ERROR_MESSAGE_CHARS - 1;
@@ -326,58 +332,6 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
     }
   }
   throw new ClawpeerError('PROTOCOL', 'control message has no body');
-}
-
-interface FieldSpan {
-  readonly field: number;
-  readonly wireType: number;
-  /** Whole field, tag included. */
-  readonly start: number;
-  readonly end: number;
-  /** Value bytes of a length-delimited field. */
-  readonly valueStart: number;
-}
-
-/** The top-level fields of a protobuf message, in wire order. Throws on malformed input. */
-function scanFields(bytes: Uint8Array): FieldSpan[] {
-  const reader = protobuf.Reader.create(bytes);
-  const spans: FieldSpan[] = [];
-  while (reader.pos < reader.len) {
-    const start = reader.pos;
-    const tag = reader.uint32();
-    const field = tag >>> 3;
-    const wireType = tag & 7;
-    if (field === 0) throw new RangeError(`field number 0 at offset ${start}`);
-    let valueStart = reader.pos;
-    if (wireType === 2) {
-      const length = reader.uint32();
-      valueStart = reader.pos;
-      if (length > reader.len - reader.pos) throw new RangeError(`field ${field} length ${length} runs past the end at offset ${start}`);
-      reader.pos += length;
-    } else {
-      reader.skipType(wireType);
-    }
-    spans.push({ field, wireType, start, end: reader.pos, valueStart });
-  }
-  return spans;
-}
-
-/** `message` (an encoded protobuf message) without any occurrence of top-level `field`. */
-export function stripField(message: Uint8Array, field: number): Uint8Array {
-  let spans: FieldSpan[];
-  try {
-    spans = scanFields(message);
-  } catch (cause) {
-    throw new ClawpeerError('PROTOCOL', `malformed protobuf message: ${(cause as Error).message}`, { cause });
-  }
-  const kept = spans.filter((s) => s.field !== field);
-  const out = new Uint8Array(kept.reduce((n, s) => n + (s.end - s.start), 0));
-  let at = 0;
-  for (const s of kept) {
-    out.set(message.subarray(s.start, s.end), at);
-    at += s.end - s.start;
-  }
-  return out;
 }
 
 export interface DecodedControl {

@@ -10,9 +10,12 @@ import { MAX_EXCLUDE_PATTERNS, type FilterRule } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import { CHUNK_ID_BYTES } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';
-import { type ManifestEntry, type TransferRequestMessage, type PublishedFile, type UpdatedFile, type CreatedEntry, MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type TransferControlMessage, MAX_MANIFEST_ENTRIES_PER_MESSAGE } from './message-types.js';
-import { pb, UINT32_MAX, invert, ENTRY_KIND_TO_WIRE, ENTRY_KIND_FROM_WIRE, checkRateLimit, rateLimitFromWire, checkUint, checkTextBytes, quote, entryMetaProblem, type LongLike, u64ToNumber, wireEnum, wireText, copyBytes, entryMetaFromWire } from './wire-helpers.js';
+import { type ManifestEntry, type TransferRequestMessage, type TransferControlMessage, MAX_MANIFEST_ENTRIES_PER_MESSAGE } from './message-types.js';
+import { pb, UINT32_MAX, invert, ENTRY_KIND_TO_WIRE, checkRateLimit, rateLimitFromWire, checkUint, checkTextBytes, quote, entryMetaProblem, type LongLike, u64ToNumber, wireEnum, wireText, copyBytes, entryMetaFromWire } from './wire-helpers.js';
 import { bitmapProblem } from './want-bitmap.js';
+import { backedUpFromWire, createdFromWire, createdProblem, deletedFromWire, deletedProblem, keptFromWire, overLimitFromWire, publishedFromWire, publishedProblem, updatedFromWire, updatedProblem } from './transfer-done-lists.js';
+
+export { listedEntryBytes } from './transfer-done-lists.js';
 
 const DIRECTION_TO_WIRE: Record<TransferRequestMessage['direction'], clawpeer.v1.TransferDirection> = {
   push: pb.TransferDirection.TRANSFER_DIRECTION_PUSH,
@@ -226,87 +229,6 @@ export function transferToWire(message: TransferControlMessage): clawpeer.v1.Con
       throw new TypeError(`unknown transfer message ${JSON.stringify(unreachable)}`);
     }
   }
-}
-
-/** What is wrong with TransferDone's removed paths, if anything: too many listed, or a count below the list. */
-function deletedProblem(deleted: readonly string[], count: number): string | undefined {
-  if (deleted.length > MAX_LISTED_DELETIONS) return `TransferDone.deleted lists ${deleted.length} paths, more than ${MAX_LISTED_DELETIONS}`;
-  if (!Number.isSafeInteger(count) || count < deleted.length) return `TransferDone.deletedCount ${count} is less than the ${deleted.length} paths listed`;
-  return undefined;
-}
-
-function deletedFromWire(deleted: readonly string[], count: number): { deleted?: string[]; deletedCount?: number } {
-  const problem = deletedProblem(deleted, count);
-  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
-  return count === 0 ? {} : { deleted: deleted.map((p) => wireText('TransferDone.deleted', p)), deletedCount: count };
-}
-
-function keptFromWire(kept: number): { filesKept?: number } {
-  return kept === 0 ? {} : { filesKept: kept };
-}
-
-function backedUpFromWire(backedUp: number): { filesBackedUp?: number } {
-  return backedUp === 0 ? {} : { filesBackedUp: backedUp };
-}
-
-/** The text a listed entry of TransferDone takes: its path, and a symlink's target (UTF-8 bytes). */
-export function listedEntryBytes(e: { readonly path: string; readonly target?: string }): number {
-  return protobuf.util.utf8.length(e.path) + (e.target === undefined ? 0 : protobuf.util.utf8.length(e.target));
-}
-
-/** What is wrong with a list TransferDone carries, if anything: over MAX_LISTED_PUBLISHED items, or over MAX_LISTED_PUBLISHED_BYTES of text. */
-function listedProblem(field: string, noun: string, text: string, list: readonly { readonly path: string; readonly target?: string }[]): string | undefined {
-  if (list.length > MAX_LISTED_PUBLISHED) return `${field} lists ${list.length} ${noun}, more than ${MAX_LISTED_PUBLISHED}`;
-  let bytes = 0;
-  for (const e of list) bytes += listedEntryBytes(e);
-  return bytes > MAX_LISTED_PUBLISHED_BYTES ? `${field} lists ${bytes} bytes of ${text}, more than ${MAX_LISTED_PUBLISHED_BYTES}` : undefined;
-}
-
-function publishedProblem(published: readonly PublishedFile[], files: number): string | undefined {
-  if (published.length <= MAX_LISTED_PUBLISHED && published.length > files) return `TransferDone.published lists ${published.length} files, more than the ${files} it counts`;
-  return listedProblem('TransferDone.published', 'files', 'paths', published);
-}
-
-function publishedFromWire(raw: readonly clawpeer.v1.PublishedFile.$Properties[], files: number): { published?: PublishedFile[] } {
-  if (raw.length === 0) return {};
-  const published = raw.map((f) => ({ path: wireText('TransferDone.published', f.path), replaced: f.replaced ?? false }));
-  const problem = publishedProblem(published, files);
-  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
-  return { published };
-}
-
-function updatedProblem(updated: readonly UpdatedFile[]): string | undefined {
-  return listedProblem('TransferDone.updated', 'files', 'paths', updated);
-}
-
-function updatedFromWire(raw: readonly clawpeer.v1.UpdatedFile.$Properties[]): { updated?: UpdatedFile[] } {
-  if (raw.length === 0) return {};
-  const updated = raw.map((u) => ({ path: wireText('TransferDone.updated', u.path), time: u.time ?? false, perms: u.perms ?? false }));
-  const problem = updatedProblem(updated);
-  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
-  return { updated };
-}
-
-function createdProblem(created: readonly CreatedEntry[]): string | undefined {
-  return listedProblem('TransferDone.created', 'entries', 'paths and targets', created);
-}
-
-function createdFromWire(raw: readonly clawpeer.v1.CreatedEntry.$Properties[]): { created?: CreatedEntry[] } {
-  if (raw.length === 0) return {};
-  const created = raw.map((e): CreatedEntry => {
-    const path = wireText('TransferDone.created', e.path);
-    const kind = wireEnum('TransferDone.created kind', e.kind, ENTRY_KIND_FROM_WIRE);
-    if (kind === 'dir') return { path, kind };
-    if (kind === 'symlink') return { path, kind, target: wireText('TransferDone.created target', e.linkTarget), replaced: e.replaced ?? false };
-    throw new ClawpeerError('PROTOCOL', `TransferDone.created lists ${JSON.stringify(path)} as a ${kind}: only directories and symlinks`);
-  });
-  const problem = createdProblem(created);
-  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
-  return { created };
-}
-
-function overLimitFromWire(over: number): { deletesOverLimit?: number } {
-  return over === 0 ? {} : { deletesOverLimit: over };
 }
 
 /** A request's exclude patterns or filter rules (at most one of them, each within the limits). */

@@ -5,10 +5,8 @@ import { lstat } from 'node:fs/promises';
 import { makeDirs } from '../support/make-dirs.js';
 import path from 'node:path';
 import { ClawpeerError, wireCodeFor } from '../errors.js';
-import type { Logger } from '../logger.js';
-import { bitmapSet, newBitmap, type ControlMessage, type CreatedEntry, type UpdatedFile, type ManifestEntry, type PublishedFile, type TransferDoneMessage } from '../protocol/messages.js';
-import type { ExcludeRules, FilterRule } from '../transfer/exclude.js';
-import { backupProtection, type BackupPlan } from '../store/backups.js';
+import { bitmapSet, newBitmap, type ManifestEntry, type TransferDoneMessage } from '../protocol/messages.js';
+import { backupProtection } from '../store/backups.js';
 import { removePullState } from '../store/transfer-state.js';
 import { uniqueChunks, type WantInfo } from '../transfer/chunk-order.js';
 import type { ModeChange } from '../transfer/chmod.js';
@@ -17,110 +15,25 @@ import { hearingJoinHints } from '../session/session-join.js';
 import { dryRunReport, type DryRunReport, type DryRunVerdicts } from '../transfer/dry-run.js';
 import { overMaxDelete, transferExtraneous, type Extraneous } from './extraneous.js';
 import { replacedHistoryNode } from '../store/keeper.js';
-import type { FsyncPolicy } from '../store/publish-types.js';
 import type { PeerSession } from '../session/session.js';
 import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from '../exchange/transfer-control.js';
 import { TransferReceiver, type ReceiverOptions } from '../exchange/transfer-receive.js';
 import { sendChunks } from '../exchange/transfer-send.js';
-import { scanListed, scanSources, type ScanSourceOptions, type SizeRange } from '../exchange/transfer-source.js';
+import { scanListed, scanSources, type ScanSourceOptions } from '../exchange/transfer-source.js';
 import { settledWithin, withTimeout } from '../support/timeouts.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import { TEST_HOOKS } from '../support/test-hooks.js';
-import { ProgressCounter, type TransferProgress } from '../transfer/transfer-progress.js';
+import { ProgressCounter } from '../transfer/transfer-progress.js';
 import { removeSentSources } from './source-removal.js';
+import type { TransferOptions, TransferResult } from './transfer-types.js';
+import { requireDelete, requireDryRun, requireExisting, requireFilter, requirePullFeatures, transferRequest } from './transfer-request.js';
 
 /** After a local send failure, how long to wait for the peer's own explanation. */
 const PEER_REASON_WAIT_MS = 2_000;
 /** setTimeout's longest delay: a wait that another deadline bounds (see push()). */
 const UNBOUNDED_MS = 2 ** 31 - 1;
 
-export interface TransferOptions {
-  readonly session: PeerSession;
-  readonly share: string;
-  readonly remotePath: string;
-  readonly localPath: string;
-  /** push: every local path sent, each landing under its own name (default: localPath alone). */
-  readonly sources?: readonly string[];
-  /** --files-from: these paths each land at their relative path; a push's are relative to localPath (a directory, transfer-source.ts scanListed), a pull's to remotePath (the listener lists them). */
-  readonly filesFrom?: readonly string[];
-  /** --min-size / --max-size: files outside the bounds are left out (a push here, a pull by the listener). */
-  readonly sizes?: SizeRange;
-  /** -L / --copy-unsafe-links: symlinks sent as what they point to (all, or only those leading out of the tree). */
-  readonly copyLinks?: 'all' | 'unsafe';
-  /** --chmod: the modes files and directories land with (a push announces them so, a pull applies them to the listener's). */
-  readonly modeChange?: ModeChange;
-  readonly force: boolean;
-  readonly streams: number;
-  readonly window: number;
-  readonly idleTimeoutMs: number;
-  readonly log: Logger;
-  readonly signal: AbortSignal;
-  readonly onProgress?: (p: TransferProgress) => void;
-  /** Files and directories to leave out (--exclude): a push applies them, a pull sends them to the listener. */
-  readonly excludeRules?: ExcludeRules;
-  /** --bwlimit, bytes per second: a push caps its own sending, a pull asks the listener to cap its. */
-  readonly bwlimit?: number;
-  /** --dry-run: plan only; the receiving side writes nothing and no chunk travels. */
-  readonly dryRun?: boolean;
-  /** --delete: once all is published, remove what the transferred directories hold beyond the source (extraneous.ts). */
-  readonly delete?: boolean;
-  /** --ignore-existing ('keep') or --update: what the receiver does with different files already there (never with force). */
-  readonly existing?: 'keep' | 'update';
-  /** push --remove-source-files: once the listener has published everything, remove the sent files and symlinks (source-removal.ts). */
-  readonly removeSourceFiles?: boolean;
-  /** This node's id: a pull into a synced folder keeps what --delete removes and --force or --update replaces in the folder's history (delete-history.ts). */
-  readonly nodeId?: string;
-  /** --backup, --backup-dir, --suffix: keep what is replaced or removed (backups.ts); a push asks the listener. */
-  readonly backup?: BackupPlan;
-  /** --max-delete (with --delete): when more than this many paths would be removed, none is. */
-  readonly maxDelete?: number;
-  /** --itemize: the result lists the files published (a push asks the listener). */
-  readonly itemize?: boolean;
-  /** Pull to standard output: the remote path must be one regular file, checked on its manifest before any chunk is asked for. */
-  readonly singleFile?: boolean;
-  /** --fsync: `none` publishes without fsync (a push asks the listener, which needs 'fsync-none'). */
-  readonly fsync?: FsyncPolicy;
-}
-
-export interface TransferResult {
-  readonly files: number;
-  readonly bytes: number;
-  /** Bytes that crossed the connection (both directions, transport overhead included). */
-  readonly wireBytes: number;
-  readonly chunksSent: number;
-  readonly chunksSkipped: number;
-  /** Of chunksSent, those that travelled zstd-compressed. */
-  readonly chunksCompressed: number;
-  readonly streams: number;
-  readonly window: number;
-  readonly seconds: number;
-  /** A dry run's plan (files, chunks and bytes are then what would be, and nothing was written). */
-  readonly dryRun?: DryRunReport;
-  /**
-   * --delete: the paths removed (in a dry run: that would be), each directory after its contents;
-   * relative to the share for a push (its listener lists at most MAX_LISTED_DELETIONS), to the
-   * local directory for a pull.
-   */
-  readonly deleted?: readonly string[];
-  /** How many were removed, all of them. */
-  readonly deletedCount?: number;
-  /** --ignore-existing / --update: different files and symlinks already there that were kept (in a dry run: would be). */
-  readonly filesKept?: number;
-  /** push --remove-source-files: sent files and symlinks removed here (in a dry run: that would be). */
-  readonly sourceRemoved?: number;
-  /** ... and those kept because they changed (or vanished) since they were sent. */
-  readonly sourceChanged?: readonly string[];
-  /** --backup: files and symlinks backed up before they were replaced or removed. */
-  readonly filesBackedUp?: number;
-  /** --max-delete: how many paths --delete would have removed, when more than the cap (none was). */
-  readonly deletesOverLimit?: number;
-  /** --itemize: the files published (share-relative for a push, whose listener lists at most MAX_LISTED_PUBLISHED; LOCAL-relative for a pull). */
-  readonly published?: readonly PublishedFile[];
-  /** --itemize: the directories and symlinks created, listed as `published` is. */
-  readonly created?: readonly CreatedEntry[];
-  /** --itemize: identical files whose mtime or permissions were set, listed as `published` is. */
-  readonly updated?: readonly UpdatedFile[];
-}
+export type { TransferOptions, TransferResult } from './transfer-types.js';
 
 /** The result's kept count, when the options asked for an existing-file policy. */
 function keptOf(o: TransferOptions, kept: number | undefined): Pick<TransferResult, 'filesKept'> {
@@ -143,74 +56,9 @@ function backedUpOf(o: TransferOptions, count: number | undefined): Pick<Transfe
   return o.backup === undefined ? {} : { filesBackedUp: count ?? 0 };
 }
 
-/** A listener without 'delete' would leave what the source lacks in place. */
-function requireDelete(session: PeerSession): void {
-  session.requireFeature('delete', 'cannot remove what the source lacks', 'push without --delete');
-}
-
 /** The result's --delete fields from what the receiver removed. */
 function deletedOf(o: TransferOptions, paths: readonly string[] | undefined, count: number | undefined): Pick<TransferResult, 'deleted' | 'deletedCount'> {
   return o.delete === true ? { deleted: paths ?? [], deletedCount: count ?? paths?.length ?? 0 } : {};
-}
-
-/** A listener without 'filter' knows exclude patterns only: it would refuse the rules, or (older) read none. */
-function requireFilter(session: PeerSession, rules: ExcludeRules | undefined): void {
-  if (rules?.hasIncludes === true) session.requireFeature('filter', 'does not take --include rules', 'run without --include');
-}
-
-/** A listener without 'existing' would refuse a different existing file as FILE_EXISTS, or replace it with --force. */
-function requireExisting(session: PeerSession): void {
-  session.requireFeature('existing', 'cannot keep existing files (--ignore-existing, --update)', 'push without them, or with --force');
-}
-
-/** A listener without 'dry-run' would carry the transfer out. */
-function requireDryRun(session: PeerSession): void {
-  session.requireFeature('dry-run', 'cannot do a dry run', 'run without --dry-run');
-}
-
-/** Plain exclude patterns while there is no include rule (what listeners without 'filter' know), else the rules in order. */
-function patternsOnWire(rules: ExcludeRules): { exclude: string[] } | { filter: readonly FilterRule[] } {
-  return rules.hasIncludes ? { filter: rules.rules } : { exclude: rules.rules.map((r) => r.pattern) };
-}
-
-/**
- * A push's or pull's request, with what the options ask for (the caller checked the peer takes
- * it). A pull's patterns filter what the listener sends; a push's go along only with --delete,
- * naming what is never removed. A push caps its own rate.
- */
-function transferRequest(o: TransferOptions, id: number, direction: 'push' | 'pull'): ControlMessage {
-  const rules = direction === 'pull' || o.delete === true ? o.excludeRules : undefined;
-  return {
-    type: 'transfer-request', transferId: id, direction, share: o.share, path: o.remotePath, force: o.force, streams: o.streams, window: o.window,
-    ...(rules === undefined ? {} : patternsOnWire(rules)),
-    ...(direction === 'pull' && o.bwlimit !== undefined ? { rateLimit: o.bwlimit } : {}),
-    ...(o.dryRun === true ? { dryRun: true } : {}),
-    ...(direction === 'push' && o.delete === true ? { delete: true } : {}),
-    ...(direction === 'push' && o.existing !== undefined ? { existing: o.existing } : {}),
-    ...(direction === 'push' && o.backup !== undefined ? { backup: { suffix: o.backup.suffix, dir: o.backup.dir ?? '' } } : {}),
-    ...(direction === 'push' && o.delete === true && o.maxDelete !== undefined ? { maxDelete: o.maxDelete } : {}),
-    ...(direction === 'push' && o.itemize === true && o.dryRun !== true ? { itemize: true } : {}),
-    ...(direction === 'push' && o.fsync === 'none' && o.dryRun !== true ? { noFsync: true } : {}),
-    ...(direction === 'pull' && o.sizes?.min !== undefined ? { minSize: o.sizes.min } : {}),
-    ...(direction === 'pull' && o.sizes?.max !== undefined ? { maxSize: o.sizes.max } : {}),
-    ...(direction === 'pull' && o.filesFrom !== undefined ? { filesFrom: o.filesFrom } : {}),
-    ...(direction === 'pull' && o.copyLinks !== undefined ? { copyLinks: o.copyLinks } : {}),
-  };
-}
-
-/**
- * What a pull's request asks of the listener, checked before it is sent: a listener without these
- * features would send everything, at full speed (a dry run's listener has them all: dry-run came
- * after exclude and rate-limit).
- */
-function requirePullFeatures(o: TransferOptions): void {
-  const { session } = o;
-  if (o.excludeRules !== undefined) session.requireFeature('exclude', 'does not apply exclude patterns to pulls', 'pull without --exclude');
-  requireFilter(session, o.excludeRules);
-  if (o.bwlimit !== undefined) session.requireFeature('rate-limit', 'cannot cap the rate it sends a pull at', 'pull without --bwlimit');
-  if (o.sizes !== undefined) session.requireFeature('size-filter', 'cannot leave out files by size (--min-size, --max-size)', 'pull without them');
-  if (o.filesFrom !== undefined) session.requireFeature('files-from', 'cannot send what a list names (--files-from)', 'pull the paths one by one');
-  if (o.copyLinks !== undefined) session.requireFeature('copy-links', 'cannot send symlinks as what they point to (-L, --copy-unsafe-links)', 'pull without them');
 }
 
 /** A pull's --chmod: the listener's entries as they are to land here (symlinks keep theirs). */

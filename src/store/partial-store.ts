@@ -27,6 +27,7 @@ import { open, rm, stat, truncate, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
+import { readBounded } from '../support/read-bounded.js';
 import { BLAKE3_OUT_BYTES, blake3, bytesEqual, toHex } from '../chunking/blake3.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
@@ -138,24 +139,6 @@ function decodeRecords(bytes: Buffer, size: number): { chunks: PartialChunk[]; g
     at += JOURNAL_RECORD_BYTES;
   }
   return { chunks, goodBytes: at };
-}
-
-async function readWhole(file: string, maxBytes: number): Promise<Buffer> {
-  const handle = await open(file, 'r');
-  try {
-    const { size } = await handle.stat();
-    if (size > maxBytes) throw new ClawpeerError('IO', `${file} is ${size} bytes, more than the ${maxBytes} expected`);
-    const buf = Buffer.alloc(size);
-    let filled = 0;
-    while (filled < size) {
-      const { bytesRead } = await handle.read(buf, filled, size - filled, filled);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
-    }
-    return buf.subarray(0, filled);
-  } finally {
-    await handle.close();
-  }
 }
 
 /**
@@ -439,7 +422,7 @@ export class PartialStore {
     let bytes: Buffer;
     try {
       // A journal lists at most one record per chunk; chunks are >= 1 byte, so size bounds it.
-      bytes = await readWhole(journalPath, MAX_HEADER_BYTES + (maxSize + 1) * JOURNAL_RECORD_BYTES);
+      bytes = await readBounded(journalPath, MAX_HEADER_BYTES + (maxSize + 1) * JOURNAL_RECORD_BYTES);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;

@@ -2,9 +2,10 @@
 // final path, nothing is written outside the share (confined-dirs.ts checks every directory on the
 // way), and an existing different file is not replaced unless forced. How and why: ARCHITECTURE.md,
 // "Publishing into a share". Parts: staged-file.ts (a file being assembled), publish-types.ts
-// (options and inputs), temp-files.ts (temp names and the stale temp sweep).
+// (options and inputs), temp-files.ts (temp names and the stale temp sweep), existing-policy.ts
+// (what to do about what is at a final path), publish-symlinks.ts (symlinks).
 
-import { chmod, copyFile, lstat, lutimes, open, readlink, realpath, rename, rm, symlink, utimes, type FileHandle } from 'node:fs/promises';
+import { chmod, copyFile, lstat, open, rename, rm, utimes, type FileHandle } from 'node:fs/promises';
 import { closeSync, constants as fsConstants, fchmodSync, fstatSync, futimesSync, linkSync, lstatSync, openSync, realpathSync, renameSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -19,6 +20,8 @@ import type { Keeper } from './keeper.js';
 import { syncDir } from './partial-store.js';
 import { isInternalPath } from './internal-names.js';
 import { symlinkTargetIsConfined } from './tree-scan.js';
+import { metadataToSet, outcomeOf, type Existing } from './existing-policy.js';
+import { placeSymlink, symlinkEscapes, symlinkVerdictIn, type SymlinkPlace } from './publish-symlinks.js';
 import { tempNameFor } from './temp-files.js';
 import { ConfinedDirs } from './confined-dirs.js';
 import type { PublishFile, PublishDir, ExistingPolicy, PublisherOptions, MetadataSet } from './publish-types.js';
@@ -38,17 +41,6 @@ export const COMMIT_FSYNC_CONCURRENCY = 32;
  */
 const WRITE_OUT_SLICE_MS = 2;
 
-function symlinkEscapes(rel: string, target: string): ClawpeerError {
-  return new ClawpeerError('PATH_INVALID', `symlink ${rel} -> ${JSON.stringify(target)} refused: its target leaves the share`);
-}
-
-/** --update's rule: what is here is newer, by whole milliseconds (timestamps travel in ms). */
-function newerHere(existingMtimeMs: number, incomingMtimeMs: number): boolean {
-  return Math.floor(existingMtimeMs) > Math.floor(incomingMtimeMs);
-}
-
-type Existing = { kind: 'absent' } | { kind: 'identical'; mode: number; mtimeMs: number; atime: Date } | { kind: 'different'; what: string; mtimeMs: number };
-
 /** Publishes files, symlinks and directory metadata into one share. */
 export class Publisher {
   readonly shareRoot: string;
@@ -64,6 +56,7 @@ export class Publisher {
   readonly #fsync: boolean;
   /** fsync calls made (files and directories): what --fsync=none saves. */
   fsyncs = 0;
+  readonly #symlinkPlace: SymlinkPlace;
 
   private constructor(shareRoot: string, options: PublisherOptions) {
     this.shareRoot = shareRoot;
@@ -74,6 +67,7 @@ export class Publisher {
     this.backups = backup === undefined ? undefined : new Backups(backup.plan, backup.destBase, { dirAt: (relDir) => this.#dirs.dir(relDir, true), tempName: tempNameFor });
     this.#keeper = this.backups ?? options.keeper;
     this.#fsync = options.fsync !== 'none';
+    this.#symlinkPlace = { shareRoot, policy: this.#policy, keepReplaced: (rel, abs) => this.#keepReplaced(rel, abs) };
   }
 
   /** Before a file or symlink at `finalPath` is replaced: the backup, or the keeper's copy. */
@@ -155,29 +149,13 @@ export class Publisher {
     return bytesEqual(root, manifest.root) ? { kind: 'identical', mode: st.mode & PUBLISH_MODE_MASK, mtimeMs, atime: st.atime } : { kind: 'different', what: 'a file with different content', mtimeMs };
   }
 
-  /**
-   * The policy's answer for something different at `abs` (modified at `existingMtimeMs`) where
-   * an entry modified at `incomingMtimeMs` should go: replace it or keep it; 'refuse' throws.
-   * 'update' keeps only what is newer, by whole milliseconds (timestamps travel in ms).
-   */
-  #replaceOrKeep(abs: string, what: string, existingMtimeMs: number, incomingMtimeMs: number): 'replace' | 'keep' {
-    switch (this.#policy) {
-      case 'refuse':
-        return this.#refuseExisting(abs, what);
-      case 'replace':
-        return 'replace';
-      case 'keep':
-        return 'keep';
-      case 'update':
-        return newerHere(existingMtimeMs, incomingMtimeMs) ? 'keep' : 'replace';
-    }
+  /** What to do about what is at `abs` for a file modified at `incomingMtimeMs` (final-path-verdicts.ts). */
+  #outcome(existing: Existing, abs: string, incomingMtimeMs: number): 'new' | 'identical' | 'kept' | 'replace' {
+    return outcomeOf(this.#policy, existing, abs, incomingMtimeMs);
   }
 
-  /** What to do about what is at `abs` for a file modified at `incomingMtimeMs`: the policy's answer for a different one. */
-  #outcome(existing: Existing, abs: string, incomingMtimeMs: number): 'new' | 'identical' | 'kept' | 'replace' {
-    if (existing.kind === 'absent') return 'new';
-    if (existing.kind === 'identical') return 'identical';
-    return this.#replaceOrKeep(abs, existing.what, existing.mtimeMs, incomingMtimeMs) === 'keep' ? 'kept' : 'replace';
+  #metadataToSet(existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): MetadataSet | undefined {
+    return metadataToSet(this.#policy, existing, file);
   }
 
   /**
@@ -194,22 +172,6 @@ export class Publisher {
     const existing = await this.#existing(rel, finalPath, file.manifest);
     const metadata = existing.kind === 'identical' ? this.#metadataToSet(existing, file) : undefined;
     return { outcome: this.#outcome(existing, finalPath, file.mtimeMs), ...(metadata === undefined ? {} : { metadata }) };
-  }
-
-  /**
-   * An identical file whose mode or mtime differs from the incoming entry's gets them, as rsync -a
-   * updates the permissions and times of a file it does not copy. The policies that keep existing
-   * files say otherwise: --ignore-existing touches nothing, --update nothing newer here. What
-   * would be set; nothing is (dry runs ask this, stageFile then sets it).
-   */
-  #metadataToSet(existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): MetadataSet | undefined {
-    if (this.#policy === 'keep') return undefined;
-    if (this.#policy === 'update' && newerHere(existing.mtimeMs, file.mtimeMs)) return undefined;
-    const perms = existing.mode !== (file.mode & PUBLISH_MODE_MASK);
-    // Within a millisecond is the same time: mtimes travel in whole ms, and one set from a
-    // double number of seconds (futimes) can land a nanosecond below the ms it was given.
-    const time = Math.abs(existing.mtimeMs - file.mtimeMs) >= 1;
-    return perms || time ? { time, perms } : undefined;
   }
 
   /** Sets what #metadataToSet says on an identical file; what was set. */
@@ -249,10 +211,6 @@ export class Publisher {
       maxChunkCount: this.#options.maxChunkCount ?? Number.MAX_SAFE_INTEGER,
     });
     return { rel, relDir: path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel) };
-  }
-
-  #refuseExisting(abs: string, what: string): never {
-    throw new ClawpeerError('FILE_EXISTS', `${abs} exists and is ${what}: not replaced (use --force, --update or --ignore-existing)`);
   }
 
   /**
@@ -465,27 +423,11 @@ export class Publisher {
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
     const dirAbs = this.#dirs.dir(relDir, true);
-    const finalPath = path.join(dirAbs, path.posix.basename(rel));
-    const verdict = await this.#symlinkVerdict(rel, dirAbs, target, mtimeMs);
-    if (verdict === 'identical' || verdict === 'kept') return verdict;
-    const tmp = path.join(dirAbs, tempNameFor(path.posix.basename(rel)));
-    try {
-      await symlink(target, tmp);
-      if (mtimeMs !== undefined) await lutimes(tmp, new Date(), toSeconds(mtimeMs));
-      if (this.#policy === 'refuse') {
-        // Hard-linking a symlink is not portable (macOS follows it): check-then-rename here.
-        const again = await lstat(finalPath).then(() => true, () => false);
-        if (again) this.#refuseExisting(finalPath, 'in the way');
-      }
-      if (verdict === 'replace') await this.#keepReplaced(rel, finalPath);
-      await rename(tmp, finalPath);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw ioError('create symlink', finalPath, err);
-    }
-    this.#dirtyDirs.add(dirAbs);
-    return verdict === 'replace' ? 'replaced' : 'created';
+    const made = await placeSymlink(this.#symlinkPlace, rel, dirAbs, target, mtimeMs);
+    if (made === 'created' || made === 'replaced') this.#dirtyDirs.add(dirAbs);
+    return made;
   }
+
 
   /**
    * What makeSymlink would do, creating nothing (dry runs): 'new', 'identical', 'replace' or
@@ -501,26 +443,9 @@ export class Publisher {
       if (!symlinkTargetIsConfined(relDir === '' ? 0 : relDir.split('/').length, target)) throw symlinkEscapes(rel, target);
       return 'new';
     }
-    return this.#symlinkVerdict(rel, dirAbs, target, mtimeMs);
+    return symlinkVerdictIn(this.#symlinkPlace, rel, dirAbs, target, mtimeMs);
   }
 
-  /** The checks of makeSymlink in an existing directory `dirAbs`: the target stays in the share, and what is at the path now. */
-  async #symlinkVerdict(rel: string, dirAbs: string, target: string, mtimeMs: number | undefined): Promise<'new' | 'identical' | 'replace' | 'kept'> {
-    const dirReal = await realpath(dirAbs);
-    const depth = path.relative(this.shareRoot, dirReal).split(path.sep).filter((s) => s !== '').length;
-    if (!symlinkTargetIsConfined(depth, target)) throw symlinkEscapes(rel, target);
-    const finalPath = path.join(dirAbs, path.posix.basename(rel));
-    let st: Stats | undefined;
-    try {
-      st = await lstat(finalPath);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw ioError('inspect', finalPath, err);
-    }
-    if (st === undefined) return 'new';
-    if (st.isSymbolicLink() && (await readlink(finalPath)) === target) return 'identical';
-    if (st.isDirectory()) throw new ClawpeerError('FILE_EXISTS', `${finalPath} is a directory where a symlink should be (not replaced, even with --force)`);
-    return this.#replaceOrKeep(finalPath, st.isSymbolicLink() ? 'a symlink with another target' : 'a file', st.mtimeMs, mtimeMs ?? Date.now()) === 'keep' ? 'kept' : 'replace';
-  }
 
   /**
    * Sets mode and mtime of directories after their contents are in place (a directory's mtime

@@ -5,9 +5,8 @@
 // ARCHITECTURE.md, "The revision log". The on-disk layout is in revlog-format.ts; the O(N)
 // consistency check in revlog-check.ts.
 
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import { type RootDatabase } from 'lmdb';
 import { BLAKE3_OUT_BYTES, bytesEqual, toHex } from '../chunking/blake3.js';
 import { ClawpeerError } from '../errors.js';
 import { MerkleIdSet } from '../sync/merkle-root.js';
@@ -19,7 +18,7 @@ import { revlogProblems } from './revlog-check.js';
 import { revlogWriter, type RevisionWriter } from './revlog-writer.js';
 
 export type { RevisionDraft, RevisionWriter } from './revlog-writer.js';
-import { REVLOG_DIR_NAME, REVLOG_FORMAT_VERSION, REVLOG_FORMAT_V1, MAX_DBS, WARM_VALUE_BYTES, META_FORMAT, META_COUNTER, META_LIVE_HEADS, META_ID_CHANGES, META_NODE, META_PEER, WARM_KEY_MAX_BYTES, type WarmStat, hashPath, pathKey, warmKey, u64, readU64, encodeWarmStat, corrupt, historyRange, upgradeFromV1, type Dbs } from './revlog-format.js';
+import { REVLOG_DIR_NAME, WARM_VALUE_BYTES, META_COUNTER, META_LIVE_HEADS, META_ID_CHANGES, META_NODE, META_PEER, WARM_KEY_MAX_BYTES, type WarmStat, hashPath, pathKey, warmKey, u64, readU64, encodeWarmStat, corrupt, historyRange, type Dbs, openRevlog } from './revlog-format.js';
 
 /** One revision of a path's history, as gc walks it. */
 interface HistoryItem {
@@ -73,55 +72,8 @@ export class RevisionStore {
     const dir = path.join(path.resolve(folder), INTERNAL_DIR_NAME, REVLOG_DIR_NAME);
     const badId = checkNodeId(options.nodeId);
     if (badId !== undefined) throw new ClawpeerError('USAGE', `revision store for ${folder}: ${badId}`);
-    let env: RootDatabase<Buffer, Buffer>;
-    try {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-      // lmdb-js makes data.mdb and lock.mdb 0664 unless told otherwise (an option its typings omit).
-      const privateFiles: Record<string, unknown> = { permissionsMode: 0o600 };
-      env = open<Buffer, Buffer>({ path: dir, noSubdir: false, maxDbs: MAX_DBS, encoding: 'binary', keyEncoding: 'binary', ...privateFiles });
-    } catch (err) {
-      throw new ClawpeerError('IO', `cannot open the revision log in ${dir}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    }
-    const sub = (name: string): Database<Buffer, Buffer> => env.openDB<Buffer, Buffer>({ name, encoding: 'binary', keyEncoding: 'binary' });
-    try {
-      const db: Dbs = {
-        revs: sub('revs'),
-        heads: sub('heads'),
-        history: sub('history'),
-        pathVectors: sub('pathvectors'),
-        roots: sub('roots'),
-        warm: sub('warmfiles'),
-        pruned: sub('pruned'),
-        meta: sub('meta'),
-      };
-      const format = db.meta.get(META_FORMAT);
-      if (format === undefined) {
-        env.transactionSync(() => {
-          if (db.meta.get(META_FORMAT) === undefined) db.meta.putSync(META_FORMAT, u64(REVLOG_FORMAT_VERSION));
-        });
-      } else if (readU64(format) === REVLOG_FORMAT_V1) {
-        env.transactionSync(() => {
-          if (readU64(db.meta.get(META_FORMAT)) === REVLOG_FORMAT_V1) upgradeFromV1(dir, db, sub('warm'));
-        });
-      } else if (readU64(format) !== REVLOG_FORMAT_VERSION) {
-        throw corrupt(dir, `layout version ${readU64(format)}, this version of clawpeer reads ${REVLOG_FORMAT_V1} and ${REVLOG_FORMAT_VERSION}`);
-      }
-      // Read before the ids: a change committed in between makes the store look stale, never current.
-      const idChanges = readU64(db.meta.get(META_ID_CHANGES));
-      const count = db.revs.getKeysCount();
-      const packed = new Uint8Array(count * BLAKE3_OUT_BYTES);
-      let o = 0;
-      for (const key of db.revs.getKeys({ snapshot: true })) {
-        if (key.length !== BLAKE3_OUT_BYTES || o >= packed.length) throw corrupt(dir, 'a revision key is not a 32-byte id');
-        packed.set(key, o);
-        o += BLAKE3_OUT_BYTES;
-      }
-      const ids = MerkleIdSet.fromPacked(packed.subarray(0, o));
-      return new RevisionStore(dir, options.nodeId, env, db, ids, idChanges);
-    } catch (err) {
-      await env.close();
-      throw err;
-    }
+    const { env, db, ids, idChanges } = await openRevlog(dir);
+    return new RevisionStore(dir, options.nodeId, env, db, ids, idChanges);
   }
 
   /**

@@ -1,5 +1,5 @@
 // The on-disk format of the revision log (revision-store.ts): its databases, key and value
-// encodings, and the upgrade from format 1.
+// encodings, opening an environment at this format, and the upgrade from format 1.
 //
 // Layout: one environment per folder at `<folder>/.clawpeer/revlog/` (data.mdb, lock.mdb), with
 // named databases, binary keys and values (integers big-endian so keys sort numerically):
@@ -28,9 +28,11 @@
 // Format 1 kept warm entries under pathKey in 'warm' and had no 'liveheads'; open() upgrades it
 // in one transaction (the entries move, nothing is re-hashed).
 
-import type { Database } from 'lmdb';
+import { mkdir } from 'node:fs/promises';
+import { open, type Database, type RootDatabase } from 'lmdb';
 import { BLAKE3_OUT_BYTES, blake3, bytesEqual, toHex } from '../chunking/blake3.js';
 import { ClawpeerError } from '../errors.js';
+import { MerkleIdSet } from '../sync/merkle-root.js';
 import { decodeRevision } from '../sync/revision.js';
 import { MAX_PATH_SEGMENT_BYTES } from '../transfer/paths.js';
 
@@ -190,4 +192,69 @@ export interface Dbs {
   readonly warm: Database<Buffer, Buffer>;
   readonly pruned: Database<Buffer, Buffer>;
   readonly meta: Database<Buffer, Buffer>;
+}
+
+/** An open revision log: its environment, databases, the Merkle set of its ids, META_ID_CHANGES as read with them. */
+export interface OpenRevlog {
+  readonly env: RootDatabase<Buffer, Buffer>;
+  readonly db: Dbs;
+  readonly ids: MerkleIdSet;
+  readonly idChanges: number;
+}
+
+/**
+ * Opens (creating if needed) the environment at `dir`, at this format (upgrading format 1), and
+ * rebuilds the Merkle set from the stored ids (one key scan: ~32 bytes per revision read).
+ * Throws ClawpeerError IO when it cannot be opened or has another format.
+ */
+export async function openRevlog(dir: string): Promise<OpenRevlog> {
+  let env: RootDatabase<Buffer, Buffer>;
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    // lmdb-js makes data.mdb and lock.mdb 0664 unless told otherwise (an option its typings omit).
+    const privateFiles: Record<string, unknown> = { permissionsMode: 0o600 };
+    env = open<Buffer, Buffer>({ path: dir, noSubdir: false, maxDbs: MAX_DBS, encoding: 'binary', keyEncoding: 'binary', ...privateFiles });
+  } catch (err) {
+    throw new ClawpeerError('IO', `cannot open the revision log in ${dir}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  const sub = (name: string): Database<Buffer, Buffer> => env.openDB<Buffer, Buffer>({ name, encoding: 'binary', keyEncoding: 'binary' });
+  try {
+    const db: Dbs = {
+      revs: sub('revs'),
+      heads: sub('heads'),
+      history: sub('history'),
+      pathVectors: sub('pathvectors'),
+      roots: sub('roots'),
+      warm: sub('warmfiles'),
+      pruned: sub('pruned'),
+      meta: sub('meta'),
+    };
+    const format = db.meta.get(META_FORMAT);
+    if (format === undefined) {
+      env.transactionSync(() => {
+        if (db.meta.get(META_FORMAT) === undefined) db.meta.putSync(META_FORMAT, u64(REVLOG_FORMAT_VERSION));
+      });
+    } else if (readU64(format) === REVLOG_FORMAT_V1) {
+      env.transactionSync(() => {
+        if (readU64(db.meta.get(META_FORMAT)) === REVLOG_FORMAT_V1) upgradeFromV1(dir, db, sub('warm'));
+      });
+    } else if (readU64(format) !== REVLOG_FORMAT_VERSION) {
+      throw corrupt(dir, `layout version ${readU64(format)}, this version of clawpeer reads ${REVLOG_FORMAT_V1} and ${REVLOG_FORMAT_VERSION}`);
+    }
+    // Read before the ids: a change committed in between makes the store look stale, never current.
+    const idChanges = readU64(db.meta.get(META_ID_CHANGES));
+    const count = db.revs.getKeysCount();
+    const packed = new Uint8Array(count * BLAKE3_OUT_BYTES);
+    let o = 0;
+    for (const key of db.revs.getKeys({ snapshot: true })) {
+      if (key.length !== BLAKE3_OUT_BYTES || o >= packed.length) throw corrupt(dir, 'a revision key is not a 32-byte id');
+      packed.set(key, o);
+      o += BLAKE3_OUT_BYTES;
+    }
+    const ids = MerkleIdSet.fromPacked(packed.subarray(0, o));
+    return { env, db, ids, idChanges };
+  } catch (err) {
+    await env.close();
+    throw err;
+  }
 }

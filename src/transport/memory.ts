@@ -35,67 +35,19 @@ import type {
   TransportStats,
 } from './types.js';
 import { realTimeScheduler, type Scheduler } from './scheduler.js';
+import { checkConditions, DEFAULT_LINK, Direction, seededRandom, type LinkConditions } from './memory-link.js';
+
+export { DEFAULT_LINK, seededRandom, type LinkConditions } from './memory-link.js';
 
 // ---------------------------------------------------------------------------------------------
-// Network conditions
+// The network (its link model: memory-link.ts)
 
-export interface LinkConditions {
-  /** One-way delay (ms). */
-  readonly latencyMs: number;
-  /** Probability in [0, 1) that a segment is lost (and arrives one rtoMs later per loss). */
-  readonly lossRate: number;
-  /** Retransmission timeout charged per loss (ms). */
-  readonly rtoMs: number;
-  /** Extra per-segment delay, uniform in [0, reorderJitterMs) (ms); reorders across streams. */
-  readonly reorderJitterMs: number;
-  /** Largest segment (bytes). */
-  readonly segmentBytes: number;
-  /** Per-stream flow-control window (bytes): unread bytes a writer may have outstanding. */
-  readonly streamWindowBytes: number;
-}
-
-export const DEFAULT_LINK: LinkConditions = Object.freeze({
-  latencyMs: 0,
-  lossRate: 0,
-  rtoMs: 200,
-  reorderJitterMs: 0,
-  segmentBytes: 16 * 1024,
-  streamWindowBytes: 1024 * 1024,
-});
-
-/** Loss draws stop here: with lossRate < 1 more is astronomically unlikely, and it bounds the delay. */
-const MAX_CONSECUTIVE_LOSSES = 32;
 const DEFAULT_MAX_STREAMS = 256;
 const DEFAULT_READ_BYTES = 256 * 1024;
 const ACCEPT_QUEUE_CONNECTIONS = 16;
 /** Ports handed out for port 0 (the IANA dynamic range). */
 const EPHEMERAL_PORT_FIRST = 49152;
 const EPHEMERAL_PORT_LAST = 65535;
-
-/** mulberry32: a tiny seeded PRNG so lossy/jittery runs are reproducible from a seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function checkConditions(c: LinkConditions): LinkConditions {
-  const bad = (what: string): never => {
-    throw new ClawpeerError('USAGE', `memory link: ${what}`);
-  };
-  if (!(c.latencyMs >= 0)) bad(`latencyMs must be >= 0, got ${c.latencyMs}`);
-  if (!(c.lossRate >= 0 && c.lossRate < 1)) bad(`lossRate must be in [0, 1), got ${c.lossRate}`);
-  if (!(c.rtoMs > 0)) bad(`rtoMs must be > 0, got ${c.rtoMs}`);
-  if (!(c.reorderJitterMs >= 0)) bad(`reorderJitterMs must be >= 0, got ${c.reorderJitterMs}`);
-  if (!(Number.isInteger(c.segmentBytes) && c.segmentBytes > 0)) bad(`segmentBytes must be a positive integer, got ${c.segmentBytes}`);
-  if (!(Number.isInteger(c.streamWindowBytes) && c.streamWindowBytes > 0)) bad(`streamWindowBytes must be a positive integer, got ${c.streamWindowBytes}`);
-  return Object.freeze({ ...c });
-}
 
 export interface MemoryNetworkOptions {
   readonly scheduler?: Scheduler;
@@ -146,50 +98,6 @@ export class MemoryNetwork {
   /** @internal */
   lookup(host: string, port: number): MemoryListener | undefined {
     return this.#listeners.get(`${host}:${port}`);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// One direction of a connection: delay, loss, jitter, per-stream ordering.
-
-class Direction {
-  readonly #net: MemoryNetwork;
-  /** Latest scheduled arrival per stream id: within a stream, nothing overtakes. */
-  readonly #streamTail = new Map<number, number>();
-  /** Latest scheduled arrival of anything: a close travels behind it. */
-  #tail = 0;
-
-  constructor(net: MemoryNetwork) {
-    this.#net = net;
-  }
-
-  /** Schedules an ordered stream event (data or FIN). */
-  sendOrdered(streamId: number, deliver: () => void): void {
-    const { latencyMs, lossRate, rtoMs, reorderJitterMs } = this.#net.link;
-    let losses = 0;
-    while (lossRate > 0 && losses < MAX_CONSECUTIVE_LOSSES && this.#net.random() < lossRate) losses++;
-    const jitter = reorderJitterMs > 0 ? this.#net.random() * reorderJitterMs : 0;
-    const now = this.#net.scheduler.now();
-    const arrival = Math.max(now + latencyMs + jitter + losses * rtoMs, this.#streamTail.get(streamId) ?? 0);
-    this.#streamTail.set(streamId, arrival);
-    this.#at(arrival, deliver);
-  }
-
-  /** Schedules an unordered control event (reset, credit) one latency from now. */
-  sendControl(deliver: () => void): void {
-    this.#at(this.#net.scheduler.now() + this.#net.link.latencyMs, deliver);
-  }
-
-  /** Schedules the connection close behind everything in flight. Returns its arrival time. */
-  sendClose(deliver: () => void): number {
-    const arrival = Math.max(this.#net.scheduler.now() + this.#net.link.latencyMs, this.#tail);
-    this.#at(arrival, deliver);
-    return arrival;
-  }
-
-  #at(arrival: number, deliver: () => void): void {
-    this.#tail = Math.max(this.#tail, arrival);
-    this.#net.scheduler.schedule(arrival - this.#net.scheduler.now(), deliver);
   }
 }
 

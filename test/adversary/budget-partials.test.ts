@@ -87,12 +87,13 @@ t.test('resumable partials are capped per peer and per share; the rest stage as 
   const receiverFor = (peer: string, names: string[]): { receiver: TransferReceiver; release: () => void } => {
     // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- a stub: only the budget is read
     const session = {} as PeerSession; // prepare() reads only the budget attached to it
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- a stub: prepare() opens no stream
+    const router = {} as DataStreamRouter;
     const budget = budgets.session(peer);
     attachBudget(session, budget);
     const entries = names.map((n) => fileEntry(n, Math.ceil((1 << 20) / chunking.maxBytes), chunking.maxBytes)); // resumable: at least 1 MiB
     const receiver = new TransferReceiver({
-      // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- a stub: prepare() opens no stream
-      session, router: {} as DataStreamRouter, transferId: 1, entries, chunking, signal: new AbortController().signal, log: silentLogger,
+      session, router, transferId: 1, entries, chunking, signal: new AbortController().signal, log: silentLogger,
       destination: { root, readOnly: false, basePath: '' }, force: false,
     });
     return { receiver, release: () => budget.release() };

@@ -4,42 +4,21 @@ import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { resolveConfig, type NodeConfig } from '../../home/facade.js';
-import type { Logger } from '../../logger.js';
+import { resolveConfig } from '../../home/facade.js';
 import type { PeerTarget } from '../../reach/dial-paths.js';
-import { loadSyncIgnore, syncWithPeer, watchLocalFolder, watchPeerShare, type ResidentFolders, type SyncFolderResult, type SyncModeName, type TransferProgress } from '../../folder-sync/facade.js';
+import { loadSyncIgnore, syncWhileWatching, syncWithPeer, WATCH_INTERVAL_MS, type ResidentFolders, type SyncFolderResult, type SyncModeName, type TransferProgress } from '../../folder-sync/facade.js';
 import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, CONNECTIONS_OPTION, connectionsOption, compressionFrom, FSYNC_OPTION, fsyncOption, intOption, parseRemote, TRANSPORT_OPTION } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { createProgress } from '../progress.js';
 import { residentRequest, syncViaListener } from '../resident-client.js';
 import { reportSync } from '../sync-report.js';
 
-/** Quiet time after the last file-system event before --watch syncs, ms. */
-export const WATCH_DEBOUNCE_MS = 500;
-/** --watch also syncs this often without local events or the peer's notices (an older peer tells none), ms (default of --interval). */
-export const WATCH_INTERVAL_MS = 30_000;
-/** After the peer's change notices stop (its listener restarted, the link dropped), --watch asks again this often, ms. */
-const PEER_WATCH_RETRY_MS = 10_000;
 /** --interval bounds, seconds: every sync costs the peer a session and a reconciliation (a rescan when its share changed), so not below 1 s; at most a day. */
 const WATCH_INTERVAL_MIN_S = 1;
 const WATCH_INTERVAL_MAX_S = 86_400;
 function parseMode(value: unknown): SyncModeName {
   if (value === 'two-way' || value === 'send-only' || value === 'receive-only') return value;
   throw new ClawpeerError('USAGE', `--mode must be two-way, send-only or receive-only, got ${JSON.stringify(value)}`);
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts or `wake` is called. */
-function waitFor(ms: number, signal: AbortSignal, onWake: (wake: () => void) => void): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    onWake(done);
-  });
 }
 
 async function runSync(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
@@ -61,14 +40,13 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
   // A listener of this home that serves `dir` runs the sync itself: it watches its shares, so
   // an unchanged folder is not scanned again (folder-sync/folder-watcher.ts). Otherwise this process
   // syncs (folder-sync/sync-with-peer.ts loads the sync modules while it dials).
-  const selfAndPeer = async (): Promise<SelfAndPeer> => {
+  const selfAndPeer = async (): Promise<PeerTarget> => {
     const { peerTarget } = await import('../../reach/dial-paths.js');
     return peerTarget({ home: ctx.home, reach: () => ctx.reach(), peerName: remote.peer, addr: args['addr'] as string | undefined, log: ctx.log });
   };
-  // --watch keeps the folder's watcher and log across its syncs, as a listener does: a sync
-  // skips the scan when nothing changed, or looks at just the changed files (synced-folder.ts).
-  let watchFolders: ResidentFolders | undefined = undefined; // set below once --watch has its folders
-  const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined): Promise<SyncFolderResult> => {
+  // --watch hands each sync its watched folder (folder-sync/sync-watch.ts): a sync then skips the
+  // scan when nothing changed, or looks at just the changed files (synced-folder.ts).
+  const inProcess = async (onProgress: ((p: TransferProgress) => void) | undefined, watchFolders: ResidentFolders | undefined): Promise<SyncFolderResult> => {
     const { identity, peer, paths } = await selfAndPeer();
     return syncWithPeer({
       identity, peer, paths, config, dir, share: remote.share, mode, log, signal: ctx.signal, dryRun, ...(fsync === 'none' ? { fsync } : {}), connections,
@@ -76,7 +54,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
       ...(watchFolders === undefined ? {} : { resident: watchFolders }),
     });
   };
-  const once = async (): Promise<void> => {
+  const once = async (watchFolders?: ResidentFolders): Promise<void> => {
     const progress = createProgress(ctx.out);
     const onProgress = progress.active ? (p: TransferProgress) => progress.update(p) : undefined;
     let result: SyncFolderResult;
@@ -92,7 +70,7 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
         resident = true;
       } else {
         if (outcome !== undefined) log.debug('syncing in this process', { why: outcome.reason });
-        result = await inProcess(onProgress);
+        result = await inProcess(onProgress, watchFolders);
       }
     } finally {
       progress.stop();
@@ -104,80 +82,10 @@ async function runSync(ctx: CommandContext, args: Record<string, unknown>): Prom
     return;
   }
 
-  // --watch: sync now, then after every burst of local changes (debounced), whenever the peer
-  // says its share changed, and every interval.
-  let dirty = false;
-  let wake: (() => void) | undefined;
-  const stopWatchingPeer = new AbortController();
-  const peerWatch = mode === 'send-only' ? Promise.resolve() : followPeerChanges({
-    selfAndPeer, config, share: remote.share, log, signal: AbortSignal.any([ctx.signal, stopWatchingPeer.signal]),
-    onChange: () => {
-      dirty = true;
-      wake?.();
-    },
+  // --watch: sync now, then on every change here or there and every interval (sync-watch.ts).
+  await syncWhileWatching({
+    dir, share: remote.share, mode, config, intervalMs, log: ctx.log, peerLog: log, signal: ctx.signal, selfAndPeer, syncOnce: once,
   });
-  const watched = await watchLocalFolder({ dir, log: ctx.log, debounceMs: WATCH_DEBOUNCE_MS, onChange: () => (dirty = true), onSettled: () => wake?.() });
-  watchFolders = watched.folders;
-  try {
-    while (!ctx.signal.aborted) {
-      dirty = false;
-      try {
-        await once();
-      } catch (err) {
-        if (ctx.signal.aborted) break;
-        if (!(err instanceof ClawpeerError) || !err.retryable) throw err;
-        ctx.log.warn('sync failed; retrying at the next change or interval', { error: err.message });
-      }
-      if (dirty) continue;
-      await waitFor(intervalMs, ctx.signal, (w) => (wake = w));
-      wake = undefined;
-    }
-  } finally {
-    await watched.close();
-    stopWatchingPeer.abort();
-    await peerWatch;
-  }
-}
-
-/** Who we are, the peer, and the ways to reach it (fresh for each dial). */
-type SelfAndPeer = PeerTarget;
-
-/**
- * Keeps a watch on the peer's share (folder-sync/share-watch-client.ts) while --watch runs, so its
- * changes start a sync at once; --interval stays the fallback. A watch that ends is asked for
- * again every PEER_WATCH_RETRY_MS, and a renewed one starts a sync (changes in between were not
- * told). A peer whose clawpeer cannot tell changes is asked once. Never throws.
- */
-async function followPeerChanges(o: {
-  selfAndPeer: () => Promise<SelfAndPeer>;
-  config: NodeConfig;
-  share: string;
-  log: Logger;
-  signal: AbortSignal;
-  onChange: () => void;
-}): Promise<void> {
-  let lost = false;
-  while (!o.signal.aborted) {
-    try {
-      const { identity, peer, paths } = await o.selfAndPeer();
-      const outcome = await watchPeerShare({
-        identity, peer, paths, config: o.config, share: o.share, log: o.log, signal: o.signal, onChange: o.onChange,
-        onWatching: () => {
-          if (lost) o.onChange();
-          o.log.debug('the peer tells this process when its share changes', { share: o.share });
-        },
-      });
-      if (outcome === 'unsupported') {
-        o.log.info('the peer cannot tell when its share changes (an older clawpeer): its changes arrive every --interval');
-        return;
-      }
-    } catch (err) {
-      if (o.signal.aborted) return;
-      o.log.debug('watching the peer\'s share failed; its changes arrive every --interval until a retry works', { error: (err as Error).message });
-    }
-    lost = true;
-    await waitFor(PEER_WATCH_RETRY_MS, o.signal, () => undefined);
-  }
 }
 
 export function registerSyncCommands(cli: Argv, run: Runner): Argv {

@@ -1,0 +1,159 @@
+// What a push or pull (commands/transfer.ts) prints when it ends: --delete's removals,
+// --itemize-changes' lines, a dry run's plan, and the done record with the option counts.
+import { count, human } from '../format.js';
+import type { DryRunReport, TransferResult } from '../push-pull/transfer-with-peer.js';
+import type { CommandContext } from './context.js';
+import { transferSummaryText } from './transfer-summary.js';
+
+/** --delete: one line (event) per removed path (a dry run: per path it would remove); a push's listener lists the first 1,000. */
+export function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: boolean): void {
+  if (r.deleted === undefined) return;
+  // A real run's removals are a summary (--quiet drops them); a dry run's are what was asked for.
+  const tell = (record: Record<string, unknown>, line: string): void =>
+    dryRun ? ctx.out.emit(record, line) : ctx.out.summary(record, line);
+  for (const p of r.deleted)
+    tell({ event: dryRun ? 'would-delete' : 'deleted', path: p }, `${dryRun ? 'would delete' : 'deleting'} ${p}`);
+  const unlisted = (r.deletedCount ?? 0) - r.deleted.length;
+  if (unlisted > 0)
+    tell({ event: dryRun ? 'would-delete-more' : 'deleted-more', count: unlisted }, `... and ${unlisted} more`);
+}
+
+/** --itemize-changes: one line (event) per file published, rsync's codes; a push's listener lists the first 10,000. */
+export function reportPublished(ctx: CommandContext, r: TransferResult): void {
+  if (r.published === undefined) return;
+  // In the order they happened: directories before their contents, symlinks once the files are in.
+  const created = r.created ?? [];
+  for (const e of created)
+    if (e.kind === 'dir') ctx.out.emit({ event: 'created', path: e.path, kind: 'dir' }, `cd+++++++++ ${e.path}/`);
+  for (const f of r.published)
+    ctx.out.emit(
+      { event: 'published', path: f.path, replaced: f.replaced },
+      `${f.replaced ? '>fc........' : '>f+++++++++'} ${f.path}`,
+    );
+  for (const e of created) {
+    if (e.kind === 'symlink')
+      ctx.out.emit(
+        { event: 'created', path: e.path, kind: 'symlink', target: e.target, replaced: e.replaced },
+        `${e.replaced ? 'cLc........' : 'cL+++++++++'} ${e.path} -> ${e.target}`,
+      );
+  }
+  // rsync's attribute-only line: '.' (nothing transferred), t for the time, p for the permissions.
+  for (const u of r.updated ?? [])
+    ctx.out.emit(
+      { event: 'updated', path: u.path, time: u.time, perms: u.perms },
+      `.f..${u.time ? 't' : '.'}${u.perms ? 'p' : '.'}..... ${u.path}`,
+    );
+  const unlisted = r.files - r.published.length;
+  if (unlisted > 0) ctx.out.emit({ event: 'published-more', count: unlisted }, `... and ${unlisted} more published`);
+}
+
+/** The done record's counts for the options given: --delete's removals, --ignore-existing's and --update's kept files, --remove-source-files' removals. */
+function optionCounts(r: TransferResult): {
+  deleted?: number;
+  kept?: number;
+  sourceRemoved?: number;
+  backedUp?: number;
+} {
+  return {
+    ...(r.deletedCount === undefined ? {} : { deleted: r.deletedCount }),
+    ...(r.filesKept === undefined ? {} : { kept: r.filesKept }),
+    ...(r.sourceRemoved === undefined ? {} : { sourceRemoved: r.sourceRemoved }),
+    ...(r.filesBackedUp === undefined ? {} : { backedUp: r.filesBackedUp }),
+  };
+}
+
+/** The same counts for people, appended to the done line. */
+function optionCountsText(r: TransferResult, dryRun: boolean): string {
+  const deleted =
+    r.deletedCount === undefined
+      ? ''
+      : dryRun
+        ? `; ${count(r.deletedCount, 'path')} to delete`
+        : `; ${r.deletedCount} deleted`;
+  const kept = r.filesKept === undefined ? '' : `; ${r.filesKept} existing ${dryRun ? 'would be kept' : 'kept'}`;
+  const moved =
+    r.sourceRemoved === undefined
+      ? ''
+      : `; ${count(r.sourceRemoved, 'sent source file')} ${dryRun ? 'would be removed' : 'removed'}`;
+  const backedUp = r.filesBackedUp === undefined || dryRun ? '' : `; ${r.filesBackedUp} backed up`;
+  return deleted + kept + moved + backedUp;
+}
+
+/** How the session reached the peer, for the done record (--json). */
+export interface PathReport {
+  readonly path: string;
+  readonly rttMs: number;
+}
+
+/** A dry run: one line (event) per directory or symlink that would be created and per file that would be published, then the totals. */
+export function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: DryRunReport): void {
+  for (const e of d.others ?? []) {
+    if (e.kind === 'dir') ctx.out.emit({ event: 'would-create', path: e.path, kind: 'dir' }, `${e.path}/ (directory)`);
+    else
+      ctx.out.emit(
+        { event: 'would-create', path: e.path, kind: 'symlink', target: e.target ?? '' },
+        `${e.path} -> ${e.target ?? ''} (symlink)`,
+      );
+  }
+  for (const f of d.files) {
+    ctx.out.emit(
+      { event: 'would-publish', path: f.path, bytes: f.bytes, sendBytes: f.sendBytes },
+      `${f.path} (${human(f.bytes)}, ${human(f.sendBytes)} to send)`,
+    );
+  }
+  for (const f of d.touched) {
+    const what = [f.time ? 'mtime' : '', f.perms ? 'permissions' : ''].filter((w) => w !== '').join(' and ');
+    ctx.out.emit(
+      { event: 'would-update', path: f.path, time: f.time, perms: f.perms },
+      `${f.path} (identical: ${what} to set)`,
+    );
+  }
+  const others =
+    d.others === undefined
+      ? {}
+      : {
+          dirsToCreate: d.others.filter((e) => e.kind === 'dir').length,
+          symlinksToCreate: d.others.filter((e) => e.kind === 'symlink').length,
+        };
+  ctx.out.emit(
+    {
+      event: 'done',
+      dryRun: true,
+      files: r.files,
+      bytes: r.bytes,
+      filesUnchanged: d.filesUnchanged,
+      filesToUpdate: d.touched.length,
+      ...others,
+      chunksToSend: d.chunksToSend,
+      bytesToSend: d.bytesToSend,
+      ...optionCounts(r),
+      wireBytes: r.wireBytes,
+      seconds: Math.round(r.seconds * 1000) / 1000,
+    },
+    `dry run: would have ${verb} ${count(r.files, 'file')}, ${human(r.bytes)}, sending ${human(d.bytesToSend)} in ${count(d.chunksToSend, 'chunk')}; ${count(d.filesUnchanged, 'file')} unchanged` +
+      (d.touched.length === 0 ? '' : ` (${d.touched.length} of them to get the sender's mtime or permissions)`) +
+      (d.others === undefined ? '' : `; ${d.others.length} directories and symlinks to create`) +
+      `${optionCountsText(r, true)}. Nothing was written.`,
+  );
+}
+
+/** A real run's done record and line. */
+export function report(ctx: CommandContext, verb: string, r: TransferResult, via: PathReport): void {
+  ctx.out.summary(
+    {
+      event: 'done',
+      ...via,
+      files: r.files,
+      bytes: r.bytes,
+      wireBytes: r.wireBytes,
+      chunksSent: r.chunksSent,
+      chunksSkipped: r.chunksSkipped,
+      chunksCompressed: r.chunksCompressed,
+      streams: r.streams,
+      window: r.window,
+      ...optionCounts(r),
+      seconds: Math.round(r.seconds * 1000) / 1000,
+    },
+    transferSummaryText(verb, r) + optionCountsText(r, false),
+  );
+}

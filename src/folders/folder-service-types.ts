@@ -1,0 +1,76 @@
+// What the folder service (folder-service.ts) is given and reports: its options, the versioning
+// policy's hook, and the status `clawpeer status` shows per folder and peer.
+import type { Identity } from '../crypto/identity.js';
+import type { Logger } from '../logger.js';
+import type { NodeConfig } from '../home/config.js';
+import type { FolderConfig, FolderMode } from '../home/folders-config.js';
+import type { VersioningPolicy } from '../sync/versioning.js';
+import type { PeerStore } from '../home/peer-store.js';
+import type { ResolvedPeer } from '../home/peer-resolve.js';
+import type { Share } from '../home/shares.js';
+import type { PathSources } from '../reach/path-sources.js';
+import type { ListenerActivity } from '../session/listener-activity.js';
+import type { PairState } from '../sync/folder-schedule.js';
+import type { RateLimiter } from '../transfer/rate-limiter.js';
+import type { ResidentFolders } from '../folder-sync/synced-folder.js';
+
+/** One peer of a folder in `clawpeer status`. */
+export interface FolderPeerStatus {
+  readonly peer: string;
+  readonly name?: string;
+  readonly state: PairState;
+  /** When it entered the state (for `waiting`: when the peer was first missed), ms since the epoch. */
+  readonly since: number;
+  readonly lastSyncAt?: number;
+  readonly error?: string;
+  /** While syncing: what is left of the current phase, when known. */
+  readonly bytesLeft?: number;
+  readonly filesLeft?: number;
+  /** The mode the syncs with this peer run in (narrower than the folder's when the peer's copy is send-only or receive-only). */
+  readonly mode: FolderMode;
+}
+
+export interface FolderStatus {
+  readonly id: string;
+  readonly path: string;
+  readonly mode: FolderMode;
+  readonly versioning: string;
+  readonly paused: boolean;
+  /** Why it is not served or synced (a share of that name exists, a peer is not paired). */
+  readonly problem?: string;
+  readonly peers: readonly FolderPeerStatus[];
+}
+
+/**
+ * The versioning policy's hook: called after each completed sync of a folder that replaced or
+ * deleted content here (received > 0 or conflicts > 0), whether this node or the peer started
+ * it (`by`). The folder's next sync from this service waits for it; a sync a peer starts does
+ * not, so a hook that prunes history takes the folder's lock (store/folder-lock.ts) as `gc` does.
+ * A rejection is logged, never fatal.
+ */
+export type AfterFolderSync = (e: {
+  readonly folder: FolderConfig;
+  readonly policy: VersioningPolicy;
+  readonly peer: string;
+  readonly by: 'here' | 'peer';
+  readonly received: number;
+  readonly nowMs: number;
+}) => Promise<void>;
+
+export interface FolderServiceOptions {
+  readonly homeDir: string;
+  readonly identity: Identity;
+  readonly peers: PeerStore;
+  /** peers.json, followed like config.json. */
+  readonly peersFile: string;
+  /** The listener's live share list: the service adds and removes its folders' shares in it. */
+  readonly shares: Share[];
+  readonly resident: ResidentFolders;
+  readonly config: NodeConfig;
+  readonly log: Logger;
+  readonly dialPaths?: (peer: ResolvedPeer) => Promise<PathSources>;
+  readonly sendLimiter?: RateLimiter;
+  readonly activity?: ListenerActivity;
+  /** The versioning policy's hook (the sync core applies it). */
+  readonly afterSync?: AfterFolderSync;
+}

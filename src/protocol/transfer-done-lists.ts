@@ -1,0 +1,129 @@
+// The lists TransferDone carries (transfer-wire.ts): removed paths, published files, updated
+// files, created directories and symlinks, and the counts beside them; each list is checked
+// against its caps (MAX_LISTED_*) both when it is encoded and when it is decoded.
+import protobuf from 'protobufjs/minimal.js';
+import { ClawpeerError } from '../errors.js';
+import type { clawpeer } from './gen/clawpeer.js';
+import {
+  type PublishedFile,
+  type UpdatedFile,
+  type CreatedEntry,
+  MAX_LISTED_DELETIONS,
+  MAX_LISTED_PUBLISHED,
+  MAX_LISTED_PUBLISHED_BYTES,
+} from './message-types.js';
+import { ENTRY_KIND_FROM_WIRE, wireEnum, wireText } from './wire-helpers.js';
+
+/** What is wrong with TransferDone's removed paths, if anything: too many listed, or a count below the list. */
+export function deletedProblem(deleted: readonly string[], count: number): string | undefined {
+  if (deleted.length > MAX_LISTED_DELETIONS)
+    return `TransferDone.deleted lists ${deleted.length} paths, more than ${MAX_LISTED_DELETIONS}`;
+  if (!Number.isSafeInteger(count) || count < deleted.length)
+    return `TransferDone.deletedCount ${count} is less than the ${deleted.length} paths listed`;
+  return undefined;
+}
+
+export function deletedFromWire(
+  deleted: readonly string[],
+  count: number,
+): { deleted?: string[]; deletedCount?: number } {
+  const problem = deletedProblem(deleted, count);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
+  return count === 0 ? {} : { deleted: deleted.map((p) => wireText('TransferDone.deleted', p)), deletedCount: count };
+}
+
+export function keptFromWire(kept: number): { filesKept?: number } {
+  return kept === 0 ? {} : { filesKept: kept };
+}
+
+export function backedUpFromWire(backedUp: number): { filesBackedUp?: number } {
+  return backedUp === 0 ? {} : { filesBackedUp: backedUp };
+}
+
+/** The text a listed entry of TransferDone takes: its path, and a symlink's target (UTF-8 bytes). */
+export function listedEntryBytes(e: { readonly path: string; readonly target?: string }): number {
+  return protobuf.util.utf8.length(e.path) + (e.target === undefined ? 0 : protobuf.util.utf8.length(e.target));
+}
+
+/** What is wrong with a list TransferDone carries, if anything: over MAX_LISTED_PUBLISHED items, or over MAX_LISTED_PUBLISHED_BYTES of text. */
+function listedProblem(
+  field: string,
+  noun: string,
+  text: string,
+  list: readonly { readonly path: string; readonly target?: string }[],
+): string | undefined {
+  if (list.length > MAX_LISTED_PUBLISHED)
+    return `${field} lists ${list.length} ${noun}, more than ${MAX_LISTED_PUBLISHED}`;
+  let bytes = 0;
+  for (const e of list) bytes += listedEntryBytes(e);
+  return bytes > MAX_LISTED_PUBLISHED_BYTES
+    ? `${field} lists ${bytes} bytes of ${text}, more than ${MAX_LISTED_PUBLISHED_BYTES}`
+    : undefined;
+}
+
+export function publishedProblem(published: readonly PublishedFile[], files: number): string | undefined {
+  if (published.length <= MAX_LISTED_PUBLISHED && published.length > files)
+    return `TransferDone.published lists ${published.length} files, more than the ${files} it counts`;
+  return listedProblem('TransferDone.published', 'files', 'paths', published);
+}
+
+export function publishedFromWire(
+  raw: readonly clawpeer.v1.PublishedFile.$Properties[],
+  files: number,
+): { published?: PublishedFile[] } {
+  if (raw.length === 0) return {};
+  const published = raw.map((f) => ({
+    path: wireText('TransferDone.published', f.path),
+    replaced: f.replaced ?? false,
+  }));
+  const problem = publishedProblem(published, files);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
+  return { published };
+}
+
+export function updatedProblem(updated: readonly UpdatedFile[]): string | undefined {
+  return listedProblem('TransferDone.updated', 'files', 'paths', updated);
+}
+
+export function updatedFromWire(raw: readonly clawpeer.v1.UpdatedFile.$Properties[]): { updated?: UpdatedFile[] } {
+  if (raw.length === 0) return {};
+  const updated = raw.map((u) => ({
+    path: wireText('TransferDone.updated', u.path),
+    time: u.time ?? false,
+    perms: u.perms ?? false,
+  }));
+  const problem = updatedProblem(updated);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
+  return { updated };
+}
+
+export function createdProblem(created: readonly CreatedEntry[]): string | undefined {
+  return listedProblem('TransferDone.created', 'entries', 'paths and targets', created);
+}
+
+export function createdFromWire(raw: readonly clawpeer.v1.CreatedEntry.$Properties[]): { created?: CreatedEntry[] } {
+  if (raw.length === 0) return {};
+  const created = raw.map((e): CreatedEntry => {
+    const path = wireText('TransferDone.created', e.path);
+    const kind = wireEnum('TransferDone.created kind', e.kind, ENTRY_KIND_FROM_WIRE);
+    if (kind === 'dir') return { path, kind };
+    if (kind === 'symlink')
+      return {
+        path,
+        kind,
+        target: wireText('TransferDone.created target', e.linkTarget),
+        replaced: e.replaced ?? false,
+      };
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `TransferDone.created lists ${JSON.stringify(path)} as a ${kind}: only directories and symlinks`,
+    );
+  });
+  const problem = createdProblem(created);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
+  return { created };
+}
+
+export function overLimitFromWire(over: number): { deletesOverLimit?: number } {
+  return over === 0 ? {} : { deletesOverLimit: over };
+}
