@@ -29,7 +29,19 @@ import { performance } from 'node:perf_hooks';
 import { spawn } from 'node:child_process';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
 import { procCpuSeconds, reportedAtExit, runCli, setUpClawpeer, syncDisks, type ClawpeerSetup } from './transfer.js';
-import { argValue, fileCreateCondition, isMainModule, KiB, machineConditions, median, ratio, round, treeBytes, writeJsonFile, writeResult } from './common.js';
+import {
+  argValue,
+  fileCreateCondition,
+  isMainModule,
+  KiB,
+  machineConditions,
+  median,
+  ratio,
+  round,
+  treeBytes,
+  writeJsonFile,
+  writeResult,
+} from './common.js';
 
 export interface SyncInitialOptions {
   /** 50 files, one run, no ssh tools; writes nothing unless outFile is set. */
@@ -60,7 +72,11 @@ type Log = (msg: string) => void;
 function relPath(i: number, files: number): string {
   const width = String(files - 1).length;
   const leaf = Math.floor(i / FILES_PER_DIR);
-  return join(`d${Math.floor(leaf / DIRS_PER_TOP)}`, `e${leaf % DIRS_PER_TOP}`, `f${String(i).padStart(width, '0')}.bin`);
+  return join(
+    `d${Math.floor(leaf / DIRS_PER_TOP)}`,
+    `e${leaf % DIRS_PER_TOP}`,
+    `f${String(i).padStart(width, '0')}.bin`,
+  );
 }
 
 async function makeTree(dir: string, files: number): Promise<void> {
@@ -73,7 +89,8 @@ async function makeTree(dir: string, files: number): Promise<void> {
 
 async function checkCopy(tool: string, source: string, dest: string): Promise<void> {
   const [a, b] = await Promise.all([treeBytes(source), treeBytes(dest)]);
-  if (a.files !== b.files || a.bytes !== b.bytes) throw new Error(`${tool}: destination has ${b.files} files / ${b.bytes} bytes, source ${a.files} / ${a.bytes}`);
+  if (a.files !== b.files || a.bytes !== b.bytes)
+    throw new Error(`${tool}: destination has ${b.files} files / ${b.bytes} bytes, source ${a.files} / ${a.bytes}`);
 }
 
 export interface ClawpeerSyncSample {
@@ -84,13 +101,24 @@ export interface ClawpeerSyncSample {
   readonly cpuListener: number | undefined;
 }
 
-async function clawpeerSync(setup: ClawpeerSetup, localDir: string, share: number, o: SyncInitialOptions, profName: string, extra: readonly string[]): Promise<ClawpeerSyncSample> {
+async function clawpeerSync(
+  setup: ClawpeerSetup,
+  localDir: string,
+  share: number,
+  o: SyncInitialOptions,
+  profName: string,
+  extra: readonly string[],
+): Promise<ClawpeerSyncSample> {
   const cpu0 = procCpuSeconds(setup.listener.child.pid);
-  const run = await runCli(['--home', setup.senderHome, 'sync', localDir, `recv:s${share}`, '--json', ...extra], o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir, profName });
+  const run = await runCli(
+    ['--home', setup.senderHome, 'sync', localDir, `recv:s${share}`, '--json', ...extra],
+    o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir, profName },
+  );
   const cpu1 = procCpuSeconds(setup.listener.child.pid);
   if (run.code !== 0) throw new Error(`clawpeer sync exited ${String(run.code)}: ${run.stderr}`);
   const done = JSON.parse(run.lines.at(-1) ?? '{}') as Record<string, unknown>;
-  if (done['event'] !== 'done' || done['inSync'] !== true) throw new Error(`clawpeer sync: unexpected final line ${run.lines.at(-1) ?? ''}`);
+  if (done['event'] !== 'done' || done['inSync'] !== true)
+    throw new Error(`clawpeer sync: unexpected final line ${run.lines.at(-1) ?? ''}`);
   return {
     seconds: Number(done['seconds']),
     processSeconds: round(run.wallMs / 1000, 3),
@@ -103,7 +131,19 @@ async function clawpeerSync(setup: ClawpeerSetup, localDir: string, share: numbe
 function rsyncSync(ssh: SshSetup, source: string, dest: string, fsync: boolean): Promise<number> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn('rsync', ['-a', ...(fsync ? ['--fsync'] : []), `--exclude=${CLAWPEER_STATE_GLOB}`, '-e', sshCommand(ssh), `${source}/`, `127.0.0.1:${dest}/`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      'rsync',
+      [
+        '-a',
+        ...(fsync ? ['--fsync'] : []),
+        `--exclude=${CLAWPEER_STATE_GLOB}`,
+        '-e',
+        sshCommand(ssh),
+        `${source}/`,
+        `127.0.0.1:${dest}/`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
@@ -122,7 +162,8 @@ function freshCopy(source: string, dest: string): void {
   if (r.status !== 0) throw new Error(`cp -a ${source} ${dest} failed: ${r.stderr.toString()}`);
 }
 
-const perThousand = (cpu: number | undefined, files: number): number | undefined => (cpu === undefined ? undefined : round((cpu / files) * 1000, 3));
+const perThousand = (cpu: number | undefined, files: number): number | undefined =>
+  cpu === undefined ? undefined : round((cpu / files) * 1000, 3);
 
 export async function main(options: SyncInitialOptions = {}): Promise<Record<string, unknown>> {
   const smoke = options.smoke === true;
@@ -151,14 +192,19 @@ export async function main(options: SyncInitialOptions = {}): Promise<Record<str
     const rsync: number[] = [];
     const rsyncFsync: number[] = [];
     for (let r = 0; r < runs; r++) {
-      for (const [share, extra, into, tag] of [[2 * r, [], claw, ''], [2 * r + 1, ['--fsync', 'none'], clawNone, ' --fsync none']] as const) {
+      for (const [share, extra, into, tag] of [
+        [2 * r, [], claw, ''],
+        [2 * r + 1, ['--fsync', 'none'], clawNone, ' --fsync none'],
+      ] as const) {
         const local = join(root, `local-${share}`);
         freshCopy(source, local);
         syncDisks();
         const s = await clawpeerSync(setup, local, share, options, `sync-${share}`, extra);
         await checkCopy(`clawpeer sync${tag}`, source, setup.shareDirs[share] ?? '');
         into.push(s);
-        log(`  run ${r + 1}/${runs}: clawpeer${tag} process ${s.processSeconds} s (seconds ${s.seconds}; cpu: client ${String(s.cpuClient)} s, listener ${String(s.cpuListener)} s)`);
+        log(
+          `  run ${r + 1}/${runs}: clawpeer${tag} process ${s.processSeconds} s (seconds ${s.seconds}; cpu: client ${String(s.cpuClient)} s, listener ${String(s.cpuListener)} s)`,
+        );
       }
       if (ssh !== undefined) {
         for (const fsync of [false, true]) {
@@ -195,13 +241,26 @@ export async function main(options: SyncInitialOptions = {}): Promise<Record<str
         ...machineConditions(),
         loadAverageBefore: loadBefore,
         loadAverageAfter: loadavg().map((x) => round(x, 2)),
-        note: 'shared 2-core machine: other engineers\' runs may be using the cores (load averages [1, 5, 15 min]); the four ways are interleaved in each round; CPU seconds are steadier than wall time',
-        tree: { files, fileBytes: FILE_BYTES, layout: `d<top>/e<leaf>/f<i>.bin: ${FILES_PER_DIR} files per leaf directory, ${DIRS_PER_TOP} leaves per top directory` },
+        note: "shared 2-core machine: other engineers' runs may be using the cores (load averages [1, 5, 15 min]); the four ways are interleaved in each round; CPU seconds are steadier than wall time",
+        tree: {
+          files,
+          fileBytes: FILE_BYTES,
+          layout: `d<top>/e<leaf>/f<i>.bin: ${FILES_PER_DIR} files per leaf directory, ${DIRS_PER_TOP} leaves per top directory`,
+        },
         data: 'incompressible (crypto.randomBytes, distinct per file), page-cached source (clawpeer: a fresh cp -a copy per run), destinations on the same disk',
         network: 'loopback 127.0.0.1; client and listener (rsync: ssh and rsync processes) on the same 2 cores',
         fileCreateMicros: fileCreate,
-        clawpeer: { command: 'sync LOCALDIR recv:sN --json [--fsync none] into a fresh share of one listener (--transport quic)' },
-        rsync: ssh === undefined ? undefined : { ...ssh.versions, command: `rsync -a [--fsync] --exclude=${CLAWPEER_STATE_GLOB} -e ssh SRC/ 127.0.0.1:DEST/`, installedByThisRun: ssh.installed },
+        clawpeer: {
+          command: 'sync LOCALDIR recv:sN --json [--fsync none] into a fresh share of one listener (--transport quic)',
+        },
+        rsync:
+          ssh === undefined
+            ? undefined
+            : {
+                ...ssh.versions,
+                command: `rsync -a [--fsync] --exclude=${CLAWPEER_STATE_GLOB} -e ssh SRC/ 127.0.0.1:DEST/`,
+                installedByThisRun: ssh.installed,
+              },
         runs,
         notes,
       },
@@ -209,7 +268,8 @@ export async function main(options: SyncInitialOptions = {}): Promise<Record<str
       clawpeer: row(claw),
       clawpeerFsyncNone: row(clawNone),
       rsync: rsync.length === 0 ? undefined : { secondsAll: rsync, secondsMedian: round(median(rsync), 3) },
-      rsyncFsync: rsyncFsync.length === 0 ? undefined : { secondsAll: rsyncFsync, secondsMedian: round(median(rsyncFsync), 3) },
+      rsyncFsync:
+        rsyncFsync.length === 0 ? undefined : { secondsAll: rsyncFsync, secondsMedian: round(median(rsyncFsync), 3) },
       ratios,
     };
     if (options.outFile !== undefined) log(`wrote ${await writeJsonFile(options.outFile, result)}`);
