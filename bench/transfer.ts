@@ -131,7 +131,7 @@ async function makeSmallTree(dir: string, files: number): Promise<void> {
 }
 
 /** What a launched CLI reported at exit: CPU seconds (user + system, all threads) and its peak RSS. */
-function reportedAtExit(stderr: string): { cpuSeconds?: number; peakRssKiB?: number } {
+export function reportedAtExit(stderr: string): { cpuSeconds?: number; peakRssKiB?: number } {
   const line = stderr.split('\n').find((l) => l.startsWith(CPU_MARK));
   if (line === undefined) return {};
   const u = JSON.parse(line.slice(CPU_MARK.length)) as { user: number; system: number; peakRssKiB?: number | null };
@@ -139,7 +139,7 @@ function reportedAtExit(stderr: string): { cpuSeconds?: number; peakRssKiB?: num
 }
 
 /** CPU seconds (user + system, all threads) a live process has used so far; Linux only. */
-function procCpuSeconds(pid: number | undefined): number | undefined {
+export function procCpuSeconds(pid: number | undefined): number | undefined {
   if (pid === undefined) return undefined;
   const r = spawnSync('cat', [`/proc/${pid}/stat`], { encoding: 'utf8' });
   if (r.status !== 0) return undefined;
@@ -157,7 +157,7 @@ export function syncDisks(): void {
 // ---------------------------------------------------------------------------------------------
 // clawpeer through the real CLI
 
-interface CliRun {
+export interface CliRun {
   readonly code: number | null;
   readonly stdout: string;
   readonly stderr: string;
@@ -185,7 +185,7 @@ function cliArgs(args: readonly string[], cpuProfDir: string | undefined, profNa
   return [...prof, '--require', THREAD_POOL_SETUP, '--require', HEAP_GROWTH_SETUP, '--input-type=module', '-e', launcher, '--', ...args];
 }
 
-function runCli(args: readonly string[], options: { cpuProfDir?: string; profName?: string } = {}): Promise<CliRun> {
+export function runCli(args: readonly string[], options: { cpuProfDir?: string; profName?: string } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(process.execPath, cliArgs(args, options.cpuProfDir, options.profName ?? 'cli'), { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -23,6 +23,7 @@ import type { DuplexStream } from '../transport/types.js';
 import { TEST_HOOKS } from '../support/test-hooks.js';
 import { withTimeout } from '../support/timeouts.js';
 import { WriteCoalescer } from './write-coalescer.js';
+import { DelayedAckFlush } from './delayed-acks.js';
 import type { DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
 import { chunkingManifest, destinationPaths } from './receive-entries.js';
 import { planDryRun } from './receive-dry-run.js';
@@ -338,19 +339,20 @@ export class TransferReceiver {
     const { session, signal } = this.#o;
     const { frames, streamId } = incoming;
     let expectedSeq = 0;
-    // Acks are cumulative, paced (one per ACK_EVERY_CHUNKS, or before this stream waits for
-    // data: transfer/ack-pacer.ts) and queued: one writer sends them as the previous write
-    // completes, so acking never holds up the next frame (write-coalescer.ts).
+    // Acks are cumulative, paced (one per ACK_EVERY_CHUNKS, or ACK_DELAY_MS after this stream
+    // runs dry: transfer/ack-pacer.ts, delayed-acks.ts) and queued: one writer sends them as the
+    // previous write completes, so acking never holds up the next frame (write-coalescer.ts).
     const writes = new WriteCoalescer((bytes) => frames.write(bytes));
     const acks = new AckPacer((through) => writes.push(encodeAckFrame(streamId, through)));
-    const flushAcks = (): void => acks.flush();
+    const delayedAcks = new DelayedAckFlush(() => acks.flush());
     this.#streams.add(frames.stream);
     try {
       for (;;) {
         // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
         if (this.#failure !== undefined) throw this.#failure;
-        const frame = await frames.next(signal, undefined, flushAcks);
+        const frame = await frames.next(signal, undefined, delayedAcks.waiting);
         if (frame === null) {
+          delayedAcks.flushNow();
           await writes.drained();
           break;
         }
@@ -402,6 +404,7 @@ export class TransferReceiver {
       frames.stream.reset();
       throw err;
     } finally {
+      delayedAcks.close();
       this.#streams.delete(frames.stream);
     }
     await frames.stream.finish().catch(() => undefined);

@@ -233,6 +233,9 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
   const certify = (e: TreeEntry): WarmStat | undefined => (isRacy(e.mtimeNs, nowNs, racyWindowMs) ? undefined : statOf(e));
 
   const ignore = options.ignore ?? syncIgnoreFrom([]);
+  // A log with no revision at all (a folder's first scan) has no heads and no warm entries: its
+  // paths need not be looked up one by one (two LMDB reads and two path hashes per file).
+  const noHeads = store.idSet().size === 0;
   /** Records what changed about one walked entry (nothing, for an unchanged one). */
   const visit = async (walked: TreeEntry): Promise<void> => {
     let entry = walked;
@@ -256,12 +259,12 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
         return;
       }
     }
-    if (entry.kind === 'file' && store.isWarm(rel, entry)) { // an entry is its own WarmStat
+    if (entry.kind === 'file' && !noHeads && store.isWarm(rel, entry)) { // an entry is its own WarmStat
       unchanged++;
       liveSeen++; // a warm entry is certified for a live head
       return;
     }
-    const live = store.liveHead(rel);
+    const live = noHeads ? undefined : store.liveHead(rel);
     if (live !== undefined) liveSeen++; // an added path counts once its revision is queued
     const base = { path: rel, kind: entry.kind, mode: entry.mode, mtimeNs: entry.mtimeNs, deleted: false } as const;
 

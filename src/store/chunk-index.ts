@@ -355,31 +355,36 @@ export class ChunkIndex {
   }
 
   async #writeFile(): Promise<void> {
-    const parts: Buffer[] = [];
-    const header = Buffer.alloc(8 + 4 + 4 * 3 + 1 + 4);
-    let at = INDEX_MAGIC.copy(header, 0);
-    at = header.writeUInt32BE(INDEX_VERSION, at);
-    at = header.writeUInt32BE(this.#chunking.minBytes, at);
-    at = header.writeUInt32BE(this.#chunking.avgBytes, at);
-    at = header.writeUInt32BE(this.#chunking.maxBytes, at);
-    at = header.writeUInt8(this.#chunking.normalization, at);
     const records = [...this.#files.values()].filter((f) => f.source === 'file');
-    header.writeUInt32BE(records.length, at);
-    parts.push(header);
+    // One buffer, sized first and written in place (the digest too): three small buffers per
+    // record and two whole copies made a save of 10,000 files cost ~0.1-0.2 s, once per transfer.
+    const headerBytes = 8 + 4 + 4 * 3 + 1 + 4;
+    let size = headerBytes;
+    for (const rec of records) size += 2 + Buffer.byteLength(rec.relPath, 'utf8') + 8 * 3 + 8 + BLAKE3_OUT_BYTES + 4 + rec.chunks.length;
+    const out = Buffer.allocUnsafe(size + BLAKE3_OUT_BYTES);
+    let o = INDEX_MAGIC.copy(out, 0);
+    o = out.writeUInt32BE(INDEX_VERSION, o);
+    o = out.writeUInt32BE(this.#chunking.minBytes, o);
+    o = out.writeUInt32BE(this.#chunking.avgBytes, o);
+    o = out.writeUInt32BE(this.#chunking.maxBytes, o);
+    o = out.writeUInt8(this.#chunking.normalization, o);
+    o = out.writeUInt32BE(records.length, o);
     for (const rec of records) {
-      const p = Buffer.from(rec.relPath, 'utf8');
-      const fixed = Buffer.alloc(2 + p.length + 8 * 3 + 8 + BLAKE3_OUT_BYTES + 4);
-      let o = fixed.writeUInt16BE(p.length, 0);
-      o += p.copy(fixed, o);
-      o = fixed.writeBigUInt64BE(BigInt(rec.size), o);
-      o = fixed.writeBigUInt64BE(rec.mtimeNs, o);
-      o = fixed.writeBigUInt64BE(rec.ino, o);
-      o = fixed.writeDoubleBE(rec.hashedAtMs, o);
-      o += Buffer.from(rec.root).copy(fixed, o);
-      fixed.writeUInt32BE(rec.chunks.length / CHUNK_ENTRY_BYTES, o);
-      parts.push(fixed, rec.chunks);
+      const pathBytes = out.write(rec.relPath, o + 2, 'utf8');
+      out.writeUInt16BE(pathBytes, o);
+      o += 2 + pathBytes;
+      o = out.writeBigUInt64BE(BigInt(rec.size), o);
+      o = out.writeBigUInt64BE(rec.mtimeNs, o);
+      o = out.writeBigUInt64BE(rec.ino, o);
+      o = out.writeDoubleBE(rec.hashedAtMs, o);
+      out.set(rec.root, o);
+      o += BLAKE3_OUT_BYTES;
+      o = out.writeUInt32BE(rec.chunks.length / CHUNK_ENTRY_BYTES, o);
+      out.set(rec.chunks, o);
+      o += rec.chunks.length;
     }
-    const body = Buffer.concat(parts);
+    if (o !== size) throw new TypeError(`chunk index encoder wrote ${o} bytes, planned ${size}`);
+    out.set(blake3(out.subarray(0, size)), size);
     const dir = path.dirname(this.indexPath);
     try {
       // Not recursive: a share deleted under a running listener is not brought back by a save.
@@ -393,7 +398,7 @@ export class ChunkIndex {
     } catch (err) {
       throw ioError('create', dir, err);
     }
-    await writeFileAtomic(this.indexPath, Buffer.concat([body, blake3(body)]), 0o600);
+    await writeFileAtomic(this.indexPath, out, 0o600);
   }
 
   async #load(): Promise<void> {

@@ -144,6 +144,12 @@ export class RevisionStore {
     return this.#head(relPath);
   }
 
+  /** The id of `relPath`'s head revision, tombstones included, without reading or decoding the revision. */
+  headId(relPath: string): Uint8Array | undefined {
+    this.#checkOpen();
+    return this.#db.heads.get(pathKey(relPath));
+  }
+
   /** The head revision of `relPath` if the path exists in it (a tombstone head: undefined). */
   liveHead(relPath: string): RevisionEntry | undefined {
     const head = this.head(relPath);

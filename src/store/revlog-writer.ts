@@ -61,15 +61,16 @@ const db = store.db;
   // Heads set by this transaction, by path key (latin1): setWarm right after need not read them.
   const freshHeads = new Map<string, Buffer>();
   const lookup = (id: Uint8Array): RevisionEntry | undefined => fresh.get(Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('latin1')) ?? store.get(id);
-  // `mergedVector`: the path's vector after this revision, when the caller knows it already.
-  const put = (input: Revision | RevisionEntry, mergedVector?: VersionVector): { entry: RevisionEntry; added: boolean } => {
+  // `mergedVector`: the path's vector after this revision, when the caller knows it already;
+  // `knownPk`: the path's key, when the caller computed it (a path hash each).
+  const put = (input: Revision | RevisionEntry, mergedVector?: VersionVector, knownPk?: Buffer): { entry: RevisionEntry; added: boolean } => {
     const entry = 'encoded' in input ? input : revisionEntry(input);
     if ('encoded' in input && !bytesEqual(revisionIdOf(entry.encoded), entry.id)) {
       throw new TypeError(`revision entry of ${entry.revision.path} does not hash to its id`);
     }
     const idKey = Buffer.from(entry.id);
     if (db.revs.doesExist(idKey)) return { entry, added: false };
-    const pk = pathKey(entry.revision.path);
+    const pk = knownPk ?? pathKey(entry.revision.path);
     seq = (seq ?? readU64(db.meta.get(META_SEQ))) + 1;
     db.revs.putSync(idKey, Buffer.from(entry.encoded));
     db.history.putSync(historyKey(pk, seq), idKey);
@@ -85,10 +86,10 @@ const db = store.db;
     fresh.set(idKey.toString('latin1'), entry);
     return { entry, added: true };
   };
-  const setHead = (id: Uint8Array): void => {
+  const setHead = (id: Uint8Array, knownPk?: Buffer): void => {
     const entry = lookup(id);
     if (entry === undefined) throw new TypeError(`setHead: revision ${toHex(id)} is not stored`);
-    const pk = pathKey(entry.revision.path);
+    const pk = knownPk ?? pathKey(entry.revision.path);
     const before = freshHeads.get(pk.toString('latin1')) ?? db.heads.get(pk);
     if (before !== undefined && bytesEqual(before, id)) return;
     let wasLive = false;
@@ -108,14 +109,15 @@ const db = store.db;
     get: (id) => store.get(id),
     head: (relPath) => store.head(relPath),
     put,
-    setHead,
+    setHead: (id) => setHead(id),
     recordLocal: (draft) => {
       const current = counter ?? readU64(db.meta.get(META_COUNTER));
-      const vector = incrementVector(store.pathVector(pathKey(draft.path)), store.nodeId, current + 1);
+      const pk = pathKey(draft.path); // one path hash for the vector, the history and the head
+      const vector = incrementVector(store.pathVector(pk), store.nodeId, current + 1);
       const revision: Revision = { ...draft, origin: store.nodeId, vector };
-      const { entry } = put(revision, vector); // it raised the path's vector: the merge is itself
+      const { entry } = put(revision, vector, pk); // it raised the path's vector: the merge is itself
       counter = counterOf(vector, store.nodeId);
-      setHead(entry.id);
+      setHead(entry.id, pk);
       return entry;
     },
     setWarm: (relPath, stat) => {

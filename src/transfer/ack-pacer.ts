@@ -1,12 +1,13 @@
 // When a data receiver sends its cumulative ACK for one stream: not after every chunk, but once
-// ACK_EVERY_CHUNKS are owed or the receiver is about to wait for more data, whichever is first.
+// ACK_EVERY_CHUNKS are owed or the receiver is about to wait for more data, whichever is first
+// (the receiver delays the second by a few ms: exchange/delayed-acks.ts).
 //
 // Why: each write into the quinn binding costs a fixed ~0.2-0.5 ms of CPU (a round trip through
 // its runtime; write-coalescer.ts), whatever its size. One ACK per chunk made a listener receiving
 // 10,000 x 64 KiB spend ~2 s of its ~9 s of CPU writing ACKs. An ACK is cumulative, so the latest
 // one says everything the earlier ones did.
 // Why it cannot stall the sender: the sender stops only when its window is full, and then the
-// receiver runs out of frames, is about to wait, and flushes what it owes first.
+// receiver runs out of frames, is about to wait, and flushes what it owes (within the delay).
 // Sans I/O: the caller sends; this only decides when and what.
 
 /** Chunks acknowledged in one ACK at most while frames keep arriving (a window is 32 by default). */
