@@ -59,3 +59,40 @@ t.test('a failed write fails drained() and every later push', async (t) => {
   await t.rejects(out.drained(), /stream reset/);
   t.throws(() => out.push(Uint8Array.of(2)), /stream reset/);
 });
+
+t.test('owned parts are released once copied into a join or written alone, and on failure', async (t) => {
+  const released: string[] = [];
+  let release: (() => void) | undefined;
+  let fail = false;
+  const writes: number[][] = [];
+  const out = new WriteCoalescer(async (bytes) => {
+    writes.push([...bytes.subarray(0, 2)]);
+    await new Promise<void>((r) => (release = r));
+    if (fail) throw new Error('stream reset');
+  });
+  const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+  const big = new Uint8Array(COALESCE_MAX_BYTES).fill(9);
+  out.pushOwned(big, () => released.push('big'));
+  await settle();
+  t.same(released, [], 'a part written alone is held until its write resolves');
+  out.pushOwned(Uint8Array.of(1), () => released.push('a'));
+  out.pushOwned(Uint8Array.of(2), () => released.push('b'));
+  release!();
+  await settle();
+  t.same(released, ['big', 'a', 'b'], 'joined parts are released once copied, before their write resolves');
+  t.same(writes[1], [1, 2]);
+  out.pushOwned(new Uint8Array(0), () => released.push('empty'));
+  t.same(released.at(-1), 'empty', 'an empty part is released at once');
+  fail = true;
+  out.pushOwned(Uint8Array.of(3), () => released.push('c')); // queued behind the join's write, which fails
+  release!();
+  await t.rejects(out.drained(), /stream reset/);
+  t.same(released.at(-1), 'c', 'a part still queued at a failure is released');
+  t.throws(() => out.pushOwned(Uint8Array.of(4), () => released.push('d')), /stream reset/);
+  t.notOk(released.includes('d'), 'a part refused is not taken, so not released');
+
+  const lone = new WriteCoalescer(() => Promise.reject(new Error('stopped by peer')));
+  lone.pushOwned(big, () => released.push('lone'));
+  await t.rejects(lone.drained(), /stopped by peer/);
+  t.same(released.at(-1), 'lone', 'a part whose own write failed is released');
+});
