@@ -10,7 +10,7 @@
 // unacknowledged frames are all such unwanted early chunks does not wait for their acks: the
 // receiver may finish (it has all it asked for) without ever reading that stream.
 import { performance } from 'node:perf_hooks';
-import { dataFrameBytes } from '../protocol/aead.js';
+import type { SealedFrameParts } from '../protocol/aead.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { decodeAckBody } from '../protocol/ack-codec.js';
@@ -29,7 +29,6 @@ import type { SourceFile, TransferSource } from './transfer-source.js';
 import { holdForTest, TEST_HOOKS } from '../support/test-hooks.js';
 import { sleep } from '../support/timeouts.js';
 import { WriteCoalescer } from './write-coalescer.js';
-import { FrameBuffers } from './frame-buffers.js';
 import { watchLoss } from '../session/loss-watch.js';
 import type { DuplexStream } from '../transport/types.js';
 
@@ -59,13 +58,6 @@ export const TRANSFER_WINDOW_BYTES = 16 << 20;
  */
 const STRIPED_UNITS = 128;
 const STRIPED_MIN_UNIT_BYTES = 512 << 10;
-
-/**
- * Free frame buffers a data stream keeps for reuse (frame-buffers.ts). Frames wait in the write
- * coalescer only until quinn has buffered them, so a few cover a stream; each is the size of the
- * largest frame, but only the pages a frame touched count in RSS.
- */
-const FRAME_BUFFERS_KEPT = 4;
 
 /**
  * Under a rate cap, a transfer keeps at most this many seconds' worth unacknowledged: more would
@@ -174,6 +166,18 @@ class AckSignal {
       return Promise.resolve();
     }
     return new Promise((resolve) => (this.#waiter = resolve));
+  }
+}
+
+/** Test hook: flips the byte `fromEnd` bytes before the end of the frame the parts make up. */
+function flipByteFromEnd(frame: SealedFrameParts, fromEnd: number): void {
+  let at = fromEnd;
+  for (const piece of [frame.tag, frame.ciphertext, frame.prefix]) {
+    if (at <= piece.length) {
+      piece[piece.length - at] = (piece[piece.length - at] ?? 0) ^ 0x01;
+      return;
+    }
+    at -= piece.length;
   }
 }
 
@@ -327,8 +331,6 @@ async function runStream(
   // Chunk bytes are read into this one buffer (grown to the largest chunk seen, <= the
   // negotiated maxBytes): the sealer copies them into the frame before the next read.
   let readBuffer = Buffer.allocUnsafe(0);
-  // Frames are sealed into reused buffers, each back once the coalescer wrote or copied it.
-  const frameBuffers = new FrameBuffers(dataFrameBytes(session.caps.chunking.maxBytes), FRAME_BUFFERS_KEPT);
   let ackError: unknown;
   let acksEnded = false;
   // seq -> chunk key of this stream's early frames, to tell which the receiver did not want.
@@ -408,16 +410,15 @@ async function runStream(
         const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id, readBuffer);
         const packed = compressor === undefined ? null : await compressor.compress(bytes, file.localPath);
         const seq = window.nextSeq;
-        const payload = packed ?? bytes;
-        const buffer = frameBuffers.take(dataFrameBytes(payload.length));
-        const frame = session.sealer.sealInto({ streamId, sequence: seq, chunkId: chunk.id, compressed: packed !== null, early, chunkBytes: chunk.length }, payload, buffer);
+        // Three pieces, one frame on the wire: no frame-sized buffer is built (aead.ts sealParts).
+        const frame = session.sealer.sealParts({ streamId, sequence: seq, chunkId: chunk.id, compressed: packed !== null, early, chunkBytes: chunk.length }, packed ?? bytes);
         if (early) earlyKeys.set(seq, chunk.key);
         if (TEST_HOOKS.delayPerChunkMs !== undefined) await sleep(TEST_HOOKS.delayPerChunkMs);
         if (TEST_HOOKS.holdUntilFile !== undefined) await holdForTest(options.signal);
-        if (framesSent++ === TEST_HOOKS.tamperDataFrame) frame[frame.length - 20] = (frame[frame.length - 20] ?? 0) ^ 0x01;
+        if (framesSent++ === TEST_HOOKS.tamperDataFrame) flipByteFromEnd(frame, 20);
         // Recorded before the write: on a fast link the ack can arrive before write() resolves.
         window.onSent(seq, chunk.id, chunk.length, performance.now());
-        out.pushOwned(frame, () => frameBuffers.give(buffer));
+        out.push(frame.prefix, frame.ciphertext, frame.tag);
         current.next = i + 1;
         options.onChunkSent?.(chunk.length);
       }

@@ -11,9 +11,6 @@
 // one buffer kept for the next join (a stream may reuse a buffer once its write resolved,
 // transport/types.ts): a fresh buffer per join was a GiB of garbage per GiB sent, and the
 // major GCs that external memory triggers cost more CPU than the copy itself.
-// A part pushed with pushOwned() belongs to the caller's pool: `release` is called once the
-// coalescer no longer needs it (copied into a join, or its own write resolved, or dropped after
-// a failure), so the sender seals the next frame into it instead of a new buffer.
 
 /** A write is built from queued parts up to about this many bytes (more for one big part). */
 export const COALESCE_MAX_BYTES = 256 << 10;
@@ -21,8 +18,6 @@ export const COALESCE_MAX_BYTES = 256 << 10;
 export class WriteCoalescer {
   readonly #write: (bytes: Uint8Array) => Promise<void>;
   #queue: Uint8Array[] = [];
-  /** Release callbacks of owned parts still queued or being written (pushOwned). */
-  readonly #owned = new Map<Uint8Array, () => void>();
   /** Where parts are joined; grown to the largest join (<= COALESCE_MAX_BYTES + one part). */
   #joinBuffer = Buffer.allocUnsafe(0);
   #running: Promise<void> | undefined;
@@ -42,22 +37,6 @@ export class WriteCoalescer {
     this.#running ??= this.#run();
   }
 
-  /**
-   * Queues `bytes` like push(); `release` is called once the coalescer is done with them (see the
-   * header). Throws a write's earlier failure (then `release` is not called: `bytes` was never taken).
-   */
-  pushOwned(bytes: Uint8Array, release: () => void): void {
-    // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
-    if (this.#error !== undefined) throw this.#error;
-    if (bytes.length === 0) {
-      release();
-      return;
-    }
-    this.#owned.set(bytes, release);
-    this.#queue.push(bytes);
-    this.#running ??= this.#run();
-  }
-
   /** Resolves once everything pushed so far is handed to the stream; rejects with a write failure. */
   async drained(): Promise<void> {
     while (this.#running !== undefined) await this.#running;
@@ -73,30 +52,14 @@ export class WriteCoalescer {
         let bytes = 0;
         while (take < this.#queue.length && bytes < COALESCE_MAX_BYTES) bytes += this.#queue[take++]!.length;
         const parts = this.#queue.splice(0, take);
-        if (parts.length === 1) {
-          await this.#write(parts[0]!);
-          this.#release(parts[0]!);
-        } else {
-          const joined = this.#join(parts, bytes);
-          for (const p of parts) this.#release(p);
-          await this.#write(joined);
-        }
+        await this.#write(parts.length === 1 ? parts[0]! : this.#join(parts, bytes));
       }
     } catch (err) {
       this.#error = err;
       this.#queue = [];
-      for (const release of this.#owned.values()) release();
-      this.#owned.clear();
     } finally {
       this.#running = undefined;
     }
-  }
-
-  #release(part: Uint8Array): void {
-    const release = this.#owned.get(part);
-    if (release === undefined) return;
-    this.#owned.delete(part);
-    release();
   }
 
   /** `parts` copied into the join buffer; valid until the next join (after this write resolved). */

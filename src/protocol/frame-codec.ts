@@ -162,6 +162,18 @@ function allocateDataFrame(header: DataHeader): { frame: Uint8Array; headerBytes
   };
 }
 
+/**
+ * The first FRAME_HEADER_BYTES + DATA_HEADER_BYTES (61) bytes of a DATA frame: what precedes the
+ * sealed payload on the wire. A sender that writes prefix, ciphertext and tag as three pieces
+ * never allocates or copies a whole frame (aead.ts DataSealer.sealParts).
+ */
+export function encodeDataFramePrefix(header: DataHeader): Uint8Array {
+  const prefix = new Uint8Array(FRAME_HEADER_BYTES + DATA_HEADER_BYTES);
+  writeFrameHeader(prefix, 0, 'data', DATA_HEADER_BYTES + header.payloadBytes);
+  writeDataHeader(prefix, FRAME_HEADER_BYTES, header);
+  return prefix;
+}
+
 /** Encodes a DATA frame from a header and an already sealed payload (copies the payload). */
 export function encodeDataFrame(header: Omit<DataHeader, 'payloadBytes'>, payload: Uint8Array): Uint8Array {
   const parts = allocateDataFrame({ ...header, payloadBytes: payload.length });
