@@ -37,9 +37,15 @@ t.test('a keyed file outside the racy window is trusted by its key, and a change
   t.same(Buffer.from(await reader.read(file, 0, 4096, id, undefined, scanned)), bytes.subarray(0, 4096));
   // An id that is not these bytes' hash passes: the key vouches, and no hash is computed here
   // (the receiver's BLAKE3 check is what guards the content).
-  await t.resolves(reader.read(file, 4096, 4096, new Uint8Array(32), undefined, scanned), 'no second hash of a trusted file');
+  await t.resolves(
+    reader.read(file, 4096, 4096, new Uint8Array(32), undefined, scanned),
+    'no second hash of a trusted file',
+  );
   poke(file, 9); // mtime moves to now: the key no longer matches
-  await t.rejects(reader.read(file, 0, 4096, id, undefined, scanned), { code: 'IO', message: /changed while being sent/ });
+  await t.rejects(reader.read(file, 0, 4096, id, undefined, scanned), {
+    code: 'IO',
+    message: /changed while being sent/,
+  });
 });
 
 t.test('without a key, or inside the racy window, every chunk is hashed', async (t) => {
@@ -50,7 +56,11 @@ t.test('without a key, or inside the racy window, every chunk is hashed', async 
   const racy = { key: fileKeyOf(statSync(file, { bigint: true })), hashedAtNs: msToNs(Date.now()) }; // written just now
   for (const scanned of [undefined, racy]) {
     await t.resolves(reader.read(file, 0, 4096, id, undefined, scanned));
-    await t.rejects(reader.read(file, 0, 4096, new Uint8Array(32), undefined, scanned), { code: 'IO', message: /changed while being sent/ }, 'a wrong id is caught by the hash');
+    await t.rejects(
+      reader.read(file, 0, 4096, new Uint8Array(32), undefined, scanned),
+      { code: 'IO', message: /changed while being sent/ },
+      'a wrong id is caught by the hash',
+    );
   }
   // A change that keeps size, inode and (restored) mtime inside the racy window: only hashing sees it.
   const st = statSync(file);
