@@ -605,7 +605,24 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     rows.push(row);
     ratios['clawpeerProcessTimePerRsyncFsyncTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
   }
-  return { case: spec.name, description: spec.description, files: spec.files, bytes: spec.bytes, runs, results: rows, ratios };
+  // CPU seconds per GiB moved, each side and both (medians over the runs; a side's total per run
+  // first, then the median): the per-byte cost issue 33 halves, beside raw quinn's from the same run.
+  const gib = spec.bytes / 2 ** 30;
+  const cpuPerGiB = (sender: readonly (number | undefined)[], receiver: readonly (number | undefined)[]): Record<string, number> | undefined => {
+    const both = sender.map((x, i) => (x === undefined || receiver[i] === undefined ? Number.NaN : x + receiver[i]));
+    if (both.length === 0 || both.some((x) => Number.isNaN(x))) return undefined;
+    return { sender: round(median(sender as number[]) / gib, 2), receiver: round(median(receiver as number[]) / gib, 2), both: round(median(both) / gib, 2) };
+  };
+  const cpuSecondsPerGiB: Record<string, Record<string, number> | undefined> = {
+    clawpeer: cpuPerGiB(claw.map((c) => c.cpuSender), claw.map((c) => c.cpuReceiver)),
+    clawpeerNoFsync: cpuPerGiB(clawNoFsync.map((c) => c.cpuSender), clawNoFsync.map((c) => c.cpuReceiver)),
+    ...(raw.length === 0 ? {} : { rawQuinn: cpuPerGiB(raw.map((x) => x.cpuSender), raw.map((x) => x.cpuReceiver)) }),
+    ...(rawToFile.length === 0 ? {} : { rawQuinnIntoFile: cpuPerGiB(rawToFile.map((x) => x.cpuSender), rawToFile.map((x) => x.cpuReceiver)) }),
+  };
+  const clawCpu = cpuSecondsPerGiB['clawpeer']?.['both'];
+  const rawCpu = cpuSecondsPerGiB['rawQuinn']?.['both'];
+  if (clawCpu !== undefined && rawCpu !== undefined) ratios['clawpeerCpuPerRawQuinnCpu'] = ratio(clawCpu, rawCpu);
+  return { case: spec.name, description: spec.description, files: spec.files, bytes: spec.bytes, runs, results: rows, ratios, cpuSecondsPerGiB };
 }
 
 export async function main(options: TransferBenchOptions = {}): Promise<Record<string, unknown>> {

@@ -345,6 +345,7 @@ export class TransferReceiver {
     const writes = new WriteCoalescer((bytes) => frames.write(bytes));
     const acks = new AckPacer((through) => writes.push(encodeAckFrame(streamId, through)));
     const delayedAcks = new DelayedAckFlush(() => acks.flush());
+    let plainBuffer = Buffer.allocUnsafe(0);
     this.#streams.add(frames.stream);
     try {
       for (;;) {
@@ -359,8 +360,13 @@ export class TransferReceiver {
         if (frame.type !== 'data') throw new ClawpeerError('PROTOCOL', `expected a data frame on data stream ${streamId}, got ${frame.type}`);
         const header = frame.header;
         const sequence = expectedSeq++;
-        const payload = session.opener.open(frame, { streamId, sequence });
         const key = chunkKey(header.chunkId);
+        // Opened into this stream's reused buffer (aead.ts), unless a small file assembled in
+        // memory will keep the bytes till its commit: a fresh buffer per chunk cost an
+        // allocation, page faults and GC work per chunk.
+        const reuse = header.compressed || this.#wanted.get(key)?.some((p) => p.file.inMemory) !== true;
+        if (reuse && plainBuffer.length < header.payloadBytes) plainBuffer = Buffer.allocUnsafeSlow(header.payloadBytes);
+        const payload = session.opener.open(frame, { streamId, sequence }, reuse ? plainBuffer : undefined);
         frames.recycle(frame); // opened and keyed: its buffer may take the next frame
         const zstd = header.compressed ? receiverCodec(session.caps, streamId) : null;
         if (zstd === null && payload.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${payload.length} bytes, header says ${header.chunkBytes}`);

@@ -416,7 +416,7 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
         if (!early && gate.lacking?.has(chunk.key) !== true) continue; // the receiver holds it
         await waitForRoom(chunk.length);
         if (readBuffer.length < ref.length) readBuffer = Buffer.allocUnsafe(Math.max(ref.length, session.caps.chunking.maxBytes));
-        const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id, readBuffer);
+        const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id, readBuffer, file);
         const packed = compressor === undefined ? null : await compressor.compress(bytes, file.localPath);
         const seq = window.nextSeq;
         // Three pieces, one frame on the wire: no frame-sized buffer is built (aead.ts sealParts).
