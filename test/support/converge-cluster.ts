@@ -137,18 +137,18 @@ export class ConvergeCluster {
       forwarders.push(pair);
     }
     if (folders) {
-      for (const node of nodes) {
+      await Promise.all(nodes.map(async (node) => {
         const with_ = links.filter(([i, j]) => i === node.index || j === node.index).map(([i, j]) => `n${i === node.index ? j : i}`);
         const r = await runCli(['--home', node.home, 'folder', 'add', node.folder, '--id', FOLDER_ID, '--with', with_.join(','), '--interval', String(FOLDER_INTERVAL_S), '--versioning', 'trashcan:30'], { timeoutMs: SLOW_MS });
         if (r.code !== 0) throw new Error(`folder add on ${node.name}: ${r.stderr}`);
-      }
+      }));
     }
     const cluster = new ConvergeCluster(nodes, links, folders, forwarders);
     // A test killed by its deadline must not leave listeners running.
     process.once('exit', () => {
       for (const node of nodes) node.listener?.child.kill('SIGKILL');
     });
-    for (const node of nodes) await cluster.startListener(node);
+    await cluster.startAll();
     return cluster;
   }
 
@@ -158,8 +158,24 @@ export class ConvergeCluster {
     return n;
   }
 
+  /** Listeners starting in the background (startSoon), by node index. */
+  readonly #starting = new Map<number, Promise<void>>();
+
   async startListener(node: ConvergeNode): Promise<void> {
+    const starting = this.#starting.get(node.index);
+    if (starting !== undefined) return starting;
     if (node.listener !== undefined) return;
+    const start = this.#start(node).finally(() => this.#starting.delete(node.index));
+    this.#starting.set(node.index, start);
+    return start;
+  }
+
+  /** Starts `node`'s listener in the background (the schedule goes on meanwhile, as a device rebooting); a failure to start shows at the next startListener or startAll. */
+  startSoon(node: ConvergeNode): void {
+    this.startListener(node).catch(() => undefined);
+  }
+
+  async #start(node: ConvergeNode): Promise<void> {
     // The port was just freed by a SIGKILLed listener: a few tries while the OS lets go of it.
     for (let attempt = 0; ; attempt++) {
       try {
@@ -172,8 +188,14 @@ export class ConvergeCluster {
     }
   }
 
+  /** Starts every listener that is down, all at once. */
+  async startAll(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => this.startListener(n)));
+  }
+
   /** SIGKILLs `node`'s listener (no cleanup, as kill -9 or a power cut). */
   async killListener(node: ConvergeNode): Promise<void> {
+    await this.#starting.get(node.index)?.catch(() => undefined);
     const l = node.listener;
     node.listener = undefined;
     if (l !== undefined) await l.stop('SIGKILL');
@@ -202,7 +224,7 @@ export class ConvergeCluster {
       await mkdir(node.folder, { recursive: true });
       node.skewMs = 0;
     }
-    for (const node of this.nodes) await this.startListener(node);
+    await this.startAll();
   }
 
   async stop(): Promise<void> {

@@ -51,7 +51,7 @@ export async function waitQuiet(cluster: ConvergeCluster, identical: () => Promi
   const started = Date.now();
   let polls = 0;
   let last = '';
-  for (const node of cluster.nodes) await cluster.startListener(node);
+  await cluster.startAll();
   while (Date.now() - started < timeoutMs) {
     polls++;
     const signal = AbortSignal.timeout(30_000);

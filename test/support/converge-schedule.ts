@@ -343,7 +343,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       await sleep(afterMs);
       await cluster.killListener(victim);
       note(`fault: SIGKILL listener ${victim.name} ${afterMs} ms after the last step, restart`);
-      await cluster.startListener(victim);
+      cluster.startSoon(victim);
     } else if (r < 50) {
       const links = liveLinks();
       if (links.length === 0) return;
@@ -355,7 +355,8 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       const node = pick(cluster.nodes);
       await cluster.killListener(node);
       note(`fault: SIGKILL listener ${node.name} (idle), restart`);
-      await cluster.startListener(node);
+      if (folders) cluster.startSoon(node);
+      else await cluster.startListener(node);
     } else if (r < 85) {
       const li = int(cluster.links.length);
       cut.set(li, 3 + int(10));
@@ -366,7 +367,10 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       const node = pick(cluster.nodes);
       node.skewMs = rand() < 0.25 ? 0 : (rand() < 0.5 ? -1 : 1) * (60_000 + int(10 * 60_000));
       note(`fault: clock of ${node.name} skewed ${node.skewMs} ms (listener restarted)`);
-      await cluster.restartListener(node);
+      if (folders) {
+        await cluster.killListener(node);
+        cluster.startSoon(node);
+      } else await cluster.restartListener(node);
     }
   };
 
