@@ -198,7 +198,18 @@ export class ConvergeCluster {
     await this.#starting.get(node.index)?.catch(() => undefined);
     const l = node.listener;
     node.listener = undefined;
-    if (l !== undefined) await l.stop('SIGKILL');
+    if (l !== undefined) {
+      await l.stop('SIGKILL');
+      this.#pastLogs.set(node.index, `${(this.#pastLogs.get(node.index) ?? '').slice(-(8 << 20))}${l.stderr()}--- SIGKILL\n`);
+    }
+  }
+
+  /** Logs of the listeners killed since the last reset, per node index. */
+  readonly #pastLogs = new Map<number, string>();
+
+  /** Everything `node`'s listeners logged since the last reset (killed ones first). */
+  logsOf(node: ConvergeNode): string {
+    return `${this.#pastLogs.get(node.index) ?? ''}${node.listener?.stderr() ?? ''}`;
   }
 
   async restartListener(node: ConvergeNode): Promise<void> {
@@ -218,6 +229,7 @@ export class ConvergeCluster {
   /** Empties every folder (its log and history too) and restarts the listeners with true clocks: a fresh cluster, same homes. */
   async reset(): Promise<void> {
     for (const node of this.nodes) await this.killListener(node);
+    this.#pastLogs.clear();
     for (const li of this.links.keys()) this.healLink(li);
     for (const node of this.nodes) {
       await rm(node.folder, { recursive: true, force: true });

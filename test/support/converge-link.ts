@@ -3,36 +3,35 @@
 // connection through it reset, new ones refused) and heal it, while both listeners run.
 // Nodes in folder mode use the TCP transport (config.json), so one forwarder a direction
 // carries everything between two nodes.
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 
 export class LinkForwarder {
-  readonly port: number;
   readonly #server: Server;
   readonly #sockets = new Set<Socket>();
+  #port = 0;
   #cut = false;
 
-  private constructor(server: Server, port: number) {
-    this.#server = server;
-    this.port = port;
+  private constructor(targetPort: number) {
+    this.#server = createServer((client) => this.#accept(client, targetPort));
   }
 
   /** Listens on 127.0.0.1 (any port) and forwards each connection to 127.0.0.1:`targetPort`. */
   static async start(targetPort: number): Promise<LinkForwarder> {
-    let fwd: LinkForwarder | undefined;
-    const server = createServer((client) => {
-      if (fwd === undefined) client.destroy();
-      else fwd.#accept(client, targetPort);
-    });
-    const port = await new Promise<number>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        const a = server.address();
+    const fwd = new LinkForwarder(targetPort);
+    fwd.#port = await new Promise<number>((resolve, reject) => {
+      fwd.#server.once('error', reject);
+      fwd.#server.listen(0, '127.0.0.1', () => {
+        const a = fwd.#server.address();
         if (a === null || typeof a === 'string') reject(new Error('forwarder has no port'));
         else resolve(a.port);
       });
     });
-    fwd = new LinkForwarder(server, port);
     return fwd;
+  }
+
+  /** The port a node dials instead of its neighbour's. */
+  get port(): number {
+    return this.#port;
   }
 
   get isCut(): boolean {

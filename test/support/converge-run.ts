@@ -4,8 +4,10 @@
 // CLAWPEER_CONVERGE_FAULTS (0/1), CLAWPEER_CONVERGE_VERBOSE=1 (every step as it runs),
 // CLAWPEER_CONVERGE_MODE (folder: the listeners' configured folders sync, the default; pair:
 // `clawpeer sync` between two nodes), CLAWPEER_CONVERGE_RECORD (a JSON file every schedule's
-// outcome is appended to: seed, nodes, steps, faults, pass, seconds, load).
-import { readFile, writeFile } from 'node:fs/promises';
+// outcome is appended to: seed, nodes, steps, faults, pass, seconds, load),
+// CLAWPEER_CONVERGE_LOG_DIR (a failed schedule's listener logs and trace are written there).
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { loadavg } from 'node:os';
 import type { Test } from 'tap';
 import { ConvergeCluster, cliPairSync, type PairSync } from './converge-cluster.js';
@@ -102,6 +104,13 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
         if (r.failures.length > 0) {
           t.comment(`reproduce: CLAWPEER_CONVERGE_SEED=${seed} CLAWPEER_CONVERGE_NODES=${s.nodes} CLAWPEER_CONVERGE_OPS=${s.ops} CLAWPEER_CONVERGE_FAULTS=${s.faults ? 1 : 0} CLAWPEER_CONVERGE_MODE=${s.mode}`);
           if (!verbose) for (const line of r.trace) t.comment(line);
+          const logDir = process.env['CLAWPEER_CONVERGE_LOG_DIR'];
+          if (logDir !== undefined && logDir !== '') {
+            await mkdir(logDir, { recursive: true });
+            for (const n of cluster.nodes) await writeFile(path.join(logDir, `seed-${seed}-${n.name}.log`), cluster.logsOf(n));
+            await writeFile(path.join(logDir, `seed-${seed}-trace.log`), `${r.trace.join('\n')}\n${r.failures.join('\n')}\n`);
+            t.comment(`listener logs and the trace in ${logDir}/seed-${seed}-*.log`);
+          }
         } else passed++;
         t.same(r.failures, [], `seed ${seed} converged`);
       }

@@ -20,7 +20,7 @@
 // nodes' status (converge-folder-mode.ts) and "nothing lost" is checked against what the
 // schedule wrote (WriteLedger) after the last quiesce.
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, open, readdir, readFile, rename, rm, rmdir, utimes, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ConvergeCluster, ConvergeNode, PairSync, PairSyncOutcome } from './converge-cluster.js';
 import { jsonLines, runCli } from '../e2e/cli-harness.js';
@@ -176,6 +176,17 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     const tag = Buffer.from(`#${o.seed}:${writeSerial++}#`);
     return size === 0 ? b : Buffer.concat([tag, b]);
   };
+  /**
+   * What a write of `target` puts there: content(), but never the bytes it holds already. An
+   * empty file written over an empty file is a touch, and by design a changed mtime alone is
+   * not a new revision (folder-scanner.ts): it would stay on that node only.
+   */
+  const contentFor = async (target: string): Promise<Buffer> => {
+    const c = content();
+    if (c.length > 0) return c;
+    const st = await lstat(target).catch(() => undefined);
+    return st?.isFile() === true && st.size === 0 ? Buffer.from(`#${o.seed}:${writeSerial++}#`) : c;
+  };
   /** A write on a node happened "now" by that node's clock. */
   const stamp = async (node: ConvergeNode, p: string): Promise<void> => {
     if (node.skewMs === 0) return;
@@ -234,7 +245,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       await mkdir(path.dirname(abs(node, p)), { recursive: true });
       const exists = files.includes(p);
       await ledger.destroying(abs(node, p));
-      await writeFile(abs(node, p), content());
+      await writeFile(abs(node, p), await contentFor(abs(node, p)));
       await stamp(node, abs(node, p));
       await ledger.wrote(abs(node, p), `${node.name}:${p}`);
       note(`${node.name}: ${exists ? 'overwrite' : 'create'} ${p}`);
@@ -245,7 +256,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     if (r < 38) {
       // Whole-file replace as an editor saves: a new inode renamed over the name.
       const tmp = `${fa}.edit~`;
-      await writeFile(tmp, content());
+      await writeFile(tmp, await contentFor(fa));
       await stamp(node, tmp);
       await ledger.destroying(fa);
       await rename(tmp, fa);
@@ -324,7 +335,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       await mkdir(path.dirname(target), { recursive: true }).catch(() => undefined);
       try {
         await ledger.destroying(target);
-        await writeFile(target, content());
+        await writeFile(target, await contentFor(target));
         await stamp(node, target);
         await ledger.wrote(target, `${node.name}:${p}`);
       } catch {
