@@ -40,6 +40,7 @@ import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import type { SyncIgnore } from './sync-ignore.js';
 import { crashPoint } from '../support/test-hooks.js';
+import { rescueUnscanned } from './unchanged-since-scan.js';
 
 export interface ApplyOptions {
   readonly store: RevisionStore;
@@ -472,6 +473,13 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       await writeOwnCopy(await confined(folderReal, plan.action.from), abs, plan.action.mode, plan.action.mtimeMs);
     }
     if (copies.length > 0) crashPoint('conflict-copy');
+    // A file saved here since the scan (the copies above are made) is not replaced or deleted
+    // unseen: it moves aside to a conflict copy's name, which the next scan records.
+    for (const p of landing) {
+      if (p.action.kind !== 'fetch' && p.action.kind !== 'delete' && p.action.kind !== 'symlink') continue;
+      const aside = await rescueUnscanned(folderReal, p.path, p.local, store);
+      if (aside !== undefined) log.info('sync: a file changed here since the scan; kept as a conflict copy', { path: p.path, copy: aside });
+    }
     for (const plan of landing) {
       if (plan.action.kind !== 'fetch' || !isLiveFile(plan.local)) continue;
       await preserveInHistory(folderReal, await confined(folderReal, plan.path), plan.local.revision.contentRoot, { move: false });
