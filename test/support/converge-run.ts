@@ -43,6 +43,8 @@ export interface ConvergeRunRecord {
   readonly quietSeconds?: number;
   /** 1-minute load average at the start and the end of the schedule (2 cores). */
   readonly load: readonly [number, number];
+  /** The code that ran (CLAWPEER_CONVERGE_BUILD, e.g. a commit), when given. */
+  readonly build?: string;
   readonly failures?: readonly string[];
 }
 
@@ -94,11 +96,12 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
         const seconds = (ms: number): number => Math.round(ms / 100) / 10;
         t.comment(`seed ${seed}: ${s.mode === 'pair' ? `${r.syncs} syncs, ${r.quiesceRounds} quiesce rounds, ` : `steps ${seconds(r.stepsMs ?? 0)} s, waiting for quiet ${seconds(r.quietMs ?? 0)} s, `}${seconds(r.ms)} s in all`);
         const file = process.env['CLAWPEER_CONVERGE_RECORD'];
+        const build = process.env['CLAWPEER_CONVERGE_BUILD'];
         if (file !== undefined && file !== '') {
           await record(file, {
             at: new Date().toISOString(), mode: s.mode, seed, nodes: s.nodes, ops: s.ops, faults: s.faults, pass: r.failures.length === 0, seconds: seconds(r.ms),
             ...(r.stepsMs === undefined ? {} : { stepsSeconds: seconds(r.stepsMs) }), ...(r.quietMs === undefined ? {} : { quietSeconds: seconds(r.quietMs) }),
-            load: [Math.round(load0 * 100) / 100, Math.round((loadavg()[0] ?? 0) * 100) / 100], ...(r.failures.length === 0 ? {} : { failures: r.failures.map((f) => f.slice(0, 500)) }),
+            load: [Math.round(load0 * 100) / 100, Math.round((loadavg()[0] ?? 0) * 100) / 100], ...(build === undefined || build === '' ? {} : { build }), ...(r.failures.length === 0 ? {} : { failures: r.failures.map((f) => f.slice(0, 500)) }),
           });
         }
         if (r.failures.length > 0) {
