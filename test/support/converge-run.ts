@@ -41,6 +41,8 @@ export interface ConvergeRunRecord {
   /** Folder mode: seconds of the steps, and of waiting for quiet (all quiesces). */
   readonly stepsSeconds?: number;
   readonly quietSeconds?: number;
+  /** Folder mode: each quiesce's time and what held it up. */
+  readonly quietHeldBy?: readonly string[];
   /** 1-minute load average at the start and the end of the schedule (2 cores). */
   readonly load: readonly [number, number];
   /** The code that ran (CLAWPEER_CONVERGE_BUILD, e.g. a commit), when given. */
@@ -100,7 +102,7 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
         if (file !== undefined && file !== '') {
           await record(file, {
             at: new Date().toISOString(), mode: s.mode, seed, nodes: s.nodes, ops: s.ops, faults: s.faults, pass: r.failures.length === 0, seconds: seconds(r.ms),
-            ...(r.stepsMs === undefined ? {} : { stepsSeconds: seconds(r.stepsMs) }), ...(r.quietMs === undefined ? {} : { quietSeconds: seconds(r.quietMs) }),
+            ...(r.stepsMs === undefined ? {} : { stepsSeconds: seconds(r.stepsMs) }), ...(r.quietMs === undefined ? {} : { quietSeconds: seconds(r.quietMs) }), ...(r.quietHeldBy === undefined ? {} : { quietHeldBy: r.quietHeldBy }),
             load: [Math.round(load0 * 100) / 100, Math.round((loadavg()[0] ?? 0) * 100) / 100], ...(build === undefined || build === '' ? {} : { build }), ...(r.failures.length === 0 ? {} : { failures: r.failures.map((f) => f.slice(0, 500)) }),
           });
         }

@@ -64,6 +64,8 @@ export interface ScheduleResult {
   /** Folder mode: ms spent waiting for quiet (all quiesces), and in the steps before the first. */
   readonly quietMs?: number;
   readonly stepsMs?: number;
+  /** Folder mode: what held each quiesce up (converge-folder-mode.ts QuietResult.heldBy). */
+  readonly quietHeldBy?: readonly string[];
 }
 
 const DIRS = ['d0', 'd1', 'd0/e0', 'd2', 'd1/e1'];
@@ -161,6 +163,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
   const folders = cluster.folders;
   const ledger = new WriteLedger();
   let quietMs = 0;
+  const quietHeldBy: string[] = [];
   let stepsMs = 0;
   let syncs = 0;
   let writeSerial = 0;
@@ -431,7 +434,8 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
         cut.clear();
         const q = await waitQuiet(cluster, identicalNow, o.quietTimeoutMs ?? 120_000);
         quietMs += q.ms;
-        note(`  ${label}: ${q.ok ? 'quiet' : 'NOT quiet'} after ${q.ms} ms (${q.polls} status polls)${q.ok ? '' : `: ${q.last}`}`);
+        quietHeldBy.push(`${label} ${(q.ms / 1000).toFixed(1)} s: ${q.heldBy || 'nothing'}`);
+        note(`  ${label}: ${q.ok ? 'quiet' : 'NOT quiet'} after ${q.ms} ms (${q.polls} status polls; held by: ${q.heldBy || 'nothing'})${q.ok ? '' : `: ${q.last}`}`);
         if (!q.ok) failures.push(`${label}: not quiet after ${q.ms} ms: ${q.last}`);
         return 1;
       }
@@ -523,5 +527,5 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     // A step that threw (a listener that would not start on a loaded machine, say): the schedule fails with its trace.
     failures.push(`step ${step} threw: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return { seed: o.seed, failures, trace, syncs, quiesceRounds, ms: Date.now() - started, ...(folders ? { quietMs, stepsMs } : {}) };
+  return { seed: o.seed, failures, trace, syncs, quiesceRounds, ms: Date.now() - started, ...(folders ? { quietMs, stepsMs, quietHeldBy } : {}) };
 }
