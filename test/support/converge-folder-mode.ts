@@ -11,7 +11,8 @@
 // Nothing lost (folder mode): every content the schedule wrote on some node is, after the last
 // quiesce, on some node (live, a conflict copy, or a history blob), unless the schedule itself
 // destroyed it (overwrote, edited or deleted it by hand on a node, when the listener may not
-// have recorded it yet).
+// have recorded it yet); and what a node held after the first quiesce it still holds at the end
+// (converge-schedule.ts), unless the schedule deleted it by hand.
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { listenerStatus } from '../../src/cli/resident-client.js';
@@ -108,6 +109,11 @@ export class WriteLedger {
   async wrote(abs: string, where: string): Promise<void> {
     const b = await readFile(abs).catch(() => undefined);
     if (b !== undefined && !this.#written.has(sha(b))) this.#written.set(sha(b), where);
+  }
+
+  /** The schedule destroyed content `h` by hand on some node. */
+  wasDestroyed(h: string): boolean {
+    return this.#destroyed.has(h);
   }
 
   /** Versions written and not destroyed by hand that no node holds (`held`: every digest any node holds). */

@@ -494,7 +494,9 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     note('quiesce');
     quiesceRounds = await quiesce('quiesce');
     await checkIdentical('after quiesce');
-
+    // Folder mode: what each node holds now it must still hold at the end (the deletions below
+    // go to history on the nodes they reach), but for what the schedule itself deletes.
+    const kept = folders ? await Promise.all(cluster.nodes.map((n) => holdings(n))) : [];
 
     // Deletions, on different nodes; then they must be gone everywhere and stay gone.
     const deleted: string[] = [];
@@ -522,6 +524,11 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       const held = new Set<string>();
       for (const node of cluster.nodes) for (const h of (await holdings(node)).keys()) held.add(h);
       for (const l of ledger.lost(held)) failures.push(`lost: version ${l} is on no node, live, conflict copy or history`);
+      for (const [k, before] of kept.entries()) {
+        const node = cluster.node(k);
+        const after = await holdings(node);
+        for (const [h, where] of before) if (!after.has(h) && !ledger.wasDestroyed(h)) failures.push(`lost: content ${h.slice(0, 8)} (${where}) of ${node.name} after the first quiesce is gone from it at the end`);
+      }
     }
   } catch (err) {
     // A step that threw (a listener that would not start on a loaded machine, say): the schedule fails with its trace.
