@@ -91,6 +91,13 @@ export async function waitQuiet(cluster: ConvergeCluster, identical: () => Promi
   return { ok: false, ms: Date.now() - started, polls, last, heldBy: heldBy() };
 }
 
+/** `node`'s listener runs or serves a sync of the folder right now (a kill then strikes mid-sync). */
+export async function syncingNow(node: ConvergeNode): Promise<boolean> {
+  const s = await listenerStatus(node.home, AbortSignal.timeout(10_000)).catch(() => 'no answer');
+  if (typeof s === 'string') return false;
+  return s.activity.some((a) => a.kind === 'sync') || (s.folders ?? []).some((f) => f.peers.some((p) => p.state === 'syncing'));
+}
+
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
 
 /** What the schedule wrote and destroyed by hand, for "nothing lost" in folder mode. */

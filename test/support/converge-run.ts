@@ -43,6 +43,8 @@ export interface ConvergeRunRecord {
   readonly quietSeconds?: number;
   /** Folder mode: each quiesce's time and what held it up. */
   readonly quietHeldBy?: readonly string[];
+  /** Folder mode: the faults that struck (kills, of which mid-sync; link cuts; clock skews). */
+  readonly faultCounts?: { readonly kills: number; readonly midSyncKills: number; readonly cuts: number; readonly skews: number };
   /** 1-minute load average at the start and the end of the schedule (2 cores). */
   readonly load: readonly [number, number];
   /** The code that ran (CLAWPEER_CONVERGE_BUILD, e.g. a commit), when given. */
@@ -102,7 +104,7 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
         if (file !== undefined && file !== '') {
           await record(file, {
             at: new Date().toISOString(), mode: s.mode, seed, nodes: s.nodes, ops: s.ops, faults: s.faults, pass: r.failures.length === 0, seconds: seconds(r.ms),
-            ...(r.stepsMs === undefined ? {} : { stepsSeconds: seconds(r.stepsMs) }), ...(r.quietMs === undefined ? {} : { quietSeconds: seconds(r.quietMs) }), ...(r.quietHeldBy === undefined ? {} : { quietHeldBy: r.quietHeldBy }),
+            ...(r.stepsMs === undefined ? {} : { stepsSeconds: seconds(r.stepsMs) }), ...(r.quietMs === undefined ? {} : { quietSeconds: seconds(r.quietMs) }), ...(r.quietHeldBy === undefined ? {} : { quietHeldBy: r.quietHeldBy }), ...(r.faultCounts === undefined ? {} : { faultCounts: r.faultCounts }),
             load: [Math.round(load0 * 100) / 100, Math.round((loadavg()[0] ?? 0) * 100) / 100], ...(build === undefined || build === '' ? {} : { build }), ...(r.failures.length === 0 ? {} : { failures: r.failures.map((f) => f.slice(0, 500)) }),
           });
         }

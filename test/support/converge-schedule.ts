@@ -25,7 +25,7 @@ import path from 'node:path';
 import type { ConvergeCluster, ConvergeNode, PairSync, PairSyncOutcome } from './converge-cluster.js';
 import { jsonLines, runCli } from '../e2e/cli-harness.js';
 import { walkTree } from '../e2e/tree-helpers.js';
-import { waitQuiet, WriteLedger } from './converge-folder-mode.js';
+import { syncingNow, waitQuiet, WriteLedger } from './converge-folder-mode.js';
 
 /** mulberry32: a small, fast, well-mixed 32-bit PRNG; the whole schedule hangs off one. */
 export function prng(seed: number): () => number {
@@ -66,6 +66,8 @@ export interface ScheduleResult {
   readonly stepsMs?: number;
   /** Folder mode: what held each quiesce up (converge-folder-mode.ts QuietResult.heldBy). */
   readonly quietHeldBy?: readonly string[];
+  /** Faults struck: listener kills (of which mid-sync, folder mode), link cuts, clock skews. */
+  readonly faultCounts?: { kills: number; midSyncKills: number; cuts: number; skews: number };
 }
 
 const DIRS = ['d0', 'd1', 'd0/e0', 'd2', 'd1/e1'];
@@ -164,6 +166,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
   const ledger = new WriteLedger();
   let quietMs = 0;
   const quietHeldBy: string[] = [];
+  const faultCounts = { kills: 0, midSyncKills: 0, cuts: 0, skews: 0 };
   let stepsMs = 0;
   let syncs = 0;
   let writeSerial = 0;
@@ -355,8 +358,11 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       const victim = pick(cluster.nodes);
       const afterMs = 20 + int(700);
       await sleep(afterMs);
+      const midSync = await syncingNow(victim);
       await cluster.killListener(victim);
-      note(`fault: SIGKILL listener ${victim.name} ${afterMs} ms after the last step, restart`);
+      faultCounts.kills++;
+      if (midSync) faultCounts.midSyncKills++;
+      note(`fault: SIGKILL listener ${victim.name} ${afterMs} ms after the last step${midSync ? ' (mid-sync)' : ''}, restart`);
       cluster.startSoon(victim);
     } else if (r < 50) {
       const links = liveLinks();
@@ -368,6 +374,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     } else if (r < 65) {
       const node = pick(cluster.nodes);
       await cluster.killListener(node);
+      faultCounts.kills++;
       note(`fault: SIGKILL listener ${node.name} (idle), restart`);
       if (folders) cluster.startSoon(node);
       else await cluster.startListener(node);
@@ -375,11 +382,13 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       const li = int(cluster.links.length);
       cut.set(li, 3 + int(10));
       if (folders) cluster.cutLink(li);
+      faultCounts.cuts++;
       const [i, j] = cluster.links[li] ?? [0, 0];
       note(`fault: cut link n${i}-n${j}`);
     } else {
       const node = pick(cluster.nodes);
       node.skewMs = rand() < 0.25 ? 0 : (rand() < 0.5 ? -1 : 1) * (60_000 + int(10 * 60_000));
+      faultCounts.skews++;
       note(`fault: clock of ${node.name} skewed ${node.skewMs} ms (listener restarted)`);
       if (folders) {
         await cluster.killListener(node);
@@ -534,5 +543,5 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     // A step that threw (a listener that would not start on a loaded machine, say): the schedule fails with its trace.
     failures.push(`step ${step} threw: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return { seed: o.seed, failures, trace, syncs, quiesceRounds, ms: Date.now() - started, ...(folders ? { quietMs, stepsMs, quietHeldBy } : {}) };
+  return { seed: o.seed, failures, trace, syncs, quiesceRounds, ms: Date.now() - started, ...(folders ? { quietMs, stepsMs, quietHeldBy, faultCounts } : {}) };
 }
