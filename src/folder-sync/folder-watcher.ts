@@ -189,12 +189,12 @@ export class FolderWatcher {
     };
   }
 
-  /** Calls `listener` with every event outside .clawpeer from now on, until the returned function is called. */
   /** How many subscribers it has now. */
   get subscriberCount(): number {
     return this.#subscribers.size;
   }
 
+  /** Calls `listener` with every event outside .clawpeer from now on, until the returned function is called. */
   subscribe(listener: (dir: string, name: string | null) => void): () => void {
     this.#subscribers.add(listener);
     return () => this.#subscribers.delete(listener);
