@@ -495,6 +495,11 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   // 2. Everything that needs no content: symlinks, directories, modes, deletions.
   const publisher = await Publisher.open({ shareRoot: folderReal, force: true, chunking: o.chunking, ...(o.fsync === undefined ? {} : { fsync: o.fsync }) });
   const dirRemovals: PathPlan[] = [];
+  // Once more just before a path is deleted or becomes a link: the content fetch may have taken a while.
+  const rescueLate = async (plan: PathPlan): Promise<void> => {
+    const aside = await rescueUnscanned(folderReal, plan.path, plan.local, store);
+    if (aside !== undefined) log.info('sync: a file changed here since the scan; kept as a conflict copy', { path: plan.path, copy: aside });
+  };
   for (const plan of done) {
     const a = plan.action;
     switch (a.kind) {
@@ -514,6 +519,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         break;
       case 'symlink': {
         const abs = await confined(folderReal, plan.path);
+        await rescueLate(plan);
         if (isLiveFile(plan.local)) await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: true });
         await publisher.makeSymlink(plan.path, a.target, a.mtimeMs);
         break;
@@ -525,6 +531,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
           break;
         }
         const abs = await confined(folderReal, plan.path);
+        await rescueLate(plan);
         if (local?.kind === 'file') await preserveInHistory(folderReal, abs, local.contentRoot, { move: true });
         else await unlink(abs).catch((err: unknown) => {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;

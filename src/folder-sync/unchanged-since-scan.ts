@@ -10,7 +10,9 @@
 // certified warm), whose mtime is the head's within a millisecond (an apply sets mtimes in whole
 // ms); no entry where the head is none or a tombstone. Directories and links are not content a
 // sync could destroy here, so they always pass. Non-goal: closing the window between this check
-// and the rename (microseconds, against the seconds of a sync).
+// and the rename (sync-apply.ts checks before the content is received and again before a
+// delete; a save while a file's new content is received is still replaced: the publisher would
+// have to check at its rename).
 import type { BigIntStats } from 'node:fs';
 import { link, lstat, unlink } from 'node:fs/promises';
 import path from 'node:path';

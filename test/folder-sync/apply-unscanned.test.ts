@@ -61,3 +61,19 @@ t.test('a file unchanged since the scan is deleted without a copy (into history)
   const names = (await readdir(folder)).filter((n) => n !== '.clawpeer');
   t.same(names, [], 'no copy: nothing changed since the scan');
 });
+
+t.test('a save while the content is fetched is kept too (checked again just before the delete)', async (t) => {
+  const { folder, store, head } = await folderWith('as scanned\n');
+  await applyRemote([deletion(head)], {
+    store, folder, keepConcurrentLocal: false, log: silentLogger, chunking: DEFAULT_CHUNKING,
+    fetch: async (_requests, beforePublish) => {
+      await beforePublish([]);
+      await new Promise((r) => setTimeout(r, 5));
+      await writeFile(join(folder, 'f'), 'saved while fetching\n'); // after the first check
+      return { delivered: [], chunksReceived: 0 };
+    },
+  });
+  const copies = (await readdir(folder)).filter((n) => n.startsWith('f.sync-conflict-'));
+  t.equal(copies.length, 1);
+  t.equal(await readFile(join(folder, copies[0] ?? ''), 'utf8'), 'saved while fetching\n');
+});
