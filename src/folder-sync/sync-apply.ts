@@ -474,11 +474,11 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     }
     if (copies.length > 0) crashPoint('conflict-copy');
     // A file saved here since the scan (the copies above are made) is not replaced or deleted
-    // unseen: it moves aside to a conflict copy's name, which the next scan records.
+    // unseen: it moves aside (unchanged-since-scan.ts), which the next scan records.
     for (const p of landing) {
       if (p.action.kind !== 'fetch' && p.action.kind !== 'delete' && p.action.kind !== 'symlink') continue;
       const aside = await rescueUnscanned(folderReal, p.path, p.local, store);
-      if (aside !== undefined) log.info('sync: a file changed here since the scan; kept as a conflict copy', { path: p.path, copy: aside });
+      if (aside !== undefined) log.info('sync: a file changed here since the scan; kept beside it', { path: p.path, copy: aside });
     }
     for (const plan of landing) {
       if (plan.action.kind !== 'fetch' || !isLiveFile(plan.local)) continue;
@@ -498,7 +498,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   // Once more just before a path is deleted or becomes a link: the content fetch may have taken a while.
   const rescueLate = async (plan: PathPlan): Promise<void> => {
     const aside = await rescueUnscanned(folderReal, plan.path, plan.local, store);
-    if (aside !== undefined) log.info('sync: a file changed here since the scan; kept as a conflict copy', { path: plan.path, copy: aside });
+    if (aside !== undefined) log.info('sync: a file changed here since the scan; kept beside it', { path: plan.path, copy: aside });
   };
   for (const plan of done) {
     const a = plan.action;

@@ -2,8 +2,10 @@
 // replaces, copies over or deletes a path: a user who saved the file after the scan (the sync
 // then runs for a second or more) would otherwise lose that save without a trace, replaced by
 // the peer's version (its bytes were never recorded, so they are neither a conflict copy nor in
-// history). Such a file is moved aside first to a conflict copy's name (this node's id, its
-// mtime), which the next scan records as a new file and every peer then gets: nothing lost.
+// history). Such a file is moved aside first to `<stem>.sync-unsynced-<its mtime>-<this node>`
+// (a conflict copy's name with its own marker, so it never takes the name of a real conflict
+// copy, which the log decides), which the next scan records as a new file and every peer then
+// gets: nothing lost.
 //
 // "What the scan saw" is the path's head here: a live file of the head's size whose warm entry
 // (stat certified by the scan) matches, or, for a file modified within the racy window (never
@@ -18,7 +20,17 @@ import { link, lstat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { RevisionStore } from '../store/revision-store.js';
 import type { RevisionEntry } from '../sync/revision.js';
-import { conflictPath } from '../sync/conflict.js';
+import { CONFLICT_MARKER, conflictPath } from '../sync/conflict.js';
+
+/** Marks a file moved aside because it changed since the scan (as long as CONFLICT_MARKER: the name fits where a copy's does). */
+export const UNSYNCED_MARKER = '.sync-unsynced-';
+
+/** The name a save moved aside takes: a conflict copy's, with UNSYNCED_MARKER for its marker. */
+export function unsyncedPath(relPath: string, mtimeNs: bigint, nodeId: string): string {
+  const copy = conflictPath(relPath, mtimeNs, nodeId);
+  const at = copy.lastIndexOf(CONFLICT_MARKER);
+  return `${copy.slice(0, at)}${UNSYNCED_MARKER}${copy.slice(at + CONFLICT_MARKER.length)}`;
+}
 
 const NS_PER_MS = 1_000_000n;
 
@@ -41,7 +53,7 @@ export async function unchangedSinceScan(folderReal: string, relPath: string, lo
 }
 
 /**
- * Moves the file at `relPath` aside to a conflict copy's name when it changed since the scan
+ * Moves the file at `relPath` aside to its unsynced name when it changed since the scan
  * (unchangedSinceScan); returns that name, or undefined when nothing was moved. Linked, then
  * unlinked, so an existing file of that name is never replaced (the next second's name is tried).
  */
@@ -51,7 +63,7 @@ export async function rescueUnscanned(folderReal: string, relPath: string, local
   const st = await lstat(abs, { bigint: true }).catch(() => undefined);
   if (st?.isFile() !== true) return undefined; // a link or something else made meanwhile: not content of ours to keep
   for (let k = 0n; k < 10n; k++) {
-    const to = conflictPath(relPath, st.mtimeNs + k * 1_000_000_000n, store.nodeId);
+    const to = unsyncedPath(relPath, st.mtimeNs + k * 1_000_000_000n, store.nodeId);
     try {
       await link(abs, path.join(folderReal, ...to.split('/')));
     } catch (err) {

@@ -1,7 +1,7 @@
 // A file saved after the sync's scan is not lost when the peer's revision replaces or deletes
 // its path (issue 31, folder-mode convergence seeds 1002 and 1004: a user's write landed while a
-// sync ran, and the peer's version overwrote it unseen). The apply step moves it aside to a
-// conflict copy's name first; a file unchanged since the scan is replaced as before.
+// sync ran, and the peer's version overwrote it unseen). The apply step moves it aside first
+// (f.sync-unsynced-<mtime>-<node>); a file unchanged since the scan is replaced as before.
 import t from 'tap';
 import { lstat, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,15 +43,15 @@ const apply = (store: RevisionStore, folder: string, received: RevisionEntry[]) 
     },
   });
 
-t.test('a peer\'s deletion of a file saved since the scan keeps the save as a conflict copy', async (t) => {
+t.test('a peer\'s deletion of a file saved since the scan keeps the save beside it (f.sync-unsynced-...)', async (t) => {
   const { folder, store, head } = await folderWith('as scanned\n');
   await new Promise((r) => setTimeout(r, 5));
   await writeFile(join(folder, 'f'), 'saved during the sync\n');
   await apply(store, folder, [deletion(head)]);
   const names = await readdir(folder);
   t.notOk(names.includes('f'), 'the path is deleted, as the peer said');
-  const copies = names.filter((n) => n.startsWith('f.sync-conflict-'));
-  t.equal(copies.length, 1, `one conflict copy (${names.join(', ')})`);
+  const copies = names.filter((n) => n.startsWith('f.sync-unsynced-'));
+  t.equal(copies.length, 1, `one copy of the save (${names.join(', ')})`);
   t.equal(await readFile(join(folder, copies[0] ?? ''), 'utf8'), 'saved during the sync\n', 'holding the save');
 });
 
@@ -73,7 +73,7 @@ t.test('a save while the content is fetched is kept too (checked again just befo
       return { delivered: [], chunksReceived: 0 };
     },
   });
-  const copies = (await readdir(folder)).filter((n) => n.startsWith('f.sync-conflict-'));
+  const copies = (await readdir(folder)).filter((n) => n.startsWith('f.sync-unsynced-'));
   t.equal(copies.length, 1);
   t.equal(await readFile(join(folder, copies[0] ?? ''), 'utf8'), 'saved while fetching\n');
 });
