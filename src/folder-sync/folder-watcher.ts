@@ -189,6 +189,11 @@ export class FolderWatcher {
     };
   }
 
+  /** How many subscribers it has now. */
+  get subscriberCount(): number {
+    return this.#subscribers.size;
+  }
+
   /** Calls `listener` with every event outside .clawpeer from now on, until the returned function is called. */
   subscribe(listener: (dir: string, name: string | null) => void): () => void {
     this.#subscribers.add(listener);
@@ -385,6 +390,14 @@ export class FolderWatchers {
       this.#byRoot.set(root, w);
     }
     return w;
+  }
+
+  /** Stops the folder's watcher when nothing subscribes to it any more (a shared folder removed from the config). */
+  release(root: string): void {
+    const w = this.#byRoot.get(root);
+    if (w === undefined || w.subscriberCount > 0) return;
+    w.close();
+    this.#byRoot.delete(root);
   }
 
   close(): void {

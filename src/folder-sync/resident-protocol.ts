@@ -70,6 +70,9 @@ export interface FolderStatusRecord {
   readonly versioning: string;
   readonly paused: boolean;
   readonly problem?: string;
+  readonly pending?: boolean;
+  readonly revisions?: number;
+  readonly root?: string;
   readonly peers: readonly {
     readonly peer: string;
     readonly name?: string;

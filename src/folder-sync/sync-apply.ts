@@ -34,6 +34,7 @@ import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import { crashPoint } from '../support/test-hooks.js';
 import { isLiveFile, planRemote, type PathPlan, type PlanOptions } from './sync-plan.js';
+import { rescueUnscanned } from './unchanged-since-scan.js';
 
 export { byPath, conflictCopyRevision, plannedChanges, type PlannedChange } from './sync-plan.js';
 
@@ -114,6 +115,13 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       await writeOwnCopy(await confined(folderReal, plan.action.from), abs, plan.action.mode, plan.action.mtimeMs);
     }
     if (copies.length > 0) crashPoint('conflict-copy');
+    // A file saved here since the scan (the copies above are made) is not replaced or deleted
+    // unseen: it moves aside (unchanged-since-scan.ts), which the next scan records.
+    for (const p of landing) {
+      if (p.action.kind !== 'fetch' && p.action.kind !== 'delete' && p.action.kind !== 'symlink') continue;
+      const aside = await rescueUnscanned(folderReal, p.path, p.local, store);
+      if (aside !== undefined) log.info('sync: a file changed here since the scan; kept beside it', { path: p.path, copy: aside });
+    }
     for (const plan of landing) {
       if (plan.action.kind !== 'fetch' || !isLiveFile(plan.local)) continue;
       await preserveInHistory(folderReal, await confined(folderReal, plan.path), plan.local.revision.contentRoot, { move: false });
@@ -129,6 +137,11 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   // 2. Everything that needs no content: symlinks, directories, modes, deletions.
   const publisher = await Publisher.open({ shareRoot: folderReal, force: true, chunking: o.chunking, ...(o.fsync === undefined ? {} : { fsync: o.fsync }) });
   const dirRemovals: PathPlan[] = [];
+  // Once more just before a path is deleted or becomes a link: the content fetch may have taken a while.
+  const rescueLate = async (plan: PathPlan): Promise<void> => {
+    const aside = await rescueUnscanned(folderReal, plan.path, plan.local, store);
+    if (aside !== undefined) log.info('sync: a file changed here since the scan; kept beside it', { path: plan.path, copy: aside });
+  };
   for (const plan of done) {
     const a = plan.action;
     switch (a.kind) {
@@ -148,6 +161,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         break;
       case 'symlink': {
         const abs = await confined(folderReal, plan.path);
+        await rescueLate(plan);
         if (isLiveFile(plan.local)) await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: true });
         await publisher.makeSymlink(plan.path, a.target, a.mtimeMs);
         break;
@@ -159,6 +173,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
           break;
         }
         const abs = await confined(folderReal, plan.path);
+        await rescueLate(plan);
         if (local?.kind === 'file') await preserveInHistory(folderReal, abs, local.contentRoot, { move: true });
         else await unlink(abs).catch((err: unknown) => {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;

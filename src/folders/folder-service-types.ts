@@ -38,6 +38,11 @@ export interface FolderStatus {
   readonly paused: boolean;
   /** Why it is not served or synced (a share of that name exists, a peer is not paired). */
   readonly problem?: string;
+  /** A local change waits for its quiet time before the folder is synced. */
+  readonly pending: boolean;
+  /** Revisions in the folder's log, and the Merkle root over their ids (hex): equal on two nodes, the same set. Absent before its first sync here. */
+  readonly revisions?: number;
+  readonly root?: string;
   readonly peers: readonly FolderPeerStatus[];
 }
 

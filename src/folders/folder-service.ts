@@ -48,6 +48,8 @@ interface ActiveFolder {
   readonly peerIds: readonly string[];
   readonly problem: string | undefined;
   readonly stop: () => void;
+  /** A local change waits for its quiet time. */
+  readonly pending: () => boolean;
 }
 
 const pairKey = (folder: string, peer: string): string => `${folder}\u0000${peer}`;
@@ -157,8 +159,9 @@ export class FolderService {
   /** Each folder with its peers' states, for `clawpeer status`. */
   status(): FolderStatus[] {
     const pairs = this.#schedule.snapshot();
-    return [...this.#active.values()].map(({ config: f, problem }) => ({
+    return [...this.#active.values()].map(({ config: f, problem, pending }) => ({
       id: f.id, path: f.path, mode: f.mode, versioning: f.versioning, paused: f.paused, ...(problem === undefined ? {} : { problem }),
+      pending: pending(), ...this.#revisionsOf(f.path),
       peers: pairs.filter((p) => p.folder === f.id).map((p) => {
         const progress = p.state === 'syncing' ? this.#progress.get(pairKey(f.id, p.peer)) : undefined;
         const name = this.#names.get(p.peer);
@@ -170,6 +173,12 @@ export class FolderService {
         };
       }),
     }));
+  }
+
+  /** The size and root of the folder's log as the listener holds it open (none before its first sync here). */
+  #revisionsOf(dir: string): { revisions?: number; root?: string } {
+    const store = this.#o.resident.stores.peek(dir);
+    return store === undefined ? {} : { revisions: store.size, root: Buffer.from(store.root()).toString('hex') };
   }
 
   async close(): Promise<void> {
@@ -230,13 +239,14 @@ export class FolderService {
 
   /** Starts watching a folder (made if missing); its local changes request a sync with its peers. */
   async #activate(f: FolderConfig, peerIds: string[], problem: string | undefined): Promise<ActiveFolder> {
-    if (f.paused || peerIds.length === 0) return { config: f, peerIds, problem, stop: () => undefined };
+    const idle = { stop: () => undefined, pending: () => false };
+    if (f.paused || peerIds.length === 0) return { config: f, peerIds, problem, ...idle };
     let dir: string;
     try {
       await makeDirs(f.path);
       dir = await realpath(f.path);
     } catch (err) {
-      return { config: f, peerIds: [], problem: `${f.path} is not usable: ${(err as Error).message}`, stop: () => undefined };
+      return { config: f, peerIds: [], problem: `${f.path} is not usable: ${(err as Error).message}`, ...idle };
     }
     const quiet = new QuietTimer(LOCAL_CHANGE_QUIET_MS, LOCAL_CHANGE_MAX_DELAY_MS, () => {
       this.#schedule.request(Date.now(), { folder: f.id });
@@ -244,10 +254,16 @@ export class FolderService {
     });
     // Our own publishes' temp files are not changes; their renames are (a change a peer brought
     // here goes on to the other peers: A→B→C when A and C never meet).
-    const unsubscribe = this.#o.resident.watchers.forFolder(dir).subscribe((_dir, name) => {
+    const watchers = this.#o.resident.watchers;
+    const unsubscribe = watchers.forFolder(dir).subscribe((_dir, name) => {
       if (name === null || !isTempFileName(name)) quiet.poke();
     });
-    return { config: { ...f, path: dir }, peerIds, problem, stop: () => { quiet.cancel(); unsubscribe(); } };
+    const stop = (): void => {
+      quiet.cancel();
+      unsubscribe();
+      watchers.release(dir); // a folder removed from the config is no longer watched (unless a share's watch still uses it)
+    };
+    return { config: { ...f, path: dir }, peerIds, problem, stop, pending: () => quiet.pending };
   }
 
   /** Puts the active, unpaused folders into the listener's shares (and takes the others out). */

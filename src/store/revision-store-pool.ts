@@ -35,6 +35,11 @@ export class RevisionStorePool {
     return store;
   }
 
+  /** The store kept open for `folder`, if any, as it is (for status: its size and root; no reopen, no lock). */
+  peek(folder: string): RevisionStore | undefined {
+    return this.#byFolder.get(folder)?.store;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     const all = [...this.#byFolder.values()];

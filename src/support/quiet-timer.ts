@@ -27,6 +27,11 @@ export class QuietTimer {
     return first;
   }
 
+  /** An action is waiting to run. */
+  get pending(): boolean {
+    return this.#timer !== undefined;
+  }
+
   /** Drops a pending action. */
   cancel(): void {
     clearTimeout(this.#timer);

@@ -13,7 +13,7 @@ export interface FolderNode {
   listener: RunningListener;
 }
 
-export type FolderRecord = { id: string; peers: { peer: string; state: string; lastSyncAt?: number }[] };
+export type FolderRecord = { id: string; pending?: boolean; revisions?: number; root?: string; peers: { peer: string; state: string; lastSyncAt?: number }[] };
 
 export async function startFolderNodes(names: readonly string[]): Promise<FolderNode[]> {
   const work = await tempHome('folders');

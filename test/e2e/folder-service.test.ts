@@ -47,6 +47,12 @@ t.test('status says in-sync with the last sync time; folder log lists what the s
   t.ok(logB.some((e) => (e['added'] as number) > 0), 'B logged the files it took as added');
   const humanLog = await runCli(['--home', A.home, 'folder', 'log', 'docs']);
   t.match(humanLog.stdout, /Z by [bc]: 0 added, 0 changed, 1 deleted here; /);
+  // The nodes' own word that they hold the same revisions (what the convergence test polls).
+  const logsAgree = async (): Promise<boolean> => {
+    const docs = await Promise.all(nodes.map(async (n) => (await foldersOf(n)).find((f) => f.id === 'docs')));
+    return docs.every((f) => f?.pending === false && typeof f.root === 'string' && f.root === docs[0]?.root && f.revisions === docs[0]?.revisions && (f.revisions ?? 0) > 0);
+  };
+  await wait('the same revision count and root on every node', logsAgree);
 });
 
 t.test('a paused folder is neither synced nor served until resumed', async (t) => {

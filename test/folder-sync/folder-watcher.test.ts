@@ -245,3 +245,18 @@ t.test('openSyncedFolder looks at just the changed files when those are all the 
   t.match(walked, { added: 2, deleted: 0 }, 'a new directory: the whole walk, which finds what is in it');
   t.ok((walked?.unchanged ?? 0) >= 4, `the walk saw the unchanged entries too (${String(walked?.unchanged)})`);
 });
+
+t.test('a released watcher stops (a folder removed from the config); one still subscribed to is kept', async (t) => {
+  const root = await tree();
+  const watchers = new ResidentFolders({ log: silentLogger }).watchers;
+  t.teardown(() => watchers.close());
+  const first = watchers.forFolder(root);
+  const unsubscribe = first.subscribe(() => undefined);
+  watchers.release(root);
+  t.equal(watchers.forFolder(root), first, 'a subscribed watcher is kept');
+  unsubscribe();
+  t.equal(first.subscriberCount, 0);
+  watchers.release(root);
+  t.not(watchers.forFolder(root), first, 'a released watcher is gone: the next use starts a new one');
+  t.equal(first.canSkipScan(), false, 'the released watcher is closed (it vouches for nothing)');
+});

@@ -35,7 +35,9 @@ t.test('a kept store is reused while current, and reopened once another process 
   const pool = new RevisionStorePool();
   t.teardown(() => pool.close());
 
+  t.equal(pool.peek(folder), undefined, 'nothing to peek at before the first acquire');
   const first = await pool.acquire(folder, NODE);
+  t.equal(pool.peek(folder), first, 'peek gives the kept store (status reads its size and root)');
   first.write((w) => {
     w.recordLocal(fileDraft('a', 1));
     w.recordLocal(fileDraft('a', 2));

@@ -1,7 +1,14 @@
 // Runs convergence schedules as tap subtests: one fresh cluster per schedule, seeds from
 // CLAWPEER_CONVERGE_SEED (one schedule, exactly that seed) or consecutive from a base seed.
 // Env: CLAWPEER_CONVERGE_RUNS, CLAWPEER_CONVERGE_NODES, CLAWPEER_CONVERGE_OPS,
-// CLAWPEER_CONVERGE_FAULTS (0/1), CLAWPEER_CONVERGE_VERBOSE=1 (every step as it runs).
+// CLAWPEER_CONVERGE_FAULTS (0/1), CLAWPEER_CONVERGE_VERBOSE=1 (every step as it runs),
+// CLAWPEER_CONVERGE_MODE (folder: the listeners' configured folders sync, the default; pair:
+// `clawpeer sync` between two nodes), CLAWPEER_CONVERGE_RECORD (a JSON file every schedule's
+// outcome is appended to: seed, nodes, steps, faults, pass, seconds, load),
+// CLAWPEER_CONVERGE_LOG_DIR (a failed schedule's listener logs and trace are written there).
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { loadavg } from 'node:os';
 import type { Test } from 'tap';
 import { ConvergeCluster, cliPairSync, type PairSync } from './converge-cluster.js';
 import { runSchedule } from './converge-schedule.js';
@@ -13,7 +20,44 @@ export interface ConvergeDefaults {
   readonly faults: boolean;
   /** First seed of the consecutive run (each schedule prints its own). */
   readonly baseSeed: number;
+  /** Pair mode's sync (default cliPairSync); folder mode uses none. */
   readonly sync?: PairSync;
+  /** 'folder' (default) or 'pair'. */
+  readonly mode?: ConvergeMode;
+}
+
+export type ConvergeMode = 'folder' | 'pair';
+
+/** One schedule's outcome, as recorded in CLAWPEER_CONVERGE_RECORD. */
+export interface ConvergeRunRecord {
+  readonly at: string;
+  readonly mode: ConvergeMode;
+  readonly seed: number;
+  readonly nodes: number;
+  readonly ops: number;
+  readonly faults: boolean;
+  readonly pass: boolean;
+  readonly seconds: number;
+  /** Folder mode: seconds of the steps, and of waiting for quiet (all quiesces). */
+  readonly stepsSeconds?: number;
+  readonly quietSeconds?: number;
+  /** Folder mode: each quiesce's time and what held it up. */
+  readonly quietHeldBy?: readonly string[];
+  /** Folder mode: the faults that struck (kills, of which mid-sync; link cuts; clock skews). */
+  readonly faultCounts?: { readonly kills: number; readonly midSyncKills: number; readonly cuts: number; readonly skews: number };
+  /** 1-minute load average at the start and the end of the schedule (2 cores). */
+  readonly load: readonly [number, number];
+  /** The code that ran (CLAWPEER_CONVERGE_BUILD, e.g. a commit), when given. */
+  readonly build?: string;
+  readonly failures?: readonly string[];
+}
+
+/** Appends `r` to the JSON array in `file` (made when missing). */
+async function record(file: string, r: ConvergeRunRecord): Promise<void> {
+  const text = await readFile(file, 'utf8').catch(() => '[]');
+  const runs = JSON.parse(text) as ConvergeRunRecord[];
+  runs.push(r);
+  await writeFile(file, `${JSON.stringify(runs, null, 1)}\n`);
 }
 
 function envNumber(name: string, fallback: number): number {
@@ -25,14 +69,16 @@ function envNumber(name: string, fallback: number): number {
 }
 
 /** The seeds to run and the settings, defaults overridden by the environment. */
-export function convergeSettings(d: ConvergeDefaults): { seeds: number[]; nodes: number; ops: number; faults: boolean } {
+export function convergeSettings(d: ConvergeDefaults): { seeds: number[]; nodes: number; ops: number; faults: boolean; mode: ConvergeMode } {
   const only = process.env['CLAWPEER_CONVERGE_SEED'];
   const runs = envNumber('CLAWPEER_CONVERGE_RUNS', d.runs);
   const base = envNumber('CLAWPEER_CONVERGE_BASE_SEED', d.baseSeed);
   const seeds = only !== undefined && only !== '' ? [envNumber('CLAWPEER_CONVERGE_SEED', 0)] : Array.from({ length: runs }, (_, k) => base + k);
   const nodes = envNumber('CLAWPEER_CONVERGE_NODES', d.nodes);
   if (nodes < 2) throw new Error('CLAWPEER_CONVERGE_NODES must be at least 2');
-  return { seeds, nodes, ops: envNumber('CLAWPEER_CONVERGE_OPS', d.ops), faults: envNumber('CLAWPEER_CONVERGE_FAULTS', d.faults ? 1 : 0) === 1, };
+  const mode = process.env['CLAWPEER_CONVERGE_MODE'] ?? d.mode ?? 'folder';
+  if (mode !== 'folder' && mode !== 'pair') throw new Error(`CLAWPEER_CONVERGE_MODE must be folder or pair, got ${mode}`);
+  return { seeds, nodes, ops: envNumber('CLAWPEER_CONVERGE_OPS', d.ops), faults: envNumber('CLAWPEER_CONVERGE_FAULTS', d.faults ? 1 : 0) === 1, mode };
 }
 
 /** One tap subtest per seed; a failure prints the seed, what differed and the schedule's trace. */
@@ -45,15 +91,33 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
   let cluster: ConvergeCluster | undefined;
   t.teardown(() => cluster?.stop());
   for (const seed of s.seeds) {
-    await t.test(`seed ${seed}: ${s.nodes} nodes, ${s.ops} steps${s.faults ? ', faults' : ''} converge with nothing lost`, { timeout: 15 * 60_000 }, async (t) => {
-      if (cluster === undefined) cluster = await ConvergeCluster.create(s.nodes);
+    await t.test(`seed ${seed} (${s.mode} mode): ${s.nodes} nodes, ${s.ops} steps${s.faults ? ', faults' : ''} converge with nothing lost`, { timeout: 15 * 60_000 }, async (t) => {
+      if (cluster === undefined) cluster = await ConvergeCluster.create(s.nodes, { folders: s.mode === 'folder' });
       else await cluster.reset();
       {
+        const load0 = loadavg()[0] ?? 0;
         const r = await runSchedule(cluster, { seed, ops: s.ops, faults: s.faults, sync: d.sync ?? cliPairSync, ...(verbose ? { log: (l: string) => t.comment(l) } : {}) });
-        t.comment(`seed ${seed}: ${r.syncs} syncs, ${r.quiesceRounds} quiesce rounds, ${(r.ms / 1000).toFixed(1)} s`);
+        const seconds = (ms: number): number => Math.round(ms / 100) / 10;
+        t.comment(`seed ${seed}: ${s.mode === 'pair' ? `${r.syncs} syncs, ${r.quiesceRounds} quiesce rounds, ` : `steps ${seconds(r.stepsMs ?? 0)} s, waiting for quiet ${seconds(r.quietMs ?? 0)} s, `}${seconds(r.ms)} s in all`);
+        const file = process.env['CLAWPEER_CONVERGE_RECORD'];
+        const build = process.env['CLAWPEER_CONVERGE_BUILD'];
+        if (file !== undefined && file !== '') {
+          await record(file, {
+            at: new Date().toISOString(), mode: s.mode, seed, nodes: s.nodes, ops: s.ops, faults: s.faults, pass: r.failures.length === 0, seconds: seconds(r.ms),
+            ...(r.stepsMs === undefined ? {} : { stepsSeconds: seconds(r.stepsMs) }), ...(r.quietMs === undefined ? {} : { quietSeconds: seconds(r.quietMs) }), ...(r.quietHeldBy === undefined ? {} : { quietHeldBy: r.quietHeldBy }), ...(r.faultCounts === undefined ? {} : { faultCounts: r.faultCounts }),
+            load: [Math.round(load0 * 100) / 100, Math.round((loadavg()[0] ?? 0) * 100) / 100], ...(build === undefined || build === '' ? {} : { build }), ...(r.failures.length === 0 ? {} : { failures: r.failures.map((f) => f.slice(0, 500)) }),
+          });
+        }
         if (r.failures.length > 0) {
-          t.comment(`reproduce: CLAWPEER_CONVERGE_SEED=${seed} CLAWPEER_CONVERGE_NODES=${s.nodes} CLAWPEER_CONVERGE_OPS=${s.ops} CLAWPEER_CONVERGE_FAULTS=${s.faults ? 1 : 0}`);
+          t.comment(`reproduce: CLAWPEER_CONVERGE_SEED=${seed} CLAWPEER_CONVERGE_NODES=${s.nodes} CLAWPEER_CONVERGE_OPS=${s.ops} CLAWPEER_CONVERGE_FAULTS=${s.faults ? 1 : 0} CLAWPEER_CONVERGE_MODE=${s.mode}`);
           if (!verbose) for (const line of r.trace) t.comment(line);
+          const logDir = process.env['CLAWPEER_CONVERGE_LOG_DIR'];
+          if (logDir !== undefined && logDir !== '') {
+            await mkdir(logDir, { recursive: true });
+            for (const n of cluster.nodes) await writeFile(path.join(logDir, `seed-${seed}-${n.name}.log`), cluster.logsOf(n));
+            await writeFile(path.join(logDir, `seed-${seed}-trace.log`), `${r.trace.join('\n')}\n${r.failures.join('\n')}\n`);
+            t.comment(`listener logs and the trace in ${logDir}/seed-${seed}-*.log`);
+          }
         } else passed++;
         t.same(r.failures, [], `seed ${seed} converged`);
       }

@@ -13,12 +13,19 @@
 //     blob (what the user overwrote or deleted by hand is the user's business, not checked);
 //   no resurrection: then files and directories deleted on some nodes are gone everywhere after
 //     a quiesce, and stay gone after a listener restart and another quiesce.
+//
+// Folder mode (cluster.folders): the listeners sync by themselves, so a sync step is a pause
+// (the user's think time) while they work, a link cut is the link's forwarder cut, a kill
+// strikes a listener a random moment after the last step (often mid-sync), quiesce polls the
+// nodes' status (converge-folder-mode.ts) and "nothing lost" is checked against what the
+// schedule wrote (WriteLedger) after the last quiesce.
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, open, readdir, readFile, rename, rm, rmdir, utimes, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, open, readdir, readFile, rename, rm, rmdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ConvergeCluster, ConvergeNode, PairSync, PairSyncOutcome } from './converge-cluster.js';
 import { jsonLines, runCli } from '../e2e/cli-harness.js';
 import { walkTree } from '../e2e/tree-helpers.js';
+import { syncingNow, waitQuiet, WriteLedger } from './converge-folder-mode.js';
 
 /** mulberry32: a small, fast, well-mixed 32-bit PRNG; the whole schedule hangs off one. */
 export function prng(seed: number): () => number {
@@ -37,7 +44,10 @@ export interface ScheduleOptions {
   /** Steps (file operations, syncs and faults together). */
   readonly ops: number;
   readonly faults: boolean;
+  /** Pair mode's sync (unused in folder mode). */
   readonly sync: PairSync;
+  /** Folder mode: how long a quiesce may take, ms (default 120 s). */
+  readonly quietTimeoutMs?: number;
   /** Progress lines (default: none). */
   readonly log?: (line: string) => void;
 }
@@ -51,11 +61,21 @@ export interface ScheduleResult {
   readonly syncs: number;
   readonly quiesceRounds: number;
   readonly ms: number;
+  /** Folder mode: ms spent waiting for quiet (all quiesces), and in the steps before the first. */
+  readonly quietMs?: number;
+  readonly stepsMs?: number;
+  /** Folder mode: what held each quiesce up (converge-folder-mode.ts QuietResult.heldBy). */
+  readonly quietHeldBy?: readonly string[];
+  /** Faults struck: listener kills (of which mid-sync, folder mode), link cuts, clock skews. */
+  readonly faultCounts?: { kills: number; midSyncKills: number; cuts: number; skews: number };
 }
 
 const DIRS = ['d0', 'd1', 'd0/e0', 'd2', 'd1/e1'];
 const FILES = ['f0', 'f1', 'f2', 'f3.txt', 'f4.md', 'f5', 'g0', 'g1.bin'];
 const MAX_QUIESCE_ROUNDS = 8;
+/** Errors of a file operation that raced a listener's change of the same folder (folder mode). */
+const RACE_CODES = new Set(['ENOENT', 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOTEMPTY']);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Entry {
   readonly path: string;
@@ -142,6 +162,12 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     o.log?.(line);
   };
   const cut = new Map<number, number>(); // link index -> steps left
+  const folders = cluster.folders;
+  const ledger = new WriteLedger();
+  let quietMs = 0;
+  const quietHeldBy: string[] = [];
+  const faultCounts = { kills: 0, midSyncKills: 0, cuts: 0, skews: 0 };
+  let stepsMs = 0;
   let syncs = 0;
   let writeSerial = 0;
   let step = 0;
@@ -155,6 +181,17 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     // Every write distinct, so "every version" means every write.
     const tag = Buffer.from(`#${o.seed}:${writeSerial++}#`);
     return size === 0 ? b : Buffer.concat([tag, b]);
+  };
+  /**
+   * What a write of `target` puts there: content(), but never the bytes it holds already. An
+   * empty file written over an empty file is a touch, and by design a changed mtime alone is
+   * not a new revision (folder-scanner.ts): it would stay on that node only.
+   */
+  const contentFor = async (target: string): Promise<Buffer> => {
+    const c = content();
+    if (c.length > 0) return c;
+    const st = await lstat(target).catch(() => undefined);
+    return st?.isFile() === true && st.size === 0 ? Buffer.from(`#${o.seed}:${writeSerial++}#`) : c;
   };
   /** A write on a node happened "now" by that node's clock. */
   const stamp = async (node: ConvergeNode, p: string): Promise<void> => {
@@ -213,8 +250,10 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       const p = await newFilePath(node);
       await mkdir(path.dirname(abs(node, p)), { recursive: true });
       const exists = files.includes(p);
-      await writeFile(abs(node, p), content());
+      await ledger.destroying(abs(node, p));
+      await writeFile(abs(node, p), await contentFor(abs(node, p)));
       await stamp(node, abs(node, p));
+      await ledger.wrote(abs(node, p), `${node.name}:${p}`);
       note(`${node.name}: ${exists ? 'overwrite' : 'create'} ${p}`);
       return;
     }
@@ -223,11 +262,14 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     if (r < 38) {
       // Whole-file replace as an editor saves: a new inode renamed over the name.
       const tmp = `${fa}.edit~`;
-      await writeFile(tmp, content());
+      await writeFile(tmp, await contentFor(fa));
       await stamp(node, tmp);
+      await ledger.destroying(fa);
       await rename(tmp, fa);
+      await ledger.wrote(fa, `${node.name}:${f}`);
       note(`${node.name}: replace ${f}`);
     } else if (r < 48) {
+      await ledger.destroying(fa);
       const h = await open(fa, 'r+');
       try {
         const size = (await h.stat()).size;
@@ -237,12 +279,16 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
         await h.close();
       }
       await stamp(node, fa);
+      await ledger.wrote(fa, `${node.name}:${f}`);
       note(`${node.name}: edit in place ${f}`);
     } else if (r < 58) {
+      await ledger.destroying(fa);
       await writeFile(fa, `+${o.seed}:${writeSerial++}\n`, { flag: 'a' });
       await stamp(node, fa);
+      await ledger.wrote(fa, `${node.name}:${f}`);
       note(`${node.name}: append ${f}`);
     } else if (r < 70) {
+      await ledger.destroying(fa);
       await rm(fa);
       note(`${node.name}: delete ${f}`);
     } else if (r < 80) {
@@ -294,8 +340,10 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       const target = abs(node, p);
       await mkdir(path.dirname(target), { recursive: true }).catch(() => undefined);
       try {
-        await writeFile(target, content());
+        await ledger.destroying(target);
+        await writeFile(target, await contentFor(target));
         await stamp(node, target);
+        await ledger.wrote(target, `${node.name}:${p}`);
       } catch {
         continue; // a directory of that name there: no edit on this node
       }
@@ -305,7 +353,18 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
 
   const faultOp = async (): Promise<void> => {
     const r = int(100);
-    if (r < 50) {
+    if (r < 50 && folders) {
+      // A kill a random moment after the last step: the listeners are often mid-sync then.
+      const victim = pick(cluster.nodes);
+      const afterMs = 20 + int(700);
+      await sleep(afterMs);
+      const midSync = await syncingNow(victim);
+      await cluster.killListener(victim);
+      faultCounts.kills++;
+      if (midSync) faultCounts.midSyncKills++;
+      note(`fault: SIGKILL listener ${victim.name} ${afterMs} ms after the last step${midSync ? ' (mid-sync)' : ''}, restart`);
+      cluster.startSoon(victim);
+    } else if (r < 50) {
       const links = liveLinks();
       if (links.length === 0) return;
       const li = pick(links);
@@ -315,18 +374,26 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     } else if (r < 65) {
       const node = pick(cluster.nodes);
       await cluster.killListener(node);
+      faultCounts.kills++;
       note(`fault: SIGKILL listener ${node.name} (idle), restart`);
-      await cluster.startListener(node);
+      if (folders) cluster.startSoon(node);
+      else await cluster.startListener(node);
     } else if (r < 85) {
       const li = int(cluster.links.length);
       cut.set(li, 3 + int(10));
+      if (folders) cluster.cutLink(li);
+      faultCounts.cuts++;
       const [i, j] = cluster.links[li] ?? [0, 0];
       note(`fault: cut link n${i}-n${j}`);
     } else {
       const node = pick(cluster.nodes);
       node.skewMs = rand() < 0.25 ? 0 : (rand() < 0.5 ? -1 : 1) * (60_000 + int(10 * 60_000));
+      faultCounts.skews++;
       note(`fault: clock of ${node.name} skewed ${node.skewMs} ms (listener restarted)`);
-      await cluster.restartListener(node);
+      if (folders) {
+        await cluster.killListener(node);
+        cluster.startSoon(node);
+      } else await cluster.restartListener(node);
     }
   };
 
@@ -335,21 +402,52 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
   try {
     for (step = 0; step < o.ops; step++) {
       for (const [li, left] of [...cut]) {
-        if (left <= 1) cut.delete(li);
-        else cut.set(li, left - 1);
+        if (left > 1) {
+          cut.set(li, left - 1);
+          continue;
+        }
+        cut.delete(li);
+        if (folders) {
+          cluster.healLink(li);
+          note(`fault: heal link n${cluster.links[li]?.[0] ?? 0}-n${cluster.links[li]?.[1] ?? 0}`);
+        }
       }
       const r = int(100);
-      if (r < 40) await fileOp(pick(cluster.nodes));
-      else if (r < 48) await conflictOp();
-      else if (o.faults && r < 56) await faultOp();
-      else {
-        const links = liveLinks();
-        if (links.length > 0) await doSync(pick(links));
+      try {
+        if (r < 40) await fileOp(pick(cluster.nodes));
+        else if (r < 48) await conflictOp();
+        else if (o.faults && r < 56) await faultOp();
+        else if (folders) {
+          // The user's think time, while the listeners sync.
+          const ms = 50 + int(600);
+          note(`pause ${ms} ms`);
+          await sleep(ms);
+        } else {
+          const links = liveLinks();
+          if (links.length > 0) await doSync(pick(links));
+        }
+      } catch (err) {
+        // In folder mode a listener changes the folder under the schedule's feet (a file it
+        // picked is renamed or deleted by a sync): the step is skipped, not a failure.
+        const code = (err as NodeJS.ErrnoException).code ?? '';
+        if (!folders || !RACE_CODES.has(code)) throw err;
+        note(`  (step skipped: ${code}, the listener changed the folder meanwhile)`);
       }
     }
+    stepsMs = Date.now() - started;
 
     /** Sync rounds (the line forth and back) until a round changes nothing; returns the rounds run. */
     const quiesce = async (label: string): Promise<number> => {
+      if (folders) {
+        for (const li of cut.keys()) cluster.healLink(li);
+        cut.clear();
+        const q = await waitQuiet(cluster, identicalNow, o.quietTimeoutMs ?? 120_000);
+        quietMs += q.ms;
+        quietHeldBy.push(`${label} ${(q.ms / 1000).toFixed(1)} s: ${q.heldBy || 'nothing'}`);
+        note(`  ${label}: ${q.ok ? 'quiet' : 'NOT quiet'} after ${q.ms} ms (${q.polls} status polls; held by: ${q.heldBy || 'nothing'})${q.ok ? '' : `: ${q.last}`}`);
+        if (!q.ok) failures.push(`${label}: not quiet after ${q.ms} ms: ${q.last}`);
+        return 1;
+      }
       cut.clear();
       const order = [...cluster.links.keys(), ...[...cluster.links.keys()].reverse()];
       for (let round = 1; round <= MAX_QUIESCE_ROUNDS; round++) {
@@ -395,10 +493,19 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       return base;
     };
 
+    /** The folders on disk are identical now (folder mode's last word on quiet). */
+    const identicalNow = async (): Promise<boolean> => {
+      const all = await Promise.all(cluster.nodes.map((n) => folderEntries(n.folder)));
+      const base = all[0] ?? [];
+      return all.every((e) => !e.some((x) => isTemp(path.posix.basename(x.path))) && differences(base, e).length === 0);
+    };
+
     note('quiesce');
     quiesceRounds = await quiesce('quiesce');
     await checkIdentical('after quiesce');
-
+    // Folder mode: what each node holds now it must still hold at the end (the deletions below
+    // go to history on the nodes they reach), but for what the schedule itself deletes.
+    const kept = folders ? await Promise.all(cluster.nodes.map((n) => holdings(n))) : [];
 
     // Deletions, on different nodes; then they must be gone everywhere and stay gone.
     const deleted: string[] = [];
@@ -408,6 +515,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
         const files = (await filesOf(node)).filter((f) => !deleted.includes(f));
         if (files.length === 0) continue;
         const f = pick(files);
+        await ledger.destroying(abs(node, f));
         await rm(abs(node, f));
         deleted.push(f);
         note(`${node.name}: delete ${f} (resurrection check)`);
@@ -421,9 +529,19 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       const back = after.filter((e) => deleted.includes(e.path));
       if (back.length > 0) failures.push(`deleted paths came back: ${back.map((e) => e.path).join(', ')}`);
     }
+    if (folders) {
+      const held = new Set<string>();
+      for (const node of cluster.nodes) for (const h of (await holdings(node)).keys()) held.add(h);
+      for (const l of ledger.lost(held)) failures.push(`lost: version ${l} is on no node, live, conflict copy or history`);
+      for (const [k, before] of kept.entries()) {
+        const node = cluster.node(k);
+        const after = await holdings(node);
+        for (const [h, where] of before) if (!after.has(h) && !ledger.wasDestroyed(h)) failures.push(`lost: content ${h.slice(0, 8)} (${where}) of ${node.name} after the first quiesce is gone from it at the end`);
+      }
+    }
   } catch (err) {
     // A step that threw (a listener that would not start on a loaded machine, say): the schedule fails with its trace.
     failures.push(`step ${step} threw: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return { seed: o.seed, failures, trace, syncs, quiesceRounds, ms: Date.now() - started };
+  return { seed: o.seed, failures, trace, syncs, quiesceRounds, ms: Date.now() - started, ...(folders ? { quietMs, stepsMs, quietHeldBy, faultCounts } : {}) };
 }

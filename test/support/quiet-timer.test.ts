@@ -28,3 +28,17 @@ t.test('a steady stream of pokes still runs the action by the maximum delay', as
   t.equal(runs, 1, `ran while the pokes went on (${Date.now() - started} ms)`);
   q.cancel();
 });
+
+t.test('pending says whether an action waits', async (t) => {
+  let runs = 0;
+  const q = new QuietTimer(30, 10_000, () => runs++);
+  t.equal(q.pending, false);
+  q.poke();
+  t.equal(q.pending, true);
+  await sleep(100);
+  t.equal(runs, 1);
+  t.equal(q.pending, false, 'not after the action ran');
+  q.poke();
+  q.cancel();
+  t.equal(q.pending, false, 'not after a cancel');
+});

@@ -1,0 +1,77 @@
+// Is a path on disk still what the sync's scan saw? Asked by the apply step just before it
+// replaces, copies over or deletes a path: a user who saved the file after the scan (the sync
+// then runs for a second or more) would otherwise lose that save without a trace, replaced by
+// the peer's version (its bytes were never recorded, so they are neither a conflict copy nor in
+// history). Such a file is moved aside first to `<stem>.sync-unsynced-<its mtime>-<this node>`
+// (a conflict copy's name with its own marker, so it never takes the name of a real conflict
+// copy, which the log decides), which the next scan records as a new file and every peer then
+// gets: nothing lost.
+//
+// "What the scan saw" is the path's head here: a live file of the head's size whose warm entry
+// (stat certified by the scan) matches, or, for a file modified within the racy window (never
+// certified warm), whose mtime is the head's within a millisecond (an apply sets mtimes in whole
+// ms); no entry where the head is none or a tombstone. Directories and links are not content a
+// sync could destroy here, so they always pass. Non-goal: closing the window between this check
+// and the rename (sync-apply.ts checks before the content is received and again before a
+// delete; a save while a file's new content is received is still replaced: the publisher would
+// have to check at its rename).
+import type { BigIntStats } from 'node:fs';
+import { link, lstat, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { RevisionStore } from '../store/revision-store.js';
+import type { RevisionEntry } from '../sync/revision.js';
+import { CONFLICT_MARKER, conflictPath } from '../sync/conflict.js';
+
+/** Marks a file moved aside because it changed since the scan (as long as CONFLICT_MARKER: the name fits where a copy's does). */
+export const UNSYNCED_MARKER = '.sync-unsynced-';
+
+/** The name a save moved aside takes: a conflict copy's, with UNSYNCED_MARKER for its marker. */
+export function unsyncedPath(relPath: string, mtimeNs: bigint, nodeId: string): string {
+  const copy = conflictPath(relPath, mtimeNs, nodeId);
+  const at = copy.lastIndexOf(CONFLICT_MARKER);
+  return `${copy.slice(0, at)}${UNSYNCED_MARKER}${copy.slice(at + CONFLICT_MARKER.length)}`;
+}
+
+const NS_PER_MS = 1_000_000n;
+
+export async function unchangedSinceScan(folderReal: string, relPath: string, local: RevisionEntry | undefined, store: RevisionStore): Promise<boolean> {
+  let st: BigIntStats;
+  try {
+    st = await lstat(path.join(folderReal, ...relPath.split('/')), { bigint: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ENOTDIR'; // nothing there now (deleted since: nothing to lose)
+  }
+  const head = local === undefined || local.revision.deleted ? undefined : local.revision;
+  if (head === undefined) return st.isDirectory(); // a file or link the log does not know: made since the scan
+  if (head.kind !== 'file') return true;
+  if (!st.isFile() || st.size !== BigInt(head.size)) return false;
+  const mode = Number(st.mode) & 0o7777;
+  if (store.isWarm(relPath, { size: head.size, mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode })) return true;
+  const drift = st.mtimeNs - head.mtimeNs;
+  return drift < NS_PER_MS && drift > -NS_PER_MS;
+}
+
+/**
+ * Moves the file at `relPath` aside to its unsynced name when it changed since the scan
+ * (unchangedSinceScan); returns that name, or undefined when nothing was moved. Linked, then
+ * unlinked, so an existing file of that name is never replaced (the next second's name is tried).
+ */
+export async function rescueUnscanned(folderReal: string, relPath: string, local: RevisionEntry | undefined, store: RevisionStore): Promise<string | undefined> {
+  if (await unchangedSinceScan(folderReal, relPath, local, store)) return undefined;
+  const abs = path.join(folderReal, ...relPath.split('/'));
+  const st = await lstat(abs, { bigint: true }).catch(() => undefined);
+  if (st?.isFile() !== true) return undefined; // a link or something else made meanwhile: not content of ours to keep
+  for (let k = 0n; k < 10n; k++) {
+    const to = unsyncedPath(relPath, st.mtimeNs + k * 1_000_000_000n, store.nodeId);
+    try {
+      await link(abs, path.join(folderReal, ...to.split('/')));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw err;
+    }
+    await unlink(abs);
+    return to;
+  }
+  return undefined;
+}
