@@ -20,8 +20,26 @@ import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type Ke
 import sodium from 'libsodium-wrappers';
 import { DataOpener, DataSealer } from '../src/protocol/aead.js';
 import { AEAD_SUITES, type AeadSuiteName } from '../src/protocol/capabilities.js';
-import { AEAD_TAG_BYTES, CHUNK_ID_BYTES, DATA_HEADER_BYTES, FRAME_HEADER_BYTES, decodeDataHeader, type DataFrame } from '../src/protocol/frame-codec.js';
-import { KiB, MiB, isMainModule, machineConditions, median, ratio, round, sampleRates, writeResult, type BenchConditions } from './common.js';
+import {
+  AEAD_TAG_BYTES,
+  CHUNK_ID_BYTES,
+  DATA_HEADER_BYTES,
+  FRAME_HEADER_BYTES,
+  decodeDataHeader,
+  type DataFrame,
+} from '../src/protocol/frame-codec.js';
+import {
+  KiB,
+  MiB,
+  isMainModule,
+  machineConditions,
+  median,
+  ratio,
+  round,
+  sampleRates,
+  writeResult,
+  type BenchConditions,
+} from './common.js';
 
 export interface AeadBenchOptions {
   /** 16 KiB records, one short run: checks the benchmark runs; writes nothing. */
@@ -94,12 +112,16 @@ function rawFor(suite: AeadSuiteName, keyBytes: Uint8Array): SealOpen {
   return (plaintext) => {
     nonceView.setUint32(8, counter++);
     // One overload per suite in @types/node, hence the two spelled-out branches.
-    const cipher = suite === 'aes-256-gcm' ? createCipheriv(suite, key, nonce, options) : createCipheriv(suite, key, nonce, options);
+    const cipher =
+      suite === 'aes-256-gcm' ? createCipheriv(suite, key, nonce, options) : createCipheriv(suite, key, nonce, options);
     cipher.setAAD(aad, { plaintextLength: plaintext.length });
     const ciphertext = cipher.update(plaintext);
     cipher.final();
     const tag = cipher.getAuthTag();
-    const decipher = suite === 'aes-256-gcm' ? createDecipheriv(suite, key, nonce, options) : createDecipheriv(suite, key, nonce, options);
+    const decipher =
+      suite === 'aes-256-gcm'
+        ? createDecipheriv(suite, key, nonce, options)
+        : createDecipheriv(suite, key, nonce, options);
     decipher.setAAD(aad, { plaintextLength: ciphertext.length });
     decipher.setAuthTag(tag);
     const opened = decipher.update(ciphertext);
@@ -146,13 +168,18 @@ export async function main(options: AeadBenchOptions = {}): Promise<AeadBenchRes
       ];
       // A benchmark of a broken cipher is worthless: every implementation must round-trip.
       for (const [name, sealOpen] of impls) {
-        if (!sameBytes(sealOpen(plaintext), plaintext)) throw new Error(`aead bench: ${name} ${suite} did not round-trip ${size} bytes`);
+        if (!sameBytes(sealOpen(plaintext), plaintext))
+          throw new Error(`aead bench: ${name} ${suite} did not round-trip ${size} bytes`);
       }
       const cpuAll: Partial<Record<ImplName, number[]>> = {};
       const wallAll: Partial<Record<ImplName, number[]>> = {};
       for (let run = 0; run < sampling.runs; run++) {
         for (const [name, sealOpen] of impls) {
-          const r = sampleRates(() => void sealOpen(plaintext), { runs: 1, minSampleMs: sampling.minSampleMs, warmupRuns: run === 0 ? sampling.warmupRuns : 0 });
+          const r = sampleRates(() => void sealOpen(plaintext), {
+            runs: 1,
+            minSampleMs: sampling.minSampleMs,
+            warmupRuns: run === 0 ? sampling.warmupRuns : 0,
+          });
           (cpuAll[name] ??= []).push(round(((r.cpuOpsPerSec[0] ?? Number.NaN) * size) / MiB, 1));
           (wallAll[name] ??= []).push(round(((r.wallOpsPerSec[0] ?? Number.NaN) * size) / MiB, 1));
         }
@@ -173,7 +200,9 @@ export async function main(options: AeadBenchOptions = {}): Promise<AeadBenchRes
         cpuMiBpsAll: cpuAll,
       };
       rows.push(row);
-      log(`${suite} ${size / KiB} KiB: ours ${cpu.ours} MiB/s per CPU-s (wall ${wall.ours}), raw ${cpu.raw} (x${row.oursToRaw})${cpu.sodium === undefined ? '' : `, sodium ${cpu.sodium} (x${row.oursToSodium})`}`);
+      log(
+        `${suite} ${size / KiB} KiB: ours ${cpu.ours} MiB/s per CPU-s (wall ${wall.ours}), raw ${cpu.raw} (x${row.oursToRaw})${cpu.sodium === undefined ? '' : `, sodium ${cpu.sodium} (x${row.oursToSodium})`}`,
+      );
     }
   }
   const result: AeadBenchResult = {
@@ -183,12 +212,14 @@ export async function main(options: AeadBenchOptions = {}): Promise<AeadBenchRes
     settings: {
       data: 'incompressible (crypto.randomBytes), one buffer per record size, in memory',
       operation: 'seal one record + open it again (plaintext bytes counted once); single thread',
-      ours: 'DataSealer.seal -> complete DATA frame (5-byte frame header + 56-byte data header + ciphertext || tag); decodeDataHeader + DataOpener.open of the frame\'s views',
+      ours: "DataSealer.seal -> complete DATA frame (5-byte frame header + 56-byte data header + ciphertext || tag); decodeDataHeader + DataOpener.open of the frame's views",
       raw: 'node:crypto createCipheriv/createDecipheriv, same suite, 56-byte AAD, 12-byte counter nonce, KeyObject made once',
       sodium: `libsodium-wrappers ${sodium.SODIUM_VERSION_STRING} crypto_aead_chacha20poly1305_ietf encrypt + decrypt (wasm), chacha20-poly1305 rows only`,
       sampling: `${sampling.runs} runs of >= ${sampling.minSampleMs} ms of process CPU time each per implementation, interleaved; medians reported`,
-      rates: 'cpuMiBps = plaintext MiB per CPU-second of this process (robust on a shared machine; ratios use it); wallMiBps = by clock',
-      ratios: 'from cpuMiBps: oursToRaw = ours / raw (framing overhead, higher is better, 1 = free); oursToSodium = ours / sodium',
+      rates:
+        'cpuMiBps = plaintext MiB per CPU-second of this process (robust on a shared machine; ratios use it); wallMiBps = by clock',
+      ratios:
+        'from cpuMiBps: oursToRaw = ours / raw (framing overhead, higher is better, 1 = free); oursToSodium = ours / sodium',
     },
     rows,
   };

@@ -99,12 +99,16 @@ export async function main(options: BwlimitBenchOptions = {}): Promise<Record<st
         data: `incompressible (crypto.randomBytes), one file per cap sized to ~${seconds} s at its cap, page-cached, destination on the same disk`,
         transport: 'quic (quinn), loopback 127.0.0.1; sender CLI and listener are separate processes on the same cores',
         streamsAndWindow: `CLI defaults (--streams ${DEFAULT_STREAMS} --window ${DEFAULT_WINDOW})`,
-        measure: 'data phase = the CLI\'s seconds less its scan+hash phase (from its progress events): it includes the Want round trip and the listener\'s publish (fsync) after the last chunk; runs interleaved over the caps; medians',
+        measure:
+          "data phase = the CLI's seconds less its scan+hash phase (from its progress events): it includes the Want round trip and the listener's publish (fsync) after the last chunk; runs interleaved over the caps; medians",
         baseline: 'the largest file pushed without --bwlimit in the same run',
       },
       rows,
     };
-    for (const row of rows) log(`cap ${row.capMiBps ?? 'none'}: payload ${row.payloadMiBps} MiB/s (x cap ${String(row.payloadToCap)}), wire ${row.wireMiBps} MiB/s`);
+    for (const row of rows)
+      log(
+        `cap ${row.capMiBps ?? 'none'}: payload ${row.payloadMiBps} MiB/s (x cap ${String(row.payloadToCap)}), wire ${row.wireMiBps} MiB/s`,
+      );
     if (!smoke) log(`wrote ${await writeResult('bwlimit', result)}`);
     return result;
   } finally {

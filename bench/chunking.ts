@@ -36,7 +36,6 @@ export interface ChunkingBenchOptions {
   readonly verbose?: boolean;
 }
 
-
 const sizesLabel = (p: ChunkingParams): string =>
   `${p.minBytes / KiB}K/${p.avgBytes / KiB}K/${p.maxBytes / KiB}K n${p.normalization}`;
 
@@ -156,7 +155,9 @@ function throughput(dataBytes: number, runs: number, log: (s: string) => void) {
     const sha = take();
     const nat = take();
     const was = take();
-    log(`hash ${pieceBytes / KiB} KiB pieces: native ${nat.cpuMiBps} wasm ${was.cpuMiBps} sha256 ${sha.cpuMiBps} MiB/s`);
+    log(
+      `hash ${pieceBytes / KiB} KiB pieces: native ${nat.cpuMiBps} wasm ${was.cpuMiBps} sha256 ${sha.cpuMiBps} MiB/s`,
+    );
     return {
       pieceBytes,
       blake3Native: native === undefined ? null : nat,
@@ -181,11 +182,17 @@ async function filePipeline(data: Uint8Array, runs: number): Promise<{ onePass: 
     const threaded = async (): Promise<void> => {
       await manifestFromFile(path, DEFAULT_CHUNKING);
     };
-    const rates = { onePass: { wall: [] as number[], cpu: [] as number[] }, threaded: { wall: [] as number[], cpu: [] as number[] } };
+    const rates = {
+      onePass: { wall: [] as number[], cpu: [] as number[] },
+      threaded: { wall: [] as number[], cpu: [] as number[] },
+    };
     await onePass(); // warm-up (JIT, page cache, the threads' start and JIT)
     await threaded();
     for (let r = 0; r < runs; r++) {
-      for (const [name, run] of [['onePass', onePass], ['threaded', threaded]] as const) {
+      for (const [name, run] of [
+        ['onePass', onePass],
+        ['threaded', threaded],
+      ] as const) {
         const c0 = process.cpuUsage(); // the whole process: worker threads included
         const t0 = process.hrtime.bigint();
         await run();
@@ -194,7 +201,11 @@ async function filePipeline(data: Uint8Array, runs: number): Promise<{ onePass: 
         rates[name].cpu.push(data.length / MiB / ((c.user + c.system) / 1e6));
       }
     }
-    const rate = (r: { wall: number[]; cpu: number[] }): Rate => ({ wallMiBps: round1(median(r.wall)), wallBestMiBps: round1(Math.max(...r.wall)), cpuMiBps: round1(median(r.cpu)) });
+    const rate = (r: { wall: number[]; cpu: number[] }): Rate => ({
+      wallMiBps: round1(median(r.wall)),
+      wallBestMiBps: round1(Math.max(...r.wall)),
+      cpuMiBps: round1(median(r.cpu)),
+    });
     return { onePass: rate(rates.onePass), threaded: rate(rates.threaded) };
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -207,7 +218,9 @@ async function listFiles(root: string, limitBytes: number): Promise<{ path: stri
   const out: { path: string; size: number }[] = [];
   let total = 0;
   const walk = async (dir: string): Promise<void> => {
-    const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+    );
     for (const e of entries) {
       if (total >= limitBytes) return;
       const p = join(dir, e.name);
@@ -290,13 +303,20 @@ type Chunker = (bytes: Uint8Array) => { offset: number; length: number }[];
 function fixedChunker(blockBytes: number): Chunker {
   return (bytes) => {
     const out: { offset: number; length: number }[] = [];
-    for (let at = 0; at < bytes.length; at += blockBytes) out.push({ offset: at, length: Math.min(blockBytes, bytes.length - at) });
+    for (let at = 0; at < bytes.length; at += blockBytes)
+      out.push({ offset: at, length: Math.min(blockBytes, bytes.length - at) });
     return out;
   };
 }
 
 /** Dedup of `newer` files against `older` files, each file chunked on its own. */
-function dedup(label: string, p: DedupRow['params'], chunker: Chunker, older: Uint8Array[], newer: Uint8Array[]): DedupRow {
+function dedup(
+  label: string,
+  p: DedupRow['params'],
+  chunker: Chunker,
+  older: Uint8Array[],
+  newer: Uint8Array[],
+): DedupRow {
   const have = new Set<string>();
   for (const f of older) for (const s of chunker(f)) have.add(toHex(blake3(f.subarray(s.offset, s.offset + s.length))));
   let newBytes = 0;
@@ -340,7 +360,9 @@ function sweep(name: string, older: Uint8Array[], newer: Uint8Array[], log: (s: 
 }
 
 /** Installed package pairs with two versions, found under node_modules (nested installs). */
-async function packageVersionPairs(root: string): Promise<{ name: string; older: string; newer: string; versions: [string, string] }[]> {
+async function packageVersionPairs(
+  root: string,
+): Promise<{ name: string; older: string; newer: string; versions: [string, string] }[]> {
   const found = new Map<string, { dir: string; version: string }[]>();
   const visit = async (nm: string, depth: number): Promise<void> => {
     let entries;
@@ -352,7 +374,9 @@ async function packageVersionPairs(root: string): Promise<{ name: string; older:
     for (const e of entries) {
       if (!e.isDirectory() || e.name.startsWith('.')) continue;
       const dirs = e.name.startsWith('@')
-        ? (await readdir(join(nm, e.name), { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => `${e.name}/${d.name}`)
+        ? (await readdir(join(nm, e.name), { withFileTypes: true }))
+            .filter((d) => d.isDirectory())
+            .map((d) => `${e.name}/${d.name}`)
         : [e.name];
       for (const name of dirs) {
         const dir = join(nm, name);
@@ -386,7 +410,9 @@ async function packageVersionPairs(root: string): Promise<{ name: string; older:
 
 async function readTree(dir: string): Promise<Uint8Array[]> {
   // Exclude nested node_modules: those are other packages.
-  const files = (await listFiles(dir, Number.MAX_SAFE_INTEGER)).filter((f) => !relative(dir, f.path).includes('node_modules'));
+  const files = (await listFiles(dir, Number.MAX_SAFE_INTEGER)).filter(
+    (f) => !relative(dir, f.path).includes('node_modules'),
+  );
   return Promise.all(files.map(async (f) => new Uint8Array(await readFile(f.path))));
 }
 
@@ -403,7 +429,9 @@ export async function main(options: ChunkingBenchOptions = {}) {
 
   const tp = throughput(dataBytes, runs, log);
   const { onePass: pipelineFromFile, threaded: pipelineThreaded } = await filePipeline(tp.data, runs);
-  log(`pipeline from file (page cache) ${pipelineFromFile.cpuMiBps} (wall ${pipelineFromFile.wallMiBps}) MiB/s; on ${threadsFor(dataBytes)} threads: wall ${pipelineThreaded.wallMiBps} MiB/s`);
+  log(
+    `pipeline from file (page cache) ${pipelineFromFile.cpuMiBps} (wall ${pipelineFromFile.wallMiBps}) MiB/s; on ${threadsFor(dataBytes)} threads: wall ${pipelineThreaded.wallMiBps} MiB/s`,
+  );
 
   const corpus = await tarLike(corpusDir, corpusLimitBytes);
   const editCounts = smoke ? [4] : [16, 256];
@@ -413,7 +441,13 @@ export async function main(options: ChunkingBenchOptions = {}) {
   });
 
   const pairs = await packageVersionPairs(corpusDir);
-  const versionPairs: { package: string; versions: [string, string]; newerFiles: number; newerBytes: number; rows: DedupRow[] }[] = [];
+  const versionPairs: {
+    package: string;
+    versions: [string, string];
+    newerFiles: number;
+    newerBytes: number;
+    rows: DedupRow[];
+  }[] = [];
   for (const pair of smoke ? pairs.slice(0, 1) : pairs) {
     const older = await readTree(pair.older);
     const newer = await readTree(pair.newer);
@@ -502,7 +536,9 @@ export async function main(options: ChunkingBenchOptions = {}) {
   };
 
   if (!smoke || options.outFile !== undefined) {
-    log(`wrote ${await (options.outFile === undefined ? writeResult('chunking', result) : writeJsonFile(options.outFile, result))}`);
+    log(
+      `wrote ${await (options.outFile === undefined ? writeResult('chunking', result) : writeJsonFile(options.outFile, result))}`,
+    );
   }
   return result;
 }

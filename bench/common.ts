@@ -92,7 +92,8 @@ export function sampleRates(op: () => void, options: SampleOptions): SampleRates
 
 /** Writes `json` to bench/results/<name>.json (pretty, trailing newline); returns the path. */
 export async function writeResult(name: string, json: unknown): Promise<string> {
-  if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) throw new RangeError(`bench result name must be kebab-case, got ${JSON.stringify(name)}`);
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(name))
+    throw new RangeError(`bench result name must be kebab-case, got ${JSON.stringify(name)}`);
   return writeJsonFile(join(RESULTS_DIR, `${name}.json`), json);
 }
 
@@ -105,7 +106,8 @@ export async function writeJsonFile(file: string, json: unknown): Promise<string
 
 /** fileCreateMicros (src/benchkit/machine.ts) as a bench condition, with what it means. */
 export function fileCreateCondition(dir: string, files = 500): { dir: string; median: number; note: string } {
-  const note = 'one empty-file create in a fresh directory beside the destinations, before the runs: every tool pays it per file';
+  const note =
+    'one empty-file create in a fresh directory beside the destinations, before the runs: every tool pays it per file';
   return { dir, median: fileCreateMicros(dir, files), note };
 }
 

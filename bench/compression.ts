@@ -17,8 +17,26 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { zstdCodec } from '../src/session/chunk-compression.js';
-import { argValue, isMainModule, machineConditions, median, MiB, ratio, REPO_ROOT, round, writeJsonFile, writeResult } from './common.js';
-import { clawpeerPush, setUpClawpeer, syncDisks, writeRandomFile, type ClawpeerSample, type ClawpeerSetup } from './transfer.js';
+import {
+  argValue,
+  isMainModule,
+  machineConditions,
+  median,
+  MiB,
+  ratio,
+  REPO_ROOT,
+  round,
+  writeJsonFile,
+  writeResult,
+} from './common.js';
+import {
+  clawpeerPush,
+  setUpClawpeer,
+  syncDisks,
+  writeRandomFile,
+  type ClawpeerSample,
+  type ClawpeerSetup,
+} from './transfer.js';
 
 const CORPUS_BYTES = 96 * MiB;
 const WAN_BYTES = 32 * MiB;
@@ -66,22 +84,49 @@ async function zstdReference(file: string): Promise<number | null> {
 /** A `clawpeer relay` child between the sender and the listener; resolves with its port. */
 function startRelay(targetPort: number, spec: string): Promise<{ port: number; child: ChildProcess }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'clawpeer.cjs'), 'relay', '--listen', '127.0.0.1:0', '--to', `127.0.0.1:${targetPort}`, '--impair', spec, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        join(REPO_ROOT, 'bin', 'clawpeer.cjs'),
+        'relay',
+        '--listen',
+        '127.0.0.1:0',
+        '--to',
+        `127.0.0.1:${targetPort}`,
+        '--impair',
+        spec,
+        '--json',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    createInterface({ input: child.stdout }).once('line', (line) => resolve({ port: Number((JSON.parse(line) as Record<string, unknown>)['port']), child }));
+    createInterface({ input: child.stdout }).once('line', (line) =>
+      resolve({ port: Number((JSON.parse(line) as Record<string, unknown>)['port']), child }),
+    );
     child.on('close', (code) => reject(new Error(`relay exited ${String(code)}: ${stderr}`)));
   });
 }
 
 /** One push of `file` (a fresh share each time), compressed or not, directly or through the relay at `addr`. */
-function push(setup: ClawpeerSetup, file: string, share: number, bytes: number, compress: boolean, addr: string | undefined): Promise<ClawpeerSample> {
+function push(
+  setup: ClawpeerSetup,
+  file: string,
+  share: number,
+  bytes: number,
+  compress: boolean,
+  addr: string | undefined,
+): Promise<ClawpeerSample> {
   syncDisks();
-  return clawpeerPush(setup, file, share, bytes, {}, 'push', [...(compress ? [] : ['--no-compress']), ...(addr === undefined ? [] : ['--addr', addr])]);
+  return clawpeerPush(setup, file, share, bytes, {}, 'push', [
+    ...(compress ? [] : ['--no-compress']),
+    ...(addr === undefined ? [] : ['--addr', addr]),
+  ]);
 }
 
 function summary(samples: readonly ClawpeerSample[], bytes: number): Record<string, unknown> {
-  const pick = (f: (s: ClawpeerSample) => number | undefined): number[] => samples.map(f).filter((x): x is number => x !== undefined);
+  const pick = (f: (s: ClawpeerSample) => number | undefined): number[] =>
+    samples.map(f).filter((x): x is number => x !== undefined);
   const seconds = median(pick((s) => s.seconds));
   return {
     secondsAll: pick((s) => s.seconds),
@@ -106,7 +151,12 @@ export async function main(options: CompressionBenchOptions = {}): Promise<Recor
   try {
     if (zstdCodec() === null) {
       // Optional dependency: without it clawpeer sends raw chunks, and there is nothing to compare.
-      return { bench: 'compression', smoke, skipped: '@mongodb-js/zstd (an optional dependency) is not installed', conditions: machineConditions() };
+      return {
+        bench: 'compression',
+        smoke,
+        skipped: '@mongodb-js/zstd (an optional dependency) is not installed',
+        conditions: machineConditions(),
+      };
     }
     await mkdir(join(root, 'src'), { recursive: true });
     const corpus = join(root, 'src', 'corpus.tar');
@@ -116,7 +166,10 @@ export async function main(options: CompressionBenchOptions = {}): Promise<Recor
     await writeCorpus(wan, wanBytes);
     await writeRandomFile(random, bytes);
     // Smoke: each code path once (both codecs on loopback, random data raw, the relay), 3 pushes not 6.
-    const loopbackCases = [['corpus', corpus], ['random', random]] as const;
+    const loopbackCases = [
+      ['corpus', corpus],
+      ['random', random],
+    ] as const;
     const codecsFor = (name: string): readonly boolean[] => (smoke && name === 'random' ? [true] : [true, false]);
     const wanRuns = smoke ? 1 : Math.max(1, runs - 1);
     const wanCodecs: readonly boolean[] = smoke ? [true] : [true, false];
@@ -127,26 +180,48 @@ export async function main(options: CompressionBenchOptions = {}): Promise<Recor
     // Interleaved: a burst of load on this shared machine hits both settings alike.
     for (let r = 0; r < runs; r++) {
       for (const [name, file] of loopbackCases) {
-        for (const compress of codecsFor(name)) record(`loopback/${name}/${compress ? 'zstd' : 'none'}`, await push(setup, file, share++, bytes, compress, undefined));
+        for (const compress of codecsFor(name))
+          record(
+            `loopback/${name}/${compress ? 'zstd' : 'none'}`,
+            await push(setup, file, share++, bytes, compress, undefined),
+          );
       }
     }
     const started = await startRelay(setup.listener.port, WAN_LINK);
     relay = started.child;
     for (let r = 0; r < wanRuns; r++) {
-      for (const compress of wanCodecs) record(`wan/corpus/${compress ? 'zstd' : 'none'}`, await push(setup, wan, share++, wanBytes, compress, `127.0.0.1:${started.port}`));
+      for (const compress of wanCodecs)
+        record(
+          `wan/corpus/${compress ? 'zstd' : 'none'}`,
+          await push(setup, wan, share++, wanBytes, compress, `127.0.0.1:${started.port}`),
+        );
     }
     const cases = [...samples.entries()].map(([key, list]) => {
       const [link, data, codec] = key.split('/');
-      return { link, data, compression: codec, bytes: link === 'wan' ? wanBytes : bytes, ...summary(list, link === 'wan' ? wanBytes : bytes) };
+      return {
+        link,
+        data,
+        compression: codec,
+        bytes: link === 'wan' ? wanBytes : bytes,
+        ...summary(list, link === 'wan' ? wanBytes : bytes),
+      };
     });
-    const find = (link: string, data: string, codec: string): Record<string, unknown> | undefined => cases.find((c) => c.link === link && c.data === data && c.compression === codec);
+    const find = (link: string, data: string, codec: string): Record<string, unknown> | undefined =>
+      cases.find((c) => c.link === link && c.data === data && c.compression === codec);
     const ratios: Record<string, number> = {};
-    for (const [link, data] of [['loopback', 'corpus'], ['loopback', 'random'], ['wan', 'corpus']] as const) {
+    for (const [link, data] of [
+      ['loopback', 'corpus'],
+      ['loopback', 'random'],
+      ['wan', 'corpus'],
+    ] as const) {
       const on = find(link, data, 'zstd');
       const off = find(link, data, 'none');
       if (on === undefined || off === undefined) continue;
       ratios[`${link}/${data}: seconds zstd/none`] = ratio(Number(on['secondsMedian']), Number(off['secondsMedian']));
-      ratios[`${link}/${data}: wire bytes zstd/none`] = ratio(Number(on['wireBytesMedian']), Number(off['wireBytesMedian']));
+      ratios[`${link}/${data}: wire bytes zstd/none`] = ratio(
+        Number(on['wireBytesMedian']),
+        Number(off['wireBytesMedian']),
+      );
     }
     const result = {
       bench: 'compression',
@@ -157,9 +232,17 @@ export async function main(options: CompressionBenchOptions = {}): Promise<Recor
         loadAverageAfter: loadavg().map((x) => round(x, 2)),
         corpus: `first ${bytes / MiB} MiB of a tar of ${CORPUS_DIRS.join(' and ')} (real text, headers and already-gzipped changelogs); the WAN case takes the first ${wanBytes / MiB} MiB`,
         random: `${bytes / MiB} MiB of crypto.randomBytes (incompressible)`,
-        zstdReferenceRatio: { corpus: await zstdReference(corpus), random: await zstdReference(random), note: 'zstd level 3 over 256 KiB pieces in this process: compressed/original, pieces that do not shrink counted raw' },
-        links: { loopback: '127.0.0.1, sender and listener processes on the same 2 cores', wan: `clawpeer relay --impair ${WAN_LINK} between them (UDP relay in its own process)` },
-        clawpeer: 'CLI defaults (streams, window, chunking); compression: auto (zstd level 3, a chunk goes compressed when that saves > 5%) vs --no-compress',
+        zstdReferenceRatio: {
+          corpus: await zstdReference(corpus),
+          random: await zstdReference(random),
+          note: 'zstd level 3 over 256 KiB pieces in this process: compressed/original, pieces that do not shrink counted raw',
+        },
+        links: {
+          loopback: '127.0.0.1, sender and listener processes on the same 2 cores',
+          wan: `clawpeer relay --impair ${WAN_LINK} between them (UDP relay in its own process)`,
+        },
+        clawpeer:
+          'CLI defaults (streams, window, chunking); compression: auto (zstd level 3, a chunk goes compressed when that saves > 5%) vs --no-compress',
         runs,
         wanRuns,
       },
@@ -167,7 +250,8 @@ export async function main(options: CompressionBenchOptions = {}): Promise<Recor
       ratios,
     };
     const outFile = options.outFile ?? (smoke ? undefined : 'compression');
-    if (outFile !== undefined) await (outFile.includes('/') ? writeJsonFile(outFile, result) : writeResult(outFile, result));
+    if (outFile !== undefined)
+      await (outFile.includes('/') ? writeJsonFile(outFile, result) : writeResult(outFile, result));
     return result;
   } finally {
     relay?.kill('SIGINT');
@@ -180,6 +264,11 @@ if (isMainModule(import.meta.url)) {
   const argv = process.argv.slice(2);
   const runs = argValue(argv, '--runs');
   const out = argValue(argv, '--out');
-  const result = await main({ smoke: argv.includes('--smoke'), keep: argv.includes('--keep'), ...(runs === undefined ? {} : { runs: Number(runs) }), ...(out === undefined ? {} : { outFile: out }) });
+  const result = await main({
+    smoke: argv.includes('--smoke'),
+    keep: argv.includes('--keep'),
+    ...(runs === undefined ? {} : { runs: Number(runs) }),
+    ...(out === undefined ? {} : { outFile: out }),
+  });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

@@ -31,15 +31,32 @@ export async function main(options: { runs?: number; smoke?: boolean } = {}): Pr
       const started = performance.now();
       await writeFile(path.join(origin.dir, name), text);
       const others = nodes.filter((n) => n !== origin);
-      await until(nodes, `${name} everywhere`, async () => (await Promise.all(others.map((n) => hasText(path.join(n.dir, name), text)()))).every(Boolean), 30_000);
+      await until(
+        nodes,
+        `${name} everywhere`,
+        async () => (await Promise.all(others.map((n) => hasText(path.join(n.dir, name), text)()))).every(Boolean),
+        30_000,
+      );
       samples.push(performance.now() - started);
       await until(nodes, 'every pair in sync', () => allInSync(nodes, 'docs'), 60_000);
     }
     const sorted = [...samples].sort((a, b) => a - b);
     return {
       bench: 'folder-propagation',
-      conditions: { ...machineConditions(), loadAverageBefore: loadBefore, loadAverageAfter: loadavg().map((x) => round(x, 2)), nodes: 3, transport: 'quic on 127.0.0.1', fileBytes: 20, pollMs: 25, note: 'from the write on one node to the file complete on both others, each run from a quiet state (every pair in sync); origins rotate A, B, C' },
-      floor: { watcherQuietMs: LOCAL_CHANGE_QUIET_MS, note: 'every change waits out the watcher\'s quiet time before a sync starts' },
+      conditions: {
+        ...machineConditions(),
+        loadAverageBefore: loadBefore,
+        loadAverageAfter: loadavg().map((x) => round(x, 2)),
+        nodes: 3,
+        transport: 'quic on 127.0.0.1',
+        fileBytes: 20,
+        pollMs: 25,
+        note: 'from the write on one node to the file complete on both others, each run from a quiet state (every pair in sync); origins rotate A, B, C',
+      },
+      floor: {
+        watcherQuietMs: LOCAL_CHANGE_QUIET_MS,
+        note: "every change waits out the watcher's quiet time before a sync starts",
+      },
       runs,
       medianMs: round(median(samples), 0),
       minMs: round(sorted[0] ?? 0, 0),

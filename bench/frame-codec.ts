@@ -20,9 +20,26 @@
 // main({ smoke: true }) uses 4 KiB payloads and short runs, and writes nothing.
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
-import { FRAME_HEADER_BYTES, FRAME_TYPES, FrameDecoder, decodeDataHeader, encodeDataFrame } from '../src/protocol/frame-codec.js';
+import {
+  FRAME_HEADER_BYTES,
+  FRAME_TYPES,
+  FrameDecoder,
+  decodeDataHeader,
+  encodeDataFrame,
+} from '../src/protocol/frame-codec.js';
 import { decodeControl, encodeControl, encodeControlFrame, type ControlMessage } from '../src/protocol/messages.js';
-import { KiB, MiB, isMainModule, machineConditions, median, ratio, round, sampleRates, writeResult, type BenchConditions } from './common.js';
+import {
+  KiB,
+  MiB,
+  isMainModule,
+  machineConditions,
+  median,
+  ratio,
+  round,
+  sampleRates,
+  writeResult,
+  type BenchConditions,
+} from './common.js';
 
 export interface FrameCodecBenchOptions {
   /** Tiny payloads and short runs: checks the benchmark runs; writes nothing. */
@@ -97,7 +114,18 @@ class ConcatFrameParser {
 function dataStream(frames: number, payloadBytes: number): { frames: Uint8Array[]; stream: Uint8Array } {
   const list: Uint8Array[] = [];
   for (let i = 0; i < frames; i++) {
-    list.push(encodeDataFrame({ streamId: 1, sequence: i, chunkId: new Uint8Array(randomBytes(32)), compressed: false, chunkBytes: payloadBytes - 16 }, new Uint8Array(randomBytes(payloadBytes))));
+    list.push(
+      encodeDataFrame(
+        {
+          streamId: 1,
+          sequence: i,
+          chunkId: new Uint8Array(randomBytes(32)),
+          compressed: false,
+          chunkBytes: payloadBytes - 16,
+        },
+        new Uint8Array(randomBytes(payloadBytes)),
+      ),
+    );
   }
   return { frames: list, stream: new Uint8Array(Buffer.concat(list)) };
 }
@@ -123,7 +151,8 @@ function oursPass(pushes: readonly Uint8Array[], expectFrames: number): void {
     }
   }
   decoder.end();
-  if (frames !== expectFrames || checksum < 0) throw new Error(`frame-codec bench: decoded ${frames} of ${expectFrames} frames`);
+  if (frames !== expectFrames || checksum < 0)
+    throw new Error(`frame-codec bench: decoded ${frames} of ${expectFrames} frames`);
 }
 
 function baselinePass(pushes: readonly Uint8Array[], expectFrames: number): void {
@@ -135,7 +164,8 @@ function baselinePass(pushes: readonly Uint8Array[], expectFrames: number): void
     if (type === FRAME_TYPES.data) checksum += decodeDataHeader(body).sequence;
   };
   for (const piece of pushes) parser.push(piece, onFrame);
-  if (frames !== expectFrames || parser.bufferedBytes !== 0 || checksum < 0) throw new Error(`frame-codec bench: baseline parsed ${frames} of ${expectFrames} frames`);
+  if (frames !== expectFrames || parser.bufferedBytes !== 0 || checksum < 0)
+    throw new Error(`frame-codec bench: baseline parsed ${frames} of ${expectFrames} frames`);
 }
 
 function helloMessage(): ControlMessage {
@@ -192,7 +222,9 @@ export async function main(options: FrameCodecBenchOptions = {}): Promise<FrameC
       baselineMiBpsAll: base,
     };
     delimit.push(row);
-    log(`DATA ${payloadBytes / KiB} KiB, ${feed}: ours ${oursMiBps} MiB/s, Buffer.concat parser ${baselineMiBps} (x${row.oursToBaseline})`);
+    log(
+      `DATA ${payloadBytes / KiB} KiB, ${feed}: ours ${oursMiBps} MiB/s, Buffer.concat parser ${baselineMiBps} (x${row.oursToBaseline})`,
+    );
   }
 
   const control: ControlRow[] = [];
@@ -208,16 +240,24 @@ export async function main(options: FrameCodecBenchOptions = {}): Promise<FrameC
     const decodeOurs = (): void => {
       decoder.push(frame);
       const r = decoder.next();
-      if (r.kind !== 'frame' || r.frame.type !== 'control') throw new Error('frame-codec bench: control frame not decoded');
-      if (decodeControl(r.frame.body, { maxBytes: MAX_CONTROL_BYTES }).type !== name) throw new Error(`frame-codec bench: ${name} decoded as something else`);
+      if (r.kind !== 'frame' || r.frame.type !== 'control')
+        throw new Error('frame-codec bench: control frame not decoded');
+      if (decodeControl(r.frame.body, { maxBytes: MAX_CONTROL_BYTES }).type !== name)
+        throw new Error(`frame-codec bench: ${name} decoded as something else`);
     };
     const decodeBaseline = (): void => {
       parser.push(frame, (_type, b) => {
-        if (decodeControl(b, { maxBytes: MAX_CONTROL_BYTES }).type !== name) throw new Error(`frame-codec bench: ${name} decoded as something else`);
+        if (decodeControl(b, { maxBytes: MAX_CONTROL_BYTES }).type !== name)
+          throw new Error(`frame-codec bench: ${name} decoded as something else`);
       });
     };
     const cases: [ControlRow['op'], () => void, () => void, string][] = [
-      ['encode', () => void encodeControlFrame(message), () => void encodeControl(message), 'encodeControl: the bare protobuf envelope, no frame header'],
+      [
+        'encode',
+        () => void encodeControlFrame(message),
+        () => void encodeControl(message),
+        'encodeControl: the bare protobuf envelope, no frame header',
+      ],
       ['decode', decodeOurs, decodeBaseline, 'Buffer.concat length-prefix parser + decodeControl'],
     ];
     for (const [op, oursOp, baseOp, baseline] of cases) {
@@ -241,7 +281,9 @@ export async function main(options: FrameCodecBenchOptions = {}): Promise<FrameC
         baseline,
       };
       control.push(row);
-      log(`${name} ${op} (${frame.length} B frame): ${row.oursOpsPerSec} ops/s (${row.oursUsPerOp} us), baseline ${row.baselineOpsPerSec} (x${row.oursToBaseline})`);
+      log(
+        `${name} ${op} (${frame.length} B frame): ${row.oursOpsPerSec} ops/s (${row.oursUsPerOp} us), baseline ${row.baselineOpsPerSec} (x${row.oursToBaseline})`,
+      );
     }
   }
 
@@ -251,13 +293,16 @@ export async function main(options: FrameCodecBenchOptions = {}): Promise<FrameC
     conditions,
     settings: {
       data: `incompressible: ${framesPerPass} DATA frames with ${payloadBytes}-byte random payloads (${stream.length} stream bytes per pass), in memory`,
-      delimit: 'FrameDecoder push + next until need-more + end, a fresh decoder per pass; DATA header parsed and validated per frame',
-      baseline: 'Buffer.concat([rest, piece]) accumulator + readUInt32BE length + decodeDataHeader per DATA frame (same header work)',
+      delimit:
+        'FrameDecoder push + next until need-more + end, a fresh decoder per pass; DATA header parsed and validated per frame',
+      baseline:
+        'Buffer.concat([rest, piece]) accumulator + readUInt32BE length + decodeDataHeader per DATA frame (same header work)',
       control: 'Hello with DEFAULT_CAPABILITIES and random keys/nonce/signature; Ping {seq, sentTimeUs}',
       sampling: `${sampling.runs} runs of >= ${sampling.minSampleMs} ms (control: ${controlSampling.minSampleMs} ms) of process CPU time each, ours and baseline interleaved; medians reported`,
       rates: 'per CPU-second of this process (MiB/s, ops/s): robust on a shared machine where wall time is not',
       ratios: 'oursToBaseline = ours / baseline (higher is better)',
-      wholeFrames: 'with whole-frame pushes our decoder returns views of the pushed buffers (no copy), so its MiB/s only reflects per-frame bookkeeping: compare oursFramesPerSec; the baseline copies every frame once in Buffer.concat',
+      wholeFrames:
+        'with whole-frame pushes our decoder returns views of the pushed buffers (no copy), so its MiB/s only reflects per-frame bookkeeping: compare oursFramesPerSec; the baseline copies every frame once in Buffer.concat',
     },
     delimit,
     control,

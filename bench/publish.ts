@@ -17,9 +17,24 @@ import { manifestFromBytes } from '../src/chunking/manifest.js';
 import { PartialStore } from '../src/store/partial-store.js';
 import { Publisher } from '../src/store/publisher.js';
 import type { StagedFile } from '../src/store/staged-file.js';
-import { argValue, fileCreateCondition, isMainModule, KiB, machineConditions, median, round, writeJsonFile, writeResult } from './common.js';
+import {
+  argValue,
+  fileCreateCondition,
+  isMainModule,
+  KiB,
+  machineConditions,
+  median,
+  round,
+  writeJsonFile,
+  writeResult,
+} from './common.js';
 
-const CHUNKING = { minBytes: 64 * KiB, avgBytes: 256 * KiB, maxBytes: 1024 * KiB, normalization: DEFAULT_CHUNKING.normalization };
+const CHUNKING = {
+  minBytes: 64 * KiB,
+  avgBytes: 256 * KiB,
+  maxBytes: 1024 * KiB,
+  normalization: DEFAULT_CHUNKING.normalization,
+};
 
 interface CommitSample {
   wallMs: number;
@@ -45,17 +60,32 @@ async function withTimerGaps(body: () => Promise<void>): Promise<CommitSample> {
     clearInterval(timer);
   }
   const cpu = process.cpuUsage(cpu0);
-  return { wallMs: performance.now() - t0, maxGapMs: Math.max(maxGap, performance.now() - last), cpuMs: (cpu.user + cpu.system) / 1000 };
+  return {
+    wallMs: performance.now() - t0,
+    maxGapMs: Math.max(maxGap, performance.now() - last),
+    cpuMs: (cpu.user + cpu.system) / 1000,
+  };
 }
 
 async function commitOnce(root: string, files: number, fileBytes: number): Promise<CommitSample> {
   const dir = await mkdtemp(join(root, 'batch-'));
   const partials = await PartialStore.open(dir);
-  const publisher = await Publisher.open({ shareRoot: dir, readOnly: false, force: false, chunking: CHUNKING, partials });
+  const publisher = await Publisher.open({
+    shareRoot: dir,
+    readOnly: false,
+    force: false,
+    chunking: CHUNKING,
+    partials,
+  });
   const staged: StagedFile[] = [];
   for (let i = 0; i < files; i++) {
     const bytes = randomBytes(fileBytes);
-    const f = await publisher.stageFile({ relPath: `f${i}.bin`, manifest: manifestFromBytes(bytes, CHUNKING), mode: 0o644, mtimeMs: Date.now() });
+    const f = await publisher.stageFile({
+      relPath: `f${i}.bin`,
+      manifest: manifestFromBytes(bytes, CHUNKING),
+      mode: 0o644,
+      mtimeMs: Date.now(),
+    });
     if (typeof f === 'string') throw new Error('a fresh directory cannot hold the file already');
     await f.writeChunk([0], bytes);
     staged.push(f);
@@ -71,14 +101,21 @@ export async function main(options: { smoke?: boolean; outFile?: string } = {}):
   try {
     const fileCreate = fileCreateCondition(root);
     const cases = [];
-    for (const [files, fileBytes] of smoke ? [[16, 4 * KiB]] : [[16, 4 * KiB], [256, 4 * KiB], [256, 64 * KiB]]) {
+    for (const [files, fileBytes] of smoke
+      ? [[16, 4 * KiB]]
+      : [
+          [16, 4 * KiB],
+          [256, 4 * KiB],
+          [256, 64 * KiB],
+        ]) {
       const samples = [];
       for (let r = 0; r < runs; r++) samples.push(await commitOnce(root, files!, fileBytes!));
       const wall = median(samples.map((s) => s.wallMs));
       const idle = [];
       for (let r = 0; r < runs; r++) idle.push(await withTimerGaps(() => new Promise((res) => setTimeout(res, wall))));
       cases.push({
-        files, fileBytes,
+        files,
+        fileBytes,
         commitWallMsMedian: round(wall, 1),
         commitCpuMsMedian: round(median(samples.map((s) => s.cpuMs)), 1),
         baselineIdleCpuMsMedian: round(median(idle.map((s) => s.cpuMs)), 1),
@@ -96,7 +133,8 @@ export async function main(options: { smoke?: boolean; outFile?: string } = {}):
         loadAverageAfter: loadavg().map((x) => round(x, 2)),
         fileCreateMicros: fileCreate,
         data: 'random bytes, one chunk per file, staged in memory; committed as one batch into a fresh directory (ext4 here)',
-        measure: 'largest gap between ticks of a 1 ms setInterval during Publisher.commit, and the process CPU (user + system, all threads) it took; baseline: the same over an idle wait as long as the median commit',
+        measure:
+          'largest gap between ticks of a 1 ms setInterval during Publisher.commit, and the process CPU (user + system, all threads) it took; baseline: the same over an idle wait as long as the median commit',
         runs,
       },
       cases,
@@ -111,6 +149,9 @@ export async function main(options: { smoke?: boolean; outFile?: string } = {}):
 
 if (isMainModule(import.meta.url)) {
   const out = argValue(process.argv.slice(2), '--out');
-  const result = await main({ smoke: process.argv.includes('--smoke'), ...(out === undefined ? {} : { outFile: out }) });
+  const result = await main({
+    smoke: process.argv.includes('--smoke'),
+    ...(out === undefined ? {} : { outFile: out }),
+  });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

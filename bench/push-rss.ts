@@ -33,7 +33,8 @@ const GOAL_KIB = 256 * 1024;
 export async function main(options: PushRssOptions = {}): Promise<Record<string, unknown>> {
   const smoke = options.smoke === true;
   const bytes = options.sizeBytes ?? (smoke ? 32 * MiB : 4096 * MiB);
-  if (!Number.isSafeInteger(bytes) || bytes <= 0) throw new RangeError(`file size must be a positive whole number of bytes, got ${bytes}`);
+  if (!Number.isSafeInteger(bytes) || bytes <= 0)
+    throw new RangeError(`file size must be a positive whole number of bytes, got ${bytes}`);
   const log = options.verbose === true ? (m: string) => process.stderr.write(`${m}\n`) : () => undefined;
   const conditions = machineConditions();
   const root = await mkdtemp(join(tmpdir(), 'clawpeer-bench-rss-'));
@@ -61,14 +62,27 @@ export async function main(options: PushRssOptions = {}): Promise<Record<string,
           chunking: DEFAULT_CAPABILITIES.chunking[0],
           streamsAndWindow: `CLI defaults (--streams ${DEFAULT_STREAMS} --window ${DEFAULT_WINDOW}), at most ${TRANSFER_WINDOW_BYTES / MiB} MiB unacknowledged per transfer`,
           manifestThreads: threadsFor(bytes),
-          measure: 'VmHWM of each process (/proc/<pid>/status): the peak RSS; the listener was started fresh for this push',
+          measure:
+            'VmHWM of each process (/proc/<pid>/status): the peak RSS; the listener was started fresh for this push',
         },
         goalKiB: GOAL_KIB,
         sender: { peakRssKiB: sample.peakRssKiBSender ?? null, withinGoal: within(sample.peakRssKiBSender) },
-        receiver: { rssBeforeKiB: receiverBefore ?? null, peakRssKiB: receiverPeak ?? null, withinGoal: within(receiverPeak) },
-        push: { seconds: sample.seconds, scanSeconds: round(sample.scanSeconds, 2), MiBps: round(bytes / MiB / sample.seconds), cpuSender: sample.cpuSender ?? null, cpuReceiver: sample.cpuReceiver ?? null },
+        receiver: {
+          rssBeforeKiB: receiverBefore ?? null,
+          peakRssKiB: receiverPeak ?? null,
+          withinGoal: within(receiverPeak),
+        },
+        push: {
+          seconds: sample.seconds,
+          scanSeconds: round(sample.scanSeconds, 2),
+          MiBps: round(bytes / MiB / sample.seconds),
+          cpuSender: sample.cpuSender ?? null,
+          cpuReceiver: sample.cpuReceiver ?? null,
+        },
       };
-      log(`peak RSS: sender ${String(result.sender.peakRssKiB)} KiB, receiver ${String(result.receiver.peakRssKiB)} KiB (goal <= ${GOAL_KIB} KiB)`);
+      log(
+        `peak RSS: sender ${String(result.sender.peakRssKiB)} KiB, receiver ${String(result.receiver.peakRssKiB)} KiB (goal <= ${GOAL_KIB} KiB)`,
+      );
       if (!smoke) log(`wrote ${await writeResult('push-rss', result)}`);
       return result;
     } finally {
@@ -82,7 +96,11 @@ export async function main(options: PushRssOptions = {}): Promise<Record<string,
 if (isMainModule(import.meta.url)) {
   const argv = process.argv.slice(2);
   const mib = argValue(argv, '--size-mib');
-  main({ smoke: argv.includes('--smoke'), verbose: true, ...(mib === undefined ? {} : { sizeBytes: Number(mib) * MiB }) })
+  main({
+    smoke: argv.includes('--smoke'),
+    verbose: true,
+    ...(mib === undefined ? {} : { sizeBytes: Number(mib) * MiB }),
+  })
     .then((r) => process.stdout.write(`${JSON.stringify(r, null, 2)}\n`))
     .catch((err: unknown) => {
       process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);

@@ -56,10 +56,30 @@ async function listenerSide(): Promise<void> {
   const identity = generateIdentity();
   const peers = new PeerStore(join(dir!, 'peers.json'));
   await peers.add(dialerId!, 'dialer');
-  const listener = await Listener.start({ identity, peers, shares: [{ name: 'inbox', dir: dir!, readOnly: false }], host: '127.0.0.1', port: 0, config: resolveConfig({ transport: 'quic' }), log: silentLogger });
-  const reach = await startListenerReach({ identity, rendezvous: { host: '127.0.0.1', port: Number(rvPort) }, bound: listener.bound, log: silentLogger, muxHost: '127.0.0.1' });
+  const listener = await Listener.start({
+    identity,
+    peers,
+    shares: [{ name: 'inbox', dir: dir!, readOnly: false }],
+    host: '127.0.0.1',
+    port: 0,
+    config: resolveConfig({ transport: 'quic' }),
+    log: silentLogger,
+  });
+  const reach = await startListenerReach({
+    identity,
+    rendezvous: { host: '127.0.0.1', port: Number(rvPort) },
+    bound: listener.bound,
+    log: silentLogger,
+    muxHost: '127.0.0.1',
+  });
   await reach.registered;
-  process.stdout.write(JSON.stringify({ id: identity.nodeId, publicKey: Buffer.from(identity.publicKey).toString('hex'), port: listener.port }) + '\n');
+  process.stdout.write(
+    JSON.stringify({
+      id: identity.nodeId,
+      publicKey: Buffer.from(identity.publicKey).toString('hex'),
+      port: listener.port,
+    }) + '\n',
+  );
   process.stdin.resume();
   process.stdin.on('end', () => void Promise.all([listener.close(), reach.close()]).then(() => process.exit(0)));
 }
@@ -75,16 +95,26 @@ interface Row {
 async function measure(BYTES: number, RUNS: number): Promise<Row[]> {
   const dir = await realpath(await mkdtemp(join(tmpdir(), 'clawpeer-reach-hop-')));
   const dialer = identityFromSeed(randomBytes(32));
-  const rv = spawn(process.execPath, [CLI, '--json', 'rendezvous', '--listen', '127.0.0.1:0', '--relay-rate', '1GiB'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const rv = spawn(process.execPath, [CLI, '--json', 'rendezvous', '--listen', '127.0.0.1:0', '--relay-rate', '1GiB'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const rvPort = Number((await firstLine(rv))['port']);
-  const side = spawn(process.execPath, [fileURLToPath(import.meta.url), '--listener-side', String(rvPort), dialer.nodeId, dir], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const side = spawn(
+    process.execPath,
+    [fileURLToPath(import.meta.url), '--listener-side', String(rvPort), dialer.nodeId, dir],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   // Whatever happens here, the two children go too.
   process.on('exit', () => {
     side.kill('SIGKILL');
     rv.kill('SIGKILL');
   });
   const info = await firstLine(side);
-  const peer = { id: String(info['id']), name: 'listener', publicKey: Uint8Array.from(Buffer.from(String(info['publicKey']), 'hex')) };
+  const peer = {
+    id: String(info['id']),
+    name: 'listener',
+    publicKey: Uint8Array.from(Buffer.from(String(info['publicKey']), 'hex')),
+  };
   const src = join(dir, 'src.bin');
   await writeFile(src, randomBytes(BYTES));
   const config = resolveConfig({ transport: 'quic' });
@@ -96,7 +126,12 @@ async function measure(BYTES: number, RUNS: number): Promise<Row[]> {
   // Runs interleave the paths, so a load change on the shared machine hits all three alike.
   for (let run = 0; run < (RUNS > 1 ? RUNS + 1 : 1); run++) {
     for (const path of PATHS) {
-      const sources = rendezvousSourcesFor({ rendezvous: { host: '127.0.0.1', port: rvPort }, identity: dialer, log: silentLogger, disable: path === 'relayed' ? ['punched'] : ['relayed'] });
+      const sources = rendezvousSourcesFor({
+        rendezvous: { host: '127.0.0.1', port: rvPort },
+        identity: dialer,
+        log: silentLogger,
+        disable: path === 'relayed' ? ['punched'] : ['relayed'],
+      });
       const ac = new AbortController();
       let candidate: DialCandidate | undefined;
       for await (const c of (path === 'direct' ? sources.lookup : sources.traversal).find(peer, ac.signal)) {
@@ -106,10 +141,26 @@ async function measure(BYTES: number, RUNS: number): Promise<Row[]> {
       ac.abort();
       sources.release();
       if (candidate === undefined || candidate.path() !== path) throw new Error(`no ${path} candidate`);
-      const session = await dialPeer({ identity: dialer, peer: { ...peer, address: candidate.address }, config, log: silentLogger });
+      const session = await dialPeer({
+        identity: dialer,
+        peer: { ...peer, address: candidate.address },
+        config,
+        log: silentLogger,
+      });
       const cpu0 = cpuNow();
       const t0 = performance.now();
-      await push({ session, share: 'inbox', remotePath: `${path}-${run}.bin`, localPath: src, force: true, streams: 4, window: 32, idleTimeoutMs: config.idleTimeoutMs, log: silentLogger, signal: new AbortController().signal });
+      await push({
+        session,
+        share: 'inbox',
+        remotePath: `${path}-${run}.bin`,
+        localPath: src,
+        force: true,
+        streams: 4,
+        window: 32,
+        idleTimeoutMs: config.idleTimeoutMs,
+        log: silentLogger,
+        signal: new AbortController().signal,
+      });
       const seconds = (performance.now() - t0) / 1000;
       const cpu = cpuNow() - cpu0;
       await session.close();
@@ -121,7 +172,12 @@ async function measure(BYTES: number, RUNS: number): Promise<Row[]> {
       process.stderr.write(`${path} run ${run}: ${round(BYTES / MiB / seconds)} MiB/s, ${round(cpu, 2)} CPU-s\n`);
     }
   }
-  const rows: Row[] = PATHS.map((path) => ({ path, miBps: round(median(rates.get(path)!)), miBpsAll: rates.get(path)!.map((r) => round(r)), cpuSecondsPerGiB: round(median(cpus.get(path)!), 2) }));
+  const rows: Row[] = PATHS.map((path) => ({
+    path,
+    miBps: round(median(rates.get(path)!)),
+    miBpsAll: rates.get(path)!.map((r) => round(r)),
+    cpuSecondsPerGiB: round(median(cpus.get(path)!), 2),
+  }));
   const direct = rows[0]!;
   for (const r of rows) r.ratioToDirect = round(r.miBps / direct.miBps, 3);
   side.stdin.end();
@@ -159,7 +215,11 @@ function measureAtMtu1500(): Row[] | undefined {
   }
   try {
     execFileSync('ip', ['-n', ns, 'link', 'set', 'lo', 'mtu', '1500', 'up']);
-    const out = execFileSync('ip', ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--rows-only'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 });
+    const out = execFileSync(
+      'ip',
+      ['netns', 'exec', ns, process.execPath, fileURLToPath(import.meta.url), '--rows-only'],
+      { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 20 },
+    );
     return JSON.parse(out.trim().split('\n').at(-1) ?? '[]') as Row[];
   } finally {
     execFileSync('ip', ['netns', 'del', ns]);
@@ -183,12 +243,21 @@ export async function main(options: { smoke?: boolean } = {}): Promise<unknown> 
       warmupRuns: smoke ? 0 : 1,
       order: 'runs interleave the three paths (direct, punched, relayed, direct, ...)',
       push: { streams: 4, window: 32, transport: 'quic', content: 'incompressible (random)', destination: 'tmpdir' },
-      processes: 'three on one machine: dialer (this), listener + its traversal socket, `clawpeer rendezvous` (--relay-rate 1GiB: not the cap under test)',
+      processes:
+        'three on one machine: dialer (this), listener + its traversal socket, `clawpeer rendezvous` (--relay-rate 1GiB: not the cap under test)',
       cpu: 'CPU-seconds of all three processes during the push (user+system, /proc/<pid>/stat), per GiB pushed',
       note: 'loopback: no loss and ~0 RTT, so this measures the cost of the forwarding alone; the 2 cores are shared with other agents (load average ~8-10 during the run), so single runs vary a lot: compare medians and CPU-s/GiB',
     },
     loopbackMtu: { mtu: loMtu(), rows },
-    ...(mtu1500 === undefined ? {} : { mtu1500: { mtu: 1500, note: 'the same run inside a network namespace whose lo has MTU 1500: datagrams of internet size, so every hop forwards as many datagrams as on a real path', rows: mtu1500 } }),
+    ...(mtu1500 === undefined
+      ? {}
+      : {
+          mtu1500: {
+            mtu: 1500,
+            note: 'the same run inside a network namespace whose lo has MTU 1500: datagrams of internet size, so every hop forwards as many datagrams as on a real path',
+            rows: mtu1500,
+          },
+        }),
   };
   if (smoke) return result;
   const out = await writeResult('reach-hop', result);
@@ -198,6 +267,7 @@ export async function main(options: { smoke?: boolean } = {}): Promise<unknown> 
 
 if (isMainModule(import.meta.url)) {
   if (process.argv[2] === '--listener-side') await listenerSide();
-  else if (process.argv[2] === '--rows-only') process.stdout.write(`${JSON.stringify(await measure(FULL_BYTES, FULL_RUNS))}\n`);
+  else if (process.argv[2] === '--rows-only')
+    process.stdout.write(`${JSON.stringify(await measure(FULL_BYTES, FULL_RUNS))}\n`);
   else await main();
 }

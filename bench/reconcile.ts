@@ -28,7 +28,6 @@ export interface ReconcileBenchOptions {
   readonly verbose?: boolean;
 }
 
-
 interface ExchangeCost {
   bytes: number;
   bytesByType: Record<string, number>;
@@ -65,8 +64,20 @@ function exchange(initiatorSet: MerkleIdSet, responderSet: MerkleIdSet, onlyA: n
   const r = initiator.result;
   const q = responder.result;
   const correct =
-    r !== undefined && q !== undefined && r.idsWeLack.length === onlyB && r.idsTheyLack.length === onlyA && q.idsWeLack.length === onlyA;
-  return { bytes, bytesByType, roundTrips: initiator.stats.roundTrips, cells: initiator.stats.cells, method: r?.method ?? 'none', ms, correct };
+    r !== undefined &&
+    q !== undefined &&
+    r.idsWeLack.length === onlyB &&
+    r.idsTheyLack.length === onlyA &&
+    q.idsWeLack.length === onlyA;
+  return {
+    bytes,
+    bytesByType,
+    roundTrips: initiator.stats.roundTrips,
+    cells: initiator.stats.cells,
+    method: r?.method ?? 'none',
+    ms,
+    correct,
+  };
 }
 
 // --- baseline: classic fixed-size IBLT ------------------------------------------------------------
@@ -96,7 +107,7 @@ class FixedIblt {
   }
   /** Cell of id word `w` in subtable `t`: ids are uniform, so a word of the id is a fine hash. */
   #cell(words: Uint32Array, o: number, t: number): number {
-    return t * this.sub + (Math.imul(words[o + t]!, 0x9e3779b1) >>> 0) % this.sub;
+    return t * this.sub + ((Math.imul(words[o + t]!, 0x9e3779b1) >>> 0) % this.sub);
   }
   static #check(words: Uint32Array, o: number): number {
     let h = 0x243f6a88;
@@ -278,7 +289,14 @@ export async function main(options: ReconcileBenchOptions = {}): Promise<unknown
   const result = {
     benchmark: 'reconcile',
     date: new Date().toISOString(),
-    machine: { cpu: cpu?.model ?? 'unknown', cores: cpus().length, platform: platform(), arch: arch(), memoryBytes: totalmem(), node: process.version },
+    machine: {
+      cpu: cpu?.model ?? 'unknown',
+      cores: cpus().length,
+      platform: platform(),
+      arch: arch(),
+      memoryBytes: totalmem(),
+      node: process.version,
+    },
     data: {
       ids: '32-byte random ids (crypto.randomBytes; incompressible, uniform like BLAKE3 output)',
       split: 'ceil(D/2) ids only at the initiator, floor(D/2) only at the responder; the initiator holds N ids',
@@ -299,7 +317,9 @@ export async function main(options: ReconcileBenchOptions = {}): Promise<unknown
     rows,
   };
   if (!smoke || options.outFile !== undefined) {
-    log(`wrote ${await (options.outFile === undefined ? writeResult('reconcile', result) : writeJsonFile(options.outFile, result))}`);
+    log(
+      `wrote ${await (options.outFile === undefined ? writeResult('reconcile', result) : writeJsonFile(options.outFile, result))}`,
+    );
   }
   return result;
 }

@@ -16,7 +16,13 @@
 import { arch, cpus, loadavg, platform, release } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { AccuracyProbeOptions, AccuracyReport } from '../src/relay/accuracy.js';
-import { LOSS_TOLERANCE_POINTS, probeRelayAccuracy, RATE_TOLERANCE_PCT, RTT_TOLERANCE_PCT, startUdpEcho } from '../src/relay/accuracy.js';
+import {
+  LOSS_TOLERANCE_POINTS,
+  probeRelayAccuracy,
+  RATE_TOLERANCE_PCT,
+  RTT_TOLERANCE_PCT,
+  startUdpEcho,
+} from '../src/relay/accuracy.js';
 import { startUdpRelayWorker } from '../src/relay/relay-worker.js';
 import { startUdpRelay } from '../src/relay/udp-relay.js';
 import { isMainModule, writeJsonFile, writeResult } from './common.js';
@@ -44,13 +50,18 @@ interface Setting {
   readonly relayCounters: unknown;
 }
 
-async function measure(spec: string, probe: Omit<AccuracyProbeOptions, 'spec' | 'relay' | 'echo'>, placement: 'worker' | 'in-process'): Promise<Setting> {
+async function measure(
+  spec: string,
+  probe: Omit<AccuracyProbeOptions, 'spec' | 'relay' | 'echo'>,
+  placement: 'worker' | 'in-process',
+): Promise<Setting> {
   const echo = await startUdpEcho();
   try {
     const listen = { host: '127.0.0.1', port: 0 };
-    const relay = placement === 'worker'
-      ? await startUdpRelayWorker({ listen, target: echo.address, spec, seed: 1 })
-      : await startUdpRelay({ listen, target: echo.address, spec, seed: 1 });
+    const relay =
+      placement === 'worker'
+        ? await startUdpRelayWorker({ listen, target: echo.address, spec, seed: 1 })
+        : await startUdpRelay({ listen, target: echo.address, spec, seed: 1 });
     try {
       const before = await relay.stats();
       const cpu0 = process.cpuUsage();
@@ -59,13 +70,21 @@ async function measure(spec: string, probe: Omit<AccuracyProbeOptions, 'spec' | 
       const wallMs = performance.now() - t0;
       const cpu = process.cpuUsage(cpu0);
       const after = await relay.stats();
-      const active = 'eventLoop' in after && 'eventLoop' in before ? after.eventLoop.activeMs - before.eventLoop.activeMs : null;
+      const active =
+        'eventLoop' in after && 'eventLoop' in before ? after.eventLoop.activeMs - before.eventLoop.activeMs : null;
       return {
         spec,
         report,
         wallMs: Math.round(wallMs),
-        relayCpu: { activeMs: active === null ? null : Math.round(active), activePerSecond: active === null ? null : round3(active / wallMs) },
-        processCpu: { userMs: Math.round(cpu.user / 1000), systemMs: Math.round(cpu.system / 1000), perSecond: round3((cpu.user + cpu.system) / 1000 / wallMs) },
+        relayCpu: {
+          activeMs: active === null ? null : Math.round(active),
+          activePerSecond: active === null ? null : round3(active / wallMs),
+        },
+        processCpu: {
+          userMs: Math.round(cpu.user / 1000),
+          systemMs: Math.round(cpu.system / 1000),
+          perSecond: round3((cpu.user + cpu.system) / 1000 / wallMs),
+        },
         relayTiming: after.timing,
         relayCounters: after.counters,
       };
@@ -90,7 +109,9 @@ export async function main(options: RelayAccuracyBenchOptions = {}) {
     : { rttProbes: 200, rateDurationMs: 1000, lossProbes: 20_000 };
   const specs = smoke
     ? ['rtt=5ms,rate=10mbit,loss=1%']
-    : RTTS_MS.flatMap((rtt) => RATES_MBIT.flatMap((rate) => LOSSES_PCT.map((loss) => `rtt=${rtt}ms,rate=${rate}mbit,loss=${loss}%`)));
+    : RTTS_MS.flatMap((rtt) =>
+        RATES_MBIT.flatMap((rate) => LOSSES_PCT.map((loss) => `rtt=${rtt}ms,rate=${rate}mbit,loss=${loss}%`)),
+      );
   const loadBefore = loadavg();
 
   const baseline = await measure('none', { ...probe, lossProbes: Math.min(probe.lossProbes, 2000) }, placement);
@@ -99,7 +120,9 @@ export async function main(options: RelayAccuracyBenchOptions = {}) {
   for (const spec of specs) {
     const s = await measure(spec, probe, placement);
     const r = s.report;
-    log(`${spec}: rtt ${r.rtt.measuredMs}/${r.rtt.expectedMs} ms (${r.rtt.errorPct}%), rate ${r.rate?.measuredBitsPerSec ?? '-'} (${r.rate?.errorPct ?? '-'}%), loss ${r.loss.measuredPct}% (${r.loss.errorPoints} pts) ${r.ok ? 'ok' : 'OFF'}; relay CPU ${s.relayCpu.activePerSecond ?? '-'}`);
+    log(
+      `${spec}: rtt ${r.rtt.measuredMs}/${r.rtt.expectedMs} ms (${r.rtt.errorPct}%), rate ${r.rate?.measuredBitsPerSec ?? '-'} (${r.rate?.errorPct ?? '-'}%), loss ${r.loss.measuredPct}% (${r.loss.errorPoints} pts) ${r.ok ? 'ok' : 'OFF'}; relay CPU ${s.relayCpu.activePerSecond ?? '-'}`,
+    );
     settings.push({
       ...s,
       rttRatioToExpected: round3(r.rtt.measuredMs / r.rtt.expectedMs),
@@ -129,7 +152,12 @@ export async function main(options: RelayAccuracyBenchOptions = {}) {
       loss: 'one-way, counted unique at the echo, probes paced at <= half the rate',
       baseline: 'same relay with no impairment: its own forwarding latency',
     },
-    baseline: { spec: 'none', rttMedianMs: baseline.report.rtt.measuredMs, rttP99Ms: baseline.report.rtt.p99Ms, relayCpu: baseline.relayCpu },
+    baseline: {
+      spec: 'none',
+      rttMedianMs: baseline.report.rtt.measuredMs,
+      rttP99Ms: baseline.report.rtt.p99Ms,
+      relayCpu: baseline.relayCpu,
+    },
     summary: {
       settings: settings.length,
       ok: settings.filter((s) => s.report.ok).length,
@@ -141,7 +169,9 @@ export async function main(options: RelayAccuracyBenchOptions = {}) {
   };
 
   if (!smoke || options.outFile !== undefined) {
-    log(`wrote ${await (options.outFile === undefined ? writeResult('relay-accuracy', result) : writeJsonFile(options.outFile, result))}`);
+    log(
+      `wrote ${await (options.outFile === undefined ? writeResult('relay-accuracy', result) : writeJsonFile(options.outFile, result))}`,
+    );
   }
   return result;
 }

@@ -48,7 +48,10 @@ export interface BenchOutcome {
 }
 
 /** Runs `benches` one after another; never throws for a failing bench (its outcome says so). */
-export async function runBenches(benches: readonly BenchModule[], options: { smoke: boolean; onDone?: (o: BenchOutcome) => void }): Promise<BenchOutcome[]> {
+export async function runBenches(
+  benches: readonly BenchModule[],
+  options: { smoke: boolean; onDone?: (o: BenchOutcome) => void },
+): Promise<BenchOutcome[]> {
   const outcomes: BenchOutcome[] = [];
   for (const bench of benches) {
     const t0 = performance.now();
@@ -72,16 +75,24 @@ export async function runAll(argv: readonly string[]): Promise<number> {
   const all = await findBenchModules();
   const unknown = names.filter((n) => !all.some((b) => b.name === n));
   if (unknown.length > 0) {
-    process.stderr.write(`run-all: no bench named ${unknown.join(', ')} (have: ${all.map((b) => b.name).join(', ')})\n`);
+    process.stderr.write(
+      `run-all: no bench named ${unknown.join(', ')} (have: ${all.map((b) => b.name).join(', ')})\n`,
+    );
     return 2;
   }
   const selected = names.length === 0 ? all : all.filter((b) => names.includes(b.name));
-  process.stdout.write(`running ${selected.length} bench(es)${smoke ? ' in smoke mode (nothing written)' : ''}: ${selected.map((b) => b.name).join(', ')}\n`);
+  process.stdout.write(
+    `running ${selected.length} bench(es)${smoke ? ' in smoke mode (nothing written)' : ''}: ${selected.map((b) => b.name).join(', ')}\n`,
+  );
   const outcomes = await runBenches(selected, {
     smoke,
     onDone: (o) => {
       const where = smoke ? '' : ` (results: bench/results/${o.name}.json)`;
-      process.stdout.write(o.ok ? `${o.name}: ok in ${o.seconds} s${where}\n` : `${o.name}: FAILED after ${o.seconds} s: ${(o.error ?? '').split('\n')[0]}\n`);
+      process.stdout.write(
+        o.ok
+          ? `${o.name}: ok in ${o.seconds} s${where}\n`
+          : `${o.name}: FAILED after ${o.seconds} s: ${(o.error ?? '').split('\n')[0]}\n`,
+      );
       if (!o.ok && o.error !== undefined) process.stderr.write(`${o.error}\n`);
     },
   });

@@ -70,7 +70,8 @@ export async function startSshd(dir: string, log: Log): Promise<SshSetup> {
   await mkdir(dir, { recursive: true });
   const hostKey = join(dir, 'host_ed25519');
   const clientKey = join(dir, 'client_ed25519');
-  for (const key of [hostKey, clientKey]) await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]);
+  for (const key of [hostKey, clientKey])
+    await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]);
   const authorized = join(dir, 'authorized_keys');
   await writeFile(authorized, await readFile(`${clientKey}.pub`), { mode: 0o600 });
   // Privilege separation needs this directory when sshd starts as root (the service would create it).
@@ -102,8 +103,20 @@ export async function startSshd(dir: string, log: Log): Promise<SshSetup> {
   const exited = new Promise<void>((res) => child.on('close', () => res()));
   const user = userInfo().username;
   const commonArgs = [
-    '-F', '/dev/null', '-i', clientKey, '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes',
-    '-o', 'StrictHostKeyChecking=no', '-o', `UserKnownHostsFile=${join(dir, 'known_hosts')}`, '-o', 'LogLevel=ERROR',
+    '-F',
+    '/dev/null',
+    '-i',
+    clientKey,
+    '-o',
+    'IdentitiesOnly=yes',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'StrictHostKeyChecking=no',
+    '-o',
+    `UserKnownHostsFile=${join(dir, 'known_hosts')}`,
+    '-o',
+    'LogLevel=ERROR',
   ];
   const sshArgs = [...commonArgs, '-p', String(port), '-l', user];
   const stop = async (): Promise<void> => {
@@ -126,7 +139,9 @@ export async function startSshd(dir: string, log: Log): Promise<SshSetup> {
     return `${r.stdout}${r.stderr}`.split('\n')[0]?.trim() ?? 'unknown';
   };
   // Which cipher the defaults negotiate (the first of the client's list the server also has).
-  const cipherLine = spawnSync('ssh', [...sshArgs, '-v', '127.0.0.1', 'true'], { encoding: 'utf8' }).stderr.split('\n').find((l) => l.includes('kex: server->client cipher'));
+  const cipherLine = spawnSync('ssh', [...sshArgs, '-v', '127.0.0.1', 'true'], { encoding: 'utf8' })
+    .stderr.split('\n')
+    .find((l) => l.includes('kex: server->client cipher'));
   return {
     port,
     user,
@@ -144,5 +159,7 @@ export async function startSshd(dir: string, log: Log): Promise<SshSetup> {
 
 /** ssh with our options, quoted for rsync's -e. */
 export function sshCommand(ssh: SshSetup): string {
-  return ['ssh', ...ssh.sshArgs].map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(' ');
+  return ['ssh', ...ssh.sshArgs]
+    .map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`))
+    .join(' ');
 }

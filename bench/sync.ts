@@ -31,7 +31,19 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
-import { argValue, fileCreateCondition, isMainModule, KiB, machineConditions, median, ratio, REPO_ROOT, round, treeBytes, writeResult } from './common.js';
+import {
+  argValue,
+  fileCreateCondition,
+  isMainModule,
+  KiB,
+  machineConditions,
+  median,
+  ratio,
+  REPO_ROOT,
+  round,
+  treeBytes,
+  writeResult,
+} from './common.js';
 
 export interface SyncBenchOptions {
   /** 50 files, one run, no ssh tools; writes nothing. */
@@ -72,7 +84,11 @@ type Log = (msg: string) => void;
 function relPath(i: number, files: number): string {
   const width = String(files - 1).length;
   const leaf = Math.floor(i / FILES_PER_DIR);
-  return join(`d${Math.floor(leaf / DIRS_PER_TOP)}`, `e${leaf % DIRS_PER_TOP}`, `f${String(i).padStart(width, '0')}.bin`);
+  return join(
+    `d${Math.floor(leaf / DIRS_PER_TOP)}`,
+    `e${leaf % DIRS_PER_TOP}`,
+    `f${String(i).padStart(width, '0')}.bin`,
+  );
 }
 
 async function makeTree(dir: string, files: number): Promise<void> {
@@ -96,9 +112,11 @@ async function changeFiles(dir: string, files: number): Promise<string[]> {
 /** Throws unless `dest` holds as many files and bytes as `source` and the `sample` files are equal. */
 async function checkCopy(tool: string, source: string, dest: string, sample: readonly string[]): Promise<void> {
   const [a, b] = await Promise.all([treeBytes(source), treeBytes(dest)]);
-  if (a.files !== b.files || a.bytes !== b.bytes) throw new Error(`${tool}: destination has ${b.files} files / ${b.bytes} bytes, source ${a.files} / ${a.bytes}`);
+  if (a.files !== b.files || a.bytes !== b.bytes)
+    throw new Error(`${tool}: destination has ${b.files} files / ${b.bytes} bytes, source ${a.files} / ${a.bytes}`);
   for (const rel of sample) {
-    if (!(await readFile(join(source, rel))).equals(await readFile(join(dest, rel)))) throw new Error(`${tool}: ${rel} differs from the source`);
+    if (!(await readFile(join(source, rel))).equals(await readFile(join(dest, rel))))
+      throw new Error(`${tool}: ${rel} differs from the source`);
   }
 }
 
@@ -132,7 +150,10 @@ function runProcess(cmd: string, args: readonly string[]): Promise<ProcessRun> {
 async function cliJson(args: readonly string[]): Promise<{ lines: Record<string, unknown>[]; wallSeconds: number }> {
   const r = await runProcess(process.execPath, [CLI, ...args]);
   if (r.code !== 0) throw new Error(`clawpeer ${args.join(' ')} exited ${String(r.code)}: ${r.stderr}`);
-  const lines = r.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const lines = r.stdout
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   return { lines, wallSeconds: r.wallSeconds };
 }
 
@@ -154,7 +175,22 @@ interface ListenerProcess {
 
 /** `clawpeer listen` of `home` on a free loopback port, serving `shares` (NAME=DIR). */
 async function startListenerProcess(home: string, shares: readonly string[]): Promise<ListenerProcess> {
-  const child = spawn(process.execPath, [CLI, '--home', home, 'listen', '--host', '127.0.0.1', '--port', '0', ...shares.flatMap((x) => ['--share', x]), '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      '--home',
+      home,
+      'listen',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      ...shares.flatMap((x) => ['--share', x]),
+      '--json',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<void>((res) => child.on('close', () => res()));
@@ -163,7 +199,9 @@ async function startListenerProcess(home: string, shares: readonly string[]): Pr
     await exited;
   };
   const port = await new Promise<number>((resolve, reject) => {
-    createInterface({ input: child.stdout }).once('line', (line) => resolve(Number((JSON.parse(line) as Record<string, unknown>)['port'])));
+    createInterface({ input: child.stdout }).once('line', (line) =>
+      resolve(Number((JSON.parse(line) as Record<string, unknown>)['port'])),
+    );
     child.once('close', (code) => reject(new Error(`listener exited ${String(code)} before ready: ${stderr}`)));
   });
   return { child, port, stop };
@@ -179,7 +217,18 @@ async function setUpClawpeer(root: string): Promise<ClawpeerSetup> {
   const bobId = String((await cliJson(['--home', bobHome, 'init', '--json'])).lines[0]?.['id']);
   await cliJson(['--home', aliceHome, 'pair', 'add', bobId, '--name', 'bob', '--json']);
   const listener = await startListenerProcess(aliceHome, [`docs=${shareDir}`]);
-  await cliJson(['--home', bobHome, 'pair', 'add', aliceId, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`, '--json']);
+  await cliJson([
+    '--home',
+    bobHome,
+    'pair',
+    'add',
+    aliceId,
+    '--name',
+    'alice',
+    '--addr',
+    `127.0.0.1:${listener.port}`,
+    '--json',
+  ]);
   return { bobHome, shareDir, listener, stop: () => listener.stop() };
 }
 
@@ -200,7 +249,10 @@ interface ClawpeerSync {
 async function clawpeerSync(setup: ClawpeerSetup, localDir: string): Promise<ClawpeerSync> {
   const r = await cliJson(['--home', setup.bobHome, 'sync', localDir, 'alice:docs', '--json']);
   const done = r.lines.at(-1) ?? {};
-  if (done['event'] !== 'done' || done['inSync'] !== true) throw new Error(`clawpeer sync: unexpected final line ${JSON.stringify(done)} (all: ${JSON.stringify(r.lines.slice(0, 5))})`);
+  if (done['event'] !== 'done' || done['inSync'] !== true)
+    throw new Error(
+      `clawpeer sync: unexpected final line ${JSON.stringify(done)} (all: ${JSON.stringify(r.lines.slice(0, 5))})`,
+    );
   const n = (k: string): number => Number(done[k]);
   return {
     seconds: n('seconds'),
@@ -228,7 +280,16 @@ interface RsyncRun {
 
 /** `fsync`: rsync's --fsync (every written file), the durability clawpeer always gives. */
 async function rsyncSync(ssh: SshSetup, source: string, dest: string, fsync = false): Promise<RsyncRun> {
-  const r = await runProcess('rsync', ['-a', ...(fsync ? ['--fsync'] : []), '--stats', `--exclude=${CLAWPEER_STATE_GLOB}`, '-e', sshCommand(ssh), `${source}/`, `127.0.0.1:${dest}/`]);
+  const r = await runProcess('rsync', [
+    '-a',
+    ...(fsync ? ['--fsync'] : []),
+    '--stats',
+    `--exclude=${CLAWPEER_STATE_GLOB}`,
+    '-e',
+    sshCommand(ssh),
+    `${source}/`,
+    `127.0.0.1:${dest}/`,
+  ]);
   if (r.code !== 0) throw new Error(`rsync exited ${String(r.code)}: ${r.stderr}`);
   const num = (label: string): number => {
     const m = new RegExp(`^${label}: ([\\d,]+)`, 'm').exec(r.stdout);
@@ -237,7 +298,13 @@ async function rsyncSync(ssh: SshSetup, source: string, dest: string, fsync = fa
   };
   const sent = num('Total bytes sent');
   const received = num('Total bytes received');
-  return { seconds: round(r.wallSeconds, 3), wireBytes: sent + received, bytesSent: sent, bytesReceived: received, filesTransferred: num('Number of regular files transferred') };
+  return {
+    seconds: round(r.wallSeconds, 3),
+    wireBytes: sent + received,
+    bytesSent: sent,
+    bytesReceived: received,
+    filesTransferred: num('Number of regular files transferred'),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,7 +350,9 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
     // Initial syncs (everything travels): timed once, reported apart.
     const clawInitial = await clawpeerSync(setup, source);
     await checkCopy('clawpeer initial sync', source, setup.shareDir, sample);
-    log(`initial: clawpeer ${clawInitial.seconds} s (process ${clawInitial.processSeconds} s), ${clawInitial.wireBytes} wire bytes`);
+    log(
+      `initial: clawpeer ${clawInitial.seconds} s (process ${clawInitial.processSeconds} s), ${clawInitial.wireBytes} wire bytes`,
+    );
     const rsyncInitial = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncDest);
     if (rsyncInitial !== undefined) {
       await checkCopy('rsync initial', source, rsyncDest, sample);
@@ -303,7 +372,9 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
       for (let r = 0; r < runs; r++) {
         const c = await clawpeerSync(clawpeer, source);
         claw.push(c);
-        log(`${tag}no-op ${r + 1}/${runs}: clawpeer ${c.seconds} s (process ${c.processSeconds} s, scanned ${String(c.scanned)}), ${c.wireBytes} wire bytes, ${c.roundTrips} round trips`);
+        log(
+          `${tag}no-op ${r + 1}/${runs}: clawpeer ${c.seconds} s (process ${c.processSeconds} s, scanned ${String(c.scanned)}), ${c.wireBytes} wire bytes, ${c.roundTrips} round trips`,
+        );
         if (ssh !== undefined) {
           rsync.push(await rsyncSync(ssh, source, rsyncDest));
           log(`${tag}no-op ${r + 1}/${runs}: rsync ${rsync.at(-1)!.seconds} s, ${rsync.at(-1)!.wireBytes} wire bytes`);
@@ -312,11 +383,20 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
       return { claw, rsync };
     };
     // Benchmark 3: 1% of the files rewritten, then each tool's copy checked.
-    const changedRound = async (tag: string): Promise<{ changed: string[]; claw: ClawpeerSync; rsync: RsyncRun | undefined; rsyncFsync: RsyncRun | undefined }> => {
+    const changedRound = async (
+      tag: string,
+    ): Promise<{
+      changed: string[];
+      claw: ClawpeerSync;
+      rsync: RsyncRun | undefined;
+      rsyncFsync: RsyncRun | undefined;
+    }> => {
       const changed = await changeFiles(source, files);
       const claw = await clawpeerSync(clawpeer, source);
       await checkCopy(`clawpeer ${tag}1% sync`, source, clawpeer.shareDir, changed);
-      log(`${tag}1% changed (${changed.length} files): clawpeer ${claw.seconds} s (process ${claw.processSeconds} s), ${claw.wireBytes} wire bytes`);
+      log(
+        `${tag}1% changed (${changed.length} files): clawpeer ${claw.seconds} s (process ${claw.processSeconds} s), ${claw.wireBytes} wire bytes`,
+      );
       const rsync = ssh === undefined ? undefined : await rsyncSync(ssh, source, rsyncDest);
       if (rsync !== undefined) {
         await checkCopy(`rsync ${tag}1%`, source, rsyncDest, changed);
@@ -338,12 +418,17 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
     let warmupSyncs = 0;
     for (; warmupSyncs < RESIDENT_WARMUP_MAX; warmupSyncs++) {
       const w = await clawpeerSync(setup, source);
-      if (!w.resident) throw new Error('bob\'s listener did not take the sync (resident: false)');
+      if (!w.resident) throw new Error("bob's listener did not take the sync (resident: false)");
       if (!w.scanned) break;
     }
     log(`resident: ${warmupSyncs + 1} untimed syncs until the watcher vouched for the folder`);
     const { claw: residentNoop, rsync: rsyncNoop2 } = await noopRounds('resident ');
-    const { changed: changed2, claw: residentChanged, rsync: rsyncChanged2, rsyncFsync: rsyncFsyncChanged2 } = await changedRound('resident ');
+    const {
+      changed: changed2,
+      claw: residentChanged,
+      rsync: rsyncChanged2,
+      rsyncFsync: rsyncFsyncChanged2,
+    } = await changedRound('resident ');
     await bobListener.stop();
     bobListener = undefined;
 
@@ -354,17 +439,27 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
     if (rsyncNoop.length > 0 && rsyncChanged !== undefined) {
       ratios['noopProcessTimePerRsync'] = ratio(noopProcess, rsyncNoopMedian);
       ratios['noopCliSecondsPerRsync'] = ratio(noopSeconds, rsyncNoopMedian);
-      ratios['noopWireBytesPerRsync'] = ratio(median(clawNoop.map((c) => c.wireBytes)), median(rsyncNoop.map((x) => x.wireBytes)));
+      ratios['noopWireBytesPerRsync'] = ratio(
+        median(clawNoop.map((c) => c.wireBytes)),
+        median(rsyncNoop.map((x) => x.wireBytes)),
+      );
       ratios['changedProcessTimePerRsync'] = ratio(clawChanged.processSeconds, rsyncChanged.seconds);
       ratios['changedCliSecondsPerRsync'] = ratio(clawChanged.seconds, rsyncChanged.seconds);
       ratios['changedWireBytesPerRsync'] = ratio(clawChanged.wireBytes, rsyncChanged.wireBytes);
     }
     if (rsyncNoop2.length > 0 && rsyncChanged2 !== undefined && rsyncFsyncChanged2 !== undefined) {
-      ratios['residentNoopProcessTimePerRsync'] = ratio(median(residentNoop.map((c) => c.processSeconds)), median(rsyncNoop2.map((x) => x.seconds)));
+      ratios['residentNoopProcessTimePerRsync'] = ratio(
+        median(residentNoop.map((c) => c.processSeconds)),
+        median(rsyncNoop2.map((x) => x.seconds)),
+      );
       ratios['residentChangedProcessTimePerRsync'] = ratio(residentChanged.processSeconds, rsyncChanged2.seconds);
-      ratios['residentChangedProcessTimePerRsyncFsync'] = ratio(residentChanged.processSeconds, rsyncFsyncChanged2.seconds);
+      ratios['residentChangedProcessTimePerRsyncFsync'] = ratio(
+        residentChanged.processSeconds,
+        rsyncFsyncChanged2.seconds,
+      );
     }
-    if (rsyncInitial !== undefined) ratios['initialProcessTimePerRsync'] = ratio(clawInitial.processSeconds, rsyncInitial.seconds);
+    if (rsyncInitial !== undefined)
+      ratios['initialProcessTimePerRsync'] = ratio(clawInitial.processSeconds, rsyncInitial.seconds);
     if (rsyncFsyncInitial !== undefined && rsyncFsyncChanged !== undefined) {
       ratios['initialProcessTimePerRsyncFsync'] = ratio(clawInitial.processSeconds, rsyncFsyncInitial.seconds);
       ratios['changedProcessTimePerRsyncFsync'] = ratio(clawChanged.processSeconds, rsyncFsyncChanged.seconds);
@@ -376,42 +471,80 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
         ...conditions,
         loadAverageBefore: loadBefore,
         loadAverageAfter: loadavg().map((x) => round(x, 2)),
-        note: 'shared 2-core machine: other engineers\' runs may be using the cores (see load averages [1, 5, 15 min]); no-op runs of the two tools are interleaved',
-        tree: { files, fileBytes: FILE_BYTES, totalBytes: files * FILE_BYTES, layout: `d<top>/e<leaf>/f<i>.bin: ${FILES_PER_DIR} files per leaf directory, ${DIRS_PER_TOP} leaves per top directory` },
+        note: "shared 2-core machine: other engineers' runs may be using the cores (see load averages [1, 5, 15 min]); no-op runs of the two tools are interleaved",
+        tree: {
+          files,
+          fileBytes: FILE_BYTES,
+          totalBytes: files * FILE_BYTES,
+          layout: `d<top>/e<leaf>/f<i>.bin: ${FILES_PER_DIR} files per leaf directory, ${DIRS_PER_TOP} leaves per top directory`,
+        },
         data: 'incompressible (crypto.randomBytes, distinct per file), page-cached source, both destinations on the same disk',
         change: `every ${CHANGE_EVERY_FILES}th file rewritten whole with new random bytes, same size, new mtime (${changed.length} files)`,
         network: 'loopback 127.0.0.1; both sides of each tool are separate processes on the same cores',
         fileCreateMicros: fileCreate,
-        clawpeer: { cli: 'node bin/clawpeer.cjs (dist/ build)', command: 'sync LOCALDIR alice:docs --json (two-way, transport auto)', listener: 'listen --host 127.0.0.1 --port 0 --share docs=DIR' },
-        rsync: ssh === undefined ? undefined : { ...ssh.versions, command: `rsync -a --stats --exclude=${CLAWPEER_STATE_GLOB} -e ssh SRC/ 127.0.0.1:DEST/`, sshd: 'private sshd on 127.0.0.1, OpenSSH defaults, ed25519 keys', installedByThisRun: ssh.installed },
+        clawpeer: {
+          cli: 'node bin/clawpeer.cjs (dist/ build)',
+          command: 'sync LOCALDIR alice:docs --json (two-way, transport auto)',
+          listener: 'listen --host 127.0.0.1 --port 0 --share docs=DIR',
+        },
+        rsync:
+          ssh === undefined
+            ? undefined
+            : {
+                ...ssh.versions,
+                command: `rsync -a --stats --exclude=${CLAWPEER_STATE_GLOB} -e ssh SRC/ 127.0.0.1:DEST/`,
+                sshd: 'private sshd on 127.0.0.1, OpenSSH defaults, ed25519 keys',
+                installedByThisRun: ssh.installed,
+              },
         measures: {
           clawpeerSeconds: 'CLI "seconds": sync start to done (no node start-up, no connect)',
           clawpeerProcessSeconds: 'wall time of the sync client process (node start-up, connect, everything)',
           rsyncSeconds: 'wall time of the rsync process (ssh start, key exchange, everything)',
-          clawpeerWireBytes: 'the CLI\'s wireBytes',
-          rsyncWireBytes: 'rsync --stats "Total bytes sent" + "Total bytes received" (rsync protocol stream; excludes ssh framing, MAC and key exchange)',
-          durability: 'clawpeer publishes received files durably; rsync -a does not fsync; rsync -a --fsync (initial and 1% only, into its own destination) fsyncs every file it writes, the like-for-like baseline',
+          clawpeerWireBytes: "the CLI's wireBytes",
+          rsyncWireBytes:
+            'rsync --stats "Total bytes sent" + "Total bytes received" (rsync protocol stream; excludes ssh framing, MAC and key exchange)',
+          durability:
+            'clawpeer publishes received files durably; rsync -a does not fsync; rsync -a --fsync (initial and 1% only, into its own destination) fsyncs every file it writes, the like-for-like baseline',
         },
         runs,
         notes,
       },
       initial: { clawpeer: clawInitial, rsync: rsyncInitial, rsyncFsync: rsyncFsyncInitial },
       noop: {
-        goal: 'clawpeer at most half of rsync\'s time (noopProcessTimePerRsync <= 0.5)',
+        goal: "clawpeer at most half of rsync's time (noopProcessTimePerRsync <= 0.5)",
         clawpeer: { all: clawNoop, secondsMedian: round(noopSeconds, 3), processSecondsMedian: round(noopProcess, 3) },
         rsync: rsyncNoop.length === 0 ? undefined : { all: rsyncNoop, secondsMedian: round(rsyncNoopMedian, 3) },
       },
       resident: {
-        setup: 'bob runs `listen --share local=LOCALDIR` too: `clawpeer sync LOCALDIR alice:docs` runs in that listener (control socket in bob\'s home), whose watcher vouches for an unchanged folder and whose revision log stays open; alice\'s listener likewise',
+        setup:
+          "bob runs `listen --share local=LOCALDIR` too: `clawpeer sync LOCALDIR alice:docs` runs in that listener (control socket in bob's home), whose watcher vouches for an unchanged folder and whose revision log stays open; alice's listener likewise",
         warmupSyncs: warmupSyncs + 1,
         noop: {
-          goal: 'clawpeer at most half of rsync\'s time (residentNoopProcessTimePerRsync <= 0.5)',
-          clawpeer: { all: residentNoop, secondsMedian: round(median(residentNoop.map((c) => c.seconds)), 3), processSecondsMedian: round(median(residentNoop.map((c) => c.processSeconds)), 3) },
-          rsync: rsyncNoop2.length === 0 ? undefined : { all: rsyncNoop2, secondsMedian: round(median(rsyncNoop2.map((x) => x.seconds)), 3) },
+          goal: "clawpeer at most half of rsync's time (residentNoopProcessTimePerRsync <= 0.5)",
+          clawpeer: {
+            all: residentNoop,
+            secondsMedian: round(median(residentNoop.map((c) => c.seconds)), 3),
+            processSecondsMedian: round(median(residentNoop.map((c) => c.processSeconds)), 3),
+          },
+          rsync:
+            rsyncNoop2.length === 0
+              ? undefined
+              : { all: rsyncNoop2, secondsMedian: round(median(rsyncNoop2.map((x) => x.seconds)), 3) },
         },
-        changed1pct: { changedFiles: changed2.length, clawpeer: residentChanged, rsync: rsyncChanged2, rsyncFsync: rsyncFsyncChanged2 },
+        changed1pct: {
+          changedFiles: changed2.length,
+          clawpeer: residentChanged,
+          rsync: rsyncChanged2,
+          rsyncFsync: rsyncFsyncChanged2,
+        },
       },
-      changed1pct: { changedFiles: changed.length, changedBytes: changed.length * FILE_BYTES, clawpeer: clawChanged, rsync: rsyncChanged, rsyncFsync: rsyncFsyncChanged },
+      changed1pct: {
+        changedFiles: changed.length,
+        changedBytes: changed.length * FILE_BYTES,
+        clawpeer: clawChanged,
+        rsync: rsyncChanged,
+        rsyncFsync: rsyncFsyncChanged,
+      },
       ratios,
     };
     if (!smoke) log(`wrote ${await writeResult('sync', result)}`);

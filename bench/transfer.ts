@@ -52,7 +52,21 @@ import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
 import { QuinnBackend } from '../src/transport/quinn.js';
 import { QUINN_TUNING_DEFAULTS } from '../src/transport/quinn-connection.js';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
-import { argValue, fileCreateCondition, isMainModule, KiB, REPO_ROOT, machineConditions, median, MiB, ratio, round, treeBytes, writeJsonFile, writeResult } from './common.js';
+import {
+  argValue,
+  fileCreateCondition,
+  isMainModule,
+  KiB,
+  REPO_ROOT,
+  machineConditions,
+  median,
+  MiB,
+  ratio,
+  round,
+  treeBytes,
+  writeJsonFile,
+  writeResult,
+} from './common.js';
 
 /** USER_HZ of /proc/<pid>/stat times: 100 on every Linux build that matters. */
 const CLOCK_TICKS_PER_SECOND = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
@@ -114,7 +128,7 @@ type Log = (msg: string) => void;
 export async function writeRandomFile(file: string, bytes: number): Promise<void> {
   const h = await open(file, 'w');
   try {
-    for (let done = 0; done < bytes; ) {
+    for (let done = 0; done < bytes;) {
       const n = Math.min(FILL_BLOCK_BYTES, bytes - done);
       await h.write(randomBytes(n), 0, n, done);
       done += n;
@@ -127,7 +141,8 @@ export async function writeRandomFile(file: string, bytes: number): Promise<void
 async function makeSmallTree(dir: string, files: number): Promise<void> {
   await mkdir(dir, { recursive: true });
   const width = String(files - 1).length;
-  for (let i = 0; i < files; i++) await writeFile(join(dir, `f${String(i).padStart(width, '0')}.bin`), randomBytes(SMALL_FILE_BYTES));
+  for (let i = 0; i < files; i++)
+    await writeFile(join(dir, `f${String(i).padStart(width, '0')}.bin`), randomBytes(SMALL_FILE_BYTES));
 }
 
 /** What a launched CLI reported at exit: CPU seconds (user + system, all threads) and its peak RSS. */
@@ -135,7 +150,10 @@ export function reportedAtExit(stderr: string): { cpuSeconds?: number; peakRssKi
   const line = stderr.split('\n').find((l) => l.startsWith(CPU_MARK));
   if (line === undefined) return {};
   const u = JSON.parse(line.slice(CPU_MARK.length)) as { user: number; system: number; peakRssKiB?: number | null };
-  return { cpuSeconds: (u.user + u.system) / 1e6, ...(typeof u.peakRssKiB === 'number' ? { peakRssKiB: u.peakRssKiB } : {}) };
+  return {
+    cpuSeconds: (u.user + u.system) / 1e6,
+    ...(typeof u.peakRssKiB === 'number' ? { peakRssKiB: u.peakRssKiB } : {}),
+  };
 }
 
 /** CPU seconds (user + system, all threads) a live process has used so far; Linux only. */
@@ -171,7 +189,12 @@ export interface CliRun {
 let extraNodeFlags: readonly string[] = [];
 
 function cliArgs(args: readonly string[], cpuProfDir: string | undefined, profName: string): string[] {
-  const prof = [...extraNodeFlags, ...(cpuProfDir === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', cpuProfDir, '--cpu-prof-name', `${profName}.cpuprofile`])];
+  const prof = [
+    ...extraNodeFlags,
+    ...(cpuProfDir === undefined
+      ? []
+      : ['--cpu-prof', '--cpu-prof-dir', cpuProfDir, '--cpu-prof-name', `${profName}.cpuprofile`]),
+  ];
   // At exit the launcher reports the process's CPU time (all threads: libuv pool, quinn's runtime)
   // on stderr; stderr is a pipe, which node writes synchronously on Linux and macOS.
   const launcher = [
@@ -182,13 +205,29 @@ function cliArgs(args: readonly string[], cpuProfDir: string | undefined, profNa
   ].join(' ');
   // --require: what bin/clawpeer.cjs sets up for the CLI: the thread-pool size, before the pool's
   // first use, and the pacing of full GCs.
-  return [...prof, '--require', THREAD_POOL_SETUP, '--require', HEAP_GROWTH_SETUP, '--input-type=module', '-e', launcher, '--', ...args];
+  return [
+    ...prof,
+    '--require',
+    THREAD_POOL_SETUP,
+    '--require',
+    HEAP_GROWTH_SETUP,
+    '--input-type=module',
+    '-e',
+    launcher,
+    '--',
+    ...args,
+  ];
 }
 
-export function runCli(args: readonly string[], options: { cpuProfDir?: string; profName?: string } = {}): Promise<CliRun> {
+export function runCli(
+  args: readonly string[],
+  options: { cpuProfDir?: string; profName?: string } = {},
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, cliArgs(args, options.cpuProfDir, options.profName ?? 'cli'), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, cliArgs(args, options.cpuProfDir, options.profName ?? 'cli'), {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     const lines: string[] = [];
@@ -222,7 +261,19 @@ interface Listener {
 
 function startListener(home: string, shares: readonly string[], cpuProfDir: string | undefined): Promise<Listener> {
   return new Promise((resolve, reject) => {
-    const args = ['--home', home, 'listen', '--host', '127.0.0.1', '--port', '0', '--transport', 'quic', '--json', ...shares.flatMap((s) => ['--share', s])];
+    const args = [
+      '--home',
+      home,
+      'listen',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      '0',
+      '--transport',
+      'quic',
+      '--json',
+      ...shares.flatMap((s) => ['--share', s]),
+    ];
     const child = spawn(process.execPath, cliArgs(args, cpuProfDir, 'listener'), { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -253,7 +304,11 @@ export interface ClawpeerSetup {
 }
 
 /** Two homes, paired both ways; a listener serving one fresh share per planned run. */
-export async function setUpClawpeer(root: string, shareCount: number, cpuProfDir: string | undefined): Promise<ClawpeerSetup> {
+export async function setUpClawpeer(
+  root: string,
+  shareCount: number,
+  cpuProfDir: string | undefined,
+): Promise<ClawpeerSetup> {
   const recvHome = join(root, 'home-recv');
   const sendHome = join(root, 'home-send');
   const recvId = String((await cliOk(['--home', recvHome, 'init', '--json']))[0]?.['id']);
@@ -261,8 +316,23 @@ export async function setUpClawpeer(root: string, shareCount: number, cpuProfDir
   await cliOk(['--home', recvHome, 'pair', 'add', sendId, '--name', 'sender', '--json']);
   const shareDirs = Array.from({ length: shareCount }, (_, i) => join(root, 'clawpeer-dest', `s${i}`));
   for (const d of shareDirs) await mkdir(d, { recursive: true });
-  const listener = await startListener(recvHome, shareDirs.map((d, i) => `s${i}=${d}`), cpuProfDir);
-  await cliOk(['--home', sendHome, 'pair', 'add', recvId, '--name', 'recv', '--addr', `127.0.0.1:${listener.port}`, '--json']);
+  const listener = await startListener(
+    recvHome,
+    shareDirs.map((d, i) => `s${i}=${d}`),
+    cpuProfDir,
+  );
+  await cliOk([
+    '--home',
+    sendHome,
+    'pair',
+    'add',
+    recvId,
+    '--name',
+    'recv',
+    '--addr',
+    `127.0.0.1:${listener.port}`,
+    '--json',
+  ]);
   return { senderHome: sendHome, listener, shareDirs };
 }
 
@@ -291,7 +361,10 @@ function scanSecondsFromEvents(run: CliRun, done: Record<string, unknown>, total
   const pushStartMs = (run.lineTimesMs[run.lines.length - 1] ?? 0) - Number(done['seconds']) * 1000;
   for (const [i, line] of run.lines.entries()) {
     const e = JSON.parse(line) as Record<string, unknown>;
-    if (e['event'] === 'progress' && e['phase'] === 'scanning') return Number(e['bytes']) === totalBytes ? Math.max(0, (run.lineTimesMs[i] ?? 0) - pushStartMs) / 1000 : undefined;
+    if (e['event'] === 'progress' && e['phase'] === 'scanning')
+      return Number(e['bytes']) === totalBytes
+        ? Math.max(0, (run.lineTimesMs[i] ?? 0) - pushStartMs) / 1000
+        : undefined;
   }
   return undefined;
 }
@@ -304,7 +377,8 @@ function firstSendingSeconds(run: CliRun, done: Record<string, unknown>): number
   const pushStartMs = (run.lineTimesMs[run.lines.length - 1] ?? 0) - Number(done['seconds']) * 1000;
   for (const [i, line] of run.lines.entries()) {
     const e = JSON.parse(line) as Record<string, unknown>;
-    if (e['event'] === 'progress' && e['phase'] === 'sending') return Math.max(0, (run.lineTimesMs[i] ?? 0) - pushStartMs) / 1000;
+    if (e['event'] === 'progress' && e['phase'] === 'sending')
+      return Math.max(0, (run.lineTimesMs[i] ?? 0) - pushStartMs) / 1000;
   }
   return undefined;
 }
@@ -313,24 +387,50 @@ function firstSendingSeconds(run: CliRun, done: Record<string, unknown>): number
 async function scanSecondsInProcess(source: string): Promise<number> {
   const c = DEFAULT_CAPABILITIES.chunking[0]!;
   const t0 = performance.now();
-  await scanSource(source, { chunking: { minBytes: c.minBytes, avgBytes: c.avgBytes, maxBytes: c.maxBytes, normalization: DEFAULT_CHUNKING.normalization }, log: silentLogger });
+  await scanSource(source, {
+    chunking: {
+      minBytes: c.minBytes,
+      avgBytes: c.avgBytes,
+      maxBytes: c.maxBytes,
+      normalization: DEFAULT_CHUNKING.normalization,
+    },
+    log: silentLogger,
+  });
   return (performance.now() - t0) / 1000;
 }
 
 /** One timed `clawpeer push` of `source` into share `share`; `extraArgs` go to the CLI as they are. */
-export async function clawpeerPush(setup: ClawpeerSetup, source: string, share: number, totalBytes: number, o: TransferBenchOptions, profName: string, extraArgs: readonly string[] = []): Promise<ClawpeerSample> {
-  const extra = [...(o.streams === undefined ? [] : ['--streams', String(o.streams)]), ...(o.window === undefined ? [] : ['--window', String(o.window)]), ...extraArgs];
+export async function clawpeerPush(
+  setup: ClawpeerSetup,
+  source: string,
+  share: number,
+  totalBytes: number,
+  o: TransferBenchOptions,
+  profName: string,
+  extraArgs: readonly string[] = [],
+): Promise<ClawpeerSample> {
+  const extra = [
+    ...(o.streams === undefined ? [] : ['--streams', String(o.streams)]),
+    ...(o.window === undefined ? [] : ['--window', String(o.window)]),
+    ...extraArgs,
+  ];
   const recvCpu0 = procCpuSeconds(setup.listener.child.pid);
-  const run = await runCli(['--home', setup.senderHome, 'push', source, `recv:s${share}`, '--json', ...extra], o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir, profName });
+  const run = await runCli(
+    ['--home', setup.senderHome, 'push', source, `recv:s${share}`, '--json', ...extra],
+    o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir, profName },
+  );
   const recvCpu1 = procCpuSeconds(setup.listener.child.pid);
   const atExit = reportedAtExit(run.stderr);
   if (run.code !== 0) throw new Error(`clawpeer push exited ${String(run.code)}: ${run.stderr}`);
   const lines = run.lines.filter((l) => l.startsWith('{'));
   if (lines.length !== run.lines.length) throw new Error(`clawpeer push printed non-JSON lines: ${run.stdout}`);
   const done = JSON.parse(run.lines.at(-1) ?? '{}') as Record<string, unknown>;
-  if (done['event'] !== 'done' || Number(done['bytes']) !== totalBytes) throw new Error(`clawpeer push: unexpected final event ${run.lines.at(-1) ?? ''}`);
+  if (done['event'] !== 'done' || Number(done['bytes']) !== totalBytes)
+    throw new Error(`clawpeer push: unexpected final event ${run.lines.at(-1) ?? ''}`);
   const seconds = Number(done['seconds']);
-  const scanSeconds = scanSecondsFromEvents(run, done, totalBytes) ?? Math.min(await scanSecondsInProcess(source), firstSendingSeconds(run, done) ?? Number.POSITIVE_INFINITY);
+  const scanSeconds =
+    scanSecondsFromEvents(run, done, totalBytes) ??
+    Math.min(await scanSecondsInProcess(source), firstSendingSeconds(run, done) ?? Number.POSITIVE_INFINITY);
   return {
     seconds,
     scanSeconds,
@@ -403,11 +503,17 @@ interface RawSample {
 
 /** Pushes `file` to a sink process; with `writeTo`, the sink writes it there and fsyncs (rawQuinnSink). */
 async function rawQuinnPush(file: string, bytes: number, writeTo?: string): Promise<RawSample> {
-  const sink = spawn(process.execPath, [fileURLToPath(import.meta.url), SINK_FLAG, ...(writeTo === undefined ? [] : [writeTo])], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const sink = spawn(
+    process.execPath,
+    [fileURLToPath(import.meta.url), SINK_FLAG, ...(writeTo === undefined ? [] : [writeTo])],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const exited = new Promise<number | null>((res) => sink.on('close', (code) => res(code)));
   try {
     const port = await new Promise<number>((resolve, reject) => {
-      createInterface({ input: sink.stdout }).once('line', (line) => resolve(Number((JSON.parse(line) as { port: number }).port)));
+      createInterface({ input: sink.stdout }).once('line', (line) =>
+        resolve(Number((JSON.parse(line) as { port: number }).port)),
+      );
       sink.once('close', (code) => reject(new Error(`raw quinn sink exited ${String(code)} before listening`)));
     });
     const conn = await new QuinnBackend().connect({ host: '127.0.0.1', port, identity: generateIdentity() });
@@ -416,7 +522,7 @@ async function rawQuinnPush(file: string, bytes: number, writeTo?: string): Prom
       const stream = await conn.openStream();
       const t0 = performance.now();
       const cpu0 = process.cpuUsage();
-      for (let done = 0; done < bytes; ) {
+      for (let done = 0; done < bytes;) {
         // A fresh buffer per piece: quinn may still hold the previous one until write() resolves.
         const buf = Buffer.allocUnsafe(Math.min(RAW_PIECE_BYTES, bytes - done));
         const { bytesRead } = await h.read(buf, 0, buf.length, done);
@@ -428,9 +534,14 @@ async function rawQuinnPush(file: string, bytes: number, writeTo?: string): Prom
       const answer = await stream.read(16);
       const seconds = (performance.now() - t0) / 1000;
       const cpu = process.cpuUsage(cpu0);
-      if (answer === null || answer.length !== 16 || Buffer.from(answer).readBigUInt64BE(0) !== BigInt(bytes)) throw new Error('raw quinn sink did not confirm every byte');
+      if (answer === null || answer.length !== 16 || Buffer.from(answer).readBigUInt64BE(0) !== BigInt(bytes))
+        throw new Error('raw quinn sink did not confirm every byte');
       await conn.close();
-      return { seconds, cpuSender: (cpu.user + cpu.system) / 1e6, cpuReceiver: Number(Buffer.from(answer).readBigUInt64BE(8)) / 1e6 };
+      return {
+        seconds,
+        cpuSender: (cpu.user + cpu.system) / 1e6,
+        cpuReceiver: Number(Buffer.from(answer).readBigUInt64BE(8)) / 1e6,
+      };
     } finally {
       await h.close();
     }
@@ -463,12 +574,27 @@ async function timedProcess(cmd: string, args: readonly string[]): Promise<numbe
 /** `scp` copies `source` (file or, with -r, directory) into `destDir`. */
 function scpCopy(ssh: SshSetup, source: string, destDir: string, recursive: boolean): Promise<number> {
   // scp takes -P for the port and the user in the target (no -l).
-  return timedProcess('scp', [...ssh.commonArgs, '-P', String(ssh.port), '-q', ...(recursive ? ['-r'] : []), source, `${ssh.user}@127.0.0.1:${destDir}/`]);
+  return timedProcess('scp', [
+    ...ssh.commonArgs,
+    '-P',
+    String(ssh.port),
+    '-q',
+    ...(recursive ? ['-r'] : []),
+    source,
+    `${ssh.user}@127.0.0.1:${destDir}/`,
+  ]);
 }
 
 /** `fsync`: rsync's --fsync (every written file), the durability clawpeer always gives. */
 function rsyncCopy(ssh: SshSetup, source: string, destDir: string, fsync = false): Promise<number> {
-  return timedProcess('rsync', ['-a', ...(fsync ? ['--fsync'] : []), '-e', sshCommand(ssh), source, `127.0.0.1:${destDir}/`]);
+  return timedProcess('rsync', [
+    '-a',
+    ...(fsync ? ['--fsync'] : []),
+    '-e',
+    sshCommand(ssh),
+    source,
+    `127.0.0.1:${destDir}/`,
+  ]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -483,9 +609,22 @@ interface ToolResult {
   readonly extra?: Record<string, unknown>;
 }
 
-function toolResult(tool: string, measure: string, secs: number[], bytes: number, extra?: Record<string, unknown>): ToolResult {
+function toolResult(
+  tool: string,
+  measure: string,
+  secs: number[],
+  bytes: number,
+  extra?: Record<string, unknown>,
+): ToolResult {
   const m = median(secs);
-  return { tool, measure, secondsAll: secs.map((s) => round(s, 3)), secondsMedian: round(m, 3), MiBps: round(bytes / MiB / m, 1), ...(extra === undefined ? {} : { extra }) };
+  return {
+    tool,
+    measure,
+    secondsAll: secs.map((s) => round(s, 3)),
+    secondsMedian: round(m, 3),
+    MiBps: round(bytes / MiB / m, 1),
+    ...(extra === undefined ? {} : { extra }),
+  };
 }
 
 interface CaseSpec {
@@ -496,7 +635,18 @@ interface CaseSpec {
   readonly bytes: number;
 }
 
-async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup; shareBase: number; runs: number; ssh: SshSetup | undefined; o: TransferBenchOptions; log: Log }): Promise<Record<string, unknown>> {
+async function runCase(
+  spec: CaseSpec,
+  ctx: {
+    root: string;
+    setup: ClawpeerSetup;
+    shareBase: number;
+    runs: number;
+    ssh: SshSetup | undefined;
+    o: TransferBenchOptions;
+    log: Log;
+  },
+): Promise<Record<string, unknown>> {
   const { runs, ssh, o, log } = ctx;
   const claw: ClawpeerSample[] = [];
   const clawNoFsync: ClawpeerSample[] = [];
@@ -511,26 +661,46 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     if (spec.name === 'big') {
       const landing = join(ctx.root, `raw-quinn-file-${r}.bin`);
       removeAfterCase.push(landing);
-      for (const [samples, label, writeTo] of [[raw, 'raw quinn', undefined], [rawToFile, 'raw quinn into a file', landing]] as const) {
+      for (const [samples, label, writeTo] of [
+        [raw, 'raw quinn', undefined],
+        [rawToFile, 'raw quinn into a file', landing],
+      ] as const) {
         syncDisks();
         const x = await rawQuinnPush(spec.source, spec.bytes, writeTo);
         samples.push(x);
-        log(`  ${spec.name} run ${r + 1}/${runs}: ${label} ${MiBs(x.seconds)} (cpu: sender ${round(x.cpuSender, 2)} s, sink ${round(x.cpuReceiver, 2)} s)`);
+        log(
+          `  ${spec.name} run ${r + 1}/${runs}: ${label} ${MiBs(x.seconds)} (cpu: sender ${round(x.cpuSender, 2)} s, sink ${round(x.cpuReceiver, 2)} s)`,
+        );
       }
     }
     syncDisks();
     const share = ctx.shareBase + r;
     const s = await clawpeerPush(ctx.setup, spec.source, share, spec.bytes, o, `push-${spec.name}-${r}`);
     claw.push(s);
-    log(`  ${spec.name} run ${r + 1}/${runs}: clawpeer ${MiBs(s.seconds)} (seconds ${round(s.seconds, 2)}, scan ${round(s.scanSeconds, 2)}, process ${round(s.processSeconds, 2)}; cpu: sender ${round(s.cpuSender ?? NaN, 2)} s, receiver ${round(s.cpuReceiver ?? NaN, 2)} s)`);
+    log(
+      `  ${spec.name} run ${r + 1}/${runs}: clawpeer ${MiBs(s.seconds)} (seconds ${round(s.seconds, 2)}, scan ${round(s.scanSeconds, 2)}, process ${round(s.processSeconds, 2)}; cpu: sender ${round(s.cpuSender ?? NaN, 2)} s, receiver ${round(s.cpuReceiver ?? NaN, 2)} s)`,
+    );
     syncDisks();
     const unsyncedShare = share + runs;
-    const n = await clawpeerPush(ctx.setup, spec.source, unsyncedShare, spec.bytes, o, `push-${spec.name}-nofsync-${r}`, ['--fsync', 'none']);
+    const n = await clawpeerPush(
+      ctx.setup,
+      spec.source,
+      unsyncedShare,
+      spec.bytes,
+      o,
+      `push-${spec.name}-nofsync-${r}`,
+      ['--fsync', 'none'],
+    );
     clawNoFsync.push(n);
-    log(`  ${spec.name} run ${r + 1}/${runs}: clawpeer --fsync=none ${MiBs(n.seconds)} (process ${round(n.processSeconds, 2)}; cpu: sender ${round(n.cpuSender ?? NaN, 2)} s, receiver ${round(n.cpuReceiver ?? NaN, 2)} s)`);
+    log(
+      `  ${spec.name} run ${r + 1}/${runs}: clawpeer --fsync=none ${MiBs(n.seconds)} (process ${round(n.processSeconds, 2)}; cpu: sender ${round(n.cpuSender ?? NaN, 2)} s, receiver ${round(n.cpuReceiver ?? NaN, 2)} s)`,
+    );
     for (const landedIn of [share, unsyncedShare]) {
       const landed = await treeBytes(ctx.setup.shareDirs[landedIn]!);
-      if (landed.bytes !== spec.bytes || landed.files !== spec.files) throw new Error(`clawpeer delivered ${landed.files} files / ${landed.bytes} bytes, expected ${spec.files} / ${spec.bytes}`);
+      if (landed.bytes !== spec.bytes || landed.files !== spec.files)
+        throw new Error(
+          `clawpeer delivered ${landed.files} files / ${landed.bytes} bytes, expected ${spec.files} / ${spec.bytes}`,
+        );
       removeAfterCase.push(ctx.setup.shareDirs[landedIn]!);
     }
     if (ssh !== undefined) {
@@ -538,10 +708,14 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
         const dest = join(ctx.root, `${tool}-dest-${spec.name}-${r}`);
         await mkdir(dest, { recursive: true });
         syncDisks();
-        const secs = tool === 'scp' ? await scpCopy(ssh, spec.source, dest, spec.name === 'small') : await rsyncCopy(ssh, spec.source, dest, tool === 'rsync-fsync');
+        const secs =
+          tool === 'scp'
+            ? await scpCopy(ssh, spec.source, dest, spec.name === 'small')
+            : await rsyncCopy(ssh, spec.source, dest, tool === 'rsync-fsync');
         ({ scp, rsync, 'rsync-fsync': rsyncFsync })[tool].push(secs);
         const landedSsh = await treeBytes(dest);
-        if (landedSsh.bytes !== spec.bytes) throw new Error(`${tool} delivered ${landedSsh.bytes} bytes, expected ${spec.bytes}`);
+        if (landedSsh.bytes !== spec.bytes)
+          throw new Error(`${tool} delivered ${landedSsh.bytes} bytes, expected ${spec.bytes}`);
         removeAfterCase.push(dest);
         log(`  ${spec.name} run ${r + 1}/${runs}: ${tool} ${MiBs(secs)}`);
       }
@@ -549,47 +723,87 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
   }
   // Retried: the listener may still be saving a share's chunk index (chunk-index-pool.ts).
   for (const dir of removeAfterCase) await rm(dir, { recursive: true, force: true, maxRetries: 5 });
-  const clawSeconds = toolResult('clawpeer push', 'CLI "seconds": scan+hash, manifest, transfer, fsync, publish (no process start, no connect)', claw.map((c) => c.seconds), spec.bytes, {
-    cpuSecondsSender: claw.map((c) => round(c.cpuSender ?? Number.NaN, 2)),
-    cpuSecondsReceiver: claw.map((c) => round(c.cpuReceiver ?? Number.NaN, 2)),
-    peakRssKiBSender: claw.map((c) => c.peakRssKiBSender ?? null),
-    wireBytes: claw.map((c) => c.wireBytes),
-    chunksSent: claw.map((c) => c.chunksSent),
-    streams: claw[0]?.streams,
-    window: claw[0]?.window,
-  });
+  const clawSeconds = toolResult(
+    'clawpeer push',
+    'CLI "seconds": scan+hash, manifest, transfer, fsync, publish (no process start, no connect)',
+    claw.map((c) => c.seconds),
+    spec.bytes,
+    {
+      cpuSecondsSender: claw.map((c) => round(c.cpuSender ?? Number.NaN, 2)),
+      cpuSecondsReceiver: claw.map((c) => round(c.cpuReceiver ?? Number.NaN, 2)),
+      peakRssKiBSender: claw.map((c) => c.peakRssKiBSender ?? null),
+      wireBytes: claw.map((c) => c.wireBytes),
+      chunksSent: claw.map((c) => c.chunksSent),
+      streams: claw[0]?.streams,
+      window: claw[0]?.window,
+    },
+  );
   const clawData = toolResult(
     'clawpeer push',
-    spec.name === 'big' ? 'CLI "seconds" minus the scan+hash phase (exact: from the scanning progress event)' : 'CLI "seconds" minus the scan+hash phase (approximate: min of the same scan timed in the bench process and the first sending event)',
+    spec.name === 'big'
+      ? 'CLI "seconds" minus the scan+hash phase (exact: from the scanning progress event)'
+      : 'CLI "seconds" minus the scan+hash phase (approximate: min of the same scan timed in the bench process and the first sending event)',
     claw.map((c) => c.dataSeconds),
     spec.bytes,
     { scanSecondsAll: claw.map((c) => round(c.scanSeconds, 3)) },
   );
-  const clawProcess = toolResult('clawpeer push', 'wall time of the client process (node start-up, connect, everything)', claw.map((c) => c.processSeconds), spec.bytes);
-  const clawNoFsyncProcess = toolResult('clawpeer push --fsync=none', 'wall time of the client process; the listener renames into place without fsync, as scp and rsync -a', clawNoFsync.map((c) => c.processSeconds), spec.bytes, {
-    cpuSecondsSender: clawNoFsync.map((c) => round(c.cpuSender ?? Number.NaN, 2)),
-    cpuSecondsReceiver: clawNoFsync.map((c) => round(c.cpuReceiver ?? Number.NaN, 2)),
-  });
+  const clawProcess = toolResult(
+    'clawpeer push',
+    'wall time of the client process (node start-up, connect, everything)',
+    claw.map((c) => c.processSeconds),
+    spec.bytes,
+  );
+  const clawNoFsyncProcess = toolResult(
+    'clawpeer push --fsync=none',
+    'wall time of the client process; the listener renames into place without fsync, as scp and rsync -a',
+    clawNoFsync.map((c) => c.processSeconds),
+    spec.bytes,
+    {
+      cpuSecondsSender: clawNoFsync.map((c) => round(c.cpuSender ?? Number.NaN, 2)),
+      cpuSecondsReceiver: clawNoFsync.map((c) => round(c.cpuReceiver ?? Number.NaN, 2)),
+    },
+  );
   const rows: ToolResult[] = [clawSeconds, clawData, clawProcess, clawNoFsyncProcess];
-  const ratios: Record<string, number> = { clawpeerNoFsyncProcessTimePerDefault: ratio(clawNoFsyncProcess.secondsMedian, clawProcess.secondsMedian) };
+  const ratios: Record<string, number> = {
+    clawpeerNoFsyncProcessTimePerDefault: ratio(clawNoFsyncProcess.secondsMedian, clawProcess.secondsMedian),
+  };
   const rawRow = (tool: string, measure: string, samples: readonly RawSample[]): ToolResult =>
-    toolResult(tool, measure, samples.map((x) => x.seconds), spec.bytes, {
-      cpuSecondsSender: samples.map((x) => round(x.cpuSender, 2)),
-      cpuSecondsReceiver: samples.map((x) => round(x.cpuReceiver, 2)),
-    });
+    toolResult(
+      tool,
+      measure,
+      samples.map((x) => x.seconds),
+      spec.bytes,
+      {
+        cpuSecondsSender: samples.map((x) => round(x.cpuSender, 2)),
+        cpuSecondsReceiver: samples.map((x) => round(x.cpuReceiver, 2)),
+      },
+    );
   if (raw.length > 0) {
-    const row = rawRow('raw quinn stream', 'first write until the sink confirmed every byte (1 connection, 1 stream, 1 MiB writes read from the file)', raw);
+    const row = rawRow(
+      'raw quinn stream',
+      'first write until the sink confirmed every byte (1 connection, 1 stream, 1 MiB writes read from the file)',
+      raw,
+    );
     rows.push(row);
     ratios['clawpeerSecondsPerRawQuinn'] = ratio(clawSeconds.MiBps, row.MiBps);
     ratios['clawpeerDataPerRawQuinn'] = ratio(clawData.MiBps, row.MiBps);
   }
   if (rawToFile.length > 0) {
-    const row = rawRow('raw quinn stream into a file', 'as the raw quinn stream, the sink writing every byte to a new file on this disk as it arrives and fsyncing it before it answers', rawToFile);
+    const row = rawRow(
+      'raw quinn stream into a file',
+      'as the raw quinn stream, the sink writing every byte to a new file on this disk as it arrives and fsyncing it before it answers',
+      rawToFile,
+    );
     rows.push(row);
     ratios['clawpeerSecondsPerRawQuinnIntoFile'] = ratio(clawSeconds.MiBps, row.MiBps);
   }
   if (scp.length > 0) {
-    const row = toolResult('scp', `wall time of the scp process${spec.name === 'small' ? ' (-r)' : ''}`, scp, spec.bytes);
+    const row = toolResult(
+      'scp',
+      `wall time of the scp process${spec.name === 'small' ? ' (-r)' : ''}`,
+      scp,
+      spec.bytes,
+    );
     rows.push(row);
     ratios['clawpeerProcessTimePerScpTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
     ratios['clawpeerNoFsyncProcessTimePerScpTime'] = ratio(clawNoFsyncProcess.secondsMedian, row.secondsMedian);
@@ -601,28 +815,69 @@ async function runCase(spec: CaseSpec, ctx: { root: string; setup: ClawpeerSetup
     ratios['clawpeerNoFsyncProcessTimePerRsyncTime'] = ratio(clawNoFsyncProcess.secondsMedian, row.secondsMedian);
   }
   if (rsyncFsync.length > 0) {
-    const row = toolResult('rsync -a --fsync over ssh', 'wall time of the rsync process; --fsync: every file fsync\'d, like clawpeer', rsyncFsync, spec.bytes);
+    const row = toolResult(
+      'rsync -a --fsync over ssh',
+      "wall time of the rsync process; --fsync: every file fsync'd, like clawpeer",
+      rsyncFsync,
+      spec.bytes,
+    );
     rows.push(row);
     ratios['clawpeerProcessTimePerRsyncFsyncTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
   }
   // CPU seconds per GiB moved, each side and both (medians over the runs; a side's total per run
   // first, then the median): the per-byte cost issue 33 halves, beside raw quinn's from the same run.
   const gib = spec.bytes / 2 ** 30;
-  const cpuPerGiB = (sender: readonly (number | undefined)[], receiver: readonly (number | undefined)[]): Record<string, number> | undefined => {
+  const cpuPerGiB = (
+    sender: readonly (number | undefined)[],
+    receiver: readonly (number | undefined)[],
+  ): Record<string, number> | undefined => {
     const both = sender.map((x, i) => (x === undefined || receiver[i] === undefined ? Number.NaN : x + receiver[i]));
     if (both.length === 0 || both.some((x) => Number.isNaN(x))) return undefined;
-    return { sender: round(median(sender as number[]) / gib, 2), receiver: round(median(receiver as number[]) / gib, 2), both: round(median(both) / gib, 2) };
+    return {
+      sender: round(median(sender as number[]) / gib, 2),
+      receiver: round(median(receiver as number[]) / gib, 2),
+      both: round(median(both) / gib, 2),
+    };
   };
   const cpuSecondsPerGiB: Record<string, Record<string, number> | undefined> = {
-    clawpeer: cpuPerGiB(claw.map((c) => c.cpuSender), claw.map((c) => c.cpuReceiver)),
-    clawpeerNoFsync: cpuPerGiB(clawNoFsync.map((c) => c.cpuSender), clawNoFsync.map((c) => c.cpuReceiver)),
-    ...(raw.length === 0 ? {} : { rawQuinn: cpuPerGiB(raw.map((x) => x.cpuSender), raw.map((x) => x.cpuReceiver)) }),
-    ...(rawToFile.length === 0 ? {} : { rawQuinnIntoFile: cpuPerGiB(rawToFile.map((x) => x.cpuSender), rawToFile.map((x) => x.cpuReceiver)) }),
+    clawpeer: cpuPerGiB(
+      claw.map((c) => c.cpuSender),
+      claw.map((c) => c.cpuReceiver),
+    ),
+    clawpeerNoFsync: cpuPerGiB(
+      clawNoFsync.map((c) => c.cpuSender),
+      clawNoFsync.map((c) => c.cpuReceiver),
+    ),
+    ...(raw.length === 0
+      ? {}
+      : {
+          rawQuinn: cpuPerGiB(
+            raw.map((x) => x.cpuSender),
+            raw.map((x) => x.cpuReceiver),
+          ),
+        }),
+    ...(rawToFile.length === 0
+      ? {}
+      : {
+          rawQuinnIntoFile: cpuPerGiB(
+            rawToFile.map((x) => x.cpuSender),
+            rawToFile.map((x) => x.cpuReceiver),
+          ),
+        }),
   };
   const clawCpu = cpuSecondsPerGiB['clawpeer']?.['both'];
   const rawCpu = cpuSecondsPerGiB['rawQuinn']?.['both'];
   if (clawCpu !== undefined && rawCpu !== undefined) ratios['clawpeerCpuPerRawQuinnCpu'] = ratio(clawCpu, rawCpu);
-  return { case: spec.name, description: spec.description, files: spec.files, bytes: spec.bytes, runs, results: rows, ratios, cpuSecondsPerGiB };
+  return {
+    case: spec.name,
+    description: spec.description,
+    files: spec.files,
+    bytes: spec.bytes,
+    runs,
+    results: rows,
+    ratios,
+    cpuSecondsPerGiB,
+  };
 }
 
 export async function main(options: TransferBenchOptions = {}): Promise<Record<string, unknown>> {
@@ -651,13 +906,25 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
       await mkdir(dirname(file), { recursive: true });
       log(`writing ${bigBytes / MiB} MiB of random bytes`);
       await writeRandomFile(file, bigBytes);
-      specs.push({ name: 'big', description: `one ${bigBytes / MiB} MiB incompressible file`, source: file, files: 1, bytes: bigBytes });
+      specs.push({
+        name: 'big',
+        description: `one ${bigBytes / MiB} MiB incompressible file`,
+        source: file,
+        files: 1,
+        bytes: bigBytes,
+      });
     }
     if (cases.includes('small')) {
       const dir = join(root, 'src-small', 'tree');
       log(`writing ${smallFiles} files x ${SMALL_FILE_BYTES / KiB} KiB`);
       await makeSmallTree(dir, smallFiles);
-      specs.push({ name: 'small', description: `${smallFiles} files x ${SMALL_FILE_BYTES / KiB} KiB of random bytes in one directory`, source: dir, files: smallFiles, bytes: smallFiles * SMALL_FILE_BYTES });
+      specs.push({
+        name: 'small',
+        description: `${smallFiles} files x ${SMALL_FILE_BYTES / KiB} KiB of random bytes in one directory`,
+        source: dir,
+        files: smallFiles,
+        bytes: smallFiles * SMALL_FILE_BYTES,
+      });
     }
     if (useSsh) {
       try {
@@ -686,10 +953,11 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
         ...conditions,
         loadAverageBefore: loadBefore,
         loadAverageAfter: loadavg().map((x) => round(x, 2)),
-        note: 'shared 2-core machine: other engineers\' test runs may be running (see load averages [1, 5, 15 min]); runs of the tools are interleaved',
+        note: "shared 2-core machine: other engineers' test runs may be running (see load averages [1, 5, 15 min]); runs of the tools are interleaved",
         network: 'loopback 127.0.0.1; sender and receiver are separate processes on the same 2 cores',
         data: 'incompressible (crypto.randomBytes, distinct 8 MiB blocks / distinct files), page-cached source, destination on the same disk',
-        durability: 'clawpeer fsyncs every file (batched) before rename; scp and rsync -a do not fsync; rsync -a --fsync fsyncs every file it writes (a like-for-like baseline)',
+        durability:
+          'clawpeer fsyncs every file (batched) before rename; scp and rsync -a do not fsync; rsync -a --fsync fsyncs every file it writes (a like-for-like baseline)',
         fileCreateMicros: fileCreate,
         clawpeer: {
           streams: options.streams ?? 'CLI default',
@@ -702,7 +970,14 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
           nodeFlags: extraNodeFlags,
           quinnTuning: QUINN_TUNING_DEFAULTS,
         },
-        ssh: ssh === undefined ? undefined : { ...ssh.versions, installedByThisRun: ssh.installed, options: 'OpenSSH defaults, private sshd on 127.0.0.1' },
+        ssh:
+          ssh === undefined
+            ? undefined
+            : {
+                ...ssh.versions,
+                installedByThisRun: ssh.installed,
+                options: 'OpenSSH defaults, private sshd on 127.0.0.1',
+              },
         notes,
       },
       cases: results,
@@ -729,23 +1004,30 @@ if (isMainModule(import.meta.url)) {
   };
   const only = argValue(argv, '--only');
   const sinkAt = argv.indexOf(SINK_FLAG);
-  const run = sinkAt >= 0
-    ? rawQuinnSink(argv[sinkAt + 1])
-    : main({
-        smoke: argv.includes('--smoke'),
-        verbose: true,
-        noSsh: argv.includes('--no-ssh'),
-        keep: argv.includes('--keep'),
-        ...(num('--runs') === undefined ? {} : { runs: num('--runs')! }),
-        ...(num('--streams') === undefined ? {} : { streams: num('--streams')! }),
-        ...(num('--window') === undefined ? {} : { window: num('--window')! }),
-        ...(only === 'big' || only === 'small' ? { only } : {}),
-        ...(argValue(argv, '--cpu-prof') === undefined ? {} : { cpuProfDir: argValue(argv, '--cpu-prof')! }),
-        ...(argValue(argv, '--node-flags') === undefined ? {} : { nodeFlags: argValue(argv, '--node-flags')!.split(' ').filter((f) => f !== '') }),
-        ...(argValue(argv, '--out') === undefined ? {} : { outFile: argValue(argv, '--out')! }),
-      }).then((r) => {
-        process.stdout.write(JSON.stringify(r, null, 2) + '\n');
-      });
+  const run =
+    sinkAt >= 0
+      ? rawQuinnSink(argv[sinkAt + 1])
+      : main({
+          smoke: argv.includes('--smoke'),
+          verbose: true,
+          noSsh: argv.includes('--no-ssh'),
+          keep: argv.includes('--keep'),
+          ...(num('--runs') === undefined ? {} : { runs: num('--runs')! }),
+          ...(num('--streams') === undefined ? {} : { streams: num('--streams')! }),
+          ...(num('--window') === undefined ? {} : { window: num('--window')! }),
+          ...(only === 'big' || only === 'small' ? { only } : {}),
+          ...(argValue(argv, '--cpu-prof') === undefined ? {} : { cpuProfDir: argValue(argv, '--cpu-prof')! }),
+          ...(argValue(argv, '--node-flags') === undefined
+            ? {}
+            : {
+                nodeFlags: argValue(argv, '--node-flags')!
+                  .split(' ')
+                  .filter((f) => f !== ''),
+              }),
+          ...(argValue(argv, '--out') === undefined ? {} : { outFile: argValue(argv, '--out')! }),
+        }).then((r) => {
+          process.stdout.write(JSON.stringify(r, null, 2) + '\n');
+        });
   run.catch((err: unknown) => {
     process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 1;

@@ -48,7 +48,13 @@ interface Row {
 
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
-async function benchBackend(name: string, backend: TransportBackend, settings: Record<string, unknown>, cfg: { bulkBytes: number; handshakes: number; runs: number }, block: Buffer): Promise<Row> {
+async function benchBackend(
+  name: string,
+  backend: TransportBackend,
+  settings: Record<string, unknown>,
+  cfg: { bulkBytes: number; handshakes: number; runs: number },
+  block: Buffer,
+): Promise<Row> {
   const serverId = generateIdentity();
   const clientId = generateIdentity();
   const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: serverId });
@@ -73,7 +79,7 @@ async function benchBackend(name: string, backend: TransportBackend, settings: R
       const t0 = performance.now();
       const out = await client.openStream();
       const writing = (async () => {
-        for (let sent = 0; sent < cfg.bulkBytes; ) {
+        for (let sent = 0; sent < cfg.bulkBytes;) {
           const off = sent % BLOCK_BYTES;
           const n = Math.min(WRITE_BYTES, cfg.bulkBytes - sent, BLOCK_BYTES - off);
           await out.write(block.subarray(off, off + n));
@@ -110,12 +116,33 @@ async function benchBackend(name: string, backend: TransportBackend, settings: R
 }
 
 /** Plain node:tls TLS 1.3 over TCP: the baseline every backend is compared with. */
-async function benchTlsBaseline(cfg: { bulkBytes: number; handshakes: number; runs: number }, block: Buffer): Promise<Row> {
+async function benchTlsBaseline(
+  cfg: { bulkBytes: number; handshakes: number; runs: number },
+  block: Buffer,
+): Promise<Row> {
   const dir = await mkdtemp(join(tmpdir(), 'clawpeer-bench-tls-'));
   try {
     const keyFile = join(dir, 'key.pem');
     const certFile = join(dir, 'cert.pem');
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ed25519', '-nodes', '-days', '1', '-subj', '/CN=clawpeer-bench', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ed25519',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=clawpeer-bench',
+        '-keyout',
+        keyFile,
+        '-out',
+        certFile,
+      ],
+      { stdio: 'ignore' },
+    );
     const key = await readFile(keyFile);
     const cert = await readFile(certFile);
     const versions = { minVersion: 'TLSv1.3', maxVersion: 'TLSv1.3' } as const;
@@ -153,7 +180,7 @@ async function benchTlsBaseline(cfg: { bulkBytes: number; handshakes: number; ru
           onEnd = resolve;
         });
         const t0 = performance.now();
-        for (let sent = 0; sent < cfg.bulkBytes; ) {
+        for (let sent = 0; sent < cfg.bulkBytes;) {
           const off = sent % BLOCK_BYTES;
           const n = Math.min(WRITE_BYTES, cfg.bulkBytes - sent, BLOCK_BYTES - off);
           if (!s.write(block.subarray(off, off + n))) await new Promise((resolve) => s.once('drain', resolve));
@@ -195,7 +222,9 @@ async function loadTcpBackend(): Promise<TransportBackend | undefined> {
 
 export async function main(options: TransportBenchOptions = {}): Promise<Record<string, unknown>> {
   const smoke = options.smoke === true;
-  const cfg = smoke ? { bulkBytes: 4 * MiB, handshakes: 2, runs: 1 } : { bulkBytes: 256 * MiB, handshakes: 20, runs: 3 };
+  const cfg = smoke
+    ? { bulkBytes: 4 * MiB, handshakes: 2, runs: 1 }
+    : { bulkBytes: 256 * MiB, handshakes: 20, runs: 3 };
   const log = (msg: string): void => {
     if (options.verbose === true) process.stderr.write(`${msg}\n`);
   };
@@ -203,7 +232,11 @@ export async function main(options: TransportBenchOptions = {}): Promise<Record<
   const candidates: [string, TransportBackend | undefined, Record<string, unknown>][] = [
     ['quic (quinn, tuned)', new QuinnBackend(), { ...QUINN_TUNING_DEFAULTS }],
     // The binding's libp2p defaults, to show what the tuning buys.
-    ['quic (quinn, libp2p defaults)', new QuinnBackend({ streamWindowBytes: 10_000_000, connectionWindowBytes: 15_000_000, udpBufferBytes: 500_000 }), { streamWindowBytes: 10_000_000, connectionWindowBytes: 15_000_000, udpBufferBytes: 500_000 }],
+    [
+      'quic (quinn, libp2p defaults)',
+      new QuinnBackend({ streamWindowBytes: 10_000_000, connectionWindowBytes: 15_000_000, udpBufferBytes: 500_000 }),
+      { streamWindowBytes: 10_000_000, connectionWindowBytes: 15_000_000, udpBufferBytes: 500_000 },
+    ],
     ['tcp (TLS + mux backend)', await loadTcpBackend(), {}],
     ['node-quic', new NodeQuicBackend(), {}],
     ['memory (real-time, 0 ms link)', new MemoryBackend(), { segmentBytes: 16 * KiB, streamWindowBytes: MiB }],
@@ -214,7 +247,13 @@ export async function main(options: TransportBenchOptions = {}): Promise<Record<
   const skipped: { name: string; reason: string }[] = [];
   for (const [name, backend, settings] of candidates) {
     if (backend === undefined || !backend.available()) {
-      skipped.push({ name, reason: backend === undefined ? 'src/transport/tls.ts missing or without tlsBackend' : 'not available on this runtime' });
+      skipped.push({
+        name,
+        reason:
+          backend === undefined
+            ? 'src/transport/tls.ts missing or without tlsBackend'
+            : 'not available on this runtime',
+      });
       continue;
     }
     log(`${name}: ${cfg.bulkBytes / MiB} MiB x ${cfg.runs}`);
@@ -226,7 +265,12 @@ export async function main(options: TransportBenchOptions = {}): Promise<Record<
   const result = {
     benchmark: 'transport',
     date: new Date().toISOString(),
-    machine: { cpu: cpus()[0]?.model ?? 'unknown', cores: cpus().length, os: `${platform()} ${release()} ${arch()}`, node: process.version },
+    machine: {
+      cpu: cpus()[0]?.model ?? 'unknown',
+      cores: cpus().length,
+      os: `${platform()} ${release()} ${arch()}`,
+      node: process.version,
+    },
     conditions: {
       network: 'loopback 127.0.0.1, one process (client and server share the event loop and 2 cores)',
       data: `incompressible: an ${BLOCK_BYTES / MiB} MiB crypto.randomBytes block repeated`,
@@ -236,7 +280,8 @@ export async function main(options: TransportBenchOptions = {}): Promise<Record<
       streams: 1,
       runs: cfg.runs,
       handshakes: cfg.handshakes,
-      handshakeMeasure: 'connect() call until the authenticated connection resolves (first connect excluded as warm-up)',
+      handshakeMeasure:
+        'connect() call until the authenticated connection resolves (first connect excluded as warm-up)',
       ratios: 'backend / node:tls TLS 1.3 baseline (handshake: lower is better; throughput: higher is better)',
     },
     baseline,

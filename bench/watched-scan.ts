@@ -49,7 +49,13 @@ export async function main(options: { smoke?: boolean; files?: number } = {}): P
     await watcher.whenIdle();
     const open = async (): Promise<Sample> => {
       const started = performance.now();
-      const f = await openSyncedFolder(root, { nodeId: NODE_ID, chunking: DEFAULT_CHUNKING, lockWaitMs: 10_000, log: silentLogger, resident });
+      const f = await openSyncedFolder(root, {
+        nodeId: NODE_ID,
+        chunking: DEFAULT_CHUNKING,
+        lockWaitMs: 10_000,
+        log: silentLogger,
+        resident,
+      });
       const ms = performance.now() - started;
       const s = f.scan;
       await f.close();
@@ -118,7 +124,8 @@ export async function main(options: { smoke?: boolean; files?: number } = {}): P
         filesPerDirectory: PER_DIR,
         tree: `${root.startsWith(tmpdir()) ? 'the OS temp dir' : root}, page-cached; every file certified warm (mtime an hour back) before the cases`,
         firstScanMs: round(firstScan.ms, 0),
-        measure: 'openSyncedFolder with the folder\'s resident watcher and log (scan plus its log transactions, no network), after the change and the watcher\'s follow-up; baseline: scanFolder\'s whole walk of the same tree after the same kind of change, in the same run',
+        measure:
+          "openSyncedFolder with the folder's resident watcher and log (scan plus its log transactions, no network), after the change and the watcher's follow-up; baseline: scanFolder's whole walk of the same tree after the same kind of change, in the same run",
         runs,
       },
       cases,
@@ -133,6 +140,9 @@ export async function main(options: { smoke?: boolean; files?: number } = {}): P
 
 if (isMainModule(import.meta.url)) {
   const files = argValue(process.argv.slice(2), '--files');
-  const result = await main({ smoke: process.argv.includes('--smoke'), ...(files === undefined ? {} : { files: Number(files) }) });
+  const result = await main({
+    smoke: process.argv.includes('--smoke'),
+    ...(files === undefined ? {} : { files: Number(files) }),
+  });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

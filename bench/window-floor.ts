@@ -21,7 +21,17 @@ import { silentLogger } from '../src/logger.js';
 import { startUdpRelayWorker } from '../src/relay/relay-worker.js';
 import { backendByName } from '../src/transport/backends.js';
 import type { Connection, DuplexStream, Listener, TransportBackend } from '../src/transport/types.js';
-import { isMainModule, KiB, machineConditions, median, MiB, ratio, round, writeResult, type BenchConditions } from './common.js';
+import {
+  isMainModule,
+  KiB,
+  machineConditions,
+  median,
+  MiB,
+  ratio,
+  round,
+  writeResult,
+  type BenchConditions,
+} from './common.js';
 
 export interface WindowFloorOptions {
   readonly smoke?: boolean;
@@ -53,7 +63,14 @@ export interface WindowFloorResult {
   readonly bench: 'window-floor';
   readonly smoke: boolean;
   readonly conditions: BenchConditions;
-  readonly settings: { readonly rttsMs: number[]; readonly windows: number[]; readonly messages: number; readonly messageBytes: number; readonly repeat: number; readonly warmupBytes: number };
+  readonly settings: {
+    readonly rttsMs: number[];
+    readonly windows: number[];
+    readonly messages: number;
+    readonly messageBytes: number;
+    readonly repeat: number;
+    readonly warmupBytes: number;
+  };
   readonly method: string[];
   readonly rows: WindowFloorRow[];
   readonly ratios: WindowFloorRatio[];
@@ -109,7 +126,8 @@ async function windowedRun(conn: Connection, count: number, window: number): Pro
       wake?.();
     }
   })();
-  const ackedAtLeast = (n: number): Promise<void> => (acked >= n ? Promise.resolve() : new Promise<void>((resolve) => (wake = () => acked >= n && resolve())));
+  const ackedAtLeast = (n: number): Promise<void> =>
+    acked >= n ? Promise.resolve() : new Promise<void>((resolve) => (wake = () => acked >= n && resolve()));
   const t0 = performance.now();
   for (let sent = 0; sent < count; sent++) {
     await ackedAtLeast(sent + 1 - window);
@@ -121,7 +139,15 @@ async function windowedRun(conn: Connection, count: number, window: number): Pro
   return seconds;
 }
 
-async function rawRuns(quic: TransportBackend, relayPort: number, identity: Identity, mode: Mode, windows: readonly number[], count: number, repeat: number): Promise<Map<number, number[]>> {
+async function rawRuns(
+  quic: TransportBackend,
+  relayPort: number,
+  identity: Identity,
+  mode: Mode,
+  windows: readonly number[],
+  count: number,
+  repeat: number,
+): Promise<Map<number, number[]>> {
   const connect = (): Promise<Connection> => quic.connect({ host: '127.0.0.1', port: relayPort, identity });
   const out = new Map<number, number[]>(windows.map((w) => [w, []]));
   const warm = mode === 'warm' ? await connect() : undefined;
@@ -143,9 +169,24 @@ async function rawRuns(quic: TransportBackend, relayPort: number, identity: Iden
   return out;
 }
 
-async function clawpeerRuns(rttMs: number, mode: Mode, windows: readonly number[], count: number, repeat: number, signal: AbortSignal): Promise<Map<number, number[]>> {
+async function clawpeerRuns(
+  rttMs: number,
+  mode: Mode,
+  windows: readonly number[],
+  count: number,
+  repeat: number,
+  signal: AbortSignal,
+): Promise<Map<number, number[]>> {
   const plan = planBench(
-    { simulate: `rtt=${rttMs}ms`, workload: 'revisions', files: count, window: windows.join(','), streams: '1', repeat, ...(mode === 'warm' ? { warmup: '1MiB' } : {}) },
+    {
+      simulate: `rtt=${rttMs}ms`,
+      workload: 'revisions',
+      files: count,
+      window: windows.join(','),
+      streams: '1',
+      repeat,
+      ...(mode === 'warm' ? { warmup: '1MiB' } : {}),
+    },
     { window: 1, streams: 1 },
     new Date().toISOString().replace(/[:.]/g, '-'),
   );
@@ -175,7 +216,11 @@ export async function main(options: WindowFloorOptions = {}): Promise<WindowFloo
   const wMax = windows[windows.length - 1] ?? 1;
   try {
     for (const rttMs of rttsMs) {
-      const relay = await startUdpRelayWorker({ listen: { host: '127.0.0.1', port: 0 }, target: listener.address, spec: `rtt=${rttMs}ms` });
+      const relay = await startUdpRelayWorker({
+        listen: { host: '127.0.0.1', port: 0 },
+        target: listener.address,
+        spec: `rtt=${rttMs}ms`,
+      });
       try {
         for (const mode of ['cold', 'warm'] as const) {
           const byImpl: Record<Impl, Map<number, number[]>> = {
@@ -186,13 +231,21 @@ export async function main(options: WindowFloorOptions = {}): Promise<WindowFloo
           for (const impl of ['raw', 'clawpeer'] as const) {
             for (const w of windows) {
               const all = byImpl[impl].get(w) ?? [];
-              rows.push({ rttMs, impl, mode, window: w, secondsMedian: round(median(all), 4), secondsAll: all.map((x) => round(x, 4)) });
+              rows.push({
+                rttMs,
+                impl,
+                mode,
+                window: w,
+                secondsMedian: round(median(all), 4),
+                secondsAll: all.map((x) => round(x, 4)),
+              });
             }
           }
           const raw = ratio(medianOf('raw', 1), medianOf('raw', wMax));
           const claw = ratio(medianOf('clawpeer', 1), medianOf('clawpeer', wMax));
           ratios.push({ rttMs, mode, raw, clawpeer: claw, clawpeerOfRaw: ratio(claw, raw) });
-          if (options.verbose === true) console.error(`rtt ${rttMs} ms ${mode}: W${wMax}/W1 raw ${raw}x, clawpeer ${claw}x`);
+          if (options.verbose === true)
+            console.error(`rtt ${rttMs} ms ${mode}: W${wMax}/W1 raw ${raw}x, clawpeer ${claw}x`);
         }
       } finally {
         await relay.close();
@@ -208,9 +261,9 @@ export async function main(options: WindowFloorOptions = {}): Promise<WindowFloo
     settings: { rttsMs, windows, messages: count, messageBytes: MESSAGE_BYTES, repeat, warmupBytes: WARMUP_BYTES },
     method: [
       'raw: one quinn connection (@chainsafe/libp2p-quic, the binding clawpeer uses) through a UDP relay thread delaying by the RTT; one stream per run; 4 KiB messages, the receiver writes an 8-byte ack per message received, the sender keeps up to W unacknowledged; seconds from the first write to the last ack',
-      'clawpeer: the revisions workload of `clawpeer bench --simulate` (one push of N files of one 4 KiB chunk, streams 1, window W; the listener on its own thread; relay self-check skipped); seconds as the push reports them (manifest to the listener\'s done, publishing included)',
+      "clawpeer: the revisions workload of `clawpeer bench --simulate` (one push of N files of one 4 KiB chunk, streams 1, window W; the listener on its own thread; relay self-check skipped); seconds as the push reports them (manifest to the listener's done, publishing included)",
       `cold: a new connection per run; warm: ${WARMUP_BYTES / MiB} MiB moved on the connection first (raw: on the same connection; clawpeer: its --warmup)`,
-      'random payload; both share this machine\'s cores with the relay thread and their peer',
+      "random payload; both share this machine's cores with the relay thread and their peer",
     ],
     rows,
     ratios,

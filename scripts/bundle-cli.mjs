@@ -28,7 +28,19 @@ await build({
   platform: 'node',
   target: 'node20',
   // Native addons, wasm and CommonJS packages (an ES module bundle cannot `require` what they need).
-  external: ['lmdb', 'protobufjs', 'protobufjs/*', 'cli-progress', '@chainsafe/libp2p-quic', '@napi-rs/blake-hash', 'blake3-wasm', 'blake3-wasm/*', '@mongodb-js/zstd', 'libsodium-wrappers', '@fails-components/webtransport'],
+  external: [
+    'lmdb',
+    'protobufjs',
+    'protobufjs/*',
+    'cli-progress',
+    '@chainsafe/libp2p-quic',
+    '@napi-rs/blake-hash',
+    'blake3-wasm',
+    'blake3-wasm/*',
+    '@mongodb-js/zstd',
+    'libsodium-wrappers',
+    '@fails-components/webtransport',
+  ],
   sourcemap: 'linked',
   logLevel: 'warning',
 });

@@ -16,7 +16,8 @@ import { fileURLToPath } from 'node:url';
 const SRC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src');
 export const CORES = new Set(['protocol', 'crypto', 'chunking', 'transfer', 'sync', 'pairing']);
 /** Node modules that touch files, sockets, processes or threads: a core does none of that. */
-const IO_MODULES = /^node:(fs|fs\/promises|net|dgram|tls|http|https|http2|child_process|worker_threads|cluster|readline)$/;
+const IO_MODULES =
+  /^node:(fs|fs\/promises|net|dgram|tls|http|https|http2|child_process|worker_threads|cluster|readline)$/;
 /**
  * What src/cli/ may import outside itself (ARCHITECTURE.md, "The command line's facades"). A
  * new command that needs more adds a facade in its room (or a function to one), not a line here
@@ -65,7 +66,11 @@ function sourceFiles(dir) {
 export function specifiersOf(text) {
   const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
   const found = [];
-  const patterns = [/\b(?:import|export)\s[^'";]*?\sfrom\s*['"]([^'"]+)['"]/g, /\bimport\s*['"]([^'"]+)['"]/g, /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g];
+  const patterns = [
+    /\b(?:import|export)\s[^'";]*?\sfrom\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*['"]([^'"]+)['"]/g,
+    /\bimport\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
   for (const re of patterns) for (const m of code.matchAll(re)) found.push(m[1]);
   return found;
 }
@@ -89,11 +94,18 @@ export function checkImports(srcDir = SRC) {
         if (!known.has(target)) continue; // generated code, or a file tsc will report
         edges.get(file).push(target);
         const to = roomOf(target);
-        if (CORES.has(room) && to !== '' && !CORES.has(to)) problems.push(`${file} imports ${target}: a core (${room}/) may not import the driver folder ${to}/`);
-        if (to === 'cli' && room !== 'cli') problems.push(`${file} imports ${target}: only src/cli/ may import src/cli/`);
-        if (room === 'cli' && !cliMayImport(target)) problems.push(`${file} imports ${target}: the CLI imports only facades (scripts/check-imports.mjs CLI_FACADES); put what it needs behind its room's facade`);
+        if (CORES.has(room) && to !== '' && !CORES.has(to))
+          problems.push(`${file} imports ${target}: a core (${room}/) may not import the driver folder ${to}/`);
+        if (to === 'cli' && room !== 'cli')
+          problems.push(`${file} imports ${target}: only src/cli/ may import src/cli/`);
+        if (room === 'cli' && !cliMayImport(target))
+          problems.push(
+            `${file} imports ${target}: the CLI imports only facades (scripts/check-imports.mjs CLI_FACADES); put what it needs behind its room's facade`,
+          );
       } else if (CORES.has(room) && IO_MODULES.test(spec)) {
-        problems.push(`${file} imports ${spec}: a core (${room}/) does no I/O; move the code that needs it to a driver`);
+        problems.push(
+          `${file} imports ${spec}: a core (${room}/) does no I/O; move the code that needs it to a driver`,
+        );
       }
     }
   }
@@ -112,7 +124,9 @@ export function checkImports(srcDir = SRC) {
   for (const cycle of cyclesOf(folderEdges)) {
     const witness = cycle.slice(0, -1).map((a, i) => {
       const b = cycle[i + 1];
-      const [from, to] = [...edges].flatMap(([f, tos]) => tos.map((t) => [f, t])).find(([f, t]) => (roomOf(f) || '(top)') === a && (roomOf(t) || '(top)') === b);
+      const [from, to] = [...edges]
+        .flatMap(([f, tos]) => tos.map((t) => [f, t]))
+        .find(([f, t]) => (roomOf(f) || '(top)') === a && (roomOf(t) || '(top)') === b);
       return `${from} -> ${to}`;
     });
     problems.push(`import cycle between folders: ${cycle.join(' -> ')} (${witness.join('; ')})`);
@@ -180,7 +194,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const problems = checkImports(process.argv[2] === undefined ? SRC : path.resolve(process.argv[2]));
   for (const p of problems) console.error(p);
   if (problems.length > 0) {
-    console.error(`${problems.length} layout rule${problems.length === 1 ? '' : 's'} broken (see ARCHITECTURE.md, "Rooms")`);
+    console.error(
+      `${problems.length} layout rule${problems.length === 1 ? '' : 's'} broken (see ARCHITECTURE.md, "Rooms")`,
+    );
     process.exit(1);
   }
   console.log('imports follow the layout rules');

@@ -27,7 +27,9 @@ export function checkSizes(srcDir) {
     const entries = readdirSync(dir, { withFileTypes: true });
     const rel = path.relative(srcDir, dir) || '.';
     if (entries.length > MAX_FOLDER_ENTRIES) {
-      problems.push(`${rel}/ holds ${entries.length} entries, more than ${MAX_FOLDER_ENTRIES}: split it into folders by role`);
+      problems.push(
+        `${rel}/ holds ${entries.length} entries, more than ${MAX_FOLDER_ENTRIES}: split it into folders by role`,
+      );
     }
     for (const e of entries) {
       const p = path.join(dir, e.name);
@@ -38,7 +40,9 @@ export function checkSizes(srcDir) {
         const lines = text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
         const rel = path.relative(srcDir, p).split(path.sep).join('/');
         if (lines > MAX_FILE_LINES && !DATA_FILES.has(rel)) {
-          problems.push(`${path.relative(srcDir, p)} has ${lines} lines, more than ${MAX_FILE_LINES}: cut it along its seams`);
+          problems.push(
+            `${path.relative(srcDir, p)} has ${lines} lines, more than ${MAX_FILE_LINES}: cut it along its seams`,
+          );
         }
       }
     }

@@ -4,6 +4,8 @@
 // file blocked in a synchronous call cannot answer; the runner's SIGKILL follows either way.
 'use strict';
 process.once('SIGTERM', () => {
-  process.stderr.write(`\n# ${process.argv[1] ?? 'test file'} stopped past its deadline; still active: ${JSON.stringify(process.getActiveResourcesInfo())}\n`);
+  process.stderr.write(
+    `\n# ${process.argv[1] ?? 'test file'} stopped past its deadline; still active: ${JSON.stringify(process.getActiveResourcesInfo())}\n`,
+  );
   process.exit(143);
 });

@@ -29,11 +29,20 @@ export function duration(seconds: number): string {
 }
 
 const SIZE_UNITS: Readonly<Record<string, number>> = {
-  '': 1, b: 1,
-  k: 1024, kb: 1e3, kib: 1024,
-  m: 1 << 20, mb: 1e6, mib: 1 << 20,
-  g: 2 ** 30, gb: 1e9, gib: 2 ** 30,
-  t: 2 ** 40, tb: 1e12, tib: 2 ** 40,
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1e3,
+  kib: 1024,
+  m: 1 << 20,
+  mb: 1e6,
+  mib: 1 << 20,
+  g: 2 ** 30,
+  gb: 1e9,
+  gib: 2 ** 30,
+  t: 2 ** 40,
+  tb: 1e12,
+  tib: 2 ** 40,
 };
 
 /**

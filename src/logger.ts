@@ -14,14 +14,26 @@ export interface Logger {
 }
 
 /** verbosity 0: errors and warnings; 1 (-v): info; 2 (-vv): debug; 3+: trace. */
-export function createLogger(namespace: string, verbosity: number, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
+export function createLogger(
+  namespace: string,
+  verbosity: number,
+  write: (line: string) => void = (l) => process.stderr.write(l),
+): Logger {
   // -1 (--quiet): errors only; 0: warnings too; each -v one level more.
   const max = Math.min(LEVELS.length - 1, Math.max(0, 1 + verbosity));
-  const log = (level: LogLevel) => (message: string, fields?: Record<string, unknown>): void => {
-    if (LEVELS.indexOf(level) > max) return;
-    const extra = fields === undefined ? '' : ' ' + Object.entries(fields).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
-    write(`${new Date().toISOString()} ${level.toUpperCase()} ${namespace}: ${message}${extra}\n`);
-  };
+  const log =
+    (level: LogLevel) =>
+    (message: string, fields?: Record<string, unknown>): void => {
+      if (LEVELS.indexOf(level) > max) return;
+      const extra =
+        fields === undefined
+          ? ''
+          : ' ' +
+            Object.entries(fields)
+              .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+              .join(' ');
+      write(`${new Date().toISOString()} ${level.toUpperCase()} ${namespace}: ${message}${extra}\n`);
+    };
   return {
     namespace,
     error: log('error'),

@@ -8,7 +8,7 @@ t.test('human: binary units, one decimal', async (t) => {
   t.equal(human(3 * 2 ** 30), '3.0 GiB');
 });
 
-t.test('duration: to a unit\'s worth', async (t) => {
+t.test("duration: to a unit's worth", async (t) => {
   t.equal(duration(0), '0 s');
   t.equal(duration(42.9), '42 s');
   t.equal(duration(307), '5m 07s');
@@ -25,7 +25,8 @@ t.test('parseSize reads sizes as rsync does: bare K/M/G binary, KB/MB/GB decimal
   t.equal(parseSize('2GB'), 2e9);
   t.equal(parseSize(' 3 GiB '), 3 * 2 ** 30);
   t.equal(parseSize('0'), 0);
-  for (const bad of ['', 'lots', '-1K', '1Q', '1e3', '99999999999T']) t.equal(parseSize(bad), undefined, `${JSON.stringify(bad)} is not a size`);
+  for (const bad of ['', 'lots', '-1K', '1Q', '1e3', '99999999999T'])
+    t.equal(parseSize(bad), undefined, `${JSON.stringify(bad)} is not a size`);
 });
 
 t.test('count: a number with its noun, singular for one', async (t) => {

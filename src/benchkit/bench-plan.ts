@@ -133,8 +133,10 @@ function usage(message: string): ClawpeerError {
 /** "1GiB", "64KiB", "500MB", "4096" -> bytes (binary units for KiB/MiB/GiB and bare K/M/G). */
 export function parseByteSize(text: string, flag: string): number {
   const bytes = parseSize(text);
-  if (bytes === undefined) throw usage(`${flag} ${JSON.stringify(text)}: expected a size such as 4096, 64KiB, 256MiB or 1GiB`);
-  if (bytes < 1 || bytes > MAX_WORKLOAD_BYTES) throw usage(`${flag} ${JSON.stringify(text)}: must be between 1 byte and 64 GiB`);
+  if (bytes === undefined)
+    throw usage(`${flag} ${JSON.stringify(text)}: expected a size such as 4096, 64KiB, 256MiB or 1GiB`);
+  if (bytes < 1 || bytes > MAX_WORKLOAD_BYTES)
+    throw usage(`${flag} ${JSON.stringify(text)}: must be between 1 byte and 64 GiB`);
   return bytes;
 }
 
@@ -158,7 +160,9 @@ export function parseIntList(text: string, flag: string, min: number, max: numbe
   return parseList(text, flag, (p) => {
     const n = /^[0-9]+$/.test(p) ? Number(p) : Number.NaN;
     if (!Number.isInteger(n) || n < min || n > max) {
-      throw usage(`${flag} ${JSON.stringify(text)}: ${JSON.stringify(p)} is not an integer in ${min}..${max} (give a comma-separated list, e.g. 1,4,16)`);
+      throw usage(
+        `${flag} ${JSON.stringify(text)}: ${JSON.stringify(p)} is not an integer in ${min}..${max} (give a comma-separated list, e.g. 1,4,16)`,
+      );
     }
     return n;
   });
@@ -169,7 +173,10 @@ export function parseLossList(text: string, flag: string): number[] {
   return parseList(text, flag, (p) => {
     const m = /^([0-9]+(?:\.[0-9]+)?)\s*%?$/.exec(p);
     const pct = m?.[1] === undefined ? Number.NaN : Number(m[1]);
-    if (!(pct >= 0 && pct <= 100)) throw usage(`${flag} ${JSON.stringify(text)}: ${JSON.stringify(p)} is not a percentage in 0..100 (e.g. 0,0.1,0.5,1)`);
+    if (!(pct >= 0 && pct <= 100))
+      throw usage(
+        `${flag} ${JSON.stringify(text)}: ${JSON.stringify(p)} is not a percentage in 0..100 (e.g. 0,0.1,0.5,1)`,
+      );
     return pct;
   });
 }
@@ -181,7 +188,11 @@ export function parseRttList(text: string, flag: string): number[] {
     try {
       return parseImpairSpec(`rtt=${withUnit}`).rttMs;
     } catch (err) {
-      throw new ClawpeerError('USAGE', `${flag} ${JSON.stringify(text)}: ${JSON.stringify(p)} is not a time (e.g. 1,5,50,100 in ms, or 250us, 0.1s)`, { cause: err });
+      throw new ClawpeerError(
+        'USAGE',
+        `${flag} ${JSON.stringify(text)}: ${JSON.stringify(p)} is not a time (e.g. 1,5,50,100 in ms, or 250us, 0.1s)`,
+        { cause: err },
+      );
     }
   });
 }
@@ -198,29 +209,47 @@ function parseWorkload(input: BenchPlanInput): WorkloadSpec {
   }
   switch (kind) {
     case 'large':
-      if (input.files !== undefined || input.fileSize !== undefined) throw usage('--files and --file-size describe the small and revision workloads; the large workload takes --size');
+      if (input.files !== undefined || input.fileSize !== undefined)
+        throw usage(
+          '--files and --file-size describe the small and revision workloads; the large workload takes --size',
+        );
       return { kind, bytes: input.size === undefined ? DEFAULT_LARGE_BYTES : parseByteSize(input.size, '--size') };
     case 'small': {
-      const fileBytes = input.fileSize === undefined ? DEFAULT_SMALL_FILE_BYTES : parseByteSize(input.fileSize, '--file-size');
-      const n = files ?? (input.size === undefined ? DEFAULT_SMALL_FILES : Math.max(1, Math.round(parseByteSize(input.size, '--size') / fileBytes)));
-      if (n * fileBytes > MAX_WORKLOAD_BYTES) throw usage(`--files ${n} x --file-size ${fileBytes} bytes is more than 64 GiB`);
+      const fileBytes =
+        input.fileSize === undefined ? DEFAULT_SMALL_FILE_BYTES : parseByteSize(input.fileSize, '--file-size');
+      const n =
+        files ??
+        (input.size === undefined
+          ? DEFAULT_SMALL_FILES
+          : Math.max(1, Math.round(parseByteSize(input.size, '--size') / fileBytes)));
+      if (n * fileBytes > MAX_WORKLOAD_BYTES)
+        throw usage(`--files ${n} x --file-size ${fileBytes} bytes is more than 64 GiB`);
       return { kind, files: n, fileBytes };
     }
     case 'revisions':
     case 'revisions-seq': {
-      if (input.size !== undefined) throw usage(`--size does not apply to the ${kind} workload: use --files (revisions, default ${DEFAULT_REVISIONS}) and --file-size (page size, default 4KiB)`);
-      const pageBytes = input.fileSize === undefined ? DEFAULT_PAGE_BYTES : parseByteSize(input.fileSize, '--file-size');
+      if (input.size !== undefined)
+        throw usage(
+          `--size does not apply to the ${kind} workload: use --files (revisions, default ${DEFAULT_REVISIONS}) and --file-size (page size, default 4KiB)`,
+        );
+      const pageBytes =
+        input.fileSize === undefined ? DEFAULT_PAGE_BYTES : parseByteSize(input.fileSize, '--file-size');
       const revisions = files ?? DEFAULT_REVISIONS;
-      if (revisions * pageBytes > MAX_WORKLOAD_BYTES) throw usage(`${revisions} revisions of ${pageBytes} bytes is more than 64 GiB`);
+      if (revisions * pageBytes > MAX_WORKLOAD_BYTES)
+        throw usage(`${revisions} revisions of ${pageBytes} bytes is more than 64 GiB`);
       return { kind, revisions, pageBytes };
     }
     case 'sync': {
-      if (input.size !== undefined) throw usage('--size does not apply to the sync workload: use --files, --file-size and --changed');
-      const fileBytes = input.fileSize === undefined ? DEFAULT_SMALL_FILE_BYTES : parseByteSize(input.fileSize, '--file-size');
+      if (input.size !== undefined)
+        throw usage('--size does not apply to the sync workload: use --files, --file-size and --changed');
+      const fileBytes =
+        input.fileSize === undefined ? DEFAULT_SMALL_FILE_BYTES : parseByteSize(input.fileSize, '--file-size');
       const n = files ?? DEFAULT_SMALL_FILES;
-      if (n * fileBytes > MAX_WORKLOAD_BYTES) throw usage(`--files ${n} x --file-size ${fileBytes} bytes is more than 64 GiB`);
+      if (n * fileBytes > MAX_WORKLOAD_BYTES)
+        throw usage(`--files ${n} x --file-size ${fileBytes} bytes is more than 64 GiB`);
       const changed = input.changed ?? Math.min(DEFAULT_SYNC_CHANGED, n);
-      if (!Number.isInteger(changed) || changed < 0 || changed > n) throw usage(`--changed must be an integer in 0..${n} (the --files), got ${JSON.stringify(input.changed)}`);
+      if (!Number.isInteger(changed) || changed < 0 || changed > n)
+        throw usage(`--changed must be an integer in 0..${n} (the --files), got ${JSON.stringify(input.changed)}`);
       return { kind, folderFiles: n, fileBytes, changed };
     }
     default: {
@@ -232,7 +261,9 @@ function parseWorkload(input: BenchPlanInput): WorkloadSpec {
 
 function parseTarget(input: BenchPlanInput): BenchTarget {
   if ((input.peer === undefined) === (input.simulate === undefined)) {
-    throw usage('name exactly one link: --peer NAME (a real paired peer) or --simulate SPEC (e.g. rtt=50ms,loss=1%,rate=100mbit)');
+    throw usage(
+      'name exactly one link: --peer NAME (a real paired peer) or --simulate SPEC (e.g. rtt=50ms,loss=1%,rate=100mbit)',
+    );
   }
   if (input.peer !== undefined) {
     if (input.peer === '') throw usage('--peer needs a pair name or node id');
@@ -266,7 +297,8 @@ function parseSessionConnections(text: string | undefined): SessionConnections[]
     else if (/^[0-9]+$/.test(item) && Number(item) >= 1 && Number(item) <= 16) out.push(Number(item));
     else throw usage(`--session-connections ${JSON.stringify(text)}: each value must be auto or an integer 1..16`);
   }
-  if (out.length === 0 || out.length > MAX_LIST_ITEMS) throw usage(`--session-connections takes 1..${MAX_LIST_ITEMS} values`);
+  if (out.length === 0 || out.length > MAX_LIST_ITEMS)
+    throw usage(`--session-connections takes 1..${MAX_LIST_ITEMS} values`);
   return out;
 }
 
@@ -274,33 +306,45 @@ function parseSessionConnections(text: string | undefined): SessionConnections[]
 export function planBench(input: BenchPlanInput, defaults: BenchDefaults, timestamp: string): BenchPlan {
   const target = parseTarget(input);
   const workload = parseWorkload(input);
-  const windows = input.window === undefined ? [defaults.window] : parseIntList(input.window, '--window', 1, MAX_WINDOW);
-  const streams = input.streams === undefined ? [defaults.streams] : parseIntList(input.streams, '--streams', 1, MAX_STREAMS);
-  const connections = input.connections === undefined ? [1] : parseIntList(input.connections, '--connections', 1, MAX_CONNECTIONS);
+  const windows =
+    input.window === undefined ? [defaults.window] : parseIntList(input.window, '--window', 1, MAX_WINDOW);
+  const streams =
+    input.streams === undefined ? [defaults.streams] : parseIntList(input.streams, '--streams', 1, MAX_STREAMS);
+  const connections =
+    input.connections === undefined ? [1] : parseIntList(input.connections, '--connections', 1, MAX_CONNECTIONS);
   const sessionConnections = parseSessionConnections(input.sessionConnections);
   const transports = parseTransports(input.transport);
   const repeat = input.repeat ?? 1;
-  if (!Number.isInteger(repeat) || repeat < 1 || repeat > MAX_REPEAT) throw usage(`--repeat must be an integer in 1..${MAX_REPEAT}, got ${JSON.stringify(input.repeat)}`);
-  if (!/^[0-9A-Za-z._-]{1,64}$/.test(timestamp)) throw new TypeError(`timestamp ${JSON.stringify(timestamp)} is not a safe path segment`);
+  if (!Number.isInteger(repeat) || repeat < 1 || repeat > MAX_REPEAT)
+    throw usage(`--repeat must be an integer in 1..${MAX_REPEAT}, got ${JSON.stringify(input.repeat)}`);
+  if (!/^[0-9A-Za-z._-]{1,64}$/.test(timestamp))
+    throw new TypeError(`timestamp ${JSON.stringify(timestamp)} is not a safe path segment`);
 
   if (workload.kind === 'revisions-seq' && connections.some((c) => c > 1)) {
-    throw usage('--connections > 1 cannot stripe the revisions-seq workload: its pushes are sequential by definition (use --workload revisions, small or large)');
+    throw usage(
+      '--connections > 1 cannot stripe the revisions-seq workload: its pushes are sequential by definition (use --workload revisions, small or large)',
+    );
   }
   if (input.changed !== undefined && workload.kind !== 'sync') throw usage('--changed applies to --workload sync only');
   if (workload.kind === 'sync') {
-    if (target.kind === 'peer') throw usage('--workload sync runs with --simulate only: a two-way sync of a real peer\'s share would change it');
-    if (connections.some((c) => c > 1)) throw usage('--connections > 1 cannot stripe the sync workload: a sync is one session');
+    if (target.kind === 'peer')
+      throw usage("--workload sync runs with --simulate only: a two-way sync of a real peer's share would change it");
+    if (connections.some((c) => c > 1))
+      throw usage('--connections > 1 cannot stripe the sync workload: a sync is one session');
     if (windows.length > 1 || streams.length > 1 || input.window !== undefined || input.streams !== undefined) {
-      throw usage('--window and --streams do not apply to --workload sync: a sync fetches with the session\'s defaults');
+      throw usage("--window and --streams do not apply to --workload sync: a sync fetches with the session's defaults");
     }
   }
   if (workload.kind === 'revisions-seq' && windows.length > 1) {
-    throw usage('--window with several values and --workload revisions-seq: each sequential push is one chunk, so the window cannot matter; use --workload revisions for the window sweep');
+    throw usage(
+      '--window with several values and --workload revisions-seq: each sequential push is one chunk, so the window cannot matter; use --workload revisions for the window sweep',
+    );
   }
 
   const links: ImpairSpec[] = [];
   if (target.kind === 'peer') {
-    if (input.rtt !== undefined || input.loss !== undefined) throw usage('--rtt and --loss sweep a simulated link; with --peer the link is what it is (use --simulate)');
+    if (input.rtt !== undefined || input.loss !== undefined)
+      throw usage('--rtt and --loss sweep a simulated link; with --peer the link is what it is (use --simulate)');
   } else {
     const rtts = input.rtt === undefined ? [target.spec.rttMs] : parseRttList(input.rtt, '--rtt');
     const losses = input.loss === undefined ? [target.spec.lossPct] : parseLossList(input.loss, '--loss');
@@ -309,7 +353,9 @@ export function planBench(input: BenchPlanInput, defaults: BenchDefaults, timest
     }
     const lossy = links.some((l) => l.lossPct > 0) || target.spec.reorderPct > 0 || target.spec.duplicatePct > 0;
     if (lossy && transports.includes('tcp')) {
-      throw usage(`--transport tcp with --simulate ${JSON.stringify(formatImpairSpec(target.spec))}: the TCP relay cannot model loss, reorder or dup (TCP is terminated and retransmitted locally at the relay); keep to rtt, jitter and rate for TCP`);
+      throw usage(
+        `--transport tcp with --simulate ${JSON.stringify(formatImpairSpec(target.spec))}: the TCP relay cannot model loss, reorder or dup (TCP is terminated and retransmitted locally at the relay); keep to rtt, jitter and rate for TCP`,
+      );
     }
   }
 
@@ -321,12 +367,18 @@ export function planBench(input: BenchPlanInput, defaults: BenchDefaults, timest
           for (const s of streams) {
             for (const w of windows) {
               for (let r = 0; r < repeat; r++) {
-                if (settings.length >= MAX_RUNS) throw usage(`the matrix has more than ${MAX_RUNS} runs: shorten the lists or --repeat`);
+                if (settings.length >= MAX_RUNS)
+                  throw usage(`the matrix has more than ${MAX_RUNS} runs: shorten the lists or --repeat`);
                 settings.push({
-                  index: settings.length, repeat: r, transport,
+                  index: settings.length,
+                  repeat: r,
+                  transport,
                   ...(spec === undefined ? {} : { spec, rttMs: spec.rttMs, lossPct: spec.lossPct }),
                   link: spec === undefined ? 'peer' : formatImpairSpec(spec),
-                  window: w, streams: s, connections: c, sessionConnections: sc,
+                  window: w,
+                  streams: s,
+                  connections: c,
+                  sessionConnections: sc,
                 });
               }
             }
@@ -337,10 +389,14 @@ export function planBench(input: BenchPlanInput, defaults: BenchDefaults, timest
   }
   const rate = target.kind === 'simulate' ? target.spec.rateBitsPerSec : undefined;
   return {
-    target, workload, settings, links,
+    target,
+    workload,
+    settings,
+    links,
     ...(rate === undefined ? {} : { linkRateBitsPerSec: rate }),
     remoteBase: `clawpeer-bench/${timestamp}`,
-    warmupBytes: input.warmup === undefined || input.warmup.trim() === '0' ? 0 : parseByteSize(input.warmup, '--warmup'),
+    warmupBytes:
+      input.warmup === undefined || input.warmup.trim() === '0' ? 0 : parseByteSize(input.warmup, '--warmup'),
   };
 }
 

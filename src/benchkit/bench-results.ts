@@ -77,7 +77,12 @@ export interface BenchRunResult {
   readonly linkPct: number | null;
   /** Revision workloads: revisions per second over the whole run. */
   readonly revisionsPerSec: number | null;
-  readonly pingMs: { readonly min: number; readonly median: number; readonly max: number; readonly samples: number } | null;
+  readonly pingMs: {
+    readonly min: number;
+    readonly median: number;
+    readonly max: number;
+    readonly samples: number;
+  } | null;
   /** Transport's smoothed RTT at the end of the push, per connection, ms. */
   readonly transportRttMs: number[];
   /** QUIC packets declared lost, per connection; null when the transport does not say (TCP). */

@@ -48,7 +48,13 @@ type FromWorker =
 
 /** Starts the listener on a worker thread; resolves once it accepts connections. */
 export async function startListenerWorker(options: ListenerWorkerOptions): Promise<ListenerWorker> {
-  const { worker, ready } = await startSelfWorker<Extract<FromWorker, { type: 'ready' }>>(import.meta.url, WORKER_MARKER, options, 'bench listener thread', WORKER_START_TIMEOUT_MS);
+  const { worker, ready } = await startSelfWorker<Extract<FromWorker, { type: 'ready' }>>(
+    import.meta.url,
+    WORKER_MARKER,
+    options,
+    'bench listener thread',
+    WORKER_START_TIMEOUT_MS,
+  );
   return { port: ready.port, nodeId: ready.nodeId, publicKey: ready.publicKey, close: stopperFor(worker, 'close') };
 }
 
@@ -60,9 +66,20 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Listener
     await peers.add(options.clientNodeId, 'bench-client');
     // As `clawpeer listen`: chunk indexes kept in memory between pushes, synced folders'
     // watchers and logs kept between syncs (the sync workload records revisions under its id).
-    listener = await Listener.start({ identity, peers, shares: [...options.shares], host: '127.0.0.1', port: 0, config: resolveConfig({ transport: options.transport }), log: silentLogger });
+    listener = await Listener.start({
+      identity,
+      peers,
+      shares: [...options.shares],
+      host: '127.0.0.1',
+      port: 0,
+      config: resolveConfig({ transport: options.transport }),
+      log: silentLogger,
+    });
   } catch (err) {
-    port.postMessage({ type: 'failed', message: err instanceof Error ? err.message : String(err) } satisfies FromWorker);
+    port.postMessage({
+      type: 'failed',
+      message: err instanceof Error ? err.message : String(err),
+    } satisfies FromWorker);
     port.close();
     return;
   }
@@ -72,7 +89,12 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Listener
       port.close();
     });
   });
-  port.postMessage({ type: 'ready', port: listener.port, nodeId: identity.nodeId, publicKey: identity.publicKey } satisfies FromWorker);
+  port.postMessage({
+    type: 'ready',
+    port: listener.port,
+    nodeId: identity.nodeId,
+    publicKey: identity.publicKey,
+  } satisfies FromWorker);
 }
 
 const workerOptions = selfWorkerOptions<ListenerWorkerOptions>(WORKER_MARKER);

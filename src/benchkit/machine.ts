@@ -29,7 +29,12 @@ export interface BenchConditions {
    * 4 MiB (a listener's through transport/udp-socket-buffers.ts) and `net.core.{r,w}mem_max`
    * clamp what they get.
    */
-  readonly udpBuffers: { readonly rmemMax: number | null; readonly wmemMax: number | null; readonly rmemDefault: number | null; readonly wmemDefault: number | null };
+  readonly udpBuffers: {
+    readonly rmemMax: number | null;
+    readonly wmemMax: number | null;
+    readonly rmemDefault: number | null;
+    readonly wmemDefault: number | null;
+  };
   /** The clawpeer CLIs a bench starts pace full GCs by the data moved (bin/heap-growth.cjs); false when CLAWPEER_HEAP_GROWTH=0. */
   readonly heapGrowthPacing: boolean;
 }
@@ -52,11 +57,15 @@ export function machineConditions(): BenchConditions {
     os: `${platform()} ${release()} ${arch()}`,
     date: new Date().toISOString(),
     loadAverage1m: Math.round((loadavg()[0] ?? Number.NaN) * 100) / 100,
-    udpBuffers: { rmemMax: sysctlBytes('rmem_max'), wmemMax: sysctlBytes('wmem_max'), rmemDefault: sysctlBytes('rmem_default'), wmemDefault: sysctlBytes('wmem_default') },
+    udpBuffers: {
+      rmemMax: sysctlBytes('rmem_max'),
+      wmemMax: sysctlBytes('wmem_max'),
+      rmemDefault: sysctlBytes('rmem_default'),
+      wmemDefault: sysctlBytes('wmem_default'),
+    },
     heapGrowthPacing: process.env['CLAWPEER_HEAP_GROWTH'] !== '0',
   };
 }
-
 
 /** Creates slower than this (median, µs) make a receiver's per-file cost the disk's, not clawpeer's. */
 export const SLOW_FILE_CREATE_MICROS = 100;

@@ -39,16 +39,28 @@ export interface RelayFloor {
 }
 
 /** Measures the relay thread's forwarding floor (see the module comment). */
-export async function measureRelayFloor(options: { readonly seed: number; readonly probes?: number; readonly signal?: AbortSignal }): Promise<RelayFloor> {
+export async function measureRelayFloor(options: {
+  readonly seed: number;
+  readonly probes?: number;
+  readonly signal?: AbortSignal;
+}): Promise<RelayFloor> {
   const echo = await startUdpEcho();
   try {
     const probe: Omit<AccuracyProbeOptions, 'relay'> = {
-      spec: PASS_THROUGH, echo, rttProbes: options.probes ?? FLOOR_PROBES, lossProbes: FLOOR_LOSS_PROBES,
+      spec: PASS_THROUGH,
+      echo,
+      rttProbes: options.probes ?? FLOOR_PROBES,
+      lossProbes: FLOOR_LOSS_PROBES,
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     };
     const direct = await probeRelayAccuracy({ ...probe, relay: echo.address });
     const reference: ImpairSpec = { ...PASS_THROUGH, rttMs: REFERENCE_RTT_MS };
-    const relay = await startUdpRelayWorker({ listen: { host: '127.0.0.1', port: 0 }, target: echo.address, spec: reference, seed: options.seed });
+    const relay = await startUdpRelayWorker({
+      listen: { host: '127.0.0.1', port: 0 },
+      target: echo.address,
+      spec: reference,
+      seed: options.seed,
+    });
     let relayed;
     try {
       relayed = await probeRelayAccuracy({ ...probe, spec: reference, relay: relay.address });
@@ -59,7 +71,12 @@ export async function measureRelayFloor(options: { readonly seed: number; readon
     const directMs = direct.rtt.measuredMs;
     const relayedMs = relayed.rtt.measuredMs;
     const floor = relayedMs - REFERENCE_RTT_MS - directMs;
-    return { directMs, relayedMs, referenceRttMs: REFERENCE_RTT_MS, compensationMs: Number.isFinite(floor) ? round3(Math.max(0, floor)) : 0 };
+    return {
+      directMs,
+      relayedMs,
+      referenceRttMs: REFERENCE_RTT_MS,
+      compensationMs: Number.isFinite(floor) ? round3(Math.max(0, floor)) : 0,
+    };
   } finally {
     await echo.close();
   }
@@ -75,6 +92,13 @@ export function compensatedSpec(spec: ImpairSpec, compensationMs: number): Impai
   return {
     ...spec,
     rttMs: Math.max(0, Math.round((spec.rttMs - compensationMs) * 1000) / 1000),
-    ...(queue === undefined ? {} : { queue: 'bytes' in queue ? { unit: 'bytes' as const, bytes: queue.bytes } : { unit: 'packets' as const, packets: queue.packets } }),
+    ...(queue === undefined
+      ? {}
+      : {
+          queue:
+            'bytes' in queue
+              ? { unit: 'bytes' as const, bytes: queue.bytes }
+              : { unit: 'packets' as const, packets: queue.packets },
+        }),
   };
 }

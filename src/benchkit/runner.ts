@@ -48,9 +48,22 @@ import { TCP_RELAY_LIMITATION } from '../relay/tcp-relay.js';
 import { udpBufferDrops } from '../transport/udp-buffers.js';
 import { workloadBytes, workloadFiles, type BenchPlan, type BenchRunSetting } from './bench-plan.js';
 import { prepareWorkload, type PreparedWorkload } from './workloads.js';
-import type { BenchProgress, RunnerOptions, RelayCheckResult, BenchRunResult, BenchRunnerReport } from './bench-results.js';
+import type {
+  BenchProgress,
+  RunnerOptions,
+  RelayCheckResult,
+  BenchRunResult,
+  BenchRunnerReport,
+} from './bench-results.js';
 import { connectionsOf, linkMeasures, linkPctOf, pingMs, round3 } from './run-measures.js';
-import { checkSimulatedLink, peerEnvironment, RELAY_SEED, simulatedEnvironment, type Environment, type LinkHandle } from './bench-environment.js';
+import {
+  checkSimulatedLink,
+  peerEnvironment,
+  RELAY_SEED,
+  simulatedEnvironment,
+  type Environment,
+  type LinkHandle,
+} from './bench-environment.js';
 
 export const STRIPING_NOTE =
   '--connections N stripes a run over N independent QUIC connections, each with its own congestion window: ' +
@@ -95,11 +108,43 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     options.onProgress?.({ run: setting.index + 1, runs, label, phase, bytes, totalBytes: payloadTotal });
   const config = resolveConfig({ transport: setting.transport });
   const remotePath = `${plan.remoteBase}/run-${String(setting.index + 1).padStart(4, '0')}`;
-  const base: Omit<BenchRunResult, 'ok' | 'error' | 'effectiveWindow' | 'effectiveStreams' | 'seconds' | 'dataSeconds' | 'goodputBitsPerSec' | 'dataGoodputBitsPerSec' | 'linkPct' | 'revisionsPerSec' | 'pingMs' | 'transportRttMs' | 'lostPackets' | 'congestionWindowBytes' | 'wireBytes' | 'chunksSent' | 'chunksSkipped' | 'relay' | 'kernelUdpDrops' | 'connectionsUsed'> = {
-    index: setting.index, repeat: setting.repeat, transport: setting.transport, link: setting.link, rttMs: setting.rttMs ?? null, lossPct: setting.lossPct ?? null,
-    window: setting.window, streams: setting.streams, connections: setting.connections, sessionConnections: setting.sessionConnections,
-    payloadBytes: payloadTotal, files: workloadFiles(plan.workload),
-    reconcileBytes: null, roundTrips: null,
+  const base: Omit<
+    BenchRunResult,
+    | 'ok'
+    | 'error'
+    | 'effectiveWindow'
+    | 'effectiveStreams'
+    | 'seconds'
+    | 'dataSeconds'
+    | 'goodputBitsPerSec'
+    | 'dataGoodputBitsPerSec'
+    | 'linkPct'
+    | 'revisionsPerSec'
+    | 'pingMs'
+    | 'transportRttMs'
+    | 'lostPackets'
+    | 'congestionWindowBytes'
+    | 'wireBytes'
+    | 'chunksSent'
+    | 'chunksSkipped'
+    | 'relay'
+    | 'kernelUdpDrops'
+    | 'connectionsUsed'
+  > = {
+    index: setting.index,
+    repeat: setting.repeat,
+    transport: setting.transport,
+    link: setting.link,
+    rttMs: setting.rttMs ?? null,
+    lossPct: setting.lossPct ?? null,
+    window: setting.window,
+    streams: setting.streams,
+    connections: setting.connections,
+    sessionConnections: setting.sessionConnections,
+    payloadBytes: payloadTotal,
+    files: workloadFiles(plan.workload),
+    reconcileBytes: null,
+    roundTrips: null,
   };
 
   progress('preparing', 0);
@@ -114,7 +159,16 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     const countersBefore = await link.counters();
     const dropsBefore = udpBufferDrops();
     for (let k = 0; k < workload.parts.length; k++) {
-      sessions.push(await dialPeer({ identity: env.identity, peer, config, log: log.child('dial'), signal, connections: setting.sessionConnections }));
+      sessions.push(
+        await dialPeer({
+          identity: env.identity,
+          peer,
+          config,
+          log: log.child('dial'),
+          signal,
+          connections: setting.sessionConnections,
+        }),
+      );
     }
     const first = sessions[0];
     if (first === undefined) throw new TypeError('no session');
@@ -122,19 +176,30 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     const pings = await pingMs(first, config.idleTimeoutMs, signal);
     if (workload.kind === 'sync') {
       progress('scanning', 0);
-      const { result: r, seconds } = await timedSync(ctx, setting, workload, first, () => dialPeer({ identity: env.identity, peer, config, log: log.child('dial'), signal }));
+      const { result: r, seconds } = await timedSync(ctx, setting, workload, first, () =>
+        dialPeer({ identity: env.identity, peer, config, log: log.child('dial'), signal }),
+      );
       progress('done', payloadTotal);
       const goodput = (payloadTotal * 8) / seconds;
       return {
         ...base,
-        ok: r.inSync, error: r.inSync ? null : 'the timed sync did not converge',
-        effectiveWindow: null, effectiveStreams: null,
-        seconds: round3(seconds), dataSeconds: null,
-        goodputBitsPerSec: Math.round(goodput), dataGoodputBitsPerSec: null,
-        linkPct: linkPctOf(goodput, setting), revisionsPerSec: null,
+        ok: r.inSync,
+        error: r.inSync ? null : 'the timed sync did not converge',
+        effectiveWindow: null,
+        effectiveStreams: null,
+        seconds: round3(seconds),
+        dataSeconds: null,
+        goodputBitsPerSec: Math.round(goodput),
+        dataGoodputBitsPerSec: null,
+        linkPct: linkPctOf(goodput, setting),
+        revisionsPerSec: null,
         ...(await linkMeasures(sessions, pings, countersBefore, link, dropsBefore)),
-        wireBytes: r.wireBytes, chunksSent: r.chunksSent, chunksSkipped: 0, connectionsUsed: connectionsOf(sessions),
-        reconcileBytes: r.reconcileBytes, roundTrips: r.roundTrips,
+        wireBytes: r.wireBytes,
+        chunksSent: r.chunksSent,
+        chunksSkipped: 0,
+        connectionsUsed: connectionsOf(sessions),
+        reconcileBytes: r.reconcileBytes,
+        roundTrips: r.roundTrips,
       };
     }
 
@@ -157,42 +222,70 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
       if (write === undefined || part === undefined) throw new TypeError('revisions-seq workload without its page');
       for (let i = 0; i < workloadFiles(plan.workload); i++) {
         if (i > 0) await write(i);
-        results.push(await push({
-          session: first, share: '', remotePath, localPath: part.localPath, force: true,
-          streams: setting.streams, window: setting.window, idleTimeoutMs: config.idleTimeoutMs, log: log.child('push'), signal,
-        }));
+        results.push(
+          await push({
+            session: first,
+            share: '',
+            remotePath,
+            localPath: part.localPath,
+            force: true,
+            streams: setting.streams,
+            window: setting.window,
+            idleTimeoutMs: config.idleTimeoutMs,
+            log: log.child('push'),
+            signal,
+          }),
+        );
         sent += part.bytes;
         progress('sending', sent);
       }
     } else {
       const parts = workload.parts;
-      results.push(...(await Promise.all(parts.map((part, k) => {
-        const session = sessions[k];
-        if (session === undefined) throw new TypeError('missing session');
-        let last = 0;
-        return push({
-          session, share: env.shareFor(k), remotePath: parts.length === 1 ? remotePath : `${remotePath}/conn-${k + 1}`, localPath: part.localPath, force: false,
-          streams: setting.streams, window: setting.window, idleTimeoutMs: config.idleTimeoutMs, log: log.child('push'), signal,
-          onProgress: (p) => {
-            const delta = p.phase === 'sending' ? p.bytes - last : 0;
-            if (p.phase === 'sending') last = p.bytes;
-            onProgress(p, delta);
-          },
-        });
-      }))));
+      results.push(
+        ...(await Promise.all(
+          parts.map((part, k) => {
+            const session = sessions[k];
+            if (session === undefined) throw new TypeError('missing session');
+            let last = 0;
+            return push({
+              session,
+              share: env.shareFor(k),
+              remotePath: parts.length === 1 ? remotePath : `${remotePath}/conn-${k + 1}`,
+              localPath: part.localPath,
+              force: false,
+              streams: setting.streams,
+              window: setting.window,
+              idleTimeoutMs: config.idleTimeoutMs,
+              log: log.child('push'),
+              signal,
+              onProgress: (p) => {
+                const delta = p.phase === 'sending' ? p.bytes - last : 0;
+                if (p.phase === 'sending') last = p.bytes;
+                onProgress(p, delta);
+              },
+            });
+          }),
+        )),
+      );
     }
     const ended = performance.now();
     progress('done', sent);
     const seconds = (ended - started) / 1000;
-    const dataSeconds = workload.kind === 'revisions-seq' || firstChunkAt === undefined ? null : (ended - firstChunkAt) / 1000;
+    const dataSeconds =
+      workload.kind === 'revisions-seq' || firstChunkAt === undefined ? null : (ended - firstChunkAt) / 1000;
     const bytes = results.reduce((a, r) => a + r.bytes, 0);
     const goodput = (bytes * 8) / seconds;
     const isRevisions = plan.workload.kind === 'revisions' || plan.workload.kind === 'revisions-seq';
     const chunksSkipped = results.reduce((a, r) => a + r.chunksSkipped, 0);
-    if (chunksSkipped > 0) log.warn('the receiver already held some chunks of a fresh random workload: this run moved less than its payload', { run: setting.index + 1, chunksSkipped });
+    if (chunksSkipped > 0)
+      log.warn(
+        'the receiver already held some chunks of a fresh random workload: this run moved less than its payload',
+        { run: setting.index + 1, chunksSkipped },
+      );
     return {
       ...base,
-      ok: true, error: null,
+      ok: true,
+      error: null,
       effectiveWindow: results[0]?.window ?? null,
       effectiveStreams: results.length === 0 ? null : Math.max(...results.map((r) => r.streams)),
       payloadBytes: bytes,
@@ -214,10 +307,26 @@ async function runOne(ctx: RunContext, setting: BenchRunSetting): Promise<BenchR
     log.warn('bench run failed', { run: setting.index + 1, setting: label, code: err.code, error: err.message });
     return {
       ...base,
-      ok: false, error: `${err.code}: ${err.message}`,
-      effectiveWindow: null, effectiveStreams: null, seconds: 0, dataSeconds: null, goodputBitsPerSec: 0, dataGoodputBitsPerSec: null,
-      linkPct: null, revisionsPerSec: null, pingMs: null, transportRttMs: [], lostPackets: null, congestionWindowBytes: null,
-      wireBytes: 0, chunksSent: 0, chunksSkipped: 0, relay: null, kernelUdpDrops: null, connectionsUsed: null,
+      ok: false,
+      error: `${err.code}: ${err.message}`,
+      effectiveWindow: null,
+      effectiveStreams: null,
+      seconds: 0,
+      dataSeconds: null,
+      goodputBitsPerSec: 0,
+      dataGoodputBitsPerSec: null,
+      linkPct: null,
+      revisionsPerSec: null,
+      pingMs: null,
+      transportRttMs: [],
+      lostPackets: null,
+      congestionWindowBytes: null,
+      wireBytes: 0,
+      chunksSent: 0,
+      chunksSkipped: 0,
+      relay: null,
+      kernelUdpDrops: null,
+      connectionsUsed: null,
     };
   } finally {
     await Promise.all(sessions.map((s) => s.close().catch(() => undefined)));
@@ -244,7 +353,15 @@ async function timedSync(
   const change = workload.changeFiles;
   if (part === undefined || change === undefined) throw new TypeError('sync workload without its folder');
   const syncOn = (s: PeerSession): Promise<SyncFolderResult> =>
-    syncFolder({ session: s, dir: part.localPath, share: ctx.env.syncShareFor(setting.index), mode: 'two-way', nodeId: ctx.env.identity.nodeId, log: log.child('sync'), signal });
+    syncFolder({
+      session: s,
+      dir: part.localPath,
+      share: ctx.env.syncShareFor(setting.index),
+      mode: 'two-way',
+      nodeId: ctx.env.identity.nodeId,
+      log: log.child('sync'),
+      signal,
+    });
   const seed = await dial();
   try {
     const initial = await syncOn(seed); // both sides hold the folder after it
@@ -260,17 +377,38 @@ async function timedSync(
 
 /** Pushes `plan.warmupBytes` of fresh random bytes on every session, untimed, so the timed push
  *  starts on connections past slow start (a long-lived sync connection), not cold ones. */
-async function warmUp(ctx: RunContext, sessions: readonly PeerSession[], remotePath: string, setting: BenchRunSetting): Promise<void> {
+async function warmUp(
+  ctx: RunContext,
+  sessions: readonly PeerSession[],
+  remotePath: string,
+  setting: BenchRunSetting,
+): Promise<void> {
   const { log, signal } = ctx.options;
   const dir = await mkdtemp(path.join(ctx.workDir, 'warmup-'));
   try {
-    const w = await prepareWorkload({ kind: 'large', bytes: ctx.plan.warmupBytes * sessions.length }, dir, { connections: sessions.length, signal });
+    const w = await prepareWorkload({ kind: 'large', bytes: ctx.plan.warmupBytes * sessions.length }, dir, {
+      connections: sessions.length,
+      signal,
+    });
     const idleTimeoutMs = resolveConfig({ transport: setting.transport }).idleTimeoutMs;
-    await Promise.all(w.parts.map((part, k) => {
-      const session = sessions[k];
-      if (session === undefined) throw new TypeError('missing session');
-      return push({ session, share: ctx.env.shareFor(k), remotePath: `${remotePath}/conn-${k + 1}`, localPath: part.localPath, force: false, streams: setting.streams, window: setting.window, idleTimeoutMs, log: log.child('warmup'), signal });
-    }));
+    await Promise.all(
+      w.parts.map((part, k) => {
+        const session = sessions[k];
+        if (session === undefined) throw new TypeError('missing session');
+        return push({
+          session,
+          share: ctx.env.shareFor(k),
+          remotePath: `${remotePath}/conn-${k + 1}`,
+          localPath: part.localPath,
+          force: false,
+          streams: setting.streams,
+          window: setting.window,
+          idleTimeoutMs,
+          log: log.child('warmup'),
+          signal,
+        });
+      }),
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
     await ctx.env.discard(remotePath).catch(() => undefined);
@@ -285,13 +423,31 @@ export async function runBench(plan: BenchPlan, options: RunnerOptions): Promise
   const conditions = machineConditions();
   const notes: string[] = [];
   if (plan.settings.some((s) => s.connections > 1)) notes.push(STRIPING_NOTE);
-  if (plan.settings.some((s) => s.transport === 'tcp')) notes.push(`${TCP_RELAY_LIMITATION}; it runs in this process (no worker thread) and the relay self-check measures the UDP relay only`);
-  if (plan.workload.kind === 'revisions-seq') notes.push('revisions-seq: each revision is its own push (request, manifest, want, one chunk, done) and waits for the previous one: the window cannot matter');
-  if (plan.workload.kind === 'revisions') notes.push('revisions: every revision is its own 4 KiB-chunk file in one push; the sender keeps up to W unacknowledged per stream (the sliding window), the receiver acks each once written and verified');
-  if (plan.warmupBytes > 0) notes.push(`warm connections: before each timed push, ${plan.warmupBytes} bytes were pushed untimed on every connection (out of slow start, as a long-lived connection would be); QUIC loss and cwnd include the warm-up`);
-  notes.push('congestion control: the quinn binding\'s CUBIC is fixed (no BBR to select); node:quic, which has a cc option, is not in this Node build');
-  notes.push('compression: zstd negotiated when both sides have it (the default); the workloads are random bytes, so every chunk goes raw untried (its sampled byte entropy is near 8 bits), as with --no-compress');
-  notes.push('data phase: first DATA frame sent to transfer done; with early chunks (a peer of this version) the first window leaves with the manifest, so it includes the Want\'s round trip');
+  if (plan.settings.some((s) => s.transport === 'tcp'))
+    notes.push(
+      `${TCP_RELAY_LIMITATION}; it runs in this process (no worker thread) and the relay self-check measures the UDP relay only`,
+    );
+  if (plan.workload.kind === 'revisions-seq')
+    notes.push(
+      'revisions-seq: each revision is its own push (request, manifest, want, one chunk, done) and waits for the previous one: the window cannot matter',
+    );
+  if (plan.workload.kind === 'revisions')
+    notes.push(
+      'revisions: every revision is its own 4 KiB-chunk file in one push; the sender keeps up to W unacknowledged per stream (the sliding window), the receiver acks each once written and verified',
+    );
+  if (plan.warmupBytes > 0)
+    notes.push(
+      `warm connections: before each timed push, ${plan.warmupBytes} bytes were pushed untimed on every connection (out of slow start, as a long-lived connection would be); QUIC loss and cwnd include the warm-up`,
+    );
+  notes.push(
+    "congestion control: the quinn binding's CUBIC is fixed (no BBR to select); node:quic, which has a cc option, is not in this Node build",
+  );
+  notes.push(
+    'compression: zstd negotiated when both sides have it (the default); the workloads are random bytes, so every chunk goes raw untried (its sampled byte entropy is near 8 bits), as with --no-compress',
+  );
+  notes.push(
+    "data phase: first DATA frame sent to transfer done; with early chunks (a peer of this version) the first window leaves with the manifest, so it includes the Want's round trip",
+  );
 
   const workRoot = options.workDir ?? tmpdir();
   const workDir = await mkdtemp(path.join(workRoot, 'clawpeer-bench-'));
@@ -304,31 +460,66 @@ export async function runBench(plan: BenchPlan, options: RunnerOptions): Promise
     if (plan.target.kind === 'simulate') {
       fileCreate = { dir: workRoot, medianMicros: fileCreateMicros(workDir) };
       if (options.skipRelayCheck !== true) {
-        options.onProgress?.({ run: 0, runs: plan.settings.length, label: 'relay floor: its own forwarding latency', phase: 'relay-check', bytes: 0, totalBytes: 0 });
+        options.onProgress?.({
+          run: 0,
+          runs: plan.settings.length,
+          label: 'relay floor: its own forwarding latency',
+          phase: 'relay-check',
+          bytes: 0,
+          totalBytes: 0,
+        });
         const rttProbes = options.accuracyProbe?.rttProbes;
-        relayFloor = await measureRelayFloor({ seed: RELAY_SEED, ...(rttProbes === undefined ? {} : { probes: rttProbes }), signal: options.signal });
-        if (relayFloor.compensationMs > 0) notes.push(`relay floor: a relay thread delaying ${relayFloor.referenceRttMs} ms added ${relayFloor.compensationMs} ms more to a direct loopback round trip (${relayFloor.relayedMs} ms vs ${relayFloor.referenceRttMs} + ${relayFloor.directMs} ms); each UDP link's relay was started with that much less RTT, and the self-check measured the result against the configured RTT`);
+        relayFloor = await measureRelayFloor({
+          seed: RELAY_SEED,
+          ...(rttProbes === undefined ? {} : { probes: rttProbes }),
+          signal: options.signal,
+        });
+        if (relayFloor.compensationMs > 0)
+          notes.push(
+            `relay floor: a relay thread delaying ${relayFloor.referenceRttMs} ms added ${relayFloor.compensationMs} ms more to a direct loopback round trip (${relayFloor.relayedMs} ms vs ${relayFloor.referenceRttMs} + ${relayFloor.directMs} ms); each UDP link's relay was started with that much less RTT, and the self-check measured the result against the configured RTT`,
+          );
         for (const [i, spec] of plan.links.entries()) {
-          options.onProgress?.({ run: 0, runs: plan.settings.length, label: `relay self-check ${i + 1}/${plan.links.length}: ${formatImpairSpec(spec)}`, phase: 'relay-check', bytes: 0, totalBytes: 0 });
-          relayChecks.push(await checkSimulatedLink(spec, options.accuracyProbe, options.signal, relayFloor.compensationMs));
+          options.onProgress?.({
+            run: 0,
+            runs: plan.settings.length,
+            label: `relay self-check ${i + 1}/${plan.links.length}: ${formatImpairSpec(spec)}`,
+            phase: 'relay-check',
+            bytes: 0,
+            totalBytes: 0,
+          });
+          relayChecks.push(
+            await checkSimulatedLink(spec, options.accuracyProbe, options.signal, relayFloor.compensationMs),
+          );
         }
       }
       env = await simulatedEnvironment(plan, workDir, options.log, relayFloor?.compensationMs ?? 0);
-      notes.push('simulated peer: a listener on its own thread of this process (its own event loop beside the sender\'s, as on another machine, but sharing this machine\'s cores)');
+      notes.push(
+        "simulated peer: a listener on its own thread of this process (its own event loop beside the sender's, as on another machine, but sharing this machine's cores)",
+      );
     } else {
       if (options.peer === undefined) throw new TypeError('--peer plan without a resolved peer');
       env = peerEnvironment(options.peer);
-      notes.push(`pushed into ${plan.remoteBase}/run-NNNN of the peer's default share; left there (remove it on the peer when done)`);
+      notes.push(
+        `pushed into ${plan.remoteBase}/run-NNNN of the peer's default share; left there (remove it on the peer when done)`,
+      );
     }
     const runs: BenchRunResult[] = [];
     const ctx: RunContext = { plan, env, options, workDir, deferred };
     for (const setting of plan.settings) {
-      if (options.signal.aborted) throw new ClawpeerError('ABORTED', `bench aborted before run ${setting.index + 1} of ${plan.settings.length}`);
+      if (options.signal.aborted)
+        throw new ClawpeerError('ABORTED', `bench aborted before run ${setting.index + 1} of ${plan.settings.length}`);
       runs.push(await runOne(ctx, setting));
     }
     return {
       conditions: { ...conditions, loadAverageStart, loadAverageEnd: loads(), fileCreate },
-      plan, relayChecks, relayAccurate: relayChecks.every((c) => c.ok), relayFloor, runs, remoteBase: plan.remoteBase, notes, startedAt,
+      plan,
+      relayChecks,
+      relayAccurate: relayChecks.every((c) => c.ok),
+      relayFloor,
+      runs,
+      remoteBase: plan.remoteBase,
+      notes,
+      startedAt,
       wallSeconds: round3((performance.now() - t0) / 1000),
     };
   } finally {

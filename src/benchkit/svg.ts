@@ -34,11 +34,27 @@ export interface ChartSpec {
 const WIDTH_PX = 800;
 const HEIGHT_PX = 500;
 const MARGIN = { left: 80, right: 190, top: 70, bottom: 60 } as const;
-const COLOURS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22'];
+const COLOURS = [
+  '#1f77b4',
+  '#d62728',
+  '#2ca02c',
+  '#ff7f0e',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#17becf',
+  '#7f7f7f',
+  '#bcbd22',
+];
 const Y_TICKS = 5;
 
 export function escapeXml(text: string): string {
-  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;').replaceAll("'", '&apos;');
+  return text
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replaceAll("'", '&apos;');
 }
 
 /** A "nice" step (1, 2 or 5 x 10^k) giving about `count` intervals over [0, max]. */
@@ -90,19 +106,28 @@ export function renderLineChart(spec: ChartSpec): string {
   const xMax = xs.length === 0 ? 1 : tx(xs[xs.length - 1] ?? 1);
   const xSpan = xMax - xMin;
   // A single x value sits in the middle; otherwise 4% padding each side keeps markers off the axes.
-  const px = (v: number): number => MARGIN.left + (xSpan === 0 ? plotW / 2 : plotW * (0.04 + (0.92 * (tx(v) - xMin)) / xSpan));
+  const px = (v: number): number =>
+    MARGIN.left + (xSpan === 0 ? plotW / 2 : plotW * (0.04 + (0.92 * (tx(v) - xMin)) / xSpan));
   const step = niceStep(Math.max(0, ...ys), Y_TICKS);
   const yMax = Math.max(step, Math.ceil(Math.max(0, ...ys) / step) * step);
   const py = (v: number): number => MARGIN.top + plotH - (plotH * v) / yMax;
 
   const out: string[] = [];
   out.push(`<?xml version="1.0" encoding="UTF-8"?>`);
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH_PX}" height="${HEIGHT_PX}" viewBox="0 0 ${WIDTH_PX} ${HEIGHT_PX}" font-family="sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH_PX}" height="${HEIGHT_PX}" viewBox="0 0 ${WIDTH_PX} ${HEIGHT_PX}" font-family="sans-serif" font-size="12">`,
+  );
   out.push(`<title>${escapeXml(spec.title)}</title>`);
   out.push(`<rect x="0" y="0" width="${WIDTH_PX}" height="${HEIGHT_PX}" fill="#ffffff"/>`);
-  out.push(`<text x="${WIDTH_PX / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">${escapeXml(spec.title)}</text>`);
-  for (const [i, line] of wrapText(spec.subtitle ?? '', SUBTITLE_LINE_CHARS).slice(0, 2).entries()) {
-    out.push(`<text x="${WIDTH_PX / 2}" y="${42 + 14 * i}" text-anchor="middle" font-size="11" fill="#444444">${escapeXml(line)}</text>`);
+  out.push(
+    `<text x="${WIDTH_PX / 2}" y="24" text-anchor="middle" font-size="16" font-weight="bold">${escapeXml(spec.title)}</text>`,
+  );
+  for (const [i, line] of wrapText(spec.subtitle ?? '', SUBTITLE_LINE_CHARS)
+    .slice(0, 2)
+    .entries()) {
+    out.push(
+      `<text x="${WIDTH_PX / 2}" y="${42 + 14 * i}" text-anchor="middle" font-size="11" fill="#444444">${escapeXml(line)}</text>`,
+    );
   }
 
   // Grid and y ticks.
@@ -111,7 +136,9 @@ export function renderLineChart(spec: ChartSpec): string {
     const y = fmt(py(v));
     out.push(`<line x1="${MARGIN.left}" y1="${y}" x2="${MARGIN.left + plotW}" y2="${y}" stroke="#dddddd"/>`);
     out.push(`<line x1="${MARGIN.left - 5}" y1="${y}" x2="${MARGIN.left}" y2="${y}"/>`);
-    out.push(`<text x="${MARGIN.left - 8}" y="${fmt(py(v) + 4)}" text-anchor="end" stroke="none">${escapeXml(formatTick(v))}</text>`);
+    out.push(
+      `<text x="${MARGIN.left - 8}" y="${fmt(py(v) + 4)}" text-anchor="end" stroke="none">${escapeXml(formatTick(v))}</text>`,
+    );
   }
   out.push(`</g>`);
   // x ticks on the measured values.
@@ -119,22 +146,37 @@ export function renderLineChart(spec: ChartSpec): string {
   for (const v of xs) {
     const x = fmt(px(v));
     out.push(`<line x1="${x}" y1="${MARGIN.top + plotH}" x2="${x}" y2="${MARGIN.top + plotH + 5}"/>`);
-    out.push(`<text x="${x}" y="${MARGIN.top + plotH + 20}" text-anchor="middle" stroke="none">${escapeXml(formatTick(v))}</text>`);
+    out.push(
+      `<text x="${x}" y="${MARGIN.top + plotH + 20}" text-anchor="middle" stroke="none">${escapeXml(formatTick(v))}</text>`,
+    );
   }
   out.push(`</g>`);
   // Axes and labels.
-  out.push(`<line x1="${MARGIN.left}" y1="${MARGIN.top}" x2="${MARGIN.left}" y2="${MARGIN.top + plotH}" stroke="#000000"/>`);
-  out.push(`<line x1="${MARGIN.left}" y1="${MARGIN.top + plotH}" x2="${MARGIN.left + plotW}" y2="${MARGIN.top + plotH}" stroke="#000000"/>`);
-  out.push(`<text class="x-label" x="${MARGIN.left + plotW / 2}" y="${HEIGHT_PX - 15}" text-anchor="middle">${escapeXml(spec.xLabel + (xLog ? ' (log scale)' : ''))}</text>`);
-  out.push(`<text class="y-label" x="20" y="${MARGIN.top + plotH / 2}" text-anchor="middle" transform="rotate(-90 20 ${MARGIN.top + plotH / 2})">${escapeXml(spec.yLabel)}</text>`);
+  out.push(
+    `<line x1="${MARGIN.left}" y1="${MARGIN.top}" x2="${MARGIN.left}" y2="${MARGIN.top + plotH}" stroke="#000000"/>`,
+  );
+  out.push(
+    `<line x1="${MARGIN.left}" y1="${MARGIN.top + plotH}" x2="${MARGIN.left + plotW}" y2="${MARGIN.top + plotH}" stroke="#000000"/>`,
+  );
+  out.push(
+    `<text class="x-label" x="${MARGIN.left + plotW / 2}" y="${HEIGHT_PX - 15}" text-anchor="middle">${escapeXml(spec.xLabel + (xLog ? ' (log scale)' : ''))}</text>`,
+  );
+  out.push(
+    `<text class="y-label" x="20" y="${MARGIN.top + plotH / 2}" text-anchor="middle" transform="rotate(-90 20 ${MARGIN.top + plotH / 2})">${escapeXml(spec.yLabel)}</text>`,
+  );
 
   // Series: a polyline, a marker per point, a legend entry.
   for (const [i, s] of spec.series.entries()) {
     const colour = COLOURS[i % COLOURS.length] ?? '#000000';
     const pts = [...s.points].sort((a, b) => a.x - b.x);
     out.push(`<g class="series">`);
-    out.push(`<polyline fill="none" stroke="${colour}" stroke-width="2" points="${pts.map((p) => `${fmt(px(p.x))},${fmt(py(p.y))}`).join(' ')}"/>`);
-    for (const p of pts) out.push(`<circle cx="${fmt(px(p.x))}" cy="${fmt(py(p.y))}" r="${3 + (i % 3)}" fill="${colour}"><title>${escapeXml(`${s.name}: ${formatTick(p.x)} -> ${formatTick(p.y)}`)}</title></circle>`);
+    out.push(
+      `<polyline fill="none" stroke="${colour}" stroke-width="2" points="${pts.map((p) => `${fmt(px(p.x))},${fmt(py(p.y))}`).join(' ')}"/>`,
+    );
+    for (const p of pts)
+      out.push(
+        `<circle cx="${fmt(px(p.x))}" cy="${fmt(py(p.y))}" r="${3 + (i % 3)}" fill="${colour}"><title>${escapeXml(`${s.name}: ${formatTick(p.x)} -> ${formatTick(p.y)}`)}</title></circle>`,
+      );
     const ly = MARGIN.top + 10 + i * 20;
     const lx = MARGIN.left + plotW + 15;
     out.push(`<line x1="${lx}" y1="${ly}" x2="${lx + 24}" y2="${ly}" stroke="${colour}" stroke-width="2"/>`);
@@ -146,7 +188,15 @@ export function renderLineChart(spec: ChartSpec): string {
 }
 
 type Dim = 'rttMs' | 'lossPct' | 'window' | 'streams' | 'connections' | 'sessionConnections' | 'transport';
-const DIM_LABEL: Readonly<Record<Dim, string>> = { rttMs: 'RTT', lossPct: 'loss', window: 'W', streams: 'streams', connections: 'conns', sessionConnections: '--connections', transport: '' };
+const DIM_LABEL: Readonly<Record<Dim, string>> = {
+  rttMs: 'RTT',
+  lossPct: 'loss',
+  window: 'W',
+  streams: 'streams',
+  connections: 'conns',
+  sessionConnections: '--connections',
+  transport: '',
+};
 const X_LABEL: Readonly<Record<Exclude<Dim, 'transport'>, string>> = {
   rttMs: 'simulated round-trip time, ms',
   lossPct: 'simulated random loss per packet, %',
@@ -173,15 +223,23 @@ export function chartFromBench(json: BenchJson): ChartSpec {
   const rows = json.summary;
   const varies = (d: Dim): boolean => new Set(rows.map((r) => valueOf(r, d))).size > 1;
   const xDim = (['rttMs', 'lossPct', 'window', 'streams', 'connections'] as const).find(varies) ?? 'window';
-  const seriesDims = (['window', 'streams', 'connections', 'sessionConnections', 'rttMs', 'lossPct', 'transport'] as const).filter((d) => d !== xDim && varies(d));
+  const seriesDims = (
+    ['window', 'streams', 'connections', 'sessionConnections', 'rttMs', 'lossPct', 'transport'] as const
+  ).filter((d) => d !== xDim && varies(d));
   const revisions = json.workload['kind'] === 'revisions' || json.workload['kind'] === 'revisions-seq';
-  const yOf = (r: SummaryRow): number | null => (revisions ? r.revisionsPerSec : r.goodputBitsPerSec === null ? null : r.goodputBitsPerSec / 1e6);
+  const yOf = (r: SummaryRow): number | null =>
+    revisions ? r.revisionsPerSec : r.goodputBitsPerSec === null ? null : r.goodputBitsPerSec / 1e6;
   const series = new Map<string, ChartPoint[]>();
   for (const r of rows) {
     const x = valueOf(r, xDim);
     const y = yOf(r);
     if (typeof x !== 'number' || y === null) continue;
-    const name = seriesDims.length === 0 ? (revisions ? 'revisions/s' : 'goodput') : seriesDims.map((d) => describeValue(d, valueOf(r, d))).join(' ');
+    const name =
+      seriesDims.length === 0
+        ? revisions
+          ? 'revisions/s'
+          : 'goodput'
+        : seriesDims.map((d) => describeValue(d, valueOf(r, d))).join(' ');
     const pts = series.get(name) ?? [];
     pts.push({ x, y });
     series.set(name, pts);
@@ -189,7 +247,10 @@ export function chartFromBench(json: BenchJson): ChartSpec {
   const xs = rows.map((r) => valueOf(r, xDim)).filter((x): x is number => typeof x === 'number');
   const xLog = xs.length > 0 && xs.every((x) => x > 0) && Math.max(...xs) / Math.min(...xs) >= 10;
   const c = json.conditions;
-  const target = json.target['kind'] === 'simulate' ? `simulated ${String(json.target['spec'])}` : `peer ${String(json.target['peer'])}`;
+  const target =
+    json.target['kind'] === 'simulate'
+      ? `simulated ${String(json.target['spec'])}`
+      : `peer ${String(json.target['peer'])}`;
   const yLabel = revisions ? 'revisions per second (whole push)' : 'goodput, Mbit/s (payload / wall time of the push)';
   return {
     title: `clawpeer bench: ${revisions ? 'revisions/s' : 'goodput'} vs ${X_LABEL[xDim].split(',')[0] ?? xDim}`,

@@ -18,7 +18,9 @@ import type { WorkloadKind, WorkloadSpec } from './bench-plan.js';
 
 /** Fills `buf` with random bytes on the thread pool; resolves with the same buffer. */
 function randomFillAsync(buf: Buffer): Promise<Buffer> {
-  return new Promise((resolve, reject) => randomFill(buf, (err, filled) => (err === null ? resolve(filled) : reject(err))));
+  return new Promise((resolve, reject) =>
+    randomFill(buf, (err, filled) => (err === null ? resolve(filled) : reject(err))),
+  );
 }
 
 /** Block written at a time for big files, bytes. */
@@ -53,7 +55,11 @@ export interface PrepareOptions {
   readonly signal?: AbortSignal;
 }
 
-type Generator<K extends WorkloadKind> = (w: Extract<WorkloadSpec, { kind: K }>, root: string, o: PrepareOptions) => Promise<PreparedWorkload>;
+type Generator<K extends WorkloadKind> = (
+  w: Extract<WorkloadSpec, { kind: K }>,
+  root: string,
+  o: PrepareOptions,
+) => Promise<PreparedWorkload>;
 
 function checkAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted === true) throw new ClawpeerError('ABORTED', 'bench aborted while writing its workload');
@@ -64,7 +70,7 @@ async function writeRandomFile(file: string, bytes: number, signal: AbortSignal 
   const fh = await open(file, 'w');
   try {
     const block = Buffer.allocUnsafe(Math.min(WRITE_BLOCK_BYTES, Math.max(1, bytes)));
-    for (let done = 0; done < bytes; ) {
+    for (let done = 0; done < bytes;) {
       checkAborted(signal);
       const n = Math.min(block.length, bytes - done);
       const view = block.subarray(0, n);
@@ -99,7 +105,12 @@ const large: Generator<'large'> = async (w, root, o) => {
 };
 
 /** Writes `count` files of `fileBytes` named by `nameOf`, from shared random batches. */
-async function writeSmallFiles(count: number, fileBytes: number, nameOf: (i: number) => string, signal: AbortSignal | undefined): Promise<void> {
+async function writeSmallFiles(
+  count: number,
+  fileBytes: number,
+  nameOf: (i: number) => string,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const perBatch = Math.max(1, Math.floor(SMALL_BATCH_BYTES / Math.max(1, fileBytes)));
   for (let first = 0; first < count; first += perBatch) {
     checkAborted(signal);
@@ -117,41 +128,65 @@ async function writeSmallFiles(count: number, fileBytes: number, nameOf: (i: num
 
 const small: Generator<'small'> = async (w, root, o) => {
   const n = Math.min(o.connections, w.files);
-  const dirs = Array.from({ length: n }, (_, k) => path.join(root, n === 1 ? 'small' : `small-${padded(k + 1, 2)}-of-${padded(n, 2)}`));
+  const dirs = Array.from({ length: n }, (_, k) =>
+    path.join(root, n === 1 ? 'small' : `small-${padded(k + 1, 2)}-of-${padded(n, 2)}`),
+  );
   for (const d of dirs) await mkdir(d, { recursive: true });
   const width = String(w.files).length;
   // Round-robin: file i goes to part i mod n, so parts differ by at most one file.
-  await writeSmallFiles(w.files, w.fileBytes, (i) => path.join(dirs[i % n] ?? root, `f${padded(i, width)}.bin`), o.signal);
+  await writeSmallFiles(
+    w.files,
+    w.fileBytes,
+    (i) => path.join(dirs[i % n] ?? root, `f${padded(i, width)}.bin`),
+    o.signal,
+  );
   const counts = splitEvenly(w.files, n);
   const parts = dirs.map((d, k) => ({ localPath: d, files: counts[k] ?? 0, bytes: (counts[k] ?? 0) * w.fileBytes }));
   return { kind: 'small', root, parts, bytes: w.files * w.fileBytes, files: w.files };
 };
 
 const revisions: Generator<'revisions'> = async (w, root, o) => {
-  if (o.connections !== 1) throw new ClawpeerError('USAGE', 'the revisions workload is one page: it is not striped over connections');
+  if (o.connections !== 1)
+    throw new ClawpeerError('USAGE', 'the revisions workload is one page: it is not striped over connections');
   const dir = path.join(root, 'revisions');
   await mkdir(dir);
   const width = String(w.revisions).length;
   await writeSmallFiles(w.revisions, w.pageBytes, (i) => path.join(dir, `page.r${padded(i + 1, width)}`), o.signal);
-  return { kind: 'revisions', root, parts: [{ localPath: dir, bytes: w.revisions * w.pageBytes, files: w.revisions }], bytes: w.revisions * w.pageBytes, files: w.revisions };
+  return {
+    kind: 'revisions',
+    root,
+    parts: [{ localPath: dir, bytes: w.revisions * w.pageBytes, files: w.revisions }],
+    bytes: w.revisions * w.pageBytes,
+    files: w.revisions,
+  };
 };
 
 const revisionsSeq: Generator<'revisions-seq'> = async (w, root, o) => {
-  if (o.connections !== 1) throw new ClawpeerError('USAGE', 'the revisions-seq workload is sequential: it is not striped over connections');
+  if (o.connections !== 1)
+    throw new ClawpeerError('USAGE', 'the revisions-seq workload is sequential: it is not striped over connections');
   const page = path.join(root, 'page.bin');
   const writeRevision = async (i: number): Promise<void> => {
-    if (!Number.isInteger(i) || i < 0 || i >= w.revisions) throw new RangeError(`revision ${i} outside 0..${w.revisions - 1}`);
+    if (!Number.isInteger(i) || i < 0 || i >= w.revisions)
+      throw new RangeError(`revision ${i} outside 0..${w.revisions - 1}`);
     await writeRandomFile(page, w.pageBytes, o.signal);
   };
   await writeRevision(0);
-  return { kind: 'revisions-seq', root, parts: [{ localPath: page, bytes: w.pageBytes, files: 1 }], bytes: w.revisions * w.pageBytes, files: w.revisions, writeRevision };
+  return {
+    kind: 'revisions-seq',
+    root,
+    parts: [{ localPath: page, bytes: w.pageBytes, files: 1 }],
+    bytes: w.revisions * w.pageBytes,
+    files: w.revisions,
+    writeRevision,
+  };
 };
 
 /** Files this old count as settled: a sync certifies them warm, so the timed scan reads metadata only. */
 const SETTLED_AGE_MS = 3_600_000;
 
 const sync: Generator<'sync'> = async (w, root, o) => {
-  if (o.connections !== 1) throw new ClawpeerError('USAGE', 'the sync workload is one folder: it is not striped over connections');
+  if (o.connections !== 1)
+    throw new ClawpeerError('USAGE', 'the sync workload is one folder: it is not striped over connections');
   const dir = path.join(root, 'folder');
   await mkdir(dir);
   const width = String(w.folderFiles).length;
@@ -160,7 +195,14 @@ const sync: Generator<'sync'> = async (w, root, o) => {
   const settled = new Date(Date.now() - SETTLED_AGE_MS);
   for (let i = 0; i < w.folderFiles; i++) await utimes(nameOf(i), settled, settled);
   const changeFiles = (): Promise<void> => writeSmallFiles(w.changed, w.fileBytes, nameOf, o.signal);
-  return { kind: 'sync', root, parts: [{ localPath: dir, bytes: w.folderFiles * w.fileBytes, files: w.folderFiles }], bytes: w.changed * w.fileBytes, files: w.changed, changeFiles };
+  return {
+    kind: 'sync',
+    root,
+    parts: [{ localPath: dir, bytes: w.folderFiles * w.fileBytes, files: w.folderFiles }],
+    bytes: w.changed * w.fileBytes,
+    files: w.changed,
+    changeFiles,
+  };
 };
 
 /** One generator per kind. */
@@ -184,14 +226,21 @@ function generate(w: WorkloadSpec, root: string, o: PrepareOptions): Promise<Pre
 }
 
 /** Writes the workload into `root` (created; must not exist or be empty). */
-export async function prepareWorkload(w: WorkloadSpec, root: string, options: PrepareOptions): Promise<PreparedWorkload> {
-  if (!Number.isInteger(options.connections) || options.connections < 1) throw new RangeError(`connections must be a positive integer, got ${options.connections}`);
+export async function prepareWorkload(
+  w: WorkloadSpec,
+  root: string,
+  options: PrepareOptions,
+): Promise<PreparedWorkload> {
+  if (!Number.isInteger(options.connections) || options.connections < 1)
+    throw new RangeError(`connections must be a positive integer, got ${options.connections}`);
   await mkdir(root, { recursive: true });
   try {
     return await generate(w, root, options);
   } catch (err) {
     await rm(root, { recursive: true, force: true });
     if (err instanceof ClawpeerError) throw err;
-    throw new ClawpeerError('IO', `cannot write the bench workload under ${root}: ${(err as Error).message}`, { cause: err });
+    throw new ClawpeerError('IO', `cannot write the bench workload under ${root}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }

@@ -88,7 +88,11 @@ export const DEFAULT_CHUNKING: ChunkingParams = Object.freeze({
 /** Returns what is wrong with `params`, or undefined when they are acceptable. */
 export function checkChunkingParams(params: ChunkingParams): string | undefined {
   const { minBytes, avgBytes, maxBytes, normalization } = params;
-  for (const [name, v] of [['minBytes', minBytes], ['avgBytes', avgBytes], ['maxBytes', maxBytes]] as const) {
+  for (const [name, v] of [
+    ['minBytes', minBytes],
+    ['avgBytes', avgBytes],
+    ['maxBytes', maxBytes],
+  ] as const) {
     if (!Number.isSafeInteger(v) || v <= 0) return `chunking ${name} must be a positive integer, got ${String(v)}`;
   }
   if (normalization !== 0 && normalization !== 1 && normalization !== 2 && normalization !== 3) {

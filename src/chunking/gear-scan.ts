@@ -24,7 +24,8 @@ export interface GearScan {
 /** The reference loop (and the fallback): what the wasm function must match byte for byte. */
 export const gearScanJs: GearScan = (input, start, stop, hash, mask) => {
   // A plain Uint8Array view keeps the loop monomorphic: a Buffer reaching it de-optimises it.
-  const bytes = input.constructor === Uint8Array ? input : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  const bytes =
+    input.constructor === Uint8Array ? input : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
   const gear = GEAR_TABLE_I32;
   for (let j = start; j < stop; j++) {
     hash = ((hash << 1) + gear[bytes[j]!]!) | 0;
@@ -47,9 +48,27 @@ const UNROLL = 8;
 
 // The opcodes used (WebAssembly core spec, binary format).
 const OP = {
-  block: 0x02, loop: 0x03, if: 0x04, end: 0x0b, br: 0x0c, brIf: 0x0d, return: 0x0f, void: 0x40,
-  localGet: 0x20, localSet: 0x21, localTee: 0x22, globalSet: 0x24, i32Load: 0x28, i32Load8u: 0x2d,
-  i32Const: 0x41, i32Eqz: 0x45, i32GeU: 0x4f, i32GtU: 0x4b, i32Add: 0x6a, i32And: 0x71, i32Shl: 0x74,
+  block: 0x02,
+  loop: 0x03,
+  if: 0x04,
+  end: 0x0b,
+  br: 0x0c,
+  brIf: 0x0d,
+  return: 0x0f,
+  void: 0x40,
+  localGet: 0x20,
+  localSet: 0x21,
+  localTee: 0x22,
+  globalSet: 0x24,
+  i32Load: 0x28,
+  i32Load8u: 0x2d,
+  i32Const: 0x41,
+  i32Eqz: 0x45,
+  i32GeU: 0x4f,
+  i32GtU: 0x4b,
+  i32Add: 0x6a,
+  i32And: 0x71,
+  i32Shl: 0x74,
 } as const;
 // The function's parameters, by local index.
 const POS = 0;
@@ -69,12 +88,38 @@ function posPlus(k: number): number[] {
  */
 function rollByte(k: number): number[] {
   return [
-    OP.localGet, HASH, OP.i32Const, 1, OP.i32Shl,
-    OP.localGet, POS, OP.i32Load8u, 0, ...uleb(TABLE_BYTES + k), // the byte (input starts at TABLE_BYTES)
-    OP.i32Const, 2, OP.i32Shl, OP.i32Load, 2, 0, // GEAR[byte]: the table is at 0, 4 bytes per entry
-    OP.i32Add, OP.localTee, HASH,
-    OP.localGet, MASK, OP.i32And, OP.i32Eqz,
-    OP.if, OP.void, OP.localGet, HASH, OP.globalSet, 0, ...posPlus(k), OP.return, OP.end,
+    OP.localGet,
+    HASH,
+    OP.i32Const,
+    1,
+    OP.i32Shl,
+    OP.localGet,
+    POS,
+    OP.i32Load8u,
+    0,
+    ...uleb(TABLE_BYTES + k), // the byte (input starts at TABLE_BYTES)
+    OP.i32Const,
+    2,
+    OP.i32Shl,
+    OP.i32Load,
+    2,
+    0, // GEAR[byte]: the table is at 0, 4 bytes per entry
+    OP.i32Add,
+    OP.localTee,
+    HASH,
+    OP.localGet,
+    MASK,
+    OP.i32And,
+    OP.i32Eqz,
+    OP.if,
+    OP.void,
+    OP.localGet,
+    HASH,
+    OP.globalSet,
+    0,
+    ...posPlus(k),
+    OP.return,
+    OP.end,
   ];
 }
 
@@ -86,11 +131,24 @@ function rollLoop(step: number): number[] {
   const body: number[] = [];
   for (let k = 0; k < step; k++) body.push(...rollByte(k));
   return [
-    OP.block, OP.void, OP.loop, OP.void,
-    ...posPlus(step), OP.localGet, END, OP.i32GtU, OP.brIf, 1,
+    OP.block,
+    OP.void,
+    OP.loop,
+    OP.void,
+    ...posPlus(step),
+    OP.localGet,
+    END,
+    OP.i32GtU,
+    OP.brIf,
+    1,
     ...body,
-    ...posPlus(step), OP.localSet, POS, OP.br, 0,
-    OP.end, OP.end,
+    ...posPlus(step),
+    OP.localSet,
+    POS,
+    OP.br,
+    0,
+    OP.end,
+    OP.end,
   ];
 }
 
@@ -107,11 +165,23 @@ function moduleBytes(): Uint8Array {
     0x00, // no locals beyond the params
     ...rollLoop(UNROLL),
     ...rollLoop(1),
-    OP.localGet, HASH, OP.globalSet, 0, OP.i32Const, 0x7f, // no hit: hash out, return -1
+    OP.localGet,
+    HASH,
+    OP.globalSet,
+    0,
+    OP.i32Const,
+    0x7f, // no hit: hash out, return -1
     OP.end,
   ];
   return Uint8Array.from([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // "\0asm", version 1
+    0x00,
+    0x61,
+    0x73,
+    0x6d,
+    0x01,
+    0x00,
+    0x00,
+    0x00, // "\0asm", version 1
     ...section(1, [1, 0x60, 4, I32, I32, I32, I32, 1, I32]), // type 0: (i32 x4) -> i32
     ...section(3, [1, 0]), // function 0 has type 0
     ...section(5, [1, 0x00, ...uleb(MEMORY_PAGES)]), // one memory, no maximum

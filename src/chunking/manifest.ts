@@ -91,7 +91,8 @@ export class ManifestRootBuilder {
 
   add(id: Uint8Array, length: number): void {
     if (this.#finished) throw new TypeError('ManifestRootBuilder used after finish()');
-    if (id.length !== BLAKE3_OUT_BYTES) throw new TypeError(`chunk id has ${id.length} bytes, expected ${BLAKE3_OUT_BYTES}`);
+    if (id.length !== BLAKE3_OUT_BYTES)
+      throw new TypeError(`chunk id has ${id.length} bytes, expected ${BLAKE3_OUT_BYTES}`);
     if (!Number.isSafeInteger(length) || length <= 0 || length >= UINT32_LIMIT) {
       throw new TypeError(`chunk length ${length} not in 1..2^32-1`);
     }
@@ -142,7 +143,8 @@ export function encodeManifestCanonical(chunks: readonly Pick<ChunkRef, 'id' | '
   let at = MANIFEST_DOMAIN.length;
   let size = 0;
   for (const c of chunks) {
-    if (c.id.length !== BLAKE3_OUT_BYTES) throw new TypeError(`chunk id has ${c.id.length} bytes, expected ${BLAKE3_OUT_BYTES}`);
+    if (c.id.length !== BLAKE3_OUT_BYTES)
+      throw new TypeError(`chunk id has ${c.id.length} bytes, expected ${BLAKE3_OUT_BYTES}`);
     out.set(c.id, at);
     view.setUint32(at + BLAKE3_OUT_BYTES, c.length);
     at += MANIFEST_ENTRY_BYTES;
@@ -192,7 +194,8 @@ export function verifyManifest(
   },
 ): void {
   const { chunks, size, root } = manifest;
-  if (!Number.isSafeInteger(size) || size < 0) throw new ClawpeerError('PROTOCOL', `manifest size ${size} is not a byte count`);
+  if (!Number.isSafeInteger(size) || size < 0)
+    throw new ClawpeerError('PROTOCOL', `manifest size ${size} is not a byte count`);
   if (chunks.length > limits.maxChunkCount) {
     throw new ClawpeerError('PROTOCOL', `manifest has ${chunks.length} chunks, limit ${limits.maxChunkCount}`);
   }
@@ -200,16 +203,21 @@ export function verifyManifest(
   let offset = 0;
   for (let i = 0; i < chunks.length; i++) {
     const c = chunks[i]!;
-    if (c.offset !== offset) throw new ClawpeerError('PROTOCOL', `manifest chunk ${i} at offset ${c.offset}, expected ${offset}`);
+    if (c.offset !== offset)
+      throw new ClawpeerError('PROTOCOL', `manifest chunk ${i} at offset ${c.offset}, expected ${offset}`);
     if (!Number.isSafeInteger(c.length) || c.length <= 0 || c.length > limits.maxChunkBytes) {
       throw new ClawpeerError('PROTOCOL', `manifest chunk ${i} length ${c.length} not in 1..${limits.maxChunkBytes}`);
     }
-    if (c.id.length !== BLAKE3_OUT_BYTES) throw new ClawpeerError('PROTOCOL', `manifest chunk ${i} id has ${c.id.length} bytes`);
+    if (c.id.length !== BLAKE3_OUT_BYTES)
+      throw new ClawpeerError('PROTOCOL', `manifest chunk ${i} id has ${c.id.length} bytes`);
     offset += c.length;
   }
   if (offset !== size) throw new ClawpeerError('PROTOCOL', `manifest chunks cover ${offset} bytes, size says ${size}`);
   const expected = manifestRoot(chunks);
   if (!bytesEqual(expected, root)) {
-    throw new ClawpeerError('HASH_MISMATCH', `manifest root ${toHex(root)} does not match its chunk list (${toHex(expected)})`);
+    throw new ClawpeerError(
+      'HASH_MISMATCH',
+      `manifest root ${toHex(root)} does not match its chunk list (${toHex(expected)})`,
+    );
   }
 }

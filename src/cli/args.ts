@@ -36,7 +36,8 @@ export function intOption(value: unknown, flag: string, min: number, max: number
   const n = Number(value);
   // A number option yargs could not parse arrives as NaN (JSON would print it as null).
   const shown = typeof value === 'number' ? String(value) : JSON.stringify(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${shown}`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new ClawpeerError('USAGE', `${flag} must be an integer in ${min}..${max}, got ${shown}`);
   return n;
 }
 
@@ -50,8 +51,10 @@ export function parseRemote(text: string, requireShare: boolean): RemoteSpec {
   const colon = text.indexOf(':');
   const peer = colon < 0 ? text : text.slice(0, colon);
   const rest = colon < 0 ? '' : text.slice(colon + 1);
-  if (peer === '') throw new ClawpeerError('USAGE', `invalid remote ${JSON.stringify(text)}: expected PEER[:SHARE[/PATH]]`);
-  if (requireShare && rest === '') throw new ClawpeerError('USAGE', `invalid remote ${JSON.stringify(text)}: name the share, as PEER:SHARE[/PATH]`);
+  if (peer === '')
+    throw new ClawpeerError('USAGE', `invalid remote ${JSON.stringify(text)}: expected PEER[:SHARE[/PATH]]`);
+  if (requireShare && rest === '')
+    throw new ClawpeerError('USAGE', `invalid remote ${JSON.stringify(text)}: name the share, as PEER:SHARE[/PATH]`);
   const slash = rest.indexOf('/');
   const share = slash < 0 ? rest : rest.slice(0, slash);
   const sub = slash < 0 ? '' : rest.slice(slash + 1).replace(/\/+$/, '');
@@ -60,8 +63,19 @@ export function parseRemote(text: string, requireShare: boolean): RemoteSpec {
 
 /** Per-second units of --bwlimit: bytes (binary for K/M/G, as rsync) or bits. */
 const BWLIMIT_UNITS: Readonly<Record<string, number>> = {
-  b: 1, k: 1024, kib: 1024, kb: 1e3, m: 1 << 20, mib: 1 << 20, mb: 1e6, g: 2 ** 30, gib: 2 ** 30, gb: 1e9,
-  kbit: 1e3 / 8, mbit: 1e6 / 8, gbit: 1e9 / 8,
+  b: 1,
+  k: 1024,
+  kib: 1024,
+  kb: 1e3,
+  m: 1 << 20,
+  mib: 1 << 20,
+  mb: 1e6,
+  g: 2 ** 30,
+  gib: 2 ** 30,
+  gb: 1e9,
+  kbit: 1e3 / 8,
+  mbit: 1e6 / 8,
+  gbit: 1e9 / 8,
 };
 const MIN_BWLIMIT_BYTES_PER_SEC = 1024;
 
@@ -76,7 +90,10 @@ export function bwlimitOption(value: unknown, flag = '--bwlimit'): number | unde
   const unit = m?.[2]?.toLowerCase() ?? '';
   const per = unit === '' ? 1024 : BWLIMIT_UNITS[unit];
   if (m?.[1] === undefined || per === undefined) {
-    throw new ClawpeerError('USAGE', `${flag} ${JSON.stringify(text)}: expected a rate such as 500 (KiB/s), 2MiB, 10MB/s or 100mbit`);
+    throw new ClawpeerError(
+      'USAGE',
+      `${flag} ${JSON.stringify(text)}: expected a rate such as 500 (KiB/s), 2MiB, 10MB/s or 100mbit`,
+    );
   }
   const bytes = Math.round(Number(m[1]) * per);
   if (bytes < MIN_BWLIMIT_BYTES_PER_SEC || bytes > MAX_RATE_BYTES_PER_SEC) {
@@ -90,7 +107,8 @@ export const FSYNC_OPTION = {
   type: 'string',
   choices: ['batch', 'none'],
   default: 'batch',
-  describe: 'batch: every published file is fsynced (in batches) before it counts as done; none: renames stay atomic but nothing is fsynced, as rsync and scp (a power loss may lose the last seconds\' files); a listener share served with :fsync refuses none',
+  describe:
+    "batch: every published file is fsynced (in batches) before it counts as done; none: renames stay atomic but nothing is fsynced, as rsync and scp (a power loss may lose the last seconds' files); a listener share served with :fsync refuses none",
 } as const;
 
 /** The policy --fsync names (yargs checked the choice). */
@@ -102,20 +120,23 @@ export function fsyncOption(value: unknown): 'batch' | 'none' {
 export const CONNECTIONS_OPTION = {
   type: 'string',
   default: 'auto',
-  describe: 'QUIC connections to stripe the data over: auto (one; more, up to 12, when the sender sees random loss on a path of 5 ms or more), or a number 1..16 (1: one connection, as before)',
+  describe:
+    'QUIC connections to stripe the data over: auto (one; more, up to 12, when the sender sees random loss on a path of 5 ms or more), or a number 1..16 (1: one connection, as before)',
 } as const;
 
 /** The --connections value: 'auto' or 1..16; USAGE naming the flag otherwise. */
 export function connectionsOption(value: unknown): 'auto' | number {
   if (value === undefined || value === 'auto') return 'auto';
   const text = flagText(value);
-  if (!/^[0-9]+$/.test(text)) throw new ClawpeerError('USAGE', `--connections ${JSON.stringify(text)}: must be auto or a number 1..16`);
+  if (!/^[0-9]+$/.test(text))
+    throw new ClawpeerError('USAGE', `--connections ${JSON.stringify(text)}: must be auto or a number 1..16`);
   return intOption(Number(text), '--connections', 1, 16);
 }
 
 export const BWLIMIT_OPTION = {
   type: 'string',
-  describe: 'cap the rate this side sends at, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit; a pull asks the peer to cap its sending',
+  describe:
+    'cap the rate this side sends at, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit; a pull asks the peer to cap its sending',
 } as const;
 
 /**
@@ -131,9 +152,7 @@ export const argWord = (word: string): string => (word === STDIN_WORD ? '-' : wo
 
 /** The patterns of an --exclude-from / --include-from file: one per line; blank lines and lines starting with `;` or `#` are skipped (rsync's). */
 export function patternsOfFile(text: string): string[] {
-  return text
-    .split(/\r?\n/)
-    .filter((line) => line.trim() !== '' && !line.startsWith('#') && !line.startsWith(';'));
+  return text.split(/\r?\n/).filter((line) => line.trim() !== '' && !line.startsWith('#') && !line.startsWith(';'));
 }
 
 /** What the rules need of the raw command line's values (files read as the CLI reads them). */
@@ -165,12 +184,22 @@ export function filterRulesInOrder(argv: readonly string[], sources: FilterSourc
     try {
       return patternsOfFile(read(file));
     } catch (err) {
-      throw new ClawpeerError('USAGE', `${flag} ${file === '-' ? '- (standard input)' : file}: cannot read it: ${(err as Error).message}`, { cause: err });
+      throw new ClawpeerError(
+        'USAGE',
+        `${flag} ${file === '-' ? '- (standard input)' : file}: cannot read it: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   };
-  if (included.length === 0 && includeFrom.length === 0 && excludeFrom.length === 0) return excluded.map((pattern) => ({ pattern, include: false }));
+  if (included.length === 0 && includeFrom.length === 0 && excludeFrom.length === 0)
+    return excluded.map((pattern) => ({ pattern, include: false }));
   const rules: FilterRule[] = [];
-  const given = { include: [] as string[], exclude: [] as string[], 'include-from': [] as string[], 'exclude-from': [] as string[] };
+  const given = {
+    include: [] as string[],
+    exclude: [] as string[],
+    'include-from': [] as string[],
+    'exclude-from': [] as string[],
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
     if (arg === '--') break;
@@ -187,20 +216,32 @@ export function filterRulesInOrder(argv: readonly string[], sources: FilterSourc
       given[include ? 'include-from' : 'exclude-from'].push(value);
     }
   }
-  const same = (found: readonly string[], values: readonly string[]): boolean => found.length === values.length && found.every((p, k) => p === values[k]);
-  if (!same(given.include, included) || !same(given.exclude, excluded) || !same(given['include-from'], includeFrom) || !same(given['exclude-from'], excludeFrom)) {
-    throw new ClawpeerError('USAGE', 'cannot tell the order of the --include/--exclude rules on this command line: write each as --include=PATTERN, --exclude=PATTERN, --include-from=FILE or --exclude-from=FILE');
+  const same = (found: readonly string[], values: readonly string[]): boolean =>
+    found.length === values.length && found.every((p, k) => p === values[k]);
+  if (
+    !same(given.include, included) ||
+    !same(given.exclude, excluded) ||
+    !same(given['include-from'], includeFrom) ||
+    !same(given['exclude-from'], excludeFrom)
+  ) {
+    throw new ClawpeerError(
+      'USAGE',
+      'cannot tell the order of the --include/--exclude rules on this command line: write each as --include=PATTERN, --exclude=PATTERN, --include-from=FILE or --exclude-from=FILE',
+    );
   }
   return rules;
 }
 
 /** Edit distance between two short words: insert, delete, replace, swap two neighbours (one each). */
 function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
     }
   }
   return d[a.length]![b.length]!;
@@ -216,7 +257,10 @@ export function suggestOptions(message: string, known: readonly string[]): strin
   if (m === null) return message;
   // yargs lists each unknown dashed option twice (dry-rn, dryRn): keep the dashed spelling.
   const words = m[1]!.split(', ');
-  const unknown = words.filter((w) => !words.some((o) => o !== w && o.includes('-') && o.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()) === w));
+  const unknown = words.filter(
+    (w) =>
+      !words.some((o) => o !== w && o.includes('-') && o.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()) === w),
+  );
   const hints: string[] = [];
   for (const word of unknown) {
     let best: string | undefined;
@@ -226,7 +270,8 @@ export function suggestOptions(message: string, known: readonly string[]): strin
       const d = editDistance(word, k);
       if (d < bestDistance) [best, bestDistance] = [k, d];
     }
-    if (best !== undefined) hints.push(unknown.length === 1 ? `did you mean --${best}?` : `--${word}: did you mean --${best}?`);
+    if (best !== undefined)
+      hints.push(unknown.length === 1 ? `did you mean --${best}?` : `--${word}: did you mean --${best}?`);
   }
   const head = `Unknown argument${unknown.length === 1 ? '' : 's'}: ${unknown.map((w) => (w.length === 1 ? `-${w}` : `--${w}`)).join(', ')}`;
   return hints.length === 0 ? head : `${head} (${hints.join('; ')})`;

@@ -30,7 +30,9 @@ export interface CommandContext {
 }
 
 /** What main hands each command module: wraps a handler with the context and the exit code. */
-export type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => (args: Record<string, unknown>) => Promise<void>;
+export type Runner = (
+  fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>,
+) => (args: Record<string, unknown>) => Promise<void>;
 
 /**
  * An AbortSignal for SIGINT/SIGTERM while `fn` runs (the handlers are removed after). Its reason
@@ -38,7 +40,8 @@ export type Runner = (fn: (ctx: CommandContext, args: Record<string, unknown>) =
  */
 export async function withInterrupt<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const abort = new AbortController();
-  const onSignal = (sig: NodeJS.Signals): void => abort.abort(new ClawpeerError(sig === 'SIGTERM' ? 'TERMINATED' : 'INTERRUPTED'));
+  const onSignal = (sig: NodeJS.Signals): void =>
+    abort.abort(new ClawpeerError(sig === 'SIGTERM' ? 'TERMINATED' : 'INTERRUPTED'));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
@@ -53,7 +56,10 @@ export function makeContext(options: GlobalOptions, signal: AbortSignal, argv: r
   const home = resolveHome(options.home);
   let reach: Promise<ReachConfig> | undefined;
   return {
-    reach: () => (reach ??= import('../home/facade.js').then((m) => m.loadReachConfig(home.dir, { rendezvous: options.rendezvous, lanDiscovery: options.lanDiscovery }))),
+    reach: () =>
+      (reach ??= import('../home/facade.js').then((m) =>
+        m.loadReachConfig(home.dir, { rendezvous: options.rendezvous, lanDiscovery: options.lanDiscovery }),
+      )),
     argv,
     home,
     out: new Output(options.json === true, undefined, undefined, options.quiet === true),

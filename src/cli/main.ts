@@ -23,13 +23,43 @@ const doctor = (): Promise<Register> => import('./commands/doctor.js').then((m) 
 const bench = (): Promise<Register> => import('./commands/bench.js').then((m) => m.registerBenchCommands);
 const status = (): Promise<Register> => import('./commands/status.js').then((m) => m.registerStatusCommands);
 const list = (): Promise<Register> => import('./commands/list.js').then((m) => m.registerListCommands);
-const rendezvous = (): Promise<Register> => import('./commands/rendezvous.js').then((m) => m.registerRendezvousCommands);
+const rendezvous = (): Promise<Register> =>
+  import('./commands/rendezvous.js').then((m) => m.registerRendezvousCommands);
 const folder = (): Promise<Register> => import('./commands/folder.js').then((m) => m.registerFolderCommands);
-const ALL_MODULES = [identity, pair, network, status, transfer, list, relay, rendezvous, sync, folder, history, doctor, bench];
+const ALL_MODULES = [
+  identity,
+  pair,
+  network,
+  status,
+  transfer,
+  list,
+  relay,
+  rendezvous,
+  sync,
+  folder,
+  history,
+  doctor,
+  bench,
+];
 const MODULE_OF_COMMAND: ReadonlyMap<string, () => Promise<Register>> = new Map([
-  ['init', identity], ['id', identity], ['pair', pair], ['listen', network], ['ping', network], ['push', transfer], ['pull', transfer],
-  ['relay', relay], ['sync', sync], ['log', history], ['restore', history], ['gc', history], ['doctor', doctor], ['bench', bench], ['status', status], ['ls', list],
-  ['rendezvous', rendezvous], ['folder', folder],
+  ['init', identity],
+  ['id', identity],
+  ['pair', pair],
+  ['listen', network],
+  ['ping', network],
+  ['push', transfer],
+  ['pull', transfer],
+  ['relay', relay],
+  ['sync', sync],
+  ['log', history],
+  ['restore', history],
+  ['gc', history],
+  ['doctor', doctor],
+  ['bench', bench],
+  ['status', status],
+  ['ls', list],
+  ['rendezvous', rendezvous],
+  ['folder', folder],
 ]);
 /** Global options that take a value (the word after them is not the command). */
 const GLOBAL_VALUE_OPTIONS = new Set(['--home', '--rendezvous']);
@@ -52,7 +82,9 @@ export async function registrationsFor(argv: readonly string[]): Promise<Registe
   return Promise.all((one === undefined ? ALL_MODULES : [one]).map((load) => load()));
 }
 
-const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 export function main(argv: readonly string[]): Promise<ExitCode> {
   return withInterrupt((signal) => runCli(argv, signal));
@@ -63,24 +95,48 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
   const json = argv.includes('--json');
 
   // Each handler runs inside this wrapper: it builds the context and records the exit code.
-  const run = (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) => async (args: Record<string, unknown>): Promise<void> => {
-    const ctx = makeContext(args, signal, argv);
-    try {
-      await fn(ctx, args);
-    } catch (err) {
-      exitCode = reportError(interruptionOf(signal, err), ctx.out);
-    }
-  };
+  const run =
+    (fn: (ctx: CommandContext, args: Record<string, unknown>) => Promise<void>) =>
+    async (args: Record<string, unknown>): Promise<void> => {
+      const ctx = makeContext(args, signal, argv);
+      try {
+        await fn(ctx, args);
+      } catch (err) {
+        exitCode = reportError(interruptionOf(signal, err), ctx.out);
+      }
+    };
 
   let cli: Argv = yargs(argv.map(toYargsWord))
     .scriptName('clawpeer')
-    .usage('$0 <command> [options]\n\nPeer-to-peer file transfer and sync between machines that pin each other\'s keys, over QUIC.')
-    .option('home', { type: 'string', global: true, describe: 'state directory (default: $CLAWPEER_HOME or the platform config dir)' })
+    .usage(
+      "$0 <command> [options]\n\nPeer-to-peer file transfer and sync between machines that pin each other's keys, over QUIC.",
+    )
+    .option('home', {
+      type: 'string',
+      global: true,
+      describe: 'state directory (default: $CLAWPEER_HOME or the platform config dir)',
+    })
     .option('json', { type: 'boolean', global: true, describe: 'machine output: one JSON object per line on stdout' })
     .option('v', { type: 'count', global: true, describe: 'more logging on stderr (repeatable)' })
-    .option('rendezvous', { type: 'string', global: true, requiresArg: true, describe: 'HOST:PORT of a rendezvous server to find peers and relay through (overrides "rendezvous" in the home\'s config.json; default none)' })
-    .option('lan-discovery', { type: 'boolean', global: true, describe: 'find paired peers on the local network and answer their queries (default on; --no-lan-discovery: off)' })
-    .option('quiet', { alias: 'q', type: 'boolean', global: true, describe: 'errors only: no progress, summaries or warnings (push, pull, sync; rsync -q); --json output is unchanged' })
+    .option('rendezvous', {
+      type: 'string',
+      global: true,
+      requiresArg: true,
+      describe:
+        'HOST:PORT of a rendezvous server to find peers and relay through (overrides "rendezvous" in the home\'s config.json; default none)',
+    })
+    .option('lan-discovery', {
+      type: 'boolean',
+      global: true,
+      describe: 'find paired peers on the local network and answer their queries (default on; --no-lan-discovery: off)',
+    })
+    .option('quiet', {
+      alias: 'q',
+      type: 'boolean',
+      global: true,
+      describe:
+        'errors only: no progress, summaries or warnings (push, pull, sync; rsync -q); --json output is unchanged',
+    })
     .version(VERSION)
     .completion('completion', 'print a bash/zsh completion script: clawpeer completion >> ~/.bashrc (zsh: ~/.zshrc)')
     .alias('h', 'help')
@@ -91,7 +147,11 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
     .fail((message: string | undefined, err: Error | undefined) => {
       if (err instanceof ClawpeerError) throw err;
       const text = message === undefined ? undefined : suggestOptions(message, knownOptions(cli));
-      throw new ClawpeerError('USAGE', text ?? err?.message ?? 'invalid usage', err === undefined ? undefined : { cause: err });
+      throw new ClawpeerError(
+        'USAGE',
+        text ?? err?.message ?? 'invalid usage',
+        err === undefined ? undefined : { cause: err },
+      );
     })
     .wrap(Math.min(100, process.stdout.columns ?? 100));
   for (const register of await registrationsFor(argv)) cli = register(cli, run);
@@ -122,8 +182,9 @@ function knownOptions(cli: Argv): string[] {
  */
 export function skipHelpCache(cli: Argv): void {
   type Usage = { cacheHelpMessage?: () => void };
-  const internal = (cli as unknown as { getInternalMethods?: () => { getUsageInstance?: () => Usage } }).getInternalMethods?.();
+  const internal = (
+    cli as unknown as { getInternalMethods?: () => { getUsageInstance?: () => Usage } }
+  ).getInternalMethods?.();
   const usage = internal?.getUsageInstance?.();
   if (typeof usage?.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => undefined;
 }
-

@@ -3,8 +3,25 @@
 // default waits for the listener to settle it; the joiner's side runs ops/pair-code-join.ts.
 import { randomBytes } from 'node:crypto';
 import { createInterface } from 'node:readline/promises';
-import { formatHostPort, loadIdentity, PeerStore, readListening, resolveConfig, type HostPort, type ListeningInfo } from '../home/facade.js';
-import { CodeInviteStore, codeEntropyBits, guessOdds, joinByCode, nameplateDirectories, openCodeInvite, waitForCodeOutcome, type ParsedCode } from '../ops/pairing.js';
+import {
+  formatHostPort,
+  loadIdentity,
+  PeerStore,
+  readListening,
+  resolveConfig,
+  type HostPort,
+  type ListeningInfo,
+} from '../home/facade.js';
+import {
+  CodeInviteStore,
+  codeEntropyBits,
+  guessOdds,
+  joinByCode,
+  nameplateDirectories,
+  openCodeInvite,
+  waitForCodeOutcome,
+  type ParsedCode,
+} from '../ops/pairing.js';
 import type { CommandContext } from './context.js';
 
 const random = (n: number): Uint8Array => new Uint8Array(randomBytes(n));
@@ -29,27 +46,56 @@ export async function inviteByCode(ctx: CommandContext, a: CodeInviteArgs): Prom
   const store = new CodeInviteStore(ctx.home.invitesDir);
   const log = ctx.log.child('pair');
   const listening = await readListening(ctx.home.dir);
-  const directories = nameplateDirectories({ home: ctx.home, identity, config: resolveConfig({}), reach: await ctx.reach(), log, ...(listening === undefined ? {} : { listenHost: listening.host }) });
-  const { code, expiresAt, claims } = await openCodeInvite({ store, directories, words: a.words, ttlMs: a.ttlMs, log, signal: ctx.signal, random, ...(a.name === undefined ? {} : { name: a.name }) });
+  const directories = nameplateDirectories({
+    home: ctx.home,
+    identity,
+    config: resolveConfig({}),
+    reach: await ctx.reach(),
+    log,
+    ...(listening === undefined ? {} : { listenHost: listening.host }),
+  });
+  const { code, expiresAt, claims } = await openCodeInvite({
+    store,
+    directories,
+    words: a.words,
+    ttlMs: a.ttlMs,
+    log,
+    signal: ctx.signal,
+    random,
+    ...(a.name === undefined ? {} : { name: a.name }),
+  });
   const addr = concreteAddr(listening);
   const until = new Date(expiresAt).toISOString();
-  const joinHint = directories.length > 0 ? `clawpeer pair join ${code.text}` : `clawpeer pair join ${code.text} --addr ${addr ?? '<THIS_HOST>:<PORT>'}`;
+  const joinHint =
+    directories.length > 0
+      ? `clawpeer pair join ${code.text}`
+      : `clawpeer pair join ${code.text} --addr ${addr ?? '<THIS_HOST>:<PORT>'}`;
   ctx.out.emit(
     {
-      event: 'invite', code: code.text, nameplate: Number(code.nameplate), words: code.words.length, bits: Number(codeEntropyBits(code.words.length).toFixed(1)),
-      expiresAt: until, id: identity.nodeId, ...(listening === undefined ? {} : { port: listening.port }), ...(addr === undefined ? {} : { addr }),
+      event: 'invite',
+      code: code.text,
+      nameplate: Number(code.nameplate),
+      words: code.words.length,
+      bits: Number(codeEntropyBits(code.words.length).toFixed(1)),
+      expiresAt: until,
+      id: identity.nodeId,
+      ...(listening === undefined ? {} : { port: listening.port }),
+      ...(addr === undefined ? {} : { addr }),
     },
     `pairing code: ${code.text}\n` +
       `single use, valid until ${until}; one wrong guess burns it (1 in ${guessOdds(code.words.length).toLocaleString('en-US')} per guess)\n` +
       `on the other machine run: ${joinHint}\n` +
-      (listening === undefined ? 'no listener of this home is running: start `clawpeer listen` before the other side joins' : `this home's listener (pid ${listening.pid}) holds it`),
+      (listening === undefined
+        ? 'no listener of this home is running: start `clawpeer listen` before the other side joins'
+        : `this home's listener (pid ${listening.pid}) holds it`),
   );
   if (!a.wait) return; // the listener holds the invite; directory claims last until they expire
   try {
     const paired = await waitForCodeOutcome(store, code, ctx.signal);
     ctx.out.emit(
       { event: 'paired', id: paired.id, name: paired.name, verify: paired.verify },
-      `paired ${paired.name} ${paired.id}; it pinned this node too` + (a.verify ? `\nverification: ${paired.verify} (the joiner's \`pair join --verify\` shows the same)` : ''),
+      `paired ${paired.name} ${paired.id}; it pinned this node too` +
+        (a.verify ? `\nverification: ${paired.verify} (the joiner's \`pair join --verify\` shows the same)` : ''),
     );
   } finally {
     await store.cancel(code.nameplate).catch(() => undefined); // still open: withdrawn (Ctrl-C, expiry)
@@ -74,19 +120,35 @@ export async function joinWithCode(ctx: CommandContext, a: CodeJoinArgs): Promis
   const own = concreteAddr(await readListening(ctx.home.dir));
   const confirm = a.verify
     ? async (verify: string): Promise<boolean> => {
-        ctx.out.emit({ event: 'verify', verify }, `verification: ${verify} (the inviter's \`pair invite --verify\` shows the same)`);
+        ctx.out.emit(
+          { event: 'verify', verify },
+          `verification: ${verify} (the inviter's \`pair invite --verify\` shows the same)`,
+        );
         if (a.yes) return true;
         return askYes(`does the inviter show ${verify}? [y/N] `);
       }
     : undefined;
   const { entry, created, verify } = await joinByCode({
-    identity, peers: new PeerStore(ctx.home.peersFile), code: a.code, directories: a.address === undefined ? nameplateDirectories({ home: ctx.home, identity, config, reach: await ctx.reach(), log }) : [],
-    config, log, signal: ctx.signal, ...(a.address === undefined ? {} : { address: a.address }), ...(a.name === undefined ? {} : { name: a.name }),
-    ...(own === undefined ? {} : { ownAddrs: [own] }), ...(confirm === undefined ? {} : { confirm }),
+    identity,
+    peers: new PeerStore(ctx.home.peersFile),
+    code: a.code,
+    directories:
+      a.address === undefined
+        ? nameplateDirectories({ home: ctx.home, identity, config, reach: await ctx.reach(), log })
+        : [],
+    config,
+    log,
+    signal: ctx.signal,
+    ...(a.address === undefined ? {} : { address: a.address }),
+    ...(a.name === undefined ? {} : { name: a.name }),
+    ...(own === undefined ? {} : { ownAddrs: [own] }),
+    ...(confirm === undefined ? {} : { confirm }),
   });
   ctx.out.emit(
     { event: 'paired', ...entry, alreadyPaired: !created, verify },
-    created ? `paired ${entry.name} ${entry.id} at ${entry.addr ?? ''}; it pinned this node too` : `already paired with ${entry.name} ${entry.id}; its address is now ${entry.addr ?? ''} and it pinned this node too`,
+    created
+      ? `paired ${entry.name} ${entry.id} at ${entry.addr ?? ''}; it pinned this node too`
+      : `already paired with ${entry.name} ${entry.id}; its address is now ${entry.addr ?? ''} and it pinned this node too`,
   );
 }
 

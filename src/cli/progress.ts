@@ -32,7 +32,17 @@ export function createProgress(out: Output): ProgressReporter {
         last = now;
         lastPhase = p.phase;
         lastFiles = p.files;
-        out.emit({ event: 'progress', phase: p.phase, bytes: p.bytes, totalBytes: p.totalBytes, files: p.files, totalFiles: p.totalFiles }, '');
+        out.emit(
+          {
+            event: 'progress',
+            phase: p.phase,
+            bytes: p.bytes,
+            totalBytes: p.totalBytes,
+            files: p.files,
+            totalFiles: p.totalFiles,
+          },
+          '',
+        );
       },
       active: true,
       stop() {},
@@ -42,7 +52,11 @@ export function createProgress(out: Output): ProgressReporter {
   const cliProgress = requireCjs('cli-progress') as typeof cliProgressModule;
   // cli-progress draws (throttled redraws, cursor and line wrap restored on exit); the line is ours.
   const bar = new cliProgress.SingleBar(
-    { stream: process.stderr, format: (_options, _params, payload: { line?: string }) => payload.line ?? '', hideCursor: true },
+    {
+      stream: process.stderr,
+      format: (_options, _params, payload: { line?: string }) => payload.line ?? '',
+      hideCursor: true,
+    },
     cliProgress.Presets.shades_classic,
   );
   let started = false;

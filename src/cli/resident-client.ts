@@ -5,7 +5,15 @@ import { createConnection } from 'node:net';
 import { ClawpeerError, LOCAL_ERRORS, type LocalErrorCode } from '../errors.js';
 // The control socket's protocol only (a path and types): a sync handed to the listener loads little.
 import { controlSocketPath } from '../folder-sync/resident-protocol.js';
-import type { ListenerStatus, ResidentSyncReply, ResidentSyncRequest, StatusRequest, SyncFolderResult, SyncModeName, TransferProgress } from '../folder-sync/facade.js';
+import type {
+  ListenerStatus,
+  ResidentSyncReply,
+  ResidentSyncRequest,
+  StatusRequest,
+  SyncFolderResult,
+  SyncModeName,
+  TransferProgress,
+} from '../folder-sync/facade.js';
 import type { CompressionChoice } from '../home/facade.js';
 import type { RemoteSpec } from './args.js';
 
@@ -17,48 +25,78 @@ export type ResidentSyncAsk = Omit<ResidentSyncRequest, 'progress'>;
 
 /** The control request for a sync of `dir` (its real path) with `remote`. */
 export function residentRequest(o: {
-  dir: string; remote: RemoteSpec; mode: SyncModeName; compression: CompressionChoice; addr: string | undefined; transport: string | undefined; bwlimit?: number | undefined;
+  dir: string;
+  remote: RemoteSpec;
+  mode: SyncModeName;
+  compression: CompressionChoice;
+  addr: string | undefined;
+  transport: string | undefined;
+  bwlimit?: number | undefined;
 }): ResidentSyncAsk {
   return {
-    op: 'sync', dir: o.dir, peer: o.remote.peer, share: o.remote.share, mode: o.mode, compression: o.compression,
+    op: 'sync',
+    dir: o.dir,
+    peer: o.remote.peer,
+    share: o.remote.share,
+    mode: o.mode,
+    compression: o.compression,
     ...(o.addr === undefined ? {} : { addr: o.addr }),
     ...(o.transport === undefined ? {} : { transport: o.transport }),
     ...(o.bwlimit === undefined ? {} : { bwlimit: o.bwlimit }),
   };
 }
 
-export type ResidentOutcome = { readonly kind: 'done'; readonly result: SyncFolderResult } | { readonly kind: 'not-served'; readonly reason: string };
+export type ResidentOutcome =
+  | { readonly kind: 'done'; readonly result: SyncFolderResult }
+  | { readonly kind: 'not-served'; readonly reason: string };
 
 /**
  * Runs the sync in the listener of `homeDir`. Resolves `not-served` when there is no listener
  * (no socket, or nobody behind it) or it does not serve the folder; throws the listener's error.
  */
-export function syncViaListener(homeDir: string, ask: ResidentSyncAsk, onProgress: ((p: TransferProgress) => void) | undefined, signal: AbortSignal): Promise<ResidentOutcome> {
+export function syncViaListener(
+  homeDir: string,
+  ask: ResidentSyncAsk,
+  onProgress: ((p: TransferProgress) => void) | undefined,
+  signal: AbortSignal,
+): Promise<ResidentOutcome> {
   const req: ResidentSyncRequest = { ...ask, progress: onProgress !== undefined };
-  return askListener<ResidentOutcome>(homeDir, req, signal, (reason) => ({ kind: 'not-served', reason }), (reply) => {
-    switch (reply.type) {
-      case 'progress': {
-        const { type: _type, ...p } = reply;
-        onProgress?.(p);
-        return 'continue';
+  return askListener<ResidentOutcome>(
+    homeDir,
+    req,
+    signal,
+    (reason) => ({ kind: 'not-served', reason }),
+    (reply) => {
+      switch (reply.type) {
+        case 'progress': {
+          const { type: _type, ...p } = reply;
+          onProgress?.(p);
+          return 'continue';
+        }
+        case 'result':
+          return { kind: 'done', result: reply.result };
+        case 'not-served':
+          return { kind: 'not-served', reason: reply.reason };
+        default:
+          throw new ClawpeerError('IO', `the listener answered the sync with ${reply.type}`);
       }
-      case 'result':
-        return { kind: 'done', result: reply.result };
-      case 'not-served':
-        return { kind: 'not-served', reason: reply.reason };
-      default:
-        throw new ClawpeerError('IO', `the listener answered the sync with ${reply.type}`);
-    }
-  });
+    },
+  );
 }
 
 /** `clawpeer status`: the state of the listener of `homeDir`, or why there is none to ask (a string). */
 export function listenerStatus(homeDir: string, signal: AbortSignal): Promise<ListenerStatus | string> {
   const req: StatusRequest = { op: 'status' };
-  return askListener<ListenerStatus | string>(homeDir, req, signal, (reason) => reason, (reply) => {
-    if (reply.type === 'status') return reply.status;
-    throw new ClawpeerError('IO', `the listener answered the status request with ${reply.type}`);
-  });
+  return askListener<ListenerStatus | string>(
+    homeDir,
+    req,
+    signal,
+    (reason) => reason,
+    (reply) => {
+      if (reply.type === 'status') return reply.status;
+      throw new ClawpeerError('IO', `the listener answered the status request with ${reply.type}`);
+    },
+  );
 }
 
 /**
@@ -66,7 +104,13 @@ export function listenerStatus(homeDir: string, signal: AbortSignal): Promise<Li
  * line until it returns the outcome (or throws); an `error` reply rejects as its ClawpeerError.
  * Resolves `absent(reason)` when no listener takes the connection.
  */
-function askListener<T>(homeDir: string, request: ResidentSyncRequest | StatusRequest, signal: AbortSignal, absent: (reason: string) => T, onReply: (reply: ResidentSyncReply) => T | 'continue'): Promise<T> {
+function askListener<T>(
+  homeDir: string,
+  request: ResidentSyncRequest | StatusRequest,
+  signal: AbortSignal,
+  absent: (reason: string) => T,
+  onReply: (reply: ResidentSyncReply) => T | 'continue',
+): Promise<T> {
   const socketPath = controlSocketPath(homeDir);
   if (socketPath === undefined) return Promise.resolve(absent('no control socket for this home'));
   return new Promise((resolve, reject) => {
@@ -82,7 +126,10 @@ function askListener<T>(homeDir: string, request: ResidentSyncRequest | StatusRe
       socket.destroy();
       f();
     };
-    const timer = setTimeout(() => finish(() => resolve(absent('the control socket did not answer'))), CONNECT_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => finish(() => resolve(absent('the control socket did not answer'))),
+      CONNECT_TIMEOUT_MS,
+    );
     const onAbort = (): void => finish(() => reject(new ClawpeerError('ABORTED', 'interrupted')));
     signal.addEventListener('abort', onAbort, { once: true });
     socket.setEncoding('utf8');
@@ -93,10 +140,14 @@ function askListener<T>(homeDir: string, request: ResidentSyncRequest | StatusRe
     });
     socket.on('error', (err: NodeJS.ErrnoException) => {
       if (!connected) finish(() => resolve(absent(`no listener on ${socketPath} (${err.code ?? err.message})`)));
-      else finish(() => reject(new ClawpeerError('IO', `the listener's control socket failed mid-request: ${err.message}`)));
+      else
+        finish(() =>
+          reject(new ClawpeerError('IO', `the listener's control socket failed mid-request: ${err.message}`)),
+        );
     });
     socket.on('close', () => {
-      if (connected) finish(() => reject(new ClawpeerError('IO', 'the listener closed the control socket before it answered')));
+      if (connected)
+        finish(() => reject(new ClawpeerError('IO', 'the listener closed the control socket before it answered')));
     });
     socket.on('data', (piece: string) => {
       buffered += piece;

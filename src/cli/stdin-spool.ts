@@ -29,7 +29,11 @@ export function stdinName(raw: string): string {
   } catch (err) {
     throw new ClawpeerError('USAGE', `--stdin-name ${JSON.stringify(raw)}: ${(err as Error).message}`, { cause: err });
   }
-  if (name.includes('/')) throw new ClawpeerError('USAGE', `--stdin-name ${JSON.stringify(raw)}: a file name, not a path (the destination says where)`);
+  if (name.includes('/'))
+    throw new ClawpeerError(
+      'USAGE',
+      `--stdin-name ${JSON.stringify(raw)}: a file name, not a path (the destination says where)`,
+    );
   return name;
 }
 
@@ -37,8 +41,16 @@ export function stdinName(raw: string): string {
  * Copies `input` to a new file `name` in a private temp directory. A terminal is refused: a push
  * would otherwise wait for typing that was never meant as data.
  */
-export async function spoolStdin(name: string, input: NodeJS.ReadableStream & { readonly isTTY?: boolean } = process.stdin, signal?: AbortSignal): Promise<StdinSpool> {
-  if (input.isTTY === true) throw new ClawpeerError('USAGE', 'push -: standard input is a terminal; pipe the data in (e.g. `tar c DIR | clawpeer push - PEER --stdin-name DIR.tar`)');
+export async function spoolStdin(
+  name: string,
+  input: NodeJS.ReadableStream & { readonly isTTY?: boolean } = process.stdin,
+  signal?: AbortSignal,
+): Promise<StdinSpool> {
+  if (input.isTTY === true)
+    throw new ClawpeerError(
+      'USAGE',
+      'push -: standard input is a terminal; pipe the data in (e.g. `tar c DIR | clawpeer push - PEER --stdin-name DIR.tar`)',
+    );
   const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-stdin-'));
   const remove = (): Promise<void> => rm(dir, { recursive: true, force: true }).catch(() => undefined);
   const file = path.join(dir, name);
@@ -46,8 +58,11 @@ export async function spoolStdin(name: string, input: NodeJS.ReadableStream & { 
     await pipeline(input, createWriteStream(file, { flags: 'wx' }), ...(signal === undefined ? [] : [{ signal }]));
   } catch (err) {
     await remove();
-    if (signal?.aborted === true) throw new ClawpeerError('ABORTED', 'push -: interrupted while reading standard input', { cause: err });
-    throw new ClawpeerError('IO', `push -: cannot spool standard input to ${dir}: ${(err as Error).message}`, { cause: err });
+    if (signal?.aborted === true)
+      throw new ClawpeerError('ABORTED', 'push -: interrupted while reading standard input', { cause: err });
+    throw new ClawpeerError('IO', `push -: cannot spool standard input to ${dir}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   return { path: file, remove };
 }

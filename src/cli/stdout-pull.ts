@@ -19,25 +19,39 @@ const REFUSED_WITH_STDOUT = ['json', 'dry-run', 'delete', 'itemize-changes', 'ba
 /** Checks a `pull ... -` command line: one remote file, nothing else on stdout. */
 export function checkStdoutPull(remotePaths: readonly string[], args: Record<string, unknown>): void {
   if (remotePaths.length !== 1) throw new ClawpeerError('USAGE', 'pull to standard output (-) takes one remote file');
-  if (remotePaths[0] === '') throw new ClawpeerError('USAGE', 'pull to standard output (-) takes a file, not a whole share: PEER:SHARE/PATH');
+  if (remotePaths[0] === '')
+    throw new ClawpeerError('USAGE', 'pull to standard output (-) takes a file, not a whole share: PEER:SHARE/PATH');
   const refused = REFUSED_WITH_STDOUT.find((flag) => args[flag] !== undefined && args[flag] !== false);
-  if (refused !== undefined) throw new ClawpeerError('USAGE', `--${refused} with the destination -: standard output carries the file's bytes only`);
+  if (refused !== undefined)
+    throw new ClawpeerError(
+      'USAGE',
+      `--${refused} with the destination -: standard output carries the file's bytes only`,
+    );
   const sized = (['min-size', 'max-size'] as const).find((flag) => args[flag] !== undefined);
-  if (sized !== undefined) throw new ClawpeerError('USAGE', `--${sized} with the destination -: a pull to standard output names its one file`);
+  if (sized !== undefined)
+    throw new ClawpeerError('USAGE', `--${sized} with the destination -: a pull to standard output names its one file`);
 }
 
 /**
  * Runs `pullInto(dir)` with a fresh private directory, then writes the one file it landed there
  * as `name` to `out`. A directory or symlink there is USAGE (it cannot be one byte stream).
  */
-export async function pullToStdout(name: string, pullInto: (dir: string) => Promise<void>, out: NodeJS.WritableStream = process.stdout): Promise<void> {
+export async function pullToStdout(
+  name: string,
+  pullInto: (dir: string) => Promise<void>,
+  out: NodeJS.WritableStream = process.stdout,
+): Promise<void> {
   const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-stdout-'));
   let handle;
   try {
     await pullInto(dir);
     const landed = path.join(dir, name);
     const st = await lstat(landed);
-    if (!st.isFile()) throw new ClawpeerError('USAGE', `${name} is a ${st.isDirectory() ? 'directory' : 'symlink'}: pull it into a directory, not to standard output`);
+    if (!st.isFile())
+      throw new ClawpeerError(
+        'USAGE',
+        `${name} is a ${st.isDirectory() ? 'directory' : 'symlink'}: pull it into a directory, not to standard output`,
+      );
     handle = await open(landed, 'r');
   } finally {
     await rm(dir, { recursive: true, force: true });

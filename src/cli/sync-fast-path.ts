@@ -73,7 +73,16 @@ export function parseFastSync(argv: readonly string[]): FastSync | undefined {
     return undefined;
   }
   if (remote.path !== '') return undefined;
-  return { home: values.get('--home'), json, dir: words[1]!, remote, mode: mode as SyncModeName, compress: compress ?? true, addr: values.get('--addr'), transport };
+  return {
+    home: values.get('--home'),
+    json,
+    dir: words[1]!,
+    remote,
+    mode: mode as SyncModeName,
+    compress: compress ?? true,
+    addr: values.get('--addr'),
+    transport,
+  };
 }
 
 /** Runs the sync in the listener and returns the exit code, or undefined to let the full CLI run. */
@@ -89,7 +98,14 @@ export async function runFastSync(argv: readonly string[]): Promise<ExitCode | u
   return withInterrupt(async (signal) => {
     const progress = createProgress(out);
     const onProgress = progress.active ? (p: Parameters<typeof progress.update>[0]) => progress.update(p) : undefined;
-    const request = residentRequest({ dir: realDir, remote: o.remote, mode: o.mode, compression: o.compress ? 'auto' : 'none', addr: o.addr, transport: o.transport });
+    const request = residentRequest({
+      dir: realDir,
+      remote: o.remote,
+      mode: o.mode,
+      compression: o.compress ? 'auto' : 'none',
+      addr: o.addr,
+      transport: o.transport,
+    });
     let outcome;
     try {
       outcome = await syncViaListener(homeDir, request, onProgress, signal);

@@ -9,8 +9,23 @@ const sumBytes = (changes: readonly PlannedChange[]): number => changes.reduce((
 /** A dry run: one line per change on each side, then what the real sync would move. */
 function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void {
   const line = (side: 'receive' | 'send', c: PlannedChange): void => {
-    const record = { event: `would-${side}`, path: c.path, change: c.change, kind: c.kind, bytes: c.bytes, ...(c.copy === undefined ? {} : { copy: c.copy }), ...(c.target === undefined ? {} : { target: c.target }) };
-    const detail = c.copy !== undefined ? ` (the losing version kept as ${c.copy})` : c.target !== undefined ? ` -> ${c.target}` : c.bytes > 0 ? ` (${human(c.bytes)})` : '';
+    const record = {
+      event: `would-${side}`,
+      path: c.path,
+      change: c.change,
+      kind: c.kind,
+      bytes: c.bytes,
+      ...(c.copy === undefined ? {} : { copy: c.copy }),
+      ...(c.target === undefined ? {} : { target: c.target }),
+    };
+    const detail =
+      c.copy !== undefined
+        ? ` (the losing version kept as ${c.copy})`
+        : c.target !== undefined
+          ? ` -> ${c.target}`
+          : c.bytes > 0
+            ? ` (${human(c.bytes)})`
+            : '';
     out.emit(record, `${side.padEnd(7)} ${c.change.padEnd(8)} ${c.kind === 'dir' ? `${c.path}/` : c.path}${detail}`);
   };
   for (const c of plan.receive) line('receive', c);
@@ -21,13 +36,24 @@ function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void 
   const bytesToSend = sumBytes(plan.send.filter((c) => c.change !== 'conflict'));
   out.emit(
     {
-      event: 'done', dryRun: true, inSync: r.inSync, toReceive: plan.receive.length, toSend: plan.send.length, conflicts, bytesToReceive, bytesToSend,
-      roundTrips: r.roundTrips, reconcileBytes: r.reconcileBytes, revisionsReceived: r.revisionsReceived, wireBytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000,
+      event: 'done',
+      dryRun: true,
+      inSync: r.inSync,
+      toReceive: plan.receive.length,
+      toSend: plan.send.length,
+      conflicts,
+      bytesToReceive,
+      bytesToSend,
+      roundTrips: r.roundTrips,
+      reconcileBytes: r.reconcileBytes,
+      revisionsReceived: r.revisionsReceived,
+      wireBytes: r.wireBytes,
+      seconds: Math.round(r.seconds * 1000) / 1000,
     },
     r.inSync
       ? 'dry run: in sync, nothing would change'
       : `dry run: ${count(plan.receive.length, 'change')} would arrive here (${human(bytesToReceive)} of content at most), ${plan.send.length} would go to the peer ` +
-        `(${human(bytesToSend)} at most), ${count(conflicts, 'conflict')}; nothing was changed or sent`,
+          `(${human(bytesToSend)} at most), ${count(conflicts, 'conflict')}; nothing was changed or sent`,
   );
 }
 
@@ -41,9 +67,19 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
   for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `left as is this time: ${p}`);
   out.summary(
     {
-      event: 'done', inSync: r.inSync, roundTrips: r.roundTrips, reconcileBytes: r.reconcileBytes, revisionsSent: r.revisionsSent,
-      revisionsReceived: r.revisionsReceived, chunksSent: r.chunksSent, wireBytes: r.wireBytes, conflicts: r.conflicts, seconds: Math.round(r.seconds * 1000) / 1000,
-      scanned: r.scanned, resident, ...(r.path === undefined ? {} : { path: r.path, rttMs: r.rttMs ?? 0 }),
+      event: 'done',
+      inSync: r.inSync,
+      roundTrips: r.roundTrips,
+      reconcileBytes: r.reconcileBytes,
+      revisionsSent: r.revisionsSent,
+      revisionsReceived: r.revisionsReceived,
+      chunksSent: r.chunksSent,
+      wireBytes: r.wireBytes,
+      conflicts: r.conflicts,
+      seconds: Math.round(r.seconds * 1000) / 1000,
+      scanned: r.scanned,
+      resident,
+      ...(r.path === undefined ? {} : { path: r.path, rttMs: r.rttMs ?? 0 }),
     },
     `${r.inSync ? 'in sync' : 'NOT in sync'}: ${count(r.revisionsSent, 'revision')} sent, ${r.revisionsReceived} received, ${count(r.chunksSent, 'chunk')}, ${count(r.conflicts, 'conflict')}; ` +
       `reconciliation ${human(r.reconcileBytes)} in ${count(r.roundTrips, 'round trip')}, ${human(r.wireBytes)} on the wire, ${r.seconds.toFixed(2)} s` +

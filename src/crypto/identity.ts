@@ -17,7 +17,8 @@ export interface Identity {
 const b64u = (b: Uint8Array): string => Buffer.from(b).toString('base64url');
 
 export function identityFromSeed(seed: Uint8Array): Identity {
-  if (seed.length !== 32) throw new ClawpeerError('IDENTITY_CORRUPT', `Ed25519 seed must be 32 bytes, got ${seed.length}`);
+  if (seed.length !== 32)
+    throw new ClawpeerError('IDENTITY_CORRUPT', `Ed25519 seed must be 32 bytes, got ${seed.length}`);
   // Derive the public key through node:crypto so the pair is always consistent.
   const pkcs8 = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(seed)]);
   const privateKeyObject = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });

@@ -35,7 +35,11 @@ export function base58Decode(text: string): Uint8Array {
   const bytes: number[] = [];
   for (let i = zeros; i < text.length; i++) {
     let carry = ALPHABET.indexOf(text[i] ?? '');
-    if (carry < 0) throw new ClawpeerError('USAGE', `invalid base58 character ${JSON.stringify(text[i])} in ${JSON.stringify(text)}`);
+    if (carry < 0)
+      throw new ClawpeerError(
+        'USAGE',
+        `invalid base58 character ${JSON.stringify(text[i])} in ${JSON.stringify(text)}`,
+      );
     for (let j = 0; j < bytes.length; j++) {
       carry += (bytes[j] ?? 0) * 58;
       bytes[j] = carry & 0xff;
@@ -68,10 +72,16 @@ export function publicKeyFromNodeId(id: string): Uint8Array {
   try {
     raw = base58Decode(id);
   } catch (cause) {
-    throw new ClawpeerError('USAGE', `not a node id: ${JSON.stringify(id)} (expected base58, like 12D3KooW...)`, { cause });
+    throw new ClawpeerError('USAGE', `not a node id: ${JSON.stringify(id)} (expected base58, like 12D3KooW...)`, {
+      cause,
+    });
   }
   const ok = raw.length === PREFIX.length + ED25519_PUBLIC_KEY_BYTES && PREFIX.every((b, i) => raw[i] === b);
-  if (!ok) throw new ClawpeerError('USAGE', `not a node id: ${JSON.stringify(id)} (not an Ed25519 identity; expected 12D3KooW...)`);
+  if (!ok)
+    throw new ClawpeerError(
+      'USAGE',
+      `not a node id: ${JSON.stringify(id)} (not an Ed25519 identity; expected 12D3KooW...)`,
+    );
   return raw.slice(PREFIX.length);
 }
 

@@ -7,7 +7,16 @@
 // Non-goals: the handshake sequence (src/protocol/handshake.ts), sealing (src/protocol/aead.ts), rekeying.
 //
 // node:crypto does the math; raw keys are imported as JWK, the fast path (PLATFORM.md).
-import { createHmac, createPrivateKey, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSync, timingSafeEqual, type KeyObject } from 'node:crypto';
+import {
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  generateKeyPairSync,
+  hkdfSync,
+  timingSafeEqual,
+  type KeyObject,
+} from 'node:crypto';
 import { ClawpeerError } from '../errors.js';
 
 /** The AEAD suites a session can seal DATA frames with (protocol/aead.ts), in default preference order. */
@@ -46,7 +55,8 @@ export function generateEphemeralKeyPair(): EphemeralKeyPair {
  * key, the slow path, which does not matter here.)
  */
 export function ephemeralKeyPairFromPrivate(privateKeyBytes: Uint8Array): EphemeralKeyPair {
-  if (privateKeyBytes.length !== X25519_KEY_BYTES) throw new RangeError(`X25519 private key must be 32 bytes, got ${privateKeyBytes.length}`);
+  if (privateKeyBytes.length !== X25519_KEY_BYTES)
+    throw new RangeError(`X25519 private key must be 32 bytes, got ${privateKeyBytes.length}`);
   const pkcs8 = Buffer.concat([Buffer.from('302e020100300506032b656e04220420', 'hex'), Buffer.from(privateKeyBytes)]);
   const privateKey = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
   return { publicKey: fromB64u(createPublicKey(privateKey).export({ format: 'jwk' }).x), privateKey };
@@ -58,7 +68,10 @@ export function ephemeralKeyPairFromPrivate(privateKeyBytes: Uint8Array): Epheme
  */
 export function x25519SharedSecret(own: EphemeralKeyPair, peerPublicKey: Uint8Array): Uint8Array {
   if (peerPublicKey.length !== X25519_KEY_BYTES) {
-    throw new ClawpeerError('PROTOCOL', `peer X25519 key must be ${X25519_KEY_BYTES} bytes, got ${peerPublicKey.length}`);
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `peer X25519 key must be ${X25519_KEY_BYTES} bytes, got ${peerPublicKey.length}`,
+    );
   }
   let secret: Uint8Array;
   try {
@@ -68,7 +81,8 @@ export function x25519SharedSecret(own: EphemeralKeyPair, peerPublicKey: Uint8Ar
     // OpenSSL refuses an all-zero result ("failed during derivation"): a low-order peer key.
     throw new ClawpeerError('AUTH_FAILED', 'peer X25519 ephemeral key is invalid (low-order point)', { cause });
   }
-  if (secret.every((b) => b === 0)) throw new ClawpeerError('AUTH_FAILED', 'peer X25519 ephemeral key is a low-order point');
+  if (secret.every((b) => b === 0))
+    throw new ClawpeerError('AUTH_FAILED', 'peer X25519 ephemeral key is a low-order point');
   return secret;
 }
 
@@ -82,7 +96,8 @@ export interface DirectionKeys {
 
 /** HKDF-SHA256(ikm = shared secret, salt = transcript hash, info = direction label). */
 export function deriveDirectionKeys(sharedSecret: Uint8Array, transcriptHash: Uint8Array): DirectionKeys {
-  const expand = (info: string): Uint8Array => new Uint8Array(hkdfSync('sha256', sharedSecret, transcriptHash, info, SESSION_KEY_BYTES));
+  const expand = (info: string): Uint8Array =>
+    new Uint8Array(hkdfSync('sha256', sharedSecret, transcriptHash, info, SESSION_KEY_BYTES));
   return {
     clientToServer: expand(HKDF_INFO_CLIENT_TO_SERVER),
     serverToClient: expand(HKDF_INFO_SERVER_TO_CLIENT),

@@ -45,7 +45,8 @@ const TAG_CONTEXT_3 = 0xa3; // [3] EXPLICIT, constructed
 
 /** DER length octets: short form below 128, else long form with the minimal byte count. */
 export function derLength(length: number): Uint8Array {
-  if (!Number.isSafeInteger(length) || length < 0) throw new TypeError(`DER length must be a non-negative integer, got ${length}`);
+  if (!Number.isSafeInteger(length) || length < 0)
+    throw new TypeError(`DER length must be a non-negative integer, got ${length}`);
   if (length < 0x80) return Uint8Array.of(length);
   const bytes: number[] = [];
   for (let n = length; n > 0; n = Math.floor(n / 256)) bytes.unshift(n % 256);
@@ -85,7 +86,8 @@ export function derOid(dotted: string): Uint8Array {
     return Number(s);
   });
   const [a, b, ...rest] = arcs;
-  if (a === undefined || b === undefined || a > 2 || (a < 2 && b >= 40)) throw new TypeError(`bad OID ${JSON.stringify(dotted)}`);
+  if (a === undefined || b === undefined || a > 2 || (a < 2 && b >= 40))
+    throw new TypeError(`bad OID ${JSON.stringify(dotted)}`);
   const out: number[] = [];
   for (const arc of [40 * a + b, ...rest]) {
     if (!Number.isSafeInteger(arc)) throw new TypeError(`bad OID arc in ${JSON.stringify(dotted)}`);
@@ -122,9 +124,19 @@ function derName(commonName: string): Uint8Array {
 /** basicConstraints (critical, CA:FALSE = empty SEQUENCE) and keyUsage (critical, digitalSignature). */
 function derExtensions(): Uint8Array {
   const critical = derTlv(TAG_BOOLEAN, Uint8Array.of(0xff));
-  const basicConstraints = derTlv(TAG_SEQUENCE, derOid(OID_BASIC_CONSTRAINTS), critical, derTlv(TAG_OCTET_STRING, derTlv(TAG_SEQUENCE)));
+  const basicConstraints = derTlv(
+    TAG_SEQUENCE,
+    derOid(OID_BASIC_CONSTRAINTS),
+    critical,
+    derTlv(TAG_OCTET_STRING, derTlv(TAG_SEQUENCE)),
+  );
   // KeyUsage BIT STRING: 7 unused bits, bit 0 (digitalSignature) set -> 0x07 0x80.
-  const keyUsage = derTlv(TAG_SEQUENCE, derOid(OID_KEY_USAGE), critical, derTlv(TAG_OCTET_STRING, derTlv(TAG_BIT_STRING, Uint8Array.of(0x07, 0x80))));
+  const keyUsage = derTlv(
+    TAG_SEQUENCE,
+    derOid(OID_KEY_USAGE),
+    critical,
+    derTlv(TAG_OCTET_STRING, derTlv(TAG_BIT_STRING, Uint8Array.of(0x07, 0x80))),
+  );
   return derTlv(TAG_CONTEXT_3, derTlv(TAG_SEQUENCE, basicConstraints, keyUsage));
 }
 
@@ -147,7 +159,9 @@ export interface SelfSignedCertificate {
 /** TBSCertificate (RFC 5280 4.1) for `identity`, issuer = subject. Exposed for the byte-exact tests. */
 export function encodeTbsCertificate(identity: Identity, options: SelfSignedCertificateOptions = {}): Uint8Array {
   if (identity.publicKey.length !== ED25519_PUBLIC_KEY_BYTES) {
-    throw new TypeError(`Ed25519 public key must be ${ED25519_PUBLIC_KEY_BYTES} bytes, got ${identity.publicKey.length}`);
+    throw new TypeError(
+      `Ed25519 public key must be ${ED25519_PUBLIC_KEY_BYTES} bytes, got ${identity.publicKey.length}`,
+    );
   }
   const serial = options.serial ?? randomSerial();
   const serialInteger = derUnsignedInteger(serial);
@@ -158,7 +172,11 @@ export function encodeTbsCertificate(identity: Identity, options: SelfSignedCert
   const notBefore = options.notBefore ?? new Date(Date.now() - CLOCK_SKEW_ALLOWANCE_MS);
   const notAfter = options.notAfter ?? NO_EXPIRY;
   const name = derName(options.commonName ?? identity.nodeId);
-  const spki = derTlv(TAG_SEQUENCE, ed25519AlgorithmIdentifier(), derTlv(TAG_BIT_STRING, Uint8Array.of(0), identity.publicKey));
+  const spki = derTlv(
+    TAG_SEQUENCE,
+    ed25519AlgorithmIdentifier(),
+    derTlv(TAG_BIT_STRING, Uint8Array.of(0), identity.publicKey),
+  );
   return derTlv(
     TAG_SEQUENCE,
     derTlv(TAG_CONTEXT_0, derUnsignedInteger(Uint8Array.of(2))), // version v3 (value 2)
@@ -173,10 +191,18 @@ export function encodeTbsCertificate(identity: Identity, options: SelfSignedCert
 }
 
 /** A self-signed v3 certificate whose subject key is `identity`'s Ed25519 key. */
-export function createSelfSignedCertificate(identity: Identity, options: SelfSignedCertificateOptions = {}): SelfSignedCertificate {
+export function createSelfSignedCertificate(
+  identity: Identity,
+  options: SelfSignedCertificateOptions = {},
+): SelfSignedCertificate {
   const tbs = encodeTbsCertificate(identity, options);
   const signature = sign(null, tbs, identity.privateKeyObject); // Ed25519: 64 bytes, no prehash
-  const der = derTlv(TAG_SEQUENCE, tbs, ed25519AlgorithmIdentifier(), derTlv(TAG_BIT_STRING, Uint8Array.of(0), signature));
+  const der = derTlv(
+    TAG_SEQUENCE,
+    tbs,
+    ed25519AlgorithmIdentifier(),
+    derTlv(TAG_BIT_STRING, Uint8Array.of(0), signature),
+  );
   return { der, pem: toPem(der) };
 }
 
@@ -208,7 +234,10 @@ export function ed25519KeyFromSelfSignedCertificate(cert: Uint8Array | X509Certi
   }
   const key = x509.publicKey;
   if (key.asymmetricKeyType !== 'ed25519') {
-    throw new ClawpeerError('AUTH_FAILED', `peer certificate key is ${key.asymmetricKeyType ?? 'unknown'}, expected ed25519`);
+    throw new ClawpeerError(
+      'AUTH_FAILED',
+      `peer certificate key is ${key.asymmetricKeyType ?? 'unknown'}, expected ed25519`,
+    );
   }
   let selfSigned: boolean;
   try {
@@ -220,7 +249,10 @@ export function ed25519KeyFromSelfSignedCertificate(cert: Uint8Array | X509Certi
   const x = key.export({ format: 'jwk' }).x;
   const raw = Buffer.from(x ?? '', 'base64url');
   if (raw.length !== ED25519_PUBLIC_KEY_BYTES) {
-    throw new ClawpeerError('AUTH_FAILED', `peer Ed25519 key is ${raw.length} bytes, expected ${ED25519_PUBLIC_KEY_BYTES}`);
+    throw new ClawpeerError(
+      'AUTH_FAILED',
+      `peer Ed25519 key is ${raw.length} bytes, expected ${ED25519_PUBLIC_KEY_BYTES}`,
+    );
   }
   return new Uint8Array(raw);
 }

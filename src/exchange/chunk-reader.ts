@@ -36,8 +36,16 @@ export class ChunkReader {
    * hashed: by its key when `scanned` vouches for it, else by hashing the bytes against `id`.
    * The view is valid until the caller reuses `into`.
    */
-  async read(localPath: string, offset: number, length: number, id: Uint8Array, into?: Buffer, scanned?: ScannedAs): Promise<Uint8Array> {
-    if (into !== undefined && into.length < length) throw new RangeError(`read buffer of ${into.length} bytes cannot hold a ${length}-byte chunk`);
+  async read(
+    localPath: string,
+    offset: number,
+    length: number,
+    id: Uint8Array,
+    into?: Buffer,
+    scanned?: ScannedAs,
+  ): Promise<Uint8Array> {
+    if (into !== undefined && into.length < length)
+      throw new RangeError(`read buffer of ${into.length} bytes cannot hold a ${length}-byte chunk`);
     const fd = this.#fd(localPath);
     const bytes = into === undefined ? Buffer.allocUnsafe(length) : into.subarray(0, length);
     let done = 0;
@@ -51,15 +59,25 @@ export class ChunkReader {
       throw new ClawpeerError('IO', `cannot read ${localPath}: ${(err as Error).message}`, { cause: err });
     }
     if (done !== length || !this.#unchanged(fd, localPath, bytes, id, scanned)) {
-      throw new ClawpeerError('IO', `${localPath} changed while being sent (bytes ${offset}..${offset + length} differ from when it was hashed); run the command again to send the new content`);
+      throw new ClawpeerError(
+        'IO',
+        `${localPath} changed while being sent (bytes ${offset}..${offset + length} differ from when it was hashed); run the command again to send the new content`,
+      );
     }
     return bytes;
   }
 
   /** True when the file still has the key it was hashed with (trusted keys only), or the bytes hash to `id`. */
-  #unchanged(fd: number, localPath: string, bytes: Uint8Array, id: Uint8Array, scanned: ScannedAs | undefined): boolean {
+  #unchanged(
+    fd: number,
+    localPath: string,
+    bytes: Uint8Array,
+    id: Uint8Array,
+    scanned: ScannedAs | undefined,
+  ): boolean {
     const { key, hashedAtNs } = scanned ?? {};
-    if (key === undefined || hashedAtNs === undefined || isRacy(key.mtimeNs, hashedAtNs)) return bytesEqual(blake3(bytes), id);
+    if (key === undefined || hashedAtNs === undefined || isRacy(key.mtimeNs, hashedAtNs))
+      return bytesEqual(blake3(bytes), id);
     try {
       return sameFileKey(fileKeyOf(fstatSync(fd, { bigint: true })), key);
     } catch (err) {

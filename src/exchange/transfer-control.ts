@@ -19,14 +19,34 @@ export const PREPARE_TIMEOUT_MS = 30 * 60_000;
 /** The chunker both sides run: the negotiated sizes with protocol v1's fixed normalization. */
 export function sessionChunking(session: PeerSession): ChunkingParams {
   const c = session.caps.chunking;
-  return { minBytes: c.minBytes, avgBytes: c.avgBytes, maxBytes: c.maxBytes, normalization: DEFAULT_CHUNKING.normalization };
+  return {
+    minBytes: c.minBytes,
+    avgBytes: c.avgBytes,
+    maxBytes: c.maxBytes,
+    normalization: DEFAULT_CHUNKING.normalization,
+  };
 }
 
 /** The next control message, which must be of `type` for `transferId`; bounded by `timeoutMs`. */
-export async function expectMessage<T extends ControlMessage['type']>(session: PeerSession, type: T, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<Of<T>> {
-  const msg = await withTimeout(session.control.receive(signal !== undefined ? { signal } : {}), timeoutMs, `waiting for ${type} from ${session.peerId}`);
-  if (msg === null) throw new ClawpeerError('CONNECTION_CLOSED', `peer ${session.peerId} closed the control stream while we waited for ${type}`);
-  if (msg.type !== type) throw new ClawpeerError('PROTOCOL', `expected ${type} from ${session.peerId}, got ${msg.type}`);
+export async function expectMessage<T extends ControlMessage['type']>(
+  session: PeerSession,
+  type: T,
+  transferId: number,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<Of<T>> {
+  const msg = await withTimeout(
+    session.control.receive(signal !== undefined ? { signal } : {}),
+    timeoutMs,
+    `waiting for ${type} from ${session.peerId}`,
+  );
+  if (msg === null)
+    throw new ClawpeerError(
+      'CONNECTION_CLOSED',
+      `peer ${session.peerId} closed the control stream while we waited for ${type}`,
+    );
+  if (msg.type !== type)
+    throw new ClawpeerError('PROTOCOL', `expected ${type} from ${session.peerId}, got ${msg.type}`);
   const withId = msg as Of<T> & { transferId?: number };
   if (withId.transferId !== undefined && withId.transferId !== transferId) {
     throw new ClawpeerError('PROTOCOL', `${type} for transfer ${withId.transferId}, expected transfer ${transferId}`);
@@ -38,7 +58,11 @@ export async function expectMessage<T extends ControlMessage['type']>(session: P
  * Streams and window a transfer runs with: what was asked, within the session's caps (at least
  * 1). The listener answers with these, and an early-sending client starts with them before.
  */
-export function effectiveStreamsAndWindow(session: PeerSession, streams: number, window: number): { streams: number; window: number } {
+export function effectiveStreamsAndWindow(
+  session: PeerSession,
+  streams: number,
+  window: number,
+): { streams: number; window: number } {
   return {
     streams: Math.max(1, Math.min(streams, session.caps.maxStreams)),
     window: Math.max(1, Math.min(window, session.caps.maxWindowChunks)),
@@ -46,7 +70,12 @@ export function effectiveStreamsAndWindow(session: PeerSession, streams: number,
 }
 
 /** The receiver's Want of `transferId`, as sendChunks takes it. */
-export async function expectWant(session: PeerSession, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<WantInfo> {
+export async function expectWant(
+  session: PeerSession,
+  transferId: number,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<WantInfo> {
   const want = await expectMessage(session, 'want', transferId, timeoutMs, signal);
   return { lacking: want.lacking, uniqueCount: want.uniqueChunks };
 }
@@ -58,18 +87,29 @@ export async function expectWant(session: PeerSession, transferId: number, timeo
  * (listener-budgets.ts: manifest bytes and chunk references, per session and per listener)
  * refuse with BUDGET_EXCEEDED.
  */
-export async function receiveManifest(session: PeerSession, transferId: number, timeoutMs: number, signal?: AbortSignal): Promise<ManifestEntry[]> {
+export async function receiveManifest(
+  session: PeerSession,
+  transferId: number,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<ManifestEntry[]> {
   const budget = budgetOf(session);
   const entries: ManifestEntry[] = [];
   let chunkRefs = 0;
   for (;;) {
     const batch = await expectMessage(session, 'manifest', transferId, timeoutMs, signal);
     if (entries.length + batch.entries.length > DEFAULT_PLAN_LIMITS.maxFiles) {
-      throw new ClawpeerError('PROTOCOL', `manifest of transfer ${transferId} exceeds ${DEFAULT_PLAN_LIMITS.maxFiles} entries`);
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `manifest of transfer ${transferId} exceeds ${DEFAULT_PLAN_LIMITS.maxFiles} entries`,
+      );
     }
     for (const e of batch.entries) chunkRefs += e.chunkLengths.length;
     if (chunkRefs > DEFAULT_PLAN_LIMITS.maxChunkRefs) {
-      throw new ClawpeerError('PROTOCOL', `manifest of transfer ${transferId} exceeds ${DEFAULT_PLAN_LIMITS.maxChunkRefs} chunk references`);
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `manifest of transfer ${transferId} exceeds ${DEFAULT_PLAN_LIMITS.maxChunkRefs} chunk references`,
+      );
     }
     budget?.takeManifest(transferId, batch.entries);
     for (const e of batch.entries) entries.push(e); // not push(...): a batch may hold 100,000
@@ -78,6 +118,10 @@ export async function receiveManifest(session: PeerSession, transferId: number, 
 }
 
 /** The manifest as control messages (batches within the session's frame limit), for ControlChannel.sendAll. */
-export function manifestMessages(session: PeerSession, transferId: number, entries: readonly ManifestEntry[]): ManifestMessage[] {
+export function manifestMessages(
+  session: PeerSession,
+  transferId: number,
+  entries: readonly ManifestEntry[],
+): ManifestMessage[] {
   return splitManifest(transferId, entries, session.caps.maxFrameBytes - 64);
 }

@@ -61,7 +61,16 @@ export class TransferReceiver {
   #commitChain: Promise<void> = Promise.resolve();
   /** Batches handed to #commitChain and not finished: receiving waits only when two are. */
   #commitsInFlight = 0;
-  #stats = { files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, chunksDropped: 0, chunksCompressed: 0, filesUnchanged: 0, filesKept: 0 };
+  #stats = {
+    files: 0,
+    bytes: 0,
+    chunksReceived: 0,
+    chunksSkipped: 0,
+    chunksDropped: 0,
+    chunksCompressed: 0,
+    filesUnchanged: 0,
+    filesKept: 0,
+  };
   /** With itemize: what was published so far, and the directories and symlinks created. */
   #published: PublishedFile[] | undefined;
   #created: CreatedEntry[] | undefined;
@@ -103,7 +112,8 @@ export class TransferReceiver {
     try {
       return await this.#prepare();
     } catch (err) {
-      for (const f of this.#staged) if (f.partial?.resumed === false) await f.discard({ keepPartial: false }).catch(() => undefined);
+      for (const f of this.#staged)
+        if (f.partial?.resumed === false) await f.discard({ keepPartial: false }).catch(() => undefined);
       throw err;
     }
   }
@@ -133,7 +143,10 @@ export class TransferReceiver {
       }
       if (entry.kind !== 'file') continue;
       const manifest = chunkingManifest(entry);
-      const staged = await publisher.stageFile({ relPath: rel, manifest, mode: entry.mode, mtimeMs: entry.mtimeMs }, { resumable: entry.size >= RESUMABLE_MIN_BYTES && mayResume() });
+      const staged = await publisher.stageFile(
+        { relPath: rel, manifest, mode: entry.mode, mtimeMs: entry.mtimeMs },
+        { resumable: entry.size >= RESUMABLE_MIN_BYTES && mayResume() },
+      );
       if (staged === 'identical' || staged === 'kept') {
         if (staged === 'identical') this.#stats.filesUnchanged++;
         else this.#stats.filesKept++;
@@ -177,7 +190,8 @@ export class TransferReceiver {
     this.#announced = new Set(keys);
     if (this.#wanted.size === 0) this.#allReceived.resolve();
     let lackingBytes = 0;
-    for (const [first] of this.#wanted.values()) lackingBytes += first?.file.manifest.chunks[first.indices[0] ?? -1]?.length ?? 0;
+    for (const [first] of this.#wanted.values())
+      lackingBytes += first?.file.manifest.chunks[first.indices[0] ?? -1]?.length ?? 0;
     return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length, lackingBytes };
   }
 
@@ -223,7 +237,13 @@ export class TransferReceiver {
     const index = await this.#openIndex(undefined, false);
     try {
       const publisher = await this.#openPublisher(index, undefined);
-      return await planDryRun({ entries: this.#o.entries, paths: this.#paths, basePath: this.#o.destination.basePath, index, publisher });
+      return await planDryRun({
+        entries: this.#o.entries,
+        paths: this.#paths,
+        basePath: this.#o.destination.basePath,
+        index,
+        publisher,
+      });
     } finally {
       this.#o.indexes?.release(index);
     }
@@ -237,8 +257,18 @@ export class TransferReceiver {
    */
   async #openIndex(partials: PartialStore | undefined, save: boolean): Promise<ChunkIndex> {
     const { destination, chunking, signal } = this.#o;
-    if (this.#o.indexes !== undefined) return this.#o.indexes.acquire(destination.root, chunking, partials ?? (await PartialStore.open(destination.root)), signal);
-    const index = await ChunkIndex.open({ shareRoot: destination.root, chunking, ...(partials === undefined ? {} : { partials }) });
+    if (this.#o.indexes !== undefined)
+      return this.#o.indexes.acquire(
+        destination.root,
+        chunking,
+        partials ?? (await PartialStore.open(destination.root)),
+        signal,
+      );
+    const index = await ChunkIndex.open({
+      shareRoot: destination.root,
+      chunking,
+      ...(partials === undefined ? {} : { partials }),
+    });
     await index.refresh({ signal });
     if (save) await this.#saveIndex(index);
     return index;
@@ -248,14 +278,23 @@ export class TransferReceiver {
   #openPublisher(index: ChunkIndex, partials: PartialStore | undefined): Promise<Publisher> {
     const { destination, chunking, signal } = this.#o;
     return Publisher.open({
-      shareRoot: destination.root, readOnly: destination.readOnly, force: this.#o.force, chunking,
+      shareRoot: destination.root,
+      readOnly: destination.readOnly,
+      force: this.#o.force,
+      chunking,
       ...(this.#o.existing === undefined ? {} : { existing: this.#o.existing }),
       ...(partials === undefined ? {} : { partials }),
       ...(this.#o.backup === undefined ? {} : { backup: { plan: this.#o.backup, destBase: destination.basePath } }),
       ...(this.#o.keeper === undefined ? {} : { keeper: this.#o.keeper }),
       ...(this.#o.fsync === undefined ? {} : { fsync: this.#o.fsync }),
-      ...(this.#updated === undefined ? {} : { onMetadataSet: (path: string, set: { time: boolean; perms: boolean }) => this.#updated?.push({ path, ...set }) }),
-      knownRoot: (p, st) => index.cachedRoot(p, st), signal,
+      ...(this.#updated === undefined
+        ? {}
+        : {
+            onMetadataSet: (path: string, set: { time: boolean; perms: boolean }) =>
+              this.#updated?.push({ path, ...set }),
+          }),
+      knownRoot: (p, st) => index.cachedRoot(p, st),
+      signal,
     });
   }
 
@@ -270,7 +309,11 @@ export class TransferReceiver {
       this.#o.indexes.release(index);
       return;
     }
-    await index.save().catch((err: unknown) => this.#o.log.warn('cannot save the chunk index (the next transfer re-hashes)', { error: (err as Error).message }));
+    await index.save().catch((err: unknown) =>
+      this.#o.log.warn('cannot save the chunk index (the next transfer re-hashes)', {
+        error: (err as Error).message,
+      }),
+    );
   }
 
   /** Takes data streams from the router until every wanted chunk is in, then publishes the rest. */
@@ -284,7 +327,12 @@ export class TransferReceiver {
       void task.finally(() => this.#streamTasks.delete(task));
     });
     // A ClawpeerError reason says why (e.g. superseded by a newer push); anything else is a plain abort.
-    const onAbort = (): void => this.#fail(signal.reason instanceof ClawpeerError ? signal.reason : new ClawpeerError('ABORTED', `transfer ${transferId} aborted`));
+    const onAbort = (): void =>
+      this.#fail(
+        signal.reason instanceof ClawpeerError
+          ? signal.reason
+          : new ClawpeerError('ABORTED', `transfer ${transferId} aborted`),
+      );
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort(); // aborted during prepare(): the listener above never fires
     // The chunks come only on data streams, and a failing stream fails this transfer; but when
@@ -297,7 +345,12 @@ export class TransferReceiver {
     const peerId = session.peerId;
     void session.connection.closed.then((info) => {
       const why = info.local ? 'was closed here' : info.reason === undefined ? 'closed' : `closed (${info.reason})`;
-      watch.fail?.(new ClawpeerError('CONNECTION_CLOSED', `the connection to peer ${peerId} ${why} before transfer ${transferId} had all its chunks`));
+      watch.fail?.(
+        new ClawpeerError(
+          'CONNECTION_CLOSED',
+          `the connection to peer ${peerId} ${why} before transfer ${transferId} had all its chunks`,
+        ),
+      );
     });
     try {
       // Every wanted chunk is written and verified: publish now. The streams themselves end when
@@ -308,7 +361,12 @@ export class TransferReceiver {
       await this.#flushCommits(true);
       await this.#finishTree();
       if (this.#index !== undefined) await this.#saveIndex(this.#index);
-      return { ...this.#stats, ...(this.#published === undefined ? {} : { published: this.#published }), ...(this.#created === undefined || this.#created.length === 0 ? {} : { created: this.#created }), ...(this.#updated === undefined || this.#updated.length === 0 ? {} : { updated: this.#updated }) };
+      return {
+        ...this.#stats,
+        ...(this.#published === undefined ? {} : { published: this.#published }),
+        ...(this.#created === undefined || this.#created.length === 0 ? {} : { created: this.#created }),
+        ...(this.#updated === undefined || this.#updated.length === 0 ? {} : { updated: this.#updated }),
+      };
     } finally {
       watch.fail = undefined;
       signal.removeEventListener('abort', onAbort);
@@ -324,7 +382,11 @@ export class TransferReceiver {
   async abort(): Promise<void> {
     this.#fail(new ClawpeerError('ABORTED', `transfer ${this.#o.transferId} aborted`));
     for (const s of this.#streams) s.reset();
-    await withTimeout(Promise.allSettled([...this.#streamTasks]), ABORT_SETTLE_MS, `stopping the data streams of transfer ${this.#o.transferId}`).catch(() => undefined);
+    await withTimeout(
+      Promise.allSettled([...this.#streamTasks]),
+      ABORT_SETTLE_MS,
+      `stopping the data streams of transfer ${this.#o.transferId}`,
+    ).catch(() => undefined);
     await this.#commitChain.catch(() => undefined);
     await this.#publisher?.abort().catch(() => undefined);
     if (this.#index !== undefined) this.#o.indexes?.release(this.#index);
@@ -357,7 +419,8 @@ export class TransferReceiver {
           await writes.drained();
           break;
         }
-        if (frame.type !== 'data') throw new ClawpeerError('PROTOCOL', `expected a data frame on data stream ${streamId}, got ${frame.type}`);
+        if (frame.type !== 'data')
+          throw new ClawpeerError('PROTOCOL', `expected a data frame on data stream ${streamId}, got ${frame.type}`);
         const header = frame.header;
         const sequence = expectedSeq++;
         const key = chunkKey(header.chunkId);
@@ -365,11 +428,16 @@ export class TransferReceiver {
         // memory will keep the bytes till its commit: a fresh buffer per chunk cost an
         // allocation, page faults and GC work per chunk.
         const reuse = header.compressed || this.#wanted.get(key)?.some((p) => p.file.inMemory) !== true;
-        if (reuse && plainBuffer.length < header.payloadBytes) plainBuffer = Buffer.allocUnsafeSlow(header.payloadBytes);
+        if (reuse && plainBuffer.length < header.payloadBytes)
+          plainBuffer = Buffer.allocUnsafeSlow(header.payloadBytes);
         const payload = session.opener.open(frame, { streamId, sequence }, reuse ? plainBuffer : undefined);
         frames.recycle(frame); // opened and keyed: its buffer may take the next frame
         const zstd = header.compressed ? receiverCodec(session.caps, streamId) : null;
-        if (zstd === null && payload.length !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${payload.length} bytes, header says ${header.chunkBytes}`);
+        if (zstd === null && payload.length !== header.chunkBytes)
+          throw new ClawpeerError(
+            'PROTOCOL',
+            `chunk ${key} has ${payload.length} bytes, header says ${header.chunkBytes}`,
+          );
         const placements = this.#wanted.get(key);
         if (placements === undefined) {
           // An early frame left the sender before our Want: it may carry a chunk we hold. Ack and
@@ -379,12 +447,19 @@ export class TransferReceiver {
             acks.received(sequence);
             continue;
           }
-          throw new ClawpeerError('PROTOCOL', `peer sent chunk ${key}, which was not asked for (or was already received)`);
+          throw new ClawpeerError(
+            'PROTOCOL',
+            `peer sent chunk ${key}, which was not asked for (or was already received)`,
+          );
         }
         // The manifest's length, not the frame's claim, bounds what a compressed chunk may decode to.
         const first = placements[0];
         const manifestBytes = first?.file.manifest.chunks[first.indices[0] ?? -1]?.length;
-        if (manifestBytes !== header.chunkBytes) throw new ClawpeerError('PROTOCOL', `chunk ${key} has ${String(manifestBytes)} bytes in the manifest, its frame says ${header.chunkBytes}`);
+        if (manifestBytes !== header.chunkBytes)
+          throw new ClawpeerError(
+            'PROTOCOL',
+            `chunk ${key} has ${String(manifestBytes)} bytes in the manifest, its frame says ${header.chunkBytes}`,
+          );
         this.#wanted.delete(key);
         this.#writing++;
         // Decompressed only now: an early chunk we hold already is dropped without the work.
@@ -433,26 +508,34 @@ export class TransferReceiver {
     // A failed (or aborted) transfer publishes nothing more: abort() is discarding its staging.
     if (this.#failure !== undefined) return this.#commitChain;
     if (this.#toCommit.length === 0) return this.#commitChain;
-    if (!all && this.#commitsInFlight > 0 && this.#toCommit.length < COMMIT_BATCH_FILES && this.#toCommitBytes < COMMIT_BATCH_BYTES) return Promise.resolve();
+    if (
+      !all &&
+      this.#commitsInFlight > 0 &&
+      this.#toCommit.length < COMMIT_BATCH_FILES &&
+      this.#toCommitBytes < COMMIT_BATCH_BYTES
+    )
+      return Promise.resolve();
     const batch = this.#toCommit.splice(0);
     this.#toCommitBytes = 0;
     const publisher = this.#publisher;
     if (publisher === undefined) throw new TypeError('receive before prepare');
     this.#commitsInFlight++;
-    this.#commitChain = this.#commitChain.then(async () => {
-      await publisher.commit(batch);
-      for (const f of batch) {
-        this.#published?.push({ path: f.relPath, replaced: f.replaces });
-        this.#stats.files++;
-        this.#stats.bytes += f.manifest.size;
-        const st = lstatSync(f.finalPath, { bigint: true, throwIfNoEntry: false });
-        if (st?.isFile() === true) this.#index?.addFile(f.relPath, f.manifest, st);
-      }
-      this.#o.onPublished?.(this.#stats.files);
-    }).finally(() => {
-      this.#commitsInFlight--;
-      if (this.#commitsInFlight === 0) this.#flushCommits(false).catch((err: unknown) => this.#fail(err));
-    });
+    this.#commitChain = this.#commitChain
+      .then(async () => {
+        await publisher.commit(batch);
+        for (const f of batch) {
+          this.#published?.push({ path: f.relPath, replaced: f.replaces });
+          this.#stats.files++;
+          this.#stats.bytes += f.manifest.size;
+          const st = lstatSync(f.finalPath, { bigint: true, throwIfNoEntry: false });
+          if (st?.isFile() === true) this.#index?.addFile(f.relPath, f.manifest, st);
+        }
+        this.#o.onPublished?.(this.#stats.files);
+      })
+      .finally(() => {
+        this.#commitsInFlight--;
+        if (this.#commitsInFlight === 0) this.#flushCommits(false).catch((err: unknown) => this.#fail(err));
+      });
     return this.#commitChain;
   }
 
@@ -465,7 +548,8 @@ export class TransferReceiver {
       if (entry.kind === 'symlink') {
         const made = await publisher.makeSymlink(rel, entry.linkTarget, entry.mtimeMs);
         if (made === 'kept') this.#stats.filesKept++;
-        else if (made === 'created' || made === 'replaced') this.#created?.push({ path: rel, kind: 'symlink', target: entry.linkTarget, replaced: made === 'replaced' });
+        else if (made === 'created' || made === 'replaced')
+          this.#created?.push({ path: rel, kind: 'symlink', target: entry.linkTarget, replaced: made === 'replaced' });
       } else if (entry.kind === 'dir') dirs.push({ relPath: rel, mode: entry.mode, mtimeMs: entry.mtimeMs });
     }
     await publisher.setDirMetadata(dirs);

@@ -15,7 +15,14 @@ import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { decodeAckBody } from '../protocol/ack-codec.js';
 import { encodeControlFrame } from '../protocol/messages.js';
-import { DEFAULT_MAX_UNIT_BYTES, DEFAULT_PER_UNIT_OVERHEAD_BYTES, scheduleLpt, splitIntoUnits, WorkQueue, type WorkUnit } from '../transfer/lpt-scheduler.js';
+import {
+  DEFAULT_MAX_UNIT_BYTES,
+  DEFAULT_PER_UNIT_OVERHEAD_BYTES,
+  scheduleLpt,
+  splitIntoUnits,
+  WorkQueue,
+  type WorkUnit,
+} from '../transfer/lpt-scheduler.js';
 import { FileDelivery } from '../transfer/file-delivery.js';
 import { chunkKey, planTransfer, type FileManifest as PlanFile, type TransferPlan } from '../transfer/plan.js';
 import { SendWindow } from '../transfer/send-window.js';
@@ -193,30 +200,50 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   source.entries.forEach((entry, i) => {
     const file = source.files.get(i);
     if (file === undefined) return;
-    planFiles.push({ path: entry.path, size: entry.size, mode: entry.mode, mtimeMs: entry.mtimeMs, chunks: entry.chunkLengths.map((length, c) => ({ id: chunkIdAt(entry, c), length })) });
+    planFiles.push({
+      path: entry.path,
+      size: entry.size,
+      mode: entry.mode,
+      mtimeMs: entry.mtimeMs,
+      chunks: entry.chunkLengths.map((length, c) => ({ id: chunkIdAt(entry, c), length })),
+    });
     sources.push(file);
   });
   // Before the Want, every distinct chunk is planned; chunks the Want leaves out are skipped.
-  const plan = planTransfer(planFiles, gate.lacking === undefined ? ids.values() : [...gate.lacking].map((k) => ids.get(k) ?? new Uint8Array(0)));
+  const plan = planTransfer(
+    planFiles,
+    gate.lacking === undefined ? ids.values() : [...gate.lacking].map((k) => ids.get(k) ?? new Uint8Array(0)),
+  );
   // The total before the files the Want completes, so a report of all files done carries it.
   const onTotal = options.onTotalBytes;
   if (onTotal !== undefined) {
     onTotal(plan.totalBytes);
-    if (gate.lacking === undefined) gate.ready.then(() => onTotal(gate.bytesToSend(plan)), () => undefined);
+    if (gate.lacking === undefined)
+      gate.ready.then(
+        () => onTotal(gate.bytesToSend(plan)),
+        () => undefined,
+      );
   }
   const onFiles = options.onFilesDelivered;
-  const delivery = onFiles === undefined ? undefined : new FileDelivery(planFiles.map((f) => f.chunks.map((c) => chunkKey(c.id))));
+  const delivery =
+    onFiles === undefined ? undefined : new FileDelivery(planFiles.map((f) => f.chunks.map((c) => chunkKey(c.id))));
   if (delivery !== undefined && onFiles !== undefined) {
-    gate.ready.then(() => {
-      if (gate.lacking !== undefined) delivery.wantArrived(gate.lacking);
-      if (delivery.done > 0) onFiles(delivery.done); // files held already, or empty
-    }, () => undefined);
+    gate.ready.then(
+      () => {
+        if (gate.lacking !== undefined) delivery.wantArrived(gate.lacking);
+        if (delivery.done > 0) onFiles(delivery.done); // files held already, or empty
+      },
+      () => undefined,
+    );
   }
   const { session } = options;
   // A session that may stripe over more connections cuts big files finer: a stream that joins
   // later takes work by stealing whole units, and the last units bound the tail on a slow path.
-  const mayStripe = session.caps.features.includes('join') && (session.connections().length > 1 || session.canAddConnections);
-  const maxUnitBytes = mayStripe ? Math.min(DEFAULT_MAX_UNIT_BYTES, Math.max(STRIPED_MIN_UNIT_BYTES, Math.ceil(plan.totalBytes / STRIPED_UNITS))) : DEFAULT_MAX_UNIT_BYTES;
+  const mayStripe =
+    session.caps.features.includes('join') && (session.connections().length > 1 || session.canAddConnections);
+  const maxUnitBytes = mayStripe
+    ? Math.min(DEFAULT_MAX_UNIT_BYTES, Math.max(STRIPED_MIN_UNIT_BYTES, Math.ceil(plan.totalBytes / STRIPED_UNITS)))
+    : DEFAULT_MAX_UNIT_BYTES;
   const units = splitIntoUnits(plan, { maxUnitBytes, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
   const streamCount = Math.max(0, Math.min(options.streams, units.length));
   // The Want's verdict is needed for the stats even when everything went early.
@@ -225,7 +252,9 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const statsAfter = async (sent: readonly { chunksSent: number; bytesSent: number }[]): Promise<SendStats> => {
     await gate.ready;
     return {
-      chunksSent: sent.reduce((a, s) => a + s.chunksSent, 0), bytesSent: sent.reduce((a, s) => a + s.bytesSent, 0), streamsUsed: Math.max(streamCount, sent.length),
+      chunksSent: sent.reduce((a, s) => a + s.chunksSent, 0),
+      bytesSent: sent.reduce((a, s) => a + s.bytesSent, 0),
+      streamsUsed: Math.max(streamCount, sent.length),
       chunksCompressed: compressor?.compressedChunks ?? 0,
       chunksSkipped: plan.stats.chunkRefs - (gate.lacking?.size ?? 0),
     };
@@ -237,14 +266,31 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   // bounds it (a shared cap may give us less still).
   const limiters = options.rateLimiters ?? [];
   let windowBytes = options.windowBytes ?? TRANSFER_WINDOW_BYTES;
-  if (limiters.length > 0) windowBytes = Math.min(windowBytes, Math.max(options.session.caps.chunking.maxBytes, Math.min(...limiters.map((l) => l.bytesPerSecond)) * RATE_CAPPED_WINDOW_SECONDS));
+  if (limiters.length > 0)
+    windowBytes = Math.min(
+      windowBytes,
+      Math.max(
+        options.session.caps.chunking.maxBytes,
+        Math.min(...limiters.map((l) => l.bytesPerSecond)) * RATE_CAPPED_WINDOW_SECONDS,
+      ),
+    );
   const streamWindowBytes = Math.ceil(windowBytes / streamCount);
   const reader = new ChunkReader();
   const abort = new AbortController();
   const onOuterAbort = (): void => abort.abort();
   options.signal.addEventListener('abort', onOuterAbort, { once: true });
   const running: Promise<StreamResult>[] = [];
-  const context: SendContext = { options: { ...options, signal: abort.signal }, streamWindowBytes, plan, sources, queue, reader, gate, compressor, delivery };
+  const context: SendContext = {
+    options: { ...options, signal: abort.signal },
+    streamWindowBytes,
+    plan,
+    sources,
+    queue,
+    reader,
+    gate,
+    compressor,
+    delivery,
+  };
   const start = (index: number, open: () => Promise<DuplexStream>): void => {
     const run = runStream({ ...context, index, open }).catch((err: unknown) => {
       abort.abort();
@@ -287,7 +333,12 @@ interface StreamResult {
 }
 
 /** True when a chunk the receiver lacks was left unsent by stopped streams or in the queue. */
-function wantedLeft(plan: TransferPlan, queue: WorkQueue<WorkUnit>, stopped: readonly StreamResult[], gate: WantGate): boolean {
+function wantedLeft(
+  plan: TransferPlan,
+  queue: WorkQueue<WorkUnit>,
+  stopped: readonly StreamResult[],
+  gate: WantGate,
+): boolean {
   const lacking = gate.lacking;
   if (lacking === undefined) return true;
   const anyWanted = (first: number, end: number): boolean => {
@@ -329,13 +380,22 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
   const limiters = options.rateLimiters ?? [];
   const raw = await open();
   const streamId = session.allocateDataStreamId();
-  const frames = new FrameStream(raw, session.caps.maxFrameBytes, options.idleTimeoutMs, `data stream ${streamId} of transfer ${options.transferId}`);
+  const frames = new FrameStream(
+    raw,
+    session.caps.maxFrameBytes,
+    options.idleTimeoutMs,
+    `data stream ${streamId} of transfer ${options.transferId}`,
+  );
   // When the cap (or the cap and the link) let this stream's bytes out, or the transport last
   // took some. An ack is late only when it is overdue and this has not moved for as long:
   // behind a slow or shared cap, or a slow link, acks come as slowly as the bytes leave.
   let lastProgressAt = performance.now();
   const progressing = (): boolean => performance.now() - lastProgressAt < options.idleTimeoutMs;
-  const window = new SendWindow({ maxInFlightChunks: options.window, maxInFlightBytes: streamWindowBytes, stallTimeoutMs: options.idleTimeoutMs });
+  const window = new SendWindow({
+    maxInFlightChunks: options.window,
+    maxInFlightBytes: streamWindowBytes,
+    stallTimeoutMs: options.idleTimeoutMs,
+  });
   const wake = new AckSignal();
   // Chunk bytes are read into this one buffer (grown to the largest chunk seen, <= the
   // negotiated maxBytes): the sealer copies them into the frame before the next read.
@@ -345,7 +405,10 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
   // seq -> chunk key of this stream's early frames, to tell which the receiver did not want.
   const earlyKeys = new Map<number, string>();
   let current: { end: number; next: number } | undefined; // the unit in progress: its unsent part
-  void gate.ready.then(() => wake.notify(), () => wake.notify());
+  void gate.ready.then(
+    () => wake.notify(),
+    () => wake.notify(),
+  );
 
   const ackLoop = (async () => {
     try {
@@ -353,7 +416,8 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
         const frame = await frames.next(signal, progressing);
         if (frame === null) break;
         const ack = decodeAckBody(expectFrame(frame, 'ack', `data stream ${streamId}`).body);
-        if (ack.streamId !== streamId) throw new ClawpeerError('PROTOCOL', `ack for stream ${ack.streamId} arrived on data stream ${streamId}`);
+        if (ack.streamId !== streamId)
+          throw new ClawpeerError('PROTOCOL', `ack for stream ${ack.streamId} arrived on data stream ${streamId}`);
         const { acked } = window.onAck(ack.ackedThroughSeq, performance.now());
         if (delivery?.deliver(acked.map((a) => a.key)) === true) options.onFilesDelivered?.(delivery.done);
         wake.notify();
@@ -379,7 +443,8 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
     while (!window.canSend(bytes)) {
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
       if (ackError !== undefined) throw ackError;
-      if (acksEnded) throw new ClawpeerError('PROTOCOL', `receiver closed data stream ${streamId} with chunks unacknowledged`);
+      if (acksEnded)
+        throw new ClawpeerError('PROTOCOL', `receiver closed data stream ${streamId} with chunks unacknowledged`);
       await wake.wait();
     }
   };
@@ -415,12 +480,16 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
         }
         if (!early && gate.lacking?.has(chunk.key) !== true) continue; // the receiver holds it
         await waitForRoom(chunk.length);
-        if (readBuffer.length < ref.length) readBuffer = Buffer.allocUnsafe(Math.max(ref.length, session.caps.chunking.maxBytes));
+        if (readBuffer.length < ref.length)
+          readBuffer = Buffer.allocUnsafe(Math.max(ref.length, session.caps.chunking.maxBytes));
         const bytes = await reader.read(file.localPath, ref.offset, ref.length, chunk.id, readBuffer, file);
         const packed = compressor === undefined ? null : await compressor.compress(bytes, file.localPath);
         const seq = window.nextSeq;
         // Three pieces, one frame on the wire: no frame-sized buffer is built (aead.ts sealParts).
-        const frame = session.sealer.sealParts({ streamId, sequence: seq, chunkId: chunk.id, compressed: packed !== null, early, chunkBytes: chunk.length }, packed ?? bytes);
+        const frame = session.sealer.sealParts(
+          { streamId, sequence: seq, chunkId: chunk.id, compressed: packed !== null, early, chunkBytes: chunk.length },
+          packed ?? bytes,
+        );
         if (early) earlyKeys.set(seq, chunk.key);
         if (TEST_HOOKS.delayPerChunkMs !== undefined) await sleep(TEST_HOOKS.delayPerChunkMs);
         if (TEST_HOOKS.holdUntilFile !== undefined) await holdForTest(options.signal);
@@ -438,7 +507,11 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
     while (window.inFlightChunks > 0 && !onlyUnwantedInFlight()) {
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
       if (ackError !== undefined) throw ackError;
-      if (acksEnded) throw new ClawpeerError('PROTOCOL', `receiver closed data stream ${streamId} with ${window.inFlightChunks} chunks unacknowledged`);
+      if (acksEnded)
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `receiver closed data stream ${streamId} with ${window.inFlightChunks} chunks unacknowledged`,
+        );
       await wake.wait();
     }
     // Everything on this stream is acknowledged: written and verified. The receiver's own FIN
@@ -452,9 +525,16 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
     raw.reset();
     if (await stoppedUnneeded(err)) {
       const { chunksSent, bytesSent } = window.counters;
-      return { chunksSent, bytesSent, stop: err, ...(current === undefined ? {} : { unsent: { first: current.next, end: current.end } }) };
+      return {
+        chunksSent,
+        bytesSent,
+        stop: err,
+        ...(current === undefined ? {} : { unsent: { first: current.next, end: current.end } }),
+      };
     }
-    throw err instanceof Error && err.name === 'AbortError' ? new ClawpeerError('ABORTED', `transfer ${options.transferId} aborted`, { cause: err }) : err;
+    throw err instanceof Error && err.name === 'AbortError'
+      ? new ClawpeerError('ABORTED', `transfer ${options.transferId} aborted`, { cause: err })
+      : err;
   }
 
   /**

@@ -62,7 +62,10 @@ export interface SizeRange {
 
 /** True when a file of `size` bytes lies outside `range`. */
 export function outsideSizeRange(range: SizeRange | undefined, size: number): boolean {
-  return range !== undefined && ((range.min !== undefined && size < range.min) || (range.max !== undefined && size > range.max));
+  return (
+    range !== undefined &&
+    ((range.min !== undefined && size < range.min) || (range.max !== undefined && size > range.max))
+  );
 }
 
 function packIds(manifest: FileManifest): { chunkIds: Uint8Array; chunkLengths: number[] } {
@@ -91,9 +94,18 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
  * clawpeer's own state; messages name the base as `baseName` (a listener: its share and path,
  * never its local path).
  */
-export async function scanListed(baseDir: string, relPaths: readonly string[], options: ScanSourceOptions, baseName = baseDir): Promise<TransferSource> {
+export async function scanListed(
+  baseDir: string,
+  relPaths: readonly string[],
+  options: ScanSourceOptions,
+  baseName = baseDir,
+): Promise<TransferSource> {
   const base = path.resolve(baseDir);
-  if (!(await lstat(base).catch(() => undefined))?.isDirectory()) throw new ClawpeerError('USAGE', `--files-from: ${baseName} is not a directory (the listed paths are relative to it)`);
+  if (!(await lstat(base).catch(() => undefined))?.isDirectory())
+    throw new ClawpeerError(
+      'USAGE',
+      `--files-from: ${baseName} is not a directory (the listed paths are relative to it)`,
+    );
   const seen = new Set<string>();
   const out = newCollected(seen);
   // Each path is scanned once, and a path inside a listed directory that is walked whole not on
@@ -107,19 +119,27 @@ export async function scanListed(baseDir: string, relPaths: readonly string[], o
   }
   for (const rel of unique) {
     if (rel.split('/').some((segment) => isInternalDirName(segment) || isTempFileName(segment))) {
-      throw new ClawpeerError('PATH_INVALID', `--files-from lists ${rel}: .clawpeer directories and temp files are clawpeer's own state, never sent`);
+      throw new ClawpeerError(
+        'PATH_INVALID',
+        `--files-from lists ${rel}: .clawpeer directories and temp files are clawpeer's own state, never sent`,
+      );
     }
     if (ancestorsOf(rel).some((dir) => walkedWhole.has(dir))) continue;
     for (const dir of ancestorsOf(rel)) {
       if (seen.has(dir)) continue;
       const st = await lstat(path.join(base, ...dir.split('/'))).catch(() => undefined);
-      if (st?.isDirectory() !== true) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, but ${dir} ${st === undefined ? 'does not exist' : 'is not a directory'} in ${baseName}`);
+      if (st?.isDirectory() !== true)
+        throw new ClawpeerError(
+          'USAGE',
+          `--files-from lists ${rel}, but ${dir} ${st === undefined ? 'does not exist' : 'is not a directory'} in ${baseName}`,
+        );
       seen.add(dir);
       out.entries.push(dirEntry(dir, announcedMode(options, Number(st.mode), 'dir'), Math.floor(st.mtimeMs)));
     }
     const abs = path.join(base, ...rel.split('/'));
     const st = await lstat(abs).catch(() => undefined);
-    if (st === undefined) throw new ClawpeerError('USAGE', `--files-from lists ${rel}, which does not exist in ${baseName}`);
+    if (st === undefined)
+      throw new ClawpeerError('USAGE', `--files-from lists ${rel}, which does not exist in ${baseName}`);
     // As rsync: the rules see listed paths too, and a listed directory they exclude stays whole
     // (collect() checks the entries below a root, and a listed file, but not a root directory).
     if (st.isDirectory() && options.excludeRules?.excludes(rel, true) === true) continue;
@@ -136,7 +156,12 @@ interface Collected {
   totalBytes: number;
 }
 
-const newCollected = (paths?: Set<string>): Collected => ({ entries: [], files: new Map(), ...(paths === undefined ? {} : { paths }), totalBytes: 0 });
+const newCollected = (paths?: Set<string>): Collected => ({
+  entries: [],
+  files: new Map(),
+  ...(paths === undefined ? {} : { paths }),
+  totalBytes: 0,
+});
 
 function collected(out: Collected, base: string): TransferSource {
   const { entries, files, totalBytes } = out;
@@ -150,7 +175,17 @@ function announcedMode(options: ScanSourceOptions, mode: number, kind: 'file' | 
 }
 
 function dirEntry(relPath: string, mode: number, mtimeMs: number): ManifestEntry {
-  return { path: relPath, kind: 'dir', size: 0, mode, mtimeMs, linkTarget: '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] };
+  return {
+    path: relPath,
+    kind: 'dir',
+    size: 0,
+    mode,
+    mtimeMs,
+    linkTarget: '',
+    root: new Uint8Array(0),
+    chunkIds: new Uint8Array(0),
+    chunkLengths: [],
+  };
 }
 
 interface CollectPlan {
@@ -166,7 +201,8 @@ interface CollectPlan {
 /** Scans and hashes `absRoot` into `out`, skipping paths already there. */
 async function collect(out: Collected, absRoot: string, plan: CollectPlan, options: ScanSourceOptions): Promise<void> {
   const rules = options.excludeRules;
-  const excluded = (rel: string, isDir: boolean): boolean => rules !== undefined && rules.excludes(belowTransferRoot(rel, plan.rulesOnWholePath), isDir);
+  const excluded = (rel: string, isDir: boolean): boolean =>
+    rules !== undefined && rules.excludes(belowTransferRoot(rel, plan.rulesOnWholePath), isDir);
   const rootName = plan.rootName ?? options.rootName;
   // clawpeer's own state never travels: a synced folder's `.clawpeer/` (its revision log and
   // partials are about this machine) and temp files of a publish in progress.
@@ -195,19 +231,51 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
       case 'symlink':
         if (e.linkEscapes === true) {
           // A listener's pull -L got here only for a link whose end is outside the share.
-          const why = options.copyLinks !== undefined && options.followWithin !== undefined ? 'leads out of the share: not sent, not even with -L' : 'points outside the tree (--copy-unsafe-links sends what it points to)';
+          const why =
+            options.copyLinks !== undefined && options.followWithin !== undefined
+              ? 'leads out of the share: not sent, not even with -L'
+              : 'points outside the tree (--copy-unsafe-links sends what it points to)';
           options.log.warn(`skipping a symlink that ${why}`, { path: e.relPath, target: e.linkTarget ?? '' });
           continue;
         }
-        entries.push({ path: e.relPath, kind: 'symlink', size: 0, mode, mtimeMs, linkTarget: e.linkTarget ?? '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] });
+        entries.push({
+          path: e.relPath,
+          kind: 'symlink',
+          size: 0,
+          mode,
+          mtimeMs,
+          linkTarget: e.linkTarget ?? '',
+          root: new Uint8Array(0),
+          chunkIds: new Uint8Array(0),
+          chunkLengths: [],
+        });
         break;
       case 'file': {
         const local = path.join(plan.base, ...e.relPath.split('/'));
         const hashedAtNs = msToNs(Date.now());
-        const manifest = await manifestFromFile(local, options.chunking, options.signal !== undefined ? { signal: options.signal } : {});
+        const manifest = await manifestFromFile(
+          local,
+          options.chunking,
+          options.signal !== undefined ? { signal: options.signal } : {},
+        );
         options.onFileHashed?.(manifest.size);
-        files.set(entries.length, { entryIndex: entries.length, localPath: local, manifest, key: { size: e.size, mtimeNs: e.mtimeNs, ino: e.ino }, hashedAtNs });
-        entries.push({ path: e.relPath, kind: 'file', size: manifest.size, mode, mtimeMs, linkTarget: '', root: manifest.root, ...packIds(manifest) });
+        files.set(entries.length, {
+          entryIndex: entries.length,
+          localPath: local,
+          manifest,
+          key: { size: e.size, mtimeNs: e.mtimeNs, ino: e.ino },
+          hashedAtNs,
+        });
+        entries.push({
+          path: e.relPath,
+          kind: 'file',
+          size: manifest.size,
+          mode,
+          mtimeMs,
+          linkTarget: '',
+          root: manifest.root,
+          ...packIds(manifest),
+        });
         out.totalBytes += manifest.size;
         break;
       }
@@ -231,7 +299,8 @@ export async function scanSources(localPaths: readonly string[], options: ScanSo
   for (const p of localPaths) {
     const name = path.basename(path.resolve(p));
     const other = byName.get(name);
-    if (other !== undefined) throw new ClawpeerError('USAGE', `${other} and ${p} would both land as ${name}: push them separately`);
+    if (other !== undefined)
+      throw new ClawpeerError('USAGE', `${other} and ${p} would both land as ${name}: push them separately`);
     byName.set(name, p);
   }
   const parts: { offset: number; source: TransferSource }[] = [];

@@ -159,7 +159,9 @@ async function* chunkOpenFile(
       let bytesRead: number;
       try {
         // A small file that grows while read goes on with the same reads, still bounded.
-        bytesRead = small ? readSync(fd, buffer, fill, buffer.length - fill, null) : (await readAsync(fd, buffer, fill, buffer.length - fill, null)).bytesRead;
+        bytesRead = small
+          ? readSync(fd, buffer, fill, buffer.length - fill, null)
+          : (await readAsync(fd, buffer, fill, buffer.length - fill, null)).bytesRead;
       } catch (err) {
         throw ioError(path, 'read', err);
       }

@@ -106,7 +106,10 @@ export class ChunkingThreads {
     });
     // A thread that dies fails what is running; the set is stopped and started afresh next time.
     worker.on('error', (err) => this.#current.has(worker) && this.#lost(err));
-    worker.on('exit', (code) => this.#current.has(worker) && this.#lost(new Error(`chunking thread exited (code ${code})`)));
+    worker.on(
+      'exit',
+      (code) => this.#current.has(worker) && this.#lost(new Error(`chunking thread exited (code ${code})`)),
+    );
     return worker;
   }
 
@@ -167,7 +170,13 @@ export function threadsFor(size: number, cores = availableParallelism()): number
  * could not start or died, or the segments did not meet (segments.ts). Throws ClawpeerError IO
  * when a read fails and ABORTED on `signal`.
  */
-export function parallelManifest(fd: number, size: number, path: string, params: ChunkingParams, signal?: AbortSignal): Promise<FileManifest | undefined> {
+export function parallelManifest(
+  fd: number,
+  size: number,
+  path: string,
+  params: ChunkingParams,
+  signal?: AbortSignal,
+): Promise<FileManifest | undefined> {
   const count = threadsFor(size);
   if (count < 2) return Promise.resolve(undefined);
   const run = queue.then(() => manifestOnThreads(fd, size, path, params, count, signal));
@@ -176,10 +185,18 @@ export function parallelManifest(fd: number, size: number, path: string, params:
 }
 
 function throwIfAborted(signal: AbortSignal | undefined, path: string): void {
-  if (signal?.aborted === true) throw new ClawpeerError('ABORTED', `chunking ${path} aborted`, { cause: signal.reason });
+  if (signal?.aborted === true)
+    throw new ClawpeerError('ABORTED', `chunking ${path} aborted`, { cause: signal.reason });
 }
 
-async function manifestOnThreads(fd: number, size: number, path: string, params: ChunkingParams, count: number, signal?: AbortSignal): Promise<FileManifest | undefined> {
+async function manifestOnThreads(
+  fd: number,
+  size: number,
+  path: string,
+  params: ChunkingParams,
+  count: number,
+  signal?: AbortSignal,
+): Promise<FileManifest | undefined> {
   throwIfAborted(signal, path);
   let threads: Worker[];
   try {
@@ -195,7 +212,9 @@ async function manifestOnThreads(fd: number, size: number, path: string, params:
   signal?.addEventListener('abort', cancel, { once: true });
   let settled: PromiseSettledResult<ChunkedSegment>[];
   try {
-    settled = await Promise.allSettled(ranges.map((r, i) => shared.run(threads[i] as Worker, { fd, start: r.start, stop: r.stop, params })));
+    settled = await Promise.allSettled(
+      ranges.map((r, i) => shared.run(threads[i] as Worker, { fd, start: r.start, stop: r.stop, params })),
+    );
   } finally {
     signal?.removeEventListener('abort', cancel);
   }
@@ -206,7 +225,8 @@ async function manifestOnThreads(fd: number, size: number, path: string, params:
       segments.push(s.value);
       continue;
     }
-    if (s.reason instanceof SegmentReadError) throw new ClawpeerError('IO', `cannot read ${path}: ${s.reason.message}`, { cause: s.reason });
+    if (s.reason instanceof SegmentReadError)
+      throw new ClawpeerError('IO', `cannot read ${path}: ${s.reason.message}`, { cause: s.reason });
     return undefined; // a thread died: one pass instead
   }
   throwIfAborted(signal, path);
@@ -228,7 +248,9 @@ function serve(port: MessagePort): void {
       port.postMessage({ type: 'segment-failed', id: task.id, message: (err as Error).message } satisfies FromWorker);
       return;
     }
-    port.postMessage({ type: 'segment', id: task.id, segment } satisfies FromWorker, [segment.ids.buffer as ArrayBuffer]);
+    port.postMessage({ type: 'segment', id: task.id, segment } satisfies FromWorker, [
+      segment.ids.buffer as ArrayBuffer,
+    ]);
   });
   port.postMessage({ type: 'ready' } satisfies FromWorker);
 }

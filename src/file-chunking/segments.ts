@@ -120,7 +120,11 @@ export function stitchSegments(segments: readonly ChunkedSegment[]): ChunkRef[] 
     if (j === 0 && pos !== seg.start) return undefined; // cannot happen: pos came from this pass's cuts
     for (; j < seg.ends.length; j++) {
       const end = seg.ends[j] as number;
-      chunks.push({ offset: pos, length: end - pos, id: seg.ids.slice(j * BLAKE3_OUT_BYTES, (j + 1) * BLAKE3_OUT_BYTES) });
+      chunks.push({
+        offset: pos,
+        length: end - pos,
+        id: seg.ids.slice(j * BLAKE3_OUT_BYTES, (j + 1) * BLAKE3_OUT_BYTES),
+      });
       pos = end;
       if (nextStarts?.has(end) === true && end >= (next?.start ?? Infinity)) break;
     }

@@ -5,12 +5,22 @@
 // sync modules load when called.
 import type { SyncWithPeerOptions } from './sync-with-peer.js';
 import type { SyncFolderResult } from './sync-client.js';
-import type { collectFolderGarbage as CollectFolderGarbage, folderLog as FolderLog, restoreRevision as RestoreRevision } from './folder-history.js';
+import type {
+  collectFolderGarbage as CollectFolderGarbage,
+  folderLog as FolderLog,
+  restoreRevision as RestoreRevision,
+} from './folder-history.js';
 
 export { loadSyncIgnore } from './sync-ignore.js';
 export { syncWhileWatching, WATCH_INTERVAL_MS, type SyncWhileWatchingOptions } from './sync-watch.js';
 export type { LogRow, LogWhat, Restored, RestoreOptions } from './folder-history.js';
-export { controlSocketPath, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from './resident-protocol.js';
+export {
+  controlSocketPath,
+  type ListenerStatus,
+  type ResidentSyncReply,
+  type ResidentSyncRequest,
+  type StatusRequest,
+} from './resident-protocol.js';
 export type { SyncDryRun, SyncFolderResult } from './sync-client.js';
 export type { PlannedChange } from './sync-apply.js';
 export type { ResidentFolders } from './synced-folder.js';
@@ -34,7 +44,9 @@ export async function restoreRevision(...args: Parameters<typeof RestoreRevision
 }
 
 /** `gc`: old revisions and the history content only they referenced dropped (folder-history.ts). */
-export async function collectFolderGarbage(...args: Parameters<typeof CollectFolderGarbage>): ReturnType<typeof CollectFolderGarbage> {
+export async function collectFolderGarbage(
+  ...args: Parameters<typeof CollectFolderGarbage>
+): ReturnType<typeof CollectFolderGarbage> {
   return (await import('./folder-history.js')).collectFolderGarbage(...args);
 }
 

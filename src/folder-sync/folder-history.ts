@@ -30,7 +30,12 @@ const ANONYMOUS_NODE_ID = 'local';
 function defaultFolderChunking(): ChunkingParams {
   const c = DEFAULT_CAPABILITIES.chunking[0];
   if (c === undefined) throw new TypeError('no default chunking');
-  return { minBytes: c.minBytes, avgBytes: c.avgBytes, maxBytes: c.maxBytes, normalization: DEFAULT_CHUNKING.normalization };
+  return {
+    minBytes: c.minBytes,
+    avgBytes: c.avgBytes,
+    maxBytes: c.maxBytes,
+    normalization: DEFAULT_CHUNKING.normalization,
+  };
 }
 
 /** The synced folder containing `target` (the nearest directory with a revision log) and the path inside it. */
@@ -48,7 +53,10 @@ async function locateFolder(target: string): Promise<{ folder: string; rel: stri
     }
     if (path.dirname(dir) === dir) break;
   }
-  throw new ClawpeerError('USAGE', `${abs} is not inside a synced folder (no ${INTERNAL_DIR_NAME}/${REVLOG_DIR_NAME} above it)`);
+  throw new ClawpeerError(
+    'USAGE',
+    `${abs} is not inside a synced folder (no ${INTERNAL_DIR_NAME}/${REVLOG_DIR_NAME} above it)`,
+  );
 }
 
 async function homeNodeId(home: HomeLayout): Promise<string | undefined> {
@@ -80,12 +88,18 @@ async function restoringNodeId(home: HomeLayout, explicitHome: boolean, folder: 
   const own = await homeNodeId(home);
   if (recorded !== undefined) {
     if (explicitHome && own !== undefined && own !== recorded) {
-      throw new ClawpeerError('USAGE', `${folder} is synced by node ${recorded}, not by the node of ${home.dir} (${own}): pass the --home of the node that syncs this folder`);
+      throw new ClawpeerError(
+        'USAGE',
+        `${folder} is synced by node ${recorded}, not by the node of ${home.dir} (${own}): pass the --home of the node that syncs this folder`,
+      );
     }
     return recorded;
   }
   if (own !== undefined) return own;
-  throw new ClawpeerError('USAGE', `cannot tell which node syncs ${folder} (its log predates recording it, and ${home.dir} has no identity): pass the --home of the node that syncs this folder`);
+  throw new ClawpeerError(
+    'USAGE',
+    `cannot tell which node syncs ${folder} (its log predates recording it, and ${home.dir} has no identity): pass the --home of the node that syncs this folder`,
+  );
 }
 
 export type LogWhat = 'created' | 'changed' | 'deleted' | 'conflict copy';
@@ -107,7 +121,8 @@ export interface LogRow {
 /** What a revision did, next to the one before it in its path's history here (undefined: none kept). */
 function whatHappened(e: RevisionEntry, previous: RevisionEntry | undefined): LogWhat {
   if (e.revision.deleted) return 'deleted';
-  if (previous === undefined || previous.revision.deleted) return isConflictPath(e.revision.path) ? 'conflict copy' : 'created';
+  if (previous === undefined || previous.revision.deleted)
+    return isConflictPath(e.revision.path) ? 'conflict copy' : 'created';
   return 'changed';
 }
 
@@ -121,7 +136,7 @@ async function nodeNamer(home: HomeLayout, folderNode: string | undefined): Prom
   } catch {
     // no readable pair list: short ids
   }
-  return (id) => (id === self ? 'this node' : names.get(id) ?? `node …${id.slice(-8)}`);
+  return (id) => (id === self ? 'this node' : (names.get(id) ?? `node …${id.slice(-8)}`));
 }
 
 /** Newest first: every kept revision of the folder (or of the paths under `target`), what it did and by whom. */
@@ -136,15 +151,28 @@ export async function folderLog(o: { readonly target: string; readonly home: Hom
     for (const h of store.heads()) {
       if (!under(h.revision.path)) continue;
       const history = store.history(h.revision.path);
-      history.forEach((e, i) => rows.push({ entry: e, isHead: bytesEqual(h.id, e.id), what: whatHappened(e, history[i - 1]), order: i }));
+      history.forEach((e, i) =>
+        rows.push({ entry: e, isHead: bytesEqual(h.id, e.id), what: whatHappened(e, history[i - 1]), order: i }),
+      );
     }
     // Newest first by the revision's time; within one path, later arrivals first on a tie.
     rows.sort((x, y) => {
       const dt = y.entry.revision.mtimeNs - x.entry.revision.mtimeNs;
       if (dt !== 0n) return dt > 0n ? 1 : -1;
-      return x.entry.revision.path === y.entry.revision.path ? y.order - x.order : x.entry.revision.path < y.entry.revision.path ? -1 : 1;
+      return x.entry.revision.path === y.entry.revision.path
+        ? y.order - x.order
+        : x.entry.revision.path < y.entry.revision.path
+          ? -1
+          : 1;
     });
-    return rows.map(({ entry: e, isHead, what }) => ({ revision: e.revision, id: toHex(e.id), isHead, what, by: nameOf(e.revision.origin), contentRoot: toHex(e.revision.contentRoot) }));
+    return rows.map(({ entry: e, isHead, what }) => ({
+      revision: e.revision,
+      id: toHex(e.id),
+      isHead,
+      what,
+      by: nameOf(e.revision.origin),
+      contentRoot: toHex(e.revision.contentRoot),
+    }));
   } finally {
     await store.close();
   }
@@ -193,7 +221,10 @@ export async function restoreRevision(o: RestoreOptions): Promise<Restored> {
       const matches = store.history(rel).filter((e) => toHex(e.id).startsWith(revHex));
       const match = matches[0];
       if (revHex.length < 8 || matches.length !== 1 || match === undefined) {
-        throw new ClawpeerError('USAGE', `--rev ${revHex} names ${matches.length === 0 ? 'no revision' : 'several revisions'} of ${rel} (see \`clawpeer log\`; give at least 8 hex digits)`);
+        throw new ClawpeerError(
+          'USAGE',
+          `--rev ${revHex} names ${matches.length === 0 ? 'no revision' : 'several revisions'} of ${rel} (see \`clawpeer log\`; give at least 8 hex digits)`,
+        );
       }
       const rev = match.revision;
       const abs = path.join(folder, ...rel.split('/'));
@@ -214,7 +245,9 @@ export async function restoreRevision(o: RestoreOptions): Promise<Restored> {
       } else {
         // The content: its history blob, or a live file with the same root.
         const candidates = [historyBlobPath(folder, rev.contentRoot), abs];
-        for (const h of store.heads()) if (!h.revision.deleted && h.revision.kind === 'file' && bytesEqual(h.revision.contentRoot, rev.contentRoot)) candidates.push(path.join(folder, ...h.revision.path.split('/')));
+        for (const h of store.heads())
+          if (!h.revision.deleted && h.revision.kind === 'file' && bytesEqual(h.revision.contentRoot, rev.contentRoot))
+            candidates.push(path.join(folder, ...h.revision.path.split('/')));
         for (const c of candidates) {
           try {
             if (!(await lstat(c)).isFile()) continue;
@@ -228,7 +261,14 @@ export async function restoreRevision(o: RestoreOptions): Promise<Restored> {
         }
         if (source === undefined) {
           // Not kept here: the peer the folder syncs with may keep it (it kept what our change replaced).
-          fetchedFrom = await fetchFromPeer(o, { folder, rel, nodeId: store.nodeId, recorded: store.syncingPeer(), id: match.id, rev });
+          fetchedFrom = await fetchFromPeer(o, {
+            folder,
+            rel,
+            nodeId: store.nodeId,
+            recorded: store.syncingPeer(),
+            id: match.id,
+            rev,
+          });
         }
       }
       if (source !== undefined) {
@@ -242,7 +282,8 @@ export async function restoreRevision(o: RestoreOptions): Promise<Restored> {
           } finally {
             await h.close();
           }
-          if (!bytesEqual((await manifestFromFile(tmp, chunking)).root, rev.contentRoot)) throw new ClawpeerError('HASH_MISMATCH', `restored copy of ${rel} does not match its revision`);
+          if (!bytesEqual((await manifestFromFile(tmp, chunking)).root, rev.contentRoot))
+            throw new ClawpeerError('HASH_MISMATCH', `restored copy of ${rel} does not match its revision`);
           await rename(tmp, abs);
         } catch (err) {
           await rm(tmp, { force: true });
@@ -252,7 +293,12 @@ export async function restoreRevision(o: RestoreOptions): Promise<Restored> {
       // Record the restore as a new local edit, so it wins over what it replaced on every peer.
       await scanFolder(store, folder, { chunking, ignore: await loadSyncIgnore(folder) });
       const head = store.head(rel);
-      return { path: rel, rev: toHex(match.id), newRev: head === undefined ? null : toHex(head.id), ...(fetchedFrom === undefined ? {} : { fetchedFrom }) };
+      return {
+        path: rel,
+        rev: toHex(match.id),
+        newRev: head === undefined ? null : toHex(head.id),
+        ...(fetchedFrom === undefined ? {} : { fetchedFrom }),
+      };
     } finally {
       await store.close();
     }
@@ -267,34 +313,67 @@ export async function restoreRevision(o: RestoreOptions): Promise<Restored> {
  */
 async function fetchFromPeer(
   r: RestoreOptions,
-  o: { folder: string; rel: string; nodeId: string; recorded: { peerId: string; share: string } | undefined; id: Uint8Array; rev: RevisionEntry['revision'] },
+  o: {
+    folder: string;
+    rel: string;
+    nodeId: string;
+    recorded: { peerId: string; share: string } | undefined;
+    id: Uint8Array;
+    rev: RevisionEntry['revision'];
+  },
 ): Promise<string> {
   const revName = `revision ${toHex(o.id).slice(0, 16)} of ${o.rel}`;
   const from = r.from === undefined ? o.recorded : r.from();
   if (from === undefined) {
-    throw new ClawpeerError('IO', `the content of ${revName} is no longer kept here (collected by gc, or overwritten before a scan saw it), and this folder has not synced with a peer that might keep it: pass --from PEER:SHARE`);
+    throw new ClawpeerError(
+      'IO',
+      `the content of ${revName} is no longer kept here (collected by gc, or overwritten before a scan saw it), and this folder has not synced with a peer that might keep it: pass --from PEER:SHARE`,
+    );
   }
   const [{ PeerStore }, { resolvePeer }, { resolveConfig }, { fetchRevisionFromPeer }] = await Promise.all([
-    import('../home/peer-store.js'), import('../home/peer-resolve.js'), import('../home/config.js'), import('./restore-fetch.js'),
+    import('../home/peer-store.js'),
+    import('../home/peer-resolve.js'),
+    import('../home/config.js'),
+    import('./restore-fetch.js'),
   ]);
   const home = await homeNodeId(r.home);
   if (home !== o.nodeId) {
-    throw new ClawpeerError('USAGE', `the content of ${revName} is not kept here; to fetch it from the peer, pass the --home of the node that syncs this folder (${o.nodeId})`);
+    throw new ClawpeerError(
+      'USAGE',
+      `the content of ${revName} is not kept here; to fetch it from the peer, pass the --home of the node that syncs this folder (${o.nodeId})`,
+    );
   }
   const identity = await loadIdentity(r.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(r.home.peersFile), from.peerId, r.addr);
   const got = await fetchRevisionFromPeer({
-    identity, peer, config: resolveConfig({}), share: from.share, folder: o.folder, relPath: o.rel, root: o.rev.contentRoot,
-    mode: o.rev.mode & 0o777, mtimeMs: Number(o.rev.mtimeNs / 1_000_000n), log: r.log.child('restore'), signal: r.signal,
+    identity,
+    peer,
+    config: resolveConfig({}),
+    share: from.share,
+    folder: o.folder,
+    relPath: o.rel,
+    root: o.rev.contentRoot,
+    mode: o.rev.mode & 0o777,
+    mtimeMs: Number(o.rev.mtimeNs / 1_000_000n),
+    log: r.log.child('restore'),
+    signal: r.signal,
   });
   if (!got) {
-    throw new ClawpeerError('IO', `the content of ${revName} is kept neither here nor by ${peer.name}: nothing in the pair has it any more (collected by gc, or overwritten before a scan saw it)`);
+    throw new ClawpeerError(
+      'IO',
+      `the content of ${revName} is kept neither here nor by ${peer.name}: nothing in the pair has it any more (collected by gc, or overwritten before a scan saw it)`,
+    );
   }
   return peer.name;
 }
 
 /** Drops all but the last `keepLast` revisions per path and the history content only they referenced. */
-export async function collectFolderGarbage(o: { readonly dir: string; readonly policy: VersioningPolicy; readonly home: HomeLayout; readonly signal: AbortSignal }): Promise<{ removedRevisions: number; removedBlobs: number }> {
+export async function collectFolderGarbage(o: {
+  readonly dir: string;
+  readonly policy: VersioningPolicy;
+  readonly home: HomeLayout;
+  readonly signal: AbortSignal;
+}): Promise<{ removedRevisions: number; removedBlobs: number }> {
   const { folder } = await locateFolder(o.dir);
   const { RevisionStore } = await import('../store/revision-store.js');
   const { FolderLock } = await import('../store/folder-lock.js');

@@ -151,7 +151,12 @@ interface NamedChanges {
  * walk then. A file with other hard links changes under their names too, and only the name
  * written through raised the event: the walk finds the others.
  */
-function namedChanges(root: string, paths: readonly string[], store: RevisionStore, ignore: SyncIgnore): NamedChanges | undefined {
+function namedChanges(
+  root: string,
+  paths: readonly string[],
+  store: RevisionStore,
+  ignore: SyncIgnore,
+): NamedChanges | undefined {
   const present: TreeEntry[] = [];
   const gone: RevisionEntry[] = [];
   for (const rel of new Set(paths)) {
@@ -184,12 +189,17 @@ function namedChanges(root: string, paths: readonly string[], store: RevisionSto
  * Throws ClawpeerError IO when the folder cannot be read, ABORTED on the signal, and (without
  * `onIssue`) the first entry problem.
  */
-export async function scanFolder(store: RevisionStore, folder: string, options: ScanFolderOptions): Promise<ScanFolderResult> {
+export async function scanFolder(
+  store: RevisionStore,
+  folder: string,
+  options: ScanFolderOptions,
+): Promise<ScanFolderResult> {
   const root = path.resolve(folder);
   const nowNs = options.nowNs ?? BigInt(wallClockMs()) * NS_PER_MS;
   const racyWindowMs = options.racyWindowMs ?? RACY_WINDOW_MS;
   const batchChanges = options.batchChanges ?? DEFAULT_SCAN_BATCH_CHANGES;
-  if (!Number.isSafeInteger(batchChanges) || batchChanges < 1) throw new ClawpeerError('USAGE', `batchChanges must be a positive integer, got ${batchChanges}`);
+  if (!Number.isSafeInteger(batchChanges) || batchChanges < 1)
+    throw new ClawpeerError('USAGE', `batchChanges must be a positive integer, got ${batchChanges}`);
   const { signal } = options;
 
   let added = 0;
@@ -230,7 +240,8 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     pending.push(change);
     if (pending.length >= batchChanges) flush();
   };
-  const certify = (e: TreeEntry): WarmStat | undefined => (isRacy(e.mtimeNs, nowNs, racyWindowMs) ? undefined : statOf(e));
+  const certify = (e: TreeEntry): WarmStat | undefined =>
+    isRacy(e.mtimeNs, nowNs, racyWindowMs) ? undefined : statOf(e);
 
   const ignore = options.ignore ?? syncIgnoreFrom([]);
   // A log with no revision at all (a folder's first scan) has no heads and no warm entries: its
@@ -243,7 +254,8 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     if (entry.kind !== 'dir' && ignore.matches(rel, false)) return;
     if (isInternalPath(rel)) {
       const isTemp = entry.kind === 'file' && isTempFileName(path.posix.basename(rel));
-      if (isTemp && removeTempFileIfStale(path.join(root, ...rel.split('/')), { nowMs, minAgeMs: staleTempAgeMs })) removedTempFiles++;
+      if (isTemp && removeTempFileIfStale(path.join(root, ...rel.split('/')), { nowMs, minAgeMs: staleTempAgeMs }))
+        removedTempFiles++;
       return;
     }
     seenPaths.push(rel);
@@ -255,11 +267,19 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
       try {
         if (await splitHardLink(abs)) entry = fileEntryOf(rel, lstatSync(abs, { bigint: true }));
       } catch (err) {
-        report({ localPath: abs, error: new ClawpeerError('IO', `cannot give conflict copy ${abs} a file of its own: ${(err as Error).message}`, { cause: err }) });
+        report({
+          localPath: abs,
+          error: new ClawpeerError(
+            'IO',
+            `cannot give conflict copy ${abs} a file of its own: ${(err as Error).message}`,
+            { cause: err },
+          ),
+        });
         return;
       }
     }
-    if (entry.kind === 'file' && !noHeads && store.isWarm(rel, entry)) { // an entry is its own WarmStat
+    if (entry.kind === 'file' && !noHeads && store.isWarm(rel, entry)) {
+      // an entry is its own WarmStat
       unchanged++;
       liveSeen++; // a warm entry is certified for a live head
       return;
@@ -285,9 +305,12 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
         options.onHashed?.(rel, manifest, statOf(entry));
       } catch (err) {
         // The file vanished or became unreadable mid-scan: an issue, never a deletion.
-        const errno = !isClawpeerError(err) && err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string';
+        const errno =
+          !isClawpeerError(err) && err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string';
         if (!isClawpeerError(err, 'IO') && !errno) throw err;
-        const error = isClawpeerError(err) ? err : new ClawpeerError('IO', `cannot read ${abs}: ${(err).message}`, { cause: err });
+        const error = isClawpeerError(err)
+          ? err
+          : new ClawpeerError('IO', `cannot read ${abs}: ${err.message}`, { cause: err });
         report({ localPath: abs, error });
         return;
       }
@@ -303,12 +326,20 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
       } else {
         changed++;
       }
-      enqueue({ draft: { ...base, contentRoot, size: entry.size, linkTarget: '' }, relPath: rel, warm: certify(entry) });
+      enqueue({
+        draft: { ...base, contentRoot, size: entry.size, linkTarget: '' },
+        relPath: rel,
+        warm: certify(entry),
+      });
       return;
     }
 
     const target = entry.kind === 'symlink' ? (entry.linkTarget ?? '') : '';
-    const same = live !== undefined && live.revision.kind === entry.kind && live.revision.mode === entry.mode && live.revision.linkTarget === target;
+    const same =
+      live !== undefined &&
+      live.revision.kind === entry.kind &&
+      live.revision.mode === entry.mode &&
+      live.revision.linkTarget === target;
     if (same) {
       unchanged++;
       return;
@@ -319,13 +350,26 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     } else {
       changed++;
     }
-    enqueue({ draft: { ...base, contentRoot: NO_ROOT, size: entry.kind === 'symlink' ? entry.size : 0, linkTarget: target }, relPath: rel, warm: undefined });
+    enqueue({
+      draft: { ...base, contentRoot: NO_ROOT, size: entry.kind === 'symlink' ? entry.size : 0, linkTarget: target },
+      relPath: rel,
+      warm: undefined,
+    });
   };
 
   const tombstone = (rev: RevisionEntry['revision']): void => {
     deleted++;
     enqueue({
-      draft: { path: rev.path, kind: rev.kind, contentRoot: NO_ROOT, size: 0, mode: rev.mode, mtimeNs: nowNs, deleted: true, linkTarget: '' },
+      draft: {
+        path: rev.path,
+        kind: rev.kind,
+        contentRoot: NO_ROOT,
+        size: 0,
+        mode: rev.mode,
+        mtimeNs: nowNs,
+        deleted: true,
+        linkTarget: '',
+      },
       relPath: rev.path,
       warm: undefined,
     });
@@ -341,14 +385,20 @@ export async function scanFolder(store: RevisionStore, folder: string, options: 
     return { added, changed, deleted, unchanged, unstable, hashedBytes, commits, removedTempFiles };
   }
   const skipDir = (rel: string): boolean => isInternalDirName(rel) || ignore.matches(rel, true);
-  const walk = scanTreeBatches(root, { rootName: null, onIssue: report, skipDir, ...(signal === undefined ? {} : { signal }) });
+  const walk = scanTreeBatches(root, {
+    rootName: null,
+    onIssue: report,
+    skipDir,
+    ...(signal === undefined ? {} : { signal }),
+  });
   for await (const batch of walk) for (const entry of batch) await visit(entry);
 
   // Everything with a live head that the walk did not see is gone, unless it lies under
   // something the walk could not read. The walk's own changes are committed first, so the
   // store's count of live heads includes the paths it added.
   flush();
-  if (store.liveHeadCount() === liveSeen) return { added, changed, deleted, unchanged, unstable, hashedBytes, commits, removedTempFiles };
+  if (store.liveHeadCount() === liveSeen)
+    return { added, changed, deleted, unchanged, unstable, hashedBytes, commits, removedTempFiles };
   const seen = new Set(seenPaths.map((rel) => RevisionStore.pathKeyOf(rel)));
   for (const key of store.headPathKeys()) {
     if (seen.has(key)) continue;

@@ -52,7 +52,9 @@ export const MAX_SCAN_SKIP_AGE_MS = 3_600_000;
  * statfs magic numbers of file systems whose changes may come from elsewhere without an event
  * here: NFS, SMB/CIFS, FUSE (sshfs and friends), 9p, Ceph, AFS.
  */
-const REMOTE_FS_TYPES = new Set([0x6969, 0xff534d42, 0xfe534d42, 0x517b, 0x65735546, 0x01021997, 0x00c36400, 0x5346414f]);
+const REMOTE_FS_TYPES = new Set([
+  0x6969, 0xff534d42, 0xfe534d42, 0x517b, 0x65735546, 0x01021997, 0x00c36400, 0x5346414f,
+]);
 
 export interface FolderWatcherOptions {
   readonly log: Logger;
@@ -118,7 +120,9 @@ export class FolderWatcher {
     try {
       const fs = await statfs(this.root);
       if (REMOTE_FS_TYPES.has(fs.type)) {
-        this.#break(`${this.root} is on a network or FUSE file system (type 0x${fs.type.toString(16)}): its changes may raise no events here`);
+        this.#break(
+          `${this.root} is on a network or FUSE file system (type 0x${fs.type.toString(16)}): its changes may raise no events here`,
+        );
         return;
       }
     } catch (err) {
@@ -135,7 +139,10 @@ export class FolderWatcher {
       this.#ignore = await loadSyncIgnore(this.root);
     } catch (err) {
       this.#ignore = syncIgnoreFrom([]);
-      this.#log.debug('folder watcher: the ignore file cannot be used; watching everything', { folder: this.root, error: (err as Error).message });
+      this.#log.debug('folder watcher: the ignore file cannot be used; watching everything', {
+        folder: this.root,
+        error: (err as Error).message,
+      });
     }
   }
 
@@ -167,7 +174,14 @@ export class FolderWatcher {
   /** The last scan was certified, recently, and every directory has had its watch since. */
   #trusted(): boolean {
     const c = this.#certified;
-    return c !== undefined && !this.#closed && this.#broken === undefined && this.#pending === 0 && this.#now() - c.atMs < this.#maxSkipAgeMs && this.#rootIsWatched();
+    return (
+      c !== undefined &&
+      !this.#closed &&
+      this.#broken === undefined &&
+      this.#pending === 0 &&
+      this.#now() - c.atMs < this.#maxSkipAgeMs &&
+      this.#rootIsWatched()
+    );
   }
 
   /** Call as a scan starts; call the result when it ends: `certified` when it recorded everything it saw (no unstable or unreadable entries). */
@@ -222,7 +236,10 @@ export class FolderWatcher {
     if (this.#broken !== undefined) return;
     this.#broken = reason;
     this.#generation++;
-    this.#log.warn('folder watcher off: changes in this folder are found by scanning only', { folder: this.root, reason });
+    this.#log.warn('folder watcher off: changes in this folder are found by scanning only', {
+      folder: this.root,
+      reason,
+    });
     this.#unwatchUnder(this.root);
   }
 
@@ -264,7 +281,11 @@ export class FolderWatcher {
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return;
-      this.#break(code === 'ENOSPC' ? `out of inotify watches (fs.inotify.max_user_watches) at ${dir}` : `cannot watch ${dir}: ${(err as Error).message}`);
+      this.#break(
+        code === 'ENOSPC'
+          ? `out of inotify watches (fs.inotify.max_user_watches) at ${dir}`
+          : `cannot watch ${dir}: ${(err as Error).message}`,
+      );
       return;
     }
     if (!(await this.#walkChildren(dir))) this.#unwatchUnder(dir); // vanished meanwhile

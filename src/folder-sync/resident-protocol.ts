@@ -51,7 +51,13 @@ export interface ListenerStatus {
   readonly transports: readonly string[];
   /** ms since the epoch. */
   readonly startedAt: number;
-  readonly shares: readonly { readonly name: string; readonly dir: string; readonly readOnly: boolean; readonly noDelete?: boolean; readonly allow?: readonly string[] }[];
+  readonly shares: readonly {
+    readonly name: string;
+    readonly dir: string;
+    readonly readOnly: boolean;
+    readonly noDelete?: boolean;
+    readonly allow?: readonly string[];
+  }[];
   /** Sessions of paired peers now; `name` is the pair name here, when it has one. */
   readonly peers: readonly (ConnectedPeer & { readonly name?: string })[];
   /** Pushes, pulls and syncs it serves now. */

@@ -18,7 +18,14 @@ import { resolveConfig } from '../home/config.js';
 import { resolvePeer, type ResolvedPeer } from '../home/peer-resolve.js';
 import type { PathSources } from '../reach/path-sources.js';
 import type { PeerStore } from '../home/peer-store.js';
-import { controlSocketPath, MAX_REQUEST_BYTES, type ListenerStatus, type ResidentSyncReply, type ResidentSyncRequest, type StatusRequest } from './resident-protocol.js';
+import {
+  controlSocketPath,
+  MAX_REQUEST_BYTES,
+  type ListenerStatus,
+  type ResidentSyncReply,
+  type ResidentSyncRequest,
+  type StatusRequest,
+} from './resident-protocol.js';
 import type { Share } from '../home/shares.js';
 import type { ResidentFolders } from './synced-folder.js';
 import type { ListenerActivity } from '../session/listener-activity.js';
@@ -55,20 +62,29 @@ export function parseResidentRequest(line: string): ResidentSyncRequest | Status
   const r = v as Record<string, unknown>;
   const str = (k: string, optional = false): void => {
     if (optional && r[k] === undefined) return;
-    if (typeof r[k] !== 'string' || (r[k]).length > 4096) throw new ClawpeerError('USAGE', `control request field ${k} must be a string`);
+    if (typeof r[k] !== 'string' || r[k].length > 4096)
+      throw new ClawpeerError('USAGE', `control request field ${k} must be a string`);
   };
-  if (typeof v !== 'object' || v === null || (r['op'] !== 'sync' && r['op'] !== 'status')) throw new ClawpeerError('USAGE', 'control request op must be "sync" or "status"');
+  if (typeof v !== 'object' || v === null || (r['op'] !== 'sync' && r['op'] !== 'status'))
+    throw new ClawpeerError('USAGE', 'control request op must be "sync" or "status"');
   if (r['op'] === 'status') return { op: 'status' };
   str('dir');
   str('peer');
   str('share');
   str('addr', true);
   str('transport', true);
-  if (!MODES.includes(r['mode'] as SyncModeName)) throw new ClawpeerError('USAGE', `control request mode must be one of ${MODES.join(', ')}`);
-  if (r['compression'] !== 'auto' && r['compression'] !== 'none') throw new ClawpeerError('USAGE', 'control request compression must be auto or none');
-  if (typeof r['progress'] !== 'boolean') throw new ClawpeerError('USAGE', 'control request progress must be a boolean');
+  if (!MODES.includes(r['mode'] as SyncModeName))
+    throw new ClawpeerError('USAGE', `control request mode must be one of ${MODES.join(', ')}`);
+  if (r['compression'] !== 'auto' && r['compression'] !== 'none')
+    throw new ClawpeerError('USAGE', 'control request compression must be auto or none');
+  if (typeof r['progress'] !== 'boolean')
+    throw new ClawpeerError('USAGE', 'control request progress must be a boolean');
   const bw = r['bwlimit'];
-  if (bw !== undefined && !(Number.isInteger(bw) && (bw as number) >= 1 && (bw as number) <= MAX_RATE_BYTES_PER_SEC)) throw new ClawpeerError('USAGE', `control request bwlimit must be an integer of bytes per second in 1..${MAX_RATE_BYTES_PER_SEC}`);
+  if (bw !== undefined && !(Number.isInteger(bw) && (bw as number) >= 1 && (bw as number) <= MAX_RATE_BYTES_PER_SEC))
+    throw new ClawpeerError(
+      'USAGE',
+      `control request bwlimit must be an integer of bytes per second in 1..${MAX_RATE_BYTES_PER_SEC}`,
+    );
   return v as ResidentSyncRequest;
 }
 
@@ -120,11 +136,16 @@ export class ResidentSyncServer {
   static async start(homeDir: string, ctx: ResidentSyncContext): Promise<ResidentSyncServer | undefined> {
     const socketPath = controlSocketPath(homeDir);
     if (socketPath === undefined) {
-      ctx.log.warn('no control socket for this home (a Unix socket path of at most 107 bytes is needed): `clawpeer sync` of these shares runs in the CLI, not here', { home: homeDir });
+      ctx.log.warn(
+        'no control socket for this home (a Unix socket path of at most 107 bytes is needed): `clawpeer sync` of these shares runs in the CLI, not here',
+        { home: homeDir },
+      );
       return undefined;
     }
     if (await socketAnswers(socketPath)) {
-      ctx.log.warn('another listener of this home holds the control socket: syncs run in the CLI, not here', { socket: socketPath });
+      ctx.log.warn('another listener of this home holds the control socket: syncs run in the CLI, not here', {
+        socket: socketPath,
+      });
       return undefined;
     }
     await unlink(socketPath).catch(() => undefined); // a dead listener's socket file
@@ -135,7 +156,10 @@ export class ResidentSyncServer {
       await listenPrivately(server, socketPath);
     } catch (err) {
       server.close();
-      ctx.log.warn('cannot open the control socket: syncs run in the CLI, not here', { socket: socketPath, error: (err as Error).message });
+      ctx.log.warn('cannot open the control socket: syncs run in the CLI, not here', {
+        socket: socketPath,
+        error: (err as Error).message,
+      });
       return undefined;
     }
     server.on('error', (err) => ctx.log.warn('control socket error', { error: err.message }));
@@ -206,10 +230,17 @@ export class ResidentSyncServer {
     }
     const share = this.#ctx.shares.find((s) => s.dir === req.dir);
     if (share === undefined || share.readOnly) {
-      send({ type: 'not-served', reason: share === undefined ? `${req.dir} is not a share of this listener` : `share ${share.name} is read-only here` });
+      send({
+        type: 'not-served',
+        reason:
+          share === undefined ? `${req.dir} is not a share of this listener` : `share ${share.name} is read-only here`,
+      });
       return;
     }
-    const config = resolveConfig({ ...(req.transport === undefined ? {} : { transport: req.transport }), compression: req.compression });
+    const config = resolveConfig({
+      ...(req.transport === undefined ? {} : { transport: req.transport }),
+      compression: req.compression,
+    });
     const peer = await resolvePeer(this.#ctx.peers, req.peer, req.addr);
     const log = this.#ctx.log.child('sync');
     log.info('syncing for the CLI', { share: share.name, peer: peer.name, mode: req.mode });
@@ -219,7 +250,15 @@ export class ResidentSyncServer {
     try {
       const paths = await this.#ctx.dialPaths?.(peer);
       const result = await syncWithPeer({
-        identity: this.#ctx.identity, peer, config, ...(paths === undefined ? {} : { paths }), dir: share.dir, share: req.share, mode: req.mode, log, signal,
+        identity: this.#ctx.identity,
+        peer,
+        config,
+        ...(paths === undefined ? {} : { paths }),
+        dir: share.dir,
+        share: req.share,
+        mode: req.mode,
+        log,
+        signal,
         resident: this.#ctx.resident,
         ...(req.bwlimit === undefined ? {} : { bwlimit: req.bwlimit }),
         ...(this.#ctx.sendLimiter === undefined ? {} : { rateLimiters: [this.#ctx.sendLimiter] }),

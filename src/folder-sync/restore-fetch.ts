@@ -38,19 +38,43 @@ export interface FetchRevisionOptions {
  * there, atomically). False when the peer no longer has that content either.
  */
 export async function fetchRevisionFromPeer(o: FetchRevisionOptions): Promise<boolean> {
-  const session = await dialPeer({ identity: o.identity, peer: o.peer, config: o.config, log: o.log, signal: o.signal });
+  const session = await dialPeer({
+    identity: o.identity,
+    peer: o.peer,
+    config: o.config,
+    log: o.log,
+    signal: o.signal,
+  });
   let delivered = false;
   const untell = session.tellPeerIfInterrupted(o.signal, 'restore');
   try {
-    session.requireFeature('sync-fetch-only', 'cannot serve a restore', 'update clawpeer there, or restore a revision whose content is kept here');
+    session.requireFeature(
+      'sync-fetch-only',
+      'cannot serve a restore',
+      'update clawpeer there, or restore a revision whose content is kept here',
+    );
     const transferId = session.allocateTransferId();
-    await session.control.send({ type: 'sync-request', transferId, share: o.share, mode: 'receive-only', reconcile: new Uint8Array(0), fetchOnly: true });
+    await session.control.send({
+      type: 'sync-request',
+      transferId,
+      share: o.share,
+      mode: 'receive-only',
+      reconcile: new Uint8Array(0),
+      fetchOnly: true,
+    });
     await expectMessage(session, 'sync-accept', transferId, PREPARE_TIMEOUT_MS, o.signal);
     const router = sessionRouter(session, PREPARE_TIMEOUT_MS, o.log);
     const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal: o.signal, log: o.log };
-    const outcome = await fetchContent(ch, [{ sourcePath: o.relPath, root: o.root, destPath: o.relPath, mode: o.mode, mtimeMs: o.mtimeMs }], {
-      router, folder: o.folder, chunking: sessionChunking(session), beforePublish: async () => undefined,
-    });
+    const outcome = await fetchContent(
+      ch,
+      [{ sourcePath: o.relPath, root: o.root, destPath: o.relPath, mode: o.mode, mtimeMs: o.mtimeMs }],
+      {
+        router,
+        folder: o.folder,
+        chunking: sessionChunking(session),
+        beforePublish: async () => undefined,
+      },
+    );
     await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, o.signal);
     delivered = true;
     return outcome.delivered.length === 1;

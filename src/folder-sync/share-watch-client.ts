@@ -36,20 +36,33 @@ export interface WatchPeerShareOptions {
  * when dialling fails, the peer refuses (an unknown or forbidden share), or `signal` aborts.
  */
 export async function watchPeerShare(o: WatchPeerShareOptions): Promise<'closed' | 'unsupported'> {
-  const session = await dialPeer({ identity: o.identity, peer: o.peer, config: o.config, log: o.log, signal: o.signal, ...(o.paths === undefined ? {} : { paths: o.paths }) });
+  const session = await dialPeer({
+    identity: o.identity,
+    peer: o.peer,
+    config: o.config,
+    log: o.log,
+    signal: o.signal,
+    ...(o.paths === undefined ? {} : { paths: o.paths }),
+  });
   try {
     if (!session.caps.features.includes('watch')) return 'unsupported';
     await session.control.send({ type: 'watch-share', share: o.share });
     const confirmed = await expectMessage(session, 'share-changed', 0, WATCH_CONFIRM_TIMEOUT_MS, o.signal);
     if (confirmed.seq !== 0 || confirmed.share !== o.share) {
-      throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a watch of ${JSON.stringify(o.share)} with change ${confirmed.seq} of ${JSON.stringify(confirmed.share)}`);
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `peer ${session.peerId} answered a watch of ${JSON.stringify(o.share)} with change ${confirmed.seq} of ${JSON.stringify(confirmed.share)}`,
+      );
     }
     o.onWatching?.();
     for (;;) {
       const msg = await session.control.receive({ signal: o.signal });
       if (msg === null) return 'closed';
       if (msg.type !== 'share-changed' || msg.share !== o.share) {
-        throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} sent ${msg.type} on a share watch of ${JSON.stringify(o.share)}`);
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `peer ${session.peerId} sent ${msg.type} on a share watch of ${JSON.stringify(o.share)}`,
+        );
       }
       o.onChange();
     }

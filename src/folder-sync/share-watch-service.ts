@@ -83,7 +83,10 @@ export class ShareWatches {
       if (entry === null || !isTempFileName(entry)) notice.poke();
     });
     let coverTimer: NodeJS.Timeout | undefined;
-    const covered = Promise.race([watcher.whenIdle(), new Promise<void>((resolve) => (coverTimer = setTimeout(resolve, WATCH_COVER_WAIT_MS)))]).finally(() => clearTimeout(coverTimer));
+    const covered = Promise.race([
+      watcher.whenIdle(),
+      new Promise<void>((resolve) => (coverTimer = setTimeout(resolve, WATCH_COVER_WAIT_MS))),
+    ]).finally(() => clearTimeout(coverTimer));
     return {
       covered,
       stop: () => {

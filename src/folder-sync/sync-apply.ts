@@ -42,7 +42,10 @@ export interface ApplyOptions extends PlanOptions {
   readonly folder: string;
   readonly chunking: ChunkingParams;
   /** Fetches content from the peer; calls `beforePublish` once it knows what will arrive. */
-  readonly fetch: (requests: readonly FetchRequest[], beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>) => Promise<FetchOutcome>;
+  readonly fetch: (
+    requests: readonly FetchRequest[],
+    beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>,
+  ) => Promise<FetchOutcome>;
   /** --fsync for what needs no content (symlinks, directories); `fetch` applies it to files. */
   readonly fsync?: FsyncPolicy;
 }
@@ -67,7 +70,8 @@ async function confined(folderReal: string, rel: string): Promise<string> {
   } catch {
     return abs; // the parent does not exist: nothing there to touch
   }
-  if (!isConfinedRealpath(folderReal, parentReal)) throw new ClawpeerError('PATH_INVALID', `${rel} refused: its directory resolves outside the folder`);
+  if (!isConfinedRealpath(folderReal, parentReal))
+    throw new ClawpeerError('PATH_INVALID', `${rel} refused: its directory resolves outside the folder`);
   return path.join(parentReal, path.basename(abs));
 }
 
@@ -80,7 +84,8 @@ function publishedStat(folderReal: string, rev: Revision, nowNs: bigint): WarmSt
   try {
     const st = lstatSync(path.join(folderReal, ...rev.path.split('/')), { bigint: true });
     const mode = Number(st.mode) & 0o7777;
-    if (!st.isFile() || isRacy(st.mtimeNs, nowNs) || Number(st.size) !== rev.size || mode !== rev.mode) return undefined;
+    if (!st.isFile() || isRacy(st.mtimeNs, nowNs) || Number(st.size) !== rev.size || mode !== rev.mode)
+      return undefined;
     return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode };
   } catch {
     return undefined;
@@ -111,7 +116,8 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     for (const plan of copies) {
       if (plan.action.kind !== 'copy-local') continue;
       const abs = await confined(folderReal, plan.path);
-      if (isLiveFile(plan.local)) await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: false });
+      if (isLiveFile(plan.local))
+        await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: false });
       await writeOwnCopy(await confined(folderReal, plan.action.from), abs, plan.action.mode, plan.action.mtimeMs);
     }
     if (copies.length > 0) crashPoint('conflict-copy');
@@ -120,11 +126,14 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     for (const p of landing) {
       if (p.action.kind !== 'fetch' && p.action.kind !== 'delete' && p.action.kind !== 'symlink') continue;
       const aside = await rescueUnscanned(folderReal, p.path, p.local, store);
-      if (aside !== undefined) log.info('sync: a file changed here since the scan; kept beside it', { path: p.path, copy: aside });
+      if (aside !== undefined)
+        log.info('sync: a file changed here since the scan; kept beside it', { path: p.path, copy: aside });
     }
     for (const plan of landing) {
       if (plan.action.kind !== 'fetch' || !isLiveFile(plan.local)) continue;
-      await preserveInHistory(folderReal, await confined(folderReal, plan.path), plan.local.revision.contentRoot, { move: false });
+      await preserveInHistory(folderReal, await confined(folderReal, plan.path), plan.local.revision.contentRoot, {
+        move: false,
+      });
     }
   });
   const missing = undeliveredUnits(outcome.delivered);
@@ -135,12 +144,18 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   }
 
   // 2. Everything that needs no content: symlinks, directories, modes, deletions.
-  const publisher = await Publisher.open({ shareRoot: folderReal, force: true, chunking: o.chunking, ...(o.fsync === undefined ? {} : { fsync: o.fsync }) });
+  const publisher = await Publisher.open({
+    shareRoot: folderReal,
+    force: true,
+    chunking: o.chunking,
+    ...(o.fsync === undefined ? {} : { fsync: o.fsync }),
+  });
   const dirRemovals: PathPlan[] = [];
   // Once more just before a path is deleted or becomes a link: the content fetch may have taken a while.
   const rescueLate = async (plan: PathPlan): Promise<void> => {
     const aside = await rescueUnscanned(folderReal, plan.path, plan.local, store);
-    if (aside !== undefined) log.info('sync: a file changed here since the scan; kept beside it', { path: plan.path, copy: aside });
+    if (aside !== undefined)
+      log.info('sync: a file changed here since the scan; kept beside it', { path: plan.path, copy: aside });
   };
   for (const plan of done) {
     const a = plan.action;
@@ -151,8 +166,13 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         break;
       case 'chmod': {
         const abs = await confined(folderReal, plan.path);
-        await chmod(abs, a.mode & 0o777).catch((err: unknown) => log.warn('sync: cannot set mode', { path: plan.path, error: (err as Error).message }));
-        if (a.mtimeMs !== undefined) await lutimes(abs, new Date(), new Date(a.mtimeMs)).catch((err: unknown) => log.warn('sync: cannot set mtime', { path: plan.path, error: (err as Error).message }));
+        await chmod(abs, a.mode & 0o777).catch((err: unknown) =>
+          log.warn('sync: cannot set mode', { path: plan.path, error: (err as Error).message }),
+        );
+        if (a.mtimeMs !== undefined)
+          await lutimes(abs, new Date(), new Date(a.mtimeMs)).catch((err: unknown) =>
+            log.warn('sync: cannot set mtime', { path: plan.path, error: (err as Error).message }),
+          );
         break;
       }
       case 'mkdir':
@@ -162,7 +182,8 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       case 'symlink': {
         const abs = await confined(folderReal, plan.path);
         await rescueLate(plan);
-        if (isLiveFile(plan.local)) await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: true });
+        if (isLiveFile(plan.local))
+          await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: true });
         await publisher.makeSymlink(plan.path, a.target, a.mtimeMs);
         break;
       }
@@ -175,9 +196,10 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         const abs = await confined(folderReal, plan.path);
         await rescueLate(plan);
         if (local?.kind === 'file') await preserveInHistory(folderReal, abs, local.contentRoot, { move: true });
-        else await unlink(abs).catch((err: unknown) => {
-          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-        });
+        else
+          await unlink(abs).catch((err: unknown) => {
+            if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+          });
         break;
       }
       default: {
@@ -224,5 +246,10 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       }
     }
   });
-  return { applied, conflicts: done.filter((p) => p.copy !== undefined).length, skipped, chunksReceived: outcome.chunksReceived };
+  return {
+    applied,
+    conflicts: done.filter((p) => p.copy !== undefined).length,
+    skipped,
+    chunksReceived: outcome.chunksReceived,
+  };
 }

@@ -24,7 +24,15 @@ import type { PeerSession } from '../session/session.js';
 import { applyRemote, byPath, plannedChanges, type PlannedChange } from './sync-apply.js';
 import type { RevisionStore } from '../store/revision-store.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
-import { dropPrunedByPeer, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
+import {
+  dropPrunedByPeer,
+  fetchContent,
+  receiveRevisions,
+  runReconcile,
+  sendRevisions,
+  serveFetch,
+  type SyncChannel,
+} from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
@@ -165,23 +173,51 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
   const chunking = sessionChunking(session);
   const sends = o.mode !== 'receive-only';
   const receives = o.mode !== 'send-only';
-  if (o.bwlimit !== undefined && receives) session.requireFeature('rate-limit', 'cannot cap the rate it sends a sync at', 'sync without --bwlimit, or with --mode send-only');
+  if (o.bwlimit !== undefined && receives)
+    session.requireFeature(
+      'rate-limit',
+      'cannot cap the rate it sends a sync at',
+      'sync without --bwlimit, or with --mode send-only',
+    );
   const noFsync = o.fsync === 'none' && sends && !dryRun;
   if (noFsync) session.requireFeature('fsync-none', 'cannot apply a sync without fsync', 'sync with --fsync=batch');
   const fsync = o.fsync === undefined ? {} : { fsync: o.fsync };
   const limiters = [...(o.bwlimit === undefined ? [] : [new RateLimiter(o.bwlimit)]), ...(o.rateLimiters ?? [])];
   const transferId = session.allocateTransferId();
   await session.control.send({
-    type: 'sync-request', transferId, share: o.share, mode: o.mode, reconcile: new Uint8Array(0),
-    ...(o.bwlimit === undefined || !receives || dryRun ? {} : { rateLimit: o.bwlimit }), ...(dryRun ? { dryRun } : {}), ...(noFsync ? { noFsync } : {}),
+    type: 'sync-request',
+    transferId,
+    share: o.share,
+    mode: o.mode,
+    reconcile: new Uint8Array(0),
+    ...(o.bwlimit === undefined || !receives || dryRun ? {} : { rateLimit: o.bwlimit }),
+    ...(dryRun ? { dryRun } : {}),
+    ...(noFsync ? { noFsync } : {}),
   });
   const progress = o.onProgress;
   let hashed = 0;
   let hashedFiles = 0;
   const folder = await openSyncedFolder(dir, {
-    nodeId: o.nodeId, chunking, lockWaitMs: CLIENT_LOCK_WAIT_MS, log, signal, create: !dryRun, cacheManifests: sends && !dryRun,
+    nodeId: o.nodeId,
+    chunking,
+    lockWaitMs: CLIENT_LOCK_WAIT_MS,
+    log,
+    signal,
+    create: !dryRun,
+    cacheManifests: sends && !dryRun,
     ...(o.resident === undefined ? {} : { resident: o.resident }),
-    ...(progress === undefined ? {} : { onHashed: (_rel: string, m: { size: number }) => progress({ phase: 'scanning', bytes: (hashed += m.size), totalBytes: 0, files: ++hashedFiles, totalFiles: 0 }) }),
+    ...(progress === undefined
+      ? {}
+      : {
+          onHashed: (_rel: string, m: { size: number }) =>
+            progress({
+              phase: 'scanning',
+              bytes: (hashed += m.size),
+              totalBytes: 0,
+              files: ++hashedFiles,
+              totalFiles: 0,
+            }),
+        }),
   });
   try {
     const { store } = folder;
@@ -197,28 +233,58 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     const roundTrips = initiator.stats.roundTrips;
     const reconcileBytes = initiator.stats.bytesSent + initiator.stats.bytesReceived;
     const summary = (extra: Partial<SyncFolderResult> & Pick<SyncFolderResult, 'inSync'>): SyncFolderResult => ({
-      roundTrips, reconcileBytes, scanned: folder.scan !== undefined, revisionsSent: 0, revisionsReceived: 0, chunksSent: 0, conflicts: 0, skipped: [], localOnly: [],
-      wireBytes: wireBytesOf(session) - wireStart, seconds: (performance.now() - started) / 1000, ...extra,
+      roundTrips,
+      reconcileBytes,
+      scanned: folder.scan !== undefined,
+      revisionsSent: 0,
+      revisionsReceived: 0,
+      chunksSent: 0,
+      conflicts: 0,
+      skipped: [],
+      localOnly: [],
+      wireBytes: wireBytesOf(session) - wireStart,
+      seconds: (performance.now() - started) / 1000,
+      ...extra,
     });
-    if (result.method === 'equal') return summary({ inSync: true, ...(dryRun ? { dryRun: { receive: [], send: [] } } : {}) });
+    if (result.method === 'equal')
+      return summary({ inSync: true, ...(dryRun ? { dryRun: { receive: [], send: [] } } : {}) });
     if (dryRun) {
       // The peer sends its records (as for a real sync) and then its done; nothing else moves.
-      const received = receives ? (await receiveRevisions(ch, result.idsWeLack)).filter((e) => !store.isPruned(e.id)) : [];
-      const { changes, skipped } = plannedChanges(received, { store, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log });
+      const received = receives
+        ? (await receiveRevisions(ch, result.idsWeLack)).filter((e) => !store.isPruned(e.id))
+        : [];
+      const { changes, skipped } = plannedChanges(received, {
+        store,
+        keepConcurrentLocal: o.mode === 'receive-only',
+        ignore: folder.ignore,
+        log,
+      });
       const conflicted = new Set(changes.filter((c) => c.change === 'conflict').map((c) => c.path));
       // What the peer holds at a path: the revisions of it we have and it does not lack.
       const theyLack = new Set(result.idsTheyLack.map(toHex));
-      const peerHasLive = (p: string): boolean => store.history(p).some((e) => !e.revision.deleted && !theyLack.has(toHex(e.id)));
+      const peerHasLive = (p: string): boolean =>
+        store.history(p).some((e) => !e.revision.deleted && !theyLack.has(toHex(e.id)));
       const send: PlannedChange[] = [];
       for (const { revision: r } of sends ? headsAmong(store, result.idsTheyLack) : []) {
         const had = peerHasLive(r.path);
         if (r.deleted && !had) continue; // a deletion of what the peer never had changes nothing there
         const change = conflicted.has(r.path) ? 'conflict' : r.deleted ? 'delete' : had ? 'update' : 'create';
-        send.push({ path: r.path, change, kind: r.kind, bytes: r.deleted || r.kind !== 'file' ? 0 : r.size, ...(r.kind === 'symlink' && !r.deleted ? { target: r.linkTarget } : {}) });
+        send.push({
+          path: r.path,
+          change,
+          kind: r.kind,
+          bytes: r.deleted || r.kind !== 'file' ? 0 : r.size,
+          ...(r.kind === 'symlink' && !r.deleted ? { target: r.linkTarget } : {}),
+        });
       }
       send.sort(byPath);
       await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
-      return summary({ inSync: false, revisionsReceived: received.length, skipped, dryRun: { receive: changes, send } });
+      return summary({
+        inSync: false,
+        revisionsReceived: received.length,
+        skipped,
+        dryRun: { receive: changes, send },
+      });
     }
 
     let revisionsSent = 0;
@@ -226,7 +292,10 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     let peerPruned: readonly Uint8Array[] = [];
     // What our gc dropped is never stored again, and the peer is told so it drops it too.
     if (sends) revisionsSent = await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
-    if (receives) received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter((e) => !store.isPruned(e.id));
+    if (receives)
+      received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter(
+        (e) => !store.isPruned(e.id),
+      );
     let chunks = 0;
     if (sends) {
       const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
@@ -237,11 +306,22 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     const before = headsBefore(store, received);
     if (receives) {
       const applied = await applyRemote(received, {
-        store, folder: dir, chunking, keepConcurrentLocal: o.mode === 'receive-only', ignore: folder.ignore, log, ...fsync,
-        fetch: (requests, beforePublish) => fetchContent(ch, requests, {
-          router, folder: dir, chunking, beforePublish, ...fsync,
-          ...(progress === undefined ? {} : { onProgress: progress }),
-        }),
+        store,
+        folder: dir,
+        chunking,
+        keepConcurrentLocal: o.mode === 'receive-only',
+        ignore: folder.ignore,
+        log,
+        ...fsync,
+        fetch: (requests, beforePublish) =>
+          fetchContent(ch, requests, {
+            router,
+            folder: dir,
+            chunking,
+            beforePublish,
+            ...fsync,
+            ...(progress === undefined ? {} : { onProgress: progress }),
+          }),
       });
       chunks += applied.chunksReceived;
       conflicts = applied.conflicts;
@@ -253,9 +333,16 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     // Revisions our gc dropped that the peer keeps (an older peer, or its heads) are not missing.
     const outcome = { ...checked, idsWeLack: checked.idsWeLack.filter((id) => !store.isPruned(id)) };
     await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
-    const localOnly = o.mode === 'receive-only' ? headsAmong(store, outcome.idsTheyLack).map((e) => e.revision.path) : [];
+    const localOnly =
+      o.mode === 'receive-only' ? headsAmong(store, outcome.idsTheyLack).map((e) => e.revision.path) : [];
     return summary({
-      inSync: inSyncFor(o.mode, outcome), revisionsSent, revisionsReceived: received.length, chunksSent: chunks, conflicts, skipped, localOnly: localOnly.sort(),
+      inSync: inSyncFor(o.mode, outcome),
+      revisionsSent,
+      revisionsReceived: received.length,
+      chunksSent: chunks,
+      conflicts,
+      skipped,
+      localOnly: localOnly.sort(),
       changes: countChanges(store, before),
     });
   } finally {

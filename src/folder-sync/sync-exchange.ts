@@ -18,7 +18,11 @@ import { manifestFromFile } from '../file-chunking/file-chunker.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ManifestEntry, SyncFetchItem, SyncFetchMessage } from '../protocol/messages.js';
-import { decodeReconcileMessage, encodeReconcileMessage, MAX_RECONCILE_MESSAGE_BYTES } from '../sync/reconcile-codec.js';
+import {
+  decodeReconcileMessage,
+  encodeReconcileMessage,
+  MAX_RECONCILE_MESSAGE_BYTES,
+} from '../sync/reconcile-codec.js';
 import type { ReconcileMessage } from '../sync/reconcile-codec.js';
 import type { ReconcileEndpoint, ReconcileResult } from '../sync/reconcile.js';
 import { decodeRevisionWithId, MAX_REVISION_BYTES } from '../sync/revision.js';
@@ -33,7 +37,13 @@ import type { FsyncPolicy } from '../store/publish-types.js';
 import type { PeerSession } from '../session/session.js';
 import { hearingJoinHints } from '../session/session-join.js';
 import { historyBlobPath, removeHistoryBlobs } from '../store/sync-history.js';
-import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, receiveManifest } from '../exchange/transfer-control.js';
+import {
+  effectiveStreamsAndWindow,
+  expectMessage,
+  expectWant,
+  manifestMessages,
+  receiveManifest,
+} from '../exchange/transfer-control.js';
 import { TransferReceiver } from '../exchange/transfer-receive.js';
 import { sendChunks } from '../exchange/transfer-send.js';
 import { ProgressCounter, type TransferProgress } from '../transfer/transfer-progress.js';
@@ -62,8 +72,13 @@ export interface SyncChannel {
 /** Decodes a SyncReconcile payload: exactly one reconciliation message, nothing after it. */
 export function decodeReconcilePayload(payload: Uint8Array): ReconcileMessage {
   const decoded = decodeReconcileMessage(payload, MAX_RECONCILE_MESSAGE_BYTES);
-  if (decoded.kind === 'need-more') throw new ClawpeerError('PROTOCOL', `reconciliation payload of ${payload.length} bytes is truncated`);
-  if (decoded.bytesRead !== payload.length) throw new ClawpeerError('PROTOCOL', `reconciliation payload has ${payload.length - decoded.bytesRead} bytes after its message`);
+  if (decoded.kind === 'need-more')
+    throw new ClawpeerError('PROTOCOL', `reconciliation payload of ${payload.length} bytes is truncated`);
+  if (decoded.bytesRead !== payload.length)
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `reconciliation payload has ${payload.length - decoded.bytesRead} bytes after its message`,
+    );
   return decoded.message;
 }
 
@@ -71,9 +86,18 @@ export function decodeReconcilePayload(payload: Uint8Array): ReconcileMessage {
  * Sends `first`, then feeds the peer's SyncReconcile messages to `endpoint` and sends what it
  * answers, until it has a result (the initiator's closing id lists are sent before returning).
  */
-export async function runReconcile(ch: SyncChannel, endpoint: ReconcileEndpoint, first: readonly ReconcileMessage[]): Promise<ReconcileResult> {
+export async function runReconcile(
+  ch: SyncChannel,
+  endpoint: ReconcileEndpoint,
+  first: readonly ReconcileMessage[],
+): Promise<ReconcileResult> {
   const send = async (messages: readonly ReconcileMessage[]): Promise<void> => {
-    for (const m of messages) await ch.session.control.send({ type: 'sync-reconcile', transferId: ch.transferId, payload: encodeReconcileMessage(m) });
+    for (const m of messages)
+      await ch.session.control.send({
+        type: 'sync-reconcile',
+        transferId: ch.transferId,
+        payload: encodeReconcileMessage(m),
+      });
   };
   await send(first);
   for (;;) {
@@ -89,13 +113,22 @@ export async function runReconcile(ch: SyncChannel, endpoint: ReconcileEndpoint,
  * `pruned`: ids the peer has that our gc dropped, told on the final batch when the peer has
  * feature sync-pruned (it drops them too).
  */
-export async function sendRevisions(ch: SyncChannel, store: RevisionStore, ids: readonly Uint8Array[], pruned: readonly Uint8Array[] = []): Promise<number> {
+export async function sendRevisions(
+  ch: SyncChannel,
+  store: RevisionStore,
+  ids: readonly Uint8Array[],
+  pruned: readonly Uint8Array[] = [],
+): Promise<number> {
   const maxBytes = ch.session.caps.maxFrameBytes - BATCH_HEADROOM_BYTES;
   let batch: Uint8Array[] = [];
   let bytes = 0;
   for (const id of ids) {
     const record = store.getEncoded(id);
-    if (record === undefined) throw new ClawpeerError('IO', `revision ${toHex(id)} is in the id set but not in the revision log of ${store.dir}`);
+    if (record === undefined)
+      throw new ClawpeerError(
+        'IO',
+        `revision ${toHex(id)} is in the id set but not in the revision log of ${store.dir}`,
+      );
     if (batch.length > 0 && (bytes + record.length + 8 > maxBytes || batch.length >= MAX_BATCH_ITEMS)) {
       await ch.session.control.send({ type: 'sync-revisions', transferId: ch.transferId, records: batch, last: false });
       batch = [];
@@ -105,7 +138,13 @@ export async function sendRevisions(ch: SyncChannel, store: RevisionStore, ids: 
     bytes += record.length + 8;
   }
   const tell = ch.session.caps.features.includes('sync-pruned') ? pruned.slice(0, MAX_BATCH_ITEMS) : [];
-  await ch.session.control.send({ type: 'sync-revisions', transferId: ch.transferId, records: batch, last: true, ...(tell.length === 0 ? {} : { pruned: tell }) });
+  await ch.session.control.send({
+    type: 'sync-revisions',
+    transferId: ch.transferId,
+    records: batch,
+    last: true,
+    ...(tell.length === 0 ? {} : { pruned: tell }),
+  });
   return ids.length;
 }
 
@@ -119,12 +158,21 @@ export function peerPrunedAmong(told: readonly Uint8Array[], theyLack: readonly 
  * Drops from our log what the peer said its gc dropped (only ids we have and it lacks; a head
  * stays) and the history content only those referenced. Returns the revisions dropped.
  */
-export async function dropPrunedByPeer(ch: SyncChannel, store: RevisionStore, folder: string, told: readonly Uint8Array[], theyLack: readonly Uint8Array[]): Promise<number> {
+export async function dropPrunedByPeer(
+  ch: SyncChannel,
+  store: RevisionStore,
+  folder: string,
+  told: readonly Uint8Array[],
+  theyLack: readonly Uint8Array[],
+): Promise<number> {
   const ids = peerPrunedAmong(told, theyLack);
   if (ids.length === 0) return 0;
   const result = store.prune(ids);
   const blobs = await removeHistoryBlobs(folder, result.releasedContentRoots);
-  ch.log.info('sync: dropped the revisions the peer pruned', { revisions: result.removedRevisions, historyFiles: blobs });
+  ch.log.info('sync: dropped the revisions the peer pruned', {
+    revisions: result.removedRevisions,
+    historyFiles: blobs,
+  });
   return result.removedRevisions;
 }
 
@@ -134,22 +182,34 @@ export async function dropPrunedByPeer(ch: SyncChannel, store: RevisionStore, fo
  * or a path inside `.clawpeer/`; HASH_MISMATCH for a record that is not the id it stands for.
  * `onPruned`: the ids the peer said its gc dropped (SyncRevisions.pruned), unchecked.
  */
-export async function receiveRevisions(ch: SyncChannel, expected: readonly Uint8Array[], onPruned?: (ids: readonly Uint8Array[]) => void): Promise<RevisionEntry[]> {
+export async function receiveRevisions(
+  ch: SyncChannel,
+  expected: readonly Uint8Array[],
+  onPruned?: (ids: readonly Uint8Array[]) => void,
+): Promise<RevisionEntry[]> {
   const out: RevisionEntry[] = [];
   for (;;) {
     const msg = await expectMessage(ch.session, 'sync-revisions', ch.transferId, ch.timeoutMs, ch.signal);
     if (msg.pruned !== undefined && msg.pruned.length > 0) onPruned?.(msg.pruned);
     for (const record of msg.records) {
       const id = expected[out.length];
-      if (id === undefined) throw new ClawpeerError('PROTOCOL', `peer sent more than the ${expected.length} revision records it announced`);
+      if (id === undefined)
+        throw new ClawpeerError('PROTOCOL', `peer sent more than the ${expected.length} revision records it announced`);
       const entry = decodeRevisionWithId(record, id, MAX_REVISION_BYTES);
-      if (isInternalPath(entry.revision.path)) throw new ClawpeerError('PROTOCOL', `peer sent a revision of ${JSON.stringify(entry.revision.path)}, a name reserved for clawpeer's own files`);
+      if (isInternalPath(entry.revision.path))
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `peer sent a revision of ${JSON.stringify(entry.revision.path)}, a name reserved for clawpeer's own files`,
+        );
       out.push(entry);
     }
     if (msg.last) break;
   }
   if (out.length !== expected.length) {
-    throw new ClawpeerError('PROTOCOL', `peer announced ${expected.length} revisions we lack but delivered ${out.length}`);
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `peer announced ${expected.length} revisions we lack but delivered ${out.length}`,
+    );
   }
   return out;
 }
@@ -186,13 +246,22 @@ export interface FetchOptions {
 }
 
 /** Asks the peer for `requests` and publishes what it delivers into the folder (replacing files). */
-export async function fetchContent(ch: SyncChannel, requests: readonly FetchRequest[], options: FetchOptions): Promise<FetchOutcome> {
+export async function fetchContent(
+  ch: SyncChannel,
+  requests: readonly FetchRequest[],
+  options: FetchOptions,
+): Promise<FetchOutcome> {
   const fetchId = ch.session.allocateTransferId();
   // The peer's data streams (early chunks) may come while we stage: they wait for our receiver.
   return options.router.expecting(fetchId, () => fetchWith(ch, fetchId, requests, options));
 }
 
-async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly FetchRequest[], options: FetchOptions): Promise<FetchOutcome> {
+async function fetchWith(
+  ch: SyncChannel,
+  fetchId: number,
+  requests: readonly FetchRequest[],
+  options: FetchOptions,
+): Promise<FetchOutcome> {
   const { session } = ch;
   const bySource = new Map<string, FetchRequest>();
   for (const r of requests) {
@@ -223,10 +292,17 @@ async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly Fe
   const entries: ManifestEntry[] = [];
   for (const e of offered) {
     const req = bySource.get(e.path);
-    if (req === undefined) throw new ClawpeerError('PROTOCOL', `peer offered ${JSON.stringify(e.path)}, which was not asked for (or offered twice)`);
+    if (req === undefined)
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `peer offered ${JSON.stringify(e.path)}, which was not asked for (or offered twice)`,
+      );
     bySource.delete(e.path);
     if (e.kind !== 'file' || !bytesEqual(e.root, req.root)) {
-      throw new ClawpeerError('HASH_MISMATCH', `peer offered ${JSON.stringify(e.path)} with another content than the revision it announced`);
+      throw new ClawpeerError(
+        'HASH_MISMATCH',
+        `peer offered ${JSON.stringify(e.path)} with another content than the revision it announced`,
+      );
     }
     delivered.push(req);
     entries.push({ ...e, path: req.destPath, mode: req.mode & 0o777, mtimeMs: req.mtimeMs });
@@ -234,23 +310,52 @@ async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly Fe
   await options.beforePublish(delivered);
   const totalBytes = entries.reduce((sum, e) => sum + e.size, 0);
   const onProgress = options.onProgress;
-  const receiving = onProgress === undefined ? undefined : new ProgressCounter(onProgress, 'receiving', totalBytes, entries.length);
+  const receiving =
+    onProgress === undefined ? undefined : new ProgressCounter(onProgress, 'receiving', totalBytes, entries.length);
   const receiver = new TransferReceiver({
-    session, router: options.router, transferId: fetchId, entries, chunking: options.chunking, signal: ch.signal, log: ch.log,
-    destination: { root: options.folder, readOnly: false, basePath: '', ...(options.folderName === undefined ? {} : { name: options.folderName }) },
+    session,
+    router: options.router,
+    transferId: fetchId,
+    entries,
+    chunking: options.chunking,
+    signal: ch.signal,
+    log: ch.log,
+    destination: {
+      root: options.folder,
+      readOnly: false,
+      basePath: '',
+      ...(options.folderName === undefined ? {} : { name: options.folderName }),
+    },
     force: true,
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
     ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
-    ...(receiving === undefined ? {} : { onChunkWritten: (bytes: number) => receiving.addBytes(bytes), onPublished: (files: number) => receiving.setFiles(files) }),
+    ...(receiving === undefined
+      ? {}
+      : {
+          onChunkWritten: (bytes: number) => receiving.addBytes(bytes),
+          onPublished: (files: number) => receiving.setFiles(files),
+        }),
   });
   try {
     const plan = await receiver.prepare();
     receiving?.setTotalBytes(plan.lackingBytes);
-    await session.control.send({ type: 'want', transferId: fetchId, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
+    await session.control.send({
+      type: 'want',
+      transferId: fetchId,
+      lacking: plan.lacking,
+      uniqueChunks: plan.uniqueCount,
+    });
     // Nothing else comes on the control stream while the peer sends: its JoinWanted (it sees
     // random loss) is acted on now, not at the next exchange.
     const stats = await hearingJoinHints(session, () => receiver.receive());
-    await session.control.send({ type: 'transfer-done', transferId: fetchId, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
+    await session.control.send({
+      type: 'transfer-done',
+      transferId: fetchId,
+      files: stats.files,
+      bytes: stats.bytes,
+      chunksReceived: stats.chunksReceived,
+      chunksSkipped: stats.chunksSkipped,
+    });
     return { delivered, chunksReceived: stats.chunksReceived };
   } catch (err) {
     await receiver.abort();
@@ -263,10 +368,18 @@ async function fetchWith(ch: SyncChannel, fetchId: number, requests: readonly Fe
  * head with that root (a conflict copy made earlier in this sync). Each candidate is hashed:
  * only a file whose manifest has exactly that root is served.
  */
-async function locate(folder: string, relPath: string, root: Uint8Array, chunking: ChunkingParams, byRoot: () => Map<string, string[]>, cache: ManifestCache | undefined): Promise<SourceFile | undefined> {
+async function locate(
+  folder: string,
+  relPath: string,
+  root: Uint8Array,
+  chunking: ChunkingParams,
+  byRoot: () => Map<string, string[]>,
+  cache: ManifestCache | undefined,
+): Promise<SourceFile | undefined> {
   const here = path.join(folder, ...relPath.split('/'));
   const cached = cache?.get(relPath, here);
-  if (cached !== undefined && bytesEqual(cached.root, root)) return { entryIndex: -1, localPath: here, manifest: cached };
+  if (cached !== undefined && bytesEqual(cached.root, root))
+    return { entryIndex: -1, localPath: here, manifest: cached };
   const candidates = [here, historyBlobPath(folder, root)];
   for (const p of byRoot().get(toHex(root)) ?? []) candidates.push(path.join(folder, ...p.split('/')));
   for (const abs of candidates) {
@@ -303,8 +416,10 @@ export async function serveFetch(
   let last = first.last;
   while (!last) {
     const more = await expectMessage(session, 'sync-fetch', ch.transferId, ch.timeoutMs, ch.signal);
-    if (more.fetchId !== first.fetchId) throw new ClawpeerError('PROTOCOL', `sync fetch ${more.fetchId} interleaved with fetch ${first.fetchId}`);
-    if (items.length + more.items.length > 1_000_000) throw new ClawpeerError('PROTOCOL', 'sync fetch asks for more than 1,000,000 files');
+    if (more.fetchId !== first.fetchId)
+      throw new ClawpeerError('PROTOCOL', `sync fetch ${more.fetchId} interleaved with fetch ${first.fetchId}`);
+    if (items.length + more.items.length > 1_000_000)
+      throw new ClawpeerError('PROTOCOL', 'sync fetch asks for more than 1,000,000 files');
     items.push(...more.items);
     last = more.last;
   }
@@ -328,7 +443,8 @@ export async function serveFetch(
   const seen = new Set<string>();
   for (const item of items) {
     const rel = normalizeSharePath(item.path);
-    if (isInternalPath(rel) || seen.has(rel)) throw new ClawpeerError('PROTOCOL', `sync fetch names ${JSON.stringify(item.path)} twice or inside .clawpeer`);
+    if (isInternalPath(rel) || seen.has(rel))
+      throw new ClawpeerError('PROTOCOL', `sync fetch names ${JSON.stringify(item.path)} twice or inside .clawpeer`);
     seen.add(rel);
     const found = await locate(folder, rel, item.root, chunking, byRoot, cache);
     if (found === undefined) {
@@ -339,20 +455,42 @@ export async function serveFetch(
     const chunkIds = new Uint8Array(m.chunks.length * 32);
     m.chunks.forEach((c, i) => chunkIds.set(c.id, i * 32));
     files.set(entries.length, { entryIndex: entries.length, localPath: found.localPath, manifest: m });
-    entries.push({ path: item.path, kind: 'file', size: m.size, mode: 0o644, mtimeMs: 0, linkTarget: '', root: m.root, chunkIds, chunkLengths: m.chunks.map((c) => c.length) });
+    entries.push({
+      path: item.path,
+      kind: 'file',
+      size: m.size,
+      mode: 0o644,
+      mtimeMs: 0,
+      linkTarget: '',
+      root: m.root,
+      chunkIds,
+      chunkLengths: m.chunks.map((c) => c.length),
+    });
     totalBytes += m.size;
   }
   await session.control.sendAll(manifestMessages(session, first.fetchId, entries));
-  const sending = onProgress === undefined ? undefined : new ProgressCounter(onProgress, 'sending', totalBytes, entries.length);
+  const sending =
+    onProgress === undefined ? undefined : new ProgressCounter(onProgress, 'sending', totalBytes, entries.length);
   const stats = await sendChunks({
-    session, transferId: first.fetchId, source: { entries, files, totalBytes }, want: expectWant(session, first.fetchId, ch.timeoutMs, ch.signal),
+    session,
+    transferId: first.fetchId,
+    source: { entries, files, totalBytes },
+    want: expectWant(session, first.fetchId, ch.timeoutMs, ch.signal),
     // No early chunks: the fetching side often holds the content already (a rename, a copy, an
     // earlier version), which only its Want can tell, and a rename must cost no chunk at all.
     early: false,
     ...effectiveStreamsAndWindow(session, SYNC_FETCH_STREAMS, SYNC_FETCH_WINDOW),
-    idleTimeoutMs: ch.timeoutMs, signal: ch.signal, log: ch.log,
+    idleTimeoutMs: ch.timeoutMs,
+    signal: ch.signal,
+    log: ch.log,
     ...(ch.rateLimiters === undefined ? {} : { rateLimiters: ch.rateLimiters }),
-    ...(sending === undefined ? {} : { onChunkSent: (bytes: number) => sending.addBytes(bytes), onTotalBytes: (bytes: number) => sending.setTotalBytes(bytes), onFilesDelivered: (files: number) => sending.setFiles(files) }),
+    ...(sending === undefined
+      ? {}
+      : {
+          onChunkSent: (bytes: number) => sending.addBytes(bytes),
+          onTotalBytes: (bytes: number) => sending.setTotalBytes(bytes),
+          onFilesDelivered: (files: number) => sending.setFiles(files),
+        }),
   });
   await expectMessage(session, 'transfer-done', first.fetchId, ch.timeoutMs, ch.signal);
   return stats.chunksSent;

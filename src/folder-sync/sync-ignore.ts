@@ -58,8 +58,10 @@ export function syncIgnoreFrom(patterns: readonly IgnorePattern[], source = IGNO
     const p = patterns[i];
     return p === undefined ? source : `${source} line ${p.line}: ${quotePattern(written(p))}`;
   };
-  const rules: ExcludeRules | undefined = patterns.length === 0 ? undefined : compileFilter(patterns, { source, labelOf: lineOf });
-  const matches = (relPath: string, isDir: boolean): boolean => relPath === IGNORE_FILE_NAME || (rules?.excludes(relPath, isDir) ?? false);
+  const rules: ExcludeRules | undefined =
+    patterns.length === 0 ? undefined : compileFilter(patterns, { source, labelOf: lineOf });
+  const matches = (relPath: string, isDir: boolean): boolean =>
+    relPath === IGNORE_FILE_NAME || (rules?.excludes(relPath, isDir) ?? false);
   return {
     patterns: patterns.map(written),
     matches,
@@ -69,7 +71,9 @@ export function syncIgnoreFrom(patterns: readonly IgnorePattern[], source = IGNO
       for (let slash = relPath.indexOf('/'); slash >= 0; slash = relPath.indexOf('/', slash + 1)) {
         if (rules.excludes(relPath.slice(0, slash), true)) return true;
       }
-      return isDir === 'either' ? rules.excludes(relPath, false) && rules.excludes(relPath, true) : rules.excludes(relPath, isDir);
+      return isDir === 'either'
+        ? rules.excludes(relPath, false) && rules.excludes(relPath, true)
+        : rules.excludes(relPath, isDir);
     },
   };
 }

@@ -20,7 +20,16 @@ import type { DataStreamRouter } from '../session/data-stream-router.js';
 import type { PeerSession } from '../session/session.js';
 import type { Share } from '../home/shares.js';
 import { applyRemote } from './sync-apply.js';
-import { decodeReconcilePayload, dropPrunedByPeer, fetchContent, receiveRevisions, runReconcile, sendRevisions, serveFetch, type SyncChannel } from './sync-exchange.js';
+import {
+  decodeReconcilePayload,
+  dropPrunedByPeer,
+  fetchContent,
+  receiveRevisions,
+  runReconcile,
+  sendRevisions,
+  serveFetch,
+  type SyncChannel,
+} from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
 import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
@@ -59,17 +68,33 @@ export interface ServedSync {
 }
 
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
-export async function serveSync(session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext, signal: AbortSignal, activity?: Activity): Promise<ServedSync> {
+export async function serveSync(
+  session: PeerSession,
+  router: DataStreamRouter,
+  req: SyncRequestMessage,
+  ctx: SyncServiceContext,
+  signal: AbortSignal,
+  activity?: Activity,
+): Promise<ServedSync> {
   const { log } = ctx;
-  if (ctx.nodeId === undefined) throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
+  if (ctx.nodeId === undefined)
+    throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
   const share = findShare(ctx.shares, req.share, session.peerId);
-  if (req.fetchOnly === true && req.mode !== 'receive-only') throw new ClawpeerError('PROTOCOL', 'a fetch-only sync request must be receive-only');
-  if (req.mode !== 'receive-only' && share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
+  if (req.fetchOnly === true && req.mode !== 'receive-only')
+    throw new ClawpeerError('PROTOCOL', 'a fetch-only sync request must be receive-only');
+  if (req.mode !== 'receive-only' && share.readOnly)
+    throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: only receive-only syncs are served`);
   refuseUnsyncedInto(share, req.noFsync);
-  if (share.receiveOnly === true && req.mode !== 'send-only' && req.fetchOnly !== true) throw new ClawpeerError('SHARE_FORBIDDEN', `${RECEIVE_ONLY_REFUSAL} (folder ${share.name})`);
+  if (share.receiveOnly === true && req.mode !== 'send-only' && req.fetchOnly !== true)
+    throw new ClawpeerError('SHARE_FORBIDDEN', `${RECEIVE_ONLY_REFUSAL} (folder ${share.name})`);
   const lockWaitMs = share.syncLockWaitMs ?? SERVER_LOCK_WAIT_MS;
   const chunking = sessionChunking(session);
-  log.info(req.fetchOnly === true ? 'restore fetch requested' : 'sync requested', { peer: session.peerId, share: share.name, mode: req.mode, ...(req.dryRun === true ? { dryRun: true } : {}) });
+  log.info(req.fetchOnly === true ? 'restore fetch requested' : 'sync requested', {
+    peer: session.peerId,
+    share: share.name,
+    mode: req.mode,
+    ...(req.dryRun === true ? { dryRun: true } : {}),
+  });
   // The whole share is claimed (destination-locks.ts): a client killed mid-sync leaves its
   // session here until the transport's idle timeout, holding the folder lock; its rerun from the
   // same peer supersedes that stale sync instead of waiting it out. Another peer's push or sync
@@ -78,9 +103,27 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
   try {
     await hold.claim([share.dir], `a sync from node ${session.peerId} of share ${share.name}`, {
       waitMs: lockWaitMs,
-      onSupersede: (older) => log.warn('aborting an earlier sync or push of the same peer in this share: its client is presumably gone', { peer: session.peerId, share: share.name, older: older.label }),
+      onSupersede: (older) =>
+        log.warn('aborting an earlier sync or push of the same peer in this share: its client is presumably gone', {
+          peer: session.peerId,
+          share: share.name,
+          older: older.label,
+        }),
     });
-    return { share: share.name, ...(await serveClaimedSync(session, router, req, { ...ctx, nodeId: ctx.nodeId }, share, chunking, hold.signal, activity, lockWaitMs)) };
+    return {
+      share: share.name,
+      ...(await serveClaimedSync(
+        session,
+        router,
+        req,
+        { ...ctx, nodeId: ctx.nodeId },
+        share,
+        chunking,
+        hold.signal,
+        activity,
+        lockWaitMs,
+      )),
+    };
   } catch (err) {
     throw hold.errorFor(err);
   } finally {
@@ -89,8 +132,15 @@ export async function serveSync(session: PeerSession, router: DataStreamRouter, 
 }
 
 async function serveClaimedSync(
-  session: PeerSession, router: DataStreamRouter, req: SyncRequestMessage, ctx: SyncServiceContext & { nodeId: string },
-  share: Share, chunking: ChunkingParams, signal: AbortSignal, activity: Activity | undefined, lockWaitMs: number,
+  session: PeerSession,
+  router: DataStreamRouter,
+  req: SyncRequestMessage,
+  ctx: SyncServiceContext & { nodeId: string },
+  share: Share,
+  chunking: ChunkingParams,
+  signal: AbortSignal,
+  activity: Activity | undefined,
+  lockWaitMs: number,
 ): Promise<Omit<ServedSync, 'share'>> {
   const nothing = { received: 0, sent: 0, conflicts: 0, skipped: 0, changes: { added: 0, changed: 0, deleted: 0 } };
   const onProgress = activity === undefined ? {} : { onProgress: (p: TransferProgress) => activity.report(p) };
@@ -101,14 +151,29 @@ async function serveClaimedSync(
   // An empty hello follows as the first SyncReconcile: the client scans while we do.
   const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
   const folder = await openSyncedFolder(share.dir, {
-    nodeId: ctx.nodeId, chunking, lockWaitMs, log, signal, cacheManifests: clientReceives && req.dryRun !== true && req.fetchOnly !== true,
+    nodeId: ctx.nodeId,
+    chunking,
+    lockWaitMs,
+    log,
+    signal,
+    cacheManifests: clientReceives && req.dryRun !== true && req.fetchOnly !== true,
     ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
   });
   try {
     const { store } = folder;
     // What we send: within the client's rate (sync --bwlimit) and this listener's own (listen --bwlimit).
-    const rateLimiters = [...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]), ...(ctx.sendLimiter === undefined ? [] : [ctx.sendLimiter])];
-    const ch: SyncChannel = { session, transferId: req.transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, rateLimiters };
+    const rateLimiters = [
+      ...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]),
+      ...(ctx.sendLimiter === undefined ? [] : [ctx.sendLimiter]),
+    ];
+    const ch: SyncChannel = {
+      session,
+      transferId: req.transferId,
+      timeoutMs: PREPARE_TIMEOUT_MS,
+      signal,
+      log,
+      rateLimiters,
+    };
     if (req.fetchOnly === true) {
       // `restore` from the client: contents by root (a live file or our history), nothing else.
       await session.control.send({ type: 'sync-accept', transferId: req.transferId });
@@ -117,7 +182,11 @@ async function serveClaimedSync(
       await session.control.send({ type: 'sync-done', transferId: req.transferId });
       return nothing;
     }
-    const hello = early ?? decodeReconcilePayload((await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal)).payload);
+    const hello =
+      early ??
+      decodeReconcilePayload(
+        (await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal)).payload,
+      );
     const responder = new ReconcileResponder(store.snapshotIdSet());
     const first = responder.receive(hello);
     await session.control.send({ type: 'sync-accept', transferId: req.transferId });
@@ -133,17 +202,44 @@ async function serveClaimedSync(
     let received: RevisionEntry[] = [];
     let peerPruned: readonly Uint8Array[] = [];
     // What our gc dropped is never stored again, and the client is told so it drops it too.
-    if (clientSends) received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter((e) => !store.isPruned(e.id));
-    const sent = clientReceives ? await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack)) : 0;
+    if (clientSends)
+      received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter(
+        (e) => !store.isPruned(e.id),
+      );
+    const sent = clientReceives
+      ? await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack))
+      : 0;
     let conflicts = 0;
     let skipped = 0;
     const before = headsBefore(store, received);
     if (clientSends) {
       const applied = await applyRemote(received, {
-        store, folder: share.dir, chunking, keepConcurrentLocal: share.receiveOnly === true, ignore: folder.ignore, log, ...fsync,
-        fetch: (requests, beforePublish) => fetchContent(ch, requests, { router, folder: share.dir, folderName: `share ${share.name}`, chunking, beforePublish, ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }), ...onProgress, ...fsync }),
+        store,
+        folder: share.dir,
+        chunking,
+        keepConcurrentLocal: share.receiveOnly === true,
+        ignore: folder.ignore,
+        log,
+        ...fsync,
+        fetch: (requests, beforePublish) =>
+          fetchContent(ch, requests, {
+            router,
+            folder: share.dir,
+            folderName: `share ${share.name}`,
+            chunking,
+            beforePublish,
+            ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
+            ...onProgress,
+            ...fsync,
+          }),
       });
-      log.info('sync applied', { peer: session.peerId, share: share.name, applied: applied.applied, conflicts: applied.conflicts, skipped: applied.skipped.length });
+      log.info('sync applied', {
+        peer: session.peerId,
+        share: share.name,
+        applied: applied.applied,
+        conflicts: applied.conflicts,
+        skipped: applied.skipped.length,
+      });
       conflicts = applied.conflicts;
       skipped = applied.skipped.length;
     }

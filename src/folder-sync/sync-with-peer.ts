@@ -25,7 +25,15 @@ export async function syncWithPeer(o: SyncWithPeerOptions): Promise<SyncFolderRe
   const { identity, peer, config, paths, connections = 'auto', ...rest } = o;
   const client = import('./sync-client.js');
   client.catch(() => undefined); // a failure surfaces where it is awaited, not as unhandled
-  const session = await dialPeer({ identity, peer, config, log: o.log, signal: o.signal, connections, ...(paths === undefined ? {} : { paths }) });
+  const session = await dialPeer({
+    identity,
+    peer,
+    config,
+    log: o.log,
+    signal: o.signal,
+    connections,
+    ...(paths === undefined ? {} : { paths }),
+  });
   let delivered = false;
   const untell = session.tellPeerIfInterrupted(o.signal, 'sync');
   try {

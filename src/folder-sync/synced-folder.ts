@@ -74,14 +74,20 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     }
   }
   const ignore = await loadSyncIgnore(dir); // before the lock: a malformed file fails at once
-  const lock = await FolderLock.acquire(dir, { waitMs: o.lockWaitMs, ...(o.signal === undefined ? {} : { signal: o.signal }) });
+  const lock = await FolderLock.acquire(dir, {
+    waitMs: o.lockWaitMs,
+    ...(o.signal === undefined ? {} : { signal: o.signal }),
+  });
   const resident = o.resident;
   // A resident process's log stays open in its pool for the next sync.
   const closeStore = async (s: RevisionStore): Promise<void> => (resident === undefined ? s.close() : undefined);
   let store: RevisionStore | undefined;
   try {
     // The scan also removes old temp files of a publish killed mid-way (they are not content).
-    store = resident === undefined ? await RevisionStore.open(dir, { nodeId: o.nodeId }) : await resident.stores.acquire(dir, o.nodeId);
+    store =
+      resident === undefined
+        ? await RevisionStore.open(dir, { nodeId: o.nodeId })
+        : await resident.stores.acquire(dir, o.nodeId);
     const opened = store;
     opened.recordSyncingNode(); // so `restore` finds the node from the folder, without --home
     const manifests = new ManifestCache();
@@ -107,7 +113,10 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
       },
       onIssue: (issue) => {
         issues++;
-        o.log.warn('sync: cannot read an entry; it is left out of this sync', { path: issue.localPath, error: issue.error.message });
+        o.log.warn('sync: cannot read an entry; it is left out of this sync', {
+          path: issue.localPath,
+          error: issue.error.message,
+        });
       },
       ...(o.signal === undefined ? {} : { signal: o.signal }),
     });

@@ -34,7 +34,12 @@ export function unsyncedPath(relPath: string, mtimeNs: bigint, nodeId: string): 
 
 const NS_PER_MS = 1_000_000n;
 
-export async function unchangedSinceScan(folderReal: string, relPath: string, local: RevisionEntry | undefined, store: RevisionStore): Promise<boolean> {
+export async function unchangedSinceScan(
+  folderReal: string,
+  relPath: string,
+  local: RevisionEntry | undefined,
+  store: RevisionStore,
+): Promise<boolean> {
   let st: BigIntStats;
   try {
     st = await lstat(path.join(folderReal, ...relPath.split('/')), { bigint: true });
@@ -57,7 +62,12 @@ export async function unchangedSinceScan(folderReal: string, relPath: string, lo
  * (unchangedSinceScan); returns that name, or undefined when nothing was moved. Linked, then
  * unlinked, so an existing file of that name is never replaced (the next second's name is tried).
  */
-export async function rescueUnscanned(folderReal: string, relPath: string, local: RevisionEntry | undefined, store: RevisionStore): Promise<string | undefined> {
+export async function rescueUnscanned(
+  folderReal: string,
+  relPath: string,
+  local: RevisionEntry | undefined,
+  store: RevisionStore,
+): Promise<string | undefined> {
   if (await unchangedSinceScan(folderReal, relPath, local, store)) return undefined;
   const abs = path.join(folderReal, ...relPath.split('/'));
   const st = await lstat(abs, { bigint: true }).catch(() => undefined);

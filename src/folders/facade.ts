@@ -1,6 +1,17 @@
 // What the CLI's `folder` commands use: the `folders` of config.json and the folder log. Light to
 // import: the folder service itself runs in the listener (listener/home-listener.ts).
-export { checkFolderId, DEFAULT_FOLDER_INTERVAL_S, DEFAULT_VERSIONING, editFolders, FOLDER_INTERVAL_LIMITS_S, FOLDER_MODES, loadFolders, versioningProblem, type FolderConfig, type FolderMode } from '../home/folders-config.js';
+export {
+  checkFolderId,
+  DEFAULT_FOLDER_INTERVAL_S,
+  DEFAULT_VERSIONING,
+  editFolders,
+  FOLDER_INTERVAL_LIMITS_S,
+  FOLDER_MODES,
+  loadFolders,
+  versioningProblem,
+  type FolderConfig,
+  type FolderMode,
+} from '../home/folders-config.js';
 export { findPeer, PeerStore } from '../home/peer-store.js';
 
 /** The folder log's entries (folder-log.ts), loaded when `folder log` runs. */

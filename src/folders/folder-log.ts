@@ -73,7 +73,8 @@ export async function readFolderLog(homeDir: string, folder?: string): Promise<F
   for (const line of await readLines(path.join(homeDir, FOLDER_LOG_NAME))) {
     try {
       const e = JSON.parse(line) as FolderLogEntry;
-      if (typeof e.folder === 'string' && typeof e.time === 'number' && (folder === undefined || e.folder === folder)) out.push(e);
+      if (typeof e.folder === 'string' && typeof e.time === 'number' && (folder === undefined || e.folder === folder))
+        out.push(e);
     } catch {
       // a line cut by a crash: skipped
     }

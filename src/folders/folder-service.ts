@@ -83,7 +83,12 @@ export class FolderService {
 
   private constructor(o: FolderServiceOptions) {
     this.#o = o;
-    this.#sessions = new PeerSessions({ identity: o.identity, config: o.config, log: o.log, ...(o.dialPaths === undefined ? {} : { dialPaths: o.dialPaths }) });
+    this.#sessions = new PeerSessions({
+      identity: o.identity,
+      config: o.config,
+      log: o.log,
+      ...(o.dialPaths === undefined ? {} : { dialPaths: o.dialPaths }),
+    });
     this.#log = new FolderLog(o.homeDir);
   }
 
@@ -93,7 +98,9 @@ export class FolderService {
     await service.reload();
     // config.json, and peers.json (a peer of a folder paired or unpaired since).
     const follow = (): void => {
-      service.reload().catch((err: unknown) => o.log.warn('cannot apply the shared folders', { error: (err as Error).message }));
+      service
+        .reload()
+        .catch((err: unknown) => o.log.warn('cannot apply the shared folders', { error: (err as Error).message }));
     };
     const watches = [watchFile(configFileOf(o.homeDir), follow), watchFile(o.peersFile, follow)];
     service.#configWatch = { close: () => watches.forEach((w) => w.close()) };
@@ -119,7 +126,16 @@ export class FolderService {
   syncServed(peerId: string, served: ServedSync): void {
     const active = this.#active.get(served.share);
     if (active === undefined || !active.peerIds.includes(peerId)) return;
-    const record = { by: 'peer' as const, received: served.received, ...served.changes, sent: served.sent, conflicts: served.conflicts, skipped: served.skipped, bytes: 0, seconds: 0 };
+    const record = {
+      by: 'peer' as const,
+      received: served.received,
+      ...served.changes,
+      sent: served.sent,
+      conflicts: served.conflicts,
+      skipped: served.skipped,
+      bytes: 0,
+      seconds: 0,
+    };
     void this.#inTurn(served.share, () => this.#record(active.config, peerId, record));
     // It is online and has the folder (again): what backs off from it runs now.
     this.#schedule.peerOnline(peerId, Date.now());
@@ -142,36 +158,60 @@ export class FolderService {
   }
 
   /** A completed sync: logged when it moved something, then the versioning hook when content here was replaced or deleted. Never throws. */
-  async #record(f: FolderConfig, peerId: string, what: Omit<FolderLogEntry, 'time' | 'folder' | 'peer' | 'peerName'>): Promise<void> {
+  async #record(
+    f: FolderConfig,
+    peerId: string,
+    what: Omit<FolderLogEntry, 'time' | 'folder' | 'peer' | 'peerName'>,
+  ): Promise<void> {
     const nowMs = Date.now();
     if (what.received + what.sent + what.conflicts > 0) {
       const name = this.#names.get(peerId);
-      await this.#log.append({ time: nowMs, folder: f.id, peer: peerId, ...(name === undefined ? {} : { peerName: name }), ...what })
+      await this.#log
+        .append({ time: nowMs, folder: f.id, peer: peerId, ...(name === undefined ? {} : { peerName: name }), ...what })
         .catch((err: unknown) => this.#o.log.warn('cannot write the folder log', { error: (err as Error).message }));
     }
     if (this.#o.afterSync === undefined || what.received + what.conflicts === 0) return;
     const policy = parseVersioning(f.versioning); // checked when the config was read
     await Promise.resolve()
       .then(() => this.#o.afterSync?.({ folder: f, policy, peer: peerId, by: what.by, received: what.received, nowMs }))
-      .catch((err: unknown) => this.#o.log.warn('versioning after a sync failed', { folder: f.id, error: (err as Error).message }));
+      .catch((err: unknown) =>
+        this.#o.log.warn('versioning after a sync failed', { folder: f.id, error: (err as Error).message }),
+      );
   }
 
   /** Each folder with its peers' states, for `clawpeer status`. */
   status(): FolderStatus[] {
     const pairs = this.#schedule.snapshot();
     return [...this.#active.values()].map(({ config: f, problem, pending }) => ({
-      id: f.id, path: f.path, mode: f.mode, versioning: f.versioning, paused: f.paused, ...(problem === undefined ? {} : { problem }),
-      pending: pending(), ...this.#revisionsOf(f.path),
-      peers: pairs.filter((p) => p.folder === f.id).map((p) => {
-        const progress = p.state === 'syncing' ? this.#progress.get(pairKey(f.id, p.peer)) : undefined;
-        const name = this.#names.get(p.peer);
-        return {
-          peer: p.peer, ...(name === undefined ? {} : { name }), state: p.state, since: p.since, mode: this.#modeFor(f, p.peer) ?? f.mode,
-          ...(p.lastSyncAt === undefined ? {} : { lastSyncAt: p.lastSyncAt }), ...(p.error === undefined ? {} : { error: p.error }),
-          ...(progress !== undefined && progress.totalBytes > 0 ? { bytesLeft: Math.max(0, progress.totalBytes - progress.bytes) } : {}),
-          ...(progress !== undefined && progress.totalFiles > 0 ? { filesLeft: Math.max(0, progress.totalFiles - progress.files) } : {}),
-        };
-      }),
+      id: f.id,
+      path: f.path,
+      mode: f.mode,
+      versioning: f.versioning,
+      paused: f.paused,
+      ...(problem === undefined ? {} : { problem }),
+      pending: pending(),
+      ...this.#revisionsOf(f.path),
+      peers: pairs
+        .filter((p) => p.folder === f.id)
+        .map((p) => {
+          const progress = p.state === 'syncing' ? this.#progress.get(pairKey(f.id, p.peer)) : undefined;
+          const name = this.#names.get(p.peer);
+          return {
+            peer: p.peer,
+            ...(name === undefined ? {} : { name }),
+            state: p.state,
+            since: p.since,
+            mode: this.#modeFor(f, p.peer) ?? f.mode,
+            ...(p.lastSyncAt === undefined ? {} : { lastSyncAt: p.lastSyncAt }),
+            ...(p.error === undefined ? {} : { error: p.error }),
+            ...(progress !== undefined && progress.totalBytes > 0
+              ? { bytesLeft: Math.max(0, progress.totalBytes - progress.bytes) }
+              : {}),
+            ...(progress !== undefined && progress.totalFiles > 0
+              ? { filesLeft: Math.max(0, progress.totalFiles - progress.files) }
+              : {}),
+          };
+        }),
     }));
   }
 
@@ -204,17 +244,29 @@ export class FolderService {
     this.#names = new Map(pairs.map((p) => [p.id, p.name]));
     const foreign = new Set(this.#o.shares.filter((s) => !this.#ownShares.has(s)).map((s) => s.name));
     // Each folder's peers as node ids now (a peer paired or unpaired since changes them too).
-    const resolved = new Map(folders.map((f) => {
-      const peerIds: string[] = [];
-      const problems: string[] = [];
-      for (const p of f.with) {
-        const entry = findPeer(pairs, p);
-        if (entry === undefined) problems.push(`${p} is not a paired peer`);
-        else peerIds.push(entry.id);
-      }
-      if (foreign.has(f.id)) problems.push(`a share named ${f.id} is served already (listen --share): the folder is neither served nor synced`);
-      return [f.id, { f, peerIds: foreign.has(f.id) ? [] : peerIds, problem: problems.length === 0 ? undefined : problems.join('; ') }];
-    }));
+    const resolved = new Map(
+      folders.map((f) => {
+        const peerIds: string[] = [];
+        const problems: string[] = [];
+        for (const p of f.with) {
+          const entry = findPeer(pairs, p);
+          if (entry === undefined) problems.push(`${p} is not a paired peer`);
+          else peerIds.push(entry.id);
+        }
+        if (foreign.has(f.id))
+          problems.push(
+            `a share named ${f.id} is served already (listen --share): the folder is neither served nor synced`,
+          );
+        return [
+          f.id,
+          {
+            f,
+            peerIds: foreign.has(f.id) ? [] : peerIds,
+            problem: problems.length === 0 ? undefined : problems.join('; '),
+          },
+        ];
+      }),
+    );
     const fingerprint = (f: FolderConfig, peerIds: readonly string[]): string => JSON.stringify([f, peerIds]);
     let changed = false;
     for (const [id, a] of [...this.#active]) {
@@ -232,7 +284,17 @@ export class FolderService {
     if (!changed) return;
     this.#publishShares();
     const now = Date.now();
-    this.#schedule.configure([...this.#active.values()].flatMap((a) => a.peerIds.map((peer) => ({ folder: a.config.id, peer, intervalMs: a.config.intervalS * 1000, paused: a.config.paused }))), now);
+    this.#schedule.configure(
+      [...this.#active.values()].flatMap((a) =>
+        a.peerIds.map((peer) => ({
+          folder: a.config.id,
+          peer,
+          intervalMs: a.config.intervalS * 1000,
+          paused: a.config.paused,
+        })),
+      ),
+      now,
+    );
     this.#o.log.info('shared folders', { folders: [...this.#active.keys()] });
     this.#pump();
   }
@@ -277,7 +339,11 @@ export class FolderService {
     for (const { config: f, peerIds } of this.#active.values()) {
       if (f.paused || peerIds.length === 0) continue;
       const share: Share = {
-        name: f.id, dir: f.path, readOnly: f.mode === 'send-only', allow: peerIds, syncLockWaitMs: FOLDER_LOCK_WAIT_MS,
+        name: f.id,
+        dir: f.path,
+        readOnly: f.mode === 'send-only',
+        allow: peerIds,
+        syncLockWaitMs: FOLDER_LOCK_WAIT_MS,
         ...(f.mode === 'receive-only' ? { receiveOnly: true } : {}),
       };
       shares.push(share);
@@ -307,7 +373,12 @@ export class FolderService {
       this.#timer = setTimeout(() => this.#pump(), Math.max(0, next - now) + 5);
       this.#timer.unref();
     }
-    const busy = new Set(this.#schedule.snapshot().filter((p) => p.state === 'syncing').map((p) => p.peer));
+    const busy = new Set(
+      this.#schedule
+        .snapshot()
+        .filter((p) => p.state === 'syncing')
+        .map((p) => p.peer),
+    );
     void this.#sessions.closeIdle(now, busy);
   }
 
@@ -326,7 +397,10 @@ export class FolderService {
     const f = active.config;
     const mode = this.#modeFor(f, peerId);
     if (mode === undefined) {
-      finish({ kind: 'failed', error: `nothing can move: this copy is ${f.mode} and the peer's refuses what it would take` });
+      finish({
+        kind: 'failed',
+        error: `nothing can move: this copy is ${f.mode} and the peer's refuses what it would take`,
+      });
       return;
     }
     const log = this.#o.log.child('folders');
@@ -338,7 +412,10 @@ export class FolderService {
     let dialled = false;
     try {
       const peer = await resolvePeer(this.#o.peers, peerId, undefined);
-      const [session, { syncFolder }] = await Promise.all([this.#sessions.get(peer, sync.signal), import('../folder-sync/sync-client.js')]);
+      const [session, { syncFolder }] = await Promise.all([
+        this.#sessions.get(peer, sync.signal),
+        import('../folder-sync/sync-client.js'),
+      ]);
       dialled = true;
       this.#schedule.connected(f.id, peerId, Date.now());
       this.#schedule.peerOnline(peerId, Date.now()); // a dial that works: the peer's other folders need not wait out their backoff
@@ -347,7 +424,14 @@ export class FolderService {
         let r: SyncFolderResult;
         try {
           r = await syncFolder({
-            session, dir: f.path, share: f.id, mode, nodeId: this.#o.identity.nodeId, log, signal: sync.signal, resident: this.#o.resident,
+            session,
+            dir: f.path,
+            share: f.id,
+            mode,
+            nodeId: this.#o.identity.nodeId,
+            log,
+            signal: sync.signal,
+            resident: this.#o.resident,
             ...(this.#o.sendLimiter === undefined ? {} : { rateLimiters: [this.#o.sendLimiter] }),
             onProgress: (p) => {
               this.#progress.set(key, p);
@@ -360,11 +444,33 @@ export class FolderService {
           this.#sessions.used(peerId);
         }
         ok = true;
-        log.info('folder synced', { folder: f.id, peer: peerId, mode, received: r.revisionsReceived, sent: r.revisionsSent, conflicts: r.conflicts, inSync: r.inSync });
-        await this.#record(f, peerId, { by: 'here', mode, received: r.revisionsReceived, ...(r.changes ?? { added: 0, changed: 0, deleted: 0 }), sent: r.revisionsSent, conflicts: r.conflicts, skipped: r.skipped.length, bytes: r.wireBytes, seconds: Math.round(r.seconds * 1000) / 1000 });
+        log.info('folder synced', {
+          folder: f.id,
+          peer: peerId,
+          mode,
+          received: r.revisionsReceived,
+          sent: r.revisionsSent,
+          conflicts: r.conflicts,
+          inSync: r.inSync,
+        });
+        await this.#record(f, peerId, {
+          by: 'here',
+          mode,
+          received: r.revisionsReceived,
+          ...(r.changes ?? { added: 0, changed: 0, deleted: 0 }),
+          sent: r.revisionsSent,
+          conflicts: r.conflicts,
+          skipped: r.skipped.length,
+          bytes: r.wireBytes,
+          seconds: Math.round(r.seconds * 1000) / 1000,
+        });
         return r;
       });
-      finish(result.inSync ? { kind: 'done' } : { kind: 'failed', error: 'the sync ended with changes left to move (they are retried)' });
+      finish(
+        result.inSync
+          ? { kind: 'done' }
+          : { kind: 'failed', error: 'the sync ended with changes left to move (they are retried)' },
+      );
     } catch (err) {
       await this.#sessions.drop(peerId);
       finish(this.#outcomeOf(err, f, peerId, dialled, log));
@@ -383,17 +489,32 @@ export class FolderService {
     const limits = this.#peerLimits.get(key) ?? { takes: true, gives: true };
     if (isClawpeerError(err, 'SHARE_READ_ONLY') && limits.takes) {
       this.#peerLimits.set(key, { ...limits, takes: false });
-      log.info('the peer\'s copy takes no changes (send-only there): only receiving from it', { folder: f.id, peer: peerId });
+      log.info("the peer's copy takes no changes (send-only there): only receiving from it", {
+        folder: f.id,
+        peer: peerId,
+      });
       return { kind: 'busy', error: message };
     }
     if (isClawpeerError(err, 'SHARE_FORBIDDEN') && message.includes(RECEIVE_ONLY_REFUSAL) && limits.gives) {
       this.#peerLimits.set(key, { ...limits, gives: false });
-      log.info('the peer\'s copy sends no changes (receive-only there): only sending to it', { folder: f.id, peer: peerId });
+      log.info("the peer's copy sends no changes (receive-only there): only sending to it", {
+        folder: f.id,
+        peer: peerId,
+      });
       return { kind: 'busy', error: message };
     }
-    if (isClawpeerError(err, 'FOLDER_BUSY') || isClawpeerError(err, 'PEER_BUSY')) return { kind: 'busy', error: message };
-    const offline = !dialled || isClawpeerError(err, 'UNREACHABLE') || isClawpeerError(err, 'TIMEOUT') || isClawpeerError(err, 'CONNECTION_CLOSED');
-    log.info(offline ? 'peer not reached; retrying with backoff' : 'folder sync failed; retrying with backoff', { folder: f.id, peer: peerId, error: message });
+    if (isClawpeerError(err, 'FOLDER_BUSY') || isClawpeerError(err, 'PEER_BUSY'))
+      return { kind: 'busy', error: message };
+    const offline =
+      !dialled ||
+      isClawpeerError(err, 'UNREACHABLE') ||
+      isClawpeerError(err, 'TIMEOUT') ||
+      isClawpeerError(err, 'CONNECTION_CLOSED');
+    log.info(offline ? 'peer not reached; retrying with backoff' : 'folder sync failed; retrying with backoff', {
+      folder: f.id,
+      peer: peerId,
+      error: message,
+    });
     return offline ? { kind: 'offline', error: message } : { kind: 'failed', error: message };
   }
 }

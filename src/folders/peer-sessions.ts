@@ -24,9 +24,19 @@ interface Held {
 
 export class PeerSessions {
   readonly #held = new Map<string, Held>();
-  readonly #o: { identity: Identity; config: NodeConfig; log: Logger; dialPaths?: (peer: ResolvedPeer) => Promise<PathSources> };
+  readonly #o: {
+    identity: Identity;
+    config: NodeConfig;
+    log: Logger;
+    dialPaths?: (peer: ResolvedPeer) => Promise<PathSources>;
+  };
 
-  constructor(o: { identity: Identity; config: NodeConfig; log: Logger; dialPaths?: (peer: ResolvedPeer) => Promise<PathSources> }) {
+  constructor(o: {
+    identity: Identity;
+    config: NodeConfig;
+    log: Logger;
+    dialPaths?: (peer: ResolvedPeer) => Promise<PathSources>;
+  }) {
     this.#o = o;
   }
 
@@ -43,7 +53,14 @@ export class PeerSessions {
     }
     if (held !== undefined) await this.drop(peer.id);
     const paths = await this.#o.dialPaths?.(peer);
-    const session = await dialPeer({ identity: this.#o.identity, peer, config: this.#o.config, log: this.#o.log, signal, ...(paths === undefined ? {} : { paths }) });
+    const session = await dialPeer({
+      identity: this.#o.identity,
+      peer,
+      config: this.#o.config,
+      log: this.#o.log,
+      signal,
+      ...(paths === undefined ? {} : { paths }),
+    });
     const entry: Held = { session, lastUsed: Date.now(), closed: false };
     this.#held.set(peer.id, entry);
     const gone = (): void => {
@@ -84,7 +101,8 @@ export class PeerSessions {
 /** True when the peer answers a ping on `session` in time. */
 async function answers(session: PeerSession, signal: AbortSignal): Promise<boolean> {
   try {
-    for await (const _ of pingPeer(session, { count: 1, intervalMs: 0, timeoutMs: PING_TIMEOUT_MS, signal })) return true;
+    for await (const _ of pingPeer(session, { count: 1, intervalMs: 0, timeoutMs: PING_TIMEOUT_MS, signal }))
+      return true;
     return false;
   } catch {
     return false;

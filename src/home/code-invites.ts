@@ -38,7 +38,8 @@ export type CodeInviteOutcome =
   | { readonly outcome: 'burnt'; readonly reason: string };
 
 /** What `status` reports. */
-export type CodeInviteStatus = { readonly state: 'open' | 'claimed' | 'gone' } | ({ readonly state: 'settled' } & CodeInviteOutcome);
+export type CodeInviteStatus =
+  { readonly state: 'open' | 'claimed' | 'gone' } | ({ readonly state: 'settled' } & CodeInviteOutcome);
 
 export interface ClaimedCodeInvite {
   readonly code: ParsedCode;
@@ -53,24 +54,41 @@ export class CodeInviteStore {
    * Opens an invite for `code` (its nameplate must be free here: FILE_EXISTS otherwise) valid
    * for `ttlMs`. USAGE beyond MAX_OPEN_CODE_INVITES.
    */
-  async create(options: { code: ParsedCode; name?: string; ttlMs: number; nowMs?: number }): Promise<{ expiresAt: number }> {
+  async create(options: {
+    code: ParsedCode;
+    name?: string;
+    ttlMs: number;
+    nowMs?: number;
+  }): Promise<{ expiresAt: number }> {
     const now = options.nowMs ?? Date.now();
     const open = await this.openNameplates(now);
-    if (open.length >= MAX_OPEN_CODE_INVITES) throw new ClawpeerError('USAGE', `${open.length} code invites are open already: let them expire or be used first`);
+    if (open.length >= MAX_OPEN_CODE_INVITES)
+      throw new ClawpeerError(
+        'USAGE',
+        `${open.length} code invites are open already: let them expire or be used first`,
+      );
     await makeDirs(this.dir, 0o700);
     await assertPrivateHome(dirname(this.dir));
     await assertPrivateHome(this.dir, 'invites directory');
     const expiresAt = now + options.ttlMs;
-    const invite: StoredCodeInvite = { code: options.code.text, expiresAt, ...(options.name === undefined ? {} : { name: options.name }) };
+    const invite: StoredCodeInvite = {
+      code: options.code.text,
+      expiresAt,
+      ...(options.name === undefined ? {} : { name: options.name }),
+    };
     const nameplate = options.code.nameplate;
     // A nameplate is taken while any file of it is there (open, claimed, or an outcome).
-    if ((await this.#stateOf(nameplate, now)) !== undefined) throw new ClawpeerError('FILE_EXISTS', `nameplate ${nameplate} is in use here`);
+    if ((await this.#stateOf(nameplate, now)) !== undefined)
+      throw new ClawpeerError('FILE_EXISTS', `nameplate ${nameplate} is in use here`);
     let handle;
     try {
       handle = await createExclusive(this.#file(nameplate, 'open'), 0o600);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new ClawpeerError('FILE_EXISTS', `nameplate ${nameplate} is in use here`, { cause: err });
-      throw new ClawpeerError('IO', `cannot create the invite for nameplate ${nameplate}: ${(err as Error).message}`, { cause: err });
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+        throw new ClawpeerError('FILE_EXISTS', `nameplate ${nameplate} is in use here`, { cause: err });
+      throw new ClawpeerError('IO', `cannot create the invite for nameplate ${nameplate}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     try {
       await handle.writeFile(JSON.stringify(invite) + '\n');
@@ -87,7 +105,9 @@ export class CodeInviteStore {
 
   /** The unexpired open invites' nameplates and expiry (what a listener announces in nameplate directories). */
   async openInvites(nowMs = Date.now()): Promise<{ nameplate: string; expiresAt: number }[]> {
-    return (await this.#list(nowMs)).filter((f) => f.state === 'open').map((f) => ({ nameplate: f.nameplate, expiresAt: f.expiresAt }));
+    return (await this.#list(nowMs))
+      .filter((f) => f.state === 'open')
+      .map((f) => ({ nameplate: f.nameplate, expiresAt: f.expiresAt }));
   }
 
   /** Nameplates in use here in any state (a new invite must pick another). */
@@ -140,10 +160,19 @@ export class CodeInviteStore {
     if (state === undefined) return { state: 'gone' };
     if (state !== 'result') return { state };
     const raw = await readJson(this.#file(nameplate, 'result'));
-    if (raw?.['outcome'] === 'paired' && typeof raw['id'] === 'string' && typeof raw['name'] === 'string' && typeof raw['verify'] === 'string') {
+    if (
+      raw?.['outcome'] === 'paired' &&
+      typeof raw['id'] === 'string' &&
+      typeof raw['name'] === 'string' &&
+      typeof raw['verify'] === 'string'
+    ) {
       return { state: 'settled', outcome: 'paired', id: raw['id'], name: raw['name'], verify: raw['verify'] };
     }
-    return { state: 'settled', outcome: 'burnt', reason: typeof raw?.['reason'] === 'string' ? raw['reason'] : 'unknown' };
+    return {
+      state: 'settled',
+      outcome: 'burnt',
+      reason: typeof raw?.['reason'] === 'string' ? raw['reason'] : 'unknown',
+    };
   }
 
   /** Withdraws an open invite (a `pair invite` stopped with Ctrl-C); false when it was claimed or gone. */
@@ -155,7 +184,8 @@ export class CodeInviteStore {
   }
 
   #file(nameplate: string, state: FileState): string {
-    if (!/^[1-9][0-9]{0,5}$/.test(nameplate)) throw new ClawpeerError('USAGE', `nameplate ${JSON.stringify(nameplate)} is not a number of 1 to 6 digits`);
+    if (!/^[1-9][0-9]{0,5}$/.test(nameplate))
+      throw new ClawpeerError('USAGE', `nameplate ${JSON.stringify(nameplate)} is not a number of 1 to 6 digits`);
     return join(this.dir, `${PREFIX}${nameplate}.${state}.json`);
   }
 
@@ -193,6 +223,11 @@ async function readJson(file: string): Promise<Record<string, unknown> | undefin
 
 async function readInvite(file: string): Promise<StoredCodeInvite | undefined> {
   const i = await readJson(file);
-  if (typeof i?.['code'] !== 'string' || typeof i['expiresAt'] !== 'number' || (i['name'] !== undefined && typeof i['name'] !== 'string')) return undefined;
+  if (
+    typeof i?.['code'] !== 'string' ||
+    typeof i['expiresAt'] !== 'number' ||
+    (i['name'] !== undefined && typeof i['name'] !== 'string')
+  )
+    return undefined;
   return { code: i['code'], expiresAt: i['expiresAt'], ...(typeof i['name'] === 'string' ? { name: i['name'] } : {}) };
 }

@@ -41,12 +41,21 @@ export interface ReachOverrides {
 }
 
 /** `folders` is the shared folders' (folders-config.ts checks it); reaching peers ignores it. */
-const KEYS = new Set(['rendezvous', 'lanDiscovery', 'lanDiscoveryPort', 'lanDiscoveryTimeoutMs', 'lanInterfaces', 'portMapping', 'folders']);
+const KEYS = new Set([
+  'rendezvous',
+  'lanDiscovery',
+  'lanDiscoveryPort',
+  'lanDiscoveryTimeoutMs',
+  'lanInterfaces',
+  'portMapping',
+  'folders',
+]);
 
 /** Checks a parsed config object; CONFIG_INVALID naming the file and the key otherwise. */
 export function parseReachConfig(raw: unknown, where: string): ReachConfig {
   const bad = (why: string): ClawpeerError => new ClawpeerError('CONFIG_INVALID', `${where}: ${why}`);
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw bad('expected a JSON object such as {"rendezvous": "203.0.113.5:7800"}');
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw bad('expected a JSON object such as {"rendezvous": "203.0.113.5:7800"}');
   const o = raw as Record<string, unknown>;
   for (const key of Object.keys(o)) {
     if (!KEYS.has(key)) throw bad(`unknown key ${JSON.stringify(key)} (known: ${[...KEYS].join(', ')})`);
@@ -60,18 +69,21 @@ export function parseReachConfig(raw: unknown, where: string): ReachConfig {
   const int = (key: string, fallback: number, min: number, max: number): number => {
     const v = o[key];
     if (v === undefined) return fallback;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw bad(`${key} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max)
+      throw bad(`${key} must be an integer in ${min}..${max}, got ${JSON.stringify(v)}`);
     return v;
   };
   let rendezvous: HostPort | undefined;
   if (o['rendezvous'] !== undefined && o['rendezvous'] !== null) {
-    if (typeof o['rendezvous'] !== 'string') throw bad(`rendezvous must be "HOST:PORT", got ${JSON.stringify(o['rendezvous'])}`);
+    if (typeof o['rendezvous'] !== 'string')
+      throw bad(`rendezvous must be "HOST:PORT", got ${JSON.stringify(o['rendezvous'])}`);
     rendezvous = parseRendezvous(o['rendezvous'], `rendezvous in ${where}`);
   }
   let lanInterfaces: string[] | undefined;
   if (o['lanInterfaces'] !== undefined) {
     const v = o['lanInterfaces'];
-    if (!Array.isArray(v) || v.length === 0 || !v.every((n) => typeof n === 'string' && n !== '')) throw bad(`lanInterfaces must be a non-empty list of interface names such as ["eth0"], got ${JSON.stringify(v)}`);
+    if (!Array.isArray(v) || v.length === 0 || !v.every((n) => typeof n === 'string' && n !== ''))
+      throw bad(`lanInterfaces must be a non-empty list of interface names such as ["eth0"], got ${JSON.stringify(v)}`);
     lanInterfaces = v as string[];
   }
   parseFolders(o['folders'], where); // named here too, so any command reports a bad folder entry

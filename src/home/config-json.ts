@@ -20,7 +20,8 @@ export async function readConfigJson(file: string): Promise<unknown> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new ClawpeerError('IO', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
   }
-  if (text.length > MAX_CONFIG_FILE_BYTES) throw new ClawpeerError('CONFIG_INVALID', `${file} is larger than ${MAX_CONFIG_FILE_BYTES} bytes`);
+  if (text.length > MAX_CONFIG_FILE_BYTES)
+    throw new ClawpeerError('CONFIG_INVALID', `${file} is larger than ${MAX_CONFIG_FILE_BYTES} bytes`);
   try {
     return JSON.parse(text) as unknown;
   } catch (cause) {

@@ -65,7 +65,11 @@ export const CONFIG_LIMITS: Readonly<Record<NumericKey, readonly [number, number
 });
 
 /** A setting that is one of `allowed` (the default when absent); CONFIG_INVALID naming them otherwise. */
-function choiceSetting<K extends 'transport' | 'compression'>(partial: Partial<Record<string, unknown>>, key: K, allowed: readonly NodeConfig[K][]): NodeConfig[K] {
+function choiceSetting<K extends 'transport' | 'compression'>(
+  partial: Partial<Record<string, unknown>>,
+  key: K,
+  allowed: readonly NodeConfig[K][],
+): NodeConfig[K] {
   const value = partial[key] ?? DEFAULT_CONFIG[key];
   if (!(allowed as readonly unknown[]).includes(value)) {
     const names = `${allowed.slice(0, -1).join(', ')} or ${String(allowed.at(-1))}`;
@@ -77,7 +81,9 @@ function choiceSetting<K extends 'transport' | 'compression'>(partial: Partial<R
 /** The defaults, with the shorter idle timeout (and keep-alive) a test may set (test-hooks.ts). */
 function defaults(): NodeConfig {
   const idleTimeoutMs = TEST_HOOKS.idleTimeoutMs;
-  return idleTimeoutMs === undefined ? DEFAULT_CONFIG : { ...DEFAULT_CONFIG, idleTimeoutMs, keepAliveMs: keepAliveFor(idleTimeoutMs) };
+  return idleTimeoutMs === undefined
+    ? DEFAULT_CONFIG
+    : { ...DEFAULT_CONFIG, idleTimeoutMs, keepAliveMs: keepAliveFor(idleTimeoutMs) };
 }
 
 export function resolveConfig(partial: Partial<Record<string, unknown>> = {}): NodeConfig {
@@ -92,12 +98,18 @@ export function resolveConfig(partial: Partial<Record<string, unknown>> = {}): N
   for (const [key, [min, max]] of Object.entries(CONFIG_LIMITS)) {
     const value = partial[key] ?? base[key as NumericKey];
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      throw new ClawpeerError('CONFIG_INVALID', `${key} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`);
+      throw new ClawpeerError(
+        'CONFIG_INVALID',
+        `${key} must be an integer in ${min}..${max}, got ${JSON.stringify(value)}`,
+      );
     }
     out[key] = value;
   }
   if ((out['keepAliveMs'] as number) >= (out['idleTimeoutMs'] as number)) {
-    throw new ClawpeerError('CONFIG_INVALID', `keepAliveMs (${String(out['keepAliveMs'])}) must be below idleTimeoutMs (${String(out['idleTimeoutMs'])})`);
+    throw new ClawpeerError(
+      'CONFIG_INVALID',
+      `keepAliveMs (${String(out['keepAliveMs'])}) must be below idleTimeoutMs (${String(out['idleTimeoutMs'])})`,
+    );
   }
   return Object.freeze(out as unknown as NodeConfig);
 }

@@ -6,7 +6,14 @@ export { resolveHome, type HomeLayout } from './home.js';
 export { createIdentity, identityExists, loadIdentity } from './identity-store.js';
 export { findPeer, PeerStore, validatePeerName } from './peer-store.js';
 export { resolvePeer, type ResolvedPeer } from './peer-resolve.js';
-export { CONFIG_LIMITS, DEFAULT_CONFIG, keepAliveFor, resolveConfig, type CompressionChoice, type NodeConfig } from './config.js';
+export {
+  CONFIG_LIMITS,
+  DEFAULT_CONFIG,
+  keepAliveFor,
+  resolveConfig,
+  type CompressionChoice,
+  type NodeConfig,
+} from './config.js';
 export { loadReachConfig, type ReachConfig } from './config-file.js';
 export { formatHostPort, parseHostPort } from './address.js';
 export { readListening, type ListeningInfo } from './listening-file.js';

@@ -49,7 +49,11 @@ export function versioningProblem(text: string): string | undefined {
 }
 
 export function checkFolderId(id: string, what: string): string {
-  if (!FOLDER_ID.test(id)) throw new ClawpeerError('USAGE', `${what} ${JSON.stringify(id)} is not a folder id: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+  if (!FOLDER_ID.test(id))
+    throw new ClawpeerError(
+      'USAGE',
+      `${what} ${JSON.stringify(id)} is not a folder id: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    );
   return id;
 }
 
@@ -57,38 +61,61 @@ export function checkFolderId(id: string, what: string): string {
 export function parseFolders(raw: unknown, where: string): FolderConfig[] {
   const bad = (why: string): ClawpeerError => new ClawpeerError('CONFIG_INVALID', `${where}: ${why}`);
   if (raw === undefined) return [];
-  if (!Array.isArray(raw)) throw bad(`folders must be a list of objects such as [{"id": "docs", "path": "/home/me/docs", "with": ["alice"]}], got ${JSON.stringify(raw)}`);
+  if (!Array.isArray(raw))
+    throw bad(
+      `folders must be a list of objects such as [{"id": "docs", "path": "/home/me/docs", "with": ["alice"]}], got ${JSON.stringify(raw)}`,
+    );
   if (raw.length > MAX_FOLDERS) throw bad(`folders lists ${raw.length} folders; at most ${MAX_FOLDERS}`);
   const seenIds = new Set<string>();
   const seenPaths = new Set<string>();
   return raw.map((item: unknown, i) => {
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw bad(`folders[${i}] must be an object, got ${JSON.stringify(item)}`);
+    if (typeof item !== 'object' || item === null || Array.isArray(item))
+      throw bad(`folders[${i}] must be an object, got ${JSON.stringify(item)}`);
     const o = item as Record<string, unknown>;
     const name = typeof o['id'] === 'string' ? `folders[${i}] (${o['id']})` : `folders[${i}]`;
     for (const key of Object.keys(o)) {
-      if (!FOLDER_KEYS.has(key)) throw bad(`${name}: unknown key ${JSON.stringify(key)} (known: ${[...FOLDER_KEYS].join(', ')})`);
+      if (!FOLDER_KEYS.has(key))
+        throw bad(`${name}: unknown key ${JSON.stringify(key)} (known: ${[...FOLDER_KEYS].join(', ')})`);
     }
     const id = o['id'];
-    if (typeof id !== 'string' || !FOLDER_ID.test(id)) throw bad(`${name}.id must be 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(id)}`);
+    if (typeof id !== 'string' || !FOLDER_ID.test(id))
+      throw bad(`${name}.id must be 1 to 64 letters, digits, '.', '_' or '-', got ${JSON.stringify(id)}`);
     if (seenIds.has(id)) throw bad(`${name}.id ${JSON.stringify(id)} is given twice`);
     seenIds.add(id);
     const dir = o['path'];
-    if (typeof dir !== 'string' || !path.isAbsolute(dir)) throw bad(`${name}.path must be an absolute path, got ${JSON.stringify(dir)}`);
+    if (typeof dir !== 'string' || !path.isAbsolute(dir))
+      throw bad(`${name}.path must be an absolute path, got ${JSON.stringify(dir)}`);
     const resolved = path.resolve(dir);
     if (seenPaths.has(resolved)) throw bad(`${name}.path ${resolved} is the path of another folder too`);
     seenPaths.add(resolved);
     const peers = o['with'];
-    if (!Array.isArray(peers) || !peers.every((p) => typeof p === 'string' && p !== '' && p.length <= 128)) throw bad(`${name}.with must be a list of pair names or node ids such as ["alice", "bob"], got ${JSON.stringify(peers)}`);
+    if (!Array.isArray(peers) || !peers.every((p) => typeof p === 'string' && p !== '' && p.length <= 128))
+      throw bad(
+        `${name}.with must be a list of pair names or node ids such as ["alice", "bob"], got ${JSON.stringify(peers)}`,
+      );
     const mode = o['mode'] ?? 'two-way';
-    if (!FOLDER_MODES.includes(mode as FolderMode)) throw bad(`${name}.mode must be one of ${FOLDER_MODES.join(', ')}, got ${JSON.stringify(mode)}`);
+    if (!FOLDER_MODES.includes(mode as FolderMode))
+      throw bad(`${name}.mode must be one of ${FOLDER_MODES.join(', ')}, got ${JSON.stringify(mode)}`);
     const versioning = o['versioning'] ?? DEFAULT_VERSIONING;
-    if (typeof versioning !== 'string' || versioningProblem(versioning) !== undefined) throw bad(`${name}.versioning must be keep-last:N, trashcan:DAYS or staggered[:DAYS], got ${JSON.stringify(versioning)}`);
+    if (typeof versioning !== 'string' || versioningProblem(versioning) !== undefined)
+      throw bad(
+        `${name}.versioning must be keep-last:N, trashcan:DAYS or staggered[:DAYS], got ${JSON.stringify(versioning)}`,
+      );
     const paused = o['paused'] ?? false;
     if (typeof paused !== 'boolean') throw bad(`${name}.paused must be true or false, got ${JSON.stringify(paused)}`);
     const intervalS = o['intervalS'] ?? DEFAULT_FOLDER_INTERVAL_S;
     const [lo, hi] = FOLDER_INTERVAL_LIMITS_S;
-    if (typeof intervalS !== 'number' || !Number.isInteger(intervalS) || intervalS < lo || intervalS > hi) throw bad(`${name}.intervalS must be an integer of seconds in ${lo}..${hi}, got ${JSON.stringify(intervalS)}`);
-    return { id, path: resolved, with: [...new Set(peers as string[])], mode: mode as FolderMode, versioning, paused, intervalS };
+    if (typeof intervalS !== 'number' || !Number.isInteger(intervalS) || intervalS < lo || intervalS > hi)
+      throw bad(`${name}.intervalS must be an integer of seconds in ${lo}..${hi}, got ${JSON.stringify(intervalS)}`);
+    return {
+      id,
+      path: resolved,
+      with: [...new Set(peers as string[])],
+      mode: mode as FolderMode,
+      versioning,
+      paused,
+      intervalS,
+    };
   });
 }
 
@@ -96,7 +123,8 @@ export function parseFolders(raw: unknown, where: string): FolderConfig[] {
 /** config.json as an object ({} when there is none). */
 async function readRawConfig(file: string): Promise<Record<string, unknown>> {
   const raw = (await readConfigJson(file)) ?? {};
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ClawpeerError('CONFIG_INVALID', `${file}: expected a JSON object`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new ClawpeerError('CONFIG_INVALID', `${file}: expected a JSON object`);
   return raw as Record<string, unknown>;
 }
 
@@ -110,7 +138,10 @@ export async function loadFolders(homeDir: string): Promise<FolderConfig[]> {
  * Applies `change` to the folders of config.json and writes the file back atomically, every
  * other key untouched. `change` throws to refuse (nothing is written then).
  */
-export async function editFolders(homeDir: string, change: (folders: FolderConfig[]) => FolderConfig[]): Promise<FolderConfig[]> {
+export async function editFolders(
+  homeDir: string,
+  change: (folders: FolderConfig[]) => FolderConfig[],
+): Promise<FolderConfig[]> {
   const file = configFileOf(homeDir);
   const raw = await readRawConfig(file);
   const next = change(parseFolders(raw['folders'], file));
@@ -123,7 +154,12 @@ export async function editFolders(homeDir: string, change: (folders: FolderConfi
 /** A folder as config.json keeps it: defaults left out, so the file stays short. */
 function toJson(f: FolderConfig): Record<string, unknown> {
   return {
-    id: f.id, path: f.path, with: f.with, mode: f.mode, versioning: f.versioning,
-    ...(f.paused ? { paused: true } : {}), ...(f.intervalS === DEFAULT_FOLDER_INTERVAL_S ? {} : { intervalS: f.intervalS }),
+    id: f.id,
+    path: f.path,
+    with: f.with,
+    mode: f.mode,
+    versioning: f.versioning,
+    ...(f.paused ? { paused: true } : {}),
+    ...(f.intervalS === DEFAULT_FOLDER_INTERVAL_S ? {} : { intervalS: f.intervalS }),
   };
 }

@@ -53,9 +53,15 @@ export async function assertPrivateHome(dir: string, what = 'home'): Promise<voi
   }
   const uid = process.getuid();
   if (st.uid !== uid) {
-    throw new ClawpeerError('HOME_INSECURE', `${what} ${dir} is owned by uid ${st.uid}, not by this user (uid ${uid}): its owner controls the identity and pairs kept there; use a home of your own (--home DIR), or make it yours: chown ${uid} ${dir} && chmod 700 ${dir}`);
+    throw new ClawpeerError(
+      'HOME_INSECURE',
+      `${what} ${dir} is owned by uid ${st.uid}, not by this user (uid ${uid}): its owner controls the identity and pairs kept there; use a home of your own (--home DIR), or make it yours: chown ${uid} ${dir} && chmod 700 ${dir}`,
+    );
   }
   if ((st.mode & 0o022) !== 0) {
-    throw new ClawpeerError('HOME_INSECURE', `${what} ${dir} is writable by group or others (mode ${(st.mode & 0o7777).toString(8)}): another local user could plant files there and take the identity key; run: chmod 700 ${dir}`);
+    throw new ClawpeerError(
+      'HOME_INSECURE',
+      `${what} ${dir} is writable by group or others (mode ${(st.mode & 0o7777).toString(8)}): another local user could plant files there and take the identity key; run: chmod 700 ${dir}`,
+    );
   }
 }

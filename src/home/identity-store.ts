@@ -25,7 +25,10 @@ export async function identityExists(file: string): Promise<boolean> {
 /** Creates a new identity at `file`. Refuses to replace an existing one unless `force`. */
 export async function createIdentity(file: string, options: { force?: boolean } = {}): Promise<Identity> {
   if (!options.force && (await identityExists(file))) {
-    throw new ClawpeerError('IDENTITY_EXISTS', `identity already exists at ${file} (use --force to replace it; peers that pinned the old key will refuse the new one)`);
+    throw new ClawpeerError(
+      'IDENTITY_EXISTS',
+      `identity already exists at ${file} (use --force to replace it; peers that pinned the old key will refuse the new one)`,
+    );
   }
   const identity = generateIdentity();
   const pem = identity.privateKeyObject.export({ format: 'pem', type: 'pkcs8' }).toString();
@@ -42,7 +45,10 @@ export async function loadIdentity(file: string): Promise<Identity> {
   try {
     const info = await stat(file);
     if (process.platform !== 'win32' && (info.mode & 0o077) !== 0) {
-      throw new ClawpeerError('IDENTITY_INSECURE', `identity key ${file} has mode ${(info.mode & 0o777).toString(8)}; run: chmod 600 ${file}`);
+      throw new ClawpeerError(
+        'IDENTITY_INSECURE',
+        `identity key ${file} has mode ${(info.mode & 0o777).toString(8)}; run: chmod 600 ${file}`,
+      );
     }
     text = await readFile(file, 'utf8');
   } catch (err) {
@@ -54,11 +60,16 @@ export async function loadIdentity(file: string): Promise<Identity> {
   }
   try {
     const key = createPrivateKey({ key: text, format: 'pem' });
-    if (key.asymmetricKeyType !== 'ed25519') throw new Error(`key type is ${key.asymmetricKeyType ?? 'unknown'}, not ed25519`);
+    if (key.asymmetricKeyType !== 'ed25519')
+      throw new Error(`key type is ${key.asymmetricKeyType ?? 'unknown'}, not ed25519`);
     const d = key.export({ format: 'jwk' }).d;
     if (d === undefined) throw new Error('no private part');
     return identityFromSeed(new Uint8Array(Buffer.from(d, 'base64url')));
   } catch (cause) {
-    throw new ClawpeerError('IDENTITY_CORRUPT', `identity key ${file} is not an Ed25519 PKCS#8 PEM key: ${(cause as Error).message}`, { cause });
+    throw new ClawpeerError(
+      'IDENTITY_CORRUPT',
+      `identity key ${file} is not an Ed25519 PKCS#8 PEM key: ${(cause as Error).message}`,
+      { cause },
+    );
   }
 }

@@ -29,8 +29,18 @@ export async function readLastPaths(homeDir: string): Promise<Record<string, Las
     if (raw.version !== 1 || typeof raw.peers !== 'object' || raw.peers === null) return {};
     const out: Record<string, LastPath> = {};
     for (const [id, v] of Object.entries(raw.peers as Record<string, Partial<LastPath>>)) {
-      if (typeof v?.path === 'string' && PATH_NAMES.has(v.path) && typeof v.address === 'string' && typeof v.at === 'string') {
-        out[id] = { path: v.path, address: v.address, at: v.at, ...(typeof v.rttMs === 'number' ? { rttMs: v.rttMs } : {}) };
+      if (
+        typeof v?.path === 'string' &&
+        PATH_NAMES.has(v.path) &&
+        typeof v.address === 'string' &&
+        typeof v.at === 'string'
+      ) {
+        out[id] = {
+          path: v.path,
+          address: v.address,
+          at: v.at,
+          ...(typeof v.rttMs === 'number' ? { rttMs: v.rttMs } : {}),
+        };
       }
     }
     return out;
@@ -40,7 +50,10 @@ export async function readLastPaths(homeDir: string): Promise<Record<string, Las
 }
 
 /** The address a peer was last reached at, when it can be dialled again as is (lan or direct). */
-export async function lastDirectAddress(homeDir: string, peerId: string): Promise<{ address: HostPort; path: 'lan' | 'direct' } | undefined> {
+export async function lastDirectAddress(
+  homeDir: string,
+  peerId: string,
+): Promise<{ address: HostPort; path: 'lan' | 'direct' } | undefined> {
   const last = (await readLastPaths(homeDir))[peerId];
   if (last === undefined || (last.path !== 'lan' && last.path !== 'direct')) return undefined;
   try {
@@ -51,8 +64,21 @@ export async function lastDirectAddress(homeDir: string, peerId: string): Promis
 }
 
 /** Records how `peerId` was reached just now (read, change, write; a lost race loses one cache entry). */
-export async function recordLastPath(homeDir: string, peerId: string, entry: { path: string; address: HostPort; rttMs?: number }): Promise<void> {
+export async function recordLastPath(
+  homeDir: string,
+  peerId: string,
+  entry: { path: string; address: HostPort; rttMs?: number },
+): Promise<void> {
   const all = await readLastPaths(homeDir);
-  all[peerId] = { path: entry.path, address: formatHostPort(entry.address), ...(entry.rttMs === undefined ? {} : { rttMs: Math.round(entry.rttMs * 1000) / 1000 }), at: new Date().toISOString() };
-  await writeFileAtomic(join(homeDir, LAST_PATHS_FILE), JSON.stringify({ version: 1, peers: all }, null, 2) + '\n', 0o600);
+  all[peerId] = {
+    path: entry.path,
+    address: formatHostPort(entry.address),
+    ...(entry.rttMs === undefined ? {} : { rttMs: Math.round(entry.rttMs * 1000) / 1000 }),
+    at: new Date().toISOString(),
+  };
+  await writeFileAtomic(
+    join(homeDir, LAST_PATHS_FILE),
+    JSON.stringify({ version: 1, peers: all }, null, 2) + '\n',
+    0o600,
+  );
 }

@@ -25,7 +25,10 @@ export async function removeListening(homeDir: string, pid = process.pid): Promi
 }
 
 /** The home's running listener, or undefined (no file, a malformed one, or its process is gone). */
-export async function readListening(homeDir: string, alive: (pid: number) => boolean = processAlive): Promise<ListeningInfo | undefined> {
+export async function readListening(
+  homeDir: string,
+  alive: (pid: number) => boolean = processAlive,
+): Promise<ListeningInfo | undefined> {
   let parsed: Partial<ListeningInfo> | null;
   try {
     parsed = JSON.parse(await readFile(join(homeDir, FILE_NAME), 'utf8')) as Partial<ListeningInfo> | null;

@@ -51,7 +51,10 @@ export function parseInviteCode(code: string): Uint8Array {
   const chars = code.toLowerCase().replace(/[-\s]/g, '');
   const wanted = Math.ceil((INVITE_SECRET_BYTES * 8) / 5);
   if (chars.length !== wanted || chars.split('').some((c) => !BASE32.includes(c))) {
-    throw new ClawpeerError('USAGE', `invite code ${JSON.stringify(code)} is malformed: it has ${wanted} letters and digits 2-7 (as \`clawpeer pair invite\` printed it)`);
+    throw new ClawpeerError(
+      'USAGE',
+      `invite code ${JSON.stringify(code)} is malformed: it has ${wanted} letters and digits 2-7 (as \`clawpeer pair invite\` printed it)`,
+    );
   }
   const out = new Uint8Array(INVITE_SECRET_BYTES);
   let bits = 0;
@@ -69,7 +72,12 @@ export function parseInviteCode(code: string): Uint8Array {
 }
 
 /** HMAC-SHA256(secret, label || inviter key || joiner key): what `role` sends to prove it knows the secret. */
-export function pairProof(secret: Uint8Array, role: 'joiner' | 'inviter', inviterKey: Uint8Array, joinerKey: Uint8Array): Uint8Array {
+export function pairProof(
+  secret: Uint8Array,
+  role: 'joiner' | 'inviter',
+  inviterKey: Uint8Array,
+  joinerKey: Uint8Array,
+): Uint8Array {
   const mac = createHmac('sha256', secret);
   mac.update(`clawpeer pair v1 ${role}`);
   mac.update(inviterKey);
@@ -89,7 +97,12 @@ export interface RedeemedInvite {
 
 /** The name this machine suggests the other side pin it under: its host name, as a valid peer name ('' if none fits). */
 export function suggestedName(host = hostname()): string {
-  const cleaned = host.split('.')[0]?.replace(/[^A-Za-z0-9._-]/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 64) ?? '';
+  const cleaned =
+    host
+      .split('.')[0]
+      ?.replace(/[^A-Za-z0-9._-]/g, '-')
+      .replace(/^[^A-Za-z0-9]+/, '')
+      .slice(0, 64) ?? '';
   try {
     return validatePeerName(cleaned);
   } catch {
@@ -103,7 +116,12 @@ export function suggestedName(host = hostname()): string {
  * suggestion is only a suggestion: it never replaces a name in use. A suggestion that is
  * `ownHost` (a node on this same machine) gets the last 6 characters of the id appended.
  */
-export function pickPeerName(preferred: readonly (string | undefined)[], peerId: string, taken: ReadonlySet<string>, ownHost = suggestedName()): string {
+export function pickPeerName(
+  preferred: readonly (string | undefined)[],
+  peerId: string,
+  taken: ReadonlySet<string>,
+  ownHost = suggestedName(),
+): string {
   for (const given of preferred) {
     // A peer on this very machine suggests this machine's host name: its id's tail tells several apart.
     const name = given !== undefined && given !== '' && given === ownHost ? `${given}-${peerId.slice(-6)}` : given;
@@ -138,13 +156,22 @@ export class InviteStore {
   constructor(readonly dir: string) {}
 
   /** Opens an invite valid for `ttlMs`; returns its code and expiry. */
-  async create(options: { name?: string; ttlMs: number; nowMs?: number }): Promise<{ code: string; expiresAt: number }> {
+  async create(options: {
+    name?: string;
+    ttlMs: number;
+    nowMs?: number;
+  }): Promise<{ code: string; expiresAt: number }> {
     const now = options.nowMs ?? Date.now();
     const open = await this.#open(now);
-    if (open.length >= MAX_OPEN_INVITES) throw new ClawpeerError('USAGE', `${open.length} invites are open already: let them expire or be used first`);
+    if (open.length >= MAX_OPEN_INVITES)
+      throw new ClawpeerError('USAGE', `${open.length} invites are open already: let them expire or be used first`);
     const secret = randomBytes(INVITE_SECRET_BYTES);
     const expiresAt = now + options.ttlMs;
-    const invite: StoredInvite = { secret: secret.toString('base64'), expiresAt, ...(options.name === undefined ? {} : { name: options.name }) };
+    const invite: StoredInvite = {
+      secret: secret.toString('base64'),
+      expiresAt,
+      ...(options.name === undefined ? {} : { name: options.name }),
+    };
     await makeDirs(this.dir, 0o700);
     await assertPrivateHome(dirname(this.dir));
     await assertPrivateHome(this.dir, 'invites directory');
@@ -220,7 +247,12 @@ function fileNameOf(secret: Uint8Array): string {
 async function readInvite(file: string): Promise<StoredInvite | undefined> {
   try {
     const i = JSON.parse(await readFile(file, 'utf8')) as Partial<StoredInvite> | null;
-    if (typeof i?.secret !== 'string' || typeof i.expiresAt !== 'number' || (i.name !== undefined && typeof i.name !== 'string')) return undefined;
+    if (
+      typeof i?.secret !== 'string' ||
+      typeof i.expiresAt !== 'number' ||
+      (i.name !== undefined && typeof i.name !== 'string')
+    )
+      return undefined;
     return { secret: i.secret, expiresAt: i.expiresAt, ...(i.name === undefined ? {} : { name: i.name }) };
   } catch {
     return undefined;

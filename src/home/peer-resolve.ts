@@ -20,12 +20,22 @@ export async function resolvePeer(store: PeerStore, peer: string, addr: string |
   const entry = await store.find(peer);
   if (entry === undefined) {
     if (isNodeId(peer)) {
-      throw new ClawpeerError('PEER_NOT_PAIRED', `peer ${peer} is not paired: run \`clawpeer pair add ${peer} --name <NAME> --addr <HOST:PORT>\` first`);
+      throw new ClawpeerError(
+        'PEER_NOT_PAIRED',
+        `peer ${peer} is not paired: run \`clawpeer pair add ${peer} --name <NAME> --addr <HOST:PORT>\` first`,
+      );
     }
-    throw new ClawpeerError('PEER_UNKNOWN', `no paired peer named ${JSON.stringify(peer)} (see \`clawpeer pair list\`)`);
+    throw new ClawpeerError(
+      'PEER_UNKNOWN',
+      `no paired peer named ${JSON.stringify(peer)} (see \`clawpeer pair list\`)`,
+    );
   }
   const where = addr ?? entry.addr;
   const base = { id: entry.id, name: entry.name, publicKey: publicKeyFromNodeId(entry.id) };
   if (where === undefined) return base;
-  return { ...base, address: parseHostPort(where, addr !== undefined ? '--addr' : `address of peer ${entry.name}`), ...(addr !== undefined ? { typed: true } : {}) };
+  return {
+    ...base,
+    address: parseHostPort(where, addr !== undefined ? '--addr' : `address of peer ${entry.name}`),
+    ...(addr !== undefined ? { typed: true } : {}),
+  };
 }

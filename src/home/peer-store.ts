@@ -34,9 +34,13 @@ const PEERS_LOCK_POLL_MS = 10;
 
 export function validatePeerName(name: string): string {
   if (!NAME_PATTERN.test(name)) {
-    throw new ClawpeerError('USAGE', `invalid peer name ${JSON.stringify(name)}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`);
+    throw new ClawpeerError(
+      'USAGE',
+      `invalid peer name ${JSON.stringify(name)}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    );
   }
-  if (isNodeId(name)) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} looks like a node id; pick a short name`);
+  if (isNodeId(name))
+    throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} looks like a node id; pick a short name`);
   return name;
 }
 
@@ -51,7 +55,8 @@ export class PeerStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw new ClawpeerError('IO', `cannot read ${this.file}: ${(err as Error).message}`, { cause: err });
     }
-    if (text.length > MAX_PEERS_FILE_BYTES) throw new ClawpeerError('CONFIG_INVALID', `${this.file} is larger than ${MAX_PEERS_FILE_BYTES} bytes`);
+    if (text.length > MAX_PEERS_FILE_BYTES)
+      throw new ClawpeerError('CONFIG_INVALID', `${this.file} is larger than ${MAX_PEERS_FILE_BYTES} bytes`);
     return parsePeersFile(text, this.file).peers;
   }
 
@@ -60,15 +65,23 @@ export class PeerStore {
    * was new. `name` may be a chooser, called with the names other peers hold right now and this
    * id's entry if any (inside the lock): two pairings at once then never pick the same name.
    */
-  async add(id: string, name: string | ((taken: ReadonlySet<string>, existing: PeerEntry | undefined) => string), addr?: string): Promise<{ entry: PeerEntry; created: boolean }> {
+  async add(
+    id: string,
+    name: string | ((taken: ReadonlySet<string>, existing: PeerEntry | undefined) => string),
+    addr?: string,
+  ): Promise<{ entry: PeerEntry; created: boolean }> {
     publicKeyFromNodeId(id); // throws USAGE naming the bad id
     if (typeof name === 'string') validatePeerName(name);
     if (addr !== undefined) parseHostPort(addr);
     return this.#update((peers) => {
       const existing = peers.find((p) => p.id === id);
-      const chosen = typeof name === 'string' ? name : validatePeerName(name(new Set(peers.filter((p) => p.id !== id).map((p) => p.name)), existing));
+      const chosen =
+        typeof name === 'string'
+          ? name
+          : validatePeerName(name(new Set(peers.filter((p) => p.id !== id).map((p) => p.name)), existing));
       const clash = peers.find((p) => p.name === chosen && p.id !== id);
-      if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(chosen)} is already used by ${clash.id}`);
+      if (clash !== undefined)
+        throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(chosen)} is already used by ${clash.id}`);
       const entry: PeerEntry = {
         id,
         name: chosen,
@@ -84,7 +97,8 @@ export class PeerStore {
   async remove(idOrName: string): Promise<PeerEntry> {
     return this.#update((peers) => {
       const entry = findPeer(peers, idOrName);
-      if (entry === undefined) throw new ClawpeerError('PEER_UNKNOWN', `no paired peer named or with id ${JSON.stringify(idOrName)}`);
+      if (entry === undefined)
+        throw new ClawpeerError('PEER_UNKNOWN', `no paired peer named or with id ${JSON.stringify(idOrName)}`);
       return { next: peers.filter((p) => p.id !== entry.id), result: entry };
     });
   }
@@ -107,8 +121,14 @@ export class PeerStore {
     await makeDirs(dir, 0o700);
     await assertPrivateHome(dir);
     const lockFile = `${this.file}${PEERS_LOCK_SUFFIX}`;
-    const lock = await FolderLock.acquireFile(lockFile, { waitMs: PEERS_LOCK_WAIT_MS, pollMs: PEERS_LOCK_POLL_MS }, (who, waited) =>
-      new ClawpeerError('FOLDER_BUSY', `${this.file} is being changed by ${who} (lock file ${lockFile}${waited}); if no clawpeer is running, delete the lock file`),
+    const lock = await FolderLock.acquireFile(
+      lockFile,
+      { waitMs: PEERS_LOCK_WAIT_MS, pollMs: PEERS_LOCK_POLL_MS },
+      (who, waited) =>
+        new ClawpeerError(
+          'FOLDER_BUSY',
+          `${this.file} is being changed by ${who} (lock file ${lockFile}${waited}); if no clawpeer is running, delete the lock file`,
+        ),
     );
     try {
       const { next, result } = change(await this.list()); // read again under the lock
@@ -133,16 +153,34 @@ function parsePeersFile(text: string, file: string): PeersFile {
   } catch (cause) {
     throw new ClawpeerError('CONFIG_INVALID', `${file} is not valid JSON: ${(cause as Error).message}`, { cause });
   }
-  if (typeof raw !== 'object' || raw === null || (raw as { version?: unknown }).version !== 1 || !Array.isArray((raw as { peers?: unknown }).peers)) {
-    throw new ClawpeerError('CONFIG_INVALID', `${file} is not a clawpeer peers file (expected {"version":1,"peers":[...]})`);
+  if (
+    typeof raw !== 'object' ||
+    raw === null ||
+    (raw as { version?: unknown }).version !== 1 ||
+    !Array.isArray((raw as { peers?: unknown }).peers)
+  ) {
+    throw new ClawpeerError(
+      'CONFIG_INVALID',
+      `${file} is not a clawpeer peers file (expected {"version":1,"peers":[...]})`,
+    );
   }
   const peers: PeerEntry[] = [];
-  for (const [i, p] of ((raw as { peers: unknown[] }).peers).entries()) {
+  for (const [i, p] of (raw as { peers: unknown[] }).peers.entries()) {
     const e = p as Partial<Record<keyof PeerEntry, unknown>>;
-    if (typeof e.id !== 'string' || !isNodeId(e.id) || typeof e.name !== 'string' || (e.addr !== undefined && typeof e.addr !== 'string')) {
+    if (
+      typeof e.id !== 'string' ||
+      !isNodeId(e.id) ||
+      typeof e.name !== 'string' ||
+      (e.addr !== undefined && typeof e.addr !== 'string')
+    ) {
       throw new ClawpeerError('CONFIG_INVALID', `${file}: peer #${i} is malformed (needs a node id and a name)`);
     }
-    peers.push({ id: e.id, name: e.name, ...(typeof e.addr === 'string' ? { addr: e.addr } : {}), addedAt: typeof e.addedAt === 'string' ? e.addedAt : '' });
+    peers.push({
+      id: e.id,
+      name: e.name,
+      ...(typeof e.addr === 'string' ? { addr: e.addr } : {}),
+      addedAt: typeof e.addedAt === 'string' ? e.addedAt : '',
+    });
   }
   return { version: 1, peers };
 }

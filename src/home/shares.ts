@@ -29,9 +29,19 @@ export interface Share {
 export const DEFAULT_SHARE_NAME = 'inbox';
 const SHARE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-export function parseShareSpec(spec: string): { name: string; dir: string; readOnly: boolean; noDelete?: boolean; alwaysFsync?: boolean } {
+export function parseShareSpec(spec: string): {
+  name: string;
+  dir: string;
+  readOnly: boolean;
+  noDelete?: boolean;
+  alwaysFsync?: boolean;
+} {
   const eq = spec.indexOf('=');
-  if (eq <= 0) throw new ClawpeerError('USAGE', `invalid --share ${JSON.stringify(spec)}: expected NAME=DIR, NAME=DIR:ro or NAME=DIR:nodelete (either may end in :fsync)`);
+  if (eq <= 0)
+    throw new ClawpeerError(
+      'USAGE',
+      `invalid --share ${JSON.stringify(spec)}: expected NAME=DIR, NAME=DIR:ro or NAME=DIR:nodelete (either may end in :fsync)`,
+    );
   const name = spec.slice(0, eq);
   let dir = spec.slice(eq + 1);
   let readOnly = false;
@@ -47,14 +57,25 @@ export function parseShareSpec(spec: string): { name: string; dir: string; readO
   } else if (dir.endsWith(':rw')) {
     dir = dir.slice(0, -3);
   }
-  if (!SHARE_NAME.test(name)) throw new ClawpeerError('USAGE', `invalid share name ${JSON.stringify(name)} in --share ${JSON.stringify(spec)}: use letters, digits, '.', '_' or '-'`);
+  if (!SHARE_NAME.test(name))
+    throw new ClawpeerError(
+      'USAGE',
+      `invalid share name ${JSON.stringify(name)} in --share ${JSON.stringify(spec)}: use letters, digits, '.', '_' or '-'`,
+    );
   if (dir === '') throw new ClawpeerError('USAGE', `--share ${JSON.stringify(spec)} names no directory`);
-  return { name, dir: resolve(dir), readOnly, ...(noDelete ? { noDelete } : {}), ...(alwaysFsync ? { alwaysFsync } : {}) };
+  return {
+    name,
+    dir: resolve(dir),
+    readOnly,
+    ...(noDelete ? { noDelete } : {}),
+    ...(alwaysFsync ? { alwaysFsync } : {}),
+  };
 }
 
 /** Resolves share specs (creating missing read-write dirs); rejects duplicate names. */
 export async function resolveShares(specs: readonly string[], inboxDir: string): Promise<Share[]> {
-  const parsed = specs.length === 0 ? [{ name: DEFAULT_SHARE_NAME, dir: inboxDir, readOnly: false }] : specs.map(parseShareSpec);
+  const parsed =
+    specs.length === 0 ? [{ name: DEFAULT_SHARE_NAME, dir: inboxDir, readOnly: false }] : specs.map(parseShareSpec);
   const seen = new Set<string>();
   const shares: Share[] = [];
   for (const s of parsed) {
@@ -62,9 +83,17 @@ export async function resolveShares(specs: readonly string[], inboxDir: string):
     seen.add(s.name);
     try {
       if (!s.readOnly) await makeDirs(s.dir);
-      shares.push({ name: s.name, dir: await realpath(s.dir), readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.alwaysFsync === true ? { alwaysFsync: true } : {}) });
+      shares.push({
+        name: s.name,
+        dir: await realpath(s.dir),
+        readOnly: s.readOnly,
+        ...(s.noDelete === true ? { noDelete: true } : {}),
+        ...(s.alwaysFsync === true ? { alwaysFsync: true } : {}),
+      });
     } catch (err) {
-      throw new ClawpeerError('USAGE', `share ${s.name}: directory ${s.dir} is not usable: ${(err as Error).message}`, { cause: err });
+      throw new ClawpeerError('USAGE', `share ${s.name}: directory ${s.dir} is not usable: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
   return shares;
@@ -74,17 +103,31 @@ export async function resolveShares(specs: readonly string[], inboxDir: string):
  * Applies `--allow SHARE=PEER[,PEER...]` specs (peers by pair name or node id, resolved now:
  * an allow list names keys, not names that could later be re-pointed).
  */
-export function applyAllowLists(shares: readonly Share[], specs: readonly string[], resolvePeerId: (nameOrId: string) => string | undefined): Share[] {
+export function applyAllowLists(
+  shares: readonly Share[],
+  specs: readonly string[],
+  resolvePeerId: (nameOrId: string) => string | undefined,
+): Share[] {
   const allow = new Map<string, string[]>();
   for (const spec of specs) {
     const eq = spec.indexOf('=');
     const share = spec.slice(0, eq);
-    const peers = spec.slice(eq + 1).split(',').map((p) => p.trim()).filter((p) => p !== '');
-    if (eq <= 0 || peers.length === 0) throw new ClawpeerError('USAGE', `invalid --allow ${JSON.stringify(spec)}: expected SHARE=PEER[,PEER...]`);
-    if (!shares.some((s) => s.name === share)) throw new ClawpeerError('USAGE', `--allow names share ${JSON.stringify(share)}, which is not served (shares: ${shares.map((s) => s.name).join(', ')})`);
+    const peers = spec
+      .slice(eq + 1)
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== '');
+    if (eq <= 0 || peers.length === 0)
+      throw new ClawpeerError('USAGE', `invalid --allow ${JSON.stringify(spec)}: expected SHARE=PEER[,PEER...]`);
+    if (!shares.some((s) => s.name === share))
+      throw new ClawpeerError(
+        'USAGE',
+        `--allow names share ${JSON.stringify(share)}, which is not served (shares: ${shares.map((s) => s.name).join(', ')})`,
+      );
     const ids = peers.map((p) => {
       const id = resolvePeerId(p);
-      if (id === undefined) throw new ClawpeerError('USAGE', `--allow ${share}=...: ${JSON.stringify(p)} is not a paired peer name or id`);
+      if (id === undefined)
+        throw new ClawpeerError('USAGE', `--allow ${share}=...: ${JSON.stringify(p)} is not a paired peer name or id`);
       return id;
     });
     allow.set(share, [...(allow.get(share) ?? []), ...ids]);
@@ -100,7 +143,10 @@ export function findShare(shares: readonly Share[], name: string, peerId: string
   const wanted = name === '' ? DEFAULT_SHARE_NAME : name;
   const share = shares.find((s) => s.name === wanted) ?? (name === '' ? shares[0] : undefined);
   if (share === undefined) {
-    throw new ClawpeerError('SHARE_UNKNOWN', `no share named ${JSON.stringify(wanted)} here (shares: ${shares.map((s) => s.name).join(', ') || 'none'})`);
+    throw new ClawpeerError(
+      'SHARE_UNKNOWN',
+      `no share named ${JSON.stringify(wanted)} here (shares: ${shares.map((s) => s.name).join(', ') || 'none'})`,
+    );
   }
   if (share.allow !== undefined && !share.allow.includes(peerId)) {
     throw new ClawpeerError('SHARE_FORBIDDEN', `node ${peerId} is not on the allow list of share ${share.name}`);
@@ -113,7 +159,8 @@ export function findShare(shares: readonly Share[], name: string, peerId: string
  * share, symlinks on the way included; PATH_INVALID naming it otherwise.
  */
 export async function existingSharePath(share: Share, basePath: string): Promise<string> {
-  if (isInternalPath(basePath)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
+  if (isInternalPath(basePath))
+    throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
   const local = path.join(share.dir, ...basePath.split('/').filter((s) => s !== ''));
   let real: string;
   try {
@@ -122,15 +169,20 @@ export async function existingSharePath(share: Share, basePath: string): Promise
   } catch {
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} does not exist`);
   }
-  if (!isConfinedRealpath(share.dir, real)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads outside the share`);
+  if (!isConfinedRealpath(share.dir, real))
+    throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads outside the share`);
   // A symlink in the share (`x -> .clawpeer`) must not lead a pull or listing into the state either.
-  if (isInternalPath(path.relative(share.dir, real).split(path.sep).join('/'))) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads into clawpeer's own state`);
+  if (isInternalPath(path.relative(share.dir, real).split(path.sep).join('/')))
+    throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads into clawpeer's own state`);
   return local;
 }
 
 /** A peer's --fsync=none into a share served with :fsync is refused (SHARE_FORBIDDEN). */
 export function refuseUnsyncedInto(share: Share, noFsync: boolean | undefined): void {
   if (noFsync === true && share.alwaysFsync === true) {
-    throw new ClawpeerError('SHARE_FORBIDDEN', `share ${share.name} refuses --fsync=none (it is served with :fsync): leave --fsync at batch`);
+    throw new ClawpeerError(
+      'SHARE_FORBIDDEN',
+      `share ${share.name} refuses --fsync=none (it is served with :fsync): leave --fsync at batch`,
+    );
   }
 }

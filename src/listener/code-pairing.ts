@@ -40,13 +40,22 @@ export interface CodePairingContext {
 }
 
 /** Runs the inviter's side of one code pairing on `stream`; never throws for the peer's faults. */
-export async function serveCodePairing(conn: Connection, stream: DuplexStream, start: CodePairStartMessage, ctx: CodePairingContext): Promise<void> {
+export async function serveCodePairing(
+  conn: Connection,
+  stream: DuplexStream,
+  start: CodePairStartMessage,
+  ctx: CodePairingContext,
+): Promise<void> {
   const { log, identity, codeInvites } = ctx;
   const joinerId = nodeIdFromPublicKey(conn.remotePublicKey);
   const addr = formatHostPort(conn.remoteAddress);
   const fields = { id: joinerId, addr, nameplate: start.nameplate };
   const refuse = async (wire: keyof typeof WIRE_ERRORS, message: string): Promise<void> => {
-    await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS[wire].wire, message })), 1_000, 'sending the refusal').catch(() => undefined);
+    await withTimeout(
+      stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS[wire].wire, message })),
+      1_000,
+      'sending the refusal',
+    ).catch(() => undefined);
     await stream.finish().catch(() => undefined);
     await settledWithin(conn.closed, DONE_GRACE_MS);
   };
@@ -56,28 +65,47 @@ export async function serveCodePairing(conn: Connection, stream: DuplexStream, s
   });
   if (claimed === undefined) {
     log.info('code pairing refused: no open invite with that nameplate', fields);
-    await refuse('NOT_PAIRED', `node ${identity.nodeId} has no open pairing code with the number ${start.nameplate} (wrong number, used, or expired)`);
+    await refuse(
+      'NOT_PAIRED',
+      `node ${identity.nodeId} has no open pairing code with the number ${start.nameplate} (wrong number, used, or expired)`,
+    );
     return;
   }
   const burn = async (reason: string): Promise<void> => {
     log.warn('pairing code burnt', { ...fields, reason });
     await codeInvites.settle(start.nameplate, { outcome: 'burnt', reason }).catch(() => undefined);
   };
-  const pake = new InviterPake({ code: claimed.code, inviterKey: identity.publicKey, joinerKey: conn.remotePublicKey, random: (n) => new Uint8Array(randomBytes(n)) });
+  const pake = new InviterPake({
+    code: claimed.code,
+    inviterKey: identity.publicKey,
+    joinerKey: conn.remotePublicKey,
+    random: (n) => new Uint8Array(randomBytes(n)),
+  });
   let finish;
   try {
     const reply = pake.start({ share: start.share });
-    await withTimeout(stream.write(encodeControlFrame({ type: 'code-pair-reply', ...reply })), 5_000, 'sending CodePairReply', ctx.signal);
+    await withTimeout(
+      stream.write(encodeControlFrame({ type: 'code-pair-reply', ...reply })),
+      5_000,
+      'sending CodePairReply',
+      ctx.signal,
+    );
     const timeoutMs = Math.max(1_000, Math.min(CODE_CONFIRM_TIMEOUT_MS, claimed.expiresAt - Date.now()));
     finish = await readLoneMessage(stream, timeoutMs, ctx.signal);
   } catch (err) {
-    const why = err instanceof ClawpeerError && err.wire !== undefined ? `the joiner gave up: ${err.message}` : `the exchange failed: ${(err as Error).message}`;
+    const why =
+      err instanceof ClawpeerError && err.wire !== undefined
+        ? `the joiner gave up: ${err.message}`
+        : `the exchange failed: ${(err as Error).message}`;
     await burn(`${why} (it may have had a wrong code; someone may have tried to guess it)`);
-    if (!(err instanceof ClawpeerError && err.wire !== undefined)) await refuse('AUTH_FAILED', 'the pairing code exchange failed: the code is burnt');
+    if (!(err instanceof ClawpeerError && err.wire !== undefined))
+      await refuse('AUTH_FAILED', 'the pairing code exchange failed: the code is burnt');
     return;
   }
   if (finish?.type !== 'code-pair-finish') {
-    await burn(`the joiner ${finish === null ? 'left' : `sent ${finish.type}`} before confirming the code (it may have had a wrong code; someone may have tried to guess it)`);
+    await burn(
+      `the joiner ${finish === null ? 'left' : `sent ${finish.type}`} before confirming the code (it may have had a wrong code; someone may have tried to guess it)`,
+    );
     await refuse('PROTOCOL', 'expected CodePairFinish');
     return;
   }
@@ -93,17 +121,27 @@ export async function serveCodePairing(conn: Connection, stream: DuplexStream, s
   const pinAddr = joiner.addrs.find((a) => a.length > 0);
   let entry;
   try {
-    ({ entry } = await ctx.peers.add(joiner.id, (taken, existing) => existing?.name ?? pickPeerName([claimed.name, joiner.name], joiner.id, taken), pinAddr));
+    ({ entry } = await ctx.peers.add(
+      joiner.id,
+      (taken, existing) => existing?.name ?? pickPeerName([claimed.name, joiner.name], joiner.id, taken),
+      pinAddr,
+    ));
   } catch (err) {
     await burn(`the joiner could not be pinned: ${(err as Error).message}`);
     await refuse('IO', 'the inviter could not pin this node');
     return;
   }
-  await codeInvites.settle(start.nameplate, { outcome: 'paired', id: entry.id, name: entry.name, verify: pake.verify }).catch(() => undefined);
+  await codeInvites
+    .settle(start.nameplate, { outcome: 'paired', id: entry.id, name: entry.name, verify: pake.verify })
+    .catch(() => undefined);
   // Warn level, which a listener prints by default: a new key got in.
   log.warn('paired by code', { ...fields, name: entry.name });
   const done = pake.done({ id: identity.nodeId, addrs: ctx.addrs, name: suggestedName() });
-  await withTimeout(stream.write(encodeControlFrame({ type: 'code-pair-done', ...done })), 1_000, 'sending CodePairDone').catch(() => undefined);
+  await withTimeout(
+    stream.write(encodeControlFrame({ type: 'code-pair-done', ...done })),
+    1_000,
+    'sending CodePairDone',
+  ).catch(() => undefined);
   await stream.finish().catch(() => undefined);
   await settledWithin(conn.closed, DONE_GRACE_MS); // the joiner closes once it has read it
 }

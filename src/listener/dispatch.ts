@@ -14,7 +14,12 @@ import { DEFAULT_SHARE_NAME, findShare, type Share } from '../home/shares.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
 import { DataStreamRouter } from '../session/data-stream-router.js';
 import type { ListenerActivity } from '../session/listener-activity.js';
-import { attachBudget, PROCESS_BUDGETS, type ListenerBudgets, type SessionBudget } from '../session/listener-budgets.js';
+import {
+  attachBudget,
+  PROCESS_BUDGETS,
+  type ListenerBudgets,
+  type SessionBudget,
+} from '../session/listener-budgets.js';
 import type { PeerSession } from '../session/session.js';
 import { serveList } from '../push-pull/list-service.js';
 import { serveTransfer } from '../push-pull/transfer-service.js';
@@ -45,7 +50,11 @@ export interface ServiceContext {
   readonly onSyncServed?: (peerId: string, served: ServedSync) => void;
 }
 
-export async function serveSession(session: PeerSession, ctx: ServiceContext, listenerSignal: AbortSignal): Promise<void> {
+export async function serveSession(
+  session: PeerSession,
+  ctx: ServiceContext,
+  listenerSignal: AbortSignal,
+): Promise<void> {
   // No work of this session outlives it: scans, hashing and staging stop when its connection
   // closes (a killed client), not only when the listener stops.
   const ended = new AbortController();
@@ -53,12 +62,18 @@ export async function serveSession(session: PeerSession, ctx: ServiceContext, li
   const onStop = (): void => ended.abort(listenerSignal.reason);
   listenerSignal.addEventListener('abort', onStop, { once: true });
   if (listenerSignal.aborted) onStop();
-  void session.connection.closed.then(() => ended.abort(closedByPeer), () => ended.abort(closedByPeer));
+  void session.connection.closed.then(
+    () => ended.abort(closedByPeer),
+    () => ended.abort(closedByPeer),
+  );
   const signal = ended.signal;
   const budget = (ctx.budgets ?? PROCESS_BUDGETS).session(session.peerId);
   ctx.onPeerSession?.(session.peerId);
   attachBudget(session, budget);
-  const watches = new ShareWatches(session, { log: ctx.log, ...(ctx.resident === undefined ? {} : { resident: ctx.resident }) });
+  const watches = new ShareWatches(session, {
+    log: ctx.log,
+    ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
+  });
   try {
     await serveRequests(session, ctx, watches, signal, budget);
   } catch (err) {
@@ -73,8 +88,19 @@ export async function serveSession(session: PeerSession, ctx: ServiceContext, li
   }
 }
 
-async function serveRequests(session: PeerSession, ctx: ServiceContext, watches: ShareWatches, signal: AbortSignal, budget: SessionBudget): Promise<void> {
-  const router = new DataStreamRouter(session.connection, session.caps.maxFrameBytes, ctx.config.idleTimeoutMs, ctx.log);
+async function serveRequests(
+  session: PeerSession,
+  ctx: ServiceContext,
+  watches: ShareWatches,
+  signal: AbortSignal,
+  budget: SessionBudget,
+): Promise<void> {
+  const router = new DataStreamRouter(
+    session.connection,
+    session.caps.maxFrameBytes,
+    ctx.config.idleTimeoutMs,
+    ctx.log,
+  );
   void router.runSession(session, signal);
   for (;;) {
     const msg = await receiveWithin(session, ctx.config.sessionIdleTimeoutMs, signal).catch((err: unknown) => {
@@ -84,13 +110,23 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
     if (msg === 'idle' && watches.size > 0) continue; // a watching client waits for news, not idle
     if (msg === 'idle') {
       ctx.log.info('closing idle session', { peer: session.peerId, idleMs: ctx.config.sessionIdleTimeoutMs });
-      await session.control.sendError('TIMEOUT', `session idle for ${ctx.config.sessionIdleTimeoutMs} ms (no request, no transfer): closed by ${ctx.nodeId ?? 'the listener'}`).catch(() => undefined);
+      await session.control
+        .sendError(
+          'TIMEOUT',
+          `session idle for ${ctx.config.sessionIdleTimeoutMs} ms (no request, no transfer): closed by ${ctx.nodeId ?? 'the listener'}`,
+        )
+        .catch(() => undefined);
       return;
     }
     if (msg === null) return;
     if (msg.type !== 'pong' && !(await session.stillPaired())) {
       ctx.log.warn('peer unpaired: refusing its request and closing', { peer: session.peerId, request: msg.type });
-      await session.control.sendError('NOT_PAIRED', `node ${session.peerId} was unpaired by ${ctx.nodeId ?? 'the listener'}: ${msg.type} refused`).catch(() => undefined);
+      await session.control
+        .sendError(
+          'NOT_PAIRED',
+          `node ${session.peerId} was unpaired by ${ctx.nodeId ?? 'the listener'}: ${msg.type} refused`,
+        )
+        .catch(() => undefined);
       return;
     }
     switch (msg.type) {
@@ -103,12 +139,15 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
       case 'sync-request':
       case 'watch-share':
       case 'list-request': {
-        const activity = msg.type === 'watch-share' || msg.type === 'list-request' ? undefined : ctx.activity?.begin({
-          peer: session.peerId,
-          kind: msg.type === 'sync-request' ? 'sync' : msg.direction,
-          share: msg.share === '' ? DEFAULT_SHARE_NAME : msg.share,
-          path: msg.type === 'transfer-request' ? msg.path : '',
-        });
+        const activity =
+          msg.type === 'watch-share' || msg.type === 'list-request'
+            ? undefined
+            : ctx.activity?.begin({
+                peer: session.peerId,
+                kind: msg.type === 'sync-request' ? 'sync' : msg.direction,
+                share: msg.share === '' ? DEFAULT_SHARE_NAME : msg.share,
+                path: msg.type === 'transfer-request' ? msg.path : '',
+              });
         let ok = false;
         try {
           if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal, activity);
@@ -116,14 +155,15 @@ async function serveRequests(session: PeerSession, ctx: ServiceContext, watches:
             // Served first, then told: `hook?.(…, await serve())` would skip the serving when no hook is set.
             const served = await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal, activity);
             ctx.onSyncServed?.(session.peerId, served);
-          }
-          else if (msg.type === 'list-request') await serveList(session, msg, ctx.shares, signal);
+          } else if (msg.type === 'list-request') await serveList(session, msg, ctx.shares, signal);
           else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
           ok = true;
         } catch (caught) {
           const err = await peerReasonOr(session, caught, signal);
           if (err instanceof ClawpeerError && err.wire === undefined) {
-            await session.control.sendError(wireCodeFor(err).name, inShareTerms(err.message, ctx.shares)).catch(() => undefined);
+            await session.control
+              .sendError(wireCodeFor(err).name, inShareTerms(err.message, ctx.shares))
+              .catch(() => undefined);
           }
           throw err;
         } finally {
@@ -148,7 +188,12 @@ export function inShareTerms(message: string, shares: readonly Share[]): string 
   // Longest first: a share inside another share's directory is named by its own name.
   const byDepth = [...shares].sort((x, y) => y.dir.length - x.dir.length);
   let out = message;
-  for (const share of byDepth) out = out.split(share.dir + path.sep).join(`${share.name}/`).split(share.dir).join(share.name);
+  for (const share of byDepth)
+    out = out
+      .split(share.dir + path.sep)
+      .join(`${share.name}/`)
+      .split(share.dir)
+      .join(share.name);
   return out;
 }
 
@@ -176,7 +221,11 @@ async function peerReasonOr(session: PeerSession, err: unknown, signal: AbortSig
  * The peer's next control message, null at its FIN, or 'idle' when none came for `idleMs`. The
  * wait is cancelled through the channel's signal, which leaves the channel usable.
  */
-async function receiveWithin(session: PeerSession, idleMs: number, signal: AbortSignal): Promise<ControlMessage | null | 'idle'> {
+async function receiveWithin(
+  session: PeerSession,
+  idleMs: number,
+  signal: AbortSignal,
+): Promise<ControlMessage | null | 'idle'> {
   // One controller for both causes (not AbortSignal.any: a listener on the long-lived session
   // signal per message, removed again below, keeps nothing alive).
   const wait = new AbortController();

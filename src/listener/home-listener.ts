@@ -48,8 +48,16 @@ export interface HomeListener {
 
 export async function startHomeListener(o: HomeListenerOptions): Promise<HomeListener> {
   const { home, config, log } = o;
-  const [{ createIdentity, identityExists, loadIdentity }, { findPeer, PeerStore }, { InviteStore }, { applyAllowLists, resolveShares }] = await Promise.all([
-    import('../home/identity-store.js'), import('../home/peer-store.js'), import('../home/pair-invite.js'), import('../home/shares.js'),
+  const [
+    { createIdentity, identityExists, loadIdentity },
+    { findPeer, PeerStore },
+    { InviteStore },
+    { applyAllowLists, resolveShares },
+  ] = await Promise.all([
+    import('../home/identity-store.js'),
+    import('../home/peer-store.js'),
+    import('../home/pair-invite.js'),
+    import('../home/shares.js'),
   ]);
   if (o.init && !(await identityExists(home.identityKeyFile))) {
     const created = await createIdentity(home.identityKeyFile);
@@ -59,7 +67,11 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
   const identity = await loadIdentity(home.identityKeyFile);
   const peerStore = new PeerStore(home.peersFile);
   const pairs = o.allow.length > 0 ? await peerStore.list() : []; // names in allow lists are resolved against the pairs
-  const shares = applyAllowLists(await resolveShares([...o.shares], home.inboxDir), [...o.allow], (p) => findPeer(pairs, p)?.id);
+  const shares = applyAllowLists(
+    await resolveShares([...o.shares], home.inboxDir),
+    [...o.allow],
+    (p) => findPeer(pairs, p)?.id,
+  );
   const { RateLimiter } = await import('../transfer/rate-limiter.js');
   // One cap for everything this listener sends: every peer, pull and sync together.
   const sendLimiter = o.bwlimit === undefined ? undefined : new RateLimiter(o.bwlimit);
@@ -67,17 +79,42 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
   const listenLog = log.child('listen');
   const { Listener } = await import('./listener.js');
   const reach = await o.reach();
-  const lan = reach.lanDiscovery ? { lan: { port: reach.lanDiscoveryPort, ...(reach.lanInterfaces === undefined ? {} : { interfaces: reach.lanInterfaces }) } } : {};
+  const lan = reach.lanDiscovery
+    ? {
+        lan: {
+          port: reach.lanDiscoveryPort,
+          ...(reach.lanInterfaces === undefined ? {} : { interfaces: reach.lanInterfaces }),
+        },
+      }
+    : {};
   const startReach = listenerReachFor(reach, identity, listenLog);
   // Open short codes' nameplates are held in the LAN (and rendezvous) directories while open.
   const { listenerDirectories } = await import('../ops/nameplate-directories.js');
-  const { directories: nameplateDirectories, openNameplates } = listenerDirectories({ home, identity, config, reach, log: listenLog, listenHost: o.host });
+  const { directories: nameplateDirectories, openNameplates } = listenerDirectories({
+    home,
+    identity,
+    config,
+    reach,
+    log: listenLog,
+    listenHost: o.host,
+  });
   // The shared folders of config.json (folders/folder-service.ts) join `shares` once it runs; a
   // peer's session arriving, or a sync it ran here, tells it the peer is online.
   let folders: FolderService | undefined = undefined;
   const server = await Listener.start({
-    identity, peers: peerStore, invites: new InviteStore(home.invitesDir), shares, host: o.host, port: o.port, config, log: listenLog, ...limited, ...lan,
-    nameplateDirectories, openNameplates, ...(startReach === undefined ? {} : { startReach }),
+    identity,
+    peers: peerStore,
+    invites: new InviteStore(home.invitesDir),
+    shares,
+    host: o.host,
+    port: o.port,
+    config,
+    log: listenLog,
+    ...limited,
+    ...lan,
+    nameplateDirectories,
+    openNameplates,
+    ...(startReach === undefined ? {} : { startReach }),
     onPeerSession: (peerId) => folders?.peerOnline(peerId),
     onSyncServed: (peerId, served) => folders?.syncServed(peerId, served),
   });
@@ -88,7 +125,14 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
   if (first === undefined) throw new TypeError('server bound no transport');
   const transports = server.bound.map((b) => b.transport);
   // Of the shares now: the folder service adds and removes its folders' shares in place.
-  const shareRecords = (): ListenerStatus['shares'] => shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.allow !== undefined ? { allow: s.allow } : {}) }));
+  const shareRecords = (): ListenerStatus['shares'] =>
+    shares.map((s) => ({
+      name: s.name,
+      dir: s.dir,
+      readOnly: s.readOnly,
+      ...(s.noDelete === true ? { noDelete: true } : {}),
+      ...(s.allow !== undefined ? { allow: s.allow } : {}),
+    }));
   // `clawpeer status` of this home asks here: the peers connected now and what runs for them.
   const status = async (): Promise<ListenerStatus> => {
     const names = new Map((await peerStore.list().catch(() => [])).map((p) => [p.id, p.name]));
@@ -96,23 +140,57 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
       const name = names.get(p.id);
       return name === undefined ? p : { ...p, name };
     });
-    return { pid: process.pid, id: identity.nodeId, host: first.host, port: first.port, transports, startedAt, shares: shareRecords(), peers, activity: activity.snapshot(), ended: activity.totals(), ...(folders === undefined ? {} : { folders: folders.status() }) };
+    return {
+      pid: process.pid,
+      id: identity.nodeId,
+      host: first.host,
+      port: first.port,
+      transports,
+      startedAt,
+      shares: shareRecords(),
+      peers,
+      activity: activity.snapshot(),
+      ended: activity.totals(),
+      ...(folders === undefined ? {} : { folders: folders.status() }),
+    };
   };
   // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
   const { ResidentSyncServer } = await import('../folder-sync/resident-sync.js');
   const { dialPathsFor } = await import('../reach/dial-paths.js');
-  const dialPaths = (peer: ResolvedPeer): ReturnType<typeof dialPathsFor> => dialPathsFor({ homeDir: home.dir, reach, identity, peer, log });
-  const control = await ResidentSyncServer.start(home.dir, { shares, resident, identity, peers: peerStore, log: listenLog, status, activity, dialPaths, ...limited });
+  const dialPaths = (peer: ResolvedPeer): ReturnType<typeof dialPathsFor> =>
+    dialPathsFor({ homeDir: home.dir, reach, identity, peer, log });
+  const control = await ResidentSyncServer.start(home.dir, {
+    shares,
+    resident,
+    identity,
+    peers: peerStore,
+    log: listenLog,
+    status,
+    activity,
+    dialPaths,
+    ...limited,
+  });
   const { FolderService } = await import('../folders/folder-service.js');
   const { afterFolderSync } = await import('../folders/folder-versioning.js');
   folders = await FolderService.start({
-    homeDir: home.dir, identity, peers: peerStore, peersFile: home.peersFile, shares, resident, config, log: listenLog, dialPaths, activity, ...limited,
+    homeDir: home.dir,
+    identity,
+    peers: peerStore,
+    peersFile: home.peersFile,
+    shares,
+    resident,
+    config,
+    log: listenLog,
+    dialPaths,
+    activity,
+    ...limited,
     afterSync: afterFolderSync({ resident, nodeId: identity.nodeId }),
   });
   const runningFolders = folders;
   // The home's own listener (it has the control socket) tells the home's commands where it is.
   const { writeListening, removeListening } = await import('../home/listening-file.js');
-  if (control !== undefined) await writeListening(home.dir, { pid: process.pid, host: first.host, port: first.port }).catch(() => undefined);
+  if (control !== undefined)
+    await writeListening(home.dir, { pid: process.pid, host: first.host, port: first.port }).catch(() => undefined);
   return {
     identity,
     shares,
@@ -120,7 +198,12 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     bound: server.bound,
     close: async () => {
       // The control socket first: its syncs use the listener's resident folders, closed with it.
-      await Promise.all([sweep, runningFolders.close(), control?.close(), control === undefined ? undefined : removeListening(home.dir).catch(() => undefined)]);
+      await Promise.all([
+        sweep,
+        runningFolders.close(),
+        control?.close(),
+        control === undefined ? undefined : removeListening(home.dir).catch(() => undefined),
+      ]);
       await server.close();
     },
   };
@@ -141,7 +224,8 @@ async function sweepStaleTempFiles(shares: readonly Share[], log: Logger, signal
       const removed = await removeStaleTempFiles(share.dir, { nowMs: Date.now(), signal });
       log.info('swept stale temp files', { share: share.name, removed });
     } catch (err) {
-      if (!signal.aborted) log.warn('cannot sweep stale temp files', { share: share.name, error: (err as Error).message });
+      if (!signal.aborted)
+        log.warn('cannot sweep stale temp files', { share: share.name, error: (err as Error).message });
     }
   }
 }
@@ -159,7 +243,13 @@ function listenerReachFor(reach: ReachConfig, identity: Identity, log: Logger): 
     try {
       const r = await startListenerReach({ identity, rendezvous, bound, mapped: () => mapping?.mapped() ?? [], log });
       mapping?.mapMux(r.mux.port);
-      return { pathOf: (remote) => r.pathOf(remote), close: async () => { await r.close(); await mapping?.close(); } };
+      return {
+        pathOf: (remote) => r.pathOf(remote),
+        close: async () => {
+          await r.close();
+          await mapping?.close();
+        },
+      };
     } catch (err) {
       await mapping?.close();
       throw err;

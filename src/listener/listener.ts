@@ -48,7 +48,12 @@ export class Listener {
   #lan: LanResponder | undefined;
   #reach: ListenerReach | undefined;
 
-  private constructor(server: NodeServer, indexes: ChunkIndexPool, resident: ResidentFolders, activity: ListenerActivity) {
+  private constructor(
+    server: NodeServer,
+    indexes: ChunkIndexPool,
+    resident: ResidentFolders,
+    activity: ListenerActivity,
+  ) {
     this.#server = server;
     this.#indexes = indexes;
     this.resident = resident;
@@ -60,7 +65,18 @@ export class Listener {
     const indexes = new ChunkIndexPool({ log: o.log });
     const resident = new ResidentFolders({ log: o.log });
     const activity = new ListenerActivity();
-    const ctx = { shares: o.shares, config: o.config, log: o.log, nodeId: o.identity.nodeId, indexes, resident, activity, ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }), ...(o.onPeerSession === undefined ? {} : { onPeerSession: o.onPeerSession }), ...(o.onSyncServed === undefined ? {} : { onSyncServed: o.onSyncServed }) };
+    const ctx = {
+      shares: o.shares,
+      config: o.config,
+      log: o.log,
+      nodeId: o.identity.nodeId,
+      indexes,
+      resident,
+      activity,
+      ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }),
+      ...(o.onPeerSession === undefined ? {} : { onPeerSession: o.onPeerSession }),
+      ...(o.onSyncServed === undefined ? {} : { onSyncServed: o.onSyncServed }),
+    };
     try {
       // Bound late: the rendezvous side starts once the transports are bound, after the server.
       let reach: ListenerReach | undefined;
@@ -78,7 +94,10 @@ export class Listener {
       if (o.lan !== undefined) {
         try {
           listener.#lan = await startLanResponder({
-            identity: o.identity, bound: server.bound, port: o.lan.port, log: o.log.child('lan'),
+            identity: o.identity,
+            bound: server.bound,
+            port: o.lan.port,
+            log: o.log.child('lan'),
             ...(o.lan.interfaces === undefined ? {} : { interfaces: o.lan.interfaces }),
             ...(o.openNameplates === undefined ? {} : { openNameplates: o.openNameplates }),
           });

@@ -54,7 +54,12 @@ export function holdOpenNameplates(o: NameplateHolderOptions): NameplateHolder {
           key,
           d.claim(Number(nameplate), { expiresAt, signal: stop.signal }).catch((err: unknown) => {
             const busy = err instanceof ClawpeerError && err.code === 'PEER_BUSY';
-            o.log.warn(busy ? 'nameplate held by another node in a directory: joiners there will not find this one' : 'cannot claim a nameplate in a directory', { directory: d.name, nameplate, error: (err as Error).message });
+            o.log.warn(
+              busy
+                ? 'nameplate held by another node in a directory: joiners there will not find this one'
+                : 'cannot claim a nameplate in a directory',
+              { directory: d.name, nameplate, error: (err as Error).message },
+            );
             return undefined;
           }),
         );

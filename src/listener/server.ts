@@ -108,7 +108,9 @@ export const PREAUTH_TIMEOUT_MS = 5_000;
 type RefusalKind = 'paired' | 'unpaired';
 
 /** Per kind: how many refusals are told why at once, and how long each may take. */
-const REFUSAL_POLICY: Readonly<Record<RefusalKind, { readonly max: number; readonly timeoutMs: number; readonly awaitPeerClose: boolean }>> = {
+const REFUSAL_POLICY: Readonly<
+  Record<RefusalKind, { readonly max: number; readonly timeoutMs: number; readonly awaitPeerClose: boolean }>
+> = {
   paired: { max: MAX_PENDING_REFUSALS, timeoutMs: REFUSAL_TIMEOUT_MS, awaitPeerClose: true },
   unpaired: { max: MAX_PENDING_UNPAIRED_REFUSALS, timeoutMs: UNPAIRED_REFUSAL_TIMEOUT_MS, awaitPeerClose: false },
 };
@@ -155,8 +157,13 @@ export class NodeServer {
     const { identity, peers, log } = options;
     this.#pairing = new InvitePairing({ identity, peers, log, codeInvites, bound, signal: this.#stop.signal });
     const directories = options.nameplateDirectories ?? [];
-    this.#nameplates = codeInvites === undefined || directories.length === 0 ? undefined : holdOpenNameplates({ codeInvites, directories, log: options.log });
-    this.#invitesOpen = freshRead(async () => ((await invites?.hasOpen()) ?? false) || ((await codeInvites?.hasOpen()) ?? false));
+    this.#nameplates =
+      codeInvites === undefined || directories.length === 0
+        ? undefined
+        : holdOpenNameplates({ codeInvites, directories, log: options.log });
+    this.#invitesOpen = freshRead(
+      async () => ((await invites?.hasOpen()) ?? false) || ((await codeInvites?.hasOpen()) ?? false),
+    );
     this.#unpairedWarnings = new ThrottledWarnings(options.log, 'connections of unpaired keys refused');
     for (const l of listeners) this.#track(this.#acceptLoop(l));
     this.#pairWatch = watchFile(options.peers.file, () => void this.#dropUnpaired());
@@ -164,7 +171,13 @@ export class NodeServer {
 
   static async start(options: ServerOptions, handler: SessionHandler): Promise<NodeServer> {
     const names: TransportName[] = options.config.transport === 'auto' ? ['quic', 'tcp'] : [options.config.transport];
-    const transportOptions = { host: options.host, identity: options.identity, idleTimeoutMs: options.config.idleTimeoutMs, keepAliveMs: options.config.keepAliveMs, maxStreams: options.config.maxStreams };
+    const transportOptions = {
+      host: options.host,
+      identity: options.identity,
+      idleTimeoutMs: options.config.idleTimeoutMs,
+      keepAliveMs: options.config.keepAliveMs,
+      maxStreams: options.config.maxStreams,
+    };
     for (let attempt = 0; ; attempt++) {
       const listeners: Listener[] = [];
       try {
@@ -175,7 +188,11 @@ export class NodeServer {
           listeners.push(listener);
           port = listener.address.port; // the other transports take the same port number
         }
-        const bound = listeners.map((l, i) => ({ transport: names[i] ?? 'quic', host: l.address.host, port: l.address.port }));
+        const bound = listeners.map((l, i) => ({
+          transport: names[i] ?? 'quic',
+          host: l.address.host,
+          port: l.address.port,
+        }));
         return new NodeServer(listeners, bound, options, handler);
       } catch (err) {
         await Promise.all(listeners.map((l) => l.close().catch(() => undefined)));
@@ -191,7 +208,14 @@ export class NodeServer {
 
   /** The authenticated sessions now, oldest first (`clawpeer status`). */
   connectedPeers(): ConnectedPeer[] {
-    return [...this.#sessions].map(([session, { peerId, since }]) => ({ id: peerId, addr: formatHostPort(session.connection.remoteAddress), transport: session.connection.transport, since, path: session.path(), rttMs: Math.round(session.rttMs() * 1000) / 1000 }));
+    return [...this.#sessions].map(([session, { peerId, since }]) => ({
+      id: peerId,
+      addr: formatHostPort(session.connection.remoteAddress),
+      transport: session.connection.transport,
+      since,
+      path: session.path(),
+      rttMs: Math.round(session.rttMs() * 1000) / 1000,
+    }));
   }
 
   /** Stops accepting, asks every session to finish, and cuts what is left after the grace period. */
@@ -201,7 +225,11 @@ export class NodeServer {
     await this.#nameplates?.close();
     this.#unpairedWarnings.close();
     await Promise.all(this.#listeners.map((l) => l.close().catch(() => undefined)));
-    const graceful = Promise.all([...this.#connections.keys(), ...this.#preauth].map((c) => c.close('listener shutting down').catch(() => undefined)));
+    const graceful = Promise.all(
+      [...this.#connections.keys(), ...this.#preauth].map((c) =>
+        c.close('listener shutting down').catch(() => undefined),
+      ),
+    );
     // Bounded by the grace period; the timer is cleared so an idle listener exits at once.
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.#options.config.shutdownGraceMs)));
@@ -226,7 +254,10 @@ export class NodeServer {
     const inSession = new Set([...this.#sessions.keys()].flatMap((s) => s.connections()));
     for (const [conn, peerId] of this.#connections) {
       if (paired.has(peerId) || inSession.has(conn)) continue;
-      this.#options.log.warn('peer unpaired: closing its connection before its handshake completed', { id: peerId, addr: formatHostPort(conn.remoteAddress) });
+      this.#options.log.warn('peer unpaired: closing its connection before its handshake completed', {
+        id: peerId,
+        addr: formatHostPort(conn.remoteAddress),
+      });
       void conn.close('unpaired', { linger: false }).catch(() => undefined);
     }
     for (const [session, { peerId }] of this.#sessions) {
@@ -275,10 +306,11 @@ export class NodeServer {
     let open = false;
     try {
       paired = (await this.#pairedIds()).has(peerId);
-      if (!paired) open = await this.#invitesOpen().catch((err: unknown) => {
-        log.warn('cannot read the pairing invites: none taken', { error: (err as Error).message });
-        return false;
-      });
+      if (!paired)
+        open = await this.#invitesOpen().catch((err: unknown) => {
+          log.warn('cannot read the pairing invites: none taken', { error: (err as Error).message });
+          return false;
+        });
     } catch (err) {
       log.warn('cannot read the pair list: connection refused', { id: peerId, error: (err as Error).message });
       await conn.close('the listener cannot read its pair list', { linger: false }).catch(() => undefined);
@@ -300,7 +332,13 @@ export class NodeServer {
       return;
     }
     if (this.#preauth.size >= MAX_PREAUTH_CONNECTIONS) {
-      this.#refuse(conn, peerId, 'unpaired', 'BUSY', `too many unpaired connections at once while a pairing invite is open (at most ${MAX_PREAUTH_CONNECTIONS}); retry in a moment`);
+      this.#refuse(
+        conn,
+        peerId,
+        'unpaired',
+        'BUSY',
+        `too many unpaired connections at once while a pairing invite is open (at most ${MAX_PREAUTH_CONNECTIONS}); retry in a moment`,
+      );
       return;
     }
     this.#preauth.add(conn);
@@ -365,9 +403,17 @@ export class NodeServer {
     }
     this.#pendingRefusals[kind]++;
     const tell = async (): Promise<void> => {
-      const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), policy.timeoutMs, `control stream from ${peerId} at ${where}`);
+      const stream = await withTimeout(
+        conn.acceptStream({ signal: this.#stop.signal }),
+        policy.timeoutMs,
+        `control stream from ${peerId} at ${where}`,
+      );
       if (stream === null) return;
-      await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS[code].wire, message: reason })), policy.timeoutMs, 'sending the refusal');
+      await withTimeout(
+        stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS[code].wire, message: reason })),
+        policy.timeoutMs,
+        'sending the refusal',
+      );
       await stream.finish().catch(() => undefined);
       // The close below still delivers what was written (QUIC lingers for its acks; the TCP
       // mux sends its GOAWAY after it).
@@ -395,20 +441,38 @@ export class NodeServer {
     const where = formatHostPort(conn.remoteAddress);
     const timeoutMs = Math.min(PREAUTH_TIMEOUT_MS, config.handshakeTimeoutMs);
     try {
-      const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), timeoutMs, `control stream from ${peerId} at ${where}`);
+      const stream = await withTimeout(
+        conn.acceptStream({ signal: this.#stop.signal }),
+        timeoutMs,
+        `control stream from ${peerId} at ${where}`,
+      );
       if (stream === null) return;
       const refusal = await this.#pairing.pairByInvite(conn, stream, invites, timeoutMs);
       if (refusal === undefined) return; // paired by invite just now
       this.#unpairedWarnings.warn('rejected unpaired peer', { id: peerId, addr: where, transport: conn.transport });
       const message = refusal === 'not-paired' ? this.#notPairedMessage(peerId) : refusal;
-      await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.NOT_PAIRED.wire, message })), 1_000, 'sending NOT_PAIRED').catch(() => undefined);
+      await withTimeout(
+        stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.NOT_PAIRED.wire, message })),
+        1_000,
+        'sending NOT_PAIRED',
+      ).catch(() => undefined);
       await stream.finish().catch(() => undefined);
     } catch (err) {
       if (!(err instanceof ClawpeerError)) {
-        log.error('internal error pairing a peer', { id: peerId, addr: where, stack: (err as Error).stack ?? String(err) });
+        log.error('internal error pairing a peer', {
+          id: peerId,
+          addr: where,
+          stack: (err as Error).stack ?? String(err),
+        });
         return;
       }
-      if (!this.#stop.signal.aborted) this.#unpairedWarnings.warn('unpaired connection dropped before it paired', { id: peerId, addr: where, code: err.code, error: err.message });
+      if (!this.#stop.signal.aborted)
+        this.#unpairedWarnings.warn('unpaired connection dropped before it paired', {
+          id: peerId,
+          addr: where,
+          code: err.code,
+          error: err.message,
+        });
     }
   }
 
@@ -418,12 +482,22 @@ export class NodeServer {
     const where = formatHostPort(conn.remoteAddress);
     const stillPaired = async (): Promise<boolean> => (await this.#pairedIds()).has(peerId);
     try {
-      const stream = await withTimeout(conn.acceptStream({ signal: this.#stop.signal }), config.handshakeTimeoutMs, `control stream from ${peerId} at ${where}`);
+      const stream = await withTimeout(
+        conn.acceptStream({ signal: this.#stop.signal }),
+        config.handshakeTimeoutMs,
+        `control stream from ${peerId} at ${where}`,
+      );
       if (stream === null) return;
       const invites = this.#options.invites;
       const handshake = await serverHandshakeOrTake(
         stream,
-        { identity, expectedRemoteKey: conn.remotePublicKey, caps: localCapabilities(config.compression), timeoutMs: config.handshakeTimeoutMs, signal: this.#stop.signal },
+        {
+          identity,
+          expectedRemoteKey: conn.remotePublicKey,
+          caps: localCapabilities(config.compression),
+          timeoutMs: config.handshakeTimeoutMs,
+          signal: this.#stop.signal,
+        },
         async (first) => {
           if (first.type === 'session-join') {
             await this.#joins.serve(conn, stream, first, peerId, log);
@@ -437,12 +511,18 @@ export class NodeServer {
       // between must not let it in (the drop may have missed it while it had no session).
       if (!(await stillPaired())) {
         log.warn('peer unpaired during its handshake: refused', { id: peerId, addr: where, transport: conn.transport });
-        await settledWithin(handshake.channel.sendError('NOT_PAIRED', `node ${peerId} was unpaired by ${identity.nodeId}`), REFUSAL_TIMEOUT_MS);
+        await settledWithin(
+          handshake.channel.sendError('NOT_PAIRED', `node ${peerId} was unpaired by ${identity.nodeId}`),
+          REFUSAL_TIMEOUT_MS,
+        );
         await settledWithin(handshake.channel.close(), REFUSAL_TIMEOUT_MS);
         return;
       }
       const pathOf = this.#options.pathOf;
-      const session = new PeerSession(conn, handshake, { stillPaired, ...(pathOf === undefined ? {} : { path: () => pathOf(conn.remoteAddress) ?? 'direct' }) });
+      const session = new PeerSession(conn, handshake, {
+        stillPaired,
+        ...(pathOf === undefined ? {} : { path: () => pathOf(conn.remoteAddress) ?? 'direct' }),
+      });
       this.#sessions.set(session, { peerId, since: Date.now() });
       const unjoinable = this.#joins.register(session, log);
       log.info('peer connected', { id: peerId, addr: where, transport: conn.transport, version: session.version });
@@ -456,7 +536,11 @@ export class NodeServer {
     } catch (err) {
       if (!(err instanceof ClawpeerError)) {
         // A bug, not the peer's fault: log it loudly with its stack, but keep serving others.
-        log.error('internal error serving peer', { id: peerId, addr: where, stack: (err as Error).stack ?? String(err) });
+        log.error('internal error serving peer', {
+          id: peerId,
+          addr: where,
+          stack: (err as Error).stack ?? String(err),
+        });
         return;
       }
       if (this.#stop.signal.aborted) return;

@@ -38,7 +38,9 @@ export class SessionJoins {
     session.setConnectionsWanted((connections) => {
       if (connections <= asked) return;
       asked = connections;
-      session.control.send({ type: 'join-wanted', connections }).catch((err: unknown) => log.debug('could not ask for connections', { error: (err as Error).message }));
+      session.control
+        .send({ type: 'join-wanted', connections })
+        .catch((err: unknown) => log.debug('could not ask for connections', { error: (err as Error).message }));
     });
     return () => {
       this.#sessions.delete(key);
@@ -50,42 +52,80 @@ export class SessionJoins {
    * Serves a SessionJoin that came first on `conn` (from the paired `peerId`): joins it and
    * holds until the connection is gone, or refuses it with a clear error.
    */
-  async serve(conn: Connection, stream: DuplexStream, join: SessionJoinMessage, peerId: string, log: Logger): Promise<void> {
+  async serve(
+    conn: Connection,
+    stream: DuplexStream,
+    join: SessionJoinMessage,
+    peerId: string,
+    log: Logger,
+  ): Promise<void> {
     let joinable: Joinable;
     try {
       joinable = this.#check(join, peerId);
     } catch (err) {
       const e = err as ClawpeerError;
-      log.warn('refused a connection joining a session', { id: peerId, index: join.index, code: e.code, error: e.message });
+      log.warn('refused a connection joining a session', {
+        id: peerId,
+        index: join.index,
+        code: e.code,
+        error: e.message,
+      });
       await refuse(stream, e.code === 'PEER_BUSY' ? 'BUSY' : 'AUTH_FAILED', e.message);
       await settledWithin(conn.closed, JOIN_REFUSAL_LINGER_MS);
       return;
     }
     joinable.used.add(join.index);
     joinable.session.addConnection(conn);
-    log.info('a connection joined the session', { id: peerId, index: join.index, connections: joinable.session.connections().length });
-    await withTimeout(stream.write(encodeControlFrame({ type: 'session-joined', index: join.index })), JOIN_REFUSAL_LINGER_MS, 'sending SessionJoined').catch(() => undefined);
+    log.info('a connection joined the session', {
+      id: peerId,
+      index: join.index,
+      connections: joinable.session.connections().length,
+    });
+    await withTimeout(
+      stream.write(encodeControlFrame({ type: 'session-joined', index: join.index })),
+      JOIN_REFUSAL_LINGER_MS,
+      'sending SessionJoined',
+    ).catch(() => undefined);
     await conn.closed; // the session closes it when it ends, or the peer does
   }
 
   #check(join: SessionJoinMessage, peerId: string): Joinable {
     const key = Buffer.from(join.sessionId).toString('hex');
     const joinable = this.#sessions.get(key);
-    if (joinable === undefined) throw new ClawpeerError('AUTH_FAILED', `join refused: no session ${key} open here (it ended, or it is another node's)`);
+    if (joinable === undefined)
+      throw new ClawpeerError(
+        'AUTH_FAILED',
+        `join refused: no session ${key} open here (it ended, or it is another node's)`,
+      );
     const { session, used } = joinable;
-    if (session.peerId !== peerId) throw new ClawpeerError('AUTH_FAILED', `join refused: session ${key} is not node ${peerId}'s`);
+    if (session.peerId !== peerId)
+      throw new ClawpeerError('AUTH_FAILED', `join refused: session ${key} is not node ${peerId}'s`);
     if (!Number.isInteger(join.index) || join.index < 1 || join.index > MAX_JOINS_PER_SESSION) {
-      throw new ClawpeerError('PEER_BUSY', `join refused: connection number ${join.index} is outside 1..${MAX_JOINS_PER_SESSION} (at most ${MAX_JOINS_PER_SESSION + 1} connections per session)`);
+      throw new ClawpeerError(
+        'PEER_BUSY',
+        `join refused: connection number ${join.index} is outside 1..${MAX_JOINS_PER_SESSION} (at most ${MAX_JOINS_PER_SESSION + 1} connections per session)`,
+      );
     }
     if (!joinProofMatches(joinProof(session.keys.joinKey, session.sessionId, join.index), join.proof)) {
-      throw new ClawpeerError('AUTH_FAILED', `join refused: the proof for connection ${join.index} of session ${key} does not verify (not made with this session's keys)`);
+      throw new ClawpeerError(
+        'AUTH_FAILED',
+        `join refused: the proof for connection ${join.index} of session ${key} does not verify (not made with this session's keys)`,
+      );
     }
-    if (used.has(join.index)) throw new ClawpeerError('AUTH_FAILED', `join refused: connection ${join.index} of session ${key} joined already (a replayed join)`);
+    if (used.has(join.index))
+      throw new ClawpeerError(
+        'AUTH_FAILED',
+        `join refused: connection ${join.index} of session ${key} joined already (a replayed join)`,
+      );
     return joinable;
   }
 }
 
 async function refuse(stream: DuplexStream, code: WireErrorCode, message: string): Promise<void> {
-  await withTimeout(stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS[code].wire, message })), 1_000, `sending ${code}`).catch(() => undefined);
+  await withTimeout(
+    stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS[code].wire, message })),
+    1_000,
+    `sending ${code}`,
+  ).catch(() => undefined);
   await stream.finish().catch(() => undefined);
 }

@@ -17,7 +17,13 @@ import { isClawpeerError, type LocalErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { HostPort, TransportName } from '../transport/types.js';
 import { forEachBounded } from '../support/for-each-bounded.js';
-import { MIN_UDP_BUFFER_BYTES, netCoreFile, readNetCoreBytes, RECOMMENDED_UDP_BUFFER_BYTES, type NetCoreBufferKey } from '../transport/udp-buffers.js';
+import {
+  MIN_UDP_BUFFER_BYTES,
+  netCoreFile,
+  readNetCoreBytes,
+  RECOMMENDED_UDP_BUFFER_BYTES,
+  type NetCoreBufferKey,
+} from '../transport/udp-buffers.js';
 import { formatHostPort, parseHostPort } from '../home/address.js';
 import { resolveConfig } from '../home/config.js';
 import type { HomeLayout } from '../home/home.js';
@@ -60,10 +66,13 @@ function describeBuffers(found: readonly { key: NetCoreBufferKey; bytes: number 
   return found.map((f) => `net.core.${f.key} ${f.bytes} (${formatBytes(f.bytes)})`).join(', ');
 }
 
-export async function checkUdpBuffers(options: { procDir?: string; platform?: NodeJS.Platform } = {}): Promise<CheckResult> {
+export async function checkUdpBuffers(
+  options: { procDir?: string; platform?: NodeJS.Platform } = {},
+): Promise<CheckResult> {
   const name = 'udp-buffers';
   const platform = options.platform ?? process.platform;
-  if (platform !== 'linux') return { name, status: 'ok', detail: `not checked on ${platform}: net.core.rmem_max/wmem_max are Linux settings` };
+  if (platform !== 'linux')
+    return { name, status: 'ok', detail: `not checked on ${platform}: net.core.rmem_max/wmem_max are Linux settings` };
   const procDir = options.procDir ?? '/proc';
   const found: { key: NetCoreBufferKey; bytes: number }[] = [];
   for (const key of ['rmem_max', 'wmem_max'] as const) {
@@ -175,7 +184,8 @@ export async function checkPort(protocol: PortProtocol, options: PortCheckOption
   const name = `port-${protocol}`;
   const { port } = options;
   const label = `${protocol.toUpperCase()} port ${port}`;
-  if (port === 0) return { name, status: 'ok', detail: `port 0: the listener picks a free ${protocol.toUpperCase()} port at start` };
+  if (port === 0)
+    return { name, status: 'ok', detail: `port 0: the listener picks a free ${protocol.toUpperCase()} port at start` };
   const hosts = options.hosts ?? DEFAULT_PORT_CHECK_HOSTS;
   const busy: { host: string; code: string }[] = [];
   for (const host of hosts) {
@@ -185,7 +195,12 @@ export async function checkPort(protocol: PortProtocol, options: PortCheckOption
   const where = hosts.join(' and ');
   if (busy.length === 0) {
     if (options.expectListener === true) {
-      return { name, status: 'fail', detail: `${label} is free on ${where}: no listener is running`, fix: `start it: clawpeer listen --port ${port}` };
+      return {
+        name,
+        status: 'fail',
+        detail: `${label} is free on ${where}: no listener is running`,
+        fix: `start it: clawpeer listen --port ${port}`,
+      };
     }
     return { name, status: 'ok', detail: `${label} is free on ${where} (${TRANSPORT_ROLE[protocol]})` };
   }
@@ -199,10 +214,20 @@ export async function checkPort(protocol: PortProtocol, options: PortCheckOption
     };
   }
   if (first.code === 'EADDRNOTAVAIL') {
-    return { name, status: 'fail', detail: `${first.host} is not an address of this machine (EADDRNOTAVAIL)`, fix: 'listen on 0.0.0.0 or on an address this machine has (ip addr)' };
+    return {
+      name,
+      status: 'fail',
+      detail: `${first.host} is not an address of this machine (EADDRNOTAVAIL)`,
+      fix: 'listen on 0.0.0.0 or on an address this machine has (ip addr)',
+    };
   }
   if (first.code !== 'EADDRINUSE') {
-    return { name, status: 'fail', detail: `cannot bind ${label} on ${first.host}: ${first.code}`, fix: `check the address and port, then run clawpeer doctor -v for details` };
+    return {
+      name,
+      status: 'fail',
+      detail: `cannot bind ${label} on ${first.host}: ${first.code}`,
+      fix: `check the address and port, then run clawpeer doctor -v for details`,
+    };
   }
   const probeHost = first.host === '0.0.0.0' ? '127.0.0.1' : first.host === '::' ? '::1' : first.host;
   const holder = options.probe === undefined ? undefined : await options.probe(protocol, probeHost, port);
@@ -232,7 +257,8 @@ export async function checkIdentity(file: string): Promise<{ result: CheckResult
   const name = 'identity';
   try {
     const identity = await loadIdentity(file);
-    const mode = process.platform === 'win32' ? '' : `, mode ${((await stat(file)).mode & 0o777).toString(8).padStart(4, '0')}`;
+    const mode =
+      process.platform === 'win32' ? '' : `, mode ${((await stat(file)).mode & 0o777).toString(8).padStart(4, '0')}`;
     return { result: { name, status: 'ok', detail: `${file}${mode}, node id ${identity.nodeId}` }, identity };
   } catch (err) {
     if (!isClawpeerError(err)) throw err;
@@ -242,7 +268,10 @@ export async function checkIdentity(file: string): Promise<{ result: CheckResult
       IDENTITY_CORRUPT: `restore ${file} from a backup, or make a new one with clawpeer init --force and re-pair (peers pinned the old key)`,
       HOME_INSECURE: `chmod 700 ${dirname(file)} (or use a home of your own); if others could write it, check peers.json and invites/ for keys you did not pin, and make a new identity (clawpeer init --force) and re-pair`,
     };
-    return { result: { name, status: 'fail', detail: err.message, fix: fixes[err.code] ?? `check ${file} and its directory` }, identity: undefined };
+    return {
+      result: { name, status: 'fail', detail: err.message, fix: fixes[err.code] ?? `check ${file} and its directory` },
+      identity: undefined,
+    };
   }
 }
 
@@ -270,7 +299,12 @@ export async function checkBlake3(active?: () => Promise<string>): Promise<Check
   try {
     backend = await (active ?? (async () => (await import('../chunking/blake3.js')).activeBlake3Backend()))();
   } catch (err) {
-    return { name, status: 'fail', detail: `no BLAKE3 backend loads: ${(err as Error).message}`, fix: 'reinstall dependencies: npm install (needs @napi-rs/blake-hash or blake3-wasm)' };
+    return {
+      name,
+      status: 'fail',
+      detail: `no BLAKE3 backend loads: ${(err as Error).message}`,
+      fix: 'reinstall dependencies: npm install (needs @napi-rs/blake-hash or blake3-wasm)',
+    };
   }
   if (backend === 'native') return { name, status: 'ok', detail: 'BLAKE3: native (@napi-rs/blake-hash)' };
   return {
@@ -285,7 +319,12 @@ export async function checkBlake3(active?: () => Promise<string>): Promise<Check
 export async function checkZstd(loaded?: () => Promise<boolean>): Promise<CheckResult> {
   const name = 'zstd';
   const ok = await (loaded ?? (async () => (await import('../session/chunk-compression.js')).zstdCodec() !== null))();
-  if (ok) return { name, status: 'ok', detail: 'zstd chunk compression available (@mongodb-js/zstd); on unless --no-compress' };
+  if (ok)
+    return {
+      name,
+      status: 'ok',
+      detail: 'zstd chunk compression available (@mongodb-js/zstd); on unless --no-compress',
+    };
   return {
     name,
     status: 'warn',
@@ -319,7 +358,12 @@ export async function checkPeer(entry: PeerEntry, options: PeerCheckOptions): Pr
     address = parseHostPort(entry.addr, `address of peer ${entry.name}`);
   } catch (err) {
     if (!isClawpeerError(err)) throw err;
-    return { name, status: 'fail', detail: err.message, fix: `fix it: clawpeer pair add ${entry.id} --name ${entry.name} --addr HOST:PORT` };
+    return {
+      name,
+      status: 'fail',
+      detail: err.message,
+      fix: `fix it: clawpeer pair add ${entry.id} --name ${entry.name} --addr HOST:PORT`,
+    };
   }
   const where = formatHostPort(address);
   const config = resolveConfig({
@@ -340,8 +384,18 @@ export async function checkPeer(entry: PeerEntry, options: PeerCheckOptions): Pr
     });
     try {
       let rttMs = NaN;
-      for await (const p of pingPeer(session, { count: 1, intervalMs: 0, timeoutMs, ...(options.signal !== undefined ? { signal: options.signal } : {}) })) rttMs = p.rttMs;
-      return { name, status: 'ok', detail: `reachable at ${where} via ${session.transport}, rtt ${rttMs.toFixed(1)} ms` };
+      for await (const p of pingPeer(session, {
+        count: 1,
+        intervalMs: 0,
+        timeoutMs,
+        ...(options.signal !== undefined ? { signal: options.signal } : {}),
+      }))
+        rttMs = p.rttMs;
+      return {
+        name,
+        status: 'ok',
+        detail: `reachable at ${where} via ${session.transport}, rtt ${rttMs.toFixed(1)} ms`,
+      };
     } finally {
       await session.close('doctor').catch(() => undefined);
     }
@@ -373,7 +427,12 @@ export async function checkPeer(entry: PeerEntry, options: PeerCheckOptions): Pr
           fix: `is clawpeer listen running on ${entry.name}? check the address (clawpeer pair add ${entry.id} --name ${entry.name} --addr HOST:PORT) and that UDP and TCP port ${address.port} are open in firewalls on the way`,
         };
       default:
-        return { name, status: 'fail', detail: `${where}: ${err.code}: ${err.message}`, fix: `run clawpeer ping ${entry.name} -vv for details` };
+        return {
+          name,
+          status: 'fail',
+          detail: `${where}: ${err.code}: ${err.message}`,
+          fix: `run clawpeer ping ${entry.name} -vv for details`,
+        };
     }
   }
 }
@@ -427,24 +486,46 @@ export async function* runDoctor(options: DoctorOptions): AsyncGenerator<CheckRe
   yield await checkQuic();
   yield await checkBlake3();
   yield await checkZstd();
-  yield await checkClock({ nowMs: options.nowMs ?? Date.now(), buildTimeMs: options.buildTimeMs ?? (await buildTimeMs()), sync: options.clockSync ?? probeClockSync });
+  yield await checkClock({
+    nowMs: options.nowMs ?? Date.now(),
+    buildTimeMs: options.buildTimeMs ?? (await buildTimeMs()),
+    sync: options.clockSync ?? probeClockSync,
+  });
   const { checkRendezvous } = await import('./rendezvous-check.js');
-  yield await checkRendezvous({ rendezvous: options.rendezvous, log: options.log.child('rendezvous'), ...(options.signal !== undefined ? { signal: options.signal } : {}) });
+  yield await checkRendezvous({
+    rendezvous: options.rendezvous,
+    log: options.log.child('rendezvous'),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  });
   if (options.peers === false) return;
   let peers: PeerEntry[];
   try {
     peers = await new PeerStore(options.home.peersFile).list();
   } catch (err) {
     if (!isClawpeerError(err)) throw err;
-    yield { name: 'peers', status: 'fail', detail: err.message, fix: `repair or remove ${options.home.peersFile}, then pair again` };
+    yield {
+      name: 'peers',
+      status: 'fail',
+      detail: err.message,
+      fix: `repair or remove ${options.home.peersFile}, then pair again`,
+    };
     return;
   }
   if (peers.length === 0) {
-    yield { name: 'peers', status: 'ok', detail: 'no paired peers yet (clawpeer pair add <ID> --name <NAME> --addr HOST:PORT)' };
+    yield {
+      name: 'peers',
+      status: 'ok',
+      detail: 'no paired peers yet (clawpeer pair add <ID> --name <NAME> --addr HOST:PORT)',
+    };
     return;
   }
   if (identity === undefined) {
-    yield { name: 'peers', status: 'warn', detail: `${peers.length} paired peer(s) not dialled: no usable identity`, fix: 'fix the identity check first' };
+    yield {
+      name: 'peers',
+      status: 'warn',
+      detail: `${peers.length} paired peer(s) not dialled: no usable identity`,
+      fix: 'fix the identity check first',
+    };
     return;
   }
   yield* await checkPeers(peers, {

@@ -24,8 +24,19 @@ export interface DirectoryContext {
 
 /** The directories of this node: LAN first (no server involved), then the rendezvous. */
 function directoriesOf(ctx: DirectoryContext): { lan: LanNameplateDirectory | undefined; all: NameplateDirectory[] } {
-  const rendezvous = ctx.reach.rendezvous === undefined ? [] : [new RendezvousNameplateDirectory({ identity: ctx.identity, rendezvous: ctx.reach.rendezvous, log: ctx.log })];
-  const lan = ctx.reach.lanDiscovery ? new LanNameplateDirectory(lanOptionsFrom(ctx.reach, { log: ctx.log, ...(ctx.listenHost !== undefined && isLoopbackHost(ctx.listenHost) ? { loopbackOnly: true } : {}) }), ctx.identity.nodeId) : undefined;
+  const rendezvous =
+    ctx.reach.rendezvous === undefined
+      ? []
+      : [new RendezvousNameplateDirectory({ identity: ctx.identity, rendezvous: ctx.reach.rendezvous, log: ctx.log })];
+  const lan = ctx.reach.lanDiscovery
+    ? new LanNameplateDirectory(
+        lanOptionsFrom(ctx.reach, {
+          log: ctx.log,
+          ...(ctx.listenHost !== undefined && isLoopbackHost(ctx.listenHost) ? { loopbackOnly: true } : {}),
+        }),
+        ctx.identity.nodeId,
+      )
+    : undefined;
   return { lan, all: [...(lan === undefined ? [] : [lan]), ...rendezvous] };
 }
 
@@ -33,7 +44,10 @@ function directoriesOf(ctx: DirectoryContext): { lan: LanNameplateDirectory | un
  * A listener's directories, and the nameplates it answers LAN queries for: those its claims
  * hold (the listener claims each open short code's nameplate: listener/nameplate-holder.ts).
  */
-export function listenerDirectories(ctx: DirectoryContext): { directories: NameplateDirectory[]; openNameplates: () => number[] } {
+export function listenerDirectories(ctx: DirectoryContext): {
+  directories: NameplateDirectory[];
+  openNameplates: () => number[];
+} {
   const { lan, all } = directoriesOf(ctx);
   return { directories: all, openNameplates: () => lan?.held() ?? [] };
 }

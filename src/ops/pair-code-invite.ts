@@ -38,7 +38,11 @@ export async function openCodeInvite(o: OpenCodeInviteOptions): Promise<OpenedCo
     const nameplate = Number(code.nameplate);
     let expiresAt: number;
     try {
-      ({ expiresAt } = await o.store.create({ code, ttlMs: o.ttlMs, ...(o.name === undefined ? {} : { name: o.name }) }));
+      ({ expiresAt } = await o.store.create({
+        code,
+        ttlMs: o.ttlMs,
+        ...(o.name === undefined ? {} : { name: o.name }),
+      }));
     } catch (err) {
       if (!(err instanceof ClawpeerError && err.code === 'FILE_EXISTS')) throw err;
       taken.add(nameplate);
@@ -54,7 +58,10 @@ export async function openCodeInvite(o: OpenCodeInviteOptions): Promise<OpenedCo
           busy = true;
           break;
         }
-        o.log.warn('cannot claim the nameplate in a directory: the joiner will not find this node there', { directory: d.name, error: (err as Error).message });
+        o.log.warn('cannot claim the nameplate in a directory: the joiner will not find this node there', {
+          directory: d.name,
+          error: (err as Error).message,
+        });
       }
     }
     if (busy) {
@@ -65,7 +72,8 @@ export async function openCodeInvite(o: OpenCodeInviteOptions): Promise<OpenedCo
     }
     opened = { code, expiresAt, claims };
   }
-  if (opened === undefined) throw new ClawpeerError('PEER_BUSY', `no free nameplate after ${NAMEPLATE_TRIES} tries: retry in a moment`);
+  if (opened === undefined)
+    throw new ClawpeerError('PEER_BUSY', `no free nameplate after ${NAMEPLATE_TRIES} tries: retry in a moment`);
   return opened;
 }
 
@@ -79,14 +87,21 @@ export type CodeInvitePaired = Extract<CodeInviteOutcome, { outcome: 'paired' }>
  * Waits until the listener settles the invite: the pair it made, or an error naming why not
  * (withdrawn by `signal`, expired, burnt).
  */
-export async function waitForCodeOutcome(store: CodeInviteStore, code: ParsedCode, signal: AbortSignal): Promise<CodeInvitePaired> {
+export async function waitForCodeOutcome(
+  store: CodeInviteStore,
+  code: ParsedCode,
+  signal: AbortSignal,
+): Promise<CodeInvitePaired> {
   for (;;) {
     if (signal.aborted) throw new ClawpeerError('INTERRUPTED', `stopped waiting: the code ${code.text} is withdrawn`);
     const status = await store.status(code.nameplate);
     if (status.state === 'gone') throw new ClawpeerError('TIMEOUT', `the code ${code.text} expired unused`);
     if (status.state === 'settled') {
       if (status.outcome === 'burnt') {
-        throw new ClawpeerError('AUTH_FAILED', `the code ${code.text} is burnt: ${status.reason}. Nothing was pinned; make a new one with \`clawpeer pair invite\``);
+        throw new ClawpeerError(
+          'AUTH_FAILED',
+          `the code ${code.text} is burnt: ${status.reason}. Nothing was pinned; make a new one with \`clawpeer pair invite\``,
+        );
       }
       return status;
     }

@@ -62,7 +62,14 @@ export async function joinByCode(o: CodeJoinOptions): Promise<CodeJoinResult> {
     for (const target of targets) {
       let conn: Connection;
       try {
-        conn = await connectTransport({ identity: o.identity, address: target.address, label: target.describe, config: o.config, log: o.log, ...(o.signal === undefined ? {} : { signal: o.signal }) });
+        conn = await connectTransport({
+          identity: o.identity,
+          address: target.address,
+          label: target.describe,
+          config: o.config,
+          log: o.log,
+          ...(o.signal === undefined ? {} : { signal: o.signal }),
+        });
       } catch (err) {
         if (o.signal?.aborted === true || targets.length === 1) throw err;
         o.log.info('inviter candidate did not connect', { candidate: target.describe, error: (err as Error).message });
@@ -77,7 +84,11 @@ export async function joinByCode(o: CodeJoinOptions): Promise<CodeJoinResult> {
         last = err;
       }
     }
-    throw new ClawpeerError('UNREACHABLE', `no candidate for nameplate ${o.code.nameplate} took the code (${targets.map((c) => c.describe).join(', ')}): ${(last as Error).message}`, { cause: last });
+    throw new ClawpeerError(
+      'UNREACHABLE',
+      `no candidate for nameplate ${o.code.nameplate} took the code (${targets.map((c) => c.describe).join(', ')}): ${(last as Error).message}`,
+      { cause: last },
+    );
   } finally {
     // Each connection is closed by now; what a candidate holds (a forwarder) can go.
     for (const c of targets) c.release();
@@ -96,39 +107,85 @@ async function exchange(o: CodeJoinOptions, conn: Connection, pinnable: boolean)
     if (inviterId === o.identity.nodeId) throw new NameplateNotHeld('USAGE', `${where} is this node itself`);
     // Checked before the code is used: a mistake here must not burn it.
     const clash = (await o.peers.list()).find((p) => p.id !== inviterId && p.name === o.name);
-    if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(o.name)} is already used by ${clash.id}: pick another --name`);
+    if (clash !== undefined)
+      throw new ClawpeerError(
+        'USAGE',
+        `peer name ${JSON.stringify(o.name)} is already used by ${clash.id}: pick another --name`,
+      );
     const stream = await openControlStream(conn, o.config.handshakeTimeoutMs, where, o.signal);
-    const pake = new JoinerPake({ code: o.code, inviterKey, joinerKey: o.identity.publicKey, random: (n) => new Uint8Array(randomBytes(n)) });
+    const pake = new JoinerPake({
+      code: o.code,
+      inviterKey,
+      joinerKey: o.identity.publicKey,
+      random: (n) => new Uint8Array(randomBytes(n)),
+    });
     await stream.write(encodeControlFrame({ type: 'code-pair-start', ...pake.start() }));
     const reply = await readLoneMessage(stream, ANSWER_TIMEOUT_MS, o.signal).catch((err: unknown) => {
-      if (err instanceof ClawpeerError && err.code === 'PEER_NOT_PAIRED') throw new NameplateNotHeld('PEER_NOT_PAIRED', err.message, { cause: err, ...(err.wire === undefined ? {} : { wire: err.wire }) });
+      if (err instanceof ClawpeerError && err.code === 'PEER_NOT_PAIRED')
+        throw new NameplateNotHeld('PEER_NOT_PAIRED', err.message, {
+          cause: err,
+          ...(err.wire === undefined ? {} : { wire: err.wire }),
+        });
       throw err;
     });
-    if (reply?.type !== 'code-pair-reply') throw new ClawpeerError('PROTOCOL', `${where} answered the code with ${reply === null ? 'nothing' : reply.type}`);
+    if (reply?.type !== 'code-pair-reply')
+      throw new ClawpeerError('PROTOCOL', `${where} answered the code with ${reply === null ? 'nothing' : reply.type}`);
     let verify: string;
     try {
       ({ verify } = pake.reply(reply));
     } catch (err) {
       // Tell the inviter, so its `pair invite` says at once that the code is burnt.
-      await stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.AUTH_FAILED.wire, message: 'the pairing code did not match: burnt' })).catch(() => undefined);
+      await stream
+        .write(
+          encodeControlFrame({
+            type: 'error',
+            code: WIRE_ERRORS.AUTH_FAILED.wire,
+            message: 'the pairing code did not match: burnt',
+          }),
+        )
+        .catch(() => undefined);
       await stream.finish().catch(() => undefined);
       throw err;
     }
     if (o.confirm !== undefined && !(await o.confirm(verify))) {
-      await stream.write(encodeControlFrame({ type: 'error', code: WIRE_ERRORS.AUTH_FAILED.wire, message: 'the joiner\'s user did not confirm the verification string' })).catch(() => undefined);
+      await stream
+        .write(
+          encodeControlFrame({
+            type: 'error',
+            code: WIRE_ERRORS.AUTH_FAILED.wire,
+            message: "the joiner's user did not confirm the verification string",
+          }),
+        )
+        .catch(() => undefined);
       await stream.finish().catch(() => undefined);
-      throw new ClawpeerError('AUTH_FAILED', 'verification not confirmed: nothing pinned, and the code is burnt on both sides');
+      throw new ClawpeerError(
+        'AUTH_FAILED',
+        'verification not confirmed: nothing pinned, and the code is burnt on both sides',
+      );
     }
-    await stream.write(encodeControlFrame({ type: 'code-pair-finish', ...pake.finish({ id: o.identity.nodeId, addrs: o.ownAddrs ?? [], name: suggestedName() }) }));
+    await stream.write(
+      encodeControlFrame({
+        type: 'code-pair-finish',
+        ...pake.finish({ id: o.identity.nodeId, addrs: o.ownAddrs ?? [], name: suggestedName() }),
+      }),
+    );
     const done = await readLoneMessage(stream, ANSWER_TIMEOUT_MS, o.signal);
-    if (done?.type !== 'code-pair-done') throw new ClawpeerError('PROTOCOL', `${where} answered the confirmation with ${done === null ? 'nothing' : done.type}`);
+    if (done?.type !== 'code-pair-done')
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `${where} answered the confirmation with ${done === null ? 'nothing' : done.type}`,
+      );
     const inviter = pake.done(done);
     await stream.finish().catch(() => undefined);
     // The address we dialled worked; one the inviter told us is for when we dialled a relay. A
     // forwarder's loopback address (a punched or relayed path) is never pinned: the peer is
     // found again through the rendezvous.
     const addr = o.address !== undefined ? where : (inviter.addrs[0] ?? (pinnable ? where : undefined));
-    const { entry, created } = await o.peers.add(inviterId, (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([inviter.name], inviterId, takenNow), addr);
+    const { entry, created } = await o.peers.add(
+      inviterId,
+      (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([inviter.name], inviterId, takenNow),
+      addr,
+    );
     return { entry, created, verify };
   } finally {
     await conn.close().catch(() => undefined);
@@ -137,18 +194,28 @@ async function exchange(o: CodeJoinOptions, conn: Connection, pinnable: boolean)
 
 /** Where to dial: --addr alone, else what the directories say holds the nameplate. */
 async function inviterCandidates(o: CodeJoinOptions): Promise<NameplateCandidate[]> {
-  if (o.address !== undefined) return [{ address: o.address, describe: formatHostPort(o.address), release: () => undefined }];
+  if (o.address !== undefined)
+    return [{ address: o.address, describe: formatHostPort(o.address), release: () => undefined }];
   if (o.directories.length === 0) {
-    throw new ClawpeerError('USAGE', `cannot look up nameplate ${o.code.nameplate}: no LAN discovery or rendezvous is available; give the inviter's address: clawpeer pair join ${o.code.text} --addr HOST:PORT`);
+    throw new ClawpeerError(
+      'USAGE',
+      `cannot look up nameplate ${o.code.nameplate}: no LAN discovery or rendezvous is available; give the inviter's address: clawpeer pair join ${o.code.text} --addr HOST:PORT`,
+    );
   }
   const nameplate = Number(o.code.nameplate);
-  const found = await Promise.allSettled(o.directories.map((d) => d.lookup(nameplate, o.signal === undefined ? {} : { signal: o.signal })));
+  const found = await Promise.allSettled(
+    o.directories.map((d) => d.lookup(nameplate, o.signal === undefined ? {} : { signal: o.signal })),
+  );
   for (const [i, r] of found.entries()) {
-    if (r.status === 'rejected') o.log.info('nameplate lookup failed', { directory: o.directories[i]?.name, error: (r.reason as Error).message });
+    if (r.status === 'rejected')
+      o.log.info('nameplate lookup failed', { directory: o.directories[i]?.name, error: (r.reason as Error).message });
   }
   const candidates = found.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
   if (candidates.length === 0) {
-    throw new ClawpeerError('UNREACHABLE', `nobody holds nameplate ${o.code.nameplate} (asked: ${o.directories.map((d) => d.name).join(', ')}); check the number, or give the inviter's address with --addr HOST:PORT`);
+    throw new ClawpeerError(
+      'UNREACHABLE',
+      `nobody holds nameplate ${o.code.nameplate} (asked: ${o.directories.map((d) => d.name).join(', ')}); check the number, or give the inviter's address with --addr HOST:PORT`,
+    );
   }
   return candidates;
 }

@@ -30,15 +30,32 @@ export interface JoinOptions {
 /** Pairs with the listener at `address`; returns its entry here (created: it was not pinned before). AUTH_FAILED when it cannot prove the code. */
 export async function joinByInvite(o: JoinOptions): Promise<{ entry: PeerEntry; created: boolean }> {
   const where = formatHostPort(o.address);
-  const conn = await connectTransport({ identity: o.identity, address: o.address, label: where, config: o.config, log: o.log, ...(o.signal === undefined ? {} : { signal: o.signal }) });
+  const conn = await connectTransport({
+    identity: o.identity,
+    address: o.address,
+    label: where,
+    config: o.config,
+    log: o.log,
+    ...(o.signal === undefined ? {} : { signal: o.signal }),
+  });
   try {
     const inviterKey = conn.remotePublicKey;
     const inviterId = nodeIdFromPublicKey(inviterKey);
     if (inviterId === o.identity.nodeId) throw new ClawpeerError('USAGE', `${where} is this node itself`);
     const taken = new Set((await o.peers.list()).filter((p) => p.id !== inviterId).map((p) => p.name));
-    if (o.name !== undefined && taken.has(o.name)) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(o.name)} is already used by another peer: pick another --name`);
+    if (o.name !== undefined && taken.has(o.name))
+      throw new ClawpeerError(
+        'USAGE',
+        `peer name ${JSON.stringify(o.name)} is already used by another peer: pick another --name`,
+      );
     const stream = await openControlStream(conn, o.config.handshakeTimeoutMs, where, o.signal);
-    await stream.write(encodeControlFrame({ type: 'pair-request', proof: pairProof(o.secret, 'joiner', inviterKey, o.identity.publicKey), name: suggestedName() }));
+    await stream.write(
+      encodeControlFrame({
+        type: 'pair-request',
+        proof: pairProof(o.secret, 'joiner', inviterKey, o.identity.publicKey),
+        name: suggestedName(),
+      }),
+    );
     const answer = await readLoneMessage(stream, o.config.handshakeTimeoutMs, o.signal).catch((err: unknown) => {
       // The listener's own protocol error: a listener of an older version that has our key pinned
       // already (and not by this code: a retry of the join that pinned us gets its PairAccept
@@ -54,14 +71,25 @@ export async function joinByInvite(o: JoinOptions): Promise<{ entry: PeerEntry; 
       }
       throw err;
     });
-    if (answer?.type !== 'pair-accept') throw new ClawpeerError('PROTOCOL', `${where} answered the pairing with ${answer === null ? 'nothing' : answer.type}`);
+    if (answer?.type !== 'pair-accept')
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `${where} answered the pairing with ${answer === null ? 'nothing' : answer.type}`,
+      );
     // It pinned us already if its proof is good; if not, it is not who printed the code.
     if (!proofMatches(pairProof(o.secret, 'inviter', inviterKey, o.identity.publicKey), answer.proof)) {
-      throw new ClawpeerError('AUTH_FAILED', `the node at ${where} (${inviterId}) could not prove it knows the invite code: not pinned`);
+      throw new ClawpeerError(
+        'AUTH_FAILED',
+        `the node at ${where} (${inviterId}) could not prove it knows the invite code: not pinned`,
+      );
     }
     await stream.finish().catch(() => undefined);
     // The name is chosen with peers.json locked: a pairing at the same moment may have taken one.
-    return await o.peers.add(inviterId, (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([answer.name], inviterId, takenNow), where);
+    return await o.peers.add(
+      inviterId,
+      (takenNow, existing) => o.name ?? existing?.name ?? pickPeerName([answer.name], inviterId, takenNow),
+      where,
+    );
   } finally {
     await conn.close().catch(() => undefined);
   }

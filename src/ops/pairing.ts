@@ -4,7 +4,15 @@
 // Re-exports and the joins loaded on demand: importing this stays light.
 export { DEFAULT_INVITE_TTL_MS, InviteStore, parseInviteCode } from '../home/pair-invite.js';
 export { CodeInviteStore } from '../home/code-invites.js';
-export { codeEntropyBits, DEFAULT_CODE_WORDS, guessOdds, MAX_CODE_WORDS, MIN_CODE_WORDS, parseCode, type ParsedCode } from '../pairing/code-words.js';
+export {
+  codeEntropyBits,
+  DEFAULT_CODE_WORDS,
+  guessOdds,
+  MAX_CODE_WORDS,
+  MIN_CODE_WORDS,
+  parseCode,
+  type ParsedCode,
+} from '../pairing/code-words.js';
 export { nameplateDirectories } from './nameplate-directories.js';
 export { openCodeInvite, waitForCodeOutcome, type CodeInvitePaired } from './pair-code-invite.js';
 import type { joinByInvite as JoinByInvite } from './pair-join.js';

@@ -16,7 +16,18 @@
 import { createCipheriv, createDecipheriv, createHmac, timingSafeEqual } from 'node:crypto';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import { ClawpeerError } from '../errors.js';
-import { concat, intermediateKey, lvCat, makeShare, sha512, sharedPoint, transcriptIr, utf8, type CpaceInputs, type CpaceShare } from './cpace.js';
+import {
+  concat,
+  intermediateKey,
+  lvCat,
+  makeShare,
+  sha512,
+  sharedPoint,
+  transcriptIr,
+  utf8,
+  type CpaceInputs,
+  type CpaceShare,
+} from './cpace.js';
 import { ELEMENT_BYTES } from './ristretto255.js';
 import type { ParsedCode } from './code-words.js';
 
@@ -56,7 +67,11 @@ export function wrongCodeError(side: 'joiner' | 'inviter'): ClawpeerError {
 }
 
 function cpaceInputs(p: PakeParties): CpaceInputs {
-  return { prs: utf8(p.code.text), ci: lvCat(utf8(PROTOCOL_LABEL), utf8(p.code.nameplate), p.inviterKey, p.joinerKey), sid: new Uint8Array(0) };
+  return {
+    prs: utf8(p.code.text),
+    ci: lvCat(utf8(PROTOCOL_LABEL), utf8(p.code.nameplate), p.inviterKey, p.joinerKey),
+    sid: new Uint8Array(0),
+  };
 }
 
 interface SessionKeys {
@@ -69,7 +84,8 @@ interface SessionKeys {
 }
 
 function sessionKeys(isk: Uint8Array, transcript: Uint8Array): SessionKeys {
-  const derive = (label: string): Uint8Array => sha512(concat([utf8(`${PROTOCOL_LABEL} ${label}`), isk])).subarray(0, 32);
+  const derive = (label: string): Uint8Array =>
+    sha512(concat([utf8(`${PROTOCOL_LABEL} ${label}`), isk])).subarray(0, 32);
   return {
     confirmInviter: derive('confirm inviter'),
     confirmJoiner: derive('confirm joiner'),
@@ -97,7 +113,8 @@ function seal(key: Uint8Array, info: PairInfo): Uint8Array {
 }
 
 function unseal(key: Uint8Array, sealed: Uint8Array, expectedKey: Uint8Array, from: string): PairInfo {
-  if (sealed.length < 16 || sealed.length > MAX_SEALED_BYTES) throw new ClawpeerError('PROTOCOL', `${from}'s sealed pairing info has ${sealed.length} bytes`);
+  if (sealed.length < 16 || sealed.length > MAX_SEALED_BYTES)
+    throw new ClawpeerError('PROTOCOL', `${from}'s sealed pairing info has ${sealed.length} bytes`);
   let text: string;
   try {
     const decipher = createDecipheriv('chacha20-poly1305', key, new Uint8Array(12), { authTagLength: 16 });
@@ -115,12 +132,22 @@ function unseal(key: Uint8Array, sealed: Uint8Array, expectedKey: Uint8Array, fr
     throw new ClawpeerError('PROTOCOL', `${from}'s pairing info is not JSON`);
   }
   const addrs = info?.addrs;
-  if (typeof info?.id !== 'string' || typeof info.name !== 'string' || !Array.isArray(addrs) || addrs.length > MAX_ADDRS || addrs.some((a) => typeof a !== 'string' || a.length > 300) || info.name.length > 255) {
+  if (
+    typeof info?.id !== 'string' ||
+    typeof info.name !== 'string' ||
+    !Array.isArray(addrs) ||
+    addrs.length > MAX_ADDRS ||
+    addrs.some((a) => typeof a !== 'string' || a.length > 300) ||
+    info.name.length > 255
+  ) {
     throw new ClawpeerError('PROTOCOL', `${from}'s pairing info is malformed`);
   }
   const proven = nodeIdFromPublicKey(expectedKey);
   if (info.id !== proven) {
-    throw new ClawpeerError('AUTH_FAILED', `${from} sent node id ${info.id} under the code's key but its connection proved ${proven}: nothing pinned`);
+    throw new ClawpeerError(
+      'AUTH_FAILED',
+      `${from} sent node id ${info.id} under the code's key but its connection proved ${proven}: nothing pinned`,
+    );
   }
   return { id: info.id, addrs: addrs as string[], name: info.name };
 }
@@ -132,7 +159,8 @@ function verifyString(keys: SessionKeys): string {
 }
 
 function checkElement(element: Uint8Array, from: string): void {
-  if (element.length !== ELEMENT_BYTES) throw new ClawpeerError('PROTOCOL', `${from}'s PAKE share has ${element.length} bytes, not ${ELEMENT_BYTES}`);
+  if (element.length !== ELEMENT_BYTES)
+    throw new ClawpeerError('PROTOCOL', `${from}'s PAKE share has ${element.length} bytes, not ${ELEMENT_BYTES}`);
 }
 
 /** The joining side (CPace initiator). */
@@ -158,7 +186,10 @@ export class JoinerPake {
     const k = sharedPoint(this.#share, m.share);
     if (k === undefined) throw new ClawpeerError('PROTOCOL', 'the inviter sent an invalid PAKE share');
     const transcript = transcriptIr(this.#share.element, AD_JOINER, m.share, AD_INVITER);
-    const keys = sessionKeys(intermediateKey(new Uint8Array(0), k, this.#share.element, AD_JOINER, m.share, AD_INVITER), transcript);
+    const keys = sessionKeys(
+      intermediateKey(new Uint8Array(0), k, this.#share.element, AD_JOINER, m.share, AD_INVITER),
+      transcript,
+    );
     if (!tagMatches(tag(keys.confirmInviter, transcript), m.confirm)) throw wrongCodeError('joiner');
     this.#keys = keys;
     return { verify: verifyString(keys) };
@@ -201,7 +232,10 @@ export class InviterPake {
     const k = sharedPoint(this.#share, m.share);
     if (k === undefined) throw new ClawpeerError('PROTOCOL', 'the joiner sent an invalid PAKE share');
     const transcript = transcriptIr(m.share, AD_JOINER, this.#share.element, AD_INVITER);
-    this.#keys = sessionKeys(intermediateKey(new Uint8Array(0), k, m.share, AD_JOINER, this.#share.element, AD_INVITER), transcript);
+    this.#keys = sessionKeys(
+      intermediateKey(new Uint8Array(0), k, m.share, AD_JOINER, this.#share.element, AD_INVITER),
+      transcript,
+    );
     return { share: this.#share.element, confirm: tag(this.#keys.confirmInviter, transcript) };
   }
 
@@ -216,7 +250,8 @@ export class InviterPake {
 
   /** CodePairDone: our info sealed. Only after finish() passed. */
   done(own: PairInfo): { sealed: Uint8Array } {
-    if (this.#keys === undefined || this.#joiner === undefined) throw new ClawpeerError('PROTOCOL', 'the joiner is not confirmed yet');
+    if (this.#keys === undefined || this.#joiner === undefined)
+      throw new ClawpeerError('PROTOCOL', 'the joiner is not confirmed yet');
     return { sealed: seal(this.#keys.sealInviter, own) };
   }
 

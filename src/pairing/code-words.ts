@@ -36,7 +36,8 @@ export function generateCode(nameplate: number, words: number, random: (n: numbe
   if (!Number.isInteger(words) || words < MIN_CODE_WORDS || words > MAX_CODE_WORDS) {
     throw new ClawpeerError('USAGE', `--words must be ${MIN_CODE_WORDS} to ${MAX_CODE_WORDS}, got ${words}`);
   }
-  if (!Number.isInteger(nameplate) || nameplate < 1 || nameplate > MAX_NAMEPLATE) throw new RangeError(`nameplate ${nameplate} out of range`);
+  if (!Number.isInteger(nameplate) || nameplate < 1 || nameplate > MAX_NAMEPLATE)
+    throw new RangeError(`nameplate ${nameplate} out of range`);
   const picked: string[] = [];
   // Rejection sampling over 16-bit draws: uniform over the list, no modulo bias.
   const limit = Math.floor(65536 / CODE_WORDS.length) * CODE_WORDS.length;
@@ -50,18 +51,31 @@ export function generateCode(nameplate: number, words: number, random: (n: numbe
 
 /** A code as a person typed it: any case, dashes or spaces between parts. USAGE naming what is wrong. */
 export function parseCode(input: string): ParsedCode {
-  const parts = input.trim().toLowerCase().split(/[-\s]+/).filter((p) => p !== '');
+  const parts = input
+    .trim()
+    .toLowerCase()
+    .split(/[-\s]+/)
+    .filter((p) => p !== '');
   const [nameplate, ...words] = parts;
   const example = 'like 7-acid-zebra, as `clawpeer pair invite` printed it';
   if (nameplate === undefined || !/^[1-9][0-9]{0,5}$/.test(nameplate)) {
-    throw new ClawpeerError('USAGE', `pairing code ${JSON.stringify(input)} must start with its number (the nameplate), ${example}`);
+    throw new ClawpeerError(
+      'USAGE',
+      `pairing code ${JSON.stringify(input)} must start with its number (the nameplate), ${example}`,
+    );
   }
   if (words.length < MIN_CODE_WORDS || words.length > MAX_CODE_WORDS) {
-    throw new ClawpeerError('USAGE', `pairing code ${JSON.stringify(input)} has ${words.length} word(s) after its number; codes have ${MIN_CODE_WORDS} to ${MAX_CODE_WORDS}, ${example}`);
+    throw new ClawpeerError(
+      'USAGE',
+      `pairing code ${JSON.stringify(input)} has ${words.length} word(s) after its number; codes have ${MIN_CODE_WORDS} to ${MAX_CODE_WORDS}, ${example}`,
+    );
   }
   const unknown = words.filter((w) => !WORD_INDEX.has(w));
   if (unknown.length > 0) {
-    throw new ClawpeerError('USAGE', `pairing code ${JSON.stringify(input)}: ${unknown.map((w) => JSON.stringify(w)).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not in the code word list; check the spelling`);
+    throw new ClawpeerError(
+      'USAGE',
+      `pairing code ${JSON.stringify(input)}: ${unknown.map((w) => JSON.stringify(w)).join(', ')} ${unknown.length === 1 ? 'is' : 'are'} not in the code word list; check the spelling`,
+    );
   }
   return { nameplate, words, text: [nameplate, ...words].join('-') };
 }

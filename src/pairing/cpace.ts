@@ -56,7 +56,10 @@ export function calculateGenerator(inputs: CpaceInputs): Uint8Array {
 }
 
 /** A share from a given scalar (the vectors' fixed ones) or 64 random bytes. */
-export function makeShare(inputs: CpaceInputs, scalarOrRandom: { scalar: Uint8Array } | { random: Uint8Array }): CpaceShare {
+export function makeShare(
+  inputs: CpaceInputs,
+  scalarOrRandom: { scalar: Uint8Array } | { random: Uint8Array },
+): CpaceShare {
   const scalar = 'scalar' in scalarOrRandom ? scalarOrRandom.scalar : scalarFromRandom(scalarOrRandom.random);
   const element = scalarMultVfy(scalar, calculateGenerator(inputs));
   if (element === undefined) throw new RangeError('CPace: the scalar gave no usable element');
@@ -74,7 +77,14 @@ export function transcriptIr(ya: Uint8Array, ada: Uint8Array, yb: Uint8Array, ad
 }
 
 /** ISK = H(lv_cat(DSI_ISK, sid, K) || transcript_ir(Ya, ADa, Yb, ADb)), 64 bytes. */
-export function intermediateKey(sid: Uint8Array, k: Uint8Array, ya: Uint8Array, ada: Uint8Array, yb: Uint8Array, adb: Uint8Array): Uint8Array {
+export function intermediateKey(
+  sid: Uint8Array,
+  k: Uint8Array,
+  ya: Uint8Array,
+  ada: Uint8Array,
+  yb: Uint8Array,
+  adb: Uint8Array,
+): Uint8Array {
   return sha512(concat([lvCat(DSI_ISK, sid, k), transcriptIr(ya, ada, yb, adb)]));
 }
 

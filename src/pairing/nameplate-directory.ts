@@ -29,7 +29,10 @@ export interface NameplateDirectory {
    * released. Rejects with a ClawpeerError of code PEER_BUSY when another node holds it there
    * (the inviter picks another); any other rejection means the directory is unusable now.
    */
-  claim(nameplate: number, options: { readonly expiresAt: number; readonly signal?: AbortSignal }): Promise<NameplateClaim>;
+  claim(
+    nameplate: number,
+    options: { readonly expiresAt: number; readonly signal?: AbortSignal },
+  ): Promise<NameplateClaim>;
   /** Whoever holds `nameplate` in this directory now; [] when nobody does. */
   lookup(nameplate: number, options: { readonly signal?: AbortSignal }): Promise<NameplateCandidate[]>;
 }

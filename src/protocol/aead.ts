@@ -32,7 +32,16 @@ import {
 } from 'node:crypto';
 import { ClawpeerError } from '../errors.js';
 import type { AeadSuiteName } from './capabilities.js';
-import { AEAD_TAG_BYTES, DATA_HEADER_BYTES, FRAME_HEADER_BYTES, encodeDataFramePrefix, writeDataHeader, writeFrameHeader, type DataFrame, type DataHeader } from './frame-codec.js';
+import {
+  AEAD_TAG_BYTES,
+  DATA_HEADER_BYTES,
+  FRAME_HEADER_BYTES,
+  encodeDataFramePrefix,
+  writeDataHeader,
+  writeFrameHeader,
+  type DataFrame,
+  type DataHeader,
+} from './frame-codec.js';
 import { SESSION_KEY_BYTES } from '../crypto/session-keys.js';
 
 export const AEAD_NONCE_BYTES = 12;
@@ -40,7 +49,8 @@ export { AEAD_TAG_BYTES };
 
 /** The 12-byte nonce of the frame `sequence` on stream `streamId`. */
 export function dataNonce(streamId: number, sequence: number): Uint8Array {
-  if (!Number.isInteger(streamId) || streamId < 0 || streamId > 0xffff_ffff) throw new RangeError(`streamId out of range: ${streamId}`);
+  if (!Number.isInteger(streamId) || streamId < 0 || streamId > 0xffff_ffff)
+    throw new RangeError(`streamId out of range: ${streamId}`);
   if (!Number.isSafeInteger(sequence) || sequence < 0) throw new RangeError(`sequence out of range: ${sequence}`);
   const nonce = new Uint8Array(AEAD_NONCE_BYTES);
   const view = new DataView(nonce.buffer);
@@ -64,7 +74,8 @@ function decipherFor(suite: AeadSuiteName, key: KeyObject, nonce: Uint8Array): D
 
 function secretKey(key: Uint8Array | KeyObject): KeyObject {
   if (!(key instanceof Uint8Array)) return key;
-  if (key.length !== SESSION_KEY_BYTES) throw new RangeError(`AEAD key must be ${SESSION_KEY_BYTES} bytes, got ${key.length}`);
+  if (key.length !== SESSION_KEY_BYTES)
+    throw new RangeError(`AEAD key must be ${SESSION_KEY_BYTES} bytes, got ${key.length}`);
   return createSecretKey(key);
 }
 
@@ -97,7 +108,8 @@ export function aeadSealInto(
   plaintext: Uint8Array,
   out: Uint8Array,
 ): void {
-  if (out.length !== plaintext.length + AEAD_TAG_BYTES) throw new RangeError(`output must be ${plaintext.length + AEAD_TAG_BYTES} bytes, got ${out.length}`);
+  if (out.length !== plaintext.length + AEAD_TAG_BYTES)
+    throw new RangeError(`output must be ${plaintext.length + AEAD_TAG_BYTES} bytes, got ${out.length}`);
   const cipher = cipherFor(suite, secretKey(key), nonce);
   cipher.setAAD(aad, { plaintextLength: plaintext.length });
   cryptSliced(cipher, plaintext, out);
@@ -107,7 +119,13 @@ export function aeadSealInto(
 }
 
 /** Seals into a new buffer: ciphertext || tag. */
-export function aeadSeal(suite: AeadSuiteName, key: Uint8Array | KeyObject, nonce: Uint8Array, aad: Uint8Array, plaintext: Uint8Array): Uint8Array {
+export function aeadSeal(
+  suite: AeadSuiteName,
+  key: Uint8Array | KeyObject,
+  nonce: Uint8Array,
+  aad: Uint8Array,
+  plaintext: Uint8Array,
+): Uint8Array {
   const out = new Uint8Array(plaintext.length + AEAD_TAG_BYTES);
   aeadSealInto(suite, key, nonce, aad, plaintext, out);
   return out;
@@ -119,14 +137,26 @@ export function aeadSeal(suite: AeadSuiteName, key: Uint8Array | KeyObject, nonc
  * view of it, or into a new buffer when `into` is omitted. On failure nothing of it is left
  * readable: `into` is zeroed over the plaintext's length.
  */
-export function aeadOpen(suite: AeadSuiteName, key: Uint8Array | KeyObject, nonce: Uint8Array, aad: Uint8Array, sealed: Uint8Array, into?: Uint8Array): Uint8Array {
+export function aeadOpen(
+  suite: AeadSuiteName,
+  key: Uint8Array | KeyObject,
+  nonce: Uint8Array,
+  aad: Uint8Array,
+  sealed: Uint8Array,
+  into?: Uint8Array,
+): Uint8Array {
   if (sealed.length < AEAD_TAG_BYTES) {
-    throw new ClawpeerError('DECRYPT_FAILED', `sealed payload of ${sealed.length} bytes is shorter than the ${AEAD_TAG_BYTES}-byte tag`);
+    throw new ClawpeerError(
+      'DECRYPT_FAILED',
+      `sealed payload of ${sealed.length} bytes is shorter than the ${AEAD_TAG_BYTES}-byte tag`,
+    );
   }
   const split = sealed.length - AEAD_TAG_BYTES;
-  if (into !== undefined && into.length < split) throw new RangeError(`plaintext buffer of ${into.length} bytes cannot hold ${split}`);
+  if (into !== undefined && into.length < split)
+    throw new RangeError(`plaintext buffer of ${into.length} bytes cannot hold ${split}`);
   // Not zero-filled: cryptSliced writes every byte of it.
-  const plaintext = into === undefined ? new Uint8Array(Buffer.allocUnsafeSlow(split).buffer, 0, split) : into.subarray(0, split);
+  const plaintext =
+    into === undefined ? new Uint8Array(Buffer.allocUnsafeSlow(split).buffer, 0, split) : into.subarray(0, split);
   const decipher = decipherFor(suite, secretKey(key), nonce);
   decipher.setAAD(aad, { plaintextLength: split });
   decipher.setAuthTag(sealed.subarray(split));
@@ -170,13 +200,21 @@ export class DataSealer {
       throw new TypeError(`nonce reuse refused: stream ${header.streamId} sequence ${header.sequence} after ${last}`);
     }
     const frameBytes = dataFrameBytes(plaintext.length);
-    if (out.length < frameBytes) throw new RangeError(`frame buffer of ${out.length} bytes cannot hold a ${frameBytes}-byte frame`);
+    if (out.length < frameBytes)
+      throw new RangeError(`frame buffer of ${out.length} bytes cannot hold a ${frameBytes}-byte frame`);
     const frame = out.subarray(0, frameBytes);
     const payloadBytes = plaintext.length + AEAD_TAG_BYTES;
     writeFrameHeader(frame, 0, 'data', DATA_HEADER_BYTES + payloadBytes);
     writeDataHeader(frame, FRAME_HEADER_BYTES, { ...header, payloadBytes });
     const sealedAt = FRAME_HEADER_BYTES + DATA_HEADER_BYTES;
-    aeadSealInto(this.suite, this.#key, dataNonce(header.streamId, header.sequence), frame.subarray(FRAME_HEADER_BYTES, sealedAt), plaintext, frame.subarray(sealedAt));
+    aeadSealInto(
+      this.suite,
+      this.#key,
+      dataNonce(header.streamId, header.sequence),
+      frame.subarray(FRAME_HEADER_BYTES, sealedAt),
+      plaintext,
+      frame.subarray(sealedAt),
+    );
     this.#lastSequence.set(header.streamId, header.sequence);
     return frame;
   }
@@ -241,7 +279,11 @@ export class DataOpener {
    * DECRYPT_FAILED before any decryption. A bad tag is DECRYPT_FAILED too. The plaintext goes
    * into `into` when given (a buffer the caller reuses; see aeadOpen), else a new buffer.
    */
-  open(frame: DataFrame, expected: { readonly streamId: number; readonly sequence: number }, into?: Uint8Array): Uint8Array {
+  open(
+    frame: DataFrame,
+    expected: { readonly streamId: number; readonly sequence: number },
+    into?: Uint8Array,
+  ): Uint8Array {
     const { streamId, sequence } = frame.header;
     if (streamId !== expected.streamId || sequence !== expected.sequence) {
       throw new ClawpeerError(
@@ -249,12 +291,17 @@ export class DataOpener {
         `replayed or reordered DATA frame: stream ${streamId} sequence ${sequence}, expected stream ${expected.streamId} sequence ${expected.sequence}`,
       );
     }
-    if (frame.headerBytes.length !== DATA_HEADER_BYTES) throw new TypeError(`data header must be ${DATA_HEADER_BYTES} bytes`);
+    if (frame.headerBytes.length !== DATA_HEADER_BYTES)
+      throw new TypeError(`data header must be ${DATA_HEADER_BYTES} bytes`);
     try {
       return aeadOpen(this.suite, this.#key, dataNonce(streamId, sequence), frame.headerBytes, frame.payload, into);
     } catch (err) {
       if (err instanceof ClawpeerError) {
-        throw new ClawpeerError('DECRYPT_FAILED', `DATA frame stream ${streamId} sequence ${sequence} failed authentication (${err.message})`, { cause: err });
+        throw new ClawpeerError(
+          'DECRYPT_FAILED',
+          `DATA frame stream ${streamId} sequence ${sequence} failed authentication (${err.message})`,
+          { cause: err },
+        );
       }
       throw err;
     }

@@ -52,7 +52,8 @@ export const MAX_CLOCK_SKEW_MS = 5 * 60_000;
 const SIGNATURE_BYTES = 64;
 const FLAG_NAMEPLATE = 1;
 /** Largest encoded announcement: well inside one UDP datagram on any path. */
-export const MAX_ANNOUNCEMENT_BYTES = 4 + 32 + 8 + 8 + 4 + 1 + 1 + MAX_ANNOUNCED_ADDRESSES * (3 + 16 + 2) + 4 + SIGNATURE_BYTES;
+export const MAX_ANNOUNCEMENT_BYTES =
+  4 + 32 + 8 + 8 + 4 + 1 + 1 + MAX_ANNOUNCED_ADDRESSES * (3 + 16 + 2) + 4 + SIGNATURE_BYTES;
 
 const ROLES: readonly AddressRole[] = ['listen', 'mux'];
 const SOURCES: readonly AddressSource[] = ['local', 'mapped', 'reflexive'];
@@ -105,7 +106,7 @@ export function ipText(bytes: Uint8Array): string {
   // Shorten the longest run of zero groups, as RFC 5952 asks.
   let best = -1;
   let bestLen = 1;
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     let j = i;
     while (j < 8 && groups[j] === '0') j++;
     if (j - i > bestLen) [best, bestLen] = [i, j - i];
@@ -117,8 +118,16 @@ export function ipText(bytes: Uint8Array): string {
 
 /** Encodes and signs an announcement with the node's identity key. */
 export function encodeAnnouncement(identity: Identity, fields: AnnouncementFields): Uint8Array {
-  if (fields.addresses.length > MAX_ANNOUNCED_ADDRESSES) throw new ClawpeerError('USAGE', `at most ${MAX_ANNOUNCED_ADDRESSES} addresses per announcement, got ${fields.addresses.length}`);
-  if (!(fields.ttlMs > 0 && fields.ttlMs <= MAX_ANNOUNCEMENT_TTL_MS)) throw new ClawpeerError('USAGE', `announcement ttl must be 1 ms to ${MAX_ANNOUNCEMENT_TTL_MS} ms, got ${fields.ttlMs}`);
+  if (fields.addresses.length > MAX_ANNOUNCED_ADDRESSES)
+    throw new ClawpeerError(
+      'USAGE',
+      `at most ${MAX_ANNOUNCED_ADDRESSES} addresses per announcement, got ${fields.addresses.length}`,
+    );
+  if (!(fields.ttlMs > 0 && fields.ttlMs <= MAX_ANNOUNCEMENT_TTL_MS))
+    throw new ClawpeerError(
+      'USAGE',
+      `announcement ttl must be 1 ms to ${MAX_ANNOUNCEMENT_TTL_MS} ms, got ${fields.ttlMs}`,
+    );
   const parts: Uint8Array[] = [MAGIC, identity.publicKey];
   const fixed = new DataView(new ArrayBuffer(8 + 8 + 4 + 1 + 1));
   fixed.setBigUint64(0, BigInt(fields.seq));
@@ -129,7 +138,8 @@ export function encodeAnnouncement(identity: Identity, fields: AnnouncementField
   parts.push(new Uint8Array(fixed.buffer));
   for (const a of fields.addresses) {
     const ip = ipBytes(a.host);
-    if (!Number.isInteger(a.port) || a.port < 1 || a.port > 65535) throw new ClawpeerError('USAGE', `announced port ${a.port} is not 1-65535`);
+    if (!Number.isInteger(a.port) || a.port < 1 || a.port > 65535)
+      throw new ClawpeerError('USAGE', `announced port ${a.port} is not 1-65535`);
     const head = Uint8Array.of(ROLES.indexOf(a.role), SOURCES.indexOf(a.source), ip.length === 4 ? 4 : 6);
     parts.push(head, ip, Uint8Array.of(a.port >> 8, a.port & 0xff));
   }
@@ -149,7 +159,8 @@ export function encodeAnnouncement(identity: Identity, fields: AnnouncementField
  * PROTOCOL naming what was wrong; a caller drops the datagram.
  */
 export function decodeAnnouncement(bytes: Uint8Array, nowMs: number): Announcement {
-  if (bytes.length > MAX_ANNOUNCEMENT_BYTES) throw invalid(`${bytes.length} bytes, more than ${MAX_ANNOUNCEMENT_BYTES}`);
+  if (bytes.length > MAX_ANNOUNCEMENT_BYTES)
+    throw invalid(`${bytes.length} bytes, more than ${MAX_ANNOUNCEMENT_BYTES}`);
   if (bytes.length < 4 + 32 + 22 + SIGNATURE_BYTES) throw invalid(`${bytes.length} bytes is too short`);
   if (!MAGIC.every((b, i) => bytes[i] === b)) throw invalid('bad magic');
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -170,7 +181,8 @@ export function decodeAnnouncement(bytes: Uint8Array, nowMs: number): Announceme
     const source = SOURCES[bytes[at + 1] ?? 255];
     const family = bytes[at + 2];
     const ipLen = family === 4 ? 4 : family === 6 ? 16 : 0;
-    if (role === undefined || source === undefined || ipLen === 0) throw invalid(`address ${i} has an unknown role, source or family`);
+    if (role === undefined || source === undefined || ipLen === 0)
+      throw invalid(`address ${i} has an unknown role, source or family`);
     if (at + 3 + ipLen + 2 > end) throw invalid('truncated address');
     const host = ipText(bytes.subarray(at + 3, at + 3 + ipLen));
     const port = view.getUint16(at + 3 + ipLen);
@@ -185,10 +197,22 @@ export function decodeAnnouncement(bytes: Uint8Array, nowMs: number): Announceme
     at += 4;
   }
   if (at !== end) throw invalid(`${end - at} stray bytes before the signature`);
-  if (!verifySignature(publicKey, Buffer.concat([SIGNING_CONTEXT, bytes.subarray(0, end)]), bytes.subarray(end))) throw invalid('bad signature');
-  if (ttlMs === 0 || ttlMs > MAX_ANNOUNCEMENT_TTL_MS) throw invalid(`ttl ${ttlMs} ms is outside 1 s to ${MAX_ANNOUNCEMENT_TTL_MS} ms`);
+  if (!verifySignature(publicKey, Buffer.concat([SIGNING_CONTEXT, bytes.subarray(0, end)]), bytes.subarray(end)))
+    throw invalid('bad signature');
+  if (ttlMs === 0 || ttlMs > MAX_ANNOUNCEMENT_TTL_MS)
+    throw invalid(`ttl ${ttlMs} ms is outside 1 s to ${MAX_ANNOUNCEMENT_TTL_MS} ms`);
   if (issuedAtMs > nowMs + MAX_CLOCK_SKEW_MS) throw invalid(`issued ${issuedAtMs - nowMs} ms in the future`);
   const expiresAtMs = issuedAtMs + ttlMs;
   if (expiresAtMs <= nowMs) throw invalid(`expired ${nowMs - expiresAtMs} ms ago`);
-  return { nodeId: nodeIdFromPublicKey(publicKey), publicKey, seq, issuedAtMs, ttlMs, expiresAtMs, addresses, ...(nameplate !== undefined ? { nameplate } : {}), bytes: bytes.slice() };
+  return {
+    nodeId: nodeIdFromPublicKey(publicKey),
+    publicKey,
+    seq,
+    issuedAtMs,
+    ttlMs,
+    expiresAtMs,
+    addresses,
+    ...(nameplate !== undefined ? { nameplate } : {}),
+    bytes: bytes.slice(),
+  };
 }

@@ -42,7 +42,31 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // join: more QUIC connections may join the session (SessionJoin with a token bound to this
 // handshake's keys) and carry its data streams; a server seeing random loss as a sender may ask
 // for them (JoinWanted). Without it, a session is one connection.
-export const FEATURES = ['sync', 'resume', 'history', 'early-chunks', 'exclude', 'watch', 'rate-limit', 'dry-run', 'sync-dry-run', 'delete', 'filter', 'existing', 'backup', 'list', 'max-delete', 'itemize', 'size-filter', 'files-from', 'copy-links', 'sync-pruned', 'sync-fetch-only', 'fsync-none', 'join'] as const;
+export const FEATURES = [
+  'sync',
+  'resume',
+  'history',
+  'early-chunks',
+  'exclude',
+  'watch',
+  'rate-limit',
+  'dry-run',
+  'sync-dry-run',
+  'delete',
+  'filter',
+  'existing',
+  'backup',
+  'list',
+  'max-delete',
+  'itemize',
+  'size-filter',
+  'files-from',
+  'copy-links',
+  'sync-pruned',
+  'sync-fetch-only',
+  'fsync-none',
+  'join',
+] as const;
 export type FeatureName = (typeof FEATURES)[number];
 
 /** Protocol versions this build speaks. */
@@ -143,9 +167,16 @@ function checkCount(what: string, who: string, value: number, min: number, max: 
  */
 export function validateCapabilities(caps: Capabilities, who = 'peer'): void {
   if (caps.aeadSuites.length === 0) throw new ClawpeerError('PROTOCOL', `${who} capabilities list no known AEAD suite`);
-  if (caps.compression.length === 0) throw new ClawpeerError('PROTOCOL', `${who} capabilities list no known compression codec`);
-  if (caps.chunking.length === 0) throw new ClawpeerError('PROTOCOL', `${who} capabilities list no chunking parameters`);
-  for (const [name, list, max] of [['aeadSuites', caps.aeadSuites, MAX_CAPABILITY_LIST_ENTRIES], ['compression', caps.compression, MAX_CAPABILITY_LIST_ENTRIES], ['chunking', caps.chunking, MAX_CAPABILITY_LIST_ENTRIES], ['features', caps.features, MAX_FEATURES]] as const) {
+  if (caps.compression.length === 0)
+    throw new ClawpeerError('PROTOCOL', `${who} capabilities list no known compression codec`);
+  if (caps.chunking.length === 0)
+    throw new ClawpeerError('PROTOCOL', `${who} capabilities list no chunking parameters`);
+  for (const [name, list, max] of [
+    ['aeadSuites', caps.aeadSuites, MAX_CAPABILITY_LIST_ENTRIES],
+    ['compression', caps.compression, MAX_CAPABILITY_LIST_ENTRIES],
+    ['chunking', caps.chunking, MAX_CAPABILITY_LIST_ENTRIES],
+    ['features', caps.features, MAX_FEATURES],
+  ] as const) {
     if (list.length > max) {
       throw new ClawpeerError('PROTOCOL', `${who} capabilities: ${name} has ${list.length} entries, more than ${max}`);
     }
@@ -155,8 +186,12 @@ export function validateCapabilities(caps: Capabilities, who = 'peer'): void {
   checkCount('maxFrameBytes', who, caps.maxFrameBytes, MIN_FRAME_BYTES, MAX_ENCODABLE_FRAME_BYTES);
   for (const c of caps.chunking) {
     const ok =
-      Number.isInteger(c.minBytes) && Number.isInteger(c.avgBytes) && Number.isInteger(c.maxBytes) &&
-      c.minBytes >= CHUNK_MIN_BYTES_FLOOR && c.minBytes <= c.avgBytes && c.avgBytes <= c.maxBytes &&
+      Number.isInteger(c.minBytes) &&
+      Number.isInteger(c.avgBytes) &&
+      Number.isInteger(c.maxBytes) &&
+      c.minBytes >= CHUNK_MIN_BYTES_FLOOR &&
+      c.minBytes <= c.avgBytes &&
+      c.avgBytes <= c.maxBytes &&
       c.maxBytes <= CHUNK_MAX_BYTES_CEILING;
     if (!ok) {
       throw new ClawpeerError(
@@ -255,7 +290,8 @@ export function sessionToCapabilities(session: SessionCapabilities): Capabilitie
  */
 export function acceptSessionCapabilities(offered: Capabilities, announced: Capabilities): SessionCapabilities {
   const problem = findUnofferedCapability(offered, announced);
-  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `Welcome announces capabilities we did not offer: ${problem}`);
+  if (problem !== undefined)
+    throw new ClawpeerError('PROTOCOL', `Welcome announces capabilities we did not offer: ${problem}`);
   validateCapabilities(announced, 'Welcome');
   const [aeadSuite] = announced.aeadSuites;
   const [chunking] = announced.chunking;
@@ -273,16 +309,20 @@ export function acceptSessionCapabilities(offered: Capabilities, announced: Capa
 
 function findUnofferedCapability(offered: Capabilities, announced: Capabilities): string | undefined {
   const [aeadSuite] = announced.aeadSuites;
-  if (announced.aeadSuites.length !== 1 || aeadSuite === undefined) return `${announced.aeadSuites.length} AEAD suites instead of 1`;
+  if (announced.aeadSuites.length !== 1 || aeadSuite === undefined)
+    return `${announced.aeadSuites.length} AEAD suites instead of 1`;
   if (!offered.aeadSuites.includes(aeadSuite)) return `AEAD suite ${aeadSuite}`;
   const [chunking] = announced.chunking;
-  if (announced.chunking.length !== 1 || chunking === undefined) return `${announced.chunking.length} chunking entries instead of 1`;
+  if (announced.chunking.length !== 1 || chunking === undefined)
+    return `${announced.chunking.length} chunking entries instead of 1`;
   if (!offered.chunking.some((c) => sameChunking(c, chunking))) return `chunking ${describeChunking(chunking)}`;
   if (announced.compression.length === 0) return 'no compression codec';
   for (const codec of announced.compression) if (!offered.compression.includes(codec)) return `compression ${codec}`;
   for (const feature of announced.features) if (!offered.features.includes(feature)) return `feature ${feature}`;
-  if (announced.maxWindowChunks > offered.maxWindowChunks) return `maxWindowChunks ${announced.maxWindowChunks} > ${offered.maxWindowChunks}`;
+  if (announced.maxWindowChunks > offered.maxWindowChunks)
+    return `maxWindowChunks ${announced.maxWindowChunks} > ${offered.maxWindowChunks}`;
   if (announced.maxStreams > offered.maxStreams) return `maxStreams ${announced.maxStreams} > ${offered.maxStreams}`;
-  if (announced.maxFrameBytes > offered.maxFrameBytes) return `maxFrameBytes ${announced.maxFrameBytes} > ${offered.maxFrameBytes}`;
+  if (announced.maxFrameBytes > offered.maxFrameBytes)
+    return `maxFrameBytes ${announced.maxFrameBytes} > ${offered.maxFrameBytes}`;
   return undefined;
 }

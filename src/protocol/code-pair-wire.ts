@@ -2,7 +2,13 @@
 // pairing/code-pake.ts): fixed-size elements and tags, a nameplate of digits, bounded sealed info.
 import { ClawpeerError } from '../errors.js';
 import type { clawpeer } from './gen/clawpeer.js';
-import { CODE_PAIR_CONFIRM_BYTES, CODE_PAIR_SHARE_BYTES, MAX_CODE_PAIR_SEALED_BYTES, MAX_NAMEPLATE_CHARS, type CodePairMessage } from './message-types.js';
+import {
+  CODE_PAIR_CONFIRM_BYTES,
+  CODE_PAIR_SHARE_BYTES,
+  MAX_CODE_PAIR_SEALED_BYTES,
+  MAX_NAMEPLATE_CHARS,
+  type CodePairMessage,
+} from './message-types.js';
 import { copyBytes, fixedBytes, wireText } from './wire-helpers.js';
 
 const NAMEPLATE = new RegExp(`^[1-9][0-9]{0,${MAX_NAMEPLATE_CHARS - 1}}$`);
@@ -12,13 +18,17 @@ function checkFixed(field: string, value: Uint8Array, length: number): void {
 }
 
 function checkSealed(field: string, value: Uint8Array): void {
-  if (value.length === 0 || value.length > MAX_CODE_PAIR_SEALED_BYTES) throw new RangeError(`${field} must be 1 to ${MAX_CODE_PAIR_SEALED_BYTES} bytes, got ${value.length}`);
+  if (value.length === 0 || value.length > MAX_CODE_PAIR_SEALED_BYTES)
+    throw new RangeError(`${field} must be 1 to ${MAX_CODE_PAIR_SEALED_BYTES} bytes, got ${value.length}`);
 }
 
 export function codePairToWire(m: CodePairMessage): clawpeer.v1.Control.$Properties {
   switch (m.type) {
     case 'code-pair-start':
-      if (!NAMEPLATE.test(m.nameplate)) throw new RangeError(`CodePairStart.nameplate ${JSON.stringify(m.nameplate)} is not 1 to ${MAX_NAMEPLATE_CHARS} digits`);
+      if (!NAMEPLATE.test(m.nameplate))
+        throw new RangeError(
+          `CodePairStart.nameplate ${JSON.stringify(m.nameplate)} is not 1 to ${MAX_NAMEPLATE_CHARS} digits`,
+        );
       checkFixed('CodePairStart.share', m.share, CODE_PAIR_SHARE_BYTES);
       return { codePairStart: { nameplate: m.nameplate, share: m.share } };
     case 'code-pair-reply':
@@ -37,7 +47,8 @@ export function codePairToWire(m: CodePairMessage): clawpeer.v1.Control.$Propert
 
 function sealedFromWire(field: string, value: Uint8Array | null | undefined): Uint8Array {
   const got = value?.length ?? 0;
-  if (got === 0 || got > MAX_CODE_PAIR_SEALED_BYTES) throw new ClawpeerError('PROTOCOL', `${field} must be 1 to ${MAX_CODE_PAIR_SEALED_BYTES} bytes, got ${got}`);
+  if (got === 0 || got > MAX_CODE_PAIR_SEALED_BYTES)
+    throw new ClawpeerError('PROTOCOL', `${field} must be 1 to ${MAX_CODE_PAIR_SEALED_BYTES} bytes, got ${got}`);
   return copyBytes(value);
 }
 
@@ -48,18 +59,34 @@ export function codePairFromWire(control: clawpeer.v1.Control): CodePairMessage 
       const s = control.codePairStart;
       if (s === null || s === undefined) return undefined;
       const nameplate = wireText('CodePairStart.nameplate', s.nameplate);
-      if (!NAMEPLATE.test(nameplate)) throw new ClawpeerError('PROTOCOL', `CodePairStart.nameplate ${JSON.stringify(nameplate.slice(0, 16))} is not 1 to ${MAX_NAMEPLATE_CHARS} digits`);
-      return { type: 'code-pair-start', nameplate, share: fixedBytes('CodePairStart.share', s.share, CODE_PAIR_SHARE_BYTES) };
+      if (!NAMEPLATE.test(nameplate))
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `CodePairStart.nameplate ${JSON.stringify(nameplate.slice(0, 16))} is not 1 to ${MAX_NAMEPLATE_CHARS} digits`,
+        );
+      return {
+        type: 'code-pair-start',
+        nameplate,
+        share: fixedBytes('CodePairStart.share', s.share, CODE_PAIR_SHARE_BYTES),
+      };
     }
     case 'codePairReply': {
       const r = control.codePairReply;
       if (r === null || r === undefined) return undefined;
-      return { type: 'code-pair-reply', share: fixedBytes('CodePairReply.share', r.share, CODE_PAIR_SHARE_BYTES), confirm: fixedBytes('CodePairReply.confirm', r.confirm, CODE_PAIR_CONFIRM_BYTES) };
+      return {
+        type: 'code-pair-reply',
+        share: fixedBytes('CodePairReply.share', r.share, CODE_PAIR_SHARE_BYTES),
+        confirm: fixedBytes('CodePairReply.confirm', r.confirm, CODE_PAIR_CONFIRM_BYTES),
+      };
     }
     case 'codePairFinish': {
       const f = control.codePairFinish;
       if (f === null || f === undefined) return undefined;
-      return { type: 'code-pair-finish', confirm: fixedBytes('CodePairFinish.confirm', f.confirm, CODE_PAIR_CONFIRM_BYTES), sealed: sealedFromWire('CodePairFinish.sealed', f.sealed) };
+      return {
+        type: 'code-pair-finish',
+        confirm: fixedBytes('CodePairFinish.confirm', f.confirm, CODE_PAIR_CONFIRM_BYTES),
+        sealed: sealedFromWire('CodePairFinish.sealed', f.sealed),
+      };
     }
     case 'codePairDone': {
       const d = control.codePairDone;

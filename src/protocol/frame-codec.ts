@@ -184,7 +184,10 @@ export function encodeDataFrame(header: Omit<DataHeader, 'payloadBytes'>, payloa
 /** Parses a 56-byte data header; PROTOCOL error naming the bad field. `bytes` may be longer. */
 export function decodeDataHeader(bytes: Uint8Array): DataHeader {
   if (bytes.length < DATA_HEADER_BYTES) {
-    throw new ClawpeerError('PROTOCOL', `DATA frame body is ${bytes.length} bytes, shorter than its ${DATA_HEADER_BYTES}-byte header`);
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `DATA frame body is ${bytes.length} bytes, shorter than its ${DATA_HEADER_BYTES}-byte header`,
+    );
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, DATA_HEADER_BYTES);
   const sequence = view.getBigUint64(4);
@@ -224,7 +227,10 @@ function decodeBody(type: FrameType, body: Uint8Array, maxFrameBytes: number): F
         );
       }
       if (header.chunkBytes > maxFrameBytes) {
-        throw new ClawpeerError('FRAME_TOO_LARGE', `DATA frame chunk of ${header.chunkBytes} bytes exceeds the maximum of ${maxFrameBytes}`);
+        throw new ClawpeerError(
+          'FRAME_TOO_LARGE',
+          `DATA frame chunk of ${header.chunkBytes} bytes exceeds the maximum of ${maxFrameBytes}`,
+        );
       }
       return {
         type,
@@ -319,11 +325,19 @@ export class FrameDecoder {
     }
     if (bodyBytes > this.maxFrameBytes) {
       return this.#fail(
-        new ClawpeerError('FRAME_TOO_LARGE', `${type} frame of ${bodyBytes} bytes exceeds the maximum of ${this.maxFrameBytes}`),
+        new ClawpeerError(
+          'FRAME_TOO_LARGE',
+          `${type} frame of ${bodyBytes} bytes exceeds the maximum of ${this.maxFrameBytes}`,
+        ),
       );
     }
     if (type === 'data' && bodyBytes < DATA_HEADER_BYTES) {
-      return this.#fail(new ClawpeerError('PROTOCOL', `DATA frame of ${bodyBytes} bytes is shorter than its ${DATA_HEADER_BYTES}-byte header`));
+      return this.#fail(
+        new ClawpeerError(
+          'PROTOCOL',
+          `DATA frame of ${bodyBytes} bytes is shorter than its ${DATA_HEADER_BYTES}-byte header`,
+        ),
+      );
     }
     if (this.#buffered < FRAME_HEADER_BYTES + bodyBytes) return NEED_MORE;
     this.#consume(FRAME_HEADER_BYTES);

@@ -1,6 +1,14 @@
 // Encode/decode of the handshake messages' parts (Hello, Welcome and their capabilities).
 import { ClawpeerError } from '../errors.js';
-import { type AeadSuiteName, type Capabilities, type ChunkingParams, type CompressionName, type FeatureName, MAX_CAPABILITY_LIST_ENTRIES, MAX_FEATURES } from './capabilities.js';
+import {
+  type AeadSuiteName,
+  type Capabilities,
+  type ChunkingParams,
+  type CompressionName,
+  type FeatureName,
+  MAX_CAPABILITY_LIST_ENTRIES,
+  MAX_FEATURES,
+} from './capabilities.js';
 import { clawpeer } from './gen/clawpeer.js';
 import type { HelloMessage, WelcomeMessage } from './message-types.js';
 import { pb, invert } from './wire-helpers.js';
@@ -46,7 +54,12 @@ const FEATURE_FROM_WIRE = invert(FEATURE_TO_WIRE);
 function capsToWire(caps: Capabilities): clawpeer.v1.Capabilities.$Properties {
   // The decoder refuses longer lists: what this encodes must decode (found by the deep fuzzer
   // once a generated list of every feature, twice over, passed 16 entries).
-  for (const [name, list, max] of [['aeadSuites', caps.aeadSuites, MAX_CAPABILITY_LIST_ENTRIES], ['compression', caps.compression, MAX_CAPABILITY_LIST_ENTRIES], ['chunking', caps.chunking, MAX_CAPABILITY_LIST_ENTRIES], ['features', caps.features, MAX_FEATURES]] as const) {
+  for (const [name, list, max] of [
+    ['aeadSuites', caps.aeadSuites, MAX_CAPABILITY_LIST_ENTRIES],
+    ['compression', caps.compression, MAX_CAPABILITY_LIST_ENTRIES],
+    ['chunking', caps.chunking, MAX_CAPABILITY_LIST_ENTRIES],
+    ['features', caps.features, MAX_FEATURES],
+  ] as const) {
     if (list.length > max) throw new RangeError(`caps.${name} has ${list.length} entries, more than ${max}`);
   }
   const features = caps.features.map((f) => FEATURE_TO_WIRE[f]);
@@ -59,7 +72,9 @@ function capsToWire(caps: Capabilities): clawpeer.v1.Capabilities.$Properties {
     maxFrameBytes: caps.maxFrameBytes,
     // An older peer refuses more than 16 here and ignores featuresMore (see the .proto).
     features: features.slice(0, MAX_CAPABILITY_LIST_ENTRIES),
-    ...(features.length > MAX_CAPABILITY_LIST_ENTRIES ? { featuresMore: features.slice(MAX_CAPABILITY_LIST_ENTRIES) } : {}),
+    ...(features.length > MAX_CAPABILITY_LIST_ENTRIES
+      ? { featuresMore: features.slice(MAX_CAPABILITY_LIST_ENTRIES) }
+      : {}),
   };
 }
 
@@ -86,7 +101,12 @@ export function welcomeToWire(m: Omit<WelcomeMessage, 'type'>): clawpeer.v1.Welc
   };
 }
 
-function enumList<K extends string>(field: string, values: readonly number[] | null | undefined, table: ReadonlyMap<number, K>, max = MAX_CAPABILITY_LIST_ENTRIES): K[] {
+function enumList<K extends string>(
+  field: string,
+  values: readonly number[] | null | undefined,
+  table: ReadonlyMap<number, K>,
+  max = MAX_CAPABILITY_LIST_ENTRIES,
+): K[] {
   const raw = values ?? [];
   if (raw.length > max) {
     throw new ClawpeerError('PROTOCOL', `${field} has ${raw.length} entries, more than ${max}`);
@@ -100,13 +120,23 @@ function enumList<K extends string>(field: string, values: readonly number[] | n
   return out;
 }
 
-export function capsFromWire(owner: string, caps: clawpeer.v1.Capabilities.$Properties | null | undefined): Capabilities {
+export function capsFromWire(
+  owner: string,
+  caps: clawpeer.v1.Capabilities.$Properties | null | undefined,
+): Capabilities {
   if (caps === null || caps === undefined) throw new ClawpeerError('PROTOCOL', `${owner}.caps is missing`);
   const chunkingRaw = caps.chunking ?? [];
   if (chunkingRaw.length > MAX_CAPABILITY_LIST_ENTRIES) {
-    throw new ClawpeerError('PROTOCOL', `${owner}.caps.chunking has ${chunkingRaw.length} entries, more than ${MAX_CAPABILITY_LIST_ENTRIES}`);
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `${owner}.caps.chunking has ${chunkingRaw.length} entries, more than ${MAX_CAPABILITY_LIST_ENTRIES}`,
+    );
   }
-  const chunking: ChunkingParams[] = chunkingRaw.map((c) => ({ minBytes: c.minBytes ?? 0, avgBytes: c.avgBytes ?? 0, maxBytes: c.maxBytes ?? 0 }));
+  const chunking: ChunkingParams[] = chunkingRaw.map((c) => ({
+    minBytes: c.minBytes ?? 0,
+    avgBytes: c.avgBytes ?? 0,
+    maxBytes: c.maxBytes ?? 0,
+  }));
   return {
     aeadSuites: enumList(`${owner}.caps.aeadSuites`, caps.aeadSuites, AEAD_FROM_WIRE),
     compression: enumList(`${owner}.caps.compression`, caps.compression, COMPRESSION_FROM_WIRE),
@@ -117,7 +147,12 @@ export function capsFromWire(owner: string, caps: clawpeer.v1.Capabilities.$Prop
     features: [
       ...new Set([
         ...enumList(`${owner}.caps.features`, caps.features, FEATURE_FROM_WIRE),
-        ...enumList(`${owner}.caps.featuresMore`, caps.featuresMore, FEATURE_FROM_WIRE, MAX_FEATURES - MAX_CAPABILITY_LIST_ENTRIES),
+        ...enumList(
+          `${owner}.caps.featuresMore`,
+          caps.featuresMore,
+          FEATURE_FROM_WIRE,
+          MAX_FEATURES - MAX_CAPABILITY_LIST_ENTRIES,
+        ),
       ]),
     ],
   };

@@ -211,7 +211,10 @@ export class Handshake {
     const phase = this.#phase;
     if (phase.name === 'done' || phase.name === 'failed' || now < this.deadline) return;
     const timeoutMs = Math.round(this.deadline - this.#config.now); // clock readings are floats (performance.now)
-    this.#fail(new ClawpeerError('TIMEOUT', `handshake timed out after ${timeoutMs} ms waiting for ${WAITING_FOR[phase.name]}`), true);
+    this.#fail(
+      new ClawpeerError('TIMEOUT', `handshake timed out after ${timeoutMs} ms waiting for ${WAITING_FOR[phase.name]}`),
+      true,
+    );
   }
 
   /** Feeds one frame received on the handshake stream. */
@@ -221,7 +224,8 @@ export class Handshake {
     this.handleTimeout(now);
     if (this.pollTimeout() === null) return; // the deadline passed before this frame arrived
     try {
-      if (frame.type !== 'control') throw new ClawpeerError('PROTOCOL', `expected a CONTROL frame during the handshake, got ${frame.type}`);
+      if (frame.type !== 'control')
+        throw new ClawpeerError('PROTOCOL', `expected a CONTROL frame during the handshake, got ${frame.type}`);
       const { message, raw } = decodeControlWithRaw(frame.body, { maxBytes: HANDSHAKE_MAX_FRAME_BYTES });
       if (message.type === 'error') {
         this.#fail(this.#peerError(message.code, message.message), false);
@@ -247,8 +251,13 @@ export class Handshake {
         return;
       case 'await-finished':
         if (message.type !== 'finished') throw unexpected('Finished', message);
-        if (!verifySignature(phase.pending.remotePublicKey, concat(CTX_FINISHED, phase.transcript), message.signature)) {
-          throw new ClawpeerError('AUTH_FAILED', `Finished signature of ${describeKey(phase.pending.remotePublicKey)} does not verify`);
+        if (
+          !verifySignature(phase.pending.remotePublicKey, concat(CTX_FINISHED, phase.transcript), message.signature)
+        ) {
+          throw new ClawpeerError(
+            'AUTH_FAILED',
+            `Finished signature of ${describeKey(phase.pending.remotePublicKey)} does not verify`,
+          );
         }
         this.#phase = { name: 'done', result: phase.pending };
         return;
@@ -289,7 +298,13 @@ export class Handshake {
     // Version first: it is the one part of the Hello every future version keeps readable.
     const version = negotiateVersion(this.#versions, { min: hello.minVersion, max: hello.maxVersion });
     this.#checkRemoteKey('Hello', hello.nodePublicKey);
-    if (!verifySignature(hello.nodePublicKey, concat(CTX_HELLO, stripField(helloRaw, HELLO_SIGNATURE_FIELD)), hello.signature)) {
+    if (
+      !verifySignature(
+        hello.nodePublicKey,
+        concat(CTX_HELLO, stripField(helloRaw, HELLO_SIGNATURE_FIELD)),
+        hello.signature,
+      )
+    ) {
       throw new ClawpeerError('AUTH_FAILED', `Hello signature of ${describeKey(hello.nodePublicKey)} does not verify`);
     }
     validateCapabilities(hello.caps, 'peer');
@@ -325,12 +340,18 @@ export class Handshake {
 
   #onWelcome(helloRaw: Uint8Array, welcome: WelcomeMessage, welcomeRaw: Uint8Array): void {
     if (welcome.version < this.#versions.min || welcome.version > this.#versions.max) {
-      throw new ClawpeerError('VERSION_MISMATCH', `server chose protocol ${welcome.version}, we speak ${describeVersions(this.#versions)}`);
+      throw new ClawpeerError(
+        'VERSION_MISMATCH',
+        `server chose protocol ${welcome.version}, we speak ${describeVersions(this.#versions)}`,
+      );
     }
     this.#checkRemoteKey('Welcome', welcome.nodePublicKey);
     const signedHash = transcriptHash([helloRaw, stripField(welcomeRaw, WELCOME_SIGNATURE_FIELD)]);
     if (!verifySignature(welcome.nodePublicKey, concat(CTX_WELCOME, signedHash), welcome.signature)) {
-      throw new ClawpeerError('AUTH_FAILED', `Welcome signature of ${describeKey(welcome.nodePublicKey)} does not verify`);
+      throw new ClawpeerError(
+        'AUTH_FAILED',
+        `Welcome signature of ${describeKey(welcome.nodePublicKey)} does not verify`,
+      );
     }
     const caps = acceptSessionCapabilities(this.#config.caps, welcome.caps);
     const shared = x25519SharedSecret(this.#ephemeral, welcome.ephemeralPublicKey);

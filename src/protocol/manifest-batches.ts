@@ -1,6 +1,11 @@
 // Cutting a tree's manifest into Manifest messages that each fit the negotiated frame size.
 import { ClawpeerError } from '../errors.js';
-import { type ManifestEntry, type ManifestMessage, CONTROL_FIELDS, MAX_MANIFEST_ENTRIES_PER_MESSAGE } from './message-types.js';
+import {
+  type ManifestEntry,
+  type ManifestMessage,
+  CONTROL_FIELDS,
+  MAX_MANIFEST_ENTRIES_PER_MESSAGE,
+} from './message-types.js';
 import { pb, UINT32_MAX, checkUint, quote } from './wire-helpers.js';
 import { manifestEntryToWire } from './transfer-wire.js';
 
@@ -35,7 +40,11 @@ function manifestEnvelopeBytes(transferId: number, entryBytes: number): number {
  * with very many chunks) is a FRAME_TOO_LARGE ClawpeerError naming its path and chunk count.
  * Entries are validated as encodeControl would (RangeError on a malformed one).
  */
-export function splitManifest(transferId: number, entries: readonly ManifestEntry[], maxBytes: number): ManifestMessage[] {
+export function splitManifest(
+  transferId: number,
+  entries: readonly ManifestEntry[],
+  maxBytes: number,
+): ManifestMessage[] {
   checkUint('transferId', transferId, UINT32_MAX);
   checkUint('maxBytes', maxBytes, Number.MAX_SAFE_INTEGER);
   const batches: ManifestMessage[] = [];
@@ -49,7 +58,10 @@ export function splitManifest(transferId: number, entries: readonly ManifestEntr
         `manifest entry ${quote(entry.path)} with ${entry.chunkLengths.length} chunks needs ${manifestEnvelopeBytes(transferId, bytes)} bytes, more than the ${maxBytes}-byte frame limit`,
       );
     }
-    if (batch.length === MAX_MANIFEST_ENTRIES_PER_MESSAGE || manifestEnvelopeBytes(transferId, batchBytes + bytes) > maxBytes) {
+    if (
+      batch.length === MAX_MANIFEST_ENTRIES_PER_MESSAGE ||
+      manifestEnvelopeBytes(transferId, batchBytes + bytes) > maxBytes
+    ) {
       batches.push({ type: 'manifest', transferId, entries: batch, last: false });
       batch = [];
       batchBytes = 0;

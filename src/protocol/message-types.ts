@@ -281,7 +281,12 @@ export interface UpdatedFile {
 /** A directory or symlink a transfer created (itemize), beside the files it published. */
 export type CreatedEntry =
   | { readonly path: string; readonly kind: 'dir' }
-  | { readonly path: string; readonly kind: 'symlink'; readonly target: string; /** A different file or link was there before. */ readonly replaced: boolean };
+  | {
+      readonly path: string;
+      readonly kind: 'symlink';
+      readonly target: string;
+      /** A different file or link was there before. */ readonly replaced: boolean;
+    };
 
 /** TransferDone lists at most this many removed paths (the count covers the rest). */
 export const MAX_LISTED_DELETIONS = 1000;
@@ -366,7 +371,13 @@ export interface SyncDoneMessage {
   readonly transferId: number;
 }
 
-export type SyncControlMessage = SyncRequestMessage | SyncAcceptMessage | SyncReconcileMessage | SyncRevisionsMessage | SyncFetchMessage | SyncDoneMessage;
+export type SyncControlMessage =
+  | SyncRequestMessage
+  | SyncAcceptMessage
+  | SyncReconcileMessage
+  | SyncRevisionsMessage
+  | SyncFetchMessage
+  | SyncDoneMessage;
 
 /** Client -> server: tell me when this share changes, for the rest of the session (feature 'watch'). */
 export interface WatchShareMessage {
@@ -438,7 +449,21 @@ export interface JoinWantedMessage {
 
 export type JoinControlMessage = SessionJoinMessage | SessionJoinedMessage | JoinWantedMessage;
 
-export type ControlMessage = HelloMessage | WelcomeMessage | FinishedMessage | ErrorMessage | PingMessage | PongMessage | PairRequestMessage | PairAcceptMessage | CodePairMessage | TransferControlMessage | SyncControlMessage | WatchControlMessage | ListControlMessage | JoinControlMessage;
+export type ControlMessage =
+  | HelloMessage
+  | WelcomeMessage
+  | FinishedMessage
+  | ErrorMessage
+  | PingMessage
+  | PongMessage
+  | PairRequestMessage
+  | PairAcceptMessage
+  | CodePairMessage
+  | TransferControlMessage
+  | SyncControlMessage
+  | WatchControlMessage
+  | ListControlMessage
+  | JoinControlMessage;
 export type ControlMessageType = ControlMessage['type'];
 
 /** Field number of each envelope member (proto/clawpeer.proto, message Control). */

@@ -22,8 +22,38 @@ import { LONE_SURROGATE } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import { encodeFrame } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';
-import { ED25519_KEY_BYTES, ED25519_SIGNATURE_BYTES, X25519_KEY_BYTES, HANDSHAKE_NONCE_BYTES, MAX_ERROR_MESSAGE_CHARS, type HelloMessage, type WelcomeMessage, PAIR_PROOF_BYTES, SESSION_ID_BYTES, JOIN_PROOF_BYTES, type ListEntry, type ControlMessage, type ControlMessageType, CONTROL_FIELDS, MAX_SYNC_ITEMS_PER_MESSAGE, MAX_LIST_ENTRIES_PER_MESSAGE, MAX_MANIFEST_ENTRIES_PER_MESSAGE } from './message-types.js';
-import { pb, UINT32_MAX, ENTRY_KIND_TO_WIRE, checkUint, checkTextBytes, quote, entryMetaProblem, u64ToNumber, fixedBytes, wireText, entryMetaFromWire } from './wire-helpers.js';
+import {
+  ED25519_KEY_BYTES,
+  ED25519_SIGNATURE_BYTES,
+  X25519_KEY_BYTES,
+  HANDSHAKE_NONCE_BYTES,
+  MAX_ERROR_MESSAGE_CHARS,
+  type HelloMessage,
+  type WelcomeMessage,
+  PAIR_PROOF_BYTES,
+  SESSION_ID_BYTES,
+  JOIN_PROOF_BYTES,
+  type ListEntry,
+  type ControlMessage,
+  type ControlMessageType,
+  CONTROL_FIELDS,
+  MAX_SYNC_ITEMS_PER_MESSAGE,
+  MAX_LIST_ENTRIES_PER_MESSAGE,
+  MAX_MANIFEST_ENTRIES_PER_MESSAGE,
+} from './message-types.js';
+import {
+  pb,
+  UINT32_MAX,
+  ENTRY_KIND_TO_WIRE,
+  checkUint,
+  checkTextBytes,
+  quote,
+  entryMetaProblem,
+  u64ToNumber,
+  fixedBytes,
+  wireText,
+  entryMetaFromWire,
+} from './wire-helpers.js';
 import { helloToWire, welcomeToWire, capsFromWire } from './handshake-wire.js';
 import { transferToWire, transferFromWire } from './transfer-wire.js';
 import { syncToWire, syncFromWire } from './sync-wire.js';
@@ -36,7 +66,6 @@ export * from './message-types.js';
 export { MAX_FILES_FROM_PATHS, MAX_FILES_FROM_BYTES, fileListBytes, listedEntryBytes } from './transfer-wire.js';
 export { manifestEntryWireBytes, splitManifest } from './manifest-batches.js';
 export { bitmapBytes, newBitmap, bitmapSet, bitmapGet } from './want-bitmap.js';
-
 
 /** A suggested peer name: peer-store.ts allows 64 characters. */
 const MAX_PAIR_NAME_BYTES = 64;
@@ -63,7 +92,9 @@ export function sanitizeErrorText(text: string): string {
   const clean = text.replace(UNSAFE_TEXT, ' ').replace(LONE_SURROGATES, '\ufffd');
   if (clean.length <= MAX_ERROR_MESSAGE_CHARS) return clean;
   // Never between the halves of a surrogate pair: a lone half would be written as U+FFFD (deep fuzz).
-  const cut = isHighSurrogate(clean.charCodeAt(MAX_ERROR_MESSAGE_CHARS - 2)) ? MAX_ERROR_MESSAGE_CHARS - 2 : MAX_ERROR_MESSAGE_CHARS - 1;
+  const cut = isHighSurrogate(clean.charCodeAt(MAX_ERROR_MESSAGE_CHARS - 2))
+    ? MAX_ERROR_MESSAGE_CHARS - 2
+    : MAX_ERROR_MESSAGE_CHARS - 1;
   return `${clean.slice(0, cut)}…`;
 }
 
@@ -92,9 +123,11 @@ function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {
       return { pong: { seq: message.seq, echoedTimeUs: message.echoedTimeUs } };
     case 'pair-request':
     case 'pair-accept': {
-      if (message.proof.length !== PAIR_PROOF_BYTES) throw new RangeError(`${message.type} proof must be ${PAIR_PROOF_BYTES} bytes, got ${message.proof.length}`);
+      if (message.proof.length !== PAIR_PROOF_BYTES)
+        throw new RangeError(`${message.type} proof must be ${PAIR_PROOF_BYTES} bytes, got ${message.proof.length}`);
       checkTextBytes(`${message.type} name`, message.name);
-      if (protobuf.util.utf8.length(message.name) > MAX_PAIR_NAME_BYTES) throw new RangeError(`${message.type} name is longer than ${MAX_PAIR_NAME_BYTES} bytes`);
+      if (protobuf.util.utf8.length(message.name) > MAX_PAIR_NAME_BYTES)
+        throw new RangeError(`${message.type} name is longer than ${MAX_PAIR_NAME_BYTES} bytes`);
       const body = { proof: message.proof, name: message.name };
       return message.type === 'pair-request' ? { pairRequest: body } : { pairAccept: body };
     }
@@ -128,10 +161,21 @@ function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {
       checkUint('ListRequest.requestId', message.requestId, UINT32_MAX);
       checkTextBytes('ListRequest.share', message.share);
       checkTextBytes('ListRequest.path', message.path);
-      return { listRequest: { requestId: message.requestId, share: message.share, path: message.path, recursive: message.recursive } };
+      return {
+        listRequest: {
+          requestId: message.requestId,
+          share: message.share,
+          path: message.path,
+          recursive: message.recursive,
+        },
+      };
     case 'session-join':
-      if (message.sessionId.length !== SESSION_ID_BYTES) throw new RangeError(`SessionJoin.sessionId must be ${SESSION_ID_BYTES} bytes, got ${message.sessionId.length}`);
-      if (message.proof.length !== JOIN_PROOF_BYTES) throw new RangeError(`SessionJoin.proof must be ${JOIN_PROOF_BYTES} bytes, got ${message.proof.length}`);
+      if (message.sessionId.length !== SESSION_ID_BYTES)
+        throw new RangeError(
+          `SessionJoin.sessionId must be ${SESSION_ID_BYTES} bytes, got ${message.sessionId.length}`,
+        );
+      if (message.proof.length !== JOIN_PROOF_BYTES)
+        throw new RangeError(`SessionJoin.proof must be ${JOIN_PROOF_BYTES} bytes, got ${message.proof.length}`);
       checkUint('SessionJoin.index', message.index, UINT32_MAX);
       return { sessionJoin: { sessionId: message.sessionId, index: message.index, proof: message.proof } };
     case 'session-joined':
@@ -142,14 +186,31 @@ function toWire(message: ControlMessage): clawpeer.v1.Control.$Properties {
       return { joinWanted: { connections: message.connections } };
     case 'list-reply': {
       checkUint('ListReply.requestId', message.requestId, UINT32_MAX);
-      if (message.entries.length > MAX_LIST_ENTRIES_PER_MESSAGE) throw new RangeError(`ListReply has ${message.entries.length} entries, more than ${MAX_LIST_ENTRIES_PER_MESSAGE}`);
+      if (message.entries.length > MAX_LIST_ENTRIES_PER_MESSAGE)
+        throw new RangeError(
+          `ListReply has ${message.entries.length} entries, more than ${MAX_LIST_ENTRIES_PER_MESSAGE}`,
+        );
       for (const sh of message.shares) checkTextBytes('ListReply.shares.name', sh.name);
       const entries = message.entries.map((e) => {
         const problem = entryMetaProblem(e);
         if (problem !== undefined) throw new RangeError(`ListEntry ${quote(e.path)}: ${problem}`);
-        return { path: e.path, kind: ENTRY_KIND_TO_WIRE[e.kind], size: e.size, mode: e.mode, mtimeMs: e.mtimeMs, linkTarget: e.linkTarget };
+        return {
+          path: e.path,
+          kind: ENTRY_KIND_TO_WIRE[e.kind],
+          size: e.size,
+          mode: e.mode,
+          mtimeMs: e.mtimeMs,
+          linkTarget: e.linkTarget,
+        };
       });
-      return { listReply: { requestId: message.requestId, entries, shares: message.shares.map((sh) => ({ name: sh.name, readOnly: sh.readOnly, noDelete: sh.noDelete })), last: message.last } };
+      return {
+        listReply: {
+          requestId: message.requestId,
+          entries,
+          shares: message.shares.map((sh) => ({ name: sh.name, readOnly: sh.readOnly, noDelete: sh.noDelete })),
+          last: message.last,
+        },
+      };
     }
     default: {
       const unreachable: never = message;
@@ -173,7 +234,10 @@ export function encodeControlFrame(message: ControlMessage): Uint8Array {
  * goes on the wire byte for byte, so the transcript the handshake hashes is what the peer gets.
  */
 export function encodeControlFromRaw(type: ControlMessageType, body: Uint8Array): Uint8Array {
-  return protobuf.Writer.create().uint32((CONTROL_FIELDS[type] << 3) | 2).bytes(body).finish();
+  return protobuf.Writer.create()
+    .uint32((CONTROL_FIELDS[type] << 3) | 2)
+    .bytes(body)
+    .finish();
 }
 
 /** The bytes of a Hello message alone (not the envelope): what the handshake signs. */
@@ -238,12 +302,20 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
     case 'ping': {
       const p = control.ping;
       if (p === null || p === undefined) break;
-      return { type: 'ping', seq: u64ToNumber('Ping.seq', p.seq ?? 0), sentTimeUs: u64ToNumber('Ping.sentTimeUs', p.sentTimeUs ?? 0) };
+      return {
+        type: 'ping',
+        seq: u64ToNumber('Ping.seq', p.seq ?? 0),
+        sentTimeUs: u64ToNumber('Ping.sentTimeUs', p.sentTimeUs ?? 0),
+      };
     }
     case 'pong': {
       const p = control.pong;
       if (p === null || p === undefined) break;
-      return { type: 'pong', seq: u64ToNumber('Pong.seq', p.seq ?? 0), echoedTimeUs: u64ToNumber('Pong.echoedTimeUs', p.echoedTimeUs ?? 0) };
+      return {
+        type: 'pong',
+        seq: u64ToNumber('Pong.seq', p.seq ?? 0),
+        echoedTimeUs: u64ToNumber('Pong.echoedTimeUs', p.echoedTimeUs ?? 0),
+      };
     }
     case 'pairRequest':
     case 'pairAccept': {
@@ -251,9 +323,12 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
       if (p === null || p === undefined) break;
       const what = control.body === 'pairRequest' ? 'PairRequest' : 'PairAccept';
       const name = wireText(`${what}.name`, p.name);
-      if (protobuf.util.utf8.length(name) > MAX_PAIR_NAME_BYTES) throw new ClawpeerError('PROTOCOL', `${what}.name is longer than ${MAX_PAIR_NAME_BYTES} bytes`);
+      if (protobuf.util.utf8.length(name) > MAX_PAIR_NAME_BYTES)
+        throw new ClawpeerError('PROTOCOL', `${what}.name is longer than ${MAX_PAIR_NAME_BYTES} bytes`);
       const proof = fixedBytes(`${what}.proof`, p.proof, PAIR_PROOF_BYTES);
-      return control.body === 'pairRequest' ? { type: 'pair-request', proof, name } : { type: 'pair-accept', proof, name };
+      return control.body === 'pairRequest'
+        ? { type: 'pair-request', proof, name }
+        : { type: 'pair-accept', proof, name };
     }
     case 'codePairStart':
     case 'codePairReply':
@@ -291,12 +366,22 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
     case 'shareChanged': {
       const c = control.shareChanged;
       if (c === null || c === undefined) break;
-      return { type: 'share-changed', share: wireText('ShareChanged.share', c.share), seq: u64ToNumber('ShareChanged.seq', c.seq ?? 0) };
+      return {
+        type: 'share-changed',
+        share: wireText('ShareChanged.share', c.share),
+        seq: u64ToNumber('ShareChanged.seq', c.seq ?? 0),
+      };
     }
     case 'listRequest': {
       const r = control.listRequest;
       if (r === null || r === undefined) break;
-      return { type: 'list-request', requestId: r.requestId ?? 0, share: wireText('ListRequest.share', r.share), path: wireText('ListRequest.path', r.path), recursive: r.recursive ?? false };
+      return {
+        type: 'list-request',
+        requestId: r.requestId ?? 0,
+        share: wireText('ListRequest.share', r.share),
+        path: wireText('ListRequest.path', r.path),
+        recursive: r.recursive ?? false,
+      };
     }
     case 'listReply': {
       const r = control.listReply;
@@ -305,14 +390,23 @@ function fromWire(control: clawpeer.v1.Control): ControlMessage {
         type: 'list-reply',
         requestId: r.requestId ?? 0,
         entries: (r.entries ?? []).map((e, i) => listEntryFromWire(i, e)),
-        shares: (r.shares ?? []).map((sh) => ({ name: wireText('ShareInfo.name', sh.name), readOnly: sh.readOnly ?? false, noDelete: sh.noDelete ?? false })),
+        shares: (r.shares ?? []).map((sh) => ({
+          name: wireText('ShareInfo.name', sh.name),
+          readOnly: sh.readOnly ?? false,
+          noDelete: sh.noDelete ?? false,
+        })),
         last: r.last ?? false,
       };
     }
     case 'sessionJoin': {
       const j = control.sessionJoin;
       if (j === null || j === undefined) break;
-      return { type: 'session-join', sessionId: fixedBytes('SessionJoin.sessionId', j.sessionId, SESSION_ID_BYTES), index: j.index ?? 0, proof: fixedBytes('SessionJoin.proof', j.proof, JOIN_PROOF_BYTES) };
+      return {
+        type: 'session-join',
+        sessionId: fixedBytes('SessionJoin.sessionId', j.sessionId, SESSION_ID_BYTES),
+        index: j.index ?? 0,
+        proof: fixedBytes('SessionJoin.proof', j.proof, JOIN_PROOF_BYTES),
+      };
     }
     case 'sessionJoined': {
       const j = control.sessionJoined;
@@ -349,7 +443,10 @@ const KNOWN_CONTROL_FIELDS: ReadonlySet<number> = new Set(Object.values(CONTROL_
  */
 export function decodeControlWithRaw(bytes: Uint8Array, options: { readonly maxBytes: number }): DecodedControl {
   if (bytes.length > options.maxBytes) {
-    throw new ClawpeerError('FRAME_TOO_LARGE', `control message of ${bytes.length} bytes exceeds the maximum of ${options.maxBytes}`);
+    throw new ClawpeerError(
+      'FRAME_TOO_LARGE',
+      `control message of ${bytes.length} bytes exceeds the maximum of ${options.maxBytes}`,
+    );
   }
   let spans: FieldSpan[];
   try {
@@ -360,12 +457,19 @@ export function decodeControlWithRaw(bytes: Uint8Array, options: { readonly maxB
   const [span, ...extra] = spans;
   if (span === undefined) throw new ClawpeerError('PROTOCOL', 'control message has no body');
   if (extra.length > 0) {
-    throw new ClawpeerError('PROTOCOL', `control message carries ${spans.length} fields (${spans.map((s) => s.field).join(', ')}); exactly one expected`);
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `control message carries ${spans.length} fields (${spans.map((s) => s.field).join(', ')}); exactly one expected`,
+    );
   }
   if (!KNOWN_CONTROL_FIELDS.has(span.field)) {
     throw new ClawpeerError('PROTOCOL', `unknown control message (envelope field ${span.field})`);
   }
-  if (span.wireType !== 2) throw new ClawpeerError('PROTOCOL', `control message field ${span.field} has wire type ${span.wireType}, expected 2`);
+  if (span.wireType !== 2)
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `control message field ${span.field} has wire type ${span.wireType}, expected 2`,
+    );
   const raw = bytes.subarray(span.valueStart, span.end);
   let message: ControlMessage;
   try {
@@ -374,18 +478,29 @@ export function decodeControlWithRaw(bytes: Uint8Array, options: { readonly maxB
     if (span.field === CONTROL_FIELDS.manifest) {
       const entries = scanFields(raw).filter((s) => s.field === MANIFEST_ENTRIES_FIELD).length;
       if (entries > MAX_MANIFEST_ENTRIES_PER_MESSAGE) {
-        throw new ClawpeerError('PROTOCOL', `Manifest has ${entries} entries, more than ${MAX_MANIFEST_ENTRIES_PER_MESSAGE}`);
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `Manifest has ${entries} entries, more than ${MAX_MANIFEST_ENTRIES_PER_MESSAGE}`,
+        );
       }
     }
     if (span.field === CONTROL_FIELDS['list-reply']) {
       const entries = scanFields(raw).filter((s) => s.field === LIST_REPLY_ENTRIES_FIELD).length;
-      if (entries > MAX_LIST_ENTRIES_PER_MESSAGE) throw new ClawpeerError('PROTOCOL', `ListReply has ${entries} entries, more than ${MAX_LIST_ENTRIES_PER_MESSAGE}`);
+      if (entries > MAX_LIST_ENTRIES_PER_MESSAGE)
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `ListReply has ${entries} entries, more than ${MAX_LIST_ENTRIES_PER_MESSAGE}`,
+        );
     }
     if (span.field === CONTROL_FIELDS['sync-revisions'] || span.field === CONTROL_FIELDS['sync-fetch']) {
-      const field = span.field === CONTROL_FIELDS['sync-revisions'] ? SYNC_REVISIONS_RECORDS_FIELD : SYNC_FETCH_ITEMS_FIELD;
+      const field =
+        span.field === CONTROL_FIELDS['sync-revisions'] ? SYNC_REVISIONS_RECORDS_FIELD : SYNC_FETCH_ITEMS_FIELD;
       const items = scanFields(raw).filter((s) => s.field === field).length;
       if (items > MAX_SYNC_ITEMS_PER_MESSAGE) {
-        throw new ClawpeerError('PROTOCOL', `${span.field === CONTROL_FIELDS['sync-revisions'] ? 'SyncRevisions' : 'SyncFetch'} has ${items} items, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `${span.field === CONTROL_FIELDS['sync-revisions'] ? 'SyncRevisions' : 'SyncFetch'} has ${items} items, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`,
+        );
       }
     }
     message = fromWire(pb.Control.decode(bytes));

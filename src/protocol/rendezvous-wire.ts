@@ -91,14 +91,27 @@ export type TraversalMessage =
   | { readonly type: 'nameplateLookup'; readonly nameplate: number }
   /** A newer announcement of the claimer carrying the nameplate: only the claimer can release it. */
   | { readonly type: 'nameplateRelease'; readonly announcement: Uint8Array }
-  | { readonly type: 'nameplateReply'; readonly op: NameplateOp; readonly status: NameplateStatus; readonly nameplate: number; readonly announcement?: Uint8Array }
+  | {
+      readonly type: 'nameplateReply';
+      readonly op: NameplateOp;
+      readonly status: NameplateStatus;
+      readonly nameplate: number;
+      readonly announcement?: Uint8Array;
+    }
   /** The server refused a request of type `request`. */
   | { readonly type: 'refused'; readonly request: number; readonly reason: RefusalReason; readonly text: string };
 
 /** True when `buf` is a traversal message, never for a QUIC packet (type bits AND magic). */
 export function isTraversalMessage(buf: Uint8Array): boolean {
   const t = buf[0] ?? 0;
-  return buf.length >= HEADER_BYTES && (t & 0xc0) === 0x80 && buf[1] === 0xc1 && buf[2] === 0xa3 && buf[3] === 0x77 && buf[4] === 0x5e;
+  return (
+    buf.length >= HEADER_BYTES &&
+    (t & 0xc0) === 0x80 &&
+    buf[1] === 0xc1 &&
+    buf[2] === 0xa3 &&
+    buf[3] === 0x77 &&
+    buf[4] === 0x5e
+  );
 }
 
 function bad(why: string): ClawpeerError {
@@ -107,7 +120,8 @@ function bad(why: string): ClawpeerError {
 
 function addressBytes(a: WireAddress): Uint8Array {
   const ip = ipBytes(a.host);
-  if (!Number.isInteger(a.port) || a.port < 0 || a.port > 65535) throw new ClawpeerError('USAGE', `port ${a.port} is not 0-65535`);
+  if (!Number.isInteger(a.port) || a.port < 0 || a.port > 65535)
+    throw new ClawpeerError('USAGE', `port ${a.port} is not 0-65535`);
   return Uint8Array.from([ip.length === 4 ? 4 : 6, ...ip, a.port >> 8, a.port & 0xff]);
 }
 
@@ -130,7 +144,8 @@ export function relayDataHeader(token: Uint8Array): Uint8Array {
 export function encodeTraversal(m: TraversalMessage): Uint8Array {
   const parts: Uint8Array[] = [Uint8Array.of(TRAVERSAL_TYPES[m.type]), TRAVERSAL_MAGIC];
   const key = (k: Uint8Array, what: string): void => void parts.push(fixed(k, KEY_BYTES, what));
-  const optional = (bytes: Uint8Array | undefined): void => void parts.push(bytes === undefined ? Uint8Array.of(0) : Uint8Array.of(1), ...(bytes === undefined ? [] : [bytes]));
+  const optional = (bytes: Uint8Array | undefined): void =>
+    void parts.push(bytes === undefined ? Uint8Array.of(0) : Uint8Array.of(1), ...(bytes === undefined ? [] : [bytes]));
   switch (m.type) {
     case 'register':
     case 'nameplateClaim':
@@ -200,7 +215,9 @@ export function encodeTraversal(m: TraversalMessage): Uint8Array {
   return new Uint8Array(Buffer.concat(parts));
 }
 
-const TYPE_NAMES = new Map<number, TraversalType>(Object.entries(TRAVERSAL_TYPES).map(([k, v]) => [v, k as TraversalType]));
+const TYPE_NAMES = new Map<number, TraversalType>(
+  Object.entries(TRAVERSAL_TYPES).map(([k, v]) => [v, k as TraversalType]),
+);
 
 /** Reads fields in order; every read checks the length, so a short datagram throws PROTOCOL. */
 class Reader {
@@ -296,13 +313,22 @@ export function decodeTraversal(buf: Uint8Array): TraversalMessage {
       m = { type, nonce: r.take(NONCE_BYTES, 'nonce').slice(), address: r.address('reflected address') };
       break;
     case 'relayBind':
-      m = { type, from: r.key('relay from key'), to: r.key('relay to key'), token: r.take(RELAY_TOKEN_BYTES, 'relay token').slice() };
+      m = {
+        type,
+        from: r.key('relay from key'),
+        to: r.key('relay to key'),
+        token: r.take(RELAY_TOKEN_BYTES, 'relay token').slice(),
+      };
       break;
     case 'relayOffer':
       m = { type, from: r.key('relay from key'), token: r.take(RELAY_TOKEN_BYTES, 'relay token').slice() };
       break;
     case 'relayReady':
-      m = { type, token: r.take(RELAY_TOKEN_BYTES, 'relay token').slice(), status: pick(RELAY_STATUSES, r.u8('relay status'), 'relay status') };
+      m = {
+        type,
+        token: r.take(RELAY_TOKEN_BYTES, 'relay token').slice(),
+        status: pick(RELAY_STATUSES, r.u8('relay status'), 'relay status'),
+      };
       break;
     case 'relayData':
       // A view, not a copy: the payload goes on to a forwarder as is.
@@ -315,7 +341,9 @@ export function decodeTraversal(buf: Uint8Array): TraversalMessage {
       const op = pick(NAMEPLATE_OPS, r.u8('nameplate op'), 'nameplate op');
       const status = pick(NAMEPLATE_STATUSES, r.u8('nameplate status'), 'nameplate status');
       const nameplate = r.u32('nameplate');
-      m = r.flag('announcement') ? { type, op, status, nameplate, announcement: r.rest().slice() } : { type, op, status, nameplate };
+      m = r.flag('announcement')
+        ? { type, op, status, nameplate, announcement: r.rest().slice() }
+        : { type, op, status, nameplate };
       break;
     }
     case 'refused': {

@@ -6,8 +6,28 @@ import { LONE_SURROGATE } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import { CHUNK_ID_BYTES } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';
-import { type SyncModeName, type SyncFetchItem, type SyncControlMessage, MAX_SYNC_RECONCILE_BYTES, MAX_SYNC_RECORD_BYTES, MAX_SYNC_ITEMS_PER_MESSAGE, MAX_ENTRY_PATH_BYTES } from './message-types.js';
-import { pb, UINT32_MAX, invert, checkRateLimit, rateLimitFromWire, checkUint, checkTextBytes, quote, wireEnum, wireText, copyBytes } from './wire-helpers.js';
+import {
+  type SyncModeName,
+  type SyncFetchItem,
+  type SyncControlMessage,
+  MAX_SYNC_RECONCILE_BYTES,
+  MAX_SYNC_RECORD_BYTES,
+  MAX_SYNC_ITEMS_PER_MESSAGE,
+  MAX_ENTRY_PATH_BYTES,
+} from './message-types.js';
+import {
+  pb,
+  UINT32_MAX,
+  invert,
+  checkRateLimit,
+  rateLimitFromWire,
+  checkUint,
+  checkTextBytes,
+  quote,
+  wireEnum,
+  wireText,
+  copyBytes,
+} from './wire-helpers.js';
 
 const SYNC_MODE_TO_WIRE: Record<SyncModeName, clawpeer.v1.SyncMode> = {
   'two-way': pb.SyncMode.SYNC_MODE_TWO_WAY,
@@ -17,7 +37,8 @@ const SYNC_MODE_TO_WIRE: Record<SyncModeName, clawpeer.v1.SyncMode> = {
 const SYNC_MODE_FROM_WIRE = invert(SYNC_MODE_TO_WIRE);
 
 function checkBlob(name: string, value: Uint8Array, min: number, max: number): void {
-  if (value.length < min || value.length > max) throw new RangeError(`${name} is ${value.length} bytes, expected ${min}..${max}`);
+  if (value.length < min || value.length > max)
+    throw new RangeError(`${name} is ${value.length} bytes, expected ${min}..${max}`);
 }
 
 export function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Properties {
@@ -25,11 +46,25 @@ export function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Pr
   switch (message.type) {
     case 'sync-request': {
       const mode = SYNC_MODE_TO_WIRE[message.mode];
-      if (mode === undefined) throw new RangeError(`SyncRequest.mode must be two-way, send-only or receive-only, got ${String(message.mode)}`);
+      if (mode === undefined)
+        throw new RangeError(
+          `SyncRequest.mode must be two-way, send-only or receive-only, got ${String(message.mode)}`,
+        );
       checkTextBytes('SyncRequest.share', message.share);
       checkBlob('SyncRequest.reconcile', message.reconcile, 0, MAX_SYNC_RECONCILE_BYTES);
       checkRateLimit('SyncRequest.rateLimit', message.rateLimit);
-      return { syncRequest: { transferId: message.transferId, share: message.share, mode, reconcile: message.reconcile, rateLimit: message.rateLimit ?? 0, dryRun: message.dryRun ?? false, noFsync: message.noFsync ?? false, fetchOnly: message.fetchOnly ?? false } };
+      return {
+        syncRequest: {
+          transferId: message.transferId,
+          share: message.share,
+          mode,
+          reconcile: message.reconcile,
+          rateLimit: message.rateLimit ?? 0,
+          dryRun: message.dryRun ?? false,
+          noFsync: message.noFsync ?? false,
+          fetchOnly: message.fetchOnly ?? false,
+        },
+      };
     }
     case 'sync-accept':
       return { syncAccept: { transferId: message.transferId } };
@@ -37,14 +72,30 @@ export function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Pr
       checkBlob('SyncReconcile.payload', message.payload, 1, MAX_SYNC_RECONCILE_BYTES);
       return { syncReconcile: { transferId: message.transferId, payload: message.payload } };
     case 'sync-revisions':
-      if (message.records.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new RangeError(`SyncRevisions has ${message.records.length} records, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      if (message.records.length > MAX_SYNC_ITEMS_PER_MESSAGE)
+        throw new RangeError(
+          `SyncRevisions has ${message.records.length} records, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`,
+        );
       message.records.forEach((r, i) => checkBlob(`SyncRevisions.records[${i}]`, r, 1, MAX_SYNC_RECORD_BYTES));
-      if ((message.pruned?.length ?? 0) > MAX_SYNC_ITEMS_PER_MESSAGE) throw new RangeError(`SyncRevisions has ${message.pruned?.length} pruned ids, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      if ((message.pruned?.length ?? 0) > MAX_SYNC_ITEMS_PER_MESSAGE)
+        throw new RangeError(
+          `SyncRevisions has ${message.pruned?.length} pruned ids, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`,
+        );
       message.pruned?.forEach((id, i) => checkBlob(`SyncRevisions.pruned[${i}]`, id, CHUNK_ID_BYTES, CHUNK_ID_BYTES));
-      return { syncRevisions: { transferId: message.transferId, records: message.records as Uint8Array[], last: message.last, ...(message.pruned === undefined || message.pruned.length === 0 ? {} : { pruned: message.pruned as Uint8Array[] }) } };
+      return {
+        syncRevisions: {
+          transferId: message.transferId,
+          records: message.records as Uint8Array[],
+          last: message.last,
+          ...(message.pruned === undefined || message.pruned.length === 0
+            ? {}
+            : { pruned: message.pruned as Uint8Array[] }),
+        },
+      };
     case 'sync-fetch':
       checkUint('SyncFetch.fetchId', message.fetchId, UINT32_MAX);
-      if (message.items.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new RangeError(`SyncFetch has ${message.items.length} items, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      if (message.items.length > MAX_SYNC_ITEMS_PER_MESSAGE)
+        throw new RangeError(`SyncFetch has ${message.items.length} items, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
       return {
         syncFetch: {
           transferId: message.transferId,
@@ -107,35 +158,64 @@ export function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage |
     case 'syncReconcile': {
       const r = control.syncReconcile;
       if (r === null || r === undefined) return undefined;
-      return { type: 'sync-reconcile', transferId: r.transferId ?? 0, payload: blobFromWire('SyncReconcile.payload', r.payload, 1, MAX_SYNC_RECONCILE_BYTES) };
+      return {
+        type: 'sync-reconcile',
+        transferId: r.transferId ?? 0,
+        payload: blobFromWire('SyncReconcile.payload', r.payload, 1, MAX_SYNC_RECONCILE_BYTES),
+      };
     }
     case 'syncRevisions': {
       const r = control.syncRevisions;
       if (r === null || r === undefined) return undefined;
       const raw = r.records ?? [];
-      if (raw.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new ClawpeerError('PROTOCOL', `SyncRevisions has ${raw.length} records, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      if (raw.length > MAX_SYNC_ITEMS_PER_MESSAGE)
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `SyncRevisions has ${raw.length} records, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`,
+        );
       const pruned = r.pruned ?? [];
-      if (pruned.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new ClawpeerError('PROTOCOL', `SyncRevisions has ${pruned.length} pruned ids, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      if (pruned.length > MAX_SYNC_ITEMS_PER_MESSAGE)
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `SyncRevisions has ${pruned.length} pruned ids, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`,
+        );
       return {
         type: 'sync-revisions',
         transferId: r.transferId ?? 0,
         records: raw.map((rec, i) => blobFromWire(`SyncRevisions.records[${i}]`, rec, 1, MAX_SYNC_RECORD_BYTES)),
         last: r.last ?? false,
-        ...(pruned.length === 0 ? {} : { pruned: pruned.map((id, i) => blobFromWire(`SyncRevisions.pruned[${i}]`, id, CHUNK_ID_BYTES, CHUNK_ID_BYTES)) }),
+        ...(pruned.length === 0
+          ? {}
+          : {
+              pruned: pruned.map((id, i) =>
+                blobFromWire(`SyncRevisions.pruned[${i}]`, id, CHUNK_ID_BYTES, CHUNK_ID_BYTES),
+              ),
+            }),
       };
     }
     case 'syncFetch': {
       const f = control.syncFetch;
       if (f === null || f === undefined) return undefined;
       const raw = f.items ?? [];
-      if (raw.length > MAX_SYNC_ITEMS_PER_MESSAGE) throw new ClawpeerError('PROTOCOL', `SyncFetch has ${raw.length} items, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`);
+      if (raw.length > MAX_SYNC_ITEMS_PER_MESSAGE)
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `SyncFetch has ${raw.length} items, more than ${MAX_SYNC_ITEMS_PER_MESSAGE}`,
+        );
       const items = raw.map((w, i): SyncFetchItem => {
         const item = { path: wireText(`SyncFetch.items[${i}].path`, w.path), root: copyBytes(w.root) };
         const problem = fetchItemProblem(item);
-        if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `SyncFetch.items[${i}] ${quote(item.path)}: ${problem}`);
+        if (problem !== undefined)
+          throw new ClawpeerError('PROTOCOL', `SyncFetch.items[${i}] ${quote(item.path)}: ${problem}`);
         return item;
       });
-      return { type: 'sync-fetch', transferId: f.transferId ?? 0, fetchId: f.fetchId ?? 0, items, last: f.last ?? false };
+      return {
+        type: 'sync-fetch',
+        transferId: f.transferId ?? 0,
+        fetchId: f.fetchId ?? 0,
+        items,
+        last: f.last ?? false,
+      };
     }
     case 'syncDone': {
       const d = control.syncDone;

@@ -13,7 +13,8 @@ export function newBitmap(bits: number): Uint8Array {
 }
 
 function bitmapIndex(bitmap: Uint8Array, i: number): void {
-  if (!Number.isInteger(i) || i < 0 || i >= bitmap.length * 8) throw new RangeError(`bit ${i} is outside a ${bitmap.length}-byte bitmap`);
+  if (!Number.isInteger(i) || i < 0 || i >= bitmap.length * 8)
+    throw new RangeError(`bit ${i} is outside a ${bitmap.length}-byte bitmap`);
 }
 
 export function bitmapSet(bitmap: Uint8Array, i: number): void {
@@ -31,6 +32,6 @@ export function bitmapProblem(bitmap: Uint8Array, bits: number): string | undefi
   const expected = bitmapBytes(bits);
   if (bitmap.length !== expected) return `${bitmap.length} bytes for ${bits} chunks, expected ${expected}`;
   const used = bits & 7;
-  if (used !== 0 && ((bitmap[expected - 1] ?? 0) >> used) !== 0) return `padding bits after chunk ${bits - 1} are set`;
+  if (used !== 0 && (bitmap[expected - 1] ?? 0) >> used !== 0) return `padding bits after chunk ${bits - 1} are set`;
   return undefined;
 }

@@ -34,13 +34,15 @@ export function checkRateLimit(name: string, value: number | undefined): void {
 }
 
 export function checkUint(name: string, value: number, max: number): void {
-  if (!Number.isInteger(value) || value < 0 || value > max) throw new RangeError(`${name} must be an integer in 0..${max}, got ${value}`);
+  if (!Number.isInteger(value) || value < 0 || value > max)
+    throw new RangeError(`${name} must be an integer in 0..${max}, got ${value}`);
 }
 
 export function checkTextBytes(name: string, value: string): void {
   if (LONE_SURROGATE.test(value)) throw new RangeError(`${name} is not valid Unicode (unpaired surrogate)`);
   const bytes = protobuf.util.utf8.length(value);
-  if (bytes > MAX_ENTRY_PATH_BYTES) throw new RangeError(`${name} is ${bytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`);
+  if (bytes > MAX_ENTRY_PATH_BYTES)
+    throw new RangeError(`${name} is ${bytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`);
 }
 
 /** A peer's (or caller's) path quoted for an error message: escaped and cut to 200 characters. */
@@ -54,12 +56,14 @@ export function quote(text: string): string {
  */
 /** What is wrong with an entry's name and metadata (a manifest's or a listing's), or undefined. */
 export function entryMetaProblem(e: ListEntry): string | undefined {
-  if (LONE_SURROGATE.test(e.path) || LONE_SURROGATE.test(e.linkTarget)) return 'path or linkTarget is not valid Unicode (unpaired surrogate)';
+  if (LONE_SURROGATE.test(e.path) || LONE_SURROGATE.test(e.linkTarget))
+    return 'path or linkTarget is not valid Unicode (unpaired surrogate)';
   const pathBytes = protobuf.util.utf8.length(e.path);
   if (pathBytes === 0) return 'path is empty';
   if (pathBytes > MAX_ENTRY_PATH_BYTES) return `path is ${pathBytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`;
   const targetBytes = protobuf.util.utf8.length(e.linkTarget);
-  if (targetBytes > MAX_ENTRY_PATH_BYTES) return `linkTarget is ${targetBytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`;
+  if (targetBytes > MAX_ENTRY_PATH_BYTES)
+    return `linkTarget is ${targetBytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`;
   if (!Number.isSafeInteger(e.size) || e.size < 0) return `size ${e.size} is not an integer in 0..2^53-1`;
   if (!Number.isInteger(e.mode) || e.mode < 0 || e.mode > MAX_ENTRY_MODE) return `mode ${e.mode} is not in 0..0o7777`;
   if (!Number.isSafeInteger(e.mtimeMs)) return `mtimeMs ${e.mtimeMs} is not an integer within +-(2^53-1)`;
@@ -97,7 +101,11 @@ export function fixedBytes(field: string, value: Uint8Array | null | undefined, 
   return new Uint8Array(value); // a copy: decoded bytes are views into the frame buffer
 }
 
-export function wireEnum<K extends string>(field: string, value: number | null | undefined, table: ReadonlyMap<number, K>): K {
+export function wireEnum<K extends string>(
+  field: string,
+  value: number | null | undefined,
+  table: ReadonlyMap<number, K>,
+): K {
   const name = table.get(value ?? 0);
   if (name === undefined) {
     const what = (value ?? 0) === 0 ? 'unspecified (0)' : `unknown value ${value ?? 0}`;
@@ -109,7 +117,8 @@ export function wireEnum<K extends string>(field: string, value: number | null |
 export function wireText(field: string, value: string | null | undefined): string {
   const text = value ?? '';
   const bytes = protobuf.util.utf8.length(text);
-  if (bytes > MAX_ENTRY_PATH_BYTES) throw new ClawpeerError('PROTOCOL', `${field} is ${bytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`);
+  if (bytes > MAX_ENTRY_PATH_BYTES)
+    throw new ClawpeerError('PROTOCOL', `${field} is ${bytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`);
   return text;
 }
 
@@ -119,7 +128,11 @@ export function copyBytes(value: Uint8Array | null | undefined): Uint8Array {
 }
 
 /** An entry's name and metadata fields from the wire (a manifest's or a listing's); `what` names its list. */
-export function entryMetaFromWire(what: string, index: number, w: clawpeer.v1.ListEntry.$Properties | null | undefined): { owner: string; meta: ListEntry } {
+export function entryMetaFromWire(
+  what: string,
+  index: number,
+  w: clawpeer.v1.ListEntry.$Properties | null | undefined,
+): { owner: string; meta: ListEntry } {
   const path = w?.path ?? '';
   const owner = `${what}[${index}] ${quote(path)}`;
   if (w === null || w === undefined) throw new ClawpeerError('PROTOCOL', `${owner} is missing`);

@@ -46,7 +46,11 @@ export async function historyKeeperFor(root: string, nodeId: string): Promise<Hi
  * removeExtraneous keeping what goes: as --backup's backups when given, else in `root`'s history
  * when a synced folder's revisions hold it (without `nodeId`, nothing is kept).
  */
-export async function removeExtraneousKeeping(root: string, list: readonly Extraneous[], keep: { readonly backups?: Keeper | undefined; readonly nodeId?: string | undefined }): Promise<Extraneous[]> {
+export async function removeExtraneousKeeping(
+  root: string,
+  list: readonly Extraneous[],
+  keep: { readonly backups?: Keeper | undefined; readonly nodeId?: string | undefined },
+): Promise<Extraneous[]> {
   if (list.length === 0) return [];
   if (keep.backups !== undefined) return removeExtraneous(root, list, keep.backups);
   const keeper = keep.nodeId === undefined ? undefined : await historyKeeperFor(root, keep.nodeId);

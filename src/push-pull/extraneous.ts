@@ -52,7 +52,8 @@ async function listDir(abs: string): Promise<Dirent[]> {
 export async function findExtraneous(o: ExtraneousOptions): Promise<Extraneous[]> {
   const rootReal = await realpath(o.root);
   const out: Extraneous[] = [];
-  const spared = (rel: string, name: string, isDir: boolean): boolean => isInternalDirName(name) || isTempFileName(name) || o.protect?.(rel, isDir) === true;
+  const spared = (rel: string, name: string, isDir: boolean): boolean =>
+    isInternalDirName(name) || isTempFileName(name) || o.protect?.(rel, isDir) === true;
   /** Adds everything under `rel` (a directory not in the source); true when all of it goes, the directory too. */
   const collect = async (rel: string, abs: string): Promise<boolean> => {
     let whole = true;
@@ -77,7 +78,12 @@ export async function findExtraneous(o: ExtraneousOptions): Promise<Extraneous[]
       continue; // not there: nothing in it to remove
     }
     // A symlink on the way (or out of the root): not the directory the source describes.
-    if (real !== abs || !isConfinedRealpath(rootReal, real) || (await lstat(real).catch(() => undefined))?.isDirectory() !== true) continue;
+    if (
+      real !== abs ||
+      !isConfinedRealpath(rootReal, real) ||
+      (await lstat(real).catch(() => undefined))?.isDirectory() !== true
+    )
+      continue;
     for (const d of await listDir(real)) {
       const rel = joinRel(dir, d.name);
       if (o.keep.has(rel) || spared(rel, d.name, d.isDirectory())) continue;
@@ -93,7 +99,11 @@ export async function findExtraneous(o: ExtraneousOptions): Promise<Extraneous[]
  * gone, or a directory something appeared in meanwhile, is left out; any other failure is an IO
  * error naming the path (what was removed before it stays removed).
  */
-export async function removeExtraneous(root: string, list: readonly Extraneous[], keeper?: Keeper): Promise<Extraneous[]> {
+export async function removeExtraneous(
+  root: string,
+  list: readonly Extraneous[],
+  keeper?: Keeper,
+): Promise<Extraneous[]> {
   const rootReal = await realpath(root);
   const removed: Extraneous[] = [];
   for (const e of list) {
@@ -137,11 +147,24 @@ export function transferExtraneous(o: TransferExtraneousOptions): Promise<Extran
   if (o.contentsOnly) dirs.push(o.basePath);
   const rules = o.exclude;
   // The patterns see paths as when the source was scanned (transfer-source.ts): without the base path.
-  const excluded = rules === undefined ? undefined : (rel: string, isDir: boolean): boolean => {
-    const inner = belowTransferRoot(o.basePath === '' ? rel : rel.slice(o.basePath.length + 1), o.contentsOnly);
-    return inner !== '' && rules.excludes(inner, isDir);
-  };
+  const excluded =
+    rules === undefined
+      ? undefined
+      : (rel: string, isDir: boolean): boolean => {
+          const inner = belowTransferRoot(o.basePath === '' ? rel : rel.slice(o.basePath.length + 1), o.contentsOnly);
+          return inner !== '' && rules.excludes(inner, isDir);
+        };
   const spare = o.spare;
-  const protect = spare === undefined ? excluded : excluded === undefined ? spare : (rel: string, isDir: boolean): boolean => spare(rel, isDir) || excluded(rel, isDir);
-  return findExtraneous({ root: o.root, dirs, keep: new Set(o.destPaths), ...(protect === undefined ? {} : { protect }) });
+  const protect =
+    spare === undefined
+      ? excluded
+      : excluded === undefined
+        ? spare
+        : (rel: string, isDir: boolean): boolean => spare(rel, isDir) || excluded(rel, isDir);
+  return findExtraneous({
+    root: o.root,
+    dirs,
+    keep: new Set(o.destPaths),
+    ...(protect === undefined ? {} : { protect }),
+  });
 }

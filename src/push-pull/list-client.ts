@@ -16,7 +16,9 @@ export interface ListOptions {
 }
 
 /** The listing in batches of entries (or, for share '', one batch of shares). */
-export async function* listRemote(o: ListOptions): AsyncGenerator<{ readonly entries: readonly ListEntry[]; readonly shares: readonly ShareInfo[] }, void, undefined> {
+export async function* listRemote(
+  o: ListOptions,
+): AsyncGenerator<{ readonly entries: readonly ListEntry[]; readonly shares: readonly ShareInfo[] }, void, undefined> {
   const { session } = o;
   session.requireFeature('list', 'cannot list its shares', 'update clawpeer there, or pull to see what a share holds');
   const requestId = session.allocateTransferId();
@@ -24,8 +26,10 @@ export async function* listRemote(o: ListOptions): AsyncGenerator<{ readonly ent
   for (;;) {
     // Each batch within the prepare timeout: the listener walks the tree between replies.
     const reply = await expectMessage(session, 'list-reply', requestId, PREPARE_TIMEOUT_MS, o.signal);
-    if (reply.requestId !== requestId) throw new ClawpeerError('PROTOCOL', `list-reply for request ${reply.requestId}, expected ${requestId}`);
-    if (o.share !== '' && reply.shares.length > 0) throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a listing of ${o.share} with shares`);
+    if (reply.requestId !== requestId)
+      throw new ClawpeerError('PROTOCOL', `list-reply for request ${reply.requestId}, expected ${requestId}`);
+    if (o.share !== '' && reply.shares.length > 0)
+      throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a listing of ${o.share} with shares`);
     yield { entries: reply.entries, shares: reply.shares };
     if (reply.last) return;
   }

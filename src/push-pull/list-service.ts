@@ -21,19 +21,39 @@ import { ClawpeerError } from '../errors.js';
 const ENTRY_OVERHEAD_BYTES = 48;
 
 function listEntryOf(e: TreeEntry): ListEntry {
-  return { path: e.relPath, kind: e.kind, size: e.size, mode: e.mode, mtimeMs: Math.floor(e.mtimeMs), linkTarget: e.linkTarget ?? '' };
+  return {
+    path: e.relPath,
+    kind: e.kind,
+    size: e.size,
+    mode: e.mode,
+    mtimeMs: Math.floor(e.mtimeMs),
+    linkTarget: e.linkTarget ?? '',
+  };
 }
 
-export async function serveList(session: PeerSession, req: ListRequestMessage, shares: readonly Share[], signal: AbortSignal): Promise<void> {
-  const reply = (entries: ListEntry[], last: boolean): Promise<void> => session.control.send({ type: 'list-reply', requestId: req.requestId, entries, shares: [], last });
+export async function serveList(
+  session: PeerSession,
+  req: ListRequestMessage,
+  shares: readonly Share[],
+  signal: AbortSignal,
+): Promise<void> {
+  const reply = (entries: ListEntry[], last: boolean): Promise<void> =>
+    session.control.send({ type: 'list-reply', requestId: req.requestId, entries, shares: [], last });
   if (req.share === '') {
     const visible = shares.filter((s) => s.allow === undefined || s.allow.includes(session.peerId));
-    await session.control.send({ type: 'list-reply', requestId: req.requestId, entries: [], shares: visible.map((s) => ({ name: s.name, readOnly: s.readOnly, noDelete: s.noDelete === true })), last: true });
+    await session.control.send({
+      type: 'list-reply',
+      requestId: req.requestId,
+      entries: [],
+      shares: visible.map((s) => ({ name: s.name, readOnly: s.readOnly, noDelete: s.noDelete === true })),
+      last: true,
+    });
     return;
   }
   const share = findShare(shares, req.share, session.peerId);
   const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
-  if (isInternalPath(basePath)) throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
+  if (isInternalPath(basePath))
+    throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
   const local = await existingSharePath(share, basePath);
   const isDir = (await lstat(local)).isDirectory();
   const limit = Math.floor(session.caps.maxFrameBytes / 2);

@@ -25,7 +25,11 @@ export interface SourceRemoval {
 }
 
 /** True when `file` on disk is still the version scanned and sent. */
-async function stillAsSent(file: SourceFile, chunking: ChunkingParams, signal: AbortSignal | undefined): Promise<boolean> {
+async function stillAsSent(
+  file: SourceFile,
+  chunking: ChunkingParams,
+  signal: AbortSignal | undefined,
+): Promise<boolean> {
   const { key, hashedAtNs } = file;
   if (key === undefined || hashedAtNs === undefined) return false;
   const st = lstatSync(file.localPath, { bigint: true, throwIfNoEntry: false });
@@ -37,7 +41,11 @@ async function stillAsSent(file: SourceFile, chunking: ChunkingParams, signal: A
 }
 
 /** Removes the files and symlinks of `source` that are still as they were sent. */
-export async function removeSentSources(source: TransferSource, chunking: ChunkingParams, signal?: AbortSignal): Promise<SourceRemoval> {
+export async function removeSentSources(
+  source: TransferSource,
+  chunking: ChunkingParams,
+  signal?: AbortSignal,
+): Promise<SourceRemoval> {
   const { localPathOf } = source;
   if (localPathOf === undefined) throw new TypeError('removeSentSources needs a scanned source (scanSource)');
   const removed: string[] = [];
@@ -64,7 +72,9 @@ export async function removeSentSources(source: TransferSource, chunking: Chunki
     try {
       await unlink(local);
     } catch (err) {
-      throw new ClawpeerError('IO', `cannot remove the sent source ${local}: ${(err as Error).message}`, { cause: err });
+      throw new ClawpeerError('IO', `cannot remove the sent source ${local}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     removed.push(entry.path);
   }

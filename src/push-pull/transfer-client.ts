@@ -16,7 +16,15 @@ import { dryRunReport, type DryRunReport, type DryRunVerdicts } from '../transfe
 import { overMaxDelete, transferExtraneous, type Extraneous } from './extraneous.js';
 import { replacedHistoryNode } from '../store/keeper.js';
 import type { PeerSession } from '../session/session.js';
-import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from '../exchange/transfer-control.js';
+import {
+  effectiveStreamsAndWindow,
+  expectMessage,
+  expectWant,
+  manifestMessages,
+  PREPARE_TIMEOUT_MS,
+  receiveManifest,
+  sessionChunking,
+} from '../exchange/transfer-control.js';
 import { TransferReceiver, type ReceiverOptions } from '../exchange/transfer-receive.js';
 import { sendChunks } from '../exchange/transfer-send.js';
 import { scanListed, scanSources, type ScanSourceOptions } from '../exchange/transfer-source.js';
@@ -26,7 +34,14 @@ import { TEST_HOOKS } from '../support/test-hooks.js';
 import { ProgressCounter } from '../transfer/transfer-progress.js';
 import { removeSentSources } from './source-removal.js';
 import type { TransferOptions, TransferResult } from './transfer-types.js';
-import { requireDelete, requireDryRun, requireExisting, requireFilter, requirePullFeatures, transferRequest } from './transfer-request.js';
+import {
+  requireDelete,
+  requireDryRun,
+  requireExisting,
+  requireFilter,
+  requirePullFeatures,
+  transferRequest,
+} from './transfer-request.js';
 
 /** After a local send failure, how long to wait for the peer's own explanation. */
 const PEER_REASON_WAIT_MS = 2_000;
@@ -41,7 +56,10 @@ function keptOf(o: TransferOptions, kept: number | undefined): Pick<TransferResu
 }
 
 /** --max-delete here (a pull, or a pull's dry run): `list` within the cap, or nothing and the count over it. */
-function withinMaxDelete<T>(o: TransferOptions, list: readonly T[]): { list: readonly T[]; over: Pick<TransferResult, 'deletesOverLimit'> } {
+function withinMaxDelete<T>(
+  o: TransferOptions,
+  list: readonly T[],
+): { list: readonly T[]; over: Pick<TransferResult, 'deletesOverLimit'> } {
   const over = overMaxDelete(list, o.maxDelete);
   return over === undefined ? { list, over: {} } : { list: [], over: { deletesOverLimit: over } };
 }
@@ -57,7 +75,11 @@ function backedUpOf(o: TransferOptions, count: number | undefined): Pick<Transfe
 }
 
 /** The result's --delete fields from what the receiver removed. */
-function deletedOf(o: TransferOptions, paths: readonly string[] | undefined, count: number | undefined): Pick<TransferResult, 'deleted' | 'deletedCount'> {
+function deletedOf(
+  o: TransferOptions,
+  paths: readonly string[] | undefined,
+  count: number | undefined,
+): Pick<TransferResult, 'deleted' | 'deletedCount'> {
   return o.delete === true ? { deleted: paths ?? [], deletedCount: count ?? paths?.length ?? 0 } : {};
 }
 
@@ -92,16 +114,26 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   if (o.dryRun === true) requireDryRun(session);
   if (o.existing !== undefined) requireExisting(session);
   // Without 'backup' the listener would replace and remove without keeping anything.
-  if (o.backup !== undefined) session.requireFeature('backup', 'cannot keep backups (--backup, --backup-dir)', 'push without them');
+  if (o.backup !== undefined)
+    session.requireFeature('backup', 'cannot keep backups (--backup, --backup-dir)', 'push without them');
   // Without 'max-delete' the listener would remove however many paths --delete finds.
-  if (o.delete === true && o.maxDelete !== undefined) session.requireFeature('max-delete', 'cannot cap --delete (--max-delete)', 'push without --max-delete, or without --delete');
-  if (o.itemize === true && o.dryRun !== true) session.requireFeature('itemize', 'cannot list the files it publishes (--itemize)', 'push without --itemize');
+  if (o.delete === true && o.maxDelete !== undefined)
+    session.requireFeature(
+      'max-delete',
+      'cannot cap --delete (--max-delete)',
+      'push without --max-delete, or without --delete',
+    );
+  if (o.itemize === true && o.dryRun !== true)
+    session.requireFeature('itemize', 'cannot list the files it publishes (--itemize)', 'push without --itemize');
   // Without 'fsync-none' the listener would fsync: safe, but not what was asked.
-  if (o.fsync === 'none' && o.dryRun !== true) session.requireFeature('fsync-none', 'cannot publish without fsync (--fsync=none)', 'push with --fsync=batch');
+  if (o.fsync === 'none' && o.dryRun !== true)
+    session.requireFeature('fsync-none', 'cannot publish without fsync (--fsync=none)', 'push with --fsync=batch');
   let hashed = 0;
   let hashedFiles = 0;
   const scanOptions: ScanSourceOptions = {
-    chunking: sessionChunking(session), log: o.log, signal: o.signal,
+    chunking: sessionChunking(session),
+    log: o.log,
+    signal: o.signal,
     ...(o.excludeRules === undefined ? {} : { excludeRules: o.excludeRules }),
     ...(o.copyLinks === undefined ? {} : { copyLinks: o.copyLinks }),
     ...(o.sizes === undefined ? {} : { sizes: o.sizes }),
@@ -111,11 +143,16 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: ++hashedFiles, totalFiles: 0 });
     },
   };
-  const source = o.filesFrom === undefined ? await scanSources(sources, scanOptions) : await scanListed(o.localPath, o.filesFrom, scanOptions);
+  const source =
+    o.filesFrom === undefined
+      ? await scanSources(sources, scanOptions)
+      : await scanListed(o.localPath, o.filesFrom, scanOptions);
   const totalFiles = source.files.size;
   if (o.dryRun === true) {
     const plan = await pushDryRun(o, source.entries, started, wireStart);
-    return o.removeSourceFiles === true ? { ...plan, sourceRemoved: source.entries.filter((e) => e.kind !== 'dir').length, sourceChanged: [] } : plan;
+    return o.removeSourceFiles === true
+      ? { ...plan, sourceRemoved: source.entries.filter((e) => e.kind !== 'dir').length, sourceChanged: [] }
+      : plan;
   }
   const id = session.allocateTransferId();
   // The manifest follows the request without waiting for the accept: one round trip less.
@@ -127,7 +164,10 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   const accepted = (async () => {
     const accept = await expectMessage(session, 'transfer-accept', id, o.idleTimeoutMs, o.signal);
     if (accept.streams !== streams || accept.window !== window) {
-      throw new ClawpeerError('PROTOCOL', `listener accepted ${accept.streams} streams and a window of ${accept.window}, expected ${streams} and ${window}`);
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `listener accepted ${accept.streams} streams and a window of ${accept.window}, expected ${streams} and ${window}`,
+      );
     }
     return expectWant(session, id, PREPARE_TIMEOUT_MS, o.signal);
   })();
@@ -145,8 +185,15 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   const sending = new ProgressCounter((p) => o.onProgress?.(p), 'sending', 0, totalFiles);
   try {
     const stats = await sendChunks({
-      session, transferId: id, source, want: accepted,
-      streams, window, idleTimeoutMs: o.idleTimeoutMs, signal: abort.signal, log: o.log,
+      session,
+      transferId: id,
+      source,
+      want: accepted,
+      streams,
+      window,
+      idleTimeoutMs: o.idleTimeoutMs,
+      signal: abort.signal,
+      log: o.log,
       ...(o.bwlimit === undefined ? {} : { rateLimiters: [new RateLimiter(o.bwlimit)] }),
       onChunkSent: (bytes) => sending.addBytes(bytes),
       onTotalBytes: (bytes) => sending.setTotalBytes(bytes),
@@ -162,17 +209,43 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       }
       throw err;
     });
-    o.onProgress?.({ phase: 'publishing', bytes: sending.bytes, totalBytes: stats.bytesSent, files: sending.files, totalFiles });
-    const result: TransferDoneMessage = await withTimeout(done, TEST_HOOKS.publishTimeoutMs ?? PREPARE_TIMEOUT_MS, `waiting for transfer-done from ${session.peerId}`);
+    o.onProgress?.({
+      phase: 'publishing',
+      bytes: sending.bytes,
+      totalBytes: stats.bytesSent,
+      files: sending.files,
+      totalFiles,
+    });
+    const result: TransferDoneMessage = await withTimeout(
+      done,
+      TEST_HOOKS.publishTimeoutMs ?? PREPARE_TIMEOUT_MS,
+      `waiting for transfer-done from ${session.peerId}`,
+    );
     // Only now: the listener holds everything published (or identical already).
-    const removal = o.removeSourceFiles === true ? await removeSentSources(source, sessionChunking(session), o.signal) : undefined;
+    const removal =
+      o.removeSourceFiles === true ? await removeSentSources(source, sessionChunking(session), o.signal) : undefined;
     return {
       ...(removal === undefined ? {} : { sourceRemoved: removal.removed.length, sourceChanged: removal.changed }),
-      files: result.files, bytes: result.bytes, wireBytes: wireBytesOf(session) - wireStart,
-      chunksSent: stats.chunksSent, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: stats.streamsUsed, window,
-      seconds: (performance.now() - started) / 1000, ...deletedOf(o, result.deleted, result.deletedCount), ...keptOf(o, result.filesKept), ...backedUpOf(o, result.filesBackedUp),
+      files: result.files,
+      bytes: result.bytes,
+      wireBytes: wireBytesOf(session) - wireStart,
+      chunksSent: stats.chunksSent,
+      chunksSkipped: stats.chunksSkipped,
+      chunksCompressed: stats.chunksCompressed,
+      streams: stats.streamsUsed,
+      window,
+      seconds: (performance.now() - started) / 1000,
+      ...deletedOf(o, result.deleted, result.deletedCount),
+      ...keptOf(o, result.filesKept),
+      ...backedUpOf(o, result.filesBackedUp),
       ...overLimitOf(result.deletesOverLimit),
-      ...(o.itemize === true ? { published: result.published ?? [], ...(result.created === undefined ? {} : { created: result.created }), ...(result.updated === undefined ? {} : { updated: result.updated }) } : {}),
+      ...(o.itemize === true
+        ? {
+            published: result.published ?? [],
+            ...(result.created === undefined ? {} : { created: result.created }),
+            ...(result.updated === undefined ? {} : { updated: result.updated }),
+          }
+        : {}),
     };
   } finally {
     o.signal.removeEventListener('abort', onOuter);
@@ -180,28 +253,74 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
 }
 
 /** The push's dry run: the listener answers the manifest with its Want and what it would publish. */
-async function pushDryRun(o: TransferOptions, entries: readonly ManifestEntry[], started: number, wireStart: number): Promise<TransferResult> {
+async function pushDryRun(
+  o: TransferOptions,
+  entries: readonly ManifestEntry[],
+  started: number,
+  wireStart: number,
+): Promise<TransferResult> {
   const { session } = o;
   const id = session.allocateTransferId();
   await session.control.sendAll([transferRequest(o, id, 'push'), ...manifestMessages(session, id, entries)]);
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
   const want = await expectMessage(session, 'want', id, PREPARE_TIMEOUT_MS, o.signal);
-  if (want.publish === undefined && entries.some((e) => e.kind === 'file')) throw new ClawpeerError('PROTOCOL', `peer ${session.peerId} answered a dry run without saying what it would publish`);
+  if (want.publish === undefined && entries.some((e) => e.kind === 'file'))
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `peer ${session.peerId} answered a dry run without saying what it would publish`,
+    );
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, o.signal);
-  const planned = dryRunReport(entries, { lacking: want.lacking, uniqueCount: want.uniqueChunks }, { publish: want.publish ?? new Uint8Array(0), create: want.create, touchTime: want.touchTime, touchPerms: want.touchPerms });
+  const planned = dryRunReport(
+    entries,
+    { lacking: want.lacking, uniqueCount: want.uniqueChunks },
+    {
+      publish: want.publish ?? new Uint8Array(0),
+      create: want.create,
+      touchTime: want.touchTime,
+      touchPerms: want.touchPerms,
+    },
+  );
   // Paths as they would land in the share: under the remote path.
   const under = (p: string): string => path.posix.join(o.remotePath, p);
-  const report = o.remotePath === '' ? planned : {
-    ...planned, files: planned.files.map((f) => ({ ...f, path: under(f.path) })), touched: planned.touched.map((f) => ({ ...f, path: under(f.path) })),
-    ...(planned.others === undefined ? {} : { others: planned.others.map((e) => ({ ...e, path: under(e.path) })) }),
+  const report =
+    o.remotePath === ''
+      ? planned
+      : {
+          ...planned,
+          files: planned.files.map((f) => ({ ...f, path: under(f.path) })),
+          touched: planned.touched.map((f) => ({ ...f, path: under(f.path) })),
+          ...(planned.others === undefined
+            ? {}
+            : { others: planned.others.map((e) => ({ ...e, path: under(e.path) })) }),
+        };
+  return {
+    ...dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart),
+    ...deletedOf(o, done.deleted, done.deletedCount),
+    ...keptOf(o, done.filesKept),
+    ...overLimitOf(done.deletesOverLimit),
   };
-  return { ...dryRunResult(session, done.files, done.bytes, report, accept, started, wireStart), ...deletedOf(o, done.deleted, done.deletedCount), ...keptOf(o, done.filesKept), ...overLimitOf(done.deletesOverLimit) };
 }
 
-function dryRunResult(session: PeerSession, files: number, bytes: number, report: DryRunReport, accept: { streams: number; window: number }, started: number, wireStart: number): TransferResult {
+function dryRunResult(
+  session: PeerSession,
+  files: number,
+  bytes: number,
+  report: DryRunReport,
+  accept: { streams: number; window: number },
+  started: number,
+  wireStart: number,
+): TransferResult {
   return {
-    files, bytes, wireBytes: wireBytesOf(session) - wireStart, chunksSent: 0, chunksSkipped: 0, chunksCompressed: 0,
-    streams: accept.streams, window: accept.window, seconds: (performance.now() - started) / 1000, dryRun: report,
+    files,
+    bytes,
+    wireBytes: wireBytesOf(session) - wireStart,
+    chunksSent: 0,
+    chunksSkipped: 0,
+    chunksCompressed: 0,
+    streams: accept.streams,
+    window: accept.window,
+    seconds: (performance.now() - started) / 1000,
+    dryRun: report,
   };
 }
 
@@ -218,7 +337,12 @@ export async function pull(o: TransferOptions): Promise<TransferResult> {
 }
 
 /** The pull's dry run: the listener sends its manifest; we plan here, write nothing, and end it. */
-async function pullDryRun(o: TransferOptions, root: string, started: number, wireStart: number): Promise<TransferResult> {
+async function pullDryRun(
+  o: TransferOptions,
+  root: string,
+  started: number,
+  wireStart: number,
+): Promise<TransferResult> {
   const { session } = o;
   requireDryRun(session);
   requirePullFeatures(o);
@@ -230,25 +354,56 @@ async function pullDryRun(o: TransferOptions, root: string, started: number, wir
   let wouldRemove: string[] = [];
   if (existsSync(root)) {
     // Its router is never run: no data stream comes in a dry run.
-    const receiver = pullReceiver(o, new DataStreamRouter(session.connection, session.caps.maxFrameBytes, o.idleTimeoutMs, o.log), id, entries, root);
+    const receiver = pullReceiver(
+      o,
+      new DataStreamRouter(session.connection, session.caps.maxFrameBytes, o.idleTimeoutMs, o.log),
+      id,
+      entries,
+      root,
+    );
     plan = await receiver.dryRun();
     if (o.delete === true) wouldRemove = (await pulledExtraneous(o, root, entries, receiver)).map((e) => e.path);
   } else {
     // Nothing there yet: every file is new and every chunk travels.
     const { keys } = uniqueChunks(entries);
     const files = entries.filter((e) => e.kind === 'file').length;
-    plan = { lacking: allSet(keys.length), uniqueCount: keys.length, publish: allSet(files), create: allSet(entries.length - files) };
+    plan = {
+      lacking: allSet(keys.length),
+      uniqueCount: keys.length,
+      publish: allSet(files),
+      create: allSet(entries.length - files),
+    };
   }
   const report = dryRunReport(entries, plan, plan);
   const bytes = report.files.reduce((n, f) => n + f.bytes, 0);
-  await session.control.send({ type: 'transfer-done', transferId: id, files: report.files.length, bytes, chunksReceived: 0, chunksSkipped: 0 });
-  return { ...dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart), ...deletedOf(o, wouldRemove, undefined), ...keptOf(o, plan.filesKept), ...withinMaxDelete(o, wouldRemove).over };
+  await session.control.send({
+    type: 'transfer-done',
+    transferId: id,
+    files: report.files.length,
+    bytes,
+    chunksReceived: 0,
+    chunksSkipped: 0,
+  });
+  return {
+    ...dryRunResult(session, report.files.length, bytes, report, accept, started, wireStart),
+    ...deletedOf(o, wouldRemove, undefined),
+    ...keptOf(o, plan.filesKept),
+    ...withinMaxDelete(o, wouldRemove).over,
+  };
 }
 
 /** --delete after a pull: what the pulled directories hold here beyond the listener's tree. */
-function pulledExtraneous(o: TransferOptions, root: string, entries: readonly ManifestEntry[], receiver: TransferReceiver): Promise<Extraneous[]> {
+function pulledExtraneous(
+  o: TransferOptions,
+  root: string,
+  entries: readonly ManifestEntry[],
+  receiver: TransferReceiver,
+): Promise<Extraneous[]> {
   return transferExtraneous({
-    root, basePath: '', entries, destPaths: receiver.destinationPaths,
+    root,
+    basePath: '',
+    entries,
+    destPaths: receiver.destinationPaths,
     contentsOnly: o.remotePath === '', // a whole share lands as LOCAL's contents
     ...(o.excludeRules === undefined ? {} : { exclude: o.excludeRules }),
     ...(o.backup === undefined ? {} : { spare: backupProtection(o.backup, '') }),
@@ -256,11 +411,25 @@ function pulledExtraneous(o: TransferOptions, root: string, entries: readonly Ma
 }
 
 /** A pull's receiver: into `root` here, with the options' existing-file policy and backups (a pull applies its own). */
-function pullReceiver(o: TransferOptions, router: DataStreamRouter, id: number, entries: readonly ManifestEntry[], root: string, extra: Pick<ReceiverOptions, 'onChunkWritten' | 'onPublished' | 'keeper'> = {}): TransferReceiver {
+function pullReceiver(
+  o: TransferOptions,
+  router: DataStreamRouter,
+  id: number,
+  entries: readonly ManifestEntry[],
+  root: string,
+  extra: Pick<ReceiverOptions, 'onChunkWritten' | 'onPublished' | 'keeper'> = {},
+): TransferReceiver {
   return new TransferReceiver({
-    session: o.session, router, transferId: id, entries, chunking: sessionChunking(o.session), signal: o.signal, log: o.log,
+    session: o.session,
+    router,
+    transferId: id,
+    entries,
+    chunking: sessionChunking(o.session),
+    signal: o.signal,
+    log: o.log,
     destination: { root, readOnly: false, basePath: '' },
-    force: o.force, ...(o.existing === undefined ? {} : { existing: o.existing }),
+    force: o.force,
+    ...(o.existing === undefined ? {} : { existing: o.existing }),
     ...(o.backup === undefined ? {} : { backup: o.backup }),
     ...(o.itemize === true ? { itemize: true } : {}),
     ...(o.fsync === undefined ? {} : { fsync: o.fsync }),
@@ -274,7 +443,14 @@ function allSet(bits: number): Uint8Array {
   return bitmap;
 }
 
-async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number, started: number, wireStart: number, root: string): Promise<TransferResult> {
+async function pullWith(
+  o: TransferOptions,
+  router: DataStreamRouter,
+  id: number,
+  started: number,
+  wireStart: number,
+  root: string,
+): Promise<TransferResult> {
   const { session } = o;
   requirePullFeatures(o);
   await session.control.send(transferRequest(o, id, 'pull'));
@@ -297,7 +473,10 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   const receiving = new ProgressCounter((p) => o.onProgress?.(p), 'receiving', 0, totalFiles);
   // Into a synced folder's root, what --force or --update replaces stays in its history (no --backup).
   const historyNode = replacedHistoryNode(o);
-  const history = historyNode === undefined ? undefined : await (await import('./delete-history.js')).historyKeeperFor(root, historyNode);
+  const history =
+    historyNode === undefined
+      ? undefined
+      : await (await import('./delete-history.js')).historyKeeperFor(root, historyNode);
   const receiver = pullReceiver(o, router, id, entries, root, {
     onChunkWritten: (bytes) => receiving.addBytes(bytes),
     onPublished: (files) => receiving.setFiles(files),
@@ -308,17 +487,42 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
     receiving.setTotalBytes(plan.lackingBytes);
     await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
     const stats = await hearingJoinHints(session, () => receiver.receive());
-    await session.control.send({ type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped });
+    await session.control.send({
+      type: 'transfer-done',
+      transferId: id,
+      files: stats.files,
+      bytes: stats.bytes,
+      chunksReceived: stats.chunksReceived,
+      chunksSkipped: stats.chunksSkipped,
+    });
     // Only once everything is published: a failed pull removes nothing.
     const toRemove = withinMaxDelete(o, o.delete === true ? await pulledExtraneous(o, root, entries, receiver) : []);
     // The revision log's module (lmdb) loads only when there is something to remove.
-    const removed = toRemove.list.length === 0 ? [] : (await (await import('./delete-history.js')).removeExtraneousKeeping(root, toRemove.list, { backups: receiver.backups, nodeId: o.nodeId })).map((e) => e.path);
+    const removed =
+      toRemove.list.length === 0
+        ? []
+        : (
+            await (
+              await import('./delete-history.js')
+            ).removeExtraneousKeeping(root, toRemove.list, { backups: receiver.backups, nodeId: o.nodeId })
+          ).map((e) => e.path);
     // A plain destination keeps no .clawpeer/ once the pull is complete (a synced folder's stays).
-    await removePullState(root).catch((err: unknown) => o.log.debug('cannot remove the pull state', { root, error: (err as Error).message }));
+    await removePullState(root).catch((err: unknown) =>
+      o.log.debug('cannot remove the pull state', { root, error: (err as Error).message }),
+    );
     return {
-      files: stats.files, bytes: stats.bytes, wireBytes: wireBytesOf(session) - wireStart,
-      chunksSent: stats.chunksReceived, chunksSkipped: stats.chunksSkipped, chunksCompressed: stats.chunksCompressed, streams: accept.streams, window: accept.window,
-      seconds: (performance.now() - started) / 1000, ...deletedOf(o, removed, undefined), ...keptOf(o, stats.filesKept), ...backedUpOf(o, receiver.backups?.count),
+      files: stats.files,
+      bytes: stats.bytes,
+      wireBytes: wireBytesOf(session) - wireStart,
+      chunksSent: stats.chunksReceived,
+      chunksSkipped: stats.chunksSkipped,
+      chunksCompressed: stats.chunksCompressed,
+      streams: accept.streams,
+      window: accept.window,
+      seconds: (performance.now() - started) / 1000,
+      ...deletedOf(o, removed, undefined),
+      ...keptOf(o, stats.filesKept),
+      ...backedUpOf(o, receiver.backups?.count),
       ...toRemove.over,
       ...(stats.published === undefined ? {} : { published: stats.published }),
       ...(stats.created === undefined ? {} : { created: stats.created }),
@@ -327,7 +531,8 @@ async function pullWith(o: TransferOptions, router: DataStreamRouter, id: number
   } catch (err) {
     await receiver.abort();
     // Tell the sender why we stopped, unless it was the sender that told us.
-    if (err instanceof ClawpeerError && err.wire === undefined) await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
+    if (err instanceof ClawpeerError && err.wire === undefined)
+      await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
     throw err;
   } finally {
     await history?.close();

@@ -3,8 +3,10 @@
 import type { DryRunReport } from '../transfer/dry-run.js';
 import type { TransferResult } from './transfer-client.js';
 
-const sum = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
-const cat = <T>(a: readonly T[] | undefined, b: readonly T[] | undefined): readonly T[] | undefined => (a === undefined && b === undefined ? undefined : [...(a ?? []), ...(b ?? [])]);
+const sum = (a: number | undefined, b: number | undefined): number | undefined =>
+  a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0);
+const cat = <T>(a: readonly T[] | undefined, b: readonly T[] | undefined): readonly T[] | undefined =>
+  a === undefined && b === undefined ? undefined : [...(a ?? []), ...(b ?? [])];
 
 function combineDryRuns(a: DryRunReport | undefined, b: DryRunReport | undefined): DryRunReport | undefined {
   if (a === undefined || b === undefined) return a ?? b;

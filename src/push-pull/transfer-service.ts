@@ -7,7 +7,13 @@ import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { listedEntryBytes, MAX_LISTED_DELETIONS, MAX_LISTED_PUBLISHED, MAX_LISTED_PUBLISHED_BYTES, type TransferRequestMessage } from '../protocol/messages.js';
+import {
+  listedEntryBytes,
+  MAX_LISTED_DELETIONS,
+  MAX_LISTED_PUBLISHED,
+  MAX_LISTED_PUBLISHED_BYTES,
+  type TransferRequestMessage,
+} from '../protocol/messages.js';
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
@@ -22,7 +28,15 @@ import { backupPlan, backupProtection, type BackupPlan } from '../store/backups.
 import { isInternalPath } from '../store/internal-names.js';
 import type { PeerSession } from '../session/session.js';
 import { existingSharePath, findShare, refuseUnsyncedInto, type Share } from '../home/shares.js';
-import { effectiveStreamsAndWindow, expectMessage, expectWant, manifestMessages, PREPARE_TIMEOUT_MS, receiveManifest, sessionChunking } from '../exchange/transfer-control.js';
+import {
+  effectiveStreamsAndWindow,
+  expectMessage,
+  expectWant,
+  manifestMessages,
+  PREPARE_TIMEOUT_MS,
+  receiveManifest,
+  sessionChunking,
+} from '../exchange/transfer-control.js';
 import { TransferReceiver } from '../exchange/transfer-receive.js';
 import { sendChunks } from '../exchange/transfer-send.js';
 import { scanListed, scanSource, type SizeRange } from '../exchange/transfer-source.js';
@@ -47,7 +61,6 @@ export interface TransferServiceContext {
   readonly sendLimiter?: RateLimiter;
 }
 
-
 /** What serving one transfer request starts from: the request, resolved against the share and the session. */
 interface TransferSetup {
   readonly id: number;
@@ -58,37 +71,93 @@ interface TransferSetup {
   readonly chunking: ChunkingParams;
 }
 
-export async function serveTransfer(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: TransferServiceContext, signal: AbortSignal, activity: Activity | undefined): Promise<void> {
+export async function serveTransfer(
+  session: PeerSession,
+  router: DataStreamRouter,
+  req: TransferRequestMessage,
+  ctx: TransferServiceContext,
+  signal: AbortSignal,
+  activity: Activity | undefined,
+): Promise<void> {
   const share = findShare(ctx.shares, req.share, session.peerId);
   const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
-  const t: TransferSetup = { id: req.transferId, share, basePath, ...effectiveStreamsAndWindow(session, req.streams, req.window), chunking: sessionChunking(session) };
-  ctx.log.info(`${req.direction} requested`, { peer: session.peerId, share: share.name, path: basePath, streams: t.streams, window: t.window });
+  const t: TransferSetup = {
+    id: req.transferId,
+    share,
+    basePath,
+    ...effectiveStreamsAndWindow(session, req.streams, req.window),
+    chunking: sessionChunking(session),
+  };
+  ctx.log.info(`${req.direction} requested`, {
+    peer: session.peerId,
+    share: share.name,
+    path: basePath,
+    streams: t.streams,
+    window: t.window,
+  });
   if (req.direction === 'push') {
-    if ((req.exclude !== undefined || req.filter !== undefined) && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'exclude patterns apply to pulls, and to what a push with delete may remove; a push leaves out files on the sending side');
-    if (req.rateLimit !== undefined) throw new ClawpeerError('PROTOCOL', 'a rate limit applies to pulls; a push caps its own sending');
-    if (req.minSize !== undefined || req.maxSize !== undefined) throw new ClawpeerError('PROTOCOL', 'size bounds apply to pulls; a push leaves out files on the sending side');
-    if (req.filesFrom !== undefined) throw new ClawpeerError('PROTOCOL', 'a files-from list applies to pulls; a push sends what it lists itself');
-    if (req.existing !== undefined && req.force) throw new ClawpeerError('PROTOCOL', 'force and an existing-files policy (keep, update) exclude each other');
+    if ((req.exclude !== undefined || req.filter !== undefined) && req.delete !== true)
+      throw new ClawpeerError(
+        'PROTOCOL',
+        'exclude patterns apply to pulls, and to what a push with delete may remove; a push leaves out files on the sending side',
+      );
+    if (req.rateLimit !== undefined)
+      throw new ClawpeerError('PROTOCOL', 'a rate limit applies to pulls; a push caps its own sending');
+    if (req.minSize !== undefined || req.maxSize !== undefined)
+      throw new ClawpeerError('PROTOCOL', 'size bounds apply to pulls; a push leaves out files on the sending side');
+    if (req.filesFrom !== undefined)
+      throw new ClawpeerError('PROTOCOL', 'a files-from list applies to pulls; a push sends what it lists itself');
+    if (req.existing !== undefined && req.force)
+      throw new ClawpeerError('PROTOCOL', 'force and an existing-files policy (keep, update) exclude each other');
     peerBackupPlan(req); // a malformed one is refused before anything is accepted
-    if (req.maxDelete !== undefined && req.delete !== true) throw new ClawpeerError('PROTOCOL', 'a delete limit applies to a push with delete');
+    if (req.maxDelete !== undefined && req.delete !== true)
+      throw new ClawpeerError('PROTOCOL', 'a delete limit applies to a push with delete');
     // The client's data streams (early chunks) may come while we prepare: they wait for the receiver.
     await router.expecting(t.id, () => servePush(session, router, req, ctx, signal, t, activity));
   } else {
-    if (req.delete === true) throw new ClawpeerError('PROTOCOL', 'delete applies to pushes; a pull removes what the source lacks on its own side');
-    if (req.existing !== undefined) throw new ClawpeerError('PROTOCOL', 'an existing-files policy applies to pushes; a pull\'s receiver applies its own');
-    if (req.backup !== undefined) throw new ClawpeerError('PROTOCOL', 'backups apply to pushes; a pull\'s receiver makes its own');
-    if (req.maxDelete !== undefined) throw new ClawpeerError('PROTOCOL', 'a delete limit applies to pushes; a pull\'s receiver applies its own');
-    if (req.itemize === true) throw new ClawpeerError('PROTOCOL', 'itemize applies to pushes; a pull\'s receiver lists what it publishes itself');
-    if (req.noFsync === true) throw new ClawpeerError('PROTOCOL', 'no-fsync applies to pushes; a pull\'s receiver chooses its own durability');
+    if (req.delete === true)
+      throw new ClawpeerError(
+        'PROTOCOL',
+        'delete applies to pushes; a pull removes what the source lacks on its own side',
+      );
+    if (req.existing !== undefined)
+      throw new ClawpeerError(
+        'PROTOCOL',
+        "an existing-files policy applies to pushes; a pull's receiver applies its own",
+      );
+    if (req.backup !== undefined)
+      throw new ClawpeerError('PROTOCOL', "backups apply to pushes; a pull's receiver makes its own");
+    if (req.maxDelete !== undefined)
+      throw new ClawpeerError('PROTOCOL', "a delete limit applies to pushes; a pull's receiver applies its own");
+    if (req.itemize === true)
+      throw new ClawpeerError(
+        'PROTOCOL',
+        "itemize applies to pushes; a pull's receiver lists what it publishes itself",
+      );
+    if (req.noFsync === true)
+      throw new ClawpeerError('PROTOCOL', "no-fsync applies to pushes; a pull's receiver chooses its own durability");
     await servePull(session, req, ctx, signal, t, activity);
   }
 }
 
-async function servePush(session: PeerSession, router: DataStreamRouter, req: TransferRequestMessage, ctx: TransferServiceContext, signal: AbortSignal, t: TransferSetup, activity: Activity | undefined): Promise<void> {
+async function servePush(
+  session: PeerSession,
+  router: DataStreamRouter,
+  req: TransferRequestMessage,
+  ctx: TransferServiceContext,
+  signal: AbortSignal,
+  t: TransferSetup,
+  activity: Activity | undefined,
+): Promise<void> {
   const { config, log } = ctx;
   const { id, share, basePath, streams, window, chunking } = t;
-  if (share.readOnly) throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
-  if (req.delete === true && share.noDelete === true) throw new ClawpeerError('SHARE_FORBIDDEN', `share ${share.name} refuses push --delete (it is served with :nodelete): push without --delete`);
+  if (share.readOnly)
+    throw new ClawpeerError('SHARE_READ_ONLY', `share ${share.name} is read-only: pushes are refused`);
+  if (req.delete === true && share.noDelete === true)
+    throw new ClawpeerError(
+      'SHARE_FORBIDDEN',
+      `share ${share.name} refuses push --delete (it is served with :nodelete): push without --delete`,
+    );
   refuseUnsyncedInto(share, req.noFsync);
   // --delete: what the pushed directories hold beyond the source goes, the client's patterns spared.
   const protect = peerExcludes(req);
@@ -96,11 +165,25 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
   await session.control.send({ type: 'transfer-accept', transferId: id, streams, window });
   const entries = await receiveManifest(session, id, config.idleTimeoutMs, signal);
   const fileCount = entries.filter((e) => e.kind === 'file').length;
-  activity?.setTotals(entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0), fileCount);
+  activity?.setTotals(
+    entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0),
+    fileCount,
+  );
   const receiverUntil = (until: AbortSignal, keeper?: Keeper): TransferReceiver =>
     new TransferReceiver({
-      session, router, transferId: id, entries, chunking, signal: until, log,
-      ...(activity === undefined ? {} : { onChunkWritten: (bytes: number) => activity.addBytes(bytes), onPublished: (n: number) => activity.setFiles(n) }),
+      session,
+      router,
+      transferId: id,
+      entries,
+      chunking,
+      signal: until,
+      log,
+      ...(activity === undefined
+        ? {}
+        : {
+            onChunkWritten: (bytes: number) => activity.addBytes(bytes),
+            onPublished: (n: number) => activity.setFiles(n),
+          }),
       destination: { root: share.dir, readOnly: share.readOnly, basePath, name: `share ${share.name}` },
       force: req.force,
       ...(req.existing === undefined ? {} : { existing: req.existing }),
@@ -111,11 +194,17 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
       ...(req.noFsync === true ? { fsync: 'none' as const } : {}),
     });
   const extraneous = async (receiver: TransferReceiver): Promise<Extraneous[]> =>
-    req.delete !== true ? [] : transferExtraneous({
-      root: share.dir, basePath, entries, destPaths: receiver.destinationPaths, contentsOnly: false,
-      ...(protect === undefined ? {} : { exclude: protect }),
-      ...(backup === undefined ? {} : { spare: backupProtection(backup, basePath) }),
-    });
+    req.delete !== true
+      ? []
+      : transferExtraneous({
+          root: share.dir,
+          basePath,
+          entries,
+          destPaths: receiver.destinationPaths,
+          contentsOnly: false,
+          ...(protect === undefined ? {} : { exclude: protect }),
+          ...(backup === undefined ? {} : { spare: backupProtection(backup, basePath) }),
+        });
   if (req.dryRun === true) {
     // Plans only: no lock (nothing is written), no data stream; the Want says what would travel.
     const receiver = receiverUntil(signal);
@@ -123,13 +212,34 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
     const wouldRemove = await extraneous(receiver);
     await session.control.sendAll([
       {
-        type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount, publish: plan.publish, create: plan.create,
+        type: 'want',
+        transferId: id,
+        lacking: plan.lacking,
+        uniqueChunks: plan.uniqueCount,
+        publish: plan.publish,
+        create: plan.create,
         // Only when some file would be touched: an all-clear bitmap says nothing an empty one does not.
-        ...(plan.touchTime.some((b) => b !== 0) ? { touchTime: plan.touchTime } : {}), ...(plan.touchPerms.some((b) => b !== 0) ? { touchPerms: plan.touchPerms } : {}),
+        ...(plan.touchTime.some((b) => b !== 0) ? { touchTime: plan.touchTime } : {}),
+        ...(plan.touchPerms.some((b) => b !== 0) ? { touchPerms: plan.touchPerms } : {}),
       },
-      { type: 'transfer-done', transferId: id, files: plan.files, bytes: plan.bytes, chunksReceived: 0, chunksSkipped: 0, ...deletedFields(wouldRemove), ...keptField(plan.filesKept), ...overLimitField(req, wouldRemove) },
+      {
+        type: 'transfer-done',
+        transferId: id,
+        files: plan.files,
+        bytes: plan.bytes,
+        chunksReceived: 0,
+        chunksSkipped: 0,
+        ...deletedFields(wouldRemove),
+        ...keptField(plan.filesKept),
+        ...overLimitField(req, wouldRemove),
+      },
     ]);
-    log.info('push dry run answered', { peer: session.peerId, share: share.name, files: plan.files, bytes: plan.bytes });
+    log.info('push dry run answered', {
+      peer: session.peerId,
+      share: share.name,
+      files: plan.files,
+      bytes: plan.bytes,
+    });
     return;
   }
   // This transfer's own signal: the session ending, or a newer push of the same peer into the
@@ -145,20 +255,42 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
     try {
       const plan = await receiver.prepare();
       activity?.setTotals(plan.lackingBytes, fileCount); // what will arrive: the chunks not held here
-      await session.control.send({ type: 'want', transferId: id, lacking: plan.lacking, uniqueChunks: plan.uniqueCount });
+      await session.control.send({
+        type: 'want',
+        transferId: id,
+        lacking: plan.lacking,
+        uniqueChunks: plan.uniqueCount,
+      });
       const stats = await receiver.receive();
       // Only once everything is published: a failed push removes nothing.
       const toRemove = await extraneous(receiver);
       const overLimit = overLimitField(req, toRemove); // over --max-delete: nothing is removed
-      const removed = overLimit.deletesOverLimit === undefined ? await removeExtraneousKeeping(share.dir, toRemove, { backups: receiver.backups, nodeId: ctx.nodeId }) : [];
+      const removed =
+        overLimit.deletesOverLimit === undefined
+          ? await removeExtraneousKeeping(share.dir, toRemove, { backups: receiver.backups, nodeId: ctx.nodeId })
+          : [];
       await session.control.send({
-        type: 'transfer-done', transferId: id, files: stats.files, bytes: stats.bytes, chunksReceived: stats.chunksReceived, chunksSkipped: stats.chunksSkipped,
-        ...deletedFields(removed), ...keptField(stats.filesKept), ...(backup === undefined ? {} : { filesBackedUp: receiver.backups?.count ?? 0 }), ...overLimit,
+        type: 'transfer-done',
+        transferId: id,
+        files: stats.files,
+        bytes: stats.bytes,
+        chunksReceived: stats.chunksReceived,
+        chunksSkipped: stats.chunksSkipped,
+        ...deletedFields(removed),
+        ...keptField(stats.filesKept),
+        ...(backup === undefined ? {} : { filesBackedUp: receiver.backups?.count ?? 0 }),
+        ...overLimit,
         ...(stats.published === undefined ? {} : { published: listedWithin(stats.published) }),
         ...(stats.created === undefined ? {} : { created: listedWithin(stats.created) }),
         ...(stats.updated === undefined ? {} : { updated: listedWithin(stats.updated) }),
       });
-      log.info('push received', { peer: session.peerId, share: share.name, files: stats.files, bytes: stats.bytes, ...(req.delete === true ? { deleted: removed.length } : {}) });
+      log.info('push received', {
+        peer: session.peerId,
+        share: share.name,
+        files: stats.files,
+        bytes: stats.bytes,
+        ...(req.delete === true ? { deleted: removed.length } : {}),
+      });
     } catch (err) {
       await receiver.abort();
       throw hold.errorFor(err);
@@ -172,7 +304,12 @@ async function servePush(session: PeerSession, router: DataStreamRouter, req: Tr
 /** A pull's size bounds as scan options (absent: none). */
 function peerSizes(req: TransferRequestMessage): { sizes?: SizeRange } {
   if (req.minSize === undefined && req.maxSize === undefined) return {};
-  return { sizes: { ...(req.minSize === undefined ? {} : { min: req.minSize }), ...(req.maxSize === undefined ? {} : { max: req.maxSize }) } };
+  return {
+    sizes: {
+      ...(req.minSize === undefined ? {} : { min: req.minSize }),
+      ...(req.maxSize === undefined ? {} : { max: req.maxSize }),
+    },
+  };
 }
 
 /** A pull's files-from paths, each canonical and confined; PROTOCOL naming the first that is not (the peer's CLI checks them first). */
@@ -196,13 +333,22 @@ function peerBackupPlan(req: TransferRequestMessage): BackupPlan | undefined {
   }
 }
 
-async function servePull(session: PeerSession, req: TransferRequestMessage, ctx: TransferServiceContext, signal: AbortSignal, t: TransferSetup, activity: Activity | undefined): Promise<void> {
+async function servePull(
+  session: PeerSession,
+  req: TransferRequestMessage,
+  ctx: TransferServiceContext,
+  signal: AbortSignal,
+  t: TransferSetup,
+  activity: Activity | undefined,
+): Promise<void> {
   const { config, log } = ctx;
   const { id, share, basePath, streams, window, chunking } = t;
   const local = await existingSharePath(share, basePath);
   const rules = peerExcludes(req);
   const scanOptions = {
-    chunking, log, signal,
+    chunking,
+    log,
+    signal,
     ...(rules === undefined ? {} : { excludeRules: rules }),
     ...peerSizes(req),
     // -L: what a link leads to goes only when that is inside the share (tree-scan's followWithin).
@@ -210,10 +356,23 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
   };
   // A files-from list: its paths, relative to the requested directory (scanListed confines them:
   // no `..`, no symlinked directory on the way, no clawpeer state).
-  const source = req.filesFrom !== undefined
-    ? await scanListed(local, peerFileList(req.filesFrom), scanOptions, basePath === '' ? `share ${share.name}` : `${share.name}/${basePath}`)
-    : await scanSource(local, { ...scanOptions, rootName: basePath === '' ? null : path.posix.basename(basePath), exclude: (rel) => basePath === '' && isInternalPath(rel) });
-  await session.control.sendAll([{ type: 'transfer-accept', transferId: id, streams, window }, ...manifestMessages(session, id, source.entries)]);
+  const source =
+    req.filesFrom !== undefined
+      ? await scanListed(
+          local,
+          peerFileList(req.filesFrom),
+          scanOptions,
+          basePath === '' ? `share ${share.name}` : `${share.name}/${basePath}`,
+        )
+      : await scanSource(local, {
+          ...scanOptions,
+          rootName: basePath === '' ? null : path.posix.basename(basePath),
+          exclude: (rel) => basePath === '' && isInternalPath(rel),
+        });
+  await session.control.sendAll([
+    { type: 'transfer-accept', transferId: id, streams, window },
+    ...manifestMessages(session, id, source.entries),
+  ]);
   if (req.dryRun === true) {
     // The client plans on its side and ends the transfer: nothing to send.
     await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
@@ -221,11 +380,31 @@ async function servePull(session: PeerSession, req: TransferRequestMessage, ctx:
     return;
   }
   const want = expectWant(session, id, PREPARE_TIMEOUT_MS, signal);
-  activity?.setTotals([...source.files.values()].reduce((n, f) => n + f.manifest.size, 0), source.files.size);
+  activity?.setTotals(
+    [...source.files.values()].reduce((n, f) => n + f.manifest.size, 0),
+    source.files.size,
+  );
   await sendChunks({
-    session, transferId: id, source, want, streams, window, idleTimeoutMs: config.idleTimeoutMs, signal, log,
-    rateLimiters: [...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]), ...(ctx.sendLimiter === undefined ? [] : [ctx.sendLimiter])],
-    ...(activity === undefined ? {} : { onChunkSent: (bytes: number) => activity.addBytes(bytes), onTotalBytes: (bytes: number) => activity.setTotals(bytes, source.files.size), onFilesDelivered: (n: number) => activity.setFiles(n) }),
+    session,
+    transferId: id,
+    source,
+    want,
+    streams,
+    window,
+    idleTimeoutMs: config.idleTimeoutMs,
+    signal,
+    log,
+    rateLimiters: [
+      ...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]),
+      ...(ctx.sendLimiter === undefined ? [] : [ctx.sendLimiter]),
+    ],
+    ...(activity === undefined
+      ? {}
+      : {
+          onChunkSent: (bytes: number) => activity.addBytes(bytes),
+          onTotalBytes: (bytes: number) => activity.setTotals(bytes, source.files.size),
+          onFilesDelivered: (n: number) => activity.setFiles(n),
+        }),
   });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });
@@ -259,7 +438,9 @@ function overLimitField(req: TransferRequestMessage, toRemove: readonly Extraneo
 
 /** TransferDone's fields for removed paths: the first MAX_LISTED_DELETIONS listed, all counted. */
 function deletedFields(list: readonly Extraneous[]): { deleted?: string[]; deletedCount?: number } {
-  return list.length === 0 ? {} : { deleted: list.slice(0, MAX_LISTED_DELETIONS).map((e) => e.path), deletedCount: list.length };
+  return list.length === 0
+    ? {}
+    : { deleted: list.slice(0, MAX_LISTED_DELETIONS).map((e) => e.path), deletedCount: list.length };
 }
 
 /** A request's exclude patterns or filter rules, if any; a malformed one is the peer's fault (its CLI checks them first). */
@@ -268,7 +449,9 @@ function peerExcludes(req: TransferRequestMessage): ExcludeRules | undefined {
     if (req.filter !== undefined) return compileFilter(req.filter);
     return req.exclude === undefined ? undefined : compileExcludes(req.exclude);
   } catch (err) {
-    throw new ClawpeerError('PROTOCOL', `bad exclude pattern in the transfer request: ${(err as Error).message}`, { cause: err });
+    throw new ClawpeerError('PROTOCOL', `bad exclude pattern in the transfer request: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 
@@ -277,13 +460,26 @@ function peerExcludes(req: TransferRequestMessage): ExcludeRules | undefined {
  * the same peer is aborted through its hold and its cleanup awaited; one of another peer is
  * waited for, at most DESTINATION_WAIT_MS.
  */
-function claimPushDestination(hold: DestinationHold, session: PeerSession, share: Share, basePath: string, destRelPaths: readonly string[], ctx: TransferServiceContext): Promise<void> {
+function claimPushDestination(
+  hold: DestinationHold,
+  session: PeerSession,
+  share: Share,
+  basePath: string,
+  destRelPaths: readonly string[],
+  ctx: TransferServiceContext,
+): Promise<void> {
   const root = share.dir; // resolveShares stores the realpath
   const paths = claimPaths(root, basePath, destRelPaths);
   const shown = paths.slice(0, 3).map((p) => `${share.name}/${path.relative(root, p).split(path.sep).join('/')}`);
   const label = `a push from node ${session.peerId} into ${shown.join(', ')}${paths.length > shown.length ? ` and ${paths.length - shown.length} more` : ''}`;
   return hold.claim(paths, label, {
     waitMs: DESTINATION_WAIT_MS,
-    onSupersede: (older) => ctx.log.warn('aborting an earlier push into the same destination: its client is presumably gone', { peer: session.peerId, share: share.name, path: basePath, older: older.label }),
+    onSupersede: (older) =>
+      ctx.log.warn('aborting an earlier push into the same destination: its client is presumably gone', {
+        peer: session.peerId,
+        share: share.name,
+        path: basePath,
+        older: older.label,
+      }),
   });
 }

@@ -29,7 +29,10 @@ export interface RemotePlace {
   readonly path: string;
 }
 
-export interface PeerTransferOptions extends Omit<TransferOptions, 'session' | 'share' | 'remotePath' | 'nodeId' | 'idleTimeoutMs'> {
+export interface PeerTransferOptions extends Omit<
+  TransferOptions,
+  'session' | 'share' | 'remotePath' | 'nodeId' | 'idleTimeoutMs'
+> {
   readonly home: HomeLayout;
   /** The home's reach config with the global flags applied (read once the peer is known). */
   readonly reach: () => Promise<ReachConfig>;
@@ -52,21 +55,32 @@ export interface PeerTransferOutcome {
 
 /** Sends `localPath` (or `sources`) into `to` on the peer. */
 export function pushToPeer(o: PeerTransferOptions & { readonly to: RemotePlace }): Promise<PeerTransferOutcome> {
-  return withPeerSession('push', o, async (options, { push }) => push({ ...options, share: o.to.share, remotePath: o.to.path }));
+  return withPeerSession('push', o, async (options, { push }) =>
+    push({ ...options, share: o.to.share, remotePath: o.to.path }),
+  );
 }
 
 /**
  * Fetches each of `from` into `localPath`, one after another on one session, reported as one
  * (progress counts up once). Stale temp files a killed earlier pull left there are swept first.
  */
-export async function pullFromPeer(o: PeerTransferOptions & { readonly from: readonly RemotePlace[] }): Promise<PeerTransferOutcome> {
+export async function pullFromPeer(
+  o: PeerTransferOptions & { readonly from: readonly RemotePlace[] },
+): Promise<PeerTransferOutcome> {
   if (o.dryRun !== true) for (const r of o.from) await sweepPullDestination(o, o.filesFrom === undefined ? r.path : '');
   return withPeerSession('pull', o, async (options, { pull, combineResults, SequentialProgress }) => {
     const pulled: TransferResult[] = [];
     const { onProgress } = options;
     const sequential = onProgress !== undefined && o.from.length > 1 ? new SequentialProgress(onProgress) : undefined;
     for (const r of o.from) {
-      pulled.push(await pull({ ...options, share: r.share, remotePath: r.path, ...(sequential === undefined ? {} : { onProgress: sequential.next() }) }));
+      pulled.push(
+        await pull({
+          ...options,
+          share: r.share,
+          remotePath: r.path,
+          ...(sequential === undefined ? {} : { onProgress: sequential.next() }),
+        }),
+      );
     }
     return combineResults(pulled);
   });
@@ -80,16 +94,37 @@ interface Modules {
   readonly SequentialProgress: typeof SequentialProgressClass;
 }
 
-async function withPeerSession(direction: 'push' | 'pull', o: PeerTransferOptions, run: (options: Omit<TransferOptions, 'share' | 'remotePath'>, m: Modules) => Promise<TransferResult>): Promise<PeerTransferOutcome> {
+async function withPeerSession(
+  direction: 'push' | 'pull',
+  o: PeerTransferOptions,
+  run: (options: Omit<TransferOptions, 'share' | 'remotePath'>, m: Modules) => Promise<TransferResult>,
+): Promise<PeerTransferOutcome> {
   const { home, reach, config, peerName, addr, connections, ...rest } = o;
   const log = o.log.child(direction);
   const { connectToPeer } = await import('../session/connect-peer.js');
-  const { identity, session } = await connectToPeer({ home, reach, peerName, addr, config, log: o.log, signal: o.signal, label: direction, ...(connections === undefined ? {} : { connections }) });
-  const [{ push, pull }, { combineResults }, { SequentialProgress }] = await Promise.all([import('./transfer-client.js'), import('./transfer-results.js'), import('../transfer/transfer-progress.js')]);
+  const { identity, session } = await connectToPeer({
+    home,
+    reach,
+    peerName,
+    addr,
+    config,
+    log: o.log,
+    signal: o.signal,
+    label: direction,
+    ...(connections === undefined ? {} : { connections }),
+  });
+  const [{ push, pull }, { combineResults }, { SequentialProgress }] = await Promise.all([
+    import('./transfer-client.js'),
+    import('./transfer-results.js'),
+    import('../transfer/transfer-progress.js'),
+  ]);
   let delivered = false;
   const untell = session.tellPeerIfInterrupted(o.signal, direction);
   try {
-    const result = await run({ ...rest, log, session, idleTimeoutMs: config.idleTimeoutMs, nodeId: identity.nodeId }, { push, pull, combineResults, SequentialProgress });
+    const result = await run(
+      { ...rest, log, session, idleTimeoutMs: config.idleTimeoutMs, nodeId: identity.nodeId },
+      { push, pull, combineResults, SequentialProgress },
+    );
     // A push ends on the listener's transfer-done: it has everything we sent, so no linger. A
     // pull ends on our own transfer-done, which the linger sees delivered.
     delivered = direction === 'push';
@@ -100,7 +135,11 @@ async function withPeerSession(direction: 'push' | 'pull', o: PeerTransferOption
     const stopped: unknown = o.signal.reason;
     if (!o.signal.aborted || !isInterruption(stopped)) throw await session.reasonFor(err);
     const kept = direction === 'push' ? 'what the peer received is kept' : 'what arrived is kept';
-    throw new ClawpeerError(stopped.code, `${direction} ${stopped.message}: ${kept}; run the same command again to ${direction === 'push' ? 'send' : 'fetch'} the rest`, { cause: err });
+    throw new ClawpeerError(
+      stopped.code,
+      `${direction} ${stopped.message}: ${kept}; run the same command again to ${direction === 'push' ? 'send' : 'fetch'} the rest`,
+      { cause: err },
+    );
   } finally {
     untell();
     await session.close('done', { linger: !delivered });
@@ -108,7 +147,9 @@ async function withPeerSession(direction: 'push' | 'pull', o: PeerTransferOption
 }
 
 /** `ls`: the peer's shares (an empty `share`), or the entries of a directory in one, batch by batch. */
-export async function* listFromPeer(o: Omit<ConnectToPeerOptions, 'label'> & { readonly place: RemotePlace; readonly recursive: boolean }): AsyncGenerator<ListBatch, void, undefined> {
+export async function* listFromPeer(
+  o: Omit<ConnectToPeerOptions, 'label'> & { readonly place: RemotePlace; readonly recursive: boolean },
+): AsyncGenerator<ListBatch, void, undefined> {
   const { connectToPeer } = await import('../session/connect-peer.js');
   const { session } = await connectToPeer({ ...o, label: 'ls' });
   try {
@@ -128,7 +169,13 @@ export async function* listFromPeer(o: Omit<ConnectToPeerOptions, 'label'> & { r
  */
 async function sweepPullDestination(o: PeerTransferOptions, remotePath: string): Promise<void> {
   const { removeStaleTempFilesAt } = await import('../store/temp-files.js');
-  const lands = remotePath === '' ? '' : (remotePath.split('/').filter((s) => s !== '').at(-1) ?? '');
+  const lands =
+    remotePath === ''
+      ? ''
+      : (remotePath
+          .split('/')
+          .filter((s) => s !== '')
+          .at(-1) ?? '');
   try {
     const removed = await removeStaleTempFilesAt(o.localPath, lands, { nowMs: Date.now(), signal: o.signal });
     if (removed > 0) o.log.info('removed stale temp files left by an earlier pull', { dir: o.localPath, removed });

@@ -18,7 +18,10 @@ export interface DialPathsOptions {
 
 export async function dialPathsFor(o: DialPathsOptions): Promise<PathSources> {
   const { homeDir, reach: config, identity, peer, log } = o;
-  const [{ pathSourcesFor }, { lastDirectAddress, recordLastPath }] = await Promise.all([import('./path-sources.js'), import('../home/last-paths.js')]);
+  const [{ pathSourcesFor }, { lastDirectAddress, recordLastPath }] = await Promise.all([
+    import('./path-sources.js'),
+    import('../home/last-paths.js'),
+  ]);
   const lastAddress = peer.typed === true ? undefined : await lastDirectAddress(homeDir, peer.id);
   const paths = pathSourcesFor({
     config,
@@ -32,7 +35,9 @@ export async function dialPathsFor(o: DialPathsOptions): Promise<PathSources> {
     ...paths,
     release: () => paths.release(),
     connected: (path, address, rttMs) => {
-      recordLastPath(homeDir, peer.id, { path, address, rttMs }).catch((err: unknown) => log.debug('cannot remember the path', { error: (err as Error).message }));
+      recordLastPath(homeDir, peer.id, { path, address, rttMs }).catch((err: unknown) =>
+        log.debug('cannot remember the path', { error: (err as Error).message }),
+      );
     },
   };
 }
@@ -57,8 +62,16 @@ export interface PeerTargetOptions {
 
 /** Loads this home's identity, resolves `peerName` against its pairs and builds the dial paths. */
 export async function peerTarget(o: PeerTargetOptions): Promise<PeerTarget> {
-  const [{ loadIdentity }, { PeerStore }, { resolvePeer }] = await Promise.all([import('../home/identity-store.js'), import('../home/peer-store.js'), import('../home/peer-resolve.js')]);
+  const [{ loadIdentity }, { PeerStore }, { resolvePeer }] = await Promise.all([
+    import('../home/identity-store.js'),
+    import('../home/peer-store.js'),
+    import('../home/peer-resolve.js'),
+  ]);
   const identity = await loadIdentity(o.home.identityKeyFile);
   const peer = await resolvePeer(new PeerStore(o.home.peersFile), o.peerName, o.addr);
-  return { identity, peer, paths: await dialPathsFor({ homeDir: o.home.dir, reach: await o.reach(), identity, peer, log: o.log }) };
+  return {
+    identity,
+    peer,
+    paths: await dialPathsFor({ homeDir: o.home.dir, reach: await o.reach(), identity, peer, log: o.log }),
+  };
 }

@@ -13,7 +13,13 @@ import { networkInterfaces } from 'node:os';
 import type { Identity } from '../crypto/identity.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { decodeAnnouncement, encodeAnnouncement, MAX_ANNOUNCED_ADDRESSES, type AnnouncedAddress, type Announcement } from '../protocol/announcement.js';
+import {
+  decodeAnnouncement,
+  encodeAnnouncement,
+  MAX_ANNOUNCED_ADDRESSES,
+  type AnnouncedAddress,
+  type Announcement,
+} from '../protocol/announcement.js';
 import { decodeLanQuery, encodeLanQuery, isLanQuery, type LanQuery } from '../protocol/lan-query.js';
 import type { HostPort } from '../transport/types.js';
 import type { ReachConfig } from '../home/config-file.js';
@@ -39,7 +45,10 @@ export interface LanDiscoveryOptions {
 }
 
 /** The LAN options of a node's reach config. */
-export function lanOptionsFrom(config: ReachConfig, extra: { readonly loopbackOnly?: boolean; readonly log?: Logger } = {}): LanDiscoveryOptions {
+export function lanOptionsFrom(
+  config: ReachConfig,
+  extra: { readonly loopbackOnly?: boolean; readonly log?: Logger } = {},
+): LanDiscoveryOptions {
   return {
     port: config.lanDiscoveryPort,
     timeoutMs: config.lanDiscoveryTimeoutMs,
@@ -75,7 +84,9 @@ export function ipv4Interfaces(names?: readonly string[]): InterfaceAddress[] {
     if (names !== undefined && !names.includes(name)) continue;
     for (const e of entries ?? []) {
       if (e.family !== 'IPv4') continue;
-      const broadcast = e.internal ? LOOPBACK_BROADCAST : intToIpv4((ipv4ToInt(e.address) | ~ipv4ToInt(e.netmask)) >>> 0);
+      const broadcast = e.internal
+        ? LOOPBACK_BROADCAST
+        : intToIpv4((ipv4ToInt(e.address) | ~ipv4ToInt(e.netmask)) >>> 0);
       out.push({ name, address: e.address, broadcast, internal: e.internal });
     }
   }
@@ -85,7 +96,10 @@ export function ipv4Interfaces(names?: readonly string[]): InterfaceAddress[] {
 function broadcastTargets(options: LanDiscoveryOptions): { targets: string[]; where: string } {
   if (options.loopbackOnly === true) return { targets: [LOOPBACK_BROADCAST], where: 'loopback' };
   const ifaces = ipv4Interfaces(options.interfaces);
-  return { targets: [...new Set(ifaces.map((i) => i.broadcast))], where: [...new Set(ifaces.map((i) => i.name))].join(', ') || 'no interface' };
+  return {
+    targets: [...new Set(ifaces.map((i) => i.broadcast))],
+    where: [...new Set(ifaces.map((i) => i.name))].join(', ') || 'no interface',
+  };
 }
 
 function openSocket(host: string, port: number, reuseAddr: boolean): Promise<Socket> {
@@ -114,7 +128,12 @@ export interface LanAnswer {
  * or repeated one is skipped), until `timeoutMs` passes or `signal` aborts. Forged, malformed and
  * expired answers are dropped (logged at debug).
  */
-export async function* queryLan(query: LanQuery, accept: (a: Announcement) => boolean, options: LanDiscoveryOptions, signal?: AbortSignal): AsyncGenerator<LanAnswer> {
+export async function* queryLan(
+  query: LanQuery,
+  accept: (a: Announcement) => boolean,
+  options: LanDiscoveryOptions,
+  signal?: AbortSignal,
+): AsyncGenerator<LanAnswer> {
   const { targets } = broadcastTargets(options);
   if (targets.length === 0) return;
   const socket = await openSocket(options.loopbackOnly === true ? '127.0.0.1' : '0.0.0.0', 0, false);
@@ -146,7 +165,13 @@ export async function* queryLan(query: LanQuery, accept: (a: Announcement) => bo
   const bytes = encodeLanQuery(query);
   const timers = QUERY_SCHEDULE_MS.filter((ms) => ms < options.timeoutMs).map((ms) =>
     setTimeout(() => {
-      for (const t of targets) socket.send(bytes, options.port, t, (err) => err !== null && options.log?.debug('LAN query not sent', { to: t, error: err.message }));
+      for (const t of targets)
+        socket.send(
+          bytes,
+          options.port,
+          t,
+          (err) => err !== null && options.log?.debug('LAN query not sent', { to: t, error: err.message }),
+        );
     }, ms),
   );
   timers.push(setTimeout(finish, options.timeoutMs));
@@ -174,7 +199,9 @@ export async function* queryLan(query: LanQuery, accept: (a: Announcement) => bo
 export function listenAddressesOf(answer: LanAnswer): HostPort[] {
   // A loopback address from another machine would be this machine (its own listener, perhaps).
   const fromHere = isLoopbackHost(answer.from.host);
-  const out = answer.announcement.addresses.filter((a) => a.role === 'listen' && (fromHere || !isLoopbackHost(a.host))).map((a) => ({ host: a.host, port: a.port }));
+  const out = answer.announcement.addresses
+    .filter((a) => a.role === 'listen' && (fromHere || !isLoopbackHost(a.host)))
+    .map((a) => ({ host: a.host, port: a.port }));
   return out.sort((x, y) => Number(y.host === answer.from.host) - Number(x.host === answer.from.host));
 }
 
@@ -193,7 +220,12 @@ export function lanSource(options: LanDiscoveryOptions, priority = 0): PathSourc
     name: 'lan',
     async *find(peer: PeerToReach, signal: AbortSignal): AsyncIterable<DialCandidate> {
       const seen = new Set<string>();
-      for await (const answer of queryLan({ kind: 'node', publicKey: peer.publicKey }, (a) => a.nodeId === peer.id, options, signal)) {
+      for await (const answer of queryLan(
+        { kind: 'node', publicKey: peer.publicKey },
+        (a) => a.nodeId === peer.id,
+        options,
+        signal,
+      )) {
         for (const address of listenAddressesOf(answer)) {
           const key = formatAddr(address);
           if (seen.has(key)) continue;
@@ -204,7 +236,10 @@ export function lanSource(options: LanDiscoveryOptions, priority = 0): PathSourc
       }
       if (seen.size === 0 && !signal.aborted) {
         const { where } = broadcastTargets(options);
-        throw new ClawpeerError('UNREACHABLE', `no answer on the LAN (UDP port ${options.port}, ${where}) within ${options.timeoutMs} ms`);
+        throw new ClawpeerError(
+          'UNREACHABLE',
+          `no answer on the LAN (UDP port ${options.port}, ${where}) within ${options.timeoutMs} ms`,
+        );
       }
     },
   };
@@ -221,13 +256,21 @@ export interface NameplateHolder {
  * The nodes on the LAN announcing `nameplate` (short-code pairing): resolves shortly after the
  * first answer (others answering within 100 ms are included), or with [] after the timeout.
  */
-export async function findByNameplate(nameplate: number, options: LanDiscoveryOptions & { readonly signal?: AbortSignal }): Promise<NameplateHolder[]> {
+export async function findByNameplate(
+  nameplate: number,
+  options: LanDiscoveryOptions & { readonly signal?: AbortSignal },
+): Promise<NameplateHolder[]> {
   const found = new Map<string, NameplateHolder>();
   const stop = new AbortController();
   const signal = options.signal === undefined ? stop.signal : AbortSignal.any([options.signal, stop.signal]);
   let grace: NodeJS.Timeout | undefined;
   try {
-    for await (const answer of queryLan({ kind: 'nameplate', nameplate }, (a) => a.nameplate === nameplate, options, signal)) {
+    for await (const answer of queryLan(
+      { kind: 'nameplate', nameplate },
+      (a) => a.nameplate === nameplate,
+      options,
+      signal,
+    )) {
       const a = answer.announcement;
       found.set(a.nodeId, { nodeId: a.nodeId, publicKey: a.publicKey, addresses: listenAddressesOf(answer) });
       grace ??= setTimeout(() => stop.abort(), 100);
@@ -282,7 +325,9 @@ export async function startLanResponder(o: LanResponderOptions): Promise<LanResp
   const addressesFor = (toLoopback: boolean): AnnouncedAddress[] => {
     const out = new Map<string, AnnouncedAddress>();
     for (const b of v4) {
-      const hosts = (wildcard(b.host) ? ipv4Interfaces(o.interfaces).map((i) => i.address) : [b.host]).filter((h) => toLoopback || !isLoopbackHost(h));
+      const hosts = (wildcard(b.host) ? ipv4Interfaces(o.interfaces).map((i) => i.address) : [b.host]).filter(
+        (h) => toLoopback || !isLoopbackHost(h),
+      );
       for (const host of hosts) out.set(`${host}:${b.port}`, { host, port: b.port, role: 'listen', source: 'local' });
     }
     return [...out.values()].slice(0, MAX_ANNOUNCED_ADDRESSES);
@@ -298,7 +343,10 @@ export async function startLanResponder(o: LanResponderOptions): Promise<LanResp
       return;
     }
     const nameplates = o.openNameplates?.() ?? [];
-    const forUs = q.kind === 'node' ? Buffer.from(q.publicKey).equals(Buffer.from(o.identity.publicKey)) : nameplates.includes(q.nameplate);
+    const forUs =
+      q.kind === 'node'
+        ? Buffer.from(q.publicKey).equals(Buffer.from(o.identity.publicKey))
+        : nameplates.includes(q.nameplate);
     if (!forUs) return;
     const now = Date.now();
     if (now - windowStart >= 1000) [windowStart, answered] = [now, 0];
@@ -307,14 +355,28 @@ export async function startLanResponder(o: LanResponderOptions): Promise<LanResp
     const nameplate = q.kind === 'nameplate' ? q.nameplate : undefined;
     const addresses = addressesFor(isLoopbackHost(rinfo.address));
     if (addresses.length === 0) return;
-    const bytes = encodeAnnouncement(o.identity, { seq, issuedAtMs: now, ttlMs: LAN_ANNOUNCEMENT_TTL_MS, addresses, ...(nameplate === undefined ? {} : { nameplate }) });
-    speak.send(bytes, rinfo.port, rinfo.address, (err) => err !== null && o.log.debug('LAN answer not sent', { to: rinfo.address, error: err.message }));
+    const bytes = encodeAnnouncement(o.identity, {
+      seq,
+      issuedAtMs: now,
+      ttlMs: LAN_ANNOUNCEMENT_TTL_MS,
+      addresses,
+      ...(nameplate === undefined ? {} : { nameplate }),
+    });
+    speak.send(
+      bytes,
+      rinfo.port,
+      rinfo.address,
+      (err) => err !== null && o.log.debug('LAN answer not sent', { to: rinfo.address, error: err.message }),
+    );
     o.log.debug('answered a LAN query', { from: rinfo.address, kind: q.kind });
   });
   o.log.info('LAN discovery answering', { port: o.port, scope: loopbackOnly ? 'loopback' : 'all interfaces' });
   return {
     close: async () => {
-      await Promise.all([new Promise<void>((r) => hear.close(() => r())), new Promise<void>((r) => speak.close(() => r()))]);
+      await Promise.all([
+        new Promise<void>((r) => hear.close(() => r())),
+        new Promise<void>((r) => speak.close(() => r())),
+      ]);
     },
   };
 }

@@ -38,11 +38,26 @@ export class LanNameplateDirectory {
     return [...this.#held.keys()];
   }
 
-  async claim(nameplate: number, options: { readonly expiresAt: number; readonly signal?: AbortSignal }): Promise<Claim> {
-    const others = (await findByNameplate(nameplate, { ...this.#options, ...(options.signal === undefined ? {} : { signal: options.signal }) })).filter((h) => h.nodeId !== this.#selfId);
-    if (others.length > 0) throw new ClawpeerError('PEER_BUSY', `nameplate ${nameplate} is held on the LAN by node ${others[0]?.nodeId ?? '?'}`);
+  async claim(
+    nameplate: number,
+    options: { readonly expiresAt: number; readonly signal?: AbortSignal },
+  ): Promise<Claim> {
+    const others = (
+      await findByNameplate(nameplate, {
+        ...this.#options,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      })
+    ).filter((h) => h.nodeId !== this.#selfId);
+    if (others.length > 0)
+      throw new ClawpeerError(
+        'PEER_BUSY',
+        `nameplate ${nameplate} is held on the LAN by node ${others[0]?.nodeId ?? '?'}`,
+      );
     const h = this.#held.get(nameplate);
-    this.#held.set(nameplate, { expiresAt: Math.max(h?.expiresAt ?? 0, options.expiresAt), claims: (h?.claims ?? 0) + 1 });
+    this.#held.set(nameplate, {
+      expiresAt: Math.max(h?.expiresAt ?? 0, options.expiresAt),
+      claims: (h?.claims ?? 0) + 1,
+    });
     let released = false;
     return {
       release: async () => {
@@ -57,7 +72,16 @@ export class LanNameplateDirectory {
   }
 
   async lookup(nameplate: number, options: { readonly signal?: AbortSignal }): Promise<Candidate[]> {
-    const holders = await findByNameplate(nameplate, { ...this.#options, ...(options.signal === undefined ? {} : { signal: options.signal }) });
-    return holders.flatMap((h) => h.addresses.map((address) => ({ address, describe: `${formatHostPort(address)} (lan)`, release: () => undefined })));
+    const holders = await findByNameplate(nameplate, {
+      ...this.#options,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
+    return holders.flatMap((h) =>
+      h.addresses.map((address) => ({
+        address,
+        describe: `${formatHostPort(address)} (lan)`,
+        release: () => undefined,
+      })),
+    );
   }
 }

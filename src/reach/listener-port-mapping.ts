@@ -29,12 +29,26 @@ const LOOPBACK = /^(127\.|::1$|localhost$|::ffff:127\.)/i;
  * (no QUIC transport, or bound to loopback). `onChange` is told whenever `mapped()` changes:
  * the place to register the announcement again.
  */
-export function startListenerPortMapping(o: { bound: readonly BoundPort[]; log: Logger; onChange?: () => void; protocols?: PortMappingOptions['protocols'] }): ListenerPortMapping | undefined {
+export function startListenerPortMapping(o: {
+  bound: readonly BoundPort[];
+  log: Logger;
+  onChange?: () => void;
+  protocols?: PortMappingOptions['protocols'];
+}): ListenerPortMapping | undefined {
   const quic = o.bound.find((b) => b.transport === 'quic');
   if (quic === undefined || LOOPBACK.test(quic.host)) return undefined;
   const tcp = o.bound.find((b) => b.transport === 'tcp');
-  const common = { log: o.log, ...(o.onChange === undefined ? {} : { onChange: () => o.onChange?.() }), ...(o.protocols === undefined ? {} : { protocols: o.protocols }) };
-  const listen = startPortMapping({ udpPort: quic.port, ...(tcp === undefined ? {} : { tcpPort: tcp.port }), role: 'listen', ...common });
+  const common = {
+    log: o.log,
+    ...(o.onChange === undefined ? {} : { onChange: () => o.onChange?.() }),
+    ...(o.protocols === undefined ? {} : { protocols: o.protocols }),
+  };
+  const listen = startPortMapping({
+    udpPort: quic.port,
+    ...(tcp === undefined ? {} : { tcpPort: tcp.port }),
+    role: 'listen',
+    ...common,
+  });
   let mux: PortMapping | undefined;
   let closing = false;
   return {
@@ -43,7 +57,8 @@ export function startListenerPortMapping(o: { bound: readonly BoundPort[]; log: 
       if (mux !== undefined || closing) return;
       mux = startPortMapping({ udpPort: port, role: 'mux', ...common });
     },
-    settled: (waitMs) => Promise.race([listen.ready, new Promise<void>((resolve) => setTimeout(resolve, waitMs).unref())]),
+    settled: (waitMs) =>
+      Promise.race([listen.ready, new Promise<void>((resolve) => setTimeout(resolve, waitMs).unref())]),
     close: async () => {
       closing = true;
       await Promise.all([listen.close(), mux?.close()]);

@@ -80,7 +80,9 @@ export async function resolveRendezvous(rendezvous: HostPort): Promise<HostPort>
     const r = await lookup(rendezvous.host);
     return { host: r.address, port: rendezvous.port };
   } catch (cause) {
-    throw new ClawpeerError('UNREACHABLE', `cannot resolve the rendezvous host ${JSON.stringify(rendezvous.host)}`, { cause });
+    throw new ClawpeerError('UNREACHABLE', `cannot resolve the rendezvous host ${JSON.stringify(rendezvous.host)}`, {
+      cause,
+    });
   }
 }
 
@@ -106,34 +108,53 @@ export async function startListenerReach(o: ListenerReachOptions): Promise<Liste
   const log = o.log;
   const quic = o.bound.find((b) => b.transport === 'quic');
   const server = await resolveRendezvous(o.rendezvous);
-  const socket = await TraversalSocket.open({ host: o.muxHost ?? (isIP(server.host) === 6 ? '::' : '0.0.0.0'), port: o.muxPort ?? 0, log });
+  const socket = await TraversalSocket.open({
+    host: o.muxHost ?? (isIP(server.host) === 6 ? '::' : '0.0.0.0'),
+    port: o.muxPort ?? 0,
+    log,
+  });
   if (quic !== undefined) socket.serveInbound({ host: quic.host, port: quic.port });
   else log.warn('the listener has no QUIC transport: punched and relayed connections cannot reach it');
   const ttlMs = o.ttlMs ?? ANNOUNCEMENT_TTL_MS;
   let reflexive: WireAddress | undefined;
   let lastSeq = 0;
   const punching = new Map<string, NodeJS.Timeout>();
-  const accepts = async (key: Uint8Array): Promise<boolean> => (o.accepts === undefined ? true : await o.accepts(nodeIdFromPublicKey(key)));
+  const accepts = async (key: Uint8Array): Promise<boolean> =>
+    o.accepts === undefined ? true : await o.accepts(nodeIdFromPublicKey(key));
   const nextSeq = (): number => (lastSeq = Math.max(Date.now(), lastSeq + 1));
   const addresses = (): AnnouncedAddress[] => {
     const local = socket.address;
     const list: AnnouncedAddress[] = [...listenAddresses(o.bound), ...(o.mapped?.() ?? [])];
-    if (reflexive !== undefined) list.push({ host: reflexive.host, port: reflexive.port, role: 'mux', source: 'reflexive' });
+    if (reflexive !== undefined)
+      list.push({ host: reflexive.host, port: reflexive.port, role: 'mux', source: 'reflexive' });
     if (!WILDCARDS.has(local.host)) list.push({ host: local.host, port: local.port, role: 'mux', source: 'local' });
     return list.slice(0, 16);
   };
-  const fields = (): { seq: number; issuedAtMs: number; ttlMs: number; addresses: AnnouncedAddress[] } => ({ seq: nextSeq(), issuedAtMs: Date.now(), ttlMs, addresses: addresses() });
+  const fields = (): { seq: number; issuedAtMs: number; ttlMs: number; addresses: AnnouncedAddress[] } => ({
+    seq: nextSeq(),
+    issuedAtMs: Date.now(),
+    ttlMs,
+    addresses: addresses(),
+  });
 
   const register = async (): Promise<void> => {
     const announcement = encodeAnnouncement(o.identity, fields());
-    const got = await ask(socket, server, { type: 'register', announcement }, (m) => (m.type === 'registered' ? m : undefined));
-    const moved = reflexive === undefined || reflexive.host !== got.reflexive.host || reflexive.port !== got.reflexive.port;
+    const got = await ask(socket, server, { type: 'register', announcement }, (m) =>
+      m.type === 'registered' ? m : undefined,
+    );
+    const moved =
+      reflexive === undefined || reflexive.host !== got.reflexive.host || reflexive.port !== got.reflexive.port;
     reflexive = got.reflexive;
     // The first answer tells us our reflexive address: announce it at once.
     if (moved) {
-      log.info('registered with the rendezvous', { rendezvous: formatAddress(server), reflexive: formatAddress(got.reflexive) });
+      log.info('registered with the rendezvous', {
+        rendezvous: formatAddress(server),
+        reflexive: formatAddress(got.reflexive),
+      });
       const again = encodeAnnouncement(o.identity, fields());
-      await ask(socket, server, { type: 'register', announcement: again }, (m) => (m.type === 'registered' ? m : undefined));
+      await ask(socket, server, { type: 'register', announcement: again }, (m) =>
+        m.type === 'registered' ? m : undefined,
+      );
     }
   };
 
@@ -169,7 +190,11 @@ export async function startListenerReach(o: ListenerReachOptions): Promise<Liste
     switch (m.type) {
       case 'callMeMaybe':
         if (!fromServer) return;
-        void accepts(m.dialer).then((ok) => (ok ? punch(m.dialer, m.dialerMux) : log.debug('ignored a call from an unaccepted node', { dialer: nodeIdFromPublicKey(m.dialer) })));
+        void accepts(m.dialer).then((ok) =>
+          ok
+            ? punch(m.dialer, m.dialerMux)
+            : log.debug('ignored a call from an unaccepted node', { dialer: nodeIdFromPublicKey(m.dialer) }),
+        );
         break;
       case 'relayOffer':
         if (!fromServer) return;
@@ -201,17 +226,24 @@ export async function startListenerReach(o: ListenerReachOptions): Promise<Liste
         failing = false;
       },
       (err: unknown) => {
-        if (!failing) log.warn('cannot register with the rendezvous; trying again', { rendezvous: formatAddress(server), error: (err as Error).message });
+        if (!failing)
+          log.warn('cannot register with the rendezvous; trying again', {
+            rendezvous: formatAddress(server),
+            error: (err as Error).message,
+          });
         failing = true;
       },
     );
   const every = o.reregisterMs ?? TEST_HOOKS.reregisterMs ?? REREGISTER_MS;
   const loop = (): void => {
-    timer = setTimeout(() => {
-      void attempt(register()).finally(() => {
-        if (!closed) loop();
-      });
-    }, failing ? Math.min(REGISTER_RETRY_MS, every) : every);
+    timer = setTimeout(
+      () => {
+        void attempt(register()).finally(() => {
+          if (!closed) loop();
+        });
+      },
+      failing ? Math.min(REGISTER_RETRY_MS, every) : every,
+    );
     timer.unref();
   };
   const registered = register();
@@ -226,7 +258,8 @@ export async function startListenerReach(o: ListenerReachOptions): Promise<Liste
     registered,
     pathOf: (remote) => socket.pathOf(remote),
     nameplates: {
-      claim: (nameplate) => claimNameplate({ ...npOptions, fields: { ...fields(), ttlMs: Math.min(ttlMs, 10 * 60_000) }, nameplate }),
+      claim: (nameplate) =>
+        claimNameplate({ ...npOptions, fields: { ...fields(), ttlMs: Math.min(ttlMs, 10 * 60_000) }, nameplate }),
       lookup: (nameplate) => lookupNameplate({ ...npOptions, nameplate }),
       release: (nameplate) => releaseNameplate({ ...npOptions, fields: fields(), nameplate }),
     },

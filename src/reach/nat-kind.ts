@@ -27,20 +27,40 @@ function isLocalAddress(host: string): boolean {
 }
 
 /** Probes the NAT through `rendezvous`; UNREACHABLE when the server does not answer. */
-export async function probeNatKind(o: { rendezvous: HostPort; log: Logger; signal?: AbortSignal; host?: string }): Promise<NatProbe> {
+export async function probeNatKind(o: {
+  rendezvous: HostPort;
+  log: Logger;
+  signal?: AbortSignal;
+  host?: string;
+}): Promise<NatProbe> {
   const server = await resolveRendezvous(o.rendezvous);
-  const socket = await TraversalSocket.open({ host: o.host ?? (isIP(server.host) === 6 ? '::' : '0.0.0.0'), port: 0, log: o.log });
+  const socket = await TraversalSocket.open({
+    host: o.host ?? (isIP(server.host) === 6 ? '::' : '0.0.0.0'),
+    port: 0,
+    log: o.log,
+  });
   try {
     const started = Date.now();
     const reflect = async (port: number): Promise<HostPort> => {
       const nonce = randomBytes(8);
-      return ask(socket, { host: server.host, port }, { type: 'reflect', nonce }, (m) => (m.type === 'reflected' && sameBytes(m.nonce, nonce) ? m.address : undefined), { ...(o.signal ? { signal: o.signal } : {}) });
+      return ask(
+        socket,
+        { host: server.host, port },
+        { type: 'reflect', nonce },
+        (m) => (m.type === 'reflected' && sameBytes(m.nonce, nonce) ? m.address : undefined),
+        { ...(o.signal ? { signal: o.signal } : {}) },
+      );
     };
     const first = await reflect(server.port);
     const rttMs = Date.now() - started;
     const second = await reflect(server.port + 1);
     const local = socket.address;
-    const kind: NatKind = first.port === local.port && isLocalAddress(first.host) ? 'none' : first.host === second.host && first.port === second.port ? 'endpoint-independent' : 'symmetric';
+    const kind: NatKind =
+      first.port === local.port && isLocalAddress(first.host)
+        ? 'none'
+        : first.host === second.host && first.port === second.port
+          ? 'endpoint-independent'
+          : 'symmetric';
     return { kind, reflexive: [first, second], local, rttMs };
   } finally {
     await socket.close();

@@ -67,7 +67,13 @@ export class NatPmpClient {
    * Maps `internalPort` for `lifetimeS` seconds, asking for `externalPort` (the gateway may
    * grant another). A lifetime of 0 deletes the mapping (RFC 6886 3.4).
    */
-  map(protocol: MappingProtocol, internalPort: number, externalPort: number, lifetimeS: number, signal?: AbortSignal): Promise<NatPmpMapping> {
+  map(
+    protocol: MappingProtocol,
+    internalPort: number,
+    externalPort: number,
+    lifetimeS: number,
+    signal?: AbortSignal,
+  ): Promise<NatPmpMapping> {
     const op = protocol === 'udp' ? 1 : 2;
     const request = Buffer.alloc(12);
     request[0] = 0;
@@ -77,8 +83,17 @@ export class NatPmpClient {
     request.writeUInt32BE(lifetimeS, 8);
     return this.request(request, op, signal).then((answer) => {
       if (answer.length < 16) throw new ClawpeerError('PROTOCOL', 'NAT-PMP: short mapping answer');
-      const granted = { protocol, internalPort: answer.readUInt16BE(8), externalPort: answer.readUInt16BE(10), lifetimeS: answer.readUInt32BE(12) };
-      if (granted.internalPort !== internalPort) throw new ClawpeerError('PROTOCOL', `NAT-PMP: answer for internal port ${granted.internalPort}, asked ${internalPort}`);
+      const granted = {
+        protocol,
+        internalPort: answer.readUInt16BE(8),
+        externalPort: answer.readUInt16BE(10),
+        lifetimeS: answer.readUInt32BE(12),
+      };
+      if (granted.internalPort !== internalPort)
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `NAT-PMP: answer for internal port ${granted.internalPort}, asked ${internalPort}`,
+        );
       return granted;
     });
   }
@@ -118,7 +133,13 @@ export class NatPmpClient {
         if (from.address !== this.gateway || from.port !== NAT_PMP_PORT || msg.length < 4) return;
         if (msg[0] !== 0 || msg[1] !== 128 + op) return;
         const result = msg.readUInt16BE(2);
-        if (result !== 0) finish(new ClawpeerError('UNREACHABLE', `NAT-PMP gateway ${this.gateway}: ${RESULTS[result] ?? `result ${result}`}`));
+        if (result !== 0)
+          finish(
+            new ClawpeerError(
+              'UNREACHABLE',
+              `NAT-PMP gateway ${this.gateway}: ${RESULTS[result] ?? `result ${result}`}`,
+            ),
+          );
         else finish(undefined, msg);
       };
       const send = (): void => {

@@ -20,7 +20,11 @@ export interface RendezvousSources {
   release(): void;
 }
 
-export type RendezvousSourcesFactory = (o: { readonly rendezvous: HostPort; readonly identity: Identity; readonly log: Logger }) => RendezvousSources;
+export type RendezvousSourcesFactory = (o: {
+  readonly rendezvous: HostPort;
+  readonly identity: Identity;
+  readonly log: Logger;
+}) => RendezvousSources;
 
 /**
  * The rendezvous client this build dials through, when the config names a server. The
@@ -53,7 +57,12 @@ export interface PathSources {
 const fmt = (a: HostPort): string => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`);
 
 /** One fixed address as a source. */
-export function addressSource(name: string, address: HostPort, path: PathKind, describe = `${path} ${fmt(address)}`): PathSource {
+export function addressSource(
+  name: string,
+  address: HostPort,
+  path: PathKind,
+  describe = `${path} ${fmt(address)}`,
+): PathSource {
   return {
     name,
     async *find(): AsyncIterable<DialCandidate> {
@@ -74,15 +83,23 @@ function noteSource(name: string, why: string): PathSource {
 }
 
 export function pathSourcesFor(o: PathSourcesOptions): PathSources {
-  if (o.typedAddress !== undefined) return { sources: [addressSource('direct', o.typedAddress, 'direct')], release: () => undefined };
+  if (o.typedAddress !== undefined)
+    return { sources: [addressSource('direct', o.typedAddress, 'direct')], release: () => undefined };
   const sources: PathSource[] = [];
   // CLAWPEER_REACH_DISABLE=direct,lan,...: paths a dialer skips (to see one path at work).
   const disabled = new Set(disabledPathsFromEnv());
   const pinned = disabled.has('direct') ? undefined : o.peer.address;
   if (pinned !== undefined) sources.push(addressSource('direct', pinned, 'direct'));
   const last = o.lastAddress;
-  if (last !== undefined && !disabled.has(last.path) && (pinned === undefined || fmt(pinned) !== fmt(last.address)) && (last.path === 'lan' || last.path === 'direct')) {
-    sources.push(addressSource('last', last.address, last.path, `${last.path} ${fmt(last.address)} (worked last time)`));
+  if (
+    last !== undefined &&
+    !disabled.has(last.path) &&
+    (pinned === undefined || fmt(pinned) !== fmt(last.address)) &&
+    (last.path === 'lan' || last.path === 'direct')
+  ) {
+    sources.push(
+      addressSource('last', last.address, last.path, `${last.path} ${fmt(last.address)} (worked last time)`),
+    );
   }
   if (o.config.lanDiscovery && !disabled.has('lan')) {
     // A peer pinned on this machine is looked for on this machine: no broadcast on a real network.
@@ -96,7 +113,12 @@ export function pathSourcesFor(o: PathSourcesOptions): PathSources {
   const rendezvous = o.config.rendezvous;
   const factory = o.rendezvousSources ?? RENDEZVOUS_SOURCES;
   if (rendezvous === undefined) {
-    sources.push(noteSource('rendezvous', 'none configured (name one with --rendezvous HOST:PORT or "rendezvous" in the home\'s config.json, or pin an address: clawpeer pair add ID --name NAME --addr HOST:PORT)'));
+    sources.push(
+      noteSource(
+        'rendezvous',
+        'none configured (name one with --rendezvous HOST:PORT or "rendezvous" in the home\'s config.json, or pin an address: clawpeer pair add ID --name NAME --addr HOST:PORT)',
+      ),
+    );
   } else if (factory === undefined) {
     sources.push(noteSource('rendezvous', `${fmt(rendezvous)} is configured but this build has no rendezvous client`));
   } else {

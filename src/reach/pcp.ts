@@ -48,7 +48,8 @@ export interface PcpMapping {
   readonly nonce: Buffer;
 }
 
-const mappedV4 = (address: string): Buffer => Buffer.from([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, ...address.split('.').map(Number)]);
+const mappedV4 = (address: string): Buffer =>
+  Buffer.from([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, ...address.split('.').map(Number)]);
 
 export class PcpClient {
   private socket: Socket | undefined;
@@ -60,7 +61,14 @@ export class PcpClient {
    * Maps `internalPort` for `lifetimeS` seconds, suggesting `externalPort`; lifetime 0 deletes
    * (with the nonce of the mapping). A new nonce is made when none is given.
    */
-  map(protocol: MappingProtocol, internalPort: number, externalPort: number, lifetimeS: number, nonce: Buffer = randomBytes(12), signal?: AbortSignal): Promise<PcpMapping> {
+  map(
+    protocol: MappingProtocol,
+    internalPort: number,
+    externalPort: number,
+    lifetimeS: number,
+    nonce: Buffer = randomBytes(12),
+    signal?: AbortSignal,
+  ): Promise<PcpMapping> {
     const run = this.queue.then(() => this.exchange(protocol, internalPort, externalPort, lifetimeS, nonce, signal));
     this.queue = run.catch(() => undefined);
     return run;
@@ -77,7 +85,14 @@ export class PcpClient {
     return this.socket;
   }
 
-  private async exchange(protocol: MappingProtocol, internalPort: number, externalPort: number, lifetimeS: number, nonce: Buffer, signal?: AbortSignal): Promise<PcpMapping> {
+  private async exchange(
+    protocol: MappingProtocol,
+    internalPort: number,
+    externalPort: number,
+    lifetimeS: number,
+    nonce: Buffer,
+    signal?: AbortSignal,
+  ): Promise<PcpMapping> {
     const socket = await this.open();
     const request = Buffer.alloc(24 + 36);
     request[0] = VERSION;
@@ -101,23 +116,49 @@ export class PcpClient {
       };
       const onAbort = (): void => finish(new ClawpeerError('ABORTED', 'PCP request aborted'));
       const onMessage = (msg: Buffer): void => {
-        if (msg.length >= 4 && msg[0] === 0) { finish(new PcpVersionError(this.gateway)); return; }
+        if (msg.length >= 4 && msg[0] === 0) {
+          finish(new PcpVersionError(this.gateway));
+          return;
+        }
         if (msg.length < 24 + 36 || msg[0] !== VERSION || msg[1] !== 0x80 + OP_MAP) return;
         if (!msg.subarray(24, 36).equals(nonce.subarray(0, 12))) return; // another mapping's answer
         if (msg.readUInt16BE(40) !== internalPort || msg[36] !== request[36]) return;
         const result = msg[3]!;
-        if (result !== 0) { finish(new ClawpeerError('UNREACHABLE', `PCP gateway ${this.gateway}: ${RESULTS[result] ?? `result ${result}`}`)); return; }
+        if (result !== 0) {
+          finish(
+            new ClawpeerError('UNREACHABLE', `PCP gateway ${this.gateway}: ${RESULTS[result] ?? `result ${result}`}`),
+          );
+          return;
+        }
         const ip = msg.subarray(44, 60);
-        const externalAddress = ip.subarray(0, 12).equals(mappedV4('0.0.0.0').subarray(0, 12)) ? [...ip.subarray(12)].join('.') : '';
-        if (lifetimeS > 0 && externalAddress === '') { finish(new ClawpeerError('PROTOCOL', 'PCP: the gateway mapped to an address that is not IPv4')); return; }
-        finish(undefined, { protocol, internalPort, externalAddress, externalPort: msg.readUInt16BE(42), lifetimeS: msg.readUInt32BE(4), nonce });
+        const externalAddress = ip.subarray(0, 12).equals(mappedV4('0.0.0.0').subarray(0, 12))
+          ? [...ip.subarray(12)].join('.')
+          : '';
+        if (lifetimeS > 0 && externalAddress === '') {
+          finish(new ClawpeerError('PROTOCOL', 'PCP: the gateway mapped to an address that is not IPv4'));
+          return;
+        }
+        finish(undefined, {
+          protocol,
+          internalPort,
+          externalAddress,
+          externalPort: msg.readUInt16BE(42),
+          lifetimeS: msg.readUInt32BE(4),
+          nonce,
+        });
       };
       const send = (): void => {
-        if (tries === TRIES) { finish(new ClawpeerError('TIMEOUT', `PCP: no answer from ${this.gateway}:${PCP_PORT}`)); return; }
+        if (tries === TRIES) {
+          finish(new ClawpeerError('TIMEOUT', `PCP: no answer from ${this.gateway}:${PCP_PORT}`));
+          return;
+        }
         socket.send(request);
         timer = setTimeout(send, FIRST_TIMEOUT_MS << tries++);
       };
-      if (signal?.aborted) { onAbort(); return; }
+      if (signal?.aborted) {
+        onAbort();
+        return;
+      }
       signal?.addEventListener('abort', onAbort, { once: true });
       socket.on('message', onMessage);
       send();

@@ -41,7 +41,12 @@ export interface PortMapping {
    */
   mapped(): AnnouncedAddress[];
   /** Which protocol holds the mapping now, if any; and the TCP external port, if mapped. */
-  status(): { via: PortMappingProtocol | undefined; externalAddress: string | undefined; udpExternalPort: number | undefined; tcpExternalPort: number | undefined };
+  status(): {
+    via: PortMappingProtocol | undefined;
+    externalAddress: string | undefined;
+    udpExternalPort: number | undefined;
+    tcpExternalPort: number | undefined;
+  };
   /** Resolves once the first attempt is over (mapped or not); never rejects. */
   readonly ready: Promise<void>;
   /** Deletes the mappings (bounded in time) and stops renewing. Never rejects. */
@@ -69,7 +74,15 @@ interface Held {
 /** Addresses a mapping is useless behind: private, shared (carrier NAT), loopback, unset. */
 export function isPrivateIPv4(address: string): boolean {
   const [a = 0, b = 0] = address.split('.').map(Number);
-  return a === 0 || a === 10 || a === 127 || (a === 100 && b >= 64 && b < 128) || (a === 169 && b === 254) || (a === 172 && b >= 16 && b < 32) || (a === 192 && b === 168);
+  return (
+    a === 0 ||
+    a === 10 ||
+    a === 127 ||
+    (a === 100 && b >= 64 && b < 128) ||
+    (a === 169 && b === 254) ||
+    (a === 172 && b >= 16 && b < 32) ||
+    (a === 192 && b === 168)
+  );
 }
 
 export function startPortMapping(options: PortMappingOptions): PortMapping {
@@ -84,13 +97,17 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
   let closed: Promise<void> | undefined;
   let lastReported = '[]';
 
-  const mapped = (): AnnouncedAddress[] => (held === undefined ? [] : [{ host: held.externalAddress, port: held.udp, role, source: 'mapped' }]);
+  const mapped = (): AnnouncedAddress[] =>
+    held === undefined ? [] : [{ host: held.externalAddress, port: held.udp, role, source: 'mapped' }];
   const report = (): void => {
     const now = mapped();
     const text = JSON.stringify(now);
     if (text === lastReported) return;
     lastReported = text;
-    log.info(now.length > 0 ? 'port mapped on the gateway' : 'no port mapping', { via: held?.via ?? 'none', addresses: now.map((a) => `${a.host}:${a.port}`).join(',') });
+    log.info(now.length > 0 ? 'port mapped on the gateway' : 'no port mapping', {
+      via: held?.via ?? 'none',
+      addresses: now.map((a) => `${a.host}:${a.port}`).join(','),
+    });
     try {
       options.onChange?.(now);
     } catch (err) {
@@ -106,10 +123,18 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
       if (stop.signal.aborted) return undefined;
       if (protocol === 'nat-pmp' && port5351Silent) continue;
       try {
-        const got = protocol === 'pcp' ? await mapPcp(options, lifetimeS, stop.signal) : protocol === 'nat-pmp' ? await mapNatPmp(options, lifetimeS, stop.signal) : await mapUpnp(options, lifetimeS, stop.signal, log);
+        const got =
+          protocol === 'pcp'
+            ? await mapPcp(options, lifetimeS, stop.signal)
+            : protocol === 'nat-pmp'
+              ? await mapNatPmp(options, lifetimeS, stop.signal)
+              : await mapUpnp(options, lifetimeS, stop.signal, log);
         if (got === undefined) continue;
         if (isPrivateIPv4(got.externalAddress)) {
-          log.debug('port mapping: the gateway is itself behind NAT; not announcing its address', { via: protocol, external: got.externalAddress });
+          log.debug('port mapping: the gateway is itself behind NAT; not announcing its address', {
+            via: protocol,
+            external: got.externalAddress,
+          });
           await got.release(AbortSignal.timeout(CLOSE_BUDGET_MS)).catch(() => undefined);
           continue;
         }
@@ -143,7 +168,10 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
         log.debug('port mapping renewed', { via: next.via, lifetimeS: next.lifetimeS });
       } catch (err) {
         if (stop.signal.aborted) return; // closing: close deletes what is held
-        log.debug('port mapping: renewal failed; looking again', { via: held.via, error: err instanceof Error ? err.message : String(err) });
+        log.debug('port mapping: renewal failed; looking again', {
+          via: held.via,
+          error: err instanceof Error ? err.message : String(err),
+        });
         next = await attempt();
       }
     } else if (held === undefined) {
@@ -168,7 +196,10 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
         await h.release(AbortSignal.timeout(CLOSE_BUDGET_MS));
         log.debug('port mapping deleted', { via: h.via });
       } catch (err) {
-        log.debug('port mapping: delete failed (it expires by itself)', { via: h.via, error: err instanceof Error ? err.message : String(err) });
+        log.debug('port mapping: delete failed (it expires by itself)', {
+          via: h.via,
+          error: err instanceof Error ? err.message : String(err),
+        });
       }
     })();
     return closed;
@@ -179,25 +210,44 @@ export function startPortMapping(options: PortMappingOptions): PortMapping {
   options.signal?.addEventListener('abort', () => void close(), { once: true });
   return {
     mapped,
-    status: () => ({ via: held?.via, externalAddress: held?.externalAddress, udpExternalPort: held?.udp, tcpExternalPort: held?.tcp }),
+    status: () => ({
+      via: held?.via,
+      externalAddress: held?.externalAddress,
+      udpExternalPort: held?.udp,
+      tcpExternalPort: held?.tcp,
+    }),
     ready,
     close,
   };
 }
 
-async function mapPcp(options: PortMappingOptions, lifetimeS: number, signal: AbortSignal, previous?: { udp: number; tcp: number | undefined; udpNonce: Buffer; tcpNonce: Buffer | undefined }): Promise<Held | undefined> {
+async function mapPcp(
+  options: PortMappingOptions,
+  lifetimeS: number,
+  signal: AbortSignal,
+  previous?: { udp: number; tcp: number | undefined; udpNonce: Buffer; tcpNonce: Buffer | undefined },
+): Promise<Held | undefined> {
   const gateway = await defaultGateway();
   if (gateway === undefined) throw new Error('no default IPv4 gateway');
   const client = new PcpClient(gateway);
   try {
-    const udp = await client.map('udp', options.udpPort, previous?.udp ?? options.udpPort, lifetimeS, previous?.udpNonce, signal);
+    const udp = await client.map(
+      'udp',
+      options.udpPort,
+      previous?.udp ?? options.udpPort,
+      lifetimeS,
+      previous?.udpNonce,
+      signal,
+    );
     let tcp: { externalPort: number; lifetimeS: number; nonce: Buffer } | undefined;
     const tcpPort = options.tcpPort;
     if (tcpPort !== undefined) {
-      tcp = await client.map('tcp', tcpPort, previous?.tcp ?? udp.externalPort, lifetimeS, previous?.tcpNonce, signal).catch((err: unknown) => {
-        options.log.debug('PCP: TCP mapping refused', { error: String(err) });
-        return undefined;
-      });
+      tcp = await client
+        .map('tcp', tcpPort, previous?.tcp ?? udp.externalPort, lifetimeS, previous?.tcpNonce, signal)
+        .catch((err: unknown) => {
+          options.log.debug('PCP: TCP mapping refused', { error: String(err) });
+          return undefined;
+        });
     }
     const state = { udp: udp.externalPort, tcp: tcp?.externalPort, udpNonce: udp.nonce, tcpNonce: tcp?.nonce };
     return {
@@ -210,19 +260,26 @@ async function mapPcp(options: PortMappingOptions, lifetimeS: number, signal: Ab
         const owner = new PcpClient(gateway);
         try {
           await owner.map('udp', options.udpPort, 0, 0, udp.nonce, releaseSignal);
-          if (tcp !== undefined && tcpPort !== undefined) await owner.map('tcp', tcpPort, 0, 0, tcp.nonce, releaseSignal);
+          if (tcp !== undefined && tcpPort !== undefined)
+            await owner.map('tcp', tcpPort, 0, 0, tcp.nonce, releaseSignal);
         } finally {
           owner.close();
         }
       },
-      renew: (renewSignal) => mapPcp(options, lifetimeS, renewSignal, state).then((h) => h ?? Promise.reject(new Error('no gateway'))),
+      renew: (renewSignal) =>
+        mapPcp(options, lifetimeS, renewSignal, state).then((h) => h ?? Promise.reject(new Error('no gateway'))),
     };
   } finally {
     client.close();
   }
 }
 
-async function mapNatPmp(options: PortMappingOptions, lifetimeS: number, signal: AbortSignal, previous?: { udp: number; tcp: number | undefined }): Promise<Held | undefined> {
+async function mapNatPmp(
+  options: PortMappingOptions,
+  lifetimeS: number,
+  signal: AbortSignal,
+  previous?: { udp: number; tcp: number | undefined },
+): Promise<Held | undefined> {
   const gateway = await defaultGateway();
   if (gateway === undefined) throw new Error('no default IPv4 gateway');
   const client = new NatPmpClient(gateway);
@@ -232,10 +289,12 @@ async function mapNatPmp(options: PortMappingOptions, lifetimeS: number, signal:
     let tcp: { externalPort: number; lifetimeS: number } | undefined;
     if (options.tcpPort !== undefined) {
       // The same external port as UDP, so one announced address serves both transports.
-      tcp = await client.map('tcp', options.tcpPort, previous?.tcp ?? udp.externalPort, lifetimeS, signal).catch((err: unknown) => {
-        options.log.debug('NAT-PMP: TCP mapping refused', { error: String(err) });
-        return undefined;
-      });
+      tcp = await client
+        .map('tcp', options.tcpPort, previous?.tcp ?? udp.externalPort, lifetimeS, signal)
+        .catch((err: unknown) => {
+          options.log.debug('NAT-PMP: TCP mapping refused', { error: String(err) });
+          return undefined;
+        });
     }
     const ports = { udp: udp.externalPort, tcp: tcp?.externalPort };
     return {
@@ -247,12 +306,14 @@ async function mapNatPmp(options: PortMappingOptions, lifetimeS: number, signal:
         const owner = new NatPmpClient(gateway);
         try {
           await owner.map('udp', options.udpPort, 0, 0, releaseSignal);
-          if (tcp !== undefined && options.tcpPort !== undefined) await owner.map('tcp', options.tcpPort, 0, 0, releaseSignal);
+          if (tcp !== undefined && options.tcpPort !== undefined)
+            await owner.map('tcp', options.tcpPort, 0, 0, releaseSignal);
         } finally {
           owner.close();
         }
       },
-      renew: (renewSignal) => mapNatPmp(options, lifetimeS, renewSignal, ports).then((h) => h ?? Promise.reject(new Error('no gateway'))),
+      renew: (renewSignal) =>
+        mapNatPmp(options, lifetimeS, renewSignal, ports).then((h) => h ?? Promise.reject(new Error('no gateway'))),
     };
   } finally {
     client.close();
@@ -262,7 +323,13 @@ async function mapNatPmp(options: PortMappingOptions, lifetimeS: number, signal:
 /** Ports tried after the one asked for is taken: random, above the registered range. */
 const randomPort = (): number => 49152 + Math.floor(Math.random() * 16000);
 
-async function mapUpnp(options: PortMappingOptions, lifetimeS: number, signal: AbortSignal, log: Logger, known?: { client: UpnpIgdClient; udp: number; tcp: number | undefined }): Promise<Held | undefined> {
+async function mapUpnp(
+  options: PortMappingOptions,
+  lifetimeS: number,
+  signal: AbortSignal,
+  log: Logger,
+  known?: { client: UpnpIgdClient; udp: number; tcp: number | undefined },
+): Promise<Held | undefined> {
   let client = known?.client;
   if (client === undefined) {
     const service = await discoverIgd({ signal });
@@ -310,6 +377,9 @@ async function mapUpnp(options: PortMappingOptions, lifetimeS: number, signal: A
       await igd.deletePortMapping('udp', udp, releaseSignal);
       if (tcp !== undefined) await igd.deletePortMapping('tcp', tcp, releaseSignal);
     },
-    renew: (renewSignal) => mapUpnp(options, lifetimeS, renewSignal, log, { client: igd, udp, tcp }).then((h) => h ?? Promise.reject(new Error('no gateway'))),
+    renew: (renewSignal) =>
+      mapUpnp(options, lifetimeS, renewSignal, log, { client: igd, udp, tcp }).then(
+        (h) => h ?? Promise.reject(new Error('no gateway')),
+      ),
   };
 }

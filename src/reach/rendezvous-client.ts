@@ -14,10 +14,17 @@ export interface AskOptions {
   readonly signal?: AbortSignal;
 }
 
-export const formatAddress = (a: HostPort): string => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`);
+export const formatAddress = (a: HostPort): string =>
+  a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 
 /** Sends `message` to `server` until a reply `match` accepts arrives (from the server). */
-export function ask<T>(socket: TraversalSocket, server: HostPort, message: TraversalMessage, match: (m: TraversalMessage) => T | undefined, o: AskOptions = {}): Promise<T> {
+export function ask<T>(
+  socket: TraversalSocket,
+  server: HostPort,
+  message: TraversalMessage,
+  match: (m: TraversalMessage) => T | undefined,
+  o: AskOptions = {},
+): Promise<T> {
   const tries = o.tries ?? 4;
   const intervalMs = o.intervalMs ?? 250;
   const requestType = TRAVERSAL_TYPES[message.type];
@@ -33,7 +40,12 @@ export function ask<T>(socket: TraversalSocket, server: HostPort, message: Trave
       if (from.port !== server.port) return;
       if (m.type === 'refused' && m.request === requestType) {
         finish();
-        reject(new ClawpeerError('UNREACHABLE', `rendezvous ${formatAddress(server)} refused ${message.type}: ${m.reason}: ${m.text}`));
+        reject(
+          new ClawpeerError(
+            'UNREACHABLE',
+            `rendezvous ${formatAddress(server)} refused ${message.type}: ${m.reason}: ${m.text}`,
+          ),
+        );
         return;
       }
       const v = match(m);
@@ -48,14 +60,22 @@ export function ask<T>(socket: TraversalSocket, server: HostPort, message: Trave
     const tick = (): void => {
       if (sent >= tries) {
         finish();
-        reject(new ClawpeerError('UNREACHABLE', `rendezvous ${formatAddress(server)} did not answer ${message.type} (${tries} tries over ${tries * intervalMs} ms)`));
+        reject(
+          new ClawpeerError(
+            'UNREACHABLE',
+            `rendezvous ${formatAddress(server)} did not answer ${message.type} (${tries} tries over ${tries * intervalMs} ms)`,
+          ),
+        );
         return;
       }
       sent++;
       socket.send(message, server);
       timer = setTimeout(tick, intervalMs);
     };
-    if (o.signal?.aborted === true) { onAbort(); return; }
+    if (o.signal?.aborted === true) {
+      onAbort();
+      return;
+    }
     o.signal?.addEventListener('abort', onAbort, { once: true });
     tick();
   });

@@ -32,7 +32,10 @@ export class RendezvousNameplateDirectory {
   }
 
   /** PEER_BUSY when another node holds the number there (nameplates.ts). */
-  async claim(nameplate: number, options: { readonly expiresAt: number; readonly signal?: AbortSignal }): Promise<Claim> {
+  async claim(
+    nameplate: number,
+    options: { readonly expiresAt: number; readonly signal?: AbortSignal },
+  ): Promise<Claim> {
     const o = { identity: this.#identity, rendezvous: this.#rendezvous, nameplate };
     await claimNameplate({ ...o, fields: { ttlMs: Math.max(1_000, options.expiresAt - Date.now()) } });
     return { release: () => releaseNameplate(o).catch(() => undefined) };
@@ -43,10 +46,17 @@ export class RendezvousNameplateDirectory {
    * through the relay at worst), then the addresses its listener announced. The candidates hold
    * the traversal socket; it closes once every one is released.
    */
-  async lookup(nameplate: number, options: { readonly signal?: AbortSignal }): Promise<(DialCandidate & { readonly pinnable?: boolean })[]> {
+  async lookup(
+    nameplate: number,
+    options: { readonly signal?: AbortSignal },
+  ): Promise<(DialCandidate & { readonly pinnable?: boolean })[]> {
     const holder = await lookupNameplate({ rendezvous: this.#rendezvous, nameplate });
     if (holder === undefined) return [];
-    const peer: PeerToReach = { id: holder.nodeId, publicKey: holder.publicKey, name: `the holder of nameplate ${nameplate}` };
+    const peer: PeerToReach = {
+      id: holder.nodeId,
+      publicKey: holder.publicKey,
+      name: `the holder of nameplate ${nameplate}`,
+    };
     const rv = rendezvousSourcesFor({ rendezvous: this.#rendezvous, identity: this.#identity, log: this.#log });
     const stop = new AbortController();
     const timer = setTimeout(() => stop.abort(), GATHER_MS);
@@ -58,7 +68,10 @@ export class RendezvousNameplateDirectory {
           if (firstEnds) stop.abort(); // one way through the NATs is enough to try first
         }
       } catch (err) {
-        this.#log.debug('nameplate holder: a path source failed', { source: source.name, error: (err as Error).message });
+        this.#log.debug('nameplate holder: a path source failed', {
+          source: source.name,
+          error: (err as Error).message,
+        });
       }
     };
     const traversed: DialCandidate[] = [];

@@ -67,7 +67,10 @@ export const DEFAULT_UPGRADE_TRIES = 6;
 /** Waits `ms` unless `signal` aborts first; true when the time passed. */
 function pause(ms: number, signal: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
-    if (signal.aborted) { resolve(false); return; }
+    if (signal.aborted) {
+      resolve(false);
+      return;
+    }
     const onAbort = (): void => {
       clearTimeout(timer);
       resolve(false);
@@ -85,7 +88,10 @@ function pause(ms: number, signal: AbortSignal): Promise<boolean> {
 export function disabledPathsFromEnv(env: NodeJS.ProcessEnv = process.env): PathKind[] {
   const v = env['CLAWPEER_REACH_DISABLE'];
   if (v === undefined || v === '') return [];
-  return v.split(',').map((s) => s.trim()).filter((s): s is PathKind => ['lan', 'direct', 'mapped', 'punched', 'relayed'].includes(s));
+  return v
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s): s is PathKind => ['lan', 'direct', 'mapped', 'punched', 'relayed'].includes(s));
 }
 
 /**
@@ -93,7 +99,11 @@ export function disabledPathsFromEnv(env: NodeJS.ProcessEnv = process.env): Path
  * loopback address is the dialer's own machine unless the rendezvous is there too (tests):
  * dialling it could only reach the wrong node (which TLS pinning would refuse).
  */
-export function lookupCandidates(addresses: readonly AnnouncedAddress[], rendezvous: HostPort, disabled: ReadonlySet<PathKind> = new Set()): DialCandidate[] {
+export function lookupCandidates(
+  addresses: readonly AnnouncedAddress[],
+  rendezvous: HostPort,
+  disabled: ReadonlySet<PathKind> = new Set(),
+): DialCandidate[] {
   const local = isLoopback(rendezvous.host);
   const out: DialCandidate[] = [];
   for (const addr of addresses) {
@@ -101,7 +111,13 @@ export function lookupCandidates(addresses: readonly AnnouncedAddress[], rendezv
     const path: PathKind = addr.source === 'mapped' ? 'mapped' : 'direct';
     if (disabled.has(path)) continue;
     const where = formatAddress(addr);
-    out.push({ address: { host: addr.host, port: addr.port }, path: () => path, describe: path === 'mapped' ? `mapped ${where}` : where, priority: 1, release: () => undefined });
+    out.push({
+      address: { host: addr.host, port: addr.port },
+      path: () => path,
+      describe: path === 'mapped' ? `mapped ${where}` : where,
+      priority: 1,
+      release: () => undefined,
+    });
   }
   return out;
 }
@@ -181,7 +197,14 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
       const t = await acquire();
       try {
         const s = await resolved();
-        const bytes = await ask(t, s, { type: 'lookup', publicKey: peer.publicKey }, (m) => (m.type === 'lookupReply' && sameBytes(m.publicKey, peer.publicKey) ? (m.announcement ?? null) : undefined), { signal });
+        const bytes = await ask(
+          t,
+          s,
+          { type: 'lookup', publicKey: peer.publicKey },
+          (m) =>
+            m.type === 'lookupReply' && sameBytes(m.publicKey, peer.publicKey) ? (m.announcement ?? null) : undefined,
+          { signal },
+        );
         if (bytes === null) {
           log.debug('the rendezvous does not know the peer', { peer: peer.name });
           return;
@@ -190,11 +213,17 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
         try {
           a = decodeAnnouncement(bytes, Date.now());
         } catch (err) {
-          log.warn('the rendezvous answered with an announcement that does not verify; ignored', { peer: peer.name, error: (err as Error).message });
+          log.warn('the rendezvous answered with an announcement that does not verify; ignored', {
+            peer: peer.name,
+            error: (err as Error).message,
+          });
           return;
         }
         if (!sameBytes(a.publicKey, peer.publicKey)) {
-          log.warn('the rendezvous answered with another node\'s announcement; ignored', { peer: peer.name, got: a.nodeId });
+          log.warn("the rendezvous answered with another node's announcement; ignored", {
+            peer: peer.name,
+            got: a.nodeId,
+          });
           return;
         }
         yield* lookupCandidates(a.addresses, s, disabled);
@@ -216,7 +245,12 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
         throw err;
       });
       const out = new Channel<DialCandidate>();
-      const candidateFor = async (route: ForwardRoute, describe: string, priority: number, onRelease?: () => void): Promise<Forwarder | undefined> => {
+      const candidateFor = async (
+        route: ForwardRoute,
+        describe: string,
+        priority: number,
+        onRelease?: () => void,
+      ): Promise<Forwarder | undefined> => {
         users++;
         try {
           const f = await t.openDialForwarder(route);
@@ -254,7 +288,13 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
       // A hole: ask the rendezvous to have the peer punch toward us, and punch toward it.
       // both: only a PONG to our PING counts (both directions proven), for moving a live connection.
       const holeToward = async (stop: AbortSignal, both = false): Promise<WireAddress | undefined> => {
-        const mux = await ask(t, s, { type: 'connect', target: peer.publicKey, dialer: o.identity.publicKey }, (m) => (m.type === 'connectReply' && sameBytes(m.target, peer.publicKey) ? (m.mux ?? null) : undefined), { signal: stop });
+        const mux = await ask(
+          t,
+          s,
+          { type: 'connect', target: peer.publicKey, dialer: o.identity.publicKey },
+          (m) => (m.type === 'connectReply' && sameBytes(m.target, peer.publicKey) ? (m.mux ?? null) : undefined),
+          { signal: stop },
+        );
         if (mux === null) {
           log.debug('the rendezvous does not know the peer: no punching', { peer: peer.name });
           return undefined;
@@ -278,9 +318,13 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
           });
           let sent = 0;
           const tick = (): void => {
-            if (Date.now() > deadline) { finish(undefined); return; }
+            if (Date.now() > deadline) {
+              finish(undefined);
+              return;
+            }
             // The first punches die before the peer's NAT: they only open ours (sendShortLived).
-            if (sent++ < DIALER_SHORT_PUNCHES) t.sendShortLived({ type: 'ping', nonce, from: o.identity.publicKey }, mux);
+            if (sent++ < DIALER_SHORT_PUNCHES)
+              t.sendShortLived({ type: 'ping', nonce, from: o.identity.publicKey }, mux);
             else t.send({ type: 'ping', nonce, from: o.identity.publicKey }, mux);
             timer = setTimeout(tick, PUNCH_INTERVAL_MS);
           };
@@ -328,18 +372,31 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
           if (punched || signal.aborted) return;
         }
         const token = randomBytes(8);
-        const status = await ask(t, s, { type: 'relayBind', from: o.identity.publicKey, to: peer.publicKey, token }, (m) => (m.type === 'relayReady' && sameBytes(m.token, token) ? m.status : undefined), { signal, tries: 8 });
+        const status = await ask(
+          t,
+          s,
+          { type: 'relayBind', from: o.identity.publicKey, to: peer.publicKey, token },
+          (m) => (m.type === 'relayReady' && sameBytes(m.token, token) ? m.status : undefined),
+          { signal, tries: 8 },
+        );
         if (status !== 'ready') {
           log.info('the rendezvous would not relay', { peer: peer.name, status });
           return;
         }
         const upgrading = new AbortController();
-        const f = await candidateFor({ kind: 'relay', server: s, token }, `relay ${formatAddress(s)}`, RELAY_PRIORITY, () => upgrading.abort());
+        const f = await candidateFor(
+          { kind: 'relay', server: s, token },
+          `relay ${formatAddress(s)}`,
+          RELAY_PRIORITY,
+          () => upgrading.abort(),
+        );
         if (f !== undefined) void upgrade(f, upgrading.signal);
       };
-      const report = (what: string) => (err: unknown): void => {
-        if (!signal.aborted) log.info(`${what} failed`, { peer: peer.name, error: (err as Error).message });
-      };
+      const report =
+        (what: string) =>
+        (err: unknown): void => {
+          if (!signal.aborted) log.info(`${what} failed`, { peer: peer.name, error: (err as Error).message });
+        };
       punch().catch(report('punching')).finally(endPunch);
       relay().catch(report('the relay')).finally(endRelay);
       try {
@@ -365,5 +422,8 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
 
 /** For callers that must fail loudly: a rendezvous source run with nothing found. */
 export function nothingFound(peer: PeerToReach, rendezvous: HostPort): ClawpeerError {
-  return new ClawpeerError('UNREACHABLE', `peer ${peer.name} not found through rendezvous ${formatAddress(rendezvous)} (is its listener running with the same --rendezvous?)`);
+  return new ClawpeerError(
+    'UNREACHABLE',
+    `peer ${peer.name} not found through rendezvous ${formatAddress(rendezvous)} (is its listener running with the same --rendezvous?)`,
+  );
 }

@@ -43,7 +43,8 @@ export async function startRendezvousServer(o: RendezvousServerOptions): Promise
     const port = main.address().port;
     second = dgram.createSocket({ type, reuseAddr: false });
     try {
-      if (port === 65535) throw new ClawpeerError('USAGE', 'the rendezvous port must be below 65535 (P+1 answers reflections)');
+      if (port === 65535)
+        throw new ClawpeerError('USAGE', 'the rendezvous port must be below 65535 (P+1 answers reflections)');
       await bindUdp(second, o.listen.host, port + 1, 'rendezvous reflection');
     } catch (err) {
       second.close();
@@ -52,13 +53,15 @@ export async function startRendezvousServer(o: RendezvousServerOptions): Promise
       if (o.listen.port !== 0) throw err;
     }
   }
-  if (main === undefined || second === undefined) throw new ClawpeerError('ADDRESS_IN_USE', `no free port pair P, P+1 on ${o.listen.host}`);
+  if (main === undefined || second === undefined)
+    throw new ClawpeerError('ADDRESS_IN_USE', `no free port pair P, P+1 on ${o.listen.host}`);
   const sockets = [main, second] as const;
   for (const s of sockets) setUdpBuffers(s, SOCKET_BUFFER_BYTES);
   const log = o.log;
   const send = (bytes: Uint8Array, to: HostPort, via: 0 | 1): void => {
     sockets[via].send(bytes, to.port, to.host, (err) => {
-      if (err !== null && err !== undefined) log.debug('rendezvous send failed', { to: `${to.host}:${to.port}`, error: err.message });
+      if (err !== null && err !== undefined)
+        log.debug('rendezvous send failed', { to: `${to.host}:${to.port}`, error: err.message });
     });
   };
   sockets.forEach((socket, via) => {

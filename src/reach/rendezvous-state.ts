@@ -11,7 +11,16 @@
 // drop or delay them, never read or forge them (TLS with pinned keys runs end to end).
 import { decodeAnnouncement, type Announcement } from '../protocol/announcement.js';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
-import { decodeTraversal, encodeTraversal, isTraversalMessage, RELAY_TOKEN_BYTES, TRAVERSAL_TYPES, type RefusalReason, type TraversalMessage, type WireAddress } from '../protocol/rendezvous-wire.js';
+import {
+  decodeTraversal,
+  encodeTraversal,
+  isTraversalMessage,
+  RELAY_TOKEN_BYTES,
+  TRAVERSAL_TYPES,
+  type RefusalReason,
+  type TraversalMessage,
+  type WireAddress,
+} from '../protocol/rendezvous-wire.js';
 
 export interface RendezvousLimits {
   /** Relay bytes per second each node may send through the server. */
@@ -87,7 +96,8 @@ class Bucket {
   }
 }
 
-const sameAddress = (a: WireAddress | undefined, b: WireAddress): boolean => a !== undefined && a.host === b.host && a.port === b.port;
+const sameAddress = (a: WireAddress | undefined, b: WireAddress): boolean =>
+  a !== undefined && a.host === b.host && a.port === b.port;
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 
 export interface RendezvousCounters {
@@ -102,13 +112,23 @@ export interface RendezvousCounters {
 export class RendezvousState {
   readonly #limits: RendezvousLimits;
   readonly #nodes = new Map<string, Registration>();
-  readonly #nameplates = new Map<number, { readonly nodeId: string; readonly announcement: Announcement; readonly expiresMs: number }>();
+  readonly #nameplates = new Map<
+    number,
+    { readonly nodeId: string; readonly announcement: Announcement; readonly expiresMs: number }
+  >();
   readonly #sessions = new Map<string, RelaySession>();
   readonly #sessionsPerNode = new Map<string, number>();
   readonly #ipBuckets = new Map<string, Bucket>();
   readonly #relayBuckets = new Map<string, Bucket>();
   #lastSweepMs = 0;
-  readonly counters: RendezvousCounters = { nodes: 0, relaySessions: 0, relayedBytes: 0, relayDropped: 0, refused: 0, malformed: 0 };
+  readonly counters: RendezvousCounters = {
+    nodes: 0,
+    relaySessions: 0,
+    relayedBytes: 0,
+    relayDropped: 0,
+    refused: 0,
+    malformed: 0,
+  };
 
   constructor(limits: Partial<RendezvousLimits> = {}) {
     this.#limits = { ...DEFAULT_RENDEZVOUS_LIMITS, ...limits };
@@ -125,7 +145,15 @@ export class RendezvousState {
     if (buf[0] === TRAVERSAL_TYPES.relayData) return this.#relayData(buf, from, nowMs);
     if (!this.#ipBucket(from.host, nowMs).take(1, nowMs)) {
       this.counters.refused++;
-      return [this.#refuse(buf[0] ?? 0, 'rate-limited', `more than ${this.#limits.requestsPerIpPerSecond} requests per second from ${from.host}`, from, via)];
+      return [
+        this.#refuse(
+          buf[0] ?? 0,
+          'rate-limited',
+          `more than ${this.#limits.requestsPerIpPerSecond} requests per second from ${from.host}`,
+          from,
+          via,
+        ),
+      ];
     }
     let m: TraversalMessage;
     try {
@@ -134,7 +162,11 @@ export class RendezvousState {
       this.counters.malformed++;
       return [this.#refuse(buf[0] ?? 0, 'invalid', (err as Error).message, from, via)];
     }
-    const reply = (msg: TraversalMessage, to: WireAddress = from): Outgoing => ({ to, bytes: encodeTraversal(msg), via: to === from ? via : 0 });
+    const reply = (msg: TraversalMessage, to: WireAddress = from): Outgoing => ({
+      to,
+      bytes: encodeTraversal(msg),
+      via: to === from ? via : 0,
+    });
     switch (m.type) {
       case 'reflect':
         return [reply({ type: 'reflected', nonce: m.nonce, address: from })];
@@ -142,12 +174,21 @@ export class RendezvousState {
         return this.#register(m.announcement, from, via, nowMs);
       case 'lookup': {
         const r = this.#live(nodeIdFromPublicKey(m.publicKey), nowMs);
-        return [reply(r === undefined ? { type: 'lookupReply', publicKey: m.publicKey } : { type: 'lookupReply', publicKey: m.publicKey, announcement: r.announcement.bytes })];
+        return [
+          reply(
+            r === undefined
+              ? { type: 'lookupReply', publicKey: m.publicKey }
+              : { type: 'lookupReply', publicKey: m.publicKey, announcement: r.announcement.bytes },
+          ),
+        ];
       }
       case 'connect': {
         const r = this.#live(nodeIdFromPublicKey(m.target), nowMs);
         if (r === undefined) return [reply({ type: 'connectReply', target: m.target })];
-        return [reply({ type: 'connectReply', target: m.target, mux: r.from }), reply({ type: 'callMeMaybe', dialer: m.dialer, dialerMux: from }, r.from)];
+        return [
+          reply({ type: 'connectReply', target: m.target, mux: r.from }),
+          reply({ type: 'callMeMaybe', dialer: m.dialer, dialerMux: from }, r.from),
+        ];
       }
       case 'relayBind':
         return this.#relayBind(m.from, m.to, m.token, from, nowMs);
@@ -157,7 +198,19 @@ export class RendezvousState {
       case 'nameplateLookup': {
         const entry = this.#nameplates.get(m.nameplate);
         const live = entry !== undefined && entry.expiresMs > nowMs ? entry : undefined;
-        return [reply(live === undefined ? { type: 'nameplateReply', op: 'lookup', status: 'absent', nameplate: m.nameplate } : { type: 'nameplateReply', op: 'lookup', status: 'ok', nameplate: m.nameplate, announcement: live.announcement.bytes })];
+        return [
+          reply(
+            live === undefined
+              ? { type: 'nameplateReply', op: 'lookup', status: 'absent', nameplate: m.nameplate }
+              : {
+                  type: 'nameplateReply',
+                  op: 'lookup',
+                  status: 'ok',
+                  nameplate: m.nameplate,
+                  announcement: live.announcement.bytes,
+                },
+          ),
+        ];
       }
       default:
         // Replies and peer-to-peer messages are not for a server.
@@ -173,7 +226,8 @@ export class RendezvousState {
     for (const [n, e] of this.#nameplates) if (e.expiresMs <= nowMs) this.#nameplates.delete(n);
     for (const s of this.#sessions.values()) {
       const bound = s.b.address !== undefined;
-      if (nowMs - s.lastMs > RELAY_IDLE_MS || (!bound && nowMs - s.createdMs > RELAY_BIND_TIMEOUT_MS)) this.#dropSession(s);
+      if (nowMs - s.lastMs > RELAY_IDLE_MS || (!bound && nowMs - s.createdMs > RELAY_BIND_TIMEOUT_MS))
+        this.#dropSession(s);
     }
     for (const [ip, b] of this.#ipBuckets) if (nowMs - b.lastMs > 10_000) this.#ipBuckets.delete(ip);
     for (const [id, b] of this.#relayBuckets) if (nowMs - b.lastMs > 10_000) this.#relayBuckets.delete(id);
@@ -218,20 +272,55 @@ export class RendezvousState {
       return [this.#refuse(TRAVERSAL_TYPES.register, 'invalid', (err as Error).message, from, via)];
     }
     const old = this.#live(a.nodeId, nowMs);
-    if (old !== undefined && (a.seq < old.announcement.seq || (a.seq === old.announcement.seq && !sameAddress(old.from, from)))) {
+    if (
+      old !== undefined &&
+      (a.seq < old.announcement.seq || (a.seq === old.announcement.seq && !sameAddress(old.from, from)))
+    ) {
       this.counters.refused++;
-      return [this.#refuse(TRAVERSAL_TYPES.register, 'stale', `seq ${a.seq} is not newer than ${old.announcement.seq}`, from, via)];
+      return [
+        this.#refuse(
+          TRAVERSAL_TYPES.register,
+          'stale',
+          `seq ${a.seq} is not newer than ${old.announcement.seq}`,
+          from,
+          via,
+        ),
+      ];
     }
     if (old === undefined && this.#nodes.size >= this.#limits.maxNodes) {
       this.counters.refused++;
-      return [this.#refuse(TRAVERSAL_TYPES.register, 'full', `the server keeps at most ${this.#limits.maxNodes} nodes`, from, via)];
+      return [
+        this.#refuse(
+          TRAVERSAL_TYPES.register,
+          'full',
+          `the server keeps at most ${this.#limits.maxNodes} nodes`,
+          from,
+          via,
+        ),
+      ];
     }
     this.#nodes.set(a.nodeId, { announcement: a, from });
     this.counters.nodes = this.#nodes.size;
-    return [{ to: from, via, bytes: encodeTraversal({ type: 'registered', ttlS: Math.floor((a.expiresAtMs - nowMs) / 1000), reflexive: from }) }];
+    return [
+      {
+        to: from,
+        via,
+        bytes: encodeTraversal({
+          type: 'registered',
+          ttlS: Math.floor((a.expiresAtMs - nowMs) / 1000),
+          reflexive: from,
+        }),
+      },
+    ];
   }
 
-  #nameplate(type: 'nameplateClaim' | 'nameplateRelease', bytes: Uint8Array, from: WireAddress, via: 0 | 1, nowMs: number): Outgoing[] {
+  #nameplate(
+    type: 'nameplateClaim' | 'nameplateRelease',
+    bytes: Uint8Array,
+    from: WireAddress,
+    via: 0 | 1,
+    nowMs: number,
+  ): Outgoing[] {
     const op = type === 'nameplateClaim' ? 'claim' : 'release';
     let a: Announcement;
     try {
@@ -242,7 +331,9 @@ export class RendezvousState {
       return [this.#refuse(TRAVERSAL_TYPES[type], 'invalid', (err as Error).message, from, via)];
     }
     const nameplate = a.nameplate;
-    const reply = (status: 'ok' | 'taken' | 'absent'): Outgoing[] => [{ to: from, via, bytes: encodeTraversal({ type: 'nameplateReply', op, status, nameplate }) }];
+    const reply = (status: 'ok' | 'taken' | 'absent'): Outgoing[] => [
+      { to: from, via, bytes: encodeTraversal({ type: 'nameplateReply', op, status, nameplate }) },
+    ];
     const held = this.#nameplates.get(nameplate);
     const live = held !== undefined && held.expiresMs > nowMs ? held : undefined;
     if (live !== undefined && live.nodeId !== a.nodeId) return reply('taken');
@@ -253,8 +344,13 @@ export class RendezvousState {
       return reply('ok');
     }
     if (live !== undefined && a.seq < live.announcement.seq) return reply('ok');
-    if (live === undefined && this.#nameplates.size >= this.#limits.maxNodes) return [this.#refuse(TRAVERSAL_TYPES.nameplateClaim, 'full', 'too many nameplates', from, via)];
-    this.#nameplates.set(nameplate, { nodeId: a.nodeId, announcement: a, expiresMs: Math.min(a.expiresAtMs, nowMs + MAX_NAMEPLATE_TTL_MS) });
+    if (live === undefined && this.#nameplates.size >= this.#limits.maxNodes)
+      return [this.#refuse(TRAVERSAL_TYPES.nameplateClaim, 'full', 'too many nameplates', from, via)];
+    this.#nameplates.set(nameplate, {
+      nodeId: a.nodeId,
+      announcement: a,
+      expiresMs: Math.min(a.expiresAtMs, nowMs + MAX_NAMEPLATE_TTL_MS),
+    });
     return reply('ok');
   }
 
@@ -262,14 +358,20 @@ export class RendezvousState {
     const tokenHex = hex(token);
     const fromId = nodeIdFromPublicKey(fromKey);
     const toId = nodeIdFromPublicKey(toKey);
-    const ready = (status: 'ready' | 'unknown-peer' | 'over-cap', to: WireAddress = from): Outgoing => ({ to, via: 0, bytes: encodeTraversal({ type: 'relayReady', token, status }) });
+    const ready = (status: 'ready' | 'unknown-peer' | 'over-cap', to: WireAddress = from): Outgoing => ({
+      to,
+      via: 0,
+      bytes: encodeTraversal({ type: 'relayReady', token, status }),
+    });
     const existing = this.#sessions.get(tokenHex);
     if (existing !== undefined) {
       // The dialer again (a retransmitted bind): offer again. The target: only from where it registered.
       if (existing.a.nodeId === fromId && existing.b.nodeId === toId && sameAddress(existing.a.address, from)) {
         if (existing.b.address !== undefined) return [ready('ready')];
         const target = this.#live(toId, nowMs);
-        return target === undefined ? [ready('unknown-peer')] : [{ to: target.from, via: 0, bytes: encodeTraversal({ type: 'relayOffer', from: fromKey, token }) }];
+        return target === undefined
+          ? [ready('unknown-peer')]
+          : [{ to: target.from, via: 0, bytes: encodeTraversal({ type: 'relayOffer', from: fromKey, token }) }];
       }
       if (existing.b.nodeId === fromId && existing.a.nodeId === toId) {
         const registered = this.#live(fromId, nowMs);
@@ -289,7 +391,13 @@ export class RendezvousState {
       return [ready('over-cap')];
     }
     if (token.length !== RELAY_TOKEN_BYTES) return [];
-    const s: RelaySession = { token: tokenHex, a: { nodeId: fromId, address: from }, b: { nodeId: toId, address: undefined }, createdMs: nowMs, lastMs: nowMs };
+    const s: RelaySession = {
+      token: tokenHex,
+      a: { nodeId: fromId, address: from },
+      b: { nodeId: toId, address: undefined },
+      createdMs: nowMs,
+      lastMs: nowMs,
+    };
     this.#sessions.set(tokenHex, s);
     for (const id of [fromId, toId]) this.#sessionsPerNode.set(id, (this.#sessionsPerNode.get(id) ?? 0) + 1);
     this.counters.relaySessions = this.#sessions.size;
@@ -309,7 +417,11 @@ export class RendezvousState {
     if (buf.length < 5 + RELAY_TOKEN_BYTES) return [];
     const s = this.#sessions.get(hex(buf.subarray(5, 5 + RELAY_TOKEN_BYTES)));
     if (s === undefined || s.b.address === undefined) return [];
-    const [sender, receiver] = sameAddress(s.a.address, from) ? [s.a, s.b] : sameAddress(s.b.address, from) ? [s.b, s.a] : [undefined, undefined];
+    const [sender, receiver] = sameAddress(s.a.address, from)
+      ? [s.a, s.b]
+      : sameAddress(s.b.address, from)
+        ? [s.b, s.a]
+        : [undefined, undefined];
     if (sender === undefined || receiver?.address === undefined) return [];
     let bucket = this.#relayBuckets.get(sender.nodeId);
     if (bucket === undefined) {
@@ -327,4 +439,3 @@ export class RendezvousState {
     return [{ to: receiver.address, via: 0, bytes: buf }];
   }
 }
-

@@ -24,13 +24,24 @@
 import dgram from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import type { Logger } from '../logger.js';
-import { decodeTraversal, encodeTraversal, isTraversalMessage, RELAY_DATA_HEADER_BYTES, relayDataHeader, RELAY_TOKEN_BYTES, TRAVERSAL_TYPES, type TraversalMessage } from '../protocol/rendezvous-wire.js';
+import {
+  decodeTraversal,
+  encodeTraversal,
+  isTraversalMessage,
+  RELAY_DATA_HEADER_BYTES,
+  relayDataHeader,
+  RELAY_TOKEN_BYTES,
+  TRAVERSAL_TYPES,
+  type TraversalMessage,
+} from '../protocol/rendezvous-wire.js';
 import type { HostPort } from '../transport/types.js';
 import type { PathKind } from './paths.js';
 import { bindUdp, closeUdp, setUdpBuffers } from './udp.js';
 
 /** Where a forwarder's datagrams go: straight to a peer's traversal socket, or through a relay session. */
-export type ForwardRoute = { readonly kind: 'direct'; readonly remote: HostPort } | { readonly kind: 'relay'; readonly server: HostPort; readonly token: Uint8Array };
+export type ForwardRoute =
+  | { readonly kind: 'direct'; readonly remote: HostPort }
+  | { readonly kind: 'relay'; readonly server: HostPort; readonly token: Uint8Array };
 
 export interface Forwarder {
   /** The loopback address quinn talks to (dial side: connect here). */
@@ -86,7 +97,13 @@ class ForwarderSocket implements Forwarder {
   readonly #header: Uint8Array | undefined;
   readonly #owner: TraversalSocket;
 
-  constructor(owner: TraversalSocket, route: ForwardRoute, side: 'listen' | 'dial', loopback: string, local: HostPort | undefined) {
+  constructor(
+    owner: TraversalSocket,
+    route: ForwardRoute,
+    side: 'listen' | 'dial',
+    loopback: string,
+    local: HostPort | undefined,
+  ) {
     this.#owner = owner;
     this.route = route;
     this.side = side;
@@ -260,7 +277,8 @@ export class TraversalSocket {
     try {
       this.#socket.setTTL(ttl);
     } catch {
-      this.send(message, to); return; // no TTL control: a full punch is still a punch
+      this.send(message, to);
+      return; // no TTL control: a full punch is still a punch
     }
     this.#socket.send(encodeTraversal(message), to.port, to.host, () => {
       try {
@@ -334,7 +352,8 @@ export class TraversalSocket {
           this.counters.dropped++;
           return;
         }
-        if (f.route.kind === 'relay' && !sameHostPort(from, f.route.server) && !sameHostPort(from, f.moved)) this.#maybeMove(f, from);
+        if (f.route.kind === 'relay' && !sameHostPort(from, f.route.server) && !sameHostPort(from, f.moved))
+          this.#maybeMove(f, from);
         f.toLocal(payload);
         return;
       }
@@ -343,7 +362,10 @@ export class TraversalSocket {
       try {
         m = decodeTraversal(msg);
       } catch (err) {
-        this.#log.debug('dropped a malformed traversal message', { from: `${from.host}:${from.port}`, error: (err as Error).message });
+        this.#log.debug('dropped a malformed traversal message', {
+          from: `${from.host}:${from.port}`,
+          error: (err as Error).message,
+        });
         return;
       }
       if (m.type === 'ping') this.send({ type: 'pong', nonce: m.nonce }, from);
@@ -365,7 +387,10 @@ export class TraversalSocket {
     if (heard === undefined || Date.now() - heard > HEARD_FOR_MS) return;
     f.moveTo(from);
     this.counters.moved++;
-    this.#log.debug('a relayed connection moved to a punched path', { to: `${from.host}:${from.port}`, via: f.address.port });
+    this.#log.debug('a relayed connection moved to a punched path', {
+      to: `${from.host}:${from.port}`,
+      via: f.address.port,
+    });
   }
 
   #hear(from: HostPort): void {
@@ -394,7 +419,8 @@ export class TraversalSocket {
 
   #sweep(): void {
     const now = Date.now();
-    for (const f of this.#forwarders.values()) if (f.side === 'listen' && now - f.lastActiveMs > this.#idleMs) f.close();
+    for (const f of this.#forwarders.values())
+      if (f.side === 'listen' && now - f.lastActiveMs > this.#idleMs) f.close();
     for (const [k, at] of this.#heard) if (now - at > HEARD_FOR_MS) this.#heard.delete(k);
   }
 

@@ -6,7 +6,9 @@ export function bindUdp(socket: dgram.Socket, host: string, port: number, what: 
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
       const code = err.code === 'EADDRINUSE' ? 'ADDRESS_IN_USE' : err.code === 'EADDRNOTAVAIL' ? 'USAGE' : 'IO';
-      reject(new ClawpeerError(code, `${what} cannot bind udp ${host}:${port}: ${err.code ?? err.message}`, { cause: err }));
+      reject(
+        new ClawpeerError(code, `${what} cannot bind udp ${host}:${port}: ${err.code ?? err.message}`, { cause: err }),
+      );
     };
     socket.once('error', onError);
     socket.bind({ address: host, port, exclusive: true }, () => {

@@ -29,7 +29,11 @@ export interface IgdService {
 
 /** Seen on the wire: a UPnP error from the gateway (718: conflict, 725: permanent leases only). */
 export class UpnpError extends ClawpeerError {
-  constructor(readonly upnpCode: number, description: string, action: string) {
+  constructor(
+    readonly upnpCode: number,
+    description: string,
+    action: string,
+  ) {
     super('UNREACHABLE', `UPnP ${action}: error ${upnpCode} ${description}`);
   }
 }
@@ -38,7 +42,9 @@ export class UpnpError extends ClawpeerError {
  * Finds a gateway by SSDP within `timeoutMs`, then reads its description. Undefined when no
  * gateway answers (most networks): not an error.
  */
-export async function discoverIgd(options: { timeoutMs?: number; signal?: AbortSignal; interfaceAddress?: string } = {}): Promise<IgdService | undefined> {
+export async function discoverIgd(
+  options: { timeoutMs?: number; signal?: AbortSignal; interfaceAddress?: string } = {},
+): Promise<IgdService | undefined> {
   const locations = await searchLocations(options.timeoutMs ?? 2_000, options.signal, options.interfaceAddress);
   for (const location of locations) {
     try {
@@ -52,7 +58,11 @@ export async function discoverIgd(options: { timeoutMs?: number; signal?: AbortS
 }
 
 /** M-SEARCH: resolves with the LOCATION of the first answers (stops early at the first one). */
-function searchLocations(timeoutMs: number, signal: AbortSignal | undefined, interfaceAddress: string | undefined): Promise<string[]> {
+function searchLocations(
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+  interfaceAddress: string | undefined,
+): Promise<string[]> {
   return new Promise((resolve) => {
     const socket = createSocket('udp4');
     const found: string[] = [];
@@ -79,7 +89,10 @@ function searchLocations(timeoutMs: number, signal: AbortSignal | undefined, int
       // Other answers (the other search targets) come within a moment: a short grace, then go.
       settle ??= setTimeout(finish, 100);
     });
-    if (signal?.aborted) { finish(); return; }
+    if (signal?.aborted) {
+      finish();
+      return;
+    }
     signal?.addEventListener('abort', finish, { once: true });
     socket.bind(0, interfaceAddress, () => {
       try {
@@ -103,31 +116,53 @@ interface HttpAnswer {
   readonly localAddress: string;
 }
 
-function http(url: string, options: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal | undefined }): Promise<HttpAnswer> {
+function http(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal | undefined },
+): Promise<HttpAnswer> {
   return new Promise((resolve, reject) => {
     // agent false: one connection per request, closed after it (gateways' HTTP servers are
     // small and often mishandle keep-alive; and no idle socket outlives the exchange).
-    const req = httpRequest(url, { method: options.method ?? 'GET', headers: { Connection: 'close', ...options.headers }, agent: false, timeout: HTTP_TIMEOUT_MS, ...(options.signal === undefined ? {} : { signal: options.signal }) }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_HTTP_BYTES) {
-          req.destroy(new ClawpeerError('PROTOCOL', `UPnP: answer from ${url} larger than ${MAX_HTTP_BYTES} bytes`));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), localAddress: res.socket?.localAddress ?? '' }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new ClawpeerError('TIMEOUT', `UPnP: ${url} did not answer in ${HTTP_TIMEOUT_MS} ms`)));
+    const req = httpRequest(
+      url,
+      {
+        method: options.method ?? 'GET',
+        headers: { Connection: 'close', ...options.headers },
+        agent: false,
+        timeout: HTTP_TIMEOUT_MS,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MAX_HTTP_BYTES) {
+            req.destroy(new ClawpeerError('PROTOCOL', `UPnP: answer from ${url} larger than ${MAX_HTTP_BYTES} bytes`));
+            return;
+          }
+          chunks.push(chunk);
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            localAddress: res.socket?.localAddress ?? '',
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () =>
+      req.destroy(new ClawpeerError('TIMEOUT', `UPnP: ${url} did not answer in ${HTTP_TIMEOUT_MS} ms`)),
+    );
     req.on('error', reject);
     req.end(options.body);
   });
 }
 
-const tag = (xml: string, name: string): string | undefined => new RegExp(`<(?:[\\w-]+:)?${name}\\b[^>]*>([\\s\\S]*?)</(?:[\\w-]+:)?${name}>`, 'i').exec(xml)?.[1]?.trim();
+const tag = (xml: string, name: string): string | undefined =>
+  new RegExp(`<(?:[\\w-]+:)?${name}\\b[^>]*>([\\s\\S]*?)</(?:[\\w-]+:)?${name}>`, 'i').exec(xml)?.[1]?.trim();
 
 /** Reads a device description: the first WANIPConnection (or WANPPPConnection) service. */
 async function describe(location: string, signal?: AbortSignal): Promise<IgdService | undefined> {
@@ -140,8 +175,18 @@ async function describe(location: string, signal?: AbortSignal): Promise<IgdServ
     for (const block of services) {
       const serviceType = tag(block, 'serviceType');
       const control = tag(block, 'controlURL');
-      if (serviceType === undefined || control === undefined || !serviceType.startsWith(`urn:schemas-upnp-org:service:${kind}:`)) continue;
-      return { location, serviceType, controlUrl: new URL(control, base).toString(), localAddress: answer.localAddress.replace(/^::ffff:/, '') };
+      if (
+        serviceType === undefined ||
+        control === undefined ||
+        !serviceType.startsWith(`urn:schemas-upnp-org:service:${kind}:`)
+      )
+        continue;
+      return {
+        location,
+        serviceType,
+        controlUrl: new URL(control, base).toString(),
+        localAddress: answer.localAddress.replace(/^::ffff:/, ''),
+      };
     }
   }
   return undefined;
@@ -155,26 +200,42 @@ export class UpnpIgdClient {
   async externalAddress(signal?: AbortSignal): Promise<string> {
     const answer = await this.soap('GetExternalIPAddress', {}, signal);
     const address = tag(answer, 'NewExternalIPAddress');
-    if (address === undefined || !/^\d{1,3}(\.\d{1,3}){3}$/.test(address)) throw new ClawpeerError('PROTOCOL', `UPnP: gateway gave no usable external address (${String(address)})`);
+    if (address === undefined || !/^\d{1,3}(\.\d{1,3}){3}$/.test(address))
+      throw new ClawpeerError('PROTOCOL', `UPnP: gateway gave no usable external address (${String(address)})`);
     return address;
   }
 
   /** Maps external `externalPort` to this host's `internalPort`; lease 0 means until deleted. */
-  async addPortMapping(protocol: 'udp' | 'tcp', externalPort: number, internalPort: number, leaseS: number, description: string, signal?: AbortSignal): Promise<void> {
-    await this.soap('AddPortMapping', {
-      NewRemoteHost: '',
-      NewExternalPort: String(externalPort),
-      NewProtocol: protocol.toUpperCase(),
-      NewInternalPort: String(internalPort),
-      NewInternalClient: this.service.localAddress,
-      NewEnabled: '1',
-      NewPortMappingDescription: description,
-      NewLeaseDuration: String(leaseS),
-    }, signal);
+  async addPortMapping(
+    protocol: 'udp' | 'tcp',
+    externalPort: number,
+    internalPort: number,
+    leaseS: number,
+    description: string,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    await this.soap(
+      'AddPortMapping',
+      {
+        NewRemoteHost: '',
+        NewExternalPort: String(externalPort),
+        NewProtocol: protocol.toUpperCase(),
+        NewInternalPort: String(internalPort),
+        NewInternalClient: this.service.localAddress,
+        NewEnabled: '1',
+        NewPortMappingDescription: description,
+        NewLeaseDuration: String(leaseS),
+      },
+      signal,
+    );
   }
 
   async deletePortMapping(protocol: 'udp' | 'tcp', externalPort: number, signal?: AbortSignal): Promise<void> {
-    await this.soap('DeletePortMapping', { NewRemoteHost: '', NewExternalPort: String(externalPort), NewProtocol: protocol.toUpperCase() }, signal);
+    await this.soap(
+      'DeletePortMapping',
+      { NewRemoteHost: '', NewExternalPort: String(externalPort), NewProtocol: protocol.toUpperCase() },
+      signal,
+    );
   }
 
   private async soap(action: string, args: Record<string, string>, signal?: AbortSignal): Promise<string> {
@@ -182,11 +243,17 @@ export class UpnpIgdClient {
     const body =
       '<?xml version="1.0"?>\r\n<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/" s:encodingStyle="http://schemas.xmlsoap.org/soap/encoding/"><s:Body>' +
       `<u:${action} xmlns:u="${type}">` +
-      Object.entries(args).map(([k, v]) => `<${k}>${escapeXml(v)}</${k}>`).join('') +
+      Object.entries(args)
+        .map(([k, v]) => `<${k}>${escapeXml(v)}</${k}>`)
+        .join('') +
       `</u:${action}></s:Body></s:Envelope>\r\n`;
     const answer = await http(this.service.controlUrl, {
       method: 'POST',
-      headers: { 'Content-Type': 'text/xml; charset="utf-8"', SOAPAction: `"${type}#${action}"`, 'Content-Length': String(Buffer.byteLength(body)) },
+      headers: {
+        'Content-Type': 'text/xml; charset="utf-8"',
+        SOAPAction: `"${type}#${action}"`,
+        'Content-Length': String(Buffer.byteLength(body)),
+      },
       body,
       signal,
     });

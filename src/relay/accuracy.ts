@@ -89,7 +89,10 @@ export async function startUdpEcho(host = '127.0.0.1'): Promise<UdpEcho> {
     const phase = msg[1] ?? 0;
     let entry = tallies.get(phase);
     if (entry === undefined) {
-      entry = { t: { unique: 0, packets: 0, bytes: 0, firstAtMs: now, lastAtMs: now, firstBytes: msg.length }, seen: new Set() };
+      entry = {
+        t: { unique: 0, packets: 0, bytes: 0, firstAtMs: now, lastAtMs: now, firstBytes: msg.length },
+        seen: new Set(),
+      };
       tallies.set(phase, entry);
     }
     const seq = msg.readUInt32BE(2);
@@ -119,7 +122,9 @@ export async function startUdpEcho(host = '127.0.0.1'): Promise<UdpEcho> {
     address: { host: a.address, port: a.port },
     peekTally(phase) {
       const e = tallies.get(phase);
-      return e === undefined ? { unique: 0, packets: 0, bytes: 0, firstAtMs: 0, lastAtMs: 0, firstBytes: 0 } : { ...e.t };
+      return e === undefined
+        ? { unique: 0, packets: 0, bytes: 0, firstAtMs: 0, lastAtMs: 0, firstBytes: 0 }
+        : { ...e.t };
     },
     takeTally(phase) {
       const e = tallies.get(phase);
@@ -210,7 +215,12 @@ function probe(kind: number, phase: number, seq: number, bytes: number): Buffer 
 }
 
 /** Sends `count` packets at `pps`, catching up after each ~1 ms timer tick (no busy-wait). */
-async function paced(count: number, pps: number, send: (i: number) => void, signal: AbortSignal | undefined): Promise<void> {
+async function paced(
+  count: number,
+  pps: number,
+  send: (i: number) => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   const start = performance.now();
   let sent = 0;
   while (sent < count) {
@@ -267,10 +277,15 @@ export async function probeRelayAccuracy(options: AccuracyProbeOptions): Promise
       }
     };
     client.on('message', onReply);
-    await paced(rttProbes, 1000 / interval, (i) => {
-      sentAt[i] = performance.now();
-      send(probe(KIND_ECHO, phase, i, RTT_PROBE_BYTES));
-    }, signal);
+    await paced(
+      rttProbes,
+      1000 / interval,
+      (i) => {
+        sentAt[i] = performance.now();
+        send(probe(KIND_ECHO, phase, i, RTT_PROBE_BYTES));
+      },
+      signal,
+    );
     const expectedReplies = Math.round(rttProbes * (1 - spec.lossPct / 100) ** 2);
     const deadline = performance.now() + 2 * oneWayMaxMs + 200;
     while (rtts.length < expectedReplies && performance.now() < deadline) await sleep(5);
@@ -284,7 +299,11 @@ export async function probeRelayAccuracy(options: AccuracyProbeOptions): Promise
     // smoothed RTT is a mean too. Trimming keeps a loaded loop's multi-ms outliers out.
     const centre = trimmedMean(rtts, RTT_TRIM);
     const rttErrorPct = expectedMs > 0 ? (100 * Math.abs(centre - expectedMs)) / expectedMs : null;
-    const rttOk = rtts.length > 0 && (rttErrorPct === null ? Math.abs(centre - expectedMs) <= ZERO_RTT_TOLERANCE_MS : rttErrorPct <= RTT_TOLERANCE_PCT);
+    const rttOk =
+      rtts.length > 0 &&
+      (rttErrorPct === null
+        ? Math.abs(centre - expectedMs) <= ZERO_RTT_TOLERANCE_MS
+        : rttErrorPct <= RTT_TOLERANCE_PCT);
     if (rtts.length < rttProbes / 4) warnings.push(`only ${rtts.length} of ${rttProbes} RTT probes came back`);
 
     // --- 2. rate ---------------------------------------------------------------------------------
@@ -295,7 +314,10 @@ export async function probeRelayAccuracy(options: AccuracyProbeOptions): Promise
       const offered = rate * RATE_OFFERED_FACTOR;
       const pps = offered / (RATE_PROBE_BYTES * 8);
       const count = Math.max(20, Math.round((pps * durationMs) / 1000));
-      if (pps > MAX_PROBE_PPS) warnings.push(`rate check offers ${Math.round(pps)} packets/s, above the ${MAX_PROBE_PPS} the probe paces reliably`);
+      if (pps > MAX_PROBE_PPS)
+        warnings.push(
+          `rate check offers ${Math.round(pps)} packets/s, above the ${MAX_PROBE_PPS} the probe paces reliably`,
+        );
       await paced(count, pps, (i) => send(probe(KIND_COUNT, ratePhase, i, RATE_PROBE_BYTES)), signal);
       await settle(echo, ratePhase, oneWayMaxMs + resolveQueueDrainMs(spec));
       const t = echo.takeTally(ratePhase);
@@ -316,7 +338,10 @@ export async function probeRelayAccuracy(options: AccuracyProbeOptions): Promise
     // --- 3. loss ---------------------------------------------------------------------------------
     const lossPhase = allocPhase();
     const lossProbes = options.lossProbes ?? 20_000;
-    const lossPps = Math.min(MAX_LOSS_PROBE_PPS, rate === undefined ? MAX_LOSS_PROBE_PPS : (0.5 * rate) / (LOSS_PROBE_BYTES * 8));
+    const lossPps = Math.min(
+      MAX_LOSS_PROBE_PPS,
+      rate === undefined ? MAX_LOSS_PROBE_PPS : (0.5 * rate) / (LOSS_PROBE_BYTES * 8),
+    );
     await paced(lossProbes, lossPps, (i) => send(probe(KIND_COUNT, lossPhase, i, LOSS_PROBE_BYTES)), signal);
     await settle(echo, lossPhase, oneWayMaxMs);
     const lt = echo.takeTally(lossPhase);
@@ -325,7 +350,9 @@ export async function probeRelayAccuracy(options: AccuracyProbeOptions): Promise
     const stddevPoints = 100 * Math.sqrt((Math.max(p, 1 / lossProbes) * (1 - p)) / lossProbes);
     const errorPoints = Math.abs(measuredPct - spec.lossPct);
     if (3 * stddevPoints > LOSS_TOLERANCE_POINTS) {
-      warnings.push(`loss check with ${lossProbes} probes has a standard deviation of ${stddevPoints.toFixed(3)} points: too few to resolve ${LOSS_TOLERANCE_POINTS} points reliably`);
+      warnings.push(
+        `loss check with ${lossProbes} probes has a standard deviation of ${stddevPoints.toFixed(3)} points: too few to resolve ${LOSS_TOLERANCE_POINTS} points reliably`,
+      );
     }
 
     const report: AccuracyReport = {
@@ -353,9 +380,18 @@ export async function probeRelayAccuracy(options: AccuracyProbeOptions): Promise
       warnings,
     };
     const ok = report.rtt.ok && (report.rate?.ok ?? true) && report.loss.ok;
-    if (!report.rtt.ok) warnings.push(`RELAY INACCURATE: RTT ${report.rtt.measuredMs} ms measured vs ${report.rtt.expectedMs} ms expected (${report.rtt.errorPct ?? '-'}% off, limit ${RTT_TOLERANCE_PCT}%)`);
-    if (report.rate !== null && !report.rate.ok) warnings.push(`RELAY INACCURATE: rate ${report.rate.measuredBitsPerSec} bit/s measured vs ${report.rate.configuredBitsPerSec} configured (${report.rate.errorPct}% off, limit ${RATE_TOLERANCE_PCT}%)`);
-    if (!report.loss.ok) warnings.push(`RELAY INACCURATE: loss ${report.loss.measuredPct}% measured vs ${report.loss.configuredPct}% configured (${report.loss.errorPoints} points off, limit ${LOSS_TOLERANCE_POINTS})`);
+    if (!report.rtt.ok)
+      warnings.push(
+        `RELAY INACCURATE: RTT ${report.rtt.measuredMs} ms measured vs ${report.rtt.expectedMs} ms expected (${report.rtt.errorPct ?? '-'}% off, limit ${RTT_TOLERANCE_PCT}%)`,
+      );
+    if (report.rate !== null && !report.rate.ok)
+      warnings.push(
+        `RELAY INACCURATE: rate ${report.rate.measuredBitsPerSec} bit/s measured vs ${report.rate.configuredBitsPerSec} configured (${report.rate.errorPct}% off, limit ${RATE_TOLERANCE_PCT}%)`,
+      );
+    if (!report.loss.ok)
+      warnings.push(
+        `RELAY INACCURATE: loss ${report.loss.measuredPct}% measured vs ${report.loss.configuredPct}% configured (${report.loss.errorPoints} points off, limit ${LOSS_TOLERANCE_POINTS})`,
+      );
     return { ...report, ok };
   } finally {
     await new Promise<void>((resolve) => client.close(() => resolve()));

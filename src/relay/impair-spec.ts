@@ -81,8 +81,14 @@ const isKey = (k: string): k is Key => (KEYS as readonly string[]).includes(k);
 
 const TIME_UNITS_MS: Readonly<Record<string, number>> = { us: 0.001, µs: 0.001, ms: 1, s: 1000 };
 const RATE_UNITS: Readonly<Record<string, number>> = {
-  bit: 1, kbit: 1e3, mbit: 1e6, gbit: 1e9,
-  bps: 1, kbps: 1e3, mbps: 1e6, gbps: 1e9,
+  bit: 1,
+  kbit: 1e3,
+  mbit: 1e6,
+  gbit: 1e9,
+  bps: 1,
+  kbps: 1e3,
+  mbps: 1e6,
+  gbps: 1e9,
 };
 const BYTE_UNITS: Readonly<Record<string, number>> = { b: 1, kb: 1e3, kib: 1024, mb: 1e6, mib: 1 << 20 };
 const PACKET_UNITS = new Set(['p', 'pkt', 'pkts', 'packet', 'packets']);
@@ -123,7 +129,9 @@ function parseRate(text: string): number {
   const n = splitNumber(text);
   const perUnit = n === undefined ? undefined : RATE_UNITS[n.unit];
   if (n === undefined || perUnit === undefined) {
-    throw usage(`rate=${text}: expected a bit rate such as 500kbit, 100mbit or 1gbit (bit, kbit, mbit, gbit, bps, kbps, mbps, gbps)`);
+    throw usage(
+      `rate=${text}: expected a bit rate such as 500kbit, 100mbit or 1gbit (bit, kbit, mbit, gbit, bps, kbps, mbps, gbps)`,
+    );
   }
   const bits = Math.round(n.value * perUnit);
   if (bits < MIN_RATE_BITS_PER_SEC || bits > MAX_RATE_BITS_PER_SEC) {
@@ -135,7 +143,8 @@ function parseRate(text: string): number {
 function parseQueue(text: string): QueueLimit {
   const n = splitNumber(text);
   if (n !== undefined && PACKET_UNITS.has(n.unit) && Number.isInteger(n.value)) {
-    if (n.value < 1 || n.value > MAX_QUEUE_PACKETS) throw usage(`queue=${text}: between 1 and ${MAX_QUEUE_PACKETS} packets`);
+    if (n.value < 1 || n.value > MAX_QUEUE_PACKETS)
+      throw usage(`queue=${text}: between 1 and ${MAX_QUEUE_PACKETS} packets`);
     return { unit: 'packets', packets: n.value };
   }
   const perByte = n === undefined ? undefined : BYTE_UNITS[n.unit];
@@ -213,14 +222,23 @@ export function parseImpairSpec(text: string): ImpairSpec {
     throw usage('queue needs a rate: without a rate limit nothing ever waits in the queue');
   }
   return Object.freeze({
-    rttMs, jitterMs, jitterDistribution, lossPct, reorderPct, duplicatePct,
+    rttMs,
+    jitterMs,
+    jitterDistribution,
+    lossPct,
+    reorderPct,
+    duplicatePct,
     ...(rateBitsPerSec === undefined ? {} : { rateBitsPerSec }),
     ...(queue === undefined ? {} : { queue: Object.freeze(queue) }),
   });
 }
 
 function formatRate(bits: number): string {
-  for (const [unit, per] of [['gbit', 1e9], ['mbit', 1e6], ['kbit', 1e3]] as const) {
+  for (const [unit, per] of [
+    ['gbit', 1e9],
+    ['mbit', 1e6],
+    ['kbit', 1e3],
+  ] as const) {
     if (bits % per === 0) return `${bits / per}${unit}`;
   }
   return `${bits}bit`;
@@ -248,7 +266,9 @@ export function formatImpairSpec(spec: ImpairSpec): string {
   const parts: string[] = [];
   if (spec.rttMs !== 0) parts.push(`rtt=${spec.rttMs}ms`);
   if (spec.jitterMs !== 0 || spec.jitterDistribution !== 'uniform') {
-    parts.push(`jitter=${spec.jitterMs}ms${spec.jitterDistribution === 'uniform' ? '' : `:${spec.jitterDistribution}`}`);
+    parts.push(
+      `jitter=${spec.jitterMs}ms${spec.jitterDistribution === 'uniform' ? '' : `:${spec.jitterDistribution}`}`,
+    );
   }
   if (spec.lossPct !== 0) parts.push(`loss=${spec.lossPct}%`);
   if (spec.rateBitsPerSec !== undefined) parts.push(`rate=${formatRate(spec.rateBitsPerSec)}`);
@@ -259,7 +279,9 @@ export function formatImpairSpec(spec: ImpairSpec): string {
 }
 
 /** The queue limit the shaper applies, in bytes or packets; undefined without a rate limit. */
-export function resolveQueueLimit(spec: ImpairSpec): { readonly bytes: number } | { readonly packets: number } | undefined {
+export function resolveQueueLimit(
+  spec: ImpairSpec,
+): { readonly bytes: number } | { readonly packets: number } | undefined {
   const rate = spec.rateBitsPerSec;
   if (rate === undefined) return undefined;
   const bytesFor = (ms: number): number => Math.max(1, Math.round((rate * ms) / 8000));

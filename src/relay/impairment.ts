@@ -172,8 +172,15 @@ const PRNG_STREAM = { loss: 0, jitter: 1, reorder: 2, duplicate: 3 } as const;
 
 class Pipe<T> {
   readonly counters: PipeCounters = {
-    received: 0, forwarded: 0, droppedLoss: 0, droppedQueue: 0, droppedOverflow: 0,
-    duplicated: 0, reordered: 0, bytesReceived: 0, bytesForwarded: 0,
+    received: 0,
+    forwarded: 0,
+    droppedLoss: 0,
+    droppedQueue: 0,
+    droppedOverflow: 0,
+    duplicated: 0,
+    reordered: 0,
+    bytesReceived: 0,
+    bytesForwarded: 0,
   };
   /** Ordered lane (delay + jitter, clamped monotonic) and reorder lane (no delay). */
   readonly ordered = new Fifo<InFlight<T>>();
@@ -245,7 +252,9 @@ class Pipe<T> {
       this.#drainBacklog(now);
       const wireBytes = bytes.length + this.overheadBytes;
       const limit = this.queueLimit;
-      const full = this.#backlog.length > 0 && limit !== undefined &&
+      const full =
+        this.#backlog.length > 0 &&
+        limit !== undefined &&
         ('bytes' in limit ? this.#backlogBytes + wireBytes > limit.bytes : this.#backlog.length + 1 > limit.packets);
       if (full) {
         c.droppedQueue++;
@@ -335,7 +344,12 @@ export class Impairment<T = undefined> {
   }
 
   /** A packet arrived at `now` (ms) travelling in `direction`. The core keeps `bytes` until release: do not reuse it. */
-  onPacket(now: number, bytes: Uint8Array, direction: Direction, ...[tag]: T extends undefined ? [tag?: T] : [tag: T]): PacketFate {
+  onPacket(
+    now: number,
+    bytes: Uint8Array,
+    direction: Direction,
+    ...[tag]: T extends undefined ? [tag?: T] : [tag: T]
+  ): PacketFate {
     return this.#pipes[direction].onPacket(now, bytes, tag as T);
   }
 

@@ -49,22 +49,32 @@ type FromWorker =
 export async function startUdpRelayWorker(options: UdpRelayWorkerOptions): Promise<UdpRelayWorker> {
   const { spec, ...rest } = options;
   const workerOptions = { ...rest, spec: typeof spec === 'string' ? spec : formatImpairSpec(spec) };
-  const { worker, ready } = await startSelfWorker<Extract<FromWorker, { type: 'ready' }>>(import.meta.url, WORKER_MARKER, workerOptions, 'relay worker', WORKER_START_TIMEOUT_MS);
+  const { worker, ready } = await startSelfWorker<Extract<FromWorker, { type: 'ready' }>>(
+    import.meta.url,
+    WORKER_MARKER,
+    workerOptions,
+    'relay worker',
+    WORKER_START_TIMEOUT_MS,
+  );
   let nextId = 1;
   const pending = new Map<number, (s: UdpRelayWorkerStats) => void>();
   worker.on('message', (msg: FromWorker) => {
     if (msg.type !== 'stats') return;
     const res = pending.get(msg.id);
     pending.delete(msg.id);
-    res?.({ ...msg.stats, eventLoop: { activeMs: msg.elu.active, idleMs: msg.elu.idle, utilization: msg.elu.utilization } });
+    res?.({
+      ...msg.stats,
+      eventLoop: { activeMs: msg.elu.active, idleMs: msg.elu.idle, utilization: msg.elu.utilization },
+    });
   });
   return {
     address: ready.address,
-    stats: () => new Promise<UdpRelayWorkerStats>((res) => {
-      const id = nextId++;
-      pending.set(id, res);
-      worker.postMessage({ type: 'stats', id } satisfies ToWorker);
-    }),
+    stats: () =>
+      new Promise<UdpRelayWorkerStats>((res) => {
+        const id = nextId++;
+        pending.set(id, res);
+        worker.postMessage({ type: 'stats', id } satisfies ToWorker);
+      }),
     close: stopperFor(worker, { type: 'close' } satisfies ToWorker),
   };
 }
@@ -77,13 +87,22 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: UdpRelay
     relay = await startUdpRelay(options);
   } catch (err) {
     const code = err instanceof ClawpeerError ? err.code : undefined;
-    port.postMessage({ type: 'failed', ...(code === undefined ? {} : { code }), message: err instanceof Error ? err.message : String(err) } satisfies FromWorker);
+    port.postMessage({
+      type: 'failed',
+      ...(code === undefined ? {} : { code }),
+      message: err instanceof Error ? err.message : String(err),
+    } satisfies FromWorker);
     port.close();
     return;
   }
   port.on('message', (msg: ToWorker) => {
     if (msg.type === 'stats') {
-      port.postMessage({ type: 'stats', id: msg.id, stats: relay.stats(), elu: performance.eventLoopUtilization(elu0) } satisfies FromWorker);
+      port.postMessage({
+        type: 'stats',
+        id: msg.id,
+        stats: relay.stats(),
+        elu: performance.eventLoopUtilization(elu0),
+      } satisfies FromWorker);
     } else {
       void relay.close().then(() => {
         port.postMessage({ type: 'closed' } satisfies FromWorker);

@@ -68,7 +68,8 @@ export interface TcpRelay {
   close(): Promise<void>;
 }
 
-export const TCP_RELAY_LIMITATION = 'TCP-level relay: models delay, jitter and rate only; it cannot model packet loss, reordering or duplication (TCP is terminated and retransmitted locally on both sides)';
+export const TCP_RELAY_LIMITATION =
+  'TCP-level relay: models delay, jitter and rate only; it cannot model packet loss, reordering or duplication (TCP is terminated and retransmitted locally on both sides)';
 
 interface Side {
   readonly socket: net.Socket;
@@ -97,16 +98,25 @@ function refuseLossy(spec: ImpairSpec): void {
     spec.duplicatePct > 0 ? `dup=${spec.duplicatePct}%` : '',
   ].filter((s) => s !== '');
   if (bad.length > 0) {
-    throw new ClawpeerError('USAGE', `the TCP relay cannot model packet loss, reordering or duplication (${bad.join(', ')}): TCP is terminated on both sides of the relay, so dropping bytes would corrupt the stream instead of causing retransmissions; use the UDP relay, or delay/jitter/rate only`);
+    throw new ClawpeerError(
+      'USAGE',
+      `the TCP relay cannot model packet loss, reordering or duplication (${bad.join(', ')}): TCP is terminated on both sides of the relay, so dropping bytes would corrupt the stream instead of causing retransmissions; use the UDP relay, or delay/jitter/rate only`,
+    );
   }
 }
 
 export async function startTcpRelay(options: TcpRelayOptions): Promise<TcpRelay> {
   const spec = typeof options.spec === 'string' ? parseImpairSpec(options.spec) : options.spec;
   refuseLossy(spec);
-  for (const [what, addr] of [['listen', options.listen], ['target', options.target]] as const) {
+  for (const [what, addr] of [
+    ['listen', options.listen],
+    ['target', options.target],
+  ] as const) {
     if (options.allowRemote !== true && !isLoopbackHost(addr.host)) {
-      throw new ClawpeerError('USAGE', `relay ${what} address ${addr.host} is not loopback; only 127.0.0.1/::1 are allowed unless remote addresses are explicitly allowed`);
+      throw new ClawpeerError(
+        'USAGE',
+        `relay ${what} address ${addr.host} is not loopback; only 127.0.0.1/::1 are allowed unless remote addresses are explicitly allowed`,
+      );
     }
   }
   const relay = new TcpRelayDriver(spec, options);
@@ -144,7 +154,8 @@ class TcpRelayDriver implements TcpRelay {
     this.#maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
     // The core never drops here: its queue is set beyond anything the driver lets in (the
     // driver pauses reading at the real limit) and its delay line is unbounded for the same reason.
-    const coreSpec: ImpairSpec = spec.rateBitsPerSec === undefined ? spec : { ...spec, queue: { unit: 'bytes', bytes: MAX_QUEUE_BYTES } };
+    const coreSpec: ImpairSpec =
+      spec.rateBitsPerSec === undefined ? spec : { ...spec, queue: { unit: 'bytes', bytes: MAX_QUEUE_BYTES } };
     this.#core = new Impairment<Tag>(coreSpec, { seed: options.seed ?? 1, maxDelayLineBytes: Infinity });
     this.#log = (options.logger ?? silentLogger).child('tcp-relay');
     this.#server = net.createServer({ allowHalfOpen: true }, (socket) => this.#onAccept(socket));
@@ -158,7 +169,13 @@ class TcpRelayDriver implements TcpRelay {
     return new Promise((resolve, reject) => {
       this.#server.once('error', (err: NodeJS.ErrnoException) => {
         const code = err.code === 'EADDRINUSE' ? 'ADDRESS_IN_USE' : 'IO';
-        reject(new ClawpeerError(code, `tcp relay cannot listen on ${this.#options.listen.host}:${this.#options.listen.port}: ${err.code ?? err.message}`, { cause: err }));
+        reject(
+          new ClawpeerError(
+            code,
+            `tcp relay cannot listen on ${this.#options.listen.host}:${this.#options.listen.port}: ${err.code ?? err.message}`,
+            { cause: err },
+          ),
+        );
       });
       this.#server.listen({ host: this.#options.listen.host, port: this.#options.listen.port, exclusive: true }, () => {
         const a = this.#server.address();
@@ -177,7 +194,11 @@ class TcpRelayDriver implements TcpRelay {
     }
     this.#accepted++;
     clientSocket.setNoDelay(true);
-    const serverSocket = net.connect({ host: this.#options.target.host, port: this.#options.target.port, allowHalfOpen: true });
+    const serverSocket = net.connect({
+      host: this.#options.target.host,
+      port: this.#options.target.port,
+      allowHalfOpen: true,
+    });
     serverSocket.setNoDelay(true);
     const conn: Conn = {
       id: this.#nextId++,
@@ -220,7 +241,10 @@ class TcpRelayDriver implements TcpRelay {
   }
 
   #congested(direction: Direction, now: number): boolean {
-    return this.#core.queuedBytes(direction, now) > this.#queueLimitBytes || this.#core.inFlightBytes(direction) > this.#maxBuffered;
+    return (
+      this.#core.queuedBytes(direction, now) > this.#queueLimitBytes ||
+      this.#core.inFlightBytes(direction) > this.#maxBuffered
+    );
   }
 
   #pause(side: Side): void {
@@ -232,7 +256,10 @@ class TcpRelayDriver implements TcpRelay {
 
   #resumeIfRoom(now: number): void {
     for (const conn of this.#conns) {
-      for (const [side, direction, to] of [[conn.client, 'toServer', conn.server], [conn.server, 'toClient', conn.client]] as const) {
+      for (const [side, direction, to] of [
+        [conn.client, 'toServer', conn.server],
+        [conn.server, 'toClient', conn.client],
+      ] as const) {
         if (side.paused && !this.#congested(direction, now) && to.socket.writableLength <= this.#maxBuffered) {
           side.paused = false;
           side.socket.resume();
@@ -254,7 +281,9 @@ class TcpRelayDriver implements TcpRelay {
     const now = performance.now();
     // Same release rule as the UDP relay (release-timing.ts): what is due, and at a timer
     // wake-up what the dithered horizon takes.
-    for (const p of this.#core.pollTransmit(atWakeUp ? dueHorizon(now, INITIAL_TIMER_LATENESS_MS, Math.random, this.#bias.biasMs) : now)) {
+    for (const p of this.#core.pollTransmit(
+      atWakeUp ? dueHorizon(now, INITIAL_TIMER_LATENESS_MS, Math.random, this.#bias.biasMs) : now,
+    )) {
       if (atWakeUp) this.#bias.observe(now - p.releaseAt);
       const conn = p.tag.conn;
       if (conn.closed) continue;

@@ -91,7 +91,12 @@ export interface UdpRelayStats {
     /** Timer callbacks run. */
     readonly wakeups: number;
     /** Send time minus model release time over all forwarded packets, ms (negative: early). */
-    readonly releaseErrorMs: { readonly mean: number; readonly min: number; readonly max: number; readonly samples: number };
+    readonly releaseErrorMs: {
+      readonly mean: number;
+      readonly min: number;
+      readonly max: number;
+      readonly samples: number;
+    };
   };
   /** What the OS granted (Linux reports double the usable size). */
   readonly socketBufferBytes: { readonly recv: number; readonly send: number };
@@ -137,7 +142,11 @@ function bindSocket(socket: dgram.Socket, host: string, port: number, what: stri
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
       const code = err.code === 'EADDRINUSE' ? 'ADDRESS_IN_USE' : err.code === 'EADDRNOTAVAIL' ? 'USAGE' : 'IO';
-      reject(new ClawpeerError(code, `relay cannot bind ${what} ${host}:${port}: ${err.code ?? err.message}`, { cause: err }));
+      reject(
+        new ClawpeerError(code, `relay cannot bind ${what} ${host}:${port}: ${err.code ?? err.message}`, {
+          cause: err,
+        }),
+      );
     };
     socket.once('error', onError);
     socket.bind({ address: host, port, exclusive: true }, () => {
@@ -162,15 +171,26 @@ function setBuffers(socket: dgram.Socket, bytes: number): { recv: number; send: 
 export async function startUdpRelay(options: UdpRelayOptions): Promise<UdpRelay> {
   const spec = typeof options.spec === 'string' ? parseImpairSpec(options.spec) : options.spec;
   const allowRemote = options.allowRemote ?? false;
-  for (const [what, addr] of [['listen', options.listen], ['target', options.target]] as const) {
+  for (const [what, addr] of [
+    ['listen', options.listen],
+    ['target', options.target],
+  ] as const) {
     if (!allowRemote && !isLoopbackHost(addr.host)) {
-      throw new ClawpeerError('USAGE', `relay ${what} address ${addr.host} is not loopback; only 127.0.0.1/::1 are allowed unless remote addresses are explicitly allowed`);
+      throw new ClawpeerError(
+        'USAGE',
+        `relay ${what} address ${addr.host} is not loopback; only 127.0.0.1/::1 are allowed unless remote addresses are explicitly allowed`,
+      );
     }
     if (!Number.isInteger(addr.port) || addr.port < 0 || addr.port > 65535 || (what === 'target' && addr.port === 0)) {
       throw new ClawpeerError('USAGE', `relay ${what} port ${addr.port} is invalid`);
     }
   }
-  const relay = new UdpRelayDriver(spec, options, await resolveHost(options.listen.host, 'listen'), await resolveHost(options.target.host, 'target'));
+  const relay = new UdpRelayDriver(
+    spec,
+    options,
+    await resolveHost(options.listen.host, 'listen'),
+    await resolveHost(options.target.host, 'target'),
+  );
   await relay.start();
   return relay;
 }
@@ -213,11 +233,18 @@ class UdpRelayDriver implements UdpRelay {
   #errMax = -Infinity;
   #errN = 0;
 
-  constructor(spec: ImpairSpec, options: UdpRelayOptions, listen: { address: string; family: 4 | 6 }, target: { address: string; family: 4 | 6 }) {
+  constructor(
+    spec: ImpairSpec,
+    options: UdpRelayOptions,
+    listen: { address: string; family: 4 | 6 },
+    target: { address: string; family: 4 | 6 },
+  ) {
     this.#spec = spec;
     this.#core = new Impairment<Flow>(spec, {
       seed: options.seed ?? 1,
-      ...(options.perPacketOverheadBytes === undefined ? {} : { perPacketOverheadBytes: options.perPacketOverheadBytes }),
+      ...(options.perPacketOverheadBytes === undefined
+        ? {}
+        : { perPacketOverheadBytes: options.perPacketOverheadBytes }),
     });
     this.#log = (options.logger ?? silentLogger).child('relay');
     this.#bufferBytes = options.socketBufferBytes ?? DEFAULT_SOCKET_BUFFER_BYTES;
@@ -251,7 +278,11 @@ class UdpRelayDriver implements UdpRelay {
     this.#sweeper = setInterval(() => this.#sweepIdleFlows(), Math.max(1000, Math.min(10_000, this.#idleMs / 2)));
     this.#sweeper.unref();
     this.#signal?.addEventListener('abort', () => void this.close(), { once: true });
-    this.#log.info('relay listening', { listen: `${this.#address.host}:${this.#address.port}`, target: `${this.#target.address}:${this.#target.port}`, spec: formatImpairSpec(this.#spec) });
+    this.#log.info('relay listening', {
+      listen: `${this.#address.host}:${this.#address.port}`,
+      target: `${this.#target.address}:${this.#target.port}`,
+      spec: formatImpairSpec(this.#spec),
+    });
   }
 
   #onSocketError(err: Error): void {
@@ -280,14 +311,15 @@ class UdpRelayDriver implements UdpRelay {
 
   #openFlow(key: string, client: HostPort, now: number): Flow | undefined {
     if (this.#flows.size >= this.#maxFlows) {
-      if (this.#flowsRejected++ === 0) this.#log.warn('too many client flows: dropping packets from new clients', { maxFlows: this.#maxFlows });
+      if (this.#flowsRejected++ === 0)
+        this.#log.warn('too many client flows: dropping packets from new clients', { maxFlows: this.#maxFlows });
       return undefined;
     }
     const family = this.#target.family;
     const upstream = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4' });
     const flow: Flow = { key, client, upstream, lastActiveMs: now, closed: false };
     // Bound before the first send (dgram queues sends while binding); loopback unless remote targets are allowed.
-    const host = this.#allowRemote ? (family === 6 ? '::' : '0.0.0.0') : (family === 6 ? '::1' : '127.0.0.1');
+    const host = this.#allowRemote ? (family === 6 ? '::' : '0.0.0.0') : family === 6 ? '::1' : '127.0.0.1';
     upstream.on('error', (err) => this.#onSocketError(err));
     upstream.bind({ address: host, port: 0 }, () => {
       if (!flow.closed) setBuffers(upstream, this.#bufferBytes);
@@ -340,7 +372,9 @@ class UdpRelayDriver implements UdpRelay {
   #flushAndArm(dither: boolean): void {
     if (this.#closed) return;
     const now = performance.now();
-    const due = this.#core.pollTransmit(dither ? dueHorizon(now, this.#latenessMs, Math.random, this.#bias.biasMs) : now);
+    const due = this.#core.pollTransmit(
+      dither ? dueHorizon(now, this.#latenessMs, Math.random, this.#bias.biasMs) : now,
+    );
     for (const p of due) {
       this.#send(p, now);
       if (dither) this.#bias.observe(now - p.releaseAt);

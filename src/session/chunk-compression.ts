@@ -53,9 +53,44 @@ const INCOMPRESSIBLE_BITS_PER_BYTE = 7.85;
 const MAX_SKIP_CHUNKS = 64;
 /** Extensions of formats that are compressed already: never worth an attempt. */
 const COMPRESSED_EXTENSIONS = new Set([
-  '.7z', '.apk', '.avif', '.br', '.bz2', '.deb', '.docx', '.flac', '.gif', '.gz', '.heic', '.jar', '.jpeg', '.jpg', '.lz', '.lz4', '.lzma',
-  '.m4a', '.mkv', '.mov', '.mp3', '.mp4', '.ogg', '.opus', '.png', '.pptx', '.rar', '.rpm', '.tgz', '.txz', '.webm', '.webp', '.whl',
-  '.woff2', '.xlsx', '.xz', '.zip', '.zst',
+  '.7z',
+  '.apk',
+  '.avif',
+  '.br',
+  '.bz2',
+  '.deb',
+  '.docx',
+  '.flac',
+  '.gif',
+  '.gz',
+  '.heic',
+  '.jar',
+  '.jpeg',
+  '.jpg',
+  '.lz',
+  '.lz4',
+  '.lzma',
+  '.m4a',
+  '.mkv',
+  '.mov',
+  '.mp3',
+  '.mp4',
+  '.ogg',
+  '.opus',
+  '.png',
+  '.pptx',
+  '.rar',
+  '.rpm',
+  '.tgz',
+  '.txz',
+  '.webm',
+  '.webp',
+  '.whl',
+  '.woff2',
+  '.xlsx',
+  '.xz',
+  '.zip',
+  '.zst',
 ]);
 
 let codec: ZstdCodec | null | undefined;
@@ -97,10 +132,13 @@ function frameProblem(payload: Uint8Array, chunkBytes: number): string | undefin
     if (err instanceof ZstdFrameError) return err.message;
     throw err;
   }
-  if (shape.contentSize !== undefined && shape.contentSize !== chunkBytes) return `frame declares ${shape.contentSize} bytes, the chunk has ${chunkBytes}`;
-  if (shape.exactBytes > chunkBytes || shape.maxOutputBytes < chunkBytes) return `its blocks decode to ${shape.exactBytes}..${shape.maxOutputBytes} bytes, the chunk has ${chunkBytes}`;
+  if (shape.contentSize !== undefined && shape.contentSize !== chunkBytes)
+    return `frame declares ${shape.contentSize} bytes, the chunk has ${chunkBytes}`;
+  if (shape.exactBytes > chunkBytes || shape.maxOutputBytes < chunkBytes)
+    return `its blocks decode to ${shape.exactBytes}..${shape.maxOutputBytes} bytes, the chunk has ${chunkBytes}`;
   const limit = maxDecodedBytes(chunkBytes);
-  if (shape.maxOutputBytes > limit) return `its blocks could decode to ${shape.maxOutputBytes} bytes, more than the ${limit} allowed for a ${chunkBytes}-byte chunk`;
+  if (shape.maxOutputBytes > limit)
+    return `its blocks could decode to ${shape.maxOutputBytes} bytes, more than the ${limit} allowed for a ${chunkBytes}-byte chunk`;
   return undefined;
 }
 
@@ -108,16 +146,27 @@ function frameProblem(payload: Uint8Array, chunkBytes: number): string | undefin
  * The chunk `key` from its compressed payload: PROTOCOL when the frame is malformed, could
  * decode to more than the chunk allows, or does not decode to exactly `chunkBytes` bytes.
  */
-export async function decompressChunk(zstd: ZstdCodec, payload: Uint8Array, chunkBytes: number, key: string): Promise<Uint8Array> {
+export async function decompressChunk(
+  zstd: ZstdCodec,
+  payload: Uint8Array,
+  chunkBytes: number,
+  key: string,
+): Promise<Uint8Array> {
   const problem = frameProblem(payload, chunkBytes);
   if (problem !== undefined) throw new ClawpeerError('PROTOCOL', `compressed chunk ${key} refused: ${problem}`);
   let plain: Buffer;
   try {
     plain = await zstd.decompress(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength));
   } catch (cause) {
-    throw new ClawpeerError('PROTOCOL', `compressed chunk ${key} does not decompress: ${(cause as Error).message}`, { cause });
+    throw new ClawpeerError('PROTOCOL', `compressed chunk ${key} does not decompress: ${(cause as Error).message}`, {
+      cause,
+    });
   }
-  if (plain.length !== chunkBytes) throw new ClawpeerError('PROTOCOL', `compressed chunk ${key} decompressed to ${plain.length} bytes, its header says ${chunkBytes}`);
+  if (plain.length !== chunkBytes)
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `compressed chunk ${key} decompressed to ${plain.length} bytes, its header says ${chunkBytes}`,
+    );
   return plain;
 }
 
@@ -129,7 +178,8 @@ export function senderCodec(caps: SessionCapabilities): ZstdCodec | null {
 /** The receiver's codec for a compressed frame; PROTOCOL when the session never agreed on one. */
 export function receiverCodec(caps: SessionCapabilities, streamId: number): ZstdCodec {
   const zstd = caps.compression.includes('zstd') ? zstdCodec() : null;
-  if (zstd === null) throw new ClawpeerError('PROTOCOL', `data stream ${streamId} sent a compressed chunk, but no codec was negotiated`);
+  if (zstd === null)
+    throw new ClawpeerError('PROTOCOL', `data stream ${streamId} sent a compressed chunk, but no codec was negotiated`);
   return zstd;
 }
 

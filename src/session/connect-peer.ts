@@ -31,12 +31,23 @@ export async function connectToPeer(o: ConnectToPeerOptions): Promise<PeerConnec
   const { peerTarget } = await import('../reach/dial-paths.js');
   const { identity, peer, paths } = await peerTarget(o);
   const { dialPeer } = await import('./dialer.js');
-  const session = await dialPeer({ identity, peer, config: o.config, log: o.log.child(o.label), signal: o.signal, paths, ...(o.connections === undefined ? {} : { connections: o.connections }) });
+  const session = await dialPeer({
+    identity,
+    peer,
+    config: o.config,
+    log: o.log.child(o.label),
+    signal: o.signal,
+    paths,
+    ...(o.connections === undefined ? {} : { connections: o.connections }),
+  });
   return { identity, peer, session };
 }
 
 /** `ping`: round trips over a session connectToPeer opened, with the capabilities it agreed. */
-export async function pingModules(): Promise<{ pingPeer: typeof PingPeer; describeCapabilities: typeof DescribeCapabilities }> {
+export async function pingModules(): Promise<{
+  pingPeer: typeof PingPeer;
+  describeCapabilities: typeof DescribeCapabilities;
+}> {
   const [{ pingPeer }, { describeCapabilities }] = await Promise.all([import('./ping.js'), import('./session.js')]);
   return { pingPeer, describeCapabilities };
 }

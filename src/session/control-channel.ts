@@ -12,9 +12,19 @@ import { performance } from 'node:perf_hooks';
 import { ClawpeerError, errorFromWire, WIRE_ERRORS, wireCodeFor, type WireErrorCode } from '../errors.js';
 import type { Identity } from '../crypto/identity.js';
 import type { SessionKeys } from '../crypto/session-keys.js';
-import { DEFAULT_CAPABILITIES, type Capabilities, type SessionCapabilities, type VersionRange } from '../protocol/capabilities.js';
+import {
+  DEFAULT_CAPABILITIES,
+  type Capabilities,
+  type SessionCapabilities,
+  type VersionRange,
+} from '../protocol/capabilities.js';
 import { FrameDecoder, type Frame } from '../protocol/frame-codec.js';
-import { DEFAULT_HANDSHAKE_TIMEOUT_MS, Handshake, HANDSHAKE_MAX_FRAME_BYTES, type HandshakeConfig } from '../protocol/handshake.js';
+import {
+  DEFAULT_HANDSHAKE_TIMEOUT_MS,
+  Handshake,
+  HANDSHAKE_MAX_FRAME_BYTES,
+  type HandshakeConfig,
+} from '../protocol/handshake.js';
 import { decodeControl, encodeControlFrame, type ControlMessage } from '../protocol/messages.js';
 import type { DuplexStream } from '../transport/types.js';
 
@@ -53,7 +63,12 @@ type Waited<T> = { readonly kind: 'value'; readonly value: T } | { readonly kind
  * Waits for `promise`, at most until `deadline` (clock ms; null = no limit). Rejects with
  * ABORTED when `signal` fires. The promise itself is left running (its result stays usable).
  */
-function waitUntil<T>(promise: Promise<T>, deadline: number | null, clock: () => number, signal?: AbortSignal): Promise<Waited<T>> {
+function waitUntil<T>(
+  promise: Promise<T>,
+  deadline: number | null,
+  clock: () => number,
+  signal?: AbortSignal,
+): Promise<Waited<T>> {
   if (signal?.aborted === true) return Promise.reject(abortError(signal));
   return new Promise<Waited<T>>((resolve, reject) => {
     let timer: NodeJS.Timeout | undefined;
@@ -66,10 +81,13 @@ function waitUntil<T>(promise: Promise<T>, deadline: number | null, clock: () =>
       reject(abortError(signal));
     };
     if (deadline !== null) {
-      timer = setTimeout(() => {
-        cleanup();
-        resolve({ kind: 'timeout' });
-      }, Math.max(0, deadline - clock()));
+      timer = setTimeout(
+        () => {
+          cleanup();
+          resolve({ kind: 'timeout' });
+        },
+        Math.max(0, deadline - clock()),
+      );
     }
     signal?.addEventListener('abort', onAbort, { once: true });
     promise.then(
@@ -162,7 +180,8 @@ export class ControlChannel {
         return Promise.reject(new TypeError(`${message.type} is a handshake message; the handshake is over`));
       }
     }
-    if (this.#finished) return Promise.reject(new ClawpeerError('CONNECTION_CLOSED', 'control channel is closed for sending'));
+    if (this.#finished)
+      return Promise.reject(new ClawpeerError('CONNECTION_CLOSED', 'control channel is closed for sending'));
     // Every message is encoded before anything is written: a malformed one sends none of them.
     let frames: Uint8Array[];
     try {
@@ -234,7 +253,8 @@ export class ControlChannel {
     if (waited.kind === 'timeout') throw new TypeError('no deadline was set');
     const frame = waited.value;
     if (frame === null) return null;
-    if (frame.type !== 'control') throw new ClawpeerError('PROTOCOL', `unexpected ${frame.type} frame on the control stream`);
+    if (frame.type !== 'control')
+      throw new ClawpeerError('PROTOCOL', `unexpected ${frame.type} frame on the control stream`);
     const message = decodeControl(frame.body, { maxBytes: this.maxFrameBytes });
     switch (message.type) {
       case 'error': {
@@ -274,7 +294,10 @@ export class ControlChannel {
         return message;
       case 'session-join':
       case 'session-joined':
-        throw new ClawpeerError('PROTOCOL', `unexpected ${message.type} on a session's control stream (it belongs on a joining connection)`);
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `unexpected ${message.type} on a session's control stream (it belongs on a joining connection)`,
+        );
       default: {
         const unreachable: never = message;
         throw new TypeError(`unhandled control message ${JSON.stringify(unreachable)}`);
@@ -323,7 +346,13 @@ async function sayGoodbye(stream: DuplexStream, err: ClawpeerError, clock: () =>
  */
 type TakeFirst = (message: ControlMessage) => Promise<boolean>;
 
-async function runHandshake(stream: DuplexStream, core: Handshake, options: ControlHandshakeOptions, clock: () => number, takeFirst?: TakeFirst): Promise<ControlHandshakeResult | null> {
+async function runHandshake(
+  stream: DuplexStream,
+  core: Handshake,
+  options: ControlHandshakeOptions,
+  clock: () => number,
+  takeFirst?: TakeFirst,
+): Promise<ControlHandshakeResult | null> {
   const reader = new FrameReader(stream, HANDSHAKE_MAX_FRAME_BYTES);
   const flush = async (deadline: number | null): Promise<void> => {
     for (let frame = core.pollTransmit(); frame !== null; frame = core.pollTransmit()) {
@@ -358,7 +387,10 @@ async function runHandshake(stream: DuplexStream, core: Handshake, options: Cont
         continue;
       }
       if (waited.value === null) {
-        throw new ClawpeerError('CONNECTION_CLOSED', `peer closed the control stream during the handshake (phase ${core.phase})`);
+        throw new ClawpeerError(
+          'CONNECTION_CLOSED',
+          `peer closed the control stream during the handshake (phase ${core.phase})`,
+        );
       }
       if (takeFirst !== undefined && (await takenFirst(waited.value, takeFirst))) return null;
       takeFirst = undefined;
@@ -393,13 +425,24 @@ function coreConfig(options: ControlHandshakeOptions, clock: () => number): Hand
 }
 
 /** Runs the client side on the first bidi stream (which the client opened). */
-export async function clientHandshake(stream: DuplexStream, options: ControlHandshakeOptions): Promise<ControlHandshakeResult> {
+export async function clientHandshake(
+  stream: DuplexStream,
+  options: ControlHandshakeOptions,
+): Promise<ControlHandshakeResult> {
   const clock = options.clock ?? (() => performance.now());
-  return (await runHandshake(stream, Handshake.client(coreConfig(options, clock)), options, clock)) as ControlHandshakeResult;
+  return (await runHandshake(
+    stream,
+    Handshake.client(coreConfig(options, clock)),
+    options,
+    clock,
+  )) as ControlHandshakeResult;
 }
 
 /** Runs the server side on the first bidi stream the client opened. */
-export async function serverHandshake(stream: DuplexStream, options: ControlHandshakeOptions): Promise<ControlHandshakeResult> {
+export async function serverHandshake(
+  stream: DuplexStream,
+  options: ControlHandshakeOptions,
+): Promise<ControlHandshakeResult> {
   return (await serverHandshakeOrTake(stream, options)) as ControlHandshakeResult;
 }
 
@@ -408,7 +451,11 @@ export async function serverHandshake(stream: DuplexStream, options: ControlHand
  * PairRequest) is offered to `takeFirst`; resolves null when that took it, and the caller is
  * done with the stream.
  */
-export function serverHandshakeOrTake(stream: DuplexStream, options: ControlHandshakeOptions, takeFirst?: TakeFirst): Promise<ControlHandshakeResult | null> {
+export function serverHandshakeOrTake(
+  stream: DuplexStream,
+  options: ControlHandshakeOptions,
+  takeFirst?: TakeFirst,
+): Promise<ControlHandshakeResult | null> {
   const clock = options.clock ?? (() => performance.now());
   return runHandshake(stream, Handshake.server(coreConfig(options, clock)), options, clock, takeFirst);
 }
@@ -419,13 +466,18 @@ export function serverHandshakeOrTake(stream: DuplexStream, options: ControlHand
  * Error rejects as its ClawpeerError; anything else malformed as PROTOCOL; no frame within
  * `timeoutMs` as TIMEOUT.
  */
-export async function readLoneMessage(stream: DuplexStream, timeoutMs: number, signal?: AbortSignal): Promise<ControlMessage | null> {
+export async function readLoneMessage(
+  stream: DuplexStream,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<ControlMessage | null> {
   const clock = (): number => performance.now();
   const waited = await new FrameReader(stream, HANDSHAKE_MAX_FRAME_BYTES).next(clock() + timeoutMs, clock, signal);
   if (waited.kind === 'timeout') throw new ClawpeerError('TIMEOUT', `no message within ${timeoutMs} ms`);
   const frame = waited.value;
   if (frame === null) return null;
-  if (frame.type !== 'control') throw new ClawpeerError('PROTOCOL', `unexpected ${frame.type} frame on the control stream`);
+  if (frame.type !== 'control')
+    throw new ClawpeerError('PROTOCOL', `unexpected ${frame.type} frame on the control stream`);
   const message = decodeControl(frame.body, { maxBytes: HANDSHAKE_MAX_FRAME_BYTES });
   if (message.type === 'error') throw errorFromWire(message.code, message.message);
   return message;

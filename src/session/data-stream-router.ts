@@ -133,14 +133,23 @@ export class DataStreamRouter {
   }
 
   #hold(transferId: number, stream: IncomingDataStream): void {
-    if (this.#waitingCount >= MAX_WAITING_STREAMS) throw new ClawpeerError('PROTOCOL', `data stream for unknown transfer ${transferId} (${MAX_WAITING_STREAMS} streams already wait for theirs)`);
+    if (this.#waitingCount >= MAX_WAITING_STREAMS)
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `data stream for unknown transfer ${transferId} (${MAX_WAITING_STREAMS} streams already wait for theirs)`,
+      );
     let w = this.#waiting.get(transferId);
     if (w === undefined) {
       let timer: NodeJS.Timeout | undefined;
       if (!this.#expected.has(transferId)) {
         timer = setTimeout(() => {
           const streams = this.#takeWaiting(transferId);
-          if (streams.length > 0) this.log.warn('reset data streams whose transfer never started', { transferId, streams: streams.length, waitedMs: this.waitingStreamMs });
+          if (streams.length > 0)
+            this.log.warn('reset data streams whose transfer never started', {
+              transferId,
+              streams: streams.length,
+              waitedMs: this.waitingStreamMs,
+            });
           for (const s of streams) s.frames.stream.reset();
         }, this.waitingStreamMs);
         timer.unref();
@@ -156,14 +165,17 @@ export class DataStreamRouter {
     try {
       const first = expectFrame(await frames.next(), 'control', 'new data stream');
       const msg = decodeControl(first.body, { maxBytes: this.maxFrameBytes });
-      if (msg.type !== 'data-open') throw new ClawpeerError('PROTOCOL', `a data stream must start with data-open, got ${msg.type}`);
+      if (msg.type !== 'data-open')
+        throw new ClawpeerError('PROTOCOL', `a data stream must start with data-open, got ${msg.type}`);
       // A stream id names the AEAD nonce space: reusing one within a session would let a peer
       // replay frames across streams, so each may be opened once.
-      if (this.#seenStreamIds.has(msg.streamId)) throw new ClawpeerError('PROTOCOL', `data stream id ${msg.streamId} opened twice`);
+      if (this.#seenStreamIds.has(msg.streamId))
+        throw new ClawpeerError('PROTOCOL', `data stream id ${msg.streamId} opened twice`);
       this.#seenStreamIds.add(msg.streamId);
       const sink = this.#sinks.get(msg.transferId);
       if (sink !== undefined) sink({ frames, streamId: msg.streamId });
-      else if (this.#ended.has(msg.transferId)) frames.stream.reset(); // nothing in it was wanted
+      else if (this.#ended.has(msg.transferId))
+        frames.stream.reset(); // nothing in it was wanted
       else this.#hold(msg.transferId, { frames, streamId: msg.streamId });
     } catch (err) {
       this.log.warn('refused a data stream', { error: (err as Error).message });

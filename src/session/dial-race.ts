@@ -32,7 +32,10 @@ export interface DialRaceWinner<T> {
 
 /** Failures that say only that a path did not work (another path may). */
 function isPathFailure(err: unknown): boolean {
-  return err instanceof ClawpeerError && (err.code === 'UNREACHABLE' || err.code === 'TIMEOUT' || err.code === 'TRANSPORT_UNAVAILABLE');
+  return (
+    err instanceof ClawpeerError &&
+    (err.code === 'UNREACHABLE' || err.code === 'TIMEOUT' || err.code === 'TRANSPORT_UNAVAILABLE')
+  );
 }
 
 export function raceDial<T>(o: DialRaceOptions<T>): Promise<DialRaceWinner<T>> {
@@ -61,7 +64,10 @@ export function raceDial<T>(o: DialRaceOptions<T>): Promise<DialRaceWinner<T>> {
       else reject(outcome.error);
     };
     const onAbort = (): void => finish({ error: o.signal?.reason ?? new ClawpeerError('ABORTED', 'dial aborted') });
-    if (o.signal?.aborted === true) { onAbort(); return; }
+    if (o.signal?.aborted === true) {
+      onAbort();
+      return;
+    }
     o.signal?.addEventListener('abort', onAbort, { once: true });
 
     const launch = (c: DialCandidate): void => {
@@ -71,7 +77,9 @@ export function raceDial<T>(o: DialRaceOptions<T>): Promise<DialRaceWinner<T>> {
         (value) => {
           inFlight--;
           if (settled) {
-            o.discard(value).catch(() => undefined).finally(() => c.release());
+            o.discard(value)
+              .catch(() => undefined)
+              .finally(() => c.release());
             return;
           }
           o.log?.info('connected', { peer: o.peer.name, path: c.describe, kind: c.path(), ms: Date.now() - t0 });
@@ -97,8 +105,9 @@ export function raceDial<T>(o: DialRaceOptions<T>): Promise<DialRaceWinner<T>> {
       // Nothing earlier is being dialled: the next group need not wait for its turn.
       const idle = inFlight === 0;
       const earliest = pending[0]?.priority;
-      const due = (c: DialCandidate): boolean => now >= t0 + c.priority * headStartMs || (idle && c.priority === earliest);
-      for (let i = 0; i < pending.length; ) {
+      const due = (c: DialCandidate): boolean =>
+        now >= t0 + c.priority * headStartMs || (idle && c.priority === earliest);
+      for (let i = 0; i < pending.length;) {
         const c = pending[i]!;
         if (due(c)) {
           pending.splice(i, 1);
@@ -116,11 +125,19 @@ export function raceDial<T>(o: DialRaceOptions<T>): Promise<DialRaceWinner<T>> {
     const aggregate = (): ClawpeerError => {
       const only = attemptErrors.length === 1 && sourceNotes.length === 0 ? attemptErrors[0] : undefined;
       if (only?.err instanceof ClawpeerError) return only.err; // one path tried: its own error, as before
-      const parts = [...attemptErrors.map(({ candidate, err }) => `${candidate.describe}: ${(err as Error).message}`), ...sourceNotes];
+      const parts = [
+        ...attemptErrors.map(({ candidate, err }) => `${candidate.describe}: ${(err as Error).message}`),
+        ...sourceNotes,
+      ];
       // A peer that refused us (or a key that is not the peer's) says more than a path that failed.
-      const decisive = attemptErrors.find(({ err }) => err instanceof ClawpeerError && !isPathFailure(err))?.err as ClawpeerError | undefined;
+      const decisive = attemptErrors.find(({ err }) => err instanceof ClawpeerError && !isPathFailure(err))?.err as
+        ClawpeerError | undefined;
       const tried = parts.length === 0 ? 'no way to reach it is configured' : parts.join('; ');
-      return new ClawpeerError(decisive?.code ?? 'UNREACHABLE', `cannot reach ${o.peer.name} (${o.peer.id}): ${tried}`, decisive === undefined ? undefined : { cause: decisive });
+      return new ClawpeerError(
+        decisive?.code ?? 'UNREACHABLE',
+        `cannot reach ${o.peer.name} (${o.peer.id}): ${tried}`,
+        decisive === undefined ? undefined : { cause: decisive },
+      );
     };
 
     for (const source of o.sources) {

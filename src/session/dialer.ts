@@ -46,7 +46,10 @@ export interface ConnectOptions {
 
 /** Failures worth another transport: the path did not work, not the peer refusing us. */
 function isPathFailure(err: unknown): boolean {
-  return err instanceof ClawpeerError && (err.code === 'UNREACHABLE' || err.code === 'TIMEOUT' || err.code === 'TRANSPORT_UNAVAILABLE');
+  return (
+    err instanceof ClawpeerError &&
+    (err.code === 'UNREACHABLE' || err.code === 'TIMEOUT' || err.code === 'TRANSPORT_UNAVAILABLE')
+  );
 }
 
 async function connectWith(name: TransportName, options: ConnectOptions, timeoutMs: number): Promise<Connection> {
@@ -68,7 +71,11 @@ async function connectWith(name: TransportName, options: ConnectOptions, timeout
     });
   } catch (err) {
     if (deadline.aborted && options.signal?.aborted !== true) {
-      throw new ClawpeerError('TIMEOUT', `${name} connect to ${formatHostPort(options.address)} timed out after ${timeoutMs} ms`, { cause: err });
+      throw new ClawpeerError(
+        'TIMEOUT',
+        `${name} connect to ${formatHostPort(options.address)} timed out after ${timeoutMs} ms`,
+        { cause: err },
+      );
     }
     throw err;
   }
@@ -88,7 +95,11 @@ export async function connectTransport(options: ConnectOptions): Promise<Connect
       return await connectWith('tcp', options, config.connectTimeoutMs);
     } catch (tcpErr) {
       if (!isPathFailure(tcpErr)) throw tcpErr;
-      throw new ClawpeerError((tcpErr as ClawpeerError).code, `peer ${options.label} unreachable at ${where}: QUIC: ${(quicErr as Error).message}; TCP: ${(tcpErr as Error).message}`, { cause: tcpErr });
+      throw new ClawpeerError(
+        (tcpErr as ClawpeerError).code,
+        `peer ${options.label} unreachable at ${where}: QUIC: ${(quicErr as Error).message}; TCP: ${(tcpErr as Error).message}`,
+        { cause: tcpErr },
+      );
     }
   }
 }
@@ -98,7 +109,12 @@ export async function connectTransport(options: ConnectOptions): Promise<Connect
  * peer's stream credit, which a stalled or hostile peer may never give (the connect and the
  * handshake each have their own deadline; this wait had none).
  */
-export function openControlStream(conn: Connection, timeoutMs: number, label: string, signal?: AbortSignal): Promise<DuplexStream> {
+export function openControlStream(
+  conn: Connection,
+  timeoutMs: number,
+  label: string,
+  signal?: AbortSignal,
+): Promise<DuplexStream> {
   return withTimeout(conn.openStream(), timeoutMs, `opening the control stream to ${label}`, signal);
 }
 
@@ -107,7 +123,11 @@ export function openControlStream(conn: Connection, timeoutMs: number, label: st
  * killed (or restarted) just as we connected, whose dead connection says nothing over QUIC.
  */
 function isUnansweredHandshake(err: unknown): boolean {
-  return err instanceof ClawpeerError && (err.code === 'TIMEOUT' || err.code === 'CONNECTION_CLOSED') && err.wire === undefined;
+  return (
+    err instanceof ClawpeerError &&
+    (err.code === 'TIMEOUT' || err.code === 'CONNECTION_CLOSED') &&
+    err.wire === undefined
+  );
 }
 
 /** A connection that passed the handshake with the pinned peer, not yet a session (the race may drop it). */
@@ -123,9 +143,16 @@ interface Handshaken {
  */
 export async function dialPeer(options: DialOptions): Promise<PeerSession> {
   const { peer } = options;
-  const paths = options.paths ?? (peer.address !== undefined ? { sources: [addressSource('direct', peer.address, 'direct')], release: () => undefined } : undefined);
+  const paths =
+    options.paths ??
+    (peer.address !== undefined
+      ? { sources: [addressSource('direct', peer.address, 'direct')], release: () => undefined }
+      : undefined);
   if (paths === undefined) {
-    throw new ClawpeerError('USAGE', `no address for peer ${peer.name} (${peer.id}): pass --addr HOST:PORT or re-pair with --addr`);
+    throw new ClawpeerError(
+      'USAGE',
+      `no address for peer ${peer.name} (${peer.id}): pass --addr HOST:PORT or re-pair with --addr`,
+    );
   }
   let won: DialRaceWinner<Handshaken>;
   try {
@@ -157,8 +184,19 @@ export async function dialPeer(options: DialOptions): Promise<PeerSession> {
     const { config, log } = options;
     try {
       await stripeSession(session, mode, {
-        connect: () => connectTransport({ identity: options.identity, address: candidate.address, label: peer.name, config: { ...config, transport: 'quic' }, log, ...(options.signal === undefined ? {} : { signal: options.signal }) }),
-        label: peer.name, handshakeTimeoutMs: config.handshakeTimeoutMs, log, ...(options.signal === undefined ? {} : { signal: options.signal }),
+        connect: () =>
+          connectTransport({
+            identity: options.identity,
+            address: candidate.address,
+            label: peer.name,
+            config: { ...config, transport: 'quic' },
+            log,
+            ...(options.signal === undefined ? {} : { signal: options.signal }),
+          }),
+        label: peer.name,
+        handshakeTimeoutMs: config.handshakeTimeoutMs,
+        log,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
       });
     } catch (err) {
       await session.close('dial aborted').catch(() => undefined);
@@ -178,17 +216,25 @@ async function dialAddress(options: DialOptions, address: HostPort, signal: Abor
   try {
     return await dialOnce(options, address, signal);
   } catch (err) {
-    if (!(err instanceof HandshakeFailure) || !isUnansweredHandshake(err.cause) || signal.aborted) throw err instanceof HandshakeFailure ? err.cause : err;
+    if (!(err instanceof HandshakeFailure) || !isUnansweredHandshake(err.cause) || signal.aborted)
+      throw err instanceof HandshakeFailure ? err.cause : err;
     first = err.cause;
   }
-  options.log.info('the peer did not answer the handshake; dialling once more (a listener that just stopped or restarted?)', { peer: options.peer.name, error: (first as Error).message });
+  options.log.info(
+    'the peer did not answer the handshake; dialling once more (a listener that just stopped or restarted?)',
+    { peer: options.peer.name, error: (first as Error).message },
+  );
   try {
     return await dialOnce(options, address, signal);
   } catch (err) {
     const cause = err instanceof HandshakeFailure ? err.cause : err;
     if (!(err instanceof HandshakeFailure) || !isUnansweredHandshake(cause)) throw cause;
     const c = cause as ClawpeerError;
-    throw new ClawpeerError(c.code, `peer ${options.peer.name} at ${formatHostPort(address)} took the connection but did not answer the handshake, twice: ${c.message}`, { cause });
+    throw new ClawpeerError(
+      c.code,
+      `peer ${options.peer.name} at ${formatHostPort(address)} took the connection but did not answer the handshake, twice: ${c.message}`,
+      { cause },
+    );
   }
 }
 
@@ -201,7 +247,14 @@ class HandshakeFailure extends Error {
 
 async function dialOnce(options: DialOptions, address: HostPort, signal: AbortSignal): Promise<Handshaken> {
   const { peer, config } = options;
-  const connecting = connectTransport({ identity: options.identity, address, label: peer.name, config, log: options.log, signal });
+  const connecting = connectTransport({
+    identity: options.identity,
+    address,
+    label: peer.name,
+    config,
+    log: options.log,
+    signal,
+  });
   // Loading the zstd binding takes ~10 ms and blocks: do it while the transport handshake is in
   // flight rather than before the Hello (a failed connect leaves it loaded, which is harmless).
   const caps = new Promise((resolve) => setImmediate(resolve)).then(() => localCapabilities(config.compression));
@@ -210,7 +263,10 @@ async function dialOnce(options: DialOptions, address: HostPort, signal: AbortSi
   try {
     const provenId = nodeIdFromPublicKey(conn.remotePublicKey);
     if (provenId !== peer.id) {
-      throw new ClawpeerError('AUTH_FAILED', `the node at ${formatHostPort(address)} is ${provenId}, not ${peer.name} (${peer.id}); refusing to talk to it`);
+      throw new ClawpeerError(
+        'AUTH_FAILED',
+        `the node at ${formatHostPort(address)} is ${provenId}, not ${peer.name} (${peer.id}); refusing to talk to it`,
+      );
     }
     const stream = await openControlStream(conn, config.handshakeTimeoutMs, peer.name, signal);
     const handshake = await clientHandshake(stream, {

@@ -53,13 +53,16 @@ export class FrameStream {
       let bytes: Uint8Array | null;
       // Its failure (an ack write that failed before) is this call's, once the read settles.
       let waitFailure: { error: unknown } | undefined;
-      const grace = beforeWait === undefined ? undefined : setTimeout(() => {
-        try {
-          beforeWait();
-        } catch (error) {
-          waitFailure = { error };
-        }
-      }, BEFORE_WAIT_GRACE_MS);
+      const grace =
+        beforeWait === undefined
+          ? undefined
+          : setTimeout(() => {
+              try {
+                beforeWait();
+              } catch (error) {
+                waitFailure = { error };
+              }
+            }, BEFORE_WAIT_GRACE_MS);
       try {
         bytes = await withTimeout(read, this.idleTimeoutMs, `waiting for data on ${this.what}`, signal);
       } catch (err) {
@@ -92,7 +95,11 @@ export class FrameStream {
   }
 }
 
-export function expectFrame<T extends Frame['type']>(frame: Frame | null, type: T, what: string): Extract<Frame, { type: T }> {
+export function expectFrame<T extends Frame['type']>(
+  frame: Frame | null,
+  type: T,
+  what: string,
+): Extract<Frame, { type: T }> {
   if (frame === null) throw new ClawpeerError('PROTOCOL', `${what}: stream ended, expected a ${type} frame`);
   if (frame.type !== type) throw new ClawpeerError('PROTOCOL', `${what}: expected a ${type} frame, got ${frame.type}`);
   return frame as Extract<Frame, { type: T }>;

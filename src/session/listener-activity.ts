@@ -38,7 +38,11 @@ export type ActivityTotals = Record<ActivitySnapshot['kind'], { count: number; f
 
 export class ListenerActivity {
   readonly #running = new Set<{ -readonly [K in keyof ActivitySnapshot]: ActivitySnapshot[K] }>();
-  readonly #ended: ActivityTotals = { push: { count: 0, failed: 0, bytes: 0 }, pull: { count: 0, failed: 0, bytes: 0 }, sync: { count: 0, failed: 0, bytes: 0 } };
+  readonly #ended: ActivityTotals = {
+    push: { count: 0, failed: 0, bytes: 0 },
+    pull: { count: 0, failed: 0, bytes: 0 },
+    sync: { count: 0, failed: 0, bytes: 0 },
+  };
 
   begin(what: Pick<ActivitySnapshot, 'peer' | 'kind' | 'share' | 'path'>, nowMs = Date.now()): Activity {
     const entry = { ...what, startedAt: nowMs, bytes: 0, totalBytes: 0, files: 0, totalFiles: 0 };

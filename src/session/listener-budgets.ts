@@ -37,7 +37,14 @@ export const DEFAULT_BUDGETS: BudgetLimits = Object.freeze({
 
 /** Encoded bytes of a manifest entry, closely enough to budget by (no encoding: it is counted per batch). */
 export function manifestEntryBytes(e: ManifestEntry): number {
-  return 16 + Buffer.byteLength(e.path) + Buffer.byteLength(e.linkTarget) + e.root.length + e.chunkIds.length + 5 * e.chunkLengths.length;
+  return (
+    16 +
+    Buffer.byteLength(e.path) +
+    Buffer.byteLength(e.linkTarget) +
+    e.root.length +
+    e.chunkIds.length +
+    5 * e.chunkLengths.length
+  );
 }
 
 /** A listener's budgets: what all its sessions hold now. One per listener process (PROCESS_BUDGETS). */
@@ -119,12 +126,26 @@ export class SessionBudget {
       chunkRefs += e.chunkLengths.length;
     }
     const mine = this.#listener.limits.sessionManifest;
-    if (this.#bytes + bytes > mine.bytes) throw overBudget(transferId, 'manifest bytes per session', mine.bytes, this.#bytes + bytes, false);
-    if (this.#chunkRefs + chunkRefs > mine.chunkRefs) throw overBudget(transferId, 'manifest chunk references per session', mine.chunkRefs, this.#chunkRefs + chunkRefs, false);
+    if (this.#bytes + bytes > mine.bytes)
+      throw overBudget(transferId, 'manifest bytes per session', mine.bytes, this.#bytes + bytes, false);
+    if (this.#chunkRefs + chunkRefs > mine.chunkRefs)
+      throw overBudget(
+        transferId,
+        'manifest chunk references per session',
+        mine.chunkRefs,
+        this.#chunkRefs + chunkRefs,
+        false,
+      );
     const over = this.#listener.takeManifest(bytes, chunkRefs);
     if (over !== undefined) {
       const all = this.#listener.limits.listenerManifest;
-      throw overBudget(transferId, over === 'bytes' ? 'manifest bytes per listener' : 'manifest chunk references per listener', over === 'bytes' ? all.bytes : all.chunkRefs, undefined, true);
+      throw overBudget(
+        transferId,
+        over === 'bytes' ? 'manifest bytes per listener' : 'manifest chunk references per listener',
+        over === 'bytes' ? all.bytes : all.chunkRefs,
+        undefined,
+        true,
+      );
     }
     this.#bytes += bytes;
     this.#chunkRefs += chunkRefs;
@@ -147,10 +168,19 @@ export class SessionBudget {
   }
 }
 
-function overBudget(transferId: number, budget: string, limit: number, would: number | undefined, shared: boolean): ClawpeerError {
+function overBudget(
+  transferId: number,
+  budget: string,
+  limit: number,
+  would: number | undefined,
+  shared: boolean,
+): ClawpeerError {
   const amount = would === undefined ? '' : ` (it would hold ${would.toLocaleString('en-US')})`;
   const hint = shared ? ': other sessions hold the rest; retry later' : ': split it into smaller transfers';
-  return new ClawpeerError('BUDGET_EXCEEDED', `manifest of transfer ${transferId} exceeds the listener's budget of ${budget}, ${limit.toLocaleString('en-US')}${amount}${hint}`);
+  return new ClawpeerError(
+    'BUDGET_EXCEEDED',
+    `manifest of transfer ${transferId} exceeds the listener's budget of ${budget}, ${limit.toLocaleString('en-US')}${amount}${hint}`,
+  );
 }
 
 /** The budgets of this process's listener (one per process, as PROCESS_DESTINATION_LOCKS). */

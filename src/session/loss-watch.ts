@@ -33,9 +33,20 @@ export function watchLoss(session: PeerSession, log: Logger, maxConnections = AU
       sent += s.sentPackets ?? 0;
     }
     const rttMs = session.connection.stats().rttMs;
-    const verdict = p.sample({ atMs: performance.now(), rttMs, lostPackets: lost, sentPackets: sent, connections: conns.length });
+    const verdict = p.sample({
+      atMs: performance.now(),
+      rttMs,
+      lostPackets: lost,
+      sentPackets: sent,
+      connections: conns.length,
+    });
     if (verdict.kind !== 'grow') return;
-    log.info('random loss on the path: asking for more connections', { peer: session.peerId, connections: verdict.connections, lossPct: Math.round(verdict.lossRate * 1e5) / 1e3, rttMs: Math.round(rttMs * 10) / 10 });
+    log.info('random loss on the path: asking for more connections', {
+      peer: session.peerId,
+      connections: verdict.connections,
+      lossPct: Math.round(verdict.lossRate * 1e5) / 1e3,
+      rttMs: Math.round(rttMs * 10) / 10,
+    });
     session.wantConnections(verdict.connections);
   };
   tick();

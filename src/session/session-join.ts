@@ -46,13 +46,30 @@ export async function joinSession(session: PeerSession, index: number, ctx: Join
   const conn = await ctx.connect();
   try {
     const proven = nodeIdFromPublicKey(conn.remotePublicKey);
-    if (proven !== session.peerId) throw new ClawpeerError('AUTH_FAILED', `the node reached for ${ctx.label} is ${proven}, not ${session.peerId}: not joining it to the session`);
-    const stream = await withTimeout(conn.openStream(), ctx.handshakeTimeoutMs, `opening the join stream to ${ctx.label}`, ctx.signal);
-    const join = encodeControlFrame({ type: 'session-join', sessionId: session.sessionId, index, proof: joinProof(session.keys.joinKey, session.sessionId, index) });
+    if (proven !== session.peerId)
+      throw new ClawpeerError(
+        'AUTH_FAILED',
+        `the node reached for ${ctx.label} is ${proven}, not ${session.peerId}: not joining it to the session`,
+      );
+    const stream = await withTimeout(
+      conn.openStream(),
+      ctx.handshakeTimeoutMs,
+      `opening the join stream to ${ctx.label}`,
+      ctx.signal,
+    );
+    const join = encodeControlFrame({
+      type: 'session-join',
+      sessionId: session.sessionId,
+      index,
+      proof: joinProof(session.keys.joinKey, session.sessionId, index),
+    });
     await withTimeout(stream.write(join), ctx.handshakeTimeoutMs, `sending the join to ${ctx.label}`, ctx.signal);
     const reply = await readLoneMessage(stream, ctx.handshakeTimeoutMs, ctx.signal);
     if (reply?.type !== 'session-joined' || reply.index !== index) {
-      throw new ClawpeerError('PROTOCOL', `${ctx.label} answered a join with ${reply === null ? 'nothing' : reply.type}, not session-joined ${index}`);
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `${ctx.label} answered a join with ${reply === null ? 'nothing' : reply.type}, not session-joined ${index}`,
+      );
     }
     session.addConnection(conn);
     return conn;
@@ -84,9 +101,16 @@ export async function stripeSession(session: PeerSession, mode: ConnectionsMode,
       const refused = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (refused !== undefined) {
         failed = true;
-        ctx.log.warn('a connection could not join the session: going on with those it has', { peer: session.peerId, connections: session.connections().length, error: (refused.reason as Error).message });
+        ctx.log.warn('a connection could not join the session: going on with those it has', {
+          peer: session.peerId,
+          connections: session.connections().length,
+          error: (refused.reason as Error).message,
+        });
       } else {
-        ctx.log.info('connections joined the session', { peer: session.peerId, connections: session.connections().length });
+        ctx.log.info('connections joined the session', {
+          peer: session.peerId,
+          connections: session.connections().length,
+        });
       }
     });
     return growing;

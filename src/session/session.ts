@@ -164,7 +164,7 @@ export class PeerSession {
     if (!(err instanceof ClawpeerError) || err.wire !== undefined) return err;
     if (err.code !== 'CONNECTION_CLOSED' && err.code !== 'REMOTE') return err;
     try {
-      await withTimeout(this.control.receive(), waitMs, 'reading the peer\'s parting message');
+      await withTimeout(this.control.receive(), waitMs, "reading the peer's parting message");
       return err;
     } catch (peer) {
       return peer instanceof ClawpeerError && peer.wire !== undefined ? peer : err;
@@ -177,7 +177,8 @@ export class PeerSession {
    * without it. `cannot` says what the peer cannot do, `instead` what the user may do.
    */
   requireFeature(feature: FeatureName, cannot: string, instead: string): void {
-    if (!this.caps.features.includes(feature)) throw new ClawpeerError('USAGE', `peer ${this.peerId} ${cannot} (an older clawpeer): ${instead}`);
+    if (!this.caps.features.includes(feature))
+      throw new ClawpeerError('USAGE', `peer ${this.peerId} ${cannot} (an older clawpeer): ${instead}`);
   }
 
   /** The path the connection takes now (reach/paths.ts): lan, direct, mapped, punched or relayed. */

@@ -37,19 +37,26 @@ export interface BackupPlan {
 export function backupPlan(dir: string | undefined, suffix: string | undefined): BackupPlan {
   const s = suffix ?? (dir === undefined || dir === '' ? DEFAULT_BACKUP_SUFFIX : '');
   // eslint-disable-next-line no-control-regex -- control characters are what it refuses
-  if (s.includes('/') || s.includes('\\') || /[\0-\x1f]/.test(s)) throw new ClawpeerError('USAGE', `--suffix ${JSON.stringify(s)}: no slashes or control characters`);
-  if (Buffer.byteLength(s) > MAX_SUFFIX_BYTES) throw new ClawpeerError('USAGE', `--suffix is longer than ${MAX_SUFFIX_BYTES} bytes`);
+  if (s.includes('/') || s.includes('\\') || /[\0-\x1f]/.test(s))
+    throw new ClawpeerError('USAGE', `--suffix ${JSON.stringify(s)}: no slashes or control characters`);
+  if (Buffer.byteLength(s) > MAX_SUFFIX_BYTES)
+    throw new ClawpeerError('USAGE', `--suffix is longer than ${MAX_SUFFIX_BYTES} bytes`);
   if (dir === undefined || dir === '') {
-    if (s === '') throw new ClawpeerError('USAGE', 'an empty --suffix needs --backup-dir: the backup would be the file itself');
+    if (s === '')
+      throw new ClawpeerError('USAGE', 'an empty --suffix needs --backup-dir: the backup would be the file itself');
     return { suffix: s };
   }
   let normalized: string;
   try {
     normalized = normalizeSharePath(dir.replace(/(.)\/+$/, '$1')); // 'old/' as a shell completes it
   } catch (err) {
-    throw new ClawpeerError('USAGE', `--backup-dir ${JSON.stringify(dir)} must be a relative path inside the destination: ${(err as Error).message}`);
+    throw new ClawpeerError(
+      'USAGE',
+      `--backup-dir ${JSON.stringify(dir)} must be a relative path inside the destination: ${(err as Error).message}`,
+    );
   }
-  if (isInternalPath(normalized)) throw new ClawpeerError('USAGE', `--backup-dir ${JSON.stringify(dir)} names clawpeer's own state`);
+  if (isInternalPath(normalized))
+    throw new ClawpeerError('USAGE', `--backup-dir ${JSON.stringify(dir)} names clawpeer's own state`);
   return { suffix: s, dir: normalized };
 }
 

@@ -60,7 +60,12 @@ export class ChunkIndexPool {
    * its last rescan is older than the rescan interval. The first call opens it (loading the
    * persisted cache, with `partials` as its partial store); a refresh in progress is joined.
    */
-  async acquire(shareRoot: string, chunking: ChunkingParams, partials: PartialStore, signal?: AbortSignal): Promise<ChunkIndex> {
+  async acquire(
+    shareRoot: string,
+    chunking: ChunkingParams,
+    partials: PartialStore,
+    signal?: AbortSignal,
+  ): Promise<ChunkIndex> {
     if (this.#closed) throw new TypeError('chunk index pool is closed');
     const key = `${shareRoot}\0${chunking.minBytes}/${chunking.avgBytes}/${chunking.maxBytes}/${chunking.normalization}`;
     let entry = this.#entries.get(key);
@@ -115,7 +120,12 @@ export class ChunkIndexPool {
   }
 
   #save(index: ChunkIndex): Promise<void> {
-    return index.save().catch((err: unknown) => this.#log.warn('cannot save the chunk index (the next start re-hashes)', { share: index.shareRoot, error: (err as Error).message }));
+    return index.save().catch((err: unknown) =>
+      this.#log.warn('cannot save the chunk index (the next start re-hashes)', {
+        share: index.shareRoot,
+        error: (err as Error).message,
+      }),
+    );
   }
 
   /** Saves every changed index now; acquire fails afterwards. */

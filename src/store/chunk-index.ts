@@ -159,7 +159,13 @@ export class ChunkIndex {
   lookup(id: Uint8Array): ChunkLocation | undefined {
     const e = this.#chunks.get(keyOf(id));
     if (e === undefined) return undefined;
-    return { relPath: e.file.relPath, absPath: e.file.absPath, offset: e.offset, length: e.length, source: e.file.source };
+    return {
+      relPath: e.file.relPath,
+      absPath: e.file.absPath,
+      offset: e.offset,
+      length: e.length,
+      source: e.file.source,
+    };
   }
 
   has(id: Uint8Array): boolean {
@@ -270,7 +276,12 @@ export class ChunkIndex {
     const seen = new Set<string>();
     let files = 0;
     let hashed = 0;
-    const walk = scanTree(this.shareRoot, { rootName: null, onIssue: () => undefined, skipDir: (rel) => isInternalDirName(rel), ...(signal === undefined ? {} : { signal }) });
+    const walk = scanTree(this.shareRoot, {
+      rootName: null,
+      onIssue: () => undefined,
+      skipDir: (rel) => isInternalDirName(rel),
+      ...(signal === undefined ? {} : { signal }),
+    });
     for await (const entry of walk) {
       if (entry.kind !== 'file' || isInternalPath(entry.relPath)) continue;
       files++;
@@ -306,7 +317,17 @@ export class ChunkIndex {
           const relPath = path.relative(this.shareRoot, p.dataPath).split(path.sep).join('/');
           const k = keyOf(c.id);
           if (this.#chunks.has(k)) continue;
-          const rec: FileRecord = { relPath: `${relPath}#${c.offset}`, absPath: p.dataPath, source: 'partial', size: p.size, mtimeNs: 0n, ino: 0n, hashedAtMs: 0, root: p.root, chunks };
+          const rec: FileRecord = {
+            relPath: `${relPath}#${c.offset}`,
+            absPath: p.dataPath,
+            source: 'partial',
+            size: p.size,
+            mtimeNs: 0n,
+            ino: 0n,
+            hashedAtMs: 0,
+            root: p.root,
+            chunks,
+          };
           this.#files.set(rec.relPath, rec);
           this.#partialRecords.add(rec);
           this.#chunks.set(k, { file: rec, offset: c.offset, length: c.length });
@@ -330,7 +351,15 @@ export class ChunkIndex {
       if (isClawpeerError(err, 'ABORTED')) throw err;
       return; // unreadable or vanished: simply not indexed
     }
-    this.#addRecord({ relPath, absPath, source: 'file', ...key, hashedAtMs, root: manifest.root, chunks: packChunks(manifest) });
+    this.#addRecord({
+      relPath,
+      absPath,
+      source: 'file',
+      ...key,
+      hashedAtMs,
+      root: manifest.root,
+      chunks: packChunks(manifest),
+    });
   }
 
   /**
@@ -360,7 +389,8 @@ export class ChunkIndex {
     // record and two whole copies made a save of 10,000 files cost ~0.1-0.2 s, once per transfer.
     const headerBytes = 8 + 4 + 4 * 3 + 1 + 4;
     let size = headerBytes;
-    for (const rec of records) size += 2 + Buffer.byteLength(rec.relPath, 'utf8') + 8 * 3 + 8 + BLAKE3_OUT_BYTES + 4 + rec.chunks.length;
+    for (const rec of records)
+      size += 2 + Buffer.byteLength(rec.relPath, 'utf8') + 8 * 3 + 8 + BLAKE3_OUT_BYTES + 4 + rec.chunks.length;
     const out = Buffer.allocUnsafe(size + BLAKE3_OUT_BYTES);
     let o = INDEX_MAGIC.copy(out, 0);
     o = out.writeUInt32BE(INDEX_VERSION, o);
@@ -413,7 +443,13 @@ export class ChunkIndex {
     if (!bytesEqual(blake3(body), bytes.subarray(body.length))) return;
     if (!body.subarray(0, 8).equals(INDEX_MAGIC) || body.readUInt32BE(8) !== INDEX_VERSION) return;
     const c = this.#chunking;
-    if (body.readUInt32BE(12) !== c.minBytes || body.readUInt32BE(16) !== c.avgBytes || body.readUInt32BE(20) !== c.maxBytes || body.readUInt8(24) !== c.normalization) return;
+    if (
+      body.readUInt32BE(12) !== c.minBytes ||
+      body.readUInt32BE(16) !== c.avgBytes ||
+      body.readUInt32BE(20) !== c.maxBytes ||
+      body.readUInt8(24) !== c.normalization
+    )
+      return;
     const count = body.readUInt32BE(25);
     const records: FileRecord[] = [];
     let at = 29;
@@ -436,7 +472,17 @@ export class ChunkIndex {
         const chunks = Buffer.from(body.subarray(at, at + n * CHUNK_ENTRY_BYTES));
         at += n * CHUNK_ENTRY_BYTES;
         if (isInternalPath(relPath)) continue;
-        records.push({ relPath, absPath: path.join(this.shareRoot, ...relPath.split('/')), source: 'file', size, mtimeNs, ino, hashedAtMs, root, chunks });
+        records.push({
+          relPath,
+          absPath: path.join(this.shareRoot, ...relPath.split('/')),
+          source: 'file',
+          size,
+          mtimeNs,
+          ino,
+          hashedAtMs,
+          root,
+          chunks,
+        });
       }
     } catch {
       return; // truncated despite the checksum (not ours): ignore the cache

@@ -74,16 +74,24 @@ export class ConfinedDirs {
         try {
           real = realpathSync.native(abs);
         } catch (err) {
-          throw new ClawpeerError('PATH_INVALID', `${relDir} refused: ${abs} is a symlink that does not resolve`, { cause: err });
+          throw new ClawpeerError('PATH_INVALID', `${relDir} refused: ${abs} is a symlink that does not resolve`, {
+            cause: err,
+          });
         }
         if (!isConfinedRealpath(this.#root, real)) {
-          throw new ClawpeerError('PATH_INVALID', `${relDir} refused: ${abs} is a symlink to ${real}, outside the share`);
+          throw new ClawpeerError(
+            'PATH_INVALID',
+            `${relDir} refused: ${abs} is a symlink to ${real}, outside the share`,
+          );
         }
         if (!statSync(real).isDirectory()) {
           throw new ClawpeerError('FILE_EXISTS', `${abs} is a symlink to a non-directory where a directory should be`);
         }
       } else if (!st.isDirectory()) {
-        throw new ClawpeerError('FILE_EXISTS', `${abs} is a file where a directory should be (not replaced, even with --force)`);
+        throw new ClawpeerError(
+          'FILE_EXISTS',
+          `${abs} is a file where a directory should be (not replaced, even with --force)`,
+        );
       }
       this.#checked.add(abs);
     }

@@ -77,7 +77,12 @@ export function claimPaths(root: string, basePath: string, destRelPaths: readonl
   const depth = basePath === '' ? 0 : basePath.split('/').length;
   const tops = new Set<string>();
   for (const rel of destRelPaths) {
-    tops.add(rel.split('/').slice(0, depth + 1).join('/'));
+    tops.add(
+      rel
+        .split('/')
+        .slice(0, depth + 1)
+        .join('/'),
+    );
     if (tops.size > MAX_CLAIM_PATHS) return [abs(basePath)];
   }
   return tops.size === 0 ? [abs(basePath)] : [...tops].map(abs);
@@ -104,8 +109,13 @@ export class DestinationLocks {
     const deadline = performance.now() + options.waitMs;
     const aborted = (): boolean => options.signal?.aborted === true;
     for (;;) {
-      if (aborted()) throw new ClawpeerError('ABORTED', `${claim.label}: aborted while waiting for its destination`, { cause: options.signal?.reason });
-      const conflicts = [...this.#held].filter((h) => h.claim.paths.some((p) => claim.paths.some((q) => pathsOverlap(p, q))));
+      if (aborted())
+        throw new ClawpeerError('ABORTED', `${claim.label}: aborted while waiting for its destination`, {
+          cause: options.signal?.reason,
+        });
+      const conflicts = [...this.#held].filter((h) =>
+        h.claim.paths.some((p) => claim.paths.some((q) => pathsOverlap(p, q))),
+      );
       if (conflicts.length === 0) return this.#hold(claim);
       for (const h of conflicts) {
         if (h.claim.peerId !== claim.peerId || h.superseded) continue;
@@ -114,13 +124,26 @@ export class DestinationLocks {
         h.claim.supersede(claim);
       }
       const remainingMs = deadline - performance.now();
-      const released = remainingMs > 0
-        && (await withTimeout(Promise.race(conflicts.map((h) => h.released)), remainingMs, claim.label, options.signal).then(() => true, () => false));
+      const released =
+        remainingMs > 0 &&
+        (await withTimeout(
+          Promise.race(conflicts.map((h) => h.released)),
+          remainingMs,
+          claim.label,
+          options.signal,
+        ).then(
+          () => true,
+          () => false,
+        ));
       if (!released && !aborted()) {
         const first = conflicts[0];
-        const where = first?.claim.paths.find((p) => claim.paths.some((q) => pathsOverlap(p, q))) ?? claim.paths[0] ?? '';
+        const where =
+          first?.claim.paths.find((p) => claim.paths.some((q) => pathsOverlap(p, q))) ?? claim.paths[0] ?? '';
         const holder = first === undefined ? 'another transfer' : first.claim.label;
-        throw new ClawpeerError('FOLDER_BUSY', `${where} is busy: ${holder} is writing there (waited ${(options.waitMs / 1000).toFixed(1)} s); try again when it has finished`);
+        throw new ClawpeerError(
+          'FOLDER_BUSY',
+          `${where} is busy: ${holder} is writing there (waited ${(options.waitMs / 1000).toFixed(1)} s); try again when it has finished`,
+        );
       }
     }
   }
@@ -174,7 +197,13 @@ export class DestinationHold {
         paths,
         peerId: this.#peerId,
         label,
-        supersede: (by) => this.#stop.abort(new ClawpeerError('ABORTED', `${label} was superseded by ${by.label} (a rerun after this client vanished?)`)),
+        supersede: (by) =>
+          this.#stop.abort(
+            new ClawpeerError(
+              'ABORTED',
+              `${label} was superseded by ${by.label} (a rerun after this client vanished?)`,
+            ),
+          ),
       },
       { ...options, signal: this.#session },
     );

@@ -55,11 +55,15 @@ export interface AcquireFolderLockOptions {
 }
 
 function errnoCode(err: unknown): string | undefined {
-  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' ? (err as NodeJS.ErrnoException).code : undefined;
+  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string'
+    ? (err as NodeJS.ErrnoException).code
+    : undefined;
 }
 
 function ioError(what: string, file: string, err: unknown): ClawpeerError {
-  return new ClawpeerError('IO', `cannot ${what} ${file}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  return new ClawpeerError('IO', `cannot ${what} ${file}: ${err instanceof Error ? err.message : String(err)}`, {
+    cause: err,
+  });
 }
 
 /** Parses "<pid> <host>"; undefined for anything else (a torn or foreign file). */
@@ -92,8 +96,14 @@ export class FolderLock {
    * when the lock file cannot be created or read.
    */
   static async acquire(folder: string, options: AcquireFolderLockOptions = {}): Promise<FolderLock> {
-    return FolderLock.acquireFile(folderLockPath(folder), options, (who, waited) =>
-      new ClawpeerError('FOLDER_BUSY', `folder ${path.resolve(folder)} is being synced by ${who} (lock file ${folderLockPath(folder)}${waited}); if no clawpeer is running there, delete the lock file`),
+    return FolderLock.acquireFile(
+      folderLockPath(folder),
+      options,
+      (who, waited) =>
+        new ClawpeerError(
+          'FOLDER_BUSY',
+          `folder ${path.resolve(folder)} is being synced by ${who} (lock file ${folderLockPath(folder)}${waited}); if no clawpeer is running there, delete the lock file`,
+        ),
     );
   }
 
@@ -102,11 +112,16 @@ export class FolderLock {
    * peers.json). `busy` makes the error for a lock still held after the wait, from the holder
    * ("pid 12 on host") and the wait (", waited 100 ms" or '').
    */
-  static async acquireFile(file: string, options: AcquireFolderLockOptions, busy: (who: string, waited: string) => ClawpeerError): Promise<FolderLock> {
+  static async acquireFile(
+    file: string,
+    options: AcquireFolderLockOptions,
+    busy: (who: string, waited: string) => ClawpeerError,
+  ): Promise<FolderLock> {
     const waitMs = options.waitMs ?? 0;
     const pollMs = options.pollMs ?? LOCK_POLL_INTERVAL_MS;
     const { signal } = options;
-    if (!(waitMs >= 0) || !(pollMs > 0)) throw new ClawpeerError('USAGE', `folder lock waitMs must be >= 0 and pollMs > 0, got ${waitMs} and ${pollMs}`);
+    if (!(waitMs >= 0) || !(pollMs > 0))
+      throw new ClawpeerError('USAGE', `folder lock waitMs must be >= 0 and pollMs > 0, got ${waitMs} and ${pollMs}`);
     const host = hostname();
     const content = `${process.pid} ${host}\n`;
     try {
@@ -116,7 +131,8 @@ export class FolderLock {
     }
     const deadline = performance.now() + waitMs;
     for (;;) {
-      if (signal?.aborted === true) throw new ClawpeerError('ABORTED', `waiting for ${file} aborted`, { cause: signal.reason });
+      if (signal?.aborted === true)
+        throw new ClawpeerError('ABORTED', `waiting for ${file} aborted`, { cause: signal.reason });
       if (await FolderLock.#tryCreate(file, content)) return new FolderLock(file, content);
       const holder = await FolderLock.#readHolder(file);
       if (holder === 'gone') continue; // released between our create and read: retry at once
@@ -133,7 +149,11 @@ export class FolderLock {
         throw busy(who, waitMs > 0 ? `, waited ${waitMs} ms` : '');
       }
       try {
-        await sleep(Math.min(pollMs, Math.max(1, deadline - performance.now())), undefined, signal === undefined ? {} : { signal });
+        await sleep(
+          Math.min(pollMs, Math.max(1, deadline - performance.now())),
+          undefined,
+          signal === undefined ? {} : { signal },
+        );
       } catch (err) {
         throw new ClawpeerError('ABORTED', `waiting for ${file} aborted`, { cause: err });
       }
@@ -213,7 +233,10 @@ export class FolderLock {
     }
     try {
       const moved = parseLockFile(await readFile(aside, 'utf8'));
-      const same = moved === undefined ? holder === undefined : holder !== undefined && moved.pid === holder.pid && moved.host === holder.host;
+      const same =
+        moved === undefined
+          ? holder === undefined
+          : holder !== undefined && moved.pid === holder.pid && moved.host === holder.host;
       if (!same) {
         // The lock changed hands after we read it: put the live one back unless a newer exists.
         await link(aside, file).catch((err: unknown) => {

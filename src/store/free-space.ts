@@ -20,7 +20,11 @@ export interface FileSystemSpace {
 }
 
 /** Why writing `needBytes` more would not fit in `space` (keeping the margin), or undefined if it fits. */
-export function spaceShortfall(needBytes: number, space: FileSystemSpace, minFreeFraction = MIN_FREE_FRACTION): string | undefined {
+export function spaceShortfall(
+  needBytes: number,
+  space: FileSystemSpace,
+  minFreeFraction = MIN_FREE_FRACTION,
+): string | undefined {
   const keep = Math.ceil(space.totalBytes * minFreeFraction);
   if (needBytes + keep <= space.availableBytes) return undefined;
   return `it writes ${human(needBytes)} and ${human(space.availableBytes)} are free, of which ${human(keep)} (${minFreeFraction * 100}% of the file system) stay free`;
@@ -31,7 +35,9 @@ export async function fileSystemSpace(dir: string): Promise<FileSystemSpace> {
   const real = { availableBytes: st.bavail * st.bsize, totalBytes: st.blocks * st.bsize };
   // Tests pretend a nearly full disk (test-hooks.ts); never more room than there is.
   const fake = TEST_HOOKS.freeBytes;
-  return fake === undefined ? real : { availableBytes: Math.min(fake, real.availableBytes), totalBytes: real.totalBytes };
+  return fake === undefined
+    ? real
+    : { availableBytes: Math.min(fake, real.availableBytes), totalBytes: real.totalBytes };
 }
 
 /**

@@ -14,7 +14,12 @@ export const TEMP_FILE_PREFIX = '.clawpeer-tmp-';
 
 /** `name` as the strictest file system could see it: compatibility-normalised, case-folded, no trailing dots or spaces. */
 export function foldName(name: string): string {
-  return name.normalize('NFKC').toUpperCase().toLowerCase().normalize('NFKC').replace(/[. ]+$/, '');
+  return name
+    .normalize('NFKC')
+    .toUpperCase()
+    .toLowerCase()
+    .normalize('NFKC')
+    .replace(/[. ]+$/, '');
 }
 
 // Only names with a non-ASCII character need the full fold; plain ASCII folds with toLowerCase.

@@ -16,6 +16,11 @@ export interface Keeper {
  * node's id when the transfer may replace (--force, --update) and makes no backups of its own,
  * else undefined. Here, free of imports, so a pull decides before it loads the revision log.
  */
-export function replacedHistoryNode(o: { readonly force: boolean; readonly existing?: string | undefined; readonly backup?: unknown; readonly nodeId?: string | undefined }): string | undefined {
+export function replacedHistoryNode(o: {
+  readonly force: boolean;
+  readonly existing?: string | undefined;
+  readonly backup?: unknown;
+  readonly nodeId?: string | undefined;
+}): string | undefined {
   return o.backup === undefined && (o.force || o.existing === 'update') ? o.nodeId : undefined;
 }

@@ -160,7 +160,15 @@ export class Partial implements PartialTarget {
   readonly resumed: boolean;
 
   /** @internal use PartialStore.openPartial */
-  constructor(target: PartialTarget, dataPath: string, journalPath: string, data: FileHandle, journal: FileHandle, chunks: readonly PartialChunk[], resumed = false) {
+  constructor(
+    target: PartialTarget,
+    dataPath: string,
+    journalPath: string,
+    data: FileHandle,
+    journal: FileHandle,
+    chunks: readonly PartialChunk[],
+    resumed = false,
+  ) {
     this.resumed = resumed;
     this.relPath = target.relPath;
     this.root = target.root;
@@ -195,7 +203,8 @@ export class Partial implements PartialTarget {
    */
   async write(chunk: PartialChunk, bytes: Uint8Array): Promise<void> {
     const data = this.dataHandle;
-    if (bytes.length !== chunk.length) throw new TypeError(`chunk at ${chunk.offset} of ${this.relPath} is ${chunk.length} bytes, not ${bytes.length}`);
+    if (bytes.length !== chunk.length)
+      throw new TypeError(`chunk at ${chunk.offset} of ${this.relPath} is ${chunk.length} bytes, not ${bytes.length}`);
     this.#checkFits(chunk);
     try {
       let done = 0;
@@ -219,7 +228,8 @@ export class Partial implements PartialTarget {
   }
 
   #checkFits(chunk: PartialChunk): void {
-    if (chunk.offset + chunk.length > this.size) throw new TypeError(`chunk at ${chunk.offset}+${chunk.length} does not fit ${this.relPath} (${this.size} bytes)`);
+    if (chunk.offset + chunk.length > this.size)
+      throw new TypeError(`chunk at ${chunk.offset}+${chunk.length} does not fit ${this.relPath} (${this.size} bytes)`);
   }
 
   /** Journals `chunk` as held (once). */
@@ -356,8 +366,16 @@ export class PartialStore {
     let resumed = false;
     try {
       const existing = await this.#readJournal(journalPath, target.size);
-      if (existing !== undefined && existing.target.relPath === target.relPath && bytesEqual(existing.target.root, target.root) && existing.target.size === target.size) {
-        const dataSize = await stat(dataPath).then((s) => s.size, () => -1);
+      if (
+        existing !== undefined &&
+        existing.target.relPath === target.relPath &&
+        bytesEqual(existing.target.root, target.root) &&
+        existing.target.size === target.size
+      ) {
+        const dataSize = await stat(dataPath).then(
+          (s) => s.size,
+          () => -1,
+        );
         if (dataSize === target.size) {
           resumed = true;
           chunks = existing.chunks;
@@ -418,7 +436,10 @@ export class PartialStore {
     }
   }
 
-  async #readJournal(journalPath: string, maxSize: number): Promise<{ target: PartialTarget; chunks: PartialChunk[]; goodLength: number; fileLength: number } | undefined> {
+  async #readJournal(
+    journalPath: string,
+    maxSize: number,
+  ): Promise<{ target: PartialTarget; chunks: PartialChunk[]; goodLength: number; fileLength: number } | undefined> {
     let bytes: Buffer;
     try {
       // A journal lists at most one record per chunk; chunks are >= 1 byte, so size bounds it.
@@ -457,7 +478,11 @@ export class PartialStore {
    * journal does not parse, data files without a journal, and those `keep` returns false for.
    * Returns the number of partials removed.
    */
-  async discardStale(options: { nowMs: number; maxAgeMs?: number; keep?: (target: PartialTarget) => boolean }): Promise<number> {
+  async discardStale(options: {
+    nowMs: number;
+    maxAgeMs?: number;
+    keep?: (target: PartialTarget) => boolean;
+  }): Promise<number> {
     const maxAgeMs = options.maxAgeMs ?? DEFAULT_PARTIAL_MAX_AGE_MS;
     const live = new Set<string>();
     let removed = 0;
@@ -472,7 +497,11 @@ export class PartialStore {
       }
     }
     for (const name of this.#names()) {
-      const base = name.endsWith(DATA_SUFFIX) ? name.slice(0, -DATA_SUFFIX.length) : name.endsWith(JOURNAL_SUFFIX) ? name.slice(0, -JOURNAL_SUFFIX.length) : undefined;
+      const base = name.endsWith(DATA_SUFFIX)
+        ? name.slice(0, -DATA_SUFFIX.length)
+        : name.endsWith(JOURNAL_SUFFIX)
+          ? name.slice(0, -JOURNAL_SUFFIX.length)
+          : undefined;
       if (base === undefined || live.has(base)) continue;
       await rm(path.join(this.dir, name), { force: true });
       if (name.endsWith(JOURNAL_SUFFIX)) removed++;
@@ -482,11 +511,16 @@ export class PartialStore {
 }
 
 /** Keeps the journaled chunks whose bytes in the data file still hash to their id. */
-async function verifyChunks(data: FileHandle, chunks: readonly PartialChunk[], signal: AbortSignal | undefined): Promise<PartialChunk[]> {
+async function verifyChunks(
+  data: FileHandle,
+  chunks: readonly PartialChunk[],
+  signal: AbortSignal | undefined,
+): Promise<PartialChunk[]> {
   const good: PartialChunk[] = [];
   let buf = Buffer.alloc(0);
   for (const c of chunks) {
-    if (signal?.aborted === true) throw new ClawpeerError('ABORTED', 'resume verification aborted', { cause: signal.reason });
+    if (signal?.aborted === true)
+      throw new ClawpeerError('ABORTED', 'resume verification aborted', { cause: signal.reason });
     if (buf.length < c.length) buf = Buffer.alloc(c.length);
     const view = buf.subarray(0, c.length);
     let filled = 0;

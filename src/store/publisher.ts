@@ -6,7 +6,21 @@
 // (what to do about what is at a final path), publish-symlinks.ts (symlinks).
 
 import { chmod, copyFile, lstat, open, rename, rm, utimes, type FileHandle } from 'node:fs/promises';
-import { closeSync, constants as fsConstants, fchmodSync, fstatSync, futimesSync, linkSync, lstatSync, openSync, realpathSync, renameSync, statSync, unlinkSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants as fsConstants,
+  fchmodSync,
+  fstatSync,
+  futimesSync,
+  linkSync,
+  lstatSync,
+  openSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  type Stats,
+} from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ClawpeerError } from '../errors.js';
@@ -64,7 +78,13 @@ export class Publisher {
     this.#policy = options.existing ?? (options.force === true ? 'replace' : 'refuse');
     this.#dirs = new ConfinedDirs(shareRoot, this.#dirtyDirs);
     const backup = options.backup;
-    this.backups = backup === undefined ? undefined : new Backups(backup.plan, backup.destBase, { dirAt: (relDir) => this.#dirs.dir(relDir, true), tempName: tempNameFor });
+    this.backups =
+      backup === undefined
+        ? undefined
+        : new Backups(backup.plan, backup.destBase, {
+            dirAt: (relDir) => this.#dirs.dir(relDir, true),
+            tempName: tempNameFor,
+          });
     this.#keeper = this.backups ?? options.keeper;
     this.#fsync = options.fsync !== 'none';
     this.#symlinkPlace = { shareRoot, policy: this.#policy, keepReplaced: (rel, abs) => this.#keepReplaced(rel, abs) };
@@ -84,7 +104,8 @@ export class Publisher {
     try {
       // Synchronous, as the directory checks: two awaited calls took 2.7-3.7 ms before a push.
       root = realpathSync.native(options.shareRoot);
-      if (!statSync(root).isDirectory()) throw new ClawpeerError('IO', `share root ${options.shareRoot} is not a directory`);
+      if (!statSync(root).isDirectory())
+        throw new ClawpeerError('IO', `share root ${options.shareRoot} is not a directory`);
     } catch (err) {
       throw ioError('open share', options.shareRoot, err);
     }
@@ -104,7 +125,8 @@ export class Publisher {
   /** Normalises and refuses internal names. */
   #normalize(relPath: string): string {
     const rel = normalizeSharePath(relPath);
-    if (isInternalPath(rel)) throw new ClawpeerError('PATH_INVALID', `path ${JSON.stringify(relPath)} refused: it names clawpeer's own state`);
+    if (isInternalPath(rel))
+      throw new ClawpeerError('PATH_INVALID', `path ${JSON.stringify(relPath)} refused: it names clawpeer's own state`);
     return rel;
   }
 
@@ -127,7 +149,11 @@ export class Publisher {
     const st = await lstat(abs, { bigint: true });
     const known = this.#options.knownRoot?.(rel, st);
     if (known !== undefined) return known;
-    const manifest = await manifestFromFile(abs, this.#options.chunking, this.#options.signal === undefined ? {} : { signal: this.#options.signal });
+    const manifest = await manifestFromFile(
+      abs,
+      this.#options.chunking,
+      this.#options.signal === undefined ? {} : { signal: this.#options.signal },
+    );
     return manifest.root;
   }
 
@@ -140,13 +166,19 @@ export class Publisher {
     }
     if (st === undefined) return { kind: 'absent' };
     if (st.isDirectory()) {
-      throw new ClawpeerError('FILE_EXISTS', `${abs} is a directory where a file should be (not replaced, even with --force)`);
+      throw new ClawpeerError(
+        'FILE_EXISTS',
+        `${abs} is a directory where a file should be (not replaced, even with --force)`,
+      );
     }
     const { mtimeMs } = st;
     if (!st.isFile()) return { kind: 'different', what: st.isSymbolicLink() ? 'a symlink' : 'a special file', mtimeMs };
-    if (st.size !== manifest.size) return { kind: 'different', what: `a different file (${st.size} bytes, incoming ${manifest.size})`, mtimeMs };
+    if (st.size !== manifest.size)
+      return { kind: 'different', what: `a different file (${st.size} bytes, incoming ${manifest.size})`, mtimeMs };
     const root = await this.#rootOf(rel, abs);
-    return bytesEqual(root, manifest.root) ? { kind: 'identical', mode: st.mode & PUBLISH_MODE_MASK, mtimeMs, atime: st.atime } : { kind: 'different', what: 'a file with different content', mtimeMs };
+    return bytesEqual(root, manifest.root)
+      ? { kind: 'identical', mode: st.mode & PUBLISH_MODE_MASK, mtimeMs, atime: st.atime }
+      : { kind: 'different', what: 'a file with different content', mtimeMs };
   }
 
   /** What to do about what is at `abs` for a file modified at `incomingMtimeMs` (final-path-verdicts.ts). */
@@ -164,18 +196,27 @@ export class Publisher {
    * existing-file policy); throws what stageFile would (FILE_EXISTS, PATH_INVALID, PROTOCOL).
    * For dry runs.
    */
-  async verdict(file: PublishFile): Promise<{ outcome: 'new' | 'identical' | 'replace' | 'kept'; metadata?: MetadataSet }> {
+  async verdict(
+    file: PublishFile,
+  ): Promise<{ outcome: 'new' | 'identical' | 'replace' | 'kept'; metadata?: MetadataSet }> {
     const { rel, relDir } = this.#checkedFile(file);
     const dirAbs = this.#dirs.walk(relDir, 'probe');
     if (dirAbs === undefined) return { outcome: 'new' };
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
     const existing = await this.#existing(rel, finalPath, file.manifest);
     const metadata = existing.kind === 'identical' ? this.#metadataToSet(existing, file) : undefined;
-    return { outcome: this.#outcome(existing, finalPath, file.mtimeMs), ...(metadata === undefined ? {} : { metadata }) };
+    return {
+      outcome: this.#outcome(existing, finalPath, file.mtimeMs),
+      ...(metadata === undefined ? {} : { metadata }),
+    };
   }
 
   /** Sets what #metadataToSet says on an identical file; what was set. */
-  #refreshMetadata(abs: string, existing: Extract<Existing, { kind: 'identical' }>, file: PublishFile): MetadataSet | undefined {
+  #refreshMetadata(
+    abs: string,
+    existing: Extract<Existing, { kind: 'identical' }>,
+    file: PublishFile,
+  ): MetadataSet | undefined {
     const plan = this.#metadataToSet(existing, file);
     if (plan === undefined) return undefined;
     // Through a descriptor opened without following links: the path was a regular file when it
@@ -221,7 +262,10 @@ export class Publisher {
    * for a malformed manifest. `resumable` stages in the partial store (when the publisher has
    * one), so received chunks survive a crash.
    */
-  async stageFile(file: PublishFile, options: { resumable?: boolean } = {}): Promise<StagedFile | 'identical' | 'kept'> {
+  async stageFile(
+    file: PublishFile,
+    options: { resumable?: boolean } = {},
+  ): Promise<StagedFile | 'identical' | 'kept'> {
     const { rel, relDir } = this.#checkedFile(file);
     const dirAbs = this.#dirs.dir(relDir, true);
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
@@ -241,9 +285,22 @@ export class Publisher {
         { relPath: rel, root: file.manifest.root, size: file.manifest.size },
         this.#options.signal === undefined ? {} : { signal: this.#options.signal },
       );
-      staged = new StagedFile(normalized, finalPath, partial.dataPath, partial.dataHandle, partial, this.#earlyWritebackBytes());
+      staged = new StagedFile(
+        normalized,
+        finalPath,
+        partial.dataPath,
+        partial.dataHandle,
+        partial,
+        this.#earlyWritebackBytes(),
+      );
     } else if (file.manifest.size <= IN_MEMORY_MAX_BYTES) {
-      staged = new StagedFile(normalized, finalPath, path.join(dirAbs, tempNameFor(path.posix.basename(rel))), 'memory', undefined);
+      staged = new StagedFile(
+        normalized,
+        finalPath,
+        path.join(dirAbs, tempNameFor(path.posix.basename(rel))),
+        'memory',
+        undefined,
+      );
     } else {
       const stagingPath = path.join(dirAbs, tempNameFor(path.posix.basename(rel)));
       let handle: FileHandle;
@@ -418,7 +475,11 @@ export class Publisher {
    * the existing-file policy replaces it ('replaced'), or keeps it ('kept'); a directory: always
    * FILE_EXISTS.
    */
-  async makeSymlink(relPath: string, target: string, mtimeMs?: number): Promise<'created' | 'replaced' | 'identical' | 'kept'> {
+  async makeSymlink(
+    relPath: string,
+    target: string,
+    mtimeMs?: number,
+  ): Promise<'created' | 'replaced' | 'identical' | 'kept'> {
     this.#checkAborted();
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
@@ -428,24 +489,27 @@ export class Publisher {
     return made;
   }
 
-
   /**
    * What makeSymlink would do, creating nothing (dry runs): 'new', 'identical', 'replace' or
    * 'kept'; throws what it would (PATH_INVALID, FILE_EXISTS).
    */
-  async symlinkVerdict(relPath: string, target: string, mtimeMs?: number): Promise<'new' | 'identical' | 'replace' | 'kept'> {
+  async symlinkVerdict(
+    relPath: string,
+    target: string,
+    mtimeMs?: number,
+  ): Promise<'new' | 'identical' | 'replace' | 'kept'> {
     this.#checkAborted();
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
     const dirAbs = this.#dirs.walk(relDir, 'probe');
     if (dirAbs === undefined) {
       // The directory would be made: the link's depth is its path's.
-      if (!symlinkTargetIsConfined(relDir === '' ? 0 : relDir.split('/').length, target)) throw symlinkEscapes(rel, target);
+      if (!symlinkTargetIsConfined(relDir === '' ? 0 : relDir.split('/').length, target))
+        throw symlinkEscapes(rel, target);
       return 'new';
     }
     return symlinkVerdictIn(this.#symlinkPlace, rel, dirAbs, target, mtimeMs);
   }
-
 
   /**
    * Sets mode and mtime of directories after their contents are in place (a directory's mtime

@@ -26,7 +26,8 @@ export class RevisionStorePool {
     const kept = this.#byFolder.get(folder);
     if (kept !== undefined) {
       const ino = await dirIno(kept.store.dir);
-      if (kept.store.nodeId === nodeId && ino !== undefined && ino === kept.ino && kept.store.isCurrent()) return kept.store;
+      if (kept.store.nodeId === nodeId && ino !== undefined && ino === kept.ino && kept.store.isCurrent())
+        return kept.store;
       this.#byFolder.delete(folder);
       await kept.store.close();
     }

@@ -18,7 +18,27 @@ import { revlogProblems } from './revlog-check.js';
 import { revlogWriter, type RevisionWriter } from './revlog-writer.js';
 
 export type { RevisionDraft, RevisionWriter } from './revlog-writer.js';
-import { REVLOG_DIR_NAME, WARM_VALUE_BYTES, META_COUNTER, META_LIVE_HEADS, META_ID_CHANGES, META_NODE, META_PEER, WARM_KEY_MAX_BYTES, type WarmStat, hashPath, pathKey, warmKey, u64, readU64, encodeWarmStat, corrupt, historyRange, type Dbs, openRevlog } from './revlog-format.js';
+import {
+  REVLOG_DIR_NAME,
+  WARM_VALUE_BYTES,
+  META_COUNTER,
+  META_LIVE_HEADS,
+  META_ID_CHANGES,
+  META_NODE,
+  META_PEER,
+  WARM_KEY_MAX_BYTES,
+  type WarmStat,
+  hashPath,
+  pathKey,
+  warmKey,
+  u64,
+  readU64,
+  encodeWarmStat,
+  corrupt,
+  historyRange,
+  type Dbs,
+  openRevlog,
+} from './revlog-format.js';
 
 /** One revision of a path's history, as gc walks it. */
 interface HistoryItem {
@@ -54,7 +74,14 @@ export class RevisionStore {
   #idChanges: number;
   #stale = false;
 
-  private constructor(dir: string, nodeId: string, env: RootDatabase<Buffer, Buffer>, db: Dbs, ids: MerkleIdSet, idChanges: number) {
+  private constructor(
+    dir: string,
+    nodeId: string,
+    env: RootDatabase<Buffer, Buffer>,
+    db: Dbs,
+    ids: MerkleIdSet,
+    idChanges: number,
+  ) {
     this.dir = dir;
     this.nodeId = nodeId;
     this.#env = env;
@@ -340,7 +367,17 @@ export class RevisionStore {
     let result: T;
     try {
       result = this.#env.transactionSync(() => {
-        const { writer, finish } = revlogWriter({ db: this.#db, dir: this.dir, nodeId: this.nodeId, get: (id) => this.#get(id), head: (p) => this.#head(p), pathVector: (pk) => this.#pathVector(pk) }, added);
+        const { writer, finish } = revlogWriter(
+          {
+            db: this.#db,
+            dir: this.dir,
+            nodeId: this.nodeId,
+            get: (id) => this.#get(id),
+            head: (p) => this.#head(p),
+            pathVector: (pk) => this.#pathVector(pk),
+          },
+          added,
+        );
         const out = fn(writer);
         if (out instanceof Promise) throw new TypeError('RevisionStore.write() callback must be synchronous');
         finish();
@@ -363,7 +400,8 @@ export class RevisionStore {
    */
   gc(keepLast: number): GcResult {
     this.#checkOpen();
-    if (!Number.isSafeInteger(keepLast) || keepLast < 1) throw new ClawpeerError('USAGE', `gc keepLast must be an integer >= 1, got ${keepLast}`);
+    if (!Number.isSafeInteger(keepLast) || keepLast < 1)
+      throw new ClawpeerError('USAGE', `gc keepLast must be an integer >= 1, got ${keepLast}`);
     return this.#prune((group) => group.slice(0, Math.max(0, group.length - keepLast)));
   }
 
@@ -379,7 +417,9 @@ export class RevisionStore {
     this.#checkOpen();
     return this.#prune((group, isHead) => {
       // The head is not a version the policy counts: it always stays.
-      const aged = group.map((g, k) => ({ ...g, replacedAtMs: Number((group[k + 1]?.rev.mtimeNs ?? g.rev.mtimeNs) / 1_000_000n) })).filter((g) => !isHead(g));
+      const aged = group
+        .map((g, k) => ({ ...g, replacedAtMs: Number((group[k + 1]?.rev.mtimeNs ?? g.rev.mtimeNs) / 1_000_000n) }))
+        .filter((g) => !isHead(g));
       const keep = versionsToKeep(policy, aged, nowMs);
       return aged.filter((_, k) => keep[k] !== true);
     });
@@ -390,7 +430,9 @@ export class RevisionStore {
    * memory is bounded by the longest history, not the store. `choose` names the revisions to
    * drop; a head is never dropped, whatever it says. The dropped ids are recorded as pruned.
    */
-  #prune(choose: (group: readonly HistoryItem[], isHead: (g: HistoryItem) => boolean) => readonly HistoryItem[]): GcResult {
+  #prune(
+    choose: (group: readonly HistoryItem[], isHead: (g: HistoryItem) => boolean) => readonly HistoryItem[],
+  ): GcResult {
     const dropped: Uint8Array[] = [];
     const released: Uint8Array[] = [];
     this.#env.transactionSync(() => {

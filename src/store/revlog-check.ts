@@ -45,7 +45,8 @@ export function revlogProblems(v: RevlogCheckView): string[] {
     inHistory.set(idHex, (inHistory.get(idHex) ?? 0) + 1);
     const pk = revPathKey.get(idHex);
     if (pk === undefined) problems.push(`history entry names missing revision ${idHex}`);
-    else if (pk !== toHex(key.subarray(0, BLAKE3_OUT_BYTES))) problems.push(`history entry of revision ${idHex} is under another path`);
+    else if (pk !== toHex(key.subarray(0, BLAKE3_OUT_BYTES)))
+      problems.push(`history entry of revision ${idHex} is under another path`);
   }
   for (const idHex of revPathKey.keys()) {
     const n = inHistory.get(idHex) ?? 0;
@@ -66,17 +67,27 @@ export function revlogProblems(v: RevlogCheckView): string[] {
   for (const { key, value } of v.db.warm.getRange({ snapshot: true })) {
     const head = warmable.get(toHex(key));
     if (head === undefined) problems.push(`warm entry ${toHex(key)} is not under a live file head`);
-    else if (!bytesEqual(value.subarray(0, BLAKE3_OUT_BYTES), head.headId) || value.readUInt32BE(WARM_VALUE_BYTES - 4) !== head.mode) {
+    else if (
+      !bytesEqual(value.subarray(0, BLAKE3_OUT_BYTES), head.headId) ||
+      value.readUInt32BE(WARM_VALUE_BYTES - 4) !== head.mode
+    ) {
       problems.push(`warm entry ${toHex(key)} is not certified for its head`);
     }
   }
   const storedRefs = new Map<string, number>();
-  for (const { key, value } of v.db.roots.getRange({ snapshot: true })) storedRefs.set(toHex(key), value.readUInt32BE(0));
-  for (const [root, n] of refs) if (storedRefs.get(root) !== n) problems.push(`content root ${root}: ${n} references, count says ${storedRefs.get(root) ?? 0}`);
-  for (const [root, n] of storedRefs) if (!refs.has(root)) problems.push(`content root ${root}: count ${n} but no revision references it`);
-  for (const key of v.db.pruned.getKeys({ snapshot: true })) if (revPathKey.has(toHex(key))) problems.push(`revision ${toHex(key)} is stored and pruned`);
-  if (v.localCounter() < maxOwn) problems.push(`local counter ${v.localCounter()} is below this node's stored counter ${maxOwn}`);
+  for (const { key, value } of v.db.roots.getRange({ snapshot: true }))
+    storedRefs.set(toHex(key), value.readUInt32BE(0));
+  for (const [root, n] of refs)
+    if (storedRefs.get(root) !== n)
+      problems.push(`content root ${root}: ${n} references, count says ${storedRefs.get(root) ?? 0}`);
+  for (const [root, n] of storedRefs)
+    if (!refs.has(root)) problems.push(`content root ${root}: count ${n} but no revision references it`);
+  for (const key of v.db.pruned.getKeys({ snapshot: true }))
+    if (revPathKey.has(toHex(key))) problems.push(`revision ${toHex(key)} is stored and pruned`);
+  if (v.localCounter() < maxOwn)
+    problems.push(`local counter ${v.localCounter()} is below this node's stored counter ${maxOwn}`);
   const stored = MerkleIdSet.fromIds(packed);
-  if (stored.size !== v.ids.size || !bytesEqual(stored.root(), v.ids.root())) problems.push('in-memory Merkle set differs from the stored ids');
+  if (stored.size !== v.ids.size || !bytesEqual(stored.root(), v.ids.root()))
+    problems.push('in-memory Merkle set differs from the stored ids');
   return problems;
 }

@@ -141,7 +141,11 @@ export function encodeWarmStat(stat: WarmStat, v: Buffer): Buffer {
 }
 
 export function corrupt(dir: string, detail: string, cause?: unknown): ClawpeerError {
-  return new ClawpeerError('IO', `revision log in ${dir} is corrupt: ${detail}`, cause === undefined ? undefined : { cause });
+  return new ClawpeerError(
+    'IO',
+    `revision log in ${dir} is corrupt: ${detail}`,
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 export function historyKey(pk: Uint8Array, seq: number): Buffer {
@@ -174,7 +178,13 @@ export function upgradeFromV1(dir: string, db: Dbs, oldWarm: Database<Buffer, Bu
     if (rev.deleted) continue;
     live++;
     const w = oldWarm.get(pk);
-    if (rev.kind !== 'file' || w === undefined || w.length !== WARM_VALUE_BYTES || !bytesEqual(w.subarray(0, BLAKE3_OUT_BYTES), headId)) continue;
+    if (
+      rev.kind !== 'file' ||
+      w === undefined ||
+      w.length !== WARM_VALUE_BYTES ||
+      !bytesEqual(w.subarray(0, BLAKE3_OUT_BYTES), headId)
+    )
+      continue;
     if (w.readUInt32BE(WARM_VALUE_BYTES - 4) !== rev.mode) continue;
     db.warm.putSync(warmKey(rev.path), Buffer.from(w));
   }
@@ -213,11 +223,23 @@ export async function openRevlog(dir: string): Promise<OpenRevlog> {
     await mkdir(dir, { recursive: true, mode: 0o700 });
     // lmdb-js makes data.mdb and lock.mdb 0664 unless told otherwise (an option its typings omit).
     const privateFiles: Record<string, unknown> = { permissionsMode: 0o600 };
-    env = open<Buffer, Buffer>({ path: dir, noSubdir: false, maxDbs: MAX_DBS, encoding: 'binary', keyEncoding: 'binary', ...privateFiles });
+    env = open<Buffer, Buffer>({
+      path: dir,
+      noSubdir: false,
+      maxDbs: MAX_DBS,
+      encoding: 'binary',
+      keyEncoding: 'binary',
+      ...privateFiles,
+    });
   } catch (err) {
-    throw new ClawpeerError('IO', `cannot open the revision log in ${dir}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new ClawpeerError(
+      'IO',
+      `cannot open the revision log in ${dir}: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
-  const sub = (name: string): Database<Buffer, Buffer> => env.openDB<Buffer, Buffer>({ name, encoding: 'binary', keyEncoding: 'binary' });
+  const sub = (name: string): Database<Buffer, Buffer> =>
+    env.openDB<Buffer, Buffer>({ name, encoding: 'binary', keyEncoding: 'binary' });
   try {
     const db: Dbs = {
       revs: sub('revs'),
@@ -239,7 +261,10 @@ export async function openRevlog(dir: string): Promise<OpenRevlog> {
         if (readU64(db.meta.get(META_FORMAT)) === REVLOG_FORMAT_V1) upgradeFromV1(dir, db, sub('warm'));
       });
     } else if (readU64(format) !== REVLOG_FORMAT_VERSION) {
-      throw corrupt(dir, `layout version ${readU64(format)}, this version of clawpeer reads ${REVLOG_FORMAT_V1} and ${REVLOG_FORMAT_VERSION}`);
+      throw corrupt(
+        dir,
+        `layout version ${readU64(format)}, this version of clawpeer reads ${REVLOG_FORMAT_V1} and ${REVLOG_FORMAT_VERSION}`,
+      );
     }
     // Read before the ids: a change committed in between makes the store look stale, never current.
     const idChanges = readU64(db.meta.get(META_ID_CHANGES));
@@ -247,7 +272,8 @@ export async function openRevlog(dir: string): Promise<OpenRevlog> {
     const packed = new Uint8Array(count * BLAKE3_OUT_BYTES);
     let o = 0;
     for (const key of db.revs.getKeys({ snapshot: true })) {
-      if (key.length !== BLAKE3_OUT_BYTES || o >= packed.length) throw corrupt(dir, 'a revision key is not a 32-byte id');
+      if (key.length !== BLAKE3_OUT_BYTES || o >= packed.length)
+        throw corrupt(dir, 'a revision key is not a 32-byte id');
       packed.set(key, o);
       o += BLAKE3_OUT_BYTES;
     }

@@ -4,7 +4,20 @@
 import { bytesEqual, toHex } from '../chunking/blake3.js';
 import { revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
 import { counterOf, encodeVector, incrementVector, mergeVectors, type VersionVector } from '../sync/version-vector.js';
-import { META_COUNTER, META_LIVE_HEADS, META_SEQ, corrupt, encodeWarm, historyKey, pathKey, readU64, u64, warmKey, type Dbs, type WarmStat } from './revlog-format.js';
+import {
+  META_COUNTER,
+  META_LIVE_HEADS,
+  META_SEQ,
+  corrupt,
+  encodeWarm,
+  historyKey,
+  pathKey,
+  readU64,
+  u64,
+  warmKey,
+  type Dbs,
+  type WarmStat,
+} from './revlog-format.js';
 
 /** A revision made here, before the store gives it an origin and a version vector. */
 export type RevisionDraft = Omit<Revision, 'origin' | 'vector'>;
@@ -44,7 +57,7 @@ export interface WriterStore {
 }
 
 export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer: RevisionWriter; finish: () => void } {
-const db = store.db;
+  const db = store.db;
   // The arrival sequence and the local counter are read once and written once per transaction
   // (finish), not per record: a scan recording 10,000 new files makes 40,000 LMDB calls less.
   let seq: number | undefined;
@@ -60,10 +73,15 @@ const db = store.db;
   const fresh = new Map<string, RevisionEntry>();
   // Heads set by this transaction, by path key (latin1): setWarm right after need not read them.
   const freshHeads = new Map<string, Buffer>();
-  const lookup = (id: Uint8Array): RevisionEntry | undefined => fresh.get(Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('latin1')) ?? store.get(id);
+  const lookup = (id: Uint8Array): RevisionEntry | undefined =>
+    fresh.get(Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('latin1')) ?? store.get(id);
   // `mergedVector`: the path's vector after this revision, when the caller knows it already;
   // `knownPk`: the path's key, when the caller computed it (a path hash each).
-  const put = (input: Revision | RevisionEntry, mergedVector?: VersionVector, knownPk?: Buffer): { entry: RevisionEntry; added: boolean } => {
+  const put = (
+    input: Revision | RevisionEntry,
+    mergedVector?: VersionVector,
+    knownPk?: Buffer,
+  ): { entry: RevisionEntry; added: boolean } => {
     const entry = 'encoded' in input ? input : revisionEntry(input);
     if ('encoded' in input && !bytesEqual(revisionIdOf(entry.encoded), entry.id)) {
       throw new TypeError(`revision entry of ${entry.revision.path} does not hash to its id`);
@@ -95,12 +113,14 @@ const db = store.db;
     let wasLive = false;
     if (before !== undefined) {
       const old = lookup(before);
-      if (old === undefined) throw corrupt(store.dir, `head of ${entry.revision.path} (${toHex(before)}) is not a stored revision`);
+      if (old === undefined)
+        throw corrupt(store.dir, `head of ${entry.revision.path} (${toHex(before)}) is not a stored revision`);
       wasLive = !old.revision.deleted;
       // The warm entry was certified for the old head (a path without a head has none).
       db.warm.removeSync(warmKey(entry.revision.path));
     }
-    liveHeads = (liveHeads ?? readU64(db.meta.get(META_LIVE_HEADS))) + (entry.revision.deleted ? 0 : 1) - (wasLive ? 1 : 0);
+    liveHeads =
+      (liveHeads ?? readU64(db.meta.get(META_LIVE_HEADS))) + (entry.revision.deleted ? 0 : 1) - (wasLive ? 1 : 0);
     const headId = Buffer.from(id);
     db.heads.putSync(pk, headId);
     freshHeads.set(pk.toString('latin1'), headId);

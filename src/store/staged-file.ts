@@ -63,7 +63,8 @@ export function ioError(what: string, file: string, err: unknown): ClawpeerError
   if (code === 'ENOSPC' || code === 'EDQUOT') {
     return new ClawpeerError('IO', `cannot ${what} ${file}: the disk is full`, { cause: err });
   }
-  if (code === 'EROFS') return new ClawpeerError('IO', `cannot ${what} ${file}: the file system is read-only`, { cause: err });
+  if (code === 'EROFS')
+    return new ClawpeerError('IO', `cannot ${what} ${file}: the file system is read-only`, { cause: err });
   const detail = err instanceof Error ? err.message : String(err);
   return new ClawpeerError('IO', `cannot ${what} ${file}: ${detail}`, { cause: err });
 }
@@ -240,11 +241,17 @@ export class StagedFile {
     const first = this.manifest.chunks[list[0]!];
     if (first === undefined) throw new RangeError(`${this.relPath} has no chunk ${list[0]}`);
     if (bytes.length !== first.length) {
-      throw new ClawpeerError('HASH_MISMATCH', `chunk ${list[0]} of ${this.relPath} has ${bytes.length} bytes, expected ${first.length}`);
+      throw new ClawpeerError(
+        'HASH_MISMATCH',
+        `chunk ${list[0]} of ${this.relPath} has ${bytes.length} bytes, expected ${first.length}`,
+      );
     }
     const id = blake3(bytes);
     if (!bytesEqual(id, first.id)) {
-      throw new ClawpeerError('HASH_MISMATCH', `chunk ${list[0]} of ${this.relPath} hashes to ${toHex(id)}, expected ${toHex(first.id)}`);
+      throw new ClawpeerError(
+        'HASH_MISMATCH',
+        `chunk ${list[0]} of ${this.relPath} hashes to ${toHex(id)}, expected ${toHex(first.id)}`,
+      );
     }
     // A chunk of zeros in a file staged on disk is left as a hole (cp --sparse=auto, rsync -S):
     // a VM image or database file takes the space its data does, not its size.

@@ -49,7 +49,12 @@ async function exists(p: string): Promise<boolean> {
  * replaced: hard link (copy where links are not supported). `move` renames instead (the path is
  * being deleted). Nothing happens when the blob exists already or the file is gone.
  */
-export async function preserveInHistory(folder: string, absPath: string, root: Uint8Array, options: { move: boolean }): Promise<void> {
+export async function preserveInHistory(
+  folder: string,
+  absPath: string,
+  root: Uint8Array,
+  options: { move: boolean },
+): Promise<void> {
   const blob = historyBlobPath(folder, root);
   try {
     const st = await lstat(absPath);
@@ -73,7 +78,11 @@ export async function preserveInHistory(folder: string, absPath: string, root: U
     }
   } catch (err) {
     if (errno(err) === 'ENOENT') return;
-    throw new ClawpeerError('IO', `cannot keep ${absPath} in the folder's history: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    throw new ClawpeerError(
+      'IO',
+      `cannot keep ${absPath} in the folder's history: ${err instanceof Error ? err.message : String(err)}`,
+      { cause: err },
+    );
   }
 }
 
@@ -112,7 +121,12 @@ export async function listHistoryRoots(folder: string): Promise<Uint8Array[]> {
  * (RevisionStore.gcWith) and the history blobs only they referenced. Run it with the folder's
  * lock held (as `clawpeer gc` does), e.g. after each sync of the folder.
  */
-export async function applyVersioning(store: RevisionStore, folder: string, policy: VersioningPolicy, nowMs: number): Promise<{ removedRevisions: number; removedBlobs: number }> {
+export async function applyVersioning(
+  store: RevisionStore,
+  folder: string,
+  policy: VersioningPolicy,
+  nowMs: number,
+): Promise<{ removedRevisions: number; removedBlobs: number }> {
   const result = store.gcWith(policy, nowMs);
   const removedBlobs = await removeHistoryBlobs(folder, result.releasedContentRoots);
   return { removedRevisions: result.removedRevisions, removedBlobs };

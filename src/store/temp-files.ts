@@ -56,7 +56,11 @@ export interface StaleTempOptions {
  */
 export async function removeStaleTempFiles(shareRoot: string, options: StaleTempOptions): Promise<number> {
   let removed = 0;
-  const scan = scanTree(shareRoot, { rootName: null, onIssue: () => undefined, ...(options.signal === undefined ? {} : { signal: options.signal }) });
+  const scan = scanTree(shareRoot, {
+    rootName: null,
+    onIssue: () => undefined,
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+  });
   for await (const entry of scan) {
     if (entry.kind === 'dir' || !isTempFileName(path.posix.basename(entry.relPath))) continue;
     if (removeTempFileIfStale(path.join(shareRoot, ...entry.relPath.split('/')), options)) removed++;
@@ -70,7 +74,11 @@ export async function removeStaleTempFiles(shareRoot: string, options: StaleTemp
  * entries) and, when `relPath` is a directory, everything under it. `relPath` '' sweeps all of
  * `root`. A missing `root` or `relPath` is nothing to sweep. Returns how many were removed.
  */
-export async function removeStaleTempFilesAt(root: string, relPath: string, options: StaleTempOptions): Promise<number> {
+export async function removeStaleTempFilesAt(
+  root: string,
+  relPath: string,
+  options: StaleTempOptions,
+): Promise<number> {
   const rel = relPath === '' ? '' : normalizeSharePath(relPath);
   const isDir = async (p: string): Promise<boolean> => (await lstat(p).catch(() => undefined))?.isDirectory() === true;
   if (rel === '') return (await isDir(root)) ? removeStaleTempFiles(root, options) : 0;
@@ -92,7 +100,9 @@ export function tempFileOwnerPid(name: string): number | undefined {
   return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
 }
 
-const TEMP_OWNER_PID = new RegExp(`^${TEMP_FILE_PREFIX.replace(/[.]/g, '\\.')}p(\\d{1,10})-[0-9a-f]{${TEMP_RANDOM_BYTES * 2}}-`);
+const TEMP_OWNER_PID = new RegExp(
+  `^${TEMP_FILE_PREFIX.replace(/[.]/g, '\\.')}p(\\d{1,10})-[0-9a-f]{${TEMP_RANDOM_BYTES * 2}}-`,
+);
 
 /**
  * Unlinks `abs` (a temp file or link, never a directory) if its writer is gone or it is old

@@ -12,7 +12,12 @@ import { INTERNAL_DIR_NAME } from './internal-names.js';
 
 /** Entries of `.clawpeer/` that a pull makes (the chunk index, its atomic-write temp, partials). */
 function pullMade(name: string): boolean {
-  return name === INDEX_FILE_NAME || name === 'partial' || name.startsWith(`${INDEX_FILE_NAME}.`) || name.startsWith('.clawpeer-tmp-');
+  return (
+    name === INDEX_FILE_NAME ||
+    name === 'partial' ||
+    name.startsWith(`${INDEX_FILE_NAME}.`) ||
+    name.startsWith('.clawpeer-tmp-')
+  );
 }
 
 /**
@@ -29,7 +34,8 @@ export async function removePullState(root: string): Promise<boolean> {
     throw err;
   }
   if (!names.every(pullMade)) return false;
-  if (names.includes('partial') && (await readdir(path.join(dir, 'partial')).catch(() => ['?'])).length > 0) return false;
+  if (names.includes('partial') && (await readdir(path.join(dir, 'partial')).catch(() => ['?'])).length > 0)
+    return false;
   await rm(dir, { recursive: true, force: true });
   return true;
 }

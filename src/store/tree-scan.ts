@@ -181,10 +181,22 @@ const dirId = (st: BigIntStats): string => `${st.dev}:${st.ino}`;
  */
 /** The entry of a regular file at `rel` from its lstat (a caller that looks at single files, not a walk). */
 export function fileEntryOf(rel: string, st: BigIntStats): TreeEntry {
-  return { relPath: rel, kind: 'file', size: Number(st.size), mode: Number(st.mode) & PERMISSION_BITS, mtimeMs: mtimeMsOf(st.mtimeNs), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev };
+  return {
+    relPath: rel,
+    kind: 'file',
+    size: Number(st.size),
+    mode: Number(st.mode) & PERMISSION_BITS,
+    mtimeMs: mtimeMsOf(st.mtimeNs),
+    mtimeNs: st.mtimeNs,
+    ino: st.ino,
+    dev: st.dev,
+  };
 }
 
-export async function* scanTree(localPath: string, options: ScanTreeOptions = {}): AsyncGenerator<TreeEntry, void, undefined> {
+export async function* scanTree(
+  localPath: string,
+  options: ScanTreeOptions = {},
+): AsyncGenerator<TreeEntry, void, undefined> {
   for await (const batch of scanTreeBatches(localPath, options)) yield* batch;
 }
 
@@ -192,7 +204,10 @@ export async function* scanTree(localPath: string, options: ScanTreeOptions = {}
  * scanTree's entries in order, in arrays of up to YIELD_EVERY_ENTRIES, with a turn of the event
  * loop between arrays: for callers whose per-entry work is cheap (a no-op sync scan).
  */
-export async function* scanTreeBatches(localPath: string, options: ScanTreeOptions = {}): AsyncGenerator<TreeEntry[], void, undefined> {
+export async function* scanTreeBatches(
+  localPath: string,
+  options: ScanTreeOptions = {},
+): AsyncGenerator<TreeEntry[], void, undefined> {
   const walk = walkTree(localPath, options);
   for (;;) {
     const batch: TreeEntry[] = [];
@@ -212,7 +227,8 @@ export async function* scanTreeBatches(localPath: string, options: ScanTreeOptio
 function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeEntry, void, undefined> {
   const { signal } = options;
   const checkAborted = (): void => {
-    if (signal?.aborted === true) throw new ClawpeerError('ABORTED', `scan of ${localPath} aborted`, { cause: signal.reason });
+    if (signal?.aborted === true)
+      throw new ClawpeerError('ABORTED', `scan of ${localPath} aborted`, { cause: signal.reason });
   };
   const report = (issue: TreeScanIssue): void => {
     if (options.onIssue === undefined) throw issue.error;
@@ -230,7 +246,8 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
 
   let rootRel: string | null;
   if (options.rootName === null) {
-    if (!rootStat.isDirectory()) throw new ClawpeerError('USAGE', `${rootLocal} is not a directory, so it needs a name`);
+    if (!rootStat.isDirectory())
+      throw new ClawpeerError('USAGE', `${rootLocal} is not a directory, so it needs a name`);
     rootRel = null;
   } else {
     rootRel = normalizeSharePath(options.rootName ?? path.basename(rootLocal));
@@ -241,8 +258,25 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
     const mode = Number(st.mode) & PERMISSION_BITS;
     // Files and directories (nearly every entry) as plain literals: no spread on the hot path.
     if (st.isFile()) return fileEntryOf(rel, st);
-    if (st.isDirectory()) return { relPath: rel, kind: 'dir', size: 0, mode, mtimeMs: mtimeMsOf(st.mtimeNs), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev };
-    const common = { relPath: rel, mode, mtimeMs: mtimeMsOf(st.mtimeNs), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev };
+    if (st.isDirectory())
+      return {
+        relPath: rel,
+        kind: 'dir',
+        size: 0,
+        mode,
+        mtimeMs: mtimeMsOf(st.mtimeNs),
+        mtimeNs: st.mtimeNs,
+        ino: st.ino,
+        dev: st.dev,
+      };
+    const common = {
+      relPath: rel,
+      mode,
+      mtimeMs: mtimeMsOf(st.mtimeNs),
+      mtimeNs: st.mtimeNs,
+      ino: st.ino,
+      dev: st.dev,
+    };
     if (st.isSymbolicLink()) {
       let target: string;
       try {
@@ -287,7 +321,11 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
       const followed = link === undefined ? 'link' : followLink(rootLocal, link);
       if (followed !== 'link') rootStat = followed;
     } catch (err) {
-      throw new ClawpeerError('IO', `${rootLocal} is a symlink with nothing at its end (${err instanceof Error ? err.message : String(err)})`, { cause: err });
+      throw new ClawpeerError(
+        'IO',
+        `${rootLocal} is a symlink with nothing at its end (${err instanceof Error ? err.message : String(err)})`,
+        { cause: err },
+      );
     }
   }
 
@@ -321,7 +359,13 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
         continue;
       }
       const shown = path.join(dir, escapedBytes(raw));
-      report({ localPath: shown, error: new ClawpeerError('PATH_INVALID', `cannot send ${shown}: its name is not valid UTF-8 (names travel as UTF-8; rename it, e.g. with convmv)`) });
+      report({
+        localPath: shown,
+        error: new ClawpeerError(
+          'PATH_INVALID',
+          `cannot send ${shown}: its name is not valid UTF-8 (names travel as UTF-8; rename it, e.g. with convmv)`,
+        ),
+      });
     }
     return out;
   };
@@ -353,7 +397,10 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
       rel = joinSharePath(frame.relDir, name);
     } catch (err) {
       if (!isClawpeerError(err)) throw err;
-      report({ localPath: local, error: new ClawpeerError('PATH_INVALID', `cannot send ${local}: ${err.message}`, { cause: err }) });
+      report({
+        localPath: local,
+        error: new ClawpeerError('PATH_INVALID', `cannot send ${local}: ${err.message}`, { cause: err }),
+      });
       continue;
     }
     let st: BigIntStats;
@@ -396,7 +443,8 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
 /** A file name's bytes for a message: printable ASCII as is, anything else as rsync's \\#ooo. */
 export function escapedBytes(raw: Uint8Array): string {
   let out = '';
-  for (const b of raw) out += b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : `\\#${b.toString(8).padStart(3, '0')}`;
+  for (const b of raw)
+    out += b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : `\\#${b.toString(8).padStart(3, '0')}`;
   return out;
 }
 

@@ -10,7 +10,8 @@ import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { ClawpeerError } from '../errors.js';
 
 /** open(2) flags for a new file that must not exist yet, not even as a symlink. */
-export const EXCLUSIVE_CREATE_FLAGS = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | (fsConstants.O_NOFOLLOW ?? 0);
+export const EXCLUSIVE_CREATE_FLAGS =
+  fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | (fsConstants.O_NOFOLLOW ?? 0);
 
 /** A fresh, unguessable temp name next to `file`. */
 export function tempPathFor(file: string): string {

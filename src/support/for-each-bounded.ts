@@ -4,7 +4,11 @@
  * Runs `fn` over `items` with at most `limit` calls in flight, in list order. Every item is
  * tried even after a failure; then the first error is thrown.
  */
-export async function forEachBounded<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+export async function forEachBounded<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   let firstError: unknown;
   let failed = false;

@@ -17,13 +17,15 @@ export function freshRead<T>(read: () => Promise<T>): () => Promise<T> {
   return () => {
     if (current === undefined) return start();
     // The running read may have looked before this call: share the next one instead.
-    queued ??= current.then(
-      () => undefined,
-      () => undefined,
-    ).then(() => {
-      queued = undefined;
-      return start();
-    });
+    queued ??= current
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .then(() => {
+        queued = undefined;
+        return start();
+      });
     return queued;
   };
 }

@@ -9,10 +9,11 @@ import path from 'node:path';
 /** Creates `dir` and the levels above it that are missing; EEXIST from a racing creator is fine. */
 export async function makeDirs(dir: string, mode?: number): Promise<void> {
   const missing: string[] = [];
-  for (let at = path.resolve(dir); ; ) {
+  for (let at = path.resolve(dir); ;) {
     const st = await stat(at).catch(() => undefined);
     if (st !== undefined) {
-      if (!st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${at}'`), { code: 'ENOTDIR', path: at });
+      if (!st.isDirectory())
+        throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${at}'`), { code: 'ENOTDIR', path: at });
       break;
     }
     missing.push(at);

@@ -20,10 +20,13 @@ export class QuietTimer {
     const first = this.#timer === undefined;
     if (first) this.#deadline = now + this.#maxDelayMs;
     else clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#action();
-    }, Math.max(0, Math.min(this.#quietMs, this.#deadline - now)));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        this.#action();
+      },
+      Math.max(0, Math.min(this.#quietMs, this.#deadline - now)),
+    );
     return first;
   }
 

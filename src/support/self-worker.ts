@@ -35,15 +35,23 @@ export function startSelfWorker<Ready extends { readonly type: 'ready' }>(
   // coverage hooks) makes the worker start in ~0.1 s instead of seconds. Run from .ts source,
   // the worker keeps the parent's loader.
   const compiled = moduleUrl.endsWith('.js');
-  const worker = new Worker(new URL(moduleUrl), { workerData: { marker, options }, ...(compiled ? { execArgv: [] } : {}) });
+  const worker = new Worker(new URL(moduleUrl), {
+    workerData: { marker, options },
+    ...(compiled ? { execArgv: [] } : {}),
+  });
   return new Promise((resolve, reject) => {
     const fail = (err: ClawpeerError): void => {
       clearTimeout(timer);
       reject(err);
       void worker.terminate();
     };
-    const timer = setTimeout(() => fail(new ClawpeerError('TIMEOUT', `${what} did not start within ${timeoutMs} ms`)), timeoutMs);
-    worker.once('error', (err) => fail(new ClawpeerError('INTERNAL', `${what} failed: ${err.message}`, { cause: err })));
+    const timer = setTimeout(
+      () => fail(new ClawpeerError('TIMEOUT', `${what} did not start within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    worker.once('error', (err) =>
+      fail(new ClawpeerError('INTERNAL', `${what} failed: ${err.message}`, { cause: err })),
+    );
     worker.once('message', (msg: Ready | SelfWorkerFailed | { readonly type: string }) => {
       if (msg.type === 'ready') {
         clearTimeout(timer);
@@ -52,7 +60,12 @@ export function startSelfWorker<Ready extends { readonly type: 'ready' }>(
       }
       const failed = msg as Partial<SelfWorkerFailed>;
       const code = failed.code !== undefined && isLocalCode(failed.code) ? failed.code : 'INTERNAL';
-      fail(new ClawpeerError(code, msg.type === 'failed' ? (failed.message ?? `${what} failed`) : `${what} sent ${msg.type} before it started`));
+      fail(
+        new ClawpeerError(
+          code,
+          msg.type === 'failed' ? (failed.message ?? `${what} failed`) : `${what} sent ${msg.type} before it started`,
+        ),
+      );
     });
   });
 }
@@ -73,6 +86,7 @@ export function stopperFor(worker: Worker, stop: unknown): () => Promise<void> {
 // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- the worker names the options it was started with; no types cross the thread
 export function selfWorkerOptions<T>(marker: string): T | undefined {
   const data: unknown = workerData;
-  if (isMainThread || typeof data !== 'object' || data === null || (data as { marker?: unknown }).marker !== marker) return undefined;
+  if (isMainThread || typeof data !== 'object' || data === null || (data as { marker?: unknown }).marker !== marker)
+    return undefined;
   return (data as { options: T }).options;
 }

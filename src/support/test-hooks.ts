@@ -55,7 +55,8 @@ export function wallClockMs(): number {
 /** Waits while CLAWPEER_TEST_HOLD_UNTIL_FILE names a file that does not exist yet (or `signal` aborts). */
 export async function holdForTest(signal?: AbortSignal): Promise<void> {
   const file = TEST_HOOKS.holdUntilFile;
-  while (file !== undefined && !existsSync(file) && signal?.aborted !== true) await new Promise((resolve) => setTimeout(resolve, 20));
+  while (file !== undefined && !existsSync(file) && signal?.aborted !== true)
+    await new Promise((resolve) => setTimeout(resolve, 20));
 }
 
 /**

@@ -75,7 +75,10 @@ const MAX_SEGMENT_BYTES = 255;
  * tell the handful of machines sharing a folder apart by eye.
  */
 export function shortNodeId(nodeId: string): string {
-  const rest = nodeId.startsWith(NODE_ID_COMMON_PREFIX) && nodeId.length > NODE_ID_COMMON_PREFIX.length ? nodeId.slice(NODE_ID_COMMON_PREFIX.length) : nodeId;
+  const rest =
+    nodeId.startsWith(NODE_ID_COMMON_PREFIX) && nodeId.length > NODE_ID_COMMON_PREFIX.length
+      ? nodeId.slice(NODE_ID_COMMON_PREFIX.length)
+      : nodeId;
   return rest.slice(0, SHORT_NODE_ID_LENGTH);
 }
 
@@ -96,8 +99,13 @@ export function conflictTimestamp(mtimeNs: bigint): string {
   const clamped = Math.min(MAX_DATE_MS, Math.max(MIN_DATE_MS, Number(ms)));
   const d = new Date(clamped);
   return (
-    pad(d.getUTCFullYear(), 4) + pad(d.getUTCMonth() + 1, 2) + pad(d.getUTCDate(), 2) + '-' +
-    pad(d.getUTCHours(), 2) + pad(d.getUTCMinutes(), 2) + pad(d.getUTCSeconds(), 2)
+    pad(d.getUTCFullYear(), 4) +
+    pad(d.getUTCMonth() + 1, 2) +
+    pad(d.getUTCDate(), 2) +
+    '-' +
+    pad(d.getUTCHours(), 2) +
+    pad(d.getUTCMinutes(), 2) +
+    pad(d.getUTCSeconds(), 2)
   );
 }
 
@@ -209,7 +217,8 @@ export function pickHead(entries: readonly RevisionEntry[]): HeadPick | undefine
   const head = maximal[0];
   if (head === undefined) return undefined;
   const paths = new Set(maximal.map((e) => e.revision.path));
-  if (paths.size > 1) throw new TypeError(`picking a head among revisions of different paths: ${[...paths].join(', ')}`);
+  if (paths.size > 1)
+    throw new TypeError(`picking a head among revisions of different paths: ${[...paths].join(', ')}`);
   const losers: ConflictLoser[] = [];
   for (const e of maximal.slice(1)) {
     const r = e.revision;
@@ -228,7 +237,8 @@ export function resolveRevision(local: RevisionEntry | undefined, remote: Revisi
   if (local.revision.path !== remote.revision.path) {
     throw new TypeError(`resolving revisions of different paths: ${local.revision.path} vs ${remote.revision.path}`);
   }
-  if (compareIds(local.id, 0, remote.id, 0) === 0) return { action: 'keep-local', reason: 'same-revision', order: 'equal' };
+  if (compareIds(local.id, 0, remote.id, 0) === 0)
+    return { action: 'keep-local', reason: 'same-revision', order: 'equal' };
   const order = compareVectors(local.revision.vector, remote.revision.vector);
   // 'equal' vectors with different ids break the rule that every new revision increments its
   // origin's counter (a peer that lost its store, or a faulty one): treated as concurrent, so

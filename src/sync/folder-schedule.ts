@@ -102,7 +102,17 @@ export class FolderSchedule {
       const pair = this.#pairs.get(key);
       if (pair === undefined) {
         this.#pairs.set(key, {
-          config, state: config.paused ? 'paused' : 'waiting', since: nowMs, lastSyncAt: undefined, error: undefined, failures: 0, dueAt: nowMs, running: false, rerun: false, before: 'waiting', waitingSince: undefined,
+          config,
+          state: config.paused ? 'paused' : 'waiting',
+          since: nowMs,
+          lastSyncAt: undefined,
+          error: undefined,
+          failures: 0,
+          dueAt: nowMs,
+          running: false,
+          rerun: false,
+          before: 'waiting',
+          waitingSince: undefined,
         });
         continue;
       }
@@ -146,7 +156,9 @@ export class FolderSchedule {
   take(nowMs: number): { folder: string; peer: string }[] {
     const busyPeers = new Set<string>();
     for (const p of this.#pairs.values()) if (p.running) busyPeers.add(p.config.peer);
-    const due = [...this.#pairs.values()].filter((p) => !p.running && !p.config.paused && p.dueAt <= nowMs).sort((a, b) => a.dueAt - b.dueAt);
+    const due = [...this.#pairs.values()]
+      .filter((p) => !p.running && !p.config.paused && p.dueAt <= nowMs)
+      .sort((a, b) => a.dueAt - b.dueAt);
     const out: { folder: string; peer: string }[] = [];
     for (const p of due) {
       const { folder, peer } = p.config;
@@ -223,7 +235,11 @@ export class FolderSchedule {
 
   snapshot(): PairStatus[] {
     return [...this.#pairs.values()].map((p) => ({
-      folder: p.config.folder, peer: p.config.peer, state: p.state, since: p.since, failures: p.failures,
+      folder: p.config.folder,
+      peer: p.config.peer,
+      state: p.state,
+      since: p.since,
+      failures: p.failures,
       ...(p.lastSyncAt === undefined ? {} : { lastSyncAt: p.lastSyncAt }),
       ...(p.error === undefined || p.state === 'in-sync' || p.state === 'paused' ? {} : { error: p.error }),
       ...(p.running || p.config.paused ? {} : { nextAt: p.dueAt }),
@@ -231,7 +247,11 @@ export class FolderSchedule {
   }
 
   #matching(match: { readonly folder?: string; readonly peer?: string }): Pair[] {
-    return [...this.#pairs.values()].filter((p) => (match.folder === undefined || p.config.folder === match.folder) && (match.peer === undefined || p.config.peer === match.peer));
+    return [...this.#pairs.values()].filter(
+      (p) =>
+        (match.folder === undefined || p.config.folder === match.folder) &&
+        (match.peer === undefined || p.config.peer === match.peer),
+    );
   }
 
   #enter(p: Pair, state: PairState, nowMs: number): void {

@@ -46,7 +46,8 @@ export function compareIds(a: Uint8Array, aOff: number, b: Uint8Array, bOff: num
 
 /** True when the `n` packed ids are in strictly ascending byte order (sorted, no duplicates). */
 function isStrictlyAscending(packed: Uint8Array, n: number): boolean {
-  for (let i = 1; i < n; i++) if (compareIds(packed, (i - 1) * REVISION_ID_BYTES, packed, i * REVISION_ID_BYTES) >= 0) return false;
+  for (let i = 1; i < n; i++)
+    if (compareIds(packed, (i - 1) * REVISION_ID_BYTES, packed, i * REVISION_ID_BYTES) >= 0) return false;
   return true;
 }
 
@@ -55,7 +56,8 @@ function bucketOf(bytes: Uint8Array, off: number): number {
 }
 
 function checkId(id: Uint8Array): void {
-  if (id.length !== REVISION_ID_BYTES) throw new TypeError(`revision id must be ${REVISION_ID_BYTES} bytes, got ${id.length}`);
+  if (id.length !== REVISION_ID_BYTES)
+    throw new TypeError(`revision id must be ${REVISION_ID_BYTES} bytes, got ${id.length}`);
 }
 
 function leafDigest(sortedIds: Uint8Array): Uint8Array {
@@ -320,7 +322,8 @@ export class MerkleIdSet {
           i++;
           continue;
         }
-        const takeCurrent = j >= change.adds.length || (i < count && compareIds(data!, i * REVISION_ID_BYTES, change.adds[j]!, 0) < 0);
+        const takeCurrent =
+          j >= change.adds.length || (i < count && compareIds(data!, i * REVISION_ID_BYTES, change.adds[j]!, 0) < 0);
         if (takeCurrent) {
           out.set(data!.subarray(i * REVISION_ID_BYTES, (i + 1) * REVISION_ID_BYTES), o);
           i++;

@@ -156,9 +156,13 @@ function checkUint(name: string, v: number): void {
  * Encodes `msg` with its length prefix. A message over `maxMessageBytes` or with out-of-range
  * fields is a programming error (reconcile.ts splits batches and lists), hence RangeError.
  */
-export function encodeReconcileMessage(msg: ReconcileMessage, maxMessageBytes = MAX_RECONCILE_MESSAGE_BYTES): Uint8Array {
+export function encodeReconcileMessage(
+  msg: ReconcileMessage,
+  maxMessageBytes = MAX_RECONCILE_MESSAGE_BYTES,
+): Uint8Array {
   const body = bodyLength(msg);
-  if (body > maxMessageBytes) throw new RangeError(`${msg.type} message of ${body} bytes exceeds the maximum ${maxMessageBytes}`);
+  if (body > maxMessageBytes)
+    throw new RangeError(`${msg.type} message of ${body} bytes exceeds the maximum ${maxMessageBytes}`);
   const w = new Writer(varintLength(body) + body);
   w.varint(body);
   w.u8(TAGS[msg.type]);
@@ -184,7 +188,8 @@ export function encodeReconcileMessage(msg: ReconcileMessage, maxMessageBytes = 
     case 'symbols': {
       const s = msg.symbols;
       checkUint('start', s.start);
-      if (s.length > MAX_SYMBOLS_PER_MESSAGE) throw new RangeError(`${s.length} cells exceed ${MAX_SYMBOLS_PER_MESSAGE} per message`);
+      if (s.length > MAX_SYMBOLS_PER_MESSAGE)
+        throw new RangeError(`${s.length} cells exceed ${MAX_SYMBOLS_PER_MESSAGE} per message`);
       w.varint(s.start);
       w.varint(s.length);
       const xorBytes = new Uint8Array(s.idXor.buffer, s.idXor.byteOffset, s.length * REVISION_ID_BYTES);
@@ -205,7 +210,8 @@ export function encodeReconcileMessage(msg: ReconcileMessage, maxMessageBytes = 
       break;
     case 'ids':
       if (msg.ids.length % REVISION_ID_BYTES !== 0) throw new RangeError('ids must be packed 32-byte ids');
-      if (msg.ids.length / REVISION_ID_BYTES > MAX_IDS_PER_MESSAGE) throw new RangeError(`more than ${MAX_IDS_PER_MESSAGE} ids in one message`);
+      if (msg.ids.length / REVISION_ID_BYTES > MAX_IDS_PER_MESSAGE)
+        throw new RangeError(`more than ${MAX_IDS_PER_MESSAGE} ids in one message`);
       w.u8(LIST_CODES[msg.list]);
       w.u8(msg.last ? 1 : 0);
       w.varint(msg.ids.length / REVISION_ID_BYTES);
@@ -224,7 +230,12 @@ function malformed(what: string): ClawpeerError {
 }
 
 /** Reads a minimal LEB128 varint; `undefined` if the input ends inside it. */
-function readVarint(bytes: Uint8Array, pos: number, end: number, field: string): { value: number; next: number } | undefined {
+function readVarint(
+  bytes: Uint8Array,
+  pos: number,
+  end: number,
+  field: string,
+): { value: number; next: number } | undefined {
   let value = 0;
   let scale = 1;
   for (let i = 0; i < MAX_VARINT_BYTES; i++) {
@@ -255,7 +266,8 @@ class Reader {
     return this.end - this.pos;
   }
   need(n: number, field: string): void {
-    if (this.remaining < n) throw malformed(`${this.type}: truncated ${field} (needs ${n} bytes, ${this.remaining} left)`);
+    if (this.remaining < n)
+      throw malformed(`${this.type}: truncated ${field} (needs ${n} bytes, ${this.remaining} left)`);
   }
   u8(field: string): number {
     this.need(1, field);
@@ -292,8 +304,10 @@ function decodeBody(r: Reader, tag: number): ReconcileMessage {
     case TAGS.symbols: {
       const start = r.varint('start');
       const n = r.varint('cell count');
-      if (n > MAX_SYMBOLS_PER_MESSAGE) throw malformed(`symbols: ${n} cells exceed the maximum ${MAX_SYMBOLS_PER_MESSAGE}`);
-      if (n * (CELL_FIXED_BYTES + 1) > r.remaining) throw malformed(`symbols: ${n} cells cannot fit in ${r.remaining} bytes`);
+      if (n > MAX_SYMBOLS_PER_MESSAGE)
+        throw malformed(`symbols: ${n} cells exceed the maximum ${MAX_SYMBOLS_PER_MESSAGE}`);
+      if (n * (CELL_FIXED_BYTES + 1) > r.remaining)
+        throw malformed(`symbols: ${n} cells cannot fit in ${r.remaining} bytes`);
       if (start + n > Number.MAX_SAFE_INTEGER) throw malformed('symbols: start + count overflows');
       const s = allocateSymbols(start, n);
       const xorBytes = new Uint8Array(s.idXor.buffer);
@@ -334,7 +348,10 @@ function decodeBody(r: Reader, tag: number): ReconcileMessage {
  * a field or count out of range, or a body whose length does not match its contents.
  * The decoded message does not alias `input`.
  */
-export function decodeReconcileMessage(input: Uint8Array, maxMessageBytes = MAX_RECONCILE_MESSAGE_BYTES): ReconcileDecodeResult {
+export function decodeReconcileMessage(
+  input: Uint8Array,
+  maxMessageBytes = MAX_RECONCILE_MESSAGE_BYTES,
+): ReconcileDecodeResult {
   const prefix = readVarint(input, 0, input.length, 'length prefix');
   if (prefix === undefined) return { kind: 'need-more' };
   const bodyLen = prefix.value;

@@ -34,11 +34,7 @@
 
 import { ClawpeerError } from '../errors.js';
 import { MerkleIdSet, REVISION_ID_BYTES } from './merkle-root.js';
-import {
-  MAX_SYMBOLS_PER_MESSAGE,
-  RECONCILE_VERSION,
-  type ReconcileMessage,
-} from './reconcile-codec.js';
+import { MAX_SYMBOLS_PER_MESSAGE, RECONCILE_VERSION, type ReconcileMessage } from './reconcile-codec.js';
 import { RibltDecoder, RibltEncoder } from './riblt.js';
 import {
   Endpoint,
@@ -136,7 +132,10 @@ export class ReconcileInitiator extends Endpoint<InitiatorState> {
         throw state.error;
       case 'await-summary':
         if (message.type === 'equal') {
-          this.state = { phase: 'done', result: { idsWeLack: [], idsTheyLack: [], peerRoot: this.root, peerCount: this.set.size, method: 'equal' } };
+          this.state = {
+            phase: 'done',
+            result: { idsWeLack: [], idsTheyLack: [], peerRoot: this.root, peerCount: this.set.size, method: 'equal' },
+          };
           return [];
         }
         if (message.type !== 'different') throw this.unexpected(message);
@@ -169,9 +168,13 @@ export class ReconcileInitiator extends Endpoint<InitiatorState> {
     return [];
   }
 
-  #onSymbols(state: Extract<InitiatorState, { phase: 'decoding' }>, message: Extract<ReconcileMessage, { type: 'symbols' }>): readonly ReconcileMessage[] {
+  #onSymbols(
+    state: Extract<InitiatorState, { phase: 'decoding' }>,
+    message: Extract<ReconcileMessage, { type: 'symbols' }>,
+  ): readonly ReconcileMessage[] {
     const s = message.symbols;
-    if (s.start !== state.nextStart) throw protocolError(`symbols start at cell ${s.start}, expected ${state.nextStart}`);
+    if (s.start !== state.nextStart)
+      throw protocolError(`symbols start at cell ${s.start}, expected ${state.nextStart}`);
     if (s.length === 0) throw protocolError('empty symbols message');
     const cap = cellCap(this.set.size, state.peer.count);
     if (s.start + s.length > state.batchEnd) {
@@ -227,7 +230,11 @@ export class ReconcileInitiator extends Endpoint<InitiatorState> {
     return [{ type: 'send-ids' }];
   }
 
-  #onList(peer: PeerSummary, list: IdCollector, message: Extract<ReconcileMessage, { type: 'ids' }>): readonly ReconcileMessage[] {
+  #onList(
+    peer: PeerSummary,
+    list: IdCollector,
+    message: Extract<ReconcileMessage, { type: 'ids' }>,
+  ): readonly ReconcileMessage[] {
     if (message.list !== 'full') throw protocolError(`expected the peer's full id list, got list ${message.list}`);
     list.add(message.ids, message.last);
     if (!message.last) return [];
@@ -239,7 +246,13 @@ export class ReconcileInitiator extends Endpoint<InitiatorState> {
     const theyLack = difference(this.set, theirs);
     this.state = {
       phase: 'done',
-      result: { idsWeLack: splitIds(weLack), idsTheyLack: splitIds(theyLack), peerRoot: peer.root, peerCount: peer.count, method: 'full-list' },
+      result: {
+        idsWeLack: splitIds(weLack),
+        idsTheyLack: splitIds(theyLack),
+        peerRoot: peer.root,
+        peerCount: peer.count,
+        method: 'full-list',
+      },
     };
     return [...idMessages('initiator-lacks', weLack), ...idMessages('responder-lacks', theyLack)];
   }
@@ -341,35 +354,57 @@ export class ReconcileResponder extends Endpoint<ResponderState> {
 
   #onHello(hello: Extract<ReconcileMessage, { type: 'hello' }>): readonly ReconcileMessage[] {
     if (hello.version !== RECONCILE_VERSION) {
-      throw new ClawpeerError('VERSION_MISMATCH', `revision reconciliation: peer speaks version ${hello.version}, we speak ${RECONCILE_VERSION}`);
+      throw new ClawpeerError(
+        'VERSION_MISMATCH',
+        `revision reconciliation: peer speaks version ${hello.version}, we speak ${RECONCILE_VERSION}`,
+      );
     }
     this.mutableStats.roundTrips++;
     const peer = this.peerSummary(hello.root, hello.count);
     if (equalBytes(hello.root, this.root)) {
-      this.state = { phase: 'done', result: { idsWeLack: [], idsTheyLack: [], peerRoot: peer.root, peerCount: peer.count, method: 'equal' } };
+      this.state = {
+        phase: 'done',
+        result: { idsWeLack: [], idsTheyLack: [], peerRoot: peer.root, peerCount: peer.count, method: 'equal' },
+      };
       return [{ type: 'equal' }];
     }
     // |N_i - N_r| differing ids at least: if even those would cost more as cells than our
     // whole list, send the list (this covers one side being empty).
     const lowerBound = Math.abs(hello.count - this.set.size);
-    const first = Math.max(this.#firstBatchCells, Math.ceil(FIRST_BATCH_CELLS_PER_DIFFERENCE * lowerBound) + BATCH_SLACK_CELLS);
-    if (first * ESTIMATED_CELL_BYTES > this.set.size * REVISION_ID_BYTES || first > cellCap(hello.count, this.set.size)) {
+    const first = Math.max(
+      this.#firstBatchCells,
+      Math.ceil(FIRST_BATCH_CELLS_PER_DIFFERENCE * lowerBound) + BATCH_SLACK_CELLS,
+    );
+    if (
+      first * ESTIMATED_CELL_BYTES > this.set.size * REVISION_ID_BYTES ||
+      first > cellCap(hello.count, this.set.size)
+    ) {
       this.state = { phase: 'serving', peer, encoder: undefined };
       this.mutableStats.fellBack = true;
-      return [{ type: 'different', root: this.root, count: this.set.size, cells: 0 }, ...idMessages('full', this.set.toPacked())];
+      return [
+        { type: 'different', root: this.root, count: this.set.size, cells: 0 },
+        ...idMessages('full', this.set.toPacked()),
+      ];
     }
     const encoder = new RibltEncoder(this.set.toPacked());
     this.state = { phase: 'serving', peer, encoder };
     return [{ type: 'different', root: this.root, count: this.set.size, cells: first }, ...this.#cells(encoder, first)];
   }
 
-  #onMore(state: Extract<ResponderState, { phase: 'serving' }>, start: number, cells: number): readonly ReconcileMessage[] {
+  #onMore(
+    state: Extract<ResponderState, { phase: 'serving' }>,
+    start: number,
+    cells: number,
+  ): readonly ReconcileMessage[] {
     const encoder = state.encoder;
     if (encoder === undefined) throw protocolError('peer asked for cells after the full id list');
-    if (start !== encoder.nextIndex) throw protocolError(`peer asked for cells from ${start}, the next is ${encoder.nextIndex}`);
+    if (start !== encoder.nextIndex)
+      throw protocolError(`peer asked for cells from ${start}, the next is ${encoder.nextIndex}`);
     const cap = cellCap(state.peer.count, this.set.size);
     if (cells < 1 || cells > this.set.size + MORE_CELLS_SLACK || start + cells > cap) {
-      throw protocolError(`peer asked for ${cells} cells from ${start}: over ${this.set.size + MORE_CELLS_SLACK} per request or the cap of ${cap}`);
+      throw protocolError(
+        `peer asked for ${cells} cells from ${start}: over ${this.set.size + MORE_CELLS_SLACK} per request or the cap of ${cap}`,
+      );
     }
     this.mutableStats.roundTrips++;
     return this.#cells(encoder, cells);
@@ -384,7 +419,10 @@ export class ReconcileResponder extends Endpoint<ResponderState> {
     return out;
   }
 
-  #onResultList(state: Extract<ResponderState, { phase: 'receiving-result' }>, message: Extract<ReconcileMessage, { type: 'ids' }>): readonly ReconcileMessage[] {
+  #onResultList(
+    state: Extract<ResponderState, { phase: 'receiving-result' }>,
+    message: Extract<ReconcileMessage, { type: 'ids' }>,
+  ): readonly ReconcileMessage[] {
     if (message.list !== state.current) throw protocolError(`expected id list ${state.current}, got ${message.list}`);
     (state.current === 'initiator-lacks' ? state.theyLack : state.weLack).add(message.ids, message.last);
     if (!message.last) return [];
@@ -392,7 +430,12 @@ export class ReconcileResponder extends Endpoint<ResponderState> {
       state.current = 'responder-lacks';
       return [];
     }
-    const result = this.verified(state.peer, state.weLack.packed(), state.theyLack.packed(), this.stats.fellBack ? 'full-list' : 'riblt');
+    const result = this.verified(
+      state.peer,
+      state.weLack.packed(),
+      state.theyLack.packed(),
+      this.stats.fellBack ? 'full-list' : 'riblt',
+    );
     if (result === undefined) throw protocolError("peer's reconciliation result does not reproduce its announced root");
     this.state = { phase: 'done', result };
     return [];

@@ -95,8 +95,10 @@ export function checkRevision(rev: Revision): string | undefined {
     if (!isClawpeerError(err)) throw err;
     return `path refused: ${err.message}`;
   }
-  if (normalised !== rev.path) return `path ${JSON.stringify(rev.path)} is not in normal form (expected ${JSON.stringify(normalised)})`;
-  if (!Number.isInteger(rev.mode) || rev.mode < 0 || rev.mode > MODE_MASK) return `mode ${rev.mode} is not permission bits (0..0o7777)`;
+  if (normalised !== rev.path)
+    return `path ${JSON.stringify(rev.path)} is not in normal form (expected ${JSON.stringify(normalised)})`;
+  if (!Number.isInteger(rev.mode) || rev.mode < 0 || rev.mode > MODE_MASK)
+    return `mode ${rev.mode} is not permission bits (0..0o7777)`;
   if (!Number.isSafeInteger(rev.size) || rev.size < 0) return `size ${rev.size} is not an integer in [0, 2^53)`;
   if (rev.mtimeNs < I64_MIN || rev.mtimeNs > I64_MAX) return `mtimeNs ${rev.mtimeNs} does not fit in 64 bits`;
   const originProblem = checkNodeId(rev.origin);
@@ -114,11 +116,13 @@ export function checkRevision(rev: Revision): string | undefined {
     if (rev.linkTarget.includes('\0')) return 'symlink target contains NUL';
     const targetBytes = utf8Encoder.encode(rev.linkTarget).length;
     if (targetBytes > MAX_LINK_TARGET_BYTES) return `symlink target longer than ${MAX_LINK_TARGET_BYTES} bytes`;
-    if (rev.size !== targetBytes) return `a symlink's size must be its target's length (${targetBytes}), got ${rev.size}`;
+    if (rev.size !== targetBytes)
+      return `a symlink's size must be its target's length (${targetBytes}), got ${rev.size}`;
   } else if (rev.linkTarget.length !== 0) {
     return `a ${rev.deleted ? 'tombstone' : rev.kind} has no link target`;
   }
-  if ((rev.deleted || rev.kind === 'dir') && rev.size !== 0) return `a ${rev.deleted ? 'tombstone' : 'directory'} has size 0, got ${rev.size}`;
+  if ((rev.deleted || rev.kind === 'dir') && rev.size !== 0)
+    return `a ${rev.deleted ? 'tombstone' : 'directory'} has size 0, got ${rev.size}`;
   return undefined;
 }
 
@@ -128,7 +132,17 @@ export function encodeRevision(rev: Revision): Uint8Array {
   if (problem !== undefined) throw new TypeError(`invalid revision of ${JSON.stringify(rev.path)}: ${problem}`);
   const path = utf8Encoder.encode(rev.path);
   const link = utf8Encoder.encode(rev.linkTarget);
-  const length = FIXED_BYTES + 1 + rev.contentRoot.length + 2 + path.length + 1 + rev.origin.length + 2 + link.length + encodedVectorLength(rev.vector);
+  const length =
+    FIXED_BYTES +
+    1 +
+    rev.contentRoot.length +
+    2 +
+    path.length +
+    1 +
+    rev.origin.length +
+    2 +
+    link.length +
+    encodedVectorLength(rev.vector);
   const out = new Uint8Array(length);
   const view = new DataView(out.buffer);
   out[0] = REVISION_FORMAT_VERSION;
@@ -179,10 +193,12 @@ function malformed(detail: string): ClawpeerError {
  */
 export function decodeRevision(bytes: Uint8Array, maxBytes: number = MAX_REVISION_BYTES): Revision {
   if (bytes.length > maxBytes) throw malformed(`${bytes.length} bytes, more than the ${maxBytes}-byte limit`);
-  if (bytes.length < FIXED_BYTES) throw malformed(`${bytes.length} bytes, shorter than the ${FIXED_BYTES}-byte fixed header`);
+  if (bytes.length < FIXED_BYTES)
+    throw malformed(`${bytes.length} bytes, shorter than the ${FIXED_BYTES}-byte fixed header`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const version = bytes[0]!;
-  if (version !== REVISION_FORMAT_VERSION) throw malformed(`format version ${version}, this node reads ${REVISION_FORMAT_VERSION}`);
+  if (version !== REVISION_FORMAT_VERSION)
+    throw malformed(`format version ${version}, this node reads ${REVISION_FORMAT_VERSION}`);
   const kind = KINDS[bytes[1]!];
   if (kind === undefined) throw malformed(`unknown kind code ${bytes[1]!}`);
   const flags = bytes[2]!;
@@ -194,7 +210,8 @@ export function decodeRevision(bytes: Uint8Array, maxBytes: number = MAX_REVISIO
 
   let o = FIXED_BYTES;
   const need = (n: number, field: string): void => {
-    if (o + n > bytes.length) throw malformed(`truncated in ${field} (needs ${n} bytes at offset ${o}, record has ${bytes.length})`);
+    if (o + n > bytes.length)
+      throw malformed(`truncated in ${field} (needs ${n} bytes at offset ${o}, record has ${bytes.length})`);
   };
   const text = (start: number, end: number, field: string): string => {
     try {
@@ -206,7 +223,8 @@ export function decodeRevision(bytes: Uint8Array, maxBytes: number = MAX_REVISIO
 
   need(1, 'content root length');
   const rootLen = bytes[o++]!;
-  if (rootLen !== 0 && rootLen !== BLAKE3_OUT_BYTES) throw malformed(`content root is ${rootLen} bytes (0 or ${BLAKE3_OUT_BYTES})`);
+  if (rootLen !== 0 && rootLen !== BLAKE3_OUT_BYTES)
+    throw malformed(`content root is ${rootLen} bytes (0 or ${BLAKE3_OUT_BYTES})`);
   need(rootLen, 'content root');
   const contentRoot = bytes.slice(o, o + rootLen);
   o += rootLen;
@@ -229,7 +247,8 @@ export function decodeRevision(bytes: Uint8Array, maxBytes: number = MAX_REVISIO
   need(2, 'link target length');
   const linkLen = view.getUint16(o);
   o += 2;
-  if (linkLen > MAX_LINK_TARGET_BYTES) throw malformed(`link target is ${linkLen} bytes, more than ${MAX_LINK_TARGET_BYTES}`);
+  if (linkLen > MAX_LINK_TARGET_BYTES)
+    throw malformed(`link target is ${linkLen} bytes, more than ${MAX_LINK_TARGET_BYTES}`);
   need(linkLen, 'link target');
   const linkTarget = text(o, o + linkLen, 'link target');
   o += linkLen;
@@ -237,18 +256,36 @@ export function decodeRevision(bytes: Uint8Array, maxBytes: number = MAX_REVISIO
   const { vector, end } = readVector(bytes, o, 'revision record');
   if (end !== bytes.length) throw malformed(`${bytes.length - end} trailing bytes after the version vector`);
 
-  const rev: Revision = { path, kind, contentRoot, size: Number(size64), mode, mtimeNs, deleted: (flags & FLAG_DELETED) !== 0, origin, vector, linkTarget };
+  const rev: Revision = {
+    path,
+    kind,
+    contentRoot,
+    size: Number(size64),
+    mode,
+    mtimeNs,
+    deleted: (flags & FLAG_DELETED) !== 0,
+    origin,
+    vector,
+    linkTarget,
+  };
   const problem = checkRevision(rev);
   if (problem !== undefined) throw malformed(`${JSON.stringify(path)}: ${problem}`);
   return rev;
 }
 
 /** Decodes a record and checks it has the id a peer announced for it (HASH_MISMATCH if not). */
-export function decodeRevisionWithId(bytes: Uint8Array, expectedId: Uint8Array, maxBytes: number = MAX_REVISION_BYTES): RevisionEntry {
+export function decodeRevisionWithId(
+  bytes: Uint8Array,
+  expectedId: Uint8Array,
+  maxBytes: number = MAX_REVISION_BYTES,
+): RevisionEntry {
   const revision = decodeRevision(bytes, maxBytes);
   const id = revisionIdOf(bytes);
   if (!bytesEqual(id, expectedId)) {
-    throw new ClawpeerError('HASH_MISMATCH', `revision record of ${JSON.stringify(revision.path)} does not hash to the id it was sent for`);
+    throw new ClawpeerError(
+      'HASH_MISMATCH',
+      `revision record of ${JSON.stringify(revision.path)} does not hash to the id it was sent for`,
+    );
   }
   return { id, revision, encoded: new Uint8Array(bytes) }; // a copy: not a view pinning the whole message
 }

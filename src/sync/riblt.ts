@@ -159,7 +159,14 @@ interface CellStore {
   count: Float64Array;
 }
 
-function xorIdInto(cells: CellStore, c: number, words: Uint32Array, wOff: number, sums: Uint32Array, sOff: number): void {
+function xorIdInto(
+  cells: CellStore,
+  c: number,
+  words: Uint32Array,
+  wOff: number,
+  sums: Uint32Array,
+  sOff: number,
+): void {
   const x = cells.idXor;
   const o = c * ID_WORDS;
   x[o] = x[o]! ^ words[wOff]!;
@@ -213,9 +220,16 @@ class SymbolWindow {
       let a = s0[j]!;
       let b = s1[j]!;
       const w = j * ID_WORDS;
-      const w0 = words[w]!, w1 = words[w + 1]!, w2 = words[w + 2]!, w3 = words[w + 3]!;
-      const w4 = words[w + 4]!, w5 = words[w + 5]!, w6 = words[w + 6]!, w7 = words[w + 7]!;
-      const k0 = sums[j * 2]!, k1 = sums[j * 2 + 1]!;
+      const w0 = words[w]!,
+        w1 = words[w + 1]!,
+        w2 = words[w + 2]!,
+        w3 = words[w + 3]!;
+      const w4 = words[w + 4]!,
+        w5 = words[w + 5]!,
+        w6 = words[w + 6]!,
+        w7 = words[w + 7]!;
+      const k0 = sums[j * 2]!,
+        k1 = sums[j * 2 + 1]!;
       do {
         const c = i - base;
         const o = c * ID_WORDS;
@@ -479,7 +493,14 @@ export class RibltDecoder {
 function isZeroId(idXor: Uint32Array, c: number): boolean {
   const o = c * ID_WORDS;
   return (
-    (idXor[o]! | idXor[o + 1]! | idXor[o + 2]! | idXor[o + 3]! | idXor[o + 4]! | idXor[o + 5]! | idXor[o + 6]! | idXor[o + 7]!) ===
+    (idXor[o]! |
+      idXor[o + 1]! |
+      idXor[o + 2]! |
+      idXor[o + 3]! |
+      idXor[o + 4]! |
+      idXor[o + 5]! |
+      idXor[o + 6]! |
+      idXor[o + 7]!) ===
     0
   );
 }

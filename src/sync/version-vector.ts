@@ -70,9 +70,10 @@ function canonical(entries: Iterable<readonly [string, number]>): VersionVector 
  * A vector from entries or a plain object. Validates ids and counters (TypeError: a programming
  * bug, peers' vectors go through decodeVector); zero counters are dropped; a repeated id throws.
  */
-export function vectorFrom(entries: Iterable<readonly [string, number]> | Readonly<Record<string, number>>): VersionVector {
-  const list: (readonly [string, number])[] =
-    Symbol.iterator in entries ? [...(entries)] : Object.entries(entries);
+export function vectorFrom(
+  entries: Iterable<readonly [string, number]> | Readonly<Record<string, number>>,
+): VersionVector {
+  const list: (readonly [string, number])[] = Symbol.iterator in entries ? [...entries] : Object.entries(entries);
   const seen = new Set<string>();
   for (const [id, counter] of list) {
     assertNodeId(id);
@@ -147,7 +148,8 @@ export function encodedVectorLength(v: VersionVector): number {
 export function writeVector(v: VersionVector, out: Uint8Array, offset: number): number {
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   const entries = [...v].filter(([, c]) => c > 0).sort((x, y) => byId(x[0], y[0]));
-  if (entries.length > MAX_VECTOR_ENTRIES) throw new RangeError(`version vector has more than ${MAX_VECTOR_ENTRIES} entries`);
+  if (entries.length > MAX_VECTOR_ENTRIES)
+    throw new RangeError(`version vector has more than ${MAX_VECTOR_ENTRIES} entries`);
   let o = offset;
   view.setUint16(o, entries.length);
   o += 2;
@@ -189,7 +191,8 @@ export function readVector(
   if (o + 2 > bytes.length) throw protocolError(what, 'version vector truncated before its entry count');
   const count = view.getUint16(o);
   o += 2;
-  if (count > MAX_VECTOR_ENTRIES) throw protocolError(what, `version vector has ${count} entries, more than ${MAX_VECTOR_ENTRIES}`);
+  if (count > MAX_VECTOR_ENTRIES)
+    throw protocolError(what, `version vector has ${count} entries, more than ${MAX_VECTOR_ENTRIES}`);
   const out = new Map<string, number>();
   let previous: string | undefined;
   for (let k = 0; k < count; k++) {
@@ -207,7 +210,8 @@ export function readVector(
     const counter = view.getBigUint64(o);
     o += 8;
     if (counter === 0n) throw protocolError(what, `version vector entry ${k} (${id}) has counter 0`);
-    if (counter > BigInt(MAX_VECTOR_COUNTER)) throw protocolError(what, `version vector entry ${k} (${id}) counter exceeds 2^53 - 1`);
+    if (counter > BigInt(MAX_VECTOR_COUNTER))
+      throw protocolError(what, `version vector entry ${k} (${id}) counter exceeds 2^53 - 1`);
     out.set(id, Number(counter));
     previous = id;
   }

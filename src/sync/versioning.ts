@@ -36,7 +36,10 @@ const STAGGERED_BANDS: readonly { readonly untilMs: number; readonly everyMs: nu
 const MAX_SPEC_NUMBER = 36_500;
 
 function usage(spec: string, why: string): ClawpeerError {
-  return new ClawpeerError('USAGE', `versioning ${JSON.stringify(spec)} is not valid: ${why} (use keep-last:N, trashcan:DAYS or staggered[:DAYS])`);
+  return new ClawpeerError(
+    'USAGE',
+    `versioning ${JSON.stringify(spec)} is not valid: ${why} (use keep-last:N, trashcan:DAYS or staggered[:DAYS])`,
+  );
 }
 
 function positiveInt(spec: string, raw: string, what: string): number {
@@ -59,7 +62,10 @@ export function parseVersioning(spec: string): VersioningPolicy {
       if (arg === undefined) throw usage(spec, 'trashcan needs a number of days, as trashcan:30');
       return { kind: 'trashcan', days: positiveInt(spec, arg, 'the number of days') };
     case 'staggered':
-      return { kind: 'staggered', maxAgeDays: arg === undefined ? DEFAULT_STAGGERED_DAYS : positiveInt(spec, arg, 'the maximum age in days') };
+      return {
+        kind: 'staggered',
+        maxAgeDays: arg === undefined ? DEFAULT_STAGGERED_DAYS : positiveInt(spec, arg, 'the maximum age in days'),
+      };
     default:
       throw usage(spec, `unknown policy ${JSON.stringify(name)}`);
   }

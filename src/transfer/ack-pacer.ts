@@ -20,14 +20,16 @@ export class AckPacer {
   #owed = 0;
 
   constructor(send: (ackedThroughSeq: number) => void, every = ACK_EVERY_CHUNKS) {
-    if (!Number.isInteger(every) || every < 1) throw new RangeError(`ack every must be a positive integer, got ${every}`);
+    if (!Number.isInteger(every) || every < 1)
+      throw new RangeError(`ack every must be a positive integer, got ${every}`);
     this.#send = send;
     this.#every = every;
   }
 
   /** Frame `sequence` (and every one before it on this stream) is received and verified. */
   received(sequence: number): void {
-    if (sequence <= this.#latest) throw new RangeError(`sequence ${sequence} acknowledged after ${this.#latest}: acks are cumulative`);
+    if (sequence <= this.#latest)
+      throw new RangeError(`sequence ${sequence} acknowledged after ${this.#latest}: acks are cumulative`);
     this.#latest = sequence;
     if (++this.#owed >= this.#every) this.flush();
   }

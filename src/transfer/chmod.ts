@@ -31,7 +31,10 @@ export function combineChmods(specs: readonly string[]): ModeChange | undefined 
 function parseClause(text: string, spec: string): Clause {
   const m = CLAUSE.exec(text);
   if (m === null) {
-    throw new ClawpeerError('USAGE', `--chmod ${JSON.stringify(spec)}: ${JSON.stringify(text)} is not a chmod clause (like D755, F644, u+rwx, go-w, +X; D or F first for directories or files only)`);
+    throw new ClawpeerError(
+      'USAGE',
+      `--chmod ${JSON.stringify(spec)}: ${JSON.stringify(text)} is not a chmod clause (like D755, F644, u+rwx, go-w, +X; D or F first for directories or files only)`,
+    );
   }
   const only = m[1] === 'D' ? 'dir' : m[1] === 'F' ? 'file' : undefined;
   const applies = (isDir: boolean): boolean => only === undefined || (only === 'dir') === isDir;
@@ -42,7 +45,10 @@ function parseClause(text: string, spec: string): Clause {
   }
   const whoText = m[3] ?? '';
   const who = whoText === '' ? 0o777 : whoText.split('').reduce((bits, c) => bits | (WHO_BITS[c] ?? 0), 0);
-  const actions = [...(m[4] ?? '').matchAll(/([-+=])([rwxXstugo]*)/g)].map(([, op, perms]) => ({ op: op ?? '+', perms: perms ?? '' }));
+  const actions = [...(m[4] ?? '').matchAll(/([-+=])([rwxXstugo]*)/g)].map(([, op, perms]) => ({
+    op: op ?? '+',
+    perms: perms ?? '',
+  }));
   return (mode, isDir) => {
     if (!applies(isDir)) return mode;
     let out = mode;

@@ -32,9 +32,13 @@ export interface WantInfo {
 export function lackingKeys(keys: readonly string[], want: WantInfo): Set<string> {
   const { lacking: bitmap, uniqueCount } = want;
   if (uniqueCount !== keys.length) {
-    throw new ClawpeerError('PROTOCOL', `want covers ${uniqueCount} chunks, but the manifest has ${keys.length} distinct chunks`);
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `want covers ${uniqueCount} chunks, but the manifest has ${keys.length} distinct chunks`,
+    );
   }
-  if (bitmap.length !== bitmapBytes(keys.length)) throw new ClawpeerError('PROTOCOL', `want bitmap has ${bitmap.length} bytes for ${keys.length} chunks`);
+  if (bitmap.length !== bitmapBytes(keys.length))
+    throw new ClawpeerError('PROTOCOL', `want bitmap has ${bitmap.length} bytes for ${keys.length} chunks`);
   const out = new Set<string>();
   keys.forEach((key, i) => {
     if (bitmapGet(bitmap, i)) out.add(key);

@@ -57,24 +57,45 @@ export interface DryRunReport {
  * The report of `entries` given the receiver's Want and its verdicts. PROTOCOL when a bitmap does
  * not fit the manifest.
  */
-export function dryRunReport(entries: readonly ManifestEntry[], want: WantInfo, verdicts: DryRunVerdicts): DryRunReport {
+export function dryRunReport(
+  entries: readonly ManifestEntry[],
+  want: WantInfo,
+  verdicts: DryRunVerdicts,
+): DryRunReport {
   const { publish, create, touchTime, touchPerms } = verdicts;
   const fileEntries = entries.filter((e) => e.kind === 'file');
-  for (const [name, bitmap] of [['publish', publish], ['touch-time', touchTime], ['touch-perms', touchPerms]] as const) {
+  for (const [name, bitmap] of [
+    ['publish', publish],
+    ['touch-time', touchTime],
+    ['touch-perms', touchPerms],
+  ] as const) {
     if (bitmap !== undefined && bitmap.length !== bitmapBytes(fileEntries.length)) {
-      throw new ClawpeerError('PROTOCOL', `dry-run ${name} bitmap has ${bitmap.length} bytes for ${fileEntries.length} files`);
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `dry-run ${name} bitmap has ${bitmap.length} bytes for ${fileEntries.length} files`,
+      );
     }
   }
   const otherEntries = entries.filter((e) => e.kind !== 'file');
   if (create !== undefined && create.length !== bitmapBytes(otherEntries.length)) {
-    throw new ClawpeerError('PROTOCOL', `dry-run create bitmap has ${create.length} bytes for ${otherEntries.length} directories and symlinks`);
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `dry-run create bitmap has ${create.length} bytes for ${otherEntries.length} directories and symlinks`,
+    );
   }
   // No create bitmap: an older receiver that did not say, unless there is nothing to say (a
   // bitmap over no entries is empty, and an empty field does not travel).
-  const others = create === undefined && otherEntries.length > 0 ? undefined : otherEntries.flatMap((e, k): DryRunOther[] => {
-    if (create === undefined || !bitmapGet(create, k)) return [];
-    return [e.kind === 'symlink' ? { path: e.path, kind: 'symlink', target: e.linkTarget } : { path: e.path, kind: 'dir' }];
-  });
+  const others =
+    create === undefined && otherEntries.length > 0
+      ? undefined
+      : otherEntries.flatMap((e, k): DryRunOther[] => {
+          if (create === undefined || !bitmapGet(create, k)) return [];
+          return [
+            e.kind === 'symlink'
+              ? { path: e.path, kind: 'symlink', target: e.linkTarget }
+              : { path: e.path, kind: 'dir' },
+          ];
+        });
   const lacking = lackingKeys(uniqueChunks(entries).keys, want);
   const counted = new Set<string>();
   const files: DryRunFile[] = [];
@@ -99,5 +120,12 @@ export function dryRunReport(entries: readonly ManifestEntry[], want: WantInfo, 
     bytesToSend += sendBytes;
     files.push({ path: entry.path, bytes: entry.size, sendBytes });
   });
-  return { files, touched, ...(others === undefined ? {} : { others }), filesUnchanged, chunksToSend: counted.size, bytesToSend };
+  return {
+    files,
+    touched,
+    ...(others === undefined ? {} : { others }),
+    filesUnchanged,
+    chunksToSend: counted.size,
+    bytesToSend,
+  };
 }

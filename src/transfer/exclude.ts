@@ -102,7 +102,7 @@ function parseSegment(text: string, label: Label): Segment {
   if (text === '**') return 'globstar';
   const tokens: Token[] = [];
   const chars = Array.from(text); // by code point: `?` and classes take a whole character
-  for (let i = 0; i < chars.length; ) {
+  for (let i = 0; i < chars.length;) {
     const c = chars[i] ?? '';
     if (c === '\\') {
       const next = chars[i + 1];
@@ -204,7 +204,9 @@ interface AnchoredRule {
  * against the pattern's segments), not a walk of its whole path. The cache is bounded (a
  * depth-first walk needs only the current directory's ancestors, and a miss recomputes them).
  */
-function anchoredMatcher(rules: readonly AnchoredRule[]): (relPath: string, name: readonly string[], isDir: boolean) => MatchState {
+function anchoredMatcher(
+  rules: readonly AnchoredRule[],
+): (relPath: string, name: readonly string[], isDir: boolean) => MatchState {
   const width = rules.reduce((n, r) => n + r.segments.length + 1, 0);
   const root = new Uint8Array(width);
   for (const r of rules) {
@@ -259,14 +261,17 @@ export function compileExcludes(patterns: readonly string[]): ExcludeRules {
 export function compileFilter(rules: readonly FilterRule[], names: FilterSource = {}): ExcludeRules {
   const at = names.source === undefined ? '' : `${names.source}: `;
   const set = names.source === undefined ? '--include/--exclude patterns' : 'patterns';
-  if (rules.length > MAX_EXCLUDE_PATTERNS) throw new ClawpeerError('USAGE', `${at}${rules.length} ${set}, more than ${MAX_EXCLUDE_PATTERNS}`);
+  if (rules.length > MAX_EXCLUDE_PATTERNS)
+    throw new ClawpeerError('USAGE', `${at}${rules.length} ${set}, more than ${MAX_EXCLUDE_PATTERNS}`);
   const total = rules.reduce((sum, r) => sum + r.pattern.length, 0);
-  if (total > MAX_EXCLUDE_TOTAL_CHARS) throw new ClawpeerError('USAGE', `${at}${set} add up to ${total} characters, more than ${MAX_EXCLUDE_TOTAL_CHARS}`);
+  if (total > MAX_EXCLUDE_TOTAL_CHARS)
+    throw new ClawpeerError('USAGE', `${at}${set} add up to ${total} characters, more than ${MAX_EXCLUDE_TOTAL_CHARS}`);
   const compiled: CompiledRule[] = [];
   const anchored: AnchoredRule[] = [];
   let offset = 0;
   for (const [index, { pattern, include }] of rules.entries()) {
-    const label = (): string => names.labelOf?.(index) ?? `${include ? '--include' : '--exclude'} ${quotePattern(pattern)}`;
+    const label = (): string =>
+      names.labelOf?.(index) ?? `${include ? '--include' : '--exclude'} ${quotePattern(pattern)}`;
     if (pattern.length === 0) throw usage(label, 'is empty');
     if (pattern.length > MAX_PATTERN_CHARS) throw usage(label, `is longer than ${MAX_PATTERN_CHARS} characters`);
     if (pattern.includes('\0')) throw usage(label, 'contains a NUL character');
@@ -276,7 +281,10 @@ export function compileFilter(rules: readonly FilterRule[], names: FilterSource 
     const hasSlash = body.includes('/');
     body = body.replace(/^\/+/, '');
     if (body.length === 0) throw usage(label, 'matches nothing (only slashes)');
-    const segments = body.split('/').filter((s) => s !== '').map((s) => parseSegment(s, label));
+    const segments = body
+      .split('/')
+      .filter((s) => s !== '')
+      .map((s) => parseSegment(s, label));
     if (hasSlash) {
       anchored.push({ segments, offset });
       compiled.push({ kind: 'anchored', end: offset + segments.length, dirOnly, include });

@@ -22,15 +22,18 @@ export interface FileListOptions {
  */
 export function parseFileList(text: string, options: FileListOptions = {}): string[] {
   const name = options.name ?? '--files-from';
-  const raw = options.from0 === true ? text.split('\0') : text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+  const raw =
+    options.from0 === true ? text.split('\0') : text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
   const listed: string[] = [];
   const seen = new Set<string>();
   raw.forEach((entry, i) => {
     if (entry === '' || entry.startsWith('#') || entry.startsWith(';')) return;
     const where = `${name} entry ${i + 1} (${JSON.stringify(entry.length > 200 ? entry.slice(0, 200) + '…' : entry)})`;
     const cleaned = path.posix.normalize(entry.replace(/^\/+/, '')).replace(/\/+$/, '');
-    if (cleaned === '..' || cleaned.startsWith('../')) throw new ClawpeerError('USAGE', `${where} climbs above the base directory`);
-    if (cleaned === '.' || cleaned === '') throw new ClawpeerError('USAGE', `${where} names the base directory itself: push the directory instead`);
+    if (cleaned === '..' || cleaned.startsWith('../'))
+      throw new ClawpeerError('USAGE', `${where} climbs above the base directory`);
+    if (cleaned === '.' || cleaned === '')
+      throw new ClawpeerError('USAGE', `${where} names the base directory itself: push the directory instead`);
     let rel: string;
     try {
       rel = normalizeSharePath(cleaned);

@@ -95,7 +95,8 @@ function checkStreamCount(streamCount: number): void {
 export function scheduleLpt<J extends Job>(jobs: readonly J[], streamCount: number): LptAssignment<J> {
   checkStreamCount(streamCount);
   for (const job of jobs) {
-    if (!Number.isFinite(job.costBytes) || job.costBytes < 0) throw new RangeError(`job cost must be finite and >= 0, got ${job.costBytes}`);
+    if (!Number.isFinite(job.costBytes) || job.costBytes < 0)
+      throw new RangeError(`job cost must be finite and >= 0, got ${job.costBytes}`);
   }
   const order = jobs.map((job, index) => ({ job, index }));
   order.sort((a, b) => b.job.costBytes - a.job.costBytes || a.index - b.index);

@@ -33,7 +33,10 @@ const CONTROL_CHAR = /[\u0000-\u001f\u007f-\u009f]/;
 
 function refuse(raw: string, why: string): never {
   // JSON.stringify shows control characters and surrogates escaped, so the message is printable.
-  throw new ClawpeerError('PATH_INVALID', `path ${JSON.stringify(raw.length > 300 ? raw.slice(0, 300) + '…' : raw)} refused: ${why}`);
+  throw new ClawpeerError(
+    'PATH_INVALID',
+    `path ${JSON.stringify(raw.length > 300 ? raw.slice(0, 300) + '…' : raw)} refused: ${why}`,
+  );
 }
 
 // Names made only of these need no Unicode checks or normalisation (the common case, fast).

@@ -127,9 +127,16 @@ interface IndexedChunk {
 export function indexManifests(
   files: readonly FileManifest[],
   limits: PlanLimits = DEFAULT_PLAN_LIMITS,
-): { readonly firstByKey: ReadonlyMap<ChunkKey, IndexedChunk>; readonly keys: readonly (readonly ChunkKey[])[]; readonly chunkRefs: number } {
+): {
+  readonly firstByKey: ReadonlyMap<ChunkKey, IndexedChunk>;
+  readonly keys: readonly (readonly ChunkKey[])[];
+  readonly chunkRefs: number;
+} {
   if (files.length > limits.maxFiles) {
-    throw new ClawpeerError('PROTOCOL', `transfer has ${files.length} files, more than the limit of ${limits.maxFiles}`);
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `transfer has ${files.length} files, more than the limit of ${limits.maxFiles}`,
+    );
   }
   const firstByKey = new Map<ChunkKey, IndexedChunk>();
   const keys: ChunkKey[][] = [];
@@ -146,7 +153,10 @@ export function indexManifests(
     let offset = 0;
     file.chunks.forEach((chunk, chunkIndex) => {
       if (!Number.isSafeInteger(chunk.length) || chunk.length <= 0) {
-        throw new ClawpeerError('PROTOCOL', `manifest of ${JSON.stringify(file.path)}: chunk ${chunkIndex} has invalid length ${chunk.length}`);
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `manifest of ${JSON.stringify(file.path)}: chunk ${chunkIndex} has invalid length ${chunk.length}`,
+        );
       }
       const key = chunkKey(chunk.id);
       const first = firstByKey.get(key);
@@ -154,13 +164,19 @@ export function indexManifests(
         firstByKey.set(key, { id: chunk.id, length: chunk.length, fileIndex, chunkIndex, offset });
       } else if (first.length !== chunk.length) {
         // Same BLAKE3 id with two lengths: the manifest is corrupt (or forged).
-        throw new ClawpeerError('PROTOCOL', `manifest of ${JSON.stringify(file.path)}: chunk ${key} has length ${chunk.length} here and ${first.length} elsewhere`);
+        throw new ClawpeerError(
+          'PROTOCOL',
+          `manifest of ${JSON.stringify(file.path)}: chunk ${key} has length ${chunk.length} here and ${first.length} elsewhere`,
+        );
       }
       fileKeys.push(key);
       offset += chunk.length;
     });
     if (offset !== file.size) {
-      throw new ClawpeerError('PROTOCOL', `manifest of ${JSON.stringify(file.path)}: chunks add up to ${offset} bytes, size says ${file.size}`);
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `manifest of ${JSON.stringify(file.path)}: chunks add up to ${offset} bytes, size says ${file.size}`,
+      );
     }
     keys.push(fileKeys);
   });
@@ -175,7 +191,8 @@ export function lackSet(lacking: Iterable<ChunkId>, known: ReadonlyMap<ChunkKey,
   const set = new Set<ChunkKey>();
   for (const id of lacking) {
     const key = chunkKey(id);
-    if (!known.has(key)) throw new ClawpeerError('PROTOCOL', `peer asked for chunk ${key}, which no offered file contains`);
+    if (!known.has(key))
+      throw new ClawpeerError('PROTOCOL', `peer asked for chunk ${key}, which no offered file contains`);
     if (set.has(key)) throw new ClawpeerError('PROTOCOL', `peer asked for chunk ${key} twice`);
     set.add(key);
   }
@@ -229,7 +246,16 @@ export function planTransfer(
       offset += chunk.length;
     });
     totalBytes += sendBytes;
-    filePlans.push({ fileIndex, path: file.path, size: file.size, needed, present, sendFirst, sendEnd: chunks.length, sendBytes });
+    filePlans.push({
+      fileIndex,
+      path: file.path,
+      size: file.size,
+      needed,
+      present,
+      sendFirst,
+      sendEnd: chunks.length,
+      sendBytes,
+    });
   });
 
   return {

@@ -57,7 +57,8 @@ export class RateLimiter {
   #tat = -Infinity;
 
   constructor(bytesPerSecond: number, options: { burstBytes?: number; clock?: RateLimiterClock } = {}) {
-    if (!(bytesPerSecond > 0) || !Number.isFinite(bytesPerSecond)) throw new RangeError(`rate limit must be a positive number of bytes per second, got ${bytesPerSecond}`);
+    if (!(bytesPerSecond > 0) || !Number.isFinite(bytesPerSecond))
+      throw new RangeError(`rate limit must be a positive number of bytes per second, got ${bytesPerSecond}`);
     this.sliceBytes = Math.round(Math.min(MAX_SLICE_BYTES, Math.max(MIN_SLICE_BYTES, bytesPerSecond / 20)));
     const burst = options.burstBytes ?? Math.max(this.sliceBytes, Math.min(MAX_BURST_BYTES, bytesPerSecond / 10));
     if (!(burst > 0)) throw new RangeError(`burst must be > 0 bytes, got ${burst}`);
@@ -95,7 +96,11 @@ export class RateLimiter {
  * buffer goes out in pieces of the smallest sliceBytes, each taken from every limiter first.
  * Resolves once the last piece is written, so the caller may reuse the buffer then.
  */
-export function pacedWrite(limiters: readonly RateLimiter[], write: (bytes: Uint8Array) => Promise<void>, signal?: AbortSignal): (bytes: Uint8Array) => Promise<void> {
+export function pacedWrite(
+  limiters: readonly RateLimiter[],
+  write: (bytes: Uint8Array) => Promise<void>,
+  signal?: AbortSignal,
+): (bytes: Uint8Array) => Promise<void> {
   if (limiters.length === 0) return write;
   const slice = Math.min(...limiters.map((l) => l.sliceBytes));
   return async (bytes) => {

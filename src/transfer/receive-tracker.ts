@@ -83,7 +83,8 @@ export class ReceiveTracker {
     const paths = new Set<string>();
     for (const file of files) {
       // Two entries for one path would race for the same final name.
-      if (paths.has(file.path)) throw new ClawpeerError('PROTOCOL', `peer offered ${JSON.stringify(file.path)} twice in one transfer`);
+      if (paths.has(file.path))
+        throw new ClawpeerError('PROTOCOL', `peer offered ${JSON.stringify(file.path)} twice in one transfer`);
       paths.add(file.path);
     }
     const lack = lackSet(lacking, firstByKey);
@@ -229,7 +230,10 @@ export class StreamAckTracker {
       throw new ClawpeerError('PROTOCOL', `frame seq ${seq} out of order, expected ${this.#nextSeq}`);
     }
     if (this.outstanding >= this.#window) {
-      throw new ClawpeerError('PROTOCOL', `peer exceeded the window: frame seq ${seq} with ${this.outstanding} frames unacknowledged (window ${this.#window})`);
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `peer exceeded the window: frame seq ${seq} with ${this.outstanding} frames unacknowledged (window ${this.#window})`,
+      );
     }
     this.#verified[seq % this.#window] = 0;
     this.#nextSeq++;
@@ -241,7 +245,12 @@ export class StreamAckTracker {
    * coalesced by sending only the last, since acks are cumulative.
    */
   onVerified(seq: number): number | undefined {
-    if (!Number.isInteger(seq) || seq <= this.#ackedThrough || seq >= this.#nextSeq || this.#verified[seq % this.#window] === 1) {
+    if (
+      !Number.isInteger(seq) ||
+      seq <= this.#ackedThrough ||
+      seq >= this.#nextSeq ||
+      this.#verified[seq % this.#window] === 1
+    ) {
       throw new Error(`onVerified: seq ${seq} is not an outstanding frame`);
     }
     this.#verified[seq % this.#window] = 1;

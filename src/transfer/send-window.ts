@@ -147,8 +147,18 @@ export class SendWindow {
     return this.#inFlightBytes;
   }
 
-  get counters(): { readonly chunksSent: number; readonly bytesSent: number; readonly chunksAcked: number; readonly bytesAcked: number } {
-    return { chunksSent: this.#chunksSent, bytesSent: this.#bytesSent, chunksAcked: this.#chunksAcked, bytesAcked: this.#bytesAcked };
+  get counters(): {
+    readonly chunksSent: number;
+    readonly bytesSent: number;
+    readonly chunksAcked: number;
+    readonly bytesAcked: number;
+  } {
+    return {
+      chunksSent: this.#chunksSent,
+      bytesSent: this.#bytesSent,
+      chunksAcked: this.#chunksAcked,
+      bytesAcked: this.#bytesAcked,
+    };
   }
 
   get rtt(): RttStats {
@@ -174,7 +184,10 @@ export class SendWindow {
     this.#advanceClock(now);
     if (seq !== this.#nextSeq) throw new RangeError(`onSent: expected seq ${this.#nextSeq}, got ${seq}`);
     if (!Number.isSafeInteger(bytes) || bytes < 0) throw new RangeError(`onSent: invalid byte count ${bytes}`);
-    if (!this.canSend(bytes)) throw new Error(`onSent: window cannot send now (state ${this.#state.kind}, ${this.#count}/${this.#maxChunks} chunks, ${this.#inFlightBytes} bytes in flight)`);
+    if (!this.canSend(bytes))
+      throw new Error(
+        `onSent: window cannot send now (state ${this.#state.kind}, ${this.#count}/${this.#maxChunks} chunks, ${this.#inFlightBytes} bytes in flight)`,
+      );
     const slot = (this.#head + this.#count) % this.#maxChunks;
     this.#keys[slot] = chunkKey(chunkId);
     this.#bytes[slot] = bytes;
@@ -199,10 +212,17 @@ export class SendWindow {
       return this.#fail(new ClawpeerError('PROTOCOL', `ack for invalid seq ${ackedThroughSeq}`));
     }
     if (ackedThroughSeq >= this.#nextSeq) {
-      return this.#fail(new ClawpeerError('PROTOCOL', `ack for seq ${ackedThroughSeq}, but only seqs below ${this.#nextSeq} were sent`));
+      return this.#fail(
+        new ClawpeerError('PROTOCOL', `ack for seq ${ackedThroughSeq}, but only seqs below ${this.#nextSeq} were sent`),
+      );
     }
     if (this.#count === 0 || ackedThroughSeq < this.#oldestSeq) {
-      return this.#fail(new ClawpeerError('PROTOCOL', `duplicate ack for seq ${ackedThroughSeq}: everything through ${this.#nextSeq - this.#count - 1} was already acknowledged`));
+      return this.#fail(
+        new ClawpeerError(
+          'PROTOCOL',
+          `duplicate ack for seq ${ackedThroughSeq}: everything through ${this.#nextSeq - this.#count - 1} was already acknowledged`,
+        ),
+      );
     }
     const covered = ackedThroughSeq - this.#oldestSeq + 1;
     const acked: AckedChunk[] = [];

@@ -60,8 +60,7 @@ export const STRIPE_POLICY_DEFAULTS = {
 } as const;
 
 export type StripeVerdict =
-  | { readonly kind: 'grow'; readonly connections: number; readonly lossRate: number }
-  | { readonly kind: 'hold' };
+  { readonly kind: 'grow'; readonly connections: number; readonly lossRate: number } | { readonly kind: 'hold' };
 
 export class StripePolicy {
   readonly #o: Required<StripePolicyOptions>;
@@ -75,7 +74,8 @@ export class StripePolicy {
   #congestionEvents = 0;
 
   constructor(options: StripePolicyOptions) {
-    if (!Number.isInteger(options.maxConnections) || options.maxConnections < 1) throw new RangeError(`maxConnections must be a positive integer, got ${options.maxConnections}`);
+    if (!Number.isInteger(options.maxConnections) || options.maxConnections < 1)
+      throw new RangeError(`maxConnections must be a positive integer, got ${options.maxConnections}`);
     this.#o = { ...STRIPE_POLICY_DEFAULTS, ...options };
   }
 

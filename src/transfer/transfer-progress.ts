@@ -23,7 +23,12 @@ export class ProgressCounter {
   #totalBytes: number;
   readonly #totalFiles: number;
 
-  constructor(report: (p: TransferProgress) => void, phase: TransferProgress['phase'], totalBytes: number, totalFiles: number) {
+  constructor(
+    report: (p: TransferProgress) => void,
+    phase: TransferProgress['phase'],
+    totalBytes: number,
+    totalFiles: number,
+  ) {
     this.#report = report;
     this.#phase = phase;
     this.#totalBytes = totalBytes;
@@ -47,7 +52,13 @@ export class ProgressCounter {
   }
 
   #tell(): void {
-    this.#report({ phase: this.#phase, bytes: this.bytes, totalBytes: this.#totalBytes, files: this.files, totalFiles: this.#totalFiles });
+    this.#report({
+      phase: this.#phase,
+      bytes: this.bytes,
+      totalBytes: this.#totalBytes,
+      files: this.files,
+      totalFiles: this.#totalFiles,
+    });
   }
 }
 
@@ -79,7 +90,13 @@ export class SequentialProgress {
     const filesBefore = this.#filesBefore;
     return (p) => {
       this.#last = p;
-      this.#report({ phase: p.phase, bytes: bytesBefore + p.bytes, totalBytes: p.totalBytes === 0 ? 0 : bytesBefore + p.totalBytes, files: filesBefore + p.files, totalFiles: filesBefore + p.totalFiles });
+      this.#report({
+        phase: p.phase,
+        bytes: bytesBefore + p.bytes,
+        totalBytes: p.totalBytes === 0 ? 0 : bytesBefore + p.totalBytes,
+        files: filesBefore + p.files,
+        totalFiles: filesBefore + p.totalFiles,
+      });
     };
   }
 }

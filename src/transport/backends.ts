@@ -16,7 +16,10 @@ export function isTransportName(text: string): text is TransportName {
 /** The backend called `name` (it may still be unavailable: check available()). */
 export async function backendByName(name: string): Promise<TransportBackend> {
   if (!isTransportName(name)) {
-    throw new ClawpeerError('USAGE', `unknown transport ${JSON.stringify(name)} (expected one of ${TRANSPORT_NAMES.join(', ')})`);
+    throw new ClawpeerError(
+      'USAGE',
+      `unknown transport ${JSON.stringify(name)} (expected one of ${TRANSPORT_NAMES.join(', ')})`,
+    );
   }
   switch (name) {
     case 'quic':
@@ -51,7 +54,10 @@ export async function availableBackends(options: { includeTestOnly?: boolean } =
     if (!backend.available()) continue;
     if (name === 'quic') {
       const { loadQuinnNapi } = await import('./quinn-napi.js');
-      const loaded = await loadQuinnNapi().then(() => true, () => false);
+      const loaded = await loadQuinnNapi().then(
+        () => true,
+        () => false,
+      );
       if (!loaded) continue;
     }
     out.push(backend);

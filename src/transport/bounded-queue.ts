@@ -20,7 +20,8 @@ export class BoundedQueue<T> {
   #closed = false;
 
   constructor(capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError(`queue capacity must be a positive integer, got ${capacity}`);
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError(`queue capacity must be a positive integer, got ${capacity}`);
     this.#capacity = capacity;
   }
 

@@ -296,7 +296,14 @@ class MemorySide implements Connection {
   #closePromise: Promise<void> | undefined;
   #resolveClosed!: (info: CloseInfo) => void;
 
-  constructor(init: { net: MemoryNetwork; isClient: boolean; remoteIdentity: Identity; local: HostPort; remote: HostPort; maxStreams: number }) {
+  constructor(init: {
+    net: MemoryNetwork;
+    isClient: boolean;
+    remoteIdentity: Identity;
+    local: HostPort;
+    remote: HostPort;
+    maxStreams: number;
+  }) {
     this.net = init.net;
     this.out = new Direction(init.net);
     this.#isClient = init.isClient;
@@ -332,7 +339,10 @@ class MemorySide implements Connection {
   /** Graceful: the close travels behind all data in flight; resolves when the peer has it. */
   close(reason?: string): Promise<void> {
     this.#closePromise ??= new Promise<void>((resolve) => {
-      if (this.#gone !== undefined) { resolve(); return; }
+      if (this.#gone !== undefined) {
+        resolve();
+        return;
+      }
       this.#markGone(true, reason);
       const peer = this.peer;
       this.out.sendClose(() => {
@@ -441,13 +451,18 @@ export class MemoryBackend implements TransportBackend {
       throw new ClawpeerError('USAGE', `listen port must be 0..65535, got ${options.port}`);
     }
     const maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
-    return this.network.bind(options.host, options.port, (port) => new MemoryListener(this.network, { host: options.host, port }, options.identity, maxStreams));
+    return this.network.bind(
+      options.host,
+      options.port,
+      (port) => new MemoryListener(this.network, { host: options.host, port }, options.identity, maxStreams),
+    );
   }
 
   connect(options: ConnectOptions): Promise<Connection> {
     const net = this.network;
     const where = `memory connect to ${options.host}:${options.port}`;
-    if (options.signal?.aborted === true) return Promise.reject(new ClawpeerError('ABORTED', `${where} aborted`, { cause: options.signal.reason }));
+    if (options.signal?.aborted === true)
+      return Promise.reject(new ClawpeerError('ABORTED', `${where} aborted`, { cause: options.signal.reason }));
     return new Promise<Connection>((resolve, reject) => {
       const signal = options.signal;
       let settled = false;
@@ -468,19 +483,40 @@ export class MemoryBackend implements TransportBackend {
       net.scheduler.schedule(latency, () => {
         const listener = net.lookup(options.host, options.port);
         if (listener === undefined || settled) {
-          net.scheduler.schedule(latency, () => finish(() => reject(new ClawpeerError('UNREACHABLE', `${where}: nothing listens there`))));
+          net.scheduler.schedule(latency, () =>
+            finish(() => reject(new ClawpeerError('UNREACHABLE', `${where}: nothing listens there`))),
+          );
           return;
         }
         const clientAddr: HostPort = { host: options.host, port: this.#nextClientPort++ };
         if (this.#nextClientPort > EPHEMERAL_PORT_LAST) this.#nextClientPort = EPHEMERAL_PORT_FIRST;
-        const client = new MemorySide({ net, isClient: true, remoteIdentity: listener.identity, local: clientAddr, remote: listener.address, maxStreams: options.maxStreams ?? DEFAULT_MAX_STREAMS });
-        const server = new MemorySide({ net, isClient: false, remoteIdentity: options.identity, local: listener.address, remote: clientAddr, maxStreams: listener.maxStreams });
+        const client = new MemorySide({
+          net,
+          isClient: true,
+          remoteIdentity: listener.identity,
+          local: clientAddr,
+          remote: listener.address,
+          maxStreams: options.maxStreams ?? DEFAULT_MAX_STREAMS,
+        });
+        const server = new MemorySide({
+          net,
+          isClient: false,
+          remoteIdentity: options.identity,
+          local: listener.address,
+          remote: clientAddr,
+          maxStreams: listener.maxStreams,
+        });
         client.peer = server;
         server.peer = client;
         const accepted = listener.offer(server);
         // t = 2 * latency: the handshake answer reaches the client.
         net.scheduler.schedule(latency, () => {
-          if (!accepted) { finish(() => reject(new ClawpeerError('UNREACHABLE', `${where}: refused (listener closed or backlog full)`))); return; }
+          if (!accepted) {
+            finish(() =>
+              reject(new ClawpeerError('UNREACHABLE', `${where}: refused (listener closed or backlog full)`)),
+            );
+            return;
+          }
           if (settled) return void client.close('connect aborted'); // the server side learns it is gone
           finish(() => resolve(client));
         });

@@ -93,7 +93,8 @@ const NEED_MORE: DecodeResult = Object.freeze({ kind: 'need-more' });
 const isConnectionFrame = (type: FrameType): boolean =>
   type === FrameType.PING || type === FrameType.PONG || type === FrameType.GOAWAY;
 
-const protocolError = (message: string): ClawpeerError => new ClawpeerError('PROTOCOL', `mux: ${message}`, { wire: 'PROTOCOL' });
+const protocolError = (message: string): ClawpeerError =>
+  new ClawpeerError('PROTOCOL', `mux: ${message}`, { wire: 'PROTOCOL' });
 
 /**
  * Validates a frame header against the wire rules and `maxDataBytes` (the DATA payload limit).
@@ -111,20 +112,27 @@ export function checkFrameHeader(header: FrameHeader, maxDataBytes: number): voi
   switch (type) {
     case FrameType.DATA:
       if (length > maxDataBytes) {
-        throw new ClawpeerError('FRAME_TOO_LARGE', `mux: DATA frame of ${length} bytes on stream ${streamId} exceeds the ${maxDataBytes}-byte limit`, { wire: 'FRAME_TOO_LARGE' });
+        throw new ClawpeerError(
+          'FRAME_TOO_LARGE',
+          `mux: DATA frame of ${length} bytes on stream ${streamId} exceeds the ${maxDataBytes}-byte limit`,
+          { wire: 'FRAME_TOO_LARGE' },
+        );
       }
       return;
     case FrameType.OPEN:
     case FrameType.FIN:
-      if (length !== 0) throw protocolError(`${name} frame on stream ${streamId} has a ${length}-byte payload, expected none`);
+      if (length !== 0)
+        throw protocolError(`${name} frame on stream ${streamId} has a ${length}-byte payload, expected none`);
       return;
     case FrameType.RESET:
     case FrameType.WINDOW_UPDATE:
-      if (length !== 4) throw protocolError(`${name} frame on stream ${streamId} has a ${length}-byte payload, expected 4`);
+      if (length !== 4)
+        throw protocolError(`${name} frame on stream ${streamId} has a ${length}-byte payload, expected 4`);
       return;
     case FrameType.PING:
     case FrameType.PONG:
-      if (length !== PING_PAYLOAD_BYTES) throw protocolError(`${name} frame has a ${length}-byte payload, expected ${PING_PAYLOAD_BYTES}`);
+      if (length !== PING_PAYLOAD_BYTES)
+        throw protocolError(`${name} frame has a ${length}-byte payload, expected ${PING_PAYLOAD_BYTES}`);
       return;
     case FrameType.GOAWAY:
       if (length < 4 || length > 4 + MAX_GOAWAY_REASON_BYTES) {
@@ -151,10 +159,15 @@ function isFrameType(type: number): type is FrameType {
  * Parses and checks the header at `bytes[offset..]`; `need-more` when fewer than
  * FRAME_HEADER_BYTES are available.
  */
-export function decodeFrameHeader(bytes: Uint8Array, offset: number, maxDataBytes: number): FrameHeader | { readonly kind: 'need-more' } {
+export function decodeFrameHeader(
+  bytes: Uint8Array,
+  offset: number,
+  maxDataBytes: number,
+): FrameHeader | { readonly kind: 'need-more' } {
   if (bytes.length - offset < FRAME_HEADER_BYTES) return NEED_MORE as { kind: 'need-more' };
   const type = bytes[offset] ?? 0;
-  if (!isFrameType(type)) throw protocolError(`unknown frame type 0x${type.toString(16).padStart(2, '0')} (not a clawpeer mux stream?)`);
+  if (!isFrameType(type))
+    throw protocolError(`unknown frame type 0x${type.toString(16).padStart(2, '0')} (not a clawpeer mux stream?)`);
   const view = new DataView(bytes.buffer, bytes.byteOffset + offset, FRAME_HEADER_BYTES);
   const header: FrameHeader = { type, streamId: view.getUint32(1), length: view.getUint32(5) };
   checkFrameHeader(header, maxDataBytes);
@@ -163,8 +176,10 @@ export function decodeFrameHeader(bytes: Uint8Array, offset: number, maxDataByte
 
 /** The 9 header bytes of a frame. */
 export function encodeFrameHeader(type: FrameType, streamId: number, length: number): Uint8Array {
-  if (!Number.isInteger(streamId) || streamId < 0 || streamId > MAX_STREAM_ID) throw new RangeError(`stream id ${streamId} out of range`);
-  if (!Number.isInteger(length) || length < 0 || length > 0xffff_ffff) throw new RangeError(`frame length ${length} out of range`);
+  if (!Number.isInteger(streamId) || streamId < 0 || streamId > MAX_STREAM_ID)
+    throw new RangeError(`stream id ${streamId} out of range`);
+  if (!Number.isInteger(length) || length < 0 || length > 0xffff_ffff)
+    throw new RangeError(`frame length ${length} out of range`);
   const out = new Uint8Array(FRAME_HEADER_BYTES);
   const view = new DataView(out.buffer);
   view.setUint8(0, type);
@@ -174,7 +189,8 @@ export function encodeFrameHeader(type: FrameType, streamId: number, length: num
 }
 
 function u32(value: number, what: string): Uint8Array {
-  if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff) throw new RangeError(`${what} ${value} is not a u32`);
+  if (!Number.isInteger(value) || value < 0 || value > 0xffff_ffff)
+    throw new RangeError(`${what} ${value} is not a u32`);
   const out = new Uint8Array(4);
   new DataView(out.buffer).setUint32(0, value);
   return out;
@@ -201,7 +217,8 @@ export function encodeFrame(frame: MuxFrame): Uint8Array[] {
       return [encodeFrameHeader(frame.type, frame.streamId, 4), u32(frame.increment, 'WINDOW_UPDATE increment')];
     case FrameType.PING:
     case FrameType.PONG:
-      if (frame.payload.length !== PING_PAYLOAD_BYTES) throw new RangeError(`${frameTypeName(frame.type)} payload must be ${PING_PAYLOAD_BYTES} bytes`);
+      if (frame.payload.length !== PING_PAYLOAD_BYTES)
+        throw new RangeError(`${frameTypeName(frame.type)} payload must be ${PING_PAYLOAD_BYTES} bytes`);
       return [encodeFrameHeader(frame.type, 0, PING_PAYLOAD_BYTES), frame.payload];
     case FrameType.GOAWAY: {
       const reason = truncateUtf8(frame.reason, MAX_GOAWAY_REASON_BYTES);
@@ -323,7 +340,8 @@ export class FrameDecoder {
       return this.#dataPiece();
     }
     // Control frame: wait until header and payload are both here, then take them in one go.
-    if (header.length > MAX_CONTROL_PAYLOAD_BYTES) throw new TypeError('checkFrameHeader let an oversized control frame through');
+    if (header.length > MAX_CONTROL_PAYLOAD_BYTES)
+      throw new TypeError('checkFrameHeader let an oversized control frame through');
     if (this.#buffered < FRAME_HEADER_BYTES + header.length) return NEED_MORE;
     this.#consume(FRAME_HEADER_BYTES);
     const payload = header.length === 0 ? new Uint8Array(0) : new Uint8Array(this.#peek(header.length));

@@ -23,7 +23,13 @@ import {
   type MuxFrame,
 } from './mux-codec.js';
 import type { CloseInfo, DuplexStream, TransportStats } from './types.js';
-import { INITIAL_WINDOW_BYTES, MAX_SEND_CREDIT_BYTES, MuxStream, type Waiter, violationGoAwayCodes } from './mux-stream.js';
+import {
+  INITIAL_WINDOW_BYTES,
+  MAX_SEND_CREDIT_BYTES,
+  MuxStream,
+  type Waiter,
+  violationGoAwayCodes,
+} from './mux-stream.js';
 
 /**
  * Default receive window per stream (4 MiB): enough for ~80 MiB/s per stream at 50 ms RTT.
@@ -49,7 +55,6 @@ export interface MuxSessionOptions {
   /** Largest DATA payload accepted from the peer (bytes). */
   readonly maxDataFrameBytes?: number;
 }
-
 
 type SessionState = 'open' | 'closing' | 'closed';
 
@@ -113,7 +118,9 @@ export class MuxSession {
     this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
     this.#streamWindowBytes = options.streamWindowBytes ?? DEFAULT_STREAM_WINDOW_BYTES;
     if (this.#streamWindowBytes < INITIAL_WINDOW_BYTES || this.#streamWindowBytes > MAX_SEND_CREDIT_BYTES) {
-      throw new RangeError(`streamWindowBytes must be ${INITIAL_WINDOW_BYTES}..${MAX_SEND_CREDIT_BYTES}, got ${this.#streamWindowBytes}`);
+      throw new RangeError(
+        `streamWindowBytes must be ${INITIAL_WINDOW_BYTES}..${MAX_SEND_CREDIT_BYTES}, got ${this.#streamWindowBytes}`,
+      );
     }
     if (!(this.#maxStreams >= 1)) throw new RangeError(`maxStreams must be >= 1, got ${this.#maxStreams}`);
     if (!(this.#idleTimeoutMs > 0)) throw new RangeError(`idleTimeoutMs must be > 0, got ${this.#idleTimeoutMs}`);
@@ -153,7 +160,8 @@ export class MuxSession {
       });
     }
     const id = this.#nextLocalId;
-    if (id > MAX_STREAM_ID) throw new ClawpeerError('PROTOCOL', 'mux: stream ids exhausted on this connection; reconnect');
+    if (id > MAX_STREAM_ID)
+      throw new ClawpeerError('PROTOCOL', 'mux: stream ids exhausted on this connection; reconnect');
     this.#nextLocalId += 2;
     const stream = new MuxStream(this, id, this.#streamWindowBytes);
     this.#streams.set(id, stream);
@@ -178,10 +186,14 @@ export class MuxSession {
           reject(e);
         },
       };
-      const cleanup = onAbort(options?.signal, (err) => {
-        this.#acceptWaiters.delete(waiter);
-        reject(err);
-      }, 'acceptStream');
+      const cleanup = onAbort(
+        options?.signal,
+        (err) => {
+          this.#acceptWaiters.delete(waiter);
+          reject(err);
+        },
+        'acceptStream',
+      );
       if (options?.signal?.aborted === true) return;
       this.#acceptWaiters.add(waiter);
     });
@@ -222,8 +234,14 @@ export class MuxSession {
    */
   sendData(streamId: number, payload: Uint8Array): Promise<void> {
     return new Promise((resolve, reject) => {
-      if (this.#error !== undefined) { reject(this.#error); return; }
-      if (this.#socket.writableEnded || this.#socket.destroyed) { reject(closedError('connection closed')); return; }
+      if (this.#error !== undefined) {
+        reject(this.#error);
+        return;
+      }
+      if (this.#socket.writableEnded || this.#socket.destroyed) {
+        reject(closedError('connection closed'));
+        return;
+      }
       const parts = encodeFrame({ type: FrameType.DATA, streamId, payload });
       this.#write(parts, (err) => {
         if (err === null || err === undefined) resolve();
@@ -287,7 +305,10 @@ export class MuxSession {
     if (stream !== undefined) return stream;
     const local = (streamId % 2 === 1) === this.#initiator;
     const seen = local ? streamId < this.#nextLocalId : streamId <= this.#lastPeerId;
-    if (!seen) throw new ClawpeerError('PROTOCOL', `mux: ${what} on stream ${streamId}, which was never opened`, { wire: 'PROTOCOL' });
+    if (!seen)
+      throw new ClawpeerError('PROTOCOL', `mux: ${what} on stream ${streamId}, which was never opened`, {
+        wire: 'PROTOCOL',
+      });
     return undefined;
   }
 
@@ -331,10 +352,16 @@ export class MuxSession {
 
   #onOpen(streamId: number): void {
     if ((streamId % 2 === 1) === this.#initiator) {
-      throw new ClawpeerError('PROTOCOL', `mux: peer opened stream ${streamId}, an id of our parity`, { wire: 'PROTOCOL' });
+      throw new ClawpeerError('PROTOCOL', `mux: peer opened stream ${streamId}, an id of our parity`, {
+        wire: 'PROTOCOL',
+      });
     }
     if (streamId <= this.#lastPeerId) {
-      throw new ClawpeerError('PROTOCOL', `mux: peer reopened stream ${streamId} (ids must increase; last was ${this.#lastPeerId})`, { wire: 'PROTOCOL' });
+      throw new ClawpeerError(
+        'PROTOCOL',
+        `mux: peer reopened stream ${streamId} (ids must increase; last was ${this.#lastPeerId})`,
+        { wire: 'PROTOCOL' },
+      );
     }
     this.#lastPeerId = streamId;
     if (this.#peerCount >= this.#maxStreams || this.#remoteGoAway !== undefined) {
@@ -423,7 +450,10 @@ export class MuxSession {
 
   #throwIfNotOpen(what: string): void {
     if (this.#state !== 'open') throw this.#error ?? closedError(`${what}: connection is closed`);
-    if (this.#remoteGoAway !== undefined) throw closedError(`${what}: the peer is closing the connection${this.#remoteGoAway.reason === '' ? '' : `: ${this.#remoteGoAway.reason}`}`);
+    if (this.#remoteGoAway !== undefined)
+      throw closedError(
+        `${what}: the peer is closing the connection${this.#remoteGoAway.reason === '' ? '' : `: ${this.#remoteGoAway.reason}`}`,
+      );
   }
 
   // ---- timers -------------------------------------------------------------------------------
@@ -440,7 +470,13 @@ export class MuxSession {
     const now = performance.now();
     const idleMs = now - this.#lastReceiveAtMs;
     if (idleMs >= this.#idleTimeoutMs) {
-      this.#fail(new ClawpeerError('TIMEOUT', `no data from the peer for ${Math.round(idleMs)} ms (idle timeout ${this.#idleTimeoutMs} ms)`), GoAwayCode.IDLE_TIMEOUT);
+      this.#fail(
+        new ClawpeerError(
+          'TIMEOUT',
+          `no data from the peer for ${Math.round(idleMs)} ms (idle timeout ${this.#idleTimeoutMs} ms)`,
+        ),
+        GoAwayCode.IDLE_TIMEOUT,
+      );
       return;
     }
     if (this.#keepAliveMs > 0 && now - this.#lastPingAtMs >= this.#keepAliveMs) this.#sendPing();
@@ -466,5 +502,4 @@ export class MuxSession {
       if (i >= 0) this.#acceptQueue.splice(i, 1);
     }
   }
-
 }

@@ -66,7 +66,8 @@ export class MuxStream implements DuplexStream {
   }
 
   write(data: Uint8Array): Promise<void> {
-    if (this.#localFinQueued) return Promise.reject(new ClawpeerError('USAGE', `stream ${this.id}: write after finish()`));
+    if (this.#localFinQueued)
+      return Promise.reject(new ClawpeerError('USAGE', `stream ${this.id}: write after finish()`));
     const run = this.#writeChain.then(() => this.#writeAll(data));
     this.#writeChain = run.catch(() => {}); // later calls see the failure through #error
     return run;
@@ -74,7 +75,7 @@ export class MuxStream implements DuplexStream {
 
   async #writeAll(data: Uint8Array): Promise<void> {
     if (this.#error !== undefined) throw this.#error;
-    for (let offset = 0; offset < data.length; ) {
+    for (let offset = 0; offset < data.length;) {
       const error = this.#error as ClawpeerError | undefined; // set while we awaited credit
       if (error !== undefined) throw error;
       if (this.#sendCredit === 0) {
@@ -128,7 +129,11 @@ export class MuxStream implements DuplexStream {
     // Return credit in batches (half a window) so WINDOW_UPDATEs stay rare; never after FIN.
     if (!this.#remoteFin && this.#error === undefined && this.#consumedSinceUpdate >= this.#windowBytes / 2) {
       this.#receiveCredit += this.#consumedSinceUpdate;
-      this.#session.sendFrame({ type: FrameType.WINDOW_UPDATE, streamId: this.id, increment: this.#consumedSinceUpdate });
+      this.#session.sendFrame({
+        type: FrameType.WINDOW_UPDATE,
+        streamId: this.id,
+        increment: this.#consumedSinceUpdate,
+      });
       this.#consumedSinceUpdate = 0;
     }
     return bytes;
@@ -152,7 +157,10 @@ export class MuxStream implements DuplexStream {
   onData(bytes: Uint8Array): void {
     if (this.#remoteFin) throw violation(`DATA on stream ${this.id} after its FIN`);
     if (bytes.length > this.#receiveCredit) {
-      throw violation(`flow control: stream ${this.id} received ${bytes.length} bytes with only ${this.#receiveCredit} of window left`, GoAwayCode.FLOW_CONTROL_ERROR);
+      throw violation(
+        `flow control: stream ${this.id} received ${bytes.length} bytes with only ${this.#receiveCredit} of window left`,
+        GoAwayCode.FLOW_CONTROL_ERROR,
+      );
     }
     this.#receiveCredit -= bytes.length;
     if (this.#error !== undefined) return; // reset locally: the peer has not seen our RESET yet
@@ -179,7 +187,10 @@ export class MuxStream implements DuplexStream {
 
   onCredit(increment: number): void {
     if (this.#sendCredit + increment > MAX_SEND_CREDIT_BYTES) {
-      throw violation(`flow control: WINDOW_UPDATE on stream ${this.id} raises the window past ${MAX_SEND_CREDIT_BYTES} bytes`, GoAwayCode.FLOW_CONTROL_ERROR);
+      throw violation(
+        `flow control: WINDOW_UPDATE on stream ${this.id} raises the window past ${MAX_SEND_CREDIT_BYTES} bytes`,
+        GoAwayCode.FLOW_CONTROL_ERROR,
+      );
     }
     this.#sendCredit += increment;
     const waiter = this.#creditWaiter;

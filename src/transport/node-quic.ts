@@ -53,7 +53,11 @@ interface QuicSessionLike {
   readonly closed: Promise<void>;
   readonly path?: { readonly local: QuicSocketAddress; readonly remote: QuicSocketAddress };
   readonly peerCertificate?: Uint8Array | X509Certificate;
-  readonly stats: { readonly smoothedRtt?: bigint | number; readonly bytesSent?: bigint | number; readonly bytesReceived?: bigint | number };
+  readonly stats: {
+    readonly smoothedRtt?: bigint | number;
+    readonly bytesSent?: bigint | number;
+    readonly bytesReceived?: bigint | number;
+  };
   createBidirectionalStream(options?: object): Promise<QuicStreamLike>;
   close(): Promise<void>;
   destroy(error?: unknown): void;
@@ -118,7 +122,8 @@ class NodeQuicStream implements DuplexStream {
   }
 
   async write(data: Uint8Array): Promise<void> {
-    if (this.#writer === undefined) throw new ClawpeerError('TRANSPORT_UNAVAILABLE', 'this node:quic stream has no writable side');
+    if (this.#writer === undefined)
+      throw new ClawpeerError('TRANSPORT_UNAVAILABLE', 'this node:quic stream has no writable side');
     try {
       await this.#writer.ready;
       await this.#writer.write(new Uint8Array(data)); // a copy (Buffer#slice is not): the caller may reuse `data` once we resolve
@@ -230,7 +235,10 @@ class NodeQuicListener implements Listener {
   constructor(endpoint: QuicEndpointLike, queue: BoundedQueue<NodeQuicConnection>, requested: HostPort) {
     this.#endpoint = endpoint;
     this.#queue = queue;
-    this.address = { host: endpoint.address?.address ?? requested.host, port: endpoint.address?.port ?? requested.port };
+    this.address = {
+      host: endpoint.address?.address ?? requested.host,
+      port: endpoint.address?.port ?? requested.port,
+    };
   }
 
   accept(options?: { signal?: AbortSignal }): Promise<Connection | null> {
@@ -280,17 +288,26 @@ export class NodeQuicBackend implements TransportBackend {
     const maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
     const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     const where = `node:quic connect to ${options.host}:${options.port}`;
-    const session = await quic.connect(`${options.host}:${options.port}`, tlsOptions(options.identity, idleTimeoutMs, maxStreams)).catch((cause: unknown) => {
-      throw new ClawpeerError('UNREACHABLE', `${where} failed`, { cause });
-    });
+    const session = await quic
+      .connect(`${options.host}:${options.port}`, tlsOptions(options.identity, idleTimeoutMs, maxStreams))
+      .catch((cause: unknown) => {
+        throw new ClawpeerError('UNREACHABLE', `${where} failed`, { cause });
+      });
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
         session.opened,
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new ClawpeerError('TIMEOUT', `${where}: no handshake within ${idleTimeoutMs} ms`)), idleTimeoutMs);
+          timer = setTimeout(
+            () => reject(new ClawpeerError('TIMEOUT', `${where}: no handshake within ${idleTimeoutMs} ms`)),
+            idleTimeoutMs,
+          );
         }),
-        new Promise((_, reject) => options.signal?.addEventListener('abort', () => reject(new ClawpeerError('ABORTED', `${where} aborted`)), { once: true })),
+        new Promise((_, reject) =>
+          options.signal?.addEventListener('abort', () => reject(new ClawpeerError('ABORTED', `${where} aborted`)), {
+            once: true,
+          }),
+        ),
       ]);
       return new NodeQuicConnection(session, authenticate(session), maxStreams);
     } catch (err) {

@@ -112,7 +112,8 @@ class QuinnStream implements DuplexStream {
     try {
       return await this.#native.read(n);
     } catch (err) {
-      if (this.#resetLocally) throw new ClawpeerError('ABORTED', `stream ${this.id}: read after reset()`, { cause: err });
+      if (this.#resetLocally)
+        throw new ClawpeerError('ABORTED', `stream ${this.id}: read after reset()`, { cause: err });
       throw mapQuinnError(err, `stream ${this.id} read`);
     }
   }
@@ -187,7 +188,15 @@ export class QuinnConnection implements Connection {
   }
 
   #closeInfo(err: unknown): CloseInfo {
-    const reason = this.#closing ? this.#closeReason : err === undefined ? 'closed by the peer' : typeof err === 'string' ? err : err instanceof Error ? String(err) : JSON.stringify(err);
+    const reason = this.#closing
+      ? this.#closeReason
+      : err === undefined
+        ? 'closed by the peer'
+        : typeof err === 'string'
+          ? err
+          : err instanceof Error
+            ? String(err)
+            : JSON.stringify(err);
     return reason === undefined ? { local: this.#closing } : { local: this.#closing, reason };
   }
 

@@ -107,13 +107,21 @@ export function loadQuinnNapi(): Promise<QuinnNapi> {
     try {
       const url = new URL('./napi.js', import.meta.resolve(PACKAGE));
       const mod = (await import(url.href)) as Partial<QuinnNapi>;
-      if (typeof mod.QuinnConfig !== 'function' || typeof mod.Server !== 'function' || typeof mod.Client !== 'function') {
+      if (
+        typeof mod.QuinnConfig !== 'function' ||
+        typeof mod.Server !== 'function' ||
+        typeof mod.Client !== 'function'
+      ) {
         throw new Error(`${url.href} does not export QuinnConfig, Server and Client (is ${PACKAGE} pinned to 2.1.1?)`);
       }
       return mod as QuinnNapi;
     } catch (cause) {
       loadFailure = cause;
-      throw new ClawpeerError('TRANSPORT_UNAVAILABLE', `the quinn QUIC binding from ${PACKAGE} could not be loaded on ${process.platform}-${process.arch}: ${String(cause)}`, { cause });
+      throw new ClawpeerError(
+        'TRANSPORT_UNAVAILABLE',
+        `the quinn QUIC binding from ${PACKAGE} could not be loaded on ${process.platform}-${process.arch}: ${String(cause)}`,
+        { cause },
+      );
     }
   })();
   return loading;

@@ -17,9 +17,33 @@ import { ClawpeerError } from '../errors.js';
 import { BoundedQueue } from './bounded-queue.js';
 import { readNetCoreBytes } from './udp-buffers.js';
 import { findUdpSocketFd, setUdpSocketBuffers } from './udp-socket-buffers.js';
-import { loadQuinnNapi, quinnMaybeAvailable, type NativeClient, type NativeConnection, type NativeQuinnConfig, type NativeServer, type QuinnConfigInit, type QuinnNapi } from './quinn-napi.js';
-import type { ConnectOptions, Connection, HostPort, ListenOptions, Listener, TransportBackend, TransportOptions } from './types.js';
-import { log, type QuinnTuning, QUINN_TUNING_DEFAULTS, mapQuinnError, sleep, QuinnConnection } from './quinn-connection.js';
+import {
+  loadQuinnNapi,
+  quinnMaybeAvailable,
+  type NativeClient,
+  type NativeConnection,
+  type NativeQuinnConfig,
+  type NativeServer,
+  type QuinnConfigInit,
+  type QuinnNapi,
+} from './quinn-napi.js';
+import type {
+  ConnectOptions,
+  Connection,
+  HostPort,
+  ListenOptions,
+  Listener,
+  TransportBackend,
+  TransportOptions,
+} from './types.js';
+import {
+  log,
+  type QuinnTuning,
+  QUINN_TUNING_DEFAULTS,
+  mapQuinnError,
+  sleep,
+  QuinnConnection,
+} from './quinn-connection.js';
 
 const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
 /** Handshake deadline: the idle timeout, but never more than this (a dead host costs at most this). */
@@ -41,7 +65,12 @@ function handshakeTimeoutMs(opts: TransportOptions): number {
   return Math.min(idleTimeoutMsOf(opts), MAX_HANDSHAKE_TIMEOUT_MS);
 }
 
-function nativeConfig(napi: QuinnNapi, identity: Identity, opts: TransportOptions, tuning: QuinnTuning): NativeQuinnConfig {
+function nativeConfig(
+  napi: QuinnNapi,
+  identity: Identity,
+  opts: TransportOptions,
+  tuning: QuinnTuning,
+): NativeQuinnConfig {
   const idleTimeoutMs = idleTimeoutMsOf(opts);
   // Keep-alive below a third of the idle timeout so one lost PING does not kill an idle link.
   const keepAliveMs = Math.min(opts.keepAliveMs ?? Math.floor(idleTimeoutMs / 3), Math.floor(idleTimeoutMs / 3));
@@ -170,7 +199,8 @@ class QuinnListener implements Listener {
 }
 
 function checkPort(port: number, what: string): void {
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ClawpeerError('USAGE', `${what} port must be 0..65535, got ${port}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new ClawpeerError('USAGE', `${what} port must be 0..65535, got ${port}`);
 }
 
 /**
@@ -223,13 +253,19 @@ export class QuinnBackend implements TransportBackend {
       throw mapQuinnError(err, `listening on udp ${address}:${options.port}`);
     }
     await applyServerSocketBuffers(server.port(), family, this.#tuning.udpBufferBytes);
-    return new QuinnListener(server, { host: address, port: server.port() }, options.maxStreams ?? DEFAULT_MAX_STREAMS, this.#tuning);
+    return new QuinnListener(
+      server,
+      { host: address, port: server.port() },
+      options.maxStreams ?? DEFAULT_MAX_STREAMS,
+      this.#tuning,
+    );
   }
 
   async connect(options: ConnectOptions): Promise<Connection> {
     checkPort(options.port, 'connect');
     const signal = options.signal;
-    if (signal?.aborted === true) throw new ClawpeerError('ABORTED', 'connect aborted before it started', { cause: signal.reason });
+    if (signal?.aborted === true)
+      throw new ClawpeerError('ABORTED', 'connect aborted before it started', { cause: signal.reason });
     const napi = await loadQuinnNapi();
     const { address, family } = await resolveHost(options.host);
     const config = nativeConfig(napi, options.identity, options, this.#tuning);
@@ -253,7 +289,11 @@ export class QuinnBackend implements TransportBackend {
       client.abort(); // also ends a handshake still in flight after an abort
       const e = mapQuinnError(err, where);
       if (e instanceof ClawpeerError && e.code === 'TIMEOUT') {
-        throw new ClawpeerError('TIMEOUT', `${where}: no handshake within the timeout (nothing listening, UDP blocked, or host down)`, { cause: err });
+        throw new ClawpeerError(
+          'TIMEOUT',
+          `${where}: no handshake within the timeout (nothing listening, UDP blocked, or host down)`,
+          { cause: err },
+        );
       }
       throw e;
     }
@@ -278,7 +318,12 @@ export class QuinnBackend implements TransportBackend {
  * Races `p` against `signal` (ABORTED) and a `timeoutMs` deadline (TIMEOUT); if either wins,
  * a late result is handed to `disposeLate`.
  */
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined, timeoutMs: number, disposeLate: (late: T) => void): Promise<T> {
+function raceAbort<T>(
+  p: Promise<T>,
+  signal: AbortSignal | undefined,
+  timeoutMs: number,
+  disposeLate: (late: T) => void,
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let lost = false;
     const lose = (err: ClawpeerError): void => {
@@ -287,7 +332,8 @@ function raceAbort<T>(p: Promise<T>, signal: AbortSignal | undefined, timeoutMs:
       signal?.removeEventListener('abort', onAbort);
       reject(err);
     };
-    const onAbort = (): void => lose(new ClawpeerError('ABORTED', 'connect aborted by its signal', { cause: signal?.reason }));
+    const onAbort = (): void =>
+      lose(new ClawpeerError('ABORTED', 'connect aborted by its signal', { cause: signal?.reason }));
     const timer = setTimeout(() => lose(new ClawpeerError('TIMEOUT', `timed out after ${timeoutMs} ms`)), timeoutMs);
     if (signal?.aborted === true) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });

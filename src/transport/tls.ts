@@ -44,7 +44,10 @@ function credentialsFor(identity: Identity): Credentials {
   let creds = credentialCache.get(identity);
   if (creds === undefined) {
     const key = identity.privateKeyObject.export({ format: 'pem', type: 'pkcs8' });
-    creds = { key: typeof key === 'string' ? key : key.toString('utf8'), cert: createSelfSignedCertificate(identity).pem };
+    creds = {
+      key: typeof key === 'string' ? key : key.toString('utf8'),
+      cert: createSelfSignedCertificate(identity).pem,
+    };
     credentialCache.set(identity, creds);
   }
   return creds;
@@ -64,9 +67,13 @@ function sessionOptions(options: TransportOptions, initiator: boolean): MuxSessi
 /** The peer's proven Ed25519 key, or AUTH_FAILED; also checks the negotiated ALPN and version. */
 function authenticatePeer(socket: tls.TLSSocket, who: string): Uint8Array {
   const protocol = socket.getProtocol();
-  if (protocol !== 'TLSv1.3') throw new ClawpeerError('AUTH_FAILED', `${who} negotiated ${protocol ?? 'no TLS version'}, expected TLSv1.3`);
+  if (protocol !== 'TLSv1.3')
+    throw new ClawpeerError('AUTH_FAILED', `${who} negotiated ${protocol ?? 'no TLS version'}, expected TLSv1.3`);
   if (socket.alpnProtocol !== TLS_ALPN_PROTOCOL) {
-    throw new ClawpeerError('AUTH_FAILED', `${who} does not speak ${TLS_ALPN_PROTOCOL} (ALPN: ${String(socket.alpnProtocol)})`);
+    throw new ClawpeerError(
+      'AUTH_FAILED',
+      `${who} does not speak ${TLS_ALPN_PROTOCOL} (ALPN: ${String(socket.alpnProtocol)})`,
+    );
   }
   try {
     return ed25519KeyFromSelfSignedCertificate(socket.getPeerX509Certificate());
@@ -80,7 +87,8 @@ function hostPort(host: string | undefined, port: number | undefined): HostPort 
   return { host: host ?? '', port: port ?? 0 };
 }
 
-const formatHostPort = (host: string, port: number): string => (isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`);
+const formatHostPort = (host: string, port: number): string =>
+  isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
 
 /** Maps a socket/TLS error during connect to our codes, naming the address. */
 function connectError(err: unknown, target: string): ClawpeerError {
@@ -89,7 +97,9 @@ function connectError(err: unknown, target: string): ClawpeerError {
   const detail = err instanceof Error ? err.message : String(err);
   switch (code) {
     case 'ECONNREFUSED':
-      return new ClawpeerError('UNREACHABLE', `cannot connect to ${target}: connection refused (nothing listening?)`, { cause: err });
+      return new ClawpeerError('UNREACHABLE', `cannot connect to ${target}: connection refused (nothing listening?)`, {
+        cause: err,
+      });
     case 'ETIMEDOUT':
       return new ClawpeerError('TIMEOUT', `connecting to ${target} timed out`, { cause: err });
     case 'ENOTFOUND':
@@ -164,7 +174,8 @@ async function connect(options: ConnectOptions): Promise<Connection> {
         () => reject(new ClawpeerError('TIMEOUT', `connecting to ${target} timed out after ${timeoutMs} ms`)),
         timeoutMs,
       );
-      const onAbort = (): void => reject(new ClawpeerError('ABORTED', `connect to ${target} aborted`, { cause: options.signal?.reason }));
+      const onAbort = (): void =>
+        reject(new ClawpeerError('ABORTED', `connect to ${target} aborted`, { cause: options.signal?.reason }));
       const cleanup = (): void => {
         clearTimeout(timer);
         options.signal?.removeEventListener('abort', onAbort);
@@ -216,7 +227,10 @@ class TlsListener implements Listener {
     server.on('secureConnection', (socket: tls.TLSSocket) => {
       let remoteKey: Uint8Array;
       try {
-        remoteKey = authenticatePeer(socket, `client ${formatHostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0)}`);
+        remoteKey = authenticatePeer(
+          socket,
+          `client ${formatHostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0)}`,
+        );
       } catch (err) {
         if (!isClawpeerError(err)) throw err;
         socket.destroy(); // AUTH_FAILED costs that socket only
@@ -254,7 +268,10 @@ class TlsListener implements Listener {
     const signal = options?.signal;
     return new Promise((resolve, reject) => {
       const abortError = (): ClawpeerError => new ClawpeerError('ABORTED', 'accept aborted', { cause: signal?.reason });
-      if (signal?.aborted === true) { reject(abortError()); return; }
+      if (signal?.aborted === true) {
+        reject(abortError());
+        return;
+      }
       const onAbort = (): void => {
         this.#waiters.delete(waiter);
         reject(abortError());

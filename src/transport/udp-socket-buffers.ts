@@ -107,7 +107,11 @@ export function setUdpSocketBuffers(fd: number, family: 4 | 6, bytes: number): P
         // reported below
       }
       const why = signal !== null ? `killed by ${signal}` : `exit ${String(code)}`;
-      reject(new Error(`setting the buffers of UDP socket fd ${fd} failed (${why}): ${err.trim().split('\n').slice(-1)[0] ?? ''}`));
+      reject(
+        new Error(
+          `setting the buffers of UDP socket fd ${fd} failed (${why}): ${err.trim().split('\n').slice(-1)[0] ?? ''}`,
+        ),
+      );
     });
   });
 }

@@ -28,22 +28,45 @@ t.test('the listener answers a paired peer before the flood', async (t) => {
 });
 
 for (const transport of ['quic', 'tcp'] as const satisfies readonly Transport[]) {
-  t.test(`${transport}: ${FLOOD_CONNECTIONS} unpaired connections, refilled when dropped; a paired peer's pings all succeed`, async (t) => {
-    const logFrom = rig.listener.stderr().length;
-    const started = performance.now();
-    const { stats, pings, peakKiB, failure } = await floodWhilePinging(r, { transport, connections: FLOOD_CONNECTIONS, refillDelayMs: REFILL_DELAY_MS, pings: PINGS, pingGapMs: PING_GAP_MS, sampleMs: 200, upWithinMs: FLOOD_UP_WITHIN_MS });
-    t.comment(`${transport}: flood ${JSON.stringify(stats)}; listener RSS idle ${(idleKiB / 1024).toFixed(1)} MiB, peak ${(peakKiB / 1024).toFixed(1)} MiB`);
-    t.equal(failure, undefined, 'the flood process ran to the end');
-    // All 200 usually connect within seconds; on a loaded 2-core machine TLS accepts can lag the
-    // refills (169 in 60 s seen once). What matters is that more than the cap got in.
-    t.ok(stats.connected > MAX_CONNECTIONS, `the flood reached the listener past its cap (${stats.connected} connections proved their key, cap ${MAX_CONNECTIONS})`);
-    t.same(pings, pings.map(() => 'ok'), 'every ping of the paired peer succeeded');
-    t.ok(peakKiB < 2 * idleKiB, `listener RSS stayed under twice its idle (${peakKiB} KiB < 2 x ${idleKiB} KiB)`);
-    const log = rig.listener.stderr().slice(logFrom);
-    const lines = log.split('\n').filter((l) => /rejected unpaired peer/.test(l)).length;
-    const windows = Math.ceil((performance.now() - started) / 10_000) + 1;
-    t.ok(lines <= LOGGED_PER_WINDOW * windows, `refusals are not logged one by one (${lines} lines for ${stats.connected} connections)`);
-  });
+  t.test(
+    `${transport}: ${FLOOD_CONNECTIONS} unpaired connections, refilled when dropped; a paired peer's pings all succeed`,
+    async (t) => {
+      const logFrom = rig.listener.stderr().length;
+      const started = performance.now();
+      const { stats, pings, peakKiB, failure } = await floodWhilePinging(r, {
+        transport,
+        connections: FLOOD_CONNECTIONS,
+        refillDelayMs: REFILL_DELAY_MS,
+        pings: PINGS,
+        pingGapMs: PING_GAP_MS,
+        sampleMs: 200,
+        upWithinMs: FLOOD_UP_WITHIN_MS,
+      });
+      t.comment(
+        `${transport}: flood ${JSON.stringify(stats)}; listener RSS idle ${(idleKiB / 1024).toFixed(1)} MiB, peak ${(peakKiB / 1024).toFixed(1)} MiB`,
+      );
+      t.equal(failure, undefined, 'the flood process ran to the end');
+      // All 200 usually connect within seconds; on a loaded 2-core machine TLS accepts can lag the
+      // refills (169 in 60 s seen once). What matters is that more than the cap got in.
+      t.ok(
+        stats.connected > MAX_CONNECTIONS,
+        `the flood reached the listener past its cap (${stats.connected} connections proved their key, cap ${MAX_CONNECTIONS})`,
+      );
+      t.same(
+        pings,
+        pings.map(() => 'ok'),
+        'every ping of the paired peer succeeded',
+      );
+      t.ok(peakKiB < 2 * idleKiB, `listener RSS stayed under twice its idle (${peakKiB} KiB < 2 x ${idleKiB} KiB)`);
+      const log = rig.listener.stderr().slice(logFrom);
+      const lines = log.split('\n').filter((l) => /rejected unpaired peer/.test(l)).length;
+      const windows = Math.ceil((performance.now() - started) / 10_000) + 1;
+      t.ok(
+        lines <= LOGGED_PER_WINDOW * windows,
+        `refusals are not logged one by one (${lines} lines for ${stats.connected} connections)`,
+      );
+    },
+  );
 }
 
 t.test('after the floods the listener is still up and serves', async (t) => {

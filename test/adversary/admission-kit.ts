@@ -31,12 +31,27 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** A transport connection of `identity` to 127.0.0.1:`port`; nothing sent on it yet. */
-export async function rawConnect(transport: Transport, port: number, identity: Identity, idleTimeoutMs = 30_000): Promise<Connection> {
-  return (await backendByName(transport)).connect({ host: '127.0.0.1', port, identity, idleTimeoutMs, keepAliveMs: Math.min(5_000, idleTimeoutMs / 3) });
+export async function rawConnect(
+  transport: Transport,
+  port: number,
+  identity: Identity,
+  idleTimeoutMs = 30_000,
+): Promise<Connection> {
+  return (await backendByName(transport)).connect({
+    host: '127.0.0.1',
+    port,
+    identity,
+    idleTimeoutMs,
+    keepAliveMs: Math.min(5_000, idleTimeoutMs / 3),
+  });
 }
 
 /** `inner` with its first write cut after one byte; the rest (and later writes) wait for release(). */
-export function stallingStream(inner: DuplexStream): { stream: DuplexStream; firstByteSent: Promise<void>; release: () => void } {
+export function stallingStream(inner: DuplexStream): {
+  stream: DuplexStream;
+  firstByteSent: Promise<void>;
+  release: () => void;
+} {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let firstByteSent!: () => void;
@@ -63,7 +78,11 @@ export function stallingStream(inner: DuplexStream): { stream: DuplexStream; fir
 }
 
 /** A client handshake on `conn` whose Hello stops after one byte until release() is called. */
-export async function stalledHandshake(conn: Connection, identity: Identity, listenerKey: Uint8Array): Promise<{ firstByteSent: Promise<void>; release(): void; result: Promise<ControlHandshakeResult | Error> }> {
+export async function stalledHandshake(
+  conn: Connection,
+  identity: Identity,
+  listenerKey: Uint8Array,
+): Promise<{ firstByteSent: Promise<void>; release(): void; result: Promise<ControlHandshakeResult | Error> }> {
   const control = await withTimeout(conn.openStream(), 10_000, 'opening the control stream');
   const stall = stallingStream(control);
   const result = clientHandshake(stall.stream, { identity, expectedRemoteKey: listenerKey, timeoutMs: 60_000 }).then(
@@ -74,31 +93,68 @@ export async function stalledHandshake(conn: Connection, identity: Identity, lis
 }
 
 /** What a stalled-then-completed handshake can still do: each request's outcome, as text. */
-export async function tryRequests(conn: Connection, handshake: ControlHandshakeResult): Promise<{ ping: string; pull: string; push: string }> {
+export async function tryRequests(
+  conn: Connection,
+  handshake: ControlHandshakeResult,
+): Promise<{ ping: string; pull: string; push: string }> {
   const session = new PeerSession(conn, handshake);
   const answer = (ms: number): Promise<string> =>
-    withTimeout(session.control.receive(), ms, 'the listener\'s answer').then(
+    withTimeout(session.control.receive(), ms, "the listener's answer").then(
       (m) => (m === null ? 'closed' : `answered ${m.type}`),
       (e: unknown) => `refused: ${String(e)}`,
     );
-  const ping = await session.control.send({ type: 'ping', seq: 1, sentTimeUs: 1 }).then(() => answer(10_000), (e: unknown) => `refused: ${String(e)}`);
+  const ping = await session.control.send({ type: 'ping', seq: 1, sentTimeUs: 1 }).then(
+    () => answer(10_000),
+    (e: unknown) => `refused: ${String(e)}`,
+  );
   const pull = await session.control
-    .send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction: 'pull', share: 'inbox', path: '', force: false, streams: 1, window: 4 })
-    .then(() => answer(10_000), (e: unknown) => `refused: ${String(e)}`);
+    .send({
+      type: 'transfer-request',
+      transferId: session.allocateTransferId(),
+      direction: 'pull',
+      share: 'inbox',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 4,
+    })
+    .then(
+      () => answer(10_000),
+      (e: unknown) => `refused: ${String(e)}`,
+    );
   const push = await session.control
-    .send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction: 'push', share: 'inbox', path: '', force: false, streams: 1, window: 4 })
-    .then(() => answer(10_000), (e: unknown) => `refused: ${String(e)}`);
+    .send({
+      type: 'transfer-request',
+      transferId: session.allocateTransferId(),
+      direction: 'push',
+      share: 'inbox',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 4,
+    })
+    .then(
+      () => answer(10_000),
+      (e: unknown) => `refused: ${String(e)}`,
+    );
   return { ping, pull, push };
 }
 
 /** A paired peer's probe: a fresh connection (the connection budget is what a flood attacks), one ping. */
-export async function probePing(identity: Identity, peers: PeerStore, listenerName: string, port: number, transport: Transport = 'quic'): Promise<string> {
+export async function probePing(
+  identity: Identity,
+  peers: PeerStore,
+  listenerName: string,
+  port: number,
+  transport: Transport = 'quic',
+): Promise<string> {
   const peer = await resolvePeer(peers, listenerName, `127.0.0.1:${port}`);
   const config = resolveConfig({ transport, connectTimeoutMs: 30_000, handshakeTimeoutMs: 30_000 });
   try {
     const session = await dialPeer({ identity, peer, config, log: silentLogger });
     try {
-      for await (const p of pingPeer(session, { count: 1, intervalMs: 0, timeoutMs: 30_000 })) if (p.seq === 1) return 'ok';
+      for await (const p of pingPeer(session, { count: 1, intervalMs: 0, timeoutMs: 30_000 }))
+        if (p.seq === 1) return 'ok';
       return 'no pong';
     } finally {
       await session.close().catch(() => undefined);
@@ -148,7 +204,9 @@ export function floodUnpaired(o: FloodOptions): Flood {
   const stats: FloodStats = { connected: 0, dropped: 0, failed: 0, open: 0, peakOpen: 0 };
   let stopped = false;
   const stopping = new AbortController();
-  const stopSignal = new Promise<void>((resolve) => stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const stopSignal = new Promise<void>((resolve) =>
+    stopping.signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
   const live = new Set<Connection>();
   const slot = async (): Promise<void> => {
     while (!stopped) {
@@ -165,7 +223,13 @@ export function floodUnpaired(o: FloodOptions): Flood {
       stats.peakOpen = Math.max(stats.peakOpen, stats.open);
       live.add(conn);
       if (o.behaviour === 'stall') {
-        void conn.openStream().then((s) => s.write(Uint8Array.of(1)), () => undefined).catch(() => undefined);
+        void conn
+          .openStream()
+          .then(
+            (s) => s.write(Uint8Array.of(1)),
+            () => undefined,
+          )
+          .catch(() => undefined);
       }
       await Promise.race([conn.closed, stopSignal]);
       live.delete(conn);
@@ -204,12 +268,17 @@ export function floodFromChild(o: FloodOptions): Flood {
   // Seen in 2 of ~10 loaded runs: a flood process that never reported (no connection made, no
   // stats, alive). It is the harness that hangs, not the listener: start it again.
   const start = (): { child: ReturnType<typeof fork>; exited: Promise<void> } => {
-    const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, [FLOOD_ENV]: JSON.stringify(o) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = fork(fileURLToPath(import.meta.url), [], {
+      env: { ...process.env, [FLOOD_ENV]: JSON.stringify(o) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     let heard = false;
     const silence = setTimeout(() => {
       if (heard || final !== undefined || restarts >= FLOOD_RESTARTS) return;
       restarts++;
-      process.stderr.write(`# the flood process said nothing in ${FLOOD_SILENT_RESTART_MS} ms: started again (${restarts})\n`);
+      process.stderr.write(
+        `# the flood process said nothing in ${FLOOD_SILENT_RESTART_MS} ms: started again (${restarts})\n`,
+      );
       child.removeAllListeners('exit');
       child.kill('SIGKILL');
       current = start();
@@ -247,7 +316,11 @@ export function floodFromChild(o: FloodOptions): Flood {
   };
 }
 
-if (process.env[FLOOD_ENV] !== undefined && process.send !== undefined && process.argv[1] === fileURLToPath(import.meta.url)) {
+if (
+  process.env[FLOOD_ENV] !== undefined &&
+  process.send !== undefined &&
+  process.argv[1] === fileURLToPath(import.meta.url)
+) {
   const flood = floodUnpaired(JSON.parse(process.env[FLOOD_ENV]) as FloodOptions);
   const report = setInterval(() => process.send?.({ stats: flood.stats }), 250);
   const stop = async (): Promise<void> => {

@@ -35,12 +35,19 @@ t.test('a files-from list repeating one directory 5,000 times: walked once, idle
     await mkdir(dir, { recursive: true });
     for (let f = 0; f < 50; f++) await writeFile(path.join(dir, `f${f}`), '');
   }
-  const { child, sent } = spawnHostilePull(rig.b.home, rig.listener.port, { ...PULL, path: '', filesFrom: Array<string>(5000).fill('big') });
+  const { child, sent } = spawnHostilePull(rig.b.home, rig.listener.port, {
+    ...PULL,
+    path: '',
+    filesFrom: Array<string>(5000).fill('big'),
+  });
   t.teardown(() => void child.kill('SIGKILL'));
   await sent;
   await sleep(1_000); // the listener is scanning
   const cpu = await cpuAfterKill(() => child.kill('SIGKILL'));
-  t.ok(cpu < 0.5, `listener CPU in the 2 s window from 2 s after the kill: ${cpu.toFixed(2)} s (idle is ~0; still walking is ~2)`);
+  t.ok(
+    cpu < 0.5,
+    `listener CPU in the 2 s window from 2 s after the kill: ${cpu.toFixed(2)} s (idle is ~0; still walking is ~2)`,
+  );
   t.ok(await pingOk(rig.b.home, rig.listener.port), 'the listener still answers a ping');
 });
 
@@ -54,6 +61,9 @@ t.test('hashing a large file for a pull stops when the session ends', async (t) 
   await sent;
   await sleep(1_000); // the listener is hashing
   const cpu = await cpuAfterKill(() => child.kill('SIGKILL'));
-  t.ok(cpu < 0.5, `listener CPU in the 2 s window from 2 s after the kill: ${cpu.toFixed(2)} s (idle is ~0; still hashing is up to 4)`);
+  t.ok(
+    cpu < 0.5,
+    `listener CPU in the 2 s window from 2 s after the kill: ${cpu.toFixed(2)} s (idle is ~0; still hashing is up to 4)`,
+  );
   t.ok(await pingOk(rig.b.home, rig.listener.port), 'the listener still answers a ping');
 });

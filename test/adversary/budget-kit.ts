@@ -19,7 +19,11 @@ import { silentLogger } from '../../src/logger.js';
 import type { ManifestEntry, TransferRequestMessage } from '../../src/protocol/messages.js';
 
 /** A session of the client home `home` with its peer "alice" at 127.0.0.1:`port`. */
-export async function dialAs(home: string, port: number, config: NodeConfig = resolveConfig({ transport: 'quic' })): Promise<PeerSession> {
+export async function dialAs(
+  home: string,
+  port: number,
+  config: NodeConfig = resolveConfig({ transport: 'quic' }),
+): Promise<PeerSession> {
   const identity = await loadIdentity(path.join(home, 'identity.key'));
   const peer = await resolvePeer(new PeerStore(path.join(home, 'peers.json')), 'alice', `127.0.0.1:${port}`);
   return dialPeer({ identity, peer, config, log: silentLogger });
@@ -29,7 +33,8 @@ export async function dialAs(home: string, port: number, config: NodeConfig = re
 export async function pingOk(home: string, port: number): Promise<boolean> {
   const session = await dialAs(home, port);
   try {
-    for await (const p of pingPeer(session, { count: 1, intervalMs: 0, timeoutMs: 10_000 })) if (p.seq === 1) return true;
+    for await (const p of pingPeer(session, { count: 1, intervalMs: 0, timeoutMs: 10_000 }))
+      if (p.seq === 1) return true;
     return false;
   } catch {
     return false;
@@ -43,8 +48,21 @@ export function fileEntry(relPath: string, chunks: number, chunkBytes: number): 
   const chunkIds = new Uint8Array(chunks * 32);
   for (let i = 0; i < chunkIds.length; i += 32) chunkIds[i] = 7;
   // A root that matches the chunk list (the listener checks it before staging); cheap for up to a few thousand chunks.
-  const root = chunks <= 4096 ? manifestRoot(Array.from({ length: chunks }, () => ({ id: chunkIds.subarray(0, 32), length: chunkBytes }))) : new Uint8Array(32).fill(9);
-  return { path: relPath, kind: 'file', size: chunks * chunkBytes, mode: 0o644, mtimeMs: 1_700_000_000_000, linkTarget: '', root, chunkIds, chunkLengths: new Array<number>(chunks).fill(chunkBytes) };
+  const root =
+    chunks <= 4096
+      ? manifestRoot(Array.from({ length: chunks }, () => ({ id: chunkIds.subarray(0, 32), length: chunkBytes })))
+      : new Uint8Array(32).fill(9);
+  return {
+    path: relPath,
+    kind: 'file',
+    size: chunks * chunkBytes,
+    mode: 0o644,
+    mtimeMs: 1_700_000_000_000,
+    linkTarget: '',
+    root,
+    chunkIds,
+    chunkLengths: new Array<number>(chunks).fill(chunkBytes),
+  };
 }
 
 /** The listener process's CPU time so far, seconds (utime + stime of /proc/PID/stat). */
@@ -55,12 +73,18 @@ export function cpuSeconds(pid: number): number {
 }
 
 /** Runs this module as a program: a client that sends `request` (a pull) and waits to be killed. */
-export function spawnHostilePull(home: string, port: number, request: Omit<TransferRequestMessage, 'type' | 'transferId'>): { child: ChildProcess; sent: Promise<void> } {
+export function spawnHostilePull(
+  home: string,
+  port: number,
+  request: Omit<TransferRequestMessage, 'type' | 'transferId'>,
+): { child: ChildProcess; sent: Promise<void> } {
   const self = fileURLToPath(import.meta.url);
   // Through a file: a 100,000-path list is too long for a command line.
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'clawpeer-hostile-')), 'request.json');
   writeFileSync(file, JSON.stringify(request));
-  const child = spawn(process.execPath, [self, 'pull', home, String(port), file], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [self, 'pull', home, String(port), file], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const sent = new Promise<void>((resolve, reject) => {
     let out = '';
     child.stdout?.on('data', (b: Buffer) => {
@@ -74,7 +98,8 @@ export function spawnHostilePull(home: string, port: number, request: Omit<Trans
 
 async function main(): Promise<void> {
   const [mode, home, port, file] = process.argv.slice(2);
-  if (mode !== 'pull' || home === undefined || port === undefined || file === undefined) throw new Error('usage: budget-kit.js pull HOME PORT REQUEST_FILE');
+  if (mode !== 'pull' || home === undefined || port === undefined || file === undefined)
+    throw new Error('usage: budget-kit.js pull HOME PORT REQUEST_FILE');
   const json = readFileSync(file, 'utf8');
   // TLS over TCP: a killed process's socket is reset by the kernel, so the listener learns at once.
   const session = await dialAs(home, Number(port), resolveConfig({ transport: 'tcp' }));

@@ -43,7 +43,9 @@ async function tree(dir: string, rel = ''): Promise<string[]> {
 
 /** Files a push left in the share: anything but directories (partials, journals, temp files, published files). */
 async function leftFiles(): Promise<string[]> {
-  return (await tree(rig.share)).filter((p) => !p.endsWith('/') && !p.startsWith('.clawpeer/index') && p !== 'existing/zz');
+  return (await tree(rig.share)).filter(
+    (p) => !p.endsWith('/') && !p.startsWith('.clawpeer/index') && p !== 'existing/zz',
+  );
 }
 
 /** A push of `entries` up to the listener's answer to the manifest (its Error, or the Want). */
@@ -51,10 +53,22 @@ async function pushManifest(entries: readonly ManifestEntry[], label: string): P
   const session = await dialAs(rig.b.home, rig.listener.port);
   try {
     const transferId = session.allocateTransferId();
-    await session.control.send({ type: 'transfer-request', transferId, direction: 'push', share: 'inbox', path: label, force: false, streams: 1, window: 8 });
+    await session.control.send({
+      type: 'transfer-request',
+      transferId,
+      direction: 'push',
+      share: 'inbox',
+      path: label,
+      force: false,
+      streams: 1,
+      window: 8,
+    });
     await expectMessage(session, 'transfer-accept', transferId, 10_000);
     await session.control.sendAll(manifestMessages(session, transferId, entries));
-    return await withTimeout(session.control.receive(), 60_000, 'the listener answering the manifest').then((m) => m, (e: unknown) => e);
+    return await withTimeout(session.control.receive(), 60_000, 'the listener answering the manifest').then(
+      (m) => m,
+      (e: unknown) => e,
+    );
   } finally {
     await session.close().catch(() => undefined);
   }
@@ -74,7 +88,10 @@ t.test('a push refused after staging (a different file in the way) removes the p
   await mkdir(path.join(rig.share, 'existing'), { recursive: true });
   await writeFile(path.join(rig.share, 'existing', 'zz'), 'a different file, not to be replaced without --force');
   // Ten 2 MiB files stage as partials, then the last entry hits the existing file: FILE_EXISTS.
-  const entries = [...Array.from({ length: 10 }, (_, i) => fileEntry(`f${i}`, 2, 1 << 20)), fileEntry('zz', 2, 1 << 20)];
+  const entries = [
+    ...Array.from({ length: 10 }, (_, i) => fileEntry(`f${i}`, 2, 1 << 20)),
+    fileEntry('zz', 2, 1 << 20),
+  ];
   const answer = await pushManifest(entries, 'existing');
   t.match(answer, { code: 'FILE_EXISTS' }, `refused: ${String(answer)}`);
   t.same(await leftFiles(), [], 'the share holds no partial of it');
@@ -93,12 +110,20 @@ t.test('resumable partials are capped per peer and per share; the rest stage as 
     attachBudget(session, budget);
     const entries = names.map((n) => fileEntry(n, Math.ceil((1 << 20) / chunking.maxBytes), chunking.maxBytes)); // resumable: at least 1 MiB
     const receiver = new TransferReceiver({
-      session, router, transferId: 1, entries, chunking, signal: new AbortController().signal, log: silentLogger,
-      destination: { root, readOnly: false, basePath: '' }, force: false,
+      session,
+      router,
+      transferId: 1,
+      entries,
+      chunking,
+      signal: new AbortController().signal,
+      log: silentLogger,
+      destination: { root, readOnly: false, basePath: '' },
+      force: false,
     });
     return { receiver, release: () => budget.release() };
   };
-  const partials = async (): Promise<number> => (await readdir(path.join(root, '.clawpeer', 'partial'))).filter((n) => n.endsWith('.journal')).length;
+  const partials = async (): Promise<number> =>
+    (await readdir(path.join(root, '.clawpeer', 'partial'))).filter((n) => n.endsWith('.journal')).length;
 
   const first = receiverFor('peer-a', ['a1', 'a2', 'a3']);
   await first.receiver.prepare();
@@ -106,7 +131,11 @@ t.test('resumable partials are capped per peer and per share; the rest stage as 
   await first.receiver.abort(); // a failed transfer: its partials stay for a rerun, its temp file goes
   first.release();
   t.equal(await partials(), 2, 'the partials of a failed transfer stay, to resume');
-  t.same((await tree(root)).filter((p) => p.includes('.clawpeer-tmp-')), [], 'the temp file beyond the cap is gone');
+  t.same(
+    (await tree(root)).filter((p) => p.includes('.clawpeer-tmp-')),
+    [],
+    'the temp file beyond the cap is gone',
+  );
 
   const second = receiverFor('peer-b', ['b1', 'b2']);
   await second.receiver.prepare();

@@ -44,12 +44,33 @@ export interface FloodRun {
  * opened them all once (at most `upWithinMs`: a budget, not a timing test), pings it from the
  * paired peer `pings` times, `pingGapMs` apart; the listener's RSS is sampled throughout.
  */
-export async function floodWhilePinging(r: FloodRig, o: { transport: Transport; connections: number; refillDelayMs: number; pings: number; pingGapMs: number; sampleMs: number; upWithinMs: number }): Promise<FloodRun> {
+export async function floodWhilePinging(
+  r: FloodRig,
+  o: {
+    transport: Transport;
+    connections: number;
+    refillDelayMs: number;
+    pings: number;
+    pingGapMs: number;
+    sampleMs: number;
+    upWithinMs: number;
+  },
+): Promise<FloodRun> {
   const port = r.rig.listener.port;
   const rss = sampleRss(r.pid, o.sampleMs);
   const started = performance.now();
-  const flood = floodFromChild({ transport: o.transport, port, connections: o.connections, refillDelayMs: o.refillDelayMs });
-  while (flood.stats.connected < o.connections && flood.failure === undefined && performance.now() - started < o.upWithinMs) await sleep(100);
+  const flood = floodFromChild({
+    transport: o.transport,
+    port,
+    connections: o.connections,
+    refillDelayMs: o.refillDelayMs,
+  });
+  while (
+    flood.stats.connected < o.connections &&
+    flood.failure === undefined &&
+    performance.now() - started < o.upWithinMs
+  )
+    await sleep(100);
   const pings: string[] = [];
   for (let i = 0; i < o.pings; i++) {
     pings.push(await probePing(r.identityB, r.peersB, 'alice', port, o.transport));

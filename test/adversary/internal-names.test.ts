@@ -24,7 +24,14 @@ import { silentLogger } from '../../src/logger.js';
 import { startRig } from '../fault/fault-harness.js';
 
 /** Spellings a case- or normalisation-insensitive volume (or Windows' name rules) takes for `.clawpeer`. */
-const HOSTILE_DIRS = ['.CLAWPEER', '.Clawpeer', '.clawPEER', '\uFF0E\uFF43\uFF4C\uFF41\uFF57\uFF50\uFF45\uFF45\uFF52', '.clawpeer.', '.clawpeer '];
+const HOSTILE_DIRS = [
+  '.CLAWPEER',
+  '.Clawpeer',
+  '.clawPEER',
+  '\uFF0E\uFF43\uFF4C\uFF41\uFF57\uFF50\uFF45\uFF45\uFF52',
+  '.clawpeer.',
+  '.clawpeer ',
+];
 
 t.test('the folding itself', async (t) => {
   for (const name of HOSTILE_DIRS) {
@@ -36,7 +43,15 @@ t.test('the folding itself', async (t) => {
   t.equal(foldName('\u017F'), 's', 'long s folds as a case-insensitive volume folds it');
   t.ok(isTempFileName('.CLAWPEER-TMP-p1-00-x'), 'a temp name in capitals is a temp name');
   t.ok(isInternalPath('a/b/.Clawpeer-tmp-p1-00-x'));
-  for (const ok of ['clawpeer', '.clawpeerx', 'a/.clawpeer/x', 'docs/.CLAWPEER', 'x.clawpeer', '.clawpeerignore', '\u00e9t\u00e9/.clawpeer-notes']) {
+  for (const ok of [
+    'clawpeer',
+    '.clawpeerx',
+    'a/.clawpeer/x',
+    'docs/.CLAWPEER',
+    'x.clawpeer',
+    '.clawpeerignore',
+    '\u00e9t\u00e9/.clawpeer-notes',
+  ]) {
     t.notOk(isInternalPath(ok), `${JSON.stringify(ok)} is content`);
   }
 });
@@ -53,7 +68,10 @@ async function dial(): Promise<PeerSession> {
 
 /** Settles with what the listener says next on the control channel (an Error for its error). */
 function nextControl(session: PeerSession): Promise<unknown> {
-  return withTimeout(session.control.receive(), 20_000, "the listener's answer").then((m) => m, (e: unknown) => e);
+  return withTimeout(session.control.receive(), 20_000, "the listener's answer").then(
+    (m) => m,
+    (e: unknown) => e,
+  );
 }
 
 /** The test's own check, independent of the code under test: a first segment `.clawpeer` in any ASCII case or fullwidth. */
@@ -88,18 +106,38 @@ t.test('a push naming .clawpeer in another spelling is refused, nothing written'
     const session = await dial();
     const source = await scanSource(src, { chunking: sessionChunking(session), log: silentLogger, rootName: null });
     const transferId = session.allocateTransferId();
-    await session.control.send({ type: 'transfer-request', transferId, direction: 'push', share: 'inbox', path: '', force: true, streams: 1, window: 4 });
+    await session.control.send({
+      type: 'transfer-request',
+      transferId,
+      direction: 'push',
+      share: 'inbox',
+      path: '',
+      force: true,
+      streams: 1,
+      window: 4,
+    });
     await expectMessage(session, 'transfer-accept', transferId, 10_000);
     const lying = source.entries.map((e) => ({ ...e, path: `${name}/${e.path}` }));
     await session.control.sendAll(manifestMessages(session, transferId, lying));
     const answer = await nextControl(session);
-    t.ok(answer instanceof Error, `#${i} ${JSON.stringify(name)}: the listener answers with an error (${String(answer)})`);
+    t.ok(
+      answer instanceof Error,
+      `#${i} ${JSON.stringify(name)}: the listener answers with an error (${String(answer)})`,
+    );
     // Trailing dots and spaces are refused by the path rules already, for every name.
-    t.match(String(answer), /refusing to write .*reserved for clawpeer's own files|ends with a dot or space/, 'naming why');
+    t.match(
+      String(answer),
+      /refusing to write .*reserved for clawpeer's own files|ends with a dot or space/,
+      'naming why',
+    );
     await session.connection.close().catch(() => undefined);
   }
   const top = await readdir(rig.share);
-  t.same(top.filter((n) => isInternalDirName(n) && n !== '.CLAWPEER' && n !== '.clawpeer'), [], 'no spelling of .clawpeer was created');
+  t.same(
+    top.filter((n) => isInternalDirName(n) && n !== '.CLAWPEER' && n !== '.clawpeer'),
+    [],
+    'no spelling of .clawpeer was created',
+  );
   t.same(await readdir(planted), ['secret.txt'], 'nothing was written into the planted one');
   await legitPing(t);
 });
@@ -107,7 +145,16 @@ t.test('a push naming .clawpeer in another spelling is refused, nothing written'
 t.test('a pull or listing of .clawpeer in another spelling is refused; scans of the share skip it', async (t) => {
   for (const name of ['.CLAWPEER', '.Clawpeer/secret.txt', 'state-link']) {
     const session = await dial();
-    await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction: 'pull', share: 'inbox', path: name, force: false, streams: 1, window: 4 });
+    await session.control.send({
+      type: 'transfer-request',
+      transferId: session.allocateTransferId(),
+      direction: 'pull',
+      share: 'inbox',
+      path: name,
+      force: false,
+      streams: 1,
+      window: 4,
+    });
     const answer = await nextControl(session);
     t.ok(answer instanceof Error, `pull of ${name}: refused (${String(answer)})`);
     t.match(String(answer), /clawpeer's own state/);
@@ -115,7 +162,13 @@ t.test('a pull or listing of .clawpeer in another spelling is refused; scans of 
   }
   const session = await dial();
   try {
-    await session.control.send({ type: 'list-request', requestId: 1, share: 'inbox', path: '.CLAWPEER', recursive: true });
+    await session.control.send({
+      type: 'list-request',
+      requestId: 1,
+      share: 'inbox',
+      path: '.CLAWPEER',
+      recursive: true,
+    });
     const refused = await nextControl(session);
     t.ok(refused instanceof Error, `listing .CLAWPEER: refused (${String(refused)})`);
     t.match(String(refused), /clawpeer's own state/);
@@ -128,7 +181,8 @@ t.test('a pull or listing of .clawpeer in another spelling is refused; scans of 
     const listed: string[] = [];
     for (;;) {
       const m = await nextControl(lister);
-      if (m instanceof Error || (m as { type?: string }).type !== 'list-reply') throw new Error(`unexpected answer ${String(m)}`);
+      if (m instanceof Error || (m as { type?: string }).type !== 'list-reply')
+        throw new Error(`unexpected answer ${String(m)}`);
       const reply = m as { entries: { path: string }[]; last: boolean };
       listed.push(...reply.entries.map((e) => e.path));
       if (reply.last) break;
@@ -139,10 +193,22 @@ t.test('a pull or listing of .clawpeer in another spelling is refused; scans of 
     await lister.connection.close().catch(() => undefined);
   }
   // The client-side scans skip them too.
-  const pushed = await scanSource(rig.share, { chunking: sessionChunking(await dial()), log: silentLogger, rootName: null });
-  t.notOk(pushed.entries.some((e) => namesState(e.path)), `a push of the share sends no internal name (${pushed.entries.map((e) => e.path).join(' ')})`);
+  const pushed = await scanSource(rig.share, {
+    chunking: sessionChunking(await dial()),
+    log: silentLogger,
+    rootName: null,
+  });
+  t.notOk(
+    pushed.entries.some((e) => namesState(e.path)),
+    `a push of the share sends no internal name (${pushed.entries.map((e) => e.path).join(' ')})`,
+  );
   const walked: string[] = [];
-  for await (const e of scanTree(rig.share, { rootName: null, onIssue: () => undefined, skipDir: (rel) => isInternalDirName(rel) })) walked.push(e.relPath);
+  for await (const e of scanTree(rig.share, {
+    rootName: null,
+    onIssue: () => undefined,
+    skipDir: (rel) => isInternalDirName(rel),
+  }))
+    walked.push(e.relPath);
   t.notOk(walked.some(namesState), 'the tree scan with the internal skip enters no spelling of it');
   await legitPing(t);
 });

@@ -30,9 +30,14 @@ t.test('a home others can write, or another user owns, is refused saying how to 
   const home = await mkdtemp(path.join(tmpdir(), 'clawpeer-open-'));
   await chmod(home, 0o777);
   const file = path.join(home, 'identity.key');
-  await t.rejects(createIdentity(file), { code: 'HOME_INSECURE', message: new RegExp(`writable by group or others \\(mode 777\\).*run: chmod 700 ${home}`) });
+  await t.rejects(createIdentity(file), {
+    code: 'HOME_INSECURE',
+    message: new RegExp(`writable by group or others \\(mode 777\\).*run: chmod 700 ${home}`),
+  });
   t.same(await readdir(home), [], 'nothing was written into it');
-  await t.rejects(new PeerStore(path.join(home, 'peers.json')).add(generateIdentity().nodeId, 'x'), { code: 'HOME_INSECURE' });
+  await t.rejects(new PeerStore(path.join(home, 'peers.json')).add(generateIdentity().nodeId, 'x'), {
+    code: 'HOME_INSECURE',
+  });
 
   const cli = await runCli(['--home', home, 'init']);
   t.equal(cli.code, 1, 'init exits 1');
@@ -57,7 +62,7 @@ t.test('a home others can write, or another user owns, is refused saying how to 
   }
 });
 
-t.test('the quick start\'s fresh --home is made 0700 and works', async (t) => {
+t.test("the quick start's fresh --home is made 0700 and works", async (t) => {
   const parent = await mkdtemp(path.join(tmpdir(), 'clawpeer-qs-'));
   const home = path.join(parent, 'a');
   const r = await runCli(['--home', home, 'init']);
@@ -69,36 +74,55 @@ t.test('the quick start\'s fresh --home is made 0700 and works', async (t) => {
   t.equal((await stat(listenInit)).mode & 0o777, 0o700, 'listen --init makes its home 0700');
 });
 
-t.test('after init, pair, invite, listen, ping and sync nothing in a home is open to group or others (umask 002)', async (t) => {
-  const old = process.umask(0o002); // the CLI children inherit it: the loosest common umask
-  t.teardown(() => void process.umask(old));
-  const a = await initNode('modes-a');
-  const b = await initNode('modes-b');
-  const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-modes-'));
-  const shared = path.join(work, 'shared');
-  const mine = path.join(work, 'mine');
-  await mkdir(shared);
-  await mkdir(mine);
-  await writeFile(path.join(mine, 'a.txt'), 'hello\n');
-  t.equal((await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob'])).code, 0);
-  const listener = await startListener(a.home, ['--share', `docs=${shared}`]);
-  t.teardown(() => listener.stop('SIGKILL'));
-  const sock = await lstat(path.join(a.home, 'control.sock'));
-  t.ok(sock.isSocket(), 'the listener holds a control socket');
-  t.equal(sock.mode & 0o777, 0o600, 'the control socket is 0600');
-  t.equal((await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`])).code, 0);
-  t.equal((await runCli(['--home', b.home, 'ping', 'alice', '--count', '1'])).code, 0);
-  const sync = await runCli(['--home', b.home, 'sync', mine, 'alice:docs']);
-  t.equal(sync.code, 0, sync.stderr);
-  t.equal(await readFile(path.join(shared, 'a.txt'), 'utf8'), 'hello\n', 'the sync landed');
-  const push = await runCli(['--home', b.home, 'push', mine, 'alice']);
-  t.equal(push.code, 0, push.stderr);
-  t.equal((await runCli(['--home', a.home, 'pair', 'invite', '--long', '--json'])).code, 0);
-  const files = await readdir(a.home);
-  t.ok(['identity.key', 'peers.json', 'invites', 'listening.json'].every((f) => files.includes(f)), `the home holds its state: ${files.join(' ')}`);
-  // The inbox share's content keeps the modes it came with; its .clawpeer state does not.
-  const content = (rel: string): boolean => rel.startsWith('inbox/') && !rel.startsWith('inbox/.clawpeer');
-  for (const home of [a.home, b.home]) t.same(await exposedEntries(home, content), [], `nothing in ${home} is open to group or others`);
-  for (const folder of [shared, mine]) t.same(await exposedEntries(path.join(folder, '.clawpeer')), [], `nothing in ${folder}/.clawpeer is open to group or others`);
-  t.same(jsonLines((await runCli(['--home', a.home, 'pair', 'list', '--json'])).stdout).map((p) => p['name']), ['bob']);
-});
+t.test(
+  'after init, pair, invite, listen, ping and sync nothing in a home is open to group or others (umask 002)',
+  async (t) => {
+    const old = process.umask(0o002); // the CLI children inherit it: the loosest common umask
+    t.teardown(() => void process.umask(old));
+    const a = await initNode('modes-a');
+    const b = await initNode('modes-b');
+    const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-modes-'));
+    const shared = path.join(work, 'shared');
+    const mine = path.join(work, 'mine');
+    await mkdir(shared);
+    await mkdir(mine);
+    await writeFile(path.join(mine, 'a.txt'), 'hello\n');
+    t.equal((await runCli(['--home', a.home, 'pair', 'add', b.id, '--name', 'bob'])).code, 0);
+    const listener = await startListener(a.home, ['--share', `docs=${shared}`]);
+    t.teardown(() => listener.stop('SIGKILL'));
+    const sock = await lstat(path.join(a.home, 'control.sock'));
+    t.ok(sock.isSocket(), 'the listener holds a control socket');
+    t.equal(sock.mode & 0o777, 0o600, 'the control socket is 0600');
+    t.equal(
+      (await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]))
+        .code,
+      0,
+    );
+    t.equal((await runCli(['--home', b.home, 'ping', 'alice', '--count', '1'])).code, 0);
+    const sync = await runCli(['--home', b.home, 'sync', mine, 'alice:docs']);
+    t.equal(sync.code, 0, sync.stderr);
+    t.equal(await readFile(path.join(shared, 'a.txt'), 'utf8'), 'hello\n', 'the sync landed');
+    const push = await runCli(['--home', b.home, 'push', mine, 'alice']);
+    t.equal(push.code, 0, push.stderr);
+    t.equal((await runCli(['--home', a.home, 'pair', 'invite', '--long', '--json'])).code, 0);
+    const files = await readdir(a.home);
+    t.ok(
+      ['identity.key', 'peers.json', 'invites', 'listening.json'].every((f) => files.includes(f)),
+      `the home holds its state: ${files.join(' ')}`,
+    );
+    // The inbox share's content keeps the modes it came with; its .clawpeer state does not.
+    const content = (rel: string): boolean => rel.startsWith('inbox/') && !rel.startsWith('inbox/.clawpeer');
+    for (const home of [a.home, b.home])
+      t.same(await exposedEntries(home, content), [], `nothing in ${home} is open to group or others`);
+    for (const folder of [shared, mine])
+      t.same(
+        await exposedEntries(path.join(folder, '.clawpeer')),
+        [],
+        `nothing in ${folder}/.clawpeer is open to group or others`,
+      );
+    t.same(
+      jsonLines((await runCli(['--home', a.home, 'pair', 'list', '--json'])).stdout).map((p) => p['name']),
+      ['bob'],
+    );
+  },
+);

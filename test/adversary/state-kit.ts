@@ -20,7 +20,8 @@ export async function exposedEntries(root: string, skip: (rel: string) => boolea
   const visit = async (abs: string, rel: string): Promise<void> => {
     const st = await lstat(abs).catch(() => undefined);
     if (st === undefined) return; // removed while we walked (a lock released)
-    if (!st.isSymbolicLink() && (st.mode & 0o077) !== 0) out.push({ path: rel === '' ? '.' : rel, mode: (st.mode & 0o7777).toString(8) });
+    if (!st.isSymbolicLink() && (st.mode & 0o077) !== 0)
+      out.push({ path: rel === '' ? '.' : rel, mode: (st.mode & 0o7777).toString(8) });
     if (!st.isDirectory()) return;
     for (const name of await readdir(abs).catch(() => [] as string[])) {
       const childRel = rel === '' ? name : `${rel}/${name}`;

@@ -25,10 +25,23 @@ t.test('four joiners redeeming invites at once are all pinned, each under its ow
   const listener = await startListener(a.home);
   t.teardown(() => listener.stop('SIGKILL'));
   const addr = `127.0.0.1:${listener.port}`;
-  const joined = await Promise.all(joiners.map((j, i) => runCli(['--home', j.home, 'pair', 'join', codes[i] ?? '', '--addr', addr, '--name', 'alice'])));
+  const joined = await Promise.all(
+    joiners.map((j, i) =>
+      runCli(['--home', j.home, 'pair', 'join', codes[i] ?? '', '--addr', addr, '--name', 'alice']),
+    ),
+  );
   for (const [i, r] of joined.entries()) t.equal(r.code, 0, `joiner ${i} was accepted: ${r.stderr}`);
   const pinned = await new PeerStore(path.join(a.home, 'peers.json')).list();
   t.same(new Set(pinned.map((p) => p.id)), new Set(joiners.map((j) => j.id)), 'the listener kept every joiner');
-  t.equal(new Set(pinned.map((p) => p.name)).size, JOINERS, `under distinct names: ${pinned.map((p) => p.name).join(', ')}`);
-  for (const j of joiners) t.equal((await runCli(['--home', j.home, 'ping', 'alice', '--count', '1'])).code, 0, 'each joiner can talk to the listener');
+  t.equal(
+    new Set(pinned.map((p) => p.name)).size,
+    JOINERS,
+    `under distinct names: ${pinned.map((p) => p.name).join(', ')}`,
+  );
+  for (const j of joiners)
+    t.equal(
+      (await runCli(['--home', j.home, 'ping', 'alice', '--count', '1'])).code,
+      0,
+      'each joiner can talk to the listener',
+    );
 });

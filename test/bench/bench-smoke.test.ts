@@ -43,7 +43,11 @@ function conditionsOf(result: unknown): { cpu: unknown; cores: unknown; node: un
     else if (typeof v === 'string') merged['machine'] = v;
   }
   if (Object.keys(merged).length === 0) return undefined;
-  return { cpu: merged['cpuModel'] ?? merged['cpu'] ?? merged['machine'], cores: merged['cores'], node: merged['node'] };
+  return {
+    cpu: merged['cpuModel'] ?? merged['cpu'] ?? merged['machine'],
+    cores: merged['cores'],
+    node: merged['node'],
+  };
 }
 
 async function mtimeOf(file: string): Promise<number | undefined> {
@@ -67,22 +71,30 @@ t.test('bench discovery finds the micro-benchmarks and not the helpers', async (
 for (const bench of benches) {
   const owner = ownTests.get(bench.name);
   if (owner !== undefined) {
-    t.test(`${bench.name}: smoke-run`, { skip: `has its own smoke test: ${owner.slice(owner.lastIndexOf('/test/') + 1)}` }, async () => {});
+    t.test(
+      `${bench.name}: smoke-run`,
+      { skip: `has its own smoke test: ${owner.slice(owner.lastIndexOf('/test/') + 1)}` },
+      async () => {},
+    );
     continue;
   }
-  t.test(`${bench.name}: main({ smoke: true }) resolves with its conditions and writes nothing`, { timeout: SMOKE_TIMEOUT_MS }, async (t) => {
-    const resultFile = join(RESULTS_DIR, `${bench.name}.json`);
-    const before = await mtimeOf(resultFile);
-    const result = await bench.main({ smoke: true });
-    if (result !== undefined) {
-      const c = conditionsOf(result);
-      if (c === undefined) throw new Error(`${bench.name} returned a result without conditions or machine`);
-      t.ok(typeof c.cpu === 'string' && c.cpu.length > 0, 'cpu model');
-      t.ok(typeof c.cores === 'number' && c.cores > 0, 'core count');
-      t.equal(c.node, process.version, 'node version');
-    }
-    t.equal(await mtimeOf(resultFile), before, `smoke mode leaves bench/results/${bench.name}.json alone`);
-  });
+  t.test(
+    `${bench.name}: main({ smoke: true }) resolves with its conditions and writes nothing`,
+    { timeout: SMOKE_TIMEOUT_MS },
+    async (t) => {
+      const resultFile = join(RESULTS_DIR, `${bench.name}.json`);
+      const before = await mtimeOf(resultFile);
+      const result = await bench.main({ smoke: true });
+      if (result !== undefined) {
+        const c = conditionsOf(result);
+        if (c === undefined) throw new Error(`${bench.name} returned a result without conditions or machine`);
+        t.ok(typeof c.cpu === 'string' && c.cpu.length > 0, 'cpu model');
+        t.ok(typeof c.cores === 'number' && c.cores > 0, 'core count');
+        t.equal(c.node, process.version, 'node version');
+      }
+      t.equal(await mtimeOf(resultFile), before, `smoke mode leaves bench/results/${bench.name}.json alone`);
+    },
+  );
 }
 
 // The two micro-benchmarks of this suite: their smoke results must have the shape the real run
@@ -90,19 +102,32 @@ for (const bench of benches) {
 t.test('aead smoke result covers both suites against raw node:crypto, and libsodium for chacha20', async (t) => {
   const { main } = await import('../../bench/aead.js');
   const r = await main({ smoke: true });
-  t.same(r.rows.map((row) => row.suite), ['aes-256-gcm', 'chacha20-poly1305']);
+  t.same(
+    r.rows.map((row) => row.suite),
+    ['aes-256-gcm', 'chacha20-poly1305'],
+  );
   for (const row of r.rows) {
     t.ok((row.cpuMiBps.ours ?? 0) > 0 && (row.cpuMiBps.raw ?? 0) > 0, `${row.suite}: rates measured`);
     t.ok(row.oursToRaw > 0, `${row.suite}: ratio to raw`);
-    t.equal(row.cpuMiBps.sodium !== undefined, row.suite === 'chacha20-poly1305', `${row.suite}: libsodium only where it has the suite`);
+    t.equal(
+      row.cpuMiBps.sodium !== undefined,
+      row.suite === 'chacha20-poly1305',
+      `${row.suite}: libsodium only where it has the suite`,
+    );
   }
 });
 
 t.test('frame-codec smoke result has both feeds and Hello/Ping encode/decode', async (t) => {
   const { main } = await import('../../bench/frame-codec.js');
   const r = await main({ smoke: true });
-  t.same(r.delimit.map((row) => row.feed), ['whole frames', '64 KiB pieces']);
-  t.same(r.control.map((row) => `${row.message} ${row.op}`), ['hello encode', 'hello decode', 'ping encode', 'ping decode']);
+  t.same(
+    r.delimit.map((row) => row.feed),
+    ['whole frames', '64 KiB pieces'],
+  );
+  t.same(
+    r.control.map((row) => `${row.message} ${row.op}`),
+    ['hello encode', 'hello decode', 'ping encode', 'ping decode'],
+  );
   for (const row of r.delimit) t.ok(row.oursMiBps > 0 && row.baselineMiBps > 0, row.feed);
   for (const row of r.control) t.ok(row.oursOpsPerSec > 0 && row.frameBytes > 5, `${row.message} ${row.op}`);
 });

@@ -19,7 +19,21 @@ t.teardown(() => rm(work, { recursive: true, force: true }));
 
 t.test('--simulate --json --svg: one JSON object with every condition, and a chart', async (t) => {
   const svgFile = path.join(work, 'chart.svg');
-  const r = await bench(['--simulate', 'rtt=10ms,rate=50mbit', '--size', '256KiB', '--window', '1,4', '--streams', '1', '--json', '--svg', svgFile, '--work-dir', work]);
+  const r = await bench([
+    '--simulate',
+    'rtt=10ms,rate=50mbit',
+    '--size',
+    '256KiB',
+    '--window',
+    '1,4',
+    '--streams',
+    '1',
+    '--json',
+    '--svg',
+    svgFile,
+    '--work-dir',
+    work,
+  ]);
   t.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split('\n');
   t.equal(lines.length, 1, 'one JSON object on stdout, nothing else');
@@ -27,7 +41,14 @@ t.test('--simulate --json --svg: one JSON object with every condition, and a cha
   t.match(json, {
     event: 'bench',
     tool: 'clawpeer bench',
-    conditions: { cpuModel: String, cores: Number, node: process.version, loadAverageStart: Array, loadAverageEnd: Array, fileCreate: { dir: work, medianMicros: Number } },
+    conditions: {
+      cpuModel: String,
+      cores: Number,
+      node: process.version,
+      loadAverageStart: Array,
+      loadAverageEnd: Array,
+      fileCreate: { dir: work, medianMicros: Number },
+    },
     workload: { kind: 'large', bytes: 262144, payloadBytes: 262144, dataType: /incompressible/ },
     target: { kind: 'simulate', spec: 'rtt=10ms,rate=50mbit', linkRateBitsPerSec: 50e6 },
     settings: { transports: ['quic'], windows: [1, 4], streams: [1], connections: [1], runs: 2 },
@@ -37,27 +58,53 @@ t.test('--simulate --json --svg: one JSON object with every condition, and a cha
   });
   const accuracy = json['relayAccuracy'] as Record<string, unknown>[];
   t.equal(accuracy.length, 1);
-  t.match(accuracy[0], { link: 'rtt=10ms,rate=50mbit', ok: Boolean, rtt: { configuredMs: 10, measuredMs: Number }, rate: { configuredBitsPerSec: 50e6, measuredBitsPerSec: Number }, loss: { configuredPct: 0 } });
+  t.match(accuracy[0], {
+    link: 'rtt=10ms,rate=50mbit',
+    ok: Boolean,
+    rtt: { configuredMs: 10, measuredMs: Number },
+    rate: { configuredBitsPerSec: 50e6, measuredBitsPerSec: Number },
+    loss: { configuredPct: 0 },
+  });
   t.equal(json['relayAccurate'], accuracy[0]?.['ok']);
-  if (json['relayAccurate'] === false) t.match(r.stderr, /WARNING: relay inaccurate for rtt=10ms,rate=50mbit/, 'an inaccurate relay is said on stderr');
+  if (json['relayAccurate'] === false)
+    t.match(r.stderr, /WARNING: relay inaccurate for rtt=10ms,rate=50mbit/, 'an inaccurate relay is said on stderr');
   const runs = json['runs'] as Record<string, unknown>[];
   t.equal(runs.length, 2);
   for (const [i, run] of runs.entries()) {
     t.match(run, {
-      ok: true, error: null, transport: 'quic', window: [1, 4][i], streams: 1, connections: 1, effectiveWindow: [1, 4][i],
-      payloadBytes: 262144, seconds: Number, goodputBitsPerSec: Number, linkPct: Number,
-      pingMs: { samples: 5, median: Number }, transportRttMs: [Number], lostPackets: [Number], congestionWindowBytes: [Number],
-      chunksSkipped: 0, relay: { droppedLoss: 0, forwarded: Number },
+      ok: true,
+      error: null,
+      transport: 'quic',
+      window: [1, 4][i],
+      streams: 1,
+      connections: 1,
+      effectiveWindow: [1, 4][i],
+      payloadBytes: 262144,
+      seconds: Number,
+      goodputBitsPerSec: Number,
+      linkPct: Number,
+      pingMs: { samples: 5, median: Number },
+      transportRttMs: [Number],
+      lostPackets: [Number],
+      congestionWindowBytes: [Number],
+      chunksSkipped: 0,
+      relay: { droppedLoss: 0, forwarded: Number },
     });
     t.ok((run['wireBytes'] as number) >= 262144, 'the payload crossed the wire');
     // The relay delays by 10 ms less its own measured forwarding latency (relay-floor.ts), which
     // a busy host can overestimate: what it must add for certain is the rest.
     const relayDelayMs = 10 - (json['relayFloor'] as { compensationMs: number }).compensationMs;
-    t.ok((run['pingMs'] as { median: number }).median >= relayDelayMs, `pings cross the relay's ${relayDelayMs.toFixed(2)} ms of the simulated 10 ms`);
+    t.ok(
+      (run['pingMs'] as { median: number }).median >= relayDelayMs,
+      `pings cross the relay's ${relayDelayMs.toFixed(2)} ms of the simulated 10 ms`,
+    );
   }
   // Both runs share one relay (started once per link): its counters must still be per run.
   const forwarded = runs.map((run) => (run['relay'] as { forwarded: number }).forwarded);
-  t.ok(forwarded[1]! < 1.6 * forwarded[0]!, `the second run's relay count is its own, not the total (${forwarded.join(', ')} packets)`);
+  t.ok(
+    forwarded[1]! < 1.6 * forwarded[0]!,
+    `the second run's relay count is its own, not the total (${forwarded.join(', ')} packets)`,
+  );
   t.equal((json['summary'] as unknown[]).length, 2);
 
   const doc = parseXml(await readFile(svgFile, 'utf8'));
@@ -66,11 +113,28 @@ t.test('--simulate --json --svg: one JSON object with every condition, and a cha
   t.equal(findAll(root!, 'polyline').length, 1, 'one series: only the window was swept');
   const texts = findAll(root!, 'text').map((e) => e.text);
   t.ok(texts.includes('window W (unacknowledged chunks per stream)'), 'x label');
-  t.ok(texts.some((x) => x.startsWith('goodput, Mbit/s')), 'y label');
+  t.ok(
+    texts.some((x) => x.startsWith('goodput, Mbit/s')),
+    'y label',
+  );
 });
 
 t.test('--csv: a header and one row per run; striping over 2 connections moves every file', async (t) => {
-  const r = await bench(['--simulate', 'none', '--workload', 'small', '--files', '20', '--file-size', '1KiB', '--streams', '2', '--connections', '1,2', '--csv']);
+  const r = await bench([
+    '--simulate',
+    'none',
+    '--workload',
+    'small',
+    '--files',
+    '20',
+    '--file-size',
+    '1KiB',
+    '--streams',
+    '2',
+    '--connections',
+    '1,2',
+    '--csv',
+  ]);
   t.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trim().split('\n');
   t.equal(lines.length, 3);
@@ -92,7 +156,15 @@ t.test('--workload sync: a timed second sync after D files changed, with its rec
   const json = JSON.parse(r.stdout.trim()) as Record<string, unknown>;
   t.match(json, { workload: { kind: 'sync', folderFiles: 30, changed: 3, files: 3, payloadBytes: 3 * 4096 } });
   const run = (json['runs'] as Record<string, unknown>[])[0];
-  t.match(run, { ok: true, error: null, payloadBytes: 3 * 4096, files: 3, seconds: Number, reconcileBytes: Number, roundTrips: Number });
+  t.match(run, {
+    ok: true,
+    error: null,
+    payloadBytes: 3 * 4096,
+    files: 3,
+    seconds: Number,
+    reconcileBytes: Number,
+    roundTrips: Number,
+  });
   t.ok((run?.['reconcileBytes'] as number) > 0, 'finding the difference cost bytes');
   t.ok((run?.['roundTrips'] as number) >= 1);
   t.ok((run?.['wireBytes'] as number) >= 3 * 4096, 'the changed files crossed the wire');

@@ -8,10 +8,28 @@ import { findAll, parseXml } from './xml.js';
 
 t.test('renderLineChart: one root <svg>, a polyline per series, labels, escaped text', async (t) => {
   const svg = renderLineChart({
-    title: 'goodput <&> "test"', subtitle: 'conditions', xLabel: 'RTT, ms', yLabel: 'Mbit/s', xLog: true,
+    title: 'goodput <&> "test"',
+    subtitle: 'conditions',
+    xLabel: 'RTT, ms',
+    yLabel: 'Mbit/s',
+    xLog: true,
     series: [
-      { name: 'W=1', points: [{ x: 1, y: 10 }, { x: 100, y: 1 }, { x: 5, y: 8 }] },
-      { name: 'W=16 & more', points: [{ x: 1, y: 90 }, { x: 5, y: 80 }, { x: 100, y: 20 }] },
+      {
+        name: 'W=1',
+        points: [
+          { x: 1, y: 10 },
+          { x: 100, y: 1 },
+          { x: 5, y: 8 },
+        ],
+      },
+      {
+        name: 'W=16 & more',
+        points: [
+          { x: 1, y: 90 },
+          { x: 5, y: 80 },
+          { x: 100, y: 20 },
+        ],
+      },
     ],
   });
   const doc = parseXml(svg);
@@ -30,7 +48,10 @@ t.test('renderLineChart: one root <svg>, a polyline per series, labels, escaped 
   t.ok(texts.includes('Mbit/s'), 'y label');
   t.ok(texts.includes('W=16 &amp; more'), 'legend, escaped');
   t.ok(texts.includes('goodput &lt;&amp;&gt; &quot;test&quot;'), 'title, escaped');
-  t.ok(['1', '5', '100'].every((v) => texts.includes(v)), 'x ticks on the measured values');
+  t.ok(
+    ['1', '5', '100'].every((v) => texts.includes(v)),
+    'x ticks on the measured values',
+  );
   t.ok(texts.includes('0') && texts.includes('100'), 'y ticks from 0 to a nice maximum');
 });
 
@@ -39,8 +60,14 @@ t.test('chartFromBench: x is the swept RTT (log), one series per window, y in re
   t.equal(chart.xLabel, 'simulated round-trip time, ms');
   t.equal(chart.xLog, true);
   t.match(chart.yLabel, /revisions per second/);
-  t.same(chart.series.map((s) => s.name), ['W=1', 'W=4', 'W=16']);
-  t.same(chart.series[0]?.points.map((p) => p.x), [1, 5, 50, 100]);
+  t.same(
+    chart.series.map((s) => s.name),
+    ['W=1', 'W=4', 'W=16'],
+  );
+  t.same(
+    chart.series[0]?.points.map((p) => p.x),
+    [1, 5, 50, 100],
+  );
   t.match(chart.subtitle, /100 revisions of one 4096-byte page.*2 cores, load 1\.5/);
   const svg = renderLineChart(chart);
   t.equal(findAll(parseXml(svg).children[0]!, 'polyline').length, 3);

@@ -9,7 +9,9 @@ import path from 'node:path';
 import { initNode, jsonLines, runCli, startListener } from '../e2e/cli-harness.js';
 
 const require = createRequire(import.meta.url);
-const { growingPercentFor } = require('../../../bin/heap-growth.cjs') as { growingPercentFor: (usedBytes: number) => number };
+const { growingPercentFor } = require('../../../bin/heap-growth.cjs') as {
+  growingPercentFor: (usedBytes: number) => number;
+};
 const MiB = 1024 * 1024;
 
 t.test('a small heap gets ~96 MiB of headroom, a large one V8 own factor', async (t) => {

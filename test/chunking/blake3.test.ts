@@ -63,7 +63,8 @@ t.test('blake3() gives the official digests on both sides of the small-input swi
   for (const [length, hex] of VECTORS) t.equal(toHex(blake3(blake3VectorInput(length))), hex, `blake3(${length})`);
   for (const length of [SMALL_INPUT_MAX_BYTES - 1, SMALL_INPUT_MAX_BYTES, SMALL_INPUT_MAX_BYTES + 1]) {
     const input = pseudoRandomBytes(length, length);
-    for (const impl of backends) t.equal(toHex(blake3(input)), toHex(impl.hash(input)), `blake3(${length} bytes) = ${impl.backend}`);
+    for (const impl of backends)
+      t.equal(toHex(blake3(input)), toHex(impl.hash(input)), `blake3(${length} bytes) = ${impl.backend}`);
   }
 });
 

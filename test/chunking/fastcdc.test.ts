@@ -145,13 +145,15 @@ t.test('an insertion leaves earlier boundaries alone and re-synchronises after i
         // Boundaries at or before the edit depend only on bytes before it: unchanged.
         const prefixBefore = beforeEnds.filter((e) => e <= position);
         const prefixAfter = afterEnds.filter((e) => e <= position);
-        if (JSON.stringify(prefixBefore) !== JSON.stringify(prefixAfter)) throw new Error('boundary before the edit moved');
+        if (JSON.stringify(prefixBefore) !== JSON.stringify(prefixAfter))
+          throw new Error('boundary before the edit moved');
         // After the edit the chunker falls back into step with the original (worst seen in 2000
         // trials: 7.3 KiB); from 4 x maxBytes past the edit every boundary is the shifted original.
         const syncFrom = position + 4 * SMALL.maxBytes;
         const tailBefore = beforeEnds.filter((e) => e > syncFrom);
         const tailAfter = afterEnds.map((e) => e - insertLength).filter((e) => e > syncFrom);
-        if (JSON.stringify(tailBefore) !== JSON.stringify(tailAfter)) throw new Error('no re-synchronisation after the edit');
+        if (JSON.stringify(tailBefore) !== JSON.stringify(tailAfter))
+          throw new Error('no re-synchronisation after the edit');
         // In content-id terms: most chunks of the edited input are chunks of the original.
         const ids = new Set(before.map((s) => toHex(blake3(original.subarray(s.offset, s.offset + s.length)))));
         let reusedBytes = 0;
@@ -182,7 +184,10 @@ t.test('normalization narrows the chunk-size spread', async (t) => {
   t.ok(s1 < s0, `level 1 stddev ${s1.toFixed(0)} < level 0 ${s0.toFixed(0)}`);
   t.ok(s2 < s1, `level 2 stddev ${s2.toFixed(0)} < level 1 ${s1.toFixed(0)}`);
   const mean = bytes.length / chunkBoundaries(bytes, SMALL).length;
-  t.ok(mean > SMALL.minBytes + 0.5 * SMALL.avgBytes && mean < SMALL.minBytes + 2 * SMALL.avgBytes, `mean chunk ${mean.toFixed(0)} B`);
+  t.ok(
+    mean > SMALL.minBytes + 0.5 * SMALL.avgBytes && mean < SMALL.minBytes + 2 * SMALL.avgBytes,
+    `mean chunk ${mean.toFixed(0)} B`,
+  );
 });
 
 t.test('masks: documented layout and bit counts', async (t) => {
@@ -208,7 +213,9 @@ t.test('golden boundaries for a fixed input', async (t) => {
   t.equal(small.length, GOLDEN.smallCount);
   t.equal(toHex(blake3(new TextEncoder().encode(small.join(',')))), GOLDEN.smallEndsHash);
   const big = pseudoRandomBytes(4 << 20, 0x0badf00d);
-  const medium = ends(chunkBoundaries(big, { minBytes: 16 << 10, avgBytes: 64 << 10, maxBytes: 256 << 10, normalization: 2 }));
+  const medium = ends(
+    chunkBoundaries(big, { minBytes: 16 << 10, avgBytes: 64 << 10, maxBytes: 256 << 10, normalization: 2 }),
+  );
   t.same(medium.slice(0, 5), GOLDEN.mediumFirstEnds);
   t.equal(medium.length, GOLDEN.mediumCount);
 });

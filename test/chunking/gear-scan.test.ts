@@ -42,5 +42,9 @@ t.test('runs longer than one wasm block: hits in later blocks, misses, and Buffe
   const shifted = Buffer.alloc(long.length + 1).subarray(1);
   shifted.set(long);
   const mask = fastCdcMask(22) | 0;
-  t.same(gearScan(shifted, 0, shifted.length, 5, mask), gearScanJs(long, 0, long.length, 5, mask), 'an unaligned Buffer view');
+  t.same(
+    gearScan(shifted, 0, shifted.length, 5, mask),
+    gearScanJs(long, 0, long.length, 5, mask),
+    'an unaligned Buffer view',
+  );
 });

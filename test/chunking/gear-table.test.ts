@@ -1,10 +1,5 @@
 import t from 'tap';
-import {
-  GEAR_TABLE,
-  GEAR_TABLE_BLAKE3_HEX,
-  GEAR_TABLE_I32,
-  GEAR_TABLE_SEED,
-} from '../../src/chunking/gear-table.js';
+import { GEAR_TABLE, GEAR_TABLE_BLAKE3_HEX, GEAR_TABLE_I32, GEAR_TABLE_SEED } from '../../src/chunking/gear-table.js';
 import { blake3, toHex } from '../../src/chunking/blake3.js';
 
 function tableBytes(table: Uint32Array): Uint8Array {

@@ -24,9 +24,12 @@ t.test('canonical encoding: exact bytes for a two-chunk list', async (t) => {
   ];
   const hex = toHex(encodeManifestCanonical(chunks));
   const expected =
-    toHex(new TextEncoder().encode('clawpeer/manifest/v1')) + '00' + // domain, 21 bytes
-    '11'.repeat(32) + '00000005' + // chunk 0: id, uint32 BE length
-    '22'.repeat(32) + '01020304' + // chunk 1
+    toHex(new TextEncoder().encode('clawpeer/manifest/v1')) +
+    '00' + // domain, 21 bytes
+    '11'.repeat(32) +
+    '00000005' + // chunk 0: id, uint32 BE length
+    '22'.repeat(32) +
+    '01020304' + // chunk 1
     '0000000000000002' + // count, uint64 BE
     '0000000001020309'; // size, uint64 BE
   t.equal(hex, expected);
@@ -54,7 +57,10 @@ t.test('the incremental builder equals the one-shot encoding across batch bounda
 t.test('the root changes when any chunk id, length or the order changes', async () => {
   fc.assert(
     fc.property(
-      fc.array(fc.record({ seed: fc.nat(255), length: fc.integer({ min: 1, max: 1 << 20 }) }), { minLength: 2, maxLength: 30 }),
+      fc.array(fc.record({ seed: fc.nat(255), length: fc.integer({ min: 1, max: 1 << 20 }) }), {
+        minLength: 2,
+        maxLength: 30,
+      }),
       fc.nat(),
       fc.nat(),
       (raw, a, b) => {
@@ -97,7 +103,11 @@ t.test('manifestFromBytes: ids are BLAKE3 of each chunk and the manifest verifie
 
 t.test('verifyManifest rejects malformed lists and a wrong root', async (t) => {
   const m = manifestFromBytes(pseudoRandomBytes(30_000, 8), SMALL);
-  const withChunks = (chunks: ChunkRef[], extra: Partial<FileManifest> = {}): FileManifest => ({ ...m, chunks, ...extra });
+  const withChunks = (chunks: ChunkRef[], extra: Partial<FileManifest> = {}): FileManifest => ({
+    ...m,
+    chunks,
+    ...extra,
+  });
   const first = m.chunks[0]!;
   const cases: [string, FileManifest, string, RegExp][] = [
     ['gap', withChunks([{ ...first, offset: 1 }, ...m.chunks.slice(1)]), 'PROTOCOL', /chunk 0 at offset 1, expected 0/],
@@ -109,8 +119,14 @@ t.test('verifyManifest rejects malformed lists and a wrong root', async (t) => {
   for (const [name, manifest, code, message] of cases) {
     t.throws(() => verifyManifest(manifest), { code, message }, name);
   }
-  t.throws(() => verifyManifest(m, { maxChunkBytes: 100, maxChunkCount: 1000 }), { code: 'PROTOCOL', message: /not in 1\.\.100/ });
-  t.throws(() => verifyManifest(m, { maxChunkBytes: 8192, maxChunkCount: 2 }), { code: 'PROTOCOL', message: /limit 2/ });
+  t.throws(() => verifyManifest(m, { maxChunkBytes: 100, maxChunkCount: 1000 }), {
+    code: 'PROTOCOL',
+    message: /not in 1\.\.100/,
+  });
+  t.throws(() => verifyManifest(m, { maxChunkBytes: 8192, maxChunkCount: 2 }), {
+    code: 'PROTOCOL',
+    message: /limit 2/,
+  });
 });
 
 t.test('builder rejects misuse', async (t) => {

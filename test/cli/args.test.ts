@@ -3,7 +3,18 @@ import t from 'tap';
 import { filterRulesInOrder, patternsOfFile, suggestOptions } from '../../src/cli/args.js';
 
 t.test('--include and --exclude keep their command-line order, in both spellings', async (t) => {
-  const argv = ['push', 'src', 'alice', '--include', '*.txt', '--exclude=*.log', '--force', '--include=keep.log', '--exclude', '*'];
+  const argv = [
+    'push',
+    'src',
+    'alice',
+    '--include',
+    '*.txt',
+    '--exclude=*.log',
+    '--force',
+    '--include=keep.log',
+    '--exclude',
+    '*',
+  ];
   t.same(filterRulesInOrder(argv, { included: ['*.txt', 'keep.log'], excluded: ['*.log', '*'] }), [
     { pattern: '*.txt', include: true },
     { pattern: '*.log', include: false },
@@ -13,14 +24,37 @@ t.test('--include and --exclude keep their command-line order, in both spellings
 });
 
 t.test('without --include the excludes are taken as parsed; nothing after -- is a flag', async (t) => {
-  t.same(filterRulesInOrder(['--exclude', 'a'], { included: [], excluded: ['a', 'b'] }), [{ pattern: 'a', include: false }, { pattern: 'b', include: false }], 'order does not matter among excludes alone');
-  t.same(filterRulesInOrder(['--include', 'x', '--', '--exclude', 'y'], { included: ['x'], excluded: [] }), [{ pattern: 'x', include: true }]);
+  t.same(
+    filterRulesInOrder(['--exclude', 'a'], { included: [], excluded: ['a', 'b'] }),
+    [
+      { pattern: 'a', include: false },
+      { pattern: 'b', include: false },
+    ],
+    'order does not matter among excludes alone',
+  );
+  t.same(filterRulesInOrder(['--include', 'x', '--', '--exclude', 'y'], { included: ['x'], excluded: [] }), [
+    { pattern: 'x', include: true },
+  ]);
 });
 
 t.test('a command line whose order cannot be read back is a usage error, not a guess', async (t) => {
-  t.throws(() => filterRulesInOrder(['--include', 'x'], { included: ['x', 'y'], excluded: [] }), { code: 'USAGE', message: /cannot tell the order of the --include\/--exclude rules/ });
-  t.throws(() => filterRulesInOrder(['--include', 'x', '--exclude', 'z'], { included: ['x'], excluded: ['y'] }), { code: 'USAGE' });
-  t.throws(() => filterRulesInOrder(['--exclude-from', 'a'], { included: [], excluded: [], excludeFrom: ['a', 'b'], readPatternFile: () => '' }), { code: 'USAGE' });
+  t.throws(() => filterRulesInOrder(['--include', 'x'], { included: ['x', 'y'], excluded: [] }), {
+    code: 'USAGE',
+    message: /cannot tell the order of the --include\/--exclude rules/,
+  });
+  t.throws(() => filterRulesInOrder(['--include', 'x', '--exclude', 'z'], { included: ['x'], excluded: ['y'] }), {
+    code: 'USAGE',
+  });
+  t.throws(
+    () =>
+      filterRulesInOrder(['--exclude-from', 'a'], {
+        included: [],
+        excluded: [],
+        excludeFrom: ['a', 'b'],
+        readPatternFile: () => '',
+      }),
+    { code: 'USAGE' },
+  );
 });
 
 t.test('pattern files: one per line, blank, # and ; lines skipped (rsync)', async (t) => {
@@ -36,28 +70,63 @@ t.test('--exclude-from and --include-from put their patterns where the flag stan
     return text;
   };
   const argv = ['pull', 'alice:docs', 'out', '--exclude', 'tmp/', '--include-from=keep', '--exclude-from', 'drop'];
-  t.same(filterRulesInOrder(argv, { included: [], excluded: ['tmp/'], includeFrom: ['keep'], excludeFrom: ['drop'], readPatternFile: read }), [
-    { pattern: 'tmp/', include: false },
-    { pattern: 'keep.log', include: true },
-    { pattern: '*.txt', include: true },
-    { pattern: '*.log', include: false },
-    { pattern: '*', include: false },
-  ]);
-  t.same(filterRulesInOrder(['--exclude-from', 'drop'], { included: [], excluded: [], excludeFrom: ['drop'], readPatternFile: read }), [
-    { pattern: '*.log', include: false },
-    { pattern: '*', include: false },
-  ], 'an exclude file alone');
-  t.throws(() => filterRulesInOrder(['--exclude-from', 'nope'], { included: [], excluded: [], excludeFrom: ['nope'], readPatternFile: read }), { code: 'USAGE', message: /--exclude-from nope: cannot read it: ENOENT/ });
+  t.same(
+    filterRulesInOrder(argv, {
+      included: [],
+      excluded: ['tmp/'],
+      includeFrom: ['keep'],
+      excludeFrom: ['drop'],
+      readPatternFile: read,
+    }),
+    [
+      { pattern: 'tmp/', include: false },
+      { pattern: 'keep.log', include: true },
+      { pattern: '*.txt', include: true },
+      { pattern: '*.log', include: false },
+      { pattern: '*', include: false },
+    ],
+  );
+  t.same(
+    filterRulesInOrder(['--exclude-from', 'drop'], {
+      included: [],
+      excluded: [],
+      excludeFrom: ['drop'],
+      readPatternFile: read,
+    }),
+    [
+      { pattern: '*.log', include: false },
+      { pattern: '*', include: false },
+    ],
+    'an exclude file alone',
+  );
+  t.throws(
+    () =>
+      filterRulesInOrder(['--exclude-from', 'nope'], {
+        included: [],
+        excluded: [],
+        excludeFrom: ['nope'],
+        readPatternFile: read,
+      }),
+    { code: 'USAGE', message: /--exclude-from nope: cannot read it: ENOENT/ },
+  );
 });
 
 t.test('a typo\'d flag gets a "did you mean" naming a known one (issue 32 item 10)', async (t) => {
   const known = ['dry-run', 'dryRun', 'json', 'host', 'home', 'n', 'help'];
   t.equal(suggestOptions('Unknown argument: dry-rn', known), 'Unknown argument: --dry-rn (did you mean --dry-run?)');
-  t.equal(suggestOptions('Unknown argument: hots', known), 'Unknown argument: --hots (did you mean --host?)', 'a swap of two letters is one step');
+  t.equal(
+    suggestOptions('Unknown argument: hots', known),
+    'Unknown argument: --hots (did you mean --host?)',
+    'a swap of two letters is one step',
+  );
   t.equal(
     suggestOptions('Unknown arguments: dry-rn, dryRn, jsn, zzzzzzzz, x', known),
     'Unknown arguments: --dry-rn, --jsn, --zzzzzzzz, -x (--dry-rn: did you mean --dry-run?; --jsn: did you mean --json?)',
     'camelCase copies are dropped; far-off words get no guess',
   );
-  t.equal(suggestOptions('Not enough non-option arguments', known), 'Not enough non-option arguments', 'other messages are left alone');
+  t.equal(
+    suggestOptions('Not enough non-option arguments', known),
+    'Not enough non-option arguments',
+    'other messages are left alone',
+  );
 });

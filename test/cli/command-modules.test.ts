@@ -6,7 +6,11 @@ import { commandWord, registrationsFor, skipHelpCache } from '../../src/cli/main
 t.test('commandWord skips options and the values of global options', async (t) => {
   t.equal(commandWord(['sync', 'dir', 'peer:share']), 'sync');
   t.equal(commandWord(['--home', '/tmp/h', 'push', 'a', 'b:c']), 'push', '--home takes the next word');
-  t.equal(commandWord(['--rendezvous', '203.0.113.5:7800', '--no-lan-discovery', 'listen']), 'listen', '--rendezvous takes the next word');
+  t.equal(
+    commandWord(['--rendezvous', '203.0.113.5:7800', '--no-lan-discovery', 'listen']),
+    'listen',
+    '--rendezvous takes the next word',
+  );
   t.equal(commandWord(['--home=/tmp/h', '--json', '-vv', 'pull', 'b:c', 'a']), 'pull');
   t.equal(commandWord(['--json']), undefined);
   t.equal(commandWord(['--help']), undefined);
@@ -30,8 +34,18 @@ t.test('a known command loads one module; help, version and typos load all of th
 
 t.test('running a command does not render the help text; asking for help still does', async (t) => {
   const build = (): { cli: Argv; renders: () => number } => {
-    const cli = yargs(['hello']).scriptName('x').command('hello', 'says hello', () => undefined, async () => undefined).exitProcess(false);
-    const usage = (cli as unknown as { getInternalMethods: () => { getUsageInstance: () => { help: () => string } } }).getInternalMethods().getUsageInstance();
+    const cli = yargs(['hello'])
+      .scriptName('x')
+      .command(
+        'hello',
+        'says hello',
+        () => undefined,
+        async () => undefined,
+      )
+      .exitProcess(false);
+    const usage = (cli as unknown as { getInternalMethods: () => { getUsageInstance: () => { help: () => string } } })
+      .getInternalMethods()
+      .getUsageInstance();
     const help = usage.help.bind(usage);
     let n = 0;
     usage.help = () => {

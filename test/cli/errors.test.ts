@@ -31,18 +31,30 @@ t.test('README documents the same exit codes', async (t) => {
 });
 
 t.test('busy: a locked folder and a connection cap travel as BUSY and come back retryable', async (t) => {
-  t.same(wireCodeFor(new ClawpeerError('FOLDER_BUSY', 'inbox/tree is busy')), { code: WIRE_ERRORS.BUSY.wire, name: 'BUSY' });
-  t.same(wireCodeFor(new ClawpeerError('PEER_BUSY', 'too many connections')), { code: WIRE_ERRORS.BUSY.wire, name: 'BUSY' });
+  t.same(wireCodeFor(new ClawpeerError('FOLDER_BUSY', 'inbox/tree is busy')), {
+    code: WIRE_ERRORS.BUSY.wire,
+    name: 'BUSY',
+  });
+  t.same(wireCodeFor(new ClawpeerError('PEER_BUSY', 'too many connections')), {
+    code: WIRE_ERRORS.BUSY.wire,
+    name: 'BUSY',
+  });
   const back = errorFromWire(WIRE_ERRORS.BUSY.wire, 'too many connections');
   t.equal(back.code, 'PEER_BUSY');
   t.ok(back.retryable);
   t.equal(back.exitCode, EXIT_CODES.unreachable);
 });
 
-t.test('an interruption travels as CANCELLED and is no failure of the peer; locally it exits as the signal', async (t) => {
-  t.equal(new ClawpeerError('INTERRUPTED').exitCode, 130, '128 + SIGINT');
-  t.equal(new ClawpeerError('TERMINATED').exitCode, 143, '128 + SIGTERM');
-  t.same(wireCodeFor(new ClawpeerError('INTERRUPTED')), { code: WIRE_ERRORS.CANCELLED.wire, name: 'CANCELLED' });
-  t.same(wireCodeFor(new ClawpeerError('TERMINATED')), { code: WIRE_ERRORS.CANCELLED.wire, name: 'CANCELLED' });
-  t.match(errorFromWire(WIRE_ERRORS.CANCELLED.wire, 'the push was interrupted (SIGINT) on the other side'), { code: 'INTERRUPTED', wire: 'CANCELLED' });
-});
+t.test(
+  'an interruption travels as CANCELLED and is no failure of the peer; locally it exits as the signal',
+  async (t) => {
+    t.equal(new ClawpeerError('INTERRUPTED').exitCode, 130, '128 + SIGINT');
+    t.equal(new ClawpeerError('TERMINATED').exitCode, 143, '128 + SIGTERM');
+    t.same(wireCodeFor(new ClawpeerError('INTERRUPTED')), { code: WIRE_ERRORS.CANCELLED.wire, name: 'CANCELLED' });
+    t.same(wireCodeFor(new ClawpeerError('TERMINATED')), { code: WIRE_ERRORS.CANCELLED.wire, name: 'CANCELLED' });
+    t.match(errorFromWire(WIRE_ERRORS.CANCELLED.wire, 'the push was interrupted (SIGINT) on the other side'), {
+      code: 'INTERRUPTED',
+      wire: 'CANCELLED',
+    });
+  },
+);

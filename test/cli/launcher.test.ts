@@ -14,7 +14,8 @@ function layout(): { root: string; run: () => { code: number | null; out: string
   const root = mkdtempSync(join(tmpdir(), 'clawpeer-launcher-'));
   t.teardown(() => rmSync(root, { recursive: true, force: true }));
   mkdirSync(join(root, 'bin'));
-  for (const f of ['clawpeer.cjs', 'thread-pool.cjs', 'heap-growth.cjs']) copyFileSync(join(realBin, f), join(root, 'bin', f));
+  for (const f of ['clawpeer.cjs', 'thread-pool.cjs', 'heap-growth.cjs'])
+    copyFileSync(join(realBin, f), join(root, 'bin', f));
   const run = (): { code: number | null; out: string; err: string } => {
     const r = spawnSync(process.execPath, [join(root, 'bin', 'clawpeer.cjs'), 'x'], { encoding: 'utf8' });
     return { code: r.status, out: r.stdout, err: r.stderr };
@@ -25,7 +26,10 @@ function layout(): { root: string; run: () => { code: number | null; out: string
 function stub(root: string, rel: string, name: string, mtimeS: number): void {
   const file = join(root, 'dist', ...rel.split('/'));
   mkdirSync(join(file, '..'), { recursive: true });
-  writeFileSync(file, `export async function main(argv) { process.stdout.write('${name} ' + argv.join(' ')); return 3; }\n`);
+  writeFileSync(
+    file,
+    `export async function main(argv) { process.stdout.write('${name} ' + argv.join(' ')); return 3; }\n`,
+  );
   utimesSync(file, mtimeS, mtimeS);
 }
 
@@ -57,12 +61,23 @@ t.test('a command whose promise never settles exits 1 loudly, never 0 (issue 34)
   // A wait nothing will ever end: the event loop drains with the command unfinished.
   writeFileSync(file, `export function main() { process.stdout.write('started\\n'); return new Promise(() => {}); }\n`);
   for (const json of [false, true]) {
-    const r = spawnSync(process.execPath, [join(root, 'bin', 'clawpeer.cjs'), 'x', ...(json ? ['--json'] : [])], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, [join(root, 'bin', 'clawpeer.cjs'), 'x', ...(json ? ['--json'] : [])], {
+      encoding: 'utf8',
+    });
     t.equal(r.status, 1, 'an internal error, not success');
     t.match(r.stderr, /clawpeer: internal error: the command stopped without finishing/);
-    if (json) t.match(JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as unknown, { event: 'error', code: 'INTERNAL', exitCode: 1 });
+    if (json)
+      t.match(JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as unknown, {
+        event: 'error',
+        code: 'INTERNAL',
+        exitCode: 1,
+      });
     else t.equal(r.stdout, 'started\n', 'no JSON without --json');
   }
   writeFileSync(file, `export async function main() { await new Promise((r) => setTimeout(r, 50)); return 0; }\n`);
-  t.same(spawnSync(process.execPath, [join(root, 'bin', 'clawpeer.cjs'), 'x'], { encoding: 'utf8' }).status, 0, 'a command that finishes keeps its own code');
+  t.same(
+    spawnSync(process.execPath, [join(root, 'bin', 'clawpeer.cjs'), 'x'], { encoding: 'utf8' }).status,
+    0,
+    'a command that finishes keeps its own code',
+  );
 });

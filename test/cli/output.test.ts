@@ -6,7 +6,16 @@ import { createLogger } from '../../src/logger.js';
 const capture = (json: boolean, quiet: boolean): { out: Output; stdout: string[]; stderr: string[] } => {
   const stdout: string[] = [];
   const stderr: string[] = [];
-  return { out: new Output(json, (s) => stdout.push(s), (s) => stderr.push(s), quiet), stdout, stderr };
+  return {
+    out: new Output(
+      json,
+      (s) => stdout.push(s),
+      (s) => stderr.push(s),
+      quiet,
+    ),
+    stdout,
+    stderr,
+  };
 };
 
 t.test('--quiet drops summaries for people, keeps what was asked for and every error', async (t) => {

@@ -13,17 +13,22 @@ const collect = (): { out: PassThrough; bytes: () => Buffer } => {
   out.on('data', (d: Buffer) => parts.push(d));
   return { out, bytes: () => Buffer.concat(parts) };
 };
-const spools = async (): Promise<number> => (await readdir(tmpdir())).filter((n) => n.startsWith('clawpeer-stdout-')).length;
+const spools = async (): Promise<number> =>
+  (await readdir(tmpdir())).filter((n) => n.startsWith('clawpeer-stdout-')).length;
 
 t.test('the landed file is written out, and its directory is gone already', async (t) => {
   const before = await spools();
   const data = Buffer.alloc(300_000, 3);
   const { out, bytes } = collect();
   let dirSeen = '';
-  await pullToStdout('f.bin', async (dir) => {
-    dirSeen = dir;
-    await writeFile(path.join(dir, 'f.bin'), data);
-  }, out);
+  await pullToStdout(
+    'f.bin',
+    async (dir) => {
+      dirSeen = dir;
+      await writeFile(path.join(dir, 'f.bin'), data);
+    },
+    out,
+  );
   t.same(bytes(), data);
   t.ok(dirSeen.startsWith(path.join(tmpdir(), 'clawpeer-stdout-')));
   t.equal(await spools(), before, 'nothing left behind');
@@ -31,8 +36,14 @@ t.test('the landed file is written out, and its directory is gone already', asyn
 
 t.test('a directory is refused, and a failed pull leaves nothing', async (t) => {
   const before = await spools();
-  await t.rejects(pullToStdout('d', (dir) => mkdir(path.join(dir, 'd')), collect().out), { code: 'USAGE', message: /d is a directory: pull it into a directory/ });
-  await t.rejects(pullToStdout('x', () => Promise.reject(new Error('peer went away')), collect().out), /peer went away/);
+  await t.rejects(
+    pullToStdout('d', (dir) => mkdir(path.join(dir, 'd')), collect().out),
+    { code: 'USAGE', message: /d is a directory: pull it into a directory/ },
+  );
+  await t.rejects(
+    pullToStdout('x', () => Promise.reject(new Error('peer went away')), collect().out),
+    /peer went away/,
+  );
   t.equal(await spools(), before);
 });
 

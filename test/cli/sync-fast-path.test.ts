@@ -2,10 +2,26 @@ import t from 'tap';
 import { parseFastSync } from '../../src/cli/sync-fast-path.js';
 
 t.test('the plain forms of sync are read as yargs reads them', async (t) => {
-  t.match(parseFastSync(['sync', 'docs', 'alice:share']), { home: undefined, json: false, dir: 'docs', remote: { peer: 'alice', share: 'share', path: '' }, mode: 'two-way', compress: true, addr: undefined, transport: undefined });
+  t.match(parseFastSync(['sync', 'docs', 'alice:share']), {
+    home: undefined,
+    json: false,
+    dir: 'docs',
+    remote: { peer: 'alice', share: 'share', path: '' },
+    mode: 'two-way',
+    compress: true,
+    addr: undefined,
+    transport: undefined,
+  });
   t.match(parseFastSync(['--home', '/h', 'sync', 'docs', 'alice:share', '--json']), { home: '/h', json: true });
-  t.match(parseFastSync(['sync', '--home=/h', 'docs', '--mode', 'receive-only', 'alice:share']), { home: '/h', mode: 'receive-only', dir: 'docs' });
-  t.match(parseFastSync(['sync', 'docs', 'alice:share', '--no-compress', '--transport=tcp', '--addr', '127.0.0.1:7700']), { compress: false, transport: 'tcp', addr: '127.0.0.1:7700' });
+  t.match(parseFastSync(['sync', '--home=/h', 'docs', '--mode', 'receive-only', 'alice:share']), {
+    home: '/h',
+    mode: 'receive-only',
+    dir: 'docs',
+  });
+  t.match(
+    parseFastSync(['sync', 'docs', 'alice:share', '--no-compress', '--transport=tcp', '--addr', '127.0.0.1:7700']),
+    { compress: false, transport: 'tcp', addr: '127.0.0.1:7700' },
+  );
 });
 
 t.test('anything else is left to the full CLI', async (t) => {

@@ -23,7 +23,11 @@ const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 const unhex = (annotated: string): string => annotated.replace(/#.*$/gm, '').replace(/\s+/g, '');
 
 const fixedIdentity = identityFromSeed(Uint8Array.from({ length: 32 }, (_, i) => i));
-const fixedOptions = { commonName: 'test', serial: Uint8Array.of(0x01, 0x02), notBefore: new Date(Date.UTC(2024, 0, 2, 3, 4, 5)) };
+const fixedOptions = {
+  commonName: 'test',
+  serial: Uint8Array.of(0x01, 0x02),
+  notBefore: new Date(Date.UTC(2024, 0, 2, 3, 4, 5)),
+};
 
 t.test('DER primitives', async (t) => {
   t.equal(hex(derLength(0)), '00');
@@ -42,8 +46,16 @@ t.test('DER primitives', async (t) => {
   t.equal(hex(derOid('1.2.840.113549')), '06062a864886f70d', 'multi-byte base-128 arc (rsadsi)');
   t.throws(() => derOid('3.1'), TypeError);
   t.throws(() => derOid('1.x'), TypeError);
-  t.equal(Buffer.from(derTime(new Date(Date.UTC(2049, 11, 31, 23, 59, 59)))).toString('latin1', 2), '491231235959Z', 'UTCTime through 2049');
-  t.equal(Buffer.from(derTime(new Date(Date.UTC(2050, 0, 1)))).toString('latin1', 2), '20500101000000Z', 'GeneralizedTime from 2050');
+  t.equal(
+    Buffer.from(derTime(new Date(Date.UTC(2049, 11, 31, 23, 59, 59)))).toString('latin1', 2),
+    '491231235959Z',
+    'UTCTime through 2049',
+  );
+  t.equal(
+    Buffer.from(derTime(new Date(Date.UTC(2050, 0, 1)))).toString('latin1', 2),
+    '20500101000000Z',
+    'GeneralizedTime from 2050',
+  );
   t.equal(derTime(new Date(Date.UTC(1999, 0, 1)))[0], 0x17);
   t.throws(() => derTime(new Date(Number.NaN)), TypeError);
   t.equal(hex(derTlv(0x30)), '3000', 'empty SEQUENCE');
@@ -65,9 +77,11 @@ t.test('DER length round-trips through the long form for any size', async (t) =>
   t.pass('lengths decode back to themselves');
 });
 
-t.test('exact bytes: certificate for seed 00..1f, CN "test", serial 0102, notBefore 2024-01-02T03:04:05Z', async (t) => {
-  // Ed25519 signatures are deterministic, so the whole certificate is pinned.
-  const expected = unhex(`
+t.test(
+  'exact bytes: certificate for seed 00..1f, CN "test", serial 0102, notBefore 2024-01-02T03:04:05Z',
+  async (t) => {
+    // Ed25519 signatures are deterministic, so the whole certificate is pinned.
+    const expected = unhex(`
     3081ef                                  # Certificate SEQUENCE, 239 bytes
       3081a2                                # tbsCertificate SEQUENCE, 162 bytes
         a003 020102                         # [0] version: INTEGER 2 (v3)
@@ -90,11 +104,20 @@ t.test('exact bytes: certificate for seed 00..1f, CN "test", serial 0102, notBef
       895da9d399cec57f9c17c4121179d25f339a3b9d5048faf1892b337604f042e0
       cb84fac29fe2466936dc7acb2300184799ced903c1cb5dca4d5b8ece39afdc06
   `);
-  t.equal(hex(fixedIdentity.publicKey), '03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8', 'RFC 8032-style key for this seed');
-  const cert = createSelfSignedCertificate(fixedIdentity, fixedOptions);
-  t.equal(hex(cert.der), expected);
-  t.equal(hex(encodeTbsCertificate(fixedIdentity, fixedOptions)), expected.slice(6, 6 + 2 * (3 + 0xa2)), 'TBS is the first element');
-});
+    t.equal(
+      hex(fixedIdentity.publicKey),
+      '03a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8',
+      'RFC 8032-style key for this seed',
+    );
+    const cert = createSelfSignedCertificate(fixedIdentity, fixedOptions);
+    t.equal(hex(cert.der), expected);
+    t.equal(
+      hex(encodeTbsCertificate(fixedIdentity, fixedOptions)),
+      expected.slice(6, 6 + 2 * (3 + 0xa2)),
+      'TBS is the first element',
+    );
+  },
+);
 
 t.test('node:crypto parses the certificate and it verifies with its own key', async (t) => {
   const id = generateIdentity();
@@ -110,23 +133,31 @@ t.test('node:crypto parses the certificate and it verifies with its own key', as
     t.equal(new Date(x509.validTo).getUTCFullYear(), 9999, 'no expiry');
   }
   t.same(ed25519KeyFromSelfSignedCertificate(cert.der), id.publicKey, 'the raw key comes back out');
-  t.same(ed25519KeyFromSelfSignedCertificate(new X509Certificate(cert.pem)), id.publicKey, 'also from a parsed certificate');
+  t.same(
+    ed25519KeyFromSelfSignedCertificate(new X509Certificate(cert.pem)),
+    id.publicKey,
+    'also from a parsed certificate',
+  );
   t.not(hex(createSelfSignedCertificate(id).der), hex(cert.der), 'fresh random serial each time');
 });
 
-t.test('openssl accepts the certificate', { skip: spawnSync('openssl', ['version']).status === 0 ? false : 'openssl not on PATH' }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'clawpeer-x509-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const id = generateIdentity();
-  const file = join(dir, 'cert.pem');
-  writeFileSync(file, createSelfSignedCertificate(id).pem);
-  const text = execFileSync('openssl', ['x509', '-in', file, '-text', '-noout'], { encoding: 'utf8' });
-  t.match(text, /Version: 3 \(0x2\)/);
-  t.match(text, /Signature Algorithm: ED25519/);
-  t.match(text, new RegExp(`Subject: CN ?= ?${id.nodeId}`));
-  const verify = spawnSync('openssl', ['verify', '-check_ss_sig', '-CAfile', file, file], { encoding: 'utf8' });
-  t.equal(verify.status, 0, `openssl verify: ${verify.stdout}${verify.stderr}`);
-});
+t.test(
+  'openssl accepts the certificate',
+  { skip: spawnSync('openssl', ['version']).status === 0 ? false : 'openssl not on PATH' },
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'clawpeer-x509-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const id = generateIdentity();
+    const file = join(dir, 'cert.pem');
+    writeFileSync(file, createSelfSignedCertificate(id).pem);
+    const text = execFileSync('openssl', ['x509', '-in', file, '-text', '-noout'], { encoding: 'utf8' });
+    t.match(text, /Version: 3 \(0x2\)/);
+    t.match(text, /Signature Algorithm: ED25519/);
+    t.match(text, new RegExp(`Subject: CN ?= ?${id.nodeId}`));
+    const verify = spawnSync('openssl', ['verify', '-check_ss_sig', '-CAfile', file, file], { encoding: 'utf8' });
+    t.equal(verify.status, 0, `openssl verify: ${verify.stdout}${verify.stderr}`);
+  },
+);
 
 t.test('peer certificate check rejects everything but a self-signed Ed25519 certificate', async (t) => {
   const authFailed = (f: () => unknown, what: string): void => {
@@ -147,7 +178,12 @@ t.test('peer certificate check rejects everything but a self-signed Ed25519 cert
   const tbs = Buffer.from(encodeTbsCertificate(a, fixedOptions));
   const keyAt = tbs.indexOf(Buffer.from(a.publicKey));
   Buffer.from(b.publicKey).copy(tbs, keyAt);
-  const forged = derTlv(0x30, tbs, derTlv(0x30, derOid('1.3.101.112')), derTlv(0x03, Uint8Array.of(0), sign(null, tbs, a.privateKeyObject)));
+  const forged = derTlv(
+    0x30,
+    tbs,
+    derTlv(0x30, derOid('1.3.101.112')),
+    derTlv(0x03, Uint8Array.of(0), sign(null, tbs, a.privateKeyObject)),
+  );
   t.ok(new X509Certificate(forged), 'the forged certificate parses');
   authFailed(() => ed25519KeyFromSelfSignedCertificate(forged), 'signed by another key');
 
@@ -162,7 +198,11 @@ t.test('peer certificate check rejects everything but a self-signed Ed25519 cert
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     writeFileSync(join(dir, 'key.pem'), privateKey.export({ format: 'pem', type: 'pkcs8' }));
-    execFileSync('openssl', ['req', '-x509', '-key', join(dir, 'key.pem'), '-subj', '/CN=ec', '-days', '1', '-out', join(dir, 'ec.pem')], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-key', join(dir, 'key.pem'), '-subj', '/CN=ec', '-days', '1', '-out', join(dir, 'ec.pem')],
+      { stdio: 'ignore' },
+    );
     const ec = new X509Certificate(readFileSync(join(dir, 'ec.pem')));
     t.equal(ec.verify(createPublicKey(privateKey)), true, 'the EC certificate is self-signed');
     authFailed(() => ed25519KeyFromSelfSignedCertificate(ec), 'P-256 key');
@@ -174,7 +214,11 @@ t.test('certificate inputs are validated', async (t) => {
   t.throws(() => createSelfSignedCertificate(fixedIdentity, { commonName: 'x'.repeat(65) }), TypeError);
   t.throws(() => createSelfSignedCertificate(fixedIdentity, { serial: new Uint8Array(21).fill(1) }), TypeError);
   t.throws(() => createSelfSignedCertificate(fixedIdentity, { serial: Uint8Array.of(0, 0) }), TypeError, 'zero serial');
-  t.throws(() => createSelfSignedCertificate(fixedIdentity, { serial: new Uint8Array(20).fill(0xff) }), TypeError, '20 bytes + sign pad = 21 octets');
+  t.throws(
+    () => createSelfSignedCertificate(fixedIdentity, { serial: new Uint8Array(20).fill(0xff) }),
+    TypeError,
+    '20 bytes + sign pad = 21 octets',
+  );
   const big = createSelfSignedCertificate(fixedIdentity, { serial: new Uint8Array(20).fill(0x7f) });
   t.equal(new X509Certificate(big.der).serialNumber.toLowerCase(), '7f'.repeat(20), 'largest allowed serial');
 });

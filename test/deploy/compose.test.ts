@@ -24,7 +24,8 @@ const read = (rel: string): string => readFileSync(join(ROOT, rel), 'utf8');
 
 type Json = Record<string, unknown>;
 const obj = (v: unknown, what: string): Json => {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new Error(`${what} is not a mapping: ${JSON.stringify(v)}`);
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new Error(`${what} is not a mapping: ${JSON.stringify(v)}`);
   return v as Json;
 };
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
@@ -33,7 +34,10 @@ const strings = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []
 
 // strict + uniqueKeys: a duplicated key is an error, as in `docker compose config`; merge: the
 // `<<: *node` anchors compose supports.
-const compose = obj(parseYaml(read('docker-compose.yml'), { merge: true, strict: true, uniqueKeys: true }), 'compose file');
+const compose = obj(
+  parseYaml(read('docker-compose.yml'), { merge: true, strict: true, uniqueKeys: true }),
+  'compose file',
+);
 const services = obj(compose['services'], 'services');
 const NODES = ['alice', 'bob'] as const;
 
@@ -47,12 +51,20 @@ function parsePort(spec: string): { hostIp?: string; host: string; container: st
 }
 
 t.test('compose: alice and bob are built from the repo Dockerfile', async (t) => {
-  t.same(Object.keys(services).filter((s) => (NODES as readonly string[]).includes(s)).sort(), ['alice', 'bob']);
+  t.same(
+    Object.keys(services)
+      .filter((s) => (NODES as readonly string[]).includes(s))
+      .sort(),
+    ['alice', 'bob'],
+  );
   for (const name of NODES) {
     const svc = obj(services[name], name);
     const build = obj(svc['build'], `${name}.build`);
     t.equal(build['context'], '.', `${name} builds from the repo root`);
-    t.ok(existsSync(join(ROOT, typeof build['dockerfile'] === 'string' ? build['dockerfile'] : 'Dockerfile')), `${name}'s Dockerfile exists`);
+    t.ok(
+      existsSync(join(ROOT, typeof build['dockerfile'] === 'string' ? build['dockerfile'] : 'Dockerfile')),
+      `${name}'s Dockerfile exists`,
+    );
     t.equal(svc['init'], true, `${name} runs under an init that forwards signals and reaps children`);
   }
 });
@@ -67,7 +79,10 @@ t.test('compose: each node has its own data volume and shares the ids volume', a
     t.ok(data !== undefined, `${name} mounts a volume at /data (CLAWPEER_HOME)`);
     t.ok(declared.includes(data?.[0] ?? ''), `${name}'s data volume is a declared named volume`);
     dataVolumes.add(data?.[0] ?? '');
-    t.ok(mounts.some((m) => m[0] === 'ids' && m[1] === '/ids'), `${name} mounts the shared ids volume`);
+    t.ok(
+      mounts.some((m) => m[0] === 'ids' && m[1] === '/ids'),
+      `${name} mounts the shared ids volume`,
+    );
   }
   t.equal(dataVolumes.size, NODES.length, 'no two nodes share a CLAWPEER_HOME');
   t.ok(declared.includes('ids'));
@@ -88,7 +103,10 @@ t.test('compose: each node publishes 7700 over UDP (QUIC) and TCP (fallback), ho
 
 t.test('compose: nodes pair with each other by name on one network, with a health check', async (t) => {
   const networks = NODES.map((n) => strings(obj(services[n], n)['networks']));
-  t.ok(networks[0]!.length > 0 && networks[0]!.every((net) => networks[1]!.includes(net)), 'alice and bob share a network');
+  t.ok(
+    networks[0]!.length > 0 && networks[0]!.every((net) => networks[1]!.includes(net)),
+    'alice and bob share a network',
+  );
   for (const name of NODES) {
     const svc = obj(services[name], name);
     const env = obj(svc['environment'], `${name}.environment`);
@@ -99,7 +117,10 @@ t.test('compose: nodes pair with each other by name on one network, with a healt
     const test = strings(obj(svc['healthcheck'], `${name}.healthcheck`)['test']);
     t.equal(test[0], 'CMD', 'exec form, no shell needed');
     t.same(test.slice(1, 3), ['clawpeer', 'doctor']);
-    t.ok(test.includes('--expect-listener') && test.includes('--no-peers'), 'health = our own listener holds the port; peers being down is not our health');
+    t.ok(
+      test.includes('--expect-listener') && test.includes('--no-peers'),
+      'health = our own listener holds the port; peers being down is not our health',
+    );
   }
 });
 
@@ -116,10 +137,17 @@ t.test('compose: the impaired profile relays to bob through a simulated WAN', as
   t.equal(arg('--listen'), '0.0.0.0:7800');
   t.equal(arg('--to'), 'bob:7700', 'forwards to bob by service name');
   const spec = parseImpairSpec(arg('--impair') ?? '');
-  t.match(spec, { rttMs: 50, lossPct: 1, rateBitsPerSec: 100e6 }, 'the spec parses with the relay\'s own parser');
+  t.match(spec, { rttMs: 50, lossPct: 1, rateBitsPerSec: 100e6 }, "the spec parses with the relay's own parser");
   t.ok(strings(svc['depends_on']).includes('bob'), 'bob exists (resolvable) before the relay resolves it');
-  t.ok(strings(svc['networks']).some((n) => strings(obj(services['alice'], 'alice')['networks']).includes(n)), 'alice can reach it');
-  t.equal(obj(svc['healthcheck'], 'relay healthcheck')['disable'], true, 'the node health check does not apply to a relay');
+  t.ok(
+    strings(svc['networks']).some((n) => strings(obj(services['alice'], 'alice')['networks']).includes(n)),
+    'alice can reach it',
+  );
+  t.equal(
+    obj(svc['healthcheck'], 'relay healthcheck')['disable'],
+    true,
+    'the node health check does not apply to a relay',
+  );
 });
 
 // --- Dockerfile and .dockerignore -------------------------------------------------------------
@@ -180,23 +208,48 @@ t.test('dockerignore matcher (the subset used here)', async (t) => {
 t.test('Dockerfile: node 20 bookworm, npm install (not ci), build, non-root, ports, entrypoint', async (t) => {
   const ops = dockerfile.map((i) => i.op);
   const froms = dockerfile.filter((i) => i.op === 'FROM').map((i) => i.args.split(/\s+/)[0]);
-  t.ok(froms.length > 0 && froms.every((f) => f === 'node:20-bookworm-slim'), `every stage is node:20-bookworm-slim (${froms.join(', ')})`);
+  t.ok(
+    froms.length > 0 && froms.every((f) => f === 'node:20-bookworm-slim'),
+    `every stage is node:20-bookworm-slim (${froms.join(', ')})`,
+  );
   const runs = dockerfile.filter((i) => i.op === 'RUN').map((i) => i.args);
-  t.ok(runs.some((r) => /\bnpm install --no-audit --no-fund\b/.test(r)), 'npm install --no-audit --no-fund');
-  t.notOk(runs.some((r) => /\bnpm ci\b/.test(r)), 'no npm ci (see README: it fails on registries missing other platforms\' packages)');
-  t.ok(runs.some((r) => /\bnpm run build\b/.test(r)), 'npm run build');
+  t.ok(
+    runs.some((r) => /\bnpm install --no-audit --no-fund\b/.test(r)),
+    'npm install --no-audit --no-fund',
+  );
+  t.notOk(
+    runs.some((r) => /\bnpm ci\b/.test(r)),
+    "no npm ci (see README: it fails on registries missing other platforms' packages)",
+  );
+  t.ok(
+    runs.some((r) => /\bnpm run build\b/.test(r)),
+    'npm run build',
+  );
   const users = dockerfile.filter((i) => i.op === 'USER').map((i) => i.args.trim());
   t.ok(users.length > 0, 'sets a USER');
   t.notOk(['root', '0', '0:0'].includes(users.at(-1) ?? 'root'), `runs as ${users.at(-1) ?? '?'}, not root`);
-  t.ok(ops.lastIndexOf('USER') > ops.lastIndexOf('RUN'), 'no RUN after switching to the unprivileged user relies on root');
+  t.ok(
+    ops.lastIndexOf('USER') > ops.lastIndexOf('RUN'),
+    'no RUN after switching to the unprivileged user relies on root',
+  );
   const exposed = dockerfile.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/));
-  t.ok(exposed.includes('7700/udp') && exposed.includes('7700/tcp'), `EXPOSE 7700/udp and 7700/tcp (${exposed.join(' ')})`);
-  const env = dockerfile.filter((i) => i.op === 'ENV').map((i) => i.args).join(' ');
+  t.ok(
+    exposed.includes('7700/udp') && exposed.includes('7700/tcp'),
+    `EXPOSE 7700/udp and 7700/tcp (${exposed.join(' ')})`,
+  );
+  const env = dockerfile
+    .filter((i) => i.op === 'ENV')
+    .map((i) => i.args)
+    .join(' ');
   t.match(env, /CLAWPEER_HOME=\/data\b/, 'CLAWPEER_HOME is the /data volume');
   t.ok(dockerfile.some((i) => i.op === 'HEALTHCHECK' && /clawpeer.*doctor.*--expect-listener/.test(i.args)));
   const entrypoint = dockerfile.find((i) => i.op === 'ENTRYPOINT');
   const cmd = dockerfile.find((i) => i.op === 'CMD');
-  t.same(JSON.parse(cmd?.args ?? 'null'), ['listen', '--host', '0.0.0.0', '--port', '7700'], 'default command: listen on all interfaces, port 7700');
+  t.same(
+    JSON.parse(cmd?.args ?? 'null'),
+    ['listen', '--host', '0.0.0.0', '--port', '7700'],
+    'default command: listen on all interfaces, port 7700',
+  );
   const ep = JSON.parse(entrypoint?.args ?? 'null') as string[];
   t.ok(Array.isArray(ep) && ep.length === 1, 'exec-form ENTRYPOINT (so the process gets signals)');
   // The entrypoint is whatever the script was copied to.
@@ -221,23 +274,36 @@ t.test('Dockerfile: every COPY source from the context exists and is not exclude
     }
   }
   t.ok(checked >= 5, `checked ${checked} sources`);
-  for (const secret of ['identity.key', 'home/identity.key', 'node_modules', '.git', 'dist']) t.ok(isIgnored(secret), `${secret} stays out of the build context`);
+  for (const secret of ['identity.key', 'home/identity.key', 'node_modules', '.git', 'dist'])
+    t.ok(isIgnored(secret), `${secret} stays out of the build context`);
 });
 
 t.test('Dockerfile: the build stage copies every file `npm run build` needs before it runs it', async (t) => {
   const build = String(obj(obj(JSON.parse(read('package.json')), 'package.json')['scripts'], 'scripts')['build']);
   // The files the build script names (`node scripts/x.mjs`, `tsc -p tsconfig.json`).
   const needed = [...build.matchAll(/(?:^|\s)((?:[\w.-]+\/)*[\w.-]+\.(?:mjs|cjs|js|json))(?=\s|$)/g)].map((m) => m[1]!);
-  t.ok(needed.includes('tsconfig.json') && needed.some((f) => f.startsWith('scripts/')), `the build names its files (${needed.join(', ')})`);
-  const stage = dockerfile.slice(0, dockerfile.findIndex((i, n) => i.op === 'FROM' && n > 0));
+  t.ok(
+    needed.includes('tsconfig.json') && needed.some((f) => f.startsWith('scripts/')),
+    `the build names its files (${needed.join(', ')})`,
+  );
+  const stage = dockerfile.slice(
+    0,
+    dockerfile.findIndex((i, n) => i.op === 'FROM' && n > 0),
+  );
   const runAt = stage.findIndex((i) => i.op === 'RUN' && /\bnpm run build\b/.test(i.args));
   t.ok(runAt > 0, 'the first stage runs npm run build');
-  const copiedBefore = stage.slice(0, runAt).filter((i) => i.op === 'COPY').flatMap((i) => {
-    const operands = i.args.split(/\s+/).filter((w) => !w.startsWith('--'));
-    return operands.slice(0, -1).map((src) => src.replace(/^\.\//, '').replace(/\/$/, ''));
-  });
+  const copiedBefore = stage
+    .slice(0, runAt)
+    .filter((i) => i.op === 'COPY')
+    .flatMap((i) => {
+      const operands = i.args.split(/\s+/).filter((w) => !w.startsWith('--'));
+      return operands.slice(0, -1).map((src) => src.replace(/^\.\//, '').replace(/\/$/, ''));
+    });
   for (const file of needed) {
-    t.ok(copiedBefore.some((src) => file === src || file.startsWith(`${src}/`)), `${file} is copied into the build stage before npm run build`);
+    t.ok(
+      copiedBefore.some((src) => file === src || file.startsWith(`${src}/`)),
+      `${file} is copied into the build stage before npm run build`,
+    );
   }
 });
 
@@ -277,7 +343,8 @@ function parseUnit(text: string): Map<string, Map<string, string[]>> {
       return;
     }
     const kv = /^([A-Za-z][A-Za-z0-9]*)=(.*)$/.exec(line);
-    if (kv === null || current === undefined) throw new Error(`line ${i + 1} is not Key=Value inside a section: ${JSON.stringify(line)}`);
+    if (kv === null || current === undefined)
+      throw new Error(`line ${i + 1} is not Key=Value inside a section: ${JSON.stringify(line)}`);
     const values = current.get(kv[1]!) ?? [];
     values.push(kv[2]!.trim());
     current.set(kv[1]!, values);
@@ -292,9 +359,14 @@ t.test('systemd unit: parses, runs clawpeer listen hardened, stops gracefully', 
   const one = (k: string): string | undefined => svc.get(k)?.at(-1);
   t.match(one('ExecStart'), /^\/usr\/bin\/env clawpeer listen\b.*--port 7700\b/);
   t.equal(one('User'), 'clawpeer');
-  const home = /^CLAWPEER_HOME=(\S+)$/.exec(svc.get('Environment')?.find((e) => e.startsWith('CLAWPEER_HOME=')) ?? '')?.[1];
+  const home = /^CLAWPEER_HOME=(\S+)$/.exec(
+    svc.get('Environment')?.find((e) => e.startsWith('CLAWPEER_HOME=')) ?? '',
+  )?.[1];
   t.equal(home, '/var/lib/clawpeer');
-  t.ok((one('ReadWritePaths') ?? '').split(/\s+/).includes(home ?? '?'), 'the home is writable under ProtectSystem=strict');
+  t.ok(
+    (one('ReadWritePaths') ?? '').split(/\s+/).includes(home ?? '?'),
+    'the home is writable under ProtectSystem=strict',
+  );
   t.equal(one('ProtectSystem'), 'strict');
   t.equal(one('NoNewPrivileges'), 'yes');
   t.equal(one('AmbientCapabilities'), '', 'no ambient capabilities');
@@ -305,19 +377,26 @@ t.test('systemd unit: parses, runs clawpeer listen hardened, stops gracefully', 
   t.equal(unit.get('Install')?.get('WantedBy')?.[0], 'multi-user.target');
 });
 
-const hasAnalyze = await run('systemd-analyze', ['--version']).then(() => true, () => false);
-t.test('systemd unit: systemd-analyze verify accepts it', { skip: hasAnalyze ? false : 'systemd-analyze not installed' }, async (t) => {
-  // verify wants the file name to be the unit name.
-  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-unit-'));
-  const file = join(dir, 'clawpeer.service');
-  await writeFile(file, read('deploy/clawpeer.service'));
-  const r = await run('systemd-analyze', ['verify', file]).then(
-    (ok) => ({ ok: true, out: ok.stderr }),
-    (err: unknown) => ({ ok: false, out: (err as { stderr?: string }).stderr ?? '' }),
-  );
-  t.ok(r.ok, r.out);
-  t.notMatch(r.out, /clawpeer\.service:\d+/, `no warnings about lines of the unit: ${r.out}`);
-});
+const hasAnalyze = await run('systemd-analyze', ['--version']).then(
+  () => true,
+  () => false,
+);
+t.test(
+  'systemd unit: systemd-analyze verify accepts it',
+  { skip: hasAnalyze ? false : 'systemd-analyze not installed' },
+  async (t) => {
+    // verify wants the file name to be the unit name.
+    const dir = await mkdtemp(join(tmpdir(), 'clawpeer-unit-'));
+    const file = join(dir, 'clawpeer.service');
+    await writeFile(file, read('deploy/clawpeer.service'));
+    const r = await run('systemd-analyze', ['verify', file]).then(
+      (ok) => ({ ok: true, out: ok.stderr }),
+      (err: unknown) => ({ ok: false, out: (err as { stderr?: string }).stderr ?? '' }),
+    );
+    t.ok(r.ok, r.out);
+    t.notMatch(r.out, /clawpeer\.service:\d+/, `no warnings about lines of the unit: ${r.out}`);
+  },
+);
 
 // --- the entrypoint, run for real (no Docker: the same script with the CLI on PATH) -----------
 
@@ -333,11 +412,15 @@ const ENTRYPOINT_READY_TIMEOUT_MS = 60_000;
 
 async function startEntrypoint(bin: string, env: Record<string, string>): Promise<EntrypointRun> {
   // detached: its own process group, so a stuck run is killed with whatever it started.
-  const child = spawn(join(ROOT, 'deploy/docker-entrypoint.sh'), ['listen', '--host', '127.0.0.1', '--port', '0', '--json'], {
-    env: { ...process.env, PATH: `${bin}:${process.env['PATH'] ?? ''}`, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const child = spawn(
+    join(ROOT, 'deploy/docker-entrypoint.sh'),
+    ['listen', '--host', '127.0.0.1', '--port', '0', '--json'],
+    {
+      env: { ...process.env, PATH: `${bin}:${process.env['PATH'] ?? ''}`, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
   const killGroup = (signal: NodeJS.Signals): void => {
     try {
       if (child.pid !== undefined) process.kill(-child.pid, signal);
@@ -382,9 +465,12 @@ async function startEntrypoint(bin: string, env: Record<string, string>): Promis
 async function cliOnPath(dir: string): Promise<string> {
   const bin = join(dir, 'bin');
   await mkdir(bin);
-  await writeFile(join(bin, 'clawpeer'), `#!/bin/sh
+  await writeFile(
+    join(bin, 'clawpeer'),
+    `#!/bin/sh
 exec "${process.execPath}" "${CLI}" "$@"
-`);
+`,
+  );
   await chmod(join(bin, 'clawpeer'), 0o755);
   return bin;
 }
@@ -396,59 +482,73 @@ async function waitForFile(file: string, timeoutMs: number): Promise<void> {
   }
 }
 
-t.test('entrypoint: creates a key on first start, keeps it after, publishes ids, pairs both ways, execs the listener', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-entrypoint-'));
-  const bin = await cliOnPath(dir);
-  const ids = join(dir, 'ids');
-  await mkdir(ids);
-  const env = (name: string, peer: string): Record<string, string> => ({
-    CLAWPEER_HOME: join(dir, name),
-    CLAWPEER_IDS_DIR: ids,
-    CLAWPEER_NAME: name,
-    CLAWPEER_PEERS: peer,
-    CLAWPEER_PAIR_WAIT_S: '30',
-    CLAWPEER_PORT: '7700',
-  });
-  // alice is a restart: her volume already holds a key, and a pin of "bob" from before bob's
-  // volume was recreated (so bob now has a new id under the same name). bob is a first start.
-  const aliceKey = await createIdentity(join(dir, 'alice', 'identity.key'));
-  const staleBobId = generateIdentity().nodeId;
-  await new PeerStore(join(dir, 'alice', 'peers.json')).add(staleBobId, 'bob', 'bob:7700');
+t.test(
+  'entrypoint: creates a key on first start, keeps it after, publishes ids, pairs both ways, execs the listener',
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'clawpeer-entrypoint-'));
+    const bin = await cliOnPath(dir);
+    const ids = join(dir, 'ids');
+    await mkdir(ids);
+    const env = (name: string, peer: string): Record<string, string> => ({
+      CLAWPEER_HOME: join(dir, name),
+      CLAWPEER_IDS_DIR: ids,
+      CLAWPEER_NAME: name,
+      CLAWPEER_PEERS: peer,
+      CLAWPEER_PAIR_WAIT_S: '30',
+      CLAWPEER_PORT: '7700',
+    });
+    // alice is a restart: her volume already holds a key, and a pin of "bob" from before bob's
+    // volume was recreated (so bob now has a new id under the same name). bob is a first start.
+    const aliceKey = await createIdentity(join(dir, 'alice', 'identity.key'));
+    const staleBobId = generateIdentity().nodeId;
+    await new PeerStore(join(dir, 'alice', 'peers.json')).add(staleBobId, 'bob', 'bob:7700');
 
-  // alice has to wait for bob's id; bob, started once alice published hers, finds it at once.
-  const alice = startEntrypoint(bin, env('alice', 'bob'));
-  alice.catch(() => undefined); // awaited below; do not let an early failure go unhandled
-  await waitForFile(join(ids, 'alice.id'), ENTRYPOINT_READY_TIMEOUT_MS);
-  const bob = await startEntrypoint(bin, env('bob', 'alice'));
-  const a = await alice;
-  t.teardown(async () => {
-    await a.stop();
-    await bob.stop();
-  });
-  const bobId = String(bob.ready['id']);
-  t.equal(a.ready['id'], aliceKey.nodeId, 'a restart keeps the key in the volume');
-  t.match(bobId, /^12D3KooW/);
-  t.not(bobId, staleBobId);
-  t.equal((await stat(join(dir, 'bob', 'identity.key'))).mode & 0o777, 0o600, 'the key made on first start is 0600');
-  t.equal((await readFile(join(ids, 'alice.id'), 'utf8')).trim(), aliceKey.nodeId, 'alice published her id');
-  t.equal((await readFile(join(ids, 'bob.id'), 'utf8')).trim(), bobId, 'bob published his');
-  t.match(await new PeerStore(join(dir, 'alice', 'peers.json')).list(), [{ id: bobId, name: 'bob', addr: 'bob:7700' }]);
-  t.match(await new PeerStore(join(dir, 'bob', 'peers.json')).list(), [{ id: aliceKey.nodeId, name: 'alice', addr: 'alice:7700' }]);
-  t.match(a.stderr(), /waiting for the id of: bob/);
-  t.match(a.stderr(), new RegExp(`re-paired with bob: its id changed to ${bobId}`), 'the stale pin was replaced');
-  t.notMatch(a.stderr() + bob.stderr(), /PRIVATE KEY/, 'the key never reaches the logs');
-  // exec: the signal reaches clawpeer itself, which stops cleanly.
-  t.equal(await a.stop('SIGTERM'), 0, 'SIGTERM stops the listener with exit 0');
-});
+    // alice has to wait for bob's id; bob, started once alice published hers, finds it at once.
+    const alice = startEntrypoint(bin, env('alice', 'bob'));
+    alice.catch(() => undefined); // awaited below; do not let an early failure go unhandled
+    await waitForFile(join(ids, 'alice.id'), ENTRYPOINT_READY_TIMEOUT_MS);
+    const bob = await startEntrypoint(bin, env('bob', 'alice'));
+    const a = await alice;
+    t.teardown(async () => {
+      await a.stop();
+      await bob.stop();
+    });
+    const bobId = String(bob.ready['id']);
+    t.equal(a.ready['id'], aliceKey.nodeId, 'a restart keeps the key in the volume');
+    t.match(bobId, /^12D3KooW/);
+    t.not(bobId, staleBobId);
+    t.equal((await stat(join(dir, 'bob', 'identity.key'))).mode & 0o777, 0o600, 'the key made on first start is 0600');
+    t.equal((await readFile(join(ids, 'alice.id'), 'utf8')).trim(), aliceKey.nodeId, 'alice published her id');
+    t.equal((await readFile(join(ids, 'bob.id'), 'utf8')).trim(), bobId, 'bob published his');
+    t.match(await new PeerStore(join(dir, 'alice', 'peers.json')).list(), [
+      { id: bobId, name: 'bob', addr: 'bob:7700' },
+    ]);
+    t.match(await new PeerStore(join(dir, 'bob', 'peers.json')).list(), [
+      { id: aliceKey.nodeId, name: 'alice', addr: 'alice:7700' },
+    ]);
+    t.match(a.stderr(), /waiting for the id of: bob/);
+    t.match(a.stderr(), new RegExp(`re-paired with bob: its id changed to ${bobId}`), 'the stale pin was replaced');
+    t.notMatch(a.stderr() + bob.stderr(), /PRIVATE KEY/, 'the key never reaches the logs');
+    // exec: the signal reaches clawpeer itself, which stops cleanly.
+    t.equal(await a.stop('SIGTERM'), 0, 'SIGTERM stops the listener with exit 0');
+  },
+);
 
 t.test('entrypoint: other commands pass straight to clawpeer; the wait for peers is bounded', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'clawpeer-entrypoint-'));
   const bin = await cliOnPath(dir);
-  const base = { ...process.env, PATH: `${bin}:${process.env['PATH'] ?? ''}`, CLAWPEER_HOME: join(dir, 'home'), CLAWPEER_IDS_DIR: join(dir, 'ids') };
+  const base = {
+    ...process.env,
+    PATH: `${bin}:${process.env['PATH'] ?? ''}`,
+    CLAWPEER_HOME: join(dir, 'home'),
+    CLAWPEER_IDS_DIR: join(dir, 'ids'),
+  };
   const version = await run(join(ROOT, 'deploy/docker-entrypoint.sh'), ['--version'], { env: base });
   t.match(version.stdout, /^\d+\.\d+\.\d+/, 'arguments other than listen reach clawpeer unchanged');
   t.notOk(existsSync(join(dir, 'home', 'identity.key')), 'and create no identity');
-  const bad = await run(join(ROOT, 'deploy/docker-entrypoint.sh'), ['listen'], { env: { ...base, CLAWPEER_NAME: 'no/slash' } }).then(
+  const bad = await run(join(ROOT, 'deploy/docker-entrypoint.sh'), ['listen'], {
+    env: { ...base, CLAWPEER_NAME: 'no/slash' },
+  }).then(
     () => 0,
     (err: unknown) => (err as { code?: number }).code ?? -1,
   );
@@ -456,9 +556,19 @@ t.test('entrypoint: other commands pass straight to clawpeer; the wait for peers
   t.notOk(existsSync(join(dir, 'home', 'identity.key')));
   await mkdir(join(dir, 'ids'));
   await createIdentity(join(dir, 'home', 'identity.key'));
-  const gaveUp = await startEntrypoint(bin, { CLAWPEER_HOME: join(dir, 'home'), CLAWPEER_IDS_DIR: join(dir, 'ids'), CLAWPEER_NAME: 'carol', CLAWPEER_PEERS: 'nobody', CLAWPEER_PAIR_WAIT_S: '1' });
+  const gaveUp = await startEntrypoint(bin, {
+    CLAWPEER_HOME: join(dir, 'home'),
+    CLAWPEER_IDS_DIR: join(dir, 'ids'),
+    CLAWPEER_NAME: 'carol',
+    CLAWPEER_PEERS: 'nobody',
+    CLAWPEER_PAIR_WAIT_S: '1',
+  });
   t.teardown(() => gaveUp.stop());
-  t.match(gaveUp.stderr(), /gave up after 1s waiting for: nobody/, 'listens after the bounded wait even though the peer never showed up');
+  t.match(
+    gaveUp.stderr(),
+    /gave up after 1s waiting for: nobody/,
+    'listens after the bounded wait even though the peer never showed up',
+  );
 });
 
 t.test('compose and systemd: a rendezvous server, on UDP P and P+1, with its caps', async (t) => {
@@ -467,10 +577,17 @@ t.test('compose and systemd: a rendezvous server, on UDP P and P+1, with its cap
   const cmd = strings(svc['command']);
   t.equal(cmd[0], 'rendezvous');
   t.equal(cmd[cmd.indexOf('--listen') + 1], '0.0.0.0:7800');
-  t.same(strings(svc['ports']).map(parsePort).map((p) => `${p.host}:${p.container}/${p.protocol}`), ['7800:7800/udp', '7801:7801/udp'], 'both UDP ports published');
+  t.same(
+    strings(svc['ports'])
+      .map(parsePort)
+      .map((p) => `${p.host}:${p.container}/${p.protocol}`),
+    ['7800:7800/udp', '7801:7801/udp'],
+    'both UDP ports published',
+  );
   const unit = parseUnit(read('deploy/clawpeer-rendezvous.service'));
   const exec = unit.get('Service')?.get('ExecStart')?.at(-1) ?? '';
   t.match(exec, /^\/usr\/bin\/env clawpeer rendezvous --listen 0\.0\.0\.0:7800\b/);
-  for (const flag of ['--relay-rate', '--relay-peers', '--requests-per-ip']) t.match(exec, flag, `the unit sets ${flag}`);
+  for (const flag of ['--relay-rate', '--relay-peers', '--requests-per-ip'])
+    t.match(exec, flag, `the unit sets ${flag}`);
   t.equal(unit.get('Service')?.get('CapabilityBoundingSet')?.at(-1), '', 'no capabilities');
 });

@@ -18,7 +18,7 @@ t.test('clawpeer completion prints a bash/zsh script, and the CLI answers its co
   const words = (await runCli(['--get-yargs-completions', 'clawpeer', 'pu'])).stdout.split('\n');
   t.ok(words.includes('push') && words.includes('pull'), 'commands complete');
   const flags = (await runCli(['--get-yargs-completions', 'clawpeer', 'push', '--dr'])).stdout.split('\n');
-  t.ok(flags.includes('--dry-run'), 'a command\'s options complete');
+  t.ok(flags.includes('--dry-run'), "a command's options complete");
 });
 
 t.test('the man page has a section for every command, with every option of its --help', async (t) => {
@@ -27,10 +27,12 @@ t.test('the man page has a section for every command, with every option of its -
   const top = (await runCli(['--help'])).stdout;
   const commands = [...top.matchAll(/^ {2}clawpeer ([a-z-]+)/gm)].map((m) => m[1]!).filter((c) => c !== 'completion');
   t.ok(commands.length >= 15, `${commands.length} commands in --help`);
-  for (const c of commands) t.not(manSection(page, c), '', `man page section for ${c} (run \`npm run man\` after changing a command)`);
+  for (const c of commands)
+    t.not(manSection(page, c), '', `man page section for ${c} (run \`npm run man\` after changing a command)`);
   const pushHelp = (await runCli(['push', '--help'])).stdout;
   const pushMan = manSection(page, 'push');
-  for (const [flag] of pushHelp.matchAll(/--[a-z][a-z0-9-]+/g)) t.ok(pushMan.includes(flag), `push's ${flag} is in the man page`);
+  for (const [flag] of pushHelp.matchAll(/--[a-z][a-z0-9-]+/g))
+    t.ok(pushMan.includes(flag), `push's ${flag} is in the man page`);
 });
 
 t.test('--help of push and sync shows examples', async (t) => {

@@ -27,14 +27,26 @@ export async function tempHome(label: string): Promise<string> {
  */
 const TIMINGS = process.env['CLAWPEER_TEST_TIMINGS'] === '1';
 function logTiming(what: string, args: readonly string[], started: number): void {
-  if (TIMINGS) process.stderr.write(`# ${what} ${String(Date.now() - started)} ms: ${args.filter((a) => !a.startsWith('/')).join(' ').slice(0, 120)}\n`);
+  if (TIMINGS)
+    process.stderr.write(
+      `# ${what} ${String(Date.now() - started)} ms: ${args
+        .filter((a) => !a.startsWith('/'))
+        .join(' ')
+        .slice(0, 120)}\n`,
+    );
 }
 
 /** `stdin`: bytes piped to the command (default: no standard input at all). */
-export function runCli(args: readonly string[], options: { timeoutMs?: number; env?: NodeJS.ProcessEnv; stdin?: Uint8Array } = {}): Promise<CliResult> {
+export function runCli(
+  args: readonly string[],
+  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv; stdin?: Uint8Array } = {},
+): Promise<CliResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...options.env }, stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...options.env },
+      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     if (options.stdin !== undefined) child.stdin?.end(options.stdin);
     let stdout = '';
     let stderr = '';
@@ -42,7 +54,11 @@ export function runCli(args: readonly string[], options: { timeoutMs?: number; e
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`clawpeer ${args.join(' ')} did not finish in ${options.timeoutMs ?? 30_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(
+        new Error(
+          `clawpeer ${args.join(' ')} did not finish in ${options.timeoutMs ?? 30_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+        ),
+      );
     }, options.timeoutMs ?? 30_000);
     child.on('error', reject);
     child.on('close', (code) => {
@@ -115,14 +131,22 @@ export interface ListenerOptions {
 }
 
 /** Starts `clawpeer listen --json` on 127.0.0.1 and waits for its ready line. */
-export function startListener(home: string, extra: readonly string[] = [], options: ListenerOptions = {}): Promise<RunningListener> {
+export function startListener(
+  home: string,
+  extra: readonly string[] = [],
+  options: ListenerOptions = {},
+): Promise<RunningListener> {
   const timeoutMs = options.timeoutMs ?? 20_000;
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, '--home', home, 'listen', '--host', '127.0.0.1', '--port', String(options.port ?? 0), '--json', ...extra], {
-      env: { ...process.env, ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [CLI, '--home', home, 'listen', '--host', '127.0.0.1', '--port', String(options.port ?? 0), '--json', ...extra],
+      {
+        env: { ...process.env, ...options.env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stderr = '';
     const lines: string[] = [];
     const exited = new Promise<number | null>((res) => child.on('close', (code) => res(code)));

@@ -45,7 +45,11 @@ t.test('listen --init reports the identity it made at info, not as a warning', a
 
 t.test('a listener on 127.0.0.1 prints pairing hints with that address, not <THIS_HOST>', async (t) => {
   const home = await tempHome('listen-hint');
-  const child = spawn(process.execPath, [CLI, '--home', home, 'listen', '--init', '--host', '127.0.0.1', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [CLI, '--home', home, 'listen', '--init', '--host', '127.0.0.1', '--port', '0'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   t.teardown(() => child.kill('SIGKILL'));
   let stderr = '';
   await new Promise<void>((resolve, reject) => {
@@ -58,7 +62,10 @@ t.test('a listener on 127.0.0.1 prints pairing hints with that address, not <THI
       }
     });
   });
-  t.match(stderr, /clawpeer pair add 12D3KooW\S+ --name <NAME> \(on this LAN; elsewhere add --addr 127\.0\.0\.1:\d+\)\n/);
+  t.match(
+    stderr,
+    /clawpeer pair add 12D3KooW\S+ --name <NAME> \(on this LAN; elsewhere add --addr 127\.0\.0\.1:\d+\)\n/,
+  );
   t.match(stderr, /clawpeer pair join <CODE> \(there; add --addr 127\.0\.0\.1:\d+ if its number is not found\)/);
   t.notMatch(stderr, /<THIS_HOST>/);
 });
@@ -66,7 +73,18 @@ t.test('a listener on 127.0.0.1 prints pairing hints with that address, not <THI
 t.test('pair add / list / remove', async (t) => {
   const a = await initNode('pa');
   const b = await initNode('pb');
-  const add = await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', '127.0.0.1:7700', '--json']);
+  const add = await runCli([
+    '--home',
+    b.home,
+    'pair',
+    'add',
+    a.id,
+    '--name',
+    'alice',
+    '--addr',
+    '127.0.0.1:7700',
+    '--json',
+  ]);
   t.equal(add.code, 0, add.stderr);
   t.match(jsonLines(add.stdout)[0], { event: 'paired', id: a.id, name: 'alice', addr: '127.0.0.1:7700' });
   const list = await runCli(['--home', b.home, 'pair', 'list', '--json']);
@@ -90,7 +108,7 @@ t.test('usage errors exit 2 and name the problem', async (t) => {
   t.equal(unknown.code, 2);
   const typo = await runCli(['--home', home, 'doctor', '--hots', '127.0.0.1']);
   t.equal(typo.code, 2);
-  t.match(typo.stderr, /Unknown argument: --hots \(did you mean --host\?\)/, 'a typo\'d flag gets a did-you-mean');
+  t.match(typo.stderr, /Unknown argument: --hots \(did you mean --host\?\)/, "a typo'd flag gets a did-you-mean");
   const json = await runCli(['--home', home, 'pair', 'add', 'nope', '--name', 'x', '--json']);
   t.match(jsonLines(json.stdout)[0], { event: 'error', code: 'USAGE', exitCode: 2 });
   const version = await runCli(['--version']);

@@ -13,39 +13,67 @@ export interface FolderNode {
   listener: RunningListener;
 }
 
-export type FolderRecord = { id: string; pending?: boolean; revisions?: number; root?: string; peers: { peer: string; state: string; lastSyncAt?: number }[] };
+export type FolderRecord = {
+  id: string;
+  pending?: boolean;
+  revisions?: number;
+  root?: string;
+  peers: { peer: string; state: string; lastSyncAt?: number }[];
+};
 
 export async function startFolderNodes(names: readonly string[]): Promise<FolderNode[]> {
   const work = await tempHome('folders');
-  const nodes = await Promise.all(names.map(async (name): Promise<FolderNode> => {
-    const { home, id } = await initNode(`f${name}`);
-    // No LAN discovery: peers are reached at the addresses pinned below.
-    await writeFile(path.join(home, 'config.json'), JSON.stringify({ lanDiscovery: false }));
-    const dir = path.join(work, name);
-    await mkdir(dir);
-    return { name, home, id, dir, listener: await startListener(home, ['-v']) };
-  }));
-  await Promise.all(nodes.map(async (n) => {
-    for (const other of nodes) {
-      if (other === n) continue;
-      const r = await runCli(['--home', n.home, 'pair', 'add', other.id, '--name', other.name, '--addr', `127.0.0.1:${other.listener.port}`]);
-      if (r.code !== 0) throw new Error(`pair add failed: ${r.stderr}`);
-    }
-  }));
+  const nodes = await Promise.all(
+    names.map(async (name): Promise<FolderNode> => {
+      const { home, id } = await initNode(`f${name}`);
+      // No LAN discovery: peers are reached at the addresses pinned below.
+      await writeFile(path.join(home, 'config.json'), JSON.stringify({ lanDiscovery: false }));
+      const dir = path.join(work, name);
+      await mkdir(dir);
+      return { name, home, id, dir, listener: await startListener(home, ['-v']) };
+    }),
+  );
+  await Promise.all(
+    nodes.map(async (n) => {
+      for (const other of nodes) {
+        if (other === n) continue;
+        const r = await runCli([
+          '--home',
+          n.home,
+          'pair',
+          'add',
+          other.id,
+          '--name',
+          other.name,
+          '--addr',
+          `127.0.0.1:${other.listener.port}`,
+        ]);
+        if (r.code !== 0) throw new Error(`pair add failed: ${r.stderr}`);
+      }
+    }),
+  );
   return nodes;
 }
 
 /** Polls `check` every 25 ms; on timeout, throws with each node's recent log. */
-export async function until(nodes: readonly FolderNode[], what: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<number> {
+export async function until(
+  nodes: readonly FolderNode[],
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<number> {
   const started = Date.now();
   while (Date.now() - started < timeoutMs) {
     if (await check()) return Date.now() - started;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n${nodes.map((n) => `--- ${n.name}\n${n.listener.stderr().slice(-4000)}`).join('\n')}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}\n${nodes.map((n) => `--- ${n.name}\n${n.listener.stderr().slice(-4000)}`).join('\n')}`,
+  );
 }
 
-export const hasText = (p: string, text: string) => async (): Promise<boolean> => (await readFile(p, 'utf8').catch(() => undefined)) === text;
+export const hasText = (p: string, text: string) => async (): Promise<boolean> =>
+  (await readFile(p, 'utf8').catch(() => undefined)) === text;
 
 export async function statusOf(n: FolderNode): Promise<Record<string, unknown>> {
   const r = await runCli(['--home', n.home, 'status', '--json']);
@@ -53,20 +81,34 @@ export async function statusOf(n: FolderNode): Promise<Record<string, unknown>> 
   return jsonLines(r.stdout)[0] ?? {};
 }
 
-export const foldersOf = async (n: FolderNode): Promise<FolderRecord[]> => ((await statusOf(n))['folders'] ?? []) as FolderRecord[];
+export const foldersOf = async (n: FolderNode): Promise<FolderRecord[]> =>
+  ((await statusOf(n))['folders'] ?? []) as FolderRecord[];
 
 /** Every node reports folder `id` in sync with each of its peers. */
 export async function allInSync(nodes: readonly FolderNode[], id: string): Promise<boolean> {
   const states = await Promise.all(nodes.map(async (n) => (await foldersOf(n)).find((x) => x.id === id)));
-  return states.every((f) => f !== undefined && f.peers.length === nodes.length - 1 && f.peers.every((p) => p.state === 'in-sync' && typeof p.lastSyncAt === 'number'));
+  return states.every(
+    (f) =>
+      f !== undefined &&
+      f.peers.length === nodes.length - 1 &&
+      f.peers.every((p) => p.state === 'in-sync' && typeof p.lastSyncAt === 'number'),
+  );
 }
 
 /** `clawpeer folder add` on every node, shared with all the others. */
-export async function addFolderEverywhere(nodes: readonly FolderNode[], id: string): Promise<Record<string, unknown>[]> {
-  return Promise.all(nodes.map(async (n) => {
-    const others = nodes.filter((o) => o !== n).map((o) => o.name).join(',');
-    const r = await runCli(['--home', n.home, 'folder', 'add', n.dir, '--id', id, '--with', others, '--json']);
-    if (r.code !== 0) throw new Error(`folder add failed: ${r.stderr}`);
-    return jsonLines(r.stdout)[0] ?? {};
-  }));
+export async function addFolderEverywhere(
+  nodes: readonly FolderNode[],
+  id: string,
+): Promise<Record<string, unknown>[]> {
+  return Promise.all(
+    nodes.map(async (n) => {
+      const others = nodes
+        .filter((o) => o !== n)
+        .map((o) => o.name)
+        .join(',');
+      const r = await runCli(['--home', n.home, 'folder', 'add', n.dir, '--id', id, '--with', others, '--json']);
+      if (r.code !== 0) throw new Error(`folder add failed: ${r.stderr}`);
+      return jsonLines(r.stdout)[0] ?? {};
+    }),
+  );
 }

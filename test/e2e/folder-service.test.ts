@@ -12,28 +12,48 @@ const nodes = await startFolderNodes(['a', 'b', 'c']);
 t.teardown(async () => {
   for (const n of nodes) await n.listener.stop('SIGKILL');
 });
-const [A, B, C] = nodes as [typeof nodes[number], typeof nodes[number], typeof nodes[number]];
-const exists = (p: string): Promise<boolean> => stat(p).then(() => true, () => false);
+const [A, B, C] = nodes as [(typeof nodes)[number], (typeof nodes)[number], (typeof nodes)[number]];
+const exists = (p: string): Promise<boolean> =>
+  stat(p).then(
+    () => true,
+    () => false,
+  );
 const wait = (what: string, check: () => Promise<boolean>): Promise<number> => until(nodes, what, check);
 
-t.test('folder add while the listeners run; an edit on one reaches the other two by itself; a delete too', async (t) => {
-  await writeFile(path.join(A.dir, 'before.txt'), 'there before\n');
-  const added = await addFolderEverywhere(nodes, 'docs');
-  t.match(added, [{ event: 'folder-added', id: 'docs', mode: 'two-way', versioning: 'keep-last:10' }, {}, {}]);
-  const listed = jsonLines((await runCli(['--home', A.home, 'folder', 'list', '--json'])).stdout);
-  t.match(listed, [{ event: 'folder', id: 'docs', with: ['b', 'c'] }]);
-  await wait('the first file everywhere', async () => (await hasText(path.join(B.dir, 'before.txt'), 'there before\n')()) && hasText(path.join(C.dir, 'before.txt'), 'there before\n')());
+t.test(
+  'folder add while the listeners run; an edit on one reaches the other two by itself; a delete too',
+  async (t) => {
+    await writeFile(path.join(A.dir, 'before.txt'), 'there before\n');
+    const added = await addFolderEverywhere(nodes, 'docs');
+    t.match(added, [{ event: 'folder-added', id: 'docs', mode: 'two-way', versioning: 'keep-last:10' }, {}, {}]);
+    const listed = jsonLines((await runCli(['--home', A.home, 'folder', 'list', '--json'])).stdout);
+    t.match(listed, [{ event: 'folder', id: 'docs', with: ['b', 'c'] }]);
+    await wait(
+      'the first file everywhere',
+      async () =>
+        (await hasText(path.join(B.dir, 'before.txt'), 'there before\n')()) &&
+        hasText(path.join(C.dir, 'before.txt'), 'there before\n')(),
+    );
 
-  await wait('every pair in sync', () => allInSync(nodes, 'docs')); // timed from a quiet state
-  const saved = Date.now();
-  await writeFile(path.join(A.dir, 'note.txt'), 'written on A\n');
-  await wait('the edit on B and C', async () => (await hasText(path.join(B.dir, 'note.txt'), 'written on A\n')()) && hasText(path.join(C.dir, 'note.txt'), 'written on A\n')());
-  t.comment(`save on A to arrival on B and C: ${Date.now() - saved} ms (the watcher's quiet time is 300 ms)`);
+    await wait('every pair in sync', () => allInSync(nodes, 'docs')); // timed from a quiet state
+    const saved = Date.now();
+    await writeFile(path.join(A.dir, 'note.txt'), 'written on A\n');
+    await wait(
+      'the edit on B and C',
+      async () =>
+        (await hasText(path.join(B.dir, 'note.txt'), 'written on A\n')()) &&
+        hasText(path.join(C.dir, 'note.txt'), 'written on A\n')(),
+    );
+    t.comment(`save on A to arrival on B and C: ${Date.now() - saved} ms (the watcher's quiet time is 300 ms)`);
 
-  await rm(path.join(B.dir, 'before.txt'));
-  await wait('the delete on A and C', async () => !(await exists(path.join(A.dir, 'before.txt'))) && !(await exists(path.join(C.dir, 'before.txt'))));
-  t.pass('a delete on B propagates');
-});
+    await rm(path.join(B.dir, 'before.txt'));
+    await wait(
+      'the delete on A and C',
+      async () => !(await exists(path.join(A.dir, 'before.txt'))) && !(await exists(path.join(C.dir, 'before.txt'))),
+    );
+    t.pass('a delete on B propagates');
+  },
+);
 
 t.test('status says in-sync with the last sync time; folder log lists what the syncs changed', async (t) => {
   await wait('every pair in sync', () => allInSync(nodes, 'docs'));
@@ -41,16 +61,32 @@ t.test('status says in-sync with the last sync time; folder log lists what the s
   t.match(human.stdout, /^folder docs \(two-way\) /m);
   t.match(human.stdout, /^ {2}b: in-sync, last sync .* ago/m);
   const log = jsonLines((await runCli(['--home', A.home, 'folder', 'log', 'docs', '--json'])).stdout);
-  t.ok(log.some((e) => e['event'] === 'folder-sync' && e['folder'] === 'docs' && (e['sent'] as number) > 0), 'A sent its files');
-  t.ok(log.some((e) => e['by'] === 'peer' && e['deleted'] === 1 && e['added'] === 0), 'the delete B ran here, counted as one file deleted');
+  t.ok(
+    log.some((e) => e['event'] === 'folder-sync' && e['folder'] === 'docs' && (e['sent'] as number) > 0),
+    'A sent its files',
+  );
+  t.ok(
+    log.some((e) => e['by'] === 'peer' && e['deleted'] === 1 && e['added'] === 0),
+    'the delete B ran here, counted as one file deleted',
+  );
   const logB = jsonLines((await runCli(['--home', B.home, 'folder', 'log', 'docs', '--json'])).stdout);
-  t.ok(logB.some((e) => (e['added'] as number) > 0), 'B logged the files it took as added');
+  t.ok(
+    logB.some((e) => (e['added'] as number) > 0),
+    'B logged the files it took as added',
+  );
   const humanLog = await runCli(['--home', A.home, 'folder', 'log', 'docs']);
   t.match(humanLog.stdout, /Z by [bc]: 0 added, 0 changed, 1 deleted here; /);
   // The nodes' own word that they hold the same revisions (what the convergence test polls).
   const logsAgree = async (): Promise<boolean> => {
     const docs = await Promise.all(nodes.map(async (n) => (await foldersOf(n)).find((f) => f.id === 'docs')));
-    return docs.every((f) => f?.pending === false && typeof f.root === 'string' && f.root === docs[0]?.root && f.revisions === docs[0]?.revisions && (f.revisions ?? 0) > 0);
+    return docs.every(
+      (f) =>
+        f?.pending === false &&
+        typeof f.root === 'string' &&
+        f.root === docs[0]?.root &&
+        f.revisions === docs[0]?.revisions &&
+        (f.revisions ?? 0) > 0,
+    );
   };
   await wait('the same revision count and root on every node', logsAgree);
 });
@@ -71,14 +107,35 @@ t.test("a folder's versioning policy is applied after the syncs that replace con
   // B keeps one revision per path; A and C the default ten. (What B drops, its peers drop too at
   // their next sync: gc converges, README "Shared folders".)
   t.equal((await runCli(['--home', B.home, 'folder', 'remove', 'docs'])).code, 0);
-  const readded = await runCli(['--home', B.home, 'folder', 'add', B.dir, '--id', 'docs', '--with', 'a,c', '--versioning', 'keep-last:1', '--json']);
+  const readded = await runCli([
+    '--home',
+    B.home,
+    'folder',
+    'add',
+    B.dir,
+    '--id',
+    'docs',
+    '--with',
+    'a,c',
+    '--versioning',
+    'keep-last:1',
+    '--json',
+  ]);
   t.match(jsonLines(readded.stdout), [{ event: 'folder-added', versioning: 'keep-last:1' }]);
   const note = path.join(A.dir, 'versions.txt');
   for (let i = 1; i <= 4; i++) {
     await writeFile(note, `version ${i}\n`);
-    await wait(`version ${i} on B and C`, async () => (await hasText(path.join(B.dir, 'versions.txt'), `version ${i}\n`)()) && hasText(path.join(C.dir, 'versions.txt'), `version ${i}\n`)());
+    await wait(
+      `version ${i} on B and C`,
+      async () =>
+        (await hasText(path.join(B.dir, 'versions.txt'), `version ${i}\n`)()) &&
+        hasText(path.join(C.dir, 'versions.txt'), `version ${i}\n`)(),
+    );
   }
-  const revisions = async (dir: string): Promise<number> => jsonLines((await runCli(['--home', B.home, 'log', path.join(dir, 'versions.txt'), '--json'])).stdout).filter((e) => e['event'] === 'revision').length;
+  const revisions = async (dir: string): Promise<number> =>
+    jsonLines((await runCli(['--home', B.home, 'log', path.join(dir, 'versions.txt'), '--json'])).stdout).filter(
+      (e) => e['event'] === 'revision',
+    ).length;
   await wait('B down to one kept revision', async () => (await revisions(B.dir)) === 1);
   t.pass('B (keep-last:1) dropped the replaced versions');
 });

@@ -60,6 +60,6 @@ t.test('sync --fsync=none converges both ways', async (t) => {
   await writeFile(path.join(inbox, 'theirs.txt'), 'from alice\n');
   const sync = await runCli(['--home', b.home, 'sync', folder, 'alice:inbox', '--fsync', 'none']);
   t.equal(sync.code, 0, sync.stderr);
-  t.ok(existsSync(path.join(folder, 'theirs.txt')), 'the listener\'s file arrived here');
-  t.ok(existsSync(path.join(inbox, 'mine.txt')), 'this side\'s file arrived at the listener');
+  t.ok(existsSync(path.join(folder, 'theirs.txt')), "the listener's file arrived here");
+  t.ok(existsSync(path.join(inbox, 'mine.txt')), "this side's file arrived at the listener");
 });

@@ -23,11 +23,17 @@ const listener = await startListener(a.home, ['-v', '--share', `inbox=${inbox}`]
 t.teardown(() => listener.stop('SIGKILL'));
 await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice', '--addr', `127.0.0.1:${listener.port}`]);
 
-const doneOf = (stdout: string): Record<string, unknown> | undefined => jsonLines(stdout).find((l) => l['event'] === 'done');
+const doneOf = (stdout: string): Record<string, unknown> | undefined =>
+  jsonLines(stdout).find((l) => l['event'] === 'done');
 
 /** Runs the CLI capped at 2 MiB/s and sends `signal` once more than 2 MiB have moved. */
-async function interrupted(args: readonly string[], signal: NodeJS.Signals): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, '--home', b.home, ...args, '--json', '--bwlimit', '2MiB'], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function interrupted(
+  args: readonly string[],
+  signal: NodeJS.Signals,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, '--home', b.home, ...args, '--json', '--bwlimit', '2MiB'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -36,7 +42,12 @@ async function interrupted(args: readonly string[], signal: NodeJS.Signals): Pro
     createInterface({ input: child.stdout }).on('line', (line) => {
       stdout += `${line}\n`;
       const e = JSON.parse(line) as Record<string, unknown>;
-      if (e['event'] === 'progress' && (e['phase'] === 'sending' || e['phase'] === 'receiving') && (e['bytes'] as number) > 2 << 20) resolve();
+      if (
+        e['event'] === 'progress' &&
+        (e['phase'] === 'sending' || e['phase'] === 'receiving') &&
+        (e['bytes'] as number) > 2 << 20
+      )
+        resolve();
     });
     void closed.then(() => resolve());
   });
@@ -61,11 +72,21 @@ t.test('SIGINT stops a push: exit 130, the listener told why, nothing published,
   t.equal(r.code, 130, r.stderr);
   const error = jsonLines(r.stdout).find((l) => l['event'] === 'error');
   t.match(error, { code: 'INTERRUPTED', exitCode: 130 });
-  t.match(String(error?.['message']), /^push interrupted \(SIGINT\): what the peer received is kept; run the same command again to send the rest$/);
+  t.match(
+    String(error?.['message']),
+    /^push interrupted \(SIGINT\): what the peer received is kept; run the same command again to send the rest$/,
+  );
   t.notMatch(r.stderr, /WARN|aborted/, 'one message, not the aborts it caused inside');
-  t.ok(await listenerSays(/peer stopped .*reason=peer: the push was interrupted \(SIGINT\) on the other side/), `listener log: ${listener.stderr().slice(-600)}`);
+  t.ok(
+    await listenerSays(/peer stopped .*reason=peer: the push was interrupted \(SIGINT\) on the other side/),
+    `listener log: ${listener.stderr().slice(-600)}`,
+  );
   t.notMatch(listener.stderr(), /peer session failed/, 'not logged as a failure of the peer');
-  t.same((await readdir(path.join(inbox, 'up')).catch(() => [] as string[])).filter((n) => !n.startsWith('.clawpeer')), [], 'nothing at a final path');
+  t.same(
+    (await readdir(path.join(inbox, 'up')).catch(() => [] as string[])).filter((n) => !n.startsWith('.clawpeer')),
+    [],
+    'nothing at a final path',
+  );
   const rerun = await runCli(['--home', b.home, 'push', src, 'alice', '--json']);
   t.equal(rerun.code, 0, rerun.stderr);
   t.ok((doneOf(rerun.stdout)?.['chunksSkipped'] as number) > 0, 'the rerun skipped what had arrived');
@@ -76,9 +97,23 @@ t.test('SIGTERM stops a pull: exit 143, said so, and the rerun fetches only the 
   const local = path.join(work, 'down');
   const r = await interrupted(['pull', 'alice:inbox/up/big.bin', local], 'SIGTERM');
   t.equal(r.code, 143, r.stderr);
-  t.match(jsonLines(r.stdout).find((l) => l['event'] === 'error'), { code: 'TERMINATED', exitCode: 143, message: /^pull terminated \(SIGTERM\): what arrived is kept; run the same command again to fetch the rest$/ });
-  t.ok(await listenerSays(/peer stopped .*reason=peer: the pull was terminated \(SIGTERM\) on the other side/), `listener log: ${listener.stderr().slice(-600)}`);
-  t.same((await readdir(local).catch(() => [] as string[])).filter((n) => !n.startsWith('.clawpeer')), [], 'nothing at a final path');
+  t.match(
+    jsonLines(r.stdout).find((l) => l['event'] === 'error'),
+    {
+      code: 'TERMINATED',
+      exitCode: 143,
+      message: /^pull terminated \(SIGTERM\): what arrived is kept; run the same command again to fetch the rest$/,
+    },
+  );
+  t.ok(
+    await listenerSays(/peer stopped .*reason=peer: the pull was terminated \(SIGTERM\) on the other side/),
+    `listener log: ${listener.stderr().slice(-600)}`,
+  );
+  t.same(
+    (await readdir(local).catch(() => [] as string[])).filter((n) => !n.startsWith('.clawpeer')),
+    [],
+    'nothing at a final path',
+  );
   const rerun = await runCli(['--home', b.home, 'pull', 'alice:inbox/up/big.bin', local, '--json']);
   t.equal(rerun.code, 0, rerun.stderr);
   t.ok((doneOf(rerun.stdout)?.['chunksSkipped'] as number) > 0, 'the rerun skipped what had arrived');
@@ -91,7 +126,13 @@ t.test('SIGINT stops a sync: exit 130, and the listener is told it was interrupt
   await writeFile(path.join(folder, 'fresh.bin'), randomBytes(FILE_BYTES));
   const r = await interrupted(['sync', folder, 'alice:inbox'], 'SIGINT');
   t.equal(r.code, 130, r.stderr);
-  t.match(jsonLines(r.stdout).find((l) => l['event'] === 'error'), { code: 'INTERRUPTED', message: 'interrupted (SIGINT)' });
-  t.ok(await listenerSays(/peer stopped .*reason=peer: the sync was interrupted \(SIGINT\) on the other side/), `listener log: ${listener.stderr().slice(-600)}`);
+  t.match(
+    jsonLines(r.stdout).find((l) => l['event'] === 'error'),
+    { code: 'INTERRUPTED', message: 'interrupted (SIGINT)' },
+  );
+  t.ok(
+    await listenerSays(/peer stopped .*reason=peer: the sync was interrupted \(SIGINT\) on the other side/),
+    `listener log: ${listener.stderr().slice(-600)}`,
+  );
   t.notMatch(listener.stderr(), /peer session failed/);
 });

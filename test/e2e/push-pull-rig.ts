@@ -36,9 +36,27 @@ export async function startPushPullRig(): Promise<PushPullRig> {
   await pairAdd(a.home, b.id, 'bob');
   await pairAdd(a.home, c.id, 'carol');
   const keepShare = path.join(work, 'keep');
-  const shareArgs = ['--share', `inbox=${path.join(work, 'inbox')}`, '--share', `ro=${roShare}:ro`, '--share', `private=${privShare}`, '--allow', 'private=carol', '--share', `keep=${keepShare}:nodelete`];
+  const shareArgs = [
+    '--share',
+    `inbox=${path.join(work, 'inbox')}`,
+    '--share',
+    `ro=${roShare}:ro`,
+    '--share',
+    `private=${privShare}`,
+    '--allow',
+    'private=carol',
+    '--share',
+    `keep=${keepShare}:nodelete`,
+  ];
   const rig: PushPullRig = {
-    a, b, c, work, roShare, privShare, keepShare, shareArgs,
+    a,
+    b,
+    c,
+    work,
+    roShare,
+    privShare,
+    keepShare,
+    shareArgs,
     listener: await startListener(a.home, shareArgs),
     pairAlice: async () => {
       await pairAdd(b.home, a.id, 'alice', `127.0.0.1:${rig.listener.port}`);

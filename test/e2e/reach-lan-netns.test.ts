@@ -25,7 +25,11 @@ function why(): string | false {
 const ip = (...args: string[]): void => void execFileSync('ip', args, { stdio: 'pipe' });
 const inNs = (ns: string, ...args: string[]): string[] => ['netns', 'exec', ns, ...args];
 
-function run(ns: string, args: readonly string[], timeoutMs = 20_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  ns: string,
+  args: readonly string[],
+  timeoutMs = 20_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn('ip', inNs(ns, process.execPath, CLI, ...args), { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -63,7 +67,10 @@ if (skip !== false) {
     ip('link', 'add', `va${suffix}`, 'netns', nsA, 'type', 'veth', 'peer', 'name', `vb${suffix}`, 'netns', nsB);
     ip(...inNs(nsA, 'ip', 'addr', 'add', '198.18.0.1/24', 'brd', '198.18.0.255', 'dev', `va${suffix}`));
     ip(...inNs(nsB, 'ip', 'addr', 'add', '198.18.0.2/24', 'brd', '198.18.0.255', 'dev', `vb${suffix}`));
-    for (const [ns, dev] of [[nsA, `va${suffix}`], [nsB, `vb${suffix}`]] as const) {
+    for (const [ns, dev] of [
+      [nsA, `va${suffix}`],
+      [nsB, `vb${suffix}`],
+    ] as const) {
       ip(...inNs(ns, 'ip', 'link', 'set', dev, 'up'));
       ip(...inNs(ns, 'ip', 'link', 'set', 'lo', 'up'));
     }
@@ -71,7 +78,11 @@ if (skip !== false) {
     const b = await initNode('ns-b');
     await run(nsA, ['--home', a.home, 'pair', 'add', b.id, '--name', 'bob']);
     await run(nsB, ['--home', b.home, 'pair', 'add', a.id, '--name', 'alice']);
-    const listener = spawn('ip', inNs(nsA, process.execPath, CLI, '--home', a.home, 'listen', '--host', '0.0.0.0', '--port', '7700', '--json'), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const listener = spawn(
+      'ip',
+      inNs(nsA, process.execPath, CLI, '--home', a.home, 'listen', '--host', '0.0.0.0', '--port', '7700', '--json'),
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     t.teardown(() => listener.kill('SIGKILL'));
     await new Promise<void>((resolve, reject) => {
       createInterface({ input: listener.stdout }).once('line', () => resolve());
@@ -79,7 +90,13 @@ if (skip !== false) {
     });
     const r = await run(nsB, ['--home', b.home, 'ping', 'alice', '--count', '1', '--json']);
     t.equal(r.code, 0, r.stderr);
-    t.match(jsonLines(r.stdout).find((l) => l['event'] === 'pong'), { path: 'lan' });
-    t.match(jsonLines(r.stdout).find((l) => l['event'] === 'summary'), { path: 'lan' });
+    t.match(
+      jsonLines(r.stdout).find((l) => l['event'] === 'pong'),
+      { path: 'lan' },
+    );
+    t.match(
+      jsonLines(r.stdout).find((l) => l['event'] === 'summary'),
+      { path: 'lan' },
+    );
   });
 }

@@ -30,10 +30,21 @@ t.test('ping finds the listener on the LAN and says so', async (t) => {
   const r = await runCli(['--home', b.home, 'ping', 'alice', '--count', '1', '--json']);
   t.equal(r.code, 0, r.stderr);
   const lines = jsonLines(r.stdout);
-  t.match(lines.find((l) => l['event'] === 'pong'), { path: 'lan' });
-  t.match(lines.find((l) => l['event'] === 'summary'), { path: 'lan', rttMs: Number });
+  t.match(
+    lines.find((l) => l['event'] === 'pong'),
+    { path: 'lan' },
+  );
+  t.match(
+    lines.find((l) => l['event'] === 'summary'),
+    { path: 'lan', rttMs: Number },
+  );
   const human = await runCli(['--home', b.home, 'ping', 'alice', '--count', '1']);
-  t.match(human.stdout, new RegExp(`connected to alice \\(${a.id}\\) at 127\\.0\\.0\\.1:${listener.port} via \\w+, protocol v\\d+, path lan`));
+  t.match(
+    human.stdout,
+    new RegExp(
+      `connected to alice \\(${a.id}\\) at 127\\.0\\.0\\.1:${listener.port} via \\w+, protocol v\\d+, path lan`,
+    ),
+  );
 });
 
 t.test('push over the path found, content intact; pair list remembers the path', async (t) => {
@@ -42,7 +53,10 @@ t.test('push over the path found, content intact; pair list remembers the path',
   await writeFile(src, data);
   const r = await runCli(['--home', b.home, 'push', src, 'alice', '--json']);
   t.equal(r.code, 0, r.stderr);
-  t.match(jsonLines(r.stdout).find((l) => l['event'] === 'done'), { path: 'lan', rttMs: Number, files: 1 });
+  t.match(
+    jsonLines(r.stdout).find((l) => l['event'] === 'done'),
+    { path: 'lan', rttMs: Number, files: 1 },
+  );
   t.ok((await readFile(join(a.home, 'inbox', 'lan.bin'))).equals(data), 'the file arrived whole');
   const list = await runCli(['--home', b.home, 'pair', 'list', '--json']);
   t.match(jsonLines(list.stdout)[0], { id: a.id, path: 'lan' });
@@ -54,7 +68,10 @@ t.test('a two-way sync over the path found', async (t) => {
   await writeFile(join(a.home, 'inbox', 'from-alice.txt'), 'alice\n');
   const r = await runCli(['--home', b.home, 'sync', folder, 'alice:inbox', '--json']);
   t.equal(r.code, 0, r.stderr);
-  t.match(jsonLines(r.stdout).find((l) => l['event'] === 'done'), { path: 'lan', inSync: true });
+  t.match(
+    jsonLines(r.stdout).find((l) => l['event'] === 'done'),
+    { path: 'lan', inSync: true },
+  );
   t.equal(await readFile(join(folder, 'from-alice.txt'), 'utf8'), 'alice\n');
   t.equal(await readFile(join(a.home, 'inbox', 'from-bob.txt'), 'utf8'), 'bob\n');
 });
@@ -67,7 +84,10 @@ t.test('a pinned address that no longer works: the LAN finds the listener where 
   const started = Date.now();
   const r = await runCli(['--home', e.home, 'ping', 'alice', '--count', '1', '--json']);
   t.equal(r.code, 0, r.stderr);
-  t.match(jsonLines(r.stdout).find((l) => l['event'] === 'summary'), { path: 'lan' });
+  t.match(
+    jsonLines(r.stdout).find((l) => l['event'] === 'summary'),
+    { path: 'lan' },
+  );
   t.ok(Date.now() - started < 4500, `not held up by the dead address's connect timeout (${Date.now() - started} ms)`);
 });
 
@@ -76,7 +96,10 @@ t.test('discovery off and no address: the error names what was tried and how to 
   await runCli(['--home', c.home, 'pair', 'add', a.id, '--name', 'alice']);
   const r = await runCli(['--home', c.home, '--no-lan-discovery', 'ping', 'alice', '--count', '1']);
   t.equal(r.code, 4, 'unreachable (exit 4)');
-  t.match(r.stderr, /cannot reach alice .*lan: LAN discovery is off.*rendezvous: none configured \(name one with --rendezvous HOST:PORT/s);
+  t.match(
+    r.stderr,
+    /cannot reach alice .*lan: LAN discovery is off.*rendezvous: none configured \(name one with --rendezvous HOST:PORT/s,
+  );
 });
 
 t.test('a bad config.json is named with the key at fault', async (t) => {

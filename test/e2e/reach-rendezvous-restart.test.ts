@@ -32,7 +32,9 @@ async function freePortPair(): Promise<number> {
 const port = await freePortPair();
 const rendezvous = `127.0.0.1:${port}`;
 function startRendezvous(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [CLI, '--json', 'rendezvous', '--listen', rendezvous], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, '--json', 'rendezvous', '--listen', rendezvous], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).once('line', () => resolve(child));
     child.once('close', (code) => reject(new Error(`rendezvous exited ${String(code)}`)));
@@ -46,7 +48,10 @@ const a = await initNode('rr-a');
 const b = await initNode('rr-b');
 await writeFile(join(a.home, 'config.json'), config);
 await writeFile(join(b.home, 'config.json'), config);
-for (const [home, id, name] of [[a.home, b.id, 'bob'], [b.home, a.id, 'alice']] as const) {
+for (const [home, id, name] of [
+  [a.home, b.id, 'bob'],
+  [b.home, a.id, 'alice'],
+] as const) {
   const added = await runCli(['--home', home, 'pair', 'add', id, '--name', name]);
   if (added.code !== 0) throw new Error(`pair add ${name}: ${added.stderr}`);
 }
@@ -56,8 +61,14 @@ t.teardown(() => listener.stop('SIGKILL'));
 const work = await mkdtemp(join(tmpdir(), 'clawpeer-rr-'));
 
 /** A push slowed to ~40 chunks a second; the rendezvous is SIGKILLed once 1 MiB has moved. */
-async function pushKillingRendezvous(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, '--home', b.home, 'push', file, 'alice', '--json', '--streams', '1'], { env: { ...process.env, ...env, CLAWPEER_TEST_DELAY_PER_CHUNK_MS: '25' }, stdio: ['ignore', 'pipe', 'pipe'] });
+async function pushKillingRendezvous(
+  file: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, '--home', b.home, 'push', file, 'alice', '--json', '--streams', '1'], {
+    env: { ...process.env, ...env, CLAWPEER_TEST_DELAY_PER_CHUNK_MS: '25' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -109,6 +120,9 @@ t.test('a relayed transfer fails cleanly when the relay dies, and resumes exactl
   t.equal(rerun.code, 0, rerun.stderr);
   const done = jsonLines(rerun.stdout).at(-1);
   t.match(done, { event: 'done', path: 'relayed', files: 1 });
-  t.ok((done?.['chunksSkipped'] as number) > 0, `the rerun skipped the chunks that had arrived (${String(done?.['chunksSkipped'])})`);
+  t.ok(
+    (done?.['chunksSkipped'] as number) > 0,
+    `the rerun skipped the chunks that had arrived (${String(done?.['chunksSkipped'])})`,
+  );
   t.ok(bytes.equals(await readFile(join(a.home, 'inbox', 'relayed.bin'))), 'landed whole');
 });

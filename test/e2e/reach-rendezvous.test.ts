@@ -12,17 +12,25 @@ import { join } from 'node:path';
 import t from 'tap';
 import { CLI, initNode, jsonLines, runCli, startListener } from './cli-harness.js';
 
-const server = spawn(process.execPath, [CLI, '--json', 'rendezvous', '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+const server = spawn(process.execPath, [CLI, '--json', 'rendezvous', '--listen', '127.0.0.1:0'], {
+  stdio: ['ignore', 'pipe', 'pipe'],
+});
 t.teardown(() => void server.kill('SIGKILL'));
-const ready = JSON.parse(String((await createInterface({ input: server.stdout })[Symbol.asyncIterator]().next()).value)) as Record<string, unknown>;
+const ready = JSON.parse(
+  String((await createInterface({ input: server.stdout })[Symbol.asyncIterator]().next()).value),
+) as Record<string, unknown>;
 const rendezvous = `127.0.0.1:${String(ready['port'])}`;
-const viaRendezvous = (home: string): Promise<void> => writeFile(join(home, 'config.json'), JSON.stringify({ rendezvous, lanDiscovery: false }));
+const viaRendezvous = (home: string): Promise<void> =>
+  writeFile(join(home, 'config.json'), JSON.stringify({ rendezvous, lanDiscovery: false }));
 
 const a = await initNode('rv-a');
 const b = await initNode('rv-b');
 await viaRendezvous(a.home);
 await viaRendezvous(b.home);
-for (const [home, id, name] of [[a.home, b.id, 'bob'], [b.home, a.id, 'alice']] as const) {
+for (const [home, id, name] of [
+  [a.home, b.id, 'bob'],
+  [b.home, a.id, 'alice'],
+] as const) {
   const added = await runCli(['--home', home, 'pair', 'add', id, '--name', name]); // no address
   if (added.code !== 0) throw new Error(`pair add ${name}: ${added.stderr}`);
 }
@@ -30,7 +38,11 @@ const listener = await startListener(a.home);
 t.teardown(() => listener.stop('SIGKILL'));
 const work = await mkdtemp(join(tmpdir(), 'clawpeer-rv-'));
 
-for (const [path, disable] of [['direct', ''], ['punched', 'direct'], ['relayed', 'direct,punched']] as const) {
+for (const [path, disable] of [
+  ['direct', ''],
+  ['punched', 'direct'],
+  ['relayed', 'direct,punched'],
+] as const) {
   t.test(`ping and push through the rendezvous: ${path}`, async (t) => {
     const env = { CLAWPEER_REACH_DISABLE: disable };
     const ping = await runCli(['--home', b.home, 'ping', 'alice', '--count', '1', '--json'], { env });

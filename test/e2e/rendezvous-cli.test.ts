@@ -9,13 +9,27 @@ import { probeNatKind } from '../../src/reach/nat-kind.js';
 import { CLI, runCli } from './cli-harness.js';
 
 t.test('serves, reflects on both ports, stops on SIGTERM', async (t) => {
-  const child = spawn(process.execPath, [CLI, '--json', 'rendezvous', '--listen', '127.0.0.1:0', '--relay-rate', '1MiB'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [CLI, '--json', 'rendezvous', '--listen', '127.0.0.1:0', '--relay-rate', '1MiB'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   t.teardown(() => void child.kill('SIGKILL'));
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const first = JSON.parse(String((await lines.next()).value)) as Record<string, unknown>;
-  t.match(first, { event: 'rendezvous', host: '127.0.0.1', relayBytesPerSecond: 1024 * 1024, relaySessionsPerNode: 16, requestsPerIpPerSecond: 20 });
+  t.match(first, {
+    event: 'rendezvous',
+    host: '127.0.0.1',
+    relayBytesPerSecond: 1024 * 1024,
+    relaySessionsPerNode: 16,
+    requestsPerIpPerSecond: 20,
+  });
   t.equal(first['reflectPort'], Number(first['port']) + 1);
-  const probe = await probeNatKind({ rendezvous: { host: '127.0.0.1', port: Number(first['port']) }, log: silentLogger, host: '127.0.0.1' });
+  const probe = await probeNatKind({
+    rendezvous: { host: '127.0.0.1', port: Number(first['port']) },
+    log: silentLogger,
+    host: '127.0.0.1',
+  });
   t.equal(probe.kind, 'none', 'loopback is no NAT');
   t.same(probe.reflexive[0], probe.local, 'P saw our own address');
   t.same(probe.reflexive[1], probe.local, 'and so did P+1');

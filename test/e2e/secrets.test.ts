@@ -12,7 +12,10 @@ async function secretForms(home: string): Promise<string[]> {
   const d = createPrivateKey({ key: pem, format: 'pem' }).export({ format: 'jwk' }).d;
   if (typeof d !== 'string') throw new Error('no private scalar in the key');
   const seed = Buffer.from(d, 'base64url');
-  const body = pem.split('\n').filter((l) => l !== '' && !l.startsWith('-----')).join('');
+  const body = pem
+    .split('\n')
+    .filter((l) => l !== '' && !l.startsWith('-----'))
+    .join('');
   // Substrings long enough never to occur by chance (a 16-byte window of the seed is 2^-128).
   return [seed.toString('hex').slice(0, 32), seed.toString('base64').slice(0, 22), d.slice(0, 22), body.slice(-40)];
 }

@@ -17,7 +17,15 @@ async function snapshot(root: string): Promise<TreeItem[]> {
   return (await fullSnapshot(root)).map((i) => (i.kind === 'dir' ? { ...i, mtimeS: 0 } : i));
 }
 
-const SHARES = ['wedge-server-wins', 'wedge-client-wins', 'copy-killed', 'log-killed', 'aliased', 'taken-server', 'taken-client'];
+const SHARES = [
+  'wedge-server-wins',
+  'wedge-client-wins',
+  'copy-killed',
+  'log-killed',
+  'aliased',
+  'taken-server',
+  'taken-client',
+];
 const a = await initNode('ska');
 const b = await initNode('skb');
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-sync-kill-'));
@@ -60,7 +68,8 @@ const appliedCount = (): number => listener.stderr().split('sync applied').lengt
 async function listenerApplied(n: number): Promise<void> {
   const deadline = Date.now() + 20_000;
   while (appliedCount() < n) {
-    if (Date.now() > deadline) throw new Error(`the listener applied ${appliedCount()} syncs, not ${n}:\n${listener.stderr()}`);
+    if (Date.now() > deadline)
+      throw new Error(`the listener applied ${appliedCount()} syncs, not ${n}:\n${listener.stderr()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -93,13 +102,21 @@ async function assertSettled(t: Test, share: string, expect: { win: string; lose
   t.equal(r.code, 0, `the next sync succeeds: ${r.stderr}`);
   const lines = jsonLines(r.stdout);
   t.match(lines.at(-1), { event: 'done', inSync: true });
-  t.same(lines.filter((l) => l['event'] === 'skipped'), [], 'no path left as is');
+  t.same(
+    lines.filter((l) => l['event'] === 'skipped'),
+    [],
+    'no path left as is',
+  );
   t.notMatch(r.stderr, 'conflict copy name already taken');
   for (const side of [client(share), server(share)]) {
     t.equal(await readFile(path.join(side, 'notes.txt'), 'utf8'), expect.win, `${side}: the winner at the path`);
     const copies = (await readdir(side)).filter((n) => CONFLICT_NAME.test(n));
     t.equal(copies.length, 1, `${side}: one conflict copy in ${copies.join(', ')}`);
-    t.equal(await readFile(path.join(side, copies[0] ?? 'none'), 'utf8'), expect.lose, `${side}: the copy holds the loser's bytes`);
+    t.equal(
+      await readFile(path.join(side, copies[0] ?? 'none'), 'utf8'),
+      expect.lose,
+      `${side}: the copy holds the loser's bytes`,
+    );
     await assertNoAliases(t, side);
   }
   t.same(await snapshot(client(share)), await snapshot(server(share)), 'the folders match');
@@ -107,17 +124,20 @@ async function assertSettled(t: Test, share: string, expect: { win: string; lose
 }
 
 for (const winner of ['server', 'client'] as const) {
-  t.test(`a client killed after the listener settled a conflict (${winner} wins) does not wedge the pair`, async (t) => {
-    const share = `wedge-${winner}-wins`;
-    const expect = await conflictingEdits(share, winner);
-    const before = appliedCount();
-    const killed = await runSync(share, { CLAWPEER_TEST_CRASH_AT: 'sync-apply' });
-    t.equal(killed.code, null, 'the client died at the step');
-    await listenerApplied(before + 1);
-    // The listener made and logged its conflict copy; the client has neither: its next sync
-    // receives the copy's revision and meets the same conflict itself, in one exchange.
-    await assertSettled(t, share, expect);
-  });
+  t.test(
+    `a client killed after the listener settled a conflict (${winner} wins) does not wedge the pair`,
+    async (t) => {
+      const share = `wedge-${winner}-wins`;
+      const expect = await conflictingEdits(share, winner);
+      const before = appliedCount();
+      const killed = await runSync(share, { CLAWPEER_TEST_CRASH_AT: 'sync-apply' });
+      t.equal(killed.code, null, 'the client died at the step');
+      await listenerApplied(before + 1);
+      // The listener made and logged its conflict copy; the client has neither: its next sync
+      // receives the copy's revision and meets the same conflict itself, in one exchange.
+      await assertSettled(t, share, expect);
+    },
+  );
 }
 
 t.test('a sync killed with the conflict copy made and the live file not yet replaced', async (t) => {
@@ -128,7 +148,11 @@ t.test('a sync killed with the conflict copy made and the live file not yet repl
   const copies = (await readdir(client(share))).filter((n) => CONFLICT_NAME.test(n));
   t.equal(copies.length, 1, 'the copy is there');
   const copy = client(share, copies[0] ?? 'none');
-  t.not((await lstat(copy)).ino, (await lstat(client(share, 'notes.txt'))).ino, 'the copy is its own file, not a second name of notes.txt');
+  t.not(
+    (await lstat(copy)).ino,
+    (await lstat(client(share, 'notes.txt'))).ino,
+    'the copy is its own file, not a second name of notes.txt',
+  );
   t.equal(await readFile(copy, 'utf8'), expect.lose);
   await assertSettled(t, share, expect);
 });
@@ -141,55 +165,71 @@ t.test('a sync killed after changing the disk and before writing its log', async
   await assertSettled(t, share, expect);
 });
 
-t.test('a conflict copy the old code left as a second name of the live file is split off and the conflict finishes', async (t) => {
-  const share = 'aliased';
-  const expect = await conflictingEdits(share, 'server');
-  // What a kill between the old code's link(notes.txt, copy) and the publish left: the copy's
-  // name (the client's edit, which loses, under its conflict name) on the live file's inode.
-  const log = jsonLines((await runCli(['--home', b.home, 'sync', client(share), 'alice:' + share, '--json', '--dry-run'])).stdout);
-  const planned = log.find((l) => l['path'] === 'notes.txt' && l['change'] === 'conflict') ?? JSON.stringify(log);
-  const copyName = typeof planned === 'object' ? String(planned['copy']) : '';
-  t.match(copyName, CONFLICT_NAME, `the dry run names the copy: ${JSON.stringify(planned)}`);
-  await link(client(share, 'notes.txt'), client(share, copyName));
-  await assertSettled(t, share, expect);
-  await writeFile(client(share, 'notes.txt'), 'written after\n', { flag: 'a' });
-  t.equal(await readFile(client(share, copyName), 'utf8'), expect.lose, 'appending to notes.txt leaves the copy alone');
-});
+t.test(
+  'a conflict copy the old code left as a second name of the live file is split off and the conflict finishes',
+  async (t) => {
+    const share = 'aliased';
+    const expect = await conflictingEdits(share, 'server');
+    // What a kill between the old code's link(notes.txt, copy) and the publish left: the copy's
+    // name (the client's edit, which loses, under its conflict name) on the live file's inode.
+    const log = jsonLines(
+      (await runCli(['--home', b.home, 'sync', client(share), 'alice:' + share, '--json', '--dry-run'])).stdout,
+    );
+    const planned = log.find((l) => l['path'] === 'notes.txt' && l['change'] === 'conflict') ?? JSON.stringify(log);
+    const copyName = typeof planned === 'object' ? String(planned['copy']) : '';
+    t.match(copyName, CONFLICT_NAME, `the dry run names the copy: ${JSON.stringify(planned)}`);
+    await link(client(share, 'notes.txt'), client(share, copyName));
+    await assertSettled(t, share, expect);
+    await writeFile(client(share, 'notes.txt'), 'written after\n', { flag: 'a' });
+    t.equal(
+      await readFile(client(share, copyName), 'utf8'),
+      expect.lose,
+      'appending to notes.txt leaves the copy alone',
+    );
+  },
+);
 
 for (const side of ['server', 'client'] as const) {
-  t.test(`a file already at the conflict copy's name (${side} side) is a conflict in turn, settled alike on both sides`, async (t) => {
-    const share = `taken-${side}`;
-    const expect = await conflictingEdits(share, 'server'); // the client's edit loses
-    const loserNs = (await lstat(client(share, 'notes.txt'), { bigint: true })).mtimeNs;
-    const copyName = conflictPath('notes.txt', loserNs, b.id);
-    if (side === 'client') {
-      // The edit is recorded before the user's file appears (as the listener's scan does on its
-      // side): recorded in one scan, the file's revision would count as seen by the loser's
-      // vector (one counter per node) and be replaced by the copy, kept in history only.
-      const store = await RevisionStore.open(client(share), { nodeId: b.id });
-      try {
-        await scanFolder(store, client(share), { chunking: DEFAULT_CHUNKING });
-      } finally {
-        await store.close();
+  t.test(
+    `a file already at the conflict copy's name (${side} side) is a conflict in turn, settled alike on both sides`,
+    async (t) => {
+      const share = `taken-${side}`;
+      const expect = await conflictingEdits(share, 'server'); // the client's edit loses
+      const loserNs = (await lstat(client(share, 'notes.txt'), { bigint: true })).mtimeNs;
+      const copyName = conflictPath('notes.txt', loserNs, b.id);
+      if (side === 'client') {
+        // The edit is recorded before the user's file appears (as the listener's scan does on its
+        // side): recorded in one scan, the file's revision would count as seen by the loser's
+        // vector (one counter per node) and be replaced by the copy, kept in history only.
+        const store = await RevisionStore.open(client(share), { nodeId: b.id });
+        try {
+          await scanFolder(store, client(share), { chunking: DEFAULT_CHUNKING });
+        } finally {
+          await store.close();
+        }
       }
-    }
-    // A user's file of that very name, newer than the loser: it keeps the name, the loser moves on.
-    const user = 'a file of the user that happens to have the name\n';
-    await writeFile(path.join(side === 'server' ? server(share) : client(share), copyName), user);
-    const r = await runSync(share);
-    t.equal(r.code, 0, r.stderr);
-    t.match(jsonLines(r.stdout).at(-1), { event: 'done', inSync: true });
-    t.notMatch(r.stderr, 'already taken');
-    const second = conflictPath(copyName, loserNs, b.id);
-    for (const dir of [client(share), server(share)]) {
-      t.equal(await readFile(path.join(dir, 'notes.txt'), 'utf8'), expect.win, `${dir}: the winner`);
-      t.equal(await readFile(path.join(dir, copyName), 'utf8'), user, `${dir}: the user's file keeps its name`);
-      t.equal(await readFile(path.join(dir, second), 'utf8'), expect.lose, `${dir}: the loser under the copy's own conflict name`);
-      await assertNoAliases(t, dir);
-    }
-    t.same(await snapshot(client(share)), await snapshot(server(share)), 'the folders match');
-    t.match(await sync(share), { roundTrips: 1, inSync: true }, 'and the logs converged');
-  });
+      // A user's file of that very name, newer than the loser: it keeps the name, the loser moves on.
+      const user = 'a file of the user that happens to have the name\n';
+      await writeFile(path.join(side === 'server' ? server(share) : client(share), copyName), user);
+      const r = await runSync(share);
+      t.equal(r.code, 0, r.stderr);
+      t.match(jsonLines(r.stdout).at(-1), { event: 'done', inSync: true });
+      t.notMatch(r.stderr, 'already taken');
+      const second = conflictPath(copyName, loserNs, b.id);
+      for (const dir of [client(share), server(share)]) {
+        t.equal(await readFile(path.join(dir, 'notes.txt'), 'utf8'), expect.win, `${dir}: the winner`);
+        t.equal(await readFile(path.join(dir, copyName), 'utf8'), user, `${dir}: the user's file keeps its name`);
+        t.equal(
+          await readFile(path.join(dir, second), 'utf8'),
+          expect.lose,
+          `${dir}: the loser under the copy's own conflict name`,
+        );
+        await assertNoAliases(t, dir);
+      }
+      t.same(await snapshot(client(share)), await snapshot(server(share)), 'the folders match');
+      t.match(await sync(share), { roundTrips: 1, inSync: true }, 'and the logs converged');
+    },
+  );
 }
 
 t.test('a listener killed at each step of settling a conflict: restarted, the next sync finishes it', async (t) => {
@@ -205,7 +245,8 @@ t.test('a listener killed at each step of settling a conflict: restarted, the ne
     const port = l.port;
     t.teardown(() => l.stop('SIGKILL'));
     await pairAdd(b.home, c.id, `carol-${step}`, `127.0.0.1:${port}`);
-    const run = (env: NodeJS.ProcessEnv = {}): Promise<CliResult> => runCli(['--home', b.home, 'sync', mine, `carol-${step}:f`, '--json'], { env });
+    const run = (env: NodeJS.ProcessEnv = {}): Promise<CliResult> =>
+      runCli(['--home', b.home, 'sync', mine, `carol-${step}:f`, '--json'], { env });
     await writeFile(path.join(dir, 'notes.txt'), 'base\n');
     t.equal((await run()).code, 0);
     await l.stop();
@@ -226,7 +267,11 @@ t.test('a listener killed at each step of settling a conflict: restarted, the ne
       t.equal(await readFile(path.join(side, 'notes.txt'), 'utf8'), 'client edit, newer\n', `${side}: the winner`);
       const copies = (await readdir(side)).filter((n) => CONFLICT_NAME.test(n));
       t.equal(copies.length, 1, `${side}: one copy in ${copies.join(', ')}`);
-      t.equal(await readFile(path.join(side, copies[0] ?? 'none'), 'utf8'), 'listener edit, older\n', `${side}: the loser's bytes`);
+      t.equal(
+        await readFile(path.join(side, copies[0] ?? 'none'), 'utf8'),
+        'listener edit, older\n',
+        `${side}: the loser's bytes`,
+      );
       await assertNoAliases(t, side);
     }
     t.same(await snapshot(mine), await snapshot(dir), 'the folders match');

@@ -10,7 +10,7 @@ t.teardown(() => listener.stop('SIGKILL'));
 // Found by seed 1002 (5 nodes, 60 steps): three nodes wrote the same (empty) bytes to one path
 // before syncing; every node took the winner's revision, but a node whose file already had
 // those bytes kept its own mtime, so the folders never became identical.
-t.test('concurrent writes of the same bytes: both sides end with the winner\'s mtime', async (t) => {
+t.test("concurrent writes of the same bytes: both sides end with the winner's mtime", async (t) => {
   await mkdir(client('same'), { recursive: true });
   await writeFile(server('same', 'a.txt'), 'same\n');
   await writeFile(client('same', 'a.txt'), 'same\n');

@@ -6,7 +6,11 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { initNode, jsonLines, runCli } from './cli-harness.js';
 import { startSyncPair } from '../support/sync-pair-rig.js';
 
-const { a, b, listener, server, client, sync, revisions } = await startSyncPair(['ha', 'hb'], ['gc', 'restore'], 'synchist');
+const { a, b, listener, server, client, sync, revisions } = await startSyncPair(
+  ['ha', 'hb'],
+  ['gc', 'restore'],
+  'synchist',
+);
 t.teardown(() => listener.stop('SIGKILL'));
 
 t.test('gc on one side, then sync: the revisions stay dropped on this side and go on the other', async (t) => {
@@ -41,45 +45,80 @@ t.test('gc on one side, then sync: the revisions stay dropped on this side and g
   t.equal(await readFile(client('gc', 'f.txt'), 'utf8'), 'v5\n');
 });
 
-t.test('restore of a file deleted here fetches its content from the peer; where nothing has it, it says so', async (t) => {
-  await mkdir(client('restore'), { recursive: true });
-  await writeFile(client('restore', 'delete-me.txt'), 'precious\n');
-  await writeFile(client('restore', 'gone.txt'), 'first\n');
-  await sync('restore');
-  await rm(client('restore', 'delete-me.txt'));
-  await writeFile(client('restore', 'gone.txt'), 'second\n'); // overwritten here: only the peer keeps 'first'
-  await sync('restore');
+t.test(
+  'restore of a file deleted here fetches its content from the peer; where nothing has it, it says so',
+  async (t) => {
+    await mkdir(client('restore'), { recursive: true });
+    await writeFile(client('restore', 'delete-me.txt'), 'precious\n');
+    await writeFile(client('restore', 'gone.txt'), 'first\n');
+    await sync('restore');
+    await rm(client('restore', 'delete-me.txt'));
+    await writeFile(client('restore', 'gone.txt'), 'second\n'); // overwritten here: only the peer keeps 'first'
+    await sync('restore');
 
-  const created = (await revisions(b.home, client('restore', 'delete-me.txt'))).find((e) => e['what'] === 'created');
-  if (created === undefined) throw new Error('no created revision');
-  // No --from: the folder remembers the peer and share it syncs with.
-  const restored = await runCli(['--home', b.home, 'restore', client('restore', 'delete-me.txt'), '--rev', String(created['id']).slice(0, 12), '--json']);
-  t.equal(restored.code, 0, restored.stderr);
-  t.equal(await readFile(client('restore', 'delete-me.txt'), 'utf8'), 'precious\n');
-  t.match(jsonLines(restored.stdout)[0], { event: 'restored', path: 'delete-me.txt', fetchedFrom: 'alice' });
-  await sync('restore');
-  t.equal(await readFile(server('restore', 'delete-me.txt'), 'utf8'), 'precious\n', 'the restore is an edit that syncs');
+    const created = (await revisions(b.home, client('restore', 'delete-me.txt'))).find((e) => e['what'] === 'created');
+    if (created === undefined) throw new Error('no created revision');
+    // No --from: the folder remembers the peer and share it syncs with.
+    const restored = await runCli([
+      '--home',
+      b.home,
+      'restore',
+      client('restore', 'delete-me.txt'),
+      '--rev',
+      String(created['id']).slice(0, 12),
+      '--json',
+    ]);
+    t.equal(restored.code, 0, restored.stderr);
+    t.equal(await readFile(client('restore', 'delete-me.txt'), 'utf8'), 'precious\n');
+    t.match(jsonLines(restored.stdout)[0], { event: 'restored', path: 'delete-me.txt', fetchedFrom: 'alice' });
+    await sync('restore');
+    t.equal(
+      await readFile(server('restore', 'delete-me.txt'), 'utf8'),
+      'precious\n',
+      'the restore is an edit that syncs',
+    );
 
-  // The peer's gc drops its history copy of 'first': then nothing in the pair has it.
-  const first = (await revisions(b.home, client('restore', 'gone.txt'))).find((e) => e['what'] === 'created');
-  if (first === undefined) throw new Error('no first revision');
-  const bad = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'trashcan:soon']);
-  t.not(bad.code, 0);
-  t.match(bad.stderr, /versioning "trashcan:soon" is not valid/, 'a bad --policy is named');
-  const recent = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'trashcan:30', '--json']);
-  t.equal(recent.code, 0, recent.stderr);
-  t.match(jsonLines(recent.stdout)[0], { event: 'gc', removedRevisions: 0 }, 'trashcan:30 keeps what was replaced minutes ago');
-  const gc = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'keep-last:1']);
-  t.equal(gc.code, 0, gc.stderr);
-  const lost = await runCli(['--home', b.home, 'restore', client('restore', 'gone.txt'), '--rev', String(first['id']), '--from', 'alice:restore']);
-  t.equal(lost.code, 1, lost.stderr);
-  t.match(lost.stderr, /kept neither here nor by alice: nothing in the pair has it any more/);
-  t.equal(await readFile(client('restore', 'gone.txt'), 'utf8'), 'second\n', 'nothing changed');
+    // The peer's gc drops its history copy of 'first': then nothing in the pair has it.
+    const first = (await revisions(b.home, client('restore', 'gone.txt'))).find((e) => e['what'] === 'created');
+    if (first === undefined) throw new Error('no first revision');
+    const bad = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'trashcan:soon']);
+    t.not(bad.code, 0);
+    t.match(bad.stderr, /versioning "trashcan:soon" is not valid/, 'a bad --policy is named');
+    const recent = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'trashcan:30', '--json']);
+    t.equal(recent.code, 0, recent.stderr);
+    t.match(
+      jsonLines(recent.stdout)[0],
+      { event: 'gc', removedRevisions: 0 },
+      'trashcan:30 keeps what was replaced minutes ago',
+    );
+    const gc = await runCli(['--home', a.home, 'gc', server('restore'), '--policy', 'keep-last:1']);
+    t.equal(gc.code, 0, gc.stderr);
+    const lost = await runCli([
+      '--home',
+      b.home,
+      'restore',
+      client('restore', 'gone.txt'),
+      '--rev',
+      String(first['id']),
+      '--from',
+      'alice:restore',
+    ]);
+    t.equal(lost.code, 1, lost.stderr);
+    t.match(lost.stderr, /kept neither here nor by alice: nothing in the pair has it any more/);
+    t.equal(await readFile(client('restore', 'gone.txt'), 'utf8'), 'second\n', 'nothing changed');
 
-  // Without the node's home there is no key to fetch with: the message says which --home to pass.
-  const other = await initNode('hc');
-  const noKey = await runCli(['--home', other.home, 'restore', client('restore', 'gone.txt'), '--rev', String(first['id'])]);
-  t.not(noKey.code, 0);
-  t.match(noKey.stderr, /pass the --home of the node that syncs this folder/);
-  t.notMatch(noKey.stderr, /clawpeer init/);
-});
+    // Without the node's home there is no key to fetch with: the message says which --home to pass.
+    const other = await initNode('hc');
+    const noKey = await runCli([
+      '--home',
+      other.home,
+      'restore',
+      client('restore', 'gone.txt'),
+      '--rev',
+      String(first['id']),
+    ]);
+    t.not(noKey.code, 0);
+    t.match(noKey.stderr, /pass the --home of the node that syncs this folder/);
+    t.notMatch(noKey.stderr, /clawpeer init/);
+  },
+);

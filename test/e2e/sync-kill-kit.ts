@@ -51,7 +51,14 @@ export interface KillScheduleResult {
   readonly failures: string[];
   /** What happened, step by step (print the tail on failure). */
   readonly log: string[];
-  readonly stats: { syncs: number; completed: number; clientKills: number; listenerKills: number; failedSyncs: number; errorCodes: Record<string, number> };
+  readonly stats: {
+    syncs: number;
+    completed: number;
+    clientKills: number;
+    listenerKills: number;
+    failedSyncs: number;
+    errorCodes: Record<string, number>;
+  };
 }
 
 export interface KillNode {
@@ -65,7 +72,15 @@ const SHARE = 'f';
 /** File names the schedule uses: few, so changes collide (conflicts) often. */
 const NAMES = ['a.txt', 'b.bin', 'c.txt', 'd/e.txt', 'd/f.bin', 'g.txt'];
 /** Errors a kill may cause; any other failure of a sync is a bug. */
-const KILL_ERRORS = new Set(['CONNECTION_CLOSED', 'TIMEOUT', 'UNREACHABLE', 'PEER_BUSY', 'FOLDER_BUSY', 'CANCELLED', 'ABORTED']);
+const KILL_ERRORS = new Set([
+  'CONNECTION_CLOSED',
+  'TIMEOUT',
+  'UNREACHABLE',
+  'PEER_BUSY',
+  'FOLDER_BUSY',
+  'CANCELLED',
+  'ABORTED',
+]);
 
 /** A sync may still fail for a kill this long ago (the listener's side of a killed client's session lives until its idle timeout). */
 const RECENT_KILL_MS = 30_000;
@@ -144,7 +159,14 @@ export class KillWorld {
   readonly cleanDeletes = new Set<string>();
   /** Per path, the nodes that changed it since the last converged sync. */
   readonly touched = new Map<string, Set<number>>();
-  readonly stats: KillScheduleResult['stats'] = { syncs: 0, completed: 0, clientKills: 0, listenerKills: 0, failedSyncs: 0, errorCodes: {} };
+  readonly stats: KillScheduleResult['stats'] = {
+    syncs: 0,
+    completed: 0,
+    clientKills: 0,
+    listenerKills: 0,
+    failedSyncs: 0,
+    errorCodes: {},
+  };
   listener!: RunningListener;
   port = 0;
   #writes = 0;
@@ -173,7 +195,8 @@ export class KillWorld {
     const world = new KillWorld(work, nodes, prng(o.seed), o);
     world.listener = await startListenerOn(hub.home, 0, ['--share', `${SHARE}=${hub.dir}`]);
     world.port = world.listener.port;
-    for (const n of nodes.slice(1)) await new PeerStore(path.join(n.home, 'peers.json')).add(hub.id, 'hub', `127.0.0.1:${world.port}`);
+    for (const n of nodes.slice(1))
+      await new PeerStore(path.join(n.home, 'peers.json')).add(hub.id, 'hub', `127.0.0.1:${world.port}`);
     return world;
   }
 
@@ -219,7 +242,12 @@ export class KillWorld {
   #content(): Buffer {
     const n = ++this.#writes;
     const roll = this.random();
-    const size = roll < 0.15 ? this.#int(this.o.bigBytes ?? 3 << 20, this.o.bigBytes ?? 3 << 20) : roll < 0.3 ? this.#int(100_000, 600_000) : this.#int(1, 4000);
+    const size =
+      roll < 0.15
+        ? this.#int(this.o.bigBytes ?? 3 << 20, this.o.bigBytes ?? 3 << 20)
+        : roll < 0.3
+          ? this.#int(100_000, 600_000)
+          : this.#int(1, 4000);
     const body = seededBytes(this.o.seed * 100_003 + n, size);
     body.write(`#${n} `, 0, 'latin1'); // never two writes with one content
     return body;
@@ -272,7 +300,9 @@ export class KillWorld {
       await rm(path.join(node.dir, ...target.split('/')));
       this.#touch(target, node.index);
       if (others.length === 0) this.cleanDeletes.add(target);
-      this.note(`step ${step}: node${node.index} delete ${target}${others.length === 0 ? '' : ' (concurrent with an edit elsewhere)'}`);
+      this.note(
+        `step ${step}: node${node.index} delete ${target}${others.length === 0 ? '' : ' (concurrent with an edit elsewhere)'}`,
+      );
     } else if (roll < 0.7) {
       const free = NAMES.filter((n) => !existing.includes(n));
       if (free.length === 0) return this.change(step);
@@ -301,7 +331,10 @@ export class KillWorld {
     await this.listener.stop('SIGKILL');
     for (let attempt = 0; ; attempt++) {
       try {
-        this.listener = await startListenerOn(this.nodes[0]!.home, this.port, ['--share', `${SHARE}=${this.nodes[0]!.dir}`]);
+        this.listener = await startListenerOn(this.nodes[0]!.home, this.port, [
+          '--share',
+          `${SHARE}=${this.nodes[0]!.dir}`,
+        ]);
         return;
       } catch (err) {
         if (attempt >= 10) throw err;
@@ -311,10 +344,18 @@ export class KillWorld {
   }
 
   /** One sync of `client` with node 0, maybe killed; judges its outcome. Returns whether it completed in sync. */
-  async sync(client: KillNode, what: string, kill: 'client' | 'listener' | undefined): Promise<{ completed: boolean; inSync: boolean }> {
+  async sync(
+    client: KillNode,
+    what: string,
+    kill: 'client' | 'listener' | undefined,
+  ): Promise<{ completed: boolean; inSync: boolean }> {
     this.stats.syncs++;
     const started = Date.now();
-    const run: CliRun = spawnCli(client.home, ['sync', client.dir, `hub:${SHARE}`, ...(this.o.syncArgs ?? [])], this.o.syncEnv);
+    const run: CliRun = spawnCli(
+      client.home,
+      ['sync', client.dir, `hub:${SHARE}`, ...(this.o.syncArgs ?? [])],
+      this.o.syncEnv,
+    );
     let killed = false;
     let killer: Promise<void> = Promise.resolve();
     if (kill !== undefined) {
@@ -340,7 +381,10 @@ export class KillWorld {
       })();
     }
     let hangTimer: NodeJS.Timeout | undefined;
-    const code = await Promise.race([run.exited, new Promise<'hung'>((resolve) => (hangTimer = setTimeout(resolve, SYNC_HANG_MS, 'hung')))]);
+    const code = await Promise.race([
+      run.exited,
+      new Promise<'hung'>((resolve) => (hangTimer = setTimeout(resolve, SYNC_HANG_MS, 'hung'))),
+    ]);
     clearTimeout(hangTimer);
     await killer;
     const ms = Date.now() - started;
@@ -353,22 +397,30 @@ export class KillWorld {
     const error = run.events.find((e) => e['event'] === 'error');
     const errorMessage = typeof error?.['message'] === 'string' ? error['message'] : undefined;
     if (code === 0) {
-      if (done === undefined) this.fail(`${what}: sync exited 0 without its done record (${ms} ms); stdout ${JSON.stringify(run.events.slice(-3))} stderr ${run.stderr().slice(-300)}`);
+      if (done === undefined)
+        this.fail(
+          `${what}: sync exited 0 without its done record (${ms} ms); stdout ${JSON.stringify(run.events.slice(-3))} stderr ${run.stderr().slice(-300)}`,
+        );
       this.stats.completed++;
       const inSync = done?.['inSync'] === true;
-      this.note(`  ${what}: done in ${ms} ms, inSync ${String(inSync)}, conflicts ${String(done?.['conflicts'])}${killed ? ` (finished despite the ${String(kill)} kill)` : ''}`);
+      this.note(
+        `  ${what}: done in ${ms} ms, inSync ${String(inSync)}, conflicts ${String(done?.['conflicts'])}${killed ? ` (finished despite the ${String(kill)} kill)` : ''}`,
+      );
       return { completed: done !== undefined, inSync };
     }
     this.stats.failedSyncs++;
-    const codeName = typeof error?.['code'] === 'string' ? error['code'] : code === null ? 'SIGKILL' : `exit ${String(code)}`;
+    const codeName =
+      typeof error?.['code'] === 'string' ? error['code'] : code === null ? 'SIGKILL' : `exit ${String(code)}`;
     this.stats.errorCodes[codeName] = (this.stats.errorCodes[codeName] ?? 0) + 1;
     this.note(`  ${what}: exit ${String(code)} ${codeName} in ${ms} ms: ${(errorMessage ?? '').slice(0, 200)}`);
     if (code === null) {
       if (!(killed && kill === 'client')) this.fail(`${what}: sync died of a signal nobody sent`);
     } else if (!killed && !(KILL_ERRORS.has(codeName) && Date.now() - this.#lastKillAt < RECENT_KILL_MS)) {
-      this.fail(`${what}: sync failed with no kill: ${codeName}: ${(errorMessage ?? run.stderr().slice(-300))}`);
-    }
-    else if (!KILL_ERRORS.has(codeName)) this.fail(`${what}: a ${String(kill)} kill made the sync fail with ${codeName}, not a connection error: ${(errorMessage ?? run.stderr().slice(-300))}`);
+      this.fail(`${what}: sync failed with no kill: ${codeName}: ${errorMessage ?? run.stderr().slice(-300)}`);
+    } else if (!KILL_ERRORS.has(codeName))
+      this.fail(
+        `${what}: a ${String(kill)} kill made the sync fail with ${codeName}, not a connection error: ${errorMessage ?? run.stderr().slice(-300)}`,
+      );
     return { completed: false, inSync: false };
   }
 
@@ -377,7 +429,8 @@ export class KillWorld {
     const folders = await Promise.all(this.nodes.map((n) => readFolder(n.dir)));
     const first = folders[0]!;
     for (const [p, f] of first) {
-      if (folders.every((m) => m.get(p)?.digest === f.digest)) this.agreed.set(f.digest, new Set(this.nodes.map((n) => n.index)));
+      if (folders.every((m) => m.get(p)?.digest === f.digest))
+        this.agreed.set(f.digest, new Set(this.nodes.map((n) => n.index)));
     }
     this.touched.clear();
   }
@@ -404,12 +457,17 @@ export class KillWorld {
     const history = new Set<string>();
     for (const n of this.nodes) for (const d of await historyDigests(n.dir)) history.add(d);
     for (const [i, m] of folders.entries()) {
-      for (const [p, f] of m) if (!this.written.has(f.digest)) this.fail(`node${i} ${p} holds content that was never written`);
+      for (const [p, f] of m)
+        if (!this.written.has(f.digest)) this.fail(`node${i} ${p} holds content that was never written`);
     }
-    for (const d of history) if (!this.written.has(d)) this.fail(`a history blob holds content that was never written (${d.slice(0, 12)})`);
-    for (const d of this.agreed.keys()) if (!present.has(d) && !history.has(d)) this.fail(`a version every node held after a completed sync is gone (${d.slice(0, 12)})`);
+    for (const d of history)
+      if (!this.written.has(d)) this.fail(`a history blob holds content that was never written (${d.slice(0, 12)})`);
+    for (const d of this.agreed.keys())
+      if (!present.has(d) && !history.has(d))
+        this.fail(`a version every node held after a completed sync is gone (${d.slice(0, 12)})`);
     for (const p of this.cleanDeletes) {
-      for (const [i, m] of folders.entries()) if (m.has(p)) this.fail(`${p} was deleted (no concurrent edit) but is back on node${i}`);
+      for (const [i, m] of folders.entries())
+        if (m.has(p)) this.fail(`${p} was deleted (no concurrent edit) but is back on node${i}`);
     }
   }
 
@@ -429,7 +487,8 @@ export async function runKillSchedule(o: KillScheduleOptions): Promise<KillSched
       await world.change(step);
       const client = clients[Math.floor(random() * clients.length)]!;
       const roll = random();
-      const kill = roll < o.clientKillRate ? 'client' : roll < o.clientKillRate + o.listenerKillRate ? 'listener' : undefined;
+      const kill =
+        roll < o.clientKillRate ? 'client' : roll < o.clientKillRate + o.listenerKillRate ? 'listener' : undefined;
       const r = await world.sync(client, `step ${step} sync node${client.index}`, kill);
       // With one client, a completed in-sync sync means both nodes agree; with more, only the
       // two that synced do (agreement across N nodes is the N-device test's to add).
@@ -444,7 +503,9 @@ export async function runKillSchedule(o: KillScheduleOptions): Promise<KillSched
         const r = await world.sync(c, `settle ${round} node${c.index}`, undefined);
         all &&= r.completed && r.inSync;
       }
-      if (all && clients.length > 1) for (const c of clients) all &&= (await world.sync(c, `settle ${round} recheck node${c.index}`, undefined)).inSync;
+      if (all && clients.length > 1)
+        for (const c of clients)
+          all &&= (await world.sync(c, `settle ${round} recheck node${c.index}`, undefined)).inSync;
       settled = all;
     }
     if (!settled) world.fail(`the nodes did not converge within ${rounds} rounds of syncs without kills`);

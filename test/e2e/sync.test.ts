@@ -21,7 +21,26 @@ async function snapshot(root: string): Promise<TreeItem[]> {
   return (await fullSnapshot(root)).map((i) => (i.kind === 'dir' ? { ...i, mtimeS: 0 } : i));
 }
 
-const rig = await startSyncPair(['sa', 'sb'], ['two', 'edits', 'conflict', 'ro', 'kill', 'zstd', 'watch', 'peerwatch', 'progress', 'capped', 'dry', 'ignored', 'space', 'links'], 'sync');
+const rig = await startSyncPair(
+  ['sa', 'sb'],
+  [
+    'two',
+    'edits',
+    'conflict',
+    'ro',
+    'kill',
+    'zstd',
+    'watch',
+    'peerwatch',
+    'progress',
+    'capped',
+    'dry',
+    'ignored',
+    'space',
+    'links',
+  ],
+  'sync',
+);
 const { a, b, work, listener, server, client, sync } = rig;
 t.teardown(() => listener.stop('SIGKILL'));
 
@@ -42,21 +61,29 @@ t.test('sync --bwlimit caps what this side sends, and the listener sends within 
   await writeFile(server('capped', 'down.bin'), randomBytes(512 << 10));
   const down = await sync('capped', ['--bwlimit', '512KiB']);
   t.match(down, { inSync: true, revisionsReceived: 1 });
-  t.ok(Number(down['seconds']) >= minSeconds, `receiving 512 KiB took ${String(down['seconds'])} s: the listener kept to the asked rate`);
+  t.ok(
+    Number(down['seconds']) >= minSeconds,
+    `receiving 512 KiB took ${String(down['seconds'])} s: the listener kept to the asked rate`,
+  );
   t.same(await snapshot(client('capped')), await snapshot(server('capped')), 'converged');
 });
 
-t.test('content that cannot fit on this side\'s disk is refused before it is written, naming the folder; with room the sync completes', async (t) => {
-  await mkdir(client('space'), { recursive: true });
-  await writeFile(server('space', 'big.bin'), randomBytes(64 << 10));
-  // The disk check sees at most 1 KiB free (test hook): less than the margin it keeps, whatever the disk.
-  const r = await runCli(['--home', b.home, 'sync', client('space'), 'alice:space', '--json'], { env: { CLAWPEER_TEST_FREE_BYTES: '1024' } });
-  t.equal(r.code, 1, r.stderr);
-  t.match(r.stderr, `not enough disk space in ${client('space')}: it writes 64.0 KiB and 1.0 KiB are free`);
-  t.notOk(existsSync(client('space', 'big.bin')), 'nothing was published');
-  t.match(await sync('space'), { inSync: true, revisionsReceived: 1 });
-  t.same(await snapshot(client('space')), await snapshot(server('space')));
-});
+t.test(
+  "content that cannot fit on this side's disk is refused before it is written, naming the folder; with room the sync completes",
+  async (t) => {
+    await mkdir(client('space'), { recursive: true });
+    await writeFile(server('space', 'big.bin'), randomBytes(64 << 10));
+    // The disk check sees at most 1 KiB free (test hook): less than the margin it keeps, whatever the disk.
+    const r = await runCli(['--home', b.home, 'sync', client('space'), 'alice:space', '--json'], {
+      env: { CLAWPEER_TEST_FREE_BYTES: '1024' },
+    });
+    t.equal(r.code, 1, r.stderr);
+    t.match(r.stderr, `not enough disk space in ${client('space')}: it writes 64.0 KiB and 1.0 KiB are free`);
+    t.notOk(existsSync(client('space', 'big.bin')), 'nothing was published');
+    t.match(await sync('space'), { inSync: true, revisionsReceived: 1 });
+    t.same(await snapshot(client('space')), await snapshot(server('space')));
+  },
+);
 
 t.test('new files both ways converge; then a no-op sync is one round trip under 200 bytes', async (t) => {
   await mkdir(client('two', 'docs'), { recursive: true });
@@ -65,7 +92,27 @@ t.test('new files both ways converge; then a no-op sync is one round trip under 
   await mkdir(server('two', 'empty'), { recursive: true });
   const first = await sync('two');
   t.match(first, { event: 'done', inSync: true, revisionsSent: 2, conflicts: 0 });
-  t.same(Object.keys(first).filter((k) => k !== 'lines').sort(), ['chunksSent', 'conflicts', 'event', 'inSync', 'path', 'reconcileBytes', 'resident', 'revisionsReceived', 'revisionsSent', 'roundTrips', 'rttMs', 'scanned', 'seconds', 'wireBytes'].sort());
+  t.same(
+    Object.keys(first)
+      .filter((k) => k !== 'lines')
+      .sort(),
+    [
+      'chunksSent',
+      'conflicts',
+      'event',
+      'inSync',
+      'path',
+      'reconcileBytes',
+      'resident',
+      'revisionsReceived',
+      'revisionsSent',
+      'roundTrips',
+      'rttMs',
+      'scanned',
+      'seconds',
+      'wireBytes',
+    ].sort(),
+  );
   t.equal(first['path'], 'direct', 'the path the session took');
   t.same(await snapshot(client('two')), await snapshot(server('two')));
   const again = await sync('two');
@@ -73,24 +120,32 @@ t.test('new files both ways converge; then a no-op sync is one round trip under 
   t.ok((again['reconcileBytes'] as number) < 200, `reconcileBytes ${String(again['reconcileBytes'])} < 200`);
 });
 
-t.test('sync content travels zstd-compressed both ways; --no-compress sends it raw', { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false }, async (t) => {
-  const log = (tag: string): string => Array.from({ length: 30_000 }, (_, i) => `${tag} ${i} request served in ${i % 89} ms\n`).join('');
-  await mkdir(client('zstd'), { recursive: true });
-  await writeFile(client('zstd', 'up.log'), log('UP'));
-  const size = log('UP').length;
-  const up = await sync('zstd');
-  t.match(up, { inSync: true, revisionsSent: 1 });
-  t.ok((up['wireBytes'] as number) < 0.5 * size, `client to server: ${String(up['wireBytes'])} wire bytes for a ${size}-byte log`);
-  await writeFile(server('zstd', 'down.log'), log('DOWN'));
-  const down = await sync('zstd');
-  t.match(down, { inSync: true, revisionsReceived: 1 });
-  t.ok((down['wireBytes'] as number) < 0.5 * size, `server to client: ${String(down['wireBytes'])} wire bytes`);
-  await writeFile(client('zstd', 'raw.log'), log('RAW'));
-  const raw = await sync('zstd', ['--no-compress']);
-  t.match(raw, { inSync: true, revisionsSent: 1 });
-  t.ok((raw['wireBytes'] as number) >= size, `--no-compress: ${String(raw['wireBytes'])} wire bytes`);
-  t.same(await snapshot(client('zstd')), await snapshot(server('zstd')));
-});
+t.test(
+  'sync content travels zstd-compressed both ways; --no-compress sends it raw',
+  { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false },
+  async (t) => {
+    const log = (tag: string): string =>
+      Array.from({ length: 30_000 }, (_, i) => `${tag} ${i} request served in ${i % 89} ms\n`).join('');
+    await mkdir(client('zstd'), { recursive: true });
+    await writeFile(client('zstd', 'up.log'), log('UP'));
+    const size = log('UP').length;
+    const up = await sync('zstd');
+    t.match(up, { inSync: true, revisionsSent: 1 });
+    t.ok(
+      (up['wireBytes'] as number) < 0.5 * size,
+      `client to server: ${String(up['wireBytes'])} wire bytes for a ${size}-byte log`,
+    );
+    await writeFile(server('zstd', 'down.log'), log('DOWN'));
+    const down = await sync('zstd');
+    t.match(down, { inSync: true, revisionsReceived: 1 });
+    t.ok((down['wireBytes'] as number) < 0.5 * size, `server to client: ${String(down['wireBytes'])} wire bytes`);
+    await writeFile(client('zstd', 'raw.log'), log('RAW'));
+    const raw = await sync('zstd', ['--no-compress']);
+    t.match(raw, { inSync: true, revisionsSent: 1 });
+    t.ok((raw['wireBytes'] as number) >= size, `--no-compress: ${String(raw['wireBytes'])} wire bytes`);
+    t.same(await snapshot(client('zstd')), await snapshot(server('zstd')));
+  },
+);
 
 t.test('a file a sync publishes is certified warm: the next scan does not hash it again', async (t) => {
   await writeFile(server('two', 'old.bin'), randomBytes(5000));
@@ -109,17 +164,26 @@ t.test('a file a sync publishes is certified warm: the next scan does not hash i
   t.equal(scan.added + scan.changed + scan.deleted, 0, 'no change recorded');
 });
 
-t.test('a symlink in the peer\'s share that leads out of this folder is left out, and everything else still lands', async (t) => {
-  await mkdir(client('links'), { recursive: true });
-  await writeFile(server('links', 'doc.txt'), 'doc\n');
-  await symlink('doc.txt', server('links', 'near'));
-  await symlink('/etc/hostname', server('links', 'far'));
-  await symlink('../../elsewhere', server('links', 'up'));
-  const r = await sync('links');
-  const skipped = (r['lines'] as Record<string, unknown>[]).filter((l) => l['event'] === 'skipped').map((l) => l['path']);
-  t.same(skipped.sort(), ['far', 'up'], 'the two links out of the folder, named');
-  t.same((await snapshot(client('links'))).map((i) => `${i.kind} ${i.path}`), ['file doc.txt', 'symlink near'], 'the file and the link inside arrived');
-});
+t.test(
+  "a symlink in the peer's share that leads out of this folder is left out, and everything else still lands",
+  async (t) => {
+    await mkdir(client('links'), { recursive: true });
+    await writeFile(server('links', 'doc.txt'), 'doc\n');
+    await symlink('doc.txt', server('links', 'near'));
+    await symlink('/etc/hostname', server('links', 'far'));
+    await symlink('../../elsewhere', server('links', 'up'));
+    const r = await sync('links');
+    const skipped = (r['lines'] as Record<string, unknown>[])
+      .filter((l) => l['event'] === 'skipped')
+      .map((l) => l['path']);
+    t.same(skipped.sort(), ['far', 'up'], 'the two links out of the folder, named');
+    t.same(
+      (await snapshot(client('links'))).map((i) => `${i.kind} ${i.path}`),
+      ['file doc.txt', 'symlink near'],
+      'the file and the link inside arrived',
+    );
+  },
+);
 
 t.test('edits on both sides, delete vs edit, rename', async (t) => {
   await mkdir(client('edits'), { recursive: true });
@@ -140,8 +204,17 @@ t.test('edits on both sides, delete vs edit, rename', async (t) => {
   t.same(await snapshot(client('edits')), await snapshot(server('edits')));
   t.equal(await readFile(server('edits', 'a.txt'), 'utf8'), 'a v2 from the client\n');
   t.equal(await readFile(client('edits', 'b.txt'), 'utf8'), 'b v2 from the server\n');
-  t.equal(await readFile(server('edits', 'gone.txt'), 'utf8'), 'edited on the client: must survive the deletion\n', 'edit beats delete');
-  t.same((await readdir(server('edits'))).filter((n) => n !== '.clawpeer').sort(), ['a.txt', 'b.txt', 'gone.txt', 'new-name.bin']);
+  t.equal(
+    await readFile(server('edits', 'gone.txt'), 'utf8'),
+    'edited on the client: must survive the deletion\n',
+    'edit beats delete',
+  );
+  t.same((await readdir(server('edits'))).filter((n) => n !== '.clawpeer').sort(), [
+    'a.txt',
+    'b.txt',
+    'gone.txt',
+    'new-name.bin',
+  ]);
   t.equal(r['chunksSent'], 3, 'the renamed 300 KB file travels as no chunks; the three small edits as one chunk each');
 
   // History: the server's old a.txt is kept and can be restored.
@@ -151,12 +224,27 @@ t.test('edits on both sides, delete vs edit, rename', async (t) => {
   t.equal(revs.length, 2);
   const old = revs.find((e) => e['head'] === false);
   if (old === undefined) throw new Error('no old revision');
-  t.match(revs, [{ what: 'changed', by: 'bob', origin: b.id, head: true }, { what: 'created', by: 'this node', origin: a.id, head: false }], '--json: newest first, full ids kept');
+  t.match(
+    revs,
+    [
+      { what: 'changed', by: 'bob', origin: b.id, head: true },
+      { what: 'created', by: 'this node', origin: a.id, head: false },
+    ],
+    '--json: newest first, full ids kept',
+  );
   // The human log: newest first, with time, what happened, size and the pair's name, no long ids.
-  const human = (await runCli(['--home', a.home, 'log', server('edits')])).stdout.split('\n').filter((l) => l.length > 0);
+  const human = (await runCli(['--home', a.home, 'log', server('edits')])).stdout
+    .split('\n')
+    .filter((l) => l.length > 0);
   const aLines = human.filter((l) => / a\.txt /.test(l));
-  t.match(aLines, [/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}changed +a\.txt {2}21 B {2}by bob {2}rev [0-9a-f]{12} \(current\)$/, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}created +a\.txt {2}5 B {2}by this node {2}rev [0-9a-f]{12}$/]);
-  t.ok(human.some((l) => / {2}deleted +gone\.txt/.test(l) || / {2}changed +gone\.txt/.test(l)), 'deletions and edits are named');
+  t.match(aLines, [
+    /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}changed +a\.txt {2}21 B {2}by bob {2}rev [0-9a-f]{12} \(current\)$/,
+    /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}created +a\.txt {2}5 B {2}by this node {2}rev [0-9a-f]{12}$/,
+  ]);
+  t.ok(
+    human.some((l) => / {2}deleted +gone\.txt/.test(l) || / {2}changed +gone\.txt/.test(l)),
+    'deletions and edits are named',
+  );
   t.notMatch(human.join('\n'), /12D3KooW/, 'no node ids in the human form');
   const times = human.map((l) => l.slice(0, 19));
   t.same(times, [...times].sort().reverse(), 'newest first');
@@ -168,7 +256,11 @@ t.test('edits on both sides, delete vs edit, rename', async (t) => {
   t.notMatch(restored.stderr, /clawpeer init/);
   t.equal(await readFile(server('edits', 'a.txt'), 'utf8'), 'a v1\n');
   const after = jsonLines((await runCli(['log', server('edits', 'a.txt'), '--json'], { env: noHomeEnv })).stdout);
-  t.match(after[0], { head: true, origin: a.id, by: 'this node' }, 'the restore is an edit of the node that syncs the folder');
+  t.match(
+    after[0],
+    { head: true, origin: a.id, by: 'this node' },
+    'the restore is an edit of the node that syncs the folder',
+  );
   // The --home of another node is refused, saying what to pass.
   const foreign = await runCli(['--home', b.home, 'restore', server('edits', 'a.txt'), '--rev', String(old['id'])]);
   t.equal(foreign.code, 2, foreign.stderr);
@@ -198,54 +290,100 @@ t.test('a true conflict: the same winner on both sides, the loser kept as a conf
   t.match(await sync('conflict'), { roundTrips: 1, inSync: true });
 });
 
-t.test('sync --dry-run (-n) lists what would arrive, what would go and the conflicts, and changes neither side', async (t) => {
-  await mkdir(client('dry'), { recursive: true });
-  for (const name of ['keep.txt', 'edit-here.txt', 'edit-there.txt', 'gone.txt', 'clash.txt']) await writeFile(server('dry', name), `${name} v1\n`);
-  await sync('dry');
-  await writeFile(client('dry', 'edit-here.txt'), 'edited here\n');
-  await writeFile(client('dry', 'new-here.txt'), 'new here\n');
-  await writeFile(server('dry', 'edit-there.txt'), 'edited there, longer\n');
-  await mkdir(server('dry', 'new-there'));
-  await writeFile(server('dry', 'new-there', 'x.bin'), randomBytes(3000));
-  await rm(server('dry', 'gone.txt'));
-  await symlink('keep.txt', server('dry', 'link-there'));
-  await symlink('keep.txt', client('dry', 'link-here'));
-  await writeFile(client('dry', 'clash.txt'), 'clash: the client\n');
-  await age(client('dry', 'clash.txt'), 120);
-  await writeFile(server('dry', 'clash.txt'), 'clash: the server\n');
-  const before = { here: await snapshot(client('dry')), there: await snapshot(server('dry')) };
+t.test(
+  'sync --dry-run (-n) lists what would arrive, what would go and the conflicts, and changes neither side',
+  async (t) => {
+    await mkdir(client('dry'), { recursive: true });
+    for (const name of ['keep.txt', 'edit-here.txt', 'edit-there.txt', 'gone.txt', 'clash.txt'])
+      await writeFile(server('dry', name), `${name} v1\n`);
+    await sync('dry');
+    await writeFile(client('dry', 'edit-here.txt'), 'edited here\n');
+    await writeFile(client('dry', 'new-here.txt'), 'new here\n');
+    await writeFile(server('dry', 'edit-there.txt'), 'edited there, longer\n');
+    await mkdir(server('dry', 'new-there'));
+    await writeFile(server('dry', 'new-there', 'x.bin'), randomBytes(3000));
+    await rm(server('dry', 'gone.txt'));
+    await symlink('keep.txt', server('dry', 'link-there'));
+    await symlink('keep.txt', client('dry', 'link-here'));
+    await writeFile(client('dry', 'clash.txt'), 'clash: the client\n');
+    await age(client('dry', 'clash.txt'), 120);
+    await writeFile(server('dry', 'clash.txt'), 'clash: the server\n');
+    const before = { here: await snapshot(client('dry')), there: await snapshot(server('dry')) };
 
-  const r = await sync('dry', ['-n']);
-  const lines = r['lines'] as Record<string, unknown>[];
-  const listed = (event: string): string[] => lines.filter((l) => l['event'] === event).map((l) => `${String(l['change'])} ${String(l['path'])}`);
-  t.same(listed('would-receive'), ['conflict clash.txt', 'update edit-there.txt', 'delete gone.txt', 'create link-there', 'create new-there', 'create new-there/x.bin']);
-  t.same(listed('would-send'), ['conflict clash.txt', 'update edit-here.txt', 'create link-here', 'create new-here.txt'], 'create: the peer never had new-here.txt');
-  t.match(lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'link-there'), { kind: 'symlink', target: 'keep.txt' });
-  t.match(lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'new-there/x.bin'), { kind: 'file', bytes: 3000 });
-  t.match(lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'clash.txt'), { copy: /^clash\.sync-conflict-/ });
-  t.match(r, { event: 'done', dryRun: true, inSync: false, toReceive: 6, toSend: 4, conflicts: 1, bytesToSend: 'edited here\n'.length + 'new here\n'.length });
-  t.same({ here: await snapshot(client('dry')), there: await snapshot(server('dry')) }, before, 'neither side changed');
+    const r = await sync('dry', ['-n']);
+    const lines = r['lines'] as Record<string, unknown>[];
+    const listed = (event: string): string[] =>
+      lines.filter((l) => l['event'] === event).map((l) => `${String(l['change'])} ${String(l['path'])}`);
+    t.same(listed('would-receive'), [
+      'conflict clash.txt',
+      'update edit-there.txt',
+      'delete gone.txt',
+      'create link-there',
+      'create new-there',
+      'create new-there/x.bin',
+    ]);
+    t.same(
+      listed('would-send'),
+      ['conflict clash.txt', 'update edit-here.txt', 'create link-here', 'create new-here.txt'],
+      'create: the peer never had new-here.txt',
+    );
+    t.match(
+      lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'link-there'),
+      { kind: 'symlink', target: 'keep.txt' },
+    );
+    t.match(
+      lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'new-there/x.bin'),
+      { kind: 'file', bytes: 3000 },
+    );
+    t.match(
+      lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'clash.txt'),
+      { copy: /^clash\.sync-conflict-/ },
+    );
+    t.match(r, {
+      event: 'done',
+      dryRun: true,
+      inSync: false,
+      toReceive: 6,
+      toSend: 4,
+      conflicts: 1,
+      bytesToSend: 'edited here\n'.length + 'new here\n'.length,
+    });
+    t.same(
+      { here: await snapshot(client('dry')), there: await snapshot(server('dry')) },
+      before,
+      'neither side changed',
+    );
 
-  // The real sync does what the dry run said; after it, a dry run finds nothing.
-  t.match(await sync('dry'), { inSync: true, conflicts: 1 });
-  t.same(await snapshot(client('dry')), await snapshot(server('dry')));
-  t.match(await sync('dry', ['--dry-run']), { dryRun: true, inSync: true, toReceive: 0, toSend: 0 });
+    // The real sync does what the dry run said; after it, a dry run finds nothing.
+    t.match(await sync('dry'), { inSync: true, conflicts: 1 });
+    t.same(await snapshot(client('dry')), await snapshot(server('dry')));
+    t.match(await sync('dry', ['--dry-run']), { dryRun: true, inSync: true, toReceive: 0, toSend: 0 });
 
-  // Into a folder that does not exist: everything would arrive, and nothing is created.
-  const nowhere = path.join(work, 'client', 'dry-nowhere');
-  const fresh = await runCli(['--home', b.home, 'sync', nowhere, 'alice:dry', '-n']);
-  t.equal(fresh.code, 0, fresh.stderr);
-  t.match(fresh.stdout, /^receive +create +new-there\/x\.bin \(2\.9 KiB\)$/m);
-  t.match(fresh.stdout, /^receive +create +link-here -> keep\.txt$/m);
-  t.match(fresh.stdout, /dry run: 10 changes would arrive here .* 0 would go to the peer .*nothing was changed or sent/);
-  t.notOk(await lstat(nowhere).then(() => true, () => false), 'the missing folder was not created');
-  const notDir = await runCli(['--home', b.home, 'sync', client('dry', 'new-here.txt'), 'alice:dry', '-n']);
-  t.equal(notDir.code, 2, notDir.stderr);
-  t.match(notDir.stderr, /new-here\.txt is not a directory/);
-  const watching = await runCli(['--home', b.home, 'sync', client('dry'), 'alice:dry', '-n', '--watch']);
-  t.equal(watching.code, 2);
-  t.match(watching.stderr, /--dry-run plans one sync: it cannot be combined with --watch/);
-});
+    // Into a folder that does not exist: everything would arrive, and nothing is created.
+    const nowhere = path.join(work, 'client', 'dry-nowhere');
+    const fresh = await runCli(['--home', b.home, 'sync', nowhere, 'alice:dry', '-n']);
+    t.equal(fresh.code, 0, fresh.stderr);
+    t.match(fresh.stdout, /^receive +create +new-there\/x\.bin \(2\.9 KiB\)$/m);
+    t.match(fresh.stdout, /^receive +create +link-here -> keep\.txt$/m);
+    t.match(
+      fresh.stdout,
+      /dry run: 10 changes would arrive here .* 0 would go to the peer .*nothing was changed or sent/,
+    );
+    t.notOk(
+      await lstat(nowhere).then(
+        () => true,
+        () => false,
+      ),
+      'the missing folder was not created',
+    );
+    const notDir = await runCli(['--home', b.home, 'sync', client('dry', 'new-here.txt'), 'alice:dry', '-n']);
+    t.equal(notDir.code, 2, notDir.stderr);
+    t.match(notDir.stderr, /new-here\.txt is not a directory/);
+    const watching = await runCli(['--home', b.home, 'sync', client('dry'), 'alice:dry', '-n', '--watch']);
+    t.equal(watching.code, 2);
+    t.match(watching.stderr, /--dry-run plans one sync: it cannot be combined with --watch/);
+  },
+);
 
 t.test('.clawpeerignore: each side leaves out what its own file matches, and the logs still converge', async (t) => {
   await mkdir(client('ignored', 'build'), { recursive: true });
@@ -258,8 +396,16 @@ t.test('.clawpeerignore: each side leaves out what its own file matches, and the
   const first = await sync('ignored');
   t.match(first, { inSync: true, revisionsSent: 1, revisionsReceived: 2 });
   const names = async (dir: string): Promise<string[]> => (await readdir(dir)).filter((n) => n !== '.clawpeer').sort();
-  t.same(await names(server('ignored')), ['keep.txt', 'server.tmp', 'srv.txt'], 'nothing ignored here reached the server, nor the ignore file');
-  t.same(await names(client('ignored')), ['.clawpeerignore', 'build', 'keep.txt', 'scratch.tmp', 'srv.txt'], 'the server\'s .tmp file was not applied here');
+  t.same(
+    await names(server('ignored')),
+    ['keep.txt', 'server.tmp', 'srv.txt'],
+    'nothing ignored here reached the server, nor the ignore file',
+  );
+  t.same(
+    await names(client('ignored')),
+    ['.clawpeerignore', 'build', 'keep.txt', 'scratch.tmp', 'srv.txt'],
+    "the server's .tmp file was not applied here",
+  );
   // The client keeps the server's record of server.tmp: the next sync finds equal logs.
   t.match(await sync('ignored'), { inSync: true, roundTrips: 1, revisionsSent: 0, revisionsReceived: 0 });
   await writeFile(server('ignored', 'server.tmp'), 'changed on the server\n');
@@ -288,7 +434,9 @@ t.test('receive-only keeps local edits local and reports them; a newer remote re
   t.equal(await readFile(server('ro', 'mine.txt'), 'utf8'), 'v1\n', 'and not sent');
   t.notOk((await readdir(server('ro'))).includes('extra.txt'));
   t.match(r, { inSync: true, revisionsSent: 0 });
-  const reported = (r['lines'] as Record<string, unknown>[]).filter((l) => l['event'] === 'local-only').map((l) => l['path']);
+  const reported = (r['lines'] as Record<string, unknown>[])
+    .filter((l) => l['event'] === 'local-only')
+    .map((l) => l['path']);
   t.same(reported.sort(), ['extra.txt', 'mine.txt']);
 });
 
@@ -304,8 +452,10 @@ t.test('SIGKILL of the client mid-sync, then a rerun converges', async (t) => {
   // Killed once the listener is fetching big.bin (its resumable partial exists), so the listener
   // holds the share for that stale session.
   const partials = server('kill', '.clawpeer', 'partial');
-  const fetching = async (): Promise<boolean> => (await readdir(partials).catch(() => [] as string[])).some((n) => n.endsWith('.data'));
-  for (let waited = 0; !(await fetching()) && waited < 20_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  const fetching = async (): Promise<boolean> =>
+    (await readdir(partials).catch(() => [] as string[])).some((n) => n.endsWith('.data'));
+  for (let waited = 0; !(await fetching()) && waited < 20_000; waited += 50)
+    await new Promise((r) => setTimeout(r, 50));
   t.ok(await fetching(), 'the listener began fetching before the kill');
   child.kill('SIGKILL');
   await closed;
@@ -313,14 +463,34 @@ t.test('SIGKILL of the client mid-sync, then a rerun converges', async (t) => {
   t.match(r, { inSync: true });
   // The stale session would hold the share until the transport's idle timeout (15 s): the rerun
   // from the same peer superseded it instead of waiting.
-  t.match(listener.stderr(), /aborting an earlier sync or push of the same peer/, 'the rerun superseded the stale sync');
+  t.match(
+    listener.stderr(),
+    /aborting an earlier sync or push of the same peer/,
+    'the rerun superseded the stale sync',
+  );
   t.same(await snapshot(client('kill')), await snapshot(server('kill')));
   t.match(await sync('kill'), { roundTrips: 1, inSync: true });
 });
 
 /** `sync --watch` of `share` as a child process, with waits on its effects (20 s each at most). */
 function watching(t: Test, share: string, interval: string, extra: readonly string[] = []) {
-  const child = spawn(process.execPath, [CLI, '--home', b.home, 'sync', client(share), `alice:${share}`, '--watch', '--interval', interval, '--json', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      '--home',
+      b.home,
+      'sync',
+      client(share),
+      `alice:${share}`,
+      '--watch',
+      '--interval',
+      interval,
+      '--json',
+      ...extra,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -353,42 +523,59 @@ function watching(t: Test, share: string, interval: string, extra: readonly stri
 
 const content = (file: string): Promise<string | undefined> => readFile(file, 'utf8').catch(() => undefined);
 
-t.test('sync --watch follows local adds, edits and deletions, and the peer\'s changes, until SIGINT (exit 0)', async (t) => {
-  await mkdir(client('watch', 'sub'), { recursive: true });
-  await writeFile(client('watch', 'first.txt'), 'first\n');
-  const w = watching(t, 'watch', '1');
-  await w.until('the first sync', async () => (await content(server('watch', 'first.txt'))) === 'first\n');
-  const before = w.synced();
-  await writeFile(client('watch', 'sub', 'added.txt'), 'added while watching\n');
-  await w.until('a file added while watching', async () => (await content(server('watch', 'sub', 'added.txt'))) === 'added while watching\n');
-  await writeFile(client('watch', 'first.txt'), 'edited while watching\n');
-  await w.until('an edit', async () => (await content(server('watch', 'first.txt'))) === 'edited while watching\n');
-  await rm(client('watch', 'sub', 'added.txt'));
-  await w.until('a deletion', async () => (await content(server('watch', 'sub', 'added.txt'))) === undefined);
-  t.ok(w.synced() > before, `${w.synced() - before} more syncs ran after the first`);
-  // Nothing changes here: the peer's listener tells of its new file (or the next interval's sync brings it).
-  await writeFile(server('watch', 'from-peer.txt'), 'written on the peer\n');
-  await w.until('the peer\'s change', async () => (await content(client('watch', 'from-peer.txt'))) === 'written on the peer\n');
-  // --watch keeps its folder's watcher and log between syncs: an interval sync with nothing changed here scans nothing.
-  await w.until('a sync that skipped the scan', async () => w.unscanned() > 0);
-  t.ok(w.allInSync(), 'every sync ended in sync');
-  const end = await w.interrupt();
-  t.equal(end.code, 0, `SIGINT ends --watch with exit 0; stderr: ${end.stderr}`);
-  t.same(await snapshot(client('watch')), await snapshot(server('watch')));
-});
+t.test(
+  "sync --watch follows local adds, edits and deletions, and the peer's changes, until SIGINT (exit 0)",
+  async (t) => {
+    await mkdir(client('watch', 'sub'), { recursive: true });
+    await writeFile(client('watch', 'first.txt'), 'first\n');
+    const w = watching(t, 'watch', '1');
+    await w.until('the first sync', async () => (await content(server('watch', 'first.txt'))) === 'first\n');
+    const before = w.synced();
+    await writeFile(client('watch', 'sub', 'added.txt'), 'added while watching\n');
+    await w.until(
+      'a file added while watching',
+      async () => (await content(server('watch', 'sub', 'added.txt'))) === 'added while watching\n',
+    );
+    await writeFile(client('watch', 'first.txt'), 'edited while watching\n');
+    await w.until('an edit', async () => (await content(server('watch', 'first.txt'))) === 'edited while watching\n');
+    await rm(client('watch', 'sub', 'added.txt'));
+    await w.until('a deletion', async () => (await content(server('watch', 'sub', 'added.txt'))) === undefined);
+    t.ok(w.synced() > before, `${w.synced() - before} more syncs ran after the first`);
+    // Nothing changes here: the peer's listener tells of its new file (or the next interval's sync brings it).
+    await writeFile(server('watch', 'from-peer.txt'), 'written on the peer\n');
+    await w.until(
+      "the peer's change",
+      async () => (await content(client('watch', 'from-peer.txt'))) === 'written on the peer\n',
+    );
+    // --watch keeps its folder's watcher and log between syncs: an interval sync with nothing changed here scans nothing.
+    await w.until('a sync that skipped the scan', async () => w.unscanned() > 0);
+    t.ok(w.allInSync(), 'every sync ended in sync');
+    const end = await w.interrupt();
+    t.equal(end.code, 0, `SIGINT ends --watch with exit 0; stderr: ${end.stderr}`);
+    t.same(await snapshot(client('watch')), await snapshot(server('watch')));
+  },
+);
 
-t.test('sync --watch hears of the peer\'s changes from its listener at once, not at the next --interval', async (t) => {
+t.test("sync --watch hears of the peer's changes from its listener at once, not at the next --interval", async (t) => {
   await mkdir(client('peerwatch'), { recursive: true });
   // An interval of an hour: only the listener's notice can bring the peer's change in time.
   const w = watching(t, 'peerwatch', '3600', ['-vv']);
   await w.until('the first sync', async () => w.synced() >= 1);
   // The watch is asked for beside the first sync; its confirmation is logged at debug level.
-  await w.until('the watch confirmed', async () => /the peer tells this process when its share changes/.test(w.stderr()));
+  await w.until('the watch confirmed', async () =>
+    /the peer tells this process when its share changes/.test(w.stderr()),
+  );
   await writeFile(server('peerwatch', 'from-peer.txt'), 'written on the peer\n');
-  await w.until('the peer\'s new file', async () => (await content(client('peerwatch', 'from-peer.txt'))) === 'written on the peer\n');
+  await w.until(
+    "the peer's new file",
+    async () => (await content(client('peerwatch', 'from-peer.txt'))) === 'written on the peer\n',
+  );
   await mkdir(server('peerwatch', 'sub'), { recursive: true });
   await writeFile(server('peerwatch', 'sub', 'second.txt'), 'second\n');
-  await w.until('the peer\'s second change', async () => (await content(client('peerwatch', 'sub', 'second.txt'))) === 'second\n');
+  await w.until(
+    "the peer's second change",
+    async () => (await content(client('peerwatch', 'sub', 'second.txt'))) === 'second\n',
+  );
   t.ok(w.allInSync(), 'every sync ended in sync');
   const end = await w.interrupt();
   t.equal(end.code, 0, `SIGINT ends --watch with exit 0; stderr: ${end.stderr}`);
@@ -414,13 +601,25 @@ t.test('--json progress: hashing while scanning, then content sent and received,
   const r = await sync('progress');
   t.match(r, { inSync: true, revisionsSent: 1, revisionsReceived: 1 });
   const events = (r['lines'] as Record<string, unknown>[]).filter((l) => l['event'] === 'progress');
-  const last = (phase: string): Record<string, unknown> | undefined => events.filter((e) => e['phase'] === phase).at(-1);
+  const last = (phase: string): Record<string, unknown> | undefined =>
+    events.filter((e) => e['phase'] === phase).at(-1);
   t.match(last('scanning'), { bytes: 300_000, files: 1 }, 'the scan hashed the new local file');
-  t.match(last('sending'), { totalBytes: 300_000, files: 1, totalFiles: 1 }, 'the listener fetched it from us, and holds it');
-  t.match(last('receiving'), { bytes: 200_000, totalBytes: 200_000, files: 1, totalFiles: 1 }, 'we fetched its new file, and the event for its publication came');
+  t.match(
+    last('sending'),
+    { totalBytes: 300_000, files: 1, totalFiles: 1 },
+    'the listener fetched it from us, and holds it',
+  );
+  t.match(
+    last('receiving'),
+    { bytes: 200_000, totalBytes: 200_000, files: 1, totalFiles: 1 },
+    'we fetched its new file, and the event for its publication came',
+  );
   for (const e of events) {
     const [bytes, total, files, totalFiles] = ['bytes', 'totalBytes', 'files', 'totalFiles'].map((k) => e[k] as number);
-    t.ok(bytes! >= 0 && (total === 0 || bytes! <= total!) && (totalFiles === 0 || files! <= totalFiles!), `${String(e['phase'])}: ${bytes} of ${total} bytes, ${files} of ${totalFiles} files`);
+    t.ok(
+      bytes! >= 0 && (total === 0 || bytes! <= total!) && (totalFiles === 0 || files! <= totalFiles!),
+      `${String(e['phase'])}: ${bytes} of ${total} bytes, ${files} of ${totalFiles} files`,
+    );
   }
   t.same(await snapshot(client('progress')), await snapshot(server('progress')));
 });

@@ -42,9 +42,20 @@ export async function snapshot(root: string): Promise<TreeItem[]> {
   const out: TreeItem[] = [];
   for (const { rel: r, abs, st } of await walkTree(root)) {
     const mtimeS = Math.floor(st.mtimeMs / 1000);
-    if (st.isSymbolicLink()) out.push({ path: r, kind: 'symlink', mode: 0, size: 0, mtimeS: 0, digest: await readlink(abs) });
+    if (st.isSymbolicLink())
+      out.push({ path: r, kind: 'symlink', mode: 0, size: 0, mtimeS: 0, digest: await readlink(abs) });
     else if (st.isDirectory()) out.push({ path: r, kind: 'dir', mode: st.mode & 0o777, size: 0, mtimeS, digest: '' });
-    else out.push({ path: r, kind: 'file', mode: st.mode & 0o777, size: st.size, mtimeS, digest: createHash('sha256').update(await readFile(abs)).digest('hex') });
+    else
+      out.push({
+        path: r,
+        kind: 'file',
+        mode: st.mode & 0o777,
+        size: st.size,
+        mtimeS,
+        digest: createHash('sha256')
+          .update(await readFile(abs))
+          .digest('hex'),
+      });
   }
   return out;
 }

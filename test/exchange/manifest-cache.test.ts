@@ -11,12 +11,21 @@ import { fileKeyOf, type FileKey } from '../../src/store/file-key.js';
 import { ManifestCache, MAX_CACHED_CHUNKS } from '../../src/exchange/manifest-cache.js';
 
 /** A file written in a fresh directory, with its manifest and the stat it was hashed with. */
-async function hashedFile(t: Test, name: string, content: string): Promise<{ dir: string; file: string; manifest: FileManifest; stat: FileKey }> {
+async function hashedFile(
+  t: Test,
+  name: string,
+  content: string,
+): Promise<{ dir: string; file: string; manifest: FileManifest; stat: FileKey }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-mcache-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const file = path.join(dir, name);
   await writeFile(file, content);
-  return { dir, file, manifest: await manifestFromFile(file, DEFAULT_CHUNKING), stat: fileKeyOf(await lstat(file, { bigint: true })) };
+  return {
+    dir,
+    file,
+    manifest: await manifestFromFile(file, DEFAULT_CHUNKING),
+    stat: fileKeyOf(await lstat(file, { bigint: true })),
+  };
 }
 
 t.test('hit while unchanged; a rewrite, a touch or a deletion is a miss', async (t) => {
@@ -37,7 +46,15 @@ t.test('bounded by the chunks it holds', async (t) => {
   control.add('one-more', small, stat);
   t.equal(control.get('one-more', file), small, 'with room, it is cached');
   const full = new ManifestCache();
-  full.add('big', { size: 1, root: new Uint8Array(32), chunks: new Array(MAX_CACHED_CHUNKS).fill({ offset: 0, length: 1, id: new Uint8Array(32) }) }, stat);
+  full.add(
+    'big',
+    {
+      size: 1,
+      root: new Uint8Array(32),
+      chunks: new Array(MAX_CACHED_CHUNKS).fill({ offset: 0, length: 1, id: new Uint8Array(32) }),
+    },
+    stat,
+  );
   full.add('one-more', small, stat);
   t.equal(full.get('one-more', file), undefined, 'not cached once the budget is spent');
 });

@@ -25,11 +25,22 @@ async function entriesOf(dir: string): Promise<ManifestEntry[]> {
 }
 
 /** A receiver for `entries` into `root`; planning only, so no session or data streams are needed. */
-function receiver(entries: readonly ManifestEntry[], root: string, o: { force?: boolean; readOnly?: boolean } = {}): TransferReceiver {
+function receiver(
+  entries: readonly ManifestEntry[],
+  root: string,
+  o: { force?: boolean; readOnly?: boolean } = {},
+): TransferReceiver {
   const destination: Destination = { root, readOnly: o.readOnly ?? false, basePath: '' };
   return new TransferReceiver({
-    session: undefined as never, router: undefined as never, transferId: 1, entries, destination, force: o.force ?? false,
-    chunking: CHUNKING, signal: signal(), log: silentLogger,
+    session: undefined as never,
+    router: undefined as never,
+    transferId: 1,
+    entries,
+    destination,
+    force: o.force ?? false,
+    chunking: CHUNKING,
+    signal: signal(),
+    log: silentLogger,
   });
 }
 
@@ -91,7 +102,11 @@ t.test('a different file already there is refused before anything travels, unles
   const entries = await entriesOf(dir);
   await t.rejects(receiver(entries, root).prepare(), { code: 'FILE_EXISTS', message: /small\.txt/ });
   t.equal(await readFile(path.join(root, 'tree', 'small.txt'), 'utf8'), 'other', 'left as it was');
-  t.same((await readdir(path.join(root, 'tree'))).filter((n) => n.startsWith('.clawpeer-tmp-')), [], 'no temp file left');
+  t.same(
+    (await readdir(path.join(root, 'tree'))).filter((n) => n.startsWith('.clawpeer-tmp-')),
+    [],
+    'no temp file left',
+  );
   const forced = receiver(entries, root, { force: true });
   t.ok(setBits((await forced.prepare()).lacking) > 0, 'with force it plans the transfer');
   await forced.abort();
@@ -99,7 +114,9 @@ t.test('a different file already there is refused before anything travels, unles
 
 t.test('a read-only destination refuses a transfer', async (t) => {
   const { dir } = await sourceTree();
-  await t.rejects(receiver(await entriesOf(dir), await tempDir('recv-dst'), { readOnly: true }).prepare(), { code: 'SHARE_READ_ONLY' });
+  await t.rejects(receiver(await entriesOf(dir), await tempDir('recv-dst'), { readOnly: true }).prepare(), {
+    code: 'SHARE_READ_ONLY',
+  });
 });
 
 t.test('a manifest naming reserved or repeated paths, or chunks that do not add up, is refused', async (t) => {
@@ -108,10 +125,16 @@ t.test('a manifest naming reserved or repeated paths, or chunks that do not add 
   const file = entries.find((e) => e.kind === 'file');
   if (file === undefined) throw new Error('no file entry');
   const root = await tempDir('recv-dst');
-  t.throws(() => receiver([{ ...file, path: '.clawpeer/index.bin' }], root), { code: 'PATH_INVALID', message: /reserved/ });
+  t.throws(() => receiver([{ ...file, path: '.clawpeer/index.bin' }], root), {
+    code: 'PATH_INVALID',
+    message: /reserved/,
+  });
   t.throws(() => receiver([file, { ...file }], root), { code: 'PROTOCOL', message: /announced twice/ });
   t.throws(() => receiver([{ ...file, path: '../escape' }], root), { code: 'PATH_INVALID' });
-  await t.rejects(receiver([{ ...file, size: file.size + 1 }], root).prepare(), { code: 'PROTOCOL', message: /add up/ });
+  await t.rejects(receiver([{ ...file, size: file.size + 1 }], root).prepare(), {
+    code: 'PROTOCOL',
+    message: /add up/,
+  });
 });
 
 t.test('over the in-memory transport: a push is received whole, a second one publishes nothing', async (t) => {
@@ -122,21 +145,37 @@ t.test('over the in-memory transport: a push is received whole, a second one pub
   // Big enough for several chunks of the session's chunking (the listener's, not CHUNKING).
   const big = randomBytes(4 << 20);
   await writeFile(path.join(dir, 'big.bin'), big);
-  const o = { session: l.session, share: 'inbox', remotePath: '', localPath: dir, force: false, streams: 3, window: 4, idleTimeoutMs: 5000, log: silentLogger };
+  const o = {
+    session: l.session,
+    share: 'inbox',
+    remotePath: '',
+    localPath: dir,
+    force: false,
+    streams: 3,
+    window: 4,
+    idleTimeoutMs: 5000,
+    log: silentLogger,
+  };
   const first = await push({ ...o, signal: signal() });
   t.ok(first.chunksSent > 3, `chunks sent over several streams (${first.chunksSent})`);
   t.ok((await readFile(path.join(inbox.dir, 'tree', 'big.bin'))).equals(big), 'byte for byte');
   const again = await push({ ...o, signal: signal() });
   t.equal(again.files, 0, 'identical: nothing published again');
   // At most the early chunks a push sends before the receiver's Want arrives (dropped there).
-  t.ok(again.chunksSkipped >= first.chunksSent - again.chunksSent && again.chunksSent < first.chunksSent / 2, `the receiver wanted none (${again.chunksSent} early, ${again.chunksSkipped} skipped)`);
+  t.ok(
+    again.chunksSkipped >= first.chunksSent - again.chunksSent && again.chunksSent < first.chunksSent / 2,
+    `the receiver wanted none (${again.chunksSent} early, ${again.chunksSkipped} skipped)`,
+  );
 
   // The pull's receiver is this side's: a local copy of the big file means only the rest comes.
   const local = await tempDir('recv-pull');
   await writeFile(path.join(local, 'seed.bin'), big);
   const pulled = await pull({ ...o, remotePath: 'tree', localPath: local, signal: signal() });
   t.equal(pulled.files, 2);
-  t.ok(pulled.chunksSkipped >= first.chunksSent - 1, `the big file's chunks came from the local copy (${pulled.chunksSkipped} skipped, ${pulled.chunksSent} sent)`);
+  t.ok(
+    pulled.chunksSkipped >= first.chunksSent - 1,
+    `the big file's chunks came from the local copy (${pulled.chunksSkipped} skipped, ${pulled.chunksSent} sent)`,
+  );
   t.equal(pulled.chunksSent, 1, 'only the small file travelled');
   t.equal(await readFile(path.join(local, 'tree', 'small.txt'), 'utf8'), 'small');
 });

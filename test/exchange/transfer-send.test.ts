@@ -21,7 +21,8 @@ async function sessionPair(): Promise<{ sender: PeerSession; receiver: Connectio
   return { sender: new PeerSession(client, handshake), receiver: server };
 }
 
-const smallChunked = (dir: string): Promise<TransferSource> => scanSource(dir, { chunking: DEFAULT_CHUNKING, log: silentLogger });
+const smallChunked = (dir: string): Promise<TransferSource> =>
+  scanSource(dir, { chunking: DEFAULT_CHUNKING, log: silentLogger });
 
 async function smallFiles(n: number): Promise<TransferSource> {
   const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-send-'));
@@ -30,7 +31,12 @@ async function smallFiles(n: number): Promise<TransferSource> {
 }
 
 /** Plays the receiver: resets every data stream as it arrives; the Want comes `afterMs` later. */
-function stopEveryStream(receiver: Connection, source: TransferSource, lacking: (keys: readonly string[]) => Set<string>, afterMs: number): Promise<WantInfo> {
+function stopEveryStream(
+  receiver: Connection,
+  source: TransferSource,
+  lacking: (keys: readonly string[]) => Set<string>,
+  afterMs: number,
+): Promise<WantInfo> {
   void (async () => {
     for (;;) {
       const s = await receiver.acceptStream().catch(() => null);
@@ -39,11 +45,26 @@ function stopEveryStream(receiver: Connection, source: TransferSource, lacking: 
     }
   })();
   const { keys } = uniqueChunks(source.entries);
-  return new Promise((resolve) => setTimeout(() => resolve({ lacking: bitmapFromKeys(keys, lacking(keys)), uniqueCount: keys.length }), afterMs));
+  return new Promise((resolve) =>
+    setTimeout(() => resolve({ lacking: bitmapFromKeys(keys, lacking(keys)), uniqueCount: keys.length }), afterMs),
+  );
 }
 
-const options = (sender: PeerSession, source: TransferSource, want: Promise<WantInfo>, window = 16): Parameters<typeof sendChunks>[0] => ({
-  session: sender, transferId: 1, source, want, streams: 1, window, idleTimeoutMs: 5000, signal: new AbortController().signal, log: silentLogger,
+const options = (
+  sender: PeerSession,
+  source: TransferSource,
+  want: Promise<WantInfo>,
+  window = 16,
+): Parameters<typeof sendChunks>[0] => ({
+  session: sender,
+  transferId: 1,
+  source,
+  want,
+  streams: 1,
+  window,
+  idleTimeoutMs: 5000,
+  signal: new AbortController().signal,
+  log: silentLogger,
 });
 
 t.test('a stream stopped by a receiver that wanted none of its early chunks ends quietly', async (t) => {
@@ -65,15 +86,18 @@ t.test('a stream stopped while it carried a wanted chunk fails the transfer', as
   await sender.connection.close();
 });
 
-t.test('a stream stopped before it could send a wanted chunk fails the transfer, though what it sent was unwanted', async (t) => {
-  const { sender, receiver } = await sessionPair();
-  const source = await smallFiles(4);
-  // Window 2: two early frames (held by the receiver), then the stream waits; the Want asks for
-  // the last chunk, which the stopped stream never sent.
-  const want = stopEveryStream(receiver, source, (keys) => new Set(keys.slice(3)), 100);
-  await t.rejects(sendChunks(options(sender, source, want, 2)), { code: 'REMOTE' });
-  await sender.connection.close();
-});
+t.test(
+  'a stream stopped before it could send a wanted chunk fails the transfer, though what it sent was unwanted',
+  async (t) => {
+    const { sender, receiver } = await sessionPair();
+    const source = await smallFiles(4);
+    // Window 2: two early frames (held by the receiver), then the stream waits; the Want asks for
+    // the last chunk, which the stopped stream never sent.
+    const want = stopEveryStream(receiver, source, (keys) => new Set(keys.slice(3)), 100);
+    await t.rejects(sendChunks(options(sender, source, want, 2)), { code: 'REMOTE' });
+    await sender.connection.close();
+  },
+);
 
 t.test('the byte window bounds what a transfer keeps unacknowledged, split over its streams', async (t) => {
   const { sender, receiver } = await sessionPair();
@@ -91,17 +115,28 @@ t.test('the byte window bounds what a transfer keeps unacknowledged, split over 
       if (s === null) return;
       const slot = received.push(0) - 1;
       void (async () => {
-        for (let b = await s.read().catch(() => null); b !== null; b = await s.read().catch(() => null)) received[slot] = (received[slot] ?? 0) + b.length;
+        for (let b = await s.read().catch(() => null); b !== null; b = await s.read().catch(() => null))
+          received[slot] = (received[slot] ?? 0) + b.length;
       })();
     }
   })();
   const windowBytes = 2 << 20;
   const abort = new AbortController();
-  const sending = sendChunks({ ...options(sender, source, Promise.resolve({ lacking: bitmapFromKeys(keys, new Set(keys)), uniqueCount: keys.length }), 1000), streams: 2, windowBytes, signal: abort.signal });
+  const sending = sendChunks({
+    ...options(
+      sender,
+      source,
+      Promise.resolve({ lacking: bitmapFromKeys(keys, new Set(keys)), uniqueCount: keys.length }),
+      1000,
+    ),
+    streams: 2,
+    windowBytes,
+    signal: abort.signal,
+  });
   sending.catch(() => undefined);
   // Wait until nothing more arrives: every stream sits at its byte window.
   let last = -1;
-  for (let total = 0; total !== last; ) {
+  for (let total = 0; total !== last;) {
     last = total;
     await new Promise((r) => setTimeout(r, 300));
     total = received.reduce((a, b) => a + b, 0);
@@ -110,7 +145,10 @@ t.test('the byte window bounds what a transfer keeps unacknowledged, split over 
   t.equal(received.length, 2, 'two data streams');
   for (const bytes of received) {
     t.ok(bytes >= windowBytes / 2 - maxChunk, `a stream filled its share (${bytes} bytes)`);
-    t.ok(bytes <= windowBytes / 2 + maxChunk + frameOverhead, `and stopped there: ${bytes} <= its 1 MiB share + one chunk`);
+    t.ok(
+      bytes <= windowBytes / 2 + maxChunk + frameOverhead,
+      `and stopped there: ${bytes} <= its 1 MiB share + one chunk`,
+    );
   }
   abort.abort();
   await t.rejects(sending, { code: 'ABORTED' });

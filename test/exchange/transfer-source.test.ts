@@ -23,7 +23,10 @@ t.test('manifests match the streaming chunker on both sides of the whole-read li
   for (const [i, size] of sizes.entries()) await writeFile(path.join(root, `f${i}.bin`), randomBytes(size));
   const source = await scanSource(root, { chunking, log: silentLogger });
   t.equal(source.files.size, sizes.length);
-  t.equal(source.totalBytes, sizes.reduce((a, b) => a + b, 0));
+  t.equal(
+    source.totalBytes,
+    sizes.reduce((a, b) => a + b, 0),
+  );
   for (const file of source.files.values()) {
     const expected = await manifestFromFile(file.localPath, chunking);
     t.same(file.manifest, expected, `${path.basename(file.localPath)} (${expected.size} bytes)`);
@@ -64,52 +67,103 @@ t.test('scanSources: several roots as one source, files re-indexed, each entry f
   await mkdir(path.join(dir, 'y'));
   await writeFile(path.join(dir, 'x', 'tree', 'a.txt'), 'a');
   await writeFile(path.join(dir, 'y', 'b.txt'), 'bb');
-  const source = await scanSources([path.join(dir, 'x', 'tree'), path.join(dir, 'y', 'b.txt')], { chunking: DEFAULT_CHUNKING, log: silentLogger });
-  t.same(source.entries.map((e) => e.path), ['tree', 'tree/a.txt', 'b.txt']);
+  const source = await scanSources([path.join(dir, 'x', 'tree'), path.join(dir, 'y', 'b.txt')], {
+    chunking: DEFAULT_CHUNKING,
+    log: silentLogger,
+  });
+  t.same(
+    source.entries.map((e) => e.path),
+    ['tree', 'tree/a.txt', 'b.txt'],
+  );
   t.same([...source.files.keys()], [1, 2]);
-  t.same([...source.files.values()].map((f) => [f.entryIndex, f.localPath]), [[1, path.join(dir, 'x', 'tree', 'a.txt')], [2, path.join(dir, 'y', 'b.txt')]]);
-  t.same([0, 1, 2].map((i) => source.localPathOf?.(i)), [path.join(dir, 'x', 'tree'), path.join(dir, 'x', 'tree', 'a.txt'), path.join(dir, 'y', 'b.txt')]);
+  t.same(
+    [...source.files.values()].map((f) => [f.entryIndex, f.localPath]),
+    [
+      [1, path.join(dir, 'x', 'tree', 'a.txt')],
+      [2, path.join(dir, 'y', 'b.txt')],
+    ],
+  );
+  t.same(
+    [0, 1, 2].map((i) => source.localPathOf?.(i)),
+    [path.join(dir, 'x', 'tree'), path.join(dir, 'x', 'tree', 'a.txt'), path.join(dir, 'y', 'b.txt')],
+  );
   t.equal(source.totalBytes, 3);
-  await t.rejects(scanSources([path.join(dir, 'y', 'b.txt'), path.join(dir, 'y', '..', 'y', 'b.txt')], { chunking: DEFAULT_CHUNKING, log: silentLogger }), { code: 'USAGE', message: /would both land as b\.txt/ });
+  await t.rejects(
+    scanSources([path.join(dir, 'y', 'b.txt'), path.join(dir, 'y', '..', 'y', 'b.txt')], {
+      chunking: DEFAULT_CHUNKING,
+      log: silentLogger,
+    }),
+    { code: 'USAGE', message: /would both land as b\.txt/ },
+  );
 });
 
-t.test('scanListed: listed paths keep their place below the base, with the directories they lie in; a listed directory goes whole', async (t) => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-listed-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const base = path.join(dir, 'base');
-  await mkdir(path.join(base, 'a', 'b'), { recursive: true });
-  await mkdir(path.join(base, 'c', 'deep'), { recursive: true });
-  await writeFile(path.join(base, 'a', 'b', 'x.txt'), 'x');
-  await writeFile(path.join(base, 'a', 'unlisted.txt'), 'u');
-  await writeFile(path.join(base, 'c', 'deep', 'y.log'), 'y');
-  await writeFile(path.join(base, 'c', 'z.txt'), 'z');
-  await chmod(path.join(base, 'a'), 0o750);
-  await symlink('../unlisted.txt', path.join(base, 'a', 'b', 'up'));
-  await symlink('../../../outside', path.join(base, 'a', 'b', 'out'));
-  const when = new Date('2020-01-02T03:04:05Z');
-  await utimes(path.join(base, 'a', 'b'), when, when);
-  await mkdir(path.join(base, 'skipped'));
-  await writeFile(path.join(base, 'skipped', 'w.txt'), 'w');
-  // As rsync: a listed directory the rules exclude is left out whole; the directories a listed
-  // path lies in are not checked (skipped/w.txt would still go).
-  const excludeRules = compileExcludes(['c/deep/', 'skipped/']);
-  const source = await scanListed(base, ['a/b/x.txt', 'a/b/up', 'a/b/out', 'c', 'skipped'], { chunking, log: silentLogger, excludeRules });
-  t.same(source.entries.map((e) => `${e.kind} ${e.path}`), ['dir a', 'dir a/b', 'file a/b/x.txt', 'symlink a/b/up', 'dir c', 'file c/z.txt'],
-    'implied dirs first, each once; the link that climbs out of the base skipped; the rule matched below the base, and on a listed directory');
-  const implied = await scanListed(base, ['skipped/w.txt'], { chunking, log: silentLogger, excludeRules });
-  t.same(implied.entries.map((e) => `${e.kind} ${e.path}`), ['dir skipped', 'file skipped/w.txt'], 'a listed file below an excluded directory still goes, as with rsync');
-  t.equal(source.entries.find((e) => e.path === 'a')?.mode, 0o750, 'an implied directory keeps its mode');
-  t.equal(source.entries.find((e) => e.path === 'a/b')?.mtimeMs, when.getTime(), 'and its mtime');
-  const x = [...source.files.values()].find((f) => f.localPath.endsWith('x.txt'));
-  t.equal(x?.localPath, path.join(base, 'a', 'b', 'x.txt'));
-  t.equal(source.localPathOf?.(source.entries.findIndex((e) => e.path === 'c/z.txt')), path.join(base, 'c', 'z.txt'), 'each entry found where it lives');
-});
+t.test(
+  'scanListed: listed paths keep their place below the base, with the directories they lie in; a listed directory goes whole',
+  async (t) => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-listed-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    const base = path.join(dir, 'base');
+    await mkdir(path.join(base, 'a', 'b'), { recursive: true });
+    await mkdir(path.join(base, 'c', 'deep'), { recursive: true });
+    await writeFile(path.join(base, 'a', 'b', 'x.txt'), 'x');
+    await writeFile(path.join(base, 'a', 'unlisted.txt'), 'u');
+    await writeFile(path.join(base, 'c', 'deep', 'y.log'), 'y');
+    await writeFile(path.join(base, 'c', 'z.txt'), 'z');
+    await chmod(path.join(base, 'a'), 0o750);
+    await symlink('../unlisted.txt', path.join(base, 'a', 'b', 'up'));
+    await symlink('../../../outside', path.join(base, 'a', 'b', 'out'));
+    const when = new Date('2020-01-02T03:04:05Z');
+    await utimes(path.join(base, 'a', 'b'), when, when);
+    await mkdir(path.join(base, 'skipped'));
+    await writeFile(path.join(base, 'skipped', 'w.txt'), 'w');
+    // As rsync: a listed directory the rules exclude is left out whole; the directories a listed
+    // path lies in are not checked (skipped/w.txt would still go).
+    const excludeRules = compileExcludes(['c/deep/', 'skipped/']);
+    const source = await scanListed(base, ['a/b/x.txt', 'a/b/up', 'a/b/out', 'c', 'skipped'], {
+      chunking,
+      log: silentLogger,
+      excludeRules,
+    });
+    t.same(
+      source.entries.map((e) => `${e.kind} ${e.path}`),
+      ['dir a', 'dir a/b', 'file a/b/x.txt', 'symlink a/b/up', 'dir c', 'file c/z.txt'],
+      'implied dirs first, each once; the link that climbs out of the base skipped; the rule matched below the base, and on a listed directory',
+    );
+    const implied = await scanListed(base, ['skipped/w.txt'], { chunking, log: silentLogger, excludeRules });
+    t.same(
+      implied.entries.map((e) => `${e.kind} ${e.path}`),
+      ['dir skipped', 'file skipped/w.txt'],
+      'a listed file below an excluded directory still goes, as with rsync',
+    );
+    t.equal(source.entries.find((e) => e.path === 'a')?.mode, 0o750, 'an implied directory keeps its mode');
+    t.equal(source.entries.find((e) => e.path === 'a/b')?.mtimeMs, when.getTime(), 'and its mtime');
+    const x = [...source.files.values()].find((f) => f.localPath.endsWith('x.txt'));
+    t.equal(x?.localPath, path.join(base, 'a', 'b', 'x.txt'));
+    t.equal(
+      source.localPathOf?.(source.entries.findIndex((e) => e.path === 'c/z.txt')),
+      path.join(base, 'c', 'z.txt'),
+      'each entry found where it lives',
+    );
+  },
+);
 
-t.test('scanListed: a missing path, one below a file, or a base that is no directory is a usage error naming it', async (t) => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-listed-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  await writeFile(path.join(dir, 'f.txt'), 'f');
-  await t.rejects(scanListed(dir, ['nope.txt'], { chunking, log: silentLogger }), { code: 'USAGE', message: /lists nope\.txt, which does not exist/ });
-  await t.rejects(scanListed(dir, ['f.txt/x'], { chunking, log: silentLogger }), { code: 'USAGE', message: /lists f\.txt\/x, but f\.txt is not a directory/ });
-  await t.rejects(scanListed(path.join(dir, 'f.txt'), ['x'], { chunking, log: silentLogger }), { code: 'USAGE', message: /f\.txt is not a directory/ });
-});
+t.test(
+  'scanListed: a missing path, one below a file, or a base that is no directory is a usage error naming it',
+  async (t) => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-listed-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(path.join(dir, 'f.txt'), 'f');
+    await t.rejects(scanListed(dir, ['nope.txt'], { chunking, log: silentLogger }), {
+      code: 'USAGE',
+      message: /lists nope\.txt, which does not exist/,
+    });
+    await t.rejects(scanListed(dir, ['f.txt/x'], { chunking, log: silentLogger }), {
+      code: 'USAGE',
+      message: /lists f\.txt\/x, but f\.txt is not a directory/,
+    });
+    await t.rejects(scanListed(path.join(dir, 'f.txt'), ['x'], { chunking, log: silentLogger }), {
+      code: 'USAGE',
+      message: /f\.txt is not a directory/,
+    });
+  },
+);

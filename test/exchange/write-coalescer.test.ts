@@ -47,10 +47,18 @@ t.test('joins reuse one buffer, never while a write of it is pending', async (t)
   await settle();
   release!();
   await out.drained();
-  t.same(writes.map((w) => w.atCall), [[1], [2, 3, 4], [5, 6]], 'each write carries its parts in order');
-  t.same(writes.map((w) => w.atRelease), [[1], [2, 3, 4], [5, 6]], 'no write changed before it resolved');
+  t.same(
+    writes.map((w) => w.atCall),
+    [[1], [2, 3, 4], [5, 6]],
+    'each write carries its parts in order',
+  );
+  t.same(
+    writes.map((w) => w.atRelease),
+    [[1], [2, 3, 4], [5, 6]],
+    'no write changed before it resolved',
+  );
   const [a, b] = [writes[1]!.bytes, writes[2]!.bytes];
-  t.ok(a.buffer === b.buffer && a.byteOffset === b.byteOffset, 'the second join reused the first join\'s buffer');
+  t.ok(a.buffer === b.buffer && a.byteOffset === b.byteOffset, "the second join reused the first join's buffer");
 });
 
 t.test('a failed write fails drained() and every later push', async (t) => {

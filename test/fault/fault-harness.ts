@@ -41,7 +41,8 @@ export function seededBytes(seed: number, length: number): Buffer {
 export async function makeSeededTree(root: string, seed: number, bigBytes: number, smallFiles = 4): Promise<void> {
   await mkdir(path.join(root, 'sub'), { recursive: true });
   await writeFile(path.join(root, 'big.bin'), seededBytes(seed, bigBytes));
-  for (let i = 0; i < smallFiles; i++) await writeFile(path.join(root, 'sub', `small-${i}.bin`), seededBytes(seed + 1 + i, 20_000 + i * 7_000));
+  for (let i = 0; i < smallFiles; i++)
+    await writeFile(path.join(root, 'sub', `small-${i}.bin`), seededBytes(seed + 1 + i, 20_000 + i * 7_000));
   await writeFile(path.join(root, 'empty.txt'), '');
 }
 
@@ -52,9 +53,14 @@ export function sleep(ms: number): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Listener process
 
-
 /** Starts `clawpeer listen -v` on 127.0.0.1:`port` (0 = any) and waits for its ready line. */
-export function startListenerOn(home: string, port: number, extra: readonly string[] = [], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<RunningListener> {
+export function startListenerOn(
+  home: string,
+  port: number,
+  extra: readonly string[] = [],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 30_000,
+): Promise<RunningListener> {
   return startListener(home, ['-v', ...extra], { port, env, timeoutMs });
 }
 
@@ -79,7 +85,10 @@ export interface Rig {
   close(): Promise<void>;
 }
 
-export async function startRig(label: string, options: { share?: string; listenArgs?: readonly string[]; listenEnv?: NodeJS.ProcessEnv } = {}): Promise<Rig> {
+export async function startRig(
+  label: string,
+  options: { share?: string; listenArgs?: readonly string[]; listenEnv?: NodeJS.ProcessEnv } = {},
+): Promise<Rig> {
   const work = await mkdtemp(path.join(tmpdir(), `clawpeer-fault-${label}-`));
   // Homes are made in process (the same identity and pair stores `init` and `pair add` use,
   // which test/e2e covers): four CLI start-ups fewer per rig on a 2-core machine.
@@ -92,7 +101,10 @@ export async function startRig(label: string, options: { share?: string; listenA
   const port = listener.port;
   await new PeerStore(path.join(b.home, 'peers.json')).add(a.id, 'alice', `127.0.0.1:${port}`);
   const rig: Rig = {
-    work, a, b, share,
+    work,
+    a,
+    b,
+    share,
     get listener() {
       return listener;
     },
@@ -136,7 +148,10 @@ export interface CliRun {
 
 /** Spawns B's CLI with --json; stdout is parsed as NDJSON as it comes. */
 export function spawnCli(home: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): CliRun {
-  const child = spawn(process.execPath, [CLI, '--home', home, ...args, '--json'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, '--home', home, ...args, '--json'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const events: Record<string, unknown>[] = [];
   const waiters = new Set<{ pred: (e: Record<string, unknown>) => boolean; resolve: (v: boolean) => void }>();
   let stderr = '';
@@ -156,13 +171,17 @@ export function spawnCli(home: string, args: readonly string[], env: NodeJS.Proc
       }
     }
   });
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => {
-    for (const w of waiters) w.resolve(false);
-    waiters.clear();
-    resolve(code);
-  }));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('close', (code) => {
+      for (const w of waiters) w.resolve(false);
+      waiters.clear();
+      resolve(code);
+    }),
+  );
   return {
-    child, events, exited,
+    child,
+    events,
+    exited,
     stderr: () => stderr,
     waitFor: (pred) => {
       if (events.some(pred)) return Promise.resolve(true);
@@ -214,7 +233,8 @@ interface Expected {
 
 async function expectedFrom(sourceRoot: string): Promise<Map<string, Expected>> {
   const map = new Map<string, Expected>();
-  for (const item of await snapshot(sourceRoot)) map.set(item.path, { kind: item.kind, size: item.size, digest: item.digest });
+  for (const item of await snapshot(sourceRoot))
+    map.set(item.path, { kind: item.kind, size: item.size, digest: item.digest });
   return map;
 }
 
@@ -223,7 +243,11 @@ async function expectedFrom(sourceRoot: string): Promise<Map<string, Expected>> 
  * does not match `sourceRoot`: unknown names, a file of another size or content, a wrong kind.
  * Entries still missing are fine (not yet published). `cache` skips re-hashing unchanged files.
  */
-export async function partialsAtFinalPaths(destRoot: string, expected: Map<string, Expected>, cache = new Map<string, string>()): Promise<string[]> {
+export async function partialsAtFinalPaths(
+  destRoot: string,
+  expected: Map<string, Expected>,
+  cache = new Map<string, string>(),
+): Promise<string[]> {
   const bad: string[] = [];
   const walk = async (dir: string, rel: string): Promise<void> => {
     let names: string[];
@@ -251,7 +275,8 @@ export async function partialsAtFinalPaths(destRoot: string, expected: Map<strin
         if (want.kind !== 'dir') bad.push(`${r}: a directory, expected a ${want.kind}`);
         else await walk(abs, r);
       } else if (st.isSymbolicLink()) {
-        if (want.kind !== 'symlink' || (await readlink(abs)) !== want.digest) bad.push(`${r}: a symlink that does not match`);
+        if (want.kind !== 'symlink' || (await readlink(abs)) !== want.digest)
+          bad.push(`${r}: a symlink that does not match`);
       } else if (want.kind !== 'file') {
         bad.push(`${r}: a file, expected a ${want.kind}`);
       } else if (st.size !== want.size) {
@@ -260,7 +285,9 @@ export async function partialsAtFinalPaths(destRoot: string, expected: Map<strin
         const key = `${abs}:${st.ino}:${st.mtimeMs}:${st.size}`;
         let digest = cache.get(key);
         if (digest === undefined) {
-          digest = createHash('sha256').update(await readFile(abs)).digest('hex');
+          digest = createHash('sha256')
+            .update(await readFile(abs))
+            .digest('hex');
           cache.set(key, digest);
         }
         if (digest !== want.digest) bad.push(`${r}: content differs from the source (${st.size} bytes)`);
@@ -305,7 +332,8 @@ export class FinalPathWatcher {
   async stop(): Promise<string[]> {
     this.#stop = true;
     await this.#loop;
-    for (const v of await partialsAtFinalPaths(this.destRoot, this.expected)) if (!this.violations.includes(v)) this.violations.push(v);
+    for (const v of await partialsAtFinalPaths(this.destRoot, this.expected))
+      if (!this.violations.includes(v)) this.violations.push(v);
     return this.violations;
   }
 }
@@ -315,7 +343,12 @@ export class FinalPathWatcher {
 
 /** The UDP impairment relay (src/relay) in front of a listener port, on a free loopback port. */
 export function impairedLink(targetPort: number, spec: string, seed: number): Promise<UdpRelay> {
-  return startUdpRelay({ listen: { host: '127.0.0.1', port: 0 }, target: { host: '127.0.0.1', port: targetPort }, spec, seed });
+  return startUdpRelay({
+    listen: { host: '127.0.0.1', port: 0 },
+    target: { host: '127.0.0.1', port: targetPort },
+    spec,
+    seed,
+  });
 }
 
 /**
@@ -504,7 +537,9 @@ export function treeDiff(want: readonly TreeItem[], got: readonly TreeItem[]): s
       out.push(`${w.path}: missing`);
       continue;
     }
-    const fields = (['kind', 'mode', 'size', 'mtimeS', 'digest'] as const).filter((k) => w[k] !== x[k]).map((k) => `${k} ${String(x[k])} != ${String(w[k])}`);
+    const fields = (['kind', 'mode', 'size', 'mtimeS', 'digest'] as const)
+      .filter((k) => w[k] !== x[k])
+      .map((k) => `${k} ${String(x[k])} != ${String(w[k])}`);
     if (fields.length > 0) out.push(`${w.path}: ${fields.join(', ')}`);
   }
   for (const extra of g.keys()) out.push(`${extra}: not in the source`);
@@ -546,13 +581,18 @@ export async function runTrial(o: TrialOptions): Promise<TrialResult> {
     addr = `127.0.0.1:${link.port}`;
   }
   const started = Date.now();
-  const first = spawnCli(rig.b.home, transferArgs(o, name, src, pullInto, addr), { CLAWPEER_TEST_DELAY_PER_CHUNK_MS: String(o.delayPerChunkMs ?? DELAY_PER_CHUNK_MS) });
+  const first = spawnCli(rig.b.home, transferArgs(o, name, src, pullInto, addr), {
+    CLAWPEER_TEST_DELAY_PER_CHUNK_MS: String(o.delayPerChunkMs ?? DELAY_PER_CHUNK_MS),
+  });
   let faultAtMs: number | undefined;
   let firstExit: number | null;
   try {
     if (o.kind === 'kill-sender' || o.kind === 'kill-receiver') {
       const delay = Math.floor(rand() * (o.killWindowMs ?? 3000));
-      if (o.killAfterProgress === true) await first.waitFor((e) => e['event'] === 'progress' && (e['phase'] === 'sending' || e['phase'] === 'receiving'));
+      if (o.killAfterProgress === true)
+        await first.waitFor(
+          (e) => e['event'] === 'progress' && (e['phase'] === 'sending' || e['phase'] === 'receiving'),
+        );
       await Promise.race([sleep(delay), first.exited]);
       faultAtMs = Date.now() - started;
       // push: the client sends, the listener receives; pull: the other way round.
@@ -598,10 +638,23 @@ export async function runTrial(o: TrialOptions): Promise<TrialResult> {
   }
   const identical = diff.length === 0;
   return {
-    kind: o.kind, index: o.index, seed: o.seed, direction: o.direction,
-    firstExit, firstMs, ...(faultAtMs === undefined ? {} : { faultAtMs }), firstStderr: first.stderr().slice(-2000),
-    rerunExit: rerun.code, rerunStderr: rerun.stderr.slice(-2000), ...(rerunChunksSkipped === undefined ? {} : { rerunChunksSkipped }),
-    violations, identical, diff, src, dest, polls: watcher.polls,
+    kind: o.kind,
+    index: o.index,
+    seed: o.seed,
+    direction: o.direction,
+    firstExit,
+    firstMs,
+    ...(faultAtMs === undefined ? {} : { faultAtMs }),
+    firstStderr: first.stderr().slice(-2000),
+    rerunExit: rerun.code,
+    rerunStderr: rerun.stderr.slice(-2000),
+    ...(rerunChunksSkipped === undefined ? {} : { rerunChunksSkipped }),
+    violations,
+    identical,
+    diff,
+    src,
+    dest,
+    polls: watcher.polls,
   };
 }
 
@@ -609,11 +662,17 @@ export async function runTrial(o: TrialOptions): Promise<TrialResult> {
 export function checkTrial(t: Test, r: TrialResult, mustComplete: boolean): void {
   const label = `${r.kind} ${r.direction} #${r.index} seed=${r.seed}`;
   if (mustComplete) t.equal(r.firstExit, 0, `${label}: completes through the fault; stderr: ${r.firstStderr}`);
-  else t.ok(r.firstExit === null || (r.firstExit >= 0 && r.firstExit <= 4), `${label}: ends with a documented exit code (${String(r.firstExit)}); stderr: ${r.firstStderr}`);
+  else
+    t.ok(
+      r.firstExit === null || (r.firstExit >= 0 && r.firstExit <= 4),
+      `${label}: ends with a documented exit code (${String(r.firstExit)}); stderr: ${r.firstStderr}`,
+    );
   t.same(r.violations, [], `${label}: no partial or wrong file ever at a final path (${r.polls} polls)`);
   t.equal(r.rerunExit, 0, `${label}: the rerun completes; stderr: ${r.rerunStderr}`);
   t.same(r.diff, [], `${label}: byte-identical after the rerun`);
-  t.comment(`trial ${JSON.stringify({ kind: r.kind, direction: r.direction, index: r.index, seed: r.seed, firstExit: r.firstExit, firstMs: r.firstMs, faultAtMs: r.faultAtMs, rerunChunksSkipped: r.rerunChunksSkipped, polls: r.polls })}`);
+  t.comment(
+    `trial ${JSON.stringify({ kind: r.kind, direction: r.direction, index: r.index, seed: r.seed, firstExit: r.firstExit, firstMs: r.firstMs, faultAtMs: r.faultAtMs, rerunChunksSkipped: r.rerunChunksSkipped, polls: r.polls })}`,
+  );
 }
 
 /** Longer than the listener's default idle timeout (15 s, config.ts), so stale sessions are gone. */
@@ -638,7 +697,9 @@ export async function trialSuite(t: Test, o: SuiteOptions): Promise<void> {
     return;
   }
   // The listener is the sender of pulls: it gets the same per-chunk delay as the client.
-  const rig = await startRig(o.kind, { listenEnv: { CLAWPEER_TEST_DELAY_PER_CHUNK_MS: String(o.delayPerChunkMs ?? DELAY_PER_CHUNK_MS) } });
+  const rig = await startRig(o.kind, {
+    listenEnv: { CLAWPEER_TEST_DELAY_PER_CHUNK_MS: String(o.delayPerChunkMs ?? DELAY_PER_CHUNK_MS) },
+  });
   t.teardown(() => rig.close());
   const results: TrialResult[] = [];
   const mustComplete = o.kind === 'loss' || o.kind === 'reorder' || o.kind === 'dup' || o.kind === 'jitter';
@@ -646,7 +707,12 @@ export async function trialSuite(t: Test, o: SuiteOptions): Promise<void> {
     const direction = i % 2 === 0 ? 'push' : 'pull';
     await t.test(`${o.kind} trial ${i} (${direction})`, async (t) => {
       const r = await runTrial({
-        rig, kind: o.kind, index: i, seed: o.seed + i, direction, bigBytes: o.bigBytes,
+        rig,
+        kind: o.kind,
+        index: i,
+        seed: o.seed + i,
+        direction,
+        bigBytes: o.bigBytes,
         ...(o.killWindowMs === undefined ? {} : { killWindowMs: o.killWindowMs }),
         ...(o.cutMs === undefined ? {} : { cutMs: o.cutMs }),
         ...(o.delayPerChunkMs === undefined ? {} : { delayPerChunkMs: o.delayPerChunkMs }),
@@ -663,14 +729,24 @@ export async function trialSuite(t: Test, o: SuiteOptions): Promise<void> {
     for (const r of results) {
       const label = `${r.kind} ${r.direction} #${r.index} seed=${r.seed}`;
       const now = await snapshot(r.dest);
-      t.same(treeDiff(await snapshot(r.src), withoutInternals(now)), [], `${label}: still identical (staging names aside)`);
-      t.same(now.filter((i) => i.path.split('/').some(isClawpeerInternal)).map((i) => i.path), [], `${label}: no .clawpeer-tmp-* staging files left behind`);
+      t.same(
+        treeDiff(await snapshot(r.src), withoutInternals(now)),
+        [],
+        `${label}: still identical (staging names aside)`,
+      );
+      t.same(
+        now.filter((i) => i.path.split('/').some(isClawpeerInternal)).map((i) => i.path),
+        [],
+        `${label}: no .clawpeer-tmp-* staging files left behind`,
+      );
     }
   });
   const exits = new Map<string, number>();
   for (const r of results) exits.set(String(r.firstExit), (exits.get(String(r.firstExit)) ?? 0) + 1);
   const ms = results.map((r) => r.firstMs).sort((x, y) => x - y);
-  t.comment(`summary ${JSON.stringify({ kind: o.kind, trials: results.length, firstExitCodes: Object.fromEntries(exits), firstMsMedian: ms[Math.floor(ms.length / 2)], firstMsMax: ms.at(-1), identical: results.filter((r) => r.identical).length, violations: results.reduce((n, r) => n + r.violations.length, 0) })}`);
+  t.comment(
+    `summary ${JSON.stringify({ kind: o.kind, trials: results.length, firstExitCodes: Object.fromEntries(exits), firstMsMedian: ms[Math.floor(ms.length / 2)], firstMsMax: ms.at(-1), identical: results.filter((r) => r.identical).length, violations: results.reduce((n, r) => n + r.violations.length, 0) })}`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -731,10 +807,26 @@ export interface LoadFigures {
     readonly afterEach100Cycles: readonly number[];
   };
   readonly openFds: { readonly baseline: number; readonly afterCycles: number; readonly afterSettle: number };
-  readonly pushes: { readonly ok: number; readonly failed: string[]; readonly seconds: number; readonly identical: number };
+  readonly pushes: {
+    readonly ok: number;
+    readonly failed: string[];
+    readonly seconds: number;
+    readonly identical: number;
+  };
   readonly pings: { readonly ok: number; readonly failed: string[] };
-  readonly syncs?: { readonly ok: number; readonly failed: string[]; readonly seconds: number; readonly identical: number; readonly rssPeakKiB: number };
-  readonly cycles: { readonly ok: number; readonly failed: string[]; readonly seconds: number; readonly perSecond: number };
+  readonly syncs?: {
+    readonly ok: number;
+    readonly failed: string[];
+    readonly seconds: number;
+    readonly identical: number;
+    readonly rssPeakKiB: number;
+  };
+  readonly cycles: {
+    readonly ok: number;
+    readonly failed: string[];
+    readonly seconds: number;
+    readonly perSecond: number;
+  };
 }
 
 async function openFds(pid: number): Promise<number> {
@@ -774,7 +866,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
       const clientDir = path.join(work, 'client', `s${i}`);
       await mkdir(serverDir, { recursive: true });
       await mkdir(clientDir, { recursive: true });
-      for (let f = 0; f < syncFiles; f++) await writeFile(path.join(clientDir, `f-${f}.bin`), seededBytes(5000 + i * syncFiles + f, 4096));
+      for (let f = 0; f < syncFiles; f++)
+        await writeFile(path.join(clientDir, `f-${f}.bin`), seededBytes(5000 + i * syncFiles + f, 4096));
       await writeFile(path.join(serverDir, 'from-server.txt'), `server side of s${i}\n`);
       shareArgs.push('--share', `s${i}=${serverDir}`);
     }
@@ -782,20 +875,25 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
   const listener = await startListenerOn(a.home, 0, shareArgs);
   const pid = listener.child.pid ?? 0;
   try {
-    for (const p of peers) await new PeerStore(path.join(p.home, 'peers.json')).add(a.id, 'alice', `127.0.0.1:${listener.port}`);
+    for (const p of peers)
+      await new PeerStore(path.join(p.home, 'peers.json')).add(a.id, 'alice', `127.0.0.1:${listener.port}`);
     await sleep(500);
     const idle = await rssKiB(pid);
 
     // 1. Every peer pushes and pings at once (real CLI processes).
     const pushSampler = sampleRss(pid, 100);
     const pushStart = Date.now();
-    const results = await Promise.all(peers.map(async (p) => {
-      const [push, ping] = await Promise.all([
-        runCli(['--home', p.home, 'push', p.src, 'alice', '--json'], { timeoutMs: 240_000 }),
-        runCli(['--home', p.home, 'ping', 'alice', '--count', '3', '--interval', '200', '--json'], { timeoutMs: 240_000 }),
-      ]);
-      return { p, push, ping };
-    }));
+    const results = await Promise.all(
+      peers.map(async (p) => {
+        const [push, ping] = await Promise.all([
+          runCli(['--home', p.home, 'push', p.src, 'alice', '--json'], { timeoutMs: 240_000 }),
+          runCli(['--home', p.home, 'ping', 'alice', '--count', '3', '--interval', '200', '--json'], {
+            timeoutMs: 240_000,
+          }),
+        ]);
+        return { p, push, ping };
+      }),
+    );
     const pushSeconds = (Date.now() - pushStart) / 1000;
     const pushSamples = await pushSampler.stop();
     let identical = 0;
@@ -807,11 +905,18 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
     if (syncFiles > 0) {
       const sampler = sampleRss(pid, 100);
       const started = Date.now();
-      const runs = await Promise.all(peers.map((p, i) => runCli(['--home', p.home, 'sync', path.join(work, 'client', `s${i}`), `alice:s${i}`, '--json'], { timeoutMs: 240_000 })));
+      const runs = await Promise.all(
+        peers.map((p, i) =>
+          runCli(['--home', p.home, 'sync', path.join(work, 'client', `s${i}`), `alice:s${i}`, '--json'], {
+            timeoutMs: 240_000,
+          }),
+        ),
+      );
       const seconds = (Date.now() - started) / 1000;
       const samples = await sampler.stop();
       let same = 0;
-      const noDirMtime = (items: TreeItem[]): TreeItem[] => items.map((x) => (x.kind === 'dir' ? { ...x, mtimeS: 0 } : x));
+      const noDirMtime = (items: TreeItem[]): TreeItem[] =>
+        items.map((x) => (x.kind === 'dir' ? { ...x, mtimeS: 0 } : x));
       for (let i = 0; i < o.peers; i++) {
         const c = noDirMtime(await snapshot(path.join(work, 'client', `s${i}`)));
         const sv = noDirMtime(await snapshot(path.join(work, 'server', `s${i}`)));
@@ -820,7 +925,9 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
       syncs = {
         ok: runs.filter((r) => r.code === 0).length,
         failed: runs.flatMap((r, i) => (r.code === 0 ? [] : [`s${i}: ${String(r.code)} ${r.stderr.trim()}`])),
-        seconds, identical: same, rssPeakKiB: Math.max(0, ...samples),
+        seconds,
+        identical: same,
+        rssPeakKiB: Math.max(0, ...samples),
       };
     }
     await sleep(1000);
@@ -828,8 +935,14 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
 
     // 2. Connect / handshake / ping / disconnect cycles, in process, spread over the peers.
     const config = resolveConfig({ transport: 'quic' });
-    const identities = await Promise.all(peers.map(async (p) => (await import('../../src/home/identity-store.js')).loadIdentity(path.join(p.home, 'identity.key'))));
-    const resolved = await Promise.all(peers.map((p) => resolvePeer(new PeerStore(path.join(p.home, 'peers.json')), 'alice', undefined)));
+    const identities = await Promise.all(
+      peers.map(async (p) =>
+        (await import('../../src/home/identity-store.js')).loadIdentity(path.join(p.home, 'identity.key')),
+      ),
+    );
+    const resolved = await Promise.all(
+      peers.map((p) => resolvePeer(new PeerStore(path.join(p.home, 'peers.json')), 'alice', undefined)),
+    );
     const cycleFailures: string[] = [];
     let cyclesOk = 0;
     const cycle = async (k: number): Promise<void> => {
@@ -851,9 +964,11 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
     };
     const runCycles = async (from: number, to: number): Promise<void> => {
       let next = from;
-      await Promise.all(Array.from({ length: o.cycleConcurrency }, async () => {
-        while (next < to) await cycle(next++);
-      }));
+      await Promise.all(
+        Array.from({ length: o.cycleConcurrency }, async () => {
+          while (next < to) await cycle(next++);
+        }),
+      );
     };
     await runCycles(0, o.warmupCycles);
     await sleep(1000);
@@ -877,20 +992,55 @@ export async function runLoad(o: LoadOptions): Promise<LoadFigures> {
 
     return {
       conditions: {
-        machine: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, node: process.version, loadavg1m: os.loadavg()[0],
-        peers: o.peers, pushBytesPerPeer: o.pushBytes, syncFilesPerPeer: syncFiles, syncFileBytes: 4096, data: 'incompressible (seeded PRNG)', pingsPerPeer: 3,
-        cycles: o.cycles, warmupCycles: o.warmupCycles, cycleConcurrency: o.cycleConcurrency, cycle: 'QUIC connect + handshake + 1 ping + close (in process, dialPeer)',
-        listener: 'clawpeer listen (CLI process), defaults', rss: '/proc/<pid>/status VmRSS',
+        machine: os.cpus()[0]?.model ?? 'unknown',
+        cores: os.cpus().length,
+        node: process.version,
+        loadavg1m: os.loadavg()[0],
+        peers: o.peers,
+        pushBytesPerPeer: o.pushBytes,
+        syncFilesPerPeer: syncFiles,
+        syncFileBytes: 4096,
+        data: 'incompressible (seeded PRNG)',
+        pingsPerPeer: 3,
+        cycles: o.cycles,
+        warmupCycles: o.warmupCycles,
+        cycleConcurrency: o.cycleConcurrency,
+        cycle: 'QUIC connect + handshake + 1 ping + close (in process, dialPeer)',
+        listener: 'clawpeer listen (CLI process), defaults',
+        rss: '/proc/<pid>/status VmRSS',
       },
       rssKiB: {
-        idle, pushPeak: Math.max(idle, ...pushSamples), afterPushesAndSyncs, baselineAfterWarmup,
-        cyclesPeak: Math.max(baselineAfterWarmup, ...cycleSamples), afterCycles, afterSettle, afterEach100Cycles: afterBatches,
+        idle,
+        pushPeak: Math.max(idle, ...pushSamples),
+        afterPushesAndSyncs,
+        baselineAfterWarmup,
+        cyclesPeak: Math.max(baselineAfterWarmup, ...cycleSamples),
+        afterCycles,
+        afterSettle,
+        afterEach100Cycles: afterBatches,
       },
       openFds: { baseline: fdBaseline, afterCycles: fdAfterCycles, afterSettle: fdAfterSettle },
-      pushes: { ok: results.filter((r) => r.push.code === 0).length, failed: results.filter((r) => r.push.code !== 0).map((r) => `${r.p.name}: ${r.push.code} ${r.push.stderr.trim()}`), seconds: pushSeconds, identical },
-      pings: { ok: results.filter((r) => r.ping.code === 0).length, failed: results.filter((r) => r.ping.code !== 0).map((r) => `${r.p.name}: ${r.ping.code} ${r.ping.stderr.trim()}`) },
+      pushes: {
+        ok: results.filter((r) => r.push.code === 0).length,
+        failed: results
+          .filter((r) => r.push.code !== 0)
+          .map((r) => `${r.p.name}: ${r.push.code} ${r.push.stderr.trim()}`),
+        seconds: pushSeconds,
+        identical,
+      },
+      pings: {
+        ok: results.filter((r) => r.ping.code === 0).length,
+        failed: results
+          .filter((r) => r.ping.code !== 0)
+          .map((r) => `${r.p.name}: ${r.ping.code} ${r.ping.stderr.trim()}`),
+      },
       ...(syncs === undefined ? {} : { syncs }),
-      cycles: { ok: cyclesOk - o.warmupCycles, failed: cycleFailures, seconds: cycleSeconds, perSecond: o.cycles / cycleSeconds },
+      cycles: {
+        ok: cyclesOk - o.warmupCycles,
+        failed: cycleFailures,
+        seconds: cycleSeconds,
+        perSecond: o.cycles / cycleSeconds,
+      },
     };
   } finally {
     await listener.stop('SIGKILL');

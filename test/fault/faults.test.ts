@@ -26,10 +26,22 @@ const cases: { kind: TrialKind; direction: 'push' | 'pull'; delayPerChunkMs?: nu
 // The four trials run at once (none kills the listener, each has its own destination and link):
 // this keeps the CI subset short, and the faults land on a busier listener.
 t.test('loss, kill-sender, kill-receiver and cut trials, at once', async (t) => {
-  const results = await Promise.all(cases.map((c, i) => runTrial({
-    rig, kind: c.kind, direction: c.direction, index: i, seed: SEED + i, bigBytes: 2 << 20, killWindowMs: 400, killAfterProgress: true, cutMs: 2000,
-    ...(c.delayPerChunkMs === undefined ? {} : { delayPerChunkMs: c.delayPerChunkMs }),
-  })));
+  const results = await Promise.all(
+    cases.map((c, i) =>
+      runTrial({
+        rig,
+        kind: c.kind,
+        direction: c.direction,
+        index: i,
+        seed: SEED + i,
+        bigBytes: 2 << 20,
+        killWindowMs: 400,
+        killAfterProgress: true,
+        cutMs: 2000,
+        ...(c.delayPerChunkMs === undefined ? {} : { delayPerChunkMs: c.delayPerChunkMs }),
+      }),
+    ),
+  );
   for (const r of results) {
     checkTrial(t, r, r.kind === 'loss');
     const staging = (await snapshot(r.dest)).map((i) => i.path).filter((p) => p.split('/').some(isClawpeerInternal));

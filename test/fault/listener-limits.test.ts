@@ -25,7 +25,18 @@ import type { PeerSession } from '../../src/session/session.js';
 import { withTimeout } from '../../src/support/timeouts.js';
 import { silentLogger } from '../../src/logger.js';
 import {
-  doneEvent, isClawpeerInternal, makeSeededTree, newHome, runCli, sleep, snapshot, spawnCli, startRig, treeDiff, withoutInternals, type Rig,
+  doneEvent,
+  isClawpeerInternal,
+  makeSeededTree,
+  newHome,
+  runCli,
+  sleep,
+  snapshot,
+  spawnCli,
+  startRig,
+  treeDiff,
+  withoutInternals,
+  type Rig,
 } from './fault-harness.js';
 
 /** A pid that belonged to a process that has exited (so `kill(pid, 0)` says ESRCH). */
@@ -44,13 +55,19 @@ async function deadPid(): Promise<number> {
 
 async function dialer(rig: Rig, home: string): Promise<() => Promise<PeerSession>> {
   const identity = await loadIdentity(path.join(home, 'identity.key'));
-  const peer = await resolvePeer(new PeerStore(path.join(home, 'peers.json')), 'alice', `127.0.0.1:${rig.listener.port}`);
+  const peer = await resolvePeer(
+    new PeerStore(path.join(home, 'peers.json')),
+    'alice',
+    `127.0.0.1:${rig.listener.port}`,
+  );
   const config = resolveConfig({ transport: 'quic' });
   return () => dialPeer({ identity, peer, config, log: silentLogger });
 }
 
 async function namesUnder(root: string): Promise<string[]> {
-  return (await snapshot(root)).map((i) => i.path).filter((p) => p.split('/').some(isClawpeerInternal) && !p.split('/').includes('.clawpeer'));
+  return (await snapshot(root))
+    .map((i) => i.path)
+    .filter((p) => p.split('/').some(isClawpeerInternal) && !p.split('/').includes('.clawpeer'));
 }
 
 t.test('bad listen flag values exit 2 with a message naming the flag', async (t) => {
@@ -62,7 +79,9 @@ t.test('bad listen flag values exit 2 with a message naming the flag', async (t)
     [['--max-connections', '0'], /--max-connections must be an integer in 1\.\.65536, got "0"/],
     [['--max-connections-per-peer', '2.5'], /--max-connections-per-peer must be an integer in 1\.\.65536, got "2\.5"/],
   ];
-  const results = await Promise.all(cases.map(([flags]) => runCli(['--home', home, 'listen', '--port', '0', '--host', '127.0.0.1', ...flags])));
+  const results = await Promise.all(
+    cases.map(([flags]) => runCli(['--home', home, 'listen', '--port', '0', '--host', '127.0.0.1', ...flags])),
+  );
   results.forEach((r, i) => {
     const [flags, pattern] = cases[i] ?? [[], /never/];
     t.equal(r.code, 2, `${flags.join(' ')}: exit 2 (usage)`);
@@ -77,26 +96,44 @@ const ro = path.join(work, 'ro');
 await mkdir(path.join(share, 'a', 'b'), { recursive: true });
 await mkdir(ro);
 const dead = await deadPid();
-const deadNames = [path.join('a', tempNameFor('x.bin', dead)), path.join('a', 'b', tempNameFor('y.bin', dead)), tempNameFor('top.bin', dead)];
+const deadNames = [
+  path.join('a', tempNameFor('x.bin', dead)),
+  path.join('a', 'b', tempNameFor('y.bin', dead)),
+  tempNameFor('top.bin', dead),
+];
 for (const n of deadNames) await writeFile(path.join(share, n), 'left by a killed receiver');
 // Names the sweep must leave alone: a live writer's (this test process), and a young one of the
 // old format without a pid (only age can tell; it is seconds old).
-const liveNames = [path.join('a', tempNameFor('live.bin', process.pid)), path.join('a', '.clawpeer-tmp-0a0b0c0d0e0f-young.bin')];
+const liveNames = [
+  path.join('a', tempNameFor('live.bin', process.pid)),
+  path.join('a', '.clawpeer-tmp-0a0b0c0d0e0f-young.bin'),
+];
 for (const n of liveNames) await writeFile(path.join(share, n), 'maybe a live transfer');
 const roName = tempNameFor('ro.bin', dead);
 await writeFile(path.join(ro, roName), 'read-only share: never written, never swept');
 const rig = await startRig('limits', { share, listenArgs: ['--share', `ro=${ro}:ro`] });
 t.teardown(() => rig.close());
 
-t.test('listen sweeps dead writers\' temp files from writable shares; live and read-only ones stay', async (t) => {
-  const swept = await withTimeout((async () => {
-    while (!/swept stale temp files share=inbox removed=\d+/.test(rig.listener.stderr())) await sleep(50);
-  })(), 20_000, 'the sweep log line').then(() => true, () => false);
+t.test("listen sweeps dead writers' temp files from writable shares; live and read-only ones stay", async (t) => {
+  const swept = await withTimeout(
+    (async () => {
+      while (!/swept stale temp files share=inbox removed=\d+/.test(rig.listener.stderr())) await sleep(50);
+    })(),
+    20_000,
+    'the sweep log line',
+  ).then(
+    () => true,
+    () => false,
+  );
   t.ok(swept, `the listener logs the sweep: ${rig.listener.stderr()}`);
   t.match(rig.listener.stderr(), /swept stale temp files share=inbox removed=3/);
   t.notMatch(rig.listener.stderr(), /swept stale temp files share=ro/, 'read-only shares are not swept');
   const left = await namesUnder(share);
-  t.same(left.sort(), liveNames.map((n) => n.split(path.sep).join('/')).sort(), 'the dead writer\'s files are gone, the others stay');
+  t.same(
+    left.sort(),
+    liveNames.map((n) => n.split(path.sep).join('/')).sort(),
+    "the dead writer's files are gone, the others stay",
+  );
   t.same((await readdir(ro)).sort(), [roName], 'the read-only share is untouched');
 });
 
@@ -105,7 +142,10 @@ t.test('a rerun right after the pushing client was SIGKILLed supersedes the stal
   await makeSeededTree(src, 4242, 2 << 20, 12);
   // Slow sends (150 ms per DATA frame), so the kill lands while the listener receives.
   const first = spawnCli(rig.b.home, ['push', src, 'alice'], { CLAWPEER_TEST_DELAY_PER_CHUNK_MS: '150' });
-  t.ok(await first.waitFor((e) => e['event'] === 'progress' && e['phase'] === 'sending'), `the first push started sending; stderr: ${first.stderr()}`);
+  t.ok(
+    await first.waitFor((e) => e['event'] === 'progress' && e['phase'] === 'sending'),
+    `the first push started sending; stderr: ${first.stderr()}`,
+  );
   await first.kill('SIGKILL');
   const logBefore = rig.listener.stderr().length;
 
@@ -131,20 +171,31 @@ t.test('a rerun right after the pushing client was SIGKILLed supersedes the stal
   t.same(await snapshot(dest), got, 'the tree is unchanged a second later');
 });
 
-t.test('a pull sweeps a dead earlier pull\'s temp files from its destination first', async (t) => {
+t.test("a pull sweeps a dead earlier pull's temp files from its destination first", async (t) => {
   await makeSeededTree(path.join(rig.share, 'ptree'), 77, 64 << 10, 2);
   const into = path.join(rig.work, 'pulled');
   await mkdir(path.join(into, 'ptree', 'sub'), { recursive: true });
   await mkdir(path.join(into, 'unrelated'), { recursive: true });
   const stale = [tempNameFor('ptree', dead), path.join('ptree', 'sub', tempNameFor('small-0.bin', dead))];
   for (const n of stale) await writeFile(path.join(into, n), 'left by a killed pull');
-  const keep = [path.join('ptree', tempNameFor('live.bin', process.pid)), path.join('unrelated', tempNameFor('other.bin', dead))];
-  for (const n of keep) await writeFile(path.join(into, n), 'not this pull\'s business');
+  const keep = [
+    path.join('ptree', tempNameFor('live.bin', process.pid)),
+    path.join('unrelated', tempNameFor('other.bin', dead)),
+  ];
+  for (const n of keep) await writeFile(path.join(into, n), "not this pull's business");
   const r = await rig.cli(['-v', 'pull', 'alice:inbox/ptree', into, '--json']);
   t.equal(r.code, 0, r.stderr);
   t.match(r.stderr, /removed stale temp files left by an earlier pull .*removed=2/);
-  t.same(treeDiff(await snapshot(path.join(rig.share, 'ptree')), withoutInternals(await snapshot(path.join(into, 'ptree')))), [], 'pulled byte-identical');
-  t.same((await namesUnder(into)).sort(), keep.map((n) => n.split(path.sep).join('/')).sort(), 'only the stale files where this pull lands were removed');
+  t.same(
+    treeDiff(await snapshot(path.join(rig.share, 'ptree')), withoutInternals(await snapshot(path.join(into, 'ptree')))),
+    [],
+    'pulled byte-identical',
+  );
+  t.same(
+    (await namesUnder(into)).sort(),
+    keep.map((n) => n.split(path.sep).join('/')).sort(),
+    'only the stale files where this pull lands were removed',
+  );
 });
 
 t.test('connection caps: over the per-peer and the total cap a clear wire error; others still served', async (t) => {
@@ -159,28 +210,50 @@ t.test('connection caps: over the per-peer and the total cap a clear wire error;
   t.teardown(() => Promise.all(held.map((s) => s.close().catch(() => undefined))));
   for (let i = 0; i < 3; i++) held.push(await dialB());
 
-  await t.rejects(dialB(), { code: 'PEER_BUSY', message: new RegExp(`too many connections from node ${rig.b.id}: 3 open, at most 3 per peer`) }, 'the 4th connection of one peer is refused, saying why');
-  t.match(rig.listener.stderr(), new RegExp(`refused connection over the cap id=${rig.b.id}`), 'the listener logs the refusal');
+  await t.rejects(
+    dialB(),
+    {
+      code: 'PEER_BUSY',
+      message: new RegExp(`too many connections from node ${rig.b.id}: 3 open, at most 3 per peer`),
+    },
+    'the 4th connection of one peer is refused, saying why',
+  );
+  t.match(
+    rig.listener.stderr(),
+    new RegExp(`refused connection over the cap id=${rig.b.id}`),
+    'the listener logs the refusal',
+  );
   const cliRefused = await rig.cli(['ping', 'alice', '--count', '1']);
   t.equal(cliRefused.code, 4, 'the CLI exits 4 (retryable)');
-  t.match(cliRefused.stderr, /too many connections from node/, 'and prints the listener\'s reason');
+  t.match(cliRefused.stderr, /too many connections from node/, "and prints the listener's reason");
 
   // Another peer is still served: its first two connections fill the total cap of 5...
   const carolPing = await runCli(['--home', c.home, 'ping', 'alice', '--count', '1']);
   t.equal(carolPing.code, 0, `another peer is served while the first one is at its cap: ${carolPing.stderr}`);
   for (let i = 0; i < 2; i++) held.push(await dialC());
   // ...and the 6th connection overall is refused, although carol is under her own cap.
-  await t.rejects(dialC(), { code: 'PEER_BUSY', message: /too many connections: 5 open, at most 5/ }, 'over the total cap');
+  await t.rejects(
+    dialC(),
+    { code: 'PEER_BUSY', message: /too many connections: 5 open, at most 5/ },
+    'over the total cap',
+  );
 
   // Closing one frees a slot: the listener serves a ping again.
   await held.shift()?.close();
-  const ok = await withTimeout((async () => {
-    for (;;) {
-      const r = await rig.cli(['ping', 'alice', '--count', '1']);
-      if (r.code === 0) return r;
-      await sleep(200); // the close may take a moment to be seen
-    }
-  })(), 20_000, 'a ping after a slot was freed').then(() => true, () => false);
+  const ok = await withTimeout(
+    (async () => {
+      for (;;) {
+        const r = await rig.cli(['ping', 'alice', '--count', '1']);
+        if (r.code === 0) return r;
+        await sleep(200); // the close may take a moment to be seen
+      }
+    })(),
+    20_000,
+    'a ping after a slot was freed',
+  ).then(
+    () => true,
+    () => false,
+  );
   t.ok(ok, 'after one connection closed, a ping is answered');
   t.equal(rig.listener.child.exitCode, null, 'the listener never exited');
 });
@@ -197,10 +270,23 @@ t.test('an idle session is closed after --session-idle-timeout; a pinging one is
   await busy.close();
 
   const idle = await dial();
-  const answer = await withTimeout(idle.control.receive(), 20_000, 'the listener closing the idle session').then((m) => m, (e: unknown) => e);
+  const answer = await withTimeout(idle.control.receive(), 20_000, 'the listener closing the idle session').then(
+    (m) => m,
+    (e: unknown) => e,
+  );
   t.match(String(answer), /session idle for 1500 ms/, `the listener says why it closes (${String(answer)})`);
-  t.ok(await withTimeout(idle.connection.closed, 15_000, 'close').then(() => true, () => false), 'and closes the connection');
-  t.match(rig.listener.stderr(), new RegExp(`closing idle session peer=${rig.b.id} idleMs=1500`), 'the listener logs it');
+  t.ok(
+    await withTimeout(idle.connection.closed, 15_000, 'close').then(
+      () => true,
+      () => false,
+    ),
+    'and closes the connection',
+  );
+  t.match(
+    rig.listener.stderr(),
+    new RegExp(`closing idle session peer=${rig.b.id} idleMs=1500`),
+    'the listener logs it',
+  );
   await idle.connection.close().catch(() => undefined);
   const ping = await rig.cli(['ping', 'alice', '--count', '1']);
   t.equal(ping.code, 0, 'the listener still serves');

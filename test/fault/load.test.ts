@@ -14,7 +14,13 @@ t.test('4 peers at once, then 100 connect/disconnect cycles', async (t) => {
   t.equal(f.cycles.ok, 100);
   const MiB = 1024;
   // Generous: the bound catches a leak per connection (100 x a few hundred KiB), not GC noise.
-  t.ok(f.rssKiB.afterSettle <= f.rssKiB.baselineAfterWarmup + 64 * MiB, `RSS after the cycles ${f.rssKiB.afterSettle} KiB is within 64 MiB of the post-warmup baseline ${f.rssKiB.baselineAfterWarmup} KiB`);
+  t.ok(
+    f.rssKiB.afterSettle <= f.rssKiB.baselineAfterWarmup + 64 * MiB,
+    `RSS after the cycles ${f.rssKiB.afterSettle} KiB is within 64 MiB of the post-warmup baseline ${f.rssKiB.baselineAfterWarmup} KiB`,
+  );
   t.ok(f.rssKiB.cyclesPeak <= 512 * MiB, `RSS peak during the cycles ${f.rssKiB.cyclesPeak} KiB stays under 512 MiB`);
-  t.ok(f.openFds.afterSettle <= f.openFds.baseline + 8, `open descriptors come back (${f.openFds.baseline} -> ${f.openFds.afterSettle})`);
+  t.ok(
+    f.openFds.afterSettle <= f.openFds.baseline + 8,
+    `open descriptors come back (${f.openFds.baseline} -> ${f.openFds.afterSettle})`,
+  );
 });

@@ -61,7 +61,10 @@ async function legitPing(t: Test, port: number, what: string): Promise<void> {
 
 /** Settles with whatever the listener says next on the control channel (an Error rejects). */
 function nextControl(session: PeerSession, ms = 20_000): Promise<unknown> {
-  return withTimeout(session.control.receive(), ms, 'the listener\'s answer').then((m) => m, (e: unknown) => e);
+  return withTimeout(session.control.receive(), ms, "the listener's answer").then(
+    (m) => m,
+    (e: unknown) => e,
+  );
 }
 
 t.test('an unpaired key is refused over the TCP fallback, and the listener keeps serving', async (t) => {
@@ -95,7 +98,16 @@ async function pushUpToWant(name: string, config?: NodeConfig): Promise<DataPlan
   const session = await dial(rig.listener.port, config);
   const source = await scanSource(dir, { chunking: sessionChunking(session), log: silentLogger });
   const transferId = session.allocateTransferId();
-  await session.control.send({ type: 'transfer-request', transferId, direction: 'push', share: 'inbox', path: '', force: false, streams: 2, window: 8 });
+  await session.control.send({
+    type: 'transfer-request',
+    transferId,
+    direction: 'push',
+    share: 'inbox',
+    path: '',
+    force: false,
+    streams: 2,
+    window: 8,
+  });
   await expectMessage(session, 'transfer-accept', transferId, 10_000);
   await session.control.sendAll(manifestMessages(session, transferId, source.entries));
   await expectMessage(session, 'want', transferId, 30_000);
@@ -110,7 +122,10 @@ function sealChunk(p: DataPlane, i: number, streamId: number, sequence: number, 
   const ref = file?.manifest.chunks[i];
   if (entry === undefined || file === undefined || ref === undefined) throw new TypeError(`no chunk ${i}`);
   const bytes = seededBytes(p.name.length * 7919, VICTIM_BYTES).subarray(ref.offset, ref.offset + ref.length);
-  return p.session.sealer.seal({ streamId, sequence, chunkId: chunkIdAt(entry, i), compressed: false, early, chunkBytes: ref.length }, bytes);
+  return p.session.sealer.seal(
+    { streamId, sequence, chunkId: chunkIdAt(entry, i), compressed: false, early, chunkBytes: ref.length },
+    bytes,
+  );
 }
 
 async function openDataStream(p: DataPlane): Promise<{ raw: DuplexStream; frames: FrameStream; streamId: number }> {
@@ -131,7 +146,10 @@ async function expectRefused(t: Test, p: DataPlane, pattern: RegExp): Promise<vo
   const answer = await nextControl(p.session);
   t.ok(answer instanceof Error, `the listener reports an error on the control channel (${String(answer)})`);
   t.match(String(answer), pattern);
-  const closed = await withTimeout(p.session.connection.closed, 15_000, 'the listener closing the session').then(() => true, () => false);
+  const closed = await withTimeout(p.session.connection.closed, 15_000, 'the listener closing the session').then(
+    () => true,
+    () => false,
+  );
   t.ok(closed, 'the listener closed that session');
   const published = await readdir(path.join(rig.share, p.name)).catch(() => [] as string[]);
   t.notOk(published.includes('victim.bin'), 'nothing was published at the final path');
@@ -211,7 +229,17 @@ t.test('an early frame for a chunk outside the manifest ends the session', async
   const p = await pushUpToWant('early-foreign');
   const s = await openDataStream(p);
   const bytes = seededBytes(4242, 70_000);
-  const foreign = p.session.sealer.seal({ streamId: s.streamId, sequence: 0, chunkId: blake3(bytes), compressed: false, early: true, chunkBytes: bytes.length }, bytes);
+  const foreign = p.session.sealer.seal(
+    {
+      streamId: s.streamId,
+      sequence: 0,
+      chunkId: blake3(bytes),
+      compressed: false,
+      early: true,
+      chunkBytes: bytes.length,
+    },
+    bytes,
+  );
   await s.frames.write(foreign).catch(() => undefined);
   await expectRefused(t, p, /which was not asked for/);
 });
@@ -220,37 +248,58 @@ t.test('an early frame for a chunk outside the manifest ends the session', async
 // Compressed chunks (zstd): the frame is checked before the decoder runs.
 
 /** Chunk `i` of the victim as its header would be, with `payload` as its (compressed) bytes. */
-function sealCompressed(p: DataPlane, i: number, streamId: number, payload: Uint8Array, claimedBytes?: number): Uint8Array {
+function sealCompressed(
+  p: DataPlane,
+  i: number,
+  streamId: number,
+  payload: Uint8Array,
+  claimedBytes?: number,
+): Uint8Array {
   const entryIndex = p.source.entries.findIndex((e) => e.kind === 'file');
   const entry = p.source.entries[entryIndex];
   const ref = p.source.files.get(entryIndex)?.manifest.chunks[i];
   if (entry === undefined || ref === undefined) throw new TypeError(`no chunk ${i}`);
-  return p.session.sealer.seal({ streamId, sequence: 0, chunkId: chunkIdAt(entry, i), compressed: true, chunkBytes: claimedBytes ?? ref.length }, payload);
+  return p.session.sealer.seal(
+    { streamId, sequence: 0, chunkId: chunkIdAt(entry, i), compressed: true, chunkBytes: claimedBytes ?? ref.length },
+    payload,
+  );
 }
 
-t.test('a compressed frame that would decode to far more than its chunk (a zstd bomb) ends the session', { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false }, async (t) => {
-  const p = await pushUpToWant('zstd-bomb-victim');
-  t.same(p.session.caps.compression, ['zstd', 'none'], 'zstd was negotiated');
-  // 512 RLE blocks of 128 KiB: 2 KiB of frame that would decode to 64 MiB.
-  const blocks: number[] = [];
-  for (let i = 0; i < 512; i++) {
-    const h = ((128 << 10) << 3) | (1 << 1) | (i === 511 ? 1 : 0);
-    blocks.push(h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff, 0x41);
-  }
-  const bomb = Uint8Array.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38, ...blocks]);
-  const s = await openDataStream(p);
-  await s.frames.write(sealCompressed(p, 0, s.streamId, bomb)).catch(() => undefined);
-  await expectRefused(t, p, /compressed chunk [0-9a-f]+ refused: its blocks decode to 67108864\.\.67108864 bytes, the chunk has \d+/);
-});
+t.test(
+  'a compressed frame that would decode to far more than its chunk (a zstd bomb) ends the session',
+  { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false },
+  async (t) => {
+    const p = await pushUpToWant('zstd-bomb-victim');
+    t.same(p.session.caps.compression, ['zstd', 'none'], 'zstd was negotiated');
+    // 512 RLE blocks of 128 KiB: 2 KiB of frame that would decode to 64 MiB.
+    const blocks: number[] = [];
+    for (let i = 0; i < 512; i++) {
+      const h = ((128 << 10) << 3) | (1 << 1) | (i === 511 ? 1 : 0);
+      blocks.push(h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff, 0x41);
+    }
+    const bomb = Uint8Array.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38, ...blocks]);
+    const s = await openDataStream(p);
+    await s.frames.write(sealCompressed(p, 0, s.streamId, bomb)).catch(() => undefined);
+    await expectRefused(
+      t,
+      p,
+      /compressed chunk [0-9a-f]+ refused: its blocks decode to 67108864\.\.67108864 bytes, the chunk has \d+/,
+    );
+  },
+);
 
-t.test('a compressed frame claiming a larger chunk than the manifest ends the session before decoding', { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false }, async (t) => {
-  const p = await pushUpToWant('zstd-claims-more-than-manifest');
-  // A real zstd frame of 8 MiB of zeros: within the bound of the 16 MiB its header claims.
-  const big = await zstdCodec()!.compress(Buffer.alloc(8 << 20), 3);
-  const s = await openDataStream(p);
-  await s.frames.write(sealCompressed(p, 0, s.streamId, big, 16 << 20)).catch(() => undefined);
-  await expectRefused(t, p, /chunk [0-9a-f]+ has \d+ bytes in the manifest, its frame says 16777216/);
-});
+t.test(
+  'a compressed frame claiming a larger chunk than the manifest ends the session before decoding',
+  { skip: zstdCodec() === null ? '@mongodb-js/zstd (optional) is not installed' : false },
+  async (t) => {
+    const p = await pushUpToWant('zstd-claims-more-than-manifest');
+    // A real zstd frame of 8 MiB of zeros: within the bound of the 16 MiB its header claims.
+    const big = await zstdCodec()!.compress(Buffer.alloc(8 << 20), 3);
+    const s = await openDataStream(p);
+    await s.frames.write(sealCompressed(p, 0, s.streamId, big, 16 << 20)).catch(() => undefined);
+    await expectRefused(t, p, /chunk [0-9a-f]+ has \d+ bytes in the manifest, its frame says 16777216/);
+  },
+);
 
 t.test('a compressed frame in a session without a codec ends it', async (t) => {
   const p = await pushUpToWant('zstd-without-codec-victim', resolveConfig({ transport: 'quic', compression: 'none' }));
@@ -260,44 +309,94 @@ t.test('a compressed frame in a session without a codec ends it', async (t) => {
   await expectRefused(t, p, /sent a compressed chunk, but no codec was negotiated/);
 });
 
-t.test('a malformed exclude pattern, or a push with patterns but without delete, ends the session; the listener serves on', async (t) => {
-  for (const [direction, exclude, del, pattern] of [
-    ['pull', ['[unclosed'], false, /bad exclude pattern in the transfer request: --exclude "\[unclosed": has a \[ without its \]/],
-    ['push', ['*.log'], false, /exclude patterns apply to pulls/],
-    ['push', ['[unclosed'], true, /bad exclude pattern in the transfer request: --exclude "\[unclosed"/],
-  ] as const) {
-    const session = await dial(rig.listener.port);
-    t.ok(session.caps.features.includes('exclude'), 'the listener takes exclude patterns');
-    await session.control.send({
-      type: 'transfer-request', transferId: session.allocateTransferId(), direction, share: 'inbox', path: '', force: false, streams: 1, window: 4, exclude: [...exclude], ...(del ? { delete: true } : {}),
-    });
-    const answer = await nextControl(session);
-    t.match(String(answer), pattern, `${direction}: ${String(answer)}`);
-    await session.connection.close().catch(() => undefined);
-  }
-  await legitPing(t, rig.listener.port, 'after the bad requests');
-});
+t.test(
+  'a malformed exclude pattern, or a push with patterns but without delete, ends the session; the listener serves on',
+  async (t) => {
+    for (const [direction, exclude, del, pattern] of [
+      [
+        'pull',
+        ['[unclosed'],
+        false,
+        /bad exclude pattern in the transfer request: --exclude "\[unclosed": has a \[ without its \]/,
+      ],
+      ['push', ['*.log'], false, /exclude patterns apply to pulls/],
+      ['push', ['[unclosed'], true, /bad exclude pattern in the transfer request: --exclude "\[unclosed"/],
+    ] as const) {
+      const session = await dial(rig.listener.port);
+      t.ok(session.caps.features.includes('exclude'), 'the listener takes exclude patterns');
+      await session.control.send({
+        type: 'transfer-request',
+        transferId: session.allocateTransferId(),
+        direction,
+        share: 'inbox',
+        path: '',
+        force: false,
+        streams: 1,
+        window: 4,
+        exclude: [...exclude],
+        ...(del ? { delete: true } : {}),
+      });
+      const answer = await nextControl(session);
+      t.match(String(answer), pattern, `${direction}: ${String(answer)}`);
+      await session.connection.close().catch(() => undefined);
+    }
+    await legitPing(t, rig.listener.port, 'after the bad requests');
+  },
+);
 
-t.test('a malformed filter rule, or a push with filter rules but without delete, ends the session; the listener serves on', async (t) => {
-  for (const [direction, filter, pattern] of [
-    ['pull', [{ pattern: '[unclosed', include: true }, { pattern: '*', include: false }], /bad exclude pattern in the transfer request: --include "\[unclosed": has a \[ without its \]/],
-    ['push', [{ pattern: '*.txt', include: true }], /exclude patterns apply to pulls/],
-  ] as const) {
-    const session = await dial(rig.listener.port);
-    t.ok(session.caps.features.includes('filter'), 'the listener takes filter rules');
-    await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction, share: 'inbox', path: '', force: false, streams: 1, window: 4, filter: [...filter] });
-    const answer = await nextControl(session);
-    t.match(String(answer), pattern, `${direction}: ${String(answer)}`);
-    await session.connection.close().catch(() => undefined);
-  }
-  await legitPing(t, rig.listener.port, 'after the bad requests');
-});
+t.test(
+  'a malformed filter rule, or a push with filter rules but without delete, ends the session; the listener serves on',
+  async (t) => {
+    for (const [direction, filter, pattern] of [
+      [
+        'pull',
+        [
+          { pattern: '[unclosed', include: true },
+          { pattern: '*', include: false },
+        ],
+        /bad exclude pattern in the transfer request: --include "\[unclosed": has a \[ without its \]/,
+      ],
+      ['push', [{ pattern: '*.txt', include: true }], /exclude patterns apply to pulls/],
+    ] as const) {
+      const session = await dial(rig.listener.port);
+      t.ok(session.caps.features.includes('filter'), 'the listener takes filter rules');
+      await session.control.send({
+        type: 'transfer-request',
+        transferId: session.allocateTransferId(),
+        direction,
+        share: 'inbox',
+        path: '',
+        force: false,
+        streams: 1,
+        window: 4,
+        filter: [...filter],
+      });
+      const answer = await nextControl(session);
+      t.match(String(answer), pattern, `${direction}: ${String(answer)}`);
+      await session.connection.close().catch(() => undefined);
+    }
+    await legitPing(t, rig.listener.port, 'after the bad requests');
+  },
+);
 
 t.test('an existing-files policy with force, or on a pull, ends the session; the listener serves on', async (t) => {
-  for (const [direction, force, pattern] of [['push', true, /force and an existing-files policy/], ['pull', false, /existing-files policy applies to pushes/]] as const) {
+  for (const [direction, force, pattern] of [
+    ['push', true, /force and an existing-files policy/],
+    ['pull', false, /existing-files policy applies to pushes/],
+  ] as const) {
     const session = await dial(rig.listener.port);
     t.ok(session.caps.features.includes('existing'), 'the listener takes existing-files policies');
-    await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction, share: 'inbox', path: '', force, streams: 1, window: 4, existing: 'keep' });
+    await session.control.send({
+      type: 'transfer-request',
+      transferId: session.allocateTransferId(),
+      direction,
+      share: 'inbox',
+      path: '',
+      force,
+      streams: 1,
+      window: 4,
+      existing: 'keep',
+    });
     t.match(String(await nextControl(session)), pattern);
     await session.connection.close().catch(() => undefined);
   }
@@ -307,7 +406,17 @@ t.test('an existing-files policy with force, or on a pull, ends the session; the
 t.test('a pull request asking the listener to delete ends the session; the listener serves on', async (t) => {
   const session = await dial(rig.listener.port);
   t.ok(session.caps.features.includes('delete'), 'the listener takes delete on pushes');
-  await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction: 'pull', share: 'inbox', path: '', force: false, streams: 1, window: 4, delete: true });
+  await session.control.send({
+    type: 'transfer-request',
+    transferId: session.allocateTransferId(),
+    direction: 'pull',
+    share: 'inbox',
+    path: '',
+    force: false,
+    streams: 1,
+    window: 4,
+    delete: true,
+  });
   t.match(String(await nextControl(session)), /delete applies to pushes/);
   await session.connection.close().catch(() => undefined);
   await legitPing(t, rig.listener.port, 'after the bad request');
@@ -316,7 +425,17 @@ t.test('a pull request asking the listener to delete ends the session; the liste
 t.test('a push request carrying a rate limit ends the session; the listener serves on', async (t) => {
   const session = await dial(rig.listener.port);
   t.ok(session.caps.features.includes('rate-limit'), 'the listener takes rate limits on pulls');
-  await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction: 'push', share: 'inbox', path: '', force: false, streams: 1, window: 4, rateLimit: 4096 });
+  await session.control.send({
+    type: 'transfer-request',
+    transferId: session.allocateTransferId(),
+    direction: 'push',
+    share: 'inbox',
+    path: '',
+    force: false,
+    streams: 1,
+    window: 4,
+    rateLimit: 4096,
+  });
   t.match(String(await nextControl(session)), /a rate limit applies to pulls/);
   await session.connection.close().catch(() => undefined);
   await legitPing(t, rig.listener.port, 'after the bad request');
@@ -324,26 +443,56 @@ t.test('a push request carrying a rate limit ends the session; the listener serv
 
 t.test('a push request carrying size bounds ends the session; the listener serves on', async (t) => {
   const session = await dial(rig.listener.port);
-  t.ok(session.caps.features.includes('size-filter'), 'the listener takes size bounds on pulls (a 17th feature: features_more)');
-  await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction: 'push', share: 'inbox', path: '', force: false, streams: 1, window: 4, maxSize: 4096 });
+  t.ok(
+    session.caps.features.includes('size-filter'),
+    'the listener takes size bounds on pulls (a 17th feature: features_more)',
+  );
+  await session.control.send({
+    type: 'transfer-request',
+    transferId: session.allocateTransferId(),
+    direction: 'push',
+    share: 'inbox',
+    path: '',
+    force: false,
+    streams: 1,
+    window: 4,
+    maxSize: 4096,
+  });
   t.match(String(await nextControl(session)), /size bounds apply to pulls/);
   await session.connection.close().catch(() => undefined);
   await legitPing(t, rig.listener.port, 'after the bad request');
 });
 
-t.test('a files-from list that climbs out, or comes with a push, ends the session; the listener serves on', async (t) => {
-  for (const [direction, filesFrom, pattern] of [
-    ['pull', ['ok.txt', '../../etc/passwd'], /TransferRequest\.filesFrom: path "\.\.\/\.\.\/etc\/passwd" refused: contains a "\.\." segment/],
-    ['pull', ['/abs'], /TransferRequest\.filesFrom: path "\/abs" refused: absolute path/],
-    ['push', ['x'], /a files-from list applies to pulls/],
-  ] as const) {
-    const session = await dial(rig.listener.port);
-    await session.control.send({ type: 'transfer-request', transferId: session.allocateTransferId(), direction, share: 'inbox', path: '', force: false, streams: 1, window: 4, filesFrom: [...filesFrom] });
-    t.match(String(await nextControl(session)), pattern);
-    await session.connection.close().catch(() => undefined);
-  }
-  await legitPing(t, rig.listener.port, 'after the bad requests');
-});
+t.test(
+  'a files-from list that climbs out, or comes with a push, ends the session; the listener serves on',
+  async (t) => {
+    for (const [direction, filesFrom, pattern] of [
+      [
+        'pull',
+        ['ok.txt', '../../etc/passwd'],
+        /TransferRequest\.filesFrom: path "\.\.\/\.\.\/etc\/passwd" refused: contains a "\.\." segment/,
+      ],
+      ['pull', ['/abs'], /TransferRequest\.filesFrom: path "\/abs" refused: absolute path/],
+      ['push', ['x'], /a files-from list applies to pulls/],
+    ] as const) {
+      const session = await dial(rig.listener.port);
+      await session.control.send({
+        type: 'transfer-request',
+        transferId: session.allocateTransferId(),
+        direction,
+        share: 'inbox',
+        path: '',
+        force: false,
+        streams: 1,
+        window: 4,
+        filesFrom: [...filesFrom],
+      });
+      t.match(String(await nextControl(session)), pattern);
+      await session.connection.close().catch(() => undefined);
+    }
+    await legitPing(t, rig.listener.port, 'after the bad requests');
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // Stream floods
@@ -351,7 +500,15 @@ t.test('a files-from list that climbs out, or comes with a push, ends the sessio
 for (const transport of ['quic', 'tcp'] as const) {
   t.test(`a peer that opens 2000 streams over ${transport} gets at most the listener's limit`, async (t) => {
     // A client asking for a generous limit of its own: only the listener's limit may bind it.
-    const conn: Connection = await (await backendByName(transport)).connect({ host: '127.0.0.1', port: rig.listener.port, identity: identityB, idleTimeoutMs: 20_000, maxStreams: 4096 });
+    const conn: Connection = await (
+      await backendByName(transport)
+    ).connect({
+      host: '127.0.0.1',
+      port: rig.listener.port,
+      identity: identityB,
+      idleTimeoutMs: 20_000,
+      maxStreams: 4096,
+    });
     const flood = await dialOnConnection(conn);
     const opened: DuplexStream[] = [];
     const refusedOrReset: number[] = [];
@@ -359,7 +516,10 @@ for (const transport of ['quic', 'tcp'] as const) {
       const s = await conn.openStream();
       opened.push(s);
       await s.write(Uint8Array.of(1)); // the first byte of a frame header, then nothing
-      const r = await s.read().then(() => 'data', () => 'reset');
+      const r = await s.read().then(
+        () => 'data',
+        () => 'reset',
+      );
       if (r === 'reset') refusedOrReset.push(s.id);
     });
     void Promise.allSettled(attempts);
@@ -371,8 +531,13 @@ for (const transport of ['quic', 'tcp'] as const) {
     while (opened.length - refusedOrReset.length > limit && performance.now() < settleBy) await sleep(100);
     t.ok(opened.length >= 1, `some streams opened (${opened.length})`);
     const live = opened.length - refusedOrReset.length;
-    t.ok(live <= limit, `at most ${limit} streams are live on the listener (${live}; ${opened.length} opened, ${refusedOrReset.length} refused)`);
-    t.comment(`${transport}: of 2000 opens, ${opened.length} opened, ${refusedOrReset.length} refused/reset, ${live} live (limit ${limit} incl. the control stream)`);
+    t.ok(
+      live <= limit,
+      `at most ${limit} streams are live on the listener (${live}; ${opened.length} opened, ${refusedOrReset.length} refused)`,
+    );
+    t.comment(
+      `${transport}: of 2000 opens, ${opened.length} opened, ${refusedOrReset.length} refused/reset, ${live} live (limit ${limit} incl. the control stream)`,
+    );
     await legitPing(t, rig.listener.port, 'while the flood holds its streams');
     await flood.close().catch(() => undefined);
   });
@@ -390,25 +555,53 @@ async function dialOnConnection(conn: Connection): Promise<{ close(): Promise<vo
 // ---------------------------------------------------------------------------------------------
 // Stalls, against an in-process listener with short timeouts
 
-const SHORT = resolveConfig({ transport: 'auto', idleTimeoutMs: 1_500, keepAliveMs: 400, handshakeTimeoutMs: 1_000, maxStreams: 8 });
+const SHORT = resolveConfig({
+  transport: 'auto',
+  idleTimeoutMs: 1_500,
+  keepAliveMs: 400,
+  handshakeTimeoutMs: 1_000,
+  maxStreams: 8,
+});
 
 t.test('stalled peers are freed by timeouts (short-timeout listener)', async (t) => {
   const identityA = await loadIdentity(path.join(rig.a.home, 'identity.key'));
   const shares = [{ name: 'inbox', dir: path.join(rig.work, 'short-inbox'), readOnly: false }];
   await mkdir(shares[0]?.dir ?? '', { recursive: true });
   const server = await NodeServer.start(
-    { identity: identityA, peers: new PeerStore(path.join(rig.a.home, 'peers.json')), shares, host: '127.0.0.1', port: 0, config: SHORT, log: silentLogger },
-    (session, signal) => serveSession(session, { shares, config: SHORT, log: silentLogger, nodeId: identityA.nodeId }, signal),
+    {
+      identity: identityA,
+      peers: new PeerStore(path.join(rig.a.home, 'peers.json')),
+      shares,
+      host: '127.0.0.1',
+      port: 0,
+      config: SHORT,
+      log: silentLogger,
+    },
+    (session, signal) =>
+      serveSession(session, { shares, config: SHORT, log: silentLogger, nodeId: identityA.nodeId }, signal),
   );
   t.teardown(() => server.close());
   const connect = async (transport: 'quic' | 'tcp'): Promise<Connection> =>
-    (await backendByName(transport)).connect({ host: '127.0.0.1', port: server.port, identity: identityB, idleTimeoutMs: 30_000, keepAliveMs: 500 });
-  const closedWithin = (conn: Connection, ms: number): Promise<boolean> => withTimeout(conn.closed, ms, 'close').then(() => true, () => false);
+    (await backendByName(transport)).connect({
+      host: '127.0.0.1',
+      port: server.port,
+      identity: identityB,
+      idleTimeoutMs: 30_000,
+      keepAliveMs: 500,
+    });
+  const closedWithin = (conn: Connection, ms: number): Promise<boolean> =>
+    withTimeout(conn.closed, ms, 'close').then(
+      () => true,
+      () => false,
+    );
 
   await t.test('a connection that never opens its control stream is closed after the handshake timeout', async (t) => {
     for (const transport of ['quic', 'tcp'] as const) {
       const conn = await connect(transport);
-      t.ok(await closedWithin(conn, 8_000), `${transport}: closed by the listener (handshake timeout ${SHORT.handshakeTimeoutMs} ms)`);
+      t.ok(
+        await closedWithin(conn, 8_000),
+        `${transport}: closed by the listener (handshake timeout ${SHORT.handshakeTimeoutMs} ms)`,
+      );
       await conn.close().catch(() => undefined);
     }
   });
@@ -421,28 +614,49 @@ t.test('stalled peers are freed by timeouts (short-timeout listener)', async (t)
     await conn.close().catch(() => undefined);
   });
 
-  await t.test('stalled data streams are reset after the idle timeout; the listener holds nothing for them', async (t) => {
-    const conn = await connect('quic');
-    const session = await dialOnConnection(conn);
-    const stalled: DuplexStream[] = [];
-    // SHORT.maxStreams = 8: the control stream plus 7 data streams fill the listener's limit.
-    for (let i = 0; i < SHORT.maxStreams - 1; i++) {
-      const s = await withTimeout(conn.openStream(), 3_000, `stream ${i}`);
-      await s.write(Uint8Array.of(1));
-      stalled.push(s);
-    }
-    const extra = conn.openStream().then(() => 'opened', () => 'failed');
-    const early = await Promise.race([extra, new Promise((r) => setTimeout(() => r('waiting'), 300))]);
-    t.equal(early, 'waiting', 'one more stream waits for a slot while the stalled ones hold the limit');
-    const resets = await Promise.all(stalled.map((s) => withTimeout(s.read(), 10_000, 'reset').then(() => 'data', (e: unknown) => (e instanceof Error && /timed out/.test(e.message) ? 'still stalled' : 'reset'))));
-    t.same(resets, stalled.map(() => 'reset'), `each stalled stream was reset by the listener (idle timeout ${SHORT.idleTimeoutMs} ms)`);
-    // QUIC gives a stream's slot back once both sides are done with it: the listener reset and
-    // stopped its halves; a peer that ignores STOP_SENDING keeps only its own slots busy (its own
-    // connection's limit). Once it answers with its own reset, as RFC 9000 3.5 requires, the slots return.
-    for (const s of stalled) s.reset();
-    t.equal(await withTimeout(extra, 10_000, 'the waiting open').catch(() => 'never'), 'opened', 'the freed slots let new streams open');
-    await session.close();
-  });
+  await t.test(
+    'stalled data streams are reset after the idle timeout; the listener holds nothing for them',
+    async (t) => {
+      const conn = await connect('quic');
+      const session = await dialOnConnection(conn);
+      const stalled: DuplexStream[] = [];
+      // SHORT.maxStreams = 8: the control stream plus 7 data streams fill the listener's limit.
+      for (let i = 0; i < SHORT.maxStreams - 1; i++) {
+        const s = await withTimeout(conn.openStream(), 3_000, `stream ${i}`);
+        await s.write(Uint8Array.of(1));
+        stalled.push(s);
+      }
+      const extra = conn.openStream().then(
+        () => 'opened',
+        () => 'failed',
+      );
+      const early = await Promise.race([extra, new Promise((r) => setTimeout(() => r('waiting'), 300))]);
+      t.equal(early, 'waiting', 'one more stream waits for a slot while the stalled ones hold the limit');
+      const resets = await Promise.all(
+        stalled.map((s) =>
+          withTimeout(s.read(), 10_000, 'reset').then(
+            () => 'data',
+            (e: unknown) => (e instanceof Error && /timed out/.test(e.message) ? 'still stalled' : 'reset'),
+          ),
+        ),
+      );
+      t.same(
+        resets,
+        stalled.map(() => 'reset'),
+        `each stalled stream was reset by the listener (idle timeout ${SHORT.idleTimeoutMs} ms)`,
+      );
+      // QUIC gives a stream's slot back once both sides are done with it: the listener reset and
+      // stopped its halves; a peer that ignores STOP_SENDING keeps only its own slots busy (its own
+      // connection's limit). Once it answers with its own reset, as RFC 9000 3.5 requires, the slots return.
+      for (const s of stalled) s.reset();
+      t.equal(
+        await withTimeout(extra, 10_000, 'the waiting open').catch(() => 'never'),
+        'opened',
+        'the freed slots let new streams open',
+      );
+      await session.close();
+    },
+  );
 
   await t.test('a transfer that stalls after the Want is failed by the idle timeout', async (t) => {
     const session = await dial(server.port);
@@ -451,7 +665,16 @@ t.test('stalled peers are freed by timeouts (short-timeout listener)', async (t)
     await writeFile(path.join(dir, 'victim.bin'), seededBytes(99, 64 << 10));
     const source = await scanSource(dir, { chunking: sessionChunking(session), log: silentLogger });
     const transferId = session.allocateTransferId();
-    await session.control.send({ type: 'transfer-request', transferId, direction: 'push', share: 'inbox', path: '', force: false, streams: 1, window: 4 });
+    await session.control.send({
+      type: 'transfer-request',
+      transferId,
+      direction: 'push',
+      share: 'inbox',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 4,
+    });
     await expectMessage(session, 'transfer-accept', transferId, 10_000);
     await session.control.sendAll(manifestMessages(session, transferId, source.entries));
     await expectMessage(session, 'want', transferId, 10_000);
@@ -461,7 +684,13 @@ t.test('stalled peers are freed by timeouts (short-timeout listener)', async (t)
     const answer = await nextControl(session, 15_000);
     t.match(String(answer), /timed out/, `the listener gives up with a timeout (${String(answer)})`);
     t.ok(await closedWithin(session.connection, 10_000), 'and closes the session');
-    t.same((await readdir(path.join(shares[0]?.dir ?? '', 'stall')).catch(() => [] as string[])).filter((n) => !n.startsWith('.clawpeer')), [], 'nothing published');
+    t.same(
+      (await readdir(path.join(shares[0]?.dir ?? '', 'stall')).catch(() => [] as string[])).filter(
+        (n) => !n.startsWith('.clawpeer'),
+      ),
+      [],
+      'nothing published',
+    );
     await session.connection.close().catch(() => undefined);
   });
 

@@ -14,7 +14,11 @@ const SMALL: ChunkingParams = { minBytes: 256, avgBytes: 1024, maxBytes: 8192, n
 const dir = await mkdtemp(join(tmpdir(), 'clawpeer-chunking-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
 
-const summary = (m: { size: number; root: Uint8Array; chunks: readonly { offset: number; length: number; id: Uint8Array }[] }) => ({
+const summary = (m: {
+  size: number;
+  root: Uint8Array;
+  chunks: readonly { offset: number; length: number; id: Uint8Array }[];
+}) => ({
   size: m.size,
   root: toHex(m.root),
   chunks: m.chunks.map((c) => `${c.offset}+${c.length}:${toHex(c.id)}`),
@@ -34,7 +38,11 @@ t.test('a file chunks exactly like the same bytes in memory, for any buffer size
     await writeFile(path, bytes);
     const expected = summary(manifestFromBytes(bytes, params));
     t.same(summary(await streamed(path, params, bufferBytes)), expected, `${name}: streamed`);
-    t.same(summary(await manifestFromFile(path, params)), expected, `${name}: manifestFromFile (${size <= WHOLE_READ_MAX_BYTES ? 'one whole read' : 'streamed'})`);
+    t.same(
+      summary(await manifestFromFile(path, params)),
+      expected,
+      `${name}: manifestFromFile (${size <= WHOLE_READ_MAX_BYTES ? 'one whole read' : 'streamed'})`,
+    );
   }
 });
 

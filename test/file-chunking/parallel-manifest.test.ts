@@ -11,8 +11,20 @@ import { toHex } from '../../src/chunking/blake3.js';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes, type ChunkRef } from '../../src/chunking/manifest.js';
-import { ChunkingThreads, IDLE_STOP_MS, PARALLEL_MIN_BYTES, parallelManifest, threadsFor } from '../../src/file-chunking/parallel-manifest.js';
-import { chunkSegment, SEGMENT_OVERLAP_MAX_CHUNKS, segmentRanges, stitchSegments, type ChunkedSegment } from '../../src/file-chunking/segments.js';
+import {
+  ChunkingThreads,
+  IDLE_STOP_MS,
+  PARALLEL_MIN_BYTES,
+  parallelManifest,
+  threadsFor,
+} from '../../src/file-chunking/parallel-manifest.js';
+import {
+  chunkSegment,
+  SEGMENT_OVERLAP_MAX_CHUNKS,
+  segmentRanges,
+  stitchSegments,
+  type ChunkedSegment,
+} from '../../src/file-chunking/segments.js';
 import { concatBytes, pseudoRandomBytes } from '../chunking/fixtures.js';
 
 const SMALL: ChunkingParams = { minBytes: 64, avgBytes: 256, maxBytes: 1024, normalization: 2 };
@@ -41,23 +53,46 @@ async function fileWith(bytes: Uint8Array): Promise<string> {
   return path;
 }
 
-t.test('segments start at multiples of maxBytes, overlap the next by the meeting distance, and the last reads to the end', async (t) => {
-  const ranges = segmentRanges(10_000, 4, SMALL);
-  t.same(ranges.map((r) => r.start), [0, 3072, 6144, 9216]);
-  t.same(ranges.map((r) => r.stop), [3072 + SEGMENT_OVERLAP_MAX_CHUNKS * 1024, 6144 + SEGMENT_OVERLAP_MAX_CHUNKS * 1024, 9216 + SEGMENT_OVERLAP_MAX_CHUNKS * 1024, Infinity]);
-  t.same(segmentRanges(1500, 4, SMALL).map((r) => r.start), [0, 1024], 'no segment starts at or past the end');
-});
+t.test(
+  'segments start at multiples of maxBytes, overlap the next by the meeting distance, and the last reads to the end',
+  async (t) => {
+    const ranges = segmentRanges(10_000, 4, SMALL);
+    t.same(
+      ranges.map((r) => r.start),
+      [0, 3072, 6144, 9216],
+    );
+    t.same(
+      ranges.map((r) => r.stop),
+      [
+        3072 + SEGMENT_OVERLAP_MAX_CHUNKS * 1024,
+        6144 + SEGMENT_OVERLAP_MAX_CHUNKS * 1024,
+        9216 + SEGMENT_OVERLAP_MAX_CHUNKS * 1024,
+        Infinity,
+      ],
+    );
+    t.same(
+      segmentRanges(1500, 4, SMALL).map((r) => r.start),
+      [0, 1024],
+      'no segment starts at or past the end',
+    );
+  },
+);
 
 t.test('stitched segments are exactly the one-pass chunk list (random content, any segment count)', async (t) => {
   await fc.assert(
-    fc.asyncProperty(fc.integer({ min: 1, max: 60_000 }), fc.integer({ min: 2, max: 9 }), fc.integer(), async (size, count, seed) => {
-      const bytes = pseudoRandomBytes(size, seed);
-      const path = await fileWith(bytes);
-      const stitched = stitchSegments(segmentsOf(path, size, count, SMALL));
-      await rm(path);
-      if (stitched === undefined) return false;
-      return listed(stitched).join() === listed(manifestFromBytes(bytes, SMALL).chunks).join();
-    }),
+    fc.asyncProperty(
+      fc.integer({ min: 1, max: 60_000 }),
+      fc.integer({ min: 2, max: 9 }),
+      fc.integer(),
+      async (size, count, seed) => {
+        const bytes = pseudoRandomBytes(size, seed);
+        const path = await fileWith(bytes);
+        const stitched = stitchSegments(segmentsOf(path, size, count, SMALL));
+        await rm(path);
+        if (stitched === undefined) return false;
+        return listed(stitched).join() === listed(manifestFromBytes(bytes, SMALL).chunks).join();
+      },
+    ),
     { numRuns: 60 },
   );
   t.pass('60 random files');
@@ -77,16 +112,22 @@ t.test('passes that fall out of phase and never cut on content again do not meet
   // pass cuts them every maxBytes from its last content-defined cut: they never coincide.
   const bytes = concatBytes(new Uint8Array(40_000), pseudoRandomBytes(2_000, 7), new Uint8Array(40_000));
   const path = await fileWith(bytes);
-  t.same(segmentRanges(bytes.length, 2, SMALL).map((r) => r.start), [0, 41_984]);
+  t.same(
+    segmentRanges(bytes.length, 2, SMALL).map((r) => r.start),
+    [0, 41_984],
+  );
   t.equal(stitchSegments(segmentsOf(path, bytes.length, 2, SMALL)), undefined);
 });
 
-t.test('a short last segment inside the previous pass\'s overlap ends the list with that pass', async (t) => {
+t.test("a short last segment inside the previous pass's overlap ends the list with that pass", async (t) => {
   // 3 segments of 2 KiB over 4,200 bytes: the second pass reads to the end of the file itself.
   const bytes = pseudoRandomBytes(4_200, 99);
   const path = await fileWith(bytes);
   const segments = segmentsOf(path, bytes.length, 3, SMALL);
-  t.ok(segments.slice(0, -1).some((s) => s.reachedEof), 'a pass before the last reached the end');
+  t.ok(
+    segments.slice(0, -1).some((s) => s.reachedEof),
+    'a pass before the last reached the end',
+  );
   t.same(listed(stitchSegments(segments) ?? []), listed(manifestFromBytes(bytes, SMALL).chunks));
 });
 
@@ -97,10 +138,28 @@ t.test('segments that never meet give undefined (the caller chunks in one pass)'
   const second: ChunkedSegment = { start: 2048, ends: [2500, 3500], ids: ids(2), reachedEof: true };
   t.equal(stitchSegments([first, second]), undefined, 'no cut of the first pass is a start of the second');
   t.equal(stitchSegments([{ ...first, start: 5 }, second]), undefined, 'the first pass must start at 0');
-  const meeting: ChunkedSegment = { start: 2048, ends: [3000, 4000], ids: concatBytes(id, new Uint8Array(32).fill(1)), reachedEof: true };
+  const meeting: ChunkedSegment = {
+    start: 2048,
+    ends: [3000, 4000],
+    ids: concatBytes(id, new Uint8Array(32).fill(1)),
+    reachedEof: true,
+  };
   const stitched = stitchSegments([first, meeting]);
-  t.same(stitched?.map((c) => [c.offset, c.length, c.id[0]]), [[0, 1000, 0], [1000, 1000, 0], [2000, 1000, 0], [3000, 1000, 1]], 'they meet at 3000: the second pass goes on from there');
-  t.equal(stitchSegments([first, { ...meeting, reachedEof: false }]), undefined, 'the last pass must reach the end of the file');
+  t.same(
+    stitched?.map((c) => [c.offset, c.length, c.id[0]]),
+    [
+      [0, 1000, 0],
+      [1000, 1000, 0],
+      [2000, 1000, 0],
+      [3000, 1000, 1],
+    ],
+    'they meet at 3000: the second pass goes on from there',
+  );
+  t.equal(
+    stitchSegments([first, { ...meeting, reachedEof: false }]),
+    undefined,
+    'the last pass must reach the end of the file',
+  );
 });
 
 t.test('threads are used for large files on machines with cores to spare', async (t) => {
@@ -111,7 +170,7 @@ t.test('threads are used for large files on machines with cores to spare', async
   t.equal(threadsFor(1 << 30, 16), 4, 'at most 4 threads');
 });
 
-t.test('a large file\'s manifest from the threads equals the one-pass manifest', { skip: oneCore }, async (t) => {
+t.test("a large file's manifest from the threads equals the one-pass manifest", { skip: oneCore }, async (t) => {
   const size = PARALLEL_MIN_BYTES + 12_345;
   const bytes = new Uint8Array(size);
   for (let at = 0; at < size; at += 1 << 20) bytes.set(pseudoRandomBytes(Math.min(1 << 20, size - at), at + 1), at);
@@ -142,13 +201,20 @@ t.test('a large file\'s manifest from the threads equals the one-pass manifest',
     await new Promise((r) => setTimeout(r, IDLE_STOP_MS + 1_000));
     t.ok(tasks() <= busy - threadsFor(size), `the chunking threads stopped when idle (${busy} -> ${tasks()} threads)`);
   }
-  t.equal(toHex((await manifestFromFile(path, DEFAULT_CHUNKING)).root), onePassRoot, 'manifestFromFile takes the same path');
+  t.equal(
+    toHex((await manifestFromFile(path, DEFAULT_CHUNKING)).root),
+    onePassRoot,
+    'manifestFromFile takes the same path',
+  );
 });
 
 t.test('a read that fails on a thread is an IO error naming the file', { skip: oneCore }, async (t) => {
   const handle = await open(dir, 'r'); // a directory: every read fails (EISDIR)
   try {
-    const err = await parallelManifest(handle.fd, PARALLEL_MIN_BYTES, '/some/big.file', DEFAULT_CHUNKING).then(() => undefined, (e: unknown) => e);
+    const err = await parallelManifest(handle.fd, PARALLEL_MIN_BYTES, '/some/big.file', DEFAULT_CHUNKING).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     t.ok(isClawpeerError(err) && err.code === 'IO', 'an IO error');
     t.match((err as Error).message, /cannot read \/some\/big\.file: .*EISDIR/);
   } finally {
@@ -170,7 +236,10 @@ t.test('a thread that starts after another failed to start is stopped, not left 
   });
   await t.rejects(threads.threads(2), /no thread for you/);
   release();
-  const exited = await Promise.race([lateExited, new Promise<string>((r) => setTimeout(() => r('still running'), 5_000).unref())]);
+  const exited = await Promise.race([
+    lateExited,
+    new Promise<string>((r) => setTimeout(() => r('still running'), 5_000).unref()),
+  ]);
   if (exited === 'still running') void late.terminate();
   t.type(exited, 'number', 'the late thread was terminated');
 });

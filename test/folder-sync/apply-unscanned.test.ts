@@ -23,7 +23,18 @@ async function folderWith(body: string): Promise<{ folder: string; store: Revisi
   const store = await RevisionStore.open(folder, { nodeId: ME });
   t.teardown(() => store.close());
   // What a scan records: the file as it was then.
-  const head = revisionEntry({ path: 'f', kind: 'file', contentRoot: new Uint8Array(32).fill(1), size: body.length, mode: 0o644, mtimeNs: st.mtimeNs, deleted: false, origin: ME, vector: vectorFrom({ [ME]: 1 }), linkTarget: '' });
+  const head = revisionEntry({
+    path: 'f',
+    kind: 'file',
+    contentRoot: new Uint8Array(32).fill(1),
+    size: body.length,
+    mode: 0o644,
+    mtimeNs: st.mtimeNs,
+    deleted: false,
+    origin: ME,
+    vector: vectorFrom({ [ME]: 1 }),
+    linkTarget: '',
+  });
   store.write((w) => {
     w.put(head);
     w.setHead(head.id);
@@ -32,18 +43,30 @@ async function folderWith(body: string): Promise<{ folder: string; store: Revisi
 }
 
 const deletion = (head: RevisionEntry): RevisionEntry =>
-  revisionEntry({ ...head.revision, contentRoot: new Uint8Array(0), size: 0, deleted: true, origin: PEER, vector: vectorFrom({ [ME]: 1, [PEER]: 1 }), mtimeNs: head.revision.mtimeNs + 1_000_000_000n });
+  revisionEntry({
+    ...head.revision,
+    contentRoot: new Uint8Array(0),
+    size: 0,
+    deleted: true,
+    origin: PEER,
+    vector: vectorFrom({ [ME]: 1, [PEER]: 1 }),
+    mtimeNs: head.revision.mtimeNs + 1_000_000_000n,
+  });
 
 const apply = (store: RevisionStore, folder: string, received: RevisionEntry[]) =>
   applyRemote(received, {
-    store, folder, keepConcurrentLocal: false, log: silentLogger, chunking: DEFAULT_CHUNKING,
+    store,
+    folder,
+    keepConcurrentLocal: false,
+    log: silentLogger,
+    chunking: DEFAULT_CHUNKING,
     fetch: async (requests, beforePublish) => {
       await beforePublish([]);
       return { delivered: [], chunksReceived: requests.length * 0 };
     },
   });
 
-t.test('a peer\'s deletion of a file saved since the scan keeps the save beside it (f.sync-unsynced-...)', async (t) => {
+t.test("a peer's deletion of a file saved since the scan keeps the save beside it (f.sync-unsynced-...)", async (t) => {
   const { folder, store, head } = await folderWith('as scanned\n');
   await new Promise((r) => setTimeout(r, 5));
   await writeFile(join(folder, 'f'), 'saved during the sync\n');
@@ -65,7 +88,11 @@ t.test('a file unchanged since the scan is deleted without a copy (into history)
 t.test('a save while the content is fetched is kept too (checked again just before the delete)', async (t) => {
   const { folder, store, head } = await folderWith('as scanned\n');
   await applyRemote([deletion(head)], {
-    store, folder, keepConcurrentLocal: false, log: silentLogger, chunking: DEFAULT_CHUNKING,
+    store,
+    folder,
+    keepConcurrentLocal: false,
+    log: silentLogger,
+    chunking: DEFAULT_CHUNKING,
     fetch: async (_requests, beforePublish) => {
       await beforePublish([]);
       await new Promise((r) => setTimeout(r, 5));

@@ -12,20 +12,23 @@ import { RevisionStore } from '../../src/store/revision-store.js';
 
 const COPY = 'notes.sync-conflict-20260102-030405-AbCdEfG.txt';
 
-t.test('writeOwnCopy: a new inode with the bytes, mode and mtime asked for, replacing what was there, no temp file left', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-ccopy-'));
-  await writeFile(join(dir, 'notes.txt'), 'the loser\n');
-  await writeFile(join(dir, COPY), 'something older\n');
-  await writeOwnCopy(join(dir, 'notes.txt'), join(dir, COPY), 0o600, 1_600_000_000_000);
-  const live = await lstat(join(dir, 'notes.txt'));
-  const copy = await lstat(join(dir, COPY));
-  t.not(copy.ino, live.ino);
-  t.equal(copy.nlink, 1);
-  t.equal(copy.mode & 0o777, 0o600);
-  t.equal(copy.mtimeMs, 1_600_000_000_000);
-  t.equal(await readFile(join(dir, COPY), 'utf8'), 'the loser\n');
-  t.same((await readdir(dir)).sort(), [COPY, 'notes.txt'].sort());
-});
+t.test(
+  'writeOwnCopy: a new inode with the bytes, mode and mtime asked for, replacing what was there, no temp file left',
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'clawpeer-ccopy-'));
+    await writeFile(join(dir, 'notes.txt'), 'the loser\n');
+    await writeFile(join(dir, COPY), 'something older\n');
+    await writeOwnCopy(join(dir, 'notes.txt'), join(dir, COPY), 0o600, 1_600_000_000_000);
+    const live = await lstat(join(dir, 'notes.txt'));
+    const copy = await lstat(join(dir, COPY));
+    t.not(copy.ino, live.ino);
+    t.equal(copy.nlink, 1);
+    t.equal(copy.mode & 0o777, 0o600);
+    t.equal(copy.mtimeMs, 1_600_000_000_000);
+    t.equal(await readFile(join(dir, COPY), 'utf8'), 'the loser\n');
+    t.same((await readdir(dir)).sort(), [COPY, 'notes.txt'].sort());
+  },
+);
 
 t.test('splitHardLink: gives a second name its own inode, same bytes; leaves a single name alone', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'clawpeer-ccopy-'));

@@ -49,14 +49,31 @@ t.test('first scan records everything; a second scan of an unchanged tree hashes
   const first = await scanFolder(store, folder, options);
   // a.txt, empty, link, sub, sub/b.bin, sub/deep, sub/deep/c.md
   t.match(first, { added: 7, changed: 0, deleted: 0, unchanged: 0, unstable: 0, commits: 1 });
-  t.equal(first.hashedBytes, [...sizes.values()].reduce((a, b) => a + b));
+  t.equal(
+    first.hashedBytes,
+    [...sizes.values()].reduce((a, b) => a + b),
+  );
   t.equal(store.size, 7);
-  t.same([...store.heads()].map((h) => h.revision.path).sort(), ['a.txt', 'empty', 'link', 'sub', 'sub/b.bin', 'sub/deep', 'sub/deep/c.md']);
-  t.notOk([...store.heads()].some((h) => h.revision.path.startsWith('.clawpeer')), 'the revision log itself is never recorded');
+  t.same([...store.heads()].map((h) => h.revision.path).sort(), [
+    'a.txt',
+    'empty',
+    'link',
+    'sub',
+    'sub/b.bin',
+    'sub/deep',
+    'sub/deep/c.md',
+  ]);
+  t.notOk(
+    [...store.heads()].some((h) => h.revision.path.startsWith('.clawpeer')),
+    'the revision log itself is never recorded',
+  );
   const link = store.head('link')!.revision;
   t.match(link, { kind: 'symlink', linkTarget: 'a.txt', size: 5 });
   const a = store.head('a.txt')!.revision;
-  t.equal(Buffer.from(a.contentRoot).toString('hex'), Buffer.from(manifestFromBytes(Buffer.from('hello'), DEFAULT_CHUNKING).root).toString('hex'));
+  t.equal(
+    Buffer.from(a.contentRoot).toString('hex'),
+    Buffer.from(manifestFromBytes(Buffer.from('hello'), DEFAULT_CHUNKING).root).toString('hex'),
+  );
   t.equal(a.mtimeNs, BigInt(OLD_S) * 1_000_000_000n);
 
   const second = await scanFolder(store, folder, options);
@@ -107,7 +124,10 @@ t.test('deleting makes a tombstone; rename is delete + add; coming back is an ad
   await utimes(join(folder, 'a.txt'), OLD_S, OLD_S);
   t.match(await scanFolder(store, folder, options), { added: 1, deleted: 0 });
   const history = store.history('a.txt');
-  t.same(history.map((e) => e.revision.deleted), [false, true, false]);
+  t.same(
+    history.map((e) => e.revision.deleted),
+    [false, true, false],
+  );
 
   // Removing a directory tombstones it and everything under it, in one commit.
   await rm(join(folder, 'sub'), { recursive: true });
@@ -140,9 +160,17 @@ t.test('racily clean files are re-hashed until they are old enough', async (t) =
   await writeFile(join(folder, 'fresh.txt'), 'just written'); // mtime = now
   const now = BigInt(Date.now()) * 1_000_000n;
   t.match(await scanFolder(store, folder, { ...options, nowNs: now }), { added: 1, hashedBytes: 12 });
-  t.match(await scanFolder(store, folder, { ...options, nowNs: now }), { unchanged: 8, hashedBytes: 12 }, 'not trusted yet');
+  t.match(
+    await scanFolder(store, folder, { ...options, nowNs: now }),
+    { unchanged: 8, hashedBytes: 12 },
+    'not trusted yet',
+  );
   const later = now + 10_000_000_000n;
-  t.match(await scanFolder(store, folder, { ...options, nowNs: later }), { hashedBytes: 12 }, 'hashed once more, now certified');
+  t.match(
+    await scanFolder(store, folder, { ...options, nowNs: later }),
+    { hashedBytes: 12 },
+    'hashed once more, now certified',
+  );
   t.match(await scanFolder(store, folder, { ...options, nowNs: later }), { hashedBytes: 0 });
   t.equal(store.size, 8, 'no extra revisions along the way');
 });
@@ -168,28 +196,31 @@ t.test('a path the scan cannot read is reported, never tombstoned; mode changes 
   t.equal(store.head('sub/deep/c.md')!.revision.mode, 0o600);
 });
 
-t.test('a rescan that saw every live path skips the pass over all heads; one that did not finds what vanished', async (t) => {
-  const { folder, store } = await fixture();
-  await scanFolder(store, folder, options);
-  let passes = 0;
-  const headPathKeys = store.headPathKeys.bind(store);
-  store.headPathKeys = function* () {
-    passes++;
-    yield* headPathKeys();
-  };
-  t.match(await scanFolder(store, folder, options), { added: 0, changed: 0, deleted: 0 });
-  t.equal(passes, 0, 'no-op: the live-head count proves nothing vanished');
-  await writeFile(join(folder, 'new.txt'), 'new');
-  t.match(await scanFolder(store, folder, options), { added: 1, deleted: 0 });
-  t.equal(passes, 0, 'an added path is counted once its revision is recorded');
-  // One gone, one new: as many paths as before, but not the same ones.
-  await rename(join(folder, 'a.txt'), join(folder, 'renamed.txt'));
-  t.match(await scanFolder(store, folder, options), { added: 1, deleted: 1 });
-  t.equal(passes, 1, 'the count differs, so every head is checked');
-  t.equal(store.head('a.txt')!.revision.deleted, true);
-  t.equal(store.liveHeadCount(), [...store.heads()].filter((h) => !h.revision.deleted).length);
-  t.same(store.checkInvariants(), []);
-});
+t.test(
+  'a rescan that saw every live path skips the pass over all heads; one that did not finds what vanished',
+  async (t) => {
+    const { folder, store } = await fixture();
+    await scanFolder(store, folder, options);
+    let passes = 0;
+    const headPathKeys = store.headPathKeys.bind(store);
+    store.headPathKeys = function* () {
+      passes++;
+      yield* headPathKeys();
+    };
+    t.match(await scanFolder(store, folder, options), { added: 0, changed: 0, deleted: 0 });
+    t.equal(passes, 0, 'no-op: the live-head count proves nothing vanished');
+    await writeFile(join(folder, 'new.txt'), 'new');
+    t.match(await scanFolder(store, folder, options), { added: 1, deleted: 0 });
+    t.equal(passes, 0, 'an added path is counted once its revision is recorded');
+    // One gone, one new: as many paths as before, but not the same ones.
+    await rename(join(folder, 'a.txt'), join(folder, 'renamed.txt'));
+    t.match(await scanFolder(store, folder, options), { added: 1, deleted: 1 });
+    t.equal(passes, 1, 'the count differs, so every head is checked');
+    t.equal(store.head('a.txt')!.revision.deleted, true);
+    t.equal(store.liveHeadCount(), [...store.heads()].filter((h) => !h.revision.deleted).length);
+    t.same(store.checkInvariants(), []);
+  },
+);
 
 t.test('ignored paths are neither entered nor recorded; ignoring a recorded path does not delete it', async (t) => {
   const { folder, store } = await fixture();
@@ -200,12 +231,20 @@ t.test('ignored paths are neither entered nor recorded; ignoring a recorded path
   const ignore = syncIgnoreFrom(parseIgnoreFile('build/\n*.tmp\n'));
   const first = await scanFolder(store, folder, { ...options, ignore });
   t.match(first, { added: 7 }, 'the fixture only: no build/, no *.tmp, no ignore file');
-  const paths = (): string[] => [...store.heads()].filter((h) => !h.revision.deleted).map((h) => h.revision.path).sort();
+  const paths = (): string[] =>
+    [...store.heads()]
+      .filter((h) => !h.revision.deleted)
+      .map((h) => h.revision.path)
+      .sort();
   t.same(paths(), ['a.txt', 'empty', 'link', 'sub', 'sub/b.bin', 'sub/deep', 'sub/deep/c.md']);
   // sub/ is ignored now: its recorded heads stay live (ignoring is not deleting), nothing in it is looked at.
   await writeFile(join(folder, 'sub/new.txt'), 'not seen');
   const again = await scanFolder(store, folder, { ...options, ignore: syncIgnoreFrom(parseIgnoreFile('sub\n')) });
-  t.match(again, { added: 4, deleted: 0 }, 'build, build/out, build/out/x.o and notes.tmp arrive once no longer ignored; sub/ is not tombstoned');
+  t.match(
+    again,
+    { added: 4, deleted: 0 },
+    'build, build/out, build/out/x.o and notes.tmp arrive once no longer ignored; sub/ is not tombstoned',
+  );
   t.notOk(paths().includes('sub/new.txt'), 'nothing inside an ignored directory is recorded');
   t.ok(paths().includes('sub/deep/c.md'), 'the heads under it stay live');
   // Without rules, only the ignore file itself stays out.
@@ -215,46 +254,81 @@ t.test('ignored paths are neither entered nor recorded; ignoring a recorded path
   // A !pattern ahead of the rule it excepts brings a path back; the scan records it.
   await writeFile(join(folder, 'keep.tmp'), 'wanted');
   await writeFile(join(folder, 'other.tmp'), 'scratch');
-  const negated = await scanFolder(store, folder, { ...options, ignore: syncIgnoreFrom(parseIgnoreFile('!keep.tmp\n*.tmp\n')) });
+  const negated = await scanFolder(store, folder, {
+    ...options,
+    ignore: syncIgnoreFrom(parseIgnoreFile('!keep.tmp\n*.tmp\n')),
+  });
   t.match(negated, { added: 1, deleted: 0 }, 'keep.tmp only; notes.tmp, recorded before, is not tombstoned');
   t.ok(paths().includes('keep.tmp'));
   t.notOk(paths().includes('other.tmp'));
 });
 
-t.test('onlyChanged: plain file changes alone are looked at; a directory, an ignored or hard-linked path means the whole walk', async (t) => {
-  const { folder, store } = await fixture();
-  t.match(await scanFolder(store, folder, options), { added: 7 });
-  const live = (): string[] => [...store.heads()].filter((h) => !h.revision.deleted).map((h) => h.revision.path).sort();
-  await writeFile(join(folder, 'a.txt'), 'edited a');
-  await writeFile(join(folder, 'sub/deep/new.txt'), 'new in a recorded directory');
-  await rm(join(folder, 'sub/b.bin'));
-  await rm(join(folder, 'link'));
-  const named = await scanFolder(store, folder, { ...options, onlyChanged: ['a.txt', 'sub/deep/new.txt', 'sub/b.bin', 'link', 'never-existed.txt'] });
-  t.match(named, { changed: 1, added: 1, deleted: 2, unchanged: 0 }, 'the edit, the new file and the two removals, and nothing else looked at');
-  t.same(live(), ['a.txt', 'empty', 'sub', 'sub/deep', 'sub/deep/c.md', 'sub/deep/new.txt']);
+t.test(
+  'onlyChanged: plain file changes alone are looked at; a directory, an ignored or hard-linked path means the whole walk',
+  async (t) => {
+    const { folder, store } = await fixture();
+    t.match(await scanFolder(store, folder, options), { added: 7 });
+    const live = (): string[] =>
+      [...store.heads()]
+        .filter((h) => !h.revision.deleted)
+        .map((h) => h.revision.path)
+        .sort();
+    await writeFile(join(folder, 'a.txt'), 'edited a');
+    await writeFile(join(folder, 'sub/deep/new.txt'), 'new in a recorded directory');
+    await rm(join(folder, 'sub/b.bin'));
+    await rm(join(folder, 'link'));
+    const named = await scanFolder(store, folder, {
+      ...options,
+      onlyChanged: ['a.txt', 'sub/deep/new.txt', 'sub/b.bin', 'link', 'never-existed.txt'],
+    });
+    t.match(
+      named,
+      { changed: 1, added: 1, deleted: 2, unchanged: 0 },
+      'the edit, the new file and the two removals, and nothing else looked at',
+    );
+    t.same(live(), ['a.txt', 'empty', 'sub', 'sub/deep', 'sub/deep/c.md', 'sub/deep/new.txt']);
 
-  // A publish's temp name that is gone again (renamed into place) is nothing to record; one still there means the walk (it may need sweeping).
-  const temp = 'sub/.clawpeer-tmp-p1-000000000001-c.md';
-  await writeFile(join(folder, 'a.txt'), 'edited again');
-  t.match(await scanFolder(store, folder, { ...options, onlyChanged: [temp, 'a.txt'] }), { changed: 1, unchanged: 0 }, 'a gone temp name beside an edit: just the edit');
-  await writeFile(join(folder, temp), 'a publish in progress');
-  t.ok((await scanFolder(store, folder, { ...options, onlyChanged: [temp] })).unchanged > 0, 'a temp file still there: the walk');
-  await rm(join(folder, temp));
+    // A publish's temp name that is gone again (renamed into place) is nothing to record; one still there means the walk (it may need sweeping).
+    const temp = 'sub/.clawpeer-tmp-p1-000000000001-c.md';
+    await writeFile(join(folder, 'a.txt'), 'edited again');
+    t.match(
+      await scanFolder(store, folder, { ...options, onlyChanged: [temp, 'a.txt'] }),
+      { changed: 1, unchanged: 0 },
+      'a gone temp name beside an edit: just the edit',
+    );
+    await writeFile(join(folder, temp), 'a publish in progress');
+    t.ok(
+      (await scanFolder(store, folder, { ...options, onlyChanged: [temp] })).unchanged > 0,
+      'a temp file still there: the walk',
+    );
+    await rm(join(folder, temp));
 
-  await mkdir(join(folder, 'newdir'));
-  await writeFile(join(folder, 'newdir/x.txt'), 'x');
-  const walked = await scanFolder(store, folder, { ...options, onlyChanged: ['newdir'] });
-  t.match(walked, { added: 2 }, 'a new directory: the walk finds it and what is in it');
-  t.ok(walked.unchanged > 0, 'the walk looked at everything');
+    await mkdir(join(folder, 'newdir'));
+    await writeFile(join(folder, 'newdir/x.txt'), 'x');
+    const walked = await scanFolder(store, folder, { ...options, onlyChanged: ['newdir'] });
+    t.match(walked, { added: 2 }, 'a new directory: the walk finds it and what is in it');
+    t.ok(walked.unchanged > 0, 'the walk looked at everything');
 
-  await rm(join(folder, 'sub/deep'), { recursive: true });
-  t.match(await scanFolder(store, folder, { ...options, onlyChanged: ['sub/deep'] }), { deleted: 3 }, 'a removed directory: the walk tombstones it and its contents');
+    await rm(join(folder, 'sub/deep'), { recursive: true });
+    t.match(
+      await scanFolder(store, folder, { ...options, onlyChanged: ['sub/deep'] }),
+      { deleted: 3 },
+      'a removed directory: the walk tombstones it and its contents',
+    );
 
-  await link(join(folder, 'a.txt'), join(folder, 'a-link.txt'));
-  await scanFolder(store, folder, options);
-  await writeFile(join(folder, 'a.txt'), 'edited through one name');
-  t.match(await scanFolder(store, folder, { ...options, onlyChanged: ['a.txt'] }), { changed: 2 }, 'a hard-linked file: the walk finds the other name changed too');
-  await writeFile(join(folder, '.clawpeerignore'), 'nothing-matches\n');
-  t.ok((await scanFolder(store, folder, { ...options, onlyChanged: ['.clawpeerignore'] })).unchanged > 0, 'the ignore file (ignored itself): the walk');
-  t.same(store.checkInvariants(), []);
-});
+    await link(join(folder, 'a.txt'), join(folder, 'a-link.txt'));
+    await scanFolder(store, folder, options);
+    await writeFile(join(folder, 'a.txt'), 'edited through one name');
+    t.match(
+      await scanFolder(store, folder, { ...options, onlyChanged: ['a.txt'] }),
+      { changed: 2 },
+      'a hard-linked file: the walk finds the other name changed too',
+    );
+    await writeFile(join(folder, '.clawpeerignore'), 'nothing-matches\n');
+    t.ok(
+      (await scanFolder(store, folder, { ...options, onlyChanged: ['.clawpeerignore'] })).unchanged > 0,
+      'the ignore file (ignored itself): the walk',
+    );
+    t.same(store.checkInvariants(), []);
+  },
+);

@@ -112,48 +112,63 @@ t.test('onEvent hears every event outside .clawpeer, with its directory and name
   await writeFile(join(root, '.clawpeer/internal'), 'x');
   await writeFile(join(root, 'a/b/new.txt'), 'x');
   await eventually('the new file heard', () => heard.includes(join(root, 'a/b/new.txt')));
-  t.notOk(heard.some((p) => p.includes('.clawpeer')), 'nothing from .clawpeer');
+  t.notOk(
+    heard.some((p) => p.includes('.clawpeer')),
+    'nothing from .clawpeer',
+  );
 });
 
-t.test('ignored paths: no watch on an ignored directory, no event for an ignored file; an edit of the ignore file counts and re-reads the rules', async (t) => {
-  const root = await tree();
-  await mkdir(join(root, 'build/out'), { recursive: true });
-  await writeFile(join(root, '.clawpeerignore'), '*.tmp\nbuild/\n');
-  const heard: string[] = [];
-  const w = FolderWatcher.start(root, { log: silentLogger, onEvent: (dir, name) => heard.push(join(dir, name ?? '')) });
-  t.teardown(() => w.close());
-  await w.whenIdle();
-  t.equal(w.watchedDirs, 3, 'root, a, a/b: nothing under build/');
-  await certify(w);
-  await writeFile(join(root, 'a/scratch.tmp'), 'x');
-  await writeFile(join(root, 'build/out/obj.o'), 'x');
-  // A change that does count, after them: once it is heard, the ignored ones were not.
-  await writeFile(join(root, 'a/b/seen.txt'), 'x');
-  await eventually('the change that counts heard', () => heard.includes(join(root, 'a/b/seen.txt')));
-  t.notOk(heard.some((p) => p.endsWith('.tmp') || p.includes('build')), `no ignored path heard: ${heard.join(', ')}`);
-  await certify(w);
-  await writeFile(join(root, 'a/other.tmp'), 'x');
-  await new Promise((r) => setTimeout(r, 300));
-  t.ok(w.canSkipScan(), 'an ignored file alone leaves the scan skippable');
-  await writeFile(join(root, '.clawpeerignore'), '*.tmp\n');
-  await eventually('the ignore file\'s edit counts', () => !w.canSkipScan());
-  await eventually('build/ and build/out are watched once no longer ignored', () => w.watchedDirs === 5);
-});
+t.test(
+  'ignored paths: no watch on an ignored directory, no event for an ignored file; an edit of the ignore file counts and re-reads the rules',
+  async (t) => {
+    const root = await tree();
+    await mkdir(join(root, 'build/out'), { recursive: true });
+    await writeFile(join(root, '.clawpeerignore'), '*.tmp\nbuild/\n');
+    const heard: string[] = [];
+    const w = FolderWatcher.start(root, {
+      log: silentLogger,
+      onEvent: (dir, name) => heard.push(join(dir, name ?? '')),
+    });
+    t.teardown(() => w.close());
+    await w.whenIdle();
+    t.equal(w.watchedDirs, 3, 'root, a, a/b: nothing under build/');
+    await certify(w);
+    await writeFile(join(root, 'a/scratch.tmp'), 'x');
+    await writeFile(join(root, 'build/out/obj.o'), 'x');
+    // A change that does count, after them: once it is heard, the ignored ones were not.
+    await writeFile(join(root, 'a/b/seen.txt'), 'x');
+    await eventually('the change that counts heard', () => heard.includes(join(root, 'a/b/seen.txt')));
+    t.notOk(
+      heard.some((p) => p.endsWith('.tmp') || p.includes('build')),
+      `no ignored path heard: ${heard.join(', ')}`,
+    );
+    await certify(w);
+    await writeFile(join(root, 'a/other.tmp'), 'x');
+    await new Promise((r) => setTimeout(r, 300));
+    t.ok(w.canSkipScan(), 'an ignored file alone leaves the scan skippable');
+    await writeFile(join(root, '.clawpeerignore'), '*.tmp\n');
+    await eventually("the ignore file's edit counts", () => !w.canSkipScan());
+    await eventually('build/ and build/out are watched once no longer ignored', () => w.watchedDirs === 5);
+  },
+);
 
-t.test('changes in .clawpeer (the log, staging) do not count; an uncertified scan or an old one never skips', async (t) => {
-  const root = await tree();
-  let now = 1_000;
-  const w = await started(root, { now: () => now, maxSkipAgeMs: 60_000 });
-  await certify(w);
-  await writeFile(join(root, '.clawpeer/log'), 'internal');
-  await new Promise((r) => setTimeout(r, 200));
-  t.ok(w.canSkipScan(), 'internal writes are not changes of the folder');
-  w.scanStarting()(false); // entries left unrecorded: must be looked at again
-  t.notOk(w.canSkipScan());
-  await certify(w);
-  now += 60_000;
-  t.notOk(w.canSkipScan(), 'a full scan again once the last is MAX age old');
-});
+t.test(
+  'changes in .clawpeer (the log, staging) do not count; an uncertified scan or an old one never skips',
+  async (t) => {
+    const root = await tree();
+    let now = 1_000;
+    const w = await started(root, { now: () => now, maxSkipAgeMs: 60_000 });
+    await certify(w);
+    await writeFile(join(root, '.clawpeer/log'), 'internal');
+    await new Promise((r) => setTimeout(r, 200));
+    t.ok(w.canSkipScan(), 'internal writes are not changes of the folder');
+    w.scanStarting()(false); // entries left unrecorded: must be looked at again
+    t.notOk(w.canSkipScan());
+    await certify(w);
+    now += 60_000;
+    t.notOk(w.canSkipScan(), 'a full scan again once the last is MAX age old');
+  },
+);
 
 t.test('a scan that begins while the tree is still being walked does not certify', async (t) => {
   const root = await tree();
@@ -167,84 +182,115 @@ t.test('a scan that begins while the tree is still being walked does not certify
   t.ok(w.canSkipScan());
 });
 
-t.test('openSyncedFolder skips the scan only when the watcher vouches, and a change is recorded at the next sync', async (t) => {
-  const root = await tree();
-  const resident = new ResidentFolders({ log: silentLogger });
-  t.teardown(() => resident.close());
-  const w = resident.watchers.forFolder(root);
-  await w.whenIdle();
-  const open = () => openSyncedFolder(root, { nodeId: 'n1', chunking: DEFAULT_CHUNKING, lockWaitMs: 1_000, log: silentLogger, resident });
-  let f = await open();
-  t.not(f.scan, undefined, 'first sync scans');
-  t.equal(f.store.head('top.txt')?.revision.size, 3);
-  const firstStore = f.store;
-  await f.close();
-  f = await open();
-  t.equal(f.scan, undefined, 'nothing changed: no scan');
-  t.equal(f.store, firstStore, 'the log stayed open between syncs');
-  t.equal(f.store.head('top.txt')?.revision.size, 3, 'the log is as the last scan left it');
-  await f.close();
-  await writeFile(join(root, 'top.txt'), 'changed!');
-  await eventually('edit seen', () => !w.canSkipScan());
-  f = await open();
-  t.not(f.scan, undefined);
-  t.equal(f.scan?.changed, 1);
-  t.equal(f.store.head('top.txt')?.revision.size, 8);
-  await f.close();
-});
-
-t.test('changedSinceScan: the paths events named since the last scan began, or undefined when they cannot be trusted or are too many', async (t) => {
-  const root = await tree();
-  const w = await started(root);
-  t.equal(w.changedSinceScan(), undefined, 'never scanned under this watcher');
-  await certify(w);
-  t.equal(w.changedSinceScan(), undefined, 'nothing named yet (canSkipScan answers that case)');
-  t.ok(w.canSkipScan());
-  await appendFile(join(root, 'a/b/deep.txt'), 'more');
-  await eventually('the edit named', () => w.changedSinceScan()?.includes('a/b/deep.txt') === true);
-  await w.whenIdle();
-  t.same(w.changedSinceScan(), ['a/b/deep.txt'], 'only the edited file');
-  w.scanStarting()(false);
-  t.equal(w.changedSinceScan(), undefined, 'after an uncertified scan: the whole walk');
-  await certify(w);
-  t.ok(w.canSkipScan(), 'a certified scan starts a new list');
-  for (let i = 0; i <= MAX_NAMED_PATHS; i++) await writeFile(join(root, `many-${i}.txt`), 'x');
-  await eventually('too many named', () => w.changedSinceScan() === undefined);
-});
-
-t.test('openSyncedFolder looks at just the changed files when those are all the watcher saw; a new directory means the whole walk', async (t) => {
-  const root = await tree();
-  await writeFile(join(root, 'a/other.txt'), 'other');
-  const resident = new ResidentFolders({ log: silentLogger });
-  t.teardown(() => resident.close());
-  const w = resident.watchers.forFolder(root);
-  await w.whenIdle();
-  const open = () => openSyncedFolder(root, { nodeId: 'n1', chunking: DEFAULT_CHUNKING, lockWaitMs: 1_000, log: silentLogger, resident });
-  const sync = async () => {
-    const f = await open();
-    const scan = f.scan;
+t.test(
+  'openSyncedFolder skips the scan only when the watcher vouches, and a change is recorded at the next sync',
+  async (t) => {
+    const root = await tree();
+    const resident = new ResidentFolders({ log: silentLogger });
+    t.teardown(() => resident.close());
+    const w = resident.watchers.forFolder(root);
+    await w.whenIdle();
+    const open = () =>
+      openSyncedFolder(root, {
+        nodeId: 'n1',
+        chunking: DEFAULT_CHUNKING,
+        lockWaitMs: 1_000,
+        log: silentLogger,
+        resident,
+      });
+    let f = await open();
+    t.not(f.scan, undefined, 'first sync scans');
+    t.equal(f.store.head('top.txt')?.revision.size, 3);
+    const firstStore = f.store;
     await f.close();
-    return scan;
-  };
-  t.match(await sync(), { added: 5 }, 'first sync walks: top.txt, a, a/b, a/b/deep.txt, a/other.txt');
-  await writeFile(join(root, 'a/b/deep.txt'), 'edited deep');
-  await chmod(join(root, 'top.txt'), 0o600);
-  await eventually('both named', () => ['a/b/deep.txt', 'top.txt'].every((p) => w.changedSinceScan()?.includes(p) === true));
-  await w.whenIdle();
-  t.match(await sync(), { changed: 2, unchanged: 0, added: 0, deleted: 0 }, 'the edit and the chmod, and nothing else was looked at');
-  await writeFile(join(root, 'a/new.txt'), 'new');
-  await rm(join(root, 'a/other.txt'));
-  await eventually('the new and the removed file named', () => ['a/new.txt', 'a/other.txt'].every((p) => w.changedSinceScan()?.includes(p) === true));
-  await w.whenIdle();
-  t.match(await sync(), { added: 1, deleted: 1, unchanged: 0 }, 'a new and a removed file: just those');
-  await mkdir(join(root, 'a/c'));
-  await writeFile(join(root, 'a/c/inside.txt'), 'inside');
-  await eventually('the new directory named', () => w.changedSinceScan()?.includes('a/c') === true);
-  await w.whenIdle();
-  const walked = await sync();
-  t.match(walked, { added: 2, deleted: 0 }, 'a new directory: the whole walk, which finds what is in it');
-  t.ok((walked?.unchanged ?? 0) >= 4, `the walk saw the unchanged entries too (${String(walked?.unchanged)})`);
-});
+    f = await open();
+    t.equal(f.scan, undefined, 'nothing changed: no scan');
+    t.equal(f.store, firstStore, 'the log stayed open between syncs');
+    t.equal(f.store.head('top.txt')?.revision.size, 3, 'the log is as the last scan left it');
+    await f.close();
+    await writeFile(join(root, 'top.txt'), 'changed!');
+    await eventually('edit seen', () => !w.canSkipScan());
+    f = await open();
+    t.not(f.scan, undefined);
+    t.equal(f.scan?.changed, 1);
+    t.equal(f.store.head('top.txt')?.revision.size, 8);
+    await f.close();
+  },
+);
+
+t.test(
+  'changedSinceScan: the paths events named since the last scan began, or undefined when they cannot be trusted or are too many',
+  async (t) => {
+    const root = await tree();
+    const w = await started(root);
+    t.equal(w.changedSinceScan(), undefined, 'never scanned under this watcher');
+    await certify(w);
+    t.equal(w.changedSinceScan(), undefined, 'nothing named yet (canSkipScan answers that case)');
+    t.ok(w.canSkipScan());
+    await appendFile(join(root, 'a/b/deep.txt'), 'more');
+    await eventually('the edit named', () => w.changedSinceScan()?.includes('a/b/deep.txt') === true);
+    await w.whenIdle();
+    t.same(w.changedSinceScan(), ['a/b/deep.txt'], 'only the edited file');
+    w.scanStarting()(false);
+    t.equal(w.changedSinceScan(), undefined, 'after an uncertified scan: the whole walk');
+    await certify(w);
+    t.ok(w.canSkipScan(), 'a certified scan starts a new list');
+    for (let i = 0; i <= MAX_NAMED_PATHS; i++) await writeFile(join(root, `many-${i}.txt`), 'x');
+    await eventually('too many named', () => w.changedSinceScan() === undefined);
+  },
+);
+
+t.test(
+  'openSyncedFolder looks at just the changed files when those are all the watcher saw; a new directory means the whole walk',
+  async (t) => {
+    const root = await tree();
+    await writeFile(join(root, 'a/other.txt'), 'other');
+    const resident = new ResidentFolders({ log: silentLogger });
+    t.teardown(() => resident.close());
+    const w = resident.watchers.forFolder(root);
+    await w.whenIdle();
+    const open = () =>
+      openSyncedFolder(root, {
+        nodeId: 'n1',
+        chunking: DEFAULT_CHUNKING,
+        lockWaitMs: 1_000,
+        log: silentLogger,
+        resident,
+      });
+    const sync = async () => {
+      const f = await open();
+      const scan = f.scan;
+      await f.close();
+      return scan;
+    };
+    t.match(await sync(), { added: 5 }, 'first sync walks: top.txt, a, a/b, a/b/deep.txt, a/other.txt');
+    await writeFile(join(root, 'a/b/deep.txt'), 'edited deep');
+    await chmod(join(root, 'top.txt'), 0o600);
+    await eventually('both named', () =>
+      ['a/b/deep.txt', 'top.txt'].every((p) => w.changedSinceScan()?.includes(p) === true),
+    );
+    await w.whenIdle();
+    t.match(
+      await sync(),
+      { changed: 2, unchanged: 0, added: 0, deleted: 0 },
+      'the edit and the chmod, and nothing else was looked at',
+    );
+    await writeFile(join(root, 'a/new.txt'), 'new');
+    await rm(join(root, 'a/other.txt'));
+    await eventually('the new and the removed file named', () =>
+      ['a/new.txt', 'a/other.txt'].every((p) => w.changedSinceScan()?.includes(p) === true),
+    );
+    await w.whenIdle();
+    t.match(await sync(), { added: 1, deleted: 1, unchanged: 0 }, 'a new and a removed file: just those');
+    await mkdir(join(root, 'a/c'));
+    await writeFile(join(root, 'a/c/inside.txt'), 'inside');
+    await eventually('the new directory named', () => w.changedSinceScan()?.includes('a/c') === true);
+    await w.whenIdle();
+    const walked = await sync();
+    t.match(walked, { added: 2, deleted: 0 }, 'a new directory: the whole walk, which finds what is in it');
+    t.ok((walked?.unchanged ?? 0) >= 4, `the walk saw the unchanged entries too (${String(walked?.unchanged)})`);
+  },
+);
 
 t.test('a released watcher stops (a folder removed from the config); one still subscribed to is kept', async (t) => {
   const root = await tree();

@@ -26,8 +26,16 @@ const PATH = 'd1/f1';
 function rev(origin: string, vector: VersionVector, mtimeNs: bigint, body: string | undefined): RevisionEntry {
   const deleted = body === undefined;
   return revisionEntry({
-    path: PATH, kind: 'file', contentRoot: deleted ? new Uint8Array(0) : new Uint8Array(32).fill(body.charCodeAt(0)), size: body?.length ?? 0,
-    mode: 0o644, mtimeNs, deleted, origin, vector, linkTarget: '',
+    path: PATH,
+    kind: 'file',
+    contentRoot: deleted ? new Uint8Array(0) : new Uint8Array(32).fill(body.charCodeAt(0)),
+    size: body?.length ?? 0,
+    mode: 0o644,
+    mtimeNs,
+    deleted,
+    origin,
+    vector,
+    linkTarget: '',
   });
 }
 
@@ -36,7 +44,7 @@ const T = rev(N0, vectorFrom({ [N0]: 3 }), T0 + 3_000_000_000n, undefined);
 const C = rev(N1, vectorFrom({ [N0]: 1, [N1]: 1 }), T0 + 1_000_000_000n, 'C wrote this\n');
 const COPY = conflictPath(PATH, C.revision.mtimeNs, C.revision.origin);
 
-t.test('a deletion that saw the head does not delete the set\'s winner', async (t) => {
+t.test("a deletion that saw the head does not delete the set's winner", async (t) => {
   const folder = await mkdtemp(join(tmpdir(), 'clawpeer-headpick-'));
   await mkdir(join(folder, 'd1'));
   await writeFile(join(folder, PATH), 'H wrote this\n');
@@ -51,9 +59,15 @@ t.test('a deletion that saw the head does not delete the set\'s winner', async (
   });
 
   const o = { store, keepConcurrentLocal: false, log: silentLogger };
-  t.same(plannedChanges([T], o), { changes: [{ path: PATH, change: 'update', kind: 'file', bytes: 0 }], skipped: [] }, 'C comes back from its copy, nothing fetched');
+  t.same(
+    plannedChanges([T], o),
+    { changes: [{ path: PATH, change: 'update', kind: 'file', bytes: 0 }], skipped: [] },
+    'C comes back from its copy, nothing fetched',
+  );
   const result = await applyRemote([T], {
-    ...o, folder, chunking: DEFAULT_CHUNKING,
+    ...o,
+    folder,
+    chunking: DEFAULT_CHUNKING,
     fetch: async (requests, beforePublish) => {
       t.same(requests, [], 'nothing to fetch from the peer');
       await beforePublish([]);
@@ -61,8 +75,16 @@ t.test('a deletion that saw the head does not delete the set\'s winner', async (
     },
   });
   t.match(result, { applied: 1, skipped: [] });
-  t.equal(Buffer.from(store.head(PATH)?.id ?? []).toString('hex'), Buffer.from(C.id).toString('hex'), 'C is the head, as on every node');
+  t.equal(
+    Buffer.from(store.head(PATH)?.id ?? []).toString('hex'),
+    Buffer.from(C.id).toString('hex'),
+    'C is the head, as on every node',
+  );
   t.equal(await readFile(join(folder, PATH), 'utf8'), 'C wrote this\n');
-  t.equal(await readFile(join(folder, COPY), 'utf8'), 'C wrote this\n', 'the copy made earlier stays (it travels as a revision of its own)');
+  t.equal(
+    await readFile(join(folder, COPY), 'utf8'),
+    'C wrote this\n',
+    'the copy made earlier stays (it travels as a revision of its own)',
+  );
   t.same((await readdir(join(folder, 'd1'))).sort(), ['f1', COPY.slice('d1/'.length)].sort());
 });

@@ -2,7 +2,15 @@
 import t from 'tap';
 import { parseResidentRequest } from '../../src/folder-sync/resident-sync.js';
 
-const base = { op: 'sync', dir: '/tmp/d', peer: 'bob', share: 'docs', mode: 'two-way', compression: 'auto', progress: false };
+const base = {
+  op: 'sync',
+  dir: '/tmp/d',
+  peer: 'bob',
+  share: 'docs',
+  mode: 'two-way',
+  compression: 'auto',
+  progress: false,
+};
 
 t.test('a plain request, and one with a rate limit, parse as sent', async (t) => {
   t.same(parseResidentRequest(JSON.stringify(base)), base);

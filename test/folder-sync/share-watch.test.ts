@@ -29,8 +29,17 @@ const config = resolveConfig({ transport: 'quic', sessionIdleTimeoutMs: 300 });
 const identityA = await loadIdentity(path.join(a.home, 'identity.key'));
 const resident = new ResidentFolders({ log: silentLogger });
 const server = await NodeServer.start(
-  { identity: identityA, peers: new PeerStore(path.join(a.home, 'peers.json')), shares, host: '127.0.0.1', port: 0, config, log: silentLogger },
-  (session, signal) => serveSession(session, { shares, config, log: silentLogger, nodeId: identityA.nodeId, resident }, signal),
+  {
+    identity: identityA,
+    peers: new PeerStore(path.join(a.home, 'peers.json')),
+    shares,
+    host: '127.0.0.1',
+    port: 0,
+    config,
+    log: silentLogger,
+  },
+  (session, signal) =>
+    serveSession(session, { shares, config, log: silentLogger, nodeId: identityA.nodeId, resident }, signal),
 );
 t.teardown(async () => {
   await server.close();
@@ -47,7 +56,16 @@ function watch(share: string, at = peer) {
   let changes = 0;
   let watching!: () => void;
   const confirmed = new Promise<void>((resolve) => (watching = resolve));
-  const ended = watchPeerShare({ identity: identityB, peer: at, config, share, log: silentLogger, signal: stop.signal, onWatching: watching, onChange: () => changes++ });
+  const ended = watchPeerShare({
+    identity: identityB,
+    peer: at,
+    config,
+    share,
+    log: silentLogger,
+    signal: stop.signal,
+    onWatching: watching,
+    onChange: () => changes++,
+  });
   return { confirmed, ended, stop: () => stop.abort(), changes: () => changes };
 }
 
@@ -94,14 +112,25 @@ t.test('a steady stream of changes is still told within the maximum delay', asyn
 
 t.test('an unknown share is refused with an error naming it', async (t) => {
   const w = watch('nope');
-  const err = await w.ended.then(() => undefined, (e: unknown) => e);
+  const err = await w.ended.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   t.ok(isClawpeerError(err), 'a ClawpeerError');
   t.match((err as Error).message, /no share named "nope"/);
 });
 
 t.test('a listener without resident folders watches the share itself, for the session only', async (t) => {
   const plain = await NodeServer.start(
-    { identity: identityA, peers: new PeerStore(path.join(a.home, 'peers.json')), shares, host: '127.0.0.1', port: 0, config, log: silentLogger },
+    {
+      identity: identityA,
+      peers: new PeerStore(path.join(a.home, 'peers.json')),
+      shares,
+      host: '127.0.0.1',
+      port: 0,
+      config,
+      log: silentLogger,
+    },
     (session, signal) => serveSession(session, { shares, config, log: silentLogger, nodeId: identityA.nodeId }, signal),
   );
   t.teardown(() => plain.close());

@@ -26,14 +26,28 @@ async function contents(dir: string): Promise<Record<string, string>> {
 }
 
 /** A listener with the share 'docs', and a local folder to sync with it. */
-async function pair(t: Test): Promise<{ l: MemoryListener; share: string; local: string; sync: (o?: Partial<SyncFolderOptions>) => ReturnType<typeof syncFolder> }> {
+async function pair(t: Test): Promise<{
+  l: MemoryListener;
+  share: string;
+  local: string;
+  sync: (o?: Partial<SyncFolderOptions>) => ReturnType<typeof syncFolder>;
+}> {
   const docs = await shareIn('docs');
   const l = await memoryListener([docs]);
   t.teardown(() => l.stop());
   const local = await tempDir('sync-local');
   // A session per sync, as sync-with-peer.ts dials one per run.
   const sync = async (o: Partial<SyncFolderOptions> = {}): ReturnType<typeof syncFolder> =>
-    syncFolder({ session: await l.connect(), dir: local, share: 'docs', mode: 'two-way', nodeId: l.clientId, log: silentLogger, signal: new AbortController().signal, ...o });
+    syncFolder({
+      session: await l.connect(),
+      dir: local,
+      share: 'docs',
+      mode: 'two-way',
+      nodeId: l.clientId,
+      log: silentLogger,
+      signal: new AbortController().signal,
+      ...o,
+    });
   return { l, share: docs.dir, local, sync };
 }
 
@@ -50,7 +64,7 @@ t.test('new files on either side reach the other; a second sync moves nothing', 
   const first = await sync();
   t.ok(first.inSync);
   t.equal(first.revisionsSent, 1, 'one revision sent');
-  t.ok(first.revisionsReceived >= 1, 'the listener\'s revisions received');
+  t.ok(first.revisionsReceived >= 1, "the listener's revisions received");
   const want = { 'mine.txt': 'from the client', 'sub/theirs.txt': 'from the listener' };
   t.same(await contents(local), want);
   t.same(await contents(share), want, 'both sides hold both files');
@@ -111,8 +125,14 @@ t.test('a dry run plans both directions and changes nothing', async (t) => {
   await write(path.join(local, 'up.txt'), 'up');
   await write(path.join(share, 'down.txt'), 'down');
   const r = await sync({ dryRun: true });
-  t.same(r.dryRun?.send.map((c) => c.path), ['up.txt']);
-  t.same(r.dryRun?.receive.map((c) => c.path), ['down.txt']);
+  t.same(
+    r.dryRun?.send.map((c) => c.path),
+    ['up.txt'],
+  );
+  t.same(
+    r.dryRun?.receive.map((c) => c.path),
+    ['down.txt'],
+  );
   t.same(await contents(local), { 'up.txt': 'up' }, 'nothing received');
   t.same(await contents(share), { 'down.txt': 'down' }, 'nothing sent');
 });
@@ -120,7 +140,15 @@ t.test('a dry run plans both directions and changes nothing', async (t) => {
 t.test('two syncs on one session: the second fetches its content too (one router per session)', async (t) => {
   const { l, share, local } = await pair(t);
   const onSession = (): ReturnType<typeof syncFolder> =>
-    syncFolder({ session: l.session, dir: local, share: 'docs', mode: 'two-way', nodeId: l.clientId, log: silentLogger, signal: AbortSignal.timeout(20_000) });
+    syncFolder({
+      session: l.session,
+      dir: local,
+      share: 'docs',
+      mode: 'two-way',
+      nodeId: l.clientId,
+      log: silentLogger,
+      signal: AbortSignal.timeout(20_000),
+    });
   await write(path.join(share, 'a.txt'), 'first');
   t.equal((await onSession()).revisionsReceived, 1);
   await write(path.join(share, 'b.txt'), 'second');

@@ -4,10 +4,18 @@ import t from 'tap';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { IGNORE_FILE_NAME, loadSyncIgnore, parseIgnoreFile, syncIgnoreFrom } from '../../src/folder-sync/sync-ignore.js';
+import {
+  IGNORE_FILE_NAME,
+  loadSyncIgnore,
+  parseIgnoreFile,
+  syncIgnoreFrom,
+} from '../../src/folder-sync/sync-ignore.js';
 
 t.test('one pattern per line; blank lines and # comments are skipped; CRLF is fine', async (t) => {
-  t.same(parseIgnoreFile('# build output\r\nbuild/\r\n\r\n   \n*.tmp\n#*.keep\n'), [{ pattern: 'build/', include: false, line: 2 }, { pattern: '*.tmp', include: false, line: 5 }]);
+  t.same(parseIgnoreFile('# build output\r\nbuild/\r\n\r\n   \n*.tmp\n#*.keep\n'), [
+    { pattern: 'build/', include: false, line: 2 },
+    { pattern: '*.tmp', include: false, line: 5 },
+  ]);
 });
 
 t.test('an entry matches by itself; a path is ignored when any directory above it is', async (t) => {
@@ -25,35 +33,56 @@ t.test('an entry matches by itself; a path is ignored when any directory above i
   t.notOk(syncIgnoreFrom([]).ignores(`sub/${IGNORE_FILE_NAME}`, false), 'only the one at the root');
 });
 
-t.test('a !pattern line includes; the first line that matches decides; an ignored directory is not entered', async (t) => {
-  t.same(parseIgnoreFile('!keep.log\n*.log\n\\!literal\n'), [
-    { pattern: 'keep.log', include: true, line: 1 },
-    { pattern: '*.log', include: false, line: 2 },
-    { pattern: '\\!literal', include: false, line: 3 },
-  ]);
-  const ignore = syncIgnoreFrom(parseIgnoreFile('!keep.log\n*.log\n!/build/keep/\n/build/*\n/out\n!/out/wanted\n\\!literal\n'));
-  t.same(ignore.patterns, ['!keep.log', '*.log', '!/build/keep/', '/build/*', '/out', '!/out/wanted', '\\!literal'], 'as written');
-  t.notOk(ignore.ignores('keep.log', false), 'the negation comes first: kept');
-  t.notOk(ignore.ignores('deep/keep.log', false));
-  t.ok(ignore.ignores('other.log', false));
-  t.notOk(ignore.ignores('build/keep/a.o', false), 'inside a directory brought back');
-  t.ok(ignore.ignores('build/other/a.o', false));
-  t.ok(ignore.ignores('out/wanted', false), 'a negation after the directory\'s own rule cannot reach below it');
-  t.ok(ignore.ignores('!literal', false), 'a backslash makes a leading ! literal');
-  t.notOk(ignore.ignores('literal', false));
-});
+t.test(
+  'a !pattern line includes; the first line that matches decides; an ignored directory is not entered',
+  async (t) => {
+    t.same(parseIgnoreFile('!keep.log\n*.log\n\\!literal\n'), [
+      { pattern: 'keep.log', include: true, line: 1 },
+      { pattern: '*.log', include: false, line: 2 },
+      { pattern: '\\!literal', include: false, line: 3 },
+    ]);
+    const ignore = syncIgnoreFrom(
+      parseIgnoreFile('!keep.log\n*.log\n!/build/keep/\n/build/*\n/out\n!/out/wanted\n\\!literal\n'),
+    );
+    t.same(
+      ignore.patterns,
+      ['!keep.log', '*.log', '!/build/keep/', '/build/*', '/out', '!/out/wanted', '\\!literal'],
+      'as written',
+    );
+    t.notOk(ignore.ignores('keep.log', false), 'the negation comes first: kept');
+    t.notOk(ignore.ignores('deep/keep.log', false));
+    t.ok(ignore.ignores('other.log', false));
+    t.notOk(ignore.ignores('build/keep/a.o', false), 'inside a directory brought back');
+    t.ok(ignore.ignores('build/other/a.o', false));
+    t.ok(ignore.ignores('out/wanted', false), "a negation after the directory's own rule cannot reach below it");
+    t.ok(ignore.ignores('!literal', false), 'a backslash makes a leading ! literal');
+    t.notOk(ignore.ignores('literal', false));
+  },
+);
 
 t.test('a bad !pattern names the line as written', async (t) => {
-  t.throws(() => syncIgnoreFrom(parseIgnoreFile('*.log\n![x\n'), 'IGN'), { code: 'USAGE', message: 'IGN line 2: "![x": has a [ without its ]' });
-  t.throws(() => syncIgnoreFrom(parseIgnoreFile('!\n'), 'IGN'), { code: 'USAGE', message: 'IGN line 1: "!": is empty' });
+  t.throws(() => syncIgnoreFrom(parseIgnoreFile('*.log\n![x\n'), 'IGN'), {
+    code: 'USAGE',
+    message: 'IGN line 2: "![x": has a [ without its ]',
+  });
+  t.throws(() => syncIgnoreFrom(parseIgnoreFile('!\n'), 'IGN'), {
+    code: 'USAGE',
+    message: 'IGN line 1: "!": is empty',
+  });
 });
 
-t.test('the folder\'s file: none is no rules; a malformed pattern is a usage error naming the file and its line', async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-ignore-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  t.same((await loadSyncIgnore(dir)).patterns, []);
-  await writeFile(join(dir, IGNORE_FILE_NAME), '# ok\n*.log\n\n[oops\n');
-  await t.rejects(loadSyncIgnore(dir), { code: 'USAGE', message: `${join(dir, IGNORE_FILE_NAME)} line 4: "[oops": has a [ without its ]` });
-  await writeFile(join(dir, IGNORE_FILE_NAME), '*.log\nnode_modules/\n');
-  t.same((await loadSyncIgnore(dir)).patterns, ['*.log', 'node_modules/']);
-});
+t.test(
+  "the folder's file: none is no rules; a malformed pattern is a usage error naming the file and its line",
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'clawpeer-ignore-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    t.same((await loadSyncIgnore(dir)).patterns, []);
+    await writeFile(join(dir, IGNORE_FILE_NAME), '# ok\n*.log\n\n[oops\n');
+    await t.rejects(loadSyncIgnore(dir), {
+      code: 'USAGE',
+      message: `${join(dir, IGNORE_FILE_NAME)} line 4: "[oops": has a [ without its ]`,
+    });
+    await writeFile(join(dir, IGNORE_FILE_NAME), '*.log\nnode_modules/\n');
+    t.same((await loadSyncIgnore(dir)).patterns, ['*.log', 'node_modules/']);
+  },
+);

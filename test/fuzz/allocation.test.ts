@@ -43,8 +43,15 @@ t.test('frame decoder: 200 decoders each announcing a max-size frame retain only
   }
   t.equal(waiting, 200, 'every decoder waits for the rest of its frame');
   const grownBytes = process.memoryUsage().arrayBuffers - before;
-  t.ok(grownBytes < 8 * MIB, `200 hostile partial frames retain ${(grownBytes / MIB).toFixed(2)} MiB of ArrayBuffers (< 8 MiB; pre-allocation would be 200 MiB)`);
-  t.equal(decoders.reduce((s, d) => s + d.bufferedBytes, 0), 200 * 69, 'buffered = exactly the bytes pushed');
+  t.ok(
+    grownBytes < 8 * MIB,
+    `200 hostile partial frames retain ${(grownBytes / MIB).toFixed(2)} MiB of ArrayBuffers (< 8 MiB; pre-allocation would be 200 MiB)`,
+  );
+  t.equal(
+    decoders.reduce((s, d) => s + d.bufferedBytes, 0),
+    200 * 69,
+    'buffered = exactly the bytes pushed',
+  );
 });
 
 t.test('frame decoder: a frame trickled in 1-byte pushes is buffered once, never more than header + max', async (t) => {

@@ -354,7 +354,13 @@ export function mutatePb(rng: Rng, message: Uint8Array, depth = 0): Uint8Array {
       const field = rng.pick([15, 99, 536_870_911, rng.range(1, 200)]);
       const wireType = rng.pick([0, 1, 2, 5]);
       const body =
-        wireType === 0 ? pbVarint(rng.edgyUint(53)) : wireType === 1 ? rng.bytes(8) : wireType === 5 ? rng.bytes(4) : concatBytes([pbVarint(3), rng.bytes(3)]);
+        wireType === 0
+          ? pbVarint(rng.edgyUint(53))
+          : wireType === 1
+            ? rng.bytes(8)
+            : wireType === 5
+              ? rng.bytes(4)
+              : concatBytes([pbVarint(3), rng.bytes(3)]);
       pieces.splice(rng.int(pieces.length + 1), 0, concatBytes([pbVarint(field * 8 + wireType), body]));
       break;
     }
@@ -456,7 +462,8 @@ export function runFuzz<I>(target: FuzzTarget<I>, options: RunOptions): FuzzRepo
   let i = 0;
   for (; i < options.iterations; i++) {
     // performance.now() costs ~50 ns: check the budget every 64 iterations only.
-    if (options.timeBudgetMs !== undefined && (i & 63) === 0 && performance.now() - started > options.timeBudgetMs) break;
+    if (options.timeBudgetMs !== undefined && (i & 63) === 0 && performance.now() - started > options.timeBudgetMs)
+      break;
     const failure = runOne(target, iterationSeed(options.seed, i));
     if (failure === undefined) continue;
     // One failure per distinct message shape (numbers stripped): the same bug found twice is noise.
@@ -486,7 +493,10 @@ export function failureKey(error: string): string {
 
 /** JSON with every non-ASCII character escaped: safe inside a TAP comment line. */
 export function asciiJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value).replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /** One line for the TAP log: the reached count and time, so reports can quote them. */
@@ -528,7 +538,9 @@ export function loadSeeds(dir: string): { file: string; seed: SeedFile }[] {
 
 /** Patterns of the open findings of one target (seeds still marked todo). */
 export function knownPatterns(seeds: readonly { seed: SeedFile }[], target: string): RegExp[] {
-  return seeds.filter((s) => s.seed.target === target && s.seed.todo !== undefined && s.seed.matches !== undefined).map((s) => new RegExp(s.seed.matches ?? '', 's')); // 's': messages may hold U+2028
+  return seeds
+    .filter((s) => s.seed.target === target && s.seed.todo !== undefined && s.seed.matches !== undefined)
+    .map((s) => new RegExp(s.seed.matches ?? '', 's')); // 's': messages may hold U+2028
 }
 
 export const hex = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');

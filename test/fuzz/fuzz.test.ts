@@ -10,11 +10,16 @@ const seeds = loadSeeds(seedDir(import.meta.url, 3));
 
 for (const [name, target] of Object.entries(TARGETS) as [TargetName, FuzzTarget<unknown>][]) {
   t.test(`fuzz ${name}: ${CI_ITERATIONS[name]} iterations, no input breaks a property`, async (t) => {
-    const report = runFuzz(target, { iterations: CI_ITERATIONS[name], seed: CI_SEED, known: knownPatterns(seeds, name) });
+    const report = runFuzz(target, {
+      iterations: CI_ITERATIONS[name],
+      seed: CI_SEED,
+      known: knownPatterns(seeds, name),
+    });
     t.comment(describeReport(report));
     for (const k of report.known) t.comment(`known (open finding): ${asciiJson({ seed: k.seed, error: k.error })}`);
     t.equal(report.iterations, CI_ITERATIONS[name], 'ran every iteration');
-    for (const f of report.failures) t.fail(`new failure, commit it under test/fuzz/seeds/: ${asciiJson(f).slice(0, 4000)}`);
+    for (const f of report.failures)
+      t.fail(`new failure, commit it under test/fuzz/seeds/: ${asciiJson(f).slice(0, 4000)}`);
     t.equal(report.failures.length, 0, 'no new failures');
   });
 }

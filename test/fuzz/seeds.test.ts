@@ -12,7 +12,10 @@ t.test('seed files are well-formed', async (t) => {
   for (const { file, seed } of seeds) {
     t.ok(Object.hasOwn(TARGETS, seed.target), `${file}: target ${seed.target} exists`);
     t.ok(seed.finding.length > 0, `${file}: describes its finding`);
-    t.ok(seed.todo === undefined || seed.matches !== undefined, `${file}: an open finding says which failures it explains`);
+    t.ok(
+      seed.todo === undefined || seed.matches !== undefined,
+      `${file}: an open finding says which failures it explains`,
+    );
   }
 });
 

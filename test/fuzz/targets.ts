@@ -50,7 +50,12 @@ import {
   type ControlMessageType,
   type ManifestEntry,
 } from '../../src/protocol/messages.js';
-import { decodeReconcileMessage, encodeReconcileMessage, MAX_RECONCILE_MESSAGE_BYTES, type ReconcileMessage } from '../../src/sync/reconcile-codec.js';
+import {
+  decodeReconcileMessage,
+  encodeReconcileMessage,
+  MAX_RECONCILE_MESSAGE_BYTES,
+  type ReconcileMessage,
+} from '../../src/sync/reconcile-codec.js';
 import { allocateSymbols } from '../../src/sync/riblt.js';
 import { decodeRevision, encodeRevision, type Revision, type RevisionKind } from '../../src/sync/revision.js';
 import { decodeVector, encodeVector, vectorFrom, type VersionVector } from '../../src/sync/version-vector.js';
@@ -111,7 +116,10 @@ export const CI_SEED = 0x00c1a3;
 function expectError(err: unknown, codes: readonly string[], where: string): void {
   if (err instanceof ClawpeerError && codes.includes(err.code)) return;
   if (err instanceof FuzzViolation) throw err;
-  const what = err instanceof Error ? `${err.name}${err instanceof ClawpeerError ? ` ${err.code}` : ''}: ${err.message}` : String(err);
+  const what =
+    err instanceof Error
+      ? `${err.name}${err instanceof ClawpeerError ? ` ${err.code}` : ''}: ${err.message}`
+      : String(err);
   throw new FuzzViolation(`${where} threw ${what} (only ClawpeerError ${codes.join('/')} is allowed)`);
 }
 
@@ -135,7 +143,8 @@ function violation(message: string): never {
 }
 
 function asObject(json: JsonValue): Record<string, JsonValue> {
-  if (json === null || typeof json !== 'object' || Array.isArray(json)) throw new TypeError('seed input: expected an object');
+  if (json === null || typeof json !== 'object' || Array.isArray(json))
+    throw new TypeError('seed input: expected an object');
   return json;
 }
 function numberField(o: Record<string, JsonValue>, key: string): number {
@@ -150,7 +159,8 @@ function stringField(o: Record<string, JsonValue>, key: string): string {
 }
 function numberList(o: Record<string, JsonValue>, key: string): number[] {
   const v = o[key];
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'number')) throw new TypeError(`seed input: ${key} must be numbers`);
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'number'))
+    throw new TypeError(`seed input: ${key} must be numbers`);
   return v;
 }
 
@@ -159,12 +169,74 @@ function numberList(o: Record<string, JsonValue>, key: string): number[] {
 
 /** Pieces of hostile paths: traversal spellings, look-alike dots and slashes, device names, bidi. */
 export const PATH_PIECES: readonly string[] = [
-  '..', '.', '...', '%2e%2e', '%2e', '%2f', '\u2024\u2024', '\uff0e\uff0e', '\u3002', '\u0000', '\\', '/', '//',
-  'CON', 'con.txt', 'nul', 'Nul.tar.gz', 'COM1', 'COM\u00b9', 'LPT9.log', 'aux ', 'conin$', 'CONOUT$.x', 'C:', 'c:x', 'z:',
-  ' ', '.hidden', 'a.', 'a ', 'e\u0301', '\u00e9', '\u212b', '\u00c5', '\u202e', '\u200f', '\u2066', '\ufeff', '\ud800', '\udc00',
-  '\ud83d\ude00', 'x'.repeat(255), 'x'.repeat(256), '\u00e9'.repeat(127), '\u00e9'.repeat(128), 'e\u0301'.repeat(85),
-  '\u0085', '\u007f', '\u001b[2J', '\u2028', '\uff3c', '\u2215', '\u2044', '\u0338', 'a', 'b', 'dir', 'file.txt', '~', '$HOME',
-  '\t', '\r\n', '\u00a0', '\u3000', '*', '?', ':', '|',
+  '..',
+  '.',
+  '...',
+  '%2e%2e',
+  '%2e',
+  '%2f',
+  '\u2024\u2024',
+  '\uff0e\uff0e',
+  '\u3002',
+  '\u0000',
+  '\\',
+  '/',
+  '//',
+  'CON',
+  'con.txt',
+  'nul',
+  'Nul.tar.gz',
+  'COM1',
+  'COM\u00b9',
+  'LPT9.log',
+  'aux ',
+  'conin$',
+  'CONOUT$.x',
+  'C:',
+  'c:x',
+  'z:',
+  ' ',
+  '.hidden',
+  'a.',
+  'a ',
+  'e\u0301',
+  '\u00e9',
+  '\u212b',
+  '\u00c5',
+  '\u202e',
+  '\u200f',
+  '\u2066',
+  '\ufeff',
+  '\ud800',
+  '\udc00',
+  '\ud83d\ude00',
+  'x'.repeat(255),
+  'x'.repeat(256),
+  '\u00e9'.repeat(127),
+  '\u00e9'.repeat(128),
+  'e\u0301'.repeat(85),
+  '\u0085',
+  '\u007f',
+  '\u001b[2J',
+  '\u2028',
+  '\uff3c',
+  '\u2215',
+  '\u2044',
+  '\u0338',
+  'a',
+  'b',
+  'dir',
+  'file.txt',
+  '~',
+  '$HOME',
+  '\t',
+  '\r\n',
+  '\u00a0',
+  '\u3000',
+  '*',
+  '?',
+  ':',
+  '|',
 ];
 
 /** A hostile path: segments built from PATH_PIECES and random code points, sometimes huge. */
@@ -251,7 +323,9 @@ function randomProtocolFrame(rng: Rng, max: number): Uint8Array {
 type FrameEvent = string;
 
 function frameEvent(frame: Frame): FrameEvent {
-  return frame.type === 'data' ? `data:${hex(frame.headerBytes)}:${hex(frame.payload)}` : `${frame.type}:${hex(frame.body)}`;
+  return frame.type === 'data'
+    ? `data:${hex(frame.headerBytes)}:${hex(frame.payload)}`
+    : `${frame.type}:${hex(frame.body)}`;
 }
 
 function reencodeFrame(frame: Frame): Uint8Array {
@@ -269,7 +343,11 @@ function reencodeFrame(frame: Frame): Uint8Array {
 }
 
 /** Feeds `pieces` and drains after each; the event log, ending in the error code or 'need-more'. */
-function runFrameDecoder(max: number, pieces: readonly Uint8Array[], checkBounds: boolean): { events: FrameEvent[]; reencoded: Uint8Array[]; end: string } {
+function runFrameDecoder(
+  max: number,
+  pieces: readonly Uint8Array[],
+  checkBounds: boolean,
+): { events: FrameEvent[]; reencoded: Uint8Array[]; end: string } {
   const decoder = new FrameDecoder({ maxFrameBytes: max });
   const events: FrameEvent[] = [];
   const reencoded: Uint8Array[] = [];
@@ -277,12 +355,17 @@ function runFrameDecoder(max: number, pieces: readonly Uint8Array[], checkBounds
   for (const piece of pieces) {
     decoder.push(piece);
     if (checkBounds && decoder.bufferedBytes > bound + piece.length) {
-      violation(`frame decoder holds ${decoder.bufferedBytes} bytes after a push of ${piece.length}, more than ${bound} + that push`);
+      violation(
+        `frame decoder holds ${decoder.bufferedBytes} bytes after a push of ${piece.length}, more than ${bound} + that push`,
+      );
     }
     // Every frame consumes >= 5 bytes, so a drain takes at most buffered / 5 + 1 calls.
     const maxCalls = Math.floor(decoder.bufferedBytes / FRAME_HEADER_BYTES) + 2;
     for (let calls = 0; ; calls++) {
-      if (calls > maxCalls) violation(`frame decoder returned more than ${maxCalls} results for ${decoder.bufferedBytes} bytes (no progress)`);
+      if (calls > maxCalls)
+        violation(
+          `frame decoder returned more than ${maxCalls} results for ${decoder.bufferedBytes} bytes (no progress)`,
+        );
       let r;
       try {
         r = decoder.next();
@@ -302,7 +385,8 @@ function runFrameDecoder(max: number, pieces: readonly Uint8Array[], checkBounds
       events.push(frameEvent(r.frame));
       reencoded.push(reencodeFrame(r.frame));
     }
-    if (checkBounds && decoder.bufferedBytes > bound) violation(`frame decoder holds ${decoder.bufferedBytes} bytes after draining, more than ${bound}`);
+    if (checkBounds && decoder.bufferedBytes > bound)
+      violation(`frame decoder holds ${decoder.bufferedBytes} bytes after draining, more than ${bound}`);
   }
   try {
     decoder.end();
@@ -336,11 +420,14 @@ export const frameDecoderTarget: FuzzTarget<StreamInput> = {
     const split = runFrameDecoder(max, piecesOf(bytes, cuts), true);
     const whole = runFrameDecoder(max, [bytes], true);
     if (canon(split.events) !== canon(whole.events) || split.end !== whole.end) {
-      violation(`split decode differs from one-push decode: ${split.events.length} vs ${whole.events.length} frames, ${split.end} vs ${whole.end}`);
+      violation(
+        `split decode differs from one-push decode: ${split.events.length} vs ${whole.events.length} frames, ${split.end} vs ${whole.end}`,
+      );
     }
     // Canonical framing: the decoded frames re-encode to exactly the bytes they came from.
     const again = concatBytes(whole.reencoded);
-    if (!bytesEqual(again, bytes.subarray(0, again.length))) violation('decoded frames do not re-encode to the input bytes');
+    if (!bytesEqual(again, bytes.subarray(0, again.length)))
+      violation('decoded frames do not re-encode to the input bytes');
   },
   toJson: streamToJson,
   fromJson: streamFromJson,
@@ -350,9 +437,24 @@ export const frameDecoderTarget: FuzzTarget<StreamInput> = {
 // 2. Control messages (src/protocol/messages.ts)
 
 const CONTROL_TYPES: readonly ControlMessageType[] = [
-  'hello', 'welcome', 'finished', 'error', 'ping', 'pong',
-  'transfer-request', 'transfer-accept', 'manifest', 'want', 'data-open', 'transfer-done',
-  'sync-request', 'sync-accept', 'sync-reconcile', 'sync-revisions', 'sync-fetch', 'sync-done',
+  'hello',
+  'welcome',
+  'finished',
+  'error',
+  'ping',
+  'pong',
+  'transfer-request',
+  'transfer-accept',
+  'manifest',
+  'want',
+  'data-open',
+  'transfer-done',
+  'sync-request',
+  'sync-accept',
+  'sync-reconcile',
+  'sync-revisions',
+  'sync-fetch',
+  'sync-done',
 ];
 
 function subset<T>(rng: Rng, items: readonly T[], min: number): T[] {
@@ -384,9 +486,21 @@ const wfPath = (rng: Rng): string => wellFormed(hostilePath(rng));
 
 function randomEntry(rng: Rng): ManifestEntry {
   const kind = rng.pick(['file', 'dir', 'symlink'] as const);
-  const base = { path: rng.bool(0.7) ? wfPath(rng) || 'a' : wfText(rng, 20) || 'b', mode: rng.int(0o10000), mtimeMs: (rng.bool() ? -1 : 1) * rng.edgyUint(53) };
+  const base = {
+    path: rng.bool(0.7) ? wfPath(rng) || 'a' : wfText(rng, 20) || 'b',
+    mode: rng.int(0o10000),
+    mtimeMs: (rng.bool() ? -1 : 1) * rng.edgyUint(53),
+  };
   if (kind !== 'file') {
-    return { ...base, kind, size: 0, linkTarget: kind === 'symlink' ? wfText(rng, 30) || 't' : '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] };
+    return {
+      ...base,
+      kind,
+      size: 0,
+      linkTarget: kind === 'symlink' ? wfText(rng, 30) || 't' : '',
+      root: new Uint8Array(0),
+      chunkIds: new Uint8Array(0),
+      chunkLengths: [],
+    };
   }
   const n = rng.int(4);
   const chunkLengths = Array.from({ length: n }, () => rng.range(1, 0xffff_ffff));
@@ -406,9 +520,26 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
   const u53 = (): number => rng.edgyUint(53);
   switch (type) {
     case 'hello':
-      return { type, minVersion: u32(), maxVersion: u32(), nodePublicKey: rng.bytes(32), caps: randomCaps(rng), ephemeralPublicKey: rng.bytes(32), nonce: rng.bytes(32), signature: rng.bytes(64) };
+      return {
+        type,
+        minVersion: u32(),
+        maxVersion: u32(),
+        nodePublicKey: rng.bytes(32),
+        caps: randomCaps(rng),
+        ephemeralPublicKey: rng.bytes(32),
+        nonce: rng.bytes(32),
+        signature: rng.bytes(64),
+      };
     case 'welcome':
-      return { type, version: u32(), nodePublicKey: rng.bytes(32), caps: randomCaps(rng), ephemeralPublicKey: rng.bytes(32), nonce: rng.bytes(32), signature: rng.bytes(64) };
+      return {
+        type,
+        version: u32(),
+        nodePublicKey: rng.bytes(32),
+        caps: randomCaps(rng),
+        ephemeralPublicKey: rng.bytes(32),
+        nonce: rng.bytes(32),
+        signature: rng.bytes(64),
+      };
     case 'finished':
       return { type, signature: rng.bytes(64) };
     case 'error':
@@ -423,8 +554,19 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
       // Exclude patterns or filter rules (never both), and an existing-files policy only without force.
       const rules = rng.int(3);
       return {
-        type, transferId: u32(), direction: rng.pick(['push', 'pull'] as const), share: wfText(rng, 12), path: rng.bool() ? wfPath(rng) : '', force, streams: u32(), window: u32(),
-        ...(rules === 1 ? { exclude: patterns() } : rules === 2 ? { filter: patterns().map((pattern) => ({ pattern, include: rng.bool() })) } : {}),
+        type,
+        transferId: u32(),
+        direction: rng.pick(['push', 'pull'] as const),
+        share: wfText(rng, 12),
+        path: rng.bool() ? wfPath(rng) : '',
+        force,
+        streams: u32(),
+        window: u32(),
+        ...(rules === 1
+          ? { exclude: patterns() }
+          : rules === 2
+            ? { filter: patterns().map((pattern) => ({ pattern, include: rng.bool() })) }
+            : {}),
         ...(!force && rng.bool() ? { existing: rng.pick(['keep', 'update'] as const) } : {}),
         ...(rng.bool() ? { backup: { suffix: wfText(rng, 6), dir: rng.bool() ? wfPath(rng) : '' } } : {}),
         ...(rng.bool() ? { maxDelete: u53() } : {}),
@@ -434,7 +576,12 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
     case 'transfer-accept':
       return { type, transferId: u32(), streams: u32(), window: u32() };
     case 'manifest':
-      return { type, transferId: u32(), entries: Array.from({ length: rng.int(4) }, () => randomEntry(rng)), last: rng.bool() };
+      return {
+        type,
+        transferId: u32(),
+        entries: Array.from({ length: rng.int(4) }, () => randomEntry(rng)),
+        last: rng.bool(),
+      };
     case 'want': {
       const uniqueChunks = rng.int(70);
       const lacking = rng.bytes(Math.ceil(uniqueChunks / 8));
@@ -446,15 +593,55 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
     case 'data-open':
       return { type, transferId: u32(), streamId: u32() };
     case 'transfer-done':
-      return { type, transferId: u32(), files: rng.range(4, 2 ** 40), bytes: u53(), chunksReceived: u53(), chunksSkipped: u53(), ...(rng.bool() ? { published: Array.from({ length: rng.int(4) }, () => ({ path: wfPath(rng) || 'p', replaced: rng.bool() })) } : {}), ...(rng.bool() ? { created: Array.from({ length: rng.int(4) }, () => (rng.bool() ? { path: wfPath(rng) || 'd', kind: 'dir' as const } : { path: wfPath(rng) || 'l', kind: 'symlink' as const, target: wfPath(rng) || 't', replaced: rng.bool() })) } : {}), ...(rng.bool() ? { filesKept: rng.range(1, 1000) } : {}), ...(rng.bool() ? { filesBackedUp: rng.range(1, 1000) } : {}), ...(rng.bool() ? { deletesOverLimit: rng.range(1, 1000) } : {}) };
+      return {
+        type,
+        transferId: u32(),
+        files: rng.range(4, 2 ** 40),
+        bytes: u53(),
+        chunksReceived: u53(),
+        chunksSkipped: u53(),
+        ...(rng.bool()
+          ? {
+              published: Array.from({ length: rng.int(4) }, () => ({ path: wfPath(rng) || 'p', replaced: rng.bool() })),
+            }
+          : {}),
+        ...(rng.bool()
+          ? {
+              created: Array.from({ length: rng.int(4) }, () =>
+                rng.bool()
+                  ? { path: wfPath(rng) || 'd', kind: 'dir' as const }
+                  : {
+                      path: wfPath(rng) || 'l',
+                      kind: 'symlink' as const,
+                      target: wfPath(rng) || 't',
+                      replaced: rng.bool(),
+                    },
+              ),
+            }
+          : {}),
+        ...(rng.bool() ? { filesKept: rng.range(1, 1000) } : {}),
+        ...(rng.bool() ? { filesBackedUp: rng.range(1, 1000) } : {}),
+        ...(rng.bool() ? { deletesOverLimit: rng.range(1, 1000) } : {}),
+      };
     case 'sync-request':
-      return { type, transferId: u32(), share: wfText(rng, 12), mode: rng.pick(['two-way', 'send-only', 'receive-only'] as const), reconcile: rng.bytes(rng.range(1, 80)) };
+      return {
+        type,
+        transferId: u32(),
+        share: wfText(rng, 12),
+        mode: rng.pick(['two-way', 'send-only', 'receive-only'] as const),
+        reconcile: rng.bytes(rng.range(1, 80)),
+      };
     case 'sync-accept':
       return { type, transferId: u32() };
     case 'sync-reconcile':
       return { type, transferId: u32(), payload: rng.bytes(rng.range(1, 80)) };
     case 'sync-revisions':
-      return { type, transferId: u32(), records: Array.from({ length: rng.int(4) }, () => rng.bytes(rng.range(1, 60))), last: rng.bool() };
+      return {
+        type,
+        transferId: u32(),
+        records: Array.from({ length: rng.int(4) }, () => rng.bytes(rng.range(1, 60))),
+        last: rng.bool(),
+      };
     case 'sync-fetch':
       return {
         type,
@@ -481,14 +668,31 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
     case 'code-pair-done':
       return { type, sealed: rng.bytes(rng.range(1, 200)) };
     case 'list-request':
-      return { type, requestId: u32(), share: wfText(rng, 12), path: rng.bool() ? wfPath(rng) : '', recursive: rng.bool() };
+      return {
+        type,
+        requestId: u32(),
+        share: wfText(rng, 12),
+        path: rng.bool() ? wfPath(rng) : '',
+        recursive: rng.bool(),
+      };
     case 'list-reply': {
       // A listing carries names and metadata only: a manifest entry without its chunks.
       const entries = Array.from({ length: rng.int(4) }, () => {
         const e = randomEntry(rng);
-        return { path: e.path, kind: e.kind, size: e.kind === 'file' ? Math.min(e.size, Number.MAX_SAFE_INTEGER) : e.size, mode: e.mode, mtimeMs: e.mtimeMs, linkTarget: e.linkTarget };
+        return {
+          path: e.path,
+          kind: e.kind,
+          size: e.kind === 'file' ? Math.min(e.size, Number.MAX_SAFE_INTEGER) : e.size,
+          mode: e.mode,
+          mtimeMs: e.mtimeMs,
+          linkTarget: e.linkTarget,
+        };
       });
-      const shares = Array.from({ length: rng.int(3) }, () => ({ name: wfText(rng, 12), readOnly: rng.bool(), noDelete: rng.bool() }));
+      const shares = Array.from({ length: rng.int(3) }, () => ({
+        name: wfText(rng, 12),
+        readOnly: rng.bool(),
+        noDelete: rng.bool(),
+      }));
       return { type, requestId: u32(), entries, shares, last: rng.bool() };
     }
     case 'session-join':
@@ -512,7 +716,8 @@ interface ControlInput {
   readonly pristine: boolean;
 }
 
-const asInput = (bytes: Uint8Array, buffer: boolean): Uint8Array => (buffer ? Buffer.from(bytes) : new Uint8Array(bytes));
+const asInput = (bytes: Uint8Array, buffer: boolean): Uint8Array =>
+  buffer ? Buffer.from(bytes) : new Uint8Array(bytes);
 const CONTROL_MAX_BYTES = 1 << 20;
 
 /** Decode -> encode -> decode: the two decodes agree and the second encoding is a fixed point. */
@@ -528,9 +733,12 @@ function checkControlRoundTrip(message: ControlMessage, where: string): Uint8Arr
     try {
       again = decodeControl(asInput(encoded, buffer), { maxBytes: CONTROL_MAX_BYTES });
     } catch (err) {
-      return violation(`${where}: re-encoded ${message.type} does not decode (${buffer ? 'Buffer' : 'Uint8Array'}): ${(err as Error).message}`);
+      return violation(
+        `${where}: re-encoded ${message.type} does not decode (${buffer ? 'Buffer' : 'Uint8Array'}): ${(err as Error).message}`,
+      );
     }
-    if (canon(again) !== canon(message)) violation(`${where}: ${message.type} changes on a round trip (${buffer ? 'Buffer' : 'Uint8Array'} input)`);
+    if (canon(again) !== canon(message))
+      violation(`${where}: ${message.type} changes on a round trip (${buffer ? 'Buffer' : 'Uint8Array'} input)`);
   }
   return encoded;
 }
@@ -571,7 +779,8 @@ export const controlMessagesTarget: FuzzTarget<ControlInput> = {
     const encoded = checkControlRoundTrip(message, 'decodeControl');
     // Byte-exact only where decoding keeps everything: Hello/Welcome drop duplicate and unknown
     // capability enum values (by design), so for them the round trip above is the property.
-    if (pristine && message.type !== 'hello' && message.type !== 'welcome' && !bytesEqual(encoded, bytes)) violation(`${message.type}: encode(decode(encoderOutput)) differs from encoderOutput`);
+    if (pristine && message.type !== 'hello' && message.type !== 'welcome' && !bytesEqual(encoded, bytes))
+      violation(`${message.type}: encode(decode(encoderOutput)) differs from encoderOutput`);
   },
   toJson: (i) => ({ hex: hex(i.bytes), buffer: i.buffer, pristine: i.pristine }),
   fromJson(json) {
@@ -584,7 +793,15 @@ export const controlMessagesTarget: FuzzTarget<ControlInput> = {
 // either refuses it (RangeError: a local bug, caught before sending) or produces bytes the peer
 // decodes to the same text (or its well-formed form, U+FFFD for a lone surrogate).
 
-const TEXT_FIELDS = ['error.message', 'transfer-request.share', 'transfer-request.path', 'manifest.path', 'manifest.linkTarget', 'sync-request.share', 'sync-fetch.path'] as const;
+const TEXT_FIELDS = [
+  'error.message',
+  'transfer-request.share',
+  'transfer-request.path',
+  'manifest.path',
+  'manifest.linkTarget',
+  'sync-request.share',
+  'sync-fetch.path',
+] as const;
 type TextField = (typeof TEXT_FIELDS)[number];
 
 interface TextInput {
@@ -594,13 +811,32 @@ interface TextInput {
 
 function messageWithText(field: TextField, text: string): ControlMessage {
   const dir = { type: 'manifest' as const, transferId: 1, last: true };
-  const entry = { path: 'a', kind: 'dir' as const, size: 0, mode: 0o755, mtimeMs: 0, linkTarget: '', root: new Uint8Array(0), chunkIds: new Uint8Array(0), chunkLengths: [] };
+  const entry = {
+    path: 'a',
+    kind: 'dir' as const,
+    size: 0,
+    mode: 0o755,
+    mtimeMs: 0,
+    linkTarget: '',
+    root: new Uint8Array(0),
+    chunkIds: new Uint8Array(0),
+    chunkLengths: [],
+  };
   switch (field) {
     case 'error.message':
       return { type: 'error', code: 5, message: text };
     case 'transfer-request.share':
     case 'transfer-request.path':
-      return { type: 'transfer-request', transferId: 1, direction: 'push', share: field.endsWith('share') ? text : '', path: field.endsWith('path') ? text : '', force: false, streams: 1, window: 1 };
+      return {
+        type: 'transfer-request',
+        transferId: 1,
+        direction: 'push',
+        share: field.endsWith('share') ? text : '',
+        path: field.endsWith('path') ? text : '',
+        force: false,
+        streams: 1,
+        window: 1,
+      };
     case 'manifest.path':
       return { ...dir, entries: [{ ...entry, path: text }] };
     case 'manifest.linkTarget':
@@ -608,7 +844,13 @@ function messageWithText(field: TextField, text: string): ControlMessage {
     case 'sync-request.share':
       return { type: 'sync-request', transferId: 1, share: text, mode: 'two-way', reconcile: Uint8Array.of(1) };
     case 'sync-fetch.path':
-      return { type: 'sync-fetch', transferId: 1, fetchId: 2, items: [{ path: text, root: new Uint8Array(32) }], last: true };
+      return {
+        type: 'sync-fetch',
+        transferId: 1,
+        fetchId: 2,
+        items: [{ path: text, root: new Uint8Array(32) }],
+        last: true,
+      };
     default: {
       const never: never = field;
       throw new TypeError(`unknown field ${String(never)}`);
@@ -632,7 +874,10 @@ function wellFormed(text: string): string {
 
 export const controlTextTarget: FuzzTarget<TextInput> = {
   name: 'control-text',
-  generate: (rng) => ({ field: rng.pick(TEXT_FIELDS), text: (rng.bool() ? randomText(rng, rng.bool(0.05) ? 1500 : 45) : hostilePath(rng)) || 'x' }),
+  generate: (rng) => ({
+    field: rng.pick(TEXT_FIELDS),
+    text: (rng.bool() ? randomText(rng, rng.bool(0.05) ? 1500 : 45) : hostilePath(rng)) || 'x',
+  }),
   check({ field, text }) {
     let bytes: Uint8Array;
     try {
@@ -645,11 +890,14 @@ export const controlTextTarget: FuzzTarget<TextInput> = {
     try {
       decoded = decodeControl(Buffer.from(bytes), { maxBytes: CONTROL_MAX_BYTES });
     } catch (err) {
-      return violation(`${field}: our encoding of ${JSON.stringify(text.slice(0, 80))} does not decode at the peer: ${(err as Error).message}`);
+      return violation(
+        `${field}: our encoding of ${JSON.stringify(text.slice(0, 80))} does not decode at the peer: ${(err as Error).message}`,
+      );
     }
     const got = textOf(field, decoded);
     const sent = field === 'error.message' ? sanitizeErrorText(text) : text;
-    if (got !== sent && got !== wellFormed(sent)) violation(`${field}: ${JSON.stringify(sent.slice(0, 80))} arrives as ${JSON.stringify(got?.slice(0, 80))}`);
+    if (got !== sent && got !== wellFormed(sent))
+      violation(`${field}: ${JSON.stringify(sent.slice(0, 80))} arrives as ${JSON.stringify(got?.slice(0, 80))}`);
   },
   toJson: (i) => ({ field: i.field, text: i.text }),
   fromJson(json) {
@@ -667,7 +915,11 @@ export const ackBodyTarget: FuzzTarget<Uint8Array> = {
   name: 'ack-body',
   generate(rng) {
     const valid = encodeAckFrame(rng.edgyUint(32), rng.edgyUint(53)).subarray(FRAME_HEADER_BYTES);
-    return rng.bool(0.2) ? valid : rng.bool(0.5) ? mutate(rng, valid) : rng.bytes(rng.pick([ACK_BODY_BYTES, rng.size(32)]));
+    return rng.bool(0.2)
+      ? valid
+      : rng.bool(0.5)
+        ? mutate(rng, valid)
+        : rng.bytes(rng.pick([ACK_BODY_BYTES, rng.size(32)]));
   },
   check(body) {
     let ack;
@@ -714,7 +966,11 @@ function randomMuxFrame(rng: Rng, maxData: number): MuxFrame {
 /** Largest control payload the mux decoder assembles (GOAWAY: code + reason). */
 const MUX_MAX_CONTROL_PAYLOAD = 4 + MAX_GOAWAY_REASON_BYTES;
 
-function runMuxDecoder(maxData: number, pieces: readonly Uint8Array[], pinned: ArrayBufferLike): { events: string[]; reencoded: Uint8Array[]; end: string } {
+function runMuxDecoder(
+  maxData: number,
+  pieces: readonly Uint8Array[],
+  pinned: ArrayBufferLike,
+): { events: string[]; reencoded: Uint8Array[]; end: string } {
   const decoder = new MuxFrameDecoder(maxData);
   const events: string[] = [];
   const reencoded: Uint8Array[] = [];
@@ -726,7 +982,8 @@ function runMuxDecoder(maxData: number, pieces: readonly Uint8Array[], pinned: A
     // Every result consumes >= 1 byte (a data piece) or a whole header.
     const maxCalls = decoder.bufferedBytes + 2;
     for (let calls = 0; ; calls++) {
-      if (calls > maxCalls) violation(`mux decoder returned more than ${maxCalls} results for ${decoder.bufferedBytes} bytes`);
+      if (calls > maxCalls)
+        violation(`mux decoder returned more than ${maxCalls} results for ${decoder.bufferedBytes} bytes`);
       let r;
       try {
         r = decoder.next();
@@ -755,7 +1012,8 @@ function runMuxDecoder(maxData: number, pieces: readonly Uint8Array[], pinned: A
       events.push(canon(r.frame));
       reencoded.push(...encodeMuxFrame(r.frame));
     }
-    if (decoder.bufferedBytes > bound) violation(`mux decoder holds ${decoder.bufferedBytes} bytes after draining, more than ${bound}`);
+    if (decoder.bufferedBytes > bound)
+      violation(`mux decoder holds ${decoder.bufferedBytes} bytes after draining, more than ${bound}`);
   }
   if (data.length > 0) events.push(`partial:${dataStream}:${hex(concatBytes(data))}`);
   return { events, reencoded, end: 'need-more' };
@@ -764,7 +1022,7 @@ function runMuxDecoder(maxData: number, pieces: readonly Uint8Array[], pinned: A
 /** The type name of the mux frame covering byte `offset` of a well-framed prefix of `bytes`. */
 function muxFrameTypeAt(bytes: Uint8Array, offset: number): string {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (let at = 0; at + MUX_HEADER_BYTES <= bytes.length; ) {
+  for (let at = 0; at + MUX_HEADER_BYTES <= bytes.length;) {
     const end = at + MUX_HEADER_BYTES + view.getUint32(at + 5);
     if (offset < end) return Object.entries(MuxType).find(([, v]) => v === bytes[at])?.[0] ?? `type-${bytes[at] ?? 0}`;
     at = end;
@@ -799,7 +1057,9 @@ export const muxDecoderTarget: FuzzTarget<MuxInput> = {
     if (!bytesEqual(again, bytes.subarray(0, again.length))) {
       let at = 0;
       while (at < again.length && again[at] === bytes[at]) at++;
-      violation(`mux: decoded frames do not re-encode to the input bytes (first difference at byte ${at}, in a ${muxFrameTypeAt(bytes, at)} frame)`);
+      violation(
+        `mux: decoded frames do not re-encode to the input bytes (first difference at byte ${at}, in a ${muxFrameTypeAt(bytes, at)} frame)`,
+      );
     }
   },
   toJson: streamToJson,
@@ -830,7 +1090,12 @@ function randomReconcile(rng: Rng): ReconcileMessage {
     case 5:
       return { type: 'send-ids' };
     default:
-      return { type: 'ids', list: rng.pick(['full', 'initiator-lacks', 'responder-lacks'] as const), ids: rng.bytes(32 * rng.int(5)), last: rng.bool() };
+      return {
+        type: 'ids',
+        list: rng.pick(['full', 'initiator-lacks', 'responder-lacks'] as const),
+        ids: rng.bytes(32 * rng.int(5)),
+        last: rng.bool(),
+      };
   }
 }
 
@@ -865,7 +1130,9 @@ export const reconcileCodecTarget: FuzzTarget<ReconcileInput> = {
       // Only for a frame that is really incomplete and within the limit.
       const prefix = reconcilePrefix(bytes);
       if (prefix !== undefined && (prefix.value > max || bytes.length >= prefix.next + prefix.value)) {
-        violation(`need-more for a complete or oversized frame (prefix ${prefix.value}, ${bytes.length} bytes, max ${max})`);
+        violation(
+          `need-more for a complete or oversized frame (prefix ${prefix.value}, ${bytes.length} bytes, max ${max})`,
+        );
       }
       return;
     }
@@ -876,7 +1143,8 @@ export const reconcileCodecTarget: FuzzTarget<ReconcileInput> = {
     } catch (err) {
       return violation(`decoded ${r.message.type} does not re-encode: ${(err as Error).message}`);
     }
-    if (!bytesEqual(again, bytes.subarray(0, r.bytesRead))) violation(`${r.message.type}: decoded message re-encodes to different bytes (non-canonical)`);
+    if (!bytesEqual(again, bytes.subarray(0, r.bytesRead)))
+      violation(`${r.message.type}: decoded message re-encodes to different bytes (non-canonical)`);
   },
   toJson: (i) => ({ hex: hex(i.bytes), max: i.max }),
   fromJson(json) {
@@ -902,7 +1170,8 @@ function randomVector(rng: Rng, must?: string): VersionVector {
   const entries = new Map<string, number>();
   if (must !== undefined) entries.set(must, rng.range(1, 1000));
   const n = rng.int(rng.bool(0.02) ? 1100 : 5);
-  for (let i = 0; i < n; i++) entries.set(randomNodeId(rng), rng.bool(0.9) ? rng.range(1, 1_000_000) : rng.edgyUint(53));
+  for (let i = 0; i < n; i++)
+    entries.set(randomNodeId(rng), rng.bool(0.9) ? rng.range(1, 1_000_000) : rng.edgyUint(53));
   return vectorFrom(entries);
 }
 
@@ -922,7 +1191,10 @@ function randomRevision(rng: Rng): Revision {
   const kind: RevisionKind = rng.pick(['file', 'dir', 'symlink']);
   const deleted = rng.bool(0.2);
   const origin = randomNodeId(rng);
-  const linkTarget = !deleted && kind === 'symlink' ? (rng.bool(0.3) ? '\ufeff' : '') + (randomText(rng, 20).replace(/\0/g, '') || 't') : '';
+  const linkTarget =
+    !deleted && kind === 'symlink'
+      ? (rng.bool(0.3) ? '\ufeff' : '') + (randomText(rng, 20).replace(/\0/g, '') || 't')
+      : '';
   return {
     path: acceptedPath(rng),
     kind,
@@ -939,7 +1211,9 @@ function randomRevision(rng: Rng): Revision {
 
 /** A note for failure triage: TextDecoder drops a leading U+FEFF unless told not to. */
 function bomHint(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).includes(Buffer.from([0xef, 0xbb, 0xbf])) ? ' [input holds a UTF-8 BOM EF BB BF]' : '';
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).includes(Buffer.from([0xef, 0xbb, 0xbf]))
+    ? ' [input holds a UTF-8 BOM EF BB BF]'
+    : '';
 }
 
 interface CanonicalInput {
@@ -961,7 +1235,8 @@ function canonicalTarget<T>(
         valid = make(rng);
       } catch (err) {
         // A generated value the encoder refuses is a generator limit, not a finding.
-        if (err instanceof TypeError || err instanceof RangeError) return { bytes: rng.bytes(rng.size(100)), pristine: false };
+        if (err instanceof TypeError || err instanceof RangeError)
+          return { bytes: rng.bytes(rng.size(100)), pristine: false };
         throw err;
       }
       if (rng.bool(0.2)) return { bytes: valid, pristine: true };
@@ -983,7 +1258,10 @@ function canonicalTarget<T>(
         return violation(`${name}: decoded value does not re-encode: ${(err as Error).message}`);
       }
       // The formats are canonical: one value, one byte string (ids are hashes of these bytes).
-      if (!bytesEqual(again, bytes)) violation(`${name}: decoded value re-encodes to different bytes (${bytes.length} in, ${again.length} out)${bomHint(bytes)}`);
+      if (!bytesEqual(again, bytes))
+        violation(
+          `${name}: decoded value re-encodes to different bytes (${bytes.length} in, ${again.length} out)${bomHint(bytes)}`,
+        );
     },
     toJson: (i) => ({ hex: hex(i.bytes), pristine: i.pristine }),
     fromJson(json) {
@@ -993,8 +1271,18 @@ function canonicalTarget<T>(
   };
 }
 
-export const revisionTarget = canonicalTarget('revision', (rng) => encodeRevision(randomRevision(rng)), (b) => decodeRevision(b), encodeRevision);
-export const versionVectorTarget = canonicalTarget('version-vector', (rng) => encodeVector(randomVector(rng)), decodeVector, encodeVector);
+export const revisionTarget = canonicalTarget(
+  'revision',
+  (rng) => encodeRevision(randomRevision(rng)),
+  (b) => decodeRevision(b),
+  encodeRevision,
+);
+export const versionVectorTarget = canonicalTarget(
+  'version-vector',
+  (rng) => encodeVector(randomVector(rng)),
+  decodeVector,
+  encodeVector,
+);
 
 // ---------------------------------------------------------------------------------------------
 // 8. Share paths (src/transfer/paths.ts)
@@ -1018,11 +1306,15 @@ export const sharePathTarget: FuzzTarget<string> = {
       return;
     }
     const joined = path.posix.join('/share', result);
-    if (!joined.startsWith('/share/')) violation(`${JSON.stringify(raw)} -> ${JSON.stringify(result)} leaves the share (${joined})`);
+    if (!joined.startsWith('/share/'))
+      violation(`${JSON.stringify(raw)} -> ${JSON.stringify(result)} leaves the share (${joined})`);
     const win = path.win32.join('C:\\share', result);
-    if (!win.startsWith('C:\\share\\')) violation(`${JSON.stringify(raw)} -> ${JSON.stringify(result)} leaves the share on Windows (${win})`);
-    if (result.split('/').some((s) => s === '..' || s === '.' || s === '')) violation(`${JSON.stringify(result)} has a dot or empty segment`);
-    if (/[\0\\]/.test(result) || result.startsWith('/')) violation(`${JSON.stringify(result)} has NUL, a backslash or a leading slash`);
+    if (!win.startsWith('C:\\share\\'))
+      violation(`${JSON.stringify(raw)} -> ${JSON.stringify(result)} leaves the share on Windows (${win})`);
+    if (result.split('/').some((s) => s === '..' || s === '.' || s === ''))
+      violation(`${JSON.stringify(result)} has a dot or empty segment`);
+    if (/[\0\\]/.test(result) || result.startsWith('/'))
+      violation(`${JSON.stringify(result)} has NUL, a backslash or a leading slash`);
     if (result.normalize('NFC') !== result) violation(`${JSON.stringify(result)} is not NFC`);
     if (Buffer.byteLength(result) > 4096) violation(`${JSON.stringify(result)} is longer than 4096 bytes`);
     let twice: string;
@@ -1031,14 +1323,16 @@ export const sharePathTarget: FuzzTarget<string> = {
     } catch (err) {
       return violation(`normalizing ${JSON.stringify(result)} again throws ${(err as Error).message}`);
     }
-    if (twice !== result) violation(`normalizing twice is not stable: ${JSON.stringify(result)} -> ${JSON.stringify(twice)}`);
+    if (twice !== result)
+      violation(`normalizing twice is not stable: ${JSON.stringify(result)} -> ${JSON.stringify(twice)}`);
     let nfd: string;
     try {
       nfd = normalizeSharePath(raw.normalize('NFD'));
     } catch (err) {
       return violation(`accepted ${JSON.stringify(raw)} but refused its NFD form: ${(err as Error).message}`);
     }
-    if (nfd !== result) violation(`NFC and NFD spellings normalise differently: ${JSON.stringify(result)} vs ${JSON.stringify(nfd)}`);
+    if (nfd !== result)
+      violation(`NFC and NFD spellings normalise differently: ${JSON.stringify(result)} vs ${JSON.stringify(nfd)}`);
   },
   toJson: (s) => s,
   fromJson(json) {
@@ -1079,8 +1373,22 @@ function handshakeWorld(): HandshakeWorld {
   const clientEphemeral = ephemeralKeyPairFromPrivate(new Uint8Array(32).fill(4));
   const serverEphemeral = ephemeralKeyPairFromPrivate(new Uint8Array(32).fill(5));
   const clientNonce = new Uint8Array(32).fill(6);
-  const c = Handshake.client({ identity: client, expectedRemoteKey: server.publicKey, caps: DEFAULT_CAPABILITIES, now: 0, ephemeral: clientEphemeral, nonce: clientNonce });
-  const s = Handshake.server({ identity: server, expectedRemoteKey: client.publicKey, caps: DEFAULT_CAPABILITIES, now: 0, ephemeral: serverEphemeral, nonce: new Uint8Array(32).fill(0x55) });
+  const c = Handshake.client({
+    identity: client,
+    expectedRemoteKey: server.publicKey,
+    caps: DEFAULT_CAPABILITIES,
+    now: 0,
+    ephemeral: clientEphemeral,
+    nonce: clientNonce,
+  });
+  const s = Handshake.server({
+    identity: server,
+    expectedRemoteKey: client.publicKey,
+    caps: DEFAULT_CAPABILITIES,
+    now: 0,
+    ephemeral: serverEphemeral,
+    nonce: new Uint8Array(32).fill(0x55),
+  });
   const helloFrame = c.pollTransmit();
   if (helloFrame === null) throw new TypeError('client sent no Hello');
   s.handleFrame(controlFrameOf(helloFrame), 1);
@@ -1091,8 +1399,19 @@ function handshakeWorld(): HandshakeWorld {
   if (finishedFrame === null || c.phase !== 'done') throw new TypeError('captured session did not complete');
   s.handleFrame(controlFrameOf(finishedFrame), 1);
   if (s.phase !== 'done') throw new TypeError('captured session did not complete on the server');
-  const rawOf = (frame: Uint8Array): Uint8Array => decodeControlWithRaw(frame.subarray(FRAME_HEADER_BYTES), { maxBytes: 1 << 16 }).raw.slice();
-  world = { client, server, stranger, clientEphemeral, serverEphemeral, clientNonce, helloRaw: rawOf(helloFrame), welcomeRaw: rawOf(welcomeFrame), finishedFrame };
+  const rawOf = (frame: Uint8Array): Uint8Array =>
+    decodeControlWithRaw(frame.subarray(FRAME_HEADER_BYTES), { maxBytes: 1 << 16 }).raw.slice();
+  world = {
+    client,
+    server,
+    stranger,
+    clientEphemeral,
+    serverEphemeral,
+    clientNonce,
+    helloRaw: rawOf(helloFrame),
+    welcomeRaw: rawOf(welcomeFrame),
+    finishedFrame,
+  };
   return world;
 }
 
@@ -1110,7 +1429,14 @@ function signedHelloBody(rng: Rng, w: HandshakeWorld, signer: Identity, claimedK
     maxVersion: rng.bool(0.7) ? 1 : rng.edgyUint(32),
     nodePublicKey: claimedKey,
     caps: rng.bool(0.4) ? DEFAULT_CAPABILITIES : randomCaps(rng),
-    ephemeralPublicKey: rng.bool(0.6) ? w.clientEphemeral.publicKey : rng.pick([new Uint8Array(32), Uint8Array.of(1, ...new Uint8Array(31)), rng.bytes(32), new Uint8Array(32).fill(0xff)]),
+    ephemeralPublicKey: rng.bool(0.6)
+      ? w.clientEphemeral.publicKey
+      : rng.pick([
+          new Uint8Array(32),
+          Uint8Array.of(1, ...new Uint8Array(31)),
+          rng.bytes(32),
+          new Uint8Array(32).fill(0xff),
+        ]),
     nonce: rng.bytes(32),
     signature: new Uint8Array(0),
   });
@@ -1122,7 +1448,10 @@ function signedHelloBody(rng: Rng, w: HandshakeWorld, signer: Identity, claimedK
   } catch {
     stripped = body;
   }
-  return concatBytes([stripped, pbLenField(HELLO_SIGNATURE_FIELD, signMessage(signer, concatBytes([CTX_HELLO, stripped])))]);
+  return concatBytes([
+    stripped,
+    pbLenField(HELLO_SIGNATURE_FIELD, signMessage(signer, concatBytes([CTX_HELLO, stripped]))),
+  ]);
 }
 
 function signedWelcomeBody(rng: Rng, w: HandshakeWorld, signer: Identity, claimedKey: Uint8Array): Uint8Array {
@@ -1167,12 +1496,23 @@ function forgedFrame(rng: Rng, w: HandshakeWorld, wanted: 'hello' | 'welcome' | 
     case 0:
       return encodeFrame('control', rng.bytes(rng.size(200)));
     case 1:
-      return rng.bool() ? encodeFrame('ack', rng.bytes(12)) : encodeDataFrame({ streamId: 1, sequence: 0, chunkId: rng.bytes(32), compressed: false, chunkBytes: 4 }, rng.bytes(20));
+      return rng.bool()
+        ? encodeFrame('ack', rng.bytes(12))
+        : encodeDataFrame(
+            { streamId: 1, sequence: 0, chunkId: rng.bytes(32), compressed: false, chunkBytes: 4 },
+            rng.bytes(20),
+          );
     case 2:
       // A well-signed message from an unpaired key, claiming its own key or the pinned one.
       return wanted === 'welcome'
-        ? controlFrame('welcome', signedWelcomeBody(rng, w, w.stranger, rng.bool() ? w.stranger.publicKey : w.server.publicKey))
-        : controlFrame('hello', signedHelloBody(rng, w, w.stranger, rng.bool() ? w.stranger.publicKey : w.client.publicKey));
+        ? controlFrame(
+            'welcome',
+            signedWelcomeBody(rng, w, w.stranger, rng.bool() ? w.stranger.publicKey : w.server.publicKey),
+          )
+        : controlFrame(
+            'hello',
+            signedHelloBody(rng, w, w.stranger, rng.bool() ? w.stranger.publicKey : w.client.publicKey),
+          );
     case 3:
       return encodeControlFrameSafe({ type: 'error', code: rng.edgyUint(32), message: randomText(rng, 40) });
     case 4:
@@ -1204,7 +1544,8 @@ function checkTransmitted(h: Handshake, where: string): { message: ControlMessag
     const d = new FrameDecoder();
     d.push(bytes);
     const r = d.next();
-    if (r.kind !== 'frame' || r.frame.type !== 'control' || d.bufferedBytes !== 0) violation(`${where} transmitted a malformed frame`);
+    if (r.kind !== 'frame' || r.frame.type !== 'control' || d.bufferedBytes !== 0)
+      violation(`${where} transmitted a malformed frame`);
     try {
       out.push(decodeControlWithRaw(r.frame.body, { maxBytes: 1 << 16 }));
     } catch (err) {
@@ -1232,7 +1573,8 @@ function feed(h: Handshake, frameBytes: Uint8Array, where: string): void {
 }
 
 function checkEnd(h: Handshake, where: string): void {
-  if (h.phase === 'failed' && !(h.error instanceof ClawpeerError)) violation(`${where}: failed without a ClawpeerError`);
+  if (h.phase === 'failed' && !(h.error instanceof ClawpeerError))
+    violation(`${where}: failed without a ClawpeerError`);
   checkTransmitted(h, where);
 }
 
@@ -1240,7 +1582,12 @@ export const handshakeTarget: FuzzTarget<HandshakeInput> = {
   name: 'handshake',
   generate(rng) {
     const w = handshakeWorld();
-    const scenario = rng.pick(['server-forged', 'client-forged', 'server-pinned-hostile', 'client-pinned-hostile'] as const);
+    const scenario = rng.pick([
+      'server-forged',
+      'client-forged',
+      'server-pinned-hostile',
+      'client-pinned-hostile',
+    ] as const);
     let serverNonce = rng.bytes(32);
     if (serverNonce.every((b) => b === 0x55)) serverNonce = new Uint8Array(32);
     const frames: Uint8Array[] = [];
@@ -1272,11 +1619,28 @@ export const handshakeTarget: FuzzTarget<HandshakeInput> = {
     const w = handshakeWorld();
     const isServer = scenario.startsWith('server');
     const h = isServer
-      ? Handshake.server({ identity: w.server, expectedRemoteKey: w.client.publicKey, caps: DEFAULT_CAPABILITIES, now: 0, ephemeral: w.serverEphemeral, nonce: serverNonce })
-      : Handshake.client({ identity: w.client, expectedRemoteKey: w.server.publicKey, caps: DEFAULT_CAPABILITIES, now: 0, ephemeral: w.clientEphemeral, nonce: w.clientNonce });
+      ? Handshake.server({
+          identity: w.server,
+          expectedRemoteKey: w.client.publicKey,
+          caps: DEFAULT_CAPABILITIES,
+          now: 0,
+          ephemeral: w.serverEphemeral,
+          nonce: serverNonce,
+        })
+      : Handshake.client({
+          identity: w.client,
+          expectedRemoteKey: w.server.publicKey,
+          caps: DEFAULT_CAPABILITIES,
+          now: 0,
+          ephemeral: w.clientEphemeral,
+          nonce: w.clientNonce,
+        });
     if (!isServer) {
       const hello = h.pollTransmit();
-      if (hello === null || !bytesEqual(decodeControlWithRaw(hello.subarray(FRAME_HEADER_BYTES), { maxBytes: 1 << 16 }).raw, w.helloRaw)) {
+      if (
+        hello === null ||
+        !bytesEqual(decodeControlWithRaw(hello.subarray(FRAME_HEADER_BYTES), { maxBytes: 1 << 16 }).raw, w.helloRaw)
+      ) {
         violation('client Hello is not the captured one (fixed keys and nonce)');
       }
     }
@@ -1294,8 +1658,14 @@ export const handshakeTarget: FuzzTarget<HandshakeInput> = {
       case 'client-forged': {
         if (h.phase !== 'done') break;
         // Only the captured server's Welcome (its signed content, byte for byte) may complete it.
-        const raw = lastFed === undefined ? undefined : decodeControlWithRaw(lastFed.subarray(FRAME_HEADER_BYTES), { maxBytes: 1 << 16 }).raw;
-        if (raw === undefined || !bytesEqual(stripField(raw, WELCOME_SIGNATURE_FIELD), stripField(w.welcomeRaw, WELCOME_SIGNATURE_FIELD))) {
+        const raw =
+          lastFed === undefined
+            ? undefined
+            : decodeControlWithRaw(lastFed.subarray(FRAME_HEADER_BYTES), { maxBytes: 1 << 16 }).raw;
+        if (
+          raw === undefined ||
+          !bytesEqual(stripField(raw, WELCOME_SIGNATURE_FIELD), stripField(w.welcomeRaw, WELCOME_SIGNATURE_FIELD))
+        ) {
           violation('client completed a handshake on a Welcome the pinned server did not sign');
         }
         break;
@@ -1308,7 +1678,8 @@ export const handshakeTarget: FuzzTarget<HandshakeInput> = {
         const helloRaw = decodeControlWithRaw(frames[0]!.subarray(FRAME_HEADER_BYTES), { maxBytes: 1 << 16 }).raw;
         const signature = signMessage(w.client, concatBytes([CTX_FINISHED, transcriptHash([helloRaw, welcomeRaw])]));
         feed(h, encodeControlFrameSafe({ type: 'finished', signature }), scenario);
-        if ((h.phase as string) !== 'done') violation(`server did not accept the pinned client's Finished: ${h.error?.message ?? h.phase}`);
+        if ((h.phase as string) !== 'done')
+          violation(`server did not accept the pinned client's Finished: ${h.error?.message ?? h.phase}`);
         checkSession(h, scenario);
         return;
       }
@@ -1327,7 +1698,11 @@ export const handshakeTarget: FuzzTarget<HandshakeInput> = {
     const o = asObject(json);
     const frames = o['frames'];
     if (!Array.isArray(frames)) throw new TypeError('seed input: frames must be a list');
-    return { scenario: stringField(o, 'scenario') as HandshakeScenario, serverNonce: unhex(o['serverNonce'] ?? null), frames: frames.map(unhex) };
+    return {
+      scenario: stringField(o, 'scenario') as HandshakeScenario,
+      serverNonce: unhex(o['serverNonce'] ?? null),
+      frames: frames.map(unhex),
+    };
   },
 };
 
@@ -1343,7 +1718,11 @@ function checkSession(h: Handshake, where: string): void {
     violation(`${where}: session capabilities are invalid: ${(err as Error).message}`);
   }
   if (!ours.aeadSuites.includes(caps.aeadSuite)) violation(`${where}: session AEAD ${caps.aeadSuite} not offered`);
-  if (caps.maxFrameBytes > ours.maxFrameBytes || caps.maxStreams > ours.maxStreams || caps.maxWindowChunks > ours.maxWindowChunks) {
+  if (
+    caps.maxFrameBytes > ours.maxFrameBytes ||
+    caps.maxStreams > ours.maxStreams ||
+    caps.maxWindowChunks > ours.maxWindowChunks
+  ) {
     violation(`${where}: session limits exceed ours`);
   }
   if (!caps.features.every((f) => ours.features.includes(f))) violation(`${where}: session features not offered`);
@@ -1395,12 +1774,20 @@ export const zstdFrameTarget: FuzzTarget<Uint8Array> = {
       shape = readZstdFrame(payload);
     } catch (err) {
       if (err instanceof ZstdFrameError) return;
-      throw new FuzzViolation(`readZstdFrame threw ${(err as Error).name}: ${(err as Error).message} (only ZstdFrameError is allowed)`);
+      throw new FuzzViolation(
+        `readZstdFrame threw ${(err as Error).name}: ${(err as Error).message} (only ZstdFrameError is allowed)`,
+      );
     }
-    if (!(shape.blocks >= 1 && shape.exactBytes <= shape.maxOutputBytes)) violation(`inconsistent shape ${JSON.stringify(shape)}`);
-    if (shape.maxOutputBytes > shape.blocks * ZSTD_MAX_BLOCK_BYTES) violation(`bound ${shape.maxOutputBytes} exceeds ${shape.blocks} blocks of 128 KiB`);
+    if (!(shape.blocks >= 1 && shape.exactBytes <= shape.maxOutputBytes))
+      violation(`inconsistent shape ${JSON.stringify(shape)}`);
+    if (shape.maxOutputBytes > shape.blocks * ZSTD_MAX_BLOCK_BYTES)
+      violation(`bound ${shape.maxOutputBytes} exceeds ${shape.blocks} blocks of 128 KiB`);
     if (shape.blocks > payload.length / 3) violation(`${shape.blocks} blocks in ${payload.length} bytes`);
-    if (shape.contentSize !== undefined && (shape.contentSize < shape.exactBytes || shape.contentSize > shape.maxOutputBytes)) violation(`content size ${shape.contentSize} outside the blocks' ${shape.exactBytes}..${shape.maxOutputBytes}`);
+    if (
+      shape.contentSize !== undefined &&
+      (shape.contentSize < shape.exactBytes || shape.contentSize > shape.maxOutputBytes)
+    )
+      violation(`content size ${shape.contentSize} outside the blocks' ${shape.exactBytes}..${shape.maxOutputBytes}`);
   },
   toJson: (b) => hex(b),
   fromJson: (j) => unhex(j),

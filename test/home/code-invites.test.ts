@@ -22,7 +22,11 @@ t.test('single use: the first claim gets the code, a second gets nothing', async
   t.equal(await s.claim('7'), undefined, 'claimed once only');
   t.notOk(await s.hasOpen(), 'a claimed invite is not open');
   t.same(await s.status('7'), { state: 'claimed' });
-  await t.rejects(s.create({ code: parseCode('7-acid-acorn'), ttlMs: 60_000 }), { code: 'FILE_EXISTS' }, 'its nameplate stays taken until it ends');
+  await t.rejects(
+    s.create({ code: parseCode('7-acid-acorn'), ttlMs: 60_000 }),
+    { code: 'FILE_EXISTS' },
+    'its nameplate stays taken until it ends',
+  );
   await s.settle('7', { outcome: 'burnt', reason: 'a wrong code was tried' });
   t.match(await s.status('7'), { state: 'settled', outcome: 'burnt', reason: 'a wrong code was tried' });
 });
@@ -41,7 +45,13 @@ t.test('outcomes: paired is reported with the verification string; cancel withdr
   await s.create({ code: parseCode('3-acid-zebra'), ttlMs: 60_000 });
   t.ok(await s.claim('3'));
   await s.settle('3', { outcome: 'paired', id: 'x', name: 'dave', verify: 'abcd-ef01-2345-6789' });
-  t.same(await s.status('3'), { state: 'settled', outcome: 'paired', id: 'x', name: 'dave', verify: 'abcd-ef01-2345-6789' });
+  t.same(await s.status('3'), {
+    state: 'settled',
+    outcome: 'paired',
+    id: 'x',
+    name: 'dave',
+    verify: 'abcd-ef01-2345-6789',
+  });
   await s.create({ code: parseCode('4-acid-zebra'), ttlMs: 60_000 });
   t.ok(await s.cancel('4'));
   t.equal(await s.claim('4'), undefined);
@@ -49,13 +59,15 @@ t.test('outcomes: paired is reported with the verification string; cancel withdr
 
 t.test(`at most ${MAX_OPEN_CODE_INVITES} open at once`, async (t) => {
   const s = await store();
-  for (let i = 1; i <= MAX_OPEN_CODE_INVITES; i++) await s.create({ code: parseCode(`${i}-acid-zebra`), ttlMs: 60_000 });
+  for (let i = 1; i <= MAX_OPEN_CODE_INVITES; i++)
+    await s.create({ code: parseCode(`${i}-acid-zebra`), ttlMs: 60_000 });
   await t.rejects(s.create({ code: parseCode('99-acid-zebra'), ttlMs: 60_000 }), { code: 'USAGE' });
 });
 
 t.test('pickNameplate: small numbers first, never a taken one, larger ones once half are taken', async (t) => {
   let seed = 1;
-  const random = (n: number): Uint8Array => Uint8Array.from({ length: n }, () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) & 0xff);
+  const random = (n: number): Uint8Array =>
+    Uint8Array.from({ length: n }, () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) & 0xff);
   const taken = new Set([1, 2, 3]);
   for (let i = 0; i < 50; i++) {
     const n = pickNameplate(taken, random);

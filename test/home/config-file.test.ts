@@ -15,11 +15,34 @@ t.test('no config.json: the defaults (no rendezvous, LAN discovery on port 21029
 
 t.test('every key is read; flags win over the file', async (t) => {
   const home = await mkdtemp(join(tmpdir(), 'clawpeer-config-'));
-  await writeFile(join(home, 'config.json'), JSON.stringify({ rendezvous: '203.0.113.5:7800', lanDiscovery: true, lanDiscoveryPort: 4000, lanDiscoveryTimeoutMs: 300, lanInterfaces: ['lo'], portMapping: false }));
-  t.same(await loadReachConfig(home), { rendezvous: { host: '203.0.113.5', port: 7800 }, lanDiscovery: true, lanDiscoveryPort: 4000, lanDiscoveryTimeoutMs: 300, lanInterfaces: ['lo'], portMapping: false });
+  await writeFile(
+    join(home, 'config.json'),
+    JSON.stringify({
+      rendezvous: '203.0.113.5:7800',
+      lanDiscovery: true,
+      lanDiscoveryPort: 4000,
+      lanDiscoveryTimeoutMs: 300,
+      lanInterfaces: ['lo'],
+      portMapping: false,
+    }),
+  );
+  t.same(await loadReachConfig(home), {
+    rendezvous: { host: '203.0.113.5', port: 7800 },
+    lanDiscovery: true,
+    lanDiscoveryPort: 4000,
+    lanDiscoveryTimeoutMs: 300,
+    lanInterfaces: ['lo'],
+    portMapping: false,
+  });
   const over = await loadReachConfig(home, { rendezvous: '198.51.100.1:9000', lanDiscovery: false });
-  t.same([over.rendezvous, over.lanDiscovery, over.lanDiscoveryPort], [{ host: '198.51.100.1', port: 9000 }, false, 4000]);
-  await t.rejects(loadReachConfig(home, { rendezvous: 'nope' }), { code: 'USAGE', message: /invalid --rendezvous "nope"/ });
+  t.same(
+    [over.rendezvous, over.lanDiscovery, over.lanDiscoveryPort],
+    [{ host: '198.51.100.1', port: 9000 }, false, 4000],
+  );
+  await t.rejects(loadReachConfig(home, { rendezvous: 'nope' }), {
+    code: 'USAGE',
+    message: /invalid --rendezvous "nope"/,
+  });
 });
 
 t.test('bad files and values are named', async (t) => {

@@ -2,8 +2,20 @@ import t from 'tap';
 import { mkdtemp, stat, chmod, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateIdentity, identityFromSeed, libp2pPrivateKeyProto, signMessage, verifySignature } from '../../src/crypto/identity.js';
-import { base58Decode, base58Encode, isNodeId, nodeIdFromPublicKey, publicKeyFromNodeId } from '../../src/crypto/node-id.js';
+import {
+  generateIdentity,
+  identityFromSeed,
+  libp2pPrivateKeyProto,
+  signMessage,
+  verifySignature,
+} from '../../src/crypto/identity.js';
+import {
+  base58Decode,
+  base58Encode,
+  isNodeId,
+  nodeIdFromPublicKey,
+  publicKeyFromNodeId,
+} from '../../src/crypto/node-id.js';
 import { createIdentity, loadIdentity } from '../../src/home/identity-store.js';
 import { isClawpeerError } from '../../src/errors.js';
 
@@ -11,7 +23,10 @@ t.test('node id: known vector from the libp2p peer-id spec form', async (t) => {
   // RFC 8032 test 1 seed -> public key d75a98...; its libp2p peer id is fixed by the encoding.
   const seed = Buffer.from('9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60', 'hex');
   const id = identityFromSeed(seed);
-  t.equal(Buffer.from(id.publicKey).toString('hex'), 'd75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a');
+  t.equal(
+    Buffer.from(id.publicKey).toString('hex'),
+    'd75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a',
+  );
   t.match(id.nodeId, /^12D3KooW[1-9A-HJ-NP-Za-km-z]{44}$/);
   t.same(Buffer.from(publicKeyFromNodeId(id.nodeId)), Buffer.from(id.publicKey));
   t.equal(Buffer.from(libp2pPrivateKeyProto(id)).toString('hex').slice(0, 8), '08011240');

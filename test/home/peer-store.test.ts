@@ -42,6 +42,7 @@ t.test('HOST:PORT parsing', async (t) => {
   t.same(parseHostPort('127.0.0.1:7700'), { host: '127.0.0.1', port: 7700 });
   t.same(parseHostPort('[::1]:9'), { host: '::1', port: 9 });
   t.same(parseHostPort('example.org:1'), { host: 'example.org', port: 1 });
-  for (const bad of ['127.0.0.1', ':80', 'h:0', 'h:65536', '::1:80', 'h:x']) t.throws(() => parseHostPort(bad), { code: 'USAGE' }, bad);
+  for (const bad of ['127.0.0.1', ':80', 'h:0', 'h:65536', '::1:80', 'h:x'])
+    t.throws(() => parseHostPort(bad), { code: 'USAGE' }, bad);
   t.equal(formatHostPort({ host: '::1', port: 5 }), '[::1]:5');
 });

@@ -11,15 +11,22 @@ import type { Lab } from './netlab.js';
  * cell needs only the --rendezvous option (to name one that is down); the matrix needs the
  * rendezvous command too.
  */
-export function reachCliSkipReason(needs: { rendezvousCommand: boolean } = { rendezvousCommand: true }): string | undefined {
+export function reachCliSkipReason(
+  needs: { rendezvousCommand: boolean } = { rendezvousCommand: true },
+): string | undefined {
   let help: string;
   try {
     help = execFileSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' });
   } catch (err) {
     return `clawpeer --help failed: ${String(err)}`;
   }
-  const missing = [!needs.rendezvousCommand || /^\s*clawpeer rendezvous\b/m.test(help) ? '' : 'the rendezvous command', /--rendezvous\b/.test(help) ? '' : 'the --rendezvous option'].filter((m) => m !== '');
-  return missing.length === 0 ? undefined : `this build of clawpeer lacks ${missing.join(' and ')} (issue 28's reach branches)`;
+  const missing = [
+    !needs.rendezvousCommand || /^\s*clawpeer rendezvous\b/m.test(help) ? '' : 'the rendezvous command',
+    /--rendezvous\b/.test(help) ? '' : 'the --rendezvous option',
+  ].filter((m) => m !== '');
+  return missing.length === 0
+    ? undefined
+    : `this build of clawpeer lacks ${missing.join(' and ')} (issue 28's reach branches)`;
 }
 
 export interface LabProcess {
@@ -45,7 +52,12 @@ function collect(child: ChildProcess): { stderr: () => string; lines: string[] }
  * matching `isReady` (JSON). `readyOptional`: a process that prints nothing while it serves
  * (a rendezvous may not) counts as ready after that many ms alive.
  */
-export function startIn(lab: Lab, ns: string, args: readonly string[], options: { timeoutMs?: number; isReady?: (line: Record<string, unknown>) => boolean; readyOptionalMs?: number } = {}): Promise<LabProcess> {
+export function startIn(
+  lab: Lab,
+  ns: string,
+  args: readonly string[],
+  options: { timeoutMs?: number; isReady?: (line: Record<string, unknown>) => boolean; readyOptionalMs?: number } = {},
+): Promise<LabProcess> {
   const child = lab.spawnIn(ns, process.execPath, [CLI, ...args]);
   const { stderr, lines } = collect(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -66,9 +78,12 @@ export function startIn(lab: Lab, ns: string, args: readonly string[], options: 
     };
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`clawpeer ${args.join(' ')} not ready in ${options.timeoutMs ?? 20_000} ms; stderr:\n${stderr()}`));
+      reject(
+        new Error(`clawpeer ${args.join(' ')} not ready in ${options.timeoutMs ?? 20_000} ms; stderr:\n${stderr()}`),
+      );
     }, options.timeoutMs ?? 20_000);
-    const optional = options.readyOptionalMs === undefined ? undefined : setTimeout(() => done({}), options.readyOptionalMs);
+    const optional =
+      options.readyOptionalMs === undefined ? undefined : setTimeout(() => done({}), options.readyOptionalMs);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       lines.push(line);
       if (ready !== undefined) return;
@@ -84,13 +99,22 @@ export function startIn(lab: Lab, ns: string, args: readonly string[], options: 
       if (ready !== undefined) return;
       clearTimeout(timer);
       clearTimeout(optional);
-      reject(new Error(`clawpeer ${args.join(' ')} exited (${String(child.exitCode ?? child.signalCode)}) before ready; stderr:\n${stderr()}`));
+      reject(
+        new Error(
+          `clawpeer ${args.join(' ')} exited (${String(child.exitCode ?? child.signalCode)}) before ready; stderr:\n${stderr()}`,
+        ),
+      );
     });
   });
 }
 
 /** Runs one clawpeer command in a namespace to its end. */
-export async function cliIn(lab: Lab, ns: string, args: readonly string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string; json: Record<string, unknown>[] }> {
+export async function cliIn(
+  lab: Lab,
+  ns: string,
+  args: readonly string[],
+  timeoutMs = 60_000,
+): Promise<{ code: number | null; stdout: string; stderr: string; json: Record<string, unknown>[] }> {
   const r = await lab.run(ns, process.execPath, [CLI, ...args], timeoutMs);
   const json = r.stdout.split('\n').flatMap((l) => {
     try {

@@ -60,7 +60,8 @@ async function reflect(): Promise<void> {
       } catch {
         return;
       }
-      if (request.op === 'seen') socket.send(JSON.stringify({ seen: `${from.address}:${from.port}` }), from.port, from.address);
+      if (request.op === 'seen')
+        socket.send(JSON.stringify({ seen: `${from.address}:${from.port}` }), from.port, from.address);
       if (request.op === 'poke' && typeof request.to === 'string') {
         const [toHost, toPort] = request.to.split(':');
         c.send(JSON.stringify({ poke: true }), Number(toPort), toHost);
@@ -115,7 +116,9 @@ async function probe(): Promise<void> {
     });
     if (typeof mapA === 'string') socket.send(JSON.stringify({ op: 'poke', to: mapA }), port, host);
   });
-  process.stdout.write(JSON.stringify({ local: socket.address().port, mapA: mapA ?? null, mapB: mapB ?? null, unsolicited }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ local: socket.address().port, mapA: mapA ?? null, mapB: mapB ?? null, unsolicited }) + '\n',
+  );
   socket.close();
 }
 

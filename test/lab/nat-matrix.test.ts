@@ -54,19 +54,24 @@ interface Cell {
 function allCells(): Cell[] {
   const cells: Cell[] = [];
   for (let i = 0; i < OPENNESS.length; i++) {
-    for (let j = i; j < OPENNESS.length; j++) cells.push({ name: `${OPENNESS[i]}+${OPENNESS[j]}`, target: OPENNESS[i]!, dialer: OPENNESS[j]! });
+    for (let j = i; j < OPENNESS.length; j++)
+      cells.push({ name: `${OPENNESS[i]}+${OPENNESS[j]}`, target: OPENNESS[i]!, dialer: OPENNESS[j]! });
   }
   return cells;
 }
 
 function chosenCells(): Cell[] {
-  const wanted = (process.env['CLAWPEER_LAB_CELLS'] ?? 'all').split(',').map((c) => c.trim()).filter((c) => c !== '');
+  const wanted = (process.env['CLAWPEER_LAB_CELLS'] ?? 'all')
+    .split(',')
+    .map((c) => c.trim())
+    .filter((c) => c !== '');
   const cells = allCells();
   if (wanted.includes('all')) return cells;
   return wanted.map((w) => {
     const [a, b] = w.split('+');
     const cell = cells.find((c) => (c.target === a && c.dialer === b) || (c.target === b && c.dialer === a));
-    if (cell === undefined) throw new Error(`CLAWPEER_LAB_CELLS: no cell ${w} (kinds: ${OPENNESS.join(', ')}; e.g. none+eim)`);
+    if (cell === undefined)
+      throw new Error(`CLAWPEER_LAB_CELLS: no cell ${w} (kinds: ${OPENNESS.join(', ')}; e.g. none+eim)`);
     return cell;
   });
 }
@@ -111,15 +116,35 @@ if (skip !== undefined) {
   const startedAt = new Date().toISOString();
   t.teardown(async () => {
     await mkdir(path.dirname(RESULTS), { recursive: true });
-    const conditions = { node: process.version, kernel: release(), pushMiB: PUSH_MIB, lab: 'network namespaces, veth, nftables NAT, miniupnpd (test/lab/README.md)' };
-    await writeFile(RESULTS, JSON.stringify({ startedAt, finishedAt: new Date().toISOString(), conditions, cells: results }, null, 2) + '\n');
+    const conditions = {
+      node: process.version,
+      kernel: release(),
+      pushMiB: PUSH_MIB,
+      lab: 'network namespaces, veth, nftables NAT, miniupnpd (test/lab/README.md)',
+    };
+    await writeFile(
+      RESULTS,
+      JSON.stringify({ startedAt, finishedAt: new Date().toISOString(), conditions, cells: results }, null, 2) + '\n',
+    );
     t.comment(`results: ${RESULTS}`);
   });
 
   for (const cell of chosenCells()) {
     t.test(`${cell.name}: ${cell.dialer} dials ${cell.target}`, async (t) => {
       const predicted = predictPath(cell.dialer, cell.target);
-      const result: CellResult = { cell: cell.name, dialer: cell.dialer, target: cell.target, predicted, path: null, pushPath: null, pingRttMs: null, pushMiB: PUSH_MIB, pushSeconds: null, syncSeconds: null, ok: false };
+      const result: CellResult = {
+        cell: cell.name,
+        dialer: cell.dialer,
+        target: cell.target,
+        predicted,
+        path: null,
+        pushPath: null,
+        pingRttMs: null,
+        pushMiB: PUSH_MIB,
+        pushSeconds: null,
+        syncSeconds: null,
+        ok: false,
+      };
       results.push(result);
       const lab: Lab = await createLab([cell.dialer, cell.target]);
       const running: LabProcess[] = [];
@@ -130,7 +155,9 @@ if (skip !== undefined) {
         // Each cell's logs (the rendezvous, both listeners, the dialer's commands) beside the results.
         const dir = path.join(path.dirname(RESULTS), 'nat-matrix-logs');
         await mkdir(dir, { recursive: true });
-        const processes = running.map((p, i) => `== ${['rendezvous', 'target listener', 'dialer listener'][i] ?? `process ${i}`}\n${p.stderr()}`);
+        const processes = running.map(
+          (p, i) => `== ${['rendezvous', 'target listener', 'dialer listener'][i] ?? `process ${i}`}\n${p.stderr()}`,
+        );
         await writeFile(path.join(dir, `${result.cell}.log`), [...processes, ...logs].join('\n'));
       });
       try {
@@ -156,38 +183,82 @@ if (skip !== undefined) {
     await mkdir(syncLocal, { recursive: true });
 
     running.push(await startIn(lab, lab.pub.ns, ['rendezvous', '--listen', rv, '--json'], { readyOptionalMs: 1_500 }));
-    const listen = (home: string, extra: string[] = []): string[] => ['-v', '--home', home, '--rendezvous', rv, 'listen', '--host', '0.0.0.0', '--port', String(LISTEN_PORT), '--json', ...extra];
+    const listen = (home: string, extra: string[] = []): string[] => [
+      '-v',
+      '--home',
+      home,
+      '--rendezvous',
+      rv,
+      'listen',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      String(LISTEN_PORT),
+      '--json',
+      ...extra,
+    ];
     const isListening = (l: Record<string, unknown>): boolean => l['event'] === 'listening';
-    running.push(await startIn(lab, targetNs, listen(target.home, ['--share', `inbox=${path.join(target.home, 'inbox')}`, '--share', `sync=${syncShare}`]), { isReady: isListening }));
+    running.push(
+      await startIn(
+        lab,
+        targetNs,
+        listen(target.home, ['--share', `inbox=${path.join(target.home, 'inbox')}`, '--share', `sync=${syncShare}`]),
+        { isReady: isListening },
+      ),
+    );
     running.push(await startIn(lab, dialerNs, listen(dialer.home), { isReady: isListening }));
 
     if (PAIRING === 'code') {
       // A short code: the target's listener holds it, the dialer finds it by number at the rendezvous.
-      const invite = await cliIn(lab, targetNs, ['--home', target.home, '--rendezvous', rv, 'pair', 'invite', '--no-wait', '--name', 'dialer', '--json']);
+      const invite = await cliIn(lab, targetNs, [
+        '--home',
+        target.home,
+        '--rendezvous',
+        rv,
+        'pair',
+        'invite',
+        '--no-wait',
+        '--name',
+        'dialer',
+        '--json',
+      ]);
       t.equal(invite.code, 0, `pair invite: ${invite.stderr}`);
       const code = String(invite.json[0]?.['code']);
-      const joined = await cliIn(lab, dialerNs, ['-v', '--home', dialer.home, '--rendezvous', rv, 'pair', 'join', code, '--name', 'target', '--json'], 60_000);
+      const joined = await cliIn(
+        lab,
+        dialerNs,
+        ['-v', '--home', dialer.home, '--rendezvous', rv, 'pair', 'join', code, '--name', 'target', '--json'],
+        60_000,
+      );
       logs.push(`== pair join (exit ${String(joined.code)})\n${joined.stdout}\n${joined.stderr}`);
       t.equal(joined.code, 0, `pair join ${code} without an address: ${joined.stderr}`);
       if (joined.code !== 0) return;
     } else {
       // Pairing by id alone: each finds the other through the rendezvous.
-      for (const [ns, home, id, name] of [[dialerNs, dialer.home, target.id, 'target'], [targetNs, target.home, dialer.id, 'dialer']] as const) {
+      for (const [ns, home, id, name] of [
+        [dialerNs, dialer.home, target.id, 'target'],
+        [targetNs, target.home, dialer.id, 'dialer'],
+      ] as const) {
         const r = await cliIn(lab, ns, ['--home', home, '--rendezvous', rv, 'pair', 'add', id, '--name', name]);
         t.equal(r.code, 0, `pair add ${name} without an address: ${r.stderr}`);
       }
     }
 
-    const cli = (args: string[], timeoutMs?: number) => cliIn(lab, dialerNs, ['--home', dialer.home, '--rendezvous', rv, ...args], timeoutMs);
+    const cli = (args: string[], timeoutMs?: number) =>
+      cliIn(lab, dialerNs, ['--home', dialer.home, '--rendezvous', rv, ...args], timeoutMs);
     const ping = await cli(['-v', 'ping', 'target', '--count', '3', '--json'], 60_000);
     logs.push(`== ping (exit ${String(ping.code)})\n${ping.stdout}\n${ping.stderr}`);
     t.equal(ping.code, 0, `ping: ${ping.stderr}`);
     if (ping.code !== 0) return;
     const pongs = ping.json.filter((l) => l['event'] === 'pong');
     t.equal(pongs.length, 3, 'three pongs');
-    result.path = typeof pongs[0]?.['path'] === 'string' ? (pongs[0]['path']) : null;
-    result.pingRttMs = typeof pongs[0]?.['rttMs'] === 'number' ? (pongs[0]['rttMs']) : null;
-    t.equal(result.path, result.predicted, `the path: ${result.dialer} dialling ${result.target} should go ${result.predicted}`);
+    result.path = typeof pongs[0]?.['path'] === 'string' ? pongs[0]['path'] : null;
+    result.pingRttMs = typeof pongs[0]?.['rttMs'] === 'number' ? pongs[0]['rttMs'] : null;
+    t.equal(
+      result.path,
+      result.predicted,
+      `the path: ${result.dialer} dialling ${result.target} should go ${result.predicted}`,
+    );
 
     const file = path.join(work, 'payload.bin');
     await randomFile(file, PUSH_MIB);
@@ -198,9 +269,13 @@ if (skip !== undefined) {
     if (push.code !== 0) return;
     result.pushSeconds = (Date.now() - started) / 1000;
     const done = push.json.find((l) => l['event'] === 'done');
-    result.pushPath = typeof done?.['path'] === 'string' ? (done['path']) : null;
+    result.pushPath = typeof done?.['path'] === 'string' ? done['path'] : null;
     t.equal(result.pushPath, result.predicted, 'the push took the predicted path too');
-    t.equal(await sha256(path.join(target.home, 'inbox', 'payload.bin')), await sha256(file), `${PUSH_MIB} MiB arrived intact`);
+    t.equal(
+      await sha256(path.join(target.home, 'inbox', 'payload.bin')),
+      await sha256(file),
+      `${PUSH_MIB} MiB arrived intact`,
+    );
 
     await writeFile(path.join(syncLocal, 'from-dialer.txt'), `dialer ${result.cell}\n`);
     await writeFile(path.join(syncShare, 'from-target.txt'), `target ${result.cell}\n`);
@@ -210,8 +285,16 @@ if (skip !== undefined) {
     t.equal(sync.code, 0, `sync: ${sync.stderr}`);
     if (sync.code !== 0) return;
     result.syncSeconds = (Date.now() - syncStarted) / 1000;
-    t.same((await readdir(syncLocal)).filter((n) => !n.startsWith('.')).sort(), ['from-dialer.txt', 'from-target.txt'], 'the dialer got the target\'s file');
-    t.same((await readdir(syncShare)).filter((n) => !n.startsWith('.')).sort(), ['from-dialer.txt', 'from-target.txt'], 'the target got the dialer\'s file');
+    t.same(
+      (await readdir(syncLocal)).filter((n) => !n.startsWith('.')).sort(),
+      ['from-dialer.txt', 'from-target.txt'],
+      "the dialer got the target's file",
+    );
+    t.same(
+      (await readdir(syncShare)).filter((n) => !n.startsWith('.')).sort(),
+      ['from-dialer.txt', 'from-target.txt'],
+      "the target got the dialer's file",
+    );
     t.equal(await readFile(path.join(syncShare, 'from-dialer.txt'), 'utf8'), `dialer ${result.cell}\n`);
   }
 }

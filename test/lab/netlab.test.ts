@@ -21,7 +21,12 @@ if (skip !== undefined) {
 } else {
   const lab = await createLab(kinds);
   t.teardown(() => lab.close());
-  const reflector = lab.spawnIn(lab.pub.ns, process.execPath, [PROBE, 'reflect', lab.pub.address, String(REFLECTOR_PORT)]);
+  const reflector = lab.spawnIn(lab.pub.ns, process.execPath, [
+    PROBE,
+    'reflect',
+    lab.pub.address,
+    String(REFLECTOR_PORT),
+  ]);
   await waitForLine(reflector, /listening/, 10_000, 'the reflector');
 
   interface Probe {
@@ -33,7 +38,12 @@ if (skip !== undefined) {
   const probes = new Map<NatKind, Probe>();
   await Promise.all(
     lab.homes.map(async (home) => {
-      const r = await lab.run(home.hosts[0]!.ns, process.execPath, [PROBE, 'probe', lab.pub.address, String(REFLECTOR_PORT)]);
+      const r = await lab.run(home.hosts[0]!.ns, process.execPath, [
+        PROBE,
+        'probe',
+        lab.pub.address,
+        String(REFLECTOR_PORT),
+      ]);
       if (r.code !== 0) throw new Error(`probe in ${home.kind} failed: ${r.stderr}`);
       probes.set(home.kind, JSON.parse(r.stdout) as Probe);
     }),
@@ -73,7 +83,9 @@ if (skip !== undefined) {
 
   t.test('closing the lab deletes every namespace it made', async (t) => {
     await lab.close();
-    const left = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith(`${lab.name}-`));
+    const left = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.startsWith(`${lab.name}-`));
     t.same(left, []);
   });
 }

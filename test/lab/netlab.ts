@@ -46,7 +46,12 @@ export interface Lab {
   /** Starts a process in a namespace; the lab kills it (SIGKILL) on close if it still runs. */
   spawnIn(ns: string, command: string, args: readonly string[], options?: SpawnOptions): ChildProcess;
   /** Runs a command in a namespace to its end. */
-  run(ns: string, command: string, args: readonly string[], timeoutMs?: number): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  run(
+    ns: string,
+    command: string,
+    args: readonly string[],
+    timeoutMs?: number,
+  ): Promise<{ code: number | null; stdout: string; stderr: string }>;
   /** The miniupnpd of a `upnp` home (its log so far), if one runs. */
   gatewayLog(home: number): string;
   close(): Promise<void>;
@@ -57,7 +62,8 @@ export function labSkipReason(kinds: readonly NatKind[] = NAT_KINDS): string | u
   if (process.platform !== 'linux') return 'the NAT lab needs Linux network namespaces';
   if (process.getuid?.() !== 0) return 'the NAT lab needs root (ip netns, nftables)';
   const missing = ['ip', 'nft', ...(kinds.includes('upnp') ? ['miniupnpd'] : [])].filter((c) => !onPath(c));
-  if (missing.length > 0) return `the NAT lab needs ${missing.join(', ')} (Debian: iproute2, nftables, miniupnpd-nftables)`;
+  if (missing.length > 0)
+    return `the NAT lab needs ${missing.join(', ')} (Debian: iproute2, nftables, miniupnpd-nftables)`;
   return undefined;
 }
 
@@ -188,8 +194,16 @@ export async function createLab(kinds: readonly NatKind[], options: { hostsPerHo
   const veth = async (nsA: string, ifA: string, nsB: string, ifB: string): Promise<void> => {
     await sh('ip', ['link', 'add', ifA, 'netns', nsA, 'type', 'veth', 'peer', 'name', ifB, 'netns', nsB]);
   };
-  const spawnIn = (ns: string, command: string, args: readonly string[], spawnOptions: SpawnOptions = {}): ChildProcess => {
-    const child = spawn('ip', ['netns', 'exec', ns, command, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...spawnOptions });
+  const spawnIn = (
+    ns: string,
+    command: string,
+    args: readonly string[],
+    spawnOptions: SpawnOptions = {},
+  ): ChildProcess => {
+    const child = spawn('ip', ['netns', 'exec', ns, command, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...spawnOptions,
+    });
     children.add(child);
     child.once('exit', () => children.delete(child));
     return child;
@@ -261,14 +275,24 @@ export async function createLab(kinds: readonly NatKind[], options: { hostsPerHo
       spawnIn,
       run: (ns, command, args, timeoutMs = 30_000) =>
         new Promise((resolve) => {
-          execFile('ip', ['netns', 'exec', ns, command, ...args], { timeout: timeoutMs, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-            const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
-            resolve({ code, stdout, stderr });
-          });
+          execFile(
+            'ip',
+            ['netns', 'exec', ns, command, ...args],
+            { timeout: timeoutMs, maxBuffer: 16 << 20 },
+            (err, stdout, stderr) => {
+              const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
+              resolve({ code, stdout, stderr });
+            },
+          );
         }),
       gatewayLog: (home) => gatewayLogs.get(home)?.() ?? '',
       close: async () => {
-        const exits = [...children].map((c) => new Promise<void>((resolve) => (c.exitCode !== null || c.signalCode !== null ? resolve() : c.once('exit', () => resolve()))));
+        const exits = [...children].map(
+          (c) =>
+            new Promise<void>((resolve) =>
+              c.exitCode !== null || c.signalCode !== null ? resolve() : c.once('exit', () => resolve()),
+            ),
+        );
         for (const c of children) c.kill('SIGTERM');
         await Promise.race([Promise.all(exits), new Promise((resolve) => setTimeout(resolve, 2_000))]);
         cleanupSync();
@@ -287,7 +311,8 @@ export async function createLab(kinds: readonly NatKind[], options: { hostsPerHo
 
 /** The NAT namespace's nftables ruleset for a kind; `out` faces the public segment. */
 function natRules(kind: NatKind, host: string): string {
-  const base = 'table ip nat {\n  chain pre { type nat hook prerouting priority -100; }\n  chain post { type nat hook postrouting priority 100; }\n}\n';
+  const base =
+    'table ip nat {\n  chain pre { type nat hook prerouting priority -100; }\n  chain post { type nat hook postrouting priority 100; }\n}\n';
   switch (kind) {
     case 'port-restricted':
     case 'upnp': // miniupnpd adds its own table and chains (startGateway)
@@ -297,7 +322,11 @@ function natRules(kind: NatKind, host: string): string {
     case 'eim':
       // Full cone: the source port kept whatever the destination, and every inbound port
       // forwarded to the (one) host, so anyone may send to a mapping once it exists.
-      return base + 'add rule ip nat post oifname "out" masquerade persistent\n' + `add rule ip nat pre iifname "out" meta l4proto { udp, tcp } dnat to ${host}\n`;
+      return (
+        base +
+        'add rule ip nat post oifname "out" masquerade persistent\n' +
+        `add rule ip nat pre iifname "out" meta l4proto { udp, tcp } dnat to ${host}\n`
+      );
     case 'none':
       throw new Error('no NAT for kind none');
   }
@@ -315,56 +344,75 @@ export const GATEWAY_HTTP_PORT = 5000;
 async function startGateway(lab: Lab, home: LabHome, dir: string): Promise<() => string> {
   const nat = home.nat!;
   const net = nat.inside.replace(/\.1$/, '');
-  await sh('ip', ['netns', 'exec', nat.ns, 'nft', '-f', '-'], [
-    'table inet miniupnpd {',
-    '  chain forward { type filter hook forward priority 0; policy accept; jump miniupnpd; }',
-    '  chain miniupnpd { }',
-    '  chain prerouting { type nat hook prerouting priority -100; policy accept; jump prerouting_miniupnpd; }',
-    '  chain postrouting { type nat hook postrouting priority 100; policy accept; jump postrouting_miniupnpd; }',
-    '  chain prerouting_miniupnpd { }',
-    '  chain postrouting_miniupnpd { }',
-    '}',
-    '',
-  ].join('\n'));
-  const stun = lab.spawnIn(lab.pub.ns, process.execPath, [new URL('./lab-probe.js', import.meta.url).pathname, 'reflect', lab.pub.address, String(STUN_PORT)]);
+  await sh(
+    'ip',
+    ['netns', 'exec', nat.ns, 'nft', '-f', '-'],
+    [
+      'table inet miniupnpd {',
+      '  chain forward { type filter hook forward priority 0; policy accept; jump miniupnpd; }',
+      '  chain miniupnpd { }',
+      '  chain prerouting { type nat hook prerouting priority -100; policy accept; jump prerouting_miniupnpd; }',
+      '  chain postrouting { type nat hook postrouting priority 100; policy accept; jump postrouting_miniupnpd; }',
+      '  chain prerouting_miniupnpd { }',
+      '  chain postrouting_miniupnpd { }',
+      '}',
+      '',
+    ].join('\n'),
+  );
+  const stun = lab.spawnIn(lab.pub.ns, process.execPath, [
+    new URL('./lab-probe.js', import.meta.url).pathname,
+    'reflect',
+    lab.pub.address,
+    String(STUN_PORT),
+  ]);
   await waitForLine(stun, /listening/, 10_000, 'the STUN reflector');
   mkdirSync(dir, { recursive: true });
   const conf = join(dir, 'miniupnpd.conf');
-  writeFileSync(conf, [
-    'ext_ifname=out',
-    'listening_ip=in',
-    `http_port=${GATEWAY_HTTP_PORT}`,
-    'enable_natpmp=yes',
-    'enable_upnp=yes',
-    'secure_mode=yes',
-    'system_uptime=yes',
-    'min_lifetime=2', // so a test can watch a renewal (the default floor is 120 s)
-    'ext_perform_stun=yes',
-    `ext_stun_host=${lab.pub.address}`,
-    `ext_stun_port=${STUN_PORT}`,
-    'upnp_table_name=miniupnpd',
-    'upnp_nat_table_name=miniupnpd',
-    'upnp_forward_chain=miniupnpd',
-    'upnp_nat_chain=prerouting_miniupnpd',
-    'upnp_nat_postrouting_chain=postrouting_miniupnpd',
-    `uuid=${randomUUID()}`,
-    `allow 1024-65535 ${net}.0/24 1024-65535`,
-    'deny 0-65535 0.0.0.0/0 0-65535',
-    '',
-  ].join('\n'));
+  writeFileSync(
+    conf,
+    [
+      'ext_ifname=out',
+      'listening_ip=in',
+      `http_port=${GATEWAY_HTTP_PORT}`,
+      'enable_natpmp=yes',
+      'enable_upnp=yes',
+      'secure_mode=yes',
+      'system_uptime=yes',
+      'min_lifetime=2', // so a test can watch a renewal (the default floor is 120 s)
+      'ext_perform_stun=yes',
+      `ext_stun_host=${lab.pub.address}`,
+      `ext_stun_port=${STUN_PORT}`,
+      'upnp_table_name=miniupnpd',
+      'upnp_nat_table_name=miniupnpd',
+      'upnp_forward_chain=miniupnpd',
+      'upnp_nat_chain=prerouting_miniupnpd',
+      'upnp_nat_postrouting_chain=postrouting_miniupnpd',
+      `uuid=${randomUUID()}`,
+      `allow 1024-65535 ${net}.0/24 1024-65535`,
+      'deny 0-65535 0.0.0.0/0 0-65535',
+      '',
+    ].join('\n'),
+  );
   const gw = lab.spawnIn(nat.ns, 'miniupnpd', ['-f', conf, '-d', '-P', join(dir, 'miniupnpd.pid')]);
   let log = '';
   gw.stdout?.on('data', (d: Buffer) => (log += d.toString()));
   gw.stderr?.on('data', (d: Buffer) => (log += d.toString()));
   await waitForLine(gw, /Listening for NAT-PMP/, 15_000, 'miniupnpd', true);
   // STUN ran before that line; miniupnpd says when it judged the outside address usable.
-  if (/Port forwarding is impossible|restrictive/i.test(log) && !/full-cone|unrestricted/i.test(log)) throw new Error(`miniupnpd will not forward ports:\n${log}`);
+  if (/Port forwarding is impossible|restrictive/i.test(log) && !/full-cone|unrestricted/i.test(log))
+    throw new Error(`miniupnpd will not forward ports:\n${log}`);
   stun.kill('SIGTERM');
   return () => log;
 }
 
 /** Waits for a line matching `re` on the child's stdout (or stderr too). */
-export function waitForLine(child: ChildProcess, re: RegExp, timeoutMs: number, what: string, stderrToo = false): Promise<string> {
+export function waitForLine(
+  child: ChildProcess,
+  re: RegExp,
+  timeoutMs: number,
+  what: string,
+  stderrToo = false,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     let seen = '';
     const onData = (d: Buffer): void => {

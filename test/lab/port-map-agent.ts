@@ -20,7 +20,9 @@ const log = createLogger('port-map-agent', 2);
 async function udpSocket(port: number, name: string): Promise<Socket> {
   const socket = createSocket('udp4');
   await new Promise<void>((resolve) => socket.bind(port, resolve));
-  socket.on('message', (msg, from) => out({ event: 'datagram', socket: name, from: `${from.address}:${from.port}`, text: msg.toString() }));
+  socket.on('message', (msg, from) =>
+    out({ event: 'datagram', socket: name, from: `${from.address}:${from.port}`, text: msg.toString() }),
+  );
   return socket;
 }
 
@@ -32,7 +34,14 @@ await new Promise<void>((resolve) => tcp.listen(port, resolve));
 let close: () => Promise<void>;
 if (protocolsText === 'listener') {
   const mux = await udpSocket(0, 'mux');
-  const mapping = startListenerPortMapping({ bound: [{ transport: 'quic', host: '0.0.0.0', port }, { transport: 'tcp', host: '0.0.0.0', port }], log, onChange: () => out({ event: 'changed', addresses: mapping?.mapped() }) });
+  const mapping = startListenerPortMapping({
+    bound: [
+      { transport: 'quic', host: '0.0.0.0', port },
+      { transport: 'tcp', host: '0.0.0.0', port },
+    ],
+    log,
+    onChange: () => out({ event: 'changed', addresses: mapping?.mapped() }),
+  });
   if (mapping === undefined) throw new Error('no mapping for a listener on all addresses');
   await mapping.settled(10_000);
   mapping.mapMux(mux.address().port);
@@ -53,7 +62,13 @@ if (protocolsText === 'listener') {
     onChange: (addresses) => out({ event: 'changed', addresses }),
   });
   await mapping.ready;
-  out({ event: 'mapped', port, via: mapping.status().via ?? null, addresses: mapping.mapped(), status: mapping.status() });
+  out({
+    event: 'mapped',
+    port,
+    via: mapping.status().via ?? null,
+    addresses: mapping.mapped(),
+    status: mapping.status(),
+  });
   close = () => mapping.close();
 }
 

@@ -32,7 +32,9 @@ t.test('this checkout keeps the size rules', async (t) => {
 
 t.test('a file over 600 lines is caught; 600 lines and generated code pass', async (t) => {
   const lines = (n: number): string => 'export const x = 1;\n'.repeat(n);
-  const r = check(await tree(t, { 'store/big.ts': lines(601), 'store/ok.ts': lines(600), 'protocol/gen/huge.js': lines(5000) }));
+  const r = check(
+    await tree(t, { 'store/big.ts': lines(601), 'store/ok.ts': lines(600), 'protocol/gen/huge.js': lines(5000) }),
+  );
   t.equal(r.status, 1);
   t.match(r.out, 'store/big.ts has 601 lines, more than 600');
   t.notMatch(r.out, 'ok.ts');

@@ -37,15 +37,33 @@ t.test('ping, push, ls and pull on one session each reach their service', async 
   await mkdir(path.join(src, 'docs'));
   await writeFile(path.join(src, 'docs', 'a.txt'), 'alpha');
   await writeFile(path.join(src, 'docs', 'b.txt'), 'beta');
-  const pushed = await push({ ...base, session: l.session, share: 'inbox', remotePath: '', localPath: path.join(src, 'docs'), signal: signal() });
+  const pushed = await push({
+    ...base,
+    session: l.session,
+    share: 'inbox',
+    remotePath: '',
+    localPath: path.join(src, 'docs'),
+    signal: signal(),
+  });
   t.equal(pushed.files, 2);
   t.equal(await readFile(path.join(inbox.dir, 'docs', 'a.txt'), 'utf8'), 'alpha', 'published in the share');
 
   t.same(await listAll(l.session, ''), ['share:inbox'], 'ls without a share lists the shares');
-  t.same(await listAll(l.session, 'inbox'), ['docs', 'docs/a.txt', 'docs/b.txt'], 'ls of the share lists what the push put there');
+  t.same(
+    await listAll(l.session, 'inbox'),
+    ['docs', 'docs/a.txt', 'docs/b.txt'],
+    'ls of the share lists what the push put there',
+  );
 
   const dest = await tempDir('dest');
-  const pulled = await pull({ ...base, session: l.session, share: 'inbox', remotePath: 'docs', localPath: dest, signal: signal() });
+  const pulled = await pull({
+    ...base,
+    session: l.session,
+    share: 'inbox',
+    remotePath: 'docs',
+    localPath: dest,
+    signal: signal(),
+  });
   t.equal(pulled.files, 2);
   t.equal(await readFile(path.join(dest, 'docs', 'b.txt'), 'utf8'), 'beta', 'pulled back');
 
@@ -55,21 +73,45 @@ t.test('ping, push, ls and pull on one session each reach their service', async 
   t.equal(activity.snapshot().length, 0, 'nothing left running');
 });
 
-t.test('a request for a share the listener lacks: the client hears which, the session ends, the listener lives', async (t) => {
-  const inbox = await shareIn('inbox');
-  const l = await memoryListener([inbox]);
-  t.teardown(() => l.stop());
-  const src = await tempDir('src');
-  await writeFile(path.join(src, 'x.txt'), 'x');
-  await t.rejects(push({ ...base, session: l.session, share: 'nope', remotePath: '', localPath: path.join(src, 'x.txt'), signal: signal() }), { message: /nope/ });
-  await t.rejects(l.served, { message: /nope/ }, 'serveSession ends with the request\'s error (the server logs it and goes on)');
-});
+t.test(
+  'a request for a share the listener lacks: the client hears which, the session ends, the listener lives',
+  async (t) => {
+    const inbox = await shareIn('inbox');
+    const l = await memoryListener([inbox]);
+    t.teardown(() => l.stop());
+    const src = await tempDir('src');
+    await writeFile(path.join(src, 'x.txt'), 'x');
+    await t.rejects(
+      push({
+        ...base,
+        session: l.session,
+        share: 'nope',
+        remotePath: '',
+        localPath: path.join(src, 'x.txt'),
+        signal: signal(),
+      }),
+      { message: /nope/ },
+    );
+    await t.rejects(
+      l.served,
+      { message: /nope/ },
+      "serveSession ends with the request's error (the server logs it and goes on)",
+    );
+  },
+);
 
 t.test('a message that is no request is a protocol error', async (t) => {
   const l = await memoryListener([await shareIn('inbox')]);
   t.teardown(() => l.stop());
   await l.session.control.send({ type: 'pong', seq: 1, echoedTimeUs: 0 });
-  await l.session.control.send({ type: 'transfer-done', transferId: 1, files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0 });
+  await l.session.control.send({
+    type: 'transfer-done',
+    transferId: 1,
+    files: 0,
+    bytes: 0,
+    chunksReceived: 0,
+    chunksSkipped: 0,
+  });
   await t.rejects(l.served, { code: 'PROTOCOL', message: /unexpected transfer-done/ });
 });
 
@@ -77,9 +119,13 @@ t.test('a peer unpaired meanwhile gets NOT_PAIRED for its next request', async (
   let paired = true;
   const l = await memoryListener([await shareIn('inbox')], {}, { stillPaired: () => Promise.resolve(paired) });
   t.teardown(() => l.stop());
-  for await (const p of pingPeer(l.session, { count: 1, intervalMs: 0, timeoutMs: 5000 })) t.equal(p.seq, 1, 'served while paired');
+  for await (const p of pingPeer(l.session, { count: 1, intervalMs: 0, timeoutMs: 5000 }))
+    t.equal(p.seq, 1, 'served while paired');
   paired = false;
-  await t.rejects(pingPeer(l.session, { count: 1, intervalMs: 0, timeoutMs: 5000 }).next(), { code: 'NOT_PAIRED', message: /unpaired/ });
+  await t.rejects(pingPeer(l.session, { count: 1, intervalMs: 0, timeoutMs: 5000 }).next(), {
+    code: 'NOT_PAIRED',
+    message: /unpaired/,
+  });
   await l.served;
   t.pass('the session ended without an error of its own');
 });

@@ -37,13 +37,23 @@ export async function shareIn(name: string, o: Partial<Share> = {}): Promise<Sha
 }
 
 /** Starts serveSession for `shares` and returns the client's session with it. */
-export async function memoryListener(shares: readonly Share[], extra: Partial<ServiceContext> = {}, o: { readonly stillPaired?: () => Promise<boolean> } = {}): Promise<MemoryListener> {
+export async function memoryListener(
+  shares: readonly Share[],
+  extra: Partial<ServiceContext> = {},
+  o: { readonly stillPaired?: () => Promise<boolean> } = {},
+): Promise<MemoryListener> {
   const backend = new MemoryBackend();
   const client = generateIdentity();
   const listener = generateIdentity();
   const bound = await backend.listen({ host: '127.0.0.1', port: 0, identity: listener });
   const stopping = new AbortController();
-  const ctx: ServiceContext = { shares, config: resolveConfig({}), log: silentLogger, nodeId: listener.nodeId, ...extra };
+  const ctx: ServiceContext = {
+    shares,
+    config: resolveConfig({}),
+    log: silentLogger,
+    nodeId: listener.nodeId,
+    ...extra,
+  };
   const open: { session: PeerSession; server: PeerSession; served: Promise<void> }[] = [];
 
   const connect = async (): Promise<{ session: PeerSession; served: Promise<void> }> => {
@@ -52,12 +62,23 @@ export async function memoryListener(shares: readonly Share[], extra: Partial<Se
     const serverConn = await accepted;
     if (serverConn === null) throw new Error('no server connection');
     const control = serverConn.acceptStream();
-    const clientSide = clientHandshake(await clientConn.openStream(), { identity: client, expectedRemoteKey: listener.publicKey, timeoutMs: 5000 });
+    const clientSide = clientHandshake(await clientConn.openStream(), {
+      identity: client,
+      expectedRemoteKey: listener.publicKey,
+      timeoutMs: 5000,
+    });
     const serverStream = await control;
     if (serverStream === null) throw new Error('no control stream');
-    const [clientResult, serverResult] = await Promise.all([clientSide, serverHandshake(serverStream, { identity: listener, expectedRemoteKey: client.publicKey, timeoutMs: 5000 })]);
+    const [clientResult, serverResult] = await Promise.all([
+      clientSide,
+      serverHandshake(serverStream, { identity: listener, expectedRemoteKey: client.publicKey, timeoutMs: 5000 }),
+    ]);
     const session = new PeerSession(clientConn, clientResult);
-    const server = new PeerSession(serverConn, serverResult, o.stillPaired === undefined ? {} : { stillPaired: o.stillPaired });
+    const server = new PeerSession(
+      serverConn,
+      serverResult,
+      o.stillPaired === undefined ? {} : { stillPaired: o.stillPaired },
+    );
     const served = serveSession(server, ctx, stopping.signal);
     served.catch(() => undefined); // a test awaits it when it cares; never an unhandled rejection
     open.push({ session, server, served });

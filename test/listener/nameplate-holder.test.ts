@@ -34,7 +34,13 @@ t.test('open invites are claimed with their expiry; claimed or withdrawn ones ar
   const { expiresAt } = await store.create({ code: parseCode('7-acid-zebra'), ttlMs: 60_000 });
   await store.create({ code: parseCode('8-acid-zebra'), ttlMs: 60_000 });
   await holder.sync();
-  t.same([...lan.held], [[7, expiresAt], [8, lan.held.get(8)]]);
+  t.same(
+    [...lan.held],
+    [
+      [7, expiresAt],
+      [8, lan.held.get(8)],
+    ],
+  );
   t.same([...rv.held.keys()], [7], 'a nameplate busy in one directory is still held in the others');
   await store.claim('7');
   await store.cancel('8');

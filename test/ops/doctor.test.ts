@@ -31,13 +31,20 @@ import { generateIdentity } from '../../src/crypto/identity.js';
 
 const LOCAL = ['127.0.0.1'];
 
-async function fakeProc(values: { rmem?: string; wmem?: string; rmemDefault?: string; wmemDefault?: string }): Promise<string> {
+async function fakeProc(values: {
+  rmem?: string;
+  wmem?: string;
+  rmemDefault?: string;
+  wmemDefault?: string;
+}): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'clawpeer-proc-'));
   await mkdir(join(dir, 'sys', 'net', 'core'), { recursive: true });
   if (values.rmem !== undefined) await writeFile(join(dir, 'sys', 'net', 'core', 'rmem_max'), values.rmem);
   if (values.wmem !== undefined) await writeFile(join(dir, 'sys', 'net', 'core', 'wmem_max'), values.wmem);
-  if (values.rmemDefault !== undefined) await writeFile(join(dir, 'sys', 'net', 'core', 'rmem_default'), values.rmemDefault);
-  if (values.wmemDefault !== undefined) await writeFile(join(dir, 'sys', 'net', 'core', 'wmem_default'), values.wmemDefault);
+  if (values.rmemDefault !== undefined)
+    await writeFile(join(dir, 'sys', 'net', 'core', 'rmem_default'), values.rmemDefault);
+  if (values.wmemDefault !== undefined)
+    await writeFile(join(dir, 'sys', 'net', 'core', 'wmem_default'), values.wmemDefault);
   return dir;
 }
 
@@ -85,7 +92,12 @@ t.test('udp buffers: a distribution default (208 KiB) warns with the sysctl fix'
 });
 
 t.test('udp buffers: big maxima pass whatever the defaults (clawpeer sizes its listener socket itself)', async (t) => {
-  const procDir = await fakeProc({ rmem: '7500000\n', wmem: '7500000\n', rmemDefault: '212992\n', wmemDefault: '212992\n' });
+  const procDir = await fakeProc({
+    rmem: '7500000\n',
+    wmem: '7500000\n',
+    rmemDefault: '212992\n',
+    wmemDefault: '212992\n',
+  });
   const r = await checkUdpBuffers({ procDir, platform: 'linux' });
   t.equal(r.status, 'ok');
   t.match(r.detail, /net\.core\.rmem_max 7500000/);
@@ -95,7 +107,10 @@ t.test('udp buffers: unreadable or garbage /proc warns, other platforms are not 
   const missing = await checkUdpBuffers({ procDir: await fakeProc({ rmem: '8000000' }), platform: 'linux' });
   t.equal(missing.status, 'warn');
   t.match(missing.detail, /cannot read .*wmem_max/);
-  const garbage = await checkUdpBuffers({ procDir: await fakeProc({ rmem: 'lots', wmem: '8000000' }), platform: 'linux' });
+  const garbage = await checkUdpBuffers({
+    procDir: await fakeProc({ rmem: 'lots', wmem: '8000000' }),
+    platform: 'linux',
+  });
   t.equal(garbage.status, 'warn');
   t.match(garbage.detail, /not a byte count/);
   const mac = await checkUdpBuffers({ procDir: '/nonexistent', platform: 'darwin' });
@@ -148,7 +163,13 @@ t.test('port: held by our own listener is fine; by another clawpeer node is not'
   const other = await checkPort('udp', { port: udp.port, hosts: LOCAL, ownId: 'OWN', probe: async () => 'OTHER' });
   t.equal(other.status, 'fail');
   t.match(other.detail, /another clawpeer node, OTHER/);
-  const expected = await checkPort('udp', { port: udp.port, hosts: LOCAL, ownId: 'OWN', expectListener: true, probe: async () => 'OWN' });
+  const expected = await checkPort('udp', {
+    port: udp.port,
+    hosts: LOCAL,
+    ownId: 'OWN',
+    expectListener: true,
+    probe: async () => 'OWN',
+  });
   t.equal(expected.status, 'ok', '--expect-listener is satisfied by our own listener');
 });
 
@@ -169,7 +190,11 @@ t.test('port: the real listener probe tells a clawpeer node from another program
   t.teardown(() => listener.close());
   void listener.accept().then((c) => c?.close());
   const probe = makeListenerProbe(generateIdentity(), silentLogger);
-  t.equal(await probe('tcp', '127.0.0.1', listener.address.port), identity.nodeId, 'a TLS handshake proves who holds the port');
+  t.equal(
+    await probe('tcp', '127.0.0.1', listener.address.port),
+    identity.nodeId,
+    'a TLS handshake proves who holds the port',
+  );
   const plain = await holdTcp();
   t.teardown(() => plain.server.close());
   plain.server.on('connection', (s) => s.destroy());
@@ -235,14 +260,26 @@ t.test('clock: before the build fails; sync status from timedatectl or chronyc',
   const never = async (): Promise<never> => {
     throw new Error('sync probe must not run when the clock is plainly wrong');
   };
-  const wrong = await checkClock({ nowMs: build - CLOCK_BEFORE_BUILD_TOLERANCE_MS - 1, buildTimeMs: build, sync: never });
+  const wrong = await checkClock({
+    nowMs: build - CLOCK_BEFORE_BUILD_TOLERANCE_MS - 1,
+    buildTimeMs: build,
+    sync: never,
+  });
   t.equal(wrong.status, 'fail');
   t.match(wrong.detail, /before this build \(2026-06-01/);
   t.match(wrong.fix, /timedatectl set-ntp true/);
-  const slightlyAhead = await checkClock({ nowMs: build - 60_000, buildTimeMs: build, sync: async () => ({ state: 'synced', source: 'timedatectl' }) });
+  const slightlyAhead = await checkClock({
+    nowMs: build - 60_000,
+    buildTimeMs: build,
+    sync: async () => ({ state: 'synced', source: 'timedatectl' }),
+  });
   t.equal(slightlyAhead.status, 'ok', 'a build machine a minute ahead is not an error');
   t.match(slightlyAhead.detail, /synchronised \(timedatectl\)/);
-  const unsynced = await checkClock({ nowMs: build + 1, buildTimeMs: build, sync: async () => ({ state: 'unsynced', source: 'chronyc' }) });
+  const unsynced = await checkClock({
+    nowMs: build + 1,
+    buildTimeMs: build,
+    sync: async () => ({ state: 'unsynced', source: 'chronyc' }),
+  });
   t.equal(unsynced.status, 'warn');
   t.match(unsynced.fix, /chronyc/);
   const unknown = await checkClock({ nowMs: build + 1, buildTimeMs: build, sync: async () => ({ state: 'unknown' }) });
@@ -259,12 +296,18 @@ t.test('chronyc tracking output', async (t) => {
 t.test('peer: without an address it is not dialled; a closed port is unreachable (a warning)', async (t) => {
   const identity = generateIdentity();
   const other = generateIdentity();
-  const noAddr = await checkPeer({ id: other.nodeId, name: 'nomad', addedAt: '2026-01-01T00:00:00Z' }, { identity, log: silentLogger });
+  const noAddr = await checkPeer(
+    { id: other.nodeId, name: 'nomad', addedAt: '2026-01-01T00:00:00Z' },
+    { identity, log: silentLogger },
+  );
   t.equal(noAddr.status, 'ok');
   t.equal(noAddr.name, 'peer:nomad');
   t.match(noAddr.detail, /not dialled/);
   const port = await freePort();
-  const down = await checkPeer({ id: other.nodeId, name: 'down', addr: `127.0.0.1:${port}`, addedAt: '2026-01-01T00:00:00Z' }, { identity, log: silentLogger, timeoutMs: 300 });
+  const down = await checkPeer(
+    { id: other.nodeId, name: 'down', addr: `127.0.0.1:${port}`, addedAt: '2026-01-01T00:00:00Z' },
+    { identity, log: silentLogger, timeoutMs: 300 },
+  );
   t.equal(down.status, 'warn', 'an offline peer is worth a warning, not a failed machine');
   t.match(down.detail, new RegExp(`unreachable at 127\\.0\\.0\\.1:${port}`));
   t.match(down.fix, /is clawpeer listen running on down\?/);
@@ -292,15 +335,28 @@ t.test('runDoctor: every check in order, peers from the pair list', async (t) =>
     ['identity', 'udp-buffers', 'port-udp', 'port-tcp', 'quic', 'blake3', 'zstd', 'clock', 'rendezvous', 'peer:nomad'],
   );
   t.equal(results[1]?.status, process.platform === 'linux' ? 'warn' : 'ok', 'the injected /proc is what is read');
-  t.equal(summarize(results).fail, 0, `nothing fails on a healthy home: ${JSON.stringify(results.filter((r) => r.status === 'fail'))}`);
+  t.equal(
+    summarize(results).fail,
+    0,
+    `nothing fails on a healthy home: ${JSON.stringify(results.filter((r) => r.status === 'fail'))}`,
+  );
   t.match(results.at(-1), { status: 'ok', detail: /not dialled/ }, 'a peer without an address is listed, not dialled');
 
   const noPeers: string[] = [];
-  for await (const r of runDoctor({ home: resolveHome(await mkdtemp(join(tmpdir(), 'clawpeer-doctor-empty-'))), port: 0, log: silentLogger, peers: false, clockSync: async () => ({ state: 'unknown' }) })) {
+  for await (const r of runDoctor({
+    home: resolveHome(await mkdtemp(join(tmpdir(), 'clawpeer-doctor-empty-'))),
+    port: 0,
+    log: silentLogger,
+    peers: false,
+    clockSync: async () => ({ state: 'unknown' }),
+  })) {
     noPeers.push(`${r.name}=${r.status}`);
   }
   t.ok(noPeers.includes('identity=fail'), 'an empty home fails the identity check');
-  t.notOk(noPeers.some((n) => n.startsWith('peer')), 'peers: false skips dialling');
+  t.notOk(
+    noPeers.some((n) => n.startsWith('peer')),
+    'peers: false skips dialling',
+  );
 });
 
 t.test('summarize counts statuses', async (t) => {
@@ -309,17 +365,41 @@ t.test('summarize counts statuses', async (t) => {
   t.same(summarize([]), { ok: 0, warn: 0, fail: 0 });
 });
 
-t.test('rendezvous: none named is fine; one that answers names the NAT kind; a dead one fails with the fix', async (t) => {
-  const { checkRendezvous } = await import('../../src/ops/rendezvous-check.js');
-  t.match(await checkRendezvous({ rendezvous: undefined, log: silentLogger }), { name: 'rendezvous', status: 'ok', detail: /no rendezvous named/ });
-  const rv = { host: '203.0.113.1', port: 7800 };
-  const seen = { host: '198.51.100.4', port: 40000 };
-  const probe = (kind: 'none' | 'endpoint-independent' | 'symmetric') => async () => ({ kind, reflexive: [seen, kind === 'symmetric' ? { ...seen, port: 40001 } : seen] as const, local: { host: '0.0.0.0', port: 5000 }, rttMs: 12 });
-  t.match(await checkRendezvous({ rendezvous: rv, log: silentLogger, probe: probe('endpoint-independent') }), { status: 'ok', detail: /203\.0\.113\.1:7800 answers in 12 ms and sees this node as 198\.51\.100\.4:40000; NAT with endpoint-independent mapping/ });
-  t.match(await checkRendezvous({ rendezvous: rv, log: silentLogger, probe: probe('symmetric') }), { status: 'warn', detail: /symmetric NAT/, fix: /UPnP/ });
-  const { startRendezvousServer } = await import('../../src/reach/rendezvous-server.js');
-  const server = await startRendezvousServer({ listen: { host: '127.0.0.1', port: 0 }, log: silentLogger });
-  const dead = server.address;
-  await server.close();
-  t.match(await checkRendezvous({ rendezvous: dead, log: silentLogger }), { status: 'fail', detail: /does not answer/, fix: /clawpeer rendezvous/ });
-});
+t.test(
+  'rendezvous: none named is fine; one that answers names the NAT kind; a dead one fails with the fix',
+  async (t) => {
+    const { checkRendezvous } = await import('../../src/ops/rendezvous-check.js');
+    t.match(await checkRendezvous({ rendezvous: undefined, log: silentLogger }), {
+      name: 'rendezvous',
+      status: 'ok',
+      detail: /no rendezvous named/,
+    });
+    const rv = { host: '203.0.113.1', port: 7800 };
+    const seen = { host: '198.51.100.4', port: 40000 };
+    const probe = (kind: 'none' | 'endpoint-independent' | 'symmetric') => async () => ({
+      kind,
+      reflexive: [seen, kind === 'symmetric' ? { ...seen, port: 40001 } : seen] as const,
+      local: { host: '0.0.0.0', port: 5000 },
+      rttMs: 12,
+    });
+    t.match(await checkRendezvous({ rendezvous: rv, log: silentLogger, probe: probe('endpoint-independent') }), {
+      status: 'ok',
+      detail:
+        /203\.0\.113\.1:7800 answers in 12 ms and sees this node as 198\.51\.100\.4:40000; NAT with endpoint-independent mapping/,
+    });
+    t.match(await checkRendezvous({ rendezvous: rv, log: silentLogger, probe: probe('symmetric') }), {
+      status: 'warn',
+      detail: /symmetric NAT/,
+      fix: /UPnP/,
+    });
+    const { startRendezvousServer } = await import('../../src/reach/rendezvous-server.js');
+    const server = await startRendezvousServer({ listen: { host: '127.0.0.1', port: 0 }, log: silentLogger });
+    const dead = server.address;
+    await server.close();
+    t.match(await checkRendezvous({ rendezvous: dead, log: silentLogger }), {
+      status: 'fail',
+      detail: /does not answer/,
+      fix: /clawpeer rendezvous/,
+    });
+  },
+);

@@ -37,7 +37,14 @@ t.test('a nameplate busy in a directory is skipped; the first free one is held i
   const store = new CodeInviteStore(join(await mkdtemp(join(tmpdir(), 'clawpeer-open-code-')), 'invites'));
   const lan = directory(() => false);
   const rv = directory((n) => n < 3);
-  const opened = await openCodeInvite({ store, directories: [lan, rv], words: 2, ttlMs: 60_000, random: counting(), log: silentLogger });
+  const opened = await openCodeInvite({
+    store,
+    directories: [lan, rv],
+    words: 2,
+    ttlMs: 60_000,
+    random: counting(),
+    log: silentLogger,
+  });
   t.equal(opened.code.nameplate, '3', 'nameplates 1 and 2 are held by others at the rendezvous');
   t.same([...lan.held], [3], 'the claims of the given-up nameplates were released');
   t.same([...rv.held], [3]);
@@ -47,6 +54,16 @@ t.test('a nameplate busy in a directory is skipped; the first free one is held i
 
 t.test(`after ${NAMEPLATE_TRIES} busy nameplates it gives up with PEER_BUSY and leaves nothing open`, async (t) => {
   const store = new CodeInviteStore(join(await mkdtemp(join(tmpdir(), 'clawpeer-open-code-')), 'invites'));
-  await t.rejects(openCodeInvite({ store, directories: [directory(() => true)], words: 2, ttlMs: 60_000, random: counting(), log: silentLogger }), { code: 'PEER_BUSY' });
+  await t.rejects(
+    openCodeInvite({
+      store,
+      directories: [directory(() => true)],
+      words: 2,
+      ttlMs: 60_000,
+      random: counting(),
+      log: silentLogger,
+    }),
+    { code: 'PEER_BUSY' },
+  );
   t.same(await store.openNameplates(), []);
 });

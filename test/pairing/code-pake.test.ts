@@ -25,13 +25,16 @@ t.test('codes: NAMEPLATE-word-word, parsed back in any case and with spaces; bad
   t.ok(codeEntropyBits(2) > 20.6 && codeEntropyBits(2) < 20.7);
 });
 
-async function parties(): Promise<{ inviter: { key: Uint8Array; id: string }; joiner: { key: Uint8Array; id: string } }> {
+async function parties(): Promise<{
+  inviter: { key: Uint8Array; id: string };
+  joiner: { key: Uint8Array; id: string };
+}> {
   const a = generateIdentity();
   const b = generateIdentity();
   return { inviter: { key: a.publicKey, id: a.nodeId }, joiner: { key: b.publicKey, id: b.nodeId } };
 }
 
-t.test('the right code: both confirm, both get the other\'s info, the verification strings agree', async (t) => {
+t.test("the right code: both confirm, both get the other's info, the verification strings agree", async (t) => {
   const { inviter, joiner } = await parties();
   const code = generateCode(3, 2, random);
   const j = new JoinerPake({ code, inviterKey: inviter.key, joinerKey: joiner.key, random });
@@ -46,34 +49,51 @@ t.test('the right code: both confirm, both get the other\'s info, the verificati
   t.same(j.done(i.done(inviterInfo)), inviterInfo);
 });
 
-t.test('a wrong code: the joiner refuses the reply, the inviter refuses a forged finish; nothing revealed', async (t) => {
-  const { inviter, joiner } = await parties();
-  const right = parseCode('5-acid-zebra');
-  const wrong = parseCode('5-acid-zero');
-  const j = new JoinerPake({ code: wrong, inviterKey: inviter.key, joinerKey: joiner.key, random });
-  const i = new InviterPake({ code: right, inviterKey: inviter.key, joinerKey: joiner.key, random });
-  const reply = i.start({ share: j.start().share });
-  t.throws(() => j.reply(reply), { code: 'AUTH_FAILED', message: /someone may have tried to guess it/ });
-  t.throws(() => j.finish({ id: joiner.id, addrs: [], name: '' }), { code: 'PROTOCOL' }, 'no finish after a failed reply');
-  t.throws(() => i.finish({ confirm: random(32), sealed: random(40) }), { code: 'AUTH_FAILED', message: /someone may have tried to guess it/ });
-  t.throws(() => i.done({ id: inviter.id, addrs: [], name: '' }), { code: 'PROTOCOL' }, 'the inviter reveals nothing');
-});
+t.test(
+  'a wrong code: the joiner refuses the reply, the inviter refuses a forged finish; nothing revealed',
+  async (t) => {
+    const { inviter, joiner } = await parties();
+    const right = parseCode('5-acid-zebra');
+    const wrong = parseCode('5-acid-zero');
+    const j = new JoinerPake({ code: wrong, inviterKey: inviter.key, joinerKey: joiner.key, random });
+    const i = new InviterPake({ code: right, inviterKey: inviter.key, joinerKey: joiner.key, random });
+    const reply = i.start({ share: j.start().share });
+    t.throws(() => j.reply(reply), { code: 'AUTH_FAILED', message: /someone may have tried to guess it/ });
+    t.throws(
+      () => j.finish({ id: joiner.id, addrs: [], name: '' }),
+      { code: 'PROTOCOL' },
+      'no finish after a failed reply',
+    );
+    t.throws(() => i.finish({ confirm: random(32), sealed: random(40) }), {
+      code: 'AUTH_FAILED',
+      message: /someone may have tried to guess it/,
+    });
+    t.throws(
+      () => i.done({ id: inviter.id, addrs: [], name: '' }),
+      { code: 'PROTOCOL' },
+      'the inviter reveals nothing',
+    );
+  },
+);
 
-t.test('a man in the middle with its own keys, relaying between two PAKE runs, is detected on both sides', async (t) => {
-  const { inviter, joiner } = await parties();
-  const mallory = (generateIdentity()).publicKey;
-  const code = generateCode(9, 2, random);
-  // Each side sees Mallory's key on its TLS connection; Mallory forwards the messages as they are.
-  const j = new JoinerPake({ code, inviterKey: mallory, joinerKey: joiner.key, random });
-  const i = new InviterPake({ code, inviterKey: inviter.key, joinerKey: mallory, random });
-  const reply = i.start({ share: j.start().share });
-  t.throws(() => j.reply(reply), { code: 'AUTH_FAILED' });
-  // Even a finish built by a joiner that believed the reply could not pass the inviter.
-  const j2 = new JoinerPake({ code, inviterKey: inviter.key, joinerKey: joiner.key, random });
-  const i2 = new InviterPake({ code, inviterKey: inviter.key, joinerKey: mallory, random });
-  const reply2 = i2.start({ share: j2.start().share });
-  t.throws(() => j2.reply(reply2), { code: 'AUTH_FAILED' });
-});
+t.test(
+  'a man in the middle with its own keys, relaying between two PAKE runs, is detected on both sides',
+  async (t) => {
+    const { inviter, joiner } = await parties();
+    const mallory = generateIdentity().publicKey;
+    const code = generateCode(9, 2, random);
+    // Each side sees Mallory's key on its TLS connection; Mallory forwards the messages as they are.
+    const j = new JoinerPake({ code, inviterKey: mallory, joinerKey: joiner.key, random });
+    const i = new InviterPake({ code, inviterKey: inviter.key, joinerKey: mallory, random });
+    const reply = i.start({ share: j.start().share });
+    t.throws(() => j.reply(reply), { code: 'AUTH_FAILED' });
+    // Even a finish built by a joiner that believed the reply could not pass the inviter.
+    const j2 = new JoinerPake({ code, inviterKey: inviter.key, joinerKey: joiner.key, random });
+    const i2 = new InviterPake({ code, inviterKey: inviter.key, joinerKey: mallory, random });
+    const reply2 = i2.start({ share: j2.start().share });
+    t.throws(() => j2.reply(reply2), { code: 'AUTH_FAILED' });
+  },
+);
 
 t.test('sealed info naming another node than TLS proved is refused', async (t) => {
   const { inviter, joiner } = await parties();
@@ -81,5 +101,8 @@ t.test('sealed info naming another node than TLS proved is refused', async (t) =
   const j = new JoinerPake({ code, inviterKey: inviter.key, joinerKey: joiner.key, random });
   const i = new InviterPake({ code, inviterKey: inviter.key, joinerKey: joiner.key, random });
   j.reply(i.start({ share: j.start().share }));
-  t.throws(() => i.finish(j.finish({ id: inviter.id, addrs: [], name: '' })), { code: 'AUTH_FAILED', message: /connection proved/ });
+  t.throws(() => i.finish(j.finish({ id: inviter.id, addrs: [], name: '' })), {
+    code: 'AUTH_FAILED',
+    message: /connection proved/,
+  });
 });

@@ -35,9 +35,18 @@ t.test('property: encode -> frame decoder -> decodeAckBody round-trips', async (
 });
 
 t.test('malformed ACK bodies are PROTOCOL errors', async (t) => {
-  t.throws(() => decodeAckBody(new Uint8Array(ACK_BODY_BYTES - 1)), { code: 'PROTOCOL', message: /ACK frame body is 11 bytes, expected 12/ });
-  t.throws(() => decodeAckBody(new Uint8Array(ACK_BODY_BYTES + 1)), { code: 'PROTOCOL', message: /13 bytes, expected 12/ });
-  t.throws(() => decodeAckBody(hex('00000001 0020000000000000')), { code: 'PROTOCOL', message: /ackedThroughSeq 9007199254740992 exceeds 2\^53-1/ });
+  t.throws(() => decodeAckBody(new Uint8Array(ACK_BODY_BYTES - 1)), {
+    code: 'PROTOCOL',
+    message: /ACK frame body is 11 bytes, expected 12/,
+  });
+  t.throws(() => decodeAckBody(new Uint8Array(ACK_BODY_BYTES + 1)), {
+    code: 'PROTOCOL',
+    message: /13 bytes, expected 12/,
+  });
+  t.throws(() => decodeAckBody(hex('00000001 0020000000000000')), {
+    code: 'PROTOCOL',
+    message: /ackedThroughSeq 9007199254740992 exceeds 2\^53-1/,
+  });
   t.throws(() => decodeAckBody(hex('00000001 ffffffffffffffff')), { code: 'PROTOCOL' });
 });
 

@@ -8,12 +8,23 @@ import { FrameDecoder } from '../../src/protocol/frame-codec.js';
 
 const SUITES: AeadSuiteName[] = ['aes-256-gcm', 'chacha20-poly1305'];
 const chunkId = new Uint8Array(32).fill(0x3c);
-const header = (sequence: number, chunkBytes: number, streamId = 3) => ({ streamId, sequence, chunkId, compressed: false, chunkBytes });
+const header = (sequence: number, chunkBytes: number, streamId = 3) => ({
+  streamId,
+  sequence,
+  chunkId,
+  compressed: false,
+  chunkBytes,
+});
 
 for (const suite of SUITES) {
   t.test(`${suite}: prefix || ciphertext || tag is byte-identical to seal(), and opens`, async (t) => {
     const key = new Uint8Array(randomBytes(32));
-    for (const [sequence, size] of [[0, 0], [1, 1], [2, 4096], [3, 256 * 1024 + 7]] as const) {
+    for (const [sequence, size] of [
+      [0, 0],
+      [1, 1],
+      [2, 4096],
+      [3, 256 * 1024 + 7],
+    ] as const) {
       const plaintext = new Uint8Array(randomBytes(size));
       // Two sealers with the same key: the same (stream, sequence) may be sealed once per sealer.
       const whole = new DataSealer(suite, key).seal(header(sequence, size), plaintext);
@@ -28,7 +39,9 @@ for (const suite of SUITES) {
       for (const piece of [parts.prefix, parts.ciphertext, parts.tag]) decoder.push(piece);
       const r = decoder.next();
       if (r.kind !== 'frame' || r.frame.type !== 'data') throw new Error('expected one DATA frame');
-      t.ok(Buffer.from(new DataOpener(suite, key).open(r.frame, { streamId: 3, sequence })).equals(Buffer.from(plaintext)));
+      t.ok(
+        Buffer.from(new DataOpener(suite, key).open(r.frame, { streamId: 3, sequence })).equals(Buffer.from(plaintext)),
+      );
     }
   });
 

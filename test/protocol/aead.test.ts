@@ -18,7 +18,13 @@ function decodeOne(bytes: Uint8Array): DataFrame {
 }
 
 const chunkId = new Uint8Array(32).fill(0x5a);
-const header = (sequence: number, streamId = 7) => ({ streamId, sequence, chunkId, compressed: false, chunkBytes: 1000 });
+const header = (sequence: number, streamId = 7) => ({
+  streamId,
+  sequence,
+  chunkId,
+  compressed: false,
+  chunkBytes: 1000,
+});
 
 t.test('nonce = stream id (u32 BE) || sequence (u64 BE)', async (t) => {
   t.equal(hex(dataNonce(7, 2 ** 32 + 2)), '00000007' + '0000000100000002');
@@ -48,10 +54,17 @@ for (const suite of SUITES) {
     for (const offset of [FRAME_HEADER_BYTES + 12, FRAME_HEADER_BYTES + 55, FRAME_HEADER_BYTES + 56, wire.length - 1]) {
       const copy = wire.slice();
       copy[offset] = (copy[offset] ?? 0) ^ 0x01;
-      t.throws(() => opener.open(decodeOne(copy), { streamId: 7, sequence: 5 }), { code: 'DECRYPT_FAILED' }, `bit flip at ${offset}`);
+      t.throws(
+        () => opener.open(decodeOne(copy), { streamId: 7, sequence: 5 }),
+        { code: 'DECRYPT_FAILED' },
+        `bit flip at ${offset}`,
+      );
     }
     const wrongKey = new DataOpener(suite, new Uint8Array(randomBytes(32)));
-    t.throws(() => wrongKey.open(decodeOne(wire), { streamId: 7, sequence: 5 }), { code: 'DECRYPT_FAILED', message: /failed authentication/ });
+    t.throws(() => wrongKey.open(decodeOne(wire), { streamId: 7, sequence: 5 }), {
+      code: 'DECRYPT_FAILED',
+      message: /failed authentication/,
+    });
   });
 
   t.test(`${suite}: replayed, reordered or moved frames are refused`, async (t) => {
@@ -60,14 +73,20 @@ for (const suite of SUITES) {
     const opener = new DataOpener(suite, key);
     const f0 = decodeOne(sealer.seal(header(0), new Uint8Array(10)));
     const f1 = decodeOne(sealer.seal(header(1), new Uint8Array(10)));
-    t.throws(() => opener.open(f1, { streamId: 7, sequence: 0 }), { code: 'DECRYPT_FAILED', message: /stream 7 sequence 1, expected stream 7 sequence 0/ });
+    t.throws(() => opener.open(f1, { streamId: 7, sequence: 0 }), {
+      code: 'DECRYPT_FAILED',
+      message: /stream 7 sequence 1, expected stream 7 sequence 0/,
+    });
     opener.open(f0, { streamId: 7, sequence: 0 });
     t.throws(() => opener.open(f0, { streamId: 7, sequence: 1 }), { code: 'DECRYPT_FAILED' }, 'replay');
     t.throws(() => opener.open(f1, { streamId: 8, sequence: 1 }), { code: 'DECRYPT_FAILED' }, 'other stream');
     // A header rewritten to claim the expected position fails the tag (the nonce and AAD changed).
     const moved = sealer.seal(header(2), new Uint8Array(10));
     new DataView(moved.buffer, moved.byteOffset).setUint32(FRAME_HEADER_BYTES, 8);
-    t.throws(() => opener.open(decodeOne(moved), { streamId: 8, sequence: 2 }), { code: 'DECRYPT_FAILED', message: /failed authentication/ });
+    t.throws(() => opener.open(decodeOne(moved), { streamId: 8, sequence: 2 }), {
+      code: 'DECRYPT_FAILED',
+      message: /failed authentication/,
+    });
   });
 
   t.test(`${suite}: the sealer refuses to reuse a nonce`, async (t) => {
@@ -97,7 +116,10 @@ t.test('aes-256-gcm matches a known-answer vector (NIST GCM test case 16 tag, vi
   // From the GCM spec (McGrew & Viega), test case 16 with a 96-bit IV.
   const key = Buffer.from('feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308', 'hex');
   const iv = Buffer.from('cafebabefacedbaddecaf888', 'hex');
-  const pt = Buffer.from('d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39', 'hex');
+  const pt = Buffer.from(
+    'd9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39',
+    'hex',
+  );
   const aad = Buffer.from('feedfacedeadbeeffeedfacedeadbeefabaddad2', 'hex');
   const sealed = aeadSeal('aes-256-gcm', key, iv, aad, pt);
   t.equal(
@@ -108,8 +130,11 @@ t.test('aes-256-gcm matches a known-answer vector (NIST GCM test case 16 tag, vi
 });
 
 t.test('short sealed payloads are DECRYPT_FAILED, not a crash', async (t) => {
-  t.throws(() => aeadOpen('aes-256-gcm', new Uint8Array(32), new Uint8Array(12), new Uint8Array(0), new Uint8Array(15)), {
-    code: 'DECRYPT_FAILED',
-    message: /shorter than the 16-byte tag/,
-  });
+  t.throws(
+    () => aeadOpen('aes-256-gcm', new Uint8Array(32), new Uint8Array(12), new Uint8Array(0), new Uint8Array(15)),
+    {
+      code: 'DECRYPT_FAILED',
+      message: /shorter than the 16-byte tag/,
+    },
+  );
 });

@@ -1,6 +1,11 @@
 import t from 'tap';
 import { generateIdentity } from '../../src/crypto/identity.js';
-import { decodeAnnouncement, encodeAnnouncement, MAX_ANNOUNCED_ADDRESSES, type AnnouncementFields } from '../../src/protocol/announcement.js';
+import {
+  decodeAnnouncement,
+  encodeAnnouncement,
+  MAX_ANNOUNCED_ADDRESSES,
+  type AnnouncementFields,
+} from '../../src/protocol/announcement.js';
 
 const id = generateIdentity();
 const now = 1_800_000_000_000;
@@ -21,8 +26,19 @@ t.test('round trip: every field, signer named by its key', async (t) => {
   t.equal(got.nodeId, id.nodeId);
   t.equal(got.seq, 7);
   t.equal(got.expiresAtMs, now + 90_000);
-  t.same(got.addresses.map((a) => a.host), ['192.0.2.2', '203.0.113.2', '2001:db8::1', '::ffff:c633:6409']);
-  t.same(got.addresses.map((a) => [a.port, a.role, a.source]), [[7700, 'listen', 'local'], [40000, 'mux', 'reflexive'], [7700, 'listen', 'mapped'], [1, 'mux', 'local']]);
+  t.same(
+    got.addresses.map((a) => a.host),
+    ['192.0.2.2', '203.0.113.2', '2001:db8::1', '::ffff:c633:6409'],
+  );
+  t.same(
+    got.addresses.map((a) => [a.port, a.role, a.source]),
+    [
+      [7700, 'listen', 'local'],
+      [40000, 'mux', 'reflexive'],
+      [7700, 'listen', 'mapped'],
+      [1, 'mux', 'local'],
+    ],
+  );
   t.equal(got.nameplate, undefined);
   const withPlate = decodeAnnouncement(encodeAnnouncement(id, { ...fields, nameplate: 42 }), now);
   t.equal(withPlate.nameplate, 42);
@@ -47,10 +63,20 @@ t.test('another key cannot sign for a node: the key named is the signer', async 
 t.test('expired, from the future, truncated, too many addresses', async (t) => {
   const bytes = encodeAnnouncement(id, fields);
   t.throws(() => decodeAnnouncement(bytes, now + 90_000), /expired/);
-  t.throws(() => decodeAnnouncement(encodeAnnouncement(id, { ...fields, issuedAtMs: now + 10 * 60_000 }), now), /future/);
+  t.throws(
+    () => decodeAnnouncement(encodeAnnouncement(id, { ...fields, issuedAtMs: now + 10 * 60_000 }), now),
+    /future/,
+  );
   t.throws(() => decodeAnnouncement(bytes.subarray(0, bytes.length - 1), now), { code: 'PROTOCOL' });
   t.throws(() => decodeAnnouncement(bytes.subarray(0, 20), now), /too short/);
   const many = Array.from({ length: MAX_ANNOUNCED_ADDRESSES + 1 }, () => fields.addresses[0]!);
   t.throws(() => encodeAnnouncement(id, { ...fields, addresses: many }), { code: 'USAGE' });
-  t.throws(() => encodeAnnouncement(id, { ...fields, addresses: [{ host: 'example.com', port: 1, role: 'listen', source: 'local' }] }), /not an IP literal/);
+  t.throws(
+    () =>
+      encodeAnnouncement(id, {
+        ...fields,
+        addresses: [{ host: 'example.com', port: 1, role: 'listen', source: 'local' }],
+      }),
+    /not an IP literal/,
+  );
 });

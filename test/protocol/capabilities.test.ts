@@ -49,18 +49,29 @@ t.test('intersection: the server falls back to its next chunking choice the clie
 });
 
 t.test('intersection: nothing in common is a PROTOCOL error naming both sides', async (t) => {
-  t.throws(() => intersectCapabilities({ ...client, aeadSuites: ['chacha20-poly1305'] }, { ...server, aeadSuites: ['aes-256-gcm'] }), {
-    code: 'PROTOCOL',
-    message: 'no AEAD suite in common: client offers [chacha20-poly1305], server supports [aes-256-gcm]',
-  });
+  t.throws(
+    () =>
+      intersectCapabilities(
+        { ...client, aeadSuites: ['chacha20-poly1305'] },
+        { ...server, aeadSuites: ['aes-256-gcm'] },
+      ),
+    {
+      code: 'PROTOCOL',
+      message: 'no AEAD suite in common: client offers [chacha20-poly1305], server supports [aes-256-gcm]',
+    },
+  );
   t.throws(() => intersectCapabilities({ ...client, compression: ['zstd'] }, server), {
     code: 'PROTOCOL',
     message: /no compression codec in common: client offers \[zstd\], server supports \[none\]/,
   });
-  t.throws(() => intersectCapabilities({ ...client, chunking: [{ minBytes: 1024, avgBytes: 4096, maxBytes: 8192 }] }, server), {
-    code: 'PROTOCOL',
-    message: /no chunking parameters in common: client supports \[1024\/4096\/8192\], server uses \[65536\/262144\/1048576, 16384\/65536\/262144\]/,
-  });
+  t.throws(
+    () => intersectCapabilities({ ...client, chunking: [{ minBytes: 1024, avgBytes: 4096, maxBytes: 8192 }] }, server),
+    {
+      code: 'PROTOCOL',
+      message:
+        /no chunking parameters in common: client supports \[1024\/4096\/8192\], server uses \[65536\/262144\/1048576, 16384\/65536\/262144\]/,
+    },
+  );
 });
 
 t.test('intersection: chunks that do not fit the smaller frame limit are refused', async (t) => {
@@ -88,8 +99,15 @@ t.test('version mismatch names both sides', async (t) => {
     code: 'VERSION_MISMATCH',
     message: 'peer speaks protocol 7..9, we speak 1..1',
   });
-  t.throws(() => negotiateVersion({ min: 1, max: 2 }, { min: 0, max: 0 }), { code: 'VERSION_MISMATCH', message: 'peer speaks protocol 0..0, we speak 1..2' });
-  t.throws(() => negotiateVersion({ min: 1, max: 5 }, { min: 3, max: 2 }), { code: 'VERSION_MISMATCH' }, 'an inverted range matches nothing');
+  t.throws(() => negotiateVersion({ min: 1, max: 2 }, { min: 0, max: 0 }), {
+    code: 'VERSION_MISMATCH',
+    message: 'peer speaks protocol 0..0, we speak 1..2',
+  });
+  t.throws(
+    () => negotiateVersion({ min: 1, max: 5 }, { min: 3, max: 2 }),
+    { code: 'VERSION_MISMATCH' },
+    'an inverted range matches nothing',
+  );
 });
 
 t.test('validation rejects unusable capability sets', async (t) => {
@@ -114,15 +132,22 @@ t.test('the client accepts only an effective set within its offer', async (t) =>
   t.same(acceptSessionCapabilities(client, announced), intersectCapabilities(client, server));
   const cases: [string, Partial<Capabilities>, RegExp][] = [
     ['two suites', { aeadSuites: ['aes-256-gcm', 'chacha20-poly1305'] }, /2 AEAD suites instead of 1/],
-    ['foreign chunking', { chunking: [{ minBytes: 1024, avgBytes: 2048, maxBytes: 4096 }] }, /chunking 1024\/2048\/4096/],
+    [
+      'foreign chunking',
+      { chunking: [{ minBytes: 1024, avgBytes: 2048, maxBytes: 4096 }] },
+      /chunking 1024\/2048\/4096/,
+    ],
     ['bigger window', { maxWindowChunks: 129 }, /maxWindowChunks 129 > 128/],
     ['feature not offered', { features: ['resume'] }, /feature resume/],
   ];
   for (const [name, patch, message] of cases) {
     t.throws(() => acceptSessionCapabilities(client, { ...announced, ...patch }), { code: 'PROTOCOL', message }, name);
   }
-  t.throws(() => acceptSessionCapabilities({ ...client, compression: ['none'] }, { ...announced, compression: ['zstd'] }), {
-    code: 'PROTOCOL',
-    message: /compression zstd/,
-  });
+  t.throws(
+    () => acceptSessionCapabilities({ ...client, compression: ['none'] }, { ...announced, compression: ['zstd'] }),
+    {
+      code: 'PROTOCOL',
+      message: /compression zstd/,
+    },
+  );
 });

@@ -1,7 +1,12 @@
 import t from 'tap';
 import { ClawpeerError } from '../../src/errors.js';
 import { identityFromSeed } from '../../src/crypto/identity.js';
-import { clientHandshake, serverHandshake, serverHandshakeOrTake, type ControlHandshakeOptions } from '../../src/session/control-channel.js';
+import {
+  clientHandshake,
+  serverHandshake,
+  serverHandshakeOrTake,
+  type ControlHandshakeOptions,
+} from '../../src/session/control-channel.js';
 import { FrameDecoder, type Frame } from '../../src/protocol/frame-codec.js';
 import { decodeControl, encodeControlFrame, type ControlMessage } from '../../src/protocol/messages.js';
 import type { DuplexStream } from '../../src/transport/types.js';
@@ -97,7 +102,10 @@ async function readMessage(stream: DuplexStream, decoder: FrameDecoder): Promise
 
 t.test('handshake over a stream pair, then control messages both ways, then FIN', async (t) => {
   const [a, b] = streamPair();
-  const [client, server] = await Promise.all([clientHandshake(a, clientOptions()), serverHandshake(b, serverOptions())]);
+  const [client, server] = await Promise.all([
+    clientHandshake(a, clientOptions()),
+    serverHandshake(b, serverOptions()),
+  ]);
   t.equal(client.version, 1);
   t.same(client.caps, server.caps);
   t.equal(hex(client.keys.sendKey), hex(server.keys.receiveKey));
@@ -121,7 +129,10 @@ t.test('sendAll: messages arrive in order from one write; with a malformed one, 
   const [plain, b] = streamPair();
   let writes = 0;
   const a: DuplexStream = { ...plain, write: (data) => ((writes += 1), plain.write(data)) };
-  const [client, server] = await Promise.all([clientHandshake(a, clientOptions()), serverHandshake(b, serverOptions())]);
+  const [client, server] = await Promise.all([
+    clientHandshake(a, clientOptions()),
+    serverHandshake(b, serverOptions()),
+  ]);
   const pings = [1, 2, 3].map((seq) => ({ type: 'ping' as const, seq, sentTimeUs: seq * 10 }));
   const before = writes;
   await client.channel.sendAll(pings);
@@ -129,10 +140,20 @@ t.test('sendAll: messages arrive in order from one write; with a malformed one, 
   for (const p of pings) t.same(await server.channel.receive(), p, `ping ${p.seq} in order`);
   // The second message cannot be encoded (negative seq): the first is not sent either.
   const mid = writes;
-  await t.rejects(client.channel.sendAll([{ type: 'ping', seq: 4, sentTimeUs: 0 }, { type: 'ping', seq: -1, sentTimeUs: 0 }]), RangeError);
+  await t.rejects(
+    client.channel.sendAll([
+      { type: 'ping', seq: 4, sentTimeUs: 0 },
+      { type: 'ping', seq: -1, sentTimeUs: 0 },
+    ]),
+    RangeError,
+  );
   t.equal(writes, mid, 'nothing written');
   await client.channel.send({ type: 'ping', seq: 5, sentTimeUs: 0 });
-  t.same(await server.channel.receive(), { type: 'ping', seq: 5, sentTimeUs: 0 }, 'the channel still works, and ping 4 never arrived');
+  t.same(
+    await server.channel.receive(),
+    { type: 'ping', seq: 5, sentTimeUs: 0 },
+    'the channel still works, and ping 4 never arrived',
+  );
 });
 
 t.test('a message the client pipelines right after Finished reaches the server channel', async (t) => {
@@ -146,49 +167,70 @@ t.test('a message the client pipelines right after Finished reaches the server c
 
 t.test('a key the transport did not prove fails both sides with AUTH_FAILED', async (t) => {
   const [a, b] = streamPair();
-  const results = await Promise.allSettled([clientHandshake(a, clientOptions()), serverHandshake(b, serverOptions({ expectedRemoteKey: strangerId.publicKey }))]);
+  const results = await Promise.allSettled([
+    clientHandshake(a, clientOptions()),
+    serverHandshake(b, serverOptions({ expectedRemoteKey: strangerId.publicKey })),
+  ]);
   t.match(results[1], { status: 'rejected', reason: { code: 'AUTH_FAILED', message: /Hello names node/ } });
-  t.match(results[0], { status: 'rejected', reason: { code: 'AUTH_FAILED', wire: 'AUTH_FAILED', message: /^peer: Hello names node/ } });
+  t.match(results[0], {
+    status: 'rejected',
+    reason: { code: 'AUTH_FAILED', wire: 'AUTH_FAILED', message: /^peer: Hello names node/ },
+  });
 });
 
 t.test('version mismatch: the client learns both ranges from the server', async (t) => {
   const [a, b] = streamPair();
-  const results = await Promise.allSettled([clientHandshake(a, clientOptions({ versions: { min: 7, max: 9 } })), serverHandshake(b, serverOptions())]);
-  t.match(results[1], { status: 'rejected', reason: { code: 'VERSION_MISMATCH', message: 'peer speaks protocol 7..9, we speak 1..1' } });
+  const results = await Promise.allSettled([
+    clientHandshake(a, clientOptions({ versions: { min: 7, max: 9 } })),
+    serverHandshake(b, serverOptions()),
+  ]);
+  t.match(results[1], {
+    status: 'rejected',
+    reason: { code: 'VERSION_MISMATCH', message: 'peer speaks protocol 7..9, we speak 1..1' },
+  });
   t.match(results[0], { status: 'rejected', reason: { code: 'VERSION_MISMATCH', message: /7\.\.9.*1\.\.1/ } });
 });
 
 t.test('a silent peer: TIMEOUT, and the peer is told why', async (t) => {
   const [a, b] = streamPair();
-  await t.rejects(serverHandshake(b, serverOptions({ timeoutMs: 30 })), { code: 'TIMEOUT', message: /waiting for Hello/ });
+  await t.rejects(serverHandshake(b, serverOptions({ timeoutMs: 30 })), {
+    code: 'TIMEOUT',
+    message: /waiting for Hello/,
+  });
   const decoder = new FrameDecoder();
   t.match(await readMessage(a, decoder), { type: 'error', code: 14 });
   t.equal(await readMessage(a, decoder), null, 'then the server finishes the stream');
 });
 
-t.test('a first message other than Hello is offered to takeFirst: taken, the handshake ends with null; declined, refused as before', async (t) => {
-  const request: ControlMessage = { type: 'pair-request', proof: new Uint8Array(32).fill(9), name: 'joiner' };
-  const offered: ControlMessage[] = [];
-  const [a, b] = streamPair();
-  const taken = serverHandshakeOrTake(b, serverOptions(), async (m) => {
-    offered.push(m);
-    return true;
-  });
-  await a.write(encodeControlFrame(request));
-  t.equal(await taken, null, 'taken: no session');
-  t.match(offered, [{ type: 'pair-request', name: 'joiner' }]);
+t.test(
+  'a first message other than Hello is offered to takeFirst: taken, the handshake ends with null; declined, refused as before',
+  async (t) => {
+    const request: ControlMessage = { type: 'pair-request', proof: new Uint8Array(32).fill(9), name: 'joiner' };
+    const offered: ControlMessage[] = [];
+    const [a, b] = streamPair();
+    const taken = serverHandshakeOrTake(b, serverOptions(), async (m) => {
+      offered.push(m);
+      return true;
+    });
+    await a.write(encodeControlFrame(request));
+    t.equal(await taken, null, 'taken: no session');
+    t.match(offered, [{ type: 'pair-request', name: 'joiner' }]);
 
-  const [c, d] = streamPair();
-  const declined = serverHandshakeOrTake(d, serverOptions(), async () => false);
-  await c.write(encodeControlFrame(request));
-  await t.rejects(declined, { code: 'PROTOCOL', message: /expected Hello/ });
+    const [c, d] = streamPair();
+    const declined = serverHandshakeOrTake(d, serverOptions(), async () => false);
+    await c.write(encodeControlFrame(request));
+    await t.rejects(declined, { code: 'PROTOCOL', message: /expected Hello/ });
 
-  // A Hello is never offered: the handshake runs.
-  const [e, f] = streamPair();
-  const never = (): Promise<boolean> => Promise.reject(new Error('a Hello was offered'));
-  const [client, server] = await Promise.all([clientHandshake(e, clientOptions()), serverHandshakeOrTake(f, serverOptions(), never)]);
-  t.equal(hex(client.transcriptHash), hex(server?.transcriptHash ?? new Uint8Array()));
-});
+    // A Hello is never offered: the handshake runs.
+    const [e, f] = streamPair();
+    const never = (): Promise<boolean> => Promise.reject(new Error('a Hello was offered'));
+    const [client, server] = await Promise.all([
+      clientHandshake(e, clientOptions()),
+      serverHandshakeOrTake(f, serverOptions(), never),
+    ]);
+    t.equal(hex(client.transcriptHash), hex(server?.transcriptHash ?? new Uint8Array()));
+  },
+);
 
 t.test('abort: ABORTED, stream reset', async (t) => {
   const [a] = streamPair();
@@ -223,9 +265,16 @@ t.test('a truncated frame at FIN is a PROTOCOL error', async (t) => {
 
 t.test('after the handshake: a peer Error surfaces as its ClawpeerError', async (t) => {
   const [a, b] = streamPair();
-  const [client, server] = await Promise.all([clientHandshake(a, clientOptions()), serverHandshake(b, serverOptions())]);
+  const [client, server] = await Promise.all([
+    clientHandshake(a, clientOptions()),
+    serverHandshake(b, serverOptions()),
+  ]);
   await server.channel.sendError('SHARE_UNKNOWN', 'no share named "photos"');
-  await t.rejects(client.channel.receive(), { code: 'SHARE_UNKNOWN', wire: 'SHARE_UNKNOWN', message: 'peer: no share named "photos"' });
+  await t.rejects(client.channel.receive(), {
+    code: 'SHARE_UNKNOWN',
+    wire: 'SHARE_UNKNOWN',
+    message: 'peer: no share named "photos"',
+  });
   await t.rejects(client.channel.receive(), { code: 'SHARE_UNKNOWN' }, 'the channel stays failed');
 });
 
@@ -244,7 +293,10 @@ t.test('after the handshake: garbage or a DATA frame is PROTOCOL, and the peer i
 
 t.test('an aborted receive leaves the channel usable; concurrent receives are a bug', async (t) => {
   const [a, b] = streamPair();
-  const [client, server] = await Promise.all([clientHandshake(a, clientOptions()), serverHandshake(b, serverOptions())]);
+  const [client, server] = await Promise.all([
+    clientHandshake(a, clientOptions()),
+    serverHandshake(b, serverOptions()),
+  ]);
   const controller = new AbortController();
   const first = client.channel.receive({ signal: controller.signal });
   await t.rejects(client.channel.receive(), TypeError);

@@ -18,11 +18,16 @@ import { hex, toHex } from './hex.js';
 const NUM_RUNS = 200;
 
 t.test('frame header: exact bytes', async (t) => {
-  t.equal(toHex(encodeFrame('control', hex('0102'))), toHex(hex(`
+  t.equal(
+    toHex(encodeFrame('control', hex('0102'))),
+    toHex(
+      hex(`
     01          # type CONTROL
     00000002    # body length 2 (u32 BE)
     0102        # body
-  `)));
+  `),
+    ),
+  );
   t.equal(toHex(encodeFrame('ack', new Uint8Array(0))), toHex(hex('03 00000000  # type ACK, empty body')));
   t.equal(DEFAULT_MAX_FRAME_BYTES, 16 * 1024 * 1024);
 });
@@ -55,11 +60,16 @@ t.test('data header: exact bytes (it is the AEAD AAD, so the layout is the contr
 t.test('data frame: exact bytes and decode to views of the input', async (t) => {
   const payload = new Uint8Array(20).fill(0xcc);
   const frame = encodeDataFrame(DATA_HEADER, payload);
-  t.equal(toHex(frame), toHex(hex(`
+  t.equal(
+    toHex(frame),
+    toHex(
+      hex(`
     02 0000004c         # type DATA, body 76 bytes (56 header + 20 payload)
     ${DATA_HEADER_HEX}
     cc*20               # sealed payload
-  `)));
+  `),
+    ),
+  );
   const decoder = new FrameDecoder();
   decoder.push(frame);
   const result = decoder.next();
@@ -87,8 +97,14 @@ t.test('data header fields are validated', async (t) => {
   };
   t.throws(() => decodeDataHeader(bad((b) => (b[44] = 0x05))), { code: 'PROTOCOL', message: /unknown flag bits 0x05/ });
   t.throws(() => decodeDataHeader(bad((b) => (b[46] = 1))), { code: 'PROTOCOL', message: /reserved/ });
-  t.throws(() => decodeDataHeader(bad((b) => b.fill(0xff, 4, 12))), { code: 'PROTOCOL', message: /sequence .* exceeds 2\^53-1/ });
-  t.throws(() => decodeDataHeader(new Uint8Array(10)), { code: 'PROTOCOL', message: /shorter than its 56-byte header/ });
+  t.throws(() => decodeDataHeader(bad((b) => b.fill(0xff, 4, 12))), {
+    code: 'PROTOCOL',
+    message: /sequence .* exceeds 2\^53-1/,
+  });
+  t.throws(() => decodeDataHeader(new Uint8Array(10)), {
+    code: 'PROTOCOL',
+    message: /shorter than its 56-byte header/,
+  });
   // payloadBytes disagreeing with the frame length
   const frame = encodeDataFrame(DATA_HEADER, new Uint8Array(20));
   frame[FRAME_HEADER_BYTES + 51] = 21;
@@ -101,7 +117,10 @@ t.test('data header fields are validated', async (t) => {
 t.test('oversized frames fail from the header alone, before the body arrives', async (t) => {
   const decoder = new FrameDecoder({ maxFrameBytes: 1024 });
   decoder.push(hex('01 00000401')); // CONTROL, 1025 bytes: nothing of the body pushed
-  t.throws(() => decoder.next(), { code: 'FRAME_TOO_LARGE', message: /control frame of 1025 bytes exceeds the maximum of 1024/ });
+  t.throws(() => decoder.next(), {
+    code: 'FRAME_TOO_LARGE',
+    message: /control frame of 1025 bytes exceeds the maximum of 1024/,
+  });
   const ok = new FrameDecoder({ maxFrameBytes: 1024 });
   ok.push(encodeFrame('control', new Uint8Array(1024)));
   t.equal(ok.next().kind, 'frame');
@@ -124,7 +143,10 @@ t.test('garbage: unknown type, short DATA frame, truncation at EOF', async (t) =
   const truncatedBody = new FrameDecoder();
   truncatedBody.push(hex('01 00000004 aabb'));
   t.same(truncatedBody.next(), { kind: 'need-more' });
-  t.throws(() => truncatedBody.end(), { code: 'PROTOCOL', message: /stream ended inside a frame: got 2 of 4 body bytes of a control frame/ });
+  t.throws(() => truncatedBody.end(), {
+    code: 'PROTOCOL',
+    message: /stream ended inside a frame: got 2 of 4 body bytes of a control frame/,
+  });
   const truncatedHeader = new FrameDecoder();
   truncatedHeader.push(hex('01 00'));
   t.same(truncatedHeader.next(), { kind: 'need-more' });
@@ -214,7 +236,11 @@ function normalise(frame: Frame): unknown {
 
 function specToExpected(spec: FrameSpec): unknown {
   return spec.type === 'data'
-    ? { type: 'data', header: { ...spec.header, chunkId: toHex(spec.header.chunkId), payloadBytes: spec.payload.length }, payload: toHex(spec.payload) }
+    ? {
+        type: 'data',
+        header: { ...spec.header, chunkId: toHex(spec.header.chunkId), payloadBytes: spec.payload.length },
+        payload: toHex(spec.payload),
+      }
     : { type: spec.type, body: toHex(spec.body) };
 }
 
@@ -264,13 +290,17 @@ t.test('property: encode then decode gives the frames back', async (t) => {
 
 t.test('property: any split of the byte stream yields the same frames', async () => {
   fc.assert(
-    fc.property(fc.array(arbFrame, { minLength: 1, maxLength: 6 }), fc.array(fc.nat(), { maxLength: 40 }), (specs, cuts) => {
-      const bytes = concatAll(specs.map(encodeSpec));
-      const whole = decodeAll([bytes]).map(normalise);
-      const pieces = decodeAll(split(bytes, cuts)).map(normalise);
-      const bytewise = decodeAll(Array.from(bytes, (b) => Uint8Array.of(b))).map(normalise);
-      return JSON.stringify(pieces) === JSON.stringify(whole) && JSON.stringify(bytewise) === JSON.stringify(whole);
-    }),
+    fc.property(
+      fc.array(arbFrame, { minLength: 1, maxLength: 6 }),
+      fc.array(fc.nat(), { maxLength: 40 }),
+      (specs, cuts) => {
+        const bytes = concatAll(specs.map(encodeSpec));
+        const whole = decodeAll([bytes]).map(normalise);
+        const pieces = decodeAll(split(bytes, cuts)).map(normalise);
+        const bytewise = decodeAll(Array.from(bytes, (b) => Uint8Array.of(b))).map(normalise);
+        return JSON.stringify(pieces) === JSON.stringify(whole) && JSON.stringify(bytewise) === JSON.stringify(whole);
+      },
+    ),
     { numRuns: NUM_RUNS },
   );
 });
@@ -283,8 +313,14 @@ t.test('property: garbage only ever raises ClawpeerError and never yields a fram
       // Three sources: pure noise; noise after a valid type byte; valid frames with bytes flipped.
       fc.oneof(
         fc.uint8Array({ maxLength: 600 }),
-        fc.tuple(fc.constantFrom(1, 2, 3), fc.uint8Array({ maxLength: 600 })).map(([t0, rest]) => Uint8Array.of(t0, ...rest)),
-        fc.tuple(fc.array(arbFrame, { minLength: 1, maxLength: 4 }), fc.array(fc.tuple(fc.nat(), fc.nat({ max: 255 })), { minLength: 1, maxLength: 4 }))
+        fc
+          .tuple(fc.constantFrom(1, 2, 3), fc.uint8Array({ maxLength: 600 }))
+          .map(([t0, rest]) => Uint8Array.of(t0, ...rest)),
+        fc
+          .tuple(
+            fc.array(arbFrame, { minLength: 1, maxLength: 4 }),
+            fc.array(fc.tuple(fc.nat(), fc.nat({ max: 255 })), { minLength: 1, maxLength: 4 }),
+          )
           .map(([specs, flips]) => {
             const bytes = concatAll(specs.map(encodeSpec));
             for (const [at, value] of flips) bytes[at % bytes.length] = value;
@@ -298,7 +334,8 @@ t.test('property: garbage only ever raises ClawpeerError and never yields a fram
           for (const piece of split(bytes, cuts)) {
             decoder.push(piece);
             for (let r = decoder.next(); r.kind === 'frame'; r = decoder.next()) {
-              const size = r.frame.type === 'data' ? r.frame.headerBytes.length + r.frame.payload.length : r.frame.body.length;
+              const size =
+                r.frame.type === 'data' ? r.frame.headerBytes.length + r.frame.payload.length : r.frame.body.length;
               if (size > maxFrameBytes) return false;
             }
             // Bounded buffering: what is held is at most one partial frame plus the last push.

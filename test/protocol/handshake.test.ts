@@ -18,8 +18,22 @@ function configs(overrides: { client?: Partial<HandshakeConfig>; server?: Partia
   server: HandshakeConfig;
 } {
   return {
-    client: { identity: clientId, expectedRemoteKey: serverId.publicKey, caps: DEFAULT_CAPABILITIES, now: 0, timeoutMs: 5000, ...overrides.client },
-    server: { identity: serverId, expectedRemoteKey: clientId.publicKey, caps: DEFAULT_CAPABILITIES, now: 0, timeoutMs: 5000, ...overrides.server },
+    client: {
+      identity: clientId,
+      expectedRemoteKey: serverId.publicKey,
+      caps: DEFAULT_CAPABILITIES,
+      now: 0,
+      timeoutMs: 5000,
+      ...overrides.client,
+    },
+    server: {
+      identity: serverId,
+      expectedRemoteKey: clientId.publicKey,
+      caps: DEFAULT_CAPABILITIES,
+      now: 0,
+      timeoutMs: 5000,
+      ...overrides.server,
+    },
   };
 }
 
@@ -39,7 +53,11 @@ function deliver(frames: Frame[], to: Handshake, now = 1): void {
 }
 
 /** Runs the exchange to its end; `tamper` may rewrite each frame's bytes in flight. */
-function run(client: Handshake, server: Handshake, tamper?: (step: 'hello' | 'welcome' | 'finished', frame: Uint8Array) => Uint8Array): void {
+function run(
+  client: Handshake,
+  server: Handshake,
+  tamper?: (step: 'hello' | 'welcome' | 'finished', frame: Uint8Array) => Uint8Array,
+): void {
   const steps = ['hello', 'welcome', 'finished'] as const;
   let sender = client;
   let receiver = server;
@@ -65,7 +83,9 @@ function bodyOf(frame: Frame): Uint8Array {
 }
 
 t.test('success: both sides agree on version, caps, transcript and keys', async (t) => {
-  const { client: cc, server: sc } = configs({ client: { caps: { ...DEFAULT_CAPABILITIES, aeadSuites: ['chacha20-poly1305', 'aes-256-gcm'] } } });
+  const { client: cc, server: sc } = configs({
+    client: { caps: { ...DEFAULT_CAPABILITIES, aeadSuites: ['chacha20-poly1305', 'aes-256-gcm'] } },
+  });
   const client = Handshake.client(cc);
   const server = Handshake.server(sc);
   t.equal(client.phase, 'await-welcome');
@@ -91,12 +111,18 @@ t.test('success: both sides agree on version, caps, transcript and keys', async 
   t.equal(client.pollTimeout(), null);
   t.equal(server.pollTimeout(), null);
   // The keys work: a frame sealed by the client opens on the server.
-  const sealed = new DataSealer(c.keys.suite, c.keys.sendKey).seal({ streamId: 1, sequence: 0, chunkId: new Uint8Array(32), compressed: false, chunkBytes: 3 }, Uint8Array.of(1, 2, 3));
+  const sealed = new DataSealer(c.keys.suite, c.keys.sendKey).seal(
+    { streamId: 1, sequence: 0, chunkId: new Uint8Array(32), compressed: false, chunkBytes: 3 },
+    Uint8Array.of(1, 2, 3),
+  );
   const decoder = new FrameDecoder();
   decoder.push(sealed);
   const r = decoder.next();
   if (r.kind !== 'frame' || r.frame.type !== 'data') throw new Error('expected a data frame');
-  t.same(new DataOpener(s.keys.suite, s.keys.receiveKey).open(r.frame, { streamId: 1, sequence: 0 }), Uint8Array.of(1, 2, 3));
+  t.same(
+    new DataOpener(s.keys.suite, s.keys.receiveKey).open(r.frame, { streamId: 1, sequence: 0 }),
+    Uint8Array.of(1, 2, 3),
+  );
 });
 
 t.test('deterministic inputs give pinned transcript and keys (regression vector)', async (t) => {
@@ -127,14 +153,23 @@ t.test('deterministic inputs give pinned transcript and keys (regression vector)
   t.equal(hex(c.keys.sendKey), '02b0a7e2dd5ee0299397d6845764e278c10ddf31f7329904047a505375cc69d9');
 
   // Recompute transcript and keys the long way from the wire bytes, as DESIGN.md states them.
-  const inner = wire.slice(0, 2).map((h) => decodeControlWithRaw(Buffer.from(h, 'hex').subarray(FRAME_HEADER_BYTES), { maxBytes: 4096 }).raw);
+  const inner = wire
+    .slice(0, 2)
+    .map((h) => decodeControlWithRaw(Buffer.from(h, 'hex').subarray(FRAME_HEADER_BYTES), { maxBytes: 4096 }).raw);
   const transcript = createHash('sha256').update('clawpeer v1 transcript\0');
   for (const part of inner) transcript.update(Uint8Array.of(0, 0, part.length >> 8, part.length & 0xff)).update(part);
   const th = new Uint8Array(transcript.digest());
   t.equal(hex(th), hex(c.transcriptHash));
   const shared = diffieHellman({
     privateKey: ephemeralKeyPairFromPrivate(new Uint8Array(32).fill(0x10)).privateKey,
-    publicKey: createPublicKey({ key: { kty: 'OKP', crv: 'X25519', x: Buffer.from(ephemeralKeyPairFromPrivate(new Uint8Array(32).fill(0x20)).publicKey).toString('base64url') }, format: 'jwk' }),
+    publicKey: createPublicKey({
+      key: {
+        kty: 'OKP',
+        crv: 'X25519',
+        x: Buffer.from(ephemeralKeyPairFromPrivate(new Uint8Array(32).fill(0x20)).publicKey).toString('base64url'),
+      },
+      format: 'jwk',
+    }),
   });
   t.equal(hex(new Uint8Array(hkdfSync('sha256', shared, th, 'clawpeer v1 c2s', 32))), hex(c.keys.sendKey));
   t.equal(hex(new Uint8Array(hkdfSync('sha256', shared, th, 'clawpeer v1 s2c', 32))), hex(c.keys.receiveKey));
@@ -146,7 +181,10 @@ t.test('the server refuses a Hello from a key the transport did not prove', asyn
   const server = Handshake.server(sc);
   deliver(drain(client), server);
   t.equal(server.phase, 'failed');
-  t.match(server.error, { code: 'AUTH_FAILED', message: /Hello names node 12D3KooW\w+ but the transport authenticated 12D3KooW\w+/ });
+  t.match(server.error, {
+    code: 'AUTH_FAILED',
+    message: /Hello names node 12D3KooW\w+ but the transport authenticated 12D3KooW\w+/,
+  });
   const toClient = drain(server);
   t.equal(toClient.length, 1, 'only an Error goes back, no Welcome');
   deliver(toClient, client);
@@ -159,7 +197,11 @@ t.test('the client refuses a Welcome from the wrong server key', async (t) => {
   const server = Handshake.server(sc);
   run(client, server);
   t.match(client.error, { code: 'AUTH_FAILED', message: /Welcome names node/ });
-  t.match(server.error, { code: 'AUTH_FAILED', message: /^peer: Welcome names node/ }, "the server learns why from the client's Error");
+  t.match(
+    server.error,
+    { code: 'AUTH_FAILED', message: /^peer: Welcome names node/ },
+    "the server learns why from the client's Error",
+  );
 });
 
 t.test('a Hello signed by another key fails verification', async (t) => {
@@ -214,7 +256,11 @@ t.test('version mismatch: the server says so first, both name both ranges', asyn
   t.equal(frames.length, 1);
   const first = frames[0];
   if (first === undefined) throw new Error('no frame');
-  t.same(decodeControl(bodyOf(first), { maxBytes: 1024 }), { type: 'error', code: 4, message: 'peer speaks protocol 7..9, we speak 1..1' });
+  t.same(decodeControl(bodyOf(first), { maxBytes: 1024 }), {
+    type: 'error',
+    code: 4,
+    message: 'peer speaks protocol 7..9, we speak 1..1',
+  });
   deliver(frames, client);
   t.match(client.error, {
     code: 'VERSION_MISMATCH',
@@ -235,7 +281,10 @@ t.test('capability mismatch is a PROTOCOL error told to the client', async (t) =
 });
 
 t.test('timeout: reported deadline, no-op before it, TIMEOUT and an Error at it', async (t) => {
-  const { client: cc, server: sc } = configs({ client: { now: 1000, timeoutMs: 250 }, server: { now: 1000, timeoutMs: 250 } });
+  const { client: cc, server: sc } = configs({
+    client: { now: 1000, timeoutMs: 250 },
+    server: { now: 1000, timeoutMs: 250 },
+  });
   const client = Handshake.client(cc);
   const server = Handshake.server(sc);
   drain(client); // the Hello is lost
@@ -266,7 +315,10 @@ t.test('a frame arriving after the deadline counts as a timeout', async (t) => {
 t.test('out-of-order and non-control frames are PROTOCOL errors', async (t) => {
   const { client: cc, server: sc } = configs();
   const server = Handshake.server(sc);
-  server.handleFrame({ type: 'control', body: encodeControlFrame({ type: 'ping', seq: 1, sentTimeUs: 2 }).subarray(FRAME_HEADER_BYTES) }, 1);
+  server.handleFrame(
+    { type: 'control', body: encodeControlFrame({ type: 'ping', seq: 1, sentTimeUs: 2 }).subarray(FRAME_HEADER_BYTES) },
+    1,
+  );
   t.match(server.error, { code: 'PROTOCOL', message: 'expected Hello during the handshake, got ping' });
 
   const server2 = Handshake.server(sc);
@@ -279,7 +331,10 @@ t.test('out-of-order and non-control frames are PROTOCOL errors', async (t) => {
   t.match(client.error, { code: 'PROTOCOL', message: 'expected Welcome during the handshake, got hello' });
 
   const server3 = Handshake.server(sc);
-  server3.handleFrame({ type: 'control', body: encodeFrame('control', Uint8Array.of(0x7a, 0x00)).subarray(FRAME_HEADER_BYTES) }, 1);
+  server3.handleFrame(
+    { type: 'control', body: encodeFrame('control', Uint8Array.of(0x7a, 0x00)).subarray(FRAME_HEADER_BYTES) },
+    1,
+  );
   t.match(server3.error, { code: 'PROTOCOL', message: /unknown control message/ });
 });
 

@@ -12,7 +12,12 @@ const MAX_BYTES = 16 << 20;
 const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   {
     name: 'SessionJoin',
-    message: { type: 'session-join', sessionId: new Uint8Array(16).fill(0x11), index: 2, proof: new Uint8Array(32).fill(0x22) },
+    message: {
+      type: 'session-join',
+      sessionId: new Uint8Array(16).fill(0x11),
+      index: 2,
+      proof: new Uint8Array(32).fill(0x22),
+    },
     wire: `
       01 00000039                 # frame: type CONTROL, body 57 bytes
       8204 36                     # Control.session_join (field 64, LEN) 54 bytes
@@ -63,5 +68,9 @@ t.test('a SessionJoin with a short session id or proof is refused naming the fie
     t.ok(isClawpeerError(err) && err.code === 'PROTOCOL', `${field}: PROTOCOL`);
     t.match((err as Error).message, field);
   }
-  t.throws(() => encodeControl({ type: 'session-join', sessionId: new Uint8Array(8), index: 1, proof: new Uint8Array(32) }), RangeError, 'and never encoded');
+  t.throws(
+    () => encodeControl({ type: 'session-join', sessionId: new Uint8Array(8), index: 1, proof: new Uint8Array(32) }),
+    RangeError,
+    'and never encoded',
+  );
 });

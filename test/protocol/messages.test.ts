@@ -47,8 +47,14 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   {
     name: 'Hello',
     message: {
-      type: 'hello', minVersion: 1, maxVersion: 2, nodePublicKey: fill(0x11, 32), caps: CAPS,
-      ephemeralPublicKey: fill(0x22, 32), nonce: fill(0x33, 32), signature: fill(0x44, 64),
+      type: 'hello',
+      minVersion: 1,
+      maxVersion: 2,
+      nodePublicKey: fill(0x11, 32),
+      caps: CAPS,
+      ephemeralPublicKey: fill(0x22, 32),
+      nonce: fill(0x33, 32),
+      signature: fill(0x44, 64),
     },
     wire: `
       01 000000d5                 # frame: type CONTROL, body 213 bytes
@@ -66,9 +72,13 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   {
     name: 'Welcome',
     message: {
-      type: 'welcome', version: 1, nodePublicKey: fill(0x55, 32),
+      type: 'welcome',
+      version: 1,
+      nodePublicKey: fill(0x55, 32),
       caps: { ...CAPS, aeadSuites: ['chacha20-poly1305'], compression: ['none'], features: ['sync'] },
-      ephemeralPublicKey: fill(0x66, 32), nonce: fill(0x77, 32), signature: fill(0x88, 64),
+      ephemeralPublicKey: fill(0x66, 32),
+      nonce: fill(0x77, 32),
+      signature: fill(0x88, 64),
     },
     wire: `
       01 000000cf                 # frame: type CONTROL, body 207 bytes
@@ -198,20 +208,47 @@ for (const vector of VECTORS) {
 }
 
 t.test('a pairing proof of the wrong length, or an over-long name, is refused both ways', async (t) => {
-  t.throws(() => decodeControl(hex('3a 12 0a10 77*16'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /PairRequest\.proof must be 32 bytes, got 16/ });
-  t.throws(() => decodeControl(hex('42 00'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /PairAccept\.proof must be 32 bytes, got 0/ });
+  t.throws(() => decodeControl(hex('3a 12 0a10 77*16'), { maxBytes: 1024 }), {
+    code: 'PROTOCOL',
+    message: /PairRequest\.proof must be 32 bytes, got 16/,
+  });
+  t.throws(() => decodeControl(hex('42 00'), { maxBytes: 1024 }), {
+    code: 'PROTOCOL',
+    message: /PairAccept\.proof must be 32 bytes, got 0/,
+  });
   t.throws(() => encodeControl({ type: 'pair-request', proof: fill(1, 31), name: '' }), RangeError);
-  t.throws(() => encodeControl({ type: 'pair-accept', proof: fill(1, 32), name: 'x'.repeat(65) }), { name: 'RangeError', message: /longer than 64 bytes/ });
+  t.throws(() => encodeControl({ type: 'pair-accept', proof: fill(1, 32), name: 'x'.repeat(65) }), {
+    name: 'RangeError',
+    message: /longer than 64 bytes/,
+  });
 });
 
-t.test('code-pair messages: a short share, a bad nameplate, empty or over-long sealed info are refused both ways', async (t) => {
-  t.throws(() => decodeControl(hex('4a 15 0a01 37 1210 11*16'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /CodePairStart\.share must be 32 bytes, got 16/ });
-  t.throws(() => decodeControl(hex('4a 25 0a01 30 1220 11*32'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /CodePairStart\.nameplate "0" is not 1 to 6 digits/ });
-  t.throws(() => decodeControl(hex('62 00'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /CodePairDone\.sealed must be 1 to 4096 bytes, got 0/ });
-  t.throws(() => decodeControl(hex('52 22 0a20 22*32'), { maxBytes: 1024 }), { code: 'PROTOCOL', message: /CodePairReply\.confirm must be 32 bytes, got 0/ });
-  t.throws(() => encodeControl({ type: 'code-pair-start', nameplate: '1234567', share: fill(1, 32) }), RangeError);
-  t.throws(() => encodeControl({ type: 'code-pair-finish', confirm: fill(1, 32), sealed: fill(1, 4097) }), RangeError);
-});
+t.test(
+  'code-pair messages: a short share, a bad nameplate, empty or over-long sealed info are refused both ways',
+  async (t) => {
+    t.throws(() => decodeControl(hex('4a 15 0a01 37 1210 11*16'), { maxBytes: 1024 }), {
+      code: 'PROTOCOL',
+      message: /CodePairStart\.share must be 32 bytes, got 16/,
+    });
+    t.throws(() => decodeControl(hex('4a 25 0a01 30 1220 11*32'), { maxBytes: 1024 }), {
+      code: 'PROTOCOL',
+      message: /CodePairStart\.nameplate "0" is not 1 to 6 digits/,
+    });
+    t.throws(() => decodeControl(hex('62 00'), { maxBytes: 1024 }), {
+      code: 'PROTOCOL',
+      message: /CodePairDone\.sealed must be 1 to 4096 bytes, got 0/,
+    });
+    t.throws(() => decodeControl(hex('52 22 0a20 22*32'), { maxBytes: 1024 }), {
+      code: 'PROTOCOL',
+      message: /CodePairReply\.confirm must be 32 bytes, got 0/,
+    });
+    t.throws(() => encodeControl({ type: 'code-pair-start', nameplate: '1234567', share: fill(1, 32) }), RangeError);
+    t.throws(
+      () => encodeControl({ type: 'code-pair-finish', confirm: fill(1, 32), sealed: fill(1, 4097) }),
+      RangeError,
+    );
+  },
+);
 
 t.test('uint64 fields decode as plain numbers, never Long objects', async (t) => {
   const big = Number.MAX_SAFE_INTEGER;
@@ -263,27 +300,52 @@ t.test('a capability list longer than the decoder takes is refused by the encode
   if (hello?.type !== 'hello') throw new Error('vector 0 is the Hello');
   const features = [...FEATURES, ...FEATURES, ...FEATURES, ...FEATURES]; // over 64 entries
   t.ok(features.length > 64);
-  t.throws(() => encodeControl({ ...hello, caps: { ...CAPS, features } }), { name: 'RangeError', message: /caps\.features has \d+ entries, more than 64/ });
-  t.throws(() => encodeControl({ ...hello, caps: { ...CAPS, aeadSuites: Array(17).fill('aes-256-gcm') } }), { name: 'RangeError', message: /caps\.aeadSuites has 17 entries, more than 16/ });
-  const decoded = decodeControl(encodeControl({ ...hello, caps: { ...CAPS, features: features.slice(0, 64) } }), { maxBytes: 4096 });
-  t.same(decoded.type === 'hello' ? decoded.caps.features : null, [...FEATURES], 'at 64 it encodes, and duplicates collapse');
+  t.throws(() => encodeControl({ ...hello, caps: { ...CAPS, features } }), {
+    name: 'RangeError',
+    message: /caps\.features has \d+ entries, more than 64/,
+  });
+  t.throws(() => encodeControl({ ...hello, caps: { ...CAPS, aeadSuites: Array(17).fill('aes-256-gcm') } }), {
+    name: 'RangeError',
+    message: /caps\.aeadSuites has 17 entries, more than 16/,
+  });
+  const decoded = decodeControl(encodeControl({ ...hello, caps: { ...CAPS, features: features.slice(0, 64) } }), {
+    maxBytes: 4096,
+  });
+  t.same(
+    decoded.type === 'hello' ? decoded.caps.features : null,
+    [...FEATURES],
+    'at 64 it encodes, and duplicates collapse',
+  );
 });
 
-t.test('beyond 16 features, the rest travel in features_more, which a peer of before December 2026 ignores', async (t) => {
-  const hello = VECTORS[0]?.message;
-  if (hello?.type !== 'hello') throw new Error('vector 0 is the Hello');
-  t.ok(FEATURES.length > 16, 'this build has more than 16 features');
-  const body = encodeControl({ ...hello, caps: { ...CAPS, features: [...FEATURES] } });
-  const decoded = decodeControl(body, { maxBytes: 4096 });
-  t.same(decoded.type === 'hello' ? decoded.caps.features : null, [...FEATURES], 'this build reads them all back, in order');
-  // What an older peer decodes: field 7 only (it refused more than 16 entries there), field 8 unknown to it.
-  const wire = clawpeer.v1.Control.decode(body);
-  const caps = wire.hello?.caps;
-  t.equal(caps?.features?.length, 16, 'field 7 holds the first 16, all an older peer takes');
-  t.same(caps?.featuresMore?.length, FEATURES.length - 16, 'field 8 the rest');
-  const sixteen = decodeControl(encodeControl({ ...hello, caps: { ...CAPS, features: FEATURES.slice(0, 16) } }), { maxBytes: 4096 });
-  t.same(sixteen.type === 'hello' ? sixteen.caps.features : null, FEATURES.slice(0, 16), 'an older peer\'s 16 (field 7 alone) decode as ever');
-});
+t.test(
+  'beyond 16 features, the rest travel in features_more, which a peer of before December 2026 ignores',
+  async (t) => {
+    const hello = VECTORS[0]?.message;
+    if (hello?.type !== 'hello') throw new Error('vector 0 is the Hello');
+    t.ok(FEATURES.length > 16, 'this build has more than 16 features');
+    const body = encodeControl({ ...hello, caps: { ...CAPS, features: [...FEATURES] } });
+    const decoded = decodeControl(body, { maxBytes: 4096 });
+    t.same(
+      decoded.type === 'hello' ? decoded.caps.features : null,
+      [...FEATURES],
+      'this build reads them all back, in order',
+    );
+    // What an older peer decodes: field 7 only (it refused more than 16 entries there), field 8 unknown to it.
+    const wire = clawpeer.v1.Control.decode(body);
+    const caps = wire.hello?.caps;
+    t.equal(caps?.features?.length, 16, 'field 7 holds the first 16, all an older peer takes');
+    t.same(caps?.featuresMore?.length, FEATURES.length - 16, 'field 8 the rest');
+    const sixteen = decodeControl(encodeControl({ ...hello, caps: { ...CAPS, features: FEATURES.slice(0, 16) } }), {
+      maxBytes: 4096,
+    });
+    t.same(
+      sixteen.type === 'hello' ? sixteen.caps.features : null,
+      FEATURES.slice(0, 16),
+      "an older peer's 16 (field 7 alone) decode as ever",
+    );
+  },
+);
 
 t.test('unknown enum values from a newer peer are ignored, duplicates collapse', async (t) => {
   const hello = VECTORS[0]?.message;
@@ -305,9 +367,13 @@ t.test('Error text is cut and stripped of control characters', async (t) => {
   const long = 'x'.repeat(MAX_ERROR_MESSAGE_CHARS + 50);
   const decoded = decodeControl(encodeControl({ type: 'error', code: 5, message: long }), { maxBytes: 4096 });
   t.equal(decoded.type === 'error' ? decoded.message.length : -1, MAX_ERROR_MESSAGE_CHARS);
-  const evil = decodeControl(encodeControl({ type: 'error', code: 5, message: 'bad\x1b[2Jthing\r\n' }), { maxBytes: 4096 });
+  const evil = decodeControl(encodeControl({ type: 'error', code: 5, message: 'bad\x1b[2Jthing\r\n' }), {
+    maxBytes: 4096,
+  });
   t.equal(evil.type === 'error' ? evil.message : '', 'bad [2Jthing  ');
-  const bidi = decodeControl(encodeControl({ type: 'error', code: 5, message: 'file\u202Etxt.exe' }), { maxBytes: 4096 });
+  const bidi = decodeControl(encodeControl({ type: 'error', code: 5, message: 'file\u202Etxt.exe' }), {
+    maxBytes: 4096,
+  });
   t.equal(bidi.type === 'error' ? bidi.message : '', 'file txt.exe');
   // The cut never falls between the halves of a surrogate pair (a lone half would come back as U+FFFD).
   const emoji = 'x'.repeat(MAX_ERROR_MESSAGE_CHARS - 2) + '\u{1F600}'.repeat(10);
@@ -324,7 +390,10 @@ t.test('decodeControlWithRaw returns the exact body bytes; stripField removes th
   const body = encodeControl(hello);
   const { raw } = decodeControlWithRaw(body, { maxBytes: 1024 });
   t.equal(toHex(raw), toHex(encodeHelloBody(hello)));
-  t.equal(toHex(stripField(raw, HELLO_SIGNATURE_FIELD)), toHex(encodeHelloBody({ ...hello, signature: new Uint8Array(0) })));
+  t.equal(
+    toHex(stripField(raw, HELLO_SIGNATURE_FIELD)),
+    toHex(encodeHelloBody({ ...hello, signature: new Uint8Array(0) })),
+  );
   // A signature placed first on the wire is stripped just the same.
   const sigField = hex('3a 40 44*64');
   const reordered = new Uint8Array([...sigField, ...stripField(raw, HELLO_SIGNATURE_FIELD)]);

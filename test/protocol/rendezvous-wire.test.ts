@@ -1,5 +1,12 @@
 import t from 'tap';
-import { decodeTraversal, encodeTraversal, isTraversalMessage, relayDataHeader, TRAVERSAL_TYPES, type TraversalMessage } from '../../src/protocol/rendezvous-wire.js';
+import {
+  decodeTraversal,
+  encodeTraversal,
+  isTraversalMessage,
+  relayDataHeader,
+  TRAVERSAL_TYPES,
+  type TraversalMessage,
+} from '../../src/protocol/rendezvous-wire.js';
 import { hex, toHex } from './hex.js';
 
 const K1 = new Uint8Array(32).fill(0x11);
@@ -10,14 +17,26 @@ const TOKEN = Uint8Array.of(0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7);
 t.test('pinned bytes', async (t) => {
   const cases: [TraversalMessage, string][] = [
     [{ type: 'reflect', nonce: NONCE }, '8e c1a3775e 0102030405060708'],
-    [{ type: 'reflected', nonce: NONCE, address: { host: '203.0.113.7', port: 7801 } }, '8f c1a3775e 0102030405060708  04 cb007107 1e79'],
-    [{ type: 'registered', ttlS: 90, reflexive: { host: '2001:db8::1', port: 443 } }, '82 c1a3775e 0000005a  06 20010db8000000000000000000000001 01bb'],
+    [
+      { type: 'reflected', nonce: NONCE, address: { host: '203.0.113.7', port: 7801 } },
+      '8f c1a3775e 0102030405060708  04 cb007107 1e79',
+    ],
+    [
+      { type: 'registered', ttlS: 90, reflexive: { host: '2001:db8::1', port: 443 } },
+      '82 c1a3775e 0000005a  06 20010db8000000000000000000000001 01bb',
+    ],
     [{ type: 'lookup', publicKey: K1 }, '83 c1a3775e 11*32'],
     [{ type: 'lookupReply', publicKey: K1 }, '84 c1a3775e 11*32 00'],
     [{ type: 'lookupReply', publicKey: K1, announcement: Uint8Array.of(9, 9) }, '84 c1a3775e 11*32 01 0909'],
     [{ type: 'connect', target: K1, dialer: K2 }, '85 c1a3775e 11*32 22*32'],
-    [{ type: 'connectReply', target: K1, mux: { host: '198.51.100.2', port: 40000 } }, '86 c1a3775e 11*32 01 04 c6336402 9c40'],
-    [{ type: 'callMeMaybe', dialer: K2, dialerMux: { host: '192.0.2.9', port: 1 } }, '87 c1a3775e 22*32 04 c0000209 0001'],
+    [
+      { type: 'connectReply', target: K1, mux: { host: '198.51.100.2', port: 40000 } },
+      '86 c1a3775e 11*32 01 04 c6336402 9c40',
+    ],
+    [
+      { type: 'callMeMaybe', dialer: K2, dialerMux: { host: '192.0.2.9', port: 1 } },
+      '87 c1a3775e 22*32 04 c0000209 0001',
+    ],
     [{ type: 'ping', nonce: NONCE, from: K1 }, '88 c1a3775e 0102030405060708 11*32'],
     [{ type: 'pong', nonce: NONCE }, '89 c1a3775e 0102030405060708'],
     [{ type: 'relayBind', from: K1, to: K2, token: TOKEN }, '8a c1a3775e 11*32 22*32 a0a1a2a3a4a5a6a7'],
@@ -47,7 +66,10 @@ t.test('QUIC packets are never traversal messages, greased fixed bit or not', as
   // Long header (Initial, version 1), with and without the fixed bit (quinn greases it).
   t.notOk(isTraversalMessage(hex('c0 00000001 08 0102030405060708')));
   t.notOk(isTraversalMessage(hex('80 00000001 08 0102030405060708')), 'fixed bit clear, version 1');
-  t.notOk(isTraversalMessage(hex('8d 00000001 08 0102030405060708')), 'a relay-data type byte, but a QUIC version after it');
+  t.notOk(
+    isTraversalMessage(hex('8d 00000001 08 0102030405060708')),
+    'a relay-data type byte, but a QUIC version after it',
+  );
   // Short headers: the magic would have to appear in the connection id.
   t.notOk(isTraversalMessage(hex('40 1122334455')));
   t.notOk(isTraversalMessage(hex('0d c1a3775e')), 'the magic after a short-header first byte');

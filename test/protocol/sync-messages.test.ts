@@ -33,7 +33,14 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'SyncRequest (with a rate limit, hello to follow)',
-    message: { type: 'sync-request', transferId: 3, share: '', mode: 'two-way', reconcile: new Uint8Array(0), rateLimit: 1 << 20 },
+    message: {
+      type: 'sync-request',
+      transferId: 3,
+      share: '',
+      mode: 'two-way',
+      reconcile: new Uint8Array(0),
+      rateLimit: 1 << 20,
+    },
     wire: `
       01 0000000b                 # frame: type CONTROL, body 11 bytes
       8203 08                     # Control.sync_request (field 48, LEN) 8 bytes
@@ -44,7 +51,14 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'SyncRequest (dry run)',
-    message: { type: 'sync-request', transferId: 3, share: '', mode: 'two-way', reconcile: new Uint8Array(0), dryRun: true },
+    message: {
+      type: 'sync-request',
+      transferId: 3,
+      share: '',
+      mode: 'two-way',
+      reconcile: new Uint8Array(0),
+      dryRun: true,
+    },
     wire: `
       01 00000009                 # frame: type CONTROL, body 9 bytes
       8203 06                     # Control.sync_request (field 48, LEN) 6 bytes
@@ -55,7 +69,14 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'SyncRequest (--fsync=none)',
-    message: { type: 'sync-request', transferId: 3, share: '', mode: 'two-way', reconcile: new Uint8Array(0), noFsync: true },
+    message: {
+      type: 'sync-request',
+      transferId: 3,
+      share: '',
+      mode: 'two-way',
+      reconcile: new Uint8Array(0),
+      noFsync: true,
+    },
     wire: `
       01 00000009                 # frame: type CONTROL, body 9 bytes
       8203 06                     # Control.sync_request (field 48, LEN) 6 bytes
@@ -66,7 +87,14 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'SyncRequest (fetch only)',
-    message: { type: 'sync-request', transferId: 3, share: '', mode: 'receive-only', reconcile: new Uint8Array(0), fetchOnly: true },
+    message: {
+      type: 'sync-request',
+      transferId: 3,
+      share: '',
+      mode: 'receive-only',
+      reconcile: new Uint8Array(0),
+      fetchOnly: true,
+    },
     wire: `
       01 00000009                 # frame: type CONTROL, body 9 bytes
       8203 06                     # Control.sync_request (field 48, LEN) 6 bytes
@@ -96,7 +124,12 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'SyncRevisions',
-    message: { type: 'sync-revisions', transferId: 3, records: [Uint8Array.of(0xaa, 0xbb), Uint8Array.of(0xcc)], last: true },
+    message: {
+      type: 'sync-revisions',
+      transferId: 3,
+      records: [Uint8Array.of(0xaa, 0xbb), Uint8Array.of(0xcc)],
+      last: true,
+    },
     wire: `
       01 0000000e                 # frame: type CONTROL, body 14 bytes
       9a03 0b                     # Control.sync_revisions (field 51, LEN) 11 bytes
@@ -108,7 +141,13 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'SyncRevisions (pruned ids)',
-    message: { type: 'sync-revisions', transferId: 3, records: [], last: true, pruned: [new Uint8Array(32).fill(0x22)] },
+    message: {
+      type: 'sync-revisions',
+      transferId: 3,
+      records: [],
+      last: true,
+      pruned: [new Uint8Array(32).fill(0x22)],
+    },
     wire: `
       01 00000029                 # frame: type CONTROL, body 41 bytes
       9a03 26                     # Control.sync_revisions (field 51, LEN) 38 bytes
@@ -119,7 +158,13 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'SyncFetch',
-    message: { type: 'sync-fetch', transferId: 3, fetchId: 4, items: [{ path: 'a', root: new Uint8Array(32).fill(0x11) }], last: true },
+    message: {
+      type: 'sync-fetch',
+      transferId: 3,
+      fetchId: 4,
+      items: [{ path: 'a', root: new Uint8Array(32).fill(0x11) }],
+      last: true,
+    },
     wire: `
       01 00000030                 # frame: type CONTROL, body 48 bytes
       a203 2d                     # Control.sync_fetch (field 52, LEN) 45 bytes
@@ -167,27 +212,111 @@ function refuses(t: Test, bytes: Uint8Array, pattern: RegExp, what: string): voi
 
 t.test("a peer's malformed sync messages are PROTOCOL errors naming the field", async (t) => {
   const enc = (body: clawpeer.v1.Control.$Properties): Uint8Array => pb.Control.encode(body).finish();
-  refuses(t, enc({ syncRequest: { transferId: 1, share: 's', mode: 0, reconcile: Uint8Array.of(1) } }), /SyncRequest\.mode is unspecified/, 'mode 0');
-  refuses(t, enc({ syncRequest: { transferId: 1, share: 's', mode: 9 as clawpeer.v1.SyncMode, reconcile: Uint8Array.of(1) } }), /SyncRequest\.mode is unknown value 9/, 'unknown mode');
-  refuses(t, enc({ syncRequest: { transferId: 1, share: 's', mode: 1, reconcile: new Uint8Array(MAX_SYNC_RECONCILE_BYTES + 1) } }), /SyncRequest\.reconcile is \d+ bytes/, 'oversized hello');
-  refuses(t, enc({ syncReconcile: { transferId: 1, payload: new Uint8Array(MAX_SYNC_RECONCILE_BYTES + 1) } }), /SyncReconcile\.payload is \d+ bytes/, 'oversized payload');
-  refuses(t, enc({ syncRevisions: { transferId: 1, records: [new Uint8Array(MAX_SYNC_RECORD_BYTES + 1)], last: true } }), /SyncRevisions\.records\[0\] is \d+ bytes/, 'oversized record');
-  refuses(t, enc({ syncRevisions: { transferId: 1, records: [new Uint8Array(0)], last: true } }), /records\[0\] is 0 bytes/, 'empty record');
-  refuses(t, enc({ syncFetch: { transferId: 1, fetchId: 2, items: [{ path: 'a', root: new Uint8Array(31) }] } }), /SyncFetch\.items\[0\] "a": root must be 32 bytes/, 'short root');
-  refuses(t, enc({ syncFetch: { transferId: 1, fetchId: 2, items: [{ path: '', root: new Uint8Array(32) }] } }), /path is empty/, 'empty path');
+  refuses(
+    t,
+    enc({ syncRequest: { transferId: 1, share: 's', mode: 0, reconcile: Uint8Array.of(1) } }),
+    /SyncRequest\.mode is unspecified/,
+    'mode 0',
+  );
+  refuses(
+    t,
+    enc({ syncRequest: { transferId: 1, share: 's', mode: 9 as clawpeer.v1.SyncMode, reconcile: Uint8Array.of(1) } }),
+    /SyncRequest\.mode is unknown value 9/,
+    'unknown mode',
+  );
+  refuses(
+    t,
+    enc({
+      syncRequest: { transferId: 1, share: 's', mode: 1, reconcile: new Uint8Array(MAX_SYNC_RECONCILE_BYTES + 1) },
+    }),
+    /SyncRequest\.reconcile is \d+ bytes/,
+    'oversized hello',
+  );
+  refuses(
+    t,
+    enc({ syncReconcile: { transferId: 1, payload: new Uint8Array(MAX_SYNC_RECONCILE_BYTES + 1) } }),
+    /SyncReconcile\.payload is \d+ bytes/,
+    'oversized payload',
+  );
+  refuses(
+    t,
+    enc({ syncRevisions: { transferId: 1, records: [new Uint8Array(MAX_SYNC_RECORD_BYTES + 1)], last: true } }),
+    /SyncRevisions\.records\[0\] is \d+ bytes/,
+    'oversized record',
+  );
+  refuses(
+    t,
+    enc({ syncRevisions: { transferId: 1, records: [new Uint8Array(0)], last: true } }),
+    /records\[0\] is 0 bytes/,
+    'empty record',
+  );
+  refuses(
+    t,
+    enc({ syncFetch: { transferId: 1, fetchId: 2, items: [{ path: 'a', root: new Uint8Array(31) }] } }),
+    /SyncFetch\.items\[0\] "a": root must be 32 bytes/,
+    'short root',
+  );
+  refuses(
+    t,
+    enc({ syncFetch: { transferId: 1, fetchId: 2, items: [{ path: '', root: new Uint8Array(32) }] } }),
+    /path is empty/,
+    'empty path',
+  );
   const many = Array.from({ length: MAX_SYNC_ITEMS_PER_MESSAGE + 1 }, () => Uint8Array.of(1));
-  refuses(t, enc({ syncRevisions: { transferId: 1, records: many, last: true } }), /has 100001 items/, 'too many records, counted before decoding');
+  refuses(
+    t,
+    enc({ syncRevisions: { transferId: 1, records: many, last: true } }),
+    /has 100001 items/,
+    'too many records, counted before decoding',
+  );
 });
 
 t.test('the encoder refuses what the decoder would (our own bug, RangeError)', async (t) => {
   t.throws(() => encodeControl({ type: 'sync-reconcile', transferId: 1, payload: new Uint8Array(0) }), RangeError);
-  t.throws(() => encodeControl({ type: 'sync-fetch', transferId: 1, fetchId: 1, items: [{ path: 'x', root: new Uint8Array(3) }], last: true }), RangeError);
-  t.throws(() => encodeControl({ type: 'sync-request', transferId: 1, share: '', mode: 'both' as never, reconcile: Uint8Array.of(1) }), RangeError);
-  t.throws(() => encodeControl({ type: 'sync-request', transferId: 1, share: '', mode: 'two-way', reconcile: Uint8Array.of(1), rateLimit: 0 }), /rateLimit must be > 0/);
+  t.throws(
+    () =>
+      encodeControl({
+        type: 'sync-fetch',
+        transferId: 1,
+        fetchId: 1,
+        items: [{ path: 'x', root: new Uint8Array(3) }],
+        last: true,
+      }),
+    RangeError,
+  );
+  t.throws(
+    () =>
+      encodeControl({
+        type: 'sync-request',
+        transferId: 1,
+        share: '',
+        mode: 'both' as never,
+        reconcile: Uint8Array.of(1),
+      }),
+    RangeError,
+  );
+  t.throws(
+    () =>
+      encodeControl({
+        type: 'sync-request',
+        transferId: 1,
+        share: '',
+        mode: 'two-way',
+        reconcile: Uint8Array.of(1),
+        rateLimit: 0,
+      }),
+    /rateLimit must be > 0/,
+  );
 });
 
 t.test('a SyncRequest may leave its hello for the first SyncReconcile (empty reconcile)', async (t) => {
-  const m: ControlMessage = { type: 'sync-request', transferId: 7, share: 'docs', mode: 'send-only', reconcile: new Uint8Array(0) };
+  const m: ControlMessage = {
+    type: 'sync-request',
+    transferId: 7,
+    share: 'docs',
+    mode: 'send-only',
+    reconcile: new Uint8Array(0),
+  };
   const back = decodeControl(encodeControl(m), { maxBytes: MAX_BYTES });
   t.equal(back.type, 'sync-request');
   t.equal(back.type === 'sync-request' ? back.reconcile.length : -1, 0);

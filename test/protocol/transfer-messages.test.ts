@@ -26,7 +26,15 @@ const EMPTY = new Uint8Array(0);
 const MAX_BYTES = 16 << 20;
 
 const dir = (path: string): ManifestEntry => ({
-  path, kind: 'dir', size: 0, mode: 0o755, mtimeMs: 0, linkTarget: '', root: EMPTY, chunkIds: EMPTY, chunkLengths: [],
+  path,
+  kind: 'dir',
+  size: 0,
+  mode: 0o755,
+  mtimeMs: 0,
+  linkTarget: '',
+  root: EMPTY,
+  chunkIds: EMPTY,
+  chunkLengths: [],
 });
 
 /** A file of `lengths.length` chunks whose ids are filled with their index byte. */
@@ -34,8 +42,15 @@ function file(path: string, lengths: readonly number[], mtimeMs = 1_700_000_000_
   const chunkIds = new Uint8Array(32 * lengths.length);
   lengths.forEach((_, i) => chunkIds.fill((i + 1) & 0xff, 32 * i, 32 * (i + 1)));
   return {
-    path, kind: 'file', size: lengths.reduce((a, b) => a + b, 0), mode: 0o644, mtimeMs, linkTarget: '',
-    root: fill(0xaa, 32), chunkIds, chunkLengths: lengths,
+    path,
+    kind: 'file',
+    size: lengths.reduce((a, b) => a + b, 0),
+    mode: 0o644,
+    mtimeMs,
+    linkTarget: '',
+    root: fill(0xaa, 32),
+    chunkIds,
+    chunkLengths: lengths,
   };
 }
 
@@ -44,7 +59,16 @@ function file(path: string, lengths: readonly number[], mtimeMs = 1_700_000_000_
 const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   {
     name: 'TransferRequest',
-    message: { type: 'transfer-request', transferId: 7, direction: 'push', share: 'docs', path: 'a/b', force: true, streams: 4, window: 64 },
+    message: {
+      type: 'transfer-request',
+      transferId: 7,
+      direction: 'push',
+      share: 'docs',
+      path: 'a/b',
+      force: true,
+      streams: 4,
+      window: 64,
+    },
     wire: `
       01 00000018                 # frame: type CONTROL, body 24 bytes
       8201 15                     # Control.transfer_request (field 16, LEN) 21 bytes
@@ -59,7 +83,16 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferRequest (pull, defaults omitted)',
-    message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8 },
+    message: {
+      type: 'transfer-request',
+      transferId: 0,
+      direction: 'pull',
+      share: '',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 8,
+    },
     wire: `
       01 00000009                 # frame: type CONTROL, body 9 bytes
       8201 06                     # Control.transfer_request (field 16, LEN) 6 bytes
@@ -70,7 +103,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferRequest (pull with exclude patterns)',
-    message: { type: 'transfer-request', transferId: 1, direction: 'pull', share: 's', path: '', force: false, streams: 1, window: 8, exclude: ['*.log', 'tmp/'] },
+    message: {
+      type: 'transfer-request',
+      transferId: 1,
+      direction: 'pull',
+      share: 's',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 8,
+      exclude: ['*.log', 'tmp/'],
+    },
     wire: `
       01 0000001b                 # frame: type CONTROL, body 27 bytes
       8201 18                     # Control.transfer_request (field 16, LEN) 24 bytes
@@ -85,7 +128,20 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferRequest (pull with filter rules: an include, then an exclude)',
-    message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8, filter: [{ pattern: '*.txt', include: true }, { pattern: '*', include: false }] },
+    message: {
+      type: 'transfer-request',
+      transferId: 0,
+      direction: 'pull',
+      share: '',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 8,
+      filter: [
+        { pattern: '*.txt', include: true },
+        { pattern: '*', include: false },
+      ],
+    },
     wire: `
       01 00000019                 # frame: type CONTROL, body 25 bytes
       8201 16                     # Control.transfer_request (field 16, LEN) 22 bytes
@@ -101,7 +157,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferRequest (pull with a rate limit)',
-    message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8, rateLimit: 1 << 20 },
+    message: {
+      type: 'transfer-request',
+      transferId: 0,
+      direction: 'pull',
+      share: '',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 8,
+      rateLimit: 1 << 20,
+    },
     wire: `
       01 0000000d                 # frame: type CONTROL, body 13 bytes
       8201 0a                     # Control.transfer_request (field 16, LEN) 10 bytes
@@ -113,7 +179,18 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferRequest (pull with size bounds)',
-    message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8, minSize: 1024, maxSize: 5_000_000_000 },
+    message: {
+      type: 'transfer-request',
+      transferId: 0,
+      direction: 'pull',
+      share: '',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 8,
+      minSize: 1024,
+      maxSize: 5_000_000_000,
+    },
     wire: `
       01 00000014                 # frame: type CONTROL, body 20 bytes
       8201 11                     # Control.transfer_request (field 16, LEN) 17 bytes
@@ -126,7 +203,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferRequest (pull, dry run)',
-    message: { type: 'transfer-request', transferId: 0, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 8, dryRun: true },
+    message: {
+      type: 'transfer-request',
+      transferId: 0,
+      direction: 'pull',
+      share: '',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 8,
+      dryRun: true,
+    },
     wire: `
       01 0000000b                 # frame: type CONTROL, body 11 bytes
       8201 08                     # Control.transfer_request (field 16, LEN) 8 bytes
@@ -138,7 +225,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferRequest (push, --fsync=none)',
-    message: { type: 'transfer-request', transferId: 0, direction: 'push', share: '', path: '', force: false, streams: 1, window: 8, noFsync: true },
+    message: {
+      type: 'transfer-request',
+      transferId: 0,
+      direction: 'push',
+      share: '',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 8,
+      noFsync: true,
+    },
     wire: `
       01 0000000c                 # frame: type CONTROL, body 12 bytes
       8201 09                     # Control.transfer_request (field 16, LEN) 9 bytes
@@ -162,11 +259,23 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   {
     name: 'Manifest',
     message: {
-      type: 'manifest', transferId: 7, last: true,
+      type: 'manifest',
+      transferId: 7,
+      last: true,
       entries: [
         dir('a'),
         file('a/x.bin', [200, 100]),
-        { path: 'a/l', kind: 'symlink', size: 0, mode: 0o777, mtimeMs: -1000, linkTarget: 'x.bin', root: EMPTY, chunkIds: EMPTY, chunkLengths: [] },
+        {
+          path: 'a/l',
+          kind: 'symlink',
+          size: 0,
+          mode: 0o777,
+          mtimeMs: -1000,
+          linkTarget: 'x.bin',
+          root: EMPTY,
+          chunkIds: EMPTY,
+          chunkLengths: [],
+        },
       ],
     },
     wire: `
@@ -208,7 +317,13 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'Want (a dry run: which files would be published)',
-    message: { type: 'want', transferId: 7, lacking: Uint8Array.of(0b0000_0001), uniqueChunks: 2, publish: Uint8Array.of(0b0000_0101) },
+    message: {
+      type: 'want',
+      transferId: 7,
+      lacking: Uint8Array.of(0b0000_0001),
+      uniqueChunks: 2,
+      publish: Uint8Array.of(0b0000_0101),
+    },
     wire: `
       01 0000000d                 # frame: type CONTROL, body 13 bytes
       9a01 0a                     # Control.want (field 19, LEN) 10 bytes
@@ -220,7 +335,14 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'Want (a dry run: which directories and symlinks would be created)',
-    message: { type: 'want', transferId: 7, lacking: Uint8Array.of(0), uniqueChunks: 1, publish: Uint8Array.of(1), create: Uint8Array.of(0b0000_0010) },
+    message: {
+      type: 'want',
+      transferId: 7,
+      lacking: Uint8Array.of(0),
+      uniqueChunks: 1,
+      publish: Uint8Array.of(1),
+      create: Uint8Array.of(0b0000_0010),
+    },
     wire: `
       01 00000010                 # frame: type CONTROL, body 16 bytes
       9a01 0d                     # Control.want (field 19, LEN) 13 bytes
@@ -233,7 +355,15 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'Want (a dry run: identical files whose mtime or permissions would be set)',
-    message: { type: 'want', transferId: 7, lacking: Uint8Array.of(0), uniqueChunks: 1, publish: Uint8Array.of(0), touchTime: Uint8Array.of(0b0000_0011), touchPerms: Uint8Array.of(0b0000_0010) },
+    message: {
+      type: 'want',
+      transferId: 7,
+      lacking: Uint8Array.of(0),
+      uniqueChunks: 1,
+      publish: Uint8Array.of(0),
+      touchTime: Uint8Array.of(0b0000_0011),
+      touchPerms: Uint8Array.of(0b0000_0010),
+    },
     wire: `
       01 00000013                 # frame: type CONTROL, body 19 bytes
       9a01 10                     # Control.want (field 19, LEN) 16 bytes
@@ -270,7 +400,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferRequest (push, update: keep newer existing files)',
-    message: { type: 'transfer-request', transferId: 0, direction: 'push', share: '', path: '', force: false, streams: 1, window: 8, existing: 'update' },
+    message: {
+      type: 'transfer-request',
+      transferId: 0,
+      direction: 'push',
+      share: '',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 8,
+      existing: 'update',
+    },
     wire: `
       01 0000000b                 # frame: type CONTROL, body 11 bytes
       8201 08                     # Control.transfer_request (field 16, LEN) 8 bytes
@@ -282,7 +422,15 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferDone (a push that kept existing files)',
-    message: { type: 'transfer-done', transferId: 1, files: 2, bytes: 3, chunksReceived: 4, chunksSkipped: 5, filesKept: 6 },
+    message: {
+      type: 'transfer-done',
+      transferId: 1,
+      files: 2,
+      bytes: 3,
+      chunksReceived: 4,
+      chunksSkipped: 5,
+      filesKept: 6,
+    },
     wire: `
       01 0000000f                 # frame: type CONTROL, body 15 bytes
       aa01 0c                     # Control.transfer_done (field 21, LEN) 12 bytes
@@ -296,7 +444,17 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferRequest (push, delete)',
-    message: { type: 'transfer-request', transferId: 0, direction: 'push', share: '', path: '', force: false, streams: 1, window: 8, delete: true },
+    message: {
+      type: 'transfer-request',
+      transferId: 0,
+      direction: 'push',
+      share: '',
+      path: '',
+      force: false,
+      streams: 1,
+      window: 8,
+      delete: true,
+    },
     wire: `
       01 0000000b                 # frame: type CONTROL, body 11 bytes
       8201 08                     # Control.transfer_request (field 16, LEN) 8 bytes
@@ -308,7 +466,16 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
   },
   {
     name: 'TransferDone (a push with delete)',
-    message: { type: 'transfer-done', transferId: 1, files: 2, bytes: 3, chunksReceived: 4, chunksSkipped: 5, deleted: ['a/b'], deletedCount: 2 },
+    message: {
+      type: 'transfer-done',
+      transferId: 1,
+      files: 2,
+      bytes: 3,
+      chunksReceived: 4,
+      chunksSkipped: 5,
+      deleted: ['a/b'],
+      deletedCount: 2,
+    },
     wire: `
       01 00000014                 # frame: type CONTROL, body 20 bytes
       aa01 11                     # Control.transfer_done (field 21, LEN) 17 bytes
@@ -345,12 +512,22 @@ t.test('decoded bytes are copies, not views of the frame buffer', async (t) => {
 
 t.test('uint64 counters and sizes decode as plain numbers up to 2^53-1', async (t) => {
   const big = Number.MAX_SAFE_INTEGER;
-  const done: ControlMessage = { type: 'transfer-done', transferId: 0xffff_ffff, files: big, bytes: big, chunksReceived: 2 ** 40, chunksSkipped: 0 };
+  const done: ControlMessage = {
+    type: 'transfer-done',
+    transferId: 0xffff_ffff,
+    files: big,
+    bytes: big,
+    chunksReceived: 2 ** 40,
+    chunksSkipped: 0,
+  };
   const decoded = decodeControl(encodeControl(done), { maxBytes: 64 });
   t.same(decoded, done);
   if (decoded.type !== 'transfer-done') throw new Error('not transfer-done');
   t.equal(typeof decoded.bytes, 'number');
-  const extremes = [file('big', [0xffff_ffff, 0xffff_ffff], -Number.MAX_SAFE_INTEGER), file('late', [1], Number.MAX_SAFE_INTEGER)];
+  const extremes = [
+    file('big', [0xffff_ffff, 0xffff_ffff], -Number.MAX_SAFE_INTEGER),
+    file('late', [1], Number.MAX_SAFE_INTEGER),
+  ];
   const manifest: ControlMessage = { type: 'manifest', transferId: 1, entries: extremes, last: false };
   t.same(decodeControl(encodeControl(manifest), { maxBytes: 4096 }), manifest);
 });
@@ -365,13 +542,26 @@ const arbFile: fc.Arbitrary<ManifestEntry> = fc
     path: arbPath,
     ...arbMeta,
     root: fc.uint8Array({ minLength: 32, maxLength: 32 }),
-    chunks: fc.array(fc.tuple(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.integer({ min: 1, max: 0xffff_ffff })), { maxLength: 8 }),
+    chunks: fc.array(
+      fc.tuple(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.integer({ min: 1, max: 0xffff_ffff })),
+      { maxLength: 8 },
+    ),
   })
   .map(({ path, mode, mtimeMs, root, chunks }) => {
     const chunkIds = new Uint8Array(32 * chunks.length);
     chunks.forEach(([id], i) => chunkIds.set(id, 32 * i));
     const chunkLengths = chunks.map(([, length]) => length);
-    return { path, kind: 'file', size: chunkLengths.reduce((a, b) => a + b, 0), mode, mtimeMs, linkTarget: '', root, chunkIds, chunkLengths };
+    return {
+      path,
+      kind: 'file',
+      size: chunkLengths.reduce((a, b) => a + b, 0),
+      mode,
+      mtimeMs,
+      linkTarget: '',
+      root,
+      chunkIds,
+      chunkLengths,
+    };
   });
 const arbDir: fc.Arbitrary<ManifestEntry> = fc
   .record({ path: arbPath, ...arbMeta })
@@ -379,7 +569,11 @@ const arbDir: fc.Arbitrary<ManifestEntry> = fc
 const arbSymlink: fc.Arbitrary<ManifestEntry> = fc
   .record({ path: arbPath, ...arbMeta, linkTarget: arbPath })
   .map((m) => ({ ...m, kind: 'symlink', size: 0, root: EMPTY, chunkIds: EMPTY, chunkLengths: [] }));
-const arbEntry = fc.oneof({ weight: 3, arbitrary: arbFile }, { weight: 1, arbitrary: arbDir }, { weight: 1, arbitrary: arbSymlink });
+const arbEntry = fc.oneof(
+  { weight: 3, arbitrary: arbFile },
+  { weight: 1, arbitrary: arbDir },
+  { weight: 1, arbitrary: arbSymlink },
+);
 const arbU32 = fc.integer({ min: 0, max: 0xffff_ffff });
 
 const arbBitmap = fc.array(fc.boolean(), { maxLength: 70 }).map((bits) => {
@@ -389,28 +583,104 @@ const arbBitmap = fc.array(fc.boolean(), { maxLength: 70 }).map((bits) => {
 });
 
 const arbMessage: fc.Arbitrary<ControlMessage> = fc.oneof(
-  fc.record({
-    type: fc.constant('transfer-request' as const), transferId: arbU32, direction: fc.constantFrom('push' as const, 'pull' as const),
-    share: fc.string({ unit: 'grapheme', maxLength: 10 }), path: fc.string({ unit: 'grapheme', maxLength: 30 }),
-    force: fc.boolean(), streams: arbU32, window: arbU32,
-  }).chain((r) => fc.option(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((exclude) => (exclude === undefined ? r : { ...r, exclude })))
-    .chain((r) => ('exclude' in r ? fc.constant(r) : fc.option(fc.array(fc.record({ pattern: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), include: fc.boolean() }), { minLength: 1, maxLength: 4 }), { nil: undefined }).map((filter) => (filter === undefined ? r : { ...r, filter }))))
-    .chain((r) => fc.option(fc.integer({ min: 1, max: 0xffff_ffff }), { nil: undefined }).map((rateLimit) => (rateLimit === undefined ? r : { ...r, rateLimit })))
-    .chain((r) => fc.option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined }).map((minSize) => (minSize === undefined ? r : { ...r, minSize })))
-    .chain((r) => fc.option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined }).map((maxSize) => (maxSize === undefined ? r : { ...r, maxSize })))
-    .chain((r) => fc.option(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }), { minLength: 1, maxLength: 5 }), { nil: undefined }).map((filesFrom) => (filesFrom === undefined ? r : { ...r, filesFrom })))
-    .chain((r) => fc.option(fc.constantFrom('all' as const, 'unsafe' as const), { nil: undefined }).map((copyLinks) => (copyLinks === undefined ? r : { ...r, copyLinks })))
+  fc
+    .record({
+      type: fc.constant('transfer-request' as const),
+      transferId: arbU32,
+      direction: fc.constantFrom('push' as const, 'pull' as const),
+      share: fc.string({ unit: 'grapheme', maxLength: 10 }),
+      path: fc.string({ unit: 'grapheme', maxLength: 30 }),
+      force: fc.boolean(),
+      streams: arbU32,
+      window: arbU32,
+    })
+    .chain((r) =>
+      fc
+        .option(
+          fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }),
+          { nil: undefined },
+        )
+        .map((exclude) => (exclude === undefined ? r : { ...r, exclude })),
+    )
+    .chain((r) =>
+      'exclude' in r
+        ? fc.constant(r)
+        : fc
+            .option(
+              fc.array(
+                fc.record({
+                  pattern: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 12 }),
+                  include: fc.boolean(),
+                }),
+                { minLength: 1, maxLength: 4 },
+              ),
+              { nil: undefined },
+            )
+            .map((filter) => (filter === undefined ? r : { ...r, filter })),
+    )
+    .chain((r) =>
+      fc
+        .option(fc.integer({ min: 1, max: 0xffff_ffff }), { nil: undefined })
+        .map((rateLimit) => (rateLimit === undefined ? r : { ...r, rateLimit })),
+    )
+    .chain((r) =>
+      fc
+        .option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined })
+        .map((minSize) => (minSize === undefined ? r : { ...r, minSize })),
+    )
+    .chain((r) =>
+      fc
+        .option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined })
+        .map((maxSize) => (maxSize === undefined ? r : { ...r, maxSize })),
+    )
+    .chain((r) =>
+      fc
+        .option(
+          fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }), { minLength: 1, maxLength: 5 }),
+          { nil: undefined },
+        )
+        .map((filesFrom) => (filesFrom === undefined ? r : { ...r, filesFrom })),
+    )
+    .chain((r) =>
+      fc
+        .option(fc.constantFrom('all' as const, 'unsafe' as const), { nil: undefined })
+        .map((copyLinks) => (copyLinks === undefined ? r : { ...r, copyLinks })),
+    )
     .chain((r) => fc.boolean().map((dryRun) => (dryRun ? { ...r, dryRun } : r)))
     .chain((r) => fc.boolean().map((del) => (del ? { ...r, delete: del } : r)))
-    .chain((r) => fc.option(fc.constantFrom('keep' as const, 'update' as const), { nil: undefined }).map((existing) => (existing === undefined ? r : { ...r, existing }))),
+    .chain((r) =>
+      fc
+        .option(fc.constantFrom('keep' as const, 'update' as const), { nil: undefined })
+        .map((existing) => (existing === undefined ? r : { ...r, existing })),
+    ),
   fc.record({ type: fc.constant('transfer-accept' as const), transferId: arbU32, streams: arbU32, window: arbU32 }),
-  fc.record({ type: fc.constant('manifest' as const), transferId: arbU32, entries: fc.array(arbEntry, { maxLength: 12 }), last: fc.boolean() }),
-  fc.tuple(arbU32, arbBitmap).map(([transferId, b]) => ({ type: 'want' as const, transferId, lacking: b.lacking, uniqueChunks: b.uniqueChunks })),
-  fc.record({ type: fc.constant('data-open' as const), transferId: arbU32, streamId: arbU32 }),
   fc.record({
-    type: fc.constant('transfer-done' as const), transferId: arbU32, files: fc.maxSafeNat(), bytes: fc.maxSafeNat(),
-    chunksReceived: fc.maxSafeNat(), chunksSkipped: fc.maxSafeNat(),
-  }).chain((d) => fc.option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined }).map((filesKept) => (filesKept === undefined ? d : { ...d, filesKept }))),
+    type: fc.constant('manifest' as const),
+    transferId: arbU32,
+    entries: fc.array(arbEntry, { maxLength: 12 }),
+    last: fc.boolean(),
+  }),
+  fc.tuple(arbU32, arbBitmap).map(([transferId, b]) => ({
+    type: 'want' as const,
+    transferId,
+    lacking: b.lacking,
+    uniqueChunks: b.uniqueChunks,
+  })),
+  fc.record({ type: fc.constant('data-open' as const), transferId: arbU32, streamId: arbU32 }),
+  fc
+    .record({
+      type: fc.constant('transfer-done' as const),
+      transferId: arbU32,
+      files: fc.maxSafeNat(),
+      bytes: fc.maxSafeNat(),
+      chunksReceived: fc.maxSafeNat(),
+      chunksSkipped: fc.maxSafeNat(),
+    })
+    .chain((d) =>
+      fc
+        .option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), { nil: undefined })
+        .map((filesKept) => (filesKept === undefined ? d : { ...d, filesKept })),
+    ),
 );
 
 t.test('property: every transfer message round-trips exactly', async (t) => {
@@ -425,9 +695,14 @@ t.test('property: every transfer message round-trips exactly', async (t) => {
 t.test('property: bitmap helpers agree with a boolean array and survive a Want round trip', async (t) => {
   fc.assert(
     fc.property(arbBitmap, ({ lacking, uniqueChunks, bits }) => {
-      const decoded = decodeControl(encodeControl({ type: 'want', transferId: 1, lacking, uniqueChunks }), { maxBytes: 1024 });
+      const decoded = decodeControl(encodeControl({ type: 'want', transferId: 1, lacking, uniqueChunks }), {
+        maxBytes: 1024,
+      });
       if (decoded.type !== 'want') throw new Error('not a want');
-      t.same(bits.map((_, i) => bitmapGet(decoded.lacking, i)), bits);
+      t.same(
+        bits.map((_, i) => bitmapGet(decoded.lacking, i)),
+        bits,
+      );
     }),
     { numRuns: 200 },
   );
@@ -455,38 +730,112 @@ const raw = (control: clawpeer.v1.Control.$Properties): Uint8Array => pb.Control
 const wireFile = (over: clawpeer.v1.ManifestEntry.$Properties): clawpeer.v1.Control.$Properties => ({
   manifest: {
     transferId: 1,
-    entries: [{ path: 'a/f', kind: pb.EntryKind.ENTRY_KIND_FILE, size: 64, root: fill(0xaa, 32), chunkIds: fill(1, 64), chunkLengths: [32, 32], ...over }],
+    entries: [
+      {
+        path: 'a/f',
+        kind: pb.EntryKind.ENTRY_KIND_FILE,
+        size: 64,
+        root: fill(0xaa, 32),
+        chunkIds: fill(1, 64),
+        chunkLengths: [32, 32],
+        ...over,
+      },
+    ],
   },
 });
 
 t.test('malformed transfer messages are PROTOCOL errors naming what was wrong', async (t) => {
   const cases: [string, Uint8Array, RegExp][] = [
-    ['id/length count mismatch', raw(wireFile({ chunkLengths: [64] })), /entries\[0\] "a\/f": chunkIds holds 2 ids but chunkLengths holds 1 lengths/],
-    ['chunkIds not a multiple of 32', raw(wireFile({ chunkIds: fill(1, 33), size: 64 })), /"a\/f": chunkIds is 33 bytes, not a multiple of 32/],
+    [
+      'id/length count mismatch',
+      raw(wireFile({ chunkLengths: [64] })),
+      /entries\[0\] "a\/f": chunkIds holds 2 ids but chunkLengths holds 1 lengths/,
+    ],
+    [
+      'chunkIds not a multiple of 32',
+      raw(wireFile({ chunkIds: fill(1, 33), size: 64 })),
+      /"a\/f": chunkIds is 33 bytes, not a multiple of 32/,
+    ],
     ['short root', raw(wireFile({ root: fill(0xaa, 31) })), /"a\/f": root must be 32 bytes for a file, got 31/],
     ['file without root', raw(wireFile({ root: EMPTY })), /"a\/f": root must be 32 bytes for a file, got 0/],
-    ['dir with a root', raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_DIR, size: 0, chunkIds: EMPTY, chunkLengths: [] })), /"a\/f": root must be empty for a dir, got 32 bytes/],
-    ['dir with chunks', raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_DIR, root: EMPTY })), /"a\/f": a dir carries no chunks/],
-    ['unspecified kind', raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_UNSPECIFIED })), /entries\[0\] "a\/f" kind is unspecified \(0\)/],
+    [
+      'dir with a root',
+      raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_DIR, size: 0, chunkIds: EMPTY, chunkLengths: [] })),
+      /"a\/f": root must be empty for a dir, got 32 bytes/,
+    ],
+    [
+      'dir with chunks',
+      raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_DIR, root: EMPTY })),
+      /"a\/f": a dir carries no chunks/,
+    ],
+    [
+      'unspecified kind',
+      raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_UNSPECIFIED })),
+      /entries\[0\] "a\/f" kind is unspecified \(0\)/,
+    ],
     ['unknown kind', raw(wireFile({ kind: 9 as clawpeer.v1.EntryKind })), /"a\/f" kind is unknown value 9/],
     ['sizes do not add up', raw(wireFile({ size: 65 })), /"a\/f": chunk lengths add up to 64 bytes but size is 65/],
-    ['zero-length chunk', raw(wireFile({ size: 32, chunkLengths: [32, 0] })), /"a\/f": chunk 1 length 0 is not in 1\.\.2\^32-1/],
+    [
+      'zero-length chunk',
+      raw(wireFile({ size: 32, chunkLengths: [32, 0] })),
+      /"a\/f": chunk 1 length 0 is not in 1\.\.2\^32-1/,
+    ],
     ['empty path', raw(wireFile({ path: '' })), /entries\[0\] "": path is empty/],
     ['path too long', raw(wireFile({ path: 'é'.repeat(2049) })), /path is 4098 UTF-8 bytes, more than 4096/],
     ['mode with file type bits', raw(wireFile({ mode: 0o100644 })), /"a\/f": mode 33188 is not in 0\.\.0o7777/],
-    ['symlink without target', raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_SYMLINK, size: 0, root: EMPTY, chunkIds: EMPTY, chunkLengths: [] })), /linkTarget is empty for a symlink/],
+    [
+      'symlink without target',
+      raw(wireFile({ kind: pb.EntryKind.ENTRY_KIND_SYMLINK, size: 0, root: EMPTY, chunkIds: EMPTY, chunkLengths: [] })),
+      /linkTarget is empty for a symlink/,
+    ],
     ['file with a link target', raw(wireFile({ linkTarget: '../x' })), /linkTarget must be empty for a file/],
     ['size above 2^53-1', raw(wireFile({ size: 2 ** 53 })), /"a\/f" size 9007199254740992 exceeds 2\^53-1/],
     ['mtime below -(2^53-1)', raw(wireFile({ mtimeMs: -(2 ** 53) })), /mtimeMs -9007199254740992 is outside/],
-    ['unspecified direction', raw({ transferRequest: { transferId: 1, streams: 1, window: 1 } }), /TransferRequest\.direction is unspecified \(0\)/],
-    ['unknown direction', raw({ transferRequest: { transferId: 1, direction: 3 as clawpeer.v1.TransferDirection } }), /TransferRequest\.direction is unknown value 3/],
-    ['share name too long', raw({ transferRequest: { direction: 1, share: 'x'.repeat(MAX_ENTRY_PATH_BYTES + 1) } }), /TransferRequest\.share is 4097 UTF-8 bytes/],
-    ['oversize bitmap', raw({ want: { transferId: 1, lacking: fill(0, 3), uniqueChunks: 10 } }), /Want\.lacking: 3 bytes for 10 chunks, expected 2/],
-    ['short bitmap', raw({ want: { transferId: 1, lacking: fill(0, 1), uniqueChunks: 10 } }), /Want\.lacking: 1 bytes for 10 chunks, expected 2/],
-    ['bitmap padding bits set', raw({ want: { transferId: 1, lacking: Uint8Array.of(0, 0b0000_0100), uniqueChunks: 10 } }), /padding bits after chunk 9 are set/],
-    ['TransferDone bytes above 2^53-1', raw({ transferDone: { bytes: 2 ** 60 } }), /TransferDone\.bytes 1152921504606846976 exceeds 2\^53-1/],
-    ['TransferDone listing more removed paths than it counts', raw({ transferDone: { deleted: ['a', 'b'], deletedCount: 1 } }), /TransferDone\.deletedCount 1 is less than the 2 paths listed/],
-    ['TransferDone listing too many removed paths', raw({ transferDone: { deleted: Array.from({ length: 1001 }, () => 'x'), deletedCount: 5000 } }), /TransferDone\.deleted lists 1001 paths, more than 1000/],
+    [
+      'unspecified direction',
+      raw({ transferRequest: { transferId: 1, streams: 1, window: 1 } }),
+      /TransferRequest\.direction is unspecified \(0\)/,
+    ],
+    [
+      'unknown direction',
+      raw({ transferRequest: { transferId: 1, direction: 3 as clawpeer.v1.TransferDirection } }),
+      /TransferRequest\.direction is unknown value 3/,
+    ],
+    [
+      'share name too long',
+      raw({ transferRequest: { direction: 1, share: 'x'.repeat(MAX_ENTRY_PATH_BYTES + 1) } }),
+      /TransferRequest\.share is 4097 UTF-8 bytes/,
+    ],
+    [
+      'oversize bitmap',
+      raw({ want: { transferId: 1, lacking: fill(0, 3), uniqueChunks: 10 } }),
+      /Want\.lacking: 3 bytes for 10 chunks, expected 2/,
+    ],
+    [
+      'short bitmap',
+      raw({ want: { transferId: 1, lacking: fill(0, 1), uniqueChunks: 10 } }),
+      /Want\.lacking: 1 bytes for 10 chunks, expected 2/,
+    ],
+    [
+      'bitmap padding bits set',
+      raw({ want: { transferId: 1, lacking: Uint8Array.of(0, 0b0000_0100), uniqueChunks: 10 } }),
+      /padding bits after chunk 9 are set/,
+    ],
+    [
+      'TransferDone bytes above 2^53-1',
+      raw({ transferDone: { bytes: 2 ** 60 } }),
+      /TransferDone\.bytes 1152921504606846976 exceeds 2\^53-1/,
+    ],
+    [
+      'TransferDone listing more removed paths than it counts',
+      raw({ transferDone: { deleted: ['a', 'b'], deletedCount: 1 } }),
+      /TransferDone\.deletedCount 1 is less than the 2 paths listed/,
+    ],
+    [
+      'TransferDone listing too many removed paths',
+      raw({ transferDone: { deleted: Array.from({ length: 1001 }, () => 'x'), deletedCount: 5000 } }),
+      /TransferDone\.deleted lists 1001 paths, more than 1000/,
+    ],
   ];
   for (const [name, body, message] of cases) {
     t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message }, name);
@@ -500,7 +849,10 @@ t.test('a Manifest with too many entries is refused before they are decoded', as
   const body = new Uint8Array(2 + 3 + 2 * count);
   body.set(hex('9201 c29a0c'));
   for (let i = 0; i < count; i++) body.set([0x12, 0x00], 5 + 2 * i);
-  t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /Manifest has 100001 entries, more than 100000/ });
+  t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), {
+    code: 'PROTOCOL',
+    message: /Manifest has 100001 entries, more than 100000/,
+  });
 });
 
 t.test('a TransferRequest with more than 1024 exclude patterns is refused both ways', async (t) => {
@@ -510,34 +862,92 @@ t.test('a TransferRequest with more than 1024 exclude patterns is refused both w
   const body = new Uint8Array(2 + 2 + 2 + 3 * count);
   body.set(hex('8201 8518 1002'));
   for (let i = 0; i < count; i++) body.set([0x42, 0x01, 0x61], 6 + 3 * i);
-  t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /TransferRequest\.exclude has 1025 patterns, more than 1024/ });
-  const request: ControlMessage = { type: 'transfer-request', transferId: 1, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 1, exclude: new Array<string>(count).fill('a') };
+  t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), {
+    code: 'PROTOCOL',
+    message: /TransferRequest\.exclude has 1025 patterns, more than 1024/,
+  });
+  const request: ControlMessage = {
+    type: 'transfer-request',
+    transferId: 1,
+    direction: 'pull',
+    share: '',
+    path: '',
+    force: false,
+    streams: 1,
+    window: 1,
+    exclude: new Array<string>(count).fill('a'),
+  };
   t.throws(() => encodeControl(request), { name: 'RangeError', message: /1025 patterns, more than 1024/ });
 });
 
 t.test('a TransferRequest with an unknown existing-files value is refused', async (t) => {
   // Control.transfer_request { direction: PUSH (10 01), existing: 3 (68 03) }
-  t.throws(() => decodeControl(hex('8201 04 1001 6803'), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /TransferRequest\.existing is unknown value 3/ });
+  t.throws(() => decodeControl(hex('8201 04 1001 6803'), { maxBytes: MAX_BYTES }), {
+    code: 'PROTOCOL',
+    message: /TransferRequest\.existing is unknown value 3/,
+  });
 });
 
 t.test('a TransferRequest carrying both exclude patterns and filter rules is refused both ways', async (t) => {
   // Control.transfer_request { direction: PULL (10 02), exclude: "a" (42 01 61), filter: { pattern "b" } (62 03 0a 01 62) }
-  t.throws(() => decodeControl(hex('8201 0a 1002 420161 6203 0a0162'), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /both exclude patterns and filter rules/ });
-  const request: ControlMessage = { type: 'transfer-request', transferId: 1, direction: 'pull', share: '', path: '', force: false, streams: 1, window: 1, exclude: ['a'], filter: [{ pattern: 'b', include: true }] };
+  t.throws(() => decodeControl(hex('8201 0a 1002 420161 6203 0a0162'), { maxBytes: MAX_BYTES }), {
+    code: 'PROTOCOL',
+    message: /both exclude patterns and filter rules/,
+  });
+  const request: ControlMessage = {
+    type: 'transfer-request',
+    transferId: 1,
+    direction: 'pull',
+    share: '',
+    path: '',
+    force: false,
+    streams: 1,
+    window: 1,
+    exclude: ['a'],
+    filter: [{ pattern: 'b', include: true }],
+  };
   t.throws(() => encodeControl(request), { name: 'RangeError', message: /both exclude and filter/ });
 });
 
 t.test('encode refuses entries and messages the wire cannot carry (RangeError: a local bug)', async (t) => {
-  const manifest = (entry: ManifestEntry): ControlMessage => ({ type: 'manifest', transferId: 1, entries: [entry], last: true });
+  const manifest = (entry: ManifestEntry): ControlMessage => ({
+    type: 'manifest',
+    transferId: 1,
+    entries: [entry],
+    last: true,
+  });
   const good = file('a/f', [10, 20]);
-  t.throws(() => encodeControl(manifest({ ...good, chunkLengths: [30] })), { name: 'RangeError', message: /"a\/f": chunkIds holds 2 ids but chunkLengths holds 1/ });
-  t.throws(() => encodeControl(manifest({ ...good, size: 31 })), { name: 'RangeError', message: /add up to 30 bytes but size is 31/ });
+  t.throws(() => encodeControl(manifest({ ...good, chunkLengths: [30] })), {
+    name: 'RangeError',
+    message: /"a\/f": chunkIds holds 2 ids but chunkLengths holds 1/,
+  });
+  t.throws(() => encodeControl(manifest({ ...good, size: 31 })), {
+    name: 'RangeError',
+    message: /add up to 30 bytes but size is 31/,
+  });
   t.throws(() => encodeControl(manifest({ ...good, mtimeMs: 1.5 })), { name: 'RangeError', message: /mtimeMs 1\.5/ });
   t.throws(() => encodeControl(manifest({ ...good, path: '' })), { name: 'RangeError', message: /path is empty/ });
-  t.throws(() => encodeControl(manifest({ ...good, root: fill(1, 31) })), { name: 'RangeError', message: /root must be 32 bytes/ });
-  t.throws(() => encodeControl({ type: 'want', transferId: 1, lacking: fill(0, 2), uniqueChunks: 8 }), { name: 'RangeError', message: /2 bytes for 8 chunks, expected 1/ });
+  t.throws(() => encodeControl(manifest({ ...good, root: fill(1, 31) })), {
+    name: 'RangeError',
+    message: /root must be 32 bytes/,
+  });
+  t.throws(() => encodeControl({ type: 'want', transferId: 1, lacking: fill(0, 2), uniqueChunks: 8 }), {
+    name: 'RangeError',
+    message: /2 bytes for 8 chunks, expected 1/,
+  });
   t.throws(() => encodeControl({ type: 'data-open', transferId: 2 ** 32, streamId: 0 }), RangeError);
-  t.throws(() => encodeControl({ type: 'transfer-done', transferId: 1, files: 0, bytes: 2 ** 53, chunksReceived: 0, chunksSkipped: 0 }), RangeError);
+  t.throws(
+    () =>
+      encodeControl({
+        type: 'transfer-done',
+        transferId: 1,
+        files: 0,
+        bytes: 2 ** 53,
+        chunksReceived: 0,
+        chunksSkipped: 0,
+      }),
+    RangeError,
+  );
 });
 
 t.test('random bytes inside transfer envelope members never escape as anything but ClawpeerError', async (t) => {
@@ -559,13 +969,26 @@ t.test('random bytes inside transfer envelope members never escape as anything b
 // ---------------------------------------------------------------------------------------------
 // splitManifest
 
-function checkBatches(t: Test, batches: readonly ManifestMessage[], entries: readonly ManifestEntry[], maxBytes: number, transferId: number): void {
+function checkBatches(
+  t: Test,
+  batches: readonly ManifestMessage[],
+  entries: readonly ManifestEntry[],
+  maxBytes: number,
+  transferId: number,
+): void {
   t.ok(batches.length >= 1, 'at least one batch');
-  t.same(batches.map((b) => b.last), batches.map((_, i) => i === batches.length - 1), 'last only on the final batch');
+  t.same(
+    batches.map((b) => b.last),
+    batches.map((_, i) => i === batches.length - 1),
+    'last only on the final batch',
+  );
   t.ok(batches.every((b) => b.transferId === transferId && b.type === 'manifest'));
   const flat = batches.flatMap((b) => b.entries);
   t.equal(flat.length, entries.length);
-  t.ok(flat.every((e, i) => e === entries[i]), 'concatenation equals the input, in order');
+  t.ok(
+    flat.every((e, i) => e === entries[i]),
+    'concatenation equals the input, in order',
+  );
   batches.forEach((b, i) => {
     const size = encodeControl(b).length;
     if (size > maxBytes) t.fail(`batch ${i} encodes to ${size} > ${maxBytes} bytes`);
@@ -583,11 +1006,16 @@ function checkBatches(t: Test, batches: readonly ManifestMessage[], entries: rea
 
 t.test('property: splitManifest batches fit the limit and concatenate to the input', async (t) => {
   fc.assert(
-    fc.property(fc.array(arbEntry, { maxLength: 40 }), fc.integer({ min: 700, max: 4000 }), arbU32, (entries, maxBytes, transferId) => {
-      const batches = splitManifest(transferId, entries, maxBytes);
-      checkBatches(t, batches, entries, maxBytes, transferId);
-      for (const b of batches) t.same(decodeControl(encodeControl(b), { maxBytes }), b);
-    }),
+    fc.property(
+      fc.array(arbEntry, { maxLength: 40 }),
+      fc.integer({ min: 700, max: 4000 }),
+      arbU32,
+      (entries, maxBytes, transferId) => {
+        const batches = splitManifest(transferId, entries, maxBytes);
+        checkBatches(t, batches, entries, maxBytes, transferId);
+        for (const b of batches) t.same(decodeControl(encodeControl(b), { maxBytes }), b);
+      },
+    ),
     { numRuns: 150 },
   );
 });
@@ -598,7 +1026,12 @@ t.test('splitManifest: an empty list gives one batch with last = true', async (t
 
 t.test('splitManifest: a 10,000-file tree with 16 chunks per file fits 64 KiB frames', async (t) => {
   const maxBytes = 64 << 10;
-  const entries = Array.from({ length: 10_000 }, (_, i) => file(`dir${i % 50}/file-${i}.dat`, Array.from({ length: 16 }, (_, j) => 65_536 + j)));
+  const entries = Array.from({ length: 10_000 }, (_, i) =>
+    file(
+      `dir${i % 50}/file-${i}.dat`,
+      Array.from({ length: 16 }, (_, j) => 65_536 + j),
+    ),
+  );
   const batches = splitManifest(9, entries, maxBytes);
   checkBatches(t, batches, entries, maxBytes, 9);
   // ~600 bytes per entry: about 100 entries per 64 KiB batch.
@@ -610,11 +1043,20 @@ t.test('splitManifest: a 10,000-file tree with 16 chunks per file fits 64 KiB fr
 t.test('splitManifest: at most MAX_MANIFEST_ENTRIES_PER_MESSAGE entries per batch', async (t) => {
   const entries = Array.from({ length: MAX_MANIFEST_ENTRIES_PER_MESSAGE + 1 }, () => dir('d'));
   const batches = splitManifest(1, entries, MAX_BYTES);
-  t.same(batches.map((b) => [b.entries.length, b.last]), [[MAX_MANIFEST_ENTRIES_PER_MESSAGE, false], [1, true]]);
+  t.same(
+    batches.map((b) => [b.entries.length, b.last]),
+    [
+      [MAX_MANIFEST_ENTRIES_PER_MESSAGE, false],
+      [1, true],
+    ],
+  );
 });
 
 t.test('splitManifest: an entry that alone exceeds the limit names its path and chunk count', async (t) => {
-  const huge = file('video/huge.mkv', Array.from({ length: 2000 }, () => 1 << 20));
+  const huge = file(
+    'video/huge.mkv',
+    Array.from({ length: 2000 }, () => 1 << 20),
+  );
   t.throws(() => splitManifest(1, [dir('video'), huge], 64 << 10), {
     code: 'FRAME_TOO_LARGE',
     message: /"video\/huge\.mkv" with 2000 chunks needs \d+ bytes, more than the 65536-byte frame limit/,
@@ -625,53 +1067,139 @@ t.test('splitManifest: an entry that alone exceeds the limit names its path and 
 t.test('ListReply: entries are checked as manifest metadata, and counted before they are decoded', async (t) => {
   const entry = { path: 'a', kind: 1, size: 3, mode: 0o644, mtimeMs: 1 };
   const cases: [string, Uint8Array, RegExp][] = [
-    ['empty path', raw({ listReply: { entries: [{ ...entry, path: '' }] } }), /ListReply\.entries\[0\] "": path is empty/],
-    ['symlink without target', raw({ listReply: { entries: [{ ...entry, kind: 3 }] } }), /linkTarget is empty for a symlink/],
-    ['file with a target', raw({ listReply: { entries: [{ ...entry, linkTarget: 'x' }] } }), /linkTarget must be empty for a file/],
-    ['mode beyond 0o7777', raw({ listReply: { entries: [{ ...entry, mode: 0o10000 }] } }), /mode 4096 is not in 0\.\.0o7777/],
+    [
+      'empty path',
+      raw({ listReply: { entries: [{ ...entry, path: '' }] } }),
+      /ListReply\.entries\[0\] "": path is empty/,
+    ],
+    [
+      'symlink without target',
+      raw({ listReply: { entries: [{ ...entry, kind: 3 }] } }),
+      /linkTarget is empty for a symlink/,
+    ],
+    [
+      'file with a target',
+      raw({ listReply: { entries: [{ ...entry, linkTarget: 'x' }] } }),
+      /linkTarget must be empty for a file/,
+    ],
+    [
+      'mode beyond 0o7777',
+      raw({ listReply: { entries: [{ ...entry, mode: 0o10000 }] } }),
+      /mode 4096 is not in 0\.\.0o7777/,
+    ],
   ];
   for (const [name, body, message] of cases) {
     t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message }, name);
   }
-  const ok = decodeControl(raw({ listReply: { requestId: 7, entries: [entry], shares: [{ name: 'docs', readOnly: true }], last: true } }), { maxBytes: MAX_BYTES });
-  t.same(ok, { type: 'list-reply', requestId: 7, entries: [{ path: 'a', kind: 'file', size: 3, mode: 0o644, mtimeMs: 1, linkTarget: '' }], shares: [{ name: 'docs', readOnly: true, noDelete: false }], last: true });
+  const ok = decodeControl(
+    raw({ listReply: { requestId: 7, entries: [entry], shares: [{ name: 'docs', readOnly: true }], last: true } }),
+    { maxBytes: MAX_BYTES },
+  );
+  t.same(ok, {
+    type: 'list-reply',
+    requestId: 7,
+    entries: [{ path: 'a', kind: 'file', size: 3, mode: 0o644, mtimeMs: 1, linkTarget: '' }],
+    shares: [{ name: 'docs', readOnly: true, noDelete: false }],
+    last: true,
+  });
   // Control.list_reply (field 57: tag ca 03) { entries: 100001 x empty ListEntry (12 00) }.
   const count = 100_001;
   const body = new Uint8Array(2 + 3 + 2 * count);
   body.set(hex('ca03 c29a0c'));
   for (let i = 0; i < count; i++) body.set([0x12, 0x00], 5 + 2 * i);
-  t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /ListReply has 100001 entries, more than 100000/ });
+  t.throws(() => decodeControl(body, { maxBytes: MAX_BYTES }), {
+    code: 'PROTOCOL',
+    message: /ListReply has 100001 entries, more than 100000/,
+  });
 });
 
 t.test('TransferDone.published: at most the files it counts, and at most 10,000', async (t) => {
   const files = (n: number): { path: string }[] => Array.from({ length: n }, (_, i) => ({ path: `f${i}` }));
-  t.throws(() => decodeControl(raw({ transferDone: { files: 1, published: files(2) } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /lists 2 files, more than the 1 it counts/ });
-  t.throws(() => decodeControl(raw({ transferDone: { files: 20_000, published: files(10_001) } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /lists 10001 files, more than 10000/ });
-  t.match(decodeControl(raw({ transferDone: { files: 3, published: [{ path: 'a', replaced: true }] } }), { maxBytes: MAX_BYTES }), { published: [{ path: 'a', replaced: true }] });
+  t.throws(() => decodeControl(raw({ transferDone: { files: 1, published: files(2) } }), { maxBytes: MAX_BYTES }), {
+    code: 'PROTOCOL',
+    message: /lists 2 files, more than the 1 it counts/,
+  });
+  t.throws(
+    () => decodeControl(raw({ transferDone: { files: 20_000, published: files(10_001) } }), { maxBytes: MAX_BYTES }),
+    { code: 'PROTOCOL', message: /lists 10001 files, more than 10000/ },
+  );
+  t.match(
+    decodeControl(raw({ transferDone: { files: 3, published: [{ path: 'a', replaced: true }] } }), {
+      maxBytes: MAX_BYTES,
+    }),
+    { published: [{ path: 'a', replaced: true }] },
+  );
 });
 
-t.test('TransferDone.created: directories and symlinks round-trip; other kinds, unspecified kinds and over 10,000 entries are refused', async (t) => {
-  const created = [
-    { path: 'd', kind: 'dir' as const },
-    { path: 'd/l', kind: 'symlink' as const, target: '../x', replaced: true },
-  ];
-  const done = { type: 'transfer-done' as const, transferId: 7, files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, created };
-  t.match(decodeControl(encodeControl(done), { maxBytes: MAX_BYTES }), { type: 'transfer-done', created });
-  t.notOk('created' in decodeControl(encodeControl({ ...done, created: [] }), { maxBytes: MAX_BYTES }), 'none: no field');
-  const kind = clawpeer.v1.EntryKind;
-  t.throws(() => decodeControl(raw({ transferDone: { created: [{ path: 'f', kind: kind.ENTRY_KIND_FILE }] } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /lists "f" as a file: only directories and symlinks/ });
-  t.throws(() => decodeControl(raw({ transferDone: { created: [{ path: 'f' }] } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /created kind is unspecified/ });
-  const many = Array.from({ length: 10_001 }, (_, i) => ({ path: `d${i}`, kind: kind.ENTRY_KIND_DIR }));
-  t.throws(() => decodeControl(raw({ transferDone: { created: many } }), { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /lists 10001 entries, more than 10000/ });
-  t.throws(() => encodeControl({ ...done, created: many.map((e) => ({ path: e.path, kind: 'dir' as const })) }), RangeError, 'nor will it encode them');
-});
+t.test(
+  'TransferDone.created: directories and symlinks round-trip; other kinds, unspecified kinds and over 10,000 entries are refused',
+  async (t) => {
+    const created = [
+      { path: 'd', kind: 'dir' as const },
+      { path: 'd/l', kind: 'symlink' as const, target: '../x', replaced: true },
+    ];
+    const done = {
+      type: 'transfer-done' as const,
+      transferId: 7,
+      files: 0,
+      bytes: 0,
+      chunksReceived: 0,
+      chunksSkipped: 0,
+      created,
+    };
+    t.match(decodeControl(encodeControl(done), { maxBytes: MAX_BYTES }), { type: 'transfer-done', created });
+    t.notOk(
+      'created' in decodeControl(encodeControl({ ...done, created: [] }), { maxBytes: MAX_BYTES }),
+      'none: no field',
+    );
+    const kind = clawpeer.v1.EntryKind;
+    t.throws(
+      () =>
+        decodeControl(raw({ transferDone: { created: [{ path: 'f', kind: kind.ENTRY_KIND_FILE }] } }), {
+          maxBytes: MAX_BYTES,
+        }),
+      { code: 'PROTOCOL', message: /lists "f" as a file: only directories and symlinks/ },
+    );
+    t.throws(() => decodeControl(raw({ transferDone: { created: [{ path: 'f' }] } }), { maxBytes: MAX_BYTES }), {
+      code: 'PROTOCOL',
+      message: /created kind is unspecified/,
+    });
+    const many = Array.from({ length: 10_001 }, (_, i) => ({ path: `d${i}`, kind: kind.ENTRY_KIND_DIR }));
+    t.throws(() => decodeControl(raw({ transferDone: { created: many } }), { maxBytes: MAX_BYTES }), {
+      code: 'PROTOCOL',
+      message: /lists 10001 entries, more than 10000/,
+    });
+    t.throws(
+      () => encodeControl({ ...done, created: many.map((e) => ({ path: e.path, kind: 'dir' as const })) }),
+      RangeError,
+      'nor will it encode them',
+    );
+  },
+);
 
 t.test('TransferDone.updated (itemize) round-trips, and is capped like published', async (t) => {
-  const message: ControlMessage = { type: 'transfer-done', transferId: 3, files: 0, bytes: 0, chunksReceived: 0, chunksSkipped: 0, updated: [{ path: 'a/b.txt', time: true, perms: false }, { path: 'c', time: false, perms: true }] };
+  const message: ControlMessage = {
+    type: 'transfer-done',
+    transferId: 3,
+    files: 0,
+    bytes: 0,
+    chunksReceived: 0,
+    chunksSkipped: 0,
+    updated: [
+      { path: 'a/b.txt', time: true, perms: false },
+      { path: 'c', time: false, perms: true },
+    ],
+  };
   const back = decodeControl(encodeControl(message), { maxBytes: MAX_BYTES });
   t.same(back.type === 'transfer-done' ? back.updated : null, message.updated);
   const tooMany = Array.from({ length: 10_001 }, (_, i) => ({ path: `f${i}`, time: true, perms: true }));
-  t.throws(() => encodeControl({ ...message, updated: tooMany }), { name: 'RangeError', message: /TransferDone\.updated lists 10001 files, more than 10000/ });
+  t.throws(() => encodeControl({ ...message, updated: tooMany }), {
+    name: 'RangeError',
+    message: /TransferDone\.updated lists 10001 files, more than 10000/,
+  });
   const wire = clawpeer.v1.Control.encode({ transferDone: { transferId: 3, updated: tooMany } }).finish();
-  t.throws(() => decodeControl(wire, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: /TransferDone\.updated lists 10001 files/ });
+  t.throws(() => decodeControl(wire, { maxBytes: MAX_BYTES }), {
+    code: 'PROTOCOL',
+    message: /TransferDone\.updated lists 10001 files/,
+  });
 });

@@ -59,7 +59,11 @@ t.test('a share name that is not valid UTF-8, or too long, is refused naming the
   })();
   t.ok(isClawpeerError(err) && err.code === 'PROTOCOL', 'PROTOCOL');
   t.match((err as Error).message, /WatchShare\.share/);
-  t.throws(() => encodeControl({ type: 'share-changed', share: 'docs', seq: -1 }), /ShareChanged\.seq/, 'the encoder refuses a negative seq');
+  t.throws(
+    () => encodeControl({ type: 'share-changed', share: 'docs', seq: -1 }),
+    /ShareChanged\.seq/,
+    'the encoder refuses a negative seq',
+  );
 });
 
 t.test('the watch feature is announced, and a session has it only when both sides do', async (t) => {

@@ -61,13 +61,19 @@ if (!bound) {
     answer = (req, _from, reply) => reply(Buffer.from([0, 128 + req[1]!, 0, 1, 0, 0, 0, 0]));
     const client = new PcpClient('127.0.0.1');
     t.teardown(() => client.close());
-    const err = await client.map('udp', 7700, 7700, 60).then(() => undefined, (e: unknown) => e);
+    const err = await client.map('udp', 7700, 7700, 60).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     t.ok(err instanceof PcpVersionError, String(err));
   });
 
   t.test('NAT-PMP: external address and mapping; result codes become errors naming them', async (t) => {
     answer = (req, _from, reply) => {
-      if (req[1] === 0) { reply(Buffer.from([0, 128, 0, 0, 0, 0, 0, 1, 203, 0, 113, 7])); return; }
+      if (req[1] === 0) {
+        reply(Buffer.from([0, 128, 0, 0, 0, 0, 0, 1, 203, 0, 113, 7]));
+        return;
+      }
       const out = Buffer.alloc(16);
       out[1] = 128 + req[1]!;
       out.writeUInt16BE(req.readUInt16BE(4) === 7701 ? 4 : 0, 2); // 7701: out of resources
@@ -90,7 +96,10 @@ if (!bound) {
     };
     const client = new NatPmpClient('127.0.0.1');
     t.teardown(() => client.close());
-    const err = await client.externalAddress().then(() => undefined, (e: unknown) => e);
+    const err = await client.externalAddress().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     t.ok(err instanceof ClawpeerError && err.code === 'TIMEOUT', String(err));
     t.equal(tries, 4);
     const abort = new AbortController();
@@ -100,7 +109,8 @@ if (!bound) {
   });
 
   t.test('a private or carrier-NAT external address is not worth announcing', async (t) => {
-    for (const a of ['10.1.2.3', '192.168.1.1', '172.16.0.1', '100.64.0.1', '127.0.0.1', '0.0.0.0']) t.ok(isPrivateIPv4(a), a);
+    for (const a of ['10.1.2.3', '192.168.1.1', '172.16.0.1', '100.64.0.1', '127.0.0.1', '0.0.0.0'])
+      t.ok(isPrivateIPv4(a), a);
     for (const a of ['203.0.113.2', '8.8.8.8', '172.32.0.1', '100.128.0.1']) t.notOk(isPrivateIPv4(a), a);
   });
 }

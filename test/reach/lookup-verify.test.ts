@@ -13,14 +13,24 @@ const target = generateIdentity();
 const other = generateIdentity();
 const dialer = generateIdentity();
 const peer = { id: target.nodeId, publicKey: target.publicKey, name: 'target' };
-const fields = (issuedAtMs: number) => ({ seq: 1, issuedAtMs, ttlMs: 90_000, addresses: [{ host: '127.0.0.1', port: 7700, role: 'listen' as const, source: 'local' as const }] });
+const fields = (issuedAtMs: number) => ({
+  seq: 1,
+  issuedAtMs,
+  ttlMs: 90_000,
+  addresses: [{ host: '127.0.0.1', port: 7700, role: 'listen' as const, source: 'local' as const }],
+});
 
 /** A fake rendezvous answering every lookup with `answer`. */
 async function fakeRendezvous(answer: () => Uint8Array): Promise<dgram.Socket> {
   const s = dgram.createSocket('udp4');
   s.on('message', (msg, r) => {
     const m = decodeTraversal(msg);
-    if (m.type === 'lookup') s.send(encodeTraversal({ type: 'lookupReply', publicKey: m.publicKey, announcement: answer() }), r.port, r.address);
+    if (m.type === 'lookup')
+      s.send(
+        encodeTraversal({ type: 'lookupReply', publicKey: m.publicKey, announcement: answer() }),
+        r.port,
+        r.address,
+      );
   });
   s.bind(0, '127.0.0.1');
   await once(s, 'listening');
@@ -30,7 +40,11 @@ async function fakeRendezvous(answer: () => Uint8Array): Promise<dgram.Socket> {
 async function found(answer: () => Uint8Array): Promise<string[]> {
   const server = await fakeRendezvous(answer);
   try {
-    const sources = rendezvousSourcesFor({ rendezvous: { host: '127.0.0.1', port: server.address().port }, identity: dialer, log: silentLogger });
+    const sources = rendezvousSourcesFor({
+      rendezvous: { host: '127.0.0.1', port: server.address().port },
+      identity: dialer,
+      log: silentLogger,
+    });
     const out: string[] = [];
     for await (const c of sources.lookup.find(peer, new AbortController().signal)) out.push(c.describe);
     sources.release();
@@ -45,11 +59,14 @@ t.test('the genuine announcement yields its listen address', async (t) => {
 });
 
 t.test('forged: one byte changed, the signature fails', async (t) => {
-  t.same(await found(() => {
-    const b = encodeAnnouncement(target, fields(Date.now()));
-    b[b.length - 70] = (b[b.length - 70] ?? 0) ^ 1;
-    return b;
-  }), []);
+  t.same(
+    await found(() => {
+      const b = encodeAnnouncement(target, fields(Date.now()));
+      b[b.length - 70] = (b[b.length - 70] ?? 0) ^ 1;
+      return b;
+    }),
+    [],
+  );
 });
 
 t.test('expired', async (t) => {
@@ -69,7 +86,19 @@ t.test('candidates: listen addresses only; mapped ones say so; loopback only wit
     { host: '198.51.100.3', port: 5000, role: 'mux' as const, source: 'reflexive' as const },
   ];
   const remote = lookupCandidates(addresses, { host: '198.51.100.1', port: 7800 });
-  t.same(remote.map((c) => [c.describe, c.path(), c.priority]), [['192.0.2.7:7700', 'direct', 1], ['mapped 203.0.113.9:41000', 'mapped', 1]]);
-  t.same(lookupCandidates(addresses, { host: '127.0.0.1', port: 7800 }).map((c) => c.describe), ['192.0.2.7:7700', 'mapped 203.0.113.9:41000', '127.0.0.1:7700']);
-  t.same(lookupCandidates(addresses, { host: '198.51.100.1', port: 7800 }, new Set(['mapped'])).map((c) => c.describe), ['192.0.2.7:7700']);
+  t.same(
+    remote.map((c) => [c.describe, c.path(), c.priority]),
+    [
+      ['192.0.2.7:7700', 'direct', 1],
+      ['mapped 203.0.113.9:41000', 'mapped', 1],
+    ],
+  );
+  t.same(
+    lookupCandidates(addresses, { host: '127.0.0.1', port: 7800 }).map((c) => c.describe),
+    ['192.0.2.7:7700', 'mapped 203.0.113.9:41000', '127.0.0.1:7700'],
+  );
+  t.same(
+    lookupCandidates(addresses, { host: '198.51.100.1', port: 7800 }, new Set(['mapped'])).map((c) => c.describe),
+    ['192.0.2.7:7700'],
+  );
 });

@@ -15,13 +15,20 @@ t.test('claim, busy, lookup, release', async (t) => {
   const bob = generateIdentity();
   const addresses = [{ host: '192.0.2.5', port: 7700, role: 'listen' as const, source: 'local' as const }];
   await claimNameplate({ identity: alice, rendezvous, nameplate: 17, fields: { addresses } });
-  await t.rejects(claimNameplate({ identity: bob, rendezvous, nameplate: 17 }), { code: 'PEER_BUSY', message: /nameplate 17 is taken/ });
+  await t.rejects(claimNameplate({ identity: bob, rendezvous, nameplate: 17 }), {
+    code: 'PEER_BUSY',
+    message: /nameplate 17 is taken/,
+  });
   const found = await lookupNameplate({ rendezvous, nameplate: 17 });
   t.equal(found?.nodeId, alice.nodeId, 'the holder, verified');
   t.same(found?.addresses, addresses);
   t.equal(await lookupNameplate({ rendezvous, nameplate: 18 }), undefined, 'an unclaimed one');
   await releaseNameplate({ identity: bob, rendezvous, nameplate: 17 });
-  t.equal((await lookupNameplate({ rendezvous, nameplate: 17 }))?.nodeId, alice.nodeId, 'another node cannot release it');
+  t.equal(
+    (await lookupNameplate({ rendezvous, nameplate: 17 }))?.nodeId,
+    alice.nodeId,
+    'another node cannot release it',
+  );
   await releaseNameplate({ identity: alice, rendezvous, nameplate: 17 });
   t.equal(await lookupNameplate({ rendezvous, nameplate: 17 }), undefined, 'released');
   await claimNameplate({ identity: bob, rendezvous, nameplate: 17 });

@@ -21,24 +21,64 @@ async function first(source: PathSource): Promise<DialCandidate | Error> {
 }
 
 t.test('a typed address is the only source', async (t) => {
-  const p = pathSourcesFor({ config: DEFAULT_REACH_CONFIG, identity, peer: { ...peer, address: { host: '192.0.2.9', port: 1 } }, typedAddress: { host: '192.0.2.7', port: 7700 }, log: silentLogger });
-  t.same(p.sources.map((s) => s.name), ['direct']);
+  const p = pathSourcesFor({
+    config: DEFAULT_REACH_CONFIG,
+    identity,
+    peer: { ...peer, address: { host: '192.0.2.9', port: 1 } },
+    typedAddress: { host: '192.0.2.7', port: 7700 },
+    log: silentLogger,
+  });
+  t.same(
+    p.sources.map((s) => s.name),
+    ['direct'],
+  );
   const c = await first(p.sources[0]!);
-  t.same([(c as DialCandidate).address, (c as DialCandidate).path(), (c as DialCandidate).describe], [{ host: '192.0.2.7', port: 7700 }, 'direct', 'direct 192.0.2.7:7700']);
+  t.same(
+    [(c as DialCandidate).address, (c as DialCandidate).path(), (c as DialCandidate).describe],
+    [{ host: '192.0.2.7', port: 7700 }, 'direct', 'direct 192.0.2.7:7700'],
+  );
 });
 
 t.test('pinned, last, LAN and a rendezvous note; discovery off and no address says so', async (t) => {
-  const p = pathSourcesFor({ config: DEFAULT_REACH_CONFIG, identity, peer: { ...peer, address: { host: '192.0.2.7', port: 7700 } }, lastAddress: { address: { host: '192.0.2.8', port: 7700 }, path: 'lan' }, log: silentLogger });
-  t.same(p.sources.map((s) => s.name), ['direct', 'last', 'lan', 'rendezvous']);
+  const p = pathSourcesFor({
+    config: DEFAULT_REACH_CONFIG,
+    identity,
+    peer: { ...peer, address: { host: '192.0.2.7', port: 7700 } },
+    lastAddress: { address: { host: '192.0.2.8', port: 7700 }, path: 'lan' },
+    log: silentLogger,
+  });
+  t.same(
+    p.sources.map((s) => s.name),
+    ['direct', 'last', 'lan', 'rendezvous'],
+  );
   t.match(await first(p.sources[3]!), { message: /none configured \(name one with --rendezvous HOST:PORT/ });
-  const off = pathSourcesFor({ config: { ...DEFAULT_REACH_CONFIG, lanDiscovery: false }, identity, peer, log: silentLogger });
-  t.same(off.sources.map((s) => s.name), ['lan', 'rendezvous']);
+  const off = pathSourcesFor({
+    config: { ...DEFAULT_REACH_CONFIG, lanDiscovery: false },
+    identity,
+    peer,
+    log: silentLogger,
+  });
+  t.same(
+    off.sources.map((s) => s.name),
+    ['lan', 'rendezvous'],
+  );
   t.match(await first(off.sources[0]!), { message: /LAN discovery is off/ });
 });
 
 t.test('a peer pinned on loopback is looked for on loopback only', async (t) => {
-  const p = pathSourcesFor({ config: { ...DEFAULT_REACH_CONFIG, lanDiscoveryPort: 40_000 + Math.floor(Math.random() * 20_000), lanDiscoveryTimeoutMs: 100 }, identity, peer: { ...peer, address: { host: '127.0.0.1', port: 7700 } }, log: silentLogger });
-  t.match(await first(p.sources.find((s) => s.name === 'lan')!), { message: /no answer on the LAN \(UDP port \d+, loopback\) within 100 ms/ });
+  const p = pathSourcesFor({
+    config: {
+      ...DEFAULT_REACH_CONFIG,
+      lanDiscoveryPort: 40_000 + Math.floor(Math.random() * 20_000),
+      lanDiscoveryTimeoutMs: 100,
+    },
+    identity,
+    peer: { ...peer, address: { host: '127.0.0.1', port: 7700 } },
+    log: silentLogger,
+  });
+  t.match(await first(p.sources.find((s) => s.name === 'lan')!), {
+    message: /no answer on the LAN \(UDP port \d+, loopback\) within 100 ms/,
+  });
 });
 
 t.test('a named rendezvous uses the injected client, released with the paths', async (t) => {
@@ -47,12 +87,25 @@ t.test('a named rendezvous uses the injected client, released with the paths', a
   const factory: RendezvousSourcesFactory = ({ rendezvous }) => {
     calls.push(`${rendezvous.host}:${rendezvous.port}`);
     const none: PathSource = { name: 'x', async *find() {} };
-    return { lookup: { ...none, name: 'rendezvous-lookup' }, traversal: { ...none, name: 'traversal' }, release: () => {
-      released++;
-    } };
+    return {
+      lookup: { ...none, name: 'rendezvous-lookup' },
+      traversal: { ...none, name: 'traversal' },
+      release: () => {
+        released++;
+      },
+    };
   };
-  const p = pathSourcesFor({ config: { ...DEFAULT_REACH_CONFIG, rendezvous: { host: '203.0.113.5', port: 7800 } }, identity, peer, log: silentLogger, rendezvousSources: factory });
-  t.same(p.sources.map((s) => s.name), ['lan', 'rendezvous-lookup', 'traversal']);
+  const p = pathSourcesFor({
+    config: { ...DEFAULT_REACH_CONFIG, rendezvous: { host: '203.0.113.5', port: 7800 } },
+    identity,
+    peer,
+    log: silentLogger,
+    rendezvousSources: factory,
+  });
+  t.same(
+    p.sources.map((s) => s.name),
+    ['lan', 'rendezvous-lookup', 'traversal'],
+  );
   t.same(calls, ['203.0.113.5:7800']);
   p.release();
   t.equal(released, 1);

@@ -13,7 +13,11 @@ import { dialPeer } from '../../src/session/dialer.js';
 import type { PeerSession } from '../../src/session/session.js';
 import { startListenerReach, type ListenerReach } from '../../src/reach/listener-reach.js';
 import { rendezvousSourcesFor, type RendezvousSourcesOptions } from '../../src/reach/rendezvous-paths.js';
-import { startRendezvousServer, type RendezvousServer, type RendezvousServerOptions } from '../../src/reach/rendezvous-server.js';
+import {
+  startRendezvousServer,
+  type RendezvousServer,
+  type RendezvousServerOptions,
+} from '../../src/reach/rendezvous-server.js';
 import type { DialCandidate, PathSource, PeerToReach } from '../../src/reach/paths.js';
 import type { HostPort } from '../../src/transport/types.js';
 
@@ -29,7 +33,9 @@ export interface ReachLab {
   close(): Promise<void>;
 }
 
-export async function startReachLab(o: { log?: Logger; config?: Partial<Record<string, unknown>>; tamper?: RendezvousServerOptions['tamper'] } = {}): Promise<ReachLab> {
+export async function startReachLab(
+  o: { log?: Logger; config?: Partial<Record<string, unknown>>; tamper?: RendezvousServerOptions['tamper'] } = {},
+): Promise<ReachLab> {
   const log = o.log ?? silentLogger;
   const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-reach-'));
   const inbox = await realpath(dir);
@@ -38,14 +44,39 @@ export async function startReachLab(o: { log?: Logger; config?: Partial<Record<s
   const peers = new PeerStore(path.join(dir, 'peers.json'));
   await peers.add(dialerId.nodeId, 'dialer');
   const config = resolveConfig({ transport: 'quic', ...o.config });
-  const rendezvous = await startRendezvousServer({ listen: { host: '127.0.0.1', port: 0 }, log: log.child('rendezvous'), ...(o.tamper ? { tamper: o.tamper } : {}) });
+  const rendezvous = await startRendezvousServer({
+    listen: { host: '127.0.0.1', port: 0 },
+    log: log.child('rendezvous'),
+    ...(o.tamper ? { tamper: o.tamper } : {}),
+  });
   // As `clawpeer listen` wires it: the server asks the reach (started once the server is bound) for paths.
   let late: ListenerReach | undefined;
-  const listener = await Listener.start({ identity: listenerId, peers, shares: [{ name: 'inbox', dir: inbox, readOnly: false }], host: '127.0.0.1', port: 0, config, log: log.child('listener'), pathOf: (remote) => late?.pathOf(remote) });
-  const reach = late = await startListenerReach({ identity: listenerId, rendezvous: rendezvous.address, bound: listener.bound, log: log.child('reach'), muxHost: '127.0.0.1' });
+  const listener = await Listener.start({
+    identity: listenerId,
+    peers,
+    shares: [{ name: 'inbox', dir: inbox, readOnly: false }],
+    host: '127.0.0.1',
+    port: 0,
+    config,
+    log: log.child('listener'),
+    pathOf: (remote) => late?.pathOf(remote),
+  });
+  const reach = (late = await startListenerReach({
+    identity: listenerId,
+    rendezvous: rendezvous.address,
+    bound: listener.bound,
+    log: log.child('reach'),
+    muxHost: '127.0.0.1',
+  }));
   await reach.registered;
   return {
-    rendezvous, listener, reach, listenerId, dialerId, inbox, config,
+    rendezvous,
+    listener,
+    reach,
+    listenerId,
+    dialerId,
+    inbox,
+    config,
     peer: { id: listenerId.nodeId, publicKey: listenerId.publicKey, name: 'listener' },
     close: async () => {
       await listener.close();
@@ -78,7 +109,12 @@ export interface Dialled {
 }
 
 /** Dials the lab's listener through the rendezvous: which source, which paths are off. */
-export async function dialThrough(lab: ReachLab, which: 'lookup' | 'traversal', extra: Partial<RendezvousSourcesOptions> = {}, log: Logger = silentLogger): Promise<Dialled> {
+export async function dialThrough(
+  lab: ReachLab,
+  which: 'lookup' | 'traversal',
+  extra: Partial<RendezvousSourcesOptions> = {},
+  log: Logger = silentLogger,
+): Promise<Dialled> {
   const sources = rendezvousSourcesFor({ rendezvous: lab.rendezvous.address, identity: lab.dialerId, log, ...extra });
   const started = Date.now();
   const candidate = await firstCandidate(sources[which], lab.peer);
@@ -86,14 +122,21 @@ export async function dialThrough(lab: ReachLab, which: 'lookup' | 'traversal', 
   const address: HostPort = candidate.address;
   let session: PeerSession;
   try {
-    session = await dialPeer({ identity: lab.dialerId, peer: { ...lab.peer, address }, config: { ...lab.config, transport: candidate.transport === 'quic' ? 'quic' : lab.config.transport }, log });
+    session = await dialPeer({
+      identity: lab.dialerId,
+      peer: { ...lab.peer, address },
+      config: { ...lab.config, transport: candidate.transport === 'quic' ? 'quic' : lab.config.transport },
+      log,
+    });
   } catch (err) {
     candidate.release();
     throw err;
   }
   const welcomeMs = Date.now() - started;
   return {
-    session, candidate, welcomeMs,
+    session,
+    candidate,
+    welcomeMs,
     close: async () => {
       await session.close().catch(() => undefined);
       candidate.release();

@@ -38,13 +38,27 @@ async function pushChecked(t: Test, d: Dialled, name: string, size: number): Pro
   const bytes = Buffer.concat([Buffer.from(MARK.repeat(64)), randomBytes(size)]);
   await writeFile(path.join(work, name), bytes);
   try {
-    await push({ session: d.session, share: 'inbox', remotePath: '', localPath: path.join(work, name), force: true, streams: 1, window: 8, idleTimeoutMs: 3_000, log: silentLogger, signal: AbortSignal.timeout(20_000) });
+    await push({
+      session: d.session,
+      share: 'inbox',
+      remotePath: '',
+      localPath: path.join(work, name),
+      force: true,
+      streams: 1,
+      window: 8,
+      idleTimeoutMs: 3_000,
+      log: silentLogger,
+      signal: AbortSignal.timeout(20_000),
+    });
   } catch (err) {
     t.ok(err instanceof ClawpeerError, `failed cleanly: ${(err as Error).message}`);
     t.notOk(existsSync(path.join(lab.inbox, name)), 'nothing landed under the name');
     return 'failed';
   }
-  t.ok(Buffer.compare(await readFile(path.join(lab.inbox, name)), bytes) === 0, 'what landed is byte for byte what was sent');
+  t.ok(
+    Buffer.compare(await readFile(path.join(lab.inbox, name)), bytes) === 0,
+    'what landed is byte for byte what was sent',
+  );
   return 'landed';
 }
 
@@ -80,50 +94,65 @@ t.test('every datagram flipped: the connection fails cleanly, nothing lands', as
   tamper = (bytes, to) => [{ bytes, to }];
 });
 
-t.test('replayed datagrams (each sent twice, old ones again later): duplicates are discarded, the file lands intact', async (t) => {
-  const d = await relayed();
-  t.teardown(() => d.close());
-  const old: { bytes: Uint8Array; to: HostPort }[] = [];
-  let n = 0;
-  tamper = (bytes, to) => {
-    const out = [{ bytes, to }, { bytes: Buffer.from(bytes), to }];
-    if (old.length < 50) old.push({ bytes: Buffer.from(bytes), to });
-    if (++n % 10 === 0) out.push(...old.splice(0, 5));
-    return out;
-  };
-  t.equal(await pushChecked(t, d, 'replay.bin', 512 * 1024), 'landed');
-  tamper = (bytes, to) => [{ bytes, to }];
-});
+t.test(
+  'replayed datagrams (each sent twice, old ones again later): duplicates are discarded, the file lands intact',
+  async (t) => {
+    const d = await relayed();
+    t.teardown(() => d.close());
+    const old: { bytes: Uint8Array; to: HostPort }[] = [];
+    let n = 0;
+    tamper = (bytes, to) => {
+      const out = [
+        { bytes, to },
+        { bytes: Buffer.from(bytes), to },
+      ];
+      if (old.length < 50) old.push({ bytes: Buffer.from(bytes), to });
+      if (++n % 10 === 0) out.push(...old.splice(0, 5));
+      return out;
+    };
+    t.equal(await pushChecked(t, d, 'replay.bin', 512 * 1024), 'landed');
+    tamper = (bytes, to) => [{ bytes, to }];
+  },
+);
 
-t.test('two sessions swapped by the relay: each connection still ends at its pinned peer or fails; nothing wrong lands', async (t) => {
-  const d1 = await relayed();
-  const d2 = await relayed();
-  t.teardown(async () => {
-    await d1.close();
-    await d2.close();
-  });
-  const token = (b: Uint8Array): string => Buffer.from(b.subarray(5, 13)).toString('hex');
-  // Learn each session's token and the dialer's address from what passes, then cross them over.
-  const dialerOf = new Map<string, HostPort>();
-  const listenerMux = lab.reach.mux;
-  tamper = (bytes, to) => {
-    const tk = token(bytes);
-    if (to.port !== listenerMux.port) dialerOf.set(tk, to);
-    const tokens = [...dialerOf.keys()];
-    if (tokens.length < 2) return [{ bytes, to }];
-    const other = tokens.find((x) => x !== tk);
-    if (other === undefined) return [{ bytes, to }];
-    const swapped = Buffer.from(bytes);
-    Buffer.from(other, 'hex').copy(swapped, 5);
-    return [{ bytes: swapped, to: to.port === listenerMux.port ? to : (dialerOf.get(other) ?? to) }];
-  };
-  // Warm both so the relay learns both dialers' addresses.
-  const results = await Promise.all([pushChecked(t, d1, 'swap-1.bin', 256 * 1024), pushChecked(t, d2, 'swap-2.bin', 256 * 1024)]);
-  t.ok(results.every((r) => r === 'landed' || r === 'failed'), `outcomes: ${results.join(', ')}`);
-  t.equal(d1.session.peerId, lab.listenerId.nodeId, 'session 1 still talks to the pinned listener');
-  t.equal(d2.session.peerId, lab.listenerId.nodeId, 'session 2 too');
-  tamper = (bytes, to) => [{ bytes, to }];
-});
+t.test(
+  'two sessions swapped by the relay: each connection still ends at its pinned peer or fails; nothing wrong lands',
+  async (t) => {
+    const d1 = await relayed();
+    const d2 = await relayed();
+    t.teardown(async () => {
+      await d1.close();
+      await d2.close();
+    });
+    const token = (b: Uint8Array): string => Buffer.from(b.subarray(5, 13)).toString('hex');
+    // Learn each session's token and the dialer's address from what passes, then cross them over.
+    const dialerOf = new Map<string, HostPort>();
+    const listenerMux = lab.reach.mux;
+    tamper = (bytes, to) => {
+      const tk = token(bytes);
+      if (to.port !== listenerMux.port) dialerOf.set(tk, to);
+      const tokens = [...dialerOf.keys()];
+      if (tokens.length < 2) return [{ bytes, to }];
+      const other = tokens.find((x) => x !== tk);
+      if (other === undefined) return [{ bytes, to }];
+      const swapped = Buffer.from(bytes);
+      Buffer.from(other, 'hex').copy(swapped, 5);
+      return [{ bytes: swapped, to: to.port === listenerMux.port ? to : (dialerOf.get(other) ?? to) }];
+    };
+    // Warm both so the relay learns both dialers' addresses.
+    const results = await Promise.all([
+      pushChecked(t, d1, 'swap-1.bin', 256 * 1024),
+      pushChecked(t, d2, 'swap-2.bin', 256 * 1024),
+    ]);
+    t.ok(
+      results.every((r) => r === 'landed' || r === 'failed'),
+      `outcomes: ${results.join(', ')}`,
+    );
+    t.equal(d1.session.peerId, lab.listenerId.nodeId, 'session 1 still talks to the pinned listener');
+    t.equal(d2.session.peerId, lab.listenerId.nodeId, 'session 2 too');
+    tamper = (bytes, to) => [{ bytes, to }];
+  },
+);
 
 t.test('the relay sees only ciphertext: no plaintext in what it forwards, none in its log', async (t) => {
   const d = await relayed();
@@ -134,9 +163,9 @@ t.test('the relay sees only ciphertext: no plaintext in what it forwards, none i
   tap = false;
   t.ok(seen.length > 20, `${seen.length} datagrams relayed`);
   const all = Buffer.concat(seen);
-  t.equal(all.indexOf(MARK), -1, 'the file\'s bytes never pass in the clear');
+  t.equal(all.indexOf(MARK), -1, "the file's bytes never pass in the clear");
   t.equal(all.indexOf('secret-name-4be1'), -1, 'nor its name');
   t.equal(all.indexOf('inbox'), -1, 'nor the share name');
   const log = logLines.filter((l) => l.includes('rendezvous')).join('');
-  t.notMatch(log, /PLAINTEXT-MARKER|secret-name|inbox/, 'the relay\'s log names none of it');
+  t.notMatch(log, /PLAINTEXT-MARKER|secret-name|inbox/, "the relay's log names none of it");
 });

@@ -24,10 +24,16 @@ t.teardown(() => lab.close());
 const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-relay-upgrade-'));
 t.teardown(() => rm(work, { recursive: true, force: true }));
 
-const listenerPaths = (): string[] => lab.listener.connectedPeers().map((p) => lab.reach.pathOf(parseHostPort(p.addr)) ?? 'direct');
+const listenerPaths = (): string[] =>
+  lab.listener.connectedPeers().map((p) => lab.reach.pathOf(parseHostPort(p.addr)) ?? 'direct');
 
 t.test('relayed, then punched mid-push: same session, bytes intact, both sides say punched', async (t) => {
-  const d = await dialThrough(lab, 'traversal', { relayAfterMs: 100, firstPunchAfterMs: 60_000, upgradeEveryMs: UPGRADE_AFTER_MS, upgradeTries: 1 });
+  const d = await dialThrough(lab, 'traversal', {
+    relayAfterMs: 100,
+    firstPunchAfterMs: 60_000,
+    upgradeEveryMs: UPGRADE_AFTER_MS,
+    upgradeTries: 1,
+  });
   t.teardown(() => d.close());
   t.equal(d.candidate.path(), 'relayed', 'the dial starts on the relay');
   for (let i = 0; i < 50 && listenerPaths().length === 0; i++) await new Promise((r) => setTimeout(r, 20));
@@ -53,16 +59,34 @@ t.test('relayed, then punched mid-push: same session, bytes intact, both sides s
     if (seen.at(-1) !== p) seen.push(p);
   };
   note();
-  await push({ session: d.session, share: 'inbox', remotePath: '', localPath: src, force: true, streams: 2, window: 16, idleTimeoutMs: 10_000, log: silentLogger, signal: new AbortController().signal, onProgress: note });
+  await push({
+    session: d.session,
+    share: 'inbox',
+    remotePath: '',
+    localPath: src,
+    force: true,
+    streams: 2,
+    window: 16,
+    idleTimeoutMs: 10_000,
+    log: silentLogger,
+    signal: new AbortController().signal,
+    onProgress: note,
+  });
   note();
   const relayed = lab.rendezvous.counters().relayedBytes - relayedBefore;
 
-  t.ok(Buffer.compare(await readFile(path.join(lab.inbox, 'moved.bin')), bytes) === 0, 'the pushed file landed byte for byte');
+  t.ok(
+    Buffer.compare(await readFile(path.join(lab.inbox, 'moved.bin')), bytes) === 0,
+    'the pushed file landed byte for byte',
+  );
   t.same(seen, ['relayed', 'punched'], 'the dial side saw the path change during the push');
-  t.ok(relayed > 1024 * 1024 && relayed < FILE_BYTES, `part of the push went through the relay (${relayed} bytes), the rest did not`);
+  t.ok(
+    relayed > 1024 * 1024 && relayed < FILE_BYTES,
+    `part of the push went through the relay (${relayed} bytes), the rest did not`,
+  );
   t.equal(d.candidate.path(), 'punched');
   t.same(listenerPaths(), ['punched'], 'the listener sees the same connection punched');
-  t.equal(lab.listener.connectedPeers()[0]?.since, since, 'the listener\'s session is the one from the start');
+  t.equal(lab.listener.connectedPeers()[0]?.since, since, "the listener's session is the one from the start");
   t.notOk(closed, 'the connection never closed');
 
   // And it keeps working after the move, without the relay.

@@ -31,14 +31,29 @@ async function exercise(t: Test, d: Dialled, name: string): Promise<void> {
   const src = path.join(work, `${name}.bin`);
   await writeFile(src, bytes);
   const ac = new AbortController();
-  await push({ session: d.session, share: 'inbox', remotePath: '', localPath: src, force: true, streams: 2, window: 16, idleTimeoutMs: 10_000, log: silentLogger, signal: ac.signal });
-  t.ok(Buffer.compare(await readFile(path.join(lab.inbox, `${name}.bin`)), bytes) === 0, 'the pushed file landed byte for byte');
+  await push({
+    session: d.session,
+    share: 'inbox',
+    remotePath: '',
+    localPath: src,
+    force: true,
+    streams: 2,
+    window: 16,
+    idleTimeoutMs: 10_000,
+    log: silentLogger,
+    signal: ac.signal,
+  });
+  t.ok(
+    Buffer.compare(await readFile(path.join(lab.inbox, `${name}.bin`)), bytes) === 0,
+    'the pushed file landed byte for byte',
+  );
 }
 
 /** What the listener reports (ServerOptions.pathOf through the reach); no path: an address dialled directly. */
 function listenerPaths(l: ReachLab): (string | undefined)[] {
   return l.listener.connectedPeers().map((p) => {
-    if ((p.path ?? 'direct') !== (l.reach.pathOf(parseHostPort(p.addr)) ?? 'direct')) throw new Error('connectedPeers and pathOf disagree');
+    if ((p.path ?? 'direct') !== (l.reach.pathOf(parseHostPort(p.addr)) ?? 'direct'))
+      throw new Error('connectedPeers and pathOf disagree');
     return p.path ?? 'direct';
   });
 }
@@ -100,8 +115,16 @@ t.test('after the dial closes and the sources are released, no socket of theirs 
   await new Promise((r) => setTimeout(r, 300)); // sockets of earlier tests finish closing
   const before = udp();
   const d = await dialThrough(lab, 'traversal', { disable: ['relayed'] });
-  t.equal(udp(), before + 3, 'while connected: the dialer\'s traversal socket and forwarder, the listener\'s forwarder for it');
+  t.equal(
+    udp(),
+    before + 3,
+    "while connected: the dialer's traversal socket and forwarder, the listener's forwarder for it",
+  );
   await d.close();
   for (let i = 0; i < 50 && udp() > before + 1; i++) await new Promise((r) => setTimeout(r, 20));
-  t.equal(udp(), before + 1, 'the dialer\'s are closed (nothing keeps its process alive); the listener\'s forwarder waits out its idle time');
+  t.equal(
+    udp(),
+    before + 1,
+    "the dialer's are closed (nothing keeps its process alive); the listener's forwarder waits out its idle time",
+  );
 });

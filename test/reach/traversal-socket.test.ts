@@ -51,7 +51,11 @@ t.test('listener side: one forwarder per remote, reused, both directions from th
   // Three datagrams at once, before the forwarder has even bound: none lost, one forwarder.
   for (let i = 0; i < 3; i++) remote.send(quic(i), mux.address.port, '127.0.0.1');
   await until(() => got.length >= 3);
-  t.same(got.map((g) => g.msg[5]), [0, 1, 2], 'in order, all of them');
+  t.same(
+    got.map((g) => g.msg[5]),
+    [0, 1, 2],
+    'in order, all of them',
+  );
   t.equal(new Set(got.map((g) => g.from)).size, 1, 'all from one forwarder');
   const fwd = got[0]!.from;
   t.equal(mux.pathOf({ host: '127.0.0.1', port: fwd }), 'punched', 'pathOf knows it');
@@ -79,7 +83,11 @@ t.test('traversal messages go to the handlers (PING answered), never to quinn', 
   const seen: string[] = [];
   mux.on((m) => seen.push(m.type));
   const pong = next(remote);
-  remote.send(encodeTraversal({ type: 'ping', nonce: new Uint8Array(8).fill(3), from: new Uint8Array(32) }), mux.address.port, '127.0.0.1');
+  remote.send(
+    encodeTraversal({ type: 'ping', nonce: new Uint8Array(8).fill(3), from: new Uint8Array(32) }),
+    mux.address.port,
+    '127.0.0.1',
+  );
   const reply = await pong;
   t.equal(reply.msg[0], 0x89, 'a PONG comes back');
   t.same(seen, ['ping']);
@@ -105,66 +113,78 @@ t.test('dial side: each candidate its own forwarder; releasing one leaves the ot
   t.not(loser.address.port, winner.address.port);
   const out = next(peer);
   client.send(quic(1), winner.address.port, '127.0.0.1');
-  t.equal((await out).msg[5], 1, 'the client\'s datagram reaches the peer');
+  t.equal((await out).msg[5], 1, "the client's datagram reaches the peer");
   loser.close(); // the race's loser is released
   const back = next(client);
   peer.send(quic(2), mux.address.port, '127.0.0.1');
   const answer = await back;
-  t.equal(answer.msg[5], 2, 'the peer\'s answer still reaches the winner\'s client');
-  t.equal(answer.from, winner.address.port, 'through the winner\'s forwarder');
+  t.equal(answer.msg[5], 2, "the peer's answer still reaches the winner's client");
+  t.equal(answer.from, winner.address.port, "through the winner's forwarder");
   winner.close();
 });
 
-t.test('a relay session moves to a punched address only after that address pinged, on the same forwarder', async (t) => {
-  const quinn = await udp();
-  const relay = await udp(); // stands in for the rendezvous relay
-  const peer = await udp(); // the dialer's traversal socket, once a hole is open
-  const stranger = await udp(); // knows the token, never punched
-  const mux = await TraversalSocket.open({ host: '127.0.0.1', port: 0, log: silentLogger });
-  mux.serveInbound({ host: '127.0.0.1', port: port(quinn) });
-  const token = Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8);
-  mux.acceptRelay({ host: '127.0.0.1', port: port(relay) }, token);
-  t.teardown(async () => {
-    for (const s of [quinn, relay, peer, stranger]) s.close();
-    await mux.close();
-  });
-  const framed = (n: number): Uint8Array => encodeTraversal({ type: 'relayData', token, payload: quic(n) });
-  /** The next relayed datagram `s` receives (PONGs skipped). */
-  const nextData = (s: dgram.Socket): Promise<Buffer> => new Promise((resolve) => {
-    const on = (msg: Buffer): void => {
-      if (msg[0] !== 0x8d) return;
-      s.off('message', on);
-      resolve(msg);
+t.test(
+  'a relay session moves to a punched address only after that address pinged, on the same forwarder',
+  async (t) => {
+    const quinn = await udp();
+    const relay = await udp(); // stands in for the rendezvous relay
+    const peer = await udp(); // the dialer's traversal socket, once a hole is open
+    const stranger = await udp(); // knows the token, never punched
+    const mux = await TraversalSocket.open({ host: '127.0.0.1', port: 0, log: silentLogger });
+    mux.serveInbound({ host: '127.0.0.1', port: port(quinn) });
+    const token = Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8);
+    mux.acceptRelay({ host: '127.0.0.1', port: port(relay) }, token);
+    t.teardown(async () => {
+      for (const s of [quinn, relay, peer, stranger]) s.close();
+      await mux.close();
+    });
+    const framed = (n: number): Uint8Array => encodeTraversal({ type: 'relayData', token, payload: quic(n) });
+    /** The next relayed datagram `s` receives (PONGs skipped). */
+    const nextData = (s: dgram.Socket): Promise<Buffer> =>
+      new Promise((resolve) => {
+        const on = (msg: Buffer): void => {
+          if (msg[0] !== 0x8d) return;
+          s.off('message', on);
+          resolve(msg);
+        };
+        s.on('message', on);
+      });
+    const roundTrip = async (from: dgram.Socket, n: number): Promise<{ via: number }> => {
+      const got = next(quinn);
+      from.send(framed(n), mux.address.port, '127.0.0.1');
+      const g = await got;
+      t.equal(g.msg[5], n);
+      return { via: g.from };
     };
-    s.on('message', on);
-  });
-  const roundTrip = async (from: dgram.Socket, n: number): Promise<{ via: number }> => {
-    const got = next(quinn);
-    from.send(framed(n), mux.address.port, '127.0.0.1');
-    const g = await got;
-    t.equal(g.msg[5], n);
-    return { via: g.from };
-  };
-  const { via } = await roundTrip(relay, 1);
-  t.equal(mux.pathOf({ host: '127.0.0.1', port: via }), 'relayed');
-  const toRelay = nextData(relay);
-  quinn.send(quic(2), via, '127.0.0.1');
-  t.equal((await toRelay).at(-1), 2, 'answers go through the relay');
+    const { via } = await roundTrip(relay, 1);
+    t.equal(mux.pathOf({ host: '127.0.0.1', port: via }), 'relayed');
+    const toRelay = nextData(relay);
+    quinn.send(quic(2), via, '127.0.0.1');
+    t.equal((await toRelay).at(-1), 2, 'answers go through the relay');
 
-  t.equal((await roundTrip(stranger, 3)).via, via, 'a framed datagram from elsewhere still reaches quinn through the same forwarder');
-  const stillRelay = nextData(relay);
-  quinn.send(quic(4), via, '127.0.0.1');
-  t.equal((await stillRelay).at(-1), 4, 'but an address that never pinged does not move the session');
-  t.equal(mux.pathOf({ host: '127.0.0.1', port: via }), 'relayed');
-  t.equal(mux.counters.moved, 0);
+    t.equal(
+      (await roundTrip(stranger, 3)).via,
+      via,
+      'a framed datagram from elsewhere still reaches quinn through the same forwarder',
+    );
+    const stillRelay = nextData(relay);
+    quinn.send(quic(4), via, '127.0.0.1');
+    t.equal((await stillRelay).at(-1), 4, 'but an address that never pinged does not move the session');
+    t.equal(mux.pathOf({ host: '127.0.0.1', port: via }), 'relayed');
+    t.equal(mux.counters.moved, 0);
 
-  const pong = next(peer);
-  peer.send(encodeTraversal({ type: 'ping', nonce: new Uint8Array(8), from: new Uint8Array(32) }), mux.address.port, '127.0.0.1');
-  await pong;
-  t.equal((await roundTrip(peer, 5)).via, via, 'after a PING: the same forwarder (quinn sees no new address)');
-  t.equal(mux.pathOf({ host: '127.0.0.1', port: via }), 'punched', 'and it is punched now');
-  const toPeer = nextData(peer);
-  quinn.send(quic(6), via, '127.0.0.1');
-  t.equal((await toPeer).at(-1), 6, 'answers go straight to the peer, still framed');
-  t.equal(mux.counters.moved, 1);
-});
+    const pong = next(peer);
+    peer.send(
+      encodeTraversal({ type: 'ping', nonce: new Uint8Array(8), from: new Uint8Array(32) }),
+      mux.address.port,
+      '127.0.0.1',
+    );
+    await pong;
+    t.equal((await roundTrip(peer, 5)).via, via, 'after a PING: the same forwarder (quinn sees no new address)');
+    t.equal(mux.pathOf({ host: '127.0.0.1', port: via }), 'punched', 'and it is punched now');
+    const toPeer = nextData(peer);
+    quinn.send(quic(6), via, '127.0.0.1');
+    t.equal((await toPeer).at(-1), 6, 'answers go straight to the peer, still framed');
+    t.equal(mux.counters.moved, 1);
+  },
+);

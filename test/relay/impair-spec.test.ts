@@ -9,7 +9,10 @@ function usageError(t: Test, text: string, pattern: RegExp): void {
   try {
     parseImpairSpec(text);
   } catch (err) {
-    t.ok(isClawpeerError(err, 'USAGE') && pattern.test(err.message), `${JSON.stringify(text)}: ${(err as Error).message}`);
+    t.ok(
+      isClawpeerError(err, 'USAGE') && pattern.test(err.message),
+      `${JSON.stringify(text)}: ${(err as Error).message}`,
+    );
     return;
   }
   t.fail(`${JSON.stringify(text)} was accepted`);
@@ -17,12 +20,27 @@ function usageError(t: Test, text: string, pattern: RegExp): void {
 
 t.test('parses the issue example and every unit', async (t) => {
   t.same(parseImpairSpec('rtt=50ms,jitter=5ms,loss=1%,rate=100mbit'), {
-    rttMs: 50, jitterMs: 5, jitterDistribution: 'uniform', lossPct: 1, reorderPct: 0, duplicatePct: 0, rateBitsPerSec: 100e6,
+    rttMs: 50,
+    jitterMs: 5,
+    jitterDistribution: 'uniform',
+    lossPct: 1,
+    reorderPct: 0,
+    duplicatePct: 0,
+    rateBitsPerSec: 100e6,
   });
-  t.same(parseImpairSpec(' RTT=0.1s , jitter=250us:normal, loss=0.1%, rate=1gbit, queue=64KiB, reorder=2%, dup=0.5% '), {
-    rttMs: 100, jitterMs: 0.25, jitterDistribution: 'normal', lossPct: 0.1, reorderPct: 2, duplicatePct: 0.5,
-    rateBitsPerSec: 1e9, queue: { unit: 'bytes', bytes: 65536 },
-  });
+  t.same(
+    parseImpairSpec(' RTT=0.1s , jitter=250us:normal, loss=0.1%, rate=1gbit, queue=64KiB, reorder=2%, dup=0.5% '),
+    {
+      rttMs: 100,
+      jitterMs: 0.25,
+      jitterDistribution: 'normal',
+      lossPct: 0.1,
+      reorderPct: 2,
+      duplicatePct: 0.5,
+      rateBitsPerSec: 1e9,
+      queue: { unit: 'bytes', bytes: 65536 },
+    },
+  );
   t.equal(parseImpairSpec('rate=500kbit').rateBitsPerSec, 500_000);
   t.equal(parseImpairSpec('rate=10mbps').rateBitsPerSec, 10e6);
   t.equal(parseImpairSpec('rate=1.5mbit').rateBitsPerSec, 1_500_000);
@@ -59,9 +77,14 @@ t.test('rejects bad specs with a message naming the part', async (t) => {
 
 t.test('format: canonical text, only what is set', async (t) => {
   t.equal(formatImpairSpec(PASS_THROUGH), 'none');
-  t.equal(formatImpairSpec(parseImpairSpec('loss=1%,rtt=50ms,rate=100mbit,jitter=5ms')), 'rtt=50ms,jitter=5ms,loss=1%,rate=100mbit');
-  t.equal(formatImpairSpec(parseImpairSpec('rate=1500kbit,queue=1MiB,jitter=1ms:normal,dup=1%,reorder=2%')),
-    'jitter=1ms:normal,rate=1500kbit,queue=1MiB,reorder=2%,dup=1%');
+  t.equal(
+    formatImpairSpec(parseImpairSpec('loss=1%,rtt=50ms,rate=100mbit,jitter=5ms')),
+    'rtt=50ms,jitter=5ms,loss=1%,rate=100mbit',
+  );
+  t.equal(
+    formatImpairSpec(parseImpairSpec('rate=1500kbit,queue=1MiB,jitter=1ms:normal,dup=1%,reorder=2%')),
+    'jitter=1ms:normal,rate=1500kbit,queue=1MiB,reorder=2%,dup=1%',
+  );
   t.equal(formatImpairSpec(parseImpairSpec('rate=1234bit,queue=1000B')), 'rate=1234bit,queue=1000B');
 });
 
@@ -71,20 +94,33 @@ t.test('property: parse(format(spec)) is spec', async (t) => {
     fc.integer({ min: 1, max: 1_000_000 }).map((packets) => ({ unit: 'packets' as const, packets })),
     fc.double({ min: 0.001, max: 10_000, noNaN: true }).map((ms) => ({ unit: 'ms' as const, ms })),
   );
-  const pct = fc.double({ min: 0, max: 100, noNaN: true, noDefaultInfinity: true }).map((x) => (Object.is(x, -0) ? 0 : x));
+  const pct = fc
+    .double({ min: 0, max: 100, noNaN: true, noDefaultInfinity: true })
+    .map((x) => (Object.is(x, -0) ? 0 : x));
   const ms = fc.double({ min: 0, max: 10_000, noNaN: true }).map((x) => (Object.is(x, -0) ? 0 : x));
-  const specArb = fc.record({
-    rttMs: ms, jitterMs: ms, jitterDistribution: fc.constantFrom('uniform' as const, 'normal' as const),
-    lossPct: pct, reorderPct: pct, duplicatePct: pct,
-    rate: fc.option(fc.tuple(fc.integer({ min: 1000, max: 100e9 }), fc.option(queueArb, { nil: undefined })), { nil: undefined }),
-  }).map(({ rate, ...rest }): ImpairSpec => ({
-    ...rest,
-    ...(rate === undefined ? {} : { rateBitsPerSec: rate[0], ...(rate[1] === undefined ? {} : { queue: rate[1] }) }),
-  }));
-  fc.assert(fc.property(specArb, (spec) => {
-    const back = parseImpairSpec(formatImpairSpec(spec));
-    return isDeepStrictEqual({ ...back }, { ...spec });
-  }), { numRuns: 300 });
+  const specArb = fc
+    .record({
+      rttMs: ms,
+      jitterMs: ms,
+      jitterDistribution: fc.constantFrom('uniform' as const, 'normal' as const),
+      lossPct: pct,
+      reorderPct: pct,
+      duplicatePct: pct,
+      rate: fc.option(fc.tuple(fc.integer({ min: 1000, max: 100e9 }), fc.option(queueArb, { nil: undefined })), {
+        nil: undefined,
+      }),
+    })
+    .map(({ rate, ...rest }): ImpairSpec => ({
+      ...rest,
+      ...(rate === undefined ? {} : { rateBitsPerSec: rate[0], ...(rate[1] === undefined ? {} : { queue: rate[1] }) }),
+    }));
+  fc.assert(
+    fc.property(specArb, (spec) => {
+      const back = parseImpairSpec(formatImpairSpec(spec));
+      return isDeepStrictEqual({ ...back }, { ...spec });
+    }),
+    { numRuns: 300 },
+  );
   t.pass('300 random specs round-tripped');
 });
 

@@ -8,7 +8,13 @@ import { createPrng, Impairment } from '../../src/relay/impairment.js';
 const pkt = (n: number): Uint8Array => new Uint8Array(n);
 
 /** Feeds `count` packets of `bytes` bytes every `spacingMs` from t=0, then drains; returns the releases. */
-function run(spec: string, count: number, bytes: number, spacingMs: number, seed = 7): { out: DuePacket<number>[]; core: Impairment<number> } {
+function run(
+  spec: string,
+  count: number,
+  bytes: number,
+  spacingMs: number,
+  seed = 7,
+): { out: DuePacket<number>[]; core: Impairment<number> } {
   const core = new Impairment<number>(parseImpairSpec(spec), { seed });
   const out: DuePacket<number>[] = [];
   for (let i = 0; i < count; i++) {
@@ -57,12 +63,22 @@ t.test('pass-through releases at arrival time', async (t) => {
 t.test('rate: back-to-back packets leave at size*8/rate intervals', async (t) => {
   // 8 mbit/s = 1 byte per microsecond: a 1000-byte packet takes exactly 1 ms.
   const { out } = run('rate=8mbit,queue=1MiB', 10, 1000, 0);
-  t.same(out.map((p) => p.releaseAt), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-  t.same(out.map((p) => p.tag), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 'FIFO');
+  t.same(
+    out.map((p) => p.releaseAt),
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+  );
+  t.same(
+    out.map((p) => p.tag),
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
+    'FIFO',
+  );
 
   // Rate, then delay: a 20 ms RTT adds 10 ms after serialisation; an idle link starts at arrival.
   const { out: delayed } = run('rate=8mbit,rtt=20ms', 3, 500, 5);
-  t.same(delayed.map((p) => p.releaseAt), [10.5, 15.5, 20.5]);
+  t.same(
+    delayed.map((p) => p.releaseAt),
+    [10.5, 15.5, 20.5],
+  );
 });
 
 t.test('rate with per-packet overhead', async (t) => {
@@ -78,7 +94,13 @@ t.test('directions are independent pipes: each has its own link', async (t) => {
   core.onPacket(0, pkt(1000), 'toServer');
   core.onPacket(0, pkt(1000), 'toClient');
   const out = core.pollTransmit(Infinity);
-  t.same(out.map((p) => [p.direction, p.releaseAt]), [['toServer', 1], ['toClient', 1]]);
+  t.same(
+    out.map((p) => [p.direction, p.releaseAt]),
+    [
+      ['toServer', 1],
+      ['toClient', 1],
+    ],
+  );
 });
 
 t.test('queue overflow: tail drop, counted apart from random loss', async (t) => {
@@ -86,15 +108,25 @@ t.test('queue overflow: tail drop, counted apart from random loss', async (t) =>
   const fates = Array.from({ length: 10 }, () => byPackets.onPacket(0, pkt(1000), 'toServer'));
   t.same(fates, ['queued', 'queued', 'queued', ...Array<string>(7).fill('queueFull')]);
   t.equal(byPackets.queuedBytes('toServer', 0), 3000);
-  t.equal(byPackets.onPacket(1, pkt(1000), 'toServer'), 'queued', 'the first packet left the link at 1 ms: room for one');
+  t.equal(
+    byPackets.onPacket(1, pkt(1000), 'toServer'),
+    'queued',
+    'the first packet left the link at 1 ms: room for one',
+  );
   t.equal(byPackets.onPacket(1, pkt(1000), 'toServer'), 'queueFull');
   const c = byPackets.counters().toServer;
   t.equal(c.droppedQueue, 8);
   t.equal(c.droppedLoss, 0);
-  t.same(byPackets.pollTransmit(Infinity).map((p) => p.releaseAt), [1, 2, 3, 4]);
+  t.same(
+    byPackets.pollTransmit(Infinity).map((p) => p.releaseAt),
+    [1, 2, 3, 4],
+  );
 
   const byBytes = new Impairment(parseImpairSpec('rate=8mbit,queue=2500B'));
-  t.same([0, 0, 0].map(() => byBytes.onPacket(0, pkt(1000), 'toServer')), ['queued', 'queued', 'queueFull']);
+  t.same(
+    [0, 0, 0].map(() => byBytes.onPacket(0, pkt(1000), 'toServer')),
+    ['queued', 'queued', 'queueFull'],
+  );
   t.equal(byBytes.onPacket(0, pkt(500), 'toServer'), 'queued', 'a smaller packet still fits');
 
   const tiny = new Impairment(parseImpairSpec('rate=8mbit,queue=100B'));
@@ -103,7 +135,10 @@ t.test('queue overflow: tail drop, counted apart from random loss', async (t) =>
 
   // queue in ms at the link rate: 8 mbit/s for 2 ms = 2000 bytes.
   const byTime = new Impairment(parseImpairSpec('rate=8mbit,queue=2ms'));
-  t.same([0, 0, 0].map(() => byTime.onPacket(0, pkt(1000), 'toServer')), ['queued', 'queued', 'queueFull']);
+  t.same(
+    [0, 0, 0].map(() => byTime.onPacket(0, pkt(1000), 'toServer')),
+    ['queued', 'queued', 'queueFull'],
+  );
 });
 
 t.test('loss: fraction over 100k packets within a binomial bound, reproducible by seed', async (t) => {
@@ -165,9 +200,18 @@ t.test('jitter: normal delays have the configured standard deviation and hard bo
 t.test('jitter never reorders (release = max(computed, previous)) and the delay never goes negative', async (t) => {
   const { out } = run('rtt=2ms,jitter=5ms', 5000, 100, 0.1);
   t.equal(out.length, 5000);
-  t.ok(out.every((p, i) => p.tag === i), 'output order = input order');
-  t.ok(out.every((p, i) => i === 0 || p.releaseAt >= (out[i - 1]?.releaseAt ?? 0)), 'release times non-decreasing');
-  t.ok(out.every((p) => p.releaseAt >= p.tag * 0.1), 'never before arrival');
+  t.ok(
+    out.every((p, i) => p.tag === i),
+    'output order = input order',
+  );
+  t.ok(
+    out.every((p, i) => i === 0 || p.releaseAt >= (out[i - 1]?.releaseAt ?? 0)),
+    'release times non-decreasing',
+  );
+  t.ok(
+    out.every((p) => p.releaseAt >= p.tag * 0.1),
+    'never before arrival',
+  );
 });
 
 t.test('reorder=p%: that fraction skips the delay and overtakes packets in flight', async (t) => {
@@ -212,7 +256,10 @@ t.test('a clock that steps back is treated as standing still', async (t) => {
   const core = new Impairment(parseImpairSpec('rtt=10ms'));
   core.onPacket(100, pkt(1), 'toServer');
   core.onPacket(90, pkt(1), 'toServer');
-  t.same(core.pollTransmit(Infinity).map((p) => p.releaseAt), [105, 105]);
+  t.same(
+    core.pollTransmit(Infinity).map((p) => p.releaseAt),
+    [105, 105],
+  );
 });
 
 t.test('clear() forgets packets in flight, keeps counters', async (t) => {
@@ -243,10 +290,19 @@ t.test('property: packets are conserved, released in order per direction unless 
     queue: fc.integer({ min: 1, max: 20 }),
     dup: fc.integer({ min: 0, max: 20 }),
   });
-  const arrivals = fc.array(fc.record({ gapMs: fc.double({ min: 0, max: 3, noNaN: true }), bytes: fc.integer({ min: 1, max: 1500 }), up: fc.boolean() }), { maxLength: 200 });
+  const arrivals = fc.array(
+    fc.record({
+      gapMs: fc.double({ min: 0, max: 3, noNaN: true }),
+      bytes: fc.integer({ min: 1, max: 1500 }),
+      up: fc.boolean(),
+    }),
+    { maxLength: 200 },
+  );
   fc.assert(
     fc.property(specArb, arrivals, fc.integer(), (s, arr, seed) => {
-      const text = `rtt=${s.rtt}ms,jitter=${s.jitter}ms,loss=${s.loss}%,dup=${s.dup}%` + (s.rate === undefined ? '' : `,rate=${s.rate}mbit,queue=${s.queue}pkt`);
+      const text =
+        `rtt=${s.rtt}ms,jitter=${s.jitter}ms,loss=${s.loss}%,dup=${s.dup}%` +
+        (s.rate === undefined ? '' : `,rate=${s.rate}mbit,queue=${s.queue}pkt`);
       const core = new Impairment<number>(parseImpairSpec(text), { seed });
       const out: (DuePacket<number> & { polledAt: number })[] = [];
       let now = 0;
@@ -259,15 +315,25 @@ t.test('property: packets are conserved, released in order per direction unless 
       });
       const timeout = core.pollTimeout();
       for (const p of core.pollTransmit(Infinity)) out.push({ ...p, polledAt: Infinity });
-      if (timeout !== undefined && out.length > 0 && Math.min(...out.filter((p) => p.polledAt === Infinity).map((p) => p.releaseAt)) !== timeout) return false;
+      if (
+        timeout !== undefined &&
+        out.length > 0 &&
+        Math.min(...out.filter((p) => p.polledAt === Infinity).map((p) => p.releaseAt)) !== timeout
+      )
+        return false;
       const c = core.counters();
       for (const d of ['toServer', 'toClient'] as const) {
         const k = c[d];
-        if (k.received !== k.forwarded - k.duplicated + k.droppedLoss + k.droppedQueue + k.droppedOverflow) return false;
+        if (k.received !== k.forwarded - k.duplicated + k.droppedLoss + k.droppedQueue + k.droppedOverflow)
+          return false;
         const tags = out.filter((p) => p.direction === d).map((p) => p.tag);
         for (let i = 1; i < tags.length; i++) if ((tags[i] ?? 0) < (tags[i - 1] ?? 0)) return false;
       }
-      return out.every((p) => p.releaseAt <= p.polledAt && p.releaseAt >= (arrivedAt[p.tag] ?? NaN) + Math.max(0, s.rtt / 2 - s.jitter) - 1e-9);
+      return out.every(
+        (p) =>
+          p.releaseAt <= p.polledAt &&
+          p.releaseAt >= (arrivedAt[p.tag] ?? NaN) + Math.max(0, s.rtt / 2 - s.jitter) - 1e-9,
+      );
     }),
     { numRuns: 200 },
   );

@@ -42,7 +42,10 @@ t.test('the mean release equals the due time at every phase of the ms grid', asy
       }
       const bias = sum / n - delay;
       t.ok(Math.abs(bias) < 0.02, `delay ${delay}, lateness ${lateness}: mean error ${bias.toFixed(4)} ms`);
-      t.ok(delay - min < 1 + lateness + 1e-9 && max - delay < 1 + lateness + 1e-9, `delay ${delay}: every release within one wake-up gap (${(min - delay).toFixed(2)}..${(max - delay).toFixed(2)})`);
+      t.ok(
+        delay - min < 1 + lateness + 1e-9 && max - delay < 1 + lateness + 1e-9,
+        `delay ${delay}: every release within one wake-up gap (${(min - delay).toFixed(2)}..${(max - delay).toFixed(2)})`,
+      );
     }
   }
 });
@@ -93,8 +96,14 @@ t.test('a lone packet due within one wake-up gap: a draw at arrival makes its me
       withDraw += delay <= dueHorizon(0, lateness, random) ? 0 : releaseAt(delay, lateness, random);
       without += releaseAt(delay, lateness, random);
     }
-    t.ok(Math.abs(withDraw / n - delay) < 0.02, `delay ${delay}: mean release ${(withDraw / n).toFixed(3)} ms with the draw at arrival`);
-    t.ok(without / n > 1, `delay ${delay}: ${(without / n).toFixed(3)} ms when only wake-ups release (a whole tick late)`);
+    t.ok(
+      Math.abs(withDraw / n - delay) < 0.02,
+      `delay ${delay}: mean release ${(withDraw / n).toFixed(3)} ms with the draw at arrival`,
+    );
+    t.ok(
+      without / n > 1,
+      `delay ${delay}: ${(without / n).toFixed(3)} ms when only wake-ups release (a whole tick late)`,
+    );
   }
 });
 

@@ -19,10 +19,11 @@ async function tcpEcho(): Promise<{ port: number; close(): Promise<void> }> {
   if (a === null || typeof a !== 'object') throw new Error('no address');
   return {
     port: a.port,
-    close: () => new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -44,7 +45,11 @@ function roundTrip(port: number, data: Buffer): Promise<{ reply: Buffer; firstBy
 
 t.test('delay: a small message comes back after about one RTT, half-close propagates', async (t) => {
   const echo = await tcpEcho();
-  const relay = await startTcpRelay({ listen: { host: LOOPBACK, port: 0 }, target: { host: LOOPBACK, port: echo.port }, spec: 'rtt=20ms' });
+  const relay = await startTcpRelay({
+    listen: { host: LOOPBACK, port: 0 },
+    target: { host: LOOPBACK, port: echo.port },
+    spec: 'rtt=20ms',
+  });
   try {
     const { reply, firstByteMs } = await roundTrip(relay.address.port, Buffer.from('hello'));
     t.equal(reply.toString(), 'hello');
@@ -65,12 +70,20 @@ t.test('delay: a small message comes back after about one RTT, half-close propag
 
 t.test('rate with a small queue: 2 MiB arrive intact (the relay pauses reading, never drops)', async (t) => {
   const echo = await tcpEcho();
-  const relay = await startTcpRelay({ listen: { host: LOOPBACK, port: 0 }, target: { host: LOOPBACK, port: echo.port }, spec: 'rtt=2ms,jitter=1ms,rate=200mbit,queue=16KiB' });
+  const relay = await startTcpRelay({
+    listen: { host: LOOPBACK, port: 0 },
+    target: { host: LOOPBACK, port: echo.port },
+    spec: 'rtt=2ms,jitter=1ms,rate=200mbit,queue=16KiB',
+  });
   try {
     const data = randomBytes(2 << 20);
     const { reply } = await roundTrip(relay.address.port, data);
     t.equal(reply.length, data.length);
-    t.equal(createHash('sha256').update(reply).digest('hex'), createHash('sha256').update(data).digest('hex'), 'byte-exact, in order');
+    t.equal(
+      createHash('sha256').update(reply).digest('hex'),
+      createHash('sha256').update(data).digest('hex'),
+      'byte-exact, in order',
+    );
     const s = relay.stats();
     t.ok(s.pauses > 0, `flow control engaged (${s.pauses} pauses)`);
     t.equal(s.counters.toServer.droppedQueue + s.counters.toServer.droppedOverflow, 0, 'nothing dropped');
@@ -87,12 +100,19 @@ t.test('loss, reorder and dup are refused: a TCP relay cannot model them', async
       message: /cannot model packet loss/,
     });
   }
-  await t.rejects(startTcpRelay({ listen: { host: '0.0.0.0', port: 0 }, target: { host: LOOPBACK, port: 9 }, spec: 'none' }), { code: 'USAGE', message: /not loopback/ });
+  await t.rejects(
+    startTcpRelay({ listen: { host: '0.0.0.0', port: 0 }, target: { host: LOOPBACK, port: 9 }, spec: 'none' }),
+    { code: 'USAGE', message: /not loopback/ },
+  );
 });
 
 t.test('close() frees the port and drops open connections', async (t) => {
   const echo = await tcpEcho();
-  const relay = await startTcpRelay({ listen: { host: LOOPBACK, port: 0 }, target: { host: LOOPBACK, port: echo.port }, spec: 'rtt=1000ms' });
+  const relay = await startTcpRelay({
+    listen: { host: LOOPBACK, port: 0 },
+    target: { host: LOOPBACK, port: echo.port },
+    spec: 'rtt=1000ms',
+  });
   const port = relay.address.port;
   const s = net.connect(port, LOOPBACK);
   await new Promise<void>((resolve) => s.once('connect', () => resolve()));

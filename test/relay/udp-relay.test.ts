@@ -95,43 +95,55 @@ t.test('loss=100% forwards nothing', async (t) => {
   }
 });
 
-t.test('per-client flows: the server sees one source port per client; replies go back to their own client', async (t) => {
-  const server = dgram.createSocket('udp4');
-  const sources = new Set<number>();
-  server.on('message', (msg, rinfo) => {
-    sources.add(rinfo.port);
-    server.send(msg, rinfo.port, rinfo.address);
-  });
-  await new Promise<void>((resolve) => server.bind(0, LOOPBACK, resolve));
-  const relay = await startUdpRelay({ listen: { host: LOOPBACK, port: 0 }, target: { host: LOOPBACK, port: server.address().port }, spec: 'rtt=2ms' });
-  const a = await client();
-  const b = await client();
-  try {
-    const fromA: number[] = [];
-    const fromB: number[] = [];
-    a.on('message', (m) => fromA.push(m[10] ?? -1));
-    b.on('message', (m) => fromB.push(m[10] ?? -1));
-    for (let i = 0; i < 5; i++) {
-      a.send(echoProbe(i, 0xaa), relay.address.port, LOOPBACK);
-      b.send(echoProbe(i, 0xbb), relay.address.port, LOOPBACK);
+t.test(
+  'per-client flows: the server sees one source port per client; replies go back to their own client',
+  async (t) => {
+    const server = dgram.createSocket('udp4');
+    const sources = new Set<number>();
+    server.on('message', (msg, rinfo) => {
+      sources.add(rinfo.port);
+      server.send(msg, rinfo.port, rinfo.address);
+    });
+    await new Promise<void>((resolve) => server.bind(0, LOOPBACK, resolve));
+    const relay = await startUdpRelay({
+      listen: { host: LOOPBACK, port: 0 },
+      target: { host: LOOPBACK, port: server.address().port },
+      spec: 'rtt=2ms',
+    });
+    const a = await client();
+    const b = await client();
+    try {
+      const fromA: number[] = [];
+      const fromB: number[] = [];
+      a.on('message', (m) => fromA.push(m[10] ?? -1));
+      b.on('message', (m) => fromB.push(m[10] ?? -1));
+      for (let i = 0; i < 5; i++) {
+        a.send(echoProbe(i, 0xaa), relay.address.port, LOOPBACK);
+        b.send(echoProbe(i, 0xbb), relay.address.port, LOOPBACK);
+      }
+      const deadline = performance.now() + 2000;
+      while ((fromA.length < 5 || fromB.length < 5) && performance.now() < deadline) await sleep(5);
+      t.same(fromA, [0xaa, 0xaa, 0xaa, 0xaa, 0xaa], 'A gets only its own replies');
+      t.same(fromB, [0xbb, 0xbb, 0xbb, 0xbb, 0xbb], 'B gets only its own replies');
+      t.equal(sources.size, 2, 'two distinct flows at the server');
+      t.notOk(sources.has(relay.address.port), 'not the relay listen port');
+      t.equal(relay.stats().flows, 2);
+    } finally {
+      await Promise.all([closeSocket(a), closeSocket(b)]);
+      await relay.close();
+      await closeSocket(server);
     }
-    const deadline = performance.now() + 2000;
-    while ((fromA.length < 5 || fromB.length < 5) && performance.now() < deadline) await sleep(5);
-    t.same(fromA, [0xaa, 0xaa, 0xaa, 0xaa, 0xaa], 'A gets only its own replies');
-    t.same(fromB, [0xbb, 0xbb, 0xbb, 0xbb, 0xbb], 'B gets only its own replies');
-    t.equal(sources.size, 2, 'two distinct flows at the server');
-    t.notOk(sources.has(relay.address.port), 'not the relay listen port');
-    t.equal(relay.stats().flows, 2);
-  } finally {
-    await Promise.all([closeSocket(a), closeSocket(b)]);
-    await relay.close();
-    await closeSocket(server);
-  }
-});
+  },
+);
 
 t.test('maxFlows: packets from clients beyond the cap are dropped and counted', async (t) => {
   const echo = await startUdpEcho();
-  const relay = await startUdpRelay({ listen: { host: LOOPBACK, port: 0 }, target: echo.address, spec: 'none', maxFlows: 1 });
+  const relay = await startUdpRelay({
+    listen: { host: LOOPBACK, port: 0 },
+    target: echo.address,
+    spec: 'none',
+    maxFlows: 1,
+  });
   const a = await client();
   const b = await client();
   try {
@@ -197,15 +209,39 @@ t.test('a process with a closed relay exits on its own (no handle left behind)',
 });
 
 t.test('only loopback by default; bad addresses and busy ports are clear errors', async (t) => {
-  t.ok(isLoopbackHost('127.0.0.1') && isLoopbackHost('127.1.2.3') && isLoopbackHost('::1') && isLoopbackHost('localhost') && isLoopbackHost('::ffff:127.0.0.1'));
-  t.notOk(isLoopbackHost('0.0.0.0') || isLoopbackHost('10.0.0.1') || isLoopbackHost('::') || isLoopbackHost('example.com'));
-  await t.rejects(startUdpRelay({ listen: { host: '0.0.0.0', port: 0 }, target: { host: LOOPBACK, port: 9 }, spec: 'none' }), { code: 'USAGE', message: /listen address 0\.0\.0\.0 is not loopback/ });
-  await t.rejects(startUdpRelay({ listen: { host: LOOPBACK, port: 0 }, target: { host: '192.0.2.1', port: 9 }, spec: 'none' }), { code: 'USAGE', message: /target address 192\.0\.2\.1 is not loopback/ });
-  await t.rejects(startUdpRelay({ listen: { host: LOOPBACK, port: 0 }, target: { host: LOOPBACK, port: 0 }, spec: 'none' }), { code: 'USAGE', message: /target port 0/ });
-  await t.rejects(startUdpRelay({ listen: { host: LOOPBACK, port: 0 }, target: { host: LOOPBACK, port: 9 }, spec: 'rtt=5' }), { code: 'USAGE', message: /rtt=5: expected a time/ });
+  t.ok(
+    isLoopbackHost('127.0.0.1') &&
+      isLoopbackHost('127.1.2.3') &&
+      isLoopbackHost('::1') &&
+      isLoopbackHost('localhost') &&
+      isLoopbackHost('::ffff:127.0.0.1'),
+  );
+  t.notOk(
+    isLoopbackHost('0.0.0.0') || isLoopbackHost('10.0.0.1') || isLoopbackHost('::') || isLoopbackHost('example.com'),
+  );
+  await t.rejects(
+    startUdpRelay({ listen: { host: '0.0.0.0', port: 0 }, target: { host: LOOPBACK, port: 9 }, spec: 'none' }),
+    { code: 'USAGE', message: /listen address 0\.0\.0\.0 is not loopback/ },
+  );
+  await t.rejects(
+    startUdpRelay({ listen: { host: LOOPBACK, port: 0 }, target: { host: '192.0.2.1', port: 9 }, spec: 'none' }),
+    { code: 'USAGE', message: /target address 192\.0\.2\.1 is not loopback/ },
+  );
+  await t.rejects(
+    startUdpRelay({ listen: { host: LOOPBACK, port: 0 }, target: { host: LOOPBACK, port: 0 }, spec: 'none' }),
+    { code: 'USAGE', message: /target port 0/ },
+  );
+  await t.rejects(
+    startUdpRelay({ listen: { host: LOOPBACK, port: 0 }, target: { host: LOOPBACK, port: 9 }, spec: 'rtt=5' }),
+    { code: 'USAGE', message: /rtt=5: expected a time/ },
+  );
   const busy = await client();
   try {
-    const err = await startUdpRelay({ listen: { host: LOOPBACK, port: busy.address().port }, target: { host: LOOPBACK, port: 9 }, spec: 'none' }).catch((e: unknown) => e);
+    const err = await startUdpRelay({
+      listen: { host: LOOPBACK, port: busy.address().port },
+      target: { host: LOOPBACK, port: 9 },
+      spec: 'none',
+    }).catch((e: unknown) => e);
     t.ok(isClawpeerError(err, 'ADDRESS_IN_USE'), `busy port: ${String(err)}`);
   } finally {
     await closeSocket(busy);
@@ -214,7 +250,11 @@ t.test('only loopback by default; bad addresses and busy ports are clear errors'
 
 t.test('the relay runs on a worker thread with the same behaviour', async (t) => {
   const echo = await startUdpEcho();
-  const relay = await startUdpRelayWorker({ listen: { host: LOOPBACK, port: 0 }, target: echo.address, spec: 'rtt=10ms' });
+  const relay = await startUdpRelayWorker({
+    listen: { host: LOOPBACK, port: 0 },
+    target: echo.address,
+    spec: 'rtt=10ms',
+  });
   const c = await client();
   try {
     const t0 = performance.now();
@@ -226,7 +266,9 @@ t.test('the relay runs on a worker thread with the same behaviour', async (t) =>
     const s = await relay.stats();
     t.equal(s.counters.toServer.forwarded, 1);
     t.ok(s.eventLoop.activeMs >= 0 && s.eventLoop.utilization >= 0);
-    await t.rejects(startUdpRelayWorker({ listen: { host: '0.0.0.0', port: 0 }, target: echo.address, spec: 'none' }), { code: 'USAGE' });
+    await t.rejects(startUdpRelayWorker({ listen: { host: '0.0.0.0', port: 0 }, target: echo.address, spec: 'none' }), {
+      code: 'USAGE',
+    });
   } finally {
     await closeSocket(c);
     await relay.close();

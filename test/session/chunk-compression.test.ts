@@ -1,16 +1,31 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { ChunkCompressor, decompressChunk, localCapabilities, looksCompressed, maxDecodedBytes, receiverCodec, senderCodec, zstdCodec, type ZstdCodec } from '../../src/session/chunk-compression.js';
+import {
+  ChunkCompressor,
+  decompressChunk,
+  localCapabilities,
+  looksCompressed,
+  maxDecodedBytes,
+  receiverCodec,
+  senderCodec,
+  zstdCodec,
+  type ZstdCodec,
+} from '../../src/session/chunk-compression.js';
 import { DEFAULT_CAPABILITIES, intersectCapabilities } from '../../src/protocol/capabilities.js';
 import { ZSTD_MAX_BLOCK_BYTES } from '../../src/transfer/zstd-frame.js';
 
 const zstd = zstdCodec();
 const skip = zstd === null ? '@mongodb-js/zstd (an optional dependency) is not installed' : false;
-const text = (n: number): Buffer => Buffer.from('clawpeer moves chunks; zstd shrinks the ones that repeat. '.repeat(Math.ceil(n / 58))).subarray(0, n);
+const text = (n: number): Buffer =>
+  Buffer.from('clawpeer moves chunks; zstd shrinks the ones that repeat. '.repeat(Math.ceil(n / 58))).subarray(0, n);
 
 /** The real codec, counting compress calls. */
 function counting(codec: ZstdCodec): ZstdCodec & { calls: number } {
-  const c = { calls: 0, compress: (d: Buffer, l?: number) => (c.calls++, codec.compress(d, l)), decompress: (d: Buffer) => codec.decompress(d) };
+  const c = {
+    calls: 0,
+    compress: (d: Buffer, l?: number) => (c.calls++, codec.compress(d, l)),
+    decompress: (d: Buffer) => codec.decompress(d),
+  };
   return c;
 }
 
@@ -32,7 +47,8 @@ t.test('capabilities: zstd is offered first under auto, never under none', async
 });
 
 t.test('names of compressed formats are not tried', async (t) => {
-  for (const name of ['a.zip', 'photo.JPG', 'x/y/z.tar.gz', 'v.mp4', 'pkg.deb', 'data.zst']) t.ok(looksCompressed(name), name);
+  for (const name of ['a.zip', 'photo.JPG', 'x/y/z.tar.gz', 'v.mp4', 'pkg.deb', 'data.zst'])
+    t.ok(looksCompressed(name), name);
   for (const name of ['notes.txt', 'a.tar', 'Makefile', 'db.sqlite', 'zip']) t.notOk(looksCompressed(name), name);
 });
 
@@ -95,7 +111,10 @@ t.test('decompression refuses what does not fit the chunk, before decoding it', 
     blocks.push(h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff, 0x41);
   }
   const bomb = Uint8Array.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38, ...blocks]);
-  await t.rejects(decompressChunk(never, bomb, 4096, 'abc'), /compressed chunk abc refused: its blocks decode to 8388608\.\.8388608 bytes, the chunk has 4096/);
+  await t.rejects(
+    decompressChunk(never, bomb, 4096, 'abc'),
+    /compressed chunk abc refused: its blocks decode to 8388608\.\.8388608 bytes, the chunk has 4096/,
+  );
   // Many compressed blocks, each promising up to 128 KiB: over the bound for a 64 KiB chunk.
   const many: number[] = [];
   for (let i = 0; i < 8; i++) {
@@ -104,11 +123,17 @@ t.test('decompression refuses what does not fit the chunk, before decoding it', 
   }
   const wide = Uint8Array.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38, ...many]);
   t.equal(maxDecodedBytes(64 << 10), 4 * ZSTD_MAX_BLOCK_BYTES);
-  await t.rejects(decompressChunk(never, wide, 64 << 10, 'w'), /could decode to 1048576 bytes, more than the 524288 allowed for a 65536-byte chunk/);
+  await t.rejects(
+    decompressChunk(never, wide, 64 << 10, 'w'),
+    /could decode to 1048576 bytes, more than the 524288 allowed for a 65536-byte chunk/,
+  );
   await t.rejects(decompressChunk(never, randomBytes(100), 100, 'g'), /compressed chunk g refused: magic/);
   // A well-formed frame of other content: the decoder runs, and the length is checked after.
   const other = await zstd!.compress(text(5000), 3);
-  await t.rejects(decompressChunk(zstd!, other, 4096, 'len'), /refused|decompressed to 5000 bytes, its header says 4096/);
+  await t.rejects(
+    decompressChunk(zstd!, other, 4096, 'len'),
+    /refused|decompressed to 5000 bytes, its header says 4096/,
+  );
   // Corrupted frames: refused, a decoder error (PROTOCOL naming the chunk), or other bytes,
   // which the receiver's BLAKE3 check then refuses like any tampered chunk.
   const original = text(60_000);
@@ -117,7 +142,12 @@ t.test('decompression refuses what does not fit the chunk, before decoding it', 
     const corrupt = Buffer.from(packed);
     corrupt.fill(0xff, at, at + 4);
     const out = await decompressChunk(zstd!, corrupt, 60_000, 'bad').catch((err: unknown) => err as Error);
-    if (out instanceof Error) t.match(out.message, /compressed chunk bad (refused|does not decompress|decompressed to)/, `corrupt at ${at}: ${out.message}`);
+    if (out instanceof Error)
+      t.match(
+        out.message,
+        /compressed chunk bad (refused|does not decompress|decompressed to)/,
+        `corrupt at ${at}: ${out.message}`,
+      );
     else t.notOk(Buffer.from(out).equals(original), `corrupt at ${at}: decodes to other bytes`);
   }
 });

@@ -4,7 +4,11 @@
 import t from 'tap';
 import { generateIdentity } from '../../src/crypto/identity.js';
 import { silentLogger } from '../../src/logger.js';
-import { DataStreamRouter, MAX_WAITING_STREAMS, type IncomingDataStream } from '../../src/session/data-stream-router.js';
+import {
+  DataStreamRouter,
+  MAX_WAITING_STREAMS,
+  type IncomingDataStream,
+} from '../../src/session/data-stream-router.js';
 import { FrameStream } from '../../src/session/frame-stream.js';
 import { encodeControlFrame } from '../../src/protocol/messages.js';
 import { MemoryBackend } from '../../src/transport/memory.js';
@@ -16,7 +20,11 @@ async function pair(): Promise<{ client: Connection; server: Connection }> {
   const backend = new MemoryBackend();
   const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: generateIdentity() });
   const accepted = listener.accept();
-  const client = await backend.connect({ host: '127.0.0.1', port: listener.address.port, identity: generateIdentity() });
+  const client = await backend.connect({
+    host: '127.0.0.1',
+    port: listener.address.port,
+    identity: generateIdentity(),
+  });
   const server = await accepted;
   if (server === null) throw new Error('no server connection');
   await listener.close();
@@ -27,14 +35,19 @@ let nextStreamId = 1;
 /** Opens a data stream for `transferId` the way a sender does (data-open first). */
 async function openFor(client: Connection, transferId: number): Promise<DuplexStream> {
   const raw = await client.openStream();
-  await new FrameStream(raw, MAX_FRAME, 10_000, 'test').write(encodeControlFrame({ type: 'data-open', transferId, streamId: nextStreamId++ }));
+  await new FrameStream(raw, MAX_FRAME, 10_000, 'test').write(
+    encodeControlFrame({ type: 'data-open', transferId, streamId: nextStreamId++ }),
+  );
   return raw;
 }
 
 /** Resolves true when the peer resets `raw` (a read fails), false if it is still open after `ms`. */
 async function resetWithin(raw: DuplexStream, ms: number): Promise<boolean> {
   const frames = new FrameStream(raw, MAX_FRAME, 60_000, 'probe');
-  const read = frames.next().then(() => false, () => true);
+  const read = frames.next().then(
+    () => false,
+    () => true,
+  );
   const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref());
   return Promise.race([read, timeout]);
 }
@@ -76,29 +89,32 @@ t.test(`at most ${MAX_WAITING_STREAMS} streams wait; the next is reset at once`,
   await server.close();
 });
 
-t.test('an unexpected transfer\'s streams are reset after the wait; an expected one\'s wait for register()', async (t) => {
-  const { client, server } = await pair();
-  const router = new DataStreamRouter(server, MAX_FRAME, 10_000, silentLogger, 100);
-  void router.run();
-  const stray = await openFor(client, 21);
-  t.equal(await resetWithin(stray, 2_000), true, 'nobody expects transfer 21: reset after the wait');
+t.test(
+  "an unexpected transfer's streams are reset after the wait; an expected one's wait for register()",
+  async (t) => {
+    const { client, server } = await pair();
+    const router = new DataStreamRouter(server, MAX_FRAME, 10_000, silentLogger, 100);
+    void router.run();
+    const stray = await openFor(client, 21);
+    t.equal(await resetWithin(stray, 2_000), true, 'nobody expects transfer 21: reset after the wait');
 
-  const early = await openFor(client, 22); // arrives before its request is read
-  await new Promise((r) => setTimeout(r, 20));
-  const forget = router.expect(22); // the request is read: no deadline any more
-  await openFor(client, 22); // arrives after: waits the same way
-  t.equal(await resetWithin(early, 400), false, 'still waiting well past the unexpected wait');
-  const got: IncomingDataStream[] = [];
-  const unregister = router.register(22, (s) => got.push(s));
-  t.equal(got.length, 2, 'both handed over at register()');
-  unregister();
-  forget();
+    const early = await openFor(client, 22); // arrives before its request is read
+    await new Promise((r) => setTimeout(r, 20));
+    const forget = router.expect(22); // the request is read: no deadline any more
+    await openFor(client, 22); // arrives after: waits the same way
+    t.equal(await resetWithin(early, 400), false, 'still waiting well past the unexpected wait');
+    const got: IncomingDataStream[] = [];
+    const unregister = router.register(22, (s) => got.push(s));
+    t.equal(got.length, 2, 'both handed over at register()');
+    unregister();
+    forget();
 
-  const forgetAbandoned = router.expect(23); // a transfer that fails before its receiver registers
-  const abandoned = await openFor(client, 23);
-  await new Promise((r) => setTimeout(r, 50));
-  forgetAbandoned();
-  t.equal(await resetWithin(abandoned, 2_000), true, 'its waiting stream is reset when the wait ends');
-  await client.close();
-  await server.close();
-});
+    const forgetAbandoned = router.expect(23); // a transfer that fails before its receiver registers
+    const abandoned = await openFor(client, 23);
+    await new Promise((r) => setTimeout(r, 50));
+    forgetAbandoned();
+    t.equal(await resetWithin(abandoned, 2_000), true, 'its waiting stream is reset when the wait ends');
+    await client.close();
+    await server.close();
+  },
+);

@@ -17,16 +17,28 @@ const client = generateIdentity();
 const config = resolveConfig({ transport: 'quic', handshakeTimeoutMs: 400 });
 
 async function listen(t: Test): Promise<Listener> {
-  const listener = await new QuinnBackend().listen({ host: '127.0.0.1', port: 0, identity: server, idleTimeoutMs: 15_000 });
+  const listener = await new QuinnBackend().listen({
+    host: '127.0.0.1',
+    port: 0,
+    identity: server,
+    idleTimeoutMs: 15_000,
+  });
   t.teardown(() => listener.close());
   return listener;
 }
 
-
-const dial = (listener: Listener) => dialPeer({
-  identity: client, config, log: silentLogger,
-  peer: { id: nodeIdFromPublicKey(server.publicKey), name: 'alice', publicKey: server.publicKey, address: listener.address },
-});
+const dial = (listener: Listener) =>
+  dialPeer({
+    identity: client,
+    config,
+    log: silentLogger,
+    peer: {
+      id: nodeIdFromPublicKey(server.publicKey),
+      name: 'alice',
+      publicKey: server.publicKey,
+      address: listener.address,
+    },
+  });
 
 /** Accepts a connection and its control stream, and never answers. */
 async function ignoreOne(listener: Listener, kept: Connection[]): Promise<void> {
@@ -50,7 +62,11 @@ t.test('an unanswered handshake is dialled once more, and the answered one is th
     return serverHandshake(stream, { identity: server, expectedRemoteKey: conn.remotePublicKey, timeoutMs: 5_000 });
   })();
   const session = await dial(listener);
-  t.equal(session.peerId, nodeIdFromPublicKey(server.publicKey), 'handshaken with the listener on the second connection');
+  t.equal(
+    session.peerId,
+    nodeIdFromPublicKey(server.publicKey),
+    'handshaken with the listener on the second connection',
+  );
   t.equal(kept.length, 2, 'two connections');
   await serving;
   await session.connection.close();
@@ -64,6 +80,10 @@ t.test('a listener that never answers fails after the second try, with a clear T
     await ignoreOne(listener, kept);
     await ignoreOne(listener, kept);
   })().catch(() => undefined);
-  await t.rejects(dial(listener), { code: 'TIMEOUT', message: /alice at 127\.0\.0\.1:\d+ took the connection but did not answer the handshake, twice: handshake timed out after 400 ms waiting for Welcome/ });
+  await t.rejects(dial(listener), {
+    code: 'TIMEOUT',
+    message:
+      /alice at 127\.0\.0\.1:\d+ took the connection but did not answer the handshake, twice: handshake timed out after 400 ms waiting for Welcome/,
+  });
   t.equal(kept.length, 2, 'dialled twice, not more');
 });

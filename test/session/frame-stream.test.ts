@@ -6,7 +6,11 @@ import { encodeAckFrame } from '../../src/protocol/ack-codec.js';
 import type { DuplexStream } from '../../src/transport/types.js';
 
 /** A stream whose next read resolves only when the test says; counts reads started. */
-function controlledStream(): { stream: DuplexStream; deliver: (bytes: Uint8Array | null) => void; reads: () => number } {
+function controlledStream(): {
+  stream: DuplexStream;
+  deliver: (bytes: Uint8Array | null) => void;
+  reads: () => number;
+} {
   let started = 0;
   let pending: ((b: Uint8Array | null) => void) | undefined;
   const stream: DuplexStream = {
@@ -46,10 +50,14 @@ t.test('while busy() holds, the deadline is waived and the same read continues',
   const frame = await next;
   t.equal(frame?.type, 'ack', 'the frame that came late is returned');
   busy = false;
-  await t.rejects(frames.next(undefined, () => busy), { code: 'TIMEOUT' }, 'once not busy, the deadline holds');
+  await t.rejects(
+    frames.next(undefined, () => busy),
+    { code: 'TIMEOUT' },
+    'once not busy, the deadline holds',
+  );
 });
 
-t.test('beforeWait runs only once a read has waited its grace, and its failure is next()\'s', async (t) => {
+t.test("beforeWait runs only once a read has waited its grace, and its failure is next()'s", async (t) => {
   const { stream, deliver } = controlledStream();
   const frames = new FrameStream(stream, 1 << 20, 10_000, 'test stream');
   let flushes = 0;
@@ -70,7 +78,7 @@ t.test('beforeWait runs only once a read has waited its grace, and its failure i
   });
   await new Promise((r) => setTimeout(r, BEFORE_WAIT_GRACE_MS + 20));
   deliver(encodeAckFrame(3, 3));
-  await t.rejects(failing, /ack write failed/, 'the flush\'s failure comes out of next()');
+  await t.rejects(failing, /ack write failed/, "the flush's failure comes out of next()");
   const ended = frames.next(undefined, undefined, flush);
   deliver(null);
   t.equal(await ended, null);

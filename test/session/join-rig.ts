@@ -26,7 +26,9 @@ class FixedPeers extends PeerStore {
 
 export const config = resolveConfig({ transport: 'quic' });
 
-export async function rig(t: Test): Promise<{ server: NodeServer; peer: ResolvedPeer; identity: ReturnType<typeof generateIdentity>; inbox: string }> {
+export async function rig(
+  t: Test,
+): Promise<{ server: NodeServer; peer: ResolvedPeer; identity: ReturnType<typeof generateIdentity>; inbox: string }> {
   const work = await mkdtemp(path.join(tmpdir(), 'clawpeer-join-'));
   const listenerId = generateIdentity();
   const identity = generateIdentity();
@@ -37,16 +39,27 @@ export async function rig(t: Test): Promise<{ server: NodeServer; peer: Resolved
   const shares = [{ name: 'inbox', dir: inbox, readOnly: false }];
   const server = await NodeServer.start(
     { identity: listenerId, peers, shares, host: '127.0.0.1', port: 0, config, log: silentLogger },
-    (session, signal) => serveSession(session, { shares, config, log: silentLogger, nodeId: listenerId.nodeId }, signal),
+    (session, signal) =>
+      serveSession(session, { shares, config, log: silentLogger, nodeId: listenerId.nodeId }, signal),
   );
   t.teardown(() => server.close());
-  const peer: ResolvedPeer = { id: listenerId.nodeId, name: 'alice', publicKey: listenerId.publicKey, address: { host: '127.0.0.1', port: server.port } };
+  const peer: ResolvedPeer = {
+    id: listenerId.nodeId,
+    name: 'alice',
+    publicKey: listenerId.publicKey,
+    address: { host: '127.0.0.1', port: server.port },
+  };
   return { server, peer, identity, inbox };
 }
 
 export function joinContext(identity: ReturnType<typeof generateIdentity>, peer: ResolvedPeer): JoinContext {
   const address = peer.address ?? { host: '127.0.0.1', port: 0 };
-  return { connect: () => connectTransport({ identity, address, label: peer.name, config, log: silentLogger }), label: peer.name, handshakeTimeoutMs: 5_000, log: silentLogger };
+  return {
+    connect: () => connectTransport({ identity, address, label: peer.name, config, log: silentLogger }),
+    label: peer.name,
+    handshakeTimeoutMs: 5_000,
+    log: silentLogger,
+  };
 }
 
 /** True when one ping gets its pong. */
@@ -60,6 +73,16 @@ export async function pushTree(session: PeerSession, name: string, files: Record
   const src = path.join(await mkdtemp(path.join(tmpdir(), 'clawpeer-join-src-')), name);
   await mkdir(src);
   for (const [file, bytes] of Object.entries(files)) await writeFile(path.join(src, file), bytes);
-  await push({ session, share: 'inbox', remotePath: '', localPath: src, force: false, streams: 4, window: 16, idleTimeoutMs: 10_000, log: silentLogger, signal: new AbortController().signal });
+  await push({
+    session,
+    share: 'inbox',
+    remotePath: '',
+    localPath: src,
+    force: false,
+    streams: 4,
+    window: 16,
+    idleTimeoutMs: 10_000,
+    log: silentLogger,
+    signal: new AbortController().signal,
+  });
 }
-

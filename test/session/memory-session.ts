@@ -22,9 +22,16 @@ export async function memoryHandshake(): Promise<{
   if (server === null) throw new Error('no server connection');
   await listener.close();
   const serverControlAccepted = server.acceptStream();
-  const clientSide = clientHandshake(await client.openStream(), { identity: a, expectedRemoteKey: b.publicKey, timeoutMs: 5000 });
+  const clientSide = clientHandshake(await client.openStream(), {
+    identity: a,
+    expectedRemoteKey: b.publicKey,
+    timeoutMs: 5000,
+  });
   const serverControl = await serverControlAccepted;
   if (serverControl === null) throw new Error('no control stream');
-  const [handshake] = await Promise.all([clientSide, serverHandshake(serverControl, { identity: b, expectedRemoteKey: a.publicKey, timeoutMs: 5000 })]);
+  const [handshake] = await Promise.all([
+    clientSide,
+    serverHandshake(serverControl, { identity: b, expectedRemoteKey: a.publicKey, timeoutMs: 5000 }),
+  ]);
   return { client, handshake, server, serverControl };
 }

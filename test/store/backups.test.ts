@@ -23,7 +23,12 @@ async function tempDir(tag: string): Promise<string> {
 /** Publishes `text` at `relPath` through `pub` (force). */
 async function publish(pub: Publisher, relPath: string, text: string): Promise<void> {
   const bytes = Buffer.from(text);
-  const staged = (await pub.stageFile({ relPath, manifest: manifestFromBytes(bytes, PARAMS), mode: 0o644, mtimeMs: 1_600_000_000_000 })) as StagedFile;
+  const staged = (await pub.stageFile({
+    relPath,
+    manifest: manifestFromBytes(bytes, PARAMS),
+    mode: 0o644,
+    mtimeMs: 1_600_000_000_000,
+  })) as StagedFile;
   await staged.writeChunk(0, bytes);
   await pub.commit([staged]);
 }
@@ -33,7 +38,10 @@ t.test('backupPlan: rsync defaults, and what it refuses', async (t) => {
   t.same(backupPlan('old', undefined), { suffix: '', dir: 'old' });
   t.same(backupPlan('./old/x/', '.bak'), { suffix: '.bak', dir: 'old/x' });
   t.throws(() => backupPlan(undefined, ''), { code: 'USAGE', message: /an empty --suffix needs --backup-dir/ });
-  t.throws(() => backupPlan('../old', undefined), { code: 'USAGE', message: /must be a relative path inside the destination/ });
+  t.throws(() => backupPlan('../old', undefined), {
+    code: 'USAGE',
+    message: /must be a relative path inside the destination/,
+  });
   t.throws(() => backupPlan('/abs', undefined), { code: 'USAGE', message: /absolute path/ });
   t.throws(() => backupPlan('.clawpeer/x', undefined), { code: 'USAGE', message: /clawpeer's own state/ });
   t.throws(() => backupPlan(undefined, 'a/b'), { code: 'USAGE', message: /no slashes/ });
@@ -52,7 +60,12 @@ t.test('replaced files and symlinks are kept beside them; an older backup is rep
   const share = await tempDir('bk-share');
   await writeFile(join(share, 'a.txt'), 'one');
   await symlink('a.txt', join(share, 'l'));
-  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true, backup: { plan: backupPlan(undefined, undefined), destBase: '' } });
+  const pub = await Publisher.open({
+    shareRoot: share,
+    chunking: PARAMS,
+    force: true,
+    backup: { plan: backupPlan(undefined, undefined), destBase: '' },
+  });
   await publish(pub, 'a.txt', 'two');
   t.same([await readFile(join(share, 'a.txt'), 'utf8'), await readFile(join(share, 'a.txt~'), 'utf8')], ['two', 'one']);
   await publish(pub, 'a.txt', 'three');
@@ -66,21 +79,42 @@ t.test('replaced files and symlinks are kept beside them; an older backup is rep
   t.equal(await pub.backups?.keep('new.txt', join(share, 'new.txt'), 'deleted'), true);
   t.notOk(existsSync(join(share, 'new.txt')));
   t.equal(await readFile(join(share, 'new.txt~'), 'utf8'), 'fresh');
-  t.equal(await pub.backups?.keep('gone.txt', join(share, 'gone.txt'), 'deleted'), false, 'nothing there: nothing kept');
+  t.equal(
+    await pub.backups?.keep('gone.txt', join(share, 'gone.txt'), 'deleted'),
+    false,
+    'nothing there: nothing kept',
+  );
 });
 
-t.test('a backup directory keeps the paths below the destination, and is never reached through a link out of the share', async (t) => {
-  const share = await tempDir('bk-dir');
-  await mkdir(join(share, 'dest', 'sub'), { recursive: true });
-  await writeFile(join(share, 'dest', 'sub', 'f.txt'), 'old');
-  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true, backup: { plan: backupPlan('bk', '.1'), destBase: 'dest' } });
-  await publish(pub, 'dest/sub/f.txt', 'new');
-  t.equal(await readFile(join(share, 'dest', 'bk', 'sub', 'f.txt.1'), 'utf8'), 'old');
+t.test(
+  'a backup directory keeps the paths below the destination, and is never reached through a link out of the share',
+  async (t) => {
+    const share = await tempDir('bk-dir');
+    await mkdir(join(share, 'dest', 'sub'), { recursive: true });
+    await writeFile(join(share, 'dest', 'sub', 'f.txt'), 'old');
+    const pub = await Publisher.open({
+      shareRoot: share,
+      chunking: PARAMS,
+      force: true,
+      backup: { plan: backupPlan('bk', '.1'), destBase: 'dest' },
+    });
+    await publish(pub, 'dest/sub/f.txt', 'new');
+    t.equal(await readFile(join(share, 'dest', 'bk', 'sub', 'f.txt.1'), 'utf8'), 'old');
 
-  const outside = await tempDir('bk-outside');
-  await symlink(outside, join(share, 'dest', 'evil'));
-  const evil = await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true, backup: { plan: backupPlan('evil', undefined), destBase: 'dest' } });
-  await t.rejects(publish(evil, 'dest/sub/f.txt', 'newer'), { code: 'PATH_INVALID', message: /outside the share/ });
-  t.equal(await readFile(join(share, 'dest', 'sub', 'f.txt'), 'utf8'), 'new', 'the original stays when its backup cannot be made');
-  t.notOk((await lstat(outside)).nlink > 2, 'nothing was written outside');
-});
+    const outside = await tempDir('bk-outside');
+    await symlink(outside, join(share, 'dest', 'evil'));
+    const evil = await Publisher.open({
+      shareRoot: share,
+      chunking: PARAMS,
+      force: true,
+      backup: { plan: backupPlan('evil', undefined), destBase: 'dest' },
+    });
+    await t.rejects(publish(evil, 'dest/sub/f.txt', 'newer'), { code: 'PATH_INVALID', message: /outside the share/ });
+    t.equal(
+      await readFile(join(share, 'dest', 'sub', 'f.txt'), 'utf8'),
+      'new',
+      'the original stays when its backup cannot be made',
+    );
+    t.notOk((await lstat(outside)).nlink > 2, 'nothing was written outside');
+  },
+);

@@ -25,7 +25,10 @@ async function share(t: Test): Promise<{ dir: string; partials: PartialStore }> 
 }
 
 async function exists(file: string): Promise<boolean> {
-  return lstat(file).then(() => true, () => false);
+  return lstat(file).then(
+    () => true,
+    () => false,
+  );
 }
 
 t.test('one index per share stays in memory; the share is rescanned at most every interval', async (t) => {
@@ -42,7 +45,11 @@ t.test('one index per share stays in memory; the share is rescanned at most ever
 
   // An interrupted transfer's chunks count at once: a rerun resumes from them.
   const { chunk: c } = await leavePartialChunk(partials, 'incoming.bin', randomBytes(3000), PARAMS, 1);
-  t.equal((await pool.acquire(dir, PARAMS, partials)).lookup(c.id)?.source, 'partial', 'the partial store is re-read for every transfer');
+  t.equal(
+    (await pool.acquire(dir, PARAMS, partials)).lookup(c.id)?.source,
+    'partial',
+    'the partial store is re-read for every transfer',
+  );
 
   const other = await pool.acquire(dir, { ...PARAMS, avgBytes: 512 }, partials);
   t.not(other, first, 'other chunking parameters get their own index');
@@ -54,7 +61,10 @@ t.test('one index per share stays in memory; the share is rescanned at most ever
   await eager.acquire(dir, PARAMS, partials);
   const more = randomBytes(2000);
   await writeFile(join(dir, 'c.bin'), more);
-  t.ok((await eager.acquire(dir, PARAMS, partials)).has(manifestFromBytes(more, PARAMS).chunks[0]!.id), 'after the interval a file added between transfers is found');
+  t.ok(
+    (await eager.acquire(dir, PARAMS, partials)).has(manifestFromBytes(more, PARAMS).chunks[0]!.id),
+    'after the interval a file added between transfers is found',
+  );
 });
 
 t.test('changes are saved after a quiet period and on close, never on the transfer path', async (t) => {

@@ -36,12 +36,22 @@ t.test('the index finds the chunks of files in the share and reads them back ver
   const mb = manifestFromBytes(b, PARAMS);
   t.equal(index.chunkCount, new Set([...ma.chunks, ...mb.chunks].map((c) => Buffer.from(c.id).toString('hex'))).size);
   const c = mb.chunks[1]!;
-  t.same(index.lookup(c.id), { relPath: 'sub/b.bin', absPath: join(dir, 'sub/b.bin'), offset: c.offset, length: c.length, source: 'file' });
+  t.same(index.lookup(c.id), {
+    relPath: 'sub/b.bin',
+    absPath: join(dir, 'sub/b.bin'),
+    offset: c.offset,
+    length: c.length,
+    source: 'file',
+  });
   t.same(await index.readChunk(c.id), b.subarray(c.offset, c.offset + c.length));
   const unknown = randomBytes(32);
   t.equal(index.lookup(unknown), undefined);
   t.equal(await index.readChunk(unknown), undefined);
-  t.same(index.missing([ma.chunks[0]!.id, unknown, mb.chunks[0]!.id]), [unknown], 'a manifest is answered with what we lack');
+  t.same(
+    index.missing([ma.chunks[0]!.id, unknown, mb.chunks[0]!.id]),
+    [unknown],
+    'a manifest is answered with what we lack',
+  );
   t.same(index.cachedRoot('a.bin', await lstat(join(dir, 'a.bin'), { bigint: true })), ma.root);
 });
 
@@ -85,7 +95,11 @@ t.test('the warm cache skips unchanged files, re-hashes changed and racy ones, s
   t.equal(stats.hashed, 2, 'the changed file and the new one');
   t.ok(reopened.has(manifestFromBytes(changed, PARAMS).chunks[0]!.id));
   await reopened.save();
-  t.equal((await (await ChunkIndex.open({ shareRoot: dir, chunking: PARAMS })).refresh()).hashed, 1, 'the racy file is hashed again until its mtime is old enough');
+  t.equal(
+    (await (await ChunkIndex.open({ shareRoot: dir, chunking: PARAMS })).refresh()).hashed,
+    1,
+    'the racy file is hashed again until its mtime is old enough',
+  );
 
   const other = await ChunkIndex.open({ shareRoot: dir, chunking: { ...PARAMS, avgBytes: 512 } });
   t.equal(other.chunkCount, 0, 'a cache made with other chunking parameters is ignored');

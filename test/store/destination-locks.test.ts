@@ -1,17 +1,35 @@
 import t from 'tap';
 import path from 'node:path';
-import { claimPaths, DestinationLocks, MAX_CLAIM_PATHS, pathsOverlap, type DestinationClaim } from '../../src/store/destination-locks.js';
+import {
+  claimPaths,
+  DestinationLocks,
+  MAX_CLAIM_PATHS,
+  pathsOverlap,
+  type DestinationClaim,
+} from '../../src/store/destination-locks.js';
 
 const ROOT = path.resolve('/srv/share');
 
-function claim(peerId: string, rels: string[], onSupersede: (by: DestinationClaim) => void = () => undefined): DestinationClaim {
-  return { paths: rels.map((r) => path.join(ROOT, r)), peerId, label: `push from ${peerId} into ${rels.join(',')}`, supersede: onSupersede };
+function claim(
+  peerId: string,
+  rels: string[],
+  onSupersede: (by: DestinationClaim) => void = () => undefined,
+): DestinationClaim {
+  return {
+    paths: rels.map((r) => path.join(ROOT, r)),
+    peerId,
+    label: `push from ${peerId} into ${rels.join(',')}`,
+    supersede: onSupersede,
+  };
 }
 
 /** Settles to 'pending' if `p` has not settled within a few event-loop turns. */
 async function state<T>(p: Promise<T>): Promise<'pending' | 'resolved' | 'rejected'> {
   let s: 'pending' | 'resolved' | 'rejected' = 'pending';
-  p.then(() => (s = 'resolved'), () => (s = 'rejected'));
+  p.then(
+    () => (s = 'resolved'),
+    () => (s = 'rejected'),
+  );
   await new Promise((r) => setImmediate(r));
   await new Promise((r) => setImmediate(r));
   return s;
@@ -28,7 +46,10 @@ t.test('overlap is by whole path segments', async (t) => {
 
 t.test('claimPaths: the top-level names a push creates under its base path', async (t) => {
   t.same(claimPaths(ROOT, '', ['tree', 'tree/a', 'tree/sub/b']), [path.join(ROOT, 'tree')]);
-  t.same(claimPaths(ROOT, 'docs', ['docs/f.txt', 'docs/g.txt']), [path.join(ROOT, 'docs/f.txt'), path.join(ROOT, 'docs/g.txt')]);
+  t.same(claimPaths(ROOT, 'docs', ['docs/f.txt', 'docs/g.txt']), [
+    path.join(ROOT, 'docs/f.txt'),
+    path.join(ROOT, 'docs/g.txt'),
+  ]);
   t.same(claimPaths(ROOT, 'a/b', ['a/b/t/x']), [path.join(ROOT, 'a/b/t')]);
   t.same(claimPaths(ROOT, 'docs', []), [path.join(ROOT, 'docs')], 'no entries: the base itself');
   t.same(claimPaths(ROOT, '', []), [ROOT], 'no entries at the root: the whole share');
@@ -59,7 +80,9 @@ t.test('another peer waits at most waitMs, then FOLDER_BUSY names the path and t
   let superseded = false;
   await t.rejects(locks.acquire(claim('B', ['tree']), { waitMs: 50, onSupersede: () => (superseded = true) }), {
     code: 'FOLDER_BUSY',
-    message: new RegExp(`${path.join(ROOT, 'tree').replace(/[/\\]/g, '.')} is busy: push from A into tree is writing there`),
+    message: new RegExp(
+      `${path.join(ROOT, 'tree').replace(/[/\\]/g, '.')} is busy: push from A into tree is writing there`,
+    ),
   });
   t.notOk(superseded, 'another peer never supersedes');
   t.equal(locks.size, 1, 'the holder keeps its claim');
@@ -79,22 +102,36 @@ t.test('the same peer supersedes its older overlapping claim and waits for its c
     }, 20);
   });
   old = await locks.acquire(older, { waitMs: 1_000 });
-  const newer = await locks.acquire(claim('A', ['tree/x']), { waitMs: 5_000, onSupersede: (c) => events.push(`told about ${c.label}`) });
+  const newer = await locks.acquire(claim('A', ['tree/x']), {
+    waitMs: 5_000,
+    onSupersede: (c) => events.push(`told about ${c.label}`),
+  });
   events.push('newer holds');
-  t.same(events, ['told about push from A into tree', 'superseded by push from A into tree/x', 'old cleanup done', 'newer holds']);
+  t.same(events, [
+    'told about push from A into tree',
+    'superseded by push from A into tree/x',
+    'old cleanup done',
+    'newer holds',
+  ]);
   t.equal(locks.size, 1);
   newer.release();
 });
 
-t.test('an older claim that never cleans up makes the newer one fail after waitMs; supersede is called once', async (t) => {
-  const locks = new DestinationLocks();
-  let calls = 0;
-  const stuck = await locks.acquire(claim('A', ['tree'], () => calls++), { waitMs: 1_000 });
-  await t.rejects(locks.acquire(claim('A', ['tree']), { waitMs: 30 }), { code: 'FOLDER_BUSY' });
-  await t.rejects(locks.acquire(claim('A', ['tree']), { waitMs: 30 }), { code: 'FOLDER_BUSY' });
-  t.equal(calls, 1, 'a claim is superseded once');
-  stuck.release();
-});
+t.test(
+  'an older claim that never cleans up makes the newer one fail after waitMs; supersede is called once',
+  async (t) => {
+    const locks = new DestinationLocks();
+    let calls = 0;
+    const stuck = await locks.acquire(
+      claim('A', ['tree'], () => calls++),
+      { waitMs: 1_000 },
+    );
+    await t.rejects(locks.acquire(claim('A', ['tree']), { waitMs: 30 }), { code: 'FOLDER_BUSY' });
+    await t.rejects(locks.acquire(claim('A', ['tree']), { waitMs: 30 }), { code: 'FOLDER_BUSY' });
+    t.equal(calls, 1, 'a claim is superseded once');
+    stuck.release();
+  },
+);
 
 t.test('a waiter is cancelled by its signal', async (t) => {
   const locks = new DestinationLocks();

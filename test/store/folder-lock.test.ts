@@ -38,7 +38,9 @@ interface Holder {
 
 async function holder(folder: string): Promise<Holder> {
   const url = new URL('../../src/store/folder-lock.js', import.meta.url).href;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD, url, folder], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD, url, folder], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -158,7 +160,9 @@ t.test('contending processes never hold the lock at the same time', async (t) =>
   const log = join(folder, 'log.txt');
   const url = new URL('../../src/store/folder-lock.js', import.meta.url).href;
   const runs = Array.from({ length: 4 }, () => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', CONTENDER, url, folder, log], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', CONTENDER, url, folder, log], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     return new Promise<number | null>((resolve) => child.on('exit', resolve));
   });
   t.same(await Promise.all(runs), [0, 0, 0, 0]);

@@ -27,14 +27,23 @@ async function tempDir(tag: string): Promise<string> {
   return dir;
 }
 
-async function writeChunks(p: Partial, manifest: FileManifest, bytes: Uint8Array, indices: readonly number[]): Promise<void> {
+async function writeChunks(
+  p: Partial,
+  manifest: FileManifest,
+  bytes: Uint8Array,
+  indices: readonly number[],
+): Promise<void> {
   for (const i of indices) {
     const c = manifest.chunks[i]!;
     await p.write(c, bytes.subarray(c.offset, c.offset + c.length));
   }
 }
 
-function fixture(seedBytes = 8000): { bytes: Buffer; manifest: FileManifest; target: { relPath: string; root: Uint8Array; size: number } } {
+function fixture(seedBytes = 8000): {
+  bytes: Buffer;
+  manifest: FileManifest;
+  target: { relPath: string; root: Uint8Array; size: number };
+} {
   const bytes = randomBytes(seedBytes);
   const manifest = manifestFromBytes(bytes, PARAMS);
   return { bytes, manifest, target: { relPath: 'dir/file.bin', root: manifest.root, size: manifest.size } };
@@ -61,30 +70,39 @@ t.test('a reopened partial lists the chunks written before it was closed', async
   await p.close();
 
   const again = await (await PartialStore.open(share)).openPartial(target);
-  t.same(again.chunks.map((c) => c.offset), half.map((i) => manifest.chunks[i]!.offset));
+  t.same(
+    again.chunks.map((c) => c.offset),
+    half.map((i) => manifest.chunks[i]!.offset),
+  );
   t.ok(half.every((i) => again.has(manifest.chunks[i]!.offset, manifest.chunks[i]!.id)));
   t.notOk(again.has(manifest.chunks[0]!.offset, manifest.chunks[0]!.id));
   await again.close();
-  t.same((await store.list()).map((i) => [i.relPath, i.chunks.length, i.size]), [['dir/file.bin', half.length, bytes.length]]);
+  t.same(
+    (await store.list()).map((i) => [i.relPath, i.chunks.length, i.size]),
+    [['dir/file.bin', half.length, bytes.length]],
+  );
 });
 
-t.test('an all-zero chunk is journaled without a write: the hole reads as its zeros, and a resume verifies it', async (t) => {
-  const share = await tempDir('share');
-  const bytes = Buffer.concat([randomBytes(3000), Buffer.alloc(6000), randomBytes(3000)]);
-  const manifest = manifestFromBytes(bytes, PARAMS);
-  const target = { relPath: 'sparse.bin', root: manifest.root, size: manifest.size };
-  const store = await PartialStore.open(share);
-  const p = await store.openPartial(target);
-  const zero = manifest.chunks.findIndex((c) => bytes.subarray(c.offset, c.offset + c.length).every((b) => b === 0));
-  t.ok(zero >= 0, 'the fixture has a chunk of zeros');
-  const z = manifest.chunks[zero]!;
-  await p.recordZeros(z);
-  await p.close();
-  // Reopened with verification (the default): the journaled chunk is read back and hashed.
-  const again = await (await PartialStore.open(share)).openPartial(target);
-  t.ok(again.has(z.offset, z.id), 'kept: the hole hashes as the zeros it stands for');
-  await again.close();
-});
+t.test(
+  'an all-zero chunk is journaled without a write: the hole reads as its zeros, and a resume verifies it',
+  async (t) => {
+    const share = await tempDir('share');
+    const bytes = Buffer.concat([randomBytes(3000), Buffer.alloc(6000), randomBytes(3000)]);
+    const manifest = manifestFromBytes(bytes, PARAMS);
+    const target = { relPath: 'sparse.bin', root: manifest.root, size: manifest.size };
+    const store = await PartialStore.open(share);
+    const p = await store.openPartial(target);
+    const zero = manifest.chunks.findIndex((c) => bytes.subarray(c.offset, c.offset + c.length).every((b) => b === 0));
+    t.ok(zero >= 0, 'the fixture has a chunk of zeros');
+    const z = manifest.chunks[zero]!;
+    await p.recordZeros(z);
+    await p.close();
+    // Reopened with verification (the default): the journaled chunk is read back and hashed.
+    const again = await (await PartialStore.open(share)).openPartial(target);
+    t.ok(again.has(z.offset, z.id), 'kept: the hole hashes as the zeros it stands for');
+    await again.close();
+  },
+);
 
 t.test('a torn journal tail is ignored and cut off, so later records still count', async (t) => {
   const share = await tempDir('share');
@@ -96,7 +114,11 @@ t.test('a torn journal tail is ignored and cut off, so later records still count
   // Half a record: what a crash in the middle of an append leaves.
   await appendFile(p.journalPath, randomBytes(JOURNAL_RECORD_BYTES / 2));
   const q = await store.openPartial(target);
-  t.same(q.chunks.map((c) => c.offset), [0, 1, 2].map((i) => manifest.chunks[i]!.offset), 'the torn record is ignored');
+  t.same(
+    q.chunks.map((c) => c.offset),
+    [0, 1, 2].map((i) => manifest.chunks[i]!.offset),
+    'the torn record is ignored',
+  );
   await writeChunks(q, manifest, bytes, [3]);
   await q.close();
   const r = await store.openPartial(target);
@@ -121,7 +143,10 @@ t.test('resume re-verifies chunk bytes: a journaled chunk whose data is wrong is
   await h.write(Buffer.from([bytes[manifest.chunks[1]!.offset]! ^ 0xff]), 0, 1, manifest.chunks[1]!.offset);
   await h.close();
   const q = await store.openPartial(target);
-  t.same(q.chunks.map((c) => c.offset), [manifest.chunks[0]!.offset, manifest.chunks[2]!.offset]);
+  t.same(
+    q.chunks.map((c) => c.offset),
+    [manifest.chunks[0]!.offset, manifest.chunks[2]!.offset],
+  );
   await q.close();
   const unverified = await store.openPartial(target, { verify: false });
   t.equal(unverified.chunks.length, 3, 'verify: false trusts the journal');
@@ -139,20 +164,30 @@ t.test('a partial for another root of the same path is discarded', async (t) => 
   const q = await store.openPartial(b.target);
   t.same(q.chunks, []);
   await q.close();
-  t.same((await store.list()).map((i) => Buffer.from(i.root).toString('hex')), [Buffer.from(b.target.root).toString('hex')]);
+  t.same(
+    (await store.list()).map((i) => Buffer.from(i.root).toString('hex')),
+    [Buffer.from(b.target.root).toString('hex')],
+  );
 });
 
 t.test('discardStale removes old, unwanted and orphaned partials', async (t) => {
   const share = await tempDir('share');
   const store = await PartialStore.open(share);
-  const targets = [fixture().target, { ...fixture().target, relPath: 'old.bin' }, { ...fixture().target, relPath: 'unwanted.bin' }];
+  const targets = [
+    fixture().target,
+    { ...fixture().target, relPath: 'old.bin' },
+    { ...fixture().target, relPath: 'unwanted.bin' },
+  ];
   for (const target of targets) await (await store.openPartial(target)).close();
   const oldInfo = (await store.list()).find((i) => i.relPath === 'old.bin')!;
   await utimes(oldInfo.journalPath, 1_000_000, 1_000_000);
   await writeFile(join(store.dir, 'orphan.data'), 'x');
   const removed = await store.discardStale({ nowMs: Date.now(), keep: (p) => p.relPath !== 'unwanted.bin' });
   t.equal(removed, 2);
-  t.same((await store.list()).map((i) => i.relPath), ['dir/file.bin']);
+  t.same(
+    (await store.list()).map((i) => i.relPath),
+    ['dir/file.bin'],
+  );
   t.equal((await readdir(store.dir)).length, 2, 'only the kept data file and journal remain');
 });
 
@@ -220,13 +255,23 @@ t.test('after a SIGKILL mid-transfer, a new store finds the chunks written and a
   const written = manifest.chunks.map((_, i) => i).filter((i) => i % 3 === 0);
   const store = await PartialStore.open(share);
   const p = await store.openPartial({ relPath: 'out/payload.bin', root: manifest.root, size: manifest.size });
-  t.same(p.chunks.map((c) => c.offset), written.map((i) => manifest.chunks[i]!.offset), 'every chunk written before the kill is found');
+  t.same(
+    p.chunks.map((c) => c.offset),
+    written.map((i) => manifest.chunks[i]!.offset),
+    'every chunk written before the kill is found',
+  );
   await p.close();
 
   const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, partials: store });
-  const staged = mustStage(await pub.stageFile({ relPath: 'out/payload.bin', manifest, mode: 0o644, mtimeMs: 0 }, { resumable: true }));
+  const staged = mustStage(
+    await pub.stageFile({ relPath: 'out/payload.bin', manifest, mode: 0o644, mtimeMs: 0 }, { resumable: true }),
+  );
   const missing = staged.missingChunks();
-  t.same(missing, manifest.chunks.map((_, i) => i).filter((i) => i % 3 !== 0), 'only the others are requested');
+  t.same(
+    missing,
+    manifest.chunks.map((_, i) => i).filter((i) => i % 3 !== 0),
+    'only the others are requested',
+  );
   for (const i of missing) {
     const c = manifest.chunks[i]!;
     await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));

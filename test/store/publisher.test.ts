@@ -1,7 +1,20 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  readlink,
+  rm,
+  stat,
+  symlink,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,7 +62,15 @@ async function sourceTree(): Promise<string> {
   await symlink('../small.txt', join(top, 'nested/link-up'));
   await symlink('deeper/deepest', join(top, 'nested/dir-link'));
   let when = 1_500_000_000;
-  for (const rel of ['empty-file', 'small.txt', 'nested/big.bin', 'nested/deeper/deepest/leaf', 'private/secret', 'script.sh', 'readonly.txt']) {
+  for (const rel of [
+    'empty-file',
+    'small.txt',
+    'nested/big.bin',
+    'nested/deeper/deepest/leaf',
+    'private/secret',
+    'script.sh',
+    'readonly.txt',
+  ]) {
     await utimes(join(top, rel), when, when + 0.25);
     when += 1000;
   }
@@ -73,7 +94,12 @@ interface PublishResult {
  * dirs, then files staged and written in reverse chunk order (out of order), committed in
  * batches, then symlinks, then directory metadata.
  */
-async function publishTree(srcTop: string, entries: readonly TreeEntry[], pub: Publisher, batchSize = 3): Promise<PublishResult> {
+async function publishTree(
+  srcTop: string,
+  entries: readonly TreeEntry[],
+  pub: Publisher,
+  batchSize = 3,
+): Promise<PublishResult> {
   const result: PublishResult = { published: 0, identical: 0, symlinks: 0 };
   const dirs: PublishDir[] = [];
   let batch: StagedFile[] = [];
@@ -115,7 +141,14 @@ async function publishTree(srcTop: string, entries: readonly TreeEntry[], pub: P
 }
 
 function comparable(e: TreeEntry): unknown {
-  return { relPath: e.relPath, kind: e.kind, size: e.size, mode: e.mode, mtimeMs: Math.round(e.mtimeMs), linkTarget: e.linkTarget };
+  return {
+    relPath: e.relPath,
+    kind: e.kind,
+    size: e.size,
+    mode: e.mode,
+    mtimeMs: Math.round(e.mtimeMs),
+    linkTarget: e.linkTarget,
+  };
 }
 
 async function allNames(dir: string): Promise<string[]> {
@@ -132,7 +165,11 @@ t.test('a tree round-trips: contents, empty files and dirs, nesting, modes, mtim
   t.equal(r.symlinks, 2);
 
   const out = await scanTreeToArray(join(share, 'top'));
-  t.same(out.map(comparable), entries.map(comparable), 'same entries, sizes, modes, mtimes (to the ms) and link targets');
+  t.same(
+    out.map(comparable),
+    entries.map(comparable),
+    'same entries, sizes, modes, mtimes (to the ms) and link targets',
+  );
   for (const e of entries.filter((x) => x.kind === 'file')) {
     const rel = e.relPath.split('/').slice(1).join('/');
     t.same(await readFile(join(share, 'top', rel)), await readFile(join(src, rel)), `${rel} is byte-identical`);
@@ -140,7 +177,10 @@ t.test('a tree round-trips: contents, empty files and dirs, nesting, modes, mtim
   const leaf = out.find((e) => e.relPath === 'top/nested/big.bin')!;
   const orig = entries.find((e) => e.relPath === 'top/nested/big.bin')!;
   t.ok(Math.abs(Number(leaf.mtimeNs - orig.mtimeNs)) < 1000, 'mtime kept to within a microsecond');
-  t.notOk((await allNames(share)).some((n) => n.includes('.clawpeer-tmp-')), 'no temp file left behind');
+  t.notOk(
+    (await allNames(share)).some((n) => n.includes('.clawpeer-tmp-')),
+    'no temp file left behind',
+  );
 
   // Again: everything is identical, so nothing is written.
   const before = (await lstat(join(share, 'top/nested/big.bin'))).ino;
@@ -182,84 +222,125 @@ t.test('no-clobber: a different existing file is refused by name unless force', 
   t.notOk((await allNames(share)).some((n) => n.includes('.clawpeer-tmp-')));
 });
 
-t.test('existing-file policies: keep leaves a different file (and symlink); update replaces only what is not newer', async (t) => {
-  const share = await tempDir('share');
-  const T = 1_600_000_000_000;
-  for (const [name, mtime] of [['older.txt', T - 60_000], ['newer.txt', T + 60_000], ['same-time.txt', T]] as const) {
-    await writeFile(join(share, name), `old ${name}`);
-    await utimes(join(share, name), new Date(mtime), new Date(mtime));
-  }
-  await symlink('elsewhere', join(share, 'link'));
-  const bytes = Buffer.from('incoming content');
-  const manifest = manifestFromBytes(bytes, PARAMS);
-  const file = (relPath: string) => ({ relPath, manifest, mode: 0o644, mtimeMs: T });
-  const publishAll = async (pub: Publisher, names: readonly string[]): Promise<string[]> => {
-    const staged: StagedFile[] = [];
-    for (const name of names) {
-      const { outcome: verdict } = await pub.verdict(file(name));
-      const r = await pub.stageFile(file(name));
-      if (typeof r !== 'string') staged.push(r);
-      t.equal(typeof r === 'string' ? r : 'staged', verdict === 'new' || verdict === 'replace' ? 'staged' : verdict, `verdict and stageFile agree on ${name}`);
+t.test(
+  'existing-file policies: keep leaves a different file (and symlink); update replaces only what is not newer',
+  async (t) => {
+    const share = await tempDir('share');
+    const T = 1_600_000_000_000;
+    for (const [name, mtime] of [
+      ['older.txt', T - 60_000],
+      ['newer.txt', T + 60_000],
+      ['same-time.txt', T],
+    ] as const) {
+      await writeFile(join(share, name), `old ${name}`);
+      await utimes(join(share, name), new Date(mtime), new Date(mtime));
     }
-    for (const f of staged) await f.writeChunk(0, bytes);
-    await pub.commit(staged);
-    const after: string[] = [];
-    for (const name of names) after.push((await pub.verdict(file(name))).outcome);
-    return after;
-  };
+    await symlink('elsewhere', join(share, 'link'));
+    const bytes = Buffer.from('incoming content');
+    const manifest = manifestFromBytes(bytes, PARAMS);
+    const file = (relPath: string) => ({ relPath, manifest, mode: 0o644, mtimeMs: T });
+    const publishAll = async (pub: Publisher, names: readonly string[]): Promise<string[]> => {
+      const staged: StagedFile[] = [];
+      for (const name of names) {
+        const { outcome: verdict } = await pub.verdict(file(name));
+        const r = await pub.stageFile(file(name));
+        if (typeof r !== 'string') staged.push(r);
+        t.equal(
+          typeof r === 'string' ? r : 'staged',
+          verdict === 'new' || verdict === 'replace' ? 'staged' : verdict,
+          `verdict and stageFile agree on ${name}`,
+        );
+      }
+      for (const f of staged) await f.writeChunk(0, bytes);
+      await pub.commit(staged);
+      const after: string[] = [];
+      for (const name of names) after.push((await pub.verdict(file(name))).outcome);
+      return after;
+    };
 
-  const keep = await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'keep' });
-  t.same(await publishAll(keep, ['older.txt', 'newer.txt', 'new.txt']), ['kept', 'kept', 'identical'], 'after the commit: the new file was published, the others kept');
-  t.equal(await readFile(join(share, 'older.txt'), 'utf8'), 'old older.txt', 'kept');
-  t.equal(await readFile(join(share, 'new.txt'), 'utf8'), 'incoming content');
-  t.equal(await keep.makeSymlink('link', 'target'), 'kept');
-  t.equal(await readlink(join(share, 'link')), 'elsewhere');
+    const keep = await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'keep' });
+    t.same(
+      await publishAll(keep, ['older.txt', 'newer.txt', 'new.txt']),
+      ['kept', 'kept', 'identical'],
+      'after the commit: the new file was published, the others kept',
+    );
+    t.equal(await readFile(join(share, 'older.txt'), 'utf8'), 'old older.txt', 'kept');
+    t.equal(await readFile(join(share, 'new.txt'), 'utf8'), 'incoming content');
+    t.equal(await keep.makeSymlink('link', 'target'), 'kept');
+    t.equal(await readlink(join(share, 'link')), 'elsewhere');
 
-  const update = await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'update' });
-  const verdicts = await publishAll(update, ['older.txt', 'newer.txt', 'same-time.txt']);
-  t.same(verdicts, ['identical', 'kept', 'identical'], 'after the commit: the older and same-time ones were replaced, the newer kept');
-  t.equal(await readFile(join(share, 'older.txt'), 'utf8'), 'incoming content', 'older: replaced');
-  t.equal(await readFile(join(share, 'newer.txt'), 'utf8'), 'old newer.txt', 'newer: kept');
-  t.equal(await readFile(join(share, 'same-time.txt'), 'utf8'), 'incoming content', 'the same mtime: replaced (rsync -u keeps only a newer file)');
-  t.equal(await update.makeSymlink('link', 'target', Date.now() + 60_000), 'replaced', 'a link older than the incoming one is replaced');
-  t.equal(await readlink(join(share, 'link')), 'target');
+    const update = await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'update' });
+    const verdicts = await publishAll(update, ['older.txt', 'newer.txt', 'same-time.txt']);
+    t.same(
+      verdicts,
+      ['identical', 'kept', 'identical'],
+      'after the commit: the older and same-time ones were replaced, the newer kept',
+    );
+    t.equal(await readFile(join(share, 'older.txt'), 'utf8'), 'incoming content', 'older: replaced');
+    t.equal(await readFile(join(share, 'newer.txt'), 'utf8'), 'old newer.txt', 'newer: kept');
+    t.equal(
+      await readFile(join(share, 'same-time.txt'), 'utf8'),
+      'incoming content',
+      'the same mtime: replaced (rsync -u keeps only a newer file)',
+    );
+    t.equal(
+      await update.makeSymlink('link', 'target', Date.now() + 60_000),
+      'replaced',
+      'a link older than the incoming one is replaced',
+    );
+    t.equal(await readlink(join(share, 'link')), 'target');
 
-  // A file that appears at the final path while ours is assembled: keep drops ours, no error.
-  const late = mustStage(await keep.stageFile(file('late.txt')));
-  await late.writeChunk(0, bytes);
-  await writeFile(join(share, 'late.txt'), 'someone else');
-  await keep.commit([late]);
-  t.equal(await readFile(join(share, 'late.txt'), 'utf8'), 'someone else');
-  t.notOk((await allNames(share)).some((n) => n.includes('.clawpeer-tmp-')), 'no temp file left');
-});
+    // A file that appears at the final path while ours is assembled: keep drops ours, no error.
+    const late = mustStage(await keep.stageFile(file('late.txt')));
+    await late.writeChunk(0, bytes);
+    await writeFile(join(share, 'late.txt'), 'someone else');
+    await keep.commit([late]);
+    t.equal(await readFile(join(share, 'late.txt'), 'utf8'), 'someone else');
+    t.notOk(
+      (await allNames(share)).some((n) => n.includes('.clawpeer-tmp-')),
+      'no temp file left',
+    );
+  },
+);
 
-t.test('an identical file takes the incoming mode and mtime (rsync -a), unless --ignore-existing, or --update finds it newer', async (t) => {
-  const share = await tempDir('share');
-  const T = 1_600_000_000_000;
-  const bytes = Buffer.from('same content');
-  const manifest = manifestFromBytes(bytes, PARAMS);
-  const names = ['plain.txt', 'kept.txt', 'newer.txt', 'older.txt'];
-  for (const name of names) {
-    await writeFile(join(share, name), bytes, { mode: 0o644 });
-    await utimes(join(share, name), new Date(T), new Date(T));
-  }
-  await utimes(join(share, 'newer.txt'), new Date(T + 60_000), new Date(T + 60_000));
-  const incoming = (relPath: string) => ({ relPath, manifest, mode: 0o600, mtimeMs: T - 3_600_000 });
-  const stat = async (name: string): Promise<[number, number]> => {
-    const st = await lstat(join(share, name));
-    return [st.mode & 0o777, Math.floor(st.mtimeMs)];
-  };
-  t.equal(await (await Publisher.open({ shareRoot: share, chunking: PARAMS })).stageFile(incoming('plain.txt')), 'identical');
-  t.same(await stat('plain.txt'), [0o600, T - 3_600_000], 'mode and mtime refreshed, content untouched');
-  t.equal(await readFile(join(share, 'plain.txt'), 'utf8'), 'same content');
-  t.equal(await (await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'keep' })).stageFile(incoming('kept.txt')), 'identical');
-  t.same(await stat('kept.txt'), [0o644, T], '--ignore-existing touches nothing');
-  const update = await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'update' });
-  t.equal(await update.stageFile(incoming('newer.txt')), 'identical');
-  t.same(await stat('newer.txt'), [0o644, T + 60_000], '--update: newer here, left alone');
-  t.equal(await update.stageFile({ ...incoming('older.txt'), mtimeMs: T + 5_000 }), 'identical');
-  t.same(await stat('older.txt'), [0o600, T + 5_000], '--update: not newer here, refreshed');
-});
+t.test(
+  'an identical file takes the incoming mode and mtime (rsync -a), unless --ignore-existing, or --update finds it newer',
+  async (t) => {
+    const share = await tempDir('share');
+    const T = 1_600_000_000_000;
+    const bytes = Buffer.from('same content');
+    const manifest = manifestFromBytes(bytes, PARAMS);
+    const names = ['plain.txt', 'kept.txt', 'newer.txt', 'older.txt'];
+    for (const name of names) {
+      await writeFile(join(share, name), bytes, { mode: 0o644 });
+      await utimes(join(share, name), new Date(T), new Date(T));
+    }
+    await utimes(join(share, 'newer.txt'), new Date(T + 60_000), new Date(T + 60_000));
+    const incoming = (relPath: string) => ({ relPath, manifest, mode: 0o600, mtimeMs: T - 3_600_000 });
+    const stat = async (name: string): Promise<[number, number]> => {
+      const st = await lstat(join(share, name));
+      return [st.mode & 0o777, Math.floor(st.mtimeMs)];
+    };
+    t.equal(
+      await (await Publisher.open({ shareRoot: share, chunking: PARAMS })).stageFile(incoming('plain.txt')),
+      'identical',
+    );
+    t.same(await stat('plain.txt'), [0o600, T - 3_600_000], 'mode and mtime refreshed, content untouched');
+    t.equal(await readFile(join(share, 'plain.txt'), 'utf8'), 'same content');
+    t.equal(
+      await (
+        await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'keep' })
+      ).stageFile(incoming('kept.txt')),
+      'identical',
+    );
+    t.same(await stat('kept.txt'), [0o644, T], '--ignore-existing touches nothing');
+    const update = await Publisher.open({ shareRoot: share, chunking: PARAMS, existing: 'update' });
+    t.equal(await update.stageFile(incoming('newer.txt')), 'identical');
+    t.same(await stat('newer.txt'), [0o644, T + 60_000], '--update: newer here, left alone');
+    t.equal(await update.stageFile({ ...incoming('older.txt'), mtimeMs: T + 5_000 }), 'identical');
+    t.same(await stat('older.txt'), [0o600, T + 5_000], '--update: not newer here, refreshed');
+  },
+);
 
 t.test('published mtimes land inside the millisecond given, never a nanosecond below it', async (t) => {
   const share = await tempDir('share');
@@ -267,7 +348,9 @@ t.test('published mtimes land inside the millisecond given, never a nanosecond b
   const bytes = Buffer.from('t');
   const manifest = manifestFromBytes(bytes, PARAMS);
   // Whole seconds and arbitrary milliseconds: ms / 1000 alone put half of them 1 ns early.
-  const times = Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? 1_700_000_000_000 + i * 1000 : 1_733_130_000_000 + i * 7_919));
+  const times = Array.from({ length: 200 }, (_, i) =>
+    i % 2 === 0 ? 1_700_000_000_000 + i * 1000 : 1_733_130_000_000 + i * 7_919,
+  );
   const staged: StagedFile[] = [];
   for (const [i, mtimeMs] of times.entries()) {
     const f = mustStage(await pub.stageFile({ relPath: `f${i}`, manifest, mode: 0o644, mtimeMs }));
@@ -289,8 +372,14 @@ t.test('a directory where a file goes, and a file where a directory goes, are cl
   await writeFile(join(share, 'f'), 'x');
   const manifest = manifestFromBytes(Buffer.from('y'), PARAMS);
   const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true });
-  await t.rejects(pub.stageFile({ relPath: 'd', manifest, mode: 0o644, mtimeMs: 0 }), { code: 'FILE_EXISTS', message: /d is a directory where a file should be/ });
-  await t.rejects(pub.stageFile({ relPath: 'f/x', manifest, mode: 0o644, mtimeMs: 0 }), { code: 'FILE_EXISTS', message: /f is a file where a directory should be/ });
+  await t.rejects(pub.stageFile({ relPath: 'd', manifest, mode: 0o644, mtimeMs: 0 }), {
+    code: 'FILE_EXISTS',
+    message: /d is a directory where a file should be/,
+  });
+  await t.rejects(pub.stageFile({ relPath: 'f/x', manifest, mode: 0o644, mtimeMs: 0 }), {
+    code: 'FILE_EXISTS',
+    message: /f is a file where a directory should be/,
+  });
   await t.rejects(pub.makeDir('f'), { code: 'FILE_EXISTS' });
   await t.rejects(pub.makeSymlink('d', 'f'), { code: 'FILE_EXISTS' });
 });
@@ -304,8 +393,22 @@ t.test('paths outside the share are refused and nothing is written outside', asy
   const bytes = Buffer.from('payload');
   const manifest = manifestFromBytes(bytes, PARAMS);
   const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true });
-  for (const relPath of ['../x', '/etc/x', 'a/../../x', 'evil/x', 'evil/sub/x', '.clawpeer/partial/x', 'a/.clawpeer-tmp-1-x', 'nul\0byte', 'CON']) {
-    await t.rejects(pub.stageFile({ relPath, manifest, mode: 0o644, mtimeMs: 0 }), { code: 'PATH_INVALID' }, `${JSON.stringify(relPath)} refused`);
+  for (const relPath of [
+    '../x',
+    '/etc/x',
+    'a/../../x',
+    'evil/x',
+    'evil/sub/x',
+    '.clawpeer/partial/x',
+    'a/.clawpeer-tmp-1-x',
+    'nul\0byte',
+    'CON',
+  ]) {
+    await t.rejects(
+      pub.stageFile({ relPath, manifest, mode: 0o644, mtimeMs: 0 }),
+      { code: 'PATH_INVALID' },
+      `${JSON.stringify(relPath)} refused`,
+    );
   }
   await t.rejects(pub.makeDir('evil/sub'), { code: 'PATH_INVALID', message: /outside the share/ });
   await t.rejects(pub.makeSymlink('l1', '../outside'), { code: 'PATH_INVALID', message: /leaves the share/ });
@@ -331,7 +434,10 @@ t.test('paths outside the share are refused and nothing is written outside', asy
 
 t.test('a read-only share refuses to publish', async (t) => {
   const share = await tempDir('share');
-  await t.rejects(Publisher.open({ shareRoot: share, chunking: PARAMS, readOnly: true }), { code: 'SHARE_READ_ONLY', message: new RegExp(share) });
+  await t.rejects(Publisher.open({ shareRoot: share, chunking: PARAMS, readOnly: true }), {
+    code: 'SHARE_READ_ONLY',
+    message: new RegExp(share),
+  });
 });
 
 t.test('chunks may arrive in any order; a bad chunk is refused and nothing is published', async (t) => {
@@ -342,9 +448,23 @@ t.test('chunks may arrive in any order; a bad chunk is refused and nothing is pu
   const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
   const staged = mustStage(await pub.stageFile({ relPath: 'shuffled.bin', manifest, mode: 0o600, mtimeMs: 1_000 }));
   const order = manifest.chunks.map((_, i) => i).sort((a, b) => ((a * 7919) % 13) - ((b * 7919) % 13));
-  await Promise.all(order.slice(0, 5).map((i) => staged.writeChunk(i, bytes.subarray(manifest.chunks[i]!.offset, manifest.chunks[i]!.offset + manifest.chunks[i]!.length))));
+  await Promise.all(
+    order
+      .slice(0, 5)
+      .map((i) =>
+        staged.writeChunk(
+          i,
+          bytes.subarray(manifest.chunks[i]!.offset, manifest.chunks[i]!.offset + manifest.chunks[i]!.length),
+        ),
+      ),
+  );
   await t.rejects(pub.commit([staged]), TypeError, 'an incomplete file cannot be committed');
-  const bad = Buffer.from(bytes.subarray(manifest.chunks[order[5]!]!.offset, manifest.chunks[order[5]!]!.offset + manifest.chunks[order[5]!]!.length));
+  const bad = Buffer.from(
+    bytes.subarray(
+      manifest.chunks[order[5]!]!.offset,
+      manifest.chunks[order[5]!]!.offset + manifest.chunks[order[5]!]!.length,
+    ),
+  );
   bad[0] = bad[0]! ^ 1;
   await t.rejects(staged.writeChunk(order[5]!, bad), { code: 'HASH_MISMATCH', message: /shuffled\.bin/ });
   for (const i of order.slice(5)) {
@@ -357,7 +477,10 @@ t.test('chunks may arrive in any order; a bad chunk is refused and nothing is pu
   t.equal((await lstat(join(share, 'shuffled.bin'))).mode & 0o777, 0o600);
 
   // A manifest whose root does not match its chunk list is refused before anything is staged.
-  await t.rejects(pub.stageFile({ relPath: 'lie.bin', manifest: { ...manifest, root: new Uint8Array(32) }, mode: 0o644, mtimeMs: 0 }), { code: 'HASH_MISMATCH' });
+  await t.rejects(
+    pub.stageFile({ relPath: 'lie.bin', manifest: { ...manifest, root: new Uint8Array(32) }, mode: 0o644, mtimeMs: 0 }),
+    { code: 'HASH_MISMATCH' },
+  );
 });
 
 t.test('a large file writes back early while it arrives; a failed writeback fails its commit', async (t) => {
@@ -367,7 +490,8 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
   const manifest = manifestFromBytes(bytes, chunking);
   const pub = await Publisher.open({ shareRoot: share, chunking, earlyWritebackBytes: 100_000 });
   const writeAll = async (f: StagedFile): Promise<void> => {
-    for (const [i, c] of manifest.chunks.entries()) await f.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+    for (const [i, c] of manifest.chunks.entries())
+      await f.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
   };
   const good = mustStage(await pub.stageFile({ relPath: 'big.bin', manifest, mode: 0o644, mtimeMs: 0 }));
   t.notOk(good.inMemory);
@@ -394,7 +518,10 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
   };
   await writeAll(quick);
   const atLeast = Math.floor(bytes.length / (100_000 + chunking.maxBytes));
-  t.ok(quickStarted >= atLeast, `${quickStarted} writebacks for ${bytes.length} bytes in steps of 100,000 (at least ${atLeast})`);
+  t.ok(
+    quickStarted >= atLeast,
+    `${quickStarted} writebacks for ${bytes.length} bytes in steps of 100,000 (at least ${atLeast})`,
+  );
   await pub.commit([quick]);
 
   // fsync reports an error once: a failed early writeback must fail the commit, not vanish.
@@ -402,72 +529,103 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
   const handle = bad.handle as unknown as { datasync: () => Promise<void> };
   handle.datasync = () => Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
   await writeAll(bad);
-  await t.rejects(pub.commit([bad]), { code: 'IO', message: /lost\.bin.*EIO/ }, 'the commit names the file and the error');
+  await t.rejects(
+    pub.commit([bad]),
+    { code: 'IO', message: /lost\.bin.*EIO/ },
+    'the commit names the file and the error',
+  );
   t.same((await readdir(share)).sort(), ['big.bin', 'quick.bin'], 'nothing published at lost.bin, no temp file left');
 });
 
-t.test('all-zero chunks of a file staged on disk are left as holes (sparse, as cp and rsync -S); the file keeps its size and mtime', async (t) => {
-  const share = await tempDir('share');
-  const chunking: ChunkingParams = { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 };
-  // Data, 4 MiB of zeros, data, and 2 MiB of zeros at the end (the file is short until commit).
-  const bytes = Buffer.concat([randomBytes(100_000), Buffer.alloc(4 << 20), randomBytes(100_000), Buffer.alloc(2 << 20)]);
-  const manifest = manifestFromBytes(bytes, chunking);
-  const pub = await Publisher.open({ shareRoot: share, chunking });
-  const staged = mustStage(await pub.stageFile({ relPath: 'disk.img', manifest, mode: 0o640, mtimeMs: 1_600_000_000_000 }));
-  t.notOk(staged.inMemory, 'staged in a temp file');
-  for (const [i, c] of manifest.chunks.entries()) await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
-  await pub.commit([staged]);
-  const st = await stat(join(share, 'disk.img'));
-  t.equal(st.size, bytes.length, 'its whole size, trailing zeros included');
-  t.same(await readFile(join(share, 'disk.img')), bytes, 'byte-identical');
-  t.ok(st.blocks * 512 < 1 << 20, `${st.blocks * 512} bytes allocated for ${bytes.length}: the zeros are holes`);
-  t.equal(st.mtimeMs, 1_600_000_000_000, 'the mtime set after the size');
-  t.equal(st.mode & 0o777, 0o640);
-});
+t.test(
+  'all-zero chunks of a file staged on disk are left as holes (sparse, as cp and rsync -S); the file keeps its size and mtime',
+  async (t) => {
+    const share = await tempDir('share');
+    const chunking: ChunkingParams = { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 };
+    // Data, 4 MiB of zeros, data, and 2 MiB of zeros at the end (the file is short until commit).
+    const bytes = Buffer.concat([
+      randomBytes(100_000),
+      Buffer.alloc(4 << 20),
+      randomBytes(100_000),
+      Buffer.alloc(2 << 20),
+    ]);
+    const manifest = manifestFromBytes(bytes, chunking);
+    const pub = await Publisher.open({ shareRoot: share, chunking });
+    const staged = mustStage(
+      await pub.stageFile({ relPath: 'disk.img', manifest, mode: 0o640, mtimeMs: 1_600_000_000_000 }),
+    );
+    t.notOk(staged.inMemory, 'staged in a temp file');
+    for (const [i, c] of manifest.chunks.entries())
+      await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+    await pub.commit([staged]);
+    const st = await stat(join(share, 'disk.img'));
+    t.equal(st.size, bytes.length, 'its whole size, trailing zeros included');
+    t.same(await readFile(join(share, 'disk.img')), bytes, 'byte-identical');
+    t.ok(st.blocks * 512 < 1 << 20, `${st.blocks * 512} bytes allocated for ${bytes.length}: the zeros are holes`);
+    t.equal(st.mtimeMs, 1_600_000_000_000, 'the mtime set after the size');
+    t.equal(st.mode & 0o777, 0o640);
+  },
+);
 
 t.test('abort removes temp files and leaves no final file', async (t) => {
   const share = await tempDir('share');
   // Above IN_MEMORY_MAX_BYTES, a file is staged in a temp file next to its final path.
   const bytes = randomBytes(IN_MEMORY_MAX_BYTES + 4000);
   const manifest = manifestFromBytes(bytes, { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 });
-  const pub = await Publisher.open({ shareRoot: share, chunking: { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 } });
+  const pub = await Publisher.open({
+    shareRoot: share,
+    chunking: { ...PARAMS, maxBytes: 64 << 10, avgBytes: 16 << 10, minBytes: 4 << 10 },
+  });
   const staged = mustStage(await pub.stageFile({ relPath: 'dir/half.bin', manifest, mode: 0o644, mtimeMs: 0 }));
   t.notOk(staged.inMemory);
   const c = manifest.chunks[0]!;
   await staged.writeChunk(0, bytes.subarray(c.offset, c.offset + c.length));
-  t.ok((await readdir(join(share, 'dir'))).some((n) => n.startsWith('.clawpeer-tmp-')), 'the temp file is in the destination directory');
+  t.ok(
+    (await readdir(join(share, 'dir'))).some((n) => n.startsWith('.clawpeer-tmp-')),
+    'the temp file is in the destination directory',
+  );
   // A small file is assembled in memory: nothing on disk until its commit.
   const small = randomBytes(4000);
   const smallManifest = manifestFromBytes(small, PARAMS);
-  const smallStaged = mustStage(await pub.stageFile({ relPath: 'dir/small.bin', manifest: smallManifest, mode: 0o644, mtimeMs: 0 }));
+  const smallStaged = mustStage(
+    await pub.stageFile({ relPath: 'dir/small.bin', manifest: smallManifest, mode: 0o644, mtimeMs: 0 }),
+  );
   t.ok(smallStaged.inMemory);
-  for (const [i, ch] of smallManifest.chunks.entries()) await smallStaged.writeChunk(i, small.subarray(ch.offset, ch.offset + ch.length));
-  t.equal((await readdir(join(share, 'dir'))).filter((n) => n.startsWith('.clawpeer-tmp-')).length, 1, 'only the big file has a temp file');
+  for (const [i, ch] of smallManifest.chunks.entries())
+    await smallStaged.writeChunk(i, small.subarray(ch.offset, ch.offset + ch.length));
+  t.equal(
+    (await readdir(join(share, 'dir'))).filter((n) => n.startsWith('.clawpeer-tmp-')).length,
+    1,
+    'only the big file has a temp file',
+  );
   await pub.abort();
   t.same(await readdir(join(share, 'dir')), [], 'no temp and no final file');
 });
 
-t.test('setuid bits from a peer are dropped; existing identical file with a cached root is not re-hashed', async (t) => {
-  const share = await tempDir('share');
-  const bytes = Buffer.from('#!/bin/sh\n');
-  const manifest = manifestFromBytes(bytes, PARAMS);
-  let lookups = 0;
-  const pub = await Publisher.open({
-    shareRoot: share,
-    chunking: PARAMS,
-    knownRoot: () => {
-      lookups++;
-      return manifest.root;
-    },
-  });
-  const staged = mustStage(await pub.stageFile({ relPath: 'suid', manifest, mode: 0o4755, mtimeMs: 0 }));
-  await staged.writeChunk(0, bytes);
-  await pub.commit([staged]);
-  t.equal((await lstat(join(share, 'suid'))).mode & 0o7777, 0o755);
-  t.equal(await pub.stageFile({ relPath: 'suid', manifest, mode: 0o755, mtimeMs: 0 }), 'identical');
-  t.equal(lookups, 1, 'the identical check asked the warm cache');
-  t.same((await manifestFromFile(join(share, 'suid'), PARAMS)).root, manifest.root);
-});
+t.test(
+  'setuid bits from a peer are dropped; existing identical file with a cached root is not re-hashed',
+  async (t) => {
+    const share = await tempDir('share');
+    const bytes = Buffer.from('#!/bin/sh\n');
+    const manifest = manifestFromBytes(bytes, PARAMS);
+    let lookups = 0;
+    const pub = await Publisher.open({
+      shareRoot: share,
+      chunking: PARAMS,
+      knownRoot: () => {
+        lookups++;
+        return manifest.root;
+      },
+    });
+    const staged = mustStage(await pub.stageFile({ relPath: 'suid', manifest, mode: 0o4755, mtimeMs: 0 }));
+    await staged.writeChunk(0, bytes);
+    await pub.commit([staged]);
+    t.equal((await lstat(join(share, 'suid'))).mode & 0o7777, 0o755);
+    t.equal(await pub.stageFile({ relPath: 'suid', manifest, mode: 0o755, mtimeMs: 0 }), 'identical');
+    t.equal(lookups, 1, 'the identical check asked the warm cache');
+    t.same((await manifestFromFile(join(share, 'suid'), PARAMS)).root, manifest.root);
+  },
+);
 
 // ENOSPC needs a tiny file system: a 64 KiB tmpfs, which only root can mount.
 async function tinyFs(): Promise<string | undefined> {
@@ -483,30 +641,39 @@ async function tinyFs(): Promise<string | undefined> {
 }
 const tinyShare = await tinyFs();
 
-t.test('a full disk is an IO error naming the file; nothing is half-published', { skip: tinyShare === undefined ? 'needs root to mount a 64 KiB tmpfs' : false }, async (t) => {
-  const share = tinyShare!;
-  const bytes = randomBytes(200_000);
-  const manifest = manifestFromBytes(bytes, PARAMS);
-  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
-  const staged = mustStage(await pub.stageFile({ relPath: 'huge.bin', manifest, mode: 0o644, mtimeMs: 0 }));
-  let error: unknown;
-  try {
-    for (const [i, c] of manifest.chunks.entries()) await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
-    await pub.commit([staged]); // a small file is assembled in memory: the disk fills at commit
-  } catch (err) {
-    error = err;
-  }
-  t.match(error, { code: 'IO', message: /huge\.bin.*disk is full/ });
-  await pub.abort();
-  t.same(await readdir(share), [], 'no temp file, no final file');
-});
+t.test(
+  'a full disk is an IO error naming the file; nothing is half-published',
+  { skip: tinyShare === undefined ? 'needs root to mount a 64 KiB tmpfs' : false },
+  async (t) => {
+    const share = tinyShare!;
+    const bytes = randomBytes(200_000);
+    const manifest = manifestFromBytes(bytes, PARAMS);
+    const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
+    const staged = mustStage(await pub.stageFile({ relPath: 'huge.bin', manifest, mode: 0o644, mtimeMs: 0 }));
+    let error: unknown;
+    try {
+      for (const [i, c] of manifest.chunks.entries())
+        await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+      await pub.commit([staged]); // a small file is assembled in memory: the disk fills at commit
+    } catch (err) {
+      error = err;
+    }
+    t.match(error, { code: 'IO', message: /huge\.bin.*disk is full/ });
+    await pub.abort();
+    t.same(await readdir(share), [], 'no temp file, no final file');
+  },
+);
 
 t.test('temp files left by a killed process are swept once stale', async (t) => {
   const share = await tempDir('share');
   await mkdir(join(share, 'd'));
   await writeFile(join(share, 'd', '.clawpeer-tmp-0a0b0c-left.bin'), 'x');
   await writeFile(join(share, 'd', 'keep.bin'), 'y');
-  t.equal(await removeStaleTempFiles(share, { nowMs: Date.now() }), 0, 'a fresh temp file may belong to a live transfer');
+  t.equal(
+    await removeStaleTempFiles(share, { nowMs: Date.now() }),
+    0,
+    'a fresh temp file may belong to a live transfer',
+  );
   t.equal(await removeStaleTempFiles(share, { nowMs: Date.now() + 2 * 3600 * 1000 }), 1);
   t.same(await readdir(join(share, 'd')), ['keep.bin']);
 });
@@ -514,7 +681,10 @@ t.test('temp files left by a killed process are swept once stale', async (t) => 
 t.test('temp names are unique per process, name their writer and fit NAME_MAX', async (t) => {
   const names = Array.from({ length: 1000 }, () => tempNameFor('file.bin'));
   t.equal(new Set(names).size, names.length, 'no two alike');
-  t.ok(names.every((n) => tempFileOwnerPid(n) === process.pid && n.endsWith('-file.bin')), 'each carries this pid and the base name');
+  t.ok(
+    names.every((n) => tempFileOwnerPid(n) === process.pid && n.endsWith('-file.bin')),
+    'each carries this pid and the base name',
+  );
   t.equal(tempFileOwnerPid(tempNameFor('x', 4242)), 4242);
   const long = tempNameFor('é'.repeat(200));
   t.ok(Buffer.byteLength(long, 'utf8') <= 255, `a long base name is cut (${Buffer.byteLength(long, 'utf8')} bytes)`);
@@ -528,19 +698,48 @@ t.test('verdict and probeDir (dry runs) say what stageFile and makeDir would do,
   await writeFile(join(share, 'd', 'other.txt'), 'old');
   await writeFile(join(share, 'blocker'), 'a file where a directory would go');
   await symlink(outside, join(share, 'escape'));
-  const file = (relPath: string, text: string) => ({ relPath, manifest: manifestFromBytes(Buffer.from(text), PARAMS), mode: 0o644, mtimeMs: 0 });
+  const file = (relPath: string, text: string) => ({
+    relPath,
+    manifest: manifestFromBytes(Buffer.from(text), PARAMS),
+    mode: 0o644,
+    mtimeMs: 0,
+  });
   const before = await allNames(share);
   const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
   const sameBefore = await stat(join(share, 'd', 'same.txt'));
-  t.same(await pub.verdict(file('d/same.txt', 'same')), { outcome: 'identical', metadata: { time: true, perms: false } }, 'identical; its mtime (0 incoming) would be set');
-  t.same(await pub.verdict({ ...file('d/same.txt', 'same'), mtimeMs: sameBefore.mtimeMs, mode: 0o600 }), { outcome: 'identical', metadata: { time: false, perms: true } }, 'and its permissions');
-  t.same(await pub.verdict({ ...file('d/same.txt', 'same'), mtimeMs: sameBefore.mtimeMs, mode: sameBefore.mode }), { outcome: 'identical' }, 'nothing to set');
+  t.same(
+    await pub.verdict(file('d/same.txt', 'same')),
+    { outcome: 'identical', metadata: { time: true, perms: false } },
+    'identical; its mtime (0 incoming) would be set',
+  );
+  t.same(
+    await pub.verdict({ ...file('d/same.txt', 'same'), mtimeMs: sameBefore.mtimeMs, mode: 0o600 }),
+    { outcome: 'identical', metadata: { time: false, perms: true } },
+    'and its permissions',
+  );
+  t.same(
+    await pub.verdict({ ...file('d/same.txt', 'same'), mtimeMs: sameBefore.mtimeMs, mode: sameBefore.mode }),
+    { outcome: 'identical' },
+    'nothing to set',
+  );
   t.equal((await stat(join(share, 'd', 'same.txt'))).mtimeMs, sameBefore.mtimeMs, 'a verdict sets nothing');
   t.same(await pub.verdict(file('d/new.txt', 'x')), { outcome: 'new' });
-  t.same(await pub.verdict(file('deep/er/new.txt', 'x')), { outcome: 'new' }, 'under directories that do not exist yet');
+  t.same(
+    await pub.verdict(file('deep/er/new.txt', 'x')),
+    { outcome: 'new' },
+    'under directories that do not exist yet',
+  );
   await t.rejects(pub.verdict(file('d/other.txt', 'new')), { code: 'FILE_EXISTS', message: /other\.txt.*--force/ });
-  t.same(await (await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true })).verdict(file('d/other.txt', 'new')), { outcome: 'replace' });
-  await t.rejects(pub.verdict(file('blocker/x.txt', 'x')), { code: 'FILE_EXISTS', message: /blocker is a file where a directory should be/ });
+  t.same(
+    await (
+      await Publisher.open({ shareRoot: share, chunking: PARAMS, force: true })
+    ).verdict(file('d/other.txt', 'new')),
+    { outcome: 'replace' },
+  );
+  await t.rejects(pub.verdict(file('blocker/x.txt', 'x')), {
+    code: 'FILE_EXISTS',
+    message: /blocker is a file where a directory should be/,
+  });
   await t.rejects(pub.verdict(file('escape/x.txt', 'x')), { code: 'PATH_INVALID', message: /outside the share/ });
   await t.rejects(pub.verdict(file('../x.txt', 'x')), { code: 'PATH_INVALID' });
   t.doesNotThrow(() => pub.probeDir('new/dirs'));
@@ -554,9 +753,19 @@ t.test('--fsync=none publishes the same files with no fsync at all; batch fsyncs
     const share = await tempDir(`fsync-${fsync}`);
     const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS, fsync });
     const staged: StagedFile[] = [];
-    for (const [rel, text] of [['a.txt', 'alpha'], ['sub/b.txt', 'beta']] as const) {
+    for (const [rel, text] of [
+      ['a.txt', 'alpha'],
+      ['sub/b.txt', 'beta'],
+    ] as const) {
       const bytes = Buffer.from(text);
-      const file = mustStage(await pub.stageFile({ relPath: rel, manifest: manifestFromBytes(bytes, PARAMS), mode: 0o640, mtimeMs: 1_600_000_000_000 }));
+      const file = mustStage(
+        await pub.stageFile({
+          relPath: rel,
+          manifest: manifestFromBytes(bytes, PARAMS),
+          mode: 0o640,
+          mtimeMs: 1_600_000_000_000,
+        }),
+      );
       await file.writeChunk(0, bytes);
       staged.push(file);
     }

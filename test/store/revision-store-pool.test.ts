@@ -12,7 +12,16 @@ const NODE = 'pool-node';
 const STORE_MODULE = new URL('../../src/store/revision-store.js', import.meta.url).href;
 
 function fileDraft(path: string, n: number): RevisionDraft {
-  return { path, kind: 'file', contentRoot: blake3(Buffer.from(`content ${n}`)), size: n, mode: 0o644, mtimeNs: BigInt(n), deleted: false, linkTarget: '' };
+  return {
+    path,
+    kind: 'file',
+    contentRoot: blake3(Buffer.from(`content ${n}`)),
+    size: n,
+    mode: 0o644,
+    mtimeNs: BigInt(n),
+    deleted: false,
+    linkTarget: '',
+  };
 }
 
 /** Another process (as `clawpeer restore` or `gc` would be) writes to the folder's log. */
@@ -47,16 +56,16 @@ t.test('a kept store is reused while current, and reopened once another process 
   t.ok(again.isCurrent());
 
   await otherProcess(folder, 'record');
-  t.notOk(first.isCurrent(), 'the other process\'s revision is not in our id set');
+  t.notOk(first.isCurrent(), "the other process's revision is not in our id set");
   const reopened = await pool.acquire(folder, NODE);
   t.not(reopened, first, 'reopened');
-  t.equal(reopened.size, 3, 'with the other process\'s revision');
+  t.equal(reopened.size, 3, "with the other process's revision");
   t.ok(reopened.head('by-other'));
 
   await otherProcess(folder, 'gc');
   const afterGc = await pool.acquire(folder, NODE);
   t.not(afterGc, reopened, 'a gc elsewhere also reopens');
-  t.equal(afterGc.size, 2, 'a\'s first revision collected');
+  t.equal(afterGc.size, 2, "a's first revision collected");
   t.same(afterGc.checkInvariants(), []);
 
   await rm(join(folder, '.clawpeer'), { recursive: true });

@@ -38,10 +38,15 @@ t.test('a batch of 100 local revisions commits once; ids, heads, root and counte
   const store = await RevisionStore.open(folder, { nodeId: NODE });
   t.equal(store.size, 0);
   t.equal(hex(store.root()), hex(EMPTY_SET_ROOT));
-  const entries = store.write((w) => Array.from({ length: 100 }, (_, i) => w.recordLocal(fileDraft(`dir/f${i}.txt`, i))));
+  const entries = store.write((w) =>
+    Array.from({ length: 100 }, (_, i) => w.recordLocal(fileDraft(`dir/f${i}.txt`, i))),
+  );
   t.equal(store.size, 100);
   t.equal(store.localCounter(), 100, 'one counter across paths, one step per revision');
-  t.same(entries.map((e) => counterOf(e.revision.vector, NODE)), Array.from({ length: 100 }, (_, i) => i + 1));
+  t.same(
+    entries.map((e) => counterOf(e.revision.vector, NODE)),
+    Array.from({ length: 100 }, (_, i) => i + 1),
+  );
   t.equal(hex(store.root()), hex(MerkleIdSet.fromIds(entries.map((e) => e.id)).root()));
   t.equal([...store.heads()].length, 100);
   t.equal(hex(store.head('dir/f7.txt')!.id), hex(entries[7]!.id));
@@ -58,7 +63,10 @@ t.test('a batch of 100 local revisions commits once; ids, heads, root and counte
   const next = again.write((w) => w.recordLocal(fileDraft('dir/f3.txt', 1000)));
   t.equal(counterOf(next.revision.vector, NODE), 101, 'counter continues after reopen');
   t.equal(compareVectors(entries[3]!.revision.vector, next.revision.vector), 'before');
-  t.same(again.history('dir/f3.txt').map((e) => hex(e.id)), [hex(entries[3]!.id), hex(next.id)]);
+  t.same(
+    again.history('dir/f3.txt').map((e) => hex(e.id)),
+    [hex(entries[3]!.id), hex(next.id)],
+  );
   t.same(again.checkInvariants(), []);
   await again.close();
 });
@@ -85,29 +93,32 @@ t.test('a write that throws leaves nothing behind', async (t) => {
   t.same(store.checkInvariants(), []);
 });
 
-t.test('remote revisions: put is idempotent and does not move the head; a later local edit dominates them', async (t) => {
-  const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
-  t.teardown(() => store.close());
-  const mine = store.write((w) => w.recordLocal(fileDraft('doc', 1)));
-  const theirs = revisionEntry({ ...fileDraft('doc', 2), origin: PEER, vector: vectorFrom({ [PEER]: 40 }) });
-  const first = store.write((w) => w.put(theirs));
-  const second = store.write((w) => w.put(theirs));
-  t.ok(first.added);
-  t.notOk(second.added);
-  t.equal(store.size, 2);
-  t.ok(store.has(theirs.id));
-  t.equal(hex(store.head('doc')!.id), hex(mine.id), 'head unchanged by put');
-  t.equal(compareVectors(mine.revision.vector, theirs.revision.vector), 'concurrent');
-  store.write((w) => w.setHead(theirs.id));
-  t.equal(hex(store.head('doc')!.id), hex(theirs.id));
-  const edit = store.write((w) => w.recordLocal(fileDraft('doc', 3)));
-  t.equal(compareVectors(mine.revision.vector, edit.revision.vector), 'before');
-  t.equal(compareVectors(theirs.revision.vector, edit.revision.vector), 'before');
-  t.same(store.pathVector('doc'), vectorFrom({ [NODE]: 2, [PEER]: 40 }));
-  t.throws(() => store.write((w) => w.setHead(new Uint8Array(32))), TypeError);
-  t.throws(() => store.write((w) => w.put({ ...theirs, id: new Uint8Array(32) })), /does not hash to its id/);
-  t.same(store.checkInvariants(), []);
-});
+t.test(
+  'remote revisions: put is idempotent and does not move the head; a later local edit dominates them',
+  async (t) => {
+    const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
+    t.teardown(() => store.close());
+    const mine = store.write((w) => w.recordLocal(fileDraft('doc', 1)));
+    const theirs = revisionEntry({ ...fileDraft('doc', 2), origin: PEER, vector: vectorFrom({ [PEER]: 40 }) });
+    const first = store.write((w) => w.put(theirs));
+    const second = store.write((w) => w.put(theirs));
+    t.ok(first.added);
+    t.notOk(second.added);
+    t.equal(store.size, 2);
+    t.ok(store.has(theirs.id));
+    t.equal(hex(store.head('doc')!.id), hex(mine.id), 'head unchanged by put');
+    t.equal(compareVectors(mine.revision.vector, theirs.revision.vector), 'concurrent');
+    store.write((w) => w.setHead(theirs.id));
+    t.equal(hex(store.head('doc')!.id), hex(theirs.id));
+    const edit = store.write((w) => w.recordLocal(fileDraft('doc', 3)));
+    t.equal(compareVectors(mine.revision.vector, edit.revision.vector), 'before');
+    t.equal(compareVectors(theirs.revision.vector, edit.revision.vector), 'before');
+    t.same(store.pathVector('doc'), vectorFrom({ [NODE]: 2, [PEER]: 40 }));
+    t.throws(() => store.write((w) => w.setHead(new Uint8Array(32))), TypeError);
+    t.throws(() => store.write((w) => w.put({ ...theirs, id: new Uint8Array(32) })), /does not hash to its id/);
+    t.same(store.checkInvariants(), []);
+  },
+);
 
 t.test('gc keeps the last N per path and the head, and releases only unreferenced content roots', async (t) => {
   const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
@@ -120,9 +131,19 @@ t.test('gc keeps the last N per path and the head, and releases only unreference
 
   const result = store.gc(2);
   t.equal(result.removedRevisions, 4, 'a loses 3 (keeps 4, 5); c loses 11 (keeps newest 12, 13 and its head 10)');
-  t.same(result.releasedContentRoots.map(hex).sort(), [content(2), content(3), content(11)].map(hex).sort(), 'content 1 is still used by b');
-  t.same(store.history('a').map((e) => hex(e.id)), [revs[3]!, revs[4]!].map((e) => hex(e.id)));
-  t.same(store.history('c').map((e) => e.revision.size), [10, 12, 13]);
+  t.same(
+    result.releasedContentRoots.map(hex).sort(),
+    [content(2), content(3), content(11)].map(hex).sort(),
+    'content 1 is still used by b',
+  );
+  t.same(
+    store.history('a').map((e) => hex(e.id)),
+    [revs[3]!, revs[4]!].map((e) => hex(e.id)),
+  );
+  t.same(
+    store.history('c').map((e) => e.revision.size),
+    [10, 12, 13],
+  );
   t.equal(store.get(revs[0]!.id), undefined);
   t.notOk(store.has(revs[0]!.id));
   t.equal(hex(store.root()), hex(MerkleIdSet.fromPacked(store.allIds()).root()));
@@ -137,7 +158,7 @@ t.test('gc records what it dropped as pruned; prune drops what a peer pruned, ne
   const a = store.write((w) => [1, 2, 3].map((n) => w.recordLocal(fileDraft('a', n))));
   const b = store.write((w) => [4, 5, 6].map((n) => w.recordLocal(fileDraft('b', n))));
   store.gc(2);
-  t.ok(store.isPruned(a[0]!.id), 'gc\'s drop is recorded');
+  t.ok(store.isPruned(a[0]!.id), "gc's drop is recorded");
   t.notOk(store.isPruned(a[1]!.id));
   t.same(store.prunedAmong([a[0]!.id, a[1]!.id]).map(hex), [hex(a[0]!.id)]);
   t.ok(store.isPruned(b[0]!.id));
@@ -146,7 +167,10 @@ t.test('gc records what it dropped as pruned; prune drops what a peer pruned, ne
   const result = store.prune([b[1]!.id, b[2]!.id, unknown]);
   t.equal(result.removedRevisions, 1);
   t.same(result.releasedContentRoots.map(hex), [hex(content(5))]);
-  t.same(store.history('b').map((e) => e.revision.size), [6]);
+  t.same(
+    store.history('b').map((e) => e.revision.size),
+    [6],
+  );
   t.ok(store.isPruned(b[1]!.id) && store.isPruned(unknown), 'dropped and unknown ids are recorded');
   t.notOk(store.isPruned(b[2]!.id), 'a head is not');
   t.equal(store.prunedCount(), 4);
@@ -175,7 +199,13 @@ t.test('warm entries are certified for one head', async (t) => {
     return e;
   });
   t.equal(store.isWarm('f', stat), true, `warm for ${hex(first.id)}`);
-  for (const [field, changed] of [['size', { ...stat, size: 6 }], ['mtime', { ...stat, mtimeNs: 124n }], ['inode', { ...stat, ino: 78n }], ['device', { ...stat, dev: 10n }], ['mode', { ...stat, mode: mode ^ 0o100 }]] as const) {
+  for (const [field, changed] of [
+    ['size', { ...stat, size: 6 }],
+    ['mtime', { ...stat, mtimeNs: 124n }],
+    ['inode', { ...stat, ino: 78n }],
+    ['device', { ...stat, dev: 10n }],
+    ['mode', { ...stat, mode: mode ^ 0o100 }],
+  ] as const) {
     t.equal(store.isWarm('f', changed), false, `another ${field} is not warm`);
   }
   t.equal(store.isWarm('g', stat), false, 'a path without an entry');
@@ -190,7 +220,11 @@ t.test('warm entries are certified for one head', async (t) => {
   store.write((w) => w.setWarm('f', undefined));
   t.equal(store.isWarm('f', stat), false, 'removed');
   t.throws(() => store.write((w) => w.setWarm('nope', stat)), TypeError);
-  t.throws(() => store.write((w) => w.setWarm('f', { ...stat, mode: mode ^ 0o100 })), TypeError, 'the mode must be the head\'s');
+  t.throws(
+    () => store.write((w) => w.setWarm('f', { ...stat, mode: mode ^ 0o100 })),
+    TypeError,
+    "the mode must be the head's",
+  );
   store.write((w) => w.recordLocal({ ...fileDraft('f', 0), kind: 'dir', contentRoot: new Uint8Array(0) }));
   t.throws(() => store.write((w) => w.setWarm('f', stat)), TypeError, 'only a live file head can be warm');
   const keys = [...store.headPathKeys()];
@@ -202,40 +236,77 @@ t.test('warm entries are certified for one head', async (t) => {
 t.test('the live-head count follows adds, edits, tombstones, comebacks and remote heads', async (t) => {
   const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
   t.teardown(() => store.close());
-  const tombstone = (path: string): RevisionDraft => ({ ...fileDraft(path, 0), contentRoot: new Uint8Array(0), deleted: true });
+  const tombstone = (path: string): RevisionDraft => ({
+    ...fileDraft(path, 0),
+    contentRoot: new Uint8Array(0),
+    deleted: true,
+  });
   const steps: [string, () => void, number][] = [
-    ['two new files', () => store.write((w) => [w.recordLocal(fileDraft('a', 1)), w.recordLocal(fileDraft('b', 2))]), 2],
+    [
+      'two new files',
+      () => store.write((w) => [w.recordLocal(fileDraft('a', 1)), w.recordLocal(fileDraft('b', 2))]),
+      2,
+    ],
     ['an edit', () => store.write((w) => w.recordLocal(fileDraft('a', 3))), 2],
     ['a tombstone', () => store.write((w) => w.recordLocal(tombstone('b'))), 1],
     ['a second tombstone of a deleted path', () => store.write((w) => w.recordLocal(tombstone('b'))), 1],
     ['a tombstone for a path never seen', () => store.write((w) => w.recordLocal(tombstone('c'))), 1],
     ['a comeback', () => store.write((w) => w.recordLocal(fileDraft('b', 4))), 2],
-    ['a remote revision stored, head not moved', () => store.write((w) => w.put(revisionEntry({ ...tombstone('a'), origin: PEER, vector: vectorFrom({ [PEER]: 1 }) }))), 2],
-    ['a remote tombstone made the head', () => store.write((w) => {
-      const e = w.put(revisionEntry({ ...tombstone('a'), origin: PEER, vector: vectorFrom({ [PEER]: 2, [NODE]: 9 }) })).entry;
-      w.setHead(e.id);
-      w.setHead(e.id); // again: no change
-    }), 1],
+    [
+      'a remote revision stored, head not moved',
+      () =>
+        store.write((w) =>
+          w.put(revisionEntry({ ...tombstone('a'), origin: PEER, vector: vectorFrom({ [PEER]: 1 }) })),
+        ),
+      2,
+    ],
+    [
+      'a remote tombstone made the head',
+      () =>
+        store.write((w) => {
+          const e = w.put(
+            revisionEntry({ ...tombstone('a'), origin: PEER, vector: vectorFrom({ [PEER]: 2, [NODE]: 9 }) }),
+          ).entry;
+          w.setHead(e.id);
+          w.setHead(e.id); // again: no change
+        }),
+      1,
+    ],
   ];
   for (const [what, step, expected] of steps) {
     step();
     t.equal(store.liveHeadCount(), expected, what);
     t.same(store.checkInvariants(), [], `${what}: invariants`);
   }
-  t.throws(() => store.write((w) => {
-    w.recordLocal(fileDraft('z', 1));
-    throw new Error('rolled back');
-  }), /rolled back/);
+  t.throws(
+    () =>
+      store.write((w) => {
+        w.recordLocal(fileDraft('z', 1));
+        throw new Error('rolled back');
+      }),
+    /rolled back/,
+  );
   t.equal(store.liveHeadCount(), 1, 'a rolled-back write leaves the count');
 });
 
 t.test('a format 1 store is upgraded in place: warm entries still certified move, stale ones go', async (t) => {
   const folder = await tempFolder();
   const mode = fileDraft('x', 1).mode;
-  const stat = (n: number): { size: number; mtimeNs: bigint; ino: bigint; dev: bigint; mode: number } => ({ size: n, mtimeNs: BigInt(n), ino: BigInt(n), dev: 1n, mode });
+  const stat = (n: number): { size: number; mtimeNs: bigint; ino: bigint; dev: bigint; mode: number } => ({
+    size: n,
+    mtimeNs: BigInt(n),
+    ino: BigInt(n),
+    dev: 1n,
+    mode,
+  });
   const store = await RevisionStore.open(folder, { nodeId: NODE });
   store.write((w) => {
-    for (const [p, n] of [['top.txt', 1], ['dir/sub/deep.txt', 2], ['dir/stale.txt', 3], ['gone.txt', 4]] as const) {
+    for (const [p, n] of [
+      ['top.txt', 1],
+      ['dir/sub/deep.txt', 2],
+      ['dir/stale.txt', 3],
+      ['gone.txt', 4],
+    ] as const) {
       w.recordLocal(fileDraft(p, n));
       w.setWarm(p, stat(n));
     }
@@ -247,7 +318,12 @@ t.test('a format 1 store is upgraded in place: warm entries still certified move
 
   // Rewrite it as format 1 wrote it: warm entries under the path's key (BLAKE3 of the path) in
   // 'warm', no live-head count. One entry is certified for a head that has moved since.
-  const env = open<Buffer, Buffer>({ path: join(folder, '.clawpeer', 'revlog'), maxDbs: 12, encoding: 'binary', keyEncoding: 'binary' });
+  const env = open<Buffer, Buffer>({
+    path: join(folder, '.clawpeer', 'revlog'),
+    maxDbs: 12,
+    encoding: 'binary',
+    keyEncoding: 'binary',
+  });
   const sub = (name: string) => env.openDB<Buffer, Buffer>({ name, encoding: 'binary', keyEncoding: 'binary' });
   const [heads, oldWarm, newWarm, meta] = [sub('heads'), sub('warm'), sub('warmfiles'), sub('meta')];
   const pathKey = (p: string): Buffer => Buffer.from(blake3(Buffer.from(p, 'utf8')));
@@ -263,7 +339,11 @@ t.test('a format 1 store is upgraded in place: warm entries still certified move
   };
   env.transactionSync(() => {
     newWarm.clearSync();
-    for (const [p, n] of [['top.txt', 1], ['dir/sub/deep.txt', 2]] as const) oldWarm.putSync(pathKey(p), v1Entry(heads.get(pathKey(p))!, n));
+    for (const [p, n] of [
+      ['top.txt', 1],
+      ['dir/sub/deep.txt', 2],
+    ] as const)
+      oldWarm.putSync(pathKey(p), v1Entry(heads.get(pathKey(p))!, n));
     oldWarm.putSync(pathKey('dir/stale.txt'), v1Entry(staleHead, 3));
     meta.removeSync(Buffer.from('liveheads', 'latin1'));
     const v = Buffer.alloc(8);
@@ -283,12 +363,25 @@ t.test('a format 1 store is upgraded in place: warm entries still certified move
   t.equal(again.isWarm('top.txt', stat(1)), true, 'the upgrade persisted');
   await again.close();
 
-  const env3 = open<Buffer, Buffer>({ path: join(folder, '.clawpeer', 'revlog'), maxDbs: 12, encoding: 'binary', keyEncoding: 'binary' });
+  const env3 = open<Buffer, Buffer>({
+    path: join(folder, '.clawpeer', 'revlog'),
+    maxDbs: 12,
+    encoding: 'binary',
+    keyEncoding: 'binary',
+  });
   const v3 = Buffer.alloc(8);
   v3.writeBigUInt64BE(3n);
-  env3.transactionSync(() => env3.openDB<Buffer, Buffer>({ name: 'meta', encoding: 'binary', keyEncoding: 'binary' }).putSync(Buffer.from('format', 'latin1'), v3));
+  env3.transactionSync(() =>
+    env3
+      .openDB<Buffer, Buffer>({ name: 'meta', encoding: 'binary', keyEncoding: 'binary' })
+      .putSync(Buffer.from('format', 'latin1'), v3),
+  );
   await env3.close();
-  await t.rejects(RevisionStore.open(folder, { nodeId: NODE }), { code: 'IO', message: /layout version 3/ }, 'a newer layout is refused, not misread');
+  await t.rejects(
+    RevisionStore.open(folder, { nodeId: NODE }),
+    { code: 'IO', message: /layout version 3/ },
+    'a newer layout is refused, not misread',
+  );
 });
 
 // A child process writes batches of 100 edits (and runs gc now and then) as fast as it can; we
@@ -312,12 +405,16 @@ for (let batch = 1; ; batch++) {
 async function runAndKill(folder: string, killAfterBatches: number): Promise<number> {
   const storeUrl = new URL('../../src/store/revision-store.js', import.meta.url).href;
   const blakeUrl = new URL('../../src/chunking/blake3.js', import.meta.url).href;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD, storeUrl, blakeUrl, folder], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD, storeUrl, blakeUrl, folder], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let seen = 0;
   const lines = createInterface({ input: child.stdout });
   await new Promise<void>((resolve, reject) => {
     child.on('error', reject);
-    child.on('exit', (code, signal) => (signal === 'SIGKILL' ? resolve() : reject(new Error(`child exited with ${code ?? signal}`))));
+    child.on('exit', (code, signal) =>
+      signal === 'SIGKILL' ? resolve() : reject(new Error(`child exited with ${code ?? signal}`)),
+    );
     lines.on('line', (line) => {
       seen = Number(line);
       if (seen === killAfterBatches) child.kill('SIGKILL');
@@ -339,7 +436,10 @@ t.test('SIGKILL mid-write leaves a consistent store that holds whole batches', a
     const lastBatch = Number([...batches][0]);
     t.ok(lastBatch >= reported, `batch ${lastBatch} >= last reported ${reported}`);
     t.equal(store.localCounter() % 100, round, 'counter: whole batches plus one edit per earlier round');
-    t.ok(heads.every((h) => store.history(h.revision.path).length <= 8), 'gc ran: short histories');
+    t.ok(
+      heads.every((h) => store.history(h.revision.path).length <= 8),
+      'gc ran: short histories',
+    );
     // Carry on writing after the crash: the counter moves on, nothing collides.
     const after = store.write((w) => w.recordLocal(fileDraft('p0', 99_999)));
     t.equal(counterOf(after.revision.vector, 'crash-node'), store.localCounter());
@@ -356,16 +456,45 @@ t.test('gcWith trashcan drops what was replaced before its window, keeps the hea
   const now = 100n * DAY_NS;
   // f: versions made on days 10, 50, 95, 99 (each replaced when the next was made).
   const f = [10n, 50n, 95n, 99n].map((d, i) => store.write((w) => w.recordLocal(fileDraft('f', 100 + i, d * DAY_NS))));
-  const gone = store.write((w) => w.recordLocal({ path: 'gone', kind: 'file', contentRoot: content(200), size: 1, mode: 0o644, mtimeNs: 20n * DAY_NS, deleted: false, linkTarget: '' }));
-  store.write((w) => w.recordLocal({ path: 'gone', kind: 'file', contentRoot: new Uint8Array(0), size: 0, mode: 0o644, mtimeNs: 98n * DAY_NS, deleted: true, linkTarget: '' }));
+  const gone = store.write((w) =>
+    w.recordLocal({
+      path: 'gone',
+      kind: 'file',
+      contentRoot: content(200),
+      size: 1,
+      mode: 0o644,
+      mtimeNs: 20n * DAY_NS,
+      deleted: false,
+      linkTarget: '',
+    }),
+  );
+  store.write((w) =>
+    w.recordLocal({
+      path: 'gone',
+      kind: 'file',
+      contentRoot: new Uint8Array(0),
+      size: 0,
+      mode: 0o644,
+      mtimeNs: 98n * DAY_NS,
+      deleted: true,
+      linkTarget: '',
+    }),
+  );
   const r = store.gcWith({ kind: 'trashcan', days: 10 }, Number(now / 1_000_000n));
-  t.equal(r.removedRevisions, 1, 'f\'s day 10 version (replaced on day 50, before day 90)');
-  t.ok(store.get(f[1]!.id) !== undefined && store.get(f[2]!.id) !== undefined, 'replaced on days 95 and 99: in the window');
+  t.equal(r.removedRevisions, 1, "f's day 10 version (replaced on day 50, before day 90)");
+  t.ok(
+    store.get(f[1]!.id) !== undefined && store.get(f[2]!.id) !== undefined,
+    'replaced on days 95 and 99: in the window',
+  );
   t.ok(store.get(f[3]!.id) !== undefined, 'the head');
   t.ok(store.get(gone.id) !== undefined, 'deleted on day 98: the deleted content is in the trash can');
   t.same(r.releasedContentRoots.map(hex), [hex(content(100))]);
   t.ok(store.isPruned(f[0]!.id), 'recorded as pruned, as gc does');
   t.same(store.checkInvariants(), []);
-  t.equal(store.gcWith({ kind: 'keep-last', count: 1 }, 0).removedRevisions, 3, 'keep-last:1 as gc(1): f days 50 and 95, and the deleted content');
+  t.equal(
+    store.gcWith({ kind: 'keep-last', count: 1 }, 0).removedRevisions,
+    3,
+    'keep-last:1 as gc(1): f days 50 and 95, and the deleted content',
+  );
   t.same(store.checkInvariants(), []);
 });

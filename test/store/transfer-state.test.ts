@@ -22,7 +22,7 @@ t.test('what a completed pull made goes: the chunk index and an empty partial di
   t.ok(await removePullState(dir), 'nothing there is fine');
 });
 
-t.test('a partial to resume, a synced folder\'s log or anything unknown keeps .clawpeer/', async (t) => {
+t.test("a partial to resume, a synced folder's log or anything unknown keeps .clawpeer/", async (t) => {
   for (const extra of ['partial/abc-def.data', 'revlog/data.mdb', 'history/ab/cd', 'sync.lock']) {
     const dir = await folder();
     await mkdir(path.join(dir, '.clawpeer', 'partial'), { recursive: true });

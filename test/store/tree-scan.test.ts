@@ -72,7 +72,10 @@ t.test('a tree scans into sorted pre-order entries with metadata; links are not 
 t.test('a single file scans to one entry named by its base name or rootName', async (t) => {
   const top = await fixture();
   const one = await scanTreeToArray(join(top, 'a.txt'));
-  t.same(one.map((e) => [e.relPath, e.kind, e.size]), [['a.txt', 'file', 5]]);
+  t.same(
+    one.map((e) => [e.relPath, e.kind, e.size]),
+    [['a.txt', 'file', 5]],
+  );
   const renamed = await scanTreeToArray(join(top, 'a.txt'), { rootName: 'dir/new.txt' });
   t.equal(renamed[0]?.relPath, 'dir/new.txt');
   await t.rejects(scanTreeToArray(join(top, 'a.txt'), { rootName: null }), { code: 'USAGE' });
@@ -88,7 +91,10 @@ t.test('names the wire refuses are reported by path, not skipped silently', asyn
   const entries = await scanTreeToArray(top, { onIssue: (i) => issues.push(i) });
   t.same(issues.map((i) => i.localPath.slice(top.length + 1)).sort(), ['b/bad\\name', 'b/trailing.']);
   t.ok(issues.every((i) => i.error.code === 'PATH_INVALID'));
-  t.notOk(entries.some((e) => e.relPath.includes('bad')), 'the refused entries are not listed');
+  t.notOk(
+    entries.some((e) => e.relPath.includes('bad')),
+    'the refused entries are not listed',
+  );
   t.equal(entries.length, 13, 'everything else still is');
 });
 
@@ -111,98 +117,190 @@ t.test('symlinkTargetIsConfined is conservative about ".." after a name', async 
   t.equal(symlinkTargetIsConfined(3, '..\\..\\..\\..\\x'), false, 'backslashes count as separators');
 });
 
-t.test('a FIFO or socket below the root is told to onSpecialSkipped and left out; without it, or as the root, it stops the scan', async (t) => {
-  const root = await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-special-'));
-  t.teardown(() => rm(root, { recursive: true, force: true }));
-  await mkdir(path.join(root, 'sub'));
-  await writeFile(path.join(root, 'sub', 'a.txt'), 'a');
-  execFileSync('mkfifo', [path.join(root, 'sub', 'pipe')]);
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(path.join(root, 'sock'), resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const skipped: string[] = [];
-  const entries: string[] = [];
-  for await (const e of scanTree(root, { rootName: null, onSpecialSkipped: (local, what) => skipped.push(`${path.relative(root, local)} ${what}`) })) entries.push(e.relPath);
-  t.same(entries, ['sub', 'sub/a.txt']);
-  t.same(skipped.sort(), ['sock a socket', 'sub/pipe a FIFO']);
-  await t.rejects(async () => {
-    for await (const _entry of scanTree(root, { rootName: null })) continue;
-  }, { code: 'IO', message: /is a (FIFO|socket): only files, directories and symlinks are sent/ });
-  await t.rejects(async () => {
-    for await (const _entry of scanTree(path.join(root, 'sub', 'pipe'), { onSpecialSkipped: () => undefined })) continue;
-  }, { code: 'IO', message: /pipe is a FIFO/ }, 'the root itself is not skipped');
-});
-
-t.test('copyLinks: all follows every link (a file, a directory and what is in it); unsafe only those leading out; dangling links and loops are told, not followed', async (t) => {
-  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-links-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const root = path.join(dir, 'tree');
-  await mkdir(path.join(root, 'sub'), { recursive: true });
-  await mkdir(path.join(dir, 'outside', 'd'), { recursive: true });
-  await writeFile(path.join(dir, 'outside', 'ext.txt'), 'ext');
-  await writeFile(path.join(dir, 'outside', 'd', 'in.txt'), 'in');
-  await writeFile(path.join(root, 'real.txt'), 'real');
-  await symlink('real.txt', path.join(root, 'alias'));
-  await symlink('../outside/ext.txt', path.join(root, 'ext'));
-  await symlink('../outside/d', path.join(root, 'extdir'));
-  await symlink('..', path.join(root, 'sub', 'loop'));
-  await symlink('nowhere', path.join(root, 'dangling'));
-  const scan = async (copyLinks?: 'all' | 'unsafe'): Promise<{ entries: string[]; skipped: string[] }> => {
+t.test(
+  'a FIFO or socket below the root is told to onSpecialSkipped and left out; without it, or as the root, it stops the scan',
+  async (t) => {
+    const root = await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-special-'));
+    t.teardown(() => rm(root, { recursive: true, force: true }));
+    await mkdir(path.join(root, 'sub'));
+    await writeFile(path.join(root, 'sub', 'a.txt'), 'a');
+    execFileSync('mkfifo', [path.join(root, 'sub', 'pipe')]);
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(path.join(root, 'sock'), resolve));
+    t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
     const skipped: string[] = [];
-    const onSpecialSkipped = (local: string, what: string): void => void skipped.push(`${path.relative(root, local)}: ${what}`);
-    const entries = await scanTreeToArray(root, { onSpecialSkipped, ...(copyLinks === undefined ? {} : { copyLinks }) });
-    return { entries: entries.map((e) => `${e.kind} ${e.relPath}`), skipped };
-  };
-  const plain = await scan();
-  t.same(plain.entries, ['dir tree', 'symlink tree/alias', 'symlink tree/dangling', 'symlink tree/ext', 'symlink tree/extdir', 'file tree/real.txt', 'dir tree/sub', 'symlink tree/sub/loop']);
-  const unsafe = await scan('unsafe');
-  t.same(unsafe.entries, ['dir tree', 'symlink tree/alias', 'symlink tree/dangling', 'file tree/ext', 'dir tree/extdir', 'file tree/extdir/in.txt', 'file tree/real.txt', 'dir tree/sub', 'symlink tree/sub/loop'], 'only the links out of the tree become what they point to');
-  const all = await scan('all');
-  t.same(all.entries, ['dir tree', 'file tree/alias', 'file tree/ext', 'dir tree/extdir', 'file tree/extdir/in.txt', 'file tree/real.txt', 'dir tree/sub']);
-  t.same(all.skipped, ['dangling: a symlink with nothing at its end', 'sub/loop: a symlink to a directory it lies in (a loop)']);
-  const alias = (await scanTreeToArray(path.join(root, 'alias'), { copyLinks: 'all' }))[0];
-  t.match(alias, { relPath: 'alias', kind: 'file', size: 4 }, 'a link given as the root is followed too');
-  await t.rejects(scanTreeToArray(path.join(root, 'dangling'), { copyLinks: 'all' }), { code: 'IO', message: /dangling is a symlink with nothing at its end/ });
-  await t.rejects(scanTreeToArray(root, { copyLinks: 'all' }), { code: 'IO', message: /dangling is a symlink with nothing at its end/ }, 'without onSpecialSkipped, the first one stops the scan');
-});
+    const entries: string[] = [];
+    for await (const e of scanTree(root, {
+      rootName: null,
+      onSpecialSkipped: (local, what) => skipped.push(`${path.relative(root, local)} ${what}`),
+    }))
+      entries.push(e.relPath);
+    t.same(entries, ['sub', 'sub/a.txt']);
+    t.same(skipped.sort(), ['sock a socket', 'sub/pipe a FIFO']);
+    await t.rejects(
+      async () => {
+        for await (const _entry of scanTree(root, { rootName: null })) continue;
+      },
+      { code: 'IO', message: /is a (FIFO|socket): only files, directories and symlinks are sent/ },
+    );
+    await t.rejects(
+      async () => {
+        for await (const _entry of scanTree(path.join(root, 'sub', 'pipe'), { onSpecialSkipped: () => undefined }))
+          continue;
+      },
+      { code: 'IO', message: /pipe is a FIFO/ },
+      'the root itself is not skipped',
+    );
+  },
+);
 
-t.test('followWithin: a followed link must end inside it (a listener\'s share); one that does not stays a link', async (t) => {
-  const dir = await realpath(await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-within-')));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const share = path.join(dir, 'share');
-  const root = path.join(share, 'tree');
-  await mkdir(path.join(share, 'other'), { recursive: true });
-  await mkdir(root);
-  await mkdir(path.join(dir, 'secret'));
-  await writeFile(path.join(dir, 'secret', 'key.txt'), 'not for peers');
-  await writeFile(path.join(share, 'other', 'o.txt'), 'o');
-  await writeFile(path.join(root, 'real.txt'), 'real');
-  await symlink('real.txt', path.join(root, 'alias'));
-  await symlink('../other', path.join(root, 'sibling'));
-  await symlink(path.join(dir, 'secret'), path.join(root, 'secretdir'));
-  await symlink('../../secret/key.txt', path.join(root, 'secretfile'));
-  await symlink('../../secret', path.join(share, 'other', 'out'));
-  await symlink('sibling/out/key.txt', path.join(root, 'sneaky')); // no '..' in it, yet it ends outside
-  const scan = async (copyLinks: 'all' | 'unsafe'): Promise<string[]> => (await scanTreeToArray(root, { copyLinks, followWithin: share })).map((e) => `${e.kind} ${e.relPath}`);
-  const outside = ['symlink tree/secretdir', 'symlink tree/secretfile', 'dir tree/sibling', 'file tree/sibling/o.txt', 'symlink tree/sibling/out', 'symlink tree/sneaky'];
-  t.same(await scan('all'), ['dir tree', 'file tree/alias', 'file tree/real.txt', ...outside],
-    'links ending inside the share are followed (sibling, out of the tree); those ending outside it stay links, \'..\'-free ones too (the driver skips links leading out of the tree)');
-  t.same(await scan('unsafe'), ['dir tree', 'symlink tree/alias', 'file tree/real.txt', ...outside], 'unsafe: the link inside the tree stays one');
-  const lone = await scanTreeToArray(path.join(root, 'secretfile'), { copyLinks: 'all', followWithin: share });
-  t.match(lone, [{ kind: 'symlink', linkTarget: '../../secret/key.txt' }], 'a link given as the root too');
-});
+t.test(
+  'copyLinks: all follows every link (a file, a directory and what is in it); unsafe only those leading out; dangling links and loops are told, not followed',
+  async (t) => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-links-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    const root = path.join(dir, 'tree');
+    await mkdir(path.join(root, 'sub'), { recursive: true });
+    await mkdir(path.join(dir, 'outside', 'd'), { recursive: true });
+    await writeFile(path.join(dir, 'outside', 'ext.txt'), 'ext');
+    await writeFile(path.join(dir, 'outside', 'd', 'in.txt'), 'in');
+    await writeFile(path.join(root, 'real.txt'), 'real');
+    await symlink('real.txt', path.join(root, 'alias'));
+    await symlink('../outside/ext.txt', path.join(root, 'ext'));
+    await symlink('../outside/d', path.join(root, 'extdir'));
+    await symlink('..', path.join(root, 'sub', 'loop'));
+    await symlink('nowhere', path.join(root, 'dangling'));
+    const scan = async (copyLinks?: 'all' | 'unsafe'): Promise<{ entries: string[]; skipped: string[] }> => {
+      const skipped: string[] = [];
+      const onSpecialSkipped = (local: string, what: string): void =>
+        void skipped.push(`${path.relative(root, local)}: ${what}`);
+      const entries = await scanTreeToArray(root, {
+        onSpecialSkipped,
+        ...(copyLinks === undefined ? {} : { copyLinks }),
+      });
+      return { entries: entries.map((e) => `${e.kind} ${e.relPath}`), skipped };
+    };
+    const plain = await scan();
+    t.same(plain.entries, [
+      'dir tree',
+      'symlink tree/alias',
+      'symlink tree/dangling',
+      'symlink tree/ext',
+      'symlink tree/extdir',
+      'file tree/real.txt',
+      'dir tree/sub',
+      'symlink tree/sub/loop',
+    ]);
+    const unsafe = await scan('unsafe');
+    t.same(
+      unsafe.entries,
+      [
+        'dir tree',
+        'symlink tree/alias',
+        'symlink tree/dangling',
+        'file tree/ext',
+        'dir tree/extdir',
+        'file tree/extdir/in.txt',
+        'file tree/real.txt',
+        'dir tree/sub',
+        'symlink tree/sub/loop',
+      ],
+      'only the links out of the tree become what they point to',
+    );
+    const all = await scan('all');
+    t.same(all.entries, [
+      'dir tree',
+      'file tree/alias',
+      'file tree/ext',
+      'dir tree/extdir',
+      'file tree/extdir/in.txt',
+      'file tree/real.txt',
+      'dir tree/sub',
+    ]);
+    t.same(all.skipped, [
+      'dangling: a symlink with nothing at its end',
+      'sub/loop: a symlink to a directory it lies in (a loop)',
+    ]);
+    const alias = (await scanTreeToArray(path.join(root, 'alias'), { copyLinks: 'all' }))[0];
+    t.match(alias, { relPath: 'alias', kind: 'file', size: 4 }, 'a link given as the root is followed too');
+    await t.rejects(scanTreeToArray(path.join(root, 'dangling'), { copyLinks: 'all' }), {
+      code: 'IO',
+      message: /dangling is a symlink with nothing at its end/,
+    });
+    await t.rejects(
+      scanTreeToArray(root, { copyLinks: 'all' }),
+      { code: 'IO', message: /dangling is a symlink with nothing at its end/ },
+      'without onSpecialSkipped, the first one stops the scan',
+    );
+  },
+);
+
+t.test(
+  "followWithin: a followed link must end inside it (a listener's share); one that does not stays a link",
+  async (t) => {
+    const dir = await realpath(await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-within-')));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    const share = path.join(dir, 'share');
+    const root = path.join(share, 'tree');
+    await mkdir(path.join(share, 'other'), { recursive: true });
+    await mkdir(root);
+    await mkdir(path.join(dir, 'secret'));
+    await writeFile(path.join(dir, 'secret', 'key.txt'), 'not for peers');
+    await writeFile(path.join(share, 'other', 'o.txt'), 'o');
+    await writeFile(path.join(root, 'real.txt'), 'real');
+    await symlink('real.txt', path.join(root, 'alias'));
+    await symlink('../other', path.join(root, 'sibling'));
+    await symlink(path.join(dir, 'secret'), path.join(root, 'secretdir'));
+    await symlink('../../secret/key.txt', path.join(root, 'secretfile'));
+    await symlink('../../secret', path.join(share, 'other', 'out'));
+    await symlink('sibling/out/key.txt', path.join(root, 'sneaky')); // no '..' in it, yet it ends outside
+    const scan = async (copyLinks: 'all' | 'unsafe'): Promise<string[]> =>
+      (await scanTreeToArray(root, { copyLinks, followWithin: share })).map((e) => `${e.kind} ${e.relPath}`);
+    const outside = [
+      'symlink tree/secretdir',
+      'symlink tree/secretfile',
+      'dir tree/sibling',
+      'file tree/sibling/o.txt',
+      'symlink tree/sibling/out',
+      'symlink tree/sneaky',
+    ];
+    t.same(
+      await scan('all'),
+      ['dir tree', 'file tree/alias', 'file tree/real.txt', ...outside],
+      "links ending inside the share are followed (sibling, out of the tree); those ending outside it stay links, '..'-free ones too (the driver skips links leading out of the tree)",
+    );
+    t.same(
+      await scan('unsafe'),
+      ['dir tree', 'symlink tree/alias', 'file tree/real.txt', ...outside],
+      'unsafe: the link inside the tree stays one',
+    );
+    const lone = await scanTreeToArray(path.join(root, 'secretfile'), { copyLinks: 'all', followWithin: share });
+    t.match(lone, [{ kind: 'symlink', linkTarget: '../../secret/key.txt' }], 'a link given as the root too');
+  },
+);
 
 t.test('a name that is not valid UTF-8 is an issue naming its bytes, not an ENOENT; the rest is scanned', async (t) => {
   const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-utf8-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const root = path.join(dir, 'tree');
   await mkdir(root);
-  await writeFile(Buffer.concat([Buffer.from(`${root}/bad`), Buffer.from([0xff]), Buffer.from('name.txt')]), 'latin-1 name');
+  await writeFile(
+    Buffer.concat([Buffer.from(`${root}/bad`), Buffer.from([0xff]), Buffer.from('name.txt')]),
+    'latin-1 name',
+  );
   await writeFile(path.join(root, 'ok.txt'), 'ok');
   await writeFile(path.join(root, 'caf\u00e9 \uFFFD.txt'), 'a real U+FFFD in a valid name');
   const issues: string[] = [];
-  const entries = await scanTreeToArray(root, { onIssue: (i) => void issues.push(`${i.error.code} ${i.error.message}`) });
+  const entries = await scanTreeToArray(root, {
+    onIssue: (i) => void issues.push(`${i.error.code} ${i.error.message}`),
+  });
   t.same(entries.map((e) => e.relPath).sort(), ['tree', 'tree/caf\u00e9 \uFFFD.txt', 'tree/ok.txt']);
-  t.same(issues, [`PATH_INVALID cannot send ${root}/bad\\#377name.txt: its name is not valid UTF-8 (names travel as UTF-8; rename it, e.g. with convmv)`]);
-  await t.rejects(scanTreeToArray(root), { code: 'PATH_INVALID', message: /bad\\#377name\.txt: its name is not valid UTF-8/ }, 'without onIssue the scan stops on it');
+  t.same(issues, [
+    `PATH_INVALID cannot send ${root}/bad\\#377name.txt: its name is not valid UTF-8 (names travel as UTF-8; rename it, e.g. with convmv)`,
+  ]);
+  await t.rejects(
+    scanTreeToArray(root),
+    { code: 'PATH_INVALID', message: /bad\\#377name\.txt: its name is not valid UTF-8/ },
+    'without onIssue the scan stops on it',
+  );
 });

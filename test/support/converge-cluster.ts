@@ -15,7 +15,16 @@ import { mkdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { writeFile } from 'node:fs/promises';
-import { CLI, initNode, jsonLines, pairAdd, runCli, startListener, tempHome, type RunningListener } from '../e2e/cli-harness.js';
+import {
+  CLI,
+  initNode,
+  jsonLines,
+  pairAdd,
+  runCli,
+  startListener,
+  tempHome,
+  type RunningListener,
+} from '../e2e/cli-harness.js';
 import { LinkForwarder } from './converge-link.js';
 
 export interface ConvergeNode {
@@ -96,7 +105,12 @@ export class ConvergeCluster {
   /** Folder mode: per link, its two forwarders (a dials b, b dials a). */
   readonly #forwarders: (readonly LinkForwarder[])[];
 
-  private constructor(nodes: ConvergeNode[], links: [number, number][], folders: boolean, forwarders: LinkForwarder[][]) {
+  private constructor(
+    nodes: ConvergeNode[],
+    links: [number, number][],
+    folders: boolean,
+    forwarders: LinkForwarder[][],
+  ) {
     this.nodes = nodes;
     this.links = links;
     this.folders = folders;
@@ -125,7 +139,10 @@ export class ConvergeCluster {
       const b = nodes[j];
       if (a === undefined || b === undefined) throw new TypeError('link out of range');
       const pair: LinkForwarder[] = [];
-      for (const [self, peer] of [[a, b], [b, a]] as const) {
+      for (const [self, peer] of [
+        [a, b],
+        [b, a],
+      ] as const) {
         let port = peer.port;
         if (folders) {
           const fwd = await LinkForwarder.start(peer.port);
@@ -137,11 +154,32 @@ export class ConvergeCluster {
       forwarders.push(pair);
     }
     if (folders) {
-      await Promise.all(nodes.map(async (node) => {
-        const with_ = links.filter(([i, j]) => i === node.index || j === node.index).map(([i, j]) => `n${i === node.index ? j : i}`);
-        const r = await runCli(['--home', node.home, 'folder', 'add', node.folder, '--id', FOLDER_ID, '--with', with_.join(','), '--interval', String(FOLDER_INTERVAL_S), '--versioning', 'trashcan:30'], { timeoutMs: SLOW_MS });
-        if (r.code !== 0) throw new Error(`folder add on ${node.name}: ${r.stderr}`);
-      }));
+      await Promise.all(
+        nodes.map(async (node) => {
+          const with_ = links
+            .filter(([i, j]) => i === node.index || j === node.index)
+            .map(([i, j]) => `n${i === node.index ? j : i}`);
+          const r = await runCli(
+            [
+              '--home',
+              node.home,
+              'folder',
+              'add',
+              node.folder,
+              '--id',
+              FOLDER_ID,
+              '--with',
+              with_.join(','),
+              '--interval',
+              String(FOLDER_INTERVAL_S),
+              '--versioning',
+              'trashcan:30',
+            ],
+            { timeoutMs: SLOW_MS },
+          );
+          if (r.code !== 0) throw new Error(`folder add on ${node.name}: ${r.stderr}`);
+        }),
+      );
     }
     const cluster = new ConvergeCluster(nodes, links, folders, forwarders);
     // A test killed by its deadline must not leave listeners running.
@@ -179,7 +217,11 @@ export class ConvergeCluster {
     // The port was just freed by a SIGKILLed listener: a few tries while the OS lets go of it.
     for (let attempt = 0; ; attempt++) {
       try {
-        node.listener = await startListener(node.home, this.folders ? ['-v', '--transport', 'tcp'] : ['--share', `${SHARE}=${node.folder}`], { port: node.port, env: envFor(node), timeoutMs: SLOW_MS });
+        node.listener = await startListener(
+          node.home,
+          this.folders ? ['-v', '--transport', 'tcp'] : ['--share', `${SHARE}=${node.folder}`],
+          { port: node.port, env: envFor(node), timeoutMs: SLOW_MS },
+        );
         return;
       } catch (err) {
         if (attempt >= 4) throw err;
@@ -200,7 +242,10 @@ export class ConvergeCluster {
     node.listener = undefined;
     if (l !== undefined) {
       await l.stop('SIGKILL');
-      this.#pastLogs.set(node.index, `${(this.#pastLogs.get(node.index) ?? '').slice(-(8 << 20))}${l.stderr()}--- SIGKILL\n`);
+      this.#pastLogs.set(
+        node.index,
+        `${(this.#pastLogs.get(node.index) ?? '').slice(-(8 << 20))}${l.stderr()}--- SIGKILL\n`,
+      );
     }
   }
 
@@ -272,9 +317,20 @@ export const cliPairSync: PairSync = (a, b, options = {}) =>
       const skipped = lines.filter((l) => l['event'] === 'skipped').map((l) => String(l['path']));
       const done = lines.find((l) => l['event'] === 'done');
       if (code === 0 && done !== undefined) {
-        resolve({ ok: true, revisionsSent: Number(done['revisionsSent']), revisionsReceived: Number(done['revisionsReceived']), skipped });
+        resolve({
+          ok: true,
+          revisionsSent: Number(done['revisionsSent']),
+          revisionsReceived: Number(done['revisionsReceived']),
+          skipped,
+        });
       } else {
-        resolve({ ok: false, revisionsSent: 0, revisionsReceived: 0, skipped, error: `exit ${String(code ?? signal)}: ${stderr.trim().split('\n').slice(-3).join(' | ')}` });
+        resolve({
+          ok: false,
+          revisionsSent: 0,
+          revisionsReceived: 0,
+          skipped,
+          error: `exit ${String(code ?? signal)}: ${stderr.trim().split('\n').slice(-3).join(' | ')}`,
+        });
       }
     });
   });

@@ -44,14 +44,20 @@ function reasonKind(why: string): string {
 }
 
 /** Why `node` is not quiet by its status, or undefined when it is (and its revisions). */
-function notQuiet(node: ConvergeNode, s: ListenerStatus | string): { why: string } | { revisions: number; root: string } {
+function notQuiet(
+  node: ConvergeNode,
+  s: ListenerStatus | string,
+): { why: string } | { revisions: number; root: string } {
   if (typeof s === 'string') return { why: `${node.name}: no listener (${s})` };
   const f = (s.folders ?? []).find((x) => x.id === FOLDER_ID);
   if (f === undefined) return { why: `${node.name}: no folder ${FOLDER_ID}` };
   if (f.problem !== undefined) return { why: `${node.name}: ${f.problem}` };
   if (f.pending === true) return { why: `${node.name}: a local change waits` };
   const busy = f.peers.find((p) => p.state !== 'in-sync');
-  if (busy !== undefined) return { why: `${node.name}: with ${busy.name ?? busy.peer} ${busy.state}${busy.error === undefined ? '' : ` (${busy.error})`}` };
+  if (busy !== undefined)
+    return {
+      why: `${node.name}: with ${busy.name ?? busy.peer} ${busy.state}${busy.error === undefined ? '' : ` (${busy.error})`}`,
+    };
   const serving = s.activity.filter((a) => a.kind === 'sync');
   if (serving.length > 0) return { why: `${node.name}: serves ${serving.length} sync(s)` };
   if (f.root === undefined || f.revisions === undefined) return { why: `${node.name}: no revision log open yet` };
@@ -62,22 +68,36 @@ function notQuiet(node: ConvergeNode, s: ListenerStatus | string): { why: string
  * Polls every node's status until all are quiet with equal revision sets and `identical()`
  * agrees, or `timeoutMs` passes. Listeners that are down are started first.
  */
-export async function waitQuiet(cluster: ConvergeCluster, identical: () => Promise<boolean>, timeoutMs: number): Promise<QuietResult> {
+export async function waitQuiet(
+  cluster: ConvergeCluster,
+  identical: () => Promise<boolean>,
+  timeoutMs: number,
+): Promise<QuietResult> {
   const started = Date.now();
   let polls = 0;
   let last = '';
   const held = new Map<string, number>();
   let lastPollAt = started;
-  const heldBy = (): string => [...held].sort((a, b) => b[1] - a[1]).map(([k, ms]) => `${k} ${(ms / 1000).toFixed(1)} s`).join(', ');
+  const heldBy = (): string =>
+    [...held]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, ms]) => `${k} ${(ms / 1000).toFixed(1)} s`)
+      .join(', ');
   await cluster.startAll();
   while (Date.now() - started < timeoutMs) {
     polls++;
     const signal = AbortSignal.timeout(30_000);
-    const states = await Promise.all(cluster.nodes.map(async (n) => notQuiet(n, await listenerStatus(n.home, signal).catch((err: unknown) => String(err)))));
+    const states = await Promise.all(
+      cluster.nodes.map(async (n) =>
+        notQuiet(n, await listenerStatus(n.home, signal).catch((err: unknown) => String(err))),
+      ),
+    );
     const waiting = states.flatMap((x) => ('why' in x ? [x.why] : []));
     if (waiting.length > 0) last = waiting.join('; ');
     else {
-      const roots = new Set(states.map((x) => ('root' in x ? `${x.revisions} revisions, root ${x.root.slice(0, 12)}` : '')));
+      const roots = new Set(
+        states.map((x) => ('root' in x ? `${x.revisions} revisions, root ${x.root.slice(0, 12)}` : '')),
+      );
       if (roots.size > 1) last = `revision sets differ: ${[...roots].join(' / ')}`;
       else if (!(await identical())) last = 'status quiet, but the folders on disk differ';
       else return { ok: true, ms: Date.now() - started, polls, last: '', heldBy: heldBy() };
@@ -95,7 +115,10 @@ export async function waitQuiet(cluster: ConvergeCluster, identical: () => Promi
 export async function syncingNow(node: ConvergeNode): Promise<boolean> {
   const s = await listenerStatus(node.home, AbortSignal.timeout(10_000)).catch(() => 'no answer');
   if (typeof s === 'string') return false;
-  return s.activity.some((a) => a.kind === 'sync') || (s.folders ?? []).some((f) => f.peers.some((p) => p.state === 'syncing'));
+  return (
+    s.activity.some((a) => a.kind === 'sync') ||
+    (s.folders ?? []).some((f) => f.peers.some((p) => p.state === 'syncing'))
+  );
 }
 
 const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
@@ -125,6 +148,8 @@ export class WriteLedger {
 
   /** Versions written and not destroyed by hand that no node holds (`held`: every digest any node holds). */
   lost(held: ReadonlySet<string>): string[] {
-    return [...this.#written].filter(([h]) => !held.has(h) && !this.#destroyed.has(h)).map(([h, where]) => `${h.slice(0, 8)} (written as ${where})`);
+    return [...this.#written]
+      .filter(([h]) => !held.has(h) && !this.#destroyed.has(h))
+      .map(([h, where]) => `${h.slice(0, 8)} (written as ${where})`);
   }
 }

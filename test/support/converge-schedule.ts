@@ -94,7 +94,15 @@ export async function folderEntries(root: string): Promise<Entry[]> {
   const out: Entry[] = [];
   for (const { rel: r, abs, st } of await walkTree(root)) {
     if (st.isDirectory()) out.push({ path: r, kind: 'dir', mode: st.mode & 0o7777, size: 0, mtimeMs: 0, sha: '' });
-    else if (st.isFile()) out.push({ path: r, kind: 'file', mode: st.mode & 0o7777, size: st.size, mtimeMs: st.mtimeMs, sha: sha(await readFile(abs)) });
+    else if (st.isFile())
+      out.push({
+        path: r,
+        kind: 'file',
+        mode: st.mode & 0o7777,
+        size: st.size,
+        mtimeMs: st.mtimeMs,
+        sha: sha(await readFile(abs)),
+      });
     else out.push({ path: r, kind: 'other', mode: 0, size: 0, mtimeMs: 0, sha: '' });
   }
   return out;
@@ -120,7 +128,8 @@ async function historyDigests(folder: string): Promise<string[]> {
   return out;
 }
 
-const describe = (e: Entry): string => `${e.kind} ${e.path} mode ${e.mode.toString(8)}${e.kind === 'file' ? ` ${e.size} B mtime ${e.mtimeMs.toFixed(3)} ${e.sha.slice(0, 8)}` : ''}`;
+const describe = (e: Entry): string =>
+  `${e.kind} ${e.path} mode ${e.mode.toString(8)}${e.kind === 'file' ? ` ${e.size} B mtime ${e.mtimeMs.toFixed(3)} ${e.sha.slice(0, 8)}` : ''}`;
 
 /** Paths whose entries differ between two folders. */
 function differingPaths(a: Entry[], b: Entry[]): string[] {
@@ -139,7 +148,13 @@ function differences(a: Entry[], b: Entry[]): string[] {
     const x = am.get(p);
     const y = bm.get(p);
     // Within a millisecond: the log carries ns, a node sets a file's time through utimes (double seconds, ms here).
-    if (x !== undefined && y !== undefined && describe({ ...x, mtimeMs: 0 }) === describe({ ...y, mtimeMs: 0 }) && Math.abs(x.mtimeMs - y.mtimeMs) < 1) continue;
+    if (
+      x !== undefined &&
+      y !== undefined &&
+      describe({ ...x, mtimeMs: 0 }) === describe({ ...y, mtimeMs: 0 }) &&
+      Math.abs(x.mtimeMs - y.mtimeMs) < 1
+    )
+      continue;
     out.push(`${x === undefined ? '(none)' : describe(x)}  vs  ${y === undefined ? '(none)' : describe(y)}`);
   }
   return out;
@@ -199,9 +214,12 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     const when = new Date(Date.now() + node.skewMs);
     await utimes(p, when, when);
   };
-  const entries = async (node: ConvergeNode): Promise<Entry[]> => (await folderEntries(node.folder)).filter((e) => !isTemp(path.posix.basename(e.path)));
-  const filesOf = async (node: ConvergeNode): Promise<string[]> => (await entries(node)).filter((e) => e.kind === 'file').map((e) => e.path);
-  const dirsOf = async (node: ConvergeNode): Promise<string[]> => (await entries(node)).filter((e) => e.kind === 'dir').map((e) => e.path);
+  const entries = async (node: ConvergeNode): Promise<Entry[]> =>
+    (await folderEntries(node.folder)).filter((e) => !isTemp(path.posix.basename(e.path)));
+  const filesOf = async (node: ConvergeNode): Promise<string[]> =>
+    (await entries(node)).filter((e) => e.kind === 'file').map((e) => e.path);
+  const dirsOf = async (node: ConvergeNode): Promise<string[]> =>
+    (await entries(node)).filter((e) => e.kind === 'dir').map((e) => e.path);
   const newFilePath = async (node: ConvergeNode): Promise<string> => {
     const dirs = ['', ...(await dirsOf(node)).filter((d) => !d.includes('.sync-conflict-')), pick(DIRS)];
     const d = pick(dirs);
@@ -223,18 +241,24 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     let kill: Promise<void> | undefined;
     const out = await o.sync(a, b, {
       onStarted: () => {
-        if (faultAt !== undefined) kill = new Promise((r) => setTimeout(r, faultAt.afterMs)).then(() => cluster.killListener(faultAt.victim));
+        if (faultAt !== undefined)
+          kill = new Promise((r) => setTimeout(r, faultAt.afterMs)).then(() => cluster.killListener(faultAt.victim));
       },
     });
     if (kill !== undefined) await kill;
     syncs++;
-    note(`  sync ${a.name}->${b.name}${faultAt === undefined ? '' : ` (kill ${faultAt.victim.name} at ${faultAt.afterMs} ms)`}: ${out.ok ? `sent ${out.revisionsSent} received ${out.revisionsReceived}${out.skipped.length > 0 ? ` skipped ${out.skipped.join(',')}` : ''}` : out.error ?? 'failed'}`);
+    note(
+      `  sync ${a.name}->${b.name}${faultAt === undefined ? '' : ` (kill ${faultAt.victim.name} at ${faultAt.afterMs} ms)`}: ${out.ok ? `sent ${out.revisionsSent} received ${out.revisionsReceived}${out.skipped.length > 0 ? ` skipped ${out.skipped.join(',')}` : ''}` : (out.error ?? 'failed')}`,
+    );
     // Nothing lost: a sync (even one killed midway) never destroys content a node held; what it
     // replaces or deletes is kept in history, a losing edit as a conflict copy.
     for (const [k, node] of [a, b].entries()) {
       const after = await holdings(node);
       for (const [h, where] of before[k] ?? []) {
-        if (!after.has(h)) failures.push(`lost: content ${h.slice(0, 8)} (${where}) of ${node.name} is gone after sync ${a.name}->${b.name} (step ${step})`);
+        if (!after.has(h))
+          failures.push(
+            `lost: content ${h.slice(0, 8)} (${where}) of ${node.name} is gone after sync ${a.name}->${b.name} (step ${step})`,
+          );
       }
     }
     if (faultAt !== undefined) await cluster.startListener(faultAt.victim);
@@ -362,7 +386,9 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       await cluster.killListener(victim);
       faultCounts.kills++;
       if (midSync) faultCounts.midSyncKills++;
-      note(`fault: SIGKILL listener ${victim.name} ${afterMs} ms after the last step${midSync ? ' (mid-sync)' : ''}, restart`);
+      note(
+        `fault: SIGKILL listener ${victim.name} ${afterMs} ms after the last step${midSync ? ' (mid-sync)' : ''}, restart`,
+      );
       cluster.startSoon(victim);
     } else if (r < 50) {
       const links = liveLinks();
@@ -444,7 +470,9 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
         const q = await waitQuiet(cluster, identicalNow, o.quietTimeoutMs ?? 120_000);
         quietMs += q.ms;
         quietHeldBy.push(`${label} ${(q.ms / 1000).toFixed(1)} s: ${q.heldBy || 'nothing'}`);
-        note(`  ${label}: ${q.ok ? 'quiet' : 'NOT quiet'} after ${q.ms} ms (${q.polls} status polls; held by: ${q.heldBy || 'nothing'})${q.ok ? '' : `: ${q.last}`}`);
+        note(
+          `  ${label}: ${q.ok ? 'quiet' : 'NOT quiet'} after ${q.ms} ms (${q.polls} status polls; held by: ${q.heldBy || 'nothing'})${q.ok ? '' : `: ${q.last}`}`,
+        );
         if (!q.ok) failures.push(`${label}: not quiet after ${q.ms} ms: ${q.last}`);
         return 1;
       }
@@ -465,24 +493,27 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     };
 
     /** Each node's log of `paths` (`clawpeer log --json`), for reading a divergence. */
-  const logsOf = async (paths: readonly string[]): Promise<string[]> => {
-    const out: string[] = [];
-    for (const p of paths) {
-      for (const n of cluster.nodes) {
-        const r = await runCli(['--home', n.home, 'log', abs(n, p), '--json'], { timeoutMs: 120_000 });
-        const revs = r.code === 0 ? jsonLines(r.stdout) : [];
-        out.push(`log of ${p} on ${n.name}: ${r.code === 0 ? revs.map((x) => `${String(x['what'])}${x['head'] === true ? '*' : ''} by ${String(x['by'])}`).join(', ') : r.stderr.trim()}`);
+    const logsOf = async (paths: readonly string[]): Promise<string[]> => {
+      const out: string[] = [];
+      for (const p of paths) {
+        for (const n of cluster.nodes) {
+          const r = await runCli(['--home', n.home, 'log', abs(n, p), '--json'], { timeoutMs: 120_000 });
+          const revs = r.code === 0 ? jsonLines(r.stdout) : [];
+          out.push(
+            `log of ${p} on ${n.name}: ${r.code === 0 ? revs.map((x) => `${String(x['what'])}${x['head'] === true ? '*' : ''} by ${String(x['by'])}`).join(', ') : r.stderr.trim()}`,
+          );
+        }
       }
-    }
-    return out;
-  };
+      return out;
+    };
 
-  const checkIdentical = async (label: string): Promise<Entry[]> => {
+    const checkIdentical = async (label: string): Promise<Entry[]> => {
       const all = await Promise.all(cluster.nodes.map((n) => folderEntries(n.folder)));
       const base = all[0] ?? [];
       for (const [k, e] of all.entries()) {
         const temps = e.filter((x) => isTemp(path.posix.basename(x.path)));
-        if (temps.length > 0) failures.push(`${label}: temp files left on n${k}: ${temps.map((x) => x.path).join(', ')}`);
+        if (temps.length > 0)
+          failures.push(`${label}: temp files left on n${k}: ${temps.map((x) => x.path).join(', ')}`);
         if (k === 0) continue;
         const d = differences(base, e);
         if (d.length > 0) {
@@ -532,16 +563,29 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     if (folders) {
       const held = new Set<string>();
       for (const node of cluster.nodes) for (const h of (await holdings(node)).keys()) held.add(h);
-      for (const l of ledger.lost(held)) failures.push(`lost: version ${l} is on no node, live, conflict copy or history`);
+      for (const l of ledger.lost(held))
+        failures.push(`lost: version ${l} is on no node, live, conflict copy or history`);
       for (const [k, before] of kept.entries()) {
         const node = cluster.node(k);
         const after = await holdings(node);
-        for (const [h, where] of before) if (!after.has(h) && !ledger.wasDestroyed(h)) failures.push(`lost: content ${h.slice(0, 8)} (${where}) of ${node.name} after the first quiesce is gone from it at the end`);
+        for (const [h, where] of before)
+          if (!after.has(h) && !ledger.wasDestroyed(h))
+            failures.push(
+              `lost: content ${h.slice(0, 8)} (${where}) of ${node.name} after the first quiesce is gone from it at the end`,
+            );
       }
     }
   } catch (err) {
     // A step that threw (a listener that would not start on a loaded machine, say): the schedule fails with its trace.
     failures.push(`step ${step} threw: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return { seed: o.seed, failures, trace, syncs, quiesceRounds, ms: Date.now() - started, ...(folders ? { quietMs, stepsMs, quietHeldBy, faultCounts } : {}) };
+  return {
+    seed: o.seed,
+    failures,
+    trace,
+    syncs,
+    quiesceRounds,
+    ms: Date.now() - started,
+    ...(folders ? { quietMs, stepsMs, quietHeldBy, faultCounts } : {}),
+  };
 }

@@ -15,7 +15,10 @@ t.test('at most `limit` calls run at once, each item once, with its index', asyn
     running--;
   });
   t.equal(peak, 3);
-  t.same(seen.sort((a, b) => a[1] - b[1]), items.map((item, i) => [item, i]));
+  t.same(
+    seen.sort((a, b) => a[1] - b[1]),
+    items.map((item, i) => [item, i]),
+  );
 });
 
 t.test('a failure does not stop the rest; the first error is thrown after all settle', async (t) => {

@@ -44,14 +44,21 @@ t.test('freshRead: a failed read rejects its callers only', async (t) => {
 
 t.test('ThrottledWarnings: the first ones one by one, the rest counted in one line per window', async (t) => {
   const lines: string[] = [];
-  const log = { warn: (m: string, f?: Record<string, unknown>) => lines.push(`${m}${f === undefined ? '' : ' ' + JSON.stringify(f)}`) } as unknown as Logger;
+  const log = {
+    warn: (m: string, f?: Record<string, unknown>) =>
+      lines.push(`${m}${f === undefined ? '' : ' ' + JSON.stringify(f)}`),
+  } as unknown as Logger;
   let now = 0;
   const w = new ThrottledWarnings(log, 'refusals', 3, 1_000, () => now);
   for (let i = 0; i < 10; i++) w.warn(`refused ${i}`);
   t.same(lines, ['refused 0', 'refused 1', 'refused 2'], 'a burst of 3 is logged');
   now = 1_500;
   w.warn('refused 10');
-  t.same(lines.slice(3), ['7 more refusals (not logged one by one) {"windowMs":1000}', 'refused 10'], 'a new window first tells what the last one held back');
+  t.same(
+    lines.slice(3),
+    ['7 more refusals (not logged one by one) {"windowMs":1000}', 'refused 10'],
+    'a new window first tells what the last one held back',
+  );
   w.close();
   t.equal(lines.length, 5, 'nothing held back: close adds nothing');
 });

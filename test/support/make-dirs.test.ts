@@ -16,11 +16,18 @@ t.test('creates the missing levels with the mode given; an existing directory is
   t.equal((await stat(path.join(dir, 'a'))).mode & 0o777, 0o700);
   await makeDirs(deep);
   await Promise.all([makeDirs(path.join(dir, 'x', 'y')), makeDirs(path.join(dir, 'x', 'z'))]);
-  t.ok(existsSync(path.join(dir, 'x', 'y')) && existsSync(path.join(dir, 'x', 'z')), 'two creators racing for the same parent');
+  t.ok(
+    existsSync(path.join(dir, 'x', 'y')) && existsSync(path.join(dir, 'x', 'z')),
+    'two creators racing for the same parent',
+  );
   await writeFile(path.join(dir, 'file'), 'x');
   await t.rejects(makeDirs(path.join(dir, 'file', 'sub')), { code: 'ENOTDIR', message: /file/ });
 });
 
-t.test('a directory that refuses new entries is an error at once, not an endless retry', { skip: existsSync('/proc/self') ? false : 'no /proc here' }, async (t) => {
-  await t.rejects(makeDirs('/proc/clawpeer-no-such/sub'), { code: 'ENOENT', message: /\/proc\/clawpeer-no-such/ });
-});
+t.test(
+  'a directory that refuses new entries is an error at once, not an endless retry',
+  { skip: existsSync('/proc/self') ? false : 'no /proc here' },
+  async (t) => {
+    await t.rejects(makeDirs('/proc/clawpeer-no-such/sub'), { code: 'ENOENT', message: /\/proc\/clawpeer-no-such/ });
+  },
+);

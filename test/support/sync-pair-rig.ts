@@ -22,7 +22,11 @@ export interface SyncPair {
 }
 
 /** Inits both homes, pairs them, starts `a`'s listener with `shares`; the caller stops it (listener.stop). */
-export async function startSyncPair(labels: readonly [string, string], shares: readonly string[], workLabel: string): Promise<SyncPair> {
+export async function startSyncPair(
+  labels: readonly [string, string],
+  shares: readonly string[],
+  workLabel: string,
+): Promise<SyncPair> {
   const a = await initNode(labels[0]);
   const b = await initNode(labels[1]);
   const work = await mkdtemp(path.join(tmpdir(), `clawpeer-${workLabel}-`));

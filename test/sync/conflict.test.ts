@@ -23,18 +23,47 @@ function root(byte: number): Uint8Array {
   return new Uint8Array(32).fill(byte);
 }
 
-function fileRev(origin: string, vector: VersionVector, content: number, mtimeNs: bigint, path = 'docs/report.txt'): RevisionEntry {
-  const rev: Revision = { path, kind: 'file', contentRoot: root(content), size: 10, mode: 0o644, mtimeNs, deleted: false, origin, vector, linkTarget: '' };
+function fileRev(
+  origin: string,
+  vector: VersionVector,
+  content: number,
+  mtimeNs: bigint,
+  path = 'docs/report.txt',
+): RevisionEntry {
+  const rev: Revision = {
+    path,
+    kind: 'file',
+    contentRoot: root(content),
+    size: 10,
+    mode: 0o644,
+    mtimeNs,
+    deleted: false,
+    origin,
+    vector,
+    linkTarget: '',
+  };
   return revisionEntry(rev);
 }
 
 function tombstone(origin: string, vector: VersionVector, mtimeNs: bigint, path = 'docs/report.txt'): RevisionEntry {
-  return revisionEntry({ path, kind: 'file', contentRoot: new Uint8Array(0), size: 0, mode: 0o644, mtimeNs, deleted: true, origin, vector, linkTarget: '' });
+  return revisionEntry({
+    path,
+    kind: 'file',
+    contentRoot: new Uint8Array(0),
+    size: 0,
+    mode: 0o644,
+    mtimeNs,
+    deleted: true,
+    origin,
+    vector,
+    linkTarget: '',
+  });
 }
 
 /** The winner's id as seen from one side, to compare both sides' decisions. */
 function winnerId(local: RevisionEntry, remote: RevisionEntry, r: Resolution): string {
-  const w = r.action === 'conflict' ? (r.winner === 'local' ? local : remote) : r.action === 'keep-local' ? local : remote;
+  const w =
+    r.action === 'conflict' ? (r.winner === 'local' ? local : remote) : r.action === 'keep-local' ? local : remote;
   return Buffer.from(w.id).toString('hex');
 }
 
@@ -59,8 +88,16 @@ t.test('edit vs edit: later mtime wins, the loser gets a conflict name, both sid
   const theirs = fileRev(BOB, bobEdit, 3, T0 + 5_000_000_000n);
   const atAlice = resolveRevision(mine, theirs);
   const atBob = resolveRevision(theirs, mine);
-  t.match(atAlice, { action: 'conflict', winner: 'remote', loserPath: `docs/report.sync-conflict-20231114-221320-${ALICE.slice(8, 15)}.txt` });
-  t.match(atBob, { action: 'conflict', winner: 'local', loserPath: `docs/report.sync-conflict-20231114-221320-${ALICE.slice(8, 15)}.txt` });
+  t.match(atAlice, {
+    action: 'conflict',
+    winner: 'remote',
+    loserPath: `docs/report.sync-conflict-20231114-221320-${ALICE.slice(8, 15)}.txt`,
+  });
+  t.match(atBob, {
+    action: 'conflict',
+    winner: 'local',
+    loserPath: `docs/report.sync-conflict-20231114-221320-${ALICE.slice(8, 15)}.txt`,
+  });
   t.equal(winnerId(mine, theirs, atAlice), winnerId(theirs, mine, atBob));
   if (atAlice.action === 'conflict') t.equal(atAlice.loser.origin, ALICE);
 });
@@ -76,7 +113,11 @@ t.test('edit vs edit with equal mtimes: the smaller origin id wins', async (t) =
 t.test('delete vs edit: the edit wins without a conflict copy, on both sides', async (t) => {
   const deleted = tombstone(ALICE, aliceEdit, T0 + 100n * 1_000_000_000n);
   const edited = fileRev(BOB, bobEdit, 4, T0);
-  t.match(resolveRevision(deleted, edited), { action: 'take-remote', reason: 'edit-beats-delete', order: 'concurrent' });
+  t.match(resolveRevision(deleted, edited), {
+    action: 'take-remote',
+    reason: 'edit-beats-delete',
+    order: 'concurrent',
+  });
   t.match(resolveRevision(edited, deleted), { action: 'keep-local', reason: 'edit-beats-delete' });
   // A delete that has seen the edit is a plain newer revision.
   const laterDelete = tombstone(ALICE, incrementVector(bobEdit, ALICE), T0);
@@ -92,7 +133,10 @@ t.test('same content is never a conflict, whatever the vectors', async (t) => {
   t.match(atB, { action: 'keep-local', reason: 'same-content' });
   t.equal(winnerId(a, b, atA), winnerId(b, a, atB));
   // Two concurrent deletions: same outcome, no conflict.
-  t.match(resolveRevision(tombstone(ALICE, aliceEdit, T0), tombstone(BOB, bobEdit, T0)), { action: 'keep-local', reason: 'same-content' });
+  t.match(resolveRevision(tombstone(ALICE, aliceEdit, T0), tombstone(BOB, bobEdit, T0)), {
+    action: 'keep-local',
+    reason: 'same-content',
+  });
 });
 
 t.test('equal vectors with different ids are resolved deterministically too', async (t) => {
@@ -148,7 +192,11 @@ t.test('conflict names keep the extension and stay valid share paths', async (t)
   t.equal(conflictPath('Makefile', T0, ALICE), `Makefile.sync-conflict-${ts}-${id}`);
   t.equal(conflictPath('.bashrc', T0, ALICE), `.bashrc.sync-conflict-${ts}-${id}`);
   t.equal(conflictPath('dir/.env.local', T0, ALICE), `dir/.env.sync-conflict-${ts}-${id}.local`);
-  t.equal(conflictPath('v1.2.3/notes', T0, ALICE), `v1.2.3/notes.sync-conflict-${ts}-${id}`, 'dots in the directory are not an extension');
+  t.equal(
+    conflictPath('v1.2.3/notes', T0, ALICE),
+    `v1.2.3/notes.sync-conflict-${ts}-${id}`,
+    'dots in the directory are not an extension',
+  );
   const long = 'x'.repeat(250) + '.txt';
   const p = conflictPath(`d/${long}`, T0, ALICE);
   t.ok(Buffer.byteLength(p.split('/')[1]!) <= 255, 'segment fits 255 bytes');

@@ -2,32 +2,50 @@ import t from 'tap';
 import { backoffMs, FolderSchedule, type PairConfig, type PairStatus } from '../../src/sync/folder-schedule.js';
 
 const T0 = 1_000_000;
-const pair = (folder: string, peer: string, o: Partial<PairConfig> = {}): PairConfig => ({ folder, peer, intervalMs: 60_000, paused: false, ...o });
-const keys = (xs: readonly { folder: string; peer: string }[]): string[] => xs.map((x) => `${x.folder}/${x.peer}`).sort();
-const stateOf = (s: FolderSchedule, folder: string, peer: string): PairStatus | undefined => s.snapshot().find((p) => p.folder === folder && p.peer === peer);
+const pair = (folder: string, peer: string, o: Partial<PairConfig> = {}): PairConfig => ({
+  folder,
+  peer,
+  intervalMs: 60_000,
+  paused: false,
+  ...o,
+});
+const keys = (xs: readonly { folder: string; peer: string }[]): string[] =>
+  xs.map((x) => `${x.folder}/${x.peer}`).sort();
+const stateOf = (s: FolderSchedule, folder: string, peer: string): PairStatus | undefined =>
+  s.snapshot().find((p) => p.folder === folder && p.peer === peer);
 function defined<T>(v: T | undefined, what: string): T {
   if (v === undefined) throw new Error(`${what} is undefined`);
   return v;
 }
 
-t.test('every pair is due at start; one sync per peer at a time (its session carries its folders in turn)', async (t) => {
-  const s = new FolderSchedule({ random: () => 0.5 });
-  s.configure([pair('docs', 'a'), pair('docs', 'b'), pair('photos', 'a'), pair('photos', 'b')], T0);
-  const first = s.take(T0);
-  t.equal(first.length, 2, 'two pairs run: no peer twice');
-  t.equal(new Set(first.map((x) => x.peer)).size, 2);
-  t.same(s.take(T0), [], 'the rest waits for its peer to be free');
-  for (const x of first) s.finish(x.folder, x.peer, T0 + 10, { kind: 'done' });
-  const second = s.take(T0 + 10);
-  t.same(keys([...first, ...second]), ['docs/a', 'docs/b', 'photos/a', 'photos/b'], 'then the other two');
-  const one = defined(first[0], 'the first pair');
-  t.equal(stateOf(s, one.folder, one.peer)?.state, 'in-sync');
-  t.equal(stateOf(s, one.folder, one.peer)?.lastSyncAt, T0 + 10);
-});
+t.test(
+  'every pair is due at start; one sync per peer at a time (its session carries its folders in turn)',
+  async (t) => {
+    const s = new FolderSchedule({ random: () => 0.5 });
+    s.configure([pair('docs', 'a'), pair('docs', 'b'), pair('photos', 'a'), pair('photos', 'b')], T0);
+    const first = s.take(T0);
+    t.equal(first.length, 2, 'two pairs run: no peer twice');
+    t.equal(new Set(first.map((x) => x.peer)).size, 2);
+    t.same(s.take(T0), [], 'the rest waits for its peer to be free');
+    for (const x of first) s.finish(x.folder, x.peer, T0 + 10, { kind: 'done' });
+    const second = s.take(T0 + 10);
+    t.same(keys([...first, ...second]), ['docs/a', 'docs/b', 'photos/a', 'photos/b'], 'then the other two');
+    const one = defined(first[0], 'the first pair');
+    t.equal(stateOf(s, one.folder, one.peer)?.state, 'in-sync');
+    t.equal(stateOf(s, one.folder, one.peer)?.lastSyncAt, T0 + 10);
+  },
+);
 
-t.test('the interval is the fallback; a local change brings the folder\'s pairs forward', async (t) => {
+t.test("the interval is the fallback; a local change brings the folder's pairs forward", async (t) => {
   const s = new FolderSchedule({ random: () => 0.5 });
-  s.configure([pair('docs', 'a', { intervalMs: 30_000 }), pair('docs', 'b', { intervalMs: 30_000 }), pair('other', 'c', { intervalMs: 30_000 })], T0);
+  s.configure(
+    [
+      pair('docs', 'a', { intervalMs: 30_000 }),
+      pair('docs', 'b', { intervalMs: 30_000 }),
+      pair('other', 'c', { intervalMs: 30_000 }),
+    ],
+    T0,
+  );
   for (let i = 0; i < 3; i++) for (const x of s.take(T0)) s.finish(x.folder, x.peer, T0, { kind: 'done' });
   t.equal(s.nextWakeAt(), T0 + 30_000);
   t.same(s.take(T0 + 29_999), []);
@@ -52,70 +70,89 @@ t.test('a change during a sync runs the pair again right after', async (t) => {
   t.equal(s.nextWakeAt(), T0 + 60 + 60_000, 'then the interval');
 });
 
-t.test('an unreachable peer: waiting since the first miss, exponential backoff, changes do not hurry it, coming online does', async (t) => {
-  const s = new FolderSchedule({ backoff: { firstMs: 1_000, capMs: 8_000, busyMs: 500 }, random: () => 1 });
-  s.configure([pair('docs', 'a')], T0);
-  let now = T0;
-  const delays: number[] = [];
-  for (let i = 0; i < 6; i++) {
+t.test(
+  'an unreachable peer: waiting since the first miss, exponential backoff, changes do not hurry it, coming online does',
+  async (t) => {
+    const s = new FolderSchedule({ backoff: { firstMs: 1_000, capMs: 8_000, busyMs: 500 }, random: () => 1 });
+    s.configure([pair('docs', 'a')], T0);
+    let now = T0;
+    const delays: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      t.same(keys(s.take(now)), ['docs/a']);
+      s.finish('docs', 'a', now, { kind: 'offline', error: 'no answer' });
+      const next = defined(s.nextWakeAt(), 'the next wake');
+      delays.push(next - now);
+      s.request(now + 1, { folder: 'docs' });
+      t.equal(s.nextWakeAt(), next, 'a local change keeps the backoff');
+      now = next;
+    }
+    t.same(delays, [1_000, 2_000, 4_000, 8_000, 8_000, 8_000], 'doubling, capped');
     t.same(keys(s.take(now)), ['docs/a']);
-    s.finish('docs', 'a', now, { kind: 'offline', error: 'no answer' });
-    const next = defined(s.nextWakeAt(), 'the next wake');
-    delays.push(next - now);
-    s.request(now + 1, { folder: 'docs' });
-    t.equal(s.nextWakeAt(), next, 'a local change keeps the backoff');
-    now = next;
-  }
-  t.same(delays, [1_000, 2_000, 4_000, 8_000, 8_000, 8_000], 'doubling, capped');
-  t.same(keys(s.take(now)), ['docs/a']);
-  t.equal(stateOf(s, 'docs', 'a')?.state, 'waiting', 'a retry stays waiting until the peer answers');
-  s.connected('docs', 'a', now + 5);
-  t.equal(stateOf(s, 'docs', 'a')?.state, 'syncing');
-  s.finish('docs', 'a', now + 10, { kind: 'offline', error: 'no answer' });
-  now = defined(s.nextWakeAt(), 'the next wake');
-  const st = defined(stateOf(s, 'docs', 'a'), 'docs/a');
-  t.equal(st.state, 'waiting');
-  t.equal(st.since, T0, 'waiting since the first miss');
-  t.equal(st.error, 'no answer');
-  t.equal(st.failures, 7);
-  s.peerOnline('a', now - 3_000);
-  t.equal(s.nextWakeAt(), now - 3_000, 'due as soon as the peer is seen');
-  t.same(keys(s.take(now - 3_000)), ['docs/a']);
-  s.finish('docs', 'a', now - 2_000, { kind: 'done' });
-  t.equal(stateOf(s, 'docs', 'a')?.state, 'in-sync');
-  t.equal(stateOf(s, 'docs', 'a')?.failures, 0);
-  t.equal(stateOf(s, 'docs', 'a')?.error, undefined);
-});
+    t.equal(stateOf(s, 'docs', 'a')?.state, 'waiting', 'a retry stays waiting until the peer answers');
+    s.connected('docs', 'a', now + 5);
+    t.equal(stateOf(s, 'docs', 'a')?.state, 'syncing');
+    s.finish('docs', 'a', now + 10, { kind: 'offline', error: 'no answer' });
+    now = defined(s.nextWakeAt(), 'the next wake');
+    const st = defined(stateOf(s, 'docs', 'a'), 'docs/a');
+    t.equal(st.state, 'waiting');
+    t.equal(st.since, T0, 'waiting since the first miss');
+    t.equal(st.error, 'no answer');
+    t.equal(st.failures, 7);
+    s.peerOnline('a', now - 3_000);
+    t.equal(s.nextWakeAt(), now - 3_000, 'due as soon as the peer is seen');
+    t.same(keys(s.take(now - 3_000)), ['docs/a']);
+    s.finish('docs', 'a', now - 2_000, { kind: 'done' });
+    t.equal(stateOf(s, 'docs', 'a')?.state, 'in-sync');
+    t.equal(stateOf(s, 'docs', 'a')?.failures, 0);
+    t.equal(stateOf(s, 'docs', 'a')?.error, undefined);
+  },
+);
 
 t.test('backoff jitter stays within 50-100 % of the exponential delay', async (t) => {
   const policy = { firstMs: 1_000, capMs: 60_000, busyMs: 1_000 };
-  t.equal(backoffMs(1, policy, () => 0), 500);
-  t.equal(backoffMs(1, policy, () => 1), 1_000);
-  t.equal(backoffMs(3, policy, () => 0.5), 3_000);
-  t.equal(backoffMs(50, policy, () => 1), 60_000, 'capped, no overflow');
+  t.equal(
+    backoffMs(1, policy, () => 0),
+    500,
+  );
+  t.equal(
+    backoffMs(1, policy, () => 1),
+    1_000,
+  );
+  t.equal(
+    backoffMs(3, policy, () => 0.5),
+    3_000,
+  );
+  t.equal(
+    backoffMs(50, policy, () => 1),
+    60_000,
+    'capped, no overflow',
+  );
 });
 
-t.test('other failures are errors (retried with backoff); a busy folder is retried shortly without counting', async (t) => {
-  const s = new FolderSchedule({ backoff: { firstMs: 1_000, capMs: 8_000, busyMs: 400 }, random: () => 0.5 });
-  s.configure([pair('docs', 'a')], T0);
-  s.take(T0);
-  s.finish('docs', 'a', T0, { kind: 'done' });
-  s.request(T0 + 10, { peer: 'a' });
-  s.take(T0 + 10);
-  s.finish('docs', 'a', T0 + 20, { kind: 'busy', error: 'folder busy' });
-  t.equal(stateOf(s, 'docs', 'a')?.state, 'in-sync', 'busy: back to the state before');
-  t.equal(stateOf(s, 'docs', 'a')?.failures, 0);
-  t.equal(s.nextWakeAt(), T0 + 20 + 400);
-  s.take(T0 + 420);
-  s.finish('docs', 'a', T0 + 430, { kind: 'failed', error: 'disk full' });
-  const st = defined(stateOf(s, 'docs', 'a'), 'docs/a');
-  t.equal(st.state, 'error');
-  t.equal(st.error, 'disk full');
-  t.equal(st.lastSyncAt, T0, 'the last completed sync is kept');
-  t.equal(s.nextWakeAt(), T0 + 430 + 750);
-  s.request(T0 + 500, { folder: 'docs' });
-  t.equal(s.nextWakeAt(), T0 + 500, 'a change retries an error at once (it may be what fixes it)');
-});
+t.test(
+  'other failures are errors (retried with backoff); a busy folder is retried shortly without counting',
+  async (t) => {
+    const s = new FolderSchedule({ backoff: { firstMs: 1_000, capMs: 8_000, busyMs: 400 }, random: () => 0.5 });
+    s.configure([pair('docs', 'a')], T0);
+    s.take(T0);
+    s.finish('docs', 'a', T0, { kind: 'done' });
+    s.request(T0 + 10, { peer: 'a' });
+    s.take(T0 + 10);
+    s.finish('docs', 'a', T0 + 20, { kind: 'busy', error: 'folder busy' });
+    t.equal(stateOf(s, 'docs', 'a')?.state, 'in-sync', 'busy: back to the state before');
+    t.equal(stateOf(s, 'docs', 'a')?.failures, 0);
+    t.equal(s.nextWakeAt(), T0 + 20 + 400);
+    s.take(T0 + 420);
+    s.finish('docs', 'a', T0 + 430, { kind: 'failed', error: 'disk full' });
+    const st = defined(stateOf(s, 'docs', 'a'), 'docs/a');
+    t.equal(st.state, 'error');
+    t.equal(st.error, 'disk full');
+    t.equal(st.lastSyncAt, T0, 'the last completed sync is kept');
+    t.equal(s.nextWakeAt(), T0 + 430 + 750);
+    s.request(T0 + 500, { folder: 'docs' });
+    t.equal(s.nextWakeAt(), T0 + 500, 'a change retries an error at once (it may be what fixes it)');
+  },
+);
 
 t.test('pause, resume, remove and interval changes from the config', async (t) => {
   const s = new FolderSchedule({ random: () => 0.5 });

@@ -3,13 +3,22 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 import { MerkleIdSet, REVISION_ID_BYTES } from '../../src/sync/merkle-root.js';
-import { decodeReconcileMessage, encodeReconcileMessage, type ReconcileMessage } from '../../src/sync/reconcile-codec.js';
+import {
+  decodeReconcileMessage,
+  encodeReconcileMessage,
+  type ReconcileMessage,
+} from '../../src/sync/reconcile-codec.js';
 import { ReconcileInitiator, ReconcileResponder, type ReconcileOptions } from '../../src/sync/reconcile.js';
 
 export const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 
 /** Two packed id sets: `common` shared ids, `onlyA` ids only in A, `onlyB` only in B. */
-export function randomSets(common: number, onlyA: number, onlyB: number, bytes: (n: number) => Uint8Array = randomBytes): { a: Uint8Array; b: Uint8Array } {
+export function randomSets(
+  common: number,
+  onlyA: number,
+  onlyB: number,
+  bytes: (n: number) => Uint8Array = randomBytes,
+): { a: Uint8Array; b: Uint8Array } {
   const all = bytes((common + onlyA + onlyB) * REVISION_ID_BYTES);
   const c = all.subarray(0, common * REVISION_ID_BYTES);
   const xa = all.subarray(common * REVISION_ID_BYTES, (common + onlyA) * REVISION_ID_BYTES);
@@ -70,7 +79,8 @@ export function reconcile(
     if (steps > 1000) throw new Error('exchange did not terminate');
     const toInitiator: ReconcileMessage[] = [];
     for (const m of toResponder) {
-      for (const r of responder.receive(viaWire(m))) toInitiator.push(tamper === undefined ? r : tamper(r, sentByResponder++));
+      for (const r of responder.receive(viaWire(m)))
+        toInitiator.push(tamper === undefined ? r : tamper(r, sentByResponder++));
     }
     toResponder = [];
     for (const m of toInitiator) toResponder.push(...initiator.receive(viaWire(m)));

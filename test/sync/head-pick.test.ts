@@ -15,11 +15,23 @@ const [N0, N1] = NODES;
 const T0 = 1_700_000_000_000_000_000n;
 const PATH = 'd1/f1';
 
-function rev(origin: string, vector: VersionVector, opts: { content?: number; mtimeNs: bigint; deleted?: boolean }): RevisionEntry {
+function rev(
+  origin: string,
+  vector: VersionVector,
+  opts: { content?: number; mtimeNs: bigint; deleted?: boolean },
+): RevisionEntry {
   const deleted = opts.deleted ?? false;
   return revisionEntry({
-    path: PATH, kind: 'file', contentRoot: deleted ? new Uint8Array(0) : new Uint8Array(32).fill(opts.content ?? 0), size: deleted ? 0 : 10,
-    mode: 0o644, mtimeNs: opts.mtimeNs, deleted, origin, vector, linkTarget: '',
+    path: PATH,
+    kind: 'file',
+    contentRoot: deleted ? new Uint8Array(0) : new Uint8Array(32).fill(opts.content ?? 0),
+    size: deleted ? 0 : 10,
+    mode: 0o644,
+    mtimeNs: opts.mtimeNs,
+    deleted,
+    origin,
+    vector,
+    linkTarget: '',
   });
 }
 
@@ -85,12 +97,21 @@ t.test('maximal revisions: those no other has seen', async (t) => {
 });
 
 t.test('concurrent edits of three nodes: one winner, the two losers as copies', async (t) => {
-  const e = NODES.map((n, i) => rev(n, vectorFrom({ [N0]: 1, [n]: n === N0 ? 2 : 1 }), { content: 10 + i, mtimeNs: T0 + BigInt(i) * 1_000_000_000n }));
+  const e = NODES.map((n, i) =>
+    rev(n, vectorFrom({ [N0]: 1, [n]: n === N0 ? 2 : 1 }), {
+      content: 10 + i,
+      mtimeNs: T0 + BigInt(i) * 1_000_000_000n,
+    }),
+  );
   const outcomes = new Set(permutations([B, ...e]).map((order) => node(order).finalCopies));
   t.equal(outcomes.size, 1);
   const p = pickHead([B, ...e]);
   t.equal(p?.head, e[2], 'the latest mtime wins');
-  t.same(p?.losers.map((l) => l.loser), [e[1], e[0]], 'the others are kept, best first');
+  t.same(
+    p?.losers.map((l) => l.loser),
+    [e[1], e[0]],
+    'the others are kept, best first',
+  );
 });
 
 // Random sets of revisions of one path by three nodes: a revision's vector is the merge of some
@@ -115,9 +136,16 @@ const arbRevisions = fc
         if (parent === undefined) continue;
         for (const [n, c] of parent.revision.vector) v.set(n, Math.max(v.get(n) ?? 0, c));
       }
-      const own = Math.max(0, ...out.filter((r) => r.revision.origin === s.origin).map((r) => r.revision.vector.get(s.origin) ?? 0), v.get(s.origin) ?? 0) + 1;
+      const own =
+        Math.max(
+          0,
+          ...out.filter((r) => r.revision.origin === s.origin).map((r) => r.revision.vector.get(s.origin) ?? 0),
+          v.get(s.origin) ?? 0,
+        ) + 1;
       v.set(s.origin, own);
-      out.push(rev(s.origin, v, { deleted: s.deleted, content: s.content, mtimeNs: T0 + BigInt(s.mtime) * 1_000_000_000n }));
+      out.push(
+        rev(s.origin, v, { deleted: s.deleted, content: s.content, mtimeNs: T0 + BigInt(s.mtime) * 1_000_000_000n }),
+      );
     }
     return out;
   });
@@ -126,7 +154,10 @@ t.test('random revision sets: the outcome never depends on arrival order', async
   fc.assert(
     fc.property(arbRevisions, fc.array(fc.nat(), { minLength: 7, maxLength: 7 }), (revs, keys) => {
       // A second arrival order: sorted by random keys.
-      const shuffled = revs.map((r, i) => ({ r, k: keys[i] ?? 0 })).sort((a, b) => a.k - b.k).map((x) => x.r);
+      const shuffled = revs
+        .map((r, i) => ({ r, k: keys[i] ?? 0 }))
+        .sort((a, b) => a.k - b.k)
+        .map((x) => x.r);
       const a = node(revs);
       const b = node(shuffled);
       const reversed = node([...revs].reverse());
@@ -135,7 +166,10 @@ t.test('random revision sets: the outcome never depends on arrival order', async
       if (p === undefined) return false;
       // The head is maximal and beats every other maximal revision; every loser is maximal and live.
       const maximal = maximalRevisions(revs);
-      const naive = revs.filter((r, i) => revs.indexOf(r) === i && !revs.some((o) => compareVectors(r.revision.vector, o.revision.vector) === 'before'));
+      const naive = revs.filter(
+        (r, i) =>
+          revs.indexOf(r) === i && !revs.some((o) => compareVectors(r.revision.vector, o.revision.vector) === 'before'),
+      );
       if (JSON.stringify(naive.map(hex).sort()) !== JSON.stringify(maximal.map(hex).sort())) return false;
       if (!maximal.includes(p.head)) return false;
       if (maximal.some((m) => m !== p.head && compareConcurrent(m, p.head) <= 0)) return false;
@@ -149,7 +183,10 @@ t.test('random revision sets: the outcome never depends on arrival order', async
 
 t.test('every permutation of a small random set agrees', async (t) => {
   fc.assert(
-    fc.property(arbRevisions.filter((r) => r.length <= 5), (revs) => new Set(permutations(revs).map((o) => node(o).finalCopies)).size === 1),
+    fc.property(
+      arbRevisions.filter((r) => r.length <= 5),
+      (revs) => new Set(permutations(revs).map((o) => node(o).finalCopies)).size === 1,
+    ),
     { numRuns: 60 },
   );
   t.pass('60 sets, all orders');

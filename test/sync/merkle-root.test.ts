@@ -17,7 +17,8 @@ function referenceRoot(ids: Uint8Array[]): string {
   }
   const level = (domain: number, children: Uint8Array[]): Uint8Array[] => {
     const out: Uint8Array[] = [];
-    for (let i = 0; i < children.length; i += 16) out.push(blake3(Buffer.concat([Buffer.from([domain]), ...children.slice(i, i + 16)])));
+    for (let i = 0; i < children.length; i += 16)
+      out.push(blake3(Buffer.concat([Buffer.from([domain]), ...children.slice(i, i + 16)])));
     return out;
   };
   const l2 = level(2, level(1, leaves));
@@ -28,13 +29,15 @@ function referenceRoot(ids: Uint8Array[]): string {
 
 const arbId = fc.uint8Array({ minLength: 32, maxLength: 32 });
 // Ids squeezed into few buckets, so buckets hold many ids and shift/insert paths get exercised.
-const arbCrowdedId = fc.tuple(fc.integer({ min: 0, max: 3 }), fc.uint8Array({ minLength: 31, maxLength: 31 })).map(([b, rest]) => {
-  const id = new Uint8Array(32);
-  id[0] = b;
-  id.set(rest, 1);
-  id[1] = id[1]! & 0x0f;
-  return id;
-});
+const arbCrowdedId = fc
+  .tuple(fc.integer({ min: 0, max: 3 }), fc.uint8Array({ minLength: 31, maxLength: 31 }))
+  .map(([b, rest]) => {
+    const id = new Uint8Array(32);
+    id[0] = b;
+    id.set(rest, 1);
+    id[1] = id[1]! & 0x0f;
+    return id;
+  });
 
 t.test('the root follows the documented layout', async (t) => {
   t.equal(hex(EMPTY_SET_ROOT), referenceRoot([]));
@@ -141,6 +144,9 @@ t.test('ids must be 32 bytes; toPacked is sorted', async (t) => {
   t.throws(() => MerkleIdSet.fromPacked(new Uint8Array(33)), TypeError);
   const ids = Array.from({ length: 500 }, () => randomBytes(32));
   const packed = MerkleIdSet.fromIds(ids).toPacked();
-  const expected = [...ids].sort((a, b) => compareIds(a, 0, b, 0)).map(hex).join('');
+  const expected = [...ids]
+    .sort((a, b) => compareIds(a, 0, b, 0))
+    .map(hex)
+    .join('');
   t.equal(hex(packed), expected);
 });

@@ -72,11 +72,13 @@ t.test('ids and symbols: exact bytes', async (t) => {
   const ids: ReconcileMessage = { type: 'ids', list: 'initiator-lacks', last: true, ids: root };
   t.equal(
     hexOf(encodeReconcileMessage(ids)),
-    hexOf(annotated(`24 07  # length 36, tag ids
+    hexOf(
+      annotated(`24 07  # length 36, tag ids
                      01     # list 1 = initiator-lacks
                      01     # last
                      01     # one id
-                     ${rootHex}`)),
+                     ${rootHex}`),
+    ),
   );
   const s = allocateSymbols(5, 2);
   new Uint8Array(s.idXor.buffer).set(root, 0); // cell 5: idXor = 00..1f
@@ -139,20 +141,46 @@ t.test('malformed input is PROTOCOL with a message naming the fault', async (t) 
 });
 
 t.test('encoder refuses oversized messages (a caller bug)', async (t) => {
-  t.throws(() => encodeReconcileMessage({ type: 'symbols', symbols: allocateSymbols(0, MAX_SYMBOLS_PER_MESSAGE + 1) }), RangeError);
-  t.throws(() => encodeReconcileMessage({ type: 'ids', list: 'full', last: true, ids: new Uint8Array((MAX_IDS_PER_MESSAGE + 1) * 32) }), RangeError);
+  t.throws(
+    () => encodeReconcileMessage({ type: 'symbols', symbols: allocateSymbols(0, MAX_SYMBOLS_PER_MESSAGE + 1) }),
+    RangeError,
+  );
+  t.throws(
+    () =>
+      encodeReconcileMessage({
+        type: 'ids',
+        list: 'full',
+        last: true,
+        ids: new Uint8Array((MAX_IDS_PER_MESSAGE + 1) * 32),
+      }),
+    RangeError,
+  );
   t.throws(() => encodeReconcileMessage({ type: 'more', start: -1, cells: 1 }), RangeError);
   // the largest allowed messages fit the default maximum
   const big = allocateSymbols(0, MAX_SYMBOLS_PER_MESSAGE);
   big.count.fill(-(2 ** 40));
   t.ok(encodeReconcileMessage({ type: 'symbols', symbols: big }).length <= 1 << 20);
-  t.ok(encodeReconcileMessage({ type: 'ids', list: 'full', last: true, ids: new Uint8Array(MAX_IDS_PER_MESSAGE * 32) }).length <= 1 << 20);
+  t.ok(
+    encodeReconcileMessage({ type: 'ids', list: 'full', last: true, ids: new Uint8Array(MAX_IDS_PER_MESSAGE * 32) })
+      .length <=
+      1 << 20,
+  );
 });
 
 const arbMessage: fc.Arbitrary<ReconcileMessage> = fc.oneof(
-  fc.record({ type: fc.constant('hello' as const), version: fc.integer({ min: 0, max: 255 }), root: fc.uint8Array({ minLength: 32, maxLength: 32 }), count: fc.maxSafeNat() }),
+  fc.record({
+    type: fc.constant('hello' as const),
+    version: fc.integer({ min: 0, max: 255 }),
+    root: fc.uint8Array({ minLength: 32, maxLength: 32 }),
+    count: fc.maxSafeNat(),
+  }),
   fc.constant({ type: 'equal' as const }),
-  fc.record({ type: fc.constant('different' as const), root: fc.uint8Array({ minLength: 32, maxLength: 32 }), count: fc.maxSafeNat(), cells: fc.nat() }),
+  fc.record({
+    type: fc.constant('different' as const),
+    root: fc.uint8Array({ minLength: 32, maxLength: 32 }),
+    count: fc.maxSafeNat(),
+    cells: fc.nat(),
+  }),
   fc.record({ type: fc.constant('more' as const), start: fc.maxSafeNat(), cells: fc.maxSafeNat() }),
   fc.constant({ type: 'send-ids' as const }),
   fc.record({
@@ -162,7 +190,11 @@ const arbMessage: fc.Arbitrary<ReconcileMessage> = fc.oneof(
     ids: fc.integer({ min: 0, max: 5 }).chain((n) => fc.uint8Array({ minLength: n * 32, maxLength: n * 32 })),
   }),
   fc
-    .record({ start: fc.nat(), counts: fc.array(fc.integer({ min: -(2 ** 40), max: 2 ** 40 }), { maxLength: 6 }), seed: fc.nat() })
+    .record({
+      start: fc.nat(),
+      counts: fc.array(fc.integer({ min: -(2 ** 40), max: 2 ** 40 }), { maxLength: 6 }),
+      seed: fc.nat(),
+    })
     .map(({ start, counts, seed }) => {
       const s = allocateSymbols(start, counts.length);
       counts.forEach((c, i) => (s.count[i] = c));

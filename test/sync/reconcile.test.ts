@@ -10,7 +10,13 @@ import type { ReconcileMessage } from '../../src/sync/reconcile-codec.js';
 import { allocateSymbols } from '../../src/sync/riblt.js';
 import { naiveDifference, randomSets, reconcile, seededBytes, sortedHex } from './harness.js';
 
-function checkAgainstOracle(t: Test, common: number, onlyA: number, onlyB: number, bytes?: (n: number) => Uint8Array): ReturnType<typeof reconcile> {
+function checkAgainstOracle(
+  t: Test,
+  common: number,
+  onlyA: number,
+  onlyB: number,
+  bytes?: (n: number) => Uint8Array,
+): ReturnType<typeof reconcile> {
   const { a, b } = randomSets(common, onlyA, onlyB, bytes);
   const run = reconcile(a, b);
   const ri = run.initiator.result;
@@ -24,7 +30,11 @@ function checkAgainstOracle(t: Test, common: number, onlyA: number, onlyB: numbe
   t.same(sortedHex(rr.idsWeLack), bLacks, 'responder: ids it lacks');
   t.same(sortedHex(rr.idsTheyLack), aLacks, 'responder: ids the initiator lacks');
   t.equal(run.initiator.stats.bytesSent, run.responder.stats.bytesReceived, 'byte counts agree');
-  t.equal(run.initiator.stats.bytesSent + run.initiator.stats.bytesReceived, run.wireBytes, 'stats count every wire byte');
+  t.equal(
+    run.initiator.stats.bytesSent + run.initiator.stats.bytesReceived,
+    run.wireBytes,
+    'stats count every wire byte',
+  );
   t.equal(run.initiator.stats.roundTrips, run.responder.stats.roundTrips, 'round trips agree');
   return run;
 }
@@ -53,9 +63,14 @@ t.test('edge cases: disjoint, one side empty, one difference', async (t) => {
 
 t.test('property: random sets up to 20,000 ids match the oracle', async (t) => {
   fc.assert(
-    fc.property(fc.integer({ min: 0, max: 20_000 }), fc.integer({ min: 0, max: 400 }), fc.integer({ min: 0, max: 400 }), (common, onlyA, onlyB) => {
-      checkAgainstOracle(t, common, onlyA, onlyB);
-    }),
+    fc.property(
+      fc.integer({ min: 0, max: 20_000 }),
+      fc.integer({ min: 0, max: 400 }),
+      fc.integer({ min: 0, max: 400 }),
+      (common, onlyA, onlyB) => {
+        checkAgainstOracle(t, common, onlyA, onlyB);
+      },
+    ),
     { numRuns: 12 },
   );
 });
@@ -79,7 +94,12 @@ t.test('D >= 10: at most 2.5 cells per difference on average, independent of N',
 });
 
 /** Expects PROTOCOL from a run where the responder's messages pass through `tamper`. */
-function expectProtocol(t: Test, label: string, tamper: (m: ReconcileMessage, i: number) => ReconcileMessage, sizes = [3000, 40, 30]): void {
+function expectProtocol(
+  t: Test,
+  label: string,
+  tamper: (m: ReconcileMessage, i: number) => ReconcileMessage,
+  sizes = [3000, 40, 30],
+): void {
   const { a, b } = randomSets(sizes[0]!, sizes[1]!, sizes[2]!);
   try {
     const run = reconcile(a, b, {}, tamper);
@@ -107,11 +127,30 @@ t.test('a lying or broken responder gets PROTOCOL, never a wrong answer', async 
     for (let i = 0; i < m.symbols.count.length; i += 3) m.symbols.count[i] = m.symbols.count[i]! + 1;
     return m;
   });
-  expectProtocol(t, 'symbols out of order', (m) => (m.type === 'symbols' ? { type: 'symbols', symbols: allocateSymbols(m.symbols.start + 1, 1) } : m));
-  expectProtocol(t, 'full list with a foreign id', (m) => (m.type === 'ids' ? { ...m, ids: Uint8Array.from(m.ids).fill(7, 0, 32) } : m), [0, 30, 20]);
-  expectProtocol(t, 'full list longer than announced', (m) => (m.type === 'ids' ? { ...m, ids: Buffer.concat([m.ids, randomBytes(32)]) } : m), [0, 30, 20]);
-  expectProtocol(t, 'full list shorter than announced', (m) => (m.type === 'ids' ? { ...m, ids: m.ids.subarray(32) } : m), [0, 30, 20]);
-  expectProtocol(t, 'equal although different', (m) => (m.type === 'different' ? { type: 'equal' } : m.type === 'symbols' ? { type: 'send-ids' } : m));
+  expectProtocol(t, 'symbols out of order', (m) =>
+    m.type === 'symbols' ? { type: 'symbols', symbols: allocateSymbols(m.symbols.start + 1, 1) } : m,
+  );
+  expectProtocol(
+    t,
+    'full list with a foreign id',
+    (m) => (m.type === 'ids' ? { ...m, ids: Uint8Array.from(m.ids).fill(7, 0, 32) } : m),
+    [0, 30, 20],
+  );
+  expectProtocol(
+    t,
+    'full list longer than announced',
+    (m) => (m.type === 'ids' ? { ...m, ids: Buffer.concat([m.ids, randomBytes(32)]) } : m),
+    [0, 30, 20],
+  );
+  expectProtocol(
+    t,
+    'full list shorter than announced',
+    (m) => (m.type === 'ids' ? { ...m, ids: m.ids.subarray(32) } : m),
+    [0, 30, 20],
+  );
+  expectProtocol(t, 'equal although different', (m) =>
+    m.type === 'different' ? { type: 'equal' } : m.type === 'symbols' ? { type: 'send-ids' } : m,
+  );
   // Garbage cells everywhere: the initiator must give up on RIBLT, ask for the list, and
   // still get the right answer (the list is honest here).
   const { a, b } = randomSets(2000, 50, 50);
@@ -154,12 +193,22 @@ t.test('out-of-protocol messages and limits', async (t) => {
   const responder = new ReconcileResponder(set);
   t.throws(() => responder.receive({ type: 'more', start: 0, cells: 5 }), { code: 'PROTOCOL' }, 'more before hello');
   const r2 = new ReconcileResponder(set);
-  t.throws(() => r2.receive({ type: 'hello', version: 2, root: randomBytes(32), count: 3 }), { code: 'VERSION_MISMATCH' });
+  t.throws(() => r2.receive({ type: 'hello', version: 2, root: randomBytes(32), count: 3 }), {
+    code: 'VERSION_MISMATCH',
+  });
   const r3 = new ReconcileResponder(set, { maxPeerIds: 1000 });
-  t.throws(() => r3.receive({ type: 'hello', version: 1, root: randomBytes(32), count: 1001 }), { code: 'PROTOCOL' }, 'peer too big');
+  t.throws(
+    () => r3.receive({ type: 'hello', version: 1, root: randomBytes(32), count: 1001 }),
+    { code: 'PROTOCOL' },
+    'peer too big',
+  );
   const r4 = new ReconcileResponder(set);
   r4.receive({ type: 'hello', version: 1, root: randomBytes(32), count: 100 });
-  t.throws(() => r4.receive({ type: 'more', start: 16, cells: 10_000 }), { code: 'PROTOCOL' }, 'batch bigger than our list');
+  t.throws(
+    () => r4.receive({ type: 'more', start: 16, cells: 10_000 }),
+    { code: 'PROTOCOL' },
+    'batch bigger than our list',
+  );
   const r5 = new ReconcileResponder(set);
   r5.receive({ type: 'hello', version: 1, root: randomBytes(32), count: 100 });
   t.throws(() => r5.receive({ type: 'more', start: 3, cells: 10 }), { code: 'PROTOCOL' }, 'more from the wrong index');
@@ -167,7 +216,11 @@ t.test('out-of-protocol messages and limits', async (t) => {
   t.throws(() => initiator.receive({ type: 'equal' }), { code: 'PROTOCOL' }, 'reply before start');
   const i2 = new ReconcileInitiator(set);
   i2.start();
-  t.throws(() => i2.receive({ type: 'different', root: set.root(), count: 100, cells: 16 }), { code: 'PROTOCOL' }, 'different with our root');
+  t.throws(
+    () => i2.receive({ type: 'different', root: set.root(), count: 100, cells: 16 }),
+    { code: 'PROTOCOL' },
+    'different with our root',
+  );
   t.throws(() => new ReconcileResponder(set, { firstBatchCells: 0 }), { code: 'USAGE' });
   t.throws(() => i2.start(), Error, 'start twice');
 });
@@ -177,5 +230,8 @@ t.test('the local set must not change during an exchange', async (t) => {
   const i = new ReconcileInitiator(set);
   i.start();
   set.add(randomBytes(32));
-  t.throws(() => i.receive({ type: 'different', root: randomBytes(32), count: 10, cells: 16 }), /changed during reconciliation/);
+  t.throws(
+    () => i.receive({ type: 'different', root: randomBytes(32), count: 10, cells: 16 }),
+    /changed during reconciliation/,
+  );
 });

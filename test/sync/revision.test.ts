@@ -49,9 +49,16 @@ const SAMPLE_ID_HEX = '824469f827c8f762361b0b04e7030d01bd9c30bc1ccbb461297c9d1b0
 
 function same(a: Revision, b: Revision): boolean {
   return (
-    a.path === b.path && a.kind === b.kind && Buffer.from(a.contentRoot).equals(b.contentRoot) && a.size === b.size &&
-    a.mode === b.mode && a.mtimeNs === b.mtimeNs && a.deleted === b.deleted && a.origin === b.origin &&
-    vectorsEqual(a.vector, b.vector) && a.linkTarget === b.linkTarget
+    a.path === b.path &&
+    a.kind === b.kind &&
+    Buffer.from(a.contentRoot).equals(b.contentRoot) &&
+    a.size === b.size &&
+    a.mode === b.mode &&
+    a.mtimeNs === b.mtimeNs &&
+    a.deleted === b.deleted &&
+    a.origin === b.origin &&
+    vectorsEqual(a.vector, b.vector) &&
+    a.linkTarget === b.linkTarget
   );
 }
 
@@ -74,14 +81,27 @@ t.test('a file revision encodes to the pinned bytes, and its id is BLAKE3 of the
 });
 
 t.test('tombstone, directory and symlink encode their own canonical forms', async (t) => {
-  const tomb: Revision = { ...sample, contentRoot: new Uint8Array(0), size: 0, deleted: true, mtimeNs: -1_000_000_000n };
+  const tomb: Revision = {
+    ...sample,
+    contentRoot: new Uint8Array(0),
+    size: 0,
+    deleted: true,
+    mtimeNs: -1_000_000_000n,
+  };
   const hex = Buffer.from(encodeRevision(tomb)).toString('hex');
   t.equal(hex.slice(0, 6), '010001', 'version 1, kind file, deleted flag');
-  t.equal(hex.slice(26, 42), 'ffffffffc4653600', 'negative mtime is two\'s complement');
+  t.equal(hex.slice(26, 42), 'ffffffffc4653600', "negative mtime is two's complement");
   t.equal(hex.slice(42, 44), '00', 'no content root');
   t.ok(same(decodeRevision(encodeRevision(tomb)), tomb));
 
-  const link: Revision = { ...sample, kind: 'symlink', contentRoot: new Uint8Array(0), linkTarget: 'ü/x', size: 4, mode: 0o777 };
+  const link: Revision = {
+    ...sample,
+    kind: 'symlink',
+    contentRoot: new Uint8Array(0),
+    linkTarget: 'ü/x',
+    size: 4,
+    mode: 0o777,
+  };
   t.ok(same(decodeRevision(encodeRevision(link)), link));
   const dir: Revision = { ...sample, kind: 'dir', contentRoot: new Uint8Array(0), size: 0, mode: 0o755 };
   t.ok(same(decodeRevision(encodeRevision(dir)), dir));
@@ -157,7 +177,12 @@ t.test('random valid revisions round-trip byte-exactly', async (t) => {
       const live = !deleted;
       const linkTarget = live && kind === 'symlink' ? target : '';
       return {
-        path, kind, deleted, mode, mtimeNs, origin: 'n1',
+        path,
+        kind,
+        deleted,
+        mode,
+        mtimeNs,
+        origin: 'n1',
         contentRoot: live && kind === 'file' ? root : new Uint8Array(0),
         size: deleted || kind === 'dir' ? 0 : kind === 'symlink' ? Buffer.byteLength(linkTarget) : size,
         linkTarget,
@@ -178,16 +203,21 @@ t.test('random valid revisions round-trip byte-exactly', async (t) => {
 t.test('random bytes never crash the decoder: they decode or fail with PROTOCOL', async (t) => {
   const good = encodeRevision(sample);
   fc.assert(
-    fc.property(fc.integer({ min: 0, max: good.length - 1 }), fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: good.length }), (at, value, cut) => {
-      const b = Uint8Array.from(good);
-      b[at] = value;
-      try {
-        const rev = decodeRevision(b.subarray(0, cut));
-        return Buffer.from(encodeRevision(rev)).equals(b.subarray(0, cut)); // accepted only if canonical
-      } catch (err) {
-        return isClawpeerError(err, 'PROTOCOL');
-      }
-    }),
+    fc.property(
+      fc.integer({ min: 0, max: good.length - 1 }),
+      fc.integer({ min: 0, max: 255 }),
+      fc.integer({ min: 0, max: good.length }),
+      (at, value, cut) => {
+        const b = Uint8Array.from(good);
+        b[at] = value;
+        try {
+          const rev = decodeRevision(b.subarray(0, cut));
+          return Buffer.from(encodeRevision(rev)).equals(b.subarray(0, cut)); // accepted only if canonical
+        } catch (err) {
+          return isClawpeerError(err, 'PROTOCOL');
+        }
+      },
+    ),
     { numRuns: 500 },
   );
   t.pass('property held');

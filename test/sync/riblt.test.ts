@@ -26,7 +26,10 @@ t.test('index sequence: starts at 0, strictly increasing, density ~ 1/(1 + i/2)'
   for (const i of [2, 5, 10, 20, 39]) {
     const p = 1 / (1 + i / 2);
     const sd = Math.sqrt((p * (1 - p)) / trials);
-    t.ok(Math.abs(hits[i]! / trials - p) < 5 * sd + 0.01, `index ${i}: ${(hits[i]! / trials).toFixed(3)} vs ${p.toFixed(3)}`);
+    t.ok(
+      Math.abs(hits[i]! / trials - p) < 5 * sd + 0.01,
+      `index ${i}: ${(hits[i]! / trials).toFixed(3)} vs ${p.toFixed(3)}`,
+    );
   }
   // deterministic: the same id always gives the same sequence (peers must agree)
   const id = randomBytes(32);
@@ -45,17 +48,24 @@ t.test('checksum is not linear in the id', async (t) => {
 
 t.test('property: decoding recovers both differences exactly', async (t) => {
   fc.assert(
-    fc.property(fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 60 }), fc.integer({ min: 1, max: 40 }), (common, onlyA, onlyB, step) => {
-      const { a, b } = randomSets(common, onlyA, onlyB);
-      const enc = new RibltEncoder(a);
-      const dec = new RibltDecoder(b, Infinity);
-      let rounds = 0;
-      while (dec.add(enc.produce(step)) === 'need-more') if (++rounds > 10_000) return false;
-      if (onlyA + onlyB === 0 && dec.received !== step) return false; // equal sets: first batch is all zero
-      return (
-        sortedHexOf(dec.remote()).join() === naiveDifference(a, b).join() && sortedHexOf(dec.local()).join() === naiveDifference(b, a).join()
-      );
-    }),
+    fc.property(
+      fc.integer({ min: 0, max: 300 }),
+      fc.integer({ min: 0, max: 60 }),
+      fc.integer({ min: 0, max: 60 }),
+      fc.integer({ min: 1, max: 40 }),
+      (common, onlyA, onlyB, step) => {
+        const { a, b } = randomSets(common, onlyA, onlyB);
+        const enc = new RibltEncoder(a);
+        const dec = new RibltDecoder(b, Infinity);
+        let rounds = 0;
+        while (dec.add(enc.produce(step)) === 'need-more') if (++rounds > 10_000) return false;
+        if (onlyA + onlyB === 0 && dec.received !== step) return false; // equal sets: first batch is all zero
+        return (
+          sortedHexOf(dec.remote()).join() === naiveDifference(a, b).join() &&
+          sortedHexOf(dec.local()).join() === naiveDifference(b, a).join()
+        );
+      },
+    ),
     { numRuns: 80 },
   );
   t.pass();
@@ -84,16 +94,19 @@ t.test('estimateDifference is in the right range early', async (t) => {
 t.test('garbage cells: never more than maxDifference peeled, encoder/decoder stay in order', async (t) => {
   const local = randomBytes(100 * 32);
   fc.assert(
-    fc.property(fc.array(fc.tuple(fc.nat(), fc.integer({ min: -3, max: 3 })), { minLength: 1, maxLength: 200 }), (cells) => {
-      const dec = new RibltDecoder(local, 50);
-      const s = allocateSymbols(0, cells.length);
-      cells.forEach(([seed, count], i) => {
-        for (let w = 0; w < 8; w++) s.idXor[i * 8 + w] = Math.imul(seed + w, 0x9e3779b1) >>> 0;
-        s.count[i] = count;
-      });
-      const status = dec.add(s);
-      return dec.peeled <= 50 && (status === 'overflow' || status === 'need-more' || status === 'decoded');
-    }),
+    fc.property(
+      fc.array(fc.tuple(fc.nat(), fc.integer({ min: -3, max: 3 })), { minLength: 1, maxLength: 200 }),
+      (cells) => {
+        const dec = new RibltDecoder(local, 50);
+        const s = allocateSymbols(0, cells.length);
+        cells.forEach(([seed, count], i) => {
+          for (let w = 0; w < 8; w++) s.idXor[i * 8 + w] = Math.imul(seed + w, 0x9e3779b1) >>> 0;
+          s.count[i] = count;
+        });
+        const status = dec.add(s);
+        return dec.peeled <= 50 && (status === 'overflow' || status === 'need-more' || status === 'decoded');
+      },
+    ),
     { numRuns: 100 },
   );
   const dec = new RibltDecoder(local, 10);

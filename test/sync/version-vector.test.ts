@@ -48,7 +48,8 @@ t.test('merge is the least upper bound: commutative, idempotent, dominates both'
   fc.assert(
     fc.property(arbVector, arbVector, arbVector, (a, b, c) => {
       const m = mergeVectors(a, b);
-      const sameBytes = (x: VersionVector, y: VersionVector): boolean => Buffer.from(encodeVector(x)).equals(encodeVector(y));
+      const sameBytes = (x: VersionVector, y: VersionVector): boolean =>
+        Buffer.from(encodeVector(x)).equals(encodeVector(y));
       return (
         sameBytes(m, mergeVectors(b, a)) &&
         sameBytes(mergeVectors(m, c), mergeVectors(a, mergeVectors(b, c))) &&
@@ -64,12 +65,18 @@ t.test('merge is the least upper bound: commutative, idempotent, dominates both'
 
 t.test('increment makes a strictly later vector; two increments by different nodes are concurrent', async (t) => {
   fc.assert(
-    fc.property(arbVector, fc.constantFrom(...nodeIds), fc.constantFrom(...nodeIds), fc.integer({ min: 0, max: 20 }), (v, x, y, floor) => {
-      const vx = incrementVector(v, x, floor);
-      const ok = compareVectors(v, vx) === 'before' && counterOf(vx, x) === Math.max(counterOf(v, x) + 1, floor);
-      if (x === y) return ok;
-      return ok && compareVectors(vx, incrementVector(v, y)) === 'concurrent';
-    }),
+    fc.property(
+      arbVector,
+      fc.constantFrom(...nodeIds),
+      fc.constantFrom(...nodeIds),
+      fc.integer({ min: 0, max: 20 }),
+      (v, x, y, floor) => {
+        const vx = incrementVector(v, x, floor);
+        const ok = compareVectors(v, vx) === 'before' && counterOf(vx, x) === Math.max(counterOf(v, x) + 1, floor);
+        if (x === y) return ok;
+        return ok && compareVectors(vx, incrementVector(v, y)) === 'concurrent';
+      },
+    ),
     { numRuns: NUM_RUNS },
   );
   t.pass('property held');
@@ -85,7 +92,13 @@ t.test('encoding is canonical and round-trips', async (t) => {
     { numRuns: NUM_RUNS },
   );
   // Insertion order and zero counters do not change the bytes.
-  const a = encodeVector(new Map([['b', 2], ['a', 1], ['z', 0]]));
+  const a = encodeVector(
+    new Map([
+      ['b', 2],
+      ['a', 1],
+      ['z', 0],
+    ]),
+  );
   const b = encodeVector(vectorFrom({ a: 1, b: 2 }));
   t.same(Buffer.from(a), Buffer.from(b));
   // Pinned bytes: u16 count | (u8 len | id | u64 counter)...
@@ -120,6 +133,13 @@ t.test('vectorFrom refuses bad ids and counters (programming errors)', async (t)
   t.throws(() => vectorFrom({ 'has space': 1 }), TypeError);
   t.throws(() => vectorFrom({ a: -1 }), TypeError);
   t.throws(() => vectorFrom({ a: 1.5 }), TypeError);
-  t.throws(() => vectorFrom([['a', 1], ['a', 2]]), TypeError);
+  t.throws(
+    () =>
+      vectorFrom([
+        ['a', 1],
+        ['a', 2],
+      ]),
+    TypeError,
+  );
   t.throws(() => incrementVector(vectorFrom({ a: Number.MAX_SAFE_INTEGER }), 'a'), RangeError);
 });

@@ -29,7 +29,8 @@ t.test('octal and symbolic clauses, D and F for directories or files only, appli
     ['D2775', 0o700, 'dir', 0o775],
     ['u-w+x', 0o644, 'file', 0o544],
   ];
-  for (const [spec, mode, kind, want] of cases) t.equal(oct(parseChmod(spec)(mode, kind)), oct(want), `${spec} on ${kind} ${oct(mode)}`);
+  for (const [spec, mode, kind, want] of cases)
+    t.equal(oct(parseChmod(spec)(mode, kind)), oct(want), `${spec} on ${kind} ${oct(mode)}`);
   const both = combineChmods(['F600', 'u+x']);
   t.equal(both?.(0o644, 'file'), 0o700, 'several --chmod apply in the order given');
   t.equal(combineChmods([]), undefined);
@@ -45,7 +46,20 @@ t.test('a clause that is not chmod syntax is a usage error naming it', async (t)
 t.test('symbolic clauses with a who agree with chmod(1) on real files and directories', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'clawpeer-chmod-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const specs = ['u+x', 'g-r', 'o=rw', 'a+X', 'ug=rx', 'go-w', 'u=rwx,g=rx,o=', 'g=u', 'o=g', 'u-w+x', 'a-x,u+X', 'ug+X'];
+  const specs = [
+    'u+x',
+    'g-r',
+    'o=rw',
+    'a+X',
+    'ug=rx',
+    'go-w',
+    'u=rwx,g=rx,o=',
+    'g=u',
+    'o=g',
+    'u-w+x',
+    'a-x,u+X',
+    'ug+X',
+  ];
   const modes = [0o000, 0o644, 0o755, 0o600, 0o751, 0o444, 0o070];
   let n = 0;
   for (const spec of specs) {

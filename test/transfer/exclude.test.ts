@@ -4,26 +4,77 @@ import { compileExcludes, compileFilter, MAX_EXCLUDE_PATTERNS } from '../../src/
 /** [relPath, isDir, excluded?] against one pattern. */
 function check(t: Test, pattern: string, cases: readonly [string, boolean, boolean][]): void {
   const rules = compileExcludes([pattern]);
-  for (const [rel, isDir, want] of cases) t.equal(rules.excludes(rel, isDir), want, `${pattern} ${want ? 'excludes' : 'keeps'} ${rel}${isDir ? '/' : ''}`);
+  for (const [rel, isDir, want] of cases)
+    t.equal(rules.excludes(rel, isDir), want, `${pattern} ${want ? 'excludes' : 'keeps'} ${rel}${isDir ? '/' : ''}`);
 }
 
 t.test('a pattern without a slash matches a name at any depth', async (t) => {
-  check(t, '*.log', [['a.log', false, true], ['x/y/b.log', false, true], ['a.log.txt', false, false], ['logs/a.txt', false, false], ['dir.log', true, true]]);
-  check(t, 'node_modules', [['node_modules', true, true], ['pkg/node_modules', true, true], ['node_modules_x', true, false]]);
-  check(t, 'f?.txt', [['f1.txt', false, true], ['f12.txt', false, false], ['d/f2.txt', false, true]]);
-  check(t, '[ab]*', [['apple', false, true], ['banana', false, true], ['cherry', false, false]]);
-  check(t, '[!ab]*', [['apple', false, false], ['cherry', false, true]]);
-  check(t, '[a-c].md', [['b.md', false, true], ['d.md', false, false]]);
+  check(t, '*.log', [
+    ['a.log', false, true],
+    ['x/y/b.log', false, true],
+    ['a.log.txt', false, false],
+    ['logs/a.txt', false, false],
+    ['dir.log', true, true],
+  ]);
+  check(t, 'node_modules', [
+    ['node_modules', true, true],
+    ['pkg/node_modules', true, true],
+    ['node_modules_x', true, false],
+  ]);
+  check(t, 'f?.txt', [
+    ['f1.txt', false, true],
+    ['f12.txt', false, false],
+    ['d/f2.txt', false, true],
+  ]);
+  check(t, '[ab]*', [
+    ['apple', false, true],
+    ['banana', false, true],
+    ['cherry', false, false],
+  ]);
+  check(t, '[!ab]*', [
+    ['apple', false, false],
+    ['cherry', false, true],
+  ]);
+  check(t, '[a-c].md', [
+    ['b.md', false, true],
+    ['d.md', false, false],
+  ]);
 });
 
 t.test('a slash anchors the pattern at the pushed directory', async (t) => {
-  check(t, '/build', [['build', true, true], ['src/build', true, false]]);
-  check(t, 'docs/*.tmp', [['docs/a.tmp', false, true], ['x/docs/a.tmp', false, false], ['docs/sub/a.tmp', false, false]]);
-  check(t, 'docs/**/*.tmp', [['docs/a.tmp', false, true], ['docs/sub/deep/a.tmp', false, true], ['other/a.tmp', false, false]]);
-  check(t, '**/cache', [['cache', true, true], ['a/b/cache', true, true]]);
-  check(t, 'logs/**', [['logs', true, false], ['logs/a', false, true], ['logs/a/b.txt', false, true], ['other/a', false, false]]);
-  check(t, 'a/**/b', [['a/b', true, true], ['a/x/y/b', true, true], ['a/x/c', true, false]]);
-  check(t, 'a**b', [['axxb', false, true], ['a/b', false, false]]); // `**` inside a segment is `*`
+  check(t, '/build', [
+    ['build', true, true],
+    ['src/build', true, false],
+  ]);
+  check(t, 'docs/*.tmp', [
+    ['docs/a.tmp', false, true],
+    ['x/docs/a.tmp', false, false],
+    ['docs/sub/a.tmp', false, false],
+  ]);
+  check(t, 'docs/**/*.tmp', [
+    ['docs/a.tmp', false, true],
+    ['docs/sub/deep/a.tmp', false, true],
+    ['other/a.tmp', false, false],
+  ]);
+  check(t, '**/cache', [
+    ['cache', true, true],
+    ['a/b/cache', true, true],
+  ]);
+  check(t, 'logs/**', [
+    ['logs', true, false],
+    ['logs/a', false, true],
+    ['logs/a/b.txt', false, true],
+    ['other/a', false, false],
+  ]);
+  check(t, 'a/**/b', [
+    ['a/b', true, true],
+    ['a/x/y/b', true, true],
+    ['a/x/c', true, false],
+  ]);
+  check(t, 'a**b', [
+    ['axxb', false, true],
+    ['a/b', false, false],
+  ]); // `**` inside a segment is `*`
 });
 
 t.test('patterns that make backtracking regexes explode stay linear', async (t) => {
@@ -37,18 +88,35 @@ t.test('patterns that make backtracking regexes explode stay linear', async (t) 
 });
 
 t.test('non-ASCII names: ? and classes take one character', async (t) => {
-  check(t, 'caf?.txt', [['café.txt', false, true], ['cafe.txt', false, true], ['caffe.txt', false, false]]);
-  check(t, '[é]*', [['été', false, true], ['ete', false, false]]);
+  check(t, 'caf?.txt', [
+    ['café.txt', false, true],
+    ['cafe.txt', false, true],
+    ['caffe.txt', false, false],
+  ]);
+  check(t, '[é]*', [
+    ['été', false, true],
+    ['ete', false, false],
+  ]);
   check(t, '?.md', [['😀.md', false, true]]);
 });
 
 t.test('a trailing slash matches directories only', async (t) => {
-  check(t, 'cache/', [['cache', true, true], ['cache', false, false], ['x/cache', true, true]]);
+  check(t, 'cache/', [
+    ['cache', true, true],
+    ['cache', false, false],
+    ['x/cache', true, true],
+  ]);
 });
 
 t.test('escapes and literal regex characters', async (t) => {
-  check(t, 'a\\*b', [['a*b', false, true], ['axb', false, false]]);
-  check(t, 'v1.0(final)+', [['v1.0(final)+', false, true], ['v1x0(final)+', false, false]]);
+  check(t, 'a\\*b', [
+    ['a*b', false, true],
+    ['axb', false, false],
+  ]);
+  check(t, 'v1.0(final)+', [
+    ['v1.0(final)+', false, true],
+    ['v1x0(final)+', false, false],
+  ]);
   check(t, '$HOME^', [['$HOME^', false, true]]);
 });
 
@@ -63,9 +131,15 @@ t.test('bad patterns are usage errors naming the pattern', async (t) => {
   t.throws(() => compileExcludes(['a\\']), { code: 'USAGE', message: /lone backslash/ });
   t.throws(() => compileExcludes(['[abc']), { code: 'USAGE', message: /\[ without its \]/ });
   t.throws(() => compileExcludes(['a\0b']), { code: 'USAGE', message: /NUL/ });
-  t.throws(() => compileExcludes(new Array<string>(MAX_EXCLUDE_PATTERNS + 1).fill('x')), { code: 'USAGE', message: /more than 1024/ });
+  t.throws(() => compileExcludes(new Array<string>(MAX_EXCLUDE_PATTERNS + 1).fill('x')), {
+    code: 'USAGE',
+    message: /more than 1024/,
+  });
   t.throws(() => compileExcludes(['x'.repeat(1025)]), { code: 'USAGE', message: /longer than 1024 characters/ });
-  t.throws(() => compileExcludes(new Array<string>(17).fill('y'.repeat(1000))), { code: 'USAGE', message: /add up to 17000 characters, more than 16384/ });
+  t.throws(() => compileExcludes(new Array<string>(17).fill('y'.repeat(1000))), {
+    code: 'USAGE',
+    message: /add up to 17000 characters, more than 16384/,
+  });
 });
 
 t.test('anchored rules against a depth-first walk agree with asking each path cold', async (t) => {
@@ -89,7 +163,6 @@ t.test('anchored rules against a depth-first walk agree with asking each path co
   t.equal(walked.excludes('x1/y', true), true, 'x?/y');
   t.equal(walked.excludes('a/y/e', false), false);
 });
-
 
 t.test('include rules among excludes: the first rule that matches decides, as rsync', async (t) => {
   const inc = (pattern: string) => ({ pattern, include: true });
@@ -121,6 +194,9 @@ t.test('include rules among excludes: the first rule that matches decides, as rs
 });
 
 t.test('a bad include pattern is a usage error naming --include', async (t) => {
-  t.throws(() => compileFilter([{ pattern: '[x', include: true }]), { code: 'USAGE', message: '--include "[x": has a [ without its ]' });
+  t.throws(() => compileFilter([{ pattern: '[x', include: true }]), {
+    code: 'USAGE',
+    message: '--include "[x": has a [ without its ]',
+  });
   t.throws(() => compileFilter([{ pattern: '', include: true }]), { code: 'USAGE', message: '--include "": is empty' });
 });

@@ -2,21 +2,24 @@
 import t from 'tap';
 import { FileDelivery } from '../../src/transfer/file-delivery.js';
 
-t.test('a file is done once each of its distinct chunks was acked or held; shared chunks count for every file', async (t) => {
-  // 0: a, b   1: b, c, b (a repeat)   2: empty   3: d
-  const d = new FileDelivery([['a', 'b'], ['b', 'c', 'b'], [], ['d']]);
-  t.equal(d.total, 4);
-  t.equal(d.done, 1, 'the empty file is done from the start');
-  t.equal(d.deliver(['a']), false, 'half of file 0');
-  t.equal(d.deliver(['b']), true, 'b completes file 0 and half of file 1');
-  t.equal(d.done, 2);
-  t.equal(d.deliver(['b', 'a']), false, 'chunks delivered again change nothing');
-  t.equal(d.deliver(['c']), true, 'file 1: its repeated chunk counted once');
-  t.equal(d.done, 3);
-  t.equal(d.deliver(['unknown']), false, 'a key no file references is ignored');
-  t.equal(d.deliver(['d']), true);
-  t.equal(d.done, 4);
-});
+t.test(
+  'a file is done once each of its distinct chunks was acked or held; shared chunks count for every file',
+  async (t) => {
+    // 0: a, b   1: b, c, b (a repeat)   2: empty   3: d
+    const d = new FileDelivery([['a', 'b'], ['b', 'c', 'b'], [], ['d']]);
+    t.equal(d.total, 4);
+    t.equal(d.done, 1, 'the empty file is done from the start');
+    t.equal(d.deliver(['a']), false, 'half of file 0');
+    t.equal(d.deliver(['b']), true, 'b completes file 0 and half of file 1');
+    t.equal(d.done, 2);
+    t.equal(d.deliver(['b', 'a']), false, 'chunks delivered again change nothing');
+    t.equal(d.deliver(['c']), true, 'file 1: its repeated chunk counted once');
+    t.equal(d.done, 3);
+    t.equal(d.deliver(['unknown']), false, 'a key no file references is ignored');
+    t.equal(d.deliver(['d']), true);
+    t.equal(d.done, 4);
+  },
+);
 
 t.test('the Want: chunks it does not list as lacking are held, so their files are done', async (t) => {
   const d = new FileDelivery([['a', 'b'], ['c'], ['a']]);

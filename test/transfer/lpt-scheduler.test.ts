@@ -1,11 +1,19 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { makespanLowerBound, scheduleLpt, splitIntoUnits, WorkQueue, type Job } from '../../src/transfer/lpt-scheduler.js';
+import {
+  makespanLowerBound,
+  scheduleLpt,
+  splitIntoUnits,
+  WorkQueue,
+  type Job,
+} from '../../src/transfer/lpt-scheduler.js';
 import { planTransfer } from '../../src/transfer/plan.js';
 import { makeManifests } from './sim.js';
 
 const MiB = 1 << 20;
-interface Named extends Job { readonly name: number }
+interface Named extends Job {
+  readonly name: number;
+}
 const jobs = (costs: readonly number[]): Named[] => costs.map((costBytes, name) => ({ costBytes, name }));
 
 /** Exact optimum by trying every assignment (tiny inputs only). */
@@ -35,14 +43,29 @@ t.test('splitIntoUnits cuts big files into ranges and keeps small files whole', 
     [40 * MiB], // one chunk above the limit stays whole
     [],
   ]);
-  const plan = planTransfer(files, files.flatMap((f) => f.chunks.map((c) => c.id)));
+  const plan = planTransfer(
+    files,
+    files.flatMap((f) => f.chunks.map((c) => c.id)),
+  );
   const units = splitIntoUnits(plan, { maxUnitBytes: 16 * MiB, perUnitOverheadBytes: 1000 });
-  t.same(units.map((u) => [u.fileIndex, u.end - u.first, u.bytes]), [
-    [0, 16, 16 * MiB], [0, 16, 16 * MiB], [0, 16, 16 * MiB], [0, 16, 16 * MiB], [0, 16, 16 * MiB], [0, 16, 16 * MiB], [0, 4, 4 * MiB],
-    [1, 2, 8192],
-    [2, 1, 40 * MiB],
-  ]);
-  t.ok(units.every((u) => u.costBytes === u.bytes + 1000), 'overhead added per unit');
+  t.same(
+    units.map((u) => [u.fileIndex, u.end - u.first, u.bytes]),
+    [
+      [0, 16, 16 * MiB],
+      [0, 16, 16 * MiB],
+      [0, 16, 16 * MiB],
+      [0, 16, 16 * MiB],
+      [0, 16, 16 * MiB],
+      [0, 16, 16 * MiB],
+      [0, 4, 4 * MiB],
+      [1, 2, 8192],
+      [2, 1, 40 * MiB],
+    ],
+  );
+  t.ok(
+    units.every((u) => u.costBytes === u.bytes + 1000),
+    'overhead added per unit',
+  );
   t.throws(() => splitIntoUnits(plan, { maxUnitBytes: 0 }), RangeError);
 });
 
@@ -53,7 +76,10 @@ t.test('property: units cover every planned chunk exactly once, within the limit
       fc.integer({ min: 1, max: 20_000 }),
       (shapes, limit) => {
         const files = makeManifests(shapes);
-        const plan = planTransfer(files, files.flatMap((f) => f.chunks.map((c) => c.id)));
+        const plan = planTransfer(
+          files,
+          files.flatMap((f) => f.chunks.map((c) => c.id)),
+        );
         const units = splitIntoUnits(plan, { maxUnitBytes: limit });
         let expectNext = 0;
         for (const u of units) {
@@ -74,7 +100,13 @@ t.test('property: units cover every planned chunk exactly once, within the limit
 t.test('LPT assigns largest first to the least loaded stream, ties to the lowest index', async (t) => {
   const a = scheduleLpt(jobs([5, 7, 3, 7, 2]), 2);
   // sorted: 7(#1) 7(#3) 5(#0) 3(#2) 2(#4): s0=7, s1=7, s0=12, s1=10, s1=12
-  t.same(a.streams.map((s) => s.map((j) => j.name)), [[1, 0], [3, 2, 4]]);
+  t.same(
+    a.streams.map((s) => s.map((j) => j.name)),
+    [
+      [1, 0],
+      [3, 2, 4],
+    ],
+  );
   t.same(a.loadsBytes, [12, 12]);
   t.equal(a.makespanBytes, 12);
   const empty = scheduleLpt([], 3);
@@ -90,7 +122,10 @@ t.test('property: LPT is within 4/3 - 1/(3N) of the optimum (brute force) and as
       fc.integer({ min: 1, max: 3 }),
       (costs, n) => {
         const a = scheduleLpt(jobs(costs), n);
-        const names = a.streams.flat().map((j) => j.name).sort((x, y) => x - y);
+        const names = a.streams
+          .flat()
+          .map((j) => j.name)
+          .sort((x, y) => x - y);
         if (JSON.stringify(names) !== JSON.stringify(costs.map((_, i) => i))) throw new Error('each job exactly once');
         const opt = optimum(costs, n);
         const bound = (4 / 3 - 1 / (3 * n)) * opt;
@@ -141,21 +176,27 @@ t.test('WorkQueue without stealing hands out each stream its own queue, largest 
   t.throws(() => q.next(2), RangeError);
 });
 
-t.test('WorkQueue with stealing: an idle stream takes the largest unstarted unit of the most loaded stream', async (t) => {
-  // s0: 10 ; s1: 6, 3, 1 ; s2: 5, 4 (LPT on [10,6,5,4,3,1] over 3 streams gives s0=10, s1=6+3+1, s2=5+4)
-  const a = scheduleLpt(jobs([10, 6, 5, 4, 3, 1]), 3);
-  t.same(a.streams.map((s) => s.map((j) => j.costBytes)), [[10], [6, 3, 1], [5, 4]]);
-  const q = new WorkQueue(a, { steal: true });
-  t.equal(q.next(0).kind, 'own');
-  t.equal(q.next(1).kind, 'own'); // 6; s1 has 3, 1 queued (4 bytes)
-  t.equal(q.next(2).kind, 'own'); // 5; s2 has 4 queued (4 bytes)
-  // s0 idle: victims s1 (4) and s2 (4) tie -> lowest index s1, its largest unstarted unit: 3.
-  t.same(q.next(0), { kind: 'stolen', job: { costBytes: 3, name: 4 }, from: 1 });
-  t.same(q.next(0), { kind: 'stolen', job: { costBytes: 4, name: 3 }, from: 2 });
-  t.same(q.next(2), { kind: 'stolen', job: { costBytes: 1, name: 5 }, from: 1 });
-  t.same(q.next(1), { kind: 'empty' });
-  t.equal(q.unstartedCount, 0);
-});
+t.test(
+  'WorkQueue with stealing: an idle stream takes the largest unstarted unit of the most loaded stream',
+  async (t) => {
+    // s0: 10 ; s1: 6, 3, 1 ; s2: 5, 4 (LPT on [10,6,5,4,3,1] over 3 streams gives s0=10, s1=6+3+1, s2=5+4)
+    const a = scheduleLpt(jobs([10, 6, 5, 4, 3, 1]), 3);
+    t.same(
+      a.streams.map((s) => s.map((j) => j.costBytes)),
+      [[10], [6, 3, 1], [5, 4]],
+    );
+    const q = new WorkQueue(a, { steal: true });
+    t.equal(q.next(0).kind, 'own');
+    t.equal(q.next(1).kind, 'own'); // 6; s1 has 3, 1 queued (4 bytes)
+    t.equal(q.next(2).kind, 'own'); // 5; s2 has 4 queued (4 bytes)
+    // s0 idle: victims s1 (4) and s2 (4) tie -> lowest index s1, its largest unstarted unit: 3.
+    t.same(q.next(0), { kind: 'stolen', job: { costBytes: 3, name: 4 }, from: 1 });
+    t.same(q.next(0), { kind: 'stolen', job: { costBytes: 4, name: 3 }, from: 2 });
+    t.same(q.next(2), { kind: 'stolen', job: { costBytes: 1, name: 5 }, from: 1 });
+    t.same(q.next(1), { kind: 'empty' });
+    t.equal(q.unstartedCount, 0);
+  },
+);
 
 t.test('property: with any interleaving of next() calls every unit is handed out exactly once', async (t) => {
   fc.assert(
@@ -172,7 +213,8 @@ t.test('property: with any interleaving of next() calls every unit is handed out
           if (w.kind !== 'empty') got.push(w.job.name);
         }
         got.sort((x, y) => x - y);
-        if (JSON.stringify(got) !== JSON.stringify(costs.map((_, i) => i))) throw new Error(`handed out ${JSON.stringify(got)}`);
+        if (JSON.stringify(got) !== JSON.stringify(costs.map((_, i) => i)))
+          throw new Error(`handed out ${JSON.stringify(got)}`);
         if (q.unstartedCount !== 0) throw new Error('left over');
       },
     ),

@@ -2,7 +2,13 @@ import path from 'node:path';
 import fc from 'fast-check';
 import t from 'tap';
 import { ClawpeerError, isClawpeerError } from '../../src/errors.js';
-import { isConfinedRealpath, joinSharePath, MAX_PATH_BYTES, MAX_PATH_SEGMENT_BYTES, normalizeSharePath } from '../../src/transfer/paths.js';
+import {
+  isConfinedRealpath,
+  joinSharePath,
+  MAX_PATH_BYTES,
+  MAX_PATH_SEGMENT_BYTES,
+  normalizeSharePath,
+} from '../../src/transfer/paths.js';
 
 function refusal(raw: string): string {
   try {
@@ -19,7 +25,11 @@ t.test('accepts and normalises ordinary relative paths', async (t) => {
   t.equal(normalizeSharePath('dir/sub/file.tar.gz'), 'dir/sub/file.tar.gz');
   t.equal(normalizeSharePath('./a/./b'), 'a/b', '"." segments are dropped');
   t.equal(normalizeSharePath('.hidden/..dots/x..y'), '.hidden/..dots/x..y', 'dots inside names are fine');
-  t.equal(normalizeSharePath('CONFIG/console.log/nul1/com0/lpt10'), 'CONFIG/console.log/nul1/com0/lpt10', 'near-miss device names are fine');
+  t.equal(
+    normalizeSharePath('CONFIG/console.log/nul1/com0/lpt10'),
+    'CONFIG/console.log/nul1/com0/lpt10',
+    'near-miss device names are fine',
+  );
   t.equal(normalizeSharePath('e\u0301t\u00e9'), '\u00e9t\u00e9', 'NFD becomes NFC');
   t.equal(normalizeSharePath('emoji/\u{1f600}'), 'emoji/\u{1f600}', 'astral characters survive');
   t.equal(normalizeSharePath('x'.repeat(MAX_PATH_SEGMENT_BYTES)), 'x'.repeat(MAX_PATH_SEGMENT_BYTES));
@@ -77,7 +87,25 @@ t.test('error is a ClawpeerError with a printable message', async (t) => {
 
 t.test('property: accepted paths never escape the share and are canonical', async (t) => {
   const segment = fc.oneof(
-    fc.constantFrom('.', '..', '', 'a', 'B', 'con', 'CON.txt', 'x.', 'y ', ' z', '...', '.a', 'a\\b', '\u0000', 'e\u0301', '/', 'C:'),
+    fc.constantFrom(
+      '.',
+      '..',
+      '',
+      'a',
+      'B',
+      'con',
+      'CON.txt',
+      'x.',
+      'y ',
+      ' z',
+      '...',
+      '.a',
+      'a\\b',
+      '\u0000',
+      'e\u0301',
+      '/',
+      'C:',
+    ),
     fc.string({ maxLength: 6 }),
     fc.string({ unit: 'grapheme', maxLength: 4 }),
   );
@@ -96,7 +124,8 @@ t.test('property: accepted paths never escape the share and are canonical', asyn
       const joined = path.posix.join('/share', result);
       if (!joined.startsWith('/share/')) throw new Error(`${JSON.stringify(raw)} -> ${joined} escapes`);
       if (path.posix.normalize(result) !== result) throw new Error(`${JSON.stringify(result)} is not POSIX-normal`);
-      if (result.split('/').some((s) => s === '' || s === '.' || s === '..')) throw new Error(`bad segment in ${result}`);
+      if (result.split('/').some((s) => s === '' || s === '.' || s === '..'))
+        throw new Error(`bad segment in ${result}`);
       if (normalizeSharePath(result) !== result) throw new Error(`not idempotent on ${result}`);
       if (!isConfinedRealpath('/share', joined, path.posix)) throw new Error(`${joined} not confined`);
     }),
@@ -114,20 +143,43 @@ t.test('joinSharePath(parent, name) agrees with normalizeSharePath(parent/name)'
       throw err;
     }
   };
-  const nameChars = fc.constantFrom('a', 'Z', '0', '.', ' ', '-', '_', ':', 'é', 'e\u0301', '\\', '\u0000', 'con', 'LPT1', '\ud800', '~', '#');
+  const nameChars = fc.constantFrom(
+    'a',
+    'Z',
+    '0',
+    '.',
+    ' ',
+    '-',
+    '_',
+    ':',
+    'é',
+    'e\u0301',
+    '\\',
+    '\u0000',
+    'con',
+    'LPT1',
+    '\ud800',
+    '~',
+    '#',
+  );
   const name = fc.array(nameChars, { minLength: 1, maxLength: 6 }).map((parts) => parts.join(''));
   const longName = fc.integer({ min: 250, max: 260 }).map((n) => 'x'.repeat(n));
   // Parents are canonical (a tree walk only ever extends what it accepted); the long one is near MAX_PATH_BYTES.
   let fastPathHits = 0;
   fc.assert(
-    fc.property(fc.option(fc.constantFrom('a', 'dir/sub', Array(20).fill('y'.repeat(200)).join('/')), { nil: null }), fc.oneof(name, longName), (parent, n) => {
-      const joined = outcome(() => joinSharePath(parent, n));
-      const reference = outcome(() => normalizeSharePath(parent === null ? n : `${parent}/${n}`));
-      if (/^[A-Za-z0-9]/.test(n) && !n.includes('\\')) fastPathHits++;
-      // "." alone is dropped by normalizeSharePath; a directory listing never holds it.
-      if (n === '.') return;
-      if (joined !== reference) throw new Error(`${JSON.stringify(parent)} + ${JSON.stringify(n)}: join ${joined}, normalize ${reference}`);
-    }),
+    fc.property(
+      fc.option(fc.constantFrom('a', 'dir/sub', Array(20).fill('y'.repeat(200)).join('/')), { nil: null }),
+      fc.oneof(name, longName),
+      (parent, n) => {
+        const joined = outcome(() => joinSharePath(parent, n));
+        const reference = outcome(() => normalizeSharePath(parent === null ? n : `${parent}/${n}`));
+        if (/^[A-Za-z0-9]/.test(n) && !n.includes('\\')) fastPathHits++;
+        // "." alone is dropped by normalizeSharePath; a directory listing never holds it.
+        if (n === '.') return;
+        if (joined !== reference)
+          throw new Error(`${JSON.stringify(parent)} + ${JSON.stringify(n)}: join ${joined}, normalize ${reference}`);
+      },
+    ),
     { numRuns: 5000, seed: 20261130 },
   );
   t.ok(fastPathHits > 500, `plain names were generated (${fastPathHits})`);

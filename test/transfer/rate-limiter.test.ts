@@ -14,10 +14,14 @@ class VirtualClock implements RateLimiterClock {
     return new Promise((resolve, reject) => {
       const entry = { at: this.#now + ms, resolve };
       this.#sleepers.push(entry);
-      signal?.addEventListener('abort', () => {
-        this.#sleepers = this.#sleepers.filter((s) => s !== entry);
-        reject(signal.reason);
-      }, { once: true });
+      signal?.addEventListener(
+        'abort',
+        () => {
+          this.#sleepers = this.#sleepers.filter((s) => s !== entry);
+          reject(signal.reason);
+        },
+        { once: true },
+      );
     });
   }
   /** Time passes with nobody waiting. */
@@ -53,7 +57,9 @@ t.test('the long-run rate is the cap; only the burst goes at once', async (t) =>
   // 500 kB at 100 kB/s, less the burst: the last take is allowed at 4.9 s.
   t.equal(sent.at(-1)?.at, 4_900, 'the last 5 kB wait until the cap allows them');
   // Over any window of the run, bytes <= rate * window + burst.
-  const busiest = Math.max(...sent.map((a) => sent.filter((s) => s.at >= a.at && s.at <= a.at + 1000).reduce((n, s) => n + s.bytes, 0)));
+  const busiest = Math.max(
+    ...sent.map((a) => sent.filter((s) => s.at >= a.at && s.at <= a.at + 1000).reduce((n, s) => n + s.bytes, 0)),
+  );
   t.ok(busiest <= 100_000 + 10_000, `at most a second's worth and the burst within any 1 s (${busiest} bytes)`);
 });
 
@@ -98,7 +104,11 @@ t.test('pacedWrite slices a write and takes each slice first', async (t) => {
   await clock.run();
   await done;
   t.equal(writes.length, 11, 'ten full slices and the rest');
-  t.equal(writes.reduce((n, w) => n + w.bytes, 0), 10 * 1024 + 10, 'every byte written once');
+  t.equal(
+    writes.reduce((n, w) => n + w.bytes, 0),
+    10 * 1024 + 10,
+    'every byte written once',
+  );
   t.ok((writes.at(-1)?.at ?? 0) > 0, 'later slices waited for the cap');
 });
 

@@ -7,7 +7,13 @@ import { fakeChunkId } from './sim.js';
 
 const id = fakeChunkId;
 function file(path: string, chunks: [number, number][]): FileManifest {
-  return { path, size: chunks.reduce((s, [, l]) => s + l, 0), mode: 0o644, mtimeMs: 0, chunks: chunks.map(([n, length]) => ({ id: id(n), length })) };
+  return {
+    path,
+    size: chunks.reduce((s, [, l]) => s + l, 0),
+    mode: 0o644,
+    mtimeMs: 0,
+    chunks: chunks.map(([n, length]) => ({ id: id(n), length })),
+  };
 }
 function protocolError(fn: () => unknown, pattern: RegExp): void {
   try {
@@ -26,11 +32,25 @@ function drain(r: ReceiveTracker): number[] {
 
 t.test('a received chunk fills every placement; files complete when their last chunk is written', async (t) => {
   // chunk 1 twice in a and once in b; chunk 2 we hold locally; c is empty.
-  const r = new ReceiveTracker([file('a', [[1, 10], [2, 5], [1, 10]]), file('b', [[1, 10]]), file('c', [])], [id(1)]);
+  const r = new ReceiveTracker(
+    [
+      file('a', [
+        [1, 10],
+        [2, 5],
+        [1, 10],
+      ]),
+      file('b', [[1, 10]]),
+      file('c', []),
+    ],
+    [id(1)],
+  );
   t.same(drain(r), [2], 'the empty file is complete at once');
   t.equal(r.peerChunksAwaited, 1);
   const local = [...r.localChunks()];
-  t.same(local.map((l) => [l.length, l.placements]), [[5, [{ fileIndex: 0, chunkIndex: 1, offset: 10, length: 5 }]]]);
+  t.same(
+    local.map((l) => [l.length, l.placements]),
+    [[5, [{ fileIndex: 0, chunkIndex: 1, offset: 10, length: 5 }]]],
+  );
   r.onWritten(local[0]!.id);
   t.same(r.fileState(0), { kind: 'filling', missingChunks: 2 });
   t.same(r.onFrame(id(1), 10), [
@@ -50,7 +70,15 @@ t.test('a received chunk fills every placement; files complete when their last c
 });
 
 t.test('refuses frames for chunks not asked for, repeated, or of the wrong length', async (t) => {
-  const r = new ReceiveTracker([file('a', [[1, 10], [2, 5]])], [id(1)]);
+  const r = new ReceiveTracker(
+    [
+      file('a', [
+        [1, 10],
+        [2, 5],
+      ]),
+    ],
+    [id(1)],
+  );
   protocolError(() => r.onFrame(id(2), 5), /did not ask for/); // we hold it locally
   protocolError(() => r.onFrame(id(9), 5), /did not ask for/);
   protocolError(() => r.onFrame(id(1), 11), /with 11 bytes, manifest says 10/);
@@ -66,7 +94,20 @@ t.test('refuses frames for chunks not asked for, repeated, or of the wrong lengt
 t.test('refuses inconsistent or oversized manifests from the peer', async () => {
   protocolError(() => new ReceiveTracker([file('a', [[1, 1]]), file('a', [[2, 1]])], []), /offered "a" twice/);
   protocolError(() => new ReceiveTracker([file('a', [[1, 1]])], [id(2)]), /no offered file/);
-  protocolError(() => new ReceiveTracker([file('a', [[1, 1], [2, 1]])], [], { maxFiles: 5, maxChunkRefs: 1 }), /more than 1 chunk references/);
+  protocolError(
+    () =>
+      new ReceiveTracker(
+        [
+          file('a', [
+            [1, 1],
+            [2, 1],
+          ]),
+        ],
+        [],
+        { maxFiles: 5, maxChunkRefs: 1 },
+      ),
+    /more than 1 chunk references/,
+  );
 });
 
 t.test('property: any delivery order completes every file exactly once', async (t) => {
@@ -76,7 +117,12 @@ t.test('property: any delivery order completes every file exactly once', async (
       fc.array(fc.boolean(), { minLength: 10, maxLength: 10 }),
       fc.func(fc.integer()),
       (shapes, lackMask, order) => {
-        const files = shapes.map((ns, i) => file(`f${i}`, ns.map((n) => [n, n + 1])));
+        const files = shapes.map((ns, i) =>
+          file(
+            `f${i}`,
+            ns.map((n) => [n, n + 1]),
+          ),
+        );
         const used = [...new Set(shapes.flat())];
         const lacking = used.filter((n) => lackMask[n]);
         const r = new ReceiveTracker(files, lacking.map(id));
@@ -88,7 +134,8 @@ t.test('property: any delivery order completes every file exactly once', async (
           completed.push(...drain(r));
         }
         completed.sort((a, b) => a - b);
-        if (JSON.stringify(completed) !== JSON.stringify(files.map((_, i) => i))) throw new Error(`completed ${JSON.stringify(completed)}`);
+        if (JSON.stringify(completed) !== JSON.stringify(files.map((_, i) => i)))
+          throw new Error(`completed ${JSON.stringify(completed)}`);
         if (r.peerChunksAwaited !== 0) throw new Error('left awaited');
       },
     ),

@@ -27,13 +27,19 @@ t.test('at most W chunks in flight; cumulative acks free them oldest first', asy
   t.notOk(w.canSend(), 'full at W');
   t.throws(() => w.onSent(3, id(3), 1, 30), /cannot send/);
   const r = w.onAck(1, 100);
-  t.same(r.acked, [{ seq: 0, key: chunkKey(id(0)), bytes: 4096 }, { seq: 1, key: chunkKey(id(1)), bytes: 4096 }]);
+  t.same(r.acked, [
+    { seq: 0, key: chunkKey(id(0)), bytes: 4096 },
+    { seq: 1, key: chunkKey(id(1)), bytes: 4096 },
+  ]);
   t.equal(r.rttSampleMs, 90, 'sample from the newest chunk covered (sent at 10)');
   t.equal(w.inFlightChunks, 1);
   t.equal(w.inFlightBytes, 4096);
   t.ok(w.canSend());
   w.onSent(3, id(3), 100, 100);
-  t.same(w.onAck(3, 150).acked.map((a) => a.seq), [2, 3]);
+  t.same(
+    w.onAck(3, 150).acked.map((a) => a.seq),
+    [2, 3],
+  );
   t.same(w.counters, { chunksSent: 4, bytesSent: 3 * 4096 + 100, chunksAcked: 4, bytesAcked: 3 * 4096 + 100 });
   t.equal(w.rtt.samples, 2);
   t.equal(w.rtt.minMs, 50);
@@ -128,56 +134,61 @@ t.test('stall timeout: deadline from the later of oldest send and last ack', asy
   t.notOk(w.canSend());
 });
 
-t.test('property: against a model, acks cover exactly what was sent, in order, never more than W in flight', async (t) => {
-  type Op = { kind: 'send'; bytes: number } | { kind: 'ack'; back: number } | { kind: 'bogus'; delta: number };
-  const op: fc.Arbitrary<Op> = fc.oneof(
-    fc.record({ kind: fc.constant('send' as const), bytes: fc.integer({ min: 1, max: 9000 }) }),
-    fc.record({ kind: fc.constant('ack' as const), back: fc.nat({ max: 5 }) }),
-    fc.record({ kind: fc.constant('bogus' as const), delta: fc.integer({ min: -3, max: 3 }) }),
-  );
-  fc.assert(
-    fc.property(fc.integer({ min: 1, max: 6 }), fc.array(op, { maxLength: 60 }), (W, ops) => {
-      const w = new SendWindow({ maxInFlightChunks: W, maxInFlightBytes: 20_000, stallTimeoutMs: 1000 });
-      const model: { seq: number; bytes: number }[] = [];
-      let next = 0;
-      let now = 0;
-      const ackedSeqs: number[] = [];
-      for (const o of ops) {
-        now++;
-        if (o.kind === 'send') {
-          const inFlight = model.reduce((s, m) => s + m.bytes, 0);
-          const expect = model.length < W && (model.length === 0 || inFlight + o.bytes <= 20_000);
-          if (w.canSend(o.bytes) !== expect) throw new Error('canSend disagrees with the model');
-          if (expect) {
-            w.onSent(next, id(next), o.bytes, now);
-            model.push({ seq: next++, bytes: o.bytes });
+t.test(
+  'property: against a model, acks cover exactly what was sent, in order, never more than W in flight',
+  async (t) => {
+    type Op = { kind: 'send'; bytes: number } | { kind: 'ack'; back: number } | { kind: 'bogus'; delta: number };
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      fc.record({ kind: fc.constant('send' as const), bytes: fc.integer({ min: 1, max: 9000 }) }),
+      fc.record({ kind: fc.constant('ack' as const), back: fc.nat({ max: 5 }) }),
+      fc.record({ kind: fc.constant('bogus' as const), delta: fc.integer({ min: -3, max: 3 }) }),
+    );
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 6 }), fc.array(op, { maxLength: 60 }), (W, ops) => {
+        const w = new SendWindow({ maxInFlightChunks: W, maxInFlightBytes: 20_000, stallTimeoutMs: 1000 });
+        const model: { seq: number; bytes: number }[] = [];
+        let next = 0;
+        let now = 0;
+        const ackedSeqs: number[] = [];
+        for (const o of ops) {
+          now++;
+          if (o.kind === 'send') {
+            const inFlight = model.reduce((s, m) => s + m.bytes, 0);
+            const expect = model.length < W && (model.length === 0 || inFlight + o.bytes <= 20_000);
+            if (w.canSend(o.bytes) !== expect) throw new Error('canSend disagrees with the model');
+            if (expect) {
+              w.onSent(next, id(next), o.bytes, now);
+              model.push({ seq: next++, bytes: o.bytes });
+            }
+          } else if (o.kind === 'ack') {
+            if (model.length === 0) continue;
+            const upTo = model[Math.max(0, model.length - 1 - o.back)]!.seq;
+            const r = w.onAck(upTo, now);
+            const expected = model.splice(0, model.findIndex((m) => m.seq === upTo) + 1);
+            if (JSON.stringify(r.acked.map((a) => a.seq)) !== JSON.stringify(expected.map((m) => m.seq)))
+              throw new Error('acked set');
+            ackedSeqs.push(...r.acked.map((a) => a.seq));
+          } else {
+            // An ack that covers nothing new or something never sent must be refused.
+            const oldest = model[0]?.seq ?? next;
+            const bad = o.delta < 0 ? oldest + o.delta : next + o.delta;
+            if (bad >= oldest && bad < next) continue; // that would be a valid ack
+            let refused = false;
+            try {
+              w.onAck(bad, now);
+            } catch (err) {
+              refused = isClawpeerError(err, 'PROTOCOL');
+            }
+            if (!refused) throw new Error(`ack ${bad} accepted (oldest ${oldest}, next ${next})`);
+            return; // the window is failed now
           }
-        } else if (o.kind === 'ack') {
-          if (model.length === 0) continue;
-          const upTo = model[Math.max(0, model.length - 1 - o.back)]!.seq;
-          const r = w.onAck(upTo, now);
-          const expected = model.splice(0, model.findIndex((m) => m.seq === upTo) + 1);
-          if (JSON.stringify(r.acked.map((a) => a.seq)) !== JSON.stringify(expected.map((m) => m.seq))) throw new Error('acked set');
-          ackedSeqs.push(...r.acked.map((a) => a.seq));
-        } else {
-          // An ack that covers nothing new or something never sent must be refused.
-          const oldest = model[0]?.seq ?? next;
-          const bad = o.delta < 0 ? oldest + o.delta : next + o.delta;
-          if (bad >= oldest && bad < next) continue; // that would be a valid ack
-          let refused = false;
-          try {
-            w.onAck(bad, now);
-          } catch (err) {
-            refused = isClawpeerError(err, 'PROTOCOL');
-          }
-          if (!refused) throw new Error(`ack ${bad} accepted (oldest ${oldest}, next ${next})`);
-          return; // the window is failed now
+          if (w.inFlightChunks !== model.length || w.inFlightChunks > W) throw new Error('in-flight count');
         }
-        if (w.inFlightChunks !== model.length || w.inFlightChunks > W) throw new Error('in-flight count');
-      }
-      if (JSON.stringify(ackedSeqs) !== JSON.stringify(ackedSeqs.map((_, i) => i))) throw new Error('each seq acked once, in order');
-    }),
-    { numRuns: 500, seed: 17 },
-  );
-  t.pass('500 random op sequences match the model');
-});
+        if (JSON.stringify(ackedSeqs) !== JSON.stringify(ackedSeqs.map((_, i) => i)))
+          throw new Error('each seq acked once, in order');
+      }),
+      { numRuns: 500, seed: 17 },
+    );
+    t.pass('500 random op sequences match the model');
+  },
+);

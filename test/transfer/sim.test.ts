@@ -9,7 +9,12 @@ const MiB = 1024 * KiB;
 const RTT_MS = 50;
 const LINK_100_MBIT = { oneWayLatencyMs: RTT_MS / 2, bandwidthBytesPerMs: 12_500 }; // 12.5 MB/s
 
-interface Setup { files: FileManifest[]; lacking: ChunkId[]; plan: TransferPlan; units: WorkUnit[] }
+interface Setup {
+  files: FileManifest[];
+  lacking: ChunkId[];
+  plan: TransferPlan;
+  units: WorkUnit[];
+}
 function setup(shapes: readonly (readonly number[])[], maxUnitBytes = 16 * MiB): Setup {
   const files = makeManifests(shapes);
   const lacking = files.flatMap((f) => f.chunks.map((c) => c.id));
@@ -21,12 +26,17 @@ function run(s: Setup, assignment: LptAssignment<WorkUnit>, options: SimOptions)
 }
 /** Every planned chunk sent, received and acknowledged exactly once; windows never over W. */
 function checkExactlyOnce(t: Test, s: Setup, r: SimResult, W: number): void {
-  const ok = (m: ReadonlyMap<string, number>): boolean => m.size === s.plan.chunks.length && [...m.values()].every((v) => v === 1)
-    && s.plan.chunks.every((c) => m.get(c.key) === 1);
+  const ok = (m: ReadonlyMap<string, number>): boolean =>
+    m.size === s.plan.chunks.length &&
+    [...m.values()].every((v) => v === 1) &&
+    s.plan.chunks.every((c) => m.get(c.key) === 1);
   t.ok(ok(r.sends), 'no chunk sent twice, none missing');
   t.ok(ok(r.receives), 'every chunk received once');
   t.ok(ok(r.acks), 'every chunk acknowledged exactly once');
-  t.ok(r.peakInFlight.every((p) => p <= W), `in flight never above W=${W} (${r.peakInFlight.join(',')})`);
+  t.ok(
+    r.peakInFlight.every((p) => p <= W),
+    `in flight never above W=${W} (${r.peakInFlight.join(',')})`,
+  );
   t.ok(r.allDone, 'all windows done and every file published');
   t.equal(r.filesPublished, s.files.length);
 }
@@ -43,7 +53,10 @@ t.test('window W=1 gives ~1 chunk per RTT; W=16 is ~16x faster', async (t) => {
   // 100 chunks in windows of 16 take ceil(100/16) = 7 round trips: the ideal ratio is 100/7.
   const ratio = w1.makespanMs / w16.makespanMs;
   const ideal = 100 / Math.ceil(100 / 16);
-  t.ok(ratio > 0.95 * ideal && ratio <= ideal * 1.001, `W=16 speed-up ${ratio.toFixed(2)} (ideal for 100 chunks ${ideal.toFixed(2)})`);
+  t.ok(
+    ratio > 0.95 * ideal && ratio <= ideal * 1.001,
+    `W=16 speed-up ${ratio.toFixed(2)} (ideal for 100 chunks ${ideal.toFixed(2)})`,
+  );
   t.ok(w1.rtt[0]!.minMs >= RTT_MS && w1.rtt[0]!.minMs < RTT_MS + 1, `ack latency ~ RTT (${w1.rtt[0]!.minMs} ms)`);
 
   // With enough chunks the pipeline's fill and drain vanish and the ratio approaches W.
@@ -59,7 +72,10 @@ t.test('a large window is capped by bandwidth, not by W', async (t) => {
   const s = setup([Array.from({ length: 1024 }, () => 4 * KiB)]);
   const r = run(s, scheduleLpt(s.units, 1), { link: LINK_100_MBIT, maxInFlightChunks: 1000, steal: false });
   const wire = (1024 * 4 * KiB) / 12_500;
-  t.ok(Math.abs(r.makespanMs - (wire + RTT_MS)) < 1, `makespan ${r.makespanMs.toFixed(1)} ms ~ wire ${wire.toFixed(1)} + RTT`);
+  t.ok(
+    Math.abs(r.makespanMs - (wire + RTT_MS)) < 1,
+    `makespan ${r.makespanMs.toFixed(1)} ms ~ wire ${wire.toFixed(1)} + RTT`,
+  );
   checkExactlyOnce(t, s, r, 1000);
 });
 
@@ -77,19 +93,28 @@ t.test('LPT finishes no later than round-robin on adversarial job sizes', async 
   const ratios: number[] = [];
   for (const [name, sizesInChunks, n] of cases) {
     // Files of 64 KiB chunks; units are whole files (limit above the largest file).
-    const s = setup(sizesInChunks.map((k) => Array.from({ length: k }, () => 64 * KiB)), 2 ** 40);
+    const s = setup(
+      sizesInChunks.map((k) => Array.from({ length: k }, () => 64 * KiB)),
+      2 ** 40,
+    );
     const lptPlan = scheduleLpt(s.units, n);
     const rrPlan = roundRobin(s.units, n);
     const lpt = run(s, lptPlan, opts);
     const rr = run(s, rrPlan, opts);
     checkExactlyOnce(t, s, lpt, W);
     checkExactlyOnce(t, s, rr, W);
-    t.ok(lpt.makespanMs <= rr.makespanMs, `${name}: LPT ${lpt.makespanMs.toFixed(0)} ms <= round-robin ${rr.makespanMs.toFixed(0)} ms`);
+    t.ok(
+      lpt.makespanMs <= rr.makespanMs,
+      `${name}: LPT ${lpt.makespanMs.toFixed(0)} ms <= round-robin ${rr.makespanMs.toFixed(0)} ms`,
+    );
     // Bandwidth-bound, so makespan = bytes / rate + one RTT: without the RTT the simulated
     // gain matches the scheduler's byte-load estimate.
     const simRatio = (lpt.makespanMs - RTT_MS) / (rr.makespanMs - RTT_MS);
     const loadRatio = lptPlan.makespanBytes / rrPlan.makespanBytes;
-    t.ok(Math.abs(simRatio - loadRatio) < 0.05, `${name}: simulated ${simRatio.toFixed(2)}x vs load estimate ${loadRatio.toFixed(2)}x`);
+    t.ok(
+      Math.abs(simRatio - loadRatio) < 0.05,
+      `${name}: simulated ${simRatio.toFixed(2)}x vs load estimate ${loadRatio.toFixed(2)}x`,
+    );
     ratios.push(simRatio);
   }
   t.ok(ratios[0]! < 0.4, `stride case: LPT needs ${ratios[0]!.toFixed(2)}x the round-robin transmission time`);
@@ -123,7 +148,10 @@ t.test('stealing rebalances when streams run at different speeds', async (t) => 
   t.equal(still.stolenUnits, 0);
   t.ok(stolen.stolenUnits > 0, `${stolen.stolenUnits} units stolen`);
   t.ok(stolen.streamBytes[0]! > stolen.streamBytes[1]!, 'the fast stream carried more');
-  t.ok(stolen.makespanMs < 0.6 * still.makespanMs, `makespan ${still.makespanMs.toFixed(0)} -> ${stolen.makespanMs.toFixed(0)} ms`);
+  t.ok(
+    stolen.makespanMs < 0.6 * still.makespanMs,
+    `makespan ${still.makespanMs.toFixed(0)} -> ${stolen.makespanMs.toFixed(0)} ms`,
+  );
   t.ok(stolen.makespanMs < 1.35 * ideal, `within 35% of the ideal ${ideal.toFixed(0)} ms`);
 });
 
@@ -134,7 +162,10 @@ t.test('loss as extra delay slows the transfer but keeps exactly-once delivery, 
   const a = run(s, scheduleLpt(s.units, 3), { link: lossy, maxInFlightChunks: 16, steal: true });
   const b = run(s, scheduleLpt(s.units, 3), { link: lossy, maxInFlightChunks: 16, steal: true });
   checkExactlyOnce(t, s, a, 16);
-  t.ok(a.makespanMs > clean.makespanMs, `loss costs time: ${clean.makespanMs.toFixed(0)} -> ${a.makespanMs.toFixed(0)} ms`);
+  t.ok(
+    a.makespanMs > clean.makespanMs,
+    `loss costs time: ${clean.makespanMs.toFixed(0)} -> ${a.makespanMs.toFixed(0)} ms`,
+  );
   t.equal(a.makespanMs, b.makespanMs, 'same seed, same result');
   t.equal(a.events, b.events);
 });
@@ -155,7 +186,11 @@ t.test('dedup and resume: only lacking chunks travel, each once', async (t) => {
 t.test('a receiver that stops acking is detected by the stall timer, not waited on forever', async (t) => {
   const s = setup([Array.from({ length: 64 }, () => 4 * KiB), Array.from({ length: 64 }, () => 4 * KiB)], 64 * KiB);
   const r = run(s, scheduleLpt(s.units, 2), {
-    link: LINK_100_MBIT, maxInFlightChunks: 8, steal: false, stallTimeoutMs: 2000, receiverHangsAfterFrames: 20,
+    link: LINK_100_MBIT,
+    maxInFlightChunks: 8,
+    steal: false,
+    stallTimeoutMs: 2000,
+    receiverHangsAfterFrames: 20,
   });
   t.notOk(r.allDone);
   t.same(r.stalls.map((x) => x.stream).sort(), [0, 1], 'both streams report a stall');
@@ -163,7 +198,11 @@ t.test('a receiver that stops acking is detected by the stall timer, not waited 
     t.match(stall.error.message, /stream stalled: .* no ack for 2000 ms/);
     const lastAck = r.lastAckMs[stall.stream]!;
     t.ok(lastAck > 0, 'some acks arrived before the hang');
-    t.equal(stall.atMs, lastAck + 2000, `stream ${stall.stream}: stall reported exactly 2000 ms after its last ack (${lastAck.toFixed(1)} ms)`);
+    t.equal(
+      stall.atMs,
+      lastAck + 2000,
+      `stream ${stall.stream}: stall reported exactly 2000 ms after its last ack (${lastAck.toFixed(1)} ms)`,
+    );
   }
   t.ok([...r.acks.values()].reduce((a, b) => a + b, 0) <= 20, 'no acks after the hang');
 });

@@ -64,8 +64,21 @@ export interface SimResult {
 }
 
 type SimEvent =
-  | { readonly kind: 'deliver'; readonly at: number; readonly order: number; readonly stream: number; readonly seq: number; readonly chunk: number }
-  | { readonly kind: 'ack'; readonly at: number; readonly order: number; readonly stream: number; readonly ackedThrough: number }
+  | {
+      readonly kind: 'deliver';
+      readonly at: number;
+      readonly order: number;
+      readonly stream: number;
+      readonly seq: number;
+      readonly chunk: number;
+    }
+  | {
+      readonly kind: 'ack';
+      readonly at: number;
+      readonly order: number;
+      readonly stream: number;
+      readonly ackedThrough: number;
+    }
   /** The one timer per stream the driver keeps armed at the window's `pollTimeout()`. */
   | { readonly kind: 'timer'; readonly at: number; readonly order: number; readonly stream: number };
 
@@ -146,7 +159,10 @@ export function makeManifests(files: readonly (readonly number[])[]): FileManife
 }
 
 /** The naive baseline: unit i goes to stream i mod N, in input order. */
-export function roundRobin<J extends { readonly costBytes: number }>(jobs: readonly J[], streamCount: number): LptAssignment<J> {
+export function roundRobin<J extends { readonly costBytes: number }>(
+  jobs: readonly J[],
+  streamCount: number,
+): LptAssignment<J> {
   const streams: J[][] = Array.from({ length: streamCount }, () => []);
   jobs.forEach((job, i) => streams[i % streamCount]!.push(job));
   const loadsBytes = streams.map((q) => q.reduce((s, j) => s + j.costBytes, 0));
@@ -174,11 +190,15 @@ export function simulate(
   const processingMs = options.receiverProcessingMs ?? 0;
 
   const queue = new WorkQueue(assignment, { steal: options.steal });
-  const windows = Array.from({ length: n }, () => new SendWindow({
-    maxInFlightChunks: options.maxInFlightChunks,
-    ...(options.maxInFlightBytes === undefined ? {} : { maxInFlightBytes: options.maxInFlightBytes }),
-    stallTimeoutMs: options.stallTimeoutMs ?? 60_000,
-  }));
+  const windows = Array.from(
+    { length: n },
+    () =>
+      new SendWindow({
+        maxInFlightChunks: options.maxInFlightChunks,
+        ...(options.maxInFlightBytes === undefined ? {} : { maxInFlightBytes: options.maxInFlightBytes }),
+        stallTimeoutMs: options.stallTimeoutMs ?? 60_000,
+      }),
+  );
   const armedAt: (number | undefined)[] = new Array<number | undefined>(n).fill(undefined);
   const stalls: { stream: number; atMs: number; error: Error }[] = [];
   let framesReceived = 0;
@@ -208,7 +228,8 @@ export function simulate(
   // After every send or ack, re-arm the stream's timer if the window wants a different one.
   const arm = (s: number): void => {
     const deadline = windows[s]!.pollTimeout();
-    if (deadline !== undefined && deadline !== armedAt[s]) q.push({ kind: 'timer', at: deadline, order: q.nextOrder(), stream: s });
+    if (deadline !== undefined && deadline !== armedAt[s])
+      q.push({ kind: 'timer', at: deadline, order: q.nextOrder(), stream: s });
     armedAt[s] = deadline;
   };
 
@@ -270,9 +291,16 @@ export function simulate(
         publishCompleted();
         const ack = ackTrackers[e.stream]!.onVerified(e.seq);
         framesReceived++;
-        const hung = options.receiverHangsAfterFrames !== undefined && framesReceived > options.receiverHangsAfterFrames;
+        const hung =
+          options.receiverHangsAfterFrames !== undefined && framesReceived > options.receiverHangsAfterFrames;
         if (ack !== undefined && !hung) {
-          q.push({ kind: 'ack', at: e.at + processingMs + link.oneWayLatencyMs, order: q.nextOrder(), stream: e.stream, ackedThrough: ack });
+          q.push({
+            kind: 'ack',
+            at: e.at + processingMs + link.oneWayLatencyMs,
+            order: q.nextOrder(),
+            stream: e.stream,
+            ackedThrough: ack,
+          });
         }
         break;
       }

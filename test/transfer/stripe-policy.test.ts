@@ -5,7 +5,11 @@ import t from 'tap';
 import { StripePolicy, type LinkSample } from '../../src/transfer/stripe-policy.js';
 
 /** Feeds samples 100 ms apart: `lost` new packets of 1000 sent each, at `rtt`; returns the growths. */
-function feed(policy: StripePolicy, steps: readonly { rtt: number; lost: number }[], start: { at: number; lost: number; sent: number; connections: number } = { at: 0, lost: 0, sent: 0, connections: 1 }): number[] {
+function feed(
+  policy: StripePolicy,
+  steps: readonly { rtt: number; lost: number }[],
+  start: { at: number; lost: number; sent: number; connections: number } = { at: 0, lost: 0, sent: 0, connections: 1 },
+): number[] {
   const grown: number[] = [];
   let { at, lost, sent, connections } = start;
   for (const step of steps) {
@@ -31,12 +35,24 @@ t.test('random loss at the RTT floor doubles the connections, paced, up to the c
 
 t.test('loss with the RTT inflated by a queue holds growth, and so does the tail of that episode', async (t) => {
   const policy = new StripePolicy({ maxConnections: 12 });
-  const overshoot = [{ rtt: 50, lost: 0 }, { rtt: 90, lost: 0 }, { rtt: 100, lost: 5 }];
+  const overshoot = [
+    { rtt: 50, lost: 0 },
+    { rtt: 90, lost: 0 },
+    { rtt: 100, lost: 5 },
+  ];
   const tail = Array.from({ length: 19 }, () => ({ rtt: 50, lost: 1 })); // 1.9 s of losses detected after the queue drained
-  t.same(feed(policy, [...overshoot, ...tail]), [], 'slow start overshooting a 50 ms queue is congestion, not random loss');
+  t.same(
+    feed(policy, [...overshoot, ...tail]),
+    [],
+    'slow start overshooting a 50 ms queue is congestion, not random loss',
+  );
   t.ok(policy.congestionEvents >= 1, 'the overshoot counts as congestion');
   const after = Array.from({ length: 4 }, () => ({ rtt: 50, lost: 1 }));
-  t.same(feed(policy, after, { at: 2200, lost: 24, sent: 22_000, connections: 1 }), [2], 'random loss after the hold grows again');
+  t.same(
+    feed(policy, after, { at: 2200, lost: 24, sent: 22_000, connections: 1 }),
+    [2],
+    'random loss after the hold grows again',
+  );
 });
 
 t.test('grows on random loss, then holds while the connections together fill the queue', async (t) => {
@@ -46,8 +62,26 @@ t.test('grows on random loss, then holds while the connections together fill the
 });
 
 t.test('never on a short path, nor for a loss or two', async (t) => {
-  t.same(feed(new StripePolicy({ maxConnections: 12 }), Array.from({ length: 40 }, () => ({ rtt: 0.3, lost: 3 }))), [], 'loopback / LAN RTT');
-  const rare = [{ rtt: 50, lost: 0 }, { rtt: 50, lost: 1 }, ...Array.from({ length: 40 }, () => ({ rtt: 50, lost: 0 }))];
+  t.same(
+    feed(
+      new StripePolicy({ maxConnections: 12 }),
+      Array.from({ length: 40 }, () => ({ rtt: 0.3, lost: 3 })),
+    ),
+    [],
+    'loopback / LAN RTT',
+  );
+  const rare = [
+    { rtt: 50, lost: 0 },
+    { rtt: 50, lost: 1 },
+    ...Array.from({ length: 40 }, () => ({ rtt: 50, lost: 0 })),
+  ];
   t.same(feed(new StripePolicy({ maxConnections: 12 }), rare), [], 'one lost packet');
-  t.same(feed(new StripePolicy({ maxConnections: 1 }), Array.from({ length: 20 }, () => ({ rtt: 50, lost: 1 }))), [], 'a cap of one');
+  t.same(
+    feed(
+      new StripePolicy({ maxConnections: 1 }),
+      Array.from({ length: 20 }, () => ({ rtt: 50, lost: 1 })),
+    ),
+    [],
+    'a cap of one',
+  );
 });

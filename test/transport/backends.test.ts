@@ -27,5 +27,9 @@ void t.test('availableBackends lists runnable backends best first', async (t) =>
   const withTest = (await availableBackends({ includeTestOnly: true })).map((b) => b.name);
   t.equal(withTest.at(-1), 'memory');
   const order = withTest.map((n) => TRANSPORT_NAMES.indexOf(n));
-  t.same(order, [...order].sort((a, b) => a - b), 'in preference order');
+  t.same(
+    order,
+    [...order].sort((a, b) => a - b),
+    'in preference order',
+  );
 });

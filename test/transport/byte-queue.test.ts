@@ -5,7 +5,9 @@ import { ByteQueue, COALESCE_BELOW_BYTES } from '../../src/transport/byte-queue.
 t.test('bytes come out in order, whatever the push sizes and read sizes', async (t) => {
   fc.assert(
     fc.property(
-      fc.array(fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 1000, maxLength: 3000 })), { maxLength: 40 }),
+      fc.array(fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 1000, maxLength: 3000 })), {
+        maxLength: 40,
+      }),
       fc.array(fc.integer({ min: 1, max: 5000 }), { minLength: 1, maxLength: 20 }),
       (pushes, reads) => {
         const q = new ByteQueue();

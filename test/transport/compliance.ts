@@ -119,7 +119,11 @@ async function closeQuietly(c: { close(): Promise<void> }): Promise<void> {
 async function makePair(t: Teardown, backend: TransportBackend): Promise<Pair> {
   const serverId = generateIdentity();
   const clientId = generateIdentity();
-  const listener = await within(backend.listen({ host: '127.0.0.1', port: 0, identity: serverId }), STEP_TIMEOUT_MS, 'listen');
+  const listener = await within(
+    backend.listen({ host: '127.0.0.1', port: 0, identity: serverId }),
+    STEP_TIMEOUT_MS,
+    'listen',
+  );
   t.teardown(() => closeQuietly(listener));
   const accepted = listener.accept();
   const client = await within(
@@ -135,7 +139,11 @@ async function makePair(t: Teardown, backend: TransportBackend): Promise<Pair> {
 }
 
 /** Opens a stream on `from`, sends `first` (so the peer sees it), accepts it on `to`. */
-async function openAccepted(from: Connection, to: Connection, first: Uint8Array): Promise<[DuplexStream, DuplexStream]> {
+async function openAccepted(
+  from: Connection,
+  to: Connection,
+  first: Uint8Array,
+): Promise<[DuplexStream, DuplexStream]> {
   const local = await within(from.openStream(), STEP_TIMEOUT_MS, 'openStream');
   await within(local.write(first), STEP_TIMEOUT_MS, 'first write');
   const remote = await within(to.acceptStream(), STEP_TIMEOUT_MS, 'acceptStream');
@@ -272,7 +280,10 @@ export function transportCompliance(name: string, makeBackend: () => TransportBa
         await new Promise((r) => setTimeout(r, 50));
       }
       t.ok(accepted < BACKPRESSURE_TOTAL_BYTES, `writer blocked without a reader (accepted ${accepted} bytes)`);
-      t.ok(accepted <= BACKPRESSURE_MAX_BUFFERED_BYTES, `buffering is bounded (${accepted} <= ${BACKPRESSURE_MAX_BUFFERED_BYTES})`);
+      t.ok(
+        accepted <= BACKPRESSURE_MAX_BUFFERED_BYTES,
+        `buffering is bounded (${accepted} <= ${BACKPRESSURE_MAX_BUFFERED_BYTES})`,
+      );
       // Now drain: all writes must resolve and every byte arrive.
       let received = 0;
       for (;;) {
@@ -284,26 +295,34 @@ export function transportCompliance(name: string, makeBackend: () => TransportBa
       t.equal(received, BACKPRESSURE_TOTAL_BYTES, 'all bytes arrived');
     });
 
-    await t.test('a writer may refill its buffer once write() resolved: the peer gets what was written', sub, async (t) => {
-      const { client, server } = await makePair(t, makeBackend());
-      const buffer = Buffer.alloc(200 * 1024);
-      const rounds = 40;
-      const expected = createHash('sha256');
-      const [c, s] = await openAccepted(client, server, Buffer.from('x'));
-      expected.update('x');
-      const writing = (async () => {
-        for (let i = 0; i < rounds; i++) {
-          buffer.fill(i + 1); // overwrites what the previous (resolved) write carried
-          expected.update(buffer);
-          await within(c.write(buffer), STEP_TIMEOUT_MS, `write ${i}`);
-        }
-        await within(c.finish(), STEP_TIMEOUT_MS, 'finish');
-      })();
-      const got = await readAll(s, 'read the refilled writes');
-      await writing;
-      t.equal(got.length, 1 + rounds * buffer.length, 'every byte arrived');
-      t.equal(sha256(got), expected.digest('hex'), 'each write arrived as it was when written, not as refilled later');
-    });
+    await t.test(
+      'a writer may refill its buffer once write() resolved: the peer gets what was written',
+      sub,
+      async (t) => {
+        const { client, server } = await makePair(t, makeBackend());
+        const buffer = Buffer.alloc(200 * 1024);
+        const rounds = 40;
+        const expected = createHash('sha256');
+        const [c, s] = await openAccepted(client, server, Buffer.from('x'));
+        expected.update('x');
+        const writing = (async () => {
+          for (let i = 0; i < rounds; i++) {
+            buffer.fill(i + 1); // overwrites what the previous (resolved) write carried
+            expected.update(buffer);
+            await within(c.write(buffer), STEP_TIMEOUT_MS, `write ${i}`);
+          }
+          await within(c.finish(), STEP_TIMEOUT_MS, 'finish');
+        })();
+        const got = await readAll(s, 'read the refilled writes');
+        await writing;
+        t.equal(got.length, 1 + rounds * buffer.length, 'every byte arrived');
+        t.equal(
+          sha256(got),
+          expected.digest('hex'),
+          'each write arrived as it was when written, not as refilled later',
+        );
+      },
+    );
 
     await t.test('half-close: read returns null after FIN, the other direction still works', sub, async (t) => {
       const { client, server } = await makePair(t, makeBackend());
@@ -358,11 +377,25 @@ export function transportCompliance(name: string, makeBackend: () => TransportBa
       t.equal(serverInfo.local, false, 'server: closed by the peer');
       const clientInfo = await within(client.closed, STEP_TIMEOUT_MS, 'client closed promise');
       t.equal(clientInfo.local, true, 'client: closed locally');
-      t.equal(await within(pendingAccept, STEP_TIMEOUT_MS, 'pending acceptStream'), null, 'pending acceptStream -> null');
-      t.equal(await within(server.acceptStream(), STEP_TIMEOUT_MS, 'acceptStream after close'), null, 'later acceptStream -> null');
+      t.equal(
+        await within(pendingAccept, STEP_TIMEOUT_MS, 'pending acceptStream'),
+        null,
+        'pending acceptStream -> null',
+      );
+      t.equal(
+        await within(server.acceptStream(), STEP_TIMEOUT_MS, 'acceptStream after close'),
+        null,
+        'later acceptStream -> null',
+      );
       t.equal(await within(client.acceptStream(), STEP_TIMEOUT_MS, 'local acceptStream after close'), null);
-      await t.rejects(within(pendingRead, STEP_TIMEOUT_MS, 'pending read'), 'pending read on an unfinished stream rejects');
-      await t.rejects(within(client.openStream(), STEP_TIMEOUT_MS, 'openStream after close'), 'openStream after close rejects');
+      await t.rejects(
+        within(pendingRead, STEP_TIMEOUT_MS, 'pending read'),
+        'pending read on an unfinished stream rejects',
+      );
+      await t.rejects(
+        within(client.openStream(), STEP_TIMEOUT_MS, 'openStream after close'),
+        'openStream after close rejects',
+      );
       await within(client.close(), STEP_TIMEOUT_MS, 'second close'); // idempotent
       t.pass('close is idempotent');
     });
@@ -388,7 +421,12 @@ export function transportCompliance(name: string, makeBackend: () => TransportBa
       let failure: unknown;
       try {
         const conn = await within(
-          backend.connect({ host: '127.0.0.1', port: deadPort, identity: generateIdentity(), idleTimeoutMs: DEAD_PORT_IDLE_TIMEOUT_MS }),
+          backend.connect({
+            host: '127.0.0.1',
+            port: deadPort,
+            identity: generateIdentity(),
+            idleTimeoutMs: DEAD_PORT_IDLE_TIMEOUT_MS,
+          }),
           DEAD_PORT_DEADLINE_MS,
           'connect to a dead port',
         );
@@ -413,7 +451,12 @@ export function transportCompliance(name: string, makeBackend: () => TransportBa
       await t.rejects(within(pendingStream, STEP_TIMEOUT_MS, 'acceptStream with aborted signal'), { code: 'ABORTED' });
       await t.rejects(
         within(
-          backend.connect({ host: '127.0.0.1', port: listener.address.port, identity: generateIdentity(), signal: AbortSignal.abort() }),
+          backend.connect({
+            host: '127.0.0.1',
+            port: listener.address.port,
+            identity: generateIdentity(),
+            signal: AbortSignal.abort(),
+          }),
           STEP_TIMEOUT_MS,
           'connect with aborted signal',
         ),
@@ -448,7 +491,11 @@ export function transportCompliance(name: string, makeBackend: () => TransportBa
 
     await t.test('listener.close(): pending and later accept() return null', sub, async (t) => {
       const backend = makeBackend();
-      const listener = await within(backend.listen({ host: '127.0.0.1', port: 0, identity: generateIdentity() }), STEP_TIMEOUT_MS, 'listen');
+      const listener = await within(
+        backend.listen({ host: '127.0.0.1', port: 0, identity: generateIdentity() }),
+        STEP_TIMEOUT_MS,
+        'listen',
+      );
       const pending = listener.accept();
       await within(listener.close(), STEP_TIMEOUT_MS, 'listener close');
       t.equal(await within(pending, STEP_TIMEOUT_MS, 'pending accept'), null, 'pending accept -> null');

@@ -18,6 +18,10 @@ t.test('a 32-bit counter is widened across its wraps', async (t) => {
 
 t.test('a reading of a counter that is already wider than 32 bits counts the same', async (t) => {
   const c = new Counter32(0);
-  t.equal(c.update(5_000_000_000), 5_000_000_000 % 2 ** 32, 'a reading jumping by more than one wrap cannot be told apart: read at least once per wrap');
-  t.equal(c.update(5_000_000_100), 5_000_000_000 % 2 ** 32 + 100, 'and goes on from there');
+  t.equal(
+    c.update(5_000_000_000),
+    5_000_000_000 % 2 ** 32,
+    'a reading jumping by more than one wrap cannot be told apart: read at least once per wrap',
+  );
+  t.equal(c.update(5_000_000_100), (5_000_000_000 % 2 ** 32) + 100, 'and goes on from there');
 });

@@ -10,7 +10,10 @@ import { transportCompliance } from './compliance.js';
 transportCompliance('memory', () => new MemoryBackend());
 
 /** A connected pair on a virtual clock; time is advanced by the test only. */
-async function virtualPair(link: Partial<LinkConditions>, seed = 1): Promise<{ clock: VirtualClock; client: Connection; server: Connection }> {
+async function virtualPair(
+  link: Partial<LinkConditions>,
+  seed = 1,
+): Promise<{ clock: VirtualClock; client: Connection; server: Connection }> {
   const clock = new VirtualClock();
   const backend = new MemoryBackend({ network: new MemoryNetwork({ scheduler: clock, link, seed }) });
   const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: generateIdentity() });
@@ -34,11 +37,17 @@ void t.test('virtual time: the handshake costs one RTT', async (t) => {
   const backend = new MemoryBackend({ network: new MemoryNetwork({ scheduler: clock, link: { latencyMs: 40 } }) });
   const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: generateIdentity() });
   const server = timeOf(clock, listener.accept());
-  const client = timeOf(clock, backend.connect({ host: '127.0.0.1', port: listener.address.port, identity: generateIdentity() }));
+  const client = timeOf(
+    clock,
+    backend.connect({ host: '127.0.0.1', port: listener.address.port, identity: generateIdentity() }),
+  );
   await clock.runUntilIdle();
   t.equal((await server).at, 40, 'server sees the connection after one latency');
   t.equal((await client).at, 80, 'client is connected after one RTT');
-  const nowhere = timeOf(clock, backend.connect({ host: '127.0.0.1', port: 1, identity: generateIdentity() }).catch((e: unknown) => e));
+  const nowhere = timeOf(
+    clock,
+    backend.connect({ host: '127.0.0.1', port: 1, identity: generateIdentity() }).catch((e: unknown) => e),
+  );
   await clock.runUntilIdle();
   const failed = await nowhere;
   t.equal(failed.at, 160, 'a connect to nothing fails after one RTT');
@@ -80,7 +89,10 @@ void t.test('virtual time: N bytes with latency L arrive at exactly t = L', asyn
 void t.test('virtual time: loss delays a segment by whole RTOs, never drops it', async (t) => {
   const L = 10;
   const RTO = 300;
-  const { clock, client, server } = await virtualPair({ latencyMs: L, lossRate: 0.5, rtoMs: RTO, segmentBytes: 1000, streamWindowBytes: 1 << 20 }, 42);
+  const { clock, client, server } = await virtualPair(
+    { latencyMs: L, lossRate: 0.5, rtoMs: RTO, segmentBytes: 1000, streamWindowBytes: 1 << 20 },
+    42,
+  );
   const delays: number[] = [];
   const wrongBytes: number[] = [];
   for (let i = 0; i < 40; i++) {
@@ -96,9 +108,19 @@ void t.test('virtual time: loss delays a segment by whole RTOs, never drops it',
     if (b?.[0] !== i) wrongBytes.push(i);
   }
   t.same(wrongBytes, [], 'every stream carries its own byte');
-  t.same(delays.filter((d) => (d - L) % RTO !== 0), [], `every delay is L + k * RTO (${delays.join(',')})`);
-  t.ok(delays.some((d) => d === L), 'some segments get through first time');
-  t.ok(delays.some((d) => d >= L + RTO), 'some are delayed by at least one RTO');
+  t.same(
+    delays.filter((d) => (d - L) % RTO !== 0),
+    [],
+    `every delay is L + k * RTO (${delays.join(',')})`,
+  );
+  t.ok(
+    delays.some((d) => d === L),
+    'some segments get through first time',
+  );
+  t.ok(
+    delays.some((d) => d >= L + RTO),
+    'some are delayed by at least one RTO',
+  );
 });
 
 void t.test('virtual time: streams reorder relative to each other, never within a stream', async (t) => {
@@ -145,7 +167,11 @@ void t.test('virtual time: streams reorder relative to each other, never within 
 void t.test('virtual time: a slow reader holds the writer to the stream window', async (t) => {
   const WINDOW = 64 * 1024;
   const L = 5;
-  const { clock, client, server } = await virtualPair({ latencyMs: L, streamWindowBytes: WINDOW, segmentBytes: 16 * 1024 });
+  const { clock, client, server } = await virtualPair({
+    latencyMs: L,
+    streamWindowBytes: WINDOW,
+    segmentBytes: 16 * 1024,
+  });
   const s = await client.openStream();
   let accepted = 0;
   const writing = (async () => {
@@ -175,7 +201,10 @@ void t.test('virtual time: a slow reader holds the writer to the stream window',
 });
 
 void t.test('virtual time: close() travels behind data in flight', async (t) => {
-  const { clock, client, server } = await virtualPair({ latencyMs: 30, lossRate: 0.3, rtoMs: 100, segmentBytes: 512 }, 3);
+  const { clock, client, server } = await virtualPair(
+    { latencyMs: 30, lossRate: 0.3, rtoMs: 100, segmentBytes: 512 },
+    3,
+  );
   const s = await client.openStream();
   const data = new Uint8Array(50_000).map((_, i) => i & 0xff);
   await s.write(data);

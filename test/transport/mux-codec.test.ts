@@ -35,11 +35,16 @@ class Collector {
         this.frames.push(r.frame);
         continue;
       }
-      if (this.#pending !== undefined && this.#pending.streamId !== r.streamId) throw new Error('DATA piece changed stream mid-frame');
+      if (this.#pending !== undefined && this.#pending.streamId !== r.streamId)
+        throw new Error('DATA piece changed stream mid-frame');
       this.#pending ??= { streamId: r.streamId, parts: [] };
       this.#pending.parts.push(r.bytes);
       if (r.last) {
-        this.frames.push({ type: FrameType.DATA, streamId: this.#pending.streamId, payload: concat(this.#pending.parts) });
+        this.frames.push({
+          type: FrameType.DATA,
+          streamId: this.#pending.streamId,
+          payload: concat(this.#pending.parts),
+        });
         this.#pending = undefined;
       }
     }
@@ -54,13 +59,19 @@ const streamId = fc.integer({ min: 1, max: 0xffff_ffff });
 const u32 = fc.integer({ min: 0, max: 0xffff_ffff });
 const arbFrame: fc.Arbitrary<MuxFrame> = fc.oneof(
   streamId.map((id) => ({ type: FrameType.OPEN, streamId: id }) as const),
-  fc.tuple(streamId, fc.uint8Array({ maxLength: 3000 })).map(([id, payload]) => ({ type: FrameType.DATA, streamId: id, payload }) as const),
+  fc
+    .tuple(streamId, fc.uint8Array({ maxLength: 3000 }))
+    .map(([id, payload]) => ({ type: FrameType.DATA, streamId: id, payload }) as const),
   streamId.map((id) => ({ type: FrameType.FIN, streamId: id }) as const),
   fc.tuple(streamId, u32).map(([id, code]) => ({ type: FrameType.RESET, streamId: id, code }) as const),
-  fc.tuple(streamId, fc.integer({ min: 1, max: 0xffff_ffff })).map(([id, increment]) => ({ type: FrameType.WINDOW_UPDATE, streamId: id, increment }) as const),
+  fc
+    .tuple(streamId, fc.integer({ min: 1, max: 0xffff_ffff }))
+    .map(([id, increment]) => ({ type: FrameType.WINDOW_UPDATE, streamId: id, increment }) as const),
   fc.uint8Array({ minLength: 8, maxLength: 8 }).map((payload) => ({ type: FrameType.PING, payload }) as const),
   fc.uint8Array({ minLength: 8, maxLength: 8 }).map((payload) => ({ type: FrameType.PONG, payload }) as const),
-  fc.tuple(u32, fc.string({ unit: 'grapheme', maxLength: 40 })).map(([code, reason]) => ({ type: FrameType.GOAWAY, code, reason }) as const),
+  fc
+    .tuple(u32, fc.string({ unit: 'grapheme', maxLength: 40 }))
+    .map(([code, reason]) => ({ type: FrameType.GOAWAY, code, reason }) as const),
 );
 
 /** Cuts `bytes` at the given offsets (sorted, deduplicated) into pieces. */
@@ -113,7 +124,10 @@ t.test('exact bytes of every frame type', async (t) => {
     unhex(`06 00000000 00000008   # PING on stream 0
            0000000000000001       # nonce 1`),
   );
-  t.equal(encode({ type: FrameType.PONG, payload: Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 1) }), unhex('07 00000000 00000008 0000000000000001 # PONG echoes it'));
+  t.equal(
+    encode({ type: FrameType.PONG, payload: Uint8Array.of(0, 0, 0, 0, 0, 0, 0, 1) }),
+    unhex('07 00000000 00000008 0000000000000001 # PONG echoes it'),
+  );
   t.equal(
     encode({ type: FrameType.GOAWAY, code: 0, reason: 'bye' }),
     unhex(`08 00000000 00000007   # GOAWAY, 7 bytes
@@ -157,7 +171,11 @@ t.test('byte-at-a-time feeding yields need-more until each frame is complete', a
   decoder.push(bytes.subarray(bytes.length - 1));
   const r = decoder.next();
   t.same(r.kind === 'frame' ? r.frame : r, { type: FrameType.GOAWAY, code: 4, reason: 'x' });
-  t.same(decodeFrameHeader(bytes, bytes.length - 3, MAX_DATA_FRAME_BYTES), { kind: 'need-more' }, 'header decoder: need-more as a value');
+  t.same(
+    decodeFrameHeader(bytes, bytes.length - 3, MAX_DATA_FRAME_BYTES),
+    { kind: 'need-more' },
+    'header decoder: need-more as a value',
+  );
 });
 
 t.test('DATA streams through as pieces: views of large chunks, copies of small slivers', async (t) => {
@@ -182,17 +200,31 @@ t.test('DATA streams through as pieces: views of large chunks, copies of small s
   t.equal(second.bytes.length, bytes.length - 60_000);
   t.not(second.bytes.buffer, chunk.buffer, 'a sliver is copied');
   const third = decoder.next();
-  t.ok(third.kind === 'data' && third.streamId === 11 && third.bytes.buffer === chunk.buffer, 'the big frame is a view');
+  t.ok(
+    third.kind === 'data' && third.streamId === 11 && third.bytes.buffer === chunk.buffer,
+    'the big frame is a view',
+  );
 });
 
 t.test('oversized DATA is rejected from the header, before its payload arrives', async (t) => {
   const decoder = new FrameDecoder(1024);
   decoder.push(encodeFrameHeader(FrameType.DATA, 1, 1025));
-  t.equal(codeOf(() => decoder.next()), 'FRAME_TOO_LARGE');
-  t.equal(codeOf(() => decoder.next()), 'FRAME_TOO_LARGE', 'stays failed');
+  t.equal(
+    codeOf(() => decoder.next()),
+    'FRAME_TOO_LARGE',
+  );
+  t.equal(
+    codeOf(() => decoder.next()),
+    'FRAME_TOO_LARGE',
+    'stays failed',
+  );
   const huge = new FrameDecoder();
   huge.push(encodeFrameHeader(FrameType.DATA, 1, 0xffff_ffff));
-  t.equal(codeOf(() => huge.next()), 'FRAME_TOO_LARGE', '4 GiB length: rejected, nothing allocated');
+  t.equal(
+    codeOf(() => huge.next()),
+    'FRAME_TOO_LARGE',
+    '4 GiB length: rejected, nothing allocated',
+  );
   const ok = new FrameDecoder(1024);
   ok.push(encodeFrameHeader(FrameType.DATA, 1, 1024));
   t.equal(ok.next().kind, 'need-more', 'exactly the limit is fine');
@@ -216,7 +248,10 @@ t.test('malformed frames are PROTOCOL errors naming what was wrong', async (t) =
     ['GOAWAY of 3 bytes', encodeFrameHeader(FrameType.GOAWAY, 0, 3)],
     ['GOAWAY with an oversized reason', encodeFrameHeader(FrameType.GOAWAY, 0, 4 + MAX_GOAWAY_REASON_BYTES + 1)],
     ['WINDOW_UPDATE of 0', concat([encodeFrameHeader(FrameType.WINDOW_UPDATE, 1, 4), new Uint8Array(4)])],
-    ['GOAWAY with invalid UTF-8', concat([encodeFrameHeader(FrameType.GOAWAY, 0, 5), new Uint8Array(4), Uint8Array.of(0xff)])],
+    [
+      'GOAWAY with invalid UTF-8',
+      concat([encodeFrameHeader(FrameType.GOAWAY, 0, 5), new Uint8Array(4), Uint8Array.of(0xff)]),
+    ],
   ];
   for (const [what, bytes] of cases) {
     const decoder = new FrameDecoder();
@@ -259,6 +294,11 @@ t.test('encoder range checks and GOAWAY reason truncation', async (t) => {
   const decoder = new FrameDecoder();
   decoder.push(bytes);
   const r = decoder.next();
-  t.ok(r.kind === 'frame' && r.frame.type === FrameType.GOAWAY && r.frame.reason === 'é'.repeat(MAX_GOAWAY_REASON_BYTES / 2), 'decodes to whole characters');
+  t.ok(
+    r.kind === 'frame' &&
+      r.frame.type === FrameType.GOAWAY &&
+      r.frame.reason === 'é'.repeat(MAX_GOAWAY_REASON_BYTES / 2),
+    'decodes to whole characters',
+  );
   t.equal(truncateUtf8('a€', 3).length, 1, 'never splits a character (€ is 3 bytes)');
 });

@@ -12,21 +12,25 @@ transportCompliance('node-quic', () => new NodeQuicBackend(), {
   skip: present ? false : `this Node ${process.version} has no node:quic (process.features.quic is not true)`,
 });
 
-void t.test('without node:quic, listen and connect fail with TRANSPORT_UNAVAILABLE', { skip: present ? 'node:quic is present' : false }, async (t) => {
-  const backend = new NodeQuicBackend();
-  t.equal(backend.available(), false);
-  const identity = generateIdentity();
-  for (const attempt of [
-    () => backend.listen({ host: '127.0.0.1', port: 0, identity }),
-    () => backend.connect({ host: '127.0.0.1', port: 9, identity }),
-  ]) {
-    let err: unknown;
-    try {
-      await attempt();
-    } catch (e) {
-      err = e;
+void t.test(
+  'without node:quic, listen and connect fail with TRANSPORT_UNAVAILABLE',
+  { skip: present ? 'node:quic is present' : false },
+  async (t) => {
+    const backend = new NodeQuicBackend();
+    t.equal(backend.available(), false);
+    const identity = generateIdentity();
+    for (const attempt of [
+      () => backend.listen({ host: '127.0.0.1', port: 0, identity }),
+      () => backend.connect({ host: '127.0.0.1', port: 9, identity }),
+    ]) {
+      let err: unknown;
+      try {
+        await attempt();
+      } catch (e) {
+        err = e;
+      }
+      t.ok(isClawpeerError(err, 'TRANSPORT_UNAVAILABLE'), `TRANSPORT_UNAVAILABLE (got ${String(err)})`);
+      t.match(String(err), /has no node:quic/, 'the message says why');
     }
-    t.ok(isClawpeerError(err, 'TRANSPORT_UNAVAILABLE'), `TRANSPORT_UNAVAILABLE (got ${String(err)})`);
-    t.match(String(err), /has no node:quic/, 'the message says why');
-  }
-});
+  },
+);

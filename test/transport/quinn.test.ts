@@ -39,17 +39,31 @@ void t.test('stream ids follow QUIC numbering (client 4n, server 4n+1) on both e
   const backend = new QuinnBackend();
   const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: generateIdentity() });
   const accepted = listener.accept();
-  const client = await backend.connect({ host: '127.0.0.1', port: listener.address.port, identity: generateIdentity() });
+  const client = await backend.connect({
+    host: '127.0.0.1',
+    port: listener.address.port,
+    identity: generateIdentity(),
+  });
   const server = await within(accepted, 5_000, 'accept');
   if (server === null) throw new Error('no connection');
   const ids: [number, number][] = [];
-  for (const [from, to] of [[client, server], [client, server], [server, client], [server, client]] as const) {
+  for (const [from, to] of [
+    [client, server],
+    [client, server],
+    [server, client],
+    [server, client],
+  ] as const) {
     const s = await from.openStream();
     await s.write(Uint8Array.of(1));
     const r = await within(to.acceptStream(), 5_000, 'acceptStream');
     ids.push([s.id, r?.id ?? -1]);
   }
-  t.same(ids, [[0, 0], [4, 4], [1, 1], [5, 5]]);
+  t.same(ids, [
+    [0, 0],
+    [4, 4],
+    [1, 1],
+    [5, 5],
+  ]);
   await client.close();
   await server.close();
   await listener.close();
@@ -59,7 +73,11 @@ void t.test('listener.close() leaves accepted connections up', async (t) => {
   const backend = new QuinnBackend();
   const listener = await backend.listen({ host: '127.0.0.1', port: 0, identity: generateIdentity() });
   const accepted = listener.accept();
-  const client = await backend.connect({ host: '127.0.0.1', port: listener.address.port, identity: generateIdentity() });
+  const client = await backend.connect({
+    host: '127.0.0.1',
+    port: listener.address.port,
+    identity: generateIdentity(),
+  });
   const server = await within(accepted, 5_000, 'accept');
   if (server === null) throw new Error('no connection');
   await listener.close();

@@ -15,7 +15,9 @@ const NAME_COLUMN_CHARS = 12;
 
 function humanRow(r: CheckResult): string {
   const row = `${STATUS_LABEL[r.status]}  ${r.name.padEnd(NAME_COLUMN_CHARS)}  ${r.detail}`;
-  return r.fix === undefined || r.status === 'ok' ? row : `${row}\n${' '.repeat(6 + NAME_COLUMN_CHARS + 2)}fix: ${r.fix}`;
+  return r.fix === undefined || r.status === 'ok'
+    ? row
+    : `${row}\n${' '.repeat(6 + NAME_COLUMN_CHARS + 2)}fix: ${r.fix}`;
 }
 
 export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
@@ -25,10 +27,26 @@ export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
     (y) =>
       y
         .option('port', { type: 'number', default: 7700, describe: 'the port `clawpeer listen` uses (UDP and TCP)' })
-        .option('host', { type: 'string', array: true, describe: 'addresses to test the port on (default: 0.0.0.0 and 127.0.0.1)' })
-        .option('peers', { type: 'boolean', default: true, describe: 'dial paired peers that have an address (--no-peers skips it)' })
-        .option('peer-timeout', { type: 'number', default: DEFAULT_PEER_TIMEOUT_MS, describe: 'milliseconds each peer gets to connect and answer one ping' })
-        .option('expect-listener', { type: 'boolean', default: false, describe: 'health check: fail unless this node\'s own listener holds the port' })
+        .option('host', {
+          type: 'string',
+          array: true,
+          describe: 'addresses to test the port on (default: 0.0.0.0 and 127.0.0.1)',
+        })
+        .option('peers', {
+          type: 'boolean',
+          default: true,
+          describe: 'dial paired peers that have an address (--no-peers skips it)',
+        })
+        .option('peer-timeout', {
+          type: 'number',
+          default: DEFAULT_PEER_TIMEOUT_MS,
+          describe: 'milliseconds each peer gets to connect and answer one ping',
+        })
+        .option('expect-listener', {
+          type: 'boolean',
+          default: false,
+          describe: "health check: fail unless this node's own listener holds the port",
+        })
         .example('$0 doctor', 'run every check')
         .example('$0 doctor --expect-listener --no-peers', 'container/systemd health check: is our listener up?'),
     run(async (ctx, args) => {
@@ -50,7 +68,10 @@ export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
         ...(rendezvous === undefined ? {} : { rendezvous }),
       })) {
         results.push(r);
-        ctx.out.emit({ event: 'check', name: r.name, status: r.status, detail: r.detail, fix: r.fix ?? null }, humanRow(r));
+        ctx.out.emit(
+          { event: 'check', name: r.name, status: r.status, detail: r.detail, fix: r.fix ?? null },
+          humanRow(r),
+        );
       }
       const s = summarize(results);
       ctx.out.emit(
@@ -59,7 +80,10 @@ export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
       );
       if (s.fail > 0) {
         const failed = results.filter((r) => r.status === 'fail').map((r) => r.name);
-        throw new ClawpeerError('CHECK_FAILED', `${s.fail} check${s.fail === 1 ? '' : 's'} failed: ${failed.join(', ')} (fixes above)`);
+        throw new ClawpeerError(
+          'CHECK_FAILED',
+          `${s.fail} check${s.fail === 1 ? '' : 's'} failed: ${failed.join(', ')} (fixes above)`,
+        );
       }
     }),
   );

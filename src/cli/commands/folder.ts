@@ -5,12 +5,34 @@ import path from 'node:path';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
 import { duration } from '../../format.js';
-import { checkFolderId, DEFAULT_FOLDER_INTERVAL_S, DEFAULT_VERSIONING, editFolders, findPeer, FOLDER_INTERVAL_LIMITS_S, FOLDER_MODES, folderLogModule, loadFolders, PeerStore, versioningProblem, type FolderConfig, type FolderMode } from '../../folders/facade.js';
+import {
+  checkFolderId,
+  DEFAULT_FOLDER_INTERVAL_S,
+  DEFAULT_VERSIONING,
+  editFolders,
+  findPeer,
+  FOLDER_INTERVAL_LIMITS_S,
+  FOLDER_MODES,
+  folderLogModule,
+  loadFolders,
+  PeerStore,
+  versioningProblem,
+  type FolderConfig,
+  type FolderMode,
+} from '../../folders/facade.js';
 import { intOption } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 
 function folderRecord(f: FolderConfig): Record<string, unknown> {
-  return { id: f.id, path: f.path, with: f.with, mode: f.mode, versioning: f.versioning, paused: f.paused, intervalS: f.intervalS };
+  return {
+    id: f.id,
+    path: f.path,
+    with: f.with,
+    mode: f.mode,
+    versioning: f.versioning,
+    paused: f.paused,
+    intervalS: f.intervalS,
+  };
 }
 
 function folderLine(f: FolderConfig): string {
@@ -19,7 +41,11 @@ function folderLine(f: FolderConfig): string {
 
 function findFolder(folders: readonly FolderConfig[], id: string): FolderConfig {
   const f = folders.find((x) => x.id === id);
-  if (f === undefined) throw new ClawpeerError('USAGE', `no folder ${JSON.stringify(id)} in this home (folders: ${folders.map((x) => x.id).join(', ') || 'none'})`);
+  if (f === undefined)
+    throw new ClawpeerError(
+      'USAGE',
+      `no folder ${JSON.stringify(id)} in this home (folders: ${folders.map((x) => x.id).join(', ') || 'none'})`,
+    );
   return f;
 }
 
@@ -27,20 +53,36 @@ async function addFolder(ctx: CommandContext, args: Record<string, unknown>): Pr
   const id = checkFolderId(String(args['id']), '--id');
   const dir = path.resolve(String(args['path']));
   const mode = String(args['mode']) as FolderMode;
-  if (!FOLDER_MODES.includes(mode)) throw new ClawpeerError('USAGE', `--mode must be one of ${FOLDER_MODES.join(', ')}, got ${JSON.stringify(args['mode'])}`);
+  if (!FOLDER_MODES.includes(mode))
+    throw new ClawpeerError(
+      'USAGE',
+      `--mode must be one of ${FOLDER_MODES.join(', ')}, got ${JSON.stringify(args['mode'])}`,
+    );
   const versioning = String(args['versioning']);
   const versioningError = versioningProblem(versioning);
   if (versioningError !== undefined) throw new ClawpeerError('USAGE', `--versioning: ${versioningError}`);
   const intervalS = intOption(args['interval'], '--interval', ...FOLDER_INTERVAL_LIMITS_S);
-  const names = String(args['with']).split(',').map((p) => p.trim()).filter((p) => p !== '');
-  if (names.length === 0) throw new ClawpeerError('USAGE', '--with names no peer: give PEER[,PEER...] (pair names or node ids)');
+  const names = String(args['with'])
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  if (names.length === 0)
+    throw new ClawpeerError('USAGE', '--with names no peer: give PEER[,PEER...] (pair names or node ids)');
   const pairs = await new PeerStore(ctx.home.peersFile).list();
   for (const n of names) {
-    if (findPeer(pairs, n) === undefined) throw new ClawpeerError('PEER_UNKNOWN', `--with ${n}: not a paired peer name or id (pair with it first: clawpeer pair add)`);
+    if (findPeer(pairs, n) === undefined)
+      throw new ClawpeerError(
+        'PEER_UNKNOWN',
+        `--with ${n}: not a paired peer name or id (pair with it first: clawpeer pair add)`,
+      );
   }
   const folder: FolderConfig = { id, path: dir, with: [...new Set(names)], mode, versioning, paused: false, intervalS };
   await editFolders(ctx.home.dir, (folders) => {
-    if (folders.some((f) => f.id === id)) throw new ClawpeerError('USAGE', `a folder ${JSON.stringify(id)} exists already (clawpeer folder remove ${id} first)`);
+    if (folders.some((f) => f.id === id))
+      throw new ClawpeerError(
+        'USAGE',
+        `a folder ${JSON.stringify(id)} exists already (clawpeer folder remove ${id} first)`,
+      );
     const same = folders.find((f) => f.path === dir);
     if (same !== undefined) throw new ClawpeerError('USAGE', `${dir} is folder ${same.id} already`);
     return [...folders, folder];
@@ -55,7 +97,10 @@ async function setPaused(ctx: CommandContext, id: string, paused: boolean): Prom
     return folders.map((f) => (f.id === id ? (changed = { ...f, paused }) : f));
   });
   if (changed === undefined) return;
-  ctx.out.emit({ event: paused ? 'folder-paused' : 'folder-resumed', ...folderRecord(changed) }, `${paused ? 'paused' : 'resumed'} ${changed.id}`);
+  ctx.out.emit(
+    { event: paused ? 'folder-paused' : 'folder-resumed', ...folderRecord(changed) },
+    `${paused ? 'paused' : 'resumed'} ${changed.id}`,
+  );
 }
 
 async function showLog(ctx: CommandContext, id: string): Promise<void> {
@@ -71,15 +116,21 @@ async function showLog(ctx: CommandContext, id: string): Promise<void> {
     return;
   }
   const now = Date.now();
-  ctx.out.emit({}, entries.map((e) =>
-    `${new Date(e.time).toISOString()} ${e.by === 'peer' ? 'by' : 'with'} ${e.peerName ?? e.peer}: ${e.added} added, ${e.changed} changed, ${e.deleted} deleted here; ${e.sent} revision${e.sent === 1 ? '' : 's'} sent; ${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}${e.skipped > 0 ? `, ${e.skipped} skipped` : ''} (${duration((now - e.time) / 1000)} ago)`,
-  ).join('\n'));
+  ctx.out.emit(
+    {},
+    entries
+      .map(
+        (e) =>
+          `${new Date(e.time).toISOString()} ${e.by === 'peer' ? 'by' : 'with'} ${e.peerName ?? e.peer}: ${e.added} added, ${e.changed} changed, ${e.deleted} deleted here; ${e.sent} revision${e.sent === 1 ? '' : 's'} sent; ${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}${e.skipped > 0 ? `, ${e.skipped} skipped` : ''} (${duration((now - e.time) / 1000)} ago)`,
+      )
+      .join('\n'),
+  );
 }
 
 export function registerFolderCommands(cli: Argv, run: Runner): Argv {
   return cli.command(
     'folder',
-    'shared folders this home\'s listener keeps in sync with peers by itself: add, list, remove, pause, resume, log',
+    "shared folders this home's listener keeps in sync with peers by itself: add, list, remove, pause, resume, log",
     (y) =>
       y
         .command(
@@ -88,33 +139,87 @@ export function registerFolderCommands(cli: Argv, run: Runner): Argv {
           (a) =>
             a
               .positional('path', { type: 'string', describe: 'the local folder (made if missing)' })
-              .option('id', { type: 'string', demandOption: true, describe: 'the folder\'s id, the same on every device that shares it' })
-              .option('with', { type: 'string', demandOption: true, describe: 'PEER[,PEER...]: paired peers (pair names or node ids) to keep it in sync with' })
-              .option('mode', { type: 'string', choices: FOLDER_MODES, default: 'two-way', describe: 'two-way; send-only (never takes peers\' changes); receive-only (never sends local changes)' })
-              .option('versioning', { type: 'string', default: DEFAULT_VERSIONING, describe: 'what replaced and deleted files are kept as: keep-last:N, trashcan:DAYS or staggered[:DAYS]' })
-              .option('interval', { type: 'number', default: DEFAULT_FOLDER_INTERVAL_S, describe: 'seconds between syncs with each peer when nothing told of a change (fallback)' })
-              .example('$0 folder add ~/docs --id docs --with alice,bob', 'keep ~/docs in sync with alice and bob, both ways'),
+              .option('id', {
+                type: 'string',
+                demandOption: true,
+                describe: "the folder's id, the same on every device that shares it",
+              })
+              .option('with', {
+                type: 'string',
+                demandOption: true,
+                describe: 'PEER[,PEER...]: paired peers (pair names or node ids) to keep it in sync with',
+              })
+              .option('mode', {
+                type: 'string',
+                choices: FOLDER_MODES,
+                default: 'two-way',
+                describe: "two-way; send-only (never takes peers' changes); receive-only (never sends local changes)",
+              })
+              .option('versioning', {
+                type: 'string',
+                default: DEFAULT_VERSIONING,
+                describe: 'what replaced and deleted files are kept as: keep-last:N, trashcan:DAYS or staggered[:DAYS]',
+              })
+              .option('interval', {
+                type: 'number',
+                default: DEFAULT_FOLDER_INTERVAL_S,
+                describe: 'seconds between syncs with each peer when nothing told of a change (fallback)',
+              })
+              .example(
+                '$0 folder add ~/docs --id docs --with alice,bob',
+                'keep ~/docs in sync with alice and bob, both ways',
+              ),
           run(addFolder),
         )
-        .command('list', 'the shared folders of this home', (a) => a, run(async (ctx) => {
-          const folders = await loadFolders(ctx.home.dir);
-          if (ctx.out.json) {
-            for (const f of folders) ctx.out.emit({ event: 'folder', ...folderRecord(f) }, '');
-            return;
-          }
-          ctx.out.emit({}, folders.length === 0 ? 'no shared folders (clawpeer folder add PATH --id ID --with PEER)' : folders.map(folderLine).join('\n'));
-        }))
-        .command('remove <id>', 'stop sharing a folder (its files stay)', (a) => a.positional('id', { type: 'string' }), run(async (ctx, args) => {
-          const id = String(args['id']);
-          await editFolders(ctx.home.dir, (folders) => {
-            findFolder(folders, id);
-            return folders.filter((f) => f.id !== id);
-          });
-          ctx.out.emit({ event: 'folder-removed', id }, `removed ${id} (its files stay where they are)`);
-        }))
-        .command('pause <id>', 'stop syncing and serving a folder until resumed', (a) => a.positional('id', { type: 'string' }), run((ctx, args) => setPaused(ctx, String(args['id']), true)))
-        .command('resume <id>', 'sync a paused folder again', (a) => a.positional('id', { type: 'string' }), run((ctx, args) => setPaused(ctx, String(args['id']), false)))
-        .command('log <id>', 'what each sync of a folder changed (newest last)', (a) => a.positional('id', { type: 'string' }), run((ctx, args) => showLog(ctx, String(args['id']))))
+        .command(
+          'list',
+          'the shared folders of this home',
+          (a) => a,
+          run(async (ctx) => {
+            const folders = await loadFolders(ctx.home.dir);
+            if (ctx.out.json) {
+              for (const f of folders) ctx.out.emit({ event: 'folder', ...folderRecord(f) }, '');
+              return;
+            }
+            ctx.out.emit(
+              {},
+              folders.length === 0
+                ? 'no shared folders (clawpeer folder add PATH --id ID --with PEER)'
+                : folders.map(folderLine).join('\n'),
+            );
+          }),
+        )
+        .command(
+          'remove <id>',
+          'stop sharing a folder (its files stay)',
+          (a) => a.positional('id', { type: 'string' }),
+          run(async (ctx, args) => {
+            const id = String(args['id']);
+            await editFolders(ctx.home.dir, (folders) => {
+              findFolder(folders, id);
+              return folders.filter((f) => f.id !== id);
+            });
+            ctx.out.emit({ event: 'folder-removed', id }, `removed ${id} (its files stay where they are)`);
+          }),
+        )
+        .command(
+          'pause <id>',
+          'stop syncing and serving a folder until resumed',
+          (a) => a.positional('id', { type: 'string' }),
+          run((ctx, args) => setPaused(ctx, String(args['id']), true)),
+        )
+        .command(
+          'resume <id>',
+          'sync a paused folder again',
+          (a) => a.positional('id', { type: 'string' }),
+          run((ctx, args) => setPaused(ctx, String(args['id']), false)),
+        )
+        .command(
+          'log <id>',
+          'what each sync of a folder changed (newest last)',
+          (a) => a.positional('id', { type: 'string' }),
+          run((ctx, args) => showLog(ctx, String(args['id']))),
+        )
         .demandCommand(1, 'folder needs a subcommand: add, list, remove, pause, resume or log'),
   );
 }

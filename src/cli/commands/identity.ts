@@ -7,23 +7,36 @@ export function registerIdentityCommands(cli: Argv, run: Runner): Argv {
   return cli
     .command(
       'init',
-      'create this node\'s Ed25519 identity (refuses to overwrite without --force)',
-      (y) => y.option('force', { type: 'boolean', default: false, describe: 'replace an existing identity (peers that pinned it will refuse the new key)' }),
+      "create this node's Ed25519 identity (refuses to overwrite without --force)",
+      (y) =>
+        y.option('force', {
+          type: 'boolean',
+          default: false,
+          describe: 'replace an existing identity (peers that pinned it will refuse the new key)',
+        }),
       run(async (ctx, args) => {
         const identity = await createIdentity(ctx.home.identityKeyFile, { force: args['force'] === true });
         ctx.out.emit(
-          { event: 'init', id: identity.nodeId, publicKey: Buffer.from(identity.publicKey).toString('hex'), keyFile: ctx.home.identityKeyFile },
+          {
+            event: 'init',
+            id: identity.nodeId,
+            publicKey: Buffer.from(identity.publicKey).toString('hex'),
+            keyFile: ctx.home.identityKeyFile,
+          },
           `created identity ${identity.nodeId}\nkey file: ${ctx.home.identityKeyFile} (mode 0600)\npair from another node with: clawpeer pair add ${identity.nodeId} --name <NAME> --addr <HOST:PORT>`,
         );
       }),
     )
     .command(
       'id',
-      'print this node\'s id',
+      "print this node's id",
       (y) => y,
       run(async (ctx) => {
         const identity = await loadIdentity(ctx.home.identityKeyFile);
-        ctx.out.emit({ event: 'id', id: identity.nodeId, publicKey: Buffer.from(identity.publicKey).toString('hex') }, identity.nodeId);
+        ctx.out.emit(
+          { event: 'id', id: identity.nodeId, publicKey: Buffer.from(identity.publicKey).toString('hex') },
+          identity.nodeId,
+        );
       }),
     );
 }

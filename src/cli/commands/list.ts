@@ -13,11 +13,20 @@ const TYPE_CHAR: Record<ListEntry['kind'], string> = { file: '-', dir: 'd', syml
 /** `drwxr-sr-t`: the kind, then rwx per class with setuid, setgid and sticky as ls shows them. */
 export function modeString(kind: ListEntry['kind'], mode: number): string {
   const bit = (mask: number, ch: string): string => ((mode & mask) !== 0 ? ch : '-');
-  const exec = (x: number, special: number, on: string, off: string): string => ((mode & special) !== 0 ? ((mode & x) !== 0 ? on : off) : bit(x, 'x'));
-  return TYPE_CHAR[kind] +
-    bit(0o400, 'r') + bit(0o200, 'w') + exec(0o100, 0o4000, 's', 'S') +
-    bit(0o040, 'r') + bit(0o020, 'w') + exec(0o010, 0o2000, 's', 'S') +
-    bit(0o004, 'r') + bit(0o002, 'w') + exec(0o001, 0o1000, 't', 'T');
+  const exec = (x: number, special: number, on: string, off: string): string =>
+    (mode & special) !== 0 ? ((mode & x) !== 0 ? on : off) : bit(x, 'x');
+  return (
+    TYPE_CHAR[kind] +
+    bit(0o400, 'r') +
+    bit(0o200, 'w') +
+    exec(0o100, 0o4000, 's', 'S') +
+    bit(0o040, 'r') +
+    bit(0o020, 'w') +
+    exec(0o010, 0o2000, 's', 'S') +
+    bit(0o004, 'r') +
+    bit(0o002, 'w') +
+    exec(0o001, 0o1000, 't', 'T')
+  );
 }
 
 /** A name from the peer, safe to print: control characters and backslashes as rsync's \#ooo. */
@@ -36,13 +45,24 @@ function listTime(ms: number): string {
 function emitEntry(ctx: CommandContext, e: ListEntry): void {
   const link = e.kind === 'symlink' ? ` -> ${printableName(e.linkTarget)}` : '';
   ctx.out.emit(
-    { event: 'entry', path: e.path, kind: e.kind, size: e.size, mode: e.mode, mtimeMs: e.mtimeMs, ...(e.kind === 'symlink' ? { target: e.linkTarget } : {}) },
+    {
+      event: 'entry',
+      path: e.path,
+      kind: e.kind,
+      size: e.size,
+      mode: e.mode,
+      mtimeMs: e.mtimeMs,
+      ...(e.kind === 'symlink' ? { target: e.linkTarget } : {}),
+    },
     `${modeString(e.kind, e.mode)} ${e.size.toLocaleString('en-US').padStart(14)} ${listTime(e.mtimeMs)} ${printableName(e.path)}${link}`,
   );
 }
 
 function emitShare(ctx: CommandContext, s: ShareInfo): void {
-  ctx.out.emit({ event: 'share', name: s.name, readOnly: s.readOnly, noDelete: s.noDelete }, `${printableName(s.name).padEnd(16)} ${s.readOnly ? 'read-only' : s.noDelete ? 'read-write, no push --delete' : 'read-write'}`);
+  ctx.out.emit(
+    { event: 'share', name: s.name, readOnly: s.readOnly, noDelete: s.noDelete },
+    `${printableName(s.name).padEnd(16)} ${s.readOnly ? 'read-only' : s.noDelete ? 'read-write, no push --delete' : 'read-write'}`,
+  );
 }
 
 export function registerListCommands(cli: Argv, run: Runner): Argv {
@@ -52,15 +72,30 @@ export function registerListCommands(cli: Argv, run: Runner): Argv {
     (y) =>
       y
         .positional('remote', { type: 'string' })
-        .option('recursive', { alias: 'r', type: 'boolean', default: false, describe: 'list everything below the directory, not only its entries' })
-        .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
+        .option('recursive', {
+          alias: 'r',
+          type: 'boolean',
+          default: false,
+          describe: 'list everything below the directory, not only its entries',
+        })
+        .option('addr', { type: 'string', describe: "HOST:PORT (default: the pair entry's address)" })
         .option('transport', TRANSPORT_OPTION),
     run(async (ctx, args) => {
       const remote = parseRemote(String(args['remote']), false);
       const config = resolveConfig({ transport: args['transport'] });
       let entries = 0;
       let shares = 0;
-      for await (const batch of listFromPeer({ home: ctx.home, reach: () => ctx.reach(), peerName: remote.peer, addr: args['addr'] as string | undefined, config, log: ctx.log, signal: ctx.signal, place: remote, recursive: args['recursive'] === true })) {
+      for await (const batch of listFromPeer({
+        home: ctx.home,
+        reach: () => ctx.reach(),
+        peerName: remote.peer,
+        addr: args['addr'] as string | undefined,
+        config,
+        log: ctx.log,
+        signal: ctx.signal,
+        place: remote,
+        recursive: args['recursive'] === true,
+      })) {
         for (const s of batch.shares) emitShare(ctx, s);
         for (const e of batch.entries) emitEntry(ctx, e);
         entries += batch.entries.length;

@@ -1,13 +1,30 @@
 // `listen` and `ping`: the commands that talk to the network.
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { CONFIG_LIMITS, DEFAULT_CONFIG, formatHostPort, keepAliveFor, resolveConfig, type NodeConfig } from '../../home/facade.js';
+import {
+  CONFIG_LIMITS,
+  DEFAULT_CONFIG,
+  formatHostPort,
+  keepAliveFor,
+  resolveConfig,
+  type NodeConfig,
+} from '../../home/facade.js';
 import type { Runner } from '../context.js';
-import { BWLIMIT_OPTION, bwlimitOption, COMPRESS_OPTION, compressionFrom, intOption, TRANSPORT_OPTION } from '../args.js';
+import {
+  BWLIMIT_OPTION,
+  bwlimitOption,
+  COMPRESS_OPTION,
+  compressionFrom,
+  intOption,
+  TRANSPORT_OPTION,
+} from '../args.js';
 
 function configFrom(args: Record<string, unknown>): NodeConfig {
   const timeout = args['connect-timeout'];
-  return resolveConfig({ transport: args['transport'], ...(timeout !== undefined ? { connectTimeoutMs: timeout } : {}) });
+  return resolveConfig({
+    transport: args['transport'],
+    ...(timeout !== undefined ? { connectTimeoutMs: timeout } : {}),
+  });
 }
 
 /**
@@ -20,15 +37,24 @@ function secondsFlag(args: Record<string, unknown>, flag: string, minMs: number,
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : Number.NaN;
   const ms = Math.round(n * 1000);
   if (!Number.isFinite(n) || ms < minMs || ms > maxMs) {
-    throw new ClawpeerError('USAGE', `--${flag} must be a number of seconds in ${minMs / 1000}..${maxMs / 1000}, got ${JSON.stringify(raw)}`);
+    throw new ClawpeerError(
+      'USAGE',
+      `--${flag} must be a number of seconds in ${minMs / 1000}..${maxMs / 1000}, got ${JSON.stringify(raw)}`,
+    );
   }
   return ms;
 }
 
 /** A count flag within [min, max]; undefined when absent. A USAGE error naming the flag otherwise. */
-function countFlag(args: Record<string, unknown>, flag: string, [min, max]: readonly [number, number]): number | undefined {
+function countFlag(
+  args: Record<string, unknown>,
+  flag: string,
+  [min, max]: readonly [number, number],
+): number | undefined {
   const raw = args[flag];
-  return raw === undefined ? undefined : intOption(typeof raw === 'string' && raw.trim() === '' ? Number.NaN : raw, `--${flag}`, min, max);
+  return raw === undefined
+    ? undefined
+    : intOption(typeof raw === 'string' && raw.trim() === '' ? Number.NaN : raw, `--${flag}`, min, max);
 }
 
 /** The listener's settings: defaults, overridden by its flags (each checked and named on error). */
@@ -58,40 +84,108 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
       (y) =>
         y
           .option('host', { type: 'string', default: '0.0.0.0', describe: 'address to listen on' })
-          .option('port', { type: 'number', default: 7700, describe: 'port (UDP for QUIC, TCP for the fallback); 0 picks a free one' })
-          .option('share', { type: 'string', array: true, default: [] as string[], describe: 'NAME=DIR[:ro|:nodelete], repeatable (default: a read-write "inbox" under the home); :nodelete refuses push --delete' })
-          .option('allow', { type: 'string', array: true, default: [] as string[], describe: 'SHARE=PEER[,PEER...]: only these paired peers may use SHARE (repeatable; default: every paired peer)' })
+          .option('port', {
+            type: 'number',
+            default: 7700,
+            describe: 'port (UDP for QUIC, TCP for the fallback); 0 picks a free one',
+          })
+          .option('share', {
+            type: 'string',
+            array: true,
+            default: [] as string[],
+            describe:
+              'NAME=DIR[:ro|:nodelete], repeatable (default: a read-write "inbox" under the home); :nodelete refuses push --delete',
+          })
+          .option('allow', {
+            type: 'string',
+            array: true,
+            default: [] as string[],
+            describe:
+              'SHARE=PEER[,PEER...]: only these paired peers may use SHARE (repeatable; default: every paired peer)',
+          })
           .option('transport', TRANSPORT_OPTION)
-          .option('compress', { ...COMPRESS_OPTION, describe: 'accept zstd-compressed chunks and compress what is pulled, when the peer agrees (--no-compress: never)' })
+          .option('compress', {
+            ...COMPRESS_OPTION,
+            describe:
+              'accept zstd-compressed chunks and compress what is pulled, when the peer agrees (--no-compress: never)',
+          })
           .option('init', { type: 'boolean', default: false, describe: 'create an identity first if there is none' })
-          .option('bwlimit', { ...BWLIMIT_OPTION, describe: 'cap the rate this listener sends at, all peers, pulls and syncs together, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit' })
+          .option('bwlimit', {
+            ...BWLIMIT_OPTION,
+            describe:
+              'cap the rate this listener sends at, all peers, pulls and syncs together, e.g. 500 (KiB/s, as rsync), 2MiB, 10MB/s or 100mbit',
+          })
           // Strings, checked by listenConfigFrom: an error can then quote what was typed.
-          .option('idle-timeout', { type: 'string', requiresArg: true, describe: `seconds without any packet before a connection is dropped (default ${DEFAULT_CONFIG.idleTimeoutMs / 1000})` })
-          .option('handshake-timeout', { type: 'string', requiresArg: true, describe: `seconds a new connection gets to open its control stream and finish the handshake (default ${DEFAULT_CONFIG.handshakeTimeoutMs / 1000})` })
-          .option('session-idle-timeout', { type: 'string', requiresArg: true, describe: `seconds a session may sit with no request and no transfer before it is closed (default ${DEFAULT_CONFIG.sessionIdleTimeoutMs / 1000})` })
-          .option('max-connections', { type: 'string', requiresArg: true, describe: `connections served at once, all peers together (default ${DEFAULT_CONFIG.maxConnections})` })
-          .option('max-connections-per-peer', { type: 'string', requiresArg: true, describe: `connections served at once for one peer (default ${DEFAULT_CONFIG.maxConnectionsPerPeer})` }),
+          .option('idle-timeout', {
+            type: 'string',
+            requiresArg: true,
+            describe: `seconds without any packet before a connection is dropped (default ${DEFAULT_CONFIG.idleTimeoutMs / 1000})`,
+          })
+          .option('handshake-timeout', {
+            type: 'string',
+            requiresArg: true,
+            describe: `seconds a new connection gets to open its control stream and finish the handshake (default ${DEFAULT_CONFIG.handshakeTimeoutMs / 1000})`,
+          })
+          .option('session-idle-timeout', {
+            type: 'string',
+            requiresArg: true,
+            describe: `seconds a session may sit with no request and no transfer before it is closed (default ${DEFAULT_CONFIG.sessionIdleTimeoutMs / 1000})`,
+          })
+          .option('max-connections', {
+            type: 'string',
+            requiresArg: true,
+            describe: `connections served at once, all peers together (default ${DEFAULT_CONFIG.maxConnections})`,
+          })
+          .option('max-connections-per-peer', {
+            type: 'string',
+            requiresArg: true,
+            describe: `connections served at once for one peer (default ${DEFAULT_CONFIG.maxConnectionsPerPeer})`,
+          }),
       run(async (ctx, args) => {
         const config = listenConfigFrom(args);
         const port = intOption(args['port'], '--port', 0, 65535);
         const bwlimit = bwlimitOption(args['bwlimit']);
         const { startHomeListener } = await import('../../listener/home-listener.js');
         const server = await startHomeListener({
-          home: ctx.home, reach: () => ctx.reach(), config, host: String(args['host']), port, shares: args['share'] as string[], allow: args['allow'] as string[], init: args['init'] === true, bwlimit, log: ctx.log, signal: ctx.signal,
+          home: ctx.home,
+          reach: () => ctx.reach(),
+          config,
+          host: String(args['host']),
+          port,
+          shares: args['share'] as string[],
+          allow: args['allow'] as string[],
+          init: args['init'] === true,
+          bwlimit,
+          log: ctx.log,
+          signal: ctx.signal,
         });
         const { identity, shares, reach } = server;
         const first = server.bound[0];
         if (first === undefined) throw new TypeError('server bound no transport');
         const transports = server.bound.map((b) => b.transport);
-        const shareRecords = shares.map((s) => ({ name: s.name, dir: s.dir, readOnly: s.readOnly, ...(s.noDelete === true ? { noDelete: true } : {}), ...(s.allow !== undefined ? { allow: s.allow } : {}) }));
+        const shareRecords = shares.map((s) => ({
+          name: s.name,
+          dir: s.dir,
+          readOnly: s.readOnly,
+          ...(s.noDelete === true ? { noDelete: true } : {}),
+          ...(s.allow !== undefined ? { allow: s.allow } : {}),
+        }));
         ctx.out.emit(
-          { event: 'listening', host: first.host, port: first.port, id: identity.nodeId, transports, shares: shareRecords },
+          {
+            event: 'listening',
+            host: first.host,
+            port: first.port,
+            id: identity.nodeId,
+            transports,
+            shares: shareRecords,
+          },
           `listening on ${formatHostPort(first)} as ${identity.nodeId}`,
         );
         if (!ctx.out.json) {
           // A listener on every address cannot say which one the other machine reaches; one on a
           // concrete address (127.0.0.1 included) can.
-          const here = first.host === '0.0.0.0' || first.host === '::' ? `<THIS_HOST>:${first.port}` : formatHostPort(first);
+          const here =
+            first.host === '0.0.0.0' || first.host === '::' ? `<THIS_HOST>:${first.port}` : formatHostPort(first);
           process.stderr.write(
             `transports: ${server.bound.map((b) => b.transport).join(', ')}; shares: ${shares.map((s) => `${s.name}=${s.dir}${s.readOnly ? ' (read-only)' : s.noDelete === true ? ' (no push --delete)' : ''}`).join(', ')}\n` +
               `to pair, on the other machine run: clawpeer pair add ${identity.nodeId} --name <NAME>${reach.lanDiscovery ? ' (on this LAN; elsewhere add' : ''} --addr ${here}${reach.lanDiscovery ? ')' : ''}\n` +
@@ -116,34 +210,76 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           .positional('peer', { type: 'string', describe: 'pair name or node id' })
           .option('count', { alias: 'c', type: 'number', default: 4, describe: 'probes to send' })
           .option('interval', { type: 'number', default: 1000, describe: 'milliseconds between probes' })
-          .option('addr', { type: 'string', describe: 'HOST:PORT (default: the pair entry\'s address)' })
+          .option('addr', { type: 'string', describe: "HOST:PORT (default: the pair entry's address)" })
           .option('transport', TRANSPORT_OPTION)
-          .option('connect-timeout', { type: 'number', describe: 'milliseconds to wait for each transport to connect (default 5000)' }),
+          .option('connect-timeout', {
+            type: 'number',
+            describe: 'milliseconds to wait for each transport to connect (default 5000)',
+          }),
       run(async (ctx, args) => {
         const config = configFrom(args);
         const count = intOption(args['count'], '--count', 1, 1_000_000);
         const intervalMs = intOption(args['interval'], '--interval', 0, 3_600_000);
         const { connectToPeer, pingModules } = await import('../../session/connect-peer.js');
         const { pingPeer, describeCapabilities } = await pingModules();
-        const { peer, session } = await connectToPeer({ home: ctx.home, reach: () => ctx.reach(), peerName: String(args['peer']), addr: args['addr'] as string | undefined, config, log: ctx.log, signal: ctx.signal, label: 'ping' });
+        const { peer, session } = await connectToPeer({
+          home: ctx.home,
+          reach: () => ctx.reach(),
+          peerName: String(args['peer']),
+          addr: args['addr'] as string | undefined,
+          config,
+          log: ctx.log,
+          signal: ctx.signal,
+          label: 'ping',
+        });
         try {
           const caps = describeCapabilities(session.caps);
           const path = session.path();
           if (!ctx.out.json) {
-            ctx.out.emit({}, `connected to ${peer.name} (${peer.id}) at ${formatHostPort(session.connection.remoteAddress)} via ${session.transport}, protocol v${session.version}, path ${path}\ncapabilities: ${caps.join(' ')}`);
+            ctx.out.emit(
+              {},
+              `connected to ${peer.name} (${peer.id}) at ${formatHostPort(session.connection.remoteAddress)} via ${session.transport}, protocol v${session.version}, path ${path}\ncapabilities: ${caps.join(' ')}`,
+            );
           }
           const rtts: number[] = [];
-          for await (const p of pingPeer(session, { count, intervalMs, timeoutMs: config.idleTimeoutMs, signal: ctx.signal })) {
+          for await (const p of pingPeer(session, {
+            count,
+            intervalMs,
+            timeoutMs: config.idleTimeoutMs,
+            signal: ctx.signal,
+          })) {
             rtts.push(p.rttMs);
             ctx.out.emit(
-              { event: 'pong', peer: peer.id, seq: p.seq, rttMs: round3(p.rttMs), transportRttMs: round3(p.transportRttMs), version: session.version, caps, transport: session.transport, path: session.path() },
+              {
+                event: 'pong',
+                peer: peer.id,
+                seq: p.seq,
+                rttMs: round3(p.rttMs),
+                transportRttMs: round3(p.transportRttMs),
+                version: session.version,
+                caps,
+                transport: session.transport,
+                path: session.path(),
+              },
               `pong from ${peer.name}: seq=${p.seq} rtt=${p.rttMs.toFixed(3)} ms (transport ${p.transportRttMs.toFixed(3)} ms) path ${session.path()}`,
             );
           }
           if (rtts.length > 0) {
-            const min = Math.min(...rtts), max = Math.max(...rtts), avg = rtts.reduce((a, b) => a + b, 0) / rtts.length;
+            const min = Math.min(...rtts),
+              max = Math.max(...rtts),
+              avg = rtts.reduce((a, b) => a + b, 0) / rtts.length;
             ctx.out.emit(
-              { event: 'summary', peer: peer.id, sent: count, received: rtts.length, minMs: round3(min), avgMs: round3(avg), maxMs: round3(max), path: session.path(), rttMs: round3(avg) },
+              {
+                event: 'summary',
+                peer: peer.id,
+                sent: count,
+                received: rtts.length,
+                minMs: round3(min),
+                avgMs: round3(avg),
+                maxMs: round3(max),
+                path: session.path(),
+                rttMs: round3(avg),
+              },
               `${rtts.length}/${count} answered, rtt min/avg/max = ${min.toFixed(3)}/${avg.toFixed(3)}/${max.toFixed(3)} ms, path ${session.path()}`,
             );
           }

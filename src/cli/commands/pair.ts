@@ -3,8 +3,26 @@
 // and a PAKE by default (../pair-code.ts), or with --long the 24-letter code (pair-invite.ts).
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { formatHostPort, loadIdentity, parseHostPort, PeerStore, readLastPaths, readListening, resolveConfig, validatePeerName } from '../../home/facade.js';
-import { DEFAULT_CODE_WORDS, DEFAULT_INVITE_TTL_MS, InviteStore, joinByInvite, MAX_CODE_WORDS, MIN_CODE_WORDS, parseCode, parseInviteCode } from '../../ops/pairing.js';
+import {
+  formatHostPort,
+  loadIdentity,
+  parseHostPort,
+  PeerStore,
+  readLastPaths,
+  readListening,
+  resolveConfig,
+  validatePeerName,
+} from '../../home/facade.js';
+import {
+  DEFAULT_CODE_WORDS,
+  DEFAULT_INVITE_TTL_MS,
+  InviteStore,
+  joinByInvite,
+  MAX_CODE_WORDS,
+  MIN_CODE_WORDS,
+  parseCode,
+  parseInviteCode,
+} from '../../ops/pairing.js';
 import { flagText, intOption, TRANSPORT_OPTION } from '../args.js';
 import type { Runner } from '../context.js';
 import { inviteByCode, joinWithCode } from '../pair-code.js';
@@ -20,10 +38,10 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
     y
       .command(
         'add <id>',
-        'pin a peer\'s node id under a name',
+        "pin a peer's node id under a name",
         (a) =>
           a
-            .positional('id', { type: 'string', describe: 'the peer\'s node id (from `clawpeer id` on that machine)' })
+            .positional('id', { type: 'string', describe: "the peer's node id (from `clawpeer id` on that machine)" })
             .option('name', { type: 'string', demandOption: true, describe: 'short name to refer to the peer' })
             .option('addr', { type: 'string', describe: 'HOST:PORT where the peer listens' }),
         run(async (ctx, args) => {
@@ -38,33 +56,58 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
       )
       .command(
         'list',
-        'list paired peers (and, when this home\'s listener runs, which are connected to it now)',
+        "list paired peers (and, when this home's listener runs, which are connected to it now)",
         (a) => a,
         run(async (ctx) => {
           const peers = await new PeerStore(ctx.home.peersFile).list();
           // Connected now: only a running listener of this home knows; without one, not said.
           const { listenerStatus } = await import('../resident-client.js');
-          const status = peers.length === 0 ? 'no peers' : await listenerStatus(ctx.home.dir, ctx.signal).catch(() => 'no answer');
+          const status =
+            peers.length === 0 ? 'no peers' : await listenerStatus(ctx.home.dir, ctx.signal).catch(() => 'no answer');
           const connected = typeof status === 'string' ? undefined : new Set(status.peers.map((p) => p.id));
           // How each was reached last (home/last-paths.ts): a session now, else the remembered one.
           const last = await readLastPaths(ctx.home.dir);
-          const live = new Map(typeof status === 'string' ? [] : status.peers.filter((p) => p.path !== undefined).map((p) => [p.id, { path: p.path, rttMs: p.rttMs }]));
+          const live = new Map(
+            typeof status === 'string'
+              ? []
+              : status.peers.filter((p) => p.path !== undefined).map((p) => [p.id, { path: p.path, rttMs: p.rttMs }]),
+          );
           const pathOf = (id: string): { path?: string; rttMs?: number } => {
             const l = live.get(id) ?? last[id];
-            return l === undefined ? {} : { ...(l.path === undefined ? {} : { path: l.path }), ...(l.rttMs === undefined ? {} : { rttMs: l.rttMs }) };
+            return l === undefined
+              ? {}
+              : {
+                  ...(l.path === undefined ? {} : { path: l.path }),
+                  ...(l.rttMs === undefined ? {} : { rttMs: l.rttMs }),
+                };
           };
           if (ctx.out.json) {
-            for (const p of peers) ctx.out.emit({ event: 'peer', ...p, ...(connected === undefined ? {} : { connected: connected.has(p.id) }), ...pathOf(p.id) }, '');
+            for (const p of peers)
+              ctx.out.emit(
+                {
+                  event: 'peer',
+                  ...p,
+                  ...(connected === undefined ? {} : { connected: connected.has(p.id) }),
+                  ...pathOf(p.id),
+                },
+                '',
+              );
             return;
           }
           if (peers.length === 0) {
-            ctx.out.emit({}, 'no paired peers (add one with: clawpeer pair add <ID> --name <NAME>, and --addr <HOST:PORT> when it is not on this LAN)');
+            ctx.out.emit(
+              {},
+              'no paired peers (add one with: clawpeer pair add <ID> --name <NAME>, and --addr <HOST:PORT> when it is not on this LAN)',
+            );
             return;
           }
-          const state = (id: string): string => (connected === undefined ? '' : connected.has(id) ? '\tconnected' : '\tnot connected');
+          const state = (id: string): string =>
+            connected === undefined ? '' : connected.has(id) ? '\tconnected' : '\tnot connected';
           const via = (id: string): string => {
             const v = pathOf(id);
-            return v.path === undefined ? '' : `\tpath ${v.path}${v.rttMs === undefined ? '' : ` (rtt ${v.rttMs.toFixed(1)} ms)`}`;
+            return v.path === undefined
+              ? ''
+              : `\tpath ${v.path}${v.rttMs === undefined ? '' : ` (rtt ${v.rttMs.toFixed(1)} ms)`}`;
           };
           for (const p of peers) ctx.out.emit({}, `${p.name}\t${p.id}\t${p.addr ?? '-'}${state(p.id)}${via(p.id)}`);
         }),
@@ -80,52 +123,107 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
       )
       .command(
         'invite',
-        'open a one-time code another node can pair with (`pair join`) while this home\'s listener runs: a short code to read out (NUMBER-word-word), and wait for the joiner',
+        "open a one-time code another node can pair with (`pair join`) while this home's listener runs: a short code to read out (NUMBER-word-word), and wait for the joiner",
         (a) =>
           a
-            .option('name', { type: 'string', describe: 'name to pin the joining peer under (default: its host name, else peer-<id>)' })
-            .option('expires', { type: 'number', default: DEFAULT_INVITE_TTL_MS / 60_000, describe: 'minutes the code stays valid (it is also gone once used)' })
-            .option('words', { type: 'number', default: DEFAULT_CODE_WORDS, describe: `words in the code, ${MIN_CODE_WORDS}-${MAX_CODE_WORDS} (each about 10.3 bits)` })
-            .option('wait', { type: 'boolean', default: true, describe: 'wait until the joiner paired (--no-wait: return at once; the listener holds the code)' })
-            .option('verify', { type: 'boolean', default: false, describe: 'print the verification string once paired (compare it with `pair join --verify`)' })
-            .option('long', { type: 'boolean', default: false, describe: 'the 24-letter code of before (pair join needs --addr); returns at once' }),
+            .option('name', {
+              type: 'string',
+              describe: 'name to pin the joining peer under (default: its host name, else peer-<id>)',
+            })
+            .option('expires', {
+              type: 'number',
+              default: DEFAULT_INVITE_TTL_MS / 60_000,
+              describe: 'minutes the code stays valid (it is also gone once used)',
+            })
+            .option('words', {
+              type: 'number',
+              default: DEFAULT_CODE_WORDS,
+              describe: `words in the code, ${MIN_CODE_WORDS}-${MAX_CODE_WORDS} (each about 10.3 bits)`,
+            })
+            .option('wait', {
+              type: 'boolean',
+              default: true,
+              describe: 'wait until the joiner paired (--no-wait: return at once; the listener holds the code)',
+            })
+            .option('verify', {
+              type: 'boolean',
+              default: false,
+              describe: 'print the verification string once paired (compare it with `pair join --verify`)',
+            })
+            .option('long', {
+              type: 'boolean',
+              default: false,
+              describe: 'the 24-letter code of before (pair join needs --addr); returns at once',
+            }),
         run(async (ctx, args) => {
           const minutes = intOption(args['expires'], '--expires', 1, 24 * 60);
           const name = args['name'] === undefined ? undefined : validatePeerName(flagText(args['name']));
           const identity = await loadIdentity(ctx.home.identityKeyFile);
           if (name !== undefined) {
             const clash = (await new PeerStore(ctx.home.peersFile).list()).find((p) => p.name === name);
-            if (clash !== undefined) throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} is already used by ${clash.id}`);
+            if (clash !== undefined)
+              throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} is already used by ${clash.id}`);
           }
           if (args['long'] !== true) {
             const words = intOption(args['words'], '--words', MIN_CODE_WORDS, MAX_CODE_WORDS);
-            await inviteByCode(ctx, { words, ttlMs: minutes * 60_000, wait: args['wait'] !== false, verify: args['verify'] === true, ...(name === undefined ? {} : { name }) });
+            await inviteByCode(ctx, {
+              words,
+              ttlMs: minutes * 60_000,
+              wait: args['wait'] !== false,
+              verify: args['verify'] === true,
+              ...(name === undefined ? {} : { name }),
+            });
             return;
           }
-          const { code, expiresAt } = await new InviteStore(ctx.home.invitesDir).create({ ttlMs: minutes * 60_000, ...(name === undefined ? {} : { name }) });
+          const { code, expiresAt } = await new InviteStore(ctx.home.invitesDir).create({
+            ttlMs: minutes * 60_000,
+            ...(name === undefined ? {} : { name }),
+          });
           const until = new Date(expiresAt).toISOString();
           const listening = await readListening(ctx.home.dir);
           // A listener on every address cannot say which one the other machine reaches.
           const concrete = listening !== undefined && listening.host !== '0.0.0.0' && listening.host !== '::';
-          const addr = listening === undefined ? '<THIS_HOST>:<PORT>' : formatHostPort({ host: concrete ? listening.host : '<THIS_HOST>', port: listening.port });
+          const addr =
+            listening === undefined
+              ? '<THIS_HOST>:<PORT>'
+              : formatHostPort({ host: concrete ? listening.host : '<THIS_HOST>', port: listening.port });
           ctx.out.emit(
-            { event: 'invite', code, expiresAt: until, id: identity.nodeId, ...(listening === undefined ? {} : { port: listening.port, ...(concrete ? { addr } : {}) }) },
+            {
+              event: 'invite',
+              code,
+              expiresAt: until,
+              id: identity.nodeId,
+              ...(listening === undefined ? {} : { port: listening.port, ...(concrete ? { addr } : {}) }),
+            },
             `invite code: ${code}\n` +
               `single use, valid until ${until} (${minutes} min), for this node ${identity.nodeId}\n` +
               `on the other machine run: clawpeer pair join ${code} --addr ${addr}\n` +
-              (listening === undefined ? 'no listener of this home is running: start `clawpeer listen` before the other side joins' : `this home's listener (pid ${listening.pid}) will accept it`),
+              (listening === undefined
+                ? 'no listener of this home is running: start `clawpeer listen` before the other side joins'
+                : `this home's listener (pid ${listening.pid}) will accept it`),
           );
         }),
       )
       .command(
         'join <code>',
-        'pair with a listener that printed an invite code: both sides pin each other\'s keys',
+        "pair with a listener that printed an invite code: both sides pin each other's keys",
         (a) =>
           a
             .positional('code', { type: 'string', describe: 'the code `clawpeer pair invite` printed' })
-            .option('addr', { type: 'string', describe: 'HOST:PORT where that listener listens (needed for a --long code, and while no LAN discovery or rendezvous finds it)' })
-            .option('name', { type: 'string', describe: 'name to pin it under (default: its host name, else peer-<id>)' })
-            .option('verify', { type: 'boolean', default: false, describe: 'print a verification string to compare with the inviter\'s, and ask before pinning' })
+            .option('addr', {
+              type: 'string',
+              describe:
+                'HOST:PORT where that listener listens (needed for a --long code, and while no LAN discovery or rendezvous finds it)',
+            })
+            .option('name', {
+              type: 'string',
+              describe: 'name to pin it under (default: its host name, else peer-<id>)',
+            })
+            .option('verify', {
+              type: 'boolean',
+              default: false,
+              describe: "print a verification string to compare with the inviter's, and ask before pinning",
+            })
             .option('yes', { type: 'boolean', default: false, describe: 'with --verify: do not ask' })
             .option('transport', TRANSPORT_OPTION),
         run(async (ctx, args) => {
@@ -133,20 +231,36 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
           const addrArg = args['addr'] === undefined ? undefined : parseHostPort(flagText(args['addr']), '--addr');
           if (isShortCode(String(args['code']))) {
             const code = parseCode(String(args['code']));
-            await joinWithCode(ctx, { code, verify: args['verify'] === true, yes: args['yes'] === true, transport: args['transport'], ...(addrArg === undefined ? {} : { address: addrArg }), ...(name === undefined ? {} : { name }) });
+            await joinWithCode(ctx, {
+              code,
+              verify: args['verify'] === true,
+              yes: args['yes'] === true,
+              transport: args['transport'],
+              ...(addrArg === undefined ? {} : { address: addrArg }),
+              ...(name === undefined ? {} : { name }),
+            });
             return;
           }
           const secret = parseInviteCode(String(args['code']));
-          if (addrArg === undefined) throw new ClawpeerError('USAGE', 'a long invite code needs --addr HOST:PORT (where that listener listens)');
+          if (addrArg === undefined)
+            throw new ClawpeerError('USAGE', 'a long invite code needs --addr HOST:PORT (where that listener listens)');
           const address = addrArg;
           const identity = await loadIdentity(ctx.home.identityKeyFile);
           const { entry, created } = await joinByInvite({
-            identity, peers: new PeerStore(ctx.home.peersFile), address, secret, config: resolveConfig({ transport: args['transport'] }),
-            log: ctx.log.child('pair'), signal: ctx.signal, ...(name === undefined ? {} : { name }),
+            identity,
+            peers: new PeerStore(ctx.home.peersFile),
+            address,
+            secret,
+            config: resolveConfig({ transport: args['transport'] }),
+            log: ctx.log.child('pair'),
+            signal: ctx.signal,
+            ...(name === undefined ? {} : { name }),
           });
           ctx.out.emit(
             { event: 'paired', ...entry, alreadyPaired: !created },
-            created ? `paired ${entry.name} ${entry.id} at ${entry.addr ?? ''}; it pinned this node too` : `already paired with ${entry.name} ${entry.id}; its address is now ${entry.addr ?? ''} and it pinned this node too`,
+            created
+              ? `paired ${entry.name} ${entry.id} at ${entry.addr ?? ''}; it pinned this node too`
+              : `already paired with ${entry.name} ${entry.id}; its address is now ${entry.addr ?? ''} and it pinned this node too`,
           );
         }),
       )

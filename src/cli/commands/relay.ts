@@ -42,7 +42,8 @@ function parseSpec(text: string, tcp: boolean): ImpairSpec {
 
 function parseSeed(value: unknown): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > MAX_SEED) throw new ClawpeerError('USAGE', `--seed must be an integer in 0..${MAX_SEED}, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < 0 || n > MAX_SEED)
+    throw new ClawpeerError('USAGE', `--seed must be an integer in 0..${MAX_SEED}, got ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -67,12 +68,35 @@ export function registerRelayCommands(cli: Argv, run: Runner): Argv {
     'forward UDP (or TCP) through a simulated WAN link (delay, jitter, loss, rate) until SIGINT/SIGTERM',
     (y) =>
       y
-        .option('listen', { type: 'string', demandOption: true, describe: 'HOST:PORT to receive on; port 0 picks a free one (printed)' })
-        .option('to', { type: 'string', demandOption: true, describe: 'HOST:PORT to forward to, e.g. a `clawpeer listen`' })
-        .option('impair', { type: 'string', demandOption: true, describe: 'link to simulate, e.g. rtt=50ms,jitter=5ms,loss=1%,rate=100mbit ("none": plain relay)' })
-        .option('tcp', { type: 'boolean', default: false, describe: 'relay TCP (the TLS fallback) instead of UDP: rtt, jitter and rate only' })
-        .option('seed', { type: 'number', default: 1, describe: 'PRNG seed: the same seed gives the same drops and jitter' })
-        .example('$0 relay --listen 127.0.0.1:7800 --to 127.0.0.1:7700 --impair rtt=50ms,loss=0.1%,rate=100mbit', 'then dial 127.0.0.1:7800 instead of :7700'),
+        .option('listen', {
+          type: 'string',
+          demandOption: true,
+          describe: 'HOST:PORT to receive on; port 0 picks a free one (printed)',
+        })
+        .option('to', {
+          type: 'string',
+          demandOption: true,
+          describe: 'HOST:PORT to forward to, e.g. a `clawpeer listen`',
+        })
+        .option('impair', {
+          type: 'string',
+          demandOption: true,
+          describe: 'link to simulate, e.g. rtt=50ms,jitter=5ms,loss=1%,rate=100mbit ("none": plain relay)',
+        })
+        .option('tcp', {
+          type: 'boolean',
+          default: false,
+          describe: 'relay TCP (the TLS fallback) instead of UDP: rtt, jitter and rate only',
+        })
+        .option('seed', {
+          type: 'number',
+          default: 1,
+          describe: 'PRNG seed: the same seed gives the same drops and jitter',
+        })
+        .example(
+          '$0 relay --listen 127.0.0.1:7800 --to 127.0.0.1:7700 --impair rtt=50ms,loss=0.1%,rate=100mbit',
+          'then dial 127.0.0.1:7800 instead of :7700',
+        ),
     run(async (ctx, args) => {
       const listen = parseListen(String(args['listen']));
       const target = parseHostPort(String(args['to']), '--to address');
@@ -99,7 +123,9 @@ export function registerRelayCommands(cli: Argv, run: Runner): Argv {
         `relaying ${formatHostPort(relay.address)} -> ${formatHostPort(target)} with ${canonical}`,
       );
       if (!ctx.out.json) {
-        process.stderr.write(`${protocol.toUpperCase()}; send to ${formatHostPort(relay.address)} instead of ${formatHostPort(target)}. Ctrl-C stops and prints statistics.\n`);
+        process.stderr.write(
+          `${protocol.toUpperCase()}; send to ${formatHostPort(relay.address)} instead of ${formatHostPort(target)}. Ctrl-C stops and prints statistics.\n`,
+        );
       }
       try {
         await aborted(ctx.signal);
@@ -107,8 +133,14 @@ export function registerRelayCommands(cli: Argv, run: Runner): Argv {
         await relay.close();
       }
       const stats = relay.stats();
-      const extra = 'flowsOpened' in stats ? `flows: ${stats.flowsOpened} opened, ${stats.flowsRejected} rejected` : `connections: ${stats.connectionsAccepted} accepted, ${stats.connectionsRejected} rejected, ${stats.connectFailures} failed to reach the target`;
-      ctx.out.emit({ event: 'stopped', protocol, stats }, `stopped relaying ${formatHostPort(relay.address)} -> ${formatHostPort(target)} (${canonical})\n${describeCounters(stats.counters)}\n${extra}`);
+      const extra =
+        'flowsOpened' in stats
+          ? `flows: ${stats.flowsOpened} opened, ${stats.flowsRejected} rejected`
+          : `connections: ${stats.connectionsAccepted} accepted, ${stats.connectionsRejected} rejected, ${stats.connectFailures} failed to reach the target`;
+      ctx.out.emit(
+        { event: 'stopped', protocol, stats },
+        `stopped relaying ${formatHostPort(relay.address)} -> ${formatHostPort(target)} (${canonical})\n${describeCounters(stats.counters)}\n${extra}`,
+      );
     }),
   );
 }

@@ -11,7 +11,12 @@ import type { CommandContext, Runner } from '../context.js';
 /** One line per activity: `push from bob into docs/photos: 12.0 MiB of 40.0 MiB, 3 of 10 files, for 20 s (614.4 KiB/s on average)`. */
 function activityLine(a: ListenerStatus['activity'][number], peerName: string, nowMs: number): string {
   const where = a.path === '' ? a.share : `${a.share}/${a.path}`;
-  const what = a.kind === 'push' ? `push from ${peerName} into ${where}` : a.kind === 'pull' ? `pull by ${peerName} of ${where}` : `sync with ${peerName} of ${where}`;
+  const what =
+    a.kind === 'push'
+      ? `push from ${peerName} into ${where}`
+      : a.kind === 'pull'
+        ? `pull by ${peerName} of ${where}`
+        : `sync with ${peerName} of ${where}`;
   const bytes = a.totalBytes > 0 ? `${human(a.bytes)} of ${human(a.totalBytes)}` : human(a.bytes);
   const files = a.totalFiles > 0 ? `, ${a.files} of ${a.totalFiles} files` : '';
   const seconds = (nowMs - a.startedAt) / 1000;
@@ -26,14 +31,26 @@ function endedLine(kind: 'push' | 'pull' | 'sync', e: ListenerStatus['ended']['p
 }
 
 /** A shared folder and each of its peers: `docs (two-way) /home/me/docs` then `  alice: in-sync, last sync 3 s ago`. */
-function folderLines(f: NonNullable<ListenerStatus['folders']>[number], nameOf: ReadonlyMap<string, string>, nowMs: number): string[] {
+function folderLines(
+  f: NonNullable<ListenerStatus['folders']>[number],
+  nameOf: ReadonlyMap<string, string>,
+  nowMs: number,
+): string[] {
   const ago = (ms: number): string => `${duration(Math.max(0, nowMs - ms) / 1000)} ago`;
   return [
     `folder ${f.id} (${f.mode}${f.paused ? ', paused' : ''}) ${f.path}${f.problem === undefined ? '' : `: ${f.problem}`}`,
     ...f.peers.map((p) => {
       const who = p.name ?? nameOf.get(p.peer) ?? p.peer;
-      const left = p.bytesLeft === undefined && p.filesLeft === undefined ? '' : ` (${p.bytesLeft === undefined ? '' : `${human(p.bytesLeft)} `}${p.filesLeft === undefined ? '' : `${p.filesLeft} files `}left)`;
-      const state = p.state === 'waiting' ? `waiting for the peer since ${ago(p.since)}` : p.state === 'syncing' ? `syncing${left}` : p.state;
+      const left =
+        p.bytesLeft === undefined && p.filesLeft === undefined
+          ? ''
+          : ` (${p.bytesLeft === undefined ? '' : `${human(p.bytesLeft)} `}${p.filesLeft === undefined ? '' : `${p.filesLeft} files `}left)`;
+      const state =
+        p.state === 'waiting'
+          ? `waiting for the peer since ${ago(p.since)}`
+          : p.state === 'syncing'
+            ? `syncing${left}`
+            : p.state;
       const last = p.lastSyncAt === undefined ? 'never synced' : `last sync ${ago(p.lastSyncAt)}`;
       return `  ${who}: ${state}, ${last}${p.error === undefined ? '' : ` (${p.error})`}${p.mode === f.mode ? '' : `, ${p.mode} with this peer`}`;
     }),
@@ -48,7 +65,10 @@ function report(ctx: CommandContext, s: ListenerStatus, pairNames: ReadonlyMap<s
     `listener ${s.id} (pid ${s.pid}) on ${s.host}:${s.port} (${s.transports.join(', ')}), up ${duration((now - s.startedAt) / 1000)}`,
     `shares: ${s.shares.map((sh) => `${sh.name} (${sh.readOnly ? 'read-only' : sh.noDelete === true ? 'no push --delete' : 'read-write'}) ${sh.dir}`).join(', ')}`,
     `${s.peers.length} peer${s.peers.length === 1 ? '' : 's'} connected${s.peers.length === 0 ? '' : ':'}`,
-    ...s.peers.map((p) => `  ${p.name === undefined ? p.id : `${p.name} (${p.id})`} from ${p.addr} over ${p.transport}${p.path === undefined ? '' : `, path ${p.path}`}${p.rttMs === undefined ? '' : `, rtt ${p.rttMs.toFixed(1)} ms`}, for ${duration((now - p.since) / 1000)}`),
+    ...s.peers.map(
+      (p) =>
+        `  ${p.name === undefined ? p.id : `${p.name} (${p.id})`} from ${p.addr} over ${p.transport}${p.path === undefined ? '' : `, path ${p.path}`}${p.rttMs === undefined ? '' : `, rtt ${p.rttMs.toFixed(1)} ms`}, for ${duration((now - p.since) / 1000)}`,
+    ),
     `${s.activity.length} transfer${s.activity.length === 1 ? '' : 's'} running${s.activity.length === 0 ? '' : ':'}`,
     ...s.activity.map((a) => activityLine(a, nameOf.get(a.peer) ?? a.peer, now)),
     `since it started: ${(['push', 'pull', 'sync'] as const).map((k) => endedLine(k, s.ended[k])).join(', ')}`,
@@ -65,7 +85,11 @@ export function registerStatusCommands(cli: Argv, run: Runner): Argv {
     run(async (ctx) => {
       const { listenerStatus } = await import('../resident-client.js');
       const status = await listenerStatus(ctx.home.dir, ctx.signal);
-      if (typeof status === 'string') throw new ClawpeerError('IO', `no listener is running for the home ${ctx.home.dir}: ${status} (start one with \`clawpeer listen\`)`);
+      if (typeof status === 'string')
+        throw new ClawpeerError(
+          'IO',
+          `no listener is running for the home ${ctx.home.dir}: ${status} (start one with \`clawpeer listen\`)`,
+        );
       const pairs = await new PeerStore(ctx.home.peersFile).list().catch(() => []);
       report(ctx, status, new Map(pairs.map((p) => [p.id, p.name])));
     }),

@@ -22,12 +22,29 @@ async function flood(label: string): Promise<unknown> {
   const session = await dialAs(rig.b.home, rig.listener.port);
   try {
     const transferId = session.allocateTransferId();
-    await session.control.send({ type: 'transfer-request', transferId, direction: 'push', share: 'inbox', path: label, force: false, streams: 1, window: 8 });
+    await session.control.send({
+      type: 'transfer-request',
+      transferId,
+      direction: 'push',
+      share: 'inbox',
+      path: label,
+      force: false,
+      streams: 1,
+      window: 8,
+    });
     await expectMessage(session, 'transfer-accept', transferId, 10_000);
     let answer: unknown;
-    const answered = session.control.receive().then((m) => (answer = m ?? new Error('closed')), (e: unknown) => (answer = e));
+    const answered = session.control.receive().then(
+      (m) => (answer = m ?? new Error('closed')),
+      (e: unknown) => (answer = e),
+    );
     for (let i = 0; i < 80 && answer === undefined; i++) {
-      await Promise.race([session.control.send({ type: 'manifest', transferId, entries: [fileEntry(`${label}/f${i}`, 400_000, 65_536)], last: false }).catch(() => undefined), answered]);
+      await Promise.race([
+        session.control
+          .send({ type: 'manifest', transferId, entries: [fileEntry(`${label}/f${i}`, 400_000, 65_536)], last: false })
+          .catch(() => undefined),
+        answered,
+      ]);
     }
     await withTimeout(answered, 60_000, 'the listener refusing the flood').catch(() => undefined);
     return answer;
@@ -46,7 +63,10 @@ t.test('four sessions flooding manifests at once are all refused; RSS stays boun
     t.match(a, { wire: 'BUDGET', message: /budget of manifest (chunk references|bytes) per (session|listener)/ });
   }
   const grewMiB = (peak - idle) / 1024;
-  t.ok(grewMiB < 900, `listener RSS grew ${grewMiB.toFixed(0)} MiB at most (idle ${(idle / 1024).toFixed(0)} MiB); 4 x 32 Mi references would take several GiB`);
+  t.ok(
+    grewMiB < 900,
+    `listener RSS grew ${grewMiB.toFixed(0)} MiB at most (idle ${(idle / 1024).toFixed(0)} MiB); 4 x 32 Mi references would take several GiB`,
+  );
   t.ok(await pingOk(rig.b.home, rig.listener.port), 'the listener still answers a ping');
 });
 
@@ -57,7 +77,15 @@ t.test('a files-from pull of 100,000 repeated and nested paths, killed: idle wit
     for (let f = 0; f < 40; f++) await writeFile(path.join(dir, `f${f}`), '');
   }
   const list = Array.from({ length: 100_000 }, (_, i) => (i % 2 === 0 ? 'big' : `big/d${i % 50}`));
-  const { child, sent } = spawnHostilePull(rig.b.home, rig.listener.port, { direction: 'pull', share: 'inbox', path: '', force: false, streams: 1, window: 8, filesFrom: list });
+  const { child, sent } = spawnHostilePull(rig.b.home, rig.listener.port, {
+    direction: 'pull',
+    share: 'inbox',
+    path: '',
+    force: false,
+    streams: 1,
+    window: 8,
+    filesFrom: list,
+  });
   t.teardown(() => void child.kill('SIGKILL'));
   await sent;
   await sleep(1_000);

@@ -4,7 +4,15 @@
 import t from 'tap';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { mountTmpfs, partialsAtFinalPaths, remountTmpfs, seededBytes, snapshot, startRig, unmount } from '../../fault/fault-harness.js';
+import {
+  mountTmpfs,
+  partialsAtFinalPaths,
+  remountTmpfs,
+  seededBytes,
+  snapshot,
+  startRig,
+  unmount,
+} from '../../fault/fault-harness.js';
 
 const rig = await startRig('disk-pull');
 t.teardown(() => rig.close());
@@ -26,7 +34,7 @@ if (refused !== undefined) {
     t.match(full.stderr, /not enough disk space in .*: it writes 8\.0 MiB and [0-9.]+ MiB are free/);
     const expected = new Map(srcTree.map((i) => [i.path, { kind: i.kind, size: i.size, digest: i.digest }] as const));
     t.same(await partialsAtFinalPaths(path.join(local, 'tree'), expected), [], 'no partial file at a final path');
-    t.same(await snapshot(src), srcTree, 'the sender\'s (listener\'s) files are untouched');
+    t.same(await snapshot(src), srcTree, "the sender's (listener's) files are untouched");
     remountTmpfs(local, '32m');
     const rerun = await rig.cli(['pull', 'alice:inbox/tree', local, '--json'], { timeoutMs: 60_000 });
     t.equal(rerun.code, 0, rerun.stderr);

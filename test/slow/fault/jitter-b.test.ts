@@ -4,4 +4,10 @@ import { trialSuite } from '../../fault/fault-harness.js';
 
 const TRIALS = Number(process.env['FAULT_TRIALS'] ?? 20);
 const FIRST = Math.floor((TRIALS * 10) / 20);
-await trialSuite(t, { kind: 'jitter', first: FIRST, count: Math.floor((TRIALS * 20) / 20) - FIRST, seed: Number(process.env['FAULT_SEED'] ?? 20261130), bigBytes: 3 << 20 });
+await trialSuite(t, {
+  kind: 'jitter',
+  first: FIRST,
+  count: Math.floor((TRIALS * 20) / 20) - FIRST,
+  seed: Number(process.env['FAULT_SEED'] ?? 20261130),
+  bigBytes: 3 << 20,
+});

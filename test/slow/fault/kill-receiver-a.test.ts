@@ -4,4 +4,12 @@ import { trialSuite } from '../../fault/fault-harness.js';
 
 const TRIALS = Number(process.env['FAULT_TRIALS'] ?? 20);
 const FIRST = Math.floor((TRIALS * 0) / 20);
-await trialSuite(t, { kind: 'kill-receiver', first: FIRST, count: Math.floor((TRIALS * 10) / 20) - FIRST, seed: Number(process.env['FAULT_SEED'] ?? 20261130), bigBytes: 8 << 20, killWindowMs: 4000, delayPerChunkMs: 40 });
+await trialSuite(t, {
+  kind: 'kill-receiver',
+  first: FIRST,
+  count: Math.floor((TRIALS * 10) / 20) - FIRST,
+  seed: Number(process.env['FAULT_SEED'] ?? 20261130),
+  bigBytes: 8 << 20,
+  killWindowMs: 4000,
+  delayPerChunkMs: 40,
+});

@@ -10,7 +10,14 @@ const PEERS = Number(process.env['LOAD_PEERS'] ?? 16);
 const CYCLES = Number(process.env['LOAD_CYCLES'] ?? 1000);
 
 t.test(`${PEERS} peers at once, then ${CYCLES} connect/disconnect cycles`, async (t) => {
-  const f = await runLoad({ peers: PEERS, pushBytes: 8 << 20, cycles: CYCLES, cycleConcurrency: 8, warmupCycles: 100, syncFiles: 50 });
+  const f = await runLoad({
+    peers: PEERS,
+    pushBytes: 8 << 20,
+    cycles: CYCLES,
+    cycleConcurrency: 8,
+    warmupCycles: 100,
+    syncFiles: 50,
+  });
   const MiB = 1024;
   const growth = f.rssKiB.afterSettle - f.rssKiB.baselineAfterWarmup;
   const batches = f.rssKiB.afterEach100Cycles;
@@ -18,9 +25,20 @@ t.test(`${PEERS} peers at once, then ${CYCLES} connect/disconnect cycles`, async
   const mid = batches[Math.floor(batches.length / 2) - 1] ?? f.rssKiB.baselineAfterWarmup;
   const firstHalf = mid - f.rssKiB.baselineAfterWarmup;
   const secondHalf = (batches.at(-1) ?? mid) - mid;
-  const figures = { ...f, derived: { rssGrowthOverCyclesKiB: growth, rssGrowthPerCycleKiB: growth / CYCLES, firstHalfGrowthKiB: firstHalf, secondHalfGrowthKiB: secondHalf } };
+  const figures = {
+    ...f,
+    derived: {
+      rssGrowthOverCyclesKiB: growth,
+      rssGrowthPerCycleKiB: growth / CYCLES,
+      firstHalfGrowthKiB: firstHalf,
+      secondHalfGrowthKiB: secondHalf,
+    },
+  };
   await mkdir('bench/results', { recursive: true });
-  await writeFile('bench/results/load.json', JSON.stringify({ name: 'load', date: new Date().toISOString(), ...figures }, null, 2) + '\n');
+  await writeFile(
+    'bench/results/load.json',
+    JSON.stringify({ name: 'load', date: new Date().toISOString(), ...figures }, null, 2) + '\n',
+  );
   t.comment(JSON.stringify(figures));
   t.same(f.pushes.failed, [], 'every push completed');
   t.equal(f.pushes.identical, PEERS, 'every pushed tree is byte-identical');
@@ -29,7 +47,16 @@ t.test(`${PEERS} peers at once, then ${CYCLES} connect/disconnect cycles`, async
   t.equal(f.syncs?.identical, PEERS, 'every synced folder equals its share');
   t.same(f.cycles.failed, [], 'every cycle completed');
   t.equal(f.cycles.ok, CYCLES);
-  t.ok(f.rssKiB.pushPeak <= 1024 * MiB, `RSS peak with ${PEERS} peers pushing ${f.rssKiB.pushPeak} KiB stays under 1 GiB`);
-  t.ok(growth <= 128 * MiB, `RSS after ${CYCLES} cycles grew ${growth} KiB over the post-warmup baseline (bound 128 MiB)`);
-  t.ok(f.openFds.afterSettle <= f.openFds.baseline + 8, `open descriptors come back (${f.openFds.baseline} -> ${f.openFds.afterSettle})`);
+  t.ok(
+    f.rssKiB.pushPeak <= 1024 * MiB,
+    `RSS peak with ${PEERS} peers pushing ${f.rssKiB.pushPeak} KiB stays under 1 GiB`,
+  );
+  t.ok(
+    growth <= 128 * MiB,
+    `RSS after ${CYCLES} cycles grew ${growth} KiB over the post-warmup baseline (bound 128 MiB)`,
+  );
+  t.ok(
+    f.openFds.afterSettle <= f.openFds.baseline + 8,
+    `open descriptors come back (${f.openFds.baseline} -> ${f.openFds.afterSettle})`,
+  );
 });

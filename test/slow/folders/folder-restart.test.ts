@@ -11,7 +11,7 @@ const nodes = await startFolderNodes(['a', 'b', 'c']);
 t.teardown(async () => {
   for (const n of nodes) await n.listener.stop('SIGKILL');
 });
-const [A, B, C] = nodes as [typeof nodes[number], typeof nodes[number], typeof nodes[number]];
+const [A, B, C] = nodes as [(typeof nodes)[number], (typeof nodes)[number], (typeof nodes)[number]];
 const wait = (what: string, check: () => Promise<boolean>): Promise<number> => until(nodes, what, check, 20_000);
 
 t.test('a listener killed with SIGKILL restarts and catches up; the others wait for it meanwhile', async (t) => {
@@ -23,11 +23,17 @@ t.test('a listener killed with SIGKILL restarts and catches up; the others wait 
   await B.listener.stop('SIGKILL');
   await writeFile(path.join(A.dir, 'while-down.txt'), 'B was down\n');
   await wait('the file on C', hasText(path.join(C.dir, 'while-down.txt'), 'B was down\n'));
-  await wait('A waiting for B', async () => (await foldersOf(A))[0]?.peers.find((p) => p.peer === B.id)?.state === 'waiting');
+  await wait(
+    'A waiting for B',
+    async () => (await foldersOf(A))[0]?.peers.find((p) => p.peer === B.id)?.state === 'waiting',
+  );
   B.listener = await startListener(B.home, ['-v'], { port });
   const restarted = Date.now();
   await wait('the file on B after its restart', hasText(path.join(B.dir, 'while-down.txt'), 'B was down\n'));
   t.comment(`restart to catch-up: ${Date.now() - restarted} ms`);
-  await wait('A in sync with B again', async () => (await foldersOf(A))[0]?.peers.find((p) => p.peer === B.id)?.state === 'in-sync');
+  await wait(
+    'A in sync with B again',
+    async () => (await foldersOf(A))[0]?.peers.find((p) => p.peer === B.id)?.state === 'in-sync',
+  );
   t.pass('caught up');
 });

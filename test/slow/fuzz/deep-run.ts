@@ -6,12 +6,22 @@
 // input as JSON, ready to commit under test/fuzz/seeds/.
 import type { Test } from 'tap';
 import { randomInt } from 'node:crypto';
-import { asciiJson, describeReport, knownPatterns, loadSeeds, runFuzz, seedDir, type FuzzTarget } from '../../fuzz/fuzz-kit.js';
+import {
+  asciiJson,
+  describeReport,
+  knownPatterns,
+  loadSeeds,
+  runFuzz,
+  seedDir,
+  type FuzzTarget,
+} from '../../fuzz/fuzz-kit.js';
 import { DEEP_ITERATIONS, DEEP_TIME_BUDGET_MS, TARGETS, type TargetName } from '../../fuzz/targets.js';
 
 const seeds = loadSeeds(seedDir(import.meta.url, 4));
-const baseSeed = process.env['FUZZ_SEED'] !== undefined ? Number(process.env['FUZZ_SEED']) >>> 0 : randomInt(0x1_0000_0000);
-const budgetMs = process.env['FUZZ_BUDGET_MS'] !== undefined ? Number(process.env['FUZZ_BUDGET_MS']) : DEEP_TIME_BUDGET_MS;
+const baseSeed =
+  process.env['FUZZ_SEED'] !== undefined ? Number(process.env['FUZZ_SEED']) >>> 0 : randomInt(0x1_0000_0000);
+const budgetMs =
+  process.env['FUZZ_BUDGET_MS'] !== undefined ? Number(process.env['FUZZ_BUDGET_MS']) : DEEP_TIME_BUDGET_MS;
 
 export function deepFuzz(t: Test, names: readonly TargetName[]): void {
   t.comment(`deep fuzz: base seed ${baseSeed}, up to ${DEEP_ITERATIONS} iterations or ${budgetMs} ms per target`);
@@ -19,11 +29,18 @@ export function deepFuzz(t: Test, names: readonly TargetName[]): void {
     const target = TARGETS[name] as FuzzTarget<unknown>;
     t.test(`deep fuzz ${name}`, async (t) => {
       const budget = budgetMs > 0 ? { timeBudgetMs: budgetMs } : {};
-      const report = runFuzz(target, { iterations: DEEP_ITERATIONS, seed: baseSeed, ...budget, known: knownPatterns(seeds, name), maxFailures: 10 });
+      const report = runFuzz(target, {
+        iterations: DEEP_ITERATIONS,
+        seed: baseSeed,
+        ...budget,
+        known: knownPatterns(seeds, name),
+        maxFailures: 10,
+      });
       t.comment(describeReport(report));
       for (const k of report.known) t.comment(`known (open finding): ${asciiJson({ seed: k.seed, error: k.error })}`);
       t.ok(report.iterations > 0, 'ran');
-      for (const f of report.failures) t.fail(`new failure, commit it under test/fuzz/seeds/: ${asciiJson(f).slice(0, 8000)}`);
+      for (const f of report.failures)
+        t.fail(`new failure, commit it under test/fuzz/seeds/: ${asciiJson(f).slice(0, 8000)}`);
       t.equal(report.failures.length, 0, 'no new failures');
     });
   }

@@ -15,7 +15,12 @@ import { config, pushTree, rig } from '../../session/join-rig.js';
 
 t.test('automatic mode adds connections under random loss (impairment relay on loopback)', async (t) => {
   const { server, peer, identity, inbox } = await rig(t);
-  const relay = await startUdpRelay({ listen: { host: '127.0.0.1', port: 0 }, target: { host: '127.0.0.1', port: server.port }, spec: 'rtt=20ms,loss=2%,rate=100mbit', seed: 33 });
+  const relay = await startUdpRelay({
+    listen: { host: '127.0.0.1', port: 0 },
+    target: { host: '127.0.0.1', port: server.port },
+    spec: 'rtt=20ms,loss=2%,rate=100mbit',
+    seed: 33,
+  });
   t.teardown(() => relay.close());
   const viaRelay: ResolvedPeer = { ...peer, address: relay.address };
   const session = await dialPeer({ identity, peer: viaRelay, config, log: silentLogger, connections: 'auto' });
@@ -29,7 +34,18 @@ t.test('automatic mode adds connections under random loss (impairment relay on l
   const puller = await dialPeer({ identity, peer: viaRelay, config, log: silentLogger, connections: 'auto' });
   t.teardown(() => puller.close());
   const back = await mkdtemp(path.join(tmpdir(), 'clawpeer-join-back-'));
-  await pull({ session: puller, share: 'inbox', remotePath: 'lossy/a.bin', localPath: back, force: false, streams: 4, window: 16, idleTimeoutMs: 10_000, log: silentLogger, signal: new AbortController().signal });
+  await pull({
+    session: puller,
+    share: 'inbox',
+    remotePath: 'lossy/a.bin',
+    localPath: back,
+    force: false,
+    streams: 4,
+    window: 16,
+    idleTimeoutMs: 10_000,
+    log: silentLogger,
+    signal: new AbortController().signal,
+  });
   t.ok((await readFile(path.join(back, 'a.bin'))).equals(bytes), 'pulled back byte-identical');
   t.ok(puller.connections().length > 1, `a pull grows them on the listener's word (${puller.connections().length})`);
 
@@ -45,7 +61,19 @@ t.test('automatic mode adds connections under random loss (impairment relay on l
   const onProgress = (p: { phase: string }): void => {
     if (p.phase === 'receiving') whileReceiving = Math.max(whileReceiving, syncer.connections().length);
   };
-  await syncFolder({ session: syncer, dir: synced, share: 'inbox', mode: 'two-way', nodeId: identity.nodeId, log: silentLogger, signal: AbortSignal.timeout(120_000), onProgress });
+  await syncFolder({
+    session: syncer,
+    dir: synced,
+    share: 'inbox',
+    mode: 'two-way',
+    nodeId: identity.nodeId,
+    log: silentLogger,
+    signal: AbortSignal.timeout(120_000),
+    onProgress,
+  });
   t.ok((await readFile(path.join(synced, 'lossy', 'a.bin'))).equals(bytes), 'synced byte-identical');
-  t.ok(whileReceiving > 1, `a sync's fetch grows them on the listener's word while it receives (${whileReceiving}; ${syncer.connections().length} at the end)`);
+  t.ok(
+    whileReceiving > 1,
+    `a sync's fetch grows them on the listener's word while it receives (${whileReceiving}; ${syncer.connections().length} at the end)`,
+  );
 });

@@ -28,7 +28,10 @@ function check(t: Test, common: number, onlyA: number, onlyB: number): void {
   const d = onlyA + onlyB;
   if (d >= 10 && ri?.method === 'riblt') {
     const perDiff = run.initiator.stats.cells / d;
-    t.ok(perDiff <= 3, `${label}: ${perDiff.toFixed(2)} cells per difference, ${run.initiator.stats.roundTrips} round trips`);
+    t.ok(
+      perDiff <= 3,
+      `${label}: ${perDiff.toFixed(2)} cells per difference, ${run.initiator.stats.roundTrips} round trips`,
+    );
   }
   if (d === 0) t.ok(run.wireBytes < 200, `${label}: ${run.wireBytes} bytes`);
 }
@@ -51,9 +54,14 @@ t.test('one million ids, differences 0 .. 10,000 both ways', async (t) => {
 
 t.test('property: random sizes up to 200,000 and differences up to 10,000', async (t) => {
   fc.assert(
-    fc.property(fc.integer({ min: 0, max: 200_000 }), fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 0, max: 5_000 }), (common, onlyA, onlyB) => {
-      check(t, common, onlyA, onlyB);
-    }),
+    fc.property(
+      fc.integer({ min: 0, max: 200_000 }),
+      fc.integer({ min: 0, max: 5_000 }),
+      fc.integer({ min: 0, max: 5_000 }),
+      (common, onlyA, onlyB) => {
+        check(t, common, onlyA, onlyB);
+      },
+    ),
     { numRuns: 12 },
   );
 });

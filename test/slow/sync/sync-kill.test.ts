@@ -23,11 +23,21 @@ const transport = process.env['CLAWPEER_KILL_TRANSPORT'] ?? 'quic';
 
 const totals = { syncs: 0, completed: 0, clientKills: 0, listenerKills: 0 };
 for (const seed of seeds) {
-  t.test(`kill schedule ${seed} (${steps} steps, kill rates client ${clientKillRate} listener ${listenerKillRate}, ${nodes} nodes, ${transport})`, async (t) => {
-    const r = await runKillSchedule({ seed, steps, clientKillRate, listenerKillRate, nodes, syncArgs: ['--transport', transport] });
-    for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r.stats[k];
-    t.comment(`seed ${seed}: ${JSON.stringify(r.stats)}`);
-    t.same(r.failures, [], `seed ${seed} (replay with CLAWPEER_KILL_SEED=${seed}):\n${r.log.slice(-80).join('\n')}`);
-  });
+  t.test(
+    `kill schedule ${seed} (${steps} steps, kill rates client ${clientKillRate} listener ${listenerKillRate}, ${nodes} nodes, ${transport})`,
+    async (t) => {
+      const r = await runKillSchedule({
+        seed,
+        steps,
+        clientKillRate,
+        listenerKillRate,
+        nodes,
+        syncArgs: ['--transport', transport],
+      });
+      for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r.stats[k];
+      t.comment(`seed ${seed}: ${JSON.stringify(r.stats)}`);
+      t.same(r.failures, [], `seed ${seed} (replay with CLAWPEER_KILL_SEED=${seed}):\n${r.log.slice(-80).join('\n')}`);
+    },
+  );
 }
 t.teardown(() => console.log(`# ${seeds.length} schedules: ${JSON.stringify(totals)}`));
