@@ -20,9 +20,10 @@
 // runs with test-hang-report.cjs, which prints what it was still waiting on; then its process
 // group is killed. A hang used to leave only "TAP version 14" behind.
 //
-// --eslint: eslint (npm run lint's slowest part, ~60 CPU-s, on one thread) runs beside the test
-// files instead of before them, on the core the test files leave idle while they wait; its
-// verdict is reported as one more file, so `npm test` fails on a violation.
+// --lint: eslint (npm run lint's slowest part, ~60 CPU-s, on one thread), then Prettier's check
+// of the formatting, run beside the test files instead of before them, on the core the test
+// files leave idle while they wait; each verdict is reported as one more file, so `npm test`
+// fails on a violation.
 //
 // Order: longest first (LPT), by the wall times in scripts/test-timings.json (a file not listed
 // counts as the median), so the run does not end with one long file running alone. With
@@ -53,11 +54,13 @@ const NOT_BY_DEFAULT = new Set(['nat-matrix.test.js']);
 
 // Default: every compiled test file except the slow suites under test/slow/ and NOT_BY_DEFAULT.
 function defaultTestFiles(dir) {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) return e.name === 'slow' ? [] : defaultTestFiles(p);
-    return e.name.endsWith('.test.js') && !NOT_BY_DEFAULT.has(e.name) ? [p] : [];
-  }).sort();
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) return e.name === 'slow' ? [] : defaultTestFiles(p);
+      return e.name.endsWith('.test.js') && !NOT_BY_DEFAULT.has(e.name) ? [p] : [];
+    })
+    .sort();
 }
 
 /** Files named on the command line; a glob (the test:slow scripts pass one) is expanded here. */
@@ -65,8 +68,21 @@ function namedFiles(args) {
   return args.flatMap((arg) => {
     if (!/[*?]/.test(arg)) return [arg];
     const [root] = arg.split(/\/[^/]*[*?]/);
-    const pattern = new RegExp(`^${arg.split('**/').map((part) => part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')).join('(?:.*/)?')}$`);
-    return readdirSync(root, { recursive: true }).map((p) => join(root, String(p))).filter((p) => pattern.test(p)).sort();
+    const pattern = new RegExp(
+      `^${arg
+        .split('**/')
+        .map((part) =>
+          part
+            .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+            .replace(/\*/g, '[^/]*')
+            .replace(/\?/g, '[^/]'),
+        )
+        .join('(?:.*/)?')}$`,
+    );
+    return readdirSync(root, { recursive: true })
+      .map((p) => join(root, String(p)))
+      .filter((p) => pattern.test(p))
+      .sort();
   });
 }
 
@@ -80,7 +96,9 @@ function longestFirst(files) {
   } catch {
     // no timings: the files keep their order
   }
-  const known = Object.values(recorded).filter((v) => typeof v === 'number').sort((x, y) => x - y);
+  const known = Object.values(recorded)
+    .filter((v) => typeof v === 'number')
+    .sort((x, y) => x - y);
   const median = known.length > 0 ? known[Math.floor(known.length / 2)] : 0;
   const estimate = (file) => recorded[timingKey(file)] ?? median;
   return [...files].sort((x, y) => estimate(y) - estimate(x) || (x < y ? -1 : 1));
@@ -93,7 +111,9 @@ function longestFirst(files) {
  */
 function childrenCpuSeconds() {
   try {
-    const fields = readFileSync('/proc/self/stat', 'utf8').replace(/^.*\) /, '').split(' ');
+    const fields = readFileSync('/proc/self/stat', 'utf8')
+      .replace(/^.*\) /, '')
+      .split(' ');
     return (Number(fields[13]) + Number(fields[14])) / 100; // cutime, cstime in clock ticks (USER_HZ 100)
   } catch {
     return 0;
@@ -138,21 +158,28 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 function runFile(file, env) {
   const started = process.hrtime.bigint();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--enable-source-maps', '--require', HANG_REPORT, file], { env, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    const child = spawn(process.execPath, ['--enable-source-maps', '--require', HANG_REPORT, file], {
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      detached: true,
+    });
     running.add(child);
     let output = '';
     child.stdout.setEncoding('utf8').on('data', (d) => (output += d));
     let timedOut = false;
-    const killer = setTimeout(() => {
-      timedOut = true;
-      // First ask the file what it waits on (test-hang-report.cjs), then stop its whole group.
-      try {
-        child.kill('SIGTERM');
-      } catch {
-        // gone already
-      }
-      setTimeout(() => killGroup(child), HANG_REPORT_GRACE_MS).unref();
-    }, FILE_TIMEOUT_S * 1000 + KILL_GRACE_MS);
+    const killer = setTimeout(
+      () => {
+        timedOut = true;
+        // First ask the file what it waits on (test-hang-report.cjs), then stop its whole group.
+        try {
+          child.kill('SIGTERM');
+        } catch {
+          // gone already
+        }
+        setTimeout(() => killGroup(child), HANG_REPORT_GRACE_MS).unref();
+      },
+      FILE_TIMEOUT_S * 1000 + KILL_GRACE_MS,
+    );
     let cpu = 0;
     child.on('exit', () => {
       const now = childrenCpuSeconds();
@@ -164,17 +191,27 @@ function runFile(file, env) {
       killGroup(child); // what the file left running (a listener a failed test never stopped)
       clearTimeout(killer);
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
-      resolve({ output, ok: code === 0 && !timedOut, why: timedOut ? 'timed out' : code !== 0 ? `exit ${code ?? signal}` : '', ms, cpu });
+      resolve({
+        output,
+        ok: code === 0 && !timedOut,
+        why: timedOut ? 'timed out' : code !== 0 ? `exit ${code ?? signal}` : '',
+        ms,
+        cpu,
+      });
     });
   });
 }
 
-const withEslint = process.argv.includes('--eslint');
-/** eslint over the sources, as `npm run lint` runs it (its output kept for the report). */
-function runEslint() {
+const withLint = process.argv.includes('--lint');
+/** A lint tool from node_modules over the sources, as `npm run lint` runs it (its output kept for the report). */
+function runLinter(script, toolArgs) {
   return new Promise((resolve) => {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, [fileURLToPath(new URL('../node_modules/eslint/bin/eslint.js', import.meta.url)), 'src', 'test', 'bench'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [fileURLToPath(new URL(`../node_modules/${script}`, import.meta.url)), ...toolArgs],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
@@ -184,8 +221,24 @@ function runEslint() {
     });
   });
 }
+/** The linters `--lint` runs, one after the other: name, node_modules script, arguments, what a pass says. */
+const LINTERS = [
+  ['eslint src test bench', 'eslint/bin/eslint.js', ['src', 'test', 'bench'], 'no lint violations'],
+  [
+    'prettier --check src test bench scripts',
+    'prettier/bin/prettier.cjs',
+    ['--check', '--log-level', 'warn', 'src', 'test', 'bench', 'scripts'],
+    'formatted as .prettierrc says (npm run format fixes it)',
+  ],
+];
+async function runLinters() {
+  const results = [];
+  for (const [name, script, toolArgs, passes] of LINTERS)
+    results.push({ name, passes, ...(await runLinter(script, toolArgs)) });
+  return results;
+}
 
-const args = process.argv.slice(2).filter((a) => a !== '--eslint');
+const args = process.argv.slice(2).filter((a) => a !== '--lint');
 const files = longestFirst(args.length > 0 ? namedFiles(args) : defaultTestFiles('dist/test'));
 const runTmp = mkdtempSync(join(tmpdir(), 'clawpeer-test-run-'));
 const env = { ...process.env, TMPDIR: runTmp, TAP_TIMEOUT: String(FILE_TIMEOUT_S) };
@@ -202,9 +255,15 @@ const report = (file, result) => {
   totals.passed += counts.passed;
   totals.skipped += counts.skipped;
   totals.failed += counts.failed + (!result.ok && counts.failed === 0 ? 1 : 0);
-  const indented = result.output.replace(/\n$/, '').split('\n').map((l) => (l.length > 0 ? `    ${l}` : l)).join('\n');
+  const indented = result.output
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((l) => (l.length > 0 ? `    ${l}` : l))
+    .join('\n');
   const why = result.ok ? '' : ` # ${result.why}`;
-  process.stdout.write(`# Subtest: ${file}\n${indented}\n${result.ok ? 'ok' : 'not ok'} ${++reported} - ${file}${why} # time=${result.ms.toFixed(3)}ms\n\n`);
+  process.stdout.write(
+    `# Subtest: ${file}\n${indented}\n${result.ok ? 'ok' : 'not ok'} ${++reported} - ${file}${why} # time=${result.ms.toFixed(3)}ms\n\n`,
+  );
 };
 
 let next = 0;
@@ -215,24 +274,51 @@ const worker = async () => {
   }
 };
 const startedAll = process.hrtime.bigint();
-const eslintRun = withEslint ? runEslint() : undefined;
+const lintRun = withLint ? runLinters() : undefined;
 await Promise.all(Array.from({ length: Math.max(1, Math.min(JOBS, files.length)) }, worker));
-if (eslintRun !== undefined) {
-  const r = await eslintRun;
-  // Its output is eslint's report, not TAP: one case, named.
-  report('eslint src test bench', { ...r, output: `${r.ok ? 'ok 1 - no lint violations' : `not ok 1 - lint violations\n${r.output.split('\n').map((l) => `# ${l}`).join('\n')}`}\n1..1\n` });
+// Their output is the tool's report, not TAP: one case each, named.
+for (const r of (await lintRun) ?? []) {
+  report(r.name, {
+    ...r,
+    output: `${
+      r.ok
+        ? `ok 1 - ${r.passes}`
+        : `not ok 1 - violations\n${r.output
+            .split('\n')
+            .map((l) => `# ${l}`)
+            .join('\n')}`
+    }\n1..1\n`,
+  });
 }
 process.stdout.write(`1..${reported}\n# time=${(Number(process.hrtime.bigint() - startedAll) / 1e6).toFixed(3)}ms\n`);
 const byWall = [...took].sort((x, y) => y[1].wall - x[1].wall);
 if (SHOW_TIMINGS) {
   const wallAll = Number(process.hrtime.bigint() - startedAll) / 1e9;
   const cpuAll = [...took.values()].reduce((sum, t) => sum + t.cpu, 0);
-  process.stdout.write(`# slowest files (${JOBS} at a time; wall s, CPU s of the file and its CLIs):\n${byWall.slice(0, 20).map(([f, t]) => `#   ${t.wall.toFixed(1).padStart(6)} ${t.cpu.toFixed(1).padStart(6)}  ${f}`).join('\n')}\n`);
-  process.stdout.write(`# all files: ${cpuAll.toFixed(0)} CPU s in ${wallAll.toFixed(0)} s (${(100 * cpuAll / wallAll).toFixed(0)}% of one core)\n`);
+  process.stdout.write(
+    `# slowest files (${JOBS} at a time; wall s, CPU s of the file and its CLIs):\n${byWall
+      .slice(0, 20)
+      .map(([f, t]) => `#   ${t.wall.toFixed(1).padStart(6)} ${t.cpu.toFixed(1).padStart(6)}  ${f}`)
+      .join('\n')}\n`,
+  );
+  process.stdout.write(
+    `# all files: ${cpuAll.toFixed(0)} CPU s in ${wallAll.toFixed(0)} s (${((100 * cpuAll) / wallAll).toFixed(0)}% of one core)\n`,
+  );
 }
 if (process.env.CLAWPEER_TEST_TIMINGS_OUT) {
   const seconds = Object.fromEntries(byWall.map(([f, t]) => [timingKey(f), Math.round(t.wall * 10) / 10]));
-  writeFileSync(process.env.CLAWPEER_TEST_TIMINGS_OUT, JSON.stringify({ note: 'wall seconds per test file, for run-tests.mjs to start the longest first; from one full run', jobs: JOBS, seconds }, null, 2) + '\n');
+  writeFileSync(
+    process.env.CLAWPEER_TEST_TIMINGS_OUT,
+    JSON.stringify(
+      {
+        note: 'wall seconds per test file, for run-tests.mjs to start the longest first; from one full run',
+        jobs: JOBS,
+        seconds,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
 }
 if (files.length === 0) totals.failed++; // a run that found no tests passed nothing
 process.stdout.write(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
