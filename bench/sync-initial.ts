@@ -21,13 +21,13 @@
 // Run: node <outDir>/bench/sync-initial.js [--smoke] [--files N] [--runs N] [--no-ssh]
 //      [--cpu-prof DIR] [--out FILE] [--keep]
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { spawn } from 'node:child_process';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
+import { FILE_BYTES, makeTree } from './sync.js';
 import { procCpuSeconds, reportedAtExit, runCli, setUpClawpeer, syncDisks, type ClawpeerSetup } from './transfer.js';
 import {
   argValue,
@@ -60,7 +60,6 @@ export interface SyncInitialOptions {
 
 const DEFAULT_FILES = 10_000;
 const SMOKE_FILES = 50;
-const FILE_BYTES = 4 * KiB;
 const FILES_PER_DIR = 100;
 const DIRS_PER_TOP = 10;
 const RUN_TIMEOUT_MS = 15 * 60_000;
@@ -68,24 +67,6 @@ const RUN_TIMEOUT_MS = 15 * 60_000;
 const CLAWPEER_STATE_GLOB = '.clawpeer*';
 
 type Log = (msg: string) => void;
-
-function relPath(i: number, files: number): string {
-  const width = String(files - 1).length;
-  const leaf = Math.floor(i / FILES_PER_DIR);
-  return join(
-    `d${Math.floor(leaf / DIRS_PER_TOP)}`,
-    `e${leaf % DIRS_PER_TOP}`,
-    `f${String(i).padStart(width, '0')}.bin`,
-  );
-}
-
-async function makeTree(dir: string, files: number): Promise<void> {
-  for (let i = 0; i < files; i++) {
-    const file = join(dir, relPath(i, files));
-    if (i % FILES_PER_DIR === 0) await mkdir(join(file, '..'), { recursive: true });
-    await writeFile(file, randomBytes(FILE_BYTES));
-  }
-}
 
 async function checkCopy(tool: string, source: string, dest: string): Promise<void> {
   const [a, b] = await Promise.all([treeBytes(source), treeBytes(dest)]);

@@ -62,7 +62,7 @@ export interface SyncBenchOptions {
 
 const DEFAULT_FILES = 10_000;
 const SMOKE_FILES = 50;
-const FILE_BYTES = 4 * KiB;
+export const FILE_BYTES = 4 * KiB;
 /** Tree shape: files per leaf directory, leaf directories per top-level directory. */
 const FILES_PER_DIR = 100;
 const DIRS_PER_TOP = 10;
@@ -81,7 +81,8 @@ type Log = (msg: string) => void;
 // ---------------------------------------------------------------------------------------------
 // The tree
 
-function relPath(i: number, files: number): string {
+/** Where file `i` of a tree of `files` lies: d<top>/e<leaf>/f<i>.bin (shared with bench/sync-initial.ts). */
+export function relPath(i: number, files: number): string {
   const width = String(files - 1).length;
   const leaf = Math.floor(i / FILES_PER_DIR);
   return join(
@@ -91,7 +92,8 @@ function relPath(i: number, files: number): string {
   );
 }
 
-async function makeTree(dir: string, files: number): Promise<void> {
+/** Writes a tree of `files` incompressible files of FILE_BYTES under `dir`. */
+export async function makeTree(dir: string, files: number): Promise<void> {
   for (let i = 0; i < files; i++) {
     const file = join(dir, relPath(i, files));
     if (i % FILES_PER_DIR === 0) await mkdir(join(file, '..'), { recursive: true });
