@@ -14,6 +14,7 @@ import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { syncDir } from '../store/partial-store.js';
 import { tempNameFor } from '../store/temp-files.js';
+import { toSeconds } from '../store/staged-file.js';
 
 /**
  * Copies the file at `from` to `to` (replacing what is there) as a new inode with `mode` and
@@ -29,7 +30,7 @@ export async function writeOwnCopy(from: string, to: string, mode: number, mtime
     const h = await open(tmp, constants.O_RDWR | constants.O_NOFOLLOW);
     try {
       await h.chmod(mode & 0o777);
-      await h.utimes(new Date(), new Date(mtimeMs));
+      await h.utimes(new Date(), toSeconds(mtimeMs));
       await h.sync();
     } finally {
       await h.close();

@@ -28,6 +28,7 @@ import { isConfinedRealpath } from '../transfer/paths.js';
 import { writeOwnCopy } from './conflict-copy.js';
 import { isRacy, msToNs } from '../store/file-key.js';
 import { Publisher } from '../store/publisher.js';
+import { toSeconds } from '../store/staged-file.js';
 import type { WarmStat } from '../store/revlog-format.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
@@ -170,7 +171,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
           log.warn('sync: cannot set mode', { path: plan.path, error: (err as Error).message }),
         );
         if (a.mtimeMs !== undefined)
-          await lutimes(abs, new Date(), new Date(a.mtimeMs)).catch((err: unknown) =>
+          await lutimes(abs, new Date(), toSeconds(a.mtimeMs)).catch((err: unknown) =>
             log.warn('sync: cannot set mtime', { path: plan.path, error: (err as Error).message }),
           );
         break;

@@ -70,14 +70,21 @@ const MAX_COPY_DEPTH = 4;
 
 const NS_PER_MS = 1_000_000n;
 
+/** How far below a ms a time set through seconds as a double lands: libuv keeps whole µs. */
+const DOUBLE_SECONDS_SLACK_NS = 1_000n;
+
 /**
- * A revision's mtime in whole ms for utimes, rounded to the nearest: utimes(X ms) often stores
- * X ms less 1 ns (seconds as a double), and truncating that gave X-1 ms, so a winner's mtime
- * placed on another node drifted a ms from the winner's own file.
+ * A revision's mtime in whole ms for utimes: the ms it lies in, so the next scan on the other
+ * node reads the same ms and second back (the publisher adds half a µs, see toSeconds). Only a
+ * time within a µs below a ms goes up to that ms: it is one set as X ms through a double (Node's
+ * utimes with a Date), which landed a µs short. Rounding every time to the nearest ms put
+ * X.9996 s at X+1 s on the other node, a whole second off.
  */
 function mtimeMsOf(rev: Revision): number {
-  const half = rev.mtimeNs < 0n ? -NS_PER_MS / 2n : NS_PER_MS / 2n;
-  return Number((rev.mtimeNs + half) / NS_PER_MS);
+  const ns = rev.mtimeNs + DOUBLE_SECONDS_SLACK_NS;
+  const truncated = ns / NS_PER_MS;
+  // BigInt division truncates toward zero; before 1970 that is a ms late.
+  return Number(ns < 0n && ns % NS_PER_MS !== 0n ? truncated - 1n : truncated);
 }
 
 /** The revision both peers record for a conflict copy: the loser's, moved to its conflict name. */

@@ -325,22 +325,29 @@ t.test('a tampered DATA frame is refused and nothing is published', async (t) =>
 });
 
 /**
- * The resumed file, and how much of it has gone when the kill lands: a quarter (each 16 KiB
- * chunk waits 15 ms, so this is ~2 s of sending; a larger file only adds waiting and hashing).
+ * The resumed file, and how much of it has gone when the kill lands: a quarter. A file this size
+ * is cut into ~32 chunks (the listener's 256 KiB average), each held 150 ms before it goes: ~5 s
+ * of sending, while --json tells progress every 500 ms. At 15 ms a chunk the whole push could end
+ * before the progress line that triggers the kill (a fresh-clone run saw the file published).
  */
 const RESUME_BYTES = 8 << 20;
 const RESUME_KILL_AT = RESUME_BYTES / 4;
+const RESUME_DELAY_PER_CHUNK_MS = 150;
 
-/** Runs a push with a per-chunk delay and SIGKILLs `victim` once some bytes have gone. */
-async function interruptedPush(src: string, victim: 'sender' | 'receiver'): Promise<void> {
+/**
+ * Runs a push with a per-chunk delay and SIGKILLs `victim` once some bytes have gone; resolves
+ * to how the push process ended (the signal when the kill landed first).
+ */
+async function interruptedPush(src: string, victim: 'sender' | 'receiver'): Promise<string> {
   const child = spawn(
     process.execPath,
     [CLI, '--home', b.home, 'push', src, 'alice', '--json', '--streams', '1', '--window', '2'],
     {
-      env: { ...process.env, CLAWPEER_TEST_DELAY_PER_CHUNK_MS: '15' },
+      env: { ...process.env, CLAWPEER_TEST_DELAY_PER_CHUNK_MS: String(RESUME_DELAY_PER_CHUNK_MS) },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
+  const closed = new Promise<string>((r) => child.on('close', (code, signal) => r(signal ?? `exit ${code}`)));
   await new Promise<void>((resolve) => {
     createInterface({ input: child.stdout }).on('line', (line) => {
       const e = JSON.parse(line) as Record<string, unknown>;
@@ -350,9 +357,8 @@ async function interruptedPush(src: string, victim: 'sender' | 'receiver'): Prom
   });
   if (victim === 'receiver') await rig.listener.stop('SIGKILL');
   // The sender goes too (for the receiver case it would only wait for its idle timeout).
-  const closed = new Promise((r) => child.on('close', r));
   child.kill('SIGKILL');
-  await closed;
+  return closed;
 }
 
 for (const victim of ['sender', 'receiver'] as const) {
@@ -360,7 +366,7 @@ for (const victim of ['sender', 'receiver'] as const) {
     const src = path.join(work, `resume-${victim}`);
     await mkdir(src);
     await writeFile(path.join(src, 'big.bin'), randomBytes(RESUME_BYTES));
-    await interruptedPush(src, victim);
+    t.equal(await interruptedPush(src, victim), 'SIGKILL', 'the push was killed before it finished');
     t.same(
       (await readdir(path.join(work, 'inbox', `resume-${victim}`)).catch(() => [])).filter(
         (n) => !n.startsWith('.clawpeer'),
