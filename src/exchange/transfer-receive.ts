@@ -419,6 +419,7 @@ export class TransferReceiver {
           await writes.drained();
           break;
         }
+        delayedAcks.arrived();
         if (frame.type !== 'data')
           throw new ClawpeerError('PROTOCOL', `expected a data frame on data stream ${streamId}, got ${frame.type}`);
         const header = frame.header;

@@ -9,15 +9,6 @@ import { withTimeout } from '../support/timeouts.js';
 /** Bytes asked of the transport per read: 256 KiB (quinn allocates per call; PLATFORM.md). */
 export const DATA_READ_BYTES = 256 << 10;
 
-/**
- * next()'s `beforeWait` runs once a read has waited this long, ms, not before every read. A
- * bulk receiver needs one or two reads per 256 KiB frame, and flushing its owed ack before each
- * made one ACK write per chunk (each a round trip through the quinn runtime on both sides,
- * ~4,000 per GiB) whatever ACK_EVERY_CHUNKS said. A read that waits this long means the frames
- * stopped coming (the sender's window may be full): then the ack goes, at most this late.
- */
-export const BEFORE_WAIT_GRACE_MS = 1;
-
 export class FrameStream {
   readonly #decoder: FrameDecoder;
   #ended = false;
@@ -37,9 +28,8 @@ export class FrameStream {
    * The next frame, or null at the peer's FIN. TIMEOUT when nothing arrives for idleTimeoutMs,
    * unless `busy()` says then that this side itself is still making progress (a sender whose
    * writes still move: the acks it waits for come behind them), which waives that deadline.
-   * `beforeWait` runs when no whole frame is buffered and a read for more has waited
-   * BEFORE_WAIT_GRACE_MS, or at the end of the stream (a receiver flushes the acks it owes
-   * there: transfer/ack-pacer.ts).
+   * `beforeWait` runs before each read for more (no whole frame is buffered), and at the end of
+   * the stream: a receiver arms its delayed ack flush there (exchange/delayed-acks.ts).
    */
   async next(signal?: AbortSignal, busy?: () => boolean, beforeWait?: () => void): Promise<Frame | null> {
     for (;;) {
@@ -49,33 +39,19 @@ export class FrameStream {
         beforeWait?.();
         return null;
       }
+      beforeWait?.();
       const read = (this.#pendingRead ??= this.stream.read(DATA_READ_BYTES));
       let bytes: Uint8Array | null;
-      // Its failure (an ack write that failed before) is this call's, once the read settles.
-      let waitFailure: { error: unknown } | undefined;
-      const grace =
-        beforeWait === undefined
-          ? undefined
-          : setTimeout(() => {
-              try {
-                beforeWait();
-              } catch (error) {
-                waitFailure = { error };
-              }
-            }, BEFORE_WAIT_GRACE_MS);
       try {
         bytes = await withTimeout(read, this.idleTimeoutMs, `waiting for data on ${this.what}`, signal);
       } catch (err) {
-        clearTimeout(grace);
         // Waived: #pendingRead stays, and the next wait continues the same read.
         if (err instanceof ClawpeerError && err.code === 'TIMEOUT' && busy?.() === true) continue;
         this.#pendingRead = undefined;
         read.catch(() => undefined); // abandoned: its failure is nobody's to handle
         throw err;
       }
-      clearTimeout(grace);
       this.#pendingRead = undefined;
-      if (waitFailure !== undefined) throw waitFailure.error;
       if (bytes === null) {
         this.#ended = true;
         this.#decoder.end(); // PROTOCOL if the peer stopped inside a frame

@@ -22,6 +22,25 @@ t.test('waits share one ack: what is owed goes out once, after the delay', async
   delayed.close();
 });
 
+t.test('frames that keep arriving hold the flush: the stream must be quiet for the delay', async (t) => {
+  const sent: number[] = [];
+  const pacer = new AckPacer((through) => sent.push(through));
+  const delayed = new DelayedAckFlush(() => pacer.flush(), 30);
+  pacer.received(0);
+  delayed.waiting();
+  // A frame every 10 ms for 80 ms: a busy stream, acked by the pacer only (every 8).
+  for (let seq = 1; seq <= 8; seq++) {
+    await sleep(10);
+    delayed.arrived();
+    pacer.received(seq);
+    delayed.waiting();
+  }
+  t.same(sent, [7], 'only the pacer acked while frames came');
+  await sleep(90);
+  t.same(sent, [7, 8], 'once quiet for the delay, what was owed went');
+  delayed.close();
+});
+
 t.test('flushNow sends at once and a closed flusher sends nothing more', async (t) => {
   const sent: number[] = [];
   const pacer = new AckPacer((through) => sent.push(through));

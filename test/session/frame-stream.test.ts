@@ -1,7 +1,7 @@
 // FrameStream's read deadline, and the waiver a sender uses: while its own writes still move
 // (a slow or shared rate cap, a slow link), an ack that is overdue is not yet a stall.
 import t from 'tap';
-import { BEFORE_WAIT_GRACE_MS, FrameStream } from '../../src/session/frame-stream.js';
+import { FrameStream } from '../../src/session/frame-stream.js';
 import { encodeAckFrame } from '../../src/protocol/ack-codec.js';
 import type { DuplexStream } from '../../src/transport/types.js';
 
@@ -57,30 +57,29 @@ t.test('while busy() holds, the deadline is waived and the same read continues',
   );
 });
 
-t.test("beforeWait runs only once a read has waited its grace, and its failure is next()'s", async (t) => {
+t.test("beforeWait runs before each read for more and at the end; its failure is next()'s", async (t) => {
   const { stream, deliver } = controlledStream();
   const frames = new FrameStream(stream, 1 << 20, 10_000, 'test stream');
-  let flushes = 0;
-  const flush = (): void => {
-    flushes++;
+  let waits = 0;
+  const waiting = (): void => {
+    waits++;
   };
-  const quick = frames.next(undefined, undefined, flush);
-  deliver(encodeAckFrame(3, 1)); // arrives before the grace is over
-  t.equal((await quick)?.type, 'ack');
-  t.equal(flushes, 0, 'a frame that came at once costs no flush');
-  const slow = frames.next(undefined, undefined, flush);
-  await new Promise((r) => setTimeout(r, BEFORE_WAIT_GRACE_MS + 20));
-  t.equal(flushes, 1, 'a read that waits gets its flush, once');
-  deliver(encodeAckFrame(3, 2));
-  t.equal((await slow)?.type, 'ack');
-  const failing = frames.next(undefined, undefined, () => {
-    throw new Error('ack write failed');
-  });
-  await new Promise((r) => setTimeout(r, BEFORE_WAIT_GRACE_MS + 20));
-  deliver(encodeAckFrame(3, 3));
-  await t.rejects(failing, /ack write failed/, "the flush's failure comes out of next()");
-  const ended = frames.next(undefined, undefined, flush);
+  const first = frames.next(undefined, undefined, waiting);
+  t.equal(waits, 1, 'nothing buffered: it runs before the read');
+  const two = Buffer.concat([encodeAckFrame(3, 1), encodeAckFrame(3, 2)]);
+  deliver(two);
+  t.equal((await first)?.type, 'ack');
+  t.equal((await frames.next(undefined, undefined, waiting))?.type, 'ack');
+  t.equal(waits, 1, 'a frame already buffered needs no read and no wait');
+  await t.rejects(
+    frames.next(undefined, undefined, () => {
+      throw new Error('ack write failed');
+    }),
+    /ack write failed/,
+    'the failure comes out of next()',
+  );
+  const ended = frames.next(undefined, undefined, waiting);
   deliver(null);
   t.equal(await ended, null);
-  t.equal(flushes, 2, 'the end of the stream flushes what is owed');
+  t.equal(waits, 3, 'before the read that found the end, and at the end');
 });
