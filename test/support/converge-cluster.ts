@@ -257,6 +257,13 @@ export class ConvergeCluster {
     return `${this.#pastLogs.get(node.index) ?? ''}${node.listener?.stderr() ?? ''}`;
   }
 
+  /** `node`'s `folder log` (what each of its syncs changed, path by path), or why it could not be read. */
+  async folderLogOf(node: ConvergeNode): Promise<string> {
+    if (!this.folders) return '';
+    const r = await runCli(['--home', node.home, 'folder', 'log', FOLDER_ID]);
+    return r.code === 0 ? r.stdout : `folder log failed (${r.code}): ${r.stderr}`;
+  }
+
   async restartListener(node: ConvergeNode): Promise<void> {
     await this.killListener(node);
     await this.startListener(node);

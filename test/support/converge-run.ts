@@ -5,7 +5,7 @@
 // CLAWPEER_CONVERGE_MODE (folder: the listeners' configured folders sync, the default; pair:
 // `clawpeer sync` between two nodes), CLAWPEER_CONVERGE_RECORD (a JSON file every schedule's
 // outcome is appended to: seed, nodes, steps, faults, pass, seconds, load),
-// CLAWPEER_CONVERGE_LOG_DIR (a failed schedule's listener logs and trace are written there).
+// CLAWPEER_CONVERGE_LOG_DIR (a failed schedule's listener logs, folder logs and trace are written there).
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadavg } from 'node:os';
@@ -160,8 +160,13 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
             const logDir = process.env['CLAWPEER_CONVERGE_LOG_DIR'];
             if (logDir !== undefined && logDir !== '') {
               await mkdir(logDir, { recursive: true });
-              for (const n of cluster.nodes)
+              for (const n of cluster.nodes) {
                 await writeFile(path.join(logDir, `seed-${seed}-${n.name}.log`), cluster.logsOf(n));
+                await writeFile(
+                  path.join(logDir, `seed-${seed}-${n.name}-folder-log.txt`),
+                  await cluster.folderLogOf(n),
+                );
+              }
               await writeFile(
                 path.join(logDir, `seed-${seed}-trace.log`),
                 `${r.trace.join('\n')}\n${r.failures.join('\n')}\n`,
