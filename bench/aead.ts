@@ -31,7 +31,7 @@ import {
 import {
   KiB,
   MiB,
-  isMainModule,
+  runAsScript,
   machineConditions,
   median,
   ratio,
@@ -227,12 +227,4 @@ export async function main(options: AeadBenchOptions = {}): Promise<AeadBenchRes
   return result;
 }
 
-if (isMainModule(import.meta.url)) {
-  main({ smoke: process.argv.includes('--smoke'), verbose: true }).then(
-    (r) => process.stdout.write(JSON.stringify(r.rows, null, 2) + '\n'),
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+runAsScript(import.meta.url, async ({ smoke }) => (await main({ smoke, verbose: true })).rows);

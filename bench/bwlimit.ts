@@ -13,7 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_STREAMS, DEFAULT_WINDOW } from '../src/cli/commands/transfer.js';
-import { argValue, isMainModule, machineConditions, median, MiB, ratio, round, writeResult } from './common.js';
+import { runAsScript, machineConditions, median, MiB, ratio, round, writeResult } from './common.js';
 import { clawpeerPush, setUpClawpeer, syncDisks, writeRandomFile, type ClawpeerSample } from './transfer.js';
 
 export interface BwlimitBenchOptions {
@@ -116,13 +116,4 @@ export async function main(options: BwlimitBenchOptions = {}): Promise<Record<st
   }
 }
 
-if (isMainModule(import.meta.url)) {
-  const argv = process.argv.slice(2);
-  const runs = argValue(argv, '--runs');
-  main({ smoke: argv.includes('--smoke'), verbose: true, ...(runs === undefined ? {} : { runs: Number(runs) }) })
-    .then((r) => process.stdout.write(`${JSON.stringify(r, null, 2)}\n`))
-    .catch((err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = 1;
-    });
-}
+runAsScript(import.meta.url, ({ smoke, numbers }) => main({ smoke, verbose: true, ...numbers({ runs: '--runs' }) }));

@@ -23,7 +23,7 @@ import { activeBlake3Backend, blake3, blake3Implementation, toHex } from '../src
 import { MANIFEST_ENTRY_BYTES, manifestFromBytes } from '../src/chunking/manifest.js';
 import { chunkFile, manifestFromFile } from '../src/file-chunking/file-chunker.js';
 import { threadsFor } from '../src/file-chunking/parallel-manifest.js';
-import { isMainModule, KiB, median, MiB, REPO_ROOT, writeJsonFile, writeResult } from './common.js';
+import { runAsScript, KiB, median, MiB, REPO_ROOT, writeJsonFile, writeResult } from './common.js';
 
 export interface ChunkingBenchOptions {
   /** Tiny sizes for CI: checks the benchmark runs, measures nothing meaningful, writes nothing. */
@@ -543,10 +543,6 @@ export async function main(options: ChunkingBenchOptions = {}) {
   return result;
 }
 
-if (isMainModule(import.meta.url)) {
-  const smoke = process.argv.includes('--smoke');
-  main({ smoke, verbose: true }).catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
-  });
-}
+runAsScript(import.meta.url, async ({ smoke }) => {
+  await main({ smoke, verbose: true });
+});

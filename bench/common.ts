@@ -131,7 +131,65 @@ export function argValue(argv: readonly string[], flag: string): string | undefi
 }
 
 /** True when the module at `moduleUrl` is the script node was started with. */
-export function isMainModule(moduleUrl: string): boolean {
+function isMainModule(moduleUrl: string): boolean {
   const script = process.argv[1];
   return script !== undefined && moduleUrl === pathToFileURL(script).href;
+}
+
+/** A bench script's command line, read into its main's options. */
+export interface BenchArgs {
+  readonly argv: readonly string[];
+  /** --smoke: a small, quick run (the test suite's). */
+  readonly smoke: boolean;
+  readonly has: (flag: string) => boolean;
+  /** The words after the flags named, under the option names given; a flag not there is left out. */
+  readonly texts: <K extends string>(flags: Readonly<Record<K, string>>) => Partial<Record<K, string>>;
+  /** As texts, as numbers; throws naming the flag when its word is not a number. */
+  readonly numbers: <K extends string>(flags: Readonly<Record<K, string>>) => Partial<Record<K, number>>;
+}
+
+function benchArgs(argv: readonly string[]): BenchArgs {
+  const texts = <K extends string>(flags: Readonly<Record<K, string>>): Partial<Record<K, string>> => {
+    const out: Partial<Record<K, string>> = {};
+    for (const key of Object.keys(flags) as K[]) {
+      const v = argValue(argv, flags[key]);
+      if (v !== undefined) out[key] = v;
+    }
+    return out;
+  };
+  return {
+    argv,
+    smoke: argv.includes('--smoke'),
+    has: (flag) => argv.includes(flag),
+    texts,
+    numbers: <K extends string>(flags: Readonly<Record<K, string>>): Partial<Record<K, number>> => {
+      const out: Partial<Record<K, number>> = {};
+      for (const [key, v] of Object.entries(texts(flags)) as [K, string][]) {
+        const n = Number(v);
+        if (v === '' || !Number.isFinite(n)) throw new Error(`${flags[key]} takes a number, got ${JSON.stringify(v)}`);
+        out[key] = n;
+      }
+      return out;
+    },
+  };
+}
+
+/**
+ * Runs `run` when the module at `moduleUrl` is the script node was started with: what it
+ * resolves to (unless undefined) goes to stdout as JSON; a failure's stack goes to stderr and
+ * the exit code is 1. Every bench script ends with one call of it.
+ */
+export function runAsScript(moduleUrl: string, run: (args: BenchArgs) => Promise<unknown>): void {
+  if (!isMainModule(moduleUrl)) return;
+  Promise.resolve()
+    .then(() => run(benchArgs(process.argv.slice(2))))
+    .then(
+      (result) => {
+        if (result !== undefined) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      },
+      (err: unknown) => {
+        process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+        process.exitCode = 1;
+      },
+    );
 }

@@ -18,8 +18,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { zstdCodec } from '../src/session/chunk-compression.js';
 import {
-  argValue,
-  isMainModule,
+  runAsScript,
   machineConditions,
   median,
   MiB,
@@ -260,15 +259,6 @@ export async function main(options: CompressionBenchOptions = {}): Promise<Recor
   }
 }
 
-if (isMainModule(import.meta.url)) {
-  const argv = process.argv.slice(2);
-  const runs = argValue(argv, '--runs');
-  const out = argValue(argv, '--out');
-  const result = await main({
-    smoke: argv.includes('--smoke'),
-    keep: argv.includes('--keep'),
-    ...(runs === undefined ? {} : { runs: Number(runs) }),
-    ...(out === undefined ? {} : { outFile: out }),
-  });
-  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-}
+runAsScript(import.meta.url, ({ smoke, has, numbers, texts }) =>
+  main({ smoke, keep: has('--keep'), ...numbers({ runs: '--runs' }), ...texts({ outFile: '--out' }) }),
+);

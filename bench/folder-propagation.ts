@@ -12,7 +12,7 @@ import { loadavg } from 'node:os';
 import path from 'node:path';
 import { LOCAL_CHANGE_QUIET_MS } from '../src/folders/folder-service.js';
 import { addFolderEverywhere, allInSync, hasText, startFolderNodes, until } from '../test/e2e/folder-rig.js';
-import { argValue, isMainModule, machineConditions, median, round, writeResult } from './common.js';
+import { runAsScript, machineConditions, median, round, writeResult } from './common.js';
 
 export async function main(options: { runs?: number; smoke?: boolean } = {}): Promise<Record<string, unknown>> {
   // Smoke (test/bench/bench-smoke.test.ts): one run shows the bench works; the e2e test times one too.
@@ -68,9 +68,8 @@ export async function main(options: { runs?: number; smoke?: boolean } = {}): Pr
   }
 }
 
-if (isMainModule(import.meta.url)) {
-  const runs = argValue(process.argv.slice(2), '--runs');
-  const result = await main(runs === undefined ? {} : { runs: Number(runs) });
+runAsScript(import.meta.url, async ({ numbers }) => {
+  const result = await main(numbers({ runs: '--runs' }));
   await writeResult('folder-propagation', result);
-  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-}
+  return result;
+});

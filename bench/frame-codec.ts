@@ -31,7 +31,7 @@ import { decodeControl, encodeControl, encodeControlFrame, type ControlMessage }
 import {
   KiB,
   MiB,
-  isMainModule,
+  runAsScript,
   machineConditions,
   median,
   ratio,
@@ -311,12 +311,7 @@ export async function main(options: FrameCodecBenchOptions = {}): Promise<FrameC
   return result;
 }
 
-if (isMainModule(import.meta.url)) {
-  main({ smoke: process.argv.includes('--smoke'), verbose: true }).then(
-    (r) => process.stdout.write(JSON.stringify({ delimit: r.delimit, control: r.control }, null, 2) + '\n'),
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+runAsScript(import.meta.url, async ({ smoke }) => {
+  const r = await main({ smoke, verbose: true });
+  return { delimit: r.delimit, control: r.control };
+});

@@ -18,9 +18,8 @@ import { PartialStore } from '../src/store/partial-store.js';
 import { Publisher } from '../src/store/publisher.js';
 import type { StagedFile } from '../src/store/staged-file.js';
 import {
-  argValue,
   fileCreateCondition,
-  isMainModule,
+  runAsScript,
   KiB,
   machineConditions,
   median,
@@ -147,11 +146,4 @@ export async function main(options: { smoke?: boolean; outFile?: string } = {}):
   }
 }
 
-if (isMainModule(import.meta.url)) {
-  const out = argValue(process.argv.slice(2), '--out');
-  const result = await main({
-    smoke: process.argv.includes('--smoke'),
-    ...(out === undefined ? {} : { outFile: out }),
-  });
-  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-}
+runAsScript(import.meta.url, ({ smoke, texts }) => main({ smoke, ...texts({ outFile: '--out' }) }));

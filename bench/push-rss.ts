@@ -15,7 +15,7 @@ import { threadsFor } from '../src/file-chunking/parallel-manifest.js';
 import { DEFAULT_STREAMS, DEFAULT_WINDOW } from '../src/cli/commands/transfer.js';
 import { TRANSFER_WINDOW_BYTES } from '../src/exchange/transfer-send.js';
 import { DEFAULT_CAPABILITIES } from '../src/protocol/capabilities.js';
-import { argValue, isMainModule, machineConditions, MiB, round, writeResult } from './common.js';
+import { runAsScript, machineConditions, MiB, round, writeResult } from './common.js';
 import { peakRssKiBOf, procStatusKiB } from './proc-status.js';
 import { clawpeerPush, setUpClawpeer, syncDisks, writeRandomFile } from './transfer.js';
 
@@ -93,17 +93,7 @@ export async function main(options: PushRssOptions = {}): Promise<Record<string,
   }
 }
 
-if (isMainModule(import.meta.url)) {
-  const argv = process.argv.slice(2);
-  const mib = argValue(argv, '--size-mib');
-  main({
-    smoke: argv.includes('--smoke'),
-    verbose: true,
-    ...(mib === undefined ? {} : { sizeBytes: Number(mib) * MiB }),
-  })
-    .then((r) => process.stdout.write(`${JSON.stringify(r, null, 2)}\n`))
-    .catch((err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = 1;
-    });
-}
+runAsScript(import.meta.url, ({ smoke, numbers }) => {
+  const { mib } = numbers({ mib: '--size-mib' });
+  return main({ smoke, verbose: true, ...(mib === undefined ? {} : { sizeBytes: mib * MiB }) });
+});

@@ -29,7 +29,7 @@ import { startListenerReach } from '../src/reach/listener-reach.js';
 import { rendezvousSourcesFor } from '../src/reach/rendezvous-paths.js';
 import type { DialCandidate } from '../src/reach/paths.js';
 import { dialPeer } from '../src/session/dialer.js';
-import { isMainModule, machineConditions, median, MiB, REPO_ROOT, round, writeResult } from './common.js';
+import { runAsScript, machineConditions, median, MiB, REPO_ROOT, round, writeResult } from './common.js';
 
 const FULL_BYTES = 64 * MiB;
 const FULL_RUNS = 5;
@@ -265,9 +265,9 @@ export async function main(options: { smoke?: boolean } = {}): Promise<unknown> 
   return result;
 }
 
-if (isMainModule(import.meta.url)) {
-  if (process.argv[2] === '--listener-side') await listenerSide();
-  else if (process.argv[2] === '--rows-only')
-    process.stdout.write(`${JSON.stringify(await measure(FULL_BYTES, FULL_RUNS))}\n`);
+runAsScript(import.meta.url, async ({ argv }) => {
+  if (argv[0] === '--listener-side') await listenerSide();
+  else if (argv[0] === '--rows-only') return measure(FULL_BYTES, FULL_RUNS);
   else await main();
-}
+  return undefined;
+});

@@ -17,7 +17,7 @@ import { arch, cpus, platform, totalmem } from 'node:os';
 import { MerkleIdSet, REVISION_ID_BYTES } from '../src/sync/merkle-root.js';
 import { decodeReconcileMessage, encodeReconcileMessage, type ReconcileMessage } from '../src/sync/reconcile-codec.js';
 import { DEFAULT_FIRST_BATCH_CELLS, ReconcileInitiator, ReconcileResponder } from '../src/sync/reconcile.js';
-import { isMainModule, writeJsonFile, writeResult } from './common.js';
+import { runAsScript, writeJsonFile, writeResult } from './common.js';
 
 export interface ReconcileBenchOptions {
   /** Tiny sizes for CI: checks the benchmark runs, measures nothing meaningful, writes nothing. */
@@ -324,10 +324,6 @@ export async function main(options: ReconcileBenchOptions = {}): Promise<unknown
   return result;
 }
 
-if (isMainModule(import.meta.url)) {
-  const smoke = process.argv.includes('--smoke');
-  main({ smoke, verbose: true }).catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
-  });
-}
+runAsScript(import.meta.url, async ({ smoke }) => {
+  await main({ smoke, verbose: true });
+});

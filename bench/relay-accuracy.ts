@@ -25,7 +25,7 @@ import {
 } from '../src/relay/accuracy.js';
 import { startUdpRelayWorker } from '../src/relay/relay-worker.js';
 import { startUdpRelay } from '../src/relay/udp-relay.js';
-import { isMainModule, writeJsonFile, writeResult } from './common.js';
+import { runAsScript, writeJsonFile, writeResult } from './common.js';
 
 export interface RelayAccuracyBenchOptions {
   /** One tiny setting: checks the benchmark runs; writes nothing unless outFile is set. */
@@ -176,11 +176,6 @@ export async function main(options: RelayAccuracyBenchOptions = {}) {
   return result;
 }
 
-if (isMainModule(import.meta.url)) {
-  const smoke = process.argv.includes('--smoke');
-  const placement = process.argv.includes('--in-process') ? 'in-process' : 'worker';
-  main({ smoke, placement, verbose: true }).catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
-  });
-}
+runAsScript(import.meta.url, async ({ smoke, has }) => {
+  await main({ smoke, placement: has('--in-process') ? 'in-process' : 'worker', verbose: true });
+});

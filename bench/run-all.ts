@@ -8,7 +8,7 @@
 // Run: node .build-x/bench/run-all.js [--smoke] [NAME ...]   (NAMEs limit the run, e.g. aead)
 import { readdir } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
-import { isMainModule, round } from './common.js';
+import { runAsScript, round } from './common.js';
 
 export interface BenchModule {
   /** File name without extension, e.g. "aead"; also the name of its result file. */
@@ -101,14 +101,6 @@ export async function runAll(argv: readonly string[]): Promise<number> {
   return failed === 0 ? 0 : 1;
 }
 
-if (isMainModule(import.meta.url)) {
-  runAll(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+runAsScript(import.meta.url, async ({ argv }) => {
+  process.exitCode = await runAll([...argv]);
+});

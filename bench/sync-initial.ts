@@ -30,9 +30,8 @@ import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
 import { FILE_BYTES, makeTree } from './sync.js';
 import { procCpuSeconds, reportedAtExit, runCli, setUpClawpeer, syncDisks, type ClawpeerSetup } from './transfer.js';
 import {
-  argValue,
   fileCreateCondition,
-  isMainModule,
+  runAsScript,
   KiB,
   machineConditions,
   median,
@@ -264,25 +263,13 @@ export async function main(options: SyncInitialOptions = {}): Promise<Record<str
   }
 }
 
-if (isMainModule(import.meta.url)) {
-  const argv = process.argv.slice(2);
-  const files = argValue(argv, '--files');
-  const runs = argValue(argv, '--runs');
-  const prof = argValue(argv, '--cpu-prof');
-  const out = argValue(argv, '--out');
+runAsScript(import.meta.url, ({ smoke, has, numbers, texts }) =>
   main({
-    smoke: argv.includes('--smoke'),
+    smoke,
     verbose: true,
-    noSsh: argv.includes('--no-ssh'),
-    keep: argv.includes('--keep'),
-    ...(files === undefined ? {} : { files: Number(files) }),
-    ...(runs === undefined ? {} : { runs: Number(runs) }),
-    ...(prof === undefined ? {} : { cpuProfDir: prof }),
-    ...(out === undefined ? {} : { outFile: out }),
-  })
-    .then((r) => process.stdout.write(JSON.stringify(r, null, 2) + '\n'))
-    .catch((err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = 1;
-    });
-}
+    noSsh: has('--no-ssh'),
+    keep: has('--keep'),
+    ...numbers({ files: '--files', runs: '--runs' }),
+    ...texts({ cpuProfDir: '--cpu-prof', outFile: '--out' }),
+  }),
+);

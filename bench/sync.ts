@@ -32,9 +32,8 @@ import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
 import {
-  argValue,
   fileCreateCondition,
-  isMainModule,
+  runAsScript,
   KiB,
   machineConditions,
   median,
@@ -560,21 +559,12 @@ export async function main(options: SyncBenchOptions = {}): Promise<Record<strin
   }
 }
 
-if (isMainModule(import.meta.url)) {
-  const argv = process.argv.slice(2);
-  const files = argValue(argv, '--files');
-  const runs = argValue(argv, '--runs');
+runAsScript(import.meta.url, ({ smoke, has, numbers }) =>
   main({
-    smoke: argv.includes('--smoke'),
+    smoke,
     verbose: true,
-    noSsh: argv.includes('--no-ssh'),
-    keep: argv.includes('--keep'),
-    ...(files === undefined ? {} : { files: Number(files) }),
-    ...(runs === undefined ? {} : { runs: Number(runs) }),
-  })
-    .then((r) => process.stdout.write(JSON.stringify(r, null, 2) + '\n'))
-    .catch((err: unknown) => {
-      process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-      process.exitCode = 1;
-    });
-}
+    noSsh: has('--no-ssh'),
+    keep: has('--keep'),
+    ...numbers({ files: '--files', runs: '--runs' }),
+  }),
+);

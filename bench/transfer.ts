@@ -53,9 +53,8 @@ import { QuinnBackend } from '../src/transport/quinn.js';
 import { QUINN_TUNING_DEFAULTS } from '../src/transport/quinn-connection.js';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
 import {
-  argValue,
   fileCreateCondition,
-  isMainModule,
+  runAsScript,
   KiB,
   REPO_ROOT,
   machineConditions,
@@ -996,40 +995,19 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
   }
 }
 
-if (isMainModule(import.meta.url)) {
-  const argv = process.argv.slice(2);
-  const num = (flag: string): number | undefined => {
-    const v = argValue(argv, flag);
-    return v === undefined ? undefined : Number(v);
-  };
-  const only = argValue(argv, '--only');
+runAsScript(import.meta.url, ({ argv, smoke, has, numbers, texts }) => {
   const sinkAt = argv.indexOf(SINK_FLAG);
-  const run =
-    sinkAt >= 0
-      ? rawQuinnSink(argv[sinkAt + 1])
-      : main({
-          smoke: argv.includes('--smoke'),
-          verbose: true,
-          noSsh: argv.includes('--no-ssh'),
-          keep: argv.includes('--keep'),
-          ...(num('--runs') === undefined ? {} : { runs: num('--runs')! }),
-          ...(num('--streams') === undefined ? {} : { streams: num('--streams')! }),
-          ...(num('--window') === undefined ? {} : { window: num('--window')! }),
-          ...(only === 'big' || only === 'small' ? { only } : {}),
-          ...(argValue(argv, '--cpu-prof') === undefined ? {} : { cpuProfDir: argValue(argv, '--cpu-prof')! }),
-          ...(argValue(argv, '--node-flags') === undefined
-            ? {}
-            : {
-                nodeFlags: argValue(argv, '--node-flags')!
-                  .split(' ')
-                  .filter((f) => f !== ''),
-              }),
-          ...(argValue(argv, '--out') === undefined ? {} : { outFile: argValue(argv, '--out')! }),
-        }).then((r) => {
-          process.stdout.write(JSON.stringify(r, null, 2) + '\n');
-        });
-  run.catch((err: unknown) => {
-    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
+  if (sinkAt >= 0) return rawQuinnSink(argv[sinkAt + 1]);
+  const only = texts({ only: '--only' }).only;
+  const { nodeFlags } = texts({ nodeFlags: '--node-flags' });
+  return main({
+    smoke,
+    verbose: true,
+    noSsh: has('--no-ssh'),
+    keep: has('--keep'),
+    ...numbers({ runs: '--runs', streams: '--streams', window: '--window' }),
+    ...(only === 'big' || only === 'small' ? { only } : {}),
+    ...texts({ cpuProfDir: '--cpu-prof', outFile: '--out' }),
+    ...(nodeFlags === undefined ? {} : { nodeFlags: nodeFlags.split(' ').filter((f) => f !== '') }),
   });
-}
+});

@@ -21,7 +21,7 @@ import { NodeQuicBackend } from '../src/transport/node-quic.js';
 import { QuinnBackend } from '../src/transport/quinn.js';
 import { QUINN_TUNING_DEFAULTS } from '../src/transport/quinn-connection.js';
 import type { TransportBackend } from '../src/transport/types.js';
-import { isMainModule, KiB, median, MiB, writeJsonFile, writeResult } from './common.js';
+import { runAsScript, KiB, median, MiB, writeJsonFile, writeResult } from './common.js';
 
 export interface TransportBenchOptions {
   /** 4 MiB and 2 handshakes: checks the benchmark runs; writes nothing unless outFile is set. */
@@ -293,13 +293,4 @@ export async function main(options: TransportBenchOptions = {}): Promise<Record<
   return result;
 }
 
-if (isMainModule(import.meta.url)) {
-  const smoke = process.argv.includes('--smoke');
-  main({ smoke, verbose: true }).then(
-    (r) => process.stdout.write(JSON.stringify(r, null, 2) + '\n'),
-    (err: unknown) => {
-      process.stderr.write(`${String(err)}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+runAsScript(import.meta.url, ({ smoke }) => main({ smoke, verbose: true }));

@@ -18,7 +18,7 @@ import { DEFAULT_CHUNKING } from '../src/chunking/fastcdc.js';
 import { silentLogger } from '../src/logger.js';
 import { scanFolder } from '../src/folder-sync/folder-scanner.js';
 import { openSyncedFolder, ResidentFolders } from '../src/folder-sync/synced-folder.js';
-import { argValue, isMainModule, machineConditions, median, round, writeResult } from './common.js';
+import { runAsScript, machineConditions, median, round, writeResult } from './common.js';
 
 const NODE_ID = '12D3KooWFEGht6khjm71Yyzjmiwe8pr15zQe27wbjyz8JPbCTgwd';
 const PER_DIR = 500;
@@ -138,11 +138,4 @@ export async function main(options: { smoke?: boolean; files?: number } = {}): P
   }
 }
 
-if (isMainModule(import.meta.url)) {
-  const files = argValue(process.argv.slice(2), '--files');
-  const result = await main({
-    smoke: process.argv.includes('--smoke'),
-    ...(files === undefined ? {} : { files: Number(files) }),
-  });
-  process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-}
+runAsScript(import.meta.url, ({ smoke, numbers }) => main({ smoke, ...numbers({ files: '--files' }) }));

@@ -22,7 +22,7 @@ import { startUdpRelayWorker } from '../src/relay/relay-worker.js';
 import { backendByName } from '../src/transport/backends.js';
 import type { Connection, DuplexStream, Listener, TransportBackend } from '../src/transport/types.js';
 import {
-  isMainModule,
+  runAsScript,
   KiB,
   machineConditions,
   median,
@@ -272,7 +272,4 @@ export async function main(options: WindowFloorOptions = {}): Promise<WindowFloo
   return result;
 }
 
-if (isMainModule(import.meta.url)) {
-  const result = await main({ verbose: true });
-  console.log(JSON.stringify(result.ratios, null, 2));
-}
+runAsScript(import.meta.url, async () => (await main({ verbose: true })).ratios);
