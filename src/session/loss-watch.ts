@@ -33,6 +33,16 @@ export function watchLoss(session: PeerSession, log: Logger, maxConnections = AU
       sent += s.sentPackets ?? 0;
     }
     const rttMs = session.connection.stats().rttMs;
+    if (process.env['STRIPE_TRACE'] !== undefined) {
+      let bytes = 0;
+      const cw: number[] = [];
+      for (const c of conns) {
+        const st = c.stats();
+        bytes += st.bytesSent;
+        cw.push(Math.round((st.congestionWindowBytes ?? 0) / 1000));
+      }
+      log.warn('trace', { t: Math.round(performance.now()), bytes, lost, rttMs, cw: cw.join(',') });
+    }
     const verdict = p.sample({
       atMs: performance.now(),
       rttMs,
