@@ -85,3 +85,21 @@ export function congestionLimit(conn: Connection, unitBytes: number, factor = CW
     }
   };
 }
+
+/** Budgets by connection (all undefined when `enabled` is false), and a wake of every one. */
+export function connectionBudgets(
+  enabled: boolean,
+  unitBytes: number,
+): ((conn: Connection) => ConnectionBudget | undefined) & { wakeAll(): void } {
+  const budgets = new Map<Connection, ConnectionBudget>();
+  const budgetOf = (conn: Connection): ConnectionBudget | undefined => {
+    if (!enabled) return undefined;
+    let budget = budgets.get(conn);
+    if (budget === undefined) {
+      budget = new ConnectionBudget(congestionLimit(conn, unitBytes));
+      budgets.set(conn, budget);
+    }
+    return budget;
+  };
+  return Object.assign(budgetOf, { wakeAll: () => budgets.forEach((b) => b.wake()) });
+}

@@ -39,7 +39,7 @@ import { WriteCoalescer } from './write-coalescer.js';
 import { watchLoss } from '../session/loss-watch.js';
 import { STRIPE_POLICY_DEFAULTS } from '../transfer/stripe-policy.js';
 import type { Connection } from '../transport/types.js';
-import { ConnectionBudget, congestionLimit } from './connection-budget.js';
+import { connectionBudgets, type ConnectionBudget } from './connection-budget.js';
 
 let framesSent = 0; // process-wide, for TEST_HOOKS.tamperDataFrame
 
@@ -62,10 +62,11 @@ export const EARLY_MAX_BYTES = 256 << 10;
 export const TRANSFER_WINDOW_BYTES = 16 << 20;
 
 /**
- * Striping: a transfer that may spread over more connections is cut into units of at most this
- * (one average chunk; a larger chunk is a unit alone): a stream takes a unit only while its connection has room
- * (connection-budget.ts), so this is what a slow connection may hold beyond its windows, and
- * what the last unit of the transfer costs on the slowest connection.
+ * Striping on a path of 5 ms or more: a transfer is cut into units of at most this (one average
+ * chunk; a larger chunk is a unit alone). A stream takes a unit only while its connection has
+ * room (connection-budget.ts), so this is what a slow connection may hold beyond its windows,
+ * and what the last unit of the transfer costs on the slowest connection. (On a LAN path that
+ * may stripe: ~128 units of at least twice this, as much for stealing.)
  */
 export const STRIPED_UNIT_BYTES = 256 << 10;
 
@@ -241,25 +242,18 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   }
   const { session } = options;
   // A session that may stripe over more connections cuts big files finer: a stream that joins
-  // later takes work by stealing whole units, and the last units bound the tail on a slow path.
+  // later takes work by stealing whole units. On a path of 5 ms or more, each connection's streams
+  // also hold at most a few of its congestion windows (connection-budget.ts), in units of about a
+  // chunk; not on a LAN path (it never stripes, and its receiver's write outlasts the round trip).
   const mayStripe =
     session.caps.features.includes('join') && (session.connections().length > 1 || session.canAddConnections);
-  const maxUnitBytes = mayStripe ? STRIPED_UNIT_BYTES : DEFAULT_MAX_UNIT_BYTES;
-  // Each connection's streams hold at most a few of its congestion windows (connection-budget.ts);
-  // not on a LAN path (which never stripes, and whose receiver's write outlasts the round trip).
-  const budgets =
-    mayStripe && session.rttMs() >= STRIPE_POLICY_DEFAULTS.minRttMs
-      ? new Map<Connection, ConnectionBudget>()
-      : undefined;
-  const budgetOf = (conn: Connection): ConnectionBudget | undefined => {
-    if (budgets === undefined) return undefined;
-    let budget = budgets.get(conn);
-    if (budget === undefined) {
-      budget = new ConnectionBudget(congestionLimit(conn, STRIPED_UNIT_BYTES));
-      budgets.set(conn, budget);
-    }
-    return budget;
-  };
+  const budgeted = mayStripe && session.rttMs() >= STRIPE_POLICY_DEFAULTS.minRttMs;
+  const budgetOf = connectionBudgets(budgeted, STRIPED_UNIT_BYTES);
+  const maxUnitBytes = budgeted
+    ? STRIPED_UNIT_BYTES
+    : mayStripe
+      ? Math.min(DEFAULT_MAX_UNIT_BYTES, Math.max(2 * STRIPED_UNIT_BYTES, Math.ceil(plan.totalBytes / 128)))
+      : DEFAULT_MAX_UNIT_BYTES;
   const units = splitIntoUnits(plan, { maxUnitBytes, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
   const streamCount = Math.max(0, Math.min(options.streams, units.length));
   // The Want's verdict is needed for the stats even when everything went early.
@@ -295,8 +289,7 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const abort = new AbortController();
   const onOuterAbort = (): void => abort.abort();
   options.signal.addEventListener('abort', onOuterAbort, { once: true });
-  // A stream waiting for its connection's room sees the abort when woken.
-  abort.signal.addEventListener('abort', () => budgets?.forEach((b) => b.wake()), { once: true });
+  abort.signal.addEventListener('abort', () => budgetOf.wakeAll(), { once: true }); // waiting streams see it
   const running: Promise<StreamResult>[] = [];
   const context: SendContext = {
     options: { ...options, signal: abort.signal },
