@@ -121,7 +121,7 @@ export const CONNECTIONS_OPTION = {
   type: 'string',
   default: 'auto',
   describe:
-    'QUIC connections to stripe the data over: auto (one; more, up to 12, when the sender sees random loss on a path of 5 ms or more), or a number 1..16 (1: one connection, as before)',
+    'QUIC connections to stripe the data over: auto (one; more, up to 14, when the sender sees random loss on a path of 5 ms or more), or a number 1..16 (1: one connection, as before)',
 } as const;
 
 /** The --connections value: 'auto' or 1..16; USAGE naming the flag otherwise. */

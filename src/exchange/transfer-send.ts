@@ -37,7 +37,9 @@ import { holdForTest, TEST_HOOKS } from '../support/test-hooks.js';
 import { sleep } from '../support/timeouts.js';
 import { WriteCoalescer } from './write-coalescer.js';
 import { watchLoss } from '../session/loss-watch.js';
-import type { DuplexStream } from '../transport/types.js';
+import { STRIPE_POLICY_DEFAULTS } from '../transfer/stripe-policy.js';
+import type { Connection } from '../transport/types.js';
+import { connectionBudgets, type ConnectionBudget } from './connection-budget.js';
 
 let framesSent = 0; // process-wide, for TEST_HOOKS.tamperDataFrame
 
@@ -60,11 +62,13 @@ export const EARLY_MAX_BYTES = 256 << 10;
 export const TRANSFER_WINDOW_BYTES = 16 << 20;
 
 /**
- * Striping: a transfer that may spread over more connections is cut into about this many units
- * (work stealing moves whole units), each at least STRIPED_MIN_UNIT_BYTES (a few chunks).
+ * Striping on a path of 5 ms or more: a transfer is cut into units of at most this (one average
+ * chunk; a larger chunk is a unit alone). A stream takes a unit only while its connection has
+ * room (connection-budget.ts), so this is what a slow connection may hold beyond its windows,
+ * and what the last unit of the transfer costs on the slowest connection. (On a LAN path that
+ * may stripe: ~128 units of at least twice this, as much for stealing.)
  */
-const STRIPED_UNITS = 128;
-const STRIPED_MIN_UNIT_BYTES = 512 << 10;
+export const STRIPED_UNIT_BYTES = 256 << 10;
 
 /**
  * Under a rate cap, a transfer keeps at most this many seconds' worth unacknowledged: more would
@@ -238,12 +242,18 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   }
   const { session } = options;
   // A session that may stripe over more connections cuts big files finer: a stream that joins
-  // later takes work by stealing whole units, and the last units bound the tail on a slow path.
+  // later takes work by stealing whole units. On a path of 5 ms or more, each connection's streams
+  // also hold at most a few of its congestion windows (connection-budget.ts), in units of about a
+  // chunk; not on a LAN path (it never stripes, and its receiver's write outlasts the round trip).
   const mayStripe =
     session.caps.features.includes('join') && (session.connections().length > 1 || session.canAddConnections);
-  const maxUnitBytes = mayStripe
-    ? Math.min(DEFAULT_MAX_UNIT_BYTES, Math.max(STRIPED_MIN_UNIT_BYTES, Math.ceil(plan.totalBytes / STRIPED_UNITS)))
-    : DEFAULT_MAX_UNIT_BYTES;
+  const budgeted = mayStripe && session.rttMs() >= STRIPE_POLICY_DEFAULTS.minRttMs;
+  const budgetOf = connectionBudgets(budgeted, STRIPED_UNIT_BYTES);
+  const maxUnitBytes = budgeted
+    ? STRIPED_UNIT_BYTES
+    : mayStripe
+      ? Math.min(DEFAULT_MAX_UNIT_BYTES, Math.max(2 * STRIPED_UNIT_BYTES, Math.ceil(plan.totalBytes / 128)))
+      : DEFAULT_MAX_UNIT_BYTES;
   const units = splitIntoUnits(plan, { maxUnitBytes, perUnitOverheadBytes: DEFAULT_PER_UNIT_OVERHEAD_BYTES });
   const streamCount = Math.max(0, Math.min(options.streams, units.length));
   // The Want's verdict is needed for the stats even when everything went early.
@@ -279,6 +289,7 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const abort = new AbortController();
   const onOuterAbort = (): void => abort.abort();
   options.signal.addEventListener('abort', onOuterAbort, { once: true });
+  abort.signal.addEventListener('abort', () => budgetOf.wakeAll(), { once: true }); // waiting streams see it
   const running: Promise<StreamResult>[] = [];
   const context: SendContext = {
     options: { ...options, signal: abort.signal },
@@ -291,8 +302,8 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
     compressor,
     delivery,
   };
-  const start = (index: number, open: () => Promise<DuplexStream>): void => {
-    const run = runStream({ ...context, index, open }).catch((err: unknown) => {
+  const start = (index: number, conn: Connection): void => {
+    const run = runStream({ ...context, index, conn, budget: budgetOf(conn) }).catch((err: unknown) => {
       abort.abort();
       throw err;
     });
@@ -301,10 +312,10 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   };
   // Streams are dealt over the session's connections; a connection that joins during the
   // transfer (session-join.ts) gets a stream of its own, which steals work (lpt-scheduler.ts).
-  for (let s = 0; s < streamCount; s++) start(s, () => session.openDataStream(s));
+  for (let s = 0; s < streamCount; s++) start(s, session.dataConnection(s));
   const unwatchJoins = session.onConnection((conn) => {
     if (abort.signal.aborted || queue.unstartedCount === 0) return;
-    start(queue.addStream(), () => conn.openStream());
+    start(queue.addStream(), conn);
   });
   const stopLossWatch = watchLoss(session, options.log);
   const sent: StreamResult[] = [];
@@ -370,15 +381,18 @@ interface SendContext {
 /** One data stream of a send: what the streams share, its index, and how it is opened. */
 interface StreamRun extends SendContext {
   readonly index: number;
-  /** Opens the stream on the connection it goes over. */
-  readonly open: () => Promise<DuplexStream>;
+  /** The connection the stream goes over. */
+  readonly conn: Connection;
+  /** When set, the stream takes a unit only while its connection has room (connection-budget.ts). */
+  readonly budget: ConnectionBudget | undefined;
 }
 
 async function runStream(run: StreamRun): Promise<StreamResult> {
-  const { index, open, streamWindowBytes, options, plan, sources, queue, reader, gate, compressor, delivery } = run;
+  const { index, conn, budget, streamWindowBytes, options, plan, sources, queue, reader, gate, compressor, delivery } =
+    run;
   const { session, signal } = options;
   const limiters = options.rateLimiters ?? [];
-  const raw = await open();
+  const raw = await conn.openStream();
   const streamId = session.allocateDataStreamId();
   const frames = new FrameStream(
     raw,
@@ -405,6 +419,7 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
   // seq -> chunk key of this stream's early frames, to tell which the receiver did not want.
   const earlyKeys = new Map<number, string>();
   let current: { end: number; next: number } | undefined; // the unit in progress: its unsent part
+  let unsentBytes = 0; // payload bytes of `current` not yet handed to the window
   void gate.ready.then(
     () => wake.notify(),
     () => wake.notify(),
@@ -421,6 +436,7 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
         const { acked } = window.onAck(ack.ackedThroughSeq, performance.now());
         if (delivery?.deliver(acked.map((a) => a.key)) === true) options.onFilesDelivered?.(delivery.done);
         wake.notify();
+        budget?.wake();
       }
     } catch (err) {
       ackError = err;
@@ -449,6 +465,13 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
     }
   };
 
+  // What this stream holds of its connection's budget; unwanted early frames may never be acked.
+  const leaveBudget = budget?.join(() => unsentBytes + (onlyUnwantedInFlight() ? 0 : window.inFlightBytes));
+  if (budget !== undefined)
+    void gate.ready.then(
+      () => budget.wake(),
+      () => undefined,
+    );
   try {
     // Sealed frames are queued and written in batches by one writer (write-coalescer.ts); the
     // window bounds what is queued, as it counts every frame from onSent on. The data-open goes
@@ -461,12 +484,19 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
     const out = new WriteCoalescer(pacedWrite(limiters, write, signal));
     out.push(encodeControlFrame({ type: 'data-open', transferId: options.transferId, streamId }));
     for (;;) {
+      // Waiting for the connection to have room is progress of the transfer, not a stall.
+      while (budget !== undefined && queue.unstartedCount > 0 && !budget.hasRoom()) {
+        await budget.changed();
+        signal.throwIfAborted();
+        lastProgressAt = performance.now();
+      }
       const work = queue.next(index);
       if (work.kind === 'empty') break;
       const unit = work.job;
       const file = sources[unit.fileIndex];
       if (file === undefined) throw new TypeError(`plan names file ${unit.fileIndex}, which has no source`);
       current = { end: unit.end, next: unit.first };
+      unsentBytes = unit.bytes;
       for (let i = unit.first; i < unit.end; i++) {
         current.next = i;
         signal.throwIfAborted();
@@ -478,7 +508,10 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
           if (earlyKeys.size < options.window && gate.takeEarly(chunk.key, chunk.length)) early = true;
           else await gate.ready;
         }
-        if (!early && gate.lacking?.has(chunk.key) !== true) continue; // the receiver holds it
+        if (!early && gate.lacking?.has(chunk.key) !== true) {
+          unsentBytes -= chunk.length;
+          continue; // the receiver holds it
+        }
         await waitForRoom(chunk.length);
         if (readBuffer.length < ref.length)
           readBuffer = Buffer.allocUnsafe(Math.max(ref.length, session.caps.chunking.maxBytes));
@@ -496,11 +529,13 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
         if (framesSent++ === TEST_HOOKS.tamperDataFrame) flipByteFromEnd(frame, 20);
         // Recorded before the write: on a fast link the ack can arrive before write() resolves.
         window.onSent(seq, chunk.id, chunk.length, performance.now());
+        unsentBytes -= chunk.length;
         out.push(frame.prefix, frame.ciphertext, frame.tag);
         current.next = i + 1;
         options.onChunkSent?.(chunk.length);
       }
       current = undefined;
+      unsentBytes = 0;
     }
     await out.drained();
     window.finish();
@@ -535,6 +570,8 @@ async function runStream(run: StreamRun): Promise<StreamResult> {
     throw err instanceof Error && err.name === 'AbortError'
       ? new ClawpeerError('ABORTED', `transfer ${options.transferId} aborted`, { cause: err })
       : err;
+  } finally {
+    leaveBudget?.();
   }
 
   /**

@@ -9,8 +9,13 @@ import type { PeerSession } from './session.js';
 
 /** How often the counters are read, ms: a few per round trip of a long path, cheap (one native call per connection). */
 export const LOSS_WATCH_INTERVAL_MS = 100;
-/** Connections in all an automatic session grows to: 12 of the listener's 16 per peer (maxConnectionsPerPeer) leave room for other commands; 1% loss at 50 ms needs ~12 for a quarter of 100 Mbit/s. */
-export const AUTO_MAX_CONNECTIONS = 12;
+/**
+ * Connections in all an automatic session grows to (1, 4, 14): of the listener's 16 per peer
+ * (maxConnectionsPerPeer) two are left for other commands. One connection carries ~2.2 Mbit/s at
+ * 1% loss and 50 ms: at 100 Mbit/s, 12 reached 25-27% of the link and 14 29-30% (two runs each
+ * on a busy machine, Dec 3); bench-loss-striping.json has 28.8% with 14.
+ */
+export const AUTO_MAX_CONNECTIONS = 14;
 
 const POLICIES = new WeakMap<PeerSession, StripePolicy>();
 

@@ -102,11 +102,15 @@ export class PeerSession {
     return () => this.#connectionWatchers.delete(watch);
   }
 
-  /** Opens a data stream on connection `slot` (modulo how many there are): slot 0 is the first. */
-  openDataStream(slot: number): Promise<DuplexStream> {
+  /** The connection data stream `slot` goes over (modulo how many there are): slot 0 is the first. */
+  dataConnection(slot: number): Connection {
     const all = this.connections();
-    const conn = all[slot % all.length] ?? this.connection;
-    return conn.openStream();
+    return all[slot % all.length] ?? this.connection;
+  }
+
+  /** Opens a data stream on connection `slot` (see dataConnection). */
+  openDataStream(slot: number): Promise<DuplexStream> {
+    return this.dataConnection(slot).openStream();
   }
 
   /**

@@ -1,6 +1,6 @@
-// The automatic striping rule: random loss (RTT at its floor) doubles the connections at most
-// every growEveryMs up to the cap; loss with an inflated RTT (a full queue) holds it a while;
-// short paths and rare losses never stripe.
+// The automatic striping rule: random loss (RTT at its floor) multiplies the connections by 4 at
+// most every growEveryMs up to the cap; loss with an inflated RTT (a full queue) holds it for
+// 1 s or 20 round trips; short paths and rare losses never stripe.
 import t from 'tap';
 import { StripePolicy, type LinkSample } from '../../src/transfer/stripe-policy.js';
 
@@ -26,11 +26,13 @@ function feed(
   return grown;
 }
 
-t.test('random loss at the RTT floor doubles the connections, paced, up to the cap', async (t) => {
+t.test('random loss at the RTT floor multiplies the connections, paced, up to the cap', async (t) => {
   const policy = new StripePolicy({ maxConnections: 12 });
   const steps = Array.from({ length: 40 }, () => ({ rtt: 50, lost: 1 }));
-  t.same(feed(policy, steps), [2, 4, 8, 12]);
+  t.same(feed(policy, steps), [4, 12]);
   t.equal(policy.congestionEvents, 0);
+  const doubling = new StripePolicy({ maxConnections: 12, growthFactor: 2 });
+  t.same(feed(doubling, steps), [2, 4, 8, 12], 'growthFactor 2 doubles');
 });
 
 t.test('loss with the RTT inflated by a queue holds growth, and so does the tail of that episode', async (t) => {
@@ -40,7 +42,7 @@ t.test('loss with the RTT inflated by a queue holds growth, and so does the tail
     { rtt: 90, lost: 0 },
     { rtt: 100, lost: 5 },
   ];
-  const tail = Array.from({ length: 19 }, () => ({ rtt: 50, lost: 1 })); // 1.9 s of losses detected after the queue drained
+  const tail = Array.from({ length: 9 }, () => ({ rtt: 50, lost: 1 })); // 0.9 s of losses detected after the queue drained
   t.same(
     feed(policy, [...overshoot, ...tail]),
     [],
@@ -49,8 +51,8 @@ t.test('loss with the RTT inflated by a queue holds growth, and so does the tail
   t.ok(policy.congestionEvents >= 1, 'the overshoot counts as congestion');
   const after = Array.from({ length: 4 }, () => ({ rtt: 50, lost: 1 }));
   t.same(
-    feed(policy, after, { at: 2200, lost: 24, sent: 22_000, connections: 1 }),
-    [2],
+    feed(policy, after, { at: 1200, lost: 14, sent: 12_000, connections: 1 }),
+    [4],
     'random loss after the hold grows again',
   );
 });
@@ -58,7 +60,22 @@ t.test('loss with the RTT inflated by a queue holds growth, and so does the tail
 t.test('grows on random loss, then holds while the connections together fill the queue', async (t) => {
   const policy = new StripePolicy({ maxConnections: 12 });
   const fill = Array.from({ length: 10 }, (_, i) => ({ rtt: i % 3 === 0 ? 100 : 50, lost: 1 })); // a full queue every 300 ms
-  t.same(feed(policy, [...Array.from({ length: 6 }, () => ({ rtt: 50, lost: 1 })), ...fill]), [2]);
+  t.same(feed(policy, [...Array.from({ length: 6 }, () => ({ rtt: 50, lost: 1 })), ...fill]), [4]);
+});
+
+t.test('on a long path the hold lasts 20 round trips', async (t) => {
+  const policy = new StripePolicy({ maxConnections: 12 });
+  const overshoot = [
+    { rtt: 200, lost: 0 },
+    { rtt: 400, lost: 5 },
+  ];
+  const tail = Array.from({ length: 38 }, () => ({ rtt: 200, lost: 1 })); // 3.8 s: within 20 x 200 ms
+  t.same(feed(policy, [...overshoot, ...tail]), [], 'held for 4 s, not 1');
+  t.same(
+    feed(policy, [{ rtt: 200, lost: 1 }], { at: 4200, lost: 43, sent: 40_000, connections: 1 }),
+    [4],
+    'then random loss grows',
+  );
 });
 
 t.test('never on a short path, nor for a loss or two', async (t) => {
