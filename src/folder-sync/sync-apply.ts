@@ -42,10 +42,15 @@ export { byPath, conflictCopyRevision, plannedChanges, type PlannedChange } from
 export interface ApplyOptions extends PlanOptions {
   readonly folder: string;
   readonly chunking: ChunkingParams;
-  /** Fetches content from the peer; calls `beforePublish` once it knows what will arrive. */
+  /**
+   * Fetches content from the peer; calls `beforePublish` once it knows what will arrive, and has
+   * the publisher call `beforeReplace` just before it renames a fetched file over its path
+   * (fetchContent's option of that name).
+   */
   readonly fetch: (
     requests: readonly FetchRequest[],
     beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>,
+    beforeReplace: (relPath: string) => Promise<void>,
   ) => Promise<FetchOutcome>;
   /** --fsync for what needs no content (symlinks, directories); `fetch` applies it to files. */
   readonly fsync?: FsyncPolicy;
@@ -109,7 +114,24 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     const got = new Set(delivered);
     return new Set(plans.filter((p) => p.action.kind === 'fetch' && !got.has(p.action.request)).map((p) => p.unit));
   };
-  const outcome = await o.fetch(requests, async (delivered) => {
+  // Just before the publisher renames a fetched file over its path: a save that landed while the
+  // content was received (after the checks below) moves aside too, then what is replaced goes
+  // into history. Linked into history only now, not before the transfer: a save written in place
+  // meanwhile would have changed the blob's bytes through the shared inode.
+  const fetchedAt = new Map<string, PathPlan>();
+  for (const plan of plans) if (plan.action.kind === 'fetch') fetchedAt.set(plan.action.request.destPath, plan);
+  const beforeReplace = async (relPath: string): Promise<void> => {
+    const plan = fetchedAt.get(relPath);
+    if (plan === undefined) return;
+    const aside = await rescueUnscanned(folderReal, relPath, plan.local, store);
+    if (aside !== undefined)
+      log.info('sync: a file changed here while its new content came; kept beside it', { path: relPath, copy: aside });
+    else if (isLiveFile(plan.local))
+      await preserveInHistory(folderReal, await confined(folderReal, relPath), plan.local.revision.contentRoot, {
+        move: false,
+      });
+  };
+  const beforePublish = async (delivered: readonly FetchRequest[]): Promise<void> => {
     const missing = undeliveredUnits(delivered);
     const landing = plans.filter((p) => !missing.has(p.unit));
     // Deepest first: a copy that lands where our own losing bytes are copied away goes after them.
@@ -130,13 +152,8 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       if (aside !== undefined)
         log.info('sync: a file changed here since the scan; kept beside it', { path: p.path, copy: aside });
     }
-    for (const plan of landing) {
-      if (plan.action.kind !== 'fetch' || !isLiveFile(plan.local)) continue;
-      await preserveInHistory(folderReal, await confined(folderReal, plan.path), plan.local.revision.contentRoot, {
-        move: false,
-      });
-    }
-  });
+  };
+  const outcome = await o.fetch(requests, beforePublish, beforeReplace);
   const missing = undeliveredUnits(outcome.delivered);
   const done: PathPlan[] = [];
   for (const plan of plans) {

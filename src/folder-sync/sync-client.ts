@@ -313,12 +313,13 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
         ignore: folder.ignore,
         log,
         ...fsync,
-        fetch: (requests, beforePublish) =>
+        fetch: (requests, beforePublish, beforeReplace) =>
           fetchContent(ch, requests, {
             router,
             folder: dir,
             chunking,
             beforePublish,
+            beforeReplace,
             ...fsync,
             ...(progress === undefined ? {} : { onProgress: progress }),
           }),

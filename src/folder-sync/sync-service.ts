@@ -221,13 +221,14 @@ async function serveClaimedSync(
         ignore: folder.ignore,
         log,
         ...fsync,
-        fetch: (requests, beforePublish) =>
+        fetch: (requests, beforePublish, beforeReplace) =>
           fetchContent(ch, requests, {
             router,
             folder: share.dir,
             folderName: `share ${share.name}`,
             chunking,
             beforePublish,
+            beforeReplace,
             ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
             ...onProgress,
             ...fsync,
