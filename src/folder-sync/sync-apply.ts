@@ -114,6 +114,14 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     const got = new Set(delivered);
     return new Set(plans.filter((p) => p.action.kind === 'fetch' && !got.has(p.action.request)).map((p) => p.unit));
   };
+  // A file saved here since the scan is not replaced or deleted unseen: it moves aside
+  // (unchanged-since-scan.ts), which the next scan records. Asked before each replacement.
+  const rescue = async (relPath: string, local: RevisionEntry | undefined): Promise<boolean> => {
+    const aside = await rescueUnscanned(folderReal, relPath, local, store);
+    if (aside !== undefined)
+      log.info('sync: a file changed here since the scan; kept beside it', { path: relPath, copy: aside });
+    return aside !== undefined;
+  };
   // Just before the publisher renames a fetched file over its path: a save that landed while the
   // content was received (after the checks below) moves aside too, then what is replaced goes
   // into history. Linked into history only now, not before the transfer: a save written in place
@@ -123,10 +131,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   const beforeReplace = async (relPath: string): Promise<void> => {
     const plan = fetchedAt.get(relPath);
     if (plan === undefined) return;
-    const aside = await rescueUnscanned(folderReal, relPath, plan.local, store);
-    if (aside !== undefined)
-      log.info('sync: a file changed here while its new content came; kept beside it', { path: relPath, copy: aside });
-    else if (isLiveFile(plan.local))
+    if (!(await rescue(relPath, plan.local)) && isLiveFile(plan.local))
       await preserveInHistory(folderReal, await confined(folderReal, relPath), plan.local.revision.contentRoot, {
         move: false,
       });
@@ -139,19 +144,15 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     for (const plan of copies) {
       if (plan.action.kind !== 'copy-local') continue;
       const abs = await confined(folderReal, plan.path);
-      if (isLiveFile(plan.local))
+      if (!(await rescue(plan.path, plan.local)) && isLiveFile(plan.local))
         await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: false });
       await writeOwnCopy(await confined(folderReal, plan.action.from), abs, plan.action.mode, plan.action.mtimeMs);
     }
     if (copies.length > 0) crashPoint('conflict-copy');
-    // A file saved here since the scan (the copies above are made) is not replaced or deleted
-    // unseen: it moves aside (unchanged-since-scan.ts), which the next scan records.
-    for (const p of landing) {
-      if (p.action.kind !== 'fetch' && p.action.kind !== 'delete' && p.action.kind !== 'symlink') continue;
-      const aside = await rescueUnscanned(folderReal, p.path, p.local, store);
-      if (aside !== undefined)
-        log.info('sync: a file changed here since the scan; kept beside it', { path: p.path, copy: aside });
-    }
+    // The paths the copies above were made from are checked now (their bytes are copied).
+    for (const p of landing)
+      if (p.action.kind === 'fetch' || p.action.kind === 'delete' || p.action.kind === 'symlink')
+        await rescue(p.path, p.local);
   };
   const outcome = await o.fetch(requests, beforePublish, beforeReplace);
   const missing = undeliveredUnits(outcome.delivered);
@@ -171,9 +172,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   const dirRemovals: PathPlan[] = [];
   // Once more just before a path is deleted or becomes a link: the content fetch may have taken a while.
   const rescueLate = async (plan: PathPlan): Promise<void> => {
-    const aside = await rescueUnscanned(folderReal, plan.path, plan.local, store);
-    if (aside !== undefined)
-      log.info('sync: a file changed here since the scan; kept beside it', { path: plan.path, copy: aside });
+    await rescue(plan.path, plan.local);
   };
   for (const plan of done) {
     const a = plan.action;
