@@ -83,7 +83,9 @@ export class RunningSyncs {
         folder,
         quietMs: Math.round(quiet),
       });
-      void r.connection.close('a new sync of the folder with the same peer found this one silent', { linger: false });
+      void r.connection
+        .close('a new sync of the folder with the same peer found this one silent', { linger: false })
+        .catch(() => undefined);
       ended++;
     }
     return ended;

@@ -35,7 +35,7 @@ import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import { crashPoint } from '../support/test-hooks.js';
 import { isLiveFile, planRemote, type PathPlan, type PlanOptions } from './sync-plan.js';
-import { rescueUnscanned } from './unchanged-since-scan.js';
+import { rescueUnscanned, unchangedSinceScan } from './unchanged-since-scan.js';
 
 export { byPath, conflictCopyRevision, plannedChanges, type PlannedChange } from './sync-plan.js';
 
@@ -141,6 +141,16 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     const landing = plans.filter((p) => !missing.has(p.unit));
     // Deepest first: a copy that lands where our own losing bytes are copied away goes after them.
     const copies = landing.filter((p) => p.action.kind === 'copy-local').sort((x, y) => y.depth - x.depth);
+    // A copy is of our losing bytes as the scan recorded them. Edited in place since, they are
+    // gone: the copy would hold other bytes under the loser's revision, which this node could then
+    // never serve (peers ask for it at every sync: seed 1056). Nothing has landed yet: the sync
+    // stops here, and the next one scans the edit first.
+    for (const plan of copies) {
+      if (plan.action.kind !== 'copy-local') continue;
+      const from = plan.action.from;
+      if (!(await unchangedSinceScan(folderReal, from, store.head(from), store)))
+        throw new ClawpeerError('FOLDER_BUSY', `${from} changed here during the sync; the sync is retried`);
+    }
     for (const plan of copies) {
       if (plan.action.kind !== 'copy-local') continue;
       const abs = await confined(folderReal, plan.path);

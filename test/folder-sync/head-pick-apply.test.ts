@@ -117,3 +117,26 @@ t.test('a save of the head since the scan is kept beside it when the winner come
   t.equal(aside.length, 1, 'the save is moved aside before the copy replaces it');
   t.equal(await readFile(join(folder, 'd1', aside[0] ?? 'none'), 'utf8'), 'saved here after the scan\n');
 });
+
+t.test('a copy whose source was edited since the scan is not made under the old revision (seed 1056)', async (t) => {
+  const { folder, store } = await headAndCopy(t);
+  // Edited in place, same size: the bytes C's copy revision names are gone from this node.
+  await writeFile(join(folder, COPY), 'C wrote THIS\n');
+  await t.rejects(
+    applyRemote([T], {
+      store,
+      keepConcurrentLocal: false,
+      log: silentLogger,
+      folder,
+      chunking: DEFAULT_CHUNKING,
+      fetch: async (_requests, beforePublish) => {
+        await beforePublish([]);
+        return { delivered: [], chunksReceived: 0 };
+      },
+    }),
+    { code: 'FOLDER_BUSY' },
+    'the sync stops, to be retried after a scan',
+  );
+  t.equal(await readFile(join(folder, PATH), 'utf8'), 'H wrote this\n', 'the path is as it was');
+  t.equal(Buffer.from(store.head(PATH)?.id ?? []).toString('hex'), Buffer.from(H.id).toString('hex'), 'and its head');
+});
