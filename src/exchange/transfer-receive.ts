@@ -286,6 +286,7 @@ export class TransferReceiver {
       ...(partials === undefined ? {} : { partials }),
       ...(this.#o.backup === undefined ? {} : { backup: { plan: this.#o.backup, destBase: destination.basePath } }),
       ...(this.#o.keeper === undefined ? {} : { keeper: this.#o.keeper }),
+      ...(this.#o.beforeReplace === undefined ? {} : { beforeReplace: this.#o.beforeReplace }),
       ...(this.#o.fsync === undefined ? {} : { fsync: this.#o.fsync }),
       ...(this.#updated === undefined
         ? {}

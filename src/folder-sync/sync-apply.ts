@@ -35,17 +35,22 @@ import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import { crashPoint } from '../support/test-hooks.js';
 import { isLiveFile, planRemote, type PathPlan, type PlanOptions } from './sync-plan.js';
-import { rescueUnscanned } from './unchanged-since-scan.js';
+import { rescueUnscanned, unchangedSinceScan } from './unchanged-since-scan.js';
 
 export { byPath, conflictCopyRevision, plannedChanges, type PlannedChange } from './sync-plan.js';
 
 export interface ApplyOptions extends PlanOptions {
   readonly folder: string;
   readonly chunking: ChunkingParams;
-  /** Fetches content from the peer; calls `beforePublish` once it knows what will arrive. */
+  /**
+   * Fetches content from the peer; calls `beforePublish` once it knows what will arrive, and has
+   * the publisher call `beforeReplace` just before it renames a fetched file over its path
+   * (fetchContent's option of that name).
+   */
   readonly fetch: (
     requests: readonly FetchRequest[],
     beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>,
+    beforeReplace: (relPath: string) => Promise<void>,
   ) => Promise<FetchOutcome>;
   /** --fsync for what needs no content (symlinks, directories); `fetch` applies it to files. */
   readonly fsync?: FsyncPolicy;
@@ -109,34 +114,57 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     const got = new Set(delivered);
     return new Set(plans.filter((p) => p.action.kind === 'fetch' && !got.has(p.action.request)).map((p) => p.unit));
   };
-  const outcome = await o.fetch(requests, async (delivered) => {
+  // A file saved here since the scan is not replaced or deleted unseen: it moves aside
+  // (unchanged-since-scan.ts), which the next scan records. Asked before each replacement.
+  const rescue = async (relPath: string, local: RevisionEntry | undefined): Promise<boolean> => {
+    const aside = await rescueUnscanned(folderReal, relPath, local, store);
+    if (aside !== undefined)
+      log.info('sync: a file changed here since the scan; kept beside it', { path: relPath, copy: aside });
+    return aside !== undefined;
+  };
+  // Just before the publisher renames a fetched file over its path: a save that landed while the
+  // content was received (after the checks below) moves aside too, then what is replaced goes
+  // into history. Linked into history only now, not before the transfer: a save written in place
+  // meanwhile would have changed the blob's bytes through the shared inode.
+  const fetchedAt = new Map<string, PathPlan>();
+  for (const plan of plans) if (plan.action.kind === 'fetch') fetchedAt.set(plan.action.request.destPath, plan);
+  const beforeReplace = async (relPath: string): Promise<void> => {
+    const plan = fetchedAt.get(relPath);
+    if (plan === undefined) return;
+    if (!(await rescue(relPath, plan.local)) && isLiveFile(plan.local))
+      await preserveInHistory(folderReal, await confined(folderReal, relPath), plan.local.revision.contentRoot, {
+        move: false,
+      });
+  };
+  const beforePublish = async (delivered: readonly FetchRequest[]): Promise<void> => {
     const missing = undeliveredUnits(delivered);
     const landing = plans.filter((p) => !missing.has(p.unit));
     // Deepest first: a copy that lands where our own losing bytes are copied away goes after them.
     const copies = landing.filter((p) => p.action.kind === 'copy-local').sort((x, y) => y.depth - x.depth);
+    // A copy is of our losing bytes as the scan recorded them. Edited in place since, they are
+    // gone: the copy would hold other bytes under the loser's revision, which this node could then
+    // never serve (peers ask for it at every sync: seed 1056). Nothing has landed yet: the sync
+    // stops here, and the next one scans the edit first.
+    for (const plan of copies) {
+      if (plan.action.kind !== 'copy-local') continue;
+      const from = plan.action.from;
+      if (!(await unchangedSinceScan(folderReal, from, store.head(from), store)))
+        throw new ClawpeerError('FOLDER_BUSY', `${from} changed here during the sync; the sync is retried`);
+    }
     for (const plan of copies) {
       if (plan.action.kind !== 'copy-local') continue;
       const abs = await confined(folderReal, plan.path);
-      if (isLiveFile(plan.local))
+      if (!(await rescue(plan.path, plan.local)) && isLiveFile(plan.local))
         await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: false });
       await writeOwnCopy(await confined(folderReal, plan.action.from), abs, plan.action.mode, plan.action.mtimeMs);
     }
     if (copies.length > 0) crashPoint('conflict-copy');
-    // A file saved here since the scan (the copies above are made) is not replaced or deleted
-    // unseen: it moves aside (unchanged-since-scan.ts), which the next scan records.
-    for (const p of landing) {
-      if (p.action.kind !== 'fetch' && p.action.kind !== 'delete' && p.action.kind !== 'symlink') continue;
-      const aside = await rescueUnscanned(folderReal, p.path, p.local, store);
-      if (aside !== undefined)
-        log.info('sync: a file changed here since the scan; kept beside it', { path: p.path, copy: aside });
-    }
-    for (const plan of landing) {
-      if (plan.action.kind !== 'fetch' || !isLiveFile(plan.local)) continue;
-      await preserveInHistory(folderReal, await confined(folderReal, plan.path), plan.local.revision.contentRoot, {
-        move: false,
-      });
-    }
-  });
+    // The paths the copies above were made from are checked now (their bytes are copied).
+    for (const p of landing)
+      if (p.action.kind === 'fetch' || p.action.kind === 'delete' || p.action.kind === 'symlink')
+        await rescue(p.path, p.local);
+  };
+  const outcome = await o.fetch(requests, beforePublish, beforeReplace);
   const missing = undeliveredUnits(outcome.delivered);
   const done: PathPlan[] = [];
   for (const plan of plans) {
@@ -154,9 +182,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   const dirRemovals: PathPlan[] = [];
   // Once more just before a path is deleted or becomes a link: the content fetch may have taken a while.
   const rescueLate = async (plan: PathPlan): Promise<void> => {
-    const aside = await rescueUnscanned(folderReal, plan.path, plan.local, store);
-    if (aside !== undefined)
-      log.info('sync: a file changed here since the scan; kept beside it', { path: plan.path, copy: aside });
+    await rescue(plan.path, plan.local);
   };
   for (const plan of done) {
     const a = plan.action;

@@ -33,7 +33,9 @@ import {
   serveFetch,
   type SyncChannel,
 } from './sync-exchange.js';
-import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
+import { openSyncedFolder, type ResidentFolders, type SyncedFolder } from './synced-folder.js';
+import { PROCESS_RUNNING_SYNCS, staleAfterMs } from './running-syncs.js';
+import { DEFAULT_CONFIG } from '../home/config.js';
 import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
@@ -68,6 +70,12 @@ export interface SyncFolderOptions {
   readonly dryRun?: boolean;
   /** --fsync: `none` publishes without fsync on both sides (the peer must have 'fsync-none'). */
   readonly fsync?: FsyncPolicy;
+  /**
+   * The session's keep-alive interval (NodeConfig.keepAliveMs; default DEFAULT_CONFIG's): how
+   * quiet this sync's connection may get before a new sync of the folder with the same peer
+   * takes it for dead (running-syncs.ts).
+   */
+  readonly keepAliveMs?: number;
 }
 
 /** What a sync would do (sync --dry-run). */
@@ -197,28 +205,44 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
   const progress = o.onProgress;
   let hashed = 0;
   let hashedFiles = 0;
-  const folder = await openSyncedFolder(dir, {
-    nodeId: o.nodeId,
-    chunking,
-    lockWaitMs: CLIENT_LOCK_WAIT_MS,
-    log,
-    signal,
-    create: !dryRun,
-    cacheManifests: sends && !dryRun,
-    ...(o.resident === undefined ? {} : { resident: o.resident }),
-    ...(progress === undefined
-      ? {}
-      : {
-          onHashed: (_rel: string, m: { size: number }) =>
-            progress({
-              phase: 'scanning',
-              bytes: (hashed += m.size),
-              totalBytes: 0,
-              files: ++hashedFiles,
-              totalFiles: 0,
-            }),
-        }),
-  });
+  // A sync of this folder with this peer whose connection went quiet (the peer was killed, and
+  // this is it back) gives the folder up now rather than at its connection's idle timeout.
+  const folderKey = path.resolve(dir);
+  const quietMs = staleAfterMs(o.keepAliveMs ?? DEFAULT_CONFIG.keepAliveMs);
+  const endStale = (): void => {
+    PROCESS_RUNNING_SYNCS.endStale(folderKey, session.peerId, session.connection, quietMs, log);
+  };
+  const unregister = PROCESS_RUNNING_SYNCS.register(folderKey, session.peerId, session.connection);
+  let folder: SyncedFolder;
+  try {
+    endStale();
+    folder = await openSyncedFolder(dir, {
+      nodeId: o.nodeId,
+      chunking,
+      lockWaitMs: CLIENT_LOCK_WAIT_MS,
+      log,
+      signal,
+      onLockHeld: endStale,
+      create: !dryRun,
+      cacheManifests: sends && !dryRun,
+      ...(o.resident === undefined ? {} : { resident: o.resident }),
+      ...(progress === undefined
+        ? {}
+        : {
+            onHashed: (_rel: string, m: { size: number }) =>
+              progress({
+                phase: 'scanning',
+                bytes: (hashed += m.size),
+                totalBytes: 0,
+                files: ++hashedFiles,
+                totalFiles: 0,
+              }),
+          }),
+    });
+  } catch (err) {
+    unregister();
+    throw err;
+  }
   try {
     const { store } = folder;
     if (!dryRun) store.recordSyncingPeer(session.peerId, o.share); // where `restore` fetches from
@@ -313,12 +337,13 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
         ignore: folder.ignore,
         log,
         ...fsync,
-        fetch: (requests, beforePublish) =>
+        fetch: (requests, beforePublish, beforeReplace) =>
           fetchContent(ch, requests, {
             router,
             folder: dir,
             chunking,
             beforePublish,
+            beforeReplace,
             ...fsync,
             ...(progress === undefined ? {} : { onProgress: progress }),
           }),
@@ -347,5 +372,6 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     });
   } finally {
     await folder.close();
+    unregister();
   }
 }

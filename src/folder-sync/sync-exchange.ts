@@ -237,6 +237,8 @@ export interface FetchOptions {
   readonly chunking: ChunkingParams;
   /** Runs after the peer said what it can deliver and before anything is published (conflict copies, history). */
   readonly beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>;
+  /** Runs just before a fetched file is renamed over its path (PublisherOptions.beforeReplace). */
+  readonly beforeReplace?: (relPath: string, finalPath: string) => Promise<void>;
   /** A listener's in-memory chunk indexes (see chunk-index-pool.ts). */
   readonly indexes?: ChunkIndexPool;
   /** Progress of the content received: payload bytes written, files published. */
@@ -327,6 +329,7 @@ async function fetchWith(
       ...(options.folderName === undefined ? {} : { name: options.folderName }),
     },
     force: true,
+    ...(options.beforeReplace === undefined ? {} : { beforeReplace: options.beforeReplace }),
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
     ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
     ...(receiving === undefined

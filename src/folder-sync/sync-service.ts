@@ -6,6 +6,7 @@
 // unless it is send-only); a read-only share only serves receive-only clients, dry runs included
 // (a dry run only sends our records: the client plans, nothing is applied). Non-goals: the
 // message phases (sync-exchange.ts), the decisions (sync-apply.ts).
+import path from 'node:path';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -30,7 +31,8 @@ import {
   serveFetch,
   type SyncChannel,
 } from './sync-exchange.js';
-import { openSyncedFolder, type ResidentFolders } from './synced-folder.js';
+import { openSyncedFolder, type ResidentFolders, type SyncedFolder } from './synced-folder.js';
+import { PROCESS_RUNNING_SYNCS, staleAfterMs } from './running-syncs.js';
 import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import { findShare, refuseUnsyncedInto } from '../home/shares.js';
@@ -150,15 +152,32 @@ async function serveClaimedSync(
   const clientReceives = req.mode !== 'send-only';
   // An empty hello follows as the first SyncReconcile: the client scans while we do.
   const early = req.reconcile.length === 0 ? undefined : decodeReconcilePayload(req.reconcile);
-  const folder = await openSyncedFolder(share.dir, {
-    nodeId: ctx.nodeId,
-    chunking,
-    lockWaitMs,
-    log,
-    signal,
-    cacheManifests: clientReceives && req.dryRun !== true && req.fetchOnly !== true,
-    ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
-  });
+  // A sync of this folder with this peer whose connection went quiet (the peer was killed, and
+  // this is it back; our own sync with it, which the destination claim does not cover) gives the
+  // folder up now rather than at its connection's idle timeout.
+  const folderKey = path.resolve(share.dir);
+  const quietMs = staleAfterMs(ctx.config.keepAliveMs);
+  const endStale = (): void => {
+    PROCESS_RUNNING_SYNCS.endStale(folderKey, session.peerId, session.connection, quietMs, log);
+  };
+  const unregister = PROCESS_RUNNING_SYNCS.register(folderKey, session.peerId, session.connection);
+  let folder: SyncedFolder;
+  try {
+    endStale();
+    folder = await openSyncedFolder(share.dir, {
+      nodeId: ctx.nodeId,
+      chunking,
+      lockWaitMs,
+      log,
+      signal,
+      onLockHeld: endStale,
+      cacheManifests: clientReceives && req.dryRun !== true && req.fetchOnly !== true,
+      ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
+    });
+  } catch (err) {
+    unregister();
+    throw err;
+  }
   try {
     const { store } = folder;
     // What we send: within the client's rate (sync --bwlimit) and this listener's own (listen --bwlimit).
@@ -221,13 +240,14 @@ async function serveClaimedSync(
         ignore: folder.ignore,
         log,
         ...fsync,
-        fetch: (requests, beforePublish) =>
+        fetch: (requests, beforePublish, beforeReplace) =>
           fetchContent(ch, requests, {
             router,
             folder: share.dir,
             folderName: `share ${share.name}`,
             chunking,
             beforePublish,
+            beforeReplace,
             ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
             ...onProgress,
             ...fsync,
@@ -256,5 +276,6 @@ async function serveClaimedSync(
     return { received: received.length, sent, conflicts, skipped, changes: countChanges(store, before) };
   } finally {
     await folder.close();
+    unregister();
   }
 }

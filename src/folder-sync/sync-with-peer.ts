@@ -38,7 +38,7 @@ export async function syncWithPeer(o: SyncWithPeerOptions): Promise<SyncFolderRe
   const untell = session.tellPeerIfInterrupted(o.signal, 'sync');
   try {
     const { syncFolder } = await client;
-    const result = await syncFolder({ ...rest, session, nodeId: identity.nodeId });
+    const result = await syncFolder({ keepAliveMs: config.keepAliveMs, ...rest, session, nodeId: identity.nodeId });
     delivered = true; // it ended on the listener's sync-done: nothing of ours is left unanswered
     return { ...result, path: session.path(), rttMs: Math.round(session.rttMs() * 1000) / 1000 };
   } catch (err) {

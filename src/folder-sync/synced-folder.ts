@@ -48,6 +48,8 @@ export interface OpenSyncedFolderOptions {
   readonly create?: boolean;
   /** A long-lived process's folder state: the scan is skipped when the folder's watcher vouches nothing changed, and the log stays open between syncs. */
   readonly resident?: ResidentFolders;
+  /** Called while the folder's lock is held by another sync, before each wait (FolderLock's onHeld). */
+  readonly onLockHeld?: () => void;
 }
 
 /** What a long-lived process (a listener) keeps per synced folder between syncs: its watcher and its open log. */
@@ -77,6 +79,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
   const lock = await FolderLock.acquire(dir, {
     waitMs: o.lockWaitMs,
     ...(o.signal === undefined ? {} : { signal: o.signal }),
+    ...(o.onLockHeld === undefined ? {} : { onHeld: o.onLockHeld }),
   });
   const resident = o.resident;
   // A resident process's log stays open in its pool for the next sync.

@@ -11,10 +11,10 @@
 // (stat certified by the scan) matches, or, for a file modified within the racy window (never
 // certified warm), whose mtime is the head's within a millisecond (an apply sets mtimes in whole
 // ms); no entry where the head is none or a tombstone. Directories and links are not content a
-// sync could destroy here, so they always pass. Non-goal: closing the window between this check
-// and the rename (sync-apply.ts checks before the content is received and again before a
-// delete; a save while a file's new content is received is still replaced: the publisher would
-// have to check at its rename).
+// sync could destroy here, so they always pass. sync-apply.ts asks before the content is
+// received, again before a delete or link, and the publisher asks just before it renames a
+// fetched file over the path (PublisherOptions.beforeReplace); what is left is the few
+// microseconds between that last look and the rename.
 import type { BigIntStats } from 'node:fs';
 import { link, lstat, unlink } from 'node:fs/promises';
 import path from 'node:path';

@@ -431,6 +431,7 @@ export class FolderService {
             nodeId: this.#o.identity.nodeId,
             log,
             signal: sync.signal,
+            keepAliveMs: this.#o.config.keepAliveMs,
             resident: this.#o.resident,
             ...(this.#o.sendLimiter === undefined ? {} : { rateLimiters: [this.#o.sendLimiter] }),
             onProgress: (p) => {

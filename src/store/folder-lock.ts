@@ -52,6 +52,8 @@ export interface AcquireFolderLockOptions {
   /** Retry interval while waiting, ms. Default LOCK_POLL_INTERVAL_MS. */
   readonly pollMs?: number;
   readonly signal?: AbortSignal;
+  /** Called each time the lock is found held by another live holder, before waiting again (a listener ends a dead peer's sync there). */
+  readonly onHeld?: () => void;
 }
 
 function errnoCode(err: unknown): string | undefined {
@@ -144,6 +146,7 @@ export class FolderLock {
         await FolderLock.#breakStale(file, holder);
         continue;
       }
+      options.onHeld?.();
       if (performance.now() >= deadline) {
         const who = holder === undefined ? 'an unreadable lock file' : `pid ${holder.pid} on ${holder.host}`;
         throw busy(who, waitMs > 0 ? `, waited ${waitMs} ms` : '');

@@ -70,6 +70,13 @@ export interface PublisherOptions {
   readonly backup?: { readonly plan: BackupPlan; readonly destBase: string };
   /** Without a backup: what keeps a file before it is replaced (a synced folder's history). */
   readonly keeper?: Keeper;
+  /**
+   * Called just before a staged file is renamed over its final path (`relPath` relative to the
+   * share, `finalPath` absolute), whatever is there: a synced folder's apply moves a file saved
+   * since its scan aside here (unchanged-since-scan.ts), closing the window of the content
+   * transfer. Push and pull pass none.
+   */
+  readonly beforeReplace?: (relPath: string, finalPath: string) => Promise<void>;
   /** Told of each identical file whose mtime or permissions stageFile set (--itemize). */
   readonly onMetadataSet?: (relPath: string, set: MetadataSet) => void;
 }

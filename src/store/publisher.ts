@@ -95,6 +95,12 @@ export class Publisher {
     await this.#keeper?.keep(relPath, finalPath, 'replaced');
   }
 
+  /** Just before a staged file is renamed over `finalPath`: the caller's last look (beforeReplace), then #keepReplaced. */
+  async #beforeRename(relPath: string, finalPath: string): Promise<void> {
+    await this.#options.beforeReplace?.(relPath, finalPath);
+    await this.#keepReplaced(relPath, finalPath);
+  }
+
   /** Opens a publisher. SHARE_READ_ONLY for a read-only share; IO when the root is unusable. */
   static async open(options: PublisherOptions): Promise<Publisher> {
     if (options.readOnly === true) {
@@ -416,7 +422,7 @@ export class Publisher {
     };
     const place = async (): Promise<void> => {
       if (this.#policy === 'replace') {
-        await this.#keepReplaced(f.relPath, f.finalPath);
+        await this.#beforeRename(f.relPath, f.finalPath);
         renameSync(source, f.finalPath);
         return;
       }
@@ -430,7 +436,7 @@ export class Publisher {
         // EEXIST: something is there. Otherwise no hard links here (FAT, some network file
         // systems): check, then rename.
         if ((await settle()) === 'replace') {
-          await this.#keepReplaced(f.relPath, f.finalPath);
+          await this.#beforeRename(f.relPath, f.finalPath);
           await rename(source, f.finalPath);
         }
       }

@@ -3,8 +3,8 @@
 // and then received the deletion T that had seen H, deleted the file, while nodes that met the
 // revisions in another order kept C. Now T only retires H, and C, the winner of the set, is put
 // back at the path from the copy this node holds.
-import t from 'tap';
-import { mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import t, { type Test } from 'tap';
+import { mkdir, mkdtemp, readFile, readdir, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
@@ -44,11 +44,15 @@ const T = rev(N0, vectorFrom({ [N0]: 3 }), T0 + 3_000_000_000n, undefined);
 const C = rev(N1, vectorFrom({ [N0]: 1, [N1]: 1 }), T0 + 1_000_000_000n, 'C wrote this\n');
 const COPY = conflictPath(PATH, C.revision.mtimeNs, C.revision.origin);
 
-t.test("a deletion that saw the head does not delete the set's winner", async (t) => {
+/** The folder as a scan left it: H at PATH, C's copy beside it (files with their revisions' mtimes). */
+async function headAndCopy(t: Test): Promise<{ folder: string; store: RevisionStore }> {
   const folder = await mkdtemp(join(tmpdir(), 'clawpeer-headpick-'));
   await mkdir(join(folder, 'd1'));
   await writeFile(join(folder, PATH), 'H wrote this\n');
   await writeFile(join(folder, COPY), 'C wrote this\n');
+  const seconds = (ns: bigint): number => Number(ns / 1_000_000_000n);
+  await utimes(join(folder, PATH), seconds(H.revision.mtimeNs), seconds(H.revision.mtimeNs));
+  await utimes(join(folder, COPY), seconds(C.revision.mtimeNs), seconds(C.revision.mtimeNs));
   const store = await RevisionStore.open(folder, { nodeId: ME });
   t.teardown(() => store.close());
   const copy = conflictCopyRevision(C.revision, COPY);
@@ -57,6 +61,11 @@ t.test("a deletion that saw the head does not delete the set's winner", async (t
     w.setHead(H.id); // H beat C on mtime when they met here
     w.setHead(copy.id);
   });
+  return { folder, store };
+}
+
+t.test("a deletion that saw the head does not delete the set's winner", async (t) => {
+  const { folder, store } = await headAndCopy(t);
 
   const o = { store, keepConcurrentLocal: false, log: silentLogger };
   t.same(
@@ -87,4 +96,47 @@ t.test("a deletion that saw the head does not delete the set's winner", async (t
     'the copy made earlier stays (it travels as a revision of its own)',
   );
   t.same((await readdir(join(folder, 'd1'))).sort(), ['f1', COPY.slice('d1/'.length)].sort());
+});
+
+t.test('a save of the head since the scan is kept beside it when the winner comes back from its copy', async (t) => {
+  const { folder, store } = await headAndCopy(t);
+  await writeFile(join(folder, PATH), 'saved here after the scan\n');
+  await applyRemote([T], {
+    store,
+    keepConcurrentLocal: false,
+    log: silentLogger,
+    folder,
+    chunking: DEFAULT_CHUNKING,
+    fetch: async (_requests, beforePublish) => {
+      await beforePublish([]);
+      return { delivered: [], chunksReceived: 0 };
+    },
+  });
+  t.equal(await readFile(join(folder, PATH), 'utf8'), 'C wrote this\n', 'C is back at the path');
+  const aside = (await readdir(join(folder, 'd1'))).filter((n) => n.startsWith('f1.sync-unsynced-'));
+  t.equal(aside.length, 1, 'the save is moved aside before the copy replaces it');
+  t.equal(await readFile(join(folder, 'd1', aside[0] ?? 'none'), 'utf8'), 'saved here after the scan\n');
+});
+
+t.test('a copy whose source was edited since the scan is not made under the old revision (seed 1056)', async (t) => {
+  const { folder, store } = await headAndCopy(t);
+  // Edited in place, same size: the bytes C's copy revision names are gone from this node.
+  await writeFile(join(folder, COPY), 'C wrote THIS\n');
+  await t.rejects(
+    applyRemote([T], {
+      store,
+      keepConcurrentLocal: false,
+      log: silentLogger,
+      folder,
+      chunking: DEFAULT_CHUNKING,
+      fetch: async (_requests, beforePublish) => {
+        await beforePublish([]);
+        return { delivered: [], chunksReceived: 0 };
+      },
+    }),
+    { code: 'FOLDER_BUSY' },
+    'the sync stops, to be retried after a scan',
+  );
+  t.equal(await readFile(join(folder, PATH), 'utf8'), 'H wrote this\n', 'the path is as it was');
+  t.equal(Buffer.from(store.head(PATH)?.id ?? []).toString('hex'), Buffer.from(H.id).toString('hex'), 'and its head');
 });

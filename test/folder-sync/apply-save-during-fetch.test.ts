@@ -1,0 +1,138 @@
+// A file saved while the peer's new content of it is being received (after the apply step's
+// checks, before the publisher renames the fetched file over the path) is not overwritten
+// unseen (issue 31): the publisher's last look (beforeReplace) moves it aside to
+// f.sync-unsynced-<mtime>-<node>, which the next scan records. The fake fetch here publishes
+// through a real Publisher, as fetchContent's receiver does, and saves between the two.
+import t, { type Test } from 'tap';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { toHex } from '../../src/chunking/blake3.js';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
+import { manifestFromBytes } from '../../src/chunking/manifest.js';
+import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
+import { applyRemote } from '../../src/folder-sync/sync-apply.js';
+import type { FetchOutcome, FetchRequest } from '../../src/folder-sync/sync-exchange.js';
+import { silentLogger } from '../../src/logger.js';
+import { historyDir } from '../../src/store/sync-history.js';
+import { Publisher } from '../../src/store/publisher.js';
+import { RevisionStore } from '../../src/store/revision-store.js';
+import { revisionEntry } from '../../src/sync/revision.js';
+import { vectorFrom } from '../../src/sync/version-vector.js';
+
+const ME = '12D3KooWCcccccccccccc';
+const PEER = '12D3KooWBbbbbbbbbbbbb';
+const SCANNED = 'as scanned\n';
+const PEERS = "the peer's version\n";
+const SAVED = 'saved while the content came\n';
+
+/** Publishes `bytes` at each request's path through a Publisher with the apply's hook, as fetchContent does. */
+async function publishAll(
+  folder: string,
+  requests: readonly FetchRequest[],
+  bytes: Uint8Array,
+  beforeReplace: ((relPath: string) => Promise<void>) | undefined,
+): Promise<void> {
+  const publisher = await Publisher.open({
+    shareRoot: folder,
+    force: true,
+    chunking: DEFAULT_CHUNKING,
+    fsync: 'none',
+    ...(beforeReplace === undefined ? {} : { beforeReplace }),
+  });
+  for (const r of requests) {
+    const manifest = manifestFromBytes(bytes, DEFAULT_CHUNKING);
+    const staged = await publisher.stageFile({ relPath: r.destPath, manifest, mode: r.mode, mtimeMs: r.mtimeMs });
+    if (typeof staged === 'string') throw new Error(`expected a staged file, got ${staged}`);
+    for (const [i, c] of manifest.chunks.entries())
+      await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+    await publisher.commit([staged]);
+  }
+}
+
+/** The history blobs as {name: the root of what they hold}. */
+async function historyRoots(folder: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const names = await readdir(historyDir(folder)).catch(() => [] as string[]);
+  for (const n of names)
+    out[n] = toHex(manifestFromBytes(await readFile(join(historyDir(folder), n)), DEFAULT_CHUNKING).root);
+  return out;
+}
+
+async function run(t: Test, withHook: boolean, save = true): Promise<{ folder: string; store: RevisionStore }> {
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-fetchsave-'));
+  t.teardown(() => rm(folder, { recursive: true, force: true }));
+  await writeFile(join(folder, 'f'), SCANNED);
+  const store = await RevisionStore.open(folder, { nodeId: ME });
+  t.teardown(() => store.close());
+  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
+  const head = store.head('f');
+  if (head === undefined) throw new Error('the scan recorded no f');
+  const peerBytes = Buffer.from(PEERS);
+  const theirs = revisionEntry({
+    ...head.revision,
+    contentRoot: manifestFromBytes(peerBytes, DEFAULT_CHUNKING).root,
+    size: peerBytes.length,
+    origin: PEER,
+    vector: vectorFrom({ [ME]: 1, [PEER]: 1 }),
+    mtimeNs: head.revision.mtimeNs + 5_000_000_000n,
+  });
+  await applyRemote([theirs], {
+    store,
+    folder,
+    keepConcurrentLocal: false,
+    log: silentLogger,
+    chunking: DEFAULT_CHUNKING,
+    fsync: 'none',
+    fetch: async (requests, beforePublish, beforeReplace): Promise<FetchOutcome> => {
+      t.equal(requests.length, 1, "the peer's f is fetched");
+      await beforePublish(requests);
+      if (save) await writeFile(join(folder, 'f'), SAVED); // the user saves (in place) while the content travels
+      await publishAll(folder, requests, peerBytes, withHook ? beforeReplace : undefined);
+      return { delivered: [...requests], chunksReceived: 1 };
+    },
+  });
+  return { folder, store };
+}
+
+t.test("a save while the peer's content of the file arrives is kept beside it and recorded", async (t) => {
+  const { folder, store } = await run(t, true);
+  t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS, "the path holds the peer's version");
+  const copies = (await readdir(folder)).filter((n) => n.startsWith('f.sync-unsynced-'));
+  t.equal(copies.length, 1, 'one copy of the save');
+  const copy = copies[0] ?? '';
+  t.equal(await readFile(join(folder, copy), 'utf8'), SAVED, "holding the user's bytes");
+  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
+  const recorded = store.head(copy)?.revision;
+  t.ok(recorded !== undefined && !recorded.deleted, 'the next scan records the copy');
+  t.same(
+    Buffer.from(recorded?.contentRoot ?? []),
+    Buffer.from(manifestFromBytes(Buffer.from(SAVED), DEFAULT_CHUNKING).root),
+    'with the bytes of the save',
+  );
+  // Linked into history before the transfer, the blob would share the inode the save rewrote.
+  for (const [name, root] of Object.entries(await historyRoots(folder)))
+    t.equal(root, name, `history blob ${name.slice(0, 8)} holds the content it is named after`);
+});
+
+t.test('a file unchanged while the content came is replaced, its bytes kept in history', async (t) => {
+  const { folder } = await run(t, true, false);
+  t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);
+  t.same(
+    (await readdir(folder)).filter((n) => n.startsWith('f.sync-unsynced-')),
+    [],
+    'no copy',
+  );
+  const scannedRoot = toHex(manifestFromBytes(Buffer.from(SCANNED), DEFAULT_CHUNKING).root);
+  t.same(await historyRoots(folder), { [scannedRoot]: scannedRoot }, 'the scanned version is in history');
+});
+
+t.test('a publisher without the hook (push, pull) replaces the file as before', async (t) => {
+  const { folder } = await run(t, false);
+  t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);
+  t.same(
+    (await readdir(folder)).filter((n) => n.startsWith('f.sync-unsynced-')),
+    [],
+    'nothing kept: a publisher without the hook replaces what it finds',
+  );
+});
