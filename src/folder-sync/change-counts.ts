@@ -1,15 +1,28 @@
 // What a sync changed in a folder, as `clawpeer folder log` tells it: files (and directories,
-// symlinks) added, changed and deleted here by the peer's revisions. Counted from the folder's
+// symlinks) added, changed and deleted here by the peer's revisions, counted, and the first
+// MAX_LISTED_CHANGES of them by path (Syncthing's "recent changes"). Counted from the folder's
 // heads before and after the revisions are applied, so a revision that lost to a local one, was
 // skipped, or only carried history counts as nothing.
 import { bytesEqual } from '../chunking/blake3.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import type { RevisionStore } from '../store/revision-store.js';
 
+/** How many changed paths one sync lists (the counts cover them all): a log line stays bounded. */
+export const MAX_LISTED_CHANGES = 100;
+
+export type PathChangeKind = 'added' | 'changed' | 'deleted';
+
+export interface PathChange {
+  readonly path: string;
+  readonly change: PathChangeKind;
+}
+
 export interface ChangeCounts {
   readonly added: number;
   readonly changed: number;
   readonly deleted: number;
+  /** The first MAX_LISTED_CHANGES changes, in path order. */
+  readonly paths: readonly PathChange[];
 }
 
 /** The heads of the paths `received` names before they are applied, and the received revisions by path. */
@@ -41,9 +54,12 @@ export function headsBefore(store: RevisionStore, received: readonly RevisionEnt
  * every new head again here).
  */
 export function countChanges(store: RevisionStore, before: HeadsBefore): ChangeCounts {
-  let added = 0;
-  let changed = 0;
-  let deleted = 0;
+  const counts = { added: 0, changed: 0, deleted: 0 };
+  const paths: PathChange[] = [];
+  const note = (p: string, change: PathChangeKind): void => {
+    counts[change]++;
+    paths.push({ path: p, change });
+  };
   for (const [p, was] of before.heads) {
     const nowId = store.headId(p);
     if (nowId === undefined || (was !== undefined && bytesEqual(was.id, nowId))) continue;
@@ -51,9 +67,9 @@ export function countChanges(store: RevisionStore, before: HeadsBefore): ChangeC
     if (now === undefined) continue;
     const wasLive = was !== undefined && !was.revision.deleted;
     if (now.revision.deleted) {
-      if (wasLive) deleted++;
-    } else if (wasLive) changed++;
-    else added++;
+      if (wasLive) note(p, 'deleted');
+    } else note(p, wasLive ? 'changed' : 'added');
   }
-  return { added, changed, deleted };
+  paths.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { ...counts, paths: paths.slice(0, MAX_LISTED_CHANGES) };
 }

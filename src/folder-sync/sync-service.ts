@@ -144,7 +144,13 @@ async function serveClaimedSync(
   activity: Activity | undefined,
   lockWaitMs: number,
 ): Promise<Omit<ServedSync, 'share'>> {
-  const nothing = { received: 0, sent: 0, conflicts: 0, skipped: 0, changes: { added: 0, changed: 0, deleted: 0 } };
+  const nothing = {
+    received: 0,
+    sent: 0,
+    conflicts: 0,
+    skipped: 0,
+    changes: { added: 0, changed: 0, deleted: 0, paths: [] },
+  };
   const onProgress = activity === undefined ? {} : { onProgress: (p: TransferProgress) => activity.report(p) };
   const fsync = req.noFsync === true ? { fsync: 'none' as const } : {};
   const { log } = ctx;

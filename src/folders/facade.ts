@@ -13,6 +13,7 @@ export {
   type FolderMode,
 } from '../home/folders-config.js';
 export { findPeer, PeerStore } from '../home/peer-store.js';
+export type { FolderLogEntry } from './folder-log.js';
 
 /** The folder log's entries (folder-log.ts), loaded when `folder log` runs. */
 export async function folderLogModule(): Promise<typeof import('./folder-log.js')> {

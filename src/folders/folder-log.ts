@@ -4,6 +4,7 @@
 // MAX_LOG_ENTRIES. A line that does not parse (a write cut by a crash) is skipped on reading.
 import { appendFile, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { PathChange } from '../folder-sync/change-counts.js';
 import { ClawpeerError } from '../errors.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
 
@@ -30,6 +31,8 @@ export interface FolderLogEntry {
   readonly added: number;
   readonly changed: number;
   readonly deleted: number;
+  /** Those changes by path, the first MAX_LISTED_CHANGES (absent in entries logged before paths were). */
+  readonly paths?: readonly PathChange[];
   /** Revisions the peer took from here. */
   readonly sent: number;
   readonly conflicts: number;

@@ -458,7 +458,7 @@ export class FolderService {
           by: 'here',
           mode,
           received: r.revisionsReceived,
-          ...(r.changes ?? { added: 0, changed: 0, deleted: 0 }),
+          ...(r.changes ?? { added: 0, changed: 0, deleted: 0, paths: [] }),
           sent: r.revisionsSent,
           conflicts: r.conflicts,
           skipped: r.skipped.length,

@@ -66,8 +66,14 @@ t.test('status says in-sync with the last sync time; folder log lists what the s
     'A sent its files',
   );
   t.ok(
-    log.some((e) => e['by'] === 'peer' && e['deleted'] === 1 && e['added'] === 0),
-    'the delete B ran here, counted as one file deleted',
+    log.some(
+      (e) =>
+        e['by'] === 'peer' &&
+        e['deleted'] === 1 &&
+        e['added'] === 0 &&
+        JSON.stringify(e['paths']) === JSON.stringify([{ path: 'before.txt', change: 'deleted' }]),
+    ),
+    'the delete B ran here, counted as one file deleted and listed by path',
   );
   const logB = jsonLines((await runCli(['--home', B.home, 'folder', 'log', 'docs', '--json'])).stdout);
   t.ok(
@@ -75,7 +81,9 @@ t.test('status says in-sync with the last sync time; folder log lists what the s
     'B logged the files it took as added',
   );
   const humanLog = await runCli(['--home', A.home, 'folder', 'log', 'docs']);
-  t.match(humanLog.stdout, /Z by [bc]: 0 added, 0 changed, 1 deleted here; /);
+  t.match(humanLog.stdout, /Z by [bc]: 0 added, 0 changed, 1 deleted here; .*\n {2}- before\.txt$/m);
+  const humanLogB = await runCli(['--home', B.home, 'folder', 'log', 'docs']);
+  t.match(humanLogB.stdout, /^ {2}\+ note\.txt$/m, 'the file B took from A, marked new');
   // The nodes' own word that they hold the same revisions (what the convergence test polls).
   const logsAgree = async (): Promise<boolean> => {
     const docs = await Promise.all(nodes.map(async (n) => (await foldersOf(n)).find((f) => f.id === 'docs')));

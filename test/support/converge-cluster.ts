@@ -257,11 +257,29 @@ export class ConvergeCluster {
     return `${this.#pastLogs.get(node.index) ?? ''}${node.listener?.stderr() ?? ''}`;
   }
 
-  /** `node`'s `folder log` (what each of its syncs changed, path by path), or why it could not be read. */
-  async folderLogOf(node: ConvergeNode): Promise<string> {
+  /**
+   * What `node`'s syncs changed since `sinceMs`, path by path (its `folder log`, one line per
+   * sync and per path), or why it could not be read.
+   */
+  async folderLogOf(node: ConvergeNode, sinceMs: number): Promise<string> {
     if (!this.folders) return '';
-    const r = await runCli(['--home', node.home, 'folder', 'log', FOLDER_ID]);
-    return r.code === 0 ? r.stdout : `folder log failed (${r.code}): ${r.stderr}`;
+    const r = await runCli(['--home', node.home, 'folder', 'log', FOLDER_ID, '--json']);
+    if (r.code !== 0) return `folder log failed (${r.code}): ${r.stderr}`;
+    const lines: string[] = [];
+    for (const raw of r.stdout.split('\n')) {
+      if (raw === '') continue;
+      const e = JSON.parse(raw) as {
+        time: number;
+        by: string;
+        peerName?: string;
+        peer: string;
+        paths?: { path: string; change: string }[];
+      };
+      if (e.time < sinceMs) continue;
+      lines.push(`${new Date(e.time).toISOString()} ${e.by === 'peer' ? 'by' : 'with'} ${e.peerName ?? e.peer}`);
+      for (const c of e.paths ?? []) lines.push(`  ${c.change} ${c.path}`);
+    }
+    return `${lines.join('\n')}\n`;
   }
 
   async restartListener(node: ConvergeNode): Promise<void> {

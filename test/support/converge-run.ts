@@ -120,6 +120,7 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
         else await cluster.reset();
         {
           const load0 = loadavg()[0] ?? 0;
+          const scheduleStart = Date.now();
           const r = await runSchedule(cluster, {
             seed,
             ops: s.ops,
@@ -164,7 +165,7 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
                 await writeFile(path.join(logDir, `seed-${seed}-${n.name}.log`), cluster.logsOf(n));
                 await writeFile(
                   path.join(logDir, `seed-${seed}-${n.name}-folder-log.txt`),
-                  await cluster.folderLogOf(n),
+                  await cluster.folderLogOf(n, scheduleStart),
                 );
               }
               await writeFile(

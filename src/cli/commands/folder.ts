@@ -18,6 +18,7 @@ import {
   PeerStore,
   versioningProblem,
   type FolderConfig,
+  type FolderLogEntry,
   type FolderMode,
 } from '../../folders/facade.js';
 import { intOption } from '../args.js';
@@ -116,15 +117,21 @@ async function showLog(ctx: CommandContext, id: string): Promise<void> {
     return;
   }
   const now = Date.now();
-  ctx.out.emit(
-    {},
-    entries
-      .map(
-        (e) =>
-          `${new Date(e.time).toISOString()} ${e.by === 'peer' ? 'by' : 'with'} ${e.peerName ?? e.peer}: ${e.added} added, ${e.changed} changed, ${e.deleted} deleted here; ${e.sent} revision${e.sent === 1 ? '' : 's'} sent; ${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}${e.skipped > 0 ? `, ${e.skipped} skipped` : ''} (${duration((now - e.time) / 1000)} ago)`,
-      )
-      .join('\n'),
-  );
+  ctx.out.emit({}, entries.map((e) => logLines(e, now)).join('\n'));
+}
+
+/** How each listed change is marked under its sync's line (as rsync's itemize: + new, . changed, - gone). */
+const CHANGE_MARKS = { added: '+', changed: '.', deleted: '-' } as const;
+
+/** One sync in `folder log`: its summary line, then the paths it changed, one per line. */
+function logLines(e: FolderLogEntry, now: number): string {
+  const total = e.added + e.changed + e.deleted;
+  const listed = e.paths ?? [];
+  return [
+    `${new Date(e.time).toISOString()} ${e.by === 'peer' ? 'by' : 'with'} ${e.peerName ?? e.peer}: ${e.added} added, ${e.changed} changed, ${e.deleted} deleted here; ${e.sent} revision${e.sent === 1 ? '' : 's'} sent; ${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}${e.skipped > 0 ? `, ${e.skipped} skipped` : ''} (${duration((now - e.time) / 1000)} ago)`,
+    ...listed.map((c) => `  ${CHANGE_MARKS[c.change]} ${c.path}`),
+    ...(listed.length > 0 && total > listed.length ? [`  ... and ${total - listed.length} more`] : []),
+  ].join('\n');
 }
 
 export function registerFolderCommands(cli: Argv, run: Runner): Argv {
