@@ -60,13 +60,16 @@ const listener = await startListener(a.home, ['-v'], { env: { CLAWPEER_TEST_RERE
 t.teardown(() => listener.stop('SIGKILL'));
 const work = await mkdtemp(join(tmpdir(), 'clawpeer-rr-'));
 
-/** A push slowed to ~40 chunks a second; the rendezvous is SIGKILLed once 1 MiB has moved. */
+/**
+ * A push slowed to ~10 chunks a second (the listener's 256 KiB chunks: 6 MiB is ~2.4 s, well past
+ * --json's first 500 ms progress line); the rendezvous is SIGKILLed once 1 MiB has moved.
+ */
 async function pushKillingRendezvous(
   file: string,
   env: NodeJS.ProcessEnv,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [CLI, '--home', b.home, 'push', file, 'alice', '--json', '--streams', '1'], {
-    env: { ...process.env, ...env, CLAWPEER_TEST_DELAY_PER_CHUNK_MS: '25' },
+    env: { ...process.env, ...env, CLAWPEER_TEST_DELAY_PER_CHUNK_MS: '100' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -96,6 +99,17 @@ t.test('a direct transfer does not notice the rendezvous going away', async (t) 
   t.match(jsonLines(r.stdout).at(-1), { event: 'done', path: 'direct' });
   t.ok(bytes.equals(await readFile(join(a.home, 'inbox', 'direct.bin'))), 'landed whole');
   server = await startRendezvous();
+  // The next push finds the listener only through the new rendezvous: wait until a relayed ping
+  // gets through (the listener registers again within a few seconds), or that push fails with no
+  // address before the kill.
+  for (let tries = 0; ; tries++) {
+    const ping = await runCli(['--home', b.home, 'ping', 'alice', '--count', '1'], {
+      env: { CLAWPEER_REACH_DISABLE: 'direct,punched' },
+    });
+    if (ping.code === 0) break;
+    if (tries >= 20) throw new Error(`alice not reachable through the restarted rendezvous: ${ping.stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 });
 
 t.test('a relayed transfer fails cleanly when the relay dies, and resumes exactly once it is back', async (t) => {
