@@ -9,6 +9,7 @@
 // an early chunk the receiver already held costs its bytes and is dropped there. A stream whose
 // unacknowledged frames are all such unwanted early chunks does not wait for their acks: the
 // receiver may finish (it has all it asked for) without ever reading that stream.
+import { setMaxListeners } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import type { SealedFrameParts } from '../protocol/aead.js';
 import { ClawpeerError } from '../errors.js';
@@ -287,6 +288,9 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const streamWindowBytes = Math.ceil(windowBytes / streamCount);
   const reader = new ChunkReader();
   const abort = new AbortController();
+  // Every data stream waits on it (a listener per pending read and paced write): a striped
+  // session's 14 connections passed Node's warning threshold of 10.
+  setMaxListeners(0, abort.signal);
   const onOuterAbort = (): void => abort.abort();
   options.signal.addEventListener('abort', onOuterAbort, { once: true });
   abort.signal.addEventListener('abort', () => budgetOf.wakeAll(), { once: true }); // waiting streams see it
