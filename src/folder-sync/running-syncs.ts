@@ -10,6 +10,7 @@
 // the other's (sync-service.ts asks before it waits for the lock; so does sync-client.ts).
 // Within one process only, as destination-locks.ts (the same-peer rerun of a sync the listener
 // serves supersedes its stale predecessor there, on any connection's age).
+import path from 'node:path';
 import type { Logger } from '../logger.js';
 import type { Connection } from '../transport/types.js';
 
@@ -102,4 +103,25 @@ export const PROCESS_RUNNING_SYNCS = new RunningSyncs();
  */
 export function staleAfterMs(keepAliveMs: number): number {
   return keepAliveMs + 2_000;
+}
+
+/**
+ * Registers a sync of `dir` with the session's peer for as long as it runs: `endStale` frees the
+ * folder from a dead earlier sync with the same peer (call it before and while waiting for the
+ * folder's lock), `unregister` when the sync ends.
+ */
+export function trackSync(
+  dir: string,
+  session: { readonly peerId: string; readonly connection: Connection },
+  keepAliveMs: number,
+  log: Logger,
+): { endStale: () => void; unregister: () => void } {
+  const folder = path.resolve(dir);
+  const quietMs = staleAfterMs(keepAliveMs);
+  return {
+    endStale: () => {
+      PROCESS_RUNNING_SYNCS.endStale(folder, session.peerId, session.connection, quietMs, log);
+    },
+    unregister: PROCESS_RUNNING_SYNCS.register(folder, session.peerId, session.connection),
+  };
 }

@@ -34,7 +34,7 @@ import {
   type SyncChannel,
 } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders, type SyncedFolder } from './synced-folder.js';
-import { PROCESS_RUNNING_SYNCS, staleAfterMs } from './running-syncs.js';
+import { trackSync } from './running-syncs.js';
 import { DEFAULT_CONFIG } from '../home/config.js';
 import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
@@ -207,12 +207,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
   let hashedFiles = 0;
   // A sync of this folder with this peer whose connection went quiet (the peer was killed, and
   // this is it back) gives the folder up now rather than at its connection's idle timeout.
-  const folderKey = path.resolve(dir);
-  const quietMs = staleAfterMs(o.keepAliveMs ?? DEFAULT_CONFIG.keepAliveMs);
-  const endStale = (): void => {
-    PROCESS_RUNNING_SYNCS.endStale(folderKey, session.peerId, session.connection, quietMs, log);
-  };
-  const unregister = PROCESS_RUNNING_SYNCS.register(folderKey, session.peerId, session.connection);
+  const { endStale, unregister } = trackSync(dir, session, o.keepAliveMs ?? DEFAULT_CONFIG.keepAliveMs, log);
   let folder: SyncedFolder;
   try {
     endStale();

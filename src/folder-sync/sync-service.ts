@@ -6,7 +6,6 @@
 // unless it is send-only); a read-only share only serves receive-only clients, dry runs included
 // (a dry run only sends our records: the client plans, nothing is applied). Non-goals: the
 // message phases (sync-exchange.ts), the decisions (sync-apply.ts).
-import path from 'node:path';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -32,7 +31,7 @@ import {
   type SyncChannel,
 } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders, type SyncedFolder } from './synced-folder.js';
-import { PROCESS_RUNNING_SYNCS, staleAfterMs } from './running-syncs.js';
+import { trackSync } from './running-syncs.js';
 import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import { findShare, refuseUnsyncedInto } from '../home/shares.js';
@@ -161,12 +160,7 @@ async function serveClaimedSync(
   // A sync of this folder with this peer whose connection went quiet (the peer was killed, and
   // this is it back; our own sync with it, which the destination claim does not cover) gives the
   // folder up now rather than at its connection's idle timeout.
-  const folderKey = path.resolve(share.dir);
-  const quietMs = staleAfterMs(ctx.config.keepAliveMs);
-  const endStale = (): void => {
-    PROCESS_RUNNING_SYNCS.endStale(folderKey, session.peerId, session.connection, quietMs, log);
-  };
-  const unregister = PROCESS_RUNNING_SYNCS.register(folderKey, session.peerId, session.connection);
+  const { endStale, unregister } = trackSync(share.dir, session, ctx.config.keepAliveMs, log);
   let folder: SyncedFolder;
   try {
     endStale();
