@@ -13,7 +13,7 @@ import { copyFile, lstat, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { syncDir } from '../store/partial-store.js';
-import { tempNameFor } from '../store/temp-files.js';
+import { releaseTempName, tempNameFor } from '../store/temp-files.js';
 import { toSeconds } from '../store/staged-file.js';
 
 /**
@@ -40,6 +40,8 @@ export async function writeOwnCopy(from: string, to: string, mode: number, mtime
   } catch (err) {
     await rm(tmp, { force: true });
     throw new ClawpeerError('IO', `cannot write ${to} as a copy of ${from}: ${(err as Error).message}`, { cause: err });
+  } finally {
+    releaseTempName(tmp);
   }
 }
 

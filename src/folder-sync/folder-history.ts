@@ -212,7 +212,7 @@ export async function restoreRevision(o: RestoreOptions): Promise<Restored> {
   const { FolderLock } = await import('../store/folder-lock.js');
   const { scanFolder } = await import('./folder-scanner.js');
   const { historyBlobPath } = await import('../store/sync-history.js');
-  const { tempNameFor } = await import('../store/temp-files.js');
+  const { releaseTempName, tempNameFor } = await import('../store/temp-files.js');
   const { manifestFromFile } = await import('../file-chunking/file-chunker.js');
   const lock = await FolderLock.acquire(folder, { waitMs: LOCK_WAIT_MS, signal: o.signal });
   try {
@@ -290,6 +290,7 @@ export async function restoreRevision(o: RestoreOptions): Promise<Restored> {
           throw err;
         }
       }
+      releaseTempName(tmp);
       // Record the restore as a new local edit, so it wins over what it replaced on every peer.
       await scanFolder(store, folder, { chunking, ignore: await loadSyncIgnore(folder) });
       const head = store.head(rel);

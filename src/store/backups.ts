@@ -17,6 +17,7 @@ import { ClawpeerError } from '../errors.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import { isInternalPath } from './internal-names.js';
 import type { Keeper } from './keeper.js';
+import { releaseTempName } from './temp-files.js';
 
 /** rsync's default suffix when there is no backup directory. */
 export const DEFAULT_BACKUP_SUFFIX = '~';
@@ -99,13 +100,15 @@ export class Backups implements Keeper {
     const st = await lstat(abs).catch(() => undefined);
     if (st === undefined || !(st.isFile() || st.isSymbolicLink())) return false;
     const target = this.#targetOf(rel, abs);
+    const tmp = path.join(path.dirname(target), this.#place.tempName(path.basename(target)));
     try {
-      const tmp = path.join(path.dirname(target), this.#place.tempName(path.basename(target)));
       if (how === 'deleted') await moveTo(abs, target, tmp, st.isSymbolicLink());
       else await copyTo(abs, target, tmp, st.isSymbolicLink());
     } catch (err) {
       if (err instanceof ClawpeerError) throw err;
       throw new ClawpeerError('IO', `cannot back up ${abs} as ${target}: ${(err as Error).message}`, { cause: err });
+    } finally {
+      releaseTempName(tmp);
     }
     this.count++;
     return true;

@@ -7,7 +7,7 @@ import { ClawpeerError } from '../errors.js';
 import type { ExistingPolicy } from './publish-types.js';
 import { refuseExisting, replaceOrKeep } from './existing-policy.js';
 import { ioError, toSeconds } from './staged-file.js';
-import { tempNameFor } from './temp-files.js';
+import { releaseTempName, tempNameFor } from './temp-files.js';
 import { symlinkTargetIsConfined } from './tree-scan.js';
 
 /** The share a symlink goes into, its existing-file policy, and how a replaced entry is kept. */
@@ -100,6 +100,8 @@ export async function placeSymlink(
   } catch (err) {
     await rm(tmp, { force: true });
     throw ioError('create symlink', finalPath, err);
+  } finally {
+    releaseTempName(tmp);
   }
   return verdict === 'replace' ? 'replaced' : 'created';
 }

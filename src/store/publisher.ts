@@ -36,7 +36,7 @@ import { isInternalPath } from './internal-names.js';
 import { symlinkTargetIsConfined } from './tree-scan.js';
 import { metadataToSet, outcomeOf, type Existing } from './existing-policy.js';
 import { placeSymlink, symlinkEscapes, symlinkVerdictIn, type SymlinkPlace } from './publish-symlinks.js';
-import { tempNameFor } from './temp-files.js';
+import { releaseTempName, tempNameFor } from './temp-files.js';
 import { ConfinedDirs } from './confined-dirs.js';
 import type { PublishFile, PublishDir, ExistingPolicy, PublisherOptions, MetadataSet } from './publish-types.js';
 import { IN_MEMORY_MAX_BYTES, PUBLISH_MODE_MASK, ioError, toSeconds, StagedFile } from './staged-file.js';
@@ -314,6 +314,7 @@ export class Publisher {
         // 'wx': O_EXCL, so the temp name never follows or reuses an existing entry.
         handle = await open(stagingPath, 'wx', 0o600);
       } catch (err) {
+        releaseTempName(stagingPath);
         throw ioError('create a temp file for', finalPath, err);
       }
       try {
@@ -321,6 +322,7 @@ export class Publisher {
       } catch (err) {
         await handle.close().catch(() => undefined);
         await rm(stagingPath, { force: true });
+        releaseTempName(stagingPath);
         throw ioError('allocate', finalPath, err);
       }
       staged = new StagedFile(normalized, finalPath, stagingPath, handle, undefined, this.#earlyWritebackBytes());
@@ -464,6 +466,7 @@ export class Publisher {
           await place();
         } finally {
           await rm(copy, { force: true });
+          releaseTempName(copy);
         }
       }
     } catch (err) {

@@ -31,6 +31,7 @@ import { blake3, bytesEqual, toHex } from '../chunking/blake3.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import type { Partial } from './partial-store.js';
 import type { PublishFile } from './publish-types.js';
+import { releaseTempName } from './temp-files.js';
 
 const ZEROS = Buffer.alloc(64 << 10);
 
@@ -347,6 +348,7 @@ export class StagedFile {
   async discard(options: { keepPartial?: boolean } = {}): Promise<void> {
     if (this.#state !== 'open') return;
     this.#state = 'discarded';
+    releaseTempName(this.stagingPath);
     await this.#writeback; // never fails (its error is kept); the handle closes after it
     if (this.#partial !== undefined) {
       if (options.keepPartial ?? true) await this.#partial.close().catch(() => undefined);
@@ -362,5 +364,6 @@ export class StagedFile {
   /** @internal */
   markCommitted(): void {
     this.#state = 'committed';
+    releaseTempName(this.stagingPath);
   }
 }

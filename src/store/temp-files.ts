@@ -26,10 +26,38 @@ let tempSerial = randomInt(TEMP_SERIAL_MODULUS - 1); // randomInt takes ranges b
  */
 export function tempNameFor(baseName: string, pid = process.pid): string {
   tempSerial = (tempSerial + 1) % TEMP_SERIAL_MODULUS;
-  const prefix = `${TEMP_FILE_PREFIX}p${pid}-${tempSerial.toString(16).padStart(TEMP_RANDOM_BYTES * 2, '0')}-`;
+  const serial = tempSerial.toString(16).padStart(TEMP_RANDOM_BYTES * 2, '0');
+  if (pid === process.pid) liveSerials.add(serial);
+  const prefix = `${TEMP_FILE_PREFIX}p${pid}-${serial}-`;
   let base = baseName;
   while (Buffer.byteLength(prefix + base, 'utf8') > NAME_MAX_BYTES) base = Array.from(base).slice(0, -1).join('');
   return prefix + base;
+}
+
+/**
+ * The serials of the temp names this process handed out and has not released: files it may still
+ * write or rename. A file of this process's pid whose serial is not here is an orphan, left
+ * where nothing of ours will touch it again: a user renamed its directory while a publish wrote
+ * into it (the rename into place then failed, ENOENT). The sweep removes it at once, instead of
+ * after STALE_TEMP_AGE_MS.
+ */
+const liveSerials = new Set<string>();
+
+/** The serial in a temp file name (tempNameFor), or undefined for names without one. */
+function serialOf(name: string): string | undefined {
+  return TEMP_OWNER_PID.exec(name)?.[2];
+}
+
+/**
+ * The temp file at `pathOrName` (named by tempNameFor) was renamed into place or removed, or
+ * will never be written again: a file left under its name is now an orphan the sweep may delete.
+ * Every user of tempNameFor calls it when done (a forgotten call only delays the cleanup).
+ */
+export function releaseTempName(pathOrName: string): void {
+  const name = path.basename(pathOrName);
+  if (tempFileOwnerPid(name) !== process.pid) return;
+  const serial = serialOf(name);
+  if (serial !== undefined) liveSerials.delete(serial);
 }
 
 /** Temp files untouched for this long are leftovers of a killed process: 1 hour. */
@@ -101,19 +129,21 @@ export function tempFileOwnerPid(name: string): number | undefined {
 }
 
 const TEMP_OWNER_PID = new RegExp(
-  `^${TEMP_FILE_PREFIX.replace(/[.]/g, '\\.')}p(\\d{1,10})-[0-9a-f]{${TEMP_RANDOM_BYTES * 2}}-`,
+  `^${TEMP_FILE_PREFIX.replace(/[.]/g, '\\.')}p(\\d{1,10})-([0-9a-f]{${TEMP_RANDOM_BYTES * 2}})-`,
 );
 
 /**
- * Unlinks `abs` (a temp file or link, never a directory) if its writer is gone or it is old
- * enough; true when removed. Synchronous: the sync scanner calls it mid-walk.
+ * Unlinks `abs` (a temp file or link, never a directory) if its writer is gone (another
+ * process that died, or this one, which released the name) or it is old enough; true when removed. Synchronous: the sync scanner calls it mid-walk.
  */
 export function removeTempFileIfStale(abs: string, options: StaleTempOptions): boolean {
   try {
     const st = lstatSync(abs);
     if (st.isDirectory()) return false;
-    const owner = tempFileOwnerPid(path.basename(abs));
-    const ownerGone = owner !== undefined && !processAlive(owner);
+    const name = path.basename(abs);
+    const owner = tempFileOwnerPid(name);
+    const ownerGone =
+      owner === process.pid ? !liveSerials.has(serialOf(name) ?? '') : owner !== undefined && !processAlive(owner);
     if (!ownerGone && options.nowMs - st.ctimeMs < (options.minAgeMs ?? STALE_TEMP_AGE_MS)) return false;
     unlinkSync(abs);
     return true;
