@@ -98,10 +98,13 @@ t.test("a deletion that saw the head does not delete the set's winner", async (t
   t.same((await readdir(join(folder, 'd1'))).sort(), ['f1', COPY.slice('d1/'.length)].sort());
 });
 
-t.test('a save of the head since the scan is kept beside it when the winner comes back from its copy', async (t) => {
-  const { folder, store } = await headAndCopy(t);
-  await writeFile(join(folder, PATH), 'saved here after the scan\n');
-  await applyRemote([T], {
+/** Applies `received` where no content needs fetching (everything comes from this node's own files). */
+function applyNeedingNoContent(
+  received: RevisionEntry[],
+  folder: string,
+  store: RevisionStore,
+): ReturnType<typeof applyRemote> {
+  return applyRemote(received, {
     store,
     keepConcurrentLocal: false,
     log: silentLogger,
@@ -112,6 +115,12 @@ t.test('a save of the head since the scan is kept beside it when the winner come
       return { delivered: [], chunksReceived: 0 };
     },
   });
+}
+
+t.test('a save of the head since the scan is kept beside it when the winner comes back from its copy', async (t) => {
+  const { folder, store } = await headAndCopy(t);
+  await writeFile(join(folder, PATH), 'saved here after the scan\n');
+  await applyNeedingNoContent([T], folder, store);
   t.equal(await readFile(join(folder, PATH), 'utf8'), 'C wrote this\n', 'C is back at the path');
   const aside = (await readdir(join(folder, 'd1'))).filter((n) => n.startsWith('f1.sync-unsynced-'));
   t.equal(aside.length, 1, 'the save is moved aside before the copy replaces it');
@@ -123,17 +132,7 @@ t.test('a copy whose source was edited since the scan is not made under the old 
   // Edited in place, same size: the bytes C's copy revision names are gone from this node.
   await writeFile(join(folder, COPY), 'C wrote THIS\n');
   await t.rejects(
-    applyRemote([T], {
-      store,
-      keepConcurrentLocal: false,
-      log: silentLogger,
-      folder,
-      chunking: DEFAULT_CHUNKING,
-      fetch: async (_requests, beforePublish) => {
-        await beforePublish([]);
-        return { delivered: [], chunksReceived: 0 };
-      },
-    }),
+    applyNeedingNoContent([T], folder, store),
     { code: 'FOLDER_BUSY' },
     'the sync stops, to be retried after a scan',
   );
