@@ -164,6 +164,10 @@ export class FolderService {
     what: Omit<FolderLogEntry, 'time' | 'folder' | 'peer' | 'peerName'>,
   ): Promise<void> {
     const nowMs = Date.now();
+    // Revisions stored here that changed nothing on disk (the same bytes saved concurrently, a
+    // deletion of what is gone here, a loser kept in history) raise no watcher event, so the
+    // folder's other peers would wait for the interval: they are synced now.
+    if (what.received > 0) this.#passOn(f.id, peerId, nowMs);
     if (what.received + what.sent + what.conflicts > 0) {
       const name = this.#names.get(peerId);
       await this.#log
@@ -177,6 +181,14 @@ export class FolderService {
       .catch((err: unknown) =>
         this.#o.log.warn('versioning after a sync failed', { folder: f.id, error: (err as Error).message }),
       );
+  }
+
+  /** Syncs folder `folderId` with its peers other than `source`, which just brought revisions. */
+  #passOn(folderId: string, source: string, nowMs: number): void {
+    const active = this.#active.get(folderId);
+    if (active === undefined) return;
+    for (const peer of active.peerIds) if (peer !== source) this.#schedule.request(nowMs, { folder: folderId, peer });
+    this.#pump();
   }
 
   /** Each folder with its peers' states, for `clawpeer status`. */
