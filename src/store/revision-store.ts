@@ -9,6 +9,7 @@ import path from 'node:path';
 import { type RootDatabase } from 'lmdb';
 import { BLAKE3_OUT_BYTES, bytesEqual, toHex } from '../chunking/blake3.js';
 import { ClawpeerError } from '../errors.js';
+import { maximalRevisions } from '../sync/conflict.js';
 import { MerkleIdSet } from '../sync/merkle-root.js';
 import { decodeRevision, type Revision, type RevisionEntry } from '../sync/revision.js';
 import { EMPTY_VECTOR, checkNodeId, decodeVector, type VersionVector } from '../sync/version-vector.js';
@@ -45,6 +46,16 @@ interface HistoryItem {
   readonly key: Buffer;
   readonly id: Buffer;
   readonly rev: Revision;
+}
+
+/**
+ * The ids (hex) of a path's revisions that no other of them has seen. gc never drops one: on a
+ * node holding more revisions of the path, a maximal loser can become the head (a deletion that
+ * saw the winner but not the loser: the loser, an edit, beats it), and a node that dropped it
+ * would refuse it forever, the two logs and files apart for good.
+ */
+function maximalIds(group: readonly HistoryItem[]): Set<string> {
+  return new Set(maximalRevisions(group.map((g) => ({ id: g.id, revision: g.rev }))).map((e) => toHex(e.id)));
 }
 
 export interface GcResult {
@@ -327,17 +338,25 @@ export class RevisionStore {
         const pk = pathKey(rev.path);
         const headId = this.#db.heads.get(pk);
         if (headId !== undefined && bytesEqual(headId, idKey)) continue;
-        for (const { key, value } of this.#db.history.getRange(historyRange(pk))) {
-          if (!bytesEqual(value, idKey)) continue;
-          this.#dropRevision(key, idKey, rev, released);
-          dropped.push(Uint8Array.from(idKey));
-          break;
-        }
+        const group = this.#historyGroup(historyRange(pk));
+        const item = group.find((g) => bytesEqual(g.id, idKey));
+        if (item === undefined || maximalIds(group).has(toHex(idKey))) continue;
+        this.#dropRevision(item.key, idKey, rev, released);
+        dropped.push(Uint8Array.from(idKey));
       }
       if (dropped.length > 0) this.#bumpIdChanges();
     });
     for (const id of dropped) this.#ids.delete(id);
     return { removedRevisions: dropped.length, releasedContentRoots: released };
+  }
+
+  /** A path's history entries (a historyRange), oldest first, decoded. */
+  #historyGroup(range: ReturnType<typeof historyRange>): HistoryItem[] {
+    return [...this.#db.history.getRange(range)].map(({ key, value: id }) => {
+      const encoded = this.#db.revs.get(id);
+      if (encoded === undefined) throw corrupt(this.dir, `history lists missing revision ${toHex(id)}`);
+      return { key, id, rev: decodeRevision(encoded) };
+    });
   }
 
   /** In a write transaction: removes one revision (history entry `key`), counts its content root off, records it pruned. */
@@ -443,16 +462,13 @@ export class RevisionStore {
         if (first === undefined) break;
         const range = historyRange(first.subarray(0, BLAKE3_OUT_BYTES));
         cursor = { start: range.end, exclusiveStart: true };
-        const group = [...this.#db.history.getRange(range)].map(({ key, value: id }) => {
-          const encoded = this.#db.revs.get(id);
-          if (encoded === undefined) throw corrupt(this.dir, `history lists missing revision ${toHex(id)}`);
-          return { key, id, rev: decodeRevision(encoded) };
-        });
+        const group = this.#historyGroup(range);
         if (group.length <= 1) continue;
         const headId = this.#db.heads.get(first.subarray(0, BLAKE3_OUT_BYTES));
         const isHead = (g: HistoryItem): boolean => headId !== undefined && bytesEqual(headId, g.id);
+        const maximal = maximalIds(group);
         for (const g of choose(group, isHead)) {
-          if (isHead(g)) continue;
+          if (isHead(g) || maximal.has(toHex(g.id))) continue;
           this.#dropRevision(g.key, g.id, g.rev, released);
           dropped.push(g.id);
         }

@@ -173,15 +173,15 @@ function winsConcurrent(a: RevisionEntry, b: RevisionEntry): boolean {
  * other's), each id once, in id order. Equal vectors with other ids (a faulty peer) are both kept:
  * concurrent, as resolveRevision treats them.
  */
-export function maximalRevisions(entries: readonly RevisionEntry[]): RevisionEntry[] {
-  const byId = new Map<string, RevisionEntry>();
+export function maximalRevisions<E extends Pick<RevisionEntry, 'id' | 'revision'>>(entries: readonly E[]): E[] {
+  const byId = new Map<string, E>();
   for (const e of entries) byId.set(Buffer.from(e.id).toString('hex'), e);
   // A revision's dominators have strictly larger counter sums; one is dominated iff a maximal
   // one dominates it (transitivity). So, largest sums first, compare only with the maximal found
   // so far: n x (maximal ones), not n x n, for a long history.
-  const sum = (e: RevisionEntry): bigint => [...e.revision.vector.values()].reduce((a, c) => a + BigInt(c), 0n);
+  const sum = (e: E): bigint => [...e.revision.vector.values()].reduce((a, c) => a + BigInt(c), 0n);
   const bySum = [...byId.values()].map((e) => ({ e, s: sum(e) })).sort((a, b) => (a.s > b.s ? -1 : a.s < b.s ? 1 : 0));
-  const maximal: RevisionEntry[] = [];
+  const maximal: E[] = [];
   for (const { e } of bySum) {
     if (!maximal.some((m) => compareVectors(e.revision.vector, m.revision.vector) === 'before')) maximal.push(e);
   }

@@ -14,6 +14,7 @@ import { compareVectors, counterOf, vectorFrom } from '../../src/sync/version-ve
 
 const NODE = 'local-node';
 const PEER = 'peer-node';
+const THIRD = 'third-node';
 
 async function tempFolder(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'clawpeer-revlog-'));
@@ -176,6 +177,31 @@ t.test('gc records what it dropped as pruned; prune drops what a peer pruned, ne
   t.equal(store.prunedCount(), 4);
   t.same(store.checkInvariants(), []);
   t.equal(hex(store.root()), hex(MerkleIdSet.fromPacked(store.allIds()).root()));
+});
+
+t.test('gc and a peer-told prune keep a maximal revision that is not the head', async (t) => {
+  // The three-device cycle: edit C loses to edit H here (older mtime); a deletion D that saw H
+  // but not C comes later. A node holding C picks C (an edit beats a deletion), so a node that
+  // dropped C would refuse it forever and the two would never agree.
+  const store = await RevisionStore.open(await tempFolder(), { nodeId: NODE });
+  t.teardown(() => store.close());
+  const old = store.write((w) => w.recordLocal(fileDraft('p', 1)));
+  const c = revisionEntry({ ...fileDraft('p', 3, 100n), origin: PEER, vector: vectorFrom({ [NODE]: 1, [PEER]: 1 }) });
+  const h = revisionEntry({ ...fileDraft('p', 2, 200n), origin: THIRD, vector: vectorFrom({ [NODE]: 1, [THIRD]: 1 }) });
+  store.write((w) => {
+    w.put(c);
+    w.put(h);
+    w.setHead(h.id);
+  });
+  t.equal(compareVectors(c.revision.vector, h.revision.vector), 'concurrent');
+  t.equal(hex(store.head('p')!.id), hex(h.id), 'H is the head');
+  const result = store.gc(1);
+  t.equal(result.removedRevisions, 1, 'only the dominated first version goes');
+  t.ok(store.isPruned(old.id));
+  t.ok(store.has(c.id) && !store.isPruned(c.id), 'the concurrent loser stays');
+  t.equal(store.prune([c.id]).removedRevisions, 0, 'a peer saying it pruned C does not drop it here either');
+  t.ok(store.has(c.id));
+  t.same(store.checkInvariants(), []);
 });
 
 t.test('the peer a folder syncs with is recorded for restore', async (t) => {
