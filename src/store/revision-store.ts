@@ -466,8 +466,10 @@ export class RevisionStore {
         if (group.length <= 1) continue;
         const headId = this.#db.heads.get(first.subarray(0, BLAKE3_OUT_BYTES));
         const isHead = (g: HistoryItem): boolean => headId !== undefined && bytesEqual(headId, g.id);
+        const chosen = choose(group, isHead);
+        if (chosen.length === 0) continue; // most paths after a sync's gc: no vector comparisons
         const maximal = maximalIds(group);
-        for (const g of choose(group, isHead)) {
+        for (const g of chosen) {
           if (isHead(g) || maximal.has(toHex(g.id))) continue;
           this.#dropRevision(g.key, g.id, g.rev, released);
           dropped.push(g.id);
