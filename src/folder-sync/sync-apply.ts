@@ -81,16 +81,32 @@ async function confined(folderReal: string, rel: string): Promise<string> {
   return path.join(parentReal, path.basename(abs));
 }
 
+const NS_PER_MS = 1_000_000n;
+
+/** The ms an mtime in ns lies in (floor, also before 1970). */
+function msOf(ns: bigint): bigint {
+  const q = ns / NS_PER_MS;
+  return ns < 0n && ns % NS_PER_MS !== 0n ? q - 1n : q;
+}
+
 /**
- * The warm stat of a file this sync just published as `rev`, or undefined when it cannot be
- * certified: gone or replaced since, another mode on disk, or modified within the racy window
- * (a local write right after the publish could hide behind an equal mtime).
+ * The warm stat of a file this sync just published as `rev` with mtime `setMs`, or undefined
+ * when it cannot be certified: gone or replaced since, another mode on disk, modified within the
+ * racy window (a local write right after the publish could hide behind an equal mtime), or
+ * another mtime than the one set (a save in between whose mtime is not "now": a skewed clock, a
+ * tool that keeps times; certified, its bytes would pass for `rev`'s and never be scanned).
  */
-function publishedStat(folderReal: string, rev: Revision, nowNs: bigint): WarmStat | undefined {
+function publishedStat(folderReal: string, rev: Revision, setMs: number, nowNs: bigint): WarmStat | undefined {
   try {
     const st = lstatSync(path.join(folderReal, ...rev.path.split('/')), { bigint: true });
     const mode = Number(st.mode) & 0o7777;
-    if (!st.isFile() || isRacy(st.mtimeNs, nowNs) || Number(st.size) !== rev.size || mode !== rev.mode)
+    if (
+      !st.isFile() ||
+      isRacy(st.mtimeNs, nowNs) ||
+      msOf(st.mtimeNs) !== BigInt(setMs) ||
+      Number(st.size) !== rev.size ||
+      mode !== rev.mode
+    )
       return undefined;
     return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode };
   } catch {
@@ -256,8 +272,10 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   const nowNs = msToNs(Date.now());
   const published = new Map<PathPlan, WarmStat>();
   for (const plan of done) {
-    if (plan.head === undefined || (plan.action.kind !== 'fetch' && plan.action.kind !== 'copy-local')) continue;
-    const warm = publishedStat(folderReal, plan.head.revision, nowNs);
+    const a = plan.action;
+    if (plan.head === undefined || (a.kind !== 'fetch' && a.kind !== 'copy-local')) continue;
+    const setMs = a.kind === 'fetch' ? a.request.mtimeMs : a.mtimeMs;
+    const warm = publishedStat(folderReal, plan.head.revision, setMs, nowNs);
     if (warm !== undefined) published.set(plan, warm);
   }
   let applied = 0;

@@ -4,7 +4,7 @@
 // f.sync-unsynced-<mtime>-<node>, which the next scan records. The fake fetch here publishes
 // through a real Publisher, as fetchContent's receiver does, and saves between the two.
 import t, { type Test } from 'tap';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { toHex } from '../../src/chunking/blake3.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,7 +59,14 @@ async function historyRoots(folder: string): Promise<Record<string, string>> {
   return out;
 }
 
-async function run(t: Test, withHook: boolean, save = true): Promise<{ folder: string; store: RevisionStore }> {
+async function run(
+  t: Test,
+  withHook: boolean,
+  save = true,
+  afterPublish?: (folder: string) => Promise<void>,
+  /** The peer's mtime relative to the scanned one (default 5 s later). */
+  peerMtimeDeltaNs = 5_000_000_000n,
+): Promise<{ folder: string; store: RevisionStore }> {
   const folder = await mkdtemp(join(tmpdir(), 'clawpeer-fetchsave-'));
   t.teardown(() => rm(folder, { recursive: true, force: true }));
   await writeFile(join(folder, 'f'), SCANNED);
@@ -75,7 +82,7 @@ async function run(t: Test, withHook: boolean, save = true): Promise<{ folder: s
     size: peerBytes.length,
     origin: PEER,
     vector: vectorFrom({ [ME]: 1, [PEER]: 1 }),
-    mtimeNs: head.revision.mtimeNs + 5_000_000_000n,
+    mtimeNs: head.revision.mtimeNs + peerMtimeDeltaNs,
   });
   await applyRemote([theirs], {
     store,
@@ -89,6 +96,7 @@ async function run(t: Test, withHook: boolean, save = true): Promise<{ folder: s
       await beforePublish(requests);
       if (save) await writeFile(join(folder, 'f'), SAVED); // the user saves (in place) while the content travels
       await publishAll(folder, requests, peerBytes, withHook ? beforeReplace : undefined);
+      await afterPublish?.(folder);
       return { delivered: [...requests], chunksReceived: 1 };
     },
   });
@@ -135,4 +143,34 @@ t.test('a publisher without the hook (push, pull) replaces the file as before', 
     [],
     'nothing kept: a publisher without the hook replaces what it finds',
   );
+});
+
+t.test(
+  "a save right after the publish, stamped by a skewed clock, is scanned, not certified as the peer's",
+  async (t) => {
+    // Same size as the peer's bytes and an mtime ten minutes back: outside the racy window, so
+    // only the mtime the apply set tells the publish and the save apart.
+    const skewed = 'saved on a skewed!\n';
+    t.equal(skewed.length, PEERS.length, 'the save keeps the size');
+    const { folder, store } = await run(t, true, false, async (folder) => {
+      await writeFile(join(folder, 'f'), skewed);
+      const past = new Date(Date.now() - 10 * 60_000);
+      await utimes(join(folder, 'f'), past, past);
+    });
+    await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
+    t.same(
+      Buffer.from(store.head('f')?.revision.contentRoot ?? []),
+      Buffer.from(manifestFromBytes(Buffer.from(skewed), DEFAULT_CHUNKING).root),
+      'the next scan records the bytes on disk',
+    );
+  },
+);
+
+t.test("the peer's file as published is certified warm: the next scan hashes nothing", async (t) => {
+  // An hour back: outside the racy window, so the publish itself can be certified.
+  const { folder, store } = await run(t, true, false, undefined, -3_600_000_000_000n);
+  t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);
+  const scan = await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
+  t.equal(scan.hashedBytes, 0, 'nothing hashed');
+  t.equal(scan.changed, 0, 'nothing changed');
 });
