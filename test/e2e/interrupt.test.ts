@@ -56,8 +56,9 @@ async function interrupted(
   return { code, stdout, stderr };
 }
 
+/** Polls the listener's log for `pattern`, up to 20 s (its line can lag on a loaded machine). */
 async function listenerSays(pattern: RegExp): Promise<boolean> {
-  for (let i = 0; i < 50; i++) {
+  for (let i = 0; i < 200; i++) {
     if (pattern.test(listener.stderr())) return true;
     await new Promise((r) => setTimeout(r, 100));
   }
