@@ -26,7 +26,7 @@ import { ClawpeerError } from '../errors.js';
 import type { RevisionEntry, Revision } from '../sync/revision.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { writeOwnCopy } from './conflict-copy.js';
-import { isRacy, msToNs } from '../store/file-key.js';
+import { floorMs, isRacy, msToNs } from '../store/file-key.js';
 import { Publisher } from '../store/publisher.js';
 import { toSeconds } from '../store/staged-file.js';
 import type { WarmStat } from '../store/revlog-format.js';
@@ -81,14 +81,6 @@ async function confined(folderReal: string, rel: string): Promise<string> {
   return path.join(parentReal, path.basename(abs));
 }
 
-const NS_PER_MS = 1_000_000n;
-
-/** The ms an mtime in ns lies in (floor, also before 1970). */
-function msOf(ns: bigint): bigint {
-  const q = ns / NS_PER_MS;
-  return ns < 0n && ns % NS_PER_MS !== 0n ? q - 1n : q;
-}
-
 /**
  * The warm stat of a file this sync just published as `rev` with mtime `setMs`, or undefined
  * when it cannot be certified: gone or replaced since, another mode on disk, modified within the
@@ -103,7 +95,7 @@ function publishedStat(folderReal: string, rev: Revision, setMs: number, nowNs: 
     if (
       !st.isFile() ||
       isRacy(st.mtimeNs, nowNs) ||
-      msOf(st.mtimeNs) !== BigInt(setMs) ||
+      floorMs(st.mtimeNs) !== setMs ||
       Number(st.size) !== rev.size ||
       mode !== rev.mode
     )

@@ -11,6 +11,7 @@ import { compareIds } from '../sync/merkle-root.js';
 import type { RevisionEntry, Revision, RevisionKind } from '../sync/revision.js';
 import { revisionEntry, sameContent } from '../sync/revision.js';
 import type { RevisionStore } from '../store/revision-store.js';
+import { floorMs } from '../store/file-key.js';
 import { symlinkTargetIsConfined } from '../store/tree-scan.js';
 import type { FetchRequest } from './sync-exchange.js';
 import type { SyncIgnore } from './sync-ignore.js';
@@ -68,8 +69,6 @@ interface CopyClaim {
 /** How deep conflict copies of conflict copies go in one sync (each level a user file that took the name). */
 const MAX_COPY_DEPTH = 4;
 
-const NS_PER_MS = 1_000_000n;
-
 /** How far below a ms a time set through seconds as a double lands: libuv keeps whole µs. */
 const DOUBLE_SECONDS_SLACK_NS = 1_000n;
 
@@ -81,10 +80,7 @@ const DOUBLE_SECONDS_SLACK_NS = 1_000n;
  * X.9996 s at X+1 s on the other node, a whole second off.
  */
 function mtimeMsOf(rev: Revision): number {
-  const ns = rev.mtimeNs + DOUBLE_SECONDS_SLACK_NS;
-  const truncated = ns / NS_PER_MS;
-  // BigInt division truncates toward zero; before 1970 that is a ms late.
-  return Number(ns < 0n && ns % NS_PER_MS !== 0n ? truncated - 1n : truncated);
+  return floorMs(rev.mtimeNs + DOUBLE_SECONDS_SLACK_NS);
 }
 
 /** The revision both peers record for a conflict copy: the loser's, moved to its conflict name. */
