@@ -249,7 +249,7 @@ export async function sendChunks(options: SendChunksOptions): Promise<SendStats>
   const mayStripe =
     session.caps.features.includes('join') && (session.connections().length > 1 || session.canAddConnections);
   const budgeted = mayStripe && session.rttMs() >= STRIPE_POLICY_DEFAULTS.minRttMs;
-  const budgetOf = connectionBudgets(budgeted, STRIPED_UNIT_BYTES);
+  const budgetOf = connectionBudgets(budgeted, STRIPED_UNIT_BYTES, () => session.stripes);
   const maxUnitBytes = budgeted
     ? STRIPED_UNIT_BYTES
     : mayStripe

@@ -34,6 +34,7 @@ export class PeerSession {
   readonly #connectionWatchers = new Set<(conn: Connection) => void>();
   /** What to do when a sender here sees random loss and wants this many connections in all. */
   #connectionsWanted: ((connections: number) => void) | undefined;
+  #askedForMore = false;
   readonly #stillPaired: (() => Promise<boolean>) | undefined;
   readonly #path: () => PathKind;
 
@@ -128,7 +129,14 @@ export class PeerSession {
 
   /** A sender asks for `connections` in all (see setConnectionsWanted). */
   wantConnections(connections: number): void {
-    this.#connectionsWanted?.(connections);
+    if (this.#connectionsWanted === undefined) return;
+    this.#askedForMore ||= connections > 1;
+    this.#connectionsWanted(connections);
+  }
+
+  /** True once the session has more than one connection, or a sender asked for more. */
+  get stripes(): boolean {
+    return this.#askedForMore || this.connections().length > 1;
   }
 
   /** A fresh id for a data stream we open: it is the stream part of every AEAD nonce on it. */

@@ -37,13 +37,19 @@ t.test('the budget: held bytes against the limit, wakes on change', async (t) =>
   t.notOk(budget.hasRoom(), 'the limit is read at each check');
 });
 
-t.test('the limit follows the congestion window; none without one', async (t) => {
+t.test('the limit follows the congestion window, tight once a lossy connection stripes', async (t) => {
   const conn = (stats: Partial<TransportStats>): Connection =>
     ({ stats: () => ({ rttMs: 50, bytesSent: 0, bytesReceived: 0, ...stats }) }) as unknown as Connection;
-  t.equal(congestionLimit(conn({ congestionWindowBytes: 10_000 }), 256)(), 20_256, 'two windows and a unit');
-  t.equal(congestionLimit(conn({}), 256)(), Number.POSITIVE_INFINITY, 'a transport without a window');
+  const striping = (): boolean => true;
+  const alone = (): boolean => false;
+  const lossy = conn({ congestionWindowBytes: 10_000, lostPackets: 3 });
+  t.equal(congestionLimit(lossy, 256, striping)(), 20_256, 'two windows and a unit: lost packets, striping');
+  t.equal(congestionLimit(lossy, 256, alone)(), 80_256, 'eight while the session does not stripe');
+  const clean = conn({ congestionWindowBytes: 10_000, lostPackets: 0 });
+  t.equal(congestionLimit(clean, 256, striping)(), 80_256, 'eight before the first lost packet (slow start)');
+  t.equal(congestionLimit(conn({}), 256, striping)(), Number.POSITIVE_INFINITY, 'a transport without a window');
   const gone = { stats: () => { throw new Error('closed'); } } as unknown as Connection; // prettier-ignore
-  t.equal(congestionLimit(gone, 256)(), Number.POSITIVE_INFINITY, 'a closed connection');
+  t.equal(congestionLimit(gone, 256, striping)(), Number.POSITIVE_INFINITY, 'a closed connection');
 });
 
 /** Wraps `conn`'s data streams: counts what is written on them, and holds writes until `release`. */

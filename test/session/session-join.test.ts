@@ -19,6 +19,7 @@ t.test('three forced connections: one session, the push arrives byte-identical o
   const session = await dialPeer({ identity, peer, config, log: silentLogger, connections: 3 });
   t.teardown(() => session.close());
   t.equal(session.connections().length, 3, 'two connections joined the first');
+  t.ok(session.stripes, 'it stripes');
   const before = session.connections().map((c) => c.stats().bytesSent);
   const files = { 'big.bin': randomBytes(6 << 20), 'small.txt': Buffer.from('hello'), 'mid.bin': randomBytes(700_000) };
   await pushTree(session, 'three', files);
@@ -115,6 +116,14 @@ t.test('a peer without the join feature keeps one connection', async (t) => {
   t.equal(session.connections().length, 1);
   t.equal(dialled, 0, 'no second connection was even dialled');
   t.notOk(session.canAddConnections, 'nobody listens for loss on it');
+  t.notOk(session.stripes, 'asking nobody for more does not make it stripe');
+  const asked: number[] = [];
+  session.setConnectionsWanted((n) => asked.push(n));
+  session.wantConnections(1);
+  t.notOk(session.stripes, 'one connection asked for is no striping');
+  session.wantConnections(4);
+  t.ok(session.stripes, 'striping from the moment more are asked for, before any joins');
+  t.same(asked, [1, 4]);
   await client.close();
 });
 
@@ -126,4 +135,5 @@ t.test('automatic mode stays at one connection on clean loopback', async (t) => 
   await pushTree(session, 'auto', { 'a.bin': bytes });
   t.ok((await readFile(path.join(inbox, 'auto', 'a.bin'))).equals(bytes), 'the file arrived');
   t.equal(session.connections().length, 1, 'still one connection');
+  t.notOk(session.stripes, 'so its sends keep the loose budget');
 });
