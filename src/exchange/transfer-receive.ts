@@ -1,6 +1,7 @@
 // The data receiver: validates and confines every announced path, stages files (resumable
 // partials for big ones), fills what it already holds locally, asks for exactly the rest, then
 // writes, verifies and acks chunks as they arrive and publishes files atomically in batches.
+import { setMaxListeners } from 'node:events';
 import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
@@ -83,6 +84,8 @@ export class TransferReceiver {
   /** Data streams being served and their tasks, so abort() can stop them and wait for them. */
   readonly #streams = new Set<DuplexStream>();
   readonly #streamTasks = new Set<Promise<void>>();
+  /** What the data streams' reads wait on while receive() runs (aborted with the caller's signal). */
+  #reads: AbortSignal | undefined;
 
   constructor(options: ReceiverOptions) {
     this.#o = options;
@@ -328,12 +331,22 @@ export class TransferReceiver {
       void task.finally(() => this.#streamTasks.delete(task));
     });
     // A ClawpeerError reason says why (e.g. superseded by a newer push); anything else is a plain abort.
-    const onAbort = (): void =>
+    const failWithReason = (): void =>
       this.#fail(
         signal.reason instanceof ClawpeerError
           ? signal.reason
           : new ClawpeerError('ABORTED', `transfer ${transferId} aborted`),
       );
+    // The data streams' pending reads wait on their own signal, aborted with this one: a striped
+    // session's 14 connections carry up to 56 streams, past Node's leak warning at 10 listeners
+    // on one signal, and the caller's signal keeps its limit.
+    const reads = new AbortController();
+    setMaxListeners(0, reads.signal);
+    this.#reads = reads.signal;
+    const onAbort = (): void => {
+      reads.abort(signal.reason);
+      failWithReason();
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort(); // aborted during prepare(): the listener above never fires
     // The chunks come only on data streams, and a failing stream fails this transfer; but when
@@ -399,7 +412,8 @@ export class TransferReceiver {
   }
 
   async #serveStream(incoming: IncomingDataStream): Promise<void> {
-    const { session, signal } = this.#o;
+    const { session } = this.#o;
+    const signal = this.#reads ?? this.#o.signal;
     const { frames, streamId } = incoming;
     let expectedSeq = 0;
     // Acks are cumulative, paced (one per ACK_EVERY_CHUNKS, or ACK_DELAY_MS after this stream
