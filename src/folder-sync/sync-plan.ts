@@ -182,6 +182,10 @@ export function planRemote(
       );
     const claim = claims.get(p);
     const peerRecords = groups.get(p) ?? [];
+    // A copy path queued by a claim that was withdrawn since (its parent, itself a copy path, was
+    // claimed by another conflict and is decided again): nothing comes in here now. If the new
+    // decision claims it again, it is queued again (seed 17158).
+    if (claim === undefined && peerRecords.length === 0) continue;
     const records =
       claim === undefined || peerRecords.some((r) => sameId(r, claim.entry))
         ? peerRecords
