@@ -344,8 +344,8 @@ export class TransferReceiver {
     setMaxListeners(0, reads.signal);
     this.#reads = reads.signal;
     const onAbort = (): void => {
+      failWithReason(); // first: the failure the receive reports is the first one recorded
       reads.abort(signal.reason);
-      failWithReason();
     };
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort(); // aborted during prepare(): the listener above never fires
