@@ -84,11 +84,16 @@ export class TransferReceiver {
   /** Data streams being served and their tasks, so abort() can stop them and wait for them. */
   readonly #streams = new Set<DuplexStream>();
   readonly #streamTasks = new Set<Promise<void>>();
-  /** What the data streams' reads wait on while receive() runs (aborted with the caller's signal). */
-  #reads: AbortSignal | undefined;
+  /**
+   * What the data streams' pending reads wait on, aborted with the caller's signal (receive()): a
+   * striped session's 14 connections carry up to 56 streams, past Node's leak warning at 10
+   * listeners on one signal, and the caller's signal keeps its limit.
+   */
+  readonly #reads = new AbortController();
 
   constructor(options: ReceiverOptions) {
     this.#o = options;
+    setMaxListeners(0, this.#reads.signal);
     this.#paths = destinationPaths(options.entries, options.destination.basePath);
     if (options.itemize === true) {
       this.#published = [];
@@ -331,21 +336,14 @@ export class TransferReceiver {
       void task.finally(() => this.#streamTasks.delete(task));
     });
     // A ClawpeerError reason says why (e.g. superseded by a newer push); anything else is a plain abort.
-    const failWithReason = (): void =>
+    // Recorded before the streams' reads stop: the receive reports the first failure recorded.
+    const onAbort = (): void => {
       this.#fail(
         signal.reason instanceof ClawpeerError
           ? signal.reason
           : new ClawpeerError('ABORTED', `transfer ${transferId} aborted`),
       );
-    // The data streams' pending reads wait on their own signal, aborted with this one: a striped
-    // session's 14 connections carry up to 56 streams, past Node's leak warning at 10 listeners
-    // on one signal, and the caller's signal keeps its limit.
-    const reads = new AbortController();
-    setMaxListeners(0, reads.signal);
-    this.#reads = reads.signal;
-    const onAbort = (): void => {
-      failWithReason(); // first: the failure the receive reports is the first one recorded
-      reads.abort(signal.reason);
+      this.#reads.abort(signal.reason);
     };
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort(); // aborted during prepare(): the listener above never fires
@@ -413,7 +411,7 @@ export class TransferReceiver {
 
   async #serveStream(incoming: IncomingDataStream): Promise<void> {
     const { session } = this.#o;
-    const signal = this.#reads ?? this.#o.signal;
+    const signal = this.#reads.signal;
     const { frames, streamId } = incoming;
     let expectedSeq = 0;
     // Acks are cumulative, paced (one per ACK_EVERY_CHUNKS, or ACK_DELAY_MS after this stream

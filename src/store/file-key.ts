@@ -36,9 +36,3 @@ export function isRacy(mtimeNs: bigint, atNs: bigint, windowMs: number = RACY_WI
 export function msToNs(ms: number): bigint {
   return BigInt(Math.round(ms)) * NS_PER_MS;
 }
-
-/** The whole ms a time in ns lies in (floor: BigInt division truncates toward zero, a ms late before 1970). */
-export function floorMs(ns: bigint): number {
-  const q = ns / NS_PER_MS;
-  return Number(ns < 0n && ns % NS_PER_MS !== 0n ? q - 1n : q);
-}

@@ -32,7 +32,7 @@
 // above among those no other revision has seen, every other such live file a conflict copy.
 
 import { compareIds } from './merkle-root.js';
-import { sameContent } from './revision.js';
+import { floorMs, sameContent } from './revision.js';
 import type { Revision, RevisionEntry } from './revision.js';
 import { compareVectors } from './version-vector.js';
 import type { VectorOrder } from './version-vector.js';
@@ -82,7 +82,6 @@ export function shortNodeId(nodeId: string): string {
   return rest.slice(0, SHORT_NODE_ID_LENGTH);
 }
 
-const NS_PER_MS = 1_000_000n;
 // Dates outside 0000..9999 would not fit YYYYMMDD: clamp to the range (only bogus mtimes).
 const MIN_DATE_MS = new Date(0).setUTCFullYear(0, 0, 1);
 const MAX_DATE_MS = Date.UTC(9999, 11, 31, 23, 59, 59);
@@ -93,10 +92,8 @@ function pad(n: number, width: number): string {
 
 /** `YYYYMMDD-HHMMSS` of a time in ns since the epoch, UTC (seconds truncated). */
 export function conflictTimestamp(mtimeNs: bigint): string {
-  // Floor division so -1 ns is 1969-12-31 23:59:59, not 1970-01-01.
-  let ms = mtimeNs / NS_PER_MS;
-  if (mtimeNs < 0n && mtimeNs % NS_PER_MS !== 0n) ms -= 1n;
-  const clamped = Math.min(MAX_DATE_MS, Math.max(MIN_DATE_MS, Number(ms)));
+  // Floor, so -1 ns is 1969-12-31 23:59:59, not 1970-01-01.
+  const clamped = Math.min(MAX_DATE_MS, Math.max(MIN_DATE_MS, floorMs(mtimeNs)));
   const d = new Date(clamped);
   return (
     pad(d.getUTCFullYear(), 4) +

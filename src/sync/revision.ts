@@ -311,3 +311,11 @@ export function sameContent(a: Revision, b: Revision): boolean {
     }
   }
 }
+
+const NS_PER_MS = 1_000_000n;
+
+/** The whole ms a time in ns lies in (floor: BigInt division truncates toward zero, a ms late before 1970). */
+export function floorMs(ns: bigint): number {
+  const q = ns / NS_PER_MS;
+  return Number(ns < 0n && ns % NS_PER_MS !== 0n ? q - 1n : q);
+}
