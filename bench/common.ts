@@ -20,7 +20,7 @@ export const KiB = 1 << 10;
 export const MiB = 1 << 20;
 
 // The conditions record lives in src/ (the `clawpeer bench` command records it too).
-export { machineConditions, type BenchConditions } from '../src/benchkit/machine.js';
+export { machineConditions, machineCpuSeconds, type BenchConditions } from '../src/benchkit/machine.js';
 
 import { fileCreateMicros } from '../src/benchkit/machine.js';
 import { median } from '../src/benchkit/stats.js';

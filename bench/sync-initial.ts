@@ -22,7 +22,7 @@
 //      [--cpu-prof DIR] [--out FILE] [--keep]
 import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { spawn } from 'node:child_process';
@@ -34,6 +34,7 @@ import {
   runAsScript,
   KiB,
   machineConditions,
+  machineCpuSeconds,
   median,
   ratio,
   round,
@@ -79,6 +80,8 @@ export interface ClawpeerSyncSample {
   readonly wireBytes: number;
   readonly cpuClient: number | undefined;
   readonly cpuListener: number | undefined;
+  /** CPU seconds of the whole machine during the run (machineCpuSeconds). */
+  readonly cpuMachine: number;
 }
 
 async function clawpeerSync(
@@ -90,11 +93,13 @@ async function clawpeerSync(
   extra: readonly string[],
 ): Promise<ClawpeerSyncSample> {
   const cpu0 = procCpuSeconds(setup.listener.child.pid);
+  const machine0 = machineCpuSeconds();
   const run = await runCli(
     ['--home', setup.senderHome, 'sync', localDir, `recv:s${share}`, '--json', ...extra],
     o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir, profName },
   );
   const cpu1 = procCpuSeconds(setup.listener.child.pid);
+  const cpuMachine = round(machineCpuSeconds() - machine0, 2);
   if (run.code !== 0) throw new Error(`clawpeer sync exited ${String(run.code)}: ${run.stderr}`);
   const done = JSON.parse(run.lines.at(-1) ?? '{}') as Record<string, unknown>;
   if (done['event'] !== 'done' || done['inSync'] !== true)
@@ -105,12 +110,20 @@ async function clawpeerSync(
     wireBytes: Number(done['wireBytes']),
     cpuClient: reportedAtExit(run.stderr).cpuSeconds,
     cpuListener: cpu0 === undefined || cpu1 === undefined ? undefined : round(cpu1 - cpu0, 2),
+    cpuMachine,
   };
 }
 
-function rsyncSync(ssh: SshSetup, source: string, dest: string, fsync: boolean): Promise<number> {
+/** One rsync run: wall seconds and the whole machine's CPU seconds (ssh, sshd and both rsyncs). */
+function rsyncSync(
+  ssh: SshSetup,
+  source: string,
+  dest: string,
+  fsync: boolean,
+): Promise<{ seconds: number; cpuMachine: number }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
+    const machine0 = machineCpuSeconds();
     const child = spawn(
       'rsync',
       [
@@ -131,7 +144,7 @@ function rsyncSync(ssh: SshSetup, source: string, dest: string, fsync: boolean):
     child.on('close', (code) => {
       clearTimeout(timer);
       if (code !== 0) reject(new Error(`rsync exited ${String(code)}: ${stderr}`));
-      else resolve((performance.now() - t0) / 1000);
+      else resolve({ seconds: (performance.now() - t0) / 1000, cpuMachine: round(machineCpuSeconds() - machine0, 2) });
     });
   });
 }
@@ -140,6 +153,14 @@ function rsyncSync(ssh: SshSetup, source: string, dest: string, fsync: boolean):
 function freshCopy(source: string, dest: string): void {
   const r = spawnSync('cp', ['-a', source, dest]);
   if (r.status !== 0) throw new Error(`cp -a ${source} ${dest} failed: ${r.stderr.toString()}`);
+}
+
+const cores = cpus().length;
+
+/** The machine's CPU seconds of each run, their median, and that median over the cores (a floor on wall time). */
+function machineCpuRow(all: readonly number[]): Record<string, unknown> {
+  const m = median([...all]);
+  return { cpuSecondsMachineAll: all, cpuSecondsMachineMedian: round(m, 2), cpuFloorSeconds: round(m / cores, 3) };
 }
 
 const perThousand = (cpu: number | undefined, files: number): number | undefined =>
@@ -171,6 +192,8 @@ export async function main(options: SyncInitialOptions = {}): Promise<Record<str
     const clawNone: ClawpeerSyncSample[] = [];
     const rsync: number[] = [];
     const rsyncFsync: number[] = [];
+    const rsyncCpu: number[] = [];
+    const rsyncFsyncCpu: number[] = [];
     for (let r = 0; r < runs; r++) {
       for (const [share, extra, into, tag] of [
         [2 * r, [], claw, ''],
@@ -183,7 +206,7 @@ export async function main(options: SyncInitialOptions = {}): Promise<Record<str
         await checkCopy(`clawpeer sync${tag}`, source, setup.shareDirs[share] ?? '');
         into.push(s);
         log(
-          `  run ${r + 1}/${runs}: clawpeer${tag} process ${s.processSeconds} s (seconds ${s.seconds}; cpu: client ${String(s.cpuClient)} s, listener ${String(s.cpuListener)} s)`,
+          `  run ${r + 1}/${runs}: clawpeer${tag} process ${s.processSeconds} s (seconds ${s.seconds}; cpu: client ${String(s.cpuClient)} s, listener ${String(s.cpuListener)} s, machine ${s.cpuMachine} s)`,
         );
       }
       if (ssh !== undefined) {
@@ -191,10 +214,13 @@ export async function main(options: SyncInitialOptions = {}): Promise<Record<str
           const dest = join(root, `rsync-${r}-${fsync ? 'fsync' : 'plain'}`);
           await mkdir(dest, { recursive: true });
           syncDisks();
-          const secs = await rsyncSync(ssh, source, dest, fsync);
+          const { seconds: secs, cpuMachine } = await rsyncSync(ssh, source, dest, fsync);
           await checkCopy('rsync', source, dest);
           (fsync ? rsyncFsync : rsync).push(round(secs, 3));
-          log(`  run ${r + 1}/${runs}: rsync${fsync ? ' --fsync' : ''} ${round(secs, 3)} s`);
+          (fsync ? rsyncFsyncCpu : rsyncCpu).push(cpuMachine);
+          log(
+            `  run ${r + 1}/${runs}: rsync${fsync ? ' --fsync' : ''} ${round(secs, 3)} s (machine cpu ${cpuMachine} s)`,
+          );
         }
       }
     }
@@ -207,12 +233,18 @@ export async function main(options: SyncInitialOptions = {}): Promise<Record<str
       cpuPer1000FilesClientMedian: perThousand(median(samples.map((s) => s.cpuClient ?? Number.NaN)), files),
       cpuPer1000FilesListenerMedian: perThousand(median(samples.map((s) => s.cpuListener ?? Number.NaN)), files),
       wireBytes: samples.map((s) => s.wireBytes),
+      ...machineCpuRow(samples.map((s) => s.cpuMachine)),
     });
     const ratios: Record<string, number> = {};
     if (rsync.length > 0) {
       ratios['fsyncNoneProcessPerRsync'] = ratio(median(clawNone.map((s) => s.processSeconds)), median(rsync));
       ratios['defaultProcessPerRsyncFsync'] = ratio(median(claw.map((s) => s.processSeconds)), median(rsyncFsync));
       ratios['defaultProcessPerRsync'] = ratio(median(claw.map((s) => s.processSeconds)), median(rsync));
+      // What overlapping every phase could reach at best: the machine's CPU of a run over its cores.
+      ratios['fsyncNoneCpuFloorPerRsync'] = ratio(median(clawNone.map((s) => s.cpuMachine)) / cores, median(rsync));
+      ratios['defaultCpuFloorPerRsyncFsync'] = ratio(median(claw.map((s) => s.cpuMachine)) / cores, median(rsyncFsync));
+      ratios['fsyncNoneMachineCpuPerRsync'] = ratio(median(clawNone.map((s) => s.cpuMachine)), median(rsyncCpu));
+      ratios['defaultMachineCpuPerRsyncFsync'] = ratio(median(claw.map((s) => s.cpuMachine)), median(rsyncFsyncCpu));
     }
     const result = {
       bench: 'sync-initial',
@@ -247,9 +279,14 @@ export async function main(options: SyncInitialOptions = {}): Promise<Record<str
       goals: 'clawpeer --fsync none <= 1.2x rsync; clawpeer default <= 1.0x rsync --fsync (process wall, medians)',
       clawpeer: row(claw),
       clawpeerFsyncNone: row(clawNone),
-      rsync: rsync.length === 0 ? undefined : { secondsAll: rsync, secondsMedian: round(median(rsync), 3) },
+      rsync:
+        rsync.length === 0
+          ? undefined
+          : { secondsAll: rsync, secondsMedian: round(median(rsync), 3), ...machineCpuRow(rsyncCpu) },
       rsyncFsync:
-        rsyncFsync.length === 0 ? undefined : { secondsAll: rsyncFsync, secondsMedian: round(median(rsyncFsync), 3) },
+        rsyncFsync.length === 0
+          ? undefined
+          : { secondsAll: rsyncFsync, secondsMedian: round(median(rsyncFsync), 3), ...machineCpuRow(rsyncFsyncCpu) },
       ratios,
     };
     if (options.outFile !== undefined) log(`wrote ${await writeJsonFile(options.outFile, result)}`);

@@ -39,7 +39,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
@@ -58,6 +58,7 @@ import {
   KiB,
   REPO_ROOT,
   machineConditions,
+  machineCpuSeconds,
   median,
   MiB,
   ratio,
@@ -349,6 +350,8 @@ export interface ClawpeerSample {
   readonly cpuReceiver: number | undefined;
   /** The sending CLI process's peak RSS (VmHWM at exit; Linux), KiB. */
   readonly peakRssKiBSender: number | undefined;
+  /** CPU seconds of the whole machine during the push (machineCpuSeconds: both sides, the kernel's writeback). */
+  readonly cpuMachine: number;
 }
 
 /**
@@ -414,11 +417,13 @@ export async function clawpeerPush(
     ...extraArgs,
   ];
   const recvCpu0 = procCpuSeconds(setup.listener.child.pid);
+  const machine0 = machineCpuSeconds();
   const run = await runCli(
     ['--home', setup.senderHome, 'push', source, `recv:s${share}`, '--json', ...extra],
     o.cpuProfDir === undefined ? {} : { cpuProfDir: o.cpuProfDir, profName },
   );
   const recvCpu1 = procCpuSeconds(setup.listener.child.pid);
+  const cpuMachine = machineCpuSeconds() - machine0;
   const atExit = reportedAtExit(run.stderr);
   if (run.code !== 0) throw new Error(`clawpeer push exited ${String(run.code)}: ${run.stderr}`);
   const lines = run.lines.filter((l) => l.startsWith('{'));
@@ -442,6 +447,7 @@ export async function clawpeerPush(
     cpuSender: atExit.cpuSeconds,
     peakRssKiBSender: atExit.peakRssKiB,
     cpuReceiver: recvCpu0 === undefined || recvCpu1 === undefined ? undefined : recvCpu1 - recvCpu0,
+    cpuMachine,
   };
 }
 
@@ -553,8 +559,15 @@ async function rawQuinnPush(file: string, bytes: number, writeTo?: string): Prom
 // ---------------------------------------------------------------------------------------------
 // scp and rsync over a private sshd
 
-async function timedProcess(cmd: string, args: readonly string[]): Promise<number> {
+/** A process's wall seconds, and the whole machine's CPU seconds meanwhile (its ssh and sshd, the remote side). */
+interface TimedRun {
+  readonly seconds: number;
+  readonly cpuMachine: number;
+}
+
+async function timedProcess(cmd: string, args: readonly string[]): Promise<TimedRun> {
   const t0 = performance.now();
+  const machine0 = machineCpuSeconds();
   const r = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
@@ -567,11 +580,11 @@ async function timedProcess(cmd: string, args: readonly string[]): Promise<numbe
     });
   });
   if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${String(r.code)}: ${r.stderr}`);
-  return (performance.now() - t0) / 1000;
+  return { seconds: (performance.now() - t0) / 1000, cpuMachine: machineCpuSeconds() - machine0 };
 }
 
 /** `scp` copies `source` (file or, with -r, directory) into `destDir`. */
-function scpCopy(ssh: SshSetup, source: string, destDir: string, recursive: boolean): Promise<number> {
+function scpCopy(ssh: SshSetup, source: string, destDir: string, recursive: boolean): Promise<TimedRun> {
   // scp takes -P for the port and the user in the target (no -l).
   return timedProcess('scp', [
     ...ssh.commonArgs,
@@ -585,7 +598,7 @@ function scpCopy(ssh: SshSetup, source: string, destDir: string, recursive: bool
 }
 
 /** `fsync`: rsync's --fsync (every written file), the durability clawpeer always gives. */
-function rsyncCopy(ssh: SshSetup, source: string, destDir: string, fsync = false): Promise<number> {
+function rsyncCopy(ssh: SshSetup, source: string, destDir: string, fsync = false): Promise<TimedRun> {
   return timedProcess('rsync', [
     '-a',
     ...(fsync ? ['--fsync'] : []),
@@ -654,6 +667,7 @@ async function runCase(
   const scp: number[] = [];
   const rsync: number[] = [];
   const rsyncFsync: number[] = [];
+  const sshCpu = { scp: [] as number[], rsync: [] as number[], 'rsync-fsync': [] as number[] };
   const MiBs = (s: number): string => `${round(spec.bytes / MiB / s, 1)} MiB/s`;
   const removeAfterCase: string[] = []; // see the header: no deletes between runs
   for (let r = 0; r < runs; r++) {
@@ -707,16 +721,17 @@ async function runCase(
         const dest = join(ctx.root, `${tool}-dest-${spec.name}-${r}`);
         await mkdir(dest, { recursive: true });
         syncDisks();
-        const secs =
+        const { seconds: secs, cpuMachine } =
           tool === 'scp'
             ? await scpCopy(ssh, spec.source, dest, spec.name === 'small')
             : await rsyncCopy(ssh, spec.source, dest, tool === 'rsync-fsync');
         ({ scp, rsync, 'rsync-fsync': rsyncFsync })[tool].push(secs);
+        sshCpu[tool].push(round(cpuMachine, 2));
         const landedSsh = await treeBytes(dest);
         if (landedSsh.bytes !== spec.bytes)
           throw new Error(`${tool} delivered ${landedSsh.bytes} bytes, expected ${spec.bytes}`);
         removeAfterCase.push(dest);
-        log(`  ${spec.name} run ${r + 1}/${runs}: ${tool} ${MiBs(secs)}`);
+        log(`  ${spec.name} run ${r + 1}/${runs}: ${tool} ${MiBs(secs)} (machine cpu ${round(cpuMachine, 2)} s)`);
       }
     }
   }
@@ -731,6 +746,7 @@ async function runCase(
       cpuSecondsSender: claw.map((c) => round(c.cpuSender ?? Number.NaN, 2)),
       cpuSecondsReceiver: claw.map((c) => round(c.cpuReceiver ?? Number.NaN, 2)),
       peakRssKiBSender: claw.map((c) => c.peakRssKiBSender ?? null),
+      cpuSecondsMachine: claw.map((c) => round(c.cpuMachine, 2)),
       wireBytes: claw.map((c) => c.wireBytes),
       chunksSent: claw.map((c) => c.chunksSent),
       streams: claw[0]?.streams,
@@ -760,6 +776,7 @@ async function runCase(
     {
       cpuSecondsSender: clawNoFsync.map((c) => round(c.cpuSender ?? Number.NaN, 2)),
       cpuSecondsReceiver: clawNoFsync.map((c) => round(c.cpuReceiver ?? Number.NaN, 2)),
+      cpuSecondsMachine: clawNoFsync.map((c) => round(c.cpuMachine, 2)),
     },
   );
   const rows: ToolResult[] = [clawSeconds, clawData, clawProcess, clawNoFsyncProcess];
@@ -802,16 +819,24 @@ async function runCase(
       `wall time of the scp process${spec.name === 'small' ? ' (-r)' : ''}`,
       scp,
       spec.bytes,
+      { cpuSecondsMachine: sshCpu.scp },
     );
     rows.push(row);
     ratios['clawpeerProcessTimePerScpTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
     ratios['clawpeerNoFsyncProcessTimePerScpTime'] = ratio(clawNoFsyncProcess.secondsMedian, row.secondsMedian);
   }
   if (rsync.length > 0) {
-    const row = toolResult('rsync -a over ssh', 'wall time of the rsync process', rsync, spec.bytes);
+    const row = toolResult('rsync -a over ssh', 'wall time of the rsync process', rsync, spec.bytes, {
+      cpuSecondsMachine: sshCpu.rsync,
+    });
     rows.push(row);
     ratios['clawpeerProcessTimePerRsyncTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);
     ratios['clawpeerNoFsyncProcessTimePerRsyncTime'] = ratio(clawNoFsyncProcess.secondsMedian, row.secondsMedian);
+    // The whole machine's CPU per run against rsync's, and that CPU over the cores: the wall time
+    // no overlap of work could beat on these shared cores.
+    const machineCpu = median(clawNoFsync.map((c) => c.cpuMachine));
+    ratios['clawpeerNoFsyncMachineCpuPerRsync'] = ratio(machineCpu, median(sshCpu.rsync));
+    ratios['clawpeerNoFsyncCpuFloorPerRsyncTime'] = ratio(machineCpu / cpus().length, row.secondsMedian);
   }
   if (rsyncFsync.length > 0) {
     const row = toolResult(
@@ -819,6 +844,7 @@ async function runCase(
       "wall time of the rsync process; --fsync: every file fsync'd, like clawpeer",
       rsyncFsync,
       spec.bytes,
+      { cpuSecondsMachine: sshCpu['rsync-fsync'] },
     );
     rows.push(row);
     ratios['clawpeerProcessTimePerRsyncFsyncTime'] = ratio(clawProcess.secondsMedian, row.secondsMedian);

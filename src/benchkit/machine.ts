@@ -92,3 +92,17 @@ export function fileCreateMicros(dir: string, files = 500): number {
     rmSync(probe, { recursive: true, force: true });
   }
 }
+
+/**
+ * CPU seconds the whole machine has spent so far (every core: user, nice, system and interrupt
+ * time from os.cpus(), idle and steal left out). The difference across a run counts every
+ * process a tool starts (rsync's ssh and sshd, its remote rsync) and the kernel's work for it
+ * (writeback, the loopback path), which no process's own counter shows; it also counts anything
+ * else that ran meanwhile, so it is read on an idle machine. Divided by the cores, it is the
+ * shortest wall time the run could have taken had nothing waited.
+ */
+export function machineCpuSeconds(): number {
+  let ms = 0;
+  for (const c of cpus()) ms += c.times.user + c.times.nice + c.times.sys + c.times.irq;
+  return ms / 1000;
+}
