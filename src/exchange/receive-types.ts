@@ -1,6 +1,7 @@
 // What a TransferReceiver (transfer-receive.ts) is given and what it reports: its options and
 // destination, the plan it answers the sender with, a dry run's verdicts, and the stats of a
 // finished receive.
+import type { BigIntStats } from 'node:fs';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { Logger } from '../logger.js';
 import type { CreatedEntry, ManifestEntry, PublishedFile, UpdatedFile } from '../protocol/messages.js';
@@ -81,6 +82,11 @@ export interface ReceiverOptions {
   readonly onChunkWritten?: (bytes: number) => void;
   /** Told the number of files published so far, after each commit batch (progress). */
   readonly onPublished?: (files: number) => void;
+  /**
+   * Told each file just published: its share path and its lstat right after the commit batch
+   * (the one the chunk index records), so a caller that certifies it need not stat it again.
+   */
+  readonly onFilePublished?: (relPath: string, st: BigIntStats) => void;
   /** A listener's in-memory chunk indexes; without it the share's index is loaded and saved here. */
   readonly indexes?: ChunkIndexPool;
   /** --itemize: remember each file published (ReceiveStats.published). */

@@ -542,7 +542,10 @@ export class TransferReceiver {
           this.#stats.files++;
           this.#stats.bytes += f.manifest.size;
           const st = lstatSync(f.finalPath, { bigint: true, throwIfNoEntry: false });
-          if (st?.isFile() === true) this.#index?.addFile(f.relPath, f.manifest, st);
+          if (st?.isFile() === true) {
+            this.#index?.addFile(f.relPath, f.manifest, st);
+            this.#o.onFilePublished?.(f.relPath, st);
+          }
         }
         this.#o.onPublished?.(this.#stats.files);
       })

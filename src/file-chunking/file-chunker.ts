@@ -201,9 +201,11 @@ function readWholeIfSmall(fd: number, statSize: number, path: string, maxBytes: 
   let filled = 0;
   try {
     while (filled < buf.length) {
-      const bytesRead = readSync(fd, buf, filled, buf.length - filled, filled);
-      if (bytesRead === 0) break;
+      const asked = buf.length - filled;
+      const bytesRead = readSync(fd, buf, filled, asked, filled);
       filled += bytesRead;
+      // A short read of a regular file is its end: no second call to be told 0 (one per file).
+      if (bytesRead < asked) break;
     }
   } catch (err) {
     throw ioError(path, 'read', err);

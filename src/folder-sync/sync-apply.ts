@@ -18,7 +18,7 @@
 // A path whose content the peer could not deliver is left out entirely (its records are not
 // stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
-import { lstatSync } from 'node:fs';
+import { lstatSync, type BigIntStats } from 'node:fs';
 import { chmod, lstat, lutimes, realpath, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -88,10 +88,20 @@ async function confined(folderReal: string, rel: string): Promise<string> {
  * racy window (a local write right after the publish could hide behind an equal mtime), or
  * another mtime than the one set (a save in between whose mtime is not "now": a skewed clock, a
  * tool that keeps times; certified, its bytes would pass for `rev`'s and never be scanned).
+ * `known`: the file's lstat taken just after its commit (FetchOutcome.published), else one now.
+ * A save after that stat moves its mtime (or size, or inode) off the certified one, so the next
+ * scan hashes it; only a same-size in-place rewrite that restores the mtime passes, as it
+ * would after a stat taken here.
  */
-function publishedStat(folderReal: string, rev: Revision, setMs: number, nowNs: bigint): WarmStat | undefined {
+function publishedStat(
+  folderReal: string,
+  rev: Revision,
+  setMs: number,
+  nowNs: bigint,
+  known: BigIntStats | undefined,
+): WarmStat | undefined {
   try {
-    const st = lstatSync(path.join(folderReal, ...rev.path.split('/')), { bigint: true });
+    const st = known ?? lstatSync(path.join(folderReal, ...rev.path.split('/')), { bigint: true });
     const mode = Number(st.mode) & 0o7777;
     if (
       !st.isFile() ||
@@ -131,8 +141,8 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       log.info('sync: a file changed here since the scan; kept beside it', { path: relPath, copy: aside });
     return aside !== undefined;
   };
-  // Just before the publisher renames a fetched file over its path: a save that landed while the
-  // content was received (after the checks below) moves aside too, then what is replaced goes
+  // Just before the publisher renames a fetched file over its path (the one look at it: a save
+  // since the scan, even while the content was received, moves aside), then what is replaced goes
   // into history. Linked into history only now, not before the transfer: a save written in place
   // meanwhile would have changed the blob's bytes through the shared inode.
   const fetchedAt = new Map<string, PathPlan>();
@@ -168,10 +178,11 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       await writeOwnCopy(await confined(folderReal, plan.action.from), abs, plan.action.mode, plan.action.mtimeMs);
     }
     if (copies.length > 0) crashPoint('conflict-copy');
-    // The paths the copies above were made from are checked now (their bytes are copied).
+    // The paths the copies above were made from are checked now (their bytes are copied). A
+    // fetched path is not: beforeReplace looks at it just before its rename, later than this
+    // (one lstat per received file less, in a phase the peer spends waiting for our Want).
     for (const p of landing)
-      if (p.action.kind === 'fetch' || p.action.kind === 'delete' || p.action.kind === 'symlink')
-        await rescue(p.path, p.local);
+      if (p.action.kind === 'delete' || p.action.kind === 'symlink') await rescue(p.path, p.local);
   };
   const outcome = await o.fetch(requests, beforePublish, beforeReplace);
   const missing = undeliveredUnits(outcome.delivered);
@@ -268,7 +279,8 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     const a = plan.action;
     if (plan.head === undefined || (a.kind !== 'fetch' && a.kind !== 'copy-local')) continue;
     const setMs = a.kind === 'fetch' ? a.request.mtimeMs : a.mtimeMs;
-    const warm = publishedStat(folderReal, plan.head.revision, setMs, nowNs);
+    const known = a.kind === 'fetch' ? outcome.published?.get(plan.head.revision.path) : undefined;
+    const warm = publishedStat(folderReal, plan.head.revision, setMs, nowNs, known);
     if (warm !== undefined) published.set(plan, warm);
   }
   let applied = 0;

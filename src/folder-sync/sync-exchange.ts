@@ -9,7 +9,7 @@
 // claimed to have), fetched content must carry exactly the roots asked for; content lands
 // through TransferReceiver (staged, verified, renamed into place), never written directly.
 // Non-goals: deciding what to apply (sync-apply.ts), locks and stores (the callers).
-import { lstatSync } from 'node:fs';
+import { lstatSync, type BigIntStats } from 'node:fs';
 import path from 'node:path';
 import { bytesEqual, toHex } from '../chunking/blake3.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
@@ -227,6 +227,11 @@ export interface FetchOutcome {
   /** The requests the peer could serve (now published); the rest were skipped. */
   readonly delivered: FetchRequest[];
   readonly chunksReceived: number;
+  /**
+   * Each file published, by its share path: its lstat taken right after its commit batch
+   * (ReceiverOptions.onFilePublished), for the warm certification to use rather than stat again.
+   */
+  readonly published?: ReadonlyMap<string, BigIntStats>;
 }
 
 export interface FetchOptions {
@@ -286,7 +291,7 @@ async function fetchWith(
   await session.control.send({ type: 'sync-fetch', transferId: ch.transferId, fetchId, items: batch, last: true });
   if (requests.length === 0) {
     await options.beforePublish([]);
-    return { delivered: [], chunksReceived: 0 };
+    return { delivered: [], chunksReceived: 0, published: new Map() };
   }
 
   const offered = await receiveManifest(session, fetchId, ch.timeoutMs, ch.signal);
@@ -314,6 +319,7 @@ async function fetchWith(
   const onProgress = options.onProgress;
   const receiving =
     onProgress === undefined ? undefined : new ProgressCounter(onProgress, 'receiving', totalBytes, entries.length);
+  const published = new Map<string, BigIntStats>();
   const receiver = new TransferReceiver({
     session,
     router: options.router,
@@ -329,6 +335,7 @@ async function fetchWith(
       ...(options.folderName === undefined ? {} : { name: options.folderName }),
     },
     force: true,
+    onFilePublished: (relPath, st) => published.set(relPath, st),
     ...(options.beforeReplace === undefined ? {} : { beforeReplace: options.beforeReplace }),
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
     ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
@@ -359,7 +366,7 @@ async function fetchWith(
       chunksReceived: stats.chunksReceived,
       chunksSkipped: stats.chunksSkipped,
     });
-    return { delivered, chunksReceived: stats.chunksReceived };
+    return { delivered, chunksReceived: stats.chunksReceived, published };
   } catch (err) {
     await receiver.abort();
     throw err;

@@ -11,10 +11,10 @@
 // (stat certified by the scan) matches, or, for a file modified within the racy window (never
 // certified warm), whose mtime is the head's within a millisecond (an apply sets mtimes in whole
 // ms); no entry where the head is none or a tombstone. Directories and links are not content a
-// sync could destroy here, so they always pass. sync-apply.ts asks before the content is
-// received, again before a delete or link, and the publisher asks just before it renames a
-// fetched file over the path (PublisherOptions.beforeReplace); what is left is the few
-// microseconds between that last look and the rename.
+// sync could destroy here, so they always pass. sync-apply.ts asks about a path to delete or
+// link before the content is received and again just before it acts, and the publisher asks just
+// before it renames a fetched file over its path (PublisherOptions.beforeReplace); what is left
+// is the few microseconds between that last look and the rename.
 import type { BigIntStats } from 'node:fs';
 import { lstatSync } from 'node:fs';
 import { link, lstat, unlink } from 'node:fs/promises';
@@ -41,8 +41,8 @@ export function unchangedSinceScan(
   local: RevisionEntry | undefined,
   store: RevisionStore,
 ): boolean {
-  // Asked twice for every received file: a synchronous lstat that returns no entry rather than
-  // throw costs a first sync of 10,000 files ~0.4 CPU-s less than the promise that rejects.
+  // Asked for every received file: a synchronous lstat that returns no entry rather than throw
+  // costs a first sync of 10,000 files ~0.2 CPU-s less than the promise that rejects.
   let st: BigIntStats | undefined;
   try {
     st = lstatSync(path.join(folderReal, ...relPath.split('/')), { bigint: true, throwIfNoEntry: false });

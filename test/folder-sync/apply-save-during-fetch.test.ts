@@ -1,10 +1,14 @@
 // A file saved while the peer's new content of it is being received (after the apply step's
 // checks, before the publisher renames the fetched file over the path) is not overwritten
 // unseen (issue 31): the publisher's last look (beforeReplace) moves it aside to
-// f.sync-unsynced-<mtime>-<node>, which the next scan records. The fake fetch here publishes
-// through a real Publisher, as fetchContent's receiver does, and saves between the two.
+// f.sync-unsynced-<mtime>-<node>, which the next scan records; that is the one look at a fetched
+// path (a save holding the peer's very bytes is not copied). The warm entry of a published file
+// certifies the file the receiver published (its stat after the commit), not what holds the path
+// later. The fake fetch here publishes through a real Publisher, as fetchContent's receiver does,
+// and saves between the two.
 import t, { type Test } from 'tap';
-import { mkdtemp, readFile, readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { lstatSync, type BigIntStats } from 'node:fs';
+import { mkdtemp, readFile, readdir, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { toHex } from '../../src/chunking/blake3.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +20,7 @@ import type { FetchOutcome, FetchRequest } from '../../src/folder-sync/sync-exch
 import { silentLogger } from '../../src/logger.js';
 import { historyDir } from '../../src/store/sync-history.js';
 import { Publisher } from '../../src/store/publisher.js';
+import { toSeconds } from '../../src/store/staged-file.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import { revisionEntry } from '../../src/sync/revision.js';
 import { vectorFrom } from '../../src/sync/version-vector.js';
@@ -43,6 +48,7 @@ async function publishAll(
   for (const r of requests) {
     const manifest = manifestFromBytes(bytes, DEFAULT_CHUNKING);
     const staged = await publisher.stageFile({ relPath: r.destPath, manifest, mode: r.mode, mtimeMs: r.mtimeMs });
+    if (staged === 'identical') continue; // the bytes are there already: nothing is renamed
     if (typeof staged === 'string') throw new Error(`expected a staged file, got ${staged}`);
     for (const [i, c] of manifest.chunks.entries())
       await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
@@ -66,6 +72,8 @@ async function run(
   afterPublish?: (folder: string) => Promise<void>,
   /** The peer's mtime relative to the scanned one (default 5 s later). */
   peerMtimeDeltaNs = 5_000_000_000n,
+  /** Report each file's lstat right after its commit (FetchOutcome.published), as fetchContent does. */
+  reportStats = false,
 ): Promise<{ folder: string; store: RevisionStore }> {
   const folder = await mkdtemp(join(tmpdir(), 'clawpeer-fetchsave-'));
   t.teardown(() => rm(folder, { recursive: true, force: true }));
@@ -96,8 +104,11 @@ async function run(
       await beforePublish(requests);
       if (save) await writeFile(join(folder, 'f'), SAVED); // the user saves (in place) while the content travels
       await publishAll(folder, requests, peerBytes, withHook ? beforeReplace : undefined);
+      const published = new Map<string, BigIntStats>();
+      if (reportStats)
+        for (const r of requests) published.set(r.destPath, lstatSync(join(folder, r.destPath), { bigint: true }));
       await afterPublish?.(folder);
-      return { delivered: [...requests], chunksReceived: 1 };
+      return { delivered: [...requests], chunksReceived: 1, published };
     },
   });
   return { folder, store };
@@ -173,4 +184,124 @@ t.test("the peer's file as published is certified warm: the next scan hashes not
   const scan = await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
   t.equal(scan.hashedBytes, 0, 'nothing hashed');
   t.equal(scan.changed, 0, 'nothing changed');
+});
+
+t.test('another file renamed over the published one, same size and mtime, is scanned, not certified', async (t) => {
+  // The warm entry certifies the file the receiver published (its stat right after the commit),
+  // not whatever holds the path when the log is written: another inode there is hashed next scan.
+  const other = "another tool's file\n".slice(0, PEERS.length);
+  t.equal(other.length, PEERS.length, "same size as the peer's bytes");
+  const { folder, store } = await run(
+    t,
+    true,
+    false,
+    async (folder) => {
+      const published = lstatSync(join(folder, 'f'));
+      await writeFile(join(folder, 'g'), other);
+      // The publisher's own rounding (toSeconds): a Date lands 1 ns below its millisecond half the time.
+      await utimes(join(folder, 'g'), published.atime, toSeconds(Math.floor(published.mtimeMs)));
+      await rename(join(folder, 'g'), join(folder, 'f'));
+    },
+    -3_600_000_000_000n,
+    true,
+  );
+  const scan = await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
+  t.ok(scan.hashedBytes > 0, 'f is hashed again');
+  t.same(
+    Buffer.from(store.head('f')?.revision.contentRoot ?? []),
+    Buffer.from(manifestFromBytes(Buffer.from(other), DEFAULT_CHUNKING).root),
+    'the next scan records the bytes on disk',
+  );
+});
+
+t.test('with the stats the receiver reported, the published file is certified warm', async (t) => {
+  const { folder, store } = await run(t, true, false, undefined, -3_600_000_000_000n, true);
+  t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);
+  const scan = await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
+  t.equal(scan.hashedBytes, 0, 'nothing hashed');
+  t.equal(scan.changed, 0, 'nothing changed');
+});
+
+t.test('a file saved since the scan stays where it is when the peer cannot deliver its content', async (t) => {
+  // Only the publisher's last look moves a save aside: a fetch that brings nothing replaces
+  // nothing, so nothing is moved.
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-fetchsave-'));
+  t.teardown(() => rm(folder, { recursive: true, force: true }));
+  await writeFile(join(folder, 'f'), SCANNED);
+  const store = await RevisionStore.open(folder, { nodeId: ME });
+  t.teardown(() => store.close());
+  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
+  const head = store.head('f');
+  if (head === undefined) throw new Error('the scan recorded no f');
+  await writeFile(join(folder, 'f'), SAVED);
+  const theirs = revisionEntry({
+    ...head.revision,
+    contentRoot: manifestFromBytes(Buffer.from(PEERS), DEFAULT_CHUNKING).root,
+    size: PEERS.length,
+    origin: PEER,
+    vector: vectorFrom({ [ME]: 1, [PEER]: 1 }),
+    mtimeNs: head.revision.mtimeNs + 5_000_000_000n,
+  });
+  const result = await applyRemote([theirs], {
+    store,
+    folder,
+    keepConcurrentLocal: false,
+    log: silentLogger,
+    chunking: DEFAULT_CHUNKING,
+    fsync: 'none',
+    fetch: async (_requests, beforePublish): Promise<FetchOutcome> => {
+      await beforePublish([]);
+      return { delivered: [], chunksReceived: 0 };
+    },
+  });
+  t.same(result.skipped, ['f'], 'f is left for the next sync');
+  t.equal(await readFile(join(folder, 'f'), 'utf8'), SAVED, 'the save is still at its path');
+  t.same(
+    (await readdir(folder)).filter((n) => n.startsWith('f.sync-unsynced-')),
+    [],
+    'nothing moved aside',
+  );
+});
+
+t.test("a save since the scan that holds the peer's very bytes is not moved aside", async (t) => {
+  // The same edit made here and on the peer: the publisher finds the bytes in place and renames
+  // nothing, so there is nothing to keep beside them (a look before the transfer made a copy).
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-fetchsave-'));
+  t.teardown(() => rm(folder, { recursive: true, force: true }));
+  await writeFile(join(folder, 'f'), SCANNED);
+  const store = await RevisionStore.open(folder, { nodeId: ME });
+  t.teardown(() => store.close());
+  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
+  const head = store.head('f');
+  if (head === undefined) throw new Error('the scan recorded no f');
+  await writeFile(join(folder, 'f'), PEERS);
+  const peerBytes = Buffer.from(PEERS);
+  const theirs = revisionEntry({
+    ...head.revision,
+    contentRoot: manifestFromBytes(peerBytes, DEFAULT_CHUNKING).root,
+    size: peerBytes.length,
+    origin: PEER,
+    vector: vectorFrom({ [ME]: 1, [PEER]: 1 }),
+    mtimeNs: head.revision.mtimeNs + 5_000_000_000n,
+  });
+  await applyRemote([theirs], {
+    store,
+    folder,
+    keepConcurrentLocal: false,
+    log: silentLogger,
+    chunking: DEFAULT_CHUNKING,
+    fsync: 'none',
+    fetch: async (requests, beforePublish, beforeReplace): Promise<FetchOutcome> => {
+      await beforePublish(requests);
+      await publishAll(folder, requests, peerBytes, beforeReplace);
+      return { delivered: [...requests], chunksReceived: 0 };
+    },
+  });
+  t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);
+  t.same(
+    (await readdir(folder)).filter((n) => n.startsWith('f.sync-unsynced-')),
+    [],
+    'no copy of bytes the path already holds',
+  );
+  t.equal(store.head('f')?.revision.origin, PEER, "the peer's revision is the head");
 });
