@@ -15,14 +15,14 @@ import { join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
-import { applyRemote } from '../../src/folder-sync/sync-apply.js';
+import { applyRemote, type ApplyOptions } from '../../src/folder-sync/sync-apply.js';
 import type { FetchOutcome, FetchRequest } from '../../src/folder-sync/sync-exchange.js';
 import { silentLogger } from '../../src/logger.js';
 import { historyDir } from '../../src/store/sync-history.js';
 import { Publisher } from '../../src/store/publisher.js';
 import { toSeconds } from '../../src/store/staged-file.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
-import { revisionEntry } from '../../src/sync/revision.js';
+import { revisionEntry, type RevisionEntry } from '../../src/sync/revision.js';
 import { vectorFrom } from '../../src/sync/version-vector.js';
 
 const ME = '12D3KooWCcccccccccccc';
@@ -65,6 +65,48 @@ async function historyRoots(folder: string): Promise<Record<string, string>> {
   return out;
 }
 
+/** A folder holding f as SCANNED, scanned into its log, and the peer's revision of f holding PEERS. */
+async function scannedWithPeersF(
+  t: Test,
+  peerMtimeDeltaNs = 5_000_000_000n,
+): Promise<{ folder: string; store: RevisionStore; theirs: RevisionEntry }> {
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-fetchsave-'));
+  t.teardown(() => rm(folder, { recursive: true, force: true }));
+  await writeFile(join(folder, 'f'), SCANNED);
+  const store = await RevisionStore.open(folder, { nodeId: ME });
+  t.teardown(() => store.close());
+  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
+  const head = store.head('f');
+  if (head === undefined) throw new Error('the scan recorded no f');
+  const theirs = revisionEntry({
+    ...head.revision,
+    contentRoot: manifestFromBytes(Buffer.from(PEERS), DEFAULT_CHUNKING).root,
+    size: PEERS.length,
+    origin: PEER,
+    vector: vectorFrom({ [ME]: 1, [PEER]: 1 }),
+    mtimeNs: head.revision.mtimeNs + peerMtimeDeltaNs,
+  });
+  return { folder, store, theirs };
+}
+
+/** Applies the peer's revision of f with `fetch` standing in for fetchContent. */
+function applyTheirs(
+  store: RevisionStore,
+  folder: string,
+  theirs: RevisionEntry,
+  fetch: ApplyOptions['fetch'],
+): ReturnType<typeof applyRemote> {
+  return applyRemote([theirs], {
+    store,
+    folder,
+    keepConcurrentLocal: false,
+    log: silentLogger,
+    chunking: DEFAULT_CHUNKING,
+    fsync: 'none',
+    fetch,
+  });
+}
+
 async function run(
   t: Test,
   withHook: boolean,
@@ -75,41 +117,18 @@ async function run(
   /** Report each file's lstat right after its commit (FetchOutcome.published), as fetchContent does. */
   reportStats = false,
 ): Promise<{ folder: string; store: RevisionStore }> {
-  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-fetchsave-'));
-  t.teardown(() => rm(folder, { recursive: true, force: true }));
-  await writeFile(join(folder, 'f'), SCANNED);
-  const store = await RevisionStore.open(folder, { nodeId: ME });
-  t.teardown(() => store.close());
-  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
-  const head = store.head('f');
-  if (head === undefined) throw new Error('the scan recorded no f');
+  const { folder, store, theirs } = await scannedWithPeersF(t, peerMtimeDeltaNs);
   const peerBytes = Buffer.from(PEERS);
-  const theirs = revisionEntry({
-    ...head.revision,
-    contentRoot: manifestFromBytes(peerBytes, DEFAULT_CHUNKING).root,
-    size: peerBytes.length,
-    origin: PEER,
-    vector: vectorFrom({ [ME]: 1, [PEER]: 1 }),
-    mtimeNs: head.revision.mtimeNs + peerMtimeDeltaNs,
-  });
-  await applyRemote([theirs], {
-    store,
-    folder,
-    keepConcurrentLocal: false,
-    log: silentLogger,
-    chunking: DEFAULT_CHUNKING,
-    fsync: 'none',
-    fetch: async (requests, beforePublish, beforeReplace): Promise<FetchOutcome> => {
-      t.equal(requests.length, 1, "the peer's f is fetched");
-      await beforePublish(requests);
-      if (save) await writeFile(join(folder, 'f'), SAVED); // the user saves (in place) while the content travels
-      await publishAll(folder, requests, peerBytes, withHook ? beforeReplace : undefined);
-      const published = new Map<string, BigIntStats>();
-      if (reportStats)
-        for (const r of requests) published.set(r.destPath, lstatSync(join(folder, r.destPath), { bigint: true }));
-      await afterPublish?.(folder);
-      return { delivered: [...requests], chunksReceived: 1, published };
-    },
+  await applyTheirs(store, folder, theirs, async (requests, beforePublish, beforeReplace): Promise<FetchOutcome> => {
+    t.equal(requests.length, 1, "the peer's f is fetched");
+    await beforePublish(requests);
+    if (save) await writeFile(join(folder, 'f'), SAVED); // the user saves (in place) while the content travels
+    await publishAll(folder, requests, peerBytes, withHook ? beforeReplace : undefined);
+    const published = new Map<string, BigIntStats>();
+    if (reportStats)
+      for (const r of requests) published.set(r.destPath, lstatSync(join(folder, r.destPath), { bigint: true }));
+    await afterPublish?.(folder);
+    return { delivered: [...requests], chunksReceived: 1, published };
   });
   return { folder, store };
 }
@@ -225,34 +244,11 @@ t.test('with the stats the receiver reported, the published file is certified wa
 t.test('a file saved since the scan stays where it is when the peer cannot deliver its content', async (t) => {
   // Only the publisher's last look moves a save aside: a fetch that brings nothing replaces
   // nothing, so nothing is moved.
-  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-fetchsave-'));
-  t.teardown(() => rm(folder, { recursive: true, force: true }));
-  await writeFile(join(folder, 'f'), SCANNED);
-  const store = await RevisionStore.open(folder, { nodeId: ME });
-  t.teardown(() => store.close());
-  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
-  const head = store.head('f');
-  if (head === undefined) throw new Error('the scan recorded no f');
+  const { folder, store, theirs } = await scannedWithPeersF(t);
   await writeFile(join(folder, 'f'), SAVED);
-  const theirs = revisionEntry({
-    ...head.revision,
-    contentRoot: manifestFromBytes(Buffer.from(PEERS), DEFAULT_CHUNKING).root,
-    size: PEERS.length,
-    origin: PEER,
-    vector: vectorFrom({ [ME]: 1, [PEER]: 1 }),
-    mtimeNs: head.revision.mtimeNs + 5_000_000_000n,
-  });
-  const result = await applyRemote([theirs], {
-    store,
-    folder,
-    keepConcurrentLocal: false,
-    log: silentLogger,
-    chunking: DEFAULT_CHUNKING,
-    fsync: 'none',
-    fetch: async (_requests, beforePublish): Promise<FetchOutcome> => {
-      await beforePublish([]);
-      return { delivered: [], chunksReceived: 0 };
-    },
+  const result = await applyTheirs(store, folder, theirs, async (_requests, beforePublish): Promise<FetchOutcome> => {
+    await beforePublish([]);
+    return { delivered: [], chunksReceived: 0 };
   });
   t.same(result.skipped, ['f'], 'f is left for the next sync');
   t.equal(await readFile(join(folder, 'f'), 'utf8'), SAVED, 'the save is still at its path');
@@ -266,36 +262,13 @@ t.test('a file saved since the scan stays where it is when the peer cannot deliv
 t.test("a save since the scan that holds the peer's very bytes is not moved aside", async (t) => {
   // The same edit made here and on the peer: the publisher finds the bytes in place and renames
   // nothing, so there is nothing to keep beside them (a look before the transfer made a copy).
-  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-fetchsave-'));
-  t.teardown(() => rm(folder, { recursive: true, force: true }));
-  await writeFile(join(folder, 'f'), SCANNED);
-  const store = await RevisionStore.open(folder, { nodeId: ME });
-  t.teardown(() => store.close());
-  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
-  const head = store.head('f');
-  if (head === undefined) throw new Error('the scan recorded no f');
+  const { folder, store, theirs } = await scannedWithPeersF(t);
   await writeFile(join(folder, 'f'), PEERS);
   const peerBytes = Buffer.from(PEERS);
-  const theirs = revisionEntry({
-    ...head.revision,
-    contentRoot: manifestFromBytes(peerBytes, DEFAULT_CHUNKING).root,
-    size: peerBytes.length,
-    origin: PEER,
-    vector: vectorFrom({ [ME]: 1, [PEER]: 1 }),
-    mtimeNs: head.revision.mtimeNs + 5_000_000_000n,
-  });
-  await applyRemote([theirs], {
-    store,
-    folder,
-    keepConcurrentLocal: false,
-    log: silentLogger,
-    chunking: DEFAULT_CHUNKING,
-    fsync: 'none',
-    fetch: async (requests, beforePublish, beforeReplace): Promise<FetchOutcome> => {
-      await beforePublish(requests);
-      await publishAll(folder, requests, peerBytes, beforeReplace);
-      return { delivered: [...requests], chunksReceived: 0 };
-    },
+  await applyTheirs(store, folder, theirs, async (requests, beforePublish, beforeReplace): Promise<FetchOutcome> => {
+    await beforePublish(requests);
+    await publishAll(folder, requests, peerBytes, beforeReplace);
+    return { delivered: [...requests], chunksReceived: 0 };
   });
   t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);
   t.same(
