@@ -458,7 +458,12 @@ export async function serveFetch(
     seen.add(rel);
     const found = await locate(folder, rel, item.root, chunking, byRoot, cache);
     if (found === undefined) {
-      ch.log.info('sync: content asked for is no longer here (changed since the scan)', { path: rel });
+      // The root names the revision asked for: two peers each asking the other for content
+      // neither holds (convergence seeds 10028, 20042) are diagnosed from it.
+      ch.log.info('sync: content asked for is no longer here (changed since the scan)', {
+        path: rel,
+        root: toHex(item.root).slice(0, 16),
+      });
       continue;
     }
     const m = found.manifest;
