@@ -107,16 +107,20 @@ function applyTheirs(
   });
 }
 
-async function run(
-  t: Test,
-  withHook: boolean,
-  save = true,
-  afterPublish?: (folder: string) => Promise<void>,
+interface RunOptions {
+  /** The publisher gets the apply's beforeReplace (default true; push and pull pass none). */
+  readonly withHook?: boolean;
+  /** The user saves f in place while the content travels (default true). */
+  readonly save?: boolean;
+  readonly afterPublish?: (folder: string) => Promise<void>;
   /** The peer's mtime relative to the scanned one (default 5 s later). */
-  peerMtimeDeltaNs = 5_000_000_000n,
+  readonly peerMtimeDeltaNs?: bigint;
   /** Report each file's lstat right after its commit (FetchOutcome.published), as fetchContent does. */
-  reportStats = false,
-): Promise<{ folder: string; store: RevisionStore }> {
+  readonly reportStats?: boolean;
+}
+
+async function run(t: Test, o: RunOptions = {}): Promise<{ folder: string; store: RevisionStore }> {
+  const { withHook = true, save = true, afterPublish, peerMtimeDeltaNs = 5_000_000_000n, reportStats = false } = o;
   const { folder, store, theirs } = await scannedWithPeersF(t, peerMtimeDeltaNs);
   const peerBytes = Buffer.from(PEERS);
   await applyTheirs(store, folder, theirs, async (requests, beforePublish, beforeReplace): Promise<FetchOutcome> => {
@@ -134,7 +138,7 @@ async function run(
 }
 
 t.test("a save while the peer's content of the file arrives is kept beside it and recorded", async (t) => {
-  const { folder, store } = await run(t, true);
+  const { folder, store } = await run(t);
   t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS, "the path holds the peer's version");
   const copies = (await readdir(folder)).filter((n) => n.startsWith('f.sync-unsynced-'));
   t.equal(copies.length, 1, 'one copy of the save');
@@ -154,7 +158,7 @@ t.test("a save while the peer's content of the file arrives is kept beside it an
 });
 
 t.test('a file unchanged while the content came is replaced, its bytes kept in history', async (t) => {
-  const { folder } = await run(t, true, false);
+  const { folder } = await run(t, { save: false });
   t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);
   t.same(
     (await readdir(folder)).filter((n) => n.startsWith('f.sync-unsynced-')),
@@ -166,7 +170,7 @@ t.test('a file unchanged while the content came is replaced, its bytes kept in h
 });
 
 t.test('a publisher without the hook (push, pull) replaces the file as before', async (t) => {
-  const { folder } = await run(t, false);
+  const { folder } = await run(t, { withHook: false });
   t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);
   t.same(
     (await readdir(folder)).filter((n) => n.startsWith('f.sync-unsynced-')),
@@ -182,10 +186,13 @@ t.test(
     // only the mtime the apply set tells the publish and the save apart.
     const skewed = 'saved on a skewed!\n';
     t.equal(skewed.length, PEERS.length, 'the save keeps the size');
-    const { folder, store } = await run(t, true, false, async (folder) => {
-      await writeFile(join(folder, 'f'), skewed);
-      const past = new Date(Date.now() - 10 * 60_000);
-      await utimes(join(folder, 'f'), past, past);
+    const { folder, store } = await run(t, {
+      save: false,
+      afterPublish: async (folder) => {
+        await writeFile(join(folder, 'f'), skewed);
+        const past = new Date(Date.now() - 10 * 60_000);
+        await utimes(join(folder, 'f'), past, past);
+      },
     });
     await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
     t.same(
@@ -198,7 +205,7 @@ t.test(
 
 t.test("the peer's file as published is certified warm: the next scan hashes nothing", async (t) => {
   // An hour back: outside the racy window, so the publish itself can be certified.
-  const { folder, store } = await run(t, true, false, undefined, -3_600_000_000_000n);
+  const { folder, store } = await run(t, { save: false, peerMtimeDeltaNs: -3_600_000_000_000n });
   t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);
   const scan = await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
   t.equal(scan.hashedBytes, 0, 'nothing hashed');
@@ -210,20 +217,18 @@ t.test('another file renamed over the published one, same size and mtime, is sca
   // not whatever holds the path when the log is written: another inode there is hashed next scan.
   const other = "another tool's file\n".slice(0, PEERS.length);
   t.equal(other.length, PEERS.length, "same size as the peer's bytes");
-  const { folder, store } = await run(
-    t,
-    true,
-    false,
-    async (folder) => {
+  const { folder, store } = await run(t, {
+    save: false,
+    afterPublish: async (folder) => {
       const published = lstatSync(join(folder, 'f'));
       await writeFile(join(folder, 'g'), other);
       // The publisher's own rounding (toSeconds): a Date lands 1 ns below its millisecond half the time.
       await utimes(join(folder, 'g'), published.atime, toSeconds(Math.floor(published.mtimeMs)));
       await rename(join(folder, 'g'), join(folder, 'f'));
     },
-    -3_600_000_000_000n,
-    true,
-  );
+    peerMtimeDeltaNs: -3_600_000_000_000n,
+    reportStats: true,
+  });
   const scan = await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
   t.ok(scan.hashedBytes > 0, 'f is hashed again');
   t.same(
@@ -234,7 +239,7 @@ t.test('another file renamed over the published one, same size and mtime, is sca
 });
 
 t.test('with the stats the receiver reported, the published file is certified warm', async (t) => {
-  const { folder, store } = await run(t, true, false, undefined, -3_600_000_000_000n, true);
+  const { folder, store } = await run(t, { save: false, peerMtimeDeltaNs: -3_600_000_000_000n, reportStats: true });
   t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);
   const scan = await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
   t.equal(scan.hashedBytes, 0, 'nothing hashed');
