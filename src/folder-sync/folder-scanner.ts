@@ -13,8 +13,11 @@
 // revisions (the sync driver), hashing in parallel.
 //
 // What counts as a change: a new path; another kind; a file's content root; a symlink's target;
-// permission bits. A file whose mtime moved but whose content root did not (touch, or a rewrite
-// with the same bytes) gets no revision, only a fresh warm entry: mtime alone is not content.
+// permission bits; a file's mtime (to the ms: the precision a sync sets, sync-plan.ts isMtimeOf).
+// A touch, or a rewrite with the same bytes, is a revision of the same content with the new time,
+// so peers take the time too, as rsync -a and Syncthing keep mtimes. Without it, a file written
+// and then given its time (tar, cp -p, rsync into the folder) kept the time of the write on every
+// other node when a scan ran between the two steps (convergence seed 20076).
 // A directory's mtime moves with its entries, so directories change on kind and mode only.
 //
 // Safety rules:
@@ -54,6 +57,7 @@ import { RevisionStore } from '../store/revision-store.js';
 import type { RevisionDraft } from '../store/revision-store.js';
 import type { WarmStat } from '../store/revlog-format.js';
 import { syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';
+import { isMtimeOf } from './sync-plan.js';
 import { fileEntryOf, scanTreeBatches } from '../store/tree-scan.js';
 import type { TreeEntry, TreeScanIssue } from '../store/tree-scan.js';
 import { wallClockMs } from '../support/test-hooks.js';
@@ -314,7 +318,7 @@ export async function scanFolder(
         report({ localPath: abs, error });
         return;
       }
-      if (sameMeta && bytesEqual(live.revision.contentRoot, contentRoot)) {
+      if (sameMeta && bytesEqual(live.revision.contentRoot, contentRoot) && isMtimeOf(entry.mtimeNs, live.revision)) {
         unchanged++;
         const warm = certify(entry);
         if (warm !== undefined) enqueue({ draft: undefined, relPath: rel, warm });

@@ -78,8 +78,18 @@ const DOUBLE_SECONDS_SLACK_NS = 1_000n;
  * utimes with a Date), which landed a µs short. Rounding every time to the nearest ms put
  * X.9996 s at X+1 s on the other node, a whole second off.
  */
-function mtimeMsOf(rev: Revision): number {
+export function mtimeMsOf(rev: Pick<Revision, 'mtimeNs'>): number {
   return floorMs(rev.mtimeNs + DOUBLE_SECONDS_SLACK_NS);
+}
+
+/**
+ * True when a file's mtime on disk (ns) is the one `rev` records: the very time (this node's
+ * own scan recorded it), or the ms a sync sets for it (mtimeMsOf). The scanner records a new
+ * revision for anything else (folder-scanner.ts), so both must count, or a received file would
+ * come back as a change of its own at the next scan.
+ */
+export function isMtimeOf(diskMtimeNs: bigint, rev: Pick<Revision, 'mtimeNs'>): boolean {
+  return diskMtimeNs === rev.mtimeNs || floorMs(diskMtimeNs) === mtimeMsOf(rev);
 }
 
 /** The revision both peers record for a conflict copy: the loser's, moved to its conflict name. */

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
+import { mtimeMsOf } from '../../src/folder-sync/sync-plan.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import { zstdCodec } from '../../src/session/chunk-compression.js';
 import { CLI, jsonLines, runCli } from './cli-harness.js';
@@ -38,6 +39,7 @@ const rig = await startSyncPair(
     'ignored',
     'space',
     'links',
+    'touch',
   ],
   'sync',
 );
@@ -162,6 +164,50 @@ t.test('a file a sync publishes is certified warm: the next scan does not hash i
   // The 16-byte files of the first test may still be racily clean (re-hashed); old.bin is 5000.
   t.ok(scan.hashedBytes < 5000, `old.bin not re-hashed (hashed ${scan.hashedBytes} bytes)`);
   t.equal(scan.added + scan.changed + scan.deleted, 0, 'no change recorded');
+});
+
+t.test('a new mtime alone travels both ways, as rsync -a and Syncthing keep it; then nothing moves', async (t) => {
+  // The ms a sync sets for a time (a time set through a Date can land a few ns below its ms).
+  const mtimeMs = async (file: string): Promise<number> =>
+    mtimeMsOf({ mtimeNs: (await lstat(file, { bigint: true })).mtimeNs });
+  await writeFile(server('touch', 'same.txt'), 'same bytes\n');
+  await age(server('touch', 'same.txt'), 7200);
+  t.match(await sync('touch'), { inSync: true, revisionsReceived: 1 });
+  t.equal(await mtimeMs(client('touch', 'same.txt')), await mtimeMs(server('touch', 'same.txt')));
+
+  // Touched here: the peer takes the time (its bytes are not sent again).
+  await age(client('touch', 'same.txt'), 3600);
+  const up = await sync('touch');
+  t.match(up, { inSync: true, revisionsSent: 1 });
+  t.equal(
+    await mtimeMs(server('touch', 'same.txt')),
+    await mtimeMs(client('touch', 'same.txt')),
+    'the listener took it',
+  );
+
+  // Written, synced, and only then given its time (tar, cp -p: a scan between the two steps).
+  await writeFile(client('touch', 'unpacked.txt'), 'from an archive\n');
+  t.match(await sync('touch'), { inSync: true, revisionsSent: 1 });
+  await age(client('touch', 'unpacked.txt'), 86_400);
+  t.match(await sync('touch'), { inSync: true, revisionsSent: 1 });
+  t.equal(
+    await mtimeMs(server('touch', 'unpacked.txt')),
+    await mtimeMs(client('touch', 'unpacked.txt')),
+    "the archive's time, not the write's",
+  );
+
+  // Touched on the listener's side: it comes back the other way.
+  await age(server('touch', 'same.txt'), 1800);
+  t.match(await sync('touch'), { inSync: true, revisionsReceived: 1 });
+  t.equal(await mtimeMs(client('touch', 'same.txt')), await mtimeMs(server('touch', 'same.txt')), 'the client took it');
+  t.same(
+    await snapshot(client('touch')),
+    await snapshot(server('touch')),
+    'the two trees are the same, times included',
+  );
+
+  // A time set by a sync is not a change of its own: the next sync moves nothing.
+  t.match(await sync('touch'), { inSync: true, revisionsSent: 0, revisionsReceived: 0 });
 });
 
 t.test(

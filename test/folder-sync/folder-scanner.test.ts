@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
+import { mtimeMsOf } from '../../src/folder-sync/sync-plan.js';
+import { toSeconds } from '../../src/store/staged-file.js';
 import { parseIgnoreFile, syncIgnoreFrom } from '../../src/folder-sync/sync-ignore.js';
 import type { ScanFolderOptions } from '../../src/folder-sync/folder-scanner.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
@@ -82,7 +84,7 @@ t.test('first scan records everything; a second scan of an unchanged tree hashes
   t.same(store.checkInvariants(), []);
 });
 
-t.test('editing one file makes exactly one new revision; a touch makes none', async (t) => {
+t.test('editing one file makes exactly one new revision; a touch makes one of the same content', async (t) => {
   const { folder, store } = await fixture();
   await scanFolder(store, folder, options);
   const before = store.head('sub/deep/c.md')!;
@@ -95,12 +97,41 @@ t.test('editing one file makes exactly one new revision; a touch makes none', as
   t.notSame(after.revision.contentRoot, before.revision.contentRoot);
   t.equal(store.history('sub/deep/c.md').length, 2);
 
-  // mtime moves, bytes do not: hashed once, no revision, then warm again.
+  // mtime moves, bytes do not: a revision of the same content with the new time (peers take
+  // the time too, as rsync -a and Syncthing do), then warm again.
+  const untouched = store.head('sub/b.bin')!.revision;
   await utimes(join(folder, 'sub/b.bin'), OLD_S + 20, OLD_S + 20);
   const touch = await scanFolder(store, folder, options);
-  t.match(touch, { changed: 0, unchanged: 7, hashedBytes: 200_000 });
-  t.equal(store.size, 8);
+  t.match(touch, { changed: 1, unchanged: 6, hashedBytes: 200_000 });
+  t.equal(store.size, 9);
+  const touched = store.head('sub/b.bin')!.revision;
+  t.equal(touched.mtimeNs, BigInt(OLD_S + 20) * 1_000_000_000n, 'the new time is recorded');
+  t.same(touched.contentRoot, untouched.contentRoot, 'of the same content');
   t.match(await scanFolder(store, folder, options), { hashedBytes: 0, unchanged: 7 });
+});
+
+t.test('the ms a sync sets for a revision reads back as that revision: no change of its own', async (t) => {
+  const { folder, store } = await fixture();
+  await scanFolder(store, folder, options);
+  // A peer's time to the ns, as a sync publishes it: whole ms through toSeconds (sync-plan.ts
+  // mtimeMsOf). Including a time within a µs below a ms, which the sync sets to the next ms.
+  for (const peerNs of [
+    BigInt(OLD_S + 30) * 1_000_000_000n + 123_456_789n,
+    BigInt(OLD_S + 40) * 1_000_000_000n + 999_999_500n,
+  ]) {
+    const ms = mtimeMsOf({ mtimeNs: peerNs });
+    await utimes(join(folder, 'a.txt'), toSeconds(ms), toSeconds(ms));
+    // As if a peer's revision of that time were the head (a local one stands in for it here).
+    const { origin: _origin, vector: _vector, ...draft } = store.head('a.txt')!.revision;
+    store.write((w) => w.recordLocal({ ...draft, mtimeNs: peerNs }));
+    const scan = await scanFolder(store, folder, options);
+    t.match(scan, { changed: 0, added: 0, unchanged: 7 }, `a time set for ${peerNs} ns is not a change`);
+  }
+  // One ms off is a change.
+  const head = store.head('a.txt')!.revision;
+  const off = mtimeMsOf(head) + 1;
+  await utimes(join(folder, 'a.txt'), toSeconds(off), toSeconds(off));
+  t.match(await scanFolder(store, folder, options), { changed: 1 });
 });
 
 t.test('deleting makes a tombstone; rename is delete + add; coming back is an add', async (t) => {
