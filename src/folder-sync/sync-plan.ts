@@ -154,6 +154,15 @@ export function planRemote(
   const groups = new Map<string, RevisionEntry[]>();
   for (const e of received) groups.set(e.revision.path, [...(groups.get(e.revision.path) ?? []), e]);
 
+  // A loser whose conflict copy some node made already (its copy's revision stored here or come
+  // in now) is not a candidate for the head (conflict.ts pickHead).
+  const receivedIds = new Set(received.map((e) => Buffer.from(e.id).toString('hex')));
+  const copiedBefore = (e: RevisionEntry): boolean => {
+    const r = e.revision;
+    if (r.deleted || r.kind !== 'file') return false;
+    const copy = conflictCopyRevision(r, conflictPath(r.path, r.mtimeNs, r.origin));
+    return store.has(copy.id) || receivedIds.has(Buffer.from(copy.id).toString('hex'));
+  };
   const claims = new Map<string, CopyClaim>();
   const planned = new Map<string, PathPlan>();
   const skipped = new Set<string>();
@@ -245,7 +254,7 @@ export function planRemote(
 
     // The head is a function of the path's whole set of revisions (stored and incoming), never
     // of the order they came in (sync/conflict.ts pickHead): nodes holding the same set agree.
-    const pick = pickHead([...store.history(p), ...records]);
+    const pick = pickHead([...store.history(p), ...records], copiedBefore);
     if (pick === undefined) throw new TypeError(`nothing comes in for ${p}`);
     const winner = pick.head;
     const winnerIsLocal = local !== undefined && sameId(local, winner);

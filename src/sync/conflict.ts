@@ -29,7 +29,9 @@
 //
 // With three or more devices a pairwise decision against the present head can cycle, so the
 // driver decides a path with pickHead over the set of all its revisions: the winner by the rule
-// above among those no other revision has seen, every other such live file a conflict copy.
+// above among those no other revision has seen and no node has kept as a conflict copy yet
+// (once a copy, a loser's fate is decided at the copy's path), every other such live file a
+// conflict copy.
 
 import { compareIds } from './merkle-root.js';
 import { floorMs, sameContent } from './revision.js';
@@ -202,22 +204,32 @@ export interface HeadPick {
 /**
  * The current revision of a path as a function of the SET of its revisions, whatever order they
  * arrived in (every node holding the same set picks the same head): among the maximal ones
- * (maximalRevisions), the first by compareConcurrent. Pairwise resolution against the present
+ * (maximalRevisions), the first by compareConcurrent that is not `copied` (the first of all when
+ * every one is). Pairwise resolution against the present
  * head is not enough: three revisions can cycle (a deletion that saw edit H beats H, H beats a
  * concurrent edit C on mtime, C beats the deletion as an edit), and the head then depends on
  * arrival order. Every other maximal revision that is a live file with other bytes than the
  * head is a loser kept as a conflict copy; the rest (dominated revisions, deletions, losers with
  * the head's bytes, directories and symlinks) are history. Undefined for no entries.
  */
-export function pickHead(entries: readonly RevisionEntry[]): HeadPick | undefined {
+export function pickHead(
+  entries: readonly RevisionEntry[],
+  copied: (e: RevisionEntry) => boolean = () => false,
+): HeadPick | undefined {
   const maximal = maximalRevisions(entries).sort(compareConcurrent);
-  const head = maximal[0];
+  // A loser some node already kept as a conflict copy (`copied`: its copy's revision is known)
+  // lives on at the copy's path and competes for this one no more. Otherwise a deletion that saw
+  // the winner but not the loser made the loser, an edit, the head again: the file came back
+  // with bytes that may exist nowhere any more (its copy deleted since), and the two nodes
+  // asked each other for them at every sync (convergence seeds 3153, 10097, 20042).
+  const head = maximal.find((e) => !copied(e)) ?? maximal[0];
   if (head === undefined) return undefined;
   const paths = new Set(maximal.map((e) => e.revision.path));
   if (paths.size > 1)
     throw new TypeError(`picking a head among revisions of different paths: ${[...paths].join(', ')}`);
   const losers: ConflictLoser[] = [];
-  for (const e of maximal.slice(1)) {
+  for (const e of maximal) {
+    if (e === head) continue;
     const r = e.revision;
     if (r.deleted || r.kind !== 'file' || sameContent(head.revision, r)) continue;
     losers.push({ loser: e, loserPath: conflictPath(r.path, r.mtimeNs, r.origin) });

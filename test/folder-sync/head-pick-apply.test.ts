@@ -1,8 +1,11 @@
 // Applying a peer's revisions decides a path's head over all its revisions, stored and received
 // (issue 31, seed 1009): a node that held edit H as head, concurrent edit C as H's conflict copy,
 // and then received the deletion T that had seen H, deleted the file, while nodes that met the
-// revisions in another order kept C. Now T only retires H, and C, the winner of the set, is put
-// back at the path from the copy this node holds.
+// revisions in another order kept C. The head is now a function of the set: T, since C, kept
+// as a conflict copy already, no longer competes for the path (it lives on at the copy's path:
+// seeds 3153, 10097, 20042 found nodes asking each other forever for a loser that came back
+// after its copy was deleted). A node that never made C's copy picks C until the copy's
+// revision reaches it, then T, as every other node.
 import t, { type Test } from 'tap';
 import { mkdir, mkdtemp, readFile, readdir, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -64,14 +67,14 @@ async function headAndCopy(t: Test): Promise<{ folder: string; store: RevisionSt
   return { folder, store };
 }
 
-t.test("a deletion that saw the head does not delete the set's winner", async (t) => {
+t.test('a deletion that saw the head deletes the path; the loser lives on as its copy', async (t) => {
   const { folder, store } = await headAndCopy(t);
 
   const o = { store, keepConcurrentLocal: false, log: silentLogger };
   t.same(
     plannedChanges([T], o),
-    { changes: [{ path: PATH, change: 'update', kind: 'file', bytes: 0 }], skipped: [] },
-    'C comes back from its copy, nothing fetched',
+    { changes: [{ path: PATH, change: 'delete', kind: 'file', bytes: 0 }], skipped: [] },
+    'the path is deleted, nothing fetched',
   );
   const result = await applyRemote([T], {
     ...o,
@@ -84,18 +87,32 @@ t.test("a deletion that saw the head does not delete the set's winner", async (t
     },
   });
   t.match(result, { applied: 1, skipped: [] });
-  t.equal(
-    Buffer.from(store.head(PATH)?.id ?? []).toString('hex'),
-    Buffer.from(C.id).toString('hex'),
-    'C is the head, as on every node',
-  );
-  t.equal(await readFile(join(folder, PATH), 'utf8'), 'C wrote this\n');
+  t.equal(Buffer.from(store.head(PATH)?.id ?? []).toString('hex'), Buffer.from(T.id).toString('hex'), 'T is the head');
   t.equal(
     await readFile(join(folder, COPY), 'utf8'),
     'C wrote this\n',
     'the copy made earlier stays (it travels as a revision of its own)',
   );
-  t.same((await readdir(join(folder, 'd1'))).sort(), ['f1', COPY.slice('d1/'.length)].sort());
+  t.same(await readdir(join(folder, 'd1')), [COPY.slice('d1/'.length)], 'the path is gone');
+});
+
+t.test('a node that never made the copy picks C, then T once the copy reaches it', async (t) => {
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-headpick-'));
+  const store = await RevisionStore.open(folder, { nodeId: ME });
+  t.teardown(() => store.close());
+  store.write((w) => {
+    w.put(H);
+    w.put(T);
+    w.setHead(T.id);
+  });
+  const o = { store, keepConcurrentLocal: false, log: silentLogger };
+  t.same(plannedChanges([C], o).changes, [{ path: PATH, change: 'create', kind: 'file', bytes: 13 }], 'C alone: C');
+  const copy = conflictCopyRevision(C.revision, COPY);
+  t.same(
+    plannedChanges([C, copy], o).changes,
+    [{ path: PATH, change: 'conflict', kind: 'file', bytes: 13, copy: COPY }],
+    'C and its copy: the path stays deleted (T), C lands at the copy only',
+  );
 });
 
 /** Applies `received` where no content needs fetching (everything comes from this node's own files). */
@@ -117,25 +134,38 @@ function applyNeedingNoContent(
   });
 }
 
-t.test('a save of the head since the scan is kept beside it when the winner comes back from its copy', async (t) => {
+t.test('a save of the head since the scan is kept beside it when the deletion lands', async (t) => {
   const { folder, store } = await headAndCopy(t);
   await writeFile(join(folder, PATH), 'saved here after the scan\n');
   await applyNeedingNoContent([T], folder, store);
-  t.equal(await readFile(join(folder, PATH), 'utf8'), 'C wrote this\n', 'C is back at the path');
-  const aside = (await readdir(join(folder, 'd1'))).filter((n) => n.startsWith('f1.sync-unsynced-'));
-  t.equal(aside.length, 1, 'the save is moved aside before the copy replaces it');
+  const names = await readdir(join(folder, 'd1'));
+  t.notOk(names.includes('f1'), 'the path is deleted');
+  const aside = names.filter((n) => n.startsWith('f1.sync-unsynced-'));
+  t.equal(aside.length, 1, 'the save is moved aside before the deletion');
   t.equal(await readFile(join(folder, 'd1', aside[0] ?? 'none'), 'utf8'), 'saved here after the scan\n');
 });
 
 t.test('a copy whose source was edited since the scan is not made under the old revision (seed 1056)', async (t) => {
   const { folder, store } = await headAndCopy(t);
-  // Edited in place, same size: the bytes C's copy revision names are gone from this node.
-  await writeFile(join(folder, COPY), 'C wrote THIS\n');
+  // X, concurrent with H and later, beats it: H's bytes at the path are to be copied aside.
+  const X = rev(N1, vectorFrom({ [N1]: 2 }), T0 + 5_000_000_000n, 'X wrote this\n');
+  // Edited in place, same size: the bytes H's copy revision names are gone from this node.
+  await writeFile(join(folder, PATH), 'H wrote THIS\n');
   await t.rejects(
-    applyNeedingNoContent([T], folder, store),
+    applyRemote([X], {
+      store,
+      keepConcurrentLocal: false,
+      log: silentLogger,
+      folder,
+      chunking: DEFAULT_CHUNKING,
+      fetch: async (requests, beforePublish) => {
+        await beforePublish(requests); // X's bytes as good as here: the copy is due now
+        return { delivered: [...requests], chunksReceived: 0 };
+      },
+    }),
     { code: 'FOLDER_BUSY' },
     'the sync stops, to be retried after a scan',
   );
-  t.equal(await readFile(join(folder, PATH), 'utf8'), 'H wrote this\n', 'the path is as it was');
+  t.equal(await readFile(join(folder, PATH), 'utf8'), 'H wrote THIS\n', 'the path is as it was');
   t.equal(Buffer.from(store.head(PATH)?.id ?? []).toString('hex'), Buffer.from(H.id).toString('hex'), 'and its head');
 });
