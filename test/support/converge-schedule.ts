@@ -199,8 +199,8 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
   };
   /**
    * What a write of `target` puts there: content(), but never the bytes it holds already. An
-   * empty file written over an empty file is a touch, and by design a changed mtime alone is
-   * not a new revision (folder-scanner.ts): it would stay on that node only.
+   * empty file written over an empty file is only a touch (a revision of the same content with
+   * a new time, folder-scanner.ts), not a new version the checks could tell apart.
    */
   const contentFor = async (target: string): Promise<Buffer> => {
     const c = content();
