@@ -73,6 +73,28 @@ const D = tombstone(PATH, N2, { [N1]: 1, [N2]: 1 }, T0 + 40n * SECOND_NS);
 
 const hex = (e: RevisionEntry | undefined): string => (e === undefined ? 'none' : Buffer.from(e.id).toString('hex'));
 
+/** Applies `received` with a peer that has none of the bytes asked for; what was asked, and the result. */
+async function applyAsking(
+  received: RevisionEntry[],
+  folder: string,
+  store: RevisionStore,
+): Promise<{ asked: FetchRequest[]; result: Awaited<ReturnType<typeof applyRemote>> }> {
+  const asked: FetchRequest[] = [];
+  const result = await applyRemote(received, {
+    store,
+    keepConcurrentLocal: false,
+    log: silentLogger,
+    folder,
+    chunking: DEFAULT_CHUNKING,
+    fetch: async (requests, beforePublish) => {
+      asked.push(...requests);
+      await beforePublish([]);
+      return { delivered: [], chunksReceived: 0 };
+    },
+  });
+  return { asked, result };
+}
+
 t.test(
   'pickHead: a loser kept as a conflict copy is not a candidate; with none copied, the rule as before',
   async (t) => {
@@ -103,19 +125,7 @@ t.test(
       w.setHead(W.id);
       w.setHead(T.id);
     });
-    const asked: FetchRequest[] = [];
-    const result = await applyRemote([D], {
-      store,
-      keepConcurrentLocal: false,
-      log: silentLogger,
-      folder,
-      chunking: DEFAULT_CHUNKING,
-      fetch: async (requests, beforePublish) => {
-        asked.push(...requests);
-        await beforePublish([]);
-        return { delivered: [], chunksReceived: 0 };
-      },
-    });
+    const { asked, result } = await applyAsking([D], folder, store);
     t.same(
       asked.map((r) => r.sourcePath),
       [],
@@ -137,19 +147,7 @@ t.test("the deleting node, told of the conflict and its copy's deletion, keeps i
     w.put(D);
     w.setHead(D.id);
   });
-  const asked: FetchRequest[] = [];
-  const result = await applyRemote([H, copyH, T], {
-    store,
-    keepConcurrentLocal: false,
-    log: silentLogger,
-    folder,
-    chunking: DEFAULT_CHUNKING,
-    fetch: async (requests, beforePublish) => {
-      asked.push(...requests);
-      await beforePublish([]);
-      return { delivered: [], chunksReceived: 0 };
-    },
-  });
+  const { asked, result } = await applyAsking([H, copyH, T], folder, store);
   t.same(asked, [], 'no bytes asked for');
   t.same(result.skipped, [], 'nothing skipped');
   t.equal(hex(store.head(PATH)), hex(D), 'its deletion stays the head');
@@ -171,18 +169,8 @@ t.test(
       w.setHead(W.id);
       w.setHead(copyH.id);
     });
-    await applyRemote([D], {
-      store,
-      keepConcurrentLocal: false,
-      log: silentLogger,
-      folder,
-      chunking: DEFAULT_CHUNKING,
-      fetch: async (requests, beforePublish) => {
-        t.same(requests, [], 'nothing to fetch');
-        await beforePublish([]);
-        return { delivered: [], chunksReceived: 0 };
-      },
-    });
+    const { asked } = await applyAsking([D], folder, store);
+    t.same(asked, [], 'nothing to fetch');
     t.equal(hex(store.head(PATH)), hex(D), "the path is deleted, not brought back with the copy's bytes");
     t.notOk(existsSync(join(folder, PATH)));
     t.same(await readFile(join(folder, COPY_PATH)), LOSER_BYTES, 'the copy keeps the loser');

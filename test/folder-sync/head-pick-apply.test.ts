@@ -115,11 +115,15 @@ t.test('a node that never made the copy picks C, then T once the copy reaches it
   );
 });
 
-/** Applies `received` where no content needs fetching (everything comes from this node's own files). */
+/**
+ * Applies `received` where no content needs fetching (everything comes from this node's own
+ * files); `delivering`: as if the peer delivered whatever is asked for (nothing is written).
+ */
 function applyNeedingNoContent(
   received: RevisionEntry[],
   folder: string,
   store: RevisionStore,
+  delivering = false,
 ): ReturnType<typeof applyRemote> {
   return applyRemote(received, {
     store,
@@ -127,9 +131,10 @@ function applyNeedingNoContent(
     log: silentLogger,
     folder,
     chunking: DEFAULT_CHUNKING,
-    fetch: async (_requests, beforePublish) => {
-      await beforePublish([]);
-      return { delivered: [], chunksReceived: 0 };
+    fetch: async (requests, beforePublish) => {
+      const delivered = delivering ? [...requests] : [];
+      await beforePublish(delivered);
+      return { delivered, chunksReceived: 0 };
     },
   });
 }
@@ -152,17 +157,7 @@ t.test('a copy whose source was edited since the scan is not made under the old 
   // Edited in place, same size: the bytes H's copy revision names are gone from this node.
   await writeFile(join(folder, PATH), 'H wrote THIS\n');
   await t.rejects(
-    applyRemote([X], {
-      store,
-      keepConcurrentLocal: false,
-      log: silentLogger,
-      folder,
-      chunking: DEFAULT_CHUNKING,
-      fetch: async (requests, beforePublish) => {
-        await beforePublish(requests); // X's bytes as good as here: the copy is due now
-        return { delivered: [...requests], chunksReceived: 0 };
-      },
-    }),
+    applyNeedingNoContent([X], folder, store, true), // X's bytes as good as here: the copy is due now
     { code: 'FOLDER_BUSY' },
     'the sync stops, to be retried after a scan',
   );
