@@ -205,10 +205,9 @@ export interface HeadPick {
  * The current revision of a path as a function of the SET of its revisions, whatever order they
  * arrived in (every node holding the same set picks the same head): among the maximal ones
  * (maximalRevisions), the first by compareConcurrent that is not `copied` (the first of all when
- * every one is). Pairwise resolution against the present
- * head is not enough: three revisions can cycle (a deletion that saw edit H beats H, H beats a
- * concurrent edit C on mtime, C beats the deletion as an edit), and the head then depends on
- * arrival order. Every other maximal revision that is a live file with other bytes than the
+ * every one is). Pairwise resolution against the present head is not enough: three revisions
+ * can cycle (a deletion that saw edit H beats H, H beats a concurrent edit C on mtime, C beats
+ * the deletion as an edit), and the head then depends on arrival order. Every other maximal revision that is a live file with other bytes than the
  * head is a loser kept as a conflict copy; the rest (dominated revisions, deletions, losers with
  * the head's bytes, directories and symlinks) are history. Undefined for no entries.
  */
@@ -222,7 +221,8 @@ export function pickHead(
   // the winner but not the loser made the loser, an edit, the head again: the file came back
   // with bytes that may exist nowhere any more (its copy deleted since), and the two nodes
   // asked each other for them at every sync (convergence seeds 3153, 10097, 20042).
-  const head = maximal.find((e) => !copied(e)) ?? maximal[0];
+  // (Asked only when there is a choice: a path's usual one revision costs no copy lookup.)
+  const head = maximal.length > 1 ? (maximal.find((e) => !copied(e)) ?? maximal[0]) : maximal[0];
   if (head === undefined) return undefined;
   const paths = new Set(maximal.map((e) => e.revision.path));
   if (paths.size > 1)
