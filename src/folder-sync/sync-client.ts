@@ -17,7 +17,7 @@ import type { SyncModeName } from '../protocol/messages.js';
 import { encodeReconcileMessage } from '../sync/reconcile-codec.js';
 import { ReconcileInitiator } from '../sync/reconcile.js';
 import type { ReconcileResult } from '../sync/reconcile.js';
-import type { RevisionEntry } from '../sync/revision.js';
+import { sameContent, type Revision, type RevisionEntry } from '../sync/revision.js';
 import { bytesEqual, toHex } from '../chunking/blake3.js';
 import { sessionRouter } from '../session/data-stream-router.js';
 import type { PeerSession } from '../session/session.js';
@@ -281,18 +281,29 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       const conflicted = new Set(changes.filter((c) => c.change === 'conflict').map((c) => c.path));
       // What the peer holds at a path: the revisions of it we have and it does not lack.
       const theyLack = new Set(result.idsTheyLack.map(toHex));
-      const peerHasLive = (p: string): boolean =>
-        store.history(p).some((e) => !e.revision.deleted && !theyLack.has(toHex(e.id)));
+      const peerLive = (p: string): Revision[] =>
+        store
+          .history(p)
+          .filter((e) => !e.revision.deleted && !theyLack.has(toHex(e.id)))
+          .map((e) => e.revision);
       const send: PlannedChange[] = [];
       for (const { revision: r } of sends ? headsAmong(store, result.idsTheyLack) : []) {
-        const had = peerHasLive(r.path);
+        const live = peerLive(r.path);
+        const had = live.length > 0;
         if (r.deleted && !had) continue; // a deletion of what the peer never had changes nothing there
-        const change = conflicted.has(r.path) ? 'conflict' : r.deleted ? 'delete' : had ? 'update' : 'create';
+        // The peer holds these bytes at the path already: new metadata only (a touch, a chmod).
+        const same = r.deleted ? [] : live.filter((l) => sameContent(l, r));
+        const metadata = same.length === 0 ? undefined : same.some((l) => l.mode === r.mode) ? 'time' : 'mode';
+        const change = conflicted.has(r.path)
+          ? 'conflict'
+          : r.deleted
+            ? 'delete'
+            : (metadata ?? (had ? 'update' : 'create'));
         send.push({
           path: r.path,
           change,
           kind: r.kind,
-          bytes: r.deleted || r.kind !== 'file' ? 0 : r.size,
+          bytes: r.deleted || r.kind !== 'file' || metadata !== undefined ? 0 : r.size,
           ...(r.kind === 'symlink' && !r.deleted ? { target: r.linkTarget } : {}),
         });
       }

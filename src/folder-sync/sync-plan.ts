@@ -371,7 +371,7 @@ export function planRemote(
 export interface PlannedChange {
   readonly path: string;
   /** conflict: both sides changed the path; the loser's content would be kept at `copy`. */
-  readonly change: 'create' | 'update' | 'mode' | 'delete' | 'conflict';
+  readonly change: 'create' | 'update' | 'mode' | 'time' | 'delete' | 'conflict';
   readonly kind: RevisionKind;
   /** Content bytes that would be fetched (whole files; chunks held here already would not travel). */
   readonly bytes: number;
@@ -419,8 +419,13 @@ export function plannedChanges(
         changes.push({ path: plan.path, change: 'delete', kind: plan.local?.revision.kind ?? 'file', bytes: 0 });
         continue;
       case 'chmod':
-        if (plan.local?.revision.mode === plan.head?.revision.mode) continue; // an mtime only
-        changes.push({ path: plan.path, change: 'mode', kind: 'file', bytes: 0 });
+        // The same bytes: new permission bits, or (a touch, the winner's metadata) a new mtime only.
+        changes.push({
+          path: plan.path,
+          change: plan.local?.revision.mode === plan.head?.revision.mode ? 'time' : 'mode',
+          kind: 'file',
+          bytes: 0,
+        });
         continue;
       case 'mkdir':
         changes.push({ path: plan.path, change: localLive ? 'mode' : 'create', kind: 'dir', bytes: 0 });

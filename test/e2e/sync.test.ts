@@ -340,9 +340,19 @@ t.test(
   'sync --dry-run (-n) lists what would arrive, what would go and the conflicts, and changes neither side',
   async (t) => {
     await mkdir(client('dry'), { recursive: true });
-    for (const name of ['keep.txt', 'edit-here.txt', 'edit-there.txt', 'gone.txt', 'clash.txt'])
+    for (const name of [
+      'keep.txt',
+      'edit-here.txt',
+      'edit-there.txt',
+      'gone.txt',
+      'clash.txt',
+      'touched-here.txt',
+      'touched-there.txt',
+    ])
       await writeFile(server('dry', name), `${name} v1\n`);
     await sync('dry');
+    await age(client('dry', 'touched-here.txt'), 600);
+    await age(server('dry', 'touched-there.txt'), 600);
     await writeFile(client('dry', 'edit-here.txt'), 'edited here\n');
     await writeFile(client('dry', 'new-here.txt'), 'new here\n');
     await writeFile(server('dry', 'edit-there.txt'), 'edited there, longer\n');
@@ -367,11 +377,18 @@ t.test(
       'create link-there',
       'create new-there',
       'create new-there/x.bin',
+      'time touched-there.txt',
     ]);
     t.same(
       listed('would-send'),
-      ['conflict clash.txt', 'update edit-here.txt', 'create link-here', 'create new-here.txt'],
-      'create: the peer never had new-here.txt',
+      [
+        'conflict clash.txt',
+        'update edit-here.txt',
+        'create link-here',
+        'create new-here.txt',
+        'time touched-here.txt',
+      ],
+      'create: the peer never had new-here.txt; time: a touch, no bytes',
     );
     t.match(
       lines.find((l) => l['event'] === 'would-receive' && l['path'] === 'link-there'),
@@ -389,8 +406,8 @@ t.test(
       event: 'done',
       dryRun: true,
       inSync: false,
-      toReceive: 6,
-      toSend: 4,
+      toReceive: 7,
+      toSend: 5,
       conflicts: 1,
       bytesToSend: 'edited here\n'.length + 'new here\n'.length,
     });
@@ -413,7 +430,7 @@ t.test(
     t.match(fresh.stdout, /^receive +create +link-here -> keep\.txt$/m);
     t.match(
       fresh.stdout,
-      /dry run: 10 changes would arrive here .* 0 would go to the peer .*nothing was changed or sent/,
+      /dry run: 12 changes would arrive here .* 0 would go to the peer .*nothing was changed or sent/,
     );
     t.notOk(
       await lstat(nowhere).then(
