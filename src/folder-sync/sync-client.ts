@@ -291,9 +291,11 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
         const live = peerLive(r.path);
         const had = live.length > 0;
         if (r.deleted && !had) continue; // a deletion of what the peer never had changes nothing there
-        // The peer holds these bytes at the path already: new metadata only (a touch, a chmod).
-        const same = r.deleted ? [] : live.filter((l) => sameContent(l, r));
-        const metadata = same.length === 0 ? undefined : same.some((l) => l.mode === r.mode) ? 'time' : 'mode';
+        // The peer holds these bytes at the path already (the last of its revisions to reach us
+        // there, the likeliest its head): new metadata only, a touch or a chmod.
+        const last = live.at(-1);
+        const metadata =
+          r.deleted || last === undefined || !sameContent(last, r) ? undefined : last.mode === r.mode ? 'time' : 'mode';
         const change = conflicted.has(r.path)
           ? 'conflict'
           : r.deleted
