@@ -281,19 +281,15 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       const conflicted = new Set(changes.filter((c) => c.change === 'conflict').map((c) => c.path));
       // What the peer holds at a path: the revisions of it we have and it does not lack.
       const theyLack = new Set(result.idsTheyLack.map(toHex));
-      const peerLive = (p: string): Revision[] =>
-        store
-          .history(p)
-          .filter((e) => !e.revision.deleted && !theyLack.has(toHex(e.id)))
-          .map((e) => e.revision);
+      // The last live revision of a path the peer holds to reach us (the likeliest its head).
+      const peerLastLive = (p: string): Revision | undefined =>
+        store.history(p).findLast((e) => !e.revision.deleted && !theyLack.has(toHex(e.id)))?.revision;
       const send: PlannedChange[] = [];
       for (const { revision: r } of sends ? headsAmong(store, result.idsTheyLack) : []) {
-        const live = peerLive(r.path);
-        const had = live.length > 0;
+        const last = peerLastLive(r.path);
+        const had = last !== undefined;
         if (r.deleted && !had) continue; // a deletion of what the peer never had changes nothing there
-        // The peer holds these bytes at the path already (the last of its revisions to reach us
-        // there, the likeliest its head): new metadata only, a touch or a chmod.
-        const last = live.at(-1);
+        // The peer holds these bytes at the path already: new metadata only, a touch or a chmod.
         const metadata =
           r.deleted || last === undefined || !sameContent(last, r) ? undefined : last.mode === r.mode ? 'time' : 'mode';
         const change = conflicted.has(r.path)

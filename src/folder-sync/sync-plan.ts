@@ -6,6 +6,7 @@
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { conflictPath, pickHead } from '../sync/conflict.js';
+import { toHex } from '../chunking/blake3.js';
 import { compareVectors } from '../sync/version-vector.js';
 import { compareIds } from '../sync/merkle-root.js';
 import type { RevisionEntry, Revision, RevisionKind } from '../sync/revision.js';
@@ -155,13 +156,16 @@ export function planRemote(
   for (const e of received) groups.set(e.revision.path, [...(groups.get(e.revision.path) ?? []), e]);
 
   // A loser whose conflict copy some node made already (its copy's revision stored here or come
-  // in now) is not a candidate for the head (conflict.ts pickHead).
-  const receivedIds = new Set(received.map((e) => Buffer.from(e.id).toString('hex')));
+  // in now) is not a candidate for the head (conflict.ts pickHead). The ids that came in are
+  // indexed only when a path has a choice to make: most syncs never ask.
+  let receivedIds: Set<string> | undefined;
   const copiedBefore = (e: RevisionEntry): boolean => {
     const r = e.revision;
     if (r.deleted || r.kind !== 'file') return false;
-    const copy = conflictCopyRevision(r, conflictPath(r.path, r.mtimeNs, r.origin));
-    return store.has(copy.id) || receivedIds.has(Buffer.from(copy.id).toString('hex'));
+    const id = conflictCopyRevision(r, conflictPath(r.path, r.mtimeNs, r.origin)).id;
+    if (store.has(id)) return true;
+    receivedIds ??= new Set(received.map((x) => toHex(x.id)));
+    return receivedIds.has(toHex(id));
   };
   const claims = new Map<string, CopyClaim>();
   const planned = new Map<string, PathPlan>();

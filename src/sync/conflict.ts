@@ -207,8 +207,8 @@ export interface HeadPick {
  * (maximalRevisions), the first by compareConcurrent that is not `copied` (the first of all when
  * every one is). Pairwise resolution against the present head is not enough: three revisions
  * can cycle (a deletion that saw edit H beats H, H beats a concurrent edit C on mtime, C beats
- * the deletion as an edit), and the head then depends on arrival order. Every other maximal revision that is a live file with other bytes than the
- * head is a loser kept as a conflict copy; the rest (dominated revisions, deletions, losers with
+ * the deletion as an edit), and the head then depends on arrival order. Every other maximal
+ * revision that is a live file with other bytes than the head is a loser kept as a conflict copy; the rest (dominated revisions, deletions, losers with
  * the head's bytes, directories and symlinks) are history. Undefined for no entries.
  */
 export function pickHead(

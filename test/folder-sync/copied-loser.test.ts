@@ -2,11 +2,11 @@
 // used to: a deletion that saw the winner but not the loser made the loser (an edit) the head
 // again, and when its copy had been deleted since, its bytes were nowhere: two neighbours asked
 // each other for them at every sync and never converged (convergence seeds 3153, 10097, 20042).
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { applyRemote } from '../../src/folder-sync/sync-apply.js';
@@ -73,6 +73,31 @@ const D = tombstone(PATH, N2, { [N1]: 1, [N2]: 1 }, T0 + 40n * SECOND_NS);
 
 const hex = (e: RevisionEntry | undefined): string => (e === undefined ? 'none' : Buffer.from(e.id).toString('hex'));
 
+/**
+ * A folder of node `nodeId` holding `files` (share path -> bytes), whose log holds `stored` with
+ * `heads` as the heads of their paths.
+ */
+async function folderOf(
+  t: Test,
+  nodeId: string,
+  files: ReadonlyMap<string, Buffer>,
+  stored: readonly RevisionEntry[],
+  heads: readonly RevisionEntry[],
+): Promise<{ folder: string; store: RevisionStore }> {
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-copied-loser-'));
+  const store = await RevisionStore.open(folder, { nodeId });
+  t.teardown(() => store.close());
+  for (const [rel, bytes] of files) {
+    await mkdir(dirname(join(folder, rel)), { recursive: true });
+    await writeFile(join(folder, rel), bytes);
+  }
+  store.write((w) => {
+    for (const e of stored) w.put(e);
+    for (const e of heads) w.setHead(e.id);
+  });
+  return { folder, store };
+}
+
 /** Applies `received` with a peer that has none of the bytes asked for; what was asked, and the result. */
 async function applyAsking(
   received: RevisionEntry[],
@@ -115,16 +140,7 @@ t.test(
 t.test(
   'the node that settled the conflict and deleted the copy takes the deletion, asking no one for bytes',
   async (t) => {
-    const folder = await mkdtemp(join(tmpdir(), 'clawpeer-copied-loser-'));
-    const store = await RevisionStore.open(folder, { nodeId: N1 });
-    t.teardown(() => store.close());
-    await mkdir(join(folder, 'd1/e1'), { recursive: true });
-    await writeFile(join(folder, PATH), WINNER_BYTES);
-    store.write((w) => {
-      for (const e of [W, H, copyH, T]) w.put(e);
-      w.setHead(W.id);
-      w.setHead(T.id);
-    });
+    const { folder, store } = await folderOf(t, N1, new Map([[PATH, WINNER_BYTES]]), [W, H, copyH, T], [W, T]);
     const { asked, result } = await applyAsking([D], folder, store);
     t.same(
       asked.map((r) => r.sourcePath),
@@ -139,14 +155,7 @@ t.test(
 );
 
 t.test("the deleting node, told of the conflict and its copy's deletion, keeps its deletion", async (t) => {
-  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-copied-loser-'));
-  const store = await RevisionStore.open(folder, { nodeId: N2 });
-  t.teardown(() => store.close());
-  store.write((w) => {
-    w.put(W);
-    w.put(D);
-    w.setHead(D.id);
-  });
+  const { folder, store } = await folderOf(t, N2, new Map(), [W, D], [D]);
   const { asked, result } = await applyAsking([H, copyH, T], folder, store);
   t.same(asked, [], 'no bytes asked for');
   t.same(result.skipped, [], 'nothing skipped');
@@ -158,17 +167,11 @@ t.test("the deleting node, told of the conflict and its copy's deletion, keeps i
 t.test(
   'a loser whose copy still exists: the copy is where its bytes live, the path follows the deletion',
   async (t) => {
-    const folder = await mkdtemp(join(tmpdir(), 'clawpeer-copied-loser-'));
-    const store = await RevisionStore.open(folder, { nodeId: N1 });
-    t.teardown(() => store.close());
-    await mkdir(join(folder, 'd1/e1'), { recursive: true });
-    await writeFile(join(folder, PATH), WINNER_BYTES);
-    await writeFile(join(folder, COPY_PATH), LOSER_BYTES);
-    store.write((w) => {
-      for (const e of [W, H, copyH]) w.put(e);
-      w.setHead(W.id);
-      w.setHead(copyH.id);
-    });
+    const files = new Map([
+      [PATH, WINNER_BYTES],
+      [COPY_PATH, LOSER_BYTES],
+    ]);
+    const { folder, store } = await folderOf(t, N1, files, [W, H, copyH], [W, copyH]);
     const { asked } = await applyAsking([D], folder, store);
     t.same(asked, [], 'nothing to fetch');
     t.equal(hex(store.head(PATH)), hex(D), "the path is deleted, not brought back with the copy's bytes");
