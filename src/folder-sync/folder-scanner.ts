@@ -13,7 +13,7 @@
 // revisions (the sync driver), hashing in parallel.
 //
 // What counts as a change: a new path; another kind; a file's content root; a symlink's target;
-// permission bits; a file's mtime (to the ms: the precision a sync sets, sync-plan.ts isMtimeOf).
+// permission bits; a file's mtime (to the ms: the precision a sync sets, sync/revision.ts isMtimeOf).
 // A touch, or a rewrite with the same bytes, is a revision of the same content with the new time,
 // so peers take the time too, as rsync -a and Syncthing keep mtimes. Without it, a file written
 // and then given its time (tar, cp -p, rsync into the folder) kept the time of the write on every
@@ -48,7 +48,7 @@ import { manifestFromFile } from '../file-chunking/file-chunker.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import { isConflictPath } from '../sync/conflict.js';
-import type { RevisionEntry } from '../sync/revision.js';
+import { isMtimeOf, type RevisionEntry } from '../sync/revision.js';
 import { splitHardLink } from './conflict-copy.js';
 import { fileKeyOf, isRacy, RACY_WINDOW_MS, sameFileKey } from '../store/file-key.js';
 import { isInternalDirName, isInternalPath, isTempFileName } from '../store/internal-names.js';
@@ -57,7 +57,6 @@ import { RevisionStore } from '../store/revision-store.js';
 import type { RevisionDraft } from '../store/revision-store.js';
 import type { WarmStat } from '../store/revlog-format.js';
 import { syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';
-import { isMtimeOf } from './sync-plan.js';
 import { fileEntryOf, scanTreeBatches } from '../store/tree-scan.js';
 import type { TreeEntry, TreeScanIssue } from '../store/tree-scan.js';
 import { wallClockMs } from '../support/test-hooks.js';

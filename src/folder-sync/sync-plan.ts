@@ -10,7 +10,7 @@ import { toHex } from '../chunking/blake3.js';
 import { compareVectors } from '../sync/version-vector.js';
 import { compareIds } from '../sync/merkle-root.js';
 import type { RevisionEntry, Revision, RevisionKind } from '../sync/revision.js';
-import { floorMs, revisionEntry, sameContent } from '../sync/revision.js';
+import { mtimeMsOf, revisionEntry, sameContent } from '../sync/revision.js';
 import type { RevisionStore } from '../store/revision-store.js';
 import { symlinkTargetIsConfined } from '../store/tree-scan.js';
 import type { FetchRequest } from './sync-exchange.js';
@@ -68,30 +68,6 @@ interface CopyClaim {
 
 /** How deep conflict copies of conflict copies go in one sync (each level a user file that took the name). */
 const MAX_COPY_DEPTH = 4;
-
-/** How far below a ms a time set through seconds as a double lands: libuv keeps whole µs. */
-const DOUBLE_SECONDS_SLACK_NS = 1_000n;
-
-/**
- * A revision's mtime in whole ms for utimes: the ms it lies in, so the next scan on the other
- * node reads the same ms and second back (the publisher adds half a µs, see toSeconds). Only a
- * time within a µs below a ms goes up to that ms: it is one set as X ms through a double (Node's
- * utimes with a Date), which landed a µs short. Rounding every time to the nearest ms put
- * X.9996 s at X+1 s on the other node, a whole second off.
- */
-export function mtimeMsOf(rev: Pick<Revision, 'mtimeNs'>): number {
-  return floorMs(rev.mtimeNs + DOUBLE_SECONDS_SLACK_NS);
-}
-
-/**
- * True when a file's mtime on disk (ns) is the one `rev` records: the very time (this node's
- * own scan recorded it), or the ms a sync sets for it (mtimeMsOf). The scanner records a new
- * revision for anything else (folder-scanner.ts), so both must count, or a received file would
- * come back as a change of its own at the next scan.
- */
-export function isMtimeOf(diskMtimeNs: bigint, rev: Pick<Revision, 'mtimeNs'>): boolean {
-  return diskMtimeNs === rev.mtimeNs || floorMs(diskMtimeNs) === mtimeMsOf(rev);
-}
 
 /** The revision both peers record for a conflict copy: the loser's, moved to its conflict name. */
 export function conflictCopyRevision(loser: Revision, loserPath: string): RevisionEntry {

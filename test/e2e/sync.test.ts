@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
-import { mtimeMsOf } from '../../src/folder-sync/sync-plan.js';
+import { mtimeMsOf } from '../../src/sync/revision.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import { zstdCodec } from '../../src/session/chunk-compression.js';
 import { CLI, jsonLines, runCli } from './cli-harness.js';

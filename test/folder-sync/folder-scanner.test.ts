@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
-import { mtimeMsOf } from '../../src/folder-sync/sync-plan.js';
+import { mtimeMsOf } from '../../src/sync/revision.js';
 import { toSeconds } from '../../src/store/staged-file.js';
 import { parseIgnoreFile, syncIgnoreFrom } from '../../src/folder-sync/sync-ignore.js';
 import type { ScanFolderOptions } from '../../src/folder-sync/folder-scanner.js';
@@ -113,7 +113,7 @@ t.test('editing one file makes exactly one new revision; a touch makes one of th
 t.test('the ms a sync sets for a revision reads back as that revision: no change of its own', async (t) => {
   const { folder, store } = await fixture();
   await scanFolder(store, folder, options);
-  // A peer's time to the ns, as a sync publishes it: whole ms through toSeconds (sync-plan.ts
+  // A peer's time to the ns, as a sync publishes it: whole ms through toSeconds (sync/revision.ts
   // mtimeMsOf). Including a time within a µs below a ms, which the sync sets to the next ms.
   for (const peerNs of [
     BigInt(OLD_S + 30) * 1_000_000_000n + 123_456_789n,
