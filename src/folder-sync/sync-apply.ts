@@ -19,7 +19,7 @@
 // stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
 import { lstatSync, type BigIntStats } from 'node:fs';
-import { chmod, lstat, lutimes, realpath, rmdir, unlink } from 'node:fs/promises';
+import { chmod, lstat, realpath, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError } from '../errors.js';
@@ -27,9 +27,9 @@ import type { RevisionEntry, Revision } from '../sync/revision.js';
 import { floorMs } from '../sync/revision.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { writeOwnCopy } from './conflict-copy.js';
+import { setHeadMetadata } from './head-metadata.js';
 import { isRacy, msToNs } from '../store/file-key.js';
 import { Publisher } from '../store/publisher.js';
-import { toSeconds } from '../store/staged-file.js';
 import type { WarmStat } from '../store/revlog-format.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
@@ -200,6 +200,9 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     ...(o.fsync === undefined ? {} : { fsync: o.fsync }),
   });
   const dirRemovals: PathPlan[] = [];
+  /** Files that could not take the head's mode or mtime: what they kept is certified for it. */
+  const metadataKept = new Map<PathPlan, WarmStat>();
+  const now = (): bigint => msToNs(Date.now());
   // Once more just before a path is deleted or becomes a link: the content fetch may have taken a while.
   const rescueLate = async (plan: PathPlan): Promise<void> => {
     await rescue(plan.path, plan.local);
@@ -213,13 +216,17 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         break;
       case 'chmod': {
         const abs = await confined(folderReal, plan.path);
-        await chmod(abs, a.mode & 0o777).catch((err: unknown) =>
-          log.warn('sync: cannot set mode', { path: plan.path, error: (err as Error).message }),
-        );
-        if (a.mtimeMs !== undefined)
-          await lutimes(abs, new Date(), toSeconds(a.mtimeMs)).catch((err: unknown) =>
-            log.warn('sync: cannot set mtime', { path: plan.path, error: (err as Error).message }),
-          );
+        const relPath = plan.path;
+        const kept = await setHeadMetadata({
+          abs,
+          relPath,
+          mode: a.mode,
+          mtimeMs: a.mtimeMs,
+          store,
+          log,
+          nowNs: now(),
+        });
+        if (kept !== undefined) metadataKept.set(plan, kept);
         break;
       }
       case 'mkdir':
@@ -273,7 +280,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   // 3. The log, in one transaction: every record of a settled path, the new heads, the copies,
   // and a warm entry for each file just published, so the next scan does not hash it again.
   // The stats are taken before the write transaction: no file I/O while LMDB's lock is held.
-  const nowNs = msToNs(Date.now());
+  const nowNs = now();
   const published = new Map<PathPlan, WarmStat>();
   for (const plan of done) {
     const a = plan.action;
@@ -293,6 +300,8 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         applied++;
         const warm = published.get(plan);
         if (warm !== undefined) w.setWarm(plan.path, warm);
+        const kept = metadataKept.get(plan);
+        if (kept !== undefined) w.setWarm(plan.path, kept, { modeKept: true });
       }
     }
   });

@@ -53,7 +53,9 @@ export function revlogProblems(v: RevlogCheckView): string[] {
     if (n !== 1) problems.push(`revision ${idHex} appears ${n} times in history`);
   }
   let live = 0;
-  const warmable = new Map<string, { headId: Uint8Array; mode: number }>(); // warm key (hex) -> its live file head
+  // A warm entry's mode is not checked against its head's: a file that could not take the head's
+  // mode is certified with the one it kept (folder-sync/head-metadata.ts).
+  const warmable = new Map<string, Uint8Array>(); // warm key (hex) -> the head id of its live file
   for (const { key, value } of v.db.heads.getRange({ snapshot: true })) {
     const pk = revPathKey.get(toHex(value));
     if (pk === undefined) problems.push(`head ${toHex(value)} is not a stored revision`);
@@ -61,16 +63,13 @@ export function revlogProblems(v: RevlogCheckView): string[] {
     const head = pk === undefined ? undefined : v.get(value)?.revision;
     if (head === undefined || head.deleted) continue;
     live++;
-    if (head.kind === 'file') warmable.set(toHex(warmKey(head.path)), { headId: value, mode: head.mode });
+    if (head.kind === 'file') warmable.set(toHex(warmKey(head.path)), value);
   }
   if (live !== v.liveHeadCount()) problems.push(`${live} live heads, count says ${v.liveHeadCount()}`);
   for (const { key, value } of v.db.warm.getRange({ snapshot: true })) {
-    const head = warmable.get(toHex(key));
-    if (head === undefined) problems.push(`warm entry ${toHex(key)} is not under a live file head`);
-    else if (
-      !bytesEqual(value.subarray(0, BLAKE3_OUT_BYTES), head.headId) ||
-      value.readUInt32BE(WARM_VALUE_BYTES - 4) !== head.mode
-    ) {
+    const headId = warmable.get(toHex(key));
+    if (headId === undefined) problems.push(`warm entry ${toHex(key)} is not under a live file head`);
+    else if (value.length !== WARM_VALUE_BYTES || !bytesEqual(value.subarray(0, BLAKE3_OUT_BYTES), headId)) {
       problems.push(`warm entry ${toHex(key)} is not certified for its head`);
     }
   }

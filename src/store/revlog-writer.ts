@@ -40,8 +40,12 @@ export interface RevisionWriter {
    * it the head.
    */
   recordLocal(draft: RevisionDraft): RevisionEntry;
-  /** Sets (or with undefined clears) the warm index entry of `relPath`, certified for its current head. */
-  setWarm(relPath: string, stat: WarmStat | undefined): void;
+  /**
+   * Sets (or with undefined clears) the warm index entry of `relPath`, certified for its current
+   * head. `modeKept`: the file on disk could not be given the head's mode (folder-sync/head-metadata.ts),
+   * so the stat's mode may differ from the head's.
+   */
+  setWarm(relPath: string, stat: WarmStat | undefined, options?: { readonly modeKept?: boolean }): void;
 }
 
 /** What a transaction reads from its store. */
@@ -140,7 +144,7 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
       setHead(entry.id, pk);
       return entry;
     },
-    setWarm: (relPath, stat) => {
+    setWarm: (relPath, stat, options) => {
       if (stat === undefined) {
         db.warm.removeSync(warmKey(relPath));
         return;
@@ -149,7 +153,8 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
       const headId = freshHeads.get(pk.toString('latin1')) ?? db.heads.get(pk);
       if (headId === undefined) throw new TypeError(`setWarm: ${relPath} has no head`);
       const head = lookup(headId)?.revision;
-      if (head === undefined || head.deleted || head.kind !== 'file' || head.mode !== stat.mode) {
+      const modeOk = head?.mode === stat.mode || options?.modeKept === true;
+      if (head === undefined || head.deleted || head.kind !== 'file' || !modeOk) {
         throw new TypeError(`setWarm: the head of ${relPath} is not a live file with mode ${stat.mode.toString(8)}`);
       }
       db.warm.putSync(warmKey(relPath), encodeWarm(headId, stat));

@@ -251,6 +251,11 @@ t.test('warm entries are certified for one head', async (t) => {
     TypeError,
     "the mode must be the head's",
   );
+  const kept = { ...stat, mode: mode ^ 0o100 };
+  store.write((w) => w.setWarm('f', kept, { modeKept: true }));
+  t.equal(store.isWarm('f', kept), true, 'unless the file could not take it: the mode it kept is certified');
+  t.equal(store.isWarm('f', stat), false, "then the head's own mode is not");
+  t.same(store.checkInvariants(), [], 'and the store is consistent');
   store.write((w) => w.recordLocal({ ...fileDraft('f', 0), kind: 'dir', contentRoot: new Uint8Array(0) }));
   t.throws(() => store.write((w) => w.setWarm('f', stat)), TypeError, 'only a live file head can be warm');
   const keys = [...store.headPathKeys()];
