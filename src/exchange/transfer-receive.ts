@@ -302,6 +302,8 @@ export class TransferReceiver {
             onMetadataSet: (path: string, set: { time: boolean; perms: boolean }) =>
               this.#updated?.push({ path, ...set }),
           }),
+      onMetadataRefused: (path, what, error) =>
+        this.#o.log.warn(`cannot set the ${what} of an identical file`, { path, error: error.message }),
       knownRoot: (p, st) => index.cachedRoot(p, st),
       signal,
     });

@@ -79,6 +79,8 @@ export interface PublisherOptions {
   readonly beforeReplace?: (relPath: string, finalPath: string) => Promise<void>;
   /** Told of each identical file whose mtime or permissions stageFile set (--itemize). */
   readonly onMetadataSet?: (relPath: string, set: MetadataSet) => void;
+  /** Told of each mode or mtime an identical file could not take (EPERM and the like); the transfer goes on. */
+  readonly onMetadataRefused?: (relPath: string, what: 'mode' | 'mtime', error: Error) => void;
 }
 
 /** What is set on an identical file (rsync -i's t and p). */

@@ -54,6 +54,8 @@ export const COMMIT_FSYNC_CONCURRENCY = 32;
  * ext4's inode allocator after many deletions); a batch in one go blocked the loop 29-121 ms.
  */
 const WRITE_OUT_SLICE_MS = 2;
+/** Errors of fchmod/futimes that mean "this file may not take it", not a failing disk. */
+const METADATA_REFUSED = new Set(['EPERM', 'EACCES', 'EROFS', 'ENOTSUP', 'EOPNOTSUPP']);
 
 /** Publishes files, symlinks and directory metadata into one share. */
 export class Publisher {
@@ -220,6 +222,7 @@ export class Publisher {
   /** Sets what #metadataToSet says on an identical file; what was set. */
   #refreshMetadata(
     abs: string,
+    rel: string,
     existing: Extract<Existing, { kind: 'identical' }>,
     file: PublishFile,
   ): MetadataSet | undefined {
@@ -239,13 +242,31 @@ export class Publisher {
     if (fd === undefined) return undefined;
     try {
       if (!fstatSync(fd).isFile()) return undefined;
-      if (plan.perms) fchmodSync(fd, file.mode & PUBLISH_MODE_MASK);
-      if (plan.time) futimesSync(fd, existing.atime, toSeconds(file.mtimeMs));
-      return plan;
-    } catch (err) {
-      throw ioError('set metadata of', abs, err);
+      const perms =
+        plan.perms && this.#setMetadata(abs, rel, 'mode', () => fchmodSync(fd, file.mode & PUBLISH_MODE_MASK));
+      const time =
+        plan.time &&
+        this.#setMetadata(abs, rel, 'mtime', () => futimesSync(fd, existing.atime, toSeconds(file.mtimeMs)));
+      return perms || time ? { perms, time } : undefined;
     } finally {
       closeSync(fd);
+    }
+  }
+
+  /**
+   * Runs one metadata change of an identical file; false when the file may not take it (another
+   * user's file, an immutable one, a file system without it): as rsync, the transfer goes on
+   * with a warning (onMetadataRefused) rather than fail for a time or a mode. Other errors throw.
+   */
+  #setMetadata(abs: string, rel: string, what: 'mode' | 'mtime', set: () => void): boolean {
+    try {
+      set();
+      return true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === undefined || !METADATA_REFUSED.has(code)) throw ioError('set metadata of', abs, err);
+      this.#options.onMetadataRefused?.(rel, what, err as Error);
+      return false;
     }
   }
 
@@ -278,7 +299,7 @@ export class Publisher {
     const existing = await this.#existing(rel, finalPath, file.manifest);
     const outcome = this.#outcome(existing, finalPath, file.mtimeMs);
     if (existing.kind === 'identical') {
-      const set = this.#refreshMetadata(finalPath, existing, file);
+      const set = this.#refreshMetadata(finalPath, rel, existing, file);
       if (set !== undefined) this.#options.onMetadataSet?.(rel, set);
     }
     if (outcome === 'identical' || outcome === 'kept') return outcome;
