@@ -87,6 +87,12 @@ export interface ReceiverOptions {
    * (the one the chunk index records), so a caller that certifies it need not stat it again.
    */
   readonly onFilePublished?: (relPath: string, st: BigIntStats) => void;
+  /**
+   * A synced folder's fetch: a file whose staging this node refuses (support/path-refusal.ts:
+   * EACCES, EPERM, a name too long) is left out and told here, and the rest goes on; without
+   * it such a file fails the transfer, as a push or pull should.
+   */
+  readonly onRefused?: (relPath: string, error: Error) => void;
   /** A listener's in-memory chunk indexes; without it the share's index is loaded and saved here. */
   readonly indexes?: ChunkIndexPool;
   /** --itemize: remember each file published (ReceiveStats.published). */

@@ -6,7 +6,8 @@ import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { encodeAckFrame } from '../protocol/ack-codec.js';
-import type { CreatedEntry, PublishedFile, UpdatedFile } from '../protocol/messages.js';
+import type { FileManifest } from '../chunking/manifest.js';
+import type { CreatedEntry, ManifestEntry, PublishedFile, UpdatedFile } from '../protocol/messages.js';
 import { AckPacer } from '../transfer/ack-pacer.js';
 import { chunkKey } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from '../session/chunk-compression.js';
@@ -17,6 +18,7 @@ import type { IncomingDataStream } from '../session/data-stream-router.js';
 import { PartialStore } from '../store/partial-store.js';
 import { budgetOf } from '../session/listener-budgets.js';
 import type { Backups } from '../store/backups.js';
+import { pathRefusal } from '../support/path-refusal.js';
 import { Publisher } from '../store/publisher.js';
 import type { PublishDir } from '../store/publish-types.js';
 import type { StagedFile } from '../store/staged-file.js';
@@ -151,10 +153,8 @@ export class TransferReceiver {
       }
       if (entry.kind !== 'file') continue;
       const manifest = chunkingManifest(entry);
-      const staged = await publisher.stageFile(
-        { relPath: rel, manifest, mode: entry.mode, mtimeMs: entry.mtimeMs },
-        { resumable: entry.size >= RESUMABLE_MIN_BYTES && mayResume() },
-      );
+      const staged = await this.#stage(publisher, rel, manifest, entry, mayResume);
+      if (staged === undefined) continue; // refused here (onRefused): its chunks are not wanted
       if (staged === 'identical' || staged === 'kept') {
         if (staged === 'identical') this.#stats.filesUnchanged++;
         else this.#stats.filesKept++;
@@ -296,6 +296,7 @@ export class TransferReceiver {
       ...(this.#o.keeper === undefined ? {} : { keeper: this.#o.keeper }),
       ...(this.#o.beforeReplace === undefined ? {} : { beforeReplace: this.#o.beforeReplace }),
       ...(this.#o.fsync === undefined ? {} : { fsync: this.#o.fsync }),
+      ...(this.#o.onRefused === undefined ? {} : { onRefused: this.#o.onRefused }),
       ...(this.#updated === undefined
         ? {}
         : {
@@ -312,6 +313,27 @@ export class TransferReceiver {
   /** --backup's keeper, once prepared: --delete keeps what it removes with it too. */
   get backups(): Backups | undefined {
     return this.#publisher?.backups;
+  }
+
+  /** Stages one file; undefined when this node refuses the path and the caller takes refusals (onRefused). */
+  async #stage(
+    publisher: Publisher,
+    rel: string,
+    manifest: FileManifest,
+    entry: ManifestEntry,
+    mayResume: () => boolean,
+  ): Promise<StagedFile | 'identical' | 'kept' | undefined> {
+    try {
+      return await publisher.stageFile(
+        { relPath: rel, manifest, mode: entry.mode, mtimeMs: entry.mtimeMs },
+        { resumable: entry.size >= RESUMABLE_MIN_BYTES && mayResume() },
+      );
+    } catch (err) {
+      const onRefused = this.#o.onRefused;
+      if (onRefused === undefined || pathRefusal(err) === undefined) throw err;
+      onRefused(rel, err as Error);
+      return undefined;
+    }
   }
 
   /** One-shot receivers save now; a listener's pool saves in the background (release). */
@@ -540,6 +562,7 @@ export class TransferReceiver {
       .then(async () => {
         await publisher.commit(batch);
         for (const f of batch) {
+          if (f.state !== 'committed') continue; // refused here (onRefused)
           this.#published?.push({ path: f.relPath, replaced: f.replaces });
           this.#stats.files++;
           this.#stats.bytes += f.manifest.size;

@@ -28,6 +28,7 @@ import { floorMs } from '../sync/revision.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
 import { writeOwnCopy } from './conflict-copy.js';
 import { setHeadMetadata } from './head-metadata.js';
+import { pathRefusal } from '../support/path-refusal.js';
 import { isRacy, msToNs } from '../store/file-key.js';
 import { Publisher } from '../store/publisher.js';
 import type { WarmStat } from '../store/revlog-format.js';
@@ -207,7 +208,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   const rescueLate = async (plan: PathPlan): Promise<void> => {
     await rescue(plan.path, plan.local);
   };
-  for (const plan of done) {
+  const applyWithoutContent = async (plan: PathPlan): Promise<void> => {
     const a = plan.action;
     switch (a.kind) {
       case 'none':
@@ -261,7 +262,19 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         throw new TypeError(`unknown action ${JSON.stringify(never)}`);
       }
     }
-  }
+  };
+  // A path this node may not change (support/path-refusal.ts) is left, with the rest of its
+  // conflict, for the next sync: its records are not stored below.
+  const refusedUnits = new Set<number>();
+  const refusedHere = (plan: PathPlan, err: unknown): void => {
+    if (pathRefusal(err) === undefined) throw err;
+    log.warn('sync: cannot change a path here; left for the next sync', {
+      path: plan.path,
+      error: (err as Error).message,
+    });
+    refusedUnits.add(plan.unit);
+  };
+  for (const plan of done) await applyWithoutContent(plan).catch((err: unknown) => refusedHere(plan, err));
   // Deepest first, so a directory emptied by this sync goes after its contents. One that still
   // holds files this side has not synced stays; the next scan records it again.
   dirRemovals.sort((x, y) => y.path.split('/').length - x.path.split('/').length);
@@ -272,17 +285,19 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       if (st.isDirectory()) await rmdir(abs);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+      if (code !== 'ENOENT' && code !== 'ENOTEMPTY' && code !== 'EEXIST') refusedHere(plan, err);
     }
   }
   await publisher.flushDirs();
+  const settled = done.filter((plan) => !refusedUnits.has(plan.unit));
+  for (const plan of done) if (refusedUnits.has(plan.unit)) skipped.push(plan.path);
 
   // 3. The log, in one transaction: every record of a settled path, the new heads, the copies,
   // and a warm entry for each file just published, so the next scan does not hash it again.
   // The stats are taken before the write transaction: no file I/O while LMDB's lock is held.
   const nowNs = now();
   const published = new Map<PathPlan, WarmStat>();
-  for (const plan of done) {
+  for (const plan of settled) {
     const a = plan.action;
     if (plan.head === undefined || (a.kind !== 'fetch' && a.kind !== 'copy-local')) continue;
     const setMs = a.kind === 'fetch' ? a.request.mtimeMs : a.mtimeMs;
@@ -293,7 +308,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   let applied = 0;
   crashPoint('sync-log');
   store.write((w) => {
-    for (const plan of done) {
+    for (const plan of settled) {
       for (const r of plan.records) w.put(r);
       if (plan.head !== undefined) {
         w.setHead(plan.head.id);
@@ -307,7 +322,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   });
   return {
     applied,
-    conflicts: done.filter((p) => p.copy !== undefined).length,
+    conflicts: settled.filter((p) => p.copy !== undefined).length,
     skipped,
     chunksReceived: outcome.chunksReceived,
   };

@@ -320,6 +320,8 @@ async function fetchWith(
   const receiving =
     onProgress === undefined ? undefined : new ProgressCounter(onProgress, 'receiving', totalBytes, entries.length);
   const published = new Map<string, BigIntStats>();
+  /** Destination paths this node refused to write (support/path-refusal.ts): left for the next sync. */
+  const refused = new Set<string>();
   const receiver = new TransferReceiver({
     session,
     router: options.router,
@@ -336,6 +338,10 @@ async function fetchWith(
     },
     force: true,
     onFilePublished: (relPath, st) => published.set(relPath, st),
+    onRefused: (relPath, error) => {
+      refused.add(relPath);
+      ch.log.warn('sync: cannot write a file here; left for the next sync', { path: relPath, error: error.message });
+    },
     ...(options.beforeReplace === undefined ? {} : { beforeReplace: options.beforeReplace }),
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
     ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
@@ -366,7 +372,8 @@ async function fetchWith(
       chunksReceived: stats.chunksReceived,
       chunksSkipped: stats.chunksSkipped,
     });
-    return { delivered, chunksReceived: stats.chunksReceived, published };
+    const landed = refused.size === 0 ? delivered : delivered.filter((r) => !refused.has(r.destPath));
+    return { delivered: landed, chunksReceived: stats.chunksReceived, published };
   } catch (err) {
     await receiver.abort();
     throw err;

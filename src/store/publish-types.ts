@@ -79,6 +79,11 @@ export interface PublisherOptions {
   readonly beforeReplace?: (relPath: string, finalPath: string) => Promise<void>;
   /** Told of each identical file whose mtime or permissions stageFile set (--itemize). */
   readonly onMetadataSet?: (relPath: string, set: MetadataSet) => void;
+  /**
+   * A synced folder's fetch: a file commit could not write because this node may not
+   * (support/path-refusal.ts) is discarded and told here instead of failing the commit.
+   */
+  readonly onRefused?: (relPath: string, error: Error) => void;
   /** Told of each mode or mtime an identical file could not take (EPERM and the like); the transfer goes on. */
   readonly onMetadataRefused?: (relPath: string, what: 'mode' | 'mtime', error: Error) => void;
 }

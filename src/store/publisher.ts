@@ -39,6 +39,7 @@ import { placeSymlink, symlinkEscapes, symlinkVerdictIn, type SymlinkPlace } fro
 import { releaseTempName, tempNameFor } from './temp-files.js';
 import { ConfinedDirs } from './confined-dirs.js';
 import type { PublishFile, PublishDir, ExistingPolicy, PublisherOptions, MetadataSet } from './publish-types.js';
+import { pathRefusal } from '../support/path-refusal.js';
 import { IN_MEMORY_MAX_BYTES, PUBLISH_MODE_MASK, ioError, toSeconds, StagedFile } from './staged-file.js';
 
 /**
@@ -420,8 +421,12 @@ export class Publisher {
       if (failed.has(f)) continue;
       await f.partial?.finishPromotion();
     }
-    const first = failed.values().next();
-    if (first.done !== true) throw first.value;
+    // A file this node may not write (onRefused) is told and left discarded; any other failure throws.
+    const onRefused = this.#options.onRefused;
+    for (const [f, err] of failed) {
+      if (onRefused === undefined || pathRefusal(err) === undefined) throw err;
+      onRefused(f.relPath, err as Error);
+    }
   }
 
   async #moveIntoPlace(f: StagedFile): Promise<void> {

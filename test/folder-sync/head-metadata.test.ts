@@ -6,7 +6,6 @@
 // Needs root and chattr (an immutable file refuses utimes and chmod even to root); CI runs as
 // root, elsewhere the tests skip saying why.
 import t, { type Test } from 'tap';
-import { execFileSync } from 'node:child_process';
 import { lstatSync } from 'node:fs';
 import { mkdtemp, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,6 +18,7 @@ import { silentLogger } from '../../src/logger.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import { revisionEntry, type RevisionEntry } from '../../src/sync/revision.js';
 import { incrementVector } from '../../src/sync/version-vector.js';
+import { chattr, immutableUnavailable } from '../support/immutable-files.js';
 
 const ME = '12D3KooWCcccccccccccc';
 const PEER = '12D3KooWAaaaaaaaaaaaa';
@@ -26,24 +26,6 @@ const BYTES = 'the same bytes on both nodes\n';
 /** 2023-11-14 22:13:20 UTC; the peer's touch a minute later. */
 const T1_S = 1_700_000_000;
 const T2_NS = BigInt(T1_S + 60) * 1_000_000_000n;
-
-function chattr(flag: '+i' | '-i', file: string): void {
-  execFileSync('chattr', [flag, file], { stdio: 'pipe' });
-}
-
-/** Why this machine cannot make an immutable file, or undefined when it can. */
-async function immutableUnavailable(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return 'needs root: an immutable file (chattr +i) is how the test makes utimes fail';
-  const probe = join(await mkdtemp(join(tmpdir(), 'clawpeer-chattr-')), 'probe');
-  await writeFile(probe, '');
-  try {
-    chattr('+i', probe);
-    chattr('-i', probe);
-    return undefined;
-  } catch (err) {
-    return `chattr +i failed here (${(err as Error).message.split('\n')[0]})`;
-  }
-}
 
 const unavailable = await immutableUnavailable();
 if (unavailable !== undefined) t.comment(`skipping: ${unavailable}`);

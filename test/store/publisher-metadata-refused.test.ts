@@ -4,38 +4,18 @@
 // Needs root and chattr (an immutable file refuses chmod and utimes even to root); CI runs as
 // root, elsewhere the test skips saying why.
 import t from 'tap';
-import { execFileSync } from 'node:child_process';
 import { lstat, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChunkingParams } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { Publisher } from '../../src/store/publisher.js';
+import { chattr, immutableUnavailable } from '../support/immutable-files.js';
 
 const PARAMS: ChunkingParams = { minBytes: 64, avgBytes: 256, maxBytes: 1024, normalization: 2 };
 const T = 1_600_000_000_000;
 
-function chattr(flag: '+i' | '-i', file: string): void {
-  execFileSync('chattr', [flag, file], { stdio: 'pipe' });
-}
-
-async function whyUnavailable(): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return 'needs root: an immutable file (chattr +i) is how the test makes chmod fail';
-  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-chattr-'));
-  const probe = join(dir, 'probe');
-  await writeFile(probe, '');
-  try {
-    chattr('+i', probe);
-    chattr('-i', probe);
-    return undefined;
-  } catch (err) {
-    return `chattr +i failed here (${(err as Error).message.split('\n')[0]})`;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-const unavailable = await whyUnavailable();
+const unavailable = await immutableUnavailable();
 
 t.test(
   'an identical file that refuses its new mode and mtime is kept; the transfer goes on',

@@ -1,0 +1,18 @@
+// Which failures to change one path of a synced folder leave that path for the next sync rather
+// than fail the whole sync: the path may not be changed here (permissions, an immutable file or
+// directory, a name too long for this file system), not a failing or full disk, nor a bug. As
+// Syncthing's failed items: everything else lands, the path's records are not stored (so every
+// sync tries it again), and the sync is reported not in sync. Before, one directory a node could
+// not write failed every sync of the folder, and nothing else it received was recorded.
+
+const PATH_REFUSALS = new Set(['EACCES', 'EPERM', 'ENAMETOOLONG']);
+
+/** The errno code when `err` (or an error it wraps) is a refusal of one path, else undefined. */
+export function pathRefusal(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let depth = 0; e instanceof Error && depth < 4; depth++, e = e.cause) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && PATH_REFUSALS.has(code)) return code;
+  }
+  return undefined;
+}
