@@ -19,13 +19,9 @@ import { chmod, lutimes } from 'node:fs/promises';
 import type { Logger } from '../logger.js';
 import { isRacy } from '../store/file-key.js';
 import type { RevisionStore } from '../store/revision-store.js';
-import type { WarmStat } from '../store/revlog-format.js';
+import { warmStatOf, type WarmStat } from '../store/revlog-format.js';
 import { toSeconds } from '../store/staged-file.js';
 import { floorMs } from '../sync/revision.js';
-
-export function warmStatOf(st: BigIntStats): WarmStat {
-  return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode: Number(st.mode) & 0o7777 };
-}
 
 function lstatOf(abs: string): BigIntStats | undefined {
   try {

@@ -31,7 +31,7 @@ import { setHeadMetadata } from './head-metadata.js';
 import { pathRefusal } from '../support/path-refusal.js';
 import { isRacy, msToNs } from '../store/file-key.js';
 import { Publisher } from '../store/publisher.js';
-import type { WarmStat } from '../store/revlog-format.js';
+import { warmStatOf, type WarmStat } from '../store/revlog-format.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
@@ -103,16 +103,16 @@ function publishedStat(
 ): WarmStat | undefined {
   try {
     const st = known ?? lstatSync(path.join(folderReal, ...rev.path.split('/')), { bigint: true });
-    const mode = Number(st.mode) & 0o7777;
+    const warm = warmStatOf(st);
     if (
       !st.isFile() ||
       isRacy(st.mtimeNs, nowNs) ||
       floorMs(st.mtimeNs) !== setMs ||
-      Number(st.size) !== rev.size ||
-      mode !== rev.mode
+      warm.size !== rev.size ||
+      warm.mode !== rev.mode
     )
       return undefined;
-    return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode };
+    return warm;
   } catch {
     return undefined;
   }

@@ -28,6 +28,7 @@
 // Format 1 kept warm entries under pathKey in 'warm' and had no 'liveheads'; open() upgrades it
 // in one transaction (the entries move, nothing is re-hashed).
 
+import type { BigIntStats } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { BLAKE3_OUT_BYTES, blake3, bytesEqual, toHex } from '../chunking/blake3.js';
@@ -72,6 +73,11 @@ export interface WarmStat {
   readonly ino: bigint;
   readonly dev: bigint;
   readonly mode: number;
+}
+
+/** A file's lstat as the warm index keeps it. */
+export function warmStatOf(st: BigIntStats): WarmStat {
+  return { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode: Number(st.mode) & 0o7777 };
 }
 
 // A scan or an apply looks one path up several times in a row (head, warm, vector, history):

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
-import { warmStatOf } from '../../src/folder-sync/head-metadata.js';
+import { warmStatOf } from '../../src/store/revlog-format.js';
 import { applyRemote } from '../../src/folder-sync/sync-apply.js';
 import { silentLogger } from '../../src/logger.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
