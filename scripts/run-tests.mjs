@@ -52,13 +52,19 @@ const SHOW_TIMINGS = process.env.CLAWPEER_TEST_TIMINGS === '1';
 
 /** Left out of the default run: the NAT matrix takes many minutes (`npm run test:lab` runs it). */
 const NOT_BY_DEFAULT = new Set(['nat-matrix.test.js']);
+/**
+ * Directories left out of the default run: the slow suites, and the benchmarks' smoke runs
+ * (test/bench/, ~75 CPU-s: `npm run test:bench`, which .ci/run runs beside `npm test`; on 2
+ * cores the suite is CPU-bound and with them `npm test` reached its 10-minute bound).
+ */
+const NOT_BY_DEFAULT_DIRS = new Set(['slow', 'bench']);
 
-// Default: every compiled test file except the slow suites under test/slow/ and NOT_BY_DEFAULT.
+// Default: every compiled test file except those under NOT_BY_DEFAULT_DIRS and NOT_BY_DEFAULT.
 function defaultTestFiles(dir) {
   return readdirSync(dir, { withFileTypes: true })
     .flatMap((e) => {
       const p = join(dir, e.name);
-      if (e.isDirectory()) return e.name === 'slow' ? [] : defaultTestFiles(p);
+      if (e.isDirectory()) return NOT_BY_DEFAULT_DIRS.has(e.name) ? [] : defaultTestFiles(p);
       return e.name.endsWith('.test.js') && !NOT_BY_DEFAULT.has(e.name) ? [p] : [];
     })
     .sort();
