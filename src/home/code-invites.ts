@@ -156,7 +156,14 @@ export class CodeInviteStore {
 
   /** Where the invite of `nameplate` stands. */
   async status(nameplate: string, nowMs = Date.now()): Promise<CodeInviteStatus> {
-    const state = await this.#stateOf(nameplate, nowMs);
+    // A claim or a settle between a look's directory listing and its read of the file listed
+    // (renamed to `claimed`, or removed once `result` is written) leaves the invite in neither,
+    // and the waiting `pair invite` said "expired unused" of a code just burnt or used
+    // (pair-code.test.ts failed so in a CI run). An invite moves forward at most three times
+    // (claimed, settled, expired), and only a move during a look spoils it: four looks find a
+    // live invite.
+    let state: FileState | undefined;
+    for (let look = 0; look < 4 && state === undefined; look++) state = await this.#stateOf(nameplate, nowMs);
     if (state === undefined) return { state: 'gone' };
     if (state !== 'result') return { state };
     const raw = await readJson(this.#file(nameplate, 'result'));

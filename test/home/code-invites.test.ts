@@ -77,3 +77,36 @@ t.test('pickNameplate: small numbers first, never a taken one, larger ones once 
   const n = pickNameplate(half, random);
   t.ok(n >= 100 && n <= 9_999, `grows past 99 when most are taken: ${n}`);
 });
+
+t.test('a look that races a claim or a settle never calls a live invite gone', async (t) => {
+  // The listener and the waiting `pair invite` are separate processes: two stores on one
+  // directory. Each round, the waiter looks again and again while the listener claims, then
+  // settles; a look between its directory listing and its read of the listed file used to
+  // miss both files and say "gone" (the waiting inviter then said "expired unused").
+  const listener = await store();
+  const waiter = new CodeInviteStore(listener.dir);
+  const seen = new Set<string>();
+  for (let round = 1; round <= 60; round++) {
+    const nameplate = String(round);
+    await listener.create({ code: parseCode(`${nameplate}-acid-zebra`), ttlMs: 60_000 });
+    let done = false;
+    const looking = (async () => {
+      while (!done) {
+        const st = await waiter.status(nameplate);
+        seen.add(st.state);
+        if (st.state === 'gone') return 'gone';
+        if (st.state === 'settled') return 'settled';
+      }
+      return 'settled';
+    })();
+    await listener.claim(nameplate);
+    await listener.settle(nameplate, { outcome: 'burnt', reason: 'a wrong code was tried' });
+    done = true;
+    if ((await looking) === 'gone') {
+      t.fail(`round ${round}: a look said gone while the invite was claimed and settled`);
+      return;
+    }
+  }
+  t.pass('no look said gone in 60 rounds');
+  t.ok(seen.has('settled'), `the looks saw ${[...seen].join(', ')}`);
+});
