@@ -141,6 +141,27 @@ function countCases(output) {
   return counts;
 }
 
+/** Lines of a failure's YAML diagnostics kept in the digest (message, where, what was found). */
+const DIGEST_LINES_PER_FAILURE = 14;
+/**
+ * What failed in one file's output, for the digest printed before the summary line: every
+ * `not ok` line at any depth with the start of its diagnostics. CI keeps only the tail of a long
+ * run's output, and there the streamed TAP had long scrolled away.
+ */
+function failureDigest(output) {
+  const lines = output.split('\n');
+  const digest = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (!/^\s*not ok \d+\b/.test(lines[i]) || /# (SKIP|TODO)\b/i.test(lines[i])) continue;
+    digest.push(lines[i]);
+    for (let j = i + 1; j < lines.length && j <= i + DIGEST_LINES_PER_FAILURE; j++) {
+      if (/^\s*(not )?ok \d+\b|^\s*# Subtest:/.test(lines[j])) break;
+      digest.push(lines[j]);
+    }
+  }
+  return digest;
+}
+
 /**
  * Test files running now, each the leader of its own process group, so stopping one stops the
  * CLIs and listeners it started too: on a timeout, and when this runner is stopped (Ctrl-C, or
@@ -253,6 +274,8 @@ delete env.NODE_OPTIONS; // a test's CLIs must start as a user's do
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let reported = 0;
+/** Each failed file (or linter) with what failed in it, printed again just before the summary. */
+const failures = [];
 /** Wall and CPU seconds of each file, in the order they finished. */
 const took = new Map();
 process.stdout.write(`TAP version 14\n`);
@@ -268,6 +291,8 @@ const report = (file, result) => {
     .map((l) => (l.length > 0 ? `    ${l}` : l))
     .join('\n');
   const why = result.ok ? '' : ` # ${result.why}`;
+  if (!result.ok || counts.failed > 0)
+    failures.push({ file, why: result.why, digest: failureDigest(result.output).slice(0, 200) });
   process.stdout.write(
     `# Subtest: ${file}\n${indented}\n${result.ok ? 'ok' : 'not ok'} ${++reported} - ${file}${why} # time=${result.ms.toFixed(3)}ms\n\n`,
   );
@@ -326,6 +351,13 @@ if (process.env.CLAWPEER_TEST_TIMINGS_OUT) {
       2,
     ) + '\n',
   );
+}
+if (failures.length > 0) {
+  const lines = failures.flatMap((f) => [
+    `# FAILED ${f.file}${f.why ? ` (${f.why})` : ''}`,
+    ...f.digest.map((l) => `#   ${l.trimEnd()}`),
+  ]);
+  process.stdout.write(`# what failed (${failures.length} file(s); the full output is above):\n${lines.join('\n')}\n`);
 }
 if (files.length === 0) totals.failed++; // a run that found no tests passed nothing
 process.stdout.write(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped\n`);
