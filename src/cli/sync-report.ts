@@ -6,6 +6,16 @@ import { count, human } from '../format.js';
 
 const sumBytes = (changes: readonly PlannedChange[]): number => changes.reduce((n, c) => n + c.bytes, 0);
 
+/** One line per local entry the scan could not read or name (the sync is not in sync while they stay). */
+function reportUnreadable(out: Output, r: SyncFolderResult, what: string): void {
+  // A listener older than this field sends none.
+  for (const u of r.unreadable ?? [])
+    out.emit(
+      { event: 'unreadable', path: u.path, error: u.error },
+      `${what}, cannot be read here: ${u.path} (${u.error})`,
+    );
+}
+
 /** A dry run: one line per change on each side, then what the real sync would move. */
 function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void {
   const line = (side: 'receive' | 'send', c: PlannedChange): void => {
@@ -31,6 +41,7 @@ function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void 
   for (const c of plan.receive) line('receive', c);
   for (const c of plan.send) line('send', c);
   for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `would be left as is: ${p}`);
+  reportUnreadable(out, r, 'would not be sent');
   const conflicts = plan.receive.filter((c) => c.change === 'conflict').length;
   const bytesToReceive = sumBytes(plan.receive);
   const bytesToSend = sumBytes(plan.send.filter((c) => c.change !== 'conflict'));
@@ -65,6 +76,7 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
   }
   for (const p of r.localOnly) out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${p}`);
   for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `left as is this time: ${p}`);
+  reportUnreadable(out, r, 'not sent');
   out.summary(
     {
       event: 'done',

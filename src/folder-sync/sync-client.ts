@@ -33,7 +33,7 @@ import {
   serveFetch,
   type SyncChannel,
 } from './sync-exchange.js';
-import { openSyncedFolder, type ResidentFolders, type SyncedFolder } from './synced-folder.js';
+import { openSyncedFolder, type ResidentFolders, type SyncedFolder, type UnreadableEntry } from './synced-folder.js';
 import { trackSync } from './running-syncs.js';
 import { DEFAULT_CONFIG } from '../home/config.js';
 import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
@@ -107,6 +107,8 @@ export interface SyncFolderResult {
   readonly skipped: readonly string[];
   /** Receive-only: paths whose local revision the peer does not have (not sent). */
   readonly localOnly: readonly string[];
+  /** Local entries the scan could not read or name, so the peer did not get them (rsync's exit 23). */
+  readonly unreadable: readonly UnreadableEntry[];
   /** What the peer's revisions changed here (change-counts.ts); absent on a dry run or an equal folder. */
   readonly changes?: ChangeCounts;
   /** A dry run's plan (nothing was moved or applied). */
@@ -261,12 +263,15 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       conflicts: 0,
       skipped: [],
       localOnly: [],
+      unreadable: folder.unreadable,
       wireBytes: wireBytesOf(session) - wireStart,
       seconds: (performance.now() - started) / 1000,
       ...extra,
     });
+    // What the scan could not read never reached the peer: not in sync while this side sends.
+    const allSent = !sends || folder.unreadable.length === 0;
     if (result.method === 'equal')
-      return summary({ inSync: true, ...(dryRun ? { dryRun: { receive: [], send: [] } } : {}) });
+      return summary({ inSync: allSent, ...(dryRun ? { dryRun: { receive: [], send: [] } } : {}) });
     if (dryRun) {
       // The peer sends its records (as for a real sync) and then its done; nothing else moves.
       const received = receives
@@ -365,7 +370,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     const localOnly =
       o.mode === 'receive-only' ? headsAmong(store, outcome.idsTheyLack).map((e) => e.revision.path) : [];
     return summary({
-      inSync: inSyncFor(o.mode, outcome),
+      inSync: allSent && inSyncFor(o.mode, outcome),
       revisionsSent,
       revisionsReceived: received.length,
       chunksSent: chunks,

@@ -7,6 +7,7 @@
 // skipped; when the changes were plain file changes, only those paths are looked at
 // (folder-watcher.ts). Non-goals: the watching itself, the --watch loop (the CLI).
 import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError } from '../errors.js';
@@ -29,8 +30,16 @@ export interface SyncedFolder {
   readonly manifests: ManifestCache;
   /** The folder's ignore rules (its .clawpeerignore): what this side neither records nor applies. */
   readonly ignore: SyncIgnore;
+  /** Entries the scan could not read or name: left out of this sync (empty when no scan ran). */
+  readonly unreadable: readonly UnreadableEntry[];
   /** Closes the log and releases the lock. */
   close(): Promise<void>;
+}
+
+/** An entry the scan left out: its path (relative; a name that is not UTF-8 shows its bytes escaped) and why. */
+export interface UnreadableEntry {
+  readonly path: string;
+  readonly error: string;
 }
 
 export interface OpenSyncedFolderOptions {
@@ -101,11 +110,11 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     const watcher = resident?.watchers.forFolder(dir);
     if (watcher?.canSkipScan() === true) {
       o.log.debug('scan skipped: the folder watcher saw no change since the last scan', { folder: dir });
-      return { dir, store: opened, scan: undefined, manifests, ignore, close };
+      return { dir, store: opened, scan: undefined, manifests, ignore, unreadable: [], close };
     }
     const onlyChanged = watcher?.changedSinceScan(); // before scanStarting, which starts the next list
     const scanEnded = watcher?.scanStarting();
-    let issues = 0;
+    const unreadable: UnreadableEntry[] = [];
     const scan = await scanFolder(opened, dir, {
       chunking: o.chunking,
       ignore,
@@ -115,7 +124,10 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
         o.onHashed?.(rel, manifest);
       },
       onIssue: (issue) => {
-        issues++;
+        unreadable.push({
+          path: path.relative(dir, issue.localPath).split(path.sep).join('/') || '.',
+          error: issue.error.message,
+        });
         o.log.warn('sync: cannot read an entry; it is left out of this sync', {
           path: issue.localPath,
           error: issue.error.message,
@@ -124,8 +136,8 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
       ...(o.signal === undefined ? {} : { signal: o.signal }),
     });
     // Entries left unrecorded (changing while hashed, unreadable) must be looked at again.
-    scanEnded?.(scan.unstable === 0 && issues === 0);
-    return { dir, store: opened, scan, manifests, ignore, close };
+    scanEnded?.(scan.unstable === 0 && unreadable.length === 0);
+    return { dir, store: opened, scan, manifests, ignore, unreadable, close };
   } catch (err) {
     if (store !== undefined) await closeStore(store);
     await lock.release();

@@ -29,6 +29,7 @@ import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
 import { FolderLog, type FolderLogEntry } from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
+import { count } from '../format.js';
 import type { FolderServiceOptions, FolderStatus } from './folder-service-types.js';
 
 /** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
@@ -482,7 +483,13 @@ export class FolderService {
       finish(
         result.inSync
           ? { kind: 'done' }
-          : { kind: 'failed', error: 'the sync ended with changes left to move (they are retried)' },
+          : {
+              kind: 'failed',
+              error:
+                result.unreadable.length > 0
+                  ? `${count(result.unreadable.length, 'entry', 'entries')} here cannot be read (${result.unreadable[0]?.path}${result.unreadable.length > 1 ? ', ...' : ''}); retried`
+                  : 'the sync ended with changes left to move (they are retried)',
+            },
       );
     } catch (err) {
       await this.#sessions.drop(peerId);

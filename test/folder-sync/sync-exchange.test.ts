@@ -3,7 +3,7 @@
 // applying of remote revisions (sync-apply.ts) on both sides. New files, edits and deletions
 // travel both ways, a concurrent edit keeps both versions, the modes hold, a dry run plans only.
 import t, { type Test } from 'tap';
-import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { syncFolder, type SyncFolderOptions } from '../../src/folder-sync/sync-client.js';
 import { silentLogger } from '../../src/logger.js';
@@ -118,6 +118,31 @@ t.test('send-only sends but takes nothing; receive-only takes but sends nothing'
   t.same(received.localOnly, ['later.txt'], 'the local-only path is named, not sent');
   t.equal(await readFile(path.join(local, 'in.txt'), 'utf8'), 'in', 'theirs came in');
   await t.rejects(stat(path.join(share, 'later.txt')), { code: 'ENOENT' });
+});
+
+t.test('an entry the scan cannot name is reported, and the sync is not in sync until it is renamed', async (t) => {
+  const { share, local, sync } = await pair(t);
+  await write(path.join(local, 'fine.txt'), 'fine');
+  // A name in Latin-1 (0xff), not UTF-8: the scan cannot send it (rsync would exit 23).
+  const latin1 = Buffer.concat([Buffer.from(`${local}/caf`), Buffer.from([0xff]), Buffer.from('.txt')]);
+  await writeFile(latin1, 'latin-1 name');
+  const first = await sync();
+  t.equal(first.inSync, false, 'not in sync: one entry never reached the peer');
+  t.same(
+    first.unreadable.map((u) => u.path),
+    ['caf\\#377.txt'],
+    'the entry is named, its bad byte escaped',
+  );
+  t.match(first.unreadable[0]?.error, /not valid UTF-8/, 'and why');
+  t.same(await contents(share), { 'fine.txt': 'fine' }, 'the rest went out');
+  const receiving = await sync({ mode: 'receive-only' });
+  t.equal(receiving.inSync, true, 'receive-only sends nothing: the entry does not hold it back');
+  t.equal(receiving.unreadable.length, 1, 'but it is still named');
+  await rename(latin1, path.join(local, 'café.txt'));
+  const renamed = await sync();
+  t.equal(renamed.inSync, true, 'renamed: in sync');
+  t.same(renamed.unreadable, []);
+  t.equal(await readFile(path.join(share, 'café.txt'), 'utf8'), 'latin-1 name', 'and it arrived');
 });
 
 t.test('a dry run plans both directions and changes nothing', async (t) => {
