@@ -20,6 +20,7 @@ import { ManifestCache } from '../exchange/manifest-cache.js';
 import { loadSyncIgnore, type SyncIgnore } from './sync-ignore.js';
 import { RevisionStore } from '../store/revision-store.js';
 import type { WarmStat } from '../store/revlog-format.js';
+import { errnoAmong } from '../support/path-refusal.js';
 
 export interface SyncedFolder {
   readonly dir: string;
@@ -41,6 +42,8 @@ export interface UnreadableEntry {
   readonly path: string;
   readonly error: string;
 }
+
+const VANISHED: ReadonlySet<string> = new Set(['ENOENT', 'ENOTDIR']);
 
 export interface OpenSyncedFolderOptions {
   readonly nodeId: string;
@@ -115,6 +118,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     const onlyChanged = watcher?.changedSinceScan(); // before scanStarting, which starts the next list
     const scanEnded = watcher?.scanStarting();
     const unreadable: UnreadableEntry[] = [];
+    let vouched = true; // no issue: the watcher may vouch for what this scan saw
     const scan = await scanFolder(opened, dir, {
       chunking: o.chunking,
       ignore,
@@ -124,10 +128,13 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
         o.onHashed?.(rel, manifest);
       },
       onIssue: (issue) => {
-        unreadable.push({
-          path: path.relative(dir, issue.localPath).split(path.sep).join('/') || '.',
-          error: issue.error.message,
-        });
+        vouched = false;
+        // Gone since it was listed: a race the next scan settles (rsync's "vanished", a warning).
+        if (errnoAmong(issue.error, VANISHED) === undefined)
+          unreadable.push({
+            path: path.relative(dir, issue.localPath).split(path.sep).join('/') || '.',
+            error: issue.error.message,
+          });
         o.log.warn('sync: cannot read an entry; it is left out of this sync', {
           path: issue.localPath,
           error: issue.error.message,
@@ -136,7 +143,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
       ...(o.signal === undefined ? {} : { signal: o.signal }),
     });
     // Entries left unrecorded (changing while hashed, unreadable) must be looked at again.
-    scanEnded?.(scan.unstable === 0 && unreadable.length === 0);
+    scanEnded?.(scan.unstable === 0 && vouched);
     return { dir, store: opened, scan, manifests, ignore, unreadable, close };
   } catch (err) {
     if (store !== undefined) await closeStore(store);

@@ -9,10 +9,15 @@ const PATH_REFUSALS = new Set(['EACCES', 'EPERM', 'ENAMETOOLONG']);
 
 /** The errno code when `err` (or an error it wraps) is a refusal of one path, else undefined. */
 export function pathRefusal(err: unknown): string | undefined {
+  return errnoAmong(err, PATH_REFUSALS);
+}
+
+/** The first errno code of `err` or an error it wraps (ClawpeerError keeps the system's as its cause) that is in `codes`. */
+export function errnoAmong(err: unknown, codes: ReadonlySet<string>): string | undefined {
   let e: unknown = err;
   for (let depth = 0; e instanceof Error && depth < 4; depth++, e = e.cause) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (typeof code === 'string' && PATH_REFUSALS.has(code)) return code;
+    if (typeof code === 'string' && codes.has(code)) return code;
   }
   return undefined;
 }
