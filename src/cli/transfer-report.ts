@@ -18,6 +18,19 @@ export function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: bo
     tell({ event: dryRun ? 'would-delete-more' : 'deleted-more', count: unlisted }, `... and ${unlisted} more`);
 }
 
+/**
+ * The paths the receiver may not write, one line (event) each, with their errno code: a push's
+ * listener (`peer`) lists the first 1,000. Told even with --quiet: each is a failure.
+ */
+export function reportRefused(ctx: CommandContext, r: TransferResult, peer: string | undefined): void {
+  if (r.refusedCount === undefined) return;
+  const where = (reason: string): string => (peer === undefined ? `here (${reason})` : `(${reason}) on ${peer}`);
+  for (const p of r.refused ?? [])
+    ctx.out.emit({ event: 'refused', path: p.path, reason: p.reason }, `not written ${where(p.reason)}: ${p.path}`);
+  const unlisted = r.refusedCount - (r.refused?.length ?? 0);
+  if (unlisted > 0) ctx.out.emit({ event: 'refused-more', count: unlisted }, `... and ${unlisted} more not written`);
+}
+
 /** --itemize-changes: one line (event) per file published, rsync's codes; a push's listener lists the first 10,000. */
 export function reportPublished(ctx: CommandContext, r: TransferResult): void {
   if (r.published === undefined) return;
@@ -53,12 +66,14 @@ function optionCounts(r: TransferResult): {
   kept?: number;
   sourceRemoved?: number;
   backedUp?: number;
+  refused?: number;
 } {
   return {
     ...(r.deletedCount === undefined ? {} : { deleted: r.deletedCount }),
     ...(r.filesKept === undefined ? {} : { kept: r.filesKept }),
     ...(r.sourceRemoved === undefined ? {} : { sourceRemoved: r.sourceRemoved }),
     ...(r.filesBackedUp === undefined ? {} : { backedUp: r.filesBackedUp }),
+    ...(r.refusedCount === undefined ? {} : { refused: r.refusedCount }),
   };
 }
 
@@ -76,7 +91,8 @@ function optionCountsText(r: TransferResult, dryRun: boolean): string {
       ? ''
       : `; ${count(r.sourceRemoved, 'sent source file')} ${dryRun ? 'would be removed' : 'removed'}`;
   const backedUp = r.filesBackedUp === undefined || dryRun ? '' : `; ${r.filesBackedUp} backed up`;
-  return deleted + kept + moved + backedUp;
+  const refused = r.refusedCount === undefined ? '' : `; ${count(r.refusedCount, 'path')} not written`;
+  return deleted + kept + moved + backedUp + refused;
 }
 
 /** How the session reached the peer, for the done record (--json). */

@@ -20,7 +20,6 @@ import { budgetOf } from '../session/listener-budgets.js';
 import type { Backups } from '../store/backups.js';
 import { pathRefusal } from '../support/path-refusal.js';
 import { Publisher } from '../store/publisher.js';
-import type { PublishDir } from '../store/publish-types.js';
 import type { StagedFile } from '../store/staged-file.js';
 import type { DuplexStream } from '../transport/types.js';
 import { TEST_HOOKS } from '../support/test-hooks.js';
@@ -30,6 +29,7 @@ import { DelayedAckFlush } from './delayed-acks.js';
 import type { DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
 import { chunkingManifest, destinationPaths } from './receive-entries.js';
 import { planDryRun } from './receive-dry-run.js';
+import { finishReceivedTree, makeReceivedDir } from './receive-tree.js';
 
 export type { Destination, DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
 
@@ -79,6 +79,8 @@ export class TransferReceiver {
   #created: CreatedEntry[] | undefined;
   /** With itemize: identical files whose mtime or permissions were set. */
   #updated: UpdatedFile[] | undefined;
+  /** Directories this node refused to make (onRefused): their metadata is not set. */
+  readonly #refusedDirs = new Set<string>();
   #allReceived: { promise: Promise<void>; resolve: () => void; reject: (err: unknown) => void };
   /** Chunks taken off #wanted whose writes (and acks) are still in progress. */
   #writing = 0;
@@ -147,7 +149,7 @@ export class TransferReceiver {
       if (entry.kind === 'dir') {
         // Itemized only when it was not there (rsync's cd+++++++++); the probe walks, creating nothing.
         const existed = this.#created === undefined || publisher.probeDir(rel);
-        await publisher.makeDir(rel);
+        if (!(await makeReceivedDir(publisher, rel, this.#o.onRefused, this.#refusedDirs))) continue;
         if (!existed) this.#created?.push({ path: rel, kind: 'dir' });
         continue;
       }
@@ -395,7 +397,11 @@ export class TransferReceiver {
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
       if (this.#failure !== undefined) throw this.#failure;
       await this.#flushCommits(true);
-      await this.#finishTree();
+      if (this.#publisher === undefined) throw new TypeError('receive before prepare');
+      await finishReceivedTree(this.#publisher, this.#o.entries, this.#paths, this.#refusedDirs, this.#o.onRefused, {
+        kept: () => this.#stats.filesKept++,
+        created: (e) => this.#created?.push(e),
+      });
       if (this.#index !== undefined) await this.#saveIndex(this.#index);
       return {
         ...this.#stats,
@@ -579,22 +585,5 @@ export class TransferReceiver {
         if (this.#commitsInFlight === 0) this.#flushCommits(false).catch((err: unknown) => this.#fail(err));
       });
     return this.#commitChain;
-  }
-
-  async #finishTree(): Promise<void> {
-    const publisher = this.#publisher;
-    if (publisher === undefined) throw new TypeError('receive before prepare');
-    const dirs: PublishDir[] = [];
-    for (const [i, entry] of this.#o.entries.entries()) {
-      const rel = this.#paths[i] ?? '';
-      if (entry.kind === 'symlink') {
-        const made = await publisher.makeSymlink(rel, entry.linkTarget, entry.mtimeMs);
-        if (made === 'kept') this.#stats.filesKept++;
-        else if (made === 'created' || made === 'replaced')
-          this.#created?.push({ path: rel, kind: 'symlink', target: entry.linkTarget, replaced: made === 'replaced' });
-      } else if (entry.kind === 'dir') dirs.push({ relPath: rel, mode: entry.mode, mtimeMs: entry.mtimeMs });
-    }
-    await publisher.setDirMetadata(dirs);
-    await publisher.flushDirs();
   }
 }

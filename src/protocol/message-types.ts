@@ -263,6 +263,17 @@ export interface TransferDoneMessage {
   readonly created?: readonly CreatedEntry[];
   /** A push with itemize: identical files whose mtime or mode was set, at most MAX_LISTED_PUBLISHED. */
   readonly updated?: readonly UpdatedFile[];
+  /** Paths the receiver may not write (its errno: EACCES, EPERM, ENAMETOOLONG), at most MAX_LISTED_DELETIONS; the rest was published. */
+  readonly refused?: readonly RefusedPath[];
+  /** All of them (>= refused.length). */
+  readonly refusedCount?: number;
+}
+
+/** A path a receiver left out because it may not write it (support/path-refusal.ts). */
+export interface RefusedPath {
+  readonly path: string;
+  /** The errno code, e.g. EACCES. */
+  readonly reason: string;
 }
 
 export interface PublishedFile {

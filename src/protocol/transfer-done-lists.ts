@@ -1,5 +1,5 @@
 // The lists TransferDone carries (transfer-wire.ts): removed paths, published files, updated
-// files, created directories and symlinks, and the counts beside them; each list is checked
+// files, created directories and symlinks, paths refused, and the counts beside them; each list is checked
 // against its caps (MAX_LISTED_*) both when it is encoded and when it is decoded.
 import protobuf from 'protobufjs/minimal.js';
 import { ClawpeerError } from '../errors.js';
@@ -8,6 +8,7 @@ import {
   type PublishedFile,
   type UpdatedFile,
   type CreatedEntry,
+  type RefusedPath,
   MAX_LISTED_DELETIONS,
   MAX_LISTED_PUBLISHED,
   MAX_LISTED_PUBLISHED_BYTES,
@@ -126,4 +127,34 @@ export function createdFromWire(raw: readonly clawpeer.v1.CreatedEntry.$Properti
 
 export function overLimitFromWire(over: number): { deletesOverLimit?: number } {
   return over === 0 ? {} : { deletesOverLimit: over };
+}
+
+/** An errno code as support/path-refusal.ts names them: what a refused path's reason may be. */
+const ERRNO_CODE = /^E[A-Z0-9]{1,31}$/;
+
+/** What is wrong with TransferDone's refused paths, if anything: too many listed, a count below the list, a reason that is no errno code. */
+export function refusedProblem(refused: readonly RefusedPath[], count: number): string | undefined {
+  if (refused.length > MAX_LISTED_DELETIONS)
+    return `TransferDone.refused lists ${refused.length} paths, more than ${MAX_LISTED_DELETIONS}`;
+  if (!Number.isSafeInteger(count) || count < refused.length)
+    return `TransferDone.refusedCount ${count} is less than the ${refused.length} paths listed`;
+  for (const r of refused) {
+    if (r.path === '') return 'TransferDone.refused lists an empty path';
+    if (!ERRNO_CODE.test(r.reason))
+      return `TransferDone.refused gives ${JSON.stringify(r.path)} the reason ${JSON.stringify(r.reason)}, not an errno code`;
+  }
+  return undefined;
+}
+
+export function refusedFromWire(
+  raw: readonly clawpeer.v1.RefusedPath.$Properties[],
+  count: number,
+): { refused?: RefusedPath[]; refusedCount?: number } {
+  const refused = raw.map((r) => ({
+    path: wireText('TransferDone.refused', r.path),
+    reason: wireText('TransferDone.refused reason', r.reason),
+  }));
+  const problem = refusedProblem(refused, count);
+  if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
+  return count === 0 ? {} : { refused, refusedCount: count };
 }

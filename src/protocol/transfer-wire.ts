@@ -43,6 +43,8 @@ import {
   deletedProblem,
   keptFromWire,
   overLimitFromWire,
+  refusedFromWire,
+  refusedProblem,
   publishedFromWire,
   publishedProblem,
   updatedFromWire,
@@ -276,6 +278,9 @@ export function transferToWire(message: TransferControlMessage): clawpeer.v1.Con
       const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
       if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
       for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
+      const refusedWrong = refusedProblem(message.refused ?? [], message.refusedCount ?? 0);
+      if (refusedWrong !== undefined) throw new RangeError(refusedWrong);
+      for (const r of message.refused ?? []) checkTextBytes('TransferDone.refused', r.path);
       return {
         transferDone: {
           transferId: message.transferId,
@@ -295,6 +300,8 @@ export function transferToWire(message: TransferControlMessage): clawpeer.v1.Con
               : { path: e.path, kind: ENTRY_KIND_TO_WIRE.symlink, linkTarget: e.target, replaced: e.replaced },
           ),
           updated: (message.updated ?? []).map((u) => ({ path: u.path, time: u.time, perms: u.perms })),
+          refused: (message.refused ?? []).map((r) => ({ path: r.path, reason: r.reason })),
+          refusedCount: message.refusedCount ?? 0,
         },
       };
     }
@@ -459,6 +466,7 @@ export function transferFromWire(control: clawpeer.v1.Control): TransferControlM
         ...publishedFromWire(d.published ?? [], u64ToNumber('TransferDone.files', d.files ?? 0)),
         ...createdFromWire(d.created ?? []),
         ...updatedFromWire(d.updated ?? []),
+        ...refusedFromWire(d.refused ?? [], u64ToNumber('TransferDone.refusedCount', d.refusedCount ?? 0)),
       };
     }
     default:

@@ -45,13 +45,15 @@ export async function removeSentSources(
   source: TransferSource,
   chunking: ChunkingParams,
   signal?: AbortSignal,
+  /** Entry paths to keep: the listener did not write them (refused-paths.ts). */
+  notWritten?: (entryPath: string) => boolean,
 ): Promise<SourceRemoval> {
   const { localPathOf } = source;
   if (localPathOf === undefined) throw new TypeError('removeSentSources needs a scanned source (scanSource)');
   const removed: string[] = [];
   const changed: string[] = [];
   for (const [i, entry] of source.entries.entries()) {
-    if (entry.kind === 'dir') continue;
+    if (entry.kind === 'dir' || notWritten?.(entry.path) === true) continue;
     const local = localPathOf(i);
     let same: boolean;
     try {

@@ -33,6 +33,7 @@ import { RateLimiter } from '../transfer/rate-limiter.js';
 import { TEST_HOOKS } from '../support/test-hooks.js';
 import { ProgressCounter } from '../transfer/transfer-progress.js';
 import { removeSentSources } from './source-removal.js';
+import { RefusedPaths, refusedAtListener } from './refused-paths.js';
 import type { TransferOptions, TransferResult } from './transfer-types.js';
 import {
   requireDelete,
@@ -221,9 +222,16 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       TEST_HOOKS.publishTimeoutMs ?? PREPARE_TIMEOUT_MS,
       `waiting for transfer-done from ${session.peerId}`,
     );
-    // Only now: the listener holds everything published (or identical already).
+    // Only now: the listener holds everything published (or identical already), but what it refused.
+    const refusedThere = refusedAtListener(result);
+    const notWritten =
+      refusedThere === undefined
+        ? undefined
+        : (p: string): boolean => refusedThere(o.remotePath === '' ? p : path.posix.join(o.remotePath, p));
     const removal =
-      o.removeSourceFiles === true ? await removeSentSources(source, sessionChunking(session), o.signal) : undefined;
+      o.removeSourceFiles === true
+        ? await removeSentSources(source, sessionChunking(session), o.signal, notWritten)
+        : undefined;
     return {
       ...(removal === undefined ? {} : { sourceRemoved: removal.removed.length, sourceChanged: removal.changed }),
       files: result.files,
@@ -246,6 +254,9 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
             ...(result.updated === undefined ? {} : { updated: result.updated }),
           }
         : {}),
+      ...(result.refusedCount === undefined
+        ? {}
+        : { refused: result.refused ?? [], refusedCount: result.refusedCount }),
     };
   } finally {
     o.signal.removeEventListener('abort', onOuter);
@@ -417,7 +428,7 @@ function pullReceiver(
   id: number,
   entries: readonly ManifestEntry[],
   root: string,
-  extra: Pick<ReceiverOptions, 'onChunkWritten' | 'onPublished' | 'keeper'> = {},
+  extra: Pick<ReceiverOptions, 'onChunkWritten' | 'onPublished' | 'keeper' | 'onRefused'> = {},
 ): TransferReceiver {
   return new TransferReceiver({
     session: o.session,
@@ -477,7 +488,13 @@ async function pullWith(
     historyNode === undefined
       ? undefined
       : await (await import('./delete-history.js')).historyKeeperFor(root, historyNode);
+  // What this node may not write is left out and named; the rest lands (exit 23, as rsync's).
+  const refused = new RefusedPaths();
   const receiver = pullReceiver(o, router, id, entries, root, {
+    onRefused: (relPath, error) => {
+      refused.add(relPath, error);
+      o.log.debug('pull: cannot write a path here; left out', { path: relPath, error: error.message });
+    },
     onChunkWritten: (bytes) => receiving.addBytes(bytes),
     onPublished: (files) => receiving.setFiles(files),
     ...(history === undefined ? {} : { keeper: history }),
@@ -527,6 +544,7 @@ async function pullWith(
       ...(stats.published === undefined ? {} : { published: stats.published }),
       ...(stats.created === undefined ? {} : { created: stats.created }),
       ...(stats.updated === undefined ? {} : { updated: stats.updated }),
+      ...refused.fields(),
     };
   } catch (err) {
     await receiver.abort();

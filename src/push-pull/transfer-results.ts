@@ -35,6 +35,8 @@ function combineTwo(a: TransferResult, b: TransferResult): TransferResult {
     published: cat(a.published, b.published),
     created: cat(a.created, b.created),
     updated: cat(a.updated, b.updated),
+    refused: cat(a.refused, b.refused),
+    refusedCount: sum(a.refusedCount, b.refusedCount),
   };
   return {
     files: a.files + b.files,

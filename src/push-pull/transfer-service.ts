@@ -38,6 +38,7 @@ import {
   sessionChunking,
 } from '../exchange/transfer-control.js';
 import { TransferReceiver } from '../exchange/transfer-receive.js';
+import { RefusedPaths } from './refused-paths.js';
 import { sendChunks } from '../exchange/transfer-send.js';
 import { scanListed, scanSource, type SizeRange } from '../exchange/transfer-source.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
@@ -169,7 +170,7 @@ async function servePush(
     entries.reduce((n, e) => n + (e.kind === 'file' ? e.size : 0), 0),
     fileCount,
   );
-  const receiverUntil = (until: AbortSignal, keeper?: Keeper): TransferReceiver =>
+  const receiverUntil = (until: AbortSignal, keeper?: Keeper, refused?: RefusedPaths): TransferReceiver =>
     new TransferReceiver({
       session,
       router,
@@ -192,6 +193,20 @@ async function servePush(
       ...(keeper === undefined ? {} : { keeper }),
       ...(req.itemize === true ? { itemize: true } : {}),
       ...(req.noFsync === true ? { fsync: 'none' as const } : {}),
+      ...(refused === undefined
+        ? {}
+        : {
+            onRefused: (relPath: string, error: Error) => {
+              const { reason } = refused.add(relPath, error);
+              log.warn('push: cannot write a path here; left out, the rest lands', {
+                peer: session.peerId,
+                share: share.name,
+                path: relPath,
+                reason,
+                error: error.message,
+              });
+            },
+          }),
     });
   const extraneous = async (receiver: TransferReceiver): Promise<Extraneous[]> =>
     req.delete !== true
@@ -250,7 +265,8 @@ async function servePush(
   const history = historyNode === undefined ? undefined : await historyKeeperFor(share.dir, historyNode);
   try {
     // Built first: it confines the announced paths, and the lock claims exactly those.
-    const receiver = receiverUntil(hold.signal, history);
+    const refused = new RefusedPaths();
+    const receiver = receiverUntil(hold.signal, history, refused);
     await claimPushDestination(hold, session, share, basePath, receiver.destinationPaths, ctx);
     try {
       const plan = await receiver.prepare();
@@ -283,12 +299,14 @@ async function servePush(
         ...(stats.published === undefined ? {} : { published: listedWithin(stats.published) }),
         ...(stats.created === undefined ? {} : { created: listedWithin(stats.created) }),
         ...(stats.updated === undefined ? {} : { updated: listedWithin(stats.updated) }),
+        ...refused.fields(),
       });
       log.info('push received', {
         peer: session.peerId,
         share: share.name,
         files: stats.files,
         bytes: stats.bytes,
+        ...(refused.count === 0 ? {} : { refused: refused.count }),
         ...(req.delete === true ? { deleted: removed.length } : {}),
       });
     } catch (err) {

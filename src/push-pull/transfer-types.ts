@@ -1,6 +1,6 @@
 // What push and pull (transfer-client.ts) are given and what they report.
 import type { Logger } from '../logger.js';
-import type { CreatedEntry, PublishedFile, UpdatedFile } from '../protocol/messages.js';
+import type { CreatedEntry, PublishedFile, RefusedPath, UpdatedFile } from '../protocol/messages.js';
 import type { ExcludeRules } from '../transfer/exclude.js';
 import type { BackupPlan } from '../store/backups.js';
 import type { ModeChange } from '../transfer/chmod.js';
@@ -96,4 +96,12 @@ export interface TransferResult {
   readonly created?: readonly CreatedEntry[];
   /** --itemize: identical files whose mtime or permissions were set, listed as `published` is. */
   readonly updated?: readonly UpdatedFile[];
+  /**
+   * Paths the receiver may not write (the listener for a push, this node for a pull), with their
+   * errno code: left out, the rest published (the CLI exits 23, rsync's partial transfer). The
+   * first MAX_LISTED_DELETIONS, share-relative for a push and LOCAL-relative for a pull.
+   */
+  readonly refused?: readonly RefusedPath[];
+  /** All of them (>= refused.length). */
+  readonly refusedCount?: number;
 }

@@ -564,7 +564,11 @@ export class Publisher {
         await chmod(abs, dir.mode & PUBLISH_MODE_MASK);
         await utimes(abs, new Date(), toSeconds(dir.mtimeMs));
       } catch (err) {
-        throw ioError('set metadata of', abs, err);
+        // A directory this node may not change (onRefused, an immutable one): told, the rest goes on.
+        const onRefused = this.#options.onRefused;
+        if (onRefused === undefined || pathRefusal(err) === undefined) throw ioError('set metadata of', abs, err);
+        onRefused(dir.relPath, ioError('set metadata of', abs, err));
+        continue;
       }
       this.#dirtyDirs.add(abs);
     }

@@ -1203,3 +1203,58 @@ t.test('TransferDone.updated (itemize) round-trips, and is capped like published
     message: /TransferDone\.updated lists 10001 files/,
   });
 });
+
+t.test('TransferDone.refused round-trips with its count, capped and checked like deleted', async (t) => {
+  const message: ControlMessage = {
+    type: 'transfer-done',
+    transferId: 4,
+    files: 1,
+    bytes: 6,
+    chunksReceived: 1,
+    chunksSkipped: 0,
+    refused: [
+      { path: 'tree/locked/b.txt', reason: 'EPERM' },
+      { path: 'tree/x', reason: 'ENAMETOOLONG' },
+    ],
+    refusedCount: 3,
+  };
+  const back = decodeControl(encodeControl(message), { maxBytes: MAX_BYTES });
+  t.match(back, { type: 'transfer-done', refused: message.refused, refusedCount: 3 });
+  const none = decodeControl(encodeControl({ ...message, refused: [], refusedCount: 0 }), { maxBytes: MAX_BYTES });
+  t.notOk('refused' in none || 'refusedCount' in none, 'nothing refused: neither field');
+
+  const tooMany = Array.from({ length: 1001 }, (_, i) => ({ path: `f${i}`, reason: 'EACCES' }));
+  t.throws(() => encodeControl({ ...message, refused: tooMany, refusedCount: 5000 }), {
+    name: 'RangeError',
+    message: /TransferDone\.refused lists 1001 paths, more than 1000/,
+  });
+  const cases: [string, clawpeer.v1.TransferDone.$Properties, RegExp][] = [
+    ['too many', { refused: tooMany, refusedCount: 5000 }, /TransferDone\.refused lists 1001 paths, more than 1000/],
+    [
+      'a count below the list',
+      {
+        refused: [
+          { path: 'a', reason: 'EPERM' },
+          { path: 'b', reason: 'EPERM' },
+        ],
+        refusedCount: 1,
+      },
+      /TransferDone\.refusedCount 1 is less than the 2 paths listed/,
+    ],
+    ['a list without a count', { refused: [{ path: 'a', reason: 'EPERM' }] }, /refusedCount 0 is less than the 1/],
+    [
+      'a reason that is no errno code',
+      { refused: [{ path: 'a', reason: 'rm -rf /' }], refusedCount: 1 },
+      /TransferDone\.refused gives "a" the reason "rm -rf \/", not an errno code/,
+    ],
+    ['an empty path', { refused: [{ path: '', reason: 'EPERM' }], refusedCount: 1 }, /lists an empty path/],
+  ];
+  for (const [name, done, messageRe] of cases) {
+    const wire = clawpeer.v1.Control.encode({ transferDone: { transferId: 4, ...done } }).finish();
+    t.throws(() => decodeControl(wire, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: messageRe }, name);
+  }
+  t.throws(() => encodeControl({ ...message, refused: [{ path: 'a', reason: 'nope' }] }), {
+    name: 'RangeError',
+    message: /not an errno code/,
+  });
+});

@@ -1948,6 +1948,12 @@ export namespace clawpeer {
             /** TransferDone updated. */
             updated: clawpeer.v1.UpdatedFile.$Properties[];
 
+            /** TransferDone refused. */
+            refused: clawpeer.v1.RefusedPath.$Properties[];
+
+            /** TransferDone refusedCount. */
+            refusedCount: (number|Long);
+
             /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @param message TransferDone message or plain object to encode
@@ -2011,12 +2017,81 @@ export namespace clawpeer {
                 /** TransferDone updated */
                 updated?: (clawpeer.v1.UpdatedFile.$Properties[]|null);
 
+                /** TransferDone refused */
+                refused?: (clawpeer.v1.RefusedPath.$Properties[]|null);
+
+                /** TransferDone refusedCount */
+                refusedCount?: (number|Long|null);
+
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
             }
 
             /** Shape of a TransferDone. */
             type $Shape = clawpeer.v1.TransferDone.$Properties;
+        }
+
+        /**
+         * Properties of a RefusedPath.
+         * @deprecated Use clawpeer.v1.RefusedPath.$Properties instead.
+         */
+        interface IRefusedPath extends clawpeer.v1.RefusedPath.$Properties {
+        }
+
+        /** Represents a RefusedPath. */
+        class RefusedPath {
+
+            /**
+             * Constructs a new RefusedPath.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.RefusedPath.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** RefusedPath path. */
+            path: string;
+
+            /** RefusedPath reason. */
+            reason: string;
+
+            /**
+             * Encodes the specified RefusedPath message. Does not implicitly {@link clawpeer.v1.RefusedPath.verify|verify} messages.
+             * @param message RefusedPath message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.RefusedPath.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a RefusedPath message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.RefusedPath & clawpeer.v1.RefusedPath.$Shape} RefusedPath
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.RefusedPath & clawpeer.v1.RefusedPath.$Shape;
+        }
+
+        namespace RefusedPath {
+
+            /** Properties of a RefusedPath. */
+            interface $Properties {
+
+                /** RefusedPath path */
+                path?: (string|null);
+
+                /** RefusedPath reason */
+                reason?: (string|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a RefusedPath. */
+            type $Shape = clawpeer.v1.RefusedPath.$Properties;
         }
 
         /**

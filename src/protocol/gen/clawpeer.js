@@ -4732,6 +4732,8 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {Array.<clawpeer.v1.PublishedFile.$Properties>|null} [published] TransferDone published
              * @property {Array.<clawpeer.v1.CreatedEntry.$Properties>|null} [created] TransferDone created
              * @property {Array.<clawpeer.v1.UpdatedFile.$Properties>|null} [updated] TransferDone updated
+             * @property {Array.<clawpeer.v1.RefusedPath.$Properties>|null} [refused] TransferDone refused
+             * @property {number|Long|null} [refusedCount] TransferDone refusedCount
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -4761,6 +4763,7 @@ export const clawpeer = $root.clawpeer = (() => {
                 this.published = [];
                 this.created = [];
                 this.updated = [];
+                this.refused = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -4872,6 +4875,22 @@ export const clawpeer = $root.clawpeer = (() => {
             TransferDone.prototype.updated = $util.emptyArray;
 
             /**
+             * TransferDone refused.
+             * @member {Array.<clawpeer.v1.RefusedPath.$Properties>} refused
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.refused = $util.emptyArray;
+
+            /**
+             * TransferDone refusedCount.
+             * @member {number|Long} refusedCount
+             * @memberof clawpeer.v1.TransferDone
+             * @instance
+             */
+            TransferDone.prototype.refusedCount = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
              * Encodes the specified TransferDone message. Does not implicitly {@link clawpeer.v1.TransferDone.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.TransferDone
@@ -4917,6 +4936,11 @@ export const clawpeer = $root.clawpeer = (() => {
                 if (message.updated != null && message.updated.length)
                     for (let i = 0; i < message.updated.length; ++i)
                         $root.clawpeer.v1.UpdatedFile.encode(message.updated[i], writer.uint32(/* id 13, wireType 2 =*/106).fork(), _depth + 1).ldelim();
+                if (message.refused != null && message.refused.length)
+                    for (let i = 0; i < message.refused.length; ++i)
+                        $root.clawpeer.v1.RefusedPath.encode(message.refused[i], writer.uint32(/* id 14, wireType 2 =*/114).fork(), _depth + 1).ldelim();
+                if (message.refusedCount != null && $Object.hasOwnProperty.call(message, "refusedCount") && (typeof message.refusedCount === "object" ? message.refusedCount.low || message.refusedCount.high : message.refusedCount !== 0))
+                    writer.uint32(/* id 15, wireType 0 =*/120).uint64(message.refusedCount);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -5074,6 +5098,23 @@ export const clawpeer = $root.clawpeer = (() => {
                             message.updated.push($root.clawpeer.v1.UpdatedFile.decode(reader, reader.size(), $undefined, _depth + 1));
                             continue;
                         }
+                    case 14: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.refused && message.refused.length))
+                                message.refused = [];
+                            message.refused.push($root.clawpeer.v1.RefusedPath.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    case 15: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.refusedCount = value;
+                            else
+                                delete message.refusedCount;
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -5092,6 +5133,162 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return TransferDone;
+        })();
+
+        v1.RefusedPath = (function() {
+
+            /**
+             * Properties of a RefusedPath.
+             * @typedef {Object} clawpeer.v1.RefusedPath.$Properties
+             * @property {string|null} [path] RefusedPath path
+             * @property {string|null} [reason] RefusedPath reason
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a RefusedPath.
+             * @memberof clawpeer.v1
+             * @interface IRefusedPath
+             * @augments clawpeer.v1.RefusedPath.$Properties
+             * @deprecated Use clawpeer.v1.RefusedPath.$Properties instead.
+             */
+
+            /**
+             * Shape of a RefusedPath.
+             * @typedef {clawpeer.v1.RefusedPath.$Properties} clawpeer.v1.RefusedPath.$Shape
+             */
+
+            /**
+             * Constructs a new RefusedPath.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a RefusedPath.
+             * @constructor
+             * @param {clawpeer.v1.RefusedPath.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const RefusedPath = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * RefusedPath path.
+             * @member {string} path
+             * @memberof clawpeer.v1.RefusedPath
+             * @instance
+             */
+            RefusedPath.prototype.path = "";
+
+            /**
+             * RefusedPath reason.
+             * @member {string} reason
+             * @memberof clawpeer.v1.RefusedPath
+             * @instance
+             */
+            RefusedPath.prototype.reason = "";
+
+            /**
+             * Encodes the specified RefusedPath message. Does not implicitly {@link clawpeer.v1.RefusedPath.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.RefusedPath
+             * @static
+             * @param {clawpeer.v1.RefusedPath.$Properties} message RefusedPath message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            RefusedPath.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.path != null && $Object.hasOwnProperty.call(message, "path") && message.path !== "")
+                    writer.uint32(/* id 1, wireType 2 =*/10).string(message.path);
+                if (message.reason != null && $Object.hasOwnProperty.call(message, "reason") && message.reason !== "")
+                    writer.uint32(/* id 2, wireType 2 =*/18).string(message.reason);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a RefusedPath message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.RefusedPath
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.RefusedPath & clawpeer.v1.RefusedPath.$Shape} RefusedPath
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            RefusedPath.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.RefusedPath();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.path = value;
+                            else
+                                delete message.path;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.reason = value;
+                            else
+                                delete message.reason;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return RefusedPath;
         })();
 
         v1.PublishedFile = (function() {
