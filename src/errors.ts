@@ -11,7 +11,7 @@ export const EXIT_CODES = {
   auth: 3,
   unreachable: 4,
   exists: 5,
-  // rsync's 23: some paths could not be written by the receiver, the rest was transferred.
+  // rsync's 23: some paths could not be read by the sender or written by the receiver, the rest was transferred.
   partial: 23,
   // 128 + the signal's number, as a shell reports a command a signal ended.
   interrupted: 130,
@@ -79,7 +79,7 @@ export const LOCAL_ERRORS = {
   CHECK_FAILED: { message: 'a health check failed', retryable: false, exit: EXIT_CODES.failure },
   FOLDER_BUSY: { message: 'folder is locked by another sync', retryable: true, exit: EXIT_CODES.failure },
   PARTIAL: {
-    message: 'some paths could not be written by the receiver; the rest was transferred',
+    message: 'some paths could not be read by the sender or written by the receiver; the rest was transferred',
     retryable: false,
     exit: EXIT_CODES.partial,
   },

@@ -31,6 +31,52 @@ export function reportRefused(ctx: CommandContext, r: TransferResult, peer: stri
   if (unlisted > 0) ctx.out.emit({ event: 'refused-more', count: unlisted }, `... and ${unlisted} more not written`);
 }
 
+/**
+ * The entries the sender could not read, one line (event) each with why, as sync says of its
+ * own (sync-report.ts): here for a push, on the listener (`peer`) for a pull, which lists the
+ * first 1,000. Then that --delete was skipped, if asked. Told even with --quiet: each is a failure.
+ */
+export function reportUnreadable(
+  ctx: CommandContext,
+  r: TransferResult,
+  peer: string | undefined,
+  deleteAsked: boolean,
+): void {
+  if (r.unreadableCount === undefined) return;
+  const what = `${r.dryRun === undefined ? 'not sent' : 'would not be sent'}${peer === undefined ? '' : ` by ${peer}`}`;
+  const where = peer === undefined ? 'here' : 'there';
+  for (const u of r.unreadable ?? [])
+    ctx.out.emit(
+      { event: 'unreadable', path: u.path, error: u.error },
+      `${what}, cannot be read ${where}: ${u.path} (${u.error})`,
+    );
+  const unlisted = r.unreadableCount - (r.unreadable?.length ?? 0);
+  if (unlisted > 0) ctx.out.emit({ event: 'unreadable-more', count: unlisted }, `... and ${unlisted} more ${what}`);
+  if (deleteAsked)
+    ctx.out.emit(
+      { event: 'delete-skipped' },
+      '--delete skipped: what the sender could not read would have been removed (rsync\'s "IO error encountered")',
+    );
+}
+
+/** PARTIAL's message when the sender left entries out or the receiver refused paths, else undefined. */
+export function partialMessage(r: TransferResult, direction: 'push' | 'pull', peer: string): string | undefined {
+  const verb = direction === 'push' ? 'pushed' : 'pulled';
+  const parts = [
+    ...(r.unreadableCount === undefined
+      ? []
+      : [
+          `${count(r.unreadableCount, 'entry', 'entries')} could not be read ${direction === 'push' ? 'here' : `by ${peer}`}`,
+        ]),
+    ...(r.refusedCount === undefined
+      ? []
+      : [`${count(r.refusedCount, 'path')} could not be written ${direction === 'push' ? `by ${peer}` : 'here'}`]),
+  ];
+  return parts.length === 0
+    ? undefined
+    : `${parts.join(' and ')}; the rest was ${verb} (run it again once they can be)`;
+}
+
 /** --itemize-changes: one line (event) per file published, rsync's codes; a push's listener lists the first 10,000. */
 export function reportPublished(ctx: CommandContext, r: TransferResult): void {
   if (r.published === undefined) return;
@@ -67,6 +113,7 @@ function optionCounts(r: TransferResult): {
   sourceRemoved?: number;
   backedUp?: number;
   refused?: number;
+  unreadable?: number;
 } {
   return {
     ...(r.deletedCount === undefined ? {} : { deleted: r.deletedCount }),
@@ -74,6 +121,7 @@ function optionCounts(r: TransferResult): {
     ...(r.sourceRemoved === undefined ? {} : { sourceRemoved: r.sourceRemoved }),
     ...(r.filesBackedUp === undefined ? {} : { backedUp: r.filesBackedUp }),
     ...(r.refusedCount === undefined ? {} : { refused: r.refusedCount }),
+    ...(r.unreadableCount === undefined ? {} : { unreadable: r.unreadableCount }),
   };
 }
 
@@ -92,7 +140,9 @@ function optionCountsText(r: TransferResult, dryRun: boolean): string {
       : `; ${count(r.sourceRemoved, 'sent source file')} ${dryRun ? 'would be removed' : 'removed'}`;
   const backedUp = r.filesBackedUp === undefined || dryRun ? '' : `; ${r.filesBackedUp} backed up`;
   const refused = r.refusedCount === undefined ? '' : `; ${count(r.refusedCount, 'path')} not written`;
-  return deleted + kept + moved + backedUp + refused;
+  const unreadable =
+    r.unreadableCount === undefined ? '' : `; ${count(r.unreadableCount, 'entry', 'entries')} unreadable, not sent`;
+  return deleted + kept + moved + backedUp + refused + unreadable;
 }
 
 /** How the session reached the peer, for the done record (--json). */

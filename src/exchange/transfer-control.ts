@@ -92,6 +92,8 @@ export async function receiveManifest(
   transferId: number,
   timeoutMs: number,
   signal?: AbortSignal,
+  /** A pull's: the entries the sender could not read, which its last batch lists (if any). */
+  onUnreadable?: (told: Pick<ManifestMessage, 'unreadable' | 'unreadableCount'>) => void,
 ): Promise<ManifestEntry[]> {
   const budget = budgetOf(session);
   const entries: ManifestEntry[] = [];
@@ -113,7 +115,10 @@ export async function receiveManifest(
     }
     budget?.takeManifest(transferId, batch.entries);
     for (const e of batch.entries) entries.push(e); // not push(...): a batch may hold 100,000
-    if (batch.last) return entries;
+    if (batch.last) {
+      if (batch.unreadableCount !== undefined) onUnreadable?.(batch);
+      return entries;
+    }
   }
 }
 

@@ -6,7 +6,7 @@ import { ClawpeerError } from '../errors.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { manifestFromFile } from '../file-chunking/file-chunker.js';
 import type { FileManifest } from '../chunking/manifest.js';
-import type { ManifestEntry } from '../protocol/messages.js';
+import type { ManifestEntry, UnreadablePath } from '../protocol/messages.js';
 import { belowTransferRoot, type ExcludeRules } from '../transfer/exclude.js';
 import type { ModeChange } from '../transfer/chmod.js';
 import { ancestorsOf } from '../transfer/file-list.js';
@@ -14,6 +14,7 @@ import type { Logger } from '../logger.js';
 import { msToNs, type FileKey } from '../store/file-key.js';
 import { isInternalDirName, isTempFileName } from '../store/internal-names.js';
 import { scanTree, type ScanTreeOptions } from '../store/tree-scan.js';
+import { hasVanished, isUnreadable, relativeEntryPath, unreadableReason } from './unreadable-entries.js';
 
 export interface SourceFile {
   readonly entryIndex: number;
@@ -52,6 +53,11 @@ export interface ScanSourceOptions {
   readonly log: Logger;
   readonly signal?: AbortSignal;
   readonly onFileHashed?: (bytes: number) => void;
+  /**
+   * An entry below the scanned root that cannot be read (unreadable-entries.ts): left out and
+   * told here, the scan goes on. Without it the first one fails the scan, as does the root.
+   */
+  readonly onUnreadable?: (entry: UnreadablePath) => void;
 }
 
 /** Bounds on the size of regular files sent (bytes, inclusive; rsync --min-size/--max-size); either may be absent. */
@@ -204,6 +210,18 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
   const excluded = (rel: string, isDir: boolean): boolean =>
     rules !== undefined && rules.excludes(belowTransferRoot(rel, plan.rulesOnWholePath), isDir);
   const rootName = plan.rootName ?? options.rootName;
+  // What cannot be read is left out and the rest sent, when the caller names it; the root
+  // itself still fails the scan: nothing else would be sent.
+  const { onUnreadable } = options;
+  const leaveOut = (local: string, error: Error): void => {
+    if (onUnreadable === undefined || local === absRoot || !isUnreadable(error)) throw error;
+    if (hasVanished(error)) {
+      options.log.warn('skipping an entry that vanished while it was scanned', { path: local });
+      return;
+    }
+    const rel = relativeEntryPath(plan.base, local);
+    onUnreadable({ path: rel, error: unreadableReason(local, rel, error) });
+  };
   // clawpeer's own state never travels: a synced folder's `.clawpeer/` (its revision log and
   // partials are about this machine) and temp files of a publish in progress.
   const scanOptions: ScanTreeOptions = {
@@ -215,6 +233,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
     ...(options.copyLinks !== undefined ? { copyLinks: options.copyLinks } : {}),
     ...(options.followWithin !== undefined ? { followWithin: options.followWithin } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
+    ...(onUnreadable === undefined ? {} : { onIssue: (issue) => leaveOut(issue.localPath, issue.error) }),
   };
   const { entries, files } = out;
   for await (const e of scanTree(absRoot, scanOptions)) {
@@ -253,11 +272,18 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
       case 'file': {
         const local = path.join(plan.base, ...e.relPath.split('/'));
         const hashedAtNs = msToNs(Date.now());
-        const manifest = await manifestFromFile(
-          local,
-          options.chunking,
-          options.signal !== undefined ? { signal: options.signal } : {},
-        );
+        let manifest: FileManifest;
+        try {
+          manifest = await manifestFromFile(
+            local,
+            options.chunking,
+            options.signal !== undefined ? { signal: options.signal } : {},
+          );
+        } catch (err) {
+          if (!(err instanceof Error)) throw err;
+          leaveOut(local, err);
+          continue;
+        }
         options.onFileHashed?.(manifest.size);
         files.set(entries.length, {
           entryIndex: entries.length,

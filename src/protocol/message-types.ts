@@ -208,7 +208,22 @@ export interface ManifestMessage {
   readonly entries: readonly ManifestEntry[];
   /** True on the final batch. */
   readonly last: boolean;
+  /** The final batch of a pull's: entries the sender could not read and left out, at most MAX_LISTED_DELETIONS. */
+  readonly unreadable?: readonly UnreadablePath[];
+  /** All of them (>= unreadable.length). */
+  readonly unreadableCount?: number;
 }
+
+/** An entry a sender left out because it could not read it (a name not valid UTF-8, EACCES, ...). */
+export interface UnreadablePath {
+  /** Relative to the transfer root, as manifest entries' paths; bytes not valid UTF-8 as \\#ooo. */
+  readonly path: string;
+  /** Why, without the sender's local path (at most MAX_UNREADABLE_ERROR_BYTES). */
+  readonly error: string;
+}
+
+/** The longest reason an UnreadablePath travels with. */
+export const MAX_UNREADABLE_ERROR_BYTES = 1024;
 
 export interface WantMessage {
   readonly type: 'want';

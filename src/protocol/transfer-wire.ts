@@ -35,6 +35,7 @@ import {
   entryMetaFromWire,
 } from './wire-helpers.js';
 import { bitmapProblem } from './want-bitmap.js';
+import { unreadableFromWire, unreadableToWire } from './unreadable-list.js';
 import {
   backedUpFromWire,
   createdFromWire,
@@ -234,6 +235,7 @@ export function transferToWire(message: TransferControlMessage): clawpeer.v1.Con
           transferId: message.transferId,
           entries: message.entries.map(manifestEntryToWire),
           last: message.last,
+          ...unreadableToWire(message),
         },
       };
     case 'want': {
@@ -417,6 +419,11 @@ export function transferFromWire(control: clawpeer.v1.Control): TransferControlM
         transferId: m.transferId ?? 0,
         entries: raw.map((e, i) => manifestEntryFromWire(i, e)),
         last: m.last ?? false,
+        ...unreadableFromWire(
+          m.unreadable ?? [],
+          u64ToNumber('Manifest.unreadableCount', m.unreadableCount ?? 0),
+          m.last ?? false,
+        ),
       };
     }
     case 'want': {

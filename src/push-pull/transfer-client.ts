@@ -34,6 +34,7 @@ import { TEST_HOOKS } from '../support/test-hooks.js';
 import { ProgressCounter } from '../transfer/transfer-progress.js';
 import { removeSentSources } from './source-removal.js';
 import { RefusedPaths, refusedAtListener } from './refused-paths.js';
+import { UnreadableEntries } from '../exchange/unreadable-entries.js';
 import type { TransferOptions, TransferResult } from './transfer-types.js';
 import {
   requireDelete,
@@ -131,6 +132,8 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
     session.requireFeature('fsync-none', 'cannot publish without fsync (--fsync=none)', 'push with --fsync=batch');
   let hashed = 0;
   let hashedFiles = 0;
+  // What cannot be read here is left out and named; the rest is sent (exit 23, as rsync's).
+  const unreadable = new UnreadableEntries();
   const scanOptions: ScanSourceOptions = {
     chunking: sessionChunking(session),
     log: o.log,
@@ -143,14 +146,18 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       hashed += bytes;
       o.onProgress?.({ phase: 'scanning', bytes: hashed, totalBytes: 0, files: ++hashedFiles, totalFiles: 0 });
     },
+    onUnreadable: (entry) => unreadable.add(entry),
   };
   const source =
     o.filesFrom === undefined
       ? await scanSources(sources, scanOptions)
       : await scanListed(o.localPath, o.filesFrom, scanOptions);
   const totalFiles = source.files.size;
+  // As rsync's "IO error encountered -- skipping file deletion": what could not be read is
+  // missing from the manifest, and --delete would remove the listener's copy of it.
+  const asked = unreadable.count > 0 && o.delete === true ? { ...o, delete: false } : o;
   if (o.dryRun === true) {
-    const plan = await pushDryRun(o, source.entries, started, wireStart);
+    const plan = { ...(await pushDryRun(asked, source.entries, started, wireStart)), ...unreadable.fields() };
     return o.removeSourceFiles === true
       ? { ...plan, sourceRemoved: source.entries.filter((e) => e.kind !== 'dir').length, sourceChanged: [] }
       : plan;
@@ -158,7 +165,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
   const id = session.allocateTransferId();
   // The manifest follows the request without waiting for the accept: one round trip less.
   // If the listener refuses, its Error arrives instead of the accept and the batches are moot.
-  await session.control.sendAll([transferRequest(o, id, 'push'), ...manifestMessages(session, id, source.entries)]);
+  await session.control.sendAll([transferRequest(asked, id, 'push'), ...manifestMessages(session, id, source.entries)]);
   // With early chunks the data streams start now, before the accept and the Want; the listener
   // clamps streams and window to the session's caps, so we know them already.
   const { streams, window } = effectiveStreamsAndWindow(session, o.streams, o.window);
@@ -243,7 +250,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       streams: stats.streamsUsed,
       window,
       seconds: (performance.now() - started) / 1000,
-      ...deletedOf(o, result.deleted, result.deletedCount),
+      ...deletedOf(asked, result.deleted, result.deletedCount),
       ...keptOf(o, result.filesKept),
       ...backedUpOf(o, result.filesBackedUp),
       ...overLimitOf(result.deletesOverLimit),
@@ -257,6 +264,7 @@ export async function push(o: TransferOptions): Promise<TransferResult> {
       ...(result.refusedCount === undefined
         ? {}
         : { refused: result.refused ?? [], refusedCount: result.refusedCount }),
+      ...unreadable.fields(),
     };
   } finally {
     o.signal.removeEventListener('abort', onOuter);
@@ -360,7 +368,11 @@ async function pullDryRun(
   const id = session.allocateTransferId();
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
-  const entries = withModes(await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal), o.modeChange);
+  const unreadable = new UnreadableEntries();
+  const entries = withModes(
+    await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal, (told) => unreadable.told(told)),
+    o.modeChange,
+  );
   let plan: WantInfo & DryRunVerdicts & { filesKept?: number };
   let wouldRemove: string[] = [];
   if (existsSync(root)) {
@@ -373,7 +385,9 @@ async function pullDryRun(
       root,
     );
     plan = await receiver.dryRun();
-    if (o.delete === true) wouldRemove = (await pulledExtraneous(o, root, entries, receiver)).map((e) => e.path);
+    // Not past what the listener could not read (it is missing from the manifest), as rsync.
+    if (o.delete === true && unreadable.count === 0)
+      wouldRemove = (await pulledExtraneous(o, root, entries, receiver)).map((e) => e.path);
   } else {
     // Nothing there yet: every file is new and every chunk travels.
     const { keys } = uniqueChunks(entries);
@@ -400,6 +414,7 @@ async function pullDryRun(
     ...deletedOf(o, wouldRemove, undefined),
     ...keptOf(o, plan.filesKept),
     ...withinMaxDelete(o, wouldRemove).over,
+    ...unreadable.fields(),
   };
 }
 
@@ -466,7 +481,11 @@ async function pullWith(
   requirePullFeatures(o);
   await session.control.send(transferRequest(o, id, 'pull'));
   const accept = await expectMessage(session, 'transfer-accept', id, PREPARE_TIMEOUT_MS, o.signal);
-  const entries = withModes(await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal), o.modeChange);
+  const unreadable = new UnreadableEntries();
+  const entries = withModes(
+    await receiveManifest(session, id, PREPARE_TIMEOUT_MS, o.signal, (told) => unreadable.told(told)),
+    o.modeChange,
+  );
   const lone = entries[0];
   if (o.singleFile === true && (entries.length !== 1 || lone?.kind !== 'file')) {
     const what = lone?.kind === 'symlink' ? 'a symlink' : 'a directory';
@@ -513,7 +532,9 @@ async function pullWith(
       chunksSkipped: stats.chunksSkipped,
     });
     // Only once everything is published: a failed pull removes nothing.
-    const toRemove = withinMaxDelete(o, o.delete === true ? await pulledExtraneous(o, root, entries, receiver) : []);
+    // Nothing past what the listener could not read (missing from the manifest), as rsync.
+    const deleting = o.delete === true && unreadable.count === 0;
+    const toRemove = withinMaxDelete(o, deleting ? await pulledExtraneous(o, root, entries, receiver) : []);
     // The revision log's module (lmdb) loads only when there is something to remove.
     const removed =
       toRemove.list.length === 0
@@ -545,6 +566,7 @@ async function pullWith(
       ...(stats.created === undefined ? {} : { created: stats.created }),
       ...(stats.updated === undefined ? {} : { updated: stats.updated }),
       ...refused.fields(),
+      ...unreadable.fields(),
     };
   } catch (err) {
     await receiver.abort();

@@ -37,6 +37,8 @@ function combineTwo(a: TransferResult, b: TransferResult): TransferResult {
     updated: cat(a.updated, b.updated),
     refused: cat(a.refused, b.refused),
     refusedCount: sum(a.refusedCount, b.refusedCount),
+    unreadable: cat(a.unreadable, b.unreadable),
+    unreadableCount: sum(a.unreadableCount, b.unreadableCount),
   };
   return {
     files: a.files + b.files,

@@ -12,7 +12,9 @@ import {
   MAX_LISTED_DELETIONS,
   MAX_LISTED_PUBLISHED,
   MAX_LISTED_PUBLISHED_BYTES,
+  type ManifestMessage,
   type TransferRequestMessage,
+  type UnreadablePath,
 } from '../protocol/messages.js';
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
 import { normalizeSharePath } from '../transfer/paths.js';
@@ -39,6 +41,7 @@ import {
 } from '../exchange/transfer-control.js';
 import { TransferReceiver } from '../exchange/transfer-receive.js';
 import { RefusedPaths } from './refused-paths.js';
+import { UnreadableEntries } from '../exchange/unreadable-entries.js';
 import { sendChunks } from '../exchange/transfer-send.js';
 import { scanListed, scanSource, type SizeRange } from '../exchange/transfer-source.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
@@ -363,10 +366,21 @@ async function servePull(
   const { id, share, basePath, streams, window, chunking } = t;
   const local = await existingSharePath(share, basePath);
   const rules = peerExcludes(req);
+  // What cannot be read here is left out, warned of and told to the client; the rest is sent.
+  const unreadable = new UnreadableEntries();
   const scanOptions = {
     chunking,
     log,
     signal,
+    onUnreadable: (entry: UnreadablePath) => {
+      unreadable.add(entry);
+      log.warn('pull: cannot read an entry here; left out, the rest is sent', {
+        peer: session.peerId,
+        share: share.name,
+        path: entry.path,
+        error: entry.error,
+      });
+    },
     ...(rules === undefined ? {} : { excludeRules: rules }),
     ...peerSizes(req),
     // -L: what a link leads to goes only when that is inside the share (tree-scan's followWithin).
@@ -389,7 +403,7 @@ async function servePull(
         });
   await session.control.sendAll([
     { type: 'transfer-accept', transferId: id, streams, window },
-    ...manifestMessages(session, id, source.entries),
+    ...withUnreadable(manifestMessages(session, id, source.entries), unreadable),
   ]);
   if (req.dryRun === true) {
     // The client plans on its side and ends the transfer: nothing to send.
@@ -426,6 +440,20 @@ async function servePull(
   });
   const done = await expectMessage(session, 'transfer-done', id, PREPARE_TIMEOUT_MS, signal);
   log.info('pull served', { peer: session.peerId, share: share.name, files: done.files, bytes: done.bytes });
+}
+
+/**
+ * A pull's manifest with what could not be read listed on its last batch: a batch of its own,
+ * as the last of the entries' may be near the frame limit already.
+ */
+function withUnreadable(batches: ManifestMessage[], unreadable: UnreadableEntries): ManifestMessage[] {
+  const last = batches.at(-1);
+  if (unreadable.count === 0 || last === undefined) return batches;
+  return [
+    ...batches.slice(0, -1),
+    { ...last, last: false },
+    { type: 'manifest', transferId: last.transferId, entries: [], last: true, ...unreadable.fields() },
+  ];
 }
 
 /** TransferDone's count of kept files, when there are any. */

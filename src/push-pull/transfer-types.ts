@@ -1,6 +1,6 @@
 // What push and pull (transfer-client.ts) are given and what they report.
 import type { Logger } from '../logger.js';
-import type { CreatedEntry, PublishedFile, RefusedPath, UpdatedFile } from '../protocol/messages.js';
+import type { CreatedEntry, PublishedFile, RefusedPath, UnreadablePath, UpdatedFile } from '../protocol/messages.js';
 import type { ExcludeRules } from '../transfer/exclude.js';
 import type { BackupPlan } from '../store/backups.js';
 import type { ModeChange } from '../transfer/chmod.js';
@@ -104,4 +104,12 @@ export interface TransferResult {
   readonly refused?: readonly RefusedPath[];
   /** All of them (>= refused.length). */
   readonly refusedCount?: number;
+  /**
+   * Entries below the source the sender (this node for a push, the listener for a pull) could
+   * not read, with why: left out, the rest sent (exit 23), and --delete skipped (as rsync's).
+   * The first MAX_LISTED_DELETIONS, relative as the sent entries are.
+   */
+  readonly unreadable?: readonly UnreadablePath[];
+  /** All of them (>= unreadable.length). */
+  readonly unreadableCount?: number;
 }

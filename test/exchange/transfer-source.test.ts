@@ -1,6 +1,7 @@
 // scanSource: small files are hashed from one whole read, larger ones streamed; either way each
 // file's manifest must equal the streaming chunker's (the receiver recomputes and compares).
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -167,3 +168,47 @@ t.test(
     });
   },
 );
+
+t.test('onUnreadable: entries that cannot be read are left out and told, the rest is sent', async (t) => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-src-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const root = path.join(dir, 'tree');
+  await mkdir(path.join(root, 'sub'), { recursive: true });
+  await writeFile(path.join(root, 'a.txt'), 'a');
+  await writeFile(path.join(root, 'sub', 'b.txt'), 'b');
+  // A name in Latin-1, not UTF-8: names travel as UTF-8, so it cannot be sent.
+  writeFileSync(Buffer.concat([Buffer.from(`${root}/sub/caf`), Buffer.from([0xff]), Buffer.from('.txt')]), 'x');
+  const asRoot = process.getuid?.() === 0;
+  // Not as root (it reads anything): a file that cannot be opened when it is hashed.
+  if (!asRoot) await writeFile(path.join(root, 'secret.bin'), 'x', { mode: 0o000 });
+
+  // Without onUnreadable the first one still fails the scan.
+  await t.rejects(scanSource(root, { chunking, log: silentLogger }), { code: asRoot ? 'PATH_INVALID' : /./ });
+
+  const told: { path: string; error: string }[] = [];
+  const source = await scanSource(root, { chunking, log: silentLogger, onUnreadable: (u) => told.push(u) });
+  t.same(
+    source.entries.map((e) => e.path),
+    ['tree', 'tree/a.txt', 'tree/sub', 'tree/sub/b.txt'],
+    'the readable entries are all there',
+  );
+  t.same([...source.files.values()].map((f) => path.basename(f.localPath)).sort(), ['a.txt', 'b.txt']);
+  t.match(
+    told,
+    [
+      ...(asRoot ? [] : [{ path: 'tree/secret.bin', error: 'EACCES: permission denied' }]),
+      { path: 'tree/sub/caf\\#377.txt', error: /^its name is not valid UTF-8/ },
+    ],
+    'each is told with why',
+  );
+  t.notOk(
+    told.some((u) => u.error.includes(dir)),
+    'the reasons leave out the local path (a listener tells them to its peer)',
+  );
+  if (!asRoot)
+    await t.rejects(
+      scanSource(path.join(root, 'secret.bin'), { chunking, log: silentLogger, onUnreadable: () => t.fail() }),
+      { code: 'IO', message: /secret\.bin/ },
+      'a lone source that cannot be read still fails: nothing else would be sent',
+    );
+});

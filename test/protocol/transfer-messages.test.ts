@@ -1258,3 +1258,60 @@ t.test('TransferDone.refused round-trips with its count, capped and checked like
     message: /not an errno code/,
   });
 });
+
+t.test("Manifest.unreadable (a pull's sender) round-trips with its count, capped and checked", async (t) => {
+  const message: ManifestMessage = {
+    type: 'manifest',
+    transferId: 5,
+    entries: [],
+    last: true,
+    unreadable: [
+      { path: 'tree/caf\\#377.txt', error: 'its name is not valid UTF-8' },
+      { path: 'tree/secret', error: 'EACCES: permission denied' },
+    ],
+    unreadableCount: 3,
+  };
+  const back = decodeControl(encodeControl(message), { maxBytes: MAX_BYTES });
+  t.match(back, { type: 'manifest', last: true, unreadable: message.unreadable, unreadableCount: 3 });
+  const none = decodeControl(encodeControl({ ...message, unreadable: [], unreadableCount: 0 }), {
+    maxBytes: MAX_BYTES,
+  });
+  t.notOk('unreadable' in none || 'unreadableCount' in none, 'all read: neither field');
+
+  const tooMany = Array.from({ length: 1001 }, (_, i) => ({ path: `f${i}`, error: 'EIO: i/o error' }));
+  t.throws(() => encodeControl({ ...message, unreadable: tooMany, unreadableCount: 5000 }), {
+    name: 'RangeError',
+    message: /Manifest\.unreadable lists 1001 paths, more than 1000/,
+  });
+  t.throws(() => encodeControl({ ...message, last: false }), {
+    name: 'RangeError',
+    message: /on a batch that is not the last/,
+  });
+  const cases: [string, clawpeer.v1.Manifest.$Properties, RegExp][] = [
+    ['too many', { last: true, unreadable: tooMany, unreadableCount: 5000 }, /lists 1001 paths, more than 1000/],
+    [
+      'a count below the list',
+      {
+        last: true,
+        unreadable: [
+          { path: 'a', error: 'x' },
+          { path: 'b', error: 'x' },
+        ],
+        unreadableCount: 1,
+      },
+      /Manifest\.unreadableCount 1 is less than the 2 paths listed/,
+    ],
+    ['a list without a count', { last: true, unreadable: [{ path: 'a', error: 'x' }] }, /unreadableCount 0 is less/],
+    ['not on the last batch', { last: false, unreadable: [], unreadableCount: 2 }, /not the last/],
+    ['an empty path', { last: true, unreadable: [{ path: '', error: 'x' }], unreadableCount: 1 }, /an empty path/],
+    [
+      'a reason too long',
+      { last: true, unreadable: [{ path: 'a', error: 'e'.repeat(1025) }], unreadableCount: 1 },
+      /a reason of 1025 bytes, more than 1024/,
+    ],
+  ];
+  for (const [name, manifest, messageRe] of cases) {
+    const wire = pb.Control.encode({ manifest: { transferId: 5, ...manifest } }).finish();
+    t.throws(() => decodeControl(wire, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: messageRe }, name);
+  }
+});

@@ -2,7 +2,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { count } from '../../format.js';
 import { resolveConfig } from '../../home/facade.js';
 import { pullFromPeer, pushToPeer } from '../../push-pull/transfer-with-peer.js';
 import {
@@ -28,7 +27,15 @@ import {
   parseRemote,
   TRANSPORT_OPTION,
 } from '../args.js';
-import { report, reportDeleted, reportDryRun, reportPublished, reportRefused } from '../transfer-report.js';
+import {
+  partialMessage,
+  report,
+  reportDeleted,
+  reportDryRun,
+  reportPublished,
+  reportRefused,
+  reportUnreadable,
+} from '../transfer-report.js';
 import { createProgress } from '../progress.js';
 import { DEFAULT_STDIN_NAME, spoolStdin, STDIN_SOURCE, stdinName } from '../stdin-spool.js';
 import { checkStdoutPull, pullToStdout, STDOUT_DESTINATION } from '../stdout-pull.js';
@@ -408,6 +415,7 @@ async function transfer(
     reportPublished(ctx, result);
     reportDeleted(ctx, result, result.dryRun !== undefined);
     reportRefused(ctx, result, direction === 'push' ? remote.peer : undefined);
+    reportUnreadable(ctx, result, direction === 'pull' ? remote.peer : undefined, args['delete'] === true);
     for (const p of result.sourceChanged ?? [])
       ctx.out.emit({ event: 'source-kept', path: p }, `not removed, changed or gone since it was sent: ${p}`);
     if (result.dryRun !== undefined) reportDryRun(ctx, verb, result, result.dryRun);
@@ -422,11 +430,8 @@ async function transfer(
         `--delete would remove ${result.deletesOverLimit} paths, more than --max-delete ${maxDelete ?? 0}: ${what}`,
       );
     }
-    if (result.refusedCount !== undefined)
-      throw new ClawpeerError(
-        'PARTIAL',
-        `${count(result.refusedCount, 'path')} could not be written ${direction === 'push' ? `by ${remote.peer}` : 'here'}; the rest was ${verb} (run it again once they can be)`,
-      );
+    const partial = partialMessage(result, direction, remote.peer);
+    if (partial !== undefined) throw new ClawpeerError('PARTIAL', partial);
   } finally {
     progress.stop();
   }

@@ -1693,6 +1693,12 @@ export namespace clawpeer {
             /** Manifest last. */
             last: boolean;
 
+            /** Manifest unreadable. */
+            unreadable: clawpeer.v1.UnreadablePath.$Properties[];
+
+            /** Manifest unreadableCount. */
+            unreadableCount: (number|Long);
+
             /**
              * Encodes the specified Manifest message. Does not implicitly {@link clawpeer.v1.Manifest.verify|verify} messages.
              * @param message Manifest message or plain object to encode
@@ -1726,12 +1732,81 @@ export namespace clawpeer {
                 /** Manifest last */
                 last?: (boolean|null);
 
+                /** Manifest unreadable */
+                unreadable?: (clawpeer.v1.UnreadablePath.$Properties[]|null);
+
+                /** Manifest unreadableCount */
+                unreadableCount?: (number|Long|null);
+
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
             }
 
             /** Shape of a Manifest. */
             type $Shape = clawpeer.v1.Manifest.$Properties;
+        }
+
+        /**
+         * Properties of an UnreadablePath.
+         * @deprecated Use clawpeer.v1.UnreadablePath.$Properties instead.
+         */
+        interface IUnreadablePath extends clawpeer.v1.UnreadablePath.$Properties {
+        }
+
+        /** Represents an UnreadablePath. */
+        class UnreadablePath {
+
+            /**
+             * Constructs a new UnreadablePath.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.UnreadablePath.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** UnreadablePath path. */
+            path: string;
+
+            /** UnreadablePath error. */
+            error: string;
+
+            /**
+             * Encodes the specified UnreadablePath message. Does not implicitly {@link clawpeer.v1.UnreadablePath.verify|verify} messages.
+             * @param message UnreadablePath message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.UnreadablePath.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes an UnreadablePath message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.UnreadablePath & clawpeer.v1.UnreadablePath.$Shape} UnreadablePath
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.UnreadablePath & clawpeer.v1.UnreadablePath.$Shape;
+        }
+
+        namespace UnreadablePath {
+
+            /** Properties of an UnreadablePath. */
+            interface $Properties {
+
+                /** UnreadablePath path */
+                path?: (string|null);
+
+                /** UnreadablePath error */
+                error?: (string|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of an UnreadablePath. */
+            type $Shape = clawpeer.v1.UnreadablePath.$Properties;
         }
 
         /**

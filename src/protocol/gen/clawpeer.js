@@ -4133,6 +4133,8 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {number|null} [transferId] Manifest transferId
              * @property {Array.<clawpeer.v1.ManifestEntry.$Properties>|null} [entries] Manifest entries
              * @property {boolean|null} [last] Manifest last
+             * @property {Array.<clawpeer.v1.UnreadablePath.$Properties>|null} [unreadable] Manifest unreadable
+             * @property {number|Long|null} [unreadableCount] Manifest unreadableCount
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -4159,6 +4161,7 @@ export const clawpeer = $root.clawpeer = (() => {
              */
             const Manifest = function (properties) {
                 this.entries = [];
+                this.unreadable = [];
                 if (properties)
                     for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
                         if (properties[keys[i]] != null && keys[i] !== "__proto__")
@@ -4190,6 +4193,22 @@ export const clawpeer = $root.clawpeer = (() => {
             Manifest.prototype.last = false;
 
             /**
+             * Manifest unreadable.
+             * @member {Array.<clawpeer.v1.UnreadablePath.$Properties>} unreadable
+             * @memberof clawpeer.v1.Manifest
+             * @instance
+             */
+            Manifest.prototype.unreadable = $util.emptyArray;
+
+            /**
+             * Manifest unreadableCount.
+             * @member {number|Long} unreadableCount
+             * @memberof clawpeer.v1.Manifest
+             * @instance
+             */
+            Manifest.prototype.unreadableCount = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
              * Encodes the specified Manifest message. Does not implicitly {@link clawpeer.v1.Manifest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.Manifest
@@ -4212,6 +4231,11 @@ export const clawpeer = $root.clawpeer = (() => {
                         $root.clawpeer.v1.ManifestEntry.encode(message.entries[i], writer.uint32(/* id 2, wireType 2 =*/18).fork(), _depth + 1).ldelim();
                 if (message.last != null && $Object.hasOwnProperty.call(message, "last") && message.last !== false)
                     writer.uint32(/* id 3, wireType 0 =*/24).bool(message.last);
+                if (message.unreadable != null && message.unreadable.length)
+                    for (let i = 0; i < message.unreadable.length; ++i)
+                        $root.clawpeer.v1.UnreadablePath.encode(message.unreadable[i], writer.uint32(/* id 4, wireType 2 =*/34).fork(), _depth + 1).ldelim();
+                if (message.unreadableCount != null && $Object.hasOwnProperty.call(message, "unreadableCount") && (typeof message.unreadableCount === "object" ? message.unreadableCount.low || message.unreadableCount.high : message.unreadableCount !== 0))
+                    writer.uint32(/* id 5, wireType 0 =*/40).uint64(message.unreadableCount);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -4282,6 +4306,23 @@ export const clawpeer = $root.clawpeer = (() => {
                                 delete message.last;
                             continue;
                         }
+                    case 4: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.unreadable && message.unreadable.length))
+                                message.unreadable = [];
+                            message.unreadable.push($root.clawpeer.v1.UnreadablePath.decode(reader, reader.size(), $undefined, _depth + 1));
+                            continue;
+                        }
+                    case 5: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.unreadableCount = value;
+                            else
+                                delete message.unreadableCount;
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -4300,6 +4341,162 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return Manifest;
+        })();
+
+        v1.UnreadablePath = (function() {
+
+            /**
+             * Properties of an UnreadablePath.
+             * @typedef {Object} clawpeer.v1.UnreadablePath.$Properties
+             * @property {string|null} [path] UnreadablePath path
+             * @property {string|null} [error] UnreadablePath error
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of an UnreadablePath.
+             * @memberof clawpeer.v1
+             * @interface IUnreadablePath
+             * @augments clawpeer.v1.UnreadablePath.$Properties
+             * @deprecated Use clawpeer.v1.UnreadablePath.$Properties instead.
+             */
+
+            /**
+             * Shape of an UnreadablePath.
+             * @typedef {clawpeer.v1.UnreadablePath.$Properties} clawpeer.v1.UnreadablePath.$Shape
+             */
+
+            /**
+             * Constructs a new UnreadablePath.
+             * @memberof clawpeer.v1
+             * @classdesc Represents an UnreadablePath.
+             * @constructor
+             * @param {clawpeer.v1.UnreadablePath.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const UnreadablePath = function (properties) {
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * UnreadablePath path.
+             * @member {string} path
+             * @memberof clawpeer.v1.UnreadablePath
+             * @instance
+             */
+            UnreadablePath.prototype.path = "";
+
+            /**
+             * UnreadablePath error.
+             * @member {string} error
+             * @memberof clawpeer.v1.UnreadablePath
+             * @instance
+             */
+            UnreadablePath.prototype.error = "";
+
+            /**
+             * Encodes the specified UnreadablePath message. Does not implicitly {@link clawpeer.v1.UnreadablePath.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.UnreadablePath
+             * @static
+             * @param {clawpeer.v1.UnreadablePath.$Properties} message UnreadablePath message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            UnreadablePath.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.path != null && $Object.hasOwnProperty.call(message, "path") && message.path !== "")
+                    writer.uint32(/* id 1, wireType 2 =*/10).string(message.path);
+                if (message.error != null && $Object.hasOwnProperty.call(message, "error") && message.error !== "")
+                    writer.uint32(/* id 2, wireType 2 =*/18).string(message.error);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes an UnreadablePath message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.UnreadablePath
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.UnreadablePath & clawpeer.v1.UnreadablePath.$Shape} UnreadablePath
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            UnreadablePath.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.UnreadablePath();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.path = value;
+                            else
+                                delete message.path;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            if ((value = reader.stringVerify()).length)
+                                message.error = value;
+                            else
+                                delete message.error;
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return UnreadablePath;
         })();
 
         v1.Want = (function() {

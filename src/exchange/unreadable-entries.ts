@@ -1,0 +1,75 @@
+// The entries below a source a sender could not read (a name not valid UTF-8, a directory it
+// cannot list, a file it cannot open or read while hashing): left out while the rest is sent,
+// as rsync does, which then exits 23 ("partial transfer"). Before, the first one failed the
+// whole push or pull. Those that vanished mid-scan are no part of the tree any more: skipped,
+// as a sync's scan does (synced-folder.ts), not counted.
+import path from 'node:path';
+import { isClawpeerError } from '../errors.js';
+import { MAX_LISTED_DELETIONS, type UnreadablePath } from '../protocol/messages.js';
+import { errnoAmong } from '../support/path-refusal.js';
+
+const VANISHED: ReadonlySet<string> = new Set(['ENOENT', 'ENOTDIR']);
+
+/** The errno code of `err` or an error it wraps, if any. */
+function errnoOf(err: unknown): { code: string; message: string } | undefined {
+  let e: unknown = err;
+  for (let depth = 0; e instanceof Error && depth < 4; depth++, e = e.cause) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && /^E[A-Z0-9]+$/.test(code)) return { code, message: e.message };
+  }
+  return undefined;
+}
+
+/** Whether `err` says the entry is gone (deleted or moved since it was listed). */
+export function hasVanished(err: unknown): boolean {
+  return errnoAmong(err, VANISHED) !== undefined;
+}
+
+/** Whether `err` is a failure to read one entry (I/O with an errno, a name that cannot travel), not an abort or a bug. */
+export function isUnreadable(err: unknown): boolean {
+  return isClawpeerError(err, 'PATH_INVALID') || (isClawpeerError(err, 'IO') && errnoOf(err) !== undefined);
+}
+
+/**
+ * Why `localPath` (sent as `relPath`) cannot be read, without the local path: a peer is told it,
+ * and a listener never shows its own paths. "EACCES: permission denied" for an errno.
+ */
+export function unreadableReason(localPath: string, relPath: string, err: Error): string {
+  const errno = errnoOf(err);
+  let why: string;
+  if (errno !== undefined) why = /^E[A-Z0-9]+: [^,]*/.exec(errno.message)?.[0] ?? errno.code;
+  else {
+    const prefix = `cannot send ${localPath}: `;
+    why = err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message;
+    why = why.split(localPath).join(relPath);
+  }
+  return why.length <= 200 ? why : `${why.slice(0, 199)}…`; // within MAX_UNREADABLE_ERROR_BYTES
+}
+
+/** What a scan could not read, as the final Manifest batch and TransferResult list them. */
+export class UnreadableEntries {
+  /** The first MAX_LISTED_DELETIONS; `count` counts all. */
+  readonly listed: UnreadablePath[] = [];
+  count = 0;
+
+  /** ScanSourceOptions.onUnreadable. */
+  add(entry: UnreadablePath): void {
+    this.count++;
+    if (this.listed.length < MAX_LISTED_DELETIONS) this.listed.push(entry);
+  }
+
+  /** What a pull's sender told in its last Manifest batch (already checked on decode). */
+  told(batch: { readonly unreadable?: readonly UnreadablePath[]; readonly unreadableCount?: number }): void {
+    this.listed.push(...(batch.unreadable ?? []));
+    this.count += batch.unreadableCount ?? 0;
+  }
+
+  /** The fields of the result (and of a pull's final Manifest batch): none when all was read. */
+  fields(): { unreadable?: UnreadablePath[]; unreadableCount?: number } {
+    return this.count === 0 ? {} : { unreadable: this.listed, unreadableCount: this.count };
+  }
+}
+
+/** `localPath` relative to `base`, as manifest entries' paths are. */
+export const relativeEntryPath = (base: string, localPath: string): string =>
+  path.relative(base, localPath).split(path.sep).join('/');
