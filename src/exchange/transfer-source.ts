@@ -14,7 +14,8 @@ import type { Logger } from '../logger.js';
 import { msToNs, type FileKey } from '../store/file-key.js';
 import { isInternalDirName, isTempFileName } from '../store/internal-names.js';
 import { scanTree, type ScanTreeOptions } from '../store/tree-scan.js';
-import { hasVanished, isUnreadable, relativeEntryPath, unreadableReason } from './unreadable-entries.js';
+import { hasVanished } from '../support/path-refusal.js';
+import { isUnreadable, relativeEntryPath, unreadableReason } from './unreadable-entries.js';
 
 export interface SourceFile {
   readonly entryIndex: number;

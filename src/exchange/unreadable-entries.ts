@@ -6,24 +6,11 @@
 import path from 'node:path';
 import { isClawpeerError } from '../errors.js';
 import { MAX_LISTED_DELETIONS, type UnreadablePath } from '../protocol/messages.js';
-import { errnoAmong } from '../support/path-refusal.js';
+import { systemErrorIn } from '../support/path-refusal.js';
 
-const VANISHED: ReadonlySet<string> = new Set(['ENOENT', 'ENOTDIR']);
-
-/** The errno code of `err` or an error it wraps, if any. */
-function errnoOf(err: unknown): { code: string; message: string } | undefined {
-  let e: unknown = err;
-  for (let depth = 0; e instanceof Error && depth < 4; depth++, e = e.cause) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (typeof code === 'string' && /^E[A-Z0-9]+$/.test(code)) return { code, message: e.message };
-  }
-  return undefined;
-}
-
-/** Whether `err` says the entry is gone (deleted or moved since it was listed). */
-export function hasVanished(err: unknown): boolean {
-  return errnoAmong(err, VANISHED) !== undefined;
-}
+/** The system error (an errno code) `err` is or wraps, if any. */
+const errnoOf = (err: unknown): { code: string; message: string } | undefined =>
+  systemErrorIn(err, (code) => /^E[A-Z0-9]+$/.test(code));
 
 /** Whether `err` is a failure to read one entry (I/O with an errno, a name that cannot travel), not an abort or a bug. */
 export function isUnreadable(err: unknown): boolean {

@@ -20,7 +20,7 @@ import { ManifestCache } from '../exchange/manifest-cache.js';
 import { loadSyncIgnore, type SyncIgnore } from './sync-ignore.js';
 import { RevisionStore } from '../store/revision-store.js';
 import type { WarmStat } from '../store/revlog-format.js';
-import { errnoAmong } from '../support/path-refusal.js';
+import { hasVanished } from '../support/path-refusal.js';
 
 export interface SyncedFolder {
   readonly dir: string;
@@ -42,8 +42,6 @@ export interface UnreadableEntry {
   readonly path: string;
   readonly error: string;
 }
-
-const VANISHED: ReadonlySet<string> = new Set(['ENOENT', 'ENOTDIR']);
 
 export interface OpenSyncedFolderOptions {
   readonly nodeId: string;
@@ -130,7 +128,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
       onIssue: (issue) => {
         vouched = false;
         // Gone since it was listed: a race the next scan settles (rsync's "vanished", a warning).
-        if (errnoAmong(issue.error, VANISHED) === undefined)
+        if (!hasVanished(issue.error))
           unreadable.push({
             path: path.relative(dir, issue.localPath).split(path.sep).join('/') || '.',
             error: issue.error.message,

@@ -11,7 +11,7 @@ import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { initNode, jsonLines, pairAdd, runCli, startListener } from './cli-harness.js';
-import { chattr, immutableUnavailable } from '../support/immutable-files.js';
+import { ImmutableLocks, immutableUnavailable } from '../support/immutable-files.js';
 
 const unavailable = await immutableUnavailable();
 
@@ -27,15 +27,7 @@ t.test(
     const listener = await startListener(a.home, ['--share', `inbox=${inbox}`]);
     t.teardown(() => listener.stop('SIGKILL'));
     await pairAdd(b.home, a.id, 'alice', `127.0.0.1:${listener.port}`);
-    const locked: string[] = [];
-    const lock = (dir: string): void => {
-      chattr('+i', dir);
-      locked.push(dir);
-    };
-    const unlockAll = (): void => {
-      for (const dir of locked.splice(0)) chattr('-i', dir);
-    };
-    t.teardown(unlockAll);
+    const locks = new ImmutableLocks(t);
 
     // A small file and a resumable one (staged under .clawpeer, refused only at its rename).
     const src = path.join(work, 'src', 'tree');
@@ -49,7 +41,7 @@ t.test(
 
     // Push: the listener may not write inbox/tree/locked.
     await mkdir(path.join(inbox, 'tree', 'locked'), { recursive: true });
-    lock(path.join(inbox, 'tree', 'locked'));
+    locks.lock(path.join(inbox, 'tree', 'locked'));
     // --remove-source-files: what the listener did not write stays here.
     const pushArgs = ['--home', b.home, 'push', src, 'alice', '--remove-source-files'];
     const push = await runCli(pushArgs);
@@ -63,7 +55,7 @@ t.test(
     t.notOk(existsSync(path.join(src, 'ok', 'a.txt')), 'the source written there is removed');
     for (const p of refusedFiles) t.ok(existsSync(path.join(work, 'src', p)), `the source of ${p} stays`);
 
-    unlockAll();
+    locks.unlockAll();
     const again = await runCli(pushArgs);
     t.equal(again.code, 0, `writable again: the same push completes: ${again.stderr}`);
     t.equal(await readFile(path.join(inbox, 'tree', 'locked', 'b.txt'), 'utf8'), 'refused at first\n');
@@ -73,7 +65,7 @@ t.test(
     // Pull: this node may not write dest/tree/locked.
     const dest = path.join(work, 'dest');
     await mkdir(path.join(dest, 'tree', 'locked'), { recursive: true });
-    lock(path.join(dest, 'tree', 'locked'));
+    locks.lock(path.join(dest, 'tree', 'locked'));
     const pull = await runCli(['--home', b.home, 'pull', 'alice:inbox/tree', dest, '--json']);
     t.equal(pull.code, 23, `pull exits 23 (partial): ${pull.stderr}`);
     const lines = jsonLines(pull.stdout);
@@ -96,7 +88,7 @@ t.test(
     t.equal(await readFile(path.join(dest, 'tree', 'ok', 'a.txt'), 'utf8'), 'lands\n', 'the rest landed');
     t.same(await readdir(path.join(dest, 'tree', 'locked')), [], 'nothing partial at the refused paths');
 
-    unlockAll();
+    locks.unlockAll();
     const pulled = await runCli(['--home', b.home, 'pull', 'alice:inbox/tree', dest]);
     t.equal(pulled.code, 0, `writable again: the same pull completes: ${pulled.stderr}`);
     t.equal(await readFile(path.join(dest, 'tree', 'locked', 'b.txt'), 'utf8'), 'refused at first\n');

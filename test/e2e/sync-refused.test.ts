@@ -9,7 +9,7 @@ import t from 'tap';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { startSyncPair } from '../support/sync-pair-rig.js';
-import { chattr, immutableUnavailable } from '../support/immutable-files.js';
+import { ImmutableLocks, immutableUnavailable } from '../support/immutable-files.js';
 import { snapshot as fullSnapshot, type TreeItem } from './tree-helpers.js';
 
 /** The tree without directory mtimes (they move with their entries; sync does not carry them). */
@@ -26,15 +26,7 @@ t.test(
     const rig = await startSyncPair(['ra', 'rb'], ['locked'], 'sync-refused');
     t.teardown(() => rig.listener.stop('SIGKILL'));
     const { client, server, sync } = rig;
-    const locked: string[] = [];
-    const lock = (dir: string): void => {
-      chattr('+i', dir);
-      locked.push(dir);
-    };
-    const unlockAll = (): void => {
-      for (const dir of locked.splice(0)) chattr('-i', dir);
-    };
-    t.teardown(unlockAll);
+    const locks = new ImmutableLocks(t);
 
     for (const d of ['d1', 'd2', 'd3']) await mkdir(client('locked', d), { recursive: true });
     await writeFile(client('locked', 'd1', 'old.txt'), 'to be deleted\n');
@@ -43,8 +35,8 @@ t.test(
     t.match(await sync('locked'), { inSync: true }, 'first sync');
 
     // The listener cannot write d1; the client cannot write d3.
-    lock(server('locked', 'd1'));
-    lock(client('locked', 'd3'));
+    locks.lock(server('locked', 'd1'));
+    locks.lock(client('locked', 'd3'));
     await writeFile(client('locked', 'd1', 'new.txt'), 'refused on the listener\n');
     await rm(client('locked', 'd1', 'old.txt'));
     await writeFile(client('locked', 'd2', 'new.txt'), 'lands on the listener\n');
@@ -67,7 +59,7 @@ t.test(
     t.notOk(existsSync(client('locked', 'd3', 'new.txt')), 'the new file in d3 is held back');
     t.match(rig.listener.stderr(), /cannot (write a file|change a path) here; left for the next sync/);
 
-    unlockAll();
+    locks.unlockAll();
     t.match(await sync('locked'), { inSync: true }, 'writable again: the next sync brings the rest');
     t.same(await snapshot(client('locked')), await snapshot(server('locked')), 'converged');
     t.notOk(existsSync(server('locked', 'd1', 'old.txt')), 'the deletion landed');

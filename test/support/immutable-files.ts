@@ -25,3 +25,21 @@ export async function immutableUnavailable(): Promise<string | undefined> {
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+/** Makes paths immutable one by one and undoes them all at once (again at the test's teardown). */
+export class ImmutableLocks {
+  readonly #locked: string[] = [];
+
+  constructor(t: { teardown(fn: () => void): void }) {
+    t.teardown(() => this.unlockAll());
+  }
+
+  lock(path: string): void {
+    chattr('+i', path);
+    this.#locked.push(path);
+  }
+
+  unlockAll(): void {
+    for (const path of this.#locked.splice(0)) chattr('-i', path);
+  }
+}
