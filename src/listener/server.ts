@@ -38,6 +38,7 @@ import type { ConnectedPeer } from '../session/listener-activity.js';
 import { PeerSession } from '../session/session.js';
 import type { Share } from '../home/shares.js';
 import { ThrottledWarnings } from '../support/throttled-log.js';
+import { silenceWindowMs, silentAmong } from './silent-connections.js';
 import { settledWithin, withTimeout } from '../support/timeouts.js';
 import { watchFile } from '../support/watch-file.js';
 
@@ -351,7 +352,9 @@ export class NodeServer {
   }
 
   async #admitPaired(conn: Connection, peerId: string): Promise<void> {
-    const refusal = this.#overCap(peerId);
+    let refusal = this.#overCap(peerId);
+    // Over a cap, connections of a peer that died may be what fills it: those silent are closed.
+    if (refusal !== undefined && (await this.#closeSilent(peerId)) > 0) refusal = this.#overCap(peerId);
     if (refusal !== undefined) {
       this.#refuse(conn, peerId, 'paired', 'BUSY', refusal);
       return;
@@ -361,11 +364,41 @@ export class NodeServer {
     try {
       await this.#serveConnection(conn, peerId);
     } finally {
-      this.#connections.delete(conn);
-      const left = (this.#perPeer.get(peerId) ?? 1) - 1;
-      if (left > 0) this.#perPeer.set(peerId, left);
-      else this.#perPeer.delete(peerId);
+      this.#uncount(conn);
     }
+  }
+
+  /** Takes an admitted connection off the counts (once: a silent one is taken off when closed). */
+  #uncount(conn: Connection): void {
+    const peerId = this.#connections.get(conn);
+    if (peerId === undefined || !this.#connections.delete(conn)) return;
+    const left = (this.#perPeer.get(peerId) ?? 1) - 1;
+    if (left > 0) this.#perPeer.set(peerId, left);
+    else this.#perPeer.delete(peerId);
+  }
+
+  /**
+   * Closes the admitted connections that hear nothing for a keep-alive interval and more
+   * (silent-connections.ts): `peerId`'s when it is over its own cap, else any peer's. Returns
+   * how many were closed; a newcomer over a cap waits that long before it is admitted or refused.
+   */
+  async #closeSilent(peerId: string): Promise<number> {
+    const ownCap = (this.#perPeer.get(peerId) ?? 0) >= this.#options.config.maxConnectionsPerPeer;
+    const candidates = [...this.#connections].filter(([, id]) => !ownCap || id === peerId).map(([c]) => c);
+    const windowMs = silenceWindowMs(this.#options.config);
+    const silent = await silentAmong(candidates, windowMs, this.#stop.signal);
+    for (const c of silent) {
+      const id = this.#connections.get(c);
+      if (id === undefined) continue; // it ended meanwhile
+      this.#uncount(c);
+      this.#options.log.info('closed a connection that heard nothing: its peer is presumed gone', {
+        id,
+        addr: formatHostPort(c.remoteAddress),
+        silentMs: windowMs,
+      });
+      void c.close(`nothing heard for ${windowMs} ms`).catch(() => undefined);
+    }
+    return silent.length;
   }
 
   #notPairedMessage(peerId: string): string {

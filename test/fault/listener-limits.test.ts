@@ -199,7 +199,10 @@ t.test("a pull sweeps a dead earlier pull's temp files from its destination firs
 });
 
 t.test('connection caps: over the per-peer and the total cap a clear wire error; others still served', async (t) => {
-  const rig = await startRig('caps', { listenArgs: ['--max-connections-per-peer', '3', '--max-connections', '5'] });
+  // --idle-timeout 3: a newcomer over a cap waits 2 s (not 5) while silent connections are looked for.
+  const rig = await startRig('caps', {
+    listenArgs: ['--max-connections-per-peer', '3', '--max-connections', '5', '--idle-timeout', '3'],
+  });
   t.teardown(() => rig.close());
   const c = await newHome('caps-c');
   await new PeerStore(path.join(rig.a.home, 'peers.json')).add(c.id, 'carol');
@@ -256,6 +259,25 @@ t.test('connection caps: over the per-peer and the total cap a clear wire error;
   );
   t.ok(ok, 'after one connection closed, a ping is answered');
   t.equal(rig.listener.child.exitCode, null, 'the listener never exited');
+});
+
+t.test('a killed client leaves no connection that keeps its rerun out; a live one still counts', async (t) => {
+  // --idle-timeout 3: keep-alive every second, a connection silent for 2 s is presumed gone, but
+  // the idle timeout would take 3 s to end it: a rerun at once met the cap before.
+  const rig = await startRig('silent', { listenArgs: ['--max-connections-per-peer', '1', '--idle-timeout', '3'] });
+  t.teardown(() => rig.close());
+  const holder = spawnCli(rig.b.home, ['ping', 'alice', '--count', '1000', '--interval', '200', '--transport', 'quic']);
+  t.teardown(() => holder.kill());
+  t.ok(await holder.waitFor((e) => e['event'] === 'pong'), `a ping holds the only slot: ${holder.stderr()}`);
+  const ping = (): Promise<{ code: number | null; stderr: string }> =>
+    rig.cli(['ping', 'alice', '--count', '1', '--transport', 'quic']);
+  const whileLive = await ping();
+  t.equal(whileLive.code, 4, 'a live connection is not taken for a dead one: over the cap');
+  t.match(whileLive.stderr, /too many connections from node .*: 1 open, at most 1 per peer/);
+  await holder.kill('SIGKILL');
+  const rerun = await ping();
+  t.equal(rerun.code, 0, `right after the kill, the next run is served: ${rerun.stderr}`);
+  t.match(rig.listener.stderr(), /closed a connection that heard nothing: its peer is presumed gone/);
 });
 
 t.test('an idle session is closed after --session-idle-timeout; a pinging one is not', async (t) => {
