@@ -18,7 +18,7 @@
 // manifest batching in manifest-batches.ts and want bitmaps in want-bitmap.ts. It re-exports
 // their public API, so importers keep importing from here.
 import protobuf from 'protobufjs/minimal.js';
-import { LONE_SURROGATE } from './wire-limits.js';
+import { LONE_SURROGATE, UNSAFE_TEXT } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import { encodeFrame } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';
@@ -80,16 +80,14 @@ const MANIFEST_ENTRIES_FIELD = 2;
 // An unpaired UTF-16 surrogate (paths.ts): protobufjs would write it as invalid UTF-8 that its
 // own decoder refuses.
 const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
-/** Control and bidi-override characters (a regex of its own, so the formatter cannot move its lint exemption away). */
-// eslint-disable-next-line no-control-regex
-const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');
 
 /**
  * Cuts to MAX_ERROR_MESSAGE_CHARS and replaces control and bidi-override characters with spaces:
  * a peer's text reaches terminals and logs, where escapes could repaint or disguise output.
  */
 export function sanitizeErrorText(text: string): string {
-  const clean = text.replace(UNSAFE_TEXT, ' ').replace(LONE_SURROGATES, '\ufffd');
+  const clean = text.replace(UNSAFE_TEXTS, ' ').replace(LONE_SURROGATES, '\ufffd');
   if (clean.length <= MAX_ERROR_MESSAGE_CHARS) return clean;
   // Never between the halves of a surrogate pair: a lone half would be written as U+FFFD (deep fuzz).
   const cut = isHighSurrogate(clean.charCodeAt(MAX_ERROR_MESSAGE_CHARS - 2))

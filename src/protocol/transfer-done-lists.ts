@@ -13,7 +13,7 @@ import {
   MAX_LISTED_PUBLISHED,
   MAX_LISTED_PUBLISHED_BYTES,
 } from './message-types.js';
-import { ENTRY_KIND_FROM_WIRE, wireEnum, wireText } from './wire-helpers.js';
+import { ENTRY_KIND_FROM_WIRE, wireEnum, wirePathToShow, wireText } from './wire-helpers.js';
 
 /** What is wrong with TransferDone's removed paths, if anything: too many listed, or a count below the list. */
 export function deletedProblem(deleted: readonly string[], count: number): string | undefined {
@@ -151,7 +151,7 @@ export function refusedFromWire(
   count: number,
 ): { refused?: RefusedPath[]; refusedCount?: number } {
   const refused = raw.map((r) => ({
-    path: wireText('TransferDone.refused', r.path),
+    path: wirePathToShow('TransferDone.refused', r.path),
     reason: wireText('TransferDone.refused reason', r.reason),
   }));
   const problem = refusedProblem(refused, count);

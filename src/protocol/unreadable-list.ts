@@ -10,7 +10,10 @@ import {
   type ManifestMessage,
   type UnreadablePath,
 } from './message-types.js';
-import { checkTextBytes, wireText } from './wire-helpers.js';
+import { checkTextBytes, wirePathToShow, wireText } from './wire-helpers.js';
+import { UNSAFE_TEXT } from './wire-limits.js';
+
+const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');
 
 /** What is wrong with a Manifest's unreadable entries, if anything: too many, a count below the list, on a batch but the last, an empty path, a long reason. */
 export function unreadableProblem(
@@ -55,8 +58,9 @@ export function unreadableFromWire(
   last: boolean,
 ): { unreadable?: UnreadablePath[]; unreadableCount?: number } {
   const unreadable = raw.map((u) => ({
-    path: wireText('Manifest.unreadable', u.path),
-    error: wireText('Manifest.unreadable error', u.error),
+    path: wirePathToShow('Manifest.unreadable', u.path),
+    // Free text from the peer: shown with its control characters blanked, as a peer's Error is.
+    error: wireText('Manifest.unreadable error', u.error).replace(UNSAFE_TEXTS, ' '),
   }));
   const problem = unreadableProblem(unreadable, count, last);
   if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);

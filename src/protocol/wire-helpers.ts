@@ -2,7 +2,7 @@
 // *-wire.ts family codecs): range checks that throw RangeError on our own bad input, and
 // from-wire conversions that turn a peer's malformed field into a PROTOCOL error naming it.
 import protobuf from 'protobufjs/minimal.js';
-import { LONE_SURROGATE } from './wire-limits.js';
+import { LONE_SURROGATE, UNSAFE_TEXT } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import { clawpeer } from './gen/clawpeer.js';
 import { type EntryKind, type ListEntry, MAX_ENTRY_PATH_BYTES, MAX_ENTRY_MODE } from './message-types.js';
@@ -119,6 +119,14 @@ export function wireText(field: string, value: string | null | undefined): strin
   const bytes = protobuf.util.utf8.length(text);
   if (bytes > MAX_ENTRY_PATH_BYTES)
     throw new ClawpeerError('PROTOCOL', `${field} is ${bytes} UTF-8 bytes, more than ${MAX_ENTRY_PATH_BYTES}`);
+  return text;
+}
+
+/** A listed path a peer sends for the user to read (refused, unreadable): no control or bidi characters. */
+export function wirePathToShow(field: string, value: string | null | undefined): string {
+  const text = wireText(field, value);
+  if (UNSAFE_TEXT.test(text))
+    throw new ClawpeerError('PROTOCOL', `${field} lists ${JSON.stringify(text)}: a control or bidi character`);
   return text;
 }
 

@@ -12,3 +12,11 @@ export interface FilterRule {
 
 // An unpaired UTF-16 surrogate cannot be encoded as UTF-8: the name would change on the way to disk.
 export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Control and bidi-override characters: a peer's text reaches terminals and logs, where escapes
+ * could repaint or disguise output (messages.ts sanitizes error texts, wire-helpers.ts refuses
+ * them in listed paths).
+ */
+// eslint-disable-next-line no-control-regex
+export const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;

@@ -1248,6 +1248,12 @@ t.test('TransferDone.refused round-trips with its count, capped and checked like
       /TransferDone\.refused gives "a" the reason "rm -rf \/", not an errno code/,
     ],
     ['an empty path', { refused: [{ path: '', reason: 'EPERM' }], refusedCount: 1 }, /lists an empty path/],
+    // Printed to the user's terminal: an escape sequence could repaint what the CLI says.
+    [
+      'a path with a terminal escape',
+      { refused: [{ path: 'a\u001b[2Jb', reason: 'EPERM' }], refusedCount: 1 },
+      /TransferDone\.refused lists "a\\u001b\[2Jb": a control or bidi character/,
+    ],
   ];
   for (const [name, done, messageRe] of cases) {
     const wire = clawpeer.v1.Control.encode({ transferDone: { transferId: 4, ...done } }).finish();
@@ -1309,9 +1315,28 @@ t.test("Manifest.unreadable (a pull's sender) round-trips with its count, capped
       { last: true, unreadable: [{ path: 'a', error: 'e'.repeat(1025) }], unreadableCount: 1 },
       /a reason of 1025 bytes, more than 1024/,
     ],
+    [
+      'a path with a bidi override',
+      { last: true, unreadable: [{ path: 'txt.\u202eexe', error: 'x' }], unreadableCount: 1 },
+      /Manifest\.unreadable lists .*: a control or bidi character/,
+    ],
   ];
   for (const [name, manifest, messageRe] of cases) {
     const wire = pb.Control.encode({ manifest: { transferId: 5, ...manifest } }).finish();
     t.throws(() => decodeControl(wire, { maxBytes: MAX_BYTES }), { code: 'PROTOCOL', message: messageRe }, name);
   }
+  // A reason is free text: its control characters are blanked, not refused, as a peer's Error's.
+  const escaped = pb.Control.encode({
+    manifest: {
+      transferId: 5,
+      last: true,
+      unreadable: [{ path: 'a', error: 'EACCES\u001b[31m red' }],
+      unreadableCount: 1,
+    },
+  }).finish();
+  t.match(
+    decodeControl(escaped, { maxBytes: MAX_BYTES }),
+    { unreadable: [{ path: 'a', error: 'EACCES [31m red' }] },
+    "a reason's escape is blanked",
+  );
 });
