@@ -7,6 +7,7 @@ import path from 'node:path';
 import { isClawpeerError } from '../errors.js';
 import { MAX_LISTED_DELETIONS, type UnreadablePath } from '../protocol/messages.js';
 import { systemErrorIn } from '../support/path-refusal.js';
+import { UNSAFE_TEXT } from '../protocol/wire-limits.js';
 
 /** The system error (an errno code) `err` is or wraps, if any. */
 const errnoOf = (err: unknown): { code: string; message: string } | undefined =>
@@ -57,6 +58,19 @@ export class UnreadableEntries {
   }
 }
 
-/** `localPath` relative to `base`, as manifest entries' paths are. */
+const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');
+
+/**
+ * `localPath` relative to `base`, as manifest entries' paths are, with control and bidi
+ * characters escaped (`\\#012`, `\\u202e`): a name holding one is what the scan cannot send, and
+ * the peer refuses such characters in what it is to print (wire-helpers.ts wirePathToShow).
+ */
 export const relativeEntryPath = (base: string, localPath: string): string =>
-  path.relative(base, localPath).split(path.sep).join('/');
+  path
+    .relative(base, localPath)
+    .split(path.sep)
+    .join('/')
+    .replace(UNSAFE_TEXTS, (ch) => {
+      const unit = ch.charCodeAt(0);
+      return unit < 0x100 ? `\\#${unit.toString(8).padStart(3, '0')}` : `\\u${unit.toString(16).padStart(4, '0')}`;
+    });

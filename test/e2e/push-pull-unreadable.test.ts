@@ -53,6 +53,8 @@ t.test('push and pull send what they can read, name what they cannot, and exit 2
   // Pull: the listener cannot read inbox/tree/caf?.txt; --delete must not remove the local copy
   // of what it could not send, so it removes nothing.
   writeLatin1Name(path.join(inbox, 'tree'), 'not sent\n');
+  // A name with an escape sequence cannot travel either; it is named escaped, never raw.
+  await writeFile(path.join(inbox, 'tree', 'red\u001b[31m.txt'), 'not sent\n');
   const dest = path.join(work, 'dest');
   await mkdir(path.join(dest, 'tree'), { recursive: true });
   await writeFile(path.join(dest, 'tree', 'extra.txt'), 'kept: --delete is skipped\n');
@@ -61,8 +63,8 @@ t.test('push and pull send what they can read, name what they cannot, and exit 2
   const lines = jsonLines(pull.stdout);
   t.same(
     lines.filter((l) => l['event'] === 'unreadable').map((l) => l['path']),
-    ['tree/caf\\#377.txt'],
-    'names it',
+    ['tree/caf\\#377.txt', 'tree/red\\#033[31m.txt'],
+    'names them, escaped',
   );
   t.match(
     lines.find((l) => l['event'] === 'unreadable'),
@@ -74,8 +76,8 @@ t.test('push and pull send what they can read, name what they cannot, and exit 2
   );
   t.match(
     lines.find((l) => l['event'] === 'done'),
-    { unreadable: 1 },
-    'the done record counts it',
+    { unreadable: 2 },
+    'the done record counts them',
   );
   t.match(lines.at(-1), { event: 'error', code: 'PARTIAL', exitCode: 23, message: /could not be read by alice/ });
   t.equal(await readFile(path.join(dest, 'tree', 'a.txt'), 'utf8'), 'lands\n', 'the rest landed');
