@@ -353,7 +353,7 @@ export class NodeServer {
 
   async #admitPaired(conn: Connection, peerId: string): Promise<void> {
     let refusal = this.#overCap(peerId);
-    // Over a cap, connections of a peer that died may be what fills it: those silent are closed.
+    // Over its cap, connections of a peer that died may be what fills it: those silent are closed.
     if (refusal !== undefined && (await this.#closeSilent(peerId)) > 0) refusal = this.#overCap(peerId);
     if (refusal !== undefined) {
       this.#refuse(conn, peerId, 'paired', 'BUSY', refusal);
@@ -378,13 +378,17 @@ export class NodeServer {
   }
 
   /**
-   * Closes the admitted connections that hear nothing for a keep-alive interval and more
-   * (silent-connections.ts): `peerId`'s when it is over its own cap, else any peer's. Returns
-   * how many were closed; a newcomer over a cap waits that long before it is admitted or refused.
+   * Over its own cap, closes `peerId`'s QUIC connections that hear nothing for a keep-alive
+   * interval and more (silent-connections.ts), and returns how many; the newcomer waits that long
+   * before it is admitted or refused. Only the peer's own: another peer's connection is never
+   * closed to make room. Only QUIC: a killed process's TCP connection is reset by its kernel at
+   * once, and the TCP mux pings on a coarser tick, so a live idle one could look silent.
    */
   async #closeSilent(peerId: string): Promise<number> {
-    const ownCap = (this.#perPeer.get(peerId) ?? 0) >= this.#options.config.maxConnectionsPerPeer;
-    const candidates = [...this.#connections].filter(([, id]) => !ownCap || id === peerId).map(([c]) => c);
+    if ((this.#perPeer.get(peerId) ?? 0) < this.#options.config.maxConnectionsPerPeer) return 0;
+    const candidates = [...this.#connections]
+      .filter(([c, id]) => id === peerId && c.transport !== 'tcp')
+      .map(([c]) => c);
     const windowMs = silenceWindowMs(this.#options.config);
     const silent = await silentAmong(candidates, windowMs, this.#stop.signal);
     for (const c of silent) {
