@@ -24,6 +24,7 @@ import {
   checkRateLimit,
   rateLimitFromWire,
   checkUint,
+  checkPathToShow,
   checkTextBytes,
   quote,
   entryMetaProblem,
@@ -282,7 +283,7 @@ export function transferToWire(message: TransferControlMessage): clawpeer.v1.Con
       for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
       const refusedWrong = refusedProblem(message.refused ?? [], message.refusedCount ?? 0);
       if (refusedWrong !== undefined) throw new RangeError(refusedWrong);
-      for (const r of message.refused ?? []) checkTextBytes('TransferDone.refused', r.path);
+      for (const r of message.refused ?? []) checkPathToShow('TransferDone.refused', r.path);
       return {
         transferDone: {
           transferId: message.transferId,

@@ -10,10 +10,7 @@ import {
   type ManifestMessage,
   type UnreadablePath,
 } from './message-types.js';
-import { checkTextBytes, wirePathToShow, wireText } from './wire-helpers.js';
-import { UNSAFE_TEXT } from './wire-limits.js';
-
-const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');
+import { checkPathToShow, checkTextBytes, textToShow, wirePathToShow, wireText } from './wire-helpers.js';
 
 /** What is wrong with a Manifest's unreadable entries, if anything: too many, a count below the list, on a batch but the last, an empty path, a long reason. */
 export function unreadableProblem(
@@ -44,12 +41,12 @@ export function unreadableToWire(
   const problem = unreadableProblem(listed, count, message.last);
   if (problem !== undefined) throw new RangeError(problem);
   for (const u of listed) {
-    checkTextBytes('Manifest.unreadable', u.path);
+    checkPathToShow('Manifest.unreadable', u.path);
     checkTextBytes('Manifest.unreadable error', u.error);
   }
   return count === 0
     ? {}
-    : { unreadable: listed.map((u) => ({ path: u.path, error: u.error })), unreadableCount: count };
+    : { unreadable: listed.map((u) => ({ path: u.path, error: textToShow(u.error) })), unreadableCount: count };
 }
 
 export function unreadableFromWire(
@@ -60,7 +57,7 @@ export function unreadableFromWire(
   const unreadable = raw.map((u) => ({
     path: wirePathToShow('Manifest.unreadable', u.path),
     // Free text from the peer: shown with its control characters blanked, as a peer's Error is.
-    error: wireText('Manifest.unreadable error', u.error).replace(UNSAFE_TEXTS, ' '),
+    error: textToShow(wireText('Manifest.unreadable error', u.error)),
   }));
   const problem = unreadableProblem(unreadable, count, last);
   if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);

@@ -130,6 +130,18 @@ export function wirePathToShow(field: string, value: string | null | undefined):
   return text;
 }
 
+/** What wirePathToShow refuses, refused before it is sent (RangeError), so what we encode decodes. */
+export function checkPathToShow(field: string, value: string): void {
+  checkTextBytes(field, value);
+  if (UNSAFE_TEXT.test(value))
+    throw new RangeError(`${field} lists ${JSON.stringify(value)}: a control or bidi character`);
+}
+
+const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');
+
+/** Free text for a peer's user to read: control and bidi characters blanked (the same on both ends). */
+export const textToShow = (text: string): string => text.replace(UNSAFE_TEXTS, ' ');
+
 /** A copy: decoded bytes are views into the frame buffer. */
 export function copyBytes(value: Uint8Array | null | undefined): Uint8Array {
   return value === null || value === undefined ? new Uint8Array(0) : new Uint8Array(value);

@@ -575,13 +575,21 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
     }
     case 'transfer-accept':
       return { type, transferId: u32(), streams: u32(), window: u32() };
-    case 'manifest':
+    case 'manifest': {
+      const last = rng.bool();
+      // A pull's last batch may name what its sender could not read (hostile paths and reasons).
+      const unreadable =
+        last && rng.bool()
+          ? Array.from({ length: rng.range(1, 4) }, () => ({ path: wfPath(rng) || 'u', error: wfText(rng, 40) }))
+          : [];
       return {
         type,
         transferId: u32(),
         entries: Array.from({ length: rng.int(4) }, () => randomEntry(rng)),
-        last: rng.bool(),
+        last,
+        ...(unreadable.length === 0 ? {} : { unreadable, unreadableCount: unreadable.length + rng.int(3) }),
       };
+    }
     case 'want': {
       const uniqueChunks = rng.int(70);
       const lacking = rng.bytes(Math.ceil(uniqueChunks / 8));
@@ -617,6 +625,15 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
                       replaced: rng.bool(),
                     },
               ),
+            }
+          : {}),
+        ...(rng.bool()
+          ? {
+              refused: Array.from({ length: rng.range(1, 4) }, () => ({
+                path: wfPath(rng) || 'r',
+                reason: rng.pick(['EACCES', 'EPERM', 'ENAMETOOLONG']),
+              })),
+              refusedCount: 3 + rng.int(3),
             }
           : {}),
         ...(rng.bool() ? { filesKept: rng.range(1, 1000) } : {}),
