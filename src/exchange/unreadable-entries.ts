@@ -7,7 +7,8 @@ import path from 'node:path';
 import { isClawpeerError } from '../errors.js';
 import { MAX_LISTED_DELETIONS, type UnreadablePath } from '../protocol/messages.js';
 import { systemErrorIn } from '../support/path-refusal.js';
-import { UNSAFE_TEXT } from '../protocol/wire-limits.js';
+import { UNSAFE_TEXTS } from '../protocol/wire-limits.js';
+import { CappedList } from '../support/capped-list.js';
 
 /** The system error (an errno code) `err` is or wraps, if any. */
 const errnoOf = (err: unknown): { code: string; message: string } | undefined =>
@@ -35,15 +36,10 @@ export function unreadableReason(localPath: string, relPath: string, err: Error)
 }
 
 /** What a scan could not read, as the final Manifest batch and TransferResult list them. */
-export class UnreadableEntries {
-  /** The first MAX_LISTED_DELETIONS; `count` counts all. */
-  readonly listed: UnreadablePath[] = [];
-  count = 0;
-
-  /** ScanSourceOptions.onUnreadable. */
-  add(entry: UnreadablePath): void {
-    this.count++;
-    if (this.listed.length < MAX_LISTED_DELETIONS) this.listed.push(entry);
+export class UnreadableEntries extends CappedList<UnreadablePath> {
+  /** The first MAX_LISTED_DELETIONS; `count` counts all (`add`: ScanSourceOptions.onUnreadable). */
+  constructor() {
+    super(MAX_LISTED_DELETIONS);
   }
 
   /** What a pull's sender told in its last Manifest batch (already checked on decode). */
@@ -57,8 +53,6 @@ export class UnreadableEntries {
     return this.count === 0 ? {} : { unreadable: this.listed, unreadableCount: this.count };
   }
 }
-
-const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');
 
 /**
  * `localPath` relative to `base`, as manifest entries' paths are, with control and bidi

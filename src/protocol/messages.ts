@@ -18,7 +18,7 @@
 // manifest batching in manifest-batches.ts and want bitmaps in want-bitmap.ts. It re-exports
 // their public API, so importers keep importing from here.
 import protobuf from 'protobufjs/minimal.js';
-import { LONE_SURROGATE, UNSAFE_TEXT } from './wire-limits.js';
+import { LONE_SURROGATE, UNSAFE_TEXTS } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import { encodeFrame } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';
@@ -80,7 +80,6 @@ const MANIFEST_ENTRIES_FIELD = 2;
 // An unpaired UTF-16 surrogate (paths.ts): protobufjs would write it as invalid UTF-8 that its
 // own decoder refuses.
 const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
-const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');
 
 /**
  * Cuts to MAX_ERROR_MESSAGE_CHARS and replaces control and bidi-override characters with spaces:

@@ -2,7 +2,7 @@
 // *-wire.ts family codecs): range checks that throw RangeError on our own bad input, and
 // from-wire conversions that turn a peer's malformed field into a PROTOCOL error naming it.
 import protobuf from 'protobufjs/minimal.js';
-import { LONE_SURROGATE, UNSAFE_TEXT } from './wire-limits.js';
+import { LONE_SURROGATE, UNSAFE_TEXT, UNSAFE_TEXTS } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import { clawpeer } from './gen/clawpeer.js';
 import { type EntryKind, type ListEntry, MAX_ENTRY_PATH_BYTES, MAX_ENTRY_MODE } from './message-types.js';
@@ -136,8 +136,6 @@ export function checkPathToShow(field: string, value: string): void {
   if (UNSAFE_TEXT.test(value))
     throw new RangeError(`${field} lists ${JSON.stringify(value)}: a control or bidi character`);
 }
-
-const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');
 
 /** Free text for a peer's user to read: control and bidi characters blanked (the same on both ends). */
 export const textToShow = (text: string): string => text.replace(UNSAFE_TEXTS, ' ');

@@ -20,3 +20,5 @@ export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\u
  */
 // eslint-disable-next-line no-control-regex
 export const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+/** The same, global: for replace() only (test() on a global regex carries lastIndex between calls). */
+export const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');

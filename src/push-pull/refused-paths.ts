@@ -2,18 +2,19 @@
 // EPERM, a name too long): left out while the rest lands, as rsync does, which then exits 23
 // ("partial transfer"). Before, one such path failed the whole push or pull.
 import { MAX_LISTED_DELETIONS, type RefusedPath } from '../protocol/messages.js';
+import { CappedList } from '../support/capped-list.js';
 import { pathRefusal } from '../support/path-refusal.js';
 
-export class RefusedPaths {
-  /** The first MAX_LISTED_DELETIONS, as TransferDone lists them; `count` counts all. */
-  readonly listed: RefusedPath[] = [];
-  count = 0;
+/** The first MAX_LISTED_DELETIONS, as TransferDone lists them; `count` counts all. */
+export class RefusedPaths extends CappedList<RefusedPath> {
+  constructor() {
+    super(MAX_LISTED_DELETIONS);
+  }
 
   /** ReceiverOptions.onRefused: the path (destination-relative) and its errno code. */
-  add(relPath: string, error: Error): RefusedPath {
+  refuse(relPath: string, error: Error): RefusedPath {
     const refused = { path: relPath, reason: pathRefusal(error) ?? 'EACCES' };
-    this.count++;
-    if (this.listed.length < MAX_LISTED_DELETIONS) this.listed.push(refused);
+    this.add(refused);
     return refused;
   }
 

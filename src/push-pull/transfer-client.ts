@@ -511,7 +511,7 @@ async function pullWith(
   const refused = new RefusedPaths();
   const receiver = pullReceiver(o, router, id, entries, root, {
     onRefused: (relPath, error) => {
-      refused.add(relPath, error);
+      refused.refuse(relPath, error);
       o.log.debug('pull: cannot write a path here; left out', { path: relPath, error: error.message });
     },
     onChunkWritten: (bytes) => receiving.addBytes(bytes),

@@ -200,7 +200,7 @@ async function servePush(
         ? {}
         : {
             onRefused: (relPath: string, error: Error) => {
-              const { reason } = refused.add(relPath, error);
+              const { reason } = refused.refuse(relPath, error);
               log.warn('push: cannot write a path here; left out, the rest lands', {
                 peer: session.peerId,
                 share: share.name,
