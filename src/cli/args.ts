@@ -247,20 +247,48 @@ function editDistance(a: string, b: string): number {
   return d[a.length]![b.length]!;
 }
 
+/** True when `word` was typed as a word of its own (a positional), not as an option: yargs' message names both alike. */
+function typedAsPositional(word: string, argv: readonly string[]): boolean {
+  if (!argv.includes(word)) return false;
+  return !argv.some((a) => a === `--${word}` || a.startsWith(`--${word}=`) || a === `--no-${word}` || a === `-${word}`);
+}
+
+/** HOST:PORT, as a listener address is written ([v6]:port too). */
+const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/;
+
 /**
  * yargs' strict-mode "Unknown argument(s): dry-rn, dryRn" with a "did you mean --dry-run?" for
  * each unknown option close to a known one (yargs suggests commands, not options). `known`: the
- * command's option names. Other messages come back unchanged.
+ * command's option names. A word the command line holds as a positional (one too many: `pair
+ * join CODE 192.0.2.1:7700`) is named as it was typed, not as an option, and a HOST:PORT there
+ * gets "did you mean --addr" when the command has that option. `argv`: the raw command line.
+ * Other messages come back unchanged.
  */
-export function suggestOptions(message: string, known: readonly string[]): string {
+export function suggestOptions(message: string, known: readonly string[], argv: readonly string[] = []): string {
   const m = /^Unknown arguments?: (.*)$/.exec(message);
   if (m === null) return message;
   // yargs lists each unknown dashed option twice (dry-rn, dryRn): keep the dashed spelling.
   const words = m[1]!.split(', ');
-  const unknown = words.filter(
+  const named = words.filter(
     (w) =>
       !words.some((o) => o !== w && o.includes('-') && o.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase()) === w),
   );
+  const extra = named.filter((w) => typedAsPositional(w, argv));
+  const unknown = named.filter((w) => !extra.includes(w));
+  const parts: string[] = [];
+  if (extra.length > 0) {
+    const hint = known.includes('addr') ? extra.find((w) => HOST_PORT.test(w)) : undefined;
+    parts.push(
+      `Unexpected argument${extra.length === 1 ? '' : 's'}: ${extra.join(', ')} (more words than the command takes` +
+        `${hint === undefined ? '' : `; did you mean --addr ${hint}?`})`,
+    );
+  }
+  if (unknown.length > 0) parts.push(unknownOptions(unknown, known));
+  return parts.join('; ');
+}
+
+/** "Unknown argument(s): --x" with a "did you mean" for each close to a known option. */
+function unknownOptions(unknown: readonly string[], known: readonly string[]): string {
   const hints: string[] = [];
   for (const word of unknown) {
     let best: string | undefined;

@@ -146,7 +146,7 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
     .exitProcess(false)
     .fail((message: string | undefined, err: Error | undefined) => {
       if (err instanceof ClawpeerError) throw err;
-      const text = message === undefined ? undefined : suggestOptions(message, knownOptions(cli));
+      const text = message === undefined ? undefined : suggestOptions(message, knownOptions(cli), argv);
       throw new ClawpeerError(
         'USAGE',
         text ?? err?.message ?? 'invalid usage',

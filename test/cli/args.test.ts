@@ -125,6 +125,21 @@ t.test('a typo\'d flag gets a "did you mean" naming a known one (issue 32 item 1
     'camelCase copies are dropped; far-off words get no guess',
   );
   t.equal(
+    suggestOptions('Unknown arguments: x, y', known, ['pair', 'join', '1-a-b', 'x', 'y']),
+    'Unexpected arguments: x, y (more words than the command takes)',
+    'extra positionals are named as typed, not as options',
+  );
+  t.equal(
+    suggestOptions('Unknown argument: 192.0.2.1:7700', [...known, 'addr'], ['pair', 'join', '1-a-b', '192.0.2.1:7700']),
+    'Unexpected argument: 192.0.2.1:7700 (more words than the command takes; did you mean --addr 192.0.2.1:7700?)',
+    'a HOST:PORT too many points at --addr when the command has it',
+  );
+  t.equal(
+    suggestOptions('Unknown arguments: jsn, z', known, ['push', 'a', 'b:c', '--jsn', 'z']),
+    'Unexpected argument: z (more words than the command takes); Unknown argument: --jsn (did you mean --json?)',
+    'both kinds in one message',
+  );
+  t.equal(
     suggestOptions('Not enough non-option arguments', known),
     'Not enough non-option arguments',
     'other messages are left alone',
