@@ -142,10 +142,15 @@ export class FolderSchedule {
     }
   }
 
-  /** The peer is reachable again (its connection arrived, or a dial to it worked): its pairs are due now. */
+  /**
+   * The peer is reachable again (its connection arrived, or a dial to it worked): its pairs that
+   * were waiting for it are due now. A pair that failed for another reason (the peer refused the
+   * folder, a file error) keeps its backoff: reaching the peer does not cure that, and each sync
+   * dials first, so a reset here retried such a pair every second for good.
+   */
   peerOnline(peer: string, nowMs: number): void {
     for (const pair of this.#matching({ peer })) {
-      if (pair.config.paused || pair.failures === 0) continue;
+      if (pair.config.paused || pair.failures === 0 || pair.state !== 'waiting') continue;
       pair.failures = 0;
       if (pair.running) pair.rerun = true;
       else pair.dueAt = nowMs;

@@ -108,6 +108,42 @@ t.test(
   },
 );
 
+t.test(
+  'a peer that answers but refuses the folder backs off; reaching it again hurries only pairs waiting for it',
+  async (t) => {
+    const s = new FolderSchedule({ backoff: { firstMs: 1_000, capMs: 8_000, busyMs: 500 }, random: () => 1 });
+    s.configure([pair('docs', 'a'), pair('photos', 'a')], T0);
+    // photos/a first misses the peer (waiting); docs/a then reaches it at every try and is refused.
+    t.same(keys(s.take(T0)), ['docs/a'], 'one pair per peer at a time: docs/a first');
+    s.finish('docs', 'a', T0 + 1, { kind: 'done' });
+    t.same(keys(s.take(T0 + 1)), ['photos/a']);
+    s.finish('photos', 'a', T0 + 2, { kind: 'offline', error: 'no answer' });
+    s.request(T0 + 3, { folder: 'docs' }); // a local change
+    let now = T0 + 3;
+    const delays: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      t.same(keys(s.take(now)), ['docs/a']);
+      // What the folder service does once its dial worked (folder-service.ts), then the refusal.
+      s.connected('docs', 'a', now);
+      s.peerOnline('a', now);
+      s.finish('docs', 'a', now, { kind: 'failed', error: 'SHARE_FORBIDDEN: not on the allow list' });
+      const st = defined(stateOf(s, 'docs', 'a'), 'docs/a');
+      t.equal(st.state, 'error');
+      const next = defined(st.nextAt, 'the next try');
+      delays.push(next - now);
+      now = next;
+      if (i === 0) {
+        const photos = defined(stateOf(s, 'photos', 'a'), 'photos/a');
+        t.equal(photos.failures, 0, 'the pair that was waiting for the peer is due at once');
+        t.equal(photos.nextAt, T0 + 3, 'due when the dial worked');
+        t.same(keys(s.take(now - delays[0]! + 1)), ['photos/a']);
+        s.finish('photos', 'a', now - delays[0]! + 2, { kind: 'done' });
+      }
+    }
+    t.same(delays, [1_000, 2_000, 4_000, 8_000, 8_000], 'the refusals back off, doubling up to the cap');
+  },
+);
+
 t.test('backoff jitter stays within 50-100 % of the exponential delay', async (t) => {
   const policy = { firstMs: 1_000, capMs: 60_000, busyMs: 1_000 };
   t.equal(
