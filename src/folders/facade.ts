@@ -12,7 +12,7 @@ export {
   type FolderConfig,
   type FolderMode,
 } from '../home/folders-config.js';
-export { findPeer, PeerStore } from '../home/peer-store.js';
+export { findPeer, PeerStore, type PeerEntry } from '../home/peer-store.js';
 export type { FolderLogEntry } from './folder-log.js';
 
 /** The folder log's entries (folder-log.ts), loaded when `folder log` runs. */

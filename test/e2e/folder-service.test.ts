@@ -114,22 +114,9 @@ t.test('a paused folder is neither synced nor served until resumed', async (t) =
 t.test("a folder's versioning policy is applied after the syncs that replace content", async (t) => {
   // B keeps one revision per path; A and C the default ten. (What B drops, its peers drop too at
   // their next sync: gc converges, README "Shared folders".)
-  t.equal((await runCli(['--home', B.home, 'folder', 'remove', 'docs'])).code, 0);
-  const readded = await runCli([
-    '--home',
-    B.home,
-    'folder',
-    'add',
-    B.dir,
-    '--id',
-    'docs',
-    '--with',
-    'a,c',
-    '--versioning',
-    'keep-last:1',
-    '--json',
-  ]);
-  t.match(jsonLines(readded.stdout), [{ event: 'folder-added', versioning: 'keep-last:1' }]);
+  // Changed in place while B's listener runs (`folder edit`): it restarts the folder's syncs.
+  const edited = await runCli(['--home', B.home, 'folder', 'edit', 'docs', '--versioning', 'keep-last:1', '--json']);
+  t.match(jsonLines(edited.stdout), [{ event: 'folder-changed', versioning: 'keep-last:1', with: ['a', 'c'] }]);
   const note = path.join(A.dir, 'versions.txt');
   for (let i = 1; i <= 4; i++) {
     await writeFile(note, `version ${i}\n`);

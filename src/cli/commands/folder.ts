@@ -1,4 +1,4 @@
-// `clawpeer folder add|list|remove|pause|resume|log`: the shared folders of this home's
+// `clawpeer folder add|edit|list|remove|pause|resume|log`: the shared folders of this home's
 // config.json, which its listener keeps in sync by itself (folders/folder-service.ts). The
 // commands only edit the file; a running listener follows it.
 import path from 'node:path';
@@ -20,6 +20,7 @@ import {
   type FolderConfig,
   type FolderLogEntry,
   type FolderMode,
+  type PeerEntry,
 } from '../../folders/facade.js';
 import { intOption } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
@@ -63,20 +64,10 @@ async function addFolder(ctx: CommandContext, args: Record<string, unknown>): Pr
   const versioningError = versioningProblem(versioning);
   if (versioningError !== undefined) throw new ClawpeerError('USAGE', `--versioning: ${versioningError}`);
   const intervalS = intOption(args['interval'], '--interval', ...FOLDER_INTERVAL_LIMITS_S);
-  const names = String(args['with'])
-    .split(',')
-    .map((p) => p.trim())
-    .filter((p) => p !== '');
+  const names = peerNames(args['with']);
   if (names.length === 0)
     throw new ClawpeerError('USAGE', '--with names no peer: give PEER[,PEER...] (pair names or node ids)');
-  const pairs = await new PeerStore(ctx.home.peersFile).list();
-  for (const n of names) {
-    if (findPeer(pairs, n) === undefined)
-      throw new ClawpeerError(
-        'PEER_UNKNOWN',
-        `--with ${n}: not a paired peer name or id (pair with it first: clawpeer pair add)`,
-      );
-  }
+  await checkPaired(ctx, names, '--with');
   const folder: FolderConfig = { id, path: dir, with: [...new Set(names)], mode, versioning, paused: false, intervalS };
   await editFolders(ctx.home.dir, (folders) => {
     if (folders.some((f) => f.id === id))
@@ -89,6 +80,87 @@ async function addFolder(ctx: CommandContext, args: Record<string, unknown>): Pr
     return [...folders, folder];
   });
   ctx.out.emit({ event: 'folder-added', ...folderRecord(folder) }, `added ${folderLine(folder)}`);
+}
+
+/** The names of a PEER[,PEER...] option, trimmed, empty ones dropped. */
+function peerNames(value: unknown): string[] {
+  return String(value)
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+}
+
+/** PEER_UNKNOWN for the first of `names` that is neither a pair name nor a paired node id. */
+async function checkPaired(ctx: CommandContext, names: readonly string[], option: string): Promise<PeerEntry[]> {
+  const pairs = await new PeerStore(ctx.home.peersFile).list();
+  for (const n of names) {
+    if (findPeer(pairs, n) === undefined)
+      throw new ClawpeerError(
+        'PEER_UNKNOWN',
+        `${option} ${n}: not a paired peer name or id (pair with it first: clawpeer pair add)`,
+      );
+  }
+  return pairs;
+}
+
+/**
+ * `folder edit`: another peer list (--with, or --add-peer / --remove-peer), mode, versioning or
+ * interval for a folder, kept with its files and revision log (as Syncthing's folder settings;
+ * before, only remove + add did this). The running listener restarts that folder's syncs.
+ */
+async function editFolder(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
+  const id = String(args['id']);
+  const given = (key: string): boolean => args[key] !== undefined;
+  if (!['with', 'add-peer', 'remove-peer', 'mode', 'versioning', 'interval'].some(given))
+    throw new ClawpeerError(
+      'USAGE',
+      'nothing to change: give --with, --add-peer, --remove-peer, --mode, --versioning or --interval',
+    );
+  if (given('with') && (given('add-peer') || given('remove-peer')))
+    throw new ClawpeerError('USAGE', '--with replaces the peer list: give it alone, or --add-peer / --remove-peer');
+  const replace = given('with') ? peerNames(args['with']) : undefined;
+  const add = given('add-peer') ? peerNames(args['add-peer']) : [];
+  const drop = given('remove-peer') ? peerNames(args['remove-peer']) : [];
+  const pairs = await checkPaired(ctx, [...(replace ?? []), ...add], given('with') ? '--with' : '--add-peer');
+  if (given('versioning')) {
+    const problem = versioningProblem(String(args['versioning']));
+    if (problem !== undefined) throw new ClawpeerError('USAGE', `--versioning: ${problem}`);
+  }
+  const intervalS = given('interval')
+    ? intOption(args['interval'], '--interval', ...FOLDER_INTERVAL_LIMITS_S)
+    : undefined;
+  // A peer is named by pair name or node id: both spellings of one peer are the same entry.
+  const idOf = (name: string): string => findPeer(pairs, name)?.id ?? name;
+  let changed: FolderConfig | undefined;
+  await editFolders(ctx.home.dir, (folders) => {
+    const f = findFolder(folders, id);
+    let peers = replace ?? [...f.with];
+    for (const d of drop) {
+      const gone = peers.filter((p) => p === d || idOf(p) === idOf(d));
+      if (gone.length === 0)
+        throw new ClawpeerError(
+          'USAGE',
+          `--remove-peer ${d}: folder ${id} is not shared with it (it is with ${f.with.join(', ')})`,
+        );
+      peers = peers.filter((p) => !gone.includes(p));
+    }
+    for (const a of add) if (!peers.some((p) => idOf(p) === idOf(a))) peers.push(a);
+    if (peers.length === 0)
+      throw new ClawpeerError(
+        'USAGE',
+        `folder ${id} would be shared with no peer: keep one, or stop sharing it with clawpeer folder remove ${id}`,
+      );
+    changed = {
+      ...f,
+      with: [...new Set(peers)],
+      ...(given('mode') ? { mode: String(args['mode']) as FolderMode } : {}),
+      ...(given('versioning') ? { versioning: String(args['versioning']) } : {}),
+      ...(intervalS === undefined ? {} : { intervalS }),
+    };
+    return folders.map((x) => (x.id === id ? changed! : x));
+  });
+  if (changed !== undefined)
+    ctx.out.emit({ event: 'folder-changed', ...folderRecord(changed) }, `changed ${folderLine(changed)}`);
 }
 
 async function setPaused(ctx: CommandContext, id: string, paused: boolean): Promise<void> {
@@ -137,7 +209,7 @@ function logLines(e: FolderLogEntry, now: number): string {
 export function registerFolderCommands(cli: Argv, run: Runner): Argv {
   return cli.command(
     'folder',
-    "shared folders this home's listener keeps in sync with peers by itself: add, list, remove, pause, resume, log",
+    "shared folders this home's listener keeps in sync with peers by itself: add, edit, list, remove, pause, resume, log",
     (y) =>
       y
         .command(
@@ -177,6 +249,24 @@ export function registerFolderCommands(cli: Argv, run: Runner): Argv {
                 'keep ~/docs in sync with alice and bob, both ways',
               ),
           run(addFolder),
+        )
+        .command(
+          'edit <id>',
+          "change a folder's peers, mode, versioning or interval (its files and history stay)",
+          (a) =>
+            a
+              .positional('id', { type: 'string' })
+              .option('with', { type: 'string', describe: 'PEER[,PEER...]: the whole new list of peers' })
+              .option('add-peer', { type: 'string', describe: 'PEER[,PEER...]: share it with these too' })
+              .option('remove-peer', { type: 'string', describe: 'PEER[,PEER...]: stop syncing it with these' })
+              .option('mode', { type: 'string', choices: FOLDER_MODES, describe: 'two-way, send-only or receive-only' })
+              .option('versioning', {
+                type: 'string',
+                describe: 'keep-last:N, trashcan:DAYS or staggered[:DAYS]',
+              })
+              .option('interval', { type: 'number', describe: 'seconds between syncs with each peer (fallback)' })
+              .example('$0 folder edit docs --add-peer carol', 'keep docs in sync with carol too'),
+          run(editFolder),
         )
         .command(
           'list',
@@ -227,6 +317,6 @@ export function registerFolderCommands(cli: Argv, run: Runner): Argv {
           (a) => a.positional('id', { type: 'string' }),
           run((ctx, args) => showLog(ctx, String(args['id']))),
         )
-        .demandCommand(1, 'folder needs a subcommand: add, list, remove, pause, resume or log'),
+        .demandCommand(1, 'folder needs a subcommand: add, edit, list, remove, pause, resume or log'),
   );
 }
