@@ -7,7 +7,7 @@ import path from 'node:path';
 import { isClawpeerError } from '../errors.js';
 import { MAX_LISTED_DELETIONS, type UnreadablePath } from '../protocol/messages.js';
 import { systemErrorIn } from '../support/path-refusal.js';
-import { UNSAFE_TEXTS } from '../protocol/wire-limits.js';
+import { escapeToShow } from '../protocol/wire-limits.js';
 import { CappedList } from '../support/capped-list.js';
 
 /** The system error (an errno code) `err` is or wraps, if any. */
@@ -60,11 +60,4 @@ export class UnreadableEntries extends CappedList<UnreadablePath> {
  * the peer refuses such characters in what it is to print (wire-helpers.ts wirePathToShow).
  */
 export const relativeEntryPath = (base: string, localPath: string): string =>
-  path
-    .relative(base, localPath)
-    .split(path.sep)
-    .join('/')
-    .replace(UNSAFE_TEXTS, (ch) => {
-      const unit = ch.charCodeAt(0);
-      return unit < 0x100 ? `\\#${unit.toString(8).padStart(3, '0')}` : `\\u${unit.toString(16).padStart(4, '0')}`;
-    });
+  escapeToShow(path.relative(base, localPath).split(path.sep).join('/'));

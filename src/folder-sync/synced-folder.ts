@@ -7,7 +7,6 @@
 // skipped; when the changes were plain file changes, only those paths are looked at
 // (folder-watcher.ts). Non-goals: the watching itself, the --watch loop (the CLI).
 import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError } from '../errors.js';
@@ -17,6 +16,7 @@ import { FolderWatchers } from './folder-watcher.js';
 import { RevisionStorePool } from '../store/revision-store-pool.js';
 import { FolderLock } from '../store/folder-lock.js';
 import { ManifestCache } from '../exchange/manifest-cache.js';
+import { relativeEntryPath } from '../exchange/unreadable-entries.js';
 import { loadSyncIgnore, type SyncIgnore } from './sync-ignore.js';
 import { RevisionStore } from '../store/revision-store.js';
 import type { WarmStat } from '../store/revlog-format.js';
@@ -130,7 +130,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
         // Gone since it was listed: a race the next scan settles (rsync's "vanished", a warning).
         if (!hasVanished(issue.error))
           unreadable.push({
-            path: path.relative(dir, issue.localPath).split(path.sep).join('/') || '.',
+            path: relativeEntryPath(dir, issue.localPath) || '.',
             error: issue.error.message,
           });
         o.log.warn('sync: cannot read an entry; it is left out of this sync', {

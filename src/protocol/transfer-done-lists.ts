@@ -13,15 +13,18 @@ import {
   MAX_LISTED_PUBLISHED,
   MAX_LISTED_PUBLISHED_BYTES,
 } from './message-types.js';
-import { ENTRY_KIND_FROM_WIRE, wireEnum, wirePathToShow, wireText } from './wire-helpers.js';
+import {
+  ENTRY_KIND_FROM_WIRE,
+  listedCountProblem,
+  textToShow,
+  wireEnum,
+  wirePathToShow,
+  wireText,
+} from './wire-helpers.js';
 
 /** What is wrong with TransferDone's removed paths, if anything: too many listed, or a count below the list. */
 export function deletedProblem(deleted: readonly string[], count: number): string | undefined {
-  if (deleted.length > MAX_LISTED_DELETIONS)
-    return `TransferDone.deleted lists ${deleted.length} paths, more than ${MAX_LISTED_DELETIONS}`;
-  if (!Number.isSafeInteger(count) || count < deleted.length)
-    return `TransferDone.deletedCount ${count} is less than the ${deleted.length} paths listed`;
-  return undefined;
+  return listedCountProblem('TransferDone.deleted', deleted, count, MAX_LISTED_DELETIONS);
 }
 
 export function deletedFromWire(
@@ -30,7 +33,9 @@ export function deletedFromWire(
 ): { deleted?: string[]; deletedCount?: number } {
   const problem = deletedProblem(deleted, count);
   if (problem !== undefined) throw new ClawpeerError('PROTOCOL', problem);
-  return count === 0 ? {} : { deleted: deleted.map((p) => wireText('TransferDone.deleted', p)), deletedCount: count };
+  return count === 0
+    ? {}
+    : { deleted: deleted.map((p) => wirePathToShow('TransferDone.deleted', p)), deletedCount: count };
 }
 
 export function keptFromWire(kept: number): { filesKept?: number } {
@@ -74,7 +79,7 @@ export function publishedFromWire(
 ): { published?: PublishedFile[] } {
   if (raw.length === 0) return {};
   const published = raw.map((f) => ({
-    path: wireText('TransferDone.published', f.path),
+    path: wirePathToShow('TransferDone.published', f.path),
     replaced: f.replaced ?? false,
   }));
   const problem = publishedProblem(published, files);
@@ -89,7 +94,7 @@ export function updatedProblem(updated: readonly UpdatedFile[]): string | undefi
 export function updatedFromWire(raw: readonly clawpeer.v1.UpdatedFile.$Properties[]): { updated?: UpdatedFile[] } {
   if (raw.length === 0) return {};
   const updated = raw.map((u) => ({
-    path: wireText('TransferDone.updated', u.path),
+    path: wirePathToShow('TransferDone.updated', u.path),
     time: u.time ?? false,
     perms: u.perms ?? false,
   }));
@@ -105,14 +110,15 @@ export function createdProblem(created: readonly CreatedEntry[]): string | undef
 export function createdFromWire(raw: readonly clawpeer.v1.CreatedEntry.$Properties[]): { created?: CreatedEntry[] } {
   if (raw.length === 0) return {};
   const created = raw.map((e): CreatedEntry => {
-    const path = wireText('TransferDone.created', e.path);
+    const path = wirePathToShow('TransferDone.created', e.path);
     const kind = wireEnum('TransferDone.created kind', e.kind, ENTRY_KIND_FROM_WIRE);
     if (kind === 'dir') return { path, kind };
     if (kind === 'symlink')
       return {
         path,
         kind,
-        target: wireText('TransferDone.created target', e.linkTarget),
+        // Free text (a manifest's link target may hold any character): blanked, as the encoder does.
+        target: textToShow(wireText('TransferDone.created target', e.linkTarget)),
         replaced: e.replaced ?? false,
       };
     throw new ClawpeerError(
@@ -134,10 +140,8 @@ const ERRNO_CODE = /^E[A-Z0-9]{1,31}$/;
 
 /** What is wrong with TransferDone's refused paths, if anything: too many listed, a count below the list, a reason that is no errno code. */
 export function refusedProblem(refused: readonly RefusedPath[], count: number): string | undefined {
-  if (refused.length > MAX_LISTED_DELETIONS)
-    return `TransferDone.refused lists ${refused.length} paths, more than ${MAX_LISTED_DELETIONS}`;
-  if (!Number.isSafeInteger(count) || count < refused.length)
-    return `TransferDone.refusedCount ${count} is less than the ${refused.length} paths listed`;
+  const listed = listedCountProblem('TransferDone.refused', refused, count, MAX_LISTED_DELETIONS);
+  if (listed !== undefined) return listed;
   for (const r of refused) {
     if (r.path === '') return 'TransferDone.refused lists an empty path';
     if (!ERRNO_CODE.test(r.reason))

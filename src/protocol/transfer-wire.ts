@@ -26,6 +26,7 @@ import {
   checkUint,
   checkPathToShow,
   checkTextBytes,
+  textToShow,
   quote,
   entryMetaProblem,
   type LongLike,
@@ -268,19 +269,19 @@ export function transferToWire(message: TransferControlMessage): clawpeer.v1.Con
       checkUint('TransferDone.deletesOverLimit', message.deletesOverLimit ?? 0, Number.MAX_SAFE_INTEGER);
       const publishedWrong = publishedProblem(message.published ?? [], message.files);
       if (publishedWrong !== undefined) throw new RangeError(publishedWrong);
-      for (const f of message.published ?? []) checkTextBytes('TransferDone.published', f.path);
+      for (const f of message.published ?? []) checkPathToShow('TransferDone.published', f.path);
       const createdWrong = createdProblem(message.created ?? []);
       if (createdWrong !== undefined) throw new RangeError(createdWrong);
       for (const e of message.created ?? []) {
-        checkTextBytes('TransferDone.created', e.path);
+        checkPathToShow('TransferDone.created', e.path);
         if (e.kind === 'symlink') checkTextBytes('TransferDone.created target', e.target);
       }
       const updatedWrong = updatedProblem(message.updated ?? []);
       if (updatedWrong !== undefined) throw new RangeError(updatedWrong);
-      for (const u of message.updated ?? []) checkTextBytes('TransferDone.updated', u.path);
+      for (const u of message.updated ?? []) checkPathToShow('TransferDone.updated', u.path);
       const deletedWrong = deletedProblem(message.deleted ?? [], message.deletedCount ?? 0);
       if (deletedWrong !== undefined) throw new RangeError(deletedWrong);
-      for (const p of message.deleted ?? []) checkTextBytes('TransferDone.deleted', p);
+      for (const p of message.deleted ?? []) checkPathToShow('TransferDone.deleted', p);
       const refusedWrong = refusedProblem(message.refused ?? [], message.refusedCount ?? 0);
       if (refusedWrong !== undefined) throw new RangeError(refusedWrong);
       for (const r of message.refused ?? []) checkPathToShow('TransferDone.refused', r.path);
@@ -300,7 +301,13 @@ export function transferToWire(message: TransferControlMessage): clawpeer.v1.Con
           created: (message.created ?? []).map((e) =>
             e.kind === 'dir'
               ? { path: e.path, kind: ENTRY_KIND_TO_WIRE.dir }
-              : { path: e.path, kind: ENTRY_KIND_TO_WIRE.symlink, linkTarget: e.target, replaced: e.replaced },
+              : {
+                  path: e.path,
+                  kind: ENTRY_KIND_TO_WIRE.symlink,
+                  // Free text, blanked as the decoder does (transfer-done-lists.ts createdFromWire).
+                  linkTarget: textToShow(e.target),
+                  replaced: e.replaced,
+                },
           ),
           updated: (message.updated ?? []).map((u) => ({ path: u.path, time: u.time, perms: u.perms })),
           refused: (message.refused ?? []).map((r) => ({ path: r.path, reason: r.reason })),

@@ -10,7 +10,14 @@ import {
   type ManifestMessage,
   type UnreadablePath,
 } from './message-types.js';
-import { checkPathToShow, checkTextBytes, textToShow, wirePathToShow, wireText } from './wire-helpers.js';
+import {
+  checkPathToShow,
+  checkTextBytes,
+  listedCountProblem,
+  textToShow,
+  wirePathToShow,
+  wireText,
+} from './wire-helpers.js';
 
 /** What is wrong with a Manifest's unreadable entries, if anything: too many, a count below the list, on a batch but the last, an empty path, a long reason. */
 export function unreadableProblem(
@@ -18,10 +25,8 @@ export function unreadableProblem(
   count: number,
   last: boolean,
 ): string | undefined {
-  if (unreadable.length > MAX_LISTED_DELETIONS)
-    return `Manifest.unreadable lists ${unreadable.length} paths, more than ${MAX_LISTED_DELETIONS}`;
-  if (!Number.isSafeInteger(count) || count < unreadable.length)
-    return `Manifest.unreadableCount ${count} is less than the ${unreadable.length} paths listed`;
+  const listed = listedCountProblem('Manifest.unreadable', unreadable, count, MAX_LISTED_DELETIONS);
+  if (listed !== undefined) return listed;
   if (count > 0 && !last) return 'Manifest.unreadable is on a batch that is not the last';
   for (const u of unreadable) {
     if (u.path === '') return 'Manifest.unreadable lists an empty path';

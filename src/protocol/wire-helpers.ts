@@ -140,6 +140,23 @@ export function checkPathToShow(field: string, value: string): void {
 /** Free text for a peer's user to read: control and bidi characters blanked (the same on both ends). */
 export const textToShow = (text: string): string => text.replace(UNSAFE_TEXTS, ' ');
 
+/**
+ * What is wrong with a capped list and the count beside it (`field` lists, `field`Count counts
+ * all), if anything: more than `cap` listed, or a count below the list's length. TransferDone's
+ * deleted and refused paths and a Manifest's unreadable entries take this shape.
+ */
+export function listedCountProblem(
+  field: string,
+  list: readonly unknown[],
+  count: number,
+  cap: number,
+): string | undefined {
+  if (list.length > cap) return `${field} lists ${list.length} paths, more than ${cap}`;
+  if (!Number.isSafeInteger(count) || count < list.length)
+    return `${field}Count ${count} is less than the ${list.length} paths listed`;
+  return undefined;
+}
+
 /** A copy: decoded bytes are views into the frame buffer. */
 export function copyBytes(value: Uint8Array | null | undefined): Uint8Array {
   return value === null || value === undefined ? new Uint8Array(0) : new Uint8Array(value);

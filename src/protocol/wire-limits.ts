@@ -22,3 +22,14 @@ export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\u
 export const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 /** The same, global: for replace() only (test() on a global regex carries lastIndex between calls). */
 export const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');
+
+/**
+ * `text` with each control or bidi character escaped (`\\#012` below U+0100, else `\\u202e`):
+ * how a path holding one is named in what a peer is to print, which refuses them raw
+ * (wire-helpers.ts wirePathToShow). A path without one is returned as it is.
+ */
+export const escapeToShow = (text: string): string =>
+  text.replace(UNSAFE_TEXTS, (ch) => {
+    const unit = ch.charCodeAt(0);
+    return unit < 0x100 ? `\\#${unit.toString(8).padStart(3, '0')}` : `\\u${unit.toString(16).padStart(4, '0')}`;
+  });

@@ -2,6 +2,7 @@
 // EPERM, a name too long): left out while the rest lands, as rsync does, which then exits 23
 // ("partial transfer"). Before, one such path failed the whole push or pull.
 import { MAX_LISTED_DELETIONS, type RefusedPath } from '../protocol/messages.js';
+import { escapeToShow } from '../protocol/wire-limits.js';
 import { CappedList } from '../support/capped-list.js';
 import { pathRefusal } from '../support/path-refusal.js';
 
@@ -11,9 +12,12 @@ export class RefusedPaths extends CappedList<RefusedPath> {
     super(MAX_LISTED_DELETIONS);
   }
 
-  /** ReceiverOptions.onRefused: the path (destination-relative) and its errno code. */
+  /**
+   * ReceiverOptions.onRefused: the path (destination-relative) and its errno code. The path is
+   * listed with its control and bidi characters escaped: the peer refuses them raw.
+   */
   refuse(relPath: string, error: Error): RefusedPath {
-    const refused = { path: relPath, reason: pathRefusal(error) ?? 'EACCES' };
+    const refused = { path: escapeToShow(relPath), reason: pathRefusal(error) ?? 'EACCES' };
     this.add(refused);
     return refused;
   }
@@ -38,5 +42,6 @@ export function refusedAtListener(done: {
   const listed = done.refused ?? [];
   if (listed.length < count) return () => true;
   const paths = new Set(listed.map((r) => r.path));
-  return (destPath) => paths.has(destPath);
+  // Listed as RefusedPaths.refuse names them, escaped (a path that escapes alike stays too).
+  return (destPath) => paths.has(escapeToShow(destPath));
 }

@@ -16,6 +16,7 @@ import {
   type TransferRequestMessage,
   type UnreadablePath,
 } from '../protocol/messages.js';
+import { escapeToShow } from '../protocol/wire-limits.js';
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
@@ -463,15 +464,18 @@ function keptField(kept: number): { filesKept?: number } {
 
 /**
  * What a TransferDone lists of the files published (or the directories and symlinks created):
- * the first MAX_LISTED_PUBLISHED, within MAX_LISTED_PUBLISHED_BYTES of paths (and link targets).
+ * the first MAX_LISTED_PUBLISHED, within MAX_LISTED_PUBLISHED_BYTES of paths (and link targets),
+ * each path with its control and bidi characters escaped (the peer refuses them raw; a manifest
+ * path may hold a bidi one). A link target is free text, blanked by the encoder.
  */
 function listedWithin<T extends { readonly path: string; readonly target?: string }>(all: readonly T[]): T[] {
   const out: T[] = [];
   let bytes = 0;
   for (const e of all) {
-    bytes += listedEntryBytes(e);
+    const shown = { ...e, path: escapeToShow(e.path) };
+    bytes += listedEntryBytes(shown);
     if (out.length === MAX_LISTED_PUBLISHED || bytes > MAX_LISTED_PUBLISHED_BYTES) break;
-    out.push(e);
+    out.push(shown);
   }
   return out;
 }
@@ -486,7 +490,11 @@ function overLimitField(req: TransferRequestMessage, toRemove: readonly Extraneo
 function deletedFields(list: readonly Extraneous[]): { deleted?: string[]; deletedCount?: number } {
   return list.length === 0
     ? {}
-    : { deleted: list.slice(0, MAX_LISTED_DELETIONS).map((e) => e.path), deletedCount: list.length };
+    : {
+        // Escaped, as listedWithin's paths are: the peer refuses control and bidi characters raw.
+        deleted: list.slice(0, MAX_LISTED_DELETIONS).map((e) => escapeToShow(e.path)),
+        deletedCount: list.length,
+      };
 }
 
 /** A request's exclude patterns or filter rules, if any; a malformed one is the peer's fault (its CLI checks them first). */

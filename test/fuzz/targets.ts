@@ -59,6 +59,7 @@ import {
 import { allocateSymbols } from '../../src/sync/riblt.js';
 import { decodeRevision, encodeRevision, type Revision, type RevisionKind } from '../../src/sync/revision.js';
 import { decodeVector, encodeVector, vectorFrom, type VersionVector } from '../../src/sync/version-vector.js';
+import { UNSAFE_TEXTS } from '../../src/protocol/wire-limits.js';
 import { normalizeSharePath } from '../../src/transfer/paths.js';
 import {
   encodeFrame as encodeMuxFrame,
@@ -483,6 +484,11 @@ function randomCaps(rng: Rng): Capabilities {
 // Text in generated messages is well-formed: lone surrogates are the control-text target's job.
 const wfText = (rng: Rng, maxChars: number): string => wellFormed(randomText(rng, maxChars));
 const wfPath = (rng: Rng): string => wellFormed(hostilePath(rng));
+// A path listed for the peer's user to read (TransferDone's lists, Manifest.unreadable): mostly
+// without control or bidi characters, which the encoder refuses there (then the whole message
+// is replaced), sometimes with them.
+const shownPath = (rng: Rng, fallback: string): string =>
+  (rng.bool(0.1) ? wfPath(rng) : wfPath(rng).replace(UNSAFE_TEXTS, '')) || fallback;
 
 function randomEntry(rng: Rng): ManifestEntry {
   const kind = rng.pick(['file', 'dir', 'symlink'] as const);
@@ -580,7 +586,7 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
       // A pull's last batch may name what its sender could not read (hostile paths and reasons).
       const unreadable =
         last && rng.bool()
-          ? Array.from({ length: rng.range(1, 4) }, () => ({ path: wfPath(rng) || 'u', error: wfText(rng, 40) }))
+          ? Array.from({ length: rng.range(1, 4) }, () => ({ path: shownPath(rng, 'u'), error: wfText(rng, 40) }))
           : [];
       return {
         type,
@@ -610,18 +616,22 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
         chunksSkipped: u53(),
         ...(rng.bool()
           ? {
-              published: Array.from({ length: rng.int(4) }, () => ({ path: wfPath(rng) || 'p', replaced: rng.bool() })),
+              published: Array.from({ length: rng.int(4) }, () => ({
+                path: shownPath(rng, 'p'),
+                replaced: rng.bool(),
+              })),
             }
           : {}),
         ...(rng.bool()
           ? {
               created: Array.from({ length: rng.int(4) }, () =>
                 rng.bool()
-                  ? { path: wfPath(rng) || 'd', kind: 'dir' as const }
+                  ? { path: shownPath(rng, 'd'), kind: 'dir' as const }
                   : {
-                      path: wfPath(rng) || 'l',
+                      path: shownPath(rng, 'l'),
                       kind: 'symlink' as const,
-                      target: wfPath(rng) || 't',
+                      // Free text, blanked (not refused) by the encoder: any character goes.
+                      target: (rng.bool() ? wfPath(rng) : wfText(rng, 30)) || 't',
                       replaced: rng.bool(),
                     },
               ),
@@ -630,10 +640,25 @@ function randomControl(rng: Rng, type: ControlMessageType): ControlMessage {
         ...(rng.bool()
           ? {
               refused: Array.from({ length: rng.range(1, 4) }, () => ({
-                path: wfPath(rng) || 'r',
+                path: shownPath(rng, 'r'),
                 reason: rng.pick(['EACCES', 'EPERM', 'ENAMETOOLONG']),
               })),
               refusedCount: 3 + rng.int(3),
+            }
+          : {}),
+        ...(rng.bool()
+          ? {
+              updated: Array.from({ length: rng.range(1, 4) }, () => ({
+                path: shownPath(rng, 'u'),
+                time: rng.bool(),
+                perms: rng.bool(),
+              })),
+            }
+          : {}),
+        ...(rng.bool()
+          ? {
+              deleted: Array.from({ length: rng.range(1, 4) }, () => shownPath(rng, 'x')),
+              deletedCount: 3 + rng.int(3),
             }
           : {}),
         ...(rng.bool() ? { filesKept: rng.range(1, 1000) } : {}),

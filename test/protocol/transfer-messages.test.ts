@@ -1340,3 +1340,93 @@ t.test("Manifest.unreadable (a pull's sender) round-trips with its count, capped
     "a reason's escape is blanked",
   );
 });
+
+t.test("TransferDone's listed paths: a control or bidi character is refused both ways", async (t) => {
+  // What the CLI prints as it comes (--delete's removals, --itemize-changes' lines): an escape
+  // sequence could repaint the user's terminal, a bidi override disguise a name.
+  const done = {
+    type: 'transfer-done' as const,
+    transferId: 9,
+    files: 1,
+    bytes: 0,
+    chunksReceived: 0,
+    chunksSkipped: 0,
+  };
+  const normal: ControlMessage = {
+    ...done,
+    deleted: ['old/gone.txt'],
+    deletedCount: 2,
+    published: [{ path: 'a/b.txt', replaced: false }],
+    created: [
+      { path: 'a', kind: 'dir' },
+      { path: 'a/l', kind: 'symlink', target: '../b.txt', replaced: false },
+    ],
+    updated: [{ path: 'a/c.txt', time: true, perms: false }],
+  };
+  t.same(decodeControl(encodeControl(normal), { maxBytes: MAX_BYTES }), normal, 'safe paths round-trip');
+
+  const kind = clawpeer.v1.EntryKind;
+  for (const [bad, label] of [
+    ['a\u001b[2Jb', 'an ESC [2J'],
+    ['txt.\u202eexe', 'a U+202E'],
+  ] as const) {
+    const shown = JSON.stringify(bad).replace(/[[\]\\.]/g, '\\$&');
+    const cases: [string, clawpeer.v1.TransferDone.$Properties, Partial<ControlMessage>][] = [
+      ['deleted', { deleted: [bad], deletedCount: 1 }, { deleted: [bad], deletedCount: 1 }],
+      ['published', { files: 1, published: [{ path: bad }] }, { published: [{ path: bad, replaced: false }] }],
+      ['updated', { updated: [{ path: bad, time: true }] }, { updated: [{ path: bad, time: true, perms: false }] }],
+      [
+        'created',
+        { created: [{ path: bad, kind: kind.ENTRY_KIND_DIR }] },
+        { created: [{ path: bad, kind: 'dir' as const }] },
+      ],
+      [
+        'created',
+        { created: [{ path: bad, kind: kind.ENTRY_KIND_SYMLINK, linkTarget: 't' }] },
+        { created: [{ path: bad, kind: 'symlink' as const, target: 't', replaced: false }] },
+      ],
+    ];
+    for (const [field, wireDone, message] of cases) {
+      const wire = clawpeer.v1.Control.encode({ transferDone: { transferId: 9, ...wireDone } }).finish();
+      const messageRe = new RegExp(`TransferDone\\.${field} lists ${shown}: a control or bidi character`);
+      t.throws(
+        () => decodeControl(wire, { maxBytes: MAX_BYTES }),
+        { code: 'PROTOCOL', message: messageRe },
+        `decode: ${field} with ${label}`,
+      );
+      t.throws(
+        () => encodeControl({ ...done, ...message } as ControlMessage),
+        { name: 'RangeError', message: messageRe },
+        `encode: ${field} with ${label}`,
+      );
+    }
+  }
+});
+
+t.test("TransferDone.created: a symlink's target is free text, its unsafe characters blanked both ways", async (t) => {
+  // A manifest's linkTarget may hold any character (only its length and Unicode are checked),
+  // so a listener may have made such a link: the target is shown blanked, not refused.
+  const created = [{ path: 'l', kind: 'symlink' as const, target: 'x\u001b[2J\u202ey', replaced: true }];
+  const blanked = [{ ...created[0], target: 'x [2J y' }];
+  const done: ControlMessage = {
+    type: 'transfer-done',
+    transferId: 9,
+    files: 0,
+    bytes: 0,
+    chunksReceived: 0,
+    chunksSkipped: 0,
+    created,
+  };
+  const encoded = encodeControl(done);
+  const sent = clawpeer.v1.Control.decode(encoded).transferDone?.created?.[0]?.linkTarget;
+  t.equal(sent, 'x [2J y', 'encoded blanked');
+  t.same(decodeControl(encoded, { maxBytes: MAX_BYTES }), { ...done, created: blanked });
+  const kind = clawpeer.v1.EntryKind;
+  const wire = clawpeer.v1.Control.encode({
+    transferDone: {
+      transferId: 9,
+      created: [{ path: 'l', kind: kind.ENTRY_KIND_SYMLINK, linkTarget: 'x\u001b[2J\u202ey', replaced: true }],
+    },
+  }).finish();
+  t.same(decodeControl(wire, { maxBytes: MAX_BYTES }), { ...done, created: blanked }, "a peer's raw target: blanked");
+});
