@@ -19,6 +19,32 @@ const { a, b, c, work, roShare, privShare, shareArgs, pairAlice, done } = rig;
 t.teardown(() => rig.listener.stop('SIGKILL'));
 
 t.test(
+  "-i: a listener names a path with a bidi character escaped and a link's odd target blanked, and the push succeeds",
+  async (t) => {
+    // A manifest path may hold U+202E (only C0/C1 controls are refused), a link target anything:
+    // the TransferDone lists the CLI prints carry neither raw (the peer would refuse the paths).
+    const src = path.join(work, 'odd');
+    await mkdir(src, { recursive: true });
+    await writeFile(path.join(src, 'a\u202eb.txt'), 'x');
+    await symlink('t\u001b[2J', path.join(src, 'link'));
+    const pushed = await runCli(['--home', b.home, 'push', src, 'alice:inbox/odd', '-i', '--json']);
+    t.equal(pushed.code, 0, pushed.stderr);
+    const lines = jsonLines(pushed.stdout);
+    t.same(
+      lines.filter((e) => e['event'] === 'published'),
+      [{ event: 'published', path: 'odd/odd/a\\u202eb.txt', replaced: false }],
+      'the path escaped',
+    );
+    t.same(
+      lines.filter((e) => e['event'] === 'created' && e['kind'] === 'symlink'),
+      [{ event: 'created', path: 'odd/odd/link', kind: 'symlink', target: 't [2J', replaced: false }],
+      'the target blanked',
+    );
+    t.notOk(pushed.stdout.includes('\u001b') || pushed.stdout.includes('\u202e'), 'nothing raw reaches the terminal');
+  },
+);
+
+t.test(
   'ls lists the shares this node may use, a directory, or (-r) everything below it; names and metadata only',
   async (t) => {
     const shares = await runCli(['--home', b.home, 'ls', 'alice', '--json']);
