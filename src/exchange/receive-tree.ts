@@ -4,6 +4,7 @@
 // write (support/path-refusal.ts) is told and left, and the rest goes on; what lies under a
 // refused directory is refused in turn when it is staged, and its metadata is not set.
 import type { CreatedEntry, ManifestEntry } from '../protocol/messages.js';
+import { textToShow } from '../protocol/wire-helpers.js';
 import type { Publisher } from '../store/publisher.js';
 import type { PublishDir } from '../store/publish-types.js';
 import { pathRefusal } from '../support/path-refusal.js';
@@ -57,8 +58,15 @@ export async function finishReceivedTree(
         made = await publisher.makeSymlink(rel, entry.linkTarget, entry.mtimeMs);
       });
       if (made === 'kept') tally.kept();
+      // Listed for the user to read (a pull's -i, a push's TransferDone): a target is the
+      // sender's free text, its control and bidi characters blanked.
       else if (made === 'created' || made === 'replaced')
-        tally.created({ path: rel, kind: 'symlink', target: entry.linkTarget, replaced: made === 'replaced' });
+        tally.created({
+          path: rel,
+          kind: 'symlink',
+          target: textToShow(entry.linkTarget),
+          replaced: made === 'replaced',
+        });
     } else if (entry.kind === 'dir' && !refusedDirs.has(rel))
       dirs.push({ relPath: rel, mode: entry.mode, mtimeMs: entry.mtimeMs });
   }

@@ -14,6 +14,7 @@ import { ClawpeerError } from '../errors.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import type { Logger } from '../logger.js';
 import type { SyncModeName } from '../protocol/messages.js';
+import { textToShow } from '../protocol/wire-helpers.js';
 import { encodeReconcileMessage } from '../sync/reconcile-codec.js';
 import { ReconcileInitiator } from '../sync/reconcile.js';
 import type { ReconcileResult } from '../sync/reconcile.js';
@@ -316,7 +317,11 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
         inSync: false,
         revisionsReceived: received.length,
         skipped,
-        dryRun: { receive: changes, send },
+        // What arrives is the peer's: a link target is its free text, shown blanked.
+        dryRun: {
+          receive: changes.map((c) => (c.target === undefined ? c : { ...c, target: textToShow(c.target) })),
+          send,
+        },
       });
     }
 

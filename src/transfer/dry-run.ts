@@ -4,6 +4,7 @@
 // travels once: it is counted for the first.
 import { ClawpeerError } from '../errors.js';
 import { bitmapBytes, bitmapGet, type ManifestEntry } from '../protocol/messages.js';
+import { textToShow } from '../protocol/wire-helpers.js';
 import { chunkKey } from './plan.js';
 import { chunkIdAt, lackingKeys, uniqueChunks, type WantInfo } from './chunk-order.js';
 
@@ -92,7 +93,8 @@ export function dryRunReport(
           if (create === undefined || !bitmapGet(create, k)) return [];
           return [
             e.kind === 'symlink'
-              ? { path: e.path, kind: 'symlink', target: e.linkTarget }
+              ? // Shown to the user: a pull's target is the peer's free text, blanked.
+                { path: e.path, kind: 'symlink', target: textToShow(e.linkTarget) }
               : { path: e.path, kind: 'dir' },
           ];
         });

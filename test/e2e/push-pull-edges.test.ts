@@ -41,6 +41,14 @@ t.test(
       'the target blanked',
     );
     t.notOk(pushed.stdout.includes('\u001b') || pushed.stdout.includes('\u202e'), 'nothing raw reaches the terminal');
+    // Pulled back, the link's target comes in the listener's manifest: blanked in what is shown.
+    const pulled = await runCli(['--home', b.home, 'pull', 'alice:inbox/odd/odd', path.join(work, 'odd-back'), '-i']);
+    t.equal(pulled.code, 0, pulled.stderr);
+    t.match(pulled.stdout, /^cL\+{9} odd\/link -> t \[2J$/m, 'a pull shows the target blanked');
+    t.notOk(pulled.stdout.includes('\u001b'), 'no escape reaches the terminal');
+    const dry = await runCli(['--home', b.home, 'pull', 'alice:inbox/odd/odd', path.join(work, 'odd-dry'), '-n']);
+    t.equal(dry.code, 0, dry.stderr);
+    t.match(dry.stdout, /^odd\/link -> t \[2J \(symlink\)$/m, 'and so does a dry run');
   },
 );
 
