@@ -86,6 +86,7 @@ export interface FolderStatusRecord {
     readonly since: number;
     readonly lastSyncAt?: number;
     readonly error?: string;
+    readonly nextAt?: number;
     readonly bytesLeft?: number;
     readonly filesLeft?: number;
     readonly mode: string;

@@ -217,6 +217,8 @@ export class FolderService {
             mode: this.#modeFor(f, p.peer) ?? f.mode,
             ...(p.lastSyncAt === undefined ? {} : { lastSyncAt: p.lastSyncAt }),
             ...(p.error === undefined ? {} : { error: p.error }),
+            // When a failed or waiting pair is tried again (its backoff), for `status` to say.
+            ...(p.nextAt !== undefined && (p.state === 'error' || p.state === 'waiting') ? { nextAt: p.nextAt } : {}),
             ...(progress !== undefined && progress.totalBytes > 0
               ? { bytesLeft: Math.max(0, progress.totalBytes - progress.bytes) }
               : {}),

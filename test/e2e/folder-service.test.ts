@@ -134,3 +134,19 @@ t.test("a folder's versioning policy is applied after the syncs that replace con
   await wait('B down to one kept revision', async () => (await revisions(B.dir)) === 1);
   t.pass('B (keep-last:1) dropped the replaced versions');
 });
+
+t.test('a folder the peer does not share: status says error, why, and when it is tried again', async (t) => {
+  // A shares "lonely" with B, which has no such folder: each try reaches B and is refused. The
+  // pair backs off (sync/folder-schedule.ts; a working dial no longer resets it), and status
+  // names the next try.
+  const lonely = path.join(A.dir, '..', 'lonely');
+  const added = await runCli(['--home', A.home, 'folder', 'add', lonely, '--id', 'lonely', '--with', 'b']);
+  t.equal(added.code, 0, added.stderr);
+  await wait('the refusal in A status', async () => {
+    const f = (await foldersOf(A)).find((x) => x.id === 'lonely');
+    return f?.peers[0]?.state === 'error';
+  });
+  const human = await runCli(['--home', A.home, 'status']);
+  t.match(human.stdout, /^ {2}b: error, never synced, next try in \d+ s \(peer: no share named "lonely"/m);
+  t.equal((await runCli(['--home', A.home, 'folder', 'remove', 'lonely'])).code, 0);
+});

@@ -52,7 +52,8 @@ function folderLines(
             ? `syncing${left}`
             : p.state;
       const last = p.lastSyncAt === undefined ? 'never synced' : `last sync ${ago(p.lastSyncAt)}`;
-      return `  ${who}: ${state}, ${last}${p.error === undefined ? '' : ` (${p.error})`}${p.mode === f.mode ? '' : `, ${p.mode} with this peer`}`;
+      const next = p.nextAt === undefined ? '' : `, next try in ${duration(Math.max(0, p.nextAt - nowMs) / 1000)}`;
+      return `  ${who}: ${state}, ${last}${next}${p.error === undefined ? '' : ` (${p.error})`}${p.mode === f.mode ? '' : `, ${p.mode} with this peer`}`;
     }),
   ];
 }
