@@ -54,6 +54,9 @@ t.test('a wrong edit names what is wrong and changes nothing', async (t) => {
     [['docs', '--versioning', 'keep-forever'], 2, /--versioning: /],
     [['nope', '--add-peer', 'carol'], 2, /no folder "nope" in this home \(folders: docs\)/],
   ];
+  const again = await cli('folder', 'add', dir, '--id', 'docs', '--with', 'carol');
+  t.equal(again.code, 2, 'folder add of an id that exists is refused');
+  t.match(again.stderr, /a folder "docs" exists already \(change it with clawpeer folder edit docs\)/);
   for (const [args, code, message] of cases) {
     const r = await cli('folder', 'edit', ...args);
     t.equal(r.code, code, `folder edit ${args.join(' ')}: exit code`);

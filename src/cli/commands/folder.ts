@@ -73,7 +73,7 @@ async function addFolder(ctx: CommandContext, args: Record<string, unknown>): Pr
     if (folders.some((f) => f.id === id))
       throw new ClawpeerError(
         'USAGE',
-        `a folder ${JSON.stringify(id)} exists already (clawpeer folder remove ${id} first)`,
+        `a folder ${JSON.stringify(id)} exists already (change it with clawpeer folder edit ${id})`,
       );
     const same = folders.find((f) => f.path === dir);
     if (same !== undefined) throw new ClawpeerError('USAGE', `${dir} is folder ${same.id} already`);
