@@ -1,5 +1,5 @@
-// How byte counts read in messages and progress (binary units, one decimal), and how sizes
-// typed on a command line are read.
+// How byte counts read in messages and progress (binary units, one decimal), how sizes
+// typed on a command line are read, and how a name with control or bidi characters is shown.
 
 /** `512 B`, `1.5 KiB`, `3.0 GiB`. */
 export function human(bytes: number): string {
@@ -56,3 +56,27 @@ export function parseSize(text: string): number | undefined {
   const bytes = Math.round(Number(m[1]) * per);
   return Number.isSafeInteger(bytes) ? bytes : undefined;
 }
+
+/**
+ * Control and bidi characters (C0, C1, U+2028/U+2029, the embeddings, overrides and isolates
+ * U+202A-U+202E and U+2066-U+2069): a peer's text reaches terminals and logs, where they could
+ * repaint or disguise output ("invoice\u202efdp.exe" reads as "invoiceexe.pdf").
+ * protocol/messages.ts sanitizes error texts, protocol/wire-helpers.ts refuses them in listed paths.
+ */
+// eslint-disable-next-line no-control-regex
+export const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+/** The same, global: for replace() only (test() on a global regex carries lastIndex between calls). */
+export const UNSAFE_TEXTS = new RegExp(UNSAFE_TEXT.source, 'g');
+
+/**
+ * `text` with each control or bidi character escaped (`\\#012` below U+0100, else `\\u202e`):
+ * how a path holding one is named in what a peer is to print (protocol/wire-helpers.ts
+ * wirePathToShow refuses them raw), and in every line the CLI prints a path or name in. A text
+ * without one is returned as it is. A backslash is left as it is, so escaping twice changes
+ * nothing: a path a peer already escaped reads the same.
+ */
+export const escapeToShow = (text: string): string =>
+  text.replace(UNSAFE_TEXTS, (ch) => {
+    const unit = ch.charCodeAt(0);
+    return unit < 0x100 ? `\\#${unit.toString(8).padStart(3, '0')}` : `\\u${unit.toString(16).padStart(4, '0')}`;
+  });

@@ -1,6 +1,6 @@
 // How byte counts and durations read in messages, status and progress.
 import t from 'tap';
-import { count, duration, human, parseSize } from '../src/format.js';
+import { count, duration, escapeToShow, human, parseSize } from '../src/format.js';
 
 t.test('human: binary units, one decimal', async (t) => {
   t.equal(human(512), '512 B');
@@ -35,4 +35,14 @@ t.test('count: a number with its noun, singular for one', async (t) => {
   t.equal(count(2, 'round trip'), '2 round trips');
   t.equal(count(1, 'directory', 'directories'), '1 directory');
   t.equal(count(3, 'directory', 'directories'), '3 directories');
+});
+
+t.test('escapeToShow: control and bidi characters as \\#ooo and \\uXXXX, the rest as it is', async (t) => {
+  t.equal(escapeToShow('plain/été.txt'), 'plain/été.txt');
+  t.equal(escapeToShow('invoice\u202efdp.exe'), 'invoice\\u202efdp.exe');
+  t.equal(escapeToShow('a\u2066b\u2069c\u2028d\u2029'), 'a\\u2066b\\u2069c\\u2028d\\u2029');
+  t.equal(escapeToShow('bold\x1b[1m\n\x7f\x9b'), 'bold\\#033[1m\\#012\\#177\\#233');
+  t.equal(escapeToShow('a\\b'), 'a\\b', 'a backslash stays');
+  const once = escapeToShow('x\u202e\x1b\\y');
+  t.equal(escapeToShow(once), once, 'escaping twice changes nothing');
 });

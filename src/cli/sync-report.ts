@@ -1,8 +1,10 @@
 // What `clawpeer sync` prints at the end, whether it ran in the CLI, in a listener, or through
-// the fast path (sync-fast-path.ts).
+// the fast path (sync-fast-path.ts). Paths (the peer's, and names made from them: a conflict
+// copy) are shown with control and bidi characters escaped (escapeToShow: `\u202e`, `\#033`);
+// --json records keep them exact (JSON.stringify leaves U+202E raw): a program needs the real name.
 import type { PlannedChange, SyncDryRun, SyncFolderResult } from '../folder-sync/facade.js';
 import type { Output } from './output.js';
-import { count, human } from '../format.js';
+import { count, escapeToShow as show, human } from '../format.js';
 
 const sumBytes = (changes: readonly PlannedChange[]): number => changes.reduce((n, c) => n + c.bytes, 0);
 
@@ -12,7 +14,7 @@ function reportUnreadable(out: Output, r: SyncFolderResult, what: string): void 
   for (const u of r.unreadable ?? [])
     out.emit(
       { event: 'unreadable', path: u.path, error: u.error },
-      `${what}, cannot be read here: ${u.path} (${u.error})`,
+      `${what}, cannot be read here: ${show(u.path)} (${u.error})`,
     );
 }
 
@@ -30,17 +32,17 @@ function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void 
     };
     const detail =
       c.copy !== undefined
-        ? ` (the losing version kept as ${c.copy})`
+        ? ` (the losing version kept as ${show(c.copy)})`
         : c.target !== undefined
-          ? ` -> ${c.target}`
+          ? ` -> ${show(c.target)}`
           : c.bytes > 0
             ? ` (${human(c.bytes)})`
             : '';
-    out.emit(record, `${side.padEnd(7)} ${c.change.padEnd(8)} ${c.kind === 'dir' ? `${c.path}/` : c.path}${detail}`);
+    out.emit(record, `${side.padEnd(7)} ${c.change.padEnd(8)} ${show(c.path)}${c.kind === 'dir' ? '/' : ''}${detail}`);
   };
   for (const c of plan.receive) line('receive', c);
   for (const c of plan.send) line('send', c);
-  for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `would be left as is: ${p}`);
+  for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `would be left as is: ${show(p)}`);
   reportUnreadable(out, r, 'would not be sent');
   const conflicts = plan.receive.filter((c) => c.change === 'conflict').length;
   const bytesToReceive = sumBytes(plan.receive);
@@ -74,8 +76,9 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
     reportDryRun(out, r, r.dryRun);
     return;
   }
-  for (const p of r.localOnly) out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${p}`);
-  for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `left as is this time: ${p}`);
+  for (const p of r.localOnly)
+    out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${show(p)}`);
+  for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `left as is this time: ${show(p)}`);
   reportUnreadable(out, r, 'not sent');
   out.summary(
     {

@@ -1,6 +1,9 @@
 // What a push or pull (commands/transfer.ts) prints when it ends: --delete's removals,
 // --itemize-changes' lines, a dry run's plan, and the done record with the option counts.
-import { count, human } from '../format.js';
+// Paths (a pull's come from the peer) are shown with control and bidi characters escaped
+// (escapeToShow: `\u202e`, `\#033`), so a name cannot disguise itself or drive the terminal;
+// --json records keep them exact (JSON.stringify leaves U+202E raw): a program needs the real name.
+import { count, escapeToShow as show, human } from '../format.js';
 import type { DryRunReport, TransferResult } from '../push-pull/transfer-with-peer.js';
 import type { CommandContext } from './context.js';
 import { transferSummaryText } from './transfer-summary.js';
@@ -12,7 +15,7 @@ export function reportDeleted(ctx: CommandContext, r: TransferResult, dryRun: bo
   const tell = (record: Record<string, unknown>, line: string): void =>
     dryRun ? ctx.out.emit(record, line) : ctx.out.summary(record, line);
   for (const p of r.deleted)
-    tell({ event: dryRun ? 'would-delete' : 'deleted', path: p }, `${dryRun ? 'would delete' : 'deleting'} ${p}`);
+    tell({ event: dryRun ? 'would-delete' : 'deleted', path: p }, `${dryRun ? 'would delete' : 'deleting'} ${show(p)}`);
   const unlisted = (r.deletedCount ?? 0) - r.deleted.length;
   if (unlisted > 0)
     tell({ event: dryRun ? 'would-delete-more' : 'deleted-more', count: unlisted }, `... and ${unlisted} more`);
@@ -26,7 +29,10 @@ export function reportRefused(ctx: CommandContext, r: TransferResult, peer: stri
   if (r.refusedCount === undefined) return;
   const where = (reason: string): string => (peer === undefined ? `here (${reason})` : `(${reason}) on ${peer}`);
   for (const p of r.refused ?? [])
-    ctx.out.emit({ event: 'refused', path: p.path, reason: p.reason }, `not written ${where(p.reason)}: ${p.path}`);
+    ctx.out.emit(
+      { event: 'refused', path: p.path, reason: p.reason },
+      `not written ${where(p.reason)}: ${show(p.path)}`,
+    );
   const unlisted = r.refusedCount - (r.refused?.length ?? 0);
   if (unlisted > 0) ctx.out.emit({ event: 'refused-more', count: unlisted }, `... and ${unlisted} more not written`);
 }
@@ -48,7 +54,7 @@ export function reportUnreadable(
   for (const u of r.unreadable ?? [])
     ctx.out.emit(
       { event: 'unreadable', path: u.path, error: u.error },
-      `${what}, cannot be read ${where}: ${u.path} (${u.error})`,
+      `${what}, cannot be read ${where}: ${show(u.path)} (${u.error})`,
     );
   const unlisted = r.unreadableCount - (r.unreadable?.length ?? 0);
   if (unlisted > 0) ctx.out.emit({ event: 'unreadable-more', count: unlisted }, `... and ${unlisted} more ${what}`);
@@ -57,6 +63,12 @@ export function reportUnreadable(
       { event: 'delete-skipped' },
       '--delete skipped: what the sender could not read would have been removed (rsync\'s "IO error encountered")',
     );
+}
+
+/** --remove-source-files: one line (event) per sent file kept because it changed or went since it was sent. */
+export function reportSourceKept(ctx: CommandContext, r: TransferResult): void {
+  for (const p of r.sourceChanged ?? [])
+    ctx.out.emit({ event: 'source-kept', path: p }, `not removed, changed or gone since it was sent: ${show(p)}`);
 }
 
 /** PARTIAL's message when the sender left entries out or the receiver refused paths, else undefined. */
@@ -83,24 +95,24 @@ export function reportPublished(ctx: CommandContext, r: TransferResult): void {
   // In the order they happened: directories before their contents, symlinks once the files are in.
   const created = r.created ?? [];
   for (const e of created)
-    if (e.kind === 'dir') ctx.out.emit({ event: 'created', path: e.path, kind: 'dir' }, `cd+++++++++ ${e.path}/`);
+    if (e.kind === 'dir') ctx.out.emit({ event: 'created', path: e.path, kind: 'dir' }, `cd+++++++++ ${show(e.path)}/`);
   for (const f of r.published)
     ctx.out.emit(
       { event: 'published', path: f.path, replaced: f.replaced },
-      `${f.replaced ? '>fc........' : '>f+++++++++'} ${f.path}`,
+      `${f.replaced ? '>fc........' : '>f+++++++++'} ${show(f.path)}`,
     );
   for (const e of created) {
     if (e.kind === 'symlink')
       ctx.out.emit(
         { event: 'created', path: e.path, kind: 'symlink', target: e.target, replaced: e.replaced },
-        `${e.replaced ? 'cLc........' : 'cL+++++++++'} ${e.path} -> ${e.target}`,
+        `${e.replaced ? 'cLc........' : 'cL+++++++++'} ${show(e.path)} -> ${show(e.target)}`,
       );
   }
   // rsync's attribute-only line: '.' (nothing transferred), t for the time, p for the permissions.
   for (const u of r.updated ?? [])
     ctx.out.emit(
       { event: 'updated', path: u.path, time: u.time, perms: u.perms },
-      `.f..${u.time ? 't' : '.'}${u.perms ? 'p' : '.'}..... ${u.path}`,
+      `.f..${u.time ? 't' : '.'}${u.perms ? 'p' : '.'}..... ${show(u.path)}`,
     );
   const unlisted = r.files - r.published.length;
   if (unlisted > 0) ctx.out.emit({ event: 'published-more', count: unlisted }, `... and ${unlisted} more published`);
@@ -154,24 +166,25 @@ export interface PathReport {
 /** A dry run: one line (event) per directory or symlink that would be created and per file that would be published, then the totals. */
 export function reportDryRun(ctx: CommandContext, verb: string, r: TransferResult, d: DryRunReport): void {
   for (const e of d.others ?? []) {
-    if (e.kind === 'dir') ctx.out.emit({ event: 'would-create', path: e.path, kind: 'dir' }, `${e.path}/ (directory)`);
+    if (e.kind === 'dir')
+      ctx.out.emit({ event: 'would-create', path: e.path, kind: 'dir' }, `${show(e.path)}/ (directory)`);
     else
       ctx.out.emit(
         { event: 'would-create', path: e.path, kind: 'symlink', target: e.target ?? '' },
-        `${e.path} -> ${e.target ?? ''} (symlink)`,
+        `${show(e.path)} -> ${show(e.target ?? '')} (symlink)`,
       );
   }
   for (const f of d.files) {
     ctx.out.emit(
       { event: 'would-publish', path: f.path, bytes: f.bytes, sendBytes: f.sendBytes },
-      `${f.path} (${human(f.bytes)}, ${human(f.sendBytes)} to send)`,
+      `${show(f.path)} (${human(f.bytes)}, ${human(f.sendBytes)} to send)`,
     );
   }
   for (const f of d.touched) {
     const what = [f.time ? 'mtime' : '', f.perms ? 'permissions' : ''].filter((w) => w !== '').join(' and ');
     ctx.out.emit(
       { event: 'would-update', path: f.path, time: f.time, perms: f.perms },
-      `${f.path} (identical: ${what} to set)`,
+      `${show(f.path)} (identical: ${what} to set)`,
     );
   }
   const others =

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { isClawpeerError } from '../errors.js';
 import { MAX_LISTED_DELETIONS, type UnreadablePath } from '../protocol/messages.js';
 import { systemErrorIn } from '../support/path-refusal.js';
-import { escapeToShow } from '../protocol/wire-limits.js';
+import { escapeToShow } from '../format.js';
 import { CappedList } from '../support/capped-list.js';
 
 /** The system error (an errno code) `err` is or wraps, if any. */

@@ -18,7 +18,8 @@
 // manifest batching in manifest-batches.ts and want bitmaps in want-bitmap.ts. It re-exports
 // their public API, so importers keep importing from here.
 import protobuf from 'protobufjs/minimal.js';
-import { LONE_SURROGATE, UNSAFE_TEXTS } from './wire-limits.js';
+import { UNSAFE_TEXTS } from '../format.js';
+import { LONE_SURROGATE } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import { encodeFrame } from './frame-codec.js';
 import { clawpeer } from './gen/clawpeer.js';

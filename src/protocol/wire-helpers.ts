@@ -2,7 +2,8 @@
 // *-wire.ts family codecs): range checks that throw RangeError on our own bad input, and
 // from-wire conversions that turn a peer's malformed field into a PROTOCOL error naming it.
 import protobuf from 'protobufjs/minimal.js';
-import { LONE_SURROGATE, UNSAFE_TEXT, UNSAFE_TEXTS } from './wire-limits.js';
+import { UNSAFE_TEXT, UNSAFE_TEXTS } from '../format.js';
+import { LONE_SURROGATE } from './wire-limits.js';
 import { ClawpeerError } from '../errors.js';
 import { clawpeer } from './gen/clawpeer.js';
 import { type EntryKind, type ListEntry, MAX_ENTRY_PATH_BYTES, MAX_ENTRY_MODE } from './message-types.js';

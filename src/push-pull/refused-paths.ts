@@ -2,7 +2,7 @@
 // EPERM, a name too long): left out while the rest lands, as rsync does, which then exits 23
 // ("partial transfer"). Before, one such path failed the whole push or pull.
 import { MAX_LISTED_DELETIONS, type RefusedPath } from '../protocol/messages.js';
-import { escapeToShow } from '../protocol/wire-limits.js';
+import { escapeToShow } from '../format.js';
 import { CappedList } from '../support/capped-list.js';
 import { pathRefusal } from '../support/path-refusal.js';
 

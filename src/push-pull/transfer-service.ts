@@ -16,7 +16,7 @@ import {
   type TransferRequestMessage,
   type UnreadablePath,
 } from '../protocol/messages.js';
-import { escapeToShow } from '../protocol/wire-limits.js';
+import { escapeToShow } from '../format.js';
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';

@@ -18,3 +18,9 @@ t.test('control characters and backslashes in a name are escaped as rsync does',
   t.equal(printableName('a\nb\\c'), 'a\\#012b\\#134c');
   t.equal(printableName('été'), 'été', 'non-ASCII letters stay');
 });
+
+t.test('bidi characters and C1 controls in a name are escaped too: a name cannot disguise itself', async (t) => {
+  t.equal(printableName('invoice\u202efdp.exe'), 'invoice\\u202efdp.exe');
+  t.equal(printableName('a\u2066b\u2028c\x9b'), 'a\\u2066b\\u2028c\\#233');
+  t.equal(printableName('a\\u202e'), 'a\\#134u202e', 'a typed escape reads apart from a real one');
+});

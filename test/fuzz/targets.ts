@@ -59,7 +59,7 @@ import {
 import { allocateSymbols } from '../../src/sync/riblt.js';
 import { decodeRevision, encodeRevision, type Revision, type RevisionKind } from '../../src/sync/revision.js';
 import { decodeVector, encodeVector, vectorFrom, type VersionVector } from '../../src/sync/version-vector.js';
-import { UNSAFE_TEXTS } from '../../src/protocol/wire-limits.js';
+import { UNSAFE_TEXTS } from '../../src/format.js';
 import { normalizeSharePath } from '../../src/transfer/paths.js';
 import {
   encodeFrame as encodeMuxFrame,

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { duration } from '../../format.js';
+import { duration, escapeToShow } from '../../format.js';
 import {
   checkFolderId,
   DEFAULT_FOLDER_INTERVAL_S,
@@ -201,7 +201,7 @@ function logLines(e: FolderLogEntry, now: number): string {
   const listed = e.paths ?? [];
   return [
     `${new Date(e.time).toISOString()} ${e.by === 'peer' ? 'by' : 'with'} ${e.peerName ?? e.peer}: ${e.added} added, ${e.changed} changed, ${e.deleted} deleted here; ${e.sent} revision${e.sent === 1 ? '' : 's'} sent; ${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}${e.skipped > 0 ? `, ${e.skipped} skipped` : ''} (${duration((now - e.time) / 1000)} ago)`,
-    ...listed.map((c) => `  ${CHANGE_MARKS[c.change]} ${c.path}`),
+    ...listed.map((c) => `  ${CHANGE_MARKS[c.change]} ${escapeToShow(c.path)}`),
     ...(listed.length > 0 && total > listed.length ? [`  ... and ${total - listed.length} more`] : []),
   ].join('\n');
 }

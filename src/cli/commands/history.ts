@@ -1,7 +1,7 @@
 // `log`, `restore`, `gc`: the revision history of a synced folder (folder-sync/folder-history.ts).
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { human } from '../../format.js';
+import { escapeToShow as show, human } from '../../format.js';
 import {
   collectFolderGarbage,
   folderLog,
@@ -48,7 +48,7 @@ async function runLog(ctx: CommandContext, args: Record<string, unknown>): Promi
     const kind = r.kind === 'file' ? '' : ` (${r.kind})`;
     ctx.out.emit(
       revisionRecord(row),
-      `${logTime(Number(r.mtimeNs / 1_000_000n))}  ${row.what.padEnd(13)}  ${r.path}${kind}${size}  by ${row.by}  rev ${row.id.slice(0, 12)}${row.isHead ? ' (current)' : ''}`,
+      `${logTime(Number(r.mtimeNs / 1_000_000n))}  ${row.what.padEnd(13)}  ${show(r.path)}${kind}${size}  by ${row.by}  rev ${row.id.slice(0, 12)}${row.isHead ? ' (current)' : ''}`,
     );
   }
 }
@@ -85,7 +85,7 @@ async function runRestore(ctx: CommandContext, args: Record<string, unknown>): P
       newRev: restored.newRev,
       ...(fetchedFrom === undefined ? {} : { fetchedFrom }),
     },
-    `restored ${restored.path} to revision ${restored.rev.slice(0, 16)}${fetchedFrom === undefined ? '' : ` (its content fetched from ${fetchedFrom})`}`,
+    `restored ${show(restored.path)} to revision ${restored.rev.slice(0, 16)}${fetchedFrom === undefined ? '' : ` (its content fetched from ${fetchedFrom})`}`,
   );
 }
 

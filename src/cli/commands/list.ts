@@ -1,8 +1,10 @@
 // `clawpeer ls PEER[:SHARE[/PATH]] [-r]`: what a paired peer's listener offers, as rsync's
 // --list-only shows it: without a share, the shares this node may use; with one, the entries of
-// that directory (everything below with -r). Names come from the peer: unprintable characters
-// are escaped on a terminal (rsync's \#ooo), so a name cannot drive the terminal.
+// that directory (everything below with -r). Names come from the peer: control characters are
+// escaped on a terminal (rsync's \#ooo), bidi characters as \u202e, so a name can neither drive
+// the terminal nor disguise itself. --json keeps them exact: a program needs the real name.
 import type { Argv } from 'yargs';
+import { escapeToShow } from '../../format.js';
 import { resolveConfig } from '../../home/facade.js';
 import { listFromPeer, type ListEntry, type ShareInfo } from '../../push-pull/transfer-with-peer.js';
 import type { CommandContext, Runner } from '../context.js';
@@ -29,10 +31,13 @@ export function modeString(kind: ListEntry['kind'], mode: number): string {
   );
 }
 
-/** A name from the peer, safe to print: control characters and backslashes as rsync's \#ooo. */
+/**
+ * A name from the peer, safe to print: control characters (C1 too) and backslashes as rsync's
+ * \#ooo, bidi characters and U+2028/U+2029 as \u202e (escapeToShow, as push and pull show paths).
+ */
 export function printableName(name: string): string {
-  // eslint-disable-next-line no-control-regex -- control characters are what it escapes
-  return name.replace(/[\x00-\x1f\x7f\\]/g, (c) => `\\#${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
+  // The backslash first, so an escape escapeToShow writes is not escaped again.
+  return escapeToShow(name.replace(/\\/g, '\\#134'));
 }
 
 /** `2026/12/02 04:45:04`, local time, as rsync --list-only. */

@@ -34,6 +34,7 @@ import {
   reportDryRun,
   reportPublished,
   reportRefused,
+  reportSourceKept,
   reportUnreadable,
 } from '../transfer-report.js';
 import { createProgress } from '../progress.js';
@@ -416,8 +417,7 @@ async function transfer(
     reportDeleted(ctx, result, result.dryRun !== undefined);
     reportRefused(ctx, result, direction === 'push' ? remote.peer : undefined);
     reportUnreadable(ctx, result, direction === 'pull' ? remote.peer : undefined, args['delete'] === true);
-    for (const p of result.sourceChanged ?? [])
-      ctx.out.emit({ event: 'source-kept', path: p }, `not removed, changed or gone since it was sent: ${p}`);
+    reportSourceKept(ctx, result);
     if (result.dryRun !== undefined) reportDryRun(ctx, verb, result, result.dryRun);
     else if (!toStdout) report(ctx, verb, result, { path, rttMs });
     if (result.deletesOverLimit !== undefined) {
