@@ -45,10 +45,18 @@ t.test(
     const pulled = await runCli(['--home', b.home, 'pull', 'alice:inbox/odd/odd', path.join(work, 'odd-back'), '-i']);
     t.equal(pulled.code, 0, pulled.stderr);
     t.match(pulled.stdout, /^cL\+{9} odd\/link -> t \[2J$/m, 'a pull shows the target blanked');
-    t.notOk(pulled.stdout.includes('\u001b'), 'no escape reaches the terminal');
+    // The peer's bidi-named file: written under its real name, shown escaped.
+    t.match(pulled.stdout, /^>f\+{9} odd\/a\\u202eb\.txt$/m, 'a pull shows the name escaped');
+    t.ok(existsSync(path.join(work, 'odd-back', 'odd', 'a\u202eb.txt')), 'and writes it under its real name');
+    t.notOk(pulled.stdout.includes('\u001b') || pulled.stdout.includes('\u202e'), 'nothing raw reaches the terminal');
     const dry = await runCli(['--home', b.home, 'pull', 'alice:inbox/odd/odd', path.join(work, 'odd-dry'), '-n']);
     t.equal(dry.code, 0, dry.stderr);
     t.match(dry.stdout, /^odd\/link -> t \[2J \(symlink\)$/m, 'and so does a dry run');
+    t.match(dry.stdout, /^odd\/a\\u202eb\.txt \(/m, 'the name escaped in a dry run');
+    const listed = await runCli(['--home', b.home, 'ls', 'alice:inbox/odd', '-r']);
+    t.equal(listed.code, 0, listed.stderr);
+    t.match(listed.stdout, / odd\/a\\u202eb\.txt$/m, 'ls -r shows it escaped');
+    t.notOk(dry.stdout.includes('\u202e') || listed.stdout.includes('\u202e'), 'neither shows it raw');
   },
 );
 
