@@ -1,6 +1,8 @@
 // What push, pull and sync print for people names a path with its control and bidi characters
 // escaped ("invoice\u202efdp.exe" would read as "invoiceexe.pdf"); --json keeps the exact name.
 import t from 'tap';
+import { logLines } from '../../src/cli/commands/folder.js';
+import { activityLine } from '../../src/cli/commands/status.js';
 import type { CommandContext } from '../../src/cli/context.js';
 import { Output } from '../../src/cli/output.js';
 import { reportSync } from '../../src/cli/sync-report.js';
@@ -182,4 +184,46 @@ t.test("a real sync's skipped and receive-only lines are shown escaped", async (
   reportSync(c.out, sync({ skipped: [`k${ODD}`], localOnly: [`o${ODD}`] }), false);
   const lines = c.text().split('\n');
   t.same(lines.slice(0, 2), [`local change not sent (receive-only): o${SHOWN}`, `left as is this time: k${SHOWN}`]);
+});
+
+t.test("`folder log` and `status` show a peer's paths escaped", async (t) => {
+  const now = Date.UTC(2026, 11, 4);
+  const log = logLines(
+    {
+      time: now - 5000,
+      folder: 'docs',
+      peer: 'id',
+      peerName: 'alice',
+      by: 'peer',
+      received: 1,
+      added: 1,
+      changed: 0,
+      deleted: 0,
+      paths: [{ path: ODD, change: 'added' }],
+      sent: 0,
+      conflicts: 0,
+      skipped: 0,
+      bytes: 1,
+      seconds: 1,
+    },
+    now,
+  );
+  t.equal(log.split('\n')[1], `  + ${SHOWN}`);
+  const line = activityLine(
+    {
+      peer: 'id',
+      kind: 'push',
+      share: 'inbox',
+      path: ODD,
+      startedAt: now - 2000,
+      bytes: 0,
+      totalBytes: 0,
+      files: 0,
+      totalFiles: 0,
+    },
+    'alice',
+    now,
+  );
+  t.match(line, `push from alice into inbox/${SHOWN}: `);
+  t.notOk(log.includes('\u202e') || line.includes('\u202e'));
 });

@@ -196,7 +196,7 @@ async function showLog(ctx: CommandContext, id: string): Promise<void> {
 const CHANGE_MARKS = { added: '+', changed: '.', deleted: '-' } as const;
 
 /** One sync in `folder log`: its summary line, then the paths it changed, one per line. */
-function logLines(e: FolderLogEntry, now: number): string {
+export function logLines(e: FolderLogEntry, now: number): string {
   const total = e.added + e.changed + e.deleted;
   const listed = e.paths ?? [];
   return [

@@ -9,7 +9,7 @@ import type { ListenerStatus } from '../../folder-sync/facade.js';
 import type { CommandContext, Runner } from '../context.js';
 
 /** One line per activity: `push from bob into docs/photos: 12.0 MiB of 40.0 MiB, 3 of 10 files, for 20 s (614.4 KiB/s on average)`. */
-function activityLine(a: ListenerStatus['activity'][number], peerName: string, nowMs: number): string {
+export function activityLine(a: ListenerStatus['activity'][number], peerName: string, nowMs: number): string {
   // The share and path a peer asked for: its bidi characters are shown escaped, as push and pull show paths.
   const where = escapeToShow(a.path === '' ? a.share : `${a.share}/${a.path}`);
   const what =
