@@ -1,6 +1,7 @@
 // The only place that writes results to stdout. Human mode prints lines; --json prints one
 // JSON object per line (NDJSON) and nothing else on stdout.
 import { ClawpeerError, EXIT_CODES, type ExitCode } from '../errors.js';
+import { escapeToShow } from '../format.js';
 
 export class Output {
   constructor(
@@ -27,10 +28,15 @@ export class Output {
     return this.quiet && !this.json;
   }
 
-  /** A failure: a JSON error record on stdout in --json mode, and always a line on stderr. */
+  /**
+   * A failure: a JSON error record on stdout in --json mode, and always a line on stderr. A
+   * message may name a peer's path (`path "..." is announced twice`; JSON.stringify leaves bidi
+   * characters raw): the stderr line escapes control and bidi characters line by line (a stack
+   * keeps its lines); the record keeps the message exact, as --json keeps paths.
+   */
   error(code: string, message: string, exitCode: number): void {
     if (this.json) this.stdout(JSON.stringify({ event: 'error', code, message, exitCode }) + '\n');
-    this.stderr(`clawpeer: ${message}\n`);
+    this.stderr(`clawpeer: ${message.split('\n').map(escapeToShow).join('\n')}\n`);
   }
 }
 

@@ -50,3 +50,13 @@ t.test('verbosity -1 (--quiet) logs errors only', async (t) => {
   normal.warn('skipping');
   t.match(lines[1], /WARN x: skipping/);
 });
+
+t.test("a failure naming a peer's path: escaped on stderr, line by line; exact in the --json record", async (t) => {
+  const c = capture(true, false);
+  c.out.error('PROTOCOL', 'path "a\u202eb.txt" is announced twice\n  at x\x1b[2J', 1);
+  t.same(c.stderr, ['clawpeer: path "a\\u202eb.txt" is announced twice\n  at x\\#033[2J\n']);
+  t.equal(
+    (JSON.parse(c.stdout[0] ?? '') as { message: string }).message,
+    'path "a\u202eb.txt" is announced twice\n  at x\x1b[2J',
+  );
+});
