@@ -1,5 +1,10 @@
 // Namespaced logging to stderr. Library code gets a Logger injected and never prints to stdout;
 // stdout belongs to the CLI's output (human lines or NDJSON).
+// Field values may carry a peer's text (a path, a name, an error): control and bidi characters
+// in them are escaped (format.ts escapeToShow), so no field can start a forged log line or
+// disguise what a line says. Messages are this code's own constants.
+import { escapeToShow } from './format.js';
+
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug' | 'trace';
 const LEVELS: readonly LogLevel[] = ['error', 'warn', 'info', 'debug', 'trace'];
 
@@ -30,7 +35,7 @@ export function createLogger(
           ? ''
           : ' ' +
             Object.entries(fields)
-              .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+              .map(([k, v]) => `${k}=${escapeToShow(typeof v === 'string' ? v : String(JSON.stringify(v)))}`)
               .join(' ');
       write(`${new Date().toISOString()} ${level.toUpperCase()} ${namespace}: ${message}${extra}\n`);
     };
