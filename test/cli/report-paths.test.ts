@@ -2,7 +2,7 @@
 // escaped ("invoice\u202efdp.exe" would read as "invoiceexe.pdf"); --json keeps the exact name.
 import t from 'tap';
 import { logLines } from '../../src/cli/commands/folder.js';
-import { activityLine } from '../../src/cli/commands/status.js';
+import { activityLine, folderLines } from '../../src/cli/commands/status.js';
 import type { CommandContext } from '../../src/cli/context.js';
 import { Output } from '../../src/cli/output.js';
 import { reportSync } from '../../src/cli/sync-report.js';
@@ -226,4 +226,21 @@ t.test("`folder log` and `status` show a peer's paths escaped", async (t) => {
   );
   t.match(line, `push from alice into inbox/${SHOWN}: `);
   t.notOk(log.includes('\u202e') || line.includes('\u202e'));
+  // A folder's problem and a pair's error may quote a peer's path.
+  const folder = folderLines(
+    {
+      id: 'docs',
+      path: '/srv/docs',
+      mode: 'two-way',
+      versioning: 'keep-last:10',
+      paused: false,
+      problem: `${ODD} is in the way`,
+      peers: [{ peer: 'id', name: 'bob', state: 'error', since: now, mode: 'two-way', error: `cannot write ${ODD}` }],
+    },
+    new Map(),
+    now,
+  ).join('\n');
+  t.match(folder, `/srv/docs: ${SHOWN} is in the way`);
+  t.match(folder, `  bob: error, never synced (cannot write ${SHOWN})`);
+  t.notOk(folder.includes('\u202e'));
 });

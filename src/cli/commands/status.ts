@@ -32,14 +32,14 @@ function endedLine(kind: 'push' | 'pull' | 'sync', e: ListenerStatus['ended']['p
 }
 
 /** A shared folder and each of its peers: `docs (two-way) /home/me/docs` then `  alice: in-sync, last sync 3 s ago`. */
-function folderLines(
+export function folderLines(
   f: NonNullable<ListenerStatus['folders']>[number],
   nameOf: ReadonlyMap<string, string>,
   nowMs: number,
 ): string[] {
   const ago = (ms: number): string => `${duration(Math.max(0, nowMs - ms) / 1000)} ago`;
   return [
-    `folder ${f.id} (${f.mode}${f.paused ? ', paused' : ''}) ${f.path}${f.problem === undefined ? '' : `: ${f.problem}`}`,
+    `folder ${f.id} (${f.mode}${f.paused ? ', paused' : ''}) ${f.path}${f.problem === undefined ? '' : `: ${escapeToShow(f.problem)}`}`,
     ...f.peers.map((p) => {
       const who = p.name ?? nameOf.get(p.peer) ?? p.peer;
       const left =
@@ -54,7 +54,7 @@ function folderLines(
             : p.state;
       const last = p.lastSyncAt === undefined ? 'never synced' : `last sync ${ago(p.lastSyncAt)}`;
       const next = p.nextAt === undefined ? '' : `, next try in ${duration(Math.max(0, p.nextAt - nowMs) / 1000)}`;
-      return `  ${who}: ${state}, ${last}${next}${p.error === undefined ? '' : ` (${p.error})`}${p.mode === f.mode ? '' : `, ${p.mode} with this peer`}`;
+      return `  ${who}: ${state}, ${last}${next}${p.error === undefined ? '' : ` (${escapeToShow(p.error)})`}${p.mode === f.mode ? '' : `, ${p.mode} with this peer`}`;
     }),
   ];
 }
