@@ -206,15 +206,25 @@ async function inviterCandidates(o: CodeJoinOptions): Promise<NameplateCandidate
   const found = await Promise.allSettled(
     o.directories.map((d) => d.lookup(nameplate, o.signal === undefined ? {} : { signal: o.signal })),
   );
+  const asked: string[] = [];
   for (const [i, r] of found.entries()) {
-    if (r.status === 'rejected')
-      o.log.info('nameplate lookup failed', { directory: o.directories[i]?.name, error: (r.reason as Error).message });
+    const name = o.directories[i]?.name ?? 'a directory';
+    if (r.status === 'fulfilled') asked.push(name);
+    else {
+      const error = (r.reason as Error).message;
+      o.log.info('nameplate lookup failed', { directory: name, error });
+      asked.push(`${name}, which failed: ${error}`);
+    }
   }
   const candidates = found.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
   if (candidates.length === 0) {
+    // A directory that did not answer (a rendezvous that is down) did not say nobody holds it.
+    const lead = found.every((r) => r.status === 'rejected')
+      ? `cannot look up nameplate ${o.code.nameplate}`
+      : `nobody holds nameplate ${o.code.nameplate}`;
     throw new ClawpeerError(
       'UNREACHABLE',
-      `nobody holds nameplate ${o.code.nameplate} (asked: ${o.directories.map((d) => d.name).join(', ')}); check the number, or give the inviter's address with --addr HOST:PORT`,
+      `${lead} (asked: ${asked.join('; ')}); check the number, or give the inviter's address with --addr HOST:PORT`,
     );
   }
   return candidates;

@@ -3,6 +3,7 @@
 // a push works; a wrong code pins nothing on either side and burns the code on both.
 import t from 'tap';
 import { spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
 import { createInterface } from 'node:readline';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -172,5 +173,21 @@ t.test(
     const off = await runCli(['--home', f.home, '--no-lan-discovery', 'pair', 'join', code]);
     t.equal(off.code, 2, off.stderr);
     t.match(off.stderr, /--addr HOST:PORT/);
+
+    // A rendezvous that does not answer did not say nobody holds the number: the error says it
+    // could not look it up, and why, rather than blaming the number.
+    const silent = createSocket('udp4');
+    await new Promise<void>((resolve) => silent.bind(0, '127.0.0.1', resolve));
+    t.teardown(() => silent.close());
+    const rv = `127.0.0.1:${silent.address().port}`;
+    const down = await runCli(['--home', f.home, '--no-lan-discovery', '--rendezvous', rv, 'pair', 'join', code]);
+    t.equal(down.code, 4, down.stderr);
+    t.match(
+      down.stderr,
+      new RegExp(
+        `cannot look up nameplate \\d+ \\(asked: rendezvous ${rv}, which failed: rendezvous ${rv} did not answer`,
+      ),
+    );
+    t.notMatch(down.stderr, /nobody holds/);
   },
 );
