@@ -147,17 +147,22 @@ export async function folderLog(o: { readonly target: string; readonly home: Hom
   try {
     const nameOf = await nodeNamer(o.home, store.syncingNode());
     const under = (p: string): boolean => rel === '' || p === rel || p.startsWith(rel + '/');
-    const rows: { entry: RevisionEntry; isHead: boolean; what: LogWhat; order: number }[] = [];
+    const rows: { entry: RevisionEntry; isHead: boolean; what: LogWhat; order: number; at: bigint }[] = [];
     for (const h of store.heads()) {
       if (!under(h.revision.path)) continue;
       const history = store.history(h.revision.path);
-      history.forEach((e, i) =>
-        rows.push({ entry: e, isHead: bytesEqual(h.id, e.id), what: whatHappened(e, history[i - 1]), order: i }),
-      );
+      // A revision sorts no older than the ones before it in its path's history: a file's mtime
+      // may go back (a restore fetched from the peer keeps the old one, `cp -p`, `touch -d`),
+      // and the current revision must not be listed below the ones it replaced.
+      let at = -1n;
+      history.forEach((e, i) => {
+        if (e.revision.mtimeNs > at) at = e.revision.mtimeNs;
+        rows.push({ entry: e, isHead: bytesEqual(h.id, e.id), what: whatHappened(e, history[i - 1]), order: i, at });
+      });
     }
     // Newest first by the revision's time; within one path, later arrivals first on a tie.
     rows.sort((x, y) => {
-      const dt = y.entry.revision.mtimeNs - x.entry.revision.mtimeNs;
+      const dt = y.at - x.at;
       if (dt !== 0n) return dt > 0n ? 1 : -1;
       return x.entry.revision.path === y.entry.revision.path
         ? y.order - x.order
