@@ -380,7 +380,15 @@ export async function collectFolderGarbage(o: {
   readonly home: HomeLayout;
   readonly signal: AbortSignal;
 }): Promise<{ removedRevisions: number; removedBlobs: number }> {
-  const { folder } = await locateFolder(o.dir);
+  const { folder, rel } = await locateFolder(o.dir);
+  // gc drops revisions of the whole folder (and the peer drops the same at the next sync): a
+  // path inside it must not quietly widen to everything else's history.
+  if (rel !== '') {
+    throw new ClawpeerError(
+      'USAGE',
+      `${path.resolve(o.dir)} is inside the synced folder ${folder}: gc works on a whole folder and would drop the history of every path in it; run clawpeer gc ${folder} to mean that`,
+    );
+  }
   const { RevisionStore } = await import('../store/revision-store.js');
   const { FolderLock } = await import('../store/folder-lock.js');
   const { applyVersioning } = await import('../store/sync-history.js');
