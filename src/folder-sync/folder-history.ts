@@ -151,16 +151,18 @@ export async function folderLog(o: { readonly target: string; readonly home: Hom
     for (const h of store.heads()) {
       if (!under(h.revision.path)) continue;
       const history = store.history(h.revision.path);
-      // A revision sorts no older than the ones before it in its path's history: a file's mtime
-      // may go back (a restore fetched from the peer keeps the old one, `cp -p`, `touch -d`),
-      // and the current revision must not be listed below the ones it replaced.
-      let at = -1n;
+      // The current revision sorts no older than the others of its path: a file's mtime may go
+      // back (a restore fetched from the peer keeps the old one, `cp -p`, `touch -d`), and the
+      // current revision must not be listed below the ones it replaced.
+      let latest = -1n;
+      for (const e of history) if (e.revision.mtimeNs > latest) latest = e.revision.mtimeNs;
       history.forEach((e, i) => {
-        if (e.revision.mtimeNs > at) at = e.revision.mtimeNs;
-        rows.push({ entry: e, isHead: bytesEqual(h.id, e.id), what: whatHappened(e, history[i - 1]), order: i, at });
+        const isHead = bytesEqual(h.id, e.id);
+        const at = isHead ? latest : e.revision.mtimeNs;
+        rows.push({ entry: e, isHead, what: whatHappened(e, history[i - 1]), order: isHead ? history.length : i, at });
       });
     }
-    // Newest first by the revision's time; within one path, later arrivals first on a tie.
+    // Newest first by the revision's time; within one path, the head then later arrivals first on a tie.
     rows.sort((x, y) => {
       const dt = y.at - x.at;
       if (dt !== 0n) return dt > 0n ? 1 : -1;
