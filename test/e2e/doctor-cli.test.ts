@@ -92,6 +92,23 @@ t.test('health-check mode: the running listener holds its port', async (t) => {
     );
   t.equal(listener.stderr().slice(logBefore), '', 'the probe opens no stream, so the listener logs nothing about it');
 
+  // No --port: the port this home's running listener took (not 7700, where nothing listens).
+  const noPort = await runCli([
+    '--home',
+    a.home,
+    'doctor',
+    '--host',
+    '127.0.0.1',
+    '--expect-listener',
+    '--no-peers',
+    '--json',
+  ]);
+  t.equal(noPort.code, 0, noPort.stdout + noPort.stderr);
+  t.match(
+    jsonLines(noPort.stdout).find((e) => e['name'] === 'port-udp'),
+    { status: 'ok', detail: new RegExp(`UDP port ${listener.port} is held by this node's own listener`) },
+  );
+
   const other = await runCli([
     '--home',
     b.home,
