@@ -146,6 +146,8 @@ export function planRemote(
   const claims = new Map<string, CopyClaim>();
   const planned = new Map<string, PathPlan>();
   const skipped = new Set<string>();
+  // Paths left as a file or symlink here where the peer has a directory (a type change).
+  const underNonDir = new Set<string>();
   // Paths to decide, in order; `pending` says which are queued and not yet decided.
   const queue = [...groups.keys()];
   const pending = new Set(queue);
@@ -285,6 +287,8 @@ export function planRemote(
       }
       if (action === undefined) {
         log.warn('sync: a directory and a file meet at one path; left as is', { path: p });
+        // What comes in below a directory that stays a file here cannot land either.
+        if (local !== undefined && !local.revision.deleted && local.revision.kind !== 'dir') underNonDir.add(p);
         skip();
         continue;
       }
@@ -334,6 +338,13 @@ export function planRemote(
     planned.set(p, { ...base, head: winnerIsLocal ? undefined : winner, action, copy: firstCopy });
   }
   // A conflict lands whole: its path is not replaced unless its copy is made, and the other way round.
+  // Below such a path nothing can be written (the publisher would refuse the whole sync, and
+  // every later one): those paths are left as is too, and the rest of the folder lands.
+  const belowNonDir = (p: string): boolean => {
+    for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) if (underNonDir.has(p.slice(0, i))) return true;
+    return false;
+  };
+  if (underNonDir.size > 0) for (const plan of planned.values()) if (belowNonDir(plan.path)) skipped.add(plan.path);
   const skippedUnits = new Set<number>();
   for (const p of skipped) {
     const u = unitOf.get(p);
