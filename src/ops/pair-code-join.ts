@@ -218,9 +218,10 @@ async function inviterCandidates(o: CodeJoinOptions): Promise<NameplateCandidate
   }
   const candidates = found.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
   if (candidates.length === 0) {
-    // A directory that did not answer (a rendezvous that is down) did not say nobody holds it.
+    // A directory that failed (a rendezvous that is down, or that knows the holder but no way to
+    // it) did not say nobody holds it.
     const lead = found.every((r) => r.status === 'rejected')
-      ? `cannot look up nameplate ${o.code.nameplate}`
+      ? `cannot reach the holder of nameplate ${o.code.nameplate}`
       : `nobody holds nameplate ${o.code.nameplate}`;
     throw new ClawpeerError(
       'UNREACHABLE',

@@ -5,6 +5,7 @@
 // socket's punched or relayed path. The rendezvous only introduces: the PAKE runs end to end.
 import type { Identity } from '../crypto/identity.js';
 import type { Logger } from '../logger.js';
+import { ClawpeerError } from '../errors.js';
 import { formatHostPort } from '../home/address.js';
 import type { HostPort } from '../transport/types.js';
 import { claimNameplate, lookupNameplate, releaseNameplate } from './nameplates.js';
@@ -81,6 +82,13 @@ export class RendezvousNameplateDirectory {
     } finally {
       clearTimeout(timer);
       rv.release(); // the socket stays open while a candidate holds it
+    }
+    if (traversed.length === 0 && announced.length === 0 && options.signal?.aborted !== true) {
+      // Someone holds the number, but the rendezvous knows no way to it: not "nobody holds it".
+      throw new ClawpeerError(
+        'UNREACHABLE',
+        `${this.name} says node ${holder.nodeId} holds nameplate ${nameplate}, but knows no address of it and cannot relay to it: the inviter's listener is not registered there (it must run with --rendezvous ${formatHostPort(this.#rendezvous)})`,
+      );
     }
     return [...traversed.map((c) => ({ ...c, pinnable: false })), ...announced];
   }

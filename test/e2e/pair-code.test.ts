@@ -185,7 +185,7 @@ t.test(
     t.match(
       down.stderr,
       new RegExp(
-        `cannot look up nameplate \\d+ \\(asked: rendezvous ${rv}, which failed: rendezvous ${rv} did not answer`,
+        `cannot reach the holder of nameplate \\d+ \\(asked: rendezvous ${rv}, which failed: rendezvous ${rv} did not answer`,
       ),
     );
     t.notMatch(down.stderr, /nobody holds/);

@@ -4,6 +4,7 @@ import t from 'tap';
 import { generateIdentity } from '../../src/crypto/identity.js';
 import { silentLogger } from '../../src/logger.js';
 import { claimNameplate, lookupNameplate, releaseNameplate } from '../../src/reach/nameplates.js';
+import { RendezvousNameplateDirectory } from '../../src/reach/rendezvous-nameplates.js';
 import { startRendezvousServer } from '../../src/reach/rendezvous-server.js';
 
 const server = await startRendezvousServer({ listen: { host: '127.0.0.1', port: 0 }, log: silentLogger });
@@ -33,4 +34,19 @@ t.test('claim, busy, lookup, release', async (t) => {
   t.equal(await lookupNameplate({ rendezvous, nameplate: 17 }), undefined, 'released');
   await claimNameplate({ identity: bob, rendezvous, nameplate: 17 });
   t.equal((await lookupNameplate({ rendezvous, nameplate: 17 }))?.nodeId, bob.nodeId, 'free for the next');
+});
+
+t.test('a held nameplate whose holder the rendezvous cannot reach is not "nobody holds it"', async (t) => {
+  // The inviter's CLI claimed the number here, but its listener never registered with this
+  // rendezvous: no address to dial, nothing to relay to. The joiner is told so.
+  const inviter = generateIdentity();
+  const joiner = generateIdentity();
+  await claimNameplate({ identity: inviter, rendezvous, nameplate: 23 });
+  t.teardown(() => releaseNameplate({ identity: inviter, rendezvous, nameplate: 23 }));
+  const directory = new RendezvousNameplateDirectory({ identity: joiner, rendezvous, log: silentLogger });
+  await t.rejects(directory.lookup(23, {}), {
+    code: 'UNREACHABLE',
+    message: new RegExp(`says node ${inviter.nodeId} holds nameplate 23, but knows no address of it .*--rendezvous`),
+  });
+  t.same(await directory.lookup(24, {}), [], 'a number nobody holds: no candidates, no error');
 });
