@@ -82,6 +82,23 @@ function noteSource(name: string, why: string): PathSource {
   };
 }
 
+/** What CLAWPEER_REACH_DISABLE turns off (and names it ignores), for the dial's error; undefined when unset. */
+function disabledPathsNote(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const raw = (env['CLAWPEER_REACH_DISABLE'] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (raw.length === 0) return undefined;
+  const off = disabledPathsFromEnv(env);
+  const unknown = raw.filter((s) => !(off as string[]).includes(s));
+  return [
+    ...(off.length > 0 ? [`turned off: ${off.join(', ')}`] : []),
+    ...(unknown.length > 0
+      ? [`not path names, ignored: ${unknown.join(', ')} (paths: lan, direct, mapped, punched, relayed)`]
+      : []),
+  ].join('; ');
+}
+
 export function pathSourcesFor(o: PathSourcesOptions): PathSources {
   if (o.typedAddress !== undefined)
     return { sources: [addressSource('direct', o.typedAddress, 'direct')], release: () => undefined };
@@ -109,6 +126,9 @@ export function pathSourcesFor(o: PathSourcesOptions): PathSources {
   } else if (pinned === undefined) {
     sources.push(noteSource('lan', 'LAN discovery is off (lanDiscovery false in config.json, or --no-lan-discovery)'));
   }
+  // Said in the dial's error: a path turned off and forgotten looks like a path that failed.
+  const offNote = disabledPathsNote();
+  if (offNote !== undefined) sources.push(noteSource('CLAWPEER_REACH_DISABLE', offNote));
   let release = (): void => undefined;
   const rendezvous = o.config.rendezvous;
   const factory = o.rendezvousSources ?? RENDEZVOUS_SOURCES;

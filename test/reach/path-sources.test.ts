@@ -110,3 +110,34 @@ t.test('a named rendezvous uses the injected client, released with the paths', a
   p.release();
   t.equal(released, 1);
 });
+
+t.test("CLAWPEER_REACH_DISABLE is named in the dial's error, with names it ignores", async (t) => {
+  const before = process.env['CLAWPEER_REACH_DISABLE'];
+  t.teardown(() => {
+    if (before === undefined) delete process.env['CLAWPEER_REACH_DISABLE'];
+    else process.env['CLAWPEER_REACH_DISABLE'] = before;
+  });
+  process.env['CLAWPEER_REACH_DISABLE'] = 'direct, relayed,bogus';
+  const p = pathSourcesFor({
+    config: { ...DEFAULT_REACH_CONFIG, lanDiscovery: false },
+    identity,
+    peer: { ...peer, address: { host: '192.0.2.7', port: 7700 } },
+    log: silentLogger,
+  });
+  t.same(
+    p.sources.map((s) => s.name),
+    ['lan', 'CLAWPEER_REACH_DISABLE', 'rendezvous'],
+    'no direct source: it is turned off',
+  );
+  t.match(await first(p.sources[1]!), {
+    message:
+      'turned off: direct, relayed; not path names, ignored: bogus (paths: lan, direct, mapped, punched, relayed)',
+  });
+  delete process.env['CLAWPEER_REACH_DISABLE'];
+  t.notOk(
+    pathSourcesFor({ config: DEFAULT_REACH_CONFIG, identity, peer, log: silentLogger }).sources.some(
+      (s) => s.name === 'CLAWPEER_REACH_DISABLE',
+    ),
+    'unset: no note',
+  );
+});
