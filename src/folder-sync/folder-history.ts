@@ -147,24 +147,17 @@ export async function folderLog(o: { readonly target: string; readonly home: Hom
   try {
     const nameOf = await nodeNamer(o.home, store.syncingNode());
     const under = (p: string): boolean => rel === '' || p === rel || p.startsWith(rel + '/');
-    const rows: { entry: RevisionEntry; isHead: boolean; what: LogWhat; order: number; at: bigint }[] = [];
+    const rows: { entry: RevisionEntry; isHead: boolean; what: LogWhat; order: number }[] = [];
     for (const h of store.heads()) {
       if (!under(h.revision.path)) continue;
       const history = store.history(h.revision.path);
-      // The current revision sorts no older than the others of its path: a file's mtime may go
-      // back (a restore fetched from the peer keeps the old one, `cp -p`, `touch -d`), and the
-      // current revision must not be listed below the ones it replaced.
-      let latest = -1n;
-      for (const e of history) if (e.revision.mtimeNs > latest) latest = e.revision.mtimeNs;
-      history.forEach((e, i) => {
-        const isHead = bytesEqual(h.id, e.id);
-        const at = isHead ? latest : e.revision.mtimeNs;
-        rows.push({ entry: e, isHead, what: whatHappened(e, history[i - 1]), order: isHead ? history.length : i, at });
-      });
+      history.forEach((e, i) =>
+        rows.push({ entry: e, isHead: bytesEqual(h.id, e.id), what: whatHappened(e, history[i - 1]), order: i }),
+      );
     }
-    // Newest first by the revision's time; within one path, the head then later arrivals first on a tie.
+    // Newest first by the revision's time; within one path, later arrivals first on a tie.
     rows.sort((x, y) => {
-      const dt = y.at - x.at;
+      const dt = y.entry.revision.mtimeNs - x.entry.revision.mtimeNs;
       if (dt !== 0n) return dt > 0n ? 1 : -1;
       return x.entry.revision.path === y.entry.revision.path
         ? y.order - x.order
@@ -362,7 +355,9 @@ async function fetchFromPeer(
     relPath: o.rel,
     root: o.rev.contentRoot,
     mode: o.rev.mode & 0o777,
-    mtimeMs: Number(o.rev.mtimeNs / 1_000_000n),
+    // Now, as a restore of content kept here lands (a copy): a restore is a new edit, and `log`
+    // lists it by this time, newest first; the revision's own old mtime would list it last.
+    mtimeMs: Date.now(),
     log: r.log.child('restore'),
     signal: r.signal,
   });

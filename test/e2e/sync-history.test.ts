@@ -71,6 +71,13 @@ t.test(
     t.equal(restored.code, 0, restored.stderr);
     t.equal(await readFile(client('restore', 'delete-me.txt'), 'utf8'), 'precious\n');
     t.match(jsonLines(restored.stdout)[0], { event: 'restored', path: 'delete-me.txt', fetchedFrom: 'alice' });
+    // Landed now, as a restore of content kept here does: `log` lists it first, as the newest,
+    // not last with the old revision's mtime.
+    t.match(
+      (await revisions(b.home, client('restore', 'delete-me.txt')))[0],
+      { head: true, by: 'this node', deleted: false },
+      'the restore is the newest revision in the log',
+    );
     await sync('restore');
     t.equal(
       await readFile(server('restore', 'delete-me.txt'), 'utf8'),
