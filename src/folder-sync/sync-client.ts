@@ -195,16 +195,21 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
   const fsync = o.fsync === undefined ? {} : { fsync: o.fsync };
   const limiters = [...(o.bwlimit === undefined ? [] : [new RateLimiter(o.bwlimit)]), ...(o.rateLimiters ?? [])];
   const transferId = session.allocateTransferId();
-  await session.control.send({
-    type: 'sync-request',
-    transferId,
-    share: o.share,
-    mode: o.mode,
-    reconcile: new Uint8Array(0),
-    ...(o.bwlimit === undefined || !receives || dryRun ? {} : { rateLimit: o.bwlimit }),
-    ...(dryRun ? { dryRun } : {}),
-    ...(noFsync ? { noFsync } : {}),
-  });
+  // Sent once this side holds the folder's lock (openSyncedFolder's afterLock): a request sent
+  // while another local sync of the folder still ran displaced that sync at the peer (a `sync`
+  // run beside a `sync --watch` killed or hung the watch), though this one then waited for the
+  // lock or gave up on it.
+  const request = (): Promise<void> =>
+    session.control.send({
+      type: 'sync-request',
+      transferId,
+      share: o.share,
+      mode: o.mode,
+      reconcile: new Uint8Array(0),
+      ...(o.bwlimit === undefined || !receives || dryRun ? {} : { rateLimit: o.bwlimit }),
+      ...(dryRun ? { dryRun } : {}),
+      ...(noFsync ? { noFsync } : {}),
+    });
   const progress = o.onProgress;
   let hashed = 0;
   let hashedFiles = 0;
@@ -221,6 +226,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       log,
       signal,
       onLockHeld: endStale,
+      afterLock: request,
       create: !dryRun,
       cacheManifests: sends && !dryRun,
       ...(o.resident === undefined ? {} : { resident: o.resident }),

@@ -60,6 +60,13 @@ export interface OpenSyncedFolderOptions {
   readonly resident?: ResidentFolders;
   /** Called while the folder's lock is held by another sync, before each wait (FolderLock's onHeld). */
   readonly onLockHeld?: () => void;
+  /**
+   * Runs once the folder's lock is held, before the log is opened and the folder scanned: a
+   * client asks the peer for the sync here, so a second sync of a folder that waits for (or
+   * fails on) the lock has not displaced the running one at the peer, and the peer's side still
+   * prepares while this side scans. A throw releases the lock.
+   */
+  readonly afterLock?: () => Promise<void>;
 }
 
 /** What a long-lived process (a listener) keeps per synced folder between syncs: its watcher and its open log. */
@@ -91,6 +98,12 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     ...(o.signal === undefined ? {} : { signal: o.signal }),
     ...(o.onLockHeld === undefined ? {} : { onHeld: o.onLockHeld }),
   });
+  try {
+    await o.afterLock?.();
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
   const resident = o.resident;
   // A resident process's log stays open in its pool for the next sync.
   const closeStore = async (s: RevisionStore): Promise<void> => (resident === undefined ? s.close() : undefined);
