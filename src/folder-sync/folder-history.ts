@@ -155,6 +155,11 @@ export async function folderLog(o: { readonly target: string; readonly home: Hom
         rows.push({ entry: e, isHead: bytesEqual(h.id, e.id), what: whatHappened(e, history[i - 1]), order: i }),
       );
     }
+    if (rows.length === 0 && rel !== '')
+      throw new ClawpeerError(
+        'PATH_INVALID',
+        `${rel} has no revision in the log of ${folder} (not there, not synced yet, or left out by .clawpeerignore)`,
+      );
     // Newest first by the revision's time; within one path, later arrivals first on a tie.
     rows.sort((x, y) => {
       const dt = y.entry.revision.mtimeNs - x.entry.revision.mtimeNs;
@@ -208,6 +213,11 @@ export async function restoreRevision(o: RestoreOptions): Promise<Restored> {
   const { folder, rel } = await locateFolder(o.target);
   if (rel === '') throw new ClawpeerError('USAGE', 'name a path inside the folder to restore');
   const revHex = o.rev.toLowerCase();
+  if (!/^[0-9a-f]{8,64}$/.test(revHex))
+    throw new ClawpeerError(
+      'USAGE',
+      `--rev ${JSON.stringify(o.rev)} is not a revision id: give 8 to 64 hex digits of one (see \`clawpeer log\`)`,
+    );
   const { RevisionStore } = await import('../store/revision-store.js');
   const { FolderLock } = await import('../store/folder-lock.js');
   const { scanFolder } = await import('./folder-scanner.js');
@@ -220,7 +230,7 @@ export async function restoreRevision(o: RestoreOptions): Promise<Restored> {
     try {
       const matches = store.history(rel).filter((e) => toHex(e.id).startsWith(revHex));
       const match = matches[0];
-      if (revHex.length < 8 || matches.length !== 1 || match === undefined) {
+      if (matches.length !== 1 || match === undefined) {
         throw new ClawpeerError(
           'USAGE',
           `--rev ${revHex} names ${matches.length === 0 ? 'no revision' : 'several revisions'} of ${rel} (see \`clawpeer log\`; give at least 8 hex digits)`,

@@ -127,5 +127,13 @@ t.test(
     t.not(noKey.code, 0);
     t.match(noKey.stderr, /pass the --home of the node that syncs this folder/);
     t.notMatch(noKey.stderr, /clawpeer init/);
+
+    // A --rev that is no hex, and the log of a path the folder never had, say so.
+    const notHex = await runCli(['--home', b.home, 'restore', client('restore', 'gone.txt'), '--rev', 'xyz']);
+    t.equal(notHex.code, 2);
+    t.match(notHex.stderr, /--rev "xyz" is not a revision id: give 8 to 64 hex digits/);
+    const never = await runCli(['--home', b.home, 'log', client('restore', 'never-here.txt')]);
+    t.equal(never.code, 1, 'not an empty listing with exit 0');
+    t.match(never.stderr, /never-here\.txt has no revision in the log of /);
   },
 );
