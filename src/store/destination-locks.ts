@@ -199,12 +199,9 @@ export class DestinationHold {
         label,
         supersede: (by) =>
           this.#stop.abort(
-            // BUSY to the client (retryable): if it is alive after all (a second sync of the
-            // same folder, run beside a `sync --watch`), its next try goes through.
             new ClawpeerError(
               'ABORTED',
               `${label} was superseded by ${by.label} (a rerun after this client vanished?)`,
-              { wire: 'BUSY' },
             ),
           ),
       },

@@ -2,13 +2,11 @@ import t from 'tap';
 import path from 'node:path';
 import {
   claimPaths,
-  DestinationHold,
   DestinationLocks,
   MAX_CLAIM_PATHS,
   pathsOverlap,
   type DestinationClaim,
 } from '../../src/store/destination-locks.js';
-import { errorFromWire, wireCodeFor } from '../../src/errors.js';
 
 const ROOT = path.resolve('/srv/share');
 
@@ -158,26 +156,4 @@ t.test('two waiters for one released claim: one gets it, the other keeps waiting
   (await (first === 'B' ? b : c)).release();
   (await other).release();
   t.equal(locks.size, 0);
-});
-
-t.test('a superseded hold tells its client BUSY (retry), not an internal error', async (t) => {
-  // A second sync of one folder beside a running `sync --watch` supersedes the watch's sync on
-  // the listener. The watch's client is alive: told "busy", it retries at its next change or
-  // interval instead of ending on an error it cannot retry.
-  const locks = new DestinationLocks();
-  const first = new DestinationHold(locks, 'A', new AbortController().signal);
-  await first.claim([path.join(ROOT, 'folder')], 'a sync from A of share w', { waitMs: 1_000 });
-  const second = new DestinationHold(locks, 'A', new AbortController().signal);
-  const claimed = second.claim([path.join(ROOT, 'folder')], 'a sync from A of share w', { waitMs: 1_000 });
-  t.ok(first.signal.aborted, 'the older hold is stopped');
-  const err = first.errorFor(new Error('the abort it caused'));
-  t.match(err, { code: 'ABORTED', message: /was superseded by a sync from A/ });
-  const wire = wireCodeFor(err);
-  t.equal(wire.name, 'BUSY');
-  const told = errorFromWire(wire.code, (err as Error).message);
-  t.match(told, { code: 'PEER_BUSY' });
-  t.ok(told.retryable, 'the client may retry');
-  first.release();
-  await claimed;
-  second.release();
 });
