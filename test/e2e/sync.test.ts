@@ -633,8 +633,12 @@ t.test("sync --watch hears of the peer's changes from its listener at once, not 
     "the peer's new file",
     async () => (await content(client('peerwatch', 'from-peer.txt'))) === 'written on the peer\n',
   );
-  await mkdir(server('peerwatch', 'sub'), { recursive: true });
-  await writeFile(server('peerwatch', 'sub', 'second.txt'), 'second\n');
+  // Made beside the share and renamed in: one change (a directory and then its file could fall
+  // into two syncs on a loaded machine, the first ending not in sync while the file was written).
+  const staged = path.join(work, 'peerwatch-sub');
+  await mkdir(staged, { recursive: true });
+  await writeFile(path.join(staged, 'second.txt'), 'second\n');
+  await rename(staged, server('peerwatch', 'sub'));
   await w.until(
     "the peer's second change",
     async () => (await content(client('peerwatch', 'sub', 'second.txt'))) === 'second\n',
