@@ -98,17 +98,12 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     ...(o.signal === undefined ? {} : { signal: o.signal }),
     ...(o.onLockHeld === undefined ? {} : { onHeld: o.onLockHeld }),
   });
-  try {
-    await o.afterLock?.();
-  } catch (err) {
-    await lock.release();
-    throw err;
-  }
   const resident = o.resident;
   // A resident process's log stays open in its pool for the next sync.
   const closeStore = async (s: RevisionStore): Promise<void> => (resident === undefined ? s.close() : undefined);
   let store: RevisionStore | undefined;
   try {
+    await o.afterLock?.();
     // The scan also removes old temp files of a publish killed mid-way (they are not content).
     store =
       resident === undefined

@@ -136,7 +136,7 @@ async function editFolder(ctx: CommandContext, args: Record<string, unknown>): P
     const f = findFolder(folders, id);
     let peers = replace ?? [...f.with];
     for (const d of drop) {
-      const gone = peers.filter((p) => p === d || idOf(p) === idOf(d));
+      const gone = peers.filter((p) => idOf(p) === idOf(d));
       if (gone.length === 0)
         throw new ClawpeerError(
           'USAGE',
