@@ -19,7 +19,7 @@
 // stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
 import { lstatSync, type BigIntStats } from 'node:fs';
-import { chmod, lstat, realpath, rmdir, unlink } from 'node:fs/promises';
+import { chmod, lstat, realpath, rename, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError } from '../errors.js';
@@ -36,8 +36,8 @@ import type { FsyncPolicy } from '../store/publish-types.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import { crashPoint } from '../support/test-hooks.js';
-import { isLiveFile, planRemote, type PathPlan, type PlanOptions } from './sync-plan.js';
-import { rescueUnscanned, unchangedSinceScan } from './unchanged-since-scan.js';
+import { isBelowAny, isLiveFile, planRemote, typeChangeOf, type PathPlan, type PlanOptions } from './sync-plan.js';
+import { rescueUnscanned, unchangedSinceScan, unsyncedPath } from './unchanged-since-scan.js';
 
 export { byPath, conflictCopyRevision, plannedChanges, type PlannedChange } from './sync-plan.js';
 
@@ -142,6 +142,88 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       log.info('sync: a file changed here since the scan; kept beside it', { path: relPath, copy: aside });
     return aside !== undefined;
   };
+  // A path this node may not change (support/path-refusal.ts) is left, with the rest of its
+  // conflict, for the next sync: its records are not stored below.
+  const refusedUnits = new Set<number>();
+  const refusedHere = (plan: PathPlan, err: unknown): void => {
+    if (pathRefusal(err) === undefined) throw err;
+    log.warn('sync: cannot change a path here; left for the next sync', {
+      path: plan.path,
+      error: (err as Error).message,
+    });
+    refusedUnits.add(plan.unit);
+  };
+  /** Deletes a file or link the peer deleted (a file into history), unless it was saved since the scan. */
+  const deleteEntry = async (plan: PathPlan): Promise<void> => {
+    const local = plan.local?.revision;
+    const abs = await confined(folderReal, plan.path);
+    await rescue(plan.path, plan.local);
+    if (local?.kind === 'file') await preserveInHistory(folderReal, abs, local.contentRoot, { move: true });
+    else
+      await unlink(abs).catch((err: unknown) => {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      });
+  };
+  /** Removes a directory if it is one and empty; false when something is left in it. */
+  const removeEmptyDir = async (rel: string): Promise<boolean> => {
+    const abs = await confined(folderReal, rel);
+    try {
+      if ((await lstat(abs)).isDirectory()) await rmdir(abs);
+      return true;
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return true;
+      if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
+      throw err;
+    }
+  };
+  // Type changes. A directory the peer turned into a file or link: the deletions below it land
+  // first (deepest first), then it goes; what is still in it (files saved or made since the scan,
+  // ignored ones, ones this node may not delete) moves aside with it under its unsynced name
+  // (unchanged-since-scan.ts), which the next scan records as new paths: nothing lost, and the
+  // peer's file lands. Before, the path was left as is and the folder never got in sync again.
+  const clearedEarly = new Set<PathPlan>();
+  const clearDir = async (plan: PathPlan, landing: readonly PathPlan[]): Promise<void> => {
+    const inside = new Set([plan.path]);
+    const below = landing
+      .filter((x) => x.action.kind === 'delete' && !clearedEarly.has(x) && isBelowAny(x.path, inside))
+      .sort((x, y) => y.path.split('/').length - x.path.split('/').length);
+    for (const x of below) {
+      clearedEarly.add(x);
+      try {
+        if (x.local?.revision.kind === 'dir') await removeEmptyDir(x.path);
+        else await deleteEntry(x);
+      } catch (err) {
+        refusedHere(x, err);
+      }
+    }
+    if (await removeEmptyDir(plan.path)) return;
+    const abs = await confined(folderReal, plan.path);
+    const st = await lstat(abs, { bigint: true });
+    for (let k = 0n; k < 10n; k++) {
+      const aside = unsyncedPath(plan.path, st.mtimeNs + k * 1_000_000_000n, store.nodeId);
+      const asideAbs = path.join(path.dirname(abs), path.posix.basename(aside));
+      if ((await lstat(asideAbs).catch(() => undefined)) !== undefined) continue;
+      await rename(abs, asideAbs);
+      log.info('sync: a directory the peer replaced still held files here; moved aside', {
+        path: plan.path,
+        copy: aside,
+      });
+      return;
+    }
+    throw new ClawpeerError('FILE_EXISTS', `${plan.path}: no free name to move this directory aside to`);
+  };
+  // A file or link the peer turned into a directory goes (a file into history, or aside if it
+  // was saved since the scan) before anything lands below it.
+  const clearNonDir = async (plan: PathPlan): Promise<void> => {
+    const abs = await confined(folderReal, plan.path);
+    const st = await lstat(abs).catch(() => undefined);
+    if (st === undefined || st.isDirectory()) return;
+    if (await rescue(plan.path, plan.local)) return;
+    if (isLiveFile(plan.local))
+      await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: true });
+    else await unlink(abs);
+  };
   // Just before the publisher renames a fetched file over its path (the one look at it: a save
   // since the scan, even while the content was received, moves aside), then what is replaced goes
   // into history. Linked into history only now, not before the transfer: a save written in place
@@ -171,6 +253,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       if (!unchangedSinceScan(folderReal, from, store.head(from), store))
         throw new ClawpeerError('FOLDER_BUSY', `${from} changed here during the sync; the sync is retried`);
     }
+    for (const plan of landing) if (typeChangeOf(plan) === 'from-dir') await clearDir(plan, landing);
     for (const plan of copies) {
       if (plan.action.kind !== 'copy-local') continue;
       const abs = await confined(folderReal, plan.path);
@@ -179,6 +262,16 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       await writeOwnCopy(await confined(folderReal, plan.action.from), abs, plan.action.mode, plan.action.mtimeMs);
     }
     if (copies.length > 0) crashPoint('conflict-copy');
+    // After the copies: our losing file at such a path is copied away first. Cleared too when
+    // only something below it lands (its own conflict waits for content that did not come).
+    const toDir = plans.filter((p) => typeChangeOf(p) === 'to-dir');
+    if (toDir.length > 0) {
+      const landingUnits = new Set(landing.map((p) => p.unit));
+      for (const plan of toDir) {
+        const inside = new Set([plan.path]);
+        if (landingUnits.has(plan.unit) || landing.some((x) => isBelowAny(x.path, inside))) await clearNonDir(plan);
+      }
+    }
     // The paths the copies above were made from are checked now (their bytes are copied). A
     // fetched path is not: beforeReplace looks at it just before its rename, later than this
     // (one lstat per received file less, in a phase the peer spends waiting for our Want).
@@ -242,52 +335,22 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         await publisher.makeSymlink(plan.path, a.target, a.mtimeMs);
         break;
       }
-      case 'delete': {
-        const local = plan.local?.revision;
-        if (local?.kind === 'dir') {
-          dirRemovals.push(plan);
-          break;
-        }
-        const abs = await confined(folderReal, plan.path);
-        await rescueLate(plan);
-        if (local?.kind === 'file') await preserveInHistory(folderReal, abs, local.contentRoot, { move: true });
-        else
-          await unlink(abs).catch((err: unknown) => {
-            if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-          });
+      case 'delete':
+        if (clearedEarly.has(plan)) break;
+        if (plan.local?.revision.kind === 'dir') dirRemovals.push(plan);
+        else await deleteEntry(plan);
         break;
-      }
       default: {
         const never: never = a;
         throw new TypeError(`unknown action ${JSON.stringify(never)}`);
       }
     }
   };
-  // A path this node may not change (support/path-refusal.ts) is left, with the rest of its
-  // conflict, for the next sync: its records are not stored below.
-  const refusedUnits = new Set<number>();
-  const refusedHere = (plan: PathPlan, err: unknown): void => {
-    if (pathRefusal(err) === undefined) throw err;
-    log.warn('sync: cannot change a path here; left for the next sync', {
-      path: plan.path,
-      error: (err as Error).message,
-    });
-    refusedUnits.add(plan.unit);
-  };
   for (const plan of done) await applyWithoutContent(plan).catch((err: unknown) => refusedHere(plan, err));
   // Deepest first, so a directory emptied by this sync goes after its contents. One that still
   // holds files this side has not synced stays; the next scan records it again.
   dirRemovals.sort((x, y) => y.path.split('/').length - x.path.split('/').length);
-  for (const plan of dirRemovals) {
-    const abs = await confined(folderReal, plan.path);
-    try {
-      const st = await lstat(abs);
-      if (st.isDirectory()) await rmdir(abs);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT' && code !== 'ENOTEMPTY' && code !== 'EEXIST') refusedHere(plan, err);
-    }
-  }
+  for (const plan of dirRemovals) await removeEmptyDir(plan.path).catch((err: unknown) => refusedHere(plan, err));
   await publisher.flushDirs();
   const settled = done.filter((plan) => !refusedUnits.has(plan.unit));
   for (const plan of done) if (refusedUnits.has(plan.unit)) skipped.push(plan.path);

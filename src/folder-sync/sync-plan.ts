@@ -78,23 +78,24 @@ export function isLiveFile(e: RevisionEntry | undefined): e is RevisionEntry {
   return e !== undefined && !e.revision.deleted && e.revision.kind === 'file';
 }
 
-/** What to do on disk to make `local` into `remote`; undefined when unsupported (skip the path). */
-function actionFor(local: RevisionEntry | undefined, remote: RevisionEntry): FsAction | undefined {
+/**
+ * What to do on disk to make `local` into `remote`. A type change (a file or link where the
+ * head is a directory, or the other way round) takes the same action as a new path: the apply
+ * step clears the old entry first (typeChangeOf).
+ */
+function actionFor(local: RevisionEntry | undefined, remote: RevisionEntry): FsAction {
   const r = remote.revision;
   const l = local !== undefined && !local.revision.deleted ? local.revision : undefined;
   if (r.deleted) return l === undefined ? { kind: 'none' } : { kind: 'delete' };
   switch (r.kind) {
     case 'dir':
-      if (l !== undefined && l.kind !== 'dir') return undefined;
-      return l?.mode === r.mode ? { kind: 'none' } : { kind: 'mkdir', mode: r.mode };
+      return l?.kind === 'dir' && l.mode === r.mode ? { kind: 'none' } : { kind: 'mkdir', mode: r.mode };
     case 'symlink':
-      if (l?.kind === 'dir') return undefined;
       return l?.kind === 'symlink' && l.linkTarget === r.linkTarget
         ? { kind: 'none' }
         : { kind: 'symlink', target: r.linkTarget, mtimeMs: mtimeMsOf(r) };
     case 'file':
-      if (l?.kind === 'dir') return undefined;
-      if (l !== undefined && sameContent(l, r)) {
+      if (l?.kind === 'file' && sameContent(l, r)) {
         // The same bytes under another head (concurrent writes of equal content: the winner's
         // metadata is taken): its mtime too, or the nodes' files keep their own times for good.
         const mtimeMs = l.mtimeNs === r.mtimeNs ? undefined : mtimeMsOf(r);
@@ -110,6 +111,32 @@ function actionFor(local: RevisionEntry | undefined, remote: RevisionEntry): FsA
     }
   }
 }
+
+/**
+ * Whether a plan turns a file or link into a directory ('to-dir': the old entry goes into
+ * history first) or a directory into a file or link ('from-dir': what is left in it after this
+ * sync's deletions below moves aside, see sync-apply.ts); undefined for every other plan.
+ */
+export function typeChangeOf(plan: Pick<PathPlan, 'local' | 'head'>): 'to-dir' | 'from-dir' | undefined {
+  const l = plan.local?.revision;
+  const h = plan.head?.revision;
+  if (l === undefined || h === undefined || l.deleted || h.deleted) return undefined;
+  if (l.kind === h.kind || (l.kind !== 'dir' && h.kind !== 'dir')) return undefined;
+  return h.kind === 'dir' ? 'to-dir' : 'from-dir';
+}
+
+/** Whether `p` lies below one of `dirs` (paths, no trailing slash). */
+export function isBelowAny(p: string, dirs: ReadonlySet<string>): boolean {
+  return belowNonDir(p, (dir) => dirs.has(dir));
+}
+
+/** Whether a directory on the way to `p` is one `isNonDir` says is a file or link. */
+function belowNonDir(p: string, isNonDir: (dir: string) => boolean): boolean {
+  for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) if (isNonDir(p.slice(0, i))) return true;
+  return false;
+}
+
+const isLive = (e: RevisionEntry | undefined): boolean => e !== undefined && !e.revision.deleted;
 
 const sameId = (a: RevisionEntry, b: RevisionEntry): boolean => compareIds(a.id, 0, b.id, 0) === 0;
 
@@ -146,8 +173,6 @@ export function planRemote(
   const claims = new Map<string, CopyClaim>();
   const planned = new Map<string, PathPlan>();
   const skipped = new Set<string>();
-  // Paths left as a file or symlink here where the peer has a directory (a type change).
-  const underNonDir = new Set<string>();
   // Paths to decide, in order; `pending` says which are queued and not yet decided.
   const queue = [...groups.keys()];
   const pending = new Set(queue);
@@ -276,7 +301,7 @@ export function planRemote(
       }
       return sourceOf(winner, p);
     };
-    let action: FsAction | undefined = { kind: 'none' };
+    let action: FsAction = { kind: 'none' };
     if (!winnerIsLocal) {
       action = actionFor(local, winner);
       if (action?.kind === 'fetch') {
@@ -284,13 +309,6 @@ export function planRemote(
         action = src.local
           ? { kind: 'copy-local', from: src.from, mode: action.request.mode, mtimeMs: action.request.mtimeMs }
           : { kind: 'fetch', request: src.request };
-      }
-      if (action === undefined) {
-        log.warn('sync: a directory and a file meet at one path; left as is', { path: p });
-        // What comes in below a directory that stays a file here cannot land either.
-        if (local !== undefined && !local.revision.deleted && local.revision.kind !== 'dir') underNonDir.add(p);
-        skip();
-        continue;
       }
       // The publisher would refuse it and fail the whole sync: one link out of the folder (fine
       // in the peer's share, as /etc/hostname) must not keep every other change from landing.
@@ -337,23 +355,42 @@ export function planRemote(
     }
     planned.set(p, { ...base, head: winnerIsLocal ? undefined : winner, action, copy: firstCopy });
   }
-  // A conflict lands whole: its path is not replaced unless its copy is made, and the other way round.
-  // Below such a path nothing can be written (the publisher would refuse the whole sync, and
-  // every later one): those paths are left as is too, and the rest of the folder lands.
-  const belowNonDir = (p: string): boolean => {
-    for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) if (underNonDir.has(p.slice(0, i))) return true;
-    return false;
-  };
-  if (underNonDir.size > 0) for (const plan of planned.values()) if (belowNonDir(plan.path)) skipped.add(plan.path);
-  const skippedUnits = new Set<number>();
-  for (const p of skipped) {
-    const u = unitOf.get(p);
-    if (u !== undefined) skippedUnits.add(u);
-  }
+  // A conflict lands whole: its path is not replaced unless its copy is made, and the other way
+  // round. Nothing new can be written below a file or link (the publisher would refuse the
+  // whole sync, and every later one): below a path left as is here, or one this sync turns from
+  // a directory into a file (only the deletions there land), or one the peer still has as a
+  // directory while ours is a file. Those paths are left as is too, then their conflicts, until
+  // nothing more is left out; the rest of the folder lands.
   const plans: PathPlan[] = [];
-  for (const plan of planned.values()) {
-    if (skippedUnits.has(plan.unit)) skipped.add(plan.path);
-    else plans.push(plan);
+  for (;;) {
+    const nonDir = new Map<string, boolean>();
+    /** Whether `dir` will be a file or link after this sync: its plan's head if it lands, else ours. */
+    const landsNonDir = (dir: string): boolean => {
+      let v = nonDir.get(dir);
+      if (v === undefined) {
+        const plan = skipped.has(dir) ? undefined : planned.get(dir);
+        const e = plan?.head ?? store.head(dir);
+        v = e !== undefined && !e.revision.deleted && e.revision.kind !== 'dir';
+        nonDir.set(dir, v);
+      }
+      return v;
+    };
+    const skippedUnits = new Set<number>();
+    for (const p of skipped) {
+      const u = unitOf.get(p);
+      if (u !== undefined) skippedUnits.add(u);
+    }
+    let more = false;
+    for (const plan of planned.values()) {
+      if (skipped.has(plan.path)) continue;
+      if (skippedUnits.has(plan.unit) || (isLive(plan.head) && belowNonDir(plan.path, landsNonDir))) {
+        skipped.add(plan.path);
+        more = true;
+      }
+    }
+    if (more) continue;
+    for (const plan of planned.values()) if (!skipped.has(plan.path)) plans.push(plan);
+    break;
   }
   return { plans, skipped: [...skipped] };
 }
@@ -419,7 +456,12 @@ export function plannedChanges(
         });
         continue;
       case 'mkdir':
-        changes.push({ path: plan.path, change: localLive ? 'mode' : 'create', kind: 'dir', bytes: 0 });
+        changes.push({
+          path: plan.path,
+          change: !localLive ? 'create' : typeChangeOf(plan) === 'to-dir' ? 'update' : 'mode',
+          kind: 'dir',
+          bytes: 0,
+        });
         continue;
       case 'fetch':
         changes.push({ path: plan.path, change: localLive ? 'update' : 'create', kind: 'file', bytes });

@@ -267,12 +267,47 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
 
   const liveLinks = (): number[] => cluster.links.map((_, k) => k).filter((k) => !cut.has(k));
 
+  /** mkdir -p; false (the op is dropped) where a file stands on the way (a type change made it one). */
+  const makeDirs = async (dir: string): Promise<boolean> =>
+    mkdir(dir, { recursive: true }).then(
+      () => true,
+      (err: unknown) => {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST' || code === 'ENOTDIR') return false;
+        throw err;
+      },
+    );
+  /** A file becomes a directory holding a file, or (half the time) a directory a file. */
+  const typeChangeOp = async (node: ConvergeNode, f: string, files: readonly string[]): Promise<void> => {
+    const dirs = (await dirsOf(node)).filter((d) => !d.includes('.sync-'));
+    if (rand() < 0.5 || dirs.length === 0) {
+      const fa = abs(node, f);
+      await ledger.destroying(fa);
+      await rm(fa);
+      await mkdir(fa);
+      const inside = path.join(fa, pick(FILES));
+      await writeFile(inside, await contentFor(inside));
+      await stamp(node, inside);
+      await ledger.wrote(inside, `${node.name}:${f}/${path.basename(inside)}`);
+      note(`${node.name}: file to dir ${f} (with ${path.basename(inside)})`);
+      return;
+    }
+    const d = pick(dirs);
+    const da = abs(node, d);
+    for (const x of files) if (x.startsWith(`${d}/`)) await ledger.destroying(abs(node, x));
+    await rm(da, { recursive: true });
+    await writeFile(da, await contentFor(da));
+    await stamp(node, da);
+    await ledger.wrote(da, `${node.name}:${d}`);
+    note(`${node.name}: dir to file ${d}`);
+  };
+
   const fileOp = async (node: ConvergeNode): Promise<void> => {
     const files = await filesOf(node);
     const r = int(100);
     if (r < 25 || files.length === 0) {
       const p = await newFilePath(node);
-      await mkdir(path.dirname(abs(node, p)), { recursive: true });
+      if (!(await makeDirs(path.dirname(abs(node, p))))) return;
       const exists = files.includes(p);
       await ledger.destroying(abs(node, p));
       await writeFile(abs(node, p), await contentFor(abs(node, p)));
@@ -318,17 +353,19 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
     } else if (r < 80) {
       const to = await newFilePath(node);
       if (to === f || files.includes(to)) return;
-      await mkdir(path.dirname(abs(node, to)), { recursive: true });
+      if (!(await makeDirs(path.dirname(abs(node, to))))) return;
       await rename(fa, abs(node, to));
       note(`${node.name}: rename ${f} -> ${to}`);
     } else if (r < 88) {
       const mode = pick([0o644, 0o600, 0o755, 0o640]);
       await chmod(fa, mode);
       note(`${node.name}: chmod ${mode.toString(8)} ${f}`);
-    } else if (r < 94) {
+    } else if (r < 91) {
       const d = pick(DIRS);
-      await mkdir(abs(node, d), { recursive: true });
+      if (!(await makeDirs(abs(node, d)))) return;
       note(`${node.name}: mkdir ${d}`);
+    } else if (r < 95) {
+      await typeChangeOp(node, f, files);
     } else {
       const dirs = await dirsOf(node);
       if (dirs.length === 0) return;
@@ -344,7 +381,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
         note(`${node.name}: rmdir ${e}`);
         return;
       }
-      await mkdir(path.dirname(abs(node, to)), { recursive: true });
+      if (!(await makeDirs(path.dirname(abs(node, to))))) return;
       await rename(abs(node, d), abs(node, to));
       note(`${node.name}: rename dir ${d} -> ${to}`);
     }
