@@ -79,6 +79,8 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
   for (const p of r.localOnly)
     out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${show(p)}`);
   for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `left as is this time: ${show(p)}`);
+  for (const p of r.peerSkipped ?? [])
+    out.emit({ event: 'peer-skipped', path: p }, `left as is by the peer this time: ${show(p)} (its log says why)`);
   reportUnreadable(out, r, 'not sent');
   out.summary(
     {

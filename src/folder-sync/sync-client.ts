@@ -108,6 +108,11 @@ export interface SyncFolderResult {
   readonly skipped: readonly string[];
   /** Receive-only: paths whose local revision the peer does not have (not sent). */
   readonly localOnly: readonly string[];
+  /**
+   * Paths whose revision the peer still lacks after it applied what we sent: it left them as
+   * they are (its log says why). Absent from an older listener's resident result.
+   */
+  readonly peerSkipped?: readonly string[];
   /** Local entries the scan could not read or name, so the peer did not get them (rsync's exit 23). */
   readonly unreadable: readonly UnreadableEntry[];
   /** What the peer's revisions changed here (change-counts.ts); absent on a dry run or an equal folder. */
@@ -378,8 +383,9 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     // Revisions our gc dropped that the peer keeps (an older peer, or its heads) are not missing.
     const outcome = { ...checked, idsWeLack: checked.idsWeLack.filter((id) => !store.isPruned(id)) };
     await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
-    const localOnly =
-      o.mode === 'receive-only' ? headsAmong(store, outcome.idsTheyLack).map((e) => e.revision.path) : [];
+    const theyLack = headsAmong(store, outcome.idsTheyLack).map((e) => e.revision.path);
+    const localOnly = o.mode === 'receive-only' ? theyLack : [];
+    const peerSkipped = o.mode === 'receive-only' ? [] : theyLack;
     return summary({
       inSync: allSent && inSyncFor(o.mode, outcome),
       revisionsSent,
@@ -388,6 +394,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       conflicts,
       skipped,
       localOnly: localOnly.sort(),
+      peerSkipped: peerSkipped.sort(),
       changes: countChanges(store, before),
     });
   } finally {

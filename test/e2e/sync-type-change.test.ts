@@ -87,3 +87,27 @@ t.test('a directory replaced by a file keeps what only this side had in it, asid
   t.equal(await readFile(client('aside', moved[0] ?? '', 'new.txt'), 'utf8'), 'made there\n', 'nothing lost');
   t.equal(await readFile(client('aside', 'box'), 'utf8'), 'now a file\n');
 });
+
+t.test("the other way round: the listener's file wins, and the client names what the listener left", async (t) => {
+  await mkdir(client('aside', 'crate'), { recursive: true });
+  await writeFile(client('aside', 'crate', 'a.txt'), 'synced\n');
+  t.match(await sync('aside'), { inSync: true }, 'first sync');
+
+  await rm(server('aside', 'crate'), { recursive: true });
+  await writeFile(server('aside', 'crate'), 'now a file there\n');
+  await writeFile(client('aside', 'crate', 'new.txt'), 'made here\n');
+
+  const r = await sync('aside');
+  t.match(r, { inSync: false });
+  const lines = r['lines'] as Record<string, unknown>[];
+  t.same(
+    lines.filter((l) => l['event'] === 'peer-skipped').map((l) => l['path']),
+    ['crate/new.txt'],
+    'the path the listener could not take is named',
+  );
+  t.equal(await readFile(client('aside', 'crate'), 'utf8'), 'now a file there\n', "the listener's file landed here");
+  const moved = (await readdir(client('aside'))).filter((n) => n.startsWith('crate.sync-unsynced-'));
+  t.equal(moved.length, 1, 'the directory moved aside here');
+  t.match(await sync('aside'), { inSync: true }, 'the next sync gets both in sync');
+  t.equal(await readFile(server('aside', moved[0] ?? '', 'new.txt'), 'utf8'), 'made here\n', 'nothing lost');
+});
