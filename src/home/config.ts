@@ -48,6 +48,9 @@ export const DEFAULT_CONFIG: NodeConfig = Object.freeze({
   maxConnectionsPerPeer: 16,
 });
 
+/** The port `clawpeer listen` takes without --port (UDP for QUIC, TCP for the fallback). */
+export const DEFAULT_LISTEN_PORT = 7700;
+
 type NumericKey = Exclude<keyof NodeConfig, 'transport' | 'compression'>;
 
 /** Inclusive [min, max] of every numeric setting (the CLI checks its flags against these too). */

@@ -9,6 +9,7 @@ export { resolvePeer, type ResolvedPeer } from './peer-resolve.js';
 export {
   CONFIG_LIMITS,
   DEFAULT_CONFIG,
+  DEFAULT_LISTEN_PORT,
   keepAliveFor,
   resolveConfig,
   type CompressionChoice,

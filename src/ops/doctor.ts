@@ -25,7 +25,7 @@ import {
   type NetCoreBufferKey,
 } from '../transport/udp-buffers.js';
 import { formatHostPort, parseHostPort } from '../home/address.js';
-import { resolveConfig } from '../home/config.js';
+import { DEFAULT_LISTEN_PORT, resolveConfig } from '../home/config.js';
 import type { HomeLayout } from '../home/home.js';
 import { loadIdentity } from '../home/identity-store.js';
 import { PeerStore, type PeerEntry } from '../home/peer-store.js';
@@ -210,7 +210,7 @@ export async function checkPort(protocol: PortProtocol, options: PortCheckOption
       name,
       status: 'fail',
       detail: `binding ${label} on ${first.host} is not permitted (EACCES)`,
-      fix: `use a port >= 1024 (--port 7700), or grant the service CAP_NET_BIND_SERVICE`,
+      fix: `use a port >= 1024 (--port ${DEFAULT_LISTEN_PORT}), or grant the service CAP_NET_BIND_SERVICE`,
     };
   }
   if (first.code === 'EADDRNOTAVAIL') {

@@ -5,7 +5,7 @@
 // alone exit 0), so `clawpeer doctor --expect-listener --no-peers` works as a health check.
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
-import { readListening } from '../../home/facade.js';
+import { DEFAULT_LISTEN_PORT, readListening } from '../../home/facade.js';
 import { intOption } from '../args.js';
 import { DEFAULT_PEER_TIMEOUT_MS, runDoctor, summarize, type CheckResult } from '../../ops/doctor.js';
 import type { Runner } from '../context.js';
@@ -21,9 +21,6 @@ function humanRow(r: CheckResult): string {
     : `${row}\n${' '.repeat(6 + NAME_COLUMN_CHARS + 2)}fix: ${r.fix}`;
 }
 
-/** The port `clawpeer listen` takes by default. */
-const DEFAULT_LISTEN_PORT = 7700;
-
 export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
   return cli.command(
     'doctor',
@@ -32,7 +29,7 @@ export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
       y
         .option('port', {
           type: 'number',
-          describe: "the port `clawpeer listen` uses (UDP and TCP; default: this home's running listener's, else 7700)",
+          describe: `the port \`clawpeer listen\` uses (UDP and TCP; default: this home's running listener's, else ${DEFAULT_LISTEN_PORT})`,
         })
         .option('host', {
           type: 'string',
@@ -57,8 +54,8 @@ export function registerDoctorCommands(cli: Argv, run: Runner): Argv {
         .example('$0 doctor', 'run every check')
         .example('$0 doctor --expect-listener --no-peers', 'container/systemd health check: is our listener up?'),
     run(async (ctx, args) => {
-      // Without --port, the port this home's listener runs on (its listening.json): checking 7700
-      // while it listens elsewhere would call its port free and --expect-listener would fail.
+      // Without --port, the port this home's listener runs on (its listening.json): checking the
+      // default port while it listens elsewhere would call its port free and --expect-listener would fail.
       const port =
         args['port'] !== undefined
           ? intOption(args['port'], '--port', 0, 65535)

@@ -4,6 +4,7 @@ import { ClawpeerError } from '../../errors.js';
 import {
   CONFIG_LIMITS,
   DEFAULT_CONFIG,
+  DEFAULT_LISTEN_PORT,
   formatHostPort,
   keepAliveFor,
   resolveConfig,
@@ -86,7 +87,7 @@ export function registerNetworkCommands(cli: Argv, run: Runner): Argv {
           .option('host', { type: 'string', default: '0.0.0.0', describe: 'address to listen on' })
           .option('port', {
             type: 'number',
-            default: 7700,
+            default: DEFAULT_LISTEN_PORT,
             describe: 'port (UDP for QUIC, TCP for the fallback); 0 picks a free one',
           })
           .option('share', {
