@@ -27,6 +27,8 @@ export interface DialCandidate {
   path(): PathKind;
   /** What the user would recognise: `192.0.2.7:7700`, `relay 203.0.113.1:7800`. */
   readonly describe: string;
+  /** A relay candidate's rendezvous, HOST:PORT (a lost connection names it). */
+  readonly relay?: string;
   /** Only this transport (a traversal forwarder carries UDP: 'quic'); absent: as configured. */
   readonly transport?: TransportName;
   /** Lower goes first; candidates of one priority are dialled in parallel. */

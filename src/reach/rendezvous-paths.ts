@@ -265,6 +265,7 @@ export function rendezvousSourcesFor(o: RendezvousSourcesOptions): RendezvousSou
             address: f.address,
             path: () => f.path,
             describe,
+            ...(route.kind === 'relay' ? { relay: formatAddress(route.server) } : {}),
             priority,
             transport: 'quic',
             release: () => {

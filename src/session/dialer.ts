@@ -173,6 +173,7 @@ export async function dialPeer(options: DialOptions): Promise<PeerSession> {
   paths.connected?.(candidate.path(), candidate.address, value.conn.stats().rttMs);
   const session = new PeerSession(value.conn, value.handshake, {
     path: () => candidate.path(),
+    ...(candidate.relay === undefined ? {} : { relay: candidate.relay }),
     onGone: () => {
       candidate.release();
       paths.release();

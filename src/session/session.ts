@@ -37,6 +37,7 @@ export class PeerSession {
   #askedForMore = false;
   readonly #stillPaired: (() => Promise<boolean>) | undefined;
   readonly #path: () => PathKind;
+  readonly #relay: string | undefined;
 
   constructor(
     readonly connection: Connection,
@@ -45,12 +46,15 @@ export class PeerSession {
       readonly stillPaired?: () => Promise<boolean>;
       /** How the connection reaches the peer (default 'direct'): a forwarded one may move from relayed to punched. */
       readonly path?: () => PathKind;
+      /** The rendezvous relaying the connection (HOST:PORT), if it started relayed: named when it is lost. */
+      readonly relay?: string;
       /** Frees what the path holds (a forwarder, a rendezvous client) once the connection is gone. */
       readonly onGone?: () => void;
     } = {},
   ) {
     this.#stillPaired = options.stillPaired;
     this.#path = options.path ?? (() => 'direct');
+    this.#relay = options.relay;
     if (options.onGone !== undefined) {
       const gone = options.onGone;
       void connection.closed.then(() => gone());
@@ -170,17 +174,29 @@ export class PeerSession {
    * reason the peer sent just before hanging up: its Error on the control stream. That reason
    * when it is there within `waitMs`, else `err` itself. Why: a listener refusing a request
    * sends an Error and closes while this side may still be writing; "connection lost" would
-   * hide "share X refuses ...".
+   * hide "share X refuses ...". A connection lost on a relayed path names the relay: it is the
+   * third machine that may have gone away, and the user would not guess it from "stream 0 read".
    */
   async reasonFor(err: unknown, waitMs = PEER_REASON_WAIT_MS): Promise<unknown> {
     if (!(err instanceof ClawpeerError) || err.wire !== undefined) return err;
-    if (err.code !== 'CONNECTION_CLOSED' && err.code !== 'REMOTE') return err;
+    if (err.code !== 'CONNECTION_CLOSED' && err.code !== 'REMOTE') return this.#throughRelay(err);
     try {
       await withTimeout(this.control.receive(), waitMs, "reading the peer's parting message");
-      return err;
     } catch (peer) {
-      return peer instanceof ClawpeerError && peer.wire !== undefined ? peer : err;
+      if (peer instanceof ClawpeerError && peer.wire !== undefined) return peer;
     }
+    return this.#throughRelay(err);
+  }
+
+  /** `err`, naming the relay when the connection was lost (closed or silent) on a relayed path. */
+  #throughRelay(err: ClawpeerError): ClawpeerError {
+    if (this.#relay === undefined || this.#path() !== 'relayed') return err;
+    if (err.code !== 'CONNECTION_CLOSED' && err.code !== 'TIMEOUT') return err;
+    return new ClawpeerError(
+      err.code,
+      `${err.message} (the connection went through the relay at ${this.#relay}, a relayed path: the relay was lost, or the peer behind it)`,
+      { cause: err },
+    );
   }
 
   /**

@@ -123,6 +123,8 @@ t.test('a relayed transfer fails cleanly when the relay dies, and resumes exactl
   const r = await pushKillingRendezvous(file, env);
   t.not(r.code, 0, 'the push failed: its only path is gone');
   t.match(r.stderr, /clawpeer: /, 'with a message');
+  // Not just "stream 0 read: connection lost": the user learns which machine went away.
+  t.match(r.stderr, `went through the relay at ${rendezvous}, a relayed path: the relay was lost`, 'naming the relay');
   t.notOk(existsSync(join(a.home, 'inbox', 'relayed.bin')), 'nothing at the final path');
 
   server = await startRendezvous();
