@@ -141,4 +141,10 @@ t.test('a relayed transfer fails cleanly when the relay dies, and resumes exactl
     `the rerun skipped the chunks that had arrived (${String(done?.['chunksSkipped'])})`,
   );
   t.ok(bytes.equals(await readFile(join(a.home, 'inbox', 'relayed.bin'))), 'landed whole');
+  // The listener said when it lost the rendezvous and, once each time, when it was back (its
+  // refreshes every second say nothing); the rerun found it registered, so every loss recovered.
+  const log = listener.stderr();
+  const lostAt = [...log.matchAll(/cannot register with the rendezvous/g)].length;
+  t.ok(lostAt >= 1, 'the lost registration was logged');
+  t.equal([...log.matchAll(/registered with the rendezvous again/g)].length, lostAt, 'and each recovery, once');
 });
