@@ -23,6 +23,11 @@ export class Output {
     this.emit(record, human);
   }
 
+  /** Something the user should fix, that does not stop the command: a line on stderr, in --json mode too. */
+  warn(message: string): void {
+    this.stderr(`clawpeer: warning: ${message.split('\n').map(escapeToShow).join('\n')}\n`);
+  }
+
   /** True when people asked for silence: no progress bar, no summaries. */
   get silent(): boolean {
     return this.quiet && !this.json;

@@ -64,6 +64,8 @@ export async function inviteByCode(ctx: CommandContext, a: CodeInviteArgs): Prom
     random,
     ...(a.name === undefined ? {} : { name: a.name }),
   });
+  const unregistered = await listenerOffRendezvous(ctx, listening);
+  if (unregistered !== undefined) ctx.out.warn(unregistered);
   const addr = concreteAddr(listening);
   const until = new Date(expiresAt).toISOString();
   const joinHint =
@@ -101,6 +103,32 @@ export async function inviteByCode(ctx: CommandContext, a: CodeInviteArgs): Prom
     await store.cancel(code.nameplate).catch(() => undefined); // still open: withdrawn (Ctrl-C, expiry)
     await Promise.all(claims.map((c) => c.release().catch(() => undefined)));
   }
+}
+
+/**
+ * Why the joiner will not reach this home's listener through the rendezvous the invite names,
+ * if it will not: the joiner finds the code's number there, then asks the rendezvous for the
+ * listener, which only knows a listener registered with it. Undefined when there is no
+ * rendezvous or no listener, or the listener does not say (an older one).
+ */
+async function listenerOffRendezvous(
+  ctx: CommandContext,
+  listening: ListeningInfo | undefined,
+): Promise<string | undefined> {
+  const { rendezvous } = await ctx.reach();
+  if (rendezvous === undefined || listening === undefined) return undefined;
+  const { listenerStatus } = await import('./resident-client.js');
+  const status = await listenerStatus(ctx.home.dir, ctx.signal).catch(() => 'no answer');
+  if (typeof status === 'string' || status.rendezvous === undefined) return undefined;
+  const named = formatHostPort(rendezvous);
+  if (status.rendezvous === named) return undefined;
+  const registered =
+    status.rendezvous === null ? 'is not registered with any rendezvous' : `is registered with ${status.rendezvous}`;
+  return (
+    `this home's listener (pid ${status.pid}) ${registered}, not ${named}: a joiner finds this code there but cannot ` +
+    `reach the listener through it; restart the listener with: clawpeer --rendezvous ${named} listen ` +
+    '(or set "rendezvous" in config.json)'
+  );
 }
 
 export interface CodeJoinArgs {

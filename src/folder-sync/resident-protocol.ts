@@ -49,6 +49,8 @@ export interface ListenerStatus {
   readonly host: string;
   readonly port: number;
   readonly transports: readonly string[];
+  /** The rendezvous it registers with, HOST:PORT; null: none (absent: a listener older than this field). */
+  readonly rendezvous?: string | null;
   /** ms since the epoch. */
   readonly startedAt: number;
   readonly shares: readonly {

@@ -6,6 +6,7 @@
 import type { Logger } from '../logger.js';
 import type { ReachConfig } from '../home/config-file.js';
 import type { NodeConfig } from '../home/config.js';
+import { formatHostPort } from '../home/address.js';
 import type { HomeLayout } from '../home/home.js';
 import type { Identity } from '../crypto/identity.js';
 import type { ResolvedPeer } from '../home/peer-resolve.js';
@@ -146,6 +147,7 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
       host: first.host,
       port: first.port,
       transports,
+      rendezvous: reach.rendezvous === undefined ? null : formatHostPort(reach.rendezvous),
       startedAt,
       shares: shareRecords(),
       peers,

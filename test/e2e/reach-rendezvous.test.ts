@@ -73,3 +73,24 @@ t.test('pair join CODE with no address: the number is looked up at the rendezvou
   t.equal(push.code, 0, push.stderr);
   t.equal(await readFile(join(a.home, 'inbox', 'by-code.txt'), 'utf8'), 'paired through a rendezvous\n');
 });
+
+t.test('pair invite warns when the listener is not registered with the rendezvous the code names', async (t) => {
+  // a's listener registers with the rendezvous of its config.json: nothing to warn of.
+  const fine = await runCli(['--home', a.home, 'pair', 'invite', '--no-wait', '--json']);
+  t.equal(fine.code, 0, fine.stderr);
+  t.notMatch(fine.stderr, /warning/);
+  // d's listener runs with no rendezvous, and the invite names one: the joiner would find the
+  // code there but no way to the listener.
+  const d = await initNode('rv-d');
+  await writeFile(join(d.home, 'config.json'), JSON.stringify({ lanDiscovery: false }));
+  const alone = await startListener(d.home);
+  t.teardown(() => alone.stop('SIGKILL'));
+  const r = await runCli(['--home', d.home, '--rendezvous', rendezvous, 'pair', 'invite', '--no-wait', '--json']);
+  t.equal(r.code, 0, 'a warning, not a failure');
+  t.match(
+    r.stderr,
+    `clawpeer: warning: this home's listener (pid ${String(alone.child.pid)}) is not registered with any rendezvous, not ${rendezvous}`,
+  );
+  t.match(r.stderr, `restart the listener with: clawpeer --rendezvous ${rendezvous} listen`);
+  t.match(jsonLines(r.stdout)[0], { event: 'invite' }, 'stdout keeps its one record');
+});
