@@ -48,6 +48,9 @@ for (const [path, disable] of [
     const ping = await runCli(['--home', b.home, 'ping', 'alice', '--count', '1', '--json'], { env });
     t.equal(ping.code, 0, ping.stderr);
     t.match(jsonLines(ping.stdout).at(-1), { path });
+    // pair list says the path the ping took (paths.json), not the last direct one.
+    const list = await runCli(['--home', b.home, 'pair', 'list', '--json']);
+    t.match(jsonLines(list.stdout), [{ event: 'peer', name: 'alice', path }], 'pair list names it');
     const src = join(work, `${path}.bin`);
     const bytes = randomBytes(3 << 20);
     await writeFile(src, bytes);
