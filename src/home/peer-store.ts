@@ -93,6 +93,32 @@ export class PeerStore {
     });
   }
 
+  /**
+   * Changes a paired peer's name and pinned address (by id or name); `addr: null` unpins the
+   * address, so the peer is found by LAN discovery or a rendezvous again. Returns the new entry.
+   */
+  async edit(idOrName: string, change: { readonly name?: string; readonly addr?: string | null }): Promise<PeerEntry> {
+    if (change.name !== undefined) validatePeerName(change.name);
+    if (typeof change.addr === 'string') parseHostPort(change.addr);
+    return this.#update((peers) => {
+      const existing = findPeer(peers, idOrName);
+      if (existing === undefined)
+        throw new ClawpeerError('PEER_UNKNOWN', `no paired peer named or with id ${JSON.stringify(idOrName)}`);
+      const name = change.name ?? existing.name;
+      const clash = peers.find((p) => p.name === name && p.id !== existing.id);
+      if (clash !== undefined)
+        throw new ClawpeerError('USAGE', `peer name ${JSON.stringify(name)} is already used by ${clash.id}`);
+      const addr = change.addr === undefined ? existing.addr : (change.addr ?? undefined);
+      const entry: PeerEntry = {
+        id: existing.id,
+        name,
+        ...(addr === undefined ? {} : { addr }),
+        addedAt: existing.addedAt,
+      };
+      return { next: peers.map((p) => (p.id === existing.id ? entry : p)), result: entry };
+    });
+  }
+
   /** Removes by id or name; returns the removed entry. */
   async remove(idOrName: string): Promise<PeerEntry> {
     return this.#update((peers) => {

@@ -91,6 +91,15 @@ t.test('pair add / list / remove', async (t) => {
   t.match(jsonLines(list.stdout), [{ event: 'peer', id: a.id, name: 'alice' }]);
   const human = await runCli(['--home', b.home, 'pair', 'list']);
   t.match(human.stdout, new RegExp(`alice\\t${a.id}\\t127\\.0\\.0\\.1:7700`));
+  // Adding again without --addr keeps the pinned address (and says so); pair edit --no-addr drops it.
+  const again = await runCli(['--home', b.home, 'pair', 'add', a.id, '--name', 'alice']);
+  t.match(again.stdout, 'at 127.0.0.1:7700 (the address it had; unpin it with: clawpeer pair edit alice --no-addr)');
+  const unpin = await runCli(['--home', b.home, 'pair', 'edit', 'alice', '--no-addr', '--json']);
+  t.equal(unpin.code, 0, unpin.stderr);
+  t.notOk('addr' in (jsonLines(unpin.stdout)[0] ?? {}), 'no address in the record');
+  t.match((await runCli(['--home', b.home, 'pair', 'list'])).stdout, new RegExp(`alice\\t${a.id}\\t-`));
+  const nothing = await runCli(['--home', b.home, 'pair', 'edit', 'alice']);
+  t.equal(nothing.code, 2, 'pair edit with nothing to change is a usage error');
   const rm = await runCli(['--home', b.home, 'pair', 'remove', 'alice']);
   t.equal(rm.code, 0);
   t.same(jsonLines((await runCli(['--home', b.home, 'pair', 'list', '--json'])).stdout), []);

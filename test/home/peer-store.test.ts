@@ -29,6 +29,23 @@ t.test('add, update, list, find, remove', async (t) => {
   t.equal((await store.list()).length, 1);
 });
 
+t.test('edit renames, repins or unpins the address, by name or id', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-peers-'));
+  const store = new PeerStore(join(dir, 'peers.json'));
+  const a = generateIdentity().nodeId;
+  const b = generateIdentity().nodeId;
+  const added = (await store.add(a, 'alice', '127.0.0.1:7700')).entry;
+  await store.add(b, 'bob');
+  const unpinned = await store.edit('alice', { addr: null });
+  t.same(unpinned, { id: a, name: 'alice', addedAt: added.addedAt }, 'no address left, the rest kept');
+  t.same(await store.find(a), unpinned, 'and stored');
+  t.match(await store.edit(a, { name: 'al', addr: '127.0.0.1:7701' }), { name: 'al', addr: '127.0.0.1:7701' });
+  t.match(await store.edit('al', { name: 'alice' }), { name: 'alice', addr: '127.0.0.1:7701' }, 'a rename keeps it');
+  await t.rejects(store.edit('alice', { name: 'bob' }), { code: 'USAGE', message: /already used by/ });
+  await t.rejects(store.edit('alice', { addr: 'nope' }), { code: 'USAGE', message: /HOST:PORT/ });
+  await t.rejects(store.edit('carol', { addr: null }), { code: 'PEER_UNKNOWN' });
+});
+
 t.test('a malformed peers file is a clear config error', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'clawpeer-peers-'));
   const file = join(dir, 'peers.json');

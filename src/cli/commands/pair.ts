@@ -1,4 +1,4 @@
-// `pair add|list|remove`: manage the set of pinned peer keys; `pair invite|join`: pin each
+// `pair add|edit|list|remove`: manage the set of pinned peer keys; `pair invite|join`: pin each
 // other's keys with a one-time code instead of copying node ids both ways: a short spoken code
 // and a PAKE by default (../pair-code.ts), or with --long the 24-letter code (pair-invite.ts).
 import type { Argv } from 'yargs';
@@ -48,9 +48,40 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
           const store = new PeerStore(ctx.home.peersFile);
           const addr = args['addr'] as string | undefined;
           const { entry, created } = await store.add(String(args['id']), flagText(args['name']), addr);
+          // Without --addr an update keeps the pinned address: say how to drop it.
+          const kept = !created && addr === undefined && entry.addr !== undefined;
           ctx.out.emit(
             { event: created ? 'paired' : 'updated', ...entry },
-            `${created ? 'paired' : 'updated'} ${entry.name} ${entry.id}${entry.addr !== undefined ? ` at ${entry.addr}` : ''}`,
+            `${created ? 'paired' : 'updated'} ${entry.name} ${entry.id}${entry.addr !== undefined ? ` at ${entry.addr}` : ''}` +
+              (kept ? ` (the address it had; unpin it with: clawpeer pair edit ${entry.name} --no-addr)` : ''),
+          );
+        }),
+      )
+      .command(
+        'edit <peer>',
+        "change a paired peer's name or pinned address (by name or id); --no-addr unpins the address",
+        (a) =>
+          a
+            .positional('peer', { type: 'string', describe: 'name or node id' })
+            .option('name', { type: 'string', describe: 'the new short name' })
+            .option('addr', {
+              type: 'string',
+              describe: 'HOST:PORT to pin (--no-addr: none; the peer is found by LAN discovery or a rendezvous)',
+            })
+            .example('$0 pair edit bob --no-addr', "forget bob's old address"),
+        run(async (ctx, args) => {
+          // yargs reads --no-addr as addr: false.
+          const addr = args['addr'] === false ? null : args['addr'] === undefined ? undefined : flagText(args['addr']);
+          const name = args['name'] === undefined ? undefined : flagText(args['name']);
+          if (name === undefined && addr === undefined)
+            throw new ClawpeerError('USAGE', 'pair edit needs --name, --addr HOST:PORT or --no-addr');
+          const entry = await new PeerStore(ctx.home.peersFile).edit(String(args['peer']), {
+            ...(name === undefined ? {} : { name }),
+            ...(addr === undefined ? {} : { addr }),
+          });
+          ctx.out.emit(
+            { event: 'updated', ...entry },
+            `updated ${entry.name} ${entry.id}${entry.addr !== undefined ? ` at ${entry.addr}` : ', no pinned address'}`,
           );
         }),
       )
@@ -264,6 +295,6 @@ export function registerPairCommands(cli: Argv, run: Runner): Argv {
           );
         }),
       )
-      .demandCommand(1, 'pair needs a subcommand: add, list, remove, invite or join'),
+      .demandCommand(1, 'pair needs a subcommand: add, edit, list, remove, invite or join'),
   );
 }
