@@ -54,6 +54,8 @@ export interface ConvergeRunRecord {
   readonly load: readonly [number, number];
   /** The code that ran (CLAWPEER_CONVERGE_BUILD, e.g. a commit), when given. */
   readonly build?: string;
+  /** Percent of file steps that were type changes (CLAWPEER_CONVERGE_TYPE_CHANGES), when set. */
+  readonly typeChangePercent?: number;
   readonly failures?: readonly string[];
 }
 
@@ -73,6 +75,15 @@ function envNumber(name: string, fallback: number): number {
   return n;
 }
 
+/** CLAWPEER_CONVERGE_TYPE_CHANGES: percent (0-100) of file steps that change a path's type; unset: the usual few. */
+function typeChangePercent(): number | undefined {
+  const raw = process.env['CLAWPEER_CONVERGE_TYPE_CHANGES'];
+  if (raw === undefined || raw === '') return undefined;
+  const n = envNumber('CLAWPEER_CONVERGE_TYPE_CHANGES', 0);
+  if (n > 100) throw new Error(`CLAWPEER_CONVERGE_TYPE_CHANGES is a percent, got ${raw}`);
+  return n;
+}
+
 /** The seeds to run and the settings, defaults overridden by the environment. */
 export function convergeSettings(d: ConvergeDefaults): {
   seeds: number[];
@@ -80,6 +91,7 @@ export function convergeSettings(d: ConvergeDefaults): {
   ops: number;
   faults: boolean;
   mode: ConvergeMode;
+  typeChangePercent: number | undefined;
 } {
   const only = process.env['CLAWPEER_CONVERGE_SEED'];
   const runs = envNumber('CLAWPEER_CONVERGE_RUNS', d.runs);
@@ -99,6 +111,7 @@ export function convergeSettings(d: ConvergeDefaults): {
     ops: envNumber('CLAWPEER_CONVERGE_OPS', d.ops),
     faults: envNumber('CLAWPEER_CONVERGE_FAULTS', d.faults ? 1 : 0) === 1,
     mode,
+    typeChangePercent: typeChangePercent(),
   };
 }
 
@@ -126,6 +139,7 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
             ops: s.ops,
             faults: s.faults,
             sync: d.sync ?? cliPairSync,
+            ...(s.typeChangePercent === undefined ? {} : { typeChangePercent: s.typeChangePercent }),
             ...(verbose ? { log: (l: string) => t.comment(l) } : {}),
           });
           const seconds = (ms: number): number => Math.round(ms / 100) / 10;
@@ -150,6 +164,7 @@ export async function convergeSuite(t: Test, d: ConvergeDefaults): Promise<void>
               ...(r.faultCounts === undefined ? {} : { faultCounts: r.faultCounts }),
               load: [Math.round(load0 * 100) / 100, Math.round((loadavg()[0] ?? 0) * 100) / 100],
               ...(build === undefined || build === '' ? {} : { build }),
+              ...(s.typeChangePercent === undefined ? {} : { typeChangePercent: s.typeChangePercent }),
               ...(r.failures.length === 0 ? {} : { failures: r.failures.map((f) => f.slice(0, 500)) }),
             });
           }

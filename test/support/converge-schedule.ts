@@ -44,6 +44,8 @@ export interface ScheduleOptions {
   /** Steps (file operations, syncs and faults together). */
   readonly ops: number;
   readonly faults: boolean;
+  /** Percent of file steps that change a path's type (a file to a directory or back); unset: 4% of the rest. */
+  readonly typeChangePercent?: number;
   /** Pair mode's sync (unused in folder mode). */
   readonly sync: PairSync;
   /** Folder mode: how long a quiesce may take, ms (default 120 s). */
@@ -267,6 +269,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
 
   const liveLinks = (): number[] => cluster.links.map((_, k) => k).filter((k) => !cut.has(k));
 
+  const isDir = async (p: string): Promise<boolean> => (await lstat(p).catch(() => undefined))?.isDirectory() === true;
   /** mkdir -p; false (the op is dropped) where a file stands on the way (a type change made it one). */
   const makeDirs = async (dir: string): Promise<boolean> =>
     mkdir(dir, { recursive: true }).then(
@@ -304,9 +307,13 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
 
   const fileOp = async (node: ConvergeNode): Promise<void> => {
     const files = await filesOf(node);
+    // Drawn only when asked for, so a seed's schedule without it stays what it was.
+    const share = o.typeChangePercent;
+    if (share !== undefined && files.length > 0 && rand() < share / 100) return typeChangeOp(node, pick(files), files);
     const r = int(100);
     if (r < 25 || files.length === 0) {
       const p = await newFilePath(node);
+      if (await isDir(abs(node, p))) return; // a file turned into a directory: no file of that name
       if (!(await makeDirs(path.dirname(abs(node, p))))) return;
       const exists = files.includes(p);
       await ledger.destroying(abs(node, p));
@@ -352,7 +359,7 @@ export async function runSchedule(cluster: ConvergeCluster, o: ScheduleOptions):
       note(`${node.name}: delete ${f}`);
     } else if (r < 80) {
       const to = await newFilePath(node);
-      if (to === f || files.includes(to)) return;
+      if (to === f || files.includes(to) || (await isDir(abs(node, to)))) return;
       if (!(await makeDirs(path.dirname(abs(node, to))))) return;
       await rename(fa, abs(node, to));
       note(`${node.name}: rename ${f} -> ${to}`);
