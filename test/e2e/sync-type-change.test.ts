@@ -39,6 +39,12 @@ t.test('files become directories and back, and a directory a link, both ways', a
   await symlink('other.txt', client('kinds', 'tree'));
   await writeFile(client('kinds', 'other.txt'), 'v2 from the client\n');
 
+  const dry = (await sync('kinds', ['--dry-run']))['lines'] as Record<string, unknown>[];
+  t.match(
+    dry.filter((l) => l['event'] === 'would-receive' && l['path'] === 'down'),
+    [{ change: 'update', kind: 'dir' }],
+    'a dry run lists the file that would become a directory here',
+  );
   t.match(await sync('kinds'), { inSync: true }, 'in sync: the type changes landed');
   t.equal(await readFile(server('kinds', 'up', 'deeper', 'inside.txt'), 'utf8'), 'in the new directory\n');
   t.equal(await readFile(client('kinds', 'down', 'inside.txt'), 'utf8'), 'in the new directory too\n');
