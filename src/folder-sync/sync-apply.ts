@@ -136,7 +136,10 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   };
   // A file saved here since the scan is not replaced or deleted unseen: it moves aside
   // (unchanged-since-scan.ts), which the next scan records. Asked before each replacement.
+  // Confined first: a directory on the way replaced by a link out of the folder since the scan
+  // must not get a file out there moved aside (PATH_INVALID; the next scan records the link).
   const rescue = async (relPath: string, local: RevisionEntry | undefined): Promise<boolean> => {
+    await confined(folderReal, relPath);
     const aside = await rescueUnscanned(folderReal, relPath, local, store);
     if (aside !== undefined)
       log.info('sync: a file changed here since the scan; kept beside it', { path: relPath, copy: aside });

@@ -1,0 +1,131 @@
+// What a paired but hostile peer (or a peer racing a local edit) can make this node's apply step
+// do now that sync carries type changes (a file turned into a directory and back). Each case
+// calls applyRemote or planRemote directly, on a folder in a temp dir, with a fake fetch that
+// publishes through a real Publisher as fetchContent's receiver does.
+import t, { type Test } from 'tap';
+import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
+import { manifestFromBytes } from '../../src/chunking/manifest.js';
+import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
+import { applyRemote } from '../../src/folder-sync/sync-apply.js';
+import type { FetchRequest } from '../../src/folder-sync/sync-exchange.js';
+import type { SyncIgnore } from '../../src/folder-sync/sync-ignore.js';
+import { silentLogger } from '../../src/logger.js';
+import { Publisher } from '../../src/store/publisher.js';
+import { RevisionStore } from '../../src/store/revision-store.js';
+import { revisionEntry, type Revision, type RevisionEntry } from '../../src/sync/revision.js';
+import { incrementVector, vectorFrom } from '../../src/sync/version-vector.js';
+
+const ME = '12D3KooWCcccccccccccc';
+const PEER = '12D3KooWBbbbbbbbbbbbb';
+const T0 = 1_700_000_000_000_000_000n;
+
+async function tempDir(t: Test, name: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `clawpeer-hostile-${name}-`));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function scanned(t: Test, folder: string, ignore?: SyncIgnore): Promise<RevisionStore> {
+  const store = await RevisionStore.open(folder, { nodeId: ME });
+  t.teardown(() => store.close());
+  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING, ...(ignore === undefined ? {} : { ignore }) });
+  return store;
+}
+
+/** The peer's revision of `path` (a new path, or one that saw `seen`). */
+function peerRev(
+  path: string,
+  what: { body: string } | { dir: true } | { link: string } | { deleted: true },
+  seen?: RevisionEntry,
+): RevisionEntry {
+  const base: Revision = {
+    path,
+    kind: 'file',
+    contentRoot: new Uint8Array(0),
+    size: 0,
+    mode: 0o644,
+    mtimeNs: T0,
+    deleted: false,
+    origin: PEER,
+    vector: seen === undefined ? vectorFrom({ [PEER]: 1 }) : incrementVector(seen.revision.vector, PEER),
+    linkTarget: '',
+  };
+  if ('body' in what) {
+    const m = manifestFromBytes(Buffer.from(what.body), DEFAULT_CHUNKING);
+    return revisionEntry({ ...base, contentRoot: m.root, size: m.size });
+  }
+  if ('dir' in what) return revisionEntry({ ...base, kind: 'dir', mode: 0o755 });
+  if ('link' in what) return revisionEntry({ ...base, kind: 'symlink', mode: 0o777, linkTarget: what.link });
+  return revisionEntry({ ...base, deleted: true });
+}
+
+/** Applies `received`, the peer delivering every file asked for with `bodies[destPath]`, through a real Publisher. */
+function apply(
+  folder: string,
+  store: RevisionStore,
+  received: RevisionEntry[],
+  bodies: Record<string, string> = {},
+  ignore?: SyncIgnore,
+): ReturnType<typeof applyRemote> {
+  return applyRemote(received, {
+    store,
+    folder,
+    keepConcurrentLocal: false,
+    log: silentLogger,
+    chunking: DEFAULT_CHUNKING,
+    ...(ignore === undefined ? {} : { ignore }),
+    fetch: async (requests, beforePublish, beforeReplace) => {
+      const delivered = [...requests];
+      await beforePublish(delivered);
+      await publishAll(folder, delivered, bodies, beforeReplace);
+      return { delivered, chunksReceived: 0 };
+    },
+  });
+}
+
+async function publishAll(
+  folder: string,
+  requests: readonly FetchRequest[],
+  bodies: Record<string, string>,
+  beforeReplace: (relPath: string) => Promise<void>,
+): Promise<void> {
+  const publisher = await Publisher.open({
+    shareRoot: folder,
+    force: true,
+    chunking: DEFAULT_CHUNKING,
+    fsync: 'none',
+    beforeReplace,
+  });
+  for (const r of requests) {
+    const bytes = Buffer.from(bodies[r.destPath] ?? '');
+    const manifest = manifestFromBytes(bytes, DEFAULT_CHUNKING);
+    const staged = await publisher.stageFile({ relPath: r.destPath, manifest, mode: r.mode, mtimeMs: r.mtimeMs });
+    if (typeof staged === 'string') continue;
+    for (const [i, c] of manifest.chunks.entries())
+      await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
+    await publisher.commit([staged]);
+  }
+}
+
+t.test(
+  'a deletion below a directory replaced here by a link out of the folder touches nothing out there',
+  async (t) => {
+    const folder = await tempDir(t, 'linked');
+    const outside = await tempDir(t, 'outside');
+    await mkdir(join(folder, 'x'));
+    await writeFile(join(folder, 'x', 'y'), 'synced\n');
+    const store = await scanned(t, folder);
+    const head = store.head('x/y');
+    if (head === undefined) throw new Error('no x/y');
+    // Since the scan, the user moved x out of the folder and left a link to it (or to anything).
+    await writeFile(join(outside, 'y'), 'a file outside the folder, not ours\n');
+    await rm(join(folder, 'x'), { recursive: true });
+    await symlink(outside, join(folder, 'x'));
+    await apply(folder, store, [peerRev('x/y', { deleted: true }, head)]).catch(() => undefined);
+    t.same(await readdir(outside), ['y'], 'nothing moved aside or deleted outside the folder');
+    t.equal(await readFile(join(outside, 'y'), 'utf8'), 'a file outside the folder, not ours\n');
+  },
+);
