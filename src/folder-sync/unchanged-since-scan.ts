@@ -10,11 +10,12 @@
 // "What the scan saw" is the path's head here: a live file of the head's size whose warm entry
 // (stat certified by the scan) matches, or, for a file modified within the racy window (never
 // certified warm), whose mtime is the head's within a millisecond (an apply sets mtimes in whole
-// ms); no entry where the head is none or a tombstone. Directories and links are not content a
-// sync could destroy here, so they always pass. sync-apply.ts asks about a path to delete or
-// link before the content is received and again just before it acts, and the publisher asks just
-// before it renames a fetched file over its path (PublisherOptions.beforeReplace); what is left
-// is the few microseconds between that last look and the rename.
+// ms); no entry where the head is none or a tombstone, no file where it is a directory or link.
+// Directories and links are not content a sync could destroy here, so they always pass.
+// sync-apply.ts asks about a path to delete or link before the content is received and again
+// just before it acts, and the publisher asks just before it renames a fetched file over its
+// path (PublisherOptions.beforeReplace); what is left is the few microseconds between that last
+// look and the rename.
 import type { BigIntStats } from 'node:fs';
 import { lstatSync } from 'node:fs';
 import { link, lstat, unlink } from 'node:fs/promises';
@@ -52,7 +53,9 @@ export function unchangedSinceScan(
   if (st === undefined) return true; // nothing there now (deleted since: nothing to lose)
   const head = local === undefined || local.revision.deleted ? undefined : local.revision;
   if (head === undefined) return st.isDirectory(); // a file or link the log does not know: made since the scan
-  if (head.kind !== 'file') return true;
+  // A directory or link is not content a sync could destroy; a file where the scan saw one is
+  // (made since: a peer's file, link or deletion must not replace it unseen).
+  if (head.kind !== 'file') return !st.isFile();
   if (!st.isFile() || st.size !== BigInt(head.size)) return false;
   const mode = Number(st.mode) & 0o7777;
   if (store.isWarm(relPath, { size: head.size, mtimeNs: st.mtimeNs, ino: st.ino, dev: st.dev, mode })) return true;

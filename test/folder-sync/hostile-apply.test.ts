@@ -3,7 +3,7 @@
 // calls applyRemote or planRemote directly, on a folder in a temp dir, with a fake fetch that
 // publishes through a real Publisher as fetchContent's receiver does.
 import t, { type Test } from 'tap';
-import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
@@ -129,3 +129,37 @@ t.test(
     t.equal(await readFile(join(outside, 'y'), 'utf8'), 'a file outside the folder, not ours\n');
   },
 );
+
+const kindOf = async (p: string): Promise<string> => {
+  const st = await lstat(p).catch(() => undefined);
+  return st === undefined ? 'none' : st.isDirectory() ? 'dir' : st.isSymbolicLink() ? 'link' : 'file';
+};
+
+t.test('a file put where the scan saw a directory is kept when the peer turns it into a file', async (t) => {
+  const folder = await tempDir(t, 'dir-now-file');
+  await mkdir(join(folder, 'd'));
+  const store = await scanned(t, folder);
+  const head = store.head('d');
+  if (head === undefined) throw new Error('no d');
+  await rmdir(join(folder, 'd'));
+  await writeFile(join(folder, 'd'), 'saved here since the scan\n');
+  await apply(folder, store, [peerRev('d', { body: "the peer's d\n" }, head)], { d: "the peer's d\n" });
+  t.equal(await readFile(join(folder, 'd'), 'utf8'), "the peer's d\n", "the peer's file lands");
+  const aside = (await readdir(folder)).filter((n) => n.startsWith('d.sync-unsynced-'));
+  t.equal(aside.length, 1, 'the save is moved aside');
+  t.equal(await readFile(join(folder, aside[0] ?? 'none'), 'utf8'), 'saved here since the scan\n');
+});
+t.test('a file put where the scan saw a link is kept when the peer deletes the link', async (t) => {
+  const folder = await tempDir(t, 'link-now-file');
+  await symlink('elsewhere', join(folder, 'l'));
+  const store = await scanned(t, folder);
+  const head = store.head('l');
+  if (head?.revision.kind !== 'symlink') throw new Error('no link l');
+  await rm(join(folder, 'l'));
+  await writeFile(join(folder, 'l'), 'saved here since the scan\n');
+  await apply(folder, store, [peerRev('l', { deleted: true }, head)]);
+  const aside = (await readdir(folder)).filter((n) => n.startsWith('l.sync-unsynced-'));
+  t.equal(aside.length, 1, 'the save is moved aside');
+  t.equal(await readFile(join(folder, aside[0] ?? 'none'), 'utf8'), 'saved here since the scan\n');
+  t.equal(await kindOf(join(folder, 'l')), 'none', 'the path is deleted as the peer said');
+});
