@@ -118,12 +118,46 @@ function publishedStat(
   }
 }
 
+/**
+ * The units of plans that put the peer's file or link where this node has a directory its ignore
+ * rules leave out (never recorded: the plan sees no type change). The publisher would refuse to
+ * replace the directory and fail the sync, and every later one (a peer's file `build`, our
+ * ignored `build/`): such a path is left as is, with its conflict's unit.
+ */
+function unitsOverIgnoredDirs(folderReal: string, plans: readonly PathPlan[], o: PlanOptions): Set<number> {
+  const units = new Set<number>();
+  for (const plan of plans) {
+    const h = plan.head?.revision;
+    if (h === undefined || h.deleted || h.kind === 'dir' || o.ignore?.ignores(plan.path, true) !== true) continue;
+    let isDir = false;
+    try {
+      isDir =
+        lstatSync(path.join(folderReal, ...plan.path.split('/')), { throwIfNoEntry: false })?.isDirectory() === true;
+    } catch {
+      // Not there as a directory (ENOTDIR): nothing in the way.
+    }
+    if (!isDir || (plan.local?.revision.kind === 'dir' && !plan.local.revision.deleted)) continue;
+    o.log.warn('sync: the peer has a file or link where an ignored directory is here; left as is', {
+      path: plan.path,
+    });
+    units.add(plan.unit);
+  }
+  return units;
+}
+
 /** Plans and applies `received` (records the peer has and we lacked). */
 export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOptions): Promise<ApplyResult> {
   const { store, log } = o;
   crashPoint('sync-apply');
   const folderReal = await realpath(o.folder);
-  const { plans, skipped } = planRemote(received, o);
+  const planned = planRemote(received, o);
+  const { skipped } = planned;
+  const inTheWay = unitsOverIgnoredDirs(folderReal, planned.plans, o);
+  const plans: PathPlan[] = [];
+  for (const p of planned.plans) {
+    if (inTheWay.has(p.unit)) skipped.push(p.path);
+    else plans.push(p);
+  }
 
   // 1. Content: fetch; just before it is published, make the conflict copies of our own files
   // and keep in history what gets replaced. A conflict lands whole or not at all (its unit): if

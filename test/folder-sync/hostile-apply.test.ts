@@ -11,7 +11,7 @@ import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { applyRemote } from '../../src/folder-sync/sync-apply.js';
 import type { FetchRequest } from '../../src/folder-sync/sync-exchange.js';
-import type { SyncIgnore } from '../../src/folder-sync/sync-ignore.js';
+import { parseIgnoreFile, syncIgnoreFrom, type SyncIgnore } from '../../src/folder-sync/sync-ignore.js';
 import { silentLogger } from '../../src/logger.js';
 import { Publisher } from '../../src/store/publisher.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
@@ -162,4 +162,23 @@ t.test('a file put where the scan saw a link is kept when the peer deletes the l
   t.equal(aside.length, 1, 'the save is moved aside');
   t.equal(await readFile(join(folder, aside[0] ?? 'none'), 'utf8'), 'saved here since the scan\n');
   t.equal(await kindOf(join(folder, 'l')), 'none', 'the path is deleted as the peer said');
+});
+
+t.test("a peer's file where an ignored directory is here leaves that path, not every sync", async (t) => {
+  const folder = await tempDir(t, 'ignored');
+  await writeFile(join(folder, '.clawpeerignore'), 'build/\n');
+  const ignore = syncIgnoreFrom(parseIgnoreFile('build/\n'));
+  await mkdir(join(folder, 'build'));
+  await writeFile(join(folder, 'build', 'out.o'), 'object code\n');
+  const store = await scanned(t, folder, ignore);
+  t.equal(store.head('build'), undefined, 'the ignored directory is not recorded');
+  const theirs = peerRev('build', { body: "the peer's build script\n" });
+  const other = peerRev('other.txt', { body: 'another file\n' });
+  const body = { build: "the peer's build script\n", 'other.txt': 'another file\n' };
+  for (let sync = 1; sync <= 2; sync++) {
+    const result = await apply(folder, store, [theirs, other], body, ignore);
+    t.same(result.skipped, ['build'], `sync ${sync}: the path is left as is`);
+  }
+  t.equal(await readFile(join(folder, 'build', 'out.o'), 'utf8'), 'object code\n', 'the ignored files stay');
+  t.equal(await readFile(join(folder, 'other.txt'), 'utf8'), 'another file\n', 'the rest of the sync lands');
 });
