@@ -195,7 +195,12 @@ export function planRemote(
     }
   };
   // Each path is decided once, again for each copy that lands on it (at most MAX_COPY_DEPTH deep).
-  let decisionsLeft = (groups.size + 1) * (MAX_COPY_DEPTH + 2) * 2;
+  // A copy path is one more path to decide: each one first claimed adds its share. Only a claim
+  // made again (copies claiming each other) spends without adding, so that still ends; a budget of
+  // the peer's paths alone failed every sync of one path with 24 losers whose copies are here.
+  const perPath = (MAX_COPY_DEPTH + 2) * 2;
+  let decisionsLeft = (groups.size + 1) * perPath;
+  const everClaimed = new Set<string>();
   for (let next = 0; next < queue.length; next++) {
     const p = queue[next];
     if (p === undefined) break;
@@ -251,6 +256,10 @@ export function planRemote(
         return false;
       }
       claims.set(copyPath, { entry, parent: p, depth: depth + 1, unit, source });
+      if (!groups.has(copyPath) && !everClaimed.has(copyPath)) {
+        everClaimed.add(copyPath);
+        decisionsLeft += perPath;
+      }
       // The copy's path is decided (again, if its own records came first) with the copy in it.
       planned.delete(copyPath);
       skipped.delete(copyPath);

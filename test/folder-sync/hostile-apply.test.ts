@@ -10,6 +10,8 @@ import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { applyRemote } from '../../src/folder-sync/sync-apply.js';
+import { planRemote } from '../../src/folder-sync/sync-plan.js';
+import { conflictPath } from '../../src/sync/conflict.js';
 import type { FetchRequest } from '../../src/folder-sync/sync-exchange.js';
 import { parseIgnoreFile, syncIgnoreFrom, type SyncIgnore } from '../../src/folder-sync/sync-ignore.js';
 import { silentLogger } from '../../src/logger.js';
@@ -58,7 +60,14 @@ function peerRev(
     return revisionEntry({ ...base, contentRoot: m.root, size: m.size });
   }
   if ('dir' in what) return revisionEntry({ ...base, kind: 'dir', mode: 0o755 });
-  if ('link' in what) return revisionEntry({ ...base, kind: 'symlink', mode: 0o777, linkTarget: what.link });
+  if ('link' in what)
+    return revisionEntry({
+      ...base,
+      kind: 'symlink',
+      mode: 0o777,
+      linkTarget: what.link,
+      size: Buffer.byteLength(what.link),
+    });
   return revisionEntry({ ...base, deleted: true });
 }
 
@@ -181,4 +190,44 @@ t.test("a peer's file where an ignored directory is here leaves that path, not e
   }
   t.equal(await readFile(join(folder, 'build', 'out.o'), 'utf8'), 'object code\n', 'the ignored files stay');
   t.equal(await readFile(join(folder, 'other.txt'), 'utf8'), 'another file\n', 'the rest of the sync lands');
+});
+
+t.test('many conflict copies of one path in one sync are planned, not a failed sync', (t) => {
+  // A peer's 30 concurrent revisions of f, and (synced here before) a file at each one's
+  // conflict name with its bytes: each loser's copy is claimed from there, one decision each.
+  const n = 30;
+  const body = (i: number): string => `version ${i}\n`;
+  const theirs: RevisionEntry[] = [];
+  return (async () => {
+    const folder = await tempDir(t, 'many-copies');
+    const store = await RevisionStore.open(folder, { nodeId: ME });
+    t.teardown(() => store.close());
+    for (let i = 1; i <= n; i++) {
+      const r = peerRev('f', { body: body(i) });
+      theirs.push(
+        revisionEntry({
+          ...r.revision,
+          mtimeNs: T0 + BigInt(i) * 1_000_000_000n,
+          vector: vectorFrom({ [PEER]: i, [ME]: n + 1 - i }),
+        }),
+      );
+    }
+    store.write((w) => {
+      for (const e of theirs) {
+        const r = e.revision;
+        const held = peerRev(conflictPath('f', r.mtimeNs, r.origin), { body: body(0) });
+        const copyHere = revisionEntry({
+          ...held.revision,
+          contentRoot: r.contentRoot,
+          size: r.size,
+          origin: ME,
+          vector: vectorFrom({ [ME]: 1 }),
+        });
+        w.put(copyHere);
+        w.setHead(copyHere.id);
+      }
+    });
+    const { plans } = planRemote(theirs, { store, keepConcurrentLocal: false, log: silentLogger });
+    t.equal(plans.length, n, 'the path and each loser copy');
+  })();
 });
