@@ -37,7 +37,7 @@ import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import { crashPoint } from '../support/test-hooks.js';
 import { isBelowAny, isLiveFile, planRemote, typeChangeOf, type PathPlan, type PlanOptions } from './sync-plan.js';
-import { rescueUnscanned, unchangedSinceScan, unsyncedPath } from './unchanged-since-scan.js';
+import { rescueUnscanned, unchangedSinceScan, unsyncedNames } from './unchanged-since-scan.js';
 
 export { byPath, conflictCopyRevision, plannedChanges, type PlannedChange } from './sync-plan.js';
 
@@ -237,8 +237,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     if (await removeEmptyDir(plan.path)) return;
     const abs = await confined(folderReal, plan.path);
     const st = await lstat(abs, { bigint: true });
-    for (let k = 0n; k < 10n; k++) {
-      const aside = unsyncedPath(plan.path, st.mtimeNs + k * 1_000_000_000n, store.nodeId);
+    for (const aside of unsyncedNames(plan.path, st.mtimeNs, store.nodeId)) {
       const asideAbs = path.join(path.dirname(abs), path.posix.basename(aside));
       if ((await lstat(asideAbs).catch(() => undefined)) !== undefined) continue;
       await rename(abs, asideAbs);

@@ -16,6 +16,7 @@
 // just before it acts, and the publisher asks just before it renames a fetched file over its
 // path (PublisherOptions.beforeReplace); what is left is the few microseconds between that last
 // look and the rename.
+import { randomBytes } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
 import { lstatSync } from 'node:fs';
 import { link, lstat, unlink } from 'node:fs/promises';
@@ -32,6 +33,19 @@ export function unsyncedPath(relPath: string, mtimeNs: bigint, nodeId: string): 
   const copy = conflictPath(relPath, mtimeNs, nodeId);
   const at = copy.lastIndexOf(CONFLICT_MARKER);
   return `${copy.slice(0, at)}${UNSYNCED_MARKER}${copy.slice(at + CONFLICT_MARKER.length)}`;
+}
+
+/**
+ * The names to try, in order, for an entry moved aside: its unsynced name at its mtime and at each
+ * of the next 9 seconds, then ten with a random tag for this node's. A peer can sync files here
+ * under the first ten (it knows this node's id and can guess an mtime to the second): were they
+ * all, the save would be lost (a file) or every sync fail (a directory). The random ones it cannot.
+ */
+export function unsyncedNames(relPath: string, mtimeNs: bigint, nodeId: string): string[] {
+  const names: string[] = [];
+  for (let k = 0n; k < 10n; k++) names.push(unsyncedPath(relPath, mtimeNs + k * 1_000_000_000n, nodeId));
+  for (let k = 0; k < 10; k++) names.push(unsyncedPath(relPath, mtimeNs, randomBytes(4).toString('hex')));
+  return names;
 }
 
 const NS_PER_MS = 1_000_000n;
@@ -78,8 +92,7 @@ export async function rescueUnscanned(
   const abs = path.join(folderReal, ...relPath.split('/'));
   const st = await lstat(abs, { bigint: true }).catch(() => undefined);
   if (st?.isFile() !== true) return undefined; // a link or something else made meanwhile: not content of ours to keep
-  for (let k = 0n; k < 10n; k++) {
-    const to = unsyncedPath(relPath, st.mtimeNs + k * 1_000_000_000n, store.nodeId);
+  for (const to of unsyncedNames(relPath, st.mtimeNs, store.nodeId)) {
     try {
       await link(abs, path.join(folderReal, ...to.split('/')));
     } catch (err) {

@@ -11,6 +11,7 @@ import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { applyRemote } from '../../src/folder-sync/sync-apply.js';
 import { planRemote } from '../../src/folder-sync/sync-plan.js';
+import { unsyncedPath } from '../../src/folder-sync/unchanged-since-scan.js';
 import { conflictPath } from '../../src/sync/conflict.js';
 import type { FetchRequest } from '../../src/folder-sync/sync-exchange.js';
 import { parseIgnoreFile, syncIgnoreFrom, type SyncIgnore } from '../../src/folder-sync/sync-ignore.js';
@@ -190,6 +191,46 @@ t.test("a peer's file where an ignored directory is here leaves that path, not e
   }
   t.equal(await readFile(join(folder, 'build', 'out.o'), 'utf8'), 'object code\n', 'the ignored files stay');
   t.equal(await readFile(join(folder, 'other.txt'), 'utf8'), 'another file\n', 'the rest of the sync lands');
+});
+
+t.test('a directory whose unsynced names are all taken still moves aside; no sync fails for it', async (t) => {
+  const folder = await tempDir(t, 'aside-taken');
+  await mkdir(join(folder, 'd'));
+  await writeFile(join(folder, 'd', 'a'), 'synced\n');
+  const store = await scanned(t, folder);
+  const head = store.head('d');
+  if (head === undefined) throw new Error('no d');
+  await writeFile(join(folder, 'd', 'new'), 'made here since the scan\n');
+  // Names a peer could have synced here before: every one the apply tried for d's mtime.
+  const { mtimeNs } = await lstat(join(folder, 'd'), { bigint: true });
+  for (let k = 0n; k < 10n; k++)
+    await writeFile(join(folder, unsyncedPath('d', mtimeNs + k * 1_000_000_000n, ME)), 'taken\n');
+  // The peer turned d into a link (and never deleted d/a: what is left in d moves aside).
+  const result = await apply(folder, store, [peerRev('d', { link: 'elsewhere' }, head)]);
+  t.same(result.skipped, [], 'the link lands');
+  t.equal(await kindOf(join(folder, 'd')), 'link');
+  const asideDirs = [];
+  for (const n of await readdir(folder))
+    if (n.startsWith('d.sync-unsynced-') && (await kindOf(join(folder, n))) === 'dir') asideDirs.push(n);
+  t.equal(asideDirs.length, 1, 'the directory moved aside under a free name');
+  t.equal(await readFile(join(folder, asideDirs[0] ?? 'none', 'new'), 'utf8'), 'made here since the scan\n');
+});
+
+t.test('a save whose unsynced names are all taken is still kept, not deleted with the path', async (t) => {
+  const folder = await tempDir(t, 'save-aside-taken');
+  await writeFile(join(folder, 'f'), 'as scanned\n');
+  const store = await scanned(t, folder);
+  const head = store.head('f');
+  if (head === undefined) throw new Error('no f');
+  await writeFile(join(folder, 'f'), 'saved here since the scan\n');
+  const { mtimeNs } = await lstat(join(folder, 'f'), { bigint: true });
+  for (let k = 0n; k < 10n; k++)
+    await writeFile(join(folder, unsyncedPath('f', mtimeNs + k * 1_000_000_000n, ME)), 'taken\n');
+  await apply(folder, store, [peerRev('f', { deleted: true }, head)]);
+  const kept = [];
+  for (const n of await readdir(folder))
+    if (n.startsWith('f.sync-unsynced-')) kept.push(await readFile(join(folder, n), 'utf8'));
+  t.ok(kept.includes('saved here since the scan\n'), 'the save is beside the deleted path');
 });
 
 t.test('many conflict copies of one path in one sync are planned, not a failed sync', (t) => {
