@@ -36,7 +36,7 @@ import type { FsyncPolicy } from '../store/publish-types.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import { crashPoint } from '../support/test-hooks.js';
-import { isBelowAny, isLiveFile, planRemote, typeChangeOf, type PathPlan, type PlanOptions } from './sync-plan.js';
+import { isLiveFile, planRemote, typeChangeOf, type PathPlan, type PlanOptions } from './sync-plan.js';
 import { rescueUnscanned, unchangedSinceScan, unsyncedNames } from './unchanged-since-scan.js';
 
 export { byPath, conflictCopyRevision, plannedChanges, type PlannedChange } from './sync-plan.js';
@@ -220,10 +220,9 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   // (unchanged-since-scan.ts), which the next scan records as new paths: nothing lost, and the
   // peer's file lands. Before, the path was left as is and the folder never got in sync again.
   const clearedEarly = new Set<PathPlan>();
-  const clearDir = async (plan: PathPlan, landing: readonly PathPlan[]): Promise<void> => {
-    const inside = new Set([plan.path]);
-    const below = landing
-      .filter((x) => x.action.kind === 'delete' && !clearedEarly.has(x) && isBelowAny(x.path, inside))
+  const clearDir = async (plan: PathPlan, deletionsBelow: readonly PathPlan[]): Promise<void> => {
+    const below = deletionsBelow
+      .filter((x) => !clearedEarly.has(x))
       .sort((x, y) => y.path.split('/').length - x.path.split('/').length);
     for (const x of below) {
       clearedEarly.add(x);
@@ -289,7 +288,25 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       if (!unchangedSinceScan(folderReal, from, store.head(from), store))
         throw new ClawpeerError('FOLDER_BUSY', `${from} changed here during the sync; the sync is retried`);
     }
-    for (const plan of landing) if (typeChangeOf(plan) === 'from-dir') await clearDir(plan, landing);
+    // What lands below each type change, in one pass over the landing paths: one pass per type
+    // change took a peer's 20,000 directories turned into files 27 s of CPU.
+    const fromDir = landing.filter((p) => typeChangeOf(p) === 'from-dir');
+    const toDir = plans.filter((p) => typeChangeOf(p) === 'to-dir');
+    const changed = new Set([...fromDir, ...toDir].map((p) => p.path));
+    const deletionsUnder = new Map<string, PathPlan[]>();
+    const landsUnder = new Set<string>();
+    if (changed.size > 0)
+      for (const x of landing)
+        for (let i = x.path.indexOf('/'); i !== -1; i = x.path.indexOf('/', i + 1)) {
+          const dir = x.path.slice(0, i);
+          if (!changed.has(dir)) continue;
+          landsUnder.add(dir);
+          if (x.action.kind !== 'delete') continue;
+          const list = deletionsUnder.get(dir);
+          if (list === undefined) deletionsUnder.set(dir, [x]);
+          else list.push(x);
+        }
+    for (const plan of fromDir) await clearDir(plan, deletionsUnder.get(plan.path) ?? []);
     for (const plan of copies) {
       if (plan.action.kind !== 'copy-local') continue;
       const abs = await confined(folderReal, plan.path);
@@ -300,12 +317,10 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     if (copies.length > 0) crashPoint('conflict-copy');
     // After the copies: our losing file at such a path is copied away first. Cleared too when
     // only something below it lands (its own conflict waits for content that did not come).
-    const toDir = plans.filter((p) => typeChangeOf(p) === 'to-dir');
     if (toDir.length > 0) {
       const landingUnits = new Set(landing.map((p) => p.unit));
       for (const plan of toDir) {
-        const inside = new Set([plan.path]);
-        if (landingUnits.has(plan.unit) || landing.some((x) => isBelowAny(x.path, inside))) await clearNonDir(plan);
+        if (landingUnits.has(plan.unit) || landsUnder.has(plan.path)) await clearNonDir(plan);
       }
     }
     // The paths the copies above were made from are checked now (their bytes are copied). A

@@ -272,3 +272,28 @@ t.test('many conflict copies of one path in one sync are planned, not a failed s
     t.equal(plans.length, n, 'the path and each loser copy');
   })();
 });
+
+t.test("type changes both ways land in one sync, the peer's deletions below first", async (t) => {
+  const folder = await tempDir(t, 'both-ways');
+  await mkdir(join(folder, 'd', 'e'), { recursive: true });
+  await writeFile(join(folder, 'd', 'e', 'f'), 'f\n');
+  await writeFile(join(folder, 'd', 'g'), 'g\n');
+  await writeFile(join(folder, 'a'), 'a file\n');
+  const store = await scanned(t, folder);
+  const seen = (p: string): RevisionEntry => {
+    const e = store.head(p);
+    if (e === undefined) throw new Error(`no ${p}`);
+    return e;
+  };
+  const received = [
+    peerRev('d', { body: 'd is a file now\n' }, seen('d')),
+    ...['d/e/f', 'd/e', 'd/g'].map((p) => peerRev(p, { deleted: true }, seen(p))),
+    peerRev('a', { dir: true }, seen('a')),
+    peerRev('a/x', { body: 'x\n' }),
+  ];
+  const result = await apply(folder, store, received, { d: 'd is a file now\n', 'a/x': 'x\n' });
+  t.same(result.skipped, []);
+  t.equal(await readFile(join(folder, 'd'), 'utf8'), 'd is a file now\n');
+  t.equal(await readFile(join(folder, 'a', 'x'), 'utf8'), 'x\n');
+  t.same((await readdir(folder)).sort(), ['.clawpeer', 'a', 'd'], 'nothing moved aside: all of d was deleted');
+});
