@@ -49,8 +49,13 @@ export interface HeadMetadata {
  */
 export async function setHeadMetadata(o: HeadMetadata): Promise<WarmStat | undefined> {
   const before = lstatOf(o.abs);
-  const scanned =
-    before?.isFile() === true && !isRacy(before.mtimeNs, o.nowNs) && o.store.isWarm(o.relPath, warmStatOf(before));
+  // Not the file the head names (a link or directory put there since the scan): chmod follows a
+  // link, out of the folder too. Left alone; the next scan records what is there.
+  if (before?.isFile() !== true) {
+    o.log.warn('sync: not a file here any more; its mode is left alone', { path: o.relPath });
+    return undefined;
+  }
+  const scanned = !isRacy(before.mtimeNs, o.nowNs) && o.store.isWarm(o.relPath, warmStatOf(before));
   const modeSet = await chmod(o.abs, o.mode & 0o777).then(
     () => true,
     (err: unknown) => {
@@ -68,7 +73,7 @@ export async function setHeadMetadata(o: HeadMetadata): Promise<WarmStat | undef
         return false;
       },
     ));
-  if (!scanned || before === undefined || (modeSet && timeSet)) return undefined;
+  if (!scanned || (modeSet && timeSet)) return undefined;
   const after = lstatOf(o.abs);
   if (after?.isFile() !== true || after.ino !== before.ino || after.dev !== before.dev || after.size !== before.size)
     return undefined;

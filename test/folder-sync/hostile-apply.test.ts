@@ -3,7 +3,7 @@
 // calls applyRemote or planRemote directly, on a folder in a temp dir, with a fake fetch that
 // publishes through a real Publisher as fetchContent's receiver does.
 import t, { type Test } from 'tap';
-import { lstat, mkdir, mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
@@ -297,3 +297,27 @@ t.test("type changes both ways land in one sync, the peer's deletions below firs
   t.equal(await readFile(join(folder, 'a', 'x'), 'utf8'), 'x\n');
   t.same((await readdir(folder)).sort(), ['.clawpeer', 'a', 'd'], 'nothing moved aside: all of d was deleted');
 });
+
+t.test(
+  "a peer's new mode for a file replaced here by a link out of the folder changes nothing out there",
+  async (t) => {
+    const folder = await tempDir(t, 'chmod-link');
+    const outside = await tempDir(t, 'chmod-outside');
+    await writeFile(join(folder, 'f'), 'same bytes\n', { mode: 0o644 });
+    const store = await scanned(t, folder);
+    const head = store.head('f');
+    if (head === undefined) throw new Error('no f');
+    await writeFile(join(outside, 'secret'), 'not ours\n', { mode: 0o600 });
+    await chmod(join(outside, 'secret'), 0o600);
+    await rm(join(folder, 'f'));
+    await symlink(join(outside, 'secret'), join(folder, 'f'));
+    const theirs = revisionEntry({
+      ...head.revision,
+      mode: 0o777,
+      origin: PEER,
+      vector: incrementVector(head.revision.vector, PEER),
+    });
+    await apply(folder, store, [theirs]).catch(() => undefined);
+    t.equal((await lstat(join(outside, 'secret'))).mode & 0o777, 0o600, 'the file out there keeps its mode');
+  },
+);
