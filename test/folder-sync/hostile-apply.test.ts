@@ -321,3 +321,39 @@ t.test(
     t.equal((await lstat(join(outside, 'secret'))).mode & 0o777, 0o600, 'the file out there keeps its mode');
   },
 );
+
+t.test('nothing lands below what the same batch makes a file or link, nor through a link', async (t) => {
+  const folder = await tempDir(t, 'below-nondir');
+  await mkdir(join(folder, 'sub'));
+  await mkdir(join(folder, 'was-dir'));
+  const store = await scanned(t, folder);
+  const wasDir = store.head('was-dir');
+  if (wasDir === undefined) throw new Error('no was-dir');
+  const received = [
+    peerRev('p', { body: 'p\n' }),
+    peerRev('p/q', { body: 'q\n' }),
+    peerRev('l', { link: 'sub' }),
+    peerRev('l/x', { body: 'x\n' }),
+    peerRev('was-dir', { link: 'sub' }, wasDir),
+    peerRev('was-dir/y', { body: 'y\n' }),
+  ];
+  const result = await apply(folder, store, received, { p: 'p\n', 'p/q': 'q\n', 'l/x': 'x\n', 'was-dir/y': 'y\n' });
+  t.same(result.skipped.sort(), ['l/x', 'p/q', 'was-dir/y'], 'the paths below are left as is');
+  t.equal(await readFile(join(folder, 'p'), 'utf8'), 'p\n');
+  t.equal(await kindOf(join(folder, 'l')), 'link');
+  t.equal(await kindOf(join(folder, 'was-dir')), 'link');
+  t.same(await readdir(join(folder, 'sub')), [], 'nothing written through the links');
+});
+
+t.test('a link out of the folder from the peer is left as is, by depth of its path', async (t) => {
+  const folder = await tempDir(t, 'link-out');
+  const store = await scanned(t, folder);
+  const received = [
+    peerRev('a/up', { link: '../..' }),
+    peerRev('abs', { link: '/etc' }),
+    peerRev('a/ok', { link: '..' }),
+  ];
+  const result = await apply(folder, store, received);
+  t.same(result.skipped.sort(), ['a/up', 'abs']);
+  t.equal(await kindOf(join(folder, 'a', 'ok')), 'link', 'one that stays inside lands');
+});
