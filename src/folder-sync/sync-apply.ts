@@ -220,6 +220,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   // (unchanged-since-scan.ts), which the next scan records as new paths: nothing lost, and the
   // peer's file lands. Before, the path was left as is and the folder never got in sync again.
   const clearedEarly = new Set<PathPlan>();
+  const plannedPaths = new Set(plans.map((p) => p.path));
   const clearDir = async (plan: PathPlan, deletionsBelow: readonly PathPlan[]): Promise<void> => {
     const below = deletionsBelow
       .filter((x) => !clearedEarly.has(x))
@@ -237,6 +238,8 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     const abs = await confined(folderReal, plan.path);
     const st = await lstat(abs, { bigint: true });
     for (const aside of unsyncedNames(plan.path, st.mtimeNs, store.nodeId)) {
+      // Nor a name this sync puts the peer's entry at: the publisher would find a directory there.
+      if (plannedPaths.has(aside)) continue;
       const asideAbs = path.join(path.dirname(abs), path.posix.basename(aside));
       if ((await lstat(asideAbs).catch(() => undefined)) !== undefined) continue;
       await rename(abs, asideAbs);

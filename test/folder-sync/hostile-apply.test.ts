@@ -357,3 +357,24 @@ t.test('a link out of the folder from the peer is left as is, by depth of its pa
   t.same(result.skipped.sort(), ['a/up', 'abs']);
   t.equal(await kindOf(join(folder, 'a', 'ok')), 'link', 'one that stays inside lands');
 });
+
+t.test("a directory moved aside does not take a name the peer's batch puts a file at", async (t) => {
+  const folder = await tempDir(t, 'aside-claimed');
+  await mkdir(join(folder, 'd'));
+  await writeFile(join(folder, 'd', 'a'), 'synced\n');
+  const store = await scanned(t, folder);
+  const head = store.head('d');
+  if (head === undefined) throw new Error('no d');
+  await writeFile(join(folder, 'd', 'new'), 'made here since the scan\n');
+  const { mtimeNs } = await lstat(join(folder, 'd'), { bigint: true });
+  const first = unsyncedPath('d', mtimeNs, ME);
+  const received = [peerRev('d', { link: 'elsewhere' }, head), peerRev(first, { body: "the peer's file\n" })];
+  const result = await apply(folder, store, received, { [first]: "the peer's file\n" });
+  t.same(result.skipped, []);
+  t.equal(await readFile(join(folder, first), 'utf8'), "the peer's file\n", "the peer's file lands at its name");
+  const asideDirs = [];
+  for (const n of await readdir(folder))
+    if (n.startsWith('d.sync-unsynced-') && (await kindOf(join(folder, n))) === 'dir') asideDirs.push(n);
+  t.equal(asideDirs.length, 1, 'the directory is aside under another name');
+  t.equal(await readFile(join(folder, asideDirs[0] ?? 'none', 'new'), 'utf8'), 'made here since the scan\n');
+});
