@@ -19,7 +19,7 @@
 // stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
 import { lstatSync, type BigIntStats } from 'node:fs';
-import { chmod, lstat, realpath, rename, rmdir, unlink } from 'node:fs/promises';
+import { chmod, lstat, readdir, realpath, rename, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError } from '../errors.js';
@@ -37,7 +37,7 @@ import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import { crashPoint } from '../support/test-hooks.js';
 import { isLiveFile, planRemote, typeChangeOf, type PathPlan, type PlanOptions } from './sync-plan.js';
-import { rescueUnscanned, unchangedSinceScan, unsyncedNames } from './unchanged-since-scan.js';
+import { rescueUnscanned, unchangedSinceScan, unsyncedNames, unsyncedPath } from './unchanged-since-scan.js';
 
 export { byPath, conflictCopyRevision, plannedChanges, type PlannedChange } from './sync-plan.js';
 
@@ -145,6 +145,50 @@ function unitsOverIgnoredDirs(folderReal: string, plans: readonly PathPlan[], o:
   return units;
 }
 
+/**
+ * The units of plans that turn a directory holding an entry the ignore rules leave out into a
+ * file or link, when the rules would not leave it out once moved aside with the directory under
+ * its unsynced name (`/config/secrets.yml`; `*.o` still would): the next scan would record the
+ * ignored file and send it to the peer, which only had to replace `config` to get it. Such a
+ * path is left as is (its deletions below still land). Walks the directory, not entering
+ * ignored ones; only for a type change, and only when there are rules.
+ */
+async function unitsHoldingIgnored(
+  folderReal: string,
+  plans: readonly PathPlan[],
+  o: PlanOptions,
+): Promise<Set<number>> {
+  const units = new Set<number>();
+  const ignore = o.ignore;
+  if (ignore === undefined || ignore.patterns.length === 0) return units;
+  for (const plan of plans) {
+    if (typeChangeOf(plan) !== 'from-dir') continue;
+    // Any unsynced name differs from this one only in its time and tag.
+    const aside = unsyncedPath(plan.path, 0n, o.store.nodeId);
+    const dirs = [plan.path];
+    for (let dir = dirs.pop(); dir !== undefined && !units.has(plan.unit); dir = dirs.pop()) {
+      const entries = await readdir(path.join(folderReal, ...dir.split('/')), { withFileTypes: true }).catch(() => []);
+      for (const e of entries) {
+        const rel = `${dir}/${e.name}`;
+        const isDir = e.isDirectory();
+        if (!ignore.ignores(rel, isDir)) {
+          if (isDir) dirs.push(rel);
+          continue;
+        }
+        if (!ignore.ignores(`${aside}${rel.slice(plan.path.length)}`, isDir)) {
+          o.log.warn('sync: a directory the peer replaced holds ignored files here; left as is', {
+            path: plan.path,
+            ignored: rel,
+          });
+          units.add(plan.unit);
+          break;
+        }
+      }
+    }
+  }
+  return units;
+}
+
 /** Plans and applies `received` (records the peer has and we lacked). */
 export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOptions): Promise<ApplyResult> {
   const { store, log } = o;
@@ -153,6 +197,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   const planned = planRemote(received, o);
   const { skipped } = planned;
   const inTheWay = unitsOverIgnoredDirs(folderReal, planned.plans, o);
+  for (const u of await unitsHoldingIgnored(folderReal, planned.plans, o)) inTheWay.add(u);
   const plans: PathPlan[] = [];
   for (const p of planned.plans) {
     if (inTheWay.has(p.unit)) skipped.push(p.path);

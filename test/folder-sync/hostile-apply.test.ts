@@ -378,3 +378,67 @@ t.test("a directory moved aside does not take a name the peer's batch puts a fil
   t.equal(asideDirs.length, 1, 'the directory is aside under another name');
   t.equal(await readFile(join(folder, asideDirs[0] ?? 'none', 'new'), 'utf8'), 'made here since the scan\n');
 });
+
+t.test('a directory holding an ignored file stays when the peer turns it into a file', async (t) => {
+  // Moved aside, config/secrets.yml would be d.sync-unsynced-.../secrets.yml, which the rule no
+  // longer matches: the next scan would record it and send it to the peer.
+  const folder = await tempDir(t, 'ignored-inside');
+  const rules = '/config/secrets.yml\n';
+  await writeFile(join(folder, '.clawpeerignore'), rules);
+  const ignore = syncIgnoreFrom(parseIgnoreFile(rules));
+  await mkdir(join(folder, 'config'));
+  await writeFile(join(folder, 'config', 'app.yml'), 'synced\n');
+  await writeFile(join(folder, 'config', 'secrets.yml'), 'password: hunter2\n');
+  const store = await scanned(t, folder, ignore);
+  const seen = (p: string): RevisionEntry => {
+    const e = store.head(p);
+    if (e === undefined) throw new Error(`no ${p}`);
+    return e;
+  };
+  t.equal(store.head('config/secrets.yml'), undefined, 'the ignored file is not recorded');
+  const received = [
+    peerRev('config', { body: 'config is a file now\n' }, seen('config')),
+    peerRev('config/app.yml', { deleted: true }, seen('config/app.yml')),
+  ];
+  const result = await apply(folder, store, received, { config: 'config is a file now\n' }, ignore);
+  t.same(result.skipped, ['config'], 'the type change is left as is');
+  t.equal(
+    await readFile(join(folder, 'config', 'secrets.yml'), 'utf8'),
+    'password: hunter2\n',
+    'the ignored file stays',
+  );
+  t.equal(await kindOf(join(folder, 'config', 'app.yml')), 'none', "the peer's deletion below lands");
+  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING, ignore });
+  t.same(
+    [...store.heads()]
+      .filter((e) => !e.revision.deleted && e.revision.path.includes('secrets'))
+      .map((e) => e.revision.path),
+    [],
+    'the next scan records no copy of the ignored file',
+  );
+});
+
+t.test('a directory holding files ignored by name anywhere still moves aside with them', async (t) => {
+  const folder = await tempDir(t, 'ignored-anywhere');
+  const rules = '*.o\n';
+  await writeFile(join(folder, '.clawpeerignore'), rules);
+  const ignore = syncIgnoreFrom(parseIgnoreFile(rules));
+  await mkdir(join(folder, 'src'));
+  await writeFile(join(folder, 'src', 'main.c'), 'int main;\n');
+  await writeFile(join(folder, 'src', 'main.o'), 'object code\n');
+  const store = await scanned(t, folder, ignore);
+  const seen = (p: string): RevisionEntry => {
+    const e = store.head(p);
+    if (e === undefined) throw new Error(`no ${p}`);
+    return e;
+  };
+  const received = [
+    peerRev('src', { link: 'elsewhere' }, seen('src')),
+    peerRev('src/main.c', { deleted: true }, seen('src/main.c')),
+  ];
+  const result = await apply(folder, store, received, {}, ignore);
+  t.same(result.skipped, [], 'the type change lands');
+  t.equal(await kindOf(join(folder, 'src')), 'link');
+  const aside = (await readdir(folder)).filter((n) => n.startsWith('src.sync-unsynced-'));
+  t.equal(await readFile(join(folder, aside[0] ?? 'none', 'main.o'), 'utf8'), 'object code\n', 'the .o moved aside');
+});
