@@ -215,9 +215,11 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   };
   // A file saved here since the scan is not replaced or deleted unseen: it moves aside
   // (unchanged-since-scan.ts), which the next scan records. Asked before each replacement.
-  // Confined first: a directory on the way replaced by a link out of the folder since the scan
-  // must not get a file out there moved aside (PATH_INVALID; the next scan records the link).
+  // Confined before anything moves: a directory on the way replaced by a link out of the folder
+  // since the scan must not get a file out there moved aside (PATH_INVALID; the next scan
+  // records the link). Only then: a received file's look costs one lstat, not a realpath too.
   const rescue = async (relPath: string, local: RevisionEntry | undefined): Promise<boolean> => {
+    if (unchangedSinceScan(folderReal, relPath, local, store)) return false;
     await confined(folderReal, relPath);
     const aside = await rescueUnscanned(folderReal, relPath, local, store);
     if (aside !== undefined)

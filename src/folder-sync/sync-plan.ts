@@ -125,11 +125,6 @@ export function typeChangeOf(plan: Pick<PathPlan, 'local' | 'head'>): 'to-dir' |
   return h.kind === 'dir' ? 'to-dir' : 'from-dir';
 }
 
-/** Whether `p` lies below one of `dirs` (paths, no trailing slash). */
-export function isBelowAny(p: string, dirs: ReadonlySet<string>): boolean {
-  return belowNonDir(p, (dir) => dirs.has(dir));
-}
-
 /** Whether a directory on the way to `p` is one `isNonDir` says is a file or link. */
 function belowNonDir(p: string, isNonDir: (dir: string) => boolean): boolean {
   for (let i = p.indexOf('/'); i !== -1; i = p.indexOf('/', i + 1)) if (isNonDir(p.slice(0, i))) return true;
