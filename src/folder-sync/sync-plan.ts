@@ -5,7 +5,7 @@
 // Also what `sync --dry-run` lists (plannedChanges).
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { conflictPath, pickHead } from '../sync/conflict.js';
+import { conflictPath, MAX_CONCURRENT_REVISIONS, pickHead, TooManyConcurrent } from '../sync/conflict.js';
 import { toHex } from '../chunking/blake3.js';
 import { compareVectors } from '../sync/version-vector.js';
 import { compareIds } from '../sync/merkle-root.js';
@@ -151,7 +151,11 @@ export function planRemote(
 ): { plans: PathPlan[]; skipped: string[] } {
   const { store, log } = o;
   const groups = new Map<string, RevisionEntry[]>();
-  for (const e of received) groups.set(e.revision.path, [...(groups.get(e.revision.path) ?? []), e]);
+  for (const e of received) {
+    const group = groups.get(e.revision.path);
+    if (group === undefined) groups.set(e.revision.path, [e]);
+    else group.push(e);
+  }
 
   // A loser whose conflict copy some node made already (its copy's revision stored here or come
   // in now) is not a candidate for the head (conflict.ts pickHead). The ids that came in are
@@ -265,7 +269,19 @@ export function planRemote(
 
     // The head is a function of the path's whole set of revisions (stored and incoming), never
     // of the order they came in (sync/conflict.ts pickHead): nodes holding the same set agree.
-    const pick = pickHead([...store.history(p), ...records], copiedBefore);
+    let pick: ReturnType<typeof pickHead>;
+    try {
+      pick = pickHead([...store.history(p), ...records], copiedBefore);
+    } catch (err) {
+      if (!(err instanceof TooManyConcurrent)) throw err;
+      // Only a faulty or hostile peer makes so many: the rest of the folder lands.
+      log.warn('sync: too many concurrent revisions of one path; left as is', {
+        path: p,
+        limit: MAX_CONCURRENT_REVISIONS,
+      });
+      skip();
+      continue;
+    }
     if (pick === undefined) throw new TypeError(`nothing comes in for ${p}`);
     const winner = pick.head;
     const winnerIsLocal = local !== undefined && sameId(local, winner);

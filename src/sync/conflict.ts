@@ -168,11 +168,25 @@ function winsConcurrent(a: RevisionEntry, b: RevisionEntry): boolean {
 }
 
 /**
+ * Most revisions of one path that no other has seen that pickHead decides among: one per device
+ * that edited the path while apart, so a few in practice. Finding them costs entries x maximal
+ * vector comparisons: a peer's 8,000 mutually concurrent revisions of one path held a listener's
+ * thread for 2.3 s, and the protocol allows millions. Past this many, the path is left as is.
+ */
+export const MAX_CONCURRENT_REVISIONS = 256;
+
+/** More than `limit` revisions of one path that no other has seen (maximalRevisions). */
+export class TooManyConcurrent extends RangeError {}
+
+/**
  * The revisions of one path that no other of `entries` has seen (whose vector is before no
  * other's), each id once, in id order. Equal vectors with other ids (a faulty peer) are both kept:
- * concurrent, as resolveRevision treats them.
+ * concurrent, as resolveRevision treats them. Throws TooManyConcurrent past `limit` of them.
  */
-export function maximalRevisions<E extends Pick<RevisionEntry, 'id' | 'revision'>>(entries: readonly E[]): E[] {
+export function maximalRevisions<E extends Pick<RevisionEntry, 'id' | 'revision'>>(
+  entries: readonly E[],
+  limit = Number.POSITIVE_INFINITY,
+): E[] {
   const byId = new Map<string, E>();
   for (const e of entries) byId.set(Buffer.from(e.id).toString('hex'), e);
   // A revision's dominators have strictly larger counter sums; one is dominated iff a maximal
@@ -182,7 +196,10 @@ export function maximalRevisions<E extends Pick<RevisionEntry, 'id' | 'revision'
   const bySum = [...byId.values()].map((e) => ({ e, s: sum(e) })).sort((a, b) => (a.s > b.s ? -1 : a.s < b.s ? 1 : 0));
   const maximal: E[] = [];
   for (const { e } of bySum) {
-    if (!maximal.some((m) => compareVectors(e.revision.vector, m.revision.vector) === 'before')) maximal.push(e);
+    if (maximal.some((m) => compareVectors(e.revision.vector, m.revision.vector) === 'before')) continue;
+    maximal.push(e);
+    if (maximal.length > limit)
+      throw new TooManyConcurrent(`more than ${limit} revisions of one path that no other has seen`);
   }
   return maximal.sort((a, b) => compareIds(a.id, 0, b.id, 0));
 }
@@ -209,13 +226,14 @@ export interface HeadPick {
  * can cycle (a deletion that saw edit H beats H, H beats a concurrent edit C on mtime, C beats
  * the deletion as an edit), and the head then depends on arrival order. Every other maximal
  * revision that is a live file with other bytes than the head is a loser kept as a conflict copy; the rest (dominated revisions, deletions, losers with
- * the head's bytes, directories and symlinks) are history. Undefined for no entries.
+ * the head's bytes, directories and symlinks) are history. Undefined for no entries; throws
+ * TooManyConcurrent past MAX_CONCURRENT_REVISIONS maximal ones.
  */
 export function pickHead(
   entries: readonly RevisionEntry[],
   copied: (e: RevisionEntry) => boolean = () => false,
 ): HeadPick | undefined {
-  const maximal = maximalRevisions(entries).sort(compareConcurrent);
+  const maximal = maximalRevisions(entries, MAX_CONCURRENT_REVISIONS).sort(compareConcurrent);
   // A loser some node already kept as a conflict copy (`copied`: its copy's revision is known)
   // lives on at the copy's path and competes for this one no more. Otherwise a deletion that saw
   // the winner but not the loser made the loser, an edit, the head again: the file came back

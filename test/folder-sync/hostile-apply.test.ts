@@ -12,7 +12,7 @@ import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { applyRemote } from '../../src/folder-sync/sync-apply.js';
 import { planRemote } from '../../src/folder-sync/sync-plan.js';
 import { unsyncedPath } from '../../src/folder-sync/unchanged-since-scan.js';
-import { conflictPath } from '../../src/sync/conflict.js';
+import { conflictPath, MAX_CONCURRENT_REVISIONS } from '../../src/sync/conflict.js';
 import type { FetchRequest } from '../../src/folder-sync/sync-exchange.js';
 import { parseIgnoreFile, syncIgnoreFrom, type SyncIgnore } from '../../src/folder-sync/sync-ignore.js';
 import { silentLogger } from '../../src/logger.js';
@@ -441,4 +441,31 @@ t.test('a directory holding files ignored by name anywhere still moves aside wit
   t.equal(await kindOf(join(folder, 'src')), 'link');
   const aside = (await readdir(folder)).filter((n) => n.startsWith('src.sync-unsynced-'));
   t.equal(await readFile(join(folder, aside[0] ?? 'none', 'main.o'), 'utf8'), 'object code\n', 'the .o moved aside');
+});
+
+t.test('a path with more concurrent revisions than a head is picked among is left as is', async (t) => {
+  const folder = await tempDir(t, 'concurrent-flood');
+  const store = await scanned(t, folder);
+  // Each from another origin that saw nothing: every one concurrent with every other.
+  const flood = Array.from({ length: MAX_CONCURRENT_REVISIONS + 1 }, (_, k) => {
+    const e = peerRev('hot', { body: `version ${k}\n` });
+    const origin = `12D3KooW${String(k).padStart(7, '0')}`;
+    return revisionEntry({ ...e.revision, origin, vector: vectorFrom({ [origin]: 1 }) });
+  });
+  const calm = peerRev('calm', { body: 'calm\n' });
+  const { plans, skipped } = planRemote([...flood, calm], { store, keepConcurrentLocal: false, log: silentLogger });
+  t.same(skipped, ['hot'], 'the flooded path is left as is');
+  t.same(
+    plans.map((p) => p.path),
+    ['calm'],
+    'the rest of the folder lands',
+  );
+  // One fewer is a conflict like any other: a head is picked (the losers stay in history: the
+  // peer serves only its current file at a path).
+  const fewer = planRemote(flood.slice(1), { store, keepConcurrentLocal: false, log: silentLogger });
+  t.same(fewer.skipped, []);
+  t.same(
+    fewer.plans.map((p) => p.path),
+    ['hot'],
+  );
 });
