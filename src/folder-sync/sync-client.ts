@@ -96,6 +96,12 @@ export interface SyncFolderResult {
   readonly reconcileBytes: number;
   readonly revisionsSent: number;
   readonly revisionsReceived: number;
+  /**
+   * Of those, the ones now in this side's log: a revision left as is (a receive-only copy's own
+   * edit kept, a path this node may not change) is received again at every sync. Absent from
+   * an older listener's resident result.
+   */
+  readonly revisionsStored?: number;
   /** Chunks that crossed the connection, both directions. */
   readonly chunksSent: number;
   /** Bytes that crossed the connection, both directions, transport overhead included. */
@@ -271,6 +277,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       scanned: folder.scan !== undefined,
       revisionsSent: 0,
       revisionsReceived: 0,
+      revisionsStored: 0,
       chunksSent: 0,
       conflicts: 0,
       skipped: [],
@@ -390,6 +397,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       inSync: allSent && inSyncFor(o.mode, outcome),
       revisionsSent,
       revisionsReceived: received.length,
+      revisionsStored: received.filter((e) => store.has(e.id)).length,
       chunksSent: chunks,
       conflicts,
       skipped,

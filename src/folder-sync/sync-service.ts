@@ -61,6 +61,8 @@ export interface ServedSync {
   readonly share: string;
   /** Revisions taken from the peer, and those it took from here. */
   readonly received: number;
+  /** Of `received`, the revisions now in the log (one left as is is not). */
+  readonly stored: number;
   readonly sent: number;
   readonly conflicts: number;
   readonly skipped: number;
@@ -145,6 +147,7 @@ async function serveClaimedSync(
 ): Promise<Omit<ServedSync, 'share'>> {
   const nothing = {
     received: 0,
+    stored: 0,
     sent: 0,
     conflicts: 0,
     skipped: 0,
@@ -273,7 +276,8 @@ async function serveClaimedSync(
     const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);
     await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
     await session.control.send({ type: 'sync-done', transferId: req.transferId });
-    return { received: received.length, sent, conflicts, skipped, changes: countChanges(store, before) };
+    const stored = received.filter((e) => store.has(e.id)).length;
+    return { received: received.length, stored, sent, conflicts, skipped, changes: countChanges(store, before) };
   } finally {
     await folder.close();
     unregister();

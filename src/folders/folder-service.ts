@@ -137,7 +137,7 @@ export class FolderService {
       bytes: 0,
       seconds: 0,
     };
-    void this.#inTurn(served.share, () => this.#record(active.config, peerId, record));
+    void this.#inTurn(served.share, () => this.#record(active.config, peerId, record, served.stored));
     // It is online and has the folder (again): what backs off from it runs now.
     this.#schedule.peerOnline(peerId, Date.now());
     this.#pump();
@@ -163,12 +163,15 @@ export class FolderService {
     f: FolderConfig,
     peerId: string,
     what: Omit<FolderLogEntry, 'time' | 'folder' | 'peer' | 'peerName'>,
+    stored: number,
   ): Promise<void> {
     const nowMs = Date.now();
     // Revisions stored here that changed nothing on disk (the same bytes saved concurrently, a
     // deletion of what is gone here, a loser kept in history) raise no watcher event, so the
-    // folder's other peers would wait for the interval: they are synced now.
-    if (what.received > 0) this.#passOn(f.id, peerId, nowMs);
+    // folder's other peers would wait for the interval: they are synced now. Not those received
+    // and left as is (a receive-only copy's own edit kept): they are not ours to pass on, and
+    // every sync receives them again, so two peers bounced syncs off this node without end.
+    if (stored > 0) this.#passOn(f.id, peerId, nowMs);
     if (what.received + what.sent + what.conflicts > 0) {
       const name = this.#names.get(peerId);
       await this.#log
@@ -469,17 +472,22 @@ export class FolderService {
           conflicts: r.conflicts,
           inSync: r.inSync,
         });
-        await this.#record(f, peerId, {
-          by: 'here',
-          mode,
-          received: r.revisionsReceived,
-          ...(r.changes ?? { added: 0, changed: 0, deleted: 0, paths: [] }),
-          sent: r.revisionsSent,
-          conflicts: r.conflicts,
-          skipped: r.skipped.length,
-          bytes: r.wireBytes,
-          seconds: Math.round(r.seconds * 1000) / 1000,
-        });
+        await this.#record(
+          f,
+          peerId,
+          {
+            by: 'here',
+            mode,
+            received: r.revisionsReceived,
+            ...(r.changes ?? { added: 0, changed: 0, deleted: 0, paths: [] }),
+            sent: r.revisionsSent,
+            conflicts: r.conflicts,
+            skipped: r.skipped.length,
+            bytes: r.wireBytes,
+            seconds: Math.round(r.seconds * 1000) / 1000,
+          },
+          r.revisionsStored ?? r.revisionsReceived,
+        );
         return r;
       });
       finish(

@@ -1,0 +1,66 @@
+// A receive-only copy keeps its own edit of a path when a peer changes that path too: the peer's
+// revision is received at each sync and left as is (not stored). Such a revision is no news for
+// the folder's other peers. Before, each sync that received it counted as one that brought
+// revisions and started a sync with each other peer at once; with two peers that both had the
+// revision, C synced with A and B back and forth without end (2-4 syncs a second, each in the
+// folder log), whatever the backoff of its failed pairs.
+//
+// C shares `docs` with A and with B, which do not share it with each other, so B has nothing
+// for C: only a pass-on would sync C with B. Interval one hour, so only a change or a retry
+// syncs a pair; C is receive-only.
+import t from 'tap';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { jsonLines, runCli } from './cli-harness.js';
+import { foldersOf, hasText, startFolderNodes, until, type FolderNode } from './folder-rig.js';
+
+const nodes = await startFolderNodes(['a', 'b', 'c']);
+t.teardown(async () => {
+  for (const n of nodes) await n.listener.stop('SIGKILL');
+});
+const [A, B, C] = nodes as [FolderNode, FolderNode, FolderNode];
+
+const cli = async (home: string, args: string[]): Promise<Record<string, unknown>[]> => {
+  const r = await runCli(['--home', home, ...args, '--json']);
+  if (r.code !== 0) throw new Error(`${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+  return jsonLines(r.stdout);
+};
+const folderLog = async (n: FolderNode): Promise<Record<string, unknown>[]> =>
+  (await cli(n.home, ['folder', 'log', 'docs'])).filter((e) => e['event'] === 'folder-sync');
+
+t.test('a peer change a receive-only copy leaves as is is not passed on', async (t) => {
+  await writeFile(path.join(A.dir, 'doc.txt'), 'first\n');
+  const add = (n: FolderNode, peers: string, ...more: string[]) =>
+    cli(n.home, ['folder', 'add', n.dir, '--id', 'docs', '--with', peers, '--interval', '3600', ...more]);
+  await add(A, 'c');
+  await add(B, 'c');
+  await add(C, 'a,b', '--mode', 'receive-only');
+  await until(nodes, 'the file on C', hasText(path.join(C.dir, 'doc.txt'), 'first\n'), 20_000);
+  const pairOf = async (n: FolderNode, peer: FolderNode) =>
+    (await foldersOf(n)).find((f) => f.id === 'docs')?.peers.find((p) => p.peer === peer.id);
+  await until(nodes, "C's pairs in sync", async () => {
+    const [a, b] = [await pairOf(C, A), await pairOf(C, B)];
+    return a?.state === 'in-sync' && b?.state === 'in-sync';
+  });
+  const synced = async (): Promise<(number | undefined)[]> => [
+    (await pairOf(C, A))?.lastSyncAt,
+    (await pairOf(C, B))?.lastSyncAt,
+  ];
+  const first = await synced();
+
+  // C's own edit (never sent; its syncs with A and B run, as for any local change), then A's
+  // edit of the same path: C keeps its file.
+  await writeFile(path.join(C.dir, 'doc.txt'), 'kept on C\n');
+  await until(nodes, "C's syncs after its edit", async () => {
+    const now = await synced();
+    return now.every((at, i) => at !== undefined && at > (first[i] ?? 0));
+  });
+  const withB = (await pairOf(C, B))?.lastSyncAt;
+  await writeFile(path.join(A.dir, 'doc.txt'), 'second, on A\n');
+  const skipping = async (): Promise<number> =>
+    (await folderLog(C)).filter((e) => e['peer'] === A.id && Number(e['skipped']) > 0).length;
+  await until(nodes, 'C leaving it as is three times (retries)', async () => (await skipping()) >= 3, 30_000);
+
+  t.equal((await pairOf(C, B))?.lastSyncAt, withB, 'C did not sync with B: it had nothing new for B');
+  t.equal(await hasText(path.join(C.dir, 'doc.txt'), 'kept on C\n')(), true, "C's own edit stays");
+});
