@@ -8,6 +8,7 @@ export {
   FOLDER_INTERVAL_LIMITS_S,
   FOLDER_MODES,
   loadFolders,
+  overlappingFolder,
   versioningProblem,
   type FolderConfig,
   type FolderMode,

@@ -12,9 +12,16 @@
 // a listener killed at any point starts over from those (every pair is due at start).
 // Non-goals: the sync itself (folder-sync/), versioning policies (the `afterSync` hook).
 import { realpath } from 'node:fs/promises';
+import path from 'node:path';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { loadFolders, configFileOf, type FolderConfig, type FolderMode } from '../home/folders-config.js';
+import {
+  loadFolders,
+  configFileOf,
+  overlappingFolder,
+  type FolderConfig,
+  type FolderMode,
+} from '../home/folders-config.js';
 import { parseVersioning } from '../sync/versioning.js';
 import { findPeer } from '../home/peer-store.js';
 import { resolvePeer } from '../home/peer-resolve.js';
@@ -261,6 +268,16 @@ export class FolderService {
     const pairs = await this.#o.peers.list().catch(() => []);
     this.#names = new Map(pairs.map((p) => [p.id, p.name]));
     const foreign = new Set(this.#o.shares.filter((s) => !this.#ownShares.has(s)).map((s) => s.name));
+    // A folder inside another (or holding one) is left out, the later one in the file: the
+    // outer one's scan would send the inner one's .clawpeer/ state to its peers as content.
+    const real = await Promise.all(
+      folders.map(async (f) => ({ ...f, path: await realpath(f.path).catch(() => path.resolve(f.path)) })),
+    );
+    const overlaps = new Map<string, FolderConfig>();
+    real.forEach((f, i) => {
+      const other = overlappingFolder(real.slice(0, i), f.path);
+      if (other !== undefined) overlaps.set(f.id, other);
+    });
     // Each folder's peers as node ids now (a peer paired or unpaired since changes them too).
     const resolved = new Map(
       folders.map((f) => {
@@ -275,11 +292,16 @@ export class FolderService {
           problems.push(
             `a share named ${f.id} is served already (listen --share): the folder is neither served nor synced`,
           );
+        const other = overlaps.get(f.id);
+        if (other !== undefined)
+          problems.push(
+            `it overlaps folder ${other.id} (${other.path}), one inside the other: the folder is neither served nor synced`,
+          );
         return [
           f.id,
           {
             f,
-            peerIds: foreign.has(f.id) ? [] : peerIds,
+            peerIds: foreign.has(f.id) || other !== undefined ? [] : peerIds,
             problem: problems.length === 0 ? undefined : problems.join('; '),
           },
         ];

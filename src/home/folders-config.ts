@@ -163,3 +163,16 @@ function toJson(f: FolderConfig): Record<string, unknown> {
     ...(f.intervalS === DEFAULT_FOLDER_INTERVAL_S ? {} : { intervalS: f.intervalS }),
   };
 }
+
+/**
+ * The first of `folders` whose path holds `dir` or lies inside it (paths compared as given,
+ * absolute). One synced folder inside another would have the outer one sync the inner one's
+ * `.clawpeer/` state (its open revision log) as content, and both sync the inner files.
+ */
+export function overlappingFolder(folders: readonly FolderConfig[], dir: string): FolderConfig | undefined {
+  const inside = (a: string, b: string): boolean => {
+    const rel = path.relative(b, a);
+    return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+  };
+  return folders.find((f) => inside(dir, f.path) || inside(f.path, dir));
+}

@@ -15,6 +15,7 @@ import {
   FOLDER_MODES,
   folderLogModule,
   loadFolders,
+  overlappingFolder,
   PeerStore,
   versioningProblem,
   type FolderConfig,
@@ -77,6 +78,12 @@ async function addFolder(ctx: CommandContext, args: Record<string, unknown>): Pr
       );
     const same = folders.find((f) => f.path === dir);
     if (same !== undefined) throw new ClawpeerError('USAGE', `${dir} is folder ${same.id} already`);
+    const overlap = overlappingFolder(folders, dir);
+    if (overlap !== undefined)
+      throw new ClawpeerError(
+        'USAGE',
+        `${dir} overlaps folder ${overlap.id} (${overlap.path}): one folder may not hold another`,
+      );
     return [...folders, folder];
   });
   ctx.out.emit({ event: 'folder-added', ...folderRecord(folder) }, `added ${folderLine(folder)}`);
