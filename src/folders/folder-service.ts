@@ -517,10 +517,7 @@ export class FolderService {
           ? { kind: 'done' }
           : {
               kind: 'failed',
-              error:
-                result.unreadable.length > 0
-                  ? `${count(result.unreadable.length, 'entry', 'entries')} here cannot be read (${result.unreadable[0]?.path}${result.unreadable.length > 1 ? ', ...' : ''}); retried`
-                  : 'the sync ended with changes left to move (they are retried)',
+              error: notInSyncReason(result),
             },
       );
     } catch (err) {
@@ -569,4 +566,22 @@ export class FolderService {
     });
     return offline ? { kind: 'offline', error: message } : { kind: 'failed', error: message };
   }
+}
+
+/** Why a completed sync is not in sync, naming the first path of each kind (status's `error`). */
+function notInSyncReason(r: SyncFolderResult): string {
+  const first = (paths: readonly string[]): string => `${paths[0] ?? ''}${paths.length > 1 ? ', ...' : ''}`;
+  const peerSkipped = r.peerSkipped ?? [];
+  const why = [
+    r.unreadable.length > 0
+      ? `${count(r.unreadable.length, 'entry', 'entries')} here cannot be read (${first(r.unreadable.map((u) => u.path))})`
+      : undefined,
+    r.skipped.length > 0 ? `${count(r.skipped.length, 'path')} left as is here (${first(r.skipped)})` : undefined,
+    peerSkipped.length > 0
+      ? `${count(peerSkipped.length, 'path')} left as is by the peer (${first(peerSkipped)})`
+      : undefined,
+  ].filter((x) => x !== undefined);
+  return why.length === 0
+    ? 'the sync ended with changes left to move (they are retried)'
+    : `${why.join('; ')}; retried`;
 }

@@ -63,4 +63,8 @@ t.test('a peer change a receive-only copy leaves as is is not passed on', async 
 
   t.equal((await pairOf(C, B))?.lastSyncAt, withB, 'C did not sync with B: it had nothing new for B');
   t.equal(await hasText(path.join(C.dir, 'doc.txt'), 'kept on C\n')(), true, "C's own edit stays");
+  // A's syncs with C end not in sync (C lacks its revision): A's status says which path.
+  const error = async (): Promise<unknown> => ((await pairOf(A, C)) as { error?: unknown } | undefined)?.error;
+  await until(nodes, "A's pair with C in error", async () => typeof (await error()) === 'string');
+  t.match(await error(), /1 path left as is by the peer \(doc\.txt\)/, 'status names the path C leaves as is');
 });
