@@ -283,8 +283,13 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     }
     if (await removeEmptyDir(plan.path)) return;
     const abs = await confined(folderReal, plan.path);
-    const st = await lstat(abs, { bigint: true });
-    for (const aside of unsyncedNames(plan.path, st.mtimeNs, store.nodeId)) {
+    // Named after the directory's revision (its time and node), not this node: every device
+    // still holding files of it that the peer never saw (say two that got a third's new file
+    // in it before its replacement reached them) moves them aside to the same name, so they
+    // meet there rather than as one copy per device.
+    const dir = plan.local?.revision;
+    const mtimeNs = dir?.mtimeNs ?? (await lstat(abs, { bigint: true })).mtimeNs;
+    for (const aside of unsyncedNames(plan.path, mtimeNs, dir?.origin ?? store.nodeId)) {
       // Nor a name this sync puts the peer's entry at: the publisher would find a directory there.
       if (plannedPaths.has(aside)) continue;
       const asideAbs = path.join(path.dirname(abs), path.posix.basename(aside));
