@@ -205,6 +205,9 @@ export class FolderService {
   /** Each folder with its peers' states, for `clawpeer status`. */
   status(): FolderStatus[] {
     const pairs = this.#schedule.snapshot();
+    // The syncs running now, this node's and those a peer runs here (a peer's listener sending
+    // its change): a pair is `syncing` while either runs, not `in-sync` with content arriving.
+    const running = (this.#o.activity?.snapshot() ?? []).filter((a) => a.kind === 'sync');
     return [...this.#active.values()].map(({ config: f, problem, pending }) => ({
       id: f.id,
       path: f.path,
@@ -217,12 +220,19 @@ export class FolderService {
       peers: pairs
         .filter((p) => p.folder === f.id)
         .map((p) => {
-          const progress = p.state === 'syncing' ? this.#progress.get(pairKey(f.id, p.peer)) : undefined;
+          const served = running.find((a) => a.share === f.id && a.peer === p.peer);
+          const state = p.state === 'paused' || served === undefined ? p.state : 'syncing';
+          const progress =
+            p.state === 'syncing'
+              ? this.#progress.get(pairKey(f.id, p.peer))
+              : state === 'syncing'
+                ? served
+                : undefined;
           const name = this.#names.get(p.peer);
           return {
             peer: p.peer,
             ...(name === undefined ? {} : { name }),
-            state: p.state,
+            state,
             since: p.since,
             mode: this.#modeFor(f, p.peer) ?? f.mode,
             ...(p.lastSyncAt === undefined ? {} : { lastSyncAt: p.lastSyncAt }),

@@ -21,7 +21,11 @@ export type FolderRecord = {
   peers: { peer: string; state: string; lastSyncAt?: number }[];
 };
 
-export async function startFolderNodes(names: readonly string[]): Promise<FolderNode[]> {
+/** `extra`: more `listen` options for the named nodes. */
+export async function startFolderNodes(
+  names: readonly string[],
+  extra: Readonly<Record<string, readonly string[]>> = {},
+): Promise<FolderNode[]> {
   const work = await tempHome('folders');
   const nodes = await Promise.all(
     names.map(async (name): Promise<FolderNode> => {
@@ -30,7 +34,7 @@ export async function startFolderNodes(names: readonly string[]): Promise<Folder
       await writeFile(path.join(home, 'config.json'), JSON.stringify({ lanDiscovery: false }));
       const dir = path.join(work, name);
       await mkdir(dir);
-      return { name, home, id, dir, listener: await startListener(home, ['-v']) };
+      return { name, home, id, dir, listener: await startListener(home, ['-v', ...(extra[name] ?? [])]) };
     }),
   );
   await Promise.all(
