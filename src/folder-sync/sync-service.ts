@@ -63,6 +63,12 @@ export interface ServedSync {
   readonly received: number;
   /** Of `received`, the revisions now in the log (one left as is is not). */
   readonly stored: number;
+  /**
+   * What the peer's last reconciliation found: the peer lacks none of our revisions
+   * (`peerHasAll`), we lack none of its (`hereHasAll`); both: the logs are equal.
+   */
+  readonly peerHasAll: boolean;
+  readonly hereHasAll: boolean;
   readonly sent: number;
   readonly conflicts: number;
   readonly skipped: number;
@@ -148,6 +154,8 @@ async function serveClaimedSync(
   const nothing = {
     received: 0,
     stored: 0,
+    peerHasAll: false,
+    hereHasAll: false,
     sent: 0,
     conflicts: 0,
     skipped: 0,
@@ -213,7 +221,7 @@ async function serveClaimedSync(
     const first = responder.receive(hello);
     await session.control.send({ type: 'sync-accept', transferId: req.transferId });
     const result = await runReconcile(ch, responder, first);
-    if (result.method === 'equal') return nothing;
+    if (result.method === 'equal') return { ...nothing, peerHasAll: true, hereHasAll: true };
     if (req.dryRun === true) {
       // The client plans from our records; it sends none, and nothing is applied or served.
       if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
@@ -274,10 +282,19 @@ async function serveClaimedSync(
     // The client checks the outcome with a second reconciliation.
     const check = new ReconcileResponder(store.snapshotIdSet());
     const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);
-    await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
+    const checked = await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
     await session.control.send({ type: 'sync-done', transferId: req.transferId });
     const stored = received.filter((e) => store.has(e.id)).length;
-    return { received: received.length, stored, sent, conflicts, skipped, changes: countChanges(store, before) };
+    return {
+      received: received.length,
+      stored,
+      peerHasAll: checked.idsTheyLack.length === 0,
+      hereHasAll: checked.idsWeLack.every((id) => store.isPruned(id)),
+      sent,
+      conflicts,
+      skipped,
+      changes: countChanges(store, before),
+    };
   } finally {
     await folder.close();
     unregister();

@@ -145,8 +145,12 @@ export class FolderService {
       seconds: 0,
     };
     void this.#inTurn(served.share, () => this.#record(active.config, peerId, record, served.stored));
-    // It is online and has the folder (again): what backs off from it runs now.
+    // Online with the folder (again): what backs off runs now; a pair in sync for its mode is cleared.
     this.#schedule.peerOnline(peerId, Date.now());
+    const mode = this.#modeFor(active.config, peerId);
+    const { peerHasAll: theyHave, hereHasAll: weHave } = served;
+    if (mode === 'send-only' ? theyHave : mode === 'receive-only' ? weHave : mode === 'two-way' && theyHave && weHave)
+      this.#schedule.servedInSync(served.share, peerId, Date.now());
     this.#pump();
   }
 
@@ -175,9 +179,8 @@ export class FolderService {
     const nowMs = Date.now();
     // Revisions stored here that changed nothing on disk (the same bytes saved concurrently, a
     // deletion of what is gone here, a loser kept in history) raise no watcher event, so the
-    // folder's other peers would wait for the interval: they are synced now. Not those received
-    // and left as is (a receive-only copy's own edit kept): they are not ours to pass on, and
-    // every sync receives them again, so two peers bounced syncs off this node without end.
+    // folder's other peers would wait for the interval: they are synced now. Not those left as
+    // is (received again at every sync: two peers bounced syncs off this node without end).
     if (stored > 0) this.#passOn(f.id, peerId, nowMs);
     if (what.received + what.sent + what.conflicts > 0) {
       const name = this.#names.get(peerId);

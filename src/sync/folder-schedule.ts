@@ -185,6 +185,21 @@ export class FolderSchedule {
     if (p !== undefined && p.running) this.#enter(p, 'syncing', nowMs);
   }
 
+  /**
+   * A sync the peer ran here ended with both logs equal: a pair not running one of its own is
+   * in sync now, not `error` until its backoff retries it (up to 5 min after the cause went).
+   */
+  servedInSync(folder: string, peer: string, nowMs: number): void {
+    const p = this.#pairs.get(keyOf(folder, peer));
+    if (p === undefined || p.running || p.config.paused || p.state === 'in-sync') return;
+    p.failures = 0;
+    p.error = undefined;
+    p.waitingSince = undefined;
+    p.lastSyncAt = nowMs;
+    this.#enter(p, 'in-sync', nowMs);
+    if (p.dueAt > nowMs) p.dueAt = nowMs + p.config.intervalMs; // one due now (a local change) stays due
+  }
+
   /** A sync taken by `take` ended. Unknown pairs (removed meanwhile) are ignored. */
   finish(folder: string, peer: string, nowMs: number, outcome: SyncOutcome): void {
     const p = this.#pairs.get(keyOf(folder, peer));

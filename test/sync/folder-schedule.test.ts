@@ -213,3 +213,30 @@ t.test('pause, resume, remove and interval changes from the config', async (t) =
   s.finish('gone', 'x', T0 + 9, { kind: 'done' });
   t.pass('finishing an unknown pair is ignored');
 });
+
+t.test('a sync the peer ran here that ended equal clears a failed pair at once', async (t) => {
+  const s = new FolderSchedule({ random: () => 0.5 });
+  s.configure([pair('docs', 'a'), pair('docs', 'b')], T0);
+  s.take(T0);
+  // Both failed several times (a path the peer left as is): a's next try is minutes away.
+  for (let i = 0; i < 8; i++) {
+    s.finish('docs', 'a', T0 + i, { kind: 'failed', error: '1 path left as is by the peer (x); retried' });
+    s.finish('docs', 'b', T0 + i, { kind: 'failed', error: 'refused' });
+    s.request(T0 + i, { folder: 'docs' });
+    s.take(T0 + i);
+  }
+  s.finish('docs', 'a', T0 + 10, { kind: 'failed', error: '1 path left as is by the peer (x); retried' });
+  const failed = defined(stateOf(s, 'docs', 'a'), 'docs/a');
+  t.equal(failed.state, 'error');
+  t.ok(defined(failed.nextAt, 'nextAt') > T0 + 60_000, 'backed off for minutes');
+
+  // The cause went (the peer's sync here ended with both logs equal): in sync now.
+  s.servedInSync('docs', 'a', T0 + 20);
+  const now = defined(stateOf(s, 'docs', 'a'), 'docs/a');
+  t.equal(now.state, 'in-sync');
+  t.equal(now.error, undefined, 'no error left');
+  t.equal(now.lastSyncAt, T0 + 20);
+  t.equal(now.nextAt, T0 + 20 + 60_000, 'next at the interval');
+  s.servedInSync('docs', 'b', T0 + 20);
+  t.equal(stateOf(s, 'docs', 'b')?.state, 'syncing', 'a pair whose own sync runs waits for its outcome');
+});
