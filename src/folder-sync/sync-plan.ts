@@ -293,9 +293,12 @@ export function planRemote(
     }
     // Losers not copied yet (a copy made once is decided at its own path from then on).
     const newLosers = pick.losers.filter((l) => !store.has(conflictCopyRevision(l.loser.revision, l.loserPath).id));
+    // A local deletion is not kept: deleting a file is how a receive-only copy takes the peer's
+    // version again (it was skipped for good before, the peer's edit never landing).
     if (
       o.keepConcurrentLocal &&
       local !== undefined &&
+      !local.revision.deleted &&
       ((!winnerIsLocal && compareVectors(local.revision.vector, winner.revision.vector) !== 'before') ||
         newLosers.length > 0)
     ) {

@@ -9,7 +9,7 @@
 // for C: only a pass-on would sync C with B. Interval one hour, so only a change or a retry
 // syncs a pair; C is receive-only.
 import t from 'tap';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { jsonLines, runCli } from './cli-harness.js';
 import { foldersOf, hasText, startFolderNodes, until, type FolderNode } from './folder-rig.js';
@@ -67,4 +67,23 @@ t.test('a peer change a receive-only copy leaves as is is not passed on', async 
   const error = async (): Promise<unknown> => ((await pairOf(A, C)) as { error?: unknown } | undefined)?.error;
   await until(nodes, "A's pair with C in error", async () => typeof (await error()) === 'string');
   t.match(await error(), /1 path left as is by the peer \(doc\.txt\)/, 'status names the path C leaves as is');
+
+  // C deletes its own file to take A's version: C's sync with A (served by A) ends with both
+  // logs equal, and A's pair with C is in sync at once, not when its backoff retries it (up to
+  // 5 min later). A's next try must be a while off, so that it cannot be what clears the pair.
+  await until(
+    nodes,
+    "A's next try with C 6 s off",
+    async () => {
+      const p = (await pairOf(A, C)) as { nextAt?: number } | undefined;
+      return (p?.nextAt ?? 0) > Date.now() + 6000;
+    },
+    60_000,
+  );
+  const ownSyncs = (): number => A.listener.stderr().split(`folder synced folder=docs peer=${C.id}`).length;
+  const before = ownSyncs();
+  await rm(path.join(C.dir, 'doc.txt'));
+  await until(nodes, "A's version on C", hasText(path.join(C.dir, 'doc.txt'), 'second, on A\n'));
+  await until(nodes, "A's pair with C in sync", async () => (await pairOf(A, C))?.state === 'in-sync');
+  t.equal(ownSyncs(), before, 'A ran no sync of its own with C to get there');
 });
