@@ -38,6 +38,13 @@ async function scanned(t: Test, folder: string, ignore?: SyncIgnore): Promise<Re
   return store;
 }
 
+/** The head the scan recorded at `p` (the revision a peer's change of it has seen). */
+function headOf(store: RevisionStore, p: string): RevisionEntry {
+  const e = store.head(p);
+  if (e === undefined) throw new Error(`no ${p}`);
+  return e;
+}
+
 /** The peer's revision of `path` (a new path, or one that saw `seen`). */
 function peerRev(
   path: string,
@@ -280,11 +287,7 @@ t.test("type changes both ways land in one sync, the peer's deletions below firs
   await writeFile(join(folder, 'd', 'g'), 'g\n');
   await writeFile(join(folder, 'a'), 'a file\n');
   const store = await scanned(t, folder);
-  const seen = (p: string): RevisionEntry => {
-    const e = store.head(p);
-    if (e === undefined) throw new Error(`no ${p}`);
-    return e;
-  };
+  const seen = (p: string): RevisionEntry => headOf(store, p);
   const received = [
     peerRev('d', { body: 'd is a file now\n' }, seen('d')),
     ...['d/e/f', 'd/e', 'd/g'].map((p) => peerRev(p, { deleted: true }, seen(p))),
@@ -390,11 +393,7 @@ t.test('a directory holding an ignored file stays when the peer turns it into a 
   await writeFile(join(folder, 'config', 'app.yml'), 'synced\n');
   await writeFile(join(folder, 'config', 'secrets.yml'), 'password: hunter2\n');
   const store = await scanned(t, folder, ignore);
-  const seen = (p: string): RevisionEntry => {
-    const e = store.head(p);
-    if (e === undefined) throw new Error(`no ${p}`);
-    return e;
-  };
+  const seen = (p: string): RevisionEntry => headOf(store, p);
   t.equal(store.head('config/secrets.yml'), undefined, 'the ignored file is not recorded');
   const received = [
     peerRev('config', { body: 'config is a file now\n' }, seen('config')),
@@ -427,11 +426,7 @@ t.test('a directory holding files ignored by name anywhere still moves aside wit
   await writeFile(join(folder, 'src', 'main.c'), 'int main;\n');
   await writeFile(join(folder, 'src', 'main.o'), 'object code\n');
   const store = await scanned(t, folder, ignore);
-  const seen = (p: string): RevisionEntry => {
-    const e = store.head(p);
-    if (e === undefined) throw new Error(`no ${p}`);
-    return e;
-  };
+  const seen = (p: string): RevisionEntry => headOf(store, p);
   const received = [
     peerRev('src', { link: 'elsewhere' }, seen('src')),
     peerRev('src/main.c', { deleted: true }, seen('src/main.c')),
