@@ -36,7 +36,7 @@ import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
 import { FolderLog, type FolderLogEntry } from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
-import { count } from '../format.js';
+import { failureText, notInSyncReason } from './sync-outcome-text.js';
 import type { FolderServiceOptions, FolderStatus } from './folder-service-types.js';
 
 /** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
@@ -545,7 +545,7 @@ export class FolderService {
 
   /** What a failed sync means for the schedule; learns the peer's copy's mode from its refusal. */
   #outcomeOf(err: unknown, f: FolderConfig, peerId: string, dialled: boolean, log: Logger): SyncOutcome {
-    const message = err instanceof Error ? err.message : String(err);
+    const message = failureText(err, f.id);
     if (this.#stop.signal.aborted) return { kind: 'busy', error: message };
     const key = pairKey(f.id, peerId);
     const limits = this.#peerLimits.get(key) ?? { takes: true, gives: true };
@@ -579,22 +579,4 @@ export class FolderService {
     });
     return offline ? { kind: 'offline', error: message } : { kind: 'failed', error: message };
   }
-}
-
-/** Why a completed sync is not in sync, naming the first path of each kind (status's `error`). */
-function notInSyncReason(r: SyncFolderResult): string {
-  const first = (paths: readonly string[]): string => `${paths[0] ?? ''}${paths.length > 1 ? ', ...' : ''}`;
-  const peerSkipped = r.peerSkipped ?? [];
-  const why = [
-    r.unreadable.length > 0
-      ? `${count(r.unreadable.length, 'entry', 'entries')} here cannot be read (${first(r.unreadable.map((u) => u.path))})`
-      : undefined,
-    r.skipped.length > 0 ? `${count(r.skipped.length, 'path')} left as is here (${first(r.skipped)})` : undefined,
-    peerSkipped.length > 0
-      ? `${count(peerSkipped.length, 'path')} left as is by the peer (${first(peerSkipped)})`
-      : undefined,
-  ].filter((x) => x !== undefined);
-  return why.length === 0
-    ? 'the sync ended with changes left to move (they are retried)'
-    : `${why.join('; ')}; retried`;
 }

@@ -148,5 +148,6 @@ t.test('a folder the peer does not share: status says error, why, and when it is
   });
   const human = await runCli(['--home', A.home, 'status']);
   t.match(human.stdout, /^ {2}b: error, never synced, next try in \d+ s \(peer: no share named "lonely"/m);
+  t.match(human.stdout, /the peer has not added folder lonely, or has paused or removed it\)/, 'and why that may be');
   t.equal((await runCli(['--home', A.home, 'folder', 'remove', 'lonely'])).code, 0);
 });
