@@ -9,7 +9,7 @@
 // claimed to have), fetched content must carry exactly the roots asked for; content lands
 // through TransferReceiver (staged, verified, renamed into place), never written directly.
 // Non-goals: deciding what to apply (sync-apply.ts), locks and stores (the callers).
-import { lstatSync, type BigIntStats } from 'node:fs';
+import { lstatSync, realpathSync, type BigIntStats } from 'node:fs';
 import path from 'node:path';
 import { bytesEqual, toHex } from '../chunking/blake3.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
@@ -28,7 +28,7 @@ import type { ReconcileEndpoint, ReconcileResult } from '../sync/reconcile.js';
 import { decodeRevisionWithId, MAX_REVISION_BYTES } from '../sync/revision.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import type { RateLimiter } from '../transfer/rate-limiter.js';
-import { normalizeSharePath } from '../transfer/paths.js';
+import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { DataStreamRouter } from '../session/data-stream-router.js';
 import type { ManifestCache } from '../exchange/manifest-cache.js';
 import { isInternalPath } from '../store/internal-names.js';
@@ -380,25 +380,67 @@ async function fetchWith(
   }
 }
 
+/** Which local files a fetch may be served from (serveFetch). */
+export interface ServableFiles {
+  /** `relPath` is recorded here as a live file with content `root`: not an ignored or unscanned one. */
+  readonly recorded: (relPath: string, root: Uint8Array) => boolean;
+  /** `abs`'s directory really lies inside the folder (no directory on the way is a link out of it). */
+  readonly inside: (abs: string) => boolean;
+}
+
+/** What serveFetch may serve from `folder`: recorded files, through directories inside it. */
+export function servableFiles(folder: string, store: RevisionStore): ServableFiles {
+  // One realpath per directory served from, not per file.
+  const folderReal = realpathSync.native(folder);
+  const insideDirs = new Map<string, boolean>();
+  return {
+    recorded: (rel, root) => {
+      const h = store.head(rel)?.revision;
+      return h !== undefined && !h.deleted && h.kind === 'file' && bytesEqual(h.contentRoot, root);
+    },
+    inside: (abs) => {
+      const dir = path.dirname(abs);
+      let ok = insideDirs.get(dir);
+      if (ok === undefined) {
+        try {
+          ok = isConfinedRealpath(folderReal, realpathSync.native(dir));
+        } catch {
+          ok = false; // gone: nothing to serve there
+        }
+        insideDirs.set(dir, ok);
+      }
+      return ok;
+    },
+  };
+}
+
 /**
  * Finds local bytes with content `root`: the file at `relPath`, the history blob, or any live
  * head with that root (a conflict copy made earlier in this sync). Each candidate is hashed:
- * only a file whose manifest has exactly that root is served.
+ * only a file whose manifest has exactly that root is served. The file at `relPath` only when
+ * the log records it with that root, and no file through a directory that leads out of the
+ * folder: the peer names the path, and would learn otherwise whether an ignored file, or one
+ * out of the folder behind a link, holds bytes it guesses (and make us hash it).
  */
-async function locate(
+export async function locate(
   folder: string,
   relPath: string,
   root: Uint8Array,
   chunking: ChunkingParams,
   byRoot: () => Map<string, string[]>,
   cache: ManifestCache | undefined,
+  may: ServableFiles,
 ): Promise<SourceFile | undefined> {
   const here = path.join(folder, ...relPath.split('/'));
-  const cached = cache?.get(relPath, here);
+  const hereServable = may.recorded(relPath, root) && may.inside(here);
+  const cached = hereServable ? cache?.get(relPath, here) : undefined;
   if (cached !== undefined && bytesEqual(cached.root, root))
     return { entryIndex: -1, localPath: here, manifest: cached };
-  const candidates = [here, historyBlobPath(folder, root)];
-  for (const p of byRoot().get(toHex(root)) ?? []) candidates.push(path.join(folder, ...p.split('/')));
+  const candidates = [...(hereServable ? [here] : []), historyBlobPath(folder, root)];
+  for (const p of byRoot().get(toHex(root)) ?? []) {
+    const abs = path.join(folder, ...p.split('/'));
+    if (may.inside(abs)) candidates.push(abs);
+  }
   for (const abs of candidates) {
     try {
       const st = lstatSync(abs);
@@ -449,11 +491,14 @@ export async function serveFetch(
         const r = head.revision;
         if (r.deleted || r.kind !== 'file') continue;
         const key = toHex(r.contentRoot);
-        rootIndex.set(key, [...(rootIndex.get(key) ?? []), r.path]);
+        const paths = rootIndex.get(key);
+        if (paths === undefined) rootIndex.set(key, [r.path]);
+        else paths.push(r.path); // not a copy per head: 10,000 empty files share one root
       }
     }
     return rootIndex;
   };
+  const may = servableFiles(folder, store);
   const entries: ManifestEntry[] = [];
   const files = new Map<number, SourceFile>();
   let totalBytes = 0;
@@ -463,7 +508,7 @@ export async function serveFetch(
     if (isInternalPath(rel) || seen.has(rel))
       throw new ClawpeerError('PROTOCOL', `sync fetch names ${JSON.stringify(item.path)} twice or inside .clawpeer`);
     seen.add(rel);
-    const found = await locate(folder, rel, item.root, chunking, byRoot, cache);
+    const found = await locate(folder, rel, item.root, chunking, byRoot, cache, may);
     if (found === undefined) {
       // The root names the revision asked for: two peers each asking the other for content
       // neither holds (convergence seeds 10028, 20042) are diagnosed from it.
