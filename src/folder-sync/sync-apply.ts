@@ -126,9 +126,11 @@ function publishedStat(
  */
 function unitsOverIgnoredDirs(folderReal: string, plans: readonly PathPlan[], o: PlanOptions): Set<number> {
   const units = new Set<number>();
+  const ignore = o.ignore;
+  if (ignore === undefined || ignore.patterns.length === 0) return units; // no rules: no look per received file
   for (const plan of plans) {
     const h = plan.head?.revision;
-    if (h === undefined || h.deleted || h.kind === 'dir' || o.ignore?.ignores(plan.path, true) !== true) continue;
+    if (h === undefined || h.deleted || h.kind === 'dir' || !ignore.ignores(plan.path, true)) continue;
     let isDir = false;
     try {
       isDir =
@@ -403,10 +405,6 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   /** Files that could not take the head's mode or mtime: what they kept is certified for it. */
   const metadataKept = new Map<PathPlan, WarmStat>();
   const now = (): bigint => msToNs(Date.now());
-  // Once more just before a path is deleted or becomes a link: the content fetch may have taken a while.
-  const rescueLate = async (plan: PathPlan): Promise<void> => {
-    await rescue(plan.path, plan.local);
-  };
   const applyWithoutContent = async (plan: PathPlan): Promise<void> => {
     const a = plan.action;
     switch (a.kind) {
@@ -435,7 +433,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         break;
       case 'symlink': {
         const abs = await confined(folderReal, plan.path);
-        await rescueLate(plan);
+        await rescue(plan.path, plan.local); // once more: the content fetch may have taken a while
         if (isLiveFile(plan.local))
           await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: true });
         await publisher.makeSymlink(plan.path, a.target, a.mtimeMs);

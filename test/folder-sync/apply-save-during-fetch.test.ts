@@ -16,45 +16,20 @@ import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { applyRemote, type ApplyOptions } from '../../src/folder-sync/sync-apply.js';
-import type { FetchOutcome, FetchRequest } from '../../src/folder-sync/sync-exchange.js';
+import type { FetchOutcome } from '../../src/folder-sync/sync-exchange.js';
 import { silentLogger } from '../../src/logger.js';
 import { historyDir } from '../../src/store/sync-history.js';
-import { Publisher } from '../../src/store/publisher.js';
 import { toSeconds } from '../../src/store/staged-file.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import { revisionEntry, type RevisionEntry } from '../../src/sync/revision.js';
 import { vectorFrom } from '../../src/sync/version-vector.js';
+import { publishAsFetched } from '../support/publish-as-fetched.js';
 
 const ME = '12D3KooWCcccccccccccc';
 const PEER = '12D3KooWBbbbbbbbbbbbb';
 const SCANNED = 'as scanned\n';
 const PEERS = "the peer's version\n";
 const SAVED = 'saved while the content came\n';
-
-/** Publishes `bytes` at each request's path through a Publisher with the apply's hook, as fetchContent does. */
-async function publishAll(
-  folder: string,
-  requests: readonly FetchRequest[],
-  bytes: Uint8Array,
-  beforeReplace: ((relPath: string) => Promise<void>) | undefined,
-): Promise<void> {
-  const publisher = await Publisher.open({
-    shareRoot: folder,
-    force: true,
-    chunking: DEFAULT_CHUNKING,
-    fsync: 'none',
-    ...(beforeReplace === undefined ? {} : { beforeReplace }),
-  });
-  for (const r of requests) {
-    const manifest = manifestFromBytes(bytes, DEFAULT_CHUNKING);
-    const staged = await publisher.stageFile({ relPath: r.destPath, manifest, mode: r.mode, mtimeMs: r.mtimeMs });
-    if (staged === 'identical') continue; // the bytes are there already: nothing is renamed
-    if (typeof staged === 'string') throw new Error(`expected a staged file, got ${staged}`);
-    for (const [i, c] of manifest.chunks.entries())
-      await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
-    await publisher.commit([staged]);
-  }
-}
 
 /** The history blobs as {name: the root of what they hold}. */
 async function historyRoots(folder: string): Promise<Record<string, string>> {
@@ -127,7 +102,7 @@ async function run(t: Test, o: RunOptions = {}): Promise<{ folder: string; store
     t.equal(requests.length, 1, "the peer's f is fetched");
     await beforePublish(requests);
     if (save) await writeFile(join(folder, 'f'), SAVED); // the user saves (in place) while the content travels
-    await publishAll(folder, requests, peerBytes, withHook ? beforeReplace : undefined);
+    await publishAsFetched(folder, requests, () => peerBytes, withHook ? beforeReplace : undefined);
     const published = new Map<string, BigIntStats>();
     if (reportStats)
       for (const r of requests) published.set(r.destPath, lstatSync(join(folder, r.destPath), { bigint: true }));
@@ -272,7 +247,7 @@ t.test("a save since the scan that holds the peer's very bytes is not moved asid
   const peerBytes = Buffer.from(PEERS);
   await applyTheirs(store, folder, theirs, async (requests, beforePublish, beforeReplace): Promise<FetchOutcome> => {
     await beforePublish(requests);
-    await publishAll(folder, requests, peerBytes, beforeReplace);
+    await publishAsFetched(folder, requests, () => peerBytes, beforeReplace);
     return { delivered: [...requests], chunksReceived: 0 };
   });
   t.equal(await readFile(join(folder, 'f'), 'utf8'), PEERS);

@@ -13,13 +13,12 @@ import { applyRemote } from '../../src/folder-sync/sync-apply.js';
 import { planRemote } from '../../src/folder-sync/sync-plan.js';
 import { unsyncedPath } from '../../src/folder-sync/unchanged-since-scan.js';
 import { conflictPath, MAX_CONCURRENT_REVISIONS } from '../../src/sync/conflict.js';
-import type { FetchRequest } from '../../src/folder-sync/sync-exchange.js';
 import { parseIgnoreFile, syncIgnoreFrom, type SyncIgnore } from '../../src/folder-sync/sync-ignore.js';
 import { silentLogger } from '../../src/logger.js';
-import { Publisher } from '../../src/store/publisher.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import { revisionEntry, type Revision, type RevisionEntry } from '../../src/sync/revision.js';
 import { incrementVector, vectorFrom } from '../../src/sync/version-vector.js';
+import { publishAsFetched } from '../support/publish-as-fetched.js';
 
 const ME = '12D3KooWCcccccccccccc';
 const PEER = '12D3KooWBbbbbbbbbbbbb';
@@ -97,34 +96,10 @@ function apply(
     fetch: async (requests, beforePublish, beforeReplace) => {
       const delivered = [...requests];
       await beforePublish(delivered);
-      await publishAll(folder, delivered, bodies, beforeReplace);
+      await publishAsFetched(folder, delivered, (dest) => Buffer.from(bodies[dest] ?? ''), beforeReplace);
       return { delivered, chunksReceived: 0 };
     },
   });
-}
-
-async function publishAll(
-  folder: string,
-  requests: readonly FetchRequest[],
-  bodies: Record<string, string>,
-  beforeReplace: (relPath: string) => Promise<void>,
-): Promise<void> {
-  const publisher = await Publisher.open({
-    shareRoot: folder,
-    force: true,
-    chunking: DEFAULT_CHUNKING,
-    fsync: 'none',
-    beforeReplace,
-  });
-  for (const r of requests) {
-    const bytes = Buffer.from(bodies[r.destPath] ?? '');
-    const manifest = manifestFromBytes(bytes, DEFAULT_CHUNKING);
-    const staged = await publisher.stageFile({ relPath: r.destPath, manifest, mode: r.mode, mtimeMs: r.mtimeMs });
-    if (typeof staged === 'string') continue;
-    for (const [i, c] of manifest.chunks.entries())
-      await staged.writeChunk(i, bytes.subarray(c.offset, c.offset + c.length));
-    await publisher.commit([staged]);
-  }
 }
 
 t.test(
