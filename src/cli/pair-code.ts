@@ -2,10 +2,12 @@
 // opens a code invite, claims its nameplate in the nameplate directories, prints the code and by
 // default waits for the listener to settle it; the joiner's side runs ops/pair-code-join.ts.
 import { randomBytes } from 'node:crypto';
+import { lookup } from 'node:dns/promises';
 import { createInterface } from 'node:readline/promises';
 import {
   formatHostPort,
   loadIdentity,
+  parseHostPort,
   PeerStore,
   readListening,
   resolveConfig,
@@ -121,7 +123,7 @@ async function listenerOffRendezvous(
   const status = await listenerStatus(ctx.home.dir, ctx.signal).catch(() => 'no answer');
   if (typeof status === 'string' || status.rendezvous === undefined) return undefined;
   const named = formatHostPort(rendezvous);
-  if (status.rendezvous === named) return undefined;
+  if (status.rendezvous !== null && (await sameServer(status.rendezvous, rendezvous))) return undefined;
   const registered =
     status.rendezvous === null ? 'is not registered with any rendezvous' : `is registered with ${status.rendezvous}`;
   return (
@@ -129,6 +131,28 @@ async function listenerOffRendezvous(
     `reach the listener through it; restart the listener with: clawpeer --rendezvous ${named} listen ` +
     '(or set "rendezvous" in config.json)'
   );
+}
+
+/**
+ * Whether the listener's rendezvous (as it reports it) is the server at `named`: the same port
+ * and a host that resolves to an address in common (`localhost:7800` is `127.0.0.1:7800`).
+ * A name that does not resolve counts as itself only.
+ */
+async function sameServer(reported: string, named: HostPort): Promise<boolean> {
+  let other: HostPort;
+  try {
+    other = parseHostPort(reported);
+  } catch {
+    return false;
+  }
+  if (other.port !== named.port) return false;
+  if (other.host.toLowerCase() === named.host.toLowerCase()) return true;
+  const addresses = async (host: string): Promise<Set<string>> => {
+    const found = await lookup(host, { all: true }).catch(() => []);
+    return new Set(found.length > 0 ? found.map((a) => a.address) : [host]);
+  };
+  const [a, b] = await Promise.all([addresses(other.host), addresses(named.host)]);
+  return [...a].some((x) => b.has(x));
 }
 
 export interface CodeJoinArgs {

@@ -82,6 +82,11 @@ t.test('pair invite warns when the listener is not registered with the rendezvou
   const fine = await runCli(['--home', a.home, 'pair', 'invite', '--no-wait', '--json']);
   t.equal(fine.code, 0, fine.stderr);
   t.notMatch(fine.stderr, /warning/);
+  // The same server by another name (localhost for 127.0.0.1) is not another rendezvous.
+  const port = rendezvous.slice(rendezvous.lastIndexOf(':') + 1);
+  const byName = await runCli(['--home', a.home, '--rendezvous', `localhost:${port}`, 'pair', 'invite', '--no-wait']);
+  t.equal(byName.code, 0, byName.stderr);
+  t.notMatch(byName.stderr, /warning/, 'localhost names the rendezvous the listener registered with');
   // d's listener runs with no rendezvous, and the invite names one: the joiner would find the
   // code there but no way to the listener.
   const d = await initNode('rv-d');
