@@ -27,8 +27,13 @@ if (bundled === undefined && mtimeMs(join(dist, 'src', 'cli', 'main.js')) === un
 const dir = bundled !== undefined && (compiled === undefined || bundled >= compiled) ? '../dist/bundle/cli/' : '../dist/src/cli/';
 const argv = process.argv.slice(2);
 // A sync a running listener of this home can take is handed over without loading yargs
-// (src/cli/sync-fast-path.ts); it declines anything but the plain forms.
-const fast = argv.includes('sync') ? import(`${dir}sync-fast-path.js`).then(({ runFastSync }) => runFastSync(argv)) : Promise.resolve(undefined);
+// (src/cli/sync-fast-path.ts), and a push or pull in its plain forms runs without it
+// (src/cli/transfer-fast-path.ts); each declines anything else (undefined), and main runs.
+const fastPaths = [];
+if (argv.includes('sync')) fastPaths.push(['sync-fast-path.js', 'runFastSync']);
+if (argv.includes('push') || argv.includes('pull')) fastPaths.push(['transfer-fast-path.js', 'runFastTransfer']);
+let fast = Promise.resolve(undefined);
+for (const [file, run] of fastPaths) fast = fast.then((code) => (code !== undefined ? code : import(`${dir}${file}`).then((m) => m[run](argv))));
 let settled = false;
 fast
   .then((code) => (code !== undefined ? code : import(`${dir}main.js`).then(({ main }) => main(argv))))

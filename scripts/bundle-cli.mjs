@@ -19,8 +19,13 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = join(root, 'dist/bundle/cli');
 rmSync(outdir, { recursive: true, force: true });
 await build({
-  // sync-fast-path: the launcher's first try for `sync` (a listener's folder, no yargs).
-  entryPoints: [join(root, 'dist/src/cli/main.js'), join(root, 'dist/src/cli/sync-fast-path.js')],
+  // sync-fast-path, transfer-fast-path: the launcher's first try for `sync` (a listener's
+  // folder) and for push and pull (their plain forms), without yargs.
+  entryPoints: [
+    join(root, 'dist/src/cli/main.js'),
+    join(root, 'dist/src/cli/sync-fast-path.js'),
+    join(root, 'dist/src/cli/transfer-fast-path.js'),
+  ],
   outdir,
   bundle: true,
   splitting: true,

@@ -106,6 +106,20 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
       }
     };
 
+  const cli = await buildCli(argv, run);
+  try {
+    await cli.parseAsync();
+  } catch (err) {
+    exitCode = reportError(err, new Output(json));
+    if (exitCode === EXIT_CODES.usage && !json) process.stderr.write('run `clawpeer --help` for usage\n');
+  }
+  return exitCode;
+}
+
+/** The yargs instance `argv` runs with: the global options and the commands it needs (registrationsFor). */
+export async function buildCli(argv: readonly string[], run: Runner): Promise<Argv> {
+  // The command's module loads (its file is read off the thread pool) while yargs is set up.
+  const registering = registrationsFor(argv);
   let cli: Argv = yargs(argv.map(toYargsWord))
     .scriptName('clawpeer')
     .usage(
@@ -154,16 +168,9 @@ async function runCli(argv: readonly string[], signal: AbortSignal): Promise<Exi
       );
     })
     .wrap(Math.min(100, process.stdout.columns ?? 100));
-  for (const register of await registrationsFor(argv)) cli = register(cli, run);
+  for (const register of await registering) cli = register(cli, run);
   skipHelpCache(cli);
-
-  try {
-    await cli.parseAsync();
-  } catch (err) {
-    exitCode = reportError(err, new Output(json));
-    if (exitCode === EXIT_CODES.usage && !json) process.stderr.write('run `clawpeer --help` for usage\n');
-  }
-  return exitCode;
+  return cli;
 }
 
 /** The option names yargs knows at this point of the parse (the command's too, once it is entered). */

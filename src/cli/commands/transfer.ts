@@ -193,7 +193,12 @@ const patternFileOnStdin = (args: Record<string, unknown>): string | undefined =
 /** The name a remote path lands under here: its last segment. */
 const landingName = (remotePath: string): string => remotePath.split('/').at(-1) ?? '';
 
-async function run(ctx: CommandContext, args: Record<string, unknown>, direction: 'push' | 'pull'): Promise<void> {
+/** push or pull with the arguments yargs parsed (or transfer-fast-path.ts, the same object). */
+export async function runTransfer(
+  ctx: CommandContext,
+  args: Record<string, unknown>,
+  direction: 'push' | 'pull',
+): Promise<void> {
   // push LOCAL... REMOTE and pull REMOTE... LOCAL: the last word is the destination, as with rsync and scp.
   const words = argWords(args, 'paths');
   if (args['from0'] === true && args['files-from'] === undefined)
@@ -472,7 +477,7 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
             'show what a mirror would publish and remove, change nothing',
           )
           .example('tar c dir | $0 push --stdin-name dir.tar - alice', 'send what is piped in, as inbox/dir.tar'),
-      runner((ctx, args) => run(ctx, args, 'push')),
+      runner((ctx, args) => runTransfer(ctx, args, 'push')),
     )
     .command(
       'pull <paths..>',
@@ -495,6 +500,6 @@ export function registerTransferCommands(cli: Argv, runner: Runner): Argv {
             describe:
               "fetch the symlinks that lead out of the pulled tree as what they point to, when that is inside the peer's share (rsync --copy-unsafe-links)",
           }),
-      runner((ctx, args) => run(ctx, args, 'pull')),
+      runner((ctx, args) => runTransfer(ctx, args, 'pull')),
     );
 }

@@ -1,0 +1,78 @@
+// The push/pull fast path (src/cli/transfer-fast-path.ts) must hand the transfer handler the very
+// arguments object yargs builds for the same command line, and decline every form it cannot read
+// exactly as yargs does.
+import t from 'tap';
+import { buildCli } from '../../src/cli/main.js';
+import { parseFastTransfer } from '../../src/cli/transfer-fast-path.js';
+
+/** What the yargs command handler receives for `argv` (nothing runs). */
+async function yargsArgs(argv: string[]): Promise<Record<string, unknown> | undefined> {
+  let got: Record<string, unknown> | undefined;
+  const cli = await buildCli(argv, () => async (args) => {
+    got = { ...args };
+  });
+  await cli.parseAsync();
+  return got;
+}
+
+t.test('the plain forms of push and pull get the arguments yargs gives', async (t) => {
+  const forms: string[][] = [
+    ['push', 'tiny', 'recv:s0'],
+    ['--home', '/h', 'push', 'a', 'b', 'recv:s0', '-q'],
+    ['pull', 'recv:s0/x', '-', '--json'],
+    ['push', '-', '12', '0x10', '1e3', 'recv'],
+    ['push', '--home=/h', 'a', '--quiet', 'recv:docs/2026'],
+    ['push', '--bwlimit', '500', '--connections', '4', 'a', 'b'],
+    ['push', '--no-quiet', '--no-update', '-v', '--addr=127.0.0.1:7700', 'a', 'b'],
+    ['push', '--no-lan-discovery', 'a', 'b'],
+    ['pull', '--lan-discovery', '--transport', 'tcp', '--fsync', 'none', 'recv:s0', 'dir'],
+    ['push', '--no-compress', '--force', '--ignore-existing', '-u', '-n', 'a', 'recv'],
+    ['push', '--compress', '--update', '--dry-run', '--delete', '--remove-source-files', 'a', 'recv'],
+    ['push', '-i', '-b', '-L', '--copy-unsafe-links', 'a', 'recv'],
+    ['pull', '--itemize-changes', '--backup', '--copy-links', 'recv:s0', '.'],
+    ['push', '--no-force', '--no-delete', '--no-copy-links', '--no-backup', 'a', 'recv'],
+    ['--json', 'pull', 'recv:s0/a', 'recv:s0/b', '/tmp/x'],
+    ['push', 'a b', 'recv:s0/with space'],
+  ];
+  for (const argv of forms) {
+    const fast = parseFastTransfer(argv);
+    t.ok(fast, `read: ${argv.join(' ')}`);
+    t.equal(
+      fast?.direction,
+      argv.find((w) => w === 'push' || w === 'pull'),
+    );
+    t.same(fast?.args, await yargsArgs(argv), argv.join(' '));
+    t.strictSame(fast?.args, await yargsArgs(argv), argv.join(' '));
+  }
+});
+
+t.test('anything else is left to the full CLI', async (t) => {
+  const declined: string[][] = [
+    ['push'],
+    ['push', '--help'],
+    ['push', 'a', 'recv', '--version'],
+    ['push', '-nq', 'a', 'recv'],
+    ['push', '-vv', 'a', 'recv'],
+    ['push', '--force', 'true', 'a', 'recv'],
+    ['push', '--force=true', 'a', 'recv'],
+    ['push', '--force', '--force', 'a', 'recv'],
+    ['push', '-q', '--quiet', 'a', 'recv'],
+    ['push', '--streams', '8', 'a', 'recv'],
+    ['push', '--exclude', '*.log', 'a', 'recv'],
+    ['push', '--transport', 'udp', 'a', 'recv'],
+    ['push', '--addr', 'a', 'recv', '--addr', 'b'],
+    ['push', '--home', '--json', 'a', 'recv'],
+    ['push', '--addr'],
+    ['push', '--addr=', 'a', 'recv'],
+    ['push', '--', 'a', 'recv'],
+    ['push', '-x', 'a', 'recv'],
+    ['push', '', 'recv'],
+    ['push', '--no-addr', 'a', 'recv'],
+    ['--rendezvous', 'h:1', 'push', 'a', 'recv'],
+    ['sync', 'a', 'recv:s0'],
+    ['ls', 'push', 'pull'],
+    ['--json'],
+    [],
+  ];
+  for (const argv of declined) t.equal(parseFastTransfer(argv), undefined, argv.join(' '));
+});
