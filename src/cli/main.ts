@@ -75,8 +75,13 @@ export function commandWord(argv: readonly string[]): string | undefined {
   return undefined;
 }
 
-/** The registration functions `argv` needs: its command's module, or all of them. */
+/**
+ * The registration functions `argv` needs: its command's module, none for a bare `--version`
+ * (yargs prints the version before it looks at any command: the thirteen modules cost ~0.1
+ * CPU-s of it), or all of them.
+ */
 export async function registrationsFor(argv: readonly string[]): Promise<Register[]> {
+  if (argv.length === 1 && argv[0] === '--version') return [];
   const word = commandWord(argv);
   const one = word === undefined ? undefined : MODULE_OF_COMMAND.get(word);
   return Promise.all((one === undefined ? ALL_MODULES : [one]).map((load) => load()));

@@ -17,7 +17,7 @@ t.test('commandWord skips options and the values of global options', async (t) =
   t.equal(commandWord(['--', 'sync']), undefined, 'nothing after -- is a command');
 });
 
-t.test('a known command loads one module; help, version and typos load all of them', async (t) => {
+t.test('a known command loads one module; help and typos load all of them, a bare --version none', async (t) => {
   t.equal((await registrationsFor(['sync', 'd', 'p:s'])).length, 1);
   const [logModule] = await registrationsFor(['log', 'd']);
   const [restoreModule] = await registrationsFor(['restore', 'x']);
@@ -27,7 +27,8 @@ t.test('a known command loads one module; help, version and typos load all of th
   const all = await registrationsFor(['--help']);
   t.equal(all.length, 13);
   t.equal(new Set(all).size, 13, 'thirteen different modules');
-  t.equal((await registrationsFor(['--version'])).length, 13);
+  t.equal((await registrationsFor(['--version'])).length, 0, 'a bare --version needs no command');
+  t.equal((await registrationsFor(['--version', '--json'])).length, 13);
   t.equal((await registrationsFor(['synk', 'd'])).length, 13, 'a typo gets every command, so yargs can suggest one');
   t.ok(all.includes(restoreModule!), 'the one module is one of the thirteen');
 });
