@@ -11,24 +11,15 @@
 // build, and dist/src otherwise (a tsc-only rebuild is never shadowed by an old bundle).
 // Run from the repository root after tsc: `npm run build` does both.
 import { build } from 'esbuild';
-import { rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = join(root, 'dist/bundle/cli');
 rmSync(outdir, { recursive: true, force: true });
-await build({
-  // sync-fast-path, transfer-fast-path: the launcher's first try for `sync` (a listener's
-  // folder) and for push and pull (their plain forms), without yargs.
-  entryPoints: [
-    join(root, 'dist/src/cli/main.js'),
-    join(root, 'dist/src/cli/sync-fast-path.js'),
-    join(root, 'dist/src/cli/transfer-fast-path.js'),
-  ],
-  outdir,
+const common = {
   bundle: true,
-  splitting: true,
   format: 'esm',
   platform: 'node',
   target: 'node20',
@@ -48,4 +39,63 @@ await build({
   ],
   sourcemap: 'linked',
   logLevel: 'warning',
+};
+// transfer-fast-path's run (transfer-run.js) is the file built below, not split chunks.
+const transferRunApart = {
+  name: 'transfer-run-apart',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/transfer-run\.js$/ }, (args) => ({ path: args.path, external: true }));
+  },
+};
+const split = await build({
+  ...common,
+  // sync-fast-path, transfer-fast-path: the launcher's first try for `sync` (a listener's
+  // folder) and for push and pull (their plain forms), without yargs.
+  entryPoints: [
+    join(root, 'dist/src/cli/main.js'),
+    join(root, 'dist/src/cli/sync-fast-path.js'),
+    join(root, 'dist/src/cli/transfer-fast-path.js'),
+  ],
+  outdir,
+  splitting: true,
+  metafile: true,
+  plugins: [transferRunApart],
+});
+
+// A push or pull that transfer-fast-path read runs from one file, transfer-run.js, with all it
+// can load (what it loads lazily stays lazy, in esbuild's init wrappers): split, it was ~70
+// chunks, each an ES module to resolve, read, compile and link. Nothing in it meets the split
+// chunks (main.js is not loaded once the fast path has the command), so no module is there twice.
+// A module that runs itself as a worker thread (support/self-worker.ts: the chunking threads of
+// file-chunking/parallel-manifest.ts) starts the worker from its own file's URL: here that
+// would be all of transfer-run.js for every thread (and its service would sit in a lazy init
+// no thread calls). So in this file its import.meta.url names the split chunk that holds it,
+// what the worker loads in the split bundle too.
+const chunkOf = new Map();
+for (const [out, o] of Object.entries(split.metafile.outputs))
+  for (const input of Object.keys(o.inputs)) if (!out.endsWith('.map')) chunkOf.set(join(root, input), join(root, out));
+const selfWorkers = new Set(
+  Object.entries(split.metafile.inputs)
+    .filter(([, input]) => input.imports.some((i) => i.path.endsWith('support/self-worker.js')))
+    .map(([file]) => join(root, file)),
+);
+const workersFromSplitChunks = {
+  name: 'workers-from-split-chunks',
+  setup(b) {
+    b.onLoad({ filter: /\.js$/ }, (args) => {
+      if (!selfWorkers.has(args.path)) return undefined;
+      const chunk = chunkOf.get(args.path);
+      const text = readFileSync(args.path, 'utf8');
+      if (chunk === undefined || !text.includes('import.meta.url'))
+        throw new Error(`${args.path}: a self-worker module without its split chunk or import.meta.url`);
+      const url = `new URL(${JSON.stringify(`./${basename(chunk)}`)}, import.meta.url).href`;
+      return { contents: text.replaceAll('import.meta.url', url), loader: 'js', resolveDir: dirname(args.path) };
+    });
+  },
+};
+await build({
+  ...common,
+  entryPoints: [join(root, 'dist/src/cli/transfer-run.js')],
+  outdir,
+  plugins: [workersFromSplitChunks],
 });

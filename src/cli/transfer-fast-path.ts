@@ -12,10 +12,10 @@
 // always, reporting any usage error itself. The handler, output, errors and exit codes are the
 // full CLI's own (commands/transfer.ts); test/cli/transfer-fast-path.test.ts checks that the
 // arguments it gets are the very object yargs would give it.
-import { EXIT_CODES, type ExitCode } from '../errors.js';
+// Light on purpose (the bundle puts the run in its own file: transfer-run.ts), so it reads the
+// command line before anything else loads.
+import type { ExitCode } from '../errors.js';
 import { toYargsWord } from './args.js';
-import { interruptionOf, makeContext, withInterrupt } from './context.js';
-import { Output, reportError } from './output.js';
 
 interface OptionSpec {
   /** The keys yargs sets for it: the name, its aliases and camel-case form. */
@@ -149,22 +149,6 @@ export function parseFastTransfer(argv: readonly string[]): FastTransfer | undef
 export async function runFastTransfer(argv: readonly string[]): Promise<ExitCode | undefined> {
   const o = parseFastTransfer(argv);
   if (o === undefined) return undefined;
-  const { runTransfer } = await import('./commands/transfer.js');
-  // As main.ts's handler wrapper, and its report of what escapes it.
-  return withInterrupt(async (signal) => {
-    try {
-      const ctx = makeContext(o.args, signal, argv);
-      try {
-        await runTransfer(ctx, o.args, o.direction);
-      } catch (err) {
-        return reportError(interruptionOf(signal, err), ctx.out);
-      }
-      return EXIT_CODES.ok;
-    } catch (err) {
-      const json = argv.includes('--json');
-      const exitCode = reportError(err, new Output(json));
-      if (exitCode === EXIT_CODES.usage && !json) process.stderr.write('run `clawpeer --help` for usage\n');
-      return exitCode;
-    }
-  });
+  const { runParsedTransfer } = await import('./transfer-run.js');
+  return runParsedTransfer(argv, o.args, o.direction);
 }
