@@ -40,36 +40,37 @@ const common = {
   sourcemap: 'linked',
   logLevel: 'warning',
 };
-// transfer-fast-path's run (transfer-run.js) is the file built below, not split chunks.
-const transferRunApart = {
-  name: 'transfer-run-apart',
+// plain-fast-path's runs (transfer-run.js, sync-run.js) are the files built below, not split chunks.
+const runsApart = {
+  name: 'runs-apart',
   setup(b) {
-    b.onResolve({ filter: /^\.\/transfer-run\.js$/ }, (args) => ({ path: args.path, external: true }));
+    b.onResolve({ filter: /^\.\/(transfer|sync)-run\.js$/ }, (args) => ({ path: args.path, external: true }));
   },
 };
 const split = await build({
   ...common,
-  // sync-fast-path, transfer-fast-path: the launcher's first try for `sync` (a listener's
-  // folder) and for push and pull (their plain forms), without yargs.
+  // sync-fast-path, plain-fast-path: the launcher's first tries for `sync` (a listener's
+  // folder) and for push, pull and sync (their plain forms), without yargs.
   entryPoints: [
     join(root, 'dist/src/cli/main.js'),
     join(root, 'dist/src/cli/sync-fast-path.js'),
-    join(root, 'dist/src/cli/transfer-fast-path.js'),
+    join(root, 'dist/src/cli/plain-fast-path.js'),
   ],
   outdir,
   splitting: true,
   metafile: true,
-  plugins: [transferRunApart],
+  plugins: [runsApart],
 });
 
-// A push or pull that transfer-fast-path read runs from one file, transfer-run.js, with all it
-// can load (what it loads lazily stays lazy, in esbuild's init wrappers): split, it was ~70
-// chunks, each an ES module to resolve, read, compile and link. Nothing in it meets the split
-// chunks (main.js is not loaded once the fast path has the command), so no module is there twice.
+// A push or pull that plain-fast-path read runs from one file, transfer-run.js, with all it can
+// load (what it loads lazily stays lazy, in esbuild's init wrappers), and a sync from
+// sync-run.js: split, a push was ~70 chunks, each an ES module to resolve, read, compile and
+// link. Nothing in them meets the split chunks (main.js is not loaded once the fast path has the
+// command), so no module is there twice.
 // A module that runs itself as a worker thread (support/self-worker.ts: the chunking threads of
 // file-chunking/parallel-manifest.ts) starts the worker from its own file's URL: here that
 // would be all of transfer-run.js for every thread (and its service would sit in a lazy init
-// no thread calls). So in this file its import.meta.url names the split chunk that holds it,
+// no thread calls). So in these files its import.meta.url names the split chunk that holds it,
 // what the worker loads in the split bundle too.
 const chunkOf = new Map();
 for (const [out, o] of Object.entries(split.metafile.outputs))
@@ -95,7 +96,7 @@ const workersFromSplitChunks = {
 };
 await build({
   ...common,
-  entryPoints: [join(root, 'dist/src/cli/transfer-run.js')],
+  entryPoints: [join(root, 'dist/src/cli/transfer-run.js'), join(root, 'dist/src/cli/sync-run.js')],
   outdir,
   plugins: [workersFromSplitChunks],
 });

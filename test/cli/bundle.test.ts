@@ -1,6 +1,6 @@
-// The built bundle (scripts/bundle-cli.mjs, `npm run build`): a push or pull the fast path took
-// runs from transfer-run.js, one file, and a worker thread started from its code loads the
-// split chunk of the module that runs as the worker, not all of transfer-run.js.
+// The built bundle (scripts/bundle-cli.mjs, `npm run build`): a push, pull or sync the plain
+// fast path took runs from one file (transfer-run.js, sync-run.js), and a worker thread started
+// from its code loads the split chunk of the module that runs as the worker, not all of the file.
 import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -8,19 +8,21 @@ import { fileURLToPath } from 'node:url';
 const dir = fileURLToPath(new URL('../../bundle/cli/', import.meta.url));
 
 t.test(
-  'transfer-run.js starts its worker threads from their split chunks',
+  'the run files start their worker threads from split chunks',
   { skip: !existsSync(`${dir}transfer-run.js`) && 'not bundled' },
   async (t) => {
-    const text = readFileSync(`${dir}transfer-run.js`, 'utf8');
-    // Every call (not the function's own definition) names a split chunk.
-    const calls = [...text.matchAll(/(?<!function )startSelfWorker\(([^\n]{0,80})/g)].map((m) => m[1]!);
-    t.ok(calls.length > 0, 'the chunking threads are started from it');
-    for (const call of calls) {
-      const chunk = /^new URL\("\.\/(chunk-[A-Z0-9]+\.js)", import\.meta\.url\)\.href,/.exec(call)?.[1];
-      t.ok(chunk, `a split chunk's URL: ${call}`);
-      if (chunk !== undefined)
-        t.match(readFileSync(`${dir}${chunk}`, 'utf8'), /selfWorkerOptions\(/, `${chunk} runs the worker's service`);
+    for (const file of ['transfer-run.js', 'sync-run.js']) {
+      const text = readFileSync(`${dir}${file}`, 'utf8');
+      // Every call (not the function's own definition) names a split chunk.
+      const calls = [...text.matchAll(/(?<!function )startSelfWorker\(([^\n]{0,80})/g)].map((m) => m[1]!);
+      if (file === 'transfer-run.js') t.ok(calls.length > 0, 'a push starts its chunking threads from it');
+      for (const call of calls) {
+        const chunk = /^new URL\("\.\/(chunk-[A-Z0-9]+\.js)", import\.meta\.url\)\.href,/.exec(call)?.[1];
+        t.ok(chunk, `${file}: a split chunk's URL: ${call}`);
+        if (chunk !== undefined)
+          t.match(readFileSync(`${dir}${chunk}`, 'utf8'), /selfWorkerOptions\(/, `${chunk} runs the worker's service`);
+      }
     }
-    t.notMatch(readFileSync(`${dir}transfer-fast-path.js`, 'utf8'), /yargs/, 'the fast path loads no yargs');
+    t.notMatch(readFileSync(`${dir}plain-fast-path.js`, 'utf8'), /yargs/, 'the fast path loads no yargs');
   },
 );

@@ -42,7 +42,8 @@ function parseMode(value: unknown): SyncModeName {
   throw new ClawpeerError('USAGE', `--mode must be two-way, send-only or receive-only, got ${JSON.stringify(value)}`);
 }
 
-async function runSync(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
+/** `sync` with the arguments yargs parsed (or plain-fast-path.ts, the same object). */
+export async function runSync(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
   const dir = path.resolve(String(args['dir']));
   const remote = parseRemote(String(args['remote']), true);
   if (remote.path !== '')

@@ -193,7 +193,7 @@ const patternFileOnStdin = (args: Record<string, unknown>): string | undefined =
 /** The name a remote path lands under here: its last segment. */
 const landingName = (remotePath: string): string => remotePath.split('/').at(-1) ?? '';
 
-/** push or pull with the arguments yargs parsed (or transfer-fast-path.ts, the same object). */
+/** push or pull with the arguments yargs parsed (or plain-fast-path.ts, the same object). */
 export async function runTransfer(
   ctx: CommandContext,
   args: Record<string, unknown>,

@@ -1,9 +1,9 @@
-// The push/pull fast path (src/cli/transfer-fast-path.ts) must hand the transfer handler the very
+// The plain fast path (src/cli/plain-fast-path.ts) must hand the push, pull and sync handlers the very
 // arguments object yargs builds for the same command line, and decline every form it cannot read
 // exactly as yargs does.
 import t from 'tap';
 import { buildCli } from '../../src/cli/main.js';
-import { parseFastTransfer } from '../../src/cli/transfer-fast-path.js';
+import { parsePlainCommand } from '../../src/cli/plain-fast-path.js';
 
 /** What the yargs command handler receives for `argv` (nothing runs). */
 async function yargsArgs(argv: string[]): Promise<Record<string, unknown> | undefined> {
@@ -15,7 +15,7 @@ async function yargsArgs(argv: string[]): Promise<Record<string, unknown> | unde
   return got;
 }
 
-t.test('the plain forms of push and pull get the arguments yargs gives', async (t) => {
+t.test('the plain forms of push, pull and sync get the arguments yargs gives', async (t) => {
   const forms: string[][] = [
     ['push', 'tiny', 'recv:s0'],
     ['--home', '/h', 'push', 'a', 'b', 'recv:s0', '-q'],
@@ -33,13 +33,19 @@ t.test('the plain forms of push and pull get the arguments yargs gives', async (
     ['push', '--no-force', '--no-delete', '--no-copy-links', '--no-backup', 'a', 'recv'],
     ['--json', 'pull', 'recv:s0/a', 'recv:s0/b', '/tmp/x'],
     ['push', 'a b', 'recv:s0/with space'],
+    ['--home', 'push', 'push', 'a', 'recv'],
+    ['sync', 'docs', 'alice:share'],
+    ['sync', '12', 'alice:share', '--json', '-q', '--home', '/h'],
+    ['--home=/h', 'sync', '--mode', 'receive-only', 'docs', 'alice:share', '--no-compress', '--transport=tcp'],
+    ['sync', '-n', '--watch', '--addr', '127.0.0.1:7700', '--fsync=none', '--connections', '2', 'd', 'a:s'],
+    ['sync', '--dry-run', '--no-watch', '--bwlimit', '1MiB', '--compress', '-v', '--no-lan-discovery', 'd', 'a:s'],
   ];
   for (const argv of forms) {
-    const fast = parseFastTransfer(argv);
+    const fast = parsePlainCommand(argv);
     t.ok(fast, `read: ${argv.join(' ')}`);
     t.equal(
-      fast?.direction,
-      argv.find((w) => w === 'push' || w === 'pull'),
+      fast?.command,
+      argv.find((w) => w === 'push' || w === 'pull' || w === 'sync'),
     );
     t.same(fast?.args, await yargsArgs(argv), argv.join(' '));
     t.strictSame(fast?.args, await yargsArgs(argv), argv.join(' '));
@@ -69,10 +75,16 @@ t.test('anything else is left to the full CLI', async (t) => {
     ['push', '', 'recv'],
     ['push', '--no-addr', 'a', 'recv'],
     ['--rendezvous', 'h:1', 'push', 'a', 'recv'],
-    ['sync', 'a', 'recv:s0'],
+    ['sync', 'a', 'recv:s0', 'x'],
+    ['sync', 'a'],
+    ['sync', 'a', 'recv:s0', '--interval', '5'],
+    ['sync', 'a', 'recv:s0', '--mode', 'both'],
+    ['sync', 'a', 'recv:s0', '--force'],
+    ['push', 'a', 'recv', '--mode', 'two-way'],
+    ['--addr', 'x', 'push', 'a', 'recv'],
     ['ls', 'push', 'pull'],
     ['--json'],
     [],
   ];
-  for (const argv of declined) t.equal(parseFastTransfer(argv), undefined, argv.join(' '));
+  for (const argv of declined) t.equal(parsePlainCommand(argv), undefined, argv.join(' '));
 });

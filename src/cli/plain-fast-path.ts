@@ -1,19 +1,20 @@
-// `clawpeer push ...` and `clawpeer pull ...` in their plain forms, without loading yargs: the
-// launcher tries this first when the command line mentions push or pull.
+// push, pull and sync in their plain forms, without loading yargs: the launcher tries this when
+// the command line mentions one of them (a sync after sync-fast-path.ts, which hands a folder a
+// listener of this home serves to that listener).
 //
 // Why: a push's whole-process time is what issue 33 compares with scp and rsync, and yargs (its
-// ~240 KB bundle to load and compile, then building the command table and parsing) was ~80-110
-// ms of CPU in every push and pull, before the dial could start.
-// Only the plain forms are recognised: the global --home, --json, -q/--quiet and
-// --[no-]lan-discovery, and the transfer options listed in OPTIONS, each at most once and spelled
-// as below; a value option takes the next word or `--flag=value`. Anything else (--help,
+// ~240 KB bundle to load and compile, then building the command table and parsing) was ~60-110
+// ms of CPU in every push, pull and sync, before the dial could start.
+// Only the plain forms are recognised: the global --home, --json, -q/--quiet, -v and
+// --[no-]lan-discovery, and the command's options listed below, each at most once and spelled
+// as there; a value option takes the next word or `--flag=value`. Anything else (--help,
 // --version, an unknown or repeated flag, bundled short flags, a value that looks like a flag, a
-// --transport or --fsync not among its choices, `--`) returns undefined and the full CLI runs as
-// always, reporting any usage error itself. The handler, output, errors and exit codes are the
-// full CLI's own (commands/transfer.ts); test/cli/transfer-fast-path.test.ts checks that the
-// arguments it gets are the very object yargs would give it.
-// Light on purpose (the bundle puts the run in its own file: transfer-run.ts), so it reads the
-// command line before anything else loads.
+// value not among its choices, `--`) returns undefined and the full CLI runs as always,
+// reporting any usage error itself. The handlers, output, errors and exit codes are the full
+// CLI's own (commands/transfer.ts, commands/sync.ts); test/cli/plain-fast-path.test.ts checks
+// that the arguments they get are the very object yargs would give them.
+// Light on purpose: the bundle puts each run in its own file (transfer-run.ts, sync-run.ts), so
+// the command line is read before anything else loads.
 import type { ExitCode } from '../errors.js';
 import { toYargsWord } from './args.js';
 
@@ -36,26 +37,34 @@ const ITEMIZE = bool('itemize-changes', 'i', 'itemizeChanges');
 const BACKUP = bool('backup', 'b');
 const COPY_LINKS = bool('copy-links', 'L', 'copyLinks');
 
-/** Flags as written on the command line. `--no-NAME` turns a long boolean off. */
-const OPTIONS: ReadonlyMap<string, OptionSpec> = new Map([
+const GLOBAL: readonly (readonly [string, OptionSpec])[] = [
   ['--home', str(['home'])],
   ['--json', bool('json')],
   ['-q', QUIET],
   ['--quiet', QUIET],
   ['-v', count('v')],
   ['--lan-discovery', bool('lan-discovery', 'lanDiscovery')],
+];
+/** Options push, pull and sync share (commands/transfer.ts, commands/sync.ts, args.ts). */
+const DIAL: readonly (readonly [string, OptionSpec])[] = [
   ['--addr', str(['addr'])],
   ['--transport', str(['transport'], ['quic', 'tcp', 'auto'])],
   ['--fsync', str(['fsync'], ['batch', 'none'])],
   ['--connections', str(['connections'])],
   ['--bwlimit', str(['bwlimit'])],
   ['--compress', bool('compress')],
+  ['-n', DRY_RUN],
+  ['--dry-run', DRY_RUN],
+];
+
+/** Flags as written on the command line, by command. `--no-NAME` turns a long boolean off. */
+const TRANSFER_OPTIONS: ReadonlyMap<string, OptionSpec> = new Map([
+  ...GLOBAL,
+  ...DIAL,
   ['--force', bool('force')],
   ['--ignore-existing', bool('ignore-existing', 'ignoreExisting')],
   ['-u', UPDATE],
   ['--update', UPDATE],
-  ['-n', DRY_RUN],
-  ['--dry-run', DRY_RUN],
   ['--delete', bool('delete')],
   ['--remove-source-files', bool('remove-source-files', 'removeSourceFiles')],
   ['-i', ITEMIZE],
@@ -66,9 +75,15 @@ const OPTIONS: ReadonlyMap<string, OptionSpec> = new Map([
   ['--copy-links', COPY_LINKS],
   ['--copy-unsafe-links', bool('copy-unsafe-links', 'copyUnsafeLinks')],
 ]);
+const SYNC_OPTIONS: ReadonlyMap<string, OptionSpec> = new Map([
+  ...GLOBAL,
+  ...DIAL,
+  ['--mode', str(['mode'], ['two-way', 'send-only', 'receive-only'])],
+  ['--watch', bool('watch')],
+]);
 
 /** What yargs sets for push and pull when no flag is given (commands/transfer.ts's defaults). */
-function defaults(): Record<string, unknown> {
+function transferDefaults(): Record<string, unknown> {
   return {
     streams: 4,
     connections: 'auto',
@@ -102,14 +117,37 @@ function defaults(): Record<string, unknown> {
   };
 }
 
-export interface FastTransfer {
-  readonly direction: 'push' | 'pull';
+/** What yargs sets for sync when no flag is given (commands/sync.ts's defaults). */
+function syncDefaults(): Record<string, unknown> {
+  return {
+    mode: 'two-way',
+    watch: false,
+    'dry-run': false,
+    n: false,
+    dryRun: false,
+    transport: 'auto',
+    fsync: 'batch',
+    connections: 'auto',
+    compress: true,
+    v: 0,
+  };
+}
+
+export interface PlainCommand {
+  readonly command: 'push' | 'pull' | 'sync';
   /** The arguments object the yargs command handler would get. */
   readonly args: Record<string, unknown>;
 }
 
-/** The push or pull `argv` asks for, when it is one of the plain forms (see the header); else undefined. */
-export function parseFastTransfer(argv: readonly string[]): FastTransfer | undefined {
+/** The push, pull or sync `argv` asks for, when it is one of the plain forms (see the header); else undefined. */
+export function parsePlainCommand(argv: readonly string[]): PlainCommand | undefined {
+  // The command word: the first word that is no option's value (only --home takes one before it).
+  let command: string | undefined;
+  for (let i = 0; i < argv.length && command === undefined; i++) {
+    if (argv[i] === '--home') i++;
+    else if (!argv[i]!.startsWith('-')) command = argv[i];
+  }
+  const options = command === 'sync' ? SYNC_OPTIONS : TRANSFER_OPTIONS;
   const set: Record<string, unknown> = {};
   const seen = new Set<OptionSpec>();
   const words: string[] = [];
@@ -123,8 +161,8 @@ export function parseFastTransfer(argv: readonly string[]): FastTransfer | undef
     }
     const eq = a.indexOf('=');
     const name = eq < 0 ? a : a.slice(0, eq);
-    const negated = name.startsWith('--no-') ? OPTIONS.get(`--${name.slice(5)}`) : undefined;
-    const spec = negated ?? OPTIONS.get(name);
+    const negated = name.startsWith('--no-') ? options.get(`--${name.slice(5)}`) : undefined;
+    const spec = negated ?? options.get(name);
     if (spec === undefined || seen.has(spec)) return undefined; // unknown, or given twice
     seen.add(spec);
     if (negated !== undefined) {
@@ -140,15 +178,21 @@ export function parseFastTransfer(argv: readonly string[]): FastTransfer | undef
       for (const k of spec.keys) set[k] = value;
     }
   }
-  const [command, ...paths] = words;
-  if ((command !== 'push' && command !== 'pull') || paths.length === 0) return undefined;
-  return { direction: command, args: { ...defaults(), ...set, _: [command], paths, $0: 'clawpeer' } };
+  const [first, ...rest] = words;
+  if (first !== command) return undefined;
+  if (command === 'sync') {
+    if (rest.length !== 2) return undefined;
+    const [dir, remote] = rest;
+    return { command, args: { ...syncDefaults(), ...set, _: [command], dir, remote, $0: 'clawpeer' } };
+  }
+  if ((command !== 'push' && command !== 'pull') || rest.length === 0) return undefined;
+  return { command, args: { ...transferDefaults(), ...set, _: [command], paths: rest, $0: 'clawpeer' } };
 }
 
-/** Runs the push or pull and returns the exit code, or undefined to let the full CLI run. */
-export async function runFastTransfer(argv: readonly string[]): Promise<ExitCode | undefined> {
-  const o = parseFastTransfer(argv);
+/** Runs the command and returns the exit code, or undefined to let the full CLI run. */
+export async function runPlainCommand(argv: readonly string[]): Promise<ExitCode | undefined> {
+  const o = parsePlainCommand(argv);
   if (o === undefined) return undefined;
-  const { runParsedTransfer } = await import('./transfer-run.js');
-  return runParsedTransfer(argv, o.args, o.direction);
+  if (o.command === 'sync') return (await import('./sync-run.js')).runParsedSync(argv, o.args);
+  return (await import('./transfer-run.js')).runParsedTransfer(argv, o.args, o.command);
 }
