@@ -6,7 +6,7 @@
 // consistency check in revlog-check.ts.
 
 import path from 'node:path';
-import { type RootDatabase } from 'lmdb';
+import type { RootDatabase } from 'lmdb';
 import { BLAKE3_OUT_BYTES, bytesEqual, toHex } from '../chunking/blake3.js';
 import { ClawpeerError } from '../errors.js';
 import { maximalRevisions } from '../sync/conflict.js';

@@ -30,12 +30,19 @@
 
 import type { BigIntStats } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { open, type Database, type RootDatabase } from 'lmdb';
+import type { Database, RootDatabase } from 'lmdb';
 import { BLAKE3_OUT_BYTES, blake3, bytesEqual, toHex } from '../chunking/blake3.js';
 import { ClawpeerError } from '../errors.js';
 import { MerkleIdSet } from '../sync/merkle-root.js';
 import { decodeRevision } from '../sync/revision.js';
 import { MAX_PATH_SEGMENT_BYTES } from '../transfer/paths.js';
+
+// lmdb (~80-150 ms to load) starts loading with this module, as the static import did, but as a
+// dynamic import: a bundle that inlines this module lazily (scripts/bundle-cli.mjs's run
+// files) would hoist a static one to its top and load lmdb in every push. The catch marks the
+// promise handled; openRevlog awaits it and so still sees a failure.
+const lmdb = import('lmdb');
+lmdb.catch(() => undefined);
 
 /** Directory of the LMDB environment inside `.clawpeer/`. */
 export const REVLOG_DIR_NAME = 'revlog';
@@ -224,6 +231,7 @@ export interface OpenRevlog {
  * Throws ClawpeerError IO when it cannot be opened or has another format.
  */
 export async function openRevlog(dir: string): Promise<OpenRevlog> {
+  const { open } = await lmdb;
   let env: RootDatabase<Buffer, Buffer>;
   try {
     await mkdir(dir, { recursive: true, mode: 0o700 });
