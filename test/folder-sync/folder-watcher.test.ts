@@ -103,6 +103,35 @@ t.test('a directory removed and made again, or the folder itself replaced, is wa
   await eventually('a change in the new folder seen', () => !w.canSkipScan());
 });
 
+t.test(
+  'a directory made among files landing is watched, also where an ignored one went in the same burst',
+  async (t) => {
+    const root = await tree();
+    await writeFile(join(root, '.clawpeerignore'), 'skip/\n');
+    await mkdir(join(root, 'a/skip'));
+    const w = await started(root);
+    t.equal(w.watchedDirs, 3, 'root, a, a/b: the ignored a/skip has no watch');
+    // Files land in a/b over several follow-ups (its link count does not move: no re-read
+    // needed), then a directory comes among them.
+    for (let i = 0; i < 5; i++) {
+      await writeFile(join(root, `a/b/f${i}.txt`), 'x');
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    await w.whenIdle();
+    await mkdir(join(root, 'a/b/sub'));
+    await writeFile(join(root, 'a/b/f5.txt'), 'x');
+    await eventually('the new a/b/sub watched', () => w.watchedDirs === 4);
+    // An ignored directory goes and another comes in one burst: a's link count is as before.
+    await rm(join(root, 'a/skip'), { recursive: true });
+    await mkdir(join(root, 'a/other'));
+    await eventually('a/other watched', () => w.watchedDirs === 5);
+    await certify(w);
+    t.ok(w.canSkipScan());
+    await writeFile(join(root, 'a/other/in.txt'), 'x');
+    await eventually('a change in a/other seen', () => !w.canSkipScan());
+  },
+);
+
 t.test('onEvent hears every event outside .clawpeer, with its directory and name', async (t) => {
   const root = await tree();
   const heard: string[] = [];
