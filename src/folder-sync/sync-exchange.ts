@@ -150,6 +150,7 @@ export async function sendRevisions(
 
 /** What a peer said its gc dropped, kept to the ids it may name: those we have and it lacks. */
 export function peerPrunedAmong(told: readonly Uint8Array[], theyLack: readonly Uint8Array[]): Uint8Array[] {
+  if (told.length === 0) return []; // the usual case: no set of every id the peer lacks
   const lacking = new Set(theyLack.map(toHex));
   return told.filter((id) => lacking.has(toHex(id)));
 }

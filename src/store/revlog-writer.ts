@@ -2,7 +2,7 @@
 // arrival sequence, local counter and live-head count read once and written once (finish) per
 // transaction. RevisionStore.write runs it inside an LMDB transaction; nothing here commits.
 import { bytesEqual, toHex } from '../chunking/blake3.js';
-import { revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
+import { isHashedEntry, revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
 import { counterOf, encodeVector, incrementVector, mergeVectors, type VersionVector } from '../sync/version-vector.js';
 import {
   META_COUNTER,
@@ -87,7 +87,7 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
     knownPk?: Buffer,
   ): { entry: RevisionEntry; added: boolean } => {
     const entry = 'encoded' in input ? input : revisionEntry(input);
-    if ('encoded' in input && !bytesEqual(revisionIdOf(entry.encoded), entry.id)) {
+    if ('encoded' in input && !isHashedEntry(input) && !bytesEqual(revisionIdOf(entry.encoded), entry.id)) {
       throw new TypeError(`revision entry of ${entry.revision.path} does not hash to its id`);
     }
     const idKey = Buffer.from(entry.id);

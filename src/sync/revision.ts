@@ -175,10 +175,24 @@ export function revisionIdOf(encoded: Uint8Array): Uint8Array {
   return blake3(encoded);
 }
 
+/**
+ * Entries whose id this module computed from their encoded bytes (revisionEntry,
+ * decodeRevisionWithId): a store putting one need not hash it again to check it (a first sync's
+ * listener hashed each of 10,000 received records twice).
+ */
+const hashedEntries = new WeakSet<RevisionEntry>();
+
+/** True when `entry` came from revisionEntry or decodeRevisionWithId: its id is the hash of its encoded bytes. */
+export function isHashedEntry(entry: RevisionEntry): boolean {
+  return hashedEntries.has(entry);
+}
+
 /** Encodes `rev` and computes its id. */
 export function revisionEntry(rev: Revision): RevisionEntry {
   const encoded = encodeRevision(rev);
-  return { id: revisionIdOf(encoded), revision: rev, encoded };
+  const entry = { id: revisionIdOf(encoded), revision: rev, encoded };
+  hashedEntries.add(entry);
+  return entry;
 }
 
 function malformed(detail: string): ClawpeerError {
@@ -287,7 +301,9 @@ export function decodeRevisionWithId(
       `revision record of ${JSON.stringify(revision.path)} does not hash to the id it was sent for`,
     );
   }
-  return { id, revision, encoded: new Uint8Array(bytes) }; // a copy: not a view pinning the whole message
+  const entry = { id, revision, encoded: new Uint8Array(bytes) }; // a copy: not a view pinning the whole message
+  hashedEntries.add(entry);
+  return entry;
 }
 
 /**
