@@ -28,7 +28,15 @@ import { performance } from 'node:perf_hooks';
 import { spawn } from 'node:child_process';
 import { sshCommand, startSshd, type SshSetup } from './ssh-loopback.js';
 import { FILE_BYTES, makeTree } from './sync.js';
-import { procCpuSeconds, reportedAtExit, runCli, setUpClawpeer, syncDisks, type ClawpeerSetup } from './transfer.js';
+import {
+  CLI_LAUNCHER,
+  procCpuSeconds,
+  reportedAtExit,
+  runCli,
+  setUpClawpeer,
+  syncDisks,
+  type ClawpeerSetup,
+} from './transfer.js';
 import {
   fileCreateCondition,
   runAsScript,
@@ -264,6 +272,7 @@ export async function main(options: SyncInitialOptions = {}): Promise<Record<str
         fileCreateMicros: fileCreate,
         clawpeer: {
           command: 'sync LOCALDIR recv:sN --json [--fsync none] into a fresh share of one listener (--transport quic)',
+          cliLauncher: CLI_LAUNCHER,
         },
         rsync:
           ssh === undefined

@@ -35,10 +35,13 @@
 // Smoke mode: 8 MiB and 50 files, one run, no ssh tools, nothing written: seconds, for CI.
 // Run: node <outDir>/bench/transfer.js [--smoke] [--runs N] [--only big|small] [--streams N]
 //      [--window W] [--no-ssh] [--cpu-prof DIR] [--node-flags "--flag ..."] [--out FILE] [--keep]
-//   (the CLI it spawns is the one compiled next to it: <outDir>/src/cli/main.js).
+//   (the CLI it spawns is what users run: bin/clawpeer.cjs beside the build's outDir, which runs
+//   the bundle; a build copied elsewhere without bin/ runs <outDir>/src/cli/main.js, unbundled
+//   and always through yargs, ~0.1-0.2 CPU-s more per process: `cliLauncher` in the JSON says which).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -116,9 +119,40 @@ const CPU_MARK = '@@clawpeer-bench-cpu ';
 const here = dirname(fileURLToPath(import.meta.url));
 /** The CLI compiled next to this bench (same outDir), so a bench of a build measures that build. */
 const CLI_MAIN_URL = pathToFileURL(join(here, '..', 'src', 'cli', 'main.js')).href;
+/** The launcher users run, beside this build's outDir: it runs the bundle (or dist/src when newer). */
+const CLI_BIN = join(here, '..', '..', 'bin', 'clawpeer.cjs');
 const THREAD_POOL_SETUP = join(REPO_ROOT, 'bin', 'thread-pool.cjs');
 const HEAP_GROWTH_SETUP = join(REPO_ROOT, 'bin', 'heap-growth.cjs');
 const PROC_STATUS_URL = pathToFileURL(join(here, 'proc-status.js')).href;
+
+/** Which CLI the bench spawns (recorded in each JSON's conditions as cliLauncher). */
+export const CLI_LAUNCHER = existsSync(CLI_BIN) ? 'bin/clawpeer.cjs' : 'dist/src/cli/main.js';
+
+/**
+ * A CommonJS file preloaded (--require) into a CLI run through bin/clawpeer.cjs: at exit it reports
+ * the process's CPU time and peak RSS on stderr, as the main.js launcher below does. CommonJS and
+ * reading nothing at load, so the launcher still sets the thread pool's size before its first use.
+ */
+let exitReportFile: string | undefined;
+function exitReportPreload(): string {
+  if (exitReportFile !== undefined) return exitReportFile;
+  const dir = mkdtempSync(join(tmpdir(), 'clawpeer-bench-exit-'));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'report-at-exit.cjs');
+  writeFileSync(
+    file,
+    [
+      "'use strict';",
+      "process.on('exit', () => {",
+      '  let peakRssKiB;',
+      "  try { const m = /^VmHWM:\\s+(\\d+) kB$/m.exec(require('node:fs').readFileSync('/proc/self/status', 'utf8')); peakRssKiB = m === null ? undefined : Number(m[1]); } catch {}",
+      `  process.stderr.write('\\n${CPU_MARK}' + JSON.stringify({ ...process.cpuUsage(), peakRssKiB }) + '\\n');`,
+      '});',
+      '',
+    ].join('\n'),
+  );
+  return (exitReportFile = file);
+}
 
 type Log = (msg: string) => void;
 
@@ -195,8 +229,9 @@ function cliArgs(args: readonly string[], cpuProfDir: string | undefined, profNa
       ? []
       : ['--cpu-prof', '--cpu-prof-dir', cpuProfDir, '--cpu-prof-name', `${profName}.cpuprofile`]),
   ];
-  // At exit the launcher reports the process's CPU time (all threads: libuv pool, quinn's runtime)
-  // on stderr; stderr is a pipe, which node writes synchronously on Linux and macOS.
+  // At exit the process reports its CPU time (all threads: libuv pool, quinn's runtime) on
+  // stderr; stderr is a pipe, which node writes synchronously on Linux and macOS.
+  if (CLI_LAUNCHER === 'bin/clawpeer.cjs') return [...prof, '--require', exitReportPreload(), CLI_BIN, ...args];
   const launcher = [
     `import { main } from ${JSON.stringify(CLI_MAIN_URL)};`,
     `import { peakRssKiBOf } from ${JSON.stringify(PROC_STATUS_URL)};`,
@@ -994,6 +1029,7 @@ export async function main(options: TransferBenchOptions = {}): Promise<Record<s
           transport: 'quic (quinn)',
           nodeFlags: extraNodeFlags,
           quinnTuning: QUINN_TUNING_DEFAULTS,
+          cliLauncher: CLI_LAUNCHER,
         },
         ssh:
           ssh === undefined
