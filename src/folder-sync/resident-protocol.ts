@@ -81,6 +81,9 @@ export interface FolderStatusRecord {
   readonly pending?: boolean;
   readonly revisions?: number;
   readonly root?: string;
+  /** Receive-only: paths changed here, kept and not sent (absent: an older listener, or another mode). */
+  readonly localChanges?: number;
+  readonly localChangePaths?: readonly string[];
   readonly peers: readonly {
     readonly peer: string;
     readonly name?: string;

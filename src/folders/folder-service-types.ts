@@ -45,6 +45,9 @@ export interface FolderStatus {
   /** Revisions in the folder's log, and the Merkle root over their ids (hex): equal on two nodes, the same set. Absent before its first sync here. */
   readonly revisions?: number;
   readonly root?: string;
+  /** Receive-only: how many paths changed here are kept and never sent, and the first of them (local-changes.ts). */
+  readonly localChanges?: number;
+  readonly localChangePaths?: readonly string[];
   readonly peers: readonly FolderPeerStatus[];
 }
 

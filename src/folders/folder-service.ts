@@ -36,6 +36,7 @@ import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
 import { FolderLog, type FolderLogEntry } from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
+import { LocalChangeReports } from './local-changes.js';
 import { failureText, notInSyncReason } from './sync-outcome-text.js';
 import type { FolderServiceOptions, FolderStatus } from './folder-service-types.js';
 
@@ -80,6 +81,8 @@ export class FolderService {
   /** What a peer's copy refused, per pair: it takes no changes (send-only there) or gives none (receive-only there). */
   readonly #peerLimits = new Map<string, { takes: boolean; gives: boolean }>();
   readonly #progress = new Map<string, TransferProgress>();
+  /** A receive-only folder's paths kept and not sent, per pair's last sync (local-changes.ts). */
+  readonly #localChanges = new LocalChangeReports();
   readonly #running = new Set<Promise<void>>();
   /** Per folder, the end of the last sync or record here: the next waits for it (syncs share the folder's lock). */
   readonly #folderTurns = new Map<string, Promise<void>>();
@@ -211,7 +214,7 @@ export class FolderService {
     // The syncs running now, this node's and those a peer runs here (a peer's listener sending
     // its change): a pair is `syncing` while either runs, not `in-sync` with content arriving.
     const running = (this.#o.activity?.snapshot() ?? []).filter((a) => a.kind === 'sync');
-    return [...this.#active.values()].map(({ config: f, problem, pending }) => ({
+    return [...this.#active.values()].map(({ config: f, peerIds, problem, pending }) => ({
       id: f.id,
       path: f.path,
       mode: f.mode,
@@ -220,6 +223,9 @@ export class FolderService {
       ...(problem === undefined ? {} : { problem }),
       pending: pending(),
       ...this.#revisionsOf(f.path),
+      ...(f.mode === 'receive-only'
+        ? this.#localChanges.of(f.id, peerIds, this.#o.resident.stores.peek(f.path), this.#o.identity.nodeId)
+        : {}),
       peers: pairs
         .filter((p) => p.folder === f.id)
         .map((p) => {
@@ -327,6 +333,7 @@ export class FolderService {
       if (want !== undefined && a.fingerprint === fingerprint(want.f, want.peerIds)) continue;
       a.stop();
       this.#active.delete(id);
+      this.#localChanges.forget(id);
       changed = true;
     }
     for (const { f, peerIds, problem } of resolved.values()) {
@@ -498,6 +505,7 @@ export class FolderService {
           this.#sessions.used(peerId);
         }
         ok = true;
+        if (f.mode === 'receive-only') this.#localChanges.record(f.id, peerId, r.localOnly);
         log.info('folder synced', {
           folder: f.id,
           peer: peerId,

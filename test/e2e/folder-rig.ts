@@ -18,6 +18,8 @@ export type FolderRecord = {
   pending?: boolean;
   revisions?: number;
   root?: string;
+  localChanges?: number;
+  localChangePaths?: string[];
   peers: { peer: string; state: string; lastSyncAt?: number }[];
 };
 

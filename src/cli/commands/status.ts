@@ -40,6 +40,7 @@ export function folderLines(
   const ago = (ms: number): string => `${duration(Math.max(0, nowMs - ms) / 1000)} ago`;
   return [
     `folder ${f.id} (${f.mode}${f.paused ? ', paused' : ''}) ${f.path}${f.problem === undefined ? '' : `: ${escapeToShow(f.problem)}`}`,
+    ...localChangesLines(f),
     ...f.peers.map((p) => {
       const who = p.name ?? nameOf.get(p.peer) ?? p.peer;
       const left =
@@ -56,6 +57,21 @@ export function folderLines(
       const next = p.nextAt === undefined ? '' : `, next try in ${duration(Math.max(0, p.nextAt - nowMs) / 1000)}`;
       return `  ${who}: ${state}, ${last}${next}${p.error === undefined ? '' : ` (${escapeToShow(p.error)})`}${p.mode === f.mode ? '' : `, ${p.mode} with this peer`}`;
     }),
+  ];
+}
+
+/**
+ * A receive-only folder's local changes (folders/local-changes.ts): `  local changes kept: 3
+ * (a.txt, b.txt, c.txt): receive-only, not sent` and how to take the peers' versions. None: no line.
+ */
+function localChangesLines(f: NonNullable<ListenerStatus['folders']>[number]): string[] {
+  const n = f.localChanges ?? 0;
+  if (n === 0) return [];
+  const shown = f.localChangePaths ?? [];
+  const more = n > shown.length ? `${shown.length > 0 ? ', ' : ''}... ${n - shown.length} more` : '';
+  return [
+    `  local changes kept: ${n} (${shown.map(escapeToShow).join(', ')}${more}): receive-only, not sent`,
+    "    delete one here to take the peers' version (at once if they changed it since, else at their next change)",
   ];
 }
 

@@ -1,0 +1,58 @@
+// A receive-only folder's local changes, for `clawpeer status` (Syncthing's "Local Additions"):
+// the paths whose version here is this node's own and which the folder's peers do not have, so
+// its syncs keep them and never send them (a peer's later change of such a path is left as is).
+//
+// What counts: a path whose live head here is a revision this node made (a file or directory
+// edited or added here) that a peer lacked at the end of this node's last sync with it (the sync's
+// `localOnly`, sync-client.ts). A local deletion does not count: it is not kept, the next change
+// of the path at a peer lands here. Nor does a revision that came from another peer and that
+// this peer lacks (passed on from A, B never had it): it is not a change made here.
+//
+// Computed from what each pair's last sync reported, checked against the folder's heads when
+// status asks (a path deleted or replaced by a peer's version since no longer counts); no scan.
+// A path changed here since the last sync shows at the next one (a local change starts one).
+import type { RevisionStore } from '../store/revision-store.js';
+
+/** How many of the paths `clawpeer status` lists (the count is of all). */
+export const LOCAL_CHANGE_PATHS_SHOWN = 10;
+
+export interface LocalChanges {
+  /** How many paths changed here are kept and not sent. */
+  readonly localChanges: number;
+  /** The first of them, sorted, at most LOCAL_CHANGE_PATHS_SHOWN. */
+  readonly localChangePaths: readonly string[];
+}
+
+const keyOf = (folder: string, peer: string): string => `${folder}\u0000${peer}`;
+
+/** Each pair's last report of the paths whose revision here its peer lacks (receive-only syncs). */
+export class LocalChangeReports {
+  readonly #byPair = new Map<string, readonly string[]>();
+
+  /** What the last sync of `folder` with `peer` left unsent (its `localOnly`). */
+  record(folder: string, peer: string, localOnly: readonly string[]): void {
+    if (localOnly.length === 0) this.#byPair.delete(keyOf(folder, peer));
+    else this.#byPair.set(keyOf(folder, peer), localOnly);
+  }
+
+  /** Drops what was reported for `folder` (its config changed: a mode or peer set of before). */
+  forget(folder: string): void {
+    for (const key of [...this.#byPair.keys()]) if (key.startsWith(`${folder}\u0000`)) this.#byPair.delete(key);
+  }
+
+  /**
+   * The local changes of `folder` with its `peers` now: the reported paths whose head in `store`
+   * is still live and made by `nodeId`. No store (not synced since the listener started): none known.
+   */
+  of(folder: string, peers: readonly string[], store: RevisionStore | undefined, nodeId: string): LocalChanges {
+    const paths = new Set<string>();
+    for (const peer of peers) for (const p of this.#byPair.get(keyOf(folder, peer)) ?? []) paths.add(p);
+    const kept: string[] = [];
+    for (const p of paths) {
+      const head = store?.head(p);
+      if (head !== undefined && !head.revision.deleted && head.revision.origin === nodeId) kept.push(p);
+    }
+    kept.sort();
+    return { localChanges: kept.length, localChangePaths: kept.slice(0, LOCAL_CHANGE_PATHS_SHOWN) };
+  }
+}
