@@ -31,13 +31,16 @@ export async function dialPathsFor(o: DialPathsOptions): Promise<PathSources> {
     ...(lastAddress === undefined ? {} : { lastAddress }),
     log: log.child('reach'),
   });
+  // One write after another: the path at the end (a move to a punched hole) must land last.
+  let writes = Promise.resolve();
   return {
     ...paths,
     release: () => paths.release(),
     connected: (path, address, rttMs) => {
-      recordLastPath(homeDir, peer.id, { path, address, rttMs }).catch((err: unknown) =>
-        log.debug('cannot remember the path', { error: (err as Error).message }),
-      );
+      const entry = { path, address, ...(rttMs === undefined ? {} : { rttMs }) };
+      writes = writes
+        .then(() => recordLastPath(homeDir, peer.id, entry))
+        .catch((err: unknown) => log.debug('cannot remember the path', { error: (err as Error).message }));
     },
   };
 }

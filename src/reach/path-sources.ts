@@ -50,8 +50,12 @@ export interface PathSourcesOptions {
 export interface PathSources {
   readonly sources: readonly PathSource[];
   release(): void;
-  /** Told the path that won (the CLI remembers it in the home: home/last-paths.ts). */
-  connected?(path: PathKind, address: HostPort, rttMs: number): void;
+  /**
+   * Told the path that won (the CLI remembers it in the home: home/last-paths.ts), and told
+   * again when the session ends on another one (a relayed connection moved to a punched hole;
+   * no round trip then: the one measured was the relay's).
+   */
+  connected?(path: PathKind, address: HostPort, rttMs?: number): void;
 }
 
 const fmt = (a: HostPort): string => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`);

@@ -185,11 +185,15 @@ export async function dialPeer(options: DialOptions): Promise<PeerSession> {
     throw err;
   }
   const { candidate, value } = won;
-  paths.connected?.(candidate.path(), candidate.address, value.conn.stats().rttMs);
+  const wonOn = candidate.path();
+  paths.connected?.(wonOn, candidate.address, value.conn.stats().rttMs);
   const session = new PeerSession(value.conn, value.handshake, {
     path: () => candidate.path(),
     ...(candidate.relay === undefined ? {} : { relay: candidate.relay }),
     onGone: () => {
+      // A relayed connection that moved to a punched hole is remembered as punched.
+      const endedOn = candidate.path();
+      if (endedOn !== wonOn) paths.connected?.(endedOn, candidate.address);
       candidate.release();
       paths.release();
     },
