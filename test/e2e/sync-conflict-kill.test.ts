@@ -45,8 +45,13 @@ const client = (share: string, ...p: string[]): string => path.join(work, 'clien
 const KILLED_PEER_IDLE_MS = 6000;
 const CONFLICT_NAME = /^notes\.sync-conflict-\d{8}-\d{6}-[^.]+\.txt$/;
 
-function runSync(share: string, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-  return runCli(['--home', b.home, 'sync', client(share), `alice:${share}`, '--json'], { env });
+async function runSync(share: string, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  try {
+    return await runCli(['--home', b.home, 'sync', client(share), `alice:${share}`, '--json'], { env });
+  } catch (err) {
+    // A sync that never finished: what the listener was doing says why.
+    throw new Error(`${(err as Error).message}\nlistener's log (last 8 KiB):\n${listener.stderr().slice(-8192)}`);
+  }
 }
 
 async function sync(share: string): Promise<Record<string, unknown>> {
