@@ -65,8 +65,6 @@ export interface PeerTargetOptions {
 
 /** Loads this home's identity, resolves `peerName` against its pairs and builds the dial paths. */
 export async function peerTarget(o: PeerTargetOptions): Promise<PeerTarget> {
-  // What dialPathsFor needs loads meanwhile (it is awaited there).
-  Promise.all([import('./path-sources.js'), import('../home/last-paths.js')]).catch(() => undefined);
   const [{ loadIdentity }, { PeerStore }, { resolvePeer }] = await Promise.all([
     import('../home/identity-store.js'),
     import('../home/peer-store.js'),

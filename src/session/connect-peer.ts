@@ -28,13 +28,9 @@ export interface PeerConnection {
 
 /** Resolves the peer and dials it; the caller closes the session. */
 export async function connectToPeer(o: ConnectToPeerOptions): Promise<PeerConnection> {
-  // The dialer and the transport (quinn's binding) load while the home is read: each import
-  // used to wait for the step before it, on the way to the first packet.
-  const dialer = import('./dialer.js');
-  dialer.then(({ preloadTransport }) => preloadTransport(o.config.transport)).catch(() => undefined);
   const { peerTarget } = await import('../reach/dial-paths.js');
   const { identity, peer, paths } = await peerTarget(o);
-  const { dialPeer } = await dialer;
+  const { dialPeer } = await import('./dialer.js');
   const session = await dialPeer({
     identity,
     peer,

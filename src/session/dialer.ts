@@ -105,21 +105,6 @@ export async function connectTransport(options: ConnectOptions): Promise<Connect
 }
 
 /**
- * Loads the code of the transport a dial starts with (quic, and for auto the quic it tries
- * first: its native binding too), so a connect started after it goes out at once. Never fails:
- * the connect itself reports a transport that does not load. Calling it early (connect-peer.ts)
- * overlaps the load with the home look-ups.
- */
-export function preloadTransport(transport: NodeConfig['transport']): Promise<void> {
-  const name = transport === 'auto' ? 'quic' : transport;
-  return backendByName(name)
-    .then(async () => {
-      if (name === 'quic') await (await import('../transport/quinn-napi.js')).loadQuinnNapi();
-    })
-    .catch(() => undefined);
-}
-
-/**
  * The first stream of a new connection, within the handshake's deadline: opening waits for the
  * peer's stream credit, which a stalled or hostile peer may never give (the connect and the
  * handshake each have their own deadline; this wait had none).
@@ -277,12 +262,7 @@ async function dialOnce(options: DialOptions, address: HostPort, signal: AbortSi
   });
   // Loading the zstd binding takes ~10 ms and blocks: do it while the transport handshake is in
   // flight rather than before the Hello (a failed connect leaves it loaded, which is harmless).
-  // Only once the transport's code is loaded: the connect then goes out within microtasks, and
-  // this turn comes after it (a bare setImmediate ran while quinn still loaded, before the
-  // first packet).
-  const caps = preloadTransport(config.transport)
-    .then(() => new Promise((resolve) => setImmediate(resolve)))
-    .then(() => localCapabilities(config.compression));
+  const caps = new Promise((resolve) => setImmediate(resolve)).then(() => localCapabilities(config.compression));
   caps.catch(() => undefined); // awaited below once connected; a failed connect ignores it
   const conn = await connecting;
   try {
