@@ -9,8 +9,8 @@
 import t from 'tap';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { jsonLines, runCli } from './cli-harness.js';
-import { foldersOf, hasText, startFolderNodes, until, type FolderNode, type FolderRecord } from './folder-rig.js';
+import { runCli } from './cli-harness.js';
+import { cli, foldersOf, hasText, startFolderNodes, until, type FolderNode, type FolderRecord } from './folder-rig.js';
 
 const nodes = await startFolderNodes(['a', 'b', 'c']);
 t.teardown(async () => {
@@ -18,11 +18,6 @@ t.teardown(async () => {
 });
 const [A, B, C] = nodes as [FolderNode, FolderNode, FolderNode];
 
-const cli = async (home: string, args: string[]): Promise<Record<string, unknown>[]> => {
-  const r = await runCli(['--home', home, ...args, '--json']);
-  if (r.code !== 0) throw new Error(`${args.join(' ')} failed (${r.code}): ${r.stderr}`);
-  return jsonLines(r.stdout);
-};
 const docsOn = async (n: FolderNode): Promise<FolderRecord | undefined> =>
   (await foldersOf(n)).find((f) => f.id === 'docs');
 const lastSync = async (peer: FolderNode): Promise<number> =>

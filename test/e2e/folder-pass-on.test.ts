@@ -8,8 +8,8 @@
 import t from 'tap';
 import { mkdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { initNode, jsonLines, runCli, tempHome } from './cli-harness.js';
-import { foldersOf, hasText, startFolderNodes, until } from './folder-rig.js';
+import { initNode, tempHome } from './cli-harness.js';
+import { cli, foldersOf, hasText, startFolderNodes, until } from './folder-rig.js';
 
 const nodes = await startFolderNodes(['b', 'c']);
 t.teardown(async () => {
@@ -21,11 +21,6 @@ const aDir = path.join(await tempHome('folder-a'), 'docs');
 await mkdir(aDir);
 
 /** Runs a command with `--json`; its JSON lines. */
-const cli = async (home: string, args: string[]): Promise<Record<string, unknown>[]> => {
-  const r = await runCli(['--home', home, ...args, '--json']);
-  if (r.code !== 0) throw new Error(`${args.join(' ')} failed (${r.code}): ${r.stderr}`);
-  return jsonLines(r.stdout);
-};
 await cli(A.home, ['pair', 'add', B.id, '--name', 'b', '--addr', `127.0.0.1:${B.listener.port}`]);
 await cli(B.home, ['pair', 'add', A.id, '--name', 'a']);
 await cli(B.home, ['folder', 'add', B.dir, '--id', 'docs', '--with', 'c,a', '--interval', '3600']);

@@ -11,8 +11,7 @@
 import t from 'tap';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { jsonLines, runCli } from './cli-harness.js';
-import { foldersOf, hasText, startFolderNodes, until, type FolderNode } from './folder-rig.js';
+import { cli, foldersOf, hasText, startFolderNodes, until, type FolderNode } from './folder-rig.js';
 
 const nodes = await startFolderNodes(['a', 'b', 'c']);
 t.teardown(async () => {
@@ -20,11 +19,6 @@ t.teardown(async () => {
 });
 const [A, B, C] = nodes as [FolderNode, FolderNode, FolderNode];
 
-const cli = async (home: string, args: string[]): Promise<Record<string, unknown>[]> => {
-  const r = await runCli(['--home', home, ...args, '--json']);
-  if (r.code !== 0) throw new Error(`${args.join(' ')} failed (${r.code}): ${r.stderr}`);
-  return jsonLines(r.stdout);
-};
 const folderLog = async (n: FolderNode): Promise<Record<string, unknown>[]> =>
   (await cli(n.home, ['folder', 'log', 'docs'])).filter((e) => e['event'] === 'folder-sync');
 

@@ -81,6 +81,13 @@ export async function until(
 export const hasText = (p: string, text: string) => async (): Promise<boolean> =>
   (await readFile(p, 'utf8').catch(() => undefined)) === text;
 
+/** `clawpeer --home HOME ARGS --json`, its JSON lines; throws with stderr when it fails. */
+export async function cli(home: string, args: string[]): Promise<Record<string, unknown>[]> {
+  const r = await runCli(['--home', home, ...args, '--json']);
+  if (r.code !== 0) throw new Error(`${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+  return jsonLines(r.stdout);
+}
+
 export async function statusOf(n: FolderNode): Promise<Record<string, unknown>> {
   const r = await runCli(['--home', n.home, 'status', '--json']);
   if (r.code !== 0) throw new Error(`status failed: ${r.stderr}`);
