@@ -114,6 +114,8 @@ export interface SyncFolderResult {
   readonly skipped: readonly string[];
   /** Receive-only: paths whose local revision the peer does not have (not sent). */
   readonly localOnly: readonly string[];
+  /** The peer's share is a folder its folder service keeps (it syncs its changes here itself); false from an older peer. */
+  readonly peerKeepsFolder?: boolean;
   /**
    * Paths whose revision the peer still lacks after it applied what we sent: it left them as
    * they are (its log says why). Absent from an older listener's resident result.
@@ -267,7 +269,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     const [hello] = initiator.start();
     if (hello === undefined) throw new TypeError('reconciliation produced no hello');
     await session.control.send({ type: 'sync-reconcile', transferId, payload: encodeReconcileMessage(hello) });
-    await expectMessage(session, 'sync-accept', transferId, PREPARE_TIMEOUT_MS, signal);
+    const accepted = await expectMessage(session, 'sync-accept', transferId, PREPARE_TIMEOUT_MS, signal);
     const result = await runReconcile(ch, initiator, []);
     const roundTrips = initiator.stats.roundTrips;
     const reconcileBytes = initiator.stats.bytesSent + initiator.stats.bytesReceived;
@@ -282,6 +284,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       conflicts: 0,
       skipped: [],
       localOnly: [],
+      peerKeepsFolder: accepted.keptFolder === true,
       unreadable: folder.unreadable,
       wireBytes: wireBytesOf(session) - wireStart,
       seconds: (performance.now() - started) / 1000,

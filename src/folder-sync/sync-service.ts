@@ -219,7 +219,11 @@ async function serveClaimedSync(
       );
     const responder = new ReconcileResponder(store.snapshotIdSet());
     const first = responder.receive(hello);
-    await session.control.send({ type: 'sync-accept', transferId: req.transferId });
+    await session.control.send({
+      type: 'sync-accept',
+      transferId: req.transferId,
+      ...(share.keptFolder === true ? { keptFolder: true } : {}),
+    });
     const result = await runReconcile(ch, responder, first);
     if (result.method === 'equal') return { ...nothing, peerHasAll: true, hereHasAll: true };
     if (req.dryRun === true) {

@@ -84,3 +84,16 @@ export interface FolderServiceOptions {
   /** The versioning policy's hook (the sync core applies it). */
   readonly afterSync?: AfterFolderSync;
 }
+
+/** A folder the service runs: its config, paired peers, problem and watcher. */
+export interface ActiveFolder {
+  readonly config: FolderConfig;
+  /** The config entry and peer ids it was started from: a change of either restarts it. */
+  readonly fingerprint?: string;
+  /** Node ids of its peers that are paired. */
+  readonly peerIds: readonly string[];
+  readonly problem: string | undefined;
+  readonly stop: () => void;
+  /** A local change waits for its quiet time. */
+  readonly pending: () => boolean;
+}

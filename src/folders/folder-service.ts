@@ -36,9 +36,10 @@ import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
 import { FolderLog, type FolderLogEntry } from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
+import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
 import { failureText, notInSyncReason } from './sync-outcome-text.js';
-import type { FolderServiceOptions, FolderStatus } from './folder-service-types.js';
+import type { ActiveFolder, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
 
 /** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
 export const LOCAL_CHANGE_QUIET_MS = 300;
@@ -48,18 +49,6 @@ export const LOCAL_CHANGE_MAX_DELAY_MS = 2_000;
 export const FOLDER_LOCK_WAIT_MS = 1_000;
 
 export type { AfterFolderSync, FolderPeerStatus, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
-
-interface ActiveFolder {
-  readonly config: FolderConfig;
-  /** The config entry and peer ids it was started from: a change of either restarts it. */
-  readonly fingerprint?: string;
-  /** Node ids of its peers that are paired. */
-  readonly peerIds: readonly string[];
-  readonly problem: string | undefined;
-  readonly stop: () => void;
-  /** A local change waits for its quiet time. */
-  readonly pending: () => boolean;
-}
 
 const pairKey = (folder: string, peer: string): string => `${folder}\u0000${peer}`;
 
@@ -74,6 +63,7 @@ export class FolderService {
   readonly #o: FolderServiceOptions;
   readonly #schedule = new FolderSchedule();
   readonly #sessions: PeerSessions;
+  readonly #watches: PeerShareWatches;
   readonly #log: FolderLog;
   readonly #active = new Map<string, ActiveFolder>();
   /** The shares this service added to the listener's list. */
@@ -101,6 +91,10 @@ export class FolderService {
       ...(o.dialPaths === undefined ? {} : { dialPaths: o.dialPaths }),
     });
     this.#log = new FolderLog(o.homeDir);
+    this.#watches = new PeerShareWatches(o, (folder, peer) => {
+      this.#schedule.request(Date.now(), { folder, peer });
+      this.#pump();
+    });
   }
 
   /** Reads the folders and starts syncing them; follows config.json from then on. */
@@ -137,6 +131,7 @@ export class FolderService {
   syncServed(peerId: string, served: ServedSync): void {
     const active = this.#active.get(served.share);
     if (active === undefined || !active.peerIds.includes(peerId)) return;
+    this.#watches.selfSyncing(served.share, peerId); // its folder service syncs its changes here
     const record = {
       by: 'peer' as const,
       received: served.received,
@@ -269,6 +264,7 @@ export class FolderService {
     this.#configWatch?.close();
     clearTimeout(this.#timer);
     this.#stop.abort(new ClawpeerError('ABORTED', 'the listener is shutting down'));
+    this.#watches.close();
     await this.#reloading;
     for (const f of this.#active.values()) f.stop();
     await Promise.all([...this.#running]);
@@ -334,6 +330,7 @@ export class FolderService {
       a.stop();
       this.#active.delete(id);
       this.#localChanges.forget(id);
+      this.#watches.forget(id);
       changed = true;
     }
     for (const { f, peerIds, problem } of resolved.values()) {
@@ -404,6 +401,7 @@ export class FolderService {
         readOnly: f.mode === 'send-only',
         allow: peerIds,
         syncLockWaitMs: FOLDER_LOCK_WAIT_MS,
+        keptFolder: true,
         ...(f.mode === 'receive-only' ? { receiveOnly: true } : {}),
       };
       shares.push(share);
@@ -506,6 +504,7 @@ export class FolderService {
         }
         ok = true;
         if (f.mode === 'receive-only') this.#localChanges.record(f.id, peerId, r.localOnly);
+        if (mode !== 'send-only' && r.peerKeepsFolder !== true) this.#watches.synced(f.id, peerId);
         log.info('folder synced', {
           folder: f.id,
           peer: peerId,

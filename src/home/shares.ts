@@ -24,6 +24,8 @@ export interface Share {
   readonly receiveOnly?: boolean;
   /** How long a peer's sync waits for another sync of this share, ms (shared folders: short, so two nodes syncing toward each other do not wait each other out). */
   readonly syncLockWaitMs?: number;
+  /** A folder this listener's folder service keeps in sync: it syncs its changes to its peers itself (SyncAccept says so). */
+  readonly keptFolder?: boolean;
 }
 
 export const DEFAULT_SHARE_NAME = 'inbox';

@@ -356,6 +356,8 @@ export interface SyncRequestMessage {
 export interface SyncAcceptMessage {
   readonly type: 'sync-accept';
   readonly transferId: number;
+  /** The share is a folder the listener's folder service keeps: it syncs its changes to its peers itself. */
+  readonly keptFolder?: boolean;
 }
 
 export interface SyncReconcileMessage {

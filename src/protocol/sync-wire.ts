@@ -67,7 +67,7 @@ export function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Pr
       };
     }
     case 'sync-accept':
-      return { syncAccept: { transferId: message.transferId } };
+      return { syncAccept: { transferId: message.transferId, keptFolder: message.keptFolder ?? false } };
     case 'sync-reconcile':
       checkBlob('SyncReconcile.payload', message.payload, 1, MAX_SYNC_RECONCILE_BYTES);
       return { syncReconcile: { transferId: message.transferId, payload: message.payload } };
@@ -153,7 +153,11 @@ export function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage |
     case 'syncAccept': {
       const a = control.syncAccept;
       if (a === null || a === undefined) return undefined;
-      return { type: 'sync-accept', transferId: a.transferId ?? 0 };
+      return {
+        type: 'sync-accept',
+        transferId: a.transferId ?? 0,
+        ...(a.keptFolder === true ? { keptFolder: true } : {}),
+      };
     }
     case 'syncReconcile': {
       const r = control.syncReconcile;

@@ -146,7 +146,12 @@ t.test('a folder the peer does not share: status says error, why, and when it is
     const f = (await foldersOf(A)).find((x) => x.id === 'lonely');
     return f?.peers[0]?.state === 'error';
   });
-  const human = await runCli(['--home', A.home, 'status']);
+  // Read while the pair waits out its backoff (under load a retry may be running at one read).
+  let human = await runCli(['--home', A.home, 'status']);
+  await wait('the refusal in the human status', async () => {
+    human = await runCli(['--home', A.home, 'status']);
+    return /^ {2}b: error/m.test(human.stdout);
+  });
   t.match(human.stdout, /^ {2}b: error, never synced, next try in \d+ s \(peer: no share named "lonely"/m);
   t.match(human.stdout, /the peer has not added folder lonely, or has paused or removed it\)/, 'and why that may be');
   t.equal((await runCli(['--home', A.home, 'folder', 'remove', 'lonely'])).code, 0);

@@ -2513,6 +2513,9 @@ export namespace clawpeer {
             /** SyncAccept transferId. */
             transferId: number;
 
+            /** SyncAccept keptFolder. */
+            keptFolder: boolean;
+
             /**
              * Encodes the specified SyncAccept message. Does not implicitly {@link clawpeer.v1.SyncAccept.verify|verify} messages.
              * @param message SyncAccept message or plain object to encode
@@ -2539,6 +2542,9 @@ export namespace clawpeer {
 
                 /** SyncAccept transferId */
                 transferId?: (number|null);
+
+                /** SyncAccept keptFolder */
+                keptFolder?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

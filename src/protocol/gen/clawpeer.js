@@ -6316,6 +6316,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * Properties of a SyncAccept.
              * @typedef {Object} clawpeer.v1.SyncAccept.$Properties
              * @property {number|null} [transferId] SyncAccept transferId
+             * @property {boolean|null} [keptFolder] SyncAccept keptFolder
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -6356,6 +6357,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncAccept.prototype.transferId = 0;
 
             /**
+             * SyncAccept keptFolder.
+             * @member {boolean} keptFolder
+             * @memberof clawpeer.v1.SyncAccept
+             * @instance
+             */
+            SyncAccept.prototype.keptFolder = false;
+
+            /**
              * Encodes the specified SyncAccept message. Does not implicitly {@link clawpeer.v1.SyncAccept.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncAccept
@@ -6373,6 +6382,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     throw $Error("max depth exceeded");
                 if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
                     writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.keptFolder != null && $Object.hasOwnProperty.call(message, "keptFolder") && message.keptFolder !== false)
+                    writer.uint32(/* id 2, wireType 0 =*/16).bool(message.keptFolder);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -6424,6 +6435,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.transferId = value;
                             else
                                 delete message.transferId;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.keptFolder = value;
+                            else
+                                delete message.keptFolder;
                             continue;
                         }
                     }
