@@ -113,6 +113,16 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: 'SyncAccept of a folder a folder service keeps',
+    message: { type: 'sync-accept', transferId: 3, keptFolder: true },
+    wire: `
+      01 00000007                 # frame: type CONTROL, body 7 bytes
+      8a03 04                     # Control.sync_accept (field 49, LEN) 4 bytes
+      08 03                       #   transfer_id (1) = 3
+      10 01                       #   kept_folder (2) = true
+    `,
+  },
+  {
     name: 'SyncReconcile',
     message: { type: 'sync-reconcile', transferId: 3, payload: Uint8Array.of(1, 2) },
     wire: `
