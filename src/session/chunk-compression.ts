@@ -98,10 +98,19 @@ let codec: ZstdCodec | null | undefined;
 /** The zstd binding, or null when it is not installed or does not load here (loaded once). */
 export function zstdCodec(): ZstdCodec | null {
   if (codec === undefined) {
+    // The binding's musl check calls process.report.getReport(), which otherwise names both ends
+    // of every open socket by a synchronous reverse DNS lookup (getnameinfo): with a DNS server
+    // that does not answer (an offline LAN), a listener's first handshake blocked ~10 s per
+    // socket (its LAN discovery socket's 0.0.0.0) and the dialer's connection died meanwhile.
+    const report = process.report as { excludeNetwork?: boolean } | undefined;
+    const excluded = report?.excludeNetwork;
+    if (report !== undefined) report.excludeNetwork = true;
     try {
       codec = createRequire(import.meta.url)('@mongodb-js/zstd') as ZstdCodec;
     } catch {
       codec = null;
+    } finally {
+      if (report !== undefined && excluded !== undefined) report.excludeNetwork = excluded;
     }
   }
   return codec;
