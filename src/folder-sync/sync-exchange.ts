@@ -395,10 +395,7 @@ export function servableFiles(folder: string, store: RevisionStore): ServableFil
   const folderReal = realpathSync.native(folder);
   const insideDirs = new Map<string, boolean>();
   return {
-    recorded: (rel, root) => {
-      const h = store.head(rel)?.revision;
-      return h !== undefined && !h.deleted && h.kind === 'file' && bytesEqual(h.contentRoot, root);
-    },
+    recorded: (rel, root) => store.isLiveFileHead(rel, root),
     inside: (abs) => {
       const dir = path.dirname(abs);
       let ok = insideDirs.get(dir);

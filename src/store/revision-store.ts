@@ -11,7 +11,7 @@ import { BLAKE3_OUT_BYTES, bytesEqual, toHex } from '../chunking/blake3.js';
 import { ClawpeerError } from '../errors.js';
 import { maximalRevisions } from '../sync/conflict.js';
 import { MerkleIdSet } from '../sync/merkle-root.js';
-import { decodeRevision, type Revision, type RevisionEntry } from '../sync/revision.js';
+import { decodeRevision, isLiveFileWithRoot, type Revision, type RevisionEntry } from '../sync/revision.js';
 import { EMPTY_VECTOR, checkNodeId, decodeVector, type VersionVector } from '../sync/version-vector.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
 import { versionsToKeep, type VersioningPolicy } from '../sync/versioning.js';
@@ -79,6 +79,7 @@ export class RevisionStore {
   readonly #ids: MerkleIdSet;
   readonly #scratchKey = Buffer.alloc(WARM_KEY_MAX_BYTES);
   readonly #scratchWarm = Buffer.alloc(WARM_VALUE_BYTES);
+  readonly #scratchId = Buffer.alloc(BLAKE3_OUT_BYTES);
   #inTransaction = false;
   #closed = false;
   /** META_ID_CHANGES as of the in-memory id set; #stale once another process was seen changing it. */
@@ -186,6 +187,29 @@ export class RevisionStore {
   headId(relPath: string): Uint8Array | undefined {
     this.#checkOpen();
     return this.#db.heads.get(pathKey(relPath));
+  }
+
+  /**
+   * True when `relPath`'s head is a live file with content `root`, as head() would say, without
+   * decoding it or allocating (serving a fetch asks this once per file). A record that does not
+   * pass is decoded, so a corrupt one still throws.
+   */
+  isLiveFileHead(relPath: string, root: Uint8Array): boolean {
+    this.#checkOpen();
+    // Values read through lmdb's shared buffer stay valid only until the next read: the id is
+    // copied out before the record is read, and the record is read with plain byte loops.
+    const id = this.#db.heads.getBinaryFast(pathKey(relPath));
+    if (id === undefined) return false;
+    if (id.length !== BLAKE3_OUT_BYTES) return this.#liveFileHeadSlow(relPath, root);
+    for (let i = 0; i < BLAKE3_OUT_BYTES; i++) this.#scratchId[i] = id[i]!;
+    const rec = this.#db.revs.getBinaryFast(this.#scratchId);
+    if (rec !== undefined && isLiveFileWithRoot(rec, rec.length, root)) return true;
+    return this.#liveFileHeadSlow(relPath, root);
+  }
+
+  #liveFileHeadSlow(relPath: string, root: Uint8Array): boolean {
+    const h = this.#head(relPath)?.revision;
+    return h !== undefined && !h.deleted && h.kind === 'file' && bytesEqual(h.contentRoot, root);
   }
 
   /** The head revision of `relPath` if the path exists in it (a tombstone head: undefined). */

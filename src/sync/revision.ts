@@ -200,6 +200,19 @@ function malformed(detail: string): ClawpeerError {
 }
 
 /**
+ * True when the record `bytes` (its first `length` bytes) is a live file with content `root`,
+ * read from its header alone: a hot check that allocates nothing. False for any other record,
+ * a malformed one included (decodeRevision says what is wrong with it).
+ */
+export function isLiveFileWithRoot(bytes: Uint8Array, length: number, root: Uint8Array): boolean {
+  if (root.length !== BLAKE3_OUT_BYTES || length < FIXED_BYTES + 1 + BLAKE3_OUT_BYTES) return false;
+  if (bytes[0] !== REVISION_FORMAT_VERSION || bytes[1] !== KIND_CODES.file || bytes[2] !== 0) return false;
+  if (bytes[FIXED_BYTES] !== BLAKE3_OUT_BYTES) return false;
+  for (let i = 0; i < BLAKE3_OUT_BYTES; i++) if (bytes[FIXED_BYTES + 1 + i] !== root[i]) return false;
+  return true;
+}
+
+/**
  * Decodes one whole revision record (a peer's or our store's). Throws ClawpeerError PROTOCOL
  * naming what is wrong: longer than `maxBytes`, truncated, an unknown version, kind or flag,
  * invalid UTF-8, a path that is not normalised or not allowed, trailing bytes, or any

@@ -529,3 +529,35 @@ t.test('gcWith trashcan drops what was replaced before its window, keeps the hea
   );
   t.same(store.checkInvariants(), []);
 });
+
+t.test('isLiveFileHead answers as the decoded head does, reading the header alone', async (t) => {
+  const folder = await tempFolder();
+  const store = await RevisionStore.open(folder, { nodeId: NODE });
+  t.teardown(() => store.close());
+  store.write((w) => {
+    w.recordLocal(fileDraft('live.txt', 1));
+    w.recordLocal(fileDraft('edited.txt', 2));
+    w.recordLocal(fileDraft('edited.txt', 3));
+    w.recordLocal(fileDraft('gone.txt', 4));
+    w.recordLocal({ ...fileDraft('gone.txt', 4), contentRoot: new Uint8Array(0), size: 0, deleted: true });
+    w.recordLocal({ ...fileDraft('dir', 5), kind: 'dir', contentRoot: new Uint8Array(0), size: 0, mode: 0o755 });
+  });
+  const slow = (rel: string, root: Uint8Array): boolean => {
+    const h = store.head(rel)?.revision;
+    return h !== undefined && !h.deleted && h.kind === 'file' && hex(h.contentRoot) === hex(root);
+  };
+  const asked: [string, number][] = [
+    ['live.txt', 1],
+    ['live.txt', 2],
+    ['edited.txt', 2],
+    ['edited.txt', 3],
+    ['gone.txt', 4],
+    ['dir', 5],
+    ['never.txt', 1],
+  ];
+  for (const [rel, n] of asked) t.equal(store.isLiveFileHead(rel, content(n)), slow(rel, content(n)), `${rel} ${n}`);
+  t.ok(store.isLiveFileHead('live.txt', content(1)), 'the live head with its root');
+  t.notOk(store.isLiveFileHead('edited.txt', content(2)), 'not an earlier revision');
+  t.notOk(store.isLiveFileHead('gone.txt', content(4)), 'not a tombstone');
+  t.notOk(store.isLiveFileHead('live.txt', content(1).subarray(0, 16)), 'not a shorter root');
+});
