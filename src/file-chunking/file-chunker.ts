@@ -40,6 +40,13 @@ export interface ChunkFileOptions {
   /** Sliding-buffer size in bytes; raised to 2 x maxBytes if smaller. */
   readonly bufferBytes?: number;
   readonly signal?: AbortSignal;
+  /**
+   * The file's size as the caller just stat'ed it (a scan's walk): a file that small is read
+   * whole without an fstat. A wrong hint costs nothing but the fstat: a file that grew past it
+   * is stat'ed and chunked as without one, and one that shrank gives a manifest of the bytes
+   * read, whose size then differs from the caller's stat.
+   */
+  readonly sizeHint?: number;
 }
 
 export type FileChunkEvent =
@@ -80,14 +87,18 @@ function checkAborted(signal: AbortSignal | undefined, path: string): void {
   }
 }
 
-/** Opens `path` for reading and stats it: both failures are IO errors naming the file. */
-function openForChunking(path: string): { fd: number; size: number } {
-  let fd: number;
+/** Opens `path` for reading: a failure is an IO error naming the file. */
+function openFile(path: string): number {
   try {
-    fd = openSync(path, 'r');
+    return openSync(path, 'r');
   } catch (err) {
     throw ioError(path, 'open', err);
   }
+}
+
+/** Opens `path` for reading and stats it: both failures are IO errors naming the file. */
+function openForChunking(path: string): { fd: number; size: number } {
+  const fd = openFile(path);
   try {
     return { fd, size: fstatSync(fd).size };
   } catch (err) {
@@ -226,6 +237,17 @@ export async function manifestFromFile(
 ): Promise<FileManifest> {
   const chunker = new FastCdcChunker(params); // validates before touching the file, like chunkFile
   checkAborted(options.signal, path);
+  const hint = options.sizeHint;
+  if (hint !== undefined && Number.isSafeInteger(hint) && hint >= 0 && hint <= WHOLE_READ_MAX_BYTES) {
+    const fd = openFile(path);
+    try {
+      const whole = readWholeIfSmall(fd, hint, path, WHOLE_READ_MAX_BYTES);
+      if (whole !== undefined) return manifestFromBytes(whole, chunker.params); // synchronous: the view is still valid
+    } finally {
+      closeSync(fd);
+    }
+    // It grew past the hint: chunked as without one.
+  }
   const { fd, size } = openForChunking(path);
   try {
     const whole = readWholeIfSmall(fd, size, path, WHOLE_READ_MAX_BYTES);

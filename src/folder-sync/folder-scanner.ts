@@ -296,7 +296,10 @@ export async function scanFolder(
       const abs = path.join(root, ...rel.split('/'));
       let contentRoot: Uint8Array;
       try {
-        const manifest = await manifestFromFile(abs, options.chunking, signal === undefined ? {} : { signal });
+        const manifest = await manifestFromFile(abs, options.chunking, {
+          sizeHint: entry.size, // the walk's lstat: no fstat for a small file
+          ...(signal === undefined ? {} : { signal }),
+        });
         hashedBytes += manifest.size;
         const after = lstatSync(abs, { bigint: true });
         const stable = manifest.size === entry.size && sameFileKey(fileKeyOf(after), entry);

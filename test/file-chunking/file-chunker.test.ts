@@ -106,3 +106,20 @@ t.test('an aborted signal stops chunking with ABORTED', async (t) => {
 t.test('invalid parameters are rejected before the file is opened', async (t) => {
   await t.rejects(manifestFromFile(join(dir, 'nope'), { ...SMALL, avgBytes: 1000 }), { code: 'CONFIG_INVALID' });
 });
+
+t.test('a size hint only saves the fstat: a wrong one still gives the bytes on disk', async (t) => {
+  const path = join(dir, 'hinted.bin');
+  const cases: [string, number, number][] = [
+    ['right', 5000, 5000],
+    ['grown past it', 5000, 4000],
+    ['grown past the whole-read limit', WHOLE_READ_MAX_BYTES + 3000, 4000],
+    ['shrunk', 3000, 5000],
+    ['empty', 0, 10],
+  ];
+  for (const [name, size, hint] of cases) {
+    const bytes = pseudoRandomBytes(size, size + 7);
+    await writeFile(path, bytes);
+    const got = await manifestFromFile(path, SMALL, { sizeHint: hint });
+    t.same(summary(got), summary(manifestFromBytes(bytes, SMALL)), name);
+  }
+});
