@@ -417,7 +417,7 @@ export class RevisionStore {
             nodeId: this.nodeId,
             get: (id) => this.#get(id),
             head: (p) => this.#head(p),
-            pathVector: (pk) => this.#pathVector(pk),
+            pathVector: (pk) => this.#storedPathVector(pk),
           },
           added,
         );
@@ -557,8 +557,12 @@ export class RevisionStore {
   }
 
   #pathVector(pk: Buffer): VersionVector {
+    return this.#storedPathVector(pk) ?? EMPTY_VECTOR;
+  }
+
+  #storedPathVector(pk: Buffer): VersionVector | undefined {
     const v = this.#db.pathVectors.get(pk);
-    return v === undefined ? EMPTY_VECTOR : decodeVector(v);
+    return v === undefined ? undefined : decodeVector(v);
   }
 
   /** Decrements a content root's count; true when it reached zero (and was removed). */

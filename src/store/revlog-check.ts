@@ -52,6 +52,10 @@ export function revlogProblems(v: RevlogCheckView): string[] {
     const n = inHistory.get(idHex) ?? 0;
     if (n !== 1) problems.push(`revision ${idHex} appears ${n} times in history`);
   }
+  // The writer takes a path without a vector for one with no revision and no head at all.
+  for (const pkHex of new Set(revPathKey.values()))
+    if (!v.db.pathVectors.doesExist(Buffer.from(pkHex, 'hex')))
+      problems.push(`path ${pkHex} has revisions but no vector`);
   let live = 0;
   // A warm entry's mode is not checked against its head's: a file that could not take the head's
   // mode is certified with the one it kept (folder-sync/head-metadata.ts).

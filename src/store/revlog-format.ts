@@ -140,7 +140,9 @@ export function readU64(b: Uint8Array | undefined): number {
 
 /** A warm entry: the head id it is certified for, then size, mtimeNs, ino, dev (u64 BE) and mode (u32 BE). */
 export function encodeWarm(headId: Uint8Array, stat: WarmStat): Buffer {
-  const v = Buffer.alloc(WARM_VALUE_BYTES);
+  if (headId.length !== BLAKE3_OUT_BYTES) throw new TypeError(`warm entry: head id of ${headId.length} bytes`);
+  // From the shared pool (a value lmdb need not take the address of), every byte written here.
+  const v = Buffer.allocUnsafe(WARM_VALUE_BYTES);
   v.set(headId, 0);
   return encodeWarmStat(stat, v);
 }

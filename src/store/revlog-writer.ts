@@ -3,7 +3,14 @@
 // transaction. RevisionStore.write runs it inside an LMDB transaction; nothing here commits.
 import { bytesEqual, toHex } from '../chunking/blake3.js';
 import { isHashedEntry, revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
-import { counterOf, encodeVector, incrementVector, mergeVectors, type VersionVector } from '../sync/version-vector.js';
+import {
+  EMPTY_VECTOR,
+  counterOf,
+  encodeVector,
+  incrementVector,
+  mergeVectors,
+  type VersionVector,
+} from '../sync/version-vector.js';
 import {
   META_COUNTER,
   META_LIVE_HEADS,
@@ -56,8 +63,8 @@ export interface WriterStore {
   readonly nodeId: string;
   get(id: Uint8Array): RevisionEntry | undefined;
   head(relPath: string): RevisionEntry | undefined;
-  /** The merged vector of the path with key `pk`. */
-  pathVector(pk: Buffer): VersionVector;
+  /** The merged vector of the path with key `pk`; undefined when no revision of it was ever stored. */
+  pathVector(pk: Buffer): VersionVector | undefined;
 }
 
 export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer: RevisionWriter; finish: () => void } {
@@ -80,27 +87,32 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
   const lookup = (id: Uint8Array): RevisionEntry | undefined =>
     fresh.get(Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('latin1')) ?? store.get(id);
   // `mergedVector`: the path's vector after this revision, when the caller knows it already;
-  // `knownPk`: the path's key, when the caller computed it (a path hash each).
+  // `knownPk`: the path's key, when the caller computed it (a path hash each); `newPath`: the
+  // path has no stored vector, so none of its revisions was ever stored (put writes the vector
+  // of every revision it stores, and nothing removes one): no revision of it can exist yet.
   const put = (
     input: Revision | RevisionEntry,
     mergedVector?: VersionVector,
     knownPk?: Buffer,
+    newPath = false,
   ): { entry: RevisionEntry; added: boolean } => {
     const entry = 'encoded' in input ? input : revisionEntry(input);
     if ('encoded' in input && !isHashedEntry(input) && !bytesEqual(revisionIdOf(entry.encoded), entry.id)) {
       throw new TypeError(`revision entry of ${entry.revision.path} does not hash to its id`);
     }
     const idKey = Buffer.from(entry.id);
-    if (db.revs.doesExist(idKey)) return { entry, added: false };
+    if (!newPath && db.revs.doesExist(idKey)) return { entry, added: false };
     const pk = knownPk ?? pathKey(entry.revision.path);
     seq = (seq ?? readU64(db.meta.get(META_SEQ))) + 1;
     db.revs.putSync(idKey, Buffer.from(entry.encoded));
     db.history.putSync(historyKey(pk, seq), idKey);
-    const vector = mergedVector ?? mergeVectors(store.pathVector(pk), entry.revision.vector);
+    const vector = mergedVector ?? mergeVectors(store.pathVector(pk) ?? EMPTY_VECTOR, entry.revision.vector);
     db.pathVectors.putSync(pk, Buffer.from(encodeVector(vector)));
     if (entry.revision.contentRoot.length > 0) {
       const rootKey = Buffer.from(entry.revision.contentRoot);
-      const v = Buffer.alloc(4);
+      // From the shared pool, every byte written: lmdb takes a value's address, which costs a
+      // native call (and a copy off the V8 heap) for a buffer of its own.
+      const v = Buffer.allocUnsafe(4);
       v.writeUInt32BE((db.roots.get(rootKey)?.readUInt32BE(0) ?? 0) + 1);
       db.roots.putSync(rootKey, v);
     }
@@ -108,11 +120,12 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
     fresh.set(idKey.toString('latin1'), entry);
     return { entry, added: true };
   };
-  const setHead = (id: Uint8Array, knownPk?: Buffer): void => {
+  // `newPath`: as put's; a path without a vector has no head either.
+  const setHead = (id: Uint8Array, knownPk?: Buffer, newPath = false): void => {
     const entry = lookup(id);
     if (entry === undefined) throw new TypeError(`setHead: revision ${toHex(id)} is not stored`);
     const pk = knownPk ?? pathKey(entry.revision.path);
-    const before = freshHeads.get(pk.toString('latin1')) ?? db.heads.get(pk);
+    const before = newPath ? undefined : (freshHeads.get(pk.toString('latin1')) ?? db.heads.get(pk));
     if (before !== undefined && bytesEqual(before, id)) return;
     let wasLive = false;
     if (before !== undefined) {
@@ -137,11 +150,14 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
     recordLocal: (draft) => {
       const current = counter ?? readU64(db.meta.get(META_COUNTER));
       const pk = pathKey(draft.path); // one path hash for the vector, the history and the head
-      const vector = incrementVector(store.pathVector(pk), store.nodeId, current + 1);
+      const stored = store.pathVector(pk);
+      // A path never recorded (every path of a folder's first scan): two reads fewer.
+      const newPath = stored === undefined;
+      const vector = incrementVector(stored ?? EMPTY_VECTOR, store.nodeId, current + 1);
       const revision: Revision = { ...draft, origin: store.nodeId, vector };
-      const { entry } = put(revision, vector, pk); // it raised the path's vector: the merge is itself
+      const { entry } = put(revision, vector, pk, newPath); // it raised the path's vector: the merge is itself
       counter = counterOf(vector, store.nodeId);
-      setHead(entry.id, pk);
+      setHead(entry.id, pk, newPath);
       return entry;
     },
     setWarm: (relPath, stat, options) => {

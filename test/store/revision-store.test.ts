@@ -561,3 +561,45 @@ t.test('isLiveFileHead answers as the decoded head does, reading the header alon
   t.notOk(store.isLiveFileHead('gone.txt', content(4)), 'not a tombstone');
   t.notOk(store.isLiveFileHead('live.txt', content(1).subarray(0, 16)), 'not a shorter root');
 });
+
+t.test('a path first recorded in a transaction that stored a peer revision of it sees that revision', async (t) => {
+  const folder = await tempFolder();
+  const store = await RevisionStore.open(folder, { nodeId: NODE });
+  t.teardown(() => store.close());
+  const theirs = revisionEntry({ ...fileDraft('doc', 2), origin: PEER, vector: vectorFrom({ [PEER]: 40 }) });
+  const mine = store.write((w) => {
+    w.put(theirs);
+    w.setHead(theirs.id);
+    const entry = w.recordLocal(fileDraft('doc', 3));
+    w.setWarm('doc', { size: 3, mtimeNs: 3n, ino: 3n, dev: 1n, mode: 0o644 });
+    return entry;
+  });
+  t.equal(compareVectors(mine.revision.vector, theirs.revision.vector), 'after', 'the edit saw the peer revision');
+  t.equal(store.history('doc').length, 2);
+  t.equal(store.liveHeadCount(), 1, 'one live path, counted once');
+  t.equal(hex(store.head('doc')!.id), hex(mine.id));
+  t.same(store.checkInvariants(), []);
+});
+
+t.test('checkInvariants finds a path whose revisions lost their vector', async (t) => {
+  const folder = await tempFolder();
+  const store = await RevisionStore.open(folder, { nodeId: NODE });
+  store.write((w) => w.recordLocal(fileDraft('a.txt', 1)));
+  t.same(store.checkInvariants(), []);
+  await store.close();
+  const env = open<Buffer, Buffer>({
+    path: join(folder, '.clawpeer', 'revlog'),
+    maxDbs: 12,
+    encoding: 'binary',
+    keyEncoding: 'binary',
+  });
+  env.transactionSync(() =>
+    env
+      .openDB<Buffer, Buffer>({ name: 'pathvectors', encoding: 'binary', keyEncoding: 'binary' })
+      .removeSync(Buffer.from(blake3(Buffer.from('a.txt', 'utf8')))),
+  );
+  await env.close();
+  const again = await RevisionStore.open(folder, { nodeId: NODE });
+  t.teardown(() => again.close());
+  t.match(again.checkInvariants(), [/has revisions but no vector/]);
+});
