@@ -16,6 +16,9 @@ export class ConfinedDirs {
   // The publisher's directories whose entries changed since their last fsync: a new directory
   // dirties its parent.
   readonly #dirty: Set<string>;
+  // Directories (absolute) this walk made, empty then, and the names in them handed out since.
+  readonly #made = new Set<string>();
+  readonly #named = new Set<string>();
 
   constructor(shareRoot: string, dirty: Set<string>) {
     this.#root = shareRoot;
@@ -27,12 +30,25 @@ export class ConfinedDirs {
    * Makes sure the directory `relDir` ('' = share root) exists as a real directory inside the
    * share, creating missing levels when `create`, and returns its absolute path. Synchronous
    * metadata calls: a few us each, while an awaited one is a thread-pool round trip that on a
-   * busy host took milliseconds, paid per new directory before the first chunk.
+   * busy host took milliseconds, paid per new directory before the first chunk. `shared`: its
+   * caller puts names in it that name() does not hear of (backups), so none is known free.
    */
-  dir(relDir: string, create: boolean): string {
+  dir(relDir: string, create: boolean, shared = false): string {
     const abs = this.walk(relDir, create ? 'create' : 'require');
     if (abs === undefined) throw new TypeError(`${relDir}: a directory walk that creates or requires returned nothing`);
+    if (shared) this.#made.delete(abs);
     return abs;
+  }
+
+  /**
+   * Hands out path `abs` in its directory `dirAbs`; true when it is known free: the name's first
+   * use in a directory this walk made. Anything there then was put since by another writer, which
+   * only the commit can find anyway (a no-clobber link, or the policy's look and beforeReplace).
+   */
+  name(dirAbs: string, abs: string): boolean {
+    if (!this.#made.has(dirAbs) || this.#made.has(abs) || this.#named.has(abs)) return false;
+    this.#named.add(abs);
+    return true;
   }
 
   /**
@@ -67,6 +83,7 @@ export class ConfinedDirs {
         }
         this.#dirty.add(parentAbs);
         this.#checked.add(abs);
+        this.#made.add(abs);
         continue;
       }
       if (st.isSymbolicLink()) {

@@ -85,7 +85,7 @@ export class Publisher {
       backup === undefined
         ? undefined
         : new Backups(backup.plan, backup.destBase, {
-            dirAt: (relDir) => this.#dirs.dir(relDir, true),
+            dirAt: (relDir) => this.#dirs.dir(relDir, true, true),
             tempName: tempNameFor,
           });
     this.#keeper = this.backups ?? options.keeper;
@@ -297,7 +297,10 @@ export class Publisher {
     const { rel, relDir } = this.#checkedFile(file);
     const dirAbs = this.#dirs.dir(relDir, true);
     const finalPath = path.join(dirAbs, path.posix.basename(rel));
-    const existing = await this.#existing(rel, finalPath, file.manifest);
+    // In a directory made here, a name's first use needs no look (a fresh share: one lstat less a file).
+    const existing: Existing = this.#dirs.name(dirAbs, finalPath)
+      ? { kind: 'absent' }
+      : await this.#existing(rel, finalPath, file.manifest);
     const outcome = this.#outcome(existing, finalPath, file.mtimeMs);
     if (existing.kind === 'identical') {
       const set = this.#refreshMetadata(finalPath, rel, existing, file);
@@ -519,6 +522,7 @@ export class Publisher {
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
     const dirAbs = this.#dirs.dir(relDir, true);
+    this.#dirs.name(dirAbs, path.join(dirAbs, path.posix.basename(rel))); // used: a later file there is looked at
     const made = await placeSymlink(this.#symlinkPlace, rel, dirAbs, target, mtimeMs);
     if (made === 'created' || made === 'replaced') this.#dirtyDirs.add(dirAbs);
     return made;

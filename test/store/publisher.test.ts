@@ -384,6 +384,45 @@ t.test('a directory where a file goes, and a file where a directory goes, are cl
   await t.rejects(pub.makeSymlink('d', 'f'), { code: 'FILE_EXISTS' });
 });
 
+t.test('in a directory the publisher made, a name is known free only at its first use', async (t) => {
+  const share = await tempDir('share');
+  const bytes = Buffer.from('incoming');
+  const manifest = manifestFromBytes(bytes, PARAMS);
+  const file = (relPath: string) => ({ relPath, manifest, mode: 0o644, mtimeMs: 1_600_000_000_000 });
+  const pub = await Publisher.open({ shareRoot: share, chunking: PARAMS });
+  const first = mustStage(await pub.stageFile(file('new/a.txt')));
+  await first.writeChunk(0, bytes);
+  await pub.commit([first]);
+  t.equal(await pub.stageFile(file('new/a.txt')), 'identical', 'the name used: looked at again');
+  await pub.makeDir('new/sub');
+  await t.rejects(pub.stageFile(file('new/sub')), { code: 'FILE_EXISTS' }, 'a directory it made there');
+  await pub.makeSymlink('new/link', 'a.txt');
+  await t.rejects(pub.stageFile(file('new/link')), { code: 'FILE_EXISTS' }, 'a symlink it made there');
+
+  // A file someone saves at the path between staging and the commit is never replaced unseen.
+  const late = mustStage(await pub.stageFile(file('fresh/late.txt')));
+  await late.writeChunk(0, bytes);
+  await writeFile(join(share, 'fresh/late.txt'), 'a save');
+  await t.rejects(pub.commit([late]), { code: 'FILE_EXISTS' });
+  t.equal(await readFile(join(share, 'fresh/late.txt'), 'utf8'), 'a save', 'without force: kept');
+  const seen: string[] = [];
+  const forced = await Publisher.open({
+    shareRoot: share,
+    chunking: PARAMS,
+    force: true,
+    beforeReplace: async (rel, abs) => {
+      seen.push(`${rel}: ${await readFile(abs, 'utf8')}`);
+      await rm(abs);
+    },
+  });
+  const staged = mustStage(await forced.stageFile(file('fresher/late.txt')));
+  await staged.writeChunk(0, bytes);
+  await writeFile(join(share, 'fresher/late.txt'), 'another save');
+  await forced.commit([staged]);
+  t.same(seen, ['fresher/late.txt: another save'], 'with force: beforeReplace sees the save first');
+  t.equal(await readFile(join(share, 'fresher/late.txt'), 'utf8'), 'incoming');
+});
+
 t.test('paths outside the share are refused and nothing is written outside', async (t) => {
   const share = await tempDir('share');
   const outside = await tempDir('outside');
