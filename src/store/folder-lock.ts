@@ -28,6 +28,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ClawpeerError } from '../errors.js';
 import { processAlive } from '../support/process-alive.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
+// "the disk is full" for ENOSPC (a full folder failed its sync at the lock file, saying ENOSPC).
+import { ioError } from './staged-file.js';
 
 /** Name of the lock file inside `.clawpeer/`. */
 export const SYNC_LOCK_FILE_NAME = 'sync.lock';
@@ -60,12 +62,6 @@ function errnoCode(err: unknown): string | undefined {
   return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string'
     ? (err as NodeJS.ErrnoException).code
     : undefined;
-}
-
-function ioError(what: string, file: string, err: unknown): ClawpeerError {
-  return new ClawpeerError('IO', `cannot ${what} ${file}: ${err instanceof Error ? err.message : String(err)}`, {
-    cause: err,
-  });
 }
 
 /** Parses "<pid> <host>"; undefined for anything else (a torn or foreign file). */

@@ -39,6 +39,7 @@ import {
   historyRange,
   type Dbs,
   openRevlog,
+  revlogWriteError,
 } from './revlog-format.js';
 
 /** One revision of a path's history, as gc walks it. */
@@ -301,7 +302,7 @@ export class RevisionStore {
   recordSyncingNode(): void {
     this.#checkOpen();
     if (this.syncingNode() === this.nodeId) return;
-    this.#env.transactionSync(() => this.#db.meta.putSync(META_NODE, Buffer.from(this.nodeId, 'latin1')));
+    this.#txn(() => this.#db.meta.putSync(META_NODE, Buffer.from(this.nodeId, 'latin1')));
   }
 
   /** The peer and share this folder last synced with (recordSyncingPeer), if any. */
@@ -320,7 +321,7 @@ export class RevisionStore {
     const value = Buffer.from(`${peerId}:${share}`, 'latin1');
     const before = this.#db.meta.get(META_PEER);
     if (before !== undefined && before.equals(value)) return;
-    this.#env.transactionSync(() => this.#db.meta.putSync(META_PEER, value));
+    this.#txn(() => this.#db.meta.putSync(META_PEER, value));
   }
 
   /** True when gc dropped revision `id` here, or a peer said it dropped it: it is never stored again. */
@@ -349,7 +350,7 @@ export class RevisionStore {
     this.#checkOpen();
     const dropped: Uint8Array[] = [];
     const released: Uint8Array[] = [];
-    this.#env.transactionSync(() => {
+    this.#txn(() => {
       for (const id of ids) {
         if (id.length !== BLAKE3_OUT_BYTES) continue;
         const idKey = Buffer.from(id);
@@ -409,7 +410,7 @@ export class RevisionStore {
     this.#inTransaction = true;
     let result: T;
     try {
-      result = this.#env.transactionSync(() => {
+      result = this.#txn(() => {
         const { writer, finish } = revlogWriter(
           {
             db: this.#db,
@@ -478,7 +479,7 @@ export class RevisionStore {
   ): GcResult {
     const dropped: Uint8Array[] = [];
     const released: Uint8Array[] = [];
-    this.#env.transactionSync(() => {
+    this.#txn(() => {
       let cursor: { start: Buffer; exclusiveStart: boolean } = { start: Buffer.alloc(0), exclusiveStart: false };
       for (;;) {
         let first: Buffer | undefined;
@@ -530,6 +531,15 @@ export class RevisionStore {
     if (this.#closed) return;
     this.#closed = true;
     await this.#env.close();
+  }
+
+  /** One write transaction; a failed commit (a full disk) as an IO error naming the log. */
+  #txn<T>(fn: () => T): T {
+    try {
+      return this.#env.transactionSync(fn);
+    } catch (err) {
+      throw revlogWriteError(this.dir, err);
+    }
   }
 
   #checkOpen(): void {

@@ -28,11 +28,12 @@
 // Format 1 kept warm entries under pathKey in 'warm' and had no 'liveheads'; open() upgrades it
 // in one transaction (the entries move, nothing is re-hashed).
 
-import type { BigIntStats } from 'node:fs';
+import { statfsSync, type BigIntStats } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import { constants } from 'node:os';
 import type { Database, RootDatabase } from 'lmdb';
 import { BLAKE3_OUT_BYTES, blake3, bytesEqual, toHex } from '../chunking/blake3.js';
-import { ClawpeerError } from '../errors.js';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
 import { MerkleIdSet } from '../sync/merkle-root.js';
 import { decodeRevision } from '../sync/revision.js';
 import { MAX_PATH_SEGMENT_BYTES } from '../transfer/paths.js';
@@ -158,6 +159,36 @@ export function encodeWarmStat(stat: WarmStat, v: Buffer): Buffer {
   return v;
 }
 
+/** Less free space than this where a write of the log failed with EIO: the disk was full. */
+const FULL_BELOW_BYTES = 1 << 20;
+
+function freeBytes(dir: string): number {
+  try {
+    const s = statfsSync(dir);
+    return s.bavail * s.bsize;
+  } catch {
+    return Infinity;
+  }
+}
+
+/**
+ * A failed write of the log at `dir`: LMDB throws a plain Error with the errno as a number in
+ * `code` (a commit on a full disk: "No space left on device: Attempting to write page ..."),
+ * which the listener took for a bug of its own ("internal error serving peer") and answered by
+ * dropping the connection. As an IO error it names the cause, like the data plane's "the disk
+ * is full", and reaches the peer and `status`. Anything else is returned as it is.
+ */
+export function revlogWriteError(dir: string, err: unknown): unknown {
+  if (isClawpeerError(err) || !(err instanceof Error)) return err;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'number') return err;
+  const { ENOSPC, EDQUOT, EROFS, EIO } = constants.errno;
+  // A page write cut short by a full disk is EIO to LMDB (it checks the count pwrite wrote).
+  const full = code === ENOSPC || code === EDQUOT || (code === EIO && freeBytes(dir) < FULL_BELOW_BYTES);
+  const why = full ? 'the disk is full' : code === EROFS ? 'the file system is read-only' : err.message;
+  return new ClawpeerError('IO', `cannot write the revision log in ${dir}: ${why}`, { cause: err });
+}
+
 export function corrupt(dir: string, detail: string, cause?: unknown): ClawpeerError {
   return new ClawpeerError(
     'IO',
@@ -271,12 +302,19 @@ export async function openRevlog(dir: string): Promise<OpenRevlog> {
       meta: sub('meta'),
     };
     const format = db.meta.get(META_FORMAT);
+    const txn = (fn: () => void): void => {
+      try {
+        env.transactionSync(fn);
+      } catch (err) {
+        throw revlogWriteError(dir, err);
+      }
+    };
     if (format === undefined) {
-      env.transactionSync(() => {
+      txn(() => {
         if (db.meta.get(META_FORMAT) === undefined) db.meta.putSync(META_FORMAT, u64(REVLOG_FORMAT_VERSION));
       });
     } else if (readU64(format) === REVLOG_FORMAT_V1) {
-      env.transactionSync(() => {
+      txn(() => {
         if (readU64(db.meta.get(META_FORMAT)) === REVLOG_FORMAT_V1) upgradeFromV1(dir, db, sub('warm'));
       });
     } else if (readU64(format) !== REVLOG_FORMAT_VERSION) {
