@@ -102,7 +102,17 @@ export class ChunkReader {
     try {
       fd = openSync(localPath, 'r');
     } catch (err) {
-      throw new ClawpeerError('IO', `cannot open ${localPath}: ${(err as Error).message}`, { cause: err });
+      const code = (err as NodeJS.ErrnoException).code;
+      if ((code !== 'EMFILE' && code !== 'ENFILE') || this.#fds.size === 0) throw openError(localPath, err);
+      // At the open-file limit (ulimit -n 64 was reached with 64 kept here: every sync of a tree
+      // of more files failed): give back the files kept for reuse, all idle, and try once more.
+      for (const kept of this.#fds.values()) closeQuietly(kept);
+      this.#fds.clear();
+      try {
+        fd = openSync(localPath, 'r');
+      } catch (again) {
+        throw openError(localPath, again);
+      }
     }
     this.#fds.set(localPath, fd);
     return fd;
@@ -112,6 +122,10 @@ export class ChunkReader {
     for (const fd of this.#fds.values()) closeQuietly(fd);
     this.#fds.clear();
   }
+}
+
+function openError(localPath: string, err: unknown): ClawpeerError {
+  return new ClawpeerError('IO', `cannot open ${localPath}: ${(err as Error).message}`, { cause: err });
 }
 
 function closeQuietly(fd: number): void {

@@ -29,14 +29,20 @@ import { DelayedAckFlush } from './delayed-acks.js';
 import type { DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
 import { chunkingManifest, destinationPaths } from './receive-entries.js';
 import { planDryRun } from './receive-dry-run.js';
+import { openFileLimit } from '../support/open-file-limit.js';
 import { finishReceivedTree, makeReceivedDir } from './receive-tree.js';
 
 export type { Destination, DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
 
 /** Files of at least this size are staged as resumable partials (journaled chunks survive a crash). */
 export const RESUMABLE_MIN_BYTES = 1 << 20; // 1 MiB
-/** Publish completed files in batches: one fsync round and one dir fsync per batch. */
-const COMMIT_BATCH_FILES = 256;
+/**
+ * Publish completed files in batches: one fsync round and one dir fsync per batch. Each small
+ * file of a batch holds a descriptor from its write-out to its rename, so a batch takes at most
+ * a quarter of the open-file limit: under `ulimit -n 64` batches of 256 failed every sync of a
+ * tree with EMFILE.
+ */
+const commitBatchFiles = (): number => Math.max(8, Math.min(256, Math.floor((openFileLimit() ?? 1024) / 4)));
 const COMMIT_BATCH_BYTES = 64 << 20; // 64 MiB
 /**
  * abort() waits this long for the data-stream tasks it reset to finish their current chunk write,
@@ -60,6 +66,8 @@ export class TransferReceiver {
   /** Every distinct chunk key of the manifest: an early frame may carry any of them. */
   #announced: ReadonlySet<string> = new Set();
   readonly #toCommit: StagedFile[] = [];
+  /** The limit as it is now: a listener's can be lowered while it runs (prlimit). */
+  readonly #commitBatchFiles = commitBatchFiles();
   #toCommitBytes = 0;
   #commitChain: Promise<void> = Promise.resolve();
   /** Batches handed to #commitChain and not finished: receiving waits only when two are. */
@@ -555,7 +563,7 @@ export class TransferReceiver {
     if (
       !all &&
       this.#commitsInFlight > 0 &&
-      this.#toCommit.length < COMMIT_BATCH_FILES &&
+      this.#toCommit.length < this.#commitBatchFiles &&
       this.#toCommitBytes < COMMIT_BATCH_BYTES
     )
       return Promise.resolve();

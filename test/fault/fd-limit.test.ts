@@ -1,0 +1,83 @@
+// Too few file descriptors (CI): the listener and the sync client each under an open-file limit
+// of 64 (`prlimit` on the listener, `ulimit -n 64` for the client), a tree of 1,000 small files
+// synced from the listener's share to an empty folder, then 1,000 new ones back. Both syncs
+// complete and both folders end identical: the sender keeps fewer files open when it meets the
+// limit, and the receiver's commit batches fit in it. Before, both failed with EMFILE ("too many
+// open files"), every time: a tree of more than ~40 files never synced under that limit.
+import t from 'tap';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { CLI, snapshot, startRig, treeDiff, withoutInternals, type CliResult, type TreeItem } from './fault-harness.js';
+
+const LIMIT = 64;
+const FILES = 1000;
+
+let prlimit: string | undefined;
+try {
+  execFileSync('prlimit', ['--version'], { stdio: 'ignore' });
+} catch (err) {
+  prlimit = (err as Error).message;
+}
+if (prlimit !== undefined) {
+  t.plan(0, `no prlimit here (util-linux) to lower the listener's limit: ${prlimit}`);
+} else {
+  const rig = await startRig('fd-limit');
+  t.teardown(() => rig.close());
+  const pid = rig.listener.child.pid;
+  if (pid === undefined) throw new Error('the listener has no pid');
+  execFileSync('prlimit', ['--pid', String(pid), `--nofile=${LIMIT}:${LIMIT}`]);
+  const local = path.join(rig.work, 'local');
+  await mkdir(local);
+
+  const makeTree = async (root: string, tag: string): Promise<void> => {
+    for (let d = 0; d < FILES / 100; d++) {
+      await mkdir(path.join(root, `${tag}-${d}`), { recursive: true });
+      for (let i = 0; i < 100; i++) await writeFile(path.join(root, `${tag}-${d}`, `f${i}.txt`), `${tag} ${d} ${i}\n`);
+    }
+  };
+  /** `clawpeer sync` under `ulimit -n LIMIT`. */
+  const limitedSync = (): Promise<CliResult> =>
+    new Promise((resolve) => {
+      execFile(
+        'sh',
+        [
+          '-c',
+          `ulimit -n ${LIMIT} && exec "$@"`,
+          'sh',
+          process.execPath,
+          CLI,
+          '--home',
+          rig.b.home,
+          'sync',
+          local,
+          'alice:inbox',
+        ],
+        { timeout: 60_000 },
+        (err, stdout, stderr) => {
+          const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
+          resolve({ code, stdout, stderr });
+        },
+      );
+    });
+  // A sync does not carry directory mtimes (test/e2e/sync.test.ts compares them as 0 too).
+  const tree = async (dir: string): Promise<TreeItem[]> =>
+    withoutInternals(await snapshot(dir)).map((i) => (i.kind === 'dir' ? { ...i, mtimeS: 0 } : i));
+
+  t.match(await readFile(`/proc/${pid}/limits`, 'latin1'), new RegExp(`Max open files\\s+${LIMIT}\\s`), 'limit set');
+
+  t.test(`the listener sends ${FILES} files to a client, both at ${LIMIT} descriptors`, async (t) => {
+    await makeTree(rig.share, 'listener');
+    const run = await limitedSync();
+    t.equal(run.code, 0, `the sync completes; stderr: ${run.stderr.slice(-2000)}`);
+    t.same(treeDiff(await tree(rig.share), await tree(local)), [], 'both folders identical');
+  });
+
+  t.test(`the client sends ${FILES} files to the listener, both at ${LIMIT} descriptors`, async (t) => {
+    await makeTree(local, 'client');
+    const run = await limitedSync();
+    t.equal(run.code, 0, `the sync completes; stderr: ${run.stderr.slice(-2000)}`);
+    t.same(treeDiff(await tree(local), await tree(rig.share)), [], 'both folders identical');
+    t.notMatch(rig.listener.stderr(), /EMFILE|internal error/, 'the listener never ran out of descriptors');
+  });
+}
