@@ -40,6 +40,14 @@ fast
   .then((code) => {
     settled = true;
     process.exitCode = code;
+  })
+  .catch((err) => {
+    // Too few descriptors to load clawpeer's own modules (`ulimit -n 36`: node's loader reads
+    // several at once): say what to change, not the loader's stack. Anything else as before.
+    if (err?.code !== 'EMFILE' && err?.code !== 'ENFILE') throw err;
+    settled = true;
+    process.stderr.write(`clawpeer: too many open files while loading ${err.path ?? 'its modules'}: the open-file limit (ulimit -n) is too low for clawpeer; raise it (ulimit -n 1024)\n`);
+    process.exitCode = 1;
   });
 // Every command ends by settling its promise. When the event loop drains first, some wait
 // could never end (a bug): exiting 0 there would claim a success the command never reached,

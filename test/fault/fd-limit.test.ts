@@ -3,7 +3,8 @@
 // synced from the listener's share to an empty folder, then 1,000 new ones back. Both syncs
 // complete and both folders end identical: the sender keeps fewer files open when it meets the
 // limit, and the receiver's commit batches fit in it. Before, both failed with EMFILE ("too many
-// open files"), every time: a tree of more than ~40 files never synced under that limit.
+// open files"), every time: a tree of more than ~40 files never synced under that limit. And at a
+// limit too low to load clawpeer's modules (24), the launcher says to raise it, with no stack.
 import t from 'tap';
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -65,6 +66,20 @@ if (prlimit !== undefined) {
     withoutInternals(await snapshot(dir)).map((i) => (i.kind === 'dir' ? { ...i, mtimeS: 0 } : i));
 
   t.match(await readFile(`/proc/${pid}/limits`, 'latin1'), new RegExp(`Max open files\\s+${LIMIT}\\s`), 'limit set');
+
+  t.test('a limit too low to load clawpeer at all: what to change, not a stack', async (t) => {
+    const run = await new Promise<CliResult>((resolve) => {
+      execFile(
+        'sh',
+        ['-c', 'ulimit -n 24 && exec "$@"', 'sh', process.execPath, CLI, '--home', rig.b.home, 'listen', '--port', '0'],
+        { timeout: 30_000 },
+        (err, stdout, stderr) => resolve({ code: err === null ? 0 : (err.code as number), stdout, stderr }),
+      );
+    });
+    t.equal(run.code, 1, 'exit 1');
+    t.match(run.stderr, /too many open files while loading .*raise it \(ulimit -n 1024\)/, `says so; ${run.stderr}`);
+    t.notMatch(run.stderr, /node:internal/, "no loader's stack");
+  });
 
   t.test(`the listener sends ${FILES} files to a client, both at ${LIMIT} descriptors`, async (t) => {
     await makeTree(rig.share, 'listener');
