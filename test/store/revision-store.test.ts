@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { open } from 'lmdb';
+import { open, type RootDatabase } from 'lmdb';
 import { blake3 } from '../../src/chunking/blake3.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import type { RevisionDraft } from '../../src/store/revision-store.js';
@@ -28,6 +28,16 @@ function content(n: number): Uint8Array {
 
 function fileDraft(path: string, n: number, mtimeNs = BigInt(n)): RevisionDraft {
   return { path, kind: 'file', contentRoot: content(n), size: n, mode: 0o644, mtimeNs, deleted: false, linkTarget: '' };
+}
+
+/** The folder's LMDB environment opened directly, as a test rewrites what the store wrote. */
+function rawRevlog(folder: string): RootDatabase<Buffer, Buffer> {
+  return open<Buffer, Buffer>({
+    path: join(folder, '.clawpeer', 'revlog'),
+    maxDbs: 12,
+    encoding: 'binary',
+    keyEncoding: 'binary',
+  });
 }
 
 function hex(b: Uint8Array): string {
@@ -349,12 +359,7 @@ t.test('a format 1 store is upgraded in place: warm entries still certified move
 
   // Rewrite it as format 1 wrote it: warm entries under the path's key (BLAKE3 of the path) in
   // 'warm', no live-head count. One entry is certified for a head that has moved since.
-  const env = open<Buffer, Buffer>({
-    path: join(folder, '.clawpeer', 'revlog'),
-    maxDbs: 12,
-    encoding: 'binary',
-    keyEncoding: 'binary',
-  });
+  const env = rawRevlog(folder);
   const sub = (name: string) => env.openDB<Buffer, Buffer>({ name, encoding: 'binary', keyEncoding: 'binary' });
   const [heads, oldWarm, newWarm, meta] = [sub('heads'), sub('warm'), sub('warmfiles'), sub('meta')];
   const pathKey = (p: string): Buffer => Buffer.from(blake3(Buffer.from(p, 'utf8')));
@@ -394,12 +399,7 @@ t.test('a format 1 store is upgraded in place: warm entries still certified move
   t.equal(again.isWarm('top.txt', stat(1)), true, 'the upgrade persisted');
   await again.close();
 
-  const env3 = open<Buffer, Buffer>({
-    path: join(folder, '.clawpeer', 'revlog'),
-    maxDbs: 12,
-    encoding: 'binary',
-    keyEncoding: 'binary',
-  });
+  const env3 = rawRevlog(folder);
   const v3 = Buffer.alloc(8);
   v3.writeBigUInt64BE(3n);
   env3.transactionSync(() =>
@@ -587,12 +587,7 @@ t.test('checkInvariants finds a path whose revisions lost their vector', async (
   store.write((w) => w.recordLocal(fileDraft('a.txt', 1)));
   t.same(store.checkInvariants(), []);
   await store.close();
-  const env = open<Buffer, Buffer>({
-    path: join(folder, '.clawpeer', 'revlog'),
-    maxDbs: 12,
-    encoding: 'binary',
-    keyEncoding: 'binary',
-  });
+  const env = rawRevlog(folder);
   env.transactionSync(() =>
     env
       .openDB<Buffer, Buffer>({ name: 'pathvectors', encoding: 'binary', keyEncoding: 'binary' })
