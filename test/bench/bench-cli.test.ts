@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { runCli, type CliResult } from '../e2e/cli-harness.js';
-import { findAll, parseXml } from './xml.js';
+import { findAll, parseXml } from '../benchkit/xml.js';
 
 const RUN_TIMEOUT_MS = 60_000;
 
