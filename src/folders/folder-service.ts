@@ -40,6 +40,7 @@ import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
 import { failureText, notInSyncReason } from './sync-outcome-text.js';
 import type { ActiveFolder, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
+import { isPeerPair, pairKey } from './pair-key.js';
 
 /** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
 export const LOCAL_CHANGE_QUIET_MS = 300;
@@ -49,8 +50,6 @@ export const LOCAL_CHANGE_MAX_DELAY_MS = 2_000;
 export const FOLDER_LOCK_WAIT_MS = 1_000;
 
 export type { AfterFolderSync, FolderPeerStatus, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
-
-const pairKey = (folder: string, peer: string): string => `${folder}\u0000${peer}`;
 
 /** The mode a sync with a peer runs in, given what the peer's copy refused (undefined: nothing can move). */
 function narrowed(mode: FolderMode, peerTakes: boolean, peerGives: boolean): FolderMode | undefined {
@@ -122,7 +121,7 @@ export class FolderService {
   /** A paired peer's session arrived: what waited for it runs now. */
   peerOnline(peerId: string): void {
     // Its copies may have changed mode while it was away: learn again from its refusals.
-    for (const key of [...this.#peerLimits.keys()]) if (key.endsWith(`\u0000${peerId}`)) this.#peerLimits.delete(key);
+    for (const key of [...this.#peerLimits.keys()]) if (isPeerPair(key, peerId)) this.#peerLimits.delete(key);
     this.#schedule.peerOnline(peerId, Date.now());
     this.#pump();
   }

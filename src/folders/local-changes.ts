@@ -12,6 +12,7 @@
 // status asks (a path deleted or replaced by a peer's version since no longer counts); no scan.
 // A path changed here since the last sync shows at the next one (a local change starts one).
 import type { RevisionStore } from '../store/revision-store.js';
+import { isFolderPair, pairKey } from './pair-key.js';
 
 /** How many of the paths `clawpeer status` lists (the count is of all). */
 export const LOCAL_CHANGE_PATHS_SHOWN = 10;
@@ -23,21 +24,19 @@ export interface LocalChanges {
   readonly localChangePaths: readonly string[];
 }
 
-const keyOf = (folder: string, peer: string): string => `${folder}\u0000${peer}`;
-
 /** Each pair's last report of the paths whose revision here its peer lacks (receive-only syncs). */
 export class LocalChangeReports {
   readonly #byPair = new Map<string, readonly string[]>();
 
   /** What the last sync of `folder` with `peer` left unsent (its `localOnly`). */
   record(folder: string, peer: string, localOnly: readonly string[]): void {
-    if (localOnly.length === 0) this.#byPair.delete(keyOf(folder, peer));
-    else this.#byPair.set(keyOf(folder, peer), localOnly);
+    if (localOnly.length === 0) this.#byPair.delete(pairKey(folder, peer));
+    else this.#byPair.set(pairKey(folder, peer), localOnly);
   }
 
   /** Drops what was reported for `folder` (its config changed: a mode or peer set of before). */
   forget(folder: string): void {
-    for (const key of [...this.#byPair.keys()]) if (key.startsWith(`${folder}\u0000`)) this.#byPair.delete(key);
+    for (const key of [...this.#byPair.keys()]) if (isFolderPair(key, folder)) this.#byPair.delete(key);
   }
 
   /**
@@ -46,7 +45,7 @@ export class LocalChangeReports {
    */
   of(folder: string, peers: readonly string[], store: RevisionStore | undefined, nodeId: string): LocalChanges {
     const paths = new Set<string>();
-    for (const peer of peers) for (const p of this.#byPair.get(keyOf(folder, peer)) ?? []) paths.add(p);
+    for (const peer of peers) for (const p of this.#byPair.get(pairKey(folder, peer)) ?? []) paths.add(p);
     const kept: string[] = [];
     for (const p of paths) {
       const head = store?.head(p);

@@ -21,6 +21,7 @@ import type { PeerStore } from '../home/peer-store.js';
 import type { Logger } from '../logger.js';
 import type { PathSources } from '../reach/path-sources.js';
 import { watchPeerShare } from '../folder-sync/share-watch-client.js';
+import { isFolderPair, isPeerPair, pairKey, pairOf } from './pair-key.js';
 
 /** First wait before a watch that ended is started again, ms; doubled each time to RETRY_MAX_MS. */
 const RETRY_MS = 5_000;
@@ -42,8 +43,6 @@ interface Watch {
   timer: NodeJS.Timeout | undefined;
 }
 
-const keyOf = (folder: string, peerId: string): string => `${folder}\u0000${peerId}`;
-
 export class PeerShareWatches {
   readonly #o: PeerShareWatchesOptions;
   /** The peer's copy of a folder changed (or a watch of it started): sync the pair. */
@@ -60,9 +59,9 @@ export class PeerShareWatches {
 
   /** This node synced `folder` with `peerId`, whose share is no kept folder: watch it (once). */
   synced(folder: string, peerId: string): void {
-    const key = keyOf(folder, peerId);
+    const key = pairKey(folder, peerId);
     if (this.#closed || this.#selfSyncing.has(key) || this.#watches.has(key)) return;
-    const peerWatches = [...this.#watches.keys()].filter((k) => k.endsWith(`\u0000${peerId}`)).length;
+    const peerWatches = [...this.#watches.keys()].filter((k) => isPeerPair(k, peerId)).length;
     if (peerWatches >= MAX_WATCHES_PER_PEER) return;
     const watch: Watch = { stop: new AbortController(), timer: undefined };
     this.#watches.set(key, watch);
@@ -71,20 +70,20 @@ export class PeerShareWatches {
 
   /** `peerId` ran a sync of `folder` here: a folder service there syncs its changes itself; no watch. */
   selfSyncing(folder: string, peerId: string): void {
-    const key = keyOf(folder, peerId);
+    const key = pairKey(folder, peerId);
     this.#selfSyncing.add(key);
     this.#end(key);
   }
 
   /** `folder` was removed or changed: its watches end (a sync after starts them again). */
   forget(folder: string): void {
-    for (const key of [...this.#watches.keys()]) if (key.startsWith(`${folder}\u0000`)) this.#end(key);
-    for (const key of [...this.#selfSyncing]) if (key.startsWith(`${folder}\u0000`)) this.#selfSyncing.delete(key);
+    for (const key of [...this.#watches.keys()]) if (isFolderPair(key, folder)) this.#end(key);
+    for (const key of [...this.#selfSyncing]) if (isFolderPair(key, folder)) this.#selfSyncing.delete(key);
   }
 
   /** The pairs watched now, as [folder, peer]. */
   watched(): [string, string][] {
-    return [...this.#watches.keys()].map((k) => k.split('\u0000') as [string, string]);
+    return [...this.#watches.keys()].map(pairOf);
   }
 
   close(): void {
@@ -140,7 +139,7 @@ export class PeerShareWatches {
         error: (err as Error).message,
       });
     }
-    if (watch.stop.signal.aborted || this.#watches.get(keyOf(folder, peerId)) !== watch) return;
+    if (watch.stop.signal.aborted || this.#watches.get(pairKey(folder, peerId)) !== watch) return;
     watch.timer = setTimeout(() => void this.#run(folder, peerId, watch, Math.min(next * 2, RETRY_MAX_MS)), next);
     watch.timer.unref();
   }

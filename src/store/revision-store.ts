@@ -39,7 +39,7 @@ import {
   historyRange,
   type Dbs,
   openRevlog,
-  revlogWriteError,
+  revlogTransaction,
 } from './revlog-format.js';
 
 /** One revision of a path's history, as gc walks it. */
@@ -535,11 +535,7 @@ export class RevisionStore {
 
   /** One write transaction; a failed commit (a full disk) as an IO error naming the log. */
   #txn<T>(fn: () => T): T {
-    try {
-      return this.#env.transactionSync(fn);
-    } catch (err) {
-      throw revlogWriteError(this.dir, err);
-    }
+    return revlogTransaction(this.#env, this.dir, fn);
   }
 
   #checkOpen(): void {

@@ -189,6 +189,15 @@ export function revlogWriteError(dir: string, err: unknown): unknown {
   return new ClawpeerError('IO', `cannot write the revision log in ${dir}: ${why}`, { cause: err });
 }
 
+/** One write transaction of the log at `dir`: a failed commit (a full disk) as revlogWriteError says. */
+export function revlogTransaction<T>(env: RootDatabase<Buffer, Buffer>, dir: string, fn: () => T): T {
+  try {
+    return env.transactionSync(fn);
+  } catch (err) {
+    throw revlogWriteError(dir, err);
+  }
+}
+
 export function corrupt(dir: string, detail: string, cause?: unknown): ClawpeerError {
   return new ClawpeerError(
     'IO',
@@ -302,13 +311,7 @@ export async function openRevlog(dir: string): Promise<OpenRevlog> {
       meta: sub('meta'),
     };
     const format = db.meta.get(META_FORMAT);
-    const txn = (fn: () => void): void => {
-      try {
-        env.transactionSync(fn);
-      } catch (err) {
-        throw revlogWriteError(dir, err);
-      }
-    };
+    const txn = (fn: () => void): void => revlogTransaction(env, dir, fn);
     if (format === undefined) {
       txn(() => {
         if (db.meta.get(META_FORMAT) === undefined) db.meta.putSync(META_FORMAT, u64(REVLOG_FORMAT_VERSION));
