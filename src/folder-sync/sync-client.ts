@@ -31,11 +31,13 @@ import {
   receiveRevisions,
   runReconcile,
   sendRevisions,
+  servableFiles,
   serveFetch,
   type SyncChannel,
 } from './sync-exchange.js';
 import { openSyncedFolder, type ResidentFolders, type SyncedFolder, type UnreadableEntry } from './synced-folder.js';
 import { trackSync } from './running-syncs.js';
+import { PrelocatedFiles } from './fetch-prelocate.js';
 import { DEFAULT_CONFIG } from '../home/config.js';
 import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
@@ -163,6 +165,14 @@ function headsAmong(store: RevisionStore, ids: readonly Uint8Array[]): RevisionE
   return heads;
 }
 
+/** The live files among `heads`: their paths and contents. */
+function liveFilesAmong(heads: readonly RevisionEntry[]): { path: string; root: Uint8Array }[] {
+  const files: { path: string; root: Uint8Array }[] = [];
+  for (const { revision: r } of heads)
+    if (!r.deleted && r.kind === 'file') files.push({ path: r.path, root: r.contentRoot });
+  return files;
+}
+
 export async function syncFolder(o: SyncFolderOptions): Promise<SyncFolderResult> {
   if (o.dryRun !== true) return syncFolderIn(o.dir, o);
   o.session.requireFeature('sync-dry-run', 'cannot plan a sync without carrying it out', 'sync without --dry-run');
@@ -260,6 +270,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     unregister();
     throw err;
   }
+  let prelocated: PrelocatedFiles | undefined;
   try {
     const { store } = folder;
     if (!dryRun) store.recordSyncingPeer(session.peerId, o.share); // where `restore` fetches from
@@ -350,7 +361,16 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     let received: RevisionEntry[] = [];
     let peerPruned: readonly Uint8Array[] = [];
     // What our gc dropped is never stored again, and the peer is told so it drops it too.
-    if (sends) revisionsSent = await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
+    if (sends) {
+      revisionsSent = await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
+      // Looked up while the peer plans what to fetch (fetch-prelocate.ts).
+      if (folder.scan !== undefined)
+        prelocated = PrelocatedFiles.start(liveFilesAmong(headsAmong(store, result.idsTheyLack)), {
+          folder: dir,
+          cache: folder.manifests,
+          ...servableFiles(dir, store),
+        });
+    }
     if (receives)
       received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter(
         (e) => !store.isPruned(e.id),
@@ -358,7 +378,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     let chunks = 0;
     if (sends) {
       const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
-      chunks += await serveFetch(ch, fetch, store, dir, chunking, folder.manifests, progress);
+      chunks += await serveFetch(ch, fetch, store, dir, chunking, folder.manifests, progress, prelocated);
     }
     let conflicts = 0;
     let skipped: string[] = [];
@@ -409,6 +429,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       changes: countChanges(store, before),
     });
   } finally {
+    prelocated?.stop();
     await folder.close();
     unregister();
   }

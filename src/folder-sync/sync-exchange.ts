@@ -48,6 +48,7 @@ import { TransferReceiver } from '../exchange/transfer-receive.js';
 import { sendChunks } from '../exchange/transfer-send.js';
 import { ProgressCounter, type TransferProgress } from '../transfer/transfer-progress.js';
 import type { SourceFile } from '../exchange/transfer-source.js';
+import type { PrelocatedFiles } from './fetch-prelocate.js';
 
 /** Data streams and window a content fetch uses (bounded again by the session's caps). */
 export const SYNC_FETCH_STREAMS = 4;
@@ -467,8 +468,10 @@ export async function serveFetch(
   chunking: ChunkingParams,
   cache?: ManifestCache,
   onProgress?: (p: TransferProgress) => void,
+  prelocated?: PrelocatedFiles,
 ): Promise<number> {
   const { session } = ch;
+  prelocated?.stop();
   const items: SyncFetchItem[] = [...first.items];
   let last = first.last;
   while (!last) {
@@ -506,7 +509,8 @@ export async function serveFetch(
     if (isInternalPath(rel) || seen.has(rel))
       throw new ClawpeerError('PROTOCOL', `sync fetch names ${JSON.stringify(item.path)} twice or inside .clawpeer`);
     seen.add(rel);
-    const found = await locate(folder, rel, item.root, chunking, byRoot, cache, may);
+    const found =
+      prelocated?.take(rel, item.root) ?? (await locate(folder, rel, item.root, chunking, byRoot, cache, may));
     if (found === undefined) {
       // The root names the revision asked for: two peers each asking the other for content
       // neither holds (convergence seeds 10028, 20042) are diagnosed from it.
