@@ -39,6 +39,7 @@ import { PeerSessions } from './peer-sessions.js';
 import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
 import { failureText, notInSyncReason } from './sync-outcome-text.js';
+import { folderStatus } from './folder-status.js';
 import type { ActiveFolder, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
 import { isPeerPair, pairKey } from './pair-key.js';
 
@@ -202,61 +203,19 @@ export class FolderService {
     this.#pump();
   }
 
-  /** Each folder with its peers' states, for `clawpeer status`. */
+  /** Each folder with its peers' states, for `clawpeer status` (folder-status.ts). */
   status(): FolderStatus[] {
-    const pairs = this.#schedule.snapshot();
-    // The syncs running now, this node's and those a peer runs here (a peer's listener sending
-    // its change): a pair is `syncing` while either runs, not `in-sync` with content arriving.
-    const running = (this.#o.activity?.snapshot() ?? []).filter((a) => a.kind === 'sync');
-    return [...this.#active.values()].map(({ config: f, peerIds, problem, pending }) => ({
-      id: f.id,
-      path: f.path,
-      mode: f.mode,
-      versioning: f.versioning,
-      paused: f.paused,
-      ...(problem === undefined ? {} : { problem }),
-      pending: pending(),
-      ...this.#revisionsOf(f.path),
-      ...(f.mode === 'receive-only'
-        ? this.#localChanges.of(f.id, peerIds, this.#o.resident.stores.peek(f.path), this.#o.identity.nodeId)
-        : {}),
-      peers: pairs
-        .filter((p) => p.folder === f.id)
-        .map((p) => {
-          const served = running.find((a) => a.share === f.id && a.peer === p.peer);
-          const state = p.state === 'paused' || served === undefined ? p.state : 'syncing';
-          const progress =
-            p.state === 'syncing'
-              ? this.#progress.get(pairKey(f.id, p.peer))
-              : state === 'syncing'
-                ? served
-                : undefined;
-          const name = this.#names.get(p.peer);
-          return {
-            peer: p.peer,
-            ...(name === undefined ? {} : { name }),
-            state,
-            since: p.since,
-            mode: this.#modeFor(f, p.peer) ?? f.mode,
-            ...(p.lastSyncAt === undefined ? {} : { lastSyncAt: p.lastSyncAt }),
-            ...(p.error === undefined ? {} : { error: p.error }),
-            // When a failed or waiting pair is tried again (its backoff), for `status` to say.
-            ...(p.nextAt !== undefined && (p.state === 'error' || p.state === 'waiting') ? { nextAt: p.nextAt } : {}),
-            ...(progress !== undefined && progress.totalBytes > 0
-              ? { bytesLeft: Math.max(0, progress.totalBytes - progress.bytes) }
-              : {}),
-            ...(progress !== undefined && progress.totalFiles > 0
-              ? { filesLeft: Math.max(0, progress.totalFiles - progress.files) }
-              : {}),
-          };
-        }),
-    }));
-  }
-
-  /** The size and root of the folder's log as the listener holds it open (none before its first sync here). */
-  #revisionsOf(dir: string): { revisions?: number; root?: string } {
-    const store = this.#o.resident.stores.peek(dir);
-    return store === undefined ? {} : { revisions: store.size, root: Buffer.from(store.root()).toString('hex') };
+    return folderStatus({
+      folders: this.#active.values(),
+      pairs: this.#schedule.snapshot(),
+      running: this.#o.activity?.snapshot() ?? [],
+      stores: this.#o.resident.stores,
+      localChanges: this.#localChanges,
+      nodeId: this.#o.identity.nodeId,
+      progressOf: (folder, peer) => this.#progress.get(pairKey(folder, peer)),
+      nameOf: (peer) => this.#names.get(peer),
+      modeFor: (f, peer) => this.#modeFor(f, peer),
+    });
   }
 
   async close(): Promise<void> {
