@@ -38,7 +38,7 @@ import { FolderLog, type FolderLogEntry } from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
 import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
-import { failureText, notInSyncReason } from './sync-outcome-text.js';
+import { failureText, notInSyncReason, servedFailureText } from './sync-outcome-text.js';
 import { folderStatus } from './folder-status.js';
 import type { ActiveFolder, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
 import { isPeerPair, pairKey } from './pair-key.js';
@@ -149,6 +149,21 @@ export class FolderService {
     const { peerHasAll: theyHave, hereHasAll: weHave } = served;
     if (mode === 'send-only' ? theyHave : mode === 'receive-only' ? weHave : mode === 'two-way' && theyHave && weHave)
       this.#schedule.servedInSync(served.share, peerId, Date.now());
+    this.#pump();
+  }
+
+  /**
+   * A peer's sync of one of the listener's shares failed. One of our folders that failed on this
+   * side (its disk full or read-only, a refusal here) is in `error` with why at once: the peer
+   * shows it already, and this node's own syncs would find out only at their next try (the
+   * interval). Its own retry follows with backoff. A peer gone mid-sync is no news here.
+   */
+  syncServeFailed(peerId: string, share: string, err: unknown): void {
+    const active = this.#active.get(share);
+    if (active === undefined || !active.peerIds.includes(peerId)) return;
+    const error = servedFailureText(err);
+    if (error === undefined) return;
+    this.#schedule.servedFailed(share, peerId, Date.now(), error);
     this.#pump();
   }
 

@@ -1,7 +1,8 @@
 // What `clawpeer status` says of a folder pair whose last sync did not leave it in sync: the
 // paths a completed sync left behind, or why the sync failed, in terms a user can act on.
-import { isClawpeerError } from '../errors.js';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
+import { RECEIVE_ONLY_REFUSAL } from '../folder-sync/sync-service.js';
 import { count } from '../format.js';
 
 /** Why a completed sync is not in sync, naming the first path of each kind (status's `error`). */
@@ -31,4 +32,31 @@ export function failureText(err: unknown, folderId: string): string {
   const message = err instanceof Error ? err.message : String(err);
   if (!isClawpeerError(err, 'SHARE_UNKNOWN')) return message;
   return `${message}; the peer has not added folder ${folderId}, or has paused or removed it`;
+}
+
+/** Node's errno codes of a lost connection, not of this side's disk. */
+const NETWORK_ERRNO = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ECANCELED']);
+
+/**
+ * What `status` says of a pair when a sync the peer ran here failed on this side (the disk
+ * full or read-only, a file error, a refusal or a limit here); undefined when the failure is
+ * not this side's: the peer went away or timed out, the folder was busy, the listener stopped,
+ * the peer reported an error of its own, or a refusal that only narrows the peer's mode
+ * (SHARE_READ_ONLY, the receive-only refusal: it learns and syncs narrowed).
+ */
+export function servedFailureText(err: unknown): string | undefined {
+  if (err instanceof ClawpeerError) {
+    if (err.wire !== undefined) return undefined; // the peer's own error (an IO error there is not ours)
+    const ours =
+      err.code === 'IO' ||
+      err.code === 'INTERNAL' ||
+      err.code === 'BUDGET_EXCEEDED' ||
+      err.code === 'PATH_INVALID' ||
+      (err.code === 'SHARE_FORBIDDEN' && !err.message.includes(RECEIVE_ONLY_REFUSAL));
+    return ours ? `a sync the peer ran here failed: ${err.message}` : undefined;
+  }
+  // A file-system call's own error (not wrapped in a ClawpeerError): its errno says it is ours.
+  const code = err instanceof Error ? (err as NodeJS.ErrnoException).code : undefined;
+  if (typeof code !== 'string' || !code.startsWith('E') || NETWORK_ERRNO.has(code)) return undefined;
+  return `a sync the peer ran here failed: ${(err as Error).message}`;
 }

@@ -48,6 +48,8 @@ export interface ServiceContext {
   readonly onPeerSession?: (peerId: string) => void;
   /** Told after each sync a peer ran here (the folder service logs what it changed). */
   readonly onSyncServed?: (peerId: string, served: ServedSync) => void;
+  /** Told when a sync a peer ran here failed with the peer still there (the folder service shows a failure of this side's). */
+  readonly onSyncServeFailed?: (peerId: string, share: string, err: unknown) => void;
 }
 
 export async function serveSession(
@@ -160,6 +162,8 @@ async function serveRequests(
           ok = true;
         } catch (caught) {
           const err = await peerReasonOr(session, caught, signal);
+          // A peer that went away mid-sync says nothing of this folder here; anything else may.
+          if (msg.type === 'sync-request' && !signal.aborted) ctx.onSyncServeFailed?.(session.peerId, msg.share, err);
           if (err instanceof ClawpeerError && err.wire === undefined) {
             await session.control
               .sendError(wireCodeFor(err).name, inShareTerms(err.message, ctx.shares))

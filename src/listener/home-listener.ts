@@ -118,6 +118,7 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     ...(startReach === undefined ? {} : { startReach }),
     onPeerSession: (peerId) => folders?.peerOnline(peerId),
     onSyncServed: (peerId, served) => folders?.syncServed(peerId, served),
+    onSyncServeFailed: (peerId, share, err) => folders?.syncServeFailed(peerId, share, err),
   });
   const { resident, activity } = server;
   const startedAt = Date.now();

@@ -29,6 +29,8 @@ export interface ListenerOptions extends ServerOptions {
   readonly onPeerSession?: (peerId: string) => void;
   /** Told after each sync a peer ran here (dispatch.ts ServiceContext.onSyncServed). */
   readonly onSyncServed?: ServiceContext['onSyncServed'];
+  /** Told when a sync a peer ran here failed, the peer still connected (dispatch.ts ServiceContext.onSyncServeFailed). */
+  readonly onSyncServeFailed?: ServiceContext['onSyncServeFailed'];
 }
 
 /** What the listener keeps of a running rendezvous side (reach-rv's startListenerReach). */
@@ -76,6 +78,7 @@ export class Listener {
       ...(o.sendLimiter === undefined ? {} : { sendLimiter: o.sendLimiter }),
       ...(o.onPeerSession === undefined ? {} : { onPeerSession: o.onPeerSession }),
       ...(o.onSyncServed === undefined ? {} : { onSyncServed: o.onSyncServed }),
+      ...(o.onSyncServeFailed === undefined ? {} : { onSyncServeFailed: o.onSyncServeFailed }),
     };
     try {
       // Bound late: the rendezvous side starts once the transports are bound, after the server.

@@ -200,6 +200,22 @@ export class FolderSchedule {
     if (p.dueAt > nowMs) p.dueAt = nowMs + p.config.intervalMs; // one due now (a local change) stays due
   }
 
+  /**
+   * A sync the peer ran here failed on this side (a disk error, a refusal here): the pair is in
+   * `error` now, not `in-sync` until its own next sync finds out, and counts a failure: its own
+   * retry comes with backoff (never later than already due: the peer's own retries here must not
+   * push ours away). A pair running its own sync waits for that sync's outcome.
+   */
+  servedFailed(folder: string, peer: string, nowMs: number, error: string): void {
+    const p = this.#pairs.get(keyOf(folder, peer));
+    if (p === undefined || p.running || p.config.paused) return;
+    p.failures++;
+    p.error = error;
+    p.waitingSince = undefined;
+    this.#enter(p, 'error', nowMs);
+    p.dueAt = Math.min(p.dueAt, nowMs + backoffMs(p.failures, this.#backoff, this.#random));
+  }
+
   /** A sync taken by `take` ended. Unknown pairs (removed meanwhile) are ignored. */
   finish(folder: string, peer: string, nowMs: number, outcome: SyncOutcome): void {
     const p = this.#pairs.get(keyOf(folder, peer));

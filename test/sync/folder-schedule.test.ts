@@ -240,3 +240,36 @@ t.test('a sync the peer ran here that ended equal clears a failed pair at once',
   s.servedInSync('docs', 'b', T0 + 20);
   t.equal(stateOf(s, 'docs', 'b')?.state, 'syncing', 'a pair whose own sync runs waits for its outcome');
 });
+
+t.test('a sync the peer ran here that failed on this side puts the pair in error, retried with backoff', async (t) => {
+  const s = new FolderSchedule({ random: () => 0.5 });
+  s.configure([pair('docs', 'a'), pair('docs', 'b'), pair('photos', 'a', { paused: true })], T0);
+  for (const x of s.take(T0)) s.finish(x.folder, x.peer, T0 + 10, { kind: 'done' });
+  t.equal(stateOf(s, 'docs', 'a')?.state, 'in-sync');
+
+  s.servedFailed('docs', 'a', T0 + 20, 'cannot create x: the file system is read-only');
+  const failed = defined(stateOf(s, 'docs', 'a'), 'docs/a');
+  t.equal(failed.state, 'error', 'error at once, not in-sync until the interval');
+  t.equal(failed.since, T0 + 20);
+  t.equal(failed.error, 'cannot create x: the file system is read-only');
+  t.equal(failed.failures, 1);
+  t.equal(failed.nextAt, T0 + 20 + backoffMs(1, { firstMs: 1_000, capMs: 300_000, busyMs: 1_000 }, () => 0.5));
+  t.same(s.take(T0 + 21), [], 'not before its backoff');
+  t.same(keys(s.take(defined(failed.nextAt, 'nextAt'))), ['docs/a'], 'its own sync retries then');
+  t.equal(stateOf(s, 'docs', 'b')?.state, 'in-sync', "the folder's other pair is not touched");
+
+  // The peer's own retries fail here too: they never push this pair's retry further away.
+  s.finish('docs', 'a', T0 + 2_000, { kind: 'failed', error: 'read-only' });
+  const due = defined(stateOf(s, 'docs', 'a')?.nextAt, 'nextAt');
+  s.servedFailed('docs', 'a', T0 + 2_001, 'read-only');
+  t.equal(stateOf(s, 'docs', 'a')?.nextAt, due, 'still due when it was');
+
+  // A pair running its own sync waits for that outcome; a paused one stays paused.
+  s.take(due);
+  s.servedFailed('docs', 'a', due + 1, 'read-only');
+  t.equal(stateOf(s, 'docs', 'a')?.state, 'syncing');
+  s.servedFailed('photos', 'a', due + 1, 'read-only');
+  t.equal(stateOf(s, 'photos', 'a')?.state, 'paused');
+  s.servedFailed('gone', 'x', due + 1, 'read-only');
+  t.pass('an unknown pair is ignored');
+});
