@@ -1,8 +1,9 @@
 // `clawpeer listen`, whole: a home's listener (Listener.start) with what a home adds around it:
 // the identity (created with --init), the shares and their allow lists, one send cap, LAN
 // discovery and the rendezvous side from the home's reach config, the nameplates of open short
-// codes, the control socket the home's `sync` and `status` use, listening.json, and a sweep of
-// stale temp files. The command parses its flags and prints; this does the rest.
+// codes, the shared folders' service (its shares in place before the first session), the
+// control socket the home's `sync` and `status` use, listening.json, and a sweep of stale temp
+// files. The command parses its flags and prints; this does the rest.
 import type { Logger } from '../logger.js';
 import type { ReachConfig } from '../home/config-file.js';
 import type { NodeConfig } from '../home/config.js';
@@ -14,7 +15,6 @@ import type { Share } from '../home/shares.js';
 import type { ListenerStatus } from '../folder-sync/resident-protocol.js';
 import type { BoundTransport } from './server.js';
 import type { ListenerOptions } from './listener.js';
-import type { FolderService } from '../folders/folder-service.js';
 
 export interface HomeListenerOptions {
   readonly home: HomeLayout;
@@ -99,9 +99,39 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     log: listenLog,
     listenHost: o.host,
   });
-  // The shared folders of config.json (folders/folder-service.ts) join `shares` once it runs; a
-  // peer's session arriving, or a sync it ran here, tells it the peer is online.
-  let folders: FolderService | undefined = undefined;
+  // The shared folders of config.json (folders/folder-service.ts) are in `shares` before the
+  // listener accepts a session: a peer's sync of a folder right after a start found no such
+  // share (SHARE_UNKNOWN) while the service was still reading the config. Their watchers and
+  // logs, and what runs, are the listener's: made here, handed to it.
+  const [{ ResidentFolders }, { ListenerActivity }, { dialPathsFor }, { FolderService }, { afterFolderSync }] =
+    await Promise.all([
+      import('../folder-sync/synced-folder.js'),
+      import('../session/listener-activity.js'),
+      import('../reach/dial-paths.js'),
+      import('../folders/folder-service.js'),
+      import('../folders/folder-versioning.js'),
+    ]);
+  const resident = new ResidentFolders({ log: listenLog });
+  const activity = new ListenerActivity();
+  const dialPaths = (peer: ResolvedPeer): ReturnType<typeof dialPathsFor> =>
+    dialPathsFor({ homeDir: home.dir, reach, identity, peer, log });
+  const folders = await FolderService.start({
+    homeDir: home.dir,
+    identity,
+    peers: peerStore,
+    peersFile: home.peersFile,
+    shares,
+    resident,
+    config,
+    log: listenLog,
+    dialPaths,
+    activity,
+    ...limited,
+    afterSync: afterFolderSync({ resident, nodeId: identity.nodeId }),
+  }).catch(async (err: unknown) => {
+    await resident.close();
+    throw err;
+  });
   const server = await Listener.start({
     identity,
     peers: peerStore,
@@ -116,11 +146,17 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     nameplateDirectories,
     openNameplates,
     ...(startReach === undefined ? {} : { startReach }),
-    onPeerSession: (peerId) => folders?.peerOnline(peerId),
-    onSyncServed: (peerId, served) => folders?.syncServed(peerId, served),
-    onSyncServeFailed: (peerId, share, err) => folders?.syncServeFailed(peerId, share, err),
+    resident,
+    activity,
+    // A peer's session arriving, or a sync it ran here, tells the service the peer is online.
+    onPeerSession: (peerId) => folders.peerOnline(peerId),
+    onSyncServed: (peerId, served) => folders.syncServed(peerId, served),
+    onSyncServeFailed: (peerId, share, err) => folders.syncServeFailed(peerId, share, err),
+  }).catch(async (err: unknown) => {
+    await folders.close();
+    await resident.close();
+    throw err;
   });
-  const { resident, activity } = server;
   const startedAt = Date.now();
   const sweep = sweepStaleTempFiles(shares, listenLog, o.signal);
   const first = server.bound[0];
@@ -154,14 +190,11 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
       peers,
       activity: activity.snapshot(),
       ended: activity.totals(),
-      ...(folders === undefined ? {} : { folders: folders.status() }),
+      folders: folders.status(),
     };
   };
   // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
   const { ResidentSyncServer } = await import('../folder-sync/resident-sync.js');
-  const { dialPathsFor } = await import('../reach/dial-paths.js');
-  const dialPaths = (peer: ResolvedPeer): ReturnType<typeof dialPathsFor> =>
-    dialPathsFor({ homeDir: home.dir, reach, identity, peer, log });
   const control = await ResidentSyncServer.start(home.dir, {
     shares,
     resident,
@@ -173,23 +206,6 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     dialPaths,
     ...limited,
   });
-  const { FolderService } = await import('../folders/folder-service.js');
-  const { afterFolderSync } = await import('../folders/folder-versioning.js');
-  folders = await FolderService.start({
-    homeDir: home.dir,
-    identity,
-    peers: peerStore,
-    peersFile: home.peersFile,
-    shares,
-    resident,
-    config,
-    log: listenLog,
-    dialPaths,
-    activity,
-    ...limited,
-    afterSync: afterFolderSync({ resident, nodeId: identity.nodeId }),
-  });
-  const runningFolders = folders;
   // The home's own listener (it has the control socket) tells the home's commands where it is.
   const { writeListening, removeListening } = await import('../home/listening-file.js');
   if (control !== undefined)
@@ -203,7 +219,7 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
       // The control socket first: its syncs use the listener's resident folders, closed with it.
       await Promise.all([
         sweep,
-        runningFolders.close(),
+        folders.close(),
         control?.close(),
         control === undefined ? undefined : removeListening(home.dir).catch(() => undefined),
       ]);

@@ -25,6 +25,13 @@ export interface ListenerOptions extends ServerOptions {
    * mapping) once the transports are bound; its pathOf labels the sessions it forwards.
    */
   readonly startReach?: (bound: readonly BoundTransport[]) => Promise<ListenerReach>;
+  /**
+   * The synced folders' state and the activity registry, when the caller made them already: what
+   * must be in place before the first session (the folder service's shares) uses them. Closed
+   * with the listener once it started.
+   */
+  readonly resident?: ResidentFolders;
+  readonly activity?: ListenerActivity;
   /** Told when a paired peer's session starts (the folder service: that peer is online). */
   readonly onPeerSession?: (peerId: string) => void;
   /** Told after each sync a peer ran here (dispatch.ts ServiceContext.onSyncServed). */
@@ -65,8 +72,8 @@ export class Listener {
   /** Binds the transports and serves until close(); resolves once it accepts connections. */
   static async start(o: ListenerOptions): Promise<Listener> {
     const indexes = new ChunkIndexPool({ log: o.log });
-    const resident = new ResidentFolders({ log: o.log });
-    const activity = new ListenerActivity();
+    const resident = o.resident ?? new ResidentFolders({ log: o.log });
+    const activity = o.activity ?? new ListenerActivity();
     const ctx = {
       shares: o.shares,
       config: o.config,
@@ -112,7 +119,7 @@ export class Listener {
       return listener;
     } catch (err) {
       await indexes.close();
-      await resident.close();
+      if (o.resident === undefined) await resident.close(); // the caller's, else: it closes it
       throw err;
     }
   }
