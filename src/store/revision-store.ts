@@ -16,9 +16,15 @@ import { EMPTY_VECTOR, checkNodeId, decodeVector, type VersionVector } from '../
 import { INTERNAL_DIR_NAME } from './internal-names.js';
 import { versionsToKeep, type VersioningPolicy } from '../sync/versioning.js';
 import { revlogProblems } from './revlog-check.js';
-import { revlogWriter, type RevisionWriter } from './revlog-writer.js';
+import {
+  revlogWriter,
+  unrefRoot,
+  withdrawRevisions,
+  type RevisionWriter,
+  type WithdrawResult,
+} from './revlog-writer.js';
 
-export type { RevisionDraft, RevisionWriter } from './revlog-writer.js';
+export type { RevisionDraft, RevisionWriter, WithdrawResult, WithdrawnPath } from './revlog-writer.js';
 import {
   REVLOG_DIR_NAME,
   WARM_VALUE_BYTES,
@@ -389,7 +395,7 @@ export class RevisionStore {
     this.#db.history.removeSync(key);
     this.#db.revs.removeSync(id);
     this.#db.pruned.putSync(id, Buffer.alloc(0));
-    if (rev.contentRoot.length > 0 && this.#unref(rev.contentRoot)) released.push(rev.contentRoot);
+    if (rev.contentRoot.length > 0 && unrefRoot(this.#db, rev.contentRoot)) released.push(rev.contentRoot);
   }
 
   /** The highest counter this node has used (persisted). */
@@ -432,6 +438,25 @@ export class RevisionStore {
       this.#inTransaction = false;
     }
     for (const id of added) this.#ids.add(id);
+    return result;
+  }
+
+  /**
+   * Withdraws revisions made here that no peer has (`folder revert`): removed, NOT recorded as
+   * pruned (stored again if a peer ever sends them), each touched path's head, vector, warm
+   * entry, content-root counts and the live-head count recomputed (revlog-writer.ts
+   * withdrawRevisions), the Merkle set without them. `copied`: as the sync's plan asks pickHead.
+   */
+  withdraw(ids: readonly Uint8Array[], copied: (e: RevisionEntry) => boolean = () => false): WithdrawResult {
+    this.#checkOpen();
+    if (this.#inTransaction) throw new TypeError('RevisionStore.withdraw() called inside a write transaction');
+    const result = this.#txn(() => {
+      const store = { db: this.#db, dir: this.dir, nodeId: this.nodeId, get: (id: Uint8Array) => this.#get(id) };
+      const r = withdrawRevisions({ ...store, head: (p) => this.#head(p), pathVector: () => undefined }, ids, copied);
+      if (r.removed.length > 0) this.#bumpIdChanges();
+      return r;
+    });
+    for (const id of result.removed) this.#ids.delete(id);
     return result;
   }
 
@@ -569,19 +594,5 @@ export class RevisionStore {
   #storedPathVector(pk: Buffer): VersionVector | undefined {
     const v = this.#db.pathVectors.get(pk);
     return v === undefined ? undefined : decodeVector(v);
-  }
-
-  /** Decrements a content root's count; true when it reached zero (and was removed). */
-  #unref(root: Uint8Array): boolean {
-    const key = Buffer.from(root);
-    const n = this.#db.roots.get(key)?.readUInt32BE(0) ?? 0;
-    if (n <= 1) {
-      this.#db.roots.removeSync(key);
-      return true;
-    }
-    const v = Buffer.alloc(4);
-    v.writeUInt32BE(n - 1);
-    this.#db.roots.putSync(key, v);
-    return false;
   }
 }

@@ -2,6 +2,7 @@
 // arrival sequence, local counter and live-head count read once and written once (finish) per
 // transaction. RevisionStore.write runs it inside an LMDB transaction; nothing here commits.
 import { bytesEqual, toHex } from '../chunking/blake3.js';
+import { pickHead } from '../sync/conflict.js';
 import { isHashedEntry, revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
 import {
   EMPTY_VECTOR,
@@ -18,6 +19,7 @@ import {
   corrupt,
   encodeWarm,
   historyKey,
+  historyRange,
   pathKey,
   readU64,
   u64,
@@ -177,4 +179,105 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
     },
   };
   return { writer, finish };
+}
+
+/** What RevisionStore.withdraw did to one path. */
+export interface WithdrawnPath {
+  readonly path: string;
+  /** The head before and after (undefined after: no revision of the path is left). */
+  readonly headBefore: RevisionEntry | undefined;
+  readonly headAfter: RevisionEntry | undefined;
+  /** The revisions of the path withdrawn. */
+  readonly withdrawn: readonly RevisionEntry[];
+}
+
+export interface WithdrawResult {
+  /** The ids removed (to take out of the Merkle set). */
+  readonly removed: readonly Uint8Array[];
+  readonly paths: readonly WithdrawnPath[];
+  /** Content roots no stored revision references any more. */
+  readonly releasedContentRoots: Uint8Array[];
+}
+
+/**
+ * Inside a write transaction: removes the stored revisions of `ids` (unknown ids are ignored)
+ * WITHOUT recording them pruned (a peer may send them again, and they are stored then), and
+ * puts each touched path as if they had never come: its head is `pickHead` over what is left
+ * (`copied`: as the sync's plan asks it), its vector the merge of what is left, its warm entry
+ * gone when the head moves, the content-root counts and the live-head count adjusted. A path
+ * with nothing left loses its head and vector (the writer's new-path shortcut takes a path
+ * without a vector for one without revisions). The local counter stays: no counter is reused.
+ */
+export function withdrawRevisions(
+  store: WriterStore,
+  ids: readonly Uint8Array[],
+  copied: (e: RevisionEntry) => boolean,
+): WithdrawResult {
+  const db = store.db;
+  const byPath = new Map<string, { pk: Buffer; path: string; ids: Set<string> }>();
+  for (const id of ids) {
+    const entry = store.get(id);
+    if (entry === undefined) continue;
+    const pk = pathKey(entry.revision.path);
+    const key = pk.toString('latin1');
+    const group = byPath.get(key) ?? { pk, path: entry.revision.path, ids: new Set<string>() };
+    group.ids.add(toHex(entry.id));
+    byPath.set(key, group);
+  }
+  const removed: Uint8Array[] = [];
+  const released: Uint8Array[] = [];
+  const paths: WithdrawnPath[] = [];
+  let liveHeads = readU64(db.meta.get(META_LIVE_HEADS));
+  for (const { pk, path: relPath, ids: gone } of byPath.values()) {
+    const headId = db.heads.get(pk);
+    const headBefore = headId === undefined ? undefined : store.get(headId);
+    const withdrawn: RevisionEntry[] = [];
+    const kept: RevisionEntry[] = [];
+    for (const { key, value: id } of [...db.history.getRange(historyRange(pk))]) {
+      const entry = store.get(id);
+      if (entry === undefined) throw corrupt(store.dir, `history of ${relPath} lists missing revision ${toHex(id)}`);
+      if (!gone.has(toHex(id))) {
+        kept.push(entry);
+        continue;
+      }
+      db.history.removeSync(key);
+      db.revs.removeSync(Buffer.from(id));
+      if (entry.revision.contentRoot.length > 0 && unrefRoot(db, entry.revision.contentRoot))
+        released.push(entry.revision.contentRoot);
+      withdrawn.push(entry);
+      removed.push(Uint8Array.from(id));
+    }
+    const headAfter = pickHead(kept, copied)?.head;
+    if (kept.length === 0) db.pathVectors.removeSync(pk);
+    else
+      db.pathVectors.putSync(
+        pk,
+        Buffer.from(encodeVector(kept.reduce((v, e) => mergeVectors(v, e.revision.vector), EMPTY_VECTOR))),
+      );
+    if (headAfter === undefined || headBefore === undefined || !bytesEqual(headAfter.id, headBefore.id)) {
+      db.warm.removeSync(warmKey(relPath));
+      if (headAfter === undefined) db.heads.removeSync(pk);
+      else db.heads.putSync(pk, Buffer.from(headAfter.id));
+      liveHeads +=
+        (headAfter !== undefined && !headAfter.revision.deleted ? 1 : 0) -
+        (headBefore !== undefined && !headBefore.revision.deleted ? 1 : 0);
+    }
+    paths.push({ path: relPath, headBefore, headAfter, withdrawn });
+  }
+  db.meta.putSync(META_LIVE_HEADS, u64(liveHeads));
+  return { removed, paths, releasedContentRoots: released };
+}
+
+/** Decrements a content root's count; true when it reached zero (and was removed). */
+export function unrefRoot(db: Dbs, root: Uint8Array): boolean {
+  const key = Buffer.from(root);
+  const n = db.roots.get(key)?.readUInt32BE(0) ?? 0;
+  if (n <= 1) {
+    db.roots.removeSync(key);
+    return true;
+  }
+  const v = Buffer.alloc(4);
+  v.writeUInt32BE(n - 1);
+  db.roots.putSync(key, v);
+  return false;
 }
