@@ -9,6 +9,8 @@ import type {
   ListenerStatus,
   ResidentSyncReply,
   ResidentSyncRequest,
+  RevertReport,
+  RevertRequest,
   StatusRequest,
   SyncFolderResult,
   SyncModeName,
@@ -99,6 +101,26 @@ export function listenerStatus(homeDir: string, signal: AbortSignal): Promise<Li
   );
 }
 
+/** `clawpeer folder revert`: run by the listener of `homeDir`; why there is none to ask (a string) when it is not running. */
+export function revertViaListener(
+  homeDir: string,
+  folder: string,
+  dryRun: boolean,
+  signal: AbortSignal,
+): Promise<RevertReport | string> {
+  const req: RevertRequest = { op: 'revert', folder, dryRun };
+  return askListener<RevertReport | string>(
+    homeDir,
+    req,
+    signal,
+    (reason) => reason,
+    (reply) => {
+      if (reply.type === 'reverted') return reply.report;
+      throw new ClawpeerError('IO', `the listener answered the revert request with ${reply.type}`);
+    },
+  );
+}
+
 /**
  * One request to the listener of `homeDir` over its control socket: `onReply` sees each reply
  * line until it returns the outcome (or throws); an `error` reply rejects as its ClawpeerError.
@@ -106,7 +128,7 @@ export function listenerStatus(homeDir: string, signal: AbortSignal): Promise<Li
  */
 function askListener<T>(
   homeDir: string,
-  request: ResidentSyncRequest | StatusRequest,
+  request: ResidentSyncRequest | StatusRequest | RevertRequest,
   signal: AbortSignal,
   absent: (reason: string) => T,
   onReply: (reply: ResidentSyncReply) => T | 'continue',

@@ -19,6 +19,9 @@ export {
   type ListenerStatus,
   type ResidentSyncReply,
   type ResidentSyncRequest,
+  type RevertReport,
+  type RevertRequest,
+  type RevertedPath,
   type StatusRequest,
 } from './resident-protocol.js';
 export type { SyncDryRun, SyncFolderResult } from './sync-client.js';

@@ -27,7 +27,7 @@ const ANONYMOUS_NODE_ID = 'local';
  * The chunking content roots are computed with when no session says otherwise: the listener's
  * default first choice, which is what sessions negotiate unless configured differently.
  */
-function defaultFolderChunking(): ChunkingParams {
+export function defaultFolderChunking(): ChunkingParams {
   const c = DEFAULT_CAPABILITIES.chunking[0];
   if (c === undefined) throw new TypeError('no default chunking');
   return {

@@ -5,7 +5,8 @@
 // One request per connection, newline-delimited JSON both ways: the CLI sends a SyncRequest;
 // the listener answers `not-served` (the CLI then syncs in its own process), or progress lines
 // followed by one `result` or `error`. The CLI closing the socket aborts the sync. `clawpeer
-// status` sends a StatusRequest and gets one `status` line: what the listener serves and does.
+// status` sends a StatusRequest and gets one `status` line: what the listener serves and does;
+// `folder revert` a RevertRequest, answered by one `reverted` line (or `error`).
 // The socket lives in the home directory, next to the identity key: whoever can use it could
 // read the key anyway. Kept free of heavy imports: the CLI loads it before anything else.
 import path from 'node:path';
@@ -40,6 +41,34 @@ export interface ResidentSyncRequest {
 
 export interface StatusRequest {
   readonly op: 'status';
+}
+
+/** `clawpeer folder revert ID [--dry-run]`: run by the listener's folder service (folders/folder-revert.ts). */
+export interface RevertRequest {
+  readonly op: 'revert';
+  readonly folder: string;
+  readonly dryRun: boolean;
+}
+
+/** One path `folder revert` puts back to the peers' version. */
+export interface RevertedPath {
+  readonly path: string;
+  /** What this node had there (its own version): a file, directory or symlink, or `deleted`. */
+  readonly local: 'file' | 'dir' | 'symlink' | 'deleted';
+  /** The peers' version it holds now: `none` when no peer has the path (a local addition). */
+  readonly peers: 'file' | 'dir' | 'symlink' | 'deleted' | 'none';
+}
+
+/** What `folder revert` did (or, dry run, would do). */
+export interface RevertReport {
+  readonly folder: string;
+  readonly dryRun: boolean;
+  /** Revisions made here that no peer has, withdrawn from the log. */
+  readonly withdrawn: number;
+  /** The paths whose version changes, sorted. */
+  readonly paths: readonly RevertedPath[];
+  /** Where the local bytes were moved (absolute; absent when nothing was on disk to keep, or a dry run). */
+  readonly keptIn?: string;
 }
 
 /** A listener's state for `clawpeer status`. */
@@ -103,6 +132,7 @@ export type ResidentSyncReply =
   | ({ readonly type: 'progress' } & TransferProgress)
   | { readonly type: 'result'; readonly result: SyncFolderResult }
   | { readonly type: 'status'; readonly status: ListenerStatus }
+  | { readonly type: 'reverted'; readonly report: RevertReport }
   | { readonly type: 'error'; readonly code: string; readonly message: string };
 
 /** The control socket of the home at `homeDir`, or undefined when its path is too long for a Unix socket. */

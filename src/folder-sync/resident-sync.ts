@@ -24,6 +24,8 @@ import {
   type ListenerStatus,
   type ResidentSyncReply,
   type ResidentSyncRequest,
+  type RevertReport,
+  type RevertRequest,
   type StatusRequest,
 } from './resident-protocol.js';
 import type { Share } from '../home/shares.js';
@@ -45,6 +47,8 @@ export interface ResidentSyncContext {
   readonly activity?: ListenerActivity;
   /** The ways this node reaches a peer (the listener's reach config); default: its address alone. */
   readonly dialPaths?: (peer: ResolvedPeer) => Promise<PathSources>;
+  /** `folder revert` of one of the folder service's folders (folders/folder-revert.ts). */
+  readonly revert?: (folder: string, dryRun: boolean, signal: AbortSignal) => Promise<RevertReport>;
 }
 
 const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
@@ -52,7 +56,7 @@ const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
 const REQUEST_TIMEOUT_MS = 10_000;
 
 /** The request on one line of JSON, checked field by field; a USAGE error names what is wrong. */
-export function parseResidentRequest(line: string): ResidentSyncRequest | StatusRequest {
+export function parseResidentRequest(line: string): ResidentSyncRequest | StatusRequest | RevertRequest {
   let v: unknown;
   try {
     v = JSON.parse(line);
@@ -65,9 +69,14 @@ export function parseResidentRequest(line: string): ResidentSyncRequest | Status
     if (typeof r[k] !== 'string' || r[k].length > 4096)
       throw new ClawpeerError('USAGE', `control request field ${k} must be a string`);
   };
-  if (typeof v !== 'object' || v === null || (r['op'] !== 'sync' && r['op'] !== 'status'))
-    throw new ClawpeerError('USAGE', 'control request op must be "sync" or "status"');
+  if (typeof v !== 'object' || v === null || !['sync', 'status', 'revert'].includes(r['op'] as string))
+    throw new ClawpeerError('USAGE', 'control request op must be "sync", "status" or "revert"');
   if (r['op'] === 'status') return { op: 'status' };
+  if (r['op'] === 'revert') {
+    str('folder');
+    if (typeof r['dryRun'] !== 'boolean') throw new ClawpeerError('USAGE', 'control request dryRun must be a boolean');
+    return { op: 'revert', folder: r['folder'] as string, dryRun: r['dryRun'] };
+  }
   str('dir');
   str('peer');
   str('share');
@@ -228,6 +237,12 @@ export class ResidentSyncServer {
       send({ type: 'status', status: await this.#ctx.status() });
       return;
     }
+    if (req.op === 'revert') {
+      if (this.#ctx.revert === undefined)
+        throw new ClawpeerError('USAGE', 'this listener runs no shared folders: nothing to revert');
+      send({ type: 'reverted', report: await this.#ctx.revert(req.folder, req.dryRun, signal) });
+      return;
+    }
     const share = this.#ctx.shares.find((s) => s.dir === req.dir);
     if (share === undefined || share.readOnly) {
       send({
@@ -271,7 +286,8 @@ export class ResidentSyncServer {
             }
           : {}),
       });
-      send({ type: 'result', result });
+      const { lacking: _lacking, ...shown } = result; // the folder service's, not the CLI's
+      send({ type: 'result', result: shown });
       ok = true;
     } finally {
       activity?.end(ok);

@@ -13,7 +13,8 @@ import type { Logger } from '../logger.js';
 import { dialPeer } from '../session/dialer.js';
 import { sessionRouter } from '../session/data-stream-router.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
-import { fetchContent, type SyncChannel } from './sync-exchange.js';
+import type { PathSources } from '../reach/path-sources.js';
+import { fetchContent, type FetchRequest, type SyncChannel } from './sync-exchange.js';
 
 export interface FetchRevisionOptions {
   readonly identity: Identity;
@@ -38,20 +39,48 @@ export interface FetchRevisionOptions {
  * there, atomically). False when the peer no longer has that content either.
  */
 export async function fetchRevisionFromPeer(o: FetchRevisionOptions): Promise<boolean> {
+  const request = { sourcePath: o.relPath, root: o.root, destPath: o.relPath, mode: o.mode, mtimeMs: o.mtimeMs };
+  const delivered = await fetchFromPeer({ ...o, requests: [request], feature: 'restore' });
+  return delivered.length === 1;
+}
+
+export interface FetchFromPeerOptions {
+  readonly identity: Identity;
+  readonly peer: ResolvedPeer;
+  readonly config: NodeConfig;
+  /** How to reach the peer (a listener's path sources); default: its address. */
+  readonly paths?: PathSources;
+  /** The peer's share ('' = its default). */
+  readonly share: string;
+  /** Where the content lands: each request's destPath under it (the caller holds what it needs locked). */
+  readonly folder: string;
+  readonly requests: readonly FetchRequest[];
+  /** What the fetch is for, in errors and the peer's log ('restore', 'revert'). */
+  readonly feature: string;
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * One fetch-only sync request: dials the peer, asks for each request's content by path and
+ * root, and publishes what it offers. Returns the requests delivered (the peer lacks the rest).
+ */
+export async function fetchFromPeer(o: FetchFromPeerOptions): Promise<FetchRequest[]> {
   const session = await dialPeer({
     identity: o.identity,
     peer: o.peer,
     config: o.config,
     log: o.log,
     signal: o.signal,
+    ...(o.paths === undefined ? {} : { paths: o.paths }),
   });
   let delivered = false;
-  const untell = session.tellPeerIfInterrupted(o.signal, 'restore');
+  const untell = session.tellPeerIfInterrupted(o.signal, o.feature);
   try {
     session.requireFeature(
       'sync-fetch-only',
-      'cannot serve a restore',
-      'update clawpeer there, or restore a revision whose content is kept here',
+      `cannot serve a ${o.feature}`,
+      `update clawpeer there, or ${o.feature} a revision whose content is kept here`,
     );
     const transferId = session.allocateTransferId();
     await session.control.send({
@@ -65,19 +94,15 @@ export async function fetchRevisionFromPeer(o: FetchRevisionOptions): Promise<bo
     await expectMessage(session, 'sync-accept', transferId, PREPARE_TIMEOUT_MS, o.signal);
     const router = sessionRouter(session, PREPARE_TIMEOUT_MS, o.log);
     const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal: o.signal, log: o.log };
-    const outcome = await fetchContent(
-      ch,
-      [{ sourcePath: o.relPath, root: o.root, destPath: o.relPath, mode: o.mode, mtimeMs: o.mtimeMs }],
-      {
-        router,
-        folder: o.folder,
-        chunking: sessionChunking(session),
-        beforePublish: async () => undefined,
-      },
-    );
+    const outcome = await fetchContent(ch, o.requests, {
+      router,
+      folder: o.folder,
+      chunking: sessionChunking(session),
+      beforePublish: async () => undefined,
+    });
     await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, o.signal);
     delivered = true;
-    return outcome.delivered.length === 1;
+    return outcome.delivered;
   } finally {
     untell();
     await session.close('done', { linger: !delivered });

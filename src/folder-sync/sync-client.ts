@@ -116,6 +116,12 @@ export interface SyncFolderResult {
   readonly skipped: readonly string[];
   /** Receive-only: paths whose local revision the peer does not have (not sent). */
   readonly localOnly: readonly string[];
+  /**
+   * Receive-only: the ids of every revision here the peer lacked at the end (the check's
+   * idsTheyLack, heads or not) and this node's counter then (a local revision with a higher one
+   * was made after this sync): what `folder revert` may withdraw. Not sent to the CLI.
+   */
+  readonly lacking?: { readonly ids: readonly Uint8Array[]; readonly localCounter: number };
   /** The peer's share is a folder its folder service keeps (it syncs its changes here itself); false from an older peer. */
   readonly peerKeepsFolder?: boolean;
   /**
@@ -295,6 +301,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       conflicts: 0,
       skipped: [],
       localOnly: [],
+      lacking: { ids: [], localCounter: store.localCounter() },
       peerKeepsFolder: accepted.keptFolder === true,
       unreadable: folder.unreadable,
       wireBytes: wireBytesOf(session) - wireStart,
@@ -425,6 +432,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       conflicts,
       skipped,
       localOnly: localOnly.sort(),
+      lacking: { ids: o.mode === 'receive-only' ? outcome.idsTheyLack : [], localCounter: store.localCounter() },
       peerSkipped: peerSkipped.sort(),
       changes: countChanges(store, before),
     });

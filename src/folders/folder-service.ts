@@ -40,6 +40,8 @@ import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
 import { failureText, notInSyncReason, servedFailureText } from './sync-outcome-text.js';
 import { folderStatus } from './folder-status.js';
+import { revertFolder } from './folder-revert.js';
+import type { RevertReport } from '../folder-sync/resident-protocol.js';
 import type { ActiveFolder, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
 import { isPeerPair, pairKey } from './pair-key.js';
 
@@ -216,6 +218,14 @@ export class FolderService {
     if (active === undefined) return;
     for (const peer of active.peerIds) if (peer !== source) this.#schedule.request(nowMs, { folder: folderId, peer });
     this.#pump();
+  }
+
+  /** `folder revert` (folder-revert.ts) in the folder's turn; then its syncs, which land what the local edits held back. */
+  async revert(id: string, dryRun: boolean, signal: AbortSignal): Promise<RevertReport> {
+    const o = { service: this.#o, folderId: id, active: this.#active.get(id), reports: this.#localChanges };
+    const report = await this.#inTurn(id, () => revertFolder({ ...o, dryRun, signal }));
+    if (!dryRun) this.#passOn(id, '', Date.now());
+    return report;
   }
 
   /** Each folder with its peers' states, for `clawpeer status` (folder-status.ts). */
@@ -476,7 +486,7 @@ export class FolderService {
           this.#sessions.used(peerId);
         }
         ok = true;
-        if (f.mode === 'receive-only') this.#localChanges.record(f.id, peerId, r.localOnly);
+        if (f.mode === 'receive-only') this.#localChanges.record(f.id, peerId, r);
         if (mode !== 'send-only' && r.peerKeepsFolder !== true) this.#watches.synced(f.id, peerId);
         log.info('folder synced', {
           folder: f.id,

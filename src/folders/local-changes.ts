@@ -11,6 +11,8 @@
 // Computed from what each pair's last sync reported, checked against the folder's heads when
 // status asks (a path deleted or replaced by a peer's version since no longer counts); no scan.
 // A path changed here since the last sync shows at the next one (a local change starts one).
+import { toHex } from '../chunking/blake3.js';
+import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import type { RevisionStore } from '../store/revision-store.js';
 import { isFolderPair, pairKey } from './pair-key.js';
 
@@ -24,19 +26,39 @@ export interface LocalChanges {
   readonly localChangePaths: readonly string[];
 }
 
+/**
+ * What a peer lacked at the end of this node's last sync with it, for `folder revert`
+ * (folder-revert.ts): the ids of the revisions here it lacked (hex), and this node's counter
+ * then (a revision made here with a higher one came after that sync: the peer lacks it too).
+ */
+export interface PeerLacking {
+  readonly ids: ReadonlySet<string>;
+  readonly localCounter: number;
+}
+
 /** Each pair's last report of the paths whose revision here its peer lacks (receive-only syncs). */
 export class LocalChangeReports {
   readonly #byPair = new Map<string, readonly string[]>();
+  readonly #lacking = new Map<string, PeerLacking>();
 
-  /** What the last sync of `folder` with `peer` left unsent (its `localOnly`). */
-  record(folder: string, peer: string, localOnly: readonly string[]): void {
-    if (localOnly.length === 0) this.#byPair.delete(pairKey(folder, peer));
-    else this.#byPair.set(pairKey(folder, peer), localOnly);
+  /** What the last sync of `folder` with `peer` left unsent (its `localOnly`, and what it says the peer lacks). */
+  record(folder: string, peer: string, r: Pick<SyncFolderResult, 'localOnly' | 'lacking'>): void {
+    const key = pairKey(folder, peer);
+    if (r.localOnly.length === 0) this.#byPair.delete(key);
+    else this.#byPair.set(key, r.localOnly);
+    if (r.lacking === undefined) this.#lacking.delete(key);
+    else this.#lacking.set(key, { ids: new Set(r.lacking.ids.map(toHex)), localCounter: r.lacking.localCounter });
+  }
+
+  /** What `peer` lacked at its last sync of `folder` since the listener started (undefined: none yet). */
+  lacking(folder: string, peer: string): PeerLacking | undefined {
+    return this.#lacking.get(pairKey(folder, peer));
   }
 
   /** Drops what was reported for `folder` (its config changed: a mode or peer set of before). */
   forget(folder: string): void {
     for (const key of [...this.#byPair.keys()]) if (isFolderPair(key, folder)) this.#byPair.delete(key);
+    for (const key of [...this.#lacking.keys()]) if (isFolderPair(key, folder)) this.#lacking.delete(key);
   }
 
   /**

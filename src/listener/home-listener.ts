@@ -205,6 +205,7 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     activity,
     dialPaths,
     ...limited,
+    revert: (id, dryRun, signal) => folders.revert(id, dryRun, signal),
   });
   // The home's own listener (it has the control socket) tells the home's commands where it is.
   const { writeListening, removeListening } = await import('../home/listening-file.js');

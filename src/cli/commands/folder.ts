@@ -1,6 +1,7 @@
-// `clawpeer folder add|edit|list|remove|pause|resume|log`: the shared folders of this home's
-// config.json, which its listener keeps in sync by itself (folders/folder-service.ts). The
-// commands only edit the file; a running listener follows it.
+// `clawpeer folder add|edit|list|remove|pause|resume|revert|log`: the shared folders of this
+// home's config.json, which its listener keeps in sync by itself (folders/folder-service.ts).
+// The commands only edit the file, and a running listener follows it; `revert` asks that
+// listener to run it (over the control socket).
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import { ClawpeerError } from '../../errors.js';
@@ -199,6 +200,48 @@ async function showLog(ctx: CommandContext, id: string): Promise<void> {
   ctx.out.emit({}, entries.map((e) => logLines(e, now)).join('\n'));
 }
 
+/**
+ * `folder revert ID [--dry-run]`: a receive-only folder's local changes are taken back (the
+ * listener's folder service runs it: folders/folder-revert.ts). The folder must be in this
+ * home's config and receive-only, and its listener running.
+ */
+async function revertFolder(ctx: CommandContext, id: string, dryRun: boolean): Promise<void> {
+  const f = findFolder(await loadFolders(ctx.home.dir), id);
+  if (f.mode !== 'receive-only')
+    throw new ClawpeerError(
+      'USAGE',
+      `folder ${id} is ${f.mode}: revert takes back the local changes of a receive-only folder (Syncthing's Revert Local Changes); a ${f.mode} folder sends its changes to its peers`,
+    );
+  const { revertViaListener } = await import('../resident-client.js');
+  const report = await revertViaListener(ctx.home.dir, id, dryRun, ctx.signal);
+  if (typeof report === 'string')
+    throw new ClawpeerError(
+      'IO',
+      `no listener is running for the home ${ctx.home.dir}: ${report}; the revert runs in the listener that keeps folder ${id} (start one with \`clawpeer listen\`)`,
+    );
+  const shown = report.paths.map(
+    (p) => `  ${escapeToShow(p.path)}: ${REVERT_WORDS[p.local]} here -> ${REVERT_WORDS[p.peers]}`,
+  );
+  const head =
+    report.paths.length === 0 && report.withdrawn === 0
+      ? `folder ${id} has no local changes to revert`
+      : `${dryRun ? 'would revert' : 'reverted'} ${report.paths.length} path${report.paths.length === 1 ? '' : 's'} of folder ${id} to the peers' version (${report.withdrawn} local revision${report.withdrawn === 1 ? '' : 's'} ${dryRun ? 'to withdraw' : 'withdrawn'})`;
+  const kept = report.keptIn === undefined ? [] : [`the local versions are kept in ${escapeToShow(report.keptIn)}`];
+  ctx.out.emit(
+    { event: dryRun ? 'folder-revert-plan' : 'folder-reverted', ...report },
+    [head, ...shown, ...kept].join('\n'),
+  );
+}
+
+/** How `folder revert` names what a path held here and what it holds now. */
+const REVERT_WORDS = {
+  file: 'file',
+  dir: 'directory',
+  symlink: 'symlink',
+  deleted: 'deleted',
+  none: 'gone (no peer has it)',
+} as const;
+
 /** How each listed change is marked under its sync's line (as rsync's itemize: + new, . changed, - gone). */
 const CHANGE_MARKS = { added: '+', changed: '.', deleted: '-' } as const;
 
@@ -216,7 +259,7 @@ export function logLines(e: FolderLogEntry, now: number): string {
 export function registerFolderCommands(cli: Argv, run: Runner): Argv {
   return cli.command(
     'folder',
-    "shared folders this home's listener keeps in sync with peers by itself: add, edit, list, remove, pause, resume, log",
+    "shared folders this home's listener keeps in sync with peers by itself: add, edit, list, remove, pause, resume, revert, log",
     (y) =>
       y
         .command(
@@ -319,11 +362,25 @@ export function registerFolderCommands(cli: Argv, run: Runner): Argv {
           run((ctx, args) => setPaused(ctx, String(args['id']), false)),
         )
         .command(
+          'revert <id>',
+          "take back a receive-only folder's local changes: the peers' versions return, the local ones move to .clawpeer/reverted/",
+          (a) =>
+            a
+              .positional('id', { type: 'string' })
+              .option('dry-run', {
+                type: 'boolean',
+                default: false,
+                describe: 'list what would be reverted, change nothing',
+              })
+              .example('$0 folder revert docs --dry-run', 'list the local changes of docs a revert would take back'),
+          run((ctx, args) => revertFolder(ctx, String(args['id']), args['dry-run'] === true)),
+        )
+        .command(
           'log <id>',
           'what each sync of a folder changed (newest last)',
           (a) => a.positional('id', { type: 'string' }),
           run((ctx, args) => showLog(ctx, String(args['id']))),
         )
-        .demandCommand(1, 'folder needs a subcommand: add, edit, list, remove, pause, resume or log'),
+        .demandCommand(1, 'folder needs a subcommand: add, edit, list, remove, pause, resume, revert or log'),
   );
 }
