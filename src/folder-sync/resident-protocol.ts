@@ -57,6 +57,11 @@ export interface RevertedPath {
   readonly local: 'file' | 'dir' | 'symlink' | 'deleted';
   /** The peers' version it holds now: `none` when no peer has the path (a local addition). */
   readonly peers: 'file' | 'dir' | 'symlink' | 'deleted' | 'none';
+  /**
+   * The peers' version of this file is newer than any whose bytes a peer still had: the path was
+   * forgotten here and the sync that follows the revert brings it.
+   */
+  readonly bySync?: boolean;
 }
 
 /** What `folder revert` did (or, dry run, would do). */

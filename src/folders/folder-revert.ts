@@ -20,7 +20,7 @@
 // then syncs the folder with its peers: a peer's revision skipped while the local edit was kept
 // (never stored) lands now.
 import { lstatSync, type BigIntStats } from 'node:fs';
-import { lstat, lutimes, mkdir, realpath, rename, rm, symlink, chmod } from 'node:fs/promises';
+import { chmod, lstat, lutimes, mkdir, readdir, realpath, rename, rm, rmdir, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { toHex } from '../chunking/blake3.js';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
@@ -174,7 +174,7 @@ export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport
   try {
     const plan = planRevert(folder, nodeId, lacking);
     const changed = plan.filter((p) => !sameHead(p.before, p.after));
-    const report = (keptIn?: string): RevertReport => ({
+    const report = (keptIn?: string, forget: ReadonlySet<string> = new Set()): RevertReport => ({
       folder: id,
       dryRun: o.dryRun,
       withdrawn: plan.reduce((n, p) => n + p.withdrawn.length, 0),
@@ -182,27 +182,26 @@ export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport
         path: p.path,
         local: kindOf(p.before) as RevertedPath['local'],
         peers: kindOf(p.after),
+        ...(forget.has(p.path) ? { bySync: true } : {}),
       })),
       ...(keptIn === undefined ? {} : { keptIn }),
     });
     if (o.dryRun || plan.length === 0) return report();
     const folderReal = await realpath(f.path);
     await mkdir(incoming, { recursive: true, mode: 0o700 });
-    await gather(o, folder, changed, incoming, active.peerIds);
+    const forget = await gather(o, folder, changed, incoming, active.peerIds);
     // Everything the new heads need is at hand: from here on the log and the disk change.
-    folder.store.withdraw(
-      plan.flatMap((p) => p.withdrawn.map((e) => e.id)),
-      copiedIn(folder.store),
-    );
+    const ids = plan.flatMap((p) => (forget.has(p.path) ? folder.store.history(p.path) : p.withdrawn).map((e) => e.id));
+    folder.store.withdraw(ids, copiedIn(folder.store));
     const keptIn = path.join(folderReal, INTERNAL_DIR_NAME, REVERTED_DIR_NAME, stamp);
     let kept = false;
     for (const p of [...changed].sort((a, b) => depth(b.path) - depth(a.path)))
       kept = (await moveAside(folderReal, p, keptIn)) || kept;
     const nowNs = BigInt(Date.now()) * 1_000_000n;
     for (const p of [...changed].sort((a, b) => depth(a.path) - depth(b.path)))
-      await place(folderReal, folder.store, p, incoming, nowNs);
-    log.info('folder reverted', { folder: id, withdrawn: report().withdrawn, paths: changed.length, keptIn });
-    return report(kept ? keptIn : undefined);
+      if (!forget.has(p.path)) await place(folderReal, folder.store, p, incoming, nowNs);
+    log.info('folder reverted', { folder: id, withdrawn: ids.length, paths: changed.length, keptIn });
+    return report(kept ? keptIn : undefined, forget);
   } finally {
     await rm(incoming, { recursive: true, force: true }).catch(() => undefined);
     await folder.close();
@@ -212,8 +211,11 @@ export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport
 /**
  * Puts the bytes of each new head that is a file in `incoming` at its path: a copy of the file
  * here when the scan certified the same content for the old head (a touch, a chmod), else
- * fetched by root from the folder's peers in turn. Throws, naming the paths, when some content
- * is nowhere to be had: nothing has changed yet.
+ * fetched by root from the folder's peers in turn. Returns the paths whose content a peer
+ * answered for but none had: the peer's version replaced it since, and a file's older bytes
+ * are kept nowhere (a node keeps in history only what a sync replaced); such a path is
+ * forgotten here (every revision of it withdrawn), so the next sync brings what the peers have
+ * now. Throws, naming the paths, when no peer could be asked: nothing has changed yet.
  */
 async function gather(
   o: RevertFolderOptions,
@@ -221,7 +223,7 @@ async function gather(
   changed: readonly PathRevert[],
   incoming: string,
   peerIds: readonly string[],
-): Promise<void> {
+): Promise<Set<string>> {
   let wanted: FetchRequest[] = [];
   for (const { path: rel, before, after } of changed) {
     if (!isLiveFile(after)) continue;
@@ -249,10 +251,12 @@ async function gather(
     wanted.push(request);
   }
   const failures: string[] = [];
+  let answered = false;
   for (const peerId of peerIds) {
-    if (wanted.length === 0) return;
+    if (wanted.length === 0) break;
     try {
       const delivered = await fetchWithRetries(o, peerId, incoming, wanted);
+      answered = true;
       const got = new Set(delivered.map((d) => d.sourcePath));
       wanted = wanted.filter((w) => !got.has(w.sourcePath));
     } catch (err) {
@@ -260,10 +264,10 @@ async function gather(
       failures.push(`${peerId}: ${(err as Error).message}`);
     }
   }
-  if (wanted.length === 0) return;
+  if (wanted.length === 0 || answered) return new Set(wanted.map((w) => w.sourcePath));
   const names = wanted.map((w) => w.sourcePath);
   throw new ClawpeerError(
-    failures.length > 0 ? 'UNREACHABLE' : 'IO',
+    'UNREACHABLE',
     `cannot revert folder ${o.folderId}: no peer gave the content of its version of ${names.slice(0, 5).join(', ')}${names.length > 5 ? ` and ${names.length - 5} more` : ''}${failures.length > 0 ? ` (${failures.join('; ')})` : ''}; nothing was changed`,
   );
 }
@@ -328,9 +332,27 @@ async function moveAside(folderReal: string, p: PathRevert, keptIn: string): Pro
   if (st.isDirectory() && staysDir) return false;
   const to = path.join(keptIn, ...p.path.split('/'));
   await mkdir(path.dirname(to), { recursive: true, mode: 0o700 });
-  await rename(abs, to);
+  await moveInto(abs, to);
   await syncDir(path.dirname(abs));
   return true;
+}
+
+/**
+ * Renames `from` to `to`; a directory whose place is taken by one already (its entries that
+ * changed here were moved there first, deepest first) has what is left moved into it, then goes.
+ */
+async function moveInto(from: string, to: string): Promise<void> {
+  const there = await lstat(to).catch(() => undefined);
+  if (there === undefined) return rename(from, to);
+  const st = await lstat(from);
+  if (!st.isDirectory() || !there.isDirectory()) {
+    for (let n = 1; ; n++) {
+      const other = `${to}.${n}`;
+      if ((await lstat(other).catch(() => undefined)) === undefined) return rename(from, other);
+    }
+  }
+  for (const name of await readdir(from)) await moveInto(path.join(from, name), path.join(to, name));
+  await rmdir(from);
 }
 
 /** Puts `p`'s new head at its path (a file from `incoming`), a published file certified warm. */

@@ -220,7 +220,8 @@ async function revertFolder(ctx: CommandContext, id: string, dryRun: boolean): P
       `no listener is running for the home ${ctx.home.dir}: ${report}; the revert runs in the listener that keeps folder ${id} (start one with \`clawpeer listen\`)`,
     );
   const shown = report.paths.map(
-    (p) => `  ${escapeToShow(p.path)}: ${REVERT_WORDS[p.local]} here -> ${REVERT_WORDS[p.peers]}`,
+    (p) =>
+      `  ${escapeToShow(p.path)}: ${REVERT_WORDS[p.local]} here -> ${p.bySync === true ? "the peers' current version, with the sync that follows" : REVERT_WORDS[p.peers]}`,
   );
   const head =
     report.paths.length === 0 && report.withdrawn === 0
