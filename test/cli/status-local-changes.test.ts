@@ -18,7 +18,10 @@ t.test('a receive-only folder with local changes names them', async (t) => {
   const lines = folderLines(folder(25, paths), new Map(), 1000);
   t.equal(lines[0], 'folder docs (receive-only) /srv/docs');
   t.equal(lines[1], `  local changes kept: 25 (${paths.join(', ')}, ... 15 more): receive-only, not sent`);
-  t.match(lines[2], /delete one here to take the peers' version/);
+  t.equal(
+    lines[2],
+    "    clawpeer folder revert docs takes the peers' versions back (the local ones move to .clawpeer/reverted/)",
+  );
   t.match(lines[3], /^ {2}bob: in-sync/);
   t.equal(
     folderLines(folder(2, ['a\u202eb.txt', 'c.txt']), new Map(), 1000)[1],

@@ -1,4 +1,4 @@
-// The request line a CLI sends its home's listener to run a sync there (every field checked), or to ask its status.
+// The request line a CLI sends its home's listener to run a sync there (every field checked), to ask its status, or to revert a folder.
 import t from 'tap';
 import { parseResidentRequest } from '../../src/folder-sync/resident-sync.js';
 
@@ -21,6 +21,11 @@ t.test('a status request carries nothing else', async (t) => {
   t.same(parseResidentRequest(JSON.stringify({ op: 'status', extra: 'ignored' })), { op: 'status' });
 });
 
+t.test('a revert request names its folder and whether it is a dry run', async (t) => {
+  const req = { op: 'revert', folder: 'docs', dryRun: true };
+  t.same(parseResidentRequest(JSON.stringify({ ...req, extra: 'ignored' })), req);
+});
+
 t.test('a bad field is a USAGE error naming it', async (t) => {
   for (const [bad, field] of [
     [{ ...base, bwlimit: 0 }, /bwlimit must be an integer/],
@@ -29,7 +34,9 @@ t.test('a bad field is a USAGE error naming it', async (t) => {
     [{ ...base, bwlimit: 2 ** 32 }, /bwlimit must be an integer/],
     [{ ...base, mode: 'sideways' }, /mode must be one of/],
     [{ ...base, progress: 'yes' }, /progress must be a boolean/],
-    [{ ...base, op: 'delete' }, /op must be "sync" or "status"/],
+    [{ ...base, op: 'delete' }, /op must be "sync", "status" or "revert"/],
+    [{ op: 'revert', folder: 'docs' }, /dryRun must be a boolean/],
+    [{ op: 'revert', dryRun: false }, /folder must be a string/],
   ] as const) {
     t.throws(() => parseResidentRequest(JSON.stringify(bad)), { code: 'USAGE', message: field }, JSON.stringify(bad));
   }

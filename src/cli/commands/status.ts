@@ -62,7 +62,7 @@ export function folderLines(
 
 /**
  * A receive-only folder's local changes (folders/local-changes.ts): `  local changes kept: 3
- * (a.txt, b.txt, c.txt): receive-only, not sent` and how to take the peers' versions. None: no line.
+ * (a.txt, b.txt, c.txt): receive-only, not sent` and how to take the peers' versions (`folder revert`). None: no line.
  */
 function localChangesLines(f: NonNullable<ListenerStatus['folders']>[number]): string[] {
   const n = f.localChanges ?? 0;
@@ -71,7 +71,7 @@ function localChangesLines(f: NonNullable<ListenerStatus['folders']>[number]): s
   const more = n > shown.length ? `${shown.length > 0 ? ', ' : ''}... ${n - shown.length} more` : '';
   return [
     `  local changes kept: ${n} (${shown.map(escapeToShow).join(', ')}${more}): receive-only, not sent`,
-    "    delete one here to take the peers' version (at once if they changed it since, else at their next change)",
+    `    clawpeer folder revert ${f.id} takes the peers' versions back (the local ones move to .clawpeer/reverted/)`,
   ];
 }
 
