@@ -192,14 +192,21 @@ export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport
     const forget = await gather(o, folder, changed, incoming, active.peerIds);
     // Everything the new heads need is at hand: from here on the log and the disk change.
     const ids = plan.flatMap((p) => (forget.has(p.path) ? folder.store.history(p.path) : p.withdrawn).map((e) => e.id));
-    folder.store.withdraw(ids, copiedIn(folder.store));
+    const withdrawn = folder.store.withdraw(ids, copiedIn(folder.store));
+    // The log's heads now are the plan's (the same pickHead over the same set): a path where they
+    // are not is left for the next scan, which records what is on disk, rather than misplaced.
+    const headNow = new Map(withdrawn.paths.map((w) => [w.path, w.headAfter]));
+    const unplanned = new Set(
+      changed.filter((p) => !forget.has(p.path) && !sameHead(headNow.get(p.path), p.after)).map((p) => p.path),
+    );
+    for (const p of unplanned) log.warn('revert: the log chose another head than planned; left as it is', { path: p });
     const keptIn = path.join(folderReal, INTERNAL_DIR_NAME, REVERTED_DIR_NAME, stamp);
     let kept = false;
     for (const p of [...changed].sort((a, b) => depth(b.path) - depth(a.path)))
-      kept = (await moveAside(folderReal, p, keptIn)) || kept;
+      if (!unplanned.has(p.path)) kept = (await moveAside(folderReal, p, keptIn)) || kept;
     const nowNs = BigInt(Date.now()) * 1_000_000n;
     for (const p of [...changed].sort((a, b) => depth(a.path) - depth(b.path)))
-      if (!forget.has(p.path)) await place(folderReal, folder.store, p, incoming, nowNs);
+      if (!forget.has(p.path) && !unplanned.has(p.path)) await place(folderReal, folder.store, p, incoming, nowNs);
     log.info('folder reverted', { folder: id, withdrawn: ids.length, paths: changed.length, keptIn });
     return report(kept ? keptIn : undefined, forget);
   } finally {

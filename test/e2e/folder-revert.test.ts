@@ -140,4 +140,10 @@ t.test('folder revert takes back the local changes of a receive-only copy', asyn
   const again = (await cli(B.home, ['folder', 'revert', 'docs']))[0] ?? {};
   t.equal(again['withdrawn'], 0);
   t.same(again['paths'], []);
+
+  // Without its listener the revert is not run, and says why.
+  await B.listener.stop('SIGTERM');
+  const none = await runCli(['--home', B.home, 'folder', 'revert', 'docs']);
+  t.equal(none.code, 1);
+  t.match(none.stderr, /no listener is running/);
 });
