@@ -5,9 +5,10 @@
 // A is two-way, B receive-only. On B: `kept.txt` is edited (A never changes it: its bytes come
 // back from A), `shared.txt` is edited and A then changes it too (B leaves A's change as is; A no
 // longer has the bytes B's edit replaced, so the revert forgets the path and the sync that follows
-// brings A's current version), `added.txt` and `sub/x.txt` are added (no peer has them: gone).
+// brings A's current version), `added.txt` and `sub/x.txt` are added (no peer has them: gone),
+// and `gone.txt` is deleted (it comes back with A's bytes).
 import t from 'tap';
-import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCli, jsonLines } from './cli-harness.js';
 import { cli, foldersOf, hasText, startFolderNodes, until, type FolderNode, type FolderRecord } from './folder-rig.js';
@@ -40,6 +41,7 @@ const rootsAgree = async (): Promise<boolean> => {
 t.test('folder revert takes back the local changes of a receive-only copy', async (t) => {
   await writeFile(path.join(A.dir, 'kept.txt'), 'kept, from A\n');
   await writeFile(path.join(A.dir, 'shared.txt'), 'shared v1, from A\n');
+  await writeFile(path.join(A.dir, 'gone.txt'), 'deleted on B\n');
   await cli(A.home, ['folder', 'add', A.dir, '--id', 'docs', '--with', 'b', '--interval', '3600']);
   await cli(B.home, [
     'folder',
@@ -67,6 +69,8 @@ t.test('folder revert takes back the local changes of a receive-only copy', asyn
   await writeFile(path.join(B.dir, 'added.txt'), 'added on B\n');
   await mkdir(path.join(B.dir, 'sub'));
   await writeFile(path.join(B.dir, 'sub', 'x.txt'), 'x on B\n');
+  await until(nodes, "A's gone.txt on B", hasText(path.join(B.dir, 'gone.txt'), 'deleted on B\n'), 20_000);
+  await rm(path.join(B.dir, 'gone.txt')); // a local deletion: not listed (not kept), but reverted
   const five = ['5', 'added.txt', 'kept.txt', 'shared.txt', 'sub', 'sub/x.txt'];
   await until(nodes, "B's local changes in its status", seen(five), 20_000);
 
@@ -86,8 +90,8 @@ t.test('folder revert takes back the local changes of a receive-only copy', asyn
   t.equal(plan['event'], 'folder-revert-plan');
   t.same(
     (plan['paths'] as { path: string }[]).map((p) => p.path),
-    ['added.txt', 'kept.txt', 'shared.txt', 'sub', 'sub/x.txt'],
-    'the dry run lists every local change',
+    ['added.txt', 'gone.txt', 'kept.txt', 'shared.txt', 'sub', 'sub/x.txt'],
+    'the dry run lists every local change, the deletion too',
   );
   t.equal(await hasText(path.join(B.dir, 'kept.txt'), 'kept, edited on B\n')(), true, 'the dry run changed nothing');
   t.same(await localOnB(), five);
@@ -96,7 +100,7 @@ t.test('folder revert takes back the local changes of a receive-only copy', asyn
   t.equal(r.code, 0, `revert exits 0 (${r.stderr})`);
   const report = jsonLines(r.stdout)[0] ?? {};
   t.equal(report['event'], 'folder-reverted');
-  t.equal(report['withdrawn'], 5, 'one local revision per path withdrawn');
+  t.equal(report['withdrawn'], 6, 'one local revision per path withdrawn');
   const keptIn = String(report['keptIn']);
   t.ok(
     keptIn.startsWith(path.join(B.dir, '.clawpeer', 'reverted')),
@@ -111,6 +115,7 @@ t.test('folder revert takes back the local changes of a receive-only copy', asyn
 
   // At once: A's bytes of kept.txt (fetched from A), the additions gone and kept aside.
   t.equal(await hasText(path.join(B.dir, 'kept.txt'), 'kept, from A\n')(), true, "kept.txt holds A's bytes");
+  t.equal(await hasText(path.join(B.dir, 'gone.txt'), 'deleted on B\n')(), true, 'the file deleted on B is back');
   t.notOk(await exists(path.join(B.dir, 'added.txt')), 'the added file is gone from the folder');
   t.notOk(await exists(path.join(B.dir, 'sub', 'x.txt')), 'the added directory is gone too');
   t.equal(await readFile(path.join(keptIn, 'added.txt'), 'utf8'), 'added on B\n', 'the added file is kept aside');
@@ -128,7 +133,7 @@ t.test('folder revert takes back the local changes of a receive-only copy', asyn
   await until(nodes, 'no local changes on B', seen(['0']), 20_000);
   await until(nodes, 'the roots of A and B agree', rootsAgree, 20_000);
   t.pass('status lists no local changes and the roots agree');
-  t.same((await readdir(B.dir)).filter((n) => n !== '.clawpeer').sort(), ['kept.txt', 'shared.txt']);
+  t.same((await readdir(B.dir)).filter((n) => n !== '.clawpeer').sort(), ['gone.txt', 'kept.txt', 'shared.txt']);
 
   // A later change on A still lands on B.
   await writeFile(path.join(A.dir, 'kept.txt'), 'kept v2, from A\n');
