@@ -88,16 +88,20 @@ function copiedIn(store: RevisionStore): (e: RevisionEntry) => boolean {
 }
 
 /** What the folder's peers lack now, per peer: refused when a peer has not synced since the listener started. */
-function lackingOf(o: RevertFolderOptions, peerIds: readonly string[]): PeerLacking[] {
-  return peerIds.map((peer) => {
+async function lackingOf(o: RevertFolderOptions, peerIds: readonly string[]): Promise<PeerLacking[]> {
+  const out: PeerLacking[] = [];
+  for (const peer of peerIds) {
     const l = o.reports.lacking(o.folderId, peer);
-    if (l === undefined)
+    if (l === undefined) {
+      const name = (await o.service.peers.list().catch(() => [])).find((p) => p.id === peer)?.name;
       throw new ClawpeerError(
         'UNREACHABLE',
-        `folder ${o.folderId} has not synced with peer ${peer} since the listener started: the revert needs each peer's last sync to know which local changes it lacks; try again once \`clawpeer status\` shows a sync with it`,
+        `folder ${o.folderId} has not synced with peer ${name === undefined ? peer : `${name} (${peer})`} since the listener started: the revert needs each peer's last sync to know which local changes it lacks; try again once \`clawpeer status\` shows a sync with it`,
       );
-    return l;
-  });
+    }
+    out.push(l);
+  }
+  return out;
 }
 
 /** The paths to revert: each with the revisions to withdraw and its head before and after. */
@@ -158,7 +162,7 @@ export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport
       'USAGE',
       `folder ${id} has no peer it runs with${active.problem === undefined ? '' : ` (${active.problem})`}: nothing to take the peers' versions from`,
     );
-  const lacking = lackingOf(o, active.peerIds);
+  const lacking = await lackingOf(o, active.peerIds);
   const nodeId = o.service.identity.nodeId;
   const log = o.service.log.child('folders');
   const folder = await openSyncedFolder(f.path, {

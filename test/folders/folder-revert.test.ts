@@ -42,7 +42,8 @@ const active = (c: Partial<FolderConfig> = {}): ActiveFolder => ({
   stop: () => undefined,
   pending: () => false,
 });
-const service = { identity: { nodeId: NODE }, log: silentLogger, resident } as unknown as FolderServiceOptions;
+const peers = { list: async () => [{ id: PEER, name: 'bob' }] };
+const service = { identity: { nodeId: NODE }, log: silentLogger, resident, peers } as unknown as FolderServiceOptions;
 const reports = new LocalChangeReports();
 const options = (o: Partial<RevertFolderOptions> = {}): RevertFolderOptions => ({
   service,
@@ -78,7 +79,7 @@ t.test('refusals: a folder not run here, not receive-only, or a peer not synced 
   });
   await t.rejects(revertFolder(options()), {
     code: 'UNREACHABLE',
-    message: `folder docs has not synced with peer ${PEER} since the listener started`,
+    message: `folder docs has not synced with peer bob (${PEER}) since the listener started`,
   });
 });
 
