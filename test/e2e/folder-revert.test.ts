@@ -93,6 +93,14 @@ t.test('folder revert takes back the local changes of a receive-only copy', asyn
     ['added.txt', 'gone.txt', 'kept.txt', 'shared.txt', 'sub', 'sub/x.txt'],
     'the dry run lists every local change, the deletion too',
   );
+  const text = await runCli(['--home', B.home, 'folder', 'revert', 'docs', '--dry-run']);
+  t.equal(text.code, 0);
+  t.match(
+    text.stdout,
+    /^would revert 6 paths of folder docs to the peers' version \(6 local revisions to withdraw\)$/m,
+  );
+  t.match(text.stdout, /^ {2}added\.txt: file here -> gone \(no peer has it\)$/m);
+  t.match(text.stdout, /^ {2}gone\.txt: deleted here -> file$/m);
   t.equal(await hasText(path.join(B.dir, 'kept.txt'), 'kept, edited on B\n')(), true, 'the dry run changed nothing');
   t.same(await localOnB(), five);
 
