@@ -13,8 +13,11 @@
 // before we did), our scan's record of a copy a killed sync left, or another file of that name
 // are resolved by the same rules on both sides, never two writes of one path; the log only records what the
 // folder holds: content is published first (staged, verified, renamed by TransferReceiver), and
-// heads move in one store write afterwards. A crash between the two leaves files the next scan
-// records as local revisions with the same content, which resolve without a conflict copy.
+// heads move in one store write afterwards. A sync that fails partway (a full disk, a lost
+// connection) still records the conflict units that landed whole before it rethrows, so the next
+// scan does not take them for local creations (wrong history, keep-last versions, traffic back).
+// A crash between the two (or a log write that fails too) leaves files the next scan records as
+// local revisions with the same content, which resolve without a conflict copy.
 // A path whose content the peer could not deliver is left out entirely (its records are not
 // stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
@@ -53,6 +56,8 @@ export interface ApplyOptions extends PlanOptions {
     requests: readonly FetchRequest[],
     beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>,
     beforeReplace: (relPath: string) => Promise<void>,
+    /** Called for each file as it is published (fetchContent's onFilePublished), even if the fetch fails later. */
+    onFilePublished: (relPath: string, st: BigIntStats) => void,
   ) => Promise<FetchOutcome>;
   /** --fsync for what needs no content (symlinks, directories); `fetch` applies it to files. */
   readonly fsync?: FsyncPolicy;
@@ -231,6 +236,9 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   // A path this node may not change (support/path-refusal.ts) is left, with the rest of its
   // conflict, for the next sync: its records are not stored below.
   const refusedUnits = new Set<number>();
+  /** Plans whose change is on disk, but a fetch's (the receiver reports its files: `landed`). */
+  const doneOnDisk = new Set<PathPlan>();
+  const landed = new Map<string, BigIntStats>();
   const refusedHere = (plan: PathPlan, err: unknown): void => {
     if (pathRefusal(err) === undefined) throw err;
     log.warn('sync: cannot change a path here; left for the next sync', {
@@ -279,6 +287,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       try {
         if (x.local?.revision.kind === 'dir') await removeEmptyDir(x.path);
         else await deleteEntry(x);
+        doneOnDisk.add(x);
       } catch (err) {
         refusedHere(x, err);
       }
@@ -370,6 +379,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       if (!(await rescue(plan.path, plan.local)) && isLiveFile(plan.local))
         await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: false });
       await writeOwnCopy(await confined(folderReal, plan.action.from), abs, plan.action.mode, plan.action.mtimeMs);
+      doneOnDisk.add(plan);
     }
     if (copies.length > 0) crashPoint('conflict-copy');
     // After the copies: our losing file at such a path is copied away first. Cleared too when
@@ -386,107 +396,180 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     for (const p of landing)
       if (p.action.kind === 'delete' || p.action.kind === 'symlink') await rescue(p.path, p.local);
   };
-  const outcome = await o.fetch(requests, beforePublish, beforeReplace);
-  const missing = undeliveredUnits(outcome.delivered);
-  const done: PathPlan[] = [];
-  for (const plan of plans) {
-    if (missing.has(plan.unit)) skipped.push(plan.path);
-    else done.push(plan);
-  }
-
-  // 2. Everything that needs no content: symlinks, directories, modes, deletions.
-  const publisher = await Publisher.open({
-    shareRoot: folderReal,
-    force: true,
-    chunking: o.chunking,
-    ...(o.fsync === undefined ? {} : { fsync: o.fsync }),
-  });
-  const dirRemovals: PathPlan[] = [];
   /** Files that could not take the head's mode or mtime: what they kept is certified for it. */
   const metadataKept = new Map<PathPlan, WarmStat>();
   const now = (): bigint => msToNs(Date.now());
-  const applyWithoutContent = async (plan: PathPlan): Promise<void> => {
-    const a = plan.action;
-    switch (a.kind) {
-      case 'none':
-      case 'fetch':
-      case 'copy-local':
-        break;
-      case 'chmod': {
-        const abs = await confined(folderReal, plan.path);
-        const relPath = plan.path;
-        const kept = await setHeadMetadata({
-          abs,
-          relPath,
-          mode: a.mode,
-          mtimeMs: a.mtimeMs,
-          store,
-          log,
-          nowNs: now(),
-        });
-        if (kept !== undefined) metadataKept.set(plan, kept);
-        break;
+  /**
+   * A warm entry for each file of `plans` just published, so the next scan does not hash it
+   * again; `stats`: the lstat of each fetched file right after its commit. Taken before the
+   * write transaction: no file I/O while LMDB's lock is held.
+   */
+  const warmOf = (
+    plans: readonly PathPlan[],
+    stats: ReadonlyMap<string, BigIntStats> | undefined,
+  ): Map<PathPlan, WarmStat> => {
+    const nowNs = now();
+    const warm = new Map<PathPlan, WarmStat>();
+    for (const plan of plans) {
+      const a = plan.action;
+      if (plan.head === undefined || (a.kind !== 'fetch' && a.kind !== 'copy-local')) continue;
+      const setMs = a.kind === 'fetch' ? a.request.mtimeMs : a.mtimeMs;
+      const known = a.kind === 'fetch' ? stats?.get(plan.head.revision.path) : undefined;
+      const st = publishedStat(folderReal, plan.head.revision, setMs, nowNs, known);
+      if (st !== undefined) warm.set(plan, st);
+    }
+    return warm;
+  };
+  /** The log, in one transaction: every record of `plans`, the new heads, the copies, the warm entries. */
+  const writeLog = (plans: readonly PathPlan[], warm: ReadonlyMap<PathPlan, WarmStat>): number => {
+    let heads = 0;
+    store.write((w) => {
+      for (const plan of plans) {
+        for (const r of plan.records) w.put(r);
+        if (plan.head !== undefined) {
+          w.setHead(plan.head.id);
+          heads++;
+          const st = warm.get(plan);
+          if (st !== undefined) w.setWarm(plan.path, st);
+          const kept = metadataKept.get(plan);
+          if (kept !== undefined) w.setWarm(plan.path, kept, { modeKept: true });
+        }
       }
-      case 'mkdir':
-        await publisher.makeDir(plan.path);
-        await chmod(await confined(folderReal, plan.path), a.mode & 0o777);
-        break;
-      case 'symlink': {
-        const abs = await confined(folderReal, plan.path);
-        await rescue(plan.path, plan.local); // once more: the content fetch may have taken a while
-        if (isLiveFile(plan.local))
-          await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: true });
-        await publisher.makeSymlink(plan.path, a.target, a.mtimeMs);
-        break;
+    });
+    return heads;
+  };
+  /**
+   * After a failure (a full disk, a lost connection, a peer that stops delivering): records the
+   * conflict units whose every plan is on disk (its fetched files published, its copies made,
+   * its other changes made, or nothing to do), so the next scan does not record their files as
+   * this node's creations. A unit that changed nothing is left for the next sync, as before: a
+   * failed sync passes nothing on to the other peers (folder-service.ts), the watcher's events
+   * of the changed files do. If the log cannot be written either (the disk is full), the next
+   * scan records the files, as before; the caller rethrows the first failure.
+   */
+  const recordLanded = (): void => {
+    // A new directory the publisher made for a file below, with the head's mode: as the scan would record it.
+    const dirThere = (p: PathPlan): boolean => {
+      const h = p.head?.revision;
+      if (p.action.kind !== 'mkdir' || h === undefined) return false;
+      try {
+        const st = lstatSync(path.join(folderReal, ...p.path.split('/')), { throwIfNoEntry: false });
+        return st?.isDirectory() === true && (st.mode & 0o7777) === h.mode;
+      } catch {
+        return false;
       }
-      case 'delete':
-        if (clearedEarly.has(plan)) break;
-        if (plan.local?.revision.kind === 'dir') dirRemovals.push(plan);
-        else await deleteEntry(plan);
-        break;
-      default: {
-        const never: never = a;
-        throw new TypeError(`unknown action ${JSON.stringify(never)}`);
-      }
+    };
+    const isDone = (p: PathPlan): boolean =>
+      p.action.kind === 'none' ||
+      (p.action.kind === 'fetch' ? landed.has(p.action.request.destPath) : doneOnDisk.has(p) || dirThere(p));
+    const open = new Set(refusedUnits);
+    const changed = new Set<number>();
+    for (const p of plans) {
+      if (!isDone(p)) open.add(p.unit);
+      else if (p.action.kind !== 'none') changed.add(p.unit);
+    }
+    const whole = plans.filter((p) => changed.has(p.unit) && !open.has(p.unit));
+    if (whole.length === 0) return;
+    try {
+      writeLog(whole, warmOf(whole, landed));
+      log.info('sync: failed partway; recorded what landed', { paths: whole.length });
+    } catch (err) {
+      log.warn('sync: cannot record what landed before the failure; the next scan records it', {
+        error: (err as Error).message,
+      });
     }
   };
-  for (const plan of done) await applyWithoutContent(plan).catch((err: unknown) => refusedHere(plan, err));
-  // Deepest first, so a directory emptied by this sync goes after its contents. One that still
-  // holds files this side has not synced stays; the next scan records it again.
-  dirRemovals.sort((x, y) => y.path.split('/').length - x.path.split('/').length);
-  for (const plan of dirRemovals) await removeEmptyDir(plan.path).catch((err: unknown) => refusedHere(plan, err));
-  await publisher.flushDirs();
-  const settled = done.filter((plan) => !refusedUnits.has(plan.unit));
-  for (const plan of done) if (refusedUnits.has(plan.unit)) skipped.push(plan.path);
+
+  let outcome: FetchOutcome;
+  let settled: PathPlan[];
+  try {
+    outcome = await o.fetch(requests, beforePublish, beforeReplace, (relPath, st) => landed.set(relPath, st));
+    const missing = undeliveredUnits(outcome.delivered);
+    const done: PathPlan[] = [];
+    for (const plan of plans) {
+      if (missing.has(plan.unit)) skipped.push(plan.path);
+      else done.push(plan);
+    }
+
+    // 2. Everything that needs no content: symlinks, directories, modes, deletions.
+    const publisher = await Publisher.open({
+      shareRoot: folderReal,
+      force: true,
+      chunking: o.chunking,
+      ...(o.fsync === undefined ? {} : { fsync: o.fsync }),
+    });
+    const dirRemovals: PathPlan[] = [];
+    const applyWithoutContent = async (plan: PathPlan): Promise<void> => {
+      const a = plan.action;
+      switch (a.kind) {
+        case 'none':
+        case 'fetch':
+        case 'copy-local':
+          return;
+        case 'chmod': {
+          const abs = await confined(folderReal, plan.path);
+          const relPath = plan.path;
+          const kept = await setHeadMetadata({
+            abs,
+            relPath,
+            mode: a.mode,
+            mtimeMs: a.mtimeMs,
+            store,
+            log,
+            nowNs: now(),
+          });
+          if (kept !== undefined) metadataKept.set(plan, kept);
+          break;
+        }
+        case 'mkdir':
+          await publisher.makeDir(plan.path);
+          await chmod(await confined(folderReal, plan.path), a.mode & 0o777);
+          break;
+        case 'symlink': {
+          const abs = await confined(folderReal, plan.path);
+          await rescue(plan.path, plan.local); // once more: the content fetch may have taken a while
+          if (isLiveFile(plan.local))
+            await preserveInHistory(folderReal, abs, plan.local.revision.contentRoot, { move: true });
+          await publisher.makeSymlink(plan.path, a.target, a.mtimeMs);
+          break;
+        }
+        case 'delete':
+          if (clearedEarly.has(plan)) return;
+          if (plan.local?.revision.kind === 'dir') {
+            dirRemovals.push(plan); // done once removed, below
+            return;
+          }
+          await deleteEntry(plan);
+          break;
+        default: {
+          const never: never = a;
+          throw new TypeError(`unknown action ${JSON.stringify(never)}`);
+        }
+      }
+      doneOnDisk.add(plan);
+    };
+    for (const plan of done) await applyWithoutContent(plan).catch((err: unknown) => refusedHere(plan, err));
+    // Deepest first, so a directory emptied by this sync goes after its contents. One that still
+    // holds files this side has not synced stays; the next scan records it again.
+    dirRemovals.sort((x, y) => y.path.split('/').length - x.path.split('/').length);
+    for (const plan of dirRemovals)
+      await removeEmptyDir(plan.path).then(
+        () => doneOnDisk.add(plan),
+        (err: unknown) => refusedHere(plan, err),
+      );
+    await publisher.flushDirs();
+    settled = done.filter((plan) => !refusedUnits.has(plan.unit));
+    for (const plan of done) if (refusedUnits.has(plan.unit)) skipped.push(plan.path);
+  } catch (err) {
+    recordLanded();
+    throw err;
+  }
 
   // 3. The log, in one transaction: every record of a settled path, the new heads, the copies,
-  // and a warm entry for each file just published, so the next scan does not hash it again.
-  // The stats are taken before the write transaction: no file I/O while LMDB's lock is held.
-  const nowNs = now();
-  const published = new Map<PathPlan, WarmStat>();
-  for (const plan of settled) {
-    const a = plan.action;
-    if (plan.head === undefined || (a.kind !== 'fetch' && a.kind !== 'copy-local')) continue;
-    const setMs = a.kind === 'fetch' ? a.request.mtimeMs : a.mtimeMs;
-    const known = a.kind === 'fetch' ? outcome.published?.get(plan.head.revision.path) : undefined;
-    const warm = publishedStat(folderReal, plan.head.revision, setMs, nowNs, known);
-    if (warm !== undefined) published.set(plan, warm);
-  }
-  let applied = 0;
+  // and a warm entry for each file just published.
+  const warm = warmOf(settled, outcome.published ?? landed);
   crashPoint('sync-log');
-  store.write((w) => {
-    for (const plan of settled) {
-      for (const r of plan.records) w.put(r);
-      if (plan.head !== undefined) {
-        w.setHead(plan.head.id);
-        applied++;
-        const warm = published.get(plan);
-        if (warm !== undefined) w.setWarm(plan.path, warm);
-        const kept = metadataKept.get(plan);
-        if (kept !== undefined) w.setWarm(plan.path, kept, { modeKept: true });
-      }
-    }
-  });
+  const applied = writeLog(settled, warm);
   return {
     applied,
     conflicts: settled.filter((p) => p.copy !== undefined).length,

@@ -399,13 +399,14 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
         ignore: folder.ignore,
         log,
         ...fsync,
-        fetch: (requests, beforePublish, beforeReplace) =>
+        fetch: (requests, beforePublish, beforeReplace, onFilePublished) =>
           fetchContent(ch, requests, {
             router,
             folder: dir,
             chunking,
             beforePublish,
             beforeReplace,
+            onFilePublished,
             ...fsync,
             ...(progress === undefined ? {} : { onProgress: progress }),
           }),

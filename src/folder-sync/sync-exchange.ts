@@ -246,6 +246,11 @@ export interface FetchOptions {
   readonly beforePublish: (delivered: readonly FetchRequest[]) => Promise<void>;
   /** Runs just before a fetched file is renamed over its path (PublisherOptions.beforeReplace). */
   readonly beforeReplace?: (relPath: string, finalPath: string) => Promise<void>;
+  /**
+   * Each file as it is published, with its lstat right after its commit batch: what landed is
+   * known even when the fetch fails later (sync-apply.ts records it).
+   */
+  readonly onFilePublished?: (relPath: string, st: BigIntStats) => void;
   /** A listener's in-memory chunk indexes (see chunk-index-pool.ts). */
   readonly indexes?: ChunkIndexPool;
   /** Progress of the content received: payload bytes written, files published. */
@@ -339,7 +344,10 @@ async function fetchWith(
       ...(options.folderName === undefined ? {} : { name: options.folderName }),
     },
     force: true,
-    onFilePublished: (relPath, st) => published.set(relPath, st),
+    onFilePublished: (relPath, st) => {
+      published.set(relPath, st);
+      options.onFilePublished?.(relPath, st);
+    },
     onRefused: (relPath, error) => {
       refused.add(relPath);
       ch.log.warn('sync: cannot write a file here; left for the next sync', { path: relPath, error: error.message });

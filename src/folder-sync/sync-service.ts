@@ -255,7 +255,7 @@ async function serveClaimedSync(
         ignore: folder.ignore,
         log,
         ...fsync,
-        fetch: (requests, beforePublish, beforeReplace) =>
+        fetch: (requests, beforePublish, beforeReplace, onFilePublished) =>
           fetchContent(ch, requests, {
             router,
             folder: share.dir,
@@ -263,6 +263,7 @@ async function serveClaimedSync(
             chunking,
             beforePublish,
             beforeReplace,
+            onFilePublished,
             ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
             ...onProgress,
             ...fsync,
