@@ -239,6 +239,8 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   /** Plans whose change is on disk, but a fetch's (the receiver reports its files: `landed`). */
   const doneOnDisk = new Set<PathPlan>();
   const landed = new Map<string, BigIntStats>();
+  /** The requests delivered, once the fetch returned. */
+  let fetched: Set<FetchRequest> | undefined;
   const refusedHere = (plan: PathPlan, err: unknown): void => {
     if (pathRefusal(err) === undefined) throw err;
     log.warn('sync: cannot change a path here; left for the next sync', {
@@ -459,9 +461,13 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         return false;
       }
     };
+    // Once the fetch returned, every delivered file is in place (one already holding the bytes
+    // is not reported as published).
     const isDone = (p: PathPlan): boolean =>
       p.action.kind === 'none' ||
-      (p.action.kind === 'fetch' ? landed.has(p.action.request.destPath) : doneOnDisk.has(p) || dirThere(p));
+      (p.action.kind === 'fetch'
+        ? (fetched?.has(p.action.request) ?? landed.has(p.action.request.destPath))
+        : doneOnDisk.has(p) || dirThere(p));
     const open = new Set(refusedUnits);
     const changed = new Set<number>();
     for (const p of plans) {
@@ -484,6 +490,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   let settled: PathPlan[];
   try {
     outcome = await o.fetch(requests, beforePublish, beforeReplace, (relPath, st) => landed.set(relPath, st));
+    fetched = new Set(outcome.delivered);
     const missing = undeliveredUnits(outcome.delivered);
     const done: PathPlan[] = [];
     for (const plan of plans) {

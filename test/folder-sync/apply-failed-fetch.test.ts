@@ -16,6 +16,7 @@ import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { applyRemote, conflictCopyRevision } from '../../src/folder-sync/sync-apply.js';
 import type { FetchRequest } from '../../src/folder-sync/sync-exchange.js';
 import { silentLogger } from '../../src/logger.js';
+import { historyDir } from '../../src/store/sync-history.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import { conflictPath } from '../../src/sync/conflict.js';
 import { revisionEntry, type RevisionEntry } from '../../src/sync/revision.js';
@@ -166,4 +167,47 @@ t.test('a fetch failing before anything landed records nothing', async (t) => {
   const before = s.store.root();
   await t.rejects(applyFailing(s, [], failure), failure);
   t.same(s.store.root(), before, 'the log is as it was');
+});
+
+t.test('a later step that fails: the fetched files are recorded, the change that failed is not', async (t) => {
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-failedstep-'));
+  t.teardown(() => rm(folder, { recursive: true, force: true }));
+  await writeFile(join(folder, 'gone.txt'), 'deleted by the peer\n');
+  const store = await RevisionStore.open(folder, { nodeId: ME });
+  t.teardown(() => store.close());
+  await scanFolder(store, folder, { chunking: DEFAULT_CHUNKING });
+  const ours = store.head('gone.txt');
+  if (ours === undefined) throw new Error('the scan recorded no gone.txt');
+  const tombstone = revisionEntry({
+    ...ours.revision,
+    contentRoot: new Uint8Array(0),
+    size: 0,
+    deleted: true,
+    origin: PEER,
+    vector: vectorFrom({ [ME]: 1, [PEER]: 1 }),
+  });
+  const fresh = peers('new1.txt', 'new one\n', ours.revision.mtimeNs);
+  // The deletion keeps our file in history, which cannot be written (a file where its directory goes).
+  await writeFile(historyDir(folder), 'in the way\n');
+  await t.rejects(
+    applyRemote([tombstone, fresh], {
+      store,
+      folder,
+      keepConcurrentLocal: false,
+      log: silentLogger,
+      chunking: DEFAULT_CHUNKING,
+      fsync: 'none',
+      fetch: async (requests, beforePublish, beforeReplace, onFilePublished) => {
+        await beforePublish(requests);
+        await publishAsFetched(folder, requests, () => Buffer.from('new one\n'), beforeReplace);
+        for (const r of requests) onFilePublished(r.destPath, lstatSync(join(folder, r.destPath), { bigint: true }));
+        return { delivered: [...requests], chunksReceived: 1 };
+      },
+    }),
+    { message: /cannot keep .* in the folder's history/ },
+    'the deletion fails the sync',
+  );
+  t.same(store.head('new1.txt')?.id, fresh.id, 'the fetched file is recorded');
+  t.same(store.head('gone.txt')?.id, ours.id, 'the deletion that failed is not');
+  t.ok(existsSync(join(folder, 'gone.txt')));
 });

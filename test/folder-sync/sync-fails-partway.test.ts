@@ -10,13 +10,13 @@ import t from 'tap';
 import { readdir, readFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-process.env['CLAWPEER_TEST_DELAY_PER_CHUNK_MS'] = '20';
+process.env['CLAWPEER_TEST_DELAY_PER_CHUNK_MS'] = '30';
 const { syncFolder } = await import('../../src/folder-sync/sync-client.js');
 const { silentLogger } = await import('../../src/logger.js');
 const { RevisionStore } = await import('../../src/store/revision-store.js');
 const { memoryListener, shareIn, tempDir } = await import('../listener/memory-listener.js');
 
-const FILES = 24;
+const FILES = 48;
 const names = Array.from({ length: FILES }, (_, i) => `sub/f${String(i).padStart(2, '0')}.txt`);
 const textOf = (name: string): string => `${name}\n`.repeat(50);
 
