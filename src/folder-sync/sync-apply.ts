@@ -21,7 +21,7 @@
 // A path whose content the peer could not deliver is left out entirely (its records are not
 // stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
-import { lstatSync, type BigIntStats } from 'node:fs';
+import { chmodSync, lstatSync, realpathSync, type BigIntStats } from 'node:fs';
 import { chmod, lstat, readdir, realpath, rename, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -450,13 +450,18 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
    * scan records the files, as before; the caller rethrows the first failure.
    */
   const recordLanded = (): void => {
-    // A new directory the publisher made for a file below, with the head's mode: as the scan would record it.
+    // A directory the publisher made for a file below: given the head's mode, as step 2 would
+    // (a peer's umask may differ), it is what the scan would record.
     const dirThere = (p: PathPlan): boolean => {
+      const a = p.action;
       const h = p.head?.revision;
-      if (p.action.kind !== 'mkdir' || h === undefined) return false;
+      if (a.kind !== 'mkdir' || h === undefined) return false;
       try {
-        const st = lstatSync(path.join(folderReal, ...p.path.split('/')), { throwIfNoEntry: false });
-        return st?.isDirectory() === true && (st.mode & 0o7777) === h.mode;
+        const abs = path.join(folderReal, ...p.path.split('/'));
+        if (lstatSync(abs, { throwIfNoEntry: false })?.isDirectory() !== true) return false;
+        if (!isConfinedRealpath(folderReal, realpathSync(abs))) return false;
+        chmodSync(abs, a.mode & 0o777);
+        return (lstatSync(abs).mode & 0o7777) === h.mode;
       } catch {
         return false;
       }

@@ -7,7 +7,7 @@
 // rest. The sender is slowed (CLAWPEER_TEST_DELAY_PER_CHUNK_MS, read when the modules load)
 // so the kill lands mid-transfer.
 import t from 'tap';
-import { readdir, readFile, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 process.env['CLAWPEER_TEST_DELAY_PER_CHUNK_MS'] = '30';
@@ -58,6 +58,7 @@ const pick = (o: Record<string, string[]>, paths: readonly string[]): Record<str
 
 async function writeFiles(dir: string): Promise<void> {
   await mkdir(path.join(dir, 'sub'));
+  await chmod(path.join(dir, 'sub'), 0o775); // not what the receiver's umask gives a new directory
   for (const n of names) await writeFile(path.join(dir, n), textOf(n));
 }
 
