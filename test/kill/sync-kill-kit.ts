@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { mkdtemp } from 'node:fs/promises';
 import { PeerStore } from '../../src/home/peer-store.js';
-import type { RunningListener } from './cli-harness.js';
+import type { RunningListener } from '../e2e/cli-harness.js';
 import { newHome, prng, seededBytes, sleep, spawnCli, startListenerOn, type CliRun } from '../fault/fault-harness.js';
 
 export interface KillScheduleOptions {

@@ -10,8 +10,8 @@ import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
 import { conflictPath } from '../../src/sync/conflict.js';
-import { initNode, jsonLines, pairAdd, runCli, startListener, type CliResult } from './cli-harness.js';
-import { snapshot as fullSnapshot, type TreeItem } from './tree-helpers.js';
+import { initNode, jsonLines, pairAdd, runCli, startListener, type CliResult } from '../e2e/cli-harness.js';
+import { snapshot as fullSnapshot, type TreeItem } from '../e2e/tree-helpers.js';
 
 async function snapshot(root: string): Promise<TreeItem[]> {
   return (await fullSnapshot(root)).map((i) => (i.kind === 'dir' ? { ...i, mtimeS: 0 } : i));
