@@ -2,12 +2,15 @@
 //
 // Why: over QUIC a peer killed mid-sync sends nothing, so the sync here (the listener's own
 // client sync of a shared folder, or a sync the peer ran here) learns of it only at the
-// connection's idle timeout (15 s), holding the folder's lock all that time. When the same peer
-// comes back and a new sync with it wants the folder, a sync of that folder with that peer on
-// another connection that has received nothing for a while is taken to be the dead one: its
-// connection is closed, so the sync fails at once and lets go of the folder. A live connection
-// is never that quiet: both ends send a keep-alive every keepAliveMs when idle, and each answers
-// the other's (sync-service.ts asks before it waits for the lock; so does sync-client.ts).
+// connection's idle timeout (15 s), holding the folder's lock all that time. When a new sync
+// wants the folder (with that peer back, or with any other peer of the folder), a sync of that
+// folder on another connection that has received nothing for a while is taken to be a dead one:
+// its connection is closed, so the sync fails at once and lets go of the folder. A live
+// connection is never that quiet: both ends send a keep-alive every keepAliveMs when idle, and
+// each answers the other's (sync-service.ts asks before it waits for the lock; so does
+// sync-client.ts). Before, only a sync with the same peer was ended: with three devices, one
+// killed (or suspended) mid-sync held the folder from the others for the idle timeout, and a
+// convergence run's quiet phase gave up on a link (seed 51103).
 // Within one process only, as destination-locks.ts (the same-peer rerun of a sync the listener
 // serves supersedes its stale predecessor there, on any connection's age).
 import path from 'node:path';
@@ -67,25 +70,24 @@ export class RunningSyncs {
   }
 
   /**
-   * Closes the connections of the other syncs of `folder` with `peerId` (not over `connection`)
-   * that have received nothing for `quietMs`: their peer is gone and is back on `connection`.
-   * Returns how many were closed.
+   * Closes the connections of the other syncs of `folder` (with any peer, not over `connection`)
+   * that have received nothing for `quietMs`: their peer is gone. Returns how many were closed.
    */
-  endStale(folder: string, peerId: string, connection: Connection, quietMs: number, log: Logger): number {
+  endStale(folder: string, connection: Connection, quietMs: number, log: Logger): number {
     this.#sample();
     const now = performance.now();
     let ended = 0;
     for (const r of this.#running) {
-      if (r.folder !== folder || r.peerId !== peerId || r.connection === connection) continue;
+      if (r.folder !== folder || r.connection === connection) continue;
       const quiet = now - r.rxAt;
       if (quiet < quietMs) continue;
-      log.warn('closing the connection of an earlier sync with this peer: nothing came over it for a while', {
-        peer: peerId,
+      log.warn('closing the connection of an earlier sync of the folder: nothing came over it for a while', {
+        peer: r.peerId,
         folder,
         quietMs: Math.round(quiet),
       });
       void r.connection
-        .close('a new sync of the folder with the same peer found this one silent', { linger: false })
+        .close('a new sync of the folder found this one silent', { linger: false })
         .catch(() => undefined);
       ended++;
     }
@@ -107,8 +109,8 @@ export function staleAfterMs(keepAliveMs: number): number {
 
 /**
  * Registers a sync of `dir` with the session's peer for as long as it runs: `endStale` frees the
- * folder from a dead earlier sync with the same peer (call it before and while waiting for the
- * folder's lock), `unregister` when the sync ends.
+ * folder from a dead earlier sync of it (call it before and while waiting for the folder's
+ * lock), `unregister` when the sync ends.
  */
 export function trackSync(
   dir: string,
@@ -120,7 +122,7 @@ export function trackSync(
   const quietMs = staleAfterMs(keepAliveMs);
   return {
     endStale: () => {
-      PROCESS_RUNNING_SYNCS.endStale(folder, session.peerId, session.connection, quietMs, log);
+      PROCESS_RUNNING_SYNCS.endStale(folder, session.connection, quietMs, log);
     },
     unregister: PROCESS_RUNNING_SYNCS.register(folder, session.peerId, session.connection),
   };

@@ -77,7 +77,7 @@ t.test('a sync with a peer killed mid-sync gives the folder up when the peer is 
   t.same(await readFile(path.join(dirA, 'big.bin')), await readFile(path.join(dirB, 'big.bin')), 'big.bin arrived');
   t.match(
     la.stderr(),
-    /closing the connection of an earlier sync with this peer/,
+    /closing the connection of an earlier sync of the folder/,
     "a closed the dead sync's connection",
   );
 });
