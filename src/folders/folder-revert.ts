@@ -315,8 +315,14 @@ async function fetchWithRetries(
   }
 }
 
+/** `abs`'s lstat; undefined when nothing is there, also under a file where a directory was (ENOTDIR). */
 function statOf(abs: string): BigIntStats | undefined {
-  return lstatSync(abs, { bigint: true, throwIfNoEntry: false });
+  try {
+    return lstatSync(abs, { bigint: true, throwIfNoEntry: false });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
+    throw err;
+  }
 }
 
 /** The path `rel` in the folder, its directory checked to lie inside it (no link out of it on the way). */

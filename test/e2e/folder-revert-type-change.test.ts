@@ -1,0 +1,88 @@
+// `clawpeer folder revert` of type changes made on a receive-only copy: a directory of the peers'
+// replaced by a file here (the peers' file below it is then "deleted here"), and a file of the
+// peers' replaced by a directory here. The revert looked at the peers' file below the local file
+// (lstat of `t/inner.txt` where `t` is a file: ENOTDIR) and failed with that raw error, reverting
+// nothing; now both paths get the peers' versions back and the local ones are kept aside.
+import t from 'tap';
+import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { jsonLines, runCli } from './cli-harness.js';
+import { cli, foldersOf, hasText, startFolderNodes, until, type FolderNode } from './folder-rig.js';
+
+const nodes = await startFolderNodes(['a', 'b']);
+t.teardown(async () => {
+  for (const n of nodes) await n.listener.stop('SIGKILL');
+});
+const [A, B] = nodes as [FolderNode, FolderNode];
+
+const docsOn = async (n: FolderNode) => (await foldersOf(n)).find((f) => f.id === 'docs');
+const rootsAgree = async (): Promise<boolean> => {
+  const [a, b] = await Promise.all([docsOn(A), docsOn(B)]);
+  return a?.root !== undefined && a.root === b?.root && a.pending === false && b.pending === false;
+};
+
+t.test('revert brings back a directory replaced by a file here, and a file replaced by a directory', async (t) => {
+  await mkdir(path.join(A.dir, 't'));
+  await writeFile(path.join(A.dir, 't', 'inner.txt'), 'inner, from A\n');
+  await writeFile(path.join(A.dir, 'f.txt'), 'f, from A\n');
+  await cli(A.home, ['folder', 'add', A.dir, '--id', 'docs', '--with', 'b', '--interval', '3600']);
+  await cli(B.home, [
+    'folder',
+    'add',
+    B.dir,
+    '--id',
+    'docs',
+    '--with',
+    'a',
+    '--interval',
+    '3600',
+    '--mode',
+    'receive-only',
+  ]);
+  await until(nodes, "A's files on B", hasText(path.join(B.dir, 't', 'inner.txt'), 'inner, from A\n'), 20_000);
+  await until(nodes, "A's f.txt on B", hasText(path.join(B.dir, 'f.txt'), 'f, from A\n'), 20_000);
+  await until(nodes, 'the roots agree', rootsAgree, 20_000);
+
+  await rm(path.join(B.dir, 't'), { recursive: true });
+  await writeFile(path.join(B.dir, 't'), 't is a file on B\n');
+  await rm(path.join(B.dir, 'f.txt'));
+  await mkdir(path.join(B.dir, 'f.txt'));
+  await writeFile(path.join(B.dir, 'f.txt', 'x'), 'x on B\n');
+  await until(
+    nodes,
+    "B's local changes in its status",
+    async () => (await docsOn(B))?.localChanges === 3, // t, f.txt, f.txt/x
+    20_000,
+  );
+
+  const plan = (await cli(B.home, ['folder', 'revert', 'docs', '--dry-run']))[0] ?? {};
+  t.same(
+    (plan['paths'] as { path: string; local: string; peers: string }[]).map((p) => [p.path, p.local, p.peers]),
+    [
+      ['f.txt', 'dir', 'file'],
+      ['f.txt/x', 'file', 'none'],
+      ['t', 'file', 'dir'],
+      ['t/inner.txt', 'deleted', 'file'],
+    ],
+    'the dry run lists both type changes',
+  );
+
+  const r = await runCli(['--home', B.home, 'folder', 'revert', 'docs', '--json']);
+  t.equal(r.code, 0, `revert exits 0 (${r.stderr})`);
+  t.notMatch(r.stderr, /ENOTDIR/);
+  const report = jsonLines(r.stdout)[0] ?? {};
+  t.equal(report['event'], 'folder-reverted');
+  t.equal(report['withdrawn'], 4);
+  const keptIn = String(report['keptIn']);
+
+  t.ok((await lstat(path.join(B.dir, 't'))).isDirectory(), 't is a directory again');
+  t.equal(await readFile(path.join(B.dir, 't', 'inner.txt'), 'utf8'), 'inner, from A\n', "A's t/inner.txt is back");
+  t.ok((await lstat(path.join(B.dir, 'f.txt'))).isFile(), 'f.txt is a file again');
+  t.equal(await readFile(path.join(B.dir, 'f.txt'), 'utf8'), 'f, from A\n');
+  t.equal(await readFile(path.join(keptIn, 't'), 'utf8'), 't is a file on B\n', "B's file t is kept aside");
+  t.equal(await readFile(path.join(keptIn, 'f.txt', 'x'), 'utf8'), 'x on B\n', "B's f.txt/x is kept aside");
+
+  await until(nodes, 'no local changes on B', async () => (await docsOn(B))?.localChanges === 0, 20_000);
+  await until(nodes, 'the roots of A and B agree', rootsAgree, 20_000);
+  t.pass('status lists no local changes and the roots agree');
+});
