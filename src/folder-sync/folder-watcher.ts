@@ -180,6 +180,11 @@ export class FolderWatcher {
     return this.#trusted() && this.#certified?.generation === this.#generation;
   }
 
+  /** The log was changed apart from the disk (a revert): the next scan looks at everything, events or not. */
+  distrust(): void {
+    this.#certified = undefined;
+  }
+
   /**
    * The paths events named since the last scan began, when the watcher vouches that nothing
    * else changed (as for canSkipScan, but events allowed); undefined when it cannot, or events

@@ -197,6 +197,9 @@ export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport
     // Everything the new heads need is at hand: from here on the log and the disk change.
     const ids = plan.flatMap((p) => (forget.has(p.path) ? folder.store.history(p.path) : p.withdrawn).map((e) => e.id));
     const withdrawn = folder.store.withdraw(ids, copiedIn(folder.store));
+    // The log no longer matches the disk until everything below is done (and at a path left as it
+    // is, not at all): the folder's next scan walks it whole, whatever its watcher saw.
+    o.service.resident.watchers.forFolder(folder.dir).distrust();
     // The log's heads now are the plan's (the same pickHead over the same set): a path where they
     // are not is left for the next scan, which records what is on disk, rather than misplaced.
     const headNow = new Map(withdrawn.paths.map((w) => [w.path, w.headAfter]));

@@ -144,3 +144,30 @@ t.test('local additions and a touch are taken back without a peer', async (t) =>
   const again = await revertFolder(options());
   t.equal(again.withdrawn, 0, 'nothing left to revert');
 });
+
+t.test('a revert that fails after the withdrawal leaves the next scan to record the disk', async (t) => {
+  const watcher = resident.watchers.forFolder(dir);
+  await writeFile(path.join(dir, 'late.txt'), 'late\n');
+  await new Promise((resolve) => setTimeout(resolve, 200)); // its events in
+  await watcher.whenIdle();
+  const counter = await withFolder((f) => {
+    t.ok(f.store.head('late.txt'), 'the scan records the local addition');
+    return f.store.localCounter();
+  });
+  reports.record('docs', PEER, { localOnly: [], lacking: { ids: [], localCounter: counter - 1 } });
+  t.ok(watcher.canSkipScan(), 'the watcher vouches for the folder: a sync would skip its scan');
+
+  // The local versions cannot be kept aside (a file where .clawpeer/reverted goes): the revert
+  // fails after it withdrew late.txt's revision, with the file still in the folder.
+  await rm(path.join(dir, '.clawpeer', 'reverted'), { recursive: true, force: true }); // the last test's
+  await writeFile(path.join(dir, '.clawpeer', 'reverted'), 'in the way\n');
+  await t.rejects(revertFolder(options()));
+  t.equal(await readFile(path.join(dir, 'late.txt'), 'utf8'), 'late\n', 'the file is still there');
+
+  await withFolder((f) => {
+    t.ok(f.scan !== undefined, 'the next sync scans the folder');
+    t.equal(f.store.head('late.txt')?.revision.deleted, false, 'and records the file on disk again');
+    t.same(f.store.checkInvariants(), []);
+  });
+  await rm(path.join(dir, '.clawpeer', 'reverted'));
+});
