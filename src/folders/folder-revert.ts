@@ -328,8 +328,12 @@ function statOf(abs: string): BigIntStats | undefined {
   }
 }
 
-/** The path `rel` in the folder, its directory checked to lie inside it (no link out of it on the way). */
-async function confined(folderReal: string, rel: string): Promise<string | undefined> {
+/**
+ * The path `rel` in the folder, its directory checked to be the folder's own, reached through no
+ * symlink (`folderReal` is a real path); undefined when there is no such directory. `linked`:
+ * what to do when a symlink is on the way ('skip': undefined, else refused).
+ */
+async function confined(folderReal: string, rel: string, linked: 'skip' | 'refuse'): Promise<string | undefined> {
   const abs = path.join(folderReal, ...rel.split('/'));
   let parent: string;
   try {
@@ -337,14 +341,21 @@ async function confined(folderReal: string, rel: string): Promise<string | undef
   } catch {
     return undefined; // no directory there: nothing to move, and place() makes it
   }
-  if (!isConfinedRealpath(folderReal, parent))
-    throw new ClawpeerError('PATH_INVALID', `${rel} refused: its directory resolves outside the folder`);
-  return path.join(parent, path.basename(abs));
+  if (parent !== path.dirname(abs) || !isConfinedRealpath(folderReal, parent)) {
+    if (linked === 'skip') return undefined;
+    throw new ClawpeerError('PATH_INVALID', `${rel} refused: its directory is reached through a symlink`);
+  }
+  return abs;
 }
 
-/** Moves what is at `p`'s path into `keptIn` (a directory the new head keeps as one stays); true when something moved. */
+/**
+ * Moves what is at `p`'s path into `keptIn` (a directory the new head keeps as one stays); true
+ * when something moved. A path below a symlink (a directory replaced here by a link) is not in
+ * the folder: nothing of it moves, and the link, a change of its own, is moved aside after it
+ * (deepest first), never what it points to.
+ */
 async function moveAside(folderReal: string, p: PathRevert, keptIn: string): Promise<boolean> {
-  const abs = await confined(folderReal, p.path);
+  const abs = await confined(folderReal, p.path, 'skip');
   if (abs === undefined) return false;
   const st = await lstat(abs).catch(() => undefined);
   if (st === undefined) return false;
@@ -387,7 +398,7 @@ async function place(
   if (head === undefined || head.revision.deleted) return;
   const r = head.revision;
   await mkdir(path.dirname(path.join(folderReal, ...p.path.split('/'))), { recursive: true });
-  const abs = await confined(folderReal, p.path);
+  const abs = await confined(folderReal, p.path, 'refuse');
   if (abs === undefined) throw new ClawpeerError('IO', `cannot make the directory of ${p.path}`);
   if (r.kind === 'dir') {
     const st = await lstat(abs).catch(() => undefined);

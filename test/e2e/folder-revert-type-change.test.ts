@@ -3,8 +3,13 @@
 // peers' replaced by a directory here. The revert looked at the peers' file below the local file
 // (lstat of `t/inner.txt` where `t` is a file: ENOTDIR) and failed with that raw error, reverting
 // nothing; now both paths get the peers' versions back and the local ones are kept aside.
+//
+// And a directory replaced here by a symlink to a copy of it outside the folder: the revert
+// moved the entries below the link aside through it (refused, PATH_INVALID, after it had
+// withdrawn the revisions: the log said "directory" where the disk had the link, and status no
+// local change). Now the link is moved aside and nothing it points to is touched.
 import t from 'tap';
-import { lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, lstat, mkdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { jsonLines, runCli } from './cli-harness.js';
 import { cli, foldersOf, hasText, startFolderNodes, until, type FolderNode } from './folder-rig.js';
@@ -85,4 +90,42 @@ t.test('revert brings back a directory replaced by a file here, and a file repla
   await until(nodes, 'no local changes on B', async () => (await docsOn(B))?.localChanges === 0, 20_000);
   await until(nodes, 'the roots of A and B agree', rootsAgree, 20_000);
   t.pass('status lists no local changes and the roots agree');
+});
+
+t.test('revert of a directory replaced by a symlink leaves what the link points to alone', async (t) => {
+  await mkdir(path.join(A.dir, 'deep', 'er'), { recursive: true });
+  await writeFile(path.join(A.dir, 'deep', 'er', 'f.txt'), 'deep, from A\n');
+  await until(nodes, "A's deep/ on B", hasText(path.join(B.dir, 'deep', 'er', 'f.txt'), 'deep, from A\n'), 20_000);
+  await until(nodes, 'the roots agree', rootsAgree, 20_000);
+
+  const outside = path.join(path.dirname(B.dir), 'outside');
+  await cp(path.join(B.dir, 'deep'), outside, { recursive: true });
+  await writeFile(path.join(outside, 'er', 'f.txt'), 'edited outside\n');
+  await rm(path.join(B.dir, 'deep'), { recursive: true });
+  await symlink(outside, path.join(B.dir, 'deep'));
+  await until(nodes, "B's link in its status", async () => (await docsOn(B))?.localChanges === 1, 20_000);
+
+  const r = await runCli(['--home', B.home, 'folder', 'revert', 'docs', '--json']);
+  t.equal(r.code, 0, `revert exits 0 (${r.stderr})`);
+  const report = jsonLines(r.stdout)[0] ?? {};
+  t.same(
+    (report['paths'] as { path: string; local: string; peers: string }[]).map((p) => [p.path, p.local, p.peers]),
+    [
+      ['deep', 'symlink', 'dir'],
+      ['deep/er', 'deleted', 'dir'],
+      ['deep/er/f.txt', 'deleted', 'file'],
+    ],
+  );
+  const keptIn = String(report['keptIn']);
+  t.ok((await lstat(path.join(B.dir, 'deep'))).isDirectory(), 'deep is a directory again');
+  t.equal(await readFile(path.join(B.dir, 'deep', 'er', 'f.txt'), 'utf8'), 'deep, from A\n');
+  t.equal(await readlink(path.join(keptIn, 'deep')), outside, "B's link is kept aside");
+  t.equal(
+    await readFile(path.join(outside, 'er', 'f.txt'), 'utf8'),
+    'edited outside\n',
+    'the outside copy is untouched',
+  );
+
+  await until(nodes, 'the roots of A and B agree', rootsAgree, 20_000);
+  t.same((await docsOn(B))?.localChanges, 0);
 });
