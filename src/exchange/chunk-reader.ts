@@ -24,6 +24,9 @@ export interface ScannedAs {
   readonly hashedAtNs?: bigint;
 }
 
+/** In the error of a file that changed while it was being sent: a race with a writer, not a fault of this side. */
+export const CHANGED_WHILE_SENT = 'changed while being sent';
+
 /** Open files kept for reuse; each unit of work reads one file, so a few per stream suffice. */
 const MAX_OPEN_FILES = 64;
 
@@ -61,7 +64,7 @@ export class ChunkReader {
     if (done !== length || !this.#unchanged(fd, localPath, bytes, id, scanned)) {
       throw new ClawpeerError(
         'IO',
-        `${localPath} changed while being sent (bytes ${offset}..${offset + length} differ from when it was hashed); run the command again to send the new content`,
+        `${localPath} ${CHANGED_WHILE_SENT} (bytes ${offset}..${offset + length} differ from when it was hashed); run the command again to send the new content`,
       );
     }
     return bytes;

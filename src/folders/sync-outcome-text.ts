@@ -1,6 +1,7 @@
 // What `clawpeer status` says of a folder pair whose last sync did not leave it in sync: the
 // paths a completed sync left behind, or why the sync failed, in terms a user can act on.
 import { ClawpeerError, isClawpeerError } from '../errors.js';
+import { CHANGED_WHILE_SENT } from '../exchange/chunk-reader.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL } from '../folder-sync/sync-service.js';
 import { count } from '../format.js';
@@ -41,14 +42,15 @@ const NETWORK_ERRNO = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT
  * What `status` says of a pair when a sync the peer ran here failed on this side (the disk
  * full or read-only, a file error, a refusal or a limit here); undefined when the failure is
  * not this side's: the peer went away or timed out, the folder was busy, the listener stopped,
- * the peer reported an error of its own, or a refusal that only narrows the peer's mode
- * (SHARE_READ_ONLY, the receive-only refusal: it learns and syncs narrowed).
+ * the peer reported an error of its own, a file here edited while it was being sent (the edit's
+ * own sync follows at once), or a refusal that only narrows the peer's mode (SHARE_READ_ONLY,
+ * the receive-only refusal: it learns and syncs narrowed).
  */
 export function servedFailureText(err: unknown): string | undefined {
   if (err instanceof ClawpeerError) {
     if (err.wire !== undefined) return undefined; // the peer's own error (an IO error there is not ours)
     const ours =
-      err.code === 'IO' ||
+      (err.code === 'IO' && !err.message.includes(CHANGED_WHILE_SENT)) ||
       err.code === 'INTERNAL' ||
       err.code === 'BUDGET_EXCEEDED' ||
       err.code === 'PATH_INVALID' ||

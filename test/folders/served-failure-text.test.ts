@@ -3,6 +3,7 @@
 // only narrows the peer's mode).
 import t from 'tap';
 import { ClawpeerError, errorFromWire } from '../../src/errors.js';
+import { CHANGED_WHILE_SENT } from '../../src/exchange/chunk-reader.js';
 import { RECEIVE_ONLY_REFUSAL } from '../../src/folder-sync/sync-service.js';
 import { servedFailureText } from '../../src/folders/sync-outcome-text.js';
 
@@ -31,6 +32,11 @@ t.test('failures that are not this side are not', async (t) => {
     new ClawpeerError('PROTOCOL', 'expected sync-fetch, got ping'),
     new ClawpeerError('SHARE_READ_ONLY', 'share docs is read-only: only receive-only syncs are served'),
     new ClawpeerError('SHARE_FORBIDDEN', `${RECEIVE_ONLY_REFUSAL} (folder docs)`),
+    // A file here edited while the peer fetched it: its own sync follows, nothing is broken here.
+    new ClawpeerError(
+      'IO',
+      `/f/a.bin ${CHANGED_WHILE_SENT} (bytes 0..88074 differ from when it was hashed); run the command again to send the new content`,
+    ),
     errorFromWire(13, 'cannot write docs/a: the disk is full'), // the peer's disk, not ours
     errno('ECONNRESET', 'read ECONNRESET'),
     new TypeError('a bug'),
