@@ -12,7 +12,16 @@ import t from 'tap';
 import { cp, lstat, mkdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { jsonLines, runCli } from './cli-harness.js';
-import { cli, foldersOf, hasText, startFolderNodes, until, type FolderNode } from './folder-rig.js';
+import {
+  addReceiveOnlyDocs,
+  cli,
+  docsOn,
+  docsRootsAgree,
+  hasText,
+  startFolderNodes,
+  until,
+  type FolderNode,
+} from './folder-rig.js';
 
 const nodes = await startFolderNodes(['a', 'b']);
 t.teardown(async () => {
@@ -20,30 +29,13 @@ t.teardown(async () => {
 });
 const [A, B] = nodes as [FolderNode, FolderNode];
 
-const docsOn = async (n: FolderNode) => (await foldersOf(n)).find((f) => f.id === 'docs');
-const rootsAgree = async (): Promise<boolean> => {
-  const [a, b] = await Promise.all([docsOn(A), docsOn(B)]);
-  return a?.root !== undefined && a.root === b?.root && a.pending === false && b.pending === false;
-};
+const rootsAgree = docsRootsAgree(A, B);
 
 t.test('revert brings back a directory replaced by a file here, and a file replaced by a directory', async (t) => {
   await mkdir(path.join(A.dir, 't'));
   await writeFile(path.join(A.dir, 't', 'inner.txt'), 'inner, from A\n');
   await writeFile(path.join(A.dir, 'f.txt'), 'f, from A\n');
-  await cli(A.home, ['folder', 'add', A.dir, '--id', 'docs', '--with', 'b', '--interval', '3600']);
-  await cli(B.home, [
-    'folder',
-    'add',
-    B.dir,
-    '--id',
-    'docs',
-    '--with',
-    'a',
-    '--interval',
-    '3600',
-    '--mode',
-    'receive-only',
-  ]);
+  await addReceiveOnlyDocs(A, B);
   await until(nodes, "A's files on B", hasText(path.join(B.dir, 't', 'inner.txt'), 'inner, from A\n'), 20_000);
   await until(nodes, "A's f.txt on B", hasText(path.join(B.dir, 'f.txt'), 'f, from A\n'), 20_000);
   await until(nodes, 'the roots agree', rootsAgree, 20_000);

@@ -11,7 +11,16 @@ import t from 'tap';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCli, jsonLines } from './cli-harness.js';
-import { cli, foldersOf, hasText, startFolderNodes, until, type FolderNode, type FolderRecord } from './folder-rig.js';
+import {
+  addReceiveOnlyDocs,
+  cli,
+  docsOn,
+  docsRootsAgree,
+  hasText,
+  startFolderNodes,
+  until,
+  type FolderNode,
+} from './folder-rig.js';
 
 const nodes = await startFolderNodes(['a', 'b']);
 t.teardown(async () => {
@@ -19,8 +28,6 @@ t.teardown(async () => {
 });
 const [A, B] = nodes as [FolderNode, FolderNode];
 
-const docsOn = async (n: FolderNode): Promise<FolderRecord | undefined> =>
-  (await foldersOf(n)).find((f) => f.id === 'docs');
 const localOnB = async (): Promise<string[] | undefined> => {
   const d = await docsOn(B);
   return d?.localChanges === undefined ? undefined : [String(d.localChanges), ...(d.localChangePaths ?? [])];
@@ -32,30 +39,13 @@ const exists = (p: string): Promise<boolean> =>
     () => true,
     () => false,
   );
-/** Both nodes report the same root for docs, nothing pending. */
-const rootsAgree = async (): Promise<boolean> => {
-  const [a, b] = await Promise.all([docsOn(A), docsOn(B)]);
-  return a?.root !== undefined && a.root === b?.root && a.pending === false && b.pending === false;
-};
+const rootsAgree = docsRootsAgree(A, B);
 
 t.test('folder revert takes back the local changes of a receive-only copy', async (t) => {
   await writeFile(path.join(A.dir, 'kept.txt'), 'kept, from A\n');
   await writeFile(path.join(A.dir, 'shared.txt'), 'shared v1, from A\n');
   await writeFile(path.join(A.dir, 'gone.txt'), 'deleted on B\n');
-  await cli(A.home, ['folder', 'add', A.dir, '--id', 'docs', '--with', 'b', '--interval', '3600']);
-  await cli(B.home, [
-    'folder',
-    'add',
-    B.dir,
-    '--id',
-    'docs',
-    '--with',
-    'a',
-    '--interval',
-    '3600',
-    '--mode',
-    'receive-only',
-  ]);
+  await addReceiveOnlyDocs(A, B);
   await until(nodes, "A's files on B", hasText(path.join(B.dir, 'shared.txt'), 'shared v1, from A\n'), 20_000);
   await until(nodes, "A's kept.txt on B", hasText(path.join(B.dir, 'kept.txt'), 'kept, from A\n'), 20_000);
 

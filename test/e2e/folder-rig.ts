@@ -125,3 +125,22 @@ export async function addFolderEverywhere(
     }),
   );
 }
+
+/** Folder `docs` on A two-way and on B receive-only, each with the other, an hour's interval: only what a test does moves. */
+export async function addReceiveOnlyDocs(A: FolderNode, B: FolderNode): Promise<void> {
+  await cli(A.home, ['folder', 'add', A.dir, '--id', 'docs', '--with', B.name, '--interval', '3600']);
+  await cli(B.home, [
+    ...['folder', 'add', B.dir, '--id', 'docs', '--with', A.name],
+    ...['--interval', '3600', '--mode', 'receive-only'],
+  ]);
+}
+
+/** `docs` as node `n` reports it. */
+export const docsOn = async (n: FolderNode): Promise<FolderRecord | undefined> =>
+  (await foldersOf(n)).find((f) => f.id === 'docs');
+
+/** Both nodes report the same root for `docs`, nothing pending. */
+export const docsRootsAgree = (A: FolderNode, B: FolderNode) => async (): Promise<boolean> => {
+  const [a, b] = await Promise.all([docsOn(A), docsOn(B)]);
+  return a?.root !== undefined && a.root === b?.root && a.pending === false && b.pending === false;
+};
