@@ -4,8 +4,10 @@
 // Hash once: a file the scan keyed (size, mtime to the ns, inode; store/file-key.ts) outside the
 // racy window is checked by one fstat per chunk against that key instead of hashing the chunk
 // again (BLAKE3 of every byte sent, ~0.2-0.3 s of CPU per GiB here). Other files (no key, or
-// modified too shortly before they were hashed for the key to vouch for them) are hashed as
-// before. Either way the receiver verifies every chunk's BLAKE3 before it writes or acks it, so
+// modified too shortly before they were hashed for the key to vouch for them, or whose key moved
+// since: a touch or an append leaves the bytes sent as they were) are hashed as before. A push
+// keys its files from its scan, a sync's serving side from its folder scan's manifest cache or
+// its own hashing of the file (manifest-cache.ts). Either way the receiver verifies every chunk's BLAKE3 before it writes or acks it, so
 // this check only gives the clear error early; it is never what guards the content.
 // Memory: the caller passes the buffer to read into (one per data stream, reused for every
 // chunk: the sealer consumes the bytes synchronously), so sending allocates nothing per chunk
@@ -70,7 +72,7 @@ export class ChunkReader {
     return bytes;
   }
 
-  /** True when the file still has the key it was hashed with (trusted keys only), or the bytes hash to `id`. */
+  /** True when the file still has the key it was hashed with (trusted keys only), else when the bytes hash to `id`. */
   #unchanged(
     fd: number,
     localPath: string,
@@ -79,13 +81,18 @@ export class ChunkReader {
     scanned: ScannedAs | undefined,
   ): boolean {
     const { key, hashedAtNs } = scanned ?? {};
-    if (key === undefined || hashedAtNs === undefined || isRacy(key.mtimeNs, hashedAtNs))
-      return bytesEqual(blake3(bytes), id);
-    try {
-      return sameFileKey(fileKeyOf(fstatSync(fd, { bigint: true })), key);
-    } catch (err) {
-      throw new ClawpeerError('IO', `cannot stat ${localPath}: ${(err as Error).message}`, { cause: err });
+    if (key !== undefined && hashedAtNs !== undefined && !isRacy(key.mtimeNs, hashedAtNs)) {
+      let st;
+      try {
+        st = fstatSync(fd, { bigint: true });
+      } catch (err) {
+        throw new ClawpeerError('IO', `cannot stat ${localPath}: ${(err as Error).message}`, { cause: err });
+      }
+      if (sameFileKey(fileKeyOf(st), key)) return true;
+      // The key moved (a touch, an append, a rewrite): the bytes decide, as for an unkeyed file.
+      // A file touched since the scan is still served, and one whose bytes changed is caught.
     }
+    return bytesEqual(blake3(bytes), id);
   }
 
   #fd(localPath: string): number {

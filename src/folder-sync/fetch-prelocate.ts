@@ -8,11 +8,12 @@
 // speculation (a peer that holds the content already asks for none of it). serveFetch takes an
 // entry when an item asks for the same path and root, and locates anything else as before. An
 // entry's check is as old as the peer's planning: a file saved since is caught where it always
-// was, by the chunk reader as its bytes are sent.
+// was, by the chunk reader as its bytes are sent (by the scan's stat where the cache gives it:
+// manifest-cache.ts sourceFileOf).
 import { setImmediate as yieldToEvents } from 'node:timers/promises';
 import path from 'node:path';
 import { bytesEqual } from '../chunking/blake3.js';
-import type { ManifestCache } from '../exchange/manifest-cache.js';
+import { sourceFileOf, type ManifestCache } from '../exchange/manifest-cache.js';
 import type { SourceFile } from '../exchange/transfer-source.js';
 
 /** Lookups between two turns of the event loop: the peer's messages are not kept waiting. */
@@ -55,9 +56,9 @@ export class PrelocatedFiles {
       const { path: rel, root } = wanted[i]!;
       const abs = path.join(scope.folder, ...rel.split('/'));
       if (!scope.recorded(rel, root) || !scope.inside(abs)) continue;
-      const manifest = scope.cache.get(rel, abs);
-      if (manifest !== undefined && bytesEqual(manifest.root, root))
-        this.#found.set(rel, { entryIndex: -1, localPath: abs, manifest });
+      const cached = scope.cache.lookup(rel, abs);
+      if (cached !== undefined && bytesEqual(cached.manifest.root, root))
+        this.#found.set(rel, sourceFileOf(abs, cached));
     }
   }
 

@@ -75,8 +75,12 @@ export interface ScanFolderOptions {
   readonly staleTempAgeMs?: number;
   /** Changes per transaction. Default DEFAULT_SCAN_BATCH_CHANGES. */
   readonly batchChanges?: number;
-  /** Told about every file it hashed whose stat did not move meanwhile (a sync reuses the manifest). */
-  readonly onHashed?: (relPath: string, manifest: FileManifest, stat: WarmStat) => void;
+  /**
+   * Told about every file it hashed whose stat did not move meanwhile (a sync reuses the
+   * manifest), with that stat and `nowNs`: the scan began before it took the stat, so that is
+   * the moment the racy-window rule may take as when hashing began (chunk-reader.ts ScannedAs).
+   */
+  readonly onHashed?: (relPath: string, manifest: FileManifest, stat: WarmStat, hashedAtNs: bigint) => void;
   /** Told about entries that cannot be recorded; without it the first such problem is thrown. */
   readonly onIssue?: (issue: TreeScanIssue) => void;
   /** The folder's ignore rules (loadSyncIgnore). Default: nothing is ignored but the ignore file. */
@@ -308,7 +312,7 @@ export async function scanFolder(
           return;
         }
         contentRoot = manifest.root;
-        options.onHashed?.(rel, manifest, statOf(entry));
+        options.onHashed?.(rel, manifest, statOf(entry), nowNs);
       } catch (err) {
         // The file vanished or became unreadable mid-scan: an issue, never a deletion.
         const errno =

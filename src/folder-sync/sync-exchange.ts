@@ -30,7 +30,7 @@ import type { RevisionEntry } from '../sync/revision.js';
 import type { RateLimiter } from '../transfer/rate-limiter.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
 import type { DataStreamRouter } from '../session/data-stream-router.js';
-import type { ManifestCache } from '../exchange/manifest-cache.js';
+import { hashKeyed, sourceFileOf, type ManifestCache } from '../exchange/manifest-cache.js';
 import { isInternalPath } from '../store/internal-names.js';
 import type { RevisionStore } from '../store/revision-store.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
@@ -427,7 +427,8 @@ export function servableFiles(folder: string, store: RevisionStore): ServableFil
  * only a file whose manifest has exactly that root is served. The file at `relPath` only when
  * the log records it with that root, and no file through a directory that leads out of the
  * folder: the peer names the path, and would learn otherwise whether an ignored file, or one
- * out of the folder behind a link, holds bytes it guesses (and make us hash it).
+ * out of the folder behind a link, holds bytes it guesses (and make us hash it). The file at
+ * `relPath` comes with the stat it was hashed with (SourceFile.key), for the chunk reader.
  */
 export async function locate(
   folder: string,
@@ -440,10 +441,19 @@ export async function locate(
 ): Promise<SourceFile | undefined> {
   const here = path.join(folder, ...relPath.split('/'));
   const hereServable = may.recorded(relPath, root) && may.inside(here);
-  const cached = hereServable ? cache?.get(relPath, here) : undefined;
-  if (cached !== undefined && bytesEqual(cached.root, root))
-    return { entryIndex: -1, localPath: here, manifest: cached };
-  const candidates = [...(hereServable ? [here] : []), historyBlobPath(folder, root)];
+  const cached = hereServable ? cache?.lookup(relPath, here) : undefined;
+  if (cached !== undefined && bytesEqual(cached.manifest.root, root)) return sourceFileOf(here, cached);
+  if (hereServable) {
+    // Keyed as a push keys its files: the chunk reader checks it by its stat, not by hashing again.
+    try {
+      const hashed = await hashKeyed(here, chunking);
+      if (hashed !== undefined && bytesEqual(hashed.manifest.root, root)) return sourceFileOf(here, hashed);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  // Elsewhere (a history blob, another path): hashed again as each chunk is sent.
+  const candidates = [historyBlobPath(folder, root)];
   for (const p of byRoot().get(toHex(root)) ?? []) {
     const abs = path.join(folder, ...p.split('/'));
     if (may.inside(abs)) candidates.push(abs);
@@ -531,7 +541,7 @@ export async function serveFetch(
     const m = found.manifest;
     const chunkIds = new Uint8Array(m.chunks.length * 32);
     m.chunks.forEach((c, i) => chunkIds.set(c.id, i * 32));
-    files.set(entries.length, { entryIndex: entries.length, localPath: found.localPath, manifest: m });
+    files.set(entries.length, { ...found, entryIndex: entries.length }); // with its key, if any
     entries.push({
       path: item.path,
       kind: 'file',

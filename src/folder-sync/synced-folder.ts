@@ -129,8 +129,9 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
       chunking: o.chunking,
       ignore,
       ...(onlyChanged === undefined ? {} : { onlyChanged }),
-      onHashed: (rel: string, manifest: FileManifest, stat: WarmStat) => {
-        if (o.cacheManifests === true) manifests.add(rel, manifest, stat);
+      onHashed: (rel: string, manifest: FileManifest, stat: WarmStat, hashedAtNs: bigint) => {
+        // With when the scan began: serving the fetch checks the file by its stat, not by hashing again.
+        if (o.cacheManifests === true) manifests.add(rel, manifest, stat, hashedAtNs);
         o.onHashed?.(rel, manifest);
       },
       onIssue: (issue) => {

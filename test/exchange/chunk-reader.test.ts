@@ -1,6 +1,7 @@
 // ChunkReader: a chunk is sent only while its file is as it was hashed. A file the scan keyed
 // (outside the racy window) is checked by its key, without hashing the chunk again; any other
-// is checked by hashing. Either way a changed file is IO "changed while being sent".
+// is checked by hashing, and so is a keyed file whose key moved. Either way a changed file is IO
+// "changed while being sent".
 import { mkdtempSync, openSync, closeSync, writeSync, statSync, utimesSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,4 +68,20 @@ t.test('without a key, or inside the racy window, every chunk is hashed', async 
   poke(file, 1);
   utimesSync(file, st.atime, st.mtime);
   await t.rejects(reader.read(file, 0, 4096, id, undefined, racy), { code: 'IO', message: /changed while being sent/ });
+});
+
+t.test('a trusted key that moved leaves it to the bytes: a touch is still sent, a change is caught', async (t) => {
+  const { file, bytes } = fixture((fn) => t.teardown(fn));
+  utimesSync(file, HOUR_AGO_S, HOUR_AGO_S);
+  const scanned = { key: fileKeyOf(statSync(file, { bigint: true })), hashedAtNs: msToNs(Date.now()) };
+  const reader = new ChunkReader();
+  t.teardown(() => reader.close());
+  const id = blake3(bytes.subarray(0, 4096));
+  utimesSync(file, new Date(), new Date()); // touched: the key moved, the bytes did not
+  await t.resolves(reader.read(file, 0, 4096, id, undefined, scanned), 'the same bytes are sent');
+  await t.rejects(
+    reader.read(file, 4096, 4096, new Uint8Array(32), undefined, scanned),
+    { code: 'IO', message: /changed while being sent/ },
+    'and hashed: bytes that are not the id are caught',
+  );
 });
