@@ -77,8 +77,9 @@ export interface ScanFolderOptions {
   readonly batchChanges?: number;
   /**
    * Told about every file it hashed whose stat did not move meanwhile (a sync reuses the
-   * manifest), with that stat and `nowNs`: the scan began before it took the stat, so that is
-   * the moment the racy-window rule may take as when hashing began (chunk-reader.ts ScannedAs).
+   * manifest), with that stat and when the scan began (the earlier of `nowNs` and the real
+   * clock): before it took the stat, so the moment the racy-window rule may take as when hashing
+   * began (chunk-reader.ts ScannedAs).
    */
   readonly onHashed?: (relPath: string, manifest: FileManifest, stat: WarmStat, hashedAtNs: bigint) => void;
   /** Told about entries that cannot be recorded; without it the first such problem is thrown. */
@@ -203,6 +204,9 @@ export async function scanFolder(
 ): Promise<ScanFolderResult> {
   const root = path.resolve(folder);
   const nowNs = options.nowNs ?? BigInt(wallClockMs()) * NS_PER_MS;
+  // For onHashed: before this scan took any stat, on the clock that stamps mtimes (not a skewed one).
+  const realNowNs = BigInt(Date.now()) * NS_PER_MS;
+  const hashedAtNs = nowNs < realNowNs ? nowNs : realNowNs;
   const racyWindowMs = options.racyWindowMs ?? RACY_WINDOW_MS;
   const batchChanges = options.batchChanges ?? DEFAULT_SCAN_BATCH_CHANGES;
   if (!Number.isSafeInteger(batchChanges) || batchChanges < 1)
@@ -312,7 +316,7 @@ export async function scanFolder(
           return;
         }
         contentRoot = manifest.root;
-        options.onHashed?.(rel, manifest, statOf(entry), nowNs);
+        options.onHashed?.(rel, manifest, statOf(entry), hashedAtNs);
       } catch (err) {
         // The file vanished or became unreadable mid-scan: an issue, never a deletion.
         const errno =

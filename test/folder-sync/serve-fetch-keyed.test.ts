@@ -18,7 +18,9 @@ import { PrelocatedFiles } from '../../src/folder-sync/fetch-prelocate.js';
 import { locate, servableFiles } from '../../src/folder-sync/sync-exchange.js';
 import { openSyncedFolder, type SyncedFolder } from '../../src/folder-sync/synced-folder.js';
 import { silentLogger } from '../../src/logger.js';
-import { isRacy } from '../../src/store/file-key.js';
+import { isRacy, msToNs } from '../../src/store/file-key.js';
+import { RevisionStore } from '../../src/store/revision-store.js';
+import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 
 const HOUR_AGO_S = Date.now() / 1000 - 3600;
 const CONTENT = randomBytes(3 * 1024 * 1024); // a few chunks
@@ -118,4 +120,21 @@ t.test('a file only touched since the scan is still served (its bytes decide)', 
   const found = await locate(folder, 'f.bin', root, DEFAULT_CHUNKING, () => new Map(), synced.manifests, may);
   utimesSync(join(folder, 'f.bin'), new Date(), new Date());
   await t.resolves(sendAll(t, found!));
+});
+
+t.test('the scan tells when it began on the real clock, never a later (skewed) one', async (t) => {
+  const base = await mkdtemp(join(tmpdir(), 'clawpeer-serve-keyed-'));
+  t.teardown(() => rm(base, { recursive: true, force: true }));
+  await writeFile(join(base, 'a.txt'), 'alpha\n');
+  const store = await RevisionStore.open(base, { nodeId: '12D3KooWServeKeyed' });
+  t.teardown(() => store.close());
+  const told: bigint[] = [];
+  const before = msToNs(Date.now());
+  await scanFolder(store, base, {
+    chunking: DEFAULT_CHUNKING,
+    nowNs: msToNs(Date.now() + 3_600_000), // an hour ahead
+    onHashed: (_rel, _m, _stat, hashedAtNs) => told.push(hashedAtNs),
+  });
+  t.equal(told.length, 1, 'told of the file hashed');
+  t.ok(told[0]! >= before && told[0]! <= msToNs(Date.now()), 'when the scan began, by the real clock');
 });
