@@ -7,8 +7,9 @@
 // modified too shortly before they were hashed for the key to vouch for them, or whose key moved
 // since: a touch or an append leaves the bytes sent as they were) are hashed as before. A push
 // keys its files from its scan, a sync's serving side from its folder scan's manifest cache or
-// its own hashing of the file (manifest-cache.ts). Either way the receiver verifies every chunk's BLAKE3 before it writes or acks it, so
-// this check only gives the clear error early; it is never what guards the content.
+// its own hashing of the file (manifest-cache.ts). Either way the receiver verifies every
+// chunk's BLAKE3 before it writes or acks it, so this check only gives the clear error early;
+// it is never what guards the content.
 // Memory: the caller passes the buffer to read into (one per data stream, reused for every
 // chunk: the sealer consumes the bytes synchronously), so sending allocates nothing per chunk
 // here; a fresh buffer per 256 KiB chunk cost a GiB of garbage per GiB sent.
