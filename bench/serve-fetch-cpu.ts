@@ -19,7 +19,10 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { median, round, runAsScript } from './common.js';
+
+const r3 = (x: number): number => round(x, 3);
 import type * as ChunkReaderModule from '../src/exchange/chunk-reader.js';
 import type * as FolderHistoryModule from '../src/folder-sync/folder-history.js';
 import type * as SyncExchangeModule from '../src/folder-sync/sync-exchange.js';
@@ -72,32 +75,23 @@ async function child(dist: string, folder: string): Promise<RunResult> {
   }
 }
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const round = (x: number): number => Math.round(x * 1000) / 1000;
+/** This build's output directory (bench/ lives in it). */
+const THIS_DIST = fileURLToPath(new URL('..', import.meta.url));
 
-async function main(): Promise<void> {
-  const args = process.argv.slice(2);
-  const opt = (name: string): string | undefined => {
-    const i = args.indexOf(name);
-    return i < 0 ? undefined : args[i + 1];
-  };
-  if (args[0] === '--child') {
-    process.stdout.write(JSON.stringify(await child(args[1]!, args[2]!)));
-    return;
-  }
-  const builds: [string, string][] = [];
-  args.forEach((a, i) => {
-    if (a === '--build') {
-      const [name, dir] = args[i + 1]!.split('=');
-      builds.push([name!, dir!]);
-    }
-  });
-  const mib = Number(opt('--mib') ?? 512);
-  const runs = Number(opt('--runs') ?? 5);
+export interface ServeFetchCpuOptions {
+  /** A small, quick run of this build only, nothing written (the test suite's). */
+  readonly smoke?: boolean;
+  /** name -> output directory of each build to A/B (default: this build). */
+  readonly builds?: readonly (readonly [string, string])[];
+  readonly mib?: number;
+  readonly runs?: number;
+  readonly outFile?: string;
+}
+
+export async function main(o: ServeFetchCpuOptions = {}): Promise<Record<string, unknown>> {
+  const builds = o.builds !== undefined && o.builds.length > 0 ? o.builds : ([['this', THIS_DIST]] as const);
+  const mib = o.smoke === true ? 8 : (o.mib ?? 512);
+  const runs = o.smoke === true ? 1 : (o.runs ?? 5);
   const base = await mkdtemp(join(tmpdir(), 'clawpeer-bench-serve-'));
   const loadBefore = loadavg();
   const results: Record<string, Record<string, RunResult[]>> = {};
@@ -111,7 +105,9 @@ async function main(): Promise<void> {
       utimesSync(file, hourAgo, hourAgo);
     }
     const runChild = (dist: string, folder: string): RunResult => {
-      const r = spawnSync(process.execPath, [process.argv[1]!, '--child', dist, folder], { encoding: 'utf8' });
+      const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', dist, folder], {
+        encoding: 'utf8',
+      });
       if (r.status !== 0) throw new Error(`child failed: ${r.stderr}`);
       return JSON.parse(r.stdout) as RunResult;
     };
@@ -124,7 +120,10 @@ async function main(): Promise<void> {
           if (c === 'scanned') await rm(join(folder, '.clawpeer'), { recursive: true, force: true });
           const r = runChild(dist, folder);
           ((results[name] ??= {})[c] ??= []).push(r);
-          process.stderr.write(`run ${i + 1} ${name} ${c}: cpu ${r.cpuS.toFixed(3)} s, wall ${r.wallS.toFixed(3)} s\n`);
+          if (o.smoke !== true)
+            process.stderr.write(
+              `run ${i + 1} ${name} ${c}: cpu ${r.cpuS.toFixed(3)} s, wall ${r.wallS.toFixed(3)} s\n`,
+            );
         }
       }
     }
@@ -137,10 +136,10 @@ async function main(): Promise<void> {
       date: new Date().toISOString(),
       cpuModel: cpus()[0]?.model,
       cores: cpus().length,
-      memGiB: round(totalmem() / 2 ** 30),
+      memGiB: r3(totalmem() / 2 ** 30),
       node: process.version,
-      loadAverageBefore: loadBefore.map(round),
-      loadAverageAfter: loadavg().map(round),
+      loadAverageBefore: loadBefore.map(r3),
+      loadAverageAfter: loadavg().map(r3),
       fileMiB: mib,
       runs,
       builds: Object.fromEntries(builds),
@@ -153,20 +152,33 @@ async function main(): Promise<void> {
             c,
             {
               keyed: rs[0]?.keyed,
-              cpuS: rs.map((r) => round(r.cpuS)),
-              wallS: rs.map((r) => round(r.wallS)),
-              medianCpuS: round(median(rs.map((r) => r.cpuS))),
-              medianWallS: round(median(rs.map((r) => r.wallS))),
+              cpuS: rs.map((r) => r3(r.cpuS)),
+              wallS: rs.map((r) => r3(r.wallS)),
+              medianCpuS: r3(median(rs.map((r) => r.cpuS))),
+              medianWallS: r3(median(rs.map((r) => r.wallS))),
             },
           ]),
         ),
       ]),
     ),
   };
-  const text = JSON.stringify(out, null, 1) + '\n';
-  const file = opt('--out');
-  if (file !== undefined && !existsSync(file)) writeFileSync(file, text);
-  process.stdout.write(text);
+  if (o.smoke !== true && o.outFile !== undefined && !existsSync(o.outFile))
+    writeFileSync(o.outFile, JSON.stringify(out, null, 1) + '\n');
+  return out;
 }
 
-await main();
+runAsScript(import.meta.url, async ({ argv, smoke, numbers, texts }) => {
+  if (argv[0] === '--child') {
+    process.stdout.write(JSON.stringify(await child(argv[1]!, argv[2]!)));
+    return undefined;
+  }
+  const builds: [string, string][] = [];
+  argv.forEach((a, i) => {
+    if (a !== '--build') return;
+    const [name, dir] = (argv[i + 1] ?? '').split('=');
+    if (name === undefined || name === '' || dir === undefined || dir === '')
+      throw new Error('--build takes NAME=DIST_DIR');
+    builds.push([name, dir]);
+  });
+  return main({ smoke, builds, ...numbers({ mib: '--mib', runs: '--runs' }), ...texts({ outFile: '--out' }) });
+});
