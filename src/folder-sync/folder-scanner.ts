@@ -56,6 +56,7 @@ import { removeTempFileIfStale, STALE_TEMP_AGE_MS } from '../store/temp-files.js
 import { RevisionStore } from '../store/revision-store.js';
 import type { RevisionDraft } from '../store/revision-store.js';
 import type { WarmStat } from '../store/revlog-format.js';
+import { recoverLandings } from './pending-landings.js';
 import { syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';
 import { fileEntryOf, scanTreeBatches } from '../store/tree-scan.js';
 import type { TreeEntry, TreeScanIssue } from '../store/tree-scan.js';
@@ -212,6 +213,8 @@ export async function scanFolder(
   if (!Number.isSafeInteger(batchChanges) || batchChanges < 1)
     throw new ClawpeerError('USAGE', `batchChanges must be a positive integer, got ${batchChanges}`);
   const { signal } = options;
+  // What a sync killed mid-transfer had published is the peer's, not this node's (pending-landings.ts).
+  await recoverLandings(store, root, options.chunking, nowNs);
 
   let added = 0;
   let changed = 0;

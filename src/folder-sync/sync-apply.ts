@@ -16,8 +16,8 @@
 // heads move in one store write afterwards. A sync that fails partway (a full disk, a lost
 // connection) still records the conflict units that landed whole before it rethrows, so the next
 // scan does not take them for local creations (wrong history, keep-last versions, traffic back).
-// A crash between the two (or a log write that fails too) leaves files the next scan records as
-// local revisions with the same content, which resolve without a conflict copy.
+// A kill between the two leaves them to the next scan, which records them as the peer's from a
+// note written before the fetch (pending-landings.ts); else as local revisions with the same content.
 // A path whose content the peer could not deliver is left out entirely (its records are not
 // stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
@@ -38,6 +38,7 @@ import { warmStatOf, type WarmStat } from '../store/revlog-format.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
+import { noteLandings } from './pending-landings.js';
 import { crashPoint } from '../support/test-hooks.js';
 import { isLiveFile, planRemote, typeChangeOf, type PathPlan, type PlanOptions } from './sync-plan.js';
 import { rescueUnscanned, unchangedSinceScan, unsyncedNames, unsyncedPath } from './unchanged-since-scan.js';
@@ -426,6 +427,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   const writeLog = (plans: readonly PathPlan[], warm: ReadonlyMap<PathPlan, WarmStat>): number => {
     let heads = 0;
     store.write((w) => {
+      w.setLandings(undefined); // the note of what was to land (pending-landings.ts)
       for (const plan of plans) {
         for (const r of plan.records) w.put(r);
         if (plan.head !== undefined) {
@@ -480,16 +482,19 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       else if (p.action.kind !== 'none') changed.add(p.unit);
     }
     const whole = plans.filter((p) => changed.has(p.unit) && !open.has(p.unit));
-    if (whole.length === 0) return;
+    if (whole.length === 0 && !noted) return;
     try {
-      writeLog(whole, warmOf(whole, landed));
-      log.info('sync: failed partway; recorded what landed', { paths: whole.length });
+      writeLog(whole, warmOf(whole, landed)); // and clears the note of what was to land
+      if (whole.length > 0) log.info('sync: failed partway; recorded what landed', { paths: whole.length });
     } catch (err) {
       log.warn('sync: cannot record what landed before the failure; the next scan records it', {
         error: (err as Error).message,
       });
     }
   };
+
+  // Before anything lands: what a kill leaves published is the peer's to the next scan (pending-landings.ts).
+  const noted = noteLandings(store, plans, log);
 
   let outcome: FetchOutcome;
   let settled: PathPlan[];

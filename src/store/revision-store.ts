@@ -31,6 +31,7 @@ import {
   META_COUNTER,
   META_LIVE_HEADS,
   META_ID_CHANGES,
+  META_LANDINGS,
   META_NODE,
   META_PEER,
   WARM_KEY_MAX_BYTES,
@@ -110,9 +111,9 @@ export class RevisionStore {
   }
 
   /**
-   * Opens (creating if needed) the revision log of the shared folder at `folder`. Rebuilds the
-   * in-memory Merkle set from the stored ids (one key scan: ~32 bytes per revision read).
-   * Throws ClawpeerError IO when the environment cannot be opened or has another format.
+   * Opens (creating if needed) the revision log of the shared folder at `folder`. Rebuilds the in-memory Merkle
+   * set from the stored ids (one key scan: ~32 bytes per revision read). Throws ClawpeerError IO when the
+   * environment cannot be opened or has another format.
    */
   static async open(folder: string, options: OpenRevisionStoreOptions): Promise<RevisionStore> {
     const dir = path.join(path.resolve(folder), INTERNAL_DIR_NAME, REVLOG_DIR_NAME);
@@ -123,9 +124,8 @@ export class RevisionStore {
   }
 
   /**
-   * True when the in-memory id set still matches the stored ids: no other process added or
-   * dropped revisions since this store was opened (a long-lived process reuses an open store
-   * only then; see revision-store-pool.ts).
+   * True when the in-memory id set still matches the stored ids: no other process added or dropped revisions
+   * since this store was opened (a long-lived process reuses an open store only then; revision-store-pool.ts).
    */
   isCurrent(): boolean {
     return !this.#closed && !this.#stale && readU64(this.#db.meta.get(META_ID_CHANGES)) === this.#idChanges;
@@ -150,9 +150,8 @@ export class RevisionStore {
   }
 
   /**
-   * The live id set, updated after every commit. Hand it to a ReconcileInitiator/Responder only
-   * while no write can happen (the folder lock is held and nothing commits until the exchange
-   * ends), or take `snapshotIdSet()`.
+   * The live id set, updated after every commit. Hand it to a ReconcileInitiator/Responder only while no write
+   * can happen (the folder lock is held and nothing commits until the exchange ends), or take `snapshotIdSet()`.
    */
   idSet(): MerkleIdSet {
     return this.#ids;
@@ -232,17 +231,15 @@ export class RevisionStore {
   }
 
   /**
-   * True when `relPath` has a warm entry with exactly this stat and mode: it is certified for
-   * the current head, a live file (setHead removes the entries of paths whose head moves). The
-   * scanner's no-op fast path: one read, no path hash (the directory's key is cached), nothing
-   * decoded.
+   * True when `relPath` has a warm entry with exactly this stat and mode: it is certified for the current head,
+   * a live file (setHead removes the entries of paths whose head moves). The scanner's no-op fast path: one
+   * read, no path hash (the directory's key is cached), nothing decoded.
    */
   isWarm(relPath: string, stat: WarmStat): boolean {
     this.#checkOpen();
-    // A no-op scan asks this once per file: read through lmdb's shared value buffer and compare
-    // against a scratch buffer, so the answer allocates nothing per file. That buffer is valid
-    // until the next read and only its `length` property says the value's size (the typed array
-    // is larger, so Buffer methods would see its stale tail): plain byte loops.
+    // A no-op scan asks this once per file: read through lmdb's shared value buffer and compare against a scratch
+    // buffer, so it allocates nothing per file. That buffer is valid until the next read and only its `length`
+    // says the value's size (the typed array is larger: Buffer methods would see its stale tail): plain byte loops.
     const v = this.#db.warm.getBinaryFast(warmKey(relPath, this.#scratchKey));
     if (v === undefined || v.length !== WARM_VALUE_BYTES) return false;
     const expected = encodeWarmStat(stat, this.#scratchWarm);
@@ -309,6 +306,11 @@ export class RevisionStore {
     this.#checkOpen();
     if (this.syncingNode() === this.nodeId) return;
     this.#txn(() => this.#db.meta.putSync(META_NODE, Buffer.from(this.nodeId, 'latin1')));
+  }
+
+  /** The note of what a sync was publishing when it was cut short (folder-sync/pending-landings.ts), if any. */
+  pendingLandings(): Uint8Array | undefined {
+    return this.#db.meta.get(META_LANDINGS);
   }
 
   /** The peer and share this folder last synced with (recordSyncingPeer), if any. */

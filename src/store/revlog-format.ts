@@ -67,6 +67,8 @@ export const META_ID_CHANGES = Buffer.from('idchanges', 'latin1');
 export const META_NODE = Buffer.from('node', 'latin1');
 /** The peer and share the folder last synced with (recordSyncingPeer): where `restore` fetches from. */
 export const META_PEER = Buffer.from('peer', 'latin1');
+/** What a sync is about to publish, while it does (folder-sync/pending-landings.ts). */
+export const META_LANDINGS = Buffer.from('landings', 'latin1');
 /** Longest warm key: a directory key and a name of MAX_PATH_SEGMENT_BYTES. */
 export const WARM_KEY_MAX_BYTES = BLAKE3_OUT_BYTES + MAX_PATH_SEGMENT_BYTES;
 

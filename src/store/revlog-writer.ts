@@ -1,4 +1,4 @@
-// One write transaction of the revision store: put, setHead, recordLocal and setWarm, with the
+// One write transaction of the revision store: put, setHead, recordLocal, setWarm and setLandings, with the
 // arrival sequence, local counter and live-head count read once and written once (finish) per
 // transaction. RevisionStore.write runs it inside an LMDB transaction; nothing here commits.
 import { bytesEqual, toHex } from '../chunking/blake3.js';
@@ -14,6 +14,7 @@ import {
 } from '../sync/version-vector.js';
 import {
   META_COUNTER,
+  META_LANDINGS,
   META_LIVE_HEADS,
   META_SEQ,
   corrupt,
@@ -55,6 +56,8 @@ export interface RevisionWriter {
    * so the stat's mode may differ from the head's.
    */
   setWarm(relPath: string, stat: WarmStat | undefined, options?: { readonly modeKept?: boolean }): void;
+  /** Sets (or with undefined clears) the note of what a sync is about to publish (folder-sync/pending-landings.ts). */
+  setLandings(note: Uint8Array | undefined): void;
 }
 
 /** What a transaction reads from its store. */
@@ -176,6 +179,10 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
         throw new TypeError(`setWarm: the head of ${relPath} is not a live file with mode ${stat.mode.toString(8)}`);
       }
       db.warm.putSync(warmKey(relPath), encodeWarm(headId, stat));
+    },
+    setLandings: (note) => {
+      if (note === undefined) db.meta.removeSync(META_LANDINGS);
+      else db.meta.putSync(META_LANDINGS, Buffer.from(note.buffer, note.byteOffset, note.byteLength));
     },
   };
   return { writer, finish };
