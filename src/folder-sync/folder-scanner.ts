@@ -9,8 +9,10 @@
 // typical scan; tombstones in one more, after the walk's changes), so a crash leaves whole
 // batches. Ignored paths (sync-ignore.ts: the folder's .clawpeerignore, loaded by the caller)
 // are neither entered nor recorded, and a head under one is not tombstoned: ignoring a path
-// is not deleting it. Non-goals: watching (the driver rescans on events), applying remote
-// revisions (the sync driver), hashing in parallel.
+// is not deleting it. Before anything else it stores the peer's records of files a sync killed
+// mid-transfer had published (pending-landings.ts), so they are not taken for this node's.
+// Non-goals: watching (the driver rescans on events), applying remote revisions (the sync
+// driver), hashing in parallel.
 //
 // What counts as a change: a new path; another kind; a file's content root; a symlink's target;
 // permission bits; a file's mtime (to the ms: the precision a sync sets, sync/revision.ts isMtimeOf).
