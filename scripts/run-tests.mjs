@@ -54,11 +54,11 @@ const SHOW_TIMINGS = process.env.CLAWPEER_TEST_TIMINGS === '1';
 const NOT_BY_DEFAULT = new Set(['nat-matrix.test.js']);
 /**
  * Directories left out of the default run: the slow suites, the benchmarks' smoke runs
- * (test/bench/, ~75 CPU-s: `npm run test:bench`) and the sync kill schedules (test/kill/, ~65 s
- * of two files: `npm run test:kill`), which .ci/run runs beside `npm test`; on 2 cores the
+ * (test/bench/, ~75 CPU-s: `npm run test:bench`) and the long end-to-end files (test/long/,
+ * ~150 s of files: `npm run test:long`), which .ci/run runs beside `npm test`; on 2 cores the
  * suite is CPU-bound and with them `npm test` reached its 10-minute bound.
  */
-const NOT_BY_DEFAULT_DIRS = new Set(['slow', 'bench', 'kill']);
+const NOT_BY_DEFAULT_DIRS = new Set(['slow', 'bench', 'long']);
 
 // Default: every compiled test file except those under NOT_BY_DEFAULT_DIRS and NOT_BY_DEFAULT.
 function defaultTestFiles(dir) {

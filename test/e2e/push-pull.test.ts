@@ -1,7 +1,7 @@
 // Push and pull through the real CLI over loopback, the transfer itself and its options:
 // byte-identical trees, early chunks, compression, excludes, rate caps, dry runs, existing-file
 // policies, several sources, moves, --delete and --backup. The rig is push-pull-rig.ts; the
-// edges (listing, refusals, special files, tampering, resume) are push-pull-edges.test.ts.
+// edges (listing, refusals, special files, tampering, resume) are test/long/push-pull-edges.test.ts.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';

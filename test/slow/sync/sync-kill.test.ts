@@ -1,11 +1,11 @@
-// Slow suite: seeded kill schedules of two-way sync (test/kill/sync-kill-kit.ts), longer and
+// Slow suite: seeded kill schedules of two-way sync (test/long/sync-kill-kit.ts), longer and
 // more of them than npm test runs. Defaults fit the runner's 300 s per file; a long run:
 //   CLAWPEER_TEST_FILE_TIMEOUT_S=36000 CLAWPEER_KILL_COUNT=300 node scripts/run-tests.mjs dist/test/slow/sync/sync-kill.test.js
 // CLAWPEER_KILL_SEED=N replays one schedule; CLAWPEER_KILL_FIRST (default 1), _COUNT, _STEPS,
 // _CLIENT_RATE, _LISTENER_RATE, _NODES (2: the pair; more: clients of node 0) and
 // CLAWPEER_KILL_TRANSPORT (quic, tcp) shape the run.
 import t from 'tap';
-import { runKillSchedule } from '../../kill/sync-kill-kit.js';
+import { runKillSchedule } from '../../long/sync-kill-kit.js';
 
 const env = (name: string, fallback: number): number => {
   const raw = process.env[name];

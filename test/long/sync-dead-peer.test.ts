@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CLI, initNode, jsonLines, runCli, startListener, tempHome, type RunningListener } from './cli-harness.js';
+import { CLI, initNode, jsonLines, runCli, startListener, tempHome, type RunningListener } from '../e2e/cli-harness.js';
 
 const IDLE = { CLAWPEER_TEST_IDLE_TIMEOUT_MS: '60000' };
 

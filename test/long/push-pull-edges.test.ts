@@ -10,9 +10,9 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { CLI, jsonLines, runCli, startListener } from './cli-harness.js';
-import { snapshot } from './tree-helpers.js';
-import { startPushPullRig } from './push-pull-rig.js';
+import { CLI, jsonLines, runCli, startListener } from '../e2e/cli-harness.js';
+import { snapshot } from '../e2e/tree-helpers.js';
+import { startPushPullRig } from '../e2e/push-pull-rig.js';
 
 const rig = await startPushPullRig();
 const { a, b, c, work, roShare, privShare, shareArgs, pairAlice, done } = rig;
