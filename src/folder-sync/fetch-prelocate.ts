@@ -11,10 +11,10 @@
 // was, by the chunk reader as its bytes are sent (by the scan's stat where the cache gives it:
 // manifest-cache.ts sourceFileOf).
 import { setImmediate as yieldToEvents } from 'node:timers/promises';
-import path from 'node:path';
 import { bytesEqual } from '../chunking/blake3.js';
 import { sourceFileOf, type ManifestCache } from '../exchange/manifest-cache.js';
 import type { SourceFile } from '../exchange/transfer-source.js';
+import path from 'node:path';
 
 /** Lookups between two turns of the event loop: the peer's messages are not kept waiting. */
 const LOOKUPS_PER_TURN = 256;
@@ -22,9 +22,21 @@ const LOOKUPS_PER_TURN = 256;
 /** What a prelocation needs to know of the folder (serveFetch's ServableFiles). */
 export interface PrelocateScope {
   readonly folder: string;
-  readonly cache: ManifestCache;
+  readonly cache: ManifestCache | undefined;
   readonly recorded: (relPath: string, root: Uint8Array) => boolean;
   readonly inside: (abs: string) => boolean;
+}
+
+/**
+ * The file at `relPath` as the scan's manifest cache vouches for it with content `root`, when
+ * the log records it so and it lies inside the folder; no hashing (serveFetch's locate looks here
+ * first, the prelocation only here).
+ */
+export function cachedHere(scope: PrelocateScope, relPath: string, root: Uint8Array): SourceFile | undefined {
+  const here = path.join(scope.folder, ...relPath.split('/'));
+  if (!scope.recorded(relPath, root) || !scope.inside(here)) return undefined;
+  const cached = scope.cache?.lookup(relPath, here);
+  return cached !== undefined && bytesEqual(cached.manifest.root, root) ? sourceFileOf(here, cached) : undefined;
 }
 
 export class PrelocatedFiles {
@@ -54,11 +66,8 @@ export class PrelocatedFiles {
         if (this.#stopped) return;
       }
       const { path: rel, root } = wanted[i]!;
-      const abs = path.join(scope.folder, ...rel.split('/'));
-      if (!scope.recorded(rel, root) || !scope.inside(abs)) continue;
-      const cached = scope.cache.lookup(rel, abs);
-      if (cached !== undefined && bytesEqual(cached.manifest.root, root))
-        this.#found.set(rel, sourceFileOf(abs, cached));
+      const found = cachedHere(scope, rel, root);
+      if (found !== undefined) this.#found.set(rel, found);
     }
   }
 

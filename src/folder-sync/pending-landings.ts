@@ -120,6 +120,22 @@ export function noteLandings(store: RevisionStore, plans: readonly PathPlan[], l
   }
 }
 
+/**
+ * A directory the publisher made at `abs` (in the folder `root`), given `mode` as a sync's mkdir
+ * step would: true when it is a directory inside the folder that now has exactly `headMode`
+ * (what the head records). Shared by recordLanded (sync-apply.ts) and the recovery below.
+ */
+export function dirTakesHeadMode(root: string, abs: string, mode: number, headMode: number): boolean {
+  try {
+    if (lstatSync(abs, { throwIfNoEntry: false })?.isDirectory() !== true) return false;
+    if (!isConfinedRealpath(root, realpathSync(abs))) return false;
+    chmodSync(abs, mode & 0o777);
+    return (lstatSync(abs).mode & 0o7777) === headMode;
+  } catch {
+    return false;
+  }
+}
+
 function parseNote(bytes: Uint8Array): Note | undefined {
   try {
     const note = JSON.parse(Buffer.from(bytes).toString('utf8')) as Note;
@@ -156,12 +172,8 @@ async function recoverPath(
   const abs = path.join(root, ...head.path.split('/'));
   const st = lstatSync(abs, { bigint: true, throwIfNoEntry: false });
   if (st === undefined) return undefined;
-  if (np.a === 'mkdir') {
-    // A directory the publisher made: given the head's mode, as the sync would have.
-    if (head.kind !== 'dir' || !st.isDirectory() || !isConfinedRealpath(root, realpathSync(abs))) return undefined;
-    chmodSync(abs, head.mode & 0o777);
-    return (lstatSync(abs).mode & 0o7777) === head.mode ? out : undefined;
-  }
+  if (np.a === 'mkdir')
+    return head.kind === 'dir' && dirTakesHeadMode(root, abs, head.mode, head.mode) ? out : undefined;
   const warm = warmStatOf(st);
   if (
     head.kind !== 'file' ||

@@ -21,7 +21,7 @@
 // A path whose content the peer could not deliver is left out entirely (its records are not
 // stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
-import { chmodSync, lstatSync, realpathSync, type BigIntStats } from 'node:fs';
+import { lstatSync, type BigIntStats } from 'node:fs';
 import { chmod, lstat, readdir, realpath, rename, rmdir, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
@@ -38,7 +38,7 @@ import { warmStatOf, type WarmStat } from '../store/revlog-format.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
 import { preserveInHistory } from '../store/sync-history.js';
-import { noteLandings } from './pending-landings.js';
+import { dirTakesHeadMode, noteLandings } from './pending-landings.js';
 import { crashPoint } from '../support/test-hooks.js';
 import { isLiveFile, planRemote, typeChangeOf, type PathPlan, type PlanOptions } from './sync-plan.js';
 import { rescueUnscanned, unchangedSinceScan, unsyncedNames, unsyncedPath } from './unchanged-since-scan.js';
@@ -458,15 +458,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       const a = p.action;
       const h = p.head?.revision;
       if (a.kind !== 'mkdir' || h === undefined) return false;
-      try {
-        const abs = path.join(folderReal, ...p.path.split('/'));
-        if (lstatSync(abs, { throwIfNoEntry: false })?.isDirectory() !== true) return false;
-        if (!isConfinedRealpath(folderReal, realpathSync(abs))) return false;
-        chmodSync(abs, a.mode & 0o777);
-        return (lstatSync(abs).mode & 0o7777) === h.mode;
-      } catch {
-        return false;
-      }
+      return dirTakesHeadMode(folderReal, path.join(folderReal, ...p.path.split('/')), a.mode, h.mode);
     };
     // Once the fetch returned, every delivered file is in place (one already holding the bytes
     // is not reported as published).

@@ -48,7 +48,7 @@ import { TransferReceiver } from '../exchange/transfer-receive.js';
 import { sendChunks } from '../exchange/transfer-send.js';
 import { ProgressCounter, type TransferProgress } from '../transfer/transfer-progress.js';
 import type { SourceFile } from '../exchange/transfer-source.js';
-import type { PrelocatedFiles } from './fetch-prelocate.js';
+import { cachedHere, type PrelocatedFiles } from './fetch-prelocate.js';
 
 /** Data streams and window a content fetch uses (bounded again by the session's caps). */
 export const SYNC_FETCH_STREAMS = 4;
@@ -439,11 +439,10 @@ export async function locate(
   cache: ManifestCache | undefined,
   may: ServableFiles,
 ): Promise<SourceFile | undefined> {
+  const cached = cachedHere({ folder, cache, ...may }, relPath, root);
+  if (cached !== undefined) return cached;
   const here = path.join(folder, ...relPath.split('/'));
-  const hereServable = may.recorded(relPath, root) && may.inside(here);
-  const cached = hereServable ? cache?.lookup(relPath, here) : undefined;
-  if (cached !== undefined && bytesEqual(cached.manifest.root, root)) return sourceFileOf(here, cached);
-  if (hereServable) {
+  if (may.recorded(relPath, root) && may.inside(here)) {
     // Keyed as a push keys its files: the chunk reader checks it by its stat, not by hashing again.
     try {
       const hashed = await hashKeyed(here, chunking);
