@@ -10,7 +10,6 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
-import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { ClawpeerError } from '../../src/errors.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { applyRemote, conflictCopyRevision } from '../../src/folder-sync/sync-apply.js';
@@ -22,6 +21,7 @@ import { conflictPath } from '../../src/sync/conflict.js';
 import { revisionEntry, type RevisionEntry } from '../../src/sync/revision.js';
 import { vectorFrom } from '../../src/sync/version-vector.js';
 import { publishAsFetched } from '../support/publish-as-fetched.js';
+import { fileRevision } from '../support/file-revisions.js';
 
 const ME = '12D3KooWCcccccccccccc';
 const PEER = '12D3KooWBbbbbbbbbbbbb';
@@ -29,19 +29,7 @@ const SECOND_NS = 1_000_000_000n;
 
 /** The peer's revision of `path` holding `text`, concurrent with ours (both saw `vector`). */
 function peers(path: string, text: string, mtimeNs: bigint, vector: Record<string, number> = {}): RevisionEntry {
-  const bytes = Buffer.from(text);
-  return revisionEntry({
-    path,
-    kind: 'file',
-    contentRoot: manifestFromBytes(bytes, DEFAULT_CHUNKING).root,
-    size: bytes.length,
-    mode: 0o644,
-    mtimeNs,
-    deleted: false,
-    origin: PEER,
-    vector: vectorFrom({ ...vector, [PEER]: 1 }),
-    linkTarget: '',
-  });
+  return fileRevision(path, PEER, { ...vector, [PEER]: 1 }, Buffer.from(text), mtimeNs);
 }
 
 interface Setup {

@@ -8,7 +8,6 @@ import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
-import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { applyRemote } from '../../src/folder-sync/sync-apply.js';
 import { conflictCopyRevision } from '../../src/folder-sync/sync-plan.js';
 import type { FetchRequest } from '../../src/folder-sync/sync-exchange.js';
@@ -17,6 +16,7 @@ import { RevisionStore } from '../../src/store/revision-store.js';
 import { conflictPath, pickHead } from '../../src/sync/conflict.js';
 import { revisionEntry, type RevisionEntry } from '../../src/sync/revision.js';
 import { vectorFrom } from '../../src/sync/version-vector.js';
+import { fileRevision } from '../support/file-revisions.js';
 
 const [N0, N1, N2] = ['12D3KooWAaaaaaaaaaaaa', '12D3KooWBbbbbbbbbbbbb', '12D3KooWCcccccccccccc'] as const;
 const T0 = 1_700_000_000_000_000_000n;
@@ -25,26 +25,7 @@ const PATH = 'd1/e1/f5';
 const WINNER_BYTES = Buffer.from('the winner, kept here\n');
 const LOSER_BYTES = Buffer.from('the loser, whose copy was deleted since\n');
 
-function file(
-  path: string,
-  origin: string,
-  vector: Record<string, number>,
-  bytes: Buffer,
-  mtimeNs: bigint,
-): RevisionEntry {
-  return revisionEntry({
-    path,
-    kind: 'file',
-    contentRoot: manifestFromBytes(bytes, DEFAULT_CHUNKING).root,
-    size: bytes.length,
-    mode: 0o644,
-    mtimeNs,
-    deleted: false,
-    origin,
-    vector: vectorFrom(vector),
-    linkTarget: '',
-  });
-}
+const file = fileRevision;
 
 function tombstone(path: string, origin: string, vector: Record<string, number>, mtimeNs: bigint): RevisionEntry {
   return revisionEntry({

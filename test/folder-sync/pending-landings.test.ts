@@ -8,33 +8,20 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
-import { manifestFromBytes } from '../../src/chunking/manifest.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { applyRemote } from '../../src/folder-sync/sync-apply.js';
 import type { FetchRequest } from '../../src/folder-sync/sync-exchange.js';
 import { silentLogger } from '../../src/logger.js';
 import { RevisionStore } from '../../src/store/revision-store.js';
-import { revisionEntry, type RevisionEntry } from '../../src/sync/revision.js';
-import { vectorFrom } from '../../src/sync/version-vector.js';
+import type { RevisionEntry } from '../../src/sync/revision.js';
 import { publishAsFetched } from '../support/publish-as-fetched.js';
+import { fileRevision } from '../support/file-revisions.js';
 
 const ME = '12D3KooWCcccccccccccc';
 const PEER = '12D3KooWBbbbbbbbbbbbb';
 
 function peers(path: string, text: string, mtimeNs: bigint, vector: Record<string, number>): RevisionEntry {
-  const bytes = Buffer.from(text);
-  return revisionEntry({
-    path,
-    kind: 'file',
-    contentRoot: manifestFromBytes(bytes, DEFAULT_CHUNKING).root,
-    size: bytes.length,
-    mode: 0o644,
-    mtimeNs,
-    deleted: false,
-    origin: PEER,
-    vector: vectorFrom(vector),
-    linkTarget: '',
-  });
+  return fileRevision(path, PEER, vector, Buffer.from(text), mtimeNs);
 }
 
 t.test('after a kill mid-fetch the scan records landed files as the peer’s, edited ones as ours', async (t) => {

@@ -5,13 +5,11 @@
 // Both listeners run with a 60 s idle timeout, so without that the new sync would wait out its
 // 30 s lock wait and fail FOLDER_BUSY.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { CLI, initNode, jsonLines, runCli, startListener, tempHome, type RunningListener } from '../e2e/cli-harness.js';
-
-const IDLE = { CLAWPEER_TEST_IDLE_TIMEOUT_MS: '60000' };
+import { IDLE, syncReceiving } from './dead-peer-kit.js';
+import { initNode, jsonLines, runCli, startListener, tempHome, type RunningListener } from '../e2e/cli-harness.js';
 
 async function listenOn(home: string, dir: string, port: number, env: NodeJS.ProcessEnv): Promise<RunningListener> {
   // The port was just freed by a SIGKILLed listener: a few tries while the OS lets go of it.
@@ -49,17 +47,7 @@ t.test('a sync with a peer killed mid-sync gives the folder up when the peer is 
   await pair(b.home, a.id, 'alice', la.port);
 
   // a's listener runs this sync (it serves dirA) and fetches big.bin from b.
-  const first = spawn(process.execPath, [CLI, '--home', a.home, 'sync', dirA, 'bob:docs', '--transport', 'quic'], {
-    env: { ...process.env, ...IDLE },
-    stdio: 'ignore',
-  });
-  t.teardown(() => first.kill('SIGKILL'));
-  const partials = path.join(dirA, '.clawpeer', 'partial');
-  const fetching = async (): Promise<boolean> =>
-    (await readdir(partials).catch(() => [] as string[])).some((n) => n.endsWith('.data'));
-  for (let waited = 0; !(await fetching()) && waited < 20_000; waited += 50)
-    await new Promise((r) => setTimeout(r, 50));
-  t.ok(await fetching(), "a's listener is receiving big.bin");
+  await syncReceiving(t, a.home, dirA, 'bob');
   const port = lb.port;
   await lb.stop('SIGKILL');
   const killed = Date.now();
