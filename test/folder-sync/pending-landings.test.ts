@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
 import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
+import { landingsNote, recoverLandings } from '../../src/folder-sync/pending-landings.js';
+import type { PathPlan } from '../../src/folder-sync/sync-plan.js';
 import { applyRemote } from '../../src/folder-sync/sync-apply.js';
 import type { FetchRequest } from '../../src/folder-sync/sync-exchange.js';
 import { silentLogger } from '../../src/logger.js';
@@ -96,4 +98,32 @@ t.test('after a kill mid-fetch the scan records landed files as the peer’s, ed
   );
   t.equal(store.head('later.txt'), undefined, 'what never landed is not recorded');
   t.same(store.checkInvariants(), []);
+});
+
+t.test('a note cut short or of another layout is dropped, and the scan decides as before', async (t) => {
+  const folder = await mkdtemp(join(tmpdir(), 'clawpeer-landings-'));
+  t.teardown(() => rm(folder, { recursive: true, force: true }));
+  const store = await RevisionStore.open(folder, { nodeId: ME });
+  t.teardown(() => store.close());
+  const mtimeNs = 1_700_000_000_000_000_000n;
+  const e = peers('a.txt', 'from the peer\n', mtimeNs, { [PEER]: 1 });
+  await writeFile(join(folder, 'a.txt'), 'from the peer\n');
+  const plan: PathPlan = {
+    path: 'a.txt',
+    records: [e],
+    local: undefined,
+    head: e,
+    action: { kind: 'fetch', request: { mtimeMs: Number(mtimeNs / 1_000_000n) } } as PathPlan['action'],
+    copy: undefined,
+    depth: 0,
+    unit: 0,
+  };
+  const note = landingsNote([plan]);
+  if (note === undefined) throw new Error('no note for a fetched file');
+  for (const bad of [note.subarray(0, note.length - 1), Buffer.concat([note, Buffer.from([0])]), Buffer.from([1, 0])]) {
+    store.write((w) => w.setLandings(bad));
+    t.equal(await recoverLandings(store, folder, DEFAULT_CHUNKING, 0n), 0, `${bad.length} bytes: nothing recovered`);
+    t.equal(store.pendingLandings(), undefined, 'and the note is gone');
+    t.equal(store.head('a.txt'), undefined, 'nothing recorded from it');
+  }
 });
