@@ -94,7 +94,7 @@ export interface ListenerStatus {
     readonly noDelete?: boolean;
     readonly allow?: readonly string[];
   }[];
-  /** Sessions of paired peers now; `name` is the pair name here, when it has one. */
+  /** Sessions of paired peers now (theirs to here, and this node's folder service's to them: `dialed`); `name` is the pair name here, when it has one. */
   readonly peers: readonly (ConnectedPeer & { readonly name?: string })[];
   /** Pushes, pulls and syncs it serves now. */
   readonly activity: readonly ActivitySnapshot[];

@@ -32,6 +32,7 @@ import { QuietTimer } from '../support/quiet-timer.js';
 import { watchFile } from '../support/watch-file.js';
 import { FolderSchedule, type SyncOutcome } from '../sync/folder-schedule.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
+import type { ConnectedPeer } from '../session/listener-activity.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
 import { FolderLog, type FolderLogEntry } from './folder-log.js';
@@ -229,6 +230,11 @@ export class FolderService {
   }
 
   /** Each folder with its peers' states, for `clawpeer status` (folder-status.ts). */
+  /** The peers this service's own sessions are open to now (dialled for syncs; status lists them). */
+  connectedPeers(): ConnectedPeer[] {
+    return this.#sessions.connected();
+  }
+
   status(): FolderStatus[] {
     return folderStatus({
       folders: this.#active.values(),

@@ -6,9 +6,11 @@ import type { Identity } from '../crypto/identity.js';
 import type { Logger } from '../logger.js';
 import type { NodeConfig } from '../home/config.js';
 import type { ResolvedPeer } from '../home/peer-resolve.js';
+import { formatHostPort } from '../home/address.js';
 import type { PathSources } from '../reach/path-sources.js';
 import { dialPeer } from '../session/dialer.js';
 import { pingPeer } from '../session/ping.js';
+import type { ConnectedPeer } from '../session/listener-activity.js';
 import type { PeerSession } from '../session/session.js';
 
 /** A session no sync used for this long is closed (the listener's side closes idle ones after minutes too), ms. */
@@ -18,6 +20,8 @@ const PING_TIMEOUT_MS = 2_000;
 
 interface Held {
   readonly session: PeerSession;
+  /** When its handshake completed, ms since the epoch. */
+  readonly since: number;
   lastUsed: number;
   closed: boolean;
 }
@@ -61,7 +65,7 @@ export class PeerSessions {
       signal,
       ...(paths === undefined ? {} : { paths }),
     });
-    const entry: Held = { session, lastUsed: Date.now(), closed: false };
+    const entry: Held = { session, since: Date.now(), lastUsed: Date.now(), closed: false };
     this.#held.set(peer.id, entry);
     const gone = (): void => {
       entry.closed = true;
@@ -91,6 +95,21 @@ export class PeerSessions {
     for (const [id, held] of [...this.#held]) {
       if (!busy.has(id) && nowMs - held.lastUsed >= IDLE_CLOSE_MS) await this.drop(id);
     }
+  }
+
+  /** The sessions open now, as `status` lists connected peers (`dialed`: this side dialled them). */
+  connected(): ConnectedPeer[] {
+    return [...this.#held]
+      .filter(([, held]) => !held.closed)
+      .map(([id, { session, since }]) => ({
+        id,
+        addr: formatHostPort(session.connection.remoteAddress),
+        transport: session.connection.transport,
+        since,
+        path: session.path(),
+        rttMs: Math.round(session.rttMs() * 1000) / 1000,
+        dialed: true,
+      }));
   }
 
   async closeAll(): Promise<void> {

@@ -174,7 +174,8 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
   // `clawpeer status` of this home asks here: the peers connected now and what runs for them.
   const status = async (): Promise<ListenerStatus> => {
     const names = new Map((await peerStore.list().catch(() => [])).map((p) => [p.id, p.name]));
-    const peers = server.connectedPeers().map((p) => {
+    // Sessions the peers opened here, then the ones the folder service dialled for its syncs.
+    const peers = [...server.connectedPeers(), ...folders.connectedPeers()].map((p) => {
       const name = names.get(p.id);
       return name === undefined ? p : { ...p, name };
     });

@@ -96,4 +96,6 @@ export interface ConnectedPeer {
   /** How its connection reaches us (reach/paths.ts PathKind) and the transport's RTT now. */
   readonly path?: string;
   readonly rttMs?: number;
+  /** This node dialled it (the folder service's session for syncing shared folders), not the peer. */
+  readonly dialed?: true;
 }

@@ -60,6 +60,17 @@ t.test('status says in-sync with the last sync time; folder log lists what the s
   const human = await runCli(['--home', A.home, 'status']);
   t.match(human.stdout, /^folder docs \(two-way\) /m);
   t.match(human.stdout, /^ {2}b: in-sync, last sync .* ago/m);
+  // The sessions A's folder service dialled for its syncs count as connections too, not only
+  // the ones the peers opened here.
+  const [status] = jsonLines((await runCli(['--home', A.home, 'status', '--json'])).stdout);
+  const peers = (status?.['peers'] ?? []) as { id: string; dialed?: boolean }[];
+  for (const peer of [B, C])
+    t.ok(
+      peers.some((p) => p.id === peer.id && p.dialed === true),
+      `the session A dialled to ${peer.name} is listed`,
+    );
+  t.match(human.stdout, /^\d+ peers connected:$/m);
+  t.match(human.stdout, /^ {2}b \(\S+\) to 127\.0\.0\.1:\d+ over quic/m, 'shown as to its address');
   const log = jsonLines((await runCli(['--home', A.home, 'folder', 'log', 'docs', '--json'])).stdout);
   t.ok(
     log.some((e) => e['event'] === 'folder-sync' && e['folder'] === 'docs' && (e['sent'] as number) > 0),

@@ -82,10 +82,10 @@ function report(ctx: CommandContext, s: ListenerStatus, pairNames: ReadonlyMap<s
   const lines = [
     `listener ${s.id} (pid ${s.pid}) on ${s.host}:${s.port} (${s.transports.join(', ')}), up ${duration((now - s.startedAt) / 1000)}`,
     `shares: ${s.shares.map((sh) => `${sh.name} (${sh.readOnly ? 'read-only' : sh.noDelete === true ? 'no push --delete' : 'read-write'}) ${sh.dir}`).join(', ')}`,
-    `${s.peers.length} peer${s.peers.length === 1 ? '' : 's'} connected${s.peers.length === 0 ? '' : ':'}`,
+    `${count(new Set(s.peers.map((p) => p.id)).size, 'peer')} connected${s.peers.length === 0 ? '' : ':'}`,
     ...s.peers.map(
       (p) =>
-        `  ${p.name === undefined ? p.id : `${p.name} (${p.id})`} from ${p.addr} over ${p.transport}${p.path === undefined ? '' : `, path ${p.path}`}${p.rttMs === undefined ? '' : `, rtt ${p.rttMs.toFixed(1)} ms`}, for ${duration((now - p.since) / 1000)}`,
+        `  ${p.name === undefined ? p.id : `${p.name} (${p.id})`} ${p.dialed === true ? 'to' : 'from'} ${p.addr} over ${p.transport}${p.path === undefined ? '' : `, path ${p.path}`}${p.rttMs === undefined ? '' : `, rtt ${p.rttMs.toFixed(1)} ms`}, for ${duration((now - p.since) / 1000)}`,
     ),
     `${s.activity.length} transfer${s.activity.length === 1 ? '' : 's'} running${s.activity.length === 0 ? '' : ':'}`,
     ...s.activity.map((a) => activityLine(a, nameOf.get(a.peer) ?? a.peer, now)),
