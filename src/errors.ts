@@ -65,6 +65,7 @@ export const LOCAL_ERRORS = {
     exit: EXIT_CODES.exists,
   },
   SHARE_UNKNOWN: { message: 'no such share', retryable: false, exit: EXIT_CODES.failure },
+  SHARE_PAUSED: { message: 'the folder is paused there', retryable: false, exit: EXIT_CODES.failure },
   SHARE_READ_ONLY: { message: 'share is read-only', retryable: false, exit: EXIT_CODES.failure },
   SHARE_FORBIDDEN: { message: 'this peer may not use that share', retryable: false, exit: EXIT_CODES.auth },
   IO: { message: 'file system error', retryable: false, exit: EXIT_CODES.failure },
@@ -126,6 +127,8 @@ export const WIRE_ERRORS = {
   CANCELLED: { wire: 18, local: 'INTERRUPTED' },
   /** A request would hold more than a listener budget allows (its message names the budget; README "Limits"). */
   BUDGET: { wire: 19, local: 'BUDGET_EXCEEDED' },
+  /** The share is a shared folder paused there (`folder pause`); sent only to a peer with feature 'share-paused' (SHARE_UNKNOWN to others). */
+  SHARE_PAUSED: { wire: 20, local: 'SHARE_PAUSED' },
 } as const satisfies Record<string, { wire: number; local: LocalErrorCode }>;
 export type WireErrorCode = keyof typeof WIRE_ERRORS;
 

@@ -121,7 +121,8 @@ export interface FolderStatusRecord {
   readonly peers: readonly {
     readonly peer: string;
     readonly name?: string;
-    readonly state: 'in-sync' | 'syncing' | 'waiting' | 'error' | 'paused';
+    /** `peer-paused`: the peer has paused its copy (a state, no error; tried again at the folder's interval). */
+    readonly state: 'in-sync' | 'syncing' | 'waiting' | 'error' | 'paused' | 'peer-paused';
     readonly since: number;
     readonly lastSyncAt?: number;
     readonly error?: string;

@@ -54,6 +54,20 @@ export interface SyncServiceContext {
   readonly resident?: ResidentFolders;
   /** listen --bwlimit: caps what the listener sends, all peers together. */
   readonly sendLimiter?: RateLimiter;
+  /** True when `share` is a shared folder of this home's that `peerId` shares and that is paused here (folder-service.ts). */
+  readonly pausedFolder?: (share: string, peerId: string) => boolean;
+}
+
+/**
+ * The refusal of a sync of a shared folder paused here: SHARE_PAUSED to a peer that knows it
+ * (feature 'share-paused'; it shows the folder paused, no error), SHARE_UNKNOWN to an older one
+ * (which reads an unknown code as a failure of its own; the text still says why).
+ */
+function pausedRefusal(session: PeerSession, share: string): ClawpeerError {
+  const message = `folder ${share} is paused here`;
+  return session.caps.features.includes('share-paused')
+    ? new ClawpeerError('SHARE_PAUSED', message)
+    : new ClawpeerError('SHARE_UNKNOWN', message);
 }
 
 /** What a sync the peer ran here moved (a dry run or a restore fetch moves nothing). */
@@ -88,6 +102,7 @@ export async function serveSync(
   const { log } = ctx;
   if (ctx.nodeId === undefined)
     throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
+  if (ctx.pausedFolder?.(req.share, session.peerId) === true) throw pausedRefusal(session, req.share);
   const share = findShare(ctx.shares, req.share, session.peerId);
   if (req.fetchOnly === true && req.mode !== 'receive-only')
     throw new ClawpeerError('PROTOCOL', 'a fetch-only sync request must be receive-only');

@@ -23,7 +23,7 @@ export interface FolderPeerStatus {
   readonly since: number;
   readonly lastSyncAt?: number;
   readonly error?: string;
-  /** State `error` or `waiting`: when the next try is due (backoff), ms since the epoch. */
+  /** State `error` or `waiting`: when the next try is due (backoff); `peer-paused`: the folder's interval. Ms since the epoch. */
   readonly nextAt?: number;
   /** While syncing: what is left of the current phase, when known. */
   readonly bytesLeft?: number;

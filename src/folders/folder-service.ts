@@ -8,8 +8,9 @@
 // I/O); this module owns the timers, watchers, sessions (folders/peer-sessions.ts: one per
 // peer, carrying all its folders in turn) and the log (folders/folder-log.ts).
 //
-// Restarts: nothing of it is kept but the config, the folders' revision logs and the log file;
-// a listener killed at any point starts over from those (every pair is due at start).
+// Restarts: nothing of it is kept but the config, the folders' revision logs, the log file and
+// each folder's last sync time per peer (folders/last-syncs.ts, for `status`); a listener killed
+// at any point starts over from those (every pair is due at start).
 // Non-goals: the sync itself (folder-sync/), versioning policies (the `afterSync` hook).
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
@@ -34,7 +35,7 @@ import { FolderSchedule, type SyncOutcome } from '../sync/folder-schedule.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 import type { ConnectedPeer } from '../session/listener-activity.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
-import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
+import type { ServedSync } from '../folder-sync/sync-service.js';
 import { FolderLog, type FolderLogEntry } from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
 import { PeerShareWatches } from './peer-share-watches.js';
@@ -44,7 +45,9 @@ import { folderStatus } from './folder-status.js';
 import { revertFolder } from './folder-revert.js';
 import type { RevertReport } from '../folder-sync/resident-protocol.js';
 import type { ActiveFolder, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
-import { isPeerPair, pairKey } from './pair-key.js';
+import { pairKey } from './pair-key.js';
+import { LastSyncs } from './last-syncs.js';
+import { PeerLimits } from './peer-limits.js';
 
 /** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
 export const LOCAL_CHANGE_QUIET_MS = 300;
@@ -54,13 +57,6 @@ export const LOCAL_CHANGE_MAX_DELAY_MS = 2_000;
 export const FOLDER_LOCK_WAIT_MS = 1_000;
 
 export type { AfterFolderSync, FolderPeerStatus, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
-
-/** The mode a sync with a peer runs in, given what the peer's copy refused (undefined: nothing can move). */
-function narrowed(mode: FolderMode, peerTakes: boolean, peerGives: boolean): FolderMode | undefined {
-  const sends = mode !== 'receive-only' && peerTakes;
-  const receives = mode !== 'send-only' && peerGives;
-  return sends && receives ? 'two-way' : sends ? 'send-only' : receives ? 'receive-only' : undefined;
-}
 
 export class FolderService {
   readonly #o: FolderServiceOptions;
@@ -72,7 +68,7 @@ export class FolderService {
   /** The shares this service added to the listener's list. */
   readonly #ownShares = new Set<Share>();
   /** What a peer's copy refused, per pair: it takes no changes (send-only there) or gives none (receive-only there). */
-  readonly #peerLimits = new Map<string, { takes: boolean; gives: boolean }>();
+  readonly #peerLimits = new PeerLimits();
   readonly #progress = new Map<string, TransferProgress>();
   /** A receive-only folder's paths kept and not sent, per pair's last sync (local-changes.ts). */
   readonly #localChanges = new LocalChangeReports();
@@ -80,6 +76,7 @@ export class FolderService {
   /** Per folder, the end of the last sync or record here: the next waits for it (syncs share the folder's lock). */
   readonly #folderTurns = new Map<string, Promise<void>>();
   readonly #stop = new AbortController();
+  readonly #lastSyncs: LastSyncs;
   #names = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
   #configWatch: { close(): void } | undefined;
@@ -94,6 +91,9 @@ export class FolderService {
       ...(o.dialPaths === undefined ? {} : { dialPaths: o.dialPaths }),
     });
     this.#log = new FolderLog(o.homeDir);
+    this.#lastSyncs = new LastSyncs((folder, err) =>
+      o.log.warn('cannot keep the last sync time', { folder, error: err.message }),
+    );
     this.#watches = new PeerShareWatches(o, (folder, peer) => {
       this.#schedule.request(Date.now(), { folder, peer });
       this.#pump();
@@ -125,7 +125,7 @@ export class FolderService {
   /** A paired peer's session arrived: what waited for it runs now. */
   peerOnline(peerId: string): void {
     // Its copies may have changed mode while it was away: learn again from its refusals.
-    for (const key of [...this.#peerLimits.keys()]) if (isPeerPair(key, peerId)) this.#peerLimits.delete(key);
+    this.#peerLimits.forgetPeer(peerId);
     this.#schedule.peerOnline(peerId, Date.now());
     this.#pump();
   }
@@ -150,9 +150,23 @@ export class FolderService {
     this.#schedule.peerOnline(peerId, Date.now());
     const mode = this.#modeFor(active.config, peerId);
     const { peerHasAll: theyHave, hereHasAll: weHave } = served;
+    this.#schedule.peerResumed(served.share, peerId, Date.now()); // it serves the folder: not paused there
     if (mode === 'send-only' ? theyHave : mode === 'receive-only' ? weHave : mode === 'two-way' && theyHave && weHave)
       this.#schedule.servedInSync(served.share, peerId, Date.now());
+    this.#keepLastSync(served.share, peerId);
     this.#pump();
+  }
+
+  /** True when `folderId` is one of our folders, shared with `peerId` and paused here: its syncs are refused as paused. */
+  pausedFor(folderId: string, peerId: string): boolean {
+    const active = this.#active.get(folderId);
+    return active !== undefined && active.config.paused && active.peerIds.includes(peerId);
+  }
+
+  /** The pair's last sync time as the schedule has it, into the folder's file when it moved (last-syncs.ts). */
+  #keepLastSync(folderId: string, peerId: string): void {
+    const at = this.#schedule.snapshot().find((p) => p.folder === folderId && p.peer === peerId)?.lastSyncAt;
+    if (at !== undefined) this.#lastSyncs.record(folderId, peerId, at);
   }
 
   /**
@@ -257,6 +271,7 @@ export class FolderService {
     await this.#reloading;
     for (const f of this.#active.values()) f.stop();
     await Promise.all([...this.#running]);
+    await this.#lastSyncs.flushed();
     await this.#sessions.closeAll();
   }
 
@@ -324,7 +339,9 @@ export class FolderService {
     }
     for (const { f, peerIds, problem } of resolved.values()) {
       if (this.#active.has(f.id)) continue;
-      this.#active.set(f.id, { ...(await this.#activate(f, peerIds, problem)), fingerprint: fingerprint(f, peerIds) });
+      const active = await this.#activate(f, peerIds, problem);
+      await this.#lastSyncs.load(f.id, active.config.path);
+      this.#active.set(f.id, { ...active, fingerprint: fingerprint(f, peerIds) });
       changed = true;
     }
     if (!changed) return;
@@ -341,6 +358,12 @@ export class FolderService {
       ),
       now,
     );
+    // A listener's earlier runs synced them too: `status` says when, not `never synced`.
+    for (const a of this.#active.values())
+      for (const peer of a.peerIds) {
+        const at = this.#lastSyncs.of(a.config.id, peer);
+        if (at !== undefined) this.#schedule.knownSync(a.config.id, peer, at);
+      }
     this.#o.log.info('shared folders', { folders: [...this.#active.keys()] });
     this.#pump();
   }
@@ -399,8 +422,7 @@ export class FolderService {
   }
 
   #modeFor(f: FolderConfig, peer: string): FolderMode | undefined {
-    const limits = this.#peerLimits.get(pairKey(f.id, peer));
-    return limits === undefined ? f.mode : narrowed(f.mode, limits.takes, limits.gives);
+    return this.#peerLimits.modeFor(f, peer);
   }
 
   /** Starts what is due and sets the timer for what is due next. */
@@ -436,6 +458,7 @@ export class FolderService {
     const finish = (outcome: SyncOutcome): void => {
       this.#progress.delete(key);
       this.#schedule.finish(folderId, peerId, Date.now(), outcome);
+      if (outcome.kind === 'done') this.#keepLastSync(folderId, peerId);
     };
     if (active === undefined) {
       finish({ kind: 'failed', error: 'the folder was removed' });
@@ -543,26 +566,13 @@ export class FolderService {
   #outcomeOf(err: unknown, f: FolderConfig, peerId: string, dialled: boolean, log: Logger): SyncOutcome {
     const message = failureText(err, f.id);
     if (this.#stop.signal.aborted) return { kind: 'busy', error: message };
-    const key = pairKey(f.id, peerId);
-    const limits = this.#peerLimits.get(key) ?? { takes: true, gives: true };
-    if (isClawpeerError(err, 'SHARE_READ_ONLY') && limits.takes) {
-      this.#peerLimits.set(key, { ...limits, takes: false });
-      log.info("the peer's copy takes no changes (send-only there): only receiving from it", {
-        folder: f.id,
-        peer: peerId,
-      });
-      return { kind: 'busy', error: message };
-    }
-    if (isClawpeerError(err, 'SHARE_FORBIDDEN') && message.includes(RECEIVE_ONLY_REFUSAL) && limits.gives) {
-      this.#peerLimits.set(key, { ...limits, gives: false });
-      log.info("the peer's copy sends no changes (receive-only there): only sending to it", {
-        folder: f.id,
-        peer: peerId,
-      });
-      return { kind: 'busy', error: message };
-    }
+    if (this.#peerLimits.learn(err, f, peerId, log)) return { kind: 'busy', error: message }; // retried narrowed
     if (isClawpeerError(err, 'FOLDER_BUSY') || isClawpeerError(err, 'PEER_BUSY'))
       return { kind: 'busy', error: message };
+    if (isClawpeerError(err, 'SHARE_PAUSED')) {
+      log.info('the peer has paused the folder; trying again at its interval', { folder: f.id, peer: peerId });
+      return { kind: 'peer-paused' };
+    }
     const offline =
       !dialled ||
       isClawpeerError(err, 'UNREACHABLE') ||

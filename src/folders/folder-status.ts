@@ -64,8 +64,10 @@ function peerStatus(
     mode: src.modeFor(f, p.peer) ?? f.mode,
     ...(p.lastSyncAt === undefined ? {} : { lastSyncAt: p.lastSyncAt }),
     ...(p.error === undefined ? {} : { error: p.error }),
-    // When a failed or waiting pair is tried again (its backoff), for `status` to say.
-    ...(p.nextAt !== undefined && (p.state === 'error' || p.state === 'waiting') ? { nextAt: p.nextAt } : {}),
+    // When a failed, waiting or peer-paused pair is tried again (its backoff, or the interval), for `status` to say.
+    ...(p.nextAt !== undefined && (p.state === 'error' || p.state === 'waiting' || p.state === 'peer-paused')
+      ? { nextAt: p.nextAt }
+      : {}),
     ...(progress !== undefined && progress.totalBytes > 0
       ? { bytesLeft: Math.max(0, progress.totalBytes - progress.bytes) }
       : {}),

@@ -27,7 +27,7 @@ export function notInSyncReason(r: SyncFolderResult): string {
 /**
  * A failed sync's message; a peer that serves no share of the folder's name is told apart from
  * a broken one: the folder not added there yet (the usual first minutes of a shared folder),
- * paused there, or removed.
+ * paused there (a peer older than SHARE_PAUSED, which a newer one answers instead), or removed.
  */
 export function failureText(err: unknown, folderId: string): string {
   const message = err instanceof Error ? err.message : String(err);

@@ -50,6 +50,8 @@ export interface ServiceContext {
   readonly onSyncServed?: (peerId: string, served: ServedSync) => void;
   /** Told when a sync a peer ran here failed with the peer still there (the folder service shows a failure of this side's). */
   readonly onSyncServeFailed?: (peerId: string, share: string, err: unknown) => void;
+  /** A shared folder paused here: a peer's sync of it is refused as paused (sync-service.ts). */
+  readonly pausedFolder?: (share: string, peerId: string) => boolean;
 }
 
 export async function serveSession(

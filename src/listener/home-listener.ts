@@ -152,6 +152,7 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     onPeerSession: (peerId) => folders.peerOnline(peerId),
     onSyncServed: (peerId, served) => folders.syncServed(peerId, served),
     onSyncServeFailed: (peerId, share, err) => folders.syncServeFailed(peerId, share, err),
+    pausedFolder: (share, peerId) => folders.pausedFor(share, peerId),
   }).catch(async (err: unknown) => {
     await folders.close();
     await resident.close();

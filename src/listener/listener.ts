@@ -38,6 +38,8 @@ export interface ListenerOptions extends ServerOptions {
   readonly onSyncServed?: ServiceContext['onSyncServed'];
   /** Told when a sync a peer ran here failed, the peer still connected (dispatch.ts ServiceContext.onSyncServeFailed). */
   readonly onSyncServeFailed?: ServiceContext['onSyncServeFailed'];
+  /** Whether a share is a shared folder paused here (dispatch.ts ServiceContext.pausedFolder). */
+  readonly pausedFolder?: ServiceContext['pausedFolder'];
 }
 
 /** What the listener keeps of a running rendezvous side (reach-rv's startListenerReach). */
@@ -86,6 +88,7 @@ export class Listener {
       ...(o.onPeerSession === undefined ? {} : { onPeerSession: o.onPeerSession }),
       ...(o.onSyncServed === undefined ? {} : { onSyncServed: o.onSyncServed }),
       ...(o.onSyncServeFailed === undefined ? {} : { onSyncServeFailed: o.onSyncServeFailed }),
+      ...(o.pausedFolder === undefined ? {} : { pausedFolder: o.pausedFolder }),
     };
     try {
       // Bound late: the rendezvous side starts once the transports are bound, after the server.

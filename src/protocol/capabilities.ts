@@ -42,6 +42,9 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // join: more QUIC connections may join the session (SessionJoin with a token bound to this
 // handshake's keys) and carry its data streams; a server seeing random loss as a sender may ask
 // for them (JoinWanted). Without it, a session is one connection.
+// share-paused: a sync of a shared folder paused on the server is refused with SHARE_PAUSED, not
+// SHARE_UNKNOWN; a client without it (which would read the new code as an unknown error) gets
+// SHARE_UNKNOWN as before.
 export const FEATURES = [
   'sync',
   'resume',
@@ -66,6 +69,7 @@ export const FEATURES = [
   'sync-fetch-only',
   'fsync-none',
   'join',
+  'share-paused',
 ] as const;
 export type FeatureName = (typeof FEATURES)[number];
 

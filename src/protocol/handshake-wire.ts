@@ -45,6 +45,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'sync-pruned': pb.Feature.FEATURE_SYNC_PRUNED,
   'sync-fetch-only': pb.Feature.FEATURE_SYNC_FETCH_ONLY,
   join: pb.Feature.FEATURE_JOIN,
+  'share-paused': pb.Feature.FEATURE_SHARE_PAUSED,
 };
 
 const AEAD_FROM_WIRE = invert(AEAD_TO_WIRE);

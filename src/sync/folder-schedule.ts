@@ -10,8 +10,8 @@
 // change, and a peer that comes online is tried at once; every pair is synced at least every
 // interval. Non-goals: the sync itself, sessions, timers, what a sync changed.
 
-/** A (folder, peer) pair's state, as `clawpeer status` shows it. */
-export type PairState = 'in-sync' | 'syncing' | 'waiting' | 'error' | 'paused';
+/** A (folder, peer) pair's state, as `clawpeer status` shows it (`peer-paused`: the peer has paused its copy). */
+export type PairState = 'in-sync' | 'syncing' | 'waiting' | 'error' | 'paused' | 'peer-paused';
 
 /** What ended a sync of one pair. */
 export type SyncOutcome =
@@ -22,7 +22,9 @@ export type SyncOutcome =
   /** The folder was busy (a sync of it ran on either side): retried shortly, not counted as a failure. */
   | { readonly kind: 'busy'; readonly error: string }
   /** Anything else (refused, a file error): shown as `error`, retried with backoff. */
-  | { readonly kind: 'failed'; readonly error: string };
+  | { readonly kind: 'failed'; readonly error: string }
+  /** The peer has paused its copy of the folder: no failure, tried again at the folder's interval. */
+  | { readonly kind: 'peer-paused' };
 
 export interface BackoffPolicy {
   /** First retry after a failure, ms (before jitter). */
@@ -74,6 +76,8 @@ interface Pair {
   before: PairState;
   /** First failed attempt to reach the peer in the current run of failures. */
   waitingSince: number | undefined;
+  /** When the peer's copy was first found paused, while it stays so. */
+  pausedThereSince: number | undefined;
 }
 
 const keyOf = (folder: string, peer: string): string => `${folder}\u0000${peer}`;
@@ -113,6 +117,7 @@ export class FolderSchedule {
           rerun: false,
           before: 'waiting',
           waitingSince: undefined,
+          pausedThereSince: undefined,
         });
         continue;
       }
@@ -132,11 +137,12 @@ export class FolderSchedule {
   /**
    * Something changed: sync the matching pairs (a folder with all its peers, a peer's folders,
    * or one pair) now. A pair backing off from an unreachable peer keeps its backoff (a change
-   * does not make the peer reachable; `peerOnline` does).
+   * does not make the peer reachable; `peerOnline` does). Nor does a pair whose peer paused its
+   * copy (each try would only be refused): the folder's interval tries it, or `peerResumed`.
    */
   request(nowMs: number, match: { readonly folder?: string; readonly peer?: string }): void {
     for (const pair of this.#matching(match)) {
-      if (pair.config.paused) continue;
+      if (pair.config.paused || (pair.state === 'peer-paused' && !pair.running)) continue;
       if (pair.running) pair.rerun = true;
       else if (pair.failures === 0 || pair.state !== 'waiting') pair.dueAt = Math.min(pair.dueAt, nowMs);
     }
@@ -185,6 +191,20 @@ export class FolderSchedule {
     if (p !== undefined && p.running) this.#enter(p, 'syncing', nowMs);
   }
 
+  /** The pair's last completed sync before this schedule (a listener's earlier run), when none is known since. */
+  knownSync(folder: string, peer: string, lastSyncAt: number): void {
+    const p = this.#pairs.get(keyOf(folder, peer));
+    if (p !== undefined && (p.lastSyncAt === undefined || p.lastSyncAt < lastSyncAt)) p.lastSyncAt = lastSyncAt;
+  }
+
+  /** The peer ran a sync of the folder here: its copy is not paused (any more); a pair `peer-paused` is due now. */
+  peerResumed(folder: string, peer: string, nowMs: number): void {
+    const p = this.#pairs.get(keyOf(folder, peer));
+    if (p === undefined || p.state !== 'peer-paused' || p.config.paused) return;
+    if (p.running) p.rerun = true;
+    else p.dueAt = nowMs;
+  }
+
   /**
    * A sync the peer ran here ended with both logs equal: a pair not running one of its own is
    * in sync now, not `error` until its backoff retries it (up to 5 min after the cause went).
@@ -195,6 +215,7 @@ export class FolderSchedule {
     p.failures = 0;
     p.error = undefined;
     p.waitingSince = undefined;
+    p.pausedThereSince = undefined;
     p.lastSyncAt = nowMs;
     this.#enter(p, 'in-sync', nowMs);
     if (p.dueAt > nowMs) p.dueAt = nowMs + p.config.intervalMs; // one due now (a local change) stays due
@@ -212,6 +233,7 @@ export class FolderSchedule {
     p.failures++;
     p.error = error;
     p.waitingSince = undefined;
+    p.pausedThereSince = undefined;
     this.#enter(p, 'error', nowMs);
     p.dueAt = Math.min(p.dueAt, nowMs + backoffMs(p.failures, this.#backoff, this.#random));
   }
@@ -223,6 +245,7 @@ export class FolderSchedule {
     p.running = false;
     const again = p.rerun;
     p.rerun = false;
+    if (outcome.kind !== 'peer-paused' && outcome.kind !== 'busy') p.pausedThereSince = undefined;
     switch (outcome.kind) {
       case 'done':
         p.failures = 0;
@@ -230,6 +253,16 @@ export class FolderSchedule {
         p.waitingSince = undefined;
         p.lastSyncAt = nowMs;
         this.#enter(p, 'in-sync', nowMs);
+        p.dueAt = again ? nowMs : nowMs + p.config.intervalMs;
+        break;
+      case 'peer-paused':
+        p.failures = 0;
+        p.error = undefined;
+        p.waitingSince = undefined;
+        // "Paused by the peer since" is when it was first found paused, not this try.
+        p.pausedThereSince ??= nowMs;
+        this.#enter(p, 'peer-paused', nowMs);
+        p.since = p.pausedThereSince;
         p.dueAt = again ? nowMs : nowMs + p.config.intervalMs;
         break;
       case 'busy':

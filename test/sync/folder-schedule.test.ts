@@ -273,3 +273,36 @@ t.test('a sync the peer ran here that failed on this side puts the pair in error
   s.servedFailed('gone', 'x', due + 1, 'read-only');
   t.pass('an unknown pair is ignored');
 });
+
+t.test('a peer that paused its copy: a state, no error, tried again at the interval', async (t) => {
+  const s = new FolderSchedule({ random: () => 0.5 });
+  s.configure([pair('docs', 'a', { intervalMs: 60_000 })], T0);
+  t.same(keys(s.take(T0)), ['docs/a']);
+  s.finish('docs', 'a', T0 + 10, { kind: 'peer-paused' });
+  const p = stateOf(s, 'docs', 'a');
+  t.equal(p?.state, 'peer-paused');
+  t.equal(p?.error, undefined, 'no error');
+  t.equal(p?.failures, 0, 'not a failure');
+  t.equal(p?.nextAt, T0 + 10 + 60_000, "the folder's interval, not the backoff");
+  s.request(T0 + 20, { folder: 'docs' });
+  t.equal(s.nextWakeAt(), T0 + 10 + 60_000, 'a local change does not knock on a paused copy');
+  t.same(keys(s.take(T0 + 10 + 60_000)), ['docs/a'], 'the interval tries again');
+  s.finish('docs', 'a', T0 + 60_100, { kind: 'peer-paused' });
+  t.equal(stateOf(s, 'docs', 'a')?.since, T0 + 10, 'paused there since it was first found so');
+  s.peerResumed('docs', 'a', T0 + 61_000);
+  t.same(keys(s.take(T0 + 61_000)), ['docs/a'], "the peer's own sync here says it resumed: due now");
+  s.finish('docs', 'a', T0 + 61_100, { kind: 'done' });
+  t.equal(stateOf(s, 'docs', 'a')?.state, 'in-sync');
+});
+
+t.test("a pair's last sync from an earlier run is kept until a newer one", async (t) => {
+  const s = new FolderSchedule({ random: () => 0.5 });
+  s.configure([pair('docs', 'a'), pair('docs', 'b')], T0);
+  s.knownSync('docs', 'a', T0 - 5_000);
+  t.equal(stateOf(s, 'docs', 'a')?.lastSyncAt, T0 - 5_000, 'shown before any sync of this run');
+  t.equal(stateOf(s, 'docs', 'b')?.lastSyncAt, undefined, 'a pair never synced stays so');
+  s.take(T0);
+  s.finish('docs', 'a', T0 + 10, { kind: 'done' });
+  s.knownSync('docs', 'a', T0 - 5_000);
+  t.equal(stateOf(s, 'docs', 'a')?.lastSyncAt, T0 + 10, 'an older time does not replace a newer one');
+});

@@ -52,7 +52,9 @@ export function folderLines(
           ? `waiting for the peer since ${ago(p.since)}`
           : p.state === 'syncing'
             ? `syncing${left}`
-            : p.state;
+            : p.state === 'peer-paused'
+              ? 'paused by the peer'
+              : p.state;
       const last = p.lastSyncAt === undefined ? 'never synced' : `last sync ${ago(p.lastSyncAt)}`;
       const next = p.nextAt === undefined ? '' : `, next try in ${duration(Math.max(0, p.nextAt - nowMs) / 1000)}`;
       return `  ${who}: ${state}, ${last}${next}${p.error === undefined ? '' : ` (${escapeToShow(p.error)})`}${p.mode === f.mode ? '' : `, ${p.mode} with this peer`}`;

@@ -107,7 +107,10 @@ export namespace clawpeer {
             FEATURE_SYNC_FETCH_ONLY = 21,
 
             /** FEATURE_JOIN value */
-            FEATURE_JOIN = 30
+            FEATURE_JOIN = 30,
+
+            /** FEATURE_SHARE_PAUSED value */
+            FEATURE_SHARE_PAUSED = 31
         }
 
         /**
