@@ -150,9 +150,9 @@ export class FolderService {
     this.#schedule.peerOnline(peerId, Date.now());
     const mode = this.#modeFor(active.config, peerId);
     const { peerHasAll: theyHave, hereHasAll: weHave } = served;
-    this.#schedule.peerResumed(served.share, peerId, Date.now()); // it serves the folder: not paused there
     if (mode === 'send-only' ? theyHave : mode === 'receive-only' ? weHave : mode === 'two-way' && theyHave && weHave)
       this.#schedule.servedInSync(served.share, peerId, Date.now());
+    this.#schedule.peerResumed(served.share, peerId, Date.now()); // it syncs the folder: not paused there (any more)
     this.#keepLastSync(served.share, peerId);
     this.#pump();
   }
