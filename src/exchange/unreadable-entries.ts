@@ -35,6 +35,47 @@ export function unreadableReason(localPath: string, relPath: string, err: Error)
   return why.length <= 200 ? why : `${why.slice(0, 199)}…`; // within MAX_UNREADABLE_ERROR_BYTES
 }
 
+/** A refused name's rule (transfer/paths.ts `refuse`'s words) in the words status groups by. */
+const NAME_RULES: readonly (readonly [RegExp, string])[] = [
+  [/control character/, 'name has a control character'],
+  [/unpaired surrogate/, 'name is not valid UTF-8'],
+  [/backslash/, 'name has a backslash'],
+  [/ends with a dot or space/, 'name ends with a dot or space'],
+  [/Windows device name/, 'name is a Windows device name'],
+  [/drive letter/, 'name starts with a drive letter'],
+  [/longer than/, 'path too long'],
+];
+/** transfer/paths.ts `refuse`'s message: the path as a JSON string, then why. */
+const REFUSAL = /^path "(?:[^"\\]|\\.)*" refused: (.*)$/s;
+/** What tree-scan.ts says of a name that is not UTF-8, after the name. */
+const NOT_UTF8 = ': its name is not valid UTF-8 (names travel as UTF-8; rename it, e.g. with convmv)';
+
+/** The refusal's reason, without the names it quotes (a file may be called "backslash"): `err` or one it wraps. */
+function refusalOf(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; depth++, e = e.cause) {
+    const why = REFUSAL.exec(e.message)?.[1];
+    if (why !== undefined) return why.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+  }
+  return undefined;
+}
+
+/**
+ * Why an entry a sync's scan left out cannot be synced, in a few words that do not name it:
+ * what `clawpeer status` groups a folder's such entries by ("name has a control character",
+ * "cannot be read: EACCES: permission denied"), as Syncthing lists a folder's failed items.
+ */
+export function unsyncableReason(err: Error): string {
+  if (isClawpeerError(err, 'PATH_INVALID')) {
+    if (err.message.endsWith(NOT_UTF8)) return 'name is not valid UTF-8';
+    const why = refusalOf(err) ?? '';
+    return NAME_RULES.find(([rule]) => rule.test(why))?.[1] ?? 'name cannot be synced';
+  }
+  const errno = errnoOf(err);
+  return errno === undefined
+    ? 'cannot be read'
+    : `cannot be read: ${/^E[A-Z0-9]+: [^,]*/.exec(errno.message)?.[0] ?? errno.code}`;
+}
+
 /** What a scan could not read, as the final Manifest batch and TransferResult list them. */
 export class UnreadableEntries extends CappedList<UnreadablePath> {
   /** The first MAX_LISTED_DELETIONS; `count` counts all (`add`: ScanSourceOptions.onUnreadable). */

@@ -63,6 +63,7 @@ import { syncIgnoreFrom, type SyncIgnore } from './sync-ignore.js';
 import { fileEntryOf, scanTreeBatches } from '../store/tree-scan.js';
 import type { TreeEntry, TreeScanIssue } from '../store/tree-scan.js';
 import { wallClockMs } from '../support/test-hooks.js';
+import { normalizeSharePath } from '../transfer/paths.js';
 
 /** Changes committed per transaction: bounds the memory of pending drafts (~300 bytes each). */
 export const DEFAULT_SCAN_BATCH_CHANGES = 1000;
@@ -146,6 +147,15 @@ function lstatOrGone(root: string, rel: string): BigIntStats | 'gone' | 'unreada
   }
 }
 
+/** True when `rel` is a path a revision may have, spelled as the walk spells it (transfer/paths.ts). */
+function isSharePath(rel: string): boolean {
+  try {
+    return normalizeSharePath(rel) === rel;
+  } catch {
+    return false;
+  }
+}
+
 /** What the named paths of a watcher amount to, when each is a plain file change (namedChanges). */
 interface NamedChanges {
   /** Regular files (edited, or new in a recorded directory) to look at. */
@@ -158,8 +168,8 @@ interface NamedChanges {
  * `paths` as plain file changes: each is now a regular file with one link, in the root or a
  * recorded directory, where no directory or symlink was recorded (edited, or new); or it is
  * gone and was a recorded file or symlink (or nothing). Undefined as soon as one is anything
- * else (a directory, a symlink now, an ignored or internal path, an unreadable one): the whole
- * walk then. A file with other hard links changes under their names too, and only the name
+ * else (a directory, a symlink now, an ignored or internal path, an unreadable one, a name no
+ * path may have): the whole walk then. A file with other hard links changes under their names too, and only the name
  * written through raised the event: the walk finds the others.
  */
 function namedChanges(
@@ -172,6 +182,9 @@ function namedChanges(
   const gone: RevisionEntry[] = [];
   for (const rel of new Set(paths)) {
     if (rel === '' || ignore.ignores(rel, false) || ignore.ignores(rel, true)) return undefined;
+    // A name the walk would refuse (a control character, a trailing dot) is its to report as an
+    // issue: taken as it is, its revision was refused by the log and the whole sync failed.
+    if (!isSharePath(rel)) return undefined;
     if (isInternalPath(rel)) {
       // A publish's temp file that is gone again (renamed into place, and that name is named
       // too) holds nothing to record; one still there may be a killed publish's, for the walk to sweep.

@@ -118,6 +118,12 @@ export interface FolderStatusRecord {
   /** Receive-only: paths changed here, kept and not sent (absent: an older listener, or another mode). */
   readonly localChanges?: number;
   readonly localChangePaths?: readonly string[];
+  /** Entries its last scan could not record, by reason ("name has a control character"): how many, the first paths (escaped). */
+  readonly unsyncable?: readonly {
+    readonly reason: string;
+    readonly count: number;
+    readonly paths: readonly string[];
+  }[];
   readonly peers: readonly {
     readonly peer: string;
     readonly name?: string;

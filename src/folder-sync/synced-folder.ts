@@ -5,7 +5,9 @@
 // a log that matches the disk as of the scan. A resident node passes its folder watcher: when
 // nothing changed since the last scan began, the log still matches the disk and the scan is
 // skipped; when the changes were plain file changes, only those paths are looked at
-// (folder-watcher.ts). Non-goals: the watching itself, the --watch loop (the CLI).
+// (folder-watcher.ts). A resident node also keeps what each folder's last scan could not record
+// (UnsyncableEntries), for `clawpeer status`, and logs such an entry once, not at every scan.
+// Non-goals: the watching itself, the --watch loop (the CLI).
 import { mkdir } from 'node:fs/promises';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { FileManifest } from '../chunking/manifest.js';
@@ -16,7 +18,7 @@ import { FolderWatchers } from './folder-watcher.js';
 import { RevisionStorePool } from '../store/revision-store-pool.js';
 import { FolderLock } from '../store/folder-lock.js';
 import { ManifestCache } from '../exchange/manifest-cache.js';
-import { relativeEntryPath } from '../exchange/unreadable-entries.js';
+import { relativeEntryPath, unsyncableReason } from '../exchange/unreadable-entries.js';
 import { loadSyncIgnore, type SyncIgnore } from './sync-ignore.js';
 import { RevisionStore } from '../store/revision-store.js';
 import type { WarmStat } from '../store/revlog-format.js';
@@ -37,10 +39,41 @@ export interface SyncedFolder {
   close(): Promise<void>;
 }
 
-/** An entry the scan left out: its path (relative; a name that is not UTF-8 shows its bytes escaped) and why. */
+/**
+ * An entry the scan left out: its path (relative, control and bidi characters escaped: `a\#012b`;
+ * a name that is not UTF-8 shows its bytes escaped), why, and why in a few words that do not
+ * name it (exchange/unreadable-entries.ts `unsyncableReason`: "name has a control character").
+ */
 export interface UnreadableEntry {
   readonly path: string;
   readonly error: string;
+  readonly reason: string;
+}
+
+/** Entries of an UnsyncableEntries log line (the rest are counted). */
+const LOGGED_ENTRIES = 10;
+
+/**
+ * Per folder, the entries its last scan could not record (a name with a control character, a
+ * file it may not read): never synced, so `clawpeer status` names them, as Syncthing lists a
+ * folder's failed items. A scan that left one out is vouched for by no watcher, so the next
+ * scan walks the whole folder and finds them all again: each scan's list replaces the last.
+ */
+export class UnsyncableEntries {
+  readonly #byFolder = new Map<string, readonly UnreadableEntry[]>();
+
+  /** Records what a scan of `dir` left out; returns the entries its previous scan did not. */
+  scanned(dir: string, entries: readonly UnreadableEntry[]): UnreadableEntry[] {
+    const before = new Set((this.#byFolder.get(dir) ?? []).map((e) => e.path));
+    if (entries.length === 0) this.#byFolder.delete(dir);
+    else this.#byFolder.set(dir, entries);
+    return entries.filter((e) => !before.has(e.path));
+  }
+
+  /** What the last scan of `dir` left out (none before its first scan). */
+  of(dir: string): readonly UnreadableEntry[] {
+    return this.#byFolder.get(dir) ?? [];
+  }
 }
 
 export interface OpenSyncedFolderOptions {
@@ -69,10 +102,11 @@ export interface OpenSyncedFolderOptions {
   readonly afterLock?: () => Promise<void>;
 }
 
-/** What a long-lived process (a listener) keeps per synced folder between syncs: its watcher and its open log. */
+/** What a long-lived process (a listener) keeps per synced folder between syncs: its watcher, its open log, what it cannot sync. */
 export class ResidentFolders {
   readonly watchers: FolderWatchers;
   readonly stores = new RevisionStorePool();
+  readonly unsyncable = new UnsyncableEntries();
 
   constructor(o: { log: Logger }) {
     this.watchers = new FolderWatchers(o);
@@ -137,20 +171,35 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
       onIssue: (issue) => {
         vouched = false;
         // Gone since it was listed: a race the next scan settles (rsync's "vanished", a warning).
-        if (!hasVanished(issue.error))
+        const vanished = hasVanished(issue.error);
+        if (!vanished)
           unreadable.push({
             path: relativeEntryPath(dir, issue.localPath) || '.',
             error: issue.error.message,
+            reason: unsyncableReason(issue.error),
           });
-        o.log.warn('sync: cannot read an entry; it is left out of this sync', {
-          path: issue.localPath,
-          error: issue.error.message,
-        });
+        // A listener says it once per entry (below), not at every scan of the folder.
+        if (vanished || resident === undefined)
+          o.log.warn('sync: cannot read an entry; it is left out of this sync', {
+            path: issue.localPath,
+            error: issue.error.message,
+          });
       },
       ...(o.signal === undefined ? {} : { signal: o.signal }),
     });
     // Entries left unrecorded (changing while hashed, unreadable) must be looked at again.
     scanEnded?.(scan.unstable === 0 && vouched);
+    const fresh = resident?.unsyncable.scanned(dir, unreadable) ?? [];
+    if (fresh.length > 0)
+      o.log.warn('entries that cannot be synced: left out of every sync until fixed', {
+        folder: dir,
+        count: fresh.length,
+        entries: fresh
+          .slice(0, LOGGED_ENTRIES)
+          .map((e) => `${e.path} (${e.reason})`)
+          .join(', '),
+        ...(fresh.length > LOGGED_ENTRIES ? { more: fresh.length - LOGGED_ENTRIES } : {}),
+      });
     return { dir, store: opened, scan, manifests, ignore, unreadable, close };
   } catch (err) {
     if (store !== undefined) await closeStore(store);

@@ -48,7 +48,16 @@ export interface FolderStatus {
   /** Receive-only: how many paths changed here are kept and never sent, and the first of them (local-changes.ts). */
   readonly localChanges?: number;
   readonly localChangePaths?: readonly string[];
+  /** Entries its last scan here could not record, by reason (absent: none): never synced until fixed. */
+  readonly unsyncable?: readonly UnsyncableGroup[];
   readonly peers: readonly FolderPeerStatus[];
+}
+
+/** Entries of a folder that cannot be synced for one reason ("name has a control character"): how many, the first paths (escaped, sorted). */
+export interface UnsyncableGroup {
+  readonly reason: string;
+  readonly count: number;
+  readonly paths: readonly string[];
 }
 
 /**

@@ -256,6 +256,7 @@ export class FolderService {
       running: this.#o.activity?.snapshot() ?? [],
       stores: this.#o.resident.stores,
       localChanges: this.#localChanges,
+      unsyncable: this.#o.resident.unsyncable,
       nodeId: this.#o.identity.nodeId,
       progressOf: (folder, peer) => this.#progress.get(pairKey(folder, peer)),
       nameOf: (peer) => this.#names.get(peer),

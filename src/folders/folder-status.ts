@@ -1,13 +1,15 @@
 // `clawpeer status`'s view of the folder service (folder-service.ts): each folder with its
 // peers' states, assembled from what the service holds (its folders, the schedule's pairs, the
 // running syncs, progress, names, the modes learnt from refusals, a receive-only folder's local
-// changes, the resident store pool). Reads only; no I/O beyond the pool's `peek`.
+// changes, the resident store pool, what the folder's last scan could not record). Reads only; no
+// I/O beyond the pool's `peek`.
 import type { FolderConfig, FolderMode } from '../home/folders-config.js';
 import type { ActivitySnapshot } from '../session/listener-activity.js';
 import type { RevisionStorePool } from '../store/revision-store-pool.js';
 import type { PairStatus } from '../sync/folder-schedule.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
-import type { ActiveFolder, FolderPeerStatus, FolderStatus } from './folder-service-types.js';
+import type { UnreadableEntry, UnsyncableEntries } from '../folder-sync/synced-folder.js';
+import type { ActiveFolder, FolderPeerStatus, FolderStatus, UnsyncableGroup } from './folder-service-types.js';
 import type { LocalChangeReports } from './local-changes.js';
 
 /** What the status reads of the folder service. */
@@ -19,6 +21,8 @@ export interface FolderStatusSource {
   readonly running: readonly ActivitySnapshot[];
   readonly stores: RevisionStorePool;
   readonly localChanges: LocalChangeReports;
+  /** What each folder's last scan here could not record (the listener's ResidentFolders). */
+  readonly unsyncable: UnsyncableEntries;
   readonly nodeId: string;
   /** A running sync's progress of this node's own sync of the pair. */
   progressOf(folder: string, peer: string): TransferProgress | undefined;
@@ -42,6 +46,7 @@ export function folderStatus(src: FolderStatusSource): FolderStatus[] {
     pending: pending(),
     ...revisionsOf(src.stores, f.path),
     ...(f.mode === 'receive-only' ? src.localChanges.of(f.id, peerIds, src.stores.peek(f.path), src.nodeId) : {}),
+    ...unsyncableOf(src.unsyncable.of(f.path)),
     peers: src.pairs.filter((p) => p.folder === f.id).map((p) => peerStatus(src, f, p, running)),
   }));
 }
@@ -81,4 +86,24 @@ function peerStatus(
 function revisionsOf(stores: RevisionStorePool, dir: string): { revisions?: number; root?: string } {
   const store = stores.peek(dir);
   return store === undefined ? {} : { revisions: store.size, root: Buffer.from(store.root()).toString('hex') };
+}
+
+/** How many paths of each group `clawpeer status` lists (the count is of all). */
+export const UNSYNCABLE_PATHS_SHOWN = 10;
+
+/** Entries the folder's last scan left out, grouped by reason (the most first), each with its first paths. */
+function unsyncableOf(entries: readonly UnreadableEntry[]): { unsyncable?: UnsyncableGroup[] } {
+  if (entries.length === 0) return {};
+  const byReason = new Map<string, string[]>();
+  for (const e of entries) {
+    const paths = byReason.get(e.reason) ?? [];
+    paths.push(e.path);
+    byReason.set(e.reason, paths);
+  }
+  const groups = [...byReason].map(([reason, paths]) => ({
+    reason,
+    count: paths.length,
+    paths: paths.sort().slice(0, UNSYNCABLE_PATHS_SHOWN),
+  }));
+  return { unsyncable: groups.sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : 1)) };
 }

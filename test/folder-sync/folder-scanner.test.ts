@@ -363,3 +363,32 @@ t.test(
     t.same(store.checkInvariants(), []);
   },
 );
+
+t.test(
+  'onlyChanged: a name no path may have (a control character) means the whole walk, which reports it',
+  async (t) => {
+    const { folder, store } = await fixture();
+    await scanFolder(store, folder, options);
+    const before = Buffer.from(store.root()).toString('hex');
+    await writeFile(join(folder, 'a\nb'), 'a newline in its name');
+    await writeFile(join(folder, 'esc\x1b[31mred'), 'an ESC in its name');
+    const issues: TreeScanIssue[] = [];
+    // Before, the named path was taken as it was: its revision was refused and the scan threw.
+    const r = await scanFolder(store, folder, {
+      ...options,
+      onlyChanged: ['a\nb', 'esc\x1b[31mred'],
+      onIssue: (issue) => issues.push(issue),
+    });
+    t.ok(r.unchanged > 0, 'the walk looked at everything');
+    t.match(r, { added: 0, changed: 0, deleted: 0 }, 'nothing recorded');
+    t.same(
+      issues.map((i) => [i.localPath, i.error.code]).sort(),
+      [
+        [join(folder, 'a\nb'), 'PATH_INVALID'],
+        [join(folder, 'esc\x1b[31mred'), 'PATH_INVALID'],
+      ],
+      'both reported as issues',
+    );
+    t.equal(Buffer.from(store.root()).toString('hex'), before, 'the log is as it was');
+  },
+);

@@ -40,6 +40,7 @@ export function folderLines(
   const ago = (ms: number): string => `${duration(Math.max(0, nowMs - ms) / 1000)} ago`;
   return [
     `folder ${f.id} (${f.mode}${f.paused ? ', paused' : ''}) ${f.path}${f.problem === undefined ? '' : `: ${escapeToShow(f.problem)}`}`,
+    ...unsyncableLines(f),
     ...localChangesLines(f),
     ...f.peers.map((p) => {
       const who = p.name ?? nameOf.get(p.peer) ?? p.peer;
@@ -74,6 +75,23 @@ function localChangesLines(f: NonNullable<ListenerStatus['folders']>[number]): s
   return [
     `  local changes kept: ${n} (${shown.map(escapeToShow).join(', ')}${more}): receive-only, not sent`,
     `    clawpeer folder revert ${f.id} takes the peers' versions back (the local ones move to .clawpeer/reverted/)`,
+  ];
+}
+
+/**
+ * What the folder's last scan could not record, a line per reason, as Syncthing lists failed
+ * items: `  2 paths cannot be synced: name has a control character (a\#012b, b\#033c)`. None: no line.
+ */
+function unsyncableLines(f: NonNullable<ListenerStatus['folders']>[number]): string[] {
+  const groups = f.unsyncable ?? [];
+  if (groups.length === 0) return [];
+  return [
+    ...groups.map((g) => {
+      const more =
+        g.count > g.paths.length ? `${g.paths.length > 0 ? ', ' : ''}... ${g.count - g.paths.length} more` : '';
+      return `  ${count(g.count, 'path')} cannot be synced: ${g.reason} (${g.paths.map(escapeToShow).join(', ')}${more})`;
+    }),
+    '    left out of every sync of the folder until renamed (or made readable)',
   ];
 }
 
