@@ -98,6 +98,24 @@ export function parseResidentRequest(line: string): ResidentSyncRequest | Status
 }
 
 /**
+ * How the listener logs a request of the CLI that failed: what it was (a folder's revert, a
+ * sync, a status) and of which folder. Undefined: a request line that does not parse.
+ */
+export function failureLog(req: ResidentSyncRequest | StatusRequest | RevertRequest | undefined): {
+  message: string;
+  fields: Record<string, unknown>;
+} {
+  if (req === undefined) return { message: 'control request from the CLI failed', fields: {} };
+  if (req.op === 'status') return { message: 'status for the CLI failed', fields: {} };
+  if (req.op === 'revert')
+    return {
+      message: req.dryRun ? 'folder revert --dry-run for the CLI failed' : 'folder revert for the CLI failed',
+      fields: { folder: req.folder },
+    };
+  return { message: 'sync for the CLI failed', fields: { folder: req.dir, share: req.share, peer: req.peer } };
+}
+
+/**
  * Binds the control socket so that it is 0600 from its first moment: whoever can connect to it
  * runs syncs as this user, and a chmod after bind left a window (under umask 002 the socket was
  * group-connectable until then). It is bound inside a fresh 0700 directory next to it, chmod'ed
@@ -217,10 +235,16 @@ export class ResidentSyncServer {
       clearTimeout(idle);
       this.#waiting.delete(socket);
       this.#running.add(abort);
-      void this.#handle(buffered.slice(0, nl), send, abort.signal)
+      let failed = failureLog(undefined);
+      void Promise.resolve()
+        .then(() => {
+          const req = parseResidentRequest(buffered.slice(0, nl));
+          failed = failureLog(req);
+          return this.#handle(req, send, abort.signal);
+        })
         .catch((err: unknown) => {
           const e = err instanceof ClawpeerError ? err : new ClawpeerError('INTERNAL', (err as Error).message);
-          if (!abort.signal.aborted) this.#ctx.log.info('sync for the CLI failed', { error: e.message });
+          if (!abort.signal.aborted) this.#ctx.log.info(failed.message, { ...failed.fields, error: e.message });
           send({ type: 'error', code: e.code, message: e.message });
         })
         .finally(() => {
@@ -230,8 +254,11 @@ export class ResidentSyncServer {
     });
   }
 
-  async #handle(line: string, send: (r: ResidentSyncReply) => void, signal: AbortSignal): Promise<void> {
-    const req = parseResidentRequest(line);
+  async #handle(
+    req: ResidentSyncRequest | StatusRequest | RevertRequest,
+    send: (r: ResidentSyncReply) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
     if (req.op === 'status') {
       if (this.#ctx.status === undefined) throw new ClawpeerError('USAGE', 'this listener does not tell its status');
       send({ type: 'status', status: await this.#ctx.status() });

@@ -1,10 +1,11 @@
-// What each sync of a shared folder changed, kept in the home (`folder-log.jsonl`, one JSON
-// object a line) for `clawpeer folder log ID`. Bounded: once it holds more than
+// What each sync of a shared folder changed, and each `folder revert` of it, kept in the home
+// (`folder-log.jsonl`, one JSON object a line) for `clawpeer folder log ID`. Bounded: once it holds more than
 // MAX_LOG_ENTRIES + MAX_LOG_SLACK lines it is rewritten (atomically) with the newest
 // MAX_LOG_ENTRIES. A line that does not parse (a write cut by a crash) is skipped on reading.
 import { appendFile, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { PathChange } from '../folder-sync/change-counts.js';
+import type { RevertedPath, RevertReport } from '../folder-sync/resident-protocol.js';
 import { ClawpeerError } from '../errors.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
 
@@ -13,8 +14,12 @@ export const FOLDER_LOG_NAME = 'folder-log.jsonl';
 export const MAX_LOG_ENTRIES = 1000;
 /** Lines appended beyond the cap before the file is trimmed (one rewrite per this many syncs). */
 const MAX_LOG_SLACK = 200;
+/** A revert's paths kept in its entry: as many as a sync's (change-counts.ts MAX_LISTED_CHANGES, not imported: `folder log` stays light). */
+export const MAX_LOGGED_REVERT_PATHS = 100;
 
-export interface FolderLogEntry {
+/** One sync (entries written before reverts were logged have no `kind`). */
+export interface FolderSyncLogEntry {
+  readonly kind?: 'sync';
   /** End of the sync, ms since the epoch. */
   readonly time: number;
   readonly folder: string;
@@ -40,6 +45,37 @@ export interface FolderLogEntry {
   readonly skipped: number;
   readonly bytes: number;
   readonly seconds: number;
+}
+
+/** One `folder revert` that took local changes back (folders/folder-revert.ts). */
+export interface FolderRevertLogEntry {
+  readonly kind: 'revert';
+  /** When it ended, ms since the epoch. */
+  readonly time: number;
+  readonly folder: string;
+  /** Paths put back to the peers' version, and the local revisions withdrawn from the log. */
+  readonly reverted: number;
+  readonly withdrawn: number;
+  /** Where the local versions were moved (`.clawpeer/reverted/<time>/`; absent: nothing was on disk to keep). */
+  readonly keptIn?: string;
+  /** The reverted paths, the first MAX_LOGGED_REVERT_PATHS. */
+  readonly paths: readonly RevertedPath[];
+}
+
+export type FolderLogEntry = FolderSyncLogEntry | FolderRevertLogEntry;
+
+/** The entry of a revert ended at `time`; undefined for a dry run or one with nothing to take back. */
+export function revertLogEntry(r: RevertReport, time: number): FolderRevertLogEntry | undefined {
+  if (r.dryRun || r.paths.length + r.withdrawn === 0) return undefined;
+  return {
+    kind: 'revert',
+    time,
+    folder: r.folder,
+    reverted: r.paths.length,
+    withdrawn: r.withdrawn,
+    ...(r.keptIn === undefined ? {} : { keptIn: r.keptIn }),
+    paths: r.paths.slice(0, MAX_LOGGED_REVERT_PATHS),
+  };
 }
 
 export class FolderLog {

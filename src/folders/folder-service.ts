@@ -36,7 +36,7 @@ import type { TransferProgress } from '../transfer/transfer-progress.js';
 import type { ConnectedPeer } from '../session/listener-activity.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import type { ServedSync } from '../folder-sync/sync-service.js';
-import { FolderLog, type FolderLogEntry } from './folder-log.js';
+import { FolderLog, revertLogEntry, type FolderLogEntry, type FolderSyncLogEntry } from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
 import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
@@ -203,7 +203,7 @@ export class FolderService {
   async #record(
     f: FolderConfig,
     peerId: string,
-    what: Omit<FolderLogEntry, 'time' | 'folder' | 'peer' | 'peerName'>,
+    what: Omit<FolderSyncLogEntry, 'time' | 'folder' | 'peer' | 'peerName'>,
     stored: number,
   ): Promise<void> {
     const nowMs = Date.now();
@@ -214,9 +214,13 @@ export class FolderService {
     if (stored > 0) this.#passOn(f.id, peerId, nowMs);
     if (what.received + what.sent + what.conflicts > 0) {
       const name = this.#names.get(peerId);
-      await this.#log
-        .append({ time: nowMs, folder: f.id, peer: peerId, ...(name === undefined ? {} : { peerName: name }), ...what })
-        .catch((err: unknown) => this.#o.log.warn('cannot write the folder log', { error: (err as Error).message }));
+      await this.#append({
+        time: nowMs,
+        folder: f.id,
+        peer: peerId,
+        ...(name === undefined ? {} : { peerName: name }),
+        ...what,
+      });
     }
     if (this.#o.afterSync === undefined || what.received + what.conflicts === 0) return;
     const policy = parseVersioning(f.versioning); // checked when the config was read
@@ -235,10 +239,25 @@ export class FolderService {
     this.#pump();
   }
 
-  /** `folder revert` (folder-revert.ts) in the folder's turn; then its syncs, which land what the local edits held back. */
+  /** Appends to the folder log; a failure is logged, never thrown. */
+  async #append(entry: FolderLogEntry): Promise<void> {
+    await this.#log
+      .append(entry)
+      .catch((err: unknown) => this.#o.log.warn('cannot write the folder log', { error: (err as Error).message }));
+  }
+
+  /**
+   * `folder revert` (folder-revert.ts) in the folder's turn, kept in the folder log when it took
+   * something back; then its syncs, which land what the local edits held back.
+   */
   async revert(id: string, dryRun: boolean, signal: AbortSignal): Promise<RevertReport> {
     const o = { service: this.#o, folderId: id, active: this.#active.get(id), reports: this.#localChanges };
-    const report = await this.#inTurn(id, () => revertFolder({ ...o, dryRun, signal }));
+    const report = await this.#inTurn(id, async () => {
+      const r = await revertFolder({ ...o, dryRun, signal });
+      const entry = revertLogEntry(r, Date.now());
+      if (entry !== undefined) await this.#append(entry);
+      return r;
+    });
     if (!dryRun) this.#passOn(id, '', Date.now());
     return report;
   }

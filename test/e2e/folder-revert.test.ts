@@ -41,6 +41,17 @@ const exists = (p: string): Promise<boolean> =>
   );
 const rootsAgree = docsRootsAgree(A, B);
 
+t.test("a revert the listener refuses is logged as the folder's revert", async (t) => {
+  // B's copy of `lone` has never synced with A (A has no such folder): nothing is known of what A lacks.
+  await cli(B.home, ['folder', 'add', `${B.dir}-lone`, '--id', 'lone', '--with', A.name, '--mode', 'receive-only']);
+  const r = await runCli(['--home', B.home, 'folder', 'revert', 'lone']);
+  t.not(r.code, 0, 'refused');
+  // Before, the listener said "sync for the CLI failed", naming neither the revert nor the folder.
+  t.match(B.listener.stderr(), /INFO [^\n]*: folder revert for the CLI failed folder=lone error=/);
+  t.notMatch(B.listener.stderr(), /sync for the CLI failed/);
+  await cli(B.home, ['folder', 'remove', 'lone']);
+});
+
 t.test('folder revert takes back the local changes of a receive-only copy', async (t) => {
   await writeFile(path.join(A.dir, 'kept.txt'), 'kept, from A\n');
   await writeFile(path.join(A.dir, 'shared.txt'), 'shared v1, from A\n');
@@ -111,6 +122,21 @@ t.test('folder revert takes back the local changes of a receive-only copy', asyn
   t.equal(byPath.get('kept.txt')?.peers, 'file');
   t.equal(byPath.get('shared.txt')?.bySync, true, "shared.txt: A's v1 bytes are gone, the sync brings v2");
 
+  // The folder log has the revert: how many paths, where the local versions went.
+  const revertsLogged = async (): Promise<Record<string, unknown>[]> =>
+    (await cli(B.home, ['folder', 'log', 'docs'])).filter((e) => e['event'] === 'folder-revert');
+  const entries = await revertsLogged();
+  t.equal(entries.length, 1, 'one folder log entry for the revert (none for the dry run)');
+  t.match(entries[0], { kind: 'revert', folder: 'docs', reverted: 6, withdrawn: 6, keptIn });
+  const logText = (await runCli(['--home', B.home, 'folder', 'log', 'docs'])).stdout;
+  t.ok(
+    logText.includes(
+      `revert: 6 paths back to the peers' version, 6 local revisions withdrawn; the local versions moved to ${keptIn} (`,
+    ),
+    `folder log says it (${logText})`,
+  );
+  t.match(logText, /^ {2}added\.txt: file here -> gone \(no peer has it\)$/m, 'and lists the paths');
+
   // At once: A's bytes of kept.txt (fetched from A), the additions gone and kept aside.
   t.equal(await hasText(path.join(B.dir, 'kept.txt'), 'kept, from A\n')(), true, "kept.txt holds A's bytes");
   t.equal(await hasText(path.join(B.dir, 'gone.txt'), 'deleted on B\n')(), true, 'the file deleted on B is back');
@@ -143,6 +169,7 @@ t.test('folder revert takes back the local changes of a receive-only copy', asyn
   const again = (await cli(B.home, ['folder', 'revert', 'docs']))[0] ?? {};
   t.equal(again['withdrawn'], 0);
   t.same(again['paths'], []);
+  t.equal((await revertsLogged()).length, 1, 'a revert with nothing to take back is not logged');
 
   // Without its listener the revert is not run, and says why.
   await B.listener.stop('SIGTERM');

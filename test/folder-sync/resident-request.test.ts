@@ -1,6 +1,6 @@
 // The request line a CLI sends its home's listener to run a sync there (every field checked), to ask its status, or to revert a folder.
 import t from 'tap';
-import { parseResidentRequest } from '../../src/folder-sync/resident-sync.js';
+import { failureLog, parseResidentRequest } from '../../src/folder-sync/resident-sync.js';
 
 const base = {
   op: 'sync',
@@ -41,4 +41,21 @@ t.test('a bad field is a USAGE error naming it', async (t) => {
     t.throws(() => parseResidentRequest(JSON.stringify(bad)), { code: 'USAGE', message: field }, JSON.stringify(bad));
   }
   t.throws(() => parseResidentRequest('{'), { code: 'USAGE', message: /not JSON/ });
+});
+
+t.test('a failed request is logged as what it was, naming the folder', async (t) => {
+  t.same(failureLog({ op: 'revert', folder: 'docs', dryRun: false }), {
+    message: 'folder revert for the CLI failed',
+    fields: { folder: 'docs' },
+  });
+  t.same(
+    failureLog({ op: 'revert', folder: 'docs', dryRun: true }).message,
+    'folder revert --dry-run for the CLI failed',
+  );
+  t.same(failureLog(parseResidentRequest(JSON.stringify(base))), {
+    message: 'sync for the CLI failed',
+    fields: { folder: '/tmp/d', share: 'docs', peer: 'bob' },
+  });
+  t.equal(failureLog({ op: 'status' }).message, 'status for the CLI failed');
+  t.equal(failureLog(undefined).message, 'control request from the CLI failed');
 });

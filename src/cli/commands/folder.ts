@@ -24,6 +24,7 @@ import {
   type FolderMode,
   type PeerEntry,
 } from '../../folders/facade.js';
+import type { RevertReport } from '../../folder-sync/facade.js';
 import { intOption } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 
@@ -189,7 +190,7 @@ async function showLog(ctx: CommandContext, id: string): Promise<void> {
   const { readFolderLog } = await folderLogModule();
   const entries = await readFolderLog(ctx.home.dir, id);
   if (ctx.out.json) {
-    for (const e of entries) ctx.out.emit({ event: 'folder-sync', ...e }, '');
+    for (const e of entries) ctx.out.emit({ event: e.kind === 'revert' ? 'folder-revert' : 'folder-sync', ...e }, '');
     return;
   }
   if (entries.length === 0) {
@@ -219,10 +220,7 @@ async function revertFolder(ctx: CommandContext, id: string, dryRun: boolean): P
       'IO',
       `no listener is running for the home ${ctx.home.dir}: ${report}; the revert runs in the listener that keeps folder ${id} (start one with \`clawpeer listen\`)`,
     );
-  const shown = report.paths.map(
-    (p) =>
-      `  ${escapeToShow(p.path)}: ${REVERT_WORDS[p.local]} here -> ${p.bySync === true ? "the peers' current version, with the sync that follows" : REVERT_WORDS[p.peers]}`,
-  );
+  const shown = report.paths.map(revertedLine);
   const head =
     report.paths.length === 0 && report.withdrawn === 0
       ? `folder ${id} has no local changes to revert`
@@ -243,15 +241,30 @@ const REVERT_WORDS = {
   none: 'gone (no peer has it)',
 } as const;
 
+/** One path of a revert: `  kept.txt: file here -> file`. */
+function revertedLine(p: RevertReport['paths'][number]): string {
+  const now = p.bySync === true ? "the peers' current version, with the sync that follows" : REVERT_WORDS[p.peers];
+  return `  ${escapeToShow(p.path)}: ${REVERT_WORDS[p.local]} here -> ${now}`;
+}
+
 /** How each listed change is marked under its sync's line (as rsync's itemize: + new, . changed, - gone). */
 const CHANGE_MARKS = { added: '+', changed: '.', deleted: '-' } as const;
 
-/** One sync in `folder log`: its summary line, then the paths it changed, one per line. */
+/** One sync or revert in `folder log`: its summary line, then the paths it changed, one per line. */
 export function logLines(e: FolderLogEntry, now: number): string {
+  const ago = `(${duration((now - e.time) / 1000)} ago)`;
+  if (e.kind === 'revert') {
+    const kept = e.keptIn === undefined ? '' : `; the local versions moved to ${escapeToShow(e.keptIn)}`;
+    return [
+      `${new Date(e.time).toISOString()} revert: ${e.reverted} path${e.reverted === 1 ? '' : 's'} back to the peers' version, ${e.withdrawn} local revision${e.withdrawn === 1 ? '' : 's'} withdrawn${kept} ${ago}`,
+      ...e.paths.map(revertedLine),
+      ...(e.reverted > e.paths.length ? [`  ... and ${e.reverted - e.paths.length} more`] : []),
+    ].join('\n');
+  }
   const total = e.added + e.changed + e.deleted;
   const listed = e.paths ?? [];
   return [
-    `${new Date(e.time).toISOString()} ${e.by === 'peer' ? 'by' : 'with'} ${e.peerName ?? e.peer}: ${e.added} added, ${e.changed} changed, ${e.deleted} deleted here; ${e.sent} revision${e.sent === 1 ? '' : 's'} sent; ${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}${e.skipped > 0 ? `, ${e.skipped} skipped` : ''} (${duration((now - e.time) / 1000)} ago)`,
+    `${new Date(e.time).toISOString()} ${e.by === 'peer' ? 'by' : 'with'} ${e.peerName ?? e.peer}: ${e.added} added, ${e.changed} changed, ${e.deleted} deleted here; ${e.sent} revision${e.sent === 1 ? '' : 's'} sent; ${e.conflicts} conflict${e.conflicts === 1 ? '' : 's'}${e.skipped > 0 ? `, ${e.skipped} skipped` : ''} ${ago}`,
     ...listed.map((c) => `  ${CHANGE_MARKS[c.change]} ${escapeToShow(c.path)}`),
     ...(listed.length > 0 && total > listed.length ? [`  ... and ${total - listed.length} more`] : []),
   ].join('\n');
