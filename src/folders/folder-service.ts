@@ -13,18 +13,10 @@
 // at any point starts over from those (every pair is due at start).
 // Non-goals: the sync itself (folder-sync/), versioning policies (the `afterSync` hook).
 import { realpath } from 'node:fs/promises';
-import path from 'node:path';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import {
-  loadFolders,
-  configFileOf,
-  overlappingFolder,
-  type FolderConfig,
-  type FolderMode,
-} from '../home/folders-config.js';
+import { loadFolders, configFileOf, type FolderConfig, type FolderMode } from '../home/folders-config.js';
 import { parseVersioning } from '../sync/versioning.js';
-import { findPeer } from '../home/peer-store.js';
 import { resolvePeer } from '../home/peer-resolve.js';
 import type { Share } from '../home/shares.js';
 import { isTempFileName } from '../store/internal-names.js';
@@ -48,6 +40,7 @@ import type { ActiveFolder, FolderServiceOptions, FolderStatus } from './folder-
 import { pairKey } from './pair-key.js';
 import { LastSyncs } from './last-syncs.js';
 import { PeerLimits } from './peer-limits.js';
+import { resolveFolderPeers } from './folder-peers.js';
 
 /** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
 export const LOCAL_CHANGE_QUIET_MS = 300;
@@ -307,45 +300,8 @@ export class FolderService {
     const pairs = await this.#o.peers.list().catch(() => []);
     this.#names = new Map(pairs.map((p) => [p.id, p.name]));
     const foreign = new Set(this.#o.shares.filter((s) => !this.#ownShares.has(s)).map((s) => s.name));
-    // A folder inside another (or holding one) is left out, the later one in the file: the
-    // outer one's scan would send the inner one's .clawpeer/ state to its peers as content.
-    const real = await Promise.all(
-      folders.map(async (f) => ({ ...f, path: await realpath(f.path).catch(() => path.resolve(f.path)) })),
-    );
-    const overlaps = new Map<string, FolderConfig>();
-    real.forEach((f, i) => {
-      const other = overlappingFolder(real.slice(0, i), f.path);
-      if (other !== undefined) overlaps.set(f.id, other);
-    });
     // Each folder's peers as node ids now (a peer paired or unpaired since changes them too).
-    const resolved = new Map(
-      folders.map((f) => {
-        const peerIds: string[] = [];
-        const problems: string[] = [];
-        for (const p of f.with) {
-          const entry = findPeer(pairs, p);
-          if (entry === undefined) problems.push(`${p} is not a paired peer`);
-          else peerIds.push(entry.id);
-        }
-        if (foreign.has(f.id))
-          problems.push(
-            `a share named ${f.id} is served already (listen --share): the folder is neither served nor synced`,
-          );
-        const other = overlaps.get(f.id);
-        if (other !== undefined)
-          problems.push(
-            `it overlaps folder ${other.id} (${other.path}), one inside the other: the folder is neither served nor synced`,
-          );
-        return [
-          f.id,
-          {
-            f,
-            peerIds: foreign.has(f.id) || other !== undefined ? [] : peerIds,
-            problem: problems.length === 0 ? undefined : problems.join('; '),
-          },
-        ];
-      }),
-    );
+    const resolved = await resolveFolderPeers(folders, pairs, foreign);
     const fingerprint = (f: FolderConfig, peerIds: readonly string[]): string => JSON.stringify([f, peerIds]);
     let changed = false;
     for (const [id, a] of [...this.#active]) {
