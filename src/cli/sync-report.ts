@@ -52,6 +52,7 @@ function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void 
       event: 'done',
       dryRun: true,
       inSync: r.inSync,
+      ...(r.mode === undefined ? {} : { mode: r.mode }),
       toReceive: plan.receive.length,
       toSend: plan.send.length,
       conflicts,
@@ -70,8 +71,20 @@ function reportDryRun(out: Output, r: SyncFolderResult, plan: SyncDryRun): void 
   );
 }
 
+/** A sync of a shared folder's directory ran in the folder's mode, not the one asked for. */
+function reportNarrowed(out: Output, r: SyncFolderResult): void {
+  const n = r.narrowedBy;
+  if (n === undefined || r.mode === undefined) return;
+  out.emit(
+    { event: 'narrowed', mode: r.mode, folder: n.folder, folderMode: n.mode },
+    `synced ${r.mode}: folder ${show(n.folder)} is ${n.mode} here (config.json), so ` +
+      (n.mode === 'receive-only' ? 'its local changes stay here' : "the peer's changes are not taken"),
+  );
+}
+
 /** The end of a sync: receive-only local changes, paths left alone, then the done record. `resident`: run by a listener. */
 export function reportSync(out: Output, r: SyncFolderResult, resident: boolean): void {
+  reportNarrowed(out, r);
   if (r.dryRun !== undefined) {
     reportDryRun(out, r, r.dryRun);
     return;
@@ -86,6 +99,7 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
     {
       event: 'done',
       inSync: r.inSync,
+      ...(r.mode === undefined ? {} : { mode: r.mode }),
       roundTrips: r.roundTrips,
       reconcileBytes: r.reconcileBytes,
       revisionsSent: r.revisionsSent,

@@ -143,13 +143,15 @@ export async function listenPrivately(server: Server, socketPath: string): Promi
 
 export class ResidentSyncServer {
   readonly socketPath: string;
+  readonly #homeDir: string;
   readonly #server: Server;
   readonly #ctx: ResidentSyncContext;
   readonly #running = new Set<AbortController>();
   /** Connections that have not sent their request yet (closed at shutdown; running ones end with their sync). */
   readonly #waiting = new Set<Socket>();
 
-  private constructor(socketPath: string, server: Server, ctx: ResidentSyncContext) {
+  private constructor(homeDir: string, socketPath: string, server: Server, ctx: ResidentSyncContext) {
+    this.#homeDir = homeDir;
     this.socketPath = socketPath;
     this.#server = server;
     this.#ctx = ctx;
@@ -177,7 +179,7 @@ export class ResidentSyncServer {
     }
     await unlink(socketPath).catch(() => undefined); // a dead listener's socket file
     const server = createServer({ allowHalfOpen: false });
-    const resident = new ResidentSyncServer(socketPath, server, ctx);
+    const resident = new ResidentSyncServer(homeDir, socketPath, server, ctx);
     server.on('connection', (socket) => resident.#serve(socket));
     try {
       await listenPrivately(server, socketPath);
@@ -271,7 +273,10 @@ export class ResidentSyncServer {
       return;
     }
     const share = this.#ctx.shares.find((s) => s.dir === req.dir);
-    if (share === undefined || share.readOnly) {
+    // A send-only folder's share is read-only to peers; its own syncs only send (syncWithPeer
+    // narrows them to the folder's mode), so they run here too. A plain read-only share does not.
+    const sendsOnly = req.mode === 'send-only' || share?.keptFolder === true;
+    if (share === undefined || (share.readOnly && !sendsOnly)) {
       send({
         type: 'not-served',
         reason:
@@ -299,6 +304,7 @@ export class ResidentSyncServer {
         dir: share.dir,
         share: req.share,
         mode: req.mode,
+        home: this.#homeDir,
         log,
         signal,
         resident: this.#ctx.resident,

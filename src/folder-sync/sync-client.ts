@@ -92,6 +92,10 @@ export interface SyncDryRun {
 export interface SyncFolderResult {
   /** After this sync, nothing remains to move in the directions the mode allows. */
   readonly inSync: boolean;
+  /** The mode it ran in. Absent from an older listener's resident result. */
+  readonly mode?: SyncModeName;
+  /** The shared folder of this home whose mode narrowed the one asked for (sync-with-peer.ts). */
+  readonly narrowedBy?: { readonly folder: string; readonly mode: SyncModeName };
   /** Request/response exchanges of the first reconciliation (1 when the folders were equal). */
   readonly roundTrips: number;
   /** Bytes of the first reconciliation, both ways (roots, cells, id lists). */
@@ -291,6 +295,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     const roundTrips = initiator.stats.roundTrips;
     const reconcileBytes = initiator.stats.bytesSent + initiator.stats.bytesReceived;
     const summary = (extra: Partial<SyncFolderResult> & Pick<SyncFolderResult, 'inSync'>): SyncFolderResult => ({
+      mode: o.mode,
       roundTrips,
       reconcileBytes,
       scanned: folder.scan !== undefined,

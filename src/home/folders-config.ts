@@ -8,6 +8,7 @@
 import { parseVersioning } from '../sync/versioning.js';
 import { configFileOf, readConfigJson } from './config-json.js';
 export { configFileOf } from './config-json.js';
+import { realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
@@ -164,15 +165,35 @@ function toJson(f: FolderConfig): Record<string, unknown> {
   };
 }
 
+/** `a` is `b` or lies inside it (absolute paths, compared as given). */
+function isWithin(a: string, b: string): boolean {
+  const rel = path.relative(b, a);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
 /**
  * The first of `folders` whose path holds `dir` or lies inside it (paths compared as given,
  * absolute). One synced folder inside another would have the outer one sync the inner one's
  * `.clawpeer/` state (its open revision log) as content, and both sync the inner files.
  */
 export function overlappingFolder(folders: readonly FolderConfig[], dir: string): FolderConfig | undefined {
-  const inside = (a: string, b: string): boolean => {
-    const rel = path.relative(b, a);
-    return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
-  };
-  return folders.find((f) => inside(dir, f.path) || inside(f.path, dir));
+  return folders.find((f) => isWithin(dir, f.path) || isWithin(f.path, dir));
+}
+
+/**
+ * The folders of the home at `homeDir` (paused ones too) that a sync of `dir` reaches into: the
+ * one `dir` is or lies inside, and any inside `dir`. Paths compared with symlinks resolved where
+ * they exist, so a sync names a folder by any path to it.
+ */
+export async function foldersReachedBy(homeDir: string, dir: string): Promise<FolderConfig[]> {
+  const folders = await loadFolders(homeDir);
+  if (folders.length === 0) return [];
+  const real = (p: string): Promise<string> => realpath(p).catch(() => path.resolve(p));
+  const target = await real(dir);
+  const reached: FolderConfig[] = [];
+  for (const f of folders) {
+    const at = await real(f.path);
+    if (isWithin(target, at) || isWithin(at, target)) reached.push(f);
+  }
+  return reached;
 }

@@ -93,7 +93,7 @@ t.test('new files both ways converge; then a no-op sync is one round trip under 
   await writeFile(server('two', 's.txt'), 'from the server\n');
   await mkdir(server('two', 'empty'), { recursive: true });
   const first = await sync('two');
-  t.match(first, { event: 'done', inSync: true, revisionsSent: 2, conflicts: 0 });
+  t.match(first, { event: 'done', inSync: true, mode: 'two-way', revisionsSent: 2, conflicts: 0 });
   t.same(
     Object.keys(first)
       .filter((k) => k !== 'lines')
@@ -103,6 +103,7 @@ t.test('new files both ways converge; then a no-op sync is one round trip under 
       'conflicts',
       'event',
       'inSync',
+      'mode',
       'path',
       'reconcileBytes',
       'resident',

@@ -96,6 +96,7 @@ export async function runSync(ctx: CommandContext, args: Record<string, unknown>
       dir,
       share: remote.share,
       mode,
+      home: ctx.home.dir,
       log,
       signal: ctx.signal,
       dryRun,
