@@ -8,6 +8,7 @@
 // of this session's own. Our own publishes' temp files are not changes; their renames are.
 // A share whose changes raise no events (a network file system) is confirmed all the same: the
 // client's --interval still covers it.
+// A receive-only shared folder is confirmed and then never told of.
 // Non-goals: saying what changed (the client's sync reconciles), remembering changes across
 // sessions (a client that reconnects syncs first).
 
@@ -73,6 +74,9 @@ export class ShareWatches {
   }
 
   #start(share: Share, name: string): Watch {
+    // A receive-only folder gives a peer nothing (sync-service.ts refuses every sync that would
+    // take from it), so no change of it is news there: its local edits are not even told.
+    if (share.receiveOnly === true) return { covered: Promise.resolve(), stop: () => undefined };
     const watcher = this.#resident?.watchers.forFolder(share.dir) ?? FolderWatcher.start(share.dir, { log: this.#log });
     const own = this.#resident === undefined ? watcher : undefined;
     let seq = 0;

@@ -1,7 +1,8 @@
 // WatchShare end to end in process: a real NodeServer with serveSession, and the client side
 // (share-watch-client.ts) dialling it over loopback QUIC. A change in the share is told once per
 // burst, temp files are not changes, an unknown share is refused, a watching session outlives
-// the listener's session idle timeout, and the subscription ends with the session.
+// the listener's session idle timeout, the subscription ends with the session, and a
+// receive-only folder's changes are not told.
 import t from 'tap';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -22,7 +23,12 @@ import { newHome, sleep } from '../fault/fault-harness.js';
 const [a, b] = await Promise.all([newHome('watch-a'), newHome('watch-b')]);
 const shareDir = path.join(a.home, 'docs');
 await mkdir(shareDir, { recursive: true });
-const shares = [{ name: 'docs', dir: shareDir, readOnly: false }];
+const heldDir = path.join(a.home, 'held');
+await mkdir(heldDir, { recursive: true });
+const shares = [
+  { name: 'docs', dir: shareDir, readOnly: false },
+  { name: 'held', dir: heldDir, readOnly: false, receiveOnly: true },
+];
 await new PeerStore(path.join(a.home, 'peers.json')).add(b.id, 'bob');
 // A session idle timeout far below the test's waits: a watching session must outlive it.
 const config = resolveConfig({ transport: 'quic', sessionIdleTimeoutMs: 300 });
@@ -106,6 +112,17 @@ t.test('a steady stream of changes is still told within the maximum delay', asyn
     await sleep(SHARE_CHANGED_QUIET_MS / 3);
   }
   t.ok(w.changes() >= 1, `told while the writes went on (${i} writes, ${Date.now() - started} ms)`);
+  w.stop();
+  await w.ended.catch(() => undefined);
+});
+
+t.test('a receive-only folder is watched but its changes are never told', async (t) => {
+  const w = watch('held');
+  await w.confirmed;
+  await writeFile(path.join(heldDir, 'local.txt'), 'an edit that stays here\n');
+  await writeFile(path.join(shareDir, 'other.txt'), 'a change of another share\n');
+  await sleep(SHARE_CHANGED_MAX_DELAY_MS + 500);
+  t.equal(w.changes(), 0, 'no notice: the peer learns nothing of the local edit');
   w.stop();
   await w.ended.catch(() => undefined);
 });
