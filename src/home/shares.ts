@@ -188,3 +188,15 @@ export function refuseUnsyncedInto(share: Share, noFsync: boolean | undefined): 
     );
   }
 }
+
+/**
+ * A pull or a listing of a receive-only shared folder is refused (SHARE_FORBIDDEN): its files
+ * may be local changes, which such a folder never gives its peers (its syncs refuse the same).
+ */
+export function refuseReadingReceiveOnly(share: Share, what: string): void {
+  if (share.receiveOnly === true)
+    throw new ClawpeerError(
+      'SHARE_FORBIDDEN',
+      `folder ${share.name} is receive-only here: its files are not given to peers (${what} refused)`,
+    );
+}

@@ -13,7 +13,7 @@ import { normalizeSharePath } from '../transfer/paths.js';
 import { isInternalDirName, isInternalPath, isTempFileName } from '../store/internal-names.js';
 import type { PeerSession } from '../session/session.js';
 import type { Share } from '../home/shares.js';
-import { existingSharePath, findShare } from '../home/shares.js';
+import { existingSharePath, findShare, refuseReadingReceiveOnly } from '../home/shares.js';
 import { scanTreeBatches, type TreeEntry } from '../store/tree-scan.js';
 import { ClawpeerError } from '../errors.js';
 
@@ -51,6 +51,7 @@ export async function serveList(
     return;
   }
   const share = findShare(shares, req.share, session.peerId);
+  refuseReadingReceiveOnly(share, 'a listing');
   const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
   if (isInternalPath(basePath))
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);

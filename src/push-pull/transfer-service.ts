@@ -30,7 +30,13 @@ import { replacedHistoryNode, type Keeper } from '../store/keeper.js';
 import { backupPlan, backupProtection, type BackupPlan } from '../store/backups.js';
 import { isInternalPath } from '../store/internal-names.js';
 import type { PeerSession } from '../session/session.js';
-import { existingSharePath, findShare, refuseUnsyncedInto, type Share } from '../home/shares.js';
+import {
+  existingSharePath,
+  findShare,
+  refuseReadingReceiveOnly,
+  refuseUnsyncedInto,
+  type Share,
+} from '../home/shares.js';
 import {
   effectiveStreamsAndWindow,
   expectMessage,
@@ -141,6 +147,7 @@ export async function serveTransfer(
       );
     if (req.noFsync === true)
       throw new ClawpeerError('PROTOCOL', "no-fsync applies to pushes; a pull's receiver chooses its own durability");
+    refuseReadingReceiveOnly(share, 'a pull');
     await servePull(session, req, ctx, signal, t, activity);
   }
 }

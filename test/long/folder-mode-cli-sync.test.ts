@@ -6,7 +6,8 @@
 // here, and `folder revert` then withdrew a revision the peer already had; a send-only folder
 // was not run by the listener at all and the CLI's own two-way sync took the peer's changes.
 // The same held without a listener (config.json says the mode). A sync the peer starts is
-// checked in every mode too.
+// checked in every mode too, and a peer's pull or listing of a receive-only folder (which gave
+// its local changes away before) is refused.
 //
 // A and B share `docs` (two-way on A, receive-only on B) and `pub` (two-way on A, send-only on
 // B), with an interval of an hour: only what the test does moves.
@@ -121,6 +122,17 @@ t.test('a sync the peer starts: each mode against each folder', async (t) => {
   t.equal(await exists(path.join(dirOf(B, 'pub'), 'scratch.txt')), false, 'nothing reached the send-only folder');
   t.equal(await exists(path.join(scratch, 'local.txt')), false, "B's local change did not reach A");
   t.equal(await exists(path.join(dirOf(B, 'docs'), 'scratch.txt')), true, 'the receive-only folder took the file');
+
+  // Nor does a pull or a listing of the receive-only folder give its files away.
+  const fetched = await mkdtemp(path.join(A.dir, 'pulled-'));
+  const pull = await runCli(['--home', A.home, 'pull', 'b:docs/local.txt', fetched, '--json']);
+  t.equal(pull.code, 3, 'a pull of a receive-only folder is refused');
+  t.match(pull.stderr, /receive-only/);
+  t.equal(await exists(path.join(fetched, 'local.txt')), false, 'nothing was pulled');
+  const ls = await runCli(['--home', A.home, 'ls', 'b:docs', '--json']);
+  t.equal(ls.code, 3, 'so is a listing');
+  t.notMatch(ls.stdout, /local\.txt/);
+  t.equal((await runCli(['--home', A.home, 'ls', 'b:pub', '--json'])).code, 0, 'a send-only folder is listed');
 });
 
 t.test('without a listener, config.json says the mode', async (t) => {
