@@ -183,3 +183,20 @@ export function wireCodeFor(err: unknown): { code: number; name: WireErrorCode }
   }
   return { code: WIRE_ERRORS.INTERNAL.wire, name: 'INTERNAL' };
 }
+
+/**
+ * A failed file operation as the IO error a command reports: a full disk and a read-only file
+ * system said plainly. Here, not in store/staged-file.ts, so that what only locks a folder or
+ * reads the pairs (home/peer-store.ts) loads no hashing (blake3's native addon) with it.
+ */
+export function ioError(what: string, file: string, err: unknown): ClawpeerError {
+  if (isClawpeerError(err)) return err;
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new ClawpeerError('IO', `cannot ${what} ${file}: the disk is full`, { cause: err });
+  }
+  if (code === 'EROFS')
+    return new ClawpeerError('IO', `cannot ${what} ${file}: the file system is read-only`, { cause: err });
+  const detail = err instanceof Error ? err.message : String(err);
+  return new ClawpeerError('IO', `cannot ${what} ${file}: ${detail}`, { cause: err });
+}

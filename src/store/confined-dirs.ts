@@ -3,9 +3,8 @@
 // share. Publisher and Backups reach the share's directories only through here.
 import { lstatSync, mkdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { ClawpeerError } from '../errors.js';
+import { ClawpeerError, ioError } from '../errors.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
-import { ioError } from './staged-file.js';
 
 /** Confined directory walks under one share root, remembering what it has checked. */
 export class ConfinedDirs {

@@ -25,11 +25,10 @@ import { link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promi
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ClawpeerError } from '../errors.js';
+import { ClawpeerError, ioError } from '../errors.js';
 import { processAlive } from '../support/process-alive.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
 // "the disk is full" for ENOSPC (a full folder failed its sync at the lock file, saying ENOSPC).
-import { ioError } from './staged-file.js';
 
 /** Name of the lock file inside `.clawpeer/`. */
 export const SYNC_LOCK_FILE_NAME = 'sync.lock';

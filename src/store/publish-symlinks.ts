@@ -3,10 +3,10 @@
 import { lstat, lutimes, readlink, realpath, rename, rm, symlink } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import path from 'node:path';
-import { ClawpeerError } from '../errors.js';
+import { ClawpeerError, ioError } from '../errors.js';
 import type { ExistingPolicy } from './publish-types.js';
 import { refuseExisting, replaceOrKeep } from './existing-policy.js';
-import { ioError, toSeconds } from './staged-file.js';
+import { toSeconds } from './staged-file.js';
 import { releaseTempName, tempNameFor } from './temp-files.js';
 import { symlinkTargetIsConfined } from './tree-scan.js';
 

@@ -23,7 +23,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { ClawpeerError } from '../errors.js';
+import { ClawpeerError, ioError } from '../errors.js';
 import { bytesEqual } from '../chunking/blake3.js';
 import { manifestFromFile } from '../file-chunking/file-chunker.js';
 import { verifyManifest, type FileManifest } from '../chunking/manifest.js';
@@ -40,7 +40,7 @@ import { releaseTempName, tempNameFor } from './temp-files.js';
 import { ConfinedDirs } from './confined-dirs.js';
 import type { PublishFile, PublishDir, ExistingPolicy, PublisherOptions, MetadataSet } from './publish-types.js';
 import { pathRefusal } from '../support/path-refusal.js';
-import { IN_MEMORY_MAX_BYTES, PUBLISH_MODE_MASK, ioError, toSeconds, StagedFile } from './staged-file.js';
+import { IN_MEMORY_MAX_BYTES, PUBLISH_MODE_MASK, toSeconds, StagedFile } from './staged-file.js';
 
 /**
  * fsyncs in flight at once during a batch commit: one per thread of the pool

@@ -26,7 +26,7 @@
 import { rm, type FileHandle } from 'node:fs/promises';
 import { closeSync, fchmodSync, fsync, futimesSync, openSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { ClawpeerError, isClawpeerError } from '../errors.js';
+import { ClawpeerError, ioError } from '../errors.js';
 import { blake3, bytesEqual, toHex } from '../chunking/blake3.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import type { Partial } from './partial-store.js';
@@ -57,18 +57,6 @@ const fsyncAsync = promisify(fsync);
 export const EARLY_WRITEBACK_BYTES = 64 << 20;
 /** Permission bits a peer may set: rwx for user/group/other; never setuid, setgid or sticky. */
 export const PUBLISH_MODE_MASK = 0o777;
-
-export function ioError(what: string, file: string, err: unknown): ClawpeerError {
-  if (isClawpeerError(err)) return err;
-  const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new ClawpeerError('IO', `cannot ${what} ${file}: the disk is full`, { cause: err });
-  }
-  if (code === 'EROFS')
-    return new ClawpeerError('IO', `cannot ${what} ${file}: the file system is read-only`, { cause: err });
-  const detail = err instanceof Error ? err.message : String(err);
-  return new ClawpeerError('IO', `cannot ${what} ${file}: ${detail}`, { cause: err });
-}
 
 /**
  * Whole milliseconds as the seconds utimes takes. ms / 1000 alone is a double up to ~120 ns off
