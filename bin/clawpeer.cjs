@@ -27,11 +27,16 @@ if (bundled === undefined && mtimeMs(join(dist, 'src', 'cli', 'main.js')) === un
 const dir = bundled !== undefined && (compiled === undefined || bundled >= compiled) ? '../dist/bundle/cli/' : '../dist/src/cli/';
 const argv = process.argv.slice(2);
 // A sync a running listener of this home can take is handed over without loading yargs
-// (src/cli/sync-fast-path.ts); push, pull and sync in their plain forms run without it too
-// (src/cli/plain-fast-path.ts). Each declines anything else (undefined), and main runs.
+// (src/cli/sync-fast-path.ts); push, pull and sync in their plain forms, and status, id, pair
+// list, folder list, folder log and ls, run without it too (src/cli/plain-fast-path.ts). Each
+// declines anything else (undefined), and main runs. CLAWPEER_NO_FAST_PATH=1 always runs main
+// (bench/startup.ts and the tests compare both ways).
+const PLAIN_WORDS = ['push', 'pull', 'sync', 'status', 'id', 'pair', 'folder', 'ls'];
 const fastPaths = [];
-if (argv.includes('sync')) fastPaths.push(['sync-fast-path.js', 'runFastSync']);
-if (argv.includes('push') || argv.includes('pull') || argv.includes('sync')) fastPaths.push(['plain-fast-path.js', 'runPlainCommand']);
+if (process.env.CLAWPEER_NO_FAST_PATH !== '1') {
+  if (argv.includes('sync')) fastPaths.push(['sync-fast-path.js', 'runFastSync']);
+  if (argv.some((w) => PLAIN_WORDS.includes(w))) fastPaths.push(['plain-fast-path.js', 'runPlainCommand']);
+}
 let fast = Promise.resolve(undefined);
 for (const [file, run] of fastPaths) fast = fast.then((code) => (code !== undefined ? code : import(`${dir}${file}`).then((m) => m[run](argv))));
 let settled = false;

@@ -1,20 +1,24 @@
-// push, pull and sync in their plain forms, without loading yargs: the launcher tries this when
+// push, pull and sync in their plain forms, and the commands that only report (status, id,
+// pair list, folder list, folder log, ls), without loading yargs: the launcher tries this when
 // the command line mentions one of them (a sync after sync-fast-path.ts, which hands a folder a
 // listener of this home serves to that listener).
 //
 // Why: a push's whole-process time is what issue 33 compares with scp and rsync, and yargs (its
 // ~240 KB bundle to load and compile, then building the command table and parsing) was ~60-110
-// ms of CPU in every push, pull and sync, before the dial could start.
+// ms of CPU in every push, pull and sync, before the dial could start; of the 0.27 CPU-s of a
+// `status` that a script or a Syncthing-like user polls, ~0.10 was yargs' (node itself: 0.11;
+// bench/results/startup.json).
 // Only the plain forms are recognised: the global --home, --json, -q/--quiet, -v and
 // --[no-]lan-discovery, and the command's options listed below, each at most once and spelled
 // as there; a value option takes the next word or `--flag=value`. Anything else (--help,
 // --version, an unknown or repeated flag, bundled short flags, a value that looks like a flag, a
-// value not among its choices, `--`) returns undefined and the full CLI runs as always,
-// reporting any usage error itself. The handlers, output, errors and exit codes are the full
-// CLI's own (commands/transfer.ts, commands/sync.ts); test/cli/plain-fast-path.test.ts checks
-// that the arguments they get are the very object yargs would give them.
-// Light on purpose: the bundle puts each run in its own file (transfer-run.ts, sync-run.ts), so
-// the command line is read before anything else loads.
+// value not among its choices, `--`, a missing or extra word) returns undefined and the full CLI
+// runs as always, reporting any usage error itself. The handlers, output, errors and exit codes
+// are the full CLI's own (commands/*.ts); test/cli/plain-fast-path.test.ts and
+// test/cli/report-fast-path.test.ts check that the arguments they get are the very object yargs
+// would give them.
+// Light on purpose: the bundle puts the runs in their own files (transfer-run.ts, sync-run.ts,
+// list-run.ts, report-run.ts), so the command line is read before anything else loads.
 import type { ExitCode } from '../errors.js';
 import { toYargsWord } from './args.js';
 
@@ -36,6 +40,7 @@ const DRY_RUN = bool('dry-run', 'n', 'dryRun');
 const ITEMIZE = bool('itemize-changes', 'i', 'itemizeChanges');
 const BACKUP = bool('backup', 'b');
 const COPY_LINKS = bool('copy-links', 'L', 'copyLinks');
+const RECURSIVE = bool('recursive', 'r');
 
 const GLOBAL: readonly (readonly [string, OptionSpec])[] = [
   ['--home', str(['home'])],
@@ -133,13 +138,72 @@ function syncDefaults(): Record<string, unknown> {
   };
 }
 
+const LS_OPTIONS: ReadonlyMap<string, OptionSpec> = new Map([
+  ...GLOBAL,
+  ['-r', RECURSIVE],
+  ['--recursive', RECURSIVE],
+  ['--addr', str(['addr'])],
+  ['--transport', str(['transport'], ['quic', 'tcp', 'auto'])],
+]);
+const GLOBAL_ONLY: ReadonlyMap<string, OptionSpec> = new Map(GLOBAL);
+
+/** Each command the fast path runs: its flags, what yargs sets without them, its positionals. */
+interface CommandSpec {
+  readonly options: ReadonlyMap<string, OptionSpec>;
+  readonly defaults: () => Record<string, unknown>;
+  /** The words after the command's own, as yargs names them; undefined when they do not fit. */
+  readonly positionals: (rest: readonly string[]) => Record<string, unknown> | undefined;
+}
+
+const none = (rest: readonly string[]): Record<string, unknown> | undefined => (rest.length === 0 ? {} : undefined);
+const one =
+  (name: string) =>
+  (rest: readonly string[]): Record<string, unknown> | undefined =>
+    rest.length === 1 ? { [name]: rest[0] } : undefined;
+const justV = (): Record<string, unknown> => ({ v: 0 });
+
+const COMMANDS = {
+  push: {
+    options: TRANSFER_OPTIONS,
+    defaults: transferDefaults,
+    positionals: (r) => (r.length > 0 ? { paths: r } : undefined),
+  },
+  pull: {
+    options: TRANSFER_OPTIONS,
+    defaults: transferDefaults,
+    positionals: (r) => (r.length > 0 ? { paths: r } : undefined),
+  },
+  sync: {
+    options: SYNC_OPTIONS,
+    defaults: syncDefaults,
+    positionals: (r) => (r.length === 2 ? { dir: r[0], remote: r[1] } : undefined),
+  },
+  status: { options: GLOBAL_ONLY, defaults: justV, positionals: none },
+  id: { options: GLOBAL_ONLY, defaults: justV, positionals: none },
+  'pair list': { options: GLOBAL_ONLY, defaults: justV, positionals: none },
+  'folder list': { options: GLOBAL_ONLY, defaults: justV, positionals: none },
+  'folder log': { options: GLOBAL_ONLY, defaults: justV, positionals: one('id') },
+  ls: {
+    options: LS_OPTIONS,
+    defaults: () => ({ recursive: false, r: false, transport: 'auto', v: 0 }),
+    positionals: one('remote'),
+  },
+} satisfies Record<string, CommandSpec>;
+
+export type PlainCommandName = keyof typeof COMMANDS;
+/** Commands with subcommands: the fast path knows only some of theirs (see COMMANDS). */
+const GROUPS = new Set(['pair', 'folder']);
+
 export interface PlainCommand {
-  readonly command: 'push' | 'pull' | 'sync';
+  readonly command: PlainCommandName;
   /** The arguments object the yargs command handler would get. */
   readonly args: Record<string, unknown>;
 }
 
-/** The push, pull or sync `argv` asks for, when it is one of the plain forms (see the header); else undefined. */
+const commandOf = (name: string): CommandSpec | undefined =>
+  Object.hasOwn(COMMANDS, name) ? COMMANDS[name as PlainCommandName] : undefined;
+
+/** The command `argv` asks for, when it is one of the plain forms (see the header); else undefined. */
 export function parsePlainCommand(argv: readonly string[]): PlainCommand | undefined {
   // The command word: the first word that is no option's value (only --home takes one before it).
   let command: string | undefined;
@@ -147,7 +211,10 @@ export function parsePlainCommand(argv: readonly string[]): PlainCommand | undef
     if (argv[i] === '--home') i++;
     else if (!argv[i]!.startsWith('-')) command = argv[i];
   }
-  const options = command === 'sync' ? SYNC_OPTIONS : TRANSFER_OPTIONS;
+  if (command === undefined) return undefined;
+  // A group's subcommands take only the global flags here.
+  const options = GROUPS.has(command) ? GLOBAL_ONLY : commandOf(command)?.options;
+  if (options === undefined) return undefined;
   const set: Record<string, unknown> = {};
   const seen = new Set<OptionSpec>();
   const words: string[] = [];
@@ -178,15 +245,16 @@ export function parsePlainCommand(argv: readonly string[]): PlainCommand | undef
       for (const k of spec.keys) set[k] = value;
     }
   }
-  const [first, ...rest] = words;
-  if (first !== command) return undefined;
-  if (command === 'sync') {
-    if (rest.length !== 2) return undefined;
-    const [dir, remote] = rest;
-    return { command, args: { ...syncDefaults(), ...set, _: [command], dir, remote, $0: 'clawpeer' } };
-  }
-  if ((command !== 'push' && command !== 'pull') || rest.length === 0) return undefined;
-  return { command, args: { ...transferDefaults(), ...set, _: [command], paths: rest, $0: 'clawpeer' } };
+  if (words[0] !== command) return undefined;
+  const path = GROUPS.has(command) ? words.slice(0, 2) : words.slice(0, 1);
+  const name = path.join(' ');
+  const spec = commandOf(name);
+  const positionals = spec?.positionals(words.slice(path.length));
+  if (spec === undefined || positionals === undefined) return undefined;
+  return {
+    command: name as PlainCommandName,
+    args: { ...spec.defaults(), ...set, _: path, ...positionals, $0: 'clawpeer' },
+  };
 }
 
 /** Runs the command and returns the exit code, or undefined to let the full CLI run. */
@@ -194,5 +262,8 @@ export async function runPlainCommand(argv: readonly string[]): Promise<ExitCode
   const o = parsePlainCommand(argv);
   if (o === undefined) return undefined;
   if (o.command === 'sync') return (await import('./sync-run.js')).runParsedSync(argv, o.args);
-  return (await import('./transfer-run.js')).runParsedTransfer(argv, o.args, o.command);
+  if (o.command === 'push' || o.command === 'pull')
+    return (await import('./transfer-run.js')).runParsedTransfer(argv, o.args, o.command);
+  if (o.command === 'ls') return (await import('./list-run.js')).runParsedList(argv, o.args);
+  return (await import('./report-run.js')).runParsedReport(argv, o.args, o.command);
 }

@@ -185,7 +185,23 @@ async function setPaused(ctx: CommandContext, id: string, paused: boolean): Prom
   );
 }
 
-async function showLog(ctx: CommandContext, id: string): Promise<void> {
+/** `clawpeer folder list` (also run without yargs: plain-fast-path.ts). */
+export async function listFolders(ctx: CommandContext): Promise<void> {
+  const folders = await loadFolders(ctx.home.dir);
+  if (ctx.out.json) {
+    for (const f of folders) ctx.out.emit({ event: 'folder', ...folderRecord(f) }, '');
+    return;
+  }
+  ctx.out.emit(
+    {},
+    folders.length === 0
+      ? 'no shared folders (clawpeer folder add PATH --id ID --with PEER)'
+      : folders.map(folderLine).join('\n'),
+  );
+}
+
+/** `clawpeer folder log ID` (also run without yargs: plain-fast-path.ts). */
+export async function showLog(ctx: CommandContext, id: string): Promise<void> {
   findFolder(await loadFolders(ctx.home.dir), id);
   const { readFolderLog } = await folderLogModule();
   const entries = await readFolderLog(ctx.home.dir, id);
@@ -332,24 +348,7 @@ export function registerFolderCommands(cli: Argv, run: Runner): Argv {
               .example('$0 folder edit docs --add-peer carol', 'keep docs in sync with carol too'),
           run(editFolder),
         )
-        .command(
-          'list',
-          'the shared folders of this home',
-          (a) => a,
-          run(async (ctx) => {
-            const folders = await loadFolders(ctx.home.dir);
-            if (ctx.out.json) {
-              for (const f of folders) ctx.out.emit({ event: 'folder', ...folderRecord(f) }, '');
-              return;
-            }
-            ctx.out.emit(
-              {},
-              folders.length === 0
-                ? 'no shared folders (clawpeer folder add PATH --id ID --with PEER)'
-                : folders.map(folderLine).join('\n'),
-            );
-          }),
-        )
+        .command('list', 'the shared folders of this home', (a) => a, run(listFolders))
         .command(
           'remove <id>',
           'stop sharing a folder (its files stay)',

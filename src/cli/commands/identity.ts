@@ -1,7 +1,16 @@
 // `init` and `id`: create and show the node identity.
 import type { Argv } from 'yargs';
 import { createIdentity, loadIdentity } from '../../home/facade.js';
-import type { Runner } from '../context.js';
+import type { CommandContext, Runner } from '../context.js';
+
+/** `clawpeer id` (also run without yargs: plain-fast-path.ts). */
+export async function showId(ctx: CommandContext): Promise<void> {
+  const identity = await loadIdentity(ctx.home.identityKeyFile);
+  ctx.out.emit(
+    { event: 'id', id: identity.nodeId, publicKey: Buffer.from(identity.publicKey).toString('hex') },
+    identity.nodeId,
+  );
+}
 
 export function registerIdentityCommands(cli: Argv, run: Runner): Argv {
   return cli
@@ -27,16 +36,5 @@ export function registerIdentityCommands(cli: Argv, run: Runner): Argv {
         );
       }),
     )
-    .command(
-      'id',
-      "print this node's id",
-      (y) => y,
-      run(async (ctx) => {
-        const identity = await loadIdentity(ctx.home.identityKeyFile);
-        ctx.out.emit(
-          { event: 'id', id: identity.nodeId, publicKey: Buffer.from(identity.publicKey).toString('hex') },
-          identity.nodeId,
-        );
-      }),
-    );
+    .command('id', "print this node's id", (y) => y, run(showId));
 }

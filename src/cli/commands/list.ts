@@ -70,6 +70,31 @@ function emitShare(ctx: CommandContext, s: ShareInfo): void {
   );
 }
 
+/** `clawpeer ls REMOTE` (also run without yargs: plain-fast-path.ts). */
+export async function listRemote(ctx: CommandContext, args: Record<string, unknown>): Promise<void> {
+  const remote = parseRemote(String(args['remote']), false);
+  const config = resolveConfig({ transport: args['transport'] });
+  let entries = 0;
+  let shares = 0;
+  for await (const batch of listFromPeer({
+    home: ctx.home,
+    reach: () => ctx.reach(),
+    peerName: remote.peer,
+    addr: args['addr'] as string | undefined,
+    config,
+    log: ctx.log,
+    signal: ctx.signal,
+    place: remote,
+    recursive: args['recursive'] === true,
+  })) {
+    for (const s of batch.shares) emitShare(ctx, s);
+    for (const e of batch.entries) emitEntry(ctx, e);
+    entries += batch.entries.length;
+    shares += batch.shares.length;
+  }
+  if (ctx.out.json) ctx.out.emit(remote.share === '' ? { event: 'done', shares } : { event: 'done', entries }, '');
+}
+
 export function registerListCommands(cli: Argv, run: Runner): Argv {
   return cli.command(
     'ls <remote>',
@@ -85,28 +110,6 @@ export function registerListCommands(cli: Argv, run: Runner): Argv {
         })
         .option('addr', { type: 'string', describe: "HOST:PORT (default: the pair entry's address)" })
         .option('transport', TRANSPORT_OPTION),
-    run(async (ctx, args) => {
-      const remote = parseRemote(String(args['remote']), false);
-      const config = resolveConfig({ transport: args['transport'] });
-      let entries = 0;
-      let shares = 0;
-      for await (const batch of listFromPeer({
-        home: ctx.home,
-        reach: () => ctx.reach(),
-        peerName: remote.peer,
-        addr: args['addr'] as string | undefined,
-        config,
-        log: ctx.log,
-        signal: ctx.signal,
-        place: remote,
-        recursive: args['recursive'] === true,
-      })) {
-        for (const s of batch.shares) emitShare(ctx, s);
-        for (const e of batch.entries) emitEntry(ctx, e);
-        entries += batch.entries.length;
-        shares += batch.shares.length;
-      }
-      if (ctx.out.json) ctx.out.emit(remote.share === '' ? { event: 'done', shares } : { event: 'done', entries }, '');
-    }),
+    run(listRemote),
   );
 }

@@ -115,21 +115,24 @@ function report(ctx: CommandContext, s: ListenerStatus, pairNames: ReadonlyMap<s
   ctx.out.emit({ event: 'status', ...s, uptimeSeconds: Math.round((now - s.startedAt) / 1000) }, lines.join('\n'));
 }
 
+/** `clawpeer status` (also run without yargs: plain-fast-path.ts). */
+export async function showStatus(ctx: CommandContext): Promise<void> {
+  const { listenerStatus } = await import('../resident-client.js');
+  const status = await listenerStatus(ctx.home.dir, ctx.signal);
+  if (typeof status === 'string')
+    throw new ClawpeerError(
+      'IO',
+      `no listener is running for the home ${ctx.home.dir}: ${status} (start one with \`clawpeer listen\`)`,
+    );
+  const pairs = await new PeerStore(ctx.home.peersFile).list().catch(() => []);
+  report(ctx, status, new Map(pairs.map((p) => [p.id, p.name])));
+}
+
 export function registerStatusCommands(cli: Argv, run: Runner): Argv {
   return cli.command(
     'status',
     'what the listener of this home serves and is doing: its address and shares, the peers connected, the transfers and syncs running',
     (y) => y,
-    run(async (ctx) => {
-      const { listenerStatus } = await import('../resident-client.js');
-      const status = await listenerStatus(ctx.home.dir, ctx.signal);
-      if (typeof status === 'string')
-        throw new ClawpeerError(
-          'IO',
-          `no listener is running for the home ${ctx.home.dir}: ${status} (start one with \`clawpeer listen\`)`,
-        );
-      const pairs = await new PeerStore(ctx.home.peersFile).list().catch(() => []);
-      report(ctx, status, new Map(pairs.map((p) => [p.id, p.name])));
-    }),
+    run(showStatus),
   );
 }
