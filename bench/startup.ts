@@ -1,9 +1,14 @@
 // Start-up cost of the CLI (issue 33 compares whole processes with scp and rsync, so every
-// millisecond before the first packet counts): each case is one whole `node bin/clawpeer.cjs`
-// process, as a user runs it, against a fresh loopback QUIC listener (setUpClawpeer).
+// millisecond before the first packet counts; a Syncthing-like user polls `status`, scripts call
+// `ls` and `pair list`): each case is one whole `node bin/clawpeer.cjs` process, as a user runs
+// it, against a fresh loopback QUIC listener (setUpClawpeer).
 //
 // Cases: `node -e 0` (the floor: Node's own start, in the same run), --version, pair list, a push
-// of a 3-byte file, and the first sync of a 5-file folder (a fresh folder and share each run).
+// of a 3-byte file, and the first sync of a 5-file folder (a fresh folder and share each run);
+// then status (of the listener's home: it asks the listener), id, folder list, folder log (of a
+// folder no sync has touched) and ls of a share (a dial to the listener). The commands
+// plain-fast-path.ts runs are also run "(yargs)": with CLAWPEER_NO_FAST_PATH=1, the launcher
+// skips the fast paths and yargs parses the command (the command's own code is this build's).
 // Measured per process: wall (spawn to exit) and CPU seconds (user + system, all threads, from
 // process.cpuUsage() in an exit hook preloaded with --require). Medians of the runs.
 // --base DIR: a second checkout (its bin/ and built dist/, e.g. a copy of main's) runs each case
@@ -35,9 +40,16 @@ interface Sample {
   readonly cpuSeconds: number;
 }
 
-function runOnce(command: readonly string[], preload: string, cwd: string): Sample {
+/** The environment of a "(yargs)" case: the launcher runs the full CLI, no fast path. */
+const NO_FAST_PATH = { CLAWPEER_NO_FAST_PATH: '1' };
+
+function runOnce(command: readonly string[], preload: string, cwd: string, env?: NodeJS.ProcessEnv): Sample {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, ['--require', preload, ...command], { cwd, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--require', preload, ...command], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+  });
   const wallSeconds = (performance.now() - t0) / 1000;
   if (r.status !== 0) throw new Error(`${command.join(' ')} exited ${String(r.status)}: ${r.stderr}`);
   const line = r.stderr.split('\n').find((l) => l.startsWith(CPU_MARK));
@@ -71,10 +83,34 @@ export async function main(options: StartupBenchOptions = {}): Promise<Record<st
     let nextShare = 1;
     try {
       const home = ['--home', setup.senderHome];
-      const cases: [string, (bin: string) => Promise<string[]>][] = [
+      const listenerHome = ['--home', setup.listenerHome];
+      // A folder of the sender's home (no listener there: only its config and empty log).
+      const folderAdd = spawnSync(
+        process.execPath,
+        [
+          join(REPO_ROOT, 'bin', 'clawpeer.cjs'),
+          ...home,
+          'folder',
+          'add',
+          join(root, 'docs'),
+          '--id',
+          'docs',
+          '--with',
+          'recv',
+        ],
+        { encoding: 'utf8' },
+      );
+      if (folderAdd.status !== 0) throw new Error(`folder add: ${folderAdd.stderr}`);
+      type Case = [string, (bin: string) => Promise<string[]>, NodeJS.ProcessEnv?];
+      /** The command as it is, then through yargs (NO_FAST_PATH), interleaved. */
+      const bothWays = (name: string, args: string[]): Case[] => [
+        [name, async (bin) => [bin, ...args]],
+        [`${name} (yargs)`, async (bin) => [bin, ...args], NO_FAST_PATH],
+      ];
+      const cases: Case[] = [
         ['node -e 0', async () => ['-e', '0']],
         ['--version', async (bin) => [bin, '--version']],
-        ['pair list', async (bin) => [bin, ...home, 'pair', 'list']],
+        ...bothWays('pair list', [...home, 'pair', 'list']),
         ['push 3 B', async (bin) => [bin, ...home, 'push', join(root, 'tiny'), 'recv:s0']],
         [
           `first sync of ${FOLDER_FILES} files`,
@@ -86,13 +122,19 @@ export async function main(options: StartupBenchOptions = {}): Promise<Record<st
             return [bin, ...home, 'sync', dir, `recv:s${n}`];
           },
         ],
+        ...bothWays('status', [...listenerHome, 'status']),
+        ...bothWays('pair list (listener home)', [...listenerHome, 'pair', 'list', '--json']),
+        ...bothWays('id', [...home, 'id']),
+        ...bothWays('folder list', [...home, 'folder', 'list']),
+        ...bothWays('folder log', [...home, 'folder', 'log', 'docs']),
+        ...bothWays('ls recv:s0', [...home, 'ls', 'recv:s0']),
       ];
       const samples = new Map<string, Sample[]>();
       for (let r = 0; r < runs; r++)
-        for (const [name, argsFor] of cases)
+        for (const [name, argsFor, env] of cases)
           for (const [which, dir] of r % 2 === 0 ? checkouts : [...checkouts].reverse()) {
             const key = `${name}\0${which}`;
-            const s = runOnce(await argsFor(join(dir, 'bin', 'clawpeer.cjs')), preload, root);
+            const s = runOnce(await argsFor(join(dir, 'bin', 'clawpeer.cjs')), preload, root, env);
             samples.set(key, [...(samples.get(key) ?? []), s]);
           }
       const results = Object.fromEntries(
@@ -113,6 +155,8 @@ export async function main(options: StartupBenchOptions = {}): Promise<Record<st
           runs,
           checkouts: Object.fromEntries(checkouts),
           note: 'shared 2-core machine (see the load averages [1, 5, 15 min]); cases and checkouts interleaved; medians; one process per sample through bin/clawpeer.cjs; the listener (loopback QUIC) runs apart',
+          cases:
+            "\"(yargs)\": the same command with CLAWPEER_NO_FAST_PATH=1 (the full CLI of the same build: yargs parses, the command's own code is the same; a base checkout without that switch runs its launcher as always); pair list: the sender's home (one peer, no listener); pair list (listener home): --json, asks the listener which peers are connected; status: the listener's home; id, folder list, folder log (one folder, an empty log), ls recv:s0 (one 3-byte file): the sender's home",
         },
         results,
       };

@@ -334,6 +334,8 @@ function startListener(home: string, shares: readonly string[], cpuProfDir: stri
 
 export interface ClawpeerSetup {
   readonly senderHome: string;
+  /** The home the listener runs for. */
+  readonly listenerHome: string;
   readonly listener: Listener;
   readonly shareDirs: string[];
 }
@@ -368,7 +370,7 @@ export async function setUpClawpeer(
     `127.0.0.1:${listener.port}`,
     '--json',
   ]);
-  return { senderHome: sendHome, listener, shareDirs };
+  return { senderHome: sendHome, listenerHome: recvHome, listener, shareDirs };
 }
 
 export interface ClawpeerSample {
