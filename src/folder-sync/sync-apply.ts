@@ -71,6 +71,8 @@ export interface ApplyResult {
   readonly conflicts: number;
   /** Paths left as they are this time (content not delivered, local concurrent edit kept, unsupported change). */
   readonly skipped: string[];
+  /** Of `skipped`, the paths whose local edit a receive-only copy keeps (sync-plan.ts checkIdSet). */
+  readonly kept: readonly string[];
   /** Chunks that travelled to us. */
   readonly chunksReceived: number;
 }
@@ -583,6 +585,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     applied,
     conflicts: settled.filter((p) => p.copy !== undefined).length,
     skipped,
+    kept: planned.kept,
     chunksReceived: outcome.chunksReceived,
   };
 }

@@ -23,6 +23,7 @@ import { bytesEqual, toHex } from '../chunking/blake3.js';
 import { sessionRouter } from '../session/data-stream-router.js';
 import type { PeerSession } from '../session/session.js';
 import { applyRemote, byPath, plannedChanges, type PlannedChange } from './sync-apply.js';
+import { checkIdSet } from './sync-plan.js';
 import type { RevisionStore } from '../store/revision-store.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import {
@@ -394,6 +395,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     }
     let conflicts = 0;
     let skipped: string[] = [];
+    let kept: readonly string[] = [];
     const before = headsBefore(store, received);
     if (receives) {
       const applied = await applyRemote(received, {
@@ -419,9 +421,10 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       chunks += applied.chunksReceived;
       conflicts = applied.conflicts;
       skipped = applied.skipped;
+      kept = applied.kept;
     }
     await dropPrunedByPeer(ch, store, dir, peerPruned, result.idsTheyLack);
-    const check = new ReconcileInitiator(store.snapshotIdSet());
+    const check = new ReconcileInitiator(checkIdSet(store, received, kept));
     const checked = await runReconcile(ch, check, check.start());
     // Revisions our gc dropped that the peer keeps (an older peer, or its heads) are not missing.
     const outcome = { ...checked, idsWeLack: checked.idsWeLack.filter((id) => !store.isPruned(id)) };

@@ -8,7 +8,7 @@ import type { Logger } from '../logger.js';
 import { conflictPath, MAX_CONCURRENT_REVISIONS, pickHead, TooManyConcurrent } from '../sync/conflict.js';
 import { toHex } from '../chunking/blake3.js';
 import { compareVectors } from '../sync/version-vector.js';
-import { compareIds } from '../sync/merkle-root.js';
+import { compareIds, type MerkleIdSet } from '../sync/merkle-root.js';
 import type { RevisionEntry, Revision, RevisionKind } from '../sync/revision.js';
 import { mtimeMsOf, revisionEntry, sameContent } from '../sync/revision.js';
 import type { RevisionStore } from '../store/revision-store.js';
@@ -148,7 +148,7 @@ const sameId = (a: RevisionEntry, b: RevisionEntry): boolean => compareIds(a.id,
 export function planRemote(
   received: readonly RevisionEntry[],
   o: PlanOptions,
-): { plans: PathPlan[]; skipped: string[] } {
+): { plans: PathPlan[]; skipped: string[]; kept: string[] } {
   const { store, log } = o;
   const groups = new Map<string, RevisionEntry[]>();
   for (const e of received) {
@@ -172,6 +172,8 @@ export function planRemote(
   const claims = new Map<string, CopyClaim>();
   const planned = new Map<string, PathPlan>();
   const skipped = new Set<string>();
+  /** Of `skipped`, the paths left as is because a receive-only copy keeps its own edit (keepConcurrentLocal). */
+  const kept = new Set<string>();
   // Paths to decide, in order; `pending` says which are queued and not yet decided.
   const queue = [...groups.keys()];
   const pending = new Set(queue);
@@ -227,6 +229,7 @@ export function planRemote(
     const skip = (): void => {
       skipped.add(p);
     };
+    kept.delete(p); // decided again (a copy landed on it): the last decision says
     /** Where an incoming revision's bytes are, to land at `destPath`: a copy's where its claim says, any other at this path on the peer. */
     const sourceOf = (e: RevisionEntry, destPath: string): CopyClaim['source'] => {
       const r = e.revision;
@@ -303,6 +306,7 @@ export function planRemote(
         newLosers.length > 0)
     ) {
       skip();
+      kept.add(p);
       continue;
     }
     /** The bytes of a revision we hold only as a conflict copy (stored, the copy's head): that file. */
@@ -415,10 +419,28 @@ export function planRemote(
     for (const plan of planned.values()) if (!skipped.has(plan.path)) plans.push(plan);
     break;
   }
-  return { plans, skipped: [...skipped] };
+  return { plans, skipped: [...skipped], kept: [...kept].filter((p) => skipped.has(p)) };
 }
 
 /** One path a sync would change in this folder (sync --dry-run). */
+/**
+ * The id set a sync's check reconciles with: the log's, and the ids of `received` at a path
+ * `kept` that were not stored (a receive-only copy keeping its own edit leaves the peer's
+ * revision out on purpose, so neither side takes it for something left to move; `status`'s
+ * local changes say the rest). The peer's copy is a receive-only one only when `kept` is set.
+ */
+export function checkIdSet(
+  store: RevisionStore,
+  received: readonly RevisionEntry[],
+  kept: readonly string[],
+): MerkleIdSet {
+  const ids = store.snapshotIdSet();
+  if (kept.length === 0) return ids;
+  const paths = new Set(kept);
+  for (const e of received) if (paths.has(e.revision.path) && !store.has(e.id)) ids.add(e.id);
+  return ids;
+}
+
 export interface PlannedChange {
   readonly path: string;
   /** conflict: both sides changed the path; the loser's content would be kept at `copy`. */

@@ -7,7 +7,7 @@
 // (a dry run only sends our records: the client plans, nothing is applied). Non-goals: the
 // message phases (sync-exchange.ts), the decisions (sync-apply.ts).
 import { RateLimiter } from '../transfer/rate-limiter.js';
-import { ClawpeerError } from '../errors.js';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
@@ -20,6 +20,7 @@ import type { DataStreamRouter } from '../session/data-stream-router.js';
 import type { PeerSession } from '../session/session.js';
 import type { Share } from '../home/shares.js';
 import { applyRemote } from './sync-apply.js';
+import { checkIdSet } from './sync-plan.js';
 import {
   decodeReconcilePayload,
   dropPrunedByPeer,
@@ -40,6 +41,20 @@ import type { TransferProgress } from '../transfer/transfer-progress.js';
 
 /** The refusal a receive-only shared folder answers a sync that would take its changes with (the folder service narrows its mode on it). */
 export const RECEIVE_ONLY_REFUSAL = 'this folder is receive-only here: only send-only syncs are served';
+
+/**
+ * Whether `err`, the refusal of a sync of `share`, is one the peer's folder service expects: a
+ * shared folder here, send-only (SHARE_READ_ONLY) or receive-only, refusing the direction it
+ * does not take. The peer learns its mode from it and syncs narrowed at once (folders/
+ * peer-limits.ts): news for the log, not a failed sync. A plain share's refusal stays one.
+ */
+export function isModeNarrowingRefusal(err: unknown, share: Share | undefined): boolean {
+  if (share?.keptFolder !== true) return false;
+  return (
+    isClawpeerError(err, 'SHARE_READ_ONLY') ||
+    (isClawpeerError(err, 'SHARE_FORBIDDEN') && err.message.includes(RECEIVE_ONLY_REFUSAL))
+  );
+}
 
 /** How long a sync waits for another sync of the same share to finish, ms. */
 export const SERVER_LOCK_WAIT_MS = 30_000;
@@ -260,6 +275,7 @@ async function serveClaimedSync(
       : 0;
     let conflicts = 0;
     let skipped = 0;
+    let kept: readonly string[] = [];
     const before = headsBefore(store, received);
     if (clientSends) {
       const applied = await applyRemote(received, {
@@ -293,6 +309,7 @@ async function serveClaimedSync(
       });
       conflicts = applied.conflicts;
       skipped = applied.skipped.length;
+      kept = applied.kept;
     }
     if (clientReceives) {
       const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
@@ -300,7 +317,8 @@ async function serveClaimedSync(
     }
     await dropPrunedByPeer(ch, store, share.dir, peerPruned, result.idsTheyLack);
     // The client checks the outcome with a second reconciliation.
-    const check = new ReconcileResponder(store.snapshotIdSet());
+    // What a receive-only share keeps out on purpose is not left to move (sync-plan.ts checkIdSet).
+    const check = new ReconcileResponder(checkIdSet(store, received, kept));
     const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);
     const checked = await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
     await session.control.send({ type: 'sync-done', transferId: req.transferId });

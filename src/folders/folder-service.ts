@@ -32,7 +32,7 @@ import { FolderLog, revertLogEntry, type FolderLogEntry, type FolderSyncLogEntry
 import { PeerSessions } from './peer-sessions.js';
 import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
-import { failureText, notInSyncReason, servedFailureText } from './sync-outcome-text.js';
+import { completedOutcome, failureText, servedFailureText } from './sync-outcome-text.js';
 import { folderStatus } from './folder-status.js';
 import { revertFolder } from './folder-revert.js';
 import type { RevertReport } from '../folder-sync/resident-protocol.js';
@@ -434,7 +434,7 @@ export class FolderService {
     const finish = (outcome: SyncOutcome): void => {
       this.#progress.delete(key);
       this.#schedule.finish(folderId, peerId, Date.now(), outcome);
-      if (outcome.kind === 'done') this.#keepLastSync(folderId, peerId);
+      if (outcome.kind === 'done' || outcome.kind === 'unsettled') this.#keepLastSync(folderId, peerId);
     };
     if (active === undefined) {
       finish({ kind: 'failed', error: 'the folder was removed' });
@@ -455,6 +455,7 @@ export class FolderService {
     this.#stop.signal.addEventListener('abort', onStop, { once: true });
     const activity = this.#o.activity?.begin({ peer: peerId, kind: 'sync', share: f.id, path: '' });
     let ok = false;
+    let narrowed = false;
     let dialled = false;
     try {
       const peer = await resolvePeer(this.#o.peers, peerId, undefined);
@@ -520,29 +521,26 @@ export class FolderService {
         );
         return r;
       });
-      finish(
-        result.inSync
-          ? { kind: 'done' }
-          : {
-              kind: 'failed',
-              error: notInSyncReason(result),
-            },
-      );
+      finish(completedOutcome(result));
     } catch (err) {
       await this.#sessions.drop(peerId);
-      finish(this.#outcomeOf(err, f, peerId, dialled, log));
+      // The peer's copy refused what it does not take: learnt, retried narrowed at once, no failure.
+      narrowed = !this.#stop.signal.aborted && this.#peerLimits.learn(err, f, peerId, log);
+      finish(
+        narrowed ? { kind: 'busy', error: failureText(err, f.id) } : this.#outcomeOf(err, f, peerId, dialled, log),
+      );
     } finally {
-      activity?.end(ok);
+      if (narrowed) activity?.discard();
+      else activity?.end(ok);
       this.#stop.signal.removeEventListener('abort', onStop);
       sync.abort(); // the sync's data-stream router stops: the session's next sync runs its own
     }
   }
 
-  /** What a failed sync means for the schedule; learns the peer's copy's mode from its refusal. */
+  /** What a failed sync means for the schedule (a mode narrowing is learnt before). */
   #outcomeOf(err: unknown, f: FolderConfig, peerId: string, dialled: boolean, log: Logger): SyncOutcome {
     const message = failureText(err, f.id);
     if (this.#stop.signal.aborted) return { kind: 'busy', error: message };
-    if (this.#peerLimits.learn(err, f, peerId, log)) return { kind: 'busy', error: message }; // retried narrowed
     if (isClawpeerError(err, 'FOLDER_BUSY') || isClawpeerError(err, 'PEER_BUSY'))
       return { kind: 'busy', error: message };
     if (isClawpeerError(err, 'SHARE_PAUSED')) {

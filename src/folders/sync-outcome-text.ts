@@ -5,9 +5,14 @@ import { CHANGED_WHILE_SENT } from '../exchange/chunk-reader.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL } from '../folder-sync/sync-service.js';
 import { count } from '../format.js';
+import type { SyncOutcome } from '../sync/folder-schedule.js';
 
-/** Why a completed sync is not in sync, naming the first path of each kind (status's `error`). */
-export function notInSyncReason(r: SyncFolderResult): string {
+/**
+ * Why a completed sync is not in sync, naming the first path of each kind (status's `error`);
+ * undefined when it names no cause (no entry here unreadable, no path left as is on either
+ * side): what is left came in while it ran, and a sync at once moves it (UNSETTLED_TEXT).
+ */
+export function notInSyncReason(r: SyncFolderResult): string | undefined {
   const first = (paths: readonly string[]): string => `${paths[0] ?? ''}${paths.length > 1 ? ', ...' : ''}`;
   const peerSkipped = r.peerSkipped ?? [];
   const why = [
@@ -19,9 +24,17 @@ export function notInSyncReason(r: SyncFolderResult): string {
       ? `${count(peerSkipped.length, 'path')} left as is by the peer (${first(peerSkipped)})`
       : undefined,
   ].filter((x) => x !== undefined);
-  return why.length === 0
-    ? 'the sync ended with changes left to move (they are retried)'
-    : `${why.join('; ')}; retried`;
+  return why.length === 0 ? undefined : `${why.join('; ')}; retried`;
+}
+
+/** A pair's error once unsettled syncs (notInSyncReason undefined) kept ending so (folder-schedule.ts MAX_UNSETTLED_RUNS). */
+export const UNSETTLED_TEXT = 'the sync ended with changes left to move (they are retried)';
+
+/** What the schedule makes of a completed sync (folder-schedule.ts SyncOutcome). */
+export function completedOutcome(r: SyncFolderResult): SyncOutcome {
+  if (r.inSync) return { kind: 'done' };
+  const reason = notInSyncReason(r);
+  return reason === undefined ? { kind: 'unsettled', error: UNSETTLED_TEXT } : { kind: 'failed', error: reason };
 }
 
 /**

@@ -25,7 +25,7 @@ import { serveList } from '../push-pull/list-service.js';
 import { serveTransfer } from '../push-pull/transfer-service.js';
 import { ShareWatches } from '../folder-sync/share-watch-service.js';
 import type { ResidentFolders } from '../folder-sync/synced-folder.js';
-import { serveSync, type ServedSync } from '../folder-sync/sync-service.js';
+import { isModeNarrowingRefusal, serveSync, type ServedSync } from '../folder-sync/sync-service.js';
 
 /** What the listener gives every session it serves. */
 export interface ServiceContext {
@@ -153,6 +153,7 @@ async function serveRequests(
                 path: msg.type === 'transfer-request' ? msg.path : '',
               });
         let ok = false;
+        let narrowing = false;
         try {
           if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal, activity);
           else if (msg.type === 'sync-request') {
@@ -171,9 +172,23 @@ async function serveRequests(
               .sendError(wireCodeFor(err).name, inShareTerms(err.message, ctx.shares))
               .catch(() => undefined);
           }
-          throw err;
+          narrowing =
+            msg.type === 'sync-request' &&
+            isModeNarrowingRefusal(
+              err,
+              ctx.shares.find((s) => s.name === msg.share),
+            );
+          if (!narrowing) throw err;
+          // Expected: the peer learns this copy's mode and syncs narrowed on a new session.
+          ctx.log.info('sync refused: the peer syncs narrowed to what this copy takes', {
+            peer: session.peerId,
+            share: msg.share,
+            reason: (err as Error).message,
+          });
+          return;
         } finally {
-          activity?.end(ok);
+          if (narrowing) activity?.discard();
+          else activity?.end(ok);
           budget.release(); // its manifests are garbage now
         }
         break;

@@ -31,6 +31,8 @@ export interface Activity {
   report(p: TransferProgress): void;
   /** Over: `ok` false when it failed (counted apart, as rsync's and Syncthing's logs tell them). */
   end(ok: boolean): void;
+  /** Over without having run: a refusal the peer expects (a mode narrowing, sync-service.ts); not counted. */
+  discard(): void;
 }
 
 /** What has ended since the listener started, per kind: how many (of them, how many failed), and the bytes they moved. */
@@ -70,6 +72,9 @@ export class ListenerActivity {
         ended.count++;
         if (!ok) ended.failed++;
         ended.bytes += entry.bytes;
+      },
+      discard: () => {
+        this.#running.delete(entry);
       },
     };
   }

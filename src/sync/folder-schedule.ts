@@ -21,6 +21,12 @@ export type SyncOutcome =
   | { readonly kind: 'offline'; readonly error: string }
   /** The folder was busy (a sync of it ran on either side): retried shortly, not counted as a failure. */
   | { readonly kind: 'busy'; readonly error: string }
+  /**
+   * Completed, but not in sync for no cause a retry must wait out: changes came in while it ran.
+   * Run again at once, still `syncing`; only after MAX_UNSETTLED_RUNS of them in a row is it a
+   * failure (`error`, backoff), so a cause nobody named cannot spin.
+   */
+  | { readonly kind: 'unsettled'; readonly error: string }
   /** Anything else (refused, a file error): shown as `error`, retried with backoff. */
   | { readonly kind: 'failed'; readonly error: string }
   /** The peer has paused its copy of the folder: no failure, tried again at the folder's interval. */
@@ -34,6 +40,9 @@ export interface BackoffPolicy {
   /** Retry of a busy folder, ms (before jitter). */
   readonly busyMs: number;
 }
+
+/** Unsettled syncs of a pair in a row that rerun at once; the next counts as failed. */
+export const MAX_UNSETTLED_RUNS = 5;
 
 export const DEFAULT_BACKOFF: BackoffPolicy = Object.freeze({ firstMs: 1_000, capMs: 5 * 60_000, busyMs: 1_000 });
 
@@ -78,6 +87,8 @@ interface Pair {
   waitingSince: number | undefined;
   /** When the peer's copy was first found paused, while it stays so. */
   pausedThereSince: number | undefined;
+  /** Unsettled syncs in a row (see SyncOutcome). */
+  unsettled: number;
 }
 
 const keyOf = (folder: string, peer: string): string => `${folder}\u0000${peer}`;
@@ -118,6 +129,7 @@ export class FolderSchedule {
           before: 'waiting',
           waitingSince: undefined,
           pausedThereSince: undefined,
+          unsettled: 0,
         });
         continue;
       }
@@ -239,12 +251,15 @@ export class FolderSchedule {
   }
 
   /** A sync taken by `take` ended. Unknown pairs (removed meanwhile) are ignored. */
-  finish(folder: string, peer: string, nowMs: number, outcome: SyncOutcome): void {
+  finish(folder: string, peer: string, nowMs: number, ended: SyncOutcome): void {
     const p = this.#pairs.get(keyOf(folder, peer));
     if (p === undefined || !p.running) return;
     p.running = false;
     const again = p.rerun;
     p.rerun = false;
+    const outcome: SyncOutcome =
+      ended.kind === 'unsettled' && ++p.unsettled > MAX_UNSETTLED_RUNS ? { kind: 'failed', error: ended.error } : ended;
+    if (outcome.kind !== 'unsettled' && outcome.kind !== 'busy') p.unsettled = 0;
     if (outcome.kind !== 'peer-paused' && outcome.kind !== 'busy') p.pausedThereSince = undefined;
     switch (outcome.kind) {
       case 'done':
@@ -254,6 +269,15 @@ export class FolderSchedule {
         p.lastSyncAt = nowMs;
         this.#enter(p, 'in-sync', nowMs);
         p.dueAt = again ? nowMs : nowMs + p.config.intervalMs;
+        break;
+      case 'unsettled':
+        // It completed: what it moved stands, and what came in meanwhile goes now.
+        p.failures = 0;
+        p.error = undefined;
+        p.waitingSince = undefined;
+        p.lastSyncAt = nowMs;
+        this.#enter(p, 'syncing', nowMs);
+        p.dueAt = nowMs;
         break;
       case 'peer-paused':
         p.failures = 0;

@@ -1,5 +1,11 @@
 import t from 'tap';
-import { backoffMs, FolderSchedule, type PairConfig, type PairStatus } from '../../src/sync/folder-schedule.js';
+import {
+  backoffMs,
+  FolderSchedule,
+  MAX_UNSETTLED_RUNS,
+  type PairConfig,
+  type PairStatus,
+} from '../../src/sync/folder-schedule.js';
 
 const T0 = 1_000_000;
 const pair = (folder: string, peer: string, o: Partial<PairConfig> = {}): PairConfig => ({
@@ -305,4 +311,45 @@ t.test("a pair's last sync from an earlier run is kept until a newer one", async
   s.finish('docs', 'a', T0 + 10, { kind: 'done' });
   s.knownSync('docs', 'a', T0 - 5_000);
   t.equal(stateOf(s, 'docs', 'a')?.lastSyncAt, T0 + 10, 'an older time does not replace a newer one');
+});
+
+t.test('a sync that ended unsettled (changes came in meanwhile) runs again at once, no error', async (t) => {
+  const s = new FolderSchedule({ random: () => 0.5 });
+  s.configure([pair('docs', 'a')], T0);
+  s.take(T0);
+  s.finish('docs', 'a', T0 + 10, { kind: 'failed', error: 'disk full' });
+  t.equal(stateOf(s, 'docs', 'a')?.state, 'error');
+  t.same(s.take(T0 + 10), [], 'the failure backs off');
+  for (const x of s.take(T0 + 10_000)) t.equal(x.peer, 'a', 'its retry');
+  s.finish('docs', 'a', T0 + 10_010, { kind: 'unsettled', error: 'left to move' });
+  const p = stateOf(s, 'docs', 'a');
+  t.equal(p?.state, 'syncing', 'still syncing, not error');
+  t.equal(p?.failures, 0, 'no failure counted');
+  t.equal(p?.error, undefined, "the earlier failure's text is gone");
+  t.equal(p?.lastSyncAt, T0 + 10_010, 'it completed');
+  t.same(keys(s.take(T0 + 10_010)), ['docs/a'], 'due again at once, no backoff');
+  s.finish('docs', 'a', T0 + 10_020, { kind: 'done' });
+  t.equal(stateOf(s, 'docs', 'a')?.state, 'in-sync');
+});
+
+t.test('unsettled syncs in a row beyond MAX_UNSETTLED_RUNS are a failure: no spinning', async (t) => {
+  const s = new FolderSchedule({ random: () => 0.5 });
+  s.configure([pair('docs', 'a')], T0);
+  let now = T0;
+  for (let i = 0; i < MAX_UNSETTLED_RUNS; i++) {
+    t.same(keys(s.take(now)), ['docs/a']);
+    s.finish('docs', 'a', ++now, { kind: 'unsettled', error: 'left to move' });
+    t.equal(stateOf(s, 'docs', 'a')?.state, 'syncing');
+  }
+  t.same(keys(s.take(now)), ['docs/a']);
+  s.finish('docs', 'a', ++now, { kind: 'unsettled', error: 'left to move' });
+  t.equal(stateOf(s, 'docs', 'a')?.state, 'error', 'one more is an error');
+  t.equal(stateOf(s, 'docs', 'a')?.error, 'left to move');
+  t.same(s.take(now), [], 'retried with backoff');
+  // A sync in sync ends the run: the next unsettled one reruns at once again.
+  for (const x of s.take(now + 10_000)) s.finish(x.folder, x.peer, now + 10_001, { kind: 'done' });
+  s.request(now + 10_002, { folder: 'docs' });
+  t.same(keys(s.take(now + 10_002)), ['docs/a']);
+  s.finish('docs', 'a', now + 10_003, { kind: 'unsettled', error: 'left to move' });
+  t.equal(stateOf(s, 'docs', 'a')?.state, 'syncing', 'the count starts over');
 });

@@ -1,0 +1,58 @@
+// What the schedule makes of a completed sync that did not end in sync (sync-outcome-text.ts
+// completedOutcome): a named cause (an entry here unreadable, a path left as is on either side)
+// is a failure, shown as `error` and retried with backoff; no cause at all means changes came in
+// while it ran, and the pair stays `syncing` and runs again at once. Before, both were `error`:
+// a node's own status flapped to error under steady edit churn.
+import t from 'tap';
+import type { SyncFolderResult } from '../../src/folder-sync/sync-client.js';
+import { completedOutcome, UNSETTLED_TEXT } from '../../src/folders/sync-outcome-text.js';
+import { FolderSchedule } from '../../src/sync/folder-schedule.js';
+
+const result = (o: Partial<SyncFolderResult>): SyncFolderResult => ({
+  inSync: false,
+  roundTrips: 1,
+  reconcileBytes: 0,
+  revisionsSent: 1,
+  revisionsReceived: 0,
+  chunksSent: 0,
+  wireBytes: 0,
+  conflicts: 0,
+  seconds: 0,
+  scanned: true,
+  skipped: [],
+  localOnly: [],
+  unreadable: [],
+  ...o,
+});
+
+t.test('in sync: done', async (t) => {
+  t.same(completedOutcome(result({ inSync: true })), { kind: 'done' });
+});
+
+t.test('a named cause is a failure that says it', async (t) => {
+  t.same(completedOutcome(result({ skipped: ['a.txt'] })), {
+    kind: 'failed',
+    error: '1 path left as is here (a.txt); retried',
+  });
+  t.same(completedOutcome(result({ peerSkipped: ['a.txt', 'b.txt'] })), {
+    kind: 'failed',
+    error: '2 paths left as is by the peer (a.txt, ...); retried',
+  });
+  t.same(
+    completedOutcome(result({ unreadable: [{ path: 'x', error: 'EACCES', reason: 'permission denied' }] })).kind,
+    'failed',
+  );
+});
+
+t.test('no cause: unsettled, and the pair reads syncing, due again at once', async (t) => {
+  const outcome = completedOutcome(result({}));
+  t.same(outcome, { kind: 'unsettled', error: UNSETTLED_TEXT });
+  const s = new FolderSchedule({ random: () => 0.5 });
+  s.configure([{ folder: 'docs', peer: 'a', intervalMs: 60_000, paused: false }], 1000);
+  s.take(1000);
+  s.finish('docs', 'a', 1010, outcome);
+  const [p] = s.snapshot();
+  t.equal(p?.state, 'syncing', 'not error');
+  t.equal(p?.failures, 0, 'not a failure');
+  t.same(s.take(1010), [{ folder: 'docs', peer: 'a' }], 'run again at once');
+});
