@@ -23,8 +23,8 @@ export type SyncOutcome =
   | { readonly kind: 'busy'; readonly error: string }
   /**
    * Completed, but not in sync for no cause a retry must wait out: changes came in while it ran.
-   * Run again at once, still `syncing`; only after MAX_UNSETTLED_RUNS of them in a row is it a
-   * failure (`error`, backoff), so a cause nobody named cannot spin.
+   * Run again at once, still `syncing`; after MAX_UNSETTLED_RUNS of them with no sync in sync
+   * between, each one more is a failure (`error`, backoff), so a cause nobody named cannot spin.
    */
   | { readonly kind: 'unsettled'; readonly error: string }
   /** Anything else (refused, a file error): shown as `error`, retried with backoff. */
@@ -41,7 +41,7 @@ export interface BackoffPolicy {
   readonly busyMs: number;
 }
 
-/** Unsettled syncs of a pair in a row that rerun at once; the next counts as failed. */
+/** Unsettled syncs of a pair that rerun at once until one ends in sync; more count as failed. */
 export const MAX_UNSETTLED_RUNS = 5;
 
 export const DEFAULT_BACKOFF: BackoffPolicy = Object.freeze({ firstMs: 1_000, capMs: 5 * 60_000, busyMs: 1_000 });
@@ -87,7 +87,7 @@ interface Pair {
   waitingSince: number | undefined;
   /** When the peer's copy was first found paused, while it stays so. */
   pausedThereSince: number | undefined;
-  /** Unsettled syncs in a row (see SyncOutcome). */
+  /** Unsettled syncs since the last one in sync (see SyncOutcome). */
   unsettled: number;
 }
 
@@ -259,7 +259,7 @@ export class FolderSchedule {
     p.rerun = false;
     const outcome: SyncOutcome =
       ended.kind === 'unsettled' && ++p.unsettled > MAX_UNSETTLED_RUNS ? { kind: 'failed', error: ended.error } : ended;
-    if (outcome.kind !== 'unsettled' && outcome.kind !== 'busy') p.unsettled = 0;
+    if (outcome.kind === 'done') p.unsettled = 0;
     if (outcome.kind !== 'peer-paused' && outcome.kind !== 'busy') p.pausedThereSince = undefined;
     switch (outcome.kind) {
       case 'done':
@@ -271,8 +271,8 @@ export class FolderSchedule {
         p.dueAt = again ? nowMs : nowMs + p.config.intervalMs;
         break;
       case 'unsettled':
-        // It completed: what it moved stands, and what came in meanwhile goes now.
-        p.failures = 0;
+        // It completed: what it moved stands, and what came in meanwhile goes now. Failures are
+        // kept: past the limit a cause nobody named backs off as long as it lasted.
         p.error = undefined;
         p.waitingSince = undefined;
         p.lastSyncAt = nowMs;

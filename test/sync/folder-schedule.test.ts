@@ -324,7 +324,7 @@ t.test('a sync that ended unsettled (changes came in meanwhile) runs again at on
   s.finish('docs', 'a', T0 + 10_010, { kind: 'unsettled', error: 'left to move' });
   const p = stateOf(s, 'docs', 'a');
   t.equal(p?.state, 'syncing', 'still syncing, not error');
-  t.equal(p?.failures, 0, 'no failure counted');
+  t.equal(p?.failures, 1, 'no failure counted (the one before stays until a sync in sync)');
   t.equal(p?.error, undefined, "the earlier failure's text is gone");
   t.equal(p?.lastSyncAt, T0 + 10_010, 'it completed');
   t.same(keys(s.take(T0 + 10_010)), ['docs/a'], 'due again at once, no backoff');
@@ -346,6 +346,10 @@ t.test('unsettled syncs in a row beyond MAX_UNSETTLED_RUNS are a failure: no spi
   t.equal(stateOf(s, 'docs', 'a')?.state, 'error', 'one more is an error');
   t.equal(stateOf(s, 'docs', 'a')?.error, 'left to move');
   t.same(s.take(now), [], 'retried with backoff');
+  t.same(keys(s.take(now + 10_000)), ['docs/a']);
+  s.finish('docs', 'a', (now += 10_001), { kind: 'unsettled', error: 'left to move' });
+  t.equal(stateOf(s, 'docs', 'a')?.failures, 2, 'and the next too, backing off longer');
+  t.same(s.take(now + 1_000), [], 'not retried after the first backoff (1 s, jittered)');
   // A sync in sync ends the run: the next unsettled one reruns at once again.
   for (const x of s.take(now + 10_000)) s.finish(x.folder, x.peer, now + 10_001, { kind: 'done' });
   s.request(now + 10_002, { folder: 'docs' });
