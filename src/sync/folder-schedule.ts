@@ -307,6 +307,9 @@ export class FolderSchedule {
           this.#enter(p, 'error', nowMs);
         }
         p.dueAt = nowMs + backoffMs(p.failures, this.#backoff, this.#random);
+        // A local change during a failed sync retries it at once, as one just after would
+        // (`request`); an unreachable peer keeps its backoff.
+        if (again && outcome.kind === 'failed') p.dueAt = nowMs;
         break;
       default: {
         const never: never = outcome;

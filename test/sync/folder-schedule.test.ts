@@ -76,6 +76,23 @@ t.test('a change during a sync runs the pair again right after', async (t) => {
   t.equal(s.nextWakeAt(), T0 + 60 + 60_000, 'then the interval');
 });
 
+t.test('a change during a failed sync retries it at once, as one just after would', async (t) => {
+  const s = new FolderSchedule({ random: () => 0.5 });
+  s.configure([pair('docs', 'a')], T0);
+  t.same(keys(s.take(T0)), ['docs/a']);
+  s.finish('docs', 'a', T0 + 10, { kind: 'failed', error: '1 path left as is by the peer (x); retried' });
+  t.same(s.take(T0 + 20), [], 'a failure backs off');
+  s.request(T0 + 20, { folder: 'docs' });
+  t.same(keys(s.take(T0 + 20)), ['docs/a'], 'a change after it retries at once');
+  s.request(T0 + 25, { folder: 'docs' });
+  s.finish('docs', 'a', T0 + 30, { kind: 'failed', error: '1 path left as is by the peer (x); retried' });
+  t.equal(stateOf(s, 'docs', 'a')?.state, 'error', 'still an error');
+  t.same(keys(s.take(T0 + 30)), ['docs/a'], 'and so does a change during it');
+  s.request(T0 + 35, { folder: 'docs' });
+  s.finish('docs', 'a', T0 + 40, { kind: 'offline', error: 'no answer' });
+  t.same(s.take(T0 + 40), [], 'an unreachable peer keeps its backoff');
+});
+
 t.test(
   'an unreachable peer: waiting since the first miss, exponential backoff, changes do not hurry it, coming online does',
   async (t) => {
