@@ -102,6 +102,17 @@ export interface ListenerStatus {
   readonly ended: ActivityTotals;
   /** The shared folders of config.json and the state of each with each of its peers (folders/folder-service.ts FolderStatus). */
   readonly folders?: readonly FolderStatusRecord[];
+  /** Folders paired peers offer that this home has not added (folders/folder-offers.ts), oldest first; absent: an older listener. */
+  readonly offers?: readonly FolderOfferRecord[];
+}
+
+/** A peer's offer of a folder this home has not added: its node id and pair name, the folder id, ms since the epoch. */
+export interface FolderOfferRecord {
+  readonly peer: string;
+  readonly name?: string;
+  readonly folder: string;
+  readonly firstSeen: number;
+  readonly lastSeen: number;
 }
 
 /** A shared folder's state in `clawpeer status` (the folder service's FolderStatus, as JSON). */

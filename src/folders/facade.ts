@@ -16,6 +16,11 @@ export {
 export { findPeer, PeerStore, type PeerEntry } from '../home/peer-store.js';
 export type { FolderLogEntry } from './folder-log.js';
 
+/** Folder offers of paired peers (folder-offers.ts), loaded when `folder list` runs. */
+export async function folderOffersModule(): Promise<typeof import('./folder-offers.js')> {
+  return import('./folder-offers.js');
+}
+
 /** The folder log's entries (folder-log.ts), loaded when `folder log` runs. */
 export async function folderLogModule(): Promise<typeof import('./folder-log.js')> {
   return import('./folder-log.js');

@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import type { NodeConfig } from '../home/config.js';
 import type { FolderConfig, FolderMode } from '../home/folders-config.js';
 import type { VersioningPolicy } from '../sync/versioning.js';
-import type { PeerStore } from '../home/peer-store.js';
+import type { PeerEntry, PeerStore } from '../home/peer-store.js';
 import type { ResolvedPeer } from '../home/peer-resolve.js';
 import type { Share } from '../home/shares.js';
 import type { PathSources } from '../reach/path-sources.js';
@@ -92,6 +92,8 @@ export interface FolderServiceOptions {
   readonly activity?: ListenerActivity;
   /** The versioning policy's hook (the sync core applies it). */
   readonly afterSync?: AfterFolderSync;
+  /** Told of config.json's folders and the pairs at each reload: offers of folders added since, or of peers unpaired, go (folder-offers.ts). */
+  readonly offers?: { follow(folders: readonly FolderConfig[], pairs: readonly PeerEntry[]): void };
 }
 
 /** A folder the service runs: its config, paired peers, problem and watcher. */

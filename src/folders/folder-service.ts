@@ -298,6 +298,7 @@ export class FolderService {
       return;
     }
     const pairs = await this.#o.peers.list().catch(() => []);
+    this.#o.offers?.follow(folders, pairs); // folder-offers.ts
     this.#names = new Map(pairs.map((p) => [p.id, p.name]));
     const foreign = new Set(this.#o.shares.filter((s) => !this.#ownShares.has(s)).map((s) => s.name));
     // Each folder's peers as node ids now (a peer paired or unpaired since changes them too).

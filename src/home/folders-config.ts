@@ -49,6 +49,9 @@ export function versioningProblem(text: string): string | undefined {
   }
 }
 
+/** Whether `id` is a folder id (what a peer's share name must be to count as a folder it offers). */
+export const isFolderId = (id: string): boolean => FOLDER_ID.test(id);
+
 export function checkFolderId(id: string, what: string): string {
   if (!FOLDER_ID.test(id))
     throw new ClawpeerError(

@@ -103,14 +103,23 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
   // listener accepts a session: a peer's sync of a folder right after a start found no such
   // share (SHARE_UNKNOWN) while the service was still reading the config. Their watchers and
   // logs, and what runs, are the listener's: made here, handed to it.
-  const [{ ResidentFolders }, { ListenerActivity }, { dialPathsFor }, { FolderService }, { afterFolderSync }] =
-    await Promise.all([
-      import('../folder-sync/synced-folder.js'),
-      import('../session/listener-activity.js'),
-      import('../reach/dial-paths.js'),
-      import('../folders/folder-service.js'),
-      import('../folders/folder-versioning.js'),
-    ]);
+  const [
+    { ResidentFolders },
+    { ListenerActivity },
+    { dialPathsFor },
+    { FolderService },
+    { afterFolderSync },
+    { FolderOffers },
+  ] = await Promise.all([
+    import('../folder-sync/synced-folder.js'),
+    import('../session/listener-activity.js'),
+    import('../reach/dial-paths.js'),
+    import('../folders/folder-service.js'),
+    import('../folders/folder-versioning.js'),
+    import('../folders/folder-offers.js'),
+  ]);
+  // Folders paired peers asked to sync that this home has not added (`status`: "bob offers folder docs").
+  const offers = await FolderOffers.load(home.dir, listenLog);
   const resident = new ResidentFolders({ log: listenLog });
   const activity = new ListenerActivity();
   const dialPaths = (peer: ResolvedPeer): ReturnType<typeof dialPathsFor> =>
@@ -128,6 +137,7 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     activity,
     ...limited,
     afterSync: afterFolderSync({ resident, nodeId: identity.nodeId }),
+    offers,
   }).catch(async (err: unknown) => {
     await resident.close();
     throw err;
@@ -151,7 +161,10 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     // A peer's session arriving, or a sync it ran here, tells the service the peer is online.
     onPeerSession: (peerId) => folders.peerOnline(peerId),
     onSyncServed: (peerId, served) => folders.syncServed(peerId, served),
-    onSyncServeFailed: (peerId, share, err) => folders.syncServeFailed(peerId, share, err),
+    onSyncServeFailed: (peerId, share, err) => {
+      folders.syncServeFailed(peerId, share, err);
+      offers.refused(peerId, share, err); // a folder we do not have: the peer offers it
+    },
     pausedFolder: (share, peerId) => folders.pausedFor(share, peerId),
   }).catch(async (err: unknown) => {
     await folders.close();
@@ -193,6 +206,7 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
       activity: activity.snapshot(),
       ended: activity.totals(),
       folders: folders.status(),
+      offers: offers.list(),
     };
   };
   // `clawpeer sync` of one of these shares from this home runs here, with the share's watcher.
@@ -227,6 +241,7 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
         control === undefined ? undefined : removeListening(home.dir).catch(() => undefined),
       ]);
       await server.close();
+      await offers.flushed();
     },
   };
 }

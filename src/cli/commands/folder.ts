@@ -15,6 +15,7 @@ import {
   FOLDER_INTERVAL_LIMITS_S,
   FOLDER_MODES,
   folderLogModule,
+  folderOffersModule,
   loadFolders,
   overlappingFolder,
   PeerStore,
@@ -27,6 +28,7 @@ import {
 import type { RevertReport } from '../../folder-sync/facade.js';
 import { intOption } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
+import { offerLines } from './status.js';
 
 function folderRecord(f: FolderConfig): Record<string, unknown> {
   return {
@@ -185,18 +187,33 @@ async function setPaused(ctx: CommandContext, id: string, paused: boolean): Prom
   );
 }
 
-/** `clawpeer folder list` (also run without yargs: plain-fast-path.ts). */
+/**
+ * `clawpeer folder list` (also run without yargs: plain-fast-path.ts): the folders, then the
+ * folders paired peers offer that this home has not added, as its listener last kept them
+ * (folders/folder-offers.ts; those of folders added or peers unpaired since are left out).
+ */
 export async function listFolders(ctx: CommandContext): Promise<void> {
-  const folders = await loadFolders(ctx.home.dir);
+  const [folders, pairs, { readFolderOffers, standingOffers }] = await Promise.all([
+    loadFolders(ctx.home.dir),
+    new PeerStore(ctx.home.peersFile).list().catch(() => []),
+    folderOffersModule(),
+  ]);
+  const now = Date.now();
+  const offers = standingOffers(await readFolderOffers(ctx.home.dir), folders, pairs, now);
   if (ctx.out.json) {
     for (const f of folders) ctx.out.emit({ event: 'folder', ...folderRecord(f) }, '');
+    for (const o of offers) ctx.out.emit({ event: 'folder-offer', ...o }, '');
     return;
   }
   ctx.out.emit(
     {},
-    folders.length === 0
-      ? 'no shared folders (clawpeer folder add PATH --id ID --with PEER)'
-      : folders.map(folderLine).join('\n'),
+    [
+      folders.length === 0 ? 'no shared folders (clawpeer folder add PATH --id ID --with PEER)' : '',
+      ...folders.map(folderLine),
+      ...offerLines(offers, now),
+    ]
+      .filter((l) => l !== '')
+      .join('\n'),
   );
 }
 
@@ -348,7 +365,12 @@ export function registerFolderCommands(cli: Argv, run: Runner): Argv {
               .example('$0 folder edit docs --add-peer carol', 'keep docs in sync with carol too'),
           run(editFolder),
         )
-        .command('list', 'the shared folders of this home', (a) => a, run(listFolders))
+        .command(
+          'list',
+          'the shared folders of this home, then the folders paired peers offer to it',
+          (a) => a,
+          run(listFolders),
+        )
         .command(
           'remove <id>',
           'stop sharing a folder (its files stay)',

@@ -95,6 +95,25 @@ function unsyncableLines(f: NonNullable<ListenerStatus['folders']>[number]): str
   ];
 }
 
+/**
+ * Folders paired peers offer that this home has not added (folders/folder-offers.ts), as
+ * Syncthing's "bob wants to share folder docs": `folder offers:` then `  bob offers folder docs
+ * (since 2 min ago): clawpeer folder add DIR --id docs --with bob`. None: no line.
+ */
+export function offerLines(offers: NonNullable<ListenerStatus['offers']>, nowMs: number): string[] {
+  if (offers.length === 0) return [];
+  return [
+    'folder offers:',
+    ...offers.map((o) => {
+      const who = o.name ?? o.peer;
+      const since = duration(Math.max(0, nowMs - o.firstSeen) / 1000);
+      return escapeToShow(
+        `  ${who} offers folder ${o.folder} (since ${since} ago): clawpeer folder add DIR --id ${o.folder} --with ${who}`,
+      );
+    }),
+  ];
+}
+
 /** `pairNames`: this home's pair names by id, for a peer not connected now (a sync the listener runs toward it). */
 function report(ctx: CommandContext, s: ListenerStatus, pairNames: ReadonlyMap<string, string>): void {
   const now = Date.now();
@@ -111,6 +130,7 @@ function report(ctx: CommandContext, s: ListenerStatus, pairNames: ReadonlyMap<s
     ...s.activity.map((a) => activityLine(a, nameOf.get(a.peer) ?? a.peer, now)),
     `since it started: ${(['push', 'pull', 'sync'] as const).map((k) => endedLine(k, s.ended[k])).join(', ')}`,
     ...(s.folders ?? []).flatMap((f) => folderLines(f, nameOf, now)),
+    ...offerLines(s.offers ?? [], now),
   ];
   ctx.out.emit({ event: 'status', ...s, uptimeSeconds: Math.round((now - s.startedAt) / 1000) }, lines.join('\n'));
 }
