@@ -5,7 +5,7 @@ import t, { type Test } from 'tap';
 import { mkdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parsePlainCommand } from '../../src/cli/plain-fast-path.js';
-import { initNode, pairAdd, runCli, startListener, type CliResult } from './cli-harness.js';
+import { initNode, pairAdd, runCli, startListener, type CliResult } from '../e2e/cli-harness.js';
 
 const me = await initNode('report-fast');
 const bob = await initNode('report-fast-bob');

@@ -12,8 +12,8 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { allInSync, foldersOf, startFolderNodes, until, type FolderNode } from './folder-rig.js';
-import { runCli } from './cli-harness.js';
+import { allInSync, foldersOf, startFolderNodes, until, type FolderNode } from '../e2e/folder-rig.js';
+import { runCli } from '../e2e/cli-harness.js';
 
 function mount(args: string[]): string | undefined {
   try {

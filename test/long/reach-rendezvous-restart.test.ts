@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { CLI, initNode, jsonLines, runCli, startListener } from './cli-harness.js';
+import { CLI, initNode, jsonLines, runCli, startListener } from '../e2e/cli-harness.js';
 
 /** A UDP port P with P+1 free too (the rendezvous serves both). */
 async function freePortPair(): Promise<number> {

@@ -11,7 +11,7 @@
 import t from 'tap';
 import { cp, lstat, mkdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { jsonLines, runCli } from './cli-harness.js';
+import { jsonLines, runCli } from '../e2e/cli-harness.js';
 import {
   addReceiveOnlyDocs,
   cli,
@@ -21,7 +21,7 @@ import {
   startFolderNodes,
   until,
   type FolderNode,
-} from './folder-rig.js';
+} from '../e2e/folder-rig.js';
 
 const nodes = await startFolderNodes(['a', 'b']);
 t.teardown(async () => {

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { initNode, jsonLines, runCli, startListener, tempHome } from './cli-harness.js';
+import { initNode, jsonLines, runCli, startListener, tempHome } from '../e2e/cli-harness.js';
 
 const work = await tempHome('aside-names');
 const A = await initNode('asa');
