@@ -527,9 +527,12 @@ export class FolderService {
       await this.#sessions.drop(peerId);
       // The peer's copy refused what it does not take: learnt, retried narrowed at once, no failure.
       narrowed = !this.#stop.signal.aborted && this.#peerLimits.learn(err, f, peerId, log);
-      finish(
-        narrowed ? { kind: 'busy', error: failureText(err, f.id) } : this.#outcomeOf(err, f, peerId, dialled, log),
-      );
+      const outcome = narrowed
+        ? { kind: 'busy' as const, error: failureText(err, f.id) }
+        : this.#outcomeOf(err, f, peerId, dialled, log);
+      // Nor is a folder busy on either side (both syncing it at once, as at every start): retried shortly.
+      if (outcome.kind === 'busy') narrowed = true;
+      finish(outcome);
     } finally {
       if (narrowed) activity?.discard();
       else activity?.end(ok);

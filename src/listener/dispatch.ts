@@ -178,13 +178,18 @@ async function serveRequests(
               err,
               ctx.shares.find((s) => s.name === msg.share),
             );
-          if (!narrowing) throw err;
-          // Expected: the peer learns this copy's mode and syncs narrowed on a new session.
-          ctx.log.info('sync refused: the peer syncs narrowed to what this copy takes', {
-            peer: session.peerId,
-            share: msg.share,
-            reason: (err as Error).message,
-          });
+          // A folder already being synced (the peer and this side syncing it at once, as at every
+          // start): the peer retries shortly; neither a warning nor a failed sync.
+          const busy = msg.type === 'sync-request' && isClawpeerError(err, 'FOLDER_BUSY');
+          if (!narrowing && !busy) throw err;
+          narrowing = true;
+          // Expected: the peer learns this copy's mode and syncs narrowed, or retries, on a new session.
+          ctx.log.info(
+            busy
+              ? 'sync refused: the folder is being synced; the peer retries'
+              : 'sync refused: the peer syncs narrowed to what this copy takes',
+            { peer: session.peerId, share: msg.share, reason: (err as Error).message },
+          );
           return;
         } finally {
           if (narrowing) activity?.discard();
