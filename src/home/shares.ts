@@ -145,9 +145,12 @@ export function findShare(shares: readonly Share[], name: string, peerId: string
   const wanted = name === '' ? DEFAULT_SHARE_NAME : name;
   const share = shares.find((s) => s.name === wanted) ?? (name === '' ? shares[0] : undefined);
   if (share === undefined) {
+    // The peer is told the names it could list (serveList's): a share or folder on another
+    // peer's allow list is none of its business.
+    const visible = shares.filter((s) => s.allow === undefined || s.allow.includes(peerId)).map((s) => s.name);
     throw new ClawpeerError(
       'SHARE_UNKNOWN',
-      `no share named ${JSON.stringify(wanted)} here (shares: ${shares.map((s) => s.name).join(', ') || 'none'})`,
+      `no share named ${JSON.stringify(wanted)} here (shares: ${visible.join(', ') || 'none'})`,
     );
   }
   if (share.allow !== undefined && !share.allow.includes(peerId)) {
