@@ -12,13 +12,13 @@
 // it is ignored too. Kept across restarts in the home's folder-offers.json (one small atomic
 // write per new or gone offer; a peer's retries move `lastSeen` in the file at most every
 // LAST_SEEN_WRITE_STEP_MS), a cache: missing or unreadable, it is empty.
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { isFolderId, type FolderConfig } from '../home/folders-config.js';
 import type { PeerEntry } from '../home/peer-store.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
+import { readBounded } from '../support/read-bounded.js';
 import { pairKey } from './pair-key.js';
 
 export const FOLDER_OFFERS_FILE = 'folder-offers.json';
@@ -79,8 +79,8 @@ export function standingOffers(
 /** The offers in the home's file, checked and capped (empty when missing or unreadable). */
 export async function readFolderOffers(homeDir: string): Promise<FolderOffer[]> {
   try {
-    const text = await readFile(folderOffersFile(homeDir), 'utf8');
-    if (text.length > MAX_FILE_BYTES) return [];
+    // Bounded, and a regular file only: a FIFO there would hang the listener's start.
+    const text = (await readBounded(folderOffersFile(homeDir), MAX_FILE_BYTES)).toString('utf8');
     const raw = JSON.parse(text) as { version?: unknown; offers?: unknown };
     if (raw.version !== 1 || !Array.isArray(raw.offers)) return [];
     const out: FolderOffer[] = [];

@@ -4,10 +4,10 @@
 // loads a folder's file when it starts the folder and writes it after each sync that moved a
 // time: one small atomic write per completed sync, none per file. A cache: a missing or
 // unreadable file is an empty one, and a failed write is only logged.
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { INTERNAL_DIR_NAME } from '../store/internal-names.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
+import { readBounded } from '../support/read-bounded.js';
 
 export const LAST_SYNCS_FILE = 'last-syncs.json';
 const MAX_FILE_BYTES = 1 << 20;
@@ -20,8 +20,8 @@ export function lastSyncsFile(folderDir: string): string {
 export async function readLastSyncs(folderDir: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   try {
-    const text = await readFile(lastSyncsFile(folderDir), 'utf8');
-    if (text.length > MAX_FILE_BYTES) return out;
+    // Bounded, and a regular file only: a FIFO there would hang the folder's start.
+    const text = (await readBounded(lastSyncsFile(folderDir), MAX_FILE_BYTES)).toString('utf8');
     const raw = JSON.parse(text) as { version?: unknown; peers?: unknown };
     if (raw.version !== 1 || typeof raw.peers !== 'object' || raw.peers === null) return out;
     for (const [peer, v] of Object.entries(raw.peers as Record<string, { lastSyncAt?: unknown }>)) {
