@@ -112,13 +112,34 @@ export async function readFolderLog(homeDir: string, folder?: string): Promise<F
   for (const line of await readLines(path.join(homeDir, FOLDER_LOG_NAME))) {
     try {
       const e = JSON.parse(line) as FolderLogEntry;
-      if (typeof e.folder === 'string' && typeof e.time === 'number' && (folder === undefined || e.folder === folder))
+      if (
+        typeof e.folder === 'string' &&
+        typeof e.time === 'number' &&
+        hasPathList(e) &&
+        (folder === undefined || e.folder === folder)
+      )
         out.push(e);
     } catch {
       // a line cut by a crash: skipped
     }
   }
   return out;
+}
+
+/**
+ * Whether `e`'s paths are what `folder log` prints: a list of entries each with a string path
+ * (a revert's always; a sync's when present). A line edited or damaged otherwise is skipped, not
+ * the command's crash.
+ */
+function hasPathList(e: FolderLogEntry): boolean {
+  const paths: unknown = e.paths;
+  if (paths === undefined) return e.kind !== 'revert';
+  return (
+    Array.isArray(paths) &&
+    paths.every(
+      (p: unknown) => typeof p === 'object' && p !== null && typeof (p as { path?: unknown }).path === 'string',
+    )
+  );
 }
 
 async function readLines(file: string): Promise<string[]> {
