@@ -305,6 +305,7 @@ export class FolderService {
     const resolved = await resolveFolderPeers(folders, pairs, foreign);
     const fingerprint = (f: FolderConfig, peerIds: readonly string[]): string => JSON.stringify([f, peerIds]);
     let changed = false;
+    const edited: string[] = []; // folders kept with new settings (mode, versioning, peers, path)
     for (const [id, a] of [...this.#active]) {
       const want = resolved.get(id);
       if (want !== undefined && a.fingerprint === fingerprint(want.f, want.peerIds)) continue;
@@ -312,6 +313,7 @@ export class FolderService {
       this.#active.delete(id);
       this.#localChanges.forget(id);
       this.#watches.forget(id);
+      if (want !== undefined) edited.push(id);
       changed = true;
     }
     for (const { f, peerIds, problem } of resolved.values()) {
@@ -335,6 +337,9 @@ export class FolderService {
       ),
       now,
     );
+    // An edited folder syncs now with its settings (a send-only copy made two-way takes the
+    // peers' files), not at its next interval; a paused one stays paused.
+    for (const id of edited) this.#schedule.request(now, { folder: id });
     // A listener's earlier runs synced them too: `status` says when, not `never synced`.
     for (const a of this.#active.values())
       for (const peer of a.peerIds) {
