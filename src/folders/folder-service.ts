@@ -556,8 +556,11 @@ export class FolderService {
       log.info('the peer has paused the folder; trying again at its interval', { folder: f.id, peer: peerId });
       return { kind: 'peer-paused' };
     }
+    // A dial the peer answered with a refusal (it unpaired this node, its key is not the pinned
+    // one) reached it: an error, not `waiting` for a peer that is online.
+    const refusedAtHandshake = isClawpeerError(err, 'PEER_NOT_PAIRED') || isClawpeerError(err, 'AUTH_FAILED');
     const offline =
-      !dialled ||
+      (!dialled && !refusedAtHandshake) ||
       isClawpeerError(err, 'UNREACHABLE') ||
       isClawpeerError(err, 'TIMEOUT') ||
       isClawpeerError(err, 'CONNECTION_CLOSED');
