@@ -25,7 +25,7 @@ import { QuietTimer } from '../support/quiet-timer.js';
 import { watchFile } from '../support/watch-file.js';
 import { FolderSchedule, type SyncOutcome } from '../sync/folder-schedule.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
-import type { ConnectedPeer } from '../session/listener-activity.js';
+import type { ConnectedPeer, ListenerActivity } from '../session/listener-activity.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import type { ServedSync } from '../folder-sync/sync-service.js';
 import { FolderLog, revertLogEntry, type FolderLogEntry, type FolderSyncLogEntry } from './folder-log.js';
@@ -459,7 +459,9 @@ export class FolderService {
     const sync = new AbortController();
     const onStop = (): void => sync.abort(this.#stop.signal.reason);
     this.#stop.signal.addEventListener('abort', onStop, { once: true });
-    const activity = this.#o.activity?.begin({ peer: peerId, kind: 'sync', share: f.id, path: '' });
+    // Begun once the peer answered: a running sync makes status say `syncing`, and a retry of an
+    // unreachable peer stays `waiting` while it dials (the schedule's rule).
+    let activity: ReturnType<ListenerActivity['begin']> | undefined;
     let ok = false;
     let narrowed = false;
     let dialled = false;
@@ -470,6 +472,7 @@ export class FolderService {
         import('../folder-sync/sync-client.js'),
       ]);
       dialled = true;
+      activity = this.#o.activity?.begin({ peer: peerId, kind: 'sync', share: f.id, path: '' });
       this.#schedule.connected(f.id, peerId, Date.now());
       this.#schedule.peerOnline(peerId, Date.now()); // a dial that works: the peer's other folders need not wait out their backoff
       // The folder's syncs with other peers go first; then this one holds the folder.
