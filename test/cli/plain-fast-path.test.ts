@@ -2,18 +2,8 @@
 // arguments object yargs builds for the same command line, and decline every form it cannot read
 // exactly as yargs does.
 import t from 'tap';
-import { buildCli } from '../../src/cli/main.js';
 import { parsePlainCommand } from '../../src/cli/plain-fast-path.js';
-
-/** What the yargs command handler receives for `argv` (nothing runs). */
-async function yargsArgs(argv: string[]): Promise<Record<string, unknown> | undefined> {
-  let got: Record<string, unknown> | undefined;
-  const cli = await buildCli(argv, () => async (args) => {
-    got = { ...args };
-  });
-  await cli.parseAsync();
-  return got;
-}
+import { yargsArgs } from './yargs-args.js';
 
 t.test('the plain forms of push, pull and sync get the arguments yargs gives', async (t) => {
   const forms: string[][] = [

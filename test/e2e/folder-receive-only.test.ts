@@ -12,7 +12,7 @@
 import t from 'tap';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { cli, foldersOf, hasText, startFolderNodes, until, type FolderNode } from './folder-rig.js';
+import { cli, folderSyncLog, foldersOf, hasText, startFolderNodes, until, type FolderNode } from './folder-rig.js';
 
 const nodes = await startFolderNodes(['a', 'b', 'c']);
 t.teardown(async () => {
@@ -20,8 +20,7 @@ t.teardown(async () => {
 });
 const [A, B, C] = nodes as [FolderNode, FolderNode, FolderNode];
 
-const folderLog = async (n: FolderNode): Promise<Record<string, unknown>[]> =>
-  (await cli(n.home, ['folder', 'log', 'docs'])).filter((e) => e['event'] === 'folder-sync');
+const folderLog = (n: FolderNode): Promise<Record<string, unknown>[]> => folderSyncLog(n, 'docs');
 
 t.test('a peer change a receive-only copy leaves as is is not passed on', async (t) => {
   await writeFile(path.join(A.dir, 'doc.txt'), 'first\n');

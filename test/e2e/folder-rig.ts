@@ -144,3 +144,7 @@ export const docsRootsAgree = (A: FolderNode, B: FolderNode) => async (): Promis
   const [a, b] = await Promise.all([docsOn(A), docsOn(B)]);
   return a?.root !== undefined && a.root === b?.root && a.pending === false && b.pending === false;
 };
+
+/** The `folder-sync` entries of `folder log ID` on `n`. */
+export const folderSyncLog = async (n: FolderNode, id: string): Promise<Record<string, unknown>[]> =>
+  (await cli(n.home, ['folder', 'log', id])).filter((e) => e['event'] === 'folder-sync');

@@ -15,6 +15,7 @@ import {
   allInSync,
   cli,
   docsOn,
+  folderSyncLog,
   hasText,
   startFolderNodes,
   statusOf,
@@ -28,8 +29,7 @@ t.teardown(async () => {
 });
 const [A, B, C] = nodes as [FolderNode, FolderNode, FolderNode];
 
-const folderLog = async (n: FolderNode): Promise<Record<string, unknown>[]> =>
-  (await cli(n.home, ['folder', 'log', 'docs'])).filter((e) => e['event'] === 'folder-sync');
+const folderLog = (n: FolderNode): Promise<Record<string, unknown>[]> => folderSyncLog(n, 'docs');
 
 t.test('a kept edit on a receive-only copy leaves every pair in sync', async (t) => {
   await writeFile(path.join(A.dir, 'one.txt'), 'first\n');
