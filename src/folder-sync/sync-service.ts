@@ -43,17 +43,20 @@ import type { TransferProgress } from '../transfer/transfer-progress.js';
 export const RECEIVE_ONLY_REFUSAL = 'this folder is receive-only here: only send-only syncs are served';
 
 /**
- * Whether `err`, the refusal of a sync of `share`, is one the peer's folder service expects: a
- * shared folder here, send-only (SHARE_READ_ONLY) or receive-only, refusing the direction it
- * does not take. The peer learns its mode from it and syncs narrowed at once (folders/
- * peer-limits.ts): news for the log, not a failed sync. A plain share's refusal stays one.
+ * Why `err`, the refusal of a sync of `share`, is one the peer's folder service expects, if it
+ * is: `narrowing`, a shared folder here, send-only (SHARE_READ_ONLY) or receive-only, refusing
+ * the direction it does not take (the peer learns its mode and syncs narrowed at once,
+ * folders/peer-limits.ts); `busy`, the folder already being synced (both sides syncing it at
+ * once, as at every start: the peer retries shortly). News for the log, not a failed sync. A
+ * plain share's refusal stays one.
  */
-export function isModeNarrowingRefusal(err: unknown, share: Share | undefined): boolean {
-  if (share?.keptFolder !== true) return false;
-  return (
+export function expectedSyncRefusal(err: unknown, share: Share | undefined): 'narrowing' | 'busy' | undefined {
+  if (isClawpeerError(err, 'FOLDER_BUSY')) return 'busy';
+  if (share?.keptFolder !== true) return undefined;
+  const narrowing =
     isClawpeerError(err, 'SHARE_READ_ONLY') ||
-    (isClawpeerError(err, 'SHARE_FORBIDDEN') && err.message.includes(RECEIVE_ONLY_REFUSAL))
-  );
+    (isClawpeerError(err, 'SHARE_FORBIDDEN') && err.message.includes(RECEIVE_ONLY_REFUSAL));
+  return narrowing ? 'narrowing' : undefined;
 }
 
 /** How long a sync waits for another sync of the same share to finish, ms. */

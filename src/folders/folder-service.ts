@@ -463,7 +463,8 @@ export class FolderService {
     // unreachable peer stays `waiting` while it dials (the schedule's rule).
     let activity: ReturnType<ListenerActivity['begin']> | undefined;
     let ok = false;
-    let narrowed = false;
+    /** The sync ended in a refusal the schedule retries at once (a mode learnt, a busy folder): not counted. */
+    let uncounted = false;
     let dialled = false;
     try {
       const peer = await resolvePeer(this.#o.peers, peerId, undefined);
@@ -534,15 +535,15 @@ export class FolderService {
     } catch (err) {
       await this.#sessions.drop(peerId);
       // The peer's copy refused what it does not take: learnt, retried narrowed at once, no failure.
-      narrowed = !this.#stop.signal.aborted && this.#peerLimits.learn(err, f, peerId, log);
+      const narrowed = !this.#stop.signal.aborted && this.#peerLimits.learn(err, f, peerId, log);
       const outcome = narrowed
         ? { kind: 'busy' as const, error: failureText(err, f.id) }
         : this.#outcomeOf(err, f, peerId, dialled, log);
       // Nor is a folder busy on either side (both syncing it at once, as at every start): retried shortly.
-      if (outcome.kind === 'busy') narrowed = true;
+      uncounted = outcome.kind === 'busy';
       finish(outcome);
     } finally {
-      if (narrowed) activity?.discard();
+      if (uncounted) activity?.discard();
       else activity?.end(ok);
       this.#stop.signal.removeEventListener('abort', onStop);
       sync.abort(); // the sync's data-stream router stops: the session's next sync runs its own

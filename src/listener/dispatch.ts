@@ -25,7 +25,7 @@ import { serveList } from '../push-pull/list-service.js';
 import { serveTransfer } from '../push-pull/transfer-service.js';
 import { ShareWatches } from '../folder-sync/share-watch-service.js';
 import type { ResidentFolders } from '../folder-sync/synced-folder.js';
-import { isModeNarrowingRefusal, serveSync, type ServedSync } from '../folder-sync/sync-service.js';
+import { expectedSyncRefusal, serveSync, type ServedSync } from '../folder-sync/sync-service.js';
 
 /** What the listener gives every session it serves. */
 export interface ServiceContext {
@@ -153,7 +153,7 @@ async function serveRequests(
                 path: msg.type === 'transfer-request' ? msg.path : '',
               });
         let ok = false;
-        let narrowing = false;
+        let expected: ReturnType<typeof expectedSyncRefusal> = undefined;
         try {
           if (msg.type === 'transfer-request') await serveTransfer(session, router, msg, ctx, signal, activity);
           else if (msg.type === 'sync-request') {
@@ -172,27 +172,24 @@ async function serveRequests(
               .sendError(wireCodeFor(err).name, inShareTerms(err.message, ctx.shares))
               .catch(() => undefined);
           }
-          narrowing =
-            msg.type === 'sync-request' &&
-            isModeNarrowingRefusal(
-              err,
-              ctx.shares.find((s) => s.name === msg.share),
-            );
-          // A folder already being synced (the peer and this side syncing it at once, as at every
-          // start): the peer retries shortly; neither a warning nor a failed sync.
-          const busy = msg.type === 'sync-request' && isClawpeerError(err, 'FOLDER_BUSY');
-          if (!narrowing && !busy) throw err;
-          narrowing = true;
-          // Expected: the peer learns this copy's mode and syncs narrowed, or retries, on a new session.
+          expected =
+            msg.type === 'sync-request'
+              ? expectedSyncRefusal(
+                  err,
+                  ctx.shares.find((s) => s.name === msg.share),
+                )
+              : undefined;
+          if (expected === undefined) throw err;
+          // The peer syncs narrowed, or retries, on a new session: an info line, not a warning.
           ctx.log.info(
-            busy
+            expected === 'busy'
               ? 'sync refused: the folder is being synced; the peer retries'
               : 'sync refused: the peer syncs narrowed to what this copy takes',
             { peer: session.peerId, share: msg.share, reason: (err as Error).message },
           );
           return;
         } finally {
-          if (narrowing) activity?.discard();
+          if (expected !== undefined) activity?.discard();
           else activity?.end(ok);
           budget.release(); // its manifests are garbage now
         }
