@@ -108,14 +108,16 @@ if (refused !== undefined) {
       (await foldersOf(A)).find((f) => f.id === 'docs')?.peers.find((p) => p.peer === B.id);
     await until(nodes, "B's sync of big.bin running on A", async () => (await pairOnA())?.state === 'syncing', 20_000);
     await B.listener.stop('SIGKILL');
-    // The served sync fails once A finds the connection gone (its idle timeout).
+    // The sync fails once A finds the connection gone (its idle timeout). Which side ran it is a
+    // race (B's service pushing, or A's own pulling after B's change notice): a served sync that
+    // failed leaves the pair in-sync, A's own one finds the peer offline, `waiting`; never an error.
     await until(nodes, 'the sync on A over', async () => (await pairOnA())?.state !== 'syncing', 30_000);
     const after = await pairOnA();
-    t.equal(
-      after?.state,
-      'in-sync',
-      `still in-sync: the peer went away, nothing is wrong here (${after?.error ?? ''})`,
+    t.ok(
+      after?.state === 'in-sync' || after?.state === 'waiting',
+      `in-sync or waiting: the peer went away, nothing is wrong here (${after?.state ?? ''}: ${after?.error ?? ''})`,
     );
-    t.equal(after?.error, undefined, 'no error');
+    if (after?.state === 'waiting') t.match(after.error, /connection|closed|timed out/i, 'waiting names the lost peer');
+    else t.equal(after?.error, undefined, 'no error');
   });
 }
