@@ -17,7 +17,7 @@ import { isClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { isFolderId, type FolderConfig } from '../home/folders-config.js';
 import type { PeerEntry } from '../home/peer-store.js';
-import { writeFileAtomic } from '../support/atomic-file.js';
+import { removeDeadTemps, writeFileAtomic } from '../support/atomic-file.js';
 import { readBounded } from '../support/read-bounded.js';
 import { pairKey } from './pair-key.js';
 
@@ -143,6 +143,7 @@ export class FolderOffers {
   /** The offers of the home's file (a listener's earlier run saw them). */
   static async load(homeDir: string, log: Logger): Promise<FolderOffers> {
     const offers = new FolderOffers(homeDir, log);
+    await removeDeadTemps(folderOffersFile(homeDir));
     for (const o of await readFolderOffers(homeDir))
       offers.#offers.set(pairKey(o.folder, o.peer), { ...o, written: o.lastSeen });
     return offers;

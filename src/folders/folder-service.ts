@@ -158,7 +158,7 @@ export class FolderService {
 
   /** The pair's last sync time as the schedule has it, into the folder's file when it moved (last-syncs.ts). */
   #keepLastSync(folderId: string, peerId: string): void {
-    const at = this.#schedule.snapshot().find((p) => p.folder === folderId && p.peer === peerId)?.lastSyncAt;
+    const at = this.#schedule.lastSyncAt(folderId, peerId);
     if (at !== undefined) this.#lastSyncs.record(folderId, peerId, at);
   }
 

@@ -6,7 +6,7 @@
 // unreadable file is an empty one, and a failed write is only logged.
 import path from 'node:path';
 import { INTERNAL_DIR_NAME } from '../store/internal-names.js';
-import { writeFileAtomic } from '../support/atomic-file.js';
+import { removeDeadTemps, writeFileAtomic } from '../support/atomic-file.js';
 import { readBounded } from '../support/read-bounded.js';
 
 export const LAST_SYNCS_FILE = 'last-syncs.json';
@@ -52,6 +52,7 @@ export class LastSyncs {
 
   /** Reads folder `folderId`'s file in `dir` (again: a folder started anew may have moved). */
   async load(folderId: string, dir: string): Promise<void> {
+    await removeDeadTemps(lastSyncsFile(dir));
     const times = await readLastSyncs(dir);
     this.#folders.set(folderId, { dir, times, written: Promise.resolve() });
   }

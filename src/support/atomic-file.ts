@@ -6,8 +6,10 @@
 // the open fail instead of handing them the content, which may be a private key.
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
-import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { ClawpeerError } from '../errors.js';
+import { processAlive } from './process-alive.js';
 
 /** open(2) flags for a new file that must not exist yet, not even as a symlink. */
 export const EXCLUSIVE_CREATE_FLAGS =
@@ -49,4 +51,30 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, m
     if (created) await unlink(tmp).catch(() => undefined);
     throw new ClawpeerError('IO', `cannot write ${file}: ${(err as Error).message}`, { cause: err });
   }
+}
+
+/**
+ * Removes the temp files `writeFileAtomic` left next to `file` when its writer died mid-write
+ * (their names carry the writer's pid): a listener killed while writing a cache it rewrites
+ * after every sync would otherwise leave one more each time. A live writer's are left alone.
+ */
+export async function removeDeadTemps(file: string): Promise<number> {
+  const prefix = `${basename(file)}.tmp-`;
+  let names: string[];
+  try {
+    names = await readdir(dirname(file));
+  } catch {
+    return 0; // no directory yet: nothing left behind
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const m = /^(\d+)-[0-9a-f]{16}$/.exec(name.slice(prefix.length));
+    if (m === null || processAlive(Number(m[1]))) continue;
+    await unlink(join(dirname(file), name)).then(
+      () => removed++,
+      () => undefined,
+    );
+  }
+  return removed;
 }

@@ -209,6 +209,11 @@ export class FolderSchedule {
     if (p !== undefined && (p.lastSyncAt === undefined || p.lastSyncAt < lastSyncAt)) p.lastSyncAt = lastSyncAt;
   }
 
+  /** The end of the pair's last completed sync, ms since the epoch (undefined: never, or not a pair). */
+  lastSyncAt(folder: string, peer: string): number | undefined {
+    return this.#pairs.get(keyOf(folder, peer))?.lastSyncAt;
+  }
+
   /** The peer ran a sync of the folder here: its copy is not paused (any more); a pair `peer-paused` is due now. */
   peerResumed(folder: string, peer: string, nowMs: number): void {
     const p = this.#pairs.get(keyOf(folder, peer));

@@ -328,6 +328,9 @@ t.test("a pair's last sync from an earlier run is kept until a newer one", async
   s.finish('docs', 'a', T0 + 10, { kind: 'done' });
   s.knownSync('docs', 'a', T0 - 5_000);
   t.equal(stateOf(s, 'docs', 'a')?.lastSyncAt, T0 + 10, 'an older time does not replace a newer one');
+  t.equal(s.lastSyncAt('docs', 'a'), T0 + 10, 'the one pair asked for, as its status has it');
+  t.equal(s.lastSyncAt('docs', 'b'), undefined);
+  t.equal(s.lastSyncAt('docs', 'nobody'), undefined, 'not a pair');
 });
 
 t.test('a sync that ended unsettled (changes came in meanwhile) runs again at once, no error', async (t) => {
