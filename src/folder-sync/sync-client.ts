@@ -62,6 +62,8 @@ export interface SyncFolderOptions {
   readonly onProgress?: (p: TransferProgress) => void;
   /** A listener's folder state: no scan when the folder's watcher vouches nothing changed, the log kept open. */
   readonly resident?: ResidentFolders;
+  /** A listener's shared folder: refused when its `.clawpeer/` marker is gone (synced-folder.ts requireMarker). */
+  readonly requireMarker?: boolean;
   /** sync --bwlimit, bytes per second: caps what this side sends, and the peer is asked to cap what it sends. */
   readonly bwlimit?: number;
   /** More caps on what this side sends (a listener's --bwlimit, for the syncs it runs). */
@@ -262,6 +264,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       onLockHeld: endStale,
       afterLock: request,
       create: !dryRun,
+      ...(o.requireMarker === true ? { requireMarker: true } : {}),
       cacheManifests: sends && !dryRun,
       ...(o.resident === undefined ? {} : { resident: o.resident }),
       ...(progress === undefined

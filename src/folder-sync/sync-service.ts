@@ -215,6 +215,8 @@ async function serveClaimedSync(
       log,
       signal,
       onLockHeld: endStale,
+      // A folder the folder service keeps that lost its marker (its disk unmounted): nothing lands.
+      ...(share.keptFolder === true ? { requireMarker: true } : {}),
       cacheManifests: clientReceives && req.dryRun !== true && req.fetchOnly !== true,
       ...(ctx.resident === undefined ? {} : { resident: ctx.resident }),
     });

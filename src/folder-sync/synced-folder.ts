@@ -8,7 +8,8 @@
 // (folder-watcher.ts). A resident node also keeps what each folder's last scan could not record
 // (UnsyncableEntries), for `clawpeer status`, and logs such an entry once, not at every scan.
 // Non-goals: the watching itself, the --watch loop (the CLI).
-import { mkdir } from 'node:fs/promises';
+import { lstat, mkdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { FileManifest } from '../chunking/manifest.js';
 import { ClawpeerError } from '../errors.js';
@@ -21,6 +22,7 @@ import { ManifestCache } from '../exchange/manifest-cache.js';
 import { relativeEntryPath, unsyncableReason } from '../exchange/unreadable-entries.js';
 import { loadSyncIgnore, type SyncIgnore } from './sync-ignore.js';
 import { RevisionStore } from '../store/revision-store.js';
+import { INTERNAL_DIR_NAME } from '../store/internal-names.js';
 import type { WarmStat } from '../store/revlog-format.js';
 import { hasVanished } from '../support/path-refusal.js';
 
@@ -76,6 +78,38 @@ export class UnsyncableEntries {
   }
 }
 
+// A shared folder's marker is its `.clawpeer/` directory (folders/folder-markers.ts says when it
+// is required): a folder that lost it is opened by no sync, so nothing is fetched into it.
+/** What a missing marker's error says; recognised by it (`isMarkerMissing`). */
+const MARKER_MISSING = 'has no .clawpeer/ directory any more';
+
+/** Whether the folder at `dir` holds its marker. Only a clear "not there" counts as missing. */
+export async function markerPresent(dir: string): Promise<boolean> {
+  try {
+    return (await lstat(path.join(dir, INTERNAL_DIR_NAME))).isDirectory();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code !== 'ENOENT' && code !== 'ENOTDIR';
+  }
+}
+
+/** Why a started folder whose marker is gone is not synced, and what to do. */
+export function markerMissingText(dir: string): string {
+  return (
+    `${dir} ${MARKER_MISSING} (its disk not mounted? the folder deleted or moved?): not synced, so nothing ` +
+    `is fetched into it or deleted on its peers; mount its disk, or sync it anew from its peers with ` +
+    `\`mkdir ${path.join(dir, INTERNAL_DIR_NAME)}\``
+  );
+}
+
+export const isMarkerMissing = (err: unknown): boolean =>
+  err instanceof ClawpeerError && err.code === 'IO' && err.message.includes(MARKER_MISSING);
+
+/** Throws the missing-marker error (IO) when the folder at `dir` lacks its marker. */
+export async function requireMarker(dir: string): Promise<void> {
+  if (!(await markerPresent(dir))) throw new ClawpeerError('IO', markerMissingText(dir));
+}
+
 export interface OpenSyncedFolderOptions {
   readonly nodeId: string;
   readonly chunking: ChunkingParams;
@@ -89,6 +123,8 @@ export interface OpenSyncedFolderOptions {
   readonly onHashed?: (relPath: string, manifest: FileManifest) => void;
   /** Create the folder when missing (the client's side). */
   readonly create?: boolean;
+  /** A shared folder of a listener: refused (IO, `isMarkerMissing`) when its `.clawpeer/` is gone, before anything is made. */
+  readonly requireMarker?: boolean;
   /** A long-lived process's folder state: the scan is skipped when the folder's watcher vouches nothing changed, and the log stays open between syncs. */
   readonly resident?: ResidentFolders;
   /** Called while the folder's lock is held by another sync, before each wait (FolderLock's onHeld). */
@@ -119,6 +155,7 @@ export class ResidentFolders {
 }
 
 export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions): Promise<SyncedFolder> {
+  if (o.requireMarker === true) await requireMarker(dir);
   if (o.create === true) {
     try {
       await mkdir(dir, { recursive: true });

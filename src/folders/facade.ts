@@ -25,3 +25,8 @@ export async function folderOffersModule(): Promise<typeof import('./folder-offe
 export async function folderLogModule(): Promise<typeof import('./folder-log.js')> {
   return import('./folder-log.js');
 }
+
+/** Shared folders' `.clawpeer/` markers (folder-markers.ts), loaded when `folder add` makes one. */
+export async function folderMarkersModule(): Promise<typeof import('./folder-markers.js')> {
+  return import('./folder-markers.js');
+}

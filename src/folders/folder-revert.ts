@@ -166,6 +166,7 @@ export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport
   const nodeId = o.service.identity.nodeId;
   const log = o.service.log.child('folders');
   const folder = await openSyncedFolder(f.path, {
+    requireMarker: true,
     nodeId,
     chunking: defaultFolderChunking(),
     lockWaitMs: REVERT_LOCK_WAIT_MS,

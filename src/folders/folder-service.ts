@@ -13,8 +13,7 @@
 // at any point starts over from those (every pair is due at start).
 // Non-goals: the sync itself (folder-sync/), versioning policies (the `afterSync` hook).
 import { realpath } from 'node:fs/promises';
-import { ClawpeerError, isClawpeerError } from '../errors.js';
-import type { Logger } from '../logger.js';
+import { ClawpeerError } from '../errors.js';
 import { loadFolders, configFileOf, type FolderConfig, type FolderMode } from '../home/folders-config.js';
 import { parseVersioning } from '../sync/versioning.js';
 import { resolvePeer } from '../home/peer-resolve.js';
@@ -32,7 +31,7 @@ import { FolderLog, revertLogEntry, type FolderLogEntry, type FolderSyncLogEntry
 import { PeerSessions } from './peer-sessions.js';
 import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
-import { completedOutcome, failureText, servedFailureText } from './sync-outcome-text.js';
+import { completedOutcome, failedSyncOutcome, failureText, servedFailureText } from './sync-outcome-text.js';
 import { folderStatus } from './folder-status.js';
 import { revertFolder } from './folder-revert.js';
 import type { RevertReport } from '../folder-sync/resident-protocol.js';
@@ -41,6 +40,8 @@ import { pairKey } from './pair-key.js';
 import { LastSyncs } from './last-syncs.js';
 import { PeerLimits } from './peer-limits.js';
 import { resolveFolderPeers } from './folder-peers.js';
+import { FolderMarkers, StartedFolders } from './folder-markers.js';
+import { isMarkerMissing } from '../folder-sync/synced-folder.js';
 
 /** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
 export const LOCAL_CHANGE_QUIET_MS = 300;
@@ -70,13 +71,16 @@ export class FolderService {
   readonly #folderTurns = new Map<string, Promise<void>>();
   readonly #stop = new AbortController();
   readonly #lastSyncs: LastSyncs;
+  /** Each folder's `.clawpeer/` marker: a folder that lost it is not synced (folder-markers.ts). */
+  readonly #markers: FolderMarkers;
   #names = new Map<string, string>();
   #timer: NodeJS.Timeout | undefined;
   #configWatch: { close(): void } | undefined;
   #reloading: Promise<void> = Promise.resolve();
 
-  private constructor(o: FolderServiceOptions) {
+  private constructor(o: FolderServiceOptions, started: StartedFolders) {
     this.#o = o;
+    this.#markers = new FolderMarkers(started, (id) => this.#restart(id));
     this.#sessions = new PeerSessions({
       identity: o.identity,
       config: o.config,
@@ -95,7 +99,7 @@ export class FolderService {
 
   /** Reads the folders and starts syncing them; follows config.json from then on. */
   static async start(o: FolderServiceOptions): Promise<FolderService> {
-    const service = new FolderService(o);
+    const service = new FolderService(o, await StartedFolders.load(o.homeDir));
     await service.reload();
     // config.json, and peers.json (a peer of a folder paired or unpaired since).
     const follow = (): void => {
@@ -171,10 +175,25 @@ export class FolderService {
   syncServeFailed(peerId: string, share: string, err: unknown): void {
     const active = this.#active.get(share);
     if (active === undefined || !active.peerIds.includes(peerId)) return;
+    if (isMarkerMissing(err)) {
+      this.#restart(share);
+      return;
+    }
     const error = servedFailureText(err);
     if (error === undefined) return;
     this.#schedule.servedFailed(share, peerId, Date.now(), error);
     this.#pump();
+  }
+
+  /** Starts folder `id` again from config.json (its marker came back, or went): it says why it waits, if it does. */
+  #restart(id: string): void {
+    const a = this.#active.get(id);
+    if (a === undefined || this.#stop.signal.aborted) return;
+    a.stop();
+    this.#active.delete(id);
+    this.reload().catch((err: unknown) =>
+      this.#o.log.warn('cannot apply the shared folders', { error: (err as Error).message }),
+    );
   }
 
   /** Runs `fn` once the folder's earlier syncs (and records) here are done; the next waits for it. */
@@ -278,6 +297,7 @@ export class FolderService {
 
   async close(): Promise<void> {
     this.#configWatch?.close();
+    this.#markers.close();
     clearTimeout(this.#timer);
     this.#stop.abort(new ClawpeerError('ABORTED', 'the listener is shutting down'));
     this.#watches.close();
@@ -314,6 +334,7 @@ export class FolderService {
       this.#localChanges.forget(id);
       this.#watches.forget(id);
       if (want !== undefined) edited.push(id);
+      else await this.#markers.removed(id).catch(() => undefined);
       changed = true;
     }
     for (const { f, peerIds, problem } of resolved.values()) {
@@ -354,10 +375,14 @@ export class FolderService {
   async #activate(f: FolderConfig, peerIds: string[], problem: string | undefined): Promise<ActiveFolder> {
     const idle = { stop: () => undefined, pending: () => false };
     if (f.paused || peerIds.length === 0) return { config: f, peerIds, problem, ...idle };
+    // Started here before and its marker gone (its disk not mounted?): not synced, not recreated.
+    const gone = await this.#markers.missing(f);
+    if (gone !== undefined) return { config: f, peerIds: [], problem: gone, ...idle };
     let dir: string;
     try {
       await makeDirs(f.path);
       dir = await realpath(f.path);
+      await this.#markers.started(f, dir);
     } catch (err) {
       return { config: f, peerIds: [], problem: `${f.path} is not usable: ${(err as Error).message}`, ...idle };
     }
@@ -490,6 +515,7 @@ export class FolderService {
             signal: sync.signal,
             keepAliveMs: this.#o.config.keepAliveMs,
             resident: this.#o.resident,
+            requireMarker: true,
             ...(this.#o.sendLimiter === undefined ? {} : { rateLimiters: [this.#o.sendLimiter] }),
             onProgress: (p) => {
               this.#progress.set(key, p);
@@ -534,11 +560,12 @@ export class FolderService {
       finish(completedOutcome(result));
     } catch (err) {
       await this.#sessions.drop(peerId);
+      if (isMarkerMissing(err)) this.#restart(f.id); // its disk unmounted while it ran: it says so, and waits
       // The peer's copy refused what it does not take: learnt, retried narrowed at once, no failure.
       const narrowed = !this.#stop.signal.aborted && this.#peerLimits.learn(err, f, peerId, log);
       const outcome = narrowed
         ? { kind: 'busy' as const, error: failureText(err, f.id) }
-        : this.#outcomeOf(err, f, peerId, dialled, log);
+        : failedSyncOutcome(err, { folderId: f.id, peerId, dialled, stopping: this.#stop.signal.aborted, log });
       // Nor is a folder busy on either side (both syncing it at once, as at every start): retried shortly.
       uncounted = outcome.kind === 'busy';
       finish(outcome);
@@ -548,31 +575,5 @@ export class FolderService {
       this.#stop.signal.removeEventListener('abort', onStop);
       sync.abort(); // the sync's data-stream router stops: the session's next sync runs its own
     }
-  }
-
-  /** What a failed sync means for the schedule (a mode narrowing is learnt before). */
-  #outcomeOf(err: unknown, f: FolderConfig, peerId: string, dialled: boolean, log: Logger): SyncOutcome {
-    const message = failureText(err, f.id);
-    if (this.#stop.signal.aborted) return { kind: 'busy', error: message };
-    if (isClawpeerError(err, 'FOLDER_BUSY') || isClawpeerError(err, 'PEER_BUSY'))
-      return { kind: 'busy', error: message };
-    if (isClawpeerError(err, 'SHARE_PAUSED')) {
-      log.info('the peer has paused the folder; trying again at its interval', { folder: f.id, peer: peerId });
-      return { kind: 'peer-paused' };
-    }
-    // A dial the peer answered with a refusal (it unpaired this node, its key is not the pinned
-    // one) reached it: an error, not `waiting` for a peer that is online.
-    const refusedAtHandshake = isClawpeerError(err, 'PEER_NOT_PAIRED') || isClawpeerError(err, 'AUTH_FAILED');
-    const offline =
-      (!dialled && !refusedAtHandshake) ||
-      isClawpeerError(err, 'UNREACHABLE') ||
-      isClawpeerError(err, 'TIMEOUT') ||
-      isClawpeerError(err, 'CONNECTION_CLOSED');
-    log.info(offline ? 'peer not reached; retrying with backoff' : 'folder sync failed; retrying with backoff', {
-      folder: f.id,
-      peer: peerId,
-      error: message,
-    });
-    return offline ? { kind: 'offline', error: message } : { kind: 'failed', error: message };
   }
 }

@@ -5,6 +5,7 @@ import { CHANGED_WHILE_SENT } from '../exchange/chunk-reader.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL } from '../folder-sync/sync-service.js';
 import { count } from '../format.js';
+import type { Logger } from '../logger.js';
 import type { SyncOutcome } from '../sync/folder-schedule.js';
 
 /**
@@ -74,4 +75,40 @@ export function servedFailureText(err: unknown): string | undefined {
   const code = err instanceof Error ? (err as NodeJS.ErrnoException).code : undefined;
   if (typeof code !== 'string' || !code.startsWith('E') || NETWORK_ERRNO.has(code)) return undefined;
   return `a sync the peer ran here failed: ${(err as Error).message}`;
+}
+
+/** What a folder service's failed sync means for the schedule (a mode narrowing is learnt before). */
+export function failedSyncOutcome(
+  err: unknown,
+  o: {
+    readonly folderId: string;
+    readonly peerId: string;
+    /** The peer answered the dial. */
+    readonly dialled: boolean;
+    /** The listener is stopping: the sync was ended, not failed. */
+    readonly stopping: boolean;
+    readonly log: Logger;
+  },
+): SyncOutcome {
+  const message = failureText(err, o.folderId);
+  if (o.stopping) return { kind: 'busy', error: message };
+  if (isClawpeerError(err, 'FOLDER_BUSY') || isClawpeerError(err, 'PEER_BUSY')) return { kind: 'busy', error: message };
+  const where = { folder: o.folderId, peer: o.peerId };
+  if (isClawpeerError(err, 'SHARE_PAUSED')) {
+    o.log.info('the peer has paused the folder; trying again at its interval', where);
+    return { kind: 'peer-paused' };
+  }
+  // A dial the peer answered with a refusal (it unpaired this node, its key is not the pinned
+  // one) reached it: an error, not `waiting` for a peer that is online.
+  const refusedAtHandshake = isClawpeerError(err, 'PEER_NOT_PAIRED') || isClawpeerError(err, 'AUTH_FAILED');
+  const offline =
+    (!o.dialled && !refusedAtHandshake) ||
+    isClawpeerError(err, 'UNREACHABLE') ||
+    isClawpeerError(err, 'TIMEOUT') ||
+    isClawpeerError(err, 'CONNECTION_CLOSED');
+  o.log.info(offline ? 'peer not reached; retrying with backoff' : 'folder sync failed; retrying with backoff', {
+    ...where,
+    error: message,
+  });
+  return offline ? { kind: 'offline', error: message } : { kind: 'failed', error: message };
 }

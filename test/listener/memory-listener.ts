@@ -1,12 +1,13 @@
 // A listener's request dispatch (listener/dispatch.ts serveSession) serving client sessions,
 // both ends over the in-memory transport: no sockets, no QUIC, each test in milliseconds. A
 // client session is a PeerSession as a dial makes it, for push/pull/sync/list to run over.
-import { mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { generateIdentity } from '../../src/crypto/identity.js';
 import { resolveConfig } from '../../src/home/config.js';
 import type { Share } from '../../src/home/shares.js';
+import { INTERNAL_DIR_NAME } from '../../src/store/internal-names.js';
 import { serveSession, type ServiceContext } from '../../src/listener/dispatch.js';
 import { silentLogger } from '../../src/logger.js';
 import { clientHandshake, serverHandshake } from '../../src/session/control-channel.js';
@@ -33,7 +34,10 @@ export const tempDir = (prefix: string): Promise<string> => mkdtemp(path.join(tm
 
 /** One read-write share `name` in a fresh directory. */
 export async function shareIn(name: string, o: Partial<Share> = {}): Promise<Share> {
-  return { name, dir: await tempDir(`share-${name}`), readOnly: false, ...o };
+  const dir = await tempDir(`share-${name}`);
+  // A folder service's share has its `.clawpeer/` marker from the folder's start (folder-markers.ts).
+  if (o.keptFolder === true) await mkdir(path.join(dir, INTERNAL_DIR_NAME));
+  return { name, dir, readOnly: false, ...o };
 }
 
 /** Starts serveSession for `shares` and returns the client's session with it. */
