@@ -29,6 +29,7 @@ import type { FsyncPolicy } from '../store/publish-types.js';
 import {
   dropPrunedByPeer,
   fetchContent,
+  prunedToTell,
   receiveRevisions,
   runReconcile,
   sendRevisions,
@@ -375,10 +376,15 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
 
     let revisionsSent = 0;
     let received: RevisionEntry[] = [];
+    let declined: Uint8Array[] = [];
     let peerPruned: readonly Uint8Array[] = [];
-    // What our gc dropped is never stored again, and the peer is told so it drops it too.
+    // What our gc dropped is never stored again, and the peer is told so it drops it too: in
+    // every mode when it can hear it (a side sending no records sends an empty final batch).
+    const tellsAlways = session.caps.features.includes('sync-pruned-always');
+    const ourPruned = store.prunedAmong(result.idsWeLack);
+    if (!sends && tellsAlways) await sendRevisions(ch, store, [], ourPruned);
     if (sends) {
-      revisionsSent = await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
+      revisionsSent = await sendRevisions(ch, store, result.idsTheyLack, ourPruned);
       // Looked up while the peer plans what to fetch (fetch-prelocate.ts).
       if (folder.scan !== undefined)
         prelocated = PrelocatedFiles.start(liveFilesAmong(headsAmong(store, result.idsTheyLack)), {
@@ -387,10 +393,11 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
           ...servableFiles(dir, store),
         });
     }
-    if (receives)
-      received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter(
-        (e) => !store.isPruned(e.id),
-      );
+    if (receives || tellsAlways) {
+      const arrived = await receiveRevisions(ch, receives ? result.idsWeLack : [], (ids) => (peerPruned = ids));
+      received = arrived.filter((e) => !store.isPruned(e.id));
+      declined = arrived.filter((e) => store.isPruned(e.id)).map((e) => e.id);
+    }
     let chunks = 0;
     if (sends) {
       const fetch = await expectMessage(session, 'sync-fetch', transferId, PREPARE_TIMEOUT_MS, signal);
@@ -427,7 +434,8 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       kept = applied.kept;
     }
     await dropPrunedByPeer(ch, store, dir, peerPruned, result.idsTheyLack);
-    const check = new ReconcileInitiator(checkIdSet(store, received, kept));
+    const told = sends || tellsAlways ? prunedToTell(ch, ourPruned) : [];
+    const check = new ReconcileInitiator(checkIdSet(store, received, kept, declined, told));
     const checked = await runReconcile(ch, check, check.start());
     // Revisions our gc dropped that the peer keeps (an older peer, or its heads) are not missing.
     const outcome = { ...checked, idsWeLack: checked.idsWeLack.filter((id) => !store.isPruned(id)) };

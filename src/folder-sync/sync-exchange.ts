@@ -138,7 +138,7 @@ export async function sendRevisions(
     batch.push(record);
     bytes += record.length + 8;
   }
-  const tell = ch.session.caps.features.includes('sync-pruned') ? pruned.slice(0, MAX_BATCH_ITEMS) : [];
+  const tell = prunedToTell(ch, pruned);
   await ch.session.control.send({
     type: 'sync-revisions',
     transferId: ch.transferId,
@@ -147,6 +147,11 @@ export async function sendRevisions(
     ...(tell.length === 0 ? {} : { pruned: tell }),
   });
   return ids.length;
+}
+
+/** Of `pruned`, what sendRevisions tells the peer (it has feature sync-pruned; 10,000 a sync). */
+export function prunedToTell(ch: SyncChannel, pruned: readonly Uint8Array[]): readonly Uint8Array[] {
+  return ch.session.caps.features.includes('sync-pruned') ? pruned.slice(0, MAX_BATCH_ITEMS) : [];
 }
 
 /** What a peer said its gc dropped, kept to the ids it may name: those we have and it lacks. */

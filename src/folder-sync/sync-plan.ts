@@ -428,13 +428,19 @@ export function planRemote(
  * `kept` that were not stored (a receive-only copy keeping its own edit leaves the peer's
  * revision out on purpose, so neither side takes it for something left to move; `status`'s
  * local changes say the rest). The peer's copy is a receive-only one only when `kept` is set.
+ * `declined`: ids the peer sent that our gc dropped (not stored); those it was not `told` of
+ * (an older peer, past the 10,000 told a sync) it keeps, and they are not left to move either.
  */
 export function checkIdSet(
   store: RevisionStore,
   received: readonly RevisionEntry[],
   kept: readonly string[],
+  declined: readonly Uint8Array[] = [],
+  told: readonly Uint8Array[] = [],
 ): MerkleIdSet {
   const ids = store.snapshotIdSet();
+  const heard = new Set(told.map(toHex));
+  for (const id of declined) if (!heard.has(toHex(id))) ids.add(id);
   if (kept.length === 0) return ids;
   const paths = new Set(kept);
   for (const e of received) if (paths.has(e.revision.path) && !store.has(e.id)) ids.add(e.id);

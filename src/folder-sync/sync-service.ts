@@ -25,6 +25,7 @@ import {
   decodeReconcilePayload,
   dropPrunedByPeer,
   fetchContent,
+  prunedToTell,
   receiveRevisions,
   runReconcile,
   sendRevisions,
@@ -269,15 +270,22 @@ async function serveClaimedSync(
     }
 
     let received: RevisionEntry[] = [];
+    let declined: Uint8Array[] = [];
     let peerPruned: readonly Uint8Array[] = [];
-    // What our gc dropped is never stored again, and the client is told so it drops it too.
-    if (clientSends)
-      received = (await receiveRevisions(ch, result.idsWeLack, (ids) => (peerPruned = ids))).filter(
-        (e) => !store.isPruned(e.id),
-      );
+    // What our gc dropped is never stored again, and the client is told so it drops it too: in
+    // every mode when it can hear it (a side sending no records sends an empty final batch).
+    const tellsAlways = session.caps.features.includes('sync-pruned-always');
+    if (clientSends || tellsAlways) {
+      const arrived = await receiveRevisions(ch, clientSends ? result.idsWeLack : [], (ids) => (peerPruned = ids));
+      received = arrived.filter((e) => !store.isPruned(e.id));
+      declined = arrived.filter((e) => store.isPruned(e.id)).map((e) => e.id);
+    }
+    const ourPruned = store.prunedAmong(result.idsWeLack);
     const sent = clientReceives
-      ? await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack))
-      : 0;
+      ? await sendRevisions(ch, store, result.idsTheyLack, ourPruned)
+      : tellsAlways
+        ? await sendRevisions(ch, store, [], ourPruned)
+        : 0;
     let conflicts = 0;
     let skipped = 0;
     let kept: readonly string[] = [];
@@ -323,7 +331,8 @@ async function serveClaimedSync(
     await dropPrunedByPeer(ch, store, share.dir, peerPruned, result.idsTheyLack);
     // The client checks the outcome with a second reconciliation.
     // What a receive-only share keeps out on purpose is not left to move (sync-plan.ts checkIdSet).
-    const check = new ReconcileResponder(checkIdSet(store, received, kept));
+    const told = clientReceives || tellsAlways ? prunedToTell(ch, ourPruned) : [];
+    const check = new ReconcileResponder(checkIdSet(store, received, kept, declined, told));
     const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);
     const checked = await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
     await session.control.send({ type: 'sync-done', transferId: req.transferId });

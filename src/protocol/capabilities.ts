@@ -38,6 +38,10 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // a server without it would fsync, which is safe but not what was asked, so a client says so.
 // sync-pruned: a sync tells the peer which of its revisions this side's gc dropped
 // (SyncRevisions.pruned); the peer drops them too, so gc is not undone by the next sync.
+// sync-pruned-always: with sync-pruned, a side that sends no records in a sync (the peer syncs
+// send-only, or it syncs receive-only) still tells what its gc dropped, in one empty final
+// SyncRevisions where its records would go; without it the sending side found those revisions
+// lacking at every check (a send-only pair never in sync after the receiver's gc).
 // sync-fetch-only: a sync request may only fetch contents by root (`restore` from a peer).
 // join: more QUIC connections may join the session (SessionJoin with a token bound to this
 // handshake's keys) and carry its data streams; a server seeing random loss as a sender may ask
@@ -70,6 +74,7 @@ export const FEATURES = [
   'fsync-none',
   'join',
   'share-paused',
+  'sync-pruned-always',
 ] as const;
 export type FeatureName = (typeof FEATURES)[number];
 

@@ -46,6 +46,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'sync-fetch-only': pb.Feature.FEATURE_SYNC_FETCH_ONLY,
   join: pb.Feature.FEATURE_JOIN,
   'share-paused': pb.Feature.FEATURE_SHARE_PAUSED,
+  'sync-pruned-always': pb.Feature.FEATURE_SYNC_PRUNED_ALWAYS,
 };
 
 const AEAD_FROM_WIRE = invert(AEAD_TO_WIRE);

@@ -8,6 +8,7 @@ import { generateIdentity } from '../../src/crypto/identity.js';
 import { resolveConfig } from '../../src/home/config.js';
 import type { Share } from '../../src/home/shares.js';
 import { INTERNAL_DIR_NAME } from '../../src/store/internal-names.js';
+import { DEFAULT_CAPABILITIES, type FeatureName } from '../../src/protocol/capabilities.js';
 import { serveSession, type ServiceContext } from '../../src/listener/dispatch.js';
 import { silentLogger } from '../../src/logger.js';
 import { clientHandshake, serverHandshake } from '../../src/session/control-channel.js';
@@ -44,7 +45,11 @@ export async function shareIn(name: string, o: Partial<Share> = {}): Promise<Sha
 export async function memoryListener(
   shares: readonly Share[],
   extra: Partial<ServiceContext> = {},
-  o: { readonly stillPaired?: () => Promise<boolean> } = {},
+  o: {
+    readonly stillPaired?: () => Promise<boolean>;
+    /** The client's features (an older peer's): the session has those the listener has too. */
+    readonly clientFeatures?: readonly FeatureName[];
+  } = {},
 ): Promise<MemoryListener> {
   const backend = new MemoryBackend();
   const client = generateIdentity();
@@ -70,6 +75,7 @@ export async function memoryListener(
       identity: client,
       expectedRemoteKey: listener.publicKey,
       timeoutMs: 5000,
+      ...(o.clientFeatures === undefined ? {} : { caps: { ...DEFAULT_CAPABILITIES, features: o.clientFeatures } }),
     });
     const serverStream = await control;
     if (serverStream === null) throw new Error('no control stream');

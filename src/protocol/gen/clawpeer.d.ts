@@ -110,7 +110,10 @@ export namespace clawpeer {
             FEATURE_JOIN = 30,
 
             /** FEATURE_SHARE_PAUSED value */
-            FEATURE_SHARE_PAUSED = 31
+            FEATURE_SHARE_PAUSED = 31,
+
+            /** FEATURE_SYNC_PRUNED_ALWAYS value */
+            FEATURE_SYNC_PRUNED_ALWAYS = 32
         }
 
         /**

@@ -88,6 +88,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_SYNC_FETCH_ONLY=21 FEATURE_SYNC_FETCH_ONLY value
          * @property {number} FEATURE_JOIN=30 FEATURE_JOIN value
          * @property {number} FEATURE_SHARE_PAUSED=31 FEATURE_SHARE_PAUSED value
+         * @property {number} FEATURE_SYNC_PRUNED_ALWAYS=32 FEATURE_SYNC_PRUNED_ALWAYS value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -116,6 +117,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[21] = "FEATURE_SYNC_FETCH_ONLY"] = 21;
             values[valuesById[30] = "FEATURE_JOIN"] = 30;
             values[valuesById[31] = "FEATURE_SHARE_PAUSED"] = 31;
+            values[valuesById[32] = "FEATURE_SYNC_PRUNED_ALWAYS"] = 32;
             return values;
         })();
 

@@ -1,0 +1,133 @@
+// What one side's gc dropped is not missing for either side, whatever the sync's mode. Before,
+// only the side that sent records told the peer what its gc dropped (SyncRevisions.pruned): a
+// receiving side that sends none (the peer syncs send-only, or it syncs receive-only) never
+// told, so the sending side's check found those revisions still lacking there at every sync.
+// A send-only sync read `not in sync` for good (a folder service's pair: five quick reruns, then
+// `error` with backoff), and the sender sent the dropped records again each time.
+//
+// L is the listener's share; the client's folder syncs with it in each mode.
+import t, { type Test } from 'tap';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { syncFolder, type SyncFolderResult } from '../../src/folder-sync/sync-client.js';
+import type { ServedSync } from '../../src/folder-sync/sync-service.js';
+import { silentLogger } from '../../src/logger.js';
+import { FEATURES, type FeatureName } from '../../src/protocol/capabilities.js';
+import type { SyncModeName } from '../../src/protocol/messages.js';
+import { RevisionStore } from '../../src/store/revision-store.js';
+import { memoryListener, shareIn, tempDir, type MemoryListener } from '../listener/memory-listener.js';
+
+interface Pair {
+  readonly l: MemoryListener;
+  /** The listener's share directory and the client's folder. */
+  readonly share: string;
+  readonly client: string;
+  readonly served: ServedSync[];
+}
+
+async function pair(t: Test, clientFeatures?: readonly FeatureName[]): Promise<Pair> {
+  const served: ServedSync[] = [];
+  const share = await shareIn('docs');
+  const l = await memoryListener(
+    [share],
+    { onSyncServed: (_peer, s) => void served.push(s) },
+    clientFeatures === undefined ? {} : { clientFeatures },
+  );
+  t.teardown(() => l.stop());
+  return { l, share: share.dir, client: await tempDir('client'), served };
+}
+
+const sync = (p: Pair, mode: SyncModeName): Promise<SyncFolderResult> =>
+  syncFolder({
+    session: p.l.session,
+    dir: p.client,
+    share: 'docs',
+    mode,
+    nodeId: p.l.clientId,
+    log: silentLogger,
+    signal: new AbortController().signal,
+  });
+
+/** The listener's report of the sync it served last (told just after the client's sync ended). */
+async function lastServed(p: Pair): Promise<ServedSync | undefined> {
+  for (let i = 0; i < 200 && p.served.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return p.served.at(-1);
+}
+
+/** Revisions of `rel` in `dir`'s log, and gc keeping the last one of each path. */
+async function withStore<T>(dir: string, nodeId: string, f: (s: RevisionStore) => T): Promise<T> {
+  const store = await RevisionStore.open(dir, { nodeId });
+  try {
+    return f(store);
+  } finally {
+    await store.close();
+  }
+}
+const revisions = (dir: string, nodeId: string): Promise<number> =>
+  withStore(dir, nodeId, (s) => s.history('f.txt').length);
+const gc = (dir: string, nodeId: string): Promise<number> => withStore(dir, nodeId, (s) => s.gc(1).removedRevisions);
+
+/** Three versions of f.txt written on `writer` and synced in `mode` after each. */
+async function threeVersions(t: Test, p: Pair, writer: string, mode: SyncModeName): Promise<void> {
+  for (const v of ['v1', 'v22', 'v333']) {
+    await writeFile(path.join(writer, 'f.txt'), `${v}\n`);
+    t.equal((await sync(p, mode)).inSync, true, `${v} synced`);
+  }
+}
+
+const cases: { mode: SyncModeName; gcOn: 'listener' | 'client' }[] = [
+  { mode: 'send-only', gcOn: 'listener' },
+  { mode: 'send-only', gcOn: 'client' },
+  { mode: 'receive-only', gcOn: 'client' },
+  { mode: 'receive-only', gcOn: 'listener' },
+  { mode: 'two-way', gcOn: 'listener' },
+  { mode: 'two-way', gcOn: 'client' },
+];
+
+for (const { mode, gcOn } of cases)
+  t.test(`${mode} sync, gc on the ${gcOn}: in sync on both sides, and the pair converges`, async (t) => {
+    const p = await pair(t);
+    const writer = mode === 'receive-only' ? p.share : p.client;
+    await threeVersions(t, p, writer, mode);
+    const ids = { share: p.l.listenerId, client: p.l.clientId };
+    const [gcDir, gcId, otherDir, otherId] =
+      gcOn === 'listener' ? [p.share, ids.share, p.client, ids.client] : [p.client, ids.client, p.share, ids.share];
+    t.equal(await revisions(otherDir, otherId), 3, 'the other side holds three revisions');
+    t.equal(await gc(gcDir, gcId), 2, 'gc drops two');
+
+    p.served.length = 0;
+    const after = await sync(p, mode);
+    t.equal(after.inSync, true, 'the sync after gc: in sync');
+    t.same(after.peerSkipped ?? [], [], 'nothing left as is by the peer');
+    t.match(await lastServed(p), { peerHasAll: true, hereHasAll: true }, 'the listener: in sync too');
+    t.equal(await revisions(gcDir, gcId), 1, 'what gc dropped stays dropped');
+    t.equal(await revisions(otherDir, otherId), 1, 'the peer dropped them too');
+    t.match(
+      await sync(p, mode),
+      { inSync: true, roundTrips: 1, revisionsSent: 0, revisionsReceived: 0 },
+      'then the logs are equal',
+    );
+
+    await writeFile(path.join(writer, 'f.txt'), 'v4444\n');
+    t.equal((await sync(p, mode)).inSync, true, 'a later edit: in sync');
+    const reader = writer === p.share ? p.client : p.share;
+    t.equal(await readFile(path.join(reader, 'f.txt'), 'utf8'), 'v4444\n', 'and it reached the peer');
+  });
+
+// An older peer (sync-pruned, not sync-pruned-always) is never told: it keeps the revisions and
+// offers them at every sync, but the side that declines them says they are not missing.
+t.test('send-only sync from an older client, gc on the listener: in sync, the client keeps them', async (t) => {
+  const p = await pair(
+    t,
+    FEATURES.filter((f) => f !== 'sync-pruned-always'),
+  );
+  await threeVersions(t, p, p.client, 'send-only');
+  t.equal(await gc(p.share, p.l.listenerId), 2, 'gc drops two');
+  for (const time of ['first', 'second']) {
+    p.served.length = 0;
+    t.match(await sync(p, 'send-only'), { inSync: true, revisionsSent: 2 }, `${time} sync: in sync, two offered`);
+    t.match(await lastServed(p), { peerHasAll: true, hereHasAll: true, stored: 0 }, 'and declined');
+  }
+  t.equal(await revisions(p.client, p.l.clientId), 3, 'the older client keeps them');
+  t.equal(await revisions(p.share, p.l.listenerId), 1, 'the listener stays pruned');
+});
