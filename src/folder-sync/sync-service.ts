@@ -102,6 +102,8 @@ export interface ServedSync {
    */
   readonly peerHasAll: boolean;
   readonly hereHasAll: boolean;
+  /** Entries here the scan could not read or name: the peer did not get them (not in sync while this side sends). */
+  readonly unreadable: number;
   readonly sent: number;
   readonly conflicts: number;
   readonly skipped: number;
@@ -190,6 +192,7 @@ async function serveClaimedSync(
     stored: 0,
     peerHasAll: false,
     hereHasAll: false,
+    unreadable: 0,
     sent: 0,
     conflicts: 0,
     skipped: 0,
@@ -261,7 +264,8 @@ async function serveClaimedSync(
       ...(share.keptFolder === true ? { keptFolder: true } : {}),
     });
     const result = await runReconcile(ch, responder, first);
-    if (result.method === 'equal') return { ...nothing, peerHasAll: true, hereHasAll: true };
+    const unreadable = folder.unreadable.length;
+    if (result.method === 'equal') return { ...nothing, peerHasAll: true, hereHasAll: true, unreadable };
     if (req.dryRun === true) {
       // The client plans from our records; it sends none, and nothing is applied or served.
       if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
@@ -342,6 +346,7 @@ async function serveClaimedSync(
       stored,
       peerHasAll: checked.idsTheyLack.length === 0,
       hereHasAll: checked.idsWeLack.every((id) => store.isPruned(id)),
+      unreadable,
       sent,
       conflicts,
       skipped,

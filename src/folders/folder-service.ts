@@ -31,7 +31,13 @@ import { FolderLog, revertLogEntry, type FolderLogEntry, type FolderSyncLogEntry
 import { PeerSessions } from './peer-sessions.js';
 import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
-import { completedOutcome, failedSyncOutcome, failureText, servedFailureText } from './sync-outcome-text.js';
+import {
+  completedOutcome,
+  failedSyncOutcome,
+  failureText,
+  servedFailureText,
+  servedInSyncFor,
+} from './sync-outcome-text.js';
 import { folderStatus } from './folder-status.js';
 import { revertFolder } from './folder-revert.js';
 import type { RevertReport } from '../folder-sync/resident-protocol.js';
@@ -145,9 +151,7 @@ export class FolderService {
     void this.#inTurn(served.share, () => this.#record(active.config, peerId, record, served.stored));
     // Online with the folder (again): what backs off runs now; a pair in sync for its mode is cleared.
     this.#schedule.peerOnline(peerId, Date.now());
-    const mode = this.#modeFor(active.config, peerId);
-    const { peerHasAll: theyHave, hereHasAll: weHave } = served;
-    if (mode === 'send-only' ? theyHave : mode === 'receive-only' ? weHave : mode === 'two-way' && theyHave && weHave)
+    if (servedInSyncFor(this.#modeFor(active.config, peerId), served))
       this.#schedule.servedInSync(served.share, peerId, Date.now());
     this.#schedule.peerResumed(served.share, peerId, Date.now()); // it syncs the folder: not paused there (any more)
     this.#keepLastSync(served.share, peerId);

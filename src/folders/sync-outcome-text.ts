@@ -3,7 +3,8 @@
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import { CHANGED_WHILE_SENT } from '../exchange/chunk-reader.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
-import { RECEIVE_ONLY_REFUSAL } from '../folder-sync/sync-service.js';
+import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
+import type { FolderMode } from '../home/folders-config.js';
 import { count } from '../format.js';
 import type { Logger } from '../logger.js';
 import type { SyncOutcome } from '../sync/folder-schedule.js';
@@ -36,6 +37,19 @@ export function completedOutcome(r: SyncFolderResult): SyncOutcome {
   if (r.inSync) return { kind: 'done' };
   const reason = notInSyncReason(r);
   return reason === undefined ? { kind: 'unsettled', error: UNSETTLED_TEXT } : { kind: 'failed', error: reason };
+}
+
+/**
+ * A sync the peer ran here left the pair in sync for its mode here (`mode`: this side's with the
+ * peer): what this side may receive is all here, and what it may send is all there, entries the
+ * scan here could not read included (this side's own sync is not in sync while they last, so
+ * the peer's must not read `in-sync` either).
+ */
+export function servedInSyncFor(mode: FolderMode | undefined, served: ServedSync): boolean {
+  const sentAll = served.peerHasAll && served.unreadable === 0;
+  if (mode === 'send-only') return sentAll;
+  if (mode === 'receive-only') return served.hereHasAll;
+  return mode === 'two-way' && sentAll && served.hereHasAll;
 }
 
 /**
