@@ -87,21 +87,55 @@ function copiedIn(store: RevisionStore): (e: RevisionEntry) => boolean {
   };
 }
 
-/** What the folder's peers lack now, per peer: refused when a peer has not synced since the listener started. */
-async function lackingOf(o: RevertFolderOptions, peerIds: readonly string[]): Promise<PeerLacking[]> {
-  const out: PeerLacking[] = [];
+/** The peers whose versions the revert takes, with what each lacks (folder-revert's `lackingOf`). */
+interface SyncedPeers {
+  readonly peerIds: readonly string[];
+  readonly lacking: readonly PeerLacking[];
+}
+
+/**
+ * What the folder's peers lack now, per peer that has the folder: a peer that answered its last
+ * sync since the listener started that it has no such folder (removed, or never added) or paused
+ * it is left out, as if not a peer of the folder. It holds no version the revert must keep: a
+ * removed copy none, and a paused one is synced with no more until it resumes (should it hold a
+ * revision withdrawn here, made when this copy still sent, its next sync brings that back as the
+ * peers' version). Refused when a peer has neither synced nor refused since the listener started,
+ * or when every peer refused (no peer's version to take).
+ */
+async function lackingOf(o: RevertFolderOptions, peerIds: readonly string[]): Promise<SyncedPeers> {
+  const synced: string[] = [];
+  const lacking: PeerLacking[] = [];
+  const absent: string[] = [];
+  const names = new Map((await o.service.peers.list().catch(() => [])).map((p) => [p.id, p.name]));
+  const named = (peer: string): string => {
+    const name = names.get(peer);
+    return name === undefined ? peer : `${name} (${peer})`;
+  };
   for (const peer of peerIds) {
     const l = o.reports.lacking(o.folderId, peer);
-    if (l === undefined) {
-      const name = (await o.service.peers.list().catch(() => [])).find((p) => p.id === peer)?.name;
-      throw new ClawpeerError(
-        'UNREACHABLE',
-        `folder ${o.folderId} has not synced with peer ${name === undefined ? peer : `${name} (${peer})`} since the listener started: the revert needs each peer's last sync to know which local changes it lacks; try again once \`clawpeer status\` shows a sync with it`,
-      );
+    if (l !== undefined) {
+      synced.push(peer);
+      lacking.push(l);
+      continue;
     }
-    out.push(l);
+    const why = o.reports.absence(o.folderId, peer);
+    if (why !== undefined) {
+      absent.push(
+        `${named(peer)} ${why === 'paused' ? 'has paused it' : 'refused it as unknown (not added there, removed, or paused by an older version)'}`,
+      );
+      continue;
+    }
+    throw new ClawpeerError(
+      'UNREACHABLE',
+      `folder ${o.folderId} has not synced with peer ${named(peer)} since the listener started: the revert needs each peer's last sync to know which local changes it lacks; try again once \`clawpeer status\` shows a sync with it`,
+    );
   }
-  return out;
+  if (synced.length === 0)
+    throw new ClawpeerError(
+      'UNREACHABLE',
+      `folder ${o.folderId} has no peer to take the versions from: ${absent.join('; ')}; the revert needs a peer that has the folder and synced it since the listener started`,
+    );
+  return { peerIds: synced, lacking };
 }
 
 /** The paths to revert: each with the revisions to withdraw and its head before and after. */
@@ -162,7 +196,7 @@ export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport
       'USAGE',
       `folder ${id} has no peer it runs with${active.problem === undefined ? '' : ` (${active.problem})`}: nothing to take the peers' versions from`,
     );
-  const lacking = await lackingOf(o, active.peerIds);
+  const { peerIds, lacking } = await lackingOf(o, active.peerIds);
   const nodeId = o.service.identity.nodeId;
   const log = o.service.log.child('folders');
   const folder = await openSyncedFolder(f.path, {
@@ -194,7 +228,7 @@ export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport
     if (o.dryRun || plan.length === 0) return report();
     const folderReal = await realpath(f.path);
     await mkdir(incoming, { recursive: true, mode: 0o700 });
-    const forget = await gather(o, folder, changed, incoming, active.peerIds);
+    const forget = await gather(o, folder, changed, incoming, peerIds);
     // Everything the new heads need is at hand: from here on the log and the disk change.
     const ids = plan.flatMap((p) => (forget.has(p.path) ? folder.store.history(p.path) : p.withdrawn).map((e) => e.id));
     const withdrawn = folder.store.withdraw(ids, copiedIn(folder.store));

@@ -13,7 +13,7 @@
 // at any point starts over from those (every pair is due at start).
 // Non-goals: the sync itself (folder-sync/), versioning policies (the `afterSync` hook).
 import { realpath } from 'node:fs/promises';
-import { ClawpeerError } from '../errors.js';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
 import { loadFolders, configFileOf, type FolderConfig, type FolderMode } from '../home/folders-config.js';
 import { parseVersioning } from '../sync/versioning.js';
 import { resolvePeer } from '../home/peer-resolve.js';
@@ -138,6 +138,7 @@ export class FolderService {
     const active = this.#active.get(served.share);
     if (active === undefined || !active.peerIds.includes(peerId)) return;
     this.#watches.selfSyncing(served.share, peerId); // its folder service syncs its changes here
+    this.#localChanges.present(served.share, peerId); // it has the folder: a revert waits for our sync of it
     const record = {
       by: 'peer' as const,
       received: served.received,
@@ -570,6 +571,9 @@ export class FolderService {
       const outcome = narrowed
         ? { kind: 'busy' as const, error: failureText(err, f.id) }
         : failedSyncOutcome(err, { folderId: f.id, peerId, dialled, stopping: this.#stop.signal.aborted, log });
+      // A peer without the folder (or with it paused) holds no version `folder revert` waits for.
+      if (isClawpeerError(err, 'SHARE_PAUSED')) this.#localChanges.refused(f.id, peerId, 'paused');
+      else if (isClawpeerError(err, 'SHARE_UNKNOWN')) this.#localChanges.refused(f.id, peerId, 'removed');
       // Nor is a folder busy on either side (both syncing it at once, as at every start): retried shortly.
       uncounted = outcome.kind === 'busy';
       finish(outcome);

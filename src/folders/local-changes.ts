@@ -36,18 +36,46 @@ export interface PeerLacking {
   readonly localCounter: number;
 }
 
+/** Why a peer's last sync of a folder since the listener started was refused there: it has no such folder, or paused it. */
+export type PeerAbsence = 'removed' | 'paused';
+
 /** Each pair's last report of the paths whose revision here its peer lacks (receive-only syncs). */
 export class LocalChangeReports {
   readonly #byPair = new Map<string, readonly string[]>();
   readonly #lacking = new Map<string, PeerLacking>();
+  /** The pairs whose peer answered its last sync since the listener started that it has no such folder, or paused it. */
+  readonly #absent = new Map<string, PeerAbsence>();
 
   /** What the last sync of `folder` with `peer` left unsent (its `localOnly`, and what it says the peer lacks). */
   record(folder: string, peer: string, r: Pick<SyncFolderResult, 'localOnly' | 'lacking'>): void {
     const key = pairKey(folder, peer);
     if (r.localOnly.length === 0) this.#byPair.delete(key);
     else this.#byPair.set(key, r.localOnly);
+    this.#absent.delete(key);
     if (r.lacking === undefined) this.#lacking.delete(key);
     else this.#lacking.set(key, { ids: new Set(r.lacking.ids.map(toHex)), localCounter: r.lacking.localCounter });
+  }
+
+  /**
+   * The peer refused this node's sync of `folder`: it has no such folder (SHARE_UNKNOWN: not added
+   * there, or removed) or paused it (SHARE_PAUSED). What it lacked at an earlier sync is dropped:
+   * its copy now is none this node syncs with (`folder revert` neither waits for it nor asks it
+   * for bytes). The paths kept for `status` stay: they are still this node's own and unsent.
+   */
+  refused(folder: string, peer: string, why: PeerAbsence): void {
+    const key = pairKey(folder, peer);
+    this.#lacking.delete(key);
+    this.#absent.set(key, why);
+  }
+
+  /** The peer ran a sync of `folder` here: it has the folder (again), and is no longer known as absent. */
+  present(folder: string, peer: string): void {
+    this.#absent.delete(pairKey(folder, peer));
+  }
+
+  /** Why `peer` refused its last sync of `folder` since the listener started (undefined: it did not). */
+  absence(folder: string, peer: string): PeerAbsence | undefined {
+    return this.#absent.get(pairKey(folder, peer));
   }
 
   /** What `peer` lacked at its last sync of `folder` since the listener started (undefined: none yet). */
@@ -59,6 +87,7 @@ export class LocalChangeReports {
   forget(folder: string): void {
     for (const key of [...this.#byPair.keys()]) if (isFolderPair(key, folder)) this.#byPair.delete(key);
     for (const key of [...this.#lacking.keys()]) if (isFolderPair(key, folder)) this.#lacking.delete(key);
+    for (const key of [...this.#absent.keys()]) if (isFolderPair(key, folder)) this.#absent.delete(key);
   }
 
   /**

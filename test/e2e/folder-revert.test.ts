@@ -16,6 +16,7 @@ import {
   cli,
   docsOn,
   docsRootsAgree,
+  foldersOf,
   hasText,
   startFolderNodes,
   until,
@@ -49,6 +50,17 @@ t.test("a revert the listener refuses is logged as the folder's revert", async (
   // Before, the listener said "sync for the CLI failed", naming neither the revert nor the folder.
   t.match(B.listener.stderr(), /INFO [^\n]*: folder revert for the CLI failed folder=lone error=/);
   t.notMatch(B.listener.stderr(), /sync for the CLI failed/);
+  // Once A refused B's sync (it has no such folder), A holds nothing the revert waits for: it
+  // says that no peer has the folder, not (as before, for good) that A has not synced yet.
+  const refusedByA = async (): Promise<boolean> =>
+    (await foldersOf(B)).find((f) => f.id === 'lone')?.peers[0]?.state === 'error';
+  await until(nodes, "A's refusal of lone in B's status", refusedByA, 20_000);
+  const none = await runCli(['--home', B.home, 'folder', 'revert', 'lone']);
+  t.equal(none.code, 4, 'refused: no peer to take the versions from');
+  t.match(
+    none.stderr.replace(/\s+/g, ' '),
+    /folder lone has no peer to take the versions from: a \(\S+\) refused it as unknown/,
+  );
   await cli(B.home, ['folder', 'remove', 'lone']);
 });
 

@@ -171,3 +171,59 @@ t.test('a revert that fails after the withdrawal leaves the next scan to record 
   });
   await rm(path.join(dir, '.clawpeer', 'reverted'));
 });
+
+t.test('a peer that removed or paused the folder there does not hold the revert back', async (t) => {
+  const GONE = 'gone-node';
+  const PAUSED = 'paused-node';
+  const three = { ...active(), peerIds: [PEER, GONE, PAUSED] };
+  const named = {
+    ...service,
+    peers: {
+      list: async () => [
+        { id: PEER, name: 'bob' },
+        { id: GONE, name: 'carol' },
+        { id: PAUSED, name: 'dave' },
+      ],
+    },
+  } as unknown as FolderServiceOptions;
+  const own = new LocalChangeReports();
+  const opts = (o: Partial<RevertFolderOptions> = {}): RevertFolderOptions =>
+    options({ service: named, active: three, reports: own, dryRun: true, ...o });
+  const counter = await withFolder((f) => f.store.localCounter());
+  await writeFile(path.join(dir, 'mine.txt'), 'made here\n');
+
+  // carol's listener refuses the folder as unknown (she removed it), dave's as paused; bob never synced.
+  own.refused('docs', GONE, 'removed');
+  own.refused('docs', PAUSED, 'paused');
+  await t.rejects(revertFolder(opts()), {
+    code: 'UNREACHABLE',
+    message: `folder docs has not synced with peer bob (${PEER}) since the listener started`,
+  });
+
+  // Before, carol and dave held it back for good: each had to sync first, and neither ever would.
+  own.record('docs', PEER, { localOnly: [], lacking: { ids: [], localCounter: counter } });
+  const plan = await revertFolder(opts());
+  t.same(
+    plan.paths.map((p) => [p.path, p.local, p.peers]),
+    [['mine.txt', 'file', 'none']],
+    "bob's last sync alone says what the peers lack",
+  );
+
+  // No peer that has the folder: said so, naming why each is left out.
+  const none = { ...active(), peerIds: [GONE, PAUSED] };
+  await t.rejects(revertFolder(opts({ active: none })), {
+    code: 'UNREACHABLE',
+    message:
+      /folder docs has no peer to take the versions from: carol \(gone-node\) refused it as unknown [^;]*; dave \(paused-node\) has paused it; the revert needs a peer that has the folder/,
+  });
+
+  // carol adds the folder again and syncs it here: the revert waits for this node's sync of it.
+  own.present('docs', GONE);
+  await t.rejects(revertFolder(opts()), { code: 'UNREACHABLE', message: /has not synced with peer carol/ });
+  // bob pauses it: what he lacked at his last sync no longer counts, nor is he asked for bytes.
+  own.record('docs', GONE, { localOnly: [], lacking: { ids: [], localCounter: counter } });
+  own.refused('docs', PEER, 'paused');
+  t.equal(own.lacking('docs', PEER), undefined);
+  t.equal((await revertFolder(opts())).paths.length, 1, "carol's sync stands in for bob's");
+  await rm(path.join(dir, 'mine.txt'));
+});
