@@ -83,6 +83,8 @@ export interface SyncFolderOptions {
    * takes it for dead (running-syncs.ts).
    */
   readonly keepAliveMs?: number;
+  /** A listener's folder service runs it (folders/folder-service.ts): the request says so to a peer that reads it (a folder offer there). */
+  readonly byFolderService?: boolean;
 }
 
 /** What a sync would do (sync --dry-run). */
@@ -246,6 +248,9 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       ...(o.bwlimit === undefined || !receives || dryRun ? {} : { rateLimit: o.bwlimit }),
       ...(dryRun ? { dryRun } : {}),
       ...(noFsync ? { noFsync } : {}),
+      ...(o.byFolderService === true && session.caps.features.includes('by-folder-service')
+        ? { byFolderService: true }
+        : {}),
     });
   const progress = o.onProgress;
   let hashed = 0;

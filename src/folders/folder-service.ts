@@ -521,6 +521,7 @@ export class FolderService {
             keepAliveMs: this.#o.config.keepAliveMs,
             resident: this.#o.resident,
             requireMarker: true,
+            byFolderService: true, // a peer without the folder reads it as an offer (folder-offers.ts)
             ...(this.#o.sendLimiter === undefined ? {} : { rateLimiters: [this.#o.sendLimiter] }),
             onProgress: (p) => {
               this.#progress.set(key, p);

@@ -48,8 +48,12 @@ export interface ServiceContext {
   readonly onPeerSession?: (peerId: string) => void;
   /** Told after each sync a peer ran here (the folder service logs what it changed). */
   readonly onSyncServed?: (peerId: string, served: ServedSync) => void;
-  /** Told when a sync a peer ran here failed with the peer still there (the folder service shows a failure of this side's). */
-  readonly onSyncServeFailed?: (peerId: string, share: string, err: unknown) => void;
+  /**
+   * Told when a sync a peer ran here failed with the peer still there (the folder service shows a
+   * failure of this side's). `byFolderService`: the peer's folder service ran it (the request says
+   * so), or the peer cannot say (no feature 'by-folder-service'); false for a person's `sync`.
+   */
+  readonly onSyncServeFailed?: (peerId: string, share: string, err: unknown, byFolderService: boolean) => void;
   /** A shared folder paused here: a peer's sync of it is refused as paused (sync-service.ts). */
   readonly pausedFolder?: (share: string, peerId: string) => boolean;
 }
@@ -166,7 +170,10 @@ async function serveRequests(
         } catch (caught) {
           const err = await peerReasonOr(session, caught, signal);
           // A peer that went away mid-sync says nothing of this folder here; anything else may.
-          if (msg.type === 'sync-request' && !signal.aborted) ctx.onSyncServeFailed?.(session.peerId, msg.share, err);
+          if (msg.type === 'sync-request' && !signal.aborted) {
+            const byService = msg.byFolderService === true || !session.caps.features.includes('by-folder-service');
+            ctx.onSyncServeFailed?.(session.peerId, msg.share, err, byService);
+          }
           if (err instanceof ClawpeerError && err.wire === undefined) {
             await session.control
               .sendError(wireCodeFor(err).name, inShareTerms(err.message, ctx.shares))

@@ -161,9 +161,10 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     // A peer's session arriving, or a sync it ran here, tells the service the peer is online.
     onPeerSession: (peerId) => folders.peerOnline(peerId),
     onSyncServed: (peerId, served) => folders.syncServed(peerId, served),
-    onSyncServeFailed: (peerId, share, err) => {
+    onSyncServeFailed: (peerId, share, err, byFolderService) => {
       folders.syncServeFailed(peerId, share, err);
-      offers.refused(peerId, share, err); // a folder we do not have: the peer offers it
+      // A folder we do not have: the peer offers it (a person's `clawpeer sync` of it does not).
+      if (byFolderService) offers.refused(peerId, share, err);
     },
     pausedFolder: (share, peerId) => folders.pausedFor(share, peerId),
   }).catch(async (err: unknown) => {

@@ -49,6 +49,9 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // share-paused: a sync of a shared folder paused on the server is refused with SHARE_PAUSED, not
 // SHARE_UNKNOWN; a client without it (which would read the new code as an unknown error) gets
 // SHARE_UNKNOWN as before.
+// by-folder-service: a sync request may say it is a listener's folder service's
+// (SyncRequest.byFolderService); the server then counts only those as folder offers. A client
+// without it cannot say: each of its refused syncs of an unknown share counts, as before.
 export const FEATURES = [
   'sync',
   'resume',
@@ -75,6 +78,7 @@ export const FEATURES = [
   'join',
   'share-paused',
   'sync-pruned-always',
+  'by-folder-service',
 ] as const;
 export type FeatureName = (typeof FEATURES)[number];
 

@@ -47,6 +47,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   join: pb.Feature.FEATURE_JOIN,
   'share-paused': pb.Feature.FEATURE_SHARE_PAUSED,
   'sync-pruned-always': pb.Feature.FEATURE_SYNC_PRUNED_ALWAYS,
+  'by-folder-service': pb.Feature.FEATURE_BY_FOLDER_SERVICE,
 };
 
 const AEAD_FROM_WIRE = invert(AEAD_TO_WIRE);

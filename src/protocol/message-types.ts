@@ -351,6 +351,8 @@ export interface SyncRequestMessage {
   readonly noFsync?: boolean;
   /** Fetch only: no reconciliation; one SyncFetch, then SyncDone (feature 'sync-fetch-only'; `restore`). */
   readonly fetchOnly?: boolean;
+  /** The client's folder service runs this sync for a folder of its own, not a person's `sync` (feature 'by-folder-service'). */
+  readonly byFolderService?: boolean;
 }
 
 export interface SyncAcceptMessage {

@@ -63,6 +63,7 @@ export function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Pr
           dryRun: message.dryRun ?? false,
           noFsync: message.noFsync ?? false,
           fetchOnly: message.fetchOnly ?? false,
+          byFolderService: message.byFolderService ?? false,
         },
       };
     }
@@ -148,6 +149,7 @@ export function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage |
         ...(r.dryRun === true ? { dryRun: true } : {}),
         ...(r.noFsync === true ? { noFsync: true } : {}),
         ...(r.fetchOnly === true ? { fetchOnly: true } : {}),
+        ...(r.byFolderService === true ? { byFolderService: true } : {}),
       };
     }
     case 'syncAccept': {

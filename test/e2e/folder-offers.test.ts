@@ -4,7 +4,7 @@
 // (folders/folder-offers.ts); `status` and `folder list` show it with the command that accepts
 // it. Once alice adds the folder, the offer is gone and the pair syncs.
 import t from 'tap';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { allInSync, cli, hasText, startFolderNodes, statusOf, until, type FolderNode } from './folder-rig.js';
 import { runCli } from './cli-harness.js';
@@ -60,4 +60,21 @@ t.test("a peer's folder not added here is an offer until it is added", async (t)
     'folder list shows it no more',
   );
   t.notMatch((await runCli(['--home', A.home, 'status'])).stdout, /folder offers/);
+});
+
+t.test("a person's `clawpeer sync` of a share alice lacks is no offer", async (t) => {
+  const mine = path.join(path.dirname(B.dir), 'bob-photos');
+  await mkdir(mine);
+  await writeFile(path.join(mine, 'p.jpg'), 'not a photo\n');
+  // Run by bob's listener (his home's) or his CLI: no folder service's, and the request says so.
+  const r = await runCli(['--home', B.home, 'sync', mine, `${A.name}:photos`]);
+  t.not(r.code, 0, 'refused: alice has no share photos');
+  t.match(r.stderr, /no share named "photos"/);
+  // Alice's listener told the offers of the refusal before it answered (dispatch.ts): none now means none.
+  t.same(
+    (await offersOn(A)).filter((o) => o.folder === 'photos'),
+    [],
+    'before, alice showed "bob offers folder photos"',
+  );
+  t.notMatch(A.listener.stderr(), /bob offers folder photos/);
 });

@@ -104,6 +104,24 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: "SyncRequest of a listener's folder service",
+    message: {
+      type: 'sync-request',
+      transferId: 3,
+      share: '',
+      mode: 'two-way',
+      reconcile: new Uint8Array(0),
+      byFolderService: true,
+    },
+    wire: `
+      01 00000009                 # frame: type CONTROL, body 9 bytes
+      8203 06                     # Control.sync_request (field 48, LEN) 6 bytes
+      08 03                       #   transfer_id (1) = 3
+      18 01                       #   mode (3) = TWO_WAY
+      58 01                       #   by_folder_service (11) = true
+    `,
+  },
+  {
     name: 'SyncAccept',
     message: { type: 'sync-accept', transferId: 3 },
     wire: `

@@ -113,7 +113,10 @@ export namespace clawpeer {
             FEATURE_SHARE_PAUSED = 31,
 
             /** FEATURE_SYNC_PRUNED_ALWAYS value */
-            FEATURE_SYNC_PRUNED_ALWAYS = 32
+            FEATURE_SYNC_PRUNED_ALWAYS = 32,
+
+            /** FEATURE_BY_FOLDER_SERVICE value */
+            FEATURE_BY_FOLDER_SERVICE = 33
         }
 
         /**
@@ -2441,6 +2444,9 @@ export namespace clawpeer {
             /** SyncRequest fetchOnly. */
             fetchOnly: boolean;
 
+            /** SyncRequest byFolderService. */
+            byFolderService: boolean;
+
             /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @param message SyncRequest message or plain object to encode
@@ -2488,6 +2494,9 @@ export namespace clawpeer {
 
                 /** SyncRequest fetchOnly */
                 fetchOnly?: (boolean|null);
+
+                /** SyncRequest byFolderService */
+                byFolderService?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

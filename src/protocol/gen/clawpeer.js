@@ -89,6 +89,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_JOIN=30 FEATURE_JOIN value
          * @property {number} FEATURE_SHARE_PAUSED=31 FEATURE_SHARE_PAUSED value
          * @property {number} FEATURE_SYNC_PRUNED_ALWAYS=32 FEATURE_SYNC_PRUNED_ALWAYS value
+         * @property {number} FEATURE_BY_FOLDER_SERVICE=33 FEATURE_BY_FOLDER_SERVICE value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -118,6 +119,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[30] = "FEATURE_JOIN"] = 30;
             values[valuesById[31] = "FEATURE_SHARE_PAUSED"] = 31;
             values[valuesById[32] = "FEATURE_SYNC_PRUNED_ALWAYS"] = 32;
+            values[valuesById[33] = "FEATURE_BY_FOLDER_SERVICE"] = 33;
             return values;
         })();
 
@@ -6051,6 +6053,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {boolean|null} [dryRun] SyncRequest dryRun
              * @property {boolean|null} [noFsync] SyncRequest noFsync
              * @property {boolean|null} [fetchOnly] SyncRequest fetchOnly
+             * @property {boolean|null} [byFolderService] SyncRequest byFolderService
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -6147,6 +6150,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncRequest.prototype.fetchOnly = false;
 
             /**
+             * SyncRequest byFolderService.
+             * @member {boolean} byFolderService
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.byFolderService = false;
+
+            /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncRequest
@@ -6178,6 +6189,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 7, wireType 0 =*/56).bool(message.fetchOnly);
                 if (message.noFsync != null && $Object.hasOwnProperty.call(message, "noFsync") && message.noFsync !== false)
                     writer.uint32(/* id 10, wireType 0 =*/80).bool(message.noFsync);
+                if (message.byFolderService != null && $Object.hasOwnProperty.call(message, "byFolderService") && message.byFolderService !== false)
+                    writer.uint32(/* id 11, wireType 0 =*/88).bool(message.byFolderService);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -6292,6 +6305,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.fetchOnly = value;
                             else
                                 delete message.fetchOnly;
+                            continue;
+                        }
+                    case 11: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.byFolderService = value;
+                            else
+                                delete message.byFolderService;
                             continue;
                         }
                     }
