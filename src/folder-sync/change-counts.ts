@@ -2,7 +2,9 @@
 // symlinks) added, changed and deleted here by the peer's revisions, counted, and the first
 // MAX_LISTED_CHANGES of them by path (Syncthing's "recent changes"). Counted from the folder's
 // heads before and after the revisions are applied, so a revision that lost to a local one, was
-// skipped, or only carried history counts as nothing.
+// skipped, or only carried history counts as nothing. A conflict copy the sync made here (of the
+// losing version, on either side) is a new file here: counted as added, though no revision the
+// peer sent names its path.
 import { bytesEqual } from '../chunking/blake3.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import type { RevisionStore } from '../store/revision-store.js';
@@ -53,14 +55,20 @@ export function headsBefore(store: RevisionStore, received: readonly RevisionEnt
  * revision, already decoded: only the head's id is read (a first sync of 10,000 files decoded
  * every new head again here).
  */
-export function countChanges(store: RevisionStore, before: HeadsBefore): ChangeCounts {
+export function countChanges(
+  store: RevisionStore,
+  before: HeadsBefore,
+  copies: ReadonlyMap<string, RevisionEntry | undefined> = new Map(),
+): ChangeCounts {
   const counts = { added: 0, changed: 0, deleted: 0 };
   const paths: PathChange[] = [];
   const note = (p: string, change: PathChangeKind): void => {
     counts[change]++;
     paths.push({ path: p, change });
   };
-  for (const [p, was] of before.heads) {
+  const heads = new Map(before.heads);
+  for (const [p, was] of copies) if (!heads.has(p)) heads.set(p, was);
+  for (const [p, was] of heads) {
     const nowId = store.headId(p);
     if (nowId === undefined || (was !== undefined && bytesEqual(was.id, nowId))) continue;
     const now = before.receivedByPath.get(p)?.find((e) => bytesEqual(e.id, nowId)) ?? store.head(p);

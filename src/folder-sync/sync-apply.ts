@@ -75,6 +75,8 @@ export interface ApplyResult {
   readonly kept: readonly string[];
   /** Chunks that travelled to us. */
   readonly chunksReceived: number;
+  /** The conflict copies made here, by path, with the head each path had before (change-counts.ts counts them). */
+  readonly copies: ReadonlyMap<string, RevisionEntry | undefined>;
 }
 
 /** Resolves a path inside the folder whose parent directory really lies inside it. */
@@ -581,7 +583,9 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   const warm = warmOf(settled, outcome.published ?? landed);
   crashPoint('sync-log');
   const applied = writeLog(settled, warm);
+  const copyPaths = new Set(settled.flatMap((p) => (p.copy === undefined ? [] : [p.copy.entry.revision.path])));
   return {
+    copies: new Map(settled.filter((p) => copyPaths.has(p.path)).map((p) => [p.path, p.local])),
     applied,
     conflicts: settled.filter((p) => p.copy !== undefined).length,
     skipped,

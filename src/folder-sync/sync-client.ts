@@ -412,6 +412,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     let skipped: string[] = [];
     let kept: readonly string[] = [];
     const before = headsBefore(store, received);
+    let copies: Awaited<ReturnType<typeof applyRemote>>['copies'] | undefined;
     if (receives) {
       const applied = await applyRemote(received, {
         store,
@@ -437,6 +438,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       conflicts = applied.conflicts;
       skipped = applied.skipped;
       kept = applied.kept;
+      copies = applied.copies;
     }
     await dropPrunedByPeer(ch, store, dir, peerPruned, result.idsTheyLack);
     const told = sends || tellsAlways ? prunedToTell(ch, ourPruned) : [];
@@ -459,7 +461,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       localOnly: localOnly.sort(),
       lacking: { ids: o.mode === 'receive-only' ? outcome.idsTheyLack : [], localCounter: store.localCounter() },
       peerSkipped: peerSkipped.sort(),
-      changes: countChanges(store, before),
+      changes: countChanges(store, before, copies),
     });
   } finally {
     prelocated?.stop();

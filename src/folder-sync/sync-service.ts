@@ -294,6 +294,7 @@ async function serveClaimedSync(
     let skipped = 0;
     let kept: readonly string[] = [];
     const before = headsBefore(store, received);
+    let copies: Awaited<ReturnType<typeof applyRemote>>['copies'] | undefined;
     if (clientSends) {
       const applied = await applyRemote(received, {
         store,
@@ -327,6 +328,7 @@ async function serveClaimedSync(
       conflicts = applied.conflicts;
       skipped = applied.skipped.length;
       kept = applied.kept;
+      copies = applied.copies;
     }
     if (clientReceives) {
       const fetch = await expectMessage(session, 'sync-fetch', req.transferId, PREPARE_TIMEOUT_MS, signal);
@@ -350,7 +352,7 @@ async function serveClaimedSync(
       sent,
       conflicts,
       skipped,
-      changes: countChanges(store, before),
+      changes: countChanges(store, before, copies),
     };
   } finally {
     await folder.close();

@@ -3,11 +3,13 @@
 // applying of remote revisions (sync-apply.ts) on both sides. New files, edits and deletions
 // travel both ways, a concurrent edit keeps both versions, the modes hold, a dry run plans only.
 import t, { type Test } from 'tap';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { syncFolder, type SyncFolderOptions } from '../../src/folder-sync/sync-client.js';
 import { silentLogger } from '../../src/logger.js';
 import { isConflictPath } from '../../src/sync/conflict.js';
+import type { ServedSync } from '../../src/folder-sync/sync-service.js';
+import type { ServiceContext } from '../../src/listener/dispatch.js';
 import { memoryListener, shareIn, tempDir, type MemoryListener } from '../listener/memory-listener.js';
 
 /** The folder's files (relative paths) and their text, .clawpeer left out. */
@@ -26,14 +28,17 @@ async function contents(dir: string): Promise<Record<string, string>> {
 }
 
 /** A listener with the share 'docs', and a local folder to sync with it. */
-async function pair(t: Test): Promise<{
+async function pair(
+  t: Test,
+  extra: Partial<ServiceContext> = {},
+): Promise<{
   l: MemoryListener;
   share: string;
   local: string;
   sync: (o?: Partial<SyncFolderOptions>) => ReturnType<typeof syncFolder>;
 }> {
   const docs = await shareIn('docs');
-  const l = await memoryListener([docs]);
+  const l = await memoryListener([docs], extra);
   t.teardown(() => l.stop());
   const local = await tempDir('sync-local');
   // A session per sync, as sync-with-peer.ts dials one per run.
@@ -102,6 +107,43 @@ t.test('the same file edited on both sides: both versions are kept, and both sid
   t.same(new Set(Object.values(here)), new Set(['client edit', 'listener edit']), 'neither edit lost');
   await sync(); // the listener learns the conflict copy
   t.same(await contents(share), here, 'the listener holds the same');
+});
+
+t.test('a conflict copy made by a sync is a file added there, on the losing side and the winning one', async (t) => {
+  const served: ServedSync[] = [];
+  const { share, local, sync } = await pair(t, { onSyncServed: (_peer, s) => served.push(s) });
+  await write(path.join(local, 'notes.txt'), 'base');
+  await sync();
+  await write(path.join(local, 'notes.txt'), 'client edit');
+  await write(path.join(share, 'notes.txt'), 'listener edit');
+  // The later mtime wins (sync/conflict.ts): the listener's.
+  await utimes(path.join(local, 'notes.txt'), new Date(2_000_000_000_000), new Date(2_000_000_000_000));
+  await utimes(path.join(share, 'notes.txt'), new Date(2_000_000_060_000), new Date(2_000_000_060_000));
+  served.length = 0;
+  const r = await sync();
+  const copy = Object.keys(await contents(local)).find((p) => isConflictPath(p)) ?? '';
+  t.equal(await readFile(path.join(local, copy), 'utf8'), 'client edit', "the client's edit lost: its copy is here");
+  // Before, the losing side said "0 added, 1 changed" and the winning one "0 added": the copy
+  // each made was counted nowhere (no revision the peer sent names its path).
+  t.same(
+    r.changes,
+    {
+      added: 1,
+      changed: 1,
+      deleted: 0,
+      paths: [
+        { path: copy, change: 'added' },
+        { path: 'notes.txt', change: 'changed' },
+      ],
+    },
+    'the losing side: the copy added, the path changed to the winner',
+  );
+  t.same(
+    served.map((x) => x.changes),
+    [{ added: 1, changed: 0, deleted: 0, paths: [{ path: copy, change: 'added' }] }],
+    "the winning side: the loser's copy added, its own version kept",
+  );
+  t.equal(await readFile(path.join(share, copy), 'utf8'), 'client edit');
 });
 
 t.test('send-only sends but takes nothing; receive-only takes but sends nothing', async (t) => {
