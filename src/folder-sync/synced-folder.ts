@@ -55,25 +55,60 @@ export interface UnreadableEntry {
 /** Entries of an UnsyncableEntries log line (the rest are counted). */
 const LOGGED_ENTRIES = 10;
 
+/** Paths kept per folder and reason, the first in path order (the count is of all): a folder of a million bad names holds 100. */
+export const UNSYNCABLE_PATHS_KEPT = 100;
+
+/** The entries a folder's scan left out for one reason: how many, and the first UNSYNCABLE_PATHS_KEPT paths, sorted. */
+export interface UnsyncableReason {
+  readonly reason: string;
+  readonly count: number;
+  readonly paths: readonly string[];
+}
+
 /**
  * Per folder, the entries its last scan could not record (a name with a control character, a
  * file it may not read): never synced, so `clawpeer status` names them, as Syncthing lists a
  * folder's failed items. A scan that left one out is vouched for by no watcher, so the next
  * scan walks the whole folder and finds them all again: each scan's list replaces the last.
+ * Kept per reason, counted and capped (UNSYNCABLE_PATHS_KEPT): it lives as long as the listener.
  */
 export class UnsyncableEntries {
-  readonly #byFolder = new Map<string, readonly UnreadableEntry[]>();
+  readonly #byFolder = new Map<string, readonly UnsyncableReason[]>();
 
-  /** Records what a scan of `dir` left out; returns the entries its previous scan did not. */
+  /**
+   * Records what a scan of `dir` left out; returns the entries its previous scan did not. Of a
+   * reason whose paths were capped then, one that sorts after the last kept path may have been
+   * among those only counted: it is not returned (logged once as new, not at every scan).
+   */
   scanned(dir: string, entries: readonly UnreadableEntry[]): UnreadableEntry[] {
-    const before = new Set((this.#byFolder.get(dir) ?? []).map((e) => e.path));
+    const before = new Map((this.#byFolder.get(dir) ?? []).map((g) => [g.reason, { ...g, kept: new Set(g.paths) }]));
+    const byReason = new Map<string, string[]>();
+    for (const e of entries) {
+      const paths = byReason.get(e.reason) ?? [];
+      paths.push(e.path);
+      byReason.set(e.reason, paths);
+    }
     if (entries.length === 0) this.#byFolder.delete(dir);
-    else this.#byFolder.set(dir, entries);
-    return entries.filter((e) => !before.has(e.path));
+    else
+      this.#byFolder.set(
+        dir,
+        [...byReason].map(([reason, paths]) => ({
+          reason,
+          count: paths.length,
+          paths: paths.sort().slice(0, UNSYNCABLE_PATHS_KEPT),
+        })),
+      );
+    return entries.filter((e) => {
+      const was = before.get(e.reason);
+      if (was === undefined) return true;
+      if (was.kept.has(e.path)) return false;
+      const last = was.paths[was.paths.length - 1];
+      return was.count === was.paths.length || last === undefined || e.path < last;
+    });
   }
 
-  /** What the last scan of `dir` left out (none before its first scan). */
-  of(dir: string): readonly UnreadableEntry[] {
+  /** What the last scan of `dir` left out, per reason (none before its first scan). */
+  of(dir: string): readonly UnsyncableReason[] {
     return this.#byFolder.get(dir) ?? [];
   }
 }

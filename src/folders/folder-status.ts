@@ -8,7 +8,7 @@ import type { ActivitySnapshot } from '../session/listener-activity.js';
 import type { RevisionStorePool } from '../store/revision-store-pool.js';
 import type { PairStatus } from '../sync/folder-schedule.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
-import type { UnreadableEntry, UnsyncableEntries } from '../folder-sync/synced-folder.js';
+import type { UnsyncableEntries, UnsyncableReason } from '../folder-sync/synced-folder.js';
 import type { ActiveFolder, FolderPeerStatus, FolderStatus, UnsyncableGroup } from './folder-service-types.js';
 import type { LocalChangeReports } from './local-changes.js';
 
@@ -91,19 +91,13 @@ function revisionsOf(stores: RevisionStorePool, dir: string): { revisions?: numb
 /** How many paths of each group `clawpeer status` lists (the count is of all). */
 export const UNSYNCABLE_PATHS_SHOWN = 10;
 
-/** Entries the folder's last scan left out, grouped by reason (the most first), each with its first paths. */
-function unsyncableOf(entries: readonly UnreadableEntry[]): { unsyncable?: UnsyncableGroup[] } {
-  if (entries.length === 0) return {};
-  const byReason = new Map<string, string[]>();
-  for (const e of entries) {
-    const paths = byReason.get(e.reason) ?? [];
-    paths.push(e.path);
-    byReason.set(e.reason, paths);
-  }
-  const groups = [...byReason].map(([reason, paths]) => ({
-    reason,
-    count: paths.length,
-    paths: paths.sort().slice(0, UNSYNCABLE_PATHS_SHOWN),
+/** Entries the folder's last scan left out, by reason (the most first), each with its first paths. */
+function unsyncableOf(kept: readonly UnsyncableReason[]): { unsyncable?: UnsyncableGroup[] } {
+  if (kept.length === 0) return {};
+  const groups = kept.map((g) => ({
+    reason: g.reason,
+    count: g.count,
+    paths: g.paths.slice(0, UNSYNCABLE_PATHS_SHOWN),
   }));
   return { unsyncable: groups.sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : 1)) };
 }

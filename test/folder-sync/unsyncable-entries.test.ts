@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../../src/logger.js';
 import { defaultFolderChunking } from '../../src/folder-sync/folder-history.js';
-import { openSyncedFolder, ResidentFolders } from '../../src/folder-sync/synced-folder.js';
+import { openSyncedFolder, ResidentFolders, UNSYNCABLE_PATHS_KEPT } from '../../src/folder-sync/synced-folder.js';
 
 const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-unsyncable-'));
 const lines: string[] = [];
@@ -44,7 +44,7 @@ t.test('entries a scan cannot record are kept per folder with their reason, and 
   t.same(
     resident.unsyncable
       .of(dir)
-      .map((e) => [e.path, e.reason])
+      .flatMap((g) => g.paths.map((p) => [p, g.reason]))
       .sort(),
     [
       ['a\\#012b', 'name has a control character'],
@@ -73,7 +73,7 @@ t.test('entries a scan cannot record are kept per folder with their reason, and 
   t.equal(warnings().length, 2, 'a scan that finds a new one logs again');
   t.match(warnings()[1], /count=1 entries=tab\\#011here \(name has a control character\)$/m, 'only the new one');
   t.notOk(
-    resident.unsyncable.of(dir).some((e) => e.path === 'a\\#012b'),
+    resident.unsyncable.of(dir).some((g) => g.paths.includes('a\\#012b')),
     'one renamed since is no longer listed',
   );
 
@@ -82,4 +82,29 @@ t.test('entries a scan cannot record are kept per folder with their reason, and 
   await scan();
   t.same(resident.unsyncable.of(dir), [], 'all fixed: none listed');
   t.equal(warnings().length, 2);
+});
+
+t.test('a folder of many such entries keeps 100 paths of a reason, and the exact count', async (t) => {
+  const names = Array.from({ length: 130 }, (_, i) => `bad\x01${String(i).padStart(3, '0')}`);
+  for (const n of names) await writeFile(path.join(dir, n), 'x\n');
+  const logged = warnings().length;
+  await scan();
+  const [group] = resident.unsyncable.of(dir);
+  t.equal(group?.count, 130, 'every entry counted');
+  t.equal(group?.paths.length, UNSYNCABLE_PATHS_KEPT, 'before, all 130 paths were kept in memory');
+  t.same(group?.paths.slice(0, 2), ['bad\\#001000', 'bad\\#001001'], 'the first in path order');
+  t.equal(warnings().length, logged + 1, 'the scan that found them logs once');
+  t.match(warnings().at(-1), /count=130 /);
+
+  await scan();
+  t.equal(warnings().length, logged + 1, 'a rescan finds none new, those only counted included');
+  await writeFile(path.join(dir, 'bad\x01000a'), 'x\n'); // sorts among the kept ones: new for sure
+  await scan();
+  t.equal(warnings().length, logged + 2);
+  t.match(warnings().at(-1), /count=1 entries=bad\\#001000a /, 'only the new one');
+  t.equal(resident.unsyncable.of(dir)[0]?.count, 131);
+
+  for (const n of [...names, 'bad\x01000a']) await rm(path.join(dir, n));
+  await scan();
+  t.same(resident.unsyncable.of(dir), []);
 });
