@@ -9,8 +9,9 @@
 // scan does not enter or record them, and a path that was synced before and is ignored now is
 // not recorded as deleted; the peer's revisions of them are kept in the log, so both logs still
 // converge, but the folder's files are not touched. The file itself is never synced: each side
-// keeps its own. Limit: the peer's revisions of a path that arrived while it was ignored are
-// not applied when it stops being ignored; the next change of that path, on either side, is.
+// keeps its own. The peer's revisions of a path that arrived while it was ignored are applied
+// when it stops being ignored by the listener's folder service (folders/unignored-catch-up.ts);
+// a CLI sync without a listener applies only the path's next change.
 // Non-goals: patterns in subdirectories' own files.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';

@@ -62,8 +62,8 @@ export interface RevertFolderOptions {
   readonly signal: AbortSignal;
 }
 
-/** One path whose revisions are withdrawn. */
-interface PathRevert {
+/** One path whose revisions are withdrawn (or, for unignored-catch-up.ts, whose head moves). */
+export interface PathRevert {
   readonly path: string;
   readonly before: RevisionEntry | undefined;
   readonly after: RevisionEntry | undefined;
@@ -76,10 +76,13 @@ const sameHead = (a: RevisionEntry | undefined, b: RevisionEntry | undefined): b
   a === b || (a !== undefined && b !== undefined && toHex(a.id) === toHex(b.id));
 const isLiveFile = (e: RevisionEntry | undefined): e is RevisionEntry =>
   e !== undefined && !e.revision.deleted && e.revision.kind === 'file';
-const depth = (p: string): number => p.split('/').length;
+export const depth = (p: string): number => p.split('/').length;
+
+/** What gather's fetches need of the options: the service, the folder (its share) and the signal. */
+type FetchContext = Pick<RevertFolderOptions, 'service' | 'folderId' | 'signal'>;
 
 /** The conflict-copy test the sync's plan gives pickHead (sync-plan.ts `copiedBefore`, without received records). */
-function copiedIn(store: RevisionStore): (e: RevisionEntry) => boolean {
+export function copiedIn(store: RevisionStore): (e: RevisionEntry) => boolean {
   return (e) => {
     const r = e.revision;
     if (r.deleted || r.kind !== 'file') return false;
@@ -266,8 +269,8 @@ export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport
  * forgotten here (every revision of it withdrawn), so the next sync brings what the peers have
  * now. Throws, naming the paths, when no peer could be asked: nothing has changed yet.
  */
-async function gather(
-  o: RevertFolderOptions,
+export async function gather(
+  o: FetchContext,
   folder: SyncedFolder,
   changed: readonly PathRevert[],
   incoming: string,
@@ -323,7 +326,7 @@ async function gather(
 
 /** One fetch from `peerId`, asked again while the peer's copy is busy with a sync (its lock). */
 async function fetchWithRetries(
-  o: RevertFolderOptions,
+  o: FetchContext,
   peerId: string,
   incoming: string,
   requests: readonly FetchRequest[],
@@ -389,7 +392,7 @@ async function confined(folderReal: string, rel: string, linked: 'skip' | 'refus
  * the folder: nothing of it moves, and the link, a change of its own, is moved aside after it
  * (deepest first), never what it points to.
  */
-async function moveAside(folderReal: string, p: PathRevert, keptIn: string): Promise<boolean> {
+export async function moveAside(folderReal: string, p: PathRevert, keptIn: string): Promise<boolean> {
   const abs = await confined(folderReal, p.path, 'skip');
   if (abs === undefined) return false;
   const st = await lstat(abs).catch(() => undefined);
@@ -422,7 +425,7 @@ async function moveInto(from: string, to: string): Promise<void> {
 }
 
 /** Puts `p`'s new head at its path (a file from `incoming`), a published file certified warm. */
-async function place(
+export async function place(
   folderReal: string,
   store: RevisionStore,
   p: PathRevert,

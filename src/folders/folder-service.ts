@@ -564,6 +564,17 @@ export class FolderService {
         return r;
       });
       finish(completedOutcome(result));
+      // After the pair's state is settled: a catch-up's fetches are no part of this sync.
+      if (mode !== 'send-only')
+        await this.#inTurn(f.id, async () =>
+          (await import('./unignored-catch-up.js')).catchUpQuietly({
+            service: this.#o,
+            active,
+            peerId,
+            signal: sync.signal,
+            log,
+          }),
+        );
     } catch (err) {
       await this.#sessions.drop(peerId);
       if (isMarkerMissing(err)) this.#restart(f.id); // its disk unmounted while it ran: it says so, and waits

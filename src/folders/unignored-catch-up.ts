@@ -1,0 +1,172 @@
+// Paths a folder's `.clawpeerignore` no longer ignores get the peers' versions that arrived while
+// they were ignored (Syncthing pulls a path as soon as it is unignored).
+//
+// While a path is ignored, a sync stores the peers' revisions of it (the logs converge) but keeps
+// the head and the disk as they were (sync-plan.ts). Once the rule goes, both nodes hold the same
+// revisions, so no sync brings anything: the old file stayed here for good, a file the peers
+// added never came, one they deleted stayed, and `status` said in-sync with the roots equal.
+//
+// After each completed sync of the folder (in its turn), the rules are compared with the ones
+// this ran with last (`.clawpeer/ignore-applied.json`). When they changed, each path the old
+// rules ignored and the new ones do not, whose head here is older than the head its stored
+// revisions pick (pickHead, as a sync would), is brought to that head: what is on disk moves to
+// `.clawpeer/unignored/<time>/<path>` (never deleted), the head's file is fetched by content from
+// the folder's peers (as `folder revert` does, folder-revert.ts) or the directory, link or
+// deletion made, and the head moves. A path with a local edit the peers lack (the scan recorded
+// it, concurrent with theirs), or with a conflict, is left to the syncs. The new rules are
+// recorded once every such path is done; a fetch that fails leaves them for the next sync.
+import { mkdir, readFile, realpath, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../logger.js';
+import { BLAKE3_OUT_BYTES, toHex } from '../chunking/blake3.js';
+import { defaultFolderChunking } from '../folder-sync/folder-history.js';
+import { loadSyncIgnore, parseIgnoreFile, syncIgnoreFrom, type SyncIgnore } from '../folder-sync/sync-ignore.js';
+import { openSyncedFolder } from '../folder-sync/synced-folder.js';
+import { writeFileAtomic } from '../support/atomic-file.js';
+import { INTERNAL_DIR_NAME, isInternalPath } from '../store/internal-names.js';
+import type { RevisionStore } from '../store/revision-store.js';
+import { pickHead } from '../sync/conflict.js';
+import { compareVectors } from '../sync/version-vector.js';
+import type { ActiveFolder, FolderServiceOptions } from './folder-service-types.js';
+import { copiedIn, depth, gather, moveAside, place, type PathRevert } from './folder-revert.js';
+
+/** The rules this ran with last, under the folder's .clawpeer/. */
+const APPLIED_FILE_NAME = 'ignore-applied.json';
+/** Where what was on disk at a caught-up path goes, under .clawpeer/. */
+export const UNIGNORED_DIR_NAME = 'unignored';
+const LOCK_WAIT_MS = 30_000;
+
+export interface CatchUpReport {
+  /** Paths brought to the peers' head. */
+  readonly paths: readonly string[];
+  /** Where the local versions went, when something was there. */
+  readonly keptIn?: string;
+}
+
+/** The patterns recorded last; undefined when none were (a folder this never ran on). */
+async function appliedPatterns(file: string): Promise<string[] | undefined> {
+  try {
+    const parsed = JSON.parse(await readFile(file, 'utf8')) as { patterns?: unknown };
+    return Array.isArray(parsed.patterns) ? parsed.patterns.map(String) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const sameHead = (a: PathRevert['before'], b: PathRevert['after']): boolean =>
+  a === b || (a !== undefined && b !== undefined && toHex(a.id) === toHex(b.id));
+
+/** The paths the old rules ignored and the new do not, each with the head its revisions pick. */
+function planCatchUp(store: RevisionStore, before: SyncIgnore, now: SyncIgnore): PathRevert[] {
+  const ids = store.allIds();
+  const seen = new Set<string>();
+  const out: PathRevert[] = [];
+  const copied = copiedIn(store);
+  for (let at = 0; at < ids.length; at += BLAKE3_OUT_BYTES) {
+    const r = store.get(ids.subarray(at, at + BLAKE3_OUT_BYTES))?.revision;
+    if (r === undefined || seen.has(r.path)) continue;
+    seen.add(r.path);
+    const isDir = r.kind === 'dir';
+    if (isInternalPath(r.path) || !before.ignores(r.path, isDir) || now.ignores(r.path, isDir)) continue;
+    const pick = pickHead(store.history(r.path), copied);
+    const head = store.head(r.path);
+    if (pick === undefined || pick.losers.length > 0 || sameHead(head, pick.head)) continue;
+    // A head here the peers' did not see (an edit recorded since the rule went): the syncs decide.
+    if (head !== undefined && compareVectors(head.revision.vector, pick.head.revision.vector) !== 'before') continue;
+    if (pick.head.revision.deleted && (head === undefined || head.revision.deleted)) continue;
+    out.push({ path: r.path, before: head, after: pick.head, withdrawn: [] });
+  }
+  return out;
+}
+
+/**
+ * Brings the paths the folder's ignore rules no longer ignore to the peers' heads (see the top);
+ * undefined when the rules did not change since the last call. Run in the folder's turn.
+ */
+export async function catchUpUnignored(o: {
+  readonly service: FolderServiceOptions;
+  readonly active: ActiveFolder;
+  /** The peer to ask first (the one just synced with). */
+  readonly peerId: string;
+  readonly signal: AbortSignal;
+}): Promise<CatchUpReport | undefined> {
+  const f = o.active.config;
+  const appliedFile = path.join(f.path, INTERNAL_DIR_NAME, APPLIED_FILE_NAME);
+  const now = await loadSyncIgnore(f.path);
+  const old = await appliedPatterns(appliedFile);
+  const record = (patterns: readonly string[]): Promise<void> =>
+    writeFileAtomic(appliedFile, `${JSON.stringify({ patterns })}\n`);
+  if (old !== undefined && JSON.stringify(old) === JSON.stringify(now.patterns)) return undefined;
+  if (old === undefined || old.length === 0) {
+    await record(now.patterns); // nothing was ignored before (but the file itself): nothing to catch up
+    return undefined;
+  }
+  const before = syncIgnoreFrom(parseIgnoreFile(old.join('\n')));
+  const log = o.service.log.child('folders');
+  const folder = await openSyncedFolder(f.path, {
+    requireMarker: true,
+    nodeId: o.service.identity.nodeId,
+    chunking: defaultFolderChunking(),
+    lockWaitMs: LOCK_WAIT_MS,
+    log,
+    signal: o.signal,
+    resident: o.service.resident,
+  });
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const incoming = path.join(f.path, INTERNAL_DIR_NAME, `unignored-incoming-${stamp}`);
+  try {
+    const changed = planCatchUp(folder.store, before, folder.ignore);
+    if (changed.length === 0) {
+      await record(folder.ignore.patterns);
+      return { paths: [] };
+    }
+    const folderReal = await realpath(f.path);
+    await mkdir(incoming, { recursive: true, mode: 0o700 });
+    const peers = [o.peerId, ...o.active.peerIds.filter((p) => p !== o.peerId)];
+    // Throws when no peer could be asked: nothing changed, the next sync tries again.
+    const lacking = await gather(
+      { service: o.service, folderId: f.id, signal: o.signal },
+      folder,
+      changed,
+      incoming,
+      peers,
+    );
+    const todo = changed.filter((p) => !lacking.has(p.path));
+    folder.store.write((w) => {
+      for (const p of todo) if (p.after !== undefined) w.setHead(p.after.id);
+    });
+    o.service.resident.watchers.forFolder(folder.dir).distrust();
+    const keptIn = path.join(folderReal, INTERNAL_DIR_NAME, UNIGNORED_DIR_NAME, stamp);
+    let kept = false;
+    for (const p of [...todo].sort((a, b) => depth(b.path) - depth(a.path)))
+      kept = (await moveAside(folderReal, p, keptIn)) || kept;
+    const nowNs = BigInt(Date.now()) * 1_000_000n;
+    for (const p of [...todo].sort((a, b) => depth(a.path) - depth(b.path)))
+      await place(folderReal, folder.store, p, incoming, nowNs);
+    if (lacking.size === 0) await record(folder.ignore.patterns);
+    log.info('paths no longer ignored now hold the peers versions', {
+      folder: f.id,
+      paths: todo.length,
+      ...(lacking.size === 0 ? {} : { lacking: lacking.size }),
+      ...(kept ? { keptIn } : {}),
+    });
+    return { paths: todo.map((p) => p.path), ...(kept ? { keptIn } : {}) };
+  } finally {
+    await rm(incoming, { recursive: true, force: true }).catch(() => undefined);
+    await folder.close();
+  }
+}
+
+/** catchUpUnignored for the folder service, after a completed sync: a failure is logged (the next sync tries again), never thrown. */
+export async function catchUpQuietly(
+  o: Parameters<typeof catchUpUnignored>[0] & { readonly log: Logger },
+): Promise<void> {
+  try {
+    await catchUpUnignored(o);
+  } catch (err) {
+    o.log.warn('paths no longer ignored keep their old versions for now', {
+      folder: o.active.config.id,
+      error: (err as Error).message,
+    });
+  }
+}
