@@ -15,7 +15,7 @@
 // deletion made, and the head moves. A path with a local edit the peers lack (the scan recorded
 // it, concurrent with theirs), or with a conflict, is left to the syncs. The new rules are
 // recorded once every such path is done; a fetch that fails leaves them for the next sync.
-import { mkdir, readFile, realpath, rm } from 'node:fs/promises';
+import { lstat, mkdir, readFile, realpath, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
 import { BLAKE3_OUT_BYTES, toHex } from '../chunking/blake3.js';
@@ -28,7 +28,7 @@ import type { RevisionStore } from '../store/revision-store.js';
 import { pickHead } from '../sync/conflict.js';
 import { compareVectors } from '../sync/version-vector.js';
 import type { ActiveFolder, FolderServiceOptions } from './folder-service-types.js';
-import { copiedIn, depth, gather, moveAside, place, type PathRevert } from './folder-revert.js';
+import { confined, copiedIn, depth, gather, moveAside, place, type PathRevert } from './folder-revert.js';
 
 /** The rules this ran with last, under the folder's .clawpeer/. */
 const APPLIED_FILE_NAME = 'ignore-applied.json';
@@ -50,6 +50,22 @@ async function appliedPatterns(file: string): Promise<string[] | undefined> {
     return Array.isArray(parsed.patterns) ? parsed.patterns.map(String) : undefined;
   } catch {
     return undefined;
+  }
+}
+
+const isLiveDir = (e: PathRevert['before']): boolean =>
+  e !== undefined && !e.revision.deleted && e.revision.kind === 'dir';
+
+/** Removes the directory at `abs` when it is one and empty (or gone); false when something is in it. */
+async function removeEmptyDir(abs: string): Promise<boolean> {
+  try {
+    if ((await lstat(abs)).isDirectory()) await rmdir(abs);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return true;
+    if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
+    throw err;
   }
 }
 
@@ -132,25 +148,44 @@ export async function catchUpUnignored(o: {
       peers,
     );
     const todo = changed.filter((p) => !lacking.has(p.path));
-    folder.store.write((w) => {
-      for (const p of todo) if (p.after !== undefined) w.setHead(p.after.id);
-    });
+    // A directory that goes (deleted by the peers, or now their file or link) goes only once
+    // empty: a file made in it here since (its own new path) is not moved out of the folder.
+    const going = todo.filter((p) => isLiveDir(p.before) && !isLiveDir(p.after));
+    const rest = todo.filter((p) => !going.includes(p));
+    const setHeads = (paths: readonly PathRevert[]): void =>
+      folder.store.write((w) => {
+        for (const p of paths) if (p.after !== undefined) w.setHead(p.after.id);
+      });
+    setHeads(rest);
     o.service.resident.watchers.forFolder(folder.dir).distrust();
     const keptIn = path.join(folderReal, INTERNAL_DIR_NAME, UNIGNORED_DIR_NAME, stamp);
     let kept = false;
-    for (const p of [...todo].sort((a, b) => depth(b.path) - depth(a.path)))
+    for (const p of [...rest].sort((a, b) => depth(b.path) - depth(a.path)))
       kept = (await moveAside(folderReal, p, keptIn)) || kept;
     const nowNs = BigInt(Date.now()) * 1_000_000n;
-    for (const p of [...todo].sort((a, b) => depth(a.path) - depth(b.path)))
+    for (const p of [...rest].sort((a, b) => depth(a.path) - depth(b.path)))
       await place(folderReal, folder.store, p, incoming, nowNs);
+    const gone: PathRevert[] = [];
+    for (const p of [...going].sort((a, b) => depth(b.path) - depth(a.path))) {
+      const abs = await confined(folderReal, p.path, 'skip');
+      if (abs === undefined) continue;
+      if (!(await removeEmptyDir(abs))) {
+        log.info('a directory the peers removed holds files here; kept', { folder: f.id, path: p.path });
+        continue;
+      }
+      setHeads([p]);
+      await place(folderReal, folder.store, p, incoming, nowNs);
+      gone.push(p);
+    }
+    const done = [...rest, ...gone];
     if (lacking.size === 0) await record(folder.ignore.patterns);
     log.info('paths no longer ignored now hold the peers versions', {
       folder: f.id,
-      paths: todo.length,
+      paths: done.length,
       ...(lacking.size === 0 ? {} : { lacking: lacking.size }),
       ...(kept ? { keptIn } : {}),
     });
-    return { paths: todo.map((p) => p.path), ...(kept ? { keptIn } : {}) };
+    return { paths: done.map((p) => p.path), ...(kept ? { keptIn } : {}) };
   } finally {
     await rm(incoming, { recursive: true, force: true }).catch(() => undefined);
     await folder.close();

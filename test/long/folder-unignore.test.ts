@@ -42,17 +42,21 @@ t.test('an unignored directory takes the changes made while it was ignored', asy
   await writeFile(path.join(A.dir, 'sub', 'edit.txt'), 'first\n');
   await writeFile(path.join(A.dir, 'sub', 'gone.txt'), 'to be deleted\n');
   await writeFile(path.join(A.dir, 'top.txt'), 'top\n');
+  await mkdir(path.join(A.dir, 'old'));
+  await writeFile(path.join(A.dir, 'old', 'a.txt'), 'old, from A\n');
   await addFolderEverywhere(nodes, 'docs');
   await until(nodes, "A's files on B", hasText(path.join(B.dir, 'sub', 'gone.txt'), 'to be deleted\n'), 30_000);
   await until(nodes, 'both in sync', () => allInSync(nodes, 'docs'), 30_000);
 
-  await writeFile(path.join(B.dir, '.clawpeerignore'), 'sub/\n');
-  await until(nodes, "B's listener syncs with the rule", applied(B, ['sub/']), 30_000);
+  await writeFile(path.join(B.dir, '.clawpeerignore'), 'sub/\nold/\n');
+  await until(nodes, "B's listener syncs with the rules", applied(B, ['sub/', 'old/']), 30_000);
 
   await writeFile(path.join(A.dir, 'sub', 'edit.txt'), 'second, from A\n');
   await writeFile(path.join(A.dir, 'sub', 'new.txt'), 'new on A\n');
   await rm(path.join(A.dir, 'sub', 'gone.txt'));
   await writeFile(path.join(A.dir, 'top.txt'), 'top, edited\n');
+  await rm(path.join(A.dir, 'old'), { recursive: true });
+  await writeFile(path.join(B.dir, 'old', 'mine.txt'), 'made on B while ignored\n');
   await until(nodes, "A's top.txt on B", hasText(path.join(B.dir, 'top.txt'), 'top, edited\n'), 30_000);
   await until(nodes, 'the roots agree', rootsAgree, 30_000);
   t.equal(await readFile(path.join(B.dir, 'sub', 'edit.txt'), 'utf8'), 'first\n', 'the ignored file is left as is');
@@ -65,6 +69,8 @@ t.test('an unignored directory takes the changes made while it was ignored', asy
   await until(nodes, 'both in sync again', () => allInSync(nodes, 'docs'), 30_000);
 
   t.equal(await readFile(path.join(A.dir, 'sub', 'edit.txt'), 'utf8'), 'second, from A\n', "A's edit stands on A");
+  t.same(await readdir(path.join(B.dir, 'old')), ['mine.txt'], "B's own file in the directory A removed stays");
+  await until(nodes, "B's own file on A", hasText(path.join(A.dir, 'old', 'mine.txt'), 'made on B while ignored\n'));
   t.same((await readdir(path.join(A.dir, 'sub'))).sort(), ['edit.txt', 'new.txt'], 'A has no file back');
   const [a, b] = await Promise.all([docsOn(A), docsOn(B)]);
   t.equal(b?.revisions, a?.revisions, 'B recorded no revision of its own for the paths it caught up');
@@ -73,5 +79,7 @@ t.test('an unignored directory takes the changes made while it was ignored', asy
   t.equal(stamps.length, 1, "B's old versions are kept aside once");
   const aside = path.join(kept, stamps[0] ?? '', 'sub');
   t.same((await readdir(aside)).sort(), ['edit.txt', 'gone.txt'], "B's old edit.txt and gone.txt are kept aside");
+  t.same(await readdir(path.join(kept, stamps[0] ?? '')), ['old', 'sub'], "B's old/a.txt is kept aside, not old/");
+  t.same(await readdir(path.join(kept, stamps[0] ?? '', 'old')), ['a.txt']);
   t.equal(await readFile(path.join(aside, 'edit.txt'), 'utf8'), 'first\n');
 });
