@@ -371,7 +371,11 @@ function statOf(abs: string): BigIntStats | undefined {
  * symlink (`folderReal` is a real path); undefined when there is no such directory. `linked`:
  * what to do when a symlink is on the way ('skip': undefined, else refused).
  */
-export async function confined(folderReal: string, rel: string, linked: 'skip' | 'refuse'): Promise<string | undefined> {
+export async function confined(
+  folderReal: string,
+  rel: string,
+  linked: 'skip' | 'refuse',
+): Promise<string | undefined> {
   const abs = path.join(folderReal, ...rel.split('/'));
   let parent: string;
   try {

@@ -12,9 +12,11 @@
 // revisions pick (pickHead, as a sync would), is brought to that head: what is on disk moves to
 // `.clawpeer/unignored/<time>/<path>` (never deleted), the head's file is fetched by content from
 // the folder's peers (as `folder revert` does, folder-revert.ts) or the directory, link or
-// deletion made, and the head moves. A path with a local edit the peers lack (the scan recorded
-// it, concurrent with theirs), or with a conflict, is left to the syncs. The new rules are
-// recorded once every such path is done; a fetch that fails leaves them for the next sync.
+// deletion made, and the head moves. A path whose head here is not older (an edit made here
+// while it was ignored, which the scan recorded: its vector took in the peers' revisions stored
+// meanwhile, so it replaces them; a known limit, README), or with a conflict, is left to the
+// syncs. A directory the peers removed goes only once empty. The new rules are recorded once
+// every such path is done; a fetch that fails leaves them for the next sync.
 import { lstat, mkdir, readFile, realpath, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
