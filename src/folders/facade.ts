@@ -1,5 +1,8 @@
 // What the CLI's `folder` commands use: the `folders` of config.json and the folder log. Light to
 // import: the folder service itself runs in the listener (listener/home-listener.ts).
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { INTERNAL_DIR_NAME } from '../store/internal-names.js';
 export {
   checkFolderId,
   DEFAULT_FOLDER_INTERVAL_S,
@@ -26,7 +29,10 @@ export async function folderLogModule(): Promise<typeof import('./folder-log.js'
   return import('./folder-log.js');
 }
 
-/** Shared folders' `.clawpeer/` markers (folder-markers.ts), loaded when `folder add` makes one. */
-export async function folderMarkersModule(): Promise<typeof import('./folder-markers.js')> {
-  return import('./folder-markers.js');
+/**
+ * Makes the `.clawpeer/` marker of the folder at `dir` (and the folder) when missing: `folder
+ * add`'s part of folder-markers.ts, kept here so the CLI loads nothing of the sync for it.
+ */
+export async function makeFolderMarker(dir: string): Promise<void> {
+  await mkdir(path.join(dir, INTERNAL_DIR_NAME), { recursive: true });
 }

@@ -20,11 +20,6 @@ const MAX_FILE_BYTES = 1 << 20;
 /** How often a folder whose marker is gone is looked at again, ms. */
 export const MARKER_POLL_MS = 2_000;
 
-/** Makes the marker of the folder at `dir` (and the folder) when missing: `folder add`'s part. */
-export async function makeFolderMarker(dir: string): Promise<void> {
-  await mkdir(path.join(dir, INTERNAL_DIR_NAME), { recursive: true });
-}
-
 /** The folders (id and path) this home's listener has started, as kept in `folders-started.json`. */
 export class StartedFolders {
   readonly #file: string;
@@ -118,7 +113,7 @@ export class FolderMarkers {
 
   /** Folder `f` starts in `dir` (made if missing): its marker made when missing, and remembered. */
   async started(f: FolderConfig, dir: string): Promise<void> {
-    await makeFolderMarker(dir);
+    await mkdir(path.join(dir, INTERNAL_DIR_NAME), { recursive: true }); // as `folder add` (facade.ts makeFolderMarker)
     await this.#started.add(f.id, f.path);
   }
 

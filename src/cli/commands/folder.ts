@@ -15,7 +15,7 @@ import {
   FOLDER_INTERVAL_LIMITS_S,
   FOLDER_MODES,
   folderLogModule,
-  folderMarkersModule,
+  makeFolderMarker,
   folderOffersModule,
   loadFolders,
   overlappingFolder,
@@ -94,7 +94,7 @@ async function addFolder(ctx: CommandContext, args: Record<string, unknown>): Pr
   // Its marker (the folder made if missing): a listener then takes the folder for one it started,
   // and a folder removed, deleted and added again syncs anew instead of waiting for its disk.
   // Best effort: a path it cannot make is the listener's to report (`status`).
-  await (await folderMarkersModule()).makeFolderMarker(dir).catch(() => undefined);
+  await makeFolderMarker(dir).catch(() => undefined);
   ctx.out.emit({ event: 'folder-added', ...folderRecord(folder) }, `added ${folderLine(folder)}`);
 }
 
