@@ -38,6 +38,7 @@ export const CLI_FACADES = new Set([
   'reach/rendezvous-server.ts', // `clawpeer rendezvous`
   'reach/rendezvous-state.ts', // its default limits, shown in --help
   'listener/home-listener.ts', // startHomeListener: `clawpeer listen`
+  'listener/send-facade.ts', // sendByCode: `clawpeer send`
   'transfer/rate-limiter.ts', // the --bwlimit cap (a constant)
   'transfer/paths.ts', // the rule a share path follows (push -'s --stdin-name)
 ]);

@@ -26,12 +26,15 @@ const list = (): Promise<Register> => import('./commands/list.js').then((m) => m
 const rendezvous = (): Promise<Register> =>
   import('./commands/rendezvous.js').then((m) => m.registerRendezvousCommands);
 const folder = (): Promise<Register> => import('./commands/folder.js').then((m) => m.registerFolderCommands);
+const sendReceive = (): Promise<Register> =>
+  import('./commands/send-receive.js').then((m) => m.registerSendReceiveCommands);
 const ALL_MODULES = [
   identity,
   pair,
   network,
   status,
   transfer,
+  sendReceive,
   list,
   relay,
   rendezvous,
@@ -49,6 +52,8 @@ const MODULE_OF_COMMAND: ReadonlyMap<string, () => Promise<Register>> = new Map(
   ['ping', network],
   ['push', transfer],
   ['pull', transfer],
+  ['send', sendReceive],
+  ['receive', sendReceive],
   ['relay', relay],
   ['sync', sync],
   ['log', history],

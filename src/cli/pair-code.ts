@@ -204,7 +204,7 @@ export async function joinWithCode(ctx: CommandContext, a: CodeJoinArgs): Promis
   );
 }
 
-async function askYes(question: string): Promise<boolean> {
+export async function askYes(question: string): Promise<boolean> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   // stdin at its end answers no (question() alone would wait forever).
   const closed = new Promise<string>((resolve) => rl.once('close', () => resolve('')));

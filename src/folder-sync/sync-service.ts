@@ -36,7 +36,7 @@ import { openSyncedFolder, type ResidentFolders, type SyncedFolder } from './syn
 import { trackSync } from './running-syncs.js';
 import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
-import { findShare, refuseUnsyncedInto } from '../home/shares.js';
+import { findShare, refusePartialShare, refuseUnsyncedInto } from '../home/shares.js';
 import type { Activity } from '../session/listener-activity.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 
@@ -125,6 +125,7 @@ export async function serveSync(
     throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
   if (ctx.pausedFolder?.(req.share, session.peerId) === true) throw pausedRefusal(session, req.share);
   const share = findShare(ctx.shares, req.share, session.peerId);
+  refusePartialShare(share, 'a sync');
   if (req.fetchOnly === true && req.mode !== 'receive-only')
     throw new ClawpeerError('PROTOCOL', 'a fetch-only sync request must be receive-only');
   if (req.mode !== 'receive-only' && share.readOnly)

@@ -3,7 +3,7 @@
 // (listening.json, paths.json). Re-exports only: the modules stay the owners. Pairing by invite
 // or code is ops/pairing.ts.
 export { resolveHome, type HomeLayout } from './home.js';
-export { createIdentity, identityExists, loadIdentity } from './identity-store.js';
+export { createIdentity, homeOrEphemeralIdentity, identityExists, loadIdentity } from './identity-store.js';
 export { findPeer, PeerStore, validatePeerName } from './peer-store.js';
 export { resolvePeer, type ResolvedPeer } from './peer-resolve.js';
 export {

@@ -73,3 +73,12 @@ export async function loadIdentity(file: string): Promise<Identity> {
     );
   }
 }
+
+/**
+ * The home's identity when it has one, else a fresh one kept in memory only (`send` / `receive`
+ * on a machine with no `init`: the peer pins it for one transfer).
+ */
+export async function homeOrEphemeralIdentity(file: string): Promise<{ identity: Identity; ephemeral: boolean }> {
+  if (await identityExists(file)) return { identity: await loadIdentity(file), ephemeral: false };
+  return { identity: generateIdentity(), ephemeral: true };
+}

@@ -26,6 +26,12 @@ export interface Share {
   readonly syncLockWaitMs?: number;
   /** A folder this listener's folder service keeps in sync: it syncs its changes to its peers itself (SyncAccept says so). */
   readonly keptFolder?: boolean;
+  /**
+   * The entries of the share's root a peer may reach (`clawpeer send`: the paths it names, not
+   * their siblings); undefined: the whole share. Such a share is pulled and listed only: syncs
+   * and watches of it are refused (refusePartialShare).
+   */
+  readonly only?: readonly string[];
 }
 
 export const DEFAULT_SHARE_NAME = 'inbox';
@@ -161,9 +167,15 @@ export function findShare(shares: readonly Share[], name: string, peerId: string
 
 /**
  * The local path of `basePath` in `share` (a pull's or a listing's): it must exist inside the
- * share, symlinks on the way included; PATH_INVALID naming it otherwise.
+ * share, symlinks on the way included, and in a share of `only` some paths, lead into one of
+ * them (its root only for a listing, `o.rootListing`, which shows only those); PATH_INVALID
+ * naming it otherwise.
  */
-export async function existingSharePath(share: Share, basePath: string): Promise<string> {
+export async function existingSharePath(
+  share: Share,
+  basePath: string,
+  o: { readonly rootListing?: boolean } = {},
+): Promise<string> {
   if (isInternalPath(basePath))
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
   const local = path.join(share.dir, ...basePath.split('/').filter((s) => s !== ''));
@@ -176,6 +188,12 @@ export async function existingSharePath(share: Share, basePath: string): Promise
   }
   if (!isConfinedRealpath(share.dir, real))
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads outside the share`);
+  // Checked on the real path: a symlink inside a named directory must not lead to a sibling.
+  if (share.only !== undefined) {
+    const top = path.relative(share.dir, real).split(path.sep)[0] ?? '';
+    if (top === '' ? !o.rootListing : !share.only.includes(top))
+      throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is not one of the paths sent`);
+  }
   // A symlink in the share (`x -> .clawpeer`) must not lead a pull or listing into the state either.
   if (isInternalPath(path.relative(share.dir, real).split(path.sep).join('/')))
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads into clawpeer's own state`);
@@ -201,5 +219,14 @@ export function refuseReadingReceiveOnly(share: Share, what: string): void {
     throw new ClawpeerError(
       'SHARE_FORBIDDEN',
       `folder ${share.name} is receive-only here: its files are not given to peers (${what} refused)`,
+    );
+}
+
+/** A sync or a watch of a share that serves only some paths (`send`) is refused: it would reach the rest (SHARE_FORBIDDEN). */
+export function refusePartialShare(share: Share, what: string): void {
+  if (share.only !== undefined)
+    throw new ClawpeerError(
+      'SHARE_FORBIDDEN',
+      `share ${share.name} serves only the paths sent (${share.only.join(', ')}): ${what} refused, pull them instead`,
     );
 }

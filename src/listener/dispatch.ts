@@ -10,7 +10,7 @@ import type { Logger } from '../logger.js';
 import type { ControlMessage } from '../protocol/messages.js';
 import type { RateLimiter } from '../transfer/rate-limiter.js';
 import type { NodeConfig } from '../home/config.js';
-import { DEFAULT_SHARE_NAME, findShare, type Share } from '../home/shares.js';
+import { DEFAULT_SHARE_NAME, findShare, refusePartialShare, type Share } from '../home/shares.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
 import { DataStreamRouter } from '../session/data-stream-router.js';
 import type { ListenerActivity } from '../session/listener-activity.js';
@@ -165,7 +165,11 @@ async function serveRequests(
             const served = await serveSync(session, router, msg, { ...ctx, nodeId: ctx.nodeId }, signal, activity);
             ctx.onSyncServed?.(session.peerId, served);
           } else if (msg.type === 'list-request') await serveList(session, msg, ctx.shares, signal);
-          else await watches.add(findShare(ctx.shares, msg.share, session.peerId), msg);
+          else {
+            const share = findShare(ctx.shares, msg.share, session.peerId);
+            refusePartialShare(share, 'a watch');
+            await watches.add(share, msg);
+          }
           ok = true;
         } catch (caught) {
           const err = await peerReasonOr(session, caught, signal);

@@ -269,7 +269,7 @@ async function sweepStaleTempFiles(shares: readonly Share[], log: Logger, signal
 }
 
 /** The listener's rendezvous side (registration, traversal socket, port mapping), when a rendezvous server is named. */
-function listenerReachFor(reach: ReachConfig, identity: Identity, log: Logger): ListenerOptions['startReach'] {
+export function listenerReachFor(reach: ReachConfig, identity: Identity, log: Logger): ListenerOptions['startReach'] {
   const rendezvous = reach.rendezvous;
   if (rendezvous === undefined) return undefined;
   return async (bound) => {

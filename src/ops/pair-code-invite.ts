@@ -85,12 +85,13 @@ export type CodeInvitePaired = Extract<CodeInviteOutcome, { outcome: 'paired' }>
 
 /**
  * Waits until the listener settles the invite: the pair it made, or an error naming why not
- * (withdrawn by `signal`, expired, burnt).
+ * (withdrawn by `signal`, expired, burnt); `remake` says how to get a new code.
  */
 export async function waitForCodeOutcome(
   store: CodeInviteStore,
   code: ParsedCode,
   signal: AbortSignal,
+  remake = 'make a new one with `clawpeer pair invite`',
 ): Promise<CodeInvitePaired> {
   for (;;) {
     if (signal.aborted) throw new ClawpeerError('INTERRUPTED', `stopped waiting: the code ${code.text} is withdrawn`);
@@ -100,7 +101,7 @@ export async function waitForCodeOutcome(
       if (status.outcome === 'burnt') {
         throw new ClawpeerError(
           'AUTH_FAILED',
-          `the code ${code.text} is burnt: ${status.reason}. Nothing was pinned; make a new one with \`clawpeer pair invite\``,
+          `the code ${code.text} is burnt: ${status.reason}. Nothing was pinned; ${remake}`,
         );
       }
       return status;

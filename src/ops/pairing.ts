@@ -17,6 +17,7 @@ export { nameplateDirectories } from './nameplate-directories.js';
 export { openCodeInvite, waitForCodeOutcome, type CodeInvitePaired } from './pair-code-invite.js';
 import type { joinByInvite as JoinByInvite } from './pair-join.js';
 import type { joinByCode as JoinByCode } from './pair-code-join.js';
+import type { receiveByCode as ReceiveByCode } from './receive-by-code.js';
 
 /** `pair join LONG_CODE` (pair-join.ts), loaded when asked for. */
 export async function joinByInvite(...args: Parameters<typeof JoinByInvite>): ReturnType<typeof JoinByInvite> {
@@ -28,4 +29,10 @@ export async function joinByInvite(...args: Parameters<typeof JoinByInvite>): Re
 export async function joinByCode(...args: Parameters<typeof JoinByCode>): ReturnType<typeof JoinByCode> {
   const { joinByCode: join } = await import('./pair-code-join.js');
   return join(...args);
+}
+
+/** `receive CODE` (receive-by-code.ts), loaded when asked for. */
+export async function receiveByCode(...args: Parameters<typeof ReceiveByCode>): ReturnType<typeof ReceiveByCode> {
+  const { receiveByCode: receive } = await import('./receive-by-code.js');
+  return receive(...args);
 }

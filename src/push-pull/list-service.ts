@@ -55,7 +55,7 @@ export async function serveList(
   const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
   if (isInternalPath(basePath))
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
-  const local = await existingSharePath(share, basePath);
+  const local = await existingSharePath(share, basePath, { rootListing: true });
   const isDir = (await lstat(local)).isDirectory();
   const limit = Math.floor(session.caps.maxFrameBytes / 2);
   let batch: ListEntry[] = [];
@@ -64,12 +64,15 @@ export async function serveList(
     ...(isDir ? { rootName: null } : {}),
     onIssue: () => undefined,
     // `.clawpeer` only at the share's root; temp files are left out below.
-    skipDir: (rel) => basePath === '' && isInternalDirName(rel),
+    skipDir: (rel) =>
+      basePath === '' && (isInternalDirName(rel) || (share.only !== undefined && !share.only.includes(rel))),
     ...(req.recursive ? {} : { descend: () => false }),
     signal,
   })) {
     for (const e of entries) {
       if (isTempFileName(e.relPath.slice(e.relPath.lastIndexOf('/') + 1))) continue;
+      // A share of some paths (`send`) lists only those at its root.
+      if (share.only !== undefined && basePath === '' && !share.only.includes(e.relPath.split('/')[0] ?? '')) continue;
       const size = Buffer.byteLength(e.relPath) + Buffer.byteLength(e.linkTarget ?? '') + ENTRY_OVERHEAD_BYTES;
       if ((bytes + size > limit && batch.length > 0) || batch.length === MAX_LIST_ENTRIES_PER_MESSAGE) {
         await reply(batch, false);

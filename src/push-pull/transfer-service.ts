@@ -391,8 +391,14 @@ async function servePull(
     },
     ...(rules === undefined ? {} : { excludeRules: rules }),
     ...peerSizes(req),
-    // -L: what a link leads to goes only when that is inside the share (tree-scan's followWithin).
-    ...(req.copyLinks === undefined ? {} : { copyLinks: req.copyLinks, followWithin: share.dir }),
+    // -L: what a link leads to goes only when that is inside the share (tree-scan's followWithin),
+    // or inside the path pulled in a share of some paths (`send`): never to a sibling.
+    ...(req.copyLinks === undefined
+      ? {}
+      : {
+          copyLinks: req.copyLinks,
+          followWithin: share.only === undefined ? share.dir : path.join(share.dir, basePath.split('/')[0] ?? ''),
+        }),
   };
   // A files-from list: its paths, relative to the requested directory (scanListed confines them:
   // no `..`, no symlinked directory on the way, no clawpeer state).

@@ -11,6 +11,9 @@ import type { combineResults as CombineResults } from './transfer-results.js';
 import type { SequentialProgress as SequentialProgressClass } from '../transfer/transfer-progress.js';
 import type { ConnectToPeerOptions } from '../session/connect-peer.js';
 import type { ListEntry, ShareInfo } from '../protocol/messages.js';
+import type { Identity } from '../crypto/identity.js';
+import type { ResolvedPeer } from '../home/peer-resolve.js';
+import type { PeerSession } from '../session/session.js';
 
 /** One batch of a listing: shares, or the entries of a directory. */
 export interface ListBatch {
@@ -55,7 +58,8 @@ export interface PeerTransferOutcome {
 
 /** Sends `localPath` (or `sources`) into `to` on the peer. */
 export function pushToPeer(o: PeerTransferOptions & { readonly to: RemotePlace }): Promise<PeerTransferOutcome> {
-  return withPeerSession('push', o, async (options, { push }) =>
+  const { home: _home, reach: _reach, peerName: _peer, addr: _addr, ...rest } = o;
+  return withPeerSession('push', rest, dialNamedPeer('push', o), async (options, { push }) =>
     push({ ...options, share: o.to.share, remotePath: o.to.path }),
   );
 }
@@ -68,22 +72,74 @@ export async function pullFromPeer(
   o: PeerTransferOptions & { readonly from: readonly RemotePlace[] },
 ): Promise<PeerTransferOutcome> {
   if (o.dryRun !== true) for (const r of o.from) await sweepPullDestination(o, o.filesFrom === undefined ? r.path : '');
-  return withPeerSession('pull', o, async (options, { pull, combineResults, SequentialProgress }) => {
-    const pulled: TransferResult[] = [];
-    const { onProgress } = options;
-    const sequential = onProgress !== undefined && o.from.length > 1 ? new SequentialProgress(onProgress) : undefined;
-    for (const r of o.from) {
-      pulled.push(
-        await pull({
-          ...options,
-          share: r.share,
-          remotePath: r.path,
-          ...(sequential === undefined ? {} : { onProgress: sequential.next() }),
-        }),
-      );
-    }
-    return combineResults(pulled);
+  const { home: _home, reach: _reach, peerName: _peer, addr: _addr, from: _from, ...rest } = o;
+  return withPeerSession('pull', rest, dialNamedPeer('pull', o), (options, m) => pullEach(options, o.from, m));
+}
+
+/** Each of `from` pulled in turn on the session, reported as one (progress counts up once). */
+async function pullEach(
+  options: Omit<TransferOptions, 'share' | 'remotePath'>,
+  from: readonly RemotePlace[],
+  { pull, combineResults, SequentialProgress }: Modules,
+): Promise<TransferResult> {
+  const pulled: TransferResult[] = [];
+  const { onProgress } = options;
+  const sequential = onProgress !== undefined && from.length > 1 ? new SequentialProgress(onProgress) : undefined;
+  for (const r of from) {
+    pulled.push(
+      await pull({
+        ...options,
+        share: r.share,
+        remotePath: r.path,
+        ...(sequential === undefined ? {} : { onProgress: sequential.next() }),
+      }),
+    );
+  }
+  return combineResults(pulled);
+}
+
+/** `receive`: a peer pinned for this transfer alone (not in the home's pairs), at its address. */
+export interface PinnedPullOptions extends SessionTransferOptions {
+  readonly identity: Identity;
+  readonly peer: ResolvedPeer;
+}
+
+/**
+ * `receive`: every entry the peer's shares list at their roots (what its `send` named, and only
+ * that), each pulled into `localPath` on one session. Returns the paths pulled too.
+ */
+export async function pullAllFromPinned(
+  o: PinnedPullOptions,
+): Promise<PeerTransferOutcome & { readonly paths: readonly string[] }> {
+  const { identity, peer, ...rest } = o;
+  const connect = async (): Promise<{ identity: Identity; session: PeerSession }> => {
+    const { dialPeer } = await import('../session/dialer.js');
+    const session = await dialPeer({
+      identity,
+      peer,
+      config: o.config,
+      log: o.log.child('pull'),
+      signal: o.signal,
+      ...(o.connections === undefined ? {} : { connections: o.connections }),
+    });
+    return { identity, session };
+  };
+  let paths: string[] = [];
+  const outcome = await withPeerSession('pull', rest, connect, async (options, m) => {
+    const { listRemote } = await import('./list-client.js');
+    const list = (share: string): ReturnType<typeof listRemote> =>
+      listRemote({ session: options.session, share, path: '', recursive: false, signal: o.signal });
+    const shares: string[] = [];
+    for await (const batch of list('')) shares.push(...batch.shares.map((s) => s.name));
+    const from: RemotePlace[] = [];
+    for (const share of shares)
+      for await (const batch of list(share)) from.push(...batch.entries.map((e) => ({ share, path: e.path })));
+    if (from.length === 0) throw new ClawpeerError('PATH_INVALID', `peer ${peer.id} offers nothing to receive`);
+    paths = from.map((f) => f.path);
+    if (o.dryRun !== true) for (const r of from) await sweepPullDestination(o, r.path);
+    return pullEach(options, from, m);
   });
+  return { ...outcome, paths };
 }
 
 /** What a transfer runs with, loaded once it starts. */
@@ -94,25 +150,39 @@ interface Modules {
   readonly SequentialProgress: typeof SequentialProgressClass;
 }
 
-async function withPeerSession(
+/** A transfer's options once the peer is dialled: who it is and how to reach it are spent. */
+type SessionTransferOptions = Omit<PeerTransferOptions, 'home' | 'reach' | 'peerName' | 'addr'>;
+
+/** Dials the pair the options name (connect-peer.ts). */
+function dialNamedPeer(
   direction: 'push' | 'pull',
   o: PeerTransferOptions,
+): () => Promise<{ identity: Identity; session: PeerSession }> {
+  return async () => {
+    const { connectToPeer } = await import('../session/connect-peer.js');
+    return connectToPeer({
+      home: o.home,
+      reach: o.reach,
+      peerName: o.peerName,
+      addr: o.addr,
+      config: o.config,
+      log: o.log,
+      signal: o.signal,
+      label: direction,
+      ...(o.connections === undefined ? {} : { connections: o.connections }),
+    });
+  };
+}
+
+async function withPeerSession(
+  direction: 'push' | 'pull',
+  o: SessionTransferOptions,
+  connect: () => Promise<{ identity: Identity; session: PeerSession }>,
   run: (options: Omit<TransferOptions, 'share' | 'remotePath'>, m: Modules) => Promise<TransferResult>,
 ): Promise<PeerTransferOutcome> {
-  const { home, reach, config, peerName, addr, connections, ...rest } = o;
+  const { config, connections: _connections, ...rest } = o;
   const log = o.log.child(direction);
-  const { connectToPeer } = await import('../session/connect-peer.js');
-  const { identity, session } = await connectToPeer({
-    home,
-    reach,
-    peerName,
-    addr,
-    config,
-    log: o.log,
-    signal: o.signal,
-    label: direction,
-    ...(connections === undefined ? {} : { connections }),
-  });
+  const { identity, session } = await connect();
   const [{ push, pull }, { combineResults }, { SequentialProgress }] = await Promise.all([
     import('./transfer-client.js'),
     import('./transfer-results.js'),
@@ -167,7 +237,10 @@ export async function* listFromPeer(
  * than store/temp-files.ts STALE_TEMP_AGE_MS; a younger one of a live process may belong to a
  * pull running right now. A failure here is logged, never fatal.
  */
-async function sweepPullDestination(o: PeerTransferOptions, remotePath: string): Promise<void> {
+async function sweepPullDestination(
+  o: Pick<PeerTransferOptions, 'localPath' | 'log' | 'signal'>,
+  remotePath: string,
+): Promise<void> {
   const { removeStaleTempFilesAt } = await import('../store/temp-files.js');
   const lands =
     remotePath === ''

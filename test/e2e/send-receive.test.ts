@@ -1,0 +1,170 @@
+// `clawpeer send` / `receive` through the real CLI on loopback: one transfer by a short code
+// with no running listener and no lasting pairing. A file and a directory arrive whole (found by
+// --addr, and by the code's nameplate on a loopback-only LAN), nothing is written to peers.json
+// on either side, a fresh machine with no `init` sends and receives, and a wrong code burns the
+// code (exit 3 on both sides) with nothing received.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { CLI, initNode, jsonLines, runCli, tempHome } from './cli-harness.js';
+
+/** `send --json` left running: its first line (the code), then how it ended. */
+function sending(args: readonly string[]): {
+  first: Promise<Record<string, unknown>>;
+  end: Promise<{ code: number | null; lines: Record<string, unknown>[]; stderr: string }>;
+} {
+  const child = spawn(process.execPath, [CLI, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.teardown(() => child.kill('SIGKILL'));
+  const lines: Record<string, unknown>[] = [];
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const rl = createInterface({ input: child.stdout });
+  const first = new Promise<Record<string, unknown>>((resolve, reject) => {
+    rl.on('line', (line) => {
+      lines.push(JSON.parse(line) as Record<string, unknown>);
+      if (lines.length === 1) resolve(lines[0]!);
+    });
+    child.once('close', () => reject(new Error(`send ended before printing a code: ${stderr}`)));
+  });
+  const end = new Promise<{ code: number | null; lines: Record<string, unknown>[]; stderr: string }>((resolve) =>
+    child.once('close', (code) => resolve({ code, lines, stderr })),
+  );
+  return { first, end };
+}
+
+/** A source tree: a.txt, a sibling beside it, and a directory with a nested file. */
+async function sourceTree(): Promise<string> {
+  const src = await mkdtemp(join(tmpdir(), 'clawpeer-send-src-'));
+  await writeFile(join(src, 'a.txt'), 'sent once by a short code\n');
+  await writeFile(join(src, 'sibling.txt'), 'never asked for\n');
+  await mkdir(join(src, 'photos', '2026'), { recursive: true });
+  await writeFile(join(src, 'photos', '2026', 'p.jpg'), Buffer.alloc(70_000, 7));
+  return src;
+}
+
+t.test('send a file and a directory by --addr: both arrive, nothing pinned on either side', async (t) => {
+  const sender = await initNode('send-s');
+  const receiverHome = join(await tempHome('send-r'), 'never-made'); // a fresh machine: no init
+  const src = await sourceTree();
+  const dst = await mkdtemp(join(tmpdir(), 'clawpeer-recv-'));
+  const send = sending([
+    '--home',
+    sender.home,
+    '--no-lan-discovery',
+    'send',
+    join(src, 'a.txt'),
+    join(src, 'photos'),
+    '--host',
+    '127.0.0.1',
+  ]);
+  const first = await send.first;
+  t.match(first, { event: 'send-code', code: /^[1-9][0-9]*-[a-z]+-[a-z]+$/, id: sender.id, addr: /^127\.0\.0\.1:/ });
+  const got = await runCli([
+    '--home',
+    receiverHome,
+    'receive',
+    String(first['code']),
+    dst,
+    '--addr',
+    String(first['addr']),
+    '--json',
+  ]);
+  t.equal(got.code, 0, got.stderr);
+  const lines = jsonLines(got.stdout);
+  t.match(lines[0], { event: 'sender', id: sender.id });
+  t.match(
+    lines.find((l) => l['event'] === 'received'),
+    { paths: ['a.txt', 'photos'] },
+  );
+  t.match(lines.at(-1), { event: 'done', files: 2 });
+  const ended = await send.end;
+  t.equal(ended.code, 0, ended.stderr);
+  t.same(
+    ended.lines.map((l) => l['event']),
+    ['send-code', 'receiver', 'sent', 'sent', 'done'],
+  );
+  t.match(ended.lines.at(-1), { event: 'done', paths: 2, files: 2 });
+  t.equal(await readFile(join(dst, 'a.txt'), 'utf8'), 'sent once by a short code\n');
+  t.same(await readFile(join(dst, 'photos', '2026', 'p.jpg')), Buffer.alloc(70_000, 7));
+  t.same((await readdir(dst)).sort(), ['a.txt', 'photos'], 'the sibling of a.txt did not come');
+  t.notOk(existsSync(join(sender.home, 'peers.json')), 'the sender pinned nothing');
+  t.notOk(existsSync(receiverHome), 'the receiver made no home: its key lived for this transfer only');
+});
+
+t.test('receive refuses to replace an existing different file unless --force', async (t) => {
+  const home = join(await tempHome('send-f'), 'none');
+  const src = await sourceTree();
+  const dst = await mkdtemp(join(tmpdir(), 'clawpeer-recv-'));
+  await writeFile(join(dst, 'a.txt'), 'mine\n');
+  const send = sending(['--home', home, '--no-lan-discovery', 'send', join(src, 'a.txt'), '--host', '127.0.0.1']);
+  const first = await send.first;
+  const refused = await runCli([
+    '--home',
+    home,
+    'receive',
+    String(first['code']),
+    dst,
+    '--addr',
+    String(first['addr']),
+  ]);
+  t.not(refused.code, 0, 'an existing different file is refused without --force');
+  t.match(refused.stderr, /a\.txt/);
+  t.equal(await readFile(join(dst, 'a.txt'), 'utf8'), 'mine\n');
+  const ended = await send.end;
+  t.not(ended.code, 0, 'the sender says the path did not go');
+  const again = sending(['--home', home, '--no-lan-discovery', 'send', join(src, 'a.txt'), '--host', '127.0.0.1']);
+  const code = await again.first;
+  const forced = await runCli([
+    '--home',
+    home,
+    'receive',
+    String(code['code']),
+    dst,
+    '--addr',
+    String(code['addr']),
+    '--force',
+  ]);
+  t.equal(forced.code, 0, forced.stderr);
+  t.equal(await readFile(join(dst, 'a.txt'), 'utf8'), 'sent once by a short code\n');
+  t.equal((await again.end).code, 0);
+});
+
+t.test('receive finds the sender by the code on a loopback-only LAN', async (t) => {
+  const lanDiscoveryPort = 40_000 + Math.floor(Math.random() * 20_000);
+  const config = JSON.stringify({ lanDiscoveryPort, lanInterfaces: ['lo'], lanDiscoveryTimeoutMs: 800 });
+  const s = await tempHome('send-lan-s');
+  const r = await tempHome('send-lan-r');
+  await writeFile(join(s, 'config.json'), config);
+  await writeFile(join(r, 'config.json'), config);
+  const src = await sourceTree();
+  const dst = await mkdtemp(join(tmpdir(), 'clawpeer-recv-'));
+  const send = sending(['--home', s, 'send', join(src, 'a.txt'), '--host', '127.0.0.1']);
+  const first = await send.first;
+  const got = await runCli(['--home', r, 'receive', String(first['code']), dst]);
+  t.equal(got.code, 0, got.stderr);
+  t.equal((await send.end).code, 0);
+  t.equal(await readFile(join(dst, 'a.txt'), 'utf8'), 'sent once by a short code\n');
+  t.notOk(existsSync(join(s, 'peers.json')));
+  t.notOk(existsSync(join(r, 'peers.json')));
+});
+
+t.test('a wrong code burns it: exit 3 on both sides, nothing received', async (t) => {
+  const src = await sourceTree();
+  const dst = await mkdtemp(join(tmpdir(), 'clawpeer-recv-'));
+  const home = join(await tempHome('send-w'), 'none');
+  const send = sending(['--home', home, '--no-lan-discovery', 'send', join(src, 'a.txt'), '--host', '127.0.0.1']);
+  const first = await send.first;
+  const [nameplate] = String(first['code']).split('-');
+  const wrong = `${nameplate}-zzzz-zzzz`.replace('zzzz-zzzz', 'acid-zebra');
+  const got = await runCli(['--home', home, 'receive', wrong, dst, '--addr', String(first['addr'])]);
+  // One chance in 1,677,025 that acid-zebra was the code.
+  t.equal(got.code, 3, got.stderr);
+  const ended = await send.end;
+  t.equal(ended.code, 3, ended.stderr);
+  t.match(ended.stderr, /burnt/);
+  t.same(await readdir(dst), [], 'nothing received');
+});
