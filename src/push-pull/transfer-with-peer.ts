@@ -98,10 +98,15 @@ async function pullEach(
   return combineResults(pulled);
 }
 
-/** `receive`: a peer pinned for this transfer alone (not in the home's pairs), at its address. */
+/** `receive`: a peer pinned for this transfer alone (not in the home's pairs). */
 export interface PinnedPullOptions extends SessionTransferOptions {
   readonly identity: Identity;
   readonly peer: ResolvedPeer;
+  /**
+   * How to find it beside its address (LAN discovery, the rendezvous: a sender behind NAT was
+   * found there); absent, its address alone is dialled (--addr). Nothing is remembered in a home.
+   */
+  readonly reach?: ReachConfig;
 }
 
 /**
@@ -111,15 +116,25 @@ export interface PinnedPullOptions extends SessionTransferOptions {
 export async function pullAllFromPinned(
   o: PinnedPullOptions,
 ): Promise<PeerTransferOutcome & { readonly paths: readonly string[] }> {
-  const { identity, peer, ...rest } = o;
+  const { identity, peer, reach, ...rest } = o;
   const connect = async (): Promise<{ identity: Identity; session: PeerSession }> => {
     const { dialPeer } = await import('../session/dialer.js');
+    const paths =
+      reach === undefined
+        ? undefined
+        : (await import('../reach/path-sources.js')).pathSourcesFor({
+            config: reach,
+            identity,
+            peer,
+            log: o.log.child('reach'),
+          });
     const session = await dialPeer({
       identity,
       peer,
       config: o.config,
       log: o.log.child('pull'),
       signal: o.signal,
+      ...(paths === undefined ? {} : { paths }),
       ...(o.connections === undefined ? {} : { connections: o.connections }),
     });
     return { identity, session };

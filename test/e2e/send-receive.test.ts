@@ -1,10 +1,10 @@
 // `clawpeer send` / `receive` through the real CLI on loopback: one transfer by a short code
 // with no running listener and no lasting pairing. A file and a directory arrive whole (found by
 // --addr, and by the code's nameplate on a loopback-only LAN), nothing is written to peers.json
-// on either side, a fresh machine with no `init` sends and receives, and a wrong code burns the
-// code (exit 3 on both sides) with nothing received.
+// on either side, a fresh machine with no `init` sends and receives, a wrong code burns the
+// code (exit 3 on both sides) with nothing received, and Ctrl-C withdraws it.
 import t from 'tap';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -14,6 +14,7 @@ import { CLI, initNode, jsonLines, runCli, tempHome } from './cli-harness.js';
 
 /** `send --json` left running: its first line (the code), then how it ended. */
 function sending(args: readonly string[]): {
+  child: ChildProcess;
   first: Promise<Record<string, unknown>>;
   end: Promise<{ code: number | null; lines: Record<string, unknown>[]; stderr: string }>;
 } {
@@ -33,7 +34,7 @@ function sending(args: readonly string[]): {
   const end = new Promise<{ code: number | null; lines: Record<string, unknown>[]; stderr: string }>((resolve) =>
     child.once('close', (code) => resolve({ code, lines, stderr })),
   );
-  return { first, end };
+  return { child, first, end };
 }
 
 /** A source tree: a.txt, a sibling beside it, and a directory with a nested file. */
@@ -95,14 +96,16 @@ t.test('send a file and a directory by --addr: both arrive, nothing pinned on ei
   t.notOk(existsSync(receiverHome), 'the receiver made no home: its key lived for this transfer only');
 });
 
-t.test('receive refuses to replace an existing different file unless --force', async (t) => {
-  const home = join(await tempHome('send-f'), 'none');
-  const src = await sourceTree();
-  const dst = await mkdtemp(join(tmpdir(), 'clawpeer-recv-'));
-  await writeFile(join(dst, 'a.txt'), 'mine\n');
+/** One `send` of a.txt on loopback and a `receive` of it into `dst` (with `extra` flags). */
+async function sendReceiveA(
+  home: string,
+  src: string,
+  dst: string,
+  extra: readonly string[] = [],
+): Promise<{ received: { code: number | null; stderr: string }; sent: { code: number | null; stderr: string } }> {
   const send = sending(['--home', home, '--no-lan-discovery', 'send', join(src, 'a.txt'), '--host', '127.0.0.1']);
   const first = await send.first;
-  const refused = await runCli([
+  const received = await runCli([
     '--home',
     home,
     'receive',
@@ -110,27 +113,32 @@ t.test('receive refuses to replace an existing different file unless --force', a
     dst,
     '--addr',
     String(first['addr']),
+    ...extra,
   ]);
-  t.not(refused.code, 0, 'an existing different file is refused without --force');
-  t.match(refused.stderr, /a\.txt/);
+  return { received, sent: await send.end };
+}
+
+t.test('receive refuses to replace an existing different file', async (t) => {
+  const home = join(await tempHome('send-f'), 'none');
+  const src = await sourceTree();
+  const dst = await mkdtemp(join(tmpdir(), 'clawpeer-recv-'));
+  await writeFile(join(dst, 'a.txt'), 'mine\n');
+  const { received, sent } = await sendReceiveA(home, src, dst);
+  t.equal(received.code, 5, 'FILE_EXISTS, as pull');
+  t.match(received.stderr, /a\.txt exists and is a different file/);
   t.equal(await readFile(join(dst, 'a.txt'), 'utf8'), 'mine\n');
-  const ended = await send.end;
-  t.not(ended.code, 0, 'the sender says the path did not go');
-  const again = sending(['--home', home, '--no-lan-discovery', 'send', join(src, 'a.txt'), '--host', '127.0.0.1']);
-  const code = await again.first;
-  const forced = await runCli([
-    '--home',
-    home,
-    'receive',
-    String(code['code']),
-    dst,
-    '--addr',
-    String(code['addr']),
-    '--force',
-  ]);
-  t.equal(forced.code, 0, forced.stderr);
+  t.equal(sent.code, 23, 'the sender says the path did not go');
+});
+
+t.test('receive --force replaces it', async (t) => {
+  const home = join(await tempHome('send-g'), 'none');
+  const src = await sourceTree();
+  const dst = await mkdtemp(join(tmpdir(), 'clawpeer-recv-'));
+  await writeFile(join(dst, 'a.txt'), 'mine\n');
+  const { received, sent } = await sendReceiveA(home, src, dst, ['--force']);
+  t.equal(received.code, 0, received.stderr);
+  t.equal(sent.code, 0, sent.stderr);
   t.equal(await readFile(join(dst, 'a.txt'), 'utf8'), 'sent once by a short code\n');
-  t.equal((await again.end).code, 0);
 });
 
 t.test('receive finds the sender by the code on a loopback-only LAN', async (t) => {
@@ -167,4 +175,24 @@ t.test('a wrong code burns it: exit 3 on both sides, nothing received', async (t
   t.equal(ended.code, 3, ended.stderr);
   t.match(ended.stderr, /burnt/);
   t.same(await readdir(dst), [], 'nothing received');
+});
+
+t.test('Ctrl-C withdraws the code: exit 130, nothing left behind', async (t) => {
+  const sender = await initNode('send-c');
+  const src = await sourceTree();
+  const send = sending([
+    '--home',
+    sender.home,
+    '--no-lan-discovery',
+    'send',
+    join(src, 'a.txt'),
+    '--host',
+    '127.0.0.1',
+  ]);
+  await send.first;
+  send.child.kill('SIGINT');
+  const ended = await send.end;
+  t.equal(ended.code, 130, ended.stderr);
+  t.match(ended.stderr, /withdrawn/);
+  t.same((await readdir(sender.home)).sort(), ['identity.key'], 'nothing written to the home');
 });

@@ -121,6 +121,7 @@ async function receive(ctx: CommandContext, args: Record<string, unknown>): Prom
         address === undefined
           ? nameplateDirectories({ home: ctx.home, identity, config, reach: await ctx.reach(), log })
           : [],
+      ...(address === undefined ? { reach: await ctx.reach() } : {}),
       config,
       log,
       signal: ctx.signal,
