@@ -2,7 +2,7 @@
 // config.json names it (LAN discovery off), pairs pinned with no address; ping and push find the
 // peer through it, on each path a dialer may take (its lookup: direct; the traversal socket:
 // punched, relayed), and report that path. Then a third home pairs by short code with no
-// address: the code's number is looked up at the rendezvous.
+// address: the code's number is looked up at the rendezvous, and so is a `send` code's.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -101,4 +101,30 @@ t.test('pair invite warns when the listener is not registered with the rendezvou
   );
   t.match(r.stderr, `restart the listener with: clawpeer --rendezvous ${rendezvous} listen`);
   t.match(jsonLines(r.stdout)[0], { event: 'invite' }, 'stdout keeps its one record');
+});
+
+t.test('send / receive CODE with no address: found at the rendezvous, sent through its relay', async (t) => {
+  const s = await initNode('rv-send');
+  const r = await initNode('rv-recv');
+  await viaRendezvous(s.home);
+  await viaRendezvous(r.home);
+  const src = join(work, 'sent-once.bin');
+  const bytes = randomBytes(1 << 20);
+  await writeFile(src, bytes);
+  const sender = spawn(process.execPath, [CLI, '--home', s.home, 'send', src, '--host', '127.0.0.1', '--json'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.teardown(() => void sender.kill('SIGKILL'));
+  const first = JSON.parse(
+    String((await createInterface({ input: sender.stdout })[Symbol.asyncIterator]().next()).value),
+  ) as Record<string, unknown>;
+  t.match(first, { event: 'send-code', id: s.id });
+  const ended = new Promise<number | null>((resolve) => sender.once('close', resolve));
+  const dst = await mkdtemp(join(tmpdir(), 'clawpeer-rv-recv-'));
+  const env = { CLAWPEER_REACH_DISABLE: 'direct,punched' };
+  const got = await runCli(['--home', r.home, 'receive', String(first['code']), dst, '--json'], { env });
+  t.equal(got.code, 0, got.stderr);
+  t.match(jsonLines(got.stdout).at(-1), { event: 'done', files: 1, path: 'relayed' });
+  t.ok(bytes.equals(await readFile(join(dst, 'sent-once.bin'))), 'the bytes landed intact');
+  t.equal(await ended, 0);
 });
