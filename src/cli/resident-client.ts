@@ -11,6 +11,8 @@ import type {
   ResidentSyncRequest,
   RevertReport,
   RevertRequest,
+  OverrideReport,
+  OverrideRequest,
   StatusRequest,
   SyncFolderResult,
   SyncModeName,
@@ -121,6 +123,26 @@ export function revertViaListener(
   );
 }
 
+/** `clawpeer folder override`: run by the listener of `homeDir`; why there is none to ask (a string) when it is not running. */
+export function overrideViaListener(
+  homeDir: string,
+  folder: string,
+  dryRun: boolean,
+  signal: AbortSignal,
+): Promise<OverrideReport | string> {
+  const req: OverrideRequest = { op: 'override', folder, dryRun };
+  return askListener<OverrideReport | string>(
+    homeDir,
+    req,
+    signal,
+    (reason) => reason,
+    (reply) => {
+      if (reply.type === 'overridden') return reply.report;
+      throw new ClawpeerError('IO', `the listener answered the override request with ${reply.type}`);
+    },
+  );
+}
+
 /**
  * One request to the listener of `homeDir` over its control socket: `onReply` sees each reply
  * line until it returns the outcome (or throws); an `error` reply rejects as its ClawpeerError.
@@ -128,7 +150,7 @@ export function revertViaListener(
  */
 function askListener<T>(
   homeDir: string,
-  request: ResidentSyncRequest | StatusRequest | RevertRequest,
+  request: ResidentSyncRequest | StatusRequest | RevertRequest | OverrideRequest,
   signal: AbortSignal,
   absent: (reason: string) => T,
   onReply: (reply: ResidentSyncReply) => T | 'continue',

@@ -19,6 +19,8 @@ export {
   type ListenerStatus,
   type ResidentSyncReply,
   type ResidentSyncRequest,
+  type OverrideReport,
+  type OverrideRequest,
   type RevertReport,
   type RevertRequest,
   type RevertedPath,

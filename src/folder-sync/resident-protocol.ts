@@ -76,6 +76,21 @@ export interface RevertReport {
   readonly keptIn?: string;
 }
 
+/** `clawpeer folder override ID [--dry-run]`: run by the listener's folder service (folders/folder-override.ts). */
+export interface OverrideRequest {
+  readonly op: 'override';
+  readonly folder: string;
+  readonly dryRun: boolean;
+}
+
+/** What `folder override` did (or, dry run, would do): the paths whose version here now wins, sorted. */
+export interface OverrideReport {
+  readonly folder: string;
+  readonly dryRun: boolean;
+  /** Each path and what this copy holds there, which the peers take at their next sync. */
+  readonly paths: readonly { readonly path: string; readonly here: 'file' | 'dir' | 'symlink' | 'deleted' }[];
+}
+
 /** A listener's state for `clawpeer status`. */
 export interface ListenerStatus {
   readonly pid: number;
@@ -129,6 +144,9 @@ export interface FolderStatusRecord {
   /** Receive-only: paths changed here, kept and not sent (absent: an older listener, or another mode). */
   readonly localChanges?: number;
   readonly localChangePaths?: readonly string[];
+  /** Send-only: how many paths the peers changed that this copy does not take, and the first of them (peer-changes.ts). */
+  readonly peerChanges?: number;
+  readonly peerChangePaths?: readonly string[];
   /** Entries its last scan could not record, by reason ("name has a control character"): how many, the first paths (escaped). */
   readonly unsyncable?: readonly {
     readonly reason: string;
@@ -156,6 +174,7 @@ export type ResidentSyncReply =
   | { readonly type: 'result'; readonly result: SyncFolderResult }
   | { readonly type: 'status'; readonly status: ListenerStatus }
   | { readonly type: 'reverted'; readonly report: RevertReport }
+  | { readonly type: 'overridden'; readonly report: OverrideReport }
   | { readonly type: 'error'; readonly code: string; readonly message: string };
 
 /** The control socket of the home at `homeDir`, or undefined when its path is too long for a Unix socket. */

@@ -24,6 +24,8 @@ import {
   type ListenerStatus,
   type ResidentSyncReply,
   type ResidentSyncRequest,
+  type OverrideReport,
+  type OverrideRequest,
   type RevertReport,
   type RevertRequest,
   type StatusRequest,
@@ -49,6 +51,8 @@ export interface ResidentSyncContext {
   readonly dialPaths?: (peer: ResolvedPeer) => Promise<PathSources>;
   /** `folder revert` of one of the folder service's folders (folders/folder-revert.ts). */
   readonly revert?: (folder: string, dryRun: boolean, signal: AbortSignal) => Promise<RevertReport>;
+  /** `folder override` of one of the folder service's send-only folders (folders/folder-override.ts). */
+  readonly override?: (folder: string, dryRun: boolean, signal: AbortSignal) => Promise<OverrideReport>;
 }
 
 const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
@@ -56,7 +60,9 @@ const MODES: readonly SyncModeName[] = ['two-way', 'send-only', 'receive-only'];
 const REQUEST_TIMEOUT_MS = 10_000;
 
 /** The request on one line of JSON, checked field by field; a USAGE error names what is wrong. */
-export function parseResidentRequest(line: string): ResidentSyncRequest | StatusRequest | RevertRequest {
+export function parseResidentRequest(
+  line: string,
+): ResidentSyncRequest | StatusRequest | RevertRequest | OverrideRequest {
   let v: unknown;
   try {
     v = JSON.parse(line);
@@ -69,13 +75,13 @@ export function parseResidentRequest(line: string): ResidentSyncRequest | Status
     if (typeof r[k] !== 'string' || r[k].length > 4096)
       throw new ClawpeerError('USAGE', `control request field ${k} must be a string`);
   };
-  if (typeof v !== 'object' || v === null || !['sync', 'status', 'revert'].includes(r['op'] as string))
-    throw new ClawpeerError('USAGE', 'control request op must be "sync", "status" or "revert"');
+  if (typeof v !== 'object' || v === null || !['sync', 'status', 'revert', 'override'].includes(r['op'] as string))
+    throw new ClawpeerError('USAGE', 'control request op must be "sync", "status", "revert" or "override"');
   if (r['op'] === 'status') return { op: 'status' };
-  if (r['op'] === 'revert') {
+  if (r['op'] === 'revert' || r['op'] === 'override') {
     str('folder');
     if (typeof r['dryRun'] !== 'boolean') throw new ClawpeerError('USAGE', 'control request dryRun must be a boolean');
-    return { op: 'revert', folder: r['folder'] as string, dryRun: r['dryRun'] };
+    return { op: r['op'], folder: r['folder'] as string, dryRun: r['dryRun'] };
   }
   str('dir');
   str('peer');
@@ -101,15 +107,15 @@ export function parseResidentRequest(line: string): ResidentSyncRequest | Status
  * How the listener logs a request of the CLI that failed: what it was (a folder's revert, a
  * sync, a status) and of which folder. Undefined: a request line that does not parse.
  */
-export function failureLog(req: ResidentSyncRequest | StatusRequest | RevertRequest | undefined): {
+export function failureLog(req: ResidentSyncRequest | StatusRequest | RevertRequest | OverrideRequest | undefined): {
   message: string;
   fields: Record<string, unknown>;
 } {
   if (req === undefined) return { message: 'control request from the CLI failed', fields: {} };
   if (req.op === 'status') return { message: 'status for the CLI failed', fields: {} };
-  if (req.op === 'revert')
+  if (req.op === 'revert' || req.op === 'override')
     return {
-      message: req.dryRun ? 'folder revert --dry-run for the CLI failed' : 'folder revert for the CLI failed',
+      message: `folder ${req.op}${req.dryRun ? ' --dry-run' : ''} for the CLI failed`,
       fields: { folder: req.folder },
     };
   return { message: 'sync for the CLI failed', fields: { folder: req.dir, share: req.share, peer: req.peer } };
@@ -257,7 +263,7 @@ export class ResidentSyncServer {
   }
 
   async #handle(
-    req: ResidentSyncRequest | StatusRequest | RevertRequest,
+    req: ResidentSyncRequest | StatusRequest | RevertRequest | OverrideRequest,
     send: (r: ResidentSyncReply) => void,
     signal: AbortSignal,
   ): Promise<void> {
@@ -270,6 +276,12 @@ export class ResidentSyncServer {
       if (this.#ctx.revert === undefined)
         throw new ClawpeerError('USAGE', 'this listener runs no shared folders: nothing to revert');
       send({ type: 'reverted', report: await this.#ctx.revert(req.folder, req.dryRun, signal) });
+      return;
+    }
+    if (req.op === 'override') {
+      if (this.#ctx.override === undefined)
+        throw new ClawpeerError('USAGE', 'this listener runs no shared folders: nothing to override');
+      send({ type: 'overridden', report: await this.#ctx.override(req.folder, req.dryRun, signal) });
       return;
     }
     const share = this.#ctx.shares.find((s) => s.dir === req.dir);

@@ -19,12 +19,11 @@ import { encodeReconcileMessage } from '../sync/reconcile-codec.js';
 import { ReconcileInitiator } from '../sync/reconcile.js';
 import type { ReconcileResult } from '../sync/reconcile.js';
 import { sameContent, type Revision, type RevisionEntry } from '../sync/revision.js';
-import { bytesEqual, toHex } from '../chunking/blake3.js';
+import { toHex } from '../chunking/blake3.js';
 import { sessionRouter } from '../session/data-stream-router.js';
 import type { PeerSession } from '../session/session.js';
 import { applyRemote, byPath, plannedChanges, type PlannedChange } from './sync-apply.js';
-import { checkIdSet } from './sync-plan.js';
-import type { RevisionStore } from '../store/revision-store.js';
+import { checkIdSet, headsAmong } from './sync-plan.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import {
   dropPrunedByPeer,
@@ -85,6 +84,13 @@ export interface SyncFolderOptions {
   readonly keepAliveMs?: number;
   /** A listener's folder service runs it (folders/folder-service.ts): the request says so to a peer that reads it (a folder offer there). */
   readonly byFolderService?: boolean;
+  /**
+   * A listener's shared folder (feature sync-peer-heads): send-only, learn the peer's heads this
+   * side lacks (the result's peerHeads: paths changed there and not taken here); receive-only
+   * narrowed by a send-only peer, tell it ours when it asks. Not a receive-only folder's: its
+   * local changes are its own.
+   */
+  readonly peerHeads?: boolean;
 }
 
 /** What a sync would do (sync --dry-run). */
@@ -145,6 +151,11 @@ export interface SyncFolderResult {
   readonly changes?: ChangeCounts;
   /** A dry run's plan (nothing was moved or applied). */
   readonly dryRun?: SyncDryRun;
+  /**
+   * Send-only with `peerHeads`: the peer's heads this side lacks (not stored, not applied);
+   * undefined when not asked (an older peer).
+   */
+  readonly peerHeads?: readonly RevisionEntry[];
   /** How the session reached the peer (reach/paths.ts PathKind) and its RTT then, ms: set by sync-with-peer.ts. */
   readonly path?: string;
   readonly rttMs?: number;
@@ -168,17 +179,6 @@ function inSyncFor(mode: SyncModeName, check: ReconcileResult): boolean {
       throw new TypeError(`unknown mode ${String(never)}`);
     }
   }
-}
-
-/** Of `ids`, the revisions that are their path's head in `store` (the current version here). */
-function headsAmong(store: RevisionStore, ids: readonly Uint8Array[]): RevisionEntry[] {
-  const heads: RevisionEntry[] = [];
-  for (const id of ids) {
-    const entry = store.get(id);
-    const head = entry === undefined ? undefined : store.head(entry.revision.path);
-    if (entry !== undefined && head !== undefined && bytesEqual(head.id, entry.id)) heads.push(entry);
-  }
-  return heads;
 }
 
 /** The live files among `heads`: their paths and contents. */
@@ -234,6 +234,12 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
   const fsync = o.fsync === undefined ? {} : { fsync: o.fsync };
   const limiters = [...(o.bwlimit === undefined ? [] : [new RateLimiter(o.bwlimit)]), ...(o.rateLimiters ?? [])];
   const transferId = session.allocateTransferId();
+  const headsFeature =
+    o.peerHeads === true &&
+    !dryRun &&
+    session.caps.features.includes('sync-peer-heads') &&
+    session.caps.features.includes('sync-pruned-always');
+  const asksHeads = headsFeature && o.mode === 'send-only';
   // Sent once this side holds the folder's lock (openSyncedFolder's afterLock): a request sent
   // while another local sync of the folder still ran displaced that sync at the peer (a `sync`
   // run beside a `sync --watch` killed or hung the watch), though this one then waited for the
@@ -251,6 +257,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       ...(o.byFolderService === true && session.caps.features.includes('by-folder-service')
         ? { byFolderService: true }
         : {}),
+      ...(asksHeads ? { peerHeads: true } : {}),
     });
   const progress = o.onProgress;
   let hashed = 0;
@@ -326,7 +333,11 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     // What the scan could not read never reached the peer: not in sync while this side sends.
     const allSent = !sends || folder.unreadable.length === 0;
     if (result.method === 'equal')
-      return summary({ inSync: allSent, ...(dryRun ? { dryRun: { receive: [], send: [] } } : {}) });
+      return summary({
+        inSync: allSent,
+        ...(dryRun ? { dryRun: { receive: [], send: [] } } : {}),
+        ...(asksHeads ? { peerHeads: [] } : {}),
+      });
     if (dryRun) {
       // The peer sends its records (as for a real sync) and then its done; nothing else moves.
       const received = receives
@@ -387,7 +398,12 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     // every mode when it can hear it (a side sending no records sends an empty final batch).
     const tellsAlways = session.caps.features.includes('sync-pruned-always');
     const ourPruned = store.prunedAmong(result.idsWeLack);
-    if (!sends && tellsAlways) await sendRevisions(ch, store, [], ourPruned);
+    // A send-only peer that asks learns our heads it lacks (it stores none): our folder's own
+    // changes, not a receive-only folder's local ones.
+    const tellHeads = headsFeature && accepted.peerHeads === true && o.mode === 'receive-only';
+    const ourHeads = tellHeads ? headsAmong(store, result.idsTheyLack).map((e) => e.id) : [];
+    if (!sends && tellsAlways) await sendRevisions(ch, store, ourHeads, ourPruned);
+    let peerHeads: RevisionEntry[] | undefined;
     if (sends) {
       revisionsSent = await sendRevisions(ch, store, result.idsTheyLack, ourPruned);
       // Looked up while the peer plans what to fetch (fetch-prelocate.ts).
@@ -399,9 +415,12 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
         });
     }
     if (receives || tellsAlways) {
-      const arrived = await receiveRevisions(ch, receives ? result.idsWeLack : [], (ids) => (peerPruned = ids));
-      received = arrived.filter((e) => !store.isPruned(e.id));
-      declined = arrived.filter((e) => store.isPruned(e.id)).map((e) => e.id);
+      const expected = receives || asksHeads ? result.idsWeLack : [];
+      const arrived = await receiveRevisions(ch, expected, (ids) => (peerPruned = ids), !receives);
+      if (receives) {
+        received = arrived.filter((e) => !store.isPruned(e.id));
+        declined = arrived.filter((e) => store.isPruned(e.id)).map((e) => e.id);
+      } else if (asksHeads) peerHeads = arrived;
     }
     let chunks = 0;
     if (sends) {
@@ -462,6 +481,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       lacking: { ids: o.mode === 'receive-only' ? outcome.idsTheyLack : [], localCounter: store.localCounter() },
       peerSkipped: peerSkipped.sort(),
       changes: countChanges(store, before, copies),
+      ...(peerHeads === undefined ? {} : { peerHeads }),
     });
   } finally {
     prelocated?.stop();

@@ -25,7 +25,7 @@ import {
 } from '../sync/reconcile-codec.js';
 import type { ReconcileMessage } from '../sync/reconcile-codec.js';
 import type { ReconcileEndpoint, ReconcileResult } from '../sync/reconcile.js';
-import { decodeRevisionWithId, MAX_REVISION_BYTES } from '../sync/revision.js';
+import { decodeRevisionWithId, MAX_REVISION_BYTES, revisionIdOf } from '../sync/revision.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import type { RateLimiter } from '../transfer/rate-limiter.js';
 import { isConfinedRealpath, normalizeSharePath } from '../transfer/paths.js';
@@ -188,20 +188,32 @@ export async function dropPrunedByPeer(
  * PROTOCOL when the peer sends more or fewer than it announced, a record that does not decode,
  * or a path inside `.clawpeer/`; HASH_MISMATCH for a record that is not the id it stands for.
  * `onPruned`: the ids the peer said its gc dropped (SyncRevisions.pruned), unchecked.
+ * `subset`: the peer may send any of them, in that order (its heads, feature sync-peer-heads).
  */
 export async function receiveRevisions(
   ch: SyncChannel,
   expected: readonly Uint8Array[],
   onPruned?: (ids: readonly Uint8Array[]) => void,
+  subset = false,
 ): Promise<RevisionEntry[]> {
   const out: RevisionEntry[] = [];
+  let next = 0; // the index in `expected` of the next record's id
   for (;;) {
     const msg = await expectMessage(ch.session, 'sync-revisions', ch.transferId, ch.timeoutMs, ch.signal);
     if (msg.pruned !== undefined && msg.pruned.length > 0) onPruned?.(msg.pruned);
     for (const record of msg.records) {
-      const id = expected[out.length];
+      if (subset) {
+        const sent = revisionIdOf(record);
+        while (next < expected.length && !bytesEqual(expected[next] as Uint8Array, sent)) next++;
+      }
+      const id = expected[next++];
       if (id === undefined)
-        throw new ClawpeerError('PROTOCOL', `peer sent more than the ${expected.length} revision records it announced`);
+        throw new ClawpeerError(
+          'PROTOCOL',
+          subset
+            ? 'peer sent a revision record that is not one of its heads we lack, or out of order'
+            : `peer sent more than the ${expected.length} revision records it announced`,
+        );
       const entry = decodeRevisionWithId(record, id, MAX_REVISION_BYTES);
       if (isInternalPath(entry.revision.path))
         throw new ClawpeerError(
@@ -212,7 +224,7 @@ export async function receiveRevisions(
     }
     if (msg.last) break;
   }
-  if (out.length !== expected.length) {
+  if (!subset && out.length !== expected.length) {
     throw new ClawpeerError(
       'PROTOCOL',
       `peer announced ${expected.length} revisions we lack but delivered ${out.length}`,

@@ -6,7 +6,7 @@
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { conflictPath, MAX_CONCURRENT_REVISIONS, pickHead, TooManyConcurrent } from '../sync/conflict.js';
-import { toHex } from '../chunking/blake3.js';
+import { bytesEqual, toHex } from '../chunking/blake3.js';
 import { compareVectors } from '../sync/version-vector.js';
 import { compareIds, type MerkleIdSet } from '../sync/merkle-root.js';
 import type { RevisionEntry, Revision, RevisionKind } from '../sync/revision.js';
@@ -72,6 +72,17 @@ const MAX_COPY_DEPTH = 4;
 /** The revision both peers record for a conflict copy: the loser's, moved to its conflict name. */
 export function conflictCopyRevision(loser: Revision, loserPath: string): RevisionEntry {
   return revisionEntry({ ...loser, path: loserPath });
+}
+
+/** Of `ids`, the revisions that are their path's head in `store` (the current version here). */
+export function headsAmong(store: RevisionStore, ids: readonly Uint8Array[]): RevisionEntry[] {
+  const heads: RevisionEntry[] = [];
+  for (const id of ids) {
+    const entry = store.get(id);
+    const head = entry === undefined ? undefined : store.head(entry.revision.path);
+    if (entry !== undefined && head !== undefined && bytesEqual(head.id, entry.id)) heads.push(entry);
+  }
+  return heads;
 }
 
 export function isLiveFile(e: RevisionEntry | undefined): e is RevisionEntry {

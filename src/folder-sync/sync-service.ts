@@ -20,7 +20,7 @@ import type { DataStreamRouter } from '../session/data-stream-router.js';
 import type { PeerSession } from '../session/session.js';
 import type { Share } from '../home/shares.js';
 import { applyRemote } from './sync-apply.js';
-import { checkIdSet } from './sync-plan.js';
+import { checkIdSet, headsAmong } from './sync-plan.js';
 import {
   decodeReconcilePayload,
   dropPrunedByPeer,
@@ -109,6 +109,11 @@ export interface ServedSync {
   readonly skipped: number;
   /** What the peer's revisions changed here. */
   readonly changes: ChangeCounts;
+  /**
+   * A send-only folder here (feature sync-peer-heads): the peer's heads this side lacks, not
+   * stored; undefined when not learnt (an older peer, a sync that sends here).
+   */
+  readonly peerHeads?: readonly RevisionEntry[];
 }
 
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
@@ -257,16 +262,25 @@ async function serveClaimedSync(
       decodeReconcilePayload(
         (await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal)).payload,
       );
+    const features = session.caps.features;
+    const headsFeature = features.includes('sync-peer-heads') && features.includes('sync-pruned-always');
+    // A send-only folder here learns the client's heads it lacks (it takes none of them).
+    const asksHeads =
+      headsFeature && share.keptFolder === true && share.readOnly && req.mode === 'receive-only' && req.dryRun !== true;
+    // A send-only client learns ours; a receive-only folder's own changes are not the folder's.
+    const tellsHeads = headsFeature && req.peerHeads === true && req.mode === 'send-only' && share.receiveOnly !== true;
     const responder = new ReconcileResponder(store.snapshotIdSet());
     const first = responder.receive(hello);
     await session.control.send({
       type: 'sync-accept',
       transferId: req.transferId,
       ...(share.keptFolder === true ? { keptFolder: true } : {}),
+      ...(asksHeads ? { peerHeads: true } : {}),
     });
     const result = await runReconcile(ch, responder, first);
     const unreadable = folder.unreadable.length;
-    if (result.method === 'equal') return { ...nothing, peerHasAll: true, hereHasAll: true, unreadable };
+    if (result.method === 'equal')
+      return { ...nothing, peerHasAll: true, hereHasAll: true, unreadable, ...(asksHeads ? { peerHeads: [] } : {}) };
     if (req.dryRun === true) {
       // The client plans from our records; it sends none, and nothing is applied or served.
       if (clientReceives) await sendRevisions(ch, store, result.idsTheyLack, store.prunedAmong(result.idsWeLack));
@@ -280,17 +294,21 @@ async function serveClaimedSync(
     // What our gc dropped is never stored again, and the client is told so it drops it too: in
     // every mode when it can hear it (a side sending no records sends an empty final batch).
     const tellsAlways = session.caps.features.includes('sync-pruned-always');
+    let peerHeads: RevisionEntry[] | undefined;
     if (clientSends || tellsAlways) {
-      const arrived = await receiveRevisions(ch, clientSends ? result.idsWeLack : [], (ids) => (peerPruned = ids));
-      received = arrived.filter((e) => !store.isPruned(e.id));
-      declined = arrived.filter((e) => store.isPruned(e.id)).map((e) => e.id);
+      const expected = clientSends || asksHeads ? result.idsWeLack : [];
+      const arrived = await receiveRevisions(ch, expected, (ids) => (peerPruned = ids), !clientSends);
+      if (clientSends) {
+        received = arrived.filter((e) => !store.isPruned(e.id));
+        declined = arrived.filter((e) => store.isPruned(e.id)).map((e) => e.id);
+      } else if (asksHeads) peerHeads = arrived;
     }
     const ourPruned = store.prunedAmong(result.idsWeLack);
-    const sent = clientReceives
-      ? await sendRevisions(ch, store, result.idsTheyLack, ourPruned)
-      : tellsAlways
-        ? await sendRevisions(ch, store, [], ourPruned)
-        : 0;
+    // Heads told to a send-only client are not sent revisions: it stores none of them.
+    const toldHeads = tellsHeads ? headsAmong(store, result.idsTheyLack).map((e) => e.id) : [];
+    let sent = 0;
+    if (clientReceives) sent = await sendRevisions(ch, store, result.idsTheyLack, ourPruned);
+    else if (tellsAlways) await sendRevisions(ch, store, toldHeads, ourPruned);
     let conflicts = 0;
     let skipped = 0;
     let kept: readonly string[] = [];
@@ -354,6 +372,7 @@ async function serveClaimedSync(
       conflicts,
       skipped,
       changes: countChanges(store, before, copies),
+      ...(peerHeads === undefined ? {} : { peerHeads }),
     };
   } finally {
     await folder.close();

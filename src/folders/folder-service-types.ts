@@ -48,6 +48,9 @@ export interface FolderStatus {
   /** Receive-only: how many paths changed here are kept and never sent, and the first of them (local-changes.ts). */
   readonly localChanges?: number;
   readonly localChangePaths?: readonly string[];
+  /** Send-only: how many paths the peers changed that this copy does not take, and the first of them (peer-changes.ts). */
+  readonly peerChanges?: number;
+  readonly peerChangePaths?: readonly string[];
   /** Entries its last scan here could not record, by reason (absent: none): never synced until fixed. */
   readonly unsyncable?: readonly UnsyncableGroup[];
   readonly peers: readonly FolderPeerStatus[];

@@ -31,6 +31,7 @@ import { FolderLog, revertLogEntry, type FolderLogEntry, type FolderSyncLogEntry
 import { PeerSessions } from './peer-sessions.js';
 import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
+import { PeerChangeReports } from './peer-changes.js';
 import {
   completedOutcome,
   failedSyncOutcome,
@@ -40,7 +41,8 @@ import {
 } from './sync-outcome-text.js';
 import { folderStatus } from './folder-status.js';
 import { revertFolder } from './folder-revert.js';
-import type { RevertReport } from '../folder-sync/resident-protocol.js';
+import { overrideFolder } from './folder-override.js';
+import type { OverrideReport, RevertReport } from '../folder-sync/resident-protocol.js';
 import type { ActiveFolder, FolderServiceOptions, FolderStatus } from './folder-service-types.js';
 import { pairKey } from './pair-key.js';
 import { LastSyncs } from './last-syncs.js';
@@ -72,6 +74,8 @@ export class FolderService {
   readonly #progress = new Map<string, TransferProgress>();
   /** A receive-only folder's paths kept and not sent, per pair's last sync (local-changes.ts). */
   readonly #localChanges = new LocalChangeReports();
+  /** A send-only folder's paths the peers changed and it does not take, per pair's last sync (peer-changes.ts). */
+  readonly #peerChanges = new PeerChangeReports();
   readonly #running = new Set<Promise<void>>();
   /** Per folder, the end of the last sync or record here: the next waits for it (syncs share the folder's lock). */
   readonly #folderTurns = new Map<string, Promise<void>>();
@@ -139,6 +143,7 @@ export class FolderService {
     if (active === undefined || !active.peerIds.includes(peerId)) return;
     this.#watches.selfSyncing(served.share, peerId); // its folder service syncs its changes here
     this.#localChanges.present(served.share, peerId); // it has the folder: a revert waits for our sync of it
+    if (served.peerHeads !== undefined) this.#peerChanges.record(served.share, peerId, served.peerHeads);
     const record = {
       by: 'peer' as const,
       received: served.received,
@@ -279,12 +284,20 @@ export class FolderService {
     return report;
   }
 
-  /** Each folder with its peers' states, for `clawpeer status` (folder-status.ts). */
+  /** `folder override` (folder-override.ts) in the folder's turn; then its syncs, which take the new versions to every peer. */
+  async override(id: string, dryRun: boolean, signal: AbortSignal): Promise<OverrideReport> {
+    const o = { service: this.#o, folderId: id, active: this.#active.get(id), reports: this.#peerChanges };
+    const report = await this.#inTurn(id, () => overrideFolder({ ...o, dryRun, signal }));
+    if (!dryRun && report.paths.length > 0) this.#passOn(id, '', Date.now());
+    return report;
+  }
+
   /** The peers this service's own sessions are open to now (dialled for syncs; status lists them). */
   connectedPeers(): ConnectedPeer[] {
     return this.#sessions.connected();
   }
 
+  /** Each folder with its peers' states, for `clawpeer status` (folder-status.ts). */
   status(): FolderStatus[] {
     return folderStatus({
       folders: this.#active.values(),
@@ -292,6 +305,7 @@ export class FolderService {
       running: this.#o.activity?.snapshot() ?? [],
       stores: this.#o.resident.stores,
       localChanges: this.#localChanges,
+      peerChanges: this.#peerChanges,
       unsyncable: this.#o.resident.unsyncable,
       nodeId: this.#o.identity.nodeId,
       progressOf: (folder, peer) => this.#progress.get(pairKey(folder, peer)),
@@ -337,6 +351,7 @@ export class FolderService {
       a.stop();
       this.#active.delete(id);
       this.#localChanges.forget(id);
+      this.#peerChanges.forget(id);
       this.#watches.forget(id);
       if (want !== undefined) edited.push(id);
       else await this.#markers.removed(id).catch(() => undefined);
@@ -522,6 +537,7 @@ export class FolderService {
             resident: this.#o.resident,
             requireMarker: true,
             byFolderService: true, // a peer without the folder reads it as an offer (folder-offers.ts)
+            peerHeads: f.mode !== 'receive-only', // a receive-only folder's own changes are not the folder's
             ...(this.#o.sendLimiter === undefined ? {} : { rateLimiters: [this.#o.sendLimiter] }),
             onProgress: (p) => {
               this.#progress.set(key, p);
@@ -535,6 +551,7 @@ export class FolderService {
         }
         ok = true;
         if (f.mode === 'receive-only') this.#localChanges.record(f.id, peerId, r);
+        if (r.peerHeads !== undefined) this.#peerChanges.record(f.id, peerId, r.peerHeads);
         if (mode !== 'send-only' && r.peerKeepsFolder !== true) this.#watches.synced(f.id, peerId);
         log.info('folder synced', {
           folder: f.id,

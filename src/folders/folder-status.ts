@@ -1,7 +1,7 @@
 // `clawpeer status`'s view of the folder service (folder-service.ts): each folder with its
 // peers' states, assembled from what the service holds (its folders, the schedule's pairs, the
 // running syncs, progress, names, the modes learnt from refusals, a receive-only folder's local
-// changes, the resident store pool, what the folder's last scan could not record). Reads only; no
+// changes, a send-only folder's peer changes, the resident store pool, what the folder's last scan could not record). Reads only; no
 // I/O beyond the pool's `peek`.
 import type { FolderConfig, FolderMode } from '../home/folders-config.js';
 import type { ActivitySnapshot } from '../session/listener-activity.js';
@@ -11,6 +11,7 @@ import type { TransferProgress } from '../transfer/transfer-progress.js';
 import type { UnsyncableEntries, UnsyncableReason } from '../folder-sync/synced-folder.js';
 import type { ActiveFolder, FolderPeerStatus, FolderStatus, UnsyncableGroup } from './folder-service-types.js';
 import type { LocalChangeReports } from './local-changes.js';
+import type { PeerChangeReports } from './peer-changes.js';
 
 /** What the status reads of the folder service. */
 export interface FolderStatusSource {
@@ -21,6 +22,7 @@ export interface FolderStatusSource {
   readonly running: readonly ActivitySnapshot[];
   readonly stores: RevisionStorePool;
   readonly localChanges: LocalChangeReports;
+  readonly peerChanges: PeerChangeReports;
   /** What each folder's last scan here could not record (the listener's ResidentFolders). */
   readonly unsyncable: UnsyncableEntries;
   readonly nodeId: string;
@@ -46,6 +48,7 @@ export function folderStatus(src: FolderStatusSource): FolderStatus[] {
     pending: pending(),
     ...revisionsOf(src.stores, f.path),
     ...(f.mode === 'receive-only' ? src.localChanges.of(f.id, peerIds, src.stores.peek(f.path), src.nodeId) : {}),
+    ...(f.mode === 'send-only' ? src.peerChanges.of(f.id, peerIds, src.stores.peek(f.path)) : {}),
     ...unsyncableOf(src.unsyncable.of(f.path)),
     peers: src.pairs.filter((p) => p.folder === f.id).map((p) => peerStatus(src, f, p, running)),
   }));

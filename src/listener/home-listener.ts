@@ -223,6 +223,7 @@ export async function startHomeListener(o: HomeListenerOptions): Promise<HomeLis
     dialPaths,
     ...limited,
     revert: (id, dryRun, signal) => folders.revert(id, dryRun, signal),
+    override: (id, dryRun, signal) => folders.override(id, dryRun, signal),
   });
   // The home's own listener (it has the control socket) tells the home's commands where it is.
   const { writeListening, removeListening } = await import('../home/listening-file.js');

@@ -52,6 +52,10 @@ export type CompressionName = (typeof COMPRESSION_CODECS)[number];
 // by-folder-service: a sync request may say it is a listener's folder service's
 // (SyncRequest.byFolderService); the server then counts only those as folder offers. A client
 // without it cannot say: each of its refused syncs of an unknown share counts, as before.
+// sync-peer-heads: a send-only side may ask the peer for the records of its heads this side
+// lacks (SyncRequest.peer_heads as the client, SyncAccept.peer_heads as the server), sent where
+// the peer's records would go in a sync that moves them the other way only; they are not stored,
+// only shown (`status`: paths changed by peers, not taken) and overridden (`folder override`).
 export const FEATURES = [
   'sync',
   'resume',
@@ -79,6 +83,7 @@ export const FEATURES = [
   'share-paused',
   'sync-pruned-always',
   'by-folder-service',
+  'sync-peer-heads',
 ] as const;
 export type FeatureName = (typeof FEATURES)[number];
 

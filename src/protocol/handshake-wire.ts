@@ -48,6 +48,7 @@ const FEATURE_TO_WIRE: Record<FeatureName, number> = {
   'share-paused': pb.Feature.FEATURE_SHARE_PAUSED,
   'sync-pruned-always': pb.Feature.FEATURE_SYNC_PRUNED_ALWAYS,
   'by-folder-service': pb.Feature.FEATURE_BY_FOLDER_SERVICE,
+  'sync-peer-heads': pb.Feature.FEATURE_SYNC_PEER_HEADS,
 };
 
 const AEAD_FROM_WIRE = invert(AEAD_TO_WIRE);

@@ -353,6 +353,8 @@ export interface SyncRequestMessage {
   readonly fetchOnly?: boolean;
   /** The client's folder service runs this sync for a folder of its own, not a person's `sync` (feature 'by-folder-service'). */
   readonly byFolderService?: boolean;
+  /** A send-only client asks for the records of the server's heads it lacks, not to store (feature 'sync-peer-heads'). */
+  readonly peerHeads?: boolean;
 }
 
 export interface SyncAcceptMessage {
@@ -360,6 +362,8 @@ export interface SyncAcceptMessage {
   readonly transferId: number;
   /** The share is a folder the listener's folder service keeps: it syncs its changes to its peers itself. */
   readonly keptFolder?: boolean;
+  /** A send-only folder here asks the receive-only client for the records of its heads it lacks (feature 'sync-peer-heads'). */
+  readonly peerHeads?: boolean;
 }
 
 export interface SyncReconcileMessage {

@@ -64,11 +64,18 @@ export function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Pr
           noFsync: message.noFsync ?? false,
           fetchOnly: message.fetchOnly ?? false,
           byFolderService: message.byFolderService ?? false,
+          peerHeads: message.peerHeads ?? false,
         },
       };
     }
     case 'sync-accept':
-      return { syncAccept: { transferId: message.transferId, keptFolder: message.keptFolder ?? false } };
+      return {
+        syncAccept: {
+          transferId: message.transferId,
+          keptFolder: message.keptFolder ?? false,
+          peerHeads: message.peerHeads ?? false,
+        },
+      };
     case 'sync-reconcile':
       checkBlob('SyncReconcile.payload', message.payload, 1, MAX_SYNC_RECONCILE_BYTES);
       return { syncReconcile: { transferId: message.transferId, payload: message.payload } };
@@ -150,6 +157,7 @@ export function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage |
         ...(r.noFsync === true ? { noFsync: true } : {}),
         ...(r.fetchOnly === true ? { fetchOnly: true } : {}),
         ...(r.byFolderService === true ? { byFolderService: true } : {}),
+        ...(r.peerHeads === true ? { peerHeads: true } : {}),
       };
     }
     case 'syncAccept': {
@@ -159,6 +167,7 @@ export function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage |
         type: 'sync-accept',
         transferId: a.transferId ?? 0,
         ...(a.keptFolder === true ? { keptFolder: true } : {}),
+        ...(a.peerHeads === true ? { peerHeads: true } : {}),
       };
     }
     case 'syncReconcile': {

@@ -47,9 +47,10 @@ export interface RevisionWriter {
   /**
    * Records an edit made on this node: origin = this node, vector = the path's merged vector with
    * this node's counter raised past both it and the persisted local counter; stores it and makes
-   * it the head.
+   * it the head. `seen`: versions of the path not stored here, merged in too (`folder override`:
+   * the new revision dominates a peer's head this send-only copy never took).
    */
-  recordLocal(draft: RevisionDraft): RevisionEntry;
+  recordLocal(draft: RevisionDraft, seen?: VersionVector): RevisionEntry;
   /**
    * Sets (or with undefined clears) the warm index entry of `relPath`, certified for its current
    * head. `modeKept`: the file on disk could not be given the head's mode (folder-sync/head-metadata.ts),
@@ -152,13 +153,14 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
     head: (relPath) => store.head(relPath),
     put,
     setHead: (id) => setHead(id),
-    recordLocal: (draft) => {
+    recordLocal: (draft, seen) => {
       const current = counter ?? readU64(db.meta.get(META_COUNTER));
       const pk = pathKey(draft.path); // one path hash for the vector, the history and the head
       const stored = store.pathVector(pk);
       // A path never recorded (every path of a folder's first scan): two reads fewer.
       const newPath = stored === undefined;
-      const vector = incrementVector(stored ?? EMPTY_VECTOR, store.nodeId, current + 1);
+      const base = seen === undefined ? (stored ?? EMPTY_VECTOR) : mergeVectors(stored ?? EMPTY_VECTOR, seen);
+      const vector = incrementVector(base, store.nodeId, current + 1);
       const revision: Revision = { ...draft, origin: store.nodeId, vector };
       const { entry } = put(revision, vector, pk, newPath); // it raised the path's vector: the merge is itself
       counter = counterOf(vector, store.nodeId);

@@ -34,7 +34,7 @@ t.test('a bad field is a USAGE error naming it', async (t) => {
     [{ ...base, bwlimit: 2 ** 32 }, /bwlimit must be an integer/],
     [{ ...base, mode: 'sideways' }, /mode must be one of/],
     [{ ...base, progress: 'yes' }, /progress must be a boolean/],
-    [{ ...base, op: 'delete' }, /op must be "sync", "status" or "revert"/],
+    [{ ...base, op: 'delete' }, /op must be "sync", "status", "revert" or "override"/],
     [{ op: 'revert', folder: 'docs' }, /dryRun must be a boolean/],
     [{ op: 'revert', dryRun: false }, /folder must be a string/],
   ] as const) {

@@ -26,7 +26,7 @@ import {
   type FolderMode,
   type PeerEntry,
 } from '../../folders/facade.js';
-import type { RevertReport } from '../../folder-sync/facade.js';
+import type { OverrideReport, RevertReport } from '../../folder-sync/facade.js';
 import { intOption } from '../args.js';
 import type { CommandContext, Runner } from '../context.js';
 import { offerLines } from './status.js';
@@ -270,6 +270,40 @@ async function revertFolder(ctx: CommandContext, id: string, dryRun: boolean): P
   );
 }
 
+/**
+ * `folder override ID [--dry-run]`: a send-only folder's versions of the paths its peers changed
+ * become the newest (the listener's folder service runs it: folders/folder-override.ts), and its
+ * syncs take them to every peer. The folder must be in this home's config and send-only, and its
+ * listener running.
+ */
+async function overrideFolder(ctx: CommandContext, id: string, dryRun: boolean): Promise<void> {
+  const f = findFolder(await loadFolders(ctx.home.dir), id);
+  if (f.mode !== 'send-only')
+    throw new ClawpeerError(
+      'USAGE',
+      `folder ${id} is ${f.mode}: override makes a send-only folder's versions win over its peers' changes (Syncthing's Override Changes); a ${f.mode} folder takes its peers' changes`,
+    );
+  const { overrideViaListener } = await import('../resident-client.js');
+  const report = await overrideViaListener(ctx.home.dir, id, dryRun, ctx.signal);
+  if (typeof report === 'string')
+    throw new ClawpeerError(
+      'IO',
+      `no listener is running for the home ${ctx.home.dir}: ${report}; the override runs in the listener that keeps folder ${id} (start one with \`clawpeer listen\`)`,
+    );
+  const n = report.paths.length;
+  const head =
+    n === 0
+      ? `folder ${id} has no paths changed by peers to override`
+      : `${dryRun ? 'would make' : 'made'} this copy's version of ${n} path${n === 1 ? '' : 's'} of folder ${id} the newest${dryRun ? '' : ': its peers take it at their next sync'}`;
+  const shown = report.paths.map(
+    (p: OverrideReport['paths'][number]) => `  ${escapeToShow(p.path)}: ${REVERT_WORDS[p.here]} here`,
+  );
+  ctx.out.emit(
+    { event: dryRun ? 'folder-override-plan' : 'folder-overridden', ...report },
+    [head, ...shown].join('\n'),
+  );
+}
+
 /** How `folder revert` names what a path held here and what it holds now. */
 const REVERT_WORDS = {
   file: 'file',
@@ -416,11 +450,25 @@ export function registerFolderCommands(cli: Argv, run: Runner): Argv {
           run((ctx, args) => revertFolder(ctx, String(args['id']), args['dry-run'] === true)),
         )
         .command(
+          'override <id>',
+          "make a send-only folder's versions of the paths its peers changed the newest, so every peer takes them back",
+          (a) =>
+            a
+              .positional('id', { type: 'string' })
+              .option('dry-run', {
+                type: 'boolean',
+                default: false,
+                describe: 'list what would be overridden, change nothing',
+              })
+              .example('$0 folder override docs --dry-run', 'list the paths of docs its peers changed'),
+          run((ctx, args) => overrideFolder(ctx, String(args['id']), args['dry-run'] === true)),
+        )
+        .command(
           'log <id>',
           'what each sync of a folder changed (newest last)',
           (a) => a.positional('id', { type: 'string' }),
           run((ctx, args) => showLog(ctx, String(args['id']))),
         )
-        .demandCommand(1, 'folder needs a subcommand: add, edit, list, remove, pause, resume, revert or log'),
+        .demandCommand(1, 'folder needs a subcommand: add, edit, list, remove, pause, resume, revert, override or log'),
   );
 }

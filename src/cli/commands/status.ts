@@ -42,6 +42,7 @@ export function folderLines(
     `folder ${f.id} (${f.mode}${f.paused ? ', paused' : ''}) ${f.path}${f.problem === undefined ? '' : `: ${escapeToShow(f.problem)}`}`,
     ...unsyncableLines(f),
     ...localChangesLines(f),
+    ...peerChangesLines(f),
     ...f.peers.map((p) => {
       const who = p.name ?? nameOf.get(p.peer) ?? p.peer;
       const left =
@@ -75,6 +76,22 @@ function localChangesLines(f: NonNullable<ListenerStatus['folders']>[number]): s
   return [
     `  local changes kept: ${n} (${shown.map(escapeToShow).join(', ')}${more}): receive-only, not sent`,
     `    clawpeer folder revert ${f.id} takes the peers' versions back (the local ones move to .clawpeer/reverted/)`,
+  ];
+}
+
+/**
+ * A send-only folder's paths changed by peers (folders/peer-changes.ts; Syncthing's "Out of Sync
+ * Items"): `  2 paths changed by peers, not taken (send-only): a.txt, b.txt` and how to make this
+ * copy's versions win (`folder override`). None: no line.
+ */
+function peerChangesLines(f: NonNullable<ListenerStatus['folders']>[number]): string[] {
+  const n = f.peerChanges ?? 0;
+  if (n === 0) return [];
+  const shown = f.peerChangePaths ?? [];
+  const more = n > shown.length ? `${shown.length > 0 ? ', ' : ''}... ${n - shown.length} more` : '';
+  return [
+    `  ${n === 1 ? '1 path' : `${n} paths`} changed by peers, not taken (send-only): ${shown.map(escapeToShow).join(', ')}${more}`,
+    `    clawpeer folder override ${f.id} makes this copy's versions the newest on every peer`,
   ];
 }
 

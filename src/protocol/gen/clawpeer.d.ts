@@ -116,7 +116,10 @@ export namespace clawpeer {
             FEATURE_SYNC_PRUNED_ALWAYS = 32,
 
             /** FEATURE_BY_FOLDER_SERVICE value */
-            FEATURE_BY_FOLDER_SERVICE = 33
+            FEATURE_BY_FOLDER_SERVICE = 33,
+
+            /** FEATURE_SYNC_PEER_HEADS value */
+            FEATURE_SYNC_PEER_HEADS = 34
         }
 
         /**
@@ -2447,6 +2450,9 @@ export namespace clawpeer {
             /** SyncRequest byFolderService. */
             byFolderService: boolean;
 
+            /** SyncRequest peerHeads. */
+            peerHeads: boolean;
+
             /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @param message SyncRequest message or plain object to encode
@@ -2498,6 +2504,9 @@ export namespace clawpeer {
                 /** SyncRequest byFolderService */
                 byFolderService?: (boolean|null);
 
+                /** SyncRequest peerHeads */
+                peerHeads?: (boolean|null);
+
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
             }
@@ -2531,6 +2540,9 @@ export namespace clawpeer {
             /** SyncAccept keptFolder. */
             keptFolder: boolean;
 
+            /** SyncAccept peerHeads. */
+            peerHeads: boolean;
+
             /**
              * Encodes the specified SyncAccept message. Does not implicitly {@link clawpeer.v1.SyncAccept.verify|verify} messages.
              * @param message SyncAccept message or plain object to encode
@@ -2560,6 +2572,9 @@ export namespace clawpeer {
 
                 /** SyncAccept keptFolder */
                 keptFolder?: (boolean|null);
+
+                /** SyncAccept peerHeads */
+                peerHeads?: (boolean|null);
 
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];

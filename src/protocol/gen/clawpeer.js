@@ -90,6 +90,7 @@ export const clawpeer = $root.clawpeer = (() => {
          * @property {number} FEATURE_SHARE_PAUSED=31 FEATURE_SHARE_PAUSED value
          * @property {number} FEATURE_SYNC_PRUNED_ALWAYS=32 FEATURE_SYNC_PRUNED_ALWAYS value
          * @property {number} FEATURE_BY_FOLDER_SERVICE=33 FEATURE_BY_FOLDER_SERVICE value
+         * @property {number} FEATURE_SYNC_PEER_HEADS=34 FEATURE_SYNC_PEER_HEADS value
          */
         v1.Feature = (function() {
             const valuesById = $Object.create(null), values = $Object.create(valuesById);
@@ -120,6 +121,7 @@ export const clawpeer = $root.clawpeer = (() => {
             values[valuesById[31] = "FEATURE_SHARE_PAUSED"] = 31;
             values[valuesById[32] = "FEATURE_SYNC_PRUNED_ALWAYS"] = 32;
             values[valuesById[33] = "FEATURE_BY_FOLDER_SERVICE"] = 33;
+            values[valuesById[34] = "FEATURE_SYNC_PEER_HEADS"] = 34;
             return values;
         })();
 
@@ -6054,6 +6056,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @property {boolean|null} [noFsync] SyncRequest noFsync
              * @property {boolean|null} [fetchOnly] SyncRequest fetchOnly
              * @property {boolean|null} [byFolderService] SyncRequest byFolderService
+             * @property {boolean|null} [peerHeads] SyncRequest peerHeads
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -6158,6 +6161,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncRequest.prototype.byFolderService = false;
 
             /**
+             * SyncRequest peerHeads.
+             * @member {boolean} peerHeads
+             * @memberof clawpeer.v1.SyncRequest
+             * @instance
+             */
+            SyncRequest.prototype.peerHeads = false;
+
+            /**
              * Encodes the specified SyncRequest message. Does not implicitly {@link clawpeer.v1.SyncRequest.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncRequest
@@ -6191,6 +6202,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 10, wireType 0 =*/80).bool(message.noFsync);
                 if (message.byFolderService != null && $Object.hasOwnProperty.call(message, "byFolderService") && message.byFolderService !== false)
                     writer.uint32(/* id 11, wireType 0 =*/88).bool(message.byFolderService);
+                if (message.peerHeads != null && $Object.hasOwnProperty.call(message, "peerHeads") && message.peerHeads !== false)
+                    writer.uint32(/* id 12, wireType 0 =*/96).bool(message.peerHeads);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -6316,6 +6329,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 delete message.byFolderService;
                             continue;
                         }
+                    case 12: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.peerHeads = value;
+                            else
+                                delete message.peerHeads;
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -6343,6 +6365,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * @typedef {Object} clawpeer.v1.SyncAccept.$Properties
              * @property {number|null} [transferId] SyncAccept transferId
              * @property {boolean|null} [keptFolder] SyncAccept keptFolder
+             * @property {boolean|null} [peerHeads] SyncAccept peerHeads
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -6391,6 +6414,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncAccept.prototype.keptFolder = false;
 
             /**
+             * SyncAccept peerHeads.
+             * @member {boolean} peerHeads
+             * @memberof clawpeer.v1.SyncAccept
+             * @instance
+             */
+            SyncAccept.prototype.peerHeads = false;
+
+            /**
              * Encodes the specified SyncAccept message. Does not implicitly {@link clawpeer.v1.SyncAccept.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncAccept
@@ -6410,6 +6441,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
                 if (message.keptFolder != null && $Object.hasOwnProperty.call(message, "keptFolder") && message.keptFolder !== false)
                     writer.uint32(/* id 2, wireType 0 =*/16).bool(message.keptFolder);
+                if (message.peerHeads != null && $Object.hasOwnProperty.call(message, "peerHeads") && message.peerHeads !== false)
+                    writer.uint32(/* id 3, wireType 0 =*/24).bool(message.peerHeads);
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -6470,6 +6503,15 @@ export const clawpeer = $root.clawpeer = (() => {
                                 message.keptFolder = value;
                             else
                                 delete message.keptFolder;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.bool())
+                                message.peerHeads = value;
+                            else
+                                delete message.peerHeads;
                             continue;
                         }
                     }
