@@ -12,15 +12,11 @@
 // each folder's last sync time per peer (folders/last-syncs.ts, for `status`); a listener killed
 // at any point starts over from those (every pair is due at start).
 // Non-goals: the sync itself (folder-sync/), versioning policies (the `afterSync` hook).
-import { realpath } from 'node:fs/promises';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 import { loadFolders, configFileOf, type FolderConfig, type FolderMode } from '../home/folders-config.js';
 import { parseVersioning } from '../sync/versioning.js';
 import { resolvePeer } from '../home/peer-resolve.js';
 import type { Share } from '../home/shares.js';
-import { isTempFileName } from '../store/internal-names.js';
-import { makeDirs } from '../support/make-dirs.js';
-import { QuietTimer } from '../support/quiet-timer.js';
 import { watchFile } from '../support/watch-file.js';
 import { FolderSchedule, type SyncOutcome } from '../sync/folder-schedule.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
@@ -49,12 +45,10 @@ import { LastSyncs } from './last-syncs.js';
 import { PeerLimits } from './peer-limits.js';
 import { resolveFolderPeers } from './folder-peers.js';
 import { FolderMarkers, StartedFolders } from './folder-markers.js';
+import { activateFolder } from './folder-activation.js';
 import { isMarkerMissing } from '../folder-sync/synced-folder.js';
 
-/** Quiet time after a folder's last file-system event before it is synced, ms (a save raises several). */
-export const LOCAL_CHANGE_QUIET_MS = 300;
-/** Longest a sync waits under a steady stream of local changes, ms. */
-export const LOCAL_CHANGE_MAX_DELAY_MS = 2_000;
+export { LOCAL_CHANGE_MAX_DELAY_MS, LOCAL_CHANGE_QUIET_MS } from './folder-activation.js';
 /** How long a peer's sync of a shared folder waits for another sync of it here, ms: short, so syncs toward each other fail fast and retry (jittered) instead of waiting each other out. */
 export const FOLDER_LOCK_WAIT_MS = 1_000;
 
@@ -359,7 +353,14 @@ export class FolderService {
     }
     for (const { f, peerIds, problem } of resolved.values()) {
       if (this.#active.has(f.id)) continue;
-      const active = await this.#activate(f, peerIds, problem);
+      const active = await activateFolder(f, peerIds, problem, {
+        markers: this.#markers,
+        watchers: this.#o.resident.watchers,
+        onChange: () => {
+          this.#schedule.request(Date.now(), { folder: f.id });
+          this.#pump();
+        },
+      });
       await this.#lastSyncs.load(f.id, active.config.path);
       this.#active.set(f.id, { ...active, fingerprint: fingerprint(f, peerIds) });
       changed = true;
@@ -389,39 +390,6 @@ export class FolderService {
       }
     this.#o.log.info('shared folders', { folders: [...this.#active.keys()] });
     this.#pump();
-  }
-
-  /** Starts watching a folder (made if missing); its local changes request a sync with its peers. */
-  async #activate(f: FolderConfig, peerIds: string[], problem: string | undefined): Promise<ActiveFolder> {
-    const idle = { stop: () => undefined, pending: () => false };
-    if (f.paused || peerIds.length === 0) return { config: f, peerIds, problem, ...idle };
-    // Started here before and its marker gone (its disk not mounted?): not synced, not recreated.
-    const gone = await this.#markers.missing(f);
-    if (gone !== undefined) return { config: f, peerIds: [], problem: gone, ...idle };
-    let dir: string;
-    try {
-      await makeDirs(f.path);
-      dir = await realpath(f.path);
-      await this.#markers.started(f, dir);
-    } catch (err) {
-      return { config: f, peerIds: [], problem: `${f.path} is not usable: ${(err as Error).message}`, ...idle };
-    }
-    const quiet = new QuietTimer(LOCAL_CHANGE_QUIET_MS, LOCAL_CHANGE_MAX_DELAY_MS, () => {
-      this.#schedule.request(Date.now(), { folder: f.id });
-      this.#pump();
-    });
-    // Our own publishes' temp files are not changes; their renames are (a change a peer brought
-    // here goes on to the other peers: A→B→C when A and C never meet).
-    const watchers = this.#o.resident.watchers;
-    const unsubscribe = watchers.forFolder(dir).subscribe((_dir, name) => {
-      if (name === null || !isTempFileName(name)) quiet.poke();
-    });
-    const stop = (): void => {
-      quiet.cancel();
-      unsubscribe();
-      watchers.release(dir); // a folder removed from the config is no longer watched (unless a share's watch still uses it)
-    };
-    return { config: { ...f, path: dir }, peerIds, problem, stop, pending: () => quiet.pending };
   }
 
   /** Puts the active, unpaused folders into the listener's shares (and takes the others out). */

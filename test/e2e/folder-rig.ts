@@ -20,6 +20,8 @@ export type FolderRecord = {
   root?: string;
   localChanges?: number;
   localChangePaths?: string[];
+  peerChanges?: number;
+  peerChangePaths?: string[];
   peers: { peer: string; state: string; lastSyncAt?: number }[];
 };
 
