@@ -12,7 +12,8 @@ import { generateIdentity } from '../../src/crypto/identity.js';
 import { syncFolder, type SyncFolderResult } from '../../src/folder-sync/sync-client.js';
 import type { ServedSync } from '../../src/folder-sync/sync-service.js';
 import { ResidentFolders } from '../../src/folder-sync/synced-folder.js';
-import { PeerChangeReports } from '../../src/folders/peer-changes.js';
+import { isUntaken, PeerChangeReports } from '../../src/folders/peer-changes.js';
+import type { Revision } from '../../src/sync/revision.js';
 import { overrideFolder } from '../../src/folders/folder-override.js';
 import type { ActiveFolder, FolderServiceOptions } from '../../src/folders/folder-service-types.js';
 import { silentLogger } from '../../src/logger.js';
@@ -150,4 +151,58 @@ t.test('an older peer is not asked, and says nothing', async (t) => {
   const r = await sync(toBOlder, onA.dir, A, 'send-only');
   t.equal(r.peerHeads, undefined);
   t.equal(r.inSync, true);
+});
+
+t.test('isUntaken: which peer heads count', (t) => {
+  const rev = (o: Partial<Revision>): Revision => ({
+    path: 'p',
+    kind: 'file',
+    contentRoot: new Uint8Array(32).fill(1),
+    size: 1,
+    mode: 0o644,
+    mtimeNs: 1n,
+    deleted: false,
+    origin: A,
+    vector: new Map([[A, 1]]),
+    linkTarget: '',
+    ...o,
+  });
+  const other = new Uint8Array(32).fill(2);
+  const tomb = { deleted: true, contentRoot: new Uint8Array(0), size: 0 };
+  const ours = rev({});
+  t.equal(
+    isUntaken(
+      rev({
+        vector: new Map([
+          [A, 1],
+          [B, 1],
+        ]),
+        contentRoot: other,
+      }),
+      ours,
+    ),
+    true,
+    'newer: counts',
+  );
+  t.equal(isUntaken(rev({ vector: new Map([[B, 1]]), contentRoot: other }), ours), true, 'concurrent: counts');
+  t.equal(
+    isUntaken(
+      rev({
+        vector: new Map([
+          [A, 1],
+          [B, 1],
+        ]),
+        ...tomb,
+      }),
+      ours,
+    ),
+    true,
+    'a newer deletion counts',
+  );
+  t.equal(isUntaken(rev({ vector: new Map([[B, 1]]) }), ours), false, 'the same bytes do not');
+  t.equal(isUntaken(rev({ vector: new Map([[B, 1]]), ...tomb }), rev(tomb)), false, 'nor two deletions');
+  t.equal(isUntaken(rev({ contentRoot: other }), rev({ vector: new Map([[A, 2]]) })), false, 'nor an older version');
+  t.equal(isUntaken(rev({ vector: new Map([[B, 1]]) }), undefined), true, 'a path only the peer has counts');
+  t.equal(isUntaken(rev({ vector: new Map([[B, 1]]), ...tomb }), undefined), false, 'its deletion does not');
+  t.end();
 });

@@ -122,6 +122,35 @@ const VECTORS: { name: string; message: ControlMessage; wire: string }[] = [
     `,
   },
   {
+    name: "SyncRequest (send-only, asking for the server's heads)",
+    message: {
+      type: 'sync-request',
+      transferId: 3,
+      share: '',
+      mode: 'send-only',
+      reconcile: new Uint8Array(0),
+      peerHeads: true,
+    },
+    wire: `
+      01 00000009                 # frame: type CONTROL, body 9 bytes
+      8203 06                     # Control.sync_request (field 48, LEN) 6 bytes
+      08 03                       #   transfer_id (1) = 3
+      18 02                       #   mode (3) = SEND_ONLY
+      60 01                       #   peer_heads (12) = true
+    `,
+  },
+  {
+    name: "SyncAccept of a send-only folder asking for the client's heads",
+    message: { type: 'sync-accept', transferId: 3, keptFolder: true, peerHeads: true },
+    wire: `
+      01 00000009                 # frame: type CONTROL, body 9 bytes
+      8a03 06                     # Control.sync_accept (field 49, LEN) 6 bytes
+      08 03                       #   transfer_id (1) = 3
+      10 01                       #   kept_folder (2) = true
+      18 01                       #   peer_heads (3) = true
+    `,
+  },
+  {
     name: 'SyncAccept',
     message: { type: 'sync-accept', transferId: 3 },
     wire: `
