@@ -1,11 +1,11 @@
-// What each sync of a shared folder changed, and each `folder revert` of it, kept in the home
+// What each sync of a shared folder changed, and each `folder revert` or `folder override` of it, kept in the home
 // (`folder-log.jsonl`, one JSON object a line) for `clawpeer folder log ID`. Bounded: once it holds more than
 // MAX_LOG_ENTRIES + MAX_LOG_SLACK lines it is rewritten (atomically) with the newest
 // MAX_LOG_ENTRIES. A line that does not parse (a write cut by a crash) is skipped on reading.
 import { appendFile, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { PathChange } from '../folder-sync/change-counts.js';
-import type { RevertedPath, RevertReport } from '../folder-sync/resident-protocol.js';
+import type { OverrideReport, RevertedPath, RevertReport } from '../folder-sync/resident-protocol.js';
 import { ClawpeerError } from '../errors.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
 
@@ -62,7 +62,31 @@ export interface FolderRevertLogEntry {
   readonly paths: readonly RevertedPath[];
 }
 
-export type FolderLogEntry = FolderSyncLogEntry | FolderRevertLogEntry;
+/** One `folder override` that made this send-only copy's versions the newest (folders/folder-override.ts). */
+export interface FolderOverrideLogEntry {
+  readonly kind: 'override';
+  /** When it ended, ms since the epoch. */
+  readonly time: number;
+  readonly folder: string;
+  /** Paths whose version here now wins. */
+  readonly overridden: number;
+  /** Those paths, the first MAX_LOGGED_REVERT_PATHS. */
+  readonly paths: OverrideReport['paths'];
+}
+
+export type FolderLogEntry = FolderSyncLogEntry | FolderRevertLogEntry | FolderOverrideLogEntry;
+
+/** The entry of an override ended at `time`; undefined for a dry run or one with nothing to override. */
+export function overrideLogEntry(r: OverrideReport, time: number): FolderOverrideLogEntry | undefined {
+  if (r.dryRun || r.paths.length === 0) return undefined;
+  return {
+    kind: 'override',
+    time,
+    folder: r.folder,
+    overridden: r.paths.length,
+    paths: r.paths.slice(0, MAX_LOGGED_REVERT_PATHS),
+  };
+}
 
 /** The entry of a revert ended at `time`; undefined for a dry run or one with nothing to take back. */
 export function revertLogEntry(r: RevertReport, time: number): FolderRevertLogEntry | undefined {
@@ -128,12 +152,12 @@ export async function readFolderLog(homeDir: string, folder?: string): Promise<F
 
 /**
  * Whether `e`'s paths are what `folder log` prints: a list of entries each with a string path
- * (a revert's always; a sync's when present). A line edited or damaged otherwise is skipped, not
+ * (a revert's and an override's always; a sync's when present). A line edited or damaged otherwise is skipped, not
  * the command's crash.
  */
 function hasPathList(e: FolderLogEntry): boolean {
   const paths: unknown = e.paths;
-  if (paths === undefined) return e.kind !== 'revert';
+  if (paths === undefined) return e.kind !== 'revert' && e.kind !== 'override';
   return (
     Array.isArray(paths) &&
     paths.every(

@@ -23,7 +23,13 @@ import type { TransferProgress } from '../transfer/transfer-progress.js';
 import type { ConnectedPeer, ListenerActivity } from '../session/listener-activity.js';
 import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import type { ServedSync } from '../folder-sync/sync-service.js';
-import { FolderLog, revertLogEntry, type FolderLogEntry, type FolderSyncLogEntry } from './folder-log.js';
+import {
+  FolderLog,
+  overrideLogEntry,
+  revertLogEntry,
+  type FolderLogEntry,
+  type FolderSyncLogEntry,
+} from './folder-log.js';
 import { PeerSessions } from './peer-sessions.js';
 import { PeerShareWatches } from './peer-share-watches.js';
 import { LocalChangeReports } from './local-changes.js';
@@ -281,7 +287,12 @@ export class FolderService {
   /** `folder override` (folder-override.ts) in the folder's turn; then its syncs, which take the new versions to every peer. */
   async override(id: string, dryRun: boolean, signal: AbortSignal): Promise<OverrideReport> {
     const o = { service: this.#o, folderId: id, active: this.#active.get(id), reports: this.#peerChanges };
-    const report = await this.#inTurn(id, () => overrideFolder({ ...o, dryRun, signal }));
+    const report = await this.#inTurn(id, async () => {
+      const r = await overrideFolder({ ...o, dryRun, signal });
+      const entry = overrideLogEntry(r, Date.now());
+      if (entry !== undefined) await this.#append(entry);
+      return r;
+    });
     if (!dryRun && report.paths.length > 0) this.#passOn(id, '', Date.now());
     return report;
   }

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { cli, docsOn, hasText, startFolderNodes, until, type FolderNode } from '../e2e/folder-rig.js';
+import { allInSync, cli, docsOn, hasText, startFolderNodes, until, type FolderNode } from '../e2e/folder-rig.js';
 
 const nodes = await startFolderNodes(['a', 'b']);
 t.teardown(async () => {
@@ -22,6 +22,9 @@ t.test("B's edit and deletion: named on A, overridden back", async (t) => {
   await add(A, 'b', '--mode', 'send-only');
   await add(B, 'a');
   await until(nodes, 'the files on B', hasText(path.join(B.dir, 'two.txt'), 'two from A\n'), 20_000);
+  await until(nodes, 'the files on B', hasText(path.join(B.dir, 'one.txt'), 'from A\n'), 20_000);
+  // B's edits wait for the sync that brought the files to end (an edit while it lands is kept beside).
+  await until(nodes, 'both in sync', () => allInSync(nodes, 'docs'), 20_000);
 
   await writeFile(path.join(B.dir, 'one.txt'), 'edited on B\n');
   await rm(path.join(B.dir, 'two.txt'));
@@ -44,4 +47,10 @@ t.test("B's edit and deletion: named on A, overridden back", async (t) => {
   await until(nodes, "A's content on B again", hasText(path.join(B.dir, 'one.txt'), 'from A\n'), 20_000);
   await until(nodes, "B's deletion undone", hasText(path.join(B.dir, 'two.txt'), 'two from A\n'), 20_000);
   t.equal((await docsOn(A))?.peerChanges ?? 0, 0, "A's status names nothing");
+  const log = await cli(A.home, ['folder', 'log', 'docs']);
+  t.same(
+    log.filter((e) => e['event'] === 'folder-override').map((e) => e['overridden']),
+    [2],
+    "A's folder log has the override, once (the dry run is not logged)",
+  );
 });

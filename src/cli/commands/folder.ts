@@ -228,7 +228,8 @@ export async function showLog(ctx: CommandContext, id: string): Promise<void> {
   const { readFolderLog } = await folderLogModule();
   const entries = await readFolderLog(ctx.home.dir, id);
   if (ctx.out.json) {
-    for (const e of entries) ctx.out.emit({ event: e.kind === 'revert' ? 'folder-revert' : 'folder-sync', ...e }, '');
+    for (const e of entries)
+      ctx.out.emit({ event: e.kind === undefined ? 'folder-sync' : `folder-${e.kind}`, ...e }, '');
     return;
   }
   if (entries.length === 0) {
@@ -322,9 +323,15 @@ function revertedLine(p: RevertReport['paths'][number]): string {
 /** How each listed change is marked under its sync's line (as rsync's itemize: + new, . changed, - gone). */
 const CHANGE_MARKS = { added: '+', changed: '.', deleted: '-' } as const;
 
-/** One sync or revert in `folder log`: its summary line, then the paths it changed, one per line. */
+/** One sync, revert or override in `folder log`: its summary line, then the paths it changed, one per line. */
 export function logLines(e: FolderLogEntry, now: number): string {
   const ago = `(${duration((now - e.time) / 1000)} ago)`;
+  if (e.kind === 'override')
+    return [
+      `${new Date(e.time).toISOString()} override: this copy's version of ${e.overridden} path${e.overridden === 1 ? '' : 's'} made the newest ${ago}`,
+      ...e.paths.map((p) => `  ${escapeToShow(p.path)}: ${REVERT_WORDS[p.here]} here`),
+      ...(e.overridden > e.paths.length ? [`  ... and ${e.overridden - e.paths.length} more`] : []),
+    ].join('\n');
   if (e.kind === 'revert') {
     const kept = e.keptIn === undefined ? '' : `; the local versions moved to ${escapeToShow(e.keptIn)}`;
     return [
