@@ -64,3 +64,34 @@ t.test('folder log: a revert, how many paths, where the local versions went, eac
     '  ... and 1 more',
   ]);
 });
+
+t.test("status: a send-only folder's paths changed by peers, escaped, then what to do", async (t) => {
+  const f = { ...folder(), mode: 'send-only', peerChanges: 12, peerChangePaths: ['a\x1bb.txt', 'one.txt'] };
+  const lines = folderLines(f, new Map(), 1000);
+  t.equal(lines[1], '  12 paths changed by peers, not taken (send-only): a\\#033b.txt, one.txt, ... 10 more');
+  t.equal(lines[2], "    clawpeer folder override docs makes this copy's versions the newest on every peer");
+  t.equal(folderLines({ ...f, peerChanges: 0, peerChangePaths: [] }, new Map(), 1000).length, 2, 'none: no line');
+});
+
+t.test('folder log: an override, how many paths, each with what this copy holds', async (t) => {
+  const now = Date.UTC(2026, 11, 5);
+  const text = logLines(
+    {
+      kind: 'override',
+      time: now - 5000,
+      folder: 'docs',
+      overridden: 3,
+      paths: [
+        { path: 'gone\u202e.txt', here: 'deleted' },
+        { path: 'one.txt', here: 'file' },
+      ],
+    },
+    now,
+  );
+  t.same(text.split('\n'), [
+    "2026-12-04T23:59:55.000Z override: this copy's version of 3 paths made the newest (5 s ago)",
+    '  gone\\u202e.txt: deleted here',
+    '  one.txt: file here',
+    '  ... and 1 more',
+  ]);
+});
