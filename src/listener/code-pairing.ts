@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { nodeIdFromPublicKey } from '../crypto/node-id.js';
 import type { Identity } from '../crypto/identity.js';
 import { ClawpeerError, WIRE_ERRORS } from '../errors.js';
+import { MemoryPeerStore } from '../home/memory-peer-store.js';
 import type { Logger } from '../logger.js';
 import { encodeControlFrame, type CodePairStartMessage } from '../protocol/messages.js';
 import type { Connection, DuplexStream } from '../transport/types.js';
@@ -134,8 +135,10 @@ export async function serveCodePairing(
   await codeInvites
     .settle(start.nameplate, { outcome: 'paired', id: entry.id, name: entry.name, verify: pake.verify })
     .catch(() => undefined);
-  // Warn level, which a listener prints by default: a new key got in.
-  log.warn('paired by code', { ...fields, name: entry.name });
+  // Warn level, which a listener prints by default: a new key got in. Not for `clawpeer send`'s
+  // pin of one transfer, held in memory (it says who proved the code on its own).
+  if (ctx.peers instanceof MemoryPeerStore) log.info('code proved for one transfer', { ...fields, name: entry.name });
+  else log.warn('paired by code', { ...fields, name: entry.name });
   const done = pake.done({ id: identity.nodeId, addrs: ctx.addrs, name: suggestedName() });
   await withTimeout(
     stream.write(encodeControlFrame({ type: 'code-pair-done', ...done })),

@@ -84,6 +84,7 @@ t.test('send a file and a directory by --addr: both arrive, nothing pinned on ei
   t.match(lines.at(-1), { event: 'done', files: 2 });
   const ended = await send.end;
   t.equal(ended.code, 0, ended.stderr);
+  t.notMatch(ended.stderr, /paired by code/, 'no "paired" warning for a pin of one transfer');
   t.same(
     ended.lines.map((l) => l['event']),
     ['send-code', 'receiver', 'sent', 'sent', 'done'],
