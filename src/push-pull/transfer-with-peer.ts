@@ -141,14 +141,9 @@ export async function pullAllFromPinned(
   };
   let paths: string[] = [];
   const outcome = await withPeerSession('pull', rest, connect, async (options, m) => {
-    const { listRemote } = await import('./list-client.js');
-    const list = (share: string): ReturnType<typeof listRemote> =>
-      listRemote({ session: options.session, share, path: '', recursive: false, signal: o.signal });
-    const shares: string[] = [];
-    for await (const batch of list('')) shares.push(...batch.shares.map((s) => s.name));
-    const from: RemotePlace[] = [];
-    for (const share of shares)
-      for await (const batch of list(share)) from.push(...batch.entries.map((e) => ({ share, path: e.path })));
+    // Checked before any pull: single names, each once, none of clawpeer's own (offered-paths.ts).
+    const { offeredPaths } = await import('./offered-paths.js');
+    const from: RemotePlace[] = await offeredPaths(options.session, o.signal);
     if (from.length === 0) throw new ClawpeerError('PATH_INVALID', `peer ${peer.id} offers nothing to receive`);
     paths = from.map((f) => f.path);
     if (o.dryRun !== true) for (const r of from) await sweepPullDestination(o, r.path);

@@ -3,7 +3,7 @@
 // holding one code (listener/send-by-code.ts); `receive` proves the code by the PAKE of `pair
 // join` and pulls them (ops/receive-by-code.ts). Each side pins the other in memory only.
 import type { Argv } from 'yargs';
-import { count, human } from '../../format.js';
+import { count, escapeToShow, human } from '../../format.js';
 import { homeOrEphemeralIdentity, parseHostPort, resolveConfig } from '../../home/facade.js';
 import { sendByCode } from '../../listener/send-facade.js';
 import {
@@ -80,7 +80,7 @@ async function send(ctx: CommandContext, args: Record<string, unknown>): Promise
     onSent: (s) =>
       ctx.out.emit(
         { event: s.ok ? 'sent' : 'send-failed', path: s.path, files: s.files, bytes: s.bytes },
-        s.ok ? `sent ${s.path}` : `sending ${s.path} failed`,
+        s.ok ? `sent ${escapeToShow(s.path)}` : `sending ${escapeToShow(s.path)} failed`,
       ),
   });
   ctx.out.summary(
@@ -135,7 +135,8 @@ async function receive(ctx: CommandContext, args: Record<string, unknown>): Prom
       onSender: (s) => ctx.out.emit({ event: 'sender', id: s.id, verify: s.verify }, `sender ${s.id} proved the code`),
     });
     progress.stop();
-    ctx.out.emit({ event: 'received', paths: outcome.paths }, `received ${outcome.paths.join(', ')}`);
+    // The sender's names: control and bidi characters escaped, so none can drive the terminal.
+    ctx.out.emit({ event: 'received', paths: outcome.paths }, `received ${outcome.paths.map(escapeToShow).join(', ')}`);
     report(ctx, 'received', outcome.result, { path: outcome.path, rttMs: outcome.rttMs });
   } finally {
     progress.stop();
