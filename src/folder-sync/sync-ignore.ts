@@ -13,12 +13,14 @@
 // when it stops being ignored by the listener's folder service (folders/unignored-catch-up.ts);
 // a CLI sync without a listener applies only the path's next change.
 // Non-goals: patterns in subdirectories' own files.
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { compileFilter, quotePattern, type ExcludeRules } from '../transfer/exclude.js';
+import { readBounded } from '../support/read-bounded.js';
 
 export const IGNORE_FILE_NAME = '.clawpeerignore';
+/** An ignore file's size at most: far beyond any list of patterns, short of a file put there by mistake. */
+const MAX_IGNORE_FILE_BYTES = 4 << 20;
 
 export interface SyncIgnore {
   /** The patterns as written (`!` and all), in file order. */
@@ -84,7 +86,8 @@ export async function loadSyncIgnore(dir: string): Promise<SyncIgnore> {
   const file = path.join(dir, IGNORE_FILE_NAME);
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    // Bounded, and a regular file only: a FIFO in its place blocked every scan of the folder.
+    text = (await readBounded(file, MAX_IGNORE_FILE_BYTES)).toString('utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return syncIgnoreFrom([]);

@@ -17,7 +17,7 @@
 // meanwhile, so it replaces them; a known limit, README), or with a conflict, is left to the
 // syncs. A directory the peers removed goes only once empty. The new rules are recorded once
 // every such path is done; a fetch that fails leaves them for the next sync.
-import { lstat, mkdir, readFile, realpath, rm, rmdir } from 'node:fs/promises';
+import { lstat, mkdir, realpath, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
 import { BLAKE3_OUT_BYTES, toHex } from '../chunking/blake3.js';
@@ -25,6 +25,7 @@ import { defaultFolderChunking } from '../folder-sync/folder-history.js';
 import { loadSyncIgnore, parseIgnoreFile, syncIgnoreFrom, type SyncIgnore } from '../folder-sync/sync-ignore.js';
 import { openSyncedFolder } from '../folder-sync/synced-folder.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
+import { readBounded } from '../support/read-bounded.js';
 import { INTERNAL_DIR_NAME, isInternalPath } from '../store/internal-names.js';
 import type { RevisionStore } from '../store/revision-store.js';
 import { pickHead } from '../sync/conflict.js';
@@ -45,11 +46,23 @@ export interface CatchUpReport {
   readonly keptIn?: string;
 }
 
-/** The patterns recorded last; undefined when none were (a folder this never ran on). */
-async function appliedPatterns(file: string): Promise<string[] | undefined> {
+/** The record's size at most: more than any ignore file's patterns (sync-ignore.ts reads 4 MiB). */
+const MAX_APPLIED_BYTES = 8 << 20;
+
+/** Where folder `dir` keeps the rules the catch-up ran with last. */
+export const ignoreAppliedFile = (dir: string): string => path.join(dir, INTERNAL_DIR_NAME, APPLIED_FILE_NAME);
+
+/**
+ * The patterns recorded last in `file`; undefined when none were (a folder this never ran on),
+ * or the file is no regular file of JSON within the cap: a FIFO in its place blocked the read
+ * (and a thread of libuv's pool) until a writer came, hanging the folder's syncs.
+ */
+export async function appliedPatterns(file: string): Promise<string[] | undefined> {
   try {
-    const parsed = JSON.parse(await readFile(file, 'utf8')) as { patterns?: unknown };
-    return Array.isArray(parsed.patterns) ? parsed.patterns.map(String) : undefined;
+    const parsed = JSON.parse((await readBounded(file, MAX_APPLIED_BYTES)).toString('utf8')) as {
+      patterns?: unknown;
+    } | null;
+    return Array.isArray(parsed?.patterns) ? parsed.patterns.map(String) : undefined;
   } catch {
     return undefined;
   }
@@ -109,7 +122,7 @@ export async function catchUpUnignored(o: {
   readonly signal: AbortSignal;
 }): Promise<CatchUpReport | undefined> {
   const f = o.active.config;
-  const appliedFile = path.join(f.path, INTERNAL_DIR_NAME, APPLIED_FILE_NAME);
+  const appliedFile = ignoreAppliedFile(f.path);
   const now = await loadSyncIgnore(f.path);
   const old = await appliedPatterns(appliedFile);
   const record = (patterns: readonly string[]): Promise<void> =>
