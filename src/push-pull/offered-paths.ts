@@ -54,6 +54,9 @@ export async function offeredPaths(
   };
   const shares: string[] = [];
   for await (const batch of list('')) shares.push(...batch.shares.map((s) => s.name));
+  // Each share is one more listing asked for: no more of them than of paths.
+  if (shares.length > max)
+    refuse(`offers ${shares.length.toLocaleString('en-US')} shares, more than ${max.toLocaleString('en-US')}`);
   const out: OfferedPath[] = [];
   const seen = new Set<string>();
   for (const share of shares)

@@ -91,7 +91,7 @@ t.test('one name in two shares: refused before the second could land over the fi
   t.same(await readdir(dst), [], 'nothing received');
 });
 
-t.test('a symlink at a share root, and more names than allowed', async (t) => {
+t.test('a symlink at a share root, more names or shares than allowed', async (t) => {
   const linked = await shareOf('send-1', { 'a.txt': 'x' });
   await mkdir(path.join(linked.dir, 'inner'));
   await symlink('inner', path.join(linked.dir, 'link'));
@@ -107,6 +107,12 @@ t.test('a symlink at a share root, and more names than allowed', async (t) => {
   await t.rejects(offeredPaths(many.session, new AbortController().signal, 2), {
     code: 'PROTOCOL',
     message: /more than 2 paths/,
+  });
+  const shares = await memoryListener(await Promise.all(['s1', 's2', 's3'].map((n) => shareOf(n, {}))));
+  t.teardown(() => shares.stop());
+  await t.rejects(offeredPaths(shares.session, new AbortController().signal, 2), {
+    code: 'PROTOCOL',
+    message: /offers 3 shares, more than 2/,
   });
 });
 
