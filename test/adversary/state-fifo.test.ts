@@ -13,6 +13,7 @@ import path from 'node:path';
 import { folderOffersFile, readFolderOffers } from '../../src/folders/folder-offers.js';
 import { lastSyncsFile, readLastSyncs } from '../../src/folders/last-syncs.js';
 import { appliedPatterns, ignoreAppliedFile } from '../../src/folders/unignored-catch-up.js';
+import { FOLDERS_STARTED_FILE, StartedFolders } from '../../src/folders/folder-markers.js';
 import { IGNORE_FILE_NAME, loadSyncIgnore } from '../../src/folder-sync/sync-ignore.js';
 
 /**
@@ -89,6 +90,14 @@ t.test(
     await t.rejects(loadSyncIgnore(dir), { code: 'IO', message: /more than/ });
   },
 );
+
+// A guard: folders-started.json was read bounded from the start (folder-markers.ts).
+t.test('a FIFO as folders-started.json is no folder started', { skip: process.platform === 'win32' }, async (t) => {
+  const home = t.testdir();
+  const started = await readOf(path.join(home, FOLDERS_STARTED_FILE), () => StartedFolders.load(home));
+  t.not(started, 'hung');
+  t.equal(started === 'hung' ? true : started.has('f', '/x'), false);
+});
 
 // A guard more than a fix: the old code read such a file whole before it checked its length.
 t.test('a file past the cap is not read', async (t) => {
