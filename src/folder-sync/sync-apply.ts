@@ -265,19 +265,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       });
   };
-  /** Removes a directory if it is one and empty; false when something is left in it. */
-  const removeEmptyDir = async (rel: string): Promise<boolean> => {
-    const abs = await confined(folderReal, rel);
-    try {
-      if ((await lstat(abs)).isDirectory()) await rmdir(abs);
-      return true;
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return true;
-      if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
-      throw err;
-    }
-  };
+  const removeEmptyDir = async (rel: string): Promise<boolean> => removeDirIfEmpty(await confined(folderReal, rel));
   // Type changes. A directory the peer turned into a file or link: the deletions below it land
   // first (deepest first), then it goes; what is still in it (files saved or made since the scan,
   // ignored ones, ones this node may not delete) moves aside with it under its unsynced name
@@ -592,4 +580,17 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     kept: planned.kept,
     chunksReceived: outcome.chunksReceived,
   };
+}
+
+/** Removes the directory at `abs` when it is one and empty (or gone): false when something is left in it. */
+export async function removeDirIfEmpty(abs: string): Promise<boolean> {
+  try {
+    if ((await lstat(abs)).isDirectory()) await rmdir(abs);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return true;
+    if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
+    throw err;
+  }
 }

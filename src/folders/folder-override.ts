@@ -15,6 +15,7 @@ import type { RevisionDraft } from '../store/revision-store.js';
 import type { RevisionEntry } from '../sync/revision.js';
 import type { ActiveFolder, FolderServiceOptions } from './folder-service-types.js';
 import type { PeerChangeReports } from './peer-changes.js';
+import { runningFolder } from './folder-revert.js';
 
 /** How long the override waits for a sync of the folder (a peer's) to finish, ms. */
 const OVERRIDE_LOCK_WAIT_MS = 30_000;
@@ -50,12 +51,8 @@ function draftOf(path: string, head: RevisionEntry | undefined, nowNs: bigint): 
 
 /** `folder override`: see the top of the file. Refusals are USAGE (not a send-only folder here, paused). */
 export async function overrideFolder(o: OverrideFolderOptions): Promise<OverrideReport> {
-  const { folderId: id, active } = o;
-  if (active === undefined)
-    throw new ClawpeerError(
-      'USAGE',
-      `no folder ${JSON.stringify(id)} runs in this home's listener (clawpeer folder list; one just added starts within seconds)`,
-    );
+  const { folderId: id } = o;
+  const active = runningFolder(id, o.active);
   const f = active.config;
   if (f.mode !== 'send-only')
     throw new ClawpeerError(

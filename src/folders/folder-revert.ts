@@ -178,14 +178,20 @@ function planRevert(folder: SyncedFolder, nodeId: string, lacking: readonly Peer
   return plan;
 }
 
-/** `folder revert`: see the top of the file. Refusals are USAGE (not a receive-only folder here) or UNREACHABLE (a peer not synced yet). */
-export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport> {
-  const { folderId: id, active } = o;
+/** The folder `id` as the listener runs it: USAGE when it runs none (revert's and override's first check). */
+export function runningFolder(id: string, active: ActiveFolder | undefined): ActiveFolder {
   if (active === undefined)
     throw new ClawpeerError(
       'USAGE',
       `no folder ${JSON.stringify(id)} runs in this home's listener (clawpeer folder list; one just added starts within seconds)`,
     );
+  return active;
+}
+
+/** `folder revert`: see the top of the file. Refusals are USAGE (not a receive-only folder here) or UNREACHABLE (a peer not synced yet). */
+export async function revertFolder(o: RevertFolderOptions): Promise<RevertReport> {
+  const { folderId: id } = o;
+  const active = runningFolder(id, o.active);
   const f = active.config;
   if (f.mode !== 'receive-only')
     throw new ClawpeerError(

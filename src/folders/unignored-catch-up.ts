@@ -17,13 +17,14 @@
 // meanwhile, so it replaces them; a known limit, README), or with a conflict, is left to the
 // syncs. A directory the peers removed goes only once empty. The new rules are recorded once
 // every such path is done; a fetch that fails leaves them for the next sync.
-import { lstat, mkdir, realpath, rm, rmdir } from 'node:fs/promises';
+import { mkdir, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
 import { BLAKE3_OUT_BYTES, toHex } from '../chunking/blake3.js';
 import { defaultFolderChunking } from '../folder-sync/folder-history.js';
 import { loadSyncIgnore, parseIgnoreFile, syncIgnoreFrom, type SyncIgnore } from '../folder-sync/sync-ignore.js';
 import { openSyncedFolder } from '../folder-sync/synced-folder.js';
+import { removeDirIfEmpty } from '../folder-sync/sync-apply.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
 import { readBounded } from '../support/read-bounded.js';
 import { INTERNAL_DIR_NAME, isInternalPath } from '../store/internal-names.js';
@@ -70,19 +71,6 @@ export async function appliedPatterns(file: string): Promise<string[] | undefine
 
 const isLiveDir = (e: PathRevert['before']): boolean =>
   e !== undefined && !e.revision.deleted && e.revision.kind === 'dir';
-
-/** Removes the directory at `abs` when it is one and empty (or gone); false when something is in it. */
-async function removeEmptyDir(abs: string): Promise<boolean> {
-  try {
-    if ((await lstat(abs)).isDirectory()) await rmdir(abs);
-    return true;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return true;
-    if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
-    throw err;
-  }
-}
 
 const sameHead = (a: PathRevert['before'], b: PathRevert['after']): boolean =>
   a === b || (a !== undefined && b !== undefined && toHex(a.id) === toHex(b.id));
@@ -184,7 +172,7 @@ export async function catchUpUnignored(o: {
     for (const p of [...going].sort((a, b) => depth(b.path) - depth(a.path))) {
       const abs = await confined(folderReal, p.path, 'skip');
       if (abs === undefined) continue;
-      if (!(await removeEmptyDir(abs))) {
+      if (!(await removeDirIfEmpty(abs))) {
         log.info('a directory the peers removed holds files here; kept', { folder: f.id, path: p.path });
         continue;
       }
