@@ -303,7 +303,9 @@ export class ConvergeCluster {
     for (const li of this.links.keys()) this.healLink(li);
     for (const node of this.nodes) {
       await rm(node.folder, { recursive: true, force: true });
-      await mkdir(node.folder, { recursive: true });
+      // The folder's marker made again, as a user starting a deleted folder anew does: without it
+      // the listener takes the folder for one whose disk is gone (folders/folder-markers.ts).
+      await mkdir(path.join(node.folder, '.clawpeer'), { recursive: true });
       node.skewMs = 0;
     }
     await this.startAll();
