@@ -26,7 +26,11 @@ if (refused !== undefined) {
   t.teardown(() => unmount(local));
   const rig = await startRig('sync-disk', { share });
   t.teardown(() => rig.close());
-  const sync = (): ReturnType<typeof rig.cli> => rig.cli(['sync', local, 'alice:inbox'], { timeoutMs: 60_000 });
+  // A sync that hangs names what the listener was doing (CI saw one rerun hang once, silent).
+  const sync = (): ReturnType<typeof rig.cli> =>
+    rig.cli(['sync', local, '-v', 'alice:inbox'], { timeoutMs: 60_000 }).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}\nlistener: ${rig.listener.stderr().slice(-6000)}`);
+    });
 
   /** Many new files in `dir` (a commit of many pages), then a filler taking every free block. */
   const changeThenFill = async (dir: string, name: string): Promise<string> => {
