@@ -1,7 +1,7 @@
 // A shared folder's versioning policy (Syncthing's file versioning), applied after each sync that
 // replaced or deleted content here: the folder service's `afterSync` hook. The policy itself is
 // the core sync/versioning.ts; this takes the folder's lock and its resident revision log.
-import type { ResidentFolders } from '../folder-sync/synced-folder.js';
+import { requireMarker, type ResidentFolders } from '../folder-sync/synced-folder.js';
 import { FolderLock } from '../store/folder-lock.js';
 import { applyVersioning } from '../store/sync-history.js';
 import type { AfterFolderSync } from './folder-service.js';
@@ -11,6 +11,8 @@ const VERSIONING_LOCK_WAIT_MS = 30_000;
 
 export function afterFolderSync(o: { readonly resident: ResidentFolders; readonly nodeId: string }): AfterFolderSync {
   return async ({ folder, policy, nowMs }) => {
+    // Its disk gone since the sync (folder-markers.ts): the lock and the log would be made anew there.
+    await requireMarker(folder.path);
     const lock = await FolderLock.acquire(folder.path, { waitMs: VERSIONING_LOCK_WAIT_MS });
     try {
       const store = await o.resident.stores.acquire(folder.path, o.nodeId);
