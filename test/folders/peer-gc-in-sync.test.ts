@@ -5,10 +5,13 @@
 // A send-only sync read `not in sync` for good (a folder service's pair: five quick reruns, then
 // `error` with backoff), and the sender sent the dropped records again each time.
 //
-// L is the listener's share; the client's folder syncs with it in each mode.
+// L is the listener's share; the client's folder syncs with it in each mode. The last cases: gc
+// dropped a revision that was still the peer's head (helper-62 left that edge untested).
 import t, { type Test } from 'tap';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
+import { scanFolder } from '../../src/folder-sync/folder-scanner.js';
 import { syncFolder, type SyncFolderResult } from '../../src/folder-sync/sync-client.js';
 import type { ServedSync } from '../../src/folder-sync/sync-service.js';
 import { silentLogger } from '../../src/logger.js';
@@ -55,10 +58,10 @@ async function lastServed(p: Pair): Promise<ServedSync | undefined> {
 }
 
 /** Revisions of `rel` in `dir`'s log, and gc keeping the last one of each path. */
-async function withStore<T>(dir: string, nodeId: string, f: (s: RevisionStore) => T): Promise<T> {
+async function withStore<T>(dir: string, nodeId: string, f: (s: RevisionStore) => T | Promise<T>): Promise<T> {
   const store = await RevisionStore.open(dir, { nodeId });
   try {
-    return f(store);
+    return await f(store);
   } finally {
     await store.close();
   }
@@ -131,3 +134,35 @@ t.test('send-only sync from an older client, gc on the listener: in sync, the cl
   t.equal(await revisions(p.client, p.l.clientId), 3, 'the older client keeps them');
   t.equal(await revisions(p.share, p.l.listenerId), 1, 'the listener stays pruned');
 });
+
+// gc dropped a revision that is still the peer's head (it never had the newer ones): the sync
+// that brings the newer head must leave both sides in sync, the old head dropped there too.
+const headCases: { mode: SyncModeName; gcOn: 'listener' | 'client' }[] = [
+  { mode: 'send-only', gcOn: 'client' },
+  { mode: 'receive-only', gcOn: 'listener' },
+  { mode: 'two-way', gcOn: 'client' },
+  { mode: 'two-way', gcOn: 'listener' },
+];
+for (const { mode, gcOn } of headCases)
+  t.test(`${mode} sync, gc on the ${gcOn} dropped the peer's head: in sync after one sync`, async (t) => {
+    const p = await pair(t);
+    const writer = gcOn === 'listener' ? p.share : p.client;
+    const reader = writer === p.share ? p.client : p.share;
+    const [gcId, readerId] = gcOn === 'listener' ? [p.l.listenerId, p.l.clientId] : [p.l.clientId, p.l.listenerId];
+    await writeFile(path.join(writer, 'f.txt'), 'v1\n');
+    t.equal((await sync(p, mode)).inSync, true, 'v1 synced');
+    // v22 and v333 recorded here by scans, no sync: the peer's head stays v1
+    for (const v of ['v22', 'v333']) {
+      await writeFile(path.join(writer, 'f.txt'), `${v}\n`);
+      await withStore(writer, gcId, (s) => scanFolder(s, writer, { chunking: DEFAULT_CHUNKING }));
+    }
+    t.equal(await revisions(writer, gcId), 3, 'three revisions here');
+    t.equal(await gc(writer, gcId), 2, "gc drops two, one of them the peer's head");
+    p.served.length = 0;
+    const after = await sync(p, mode);
+    t.equal(after.inSync, true, 'the sync after gc: in sync');
+    t.match(await lastServed(p), { peerHasAll: true, hereHasAll: true }, 'the listener: in sync too');
+    t.equal(await readFile(path.join(reader, 'f.txt'), 'utf8'), 'v333\n', 'the peer has the new head');
+    t.equal(await revisions(reader, readerId), 1, 'and dropped the old one');
+    t.match(await sync(p, mode), { inSync: true, roundTrips: 1 }, 'then the logs are equal');
+  });
