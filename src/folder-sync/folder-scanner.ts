@@ -9,8 +9,11 @@
 // typical scan; tombstones in one more, after the walk's changes), so a crash leaves whole
 // batches. Ignored paths (sync-ignore.ts: the folder's .clawpeerignore, loaded by the caller)
 // are neither entered nor recorded, and a head under one is not tombstoned: ignoring a path
-// is not deleting it. Before anything else it stores the peer's records of files a sync killed
-// mid-transfer had published (pending-landings.ts), so they are not taken for this node's.
+// is not deleting it. A change is recorded on the version this node last had on disk
+// (RevisionWriter.recordScanned), not on the peers' revisions a sync stored while the path was
+// ignored: an edit made meanwhile meets theirs as a conflict. Before anything else it stores
+// the peer's records of files a sync killed mid-transfer had published (pending-landings.ts),
+// so they are not taken for this node's.
 // Non-goals: watching (the driver rescans on events), applying remote revisions (the sync
 // driver), hashing in parallel.
 //
@@ -259,7 +262,7 @@ export async function scanFolder(
     pending = [];
     store.write((w) => {
       for (const change of batch) {
-        if (change.draft !== undefined) w.recordLocal(change.draft);
+        if (change.draft !== undefined) w.recordScanned(change.draft);
         if (change.warm !== undefined) w.setWarm(change.relPath, change.warm);
       }
     });

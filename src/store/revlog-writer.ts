@@ -2,10 +2,11 @@
 // arrival sequence, local counter and live-head count read once and written once (finish) per
 // transaction. RevisionStore.write runs it inside an LMDB transaction; nothing here commits.
 import { bytesEqual, toHex } from '../chunking/blake3.js';
-import { pickHead } from '../sync/conflict.js';
+import { conflictPath, pickHead, TooManyConcurrent } from '../sync/conflict.js';
 import { isHashedEntry, revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
 import {
   EMPTY_VECTOR,
+  compareVectors,
   counterOf,
   encodeVector,
   incrementVector,
@@ -51,6 +52,13 @@ export interface RevisionWriter {
    * the new revision dominates a peer's head this send-only copy never took).
    */
   recordLocal(draft: RevisionDraft, seen?: VersionVector): RevisionEntry;
+  /**
+   * Records an edit a scan found on disk: as recordLocal, but built on the version this node last
+   * had on disk there (onDiskBase): an edit made while the path was ignored here has not seen the
+   * peers' revisions stored meanwhile, so it meets them as a concurrent edit (a conflict copy, or
+   * edit beats delete), never replaces them unseen.
+   */
+  recordScanned(draft: RevisionDraft): RevisionEntry;
   /**
    * Sets (or with undefined clears) the warm index entry of `relPath`, certified for its current
    * head. `modeKept`: the file on disk could not be given the head's mode (folder-sync/head-metadata.ts),
@@ -148,25 +156,76 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
     db.heads.putSync(pk, headId);
     freshHeads.set(pk.toString('latin1'), headId);
   };
+  /** The stored revision `id`, which a path's history or head names (corrupt otherwise). */
+  const listed = (id: Uint8Array, relPath: string): RevisionEntry => {
+    const entry = lookup(id);
+    if (entry === undefined) throw corrupt(store.dir, `${relPath} names missing revision ${toHex(id)}`);
+    return entry;
+  };
+  /**
+   * The vector an edit found on disk at `relPath` builds on: the path's merged vector `stored`
+   * without the revisions this node has not settled, those the path's stored revisions pick
+   * (pickHead, as a sync decides) over the head here, or as losers with no conflict copy yet. A
+   * sync stores the peers' revisions of a path ignored here and leaves the head and the disk as
+   * they were (sync-plan.ts): the file on disk, the head's or an edit of it, has seen none of
+   * them, and an edit counting them replaced the peers' edit everywhere, unseen. Left out, the
+   * edit meets them as a concurrent one: a conflict copy, or an edit beating a deletion.
+   */
+  const onDiskBase = (relPath: string, pk: Buffer, stored: VersionVector): VersionVector => {
+    const headId = freshHeads.get(pk.toString('latin1')) ?? db.heads.get(pk);
+    const head = headId === undefined ? undefined : listed(headId, relPath);
+    // The common case: the head has seen every stored revision of the path.
+    if (head !== undefined && compareVectors(head.revision.vector, stored) === 'equal') return stored;
+    const history = [...db.history.getRange(historyRange(pk))].map(({ value }) => listed(value, relPath));
+    const copied = (e: RevisionEntry): boolean => {
+      const r = e.revision;
+      if (r.deleted || r.kind !== 'file') return false;
+      const copy = revisionEntry({ ...r, path: conflictPath(r.path, r.mtimeNs, r.origin) });
+      return fresh.has(Buffer.from(copy.id).toString('latin1')) || db.revs.doesExist(Buffer.from(copy.id));
+    };
+    let pick: ReturnType<typeof pickHead>;
+    try {
+      pick = pickHead(history, copied);
+    } catch (err) {
+      if (err instanceof TooManyConcurrent) return stored; // a sync leaves such a path as is too
+      throw err;
+    }
+    if (pick === undefined) return stored;
+    const unsettled = new Set(
+      [pick.head, ...pick.losers.map((l) => l.loser).filter((e) => !copied(e))]
+        .filter((e) => head === undefined || !bytesEqual(e.id, head.id))
+        .map((e) => toHex(e.id)),
+    );
+    if (unsettled.size === 0) return stored;
+    // A maximal revision's own counter is in no other's vector: the rest never dominate it.
+    let base = EMPTY_VECTOR;
+    for (const e of history) if (!unsettled.has(toHex(e.id))) base = mergeVectors(base, e.revision.vector);
+    return base;
+  };
+  const recordLocal = (draft: RevisionDraft, seen: VersionVector | undefined, onDisk: boolean): RevisionEntry => {
+    const current = counter ?? readU64(db.meta.get(META_COUNTER));
+    const pk = pathKey(draft.path); // one path hash for the vector, the history and the head
+    const stored = store.pathVector(pk);
+    // A path never recorded (every path of a folder's first scan): two reads fewer.
+    const newPath = stored === undefined;
+    const built = stored !== undefined && onDisk ? onDiskBase(draft.path, pk, stored) : (stored ?? EMPTY_VECTOR);
+    const base = seen === undefined ? built : mergeVectors(built, seen);
+    const vector = incrementVector(base, store.nodeId, current + 1);
+    const revision: Revision = { ...draft, origin: store.nodeId, vector };
+    // It raised the path's vector, the merge is itself; unless built on less than all of it.
+    const merged = built === stored || stored === undefined ? vector : mergeVectors(stored, vector);
+    const { entry } = put(revision, merged, pk, newPath);
+    counter = counterOf(vector, store.nodeId);
+    setHead(entry.id, pk, newPath);
+    return entry;
+  };
   const writer: RevisionWriter = {
     get: (id) => store.get(id),
     head: (relPath) => store.head(relPath),
     put,
     setHead: (id) => setHead(id),
-    recordLocal: (draft, seen) => {
-      const current = counter ?? readU64(db.meta.get(META_COUNTER));
-      const pk = pathKey(draft.path); // one path hash for the vector, the history and the head
-      const stored = store.pathVector(pk);
-      // A path never recorded (every path of a folder's first scan): two reads fewer.
-      const newPath = stored === undefined;
-      const base = seen === undefined ? (stored ?? EMPTY_VECTOR) : mergeVectors(stored ?? EMPTY_VECTOR, seen);
-      const vector = incrementVector(base, store.nodeId, current + 1);
-      const revision: Revision = { ...draft, origin: store.nodeId, vector };
-      const { entry } = put(revision, vector, pk, newPath); // it raised the path's vector: the merge is itself
-      counter = counterOf(vector, store.nodeId);
-      setHead(entry.id, pk, newPath);
-      return entry;
-    },
+    recordLocal: (draft, seen) => recordLocal(draft, seen, false),
+    recordScanned: (draft) => recordLocal(draft, undefined, true),
     setWarm: (relPath, stat, options) => {
       if (stat === undefined) {
         db.warm.removeSync(warmKey(relPath));
