@@ -12,25 +12,33 @@
 // revisions pick (pickHead, as a sync would), is brought to that head: what is on disk moves to
 // `.clawpeer/unignored/<time>/<path>` (never deleted), the head's file is fetched by content from
 // the folder's peers (as `folder revert` does, folder-revert.ts) or the directory, link or
-// deletion made, and the head moves. A path whose head here is not older (an edit made here
-// while it was ignored, which the scan recorded: its vector took in the peers' revisions stored
-// meanwhile, so it replaces them; a known limit, README), or with a conflict, is left to the
-// syncs. A directory the peers removed goes only once empty. The new rules are recorded once
-// every such path is done; a fetch that fails leaves them for the next sync.
-import { mkdir, realpath, rm } from 'node:fs/promises';
+// deletion made, and the head moves. An edit made here while the path was ignored is recorded by
+// the scan on the version this node last had on disk (RevisionWriter.recordScanned), so it is
+// concurrent with the peers' edits stored meanwhile: when it wins, the head stays and the syncs
+// bring the peers' copy of the loser; when it loses (or is a deletion, which an edit beats), no
+// sync would bring anything, so it is settled here: the head's file is kept as its conflict
+// copy (the very revision the peers record for it) before the peers' version takes its place.
+// A path where another device's losing edit has no copy yet is left to the syncs. A directory
+// the peers removed goes only once empty. The new rules are recorded once every such path is
+// done; a fetch that fails leaves them for the next sync.
+import { lstat, mkdir, realpath, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
-import { BLAKE3_OUT_BYTES, toHex } from '../chunking/blake3.js';
+import { BLAKE3_OUT_BYTES, bytesEqual, toHex } from '../chunking/blake3.js';
+import { manifestFromFile } from '../file-chunking/file-chunker.js';
+import { writeOwnCopy } from '../folder-sync/conflict-copy.js';
 import { defaultFolderChunking } from '../folder-sync/folder-history.js';
 import { loadSyncIgnore, parseIgnoreFile, syncIgnoreFrom, type SyncIgnore } from '../folder-sync/sync-ignore.js';
-import { openSyncedFolder } from '../folder-sync/synced-folder.js';
+import { openSyncedFolder, type SyncedFolder } from '../folder-sync/synced-folder.js';
+import { conflictCopyRevision } from '../folder-sync/sync-plan.js';
 import { removeDirIfEmpty } from '../folder-sync/sync-apply.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
 import { readBounded } from '../support/read-bounded.js';
 import { INTERNAL_DIR_NAME, isInternalPath } from '../store/internal-names.js';
 import type { RevisionStore } from '../store/revision-store.js';
+import { preserveInHistory } from '../store/sync-history.js';
 import { pickHead } from '../sync/conflict.js';
-import { compareVectors } from '../sync/version-vector.js';
+import { mtimeMsOf, type RevisionEntry } from '../sync/revision.js';
 import type { ActiveFolder, FolderServiceOptions } from './folder-service-types.js';
 import { confined, copiedIn, depth, gather, moveAside, place, type PathRevert } from './folder-revert.js';
 
@@ -75,11 +83,16 @@ const isLiveDir = (e: PathRevert['before']): boolean =>
 const sameHead = (a: PathRevert['before'], b: PathRevert['after']): boolean =>
   a === b || (a !== undefined && b !== undefined && toHex(a.id) === toHex(b.id));
 
+/** A path to bring to the head its revisions pick; `copy`: the head here lost a conflict, kept under this revision. */
+interface CatchUpPath extends PathRevert {
+  readonly copy?: RevisionEntry;
+}
+
 /** The paths the old rules ignored and the new do not, each with the head its revisions pick. */
-function planCatchUp(store: RevisionStore, before: SyncIgnore, now: SyncIgnore): PathRevert[] {
+function planCatchUp(store: RevisionStore, before: SyncIgnore, now: SyncIgnore): CatchUpPath[] {
   const ids = store.allIds();
   const seen = new Set<string>();
-  const out: PathRevert[] = [];
+  const out: CatchUpPath[] = [];
   const copied = copiedIn(store);
   for (let at = 0; at < ids.length; at += BLAKE3_OUT_BYTES) {
     const r = store.get(ids.subarray(at, at + BLAKE3_OUT_BYTES))?.revision;
@@ -89,13 +102,63 @@ function planCatchUp(store: RevisionStore, before: SyncIgnore, now: SyncIgnore):
     if (isInternalPath(r.path) || !before.ignores(r.path, isDir) || now.ignores(r.path, isDir)) continue;
     const pick = pickHead(store.history(r.path), copied);
     const head = store.head(r.path);
-    if (pick === undefined || pick.losers.length > 0 || sameHead(head, pick.head)) continue;
-    // A head here the peers' did not see (an edit recorded since the rule went): the syncs decide.
-    if (head !== undefined && compareVectors(head.revision.vector, pick.head.revision.vector) !== 'before') continue;
+    if (pick === undefined || sameHead(head, pick.head)) continue;
+    // Another device's losing edit not kept as a copy yet: the syncs settle it first.
+    if (pick.losers.some((l) => !sameHead(head, l.loser) && !copied(l.loser))) continue;
+    // The head here lost to the peers' (an edit made here while ignored, concurrent with theirs,
+    // scanned since: folder-scanner.ts builds it on what this node had on disk). No sync brings
+    // the peers' again (the logs hold both), so it is settled here as a sync would: the head's
+    // bytes kept under their conflict name (the revision the peers record for it too), theirs here.
+    const lost = pick.losers.find((l) => sameHead(head, l.loser));
     if (pick.head.revision.deleted && (head === undefined || head.revision.deleted)) continue;
-    out.push({ path: r.path, before: head, after: pick.head, withdrawn: [] });
+    const copy = lost === undefined ? undefined : conflictCopyRevision(lost.loser.revision, lost.loserPath);
+    out.push({ path: r.path, before: head, after: pick.head, withdrawn: [], ...(copy === undefined ? {} : { copy }) });
   }
   return out;
+}
+
+/**
+ * Keeps the file at `p`'s path, the head that lost, as its conflict copy: a copy of its own at the
+ * copy's path, checked to hold the head's bytes, recorded as the copy's head (unless recorded
+ * before: a sync brought the peers' copy of it), then the file itself into history (it lives on
+ * as the copy). False, with nothing moved, when the file is not the head's any more or the copy's
+ * path is taken: it goes to the unignored directory then, as any other.
+ */
+async function keepAsConflictCopy(
+  folderReal: string,
+  folder: SyncedFolder,
+  p: CatchUpPath,
+  signal: AbortSignal,
+): Promise<boolean> {
+  const head = p.before?.revision;
+  const copy = p.copy;
+  if (head === undefined || copy === undefined) return false;
+  const abs = await confined(folderReal, p.path, 'skip');
+  const st = abs === undefined ? undefined : await lstat(abs).catch(() => undefined);
+  if (abs === undefined || st === undefined || !st.isFile()) return false;
+  const holds = async (file: string): Promise<boolean> =>
+    bytesEqual((await manifestFromFile(file, defaultFolderChunking(), { signal })).root, head.contentRoot);
+  if (folder.store.has(copy.id)) {
+    // Its copy came from the peers: this file goes to history only if it is the head's bytes.
+    if (!(await holds(abs))) return false;
+  } else {
+    const to = await confined(folderReal, copy.revision.path, 'skip');
+    if (to === undefined || (await lstat(to).catch(() => undefined)) !== undefined) return false;
+    await writeOwnCopy(abs, to, head.mode, mtimeMsOf(head));
+    if (!(await holds(to))) {
+      await rm(to, { force: true });
+      return false;
+    }
+    folder.store.write((w) => {
+      w.put(copy);
+      w.setHead(copy.id);
+    });
+  }
+  // Unchanged since: the bytes copied (or hashed) are the ones that go to history.
+  const now = await lstat(abs).catch(() => undefined);
+  if (now === undefined || now.ino !== st.ino || now.size !== st.size || now.mtimeMs !== st.mtimeMs) return false;
+  await preserveInHistory(folderReal, abs, head.contentRoot, { move: true });
+  return true;
 }
 
 /**
@@ -159,12 +222,15 @@ export async function catchUpUnignored(o: {
       folder.store.write((w) => {
         for (const p of paths) if (p.after !== undefined) w.setHead(p.after.id);
       });
-    setHeads(rest);
     o.service.resident.watchers.forFolder(folder.dir).distrust();
+    // The conflict copies first: a kill after leaves the head here, its copy recorded, to redo.
+    const copied = new Set<CatchUpPath>();
+    for (const p of rest) if (await keepAsConflictCopy(folderReal, folder, p, o.signal)) copied.add(p);
+    setHeads(rest);
     const keptIn = path.join(folderReal, INTERNAL_DIR_NAME, UNIGNORED_DIR_NAME, stamp);
     let kept = false;
     for (const p of [...rest].sort((a, b) => depth(b.path) - depth(a.path)))
-      kept = (await moveAside(folderReal, p, keptIn)) || kept;
+      if (!copied.has(p)) kept = (await moveAside(folderReal, p, keptIn)) || kept;
     const nowNs = BigInt(Date.now()) * 1_000_000n;
     for (const p of [...rest].sort((a, b) => depth(a.path) - depth(b.path)))
       await place(folderReal, folder.store, p, incoming, nowNs);
