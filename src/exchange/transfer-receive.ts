@@ -24,26 +24,18 @@ import type { StagedFile } from '../store/staged-file.js';
 import type { DuplexStream } from '../transport/types.js';
 import { TEST_HOOKS } from '../support/test-hooks.js';
 import { withTimeout } from '../support/timeouts.js';
+import { CommitQueue } from './commit-queue.js';
 import { WriteCoalescer } from './write-coalescer.js';
 import { DelayedAckFlush } from './delayed-acks.js';
 import type { DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
 import { chunkingManifest, destinationPaths } from './receive-entries.js';
 import { planDryRun } from './receive-dry-run.js';
-import { openFileLimit } from '../support/open-file-limit.js';
 import { finishReceivedTree, makeReceivedDir } from './receive-tree.js';
 
 export type { Destination, DryRunPlan, ReceivePlan, ReceiverOptions, ReceiveStats } from './receive-types.js';
 
 /** Files of at least this size are staged as resumable partials (journaled chunks survive a crash). */
 export const RESUMABLE_MIN_BYTES = 1 << 20; // 1 MiB
-/**
- * Publish completed files in batches: one fsync round and one dir fsync per batch. Each small
- * file of a batch holds a descriptor from its write-out to its rename, so a batch takes at most
- * a quarter of the open-file limit: under `ulimit -n 64` batches of 256 failed every sync of a
- * tree with EMFILE.
- */
-const commitBatchFiles = (): number => Math.max(8, Math.min(256, Math.floor((openFileLimit() ?? 1024) / 4)));
-const COMMIT_BATCH_BYTES = 64 << 20; // 64 MiB
 /**
  * abort() waits this long for the data-stream tasks it reset to finish their current chunk write,
  * ms: a local write of one chunk (at most the max chunk size) takes far less.
@@ -65,13 +57,8 @@ export class TransferReceiver {
   readonly #wanted = new Map<string, Placement[]>();
   /** Every distinct chunk key of the manifest: an early frame may carry any of them. */
   #announced: ReadonlySet<string> = new Set();
-  readonly #toCommit: StagedFile[] = [];
-  /** The limit as it is now: a listener's can be lowered while it runs (prlimit). */
-  readonly #commitBatchFiles = commitBatchFiles();
-  #toCommitBytes = 0;
-  #commitChain: Promise<void> = Promise.resolve();
-  /** Batches handed to #commitChain and not finished: receiving waits only when two are. */
-  #commitsInFlight = 0;
+  /** Complete files, published in batches (commit-queue.ts); set by prepare(). */
+  #commits: CommitQueue | undefined;
   #stats = {
     files: 0,
     bytes: 0,
@@ -148,6 +135,7 @@ export class TransferReceiver {
     this.#index = index;
     const publisher = await this.#openPublisher(index, partials);
     this.#publisher = publisher;
+    const commits = this.#commitQueue(publisher);
     if (destination.basePath !== '') await publisher.makeDir(destination.basePath);
 
     const local = new Map<string, Placement[]>();
@@ -191,6 +179,9 @@ export class TransferReceiver {
     // Before any content is written: a transfer that cannot fit is refused with the numbers.
     await ensureFreeSpace(destination.root, bytesToWrite, destination.name ?? destination.root);
     // Fill from chunks we already hold; a chunk whose source changed since indexing is wanted instead.
+    // A file complete now commits now, and filling waits while two batches are committing: what
+    // waits in memory stays bounded when every file is here already (a directory renamed).
+    const filled = new Set<StagedFile>();
     for (const [key, placements] of local) {
       const bytes = await index.readChunk(Buffer.from(key, 'hex'));
       if (bytes === undefined) {
@@ -200,9 +191,14 @@ export class TransferReceiver {
       for (const p of placements) {
         await p.file.writeChunk(p.indices, bytes);
         this.#stats.chunksSkipped += p.indices.length;
+        if (p.file.complete) {
+          filled.add(p.file);
+          await this.#completed(p.file);
+        }
       }
     }
-    for (const f of this.#staged) if (f.complete) this.#queueCommit(f);
+    // Complete with nothing to write (an empty file, a partial that had it all) are queued too.
+    for (const f of this.#staged) if (f.complete && !filled.has(f)) commits.add(f);
 
     const { keys } = uniqueChunks(entries);
     this.#announced = new Set(keys);
@@ -404,7 +400,7 @@ export class TransferReceiver {
       await this.#allReceived.promise;
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows the caught failure unchanged
       if (this.#failure !== undefined) throw this.#failure;
-      await this.#flushCommits(true);
+      await this.#commits?.flush(true);
       if (this.#publisher === undefined) throw new TypeError('receive before prepare');
       await finishReceivedTree(this.#publisher, this.#o.entries, this.#paths, this.#refusedDirs, this.#o.onRefused, {
         kept: () => this.#stats.filesKept++,
@@ -437,7 +433,7 @@ export class TransferReceiver {
       ABORT_SETTLE_MS,
       `stopping the data streams of transfer ${this.#o.transferId}`,
     ).catch(() => undefined);
-    await this.#commitChain.catch(() => undefined);
+    await this.#commits?.settled.catch(() => undefined);
     await this.#publisher?.abort().catch(() => undefined);
     if (this.#index !== undefined) this.#o.indexes?.release(this.#index);
   }
@@ -517,9 +513,10 @@ export class TransferReceiver {
         // Decompressed only now: an early chunk we hold already is dropped without the work.
         const plain = zstd === null ? payload : await decompressChunk(zstd, payload, header.chunkBytes, key);
         if (zstd !== null) this.#stats.chunksCompressed++;
+        const completed: StagedFile[] = [];
         for (const p of placements) {
           await p.file.writeChunk(p.indices, plain); // verifies BLAKE3 against the manifest
-          if (p.file.complete) this.#queueCommit(p.file);
+          if (p.file.complete) completed.push(p.file);
         }
         this.#stats.chunksReceived++;
         this.#o.onChunkWritten?.(plain.length);
@@ -527,11 +524,8 @@ export class TransferReceiver {
         this.#writing--;
         if (this.#wanted.size === 0 && this.#writing === 0) this.#allReceived.resolve();
         // A batch commits (fsyncs) beside receiving; waiting here stalled this stream's window
-        // for the whole commit (acks were 0.1-0.9 s late on 2,000 small files). Receiving waits
-        // only when another batch is already waiting, which bounds what sits in memory.
-        const committing = this.#flushCommits(false);
-        if (this.#commitsInFlight > 1) await committing;
-        else committing.catch((err: unknown) => this.#fail(err));
+        // for the whole commit (acks were 0.1-0.9 s late on 2,000 small files).
+        for (const f of completed) await this.#completed(f);
       }
     } catch (err) {
       frames.stream.reset();
@@ -543,38 +537,23 @@ export class TransferReceiver {
     await frames.stream.finish().catch(() => undefined);
   }
 
-  #queueCommit(file: StagedFile): void {
-    this.#toCommit.push(file);
-    this.#toCommitBytes += file.manifest.size;
+  /**
+   * Queues a complete file for publishing and starts a batch when the queue's rule says so; waits
+   * only when another batch is already waiting, which bounds what sits in memory.
+   */
+  async #completed(file: StagedFile): Promise<void> {
+    const commits = this.#commits;
+    if (commits === undefined) throw new TypeError('receive before prepare');
+    commits.add(file);
+    const committing = commits.flush(false);
+    if (commits.inFlight > 1) await committing;
+    else committing.catch((err: unknown) => this.#fail(err));
   }
 
-  /**
-   * Group commit: with no commit running, the complete files queued so far are committed at once,
-   * so on a slow link files are published while the next chunks travel and little is left for the
-   * end (a fixed batch of 256 made 100 small files all wait for one commit after the last chunk).
-   * While a commit runs, files queue up to a full batch (or `all`), and what queued meanwhile is
-   * committed when it finishes: the faster chunks arrive, the larger the batches. Commits never
-   * overlap.
-   */
-  #flushCommits(all: boolean): Promise<void> {
-    // A failed (or aborted) transfer publishes nothing more: abort() is discarding its staging.
-    if (this.#failure !== undefined) return this.#commitChain;
-    if (this.#toCommit.length === 0) return this.#commitChain;
-    if (
-      !all &&
-      this.#commitsInFlight > 0 &&
-      this.#toCommit.length < this.#commitBatchFiles &&
-      this.#toCommitBytes < COMMIT_BATCH_BYTES
-    )
-      return Promise.resolve();
-    const batch = this.#toCommit.splice(0);
-    this.#toCommitBytes = 0;
-    const publisher = this.#publisher;
-    if (publisher === undefined) throw new TypeError('receive before prepare');
-    this.#commitsInFlight++;
-    this.#commitChain = this.#commitChain
-      .then(async () => {
-        await publisher.commit(batch);
+  #commitQueue(publisher: Publisher): CommitQueue {
+    this.#commits = new CommitQueue({
+      commit: (batch) => publisher.commit(batch),
+      committed: (batch) => {
         for (const f of batch) {
           if (f.state !== 'committed') continue; // refused here (onRefused)
           this.#published?.push({ path: f.relPath, replaced: f.replaces });
@@ -587,11 +566,10 @@ export class TransferReceiver {
           }
         }
         this.#o.onPublished?.(this.#stats.files);
-      })
-      .finally(() => {
-        this.#commitsInFlight--;
-        if (this.#commitsInFlight === 0) this.#flushCommits(false).catch((err: unknown) => this.#fail(err));
-      });
-    return this.#commitChain;
+      },
+      failed: () => this.#failure !== undefined,
+      onError: (err) => this.#fail(err),
+    });
+    return this.#commits;
   }
 }

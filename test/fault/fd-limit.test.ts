@@ -7,7 +7,7 @@
 // limit too low to load clawpeer's modules (24), the launcher says to raise it, with no stack.
 import t from 'tap';
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CLI, snapshot, startRig, treeDiff, withoutInternals, type CliResult, type TreeItem } from './fault-harness.js';
 
@@ -95,4 +95,19 @@ if (prlimit !== undefined) {
     t.same(treeDiff(await tree(local), await tree(rig.share)), [], 'both folders identical');
     t.notMatch(rig.listener.stderr(), /EMFILE|internal error/, 'the listener never ran out of descriptors');
   });
+
+  // Content the receiver holds already (a directory renamed, files copied within the folder):
+  // every file is complete before a chunk travels, and the first commit took them all at once.
+  t.test(
+    `the client renames the ${FILES} files' directories: the listener makes them from its own content`,
+    async (t) => {
+      await mkdir(path.join(local, 'moved'));
+      for (let d = 0; d < FILES / 100; d++)
+        await rename(path.join(local, `client-${d}`), path.join(local, 'moved', `client-${d}`));
+      const run = await limitedSync();
+      t.equal(run.code, 0, `the sync completes; stderr: ${run.stderr.slice(-2000)}`);
+      t.same(treeDiff(await tree(local), await tree(rig.share)), [], 'both folders identical');
+      t.notMatch(rig.listener.stderr(), /EMFILE|internal error/, 'the listener never ran out of descriptors');
+    },
+  );
 }
