@@ -11,6 +11,8 @@ export const EXIT_CODES = {
   auth: 3,
   unreachable: 4,
   exists: 5,
+  // The person asked said no: a `receive` whose offer was declined (and its `send`).
+  declined: 6,
   // rsync's 23: some paths could not be read by the sender or written by the receiver, the rest was transferred.
   partial: 23,
   // 128 + the signal's number, as a shell reports a command a signal ended.
@@ -99,6 +101,7 @@ export const LOCAL_ERRORS = {
     retryable: false,
     exit: EXIT_CODES.failure,
   },
+  DECLINED: { message: 'the offer was declined', retryable: false, exit: EXIT_CODES.declined },
   INTERRUPTED: { message: 'interrupted (SIGINT)', retryable: true, exit: EXIT_CODES.interrupted },
   TERMINATED: { message: 'terminated (SIGTERM)', retryable: true, exit: EXIT_CODES.terminated },
 } as const satisfies Record<string, LocalErrorSpec>;
@@ -129,6 +132,11 @@ export const WIRE_ERRORS = {
   BUDGET: { wire: 19, local: 'BUDGET_EXCEEDED' },
   /** The share is a shared folder paused there (`folder pause`); sent only to a peer with feature 'share-paused' (SHARE_UNKNOWN to others). */
   SHARE_PAUSED: { wire: 20, local: 'SHARE_PAUSED' },
+  /**
+   * A `receive`'s parting word: its user declined what the `send` offers (sent once, then the
+   * session closes; an older sender reads it as an unknown error with its message).
+   */
+  DECLINED: { wire: 21, local: 'DECLINED' },
 } as const satisfies Record<string, { wire: number; local: LocalErrorCode }>;
 export type WireErrorCode = keyof typeof WIRE_ERRORS;
 

@@ -88,7 +88,7 @@ export async function scanSource(localPath: string, options: ScanSourceOptions):
   const base = options.rootName === null ? absRoot : path.dirname(absRoot);
   const out = newCollected();
   await collect(out, absRoot, { base, rulesOnWholePath: options.rootName === null }, options);
-  return collected(out, base);
+  return collected(out, underRoot(absRoot, options.rootName));
 }
 
 /**
@@ -152,7 +152,7 @@ export async function scanListed(
     if (st.isDirectory() && options.excludeRules?.excludes(rel, true) === true) continue;
     await collect(out, abs, { base, rulesOnWholePath: true, rootName: rel, symlinkTopDepth: 0 }, options);
   }
-  return collected(out, base);
+  return collected(out, (rel) => path.join(base, ...rel.split('/')));
 }
 
 interface Collected {
@@ -170,9 +170,20 @@ const newCollected = (paths?: Set<string>): Collected => ({
   totalBytes: 0,
 });
 
-function collected(out: Collected, base: string): TransferSource {
+function collected(out: Collected, localOf: (relPath: string) => string): TransferSource {
   const { entries, files, totalBytes } = out;
-  return { localPathOf: (i) => path.join(base, ...(entries[i]?.path ?? '').split('/')), entries, files, totalBytes };
+  return { localPathOf: (i) => localOf(entries[i]?.path ?? ''), entries, files, totalBytes };
+}
+
+/**
+ * Where an entry of a scan of `absRoot` is on disk: the root as it is there, then the names
+ * below it. A root whose name is NFD on disk (Linux keeps a name's bytes; `send café.txt` typed
+ * on a Mac) has an NFC relPath (transfer/paths.ts): rebuilding its path from that would name a
+ * file that does not exist. `rootName` as tree-scan takes it (null: relPaths are inside the root).
+ */
+function underRoot(absRoot: string, rootName: string | null | undefined): (relPath: string) => string {
+  const depth = rootName === null ? 0 : (rootName ?? path.basename(absRoot)).split('/').length;
+  return (relPath) => path.join(absRoot, ...relPath.split('/').slice(depth));
 }
 
 /** The permission bits an entry is announced with: its own, through --chmod when given. */
@@ -211,6 +222,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
   const excluded = (rel: string, isDir: boolean): boolean =>
     rules !== undefined && rules.excludes(belowTransferRoot(rel, plan.rulesOnWholePath), isDir);
   const rootName = plan.rootName ?? options.rootName;
+  const localOf = underRoot(absRoot, rootName);
   // What cannot be read is left out and the rest sent, when the caller names it; the root
   // itself still fails the scan: nothing else would be sent.
   const { onUnreadable } = options;
@@ -271,7 +283,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
         });
         break;
       case 'file': {
-        const local = path.join(plan.base, ...e.relPath.split('/'));
+        const local = localOf(e.relPath);
         const hashedAtNs = msToNs(Date.now());
         let manifest: FileManifest;
         try {

@@ -178,7 +178,7 @@ export async function existingSharePath(
 ): Promise<string> {
   if (isInternalPath(basePath))
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
-  const local = path.join(share.dir, ...basePath.split('/').filter((s) => s !== ''));
+  const local = path.join(share.dir, ...onDiskSegments(share, basePath));
   let real: string;
   try {
     real = await realpath(local);
@@ -198,6 +198,20 @@ export async function existingSharePath(
   if (isInternalPath(path.relative(share.dir, real).split(path.sep).join('/')))
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} leads into clawpeer's own state`);
   return local;
+}
+
+/**
+ * `basePath`'s segments, the first as it is on disk in a share of some paths: a peer names paths
+ * in NFC (transfer/paths.ts normalises what it asks for), while a name sent may be NFD on disk
+ * (Linux keeps a name's bytes as they are, and macOS hands out NFD names): the sent name whose
+ * NFC form it is. Names on disk are never renamed; the rest of the path is the scan's to find.
+ */
+export function onDiskSegments(share: Pick<Share, 'only'>, basePath: string): string[] {
+  const segments = basePath.split('/').filter((s) => s !== '');
+  const [top] = segments;
+  if (share.only === undefined || top === undefined || share.only.includes(top)) return segments;
+  const sent = share.only.find((n) => n.normalize('NFC') === top);
+  return sent === undefined ? segments : [sent, ...segments.slice(1)];
 }
 
 /** A peer's --fsync=none into a share served with :fsync is refused (SHARE_FORBIDDEN). */

@@ -56,6 +56,11 @@ export interface ServiceContext {
   readonly onSyncServeFailed?: (peerId: string, share: string, err: unknown, byFolderService: boolean) => void;
   /** A shared folder paused here: a peer's sync of it is refused as paused (sync-service.ts). */
   readonly pausedFolder?: (share: string, peerId: string) => boolean;
+  /**
+   * Told when a peer's session ends in an error (the peer's parting Error among them, say a
+   * `receive` that declined), before the session leaves the listener's connected peers.
+   */
+  readonly onSessionFailed?: (peerId: string, err: unknown) => void;
 }
 
 export async function serveSession(
@@ -86,8 +91,9 @@ export async function serveSession(
     await serveRequests(session, ctx, watches, signal, budget);
   } catch (err) {
     // Work stopped because the peer went away: say that, not "aborted".
-    if (signal.reason === closedByPeer && isClawpeerError(err, 'ABORTED')) throw closedByPeer;
-    throw err;
+    const failed = signal.reason === closedByPeer && isClawpeerError(err, 'ABORTED') ? closedByPeer : err;
+    ctx.onSessionFailed?.(session.peerId, failed);
+    throw failed;
   } finally {
     listenerSignal.removeEventListener('abort', onStop);
     ended.abort(closedByPeer);

@@ -40,6 +40,8 @@ export interface ListenerOptions extends ServerOptions {
   readonly onSyncServeFailed?: ServiceContext['onSyncServeFailed'];
   /** Whether a share is a shared folder paused here (dispatch.ts ServiceContext.pausedFolder). */
   readonly pausedFolder?: ServiceContext['pausedFolder'];
+  /** Told when a peer's session ends in an error (dispatch.ts ServiceContext.onSessionFailed). */
+  readonly onSessionFailed?: ServiceContext['onSessionFailed'];
 }
 
 /** What the listener keeps of a running rendezvous side (reach-rv's startListenerReach). */
@@ -89,6 +91,7 @@ export class Listener {
       ...(o.onSyncServed === undefined ? {} : { onSyncServed: o.onSyncServed }),
       ...(o.onSyncServeFailed === undefined ? {} : { onSyncServeFailed: o.onSyncServeFailed }),
       ...(o.pausedFolder === undefined ? {} : { pausedFolder: o.pausedFolder }),
+      ...(o.onSessionFailed === undefined ? {} : { onSessionFailed: o.onSessionFailed }),
     };
     try {
       // Bound late: the rendezvous side starts once the transports are bound, after the server.

@@ -4,13 +4,14 @@
 // holds one short code (a CodeInviteStore in a private temp directory, its nameplate in the
 // same directories `pair invite` uses). The receiver proves the code by the same PAKE
 // (code-pairing.ts) and is pinned in memory only (MemoryPeerStore: nothing in peers.json), then
-// pulls each named path on one session; once it has them all (or left, or failed) the listener
-// closes and the temp directory goes.
+// pulls each named path on one session; once it has them all (or left, declined, or failed) the
+// listener closes and the temp directory goes. Names are matched in NFC, as the receiver names
+// them (transfer/paths.ts), while each is served by its bytes on disk (home/shares.ts).
 import { mkdtemp, realpath, rm, stat } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ClawpeerError } from '../errors.js';
+import { ClawpeerError, isClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Identity } from '../crypto/identity.js';
 import type { ReachConfig } from '../home/config-file.js';
@@ -96,10 +97,10 @@ async function sendFrom(o: SendByCodeOptions, shares: Share[], tmp: string): Pro
   const codeInvites = new CodeInviteStore(path.join(tmp, 'invites'));
   const peers = new MemoryPeerStore(path.join(tmp, 'peers.json'));
   const named = new Map<string, SentPath | undefined>(
-    shares.flatMap((s) => (s.only ?? []).map((n) => [`${s.name}/${n}`, undefined] as const)),
+    shares.flatMap((s) => (s.only ?? []).map((n) => [`${s.name}/${n.normalize('NFC')}`, undefined] as const)),
   );
   const activity = new SendActivity((what, ok, done) => {
-    const key = `${what.share}/${what.path.replace(/^\/+|\/+$/g, '')}`;
+    const key = `${what.share}/${what.path.replace(/^\/+|\/+$/g, '').normalize('NFC')}`;
     if (what.kind !== 'pull' || !named.has(key) || named.get(key)?.ok === true) return;
     const sent = { path: key.slice(key.indexOf('/') + 1), ok, ...done };
     named.set(key, sent);
@@ -114,7 +115,10 @@ async function sendFrom(o: SendByCodeOptions, shares: Share[], tmp: string): Pro
     listenHost: o.host,
   });
   const startReach = listenerReachFor(reach, identity, log);
+  // Each peer's last session error: a receiver's parting word (it declined, it has no room).
+  const parting = new Map<string, unknown>();
   const listener = await Listener.start({
+    onSessionFailed: (peerId, err) => parting.set(peerId, err),
     identity,
     peers,
     codeInvites,
@@ -162,7 +166,7 @@ async function sendFrom(o: SendByCodeOptions, shares: Share[], tmp: string): Pro
       await Promise.all(claims.map((c) => c.release().catch(() => undefined)));
     }
     o.onReceiver?.({ id: paired.id, verify: paired.verify });
-    await waitForPulls(listener, paired.id, named, o.signal);
+    await waitForPulls(listener, paired.id, named, o.signal, () => parting.get(paired.id));
     const sent = [...named.values()].filter((s): s is SentPath => s !== undefined);
     return {
       receiver: paired.id,
@@ -178,13 +182,15 @@ async function sendFrom(o: SendByCodeOptions, shares: Share[], tmp: string): Pro
 
 /**
  * Waits until the receiver pulled every named path, then for it to close its session (briefly).
- * Fails when it left before, never came, or the command was stopped.
+ * Fails when it left before (saying why when it told: DECLINED when it declined), never came,
+ * or the command was stopped.
  */
 async function waitForPulls(
   listener: Listener,
   receiver: string,
   named: ReadonlyMap<string, SentPath | undefined>,
   signal: AbortSignal,
+  partingWord: () => unknown,
 ): Promise<void> {
   const connectBy = Date.now() + RECEIVER_CONNECT_MS;
   let seen = false;
@@ -196,9 +202,14 @@ async function waitForPulls(
     if (connected()) seen = true;
     else if (seen) {
       const done = [...named.values()].filter((s) => s?.ok === true).length;
+      const word = partingWord();
+      if (isClawpeerError(word, 'DECLINED'))
+        throw new ClawpeerError('DECLINED', `the receiver ${receiver} declined the offer: nothing was sent`);
+      const said =
+        word instanceof ClawpeerError && word.wire !== undefined ? `, saying "${peerText(word.message)}"` : '';
       throw new ClawpeerError(
         'PARTIAL',
-        `the receiver ${receiver} left after ${done} of ${named.size} paths: the rest was not sent`,
+        `the receiver ${receiver} left after ${done} of ${named.size} paths${said}: the rest was not sent`,
       );
     } else if (Date.now() > connectBy)
       throw new ClawpeerError(
@@ -209,6 +220,11 @@ async function waitForPulls(
   }
   const closeBy = Date.now() + RECEIVER_CLOSE_GRACE_MS;
   while (connected() && Date.now() < closeBy && !signal.aborted) await sleep(POLL_MS);
+}
+
+/** A peer's error text without errorFromWire's "peer: " prefix. */
+function peerText(message: string): string {
+  return message.replace(/^peer: /, '');
 }
 
 type ActivityEnd = (
@@ -255,7 +271,8 @@ class SendActivity extends ListenerActivity {
 /**
  * One read-only share per parent directory of the named paths, each serving only those names
  * (`send-1`, `send-2`, ...). Refuses a path that does not exist, the root, and two paths that
- * would land under one name.
+ * would land under one name (in NFC, as the receiver names them). Each name is kept as it is
+ * on disk (its bytes, NFD or not): home/shares.ts maps a receiver's NFC name to it.
  */
 export async function sharesOfPaths(paths: readonly string[]): Promise<Share[]> {
   if (paths.length === 0) throw new ClawpeerError('USAGE', 'send needs at least one PATH');
@@ -272,7 +289,8 @@ export async function sharesOfPaths(paths: readonly string[]): Promise<Share[]> 
     const name = path.basename(real);
     if (name === '' || path.dirname(real) === real)
       throw new ClawpeerError('USAGE', `cannot send ${typed}: name a file or directory, not the root`);
-    const other = names.get(name);
+    // Keyed in NFC: the receiver lands both forms of a name (NFD "e\u0301", NFC "\u00e9") as one.
+    const other = names.get(name.normalize('NFC'));
     if (other !== undefined)
       throw new ClawpeerError(
         'USAGE',
@@ -280,7 +298,7 @@ export async function sharesOfPaths(paths: readonly string[]): Promise<Share[]> 
           ? `${typed} is named twice`
           : `${other} and ${real} would both land as ${name}: send them separately`,
       );
-    names.set(name, real);
+    names.set(name.normalize('NFC'), real);
     const dir = path.dirname(real);
     byDir.set(dir, [...(byDir.get(dir) ?? []), name]);
   }

@@ -582,7 +582,9 @@ export class NodeServer {
       }
       if (this.#stop.signal.aborted) return;
       // A peer whose user pressed Ctrl-C did nothing wrong: its partial transfer waits for a rerun.
-      if (err.code === 'INTERRUPTED') log.info('peer stopped', { id: peerId, addr: where, reason: err.message });
+      // Nor did one whose user declined what `send` offers.
+      if (err.code === 'INTERRUPTED' || err.code === 'DECLINED')
+        log.info('peer stopped', { id: peerId, addr: where, reason: err.message });
       else log.warn('peer session failed', { id: peerId, addr: where, code: err.code, error: err.message });
     } finally {
       await conn.close().catch(() => undefined);

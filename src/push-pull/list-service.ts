@@ -8,6 +8,7 @@
 // batch of memory, not the whole listing. Entries it cannot list (a socket, a name the protocol
 // refuses, one that vanished) are left out.
 import { lstat } from 'node:fs/promises';
+import path from 'node:path';
 import { MAX_LIST_ENTRIES_PER_MESSAGE, type ListEntry, type ListRequestMessage } from '../protocol/messages.js';
 import { normalizeSharePath } from '../transfer/paths.js';
 import { isInternalDirName, isInternalPath, isTempFileName } from '../store/internal-names.js';
@@ -56,23 +57,12 @@ export async function serveList(
   if (isInternalPath(basePath))
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
   const local = await existingSharePath(share, basePath, { rootListing: true });
-  const isDir = (await lstat(local)).isDirectory();
   const limit = Math.floor(session.caps.maxFrameBytes / 2);
   let batch: ListEntry[] = [];
   let bytes = 0;
-  for await (const entries of scanTreeBatches(local, {
-    ...(isDir ? { rootName: null } : {}),
-    onIssue: () => undefined,
-    // `.clawpeer` only at the share's root; temp files are left out below.
-    skipDir: (rel) =>
-      basePath === '' && (isInternalDirName(rel) || (share.only !== undefined && !share.only.includes(rel))),
-    ...(req.recursive ? {} : { descend: () => false }),
-    signal,
-  })) {
+  for await (const entries of scanRoots(share, basePath, local, req.recursive, signal)) {
     for (const e of entries) {
       if (isTempFileName(e.relPath.slice(e.relPath.lastIndexOf('/') + 1))) continue;
-      // A share of some paths (`send`) lists only those at its root.
-      if (share.only !== undefined && basePath === '' && !share.only.includes(e.relPath.split('/')[0] ?? '')) continue;
       const size = Buffer.byteLength(e.relPath) + Buffer.byteLength(e.linkTarget ?? '') + ENTRY_OVERHEAD_BYTES;
       if ((bytes + size > limit && batch.length > 0) || batch.length === MAX_LIST_ENTRIES_PER_MESSAGE) {
         await reply(batch, false);
@@ -84,4 +74,49 @@ export async function serveList(
     }
   }
   await reply(batch, true);
+}
+
+/**
+ * The scan a listing of `basePath` (at `local`) makes. The root of a share of some paths (`send`)
+ * is those paths alone, each scanned by its name on disk and listed in NFC (a name sent in NFD is
+ * one entry, never beside an unsent NFC twin in the same directory), in UTF-8 order as a scan's.
+ */
+async function* scanRoots(
+  share: Share,
+  basePath: string,
+  local: string,
+  recursive: boolean,
+  signal: AbortSignal,
+): AsyncGenerator<TreeEntry[], void, undefined> {
+  const descend = recursive ? {} : { descend: () => false };
+  if (share.only === undefined || basePath !== '') {
+    const isDir = (await lstat(local)).isDirectory();
+    yield* scanTreeBatches(local, {
+      ...(isDir ? { rootName: null } : {}),
+      onIssue: () => undefined,
+      // `.clawpeer` only at the share's root; temp files are left out by the caller.
+      skipDir: (rel) => basePath === '' && isInternalDirName(rel),
+      ...descend,
+      signal,
+    });
+    return;
+  }
+  const utf8 = (n: string): Buffer => Buffer.from(n.normalize('NFC'));
+  for (const name of [...share.only].sort((a, b) => Buffer.compare(utf8(a), utf8(b)))) {
+    const at = path.join(share.dir, name);
+    if ((await lstat(at).catch(() => undefined)) === undefined) continue; // gone since it was named
+    if (!sendableName(name)) continue; // as a scan leaves out a name the protocol refuses
+    for await (const batch of scanTreeBatches(at, { rootName: name, onIssue: () => undefined, ...descend, signal }))
+      // A named directory is always entered (its root is the scan's): without -r, itself alone.
+      yield recursive ? batch : batch.filter((e) => !e.relPath.includes('/'));
+  }
+}
+
+function sendableName(name: string): boolean {
+  try {
+    normalizeSharePath(name);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -16,10 +16,12 @@ import { listRemote } from './list-client.js';
 /** Paths a receive takes at most (as many as `pull --files-from` lists). */
 export const MAX_OFFERED_PATHS = 100_000;
 
-/** A share and a path in it on the peer. */
+/** A share and a path in it on the peer, as its listing shows it (a directory's size is 0). */
 export interface OfferedPath {
   readonly share: string;
   readonly path: string;
+  readonly kind: ListEntry['kind'];
+  readonly size: number;
 }
 
 /** What is wrong with a name a sender lists at a share's root, or undefined. */
@@ -69,7 +71,7 @@ export async function offeredPaths(
         if (seen.has(key)) refuse(`offers ${shown} twice`);
         seen.add(key);
         if (out.length >= max) refuse(`offers more than ${max.toLocaleString('en-US')} paths`);
-        out.push({ share, path: e.path });
+        out.push({ share, path: e.path, kind: e.kind, size: e.size });
       }
   return out;
 }

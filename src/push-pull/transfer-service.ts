@@ -32,6 +32,7 @@ import { isInternalPath } from '../store/internal-names.js';
 import type { PeerSession } from '../session/session.js';
 import {
   existingSharePath,
+  onDiskSegments,
   findShare,
   refuseReadingReceiveOnly,
   refuseUnsyncedInto,
@@ -397,7 +398,8 @@ async function servePull(
       ? {}
       : {
           copyLinks: req.copyLinks,
-          followWithin: share.only === undefined ? share.dir : path.join(share.dir, basePath.split('/')[0] ?? ''),
+          followWithin:
+            share.only === undefined ? share.dir : path.join(share.dir, onDiskSegments(share, basePath)[0] ?? ''),
         }),
   };
   // A files-from list: its paths, relative to the requested directory (scanListed confines them:

@@ -1,7 +1,8 @@
 // A whole push or pull with a paired peer: resolve it, dial, run transfer-client.ts, close.
 // What `clawpeer push` and `pull` call (the command parses and reports; this runs the session).
 // Light to import: the dialer and the transfer modules load only when a transfer starts.
-import { ClawpeerError, isInterruption } from '../errors.js';
+import { ClawpeerError, isInterruption, wireCodeFor } from '../errors.js';
+import { settledWithin } from '../support/timeouts.js';
 import type { ConnectionsMode } from '../session/session-join.js';
 import type { ReachConfig } from '../home/config-file.js';
 import type { NodeConfig } from '../home/config.js';
@@ -14,6 +15,9 @@ import type { ListEntry, ShareInfo } from '../protocol/messages.js';
 import type { Identity } from '../crypto/identity.js';
 import type { ResolvedPeer } from '../home/peer-resolve.js';
 import type { PeerSession } from '../session/session.js';
+import type { OfferTotals } from './offer-totals.js';
+
+export type { OfferTotals } from './offer-totals.js';
 
 /** One batch of a listing: shares, or the entries of a directory. */
 export interface ListBatch {
@@ -107,7 +111,15 @@ export interface PinnedPullOptions extends SessionTransferOptions {
    * found there); absent, its address alone is dialled (--addr). Nothing is remembered in a home.
    */
   readonly reach?: ReachConfig;
+  /**
+   * What is offered, counted, before anything is written: rejecting refuses the receive (the
+   * disk check, the user's answer), and the error is told to the sender as its parting word.
+   */
+  readonly onOffer?: (offer: OfferTotals) => Promise<void>;
 }
+
+/** How long a receive that refused the offer waits for the sender to read why and hang up, ms. */
+const PARTING_WORD_MS = 2_000;
 
 /**
  * `receive`: every entry the peer's shares list at their roots (what its `send` named, and only
@@ -116,7 +128,7 @@ export interface PinnedPullOptions extends SessionTransferOptions {
 export async function pullAllFromPinned(
   o: PinnedPullOptions,
 ): Promise<PeerTransferOutcome & { readonly paths: readonly string[] }> {
-  const { identity, peer, reach, ...rest } = o;
+  const { identity, peer, reach, onOffer, ...rest } = o;
   const connect = async (): Promise<{ identity: Identity; session: PeerSession }> => {
     const { dialPeer } = await import('../session/dialer.js');
     const paths =
@@ -143,13 +155,35 @@ export async function pullAllFromPinned(
   const outcome = await withPeerSession('pull', rest, connect, async (options, m) => {
     // Checked before any pull: single names, each once, none of clawpeer's own (offered-paths.ts).
     const { offeredPaths } = await import('./offered-paths.js');
-    const from: RemotePlace[] = await offeredPaths(options.session, o.signal);
+    const from = await offeredPaths(options.session, o.signal);
     if (from.length === 0) throw new ClawpeerError('PATH_INVALID', `peer ${peer.id} offers nothing to receive`);
     paths = from.map((f) => f.path);
+    if (onOffer !== undefined) {
+      const { offerTotals } = await import('./offer-totals.js');
+      await tellRefusal(options.session, async () => onOffer(await offerTotals(options.session, from, o.signal)));
+    }
     if (o.dryRun !== true) for (const r of from) await sweepPullDestination(o, r.path);
     return pullEach(options, from, m);
   });
   return { ...outcome, paths };
+}
+
+/**
+ * Runs `decide`; when it refuses the offer (a ClawpeerError of ours: declined, no room), tells
+ * the sender why, then waits (briefly) for it to hang up: the sender reads our word before it
+ * sees us go, so its `send` can say why nothing came.
+ */
+async function tellRefusal(session: PeerSession, decide: () => Promise<void>): Promise<void> {
+  try {
+    await decide();
+  } catch (err) {
+    // A peer's error or a stop (Ctrl-C: tellPeerIfInterrupted speaks then) is not ours to tell.
+    const stopped = err instanceof ClawpeerError && (err.code === 'INTERRUPTED' || err.code === 'TERMINATED');
+    if (!(err instanceof ClawpeerError) || err.wire !== undefined || stopped) throw err;
+    await session.control.sendError(wireCodeFor(err).name, err.message).catch(() => undefined);
+    await settledWithin(session.connection.closed, PARTING_WORD_MS);
+    throw err;
+  }
 }
 
 /** What a transfer runs with, loaded once it starts. */

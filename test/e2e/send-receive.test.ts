@@ -4,38 +4,12 @@
 // on either side, a fresh machine with no `init` sends and receives, a wrong code burns the
 // code (exit 3 on both sides) with nothing received, and Ctrl-C withdraws it.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { CLI, initNode, jsonLines, runCli, tempHome } from './cli-harness.js';
-
-/** `send --json` left running: its first line (the code), then how it ended. */
-function sending(args: readonly string[]): {
-  child: ChildProcess;
-  first: Promise<Record<string, unknown>>;
-  end: Promise<{ code: number | null; lines: Record<string, unknown>[]; stderr: string }>;
-} {
-  const child = spawn(process.execPath, [CLI, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => child.kill('SIGKILL'));
-  const lines: Record<string, unknown>[] = [];
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const rl = createInterface({ input: child.stdout });
-  const first = new Promise<Record<string, unknown>>((resolve, reject) => {
-    rl.on('line', (line) => {
-      lines.push(JSON.parse(line) as Record<string, unknown>);
-      if (lines.length === 1) resolve(lines[0]!);
-    });
-    child.once('close', () => reject(new Error(`send ended before printing a code: ${stderr}`)));
-  });
-  const end = new Promise<{ code: number | null; lines: Record<string, unknown>[]; stderr: string }>((resolve) =>
-    child.once('close', (code) => resolve({ code, lines, stderr })),
-  );
-  return { child, first, end };
-}
+import { initNode, jsonLines, runCli, tempHome } from './cli-harness.js';
+import { sending } from './send-harness.js';
 
 /** A source tree: a.txt, a sibling beside it, and a directory with a nested file. */
 async function sourceTree(): Promise<string> {
@@ -77,6 +51,14 @@ t.test('send a file and a directory by --addr: both arrive, nothing pinned on ei
   t.equal(got.code, 0, got.stderr);
   const lines = jsonLines(got.stdout);
   t.match(lines[0], { event: 'sender', id: sender.id });
+  // stdin is no terminal: the offer is told, not asked about (as croc --yes).
+  t.same(lines[1], {
+    event: 'offer',
+    paths: ['a.txt', 'photos'],
+    files: 2,
+    dirs: 2,
+    bytes: 'sent once by a short code\n'.length + 70_000,
+  });
   t.match(
     lines.find((l) => l['event'] === 'received'),
     { paths: ['a.txt', 'photos'] },

@@ -2,9 +2,10 @@
 // sharesOfPaths, Share.only): over the listener's real dispatch, a receiver that asks for more
 // than it was offered (a sibling by name, the share's root, a symlink inside a named directory
 // leading to a sibling, -L following one, a sync or a watch of the share) is refused, and a
-// listing shows the named paths alone.
+// listing shows the named paths alone. A name sent in NFD (its bytes kept on disk) is listed and
+// pulled by its NFC form, the wire's, and never reaches an unsent NFC twin beside it.
 import t from 'tap';
-import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { silentLogger } from '../../src/logger.js';
 import { resolveConfig } from '../../src/home/config.js';
@@ -117,4 +118,36 @@ t.test('a sync of the share is refused: it would reach the rest of the directory
     ),
     { code: 'SHARE_FORBIDDEN', message: /serves only the paths sent/ },
   );
+});
+
+t.test('a name sent in NFD is listed and pulled by its NFC form; its unsent NFC twin stays', async (t) => {
+  const nfd = 'cafe\u0301.txt';
+  const nfc = 'caf\u00e9.txt';
+  const src = await tempDir('send-nfd');
+  await writeFile(path.join(src, nfd), 'sent, named in NFD');
+  await writeFile(path.join(src, nfc), 'SIBLING, named in NFC');
+  const shares = await sharesOfPaths([path.join(src, nfd)]);
+  t.match(shares, [{ only: [nfd] }], 'the name kept as it is on disk');
+  const l = await memoryListener(shares);
+  t.teardown(() => l.stop());
+  t.same(await listAll(l.session, 'send-1', false), [nfc], 'listed once, in NFC');
+  const dest = await tempDir('send-nfd-dest');
+  const pulled = await pull({
+    ...base,
+    session: l.session,
+    share: 'send-1',
+    remotePath: nfc,
+    localPath: dest,
+    signal: signal(),
+  });
+  t.equal(pulled.files, 1);
+  t.equal(await readFile(path.join(dest, nfc), 'utf8'), 'sent, named in NFD', 'the file sent, not its twin');
+
+  // Two names the receiver would land as one are refused up front.
+  const other = await tempDir('send-nfd-b');
+  await writeFile(path.join(other, nfc), 'x');
+  await t.rejects(sharesOfPaths([path.join(src, nfd), path.join(other, nfc)]), {
+    code: 'USAGE',
+    message: /would both land as/,
+  });
 });

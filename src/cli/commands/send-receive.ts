@@ -22,6 +22,7 @@ import type { CommandContext, Runner } from '../context.js';
 import { createProgress } from '../progress.js';
 import { report } from '../transfer-report.js';
 import { askYes } from '../pair-code.js';
+import { askAccept, offerCounts, offerLine, shouldAskOffer } from '../offer-question.js';
 import { DEFAULT_STREAMS, DEFAULT_WINDOW } from './transfer.js';
 
 /** An ephemeral identity is news worth a line: the other side sees a key no `init` made. */
@@ -133,6 +134,17 @@ async function receive(ctx: CommandContext, args: Record<string, unknown>): Prom
       ...(confirm === undefined ? {} : { confirm }),
       ...(progress.active ? { onProgress: (p: Parameters<typeof progress.update>[0]) => progress.update(p) } : {}),
       onSender: (s) => ctx.out.emit({ event: 'sender', id: s.id, verify: s.verify }, `sender ${s.id} proved the code`),
+      onOffer: (offer) =>
+        ctx.out.emit(
+          { event: 'offer', paths: offer.paths, files: offer.files, dirs: offer.dirs, bytes: offer.bytes },
+          offerLine(offer),
+        ),
+      accept: async (offer) => {
+        // Typed boolean, but undefined when stdin is no terminal.
+        const tty = process.stdin.isTTY as boolean | undefined;
+        if (!shouldAskOffer({ yes: args['yes'] === true, stdinIsTTY: tty === true })) return true;
+        return askAccept(`Accept ${offerCounts(offer)}? (Y/n) `, ctx.signal);
+      },
     });
     progress.stop();
     // The sender's names: control and bidi characters escaped, so none can drive the terminal.
@@ -174,7 +186,7 @@ export function registerSendReceiveCommands(cli: Argv, run: Runner): Argv {
     )
     .command(
       'receive <code> [dir]',
-      'receive what `clawpeer send` offers under a short code into DIR (default .)',
+      'receive what `clawpeer send` offers under a short code into DIR (default .): shows the offer, asks at a terminal (a no: exit 6)',
       (a) =>
         a
           .positional('code', { type: 'string', describe: 'the code `clawpeer send` printed' })
@@ -189,9 +201,19 @@ export function registerSendReceiveCommands(cli: Argv, run: Runner): Argv {
             default: false,
             describe: "print a verification string to compare with the sender's, and ask before receiving",
           })
-          .option('yes', { type: 'boolean', default: false, describe: 'with --verify: do not ask' })
+          .option('yes', {
+            alias: 'y',
+            type: 'boolean',
+            default: false,
+            describe:
+              'accept the offer without asking (asked only when stdin is a terminal; a no exits 6), and with --verify do not ask',
+          })
           .option('transport', TRANSPORT_OPTION)
-          .example('$0 receive 7-acid-zebra ~/Downloads', 'finds the sender by the code, then receives'),
+          .example(
+            '$0 receive 7-acid-zebra ~/Downloads',
+            'finds the sender by the code, shows the offer, asks, receives',
+          )
+          .example('$0 receive 7-acid-zebra -y', 'receives without asking (as when stdin is no terminal)'),
       run(receive),
     );
 }
