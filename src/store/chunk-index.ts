@@ -121,6 +121,13 @@ export class ChunkIndex {
   readonly #partials: PartialStore | undefined;
   readonly #files = new Map<string, FileRecord>();
   readonly #chunks = new Map<string, Entry>();
+  /**
+   * Other files holding a chunk #chunks has (a file copied or renamed in the share, the same
+   * bytes in two files): when the file #chunks names is dropped, the next takes its place.
+   * Before, the chunk was gone from the index while those files stayed, trusted, never hashed
+   * again: after a rename its content travelled again at every transfer that wanted it.
+   */
+  readonly #spares = new Map<string, Entry[]>();
   /** The records (also in #files) of partial-store chunks: refreshPartials replaces just these. */
   readonly #partialRecords = new Set<FileRecord>();
   /** Share-file records changed since the last load or save: a save would write something new. */
@@ -211,7 +218,7 @@ export class ChunkIndex {
       ok = false; // vanished or unreadable: as stale as changed
     }
     if (ok) return bytes;
-    // One location per id: other copies of this chunk come back with the next refresh().
+    // That file changed: another file holding the chunk, if any, answers the next ask.
     this.#dropFile(e.file);
     return undefined;
   }
@@ -232,7 +239,15 @@ export class ChunkIndex {
     if (this.#files.get(rec.relPath) === rec) this.#files.delete(rec.relPath);
     for (let at = 0; at < rec.chunks.length; at += CHUNK_ENTRY_BYTES) {
       const k = rec.chunks.subarray(at, at + BLAKE3_OUT_BYTES).toString('latin1');
-      if (this.#chunks.get(k)?.file === rec) this.#chunks.delete(k);
+      const spares = this.#spares.get(k)?.filter((e) => e.file !== rec);
+      if (this.#chunks.get(k)?.file === rec) {
+        const next = spares?.shift();
+        if (next === undefined) this.#chunks.delete(k);
+        else this.#chunks.set(k, next);
+      }
+      if (spares === undefined) continue;
+      if (spares.length === 0) this.#spares.delete(k);
+      else this.#spares.set(k, spares);
     }
   }
 
@@ -245,7 +260,13 @@ export class ChunkIndex {
     for (let at = 0; at < rec.chunks.length; at += CHUNK_ENTRY_BYTES) {
       const k = rec.chunks.subarray(at, at + BLAKE3_OUT_BYTES).toString('latin1');
       const length = rec.chunks.readUInt32BE(at + BLAKE3_OUT_BYTES);
-      if (!this.#chunks.has(k)) this.#chunks.set(k, { file: rec, offset, length });
+      const held = this.#chunks.get(k);
+      if (held === undefined) this.#chunks.set(k, { file: rec, offset, length });
+      else if (held.file !== rec) {
+        const spares = this.#spares.get(k);
+        if (spares === undefined) this.#spares.set(k, [{ file: rec, offset, length }]);
+        else if (!spares.some((e) => e.file === rec)) spares.push({ file: rec, offset, length });
+      }
       offset += length;
     }
   }

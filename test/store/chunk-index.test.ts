@@ -70,6 +70,42 @@ t.test('a file modified after indexing does not poison a transfer', async (t) =>
   t.ok(index.has(manifestFromBytes(b, PARAMS).chunks[0]!.id), 'other files stay');
 });
 
+t.test('a file renamed or copied in the share: its chunks stay indexed when the first copy goes', async (t) => {
+  const { dir, a } = await share();
+  const index = await ChunkIndex.open({ shareRoot: dir, chunking: PARAMS });
+  await index.refresh();
+  const ma = manifestFromBytes(a, PARAMS);
+  const first = ma.chunks[0]!;
+  // A copy of a.bin (as a sync lands a renamed file before it deletes the old name), then the
+  // original goes: the copy holds every chunk.
+  await writeFile(join(dir, 'sub/a-renamed.bin'), a);
+  await utimes(join(dir, 'sub/a-renamed.bin'), PAST_S, PAST_S);
+  await index.refresh();
+  await rm(join(dir, 'a.bin'));
+  await index.refresh();
+  t.ok(
+    ma.chunks.every((c) => index.has(c.id)),
+    'every chunk of the renamed file is still held',
+  );
+  t.equal(index.lookup(first.id)?.relPath, 'sub/a-renamed.bin', 'now found in the copy');
+  t.same(await index.readChunk(first.id), a.subarray(first.offset, first.offset + first.length));
+
+  // The same when the first copy changed and a read found it stale.
+  await writeFile(join(dir, 'third.bin'), a);
+  await utimes(join(dir, 'third.bin'), PAST_S, PAST_S);
+  await index.refresh();
+  const h = await open(join(dir, 'sub/a-renamed.bin'), 'r+');
+  await h.write(Buffer.alloc(80, 0x58), 0, 80, first.offset);
+  await h.close();
+  await utimes(join(dir, 'sub/a-renamed.bin'), PAST_S, PAST_S);
+  t.same(
+    (await index.readChunk(first.id)) ?? (await index.readChunk(first.id)),
+    a.subarray(first.offset, first.offset + first.length),
+    'a stale holder gives way to the next one',
+  );
+  t.equal(index.lookup(first.id)?.relPath, 'third.bin');
+});
+
 t.test('the warm cache skips unchanged files, re-hashes changed and racy ones, survives reopen', async (t) => {
   const { dir } = await share();
   const first = await ChunkIndex.open({ shareRoot: dir, chunking: PARAMS });
