@@ -5,6 +5,7 @@
 import type { PlannedChange, SyncDryRun, SyncFolderResult } from '../folder-sync/facade.js';
 import type { Output } from './output.js';
 import { count, escapeToShow as show, human } from '../format.js';
+import { MAX_NO_SPACE_PATHS, noSpaceText } from '../folder-sync/facade.js';
 
 const sumBytes = (changes: readonly PlannedChange[]): number => changes.reduce((n, c) => n + c.bytes, 0);
 
@@ -82,6 +83,26 @@ function reportNarrowed(out: Output, r: SyncFolderResult): void {
   );
 }
 
+/**
+ * The files of this sync that did not fit on this side's disk: one line with how many, the bytes
+ * they need against what is free, and the first paths (each is also a `skipped` line above).
+ */
+function reportNoSpace(out: Output, r: SyncFolderResult): void {
+  const n = r.noSpace;
+  if (n === undefined) return;
+  out.emit(
+    {
+      event: 'no-space',
+      files: n.files,
+      needBytes: n.needBytes,
+      freeBytes: n.freeBytes,
+      keepBytes: n.keepBytes,
+      paths: n.paths.slice(0, MAX_NO_SPACE_PATHS),
+    },
+    `${noSpaceText({ ...n, paths: n.paths.map(show) }, 'here')}; the rest landed, and they are retried at the next sync`,
+  );
+}
+
 /** The end of a sync: receive-only local changes, paths left alone, then the done record. `resident`: run by a listener. */
 export function reportSync(out: Output, r: SyncFolderResult, resident: boolean): void {
   reportNarrowed(out, r);
@@ -92,6 +113,7 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
   for (const p of r.localOnly)
     out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${show(p)}`);
   for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `left as is this time: ${show(p)}`);
+  reportNoSpace(out, r);
   for (const p of r.peerSkipped ?? [])
     out.emit({ event: 'peer-skipped', path: p }, `left as is by the peer this time: ${show(p)} (its log says why)`);
   reportUnreadable(out, r, 'not sent');

@@ -11,6 +11,7 @@ import type { BackupPlan } from '../store/backups.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
 import type { Keeper } from '../store/keeper.js';
 import type { ExistingPolicy, FsyncPolicy } from '../store/publish-types.js';
+import type { NoSpaceReport } from './space-fit.js';
 
 export interface Destination {
   /** Root directory writes are confined to (a share, or the local target of a pull). */
@@ -93,6 +94,13 @@ export interface ReceiverOptions {
    * it such a file fails the transfer, as a push or pull should.
    */
   readonly onRefused?: (relPath: string, error: Error) => void;
+  /**
+   * A synced folder's fetch: the files that do not fit on the disk (keeping its 1% free) are
+   * left out (space-fit.ts takeWhatFits, in entry order) and told here once, before anything is
+   * requested, and the rest goes on; without it a transfer that does not fit is refused whole
+   * (IO), as a push or pull is.
+   */
+  readonly onNoSpace?: (report: NoSpaceReport) => void;
   /** A listener's in-memory chunk indexes; without it the share's index is loaded and saved here. */
   readonly indexes?: ChunkIndexPool;
   /** --itemize: remember each file published (ReceiveStats.published). */

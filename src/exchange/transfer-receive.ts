@@ -3,7 +3,6 @@
 // writes, verifies and acks chunks as they arrive and publishes files atomically in batches.
 import { setMaxListeners } from 'node:events';
 import { lstatSync } from 'node:fs';
-import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { encodeAckFrame } from '../protocol/ack-codec.js';
 import type { FileManifest } from '../chunking/manifest.js';
@@ -11,7 +10,8 @@ import type { CreatedEntry, ManifestEntry, PublishedFile, UpdatedFile } from '..
 import { AckPacer } from '../transfer/ack-pacer.js';
 import { chunkKey } from '../transfer/plan.js';
 import { decompressChunk, receiverCodec } from '../session/chunk-compression.js';
-import { ensureFreeSpace, fitsFreeSpace } from '../store/free-space.js';
+import { ensureFreeSpace } from '../store/free-space.js';
+import { checkDeclaredSpace, SpaceShortage } from './space-fit.js';
 import { ChunkIndex } from '../store/chunk-index.js';
 import { bitmapFromKeys, chunkIdAt, uniqueChunks } from '../transfer/chunk-order.js';
 import type { IncomingDataStream } from '../session/data-stream-router.js';
@@ -129,7 +129,11 @@ export class TransferReceiver {
     const { destination, entries } = this.#o;
     if (TEST_HOOKS.delayPrepareMs !== undefined) await new Promise((r) => setTimeout(r, TEST_HOOKS.delayPrepareMs));
     const partials = await PartialStore.open(destination.root);
-    await this.#ensureDeclaredSpace(partials); // before hashing the share or staging anything
+    // Without onNoSpace, what does not fit refuses the whole transfer; with it (a synced
+    // folder's fetch) only the files that do not fit are left out (space-fit.ts).
+    const shortage = this.#o.onNoSpace === undefined ? undefined : new SpaceShortage();
+    // Before hashing the share or staging anything: a lying manifest (huge files) creates nothing.
+    const leftOut = await checkDeclaredSpace({ ...destination, entries, paths: this.#paths, partials }, shortage);
     const mayResume = this.#partialBudget(partials);
     const index = await this.#openIndex(partials, true);
     this.#index = index;
@@ -138,8 +142,7 @@ export class TransferReceiver {
     const commits = this.#commitQueue(publisher);
     if (destination.basePath !== '') await publisher.makeDir(destination.basePath);
 
-    const local = new Map<string, Placement[]>();
-    let bytesToWrite = 0; // what staging still has to write, locally filled chunks included
+    const entryOf = new Map<StagedFile, ManifestEntry>();
     for (const [i, entry] of entries.entries()) {
       const rel = this.#paths[i] ?? '';
       if (entry.kind === 'dir') {
@@ -149,7 +152,7 @@ export class TransferReceiver {
         if (!existed) this.#created?.push({ path: rel, kind: 'dir' });
         continue;
       }
-      if (entry.kind !== 'file') continue;
+      if (entry.kind !== 'file' || leftOut.has(i)) continue;
       const manifest = chunkingManifest(entry);
       const staged = await this.#stage(publisher, rel, manifest, entry, mayResume);
       if (staged === undefined) continue; // refused here (onRefused): its chunks are not wanted
@@ -160,8 +163,29 @@ export class TransferReceiver {
         continue;
       }
       this.#staged.push(staged);
-      this.#stats.chunksSkipped += manifest.chunks.length - staged.missingChunks().length;
-      for (const c of staged.missingChunks()) bytesToWrite += manifest.chunks[c]?.length ?? 0;
+      entryOf.set(staged, entry);
+    }
+    // What staging still has to write, locally filled chunks included.
+    const toWrite = (f: StagedFile): number =>
+      f.missingChunks().reduce((sum, c) => sum + (f.manifest.chunks[c]?.length ?? 0), 0);
+    // Before any content is written: a transfer that cannot fit is refused with the numbers.
+    if (shortage === undefined) {
+      const bytesToWrite = this.#staged.reduce((sum, f) => sum + toWrite(f), 0);
+      await ensureFreeSpace(destination.root, bytesToWrite, destination.name ?? destination.root);
+    } else {
+      const fits = await shortage.pick(destination.root, this.#staged, toWrite, (f) => f.relPath);
+      for (const f of this.#staged.splice(0)) {
+        if (fits.has(f)) this.#staged.push(f);
+        else await f.discard({ keepPartial: f.partial?.resumed === true });
+      }
+      const report = shortage.report();
+      if (report !== undefined) this.#o.onNoSpace?.(report);
+    }
+    const local = new Map<string, Placement[]>();
+    for (const staged of this.#staged) {
+      const entry = entryOf.get(staged);
+      if (entry === undefined) continue;
+      this.#stats.chunksSkipped += staged.manifest.chunks.length - staged.missingChunks().length;
       const byKey = new Map<string, number[]>();
       for (const c of staged.missingChunks()) {
         const key = chunkKey(chunkIdAt(entry, c));
@@ -176,8 +200,6 @@ export class TransferReceiver {
         else list.push({ file: staged, indices });
       }
     }
-    // Before any content is written: a transfer that cannot fit is refused with the numbers.
-    await ensureFreeSpace(destination.root, bytesToWrite, destination.name ?? destination.root);
     // Fill from chunks we already hold; a chunk whose source changed since indexing is wanted instead.
     // A file complete now commits now, and filling waits while two batches are committing: what
     // waits in memory stays bounded when every file is here already (a directory renamed).
@@ -207,28 +229,6 @@ export class TransferReceiver {
     for (const [first] of this.#wanted.values())
       lackingBytes += first?.file.manifest.chunks[first.indices[0] ?? -1]?.length ?? 0;
     return { lacking: bitmapFromKeys(keys, new Set(this.#wanted.keys())), uniqueCount: keys.length, lackingBytes };
-  }
-
-  /**
-   * The manifest's first check: IO (no room) when its files cannot fit even counting none that is
-   * already here or partly received (those may need nothing). Checked before anything is staged,
-   * so a lying manifest (thousands of huge files) creates nothing; prepare() checks again with
-   * what staging found is really missing.
-   */
-  async #ensureDeclaredSpace(partials: PartialStore): Promise<void> {
-    const { destination, entries } = this.#o;
-    let declared = 0;
-    for (const e of entries) if (e.kind === 'file') declared += e.size;
-    if (await fitsFreeSpace(destination.root, declared)) return;
-    let least = 0;
-    for (const [i, e] of entries.entries()) {
-      if (e.kind !== 'file') continue;
-      const rel = this.#paths[i] ?? '';
-      if (partials.holds({ relPath: rel, root: e.root })) continue;
-      if (lstatSync(path.join(destination.root, ...rel.split('/')), { throwIfNoEntry: false }) !== undefined) continue;
-      least += e.size;
-    }
-    await ensureFreeSpace(destination.root, least, destination.name ?? destination.root);
   }
 
   /**

@@ -27,6 +27,7 @@ export {
   type StatusRequest,
 } from './resident-protocol.js';
 export type { SyncDryRun, SyncFolderResult } from './sync-client.js';
+export { MAX_NO_SPACE_PATHS, noSpaceText, type NoSpaceReport } from '../exchange/space-fit.js';
 export type { PlannedChange } from './sync-apply.js';
 export type { ResidentFolders } from './synced-folder.js';
 export type { SyncModeName } from '../protocol/messages.js';

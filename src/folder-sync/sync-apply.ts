@@ -37,6 +37,7 @@ import { Publisher } from '../store/publisher.js';
 import { warmStatOf, type WarmStat } from '../store/revlog-format.js';
 import type { FsyncPolicy } from '../store/publish-types.js';
 import type { FetchOutcome, FetchRequest } from './sync-exchange.js';
+import type { NoSpaceReport } from '../exchange/space-fit.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import { dirTakesHeadMode, noteLandings } from './pending-landings.js';
 import { crashPoint } from '../support/test-hooks.js';
@@ -75,6 +76,8 @@ export interface ApplyResult {
   readonly kept: readonly string[];
   /** Chunks that travelled to us. */
   readonly chunksReceived: number;
+  /** Of `skipped`, the files that did not fit on the disk (FetchOutcome.noSpace). */
+  readonly noSpace?: NoSpaceReport;
   /** The conflict copies made here, by path, with the head each path had before (change-counts.ts counts them). */
   readonly copies: ReadonlyMap<string, RevisionEntry | undefined>;
 }
@@ -579,6 +582,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     skipped,
     kept: planned.kept,
     chunksReceived: outcome.chunksReceived,
+    ...(outcome.noSpace === undefined ? {} : { noSpace: outcome.noSpace }),
   };
 }
 

@@ -43,6 +43,7 @@ import { DEFAULT_CONFIG } from '../home/config.js';
 import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
+import type { NoSpaceReport } from '../exchange/space-fit.js';
 
 /** How long the client waits for another local sync of the folder, ms. */
 export const CLIENT_LOCK_WAIT_MS = 5_000;
@@ -130,6 +131,8 @@ export interface SyncFolderResult {
   readonly scanned: boolean;
   /** Paths left as they are this time (see sync-apply.ts). */
   readonly skipped: readonly string[];
+  /** Of `skipped`, the files that did not fit on this side's disk (space-fit.ts), with the numbers. */
+  readonly noSpace?: NoSpaceReport;
   /** Receive-only: paths whose local revision the peer does not have (not sent). */
   readonly localOnly: readonly string[];
   /**
@@ -429,6 +432,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     }
     let conflicts = 0;
     let skipped: string[] = [];
+    let noSpace: NoSpaceReport | undefined;
     let kept: readonly string[] = [];
     const before = headsBefore(store, received);
     let copies: Awaited<ReturnType<typeof applyRemote>>['copies'] | undefined;
@@ -456,6 +460,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       chunks += applied.chunksReceived;
       conflicts = applied.conflicts;
       skipped = applied.skipped;
+      noSpace = applied.noSpace;
       kept = applied.kept;
       copies = applied.copies;
     }
@@ -477,6 +482,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       chunksSent: chunks,
       conflicts,
       skipped,
+      ...(noSpace === undefined ? {} : { noSpace }),
       localOnly: localOnly.sort(),
       lacking: { ids: o.mode === 'receive-only' ? outcome.idsTheyLack : [], localCounter: store.localCounter() },
       peerSkipped: peerSkipped.sort(),

@@ -18,11 +18,7 @@ import { manifestFromFile } from '../file-chunking/file-chunker.js';
 import { ClawpeerError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ManifestEntry, SyncFetchItem, SyncFetchMessage } from '../protocol/messages.js';
-import {
-  decodeReconcileMessage,
-  encodeReconcileMessage,
-  MAX_RECONCILE_MESSAGE_BYTES,
-} from '../sync/reconcile-codec.js';
+import { decodeReconcilePayload, encodeReconcileMessage } from '../sync/reconcile-codec.js';
 import type { ReconcileMessage } from '../sync/reconcile-codec.js';
 import type { ReconcileEndpoint, ReconcileResult } from '../sync/reconcile.js';
 import { decodeRevisionWithId, MAX_REVISION_BYTES, revisionIdOf } from '../sync/revision.js';
@@ -45,6 +41,7 @@ import {
   receiveManifest,
 } from '../exchange/transfer-control.js';
 import { TransferReceiver } from '../exchange/transfer-receive.js';
+import type { NoSpaceReport } from '../exchange/space-fit.js';
 import { sendChunks } from '../exchange/transfer-send.js';
 import { ProgressCounter, type TransferProgress } from '../transfer/transfer-progress.js';
 import type { SourceFile } from '../exchange/transfer-source.js';
@@ -68,19 +65,6 @@ export interface SyncChannel {
   readonly log: Logger;
   /** Caps on what this side sends the peer (listen --bwlimit). */
   readonly rateLimiters?: readonly RateLimiter[];
-}
-
-/** Decodes a SyncReconcile payload: exactly one reconciliation message, nothing after it. */
-export function decodeReconcilePayload(payload: Uint8Array): ReconcileMessage {
-  const decoded = decodeReconcileMessage(payload, MAX_RECONCILE_MESSAGE_BYTES);
-  if (decoded.kind === 'need-more')
-    throw new ClawpeerError('PROTOCOL', `reconciliation payload of ${payload.length} bytes is truncated`);
-  if (decoded.bytesRead !== payload.length)
-    throw new ClawpeerError(
-      'PROTOCOL',
-      `reconciliation payload has ${payload.length - decoded.bytesRead} bytes after its message`,
-    );
-  return decoded.message;
 }
 
 /**
@@ -251,6 +235,8 @@ export interface FetchOutcome {
    * (ReceiverOptions.onFilePublished), for the warm certification to use rather than stat again.
    */
   readonly published?: ReadonlyMap<string, BigIntStats>;
+  /** The files left out because they did not fit on the disk (not among `delivered`: the next sync asks again). */
+  readonly noSpace?: NoSpaceReport;
 }
 
 export interface FetchOptions {
@@ -346,6 +332,7 @@ async function fetchWith(
   const published = new Map<string, BigIntStats>();
   /** Destination paths this node refused to write (support/path-refusal.ts): left for the next sync. */
   const refused = new Set<string>();
+  let noSpace: NoSpaceReport | undefined;
   const receiver = new TransferReceiver({
     session,
     router: options.router,
@@ -369,6 +356,7 @@ async function fetchWith(
       refused.add(relPath);
       ch.log.warn('sync: cannot write a file here; left for the next sync', { path: relPath, error: error.message });
     },
+    onNoSpace: (report) => (noSpace = report), // what does not fit waits for the next sync (space-fit.ts)
     ...(options.beforeReplace === undefined ? {} : { beforeReplace: options.beforeReplace }),
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
     ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
@@ -399,8 +387,14 @@ async function fetchWith(
       chunksReceived: stats.chunksReceived,
       chunksSkipped: stats.chunksSkipped,
     });
+    for (const p of noSpace?.paths ?? []) refused.add(p);
     const landed = refused.size === 0 ? delivered : delivered.filter((r) => !refused.has(r.destPath));
-    return { delivered: landed, chunksReceived: stats.chunksReceived, published };
+    return {
+      delivered: landed,
+      chunksReceived: stats.chunksReceived,
+      published,
+      ...(noSpace === undefined ? {} : { noSpace }),
+    };
   } catch (err) {
     await receiver.abort();
     throw err;

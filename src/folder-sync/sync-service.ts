@@ -21,8 +21,9 @@ import type { PeerSession } from '../session/session.js';
 import type { Share } from '../home/shares.js';
 import { applyRemote } from './sync-apply.js';
 import { checkIdSet, headsAmong } from './sync-plan.js';
+import { decodeReconcilePayload } from '../sync/reconcile-codec.js';
+import { noSpaceText, type NoSpaceReport } from '../exchange/space-fit.js';
 import {
-  decodeReconcilePayload,
   dropPrunedByPeer,
   fetchContent,
   prunedToTell,
@@ -107,6 +108,8 @@ export interface ServedSync {
   readonly sent: number;
   readonly conflicts: number;
   readonly skipped: number;
+  /** Of `skipped`, the files that did not fit on this side's disk (space-fit.ts). */
+  readonly noSpace?: NoSpaceReport;
   /** What the peer's revisions changed here. */
   readonly changes: ChangeCounts;
   /**
@@ -311,6 +314,7 @@ async function serveClaimedSync(
     else if (tellsAlways) await sendRevisions(ch, store, toldHeads, ourPruned);
     let conflicts = 0;
     let skipped = 0;
+    let noSpace: NoSpaceReport | undefined;
     let kept: readonly string[] = [];
     const before = headsBefore(store, received);
     let copies: Awaited<ReturnType<typeof applyRemote>>['copies'] | undefined;
@@ -344,8 +348,13 @@ async function serveClaimedSync(
         conflicts: applied.conflicts,
         skipped: applied.skipped.length,
       });
+      if (applied.noSpace !== undefined)
+        log.warn(`sync: ${noSpaceText(applied.noSpace, `in share ${share.name}`)}; left for the next sync`, {
+          peer: session.peerId,
+        });
       conflicts = applied.conflicts;
       skipped = applied.skipped.length;
+      noSpace = applied.noSpace;
       kept = applied.kept;
       copies = applied.copies;
     }
@@ -371,6 +380,7 @@ async function serveClaimedSync(
       sent,
       conflicts,
       skipped,
+      ...(noSpace === undefined ? {} : { noSpace }),
       changes: countChanges(store, before, copies),
       ...(peerHeads === undefined ? {} : { peerHeads }),
     };

@@ -40,6 +40,7 @@ import {
   failureText,
   servedFailureText,
   servedInSyncFor,
+  noRoomText,
 } from './sync-outcome-text.js';
 import { folderStatus } from './folder-status.js';
 import { revertFolder } from './folder-revert.js';
@@ -159,6 +160,8 @@ export class FolderService {
     this.#schedule.peerOnline(peerId, Date.now());
     if (servedInSyncFor(this.#modeFor(active.config, peerId), served))
       this.#schedule.servedInSync(served.share, peerId, Date.now());
+    else if (served.noSpace !== undefined)
+      this.#schedule.servedFailed(served.share, peerId, Date.now(), noRoomText(served));
     this.#schedule.peerResumed(served.share, peerId, Date.now()); // it syncs the folder: not paused there (any more)
     this.#keepLastSync(served.share, peerId);
     this.#pump();

@@ -6,6 +6,7 @@ import type { SyncFolderResult } from '../folder-sync/sync-client.js';
 import { RECEIVE_ONLY_REFUSAL, type ServedSync } from '../folder-sync/sync-service.js';
 import type { FolderMode } from '../home/folders-config.js';
 import { count } from '../format.js';
+import { noSpaceText } from '../exchange/space-fit.js';
 import type { Logger } from '../logger.js';
 import type { SyncOutcome } from '../sync/folder-schedule.js';
 
@@ -21,12 +22,20 @@ export function notInSyncReason(r: SyncFolderResult): string | undefined {
     r.unreadable.length > 0
       ? `${count(r.unreadable.length, 'entry', 'entries')} here cannot be read (${first(r.unreadable.map((u) => u.path))})`
       : undefined,
-    r.skipped.length > 0 ? `${count(r.skipped.length, 'path')} left as is here (${first(r.skipped)})` : undefined,
+    r.noSpace !== undefined ? noSpaceText(r.noSpace, 'here') : undefined,
+    r.skipped.length > (r.noSpace?.files ?? 0)
+      ? `${count(r.skipped.length, 'path')} left as is here (${first(r.skipped)})`
+      : undefined,
     peerSkipped.length > 0
       ? `${count(peerSkipped.length, 'path')} left as is by the peer (${first(peerSkipped)})`
       : undefined,
   ].filter((x) => x !== undefined);
   return why.length === 0 ? undefined : `${why.join('; ')}; retried`;
+}
+
+/** A sync the peer ran here left files out that did not fit on this disk: the pair's error, as its own sync's would be. */
+export function noRoomText(served: ServedSync): string {
+  return served.noSpace === undefined ? '' : `${noSpaceText(served.noSpace, 'here')}; retried`;
 }
 
 /** A pair's error once unsettled syncs (notInSyncReason undefined) kept ending so (folder-schedule.ts MAX_UNSETTLED_RUNS). */

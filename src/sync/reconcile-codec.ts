@@ -366,3 +366,16 @@ export function decodeReconcileMessage(
   if (r.pos !== end) throw malformed(`${type}: ${end - r.pos} trailing bytes`);
   return { kind: 'message', message, bytesRead: end };
 }
+
+/** Decodes a SyncReconcile payload: exactly one reconciliation message, nothing after it. */
+export function decodeReconcilePayload(payload: Uint8Array): ReconcileMessage {
+  const decoded = decodeReconcileMessage(payload, MAX_RECONCILE_MESSAGE_BYTES);
+  if (decoded.kind === 'need-more')
+    throw new ClawpeerError('PROTOCOL', `reconciliation payload of ${payload.length} bytes is truncated`);
+  if (decoded.bytesRead !== payload.length)
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `reconciliation payload has ${payload.length - decoded.bytesRead} bytes after its message`,
+    );
+  return decoded.message;
+}

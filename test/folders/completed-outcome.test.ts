@@ -25,6 +25,21 @@ const result = (o: Partial<SyncFolderResult>): SyncFolderResult => ({
   ...o,
 });
 
+t.test('files that did not fit on the disk: the failure says so, with the numbers', async (t) => {
+  const noSpace = {
+    paths: ['big.bin', 'video.mp4', 'x.iso'],
+    files: 3,
+    needBytes: 12 << 20,
+    freeBytes: 8 << 20,
+    keepBytes: 1 << 20,
+  };
+  t.same(completedOutcome(result({ skipped: ['big.bin', 'video.mp4', 'x.iso'], noSpace })), {
+    kind: 'failed',
+    error:
+      'not enough disk space here for 3 files (12.0 MiB needed, 8.0 MiB free, of which 1.0 MiB stay free): big.bin, video.mp4, ...; retried',
+  });
+});
+
 t.test('in sync: done', async (t) => {
   t.same(completedOutcome(result({ inSync: true })), { kind: 'done' });
 });
