@@ -2,7 +2,7 @@
 // the fast path (sync-fast-path.ts). Paths (the peer's, and names made from them: a conflict
 // copy) are shown with control and bidi characters escaped (escapeToShow: `\u202e`, `\#033`);
 // --json records keep them exact (JSON.stringify leaves U+202E raw): a program needs the real name.
-import type { PlannedChange, SyncDryRun, SyncFolderResult } from '../folder-sync/facade.js';
+import type { NoSpaceReport, PlannedChange, SyncDryRun, SyncFolderResult } from '../folder-sync/facade.js';
 import type { Output } from './output.js';
 import { count, escapeToShow as show, human } from '../format.js';
 import { MAX_NO_SPACE_PATHS, noSpaceText } from '../folder-sync/facade.js';
@@ -84,22 +84,22 @@ function reportNarrowed(out: Output, r: SyncFolderResult): void {
 }
 
 /**
- * The files of this sync that did not fit on this side's disk: one line with how many, the bytes
- * they need against what is free, and the first paths (each is also a `skipped` line above).
+ * The files of this sync that did not fit on a side's disk: one line with how many, the bytes
+ * they need against what is free, and the first paths (each is also a `skipped` or
+ * `peer-skipped` line).
  */
-function reportNoSpace(out: Output, r: SyncFolderResult): void {
-  const n = r.noSpace;
+function reportNoSpace(out: Output, n: NoSpaceReport | undefined, side: 'here' | 'on the peer'): void {
   if (n === undefined) return;
   out.emit(
     {
-      event: 'no-space',
+      event: side === 'here' ? 'no-space' : 'peer-no-space',
       files: n.files,
       needBytes: n.needBytes,
       freeBytes: n.freeBytes,
       keepBytes: n.keepBytes,
       paths: n.paths.slice(0, MAX_NO_SPACE_PATHS),
     },
-    `${noSpaceText({ ...n, paths: n.paths.map(show) }, 'here')}; the rest landed, and they are retried at the next sync`,
+    `${noSpaceText({ ...n, paths: n.paths.map(show) }, side)}; the rest landed, and they are retried at the next sync`,
   );
 }
 
@@ -113,9 +113,10 @@ export function reportSync(out: Output, r: SyncFolderResult, resident: boolean):
   for (const p of r.localOnly)
     out.emit({ event: 'local-only', path: p }, `local change not sent (receive-only): ${show(p)}`);
   for (const p of r.skipped) out.emit({ event: 'skipped', path: p }, `left as is this time: ${show(p)}`);
-  reportNoSpace(out, r);
+  reportNoSpace(out, r.noSpace, 'here');
   for (const p of r.peerSkipped ?? [])
     out.emit({ event: 'peer-skipped', path: p }, `left as is by the peer this time: ${show(p)} (its log says why)`);
+  reportNoSpace(out, r.peerNoSpace, 'on the peer');
   reportUnreadable(out, r, 'not sent');
   out.summary(
     {

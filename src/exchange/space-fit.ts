@@ -6,8 +6,14 @@
 // next sync, which tries it again once space is freed). A push keeps its all-or-nothing check.
 import { lstatSync } from 'node:fs';
 import path from 'node:path';
-import { count, human } from '../format.js';
-import type { ManifestEntry } from '../protocol/messages.js';
+import { count, human, UNSAFE_TEXT } from '../format.js';
+import {
+  MAX_ENTRY_PATH_BYTES,
+  MAX_NO_SPACE_PATHS_LISTED,
+  type ManifestEntry,
+  type SyncNoSpace,
+} from '../protocol/messages.js';
+import { LONE_SURROGATE } from '../protocol/wire-limits.js';
 import { ensureFreeSpace, fileSystemSpace, fitsFreeSpace, MIN_FREE_FRACTION } from '../store/free-space.js';
 import type { PartialStore } from '../store/partial-store.js';
 
@@ -38,8 +44,20 @@ export interface NoSpaceReport {
   readonly keepBytes: number;
 }
 
-/** Paths a NoSpaceReport keeps: enough to name, bounded on the wire and in status. */
-export const MAX_NO_SPACE_PATHS = 20;
+/** Paths a NoSpaceReport names on the wire and in a CLI's record: enough to name, bounded. */
+export const MAX_NO_SPACE_PATHS = MAX_NO_SPACE_PATHS_LISTED;
+
+/**
+ * SyncDone's `noSpace` for `r` (nothing when none): its first paths that may be shown (a name
+ * with a control or bidi character is counted, not listed: the wire refuses it).
+ */
+export function noSpaceToTell(r: NoSpaceReport | undefined): { noSpace?: SyncNoSpace } {
+  if (r === undefined) return {};
+  const showable = (p: string): boolean =>
+    !UNSAFE_TEXT.test(p) && !LONE_SURROGATE.test(p) && Buffer.byteLength(p) <= MAX_ENTRY_PATH_BYTES;
+  const paths = r.paths.filter(showable).slice(0, MAX_NO_SPACE_PATHS);
+  return { noSpace: { files: r.files, needBytes: r.needBytes, freeBytes: r.freeBytes, keepBytes: r.keepBytes, paths } };
+}
 
 /** "3 files (12.0 MiB) do not fit ... : a.bin, b.bin, ..." for a log line, the CLI or status. */
 export function noSpaceText(r: NoSpaceReport, where: string): string {

@@ -148,6 +148,8 @@ export interface SyncFolderResult {
    * they are (its log says why). Absent from an older listener's resident result.
    */
   readonly peerSkipped?: readonly string[];
+  /** Of `peerSkipped`, the files that did not fit on the peer's disk (its SyncDone says; an older peer does not). */
+  readonly peerNoSpace?: NoSpaceReport;
   /** Local entries the scan could not read or name, so the peer did not get them (rsync's exit 23). */
   readonly unreadable: readonly UnreadableEntry[];
   /** What the peer's revisions changed here (change-counts.ts); absent on a dry run or an equal folder. */
@@ -470,7 +472,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
     const checked = await runReconcile(ch, check, check.start());
     // Revisions our gc dropped that the peer keeps (an older peer, or its heads) are not missing.
     const outcome = { ...checked, idsWeLack: checked.idsWeLack.filter((id) => !store.isPruned(id)) };
-    await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
+    const done = await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, signal);
     const theyLack = headsAmong(store, outcome.idsTheyLack).map((e) => e.revision.path);
     const localOnly = o.mode === 'receive-only' ? theyLack : [];
     const peerSkipped = o.mode === 'receive-only' ? [] : theyLack;
@@ -486,6 +488,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       localOnly: localOnly.sort(),
       lacking: { ids: o.mode === 'receive-only' ? outcome.idsTheyLack : [], localCounter: store.localCounter() },
       peerSkipped: peerSkipped.sort(),
+      ...(done.noSpace === undefined ? {} : { peerNoSpace: done.noSpace }),
       changes: countChanges(store, before, copies),
       ...(peerHeads === undefined ? {} : { peerHeads }),
     });

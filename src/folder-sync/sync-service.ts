@@ -22,7 +22,7 @@ import type { Share } from '../home/shares.js';
 import { applyRemote } from './sync-apply.js';
 import { checkIdSet, headsAmong } from './sync-plan.js';
 import { decodeReconcilePayload } from '../sync/reconcile-codec.js';
-import { noSpaceText, type NoSpaceReport } from '../exchange/space-fit.js';
+import { noSpaceText, noSpaceToTell, type NoSpaceReport } from '../exchange/space-fit.js';
 import {
   dropPrunedByPeer,
   fetchContent,
@@ -369,7 +369,8 @@ async function serveClaimedSync(
     const check = new ReconcileResponder(checkIdSet(store, received, kept, declined, told));
     const checkHello = await expectMessage(session, 'sync-reconcile', req.transferId, PREPARE_TIMEOUT_MS, signal);
     const checked = await runReconcile(ch, check, check.receive(decodeReconcilePayload(checkHello.payload)));
-    await session.control.send({ type: 'sync-done', transferId: req.transferId });
+    // The client names what did not fit here (an older one ignores it).
+    await session.control.send({ type: 'sync-done', transferId: req.transferId, ...noSpaceToTell(noSpace) });
     const stored = received.filter((e) => store.has(e.id)).length;
     return {
       received: received.length,

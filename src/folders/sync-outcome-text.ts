@@ -26,7 +26,8 @@ export function notInSyncReason(r: SyncFolderResult): string | undefined {
     r.skipped.length > (r.noSpace?.files ?? 0)
       ? `${count(r.skipped.length, 'path')} left as is here (${first(r.skipped)})`
       : undefined,
-    peerSkipped.length > 0
+    r.peerNoSpace !== undefined ? noSpaceText(r.peerNoSpace, 'on the peer') : undefined,
+    peerSkipped.length > (r.peerNoSpace?.files ?? 0)
       ? `${count(peerSkipped.length, 'path')} left as is by the peer (${first(peerSkipped)})`
       : undefined,
   ].filter((x) => x !== undefined);

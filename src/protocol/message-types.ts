@@ -403,7 +403,22 @@ export interface SyncFetchMessage {
 export interface SyncDoneMessage {
   readonly type: 'sync-done';
   readonly transferId: number;
+  /** The client's files the server left for the next sync for lack of disk space (absent: none). */
+  readonly noSpace?: SyncNoSpace;
 }
+
+/** Files a sync's applying side left for the next sync for lack of disk space (exchange/space-fit.ts NoSpaceReport). */
+export interface SyncNoSpace {
+  readonly files: number;
+  readonly needBytes: number;
+  readonly freeBytes: number;
+  readonly keepBytes: number;
+  /** The first MAX_NO_SPACE_PATHS_LISTED of them. */
+  readonly paths: readonly string[];
+}
+
+/** Paths a SyncNoSpace lists at most. */
+export const MAX_NO_SPACE_PATHS_LISTED = 20;
 
 export type SyncControlMessage =
   | SyncRequestMessage

@@ -14,6 +14,8 @@ import {
   MAX_SYNC_RECORD_BYTES,
   MAX_SYNC_ITEMS_PER_MESSAGE,
   MAX_ENTRY_PATH_BYTES,
+  MAX_NO_SPACE_PATHS_LISTED,
+  type SyncNoSpace,
 } from './message-types.js';
 import {
   pb,
@@ -27,6 +29,9 @@ import {
   wireEnum,
   wireText,
   copyBytes,
+  checkPathToShow,
+  u64ToNumber,
+  wirePathToShow,
 } from './wire-helpers.js';
 
 const SYNC_MODE_TO_WIRE: Record<SyncModeName, clawpeer.v1.SyncMode> = {
@@ -117,7 +122,12 @@ export function syncToWire(message: SyncControlMessage): clawpeer.v1.Control.$Pr
         },
       };
     case 'sync-done':
-      return { syncDone: { transferId: message.transferId } };
+      return {
+        syncDone: {
+          transferId: message.transferId,
+          ...(message.noSpace === undefined ? {} : { noSpace: noSpaceToWire(message.noSpace) }),
+        },
+      };
     default: {
       const unreachable: never = message;
       throw new TypeError(`unknown sync message ${JSON.stringify(unreachable)}`);
@@ -235,9 +245,48 @@ export function syncFromWire(control: clawpeer.v1.Control): SyncControlMessage |
     case 'syncDone': {
       const d = control.syncDone;
       if (d === null || d === undefined) return undefined;
-      return { type: 'sync-done', transferId: d.transferId ?? 0 };
+      const noSpace = d.noSpace === null || d.noSpace === undefined ? undefined : noSpaceFromWire(d.noSpace);
+      return { type: 'sync-done', transferId: d.transferId ?? 0, ...(noSpace === undefined ? {} : { noSpace }) };
     }
     default:
       return undefined;
   }
+}
+
+/** SyncDone's no-space report; RangeError when it lists more paths than the cap or one unfit to show. */
+function noSpaceToWire(n: SyncNoSpace): clawpeer.v1.SyncNoSpace.$Properties {
+  if (n.paths.length > MAX_NO_SPACE_PATHS_LISTED)
+    throw new RangeError(`SyncDone.noSpace lists ${n.paths.length} paths, more than ${MAX_NO_SPACE_PATHS_LISTED}`);
+  for (const [field, v] of [
+    ['files', n.files],
+    ['needBytes', n.needBytes],
+    ['freeBytes', n.freeBytes],
+    ['keepBytes', n.keepBytes],
+  ] as const)
+    checkUint(`SyncDone.noSpace.${field}`, v, field === 'files' ? UINT32_MAX : Number.MAX_SAFE_INTEGER);
+  for (const p of n.paths) checkPathToShow('SyncDone.noSpace.paths', p);
+  return {
+    files: n.files,
+    needBytes: n.needBytes,
+    freeBytes: n.freeBytes,
+    keepBytes: n.keepBytes,
+    paths: [...n.paths],
+  };
+}
+
+/** A peer's no-space report, checked as noSpaceToWire checks ours (PROTOCOL otherwise). */
+function noSpaceFromWire(w: clawpeer.v1.SyncNoSpace.$Properties): SyncNoSpace {
+  const paths = w.paths ?? [];
+  if (paths.length > MAX_NO_SPACE_PATHS_LISTED)
+    throw new ClawpeerError(
+      'PROTOCOL',
+      `SyncDone.noSpace lists ${paths.length} paths, more than ${MAX_NO_SPACE_PATHS_LISTED}`,
+    );
+  return {
+    files: w.files ?? 0,
+    needBytes: u64ToNumber('SyncDone.noSpace.needBytes', w.needBytes ?? 0),
+    freeBytes: u64ToNumber('SyncDone.noSpace.freeBytes', w.freeBytes ?? 0),
+    keepBytes: u64ToNumber('SyncDone.noSpace.keepBytes', w.keepBytes ?? 0),
+    paths: paths.map((p) => wirePathToShow('SyncDone.noSpace.paths', p)),
+  };
 }

@@ -86,6 +86,11 @@ if (refused !== undefined) {
       'the client names the file the listener left',
     );
     t.match(
+      short.lines.find((l) => l['event'] === 'peer-no-space'),
+      { files: 1, needBytes: 12 << 20, paths: ['a-big.bin'] },
+      'the client says why the listener left it, with the numbers',
+    );
+    t.match(
       rig.listener.stderr(),
       /not enough disk space in share inbox for 1 file \(12\.0 MiB needed, [\d.]+ \w+ free, of which [\d.]+ \w+ stay free\): a-big\.bin/,
       'the listener says why, with the numbers',

@@ -40,6 +40,15 @@ t.test('files that did not fit on the disk: the failure says so, with the number
   });
 });
 
+t.test("files that did not fit on the peer's disk: named as the peer's", async (t) => {
+  const peerNoSpace = { paths: ['big.bin'], files: 1, needBytes: 12 << 20, freeBytes: 8 << 20, keepBytes: 1 << 20 };
+  t.same(completedOutcome(result({ peerSkipped: ['big.bin'], peerNoSpace })), {
+    kind: 'failed',
+    error:
+      'not enough disk space on the peer for 1 file (12.0 MiB needed, 8.0 MiB free, of which 1.0 MiB stay free): big.bin; retried',
+  });
+});
+
 t.test('in sync: done', async (t) => {
   t.same(completedOutcome(result({ inSync: true })), { kind: 'done' });
 });

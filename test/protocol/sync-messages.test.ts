@@ -251,6 +251,26 @@ for (const v of VECTORS) {
   });
 }
 
+t.test("SyncDone's no-space report round-trips; a peer's unfit one is PROTOCOL, ours a RangeError", async (t) => {
+  const noSpace = {
+    files: 3,
+    needBytes: 12 << 30,
+    freeBytes: 8 << 20,
+    keepBytes: 1 << 20,
+    paths: ['big.bin', 'v/x.mp4'],
+  };
+  const m: ControlMessage = { type: 'sync-done', transferId: 3, noSpace };
+  t.same(decodeControl(encodeControl(m), { maxBytes: MAX_BYTES }), m);
+  const enc = (paths: string[]): Uint8Array =>
+    pb.Control.encode({ syncDone: { transferId: 1, noSpace: { ...noSpace, paths } } }).finish();
+  refuses(t, enc(['a\u202eb']), /SyncDone\.noSpace\.paths lists .*a control or bidi character/, 'a bidi path');
+  refuses(t, enc(Array.from({ length: 21 }, (_, i) => `f${i}`)), /lists 21 paths, more than 20/, 'too many paths');
+  t.throws(
+    () => encodeControl({ type: 'sync-done', transferId: 1, noSpace: { ...noSpace, paths: ['a\nb'] } }),
+    RangeError,
+  );
+});
+
 t.test('every mode round-trips', async (t) => {
   for (const mode of ['two-way', 'send-only', 'receive-only'] as const) {
     const m: ControlMessage = { type: 'sync-request', transferId: 1, share: '', mode, reconcile: Uint8Array.of(9) };

@@ -2882,6 +2882,9 @@ export namespace clawpeer {
             /** SyncDone transferId. */
             transferId: number;
 
+            /** SyncDone noSpace. */
+            noSpace?: (clawpeer.v1.SyncNoSpace.$Properties|null);
+
             /**
              * Encodes the specified SyncDone message. Does not implicitly {@link clawpeer.v1.SyncDone.verify|verify} messages.
              * @param message SyncDone message or plain object to encode
@@ -2909,12 +2912,96 @@ export namespace clawpeer {
                 /** SyncDone transferId */
                 transferId?: (number|null);
 
+                /** SyncDone noSpace */
+                noSpace?: (clawpeer.v1.SyncNoSpace.$Properties|null);
+
                 /** Unknown fields preserved while decoding when enabled */
                 $unknowns?: Uint8Array[];
             }
 
             /** Shape of a SyncDone. */
             type $Shape = clawpeer.v1.SyncDone.$Properties;
+        }
+
+        /**
+         * Properties of a SyncNoSpace.
+         * @deprecated Use clawpeer.v1.SyncNoSpace.$Properties instead.
+         */
+        interface ISyncNoSpace extends clawpeer.v1.SyncNoSpace.$Properties {
+        }
+
+        /** Represents a SyncNoSpace. */
+        class SyncNoSpace {
+
+            /**
+             * Constructs a new SyncNoSpace.
+             * @param [properties] Properties to set
+             */
+            constructor(properties?: clawpeer.v1.SyncNoSpace.$Properties);
+
+            /** Unknown fields preserved while decoding when enabled */
+            $unknowns?: Uint8Array[];
+
+            /** SyncNoSpace files. */
+            files: number;
+
+            /** SyncNoSpace needBytes. */
+            needBytes: (number|Long);
+
+            /** SyncNoSpace freeBytes. */
+            freeBytes: (number|Long);
+
+            /** SyncNoSpace keepBytes. */
+            keepBytes: (number|Long);
+
+            /** SyncNoSpace paths. */
+            paths: string[];
+
+            /**
+             * Encodes the specified SyncNoSpace message. Does not implicitly {@link clawpeer.v1.SyncNoSpace.verify|verify} messages.
+             * @param message SyncNoSpace message or plain object to encode
+             * @param [writer] Writer to encode to
+             * @returns Writer
+             */
+            static encode(message: clawpeer.v1.SyncNoSpace.$Properties, writer?: $protobuf.Writer): $protobuf.Writer;
+
+            /**
+             * Decodes a SyncNoSpace message from the specified reader or buffer.
+             * @param reader Reader or buffer to decode from
+             * @param [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncNoSpace & clawpeer.v1.SyncNoSpace.$Shape} SyncNoSpace
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            static decode(reader: ($protobuf.Reader|Uint8Array), length?: number): clawpeer.v1.SyncNoSpace & clawpeer.v1.SyncNoSpace.$Shape;
+        }
+
+        namespace SyncNoSpace {
+
+            /** Properties of a SyncNoSpace. */
+            interface $Properties {
+
+                /** SyncNoSpace files */
+                files?: (number|null);
+
+                /** SyncNoSpace needBytes */
+                needBytes?: (number|Long|null);
+
+                /** SyncNoSpace freeBytes */
+                freeBytes?: (number|Long|null);
+
+                /** SyncNoSpace keepBytes */
+                keepBytes?: (number|Long|null);
+
+                /** SyncNoSpace paths */
+                paths?: (string[]|null);
+
+                /** Unknown fields preserved while decoding when enabled */
+                $unknowns?: Uint8Array[];
+            }
+
+            /** Shape of a SyncNoSpace. */
+            type $Shape = clawpeer.v1.SyncNoSpace.$Properties;
         }
 
         /**

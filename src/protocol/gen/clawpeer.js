@@ -7247,6 +7247,7 @@ export const clawpeer = $root.clawpeer = (() => {
              * Properties of a SyncDone.
              * @typedef {Object} clawpeer.v1.SyncDone.$Properties
              * @property {number|null} [transferId] SyncDone transferId
+             * @property {clawpeer.v1.SyncNoSpace.$Properties|null} [noSpace] SyncDone noSpace
              * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
              */
 
@@ -7287,6 +7288,14 @@ export const clawpeer = $root.clawpeer = (() => {
             SyncDone.prototype.transferId = 0;
 
             /**
+             * SyncDone noSpace.
+             * @member {clawpeer.v1.SyncNoSpace.$Properties|null|undefined} noSpace
+             * @memberof clawpeer.v1.SyncDone
+             * @instance
+             */
+            SyncDone.prototype.noSpace = null;
+
+            /**
              * Encodes the specified SyncDone message. Does not implicitly {@link clawpeer.v1.SyncDone.verify|verify} messages.
              * @function encode
              * @memberof clawpeer.v1.SyncDone
@@ -7304,6 +7313,8 @@ export const clawpeer = $root.clawpeer = (() => {
                     throw $Error("max depth exceeded");
                 if (message.transferId != null && $Object.hasOwnProperty.call(message, "transferId") && message.transferId !== 0)
                     writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.transferId);
+                if (message.noSpace != null && $Object.hasOwnProperty.call(message, "noSpace"))
+                    $root.clawpeer.v1.SyncNoSpace.encode(message.noSpace, writer.uint32(/* id 2, wireType 2 =*/18).fork(), _depth + 1).ldelim();
                 if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
                     for (let i = 0; i < message.$unknowns.length; ++i)
                         writer.raw(message.$unknowns[i]);
@@ -7357,6 +7368,12 @@ export const clawpeer = $root.clawpeer = (() => {
                                 delete message.transferId;
                             continue;
                         }
+                    case 2: {
+                            if (wireType !== 2)
+                                break;
+                            message.noSpace = $root.clawpeer.v1.SyncNoSpace.decode(reader, reader.size(), $undefined, _depth + 1, message.noSpace);
+                            continue;
+                        }
                     }
                     reader.skipType(wireType, _depth, tag);
                     if (!reader.discardUnknown) {
@@ -7375,6 +7392,223 @@ export const clawpeer = $root.clawpeer = (() => {
             };
 
             return SyncDone;
+        })();
+
+        v1.SyncNoSpace = (function() {
+
+            /**
+             * Properties of a SyncNoSpace.
+             * @typedef {Object} clawpeer.v1.SyncNoSpace.$Properties
+             * @property {number|null} [files] SyncNoSpace files
+             * @property {number|Long|null} [needBytes] SyncNoSpace needBytes
+             * @property {number|Long|null} [freeBytes] SyncNoSpace freeBytes
+             * @property {number|Long|null} [keepBytes] SyncNoSpace keepBytes
+             * @property {Array.<string>|null} [paths] SyncNoSpace paths
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+
+            /**
+             * Properties of a SyncNoSpace.
+             * @memberof clawpeer.v1
+             * @interface ISyncNoSpace
+             * @augments clawpeer.v1.SyncNoSpace.$Properties
+             * @deprecated Use clawpeer.v1.SyncNoSpace.$Properties instead.
+             */
+
+            /**
+             * Shape of a SyncNoSpace.
+             * @typedef {clawpeer.v1.SyncNoSpace.$Properties} clawpeer.v1.SyncNoSpace.$Shape
+             */
+
+            /**
+             * Constructs a new SyncNoSpace.
+             * @memberof clawpeer.v1
+             * @classdesc Represents a SyncNoSpace.
+             * @constructor
+             * @param {clawpeer.v1.SyncNoSpace.$Properties=} [properties] Properties to set
+             * @property {Array.<Uint8Array>} [$unknowns] Unknown fields preserved while decoding when enabled
+             */
+            const SyncNoSpace = function (properties) {
+                this.paths = [];
+                if (properties)
+                    for (let keys = $Object.keys(properties), i = 0; i < keys.length; ++i)
+                        if (properties[keys[i]] != null && keys[i] !== "__proto__")
+                            this[keys[i]] = properties[keys[i]];
+            };
+
+            /**
+             * SyncNoSpace files.
+             * @member {number} files
+             * @memberof clawpeer.v1.SyncNoSpace
+             * @instance
+             */
+            SyncNoSpace.prototype.files = 0;
+
+            /**
+             * SyncNoSpace needBytes.
+             * @member {number|Long} needBytes
+             * @memberof clawpeer.v1.SyncNoSpace
+             * @instance
+             */
+            SyncNoSpace.prototype.needBytes = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
+             * SyncNoSpace freeBytes.
+             * @member {number|Long} freeBytes
+             * @memberof clawpeer.v1.SyncNoSpace
+             * @instance
+             */
+            SyncNoSpace.prototype.freeBytes = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
+             * SyncNoSpace keepBytes.
+             * @member {number|Long} keepBytes
+             * @memberof clawpeer.v1.SyncNoSpace
+             * @instance
+             */
+            SyncNoSpace.prototype.keepBytes = $util.Long ? $util.Long.fromBits(0,0,true) : 0;
+
+            /**
+             * SyncNoSpace paths.
+             * @member {Array.<string>} paths
+             * @memberof clawpeer.v1.SyncNoSpace
+             * @instance
+             */
+            SyncNoSpace.prototype.paths = $util.emptyArray;
+
+            /**
+             * Encodes the specified SyncNoSpace message. Does not implicitly {@link clawpeer.v1.SyncNoSpace.verify|verify} messages.
+             * @function encode
+             * @memberof clawpeer.v1.SyncNoSpace
+             * @static
+             * @param {clawpeer.v1.SyncNoSpace.$Properties} message SyncNoSpace message or plain object to encode
+             * @param {$protobuf.Writer} [writer] Writer to encode to
+             * @returns {$protobuf.Writer} Writer
+             */
+            SyncNoSpace.encode = function (message, writer, _depth) {
+                if (!writer)
+                    writer = $Writer.create();
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $util.recursionLimit)
+                    throw $Error("max depth exceeded");
+                if (message.files != null && $Object.hasOwnProperty.call(message, "files") && message.files !== 0)
+                    writer.uint32(/* id 1, wireType 0 =*/8).uint32(message.files);
+                if (message.needBytes != null && $Object.hasOwnProperty.call(message, "needBytes") && (typeof message.needBytes === "object" ? message.needBytes.low || message.needBytes.high : message.needBytes !== 0))
+                    writer.uint32(/* id 2, wireType 0 =*/16).uint64(message.needBytes);
+                if (message.freeBytes != null && $Object.hasOwnProperty.call(message, "freeBytes") && (typeof message.freeBytes === "object" ? message.freeBytes.low || message.freeBytes.high : message.freeBytes !== 0))
+                    writer.uint32(/* id 3, wireType 0 =*/24).uint64(message.freeBytes);
+                if (message.keepBytes != null && $Object.hasOwnProperty.call(message, "keepBytes") && (typeof message.keepBytes === "object" ? message.keepBytes.low || message.keepBytes.high : message.keepBytes !== 0))
+                    writer.uint32(/* id 4, wireType 0 =*/32).uint64(message.keepBytes);
+                if (message.paths != null && message.paths.length)
+                    for (let i = 0; i < message.paths.length; ++i)
+                        writer.uint32(/* id 5, wireType 2 =*/42).string(message.paths[i]);
+                if (message.$unknowns != null && $Object.hasOwnProperty.call(message, "$unknowns"))
+                    for (let i = 0; i < message.$unknowns.length; ++i)
+                        writer.raw(message.$unknowns[i]);
+                return writer;
+            };
+
+            /**
+             * Decodes a SyncNoSpace message from the specified reader or buffer.
+             * @function decode
+             * @memberof clawpeer.v1.SyncNoSpace
+             * @static
+             * @param {$protobuf.Reader|Uint8Array} reader Reader or buffer to decode from
+             * @param {number} [length] Message length if known beforehand
+             * @returns {clawpeer.v1.SyncNoSpace & clawpeer.v1.SyncNoSpace.$Shape} SyncNoSpace
+             * @throws {Error} If the payload is not a reader or valid buffer
+             * @throws {$protobuf.util.ProtocolError} If required fields are missing
+             */
+            SyncNoSpace.decode = function (reader, length, _end, _depth, _target) {
+                if (!(reader instanceof $Reader))
+                    reader = $Reader.create(reader);
+                if (_depth === $undefined)
+                    _depth = 0;
+                if (_depth > $Reader.recursionLimit)
+                    throw $Error("max depth exceeded");
+                let end, message, value;
+                if (length === $undefined)
+                    end = reader.len;
+                else {
+                    end = reader.pos + length;
+                    if (end > reader.len)
+                        throw $RangeError("index out of range");
+                    length = reader.len;
+                    reader.len = end;
+                }
+                message = _target || new $root.clawpeer.v1.SyncNoSpace();
+                while (reader.pos < end) {
+                    let start = reader.pos;
+                    let tag = reader.tag();
+                    if (tag === _end) {
+                        _end = $undefined;
+                        break;
+                    }
+                    let wireType = tag & 7;
+                    switch (tag >>>= 3) {
+                    case 1: {
+                            if (wireType !== 0)
+                                break;
+                            if (value = reader.uint32())
+                                message.files = value;
+                            else
+                                delete message.files;
+                            continue;
+                        }
+                    case 2: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.needBytes = value;
+                            else
+                                delete message.needBytes;
+                            continue;
+                        }
+                    case 3: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.freeBytes = value;
+                            else
+                                delete message.freeBytes;
+                            continue;
+                        }
+                    case 4: {
+                            if (wireType !== 0)
+                                break;
+                            if (typeof (value = reader.uint64()) === "object" ? value.low || value.high : value !== 0)
+                                message.keepBytes = value;
+                            else
+                                delete message.keepBytes;
+                            continue;
+                        }
+                    case 5: {
+                            if (wireType !== 2)
+                                break;
+                            if (!(message.paths && message.paths.length))
+                                message.paths = [];
+                            message.paths.push(reader.stringVerify());
+                            continue;
+                        }
+                    }
+                    reader.skipType(wireType, _depth, tag);
+                    if (!reader.discardUnknown) {
+                        $util.makeProp(message, "$unknowns", false);
+                        (message.$unknowns || (message.$unknowns = [])).push(reader.raw(start, reader.pos));
+                    }
+                }
+                if (length !== $undefined) {
+                    if (reader.pos !== end)
+                        throw $RangeError("index out of range");
+                    reader.len = length;
+                }
+                if (_end !== $undefined)
+                    throw $Error("missing end group");
+                return message;
+            };
+
+            return SyncNoSpace;
         })();
 
         v1.WatchShare = (function() {
