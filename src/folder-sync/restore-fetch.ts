@@ -15,6 +15,8 @@ import { sessionRouter } from '../session/data-stream-router.js';
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import type { PathSources } from '../reach/path-sources.js';
 import { fetchContent, type FetchRequest, type SyncChannel } from './sync-exchange.js';
+import { noSpaceText } from '../exchange/space-fit.js';
+import { ClawpeerError } from '../errors.js';
 
 export interface FetchRevisionOptions {
   readonly identity: Identity;
@@ -102,6 +104,9 @@ export async function fetchFromPeer(o: FetchFromPeerOptions): Promise<FetchReque
     });
     await expectMessage(session, 'sync-done', transferId, PREPARE_TIMEOUT_MS, o.signal);
     delivered = true;
+    // A restore or revert is asked for by a person, now: content that does not fit is an error
+    // saying so (as a pull's), not content the peer lacks.
+    if (outcome.noSpace !== undefined) throw new ClawpeerError('IO', noSpaceText(outcome.noSpace, `in ${o.folder}`));
     return outcome.delivered;
   } finally {
     untell();
