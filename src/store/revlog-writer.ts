@@ -81,7 +81,15 @@ export interface WriterStore {
   pathVector(pk: Buffer): VersionVector | undefined;
 }
 
-export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer: RevisionWriter; finish: () => void } {
+/**
+ * `added`: the ids this transaction stored; `touched`: their paths' keys (latin1), for a
+ * versioning run that visits only the paths that gained revisions (RevisionStore.gcWith).
+ */
+export function revlogWriter(
+  store: WriterStore,
+  added: Uint8Array[],
+  touched?: Set<string>,
+): { writer: RevisionWriter; finish: () => void } {
   const db = store.db;
   // The arrival sequence and the local counter are read once and written once per transaction
   // (finish), not per record: a scan recording 10,000 new files makes 40,000 LMDB calls less.
@@ -131,6 +139,7 @@ export function revlogWriter(store: WriterStore, added: Uint8Array[]): { writer:
       db.roots.putSync(rootKey, v);
     }
     added.push(Uint8Array.from(entry.id));
+    touched?.add(pk.toString('latin1'));
     fresh.set(idKey.toString('latin1'), entry);
     return { entry, added: true };
   };

@@ -118,16 +118,17 @@ export async function listHistoryRoots(folder: string): Promise<Uint8Array[]> {
 
 /**
  * Applies a folder's versioning policy at `nowMs`: drops the revisions it does not keep
- * (RevisionStore.gcWith) and the history blobs only they referenced. Run it with the folder's
- * lock held (as `clawpeer gc` does), e.g. after each sync of the folder.
+ * (RevisionStore.gcWith; `scope` as it says) and the history blobs only they referenced. Run it
+ * with the folder's lock held (as `clawpeer gc` does), e.g. after each sync of the folder.
  */
 export async function applyVersioning(
   store: RevisionStore,
   folder: string,
   policy: VersioningPolicy,
   nowMs: number,
+  scope: 'all' | 'touched' = 'all',
 ): Promise<{ removedRevisions: number; removedBlobs: number }> {
-  const result = store.gcWith(policy, nowMs);
+  const result = store.gcWith(policy, nowMs, scope);
   const removedBlobs = await removeHistoryBlobs(folder, result.releasedContentRoots);
   return { removedRevisions: result.removedRevisions, removedBlobs };
 }

@@ -129,3 +129,22 @@ export function versionsToKeep(policy: VersioningPolicy, versions: readonly Vers
     }
   }
 }
+
+/**
+ * Of a path's history (oldest first, each with its revision's mtime), the versions `policy`
+ * drops at `nowMs`, never the head: a version was replaced when the next one was made (its
+ * mtime; a tombstone's is when the deletion was noticed), the last one at its own mtime.
+ */
+export function versionsToDrop<T extends { readonly rev: { readonly mtimeNs: bigint } }>(
+  policy: VersioningPolicy,
+  history: readonly T[],
+  isHead: (v: T) => boolean,
+  nowMs: number,
+): T[] {
+  if (policy.kind === 'keep-last') return history.slice(0, Math.max(0, history.length - policy.count));
+  const aged = history
+    .map((v, k) => ({ v, replacedAtMs: Number((history[k + 1]?.rev.mtimeNs ?? v.rev.mtimeNs) / 1_000_000n) }))
+    .filter((a) => !isHead(a.v)); // the head is not a version the policy counts: it always stays
+  const keep = versionsToKeep(policy, aged, nowMs);
+  return aged.filter((_, k) => keep[k] !== true).map((a) => a.v);
+}
