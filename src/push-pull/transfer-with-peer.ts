@@ -152,19 +152,25 @@ export async function pullAllFromPinned(
     return { identity, session };
   };
   let paths: string[] = [];
-  const outcome = await withPeerSession('pull', rest, connect, async (options, m) => {
-    // Checked before any pull: single names, each once, none of clawpeer's own (offered-paths.ts).
-    const { offeredPaths } = await import('./offered-paths.js');
-    const from = await offeredPaths(options.session, o.signal);
-    if (from.length === 0) throw new ClawpeerError('PATH_INVALID', `peer ${peer.id} offers nothing to receive`);
-    paths = from.map((f) => f.path);
-    if (onOffer !== undefined) {
-      const { offerTotals } = await import('./offer-totals.js');
-      await tellRefusal(options.session, async () => onOffer(await offerTotals(options.session, from, o.signal)));
-    }
-    if (o.dryRun !== true) for (const r of from) await sweepPullDestination(o, r.path);
-    return pullEach(options, from, m);
-  });
+  const outcome = await withPeerSession(
+    'pull',
+    rest,
+    connect,
+    async (options, m) => {
+      // Checked before any pull: single names, each once, none of clawpeer's own (offered-paths.ts).
+      const { offeredPaths } = await import('./offered-paths.js');
+      const from = await offeredPaths(options.session, o.signal);
+      if (from.length === 0) throw new ClawpeerError('PATH_INVALID', `peer ${peer.id} offers nothing to receive`);
+      paths = from.map((f) => f.path);
+      if (onOffer !== undefined) {
+        const { offerTotals } = await import('./offer-totals.js');
+        await tellRefusal(options.session, async () => onOffer(await offerTotals(options.session, from, o.signal)));
+      }
+      if (o.dryRun !== true) for (const r of from) await sweepPullDestination(o, r.path);
+      return pullEach(options, from, m);
+    },
+    'the code is used up: ask the sender to run send again, and receive its new code into the same directory for the rest (what is here already is not fetched again)',
+  );
   return { ...outcome, paths };
 }
 
@@ -223,6 +229,8 @@ async function withPeerSession(
   o: SessionTransferOptions,
   connect: () => Promise<{ identity: Identity; session: PeerSession }>,
   run: (options: Omit<TransferOptions, 'share' | 'remotePath'>, m: Modules) => Promise<TransferResult>,
+  /** What to do for the rest after an interruption (default: run the same command again). */
+  rerun = `run the same command again to ${direction === 'push' ? 'send' : 'fetch'} the rest`,
 ): Promise<PeerTransferOutcome> {
   const { config, connections: _connections, ...rest } = o;
   const log = o.log.child(direction);
@@ -249,11 +257,7 @@ async function withPeerSession(
     const stopped: unknown = o.signal.reason;
     if (!o.signal.aborted || !isInterruption(stopped)) throw await session.reasonFor(err);
     const kept = direction === 'push' ? 'what the peer received is kept' : 'what arrived is kept';
-    throw new ClawpeerError(
-      stopped.code,
-      `${direction} ${stopped.message}: ${kept}; run the same command again to ${direction === 'push' ? 'send' : 'fetch'} the rest`,
-      { cause: err },
-    );
+    throw new ClawpeerError(stopped.code, `${direction} ${stopped.message}: ${kept}; ${rerun}`, { cause: err });
   } finally {
     untell();
     await session.close('done', { linger: !delivered });
