@@ -126,8 +126,10 @@ export class ChunkIndex {
    * bytes in two files): when the file #chunks names is dropped, the next takes its place.
    * Before, the chunk was gone from the index while those files stayed, trusted, never hashed
    * again: after a rename its content travelled again at every transfer that wanted it.
+   * Keyed by file, in the order they came: 100,000 files of the same bytes (a peer can land
+   * them) are one add and one delete each, where a list searched at each was quadratic.
    */
-  readonly #spares = new Map<string, Entry[]>();
+  readonly #spares = new Map<string, Map<FileRecord, Entry>>();
   /** The records (also in #files) of partial-store chunks: refreshPartials replaces just these. */
   readonly #partialRecords = new Set<FileRecord>();
   /** Share-file records changed since the last load or save: a save would write something new. */
@@ -239,15 +241,17 @@ export class ChunkIndex {
     if (this.#files.get(rec.relPath) === rec) this.#files.delete(rec.relPath);
     for (let at = 0; at < rec.chunks.length; at += CHUNK_ENTRY_BYTES) {
       const k = rec.chunks.subarray(at, at + BLAKE3_OUT_BYTES).toString('latin1');
-      const spares = this.#spares.get(k)?.filter((e) => e.file !== rec);
+      const spares = this.#spares.get(k);
+      spares?.delete(rec);
       if (this.#chunks.get(k)?.file === rec) {
-        const next = spares?.shift();
+        const next = spares?.values().next().value;
         if (next === undefined) this.#chunks.delete(k);
-        else this.#chunks.set(k, next);
+        else {
+          this.#chunks.set(k, next);
+          spares?.delete(next.file);
+        }
       }
-      if (spares === undefined) continue;
-      if (spares.length === 0) this.#spares.delete(k);
-      else this.#spares.set(k, spares);
+      if (spares?.size === 0) this.#spares.delete(k);
     }
   }
 
@@ -264,8 +268,8 @@ export class ChunkIndex {
       if (held === undefined) this.#chunks.set(k, { file: rec, offset, length });
       else if (held.file !== rec) {
         const spares = this.#spares.get(k);
-        if (spares === undefined) this.#spares.set(k, [{ file: rec, offset, length }]);
-        else if (!spares.some((e) => e.file === rec)) spares.push({ file: rec, offset, length });
+        if (spares === undefined) this.#spares.set(k, new Map([[rec, { file: rec, offset, length }]]));
+        else if (!spares.has(rec)) spares.set(rec, { file: rec, offset, length });
       }
       offset += length;
     }

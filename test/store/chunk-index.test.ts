@@ -158,3 +158,32 @@ t.test('chunks of interrupted partials are indexed; clawpeer state is never inde
   t.same(await index.readChunk(c.id), bytes.subarray(c.offset, c.offset + c.length));
   t.equal(index.has(chunks[0]!.id), false, 'chunks the partial does not have are not claimed');
 });
+
+t.test('many files holding one chunk: indexing and dropping them stays linear', { timeout: 60_000 }, async (t) => {
+  // A peer can land 100,000 one-chunk files of the same bytes (or one file of one repeated
+  // chunk) in a share. Each kept its spare entry in a list that every add searched and every
+  // drop filtered: quadratic, on the listener's event loop (20,000 files re-indexed took 28 s,
+  // 50,000 about three minutes). A timeout catches that (the runner's: the loop never yields);
+  // linear work takes a second or two.
+  const dir = await mkdtemp(join(tmpdir(), 'clawpeer-index-spares-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const index = await ChunkIndex.open({ shareRoot: dir, chunking: PARAMS });
+  const bytes = randomBytes(100);
+  const one = manifestFromBytes(bytes, PARAMS);
+  const id = one.chunks[0]!.id;
+  const st = await lstat(dir, { bigint: true });
+  const n = 50_000;
+  for (let i = 0; i < n; i++) index.addFile(`f${i}`, one, st, 0);
+  // Re-indexed (a refresh that hashed them again, a sync that republished them): drop, then add.
+  for (let i = 0; i < n; i++) index.addFile(`f${i}`, one, st, 0);
+  t.equal(index.lookup(id)?.relPath, 'f0', 'held by one of them still');
+  // One file of the same chunk repeated n times, added twice over the n spares.
+  const repeated = {
+    ...one,
+    size: 100 * n,
+    chunks: Array.from({ length: n }, (_, i) => ({ ...one.chunks[0]!, offset: i * 100 })),
+  };
+  index.addFile('f0', repeated, st, 0);
+  index.addFile('f0', repeated, st, 0);
+  t.ok(index.has(id));
+});
