@@ -14,6 +14,7 @@ import {
   type SyncNoSpace,
 } from '../protocol/messages.js';
 import { LONE_SURROGATE } from '../protocol/wire-limits.js';
+import { UINT32_MAX } from '../protocol/wire-helpers.js';
 import { ensureFreeSpace, fileSystemSpace, fitsFreeSpace, MIN_FREE_FRACTION } from '../store/free-space.js';
 import type { PartialStore } from '../store/partial-store.js';
 
@@ -56,7 +57,19 @@ export function noSpaceToTell(r: NoSpaceReport | undefined): { noSpace?: SyncNoS
   const showable = (p: string): boolean =>
     !UNSAFE_TEXT.test(p) && !LONE_SURROGATE.test(p) && Buffer.byteLength(p) <= MAX_ENTRY_PATH_BYTES;
   const paths = r.paths.filter(showable).slice(0, MAX_NO_SPACE_PATHS);
-  return { noSpace: { files: r.files, needBytes: r.needBytes, freeBytes: r.freeBytes, keepBytes: r.keepBytes, paths } };
+  // A peer's manifest may declare files of up to 2^53-1 bytes each: their sum, past what the
+  // wire carries, made the SyncDone fail to encode and the whole sync with it. Said as the most.
+  const most = (n: number, max: number): number => Math.min(Math.max(0, n), max);
+  const bytes = (n: number): number => most(n, Number.MAX_SAFE_INTEGER);
+  return {
+    noSpace: {
+      files: most(r.files, UINT32_MAX),
+      needBytes: bytes(r.needBytes),
+      freeBytes: bytes(r.freeBytes),
+      keepBytes: bytes(r.keepBytes),
+      paths,
+    },
+  };
 }
 
 /** "3 files (12.0 MiB) do not fit ... : a.bin, b.bin, ..." for a log line, the CLI or status. */

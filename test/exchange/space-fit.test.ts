@@ -2,7 +2,8 @@
 // takeWhatFits): in order, each that still fits is taken, each that does not is skipped, so the
 // small files after a big one still land; everything fits: everything is taken.
 import t from 'tap';
-import { takeWhatFits } from '../../src/exchange/space-fit.js';
+import { noSpaceToTell, takeWhatFits } from '../../src/exchange/space-fit.js';
+import { decodeControl, encodeControl } from '../../src/protocol/messages.js';
 
 t.test('everything fits: everything is taken', async (t) => {
   t.same(takeWhatFits([1, 2, 3], 6), [true, true, true]);
@@ -21,4 +22,18 @@ t.test('empty files always land; no room (or less than none) takes only them', a
 
 t.test('the order decides, not the size: the first that fits is taken', async (t) => {
   t.same(takeWhatFits([6, 5, 3], 8), [true, false, false]);
+});
+
+t.test("a peer's lying sizes: what did not fit is told, the sizes' sum said as the most", async (t) => {
+  // Two files a peer's manifest declares at 2^53-1 bytes each (its own limit): their sum left the
+  // safe integers, and the SyncDone carrying it failed to encode, failing the peer's sync.
+  const huge = Number.MAX_SAFE_INTEGER;
+  const told = noSpaceToTell({ paths: ['a', 'b'], files: 2, needBytes: huge + huge, freeBytes: 10, keepBytes: 1 });
+  const done = { type: 'sync-done', transferId: 7, ...told } as const;
+  const back = decodeControl(encodeControl(done), { maxBytes: 1 << 20 });
+  t.same(back, {
+    type: 'sync-done',
+    transferId: 7,
+    noSpace: { files: 2, needBytes: huge, freeBytes: 10, keepBytes: 1, paths: ['a', 'b'] },
+  });
 });
