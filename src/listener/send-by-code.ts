@@ -203,7 +203,9 @@ async function waitForPulls(
     else if (seen) {
       const done = [...named.values()].filter((s) => s?.ok === true).length;
       const word = partingWord();
-      if (isClawpeerError(word, 'DECLINED'))
+      // DECLINED is an honest receive's word before any pull; after one, what went is told.
+      const untouched = [...named.values()].every((s) => s === undefined);
+      if (isClawpeerError(word, 'DECLINED') && untouched)
         throw new ClawpeerError('DECLINED', `the receiver ${receiver} declined the offer: nothing was sent`);
       const said =
         word instanceof ClawpeerError && word.wire !== undefined ? `, saying "${peerText(word.message)}"` : '';
