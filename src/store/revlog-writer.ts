@@ -189,7 +189,14 @@ export function revlogWriter(
     const copied = (e: RevisionEntry): boolean => {
       const r = e.revision;
       if (r.deleted || r.kind !== 'file') return false;
-      const copy = revisionEntry({ ...r, path: conflictPath(r.path, r.mtimeNs, r.origin) });
+      let copy: RevisionEntry;
+      try {
+        copy = revisionEntry({ ...r, path: conflictPath(r.path, r.mtimeNs, r.origin) });
+      } catch (err) {
+        // The copy's name makes a path past 4,096 bytes: no node made that copy (nor can).
+        if (err instanceof TypeError) return false;
+        throw err;
+      }
       return fresh.has(Buffer.from(copy.id).toString('latin1')) || db.revs.doesExist(Buffer.from(copy.id));
     };
     let pick: ReturnType<typeof pickHead>;

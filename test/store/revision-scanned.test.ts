@@ -132,3 +132,30 @@ t.test('recordLocal (folder override) still builds on every stored revision', as
   const over = store.write((w) => w.recordLocal(fileDraft('doc.txt', 3)));
   t.equal(order(over, peers), 'after');
 });
+
+t.test('a path too long for a conflict copy beside it: the edit is recorded, not refused', async (t) => {
+  // 4,080 bytes: a valid path, whose conflict copy's name (a longer last segment) is not. Two
+  // peers' concurrent edits stored while it was ignored here: the scan asked whether each was
+  // copied already by building the copy's revision, which threw PATH_INVALID, so the scan, and
+  // every sync after it, failed while the edit stayed on disk.
+  const long = [...Array.from({ length: 15 }, () => 'd'.repeat(250)), 'x'.repeat(80), 'y'.repeat(230) + '.txt'].join(
+    '/',
+  );
+  t.equal(Buffer.byteLength(long), 4080);
+  const store = await openStore(t);
+  store.write((w) => w.recordLocal(fileDraft(long, 1)));
+  const a = peerRev(2, { [NODE]: 1, [PEER]: 1 }, long);
+  const b = revisionEntry({
+    ...fileDraft(long, 3),
+    origin: 'other-node',
+    vector: vectorFrom({ [NODE]: 1, 'other-node': 1 }),
+  });
+  store.write((w) => {
+    w.put(a);
+    w.put(b);
+  });
+  const edit = store.write((w) => w.recordScanned(fileDraft(long, 4)));
+  t.equal(order(edit, a), 'concurrent', "the edit has not seen the peers' edits");
+  t.equal(order(edit, b), 'concurrent');
+  t.same(store.checkInvariants(), []);
+});
