@@ -69,6 +69,8 @@ export const SHORT_NODE_ID_LENGTH = 7;
 /** Marker that names a conflict copy. */
 export const CONFLICT_MARKER = '.sync-conflict-';
 const MAX_SEGMENT_BYTES = 255;
+/** A share path's limit (transfer/paths.ts MAX_PATH_BYTES): a conflict copy's path must fit it too. */
+const MAX_PATH_BYTES = 4096;
 
 /**
  * The node id as short as conflict names carry it: the first 7 characters after the common
@@ -130,8 +132,8 @@ function truncateUtf8(s: string, maxBytes: number): string {
  * The extension is what follows the last dot of the file name, unless that dot is the first
  * character (a dotfile such as `.bashrc` has no extension: `.bashrc.sync-conflict-...`), so the
  * copy still opens with the same application. A name too long for one path segment (255 bytes)
- * has its stem shortened; trailing dots and spaces that shortening exposes are dropped, since
- * share paths refuse them.
+ * (or a path too long for 4,096 bytes) has its stem shortened; trailing dots and spaces that
+ * shortening exposes are dropped, since share paths refuse them.
  */
 export function conflictPath(path: string, mtimeNs: bigint, origin: string): string {
   const slash = path.lastIndexOf('/');
@@ -143,7 +145,9 @@ export function conflictPath(path: string, mtimeNs: bigint, origin: string): str
   const ext = hasExt ? name.slice(dot) : '';
   const suffix = `${CONFLICT_MARKER}${conflictTimestamp(mtimeNs)}-${shortNodeId(origin)}${ext}`;
   let keptStem = stem;
-  const room = MAX_SEGMENT_BYTES - utf8Length(suffix);
+  // The whole path too: a copy of a path near 4,096 bytes was a path no log accepts, and every
+  // sync and revert that named it threw. Names that fitted before are unchanged.
+  const room = Math.min(MAX_SEGMENT_BYTES, MAX_PATH_BYTES - utf8Length(dir)) - utf8Length(suffix);
   if (utf8Length(stem) > room) keptStem = truncateUtf8(stem, Math.max(1, room)).replace(/[. ]+$/, '') || '_';
   return `${dir}${keptStem}${suffix}`;
 }

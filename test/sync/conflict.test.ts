@@ -205,6 +205,13 @@ t.test('conflict names keep the extension and stay valid share paths', async (t)
   // A multi-byte stem is cut on a code point boundary and trailing dots/spaces dropped.
   const multi = conflictPath('é'.repeat(120) + ' . .txt', T0, ALICE);
   t.equal(normalizeSharePath(multi), multi);
+  // A path near the 4,096-byte limit: the copy's path fits it too (it threw in every sync before).
+  const deep = `${'d'.repeat(200)}/`.repeat(20) + 'y'.repeat(60) + '.txt'; // 4,084 bytes
+  const deepCopy = conflictPath(deep, T0, ALICE);
+  t.ok(Buffer.byteLength(deepCopy) <= 4096, `the copy's path fits 4,096 bytes (${Buffer.byteLength(deepCopy)})`);
+  t.equal(normalizeSharePath(deepCopy), deepCopy);
+  t.ok(deepCopy.endsWith(`-${id}.txt`) && deepCopy.startsWith(deep.slice(0, deep.lastIndexOf('/') + 1)));
+  t.equal(conflictPath(`d/${long}`, T0, ALICE), p, 'a name that fitted before is unchanged');
   t.ok(isConflictPath(p) && isConflictPath(`Makefile.sync-conflict-${ts}-${id}`));
   t.notOk(isConflictPath('report.txt'));
 });
