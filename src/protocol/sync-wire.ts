@@ -265,6 +265,8 @@ function noSpaceToWire(n: SyncNoSpace): clawpeer.v1.SyncNoSpace.$Properties {
   ] as const)
     checkUint(`SyncDone.noSpace.${field}`, v, field === 'files' ? UINT32_MAX : Number.MAX_SAFE_INTEGER);
   for (const p of n.paths) checkPathToShow('SyncDone.noSpace.paths', p);
+  if (n.files < n.paths.length)
+    throw new RangeError(`SyncDone.noSpace names ${n.paths.length} paths of ${n.files} files`);
   return {
     files: n.files,
     needBytes: n.needBytes,
@@ -282,6 +284,9 @@ function noSpaceFromWire(w: clawpeer.v1.SyncNoSpace.$Properties): SyncNoSpace {
       'PROTOCOL',
       `SyncDone.noSpace lists ${paths.length} paths, more than ${MAX_NO_SPACE_PATHS_LISTED}`,
     );
+  // The paths are some of the files left out: a report naming more than it counts is made up.
+  if ((w.files ?? 0) < paths.length)
+    throw new ClawpeerError('PROTOCOL', `SyncDone.noSpace names ${paths.length} paths of ${w.files ?? 0} files`);
   return {
     files: w.files ?? 0,
     needBytes: u64ToNumber('SyncDone.noSpace.needBytes', w.needBytes ?? 0),

@@ -265,6 +265,7 @@ t.test("SyncDone's no-space report round-trips; a peer's unfit one is PROTOCOL, 
     pb.Control.encode({ syncDone: { transferId: 1, noSpace: { ...noSpace, paths } } }).finish();
   refuses(t, enc(['a\u202eb']), /SyncDone\.noSpace\.paths lists .*a control or bidi character/, 'a bidi path');
   refuses(t, enc(Array.from({ length: 21 }, (_, i) => `f${i}`)), /lists 21 paths, more than 20/, 'too many paths');
+  refuses(t, enc(['a', 'b', 'c', 'd']), /names 4 paths of 3 files/, 'more paths than files it counts');
   t.throws(
     () => encodeControl({ type: 'sync-done', transferId: 1, noSpace: { ...noSpace, paths: ['a\nb'] } }),
     RangeError,
