@@ -16,6 +16,9 @@
 // first bad record, and a resumed partial re-reads and re-hashes every journaled chunk before
 // trusting it (on by default), so a record whose data never reached the disk is dropped.
 //
+// Descriptors: data file and journal are open only while used (support/reopenable-file.ts: a
+// bounded pool closes idle ones and reopens them on demand), so 25,000 partials need no 50,000.
+//
 // Journal format (all integers big-endian):
 //   header: "CLAWPART" | u32 version=1 | u64 size | 32 root | u16 pathBytes | path (UTF-8) | u32 check
 //   record: u64 offset | u32 length | 32 id | u32 check                       (48 bytes each)
@@ -30,6 +33,7 @@ import { ClawpeerError } from '../errors.js';
 import { readBounded } from '../support/read-bounded.js';
 import { BLAKE3_OUT_BYTES, blake3, bytesEqual, toHex } from '../chunking/blake3.js';
 import { isConfinedRealpath } from '../transfer/paths.js';
+import { REOPEN_APPEND, REOPEN_READ_WRITE, ReopenableFile, stagingHandles } from '../support/reopenable-file.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
 
 /** Partials untouched for this long are stale: 7 days. */
@@ -142,8 +146,9 @@ function decodeRecords(bytes: Buffer, size: number): { chunks: PartialChunk[]; g
 }
 
 /**
- * One in-progress file: an open data file (positional writes) and its journal. Created by
- * PartialStore.openPartial. Chunk writes may come in any order and concurrently.
+ * One in-progress file: a data file (positional writes) and its journal, each reopened when
+ * used after the pool closed it. Created by PartialStore.openPartial. Chunk writes may come in
+ * any order and concurrently.
  */
 export class Partial implements PartialTarget {
   readonly relPath: string;
@@ -151,8 +156,9 @@ export class Partial implements PartialTarget {
   readonly size: number;
   readonly dataPath: string;
   readonly journalPath: string;
-  #data: FileHandle | undefined;
-  #journal: FileHandle | undefined;
+  readonly #data: ReopenableFile;
+  readonly #journal: ReopenableFile;
+  #closed = false;
   // offset -> chunk: what the journal lists (one chunk per offset; chunks never overlap).
   readonly #chunks = new Map<number, PartialChunk>();
 
@@ -175,8 +181,8 @@ export class Partial implements PartialTarget {
     this.size = target.size;
     this.dataPath = dataPath;
     this.journalPath = journalPath;
-    this.#data = data;
-    this.#journal = journal;
+    this.#data = new ReopenableFile(dataPath, data, REOPEN_READ_WRITE);
+    this.#journal = new ReopenableFile(journalPath, journal, REOPEN_APPEND);
     for (const c of chunks) this.#chunks.set(c.offset, c);
   }
 
@@ -191,9 +197,8 @@ export class Partial implements PartialTarget {
     return c !== undefined && bytesEqual(c.id, id);
   }
 
-  /** The open data file, for the publisher's fsync/metadata calls. */
-  get dataHandle(): FileHandle {
-    if (this.#data === undefined) throw new TypeError(`partial ${this.relPath} is closed`);
+  /** The data file, for the staged file's writeback and the publisher's fsync/metadata calls. */
+  get dataFile(): ReopenableFile {
     return this.#data;
   }
 
@@ -202,16 +207,17 @@ export class Partial implements PartialTarget {
    * bytes hash to `chunk.id` (the publisher does). Throws ClawpeerError IO (ENOSPC says so).
    */
   async write(chunk: PartialChunk, bytes: Uint8Array): Promise<void> {
-    const data = this.dataHandle;
     if (bytes.length !== chunk.length)
       throw new TypeError(`chunk at ${chunk.offset} of ${this.relPath} is ${chunk.length} bytes, not ${bytes.length}`);
     this.#checkFits(chunk);
     try {
-      let done = 0;
-      while (done < bytes.length) {
-        const { bytesWritten } = await data.write(bytes, done, bytes.length - done, chunk.offset + done);
-        done += bytesWritten;
-      }
+      await this.#data.use(async (data) => {
+        let done = 0;
+        while (done < bytes.length) {
+          const { bytesWritten } = await data.write(bytes, done, bytes.length - done, chunk.offset + done);
+          done += bytesWritten;
+        }
+      });
     } catch (err) {
       throw ioError('write', this.relPath, err);
     }
@@ -234,11 +240,10 @@ export class Partial implements PartialTarget {
 
   /** Journals `chunk` as held (once). */
   async #record(chunk: PartialChunk): Promise<void> {
-    const journal = this.#journal;
-    if (journal === undefined) throw new TypeError(`partial ${this.relPath} is closed`);
     if (this.has(chunk.offset, chunk.id)) return;
     try {
-      await journal.write(encodeRecord(chunk)); // 'a' mode: appended atomically, one record per call
+      // Opened to append: one record per call, appended atomically.
+      await this.#journal.use((journal) => journal.write(encodeRecord(chunk)));
     } catch (err) {
       throw ioError('journal', this.relPath, err);
     }
@@ -248,8 +253,8 @@ export class Partial implements PartialTarget {
   /** fsync data, then journal: after this, everything journaled survives a power loss. */
   async flush(): Promise<void> {
     try {
-      await this.#data?.sync();
-      await this.#journal?.sync();
+      await this.#data.use((h) => h.sync());
+      await this.#journal.use((h) => h.sync());
     } catch (err) {
       throw ioError('sync', this.relPath, err);
     }
@@ -257,16 +262,14 @@ export class Partial implements PartialTarget {
 
   /** Flushes and closes; the partial stays on disk for a later attempt. */
   async close(): Promise<void> {
-    const data = this.#data;
-    const journal = this.#journal;
-    this.#data = undefined;
-    this.#journal = undefined;
+    if (this.#closed) return;
+    this.#closed = true;
     try {
-      await data?.sync();
-      await journal?.sync();
+      await this.#data.use((h) => h.sync());
+      await this.#journal.use((h) => h.sync());
     } finally {
-      await data?.close();
-      await journal?.close();
+      await this.#data.dispose();
+      await this.#journal.dispose();
     }
   }
 
@@ -275,23 +278,15 @@ export class Partial implements PartialTarget {
    * journal: called once the data file has been renamed to its final path.
    */
   async finishPromotion(): Promise<void> {
-    const data = this.#data;
-    const journal = this.#journal;
-    this.#data = undefined;
-    this.#journal = undefined;
-    await data?.close();
-    await journal?.close();
+    await this.#data.dispose();
+    await this.#journal.dispose();
     await unlink(this.journalPath).catch(() => undefined);
   }
 
   /** Closes and deletes both files. */
   async discard(): Promise<void> {
-    const data = this.#data;
-    const journal = this.#journal;
-    this.#data = undefined;
-    this.#journal = undefined;
-    await data?.close().catch(() => undefined);
-    await journal?.close().catch(() => undefined);
+    await this.#data.dispose().catch(() => undefined);
+    await this.#journal.dispose().catch(() => undefined);
     await rm(this.dataPath, { force: true });
     await rm(this.journalPath, { force: true });
   }
@@ -389,6 +384,7 @@ export class PartialStore {
 
     let data: FileHandle | undefined;
     let journal: FileHandle | undefined;
+    await stagingHandles.makeRoom(2);
     try {
       if (resumed) {
         data = await open(dataPath, 'r+');

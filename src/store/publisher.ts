@@ -40,6 +40,7 @@ import { releaseTempName, tempNameFor } from './temp-files.js';
 import { ConfinedDirs } from './confined-dirs.js';
 import type { PublishFile, PublishDir, ExistingPolicy, PublisherOptions, MetadataSet } from './publish-types.js';
 import { pathRefusal } from '../support/path-refusal.js';
+import { stagingHandles } from '../support/reopenable-file.js';
 import { IN_MEMORY_MAX_BYTES, PUBLISH_MODE_MASK, toSeconds, StagedFile } from './staged-file.js';
 
 /**
@@ -316,14 +317,7 @@ export class Publisher {
         { relPath: rel, root: file.manifest.root, size: file.manifest.size },
         this.#options.signal === undefined ? {} : { signal: this.#options.signal },
       );
-      staged = new StagedFile(
-        normalized,
-        finalPath,
-        partial.dataPath,
-        partial.dataHandle,
-        partial,
-        this.#earlyWritebackBytes(),
-      );
+      staged = new StagedFile(normalized, finalPath, partial.dataPath, 'partial', partial, this.#earlyWritebackBytes());
     } else if (file.manifest.size <= IN_MEMORY_MAX_BYTES) {
       staged = new StagedFile(
         normalized,
@@ -335,6 +329,7 @@ export class Publisher {
     } else {
       const stagingPath = path.join(dirAbs, tempNameFor(path.posix.basename(rel)));
       let handle: FileHandle;
+      await stagingHandles.makeRoom(1);
       try {
         // 'wx': O_EXCL, so the temp name never follows or reuses an existing entry.
         handle = await open(stagingPath, 'wx', 0o600);
@@ -397,12 +392,14 @@ export class Publisher {
         } else {
           await f.settleWriteback();
           await f.fillOutHoles();
-          await f.handle.chmod(f.mode);
-          await f.handle.utimes(atime, toSeconds(f.mtimeMs));
-          if (this.#fsync) {
-            await f.handle.sync();
-            this.fsyncs++;
-          }
+          await f.withHandle(async (h) => {
+            await h.chmod(f.mode);
+            await h.utimes(atime, toSeconds(f.mtimeMs));
+            if (this.#fsync) {
+              await h.sync();
+              this.fsyncs++;
+            }
+          });
         }
       } catch (err) {
         failed.set(f, ioError('sync', f.finalPath, err));

@@ -11,12 +11,15 @@
 // it again would double the disk traffic to guard only against the disk returning other bytes
 // than were written, which fsync's contract already covers.
 //
-// Resource use: a staged temp file holds one open descriptor (a partial, two) until commit or
-// abort. Small files (IN_MEMORY_MAX_BYTES, not resumable) hold no descriptor: they are assembled
-// in memory once their first chunk arrives and written to their temp file at commit with
-// synchronous calls in slices of WRITE_OUT_SLICE_MS (each awaited call is a thread-pool round
-// trip and a wake-up, which made a tree of small files cost ~1 ms per file before its fsync);
-// the driver commits in batches, which bounds that memory.
+// Resource use: a staged temp file (a partial: data file and journal) holds a descriptor only
+// while it is used: a process-wide pool keeps a bounded number open, closing idle ones and
+// reopening them on demand (support/reopenable-file.ts), so a transfer of 25,000 large files
+// needs no 25,000 descriptors. The temp name stays claimed (created with O_EXCL at staging; a
+// reopen finds the same file or fails). Small files (IN_MEMORY_MAX_BYTES, not resumable) hold
+// no descriptor: they are assembled in memory once their first chunk arrives and written to
+// their temp file at commit with synchronous calls in slices of WRITE_OUT_SLICE_MS (each
+// awaited call is a thread-pool round trip and a wake-up, which made a tree of small files cost
+// ~1 ms per file before its fsync); the driver commits in batches, which bounds that memory.
 //
 // Holes. An all-zero chunk of a file staged on disk is not written: a partial's data file is
 // sized when created, a temp file at commit, so the file keeps a hole there and takes the space
@@ -24,6 +27,7 @@
 // zeros the chunk's BLAKE3 was checked against). In-memory files are written whole.
 
 import { rm, type FileHandle } from 'node:fs/promises';
+import { REOPEN_READ_WRITE, ReopenableFile } from '../support/reopenable-file.js';
 import { closeSync, fchmodSync, fsync, futimesSync, openSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { ClawpeerError, ioError } from '../errors.js';
@@ -82,7 +86,7 @@ export class StagedFile {
   /** Where the bytes are assembled (a temp file in the final directory, or a partial's data file). */
   readonly stagingPath: string;
   /** The temp file or partial data file; undefined while assembled in memory. */
-  readonly #handle: FileHandle | undefined;
+  readonly #file: ReopenableFile | undefined;
   /** In-memory assembly: the bytes (allocated at the first chunk), then the temp file's fd at commit. */
   #memory: Buffer | undefined;
   #fd: number | undefined;
@@ -107,7 +111,8 @@ export class StagedFile {
     file: PublishFile & { relPath: string },
     finalPath: string,
     stagingPath: string,
-    handle: FileHandle | 'memory',
+    /** The temp file, open (taken over); 'partial': the partial's data file. */
+    handle: FileHandle | 'memory' | 'partial',
     partial: Partial | undefined,
     writebackEvery = EARLY_WRITEBACK_BYTES,
   ) {
@@ -118,7 +123,12 @@ export class StagedFile {
     this.mode = file.mode & PUBLISH_MODE_MASK;
     this.mtimeMs = file.mtimeMs;
     this.stagingPath = stagingPath;
-    this.#handle = handle === 'memory' ? undefined : handle;
+    if (handle === 'partial') {
+      if (partial === undefined) throw new TypeError(`${file.relPath}: no partial given`);
+      this.#file = partial.dataFile;
+    } else {
+      this.#file = handle === 'memory' ? undefined : new ReopenableFile(stagingPath, handle, REOPEN_READ_WRITE);
+    }
     this.#partial = partial;
     this.#written = new Uint8Array(file.manifest.chunks.length);
     this.#missing = file.manifest.chunks.length;
@@ -150,13 +160,18 @@ export class StagedFile {
 
   /** True when assembled in memory (no file exists until commit). */
   get inMemory(): boolean {
-    return this.#handle === undefined && this.#partial === undefined;
+    return this.#file === undefined;
   }
 
-  /** @internal the temp file or partial data file (not for in-memory files) */
-  get handle(): FileHandle {
-    if (this.#handle === undefined) throw new TypeError(`${this.relPath} is assembled in memory`);
-    return this.#handle;
+  /** @internal Runs `fn` with the temp file or partial data file open (not for in-memory files). */
+  withHandle<T>(fn: (handle: FileHandle) => Promise<T>): Promise<T> {
+    if (this.#file === undefined) throw new TypeError(`${this.relPath} is assembled in memory`);
+    return this.#file.use(fn);
+  }
+
+  /** True while the temp file or partial data file has a descriptor open (tests). */
+  get descriptorOpen(): boolean {
+    return this.#file?.isOpen ?? this.#fd !== undefined;
   }
 
   /**
@@ -189,8 +204,8 @@ export class StagedFile {
   /** @internal Closes the staging file before it is renamed into place. */
   async closeStaging(): Promise<void> {
     if (this.#partial !== undefined) return;
-    if (this.#handle !== undefined) {
-      await this.#handle.close();
+    if (this.#file !== undefined) {
+      await this.#file.dispose();
       return;
     }
     const fd = this.#fd;
@@ -244,7 +259,7 @@ export class StagedFile {
     }
     // A chunk of zeros in a file staged on disk is left as a hole (cp --sparse=auto, rsync -S):
     // a VM image or database file takes the space its data does, not its size.
-    const zeros = (this.#partial !== undefined || this.#handle !== undefined) && isAllZeros(bytes);
+    const zeros = this.#file !== undefined && isAllZeros(bytes);
     for (const index of list) {
       const chunk = this.manifest.chunks[index];
       if (chunk === undefined) throw new RangeError(`${this.relPath} has no chunk ${index}`);
@@ -257,7 +272,7 @@ export class StagedFile {
         else this.#holes = true;
       } else if (this.#partial !== undefined) {
         await this.#partial.write(chunk, bytes);
-      } else if (this.#handle === undefined) {
+      } else if (this.#file === undefined) {
         if (this.manifest.chunks.length === 1) {
           // The chunk is the whole file: keep the caller's bytes (they are not reused) rather
           // than copy them; 10,000 small files made ~600 MB of copies and GC otherwise.
@@ -268,11 +283,13 @@ export class StagedFile {
         }
       } else {
         try {
-          let done = 0;
-          while (done < bytes.length) {
-            const { bytesWritten } = await this.#handle.write(bytes, done, bytes.length - done, chunk.offset + done);
-            done += bytesWritten;
-          }
+          await this.#file.use(async (handle) => {
+            let done = 0;
+            while (done < bytes.length) {
+              const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, chunk.offset + done);
+              done += bytesWritten;
+            }
+          });
         } catch (err) {
           throw ioError('write', this.relPath, err);
         }
@@ -287,15 +304,13 @@ export class StagedFile {
    * written (one at a time).
    */
   #noteWritten(bytes: number): void {
-    const handle = this.#handle;
-    if (handle === undefined) return;
+    if (this.#file === undefined) return;
     this.#unsyncedBytes += bytes;
     if (this.#unsyncedBytes < this.#writebackEvery || this.#writeback !== undefined) return;
     this.#unsyncedBytes = 0;
     // A failed fsync is reported once and may clear the error: keep it, so the commit cannot
     // succeed on a later fsync after data was lost.
-    this.#writeback = handle
-      .datasync()
+    this.#writeback = this.writeBack()
       .catch((err: unknown) => {
         this.#writebackError ??= err;
       })
@@ -304,11 +319,16 @@ export class StagedFile {
       });
   }
 
+  /** @internal One early writeback: fdatasync of the staging file (tests replace it to count or fail). */
+  writeBack(): Promise<void> {
+    return this.withHandle((h) => h.datasync());
+  }
+
   /** @internal A temp file with holes at its end is short until this sets its size (before its metadata: truncating sets the mtime). */
   async fillOutHoles(): Promise<void> {
-    if (!this.#holes || this.#handle === undefined) return;
+    if (!this.#holes || this.#file === undefined) return;
     try {
-      await this.#handle.truncate(this.manifest.size);
+      await this.#file.use((h) => h.truncate(this.manifest.size));
     } catch (err) {
       throw ioError('write', this.relPath, err);
     }
@@ -344,7 +364,7 @@ export class StagedFile {
       return;
     }
     this.#memory = undefined;
-    if (this.#handle === undefined && !this.#wroteOut) return; // nothing on disk yet
+    if (this.#file === undefined && !this.#wroteOut) return; // nothing on disk yet
     await this.closeStaging().catch(() => undefined);
     await rm(this.stagingPath, { force: true });
   }

@@ -5,9 +5,14 @@
 // limit, and the receiver's commit batches fit in it. Before, both failed with EMFILE ("too many
 // open files"), every time: a tree of more than ~40 files never synced under that limit. And at a
 // limit too low to load clawpeer's modules (24), the launcher says to raise it, with no stack.
+// Files over 1 MiB are staged on disk: 2 x LIMIT of them synced to the listener, then copied
+// within the folder (content the listener holds: every file complete before a chunk travels).
+// Before, each staged file held its descriptor(s) until published: "cannot open partial ...
+// EMFILE" every retry. Now staged files reopen their descriptors on demand, a bounded number open.
 import t from 'tap';
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { copyFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CLI, snapshot, startRig, treeDiff, withoutInternals, type CliResult, type TreeItem } from './fault-harness.js';
 
@@ -110,4 +115,23 @@ if (prlimit !== undefined) {
       t.notMatch(rig.listener.stderr(), /EMFILE|internal error/, 'the listener never ran out of descriptors');
     },
   );
+
+  const BIG = 2 * LIMIT;
+  const BIG_BYTES = 1.5 * (1 << 20);
+  t.test(`the client sends ${BIG} files of 1.5 MiB, then copies of them, at ${LIMIT} descriptors`, async (t) => {
+    await mkdir(path.join(local, 'big'));
+    for (let i = 0; i < BIG; i++) await writeFile(path.join(local, 'big', `p${i}.jpg`), randomBytes(BIG_BYTES));
+    const first = await limitedSync();
+    t.equal(first.code, 0, `the first sync completes; stderr: ${first.stderr.slice(-2000)}`);
+    t.same(treeDiff(await tree(local), await tree(rig.share)), [], 'both folders identical');
+    t.notMatch(rig.listener.stderr(), /EMFILE|internal error/, 'the listener never ran out of descriptors');
+
+    await mkdir(path.join(local, 'big-copy'));
+    for (let i = 0; i < BIG; i++)
+      await copyFile(path.join(local, 'big', `p${i}.jpg`), path.join(local, 'big-copy', `p${i}.jpg`));
+    const copies = await limitedSync();
+    t.equal(copies.code, 0, `the sync of copies completes; stderr: ${copies.stderr.slice(-2000)}`);
+    t.same(treeDiff(await tree(local), await tree(rig.share)), [], 'both folders identical');
+    t.notMatch(rig.listener.stderr(), /EMFILE|internal error/, 'the listener never ran out of descriptors');
+  });
 }

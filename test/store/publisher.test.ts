@@ -534,11 +534,10 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
   };
   const good = mustStage(await pub.stageFile({ relPath: 'big.bin', manifest, mode: 0o644, mtimeMs: 0 }));
   t.notOk(good.inMemory);
-  // Counted at the handle: each early writeback is one fdatasync of the staging file.
-  const goodHandle = good.handle as unknown as { datasync: () => Promise<void> };
-  const datasync = goodHandle.datasync.bind(goodHandle);
+  // Counted at writeBack: each early writeback is one fdatasync of the staging file.
+  const datasync = good.writeBack.bind(good);
   let writebacksStarted = 0;
-  goodHandle.datasync = () => {
+  good.writeBack = () => {
     writebacksStarted++;
     return datasync();
   };
@@ -551,7 +550,7 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
   // the chunk that crosses the mark counts in full, so each covers less than 100,000 + a chunk.
   const quick = mustStage(await pub.stageFile({ relPath: 'quick.bin', manifest, mode: 0o644, mtimeMs: 0 }));
   let quickStarted = 0;
-  (quick.handle as unknown as { datasync: () => Promise<void> }).datasync = () => {
+  quick.writeBack = () => {
     quickStarted++;
     return Promise.resolve();
   };
@@ -565,8 +564,7 @@ t.test('a large file writes back early while it arrives; a failed writeback fail
 
   // fsync reports an error once: a failed early writeback must fail the commit, not vanish.
   const bad = mustStage(await pub.stageFile({ relPath: 'lost.bin', manifest, mode: 0o644, mtimeMs: 0 }));
-  const handle = bad.handle as unknown as { datasync: () => Promise<void> };
-  handle.datasync = () => Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+  bad.writeBack = () => Promise.reject(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
   await writeAll(bad);
   await t.rejects(
     pub.commit([bad]),
