@@ -14,8 +14,13 @@ import { constants, fstatSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { openFileLimit } from './open-file-limit.js';
 
-/** Open staged files' descriptors, at most: a quarter of the open-file limit, 8 to 1,024. */
-export const stagingHandleCap = (): number => Math.max(8, Math.min(1024, Math.floor((openFileLimit() ?? 4096) / 4)));
+/**
+ * Open staged files' descriptors, at most: an eighth of the open-file limit, 4 to 1,024. A
+ * quarter goes to the commit batches (exchange/commit-queue.ts), the rest to the process's own
+ * (~25: sockets, LMDB, stdio) and what a transfer opens briefly: at `ulimit -n 64` a quarter here
+ * too ran out (a partial's data file, EMFILE, 3 runs in 4 under load).
+ */
+export const stagingHandleCap = (): number => Math.max(4, Math.min(1024, Math.floor((openFileLimit() ?? 4096) / 8)));
 
 /** Reopen flags: read/write, or append-only (a journal). Never creates; never follows a symlink. */
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
