@@ -199,8 +199,9 @@ async function waitForPulls(
   for (;;) {
     if (signal.aborted) throw (signal.reason as Error | undefined) ?? new ClawpeerError('INTERRUPTED');
     if (allSent()) break;
+    // A session that came and went between two polls (a refusal is quick) left its parting word.
     if (connected()) seen = true;
-    else if (seen) {
+    else if (seen || partingWord() !== undefined) {
       const done = [...named.values()].filter((s) => s?.ok === true).length;
       const word = partingWord();
       // DECLINED is an honest receive's word before any pull; after one, what went is told.
