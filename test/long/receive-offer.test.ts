@@ -10,8 +10,8 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, readdir, statfs, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CLI, jsonLines, runCli, tempHome } from './cli-harness.js';
-import { sending } from './send-harness.js';
+import { CLI, jsonLines, runCli, tempHome } from '../e2e/cli-harness.js';
+import { sending } from '../e2e/send-harness.js';
 
 const SCRIPT = '/usr/bin/script';
 /** Skips a test that needs a pseudo-terminal where util-linux `script` is missing. */
