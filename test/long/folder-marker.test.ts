@@ -16,6 +16,24 @@ t.teardown(async () => {
   for (const n of nodes) await n.listener.stop('SIGKILL');
 });
 const [A, B] = nodes as [FolderNode, FolderNode];
+/**
+ * Until both sides have been in sync for 3 s running (both sync at start, one is told the folder
+ * is busy and retries within a second or two): a disk in use cannot be unmounted, and a sync
+ * running through the swaps below would go on writing into the new directory by its paths,
+ * making its `.clawpeer/` there again.
+ */
+async function quietMoment(): Promise<void> {
+  let since = Date.now();
+  await until(
+    nodes,
+    'both sides in sync for 3 s',
+    async () => {
+      if (!(await allInSync(nodes, 'docs'))) since = Date.now();
+      return Date.now() - since >= 3000;
+    },
+    30_000,
+  );
+}
 const problemOnB = async (): Promise<string | undefined> =>
   ((await foldersOf(B)).find((f) => f.id === 'docs') as { problem?: string } | undefined)?.problem;
 
@@ -34,10 +52,7 @@ t.test('a folder whose disk is gone waits for it, and fetches nothing in its pla
     20_000,
   );
 
-  // A quiet moment (both sides sync at start, one is told the folder is busy and retries within
-  // a second or two): a disk in use cannot be unmounted, and a sync running through the swap
-  // below would go on writing into the new directory by its paths.
-  await new Promise((resolve) => setTimeout(resolve, 3000));
+  await quietMoment();
   // B's disk "unmounted": the folder's directory is an empty mount point now.
   const disk = `${B.dir}-disk`;
   await rename(B.dir, disk);
@@ -70,6 +85,7 @@ t.test('a folder whose disk is gone waits for it, and fetches nothing in its pla
 });
 
 t.test('`mkdir DIR/.clawpeer` starts a folder whose disk is gone anew from its peers', async (t) => {
+  await quietMoment();
   await rename(B.dir, `${B.dir}-old`);
   await mkdir(B.dir);
   await writeFile(path.join(A.dir, 'three.txt'), 'three\n');
