@@ -160,19 +160,22 @@ interface Collected {
   readonly files: Map<number, SourceFile>;
   /** Several roots (a files-from list): the entry paths so far, so a path is announced once. One root needs no such set (a million-file tree would pay ~100 MB for it). */
   readonly paths?: Set<string>;
+  /** Entry index -> its path on disk, for the entries whose path there is not NFC (tree-scan localPath). */
+  readonly onDisk: Map<number, string>;
   totalBytes: number;
 }
 
 const newCollected = (paths?: Set<string>): Collected => ({
   entries: [],
   files: new Map(),
+  onDisk: new Map(),
   ...(paths === undefined ? {} : { paths }),
   totalBytes: 0,
 });
 
 function collected(out: Collected, localOf: (relPath: string) => string): TransferSource {
-  const { entries, files, totalBytes } = out;
-  return { localPathOf: (i) => localOf(entries[i]?.path ?? ''), entries, files, totalBytes };
+  const { entries, files, totalBytes, onDisk } = out;
+  return { localPathOf: (i) => onDisk.get(i) ?? localOf(entries[i]?.path ?? ''), entries, files, totalBytes };
 }
 
 /**
@@ -256,6 +259,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
     if (e.kind === 'file' && outsideSizeRange(options.sizes, e.size)) continue;
     const mtimeMs = Math.floor(e.mtimeMs);
     const mode = e.kind === 'symlink' ? e.mode & 0o777 : announcedMode(options, e.mode, e.kind);
+    const index = entries.length;
     switch (e.kind) {
       case 'dir':
         entries.push(dirEntry(e.relPath, mode, mtimeMs));
@@ -283,7 +287,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
         });
         break;
       case 'file': {
-        const local = localOf(e.relPath);
+        const local = e.localPath ?? localOf(e.relPath);
         const hashedAtNs = msToNs(Date.now());
         let manifest: FileManifest;
         try {
@@ -323,6 +327,7 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
         throw new ClawpeerError('INTERNAL', `unknown entry kind ${String(unreachable)}`);
       }
     }
+    if (e.localPath !== undefined) out.onDisk.set(index, e.localPath);
     out.paths?.add(e.relPath);
   }
 }

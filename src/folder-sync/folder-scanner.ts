@@ -91,6 +91,11 @@ export interface ScanFolderOptions {
   readonly onHashed?: (relPath: string, manifest: FileManifest, stat: WarmStat, hashedAtNs: bigint) => void;
   /** Told about entries that cannot be recorded; without it the first such problem is thrown. */
   readonly onIssue?: (issue: TreeScanIssue) => void;
+  /**
+   * Told about each name that was not NFC on disk and has been renamed to its NFC form (a
+   * folder's paths are its names on disk, and paths travel in NFC; Syncthing's autoNormalize).
+   */
+  readonly onRenamedToNfc?: (from: string, to: string) => void;
   /** The folder's ignore rules (loadSyncIgnore). Default: nothing is ignored but the ignore file. */
   readonly ignore?: SyncIgnore;
   /**
@@ -423,6 +428,7 @@ export async function scanFolder(
   const walk = scanTreeBatches(root, {
     rootName: null,
     onIssue: report,
+    renameToNfc: options.onRenamedToNfc ?? (() => undefined),
     skipDir,
     ...(signal === undefined ? {} : { signal }),
   });

@@ -235,6 +235,8 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
       chunking: o.chunking,
       ignore,
       ...(onlyChanged === undefined ? {} : { onlyChanged }),
+      onRenamedToNfc: (from, to) =>
+        o.log.warn('renamed a name that was not NFC on disk to its NFC form (names travel in NFC)', { from, to }),
       onHashed: (rel: string, manifest: FileManifest, stat: WarmStat, hashedAtNs: bigint) => {
         // With when the scan began: serving the fetch checks the file by its stat, not by hashing again.
         if (o.cacheManifests === true) manifests.add(rel, manifest, stat, hashedAtNs);

@@ -2,7 +2,7 @@
 // read-write `inbox` under the home directory. `:nodelete` takes pushes but refuses push --delete
 // (rsync daemons' `refuse options = delete`); a sync still carries deletions, as syncing means.
 // `:fsync` refuses a peer's --fsync=none: everything published there is fsynced.
-import { realpath, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import path, { resolve } from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import { isInternalPath } from '../store/internal-names.js';
@@ -178,10 +178,16 @@ export async function existingSharePath(
 ): Promise<string> {
   if (isInternalPath(basePath))
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
-  const local = path.join(share.dir, ...onDiskSegments(share, basePath));
+  let local = path.join(share.dir, ...onDiskSegments(share, basePath));
   let real: string;
   try {
-    real = await realpath(local);
+    real = await realpath(local).catch(async (err: unknown) => {
+      // A name on the way that is not NFC on disk (the peer asks in NFC): found by its NFC form.
+      // Only a path with a character outside ASCII can have one (no directory read for the rest).
+      if (!/[\u0080-\uffff]/.test(basePath)) throw err;
+      local = (await nfcNamedOnDisk(share.dir, onDiskSegments(share, basePath))) ?? local;
+      return realpath(local).catch(() => Promise.reject(err as Error));
+    });
     await stat(real);
   } catch {
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} does not exist`);
@@ -212,6 +218,21 @@ export function onDiskSegments(share: Pick<Share, 'only'>, basePath: string): st
   if (share.only === undefined || top === undefined || share.only.includes(top)) return segments;
   const sent = share.only.find((n) => n.normalize('NFC') === top);
   return sent === undefined ? segments : [sent, ...segments.slice(1)];
+}
+
+/**
+ * `dir` joined with `segments` (NFC, as a peer names paths), each found on disk as it is or, when
+ * not there so, as the one name in its directory whose NFC form it is; undefined when none is.
+ */
+async function nfcNamedOnDisk(dir: string, segments: readonly string[]): Promise<string | undefined> {
+  let at = dir;
+  for (const segment of segments) {
+    const names = await readdir(at).catch(() => [] as string[]);
+    const name = names.includes(segment) ? segment : names.find((n) => n.normalize('NFC') === segment);
+    if (name === undefined) return undefined;
+    at = path.join(at, name);
+  }
+  return at;
 }
 
 /** A peer's --fsync=none into a share served with :fsync is refused (SHARE_FORBIDDEN). */

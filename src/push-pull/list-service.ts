@@ -94,8 +94,9 @@ async function* scanRoots(
     yield* scanTreeBatches(local, {
       ...(isDir ? { rootName: null } : {}),
       onIssue: () => undefined,
-      // `.clawpeer` only at the share's root; temp files are left out by the caller.
-      skipDir: (rel) => basePath === '' && isInternalDirName(rel),
+      // A synced folder's `.clawpeer/` at any depth, as a pull leaves it out (transfer-source.ts);
+      // temp files are left out by the caller.
+      skipDir: (rel) => isInternalDirName(path.posix.basename(rel)),
       ...descend,
       signal,
     });

@@ -309,6 +309,8 @@ export class ChunkIndex {
     });
     for await (const entry of walk) {
       if (entry.kind !== 'file' || isInternalPath(entry.relPath)) continue;
+      // Under a name not NFC on disk: the index finds files by relPath, so it cannot offer its chunks.
+      if (entry.localPath !== undefined) continue;
       files++;
       seen.add(entry.relPath);
       const key: FileKey = { size: entry.size, mtimeNs: entry.mtimeNs, ino: entry.ino };

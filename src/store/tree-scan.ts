@@ -21,7 +21,7 @@
 // hands its entries out a batch at a time: an async generator pays a promise and a microtask
 // per entry, which cost a cold no-op scan of 10,000 files ~150 ms against ~70 ms in batches.
 
-import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readlinkSync, realpathSync, renameSync, statSync } from 'node:fs';
 import type { BigIntStats } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
@@ -52,6 +52,12 @@ export interface TreeEntry {
    * refuses to create them.
    */
   readonly linkEscapes?: boolean;
+  /**
+   * The entry's path on disk, when it is not the scanned root joined with relPath's segments: a
+   * name on disk not in NFC (Linux keeps a name's bytes; macOS hands out NFD names), in the entry
+   * or a directory above it. relPath is always NFC, as names travel.
+   */
+  readonly localPath?: string;
 }
 
 /** Something under the scanned path that cannot be sent; the scan goes on after it if reported. */
@@ -104,6 +110,12 @@ export interface ScanTreeOptions {
    * without copyLinks): a peer's pull -L must not read the listener's files outside the share.
    */
   readonly followWithin?: string;
+  /**
+   * A name on disk not in NFC is renamed to its NFC form (when no entry there has it) and then
+   * told here, as Syncthing's autoNormalize: a synced folder's paths are its names on disk. Without
+   * it names stay as they are and entries below one carry localPath.
+   */
+  readonly renameToNfc?: (from: string, to: string) => void;
   readonly signal?: AbortSignal;
 }
 
@@ -122,6 +134,9 @@ function compareUtf8(a: string, b: string): number {
 // Outside the surrogate range, JavaScript's UTF-16 order is code point order, which is UTF-8
 // byte order; only names with astral characters need the byte comparison.
 const SURROGATE = /[\ud800-\udfff]/;
+
+// A name with a character outside ASCII may not be NFC (checked only for those: most are ASCII).
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /** Sorts directory entry names in UTF-8 byte order. */
 function sortNames(names: string[]): string[] {
@@ -166,7 +181,12 @@ function vanished(localPath: string, err: unknown): ClawpeerError {
 interface Frame {
   readonly localDir: string;
   readonly relDir: string | null;
+  /** The entries' names in NFC (as they travel), sorted. */
   readonly names: string[];
+  /** NFC name -> name on disk, for the names not NFC on disk (kept as they are). */
+  readonly onDisk: Map<string, string> | undefined;
+  /** True when localDir is not the root joined with relDir's segments (a name above not NFC on disk). */
+  readonly diskDiffers: boolean;
   /** The directory's dev:ino (copyLinks: a link back to one of the frames on the stack is a loop). */
   readonly id: string;
   next: number;
@@ -336,7 +356,7 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
     return;
   }
 
-  const readNames = (dir: string): string[] | undefined => {
+  const readNames = (dir: string): Pick<Frame, 'names' | 'onDisk'> | undefined => {
     let names: string[];
     let raws: Buffer[] | undefined;
     try {
@@ -348,7 +368,50 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
       report({ localPath: dir, error: vanished(dir, err) });
       return undefined;
     }
-    return sortNames(raws === undefined ? names : utf8Names(dir, raws));
+    if (raws !== undefined) names = utf8Names(dir, raws);
+    const onDisk = names.some((n) => NON_ASCII.test(n) && n.normalize('NFC') !== n) ? nfcNames(dir, names) : undefined;
+    return { names: sortNames(onDisk === undefined ? names : names.map((n) => n.normalize('NFC'))), onDisk };
+  };
+  // Names not in NFC, in place in `names`: renamed on disk (renameToNfc) or mapped to their names
+  // there. Two names with one NFC form would be one path on the wire: the one not NFC is an issue.
+  const nfcNames = (dir: string, names: string[]): Map<string, string> => {
+    const onDisk = new Map<string, string>();
+    const taken = new Set(names);
+    for (let i = names.length - 1; i >= 0; i--) {
+      const name = names[i]!;
+      const nfc = name.normalize('NFC');
+      if (nfc === name) continue;
+      const local = path.join(dir, name);
+      const drop = (why: string): void => {
+        names.splice(i, 1);
+        report({ localPath: local, error: new ClawpeerError('PATH_INVALID', `cannot send ${local}: ${why}`) });
+      };
+      if (taken.has(nfc) || onDisk.has(nfc)) {
+        drop(
+          `its name is ${nfc} in another Unicode form (not NFC), and ${nfc} is there too: names travel in NFC, so the two would be one path (rename one)`,
+        );
+        continue;
+      }
+      if (options.renameToNfc !== undefined) {
+        const to = path.join(dir, nfc);
+        try {
+          // rename(2) replaces: a name made there since the listing is looked for first.
+          if (lstatSync(to, { throwIfNoEntry: false }) !== undefined) throw new Error(`${to} exists`);
+          renameSync(local, to);
+        } catch (err) {
+          drop(
+            `its name is not NFC (names travel in NFC) and it could not be renamed to it: ${(err as Error).message}`,
+          );
+          continue;
+        }
+        options.renameToNfc(local, to);
+        names[i] = nfc;
+        taken.add(nfc);
+        continue;
+      }
+      onDisk.set(nfc, name);
+    }
+    return onDisk;
   };
   const utf8Names = (dir: string, raws: readonly Buffer[]): string[] => {
     const out: string[] = [];
@@ -376,7 +439,9 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
   }
   const rootNames = readNames(rootLocal);
   if (rootNames === undefined) return;
-  const stack: Frame[] = [{ localDir: rootLocal, relDir: rootRel, names: rootNames, id: dirId(rootStat), next: 0 }];
+  const stack: Frame[] = [
+    { localDir: rootLocal, relDir: rootRel, ...rootNames, diskDiffers: false, id: dirId(rootStat), next: 0 },
+  ];
   const skipped = (local: string, what: string): void => {
     if (options.onSpecialSkipped !== undefined) options.onSpecialSkipped(local, what);
     else report({ localPath: local, error: new ClawpeerError('IO', `${local} is ${what}`) });
@@ -390,7 +455,9 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
       stack.pop();
       continue;
     }
-    const local = path.join(frame.localDir, name);
+    const diskName = frame.onDisk?.get(name) ?? name;
+    const local = path.join(frame.localDir, diskName);
+    const diskDiffers = frame.diskDiffers || diskName !== name;
     let rel: string;
     try {
       // The parent's relPath is canonical already: only the new name needs checking.
@@ -432,10 +499,11 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
       }
     }
     if (entry === undefined) continue;
-    yield entry;
+    yield diskDiffers ? { ...entry, localPath: local } : entry;
     if (entry.kind === 'dir' && options.descend?.(rel) !== false) {
       const names = readNames(local);
-      if (names !== undefined) stack.push({ localDir: local, relDir: rel, names, id: dirId(st), next: 0 });
+      if (names !== undefined)
+        stack.push({ localDir: local, relDir: rel, ...names, diskDiffers, id: dirId(st), next: 0 });
     }
   }
 }

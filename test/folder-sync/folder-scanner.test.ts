@@ -392,3 +392,28 @@ t.test(
     t.equal(Buffer.from(store.root()).toString('hex'), before, 'the log is as it was');
   },
 );
+
+t.test('a name not NFC on disk is renamed to its NFC form and recorded so (Syncthing autoNormalize)', async (t) => {
+  const { folder, store } = await fixture();
+  await mkdir(join(folder, 'cafe\u0301'));
+  await writeFile(join(folder, 'cafe\u0301', 'e\u0301te\u0301.txt'), 'summer');
+  await writeFile(join(folder, 'na\u0308me'), 'NFD twin');
+  await writeFile(join(folder, 'n\u00e4me'), 'NFC twin');
+  const renamed: string[] = [];
+  const issues: string[] = [];
+  const scan = await scanFolder(store, folder, {
+    ...options,
+    onRenamedToNfc: (from, to) => void renamed.push(`${from.slice(folder.length)} -> ${to.slice(folder.length)}`),
+    onIssue: (i) => void issues.push(`${i.error.code} ${i.localPath.slice(folder.length)}`),
+  });
+  t.same(renamed, ['/cafe\u0301 -> /caf\u00e9', '/caf\u00e9/e\u0301te\u0301.txt -> /caf\u00e9/\u00e9t\u00e9.txt']);
+  t.same(
+    issues,
+    ['PATH_INVALID /na\u0308me'],
+    'an NFD name whose NFC form is there too is left out, not renamed over it',
+  );
+  t.equal(store.liveHead('caf\u00e9/\u00e9t\u00e9.txt')?.revision.kind, 'file', 'recorded under its NFC path');
+  t.equal(scan.unstable, 0);
+  const again = await scanFolder(store, folder, { ...options, onIssue: () => undefined });
+  t.match(again, { added: 0, changed: 0, deleted: 0 }, 'the next scan finds nothing new');
+});

@@ -54,6 +54,14 @@ t.test('ping, push, ls and pull on one session each reach their service', async 
     ['docs', 'docs/a.txt', 'docs/b.txt'],
     'ls of the share lists what the push put there',
   );
+  // A folder synced inside the share keeps its state in `.clawpeer/`, which a pull never sends.
+  await mkdir(path.join(inbox.dir, 'docs', '.clawpeer', 'revlog'), { recursive: true });
+  await writeFile(path.join(inbox.dir, 'docs', '.clawpeer', 'revlog', 'data.mdb'), 'state');
+  t.same(
+    await listAll(l.session, 'inbox'),
+    ['docs', 'docs/a.txt', 'docs/b.txt'],
+    "ls leaves a .clawpeer/ below the share's root out, as a pull does",
+  );
 
   const dest = await tempDir('dest');
   const pulled = await pull({

@@ -304,3 +304,47 @@ t.test('a name that is not valid UTF-8 is an issue naming its bytes, not an ENOE
     'without onIssue the scan stops on it',
   );
 });
+
+t.test(
+  'a name not NFC on disk scans under its NFC form, with its path on disk; two forms of one name are an issue',
+  async (t) => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'clawpeer-scan-nfd-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    const root = path.join(dir, 'tree');
+    const nfdDir = path.join(root, 'cafe\u0301'); // NFD, as macOS hands names out; Linux keeps the bytes
+    await mkdir(path.join(nfdDir, 'sub'), { recursive: true });
+    await writeFile(path.join(nfdDir, 'sub', 'e\u0301t\u00e9.txt'), 'mixed forms');
+    await writeFile(path.join(root, 'plain.txt'), 'plain');
+    await writeFile(path.join(root, 'na\u0308me.txt'), 'NFD twin');
+    await writeFile(path.join(root, 'n\u00e4me.txt'), 'NFC twin');
+    const issues: string[] = [];
+    const entries = await scanTreeToArray(root, {
+      onIssue: (i) => void issues.push(`${i.error.code} ${i.localPath}`),
+    });
+    t.same(
+      entries.map((e) => [e.relPath, e.localPath]),
+      [
+        ['tree', undefined],
+        ['tree/caf\u00e9', nfdDir],
+        ['tree/caf\u00e9/sub', path.join(nfdDir, 'sub')],
+        ['tree/caf\u00e9/sub/\u00e9t\u00e9.txt', path.join(nfdDir, 'sub', 'e\u0301t\u00e9.txt')],
+        ['tree/n\u00e4me.txt', undefined],
+        ['tree/plain.txt', undefined],
+      ],
+      'relPaths in NFC and in order; the path on disk where it differs',
+    );
+    t.same(issues, [`PATH_INVALID ${path.join(root, 'na\u0308me.txt')}`], 'the NFD twin of an NFC name is left out');
+
+    const renamed: string[] = [];
+    const again = await scanTreeToArray(root, {
+      onIssue: () => undefined,
+      renameToNfc: (from, to) => void renamed.push(`${path.relative(root, from)} -> ${path.relative(root, to)}`),
+    });
+    t.same(renamed, ['cafe\u0301 -> caf\u00e9', 'caf\u00e9/sub/e\u0301t\u00e9.txt -> caf\u00e9/sub/\u00e9t\u00e9.txt']);
+    t.ok(
+      again.every((e) => e.localPath === undefined),
+      'renamed on disk: every path there is the root joined with its relPath',
+    );
+    t.same((await scanTreeToArray(root, { onIssue: () => undefined })).length, again.length, 'and stays so');
+  },
+);
