@@ -28,6 +28,15 @@ export class Output {
     this.stderr(`clawpeer: warning: ${message.split('\n').map(escapeToShow).join('\n')}\n`);
   }
 
+  /**
+   * What a command tells while it runs, not a result (a sync waiting for the folder's running
+   * sync): `record` on stdout in --json mode, else a line on stderr, none with --quiet.
+   */
+  notice(record: Record<string, unknown>, human: string): void {
+    if (this.json) this.stdout(JSON.stringify(record) + '\n');
+    else if (!this.quiet) this.stderr(`clawpeer: ${human.split('\n').map(escapeToShow).join('\n')}\n`);
+  }
+
   /** True when people asked for silence: no progress bar, no summaries. */
   get silent(): boolean {
     return this.quiet && !this.json;

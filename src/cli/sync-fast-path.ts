@@ -16,10 +16,11 @@ import { resolveHome } from '../home/home.js';
 import { controlSocketPath } from '../folder-sync/resident-protocol.js';
 import type { SyncModeName } from '../folder-sync/facade.js';
 import { parseRemote, type RemoteSpec } from './args.js';
-import { withInterrupt } from './context.js';
+import { busyWaitMs, untilNotBusy, waitingEvent, waitingText } from './busy-wait.js';
+import { interruptionOf, withInterrupt } from './context.js';
 import { Output, reportError } from './output.js';
 import { createProgress } from './progress.js';
-import { residentRequest, syncViaListener } from './resident-client.js';
+import { residentRequest, syncViaListener, type ResidentOutcome } from './resident-client.js';
 import { reportSync } from './sync-report.js';
 
 export interface FastSync {
@@ -96,8 +97,6 @@ export async function runFastSync(argv: readonly string[]): Promise<ExitCode | u
   if (realDir === undefined) return undefined;
   const out = new Output(o.json);
   return withInterrupt(async (signal) => {
-    const progress = createProgress(out);
-    const onProgress = progress.active ? (p: Parameters<typeof progress.update>[0]) => progress.update(p) : undefined;
     const request = residentRequest({
       dir: realDir,
       remote: o.remote,
@@ -106,14 +105,28 @@ export async function runFastSync(argv: readonly string[]): Promise<ExitCode | u
       addr: o.addr,
       transport: o.transport,
     });
+    // One try, its own progress bar (the last one stopped before the command waits and says so).
+    const attempt = async (): Promise<ResidentOutcome> => {
+      const progress = createProgress(out);
+      const onProgress = progress.active ? (p: Parameters<typeof progress.update>[0]) => progress.update(p) : undefined;
+      try {
+        return await syncViaListener(homeDir, request, onProgress, signal);
+      } finally {
+        progress.stop();
+      }
+    };
+    // A folder another sync holds, here or in the peer's copy, is waited for (busy-wait.ts).
+    const boundMs = busyWaitMs();
     let outcome;
     try {
-      outcome = await syncViaListener(homeDir, request, onProgress, signal);
+      outcome = await untilNotBusy(attempt, {
+        signal,
+        boundMs,
+        onWait: (err) => out.notice(waitingEvent(err, boundMs), waitingText(err, boundMs)),
+      });
     } catch (err) {
-      progress.stop();
-      return reportError(err, out);
+      return reportError(interruptionOf(signal, err), out);
     }
-    progress.stop();
     if (outcome.kind === 'not-served') return undefined;
     reportSync(out, outcome.result, true);
     return EXIT_CODES.ok;

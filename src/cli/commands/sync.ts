@@ -29,6 +29,7 @@ import {
   parseRemote,
   TRANSPORT_OPTION,
 } from '../args.js';
+import { busyWaitMs, untilNotBusy, waitingEvent, waitingText } from '../busy-wait.js';
 import type { CommandContext, Runner } from '../context.js';
 import { createProgress } from '../progress.js';
 import { residentRequest, syncViaListener } from '../resident-client.js';
@@ -145,7 +146,14 @@ export async function runSync(ctx: CommandContext, args: Record<string, unknown>
     reportSync(ctx.out, result, resident);
   };
   if (args['watch'] !== true) {
-    await once();
+    // A folder another sync holds, here or there, is waited for (busy-wait.ts); --watch retries
+    // at its next change or interval instead.
+    const boundMs = busyWaitMs();
+    await untilNotBusy(() => once(), {
+      signal: ctx.signal,
+      boundMs,
+      onWait: (err) => ctx.out.notice(waitingEvent(err, boundMs), waitingText(err, boundMs)),
+    });
     return;
   }
 
