@@ -31,13 +31,9 @@ const exists = (p: string): Promise<boolean> =>
 
 /** `clawpeer sync` on B's home; the exit code, its done event and every line. */
 async function syncOnB(dir: string, remote: string, ...more: string[]) {
-  let r = await runCli(['--home', B.home, 'sync', dir, remote, '--json', ...more]);
-  // The folder services may still be syncing the change that was just waited for: a sync that
-  // finds the folder busy on either side is refused (BUSY, exit 4) and is run again, as a user would.
-  for (let i = 0; i < 10 && r.code === 4 && /is being synced/.test(r.stderr); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    r = await runCli(['--home', B.home, 'sync', dir, remote, '--json', ...more]);
-  }
+  // The folder services may still be syncing the change that was just waited for: the command
+  // waits for that sync to end (cli/busy-wait.ts, test/long/sync-waits-busy.test.ts).
+  const r = await runCli(['--home', B.home, 'sync', dir, remote, '--json', ...more], { timeoutMs: 60_000 });
   const lines = r.stdout === '' ? [] : jsonLines(r.stdout);
   return { code: r.code, stderr: r.stderr, lines, done: lines.find((l) => l['event'] === 'done') };
 }
