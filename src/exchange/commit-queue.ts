@@ -11,11 +11,11 @@
 // published while the next chunks travel (a fixed batch of 256 made 100 small files all wait for
 // one commit after the last chunk). While one runs, files queue up to a full batch, and what
 // queued meanwhile commits when it finishes: the faster files complete, the larger the batches.
-import { openFileLimit } from '../support/open-file-limit.js';
+import { shareOfOpenFileLimit } from '../support/open-file-limit.js';
 import type { StagedFile } from '../store/staged-file.js';
 
 /** Files of one batch: a quarter of the open-file limit, 8 to 256. */
-export const commitBatchFiles = (): number => Math.max(8, Math.min(256, Math.floor((openFileLimit() ?? 1024) / 4)));
+export const commitBatchFiles = (): number => shareOfOpenFileLimit({ divideBy: 4, min: 8, max: 256 });
 /** Bytes of one batch (the files of a batch are in memory until written out). */
 export const COMMIT_BATCH_BYTES = 64 << 20;
 

@@ -12,7 +12,7 @@
 // In the common case (fewer files than the cap) nothing is ever closed early or reopened.
 import { constants, fstatSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { openFileLimit } from './open-file-limit.js';
+import { shareOfOpenFileLimit } from './open-file-limit.js';
 
 /**
  * Open staged files' descriptors, at most: an eighth of the open-file limit, 4 to 1,024. A
@@ -20,7 +20,7 @@ import { openFileLimit } from './open-file-limit.js';
  * (~25: sockets, LMDB, stdio) and what a transfer opens briefly: at `ulimit -n 64` a quarter here
  * too ran out (a partial's data file, EMFILE, 3 runs in 4 under load).
  */
-export const stagingHandleCap = (): number => Math.max(4, Math.min(1024, Math.floor((openFileLimit() ?? 4096) / 8)));
+export const stagingHandleCap = (): number => shareOfOpenFileLimit({ divideBy: 8, min: 4, max: 1024 });
 
 /** Reopen flags: read/write, or append-only (a journal). Never creates; never follows a symlink. */
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
