@@ -2,29 +2,32 @@
 // once by id, each path's head and history, the Merkle set of all ids kept current with every
 // commit, the local counter, the warm index. Invariants: several records commit in one atomic
 // transaction; one writer process per folder (the sync folder lock). Goals, non-goals and why LMDB:
-// ARCHITECTURE.md, "The revision log". The on-disk layout is in revlog-format.ts; the O(N)
-// consistency check in revlog-check.ts.
+// ARCHITECTURE.md, "The revision log". The on-disk layout is in revlog-format.ts; the parts only
+// this class uses in revlog/: a write transaction's writer, gc's and a peer's pruning, the O(N)
+// consistency check.
 
 import path from 'node:path';
 import type { RootDatabase } from 'lmdb';
 import { BLAKE3_OUT_BYTES, bytesEqual, toHex } from '../chunking/blake3.js';
 import { ClawpeerError } from '../errors.js';
-import { maximalRevisions } from '../sync/conflict.js';
 import { MerkleIdSet } from '../sync/merkle-root.js';
 import { decodeRevision, isLiveFileWithRoot, type Revision, type RevisionEntry } from '../sync/revision.js';
 import { EMPTY_VECTOR, checkNodeId, decodeVector, type VersionVector } from '../sync/version-vector.js';
 import { INTERNAL_DIR_NAME } from './internal-names.js';
 import { versionsToDrop, type VersioningPolicy } from '../sync/versioning.js';
-import { revlogProblems } from './revlog-check.js';
+import { revlogProblems } from './revlog/revlog-check.js';
 import {
-  revlogWriter,
-  unrefRoot,
-  withdrawRevisions,
-  type RevisionWriter,
-  type WithdrawResult,
-} from './revlog-writer.js';
+  pruneHistories,
+  pruneTold,
+  type ChooseDrops,
+  type GcResult,
+  type PruneStore,
+  type Pruned,
+} from './revlog/revlog-prune.js';
+import { revlogWriter, withdrawRevisions, type RevisionWriter, type WithdrawResult } from './revlog/revlog-writer.js';
 
-export type { RevisionDraft, RevisionWriter, WithdrawResult, WithdrawnPath } from './revlog-writer.js';
+export type { GcResult } from './revlog/revlog-prune.js';
+export type { RevisionDraft, RevisionWriter, WithdrawResult, WithdrawnPath } from './revlog/revlog-writer.js';
 import {
   REVLOG_DIR_NAME,
   WARM_VALUE_BYTES,
@@ -48,30 +51,6 @@ import {
   openRevlog,
   revlogTransaction,
 } from './revlog-format.js';
-
-/** One revision of a path's history, as gc walks it. */
-interface HistoryItem {
-  readonly key: Buffer;
-  readonly id: Buffer;
-  readonly rev: Revision;
-}
-
-/**
- * The ids (hex) of a path's revisions that no other of them has seen. gc never drops one: on a
- * node holding more revisions of the path, a maximal loser can become the head (a deletion that
- * saw the winner but not the loser: the loser, an edit, beats it), and a node that dropped it
- * would refuse it forever, the two logs and files apart for good.
- */
-function maximalIds(group: readonly HistoryItem[]): Set<string> {
-  return new Set(maximalRevisions(group.map((g) => ({ id: g.id, revision: g.rev }))).map((e) => toHex(e.id)));
-}
-
-export interface GcResult {
-  /** Revisions dropped. */
-  readonly removedRevisions: number;
-  /** Content roots no stored revision references any more (their chunks may be reclaimed). */
-  readonly releasedContentRoots: Uint8Array[];
-}
 
 export interface OpenRevisionStoreOptions {
   /** This node's id: the origin of local revisions. */
@@ -352,54 +331,12 @@ export class RevisionStore {
   }
 
   /**
-   * Drops the stored revisions of `ids` that are not their path's head and records them as
-   * pruned, as gc does (what a peer said its gc dropped, so both logs converge). A head stays,
-   * and is not recorded: the next sync still carries it. Unknown ids are recorded as pruned.
+   * Drops what a peer said its gc dropped, as gc does (revlog-prune.ts pruneTold: never a head,
+   * nor a revision no other of its path's has seen), and records the ids pruned, unknown ones too.
    */
   prune(ids: readonly Uint8Array[]): GcResult {
     this.#checkOpen();
-    const dropped: Uint8Array[] = [];
-    const released: Uint8Array[] = [];
-    this.#txn(() => {
-      for (const id of ids) {
-        if (id.length !== BLAKE3_OUT_BYTES) continue;
-        const idKey = Buffer.from(id);
-        const encoded = this.#db.revs.get(idKey);
-        if (encoded === undefined) {
-          this.#db.pruned.putSync(idKey, Buffer.alloc(0));
-          continue;
-        }
-        const rev = decodeRevision(encoded);
-        const pk = pathKey(rev.path);
-        const headId = this.#db.heads.get(pk);
-        if (headId !== undefined && bytesEqual(headId, idKey)) continue;
-        const group = this.#historyGroup(historyRange(pk));
-        const item = group.find((g) => bytesEqual(g.id, idKey));
-        if (item === undefined || maximalIds(group).has(toHex(idKey))) continue;
-        this.#dropRevision(item.key, idKey, rev, released);
-        dropped.push(Uint8Array.from(idKey));
-      }
-      if (dropped.length > 0) this.#bumpIdChanges();
-    });
-    for (const id of dropped) this.#ids.delete(id);
-    return { removedRevisions: dropped.length, releasedContentRoots: released };
-  }
-
-  /** A path's history entries (a historyRange), oldest first, decoded. */
-  #historyGroup(range: ReturnType<typeof historyRange>): HistoryItem[] {
-    return [...this.#db.history.getRange(range)].map(({ key, value: id }) => {
-      const encoded = this.#db.revs.get(id);
-      if (encoded === undefined) throw corrupt(this.dir, `history lists missing revision ${toHex(id)}`);
-      return { key, id, rev: decodeRevision(encoded) };
-    });
-  }
-
-  /** In a write transaction: removes one revision (history entry `key`), counts its content root off, records it pruned. */
-  #dropRevision(key: Buffer, id: Buffer, rev: Revision, released: Uint8Array[]): void {
-    this.#db.history.removeSync(key);
-    this.#db.revs.removeSync(id);
-    this.#db.pruned.putSync(id, Buffer.alloc(0));
-    if (rev.contentRoot.length > 0 && unrefRoot(this.#db, rev.contentRoot)) released.push(rev.contentRoot);
+    return this.#drop((store) => pruneTold(store, ids));
   }
 
   /** The highest counter this node has used (persisted). */
@@ -486,48 +423,17 @@ export class RevisionStore {
     if (policy.kind === 'keep-last' && (!Number.isSafeInteger(policy.count) || policy.count < 1))
       throw new ClawpeerError('USAGE', `gc keepLast must be an integer >= 1, got ${policy.count}`);
     const keys = scope === 'all' ? undefined : [...this.#touched].map((k) => Buffer.from(k, 'latin1'));
-    return this.#prune((group, isHead) => versionsToDrop(policy, group, isHead, nowMs), keys);
-  }
-
-  /** Each path key with a history (a path ignored here may have one and no head), one range read each. */
-  *#historyPathKeys(): Generator<Buffer> {
-    for (let start: Buffer = Buffer.alloc(0), exclusiveStart = false; ; exclusiveStart = true) {
-      let first: Buffer | undefined;
-      for (const { key } of this.#db.history.getRange({ start, exclusiveStart, limit: 1 })) first = key;
-      if (first === undefined) return;
-      const pk = Buffer.from(first.subarray(0, BLAKE3_OUT_BYTES));
-      start = historyRange(pk).end;
-      yield pk;
-    }
-  }
-
-  /**
-   * gc's walk over each path's history (or `only` these), one at a time: memory is bounded by the
-   * longest history. `choose` names what to drop; a head never is. Dropped ids are recorded pruned.
-   */
-  #prune(
-    choose: (group: readonly HistoryItem[], isHead: (g: HistoryItem) => boolean) => readonly HistoryItem[],
-    only?: readonly Buffer[],
-  ): GcResult {
-    const dropped: Uint8Array[] = [];
-    const released: Uint8Array[] = [];
     this.#touched.clear(); // a walk of every path, or of these: nothing else gained revisions since
-    this.#txn(() => {
-      for (const pk of only ?? this.#historyPathKeys()) {
-        const group = this.#historyGroup(historyRange(pk));
-        if (group.length <= 1) continue;
-        const headId = this.#db.heads.get(pk);
-        const isHead = (g: HistoryItem): boolean => headId !== undefined && bytesEqual(headId, g.id);
-        const chosen = choose(group, isHead);
-        if (chosen.length === 0) continue; // most paths after a sync's gc: no vector comparisons
-        const maximal = maximalIds(group);
-        for (const g of chosen) {
-          if (isHead(g) || maximal.has(toHex(g.id))) continue;
-          this.#dropRevision(g.key, g.id, g.rev, released);
-          dropped.push(g.id);
-        }
-      }
-      if (dropped.length > 0) this.#bumpIdChanges();
+    const choose: ChooseDrops = (group, isHead) => versionsToDrop(policy, group, isHead, nowMs);
+    return this.#drop((store) => pruneHistories(store, choose, keys));
+  }
+
+  /** Runs a prune in one write transaction, then takes what it dropped out of the Merkle set. */
+  #drop(prune: (store: PruneStore) => Pruned): GcResult {
+    const { dropped, released } = this.#txn(() => {
+      const result = prune({ db: this.#db, dir: this.dir });
+      if (result.dropped.length > 0) this.#bumpIdChanges();
+      return result;
     });
     for (const id of dropped) this.#ids.delete(id);
     return { removedRevisions: dropped.length, releasedContentRoots: released };

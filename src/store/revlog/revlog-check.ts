@@ -1,10 +1,10 @@
 // The revision store's consistency check (RevisionStore.checkInvariants): O(N) over every
 // database, for tests and `doctor`, never on the hot path. Reads only.
-import { BLAKE3_OUT_BYTES, bytesEqual, toHex } from '../chunking/blake3.js';
-import { MerkleIdSet } from '../sync/merkle-root.js';
-import { decodeRevision, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
-import { counterOf } from '../sync/version-vector.js';
-import { WARM_VALUE_BYTES, pathKey, warmKey, type Dbs } from './revlog-format.js';
+import { BLAKE3_OUT_BYTES, bytesEqual, toHex } from '../../chunking/blake3.js';
+import { MerkleIdSet } from '../../sync/merkle-root.js';
+import { decodeRevision, revisionIdOf, type Revision, type RevisionEntry } from '../../sync/revision.js';
+import { counterOf } from '../../sync/version-vector.js';
+import { WARM_VALUE_BYTES, pathKey, warmKey, type Dbs } from '../revlog-format.js';
 
 /** What the check reads from an open store. */
 export interface RevlogCheckView {

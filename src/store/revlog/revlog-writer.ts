@@ -1,9 +1,9 @@
 // One write transaction of the revision store: put, setHead, recordLocal, setWarm and setLandings, with the
 // arrival sequence, local counter and live-head count read once and written once (finish) per
 // transaction. RevisionStore.write runs it inside an LMDB transaction; nothing here commits.
-import { bytesEqual, toHex } from '../chunking/blake3.js';
-import { conflictPath, pickHead, TooManyConcurrent } from '../sync/conflict.js';
-import { isHashedEntry, revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../sync/revision.js';
+import { bytesEqual, toHex } from '../../chunking/blake3.js';
+import { conflictPath, pickHead, TooManyConcurrent } from '../../sync/conflict.js';
+import { isHashedEntry, revisionEntry, revisionIdOf, type Revision, type RevisionEntry } from '../../sync/revision.js';
 import {
   EMPTY_VECTOR,
   compareVectors,
@@ -12,7 +12,7 @@ import {
   incrementVector,
   mergeVectors,
   type VersionVector,
-} from '../sync/version-vector.js';
+} from '../../sync/version-vector.js';
 import {
   META_COUNTER,
   META_LANDINGS,
@@ -28,7 +28,7 @@ import {
   warmKey,
   type Dbs,
   type WarmStat,
-} from './revlog-format.js';
+} from '../revlog-format.js';
 
 /** A revision made here, before the store gives it an origin and a version vector. */
 export type RevisionDraft = Omit<Revision, 'origin' | 'vector'>;
