@@ -69,6 +69,7 @@ export class RevisionStore {
   readonly #scratchId = Buffer.alloc(BLAKE3_OUT_BYTES);
   /** Keys (latin1) of the paths that gained revisions since the last gc here: gcWith's 'touched'. */
   readonly #touched = new Set<string>();
+  #fullGcAtMs: number | undefined;
   #inTransaction = false;
   #closed = false;
   /** META_ID_CHANGES as of the in-memory id set; #stale once another process was seen changing it. */
@@ -416,16 +417,25 @@ export class RevisionStore {
    * one transaction; returns the content roots nothing references now. Dropped ids are recorded
    * pruned (a sync tells the peer, whose log drops them too). `scope` 'touched': only the paths
    * that gained revisions since this object's last gc (after a sync: a walk of every path cost
-   * seconds per sync of a folder of 20,000 files).
+   * seconds per sync of a folder of 20,000 files); every path while this object has walked none
+   * (what was stored before it opened, by a CLI sync or another process, is in no touched set).
    */
   gcWith(policy: VersioningPolicy, nowMs: number, scope: 'all' | 'touched' = 'all'): GcResult {
     this.#checkOpen();
     if (policy.kind === 'keep-last' && (!Number.isSafeInteger(policy.count) || policy.count < 1))
       throw new ClawpeerError('USAGE', `gc keepLast must be an integer >= 1, got ${policy.count}`);
-    const keys = scope === 'all' ? undefined : [...this.#touched].map((k) => Buffer.from(k, 'latin1'));
+    const all = scope === 'all' || this.#fullGcAtMs === undefined;
+    const keys = all ? undefined : [...this.#touched].map((k) => Buffer.from(k, 'latin1'));
     this.#touched.clear(); // a walk of every path, or of these: nothing else gained revisions since
     const choose: ChooseDrops = (group, isHead) => versionsToDrop(policy, group, isHead, nowMs);
-    return this.#drop((store) => pruneHistories(store, choose, keys));
+    const result = this.#drop((store) => pruneHistories(store, choose, keys));
+    if (all) this.#fullGcAtMs = nowMs;
+    return result;
+  }
+
+  /** The `nowMs` of this object's last gc of every path (gcWith), if it ran one. */
+  get fullGcAtMs(): number | undefined {
+    return this.#fullGcAtMs;
   }
 
   /** Runs a prune in one write transaction, then takes what it dropped out of the Merkle set. */

@@ -530,27 +530,36 @@ t.test('gcWith trashcan drops what was replaced before its window, keeps the hea
   t.same(store.checkInvariants(), []);
 });
 
-t.test("gcWith 'touched' visits only the paths that gained revisions since this store's last gc", async (t) => {
-  const folder = await tempFolder();
-  const before = await RevisionStore.open(folder, { nodeId: NODE });
-  // a and b each with three revisions, recorded by another store object (another process, say).
-  for (let i = 0; i < 3; i++)
-    before.write((w) => {
-      w.recordLocal(fileDraft('a', 10 + i));
-      w.recordLocal(fileDraft('b', 20 + i));
-    });
-  await before.close();
-  const store = await RevisionStore.open(folder, { nodeId: NODE });
-  t.teardown(() => store.close());
-  const keepOne = { kind: 'keep-last', count: 1 } as const;
-  t.equal(store.gcWith(keepOne, 0, 'touched').removedRevisions, 0, 'nothing touched by this object yet');
-  store.write((w) => w.recordLocal(fileDraft('a', 13)));
-  t.equal(store.gcWith(keepOne, 0, 'touched').removedRevisions, 3, "a's three older revisions; b is not visited");
-  t.equal(store.history('b').length, 3, 'b keeps its history');
-  t.equal(store.gcWith(keepOne, 0, 'touched').removedRevisions, 0, 'the touched set is emptied by a gc');
-  t.equal(store.gcWith(keepOne, 0).removedRevisions, 2, "a walk of all drops b's");
-  t.same(store.checkInvariants(), []);
-});
+t.test(
+  "gcWith 'touched' visits only the paths that gained revisions since this store's last gc, all on its first",
+  async (t) => {
+    const folder = await tempFolder();
+    const before = await RevisionStore.open(folder, { nodeId: NODE });
+    // a and b each with three revisions, recorded by another store object (another process, say).
+    for (let i = 0; i < 3; i++)
+      before.write((w) => {
+        w.recordLocal(fileDraft('a', 10 + i));
+        w.recordLocal(fileDraft('b', 20 + i));
+      });
+    await before.close();
+    const store = await RevisionStore.open(folder, { nodeId: NODE });
+    t.teardown(() => store.close());
+    const keepOne = { kind: 'keep-last', count: 1 } as const;
+    const keepTwo = { kind: 'keep-last', count: 2 } as const;
+    t.equal(store.fullGcAtMs, undefined);
+    // What was stored before this object opened is in no touched set: its first gc walks all.
+    t.equal(store.gcWith(keepTwo, 5, 'touched').removedRevisions, 2, "a's and b's oldest");
+    t.equal(store.fullGcAtMs, 5, 'a walk of all, recorded');
+    store.write((w) => w.recordLocal(fileDraft('a', 13)));
+    t.equal(store.gcWith(keepOne, 7, 'touched').removedRevisions, 2, "a's two older revisions; b is not visited");
+    t.equal(store.history('b').length, 2, 'b keeps its history');
+    t.equal(store.fullGcAtMs, 5, 'not a walk of all');
+    t.equal(store.gcWith(keepOne, 8, 'touched').removedRevisions, 0, 'the touched set is emptied by a gc');
+    t.equal(store.gcWith(keepOne, 9).removedRevisions, 1, "a walk of all drops b's");
+    t.equal(store.fullGcAtMs, 9);
+    t.same(store.checkInvariants(), []);
+  },
+);
 
 t.test('isLiveFileHead answers as the decoded head does, reading the header alone', async (t) => {
   const folder = await tempFolder();
