@@ -108,6 +108,8 @@ export interface ReceiverOptions {
   /** --backup: replaced files are kept so (backups.ts); without it, `keeper` may keep them (a synced folder's history). */
   readonly backup?: BackupPlan;
   readonly keeper?: Keeper;
+  /** A synced folder's check that it is still the directory its sync opened (exchange/folder-pin.ts; PublisherOptions.guard). */
+  readonly guard?: () => void;
   /** A synced folder's last look at a path before a file is renamed over it (PublisherOptions.beforeReplace). */
   readonly beforeReplace?: (relPath: string, finalPath: string) => Promise<void>;
   /** --fsync: batch (the default) or none (publisher.ts). */

@@ -128,7 +128,9 @@ export class TransferReceiver {
   async #prepare(): Promise<ReceivePlan> {
     const { destination, entries } = this.#o;
     if (TEST_HOOKS.delayPrepareMs !== undefined) await new Promise((r) => setTimeout(r, TEST_HOOKS.delayPrepareMs));
-    const partials = await PartialStore.open(destination.root);
+    // A synced folder's `.clawpeer/` is not made again by its partials (folder-pin.ts).
+    this.#o.guard?.();
+    const partials = await PartialStore.open(destination.root, { makeInternalDir: this.#o.guard === undefined });
     // Without onNoSpace, what does not fit refuses the whole transfer; with it (a synced
     // folder's fetch) only the files that do not fit are left out (space-fit.ts).
     const shortage = this.#o.onNoSpace === undefined ? undefined : new SpaceShortage();
@@ -300,6 +302,7 @@ export class TransferReceiver {
       ...(partials === undefined ? {} : { partials }),
       ...(this.#o.backup === undefined ? {} : { backup: { plan: this.#o.backup, destBase: destination.basePath } }),
       ...(this.#o.keeper === undefined ? {} : { keeper: this.#o.keeper }),
+      ...(this.#o.guard === undefined ? {} : { guard: this.#o.guard }),
       ...(this.#o.beforeReplace === undefined ? {} : { beforeReplace: this.#o.beforeReplace }),
       ...(this.#o.fsync === undefined ? {} : { fsync: this.#o.fsync }),
       ...(this.#o.onRefused === undefined ? {} : { onRefused: this.#o.onRefused }),

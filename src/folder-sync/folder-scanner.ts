@@ -107,6 +107,8 @@ export interface ScanFolderOptions {
    */
   readonly onlyChanged?: readonly string[];
   readonly signal?: AbortSignal;
+  /** Runs before paths the walk did not see are recorded deleted: throws when the folder was swapped (folder-pin.ts). */
+  readonly beforeTombstones?: () => void;
 }
 
 export interface ScanFolderResult {
@@ -420,6 +422,7 @@ export async function scanFolder(
   const named = options.onlyChanged === undefined ? undefined : namedChanges(root, options.onlyChanged, store, ignore);
   if (named !== undefined) {
     for (const entry of named.present) await visit(entry);
+    if (named.gone.length > 0) options.beforeTombstones?.();
     for (const head of named.gone) tombstone(head.revision);
     flush();
     return { added, changed, deleted, unchanged, unstable, hashedBytes, commits, removedTempFiles };
@@ -440,6 +443,7 @@ export async function scanFolder(
   flush();
   if (store.liveHeadCount() === liveSeen)
     return { added, changed, deleted, unchanged, unstable, hashedBytes, commits, removedTempFiles };
+  options.beforeTombstones?.(); // an empty directory swapped in: its files are not deleted on the peers
   const seen = new Set(seenPaths.map((rel) => RevisionStore.pathKeyOf(rel)));
   for (const key of store.headPathKeys()) {
     if (seen.has(key)) continue;

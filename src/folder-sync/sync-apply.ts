@@ -50,9 +50,8 @@ export interface ApplyOptions extends PlanOptions {
   readonly folder: string;
   readonly chunking: ChunkingParams;
   /**
-   * Fetches content from the peer; calls `beforePublish` once it knows what will arrive, and has
-   * the publisher call `beforeReplace` just before it renames a fetched file over its path
-   * (fetchContent's option of that name).
+   * Fetches content from the peer; calls `beforePublish` once it knows what will arrive, and has the
+   * publisher call `beforeReplace` just before it renames a fetched file over its path (fetchContent's).
    */
   readonly fetch: (
     requests: readonly FetchRequest[],
@@ -61,8 +60,9 @@ export interface ApplyOptions extends PlanOptions {
     /** Called for each file as it is published (fetchContent's onFilePublished), even if the fetch fails later. */
     onFilePublished: (relPath: string, st: BigIntStats) => void,
   ) => Promise<FetchOutcome>;
-  /** --fsync for what needs no content (symlinks, directories); `fetch` applies it to files. */
+  /** --fsync and the folder pin's check (folder-pin.ts) for what needs no content; `fetch` applies them to files. */
   readonly fsync?: FsyncPolicy;
+  readonly guard?: () => void;
 }
 
 export interface ApplyResult {
@@ -482,7 +482,6 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
 
   // Before anything lands: what a kill leaves published is the peer's to the next scan (pending-landings.ts).
   const noted = noteLandings(store, plans, log);
-
   let outcome: FetchOutcome;
   let settled: PathPlan[];
   try {
@@ -501,6 +500,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
       force: true,
       chunking: o.chunking,
       ...(o.fsync === undefined ? {} : { fsync: o.fsync }),
+      ...(o.guard === undefined ? {} : { guard: o.guard }),
     });
     const dirRemovals: PathPlan[] = [];
     const applyWithoutContent = async (plan: PathPlan): Promise<void> => {

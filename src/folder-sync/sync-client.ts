@@ -305,6 +305,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
   let prelocated: PrelocatedFiles | undefined;
   try {
     const { store } = folder;
+    const guard = (): void => folder.pin.check(); // the folder is still the one opened: nothing lands in its replacement
     if (!dryRun) store.recordSyncingPeer(session.peerId, o.share); // where `restore` fetches from
     const router = sessionRouter(session, PREPARE_TIMEOUT_MS, log);
     const ch: SyncChannel = { session, transferId, timeoutMs: PREPARE_TIMEOUT_MS, signal, log, rateLimiters: limiters };
@@ -447,6 +448,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
         ignore: folder.ignore,
         log,
         ...fsync,
+        guard,
         fetch: (requests, beforePublish, beforeReplace, onFilePublished) =>
           fetchContent(ch, requests, {
             router,
@@ -455,6 +457,7 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
             beforePublish,
             beforeReplace,
             onFilePublished,
+            guard,
             ...fsync,
             ...(progress === undefined ? {} : { onProgress: progress }),
           }),
@@ -492,6 +495,8 @@ async function syncFolderIn(dir: string, o: SyncFolderOptions): Promise<SyncFold
       changes: countChanges(store, before, copies),
       ...(peerHeads === undefined ? {} : { peerHeads }),
     });
+  } catch (err) {
+    throw folder.pin.failure(err); // an ENOENT of a path in a folder swapped meanwhile: its marker is missing
   } finally {
     prelocated?.stop();
     await folder.close();

@@ -260,6 +260,8 @@ export interface FetchOptions {
   readonly onProgress?: (p: TransferProgress) => void;
   /** --fsync (store/publisher.ts); default batch. */
   readonly fsync?: FsyncPolicy;
+  /** The folder pin's check, before what is written by path (exchange/folder-pin.ts). */
+  readonly guard?: () => void;
 }
 
 /** Asks the peer for `requests` and publishes what it delivers into the folder (replacing files). */
@@ -360,6 +362,7 @@ async function fetchWith(
     ...(options.beforeReplace === undefined ? {} : { beforeReplace: options.beforeReplace }),
     ...(options.indexes === undefined ? {} : { indexes: options.indexes }),
     ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
+    ...(options.guard === undefined ? {} : { guard: options.guard }),
     ...(receiving === undefined
       ? {}
       : {

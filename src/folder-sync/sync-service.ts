@@ -239,6 +239,7 @@ async function serveClaimedSync(
   }
   try {
     const { store } = folder;
+    const guard = (): void => folder.pin.check(); // the folder is still the one opened: nothing lands in its replacement
     // What we send: within the client's rate (sync --bwlimit) and this listener's own (listen --bwlimit).
     const rateLimiters = [
       ...(req.rateLimit === undefined ? [] : [new RateLimiter(req.rateLimit)]),
@@ -327,6 +328,7 @@ async function serveClaimedSync(
         ignore: folder.ignore,
         log,
         ...fsync,
+        guard,
         fetch: (requests, beforePublish, beforeReplace, onFilePublished) =>
           fetchContent(ch, requests, {
             router,
@@ -336,6 +338,7 @@ async function serveClaimedSync(
             beforePublish,
             beforeReplace,
             onFilePublished,
+            guard,
             ...(ctx.indexes === undefined ? {} : { indexes: ctx.indexes }),
             ...onProgress,
             ...fsync,
@@ -385,6 +388,8 @@ async function serveClaimedSync(
       changes: countChanges(store, before, copies),
       ...(peerHeads === undefined ? {} : { peerHeads }),
     };
+  } catch (err) {
+    throw folder.pin.failure(err); // an ENOENT of a path in a folder swapped meanwhile: its marker is missing
   } finally {
     await folder.close();
     unregister();

@@ -25,6 +25,7 @@ import { RevisionStore } from '../store/revision-store.js';
 import { INTERNAL_DIR_NAME } from '../store/internal-names.js';
 import type { WarmStat } from '../store/revlog-format.js';
 import { hasVanished } from '../support/path-refusal.js';
+import { FolderPin } from '../exchange/folder-pin.js';
 
 export interface SyncedFolder {
   readonly dir: string;
@@ -37,6 +38,8 @@ export interface SyncedFolder {
   readonly ignore: SyncIgnore;
   /** Entries the scan could not read or name: left out of this sync (empty when no scan ran). */
   readonly unreadable: readonly UnreadableEntry[];
+  /** The folder's directory and `.clawpeer/` as opened: a sync checks it before it writes (folder-pin.ts). */
+  readonly pin: FolderPin;
   /** Closes the log and releases the lock. */
   close(): Promise<void>;
 }
@@ -190,7 +193,10 @@ export class ResidentFolders {
 }
 
 export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions): Promise<SyncedFolder> {
-  if (o.requireMarker === true) await requireMarker(dir);
+  const gone = (): ClawpeerError => new ClawpeerError('IO', markerMissingText(dir));
+  // A listener's folder is pinned before its lock, whose file is then made only in the pinned
+  // `.clawpeer/`: a folder swapped while this sync waits for the lock is not taken for it.
+  let pin = o.requireMarker === true ? FolderPin.take(dir, gone) : undefined;
   if (o.create === true) {
     try {
       await mkdir(dir, { recursive: true });
@@ -203,6 +209,9 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     waitMs: o.lockWaitMs,
     ...(o.signal === undefined ? {} : { signal: o.signal }),
     ...(o.onLockHeld === undefined ? {} : { onHeld: o.onLockHeld }),
+    ...(pin === undefined ? {} : { makeDir: false }),
+  }).catch((err: unknown) => {
+    throw pin?.failure(err) ?? err;
   });
   const resident = o.resident;
   // A resident process's log stays open in its pool for the next sync.
@@ -210,12 +219,15 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
   let store: RevisionStore | undefined;
   try {
     await o.afterLock?.();
+    pin?.check(); // the lock file went into the pinned `.clawpeer/`, and the store opens there
     // The scan also removes old temp files of a publish killed mid-way (they are not content).
     store =
       resident === undefined
         ? await RevisionStore.open(dir, { nodeId: o.nodeId })
         : await resident.stores.acquire(dir, o.nodeId);
     const opened = store;
+    pin?.check(); // else pinned now: the store made its `.clawpeer/` if it was missing (a new folder)
+    const pinned = (pin ??= FolderPin.take(dir, gone));
     opened.recordSyncingNode(); // so `restore` finds the node from the folder, without --home
     const manifests = new ManifestCache();
     const close = async (): Promise<void> => {
@@ -225,7 +237,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     const watcher = resident?.watchers.forFolder(dir);
     if (watcher?.canSkipScan() === true) {
       o.log.debug('scan skipped: the folder watcher saw no change since the last scan', { folder: dir });
-      return { dir, store: opened, scan: undefined, manifests, ignore, unreadable: [], close };
+      return { dir, store: opened, scan: undefined, manifests, ignore, unreadable: [], pin: pinned, close };
     }
     const onlyChanged = watcher?.changedSinceScan(); // before scanStarting, which starts the next list
     const scanEnded = watcher?.scanStarting();
@@ -234,6 +246,7 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
     const scan = await scanFolder(opened, dir, {
       chunking: o.chunking,
       ignore,
+      beforeTombstones: () => pinned.check(),
       ...(onlyChanged === undefined ? {} : { onlyChanged }),
       onRenamedToNfc: (from, to) =>
         o.log.warn('renamed a name that was not NFC on disk to its NFC form (names travel in NFC)', { from, to }),
@@ -274,10 +287,10 @@ export async function openSyncedFolder(dir: string, o: OpenSyncedFolderOptions):
           .join(', '),
         ...(fresh.length > LOGGED_ENTRIES ? { more: fresh.length - LOGGED_ENTRIES } : {}),
       });
-    return { dir, store: opened, scan, manifests, ignore, unreadable, close };
+    return { dir, store: opened, scan, manifests, ignore, unreadable, pin: pinned, close };
   } catch (err) {
     if (store !== undefined) await closeStore(store);
     await lock.release();
-    throw err;
+    throw pin?.failure(err) ?? err;
   }
 }

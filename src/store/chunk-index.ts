@@ -25,7 +25,7 @@
 // the cache is rebuilt by hashing.
 
 import { closeSync, lstatSync, openSync, readSync } from 'node:fs';
-import { mkdir, readFile, realpath } from 'node:fs/promises';
+import { mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import type { BigIntStats } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
@@ -135,6 +135,8 @@ export class ChunkIndex {
   /** Share-file records changed since the last load or save: a save would write something new. */
   #dirty = false;
   #saving: Promise<void> = Promise.resolve();
+  /** Inode of the share's `.clawpeer/` once seen: a save never makes another one (the share moved, its disk unmounted). */
+  #internalIno: bigint | undefined;
 
   private constructor(options: ChunkIndexOptions) {
     this.shareRoot = options.shareRoot;
@@ -152,6 +154,7 @@ export class ChunkIndex {
       throw ioError('open share', options.shareRoot, err);
     }
     const index = new ChunkIndex({ ...options, shareRoot });
+    index.#internalIno = (await stat(path.dirname(index.indexPath), { bigint: true }).catch(() => undefined))?.ino;
     await index.#load();
     return index;
   }
@@ -444,10 +447,14 @@ export class ChunkIndex {
     out.set(blake3(out.subarray(0, size)), size);
     const dir = path.dirname(this.indexPath);
     try {
-      // Not recursive: a share deleted under a running listener is not brought back by a save.
-      await mkdir(dir, 0o700).catch((err: unknown) => {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      });
+      // Not recursive: a share deleted under a running listener is not brought back by a save;
+      // nor is the `.clawpeer/` of a share swapped for another directory (an empty mount point).
+      if (this.#internalIno === undefined)
+        await mkdir(dir, 0o700).catch((err: unknown) => {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        });
+      const ino = (await stat(dir, { bigint: true })).ino;
+      if (ino !== (this.#internalIno ??= ino)) throw new Error(`${dir} is another directory than the one loaded`);
       const real = await realpath(dir);
       if (!isConfinedRealpath(this.shareRoot, real)) {
         throw new ClawpeerError('PATH_INVALID', `${dir} resolves to ${real}, outside the share ${this.shareRoot}`);

@@ -19,9 +19,13 @@ export class ConfinedDirs {
   readonly #made = new Set<string>();
   readonly #named = new Set<string>();
 
-  constructor(shareRoot: string, dirty: Set<string>) {
+  readonly #beforeCreate: (() => void) | undefined;
+
+  /** `beforeCreate` runs before each directory is made (PublisherOptions.guard). */
+  constructor(shareRoot: string, dirty: Set<string>, beforeCreate?: () => void) {
     this.#root = shareRoot;
     this.#dirty = dirty;
+    this.#beforeCreate = beforeCreate;
     this.#checked.add(shareRoot);
   }
 
@@ -73,6 +77,7 @@ export class ConfinedDirs {
       if (st === undefined) {
         if (mode === 'probe') return undefined;
         if (!create) throw new ClawpeerError('IO', `directory ${abs} does not exist`);
+        this.#beforeCreate?.();
         try {
           mkdirSync(abs);
         } catch (err) {

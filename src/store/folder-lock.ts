@@ -55,6 +55,8 @@ export interface AcquireFolderLockOptions {
   readonly signal?: AbortSignal;
   /** Called each time the lock is found held by another live holder, before waiting again (a listener ends a dead peer's sync there). */
   readonly onHeld?: () => void;
+  /** Make the lock file's directory when missing (default); false: the lock fails (IO, ENOENT) without it. */
+  readonly makeDir?: boolean;
 }
 
 function errnoCode(err: unknown): string | undefined {
@@ -122,7 +124,7 @@ export class FolderLock {
     const host = hostname();
     const content = `${process.pid} ${host}\n`;
     try {
-      await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+      if (options.makeDir !== false) await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     } catch (err) {
       throw ioError('create the directory of', file, err);
     }

@@ -311,8 +311,9 @@ export class PartialStore {
   /**
    * Opens (creating) `<shareRoot>/.clawpeer/partial/`. Refuses with PATH_INVALID when that
    * directory resolves outside the share (a planted symlink must not redirect our writes).
+   * `makeInternalDir: false` (a synced folder): `.clawpeer/` is not made, IO (ENOENT) without it.
    */
-  static async open(shareRoot: string): Promise<PartialStore> {
+  static async open(shareRoot: string, o: { makeInternalDir?: boolean } = {}): Promise<PartialStore> {
     let rootReal: string;
     let dirReal: string;
     const dir = path.join(shareRoot, INTERNAL_DIR_NAME, 'partial');
@@ -320,7 +321,8 @@ export class PartialStore {
     // which on a busy host cost more than the call (milliseconds before every transfer).
     try {
       rootReal = realpathSync.native(shareRoot);
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      if (o.makeInternalDir !== false) mkdirSync(dir, { recursive: true, mode: 0o700 });
+      else if (!existsSync(dir)) mkdirSync(dir, { mode: 0o700 });
       dirReal = realpathSync.native(dir);
     } catch (err) {
       throw ioError('create', dir, err);

@@ -43,6 +43,8 @@ export const FSYNC_POLICIES: readonly FsyncPolicy[] = ['batch', 'none'];
 export interface PublisherOptions {
   /** Share root directory (resolved with realpath here). */
   readonly shareRoot: string;
+  /** A synced folder's check that it is still the directory its sync opened (exchange/folder-pin.ts): throws when not. Run before each commit batch and each directory or symlink made. */
+  readonly guard?: () => void;
   readonly readOnly?: boolean;
   /** Replace existing different files (never directories): the 'replace' policy. */
   readonly force?: boolean;

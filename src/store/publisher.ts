@@ -80,7 +80,7 @@ export class Publisher {
     this.shareRoot = shareRoot;
     this.#options = options;
     this.#policy = options.existing ?? (options.force === true ? 'replace' : 'refuse');
-    this.#dirs = new ConfinedDirs(shareRoot, this.#dirtyDirs);
+    this.#dirs = new ConfinedDirs(shareRoot, this.#dirtyDirs, options.guard);
     const backup = options.backup;
     this.backups =
       backup === undefined
@@ -362,6 +362,7 @@ export class Publisher {
    */
   async commit(files: readonly StagedFile[]): Promise<void> {
     this.#checkAborted();
+    this.#options.guard?.(); // once per batch: its files are renamed by path into the folder
     for (const f of files) {
       if (f.state !== 'open') throw new TypeError(`${f.relPath} is already ${f.state}`);
       if (!f.complete) throw new TypeError(`${f.relPath} is not complete: ${f.missingChunks().length} chunks missing`);
@@ -516,6 +517,7 @@ export class Publisher {
     mtimeMs?: number,
   ): Promise<'created' | 'replaced' | 'identical' | 'kept'> {
     this.#checkAborted();
+    this.#options.guard?.();
     const rel = this.#normalize(relPath);
     const relDir = path.posix.dirname(rel) === '.' ? '' : path.posix.dirname(rel);
     const dirAbs = this.#dirs.dir(relDir, true);

@@ -59,7 +59,10 @@ export async function preserveInHistory(
   try {
     const st = await lstat(absPath);
     if (!st.isFile()) return;
-    await mkdir(historyDir(folder), { recursive: true, mode: 0o700 });
+    // Not recursive: a folder swapped under its sync gets no `.clawpeer/` made, and its file stays.
+    await mkdir(historyDir(folder), { mode: 0o700 }).catch((err: unknown) => {
+      if (errno(err) !== 'EEXIST') throw new Error(`cannot make ${historyDir(folder)}: ${(err as Error).message}`);
+    });
     if (await exists(blob)) {
       if (options.move) await unlink(absPath);
       return;
