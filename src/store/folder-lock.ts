@@ -78,15 +78,25 @@ export function folderLockPath(folder: string): string {
   return path.join(path.resolve(folder), INTERNAL_DIR_NAME, SYNC_LOCK_FILE_NAME);
 }
 
+/**
+ * The lock files (device:inode) this process holds now. A lock file naming this process that is
+ * not among them is stale: its release could not reach it because its folder was swapped while a
+ * sync held it (moved away, a disk unmounted), and the folder is back now.
+ */
+const heldHere = new Set<string>();
+
 /** A held lock. Release it (in a finally) when the sync ends; a process exit also frees it in effect (stale). */
 export class FolderLock {
   readonly file: string;
   readonly #content: string;
+  readonly #id: string;
   #released = false;
 
-  private constructor(file: string, content: string) {
+  private constructor(file: string, content: string, id: string) {
     this.file = file;
     this.#content = content;
+    this.#id = id;
+    heldHere.add(id);
   }
 
   /**
@@ -132,13 +142,15 @@ export class FolderLock {
     for (;;) {
       if (signal?.aborted === true)
         throw new ClawpeerError('ABORTED', `waiting for ${file} aborted`, { cause: signal.reason });
-      if (await FolderLock.#tryCreate(file, content)) return new FolderLock(file, content);
+      const id = await FolderLock.#tryCreate(file, content);
+      if (id !== undefined) return new FolderLock(file, content, id);
       const holder = await FolderLock.#readHolder(file);
       if (holder === 'gone') continue; // released between our create and read: retry at once
       const stale =
         holder === undefined
           ? await FolderLock.#olderThan(file, UNPARSABLE_LOCK_STALE_MS)
-          : holder.host === host && holder.pid !== process.pid && !processAlive(holder.pid);
+          : holder.host === host &&
+            (holder.pid === process.pid ? !heldHere.has(await FolderLock.#idOf(file)) : !processAlive(holder.pid));
       if (stale) {
         await FolderLock.#breakStale(file, holder);
         continue;
@@ -164,6 +176,7 @@ export class FolderLock {
   async release(): Promise<void> {
     if (this.#released) return;
     this.#released = true;
+    heldHere.delete(this.#id);
     let text: string;
     try {
       text = await readFile(this.file, 'utf8');
@@ -183,24 +196,34 @@ export class FolderLock {
     return this.#released;
   }
 
-  static async #tryCreate(file: string, content: string): Promise<boolean> {
+  /** Creates the lock file: its device:inode, undefined when it exists already. */
+  static async #tryCreate(file: string, content: string): Promise<string | undefined> {
     let handle;
     try {
       handle = await open(file, 'wx', 0o600);
     } catch (err) {
-      if (errnoCode(err) === 'EEXIST') return false;
+      if (errnoCode(err) === 'EEXIST') return undefined;
       throw ioError('create', file, err);
     }
+    let id: string;
     try {
       await handle.writeFile(content, 'utf8');
       await handle.sync();
+      const st = await handle.stat({ bigint: true });
+      id = `${st.dev}:${st.ino}`;
     } catch (err) {
       await handle.close().catch(() => undefined);
       await unlink(file).catch(() => undefined);
       throw ioError('write', file, err);
     }
     await handle.close();
-    return true;
+    return id;
+  }
+
+  /** The lock file's device:inode ('' when it is gone: the next round creates it). */
+  static async #idOf(file: string): Promise<string> {
+    const st = await stat(file, { bigint: true }).catch(() => undefined);
+    return st === undefined ? '' : `${st.dev}:${st.ino}`;
   }
 
   /** The holder, undefined for unparsable content, 'gone' when the file vanished. */
@@ -233,10 +256,12 @@ export class FolderLock {
     }
     try {
       const moved = parseLockFile(await readFile(aside, 'utf8'));
+      // A lock this process took meanwhile names the same pid: its inode tells it apart.
       const same =
-        moved === undefined
+        (moved === undefined
           ? holder === undefined
-          : holder !== undefined && moved.pid === holder.pid && moved.host === holder.host;
+          : holder !== undefined && moved.pid === holder.pid && moved.host === holder.host) &&
+        !heldHere.has(await FolderLock.#idOf(aside));
       if (!same) {
         // The lock changed hands after we read it: put the live one back unless a newer exists.
         await link(aside, file).catch((err: unknown) => {

@@ -406,7 +406,7 @@ export class Publisher {
         failed.set(f, ioError('sync', f.finalPath, err));
       }
     }).catch(() => undefined);
-
+    this.#options.guard?.(); // again after the fsyncs, which take milliseconds: the renames go by path
     for (const f of files) {
       if (failed.has(f)) continue;
       try {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import type { ChildProcessByStdio } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rename, rm, rmdir, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -103,6 +103,29 @@ t.test('in one process the lock is exclusive too; release is idempotent and only
   await writeFile(b.file, `999999 ${hostname()}\n`);
   await b.release();
   t.equal(await readFile(b.file, 'utf8'), `999999 ${hostname()}\n`);
+});
+
+// A sync holding the lock while its folder was swapped (moved away and back, a disk unmounted
+// and mounted again) could not remove its lock file at release: the path named the new
+// directory. Before, that file (this live process's pid) held the folder busy until a restart.
+t.test("this process's lock that its release could not reach is stale once the folder is back", async (t) => {
+  const parent = await tempFolder();
+  const folder = join(parent, 'docs');
+  await mkdir(folder);
+  const lock = await FolderLock.acquire(folder);
+  await rename(folder, `${folder}-disk`);
+  await mkdir(folder);
+  await lock.release(); // the lock file is in docs-disk now: left there
+  await rmdir(folder);
+  await rename(`${folder}-disk`, folder);
+  t.same(parseLockFile(await readFile(folderLockPath(folder), 'utf8')), { pid: process.pid, host: hostname() });
+  const again = await FolderLock.acquire(folder); // at once: no wait allowed
+  const held = await FolderLock.acquire(folder).then(
+    () => 'taken twice',
+    (err: unknown) => (isClawpeerError(err, 'FOLDER_BUSY') ? 'busy' : String(err)),
+  );
+  t.equal(held, 'busy', 'a lock this process holds still is not taken for stale');
+  await again.release();
 });
 
 t.test('unparsable and foreign locks', async (t) => {
