@@ -18,9 +18,9 @@ t.teardown(async () => {
 const [A, B] = nodes as [FolderNode, FolderNode];
 /**
  * Until both sides have been in sync for 3 s running (both sync at start, one is told the folder
- * is busy and retries within a second or two): a disk in use cannot be unmounted, and a sync
- * running through the swaps below would go on writing into the new directory by its paths,
- * making its `.clawpeer/` there again.
+ * is busy and retries within a second or two): a disk in use cannot be unmounted, and this test
+ * is about the marker a sync looks for when it opens the folder. A sync running through a swap
+ * is folder-swapped-mid-sync.test.ts's.
  */
 async function quietMoment(): Promise<void> {
   let since = Date.now();
