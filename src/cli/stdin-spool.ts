@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ClawpeerError } from '../errors.js';
-import { normalizeSharePath } from '../transfer/paths.js';
+import { LOCAL_NAME_RULES, normalizeSharePath } from '../transfer/paths.js';
 
 /** The source word that means standard input. */
 export const STDIN_SOURCE = '-';
@@ -25,7 +25,7 @@ export interface StdinSpool {
 export function stdinName(raw: string): string {
   let name: string;
   try {
-    name = normalizeSharePath(raw);
+    name = normalizeSharePath(raw, LOCAL_NAME_RULES); // a file made here, then pushed
   } catch (err) {
     throw new ClawpeerError('USAGE', `--stdin-name ${JSON.stringify(raw)}: ${(err as Error).message}`, { cause: err });
   }

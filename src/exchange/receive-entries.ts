@@ -5,13 +5,20 @@ import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
 import type { ChunkRef, FileManifest } from '../chunking/manifest.js';
 import type { ManifestEntry } from '../protocol/messages.js';
-import { normalizeSharePath } from '../transfer/paths.js';
+import { normalizeSharePath, type SharePathRules } from '../transfer/paths.js';
 import { DEFAULT_PLAN_LIMITS } from '../transfer/plan.js';
 import { chunkIdAt } from '../transfer/chunk-order.js';
 import { isInternalPath } from '../store/internal-names.js';
 
-/** Maps announced entry paths to confined paths under the destination; refuses anything odd. */
-export function destinationPaths(entries: readonly ManifestEntry[], basePath: string): string[] {
+/**
+ * Maps announced entry paths to confined paths under the destination; refuses anything odd.
+ * `rules` may leave Windows' name rules to the publisher (push and pull: per path, on Windows).
+ */
+export function destinationPaths(
+  entries: readonly ManifestEntry[],
+  basePath: string,
+  rules: SharePathRules = {},
+): string[] {
   if (entries.length > DEFAULT_PLAN_LIMITS.maxFiles)
     throw new ClawpeerError(
       'PROTOCOL',
@@ -19,8 +26,8 @@ export function destinationPaths(entries: readonly ManifestEntry[], basePath: st
     );
   const seen = new Set<string>();
   return entries.map((e) => {
-    const rel = normalizeSharePath(e.path);
-    const full = basePath === '' ? rel : normalizeSharePath(path.posix.join(basePath, rel));
+    const rel = normalizeSharePath(e.path, rules);
+    const full = basePath === '' ? rel : normalizeSharePath(path.posix.join(basePath, rel), rules);
     if (isInternalPath(full))
       throw new ClawpeerError(
         'PATH_INVALID',

@@ -11,6 +11,7 @@ import type { BackupPlan } from '../store/backups.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
 import type { Keeper } from '../store/keeper.js';
 import type { ExistingPolicy, FsyncPolicy } from '../store/publish-types.js';
+import type { SharePathRules } from '../transfer/paths.js';
 import type { NoSpaceReport } from './space-fit.js';
 
 export interface Destination {
@@ -94,6 +95,12 @@ export interface ReceiverOptions {
    * it such a file fails the transfer, as a push or pull should.
    */
   readonly onRefused?: (relPath: string, error: Error) => void;
+  /**
+   * Push and pull: the names this node may create (LOCAL_NAME_RULES). A peer's names are then
+   * checked without Windows' rules, which the publisher applies per path (onRefused). Default:
+   * every name must be portable, or the manifest is refused whole (a synced folder).
+   */
+  readonly nameRules?: SharePathRules;
   /**
    * A synced folder's fetch: the files that do not fit on the disk (keeping its 1% free) are
    * left out (space-fit.ts takeWhatFits, in entry order) and told here once, before anything is

@@ -9,6 +9,7 @@ import type { FileManifest } from '../chunking/manifest.js';
 import type { CreatedEntry, ManifestEntry, PublishedFile, UpdatedFile } from '../protocol/messages.js';
 import { AckPacer } from '../transfer/ack-pacer.js';
 import { chunkKey } from '../transfer/plan.js';
+import { PEER_NAME_RULES } from '../transfer/paths.js';
 import { decompressChunk, receiverCodec } from '../session/chunk-compression.js';
 import { ensureFreeSpace } from '../store/free-space.js';
 import { checkDeclaredSpace, SpaceShortage } from './space-fit.js';
@@ -93,7 +94,8 @@ export class TransferReceiver {
   constructor(options: ReceiverOptions) {
     this.#o = options;
     setMaxListeners(0, this.#reads.signal);
-    this.#paths = destinationPaths(options.entries, options.destination.basePath);
+    const peerRules = options.nameRules === undefined ? {} : PEER_NAME_RULES;
+    this.#paths = destinationPaths(options.entries, options.destination.basePath, peerRules);
     if (options.itemize === true) {
       this.#published = [];
       this.#created = [];
@@ -306,6 +308,7 @@ export class TransferReceiver {
       ...(this.#o.beforeReplace === undefined ? {} : { beforeReplace: this.#o.beforeReplace }),
       ...(this.#o.fsync === undefined ? {} : { fsync: this.#o.fsync }),
       ...(this.#o.onRefused === undefined ? {} : { onRefused: this.#o.onRefused }),
+      ...(this.#o.nameRules === undefined ? {} : { nameRules: this.#o.nameRules }),
       ...(this.#updated === undefined
         ? {}
         : {

@@ -10,6 +10,7 @@ import type { ManifestEntry, UnreadablePath } from '../protocol/messages.js';
 import { belowTransferRoot, type ExcludeRules } from '../transfer/exclude.js';
 import type { ModeChange } from '../transfer/chmod.js';
 import { ancestorsOf } from '../transfer/file-list.js';
+import { LOCAL_NAME_RULES } from '../transfer/paths.js';
 import type { Logger } from '../logger.js';
 import { msToNs, type FileKey } from '../store/file-key.js';
 import { isInternalDirName, isTempFileName } from '../store/internal-names.js';
@@ -244,6 +245,8 @@ async function collect(out: Collected, absRoot: string, plan: CollectPlan, optio
     skipDir: (rel) => isInternalDirName(path.posix.basename(rel)) || excluded(rel, true),
     // rsync's "skipping non-regular file": one socket or FIFO in a tree does not stop the transfer.
     onSpecialSkipped: (local, what) => options.log.warn('skipping a non-regular file', { path: local, kind: what }),
+    // As rsync: `aux.c` or `notes.` is sent from where it can be read (anywhere but Windows).
+    nameRules: LOCAL_NAME_RULES,
     ...(rootName !== undefined ? { rootName } : {}),
     ...(plan.symlinkTopDepth !== undefined ? { symlinkTopDepth: plan.symlinkTopDepth } : {}),
     ...(options.copyLinks !== undefined ? { copyLinks: options.copyLinks } : {}),

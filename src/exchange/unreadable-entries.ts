@@ -40,7 +40,7 @@ const NAME_RULES: readonly (readonly [RegExp, string])[] = [
   [/control character/, 'name has a control character'],
   [/unpaired surrogate/, 'name is not valid UTF-8'],
   [/backslash/, 'name has a backslash'],
-  [/ends with a dot or space/, 'name ends with a dot or space'],
+  [/ends with a dot or space|only dots and spaces/, 'name ends with a dot or space'],
   [/Windows device name/, 'name is a Windows device name'],
   [/drive letter/, 'name starts with a drive letter'],
   [/longer than/, 'path too long'],

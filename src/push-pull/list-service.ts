@@ -10,7 +10,7 @@
 import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { MAX_LIST_ENTRIES_PER_MESSAGE, type ListEntry, type ListRequestMessage } from '../protocol/messages.js';
-import { normalizeSharePath } from '../transfer/paths.js';
+import { LOCAL_NAME_RULES, normalizeSharePath } from '../transfer/paths.js';
 import { isInternalDirName, isInternalPath, isTempFileName } from '../store/internal-names.js';
 import type { PeerSession } from '../session/session.js';
 import type { Share } from '../home/shares.js';
@@ -53,7 +53,7 @@ export async function serveList(
   }
   const share = findShare(shares, req.share, session.peerId);
   refuseReadingReceiveOnly(share, 'a listing');
-  const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
+  const basePath = req.path === '' ? '' : normalizeSharePath(req.path, LOCAL_NAME_RULES);
   if (isInternalPath(basePath))
     throw new ClawpeerError('PATH_INVALID', `${share.name}/${basePath} is clawpeer's own state`);
   const local = await existingSharePath(share, basePath, { rootListing: true });
@@ -94,6 +94,7 @@ async function* scanRoots(
     yield* scanTreeBatches(local, {
       ...(isDir ? { rootName: null } : {}),
       onIssue: () => undefined,
+      nameRules: LOCAL_NAME_RULES, // as a pull sends them (transfer-source.ts)
       // A synced folder's `.clawpeer/` at any depth, as a pull leaves it out (transfer-source.ts);
       // temp files are left out by the caller.
       skipDir: (rel) => isInternalDirName(path.posix.basename(rel)),
@@ -107,7 +108,13 @@ async function* scanRoots(
     const at = path.join(share.dir, name);
     if ((await lstat(at).catch(() => undefined)) === undefined) continue; // gone since it was named
     if (!sendableName(name)) continue; // as a scan leaves out a name the protocol refuses
-    for await (const batch of scanTreeBatches(at, { rootName: name, onIssue: () => undefined, ...descend, signal }))
+    for await (const batch of scanTreeBatches(at, {
+      rootName: name,
+      onIssue: () => undefined,
+      nameRules: LOCAL_NAME_RULES,
+      ...descend,
+      signal,
+    }))
       // A named directory is always entered (its root is the scan's): without -r, itself alone.
       yield recursive ? batch : batch.filter((e) => !e.relPath.includes('/'));
   }
@@ -115,7 +122,7 @@ async function* scanRoots(
 
 function sendableName(name: string): boolean {
   try {
-    normalizeSharePath(name);
+    normalizeSharePath(name, LOCAL_NAME_RULES);
     return true;
   } catch {
     return false;

@@ -10,7 +10,7 @@ import { escapeToShow } from '../format.js';
 import type { ListEntry } from '../protocol/messages.js';
 import type { PeerSession } from '../session/session.js';
 import { isInternalPath } from '../store/internal-names.js';
-import { normalizeSharePath } from '../transfer/paths.js';
+import { normalizeSharePath, PEER_NAME_RULES } from '../transfer/paths.js';
 import { listRemote } from './list-client.js';
 
 /** Paths a receive takes at most (as many as `pull --files-from` lists). */
@@ -30,7 +30,8 @@ export function offeredNameProblem(entry: Pick<ListEntry, 'path' | 'kind'>): str
   if (name.includes('/')) return 'is not a single name (it holds a "/")';
   let normal: string;
   try {
-    normal = normalizeSharePath(name);
+    // Windows' rules are the receiving publisher's, per path (push-pull's nameRules).
+    normal = normalizeSharePath(name, PEER_NAME_RULES);
   } catch (err) {
     const message = (err as Error).message;
     return `is no name a file may land under: ${message.slice(message.indexOf(' refused: ') + ' refused: '.length)}`;
@@ -67,7 +68,7 @@ export async function offeredPaths(
         const shown = escapeToShow(JSON.stringify(e.path));
         const problem = offeredNameProblem(e);
         if (problem !== undefined) refuse(`offers ${shown}, which ${problem}`);
-        const key = normalizeSharePath(e.path);
+        const key = normalizeSharePath(e.path, PEER_NAME_RULES);
         if (seen.has(key)) refuse(`offers ${shown} twice`);
         seen.add(key);
         if (out.length >= max) refuse(`offers more than ${max.toLocaleString('en-US')} paths`);

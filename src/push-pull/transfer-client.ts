@@ -29,6 +29,7 @@ import { TransferReceiver, type ReceiverOptions } from '../exchange/transfer-rec
 import { sendChunks } from '../exchange/transfer-send.js';
 import { scanListed, scanSources, type ScanSourceOptions } from '../exchange/transfer-source.js';
 import { settledWithin, withTimeout } from '../support/timeouts.js';
+import { LOCAL_NAME_RULES } from '../transfer/paths.js';
 import { RateLimiter } from '../transfer/rate-limiter.js';
 import { TEST_HOOKS } from '../support/test-hooks.js';
 import { ProgressCounter } from '../transfer/transfer-progress.js';
@@ -459,6 +460,7 @@ function pullReceiver(
     ...(o.backup === undefined ? {} : { backup: o.backup }),
     ...(o.itemize === true ? { itemize: true } : {}),
     ...(o.fsync === undefined ? {} : { fsync: o.fsync }),
+    nameRules: LOCAL_NAME_RULES,
     ...extra,
   });
 }

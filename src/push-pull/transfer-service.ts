@@ -18,7 +18,7 @@ import {
 } from '../protocol/messages.js';
 import { escapeToShow } from '../format.js';
 import { compileExcludes, compileFilter, type ExcludeRules } from '../transfer/exclude.js';
-import { normalizeSharePath } from '../transfer/paths.js';
+import { LOCAL_NAME_RULES, normalizeSharePath } from '../transfer/paths.js';
 import type { ChunkIndexPool } from '../store/chunk-index-pool.js';
 import type { Activity } from '../session/listener-activity.js';
 import type { NodeConfig } from '../home/config.js';
@@ -92,7 +92,7 @@ export async function serveTransfer(
   activity: Activity | undefined,
 ): Promise<void> {
   const share = findShare(ctx.shares, req.share, session.peerId);
-  const basePath = req.path === '' ? '' : normalizeSharePath(req.path);
+  const basePath = req.path === '' ? '' : normalizeSharePath(req.path, LOCAL_NAME_RULES);
   const t: TransferSetup = {
     id: req.transferId,
     share,
@@ -205,6 +205,7 @@ async function servePush(
       ...(keeper === undefined ? {} : { keeper }),
       ...(req.itemize === true ? { itemize: true } : {}),
       ...(req.noFsync === true ? { fsync: 'none' as const } : {}),
+      nameRules: LOCAL_NAME_RULES,
       ...(refused === undefined
         ? {}
         : {
@@ -346,7 +347,7 @@ function peerSizes(req: TransferRequestMessage): { sizes?: SizeRange } {
 function peerFileList(paths: readonly string[]): string[] {
   return paths.map((p) => {
     try {
-      return normalizeSharePath(p);
+      return normalizeSharePath(p, LOCAL_NAME_RULES);
     } catch (err) {
       throw new ClawpeerError('PROTOCOL', `TransferRequest.filesFrom: ${(err as Error).message}`);
     }

@@ -4,6 +4,7 @@
 import type { BigIntStats } from 'node:fs';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import type { FileManifest } from '../chunking/manifest.js';
+import type { SharePathRules } from '../transfer/paths.js';
 import type { BackupPlan } from './backups.js';
 import type { Keeper } from './keeper.js';
 import type { PartialStore } from './partial-store.js';
@@ -86,6 +87,12 @@ export interface PublisherOptions {
    * (support/path-refusal.ts) is discarded and told here instead of failing the commit.
    */
   readonly onRefused?: (relPath: string, error: Error) => void;
+  /**
+   * The name rules paths to write are checked by (transfer/paths.ts). Default: portable names (a
+   * synced folder). Push and pull pass LOCAL_NAME_RULES: Windows' rules on Windows alone, where
+   * such a path is refused (onRefused) and the rest lands.
+   */
+  readonly nameRules?: SharePathRules;
   /** Told of each mode or mtime an identical file could not take (EPERM and the like); the transfer goes on. */
   readonly onMetadataRefused?: (relPath: string, what: 'mode' | 'mtime', error: Error) => void;
 }

@@ -134,7 +134,7 @@ export class Publisher {
 
   /** Normalises and refuses internal names. */
   #normalize(relPath: string): string {
-    const rel = normalizeSharePath(relPath);
+    const rel = normalizeSharePath(relPath, this.#options.nameRules);
     if (isInternalPath(rel))
       throw new ClawpeerError('PATH_INVALID', `path ${JSON.stringify(relPath)} refused: it names clawpeer's own state`);
     return rel;

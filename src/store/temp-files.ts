@@ -5,7 +5,7 @@ import { randomInt } from 'node:crypto';
 import { lstat, readdir } from 'node:fs/promises';
 import { lstatSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { normalizeSharePath } from '../transfer/paths.js';
+import { LOCAL_NAME_RULES, normalizeSharePath } from '../transfer/paths.js';
 import { processAlive } from '../support/process-alive.js';
 import { isTempFileName, TEMP_FILE_PREFIX } from './internal-names.js';
 import { scanTree } from './tree-scan.js';
@@ -87,6 +87,7 @@ export async function removeStaleTempFiles(shareRoot: string, options: StaleTemp
   const scan = scanTree(shareRoot, {
     rootName: null,
     onIssue: () => undefined,
+    nameRules: LOCAL_NAME_RULES, // a push's `aux/` may hold temp files too (on Linux)
     ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
   for await (const entry of scan) {
@@ -107,7 +108,7 @@ export async function removeStaleTempFilesAt(
   relPath: string,
   options: StaleTempOptions,
 ): Promise<number> {
-  const rel = relPath === '' ? '' : normalizeSharePath(relPath);
+  const rel = relPath === '' ? '' : normalizeSharePath(relPath, LOCAL_NAME_RULES);
   const isDir = async (p: string): Promise<boolean> => (await lstat(p).catch(() => undefined))?.isDirectory() === true;
   if (rel === '') return (await isDir(root)) ? removeStaleTempFiles(root, options) : 0;
   const segments = rel.split('/');

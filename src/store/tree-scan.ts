@@ -25,7 +25,7 @@ import { lstatSync, readdirSync, readlinkSync, realpathSync, renameSync, statSyn
 import type { BigIntStats } from 'node:fs';
 import path from 'node:path';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
-import { isConfinedRealpath, joinSharePath, normalizeSharePath } from '../transfer/paths.js';
+import { isConfinedRealpath, joinSharePath, normalizeSharePath, type SharePathRules } from '../transfer/paths.js';
 
 export type TreeEntryKind = 'file' | 'dir' | 'symlink';
 
@@ -79,6 +79,11 @@ export interface ScanTreeOptions {
    * skipped. Without it the first such issue is thrown.
    */
   readonly onIssue?: (issue: TreeScanIssue) => void;
+  /**
+   * The rules names are checked by (transfer/paths.ts). Default: portable names (a synced
+   * folder's scan); push, pull and ls pass LOCAL_NAME_RULES (Windows' rules on Windows alone).
+   */
+  readonly nameRules?: SharePathRules;
   /**
    * Sockets, FIFOs and devices below the root: told here and left out (rsync's "skipping
    * non-regular file") instead of being an issue. The root itself is always an issue.
@@ -270,7 +275,7 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
       throw new ClawpeerError('USAGE', `${rootLocal} is not a directory, so it needs a name`);
     rootRel = null;
   } else {
-    rootRel = normalizeSharePath(options.rootName ?? path.basename(rootLocal));
+    rootRel = normalizeSharePath(options.rootName ?? path.basename(rootLocal), options.nameRules);
   }
 
   // Builds one entry from its lstat; undefined (after reporting) for kinds we do not send.
@@ -461,7 +466,7 @@ function* walkTree(localPath: string, options: ScanTreeOptions): Generator<TreeE
     let rel: string;
     try {
       // The parent's relPath is canonical already: only the new name needs checking.
-      rel = joinSharePath(frame.relDir, name);
+      rel = joinSharePath(frame.relDir, name, options.nameRules);
     } catch (err) {
       if (!isClawpeerError(err)) throw err;
       report({

@@ -4,14 +4,16 @@
 // Syncthing's failed items: everything else lands, the path's records are not stored (so every
 // sync tries it again), and the sync is reported not in sync. Before, one directory a node could
 // not write failed every sync of the folder, and nothing else it received was recorded. Push
-// and pull leave such paths out the same way (exit 23). Also here: which errors say an entry
-// vanished since it was listed (a scan skips it, counted nowhere).
+// and pull leave such paths out the same way (exit 23), and so does a Windows receiver of a
+// name Windows reserves (transfer/paths.ts WINDOWS_NAME_REFUSAL). Also here: which errors say
+// an entry vanished since it was listed (a scan skips it, counted nowhere).
+import { isWindowsNameRefusal, WINDOWS_NAME_REFUSAL } from '../transfer/paths.js';
 
 const PATH_REFUSALS = new Set(['EACCES', 'EPERM', 'ENAMETOOLONG']);
 
 /** The errno code when `err` (or an error it wraps) is a refusal of one path, else undefined. */
 export function pathRefusal(err: unknown): string | undefined {
-  return errnoAmong(err, PATH_REFUSALS);
+  return errnoAmong(err, PATH_REFUSALS) ?? (isWindowsNameRefusal(err) ? WINDOWS_NAME_REFUSAL : undefined);
 }
 
 const VANISHED: ReadonlySet<string> = new Set(['ENOENT', 'ENOTDIR']);

@@ -6,7 +6,7 @@
 // under the destination as it is written here. Pure string logic.
 import path from 'node:path';
 import { ClawpeerError } from '../errors.js';
-import { normalizeSharePath } from './paths.js';
+import { LOCAL_NAME_RULES, normalizeSharePath } from './paths.js';
 
 export interface FileListOptions {
   /** Entries end with NUL, not newline (rsync --from0; what `find -print0` writes). */
@@ -36,7 +36,7 @@ export function parseFileList(text: string, options: FileListOptions = {}): stri
       throw new ClawpeerError('USAGE', `${where} names the base directory itself: push the directory instead`);
     let rel: string;
     try {
-      rel = normalizeSharePath(cleaned);
+      rel = normalizeSharePath(cleaned, LOCAL_NAME_RULES); // read or written here
     } catch (err) {
       throw new ClawpeerError('USAGE', `${where}: ${(err as Error).message}`, { cause: err });
     }

@@ -1,12 +1,20 @@
 // Paths received from a peer, normalised and confined to a share.
 //
 // Goals: turn a peer-supplied relative path into one canonical relative POSIX path that is
-// safe to join under a share root on Linux, macOS and Windows alike, or refuse it with
-// PATH_INVALID naming the path. Pure string logic, so it is exhaustively testable.
+// safe to join under a share root on Linux, macOS and Windows alike (Windows with the default
+// rules), or refuse it with PATH_INVALID naming the path. Pure string logic, so it is
+// exhaustively testable.
 // Non-goals: symlink escapes (they need the file system: the driver realpaths the candidate's
 // parent and asks `isConfinedRealpath`), case-folding collisions (`a` vs `A` on a
 // case-insensitive volume are the publisher's concern), and Windows' reserved punctuation
 // (`<>:"|?*`), which is legal on POSIX and refused only by a Windows driver.
+//
+// Windows' own name rules (device names such as `aux.c`, a trailing dot or space) are on by
+// default: a synced folder's names must be portable, since any of its devices may be Windows.
+// One-shot transfers (push, pull, send, ls) turn them off for names a peer sends
+// (`{ windowsNames: false }`) and apply them only where files are created or read here
+// (LOCAL_NAME_RULES): as rsync, a Linux node sends and takes `aux.c`; a Windows receiver refuses
+// such a path alone, by WINDOWS_NAME_REFUSAL.
 //
 // Policy: the wire form is canonical, so anything that would need more than trivial repair is
 // refused rather than guessed at. The only repairs are dropping `.` segments and Unicode NFC
@@ -31,29 +39,70 @@ const WINDOWS_DEVICE_NAME = /^(con|prn|aux|nul|conin\$|conout\$|(com|lpt)[1-9\u0
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHAR = /[\u0000-\u001f\u007f-\u009f]/;
 
-function refuse(raw: string, why: string): never {
+/** Which rules a path is checked by; every rule but `windowsNames` always applies. */
+export interface SharePathRules {
+  /** Refuse Windows device names and names ending with a dot or space. Default true (portable names). */
+  readonly windowsNames?: boolean;
+}
+
+/** Whether files created or read on `platform` need Windows' name rules. */
+export function needsWindowsNames(platform: NodeJS.Platform = process.platform): boolean {
+  return platform === 'win32';
+}
+
+/** The rules for names a one-shot transfer creates or reads on this machine. */
+export const LOCAL_NAME_RULES: SharePathRules = { windowsNames: needsWindowsNames() };
+/** The rules for names a one-shot transfer takes from a peer: the local ones apply where they land. */
+export const PEER_NAME_RULES: SharePathRules = { windowsNames: false };
+
+/**
+ * The errno-style code of a path refused by Windows' name rules alone: a receiver that takes
+ * refusals per path (support/path-refusal.ts) leaves it out and reports this as the reason.
+ */
+export const WINDOWS_NAME_REFUSAL = 'EWINDOWSNAME';
+
+function refusal(raw: string, why: string): string {
   // JSON.stringify shows control characters and surrogates escaped, so the message is printable.
-  throw new ClawpeerError(
-    'PATH_INVALID',
-    `path ${JSON.stringify(raw.length > 300 ? raw.slice(0, 300) + '…' : raw)} refused: ${why}`,
-  );
+  return `path ${JSON.stringify(raw.length > 300 ? raw.slice(0, 300) + '…' : raw)} refused: ${why}`;
+}
+
+function refuse(raw: string, why: string): never {
+  throw new ClawpeerError('PATH_INVALID', refusal(raw, why));
+}
+
+/** PATH_INVALID by Windows' name rules alone (isWindowsNameRefusal). */
+class WindowsNameRefusal extends ClawpeerError {}
+
+function refuseOnWindows(raw: string, why: string): never {
+  throw new WindowsNameRefusal('PATH_INVALID', refusal(raw, why));
+}
+
+/** Whether `err`, or an error it wraps, refuses a path by Windows' name rules alone. */
+export function isWindowsNameRefusal(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; depth++, e = e.cause)
+    if (e instanceof WindowsNameRefusal) return true;
+  return false;
 }
 
 // Names made only of these need no Unicode checks or normalisation (the common case, fast).
 const PLAIN_NAME = /^\.?[A-Za-z0-9_+,=@%~#-][A-Za-z0-9_+,=@%~#. -]*$/; // a dotfile too, never . or ..
 
 /** Refuses a single name that may not be a path segment (the rules of normalizeSharePath). */
-function checkSegment(raw: string, segment: string): void {
+function checkSegment(raw: string, segment: string, rules: SharePathRules): void {
   if (segment === '') refuse(raw, 'empty path segment ("//" or trailing "/")');
   if (segment === '..') refuse(raw, 'contains a ".." segment');
   if (Buffer.byteLength(segment, 'utf8') > MAX_PATH_SEGMENT_BYTES) {
     refuse(raw, `a segment is longer than ${MAX_PATH_SEGMENT_BYTES} bytes`);
   }
+  // Windows reads "..." or ". ." as "." or "..": refused everywhere, so no relaxed path is one
+  // that could climb on a Windows machine.
+  if (/^[. ]+$/.test(segment)) refuse(raw, `segment ${JSON.stringify(segment)} is only dots and spaces`);
+  if (rules.windowsNames === false) return;
   // Windows strips trailing dots and spaces, so "a." and "a" would be the same file there.
-  if (/[. ]$/.test(segment)) refuse(raw, `segment ${JSON.stringify(segment)} ends with a dot or space`);
+  if (/[. ]$/.test(segment)) refuseOnWindows(raw, `segment ${JSON.stringify(segment)} ends with a dot or space`);
   const stem = segment.split('.', 1)[0] ?? segment;
   if (WINDOWS_DEVICE_NAME.test(stem.trimEnd())) {
-    refuse(raw, `segment ${JSON.stringify(segment)} is a Windows device name`);
+    refuseOnWindows(raw, `segment ${JSON.stringify(segment)} is a Windows device name`);
   }
 }
 
@@ -62,11 +111,11 @@ function checkSegment(raw: string, segment: string): void {
  * the top level) and one directory entry's `name`: checks only the new name, which makes a tree
  * walk linear in the number of entries rather than in the total path length.
  */
-export function joinSharePath(parent: string | null, name: string): string {
+export function joinSharePath(parent: string | null, name: string, rules: SharePathRules = {}): string {
   const joined = parent === null ? name : `${parent}/${name}`;
-  if (!PLAIN_NAME.test(name)) return normalizeSharePath(joined);
+  if (!PLAIN_NAME.test(name)) return normalizeSharePath(joined, rules);
   // A plain name has no ':' (drive letters), controls, surrogates or non-NFC characters.
-  checkSegment(joined, name);
+  checkSegment(joined, name, rules);
   if (Buffer.byteLength(joined, 'utf8') > MAX_PATH_BYTES) refuse(joined, `longer than ${MAX_PATH_BYTES} bytes`);
   return joined;
 }
@@ -75,9 +124,10 @@ export function joinSharePath(parent: string | null, name: string): string {
  * Normalises a path received from a peer into a canonical relative POSIX path inside a share,
  * or throws ClawpeerError PATH_INVALID whose message names the path and the reason.
  * The result never contains `..`, `.`, empty segments or a leading `/`, so
- * `path.posix.join(root, result)` stays strictly below `root`.
+ * `path.posix.join(root, result)` stays strictly below `root`. `rules` may leave out Windows'
+ * name rules (SharePathRules); clawpeer's own names are the caller's check (isInternalPath).
  */
-export function normalizeSharePath(raw: string): string {
+export function normalizeSharePath(raw: string, rules: SharePathRules = {}): string {
   if (typeof raw !== 'string') throw new TypeError('path must be a string');
   if (raw.length === 0) refuse(raw, 'empty path');
   if (LONE_SURROGATE.test(raw)) refuse(raw, 'not valid Unicode (unpaired surrogate)');
@@ -89,7 +139,7 @@ export function normalizeSharePath(raw: string): string {
   const segments: string[] = [];
   for (const segment of nfc.split('/')) {
     if (segment === '.') continue;
-    checkSegment(raw, segment);
+    checkSegment(raw, segment, rules);
     segments.push(segment);
   }
   if (segments.length === 0) refuse(raw, 'names the share root itself');

@@ -417,3 +417,21 @@ t.test('a name not NFC on disk is renamed to its NFC form and recorded so (Synct
   const again = await scanFolder(store, folder, { ...options, onIssue: () => undefined });
   t.match(again, { added: 0, changed: 0, deleted: 0 }, 'the next scan finds nothing new');
 });
+
+t.test('names only Windows refuses stay unsyncable: a folder may be shared with a Windows device', async (t) => {
+  const { folder, store } = await fixture();
+  await mkdir(join(folder, 'w'));
+  for (const name of ['aux.c', 'con.h', 'trail.', 'space ', 'ok.c']) await writeFile(join(folder, 'w', name), name);
+  const issues: string[] = [];
+  await scanFolder(store, folder, {
+    ...options,
+    onIssue: (i) => void issues.push(`${i.error.code} ${i.localPath.slice(folder.length)}`),
+  });
+  t.same(
+    issues.sort(),
+    ['PATH_INVALID /w/aux.c', 'PATH_INVALID /w/con.h', 'PATH_INVALID /w/space ', 'PATH_INVALID /w/trail.'],
+    'each reported (as push and pull send them, a sync does not)',
+  );
+  t.equal(store.liveHead('w/ok.c')?.revision.kind, 'file', 'the rest is recorded');
+  for (const name of ['aux.c', 'con.h', 'trail.', 'space ']) t.equal(store.liveHead(`w/${name}`), undefined, name);
+});

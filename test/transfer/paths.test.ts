@@ -5,10 +5,16 @@ import { ClawpeerError, isClawpeerError } from '../../src/errors.js';
 import {
   isConfinedRealpath,
   joinSharePath,
+  LOCAL_NAME_RULES,
   MAX_PATH_BYTES,
   MAX_PATH_SEGMENT_BYTES,
+  needsWindowsNames,
   normalizeSharePath,
+  PEER_NAME_RULES,
+  WINDOWS_NAME_REFUSAL,
 } from '../../src/transfer/paths.js';
+import { isInternalPath } from '../../src/store/internal-names.js';
+import { pathRefusal } from '../../src/support/path-refusal.js';
 
 function refusal(raw: string): string {
   try {
@@ -186,6 +192,97 @@ t.test('joinSharePath(parent, name) agrees with normalizeSharePath(parent/name)'
   t.equal(joinSharePath('docs', 'a.txt'), 'docs/a.txt');
   t.throws(() => joinSharePath('docs', 'nul.txt'), { code: 'PATH_INVALID' });
   t.throws(() => joinSharePath('docs', 'x'.repeat(256)), { code: 'PATH_INVALID' });
+});
+
+const WINDOWS_ONLY = ['aux.c', 'src/con.h', 'nul', 'prn.txt', 'LPT1', 'notes.', 'name ', 'dir./x', 'a/trail.', 'a./b '];
+
+t.test('Windows name rules: on by default, off with { windowsNames: false }, nothing else relaxed', async (t) => {
+  for (const raw of WINDOWS_ONLY) {
+    const err = t.throws(() => normalizeSharePath(raw), { code: 'PATH_INVALID' }, `strict refuses ${raw}`);
+    t.equal(pathRefusal(err), WINDOWS_NAME_REFUSAL, `${raw}: a per-path refusal a receiver can leave out`);
+    t.equal(normalizeSharePath(raw, { windowsNames: false }), raw, `relaxed takes ${JSON.stringify(raw)}`);
+    t.throws(() => normalizeSharePath(raw, { windowsNames: true }), { code: 'PATH_INVALID' }, 'windowsNames: true');
+  }
+  t.equal(pathRefusal(t.throws(() => normalizeSharePath('a/../b'))), undefined, 'other refusals refuse the whole');
+  const relaxed = (raw: string): string => normalizeSharePath(raw, PEER_NAME_RULES);
+  t.equal(relaxed('w/aux.c'), 'w/aux.c');
+  t.equal(joinSharePath('w', 'con.h', PEER_NAME_RULES), 'w/con.h', 'the plain-name fast path too');
+  t.equal(joinSharePath('w', 'trail.', PEER_NAME_RULES), 'w/trail.');
+  t.equal(joinSharePath('w', 'spaceé ', PEER_NAME_RULES), 'w/spaceé ', 'and the slow path');
+  t.throws(() => joinSharePath('w', 'aux.c'), { code: 'PATH_INVALID' }, 'joinSharePath stays strict by default');
+  for (const [raw, why] of [
+    ['..', /"\.\."/],
+    ['a/../b', /"\.\."/],
+    ['/etc/passwd', /absolute/],
+    ['a\\b', /backslash/],
+    ['aux\\..', /backslash/],
+    ['C:aux', /drive letter/],
+    ['a\u0000b', /control/],
+    ['nul\u001f', /control/],
+    ['a//b', /empty path segment/],
+    ['.', /share root/],
+    ['x'.repeat(MAX_PATH_SEGMENT_BYTES + 1), /longer than 255 bytes/],
+    ['a\ud800.', /surrogate/],
+    ['...', /only dots and spaces/],
+    ['a/.. /b', /only dots and spaces/],
+    ['. ', /only dots and spaces/],
+  ] as const) {
+    t.throws(
+      () => relaxed(raw),
+      { code: 'PATH_INVALID', message: why },
+      `relaxed still refuses ${JSON.stringify(raw)}`,
+    );
+    t.throws(() => joinSharePath(null, raw, PEER_NAME_RULES), { code: 'PATH_INVALID' });
+  }
+  // clawpeer's own names are the callers' check (isInternalPath), which folds trailing dots and spaces.
+  for (const raw of [
+    '.clawpeer/index',
+    '.clawpeer./index',
+    '.CLAWPEER /x',
+    'd/.clawpeer-tmp-1.',
+    'd/.clawpeer-tmp-x ',
+  ]) {
+    t.ok(isInternalPath(relaxed(raw)), `${JSON.stringify(raw)} passes the path rules but is clawpeer's own`);
+  }
+});
+
+t.test('the local rules: Windows names only where files are made or read on Windows', async (t) => {
+  t.equal(needsWindowsNames('win32'), true);
+  t.equal(needsWindowsNames('linux'), false);
+  t.equal(needsWindowsNames('darwin'), false);
+  t.same(LOCAL_NAME_RULES, { windowsNames: process.platform === 'win32' });
+});
+
+t.test('property: relaxed paths never escape the share either', async (t) => {
+  const segment = fc.oneof(
+    fc.constantFrom('.', '..', '', 'a', 'con', 'aux.c', 'x.', 'y ', '...', '.. ', ' ..', 'a\\b', '\u0000', '/', 'C:'),
+    fc.string({ maxLength: 6 }),
+  );
+  let windowsOnly = 0;
+  fc.assert(
+    fc.property(fc.array(segment, { maxLength: 6 }), (parts) => {
+      let result: string;
+      try {
+        result = normalizeSharePath(parts.join('/'), PEER_NAME_RULES);
+      } catch (err) {
+        if (isClawpeerError(err, 'PATH_INVALID')) return;
+        throw err;
+      }
+      const joined = path.posix.join('/share', result);
+      if (!joined.startsWith('/share/') || path.posix.normalize(result) !== result)
+        throw new Error(`${JSON.stringify(parts)} -> ${joined}`);
+      // Nor on Windows, which drops a name's trailing dots and spaces.
+      if (result.split('/').some((s) => s.replace(/[. ]+$/, '') === '')) throw new Error(`bad segment in ${result}`);
+      if (path.win32.isAbsolute(result) || /^[a-zA-Z]:/.test(result)) throw new Error(`absolute on Windows: ${result}`);
+      try {
+        normalizeSharePath(result);
+      } catch {
+        windowsOnly++;
+      }
+    }),
+    { numRuns: 3000, seed: 20261205 },
+  );
+  t.ok(windowsOnly > 50, `paths only the relaxed rules accept were generated (${windowsOnly})`);
 });
 
 t.test('isConfinedRealpath compares by segment', async (t) => {
