@@ -7,6 +7,9 @@ import t, { type Test } from 'tap';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DEFAULT_CHUNKING } from '../../src/chunking/fastcdc.js';
+import { TransferReceiver } from '../../src/exchange/transfer-receive.js';
+import { scanSource } from '../../src/exchange/transfer-source.js';
+import type { ManifestEntry } from '../../src/protocol/message-types.js';
 import { silentLogger } from '../../src/logger.js';
 import { listRemote } from '../../src/push-pull/list-client.js';
 import { offeredNameProblem } from '../../src/push-pull/offered-paths.js';
@@ -46,6 +49,16 @@ t.test('a push of a tree with Windows-reserved names lands every file on a Linux
   t.teardown(() => l.stop());
   const src = await tempDir('winnames-push');
   await tree(path.join(src, 'w'));
+  const dry = await push({
+    ...base,
+    session: l.session,
+    share: 'inbox',
+    remotePath: '',
+    localPath: path.join(src, 'w'),
+    signal: signal(),
+    dryRun: true,
+  });
+  t.equal(dry.dryRun?.files.length, Object.keys(FILES).length, 'a dry run names every file');
   const pushed = await push({
     ...base,
     session: l.session,
@@ -103,6 +116,22 @@ t.test('a pull and an ls of such names from a Linux listener take every file', a
   t.equal(pulled.refusedCount, undefined);
   t.equal(pulled.unreadableCount, undefined);
   await landed(t, path.join(dest, 'w'));
+  await writeFile(path.join(dest, 'w', 'aux.c'), 'changed here');
+  const dry = await pull({
+    ...base,
+    session: l.session,
+    share: 'src',
+    remotePath: 'w',
+    localPath: dest,
+    signal: signal(),
+    force: true,
+    dryRun: true,
+  });
+  t.same(
+    dry.dryRun?.files.map((f) => f.path),
+    ['w/aux.c'],
+    'a dry run into the pulled tree finds the one file changed',
+  );
 
   const single = await tempDir('winnames-one');
   const one = await pull({
@@ -150,3 +179,53 @@ t.test('`receive` takes what a `send` offers under such names; a climbing name s
   t.match(offeredNameProblem({ path: '..', kind: 'dir' }), /"\.\." segment/);
   t.match(offeredNameProblem({ path: '.clawpeer.', kind: 'dir' }), /reserved for clawpeer/);
 });
+
+/** A receiver of `entries` into `root` (planning only: no session), with these name rules. */
+function receiverOf(
+  entries: readonly ManifestEntry[],
+  root: string,
+  extra: Partial<ConstructorParameters<typeof TransferReceiver>[0]> = {},
+): TransferReceiver {
+  return new TransferReceiver({
+    session: undefined as never,
+    router: undefined as never,
+    transferId: 1,
+    entries,
+    destination: { root, readOnly: false, basePath: '' },
+    force: false,
+    chunking: DEFAULT_CHUNKING,
+    signal: signal(),
+    log: silentLogger,
+    ...extra,
+  });
+}
+
+t.test(
+  'a receiver on Windows rules leaves such paths out one by one; a synced folder refuses them whole',
+  async (t) => {
+    const src = await tempDir('winnames-recv');
+    await tree(path.join(src, 'w'));
+    const { entries } = await scanSource(path.join(src, 'w'), { chunking: DEFAULT_CHUNKING, log: silentLogger });
+    t.throws(
+      () => receiverOf(entries, src),
+      { code: 'PATH_INVALID', message: /Windows device name|dot or space/ },
+      "without nameRules (a synced folder's fetch) the manifest is refused",
+    );
+    const root = await tempDir('winnames-recv-dst');
+    const refused: string[] = [];
+    const r = receiverOf(entries, root, {
+      nameRules: { windowsNames: true },
+      onRefused: (rel, err) => refused.push(`${rel} ${new RefusedPaths().refuse(rel, err).reason}`),
+    });
+    const plan = await r.prepare();
+    t.same(
+      refused.sort(),
+      ['w/aux.c', 'w/con.h', 'w/nul', 'w/nul/com1.log', 'w/prn.txt', 'w/space ', 'w/trail.'].map(
+        (p) => `${p} ${WINDOWS_NAME_REFUSAL}`,
+      ),
+      'each refused as EWINDOWSNAME',
+    );
+    t.equal(plan.lackingBytes, 'plain'.length, 'only plain.txt is asked for');
+    await r.abort();
+  },
+);
