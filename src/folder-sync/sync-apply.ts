@@ -4,9 +4,10 @@
 // transaction.
 //
 // Goals: nothing a user wrote is lost: a file sync replaces or deletes is kept as a history
-// blob first (sync-history.ts), a losing concurrent edit is kept beside the winner under its
-// conflict name before the winner is published (a new inode, conflict-copy.ts: never a second
-// name of the live file); both peers compute the same winner, the same conflict name and the
+// blob first (sync-history.ts; renamed on the peer, it moves to its new name: local-moves.ts),
+// a losing concurrent edit is kept beside the winner under its conflict name before the
+// winner is published (a new inode, conflict-copy.ts: never a second name of the live file);
+// both peers compute the same winner, the same conflict name and the
 // same revision for the conflict copy (origin, vector and mtime of the losing revision), so
 // their logs converge without another round. The copy is planned as one more incoming revision
 // of its path, so the peer's record of the same copy (it settled the conflict in a sync killed
@@ -22,16 +23,17 @@
 // stored, so the next sync asks again), and with it the other paths of its conflict.
 // Non-goals: the wire (sync-exchange.ts), choosing who applies (the mode, in the callers).
 import { lstatSync, type BigIntStats } from 'node:fs';
-import { chmod, lstat, readdir, realpath, rename, rmdir, unlink } from 'node:fs/promises';
+import { chmod, lstat, readdir, realpath, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { ChunkingParams } from '../chunking/fastcdc.js';
 import { ClawpeerError } from '../errors.js';
 import type { RevisionEntry, Revision } from '../sync/revision.js';
 import { floorMs } from '../sync/revision.js';
-import { isConfinedRealpath } from '../transfer/paths.js';
+import { applyLocalMoves, confinedPath as confined } from '../exchange/local-moves.js';
 import { writeOwnCopy } from './conflict-copy.js';
 import { setHeadMetadata } from './head-metadata.js';
 import { pathRefusal } from '../support/path-refusal.js';
+import { removeDirIfEmpty } from '../support/remove-empty-dir.js';
 import { isRacy, msToNs } from '../store/file-key.js';
 import { Publisher } from '../store/publisher.js';
 import { warmStatOf, type WarmStat } from '../store/revlog-format.js';
@@ -41,7 +43,7 @@ import type { NoSpaceReport } from '../exchange/space-fit.js';
 import { preserveInHistory } from '../store/sync-history.js';
 import { dirTakesHeadMode, noteLandings } from './pending-landings.js';
 import { crashPoint } from '../support/test-hooks.js';
-import { isLiveFile, planRemote, typeChangeOf, type PathPlan, type PlanOptions } from './sync-plan.js';
+import { isLiveFile, planRemote, renamesAmong, typeChangeOf, type PathPlan, type PlanOptions } from './sync-plan.js';
 import { rescueUnscanned, unchangedSinceScan, unsyncedNames, unsyncedPath } from './unchanged-since-scan.js';
 
 export { byPath, conflictCopyRevision, plannedChanges, type PlannedChange } from './sync-plan.js';
@@ -80,20 +82,6 @@ export interface ApplyResult {
   readonly noSpace?: NoSpaceReport;
   /** The conflict copies made here, by path, with the head each path had before (change-counts.ts counts them). */
   readonly copies: ReadonlyMap<string, RevisionEntry | undefined>;
-}
-
-/** Resolves a path inside the folder whose parent directory really lies inside it. */
-async function confined(folderReal: string, rel: string): Promise<string> {
-  const abs = path.join(folderReal, ...rel.split('/'));
-  let parentReal: string;
-  try {
-    parentReal = await realpath(path.dirname(abs));
-  } catch {
-    return abs; // the parent does not exist: nothing there to touch
-  }
-  if (!isConfinedRealpath(folderReal, parentReal))
-    throw new ClawpeerError('PATH_INVALID', `${rel} refused: its directory resolves outside the folder`);
-  return path.join(parentReal, path.basename(abs));
 }
 
 /**
@@ -392,7 +380,8 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     // fetched path is not: beforeReplace looks at it just before its rename, later than this
     // (one lstat per received file less, in a phase the peer spends waiting for our Want).
     for (const p of landing)
-      if (p.action.kind === 'delete' || p.action.kind === 'symlink') await rescue(p.path, p.local);
+      if ((p.action.kind === 'delete' && !clearedEarly.has(p)) || p.action.kind === 'symlink')
+        await rescue(p.path, p.local);
   };
   /** Files that could not take the head's mode or mtime: what they kept is certified for it. */
   const metadataKept = new Map<PathPlan, WarmStat>();
@@ -485,7 +474,30 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
   let outcome: FetchOutcome;
   let settled: PathPlan[];
   try {
-    outcome = await o.fetch(requests, beforePublish, beforeReplace, (relPath, st) => landed.set(relPath, st));
+    // A file renamed on the peer lands by a rename of ours (exchange/local-moves.ts), not a copy.
+    const moves = [...renamesAmong(plans)].flatMap(([to, from]) =>
+      to.action.kind === 'fetch'
+        ? [{ ...to.action.request, from: from.path, to: to.path, request: to.action.request, fromPlan: from }]
+        : [],
+    );
+    const ready = (m: (typeof moves)[number]): boolean =>
+      unchangedSinceScan(folderReal, m.from, m.fromPlan.local, store);
+    const moved = new Map<FetchRequest, BigIntStats>();
+    for (const [m, st] of await applyLocalMoves(folderReal, moves, { fsync: o.fsync !== 'none', ready })) {
+      moved.set(m.request, st);
+      landed.set(m.to, st);
+      clearedEarly.add(m.fromPlan); // its deletion is done
+      doneOnDisk.add(m.fromPlan);
+    }
+    outcome = await o.fetch(
+      requests.filter((r) => !moved.has(r)),
+      (delivered) => beforePublish([...delivered, ...moved.keys()]),
+      beforeReplace,
+      (relPath, st) => landed.set(relPath, st),
+    );
+    const published = new Map(outcome.published ?? landed);
+    for (const [r, st] of moved) published.set(r.destPath, st);
+    outcome = { ...outcome, delivered: [...outcome.delivered, ...moved.keys()], published };
     fetched = new Set(outcome.delivered);
     const missing = undeliveredUnits(outcome.delivered);
     const done: PathPlan[] = [];
@@ -584,17 +596,4 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     chunksReceived: outcome.chunksReceived,
     ...(outcome.noSpace === undefined ? {} : { noSpace: outcome.noSpace }),
   };
-}
-
-/** Removes the directory at `abs` when it is one and empty (or gone): false when something is left in it. */
-export async function removeDirIfEmpty(abs: string): Promise<boolean> {
-  try {
-    if ((await lstat(abs)).isDirectory()) await rmdir(abs);
-    return true;
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return true;
-    if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
-    throw err;
-  }
 }

@@ -545,3 +545,37 @@ export function plannedChanges(
   }
   return { changes: changes.sort(byPath), skipped: skipped.sort() };
 }
+
+/**
+ * The fetches this node can make by moving a file the same sync deletes, each paired with the
+ * plan of the deletion (a file or directory renamed on the peer: Syncthing renames too): a new
+ * path with nothing live here, whose content (root and size) is that of a deleted file. Both
+ * plans alone in their conflict units and neither the source of a conflict copy, so nothing else
+ * waits on them. Each deleted file serves one new path; the others are fetched as before.
+ */
+export function renamesAmong(plans: readonly PathPlan[]): Map<PathPlan, PathPlan> {
+  const perUnit = new Map<number, number>();
+  for (const p of plans) perUnit.set(p.unit, (perUnit.get(p.unit) ?? 0) + 1);
+  const copied = new Set(plans.flatMap((p) => (p.action.kind === 'copy-local' ? [p.action.from] : [])));
+  const alone = (p: PathPlan): boolean => p.copy === undefined && perUnit.get(p.unit) === 1 && !copied.has(p.path);
+  const contentKey = (r: Revision): string => `${toHex(r.contentRoot)}:${r.size}`;
+  const deleted = new Map<string, PathPlan[]>();
+  for (const p of plans) {
+    if (p.action.kind !== 'delete' || !isLiveFile(p.local) || !alone(p)) continue;
+    const key = contentKey(p.local.revision);
+    const list = deleted.get(key);
+    if (list === undefined) deleted.set(key, [p]);
+    else list.push(p);
+  }
+  const pairs = new Map<PathPlan, PathPlan>();
+  if (deleted.size === 0) return pairs;
+  for (const p of plans) {
+    const h = p.head?.revision;
+    if (p.action.kind !== 'fetch' || p.action.request.destPath !== p.path || !isLiveFile(p.head) || h === undefined)
+      continue;
+    if ((p.local !== undefined && !p.local.revision.deleted) || !alone(p)) continue;
+    const from = deleted.get(contentKey(h))?.pop();
+    if (from !== undefined) pairs.set(p, from);
+  }
+  return pairs;
+}

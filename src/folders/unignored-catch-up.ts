@@ -31,7 +31,7 @@ import { defaultFolderChunking } from '../folder-sync/folder-history.js';
 import { loadSyncIgnore, parseIgnoreFile, syncIgnoreFrom, type SyncIgnore } from '../folder-sync/sync-ignore.js';
 import { openSyncedFolder, type SyncedFolder } from '../folder-sync/synced-folder.js';
 import { conflictCopyRevision } from '../folder-sync/sync-plan.js';
-import { removeDirIfEmpty } from '../folder-sync/sync-apply.js';
+import { removeDirIfEmpty } from '../support/remove-empty-dir.js';
 import { writeFileAtomic } from '../support/atomic-file.js';
 import { readBounded } from '../support/read-bounded.js';
 import { INTERNAL_DIR_NAME, isInternalPath } from '../store/internal-names.js';
