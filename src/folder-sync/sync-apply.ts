@@ -483,6 +483,7 @@ export async function applyRemote(received: readonly RevisionEntry[], o: ApplyOp
     const ready = (m: (typeof moves)[number]): boolean =>
       unchangedSinceScan(folderReal, m.from, m.fromPlan.local, store);
     const moved = new Map<FetchRequest, BigIntStats>();
+    if (moves.length > 0) o.guard?.(); // the folder is still the one the sync opened (folder-pin.ts)
     for (const [m, st] of await applyLocalMoves(folderReal, moves, { fsync: o.fsync !== 'none', ready })) {
       moved.set(m.request, st);
       landed.set(m.to, st);
