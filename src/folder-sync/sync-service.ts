@@ -117,7 +117,16 @@ export interface ServedSync {
    * stored; undefined when not learnt (an older peer, a sync that sends here).
    */
   readonly peerHeads?: readonly RevisionEntry[];
+  /** How long it took from the request to the end, s, and the bytes the session's connection carried meanwhile. */
+  readonly seconds: number;
+  readonly wireBytes: number;
 }
+
+/** Bytes both ways on the session's connection so far. */
+const wireBytesOf = (session: PeerSession): number => {
+  const s = session.connection.stats();
+  return s.bytesSent + s.bytesReceived;
+};
 
 /** Serves the sync the client opened with `req`, start to end. Throws on any failure (the caller reports it). */
 export async function serveSync(
@@ -129,6 +138,7 @@ export async function serveSync(
   activity?: Activity,
 ): Promise<ServedSync> {
   const { log } = ctx;
+  const [started, wireStart] = [performance.now(), wireBytesOf(session)];
   if (ctx.nodeId === undefined)
     throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
   if (ctx.pausedFolder?.(req.share, session.peerId) === true) throw pausedRefusal(session, req.share);
@@ -164,7 +174,7 @@ export async function serveSync(
           older: older.label,
         }),
     });
-    return {
+    const served = {
       share: share.name,
       ...(await serveClaimedSync(
         session,
@@ -178,6 +188,7 @@ export async function serveSync(
         lockWaitMs,
       )),
     };
+    return { ...served, seconds: (performance.now() - started) / 1000, wireBytes: wireBytesOf(session) - wireStart };
   } catch (err) {
     throw hold.errorFor(err);
   } finally {
@@ -195,7 +206,7 @@ async function serveClaimedSync(
   signal: AbortSignal,
   activity: Activity | undefined,
   lockWaitMs: number,
-): Promise<Omit<ServedSync, 'share'>> {
+): Promise<Omit<ServedSync, 'share' | 'seconds' | 'wireBytes'>> {
   const nothing = {
     received: 0,
     stored: 0,

@@ -152,8 +152,8 @@ export class FolderService {
       sent: served.sent,
       conflicts: served.conflicts,
       skipped: served.skipped,
-      bytes: 0,
-      seconds: 0,
+      bytes: served.wireBytes,
+      seconds: Math.round(served.seconds * 1000) / 1000,
     };
     void this.#inTurn(served.share, () => this.#record(active.config, peerId, record, served.stored));
     // Online with the folder (again): what backs off runs now; a pair in sync for its mode is cleared.

@@ -70,6 +70,8 @@ t.test('status says in-sync with the last sync time; folder log lists what the s
       (e) =>
         e['by'] === 'peer' &&
         e['deleted'] === 1 &&
+        (e['bytes'] as number) > 0 && // what the peer's sync carried here, and how long it took
+        (e['seconds'] as number) > 0 &&
         e['added'] === 0 &&
         JSON.stringify(e['paths']) === JSON.stringify([{ path: 'before.txt', change: 'deleted' }]),
     ),

@@ -56,6 +56,8 @@ t.test('an entry here that cannot be synced: the peer is in sync, this side is n
 t.test('the logs: what each mode needs of them', async (t) => {
   const s = (peerHasAll: boolean, hereHasAll: boolean): ServedSync => ({
     share: 'docs',
+    seconds: 0.1,
+    wireBytes: 1000,
     received: 0,
     stored: 0,
     peerHasAll,
