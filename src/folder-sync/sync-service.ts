@@ -138,7 +138,6 @@ export async function serveSync(
   activity?: Activity,
 ): Promise<ServedSync> {
   const { log } = ctx;
-  const [started, wireStart] = [performance.now(), wireBytesOf(session)];
   if (ctx.nodeId === undefined)
     throw new ClawpeerError('INTERNAL', 'this listener was started without its node id, so it cannot record revisions');
   if (ctx.pausedFolder?.(req.share, session.peerId) === true) throw pausedRefusal(session, req.share);
@@ -163,6 +162,7 @@ export async function serveSync(
   // session here until the transport's idle timeout, holding the folder lock; its rerun from the
   // same peer supersedes that stale sync instead of waiting it out. Another peer's push or sync
   // in the share is waited for (SERVER_LOCK_WAIT_MS), then FOLDER_BUSY.
+  const [started, wireStart] = [performance.now(), wireBytesOf(session)]; // once the request is taken
   const hold = new DestinationHold(PROCESS_DESTINATION_LOCKS, session.peerId, signal);
   try {
     await hold.claim([share.dir], `a sync from node ${session.peerId} of share ${share.name}`, {

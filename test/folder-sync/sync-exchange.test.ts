@@ -121,6 +121,9 @@ t.test('a conflict copy made by a sync is a file added there, on the losing side
   await utimes(path.join(share, 'notes.txt'), new Date(2_000_000_060_000), new Date(2_000_000_060_000));
   served.length = 0;
   const r = await sync();
+  // The listener reports its side once it has closed the folder, after the client heard SyncDone.
+  for (let waited = 0; served.length === 0 && waited < 10_000; waited += 10)
+    await new Promise((resolve) => setTimeout(resolve, 10));
   const copy = Object.keys(await contents(local)).find((p) => isConflictPath(p)) ?? '';
   t.equal(await readFile(path.join(local, copy), 'utf8'), 'client edit', "the client's edit lost: its copy is here");
   // Before, the losing side said "0 added, 1 changed" and the winning one "0 added": the copy

@@ -43,7 +43,7 @@ const sync = (l: MemoryListener, dir: string, nodeId: string, mode: SyncModeName
   });
 /** The listener's report of the sync it served last (told just after the client's sync ended). */
 async function lastServed(): Promise<ServedSync | undefined> {
-  for (let i = 0; i < 200 && served.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let i = 0; i < 1000 && served.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
   return served[0];
 }
 const fromA = (): Promise<SyncFolderResult> => sync(toC, onA.dir, A, 'send-only');

@@ -53,7 +53,7 @@ const sync = (l: MemoryListener, dir: string, nodeId: string, mode: SyncModeName
     ...(nodeId === A ? { resident: residentA } : {}),
   });
 async function lastServed(): Promise<ServedSync | undefined> {
-  for (let i = 0; i < 200 && served.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let i = 0; i < 1000 && served.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
   return served[0];
 }
 const fromA = (): Promise<SyncFolderResult> => sync(toB, onA.dir, A, 'send-only');

@@ -40,8 +40,10 @@ async function pair(t: Test, clientFeatures?: readonly FeatureName[]): Promise<P
   return { l, share: share.dir, client: await tempDir('client'), served };
 }
 
-const sync = (p: Pair, mode: SyncModeName): Promise<SyncFolderResult> =>
-  syncFolder({
+/** A sync, returned once the listener has reported its side too (told just after the client's sync ended). */
+async function sync(p: Pair, mode: SyncModeName): Promise<SyncFolderResult> {
+  const reports = p.served.length;
+  const r = await syncFolder({
     session: p.l.session,
     dir: p.client,
     share: 'docs',
@@ -50,10 +52,14 @@ const sync = (p: Pair, mode: SyncModeName): Promise<SyncFolderResult> =>
     log: silentLogger,
     signal: new AbortController().signal,
   });
+  // Else its report could land after a test's `served.length = 0` and pass for the next sync's.
+  for (let i = 0; i < 1000 && p.served.length === reports; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return r;
+}
 
 /** The listener's report of the sync it served last (told just after the client's sync ended). */
 async function lastServed(p: Pair): Promise<ServedSync | undefined> {
-  for (let i = 0; i < 200 && p.served.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let i = 0; i < 1000 && p.served.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
   return p.served.at(-1);
 }
 

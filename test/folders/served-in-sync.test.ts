@@ -30,7 +30,7 @@ async function peerSyncs(): Promise<{ inSync: boolean; served: ServedSync | unde
     log: silentLogger,
     signal: new AbortController().signal,
   });
-  for (let i = 0; i < 200 && served.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let i = 0; i < 1000 && served.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
   return { inSync: r.inSync, served: served[0] };
 }
 
