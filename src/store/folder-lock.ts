@@ -21,7 +21,7 @@
 // lock look held (the error says which file to delete); the tiny window between our rename and
 // link-back in the changed-holder case.
 
-import { link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readFile, realpath, rename, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -79,24 +79,31 @@ export function folderLockPath(folder: string): string {
 }
 
 /**
- * The lock files (device:inode) this process holds now. A lock file naming this process that is
- * not among them is stale: its release could not reach it because its folder was swapped while a
- * sync held it (moved away, a disk unmounted), and the folder is back now.
+ * This process's turns at each lock file (by real path): its holder, or an acquire taking it,
+ * ends the turn at release. Two holders in one process write the same "<pid> <host>", which the
+ * file cannot tell apart, so an acquire waits for this process's turn first; holding it, a lock
+ * file naming this process is stale (its release could not reach it: the folder was swapped
+ * while a sync held it, a disk unmounted, and it is back now).
  */
-const heldHere = new Set<string>();
+const turns = new Map<string, Promise<void>>();
+
+/** The key of `file` in `turns`: its directory's real path (one file by two paths is one turn). */
+async function turnKey(file: string): Promise<string> {
+  const dir = await realpath(path.dirname(file)).catch(() => path.resolve(path.dirname(file)));
+  return path.join(dir, path.basename(file));
+}
 
 /** A held lock. Release it (in a finally) when the sync ends; a process exit also frees it in effect (stale). */
 export class FolderLock {
   readonly file: string;
   readonly #content: string;
-  readonly #id: string;
+  readonly #endTurn: () => void;
   #released = false;
 
-  private constructor(file: string, content: string, id: string) {
+  private constructor(file: string, content: string, endTurn: () => void) {
     this.file = file;
     this.#content = content;
-    this.#id = id;
-    heldHere.add(id);
+    this.#endTurn = endTurn;
   }
 
   /**
@@ -139,36 +146,72 @@ export class FolderLock {
       throw ioError('create the directory of', file, err);
     }
     const deadline = performance.now() + waitMs;
+    const aborted = (cause: unknown): ClawpeerError =>
+      new ClawpeerError('ABORTED', `waiting for ${file} aborted`, { cause });
+    const pause = async (): Promise<void> => {
+      try {
+        await sleep(Math.min(pollMs, Math.max(1, deadline - performance.now())), undefined, signal ? { signal } : {});
+      } catch (err) {
+        throw aborted(err);
+      }
+    };
+    // This process's turn first (its holder here is live: the listener may end it, onHeld).
+    const key = await turnKey(file);
+    for (let turn = turns.get(key); turn !== undefined; turn = turns.get(key)) {
+      if (signal?.aborted === true) throw aborted(signal.reason);
+      options.onHeld?.();
+      if (performance.now() >= deadline)
+        throw busy(`pid ${process.pid} on ${host}`, waitMs > 0 ? `, waited ${waitMs} ms` : '');
+      await Promise.race([turn, pause()]);
+    }
+    let endTurn = (): void => undefined;
+    const mine = new Promise<void>((resolve) => (endTurn = resolve));
+    turns.set(key, mine);
+    const done = (): void => {
+      if (turns.get(key) === mine) turns.delete(key);
+      endTurn();
+    };
+    try {
+      return await FolderLock.#acquireTurn(file, content, done, { ...options, deadline, busy, aborted, pause });
+    } catch (err) {
+      done();
+      throw err;
+    }
+  }
+
+  /** acquireFile's protocol on the file, this process's turn held. */
+  static async #acquireTurn(
+    file: string,
+    content: string,
+    done: () => void,
+    o: AcquireFolderLockOptions & {
+      readonly deadline: number;
+      readonly busy: (who: string, waited: string) => ClawpeerError;
+      readonly aborted: (cause: unknown) => ClawpeerError;
+      readonly pause: () => Promise<void>;
+    },
+  ): Promise<FolderLock> {
+    const host = hostname();
     for (;;) {
-      if (signal?.aborted === true)
-        throw new ClawpeerError('ABORTED', `waiting for ${file} aborted`, { cause: signal.reason });
-      const id = await FolderLock.#tryCreate(file, content);
-      if (id !== undefined) return new FolderLock(file, content, id);
+      if (o.signal?.aborted === true) throw o.aborted(o.signal.reason);
+      if (await FolderLock.#tryCreate(file, content)) return new FolderLock(file, content, done);
       const holder = await FolderLock.#readHolder(file);
       if (holder === 'gone') continue; // released between our create and read: retry at once
+      // This process's pid, with its turn held here: no holder of this process (see `turns`).
       const stale =
         holder === undefined
           ? await FolderLock.#olderThan(file, UNPARSABLE_LOCK_STALE_MS)
-          : holder.host === host &&
-            (holder.pid === process.pid ? !heldHere.has(await FolderLock.#idOf(file)) : !processAlive(holder.pid));
+          : holder.host === host && (holder.pid === process.pid || !processAlive(holder.pid));
       if (stale) {
         await FolderLock.#breakStale(file, holder);
         continue;
       }
-      options.onHeld?.();
-      if (performance.now() >= deadline) {
+      o.onHeld?.();
+      if (performance.now() >= o.deadline) {
         const who = holder === undefined ? 'an unreadable lock file' : `pid ${holder.pid} on ${holder.host}`;
-        throw busy(who, waitMs > 0 ? `, waited ${waitMs} ms` : '');
+        throw o.busy(who, (o.waitMs ?? 0) > 0 ? `, waited ${o.waitMs} ms` : '');
       }
-      try {
-        await sleep(
-          Math.min(pollMs, Math.max(1, deadline - performance.now())),
-          undefined,
-          signal === undefined ? {} : { signal },
-        );
-      } catch (err) {
-        throw new ClawpeerError('ABORTED', `waiting for ${file} aborted`, { cause: err });
-      }
+      await o.pause();
     }
   }
 
@@ -176,19 +219,22 @@ export class FolderLock {
   async release(): Promise<void> {
     if (this.#released) return;
     this.#released = true;
-    heldHere.delete(this.#id);
-    let text: string;
     try {
-      text = await readFile(this.file, 'utf8');
-    } catch (err) {
-      if (errnoCode(err) === 'ENOENT') return;
-      throw ioError('read', this.file, err);
-    }
-    if (text !== this.#content) return; // someone broke our lock (we looked dead): not ours to remove
-    try {
-      await unlink(this.file);
-    } catch (err) {
-      if (errnoCode(err) !== 'ENOENT') throw ioError('remove', this.file, err);
+      let text: string;
+      try {
+        text = await readFile(this.file, 'utf8');
+      } catch (err) {
+        if (errnoCode(err) === 'ENOENT') return;
+        throw ioError('read', this.file, err);
+      }
+      if (text !== this.#content) return; // someone broke our lock (we looked dead): not ours to remove
+      try {
+        await unlink(this.file);
+      } catch (err) {
+        if (errnoCode(err) !== 'ENOENT') throw ioError('remove', this.file, err);
+      }
+    } finally {
+      this.#endTurn(); // after the file is gone: the next acquire here takes it anew
     }
   }
 
@@ -196,34 +242,25 @@ export class FolderLock {
     return this.#released;
   }
 
-  /** Creates the lock file: its device:inode, undefined when it exists already. */
-  static async #tryCreate(file: string, content: string): Promise<string | undefined> {
+  /** Creates the lock file: false when it exists already. */
+  static async #tryCreate(file: string, content: string): Promise<boolean> {
     let handle;
     try {
       handle = await open(file, 'wx', 0o600);
     } catch (err) {
-      if (errnoCode(err) === 'EEXIST') return undefined;
+      if (errnoCode(err) === 'EEXIST') return false;
       throw ioError('create', file, err);
     }
-    let id: string;
     try {
       await handle.writeFile(content, 'utf8');
       await handle.sync();
-      const st = await handle.stat({ bigint: true });
-      id = `${st.dev}:${st.ino}`;
     } catch (err) {
       await handle.close().catch(() => undefined);
       await unlink(file).catch(() => undefined);
       throw ioError('write', file, err);
     }
     await handle.close();
-    return id;
-  }
-
-  /** The lock file's device:inode ('' when it is gone: the next round creates it). */
-  static async #idOf(file: string): Promise<string> {
-    const st = await stat(file, { bigint: true }).catch(() => undefined);
-    return st === undefined ? '' : `${st.dev}:${st.ino}`;
+    return true;
   }
 
   /** The holder, undefined for unparsable content, 'gone' when the file vanished. */
@@ -256,12 +293,11 @@ export class FolderLock {
     }
     try {
       const moved = parseLockFile(await readFile(aside, 'utf8'));
-      // A lock this process took meanwhile names the same pid: its inode tells it apart.
+      // None of this process took it meanwhile: we hold its turn here (`turns`).
       const same =
-        (moved === undefined
+        moved === undefined
           ? holder === undefined
-          : holder !== undefined && moved.pid === holder.pid && moved.host === holder.host) &&
-        !heldHere.has(await FolderLock.#idOf(aside));
+          : holder !== undefined && moved.pid === holder.pid && moved.host === holder.host;
       if (!same) {
         // The lock changed hands after we read it: put the live one back unless a newer exists.
         await link(aside, file).catch((err: unknown) => {

@@ -105,6 +105,25 @@ t.test('in one process the lock is exclusive too; release is idempotent and only
   t.equal(await readFile(b.file, 'utf8'), `999999 ${hostname()}\n`);
 });
 
+t.test('acquires in one process at once never hold the lock together', async (t) => {
+  // A lock file this process has just made, not yet holding its pid (or holding it before the
+  // lock counted as held here), was taken for a stale one of this process and broken: four
+  // invites redeemed at once lost a pairing from peers.json.
+  const folder = await tempFolder();
+  let holders = 0;
+  let most = 0;
+  await Promise.all(
+    Array.from({ length: 12 }, async () => {
+      const lock = await FolderLock.acquire(folder, { waitMs: 30_000, pollMs: 1 });
+      most = Math.max(most, ++holders);
+      await sleep(2);
+      holders--;
+      await lock.release();
+    }),
+  );
+  t.equal(most, 1, 'one holder at a time');
+});
+
 // A sync holding the lock while its folder was swapped (moved away and back, a disk unmounted
 // and mounted again) could not remove its lock file at release: the path named the new
 // directory. Before, that file (this live process's pid) held the folder busy until a restart.
