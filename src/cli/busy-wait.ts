@@ -6,6 +6,7 @@
 // after 0.25 s growing to 2 s, until the other sync has ended, for at most BUSY_WAIT_MS from the
 // first refusal; then the last refusal is reported as before (same message, same exit code).
 // A sync that is not refused costs nothing more: one try/catch.
+import { setTimeout as timerSleep } from 'node:timers/promises';
 import { ClawpeerError, isClawpeerError } from '../errors.js';
 
 /** How long a sync waits for the folder's running sync, ms (README: sync). */
@@ -64,20 +65,9 @@ export async function untilNotBusy<T>(attempt: () => Promise<T>, o: BusyWaitOpti
 }
 
 /** Resolves after `ms`; rejects with the signal's reason (Ctrl-C: INTERRUPTED) when it aborts first. */
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  const reason = (): unknown =>
-    signal.reason instanceof ClawpeerError ? signal.reason : new ClawpeerError('ABORTED', 'interrupted');
-  if (signal.aborted) return Promise.reject(reason());
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(reason());
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
+async function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  await timerSleep(ms, undefined, { signal }).catch(() => {
+    throw signal.reason instanceof ClawpeerError ? signal.reason : new ClawpeerError('ABORTED', 'interrupted');
   });
 }
 

@@ -44,6 +44,7 @@ import { countChanges, headsBefore, type ChangeCounts } from './change-counts.js
 import { expectMessage, PREPARE_TIMEOUT_MS, sessionChunking } from '../exchange/transfer-control.js';
 import type { TransferProgress } from '../transfer/transfer-progress.js';
 import type { NoSpaceReport } from '../exchange/space-fit.js';
+import { wireBytesOf } from './sync-service.js';
 
 /** How long the client waits for another local sync of the folder, ms. */
 export const CLIENT_LOCK_WAIT_MS = 5_000;
@@ -164,11 +165,6 @@ export interface SyncFolderResult {
   /** How the session reached the peer (reach/paths.ts PathKind) and its RTT then, ms: set by sync-with-peer.ts. */
   readonly path?: string;
   readonly rttMs?: number;
-}
-
-function wireBytesOf(session: PeerSession): number {
-  const s = session.connection.stats();
-  return s.bytesSent + s.bytesReceived;
 }
 
 function inSyncFor(mode: SyncModeName, check: ReconcileResult): boolean {

@@ -122,8 +122,8 @@ export interface ServedSync {
   readonly wireBytes: number;
 }
 
-/** Bytes both ways on the session's connection so far. */
-const wireBytesOf = (session: PeerSession): number => {
+/** Bytes both ways on the session's connection so far (a sync's wire bytes: the difference). */
+export const wireBytesOf = (session: PeerSession): number => {
   const s = session.connection.stats();
   return s.bytesSent + s.bytesReceived;
 };
